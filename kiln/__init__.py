@@ -1,0 +1,48 @@
+"""kiln: a define-then-run tensor graph compiler for Python.
+
+>>> import kiln as kn, numpy as np
+>>> with kn.Graph().as_default():
+...     x = kn.placeholder(kn.float32, ("batch", 3), name="x")
+...     y = kn.sum(kn.relu(x) * 2.0, axis=1)
+...     f = kn.function([x], y)
+>>> f(np.array([[1, -1, 2]], np.float32))
+array([6.], dtype=float32)
+"""
+
+from . import cuda, frontend, passes
+from .dtypes import (
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)  # fmt: skip
+from .errors import DeviceError, DTypeError, GraphError, GraphFormatError, KilnError, ShapeError
+from .frontend import *  # noqa: F403
+from .frontend import random
+from .frontend.core import Variable, constant, placeholder
+from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
+from .graph.verify import verify
+from .ops.random import manual_seed
+from .runtime import Function, KernelError, Session, function
+from .shapes import Dim
+
+__version__ = "0.1.0"
+
+
+def devices() -> list[str]:
+    """The devices kiln can run on now: `"cpu"`, then `"cuda:N"` for each usable GPU.
+
+    >>> import kiln as kn
+    >>> kn.devices()[0]
+    'cpu'
+    """
+    return ["cpu", *(f"cuda:{i}" for i in range(cuda.device_count()))]

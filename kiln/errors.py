@@ -1,0 +1,45 @@
+"""kiln's exceptions and the one format every error message uses."""
+
+from __future__ import annotations
+
+
+class KilnError(Exception):
+    """Base class of every error kiln raises on purpose."""
+
+
+class ShapeError(KilnError, ValueError):
+    """Shapes that cannot work together (build time, or when feeds bind symbolic dims)."""
+
+
+class DTypeError(KilnError, TypeError):
+    """A dtype an op does not accept, or a cast that would lose information."""
+
+
+class DeviceError(KilnError, RuntimeError):
+    """A device that is unusable or tensors on different devices."""
+
+
+class GraphError(KilnError, RuntimeError):
+    """A graph that is malformed, frozen, or cannot be run as asked."""
+
+
+class GraphFormatError(KilnError, ValueError):
+    """A graph file (JSON) that is malformed, truncated or hostile."""
+
+
+def describe_types(symbols) -> str:
+    """`x:f32[batch,3], w:f32[3,4]` for a sequence of Symbols (or anything with type_str)."""
+    return ", ".join(f"{s.name}:{s.type_str()}" for s in symbols)
+
+
+def node_error(cls, message: str, *, op: str, name: str | None, site: str | None, inputs=()):
+    """Builds `cls` with kiln's one-paragraph format: what failed, which node, where, on what.
+
+    >>> str(node_error(ShapeError, "shapes differ", op="add", name="add_1", site="m.py:3"))
+    "shapes differ (node 'add_1', op add, created at m.py:3)"
+    """
+    where = [f"node '{name}'" if name else None, f"op {op}", f"created at {site}" if site else None]
+    text = f"{message} ({', '.join(w for w in where if w)})"
+    if inputs:
+        text += f"; inputs: {describe_types(inputs)}"
+    return cls(text)

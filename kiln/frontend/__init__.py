@@ -1,0 +1,12 @@
+"""The user API: sources, op functions, operators on Symbol, random, dumps."""
+
+from . import methods, random
+from .core import Variable, constant, placeholder
+from .math import *  # noqa: F403
+from .math import __all__ as _math_all
+from .shape import *  # noqa: F403
+from .shape import __all__ as _shape_all
+
+methods.install()
+
+__all__ = ["placeholder", "constant", "Variable", *_math_all, *_shape_all]

@@ -1,0 +1,97 @@
+"""Graph-mode sources (placeholder, constant, Variable) and lifting of Python values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError
+from ..graph.core import Symbol, Variable, get_default_graph
+from ..graph.opdef import REGISTRY, ArrayValue
+from ..ops.core import bind
+
+__all__ = ["placeholder", "constant", "Variable"]
+
+
+def placeholder(dtype=dt.float32, shape=(), name: str | None = None) -> Symbol:
+    """A value fed at run time. Dims: ints, `None` (anonymous) or names (`"batch"`).
+
+    >>> import kiln as kn
+    >>> with kn.Graph().as_default():
+    ...     x = kn.placeholder(kn.float32, shape=("batch", 784), name="x")
+    >>> x.type_str()
+    'f32[batch,784]'
+    """
+    dtype = dt.as_dtype(dtype)
+    shape = sh.as_shape(shape)
+    graph = get_default_graph()
+    node = graph.add_node(
+        REGISTRY["placeholder"], (), {"shape": shape, "dtype": dtype}, name or "placeholder",
+        shape=shape, dtype=dtype,
+    )  # fmt: skip
+    return node.out
+
+
+def _as_array(value, dtype=None) -> np.ndarray:
+    if dtype is not None:
+        return np.asarray(value, dtype=dt.as_dtype(dtype))
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return np.asarray(value, dtype=dt.scalar_dtype(value))
+    array = np.asarray(value)
+    if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
+        array = array.astype(dt.DEFAULT_FLOAT)  # nested Python floats: kiln's default float
+    if array.dtype.kind in "OUSV":
+        raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
+    dt.as_dtype(array.dtype)
+    return array
+
+
+def constant(value, dtype=None, name: str | None = None, graph=None) -> Symbol:
+    """A constant of the graph; Python floats become float32 (kiln's default float).
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     c = kn.constant(np.eye(3), name="eye")
+    >>> c.type_str()
+    'f64[3,3]'
+    """
+    array = _as_array(value, dtype)
+    graph = graph or get_default_graph()
+    node = graph.add_node(
+        REGISTRY["constant"], (), {"value": ArrayValue(array)}, name or "constant",
+        shape=array.shape, dtype=array.dtype,
+    )  # fmt: skip
+    return node.out
+
+
+def _is_scalar(v) -> bool:
+    return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
+
+
+def lift(*args, context=()):
+    """Makes operands of one op: Symbols stay, arrays become constants of the Symbols' graph,
+    and Python scalars take the dtype NumPy 2 promotion gives them against the others (weak).
+
+    With no Symbol among the arguments or `context` (eager), it returns NumPy arrays instead.
+    """
+    strong = [a.dtype if isinstance(a, Symbol) else _as_array(a).dtype
+              for a in args if not _is_scalar(a)]  # fmt: skip
+    graph = next((a.graph for a in (*args, *context) if isinstance(a, Symbol)), None)
+    out = []
+    for a in args:
+        if isinstance(a, Symbol):
+            out.append(a)
+            continue
+        if _is_scalar(a):
+            dtype = dt.promote(*strong, a) if strong else dt.scalar_dtype(a)
+            array = np.asarray(a, dtype=dtype)
+        else:
+            array = _as_array(a)
+        out.append(array if graph is None else constant(array, graph=graph))
+    return out
+
+
+def call(op_name: str, *args, **attrs):
+    """Binds the op named `op_name` (operands already lifted)."""
+    return bind(REGISTRY[op_name], *args, **attrs)

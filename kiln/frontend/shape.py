@@ -1,0 +1,333 @@
+"""Shape and movement functions, and indexing (`x[...]`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import GraphError, ShapeError
+from ..graph.core import Symbol
+from .core import call, lift
+
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "concatenate",
+    "expand_dims",
+    "flatten",
+    "gather",
+    "getitem",
+    "one_hot",
+    "pad",
+    "permute",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "take_along_axis",
+    "tile",
+    "transpose",
+    "unsqueeze",
+]
+
+
+def reshape(x, shape):
+    """`x` with a new shape of the same size; one dim may be -1; dims may be symbolic.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.reshape(np.arange(6), (3, -1)).shape
+    (3, 2)
+    """
+    (x,) = lift(x)
+    shape = (shape,) if isinstance(shape, (int, sh.Dim)) else tuple(shape)
+    return call("reshape", x, shape=sh.reshape_shape(x.shape, shape))
+
+
+def flatten(x, start_axis: int = 0, end_axis: int = -1):
+    """Merges the dims from `start_axis` to `end_axis` into one (PyTorch's `flatten`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.flatten(np.zeros((2, 3, 4)), 1).shape
+    (2, 12)
+    """
+    (x,) = lift(x)
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = sh.normalize_axis(start_axis, x.ndim), sh.normalize_axis(end_axis, x.ndim)
+    if s > e:
+        raise ShapeError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+    merged = sh.dim_product(x.shape[s : e + 1])
+    return reshape(x, (*x.shape[:s], merged, *x.shape[e + 1 :]))
+
+
+def transpose(x, axes=None):
+    """Permutes the dims (reversed when `axes` is None), as NumPy's `transpose`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.transpose(np.zeros((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
+    (x,) = lift(x)
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    if len(axes) != x.ndim:
+        raise ShapeError(f"axes {tuple(axes)} don't match array of dimension {x.ndim}")
+    return call("transpose", x, perm=tuple(sh.normalize_axis(a, x.ndim) for a in axes))
+
+
+def permute(x, *dims):
+    """PyTorch's `permute`: `transpose` with the axes as arguments or one tuple.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.permute(np.zeros((2, 3)), 1, 0).shape
+    (3, 2)
+    """
+    return transpose(x, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+def squeeze(x, axis=None):
+    """Removes dims of size 1 (all of them, or those in `axis`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.squeeze(np.zeros((1, 3, 1)), 0).shape
+    (3, 1)
+    """
+    (x,) = lift(x)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = sh.normalize_axes(axis, x.ndim)
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ShapeError(
+                    f"cannot select an axis to squeeze out which has size not equal to one "
+                    f"(axis {a} of {sh.format_shape(x.shape)})"
+                )
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def unsqueeze(x, axis: int):
+    """Inserts a dim of size 1 at `axis` (NumPy's `expand_dims`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.unsqueeze(np.zeros((2, 3)), -1).shape
+    (2, 3, 1)
+    """
+    (x,) = lift(x)
+    axis = sh.normalize_axis(axis, x.ndim + 1)
+    return reshape(x, (*x.shape[:axis], 1, *x.shape[axis:]))
+
+
+expand_dims = unsqueeze
+
+
+def broadcast_to(x, shape):
+    """`x` broadcast to `shape`, as NumPy's `broadcast_to`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.broadcast_to(np.ones(3), (2, 3)).shape
+    (2, 3)
+    """
+    (x,) = lift(x)
+    return call("broadcast_to", x, shape=sh.as_shape(shape))
+
+
+def concat(xs, axis: int = 0):
+    """Joins arrays along an existing axis (NumPy's `concatenate`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.concat([np.ones((2, 3)), np.zeros((1, 3))]).shape
+    (3, 3)
+    """
+    xs = lift(*xs)
+    if not xs:
+        raise ShapeError("need at least one array to concatenate")
+    return call("concat", *xs, axis=sh.normalize_axis(axis, xs[0].ndim))
+
+
+concatenate = concat
+
+
+def stack(xs, axis: int = 0):
+    """Joins arrays of the same shape along a new axis (NumPy's `stack`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.stack([np.ones(3), np.zeros(3)], axis=1).shape
+    (3, 2)
+    """
+    xs = lift(*xs)
+    if not xs:
+        raise ShapeError("need at least one array to stack")
+    if any(x.shape != xs[0].shape for x in xs[1:]):
+        raise ShapeError(
+            "all input arrays must have the same shape: "
+            + ", ".join(sh.format_shape(x.shape) for x in xs)
+        )
+    axis = sh.normalize_axis(axis, xs[0].ndim + 1)
+    return concat([unsqueeze(x, axis) for x in xs], axis)
+
+
+def split(x, indices_or_sections, axis: int = 0) -> list:
+    """Splits `x` along `axis` into equal sections or at the given indices (NumPy's `split`).
+
+    >>> import kiln as kn, numpy as np
+    >>> [p.shape for p in kn.split(np.zeros((6, 2)), [1, 4])]
+    [(1, 2), (3, 2), (2, 2)]
+    """
+    (x,) = lift(x)
+    axis = sh.normalize_axis(axis, x.ndim)
+    n = x.shape[axis]
+    if not isinstance(n, int):
+        raise ShapeError(f"split along a symbolic dim ({n}) is not supported; its size varies")
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k <= 0 or n % k:
+            raise ShapeError(f"array split does not result in an equal division ({n} into {k})")
+        bounds = list(range(0, n + 1, n // k)) if n else [0] * (k + 1)
+    else:
+        bounds = [0, *(int(i) for i in indices_or_sections), n]
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        spec = (("slice", None, None, None),) * axis + (("slice", lo, hi, None),)
+        parts.append(call("index", x, spec=spec))
+    return parts
+
+
+def pad(x, pad_width, value=0):
+    """Pads with a constant, NumPy's `pad(x, pad_width, constant_values=value)`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.pad(np.ones((2, 2)), 1).shape
+    (4, 4)
+    """
+    (x,) = lift(x)
+    width = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    canonical = tuple((int(b), int(a)) for b, a in width)
+    return call("pad", x, pad_width=canonical, value=float(value) if dt.is_float(x.dtype)
+                else int(value))  # fmt: skip
+
+
+def tile(x, reps):
+    """Repeats `x` by `reps` along each dim (NumPy's `tile`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.tile(np.ones((2, 3)), (2, 1)).shape
+    (4, 3)
+    """
+    (x,) = lift(x)
+    reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    return call("tile", x, reps=reps)
+
+
+def one_hot(ids, num_classes: int, dtype=dt.float32):
+    """One-hot rows of `num_classes` for integer `ids` (ids outside the range give zeros).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.one_hot(np.array([0, 2]), 3)
+    array([[1., 0., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
+    (ids,) = lift(ids)
+    return call("one_hot", ids, depth=int(num_classes), dtype=dt.as_dtype(dtype))
+
+
+def gather(x, indices, axis: int = 0):
+    """Takes `indices` along `axis`: NumPy's `take(x, indices, axis)` (TF's `gather`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.gather(np.arange(6).reshape(2, 3), np.array([2, 0]), axis=1)
+    array([[2, 0],
+           [5, 3]])
+    """
+    (x,) = lift(x)
+    (indices,) = lift(indices, context=(x,))
+    return call("gather", x, indices, axis=sh.normalize_axis(axis, x.ndim))
+
+
+def take_along_axis(x, indices, axis: int):
+    """NumPy's `take_along_axis` (PyTorch's `gather`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.take_along_axis(np.array([[1, 2], [3, 4]]), np.array([[1], [0]]), 1)
+    array([[2],
+           [3]])
+    """
+    (x,) = lift(x)
+    (indices,) = lift(indices, context=(x,))
+    return call("take_along_axis", x, indices, axis=sh.normalize_axis(axis, x.ndim))
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+
+def _expand_ellipsis(index, ndim):
+    n_ellipsis = sum(1 for i in index if i is Ellipsis)
+    if n_ellipsis > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if n_ellipsis:
+        k = index.index(Ellipsis)
+        fill = (slice(None),) * max(ndim - used, 0)
+        return index[:k] + fill + index[k + 1 :]
+    return index
+
+
+def _spec_item(item):
+    if item is None:
+        return ("newaxis",)
+    if isinstance(item, slice):
+        parts = [item.start, item.stop, item.step]
+        for p in parts:
+            if p is not None and not isinstance(p, (int, np.integer)):
+                raise ShapeError(f"slice bounds must be ints or None in graph mode, got {p!r}")
+        return ("slice", *(None if p is None else int(p) for p in parts))
+    if isinstance(item, (bool, np.bool_)):
+        raise GraphError("boolean scalar indices are not supported in graph mode")
+    return ("int", int(item))
+
+
+def getitem(x, index):
+    """`x[index]`: ints, slices, None, Ellipsis and one integer array (a `gather`).
+
+    Boolean masks give data-dependent shapes: they work in eager mode only.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.getitem(np.arange(12).reshape(3, 4), (slice(None), np.array([3, 0])))
+    array([[ 3,  0],
+           [ 7,  4],
+           [11,  8]])
+    """
+    (x,) = lift(x)
+    index = index if isinstance(index, tuple) else (index,)
+    index = _expand_ellipsis(index, x.ndim)
+    arrays = [k for k, i in enumerate(index) if _is_array_index(i)]
+    if len(arrays) > 1:
+        raise GraphError("more than one integer-array index: index one axis at a time")
+    array_pos = arrays[0] if arrays else None
+    if array_pos is not None and any(isinstance(i, (int, np.integer)) for i in index):
+        raise GraphError("mixing an integer-array index with int indices: index in two steps")
+    basic = tuple(slice(None) if k == array_pos else i for k, i in enumerate(index))
+    spec = tuple(_spec_item(i) for i in basic)
+    if any(item[0] != "slice" or item[1:] != (None, None, None) for item in spec):
+        x = call("index", x, spec=spec)
+    if array_pos is None:
+        return x
+    axis = sum(1 for i in basic[:array_pos] if not isinstance(i, (int, np.integer)))
+    return gather(x, index[array_pos], axis=axis)
+
+
+def _is_array_index(i) -> bool:
+    if isinstance(i, Symbol):
+        if not dt.is_int(i.dtype):
+            raise GraphError(
+                f"index Symbol '{i.name}' has dtype {i.dtype}: graph mode takes integer-array "
+                "indices; boolean masks work in eager mode only"
+            )
+        return True
+    if isinstance(i, (list, np.ndarray)):
+        a = np.asarray(i)
+        if a.dtype == np.bool_:
+            raise GraphError("boolean mask indices work in eager mode only (data-dependent shape)")
+        return True
+    return False

@@ -1,0 +1,309 @@
+"""The IR: Graph (nodes in creation order), Node, Symbol (a node's value), Variable."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import GraphError
+from .opdef import REGISTRY, Attrs
+
+_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_site(skip: int = 1) -> str | None:
+    """`file.py:12` of the innermost caller outside kiln (kiln's own frames are filtered out)."""
+    f = sys._getframe(skip)
+    while f is not None:
+        filename = f.f_code.co_filename
+        if not filename.startswith(_KILN_DIR) and "contextlib" not in filename:
+            return f"{os.path.basename(filename)}:{f.f_lineno}"
+        f = f.f_back
+    return None
+
+
+class Symbol:
+    """A typed value of the graph: the output of one node. Hashes by identity.
+
+    Operators (`+`, `@`, `<`, indexing…) are installed by the frontend.
+    """
+
+    __slots__ = ("node", "shape", "dtype", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers `ndarray + Symbol` to Symbol.__radd__
+
+    def __init__(self, node: Node, shape: tuple, dtype):
+        self.node = node
+        self.shape = shape
+        self.dtype = dtype
+
+    __hash__ = object.__hash__
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def op(self):
+        return self.node.op
+
+    @property
+    def graph(self) -> Graph:
+        return self.node.graph
+
+    @property
+    def site(self) -> str | None:
+        return self.node.site
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return sh.size(self.shape)
+
+    def type_str(self) -> str:
+        return f"{dt.short_name(self.dtype)}{sh.format_shape(self.shape)}"
+
+    def __repr__(self):
+        return f"<Symbol {self.name}:{self.type_str()} = {self.op.name}>"
+
+    def __bool__(self):
+        raise GraphError(
+            f"the truth value of Symbol '{self.name}' ({self.op.name}, created at {self.site}) "
+            "is not known while building a graph; use kn.where(cond, a, b) to choose values, "
+            "or run the graph and branch on the result"
+        )
+
+    def __len__(self):
+        if not self.shape or not isinstance(self.shape[0], int):
+            raise GraphError(f"len() of Symbol '{self.name}' with shape {self.shape} is unknown")
+        return self.shape[0]
+
+    def __iter__(self):
+        raise GraphError(
+            f"cannot iterate over Symbol '{self.name}' ({self.type_str()}); "
+            "index it or use kn.split / kn.unstack"
+        )
+
+
+class Node:
+    """One equation of the IR: `outputs = op[attrs](*inputs)`, created at `site`."""
+
+    __slots__ = ("op", "inputs", "attrs", "name", "site", "graph", "out", "__weakref__")
+
+    def __init__(self, graph, op, inputs, attrs, name, site):
+        self.graph = graph
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.name = name
+        self.site = site
+        self.out = None
+
+    @property
+    def outputs(self) -> tuple:
+        return (self.out,)
+
+    def __repr__(self):
+        return f"<Node {self.name} = {self.op.name}>"
+
+
+class Variable(Symbol):
+    """A graph value with state: it owns its value from creation (no init step).
+
+    Every Function and Session that uses it reads and writes the same value. It changes
+    only through declared updates (applied after a run's outputs, all or nothing) or
+    `assign` between runs.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     w = kn.Variable(np.ones((2, 3), np.float32), name="w")
+    >>> w.numpy().sum(), w.type_str()
+    (np.float32(6.0), 'f32[2,3]')
+    """
+
+    __slots__ = ("_value", "_initial", "trainable", "device")
+
+    def __init__(self, value, shape=None, dtype=None, name=None, trainable=True, graph=None):
+        if callable(value):
+            if shape is None:
+                raise GraphError("a Variable made from an initializer needs shape=")
+            shape_ = sh.as_shape(shape)
+            if not sh.is_static(shape_):
+                raise GraphError(f"a Variable's shape must be static, got {shape!r}")
+            dtype_ = dt.as_dtype(dtype) if dtype is not None else dt.DEFAULT_FLOAT
+            value = value(shape_, dtype_)
+        array = np.array(value, dtype=None if dtype is None else dt.as_dtype(dtype))
+        if dtype is None and array.dtype == np.float64 and not isinstance(value, np.ndarray):
+            array = array.astype(dt.DEFAULT_FLOAT)  # Python floats: kiln's default float
+        dtype_ = dt.as_dtype(array.dtype)
+        if shape is not None and sh.as_shape(shape) != array.shape:
+            raise GraphError(f"Variable {name!r}: value has shape {array.shape}, not {shape}")
+        graph = graph or get_default_graph()
+        node = graph.add_node(
+            REGISTRY["variable"], (), {"shape": array.shape, "dtype": dtype_}, name or "variable"
+        )
+        super().__init__(node, array.shape, dtype_)
+        node.out = self
+        self._initial = array.copy()
+        self._value = array
+        self.trainable = trainable
+        self.device = "cpu"
+        graph.variables.append(self)
+
+    @property
+    def value(self) -> np.ndarray:
+        return self._value
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the current value."""
+        return np.array(self._value, copy=True)
+
+    def assign(self, value) -> None:
+        """Sets the value between runs; shape must match and the dtype cast safely."""
+        array = np.asarray(value)
+        if array.shape != self.shape:
+            raise GraphError(
+                f"cannot assign shape {array.shape} to Variable '{self.name}' "
+                f"of shape {self.shape} (created at {self.site})"
+            )
+        if not np.can_cast(array.dtype, self.dtype, "same_kind"):
+            raise GraphError(
+                f"cannot assign {array.dtype} to Variable '{self.name}' of dtype {self.dtype}"
+            )
+        self._value = np.array(array, dtype=self.dtype, copy=True)
+
+    def reset(self) -> None:
+        self._value = self._initial.copy()
+
+    def __repr__(self):
+        return f"<Variable {self.name}:{self.type_str()}>"
+
+
+class Graph:
+    """Nodes in creation order (always a topological order), with unique deterministic names.
+
+    >>> g = Graph()
+    >>> with g.as_default(), name_scope("layer1"):
+    ...     import kiln as kn
+    ...     x = kn.placeholder(kn.float32, (None, 3), name="x")
+    >>> x.name
+    'layer1/x'
+    """
+
+    def __init__(self):
+        self.nodes: list[Node] = []
+        self.variables: list[Variable] = []
+        self.inputs: list[Symbol] = []
+        self.outputs: list[Symbol] = []
+        self.constraints: list[tuple] = []  # (dim, dim, why, node): checked when feeds bind
+        self._names: set[str] = set()
+        self._scopes: list[str] = []
+        self._frozen_because: str | None = None
+        self._lock = threading.RLock()
+        self.rng_steps: dict[str, int] = {}  # random node name -> runs so far
+
+    # -- building --------------------------------------------------------------------------
+
+    def add_node(self, op, inputs, attrs, name, site=None, shape=None, dtype=None) -> Node:
+        """Appends a node (the caller gives its output's shape and dtype, or sets `out`)."""
+        with self._lock:
+            if self._frozen_because is not None:
+                raise GraphError(
+                    f"cannot add {op.name} to a frozen graph (frozen {self._frozen_because}); "
+                    "build into a new kn.Graph() instead"
+                )
+            node = Node(self, op, inputs, Attrs(attrs), self.unique_name(name), site)
+            node.site = site if site is not None else user_site(2)
+            if shape is not None:
+                node.out = Symbol(node, shape, dtype)
+            self.nodes.append(node)
+            return node
+
+    def unique_name(self, base: str) -> str:
+        name = "/".join([*self._scopes, base]) if self._scopes else base
+        if name not in self._names:
+            self._names.add(name)
+            return name
+        i = 1
+        while f"{name}_{i}" in self._names:
+            i += 1
+        self._names.add(f"{name}_{i}")
+        return f"{name}_{i}"
+
+    def freeze(self, reason: str = "by Graph.freeze()") -> Graph:
+        """Makes adding nodes an error that says `reason`."""
+        self._frozen_because = reason
+        return self
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen_because is not None
+
+    @contextlib.contextmanager
+    def as_default(self):
+        _stack().append(self)
+        try:
+            yield self
+        finally:
+            _stack().pop()
+
+    @contextlib.contextmanager
+    def name_scope(self, name: str):
+        if not name or "/" in name:
+            raise GraphError(f"a name scope must be a non-empty name without '/', got {name!r}")
+        self._scopes.append(name)
+        try:
+            yield "/".join(self._scopes)
+        finally:
+            self._scopes.pop()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def placeholders(self) -> list[Symbol]:
+        return [n.out for n in self.nodes if n.op.name == "placeholder"]
+
+    def __str__(self):
+        from .printer import format_graph
+
+        return format_graph(self)
+
+    def __repr__(self):
+        return f"<Graph with {len(self.nodes)} nodes>"
+
+
+_local = threading.local()
+_global_default = [Graph()]
+
+
+def _stack() -> list:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def get_default_graph() -> Graph:
+    """The innermost `as_default()` graph of this thread, else the global default graph."""
+    stack = _stack()
+    return stack[-1] if stack else _global_default[0]
+
+
+def reset_default_graph() -> Graph:
+    """Replaces the global default graph with a new, empty one."""
+    if _stack():
+        raise GraphError("reset_default_graph() inside a `with graph.as_default()` block")
+    _global_default[0] = Graph()
+    return _global_default[0]
+
+
+def name_scope(name: str):
+    """A name scope on the default graph: nodes made inside are named `name/...`."""
+    return get_default_graph().name_scope(name)

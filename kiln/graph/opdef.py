@@ -1,0 +1,99 @@
+"""The op record and the registry of every primitive, by IR name."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import GraphError
+
+
+@dataclass(frozen=True, eq=False)
+class OpDef:
+    """Everything the compiler knows about one primitive, in one record.
+
+    `shape_rule(*in_shapes, **attrs)` and `dtype_rule(*in_dtypes, **attrs)` give the output's
+    shape and dtype (raising ShapeError / DTypeError); `impl(xp, *arrays, out=None, **attrs)`
+    computes it with the array module `xp` (NumPy or CuPy); `vjp(ct, out, *inputs, **attrs)`
+    gives one cotangent (or None) per input, written with kiln ops; `vjp=None` means not
+    differentiable. `tags` are plain properties: "elementwise", "view", "commutative",
+    "reduction", "random", "source", "update".
+    """
+
+    name: str
+    shape_rule: Callable
+    dtype_rule: Callable
+    impl: Callable
+    vjp: Callable | None = None
+    tags: frozenset = field(default_factory=frozenset)
+
+    def __repr__(self):
+        return f"OpDef({self.name})"
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise GraphError(f"op {op.name!r} is registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+class ArrayValue:
+    """An array held in an attr (a constant's value): hashable and compared by content."""
+
+    __slots__ = ("array", "_key")
+
+    def __init__(self, array):
+        array = np.ascontiguousarray(array)
+        array.flags.writeable = False
+        self.array = array
+        digest = hashlib.sha256(array.tobytes()).hexdigest()
+        self._key = (array.dtype.str, array.shape, digest)
+
+    def __eq__(self, other):
+        return isinstance(other, ArrayValue) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return f"ArrayValue({self.array.dtype}{list(self.array.shape)})"
+
+
+class Attrs(Mapping):
+    """A node's attributes: frozen, sorted by key, hashable (values must be hashable)."""
+
+    __slots__ = ("_items", "_dict", "_hash")
+
+    def __init__(self, items=()):
+        items = tuple(sorted(dict(items).items()))
+        self._items = items
+        self._dict = dict(items)
+        try:
+            self._hash = hash(items)
+        except TypeError as e:
+            raise GraphError(f"attr values must be hashable: {items!r}") from e
+
+    def __getitem__(self, key):
+        return self._dict[key]
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return isinstance(other, Attrs) and self._items == other._items
+
+    def __repr__(self):
+        return f"Attrs({dict(self._items)!r})"

@@ -1,0 +1,58 @@
+"""`verify(graph)`: the IR's invariants, checked after every pass in tests."""
+
+from __future__ import annotations
+
+from .. import shapes as sh
+from ..errors import GraphError, KilnError
+from .opdef import REGISTRY, Attrs
+
+
+def verify(graph) -> None:
+    """Raises GraphError, naming the node and its site, if `graph` breaks an invariant:
+    inputs defined before use in the same graph, unique names, registered ops, canonical
+    attrs, and output shape and dtype equal to what the op's rules give.
+
+    >>> import kiln as kn
+    >>> g = kn.Graph()
+    >>> with g.as_default():
+    ...     y = kn.placeholder(kn.float32, (2,)) * 2.0
+    >>> kn.verify(g)
+    """
+    defined, names = set(), set()
+    for node in graph.nodes:
+        where = f"node '{node.name}' ({node.op.name}, created at {node.site})"
+        if node.graph is not graph:
+            raise GraphError(f"{where} belongs to another graph")
+        if REGISTRY.get(node.op.name) is not node.op:
+            raise GraphError(f"{where} uses an unregistered op")
+        if node.name in names:
+            raise GraphError(f"{where}: the name is used twice")
+        names.add(node.name)
+        if not isinstance(node.attrs, Attrs):
+            raise GraphError(f"{where}: attrs are not canonical")
+        for i in node.inputs:
+            if id(i) not in defined:
+                raise GraphError(f"{where}: input '{i.name}' is used before it is defined")
+        if node.out is None or node.out.node is not node:
+            raise GraphError(f"{where}: its output does not point back at it")
+        _check_types(node, where)
+        defined.add(id(node.out))
+
+
+def _check_types(node, where):
+    pending = sh.collect_constraints()
+    try:
+        shape = tuple(node.op.shape_rule(*(i.shape for i in node.inputs), **node.attrs))
+        dtype = node.op.dtype_rule(*(i.dtype for i in node.inputs), **node.attrs)
+    except KilnError as e:
+        raise GraphError(f"{where}: its rules now fail: {e}") from None
+    finally:
+        sh._pending.items = None
+    del pending
+    if len(shape) != len(node.out.shape) or any(
+        a != b and not (isinstance(a, sh.Dim) or isinstance(b, sh.Dim))
+        for a, b in zip(shape, node.out.shape)
+    ):
+        raise GraphError(f"{where}: shape {node.out.shape} but its rule gives {shape}")
+    if dtype != node.out.dtype:
+        raise GraphError(f"{where}: dtype {node.out.dtype} but its rule gives {dtype}")

@@ -1,0 +1,114 @@
+"""`bind`, the one entry point to every op, and helpers the op families share."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, GraphError, ShapeError, node_error
+from ..graph.core import Symbol, user_site
+from ..graph.opdef import OpDef, register
+
+# Eager dispatch: the eager layer installs a function here that handles its Tensors.
+eager_dispatch = None
+
+
+def bind(op: OpDef, *args, **attrs):
+    """Applies `op`: adds a node when an argument is a Symbol, else runs the kernel now.
+
+    >>> import numpy as np
+    >>> bind(REGISTRY["add"], np.float32(1), np.float32(2))
+    array(3., dtype=float32)
+    """
+    if any(isinstance(a, Symbol) for a in args):
+        return bind_graph(op, args, attrs)
+    if eager_dispatch is not None:
+        return eager_dispatch(op, args, attrs)
+    arrays = [np.asarray(a) for a in args]
+    return np.asarray(op.impl(np, *arrays, **attrs))
+
+
+def bind_graph(op: OpDef, args, attrs, name: str | None = None, graph=None) -> Symbol:
+    """Adds a node of `op` to the graph of `args` (or `graph`, for ops without inputs)."""
+    graph = graph or next(a.graph for a in args if isinstance(a, Symbol))
+    site = user_site()
+    for a in args:
+        if not isinstance(a, Symbol):
+            raise GraphError(f"{op.name}: argument {a!r} is not a Symbol (created at {site})")
+        if a.graph is not graph:
+            raise node_error(
+                GraphError, "inputs come from different graphs", op=op.name, name=None,
+                site=site, inputs=args,
+            )  # fmt: skip
+    shape, dtype, constraints = infer(op, args, attrs, site)
+    node = graph.add_node(op, args, attrs, name or op.name, site=site, shape=shape, dtype=dtype)
+    graph.constraints.extend((a, b, why, node) for a, b, why in constraints)
+    return node.out
+
+
+def infer(op: OpDef, args, attrs, site):
+    """Runs the shape and dtype rules; errors name the op, the site and the input types."""
+    pending = sh.collect_constraints()
+    try:
+        shape = op.shape_rule(*(a.shape for a in args), **attrs)
+        dtype = op.dtype_rule(*(a.dtype for a in args), **attrs)
+    except (ShapeError, DTypeError) as e:
+        raise node_error(type(e), str(e), op=op.name, name=None, site=site, inputs=args) from None
+    finally:
+        sh._pending.items = None
+    return tuple(shape), dt.as_dtype(dtype), pending
+
+
+def defop(name, shape_rule, dtype_rule, impl, *, vjp=None, tags=()) -> OpDef:
+    """Creates and registers one primitive."""
+    return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, frozenset(tags)))
+
+
+# -- shared rules ----------------------------------------------------------------------------
+
+
+@functools.cache
+def ufunc_dtype(ufunc, *dtypes):
+    """The output dtype NumPy's ufunc gives for these input dtypes (NumPy 2 promotion)."""
+    try:
+        return ufunc.resolve_dtypes((*dtypes, None))[-1]
+    except TypeError as e:  # NumPy: no loop for these dtypes
+        names = ", ".join(str(d) for d in dtypes)
+        raise DTypeError(f"{ufunc.__name__} does not support dtype(s) {names}") from e
+
+
+@functools.cache
+def probe_dtype(fn, *dtypes, **kwargs):
+    """The dtype NumPy's `fn` returns for inputs of these dtypes (probed on 1-element arrays)."""
+    try:
+        return np.asarray(fn(*(np.ones((1,), d) for d in dtypes), **kwargs)).dtype
+    except TypeError as e:
+        names = ", ".join(str(d) for d in dtypes)
+        raise DTypeError(f"{fn.__name__} does not support dtype(s) {names}") from e
+
+
+def same_shape(x, **_):
+    return x
+
+
+def same_dtype(x, *_, **__):
+    return x
+
+
+def float_dtype(x, *_, **__):
+    """Floats keep their dtype; ints and bools become float64, as NumPy's float functions do."""
+    return ufunc_dtype(np.sqrt, x)
+
+
+def static_ints(values, what: str) -> tuple:
+    """A tuple of plain ints (attrs such as strides and permutations must be static)."""
+    if isinstance(values, (int, np.integer)):
+        values = (values,)
+    try:
+        out = tuple(int(v) for v in values)
+    except TypeError as e:
+        raise ShapeError(f"{what} must be ints, got {values!r}") from e
+    return out

@@ -1,0 +1,1 @@
+"""Neural-network primitives: convolution and pooling (NCHW activations, OIHW weights)."""

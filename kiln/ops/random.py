@@ -1,0 +1,90 @@
+"""Random primitives. Each node carries a `seed` attr; each run draws fresh values from the
+stream `(seed, run number)`, so a program is reproducible for a given `kn.manual_seed`."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import dtypes as dt
+from .core import defop
+
+_state = {"base": 0, "count": 0}
+_lock = threading.Lock()
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds every random op created (and, in eager mode, run) from now on."""
+    with _lock:
+        _state["base"] = int(seed)
+        _state["count"] = 0
+
+
+def next_seed() -> int:
+    """The seed of the next random node: a deterministic function of the manual seed."""
+    with _lock:
+        key = (_state["base"], _state["count"])
+        _state["count"] += 1
+    return int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> 1)
+
+
+def generator(xp, key):
+    """A generator for the stream `key = (seed, step)` on the array module `xp`."""
+    if xp is np:
+        return np.random.default_rng(key)
+    return xp.random.default_rng(int(np.random.SeedSequence(key).generate_state(1)[0]))
+
+
+def _shape_rule(**attrs):
+    return attrs["shape"]
+
+
+def _float_dtype(**attrs):
+    d = dt.as_dtype(attrs["dtype"])
+    if not dt.is_float(d):
+        raise dt.DTypeError(f"random values need a float dtype, got {d}")
+    return d
+
+
+def _draw(xp, kind, out, key, shape, dtype):
+    rng = generator(xp, key)
+    native = dtype if dtype in (dt.float32, dt.float64) else dt.float32
+    fn = rng.standard_normal if kind == "normal" else rng.random
+    if out is not None and out.dtype == native and out.flags.c_contiguous:
+        return fn(dtype=native, out=out)
+    values = fn(shape, dtype=native)
+    if out is None:
+        return values.astype(dtype, copy=False)
+    out[...] = values
+    return out
+
+
+def _normal(xp, out=None, *, key, shape, dtype, seed, mean, std):
+    out = _draw(xp, "normal", out, key, shape, dtype)
+    out *= std
+    out += mean
+    return out
+
+
+def _uniform(xp, out=None, *, key, shape, dtype, seed, low, high):
+    out = _draw(xp, "uniform", out, key, shape, dtype)
+    out *= high - low
+    out += low
+    return out
+
+
+def _bernoulli(xp, out=None, *, key, shape, dtype, seed, p):
+    u = generator(xp, key).random(shape)
+    if out is None:
+        return (u < p).astype(dtype)
+    xp.less(u, p, out=out, casting="unsafe")
+    return out
+
+
+random_normal = defop("random_normal", _shape_rule, _float_dtype, _normal, tags={"random"})
+random_uniform = defop("random_uniform", _shape_rule, _float_dtype, _uniform, tags={"random"})
+random_bernoulli = defop(
+    "random_bernoulli", _shape_rule, lambda **a: dt.as_dtype(a["dtype"]), _bernoulli,
+    tags={"random"},
+)  # fmt: skip

@@ -1,0 +1,93 @@
+"""Sources and state: placeholder, constant, variable, and the update and grouping ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, ShapeError
+from .core import defop, same_dtype, same_shape
+
+
+def _no_kernel(name):
+    def kernel(xp, *arrays, out=None, **attrs):
+        raise RuntimeError(f"{name} has no kernel: the runtime supplies its value")
+
+    return kernel
+
+
+def _source_shape(**attrs):
+    return attrs["shape"]
+
+
+def _source_dtype(**attrs):
+    return dt.as_dtype(attrs["dtype"])
+
+
+placeholder = defop(
+    "placeholder", _source_shape, _source_dtype, _no_kernel("placeholder"), tags={"source"}
+)
+variable = defop("variable", _source_shape, _source_dtype, _no_kernel("variable"), tags={"source"})
+
+
+def _constant(xp, out=None, *, value):
+    array = xp.asarray(value.array)
+    if out is None:
+        return array.copy()
+    out[...] = array
+    return out
+
+
+constant = defop(
+    "constant",
+    lambda value: value.array.shape,
+    lambda value: value.array.dtype,
+    _constant,
+    tags={"source"},
+)
+
+
+def _identity(xp, x, out=None):
+    if out is None:
+        return x
+    out[...] = x
+    return out
+
+
+stop_gradient = defop("stop_gradient", same_shape, same_dtype, _identity, tags={"view"})
+
+
+def _assign_shape(var, value):
+    if len(var) != len(value) or any(a != b and isinstance(a, int) and isinstance(b, int)
+                                     for a, b in zip(var, value)):  # fmt: skip
+        raise ShapeError(
+            f"an update must keep the variable's shape {sh.format_shape(var)}, "
+            f"got {sh.format_shape(value)}"
+        )
+    for a, b in zip(var, value):
+        sh.require_equal(a, b, "update shape")
+    return var
+
+
+def _assign_dtype(var, value):
+    if not np.can_cast(value, var, "same_kind"):
+        raise DTypeError(f"an update of a {var} variable cannot take a {value} value")
+    return var
+
+
+# `assign(var, value)`: the value `var` takes after the run; applied with all other updates
+# of the run, after its outputs, all or nothing. Its output is the new value.
+def _assign(xp, var, value, out=None):
+    return _identity(xp, value, out)
+
+
+assign = defop("assign", _assign_shape, _assign_dtype, _assign, tags={"update"})
+
+
+def _group(xp, *arrays, out=None):
+    return xp.asarray(True)
+
+
+# `group(*values)`: a train op; runs its inputs (and their updates), returns nothing useful.
+group = defop("group", lambda *shapes: (), lambda *dtypes: dt.bool_, _group, tags={"group"})

@@ -1,0 +1,10 @@
+"""Backends, the compile path (`Program`), and the user's `Function` and `Session`."""
+
+from .backend import Backend, NumpyBackend, get_backend, parse_device
+from .function import Function, Session, function
+from .program import KernelError, Program
+
+__all__ = [
+    "Backend", "NumpyBackend", "get_backend", "parse_device", "Function", "Session",
+    "function", "KernelError", "Program",
+]  # fmt: skip

@@ -1,0 +1,156 @@
+"""`Function` and `Session`: the user's two ways to run a graph, on one compile path."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import GraphError
+from ..graph.core import Symbol, Variable, get_default_graph
+from ..graph.opdef import REGISTRY, ArrayValue
+from ..ops.core import infer
+from .backend import get_backend
+from .program import Program
+
+
+def _check_symbols(values, what):
+    for v in values:
+        if not isinstance(v, Symbol):
+            raise GraphError(f"{what} must be Symbols, got {type(v).__name__}: {v!r:.80}")
+
+
+class Function:
+    """A compiled callable: NumPy arrays in, NumPy arrays out, updates applied after each call.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     x = kn.placeholder(kn.float32, ("n",), name="x")
+    ...     w = kn.Variable(np.float32(2.0), name="w")
+    ...     f = kn.function([x], x * w, updates={w: w + 1.0})
+    >>> f(np.ones(3, np.float32)), w.numpy()
+    (array([2., 2., 2.], dtype=float32), array(3., dtype=float32))
+    """
+
+    def __init__(self, inputs, outputs, updates=None, device="cpu"):
+        self.inputs = list(inputs)
+        self._single = isinstance(outputs, Symbol)
+        self.outputs = [outputs] if self._single else list(outputs)
+        updates = dict(updates or {})
+        _check_symbols(self.inputs, "inputs")
+        _check_symbols(self.outputs, "outputs")
+        for var in updates:
+            if not isinstance(var, Variable):
+                raise GraphError(f"update keys must be Variables, got {var!r:.80}")
+        updates = {var: _as_update(var, value) for var, value in updates.items()}
+        self.device = device
+        self.backend = get_backend(device)
+        self.program = Program(self.outputs, self.inputs, updates, self.backend)
+
+    @property
+    def graph(self):
+        return self.outputs[0].graph if self.outputs else None
+
+    def __call__(self, *args):
+        if len(args) != len(self.inputs):
+            names = ", ".join(s.name for s in self.inputs)
+            raise GraphError(f"this function takes {len(self.inputs)} inputs ({names}), "
+                             f"got {len(args)}")  # fmt: skip
+        outputs = self.program.run(args)
+        return outputs[0] if self._single else outputs
+
+
+def _as_update(var, value):
+    """The update's value as a Symbol of `var`'s graph, checked by the `assign` rules."""
+    if not isinstance(value, Symbol):
+        array = np.asarray(value, dtype=var.dtype)
+        value = var.graph.add_node(
+            REGISTRY["constant"], (), {"value": ArrayValue(array)}, f"{var.name}_update",
+            shape=array.shape, dtype=array.dtype,
+        ).out  # fmt: skip
+    infer(REGISTRY["assign"], (var, value), {}, value.site)
+    return value
+
+
+function = Function
+
+
+class Session:
+    """Runs fetches of a graph, TF1-style, on one device.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default() as g:
+    ...     x = kn.placeholder(kn.float32, (2,), name="x")
+    ...     y = x * 2.0
+    >>> with kn.Session(graph=g) as sess:
+    ...     sess.run({"y": y}, feed_dict={x: np.ones(2, np.float32)})
+    {'y': array([2., 2.], dtype=float32)}
+    """
+
+    def __init__(self, graph=None, device="cpu"):
+        self.graph = graph or get_default_graph()
+        self.device = device
+        self.backend = get_backend(device)
+        self._programs: dict = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._closed = True
+        self._programs.clear()
+
+    def run(self, fetches, feed_dict=None):
+        """Values of `fetches` (a Symbol, or a list, tuple or dict of them, nested)."""
+        if self._closed:
+            raise GraphError("this Session is closed")
+        feed_dict = dict(feed_dict or {})
+        flat = []
+        structure = _flatten(fetches, flat)
+        feeds = list(feed_dict)
+        _check_symbols(flat, "fetches")
+        _check_symbols(feeds, "feed_dict keys")
+        key = (tuple(map(id, flat)), tuple(map(id, feeds)))
+        with self._lock:
+            program = self._programs.get(key)
+            if program is None:
+                program = Program(flat, feeds, {}, self.backend)
+                self._programs[key] = program
+        values = program.run([feed_dict[s] for s in feeds])
+        values = [None if "group" in s.op.tags else v for s, v in zip(flat, values)]
+        return _unflatten(structure, iter(values))
+
+    def set_value(self, variable, value) -> None:
+        """Sets a Variable's value (shared by every Session and Function using it)."""
+        variable.assign(value)
+
+    def reset(self) -> None:
+        """Every Variable of this Session's graph back to its initial value."""
+        with self.graph._lock:
+            for v in self.graph.variables:
+                v.reset()
+
+
+def _flatten(fetches, flat):
+    if isinstance(fetches, Symbol):
+        flat.append(fetches)
+        return None
+    if isinstance(fetches, dict):
+        return (dict, {k: _flatten(v, flat) for k, v in fetches.items()})
+    if isinstance(fetches, (list, tuple)):
+        return (type(fetches), [_flatten(v, flat) for v in fetches])
+    raise GraphError(f"cannot fetch {type(fetches).__name__}: {fetches!r:.80}")
+
+
+def _unflatten(structure, values):
+    if structure is None:
+        return next(values)
+    kind, items = structure
+    if kind is dict:
+        return {k: _unflatten(v, values) for k, v in items.items()}
+    return kind(_unflatten(v, values) for v in items)

@@ -50,7 +50,7 @@ class ArrayValue:
     __slots__ = ("array", "_key")
 
     def __init__(self, array):
-        array = np.ascontiguousarray(array)
+        array = np.array(array, order="C")  # a private copy (ascontiguousarray makes 0-d 1-d)
         array.flags.writeable = False
         self.array = array
         digest = hashlib.sha256(array.tobytes()).hexdigest()

@@ -18,6 +18,10 @@ from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol, Variable
 
 
+# Ops whose result may alias an input, a feed, a variable or a constant: copied when fetched.
+_NOT_FRESH = frozenset({"view", "source", "update"})
+
+
 class KernelError(KilnError, RuntimeError):
     """A kernel that failed while running, re-raised with its node's context."""
 
@@ -101,6 +105,7 @@ class Program:
         graph = self.nodes[0].graph if self.nodes else None
         self.constraints = [c for c in (graph.constraints if graph else []) if id(c[3]) in node_ids]
         self._random = [s for s in self._steps if "random" in s.node.op.tags]
+        self._fresh = {s.out for s in self._steps if not s.node.op.tags & _NOT_FRESH}
         self._specialized: dict = {}
         self._lock = threading.Lock()
 
@@ -198,10 +203,9 @@ class Program:
 
     def _collect_outputs(self, env) -> list:
         out, seen = [], set()
-        fresh = {s.out for s in self._steps if not s.node.op.tags & {"view", "source", "update"}}
         for slot in self._out_slots:
             value = env[slot]
-            if slot not in fresh or slot in seen or getattr(value, "base", None) is not None:
+            if slot not in self._fresh or slot in seen or getattr(value, "base", None) is not None:
                 value = value.copy()
             seen.add(slot)
             out.append(self.backend.to_host(value))
@@ -226,7 +230,12 @@ class Program:
 
 
 def _specialize_step(step, bindings):
-    attrs = {k: _evaluate(v, bindings) for k, v in step.attrs.items()}
+    try:
+        attrs = {k: _evaluate(v, bindings) for k, v in step.attrs.items()}
+    except ShapeError as e:
+        node = step.node
+        raise node_error(ShapeError, str(e), op=node.op.name, name=node.name, site=node.site,
+                         inputs=node.inputs) from None  # fmt: skip
     return Step(step.node, step.fn, step.ins, step.out, attrs, step.frees, step)
 
 
@@ -259,7 +268,7 @@ def check_feed(sym: Symbol, value, bindings: dict):
             )  # fmt: skip
         array = array.astype(sym.dtype)
     if array.ndim != len(sym.shape):
-        raise _feed_error(ShapeError, sym, f"fed shape {array.shape} has {array.ndim} dims")
+        raise _feed_error(ShapeError, sym, f"fed shape {array.shape} has {array.ndim} dims, not {len(sym.shape)}")
     for axis, (want, got) in enumerate(zip(sym.shape, array.shape)):
         if isinstance(want, int):
             if want != got:

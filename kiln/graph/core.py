@@ -207,6 +207,7 @@ class Graph:
         self._names: set[str] = set()
         self._scopes: list[str] = []
         self._frozen_because: str | None = None
+        self._site: str | None = None  # while set, new nodes get this site (gradients)
         self._lock = threading.RLock()
         self.rng_steps: dict[str, int] = {}  # random node name -> runs so far
 
@@ -221,7 +222,7 @@ class Graph:
                     "build into a new kn.Graph() instead"
                 )
             node = Node(self, op, inputs, Attrs(attrs), self.unique_name(name), site)
-            node.site = site if site is not None else user_site(2)
+            node.site = self._site or (site if site is not None else user_site(2))
             if shape is not None:
                 node.out = Symbol(node, shape, dtype)
             self.nodes.append(node)
@@ -254,6 +255,15 @@ class Graph:
             yield self
         finally:
             _stack().pop()
+
+    @contextlib.contextmanager
+    def site(self, site: str | None):
+        """Nodes added inside get `site`: gradient nodes point at their forward op's line."""
+        previous, self._site = self._site, site
+        try:
+            yield
+        finally:
+            self._site = previous
 
     @contextlib.contextmanager
     def name_scope(self, name: str):

@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, GraphError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
-from ..graph.opdef import OpDef, register
+from ..graph.opdef import REGISTRY, ArrayValue, OpDef, register
 
 # Eager dispatch: the eager layer installs a function here that handles its Tensors.
 eager_dispatch = None
@@ -60,6 +60,23 @@ def infer(op: OpDef, args, attrs, site):
     finally:
         sh._pending.items = None
     return tuple(shape), dt.as_dtype(dtype), pending
+
+
+def apply(op_name: str, *args, **attrs):
+    """Binds the registered op `op_name`: how vjp rules use ops that have no operator."""
+    return bind(REGISTRY[op_name], *args, **attrs)
+
+
+def scalar(value, like):
+    """A 0-d constant `value` of `like`'s dtype, beside `like` (in its graph, or eager)."""
+    array = np.asarray(value, dtype=like.dtype)
+    if isinstance(like, Symbol):
+        node = like.graph.add_node(
+            REGISTRY["constant"], (), {"value": ArrayValue(array)}, "constant",
+            shape=(), dtype=array.dtype,
+        )  # fmt: skip
+        return node.out
+    return array
 
 
 def defop(name, shape_rule, dtype_rule, impl, *, vjp=None, tags=()) -> OpDef:

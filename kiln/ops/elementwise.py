@@ -7,7 +7,7 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from .core import defop, probe_dtype, same_shape, ufunc_dtype
+from .core import apply, defop, probe_dtype, same_shape, scalar, ufunc_dtype
 
 
 def special(xp):
@@ -26,41 +26,45 @@ def _ufunc_kernel(ufunc_name):
     return kernel
 
 
-def unary(name, ufunc, *, impl=None, dtype_rule=None, tags=()):
+def unary(name, ufunc, *, impl=None, dtype_rule=None, vjp=None, tags=()):
     """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule."""
     rule = dtype_rule or (lambda x: ufunc_dtype(ufunc, x))
     impl = impl or _ufunc_kernel(ufunc.__name__)
-    return defop(name, same_shape, rule, impl, tags={"elementwise", *tags})
+    return defop(name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags})
 
 
 def _broadcast2(a, b):
     return sh.broadcast_shapes(a, b)
 
 
-def binary(name, ufunc, *, tags=()):
-    """A two-input broadcasting elementwise op computed by NumPy's (or CuPy's) `ufunc`."""
+def binary(name, ufunc, *, vjp=None, tags=()):
+    """A two-input broadcasting elementwise op computed by NumPy's (or CuPy's) `ufunc`.
+
+    Its vjp returns cotangents of the output's shape: autodiff sums them back to each input.
+    """
     return defop(
         name,
         _broadcast2,
         lambda a, b: ufunc_dtype(ufunc, a, b),
         _ufunc_kernel(ufunc.__name__),
+        vjp=vjp,
         tags={"elementwise", *tags},
     )
 
 
 # -- unary -----------------------------------------------------------------------------------
 
-neg = unary("neg", np.negative)
-abs_ = unary("abs", np.absolute)
-exp = unary("exp", np.exp)
-log = unary("log", np.log)
-log1p = unary("log1p", np.log1p)
-expm1 = unary("expm1", np.expm1)
-sqrt = unary("sqrt", np.sqrt)
-square = unary("square", np.square)
-sin = unary("sin", np.sin)
-cos = unary("cos", np.cos)
-tanh = unary("tanh", np.tanh)
+neg = unary("neg", np.negative, vjp=lambda ct, y, x: (-ct,))
+abs_ = unary("abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),))
+exp = unary("exp", np.exp, vjp=lambda ct, y, x: (ct * y,))
+log = unary("log", np.log, vjp=lambda ct, y, x: (ct / x,))
+log1p = unary("log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),))
+expm1 = unary("expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),))
+sqrt = unary("sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),))
+square = unary("square", np.square, vjp=lambda ct, y, x: (ct * x * 2,))
+sin = unary("sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),))
+cos = unary("cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),))
+tanh = unary("tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),))
 sign = unary("sign", np.sign)
 floor = unary("floor", np.floor)
 ceil = unary("ceil", np.ceil)
@@ -74,7 +78,7 @@ def _rsqrt(xp, x, out=None):
     return xp.reciprocal(out, out=out)
 
 
-rsqrt = unary("rsqrt", np.sqrt, impl=_rsqrt)
+rsqrt = unary("rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,))
 
 
 def _as_float(xp, x):
@@ -89,7 +93,7 @@ def _sigmoid(xp, x, out=None):
     return xp.exp(out, out=out)
 
 
-sigmoid = unary("sigmoid", np.sqrt, impl=_sigmoid)
+sigmoid = unary("sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),))
 
 
 def _softplus(xp, x, out=None, *, beta):
@@ -101,7 +105,7 @@ def _softplus(xp, x, out=None, *, beta):
 
 softplus = defop(
     "softplus", same_shape, lambda x, beta: ufunc_dtype(np.sqrt, x), _softplus,
-    tags={"elementwise"},
+    vjp=lambda ct, y, x, beta: (ct * apply("sigmoid", x * beta),), tags={"elementwise"},
 )  # fmt: skip
 
 
@@ -109,7 +113,11 @@ def _erf(xp, x, out=None):
     return special(xp).erf(x, out=out)
 
 
-erf = unary("erf", scipy.special.erf, impl=_erf)
+def _erf_vjp(ct, y, x):
+    return (ct * apply("exp", -(x * x)) * (2 / np.sqrt(np.pi)),)
+
+
+erf = unary("erf", scipy.special.erf, impl=_erf, vjp=_erf_vjp)
 
 
 def _round(xp, x, out=None):
@@ -126,19 +134,48 @@ def _cast(xp, x, out=None, *, dtype):
     return out
 
 
-cast = defop("cast", same_shape, lambda x, dtype: dt.as_dtype(dtype), _cast, tags={"elementwise"})
+def _cast_vjp(ct, y, x, *, dtype):
+    # Only float-to-float casts carry a gradient; autodiff skips integer and bool values.
+    return (apply("cast", ct, dtype=x.dtype) if dt.is_float(x.dtype) else None,)
+
+
+cast = defop(
+    "cast", same_shape, lambda x, dtype: dt.as_dtype(dtype), _cast, vjp=_cast_vjp,
+    tags={"elementwise"},
+)  # fmt: skip
 
 # -- binary ----------------------------------------------------------------------------------
 
-add = binary("add", np.add, tags={"commutative"})
-sub = binary("sub", np.subtract)
-mul = binary("mul", np.multiply, tags={"commutative"})
-div = binary("div", np.true_divide)
-pow_ = binary("pow", np.power)
+
+def _pow_vjp(ct, z, a, b):
+    # As PyTorch: d/da is 0 where b == 0 (not 0 * inf), d/db is 0 where a == 0 and b >= 0.
+    zero = scalar(0, z)
+    da = apply("where", apply("equal", b, zero), zero, b * a ** (b - 1))
+    db_mask = apply("logical_and", apply("equal", a, zero), apply("greater_equal", b, zero))
+    db = apply("where", db_mask, zero, z * apply("log", a))
+    return ct * da, ct * db
+
+
+def _select_vjp(wins):
+    """maximum/minimum: the winner takes the cotangent; ties share it equally (as PyTorch)."""
+
+    def vjp(ct, z, a, b):
+        share = apply("cast", apply(wins, a, b), dtype=ct.dtype)
+        share = share + apply("cast", apply("equal", a, b), dtype=ct.dtype) * 0.5
+        return ct * share, ct * (1 - share)
+
+    return vjp
+
+
+add = binary("add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative"})
+sub = binary("sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct))
+mul = binary("mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a), tags={"commutative"})
+div = binary("div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b))
+pow_ = binary("pow", np.power, vjp=_pow_vjp)
 floordiv = binary("floordiv", np.floor_divide)
-mod = binary("mod", np.remainder)
-maximum = binary("maximum", np.maximum, tags={"commutative"})
-minimum = binary("minimum", np.minimum, tags={"commutative"})
+mod = binary("mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)))
+maximum = binary("maximum", np.maximum, vjp=_select_vjp("greater"), tags={"commutative"})
+minimum = binary("minimum", np.minimum, vjp=_select_vjp("less"), tags={"commutative"})
 equal = binary("equal", np.equal, tags={"commutative"})
 not_equal = binary("not_equal", np.not_equal, tags={"commutative"})
 less = binary("less", np.less)
@@ -159,10 +196,16 @@ def _where(xp, cond, a, b, out=None):
     return out
 
 
+def _where_vjp(ct, z, cond, a, b):
+    zero = scalar(0, ct)
+    return None, apply("where", cond, ct, zero), apply("where", cond, zero, ct)
+
+
 where = defop(
     "where",
     lambda c, a, b: sh.broadcast_shapes(c, a, b),
     lambda c, a, b: dt.promote(a, b),
     _where,
+    vjp=_where_vjp,
     tags={"elementwise"},
 )

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import shapes as sh
 from ..errors import ShapeError
-from .core import defop, ufunc_dtype
+from .core import apply, defop, ufunc_dtype
 
 
 def _matmul_shape(a, b):
@@ -32,4 +32,34 @@ def _matmul(xp, a, b, out=None):
     return xp.matmul(a, b, out=out)
 
 
-matmul = defop("matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul)
+def _swap_last(x):
+    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
+    return apply("transpose", x, perm=perm)
+
+
+def _unsqueeze(x, axis):
+    shape = list(x.shape)
+    shape.insert(axis % (x.ndim + 1), 1)
+    return apply("reshape", x, shape=tuple(shape))
+
+
+def _drop(x, axis):
+    return apply("reshape", x, shape=tuple(d for i, d in enumerate(x.shape) if i != axis % x.ndim))
+
+
+def _matmul_vjp(ct, y, a, b):
+    """Cotangents of the batch-broadcast shapes; autodiff sums them back to a's and b's."""
+    if a.ndim == 1 and b.ndim == 1:
+        return ct * b, ct * a
+    if a.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
+        ct2 = _unsqueeze(ct, -2)
+        return _drop(apply("matmul", ct2, _swap_last(b)), -2), apply("matmul", _unsqueeze(a, -1), ct2)
+    if b.ndim == 1:  # (..., m, k) @ (k) -> (..., m)
+        ct2 = _unsqueeze(ct, -1)
+        return apply("matmul", ct2, _unsqueeze(b, 0)), _drop(apply("matmul", _swap_last(a), ct2), -1)
+    return apply("matmul", ct, _swap_last(b)), apply("matmul", _swap_last(a), ct)
+
+
+matmul = defop(
+    "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul, vjp=_matmul_vjp
+)

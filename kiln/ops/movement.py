@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import defop, same_dtype
+from .core import apply, defop, same_dtype
 
 
 def _copy_into(out, value):
@@ -23,8 +23,9 @@ def _reshape(xp, x, out=None, *, shape):
 
 
 reshape = defop(
-    "reshape", lambda x, shape: sh.reshape_shape(x, shape), same_dtype, _reshape, tags={"view"}
-)
+    "reshape", lambda x, shape: sh.reshape_shape(x, shape), same_dtype, _reshape,
+    vjp=lambda ct, y, x, shape: (apply("reshape", ct, shape=x.shape),), tags={"view"},
+)  # fmt: skip
 
 
 def _transpose_shape(x, *, perm):
@@ -37,7 +38,14 @@ def _transpose(xp, x, out=None, *, perm):
     return _copy_into(out, xp.transpose(x, perm))
 
 
-transpose = defop("transpose", _transpose_shape, same_dtype, _transpose, tags={"view"})
+def _transpose_vjp(ct, y, x, *, perm):
+    inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+    return (apply("transpose", ct, perm=inverse),)
+
+
+transpose = defop(
+    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"}
+)
 
 
 def _broadcast_to_shape(x, *, shape):
@@ -105,7 +113,25 @@ def _index(xp, x, out=None, *, spec):
     return _copy_into(out, x[index_tuple(spec)])
 
 
-index = defop("index", _index_shape, same_dtype, _index, tags={"view"})
+index = defop(
+    "index", _index_shape, same_dtype, _index,
+    vjp=lambda ct, y, x, spec: (apply("index_scatter", ct, spec=spec, shape=x.shape),),
+    tags={"view"},
+)  # fmt: skip
+
+
+def _index_scatter(xp, ct, out=None, *, spec, shape):
+    out = xp.zeros(shape, ct.dtype) if out is None else out
+    out.fill(0)
+    out[index_tuple(spec)] = ct
+    return out
+
+
+# The transpose of `index`: zeros of the indexed array's shape, with `ct` where it was read.
+index_scatter = defop(
+    "index_scatter", lambda ct, spec, shape: tuple(shape), same_dtype, _index_scatter,
+    vjp=lambda ct, y, c, spec, shape: (apply("index", ct, spec=spec),),
+)  # fmt: skip
 
 
 def _int_indices(idx):
@@ -132,7 +158,43 @@ def _gather(xp, x, idx, out=None, *, axis):
     return xp.take(x, idx, axis=axis, out=out)
 
 
-gather = defop("gather", _gather_shape, _gather_dtype, _gather)
+gather = defop(
+    "gather", _gather_shape, _gather_dtype, _gather,
+    vjp=lambda ct, y, x, idx, axis: (
+        apply("scatter_add", ct, idx, axis=axis, shape=x.shape), None
+    ),
+)  # fmt: skip
+
+
+def _scatter_add(xp, ct, idx, out=None, *, axis, shape):
+    out = xp.zeros(shape, ct.dtype) if out is None else out
+    out.fill(0)
+    _add_at(xp, out, (slice(None),) * axis + (idx,), ct)
+    return out
+
+
+def _add_at(xp, out, index, values):
+    """`out[index] += values`, accumulating repeated indices."""
+    if hasattr(xp.add, "at"):
+        xp.add.at(out, index, values)
+    else:  # CuPy spells it cupyx.scatter_add
+        import cupyx
+
+        cupyx.scatter_add(out, index, values)
+
+
+def _scatter_add_shape(ct, idx, *, axis, shape):
+    taken = (*shape[:axis], *idx, *shape[axis + 1 :])
+    if len(ct) != len(taken):
+        raise ShapeError(f"scatter_add: values {sh.format_shape(ct)} do not fit the indices")
+    return tuple(shape)
+
+
+# The transpose of `gather`: zeros of the source's shape, `ct` added where it was taken.
+scatter_add = defop(
+    "scatter_add", _scatter_add_shape, lambda ct, idx, **_: ct, _scatter_add,
+    vjp=lambda ct, y, c, idx, axis, shape: (apply("gather", ct, idx, axis=axis), None),
+)  # fmt: skip
 
 
 def _take_along_shape(x, idx, *, axis):
@@ -153,7 +215,29 @@ def _take_along(xp, x, idx, out=None, *, axis):
     return _copy_into(out, xp.take_along_axis(x, idx, axis=axis))
 
 
-take_along_axis = defop("take_along_axis", _take_along_shape, _gather_dtype, _take_along)
+take_along_axis = defop(
+    "take_along_axis", _take_along_shape, _gather_dtype, _take_along,
+    vjp=lambda ct, y, x, idx, axis: (
+        apply("scatter_along_axis", ct, idx, axis=axis, shape=x.shape), None
+    ),
+)  # fmt: skip
+
+
+def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
+    out = xp.zeros(shape, ct.dtype) if out is None else out
+    out.fill(0)
+    grids = xp.ix_(*(xp.arange(n) for n in ct.shape))
+    index = tuple(xp.broadcast_to(idx, ct.shape) if a == axis else g for a, g in enumerate(grids))
+    _add_at(xp, out, index, ct)
+    return out
+
+
+# The transpose of `take_along_axis`: `ct` added into zeros where values were taken.
+scatter_along_axis = defop(
+    "scatter_along_axis", lambda ct, idx, axis, shape: tuple(shape), lambda ct, idx, **_: ct,
+    _scatter_along,
+    vjp=lambda ct, y, c, idx, axis, shape: (apply("take_along_axis", ct, idx, axis=axis), None),
+)  # fmt: skip
 
 # -- building arrays ---------------------------------------------------------------------------
 
@@ -192,7 +276,21 @@ def _concat(xp, *xs, out=None, axis):
     return xp.concatenate(xs, axis=axis, out=out)
 
 
-concat = defop("concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat)
+def _concat_vjp(ct, y, *xs, axis):
+    sizes = [x.shape[axis] for x in xs]
+    if not all(isinstance(n, int) for n in sizes):
+        raise ShapeError("the gradient of concat needs static sizes along the joined axis")
+    out, start = [], 0
+    for n in sizes:
+        spec = (("slice", None, None, None),) * axis + (("slice", start, start + n, None),)
+        out.append(apply("index", ct, spec=spec))
+        start += n
+    return tuple(out)
+
+
+concat = defop(
+    "concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp
+)
 
 
 def _pad_shape(x, *, pad_width, value):
@@ -212,7 +310,14 @@ def _pad(xp, x, out=None, *, pad_width, value):
     return out
 
 
-pad = defop("pad", _pad_shape, same_dtype, _pad)
+def _pad_vjp(ct, y, x, *, pad_width, value):
+    spec = tuple(("slice", b, -a if a else None, None) for b, a in pad_width)
+    if all(b == 0 and a == 0 for b, a in pad_width):
+        return (ct,)
+    return (apply("reshape", apply("index", ct, spec=spec), shape=x.shape),)
+
+
+pad = defop("pad", _pad_shape, same_dtype, _pad, vjp=_pad_vjp)
 
 
 def _tile_shape(x, *, reps):
@@ -228,7 +333,17 @@ def _tile(xp, x, out=None, *, reps):
     return _copy_into(out, xp.tile(x, reps))
 
 
-tile = defop("tile", _tile_shape, same_dtype, _tile)
+def _tile_vjp(ct, y, x, *, reps):
+    n = max(x.ndim, len(reps))
+    dims = (1,) * (n - x.ndim) + tuple(x.shape)
+    reps = (1,) * (n - len(reps)) + tuple(reps)
+    split = tuple(v for r, d in zip(reps, dims) for v in (r, d))
+    summed = apply("reduce_sum", apply("reshape", ct, shape=split),
+                   axes=tuple(range(0, 2 * n, 2)), keepdims=False)  # fmt: skip
+    return (apply("reshape", summed, shape=x.shape),)
+
+
+tile = defop("tile", _tile_shape, same_dtype, _tile, vjp=_tile_vjp)
 
 
 def _one_hot_dtype(ids, *, depth, dtype):

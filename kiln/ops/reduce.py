@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import shapes as sh
 from ..errors import ShapeError
-from .core import defop, probe_dtype
+from .core import apply, defop, probe_dtype, scalar
 
 
 def _reduced_shape(x, *, axes, keepdims, needs_identity=False, name=""):
@@ -20,7 +20,41 @@ def _reduced_shape(x, *, axes, keepdims, needs_identity=False, name=""):
     return tuple(d for i, d in enumerate(x) if i not in axes)
 
 
-def reduction(name, fn, *, needs_identity=False):
+def keep(ct, x, axes):
+    """`ct` (a reduction's cotangent) with the reduced axes back as size-1 dims."""
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return ct if ct.shape == shape else apply("reshape", ct, shape=shape)
+
+
+def _spread(ct, x, axes):
+    return apply("broadcast_to", keep(ct, x, axes), shape=x.shape)
+
+
+def _sum_vjp(ct, y, x, *, axes, keepdims):
+    return (_spread(ct, x, axes),)
+
+
+def _mean_vjp(ct, y, x, *, axes, keepdims):
+    n = sh.dim_product(x.shape[a] for a in axes)
+    if isinstance(n, int):
+        return (_spread(ct / max(n, 1), x, axes),)
+    ones = apply("broadcast_to", scalar(1, ct), shape=x.shape)
+    return (_spread(ct, x, axes) / apply("reduce_sum", ones, axes=axes, keepdims=True),)
+
+
+def _prod_vjp(ct, y, x, *, axes, keepdims):
+    # NOTE: the product over the others is y / x, which is not finite where x == 0.
+    return (keep(ct * y, x, axes) / x,)
+
+
+def _extremum_vjp(ct, y, x, *, axes, keepdims):
+    """Max/min: the cotangent goes to the elements equal to the result, shared among ties."""
+    hit = apply("cast", apply("equal", x, keep(y, x, axes)), dtype=ct.dtype)
+    share = hit / apply("reduce_sum", hit, axes=axes, keepdims=True)
+    return (share * keep(ct, x, axes),)
+
+
+def reduction(name, fn, *, vjp, needs_identity=False):
     """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`."""
 
     def impl(xp, x, out=None, *, axes, keepdims):
@@ -33,14 +67,14 @@ def reduction(name, fn, *, needs_identity=False):
     def dtype_rule(x, *, axes, keepdims):
         return probe_dtype(fn, x)
 
-    return defop(name, shape_rule, dtype_rule, impl, tags={"reduction"})
+    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction"})
 
 
-reduce_sum = reduction("reduce_sum", np.sum)
-reduce_mean = reduction("reduce_mean", np.mean)
-reduce_prod = reduction("reduce_prod", np.prod)
-reduce_max = reduction("reduce_max", np.max, needs_identity=True)
-reduce_min = reduction("reduce_min", np.min, needs_identity=True)
+reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp)
+reduce_mean = reduction("reduce_mean", np.mean, vjp=_mean_vjp)
+reduce_prod = reduction("reduce_prod", np.prod, vjp=_prod_vjp)
+reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=True)
+reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True)
 
 
 def arg_reduction(name, fn):

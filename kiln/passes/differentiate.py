@@ -1,0 +1,158 @@
+"""Reverse-mode differentiation of a graph into the same graph (gradients are ordinary nodes).
+
+One place (`sum_to_shape`) sums a cotangent back to its input's shape after broadcasting,
+and one place adds up the cotangents of a value used more than once; vjp rules stay short.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..errors import GraphError
+from ..graph.core import Symbol
+from ..ops.core import apply, scalar
+
+
+def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
+    """Symbols for d(sum of ys · grad_ys)/dx for each x in `xs`, built into ys' graph.
+
+    `disconnected="raise"` raises GraphError for an x the ys do not depend on (naming the
+    op that blocks the path when there is one); `"zero"` gives zeros instead.
+    """
+    if disconnected not in ("raise", "zero"):
+        raise ValueError(f"disconnected must be 'raise' or 'zero', got {disconnected!r}")
+    graph = ys[0].graph
+    seeds = _seeds(ys, grad_ys)
+    with graph.name_scope("grad"):
+        cts = _backward(graph, ys, xs, seeds)
+    results = []
+    for x in xs:
+        ct = cts.get(id(x))
+        if ct is None:
+            if disconnected == "raise":
+                raise GraphError(_disconnected_message(graph, x, ys))
+            ct = apply("broadcast_to", scalar(0, x), shape=x.shape)
+        results.append(ct)
+    return results
+
+
+def _seeds(ys, grad_ys):
+    if grad_ys is None:
+        grad_ys = [None] * len(ys)
+    if len(grad_ys) != len(ys):
+        raise GraphError(f"grad_ys has {len(grad_ys)} entries for {len(ys)} ys")
+    seeds = []
+    for y, g in zip(ys, grad_ys):
+        if not dt.is_float(y.dtype):
+            raise GraphError(f"cannot differentiate '{y.name}' of dtype {y.dtype} ({y.site})")
+        if g is None:
+            if y.shape != ():
+                raise GraphError(
+                    f"grad can be implicitly created only for scalar outputs: '{y.name}' "
+                    f"({y.op.name}, created at {y.site}) has shape {y.shape}; pass grad_ys="
+                )
+            g = scalar(1, y)
+        elif not isinstance(g, Symbol):
+            from ..frontend.core import constant
+
+            g = constant(g, dtype=y.dtype, graph=y.graph)
+        seeds.append(g)
+    return seeds
+
+
+def _relevant(graph, ys, xs):
+    """Float nodes that lie on a path from some x to some y, in graph order."""
+    last = max(graph.nodes.index(y.node) for y in ys)
+    nodes = graph.nodes[: last + 1]
+    from_x = {id(x) for x in xs}
+    for node in nodes:
+        if any(id(i) in from_x for i in node.inputs) and dt.is_float(node.out.dtype):
+            from_x.add(id(node.out))
+    to_y, stack = set(), [y for y in ys if id(y) in from_x]
+    while stack:
+        s = stack.pop()
+        if id(s) in to_y:
+            continue
+        to_y.add(id(s))
+        stack.extend(i for i in s.node.inputs if id(i) in from_x)
+    return [n for n in nodes if id(n.out) in to_y], to_y
+
+
+def _backward(graph, ys, xs, seeds) -> dict:
+    nodes, relevant = _relevant(graph, ys, xs)
+    targets = {id(x) for x in xs}
+    cts: dict = {}
+    for y, seed in zip(ys, seeds):
+        _accumulate(cts, y, seed)
+    results = {}
+    for node in reversed(nodes):
+        ct = cts.pop(id(node.out), None)
+        if ct is None:
+            continue
+        if id(node.out) in targets:
+            results[id(node.out)] = ct
+        if node.op.vjp is None or not node.inputs:
+            continue
+        with graph.site(node.site):
+            in_cts = node.op.vjp(ct, node.out, *node.inputs, **node.attrs)
+            for inp, c in zip(node.inputs, in_cts):
+                if c is not None and id(inp) in relevant:
+                    _accumulate(cts, inp, c)
+    return results
+
+
+def _accumulate(cts, x, ct):
+    ct = sum_to_shape(ct, x.shape)
+    if ct.dtype != x.dtype:
+        ct = apply("cast", ct, dtype=x.dtype)
+    prev = cts.get(id(x))
+    cts[id(x)] = ct if prev is None else apply("add", prev, ct)
+
+
+def sum_to_shape(ct, shape):
+    """Sums `ct` over the axes that broadcasting added or stretched, to get `shape`."""
+    if tuple(ct.shape) == tuple(shape):
+        return ct
+    lead = ct.ndim - len(shape)
+    if lead < 0:
+        raise GraphError(f"cotangent of shape {ct.shape} is smaller than its value's {shape}")
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1
+    )
+    if axes:
+        ct = apply("reduce_sum", ct, axes=axes, keepdims=True)
+    return apply("reshape", ct, shape=tuple(shape)) if tuple(ct.shape) != tuple(shape) else ct
+
+
+def _disconnected_message(graph, x, ys) -> str:
+    names = ", ".join(f"'{y.name}'" for y in ys)
+    blocker = _blocking_node(graph, x, ys)
+    if blocker is not None:
+        return (
+            f"'{x.name}' reaches {names} only through {blocker.op.name} "
+            f"('{blocker.name}', created at {blocker.site}), which has no gradient; "
+            "pass disconnected='zero' for zeros"
+        )
+    return (
+        f"{names} does not depend on '{x.name}' ({x.op.name}, created at {x.site}); "
+        "pass disconnected='zero' for zeros"
+    )
+
+
+def _blocking_node(graph, x, ys):
+    """The first node on a path from x to the ys that stops the gradient, if any."""
+    last = max(graph.nodes.index(y.node) for y in ys)
+    reach = {id(x)}
+    for node in graph.nodes[: last + 1]:
+        if any(id(i) in reach for i in node.inputs):
+            reach.add(id(node.out))
+    to_y, stack = set(), [y for y in ys if id(y) in reach]
+    while stack:
+        s = stack.pop()
+        if id(s) not in to_y:
+            to_y.add(id(s))
+            stack.extend(i for i in s.node.inputs if id(i) in reach)
+    for node in graph.nodes[: last + 1]:
+        if id(node.out) in to_y and any(id(i) in to_y for i in node.inputs):
+            if node.op.vjp is None or not dt.is_float(node.out.dtype):
+                return node
+    return None

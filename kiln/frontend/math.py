@@ -83,12 +83,13 @@ def _make_unary(name, np_name):
         return call(name, *lift(x))
 
     like = f"NumPy's `{np_name}`" if np_name else f"`{name}`"
+    expected_dtype = f"np.{np_name}(a).dtype" if np_name else "a.dtype"
     fn.__doc__ = f"""Elementwise {name}, as {like}.
 
     >>> import kiln as kn, numpy as np
     >>> a = np.array([0.25, 0.5, 2.0], np.float32)
-    >>> kn.{name}(a).dtype == a.dtype, kn.{name}(a).shape
-    (True, (3,))
+    >>> kn.{name}(a).shape, kn.{name}(a).dtype == {expected_dtype}
+    ((3,), True)
     """
     fn.__name__ = fn.__qualname__ = name
     return fn
@@ -358,7 +359,7 @@ def logsumexp(x, axis=None, keepdims=False):
 
     >>> import kiln as kn, numpy as np
     >>> kn.logsumexp(np.array([1000.0, 1000.0], np.float32))
-    array(1000.6931, dtype=float32)
+    array(1000.6932, dtype=float32)
     """
     (x,) = lift(x)
     m = max(x, axis, keepdims=True)

@@ -28,7 +28,17 @@ def bind(op: OpDef, *args, **attrs):
     if eager_dispatch is not None:
         return eager_dispatch(op, args, attrs)
     arrays = [np.asarray(a) for a in args]
+    _check_eager(op, arrays, attrs)
     return np.asarray(op.impl(np, *arrays, **attrs))
+
+
+def _check_eager(op: OpDef, arrays, attrs):
+    """The op's shape and dtype rules on concrete arrays: eager errors match graph ones."""
+    try:
+        op.shape_rule(*(a.shape for a in arrays), **attrs)
+        op.dtype_rule(*(a.dtype for a in arrays), **attrs)
+    except (ShapeError, DTypeError) as e:
+        raise node_error(type(e), str(e), op=op.name, name=None, site=user_site()) from None
 
 
 def bind_graph(op: OpDef, args, attrs, name: str | None = None, graph=None) -> Symbol:

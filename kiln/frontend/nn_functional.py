@@ -1,0 +1,316 @@
+"""Neural-network functions: PyTorch's functional signatures with NumPy's axis names.
+
+Most are composites of kiln's primitives; convolution and pooling bind their own primitives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, ShapeError, node_error
+from ..graph.core import Symbol, user_site
+from ..ops.random import next_seed
+from . import random
+from .core import call, lift
+from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
+from .math import max as reduce_max
+from .math import sum as reduce_sum
+from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
+
+__all__ = [
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "cross_entropy",
+    "dropout",
+    "embedding",
+    "layer_norm",
+    "log_softmax",
+    "max_pool2d",
+    "mse_loss",
+    "softmax",
+]
+
+
+def _shape_error(op: str, message: str, *values) -> ShapeError:
+    """A ShapeError for a check made here (not in a shape rule), in kiln's one format."""
+    inputs = [v for v in values if isinstance(v, Symbol)]
+    return node_error(ShapeError, message, op=op, name=None, site=user_site(), inputs=inputs)
+
+
+def _pair(value, what: str, op: str) -> tuple:
+    """`3` -> `(3, 3)`; a pair stays a pair of ints."""
+    if isinstance(value, (int, np.integer)):
+        return (int(value), int(value))
+    try:
+        pair = tuple(int(v) for v in value)
+    except TypeError:
+        pair = ()
+    if len(pair) != 2:
+        raise _shape_error(op, f"{what} must be an int or a pair of ints, got {value!r}")
+    return pair
+
+
+def _reduce(loss, reduction: str):
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return reduce_sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction!r} is not a valid value for reduction: 'mean', 'sum' or 'none'")
+
+
+# -- activations and losses -------------------------------------------------------------------
+
+
+def softmax(x, axis: int = -1):
+    """`exp(x) / sum(exp(x))` along `axis`, shifted by the maximum so it cannot overflow.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.softmax(np.array([1.0, 1.0, 1000.0, 1000.0], np.float32))
+    array([0. , 0. , 0.5, 0.5], dtype=float32)
+    """
+    (x,) = lift(x)
+    # The shift cancels exactly in the ratio, so no gradient needs to flow through it.
+    shift = call("stop_gradient", reduce_max(x, axis, keepdims=True))
+    e = exp(sub(x, shift))
+    return div(e, reduce_sum(e, axis, keepdims=True))
+
+
+def log_softmax(x, axis: int = -1):
+    """`x - logsumexp(x)` along `axis`: finite even where `log(softmax(x))` underflows.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.log_softmax(np.array([0.0, 1000.0], np.float32))
+    array([-1000.,     0.], dtype=float32)
+    """
+    (x,) = lift(x)
+    # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
+    # m first would round it away (float32 has ~1e-4 spacing at 1000).
+    shifted = sub(x, call("stop_gradient", reduce_max(x, axis, keepdims=True)))
+    return sub(shifted, log(reduce_sum(exp(shifted), axis, keepdims=True)))
+
+
+def cross_entropy(logits, labels, reduction: str = "mean"):
+    """Softmax cross-entropy of `logits` (..., C) against integer class `labels` (...).
+
+    The class axis is the last one, so (N, C) logits with (N,) labels are PyTorch's case.
+    `reduction` is "mean" (over every label), "sum" or "none" (one loss per label).
+
+    >>> import kiln as kn, numpy as np
+    >>> logits = np.array([[0.0, 0.0], [0.0, 100.0]], np.float32)
+    >>> kn.cross_entropy(logits, np.array([1, 0]), reduction="none")
+    array([  0.6931472, 100.       ], dtype=float32)
+    """
+    (logits,) = lift(logits)
+    (labels,) = lift(labels, context=(logits,))
+    if not dt.is_int(labels.dtype):
+        raise DTypeError(f"cross_entropy: labels must be integer class indices, got {labels.dtype}")
+    want = tuple(logits.shape[:-1])
+    if logits.ndim == 0 or labels.ndim != len(want) or any(
+        isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(labels.shape, want)
+    ):  # fmt: skip
+        raise _shape_error(
+            "cross_entropy", f"expected labels of size {sh.format_shape(want)} for logits of "
+            f"size {sh.format_shape(logits.shape)}, got {sh.format_shape(labels.shape)}",
+            logits, labels,
+        )  # fmt: skip
+    logp = log_softmax(logits, axis=-1)
+    picked = take_along_axis(logp, unsqueeze(labels, -1), axis=-1)
+    return _reduce(neg(squeeze(picked, -1)), reduction)
+
+
+def mse_loss(a, b, reduction: str = "mean"):
+    """Squared error `(a - b)**2` (broadcasting), reduced by "mean", "sum" or "none".
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.mse_loss(np.array([1.0, 2.0], np.float32), np.array([1.0, 4.0], np.float32))
+    array(2., dtype=float32)
+    """
+    return _reduce(square(sub(a, b)), reduction)
+
+
+def _keep_mask(x, keep: float, dtype):
+    """Ones with probability `keep`, else zeros, of `x`'s shape: a random node in graph mode,
+    drawn now (from the `kn.manual_seed` stream) in eager mode."""
+    if isinstance(x, Symbol):
+        with x.graph.as_default():
+            return random.bernoulli(x.shape, p=keep, dtype=dtype)
+    seed = next_seed()
+    return call("random_bernoulli", shape=x.shape, dtype=dtype, seed=seed, p=keep, key=(seed, 0))
+
+
+def dropout(x, p: float = 0.5, training: bool = True):
+    """Inverted dropout: zeroes each element with probability `p`, scales the rest by
+    `1 / (1 - p)`; with `training=False` or `p=0` it returns `x` unchanged.
+
+    In graph mode every run of a compiled function draws a fresh mask.
+
+    >>> import kiln as kn, numpy as np
+    >>> x = np.ones(4, np.float32)
+    >>> kn.dropout(x, p=0.5, training=False) is x
+    True
+    >>> sorted(set(kn.dropout(x, p=0.5).tolist()) - {0.0, 2.0})
+    []
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    (x,) = lift(x)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return mul(x, 0)  # PyTorch's choice: multiply, so the graph stays connected
+    keep = 1.0 - p
+    dtype = x.dtype if dt.is_float(x.dtype) else dt.DEFAULT_FLOAT
+    return mul(x, div(_keep_mask(x, keep, dtype), keep))
+
+
+# -- normalization ----------------------------------------------------------------------------
+
+
+def _param_at_axes(param, x, axes: tuple, what: str):
+    """`param` of the normalized shape, reshaped so its dims line up with `x`'s `axes`."""
+    (param,) = lift(param, context=(x,))
+    if param.ndim != len(axes):
+        raise _shape_error(
+            "layer_norm", f"{what} of size {sh.format_shape(param.shape)} must have the "
+            f"normalized shape {sh.format_shape([x.shape[a] for a in axes])}", x, param,
+        )  # fmt: skip
+    dims = iter(param.shape)
+    return reshape(param, tuple(next(dims) if i in axes else 1 for i in range(x.ndim)))
+
+
+def layer_norm(x, axis=-1, eps: float = 1e-5, weight=None, bias=None):
+    """Normalizes `x` to zero mean and unit variance over `axis` (an int or a tuple), then
+    applies `weight` and `bias` of the normalized shape, as PyTorch's `layer_norm`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.layer_norm(np.array([[1.0, 3.0]], np.float32), eps=0.0)
+    array([[-1.,  1.]], dtype=float32)
+    """
+    (x,) = lift(x)
+    axes = sh.normalize_axes(axis, x.ndim)
+    centered = sub(x, mean(x, axes, keepdims=True))
+    y = mul(centered, rsqrt(add(mean(square(centered), axes, keepdims=True), eps)))
+    if weight is not None:
+        y = mul(y, _param_at_axes(weight, x, axes, "weight"))
+    if bias is not None:
+        y = add(y, _param_at_axes(bias, x, axes, "bias"))
+    return y
+
+
+def _per_channel(param, x, what: str):
+    """A (C,) statistic or parameter reshaped to (C, 1, ...) to broadcast over axis 1 of x."""
+    (param,) = lift(param, context=(x,))
+    c = x.shape[1]
+    if param.ndim != 1 or (isinstance(c, int) and param.shape[0] not in (c,)):
+        raise _shape_error(
+            "batch_norm", f"{what} should contain {c} elements, not "
+            f"{sh.format_shape(param.shape)}", x, param,
+        )  # fmt: skip
+    return reshape(param, (param.shape[0],) + (1,) * (x.ndim - 2))
+
+
+def batch_norm(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
+    """Normalizes `x` (N, C, ...) over channel axis 1 with given per-channel `mean` and `var`
+    (C,): PyTorch's `batch_norm` with `training=False`.
+
+    >>> import kiln as kn, numpy as np
+    >>> x = np.array([[1.0, 10.0], [3.0, 30.0]], np.float32)
+    >>> kn.batch_norm(x, np.array([2.0, 20.0], np.float32), np.array([1.0, 100.0], np.float32),
+    ...               eps=0.0)
+    array([[-1., -1.],
+           [ 1.,  1.]], dtype=float32)
+    """
+    (x,) = lift(x)
+    if x.ndim < 2:
+        raise _shape_error(
+            "batch_norm", f"expected an input of 2 or more dims (N, C, ...), got "
+            f"{sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
+    scale = rsqrt(add(_per_channel(var, x, "running_var"), eps))
+    if weight is not None:
+        scale = mul(scale, _per_channel(weight, x, "weight"))
+    y = mul(sub(x, _per_channel(mean, x, "running_mean")), scale)
+    if bias is not None:
+        y = add(y, _per_channel(bias, x, "bias"))
+    return y
+
+
+# -- convolution, pooling, embedding ----------------------------------------------------------
+
+
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1):
+    """2-d cross-correlation of `x` (N, C, H, W) with weights `w` (O, C, KH, KW), plus an
+    optional `bias` (O,); `stride`, `padding` (zeros) and `dilation` are ints or pairs.
+
+    >>> import kiln as kn, numpy as np
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> kn.conv2d(x, np.ones((1, 1, 2, 2), np.float32), stride=2)
+    array([[[[10., 18.],
+             [42., 50.]]]], dtype=float32)
+    """
+    x, w = lift(x, w)
+    attrs = {
+        "stride": _pair(stride, "stride", "conv2d"),
+        "padding": _pair(padding, "padding", "conv2d"),
+        "dilation": _pair(dilation, "dilation", "conv2d"),
+    }
+    y = call("conv2d", x, w, **attrs)
+    if bias is None:
+        return y
+    (bias,) = lift(bias, context=(y,))
+    o = w.shape[0]
+    if bias.ndim != 1 or (isinstance(o, int) and bias.shape[0] not in (o,)):
+        raise _shape_error(
+            "conv2d", f"given weight of size {sh.format_shape(w.shape)}, expected bias to be "
+            f"1-d with {o} elements, but got bias of size {sh.format_shape(bias.shape)}",
+            w, bias,
+        )  # fmt: skip
+    return add(y, reshape(bias, (1, bias.shape[0], 1, 1)))
+
+
+def _pool(op_name, x, kernel_size, stride, padding):
+    (x,) = lift(x)
+    kernel = _pair(kernel_size, "kernel_size", op_name)
+    stride = kernel if stride is None else _pair(stride, "stride", op_name)
+    padding = _pair(padding, "padding", op_name)
+    return call(op_name, x, kernel_size=kernel, stride=stride, padding=padding)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    """Maximum over `kernel_size` windows of `x` (N, C, H, W); `stride` defaults to the
+    kernel size; padding (at most half a kernel) never wins, as if it were -inf.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.max_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
+    array([[[[ 5.,  7.],
+             [13., 15.]]]], dtype=float32)
+    """
+    return _pool("max_pool2d", x, kernel_size, stride, padding)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    """Mean over `kernel_size` windows of `x` (N, C, H, W); `stride` defaults to the kernel
+    size; zero padding counts in the mean (PyTorch's default `count_include_pad=True`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.avg_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
+    array([[[[ 2.5,  4.5],
+             [10.5, 12.5]]]], dtype=float32)
+    """
+    return _pool("avg_pool2d", x, kernel_size, stride, padding)
+
+
+def embedding(ids, table):
+    """Rows of `table` (V, D) picked by integer `ids` (...), giving (..., D).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.embedding(np.array([2, 0]), np.arange(6.0, dtype=np.float32).reshape(3, 2))
+    array([[4., 5.],
+           [0., 1.]], dtype=float32)
+    """
+    return gather(table, ids, axis=0)

@@ -15,6 +15,8 @@ from ..errors import GraphError
 from .opdef import REGISTRY, Attrs
 
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# kiln's own example programs: their lines are the user's lines.
+_USER_FILES = {os.path.join(_KILN_DIR, "demo.py")}
 
 
 def user_site(skip: int = 1) -> str | None:
@@ -22,7 +24,8 @@ def user_site(skip: int = 1) -> str | None:
     f = sys._getframe(skip)
     while f is not None:
         filename = f.f_code.co_filename
-        if not filename.startswith(_KILN_DIR) and "contextlib" not in filename:
+        library = filename.startswith(_KILN_DIR) and filename not in _USER_FILES
+        if not library and "contextlib" not in filename and not filename.startswith("<frozen"):
             return f"{os.path.basename(filename)}:{f.f_lineno}"
         f = f.f_back
     return None

@@ -1,0 +1,6 @@
+"""`python -m kiln`: the same as the `kiln` command."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,198 @@
+"""The `kiln` command (also `python -m kiln`): info, demo, dump and bench.
+
+>>> build_parser().parse_args(["dump", "g.json", "--format", "dot"]).format
+'dot'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Exit codes: 0 success, 1 the command failed (an unusable device, a failed benchmark),
+# 2 bad usage or bad input (argparse's own code for usage errors).
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+# The source tree's bench/ folder: beside the kiln package in a clone or editable install.
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kiln",
+        description="kiln: a define-then-run tensor graph compiler for Python.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"kiln {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser(
+        "info",
+        help="versions, BLAS, devices, and whether CUDA works (and why not)",
+        description="Report Python, kiln, NumPy and SciPy versions; the BLAS NumPy was built "
+        "with and the one loaded now (OpenBLAS: configuration, CPU core type, threads); the "
+        "devices kiln can use; whether CUDA works and, if not, exactly why.",
+    )
+
+    demo = sub.add_parser(
+        "demo",
+        help="classify the bundled digits with a kiln graph and write its dumps",
+        description="Fit a random-features classifier of the bundled digits data set in "
+        "closed form, run its logits and accuracy as a compiled kiln graph (kn.function and "
+        "kn.Session) beside a NumPy reference, print accuracy and timings, and write text, "
+        "JSON and DOT dumps of the graph.",
+    )
+    demo.add_argument(
+        "--epochs",
+        type=_positive_int,
+        default=3,
+        metavar="N",
+        help="passes over the held-out split when timing the compiled graph; the best is "
+        "reported (default: 3; the fit is closed-form and needs no training epochs)",
+    )
+    demo.add_argument(
+        "--device",
+        default="cpu",
+        help="device to run on: cpu, cuda or cuda:N (default: cpu). An unusable device is "
+        "an error that says why; there is no fallback to the CPU",
+    )
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("kiln-demo"),
+        metavar="DIR",
+        help="folder for graph.txt, graph.json and graph.dot, created if missing "
+        "(default: ./kiln-demo)",
+    )
+
+    dump = sub.add_parser(
+        "dump",
+        help="print a graph saved as JSON, as text or DOT",
+        description="Load a graph from a JSON dump (kn.dump(..., format='json')) and print "
+        "it. A malformed file is an error on stderr with exit code 2.",
+    )
+    dump.add_argument("file", type=Path, metavar="FILE.json", help="the JSON dump to read")
+    dump.add_argument(
+        "--format",
+        choices=("text", "dot", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
+
+    bench = sub.add_parser(
+        "bench",
+        help="run the benchmarks in bench/ (kiln beside NumPy, as ratios)",
+        description="Run the bench/bench_*.py scripts of the source tree, single-threaded. "
+        "Each prints kiln's time beside hand-written NumPy measured in the same run.",
+    )
+    bench.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="run only the scripts whose names contain one of these (default: all)",
+    )
+    bench.add_argument(
+        "--quick", action="store_true", help="few repeats: checks that they run, not timings"
+    )
+    bench.add_argument(
+        "--dir", type=Path, default=BENCH_DIR, help=f"folder of the scripts (default: {BENCH_DIR})"
+    )
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _error(command: str, message: str) -> None:
+    print(f"kiln {command}: error: {message}", file=sys.stderr)
+
+
+def cmd_info(args) -> int:
+    from .sysinfo import format_report, report
+
+    rows, warnings = report()
+    sys.stdout.write(format_report(rows, warnings))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from . import demo
+    from .errors import KilnError
+
+    try:
+        demo.run(args.out, device=args.device, epochs=args.epochs)
+    except KilnError as e:  # an unusable device, above all: say why, no fallback
+        _error("demo", f"{type(e).__name__}: {e}")
+        return EXIT_FAILED
+    except OSError as e:
+        _error("demo", f"cannot write to {args.out}: {e}")
+        return EXIT_FAILED
+    return 0
+
+
+def cmd_dump(args) -> int:
+    import kiln as kn
+
+    try:
+        text = args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        _error("dump", f"cannot read {args.file}: {e}")
+        return EXIT_USAGE
+    try:
+        graph = kn.load_graph(text)
+    except kn.GraphFormatError as e:
+        _error("dump", f"{args.file} is not a valid kiln graph (GraphFormatError): {e}")
+        return EXIT_USAGE
+    output = kn.dump(graph, format=args.format)
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    scripts = sorted(args.dir.glob("bench_*.py")) if args.dir.is_dir() else []
+    if args.names:
+        scripts = [s for s in scripts if any(name in s.stem for name in args.names)]
+    if not scripts:
+        matching = f" matching {' '.join(args.names)}" if args.names else ""
+        _error(
+            "bench",
+            f"no bench_*.py scripts{matching} in {args.dir} (the benchmarks ship with the "
+            "source tree: run from a clone, or pass --dir)",
+        )
+        return EXIT_USAGE
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # Measure this kiln, the one that runs the command, whatever else is on the path.
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    failed = []
+    for script in scripts:
+        print(f"== {script.name}", flush=True)
+        command = [sys.executable, str(script), *(["--quick"] if args.quick else [])]
+        if subprocess.run(command, env=env, check=False).returncode != 0:
+            failed.append(script.name)
+    if failed:
+        _error("bench", f"failed: {', '.join(failed)}")
+        return EXIT_FAILED
+    return 0
+
+
+COMMANDS = {"info": cmd_info, "demo": cmd_demo, "dump": cmd_dump, "bench": cmd_bench}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the `kiln` command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except BrokenPipeError:  # `kiln info | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0

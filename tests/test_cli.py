@@ -1,0 +1,166 @@
+"""The `kiln` command line, run as users run it: `python -m kiln ...` in a subprocess."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from kiln import cli, demo, sysinfo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def no_cupy(tmp_path):
+    """A folder to put first on PYTHONPATH so that `import cupy` fails, GPU or not."""
+    folder = tmp_path / "hide_cupy"
+    (folder / "cupy").mkdir(parents=True)
+    (folder / "cupy" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    return folder
+
+
+def run_kiln(*args, path_first=None, env=None, unset=()):
+    """`python -m kiln *args` with this checkout's kiln; returns the CompletedProcess."""
+    environ = {k: v for k, v in os.environ.items() if k not in unset}
+    environ.update(env or {})
+    paths = [str(p) for p in (path_first, ROOT) if p] + [environ.get("PYTHONPATH", "")]
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return subprocess.run(
+        [sys.executable, "-m", "kiln", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+def info_rows(stdout):
+    """`key: value` lines of `kiln info` as a list of (key, value), keys stripped."""
+    rows = []
+    for line in stdout.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and not line.startswith("warning:"):
+            rows.append((key.strip(), value.strip()))
+    return rows
+
+
+def test_cli_help_lists_the_commands():
+    result = run_kiln("--help")
+    assert result.returncode == 0, result.stderr
+    for command in ("info", "demo", "dump", "bench"):
+        assert command in result.stdout
+    demo_help = run_kiln("demo", "--help")
+    assert demo_help.returncode == 0
+    for option in ("--epochs", "--device", "--out", "kiln-demo"):
+        assert option in demo_help.stdout
+
+
+def test_cli_info_reports_versions_blas_and_why_cuda_is_unavailable(no_cupy):
+    result = run_kiln("info", path_first=no_cupy, unset=["OPENBLAS_CORETYPE"])
+    assert result.returncode == 0, result.stderr
+    rows = dict(info_rows(result.stdout))
+    assert rows["kiln"] == kn.__version__
+    assert rows["numpy"] == np.__version__
+    assert rows["python"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}.")
+    assert rows["executable"] == sys.executable
+    assert re.match(r"\d+\.\d+", rows["scipy"])
+    blas = rows["blas (numpy build)"]
+    assert not blas.startswith("unknown"), blas
+    assert rows["devices"].split(", ")[0] == "cpu"
+    assert rows["cuda"].startswith("not usable:") and "CuPy" in rows["cuda"], rows["cuda"]
+    assert rows["OPENBLAS_CORETYPE"] == "not set"
+    assert "warning:" not in result.stdout
+    if "openblas" in blas.lower():  # NumPy's wheels: the loaded OpenBLAS reports its kernels
+        loaded = [v for k, v in info_rows(result.stdout) if k == "openblas core"]
+        assert loaded and not any(v.startswith("unknown") for v in loaded), result.stdout
+        threads = [v for k, v in info_rows(result.stdout) if k == "openblas threads"]
+        assert threads and all(re.match(r"\d+ \(", v) for v in threads), threads
+
+
+def test_cli_info_warns_when_openblas_coretype_is_forced():
+    result = run_kiln("info", env={"OPENBLAS_CORETYPE": "Prescott"})
+    assert result.returncode == 0, result.stderr
+    assert dict(info_rows(result.stdout))["OPENBLAS_CORETYPE"] == "Prescott"
+    assert re.search(r"^warning: OPENBLAS_CORETYPE=Prescott .*2x", result.stdout, re.M)
+
+
+def test_sysinfo_finds_openblas_symbols_under_any_spelling():
+    class Library:
+        scipy_openblas_get_corename64_ = "scipy"
+        openblas_get_config64_ = "plain"
+
+    assert sysinfo.openblas_symbol(Library(), "openblas_get_corename") == "scipy"
+    assert sysinfo.openblas_symbol(Library(), "openblas_get_config") == "plain"
+    assert sysinfo.openblas_symbol(Library(), "openblas_get_parallel") is None
+
+
+def test_cli_demo_prints_accuracy_and_writes_the_three_dumps(tmp_path):
+    out = tmp_path / "demo out"
+    result = run_kiln("demo", "--out", out, "--epochs", "1")
+    assert result.returncode == 0, result.stderr
+    accuracy = re.search(r"held-out accuracy: ([\d.]+)", result.stdout)
+    assert accuracy and float(accuracy.group(1)) > 0.9, result.stdout
+    text, dump_json, dot = (out / f"graph.{s}" for s in ("txt", "json", "dot"))
+    for path in (text, dump_json, dot):
+        assert f"wrote {path}" in result.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["graph.dot", "graph.json", "graph.txt"]
+    assert "matmul" in text.read_text()
+    assert dot.read_text().startswith("digraph")
+
+    # The JSON dump loads, and the loaded graph runs to the same accuracy.
+    graph = kn.load_graph(dump_json.read_text())
+    x, y = demo.load_digits()
+    _, test = demo.split(len(y))
+    _, acc = kn.function(graph.inputs, graph.outputs)(x[test], y[test])
+    assert f"{float(acc):.4f}" == accuracy.group(1)
+
+    for fmt, start in (("text", "{"), ("dot", "digraph")):
+        printed = run_kiln("dump", dump_json, "--format", fmt)
+        assert printed.returncode == 0, printed.stderr
+        assert printed.stdout.lstrip().startswith(start), printed.stdout[:200]
+
+
+def test_cli_demo_on_unusable_cuda_exits_nonzero_with_the_reason(tmp_path, no_cupy):
+    result = run_kiln("demo", "--device", "cuda", "--out", tmp_path / "out", path_first=no_cupy)
+    assert result.returncode != 0
+    assert "DeviceError" in result.stderr and "CuPy" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()  # no fallback: nothing ran
+
+
+def test_cli_dump_of_malformed_file_exits_2_with_a_clear_message(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "kiln-graph", "nodes": [{"op": 3}]})[:-5])
+    result = run_kiln("dump", bad, "--format", "text")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"kiln dump: error: {bad} is not a valid kiln graph")
+    assert "Traceback" not in result.stderr
+
+    missing = run_kiln("dump", tmp_path / "missing.json")
+    assert missing.returncode == 2
+    assert "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_cli_bench_runs_the_overhead_benchmark():
+    result = run_kiln("bench", "--quick")
+    assert result.returncode == 0, result.stderr
+    assert "bench_overhead.py" in result.stdout
+    rows = [line for line in result.stdout.splitlines() if re.search(r"\d+\.\d+x$", line)]
+    assert len(rows) == 4, result.stdout
+
+    assert cli.main(["bench", "no_such_benchmark"]) == cli.EXIT_USAGE
+
+
+def test_demo_write_atomic_replaces_the_whole_file(tmp_path):
+    path = tmp_path / "graph.txt"
+    path.write_text("old")
+    demo.write_atomic(path, "new text")
+    assert path.read_text() == "new text"
+    assert [p.name for p in tmp_path.iterdir()] == ["graph.txt"]  # no temporary file left

@@ -20,7 +20,9 @@ class OpDef:
     computes it with the array module `xp` (NumPy or CuPy); `vjp(ct, out, *inputs, **attrs)`
     gives one cotangent (or None) per input, written with kiln ops; `vjp=None` means not
     differentiable. `tags` are plain properties: "elementwise", "view", "commutative",
-    "reduction", "random", "source", "update".
+    "reduction", "random", "source", "update", and "nondiff" for float ops that are
+    deliberately not differentiable (floor, round, stop_gradient…): autodiff stops there
+    quietly, while a missing vjp on any other op on the path is an error.
     """
 
     name: str

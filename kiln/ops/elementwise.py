@@ -65,16 +65,16 @@ square = unary("square", np.square, vjp=lambda ct, y, x: (ct * x * 2,))
 sin = unary("sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),))
 cos = unary("cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),))
 tanh = unary("tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),))
-sign = unary("sign", np.sign)
-floor = unary("floor", np.floor)
-ceil = unary("ceil", np.ceil)
+sign = unary("sign", np.sign, tags={"nondiff"})
+floor = unary("floor", np.floor, tags={"nondiff"})
+ceil = unary("ceil", np.ceil, tags={"nondiff"})
 logical_not = unary("logical_not", np.logical_not)
 isnan = unary("isnan", np.isnan)
 isfinite = unary("isfinite", np.isfinite)
 
 
 def _rsqrt(xp, x, out=None):
-    out = xp.sqrt(x, out=out)
+    out = xp.asarray(xp.sqrt(x, out=out))  # 0-d: ufuncs return scalars
     return xp.reciprocal(out, out=out)
 
 
@@ -87,7 +87,7 @@ def _as_float(xp, x):
 
 def _sigmoid(xp, x, out=None):
     # exp(-log(1 + exp(-x))): no overflow for large |x| of either sign.
-    out = xp.negative(_as_float(xp, x), out=out)
+    out = xp.asarray(xp.negative(_as_float(xp, x), out=out))  # 0-d: ufuncs return scalars
     xp.logaddexp(0, out, out=out)
     xp.negative(out, out=out)
     return xp.exp(out, out=out)
@@ -98,7 +98,7 @@ sigmoid = unary("sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y 
 
 def _softplus(xp, x, out=None, *, beta):
     # log(1 + exp(beta x)) / beta through logaddexp: stable without a threshold.
-    out = xp.multiply(_as_float(xp, x), beta, out=out)
+    out = xp.asarray(xp.multiply(_as_float(xp, x), beta, out=out))  # 0-d: ufuncs return scalars
     xp.logaddexp(0, out, out=out)
     return xp.divide(out, beta, out=out)
 
@@ -124,7 +124,10 @@ def _round(xp, x, out=None):
     return xp.round(x, out=out)
 
 
-round_ = unary("round", np.round, impl=_round, dtype_rule=lambda x: probe_dtype(np.round, x))
+round_ = unary(
+    "round", np.round, impl=_round, dtype_rule=lambda x: probe_dtype(np.round, x),
+    tags={"nondiff"},
+)  # fmt: skip
 
 
 def _cast(xp, x, out=None, *, dtype):
@@ -172,7 +175,7 @@ sub = binary("sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct))
 mul = binary("mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a), tags={"commutative"})
 div = binary("div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b))
 pow_ = binary("pow", np.power, vjp=_pow_vjp)
-floordiv = binary("floordiv", np.floor_divide)
+floordiv = binary("floordiv", np.floor_divide, tags={"nondiff"})
 mod = binary("mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)))
 maximum = binary("maximum", np.maximum, vjp=_select_vjp("greater"), tags={"commutative"})
 minimum = binary("minimum", np.minimum, vjp=_select_vjp("less"), tags={"commutative"})

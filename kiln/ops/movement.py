@@ -67,7 +67,11 @@ def _broadcast_to(xp, x, out=None, *, shape):
     return _copy_into(out, xp.broadcast_to(x, shape))
 
 
-broadcast_to = defop("broadcast_to", _broadcast_to_shape, same_dtype, _broadcast_to, tags={"view"})
+# Its vjp passes the cotangent through: autodiff sums it back to the input's shape.
+broadcast_to = defop(
+    "broadcast_to", _broadcast_to_shape, same_dtype, _broadcast_to,
+    vjp=lambda ct, y, x, shape: (ct,), tags={"view"},
+)  # fmt: skip
 
 
 # -- basic indexing: spec items are ("int", i), ("slice", start, stop, step), ("newaxis",) ----
@@ -288,9 +292,7 @@ def _concat_vjp(ct, y, *xs, axis):
     return tuple(out)
 
 
-concat = defop(
-    "concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp
-)
+concat = defop("concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp)
 
 
 def _pad_shape(x, *, pad_width, value):

@@ -55,7 +55,7 @@ def _identity(xp, x, out=None):
     return out
 
 
-stop_gradient = defop("stop_gradient", same_shape, same_dtype, _identity, tags={"view"})
+stop_gradient = defop("stop_gradient", same_shape, same_dtype, _identity, tags={"view", "nondiff"})
 
 
 def _assign_shape(var, value):
@@ -82,7 +82,7 @@ def _assign(xp, var, value, out=None):
     return _identity(xp, value, out)
 
 
-assign = defop("assign", _assign_shape, _assign_dtype, _assign, tags={"update"})
+assign = defop("assign", _assign_shape, _assign_dtype, _assign, tags={"update", "nondiff"})
 
 
 def _group(xp, *arrays, out=None):

@@ -90,7 +90,12 @@ def _backward(graph, ys, xs, seeds) -> dict:
             continue
         if id(node.out) in targets:
             results[id(node.out)] = ct
-        if node.op.vjp is None or not node.inputs:
+        if node.op.vjp is None:
+            if "nondiff" not in node.op.tags and node.inputs:
+                raise GraphError(
+                    f"no gradient rule for {node.op.name} ('{node.name}', created at "
+                    f"{node.site}), which lies between the ys and the xs"
+                )
             continue
         with graph.site(node.site):
             in_cts = node.op.vjp(ct, node.out, *node.inputs, **node.attrs)

@@ -135,6 +135,34 @@ class Session:
             for v in self.graph.variables:
                 v.reset()
 
+    def save(self, path) -> None:
+        """Writes every Variable of this Session's graph, by name, to a safetensors file.
+
+        >>> import kiln as kn, numpy as np, os, tempfile
+        >>> with kn.Graph().as_default() as g:
+        ...     w = kn.Variable(np.ones(2, np.float32), name="w")
+        >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
+        >>> with kn.Session(graph=g) as sess:
+        ...     sess.save(path)
+        ...     w.assign(np.zeros(2, np.float32))
+        ...     sess.restore(path)
+        >>> w.numpy()
+        array([1., 1.], dtype=float32)
+        """
+        from ..checkpoint import save_variables  # NOTE: lazy, checkpoint sits above runtime
+
+        save_variables(self.graph.variables, path, lock=self.graph._lock)
+
+    def restore(self, path) -> None:
+        """Sets every Variable of this Session's graph from a file written by `save`.
+
+        The file must hold exactly the graph's Variable names with their shapes and dtypes;
+        otherwise `CheckpointError` lists every problem and no Variable changes.
+        """
+        from ..checkpoint import restore_variables
+
+        restore_variables(self.graph.variables, path, lock=self.graph._lock)
+
 
 def _flatten(fetches, flat):
     if isinstance(fetches, Symbol):

@@ -1,0 +1,297 @@
+"""Checkpoints: named arrays in safetensors files (no pickle), written atomically, read with checks.
+
+`save`/`load` take and give plain dicts of arrays; `save_variables`/`restore_variables` back
+`Session.save`/`Session.restore` and match Variables by name, all or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import struct
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+
+from .errors import KilnError
+from .graph.core import Symbol, Variable
+
+__all__ = [
+    "CheckpointError",
+    "save",
+    "load",
+    "load_metadata",
+    "save_variables",
+    "restore_variables",
+    "as_numpy",
+]
+
+# The dtypes safetensors can hold that NumPy has (bfloat16 and float8 have no NumPy dtype).
+SUPPORTED_DTYPES = frozenset(
+    np.dtype(d)
+    for d in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64, np.float16, np.float32, np.float64, np.complex64)
+)  # fmt: skip
+_NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32"}
+_NUMPY_DTYPES |= {"F64", "C64"}  # the safetensors dtypes that NumPy can hold
+_HEADER_LIMIT = 100_000_000  # the largest header safetensors itself accepts
+
+
+class CheckpointError(KilnError, ValueError):
+    """A checkpoint that cannot be written or read as asked: malformed, truncated, mismatched."""
+
+
+def as_numpy(value) -> np.ndarray:
+    """A NumPy array of `value`: an array-like, a kiln Variable, a Tensor or a device array.
+
+    >>> import numpy as np
+    >>> as_numpy([1, 2]), as_numpy(np.float32(3))
+    (array([1, 2]), array(3., dtype=float32))
+    """
+    if isinstance(value, Variable):
+        return value.numpy()
+    if isinstance(value, Symbol):
+        raise TypeError(f"'{value.name}' is a Symbol, which has no value outside a run")
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # an eager Tensor
+        return np.asarray(value.detach().numpy())
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy
+        return value.get()
+    return np.asarray(value)
+
+
+def save(state: Mapping, path, metadata: Mapping[str, str] | None = None) -> None:
+    """Writes `state` (name -> array-like) to `path` as a safetensors file, atomically.
+
+    The bytes go to a temporary file beside `path`, which is flushed, synced and then renamed
+    over `path`: a reader sees the old file or the new one, never a mix, and a failure leaves
+    the old file as it was. `metadata` is free text (str -> str) kept in the header.
+
+    >>> import kiln as kn, numpy as np, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
+    >>> kn.save({"w": np.eye(2, dtype=np.float32), "step": np.int64(7)}, path)
+    >>> kn.load(path)
+    {'step': array(7), 'w': array([[1., 0.],
+           [0., 1.]], dtype=float32)}
+    """
+    import safetensors.numpy
+
+    arrays = _arrays_to_save(state)
+    metadata = _check_metadata(metadata)
+    try:
+        data = safetensors.numpy.save(arrays, metadata=metadata)
+    except Exception as e:  # the Rust side's errors are not ours to expose
+        raise CheckpointError(f"cannot serialize checkpoint for '{os.fspath(path)}': {e}") from e
+    write_atomic(path, data)
+
+
+def _arrays_to_save(state) -> dict:
+    if not isinstance(state, Mapping):
+        raise TypeError(f"state must be a dict of name -> array, got {type(state).__name__}")
+    arrays = {}
+    for name, value in state.items():
+        if not isinstance(name, str) or not name or name == "__metadata__":
+            raise CheckpointError(f"checkpoint names must be non-empty strings, got {name!r}")
+        try:
+            array = as_numpy(value)
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"cannot save {name!r}: {e}") from e
+        native = array.dtype.newbyteorder("=")
+        if native not in SUPPORTED_DTYPES:
+            supported = ", ".join(sorted(d.name for d in SUPPORTED_DTYPES))
+            raise CheckpointError(
+                f"cannot save {name!r}: dtype {array.dtype} is not one safetensors holds "
+                f"({supported})"
+            )
+        # NOTE: safetensors.numpy copies from the data pointer: non-contiguous arrays would be
+        # written in memory order, silently scrambled. (ascontiguousarray makes 0-d 1-d.)
+        arrays[name] = np.asarray(array, dtype=native, order="C")
+    return arrays
+
+
+def _check_metadata(metadata):
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise CheckpointError(f"metadata must be a dict of str -> str, got {metadata!r:.200}")
+    return dict(metadata)
+
+
+def write_atomic(path, data: bytes) -> None:
+    """Writes `data` to `path` through a synced temporary file and a rename (all or nothing)."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    # 0o666 through the umask: the file gets the permissions a plain open() would give it.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _sync_directory(directory)
+
+
+def _sync_directory(directory: str) -> None:
+    """Makes the rename durable (POSIX); where a directory cannot be opened, there is no need."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def load(path) -> dict[str, np.ndarray]:
+    """The arrays in the safetensors file `path`, by name (sorted).
+
+    A file that is truncated, malformed or not a safetensors file raises CheckpointError,
+    naming the file and what is wrong.
+
+    >>> import kiln as kn, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "bad.safetensors")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a checkpoint")
+    >>> kn.load(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    kiln.checkpoint.CheckpointError: '...bad.safetensors' is not a valid safetensors file: ...
+    """
+    import safetensors.numpy
+
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    header = _parse_header(path, data)
+    _check_entries(path, header, len(data) - 8 - struct.unpack("<Q", data[:8])[0])
+    try:
+        arrays = safetensors.numpy.load(data)
+    except Exception as e:  # SafetensorError (Rust), KeyError for a dtype NumPy lacks, ...
+        raise _invalid(path, f"{type(e).__name__}: {e}") from None
+    return dict(sorted(arrays.items()))
+
+
+def load_metadata(path) -> dict[str, str]:
+    """The free-text metadata saved in the header of the safetensors file `path`.
+
+    >>> import kiln as kn, numpy as np, os, tempfile
+    >>> from kiln.checkpoint import load_metadata
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.safetensors")
+    >>> kn.save({"x": np.zeros(2)}, path, metadata={"step": "10"})
+    >>> load_metadata(path)
+    {'step': '10'}
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    header = _parse_header(path, data)
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict):
+        raise _invalid(path, "its __metadata__ is not a JSON object")
+    return metadata
+
+
+def _invalid(path: str, what: str) -> CheckpointError:
+    return CheckpointError(f"'{path}' is not a valid safetensors file: {what}")
+
+
+def _parse_header(path: str, data: bytes) -> dict:
+    """The JSON header, after the checks that give the common failures clear messages."""
+    if len(data) < 8:
+        raise _invalid(path, f"it has {len(data)} bytes, fewer than the 8-byte header length")
+    (size,) = struct.unpack("<Q", data[:8])
+    if size > len(data) - 8:
+        raise _invalid(
+            path,
+            f"the header claims {size} bytes but only {len(data) - 8} follow "
+            "(truncated, or not a safetensors file)",
+        )
+    if size > _HEADER_LIMIT:
+        raise _invalid(path, f"its header is {size} bytes, over the {_HEADER_LIMIT} limit")
+    try:
+        header = json.loads(data[8 : 8 + size].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _invalid(path, f"its header is not JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise _invalid(path, f"its header is JSON {type(header).__name__}, not an object")
+    return header
+
+
+def _check_entries(path: str, header: dict, data_size: int) -> None:
+    """Names the tensor when its dtype has no NumPy equivalent or its data is cut off."""
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict):
+            raise _invalid(path, f"the entry of tensor {name!r} is not a JSON object")
+        dtype, offsets = entry.get("dtype"), entry.get("data_offsets")
+        if isinstance(dtype, str) and dtype not in _NUMPY_DTYPES:
+            known = ", ".join(sorted(_NUMPY_DTYPES))
+            raise _invalid(path, f"tensor {name!r} has dtype {dtype}; kiln reads {known}")
+        if (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and isinstance(offsets[1], int)
+            and offsets[1] > data_size
+        ):
+            raise _invalid(
+                path,
+                f"tensor {name!r} ends at byte {offsets[1]} of the data but the file holds "
+                f"only {data_size} bytes of data (truncated?)",
+            )
+
+
+def save_variables(variables, path, metadata=None, lock=None) -> None:
+    """Saves each Variable's current value under its name (names must be unique).
+
+    The values are read under `lock` (a graph's lock), so they come from between two runs.
+    """
+    state = {}
+    with lock or threading.Lock():
+        for v in variables:
+            if v.name in state:
+                raise CheckpointError(f"two Variables are named '{v.name}'; names must be unique")
+            state[v.name] = v.numpy()
+    save(state, path, metadata)
+
+
+def restore_variables(variables, path, lock=None) -> None:
+    """Sets each Variable to the array saved under its name: every one or none.
+
+    The file must hold exactly these names, each with the Variable's shape and dtype;
+    otherwise CheckpointError lists every problem and no Variable changes. The values are
+    set under `lock` (a graph's lock), so no run sees some of them new and some old.
+    """
+    variables = list(variables)
+    arrays = load(path)
+    by_name = {v.name: v for v in variables}
+    problems = [f"missing Variable '{n}'" for n in by_name if n not in arrays]
+    problems += [f"unexpected name '{n}'" for n in arrays if n not in by_name]
+    for name, v in by_name.items():
+        a = arrays.get(name)
+        if a is None:
+            continue
+        if a.shape != tuple(v.shape):
+            problems.append(f"'{name}': file has shape {a.shape}, Variable has {tuple(v.shape)}")
+        if a.dtype != v.dtype:
+            problems.append(f"'{name}': file has dtype {a.dtype}, Variable has {v.dtype}")
+    if problems:
+        raise CheckpointError(
+            f"cannot restore from '{os.fspath(path)}' (nothing was changed): " + "; ".join(problems)
+        )
+    with lock or threading.Lock():
+        for name, v in by_name.items():
+            v.assign(arrays[name])

@@ -151,8 +151,8 @@ def test_session_run_structures_set_value_and_reset(model):
 
 
 def test_session_runs_assign_and_group_as_declared_updates():
-    from kiln.ops.core import bind
     from kiln.graph.opdef import REGISTRY
+    from kiln.ops.core import bind
 
     g = kn.Graph()
     with g.as_default():
@@ -243,3 +243,16 @@ def test_random_shapes_bind_symbolic_dims():
     out = f(np.zeros((1000, 4), np.float32))
     assert out.shape == (1000, 4) and out.min() >= -1 and out.max() < 1
     assert abs(out.mean()) < 0.05
+
+
+def test_two_updates_of_one_variable_in_a_run_are_an_error():
+    from kiln.ops.core import apply
+
+    with kn.Graph().as_default() as g:
+        w = kn.Variable(np.float32(0.0), name="w")
+        both = apply("group", apply("assign", w, w + 1.0), apply("assign", w, w + 10.0))
+        with pytest.raises(kn.GraphError, match="'w' has two updates in one run"):
+            kn.function([], [apply("assign", w, w + 10.0)], updates={w: w + 100.0})
+    with kn.Session(graph=g) as sess, pytest.raises(kn.GraphError, match="two updates"):
+        sess.run(both)
+    assert w.numpy() == 0.0

@@ -17,7 +17,6 @@ from .. import shapes as sh
 from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol, Variable
 
-
 # Ops whose result may alias an input, a feed, a variable or a constant: copied when fetched.
 _NOT_FRESH = frozenset({"view", "source", "update"})
 
@@ -75,7 +74,13 @@ class Program:
                 if not isinstance(var, Variable):
                     raise node_error(GraphError, "assign target is not a Variable", op="assign",
                                      name=n.name, site=n.site)  # fmt: skip
-                explicit.setdefault(var, n.out)
+                if var in explicit:
+                    raise node_error(
+                        GraphError, f"Variable '{var.name}' has two updates in one run (this "
+                        f"assign and '{explicit[var].name}', created at {explicit[var].site}); "
+                        "combine them into one value", op="assign", name=n.name, site=n.site,
+                    )  # fmt: skip
+                explicit[var] = n.out
         self.updates = explicit
         fed = {id(s): k for k, s in enumerate(self.feeds)}
         self._slot = {}
@@ -268,7 +273,9 @@ def check_feed(sym: Symbol, value, bindings: dict):
             )  # fmt: skip
         array = array.astype(sym.dtype)
     if array.ndim != len(sym.shape):
-        raise _feed_error(ShapeError, sym, f"fed shape {array.shape} has {array.ndim} dims, not {len(sym.shape)}")
+        raise _feed_error(
+            ShapeError, sym, f"fed shape {array.shape} has {array.ndim} dims, not {len(sym.shape)}"
+        )
     for axis, (want, got) in enumerate(zip(sym.shape, array.shape)):
         if isinstance(want, int):
             if want != got:

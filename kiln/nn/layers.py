@@ -1,0 +1,323 @@
+"""Layers: PyTorch's constructors, initializations and parameter shapes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import frontend as F
+from .. import init
+from .module import Module, Parameter
+
+__all__ = [
+    "GELU",
+    "MLP",
+    "BatchNorm1d",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "LayerNorm",
+    "Linear",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Tanh",
+]
+
+
+def _param(initializer, shape, dtype=dt.DEFAULT_FLOAT) -> Parameter:
+    return Parameter(initializer(tuple(shape), dt.as_dtype(dtype)))
+
+
+class Linear(Module):
+    """`y = x @ weight.T + bias`, weight (out_features, in_features), as PyTorch's `Linear`
+    (and its initialization: kaiming-uniform weight with `a=sqrt(5)`, uniform bias in
+    ±1/sqrt(in_features)).
+
+    >>> import kiln as kn
+    >>> with kn.Graph().as_default():
+    ...     fc = kn.nn.Linear(784, 10)
+    ...     y = fc(kn.placeholder(kn.float32, ("batch", 784), name="x"))
+    >>> y.type_str(), fc.weight.shape, fc.weight.variable_in(y.graph).name
+    ('f32[batch,10]', (10, 784), 'weight')
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        dtype = dtype or dt.DEFAULT_FLOAT
+        self.weight = _param(
+            init.kaiming_uniform(a=math.sqrt(5)), (out_features, in_features), dtype
+        )
+        self.bias = None
+        if bias:
+            bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
+            self.bias = _param(init.uniform(-bound, bound), (out_features,), dtype)
+
+    def forward(self, x):
+        y = F.matmul(x, F.transpose(self.weight))
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class ReLU(Module):
+    """`max(x, 0)`."""
+
+    def forward(self, x):
+        return F.relu(x)
+
+
+class GELU(Module):
+    """GELU, exact (through erf) or with `approximate="tanh"`."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    """`tanh(x)`."""
+
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    """`1 / (1 + exp(-x))`."""
+
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Dropout(Module):
+    """Inverted dropout with probability `p` while `training`; the identity in eval mode.
+
+    >>> import kiln as kn, numpy as np
+    >>> drop = kn.nn.Dropout(0.5).eval()
+    >>> x = np.ones(3, np.float32)
+    >>> drop(x) is x
+    True
+    """
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, training=self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Flatten(Module):
+    """Merges dims `start_dim..end_dim` into one (the batch dim stays by default)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return F.flatten(x, self.start_dim, self.end_dim)
+
+
+class Sequential(Module):
+    """Modules applied in order; children are named "0", "1", …
+
+    >>> import kiln as kn, numpy as np
+    >>> model = kn.nn.Sequential(kn.nn.Linear(4, 3), kn.nn.ReLU(), kn.nn.Linear(3, 2))
+    >>> [name for name, _ in model.named_parameters()]
+    ['0.weight', '0.bias', '2.weight', '2.bias']
+    >>> model(np.ones((5, 4), np.float32)).shape
+    (5, 2)
+    """
+
+    def __init__(self, *modules: Module):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module) -> Sequential:
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, index: int) -> Module:
+        return list(self._modules.values())[index]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+_ACTIVATIONS = {"relu": ReLU, "gelu": GELU, "tanh": Tanh, "sigmoid": Sigmoid}
+
+
+class MLP(Sequential):
+    """Linear layers of `sizes` (`[in, hidden…, out]`) with `activation` (and dropout, if
+    `dropout > 0`) between them and nothing after the last.
+
+    >>> import kiln as kn
+    >>> mlp = kn.nn.MLP([784, 128, 10], dropout=0.1)
+    >>> [type(m).__name__ for m in mlp]
+    ['Linear', 'ReLU', 'Dropout', 'Linear']
+    >>> sum(p.size for p in mlp.parameters())
+    101770
+    """
+
+    def __init__(self, sizes, activation="relu", dropout: float = 0.0):
+        sizes = list(sizes)
+        if len(sizes) < 2:
+            raise ValueError(f"MLP needs at least an input and an output size, got {sizes}")
+        if isinstance(activation, str) and activation not in _ACTIVATIONS:
+            raise ValueError(f"MLP: unknown activation {activation!r}: {sorted(_ACTIVATIONS)}")
+        make = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        super().__init__()
+        for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+            self.append(Linear(n_in, n_out))
+            if i < len(sizes) - 2:
+                self.append(make())
+                if dropout > 0:
+                    self.append(Dropout(dropout))
+
+
+class LayerNorm(Module):
+    """Normalizes over the last `len(normalized_shape)` dims, then scales and shifts
+    (weight ones, bias zeros), as PyTorch's `LayerNorm`."""
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+    ):
+        super().__init__()
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (int(normalized_shape),)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.weight = _param(init.ones(), self.normalized_shape) if elementwise_affine else None
+        has_bias = elementwise_affine and bias
+        self.bias = _param(init.zeros(), self.normalized_shape) if has_bias else None
+
+    def forward(self, x):
+        axes = tuple(range(-len(self.normalized_shape), 0))
+        return F.layer_norm(x, axes, self.eps, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Embedding(Module):
+    """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = _param(init.normal(), (num_embeddings, embedding_dim))
+
+    def forward(self, ids):
+        return F.embedding(ids, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class BatchNorm1d(Module):
+    """Batch normalization over (N, C) or (N, C, L) inputs, as PyTorch's `BatchNorm1d`.
+
+    Training: normalizes with the batch's mean and biased variance, and records updates of
+    the running statistics (the unbiased variance; `momentum=None` for a cumulative average)
+    as declared updates: they apply when a run fetches the train op of `opt.minimize(loss)`
+    for a loss that uses this output, or `kn.nn.updates_for(output)`; fetching the output
+    alone changes nothing. Eval: normalizes with the running statistics.
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = _param(init.ones(), (num_features,)) if affine else None
+        self.bias = _param(init.zeros(), (num_features,)) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros(num_features, np.float32))
+            self.register_buffer("running_var", np.ones(num_features, np.float32))
+            self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+
+    def forward(self, x):
+        if x.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {x.ndim}D input)")
+        if not self.training and self.track_running_stats:
+            return F.batch_norm(
+                x, self.running_mean, self.running_var, self.weight, self.bias, self.eps
+            )
+        axes = (0,) if x.ndim == 2 else (0, 2)
+        mean = F.mean(x, axes)
+        var = F.var(x, axes)
+        y = F.batch_norm(x, mean, var, self.weight, self.bias, self.eps)
+        if self.training and self.track_running_stats:
+            self._record_updates(y, self._running_updates(x, axes, mean, var))
+        return y
+
+    def _running_updates(self, x, axes, mean, var) -> dict:
+        sizes = [x.shape[a] for a in axes]
+        if all(isinstance(d, int) for d in sizes):
+            n = math.prod(sizes)
+            if n == 1:
+                raise ValueError(
+                    f"Expected more than 1 value per channel when training, got input size "
+                    f"{tuple(x.shape)}"
+                )
+        else:  # a symbolic batch: count at run time
+            shape = tuple(x.shape[a] if a in axes else 1 for a in range(x.ndim))
+            n = F.sum(F.broadcast_to(F.constant(np.ones((), x.dtype), graph=x.graph), shape))
+        unbiased = F.stop_gradient(var * (n / (n - 1)))
+        mean = F.stop_gradient(mean)
+        count = self.num_batches_tracked + 1
+        m = self.momentum
+        if m is None:
+            m = F.cast(1.0 / F.cast(count, np.float64), self.running_mean.dtype)
+        return {
+            "running_mean": self.running_mean * (1 - m) + mean * m,
+            "running_var": self.running_var * (1 - m) + unbiased * m,
+            "num_batches_tracked": count,
+        }
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )

@@ -1,7 +1,7 @@
-"""`kiln demo`: a random-features classifier of the bundled digits, run as a kiln graph.
+"""`kiln demo`: train an MLP on the bundled digits in graph mode, TF1-style.
 
-The weights are fitted in closed form with NumPy (ridge least squares onto one-hot labels);
-kiln builds the graph of logits and accuracy, compiles it and runs it, and writes its dumps.
+Placeholders, kn.nn layers, AdamW's train op and `Session.run([loss, train_op])`; then a
+checkpoint saved, the variables wiped and restored from it, and the training graph's dumps.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-HIDDEN = 256  # random features: 97-98% held-out accuracy, small enough for readable dumps
-RIDGE = 0.1
+HIDDEN = 256
+EPOCHS = 40  # 98-98.4% held-out accuracy for seeds 0-2, about 5 s on one core
+BATCH = 16
+LR = 1e-3
+DROPOUT = 0.1
 SEED = 0
 
 
@@ -46,70 +49,55 @@ def split(n: int, test_fraction: float = 0.25, seed: int = SEED):
 
 
 @dataclass
-class Model:
-    """h = relu(x @ proj + bias) (fixed random features); logits = h @ w + c (fitted)."""
+class Program:
+    """The demo's graph: an MLP, its training step, and its evaluation."""
 
-    proj: np.ndarray
-    bias: np.ndarray
-    w: np.ndarray
-    c: np.ndarray
-
-    def features(self, x: np.ndarray) -> np.ndarray:
-        return np.maximum(x @ self.proj + self.bias, 0)
-
-    def logits(self, x: np.ndarray) -> np.ndarray:
-        """The NumPy reference that the kiln graph must reproduce."""
-        return self.features(x) @ self.w + self.c
+    graph: object
+    x: object
+    labels: object
+    loss: object
+    train_op: object
+    logits: object
+    accuracy: object
 
 
-def fit(x: np.ndarray, labels: np.ndarray, hidden: int = HIDDEN, ridge: float = RIDGE) -> Model:
-    """Random features, then ridge least squares onto one-hot labels, in closed form."""
-    rng = np.random.default_rng(SEED)
-    proj = rng.standard_normal((x.shape[1], hidden)) * (2 / np.sqrt(x.shape[1]))
-    model = Model(
-        proj=proj.astype(np.float32),
-        bias=rng.uniform(-1, 1, hidden).astype(np.float32),
-        w=np.empty(0, np.float32),
-        c=np.empty(0, np.float32),
-    )
-    h = np.hstack([model.features(x), np.ones((len(x), 1), np.float32)]).astype(np.float64)
-    # Ridge as plain least squares: rows sqrt(ridge) * I under h, zeros under the targets.
-    a = np.vstack([h, np.sqrt(ridge) * np.eye(h.shape[1])])
-    b = np.vstack([np.eye(10)[labels], np.zeros((h.shape[1], 10))])
-    solution = np.linalg.lstsq(a, b, rcond=None)[0].astype(np.float32)
-    model.w, model.c = solution[:-1], solution[-1]
-    return model
-
-
-def build_graph(model: Model):
-    """The kiln graph: placeholders x and labels, Variables for the weights, logits, accuracy."""
+def build_graph(hidden: int = HIDDEN, dropout: float = DROPOUT) -> Program:
+    """TF1-style: placeholders, an MLP of kn.nn.Linear layers, AdamW's train op, accuracy."""
     import kiln as kn
 
     graph = kn.Graph()
     with graph.as_default():
         x = kn.placeholder(kn.float32, ("batch", 64), name="x")
         labels = kn.placeholder(kn.int64, ("batch",), name="labels")
-        with kn.name_scope("features"):
-            proj = kn.Variable(model.proj, name="proj")
-            bias = kn.Variable(model.bias, name="bias")
-            h = kn.relu(kn.matmul(x, proj) + bias)
-        with kn.name_scope("classifier"):
-            w = kn.Variable(model.w, name="w")
-            c = kn.Variable(model.c, name="c")
-            logits = kn.matmul(h, w) + c
-        correct = kn.equal(kn.argmax(logits, axis=1), labels)
-        accuracy = kn.mean(kn.cast(correct, kn.float32))
-    return graph, x, labels, logits, accuracy
+        model = kn.nn.MLP([64, hidden, 10], dropout=dropout)
+        with kn.name_scope("train"):
+            loss = kn.cross_entropy(model(x), labels)
+            train_op = kn.optim.AdamW(lr=LR).minimize(loss)
+        model.eval()  # the evaluation graph: no dropout, the same Variables
+        with kn.name_scope("eval"):
+            logits = model(x)
+            correct = kn.equal(kn.argmax(logits, axis=1), labels)
+            accuracy = kn.mean(kn.cast(correct, kn.float32))
+    return Program(graph, x, labels, loss, train_op, logits, accuracy)
 
 
-def best_time(fn, repeats: int) -> float:
-    """The fastest of `repeats` calls of `fn`, in seconds."""
-    times = []
-    for _ in range(max(repeats, 1)):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def train(p: Program, sess, x, y, epochs: int, seed: int = SEED, progress=True) -> list:
+    """Minibatch AdamW for `epochs` epochs; the mean training loss of each epoch."""
+    from tqdm import tqdm
+
+    rng = np.random.default_rng(seed)
+    losses = []
+    bar = tqdm(range(epochs), desc="training", unit="epoch", disable=not progress)
+    for _ in bar:
+        order = rng.permutation(len(y))
+        total = 0.0
+        for i in range(0, len(order), BATCH):
+            batch = order[i : i + BATCH]
+            loss, _ = sess.run([p.loss, p.train_op], {p.x: x[batch], p.labels: y[batch]})
+            total += float(loss) * len(batch)
+        losses.append(total / len(y))
+        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+    return losses
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -127,67 +115,58 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def run(out: Path, device: str = "cpu", epochs: int = 3, echo=print) -> dict:
-    """The whole demo; returns what it measured. Raises DeviceError for an unusable device.
-
-    `epochs` is the number of timed passes over the held-out split (the closed-form fit needs
-    no training epochs).
-    """
+def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progress=True) -> dict:
+    """The whole demo; returns what it measured. Raises DeviceError for an unusable device."""
     import kiln as kn
 
     kn.runtime.get_backend(device)  # an unusable device fails here, before any work
+    kn.manual_seed(SEED)
     x_all, y_all = load_digits()
-    train, test = split(len(y_all))
-    x_test, y_test = x_all[test], y_all[test]
-    echo(f"digits: {len(train)} training and {len(test)} held-out images of 8x8 pixels")
+    train_idx, test = split(len(y_all))
+    x_train, y_train, x_test, y_test = x_all[train_idx], y_all[train_idx], x_all[test], y_all[test]
+    echo(f"digits: {len(train_idx)} training and {len(test)} held-out images of 8x8 pixels")
 
-    start = time.perf_counter()
-    model = fit(x_all[train], y_all[train])
-    fit_s = time.perf_counter() - start
+    p = build_graph()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with kn.Session(graph=p.graph, device=device) as sess:
+        start = time.perf_counter()
+        losses = train(p, sess, x_train, y_train, epochs, progress=progress)
+        train_s = time.perf_counter() - start
+        feed = {p.x: x_test, p.labels: y_test}
+        accuracy = float(sess.run(p.accuracy, feed))
+        echo(
+            f"trained MLP 64-{HIDDEN}-10 with AdamW for {epochs} epochs in {train_s:.2f} s "
+            f"({train_s / max(epochs, 1) * 1e3:.1f} ms per epoch); "
+            f"loss {losses[0]:.4f} -> {losses[-1]:.4f}"
+        )
+        echo(f"held-out accuracy: {accuracy:.4f}")
+        checkpoint = out / "model.safetensors"
+        sess.save(checkpoint)
+        trained = {v.name: v.numpy() for v in p.graph.variables}
+        for v in p.graph.variables:  # forget the training, then restore it from the file
+            v.assign(np.zeros(v.shape, v.dtype))
+        sess.restore(checkpoint)
+        restored = float(sess.run(p.accuracy, feed))
+        same = all(np.array_equal(trained[v.name], v.numpy()) for v in p.graph.variables)
     echo(
-        f"fit {HIDDEN} random features + ridge least squares (NumPy, closed form): "
-        f"{fit_s * 1e3:.1f} ms"
+        f"saved {checkpoint}, restored it: held-out accuracy {restored:.4f} "
+        f"({'identical' if same and restored == accuracy else 'DIFFERENT'} values)"
     )
-
-    start = time.perf_counter()
-    graph, x, labels, logits, accuracy = build_graph(model)
-    f = kn.function([x, labels], [logits, accuracy], device=device)
-    build_s = time.perf_counter() - start
-    start = time.perf_counter()
-    logits_v, acc_f = f(x_test, y_test)
-    first_s = time.perf_counter() - start
-    call_s = best_time(lambda: f(x_test, y_test), epochs)
-    with kn.Session(graph=graph, device=device) as sess:
-        acc_s = sess.run(accuracy, feed_dict={x: x_test, labels: y_test})
-        session_s = best_time(lambda: sess.run(accuracy, {x: x_test, labels: y_test}), epochs)
-
-    reference = model.logits(x_test)
-    acc_np = float(np.mean(reference.argmax(axis=1) == y_test))
-    diff = float(np.max(np.abs(logits_v - reference)))
-    echo(f"build graph + kn.function: {build_s * 1e3:.2f} ms; first call: {first_s * 1e3:.2f} ms")
-    echo(
-        f"steady call (best of {epochs} passes over {len(test)} images): "
-        f"kn.function {call_s * 1e3:.3f} ms, kn.Session {session_s * 1e3:.3f} ms"
-    )
-    echo(
-        f"held-out accuracy: {float(acc_f):.4f} (kn.function), {float(acc_s):.4f} (kn.Session), "
-        f"{acc_np:.4f} (NumPy reference); max |logits - NumPy| = {diff:.2e}"
-    )
-
-    written = write_dumps(f, Path(out))
-    for path in written:
+    written = write_dumps([p.loss, p.train_op], out)
+    for path in [checkpoint, *written]:
         echo(f"wrote {path} ({path.stat().st_size} bytes)")
     return {
-        "accuracy": float(acc_f),
-        "session_accuracy": float(acc_s),
-        "numpy_accuracy": acc_np,
-        "max_abs_diff": diff,
-        "written": written,
+        "accuracy": accuracy,
+        "restored_accuracy": restored,
+        "losses": losses,
+        "train_seconds": train_s,
+        "written": [checkpoint, *written],
     }
 
 
 def write_dumps(f, out: Path) -> list[Path]:
-    """The text, JSON and DOT dumps of compiled function `f`, written atomically into `out`."""
+    """The text, JSON and DOT dumps of `f` (what kn.dump takes), written atomically."""
     import kiln as kn
 
     out.mkdir(parents=True, exist_ok=True)

@@ -195,7 +195,7 @@ def _where(xp, cond, a, b, out=None):
     if out is None:
         return xp.where(cond, a, b)
     xp.copyto(out, b)
-    xp.copyto(out, a, where=cond)
+    xp.copyto(out, a, where=cond if cond.dtype == bool else cond.astype(bool))
     return out
 
 

@@ -222,9 +222,16 @@ def _take_along(xp, x, idx, out=None, *, axis):
 take_along_axis = defop(
     "take_along_axis", _take_along_shape, _gather_dtype, _take_along,
     vjp=lambda ct, y, x, idx, axis: (
-        apply("scatter_along_axis", ct, idx, axis=axis, shape=x.shape), None
+        apply("scatter_along_axis", ct, idx, axis=axis, shape=_scatter_target(ct, x, axis)),
+        None,
     ),
 )  # fmt: skip
+
+
+def _scatter_target(ct, x, axis):
+    """x's shape where the values came from, the broadcast (ct's) shape elsewhere: autodiff
+    then sums the cotangent back over the dims where x was broadcast."""
+    return tuple(x.shape[a] if a == axis else d for a, d in enumerate(ct.shape))
 
 
 def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
@@ -301,7 +308,10 @@ def _pad_shape(x, *, pad_width, value):
             f"pad_width {pad_width} needs one non-negative (before, after) pair per dim "
             f"of {sh.format_shape(x)}"
         )
-    return tuple(d + b + a for d, (b, a) in zip(x, pad_width))
+    return tuple(
+        d + b + a if isinstance(d, int) else (d if b == a == 0 else sh.Dim())
+        for d, (b, a) in zip(x, pad_width)
+    )
 
 
 def _pad(xp, x, out=None, *, pad_width, value):

@@ -2,7 +2,7 @@
 
 Kernels build a strided window view of the (padded) input with `as_strided`, then reduce it
 with one `matmul` (im2col) or one `max`/`mean`: no Python loops over pixels, and the same code
-runs on NumPy and CuPy.
+runs on NumPy and CuPy. Their vjps bind the gradient primitives of `nn_grad.py`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import defop
+from .core import apply, defop
 
 # -- shared shape helpers --------------------------------------------------------------------
 
@@ -148,11 +148,19 @@ def _conv2d(xp, x, w, out=None, *, stride, padding, dilation):
     return _into(xp, out, xp.matmul(weights, cols).reshape(n, o, oh, ow))
 
 
+def _conv2d_vjp(ct, y, x, w, **attrs):
+    return (
+        apply("conv2d_input_grad", ct, w, x_shape=tuple(x.shape), **attrs),
+        apply("conv2d_weight_grad", x, ct, w_shape=tuple(w.shape), **attrs),
+    )
+
+
 conv2d = defop(
     "conv2d",
     _conv2d_shape,
     lambda x, w, **_: _float_only("conv2d", x, w),
     _conv2d,
+    vjp=_conv2d_vjp,
 )
 
 
@@ -198,10 +206,12 @@ max_pool2d = defop(
     lambda x, **attrs: _pool_shape("max_pool2d", x, **attrs),
     _pool_dtype("max_pool2d"),
     _max_pool2d,
+    vjp=lambda ct, y, x, **attrs: (apply("max_pool2d_grad", x, ct, **attrs),),
 )
 avg_pool2d = defop(
     "avg_pool2d",
     lambda x, **attrs: _pool_shape("avg_pool2d", x, **attrs),
     _pool_dtype("avg_pool2d"),
     _avg_pool2d,
+    vjp=lambda ct, y, x, **attrs: (apply("avg_pool2d_grad", ct, x_shape=tuple(x.shape), **attrs),),
 )

@@ -1,0 +1,206 @@
+"""Gradient primitives of convolution and pooling: the transposed maps that the vjps of
+`nn.py` bind. Each has its own vjp, so gradients of gradients work.
+
+Scattering windows back onto the input (col2im) loops over the KH*KW kernel offsets only:
+within one offset the windows touch distinct pixels, so each step is one strided `+=`.
+Inputs named `gy` are cotangents of a forward op's output (the primal inputs of these ops).
+"""
+
+from __future__ import annotations
+
+from .. import shapes as sh
+from ..errors import ShapeError
+from .core import apply, defop
+from .nn import _check_4d, _conv2d_shape, _float_only, _into, _pad, _pool_shape, _windows
+
+# -- shared helpers --------------------------------------------------------------------------
+
+
+def _require_shape(name, what, got, expected):
+    """`got` must be `expected`: ints now; batch and channels once feeds bind them.
+
+    NOTE: symbolic spatial dims are not compared: conv2d's shape rule makes them fresh
+    anonymous Dims, which no feed binds.
+    """
+    _check_4d(name, got, what)
+    why = f"{name}: expected {what} of size {sh.format_shape(expected)}, got {sh.format_shape(got)}"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        if isinstance(g, int) and isinstance(e, int):
+            if g != e:
+                raise ShapeError(why)
+        elif i < 2:
+            sh.require_equal(g, e, why)
+
+
+def _scatter_windows(xp, cols, shape, stride, dilation, padding, out):
+    """Adds window values `cols` (N, C, KH, KW, OH, OW) back onto a zero plane of the padded
+    input and crops the padding: the adjoint of reading windows with `_windows` (col2im).
+    `shape` is the unpadded input's (N, C, H, W)."""
+    n, c, h, w = shape
+    _, _, kh, kw, oh, ow = cols.shape
+    (sy, sx), (ey, ex), (ph, pw) = stride, dilation, padding
+    plane = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), cols.dtype)
+    for a in range(kh):
+        rows = slice(a * ey, a * ey + sy * (oh - 1) + 1, sy)
+        for b in range(kw):
+            cols_b = slice(b * ex, b * ex + sx * (ow - 1) + 1, sx)
+            plane[:, :, rows, cols_b] += cols[:, :, a, b]
+    return _into(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
+
+
+def _argmax_windows(xp, x, kernel_size, stride, padding):
+    """(N, C, OH, OW): the flat offset `a * KW + b` of each window's maximum.
+
+    `argmax` takes the first maximum in row-major window order (PyTorch's tie rule) and the
+    first NaN when there is one, the element that the forward max returned.
+    """
+    win = _windows(xp, _pad(xp, x, padding, -xp.inf), kernel_size, stride, (1, 1), "pos_first")
+    n, c, oh, ow, kh, kw = win.shape
+    return xp.argmax(win.reshape(n, c, oh, ow, kh * kw), axis=-1)
+
+
+# -- conv2d: the gradients with respect to the input and to the weights ----------------------
+
+
+def _conv2d_input_grad_shape(gy, w, *, x_shape, stride, padding, dilation):
+    _check_4d("conv2d_input_grad", x_shape, "x_shape")
+    y_shape = _conv2d_shape(x_shape, w, stride=stride, padding=padding, dilation=dilation)
+    _require_shape("conv2d_input_grad", "cotangent", gy, y_shape)
+    return tuple(x_shape)
+
+
+def _conv2d_input_grad(xp, gy, w, out=None, *, x_shape, stride, padding, dilation):
+    n, o, oh, ow = gy.shape
+    _, c, kh, kw = w.shape
+    # (C*KH*KW, O) @ (N, O, OH*OW): every window's share of the input gradient, im2col layout.
+    cols = xp.matmul(w.reshape(o, c * kh * kw).T, gy.reshape(n, o, oh * ow))
+    cols = cols.reshape(n, c, kh, kw, oh, ow)
+    return _scatter_windows(xp, cols, x_shape, stride, dilation, padding, out)
+
+
+def _conv2d_input_grad_vjp(ct, gx, gy, w, *, x_shape, **attrs):
+    # gx = A(gy, w) is bilinear, and
+    # <ct, A(gy, w)> = <conv2d(ct, w), gy> = <conv2d_weight_grad(ct, gy), w>.
+    return (
+        apply("conv2d", ct, w, **attrs),
+        apply("conv2d_weight_grad", ct, gy, w_shape=tuple(w.shape), **attrs),
+    )
+
+
+conv2d_input_grad = defop(
+    "conv2d_input_grad",
+    _conv2d_input_grad_shape,
+    lambda gy, w, **_: _float_only("conv2d_input_grad", gy, w),
+    _conv2d_input_grad,
+    vjp=_conv2d_input_grad_vjp,
+)
+
+
+def _conv2d_weight_grad_shape(x, gy, *, w_shape, stride, padding, dilation):
+    _check_4d("conv2d_weight_grad", w_shape, "w_shape")
+    y_shape = _conv2d_shape(x, w_shape, stride=stride, padding=padding, dilation=dilation)
+    _require_shape("conv2d_weight_grad", "cotangent", gy, y_shape)
+    return tuple(w_shape)
+
+
+def _conv2d_weight_grad(xp, x, gy, out=None, *, w_shape, stride, padding, dilation):
+    o, c, kh, kw = w_shape
+    cols = _windows(xp, _pad(xp, x, padding, 0), (kh, kw), stride, dilation, "kernel_first")
+    n, _, _, _, oh, ow = cols.shape
+    cols = cols.reshape(n, c * kh * kw, oh * ow)  # im2col, as in the forward kernel
+    grad = xp.tensordot(gy.reshape(n, o, oh * ow), cols, axes=((0, 2), (0, 2)))
+    return _into(xp, out, grad.reshape(o, c, kh, kw))
+
+
+def _conv2d_weight_grad_vjp(ct, gw, x, gy, *, w_shape, **attrs):
+    # gw = B(x, gy) is bilinear, and
+    # <ct, B(x, gy)> = <conv2d(x, ct), gy> = <conv2d_input_grad(gy, ct), x>.
+    return (
+        apply("conv2d_input_grad", gy, ct, x_shape=tuple(x.shape), **attrs),
+        apply("conv2d", x, ct, **attrs),
+    )
+
+
+conv2d_weight_grad = defop(
+    "conv2d_weight_grad",
+    _conv2d_weight_grad_shape,
+    lambda x, gy, **_: _float_only("conv2d_weight_grad", x, gy),
+    _conv2d_weight_grad,
+    vjp=_conv2d_weight_grad_vjp,
+)
+
+
+# -- pooling ---------------------------------------------------------------------------------
+
+
+def _max_pool2d_grad_shape(x, gy, **attrs):
+    _require_shape("max_pool2d_grad", "cotangent", gy, _pool_shape("max_pool2d_grad", x, **attrs))
+    return tuple(x)
+
+
+def _max_pool2d_grad(xp, x, gy, out=None, *, kernel_size, stride, padding):
+    """Routes each window's cotangent to the window's (first) maximum; overlaps add up."""
+    pick = _argmax_windows(xp, x, kernel_size, stride, padding)
+    (kh, kw), (n, c, oh, ow) = kernel_size, pick.shape
+    gy = gy.astype(xp.result_type(x, gy), copy=False)
+    hit = pick[..., None] == xp.arange(kh * kw)  # (N, C, OH, OW, KH*KW), one-hot
+    cols = xp.where(hit, gy[..., None], 0).reshape(n, c, oh, ow, kh, kw)
+    cols = cols.transpose(0, 1, 4, 5, 2, 3)
+    return _scatter_windows(xp, cols, x.shape, stride, (1, 1), padding, out)
+
+
+max_pool2d_grad = defop(
+    "max_pool2d_grad",
+    _max_pool2d_grad_shape,
+    lambda x, gy, **_: _float_only("max_pool2d_grad", x, gy),
+    _max_pool2d_grad,
+    # Piecewise constant in x: the routing changes only where a maximum changes.
+    vjp=lambda ct, gx, x, gy, **attrs: (None, apply("max_pool2d_gather", x, ct, **attrs)),
+)
+
+
+def _max_pool2d_gather_shape(x, g, **attrs):
+    _require_shape("max_pool2d_gather", "input", g, x)
+    return _pool_shape("max_pool2d_gather", x, **attrs)
+
+
+def _max_pool2d_gather(xp, x, g, out=None, *, kernel_size, stride, padding):
+    """Picks, in each window of `g`, the element where `x`'s window has its maximum."""
+    pick = _argmax_windows(xp, x, kernel_size, stride, padding)
+    win = _windows(xp, _pad(xp, g, padding, 0), kernel_size, stride, (1, 1), "pos_first")
+    n, c, oh, ow, kh, kw = win.shape
+    picked = xp.take_along_axis(win.reshape(n, c, oh, ow, kh * kw), pick[..., None], axis=-1)
+    return _into(xp, out, picked.reshape(n, c, oh, ow))
+
+
+max_pool2d_gather = defop(
+    "max_pool2d_gather",
+    _max_pool2d_gather_shape,
+    lambda x, g, **_: _float_only("max_pool2d_gather", x, g),
+    _max_pool2d_gather,
+    vjp=lambda ct, y, x, g, **attrs: (None, apply("max_pool2d_grad", x, ct, **attrs)),
+)
+
+
+def _avg_pool2d_grad_shape(gy, *, x_shape, **attrs):
+    y_shape = _pool_shape("avg_pool2d_grad", x_shape, **attrs)
+    _require_shape("avg_pool2d_grad", "cotangent", gy, y_shape)
+    return tuple(x_shape)
+
+
+def _avg_pool2d_grad(xp, gy, out=None, *, x_shape, kernel_size, stride, padding):
+    """Spreads each window's cotangent evenly over the window (padding included, as the
+    forward counts it); overlaps add up."""
+    (kh, kw), (n, c, oh, ow) = kernel_size, gy.shape
+    share = gy / (kh * kw)
+    cols = xp.broadcast_to(share[:, :, None, None], (n, c, kh, kw, oh, ow))
+    return _scatter_windows(xp, cols, x_shape, stride, (1, 1), padding, out)
+
+
+avg_pool2d_grad = defop(
+    "avg_pool2d_grad",
+    _avg_pool2d_grad_shape,
+    lambda gy, **_: _float_only("avg_pool2d_grad", gy),
+    _avg_pool2d_grad,
+    vjp=lambda ct, gx, gy, *, x_shape, **attrs: (apply("avg_pool2d", ct, **attrs),),
+)

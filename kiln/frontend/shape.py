@@ -309,7 +309,7 @@ def getitem(x, index):
         raise GraphError("mixing an integer-array index with int indices: index in two steps")
     basic = tuple(slice(None) if k == array_pos else i for k, i in enumerate(index))
     spec = tuple(_spec_item(i) for i in basic)
-    if any(item[0] != "slice" or item[1:] != (None, None, None) for item in spec):
+    if len(spec) > x.ndim or any(s[0] != "slice" or s[1:] != (None,) * 3 for s in spec):
         x = call("index", x, spec=spec)
     if array_pos is None:
         return x

@@ -53,10 +53,14 @@ def _matmul_vjp(ct, y, a, b):
         return ct * b, ct * a
     if a.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
         ct2 = _unsqueeze(ct, -2)
-        return _drop(apply("matmul", ct2, _swap_last(b)), -2), apply("matmul", _unsqueeze(a, -1), ct2)
+        return _drop(apply("matmul", ct2, _swap_last(b)), -2), apply(
+            "matmul", _unsqueeze(a, -1), ct2
+        )
     if b.ndim == 1:  # (..., m, k) @ (k) -> (..., m)
         ct2 = _unsqueeze(ct, -1)
-        return apply("matmul", ct2, _unsqueeze(b, 0)), _drop(apply("matmul", _swap_last(a), ct2), -1)
+        return apply("matmul", ct2, _unsqueeze(b, 0)), _drop(
+            apply("matmul", _swap_last(a), ct2), -1
+        )
     return apply("matmul", ct, _swap_last(b)), apply("matmul", _swap_last(a), ct)
 
 

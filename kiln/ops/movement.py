@@ -244,8 +244,17 @@ def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
 
 
 # The transpose of `take_along_axis`: `ct` added into zeros where values were taken.
+def _scatter_along_shape(ct, idx, *, axis, shape):
+    if len(ct) != len(shape) or len(idx) != len(shape):
+        raise ShapeError(f"scatter_along_axis: {sh.format_shape(ct)} does not fit {shape}")
+    for a, (c, d) in enumerate(zip(ct, shape)):
+        if a != axis:
+            sh.require_equal(c, d, "scatter_along_axis: values and target differ off the axis")
+    return tuple(shape)
+
+
 scatter_along_axis = defop(
-    "scatter_along_axis", lambda ct, idx, axis, shape: tuple(shape), lambda ct, idx, **_: ct,
+    "scatter_along_axis", _scatter_along_shape, lambda ct, idx, **_: ct,
     _scatter_along,
     vjp=lambda ct, y, c, idx, axis, shape: (apply("take_along_axis", ct, idx, axis=axis), None),
 )  # fmt: skip

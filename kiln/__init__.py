@@ -9,7 +9,8 @@
 array([6.], dtype=float32)
 """
 
-from . import cuda, frontend, passes
+from . import cuda, frontend, init, nn, optim, passes, testing
+from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bool_,
     float16,
@@ -29,6 +30,7 @@ from .errors import DeviceError, DTypeError, GraphError, GraphFormatError, KilnE
 from .frontend import *  # noqa: F403
 from .frontend import random
 from .frontend.core import Variable, constant, placeholder
+from .frontend.dump import dump, load_graph
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
 from .ops.random import manual_seed

@@ -206,6 +206,7 @@ class Graph:
         self.variables: list[Variable] = []
         self.inputs: list[Symbol] = []
         self.outputs: list[Symbol] = []
+        self.updates: dict = {}  # Variable -> Symbol, for a loaded program that declares some
         self.constraints: list[tuple] = []  # (dim, dim, why, node): checked when feeds bind
         self._names: set[str] = set()
         self._scopes: list[str] = []

@@ -70,7 +70,8 @@ def format_value(value, names: _Names) -> str:
 
 
 def _is_inline(node) -> bool:
-    return node.op.name == "constant" and node.out.shape == () and node.name.startswith("constant")
+    base = node.name.rsplit("/", 1)[-1]  # an auto-named scalar constant, in any scope
+    return node.op.name == "constant" and node.out.shape == () and base.startswith("constant")
 
 
 def format_program(nodes, inputs, outputs, updates=(), sites=True, header=None) -> str:

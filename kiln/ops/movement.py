@@ -77,7 +77,20 @@ broadcast_to = defop(
 # -- basic indexing: spec items are ("int", i), ("slice", start, stop, step), ("newaxis",) ----
 
 
+_SPEC_ITEMS = {"int": 1, "slice": 3, "newaxis": 0}  # kind -> number of values
+
+
+def _check_spec(spec):
+    for item in spec:
+        if not isinstance(item, tuple) or not item or _SPEC_ITEMS.get(item[0]) != len(item) - 1:
+            raise ShapeError(f"malformed index item {item!r}")
+        for v in item[1:]:
+            if not (v is None and item[0] == "slice") and not isinstance(v, int):
+                raise ShapeError(f"malformed index item {item!r}: values must be ints")
+
+
 def _index_shape(x, *, spec):
+    _check_spec(spec)
     consumed = sum(1 for item in spec if item[0] != "newaxis")
     if consumed > len(x):
         raise ShapeError(

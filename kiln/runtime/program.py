@@ -74,7 +74,7 @@ class Program:
                 if not isinstance(var, Variable):
                     raise node_error(GraphError, "assign target is not a Variable", op="assign",
                                      name=n.name, site=n.site)  # fmt: skip
-                if var in explicit:
+                if var in explicit and explicit[var] is not n.out:
                     raise node_error(
                         GraphError, f"Variable '{var.name}' has two updates in one run (this "
                         f"assign and '{explicit[var].name}', created at {explicit[var].site}); "

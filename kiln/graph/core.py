@@ -99,7 +99,7 @@ class Symbol:
 class Node:
     """One equation of the IR: `outputs = op[attrs](*inputs)`, created at `site`."""
 
-    __slots__ = ("op", "inputs", "attrs", "name", "site", "graph", "out", "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "name", "site", "graph", "out", "ref", "__weakref__")
 
     def __init__(self, graph, op, inputs, attrs, name, site):
         self.graph = graph
@@ -109,6 +109,7 @@ class Node:
         self.name = name
         self.site = site
         self.out = None
+        self.ref = None  # a variable node: the Variable that owns the value it reads
 
     @property
     def outputs(self) -> tuple:
@@ -155,6 +156,7 @@ class Variable(Symbol):
         )
         super().__init__(node, array.shape, dtype_)
         node.out = self
+        node.ref = self
         self._initial = array.copy()
         self._value = array
         self.trainable = trainable
@@ -214,6 +216,7 @@ class Graph:
         self._site: str | None = None  # while set, new nodes get this site (gradients)
         self._lock = threading.RLock()
         self.rng_steps: dict[str, int] = {}  # random node name -> runs so far
+        self.source: Graph | None = None  # a program graph: the user graph it was taken from
 
     # -- building --------------------------------------------------------------------------
 

@@ -211,6 +211,7 @@ class Graph:
         self.updates: dict = {}  # Variable -> Symbol, for a loaded program that declares some
         self.constraints: list[tuple] = []  # (dim, dim, why, node): checked when feeds bind
         self._names: set[str] = set()
+        self._next_suffix: dict[str, int] = {}
         self._scopes: list[str] = []
         self._frozen_because: str | None = None
         self._site: str | None = None  # while set, new nodes get this site (gradients)
@@ -240,9 +241,10 @@ class Graph:
         if name not in self._names:
             self._names.add(name)
             return name
-        i = 1
+        i = self._next_suffix.get(name, 1)  # NOTE: per-name counters keep naming linear
         while f"{name}_{i}" in self._names:
             i += 1
+        self._next_suffix[name] = i + 1
         self._names.add(f"{name}_{i}")
         return f"{name}_{i}"
 

@@ -74,6 +74,9 @@ class Attrs(Mapping):
     __slots__ = ("_items", "_dict", "_hash")
 
     def __init__(self, items=()):
+        if isinstance(items, Attrs):  # already canonical
+            self._items, self._dict, self._hash = items._items, items._dict, items._hash
+            return
         items = tuple(sorted(dict(items).items()))
         self._items = items
         self._dict = dict(items)

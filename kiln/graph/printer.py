@@ -100,7 +100,7 @@ def format_program(nodes, inputs, outputs, updates=(), sites=True, header=None) 
     result = " ".join(_arg(s, names) for s in outputs)
     tail = f"  in ({result})"
     if updates:
-        tail += " updates (" + " ".join(f"{_arg(v, names)}:={_arg(s, names)}"
+        tail += " updates (" + " ".join(f"{names.values.get(id(v), v.name)}:={_arg(s, names)}"
                                         for v, s in updates) + ")"  # fmt: skip
     lines.append(tail + " }")
     return "\n".join(lines) + "\n"

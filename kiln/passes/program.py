@@ -73,6 +73,11 @@ def extract(fetches, feeds, updates) -> Graph:
                                      out.shape, out.dtype)  # fmt: skip
             clone.ref = node.ref
         new[id(out)] = clone.out
+    for s in feeds:  # a feed nothing needs is still an input of the program
+        if id(s) not in new:
+            attrs = {"shape": s.shape, "dtype": s.dtype}
+            new[id(s)] = program.add_node(REGISTRY["placeholder"], (), attrs, s.name, s.site,
+                                          s.shape, s.dtype).out  # fmt: skip
     program.inputs = [new[id(s)] for s in feeds]
     program.outputs = [new[id(s)] for s in fetches]
     program.updates = {var: new[id(s)] for var, s in updates.items()}

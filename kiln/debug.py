@@ -1,0 +1,29 @@
+"""The two environment flags, read when used (see docs/debugging.md for their levels):
+`KILN_DEBUG` (what kiln tells you, on stderr) and `KILN_CHECKS` (what kiln verifies)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _level(name: str) -> int:
+    value = os.environ.get(name, "0").strip() or "0"
+    try:
+        return int(value)
+    except ValueError:
+        return 1  # any other non-empty value means "on"
+
+
+def debug_level() -> int:
+    return _level("KILN_DEBUG")
+
+
+def checks_level() -> int:
+    return _level("KILN_CHECKS")
+
+
+def log(level: int, message: str) -> None:
+    """Writes `kiln: message` to stderr when KILN_DEBUG >= level."""
+    if debug_level() >= level:
+        print(f"kiln: {message}", file=sys.stderr, flush=True)

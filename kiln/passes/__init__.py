@@ -1,5 +1,34 @@
-"""Pure `Graph -> Graph` passes, run from one ordered list (more arrive with later issues)."""
+"""Pure `Graph -> Graph` passes on program graphs, run from one ordered list."""
 
+from __future__ import annotations
+
+import time
+
+from ..debug import checks_level, log
 from ..graph.verify import verify
+from .program import extract, live_nodes, rebuild
+from .schedule import schedule
+from .simplify import simplify
 
-__all__ = ["verify"]
+# The optimizing passes, in order: (name, Graph -> Graph).
+PIPELINE: list = [("simplify", simplify)]
+
+
+def optimize(graph, passes=None):
+    """Runs `passes` (default: PIPELINE) in order; each logs one line at KILN_DEBUG >= 1
+    (time, nodes before -> after) and is verified at KILN_CHECKS >= 1."""
+    for name, fn in PIPELINE if passes is None else passes:
+        before = len(graph.nodes)
+        start = time.perf_counter()
+        graph = fn(graph)
+        ms = (time.perf_counter() - start) * 1e3
+        log(1, f"after: {name} ({ms:.1f} ms), {before} -> {len(graph.nodes)} nodes")
+        log(2, str(graph))
+        if checks_level() >= 1:
+            verify(graph)
+    return graph
+
+
+__all__ = [
+    "verify", "extract", "live_nodes", "rebuild", "optimize", "PIPELINE", "schedule", "simplify",
+]  # fmt: skip

@@ -348,7 +348,7 @@ def test_hostile_names_keep_dot_valid():
 def test_dot_of_programs_parses(build):
     obj = build()
     dot = parse_dot(kn.dump(obj, "dot"))
-    nodes = obj.program.nodes if isinstance(obj, kn.Function) else obj.nodes
+    nodes = obj.graph.nodes if isinstance(obj, kn.Function) else obj.nodes
     assert len(dot["labels"]) == len(nodes) and all(n.name in dot["labels"][f"n{k}"]
                                                      for k, n in enumerate(nodes))  # fmt: skip
 

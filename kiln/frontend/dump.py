@@ -6,8 +6,8 @@ from ..graph.core import Graph, Symbol
 from ..graph.dot import to_dot
 from ..graph.printer import format_graph, format_program
 from ..graph.serialize import from_json, graph_program, to_json
+from ..passes.program import prune
 from ..runtime.function import Function
-from ..runtime.program import prune
 
 FORMATS = ("text", "json", "dot")
 
@@ -48,11 +48,9 @@ def _program(obj):
     """`(nodes, inputs, outputs, updates)` of what `dump` takes."""
     if isinstance(getattr(obj, "function", None), Function):  # a traced function
         obj = obj.function
-    if isinstance(obj, Function):
-        # NOTE: `assign` nodes in the program are updates already: only the others are listed.
-        updates = {var: value for var, value in obj.program.updates.items()
-                   if not ("update" in value.op.tags and value.node.inputs[0] is var)}  # fmt: skip
-        return obj.program.nodes, obj.inputs, obj.outputs, updates
+    if isinstance(obj, Function):  # the optimized program it runs
+        g = obj.program.graph
+        return g.nodes, g.inputs, g.outputs, g.updates
     if isinstance(obj, Graph):
         return graph_program(obj)
     symbols = [obj] if isinstance(obj, Symbol) else obj

@@ -60,9 +60,12 @@ def to_dot(program, inputs=None, outputs=None, updates=None) -> str:
             for i in node.inputs:
                 if id(i) in ids:
                     lines.append(f"  {ids[id(i)]} -> {ids[id(node.out)]};")
+    # In a program graph the updated Variable is the `ref` of its variable node.
+    var_nodes = {id(n.ref): n.out for n in nodes if n.ref is not None}
     for var, value in updates:
-        if id(var) in ids and id(value) in ids:
-            lines.append(f'  {ids[id(value)]} -> {ids[id(var)]} [style=dashed, label=":="];')
+        target = var_nodes.get(id(var), var)
+        if id(target) in ids and id(value) in ids:
+            lines.append(f'  {ids[id(value)]} -> {ids[id(target)]} [style=dashed, label=":="];')
     return "\n".join([*lines, "}"]) + "\n"
 
 

@@ -22,7 +22,8 @@ class OpDef:
     differentiable. `tags` are plain properties: "elementwise", "view", "commutative",
     "reduction", "random", "source", "update", and "nondiff" for float ops that are
     deliberately not differentiable (floor, round, stop_gradient…): autodiff stops there
-    quietly, while a missing vjp on any other op on the path is an error.
+    quietly, while a missing vjp on any other op on the path is an error; "no_inplace"
+    for elementwise ops whose kernel must not write into one of its own inputs.
     """
 
     name: str

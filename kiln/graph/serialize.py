@@ -55,7 +55,7 @@ def to_json(program, inputs=(), outputs=(), updates=()) -> str:
         "outputs": [s.name for s in outputs],
         "updates": [[v.name, s.name] for v, s in updates],
         "variables": {
-            n.name: {"trainable": bool(n.out.trainable), "value": encode_array(n.out.value)}
+            n.name: {"trainable": bool(n.ref.trainable), "value": encode_array(n.ref.value)}
             for n in program
             if n.op.name == "variable"
         },

@@ -210,5 +210,5 @@ where = defop(
     lambda c, a, b: dt.promote(a, b),
     _where,
     vjp=_where_vjp,
-    tags={"elementwise"},
+    tags={"elementwise", "no_inplace"},  # its kernel writes `out` before reading `a`
 )

@@ -6,6 +6,7 @@ import time
 
 from ..debug import checks_level, log
 from ..graph.verify import verify
+from .memory import MemoryPlan, PlanError, lower_bound, plan_offsets, validate_plan
 from .program import extract, live_nodes, rebuild
 from .schedule import schedule
 from .simplify import simplify
@@ -31,4 +32,5 @@ def optimize(graph, passes=None):
 
 __all__ = [
     "verify", "extract", "live_nodes", "rebuild", "optimize", "PIPELINE", "schedule", "simplify",
+    "MemoryPlan", "PlanError", "lower_bound", "plan_offsets", "validate_plan",
 ]  # fmt: skip

@@ -78,6 +78,7 @@ def extract(fetches, feeds, updates) -> Graph:
             attrs = {"shape": s.shape, "dtype": s.dtype}
             new[id(s)] = program.add_node(REGISTRY["placeholder"], (), attrs, s.name, s.site,
                                           s.shape, s.dtype).out  # fmt: skip
+    program.variables = [n.ref for n in program.nodes if n.op.name == "variable"]
     program.inputs = [new[id(s)] for s in feeds]
     program.outputs = [new[id(s)] for s in fetches]
     program.updates = {var: new[id(s)] for var, s in updates.items()}
@@ -100,6 +101,7 @@ def rebuild(graph: Graph, rule=None) -> Graph:
             clone.ref = node.ref
             replacement = clone.out
         new[id(node.out)] = replacement
+    copy.variables = [n.ref for n in copy.nodes if n.op.name == "variable"]
     copy.inputs = [new[id(s)] for s in graph.inputs]
     copy.outputs = [new[id(s)] for s in graph.outputs]
     copy.updates = {var: new[id(s)] for var, s in graph.updates.items()}

@@ -32,7 +32,7 @@ class Function:
     (array([2., 2., 2.], dtype=float32), array(3., dtype=float32))
     """
 
-    def __init__(self, inputs, outputs, updates=None, device="cpu"):
+    def __init__(self, inputs, outputs, updates=None, device="cpu", passes=None, plan=True):
         self.inputs = list(inputs)
         self._single = isinstance(outputs, Symbol)
         self.outputs = [outputs] if self._single else list(outputs)
@@ -45,11 +45,27 @@ class Function:
         updates = {var: _as_update(var, value) for var, value in updates.items()}
         self.device = device
         self.backend = get_backend(device)
-        self.program = Program(self.outputs, self.inputs, updates, self.backend)
+        self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan)
 
     @property
     def graph(self):
-        return self.outputs[0].graph if self.outputs else None
+        """The optimized program graph this function runs."""
+        return self.program.graph
+
+    def _last(self):
+        if self.program.last is None:
+            raise GraphError("this function has not run yet: call it once, then read its plan")
+        return self.program.last
+
+    @property
+    def source(self) -> str:
+        """The generated program of the most recent input signature, as Python text."""
+        return self._last().source
+
+    @property
+    def plan(self):
+        """The memory plan (a MemoryPlan) of the most recent input signature."""
+        return self._last().plan
 
     def __call__(self, *args):
         if len(args) != len(self.inputs):

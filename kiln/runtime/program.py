@@ -1,141 +1,65 @@
-"""The one compile path: prune, validate feeds, run nodes in order, commit updates.
+"""The one compile path: extract the program graph, optimize it, and per input signature
+plan and generate a program (kiln/runtime/codegen.py); run it, commit updates all or nothing.
 
-`compile_program(fetches, feeds, updates, backend)` gives a `Program`; `Program.run(values)`
-returns the fetched values and applies the updates all or nothing. This executor is the
-first version: the planned, generated program replaces its `_execute` behind the same API.
+`Program(fetches, feeds, updates, backend)`; `Program.run(values)` returns the fetched values.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from dataclasses import dataclass
+import time
 
 import numpy as np
 
 from .. import dtypes as dt
-from .. import shapes as sh
+from ..debug import checks_level, log
 from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
-from ..graph.core import Symbol, Variable
-
-# Ops whose result may alias an input, a feed, a variable or a constant: copied when fetched.
-_NOT_FRESH = frozenset({"view", "source", "update"})
+from ..graph.core import Symbol
+from ..passes import optimize
+from ..passes.program import extract
+from .codegen import Specialized
 
 
 class KernelError(KilnError, RuntimeError):
     """A kernel that failed while running, re-raised with its node's context."""
 
 
-def prune(fetches, feeds, updates) -> list:
-    """The nodes (in graph order) that the fetches and updates need; fed values cut the graph."""
-    fed = {id(s) for s in feeds}
-    seen, stack = set(), [s.node for s in fetches] + [v.node for v in updates.values()]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if id(node.out) in fed:
-            continue
-        stack.extend(i.node for i in node.inputs)
-    graph_nodes = _graph_nodes(fetches, updates)
-    return [n for n in graph_nodes if id(n) in seen]
-
-
-def _graph_nodes(fetches, updates):
-    graphs = {id(s.graph): s.graph for s in [*fetches, *updates, *updates.values()]}
-    if len(graphs) > 1:
-        raise GraphError("fetches and updates come from different graphs")
-    return next(iter(graphs.values())).nodes if graphs else []
-
-
-@dataclass
-class Step:
-    node: object
-    fn: object
-    ins: tuple
-    out: int
-    attrs: dict
-    frees: tuple  # slots whose last use is this step
-    original: object = None  # the unspecialized step (random streams are keyed by it)
-
-
 class Program:
-    """A pruned graph ready to run on one backend; thread-safe (state lives in each call)."""
+    """A program graph ready to run on one backend, with one planned program per signature.
 
-    def __init__(self, fetches, feeds, updates, backend):
-        self.fetches = list(fetches)
-        self.feeds = list(feeds)
+    Thread-safe: each thread runs its own arena; runs that read or write Variables hold the
+    graph's lock, so an in-place update is never seen half done.
+    """
+
+    def __init__(self, fetches, feeds, updates, backend, passes=None, plan=True):
         self.backend = backend
-        self.nodes = prune(self.fetches, self.feeds, updates)
-        explicit = dict(updates)
-        for n in self.nodes:  # assign nodes reached by the fetches are updates too
-            if "update" in n.op.tags:
-                var = n.inputs[0]
-                if not isinstance(var, Variable):
-                    raise node_error(GraphError, "assign target is not a Variable", op="assign",
-                                     name=n.name, site=n.site)  # fmt: skip
-                if var in explicit and explicit[var] is not n.out:
-                    raise node_error(
-                        GraphError, f"Variable '{var.name}' has two updates in one run (this "
-                        f"assign and '{explicit[var].name}', created at {explicit[var].site}); "
-                        "combine them into one value", op="assign", name=n.name, site=n.site,
-                    )  # fmt: skip
-                explicit[var] = n.out
-        self.updates = explicit
-        fed = {id(s): k for k, s in enumerate(self.feeds)}
-        self._slot = {}
-        self._sources = []  # (slot, kind, payload)
-        self._steps = []
-        for node in self.nodes:
-            slot = len(self._slot)
-            self._slot[id(node.out)] = slot
-            if id(node.out) in fed:
-                self._sources.append((slot, "feed", fed[id(node.out)]))
-            elif node.op.name == "variable":
-                self._sources.append((slot, "var", node.out))
-            elif node.op.name == "placeholder":
-                raise node_error(
-                    GraphError, f"placeholder '{node.name}' must be fed", op="placeholder",
-                    name=node.name, site=node.site,
-                )  # fmt: skip
-            elif node.op.name == "constant":
-                self._sources.append((slot, "const", backend.to_device(node.attrs["value"].array)))
-            else:
-                ins = tuple(self._slot[id(i)] for i in node.inputs)
-                self._steps.append(Step(node, node.op.impl, ins, slot, dict(node.attrs), ()))
-        self._out_slots = [self._slot[id(s)] for s in self.fetches]
-        self._upd_slots = [(v, self._slot[id(s)]) for v, s in self.updates.items()]
-        self._plan_frees()
-        node_ids = {id(n) for n in self.nodes}
-        graph = self.nodes[0].graph if self.nodes else None
-        self.constraints = [c for c in (graph.constraints if graph else []) if id(c[3]) in node_ids]
-        self._random = [s for s in self._steps if "random" in s.node.op.tags]
-        self._fresh = {s.out for s in self._steps if not s.node.op.tags & _NOT_FRESH}
+        self.plan_memory = plan
+        graph = extract(list(fetches), list(feeds), dict(updates))
+        self.source_graph = graph.source
+        self.graph = optimize(graph, passes)
+        self.feeds = self.graph.inputs
+        pruned = {n.name for n in self.graph.nodes}
+        source = self.source_graph
+        self.constraints = [
+            c for c in (source.constraints if source else ()) if c[3].name in pruned
+        ]
+        self.touches_variables = any(n.op.name == "variable" for n in self.graph.nodes)
         self._specialized: dict = {}
         self._lock = threading.Lock()
-
-    def _plan_frees(self):
-        keep = set(self._out_slots) | {s for _, s in self._upd_slots}
-        last = {}
-        for k, step in enumerate(self._steps):
-            for i in step.ins:
-                last[i] = k
-        frees = {}
-        for slot, k in last.items():
-            if slot not in keep:
-                frees.setdefault(k, []).append(slot)
-        for k, step in enumerate(self._steps):
-            step.frees = tuple(frees.get(k, ()))
+        self.last = None  # the most recent Specialized, for f.source / f.plan
 
     # -- feeds -----------------------------------------------------------------------------
 
     def bind_feeds(self, values) -> tuple[list, dict]:
-        """Checks each feed against its Symbol; returns device arrays and the dim bindings."""
+        """Checks each feed against its placeholder; returns device arrays and dim bindings."""
         if len(values) != len(self.feeds):
             raise GraphError(f"expected {len(self.feeds)} feeds, got {len(values)}")
         bindings, arrays = {}, []
         for sym, value in zip(self.feeds, values):
-            arrays.append(self.backend.to_device(check_feed(sym, value, bindings)))
+            array = np.ascontiguousarray(check_feed(sym, value, bindings)) if sym.shape else (
+                check_feed(sym, value, bindings))  # fmt: skip
+            arrays.append(self.backend.to_device(array))
         self._check_constraints(bindings)
         return arrays, bindings
 
@@ -152,107 +76,84 @@ class Program:
                     name=node.name, site=node.site, inputs=node.inputs,
                 )  # fmt: skip
 
+    # -- compiling ---------------------------------------------------------------------------
+
+    def specialize(self, arrays, bindings) -> Specialized:
+        """The planned program for these feeds' shapes, compiled on first use (and logged)."""
+        key = tuple(a.shape for a in arrays)
+        spec = self._specialized.get(key)
+        if spec is None:
+            with self._lock:
+                spec = self._specialized.get(key)
+                if spec is None:
+                    spec = self._compile(key, arrays, bindings)
+                    self._specialized[key] = spec
+        self.last = spec
+        return spec
+
+    def _compile(self, key, arrays, bindings) -> Specialized:
+        start = time.perf_counter()
+        reason = self._reason(key)
+        spec = Specialized(self.graph, key, bindings, self.backend,
+                           checks=checks_level(), plan=self.plan_memory)  # fmt: skip
+        plan = spec.plan
+        log(1, f"compile ({reason}): {len(self.graph.nodes)} nodes, arena "
+               f"{plan.arena_bytes} B (lower bound {plan.lower_bound_bytes} B, naive "
+               f"{plan.naive_bytes} B), {(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
+        log(2, f"memory plan:\n{plan.summary()}\nprogram:\n{spec.source}")
+        return spec
+
+    def _reason(self, key) -> str:
+        if not self._specialized:
+            return "first call"
+        old = next(iter(self._specialized))
+        for sym, new_shape, old_shape in zip(self.feeds, key, old):
+            if new_shape != old_shape:
+                return f"new shape for '{sym.name}': {new_shape} (was {old_shape})"
+        return "new signature"
+
     # -- running -----------------------------------------------------------------------------
 
     def run(self, values) -> list:
         """Runs once: returns the fetched values (fresh arrays) and commits the updates."""
         arrays, bindings = self.bind_feeds(values)
-        steps = self._specialize(bindings)
-        graph = self.nodes[0].graph if self.nodes else None
-        with graph._lock if graph else threading.Lock():
-            var_values = {id(v): v._value for v in graph.variables} if graph else {}
-            keys = []
-            for step in self._random:
-                n = graph.rng_steps.get(step.node.name, 0)
-                graph.rng_steps[step.node.name] = n + 1
-                keys.append((step.node.attrs["seed"], n))
-        env = self._execute(steps, arrays, var_values, dict(zip(map(id, self._random), keys)))
-        outputs = self._collect_outputs(env)
-        self._commit(env, graph)
-        return outputs
-
-    def _specialize(self, bindings):
-        key = tuple(sorted((str(k), v) for k, v in bindings.items()))
-        steps = self._specialized.get(key)
-        if steps is None:
-            steps = [_specialize_step(s, bindings) for s in self._steps]
-            with self._lock:
-                self._specialized[key] = steps
-        return steps
-
-    def _execute(self, steps, arrays, var_values, keys):
-        env = [None] * len(self._slot)
-        for slot, kind, payload in self._sources:
-            if kind == "feed":
-                env[slot] = arrays[payload]
-            elif kind == "var":
-                env[slot] = self.backend.to_device(var_values[id(payload)])
-            else:
-                env[slot] = payload
-        xp = self.backend.xp
-        for step in steps:
-            args = [env[i] for i in step.ins]
+        spec = self.specialize(arrays, bindings)
+        fn = spec.function()
+        graph = self.source_graph
+        lock = graph._lock if graph is not None and self.touches_variables else _NO_LOCK
+        with lock:
+            variables = [self.backend.to_device(v._value) for v in spec.variables]
+            keys = self._random_keys(spec, graph)
             try:
-                if "random" in step.node.op.tags:
-                    result = step.fn(xp, *args, key=keys[id(step.original)], **step.attrs)
-                else:
-                    result = step.fn(xp, *args, **step.attrs)
+                outputs, updates = fn(arrays, variables, keys)
             except KilnError:
                 raise
             except Exception as e:
-                raise kernel_error(step.node, args, e) from e
-            env[step.out] = result
-            for i in step.frees:
-                env[i] = None
-        return env
+                node = spec.failing_node(e.__traceback__)
+                if node is None:
+                    raise
+                raise kernel_error(node, spec, e) from e
+            self._commit(spec, updates)
+        return [self.backend.to_host(o) for o in outputs]
 
-    def _collect_outputs(self, env) -> list:
-        out, seen = [], set()
-        for slot in self._out_slots:
-            value = env[slot]
-            if slot not in self._fresh or slot in seen or getattr(value, "base", None) is not None:
-                value = value.copy()
-            seen.add(slot)
-            out.append(self.backend.to_host(value))
-        return out
-
-    def _commit(self, env, graph):
-        """Applies every update, or none: all are checked before any is written."""
-        if not self._upd_slots:
-            return
-        new = []
-        for var, slot in self._upd_slots:
-            value = self.backend.to_host(env[slot])
-            if value.shape != var.shape:
-                raise node_error(
-                    ShapeError, f"update of Variable '{var.name}' has shape {value.shape}, "
-                    f"not {var.shape}", op="assign", name=var.name, site=var.site,
-                )  # fmt: skip
-            new.append((var, np.array(value, dtype=var.dtype, copy=True)))
+    def _random_keys(self, spec, graph) -> list:
+        if not spec.random_nodes:
+            return []
         with graph._lock:
-            for var, value in new:
-                var._value = value
+            keys = []
+            for node in spec.random_nodes:
+                n = graph.rng_steps.get(node.name, 0)
+                graph.rng_steps[node.name] = n + 1
+                keys.append((node.attrs["seed"], n))
+        return keys
+
+    def _commit(self, spec, values):
+        """Swaps in the new values of the updates not done in place (they cannot fail now)."""
+        for var, value in zip(spec.update_vars, values):
+            var._value = np.asarray(self.backend.to_host(value), dtype=var.dtype)
 
 
-def _specialize_step(step, bindings):
-    try:
-        attrs = {k: _evaluate(v, bindings) for k, v in step.attrs.items()}
-    except ShapeError as e:
-        node = step.node
-        raise node_error(ShapeError, str(e), op=node.op.name, name=node.name, site=node.site,
-                         inputs=node.inputs) from None  # fmt: skip
-    return Step(step.node, step.fn, step.ins, step.out, attrs, step.frees, step)
-
-
-def _evaluate(value, bindings):
-    if isinstance(value, sh.Dim):
-        try:
-            return value.evaluate(bindings)
-        except KeyError:
-            raise ShapeError(f"dim {value} is not bound by any feed") from None
-    if isinstance(value, tuple):
-        return tuple(_evaluate(v, bindings) for v in value)
-    return value
+_NO_LOCK = contextlib.nullcontext()
 
 
 def check_feed(sym: Symbol, value, bindings: dict):
@@ -298,11 +199,8 @@ def _feed_error(cls, sym, message):
     )
 
 
-def kernel_error(node, args, e) -> KernelError:
-    got = ", ".join(
-        f"{dt.short_name(a.dtype) if a.dtype in dt.SUPPORTED else a.dtype}{list(a.shape)}"
-        for a in args
-    )
+def kernel_error(node, spec, e) -> KernelError:
+    got = ", ".join(f"{dt.short_name(i.dtype)}{list(spec.shapes[id(i)])}" for i in node.inputs)
     return node_error(
         KernelError, f"kernel failed: {type(e).__name__}: {e}; got {got or 'no inputs'}",
         op=node.op.name, name=node.name, site=node.site, inputs=node.inputs,

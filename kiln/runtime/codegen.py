@@ -1,0 +1,363 @@
+"""Planned, generated programs: for one input signature, concrete shapes, a schedule, a memory
+plan over one arena, and straight-line Python that calls each kernel with `out=` into a view
+of the arena, so a steady-state call allocates only its outputs.
+
+The generated text never embeds user-controlled strings: identifiers are `v0, v1…`, and
+kernels, attrs and constants are bound as values in the function's namespace.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+
+import numpy as np
+
+from .. import shapes as sh
+from ..errors import ShapeError, node_error
+from ..passes.memory import MemoryPlan
+from ..passes.schedule import schedule
+
+# Ops that may fail on valid shapes (bad indices): in-place updates run after all of them,
+# so a failed run leaves every variable as it was.
+MAY_FAIL = frozenset({"gather", "take_along_axis", "scatter_add", "scatter_along_axis", "index"})
+_ALIGN = 64
+
+
+def concrete_attrs(node, bindings) -> dict:
+    """The node's attrs with symbolic dims replaced by the ints the feeds bound."""
+    out = {}
+    for k, v in node.attrs.items():
+        try:
+            out[k] = _evaluate(v, bindings)
+        except KeyError:
+            if node.op.name == "reshape" and k == "shape":
+                out[k] = tuple(_evaluate(d, bindings, unbound=-1) for d in v)
+                continue
+            unbound = next(d for d in _dims(v) if not set(d.atoms) <= set(bindings))
+            raise node_error(ShapeError, f"dim {unbound} is not bound by any feed ({k}={v})",
+                             op=node.op.name, name=node.name, site=node.site) from None  # fmt: skip
+    return out
+
+
+def _dims(value):
+    if isinstance(value, sh.Dim):
+        yield value
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _dims(v)
+
+
+def _evaluate(value, bindings, unbound=None):
+    if isinstance(value, sh.Dim):
+        try:
+            return value.evaluate(bindings)
+        except KeyError:
+            if unbound is None:
+                raise
+            return unbound
+    if isinstance(value, tuple):
+        return tuple(_evaluate(v, bindings, unbound) for v in value)
+    return value
+
+
+def concrete_shapes(graph, feed_shapes, bindings) -> tuple[dict, dict]:
+    """Every value's int shape for this signature (the shape rules rerun on ints), and every
+    node's concrete attrs."""
+    shapes, attrs = {}, {}
+    fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
+    for node in graph.nodes:
+        a = concrete_attrs(node, bindings)
+        attrs[id(node)] = a
+        if id(node.out) in fed:
+            shapes[id(node.out)] = fed[id(node.out)]
+            continue
+        try:
+            shape = node.op.shape_rule(*(shapes[id(i)] for i in node.inputs), **a)
+        except ShapeError as e:
+            raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
+                             site=node.site, inputs=node.inputs) from None  # fmt: skip
+        shapes[id(node.out)] = tuple(int(d) for d in shape)
+    return shapes, attrs
+
+
+class Specialized:
+    """One signature's schedule, memory plan and generated program (thread-safe)."""
+
+    def __init__(self, graph, feed_shapes, bindings, backend, checks=False, plan=True):
+        self.graph = graph
+        self.backend = backend
+        self.checks = checks
+        self.shapes, self.attrs = concrete_shapes(graph, feed_shapes, bindings)
+        self._layout(plan)
+        self.source, self._code, self.lines = self._generate()
+        self._local = threading.local()
+
+    # -- storage: which values own arena buffers, views, in-place reuse --------------------
+
+    def _nbytes(self, sym) -> int:
+        return int(np.prod(self.shapes[id(sym)], dtype=np.int64)) * sym.dtype.itemsize
+
+    def _layout(self, plan: bool):
+        g = self.graph
+        nodes = g.nodes
+        self.fetched = {id(s) for s in g.outputs}
+        # Values handed out (outputs, update values) live in fresh arrays, never the arena.
+        self.escaping = self.fetched | {id(s) for s in g.updates.values()}
+        self.inplace = self._inplace_updates() if plan else {}
+        after = self._inplace_edges(nodes)
+        sizes = [0 if self._is_view(n) or "source" in n.op.tags else self._nbytes(n.out)
+                 for n in nodes]  # fmt: skip
+        self.order = schedule(nodes, sizes, after) if plan else list(nodes)
+        self._assign_storage(plan)
+
+    def _is_view(self, node) -> bool:
+        return "view" in node.op.tags
+
+    def _inplace_updates(self) -> dict:
+        """{id(update node): Variable} for updates that can write into the variable's storage."""
+        g = self.graph
+        var_node = {id(n.ref): n for n in g.nodes if n.op.name == "variable"}
+        users = {}
+        for n in g.nodes:
+            for i in n.inputs:
+                users.setdefault(id(i), []).append(n)
+        out = {}
+        for var, value in g.updates.items():
+            node, vn = value.node, var_node.get(id(var))
+            if vn is None or "source" in node.op.tags or self._is_view(node):
+                continue
+            if id(vn.out) in self.fetched or id(value) in self.fetched:
+                continue
+            readers = _alias_readers(vn.out, users)
+            if any(_reaches(node, u) for u in readers if u is not node):
+                continue  # a reader of the old value depends on the new one
+            if any(i is vn.out for i in node.inputs) and "elementwise" not in node.op.tags:
+                continue  # reading and writing the same storage is safe only elementwise
+            if self.shapes[id(value)] != var.shape or value.dtype != var.dtype:
+                continue
+            out[id(node)] = (var, vn, readers)
+        return out
+
+    def _inplace_edges(self, nodes) -> dict:
+        index = {id(n): i for i, n in enumerate(nodes)}
+        may_fail = [i for i, n in enumerate(nodes) if n.op.name in MAY_FAIL]
+        after = {}
+        for nid, (_var, _vn, readers) in list(self.inplace.items()):
+            i = index[nid]
+            blockers = {index[id(u)] for u in readers if id(u) != nid} | set(may_fail)
+            if any(_reaches(nodes[i], nodes[b]) for b in blockers):
+                del self.inplace[nid]  # it would have to run both before and after
+                continue
+            after[i] = blockers
+        return after
+
+    def _assign_storage(self, plan: bool):
+        """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
+        self.storage, owners = self._owners(plan)
+        last = self._last_uses(owners)
+        if plan:
+            self._merge_in_place(owners, last)
+        keys = sorted({k for k in self.storage.values() if k is not None})
+        renumber = {k: j for j, k in enumerate(keys)}
+        self.storage = {v: (None if k is None else renumber[k]) for v, k in self.storage.items()}
+        starts = [owners[k][1] for k in keys]
+        self.plan = MemoryPlan.build(
+            [self._nbytes(owners[k][0]) for k in keys], starts, [last[k] for k in keys],
+            [owners[k][0].name for k in keys], [owners[k][2] for k in keys], alignment=_ALIGN,
+        )  # fmt: skip
+        self.frees = {}
+        for j, k in enumerate(keys):
+            self.frees.setdefault(last[k], []).append(j)
+        self._buffer_syms = {j: owners[k][0] for j, k in enumerate(keys)}
+
+    def _owners(self, plan: bool):
+        """Which storage each value lives in: a buffer of its own, its base's (views), or
+        outside the arena (None: sources, outputs, in-place updates)."""
+        storage, owners, contiguous = {}, {}, {}
+        for t, n in enumerate(self.order):
+            out = n.out
+            contiguous[id(out)] = True
+            if "source" in n.op.tags or id(n) in self.inplace:
+                storage[id(out)] = None
+            elif self._is_view(n) and (n.op.name != "reshape" or contiguous[id(n.inputs[0])]):
+                base = n.inputs[0]
+                keep = n.op.name in ("reshape", "stop_gradient")
+                contiguous[id(out)] = keep and contiguous[id(base)]
+                storage[id(out)] = storage[id(base)]
+            elif id(out) in self.escaping or not plan or self._nbytes(out) == 0:
+                storage[id(out)] = None  # a fresh array (an output) or nothing to store
+            else:
+                storage[id(out)] = len(owners)
+                owners[len(owners)] = [out, t, "buffer"]
+        return storage, owners
+
+    def _last_uses(self, owners) -> dict:
+        last = {k: owners[k][1] for k in owners}
+        end = len(self.order)
+        for t, n in enumerate(self.order):
+            for i in n.inputs:
+                k = self.storage[id(i)]
+                if k is not None:
+                    last[k] = max(last[k], t)
+        for s in (*self.graph.outputs, *self.graph.updates.values()):
+            k = self.storage[id(s)]
+            if k is not None:  # a fetched view of a buffer is copied at the very end
+                last[k] = end
+        return last
+
+    def _merge_in_place(self, owners, last):
+        """An elementwise node writes into an input's buffer when that input is the buffer's
+        own value (not a view of it), dies at this node, and has the same shape and dtype:
+        never a partial overlap between an op's input and output."""
+        merged = {}
+
+        def find(k):
+            while k in merged:
+                k = merged[k]
+            return k
+
+        for t, n in enumerate(self.order):
+            k_out = self.storage[id(n.out)]
+            if (k_out is None or owners[k_out][0] is not n.out or "elementwise" not in n.op.tags
+                    or "no_inplace" in n.op.tags):  # fmt: skip
+                continue
+            for i in n.inputs:
+                k = self.storage[id(i)]
+                k = None if k is None else find(k)
+                if (k is not None and owners[k][0] is i and last[k] == t and i.dtype == n.out.dtype
+                        and self.shapes[id(i)] == self.shapes[id(n.out)]):  # fmt: skip
+                    merged[k_out] = k
+                    last[k] = last[k_out]
+                    owners[k][2] += f", then {n.name} in place"
+                    owners[k][0] = n.out  # the buffer's value is now the output
+                    break
+        self.storage = {v: (None if k is None else find(k)) for v, k in self.storage.items()}
+
+    # -- code ------------------------------------------------------------------------------
+
+    def _generate(self):
+        g = self.graph
+        names = {id(n.out): f"v{k}" for k, n in enumerate(self.order)}
+        ns = {"xp": self.backend.xp, "nan": float("nan")}
+        inputs = {id(s): k for k, s in enumerate(g.inputs)}
+        var_index = {}
+        lines, line_nodes = ["def program(X, V, K):"], {}
+        self.variables = []  # V's order: the Variables the program reads or writes
+        rand = 0
+        for t, n in enumerate(self.order):
+            v = names[id(n.out)]
+            if id(n.out) in inputs:
+                code = f"{v} = X[{inputs[id(n.out)]}]"
+            elif n.op.name == "variable":
+                code = f"{v} = V[{self._var_slot(n.ref, var_index)}]"
+            elif n.op.name == "constant":
+                ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
+                code = f"{v} = c{t}"
+            else:
+                code = self._call(n, t, v, names, ns, var_index, rand)
+                rand += "random" in n.op.tags
+            lines.append(f"    {code}")
+            line_nodes[len(lines)] = n
+            if self.checks:
+                lines += self._poison(t)
+        outs = [self._fetch(s, names) for s in g.outputs]
+        ups = [self._fetch(s, names) for s in g.updates.values() if id(s.node) not in self.inplace]
+        lines.append(f"    return [{', '.join(outs)}], [{', '.join(ups)}]")
+        self.update_vars = [var for var, s in g.updates.items() if id(s.node) not in self.inplace]
+        self.random_nodes = [n for n in self.order if "random" in n.op.tags]
+        source = "\n".join(lines) + "\n"
+        self._ns = ns
+        return source, compile(source, f"<kiln program {id(self):x}>", "exec"), line_nodes
+
+    def _var_slot(self, var, var_index) -> int:
+        if id(var) not in var_index:
+            var_index[id(var)] = len(self.variables)
+            self.variables.append(var)
+        return var_index[id(var)]
+
+    def _poison(self, t) -> list:
+        out = []
+        for k in self.frees.get(t, ()):
+            out.append(f"    b{k}.fill(nan) if b{k}.dtype.kind == 'f' else b{k}.fill(-1)")
+        return out
+
+    def _call(self, n, t, v, names, ns, var_index, rand) -> str:
+        args = [names[id(i)] for i in n.inputs]
+        ns[f"k{t}"] = n.op.impl
+        kwargs = []
+        for key, value in self.attrs[id(n)].items():
+            ns[f"a{t}_{key}"] = value
+            kwargs.append(f"{key}=a{t}_{key}")
+        if "random" in n.op.tags:
+            kwargs.append(f"key=K[{rand}]")
+        if id(n) in self.inplace:
+            var = self.inplace[id(n)][0]
+            kwargs.append(f"out=V[{self._var_slot(var, var_index)}]")
+        else:
+            key = self.storage.get(id(n.out))
+            if key is not None and not (self._is_view(n) and n.inputs and
+                                        self.storage.get(id(n.inputs[0])) == key):  # fmt: skip
+                kwargs.append(f"out=b{key}")
+        return f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
+
+    def _fetch(self, s, names) -> str:
+        n = s.node
+        fresh = not ("source" in n.op.tags or self._is_view(n) or id(n) in self.inplace)
+        fresh = fresh and self.storage.get(id(s)) is None
+        return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
+
+    # -- running ---------------------------------------------------------------------------
+
+    def function(self):
+        """This thread's program, bound to this thread's arena."""
+        fn = getattr(self._local, "fn", None)
+        if fn is None:
+            arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
+            ns = dict(self._ns)
+            for k, (offset, size) in enumerate(zip(self.plan.offsets, self.plan.sizes)):
+                sym = self._buffer_symbol(k)
+                view = arena[offset : offset + size].view(sym.dtype)
+                ns[f"b{k}"] = view.reshape(self.shapes[id(sym)])
+            module = {}
+            exec(self._code, ns, module)  # defines program(); its globals are this namespace
+            fn = types.FunctionType(module["program"].__code__, ns)
+            self._local.fn = fn
+        return fn
+
+    def _buffer_symbol(self, key):
+        return self._buffer_syms[key]
+
+    def failing_node(self, tb):
+        """The node whose line of the generated program raised, from a traceback."""
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self._code.co_filename:
+                return self.lines.get(tb.tb_lineno)
+            tb = tb.tb_next
+        return None
+
+
+def _alias_readers(value, users) -> list:
+    """The nodes that read `value` directly or through a chain of views of it."""
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        for u in users.get(id(v), ()):
+            out.append(u)
+            if "view" in u.op.tags:
+                stack.append(u.out)
+    return out
+
+
+def _reaches(src, dst) -> bool:
+    """Whether `dst` depends on `src` (a path of inputs from src to dst)."""
+    stack, seen = [dst], set()
+    while stack:
+        n = stack.pop()
+        if n is src:
+            return True
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.extend(i.node for i in n.inputs)
+    return False

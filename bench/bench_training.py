@@ -29,7 +29,7 @@ MIB = 2**20
 def init_weights(sizes, seed=0):
     rng = np.random.default_rng(seed)
     return [
-        (rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a), np.zeros(b, np.float32))
+        ((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), np.zeros(b, np.float32))
         for a, b in zip(sizes[:-1], sizes[1:])
     ]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..debug import checks_level, log
+from ..debug import checks_level, debug_level, log
 from ..graph.verify import verify
 from .memory import MemoryPlan, PlanError, lower_bound, plan_offsets, validate_plan
 from .program import extract, live_nodes, rebuild
@@ -24,7 +24,8 @@ def optimize(graph, passes=None):
         graph = fn(graph)
         ms = (time.perf_counter() - start) * 1e3
         log(1, f"after: {name} ({ms:.1f} ms), {before} -> {len(graph.nodes)} nodes")
-        log(2, str(graph))
+        if debug_level() >= 2:
+            log(2, str(graph))
         if checks_level() >= 1:
             verify(graph)
     return graph

@@ -8,6 +8,7 @@ kernels, attrs and constants are bound as values in the function's namespace.
 
 from __future__ import annotations
 
+import math
 import threading
 import types
 
@@ -96,7 +97,7 @@ class Specialized:
     # -- storage: which values own arena buffers, views, in-place reuse --------------------
 
     def _nbytes(self, sym) -> int:
-        return int(np.prod(self.shapes[id(sym)], dtype=np.int64)) * sym.dtype.itemsize
+        return math.prod(self.shapes[id(sym)]) * sym.dtype.itemsize
 
     def _layout(self, plan: bool):
         g = self.graph
@@ -238,7 +239,7 @@ class Specialized:
 
     def _generate(self):
         g = self.graph
-        names = {id(n.out): f"v{k}" for k, n in enumerate(self.order)}
+        names = _Names(self.order, {id(s) for s in (*g.outputs, *g.updates.values())})
         ns = {"xp": self.backend.xp, "nan": float("nan")}
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
@@ -246,17 +247,19 @@ class Specialized:
         self.variables = []  # V's order: the Variables the program reads or writes
         rand = 0
         for t, n in enumerate(self.order):
-            v = names[id(n.out)]
+            if n.op.name == "constant":  # bound in the namespace: no line
+                ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
+                names.bind(n.out, f"c{t}")
+                continue
+            v = names.define(n.out)
             if id(n.out) in inputs:
                 code = f"{v} = X[{inputs[id(n.out)]}]"
             elif n.op.name == "variable":
                 code = f"{v} = V[{self._var_slot(n.ref, var_index)}]"
-            elif n.op.name == "constant":
-                ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
-                code = f"{v} = c{t}"
             else:
                 code = self._call(n, t, v, names, ns, var_index, rand)
                 rand += "random" in n.op.tags
+            names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
             if self.checks:
@@ -335,6 +338,44 @@ class Specialized:
                 return self.lines.get(tb.tb_lineno)
             tb = tb.tb_next
         return None
+
+
+class _Names:
+    """Local names of the generated program, recycled once a value is dead: a program of
+    20,000 nodes then has as many locals as values live at once (Python compiles it faster)."""
+
+    def __init__(self, order, kept):
+        self.last = {}
+        for t, n in enumerate(order):
+            for i in n.inputs:
+                self.last[id(i)] = t
+        self.kept = kept  # outputs and update values: alive until the return
+        self.names: dict[int, str] = {}
+        self.free: list[str] = []
+        self.count = 0
+
+    def __getitem__(self, key) -> str:
+        return self.names[key]
+
+    def bind(self, sym, name: str) -> None:
+        self.names[id(sym)] = name
+
+    def define(self, sym) -> str:
+        if self.free:
+            name = self.free.pop()
+        else:
+            name, self.count = f"v{self.count}", self.count + 1
+        self.names[id(sym)] = name
+        return name
+
+    def release(self, node, t) -> None:
+        """Frees the names of the node's inputs (and its own value, if unused) dead after t."""
+        for sym in {id(i): i for i in (*node.inputs, node.out)}.values():
+            name = self.names.get(id(sym), "")
+            if (name.startswith("v") and id(sym) not in self.kept
+                    and self.last.get(id(sym), t) <= t):  # fmt: skip
+                self.free.append(name)
+                self.names[id(sym)] = "<dead>"
 
 
 def _alias_readers(value, users) -> list:

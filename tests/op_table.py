@@ -985,7 +985,7 @@ rows(
 # -- nn: rows in op_table_nn.py (conv2d, pooling) and op_table_nn_grad.py (their gradients) -----
 # NOTE: those modules import OpCase from this one, so this import stays at the end.
 
-NN_TABLES = ("op_table_nn", "op_table_nn_grad")
+NN_TABLES = ("op_table_nn", "op_table_nn_grad", "op_table_fused")
 
 
 def nn_rows(module_name: str) -> list:

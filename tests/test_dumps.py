@@ -50,12 +50,12 @@ def build_scoped():
     return g
 
 
-def build_update():
+def build_update(passes=()):
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, ("n",), name="x")
         w = kn.Variable(np.float32(1.0), name="w")
         loss = kn.mean(kn.square(x * w - 1.0))
-        f = kn.function([x], loss, updates={w: w - 0.5 * kn.mean(x)})
+        f = kn.function([x], loss, updates={w: w - 0.5 * kn.mean(x)}, passes=passes)
     return f
 
 
@@ -72,7 +72,7 @@ def build_everything():
             flags, kn.sum(h, axis=0) + noise, kn.cast(kn.constant(np.int8(-3)), kn.float32)
         )
         z = kn.exp(x[:, 1:, 0]) * float("inf")
-        f = kn.function([x], [y, z], updates={w: w * 0.5})
+        f = kn.function([x], [y, z], updates={w: w * 0.5}, passes=())  # every op, unfused
     return f
 
 
@@ -139,6 +139,22 @@ GOLDEN_UPDATE = """\
 )
 def test_dump_text_golden(build, golden):
     assert strip_lines(kn.dump(build(), "text")) == golden
+
+
+# A Function's dump is the program it runs: after simplify and fuse_elementwise.
+GOLDEN_UPDATE_OPTIMIZED = """\
+{ lambda x:f32[n] .
+    w:f32[] = variable  # test_dumps.py
+    t0:f32[n] = fused[outputs=(2,) program=(('mul',(('in',0),('in',1)),()),('sub',(('eq',0),('in',2)),()),('square',(('eq',1),),()))] x w 1.0:f32[]  # test_dumps.py
+    t1:f32[] = reduce_mean[axes=(0,) keepdims=False] t0  # test_dumps.py
+    t2:f32[] = reduce_mean[axes=(0,) keepdims=False] x  # test_dumps.py
+    t3:f32[] = fused[outputs=(1,) program=(('mul',(('in',0),('in',1)),()),('sub',(('in',2),('eq',0)),()))] 0.5:f32[] t2 w  # test_dumps.py
+  in (t1) updates (w:=t3) }
+"""  # noqa: E501
+
+
+def test_dump_text_of_a_function_is_its_optimized_program():
+    assert strip_lines(kn.dump(build_update(passes=None), "text")) == GOLDEN_UPDATE_OPTIMIZED
 
 
 def test_dump_text_of_graph_is_its_str_and_sites_name_this_file():

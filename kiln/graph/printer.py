@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from .opdef import ArrayValue
+from .opdef import REGISTRY, ArrayValue
 
 
 class _Names:
@@ -22,7 +22,8 @@ class _Names:
 
     def define(self, node) -> str:
         base = node.name.rsplit("/", 1)[-1]
-        auto = re.fullmatch(rf"{re.escape(node.op.name)}(_\d+)?", base) is not None
+        # An op's default name (`exp`, `exp_3`), also when a pass gave it to another op.
+        auto = re.sub(r"_\d+$", "", base) in REGISTRY or base.startswith(node.op.name)
         name = node.name if not auto and node.name not in self.used else None
         while name is None or name in self.used:
             name, self.count = f"t{self.count}", self.count + 1

@@ -6,13 +6,14 @@ import time
 
 from ..debug import checks_level, debug_level, log
 from ..graph.verify import verify
+from .fuse import fuse_elementwise
 from .memory import MemoryPlan, PlanError, lower_bound, plan_offsets, validate_plan
 from .program import extract, live_nodes, rebuild
 from .schedule import schedule
 from .simplify import simplify
 
 # The optimizing passes, in order: (name, Graph -> Graph).
-PIPELINE: list = [("simplify", simplify)]
+PIPELINE: list = [("simplify", simplify), ("fuse_elementwise", fuse_elementwise)]
 
 
 def optimize(graph, passes=None):
@@ -22,6 +23,7 @@ def optimize(graph, passes=None):
         before = len(graph.nodes)
         start = time.perf_counter()
         graph = fn(graph)
+        graph.variables = [n.ref for n in graph.nodes if n.op.name == "variable"]
         ms = (time.perf_counter() - start) * 1e3
         log(1, f"after: {name} ({ms:.1f} ms), {before} -> {len(graph.nodes)} nodes")
         if debug_level() >= 2:
@@ -33,5 +35,5 @@ def optimize(graph, passes=None):
 
 __all__ = [
     "verify", "extract", "live_nodes", "rebuild", "optimize", "PIPELINE", "schedule", "simplify",
-    "MemoryPlan", "PlanError", "lower_bound", "plan_offsets", "validate_plan",
+    "fuse_elementwise", "MemoryPlan", "PlanError", "lower_bound", "plan_offsets", "validate_plan",
 ]  # fmt: skip

@@ -8,8 +8,10 @@ kernels, attrs and constants are bound as values in the function's namespace.
 
 from __future__ import annotations
 
+import collections
 import math
 import threading
+import time
 import types
 
 import numpy as np
@@ -93,6 +95,7 @@ class Specialized:
         self._layout(plan)
         self.source, self._code, self.lines = self._generate()
         self._local = threading.local()
+        self.timings = collections.defaultdict(float)  # line of the program -> seconds
 
     # -- storage: which values own arena buffers, views, in-place reuse --------------------
 
@@ -312,21 +315,46 @@ class Specialized:
 
     # -- running ---------------------------------------------------------------------------
 
-    def function(self):
-        """This thread's program, bound to this thread's arena."""
-        fn = getattr(self._local, "fn", None)
+    def function(self, profiled: bool = False):
+        """This thread's program, bound to this thread's arena (`profiled`: the variant that
+        adds each node's time to `PROFILE[node's line]`)."""
+        attr = "profiled_fn" if profiled else "fn"
+        fn = getattr(self._local, attr, None)
         if fn is None:
-            arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
-            ns = dict(self._ns)
-            for k, (offset, size) in enumerate(zip(self.plan.offsets, self.plan.sizes)):
-                sym = self._buffer_symbol(k)
-                view = arena[offset : offset + size].view(sym.dtype)
-                ns[f"b{k}"] = view.reshape(self.shapes[id(sym)])
+            if not hasattr(self._local, "buffers"):
+                self._local.buffers = self._buffers()
+            ns = {**self._ns, **self._local.buffers}
+            code = self._code
+            if profiled:
+                ns["clock"], ns["PROFILE"] = time.perf_counter, self.timings
+                code = compile(self._profiled_source(), self._code.co_filename, "exec")
             module = {}
-            exec(self._code, ns, module)  # defines program(); its globals are this namespace
+            exec(code, ns, module)  # defines program(); its globals are this namespace
             fn = types.FunctionType(module["program"].__code__, ns)
-            self._local.fn = fn
+            setattr(self._local, attr, fn)
         return fn
+
+    def _buffers(self) -> dict:
+        arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
+        views = {}
+        for k, (offset, size) in enumerate(zip(self.plan.offsets, self.plan.sizes)):
+            sym = self._buffer_symbol(k)
+            view = arena[offset : offset + size].view(sym.dtype)
+            views[f"b{k}"] = view.reshape(self.shapes[id(sym)])
+        return views
+
+    def _profiled_source(self) -> str:
+        """The program with a clock reading around each node's line (same line numbers)."""
+        lines = self.source.splitlines()
+        for lineno in self.lines:
+            code = lines[lineno - 1].strip()
+            lines[lineno - 1] = f"    t = clock(); {code}; PROFILE[{lineno}] += clock() - t"
+        return "\n".join(lines) + "\n"
+
+    def profile(self) -> list:
+        """(node, seconds, output bytes) of each node, from the profiled runs so far."""
+        return [(n, self.timings.get(line, 0.0), self._nbytes(n.out))
+                for line, n in sorted(self.lines.items())]  # fmt: skip
 
     def _buffer_symbol(self, key):
         return self._buffer_syms[key]

@@ -46,6 +46,7 @@ class Function:
         self.device = device
         self.backend = get_backend(device)
         self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan)
+        self._last_args = None
 
     @property
     def graph(self):
@@ -62,6 +63,18 @@ class Function:
         """The generated program of the most recent input signature, as Python text."""
         return self._last().source
 
+    def profile(self, *args, repeat: int = 1) -> Profile:
+        """Per-node time and bytes: runs the profiled program `repeat` times on `args` (by
+        default the last call's inputs; updates apply as in any call) and returns the table
+        of every profiled run of this signature so far."""
+        if not args:
+            if self._last_args is None:
+                raise GraphError("profile() needs inputs: call the function once, or pass them")
+            args = self._last_args
+        for _ in range(repeat):
+            self.program.run(args, profiled=True)
+        return Profile(self._last().profile())
+
     @property
     def plan(self):
         """The memory plan (a MemoryPlan) of the most recent input signature."""
@@ -72,8 +85,30 @@ class Function:
             names = ", ".join(s.name for s in self.inputs)
             raise GraphError(f"this function takes {len(self.inputs)} inputs ({names}), "
                              f"got {len(args)}")  # fmt: skip
+        self._last_args = args
         outputs = self.program.run(args)
         return outputs[0] if self._single else outputs
+
+
+class Profile:
+    """Per-node time and output bytes of a Function's profiled runs; `str()` is a table."""
+
+    def __init__(self, rows):
+        self.rows = [{"name": n.name, "op": n.op.name, "seconds": t, "bytes": b}
+                     for n, t, b in rows]  # fmt: skip
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(r["seconds"] for r in self.rows)
+
+    def __str__(self):
+        total = self.total_seconds or 1.0
+        lines = [f"{'node':<32} {'op':<18} {'ms':>9} {'%':>6} {'bytes':>12}"]
+        for r in sorted(self.rows, key=lambda r: -r["seconds"]):
+            lines.append(f"{r['name'][:32]:<32} {r['op'][:18]:<18} {r['seconds'] * 1e3:9.3f} "
+                         f"{100 * r['seconds'] / total:6.1f} {r['bytes']:>12}")  # fmt: skip
+        lines.append(f"total {self.total_seconds * 1e3:.3f} ms over {len(self.rows)} nodes")
+        return "\n".join(lines)
 
 
 def _as_update(var, value):

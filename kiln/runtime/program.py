@@ -118,11 +118,11 @@ class Program:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, values) -> list:
+    def run(self, values, profiled: bool = False) -> list:
         """Runs once: returns the fetched values (fresh arrays) and commits the updates."""
         arrays, bindings = self.bind_feeds(values)
         spec = self.specialize(arrays, bindings)
-        fn = spec.function()
+        fn = spec.function(profiled)
         graph = self.source_graph
         lock = graph._lock if graph is not None and self.touches_variables else _NO_LOCK
         with lock:

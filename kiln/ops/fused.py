@@ -1,0 +1,383 @@
+"""`fused`: a group of elementwise ops run as one kernel (made by `fuse_elementwise`).
+
+Its `program` attr lists the group's equations; on the CPU a large output runs cache-blocked
+(every equation on one block of rows, in small scratch buffers, before the next block), a
+small one through a numba loop generated from the program (when numba is installed and the
+loop pays) or through straight-line calls of the member kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..graph.opdef import REGISTRY
+from .core import defop
+from .fused_codegen import UFUNCS, numba_loop, python_code, specialize
+
+# One scratch buffer per live value, of at most this many bytes: with a block of each input
+# and of the output, a group's working set stays in L2 (measured in bench/bench_fusion.py).
+BLOCK_BYTES = 128 * 1024
+# Outputs up to this size run unblocked, on whole arrays that each call allocates. Larger
+# ones run in blocks through per-thread scratch, so a steady-state call allocates nothing
+# (blocking alone wins only from a few MiB on: 10-20% slower between 16 KiB and 1 MiB,
+# 2-3x faster at 16 MiB; the runtime's promise that calls allocate only outputs decides).
+UNBLOCKED_BYTES = 16 * 1024
+NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
+# Ops that cost a numba loop 4-17 ns an element (libm calls), NumPy's SIMD loops < 1 ns;
+# other ops cost either about 0.5 ns.
+_TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "pow", "erf",
+                   "sigmoid", "softplus"}  # fmt: skip
+
+
+class Signature:
+    """What running a program needs for one tuple of input dtypes."""
+
+    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "plans")
+
+    def __init__(self, dtypes):
+        self.dtypes = dtypes  # every input's and equation's
+        self.dtype = dtypes[-1]
+        self.itemsize = max(d.itemsize for d in dtypes)
+        self.loop = False  # the numba loop: False until built, None where there is none
+        self.plans: dict = {}  # shapes -> BlockPlan
+
+
+class Program:
+    """A checked `program` attr. Slots 0..n_in-1 hold the inputs, n_in + j equation j's value;
+    per equation: its op, argument slots, attrs, and the slots whose last use it is."""
+
+    def __init__(self, program, outputs):
+        if not isinstance(program, tuple) or not program:
+            raise ShapeError("fused: program must be a non-empty tuple of equations")
+        self.program, self.outputs = program, outputs
+        refs = [_equation(eq, j) for j, eq in enumerate(program)]
+        used_inputs = sorted({k for _, args, _ in refs for kind, k in args if kind == "in"})
+        self.n_in = len(used_inputs)
+        if used_inputs != list(range(self.n_in)):
+            raise ShapeError(f"fused: program must use inputs 0..n-1, it uses {used_inputs}")
+        if outputs != (len(program) - 1,):
+            raise ShapeError(f"fused: outputs must be ({len(program) - 1},), got {outputs!r}")
+        self.ops, self.slots, self.attrs, self.frees = [], [], [], []
+        last_use = {}
+        for j, (op, args, attrs) in enumerate(refs):
+            slots = tuple(k if kind == "in" else self.n_in + k for kind, k in args)
+            last_use.update((s, j) for s in slots)
+            self.ops.append(op)
+            self.slots.append(slots)
+            self.attrs.append(attrs)
+        unused = [j for j in range(len(refs) - 1) if self.n_in + j not in last_use]
+        if unused:
+            raise ShapeError(f"fused: equations {unused} are not used")
+        for j in range(len(refs)):
+            self.frees.append(tuple(s for s, k in last_use.items() if k == j))
+        self.plain = [op.name in UFUNCS and not attrs for op, attrs in zip(self.ops, self.attrs)]
+        self.calls = 0
+        self._signatures: dict = {}
+        self._code: dict = {}
+        # The numba loop runs outputs up to this many elements: past it, a NumPy call per
+        # equation (~250 ns each) costs less than the loop's per-element work (measured).
+        cost = sum(12.0 if op.name in _TRANSCENDENTAL else 0.5 for op in self.ops)
+        self.numba_limit = 250.0 * len(self.ops) / cost
+
+    def run_rules(self, values: list, rule: str, error) -> list:
+        """Each equation's shape (or dtype) from its member op's rule: input values first."""
+        for op, slots, attrs in zip(self.ops, self.slots, self.attrs):
+            try:
+                values.append(getattr(op, rule)(*(values[s] for s in slots), **attrs))
+            except (ShapeError, DTypeError, TypeError) as e:
+                raise error(f"fused: equation {len(values) - self.n_in} ({op.name}): {e}") from None
+        return values
+
+    def signature(self, in_dtypes: tuple) -> Signature:
+        found = self._signatures.get(in_dtypes)
+        if found is None:
+            dtypes = self.run_rules(list(in_dtypes), "dtype_rule", DTypeError)
+            found = self._signatures[in_dtypes] = Signature(dtypes)
+        return found
+
+    def code(self, xp):
+        """(whole, block): the program as straight-line Python over `xp`'s kernels."""
+        found = self._code.get(xp)
+        if found is None:
+            fns = [
+                getattr(xp, UFUNCS[op.name]) if plain else functools.partial(op.impl, xp, **attrs)
+                for op, attrs, plain in zip(self.ops, self.attrs, self.plain)
+            ]
+            found = self._code[xp] = python_code(self, fns, functools.partial(_into, xp))
+        return found
+
+
+def _equation(eq, j):
+    """(op, refs, attrs) of one equation, checked: refs name inputs or earlier equations."""
+    if not (isinstance(eq, tuple) and len(eq) == 3 and isinstance(eq[0], str)):
+        raise ShapeError(f"fused: equation {j} is not (op name, refs, attrs): {eq!r:.80}")
+    name, refs, attrs = eq
+    op = REGISTRY.get(name)
+    if op is None or "elementwise" not in op.tags or op.tags & {"fused", "random", "source"}:
+        raise ShapeError(f"fused: equation {j}: {name!r} is not a fusable elementwise op")
+    ok = isinstance(refs, tuple) and all(
+        isinstance(r, tuple) and len(r) == 2 and type(r[1]) is int and r[1] >= 0
+        and (r[0] == "in" or (r[0] == "eq" and r[1] < j))
+        for r in refs
+    )  # fmt: skip
+    if not ok:
+        raise ShapeError(f"fused: equation {j} ({name}): bad refs {refs!r:.80}")
+    if not (isinstance(attrs, tuple) and all(isinstance(a, tuple) and len(a) == 2 for a in attrs)):
+        raise ShapeError(f"fused: equation {j} ({name}): attrs must be (name, value) pairs")
+    return op, refs, dict(attrs)
+
+
+def _into(xp, fn, args, out):
+    """`fn(*args, out=out)` for a kernel that is not one ufunc: into a temporary first when
+    `out` may be an input's buffer (in-place reuse), as `where` writes out before it reads."""
+    if out is None or not any(xp.may_share_memory(out, a) for a in args):
+        return fn(*args, out=out)
+    out[...] = fn(*args)
+    return out
+
+
+_PROGRAMS: dict = {}  # id(program attr) -> (attr, Program): the attr object is kept alive
+_BY_VALUE: dict = {}  # (program, outputs) -> Program: equal programs share compiled loops
+_LOCK = threading.Lock()
+
+
+def compiled(program, outputs) -> Program:
+    """The checked Program of a `program` attr (cached by identity, then by value)."""
+    entry = _PROGRAMS.get(id(program))
+    if entry is not None and entry[0] is program and entry[1].outputs == outputs:
+        return entry[1]
+    with _LOCK:
+        found = _BY_VALUE.get((program, outputs))
+        if found is None:
+            found = Program(program, outputs)
+            _BY_VALUE[(program, outputs)] = found
+        if len(_PROGRAMS) > 4096:  # bounded: a long-lived process sees many attr objects
+            _PROGRAMS.clear()
+            _BY_VALUE.clear()
+        _PROGRAMS[id(program)] = (program, found)
+    return found
+
+
+# -- rules -----------------------------------------------------------------------------------
+
+
+def _shape_rule(*shapes, program, outputs):
+    prog = compiled(program, outputs)
+    if len(shapes) != prog.n_in:
+        raise ShapeError(f"fused: the program takes {prog.n_in} inputs, got {len(shapes)}")
+    return tuple(prog.run_rules(list(shapes), "shape_rule", ShapeError)[-1])
+
+
+def _dtype_rule(*dtypes, program, outputs):
+    prog = compiled(program, outputs)
+    if len(dtypes) != prog.n_in:
+        raise DTypeError(f"fused: the program takes {prog.n_in} inputs, got {len(dtypes)}")
+    return prog.signature(tuple(dtypes)).dtype
+
+
+# -- kernel ----------------------------------------------------------------------------------
+
+
+def _fused(xp, *inputs, out=None, program, outputs):
+    prog = compiled(program, outputs)
+    if xp is not np:  # CuPy: whole arrays (the CUDA backend compiles the program instead)
+        return prog.code(xp)[0](out, *inputs)
+    sig = prog.signature(tuple([a.dtype for a in inputs]))
+    if out is None:
+        out = np.empty(_broadcast_shape(inputs), sig.dtype)
+    if out.size * sig.itemsize > UNBLOCKED_BYTES:
+        return _run_blocked(prog, inputs, out, sig)
+    if out.size <= prog.numba_limit and sig.loop is not None:
+        loop = sig.loop or _numba_loop(prog, sig, inputs, out)
+        try:
+            if loop and loop(out, *inputs):
+                return out
+        except TypeError:  # array types it was not compiled for: new ones, or non-contiguous
+            loop = _numba_loop(prog, sig, inputs, out)
+            if loop and loop(out, *inputs):
+                return out
+    return prog.code(np)[0](out, *inputs)
+
+
+def _broadcast_shape(inputs) -> tuple:
+    shape = ()
+    for a in inputs:
+        if a.shape != shape and a.shape:
+            if shape:
+                return np.broadcast_shapes(*(a.shape for a in inputs))
+            shape = a.shape
+    return shape
+
+
+def _block_axis(shape, limit) -> tuple[int, int]:
+    """(axis, step): blocks are `out[i_0, ..., i_{axis-1}, j:j+step]`, whole trailing axes,
+    at most `limit` elements each."""
+    inner = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        if inner * shape[axis] > limit:
+            return axis, max(1, limit // inner)
+        inner *= shape[axis]
+    return 0, shape[0]
+
+
+def _indexer(in_shape, ndim, axis):
+    """A function of (lead indices, slice) giving an input's block (None: the whole input)."""
+    d = ndim - len(in_shape)
+    if axis < d:  # the input lies within the trailing axes: every block uses all of it
+        return None
+    lead = [(q, in_shape[q - d] != 1) for q in range(d, axis)]
+    cut = in_shape[axis - d] != 1
+    whole = slice(None)
+    return lambda idx, sl: (*(idx[q] if full else 0 for q, full in lead), sl if cut else whole)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(key, shape, dtype):
+    """A scratch buffer kept by this thread and reused by every later call (a steady-state
+    call allocates nothing); block-sized, so at most a few hundred KiB per thread."""
+    cache = getattr(_SCRATCH, "buffers", None)
+    if cache is None:
+        cache = _SCRATCH.buffers = {}
+    buf = cache.get(key)
+    if buf is None or buf.shape != tuple(shape) or buf.dtype != dtype:
+        buf = cache[key] = np.empty(shape, dtype)
+    return buf
+
+
+def _run_blocked(prog, inputs, out, sig):
+    """Row blocks of `out`: every equation for one block into scratch, then the next block."""
+    plan = _block_plan(prog, inputs, out, sig)
+    arenas = [_scratch(("buffer", k, n), (n,), np.uint8) for k, n in enumerate(plan.buffers)]
+    views = {
+        width: [arenas[k][:nbytes].view(dtype).reshape(shape) for k, nbytes, dtype, shape in spec]
+        for width, spec in plan.layout.items()
+    }
+    # One-element inputs spread over a block: NumPy's loops run several times slower with a
+    # stride-0 operand for some ops (maximum: 3.4x), and a block-sized copy costs nothing.
+    values = list(inputs)
+    filled = []
+    for j, k in enumerate(plan.spread):
+        buf = _scratch(("spread", j), plan.block_shape, inputs[k].dtype)
+        buf.fill(inputs[k].reshape(()))
+        filled.append(buf)
+    spread = {width: list(zip(plan.spread, (v[:width] for v in filled))) for width in views}
+    axis, step, size, block = plan.axis, plan.step, out.shape[plan.axis], prog.code(np)[1]
+    for idx in itertools.product(*map(range, out.shape[:axis])):
+        for start in range(0, size, step):
+            sl, width = slice(start, start + step), min(step, size - start)
+            for k, ix in plan.sliced:
+                values[k] = inputs[k][ix(idx, sl)]
+            for k, v in spread[width]:
+                values[k] = v
+            block(out[(*idx, sl)], *values, *views[width])
+    return out
+
+
+@dataclass
+class BlockPlan:
+    """How `_run_blocked` cuts `out` for one set of shapes: the blocked axis and step; the
+    inputs cut per block (with their indexers), and those spread over a block; the scratch
+    buffers' sizes, and per block width each equation's view (buffer, bytes, dtype, shape)."""
+
+    axis: int
+    step: int
+    block_shape: tuple
+    sliced: list
+    spread: list
+    buffers: list = field(default_factory=list)
+    layout: dict = field(default_factory=dict)
+
+
+def _block_plan(prog, inputs, out, sig) -> BlockPlan:
+    key = (out.shape, *[a.shape for a in inputs])
+    plan = sig.plans.get(key)
+    if plan is not None:
+        return plan
+    axis, step = _block_axis(out.shape, BLOCK_BYTES // sig.itemsize)
+    spread = [k for k, a in enumerate(inputs) if a.size == 1]
+    index = [_indexer(a.shape, out.ndim, axis) for a in inputs]
+    sliced = [(k, ix) for k, ix in enumerate(index) if ix and k not in spread]
+    plan = BlockPlan(axis, step, (step, *out.shape[axis + 1 :]), sliced, spread)
+    owner, lead, rest = None, (0,) * axis, out.shape[axis] % step
+    for width in (step, rest) if rest else (step,):  # full blocks, then the rest
+        blocks = [a.shape for a in inputs]
+        for k, ix in sliced:
+            blocks[k] = inputs[k][ix(lead, slice(0, width))].shape
+        for k in spread:
+            blocks[k] = (width, *plan.block_shape[1:])
+        shapes = prog.run_rules(blocks, "shape_rule", ShapeError)
+        if owner is None:
+            owner, plan.buffers = _allocate(prog, shapes, sig.dtypes)
+        eqs = [(shapes[prog.n_in + j], sig.dtypes[prog.n_in + j]) for j in range(len(owner))]
+        plan.layout[width] = [(k, math.prod(s) * d.itemsize, d, s) for k, (s, d) in zip(owner, eqs)]
+    if len(sig.plans) >= 16:
+        sig.plans.clear()
+    sig.plans[key] = plan
+    return plan
+
+
+def _allocate(prog, shapes, dtypes) -> tuple[list, list]:
+    """(buffer of each equation but the last, bytes of each buffer): values that are never
+    live at once share a buffer (a linear-scan register allocation over the equations). A
+    value whose last use is a one-ufunc equation of its shape and dtype lends that equation
+    its buffer (in place)."""
+    n_in = prog.n_in
+    owner: dict[int, int] = {}
+    free: list[int] = []
+    buffers: list[int] = []
+    for j in range(len(prog.ops) - 1):
+        key = (tuple(shapes[n_in + j]), dtypes[n_in + j])
+        dying = [s for s in prog.frees[j] if s >= n_in]
+        same = [s for s in dying if (tuple(shapes[s]), dtypes[s]) == key]
+        if prog.plain[j] and same:
+            owner[n_in + j] = owner[same[0]]
+        else:
+            owner[n_in + j] = free.pop() if free else len(buffers)
+            if owner[n_in + j] == len(buffers):
+                buffers.append(1)
+        nbytes = math.prod(key[0]) * key[1].itemsize
+        buffers[owner[n_in + j]] = max(buffers[owner[n_in + j]], nbytes)
+        free.extend({owner[s] for s in dying} - {owner[n_in + j]})
+    return [owner[n_in + j] for j in range(len(prog.ops) - 1)], buffers
+
+
+# -- numba loops for small outputs ---------------------------------------------------------
+
+
+def _numba_loop(prog, sig, inputs, out):
+    """The signature's loop for these arrays, or None. It is built on the program's
+    NUMBA_AFTER_CALLS-th call, and compiled again for a new pattern of array types (ndim,
+    read-only flags: at most 4 a signature), for arrays it can take: C-contiguous, inputs
+    of out's size or of one element."""
+    if not out.flags.c_contiguous:
+        return None
+    for a in inputs:
+        if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size not in (1, out.size):
+            return None
+    if sig.loop is False:
+        prog.calls += 1
+        if prog.calls < NUMBA_AFTER_CALLS:
+            return None
+    with _LOCK:
+        if sig.loop is False:
+            sig.loop = numba_loop(prog, sig.dtypes, (out, *inputs))
+        elif sig.loop is not None and len(sig.loop.signatures) < 4:
+            if not specialize(sig.loop, (out, *inputs)):
+                sig.loop = None  # never try again
+        else:
+            return None
+    return sig.loop
+
+
+fused = defop(
+    "fused", _shape_rule, _dtype_rule, _fused, vjp=None, tags={"elementwise", "fused", "nondiff"}
+)

@@ -1,0 +1,130 @@
+"""Op-table rows for `fused` (appended to tests/op_table.py): each row builds one fused node
+directly from a program and checks it against the same equations written in NumPy.
+
+Rows cover 0-d, size-0, broadcasting, non-contiguous inputs, mixed dtypes, attrs, a value used
+twice, and outputs over 1 MiB, for the cache-blocked path (blocks along the first axis, and
+along an inner axis when one row is larger than a block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.special
+
+from kiln.ops.core import apply
+
+try:
+    from op_table import OpCase
+except ImportError:  # op_table is importing this module before it defines OpCase
+
+    @dataclass(frozen=True)
+    class OpCase:
+        op: str
+        label: str
+        fn: object
+        make_args: object
+        reference: object
+        dtypes: tuple = ("float32", "float64")
+        rtol: float | None = None
+        atol: float | None = None
+
+
+def IN(k):
+    """A program reference to external input k."""
+    return ("in", k)
+
+
+def EQ(j):
+    """A program reference to equation j's value."""
+    return ("eq", j)
+
+
+def eq(op, *refs, **attrs):
+    return (op, refs, tuple(sorted(attrs.items())))
+
+
+def fused(*program):
+    """`fn` of a row: one fused node running `program` (it returns its last equation)."""
+    return lambda *xs: apply("fused", *xs, program=tuple(program), outputs=(len(program) - 1,))
+
+
+def inputs(*specs):
+    """`make_args`: (shape, kind, dtype or None, transposed) per input; kinds: normal, pos, bool."""
+
+    def make(rng, dtype):
+        out = []
+        for shape, kind, own, transposed in specs:
+            dtype_ = np.dtype(own or dtype)
+            base = shape[::-1] if transposed else shape
+            if kind == "bool":
+                value = rng.random(base) < 0.5
+            elif kind == "int":
+                value = rng.integers(-4, 5, base)
+            else:
+                value = rng.uniform(0.2, 2.0, base) if kind == "pos" else rng.standard_normal(base)
+            value = np.asarray(value, dtype_)
+            out.append(value.T if transposed else value)
+        return out
+
+    return make
+
+
+def arg(shape, kind="normal", dtype=None, transposed=False):
+    return (shape, kind, dtype, transposed)
+
+
+def _softplus(x, beta):
+    return (np.logaddexp(0, x * beta) / beta).astype(x.dtype)
+
+
+CHAIN = (eq("mul", IN(0), IN(1)), eq("add", EQ(0), IN(0)), eq("tanh", EQ(1)))
+WHERE = (eq("less", IN(0), IN(2)), eq("mul", IN(0), IN(1)), eq("neg", IN(1)),
+         eq("where", EQ(0), EQ(1), EQ(2)))  # fmt: skip
+MIXED = (eq("add", IN(0), IN(1)), eq("tanh", EQ(0)), eq("mul", EQ(1), IN(0)))
+ATTRS = (eq("softplus", IN(0), beta=2.0), eq("sigmoid", EQ(0)), eq("erf", EQ(1)),
+         eq("rsqrt", IN(1)), eq("mul", EQ(2), EQ(3)))  # fmt: skip
+SHARED = (eq("mul", IN(0), IN(1)), eq("tanh", EQ(0)), eq("add", EQ(0), EQ(1)), eq("square", EQ(2)))
+BOOL = (eq("greater", IN(0), IN(1)), eq("less", IN(1), IN(0)), eq("logical_and", EQ(0), EQ(1)),
+        eq("logical_not", EQ(2)))  # fmt: skip
+
+
+def _where_ref(a, b, c):
+    return np.where(a < c, a * b, -b)
+
+
+CASES = [
+    OpCase("fused", "chain-broadcast", fused(*CHAIN), inputs(arg((2, 3)), arg((3,))),
+           lambda a, b: np.tanh(a * b + a)),
+    OpCase("fused", "0d", fused(*CHAIN), inputs(arg(()), arg(())),
+           lambda a, b: np.tanh(a * b + a)),
+    OpCase("fused", "size0", fused(*CHAIN), inputs(arg((0, 3)), arg((3,))),
+           lambda a, b: np.tanh(a * b + a)),
+    OpCase("fused", "noncontig", fused(*CHAIN), inputs(arg((5, 3), transposed=True), arg((5, 1))),
+           lambda a, b: np.tanh(a * b + a)),
+    OpCase("fused", "where-last", fused(*WHERE),
+           inputs(arg((2, 3, 5)), arg((3, 1)), arg((5,))), _where_ref),
+    OpCase("fused", "blocked-rows", fused(*WHERE),
+           inputs(arg((600, 520)), arg((520,)), arg((600, 1))), _where_ref),
+    OpCase("fused", "blocked-3d", fused(*CHAIN),
+           inputs(arg((16, 50, 400)), arg((50, 1))), lambda a, b: np.tanh(a * b + a)),
+    OpCase("fused", "blocked-inner-axis", fused(*WHERE),
+           inputs(arg((3, 100000)), arg((3, 1)), arg((100000,))), _where_ref),
+    OpCase("fused", "blocked-noncontig", fused(*CHAIN),
+           inputs(arg((500, 600), transposed=True), arg((600,))),
+           lambda a, b: np.tanh(a * b + a)),
+    OpCase("fused", "mixed-int32", fused(*MIXED),
+           inputs(arg((2, 5), "int", "int32"), arg((5,))),
+           lambda a, b: np.tanh(a + b) * a),
+    OpCase("fused", "attrs", fused(*ATTRS), inputs(arg((3, 5)), arg((5,), "pos")),
+           lambda a, b: scipy.special.erf(scipy.special.expit(_softplus(a, 2.0)))
+           / np.sqrt(b), rtol=1e-5, atol=1e-6),
+    OpCase("fused", "shared-value", fused(*SHARED), inputs(arg((2, 3)), arg((2, 1))),
+           lambda a, b: np.square(a * b + np.tanh(a * b))),
+    OpCase("fused", "bool-out", fused(*BOOL), inputs(arg((2, 3)), arg((3,))),
+           lambda a, b: np.logical_not((a > b) & (b < a))),
+    OpCase("fused", "int-only", fused(*CHAIN[:2]),
+           inputs(arg((3, 4), "int"), arg((4,), "int")),
+           lambda a, b: a * b + a, ("int32", "int64")),
+]  # fmt: skip

@@ -9,7 +9,7 @@
 array([6.], dtype=float32)
 """
 
-from . import cuda, frontend, init, nn, optim, passes, testing
+from . import cuda, eager, frontend, init, nn, optim, passes, testing
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bool_,
@@ -26,6 +26,8 @@ from .dtypes import (
     uint32,
     uint64,
 )  # fmt: skip
+from .eager import *  # noqa: F403
+from .eager import Tensor, autograd
 from .errors import DeviceError, DTypeError, GraphError, GraphFormatError, KilnError, ShapeError
 from .frontend import *  # noqa: F403
 from .frontend import random

@@ -2,7 +2,7 @@
 
 `_update(param, grad, slots, step)` is the one definition of each optimizer's math: given
 Symbols it builds graph nodes (graph mode: `minimize` turns them into declared updates), given
-arrays it computes values at once.
+arrays or eager Tensors it computes values at once (eager mode: `zero_grad()` and `step()`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import frontend as F
+from .eager import Tensor, no_grad, zeros_like
 from .errors import GraphError
 from .graph.core import Symbol, Variable
 from .graph.opdef import REGISTRY
@@ -56,8 +57,12 @@ class Optimizer:
         if self.params is not None and not self.params:
             raise ValueError("optimizer got an empty parameter list")
         for p in self.params or ():
-            if not isinstance(p, (Parameter, Variable)):
-                raise TypeError(f"optimizer params must be Parameters or Variables, got {p!r}")
+            if not isinstance(p, (Parameter, Variable, Tensor)):
+                raise TypeError(
+                    f"optimizer params must be Parameters, Variables or Tensors, got {p!r}"
+                )
+            if isinstance(p, Tensor) and not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
         self.defaults = dict(defaults)
         for name, value in defaults.items():
             setattr(self, name, value)
@@ -66,6 +71,50 @@ class Optimizer:
     def _update(self, param, grad, slots: dict, step):
         """(new_param, new_slots) from the current values; `step` counts this update (1…)."""
         raise NotImplementedError
+
+    # -- eager mode --------------------------------------------------------------------------
+
+    def _tensors(self) -> list:
+        if self.params is None:
+            raise ValueError(
+                "eager zero_grad()/step() need the params: Optimizer(model.parameters())"
+            )
+        return [p.tensor() if isinstance(p, Parameter) else p for p in self.params
+                if not isinstance(p, Variable)]  # fmt: skip
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward."""
+        for t in self._tensors():
+            if t.grad is not None:
+                t.grad = None if set_to_none else zeros_like(t.grad)
+
+    def step(self) -> None:
+        """One update of every parameter that has a `.grad`, in place, with `_update`: the
+        same math as the graph-mode train op.
+
+        >>> import kiln as kn
+        >>> w = kn.tensor(3.0, requires_grad=True)
+        >>> opt = kn.optim.SGD([w], lr=0.25)
+        >>> (w * w).backward(); opt.step(); w
+        tensor(1.5, requires_grad=True)
+        """
+        symbolic = [k for k in self.defaults if isinstance(getattr(self, k), Symbol)]
+        if symbolic:
+            raise ValueError(f"eager step() needs numbers, but {symbolic} are graph values")
+        with no_grad():
+            for t in self._tensors():
+                if t.grad is None:
+                    continue
+                state = self._state.get(t)
+                if state is None:
+                    state = {"step": 0, **{s: zeros_like(t) for s in self.slot_names}}
+                    self._state[t] = state
+                state["step"] += 1
+                slots = {name: state[name] for name in self.slot_names}
+                step = np.array(state["step"], np.int64)
+                new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step)
+                t.copy_(new_param)
+                state.update(new_slots)
 
     # -- graph mode --------------------------------------------------------------------------
 
@@ -77,6 +126,8 @@ class Optimizer:
         else:
             chosen, ids = [], set()
             for p in candidates:
+                if isinstance(p, Tensor):
+                    raise GraphError("minimize takes Parameters or Variables, not eager Tensors")
                 var = p.variable_in(loss.graph) if isinstance(p, Parameter) else p
                 if var is not None and id(var.node) in seen and id(var) not in ids:
                     ids.add(id(var))

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError
+from ..errors import DTypeError, GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY, ArrayValue
 from ..ops.core import bind
@@ -69,27 +69,51 @@ def _is_scalar(v) -> bool:
     return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
 
 
+# The eager Tensor class, set by kiln.eager (which builds on this module): `lift` keeps them.
+Tensor = None
+
+
 def lift(*args, context=()):
     """Makes operands of one op: Symbols stay, arrays become constants of the Symbols' graph,
     and Python scalars take the dtype NumPy 2 promotion gives them against the others (weak).
 
-    With no Symbol among the arguments or `context` (eager), it returns NumPy arrays instead.
+    With no Symbol among the arguments or `context` (eager), eager Tensors stay and the rest
+    become NumPy arrays.
     """
-    strong = [a.dtype if isinstance(a, Symbol) else _as_array(a).dtype
+    for a in args:  # NOTE: the fast path of every eager op on Tensors
+        if type(a) is not Tensor:
+            break
+    else:
+        if not context:
+            return args
+    kept = (Symbol,) if Tensor is None else (Symbol, Tensor)
+    strong = [a.dtype if isinstance(a, kept) else _as_array(a).dtype
               for a in args if not _is_scalar(a)]  # fmt: skip
     graph = next((a.graph for a in (*args, *context) if isinstance(a, Symbol)), None)
     out = []
     for a in args:
-        if isinstance(a, Symbol):
+        if isinstance(a, Symbol) or (graph is None and isinstance(a, kept)):
             out.append(a)
             continue
-        if _is_scalar(a):
+        if isinstance(a, kept):  # a Tensor in graph mode: a constant of its value
+            array = _tensor_value(a)
+        elif _is_scalar(a):
             dtype = dt.promote(*strong, a) if strong else dt.scalar_dtype(a)
             array = np.asarray(a, dtype=dtype)
         else:
             array = _as_array(a)
         out.append(array if graph is None else constant(array, graph=graph))
     return out
+
+
+def _tensor_value(t) -> np.ndarray:
+    if t.requires_grad:
+        raise GraphError(
+            f"a Tensor that requires grad ({t.dtype}{list(t.shape)}) is used in graph mode, "
+            "where it would be a constant that no gradient reaches; pass it as a placeholder "
+            "or kn.Variable, or detach() it"
+        )
+    return t.detach().cpu().numpy()
 
 
 def call(op_name: str, *args, **attrs):

@@ -1,8 +1,9 @@
-"""`Module` and `Parameter`: PyTorch's module model, with parameters that become graph Variables.
+"""`Module`: PyTorch's module model, with parameters that become graph Variables.
 
 A `Parameter` holds its value as a NumPy array from construction. Called on Symbols, a module
 resolves each of its Parameters to ONE Variable per graph (named by the module path, e.g.
-`fc1/weight`), so calling a module twice in a graph shares its Variables. Called on NumPy
+`fc1/weight`), so calling a module twice in a graph shares its Variables. Called on eager
+Tensors, each Parameter is its one leaf Tensor (autograd fills its `.grad`). Called on NumPy
 arrays, it computes at once with the current values (no graph).
 """
 
@@ -14,94 +15,21 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..eager import Tensor, no_grad, zeros_like
 from ..errors import GraphError
-from ..graph.core import Symbol, Variable
+from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import apply, bind_graph
 from ..runtime.backend import get_backend
+from .parameter import Parameter
 
 __all__ = ["Module", "Parameter", "updates_for"]
 
 
-class Parameter:
-    """A module's value: trainable (a parameter) or not (a buffer such as a running mean).
-
-    It keeps a NumPy value and the Variables made from it, one per graph. Its current value
-    is that of the Variable of the graph it was most recently used in.
-
-    >>> import kiln as kn, numpy as np
-    >>> p = kn.nn.Parameter(np.zeros((2, 3), np.float32))
-    >>> p.shape, p.dtype, p.trainable
-    ((2, 3), dtype('float32'), True)
-    """
-
-    def __init__(self, value, trainable: bool = True, name: str | None = None):
-        self._value = np.array(value, copy=True)
-        self.trainable = trainable
-        self.name = name
-        self._vars: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id(graph)
-        self._last: Variable | None = None  # NOTE: strong, so training results outlive graphs
-
-    @property
-    def shape(self) -> tuple:
-        return self._value.shape
-
-    @property
-    def dtype(self):
-        return self._value.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self._value.ndim
-
-    @property
-    def size(self) -> int:
-        return self._value.size
-
-    @property
-    def value(self) -> np.ndarray:
-        """The current value (not a copy: do not modify it)."""
-        return self._last.value if self._last is not None else self._value
-
-    def numpy(self) -> np.ndarray:
-        """A copy of the current value."""
-        return np.array(self.value, copy=True)
-
-    def assign(self, value) -> None:
-        """Sets the value here and in every Variable made from this Parameter."""
-        array = np.asarray(value)
-        if array.shape != self.shape:
-            raise ValueError(f"cannot assign shape {array.shape} to {self!r}")
-        if not np.can_cast(array.dtype, self.dtype, "same_kind"):
-            raise TypeError(f"cannot assign {array.dtype} to {self!r}")
-        self._value = np.array(array, dtype=self.dtype, copy=True)
-        for var in list(self._vars.values()):
-            var.assign(self._value)
-
-    def variable_in(self, graph) -> Variable | None:
-        """This Parameter's Variable in `graph`, or None if it has none there."""
-        var = self._vars.get(id(graph))
-        return var if var is not None and var.graph is graph else None
-
-    def variable(self, graph) -> Variable:
-        """This Parameter's Variable in `graph`, made (from the current value) if needed."""
-        var = self.variable_in(graph)
-        if var is None:
-            var = Variable(self.value, name=self.name, trainable=self.trainable, graph=graph)
-            self._vars[id(graph)] = var
-        if self._last is not var:
-            if self._last is not None:  # switching graphs: keep the latest value here too
-                self._value = self._last.numpy()
-            self._last = var
-        return var
-
-    def __repr__(self):
-        kind = "Parameter" if self.trainable else "Buffer"
-        return f"<{kind} {self.name or '?'}: {self.dtype}{list(self.shape)}>"
-
-
-# The active module call of this thread: the graph its Parameters resolve in (None: NumPy).
+# The active module call of this thread: the graph its Parameters resolve in (None: NumPy;
+# EAGER: Tensors).
 _local = threading.local()
+EAGER = "eager"
 
 
 def _active() -> list:
@@ -114,6 +42,8 @@ def _graph_of(args) -> object | None:
     for a in args:
         if isinstance(a, Symbol):
             return a.graph
+        if isinstance(a, Tensor):
+            return EAGER
         if isinstance(a, (list, tuple)):
             found = _graph_of(a)
             if found is not None:
@@ -125,10 +55,10 @@ class Module:
     """Base class of layers and models, as PyTorch's `nn.Module`.
 
     Assigning a `Parameter` or a `Module` to an attribute registers it. Inside `forward`,
-    `self.weight` is the Parameter's Variable in the graph of the call's Symbols (or its
-    NumPy value on NumPy inputs). The graph built depends on `training` at call time: call
-    `eval()` before building the evaluation graph (in the same `kn.Graph`, to share the
-    Variables).
+    `self.weight` is the Parameter's Variable in the graph of the call's Symbols (its leaf
+    Tensor on Tensors, its NumPy value on NumPy inputs). The graph built depends on `training`
+    at call time: call `eval()` before building the evaluation graph (in the same `kn.Graph`,
+    to share the Variables).
 
     >>> import kiln as kn, numpy as np
     >>> class Affine(kn.nn.Module):
@@ -160,7 +90,7 @@ class Module:
             graph = calls[-1]
         calls.append(graph)
         try:
-            if graph is not None and self._name is not None:
+            if graph is not None and graph is not EAGER and self._name is not None:
                 with graph.name_scope(self._name):
                     return self.forward(*args, **kwargs)
             return self.forward(*args, **kwargs)
@@ -193,6 +123,8 @@ class Module:
             calls = _active()
             if not calls:
                 return param
+            if calls[-1] is EAGER:
+                return param.tensor()
             return param.value if calls[-1] is None else param.variable(calls[-1])
         modules = self.__dict__.get("_modules", {})
         if name in modules:
@@ -266,6 +198,12 @@ class Module:
             object.__setattr__(m, "training", bool(mode))
         return self
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clears the eager `.grad` of every parameter (PyTorch's default: to None)."""
+        for p in self.parameters():
+            if p._tensor is not None and p._tensor.grad is not None:
+                p._tensor.grad = None if set_to_none else zeros_like(p._tensor.grad)
+
     def eval(self) -> Module:
         """`train(False)`: dropout off, batch norm on running statistics."""
         return self.train(False)
@@ -311,11 +249,12 @@ class Module:
 
     def _record_updates(self, output, new_values: dict) -> None:
         """Buffer updates of this call (`{name: new value}`): in graph mode `assign` nodes
-        tied to `output` (see `updates_for`); on NumPy values, applied now."""
+        tied to `output` (see `updates_for`); on NumPy values and Tensors, applied now."""
         graph = _active()[-1] if _active() else None
-        if graph is None:
-            for name, value in new_values.items():
-                self._parameters[name].assign(value)
+        if graph is None or graph is EAGER:
+            with no_grad():
+                for name, value in new_values.items():
+                    self._parameters[name].assign(value)
             return
         assigns = [
             apply("assign", self._parameters[name].variable(graph), value)

@@ -12,7 +12,8 @@ from ..errors import DTypeError, GraphError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef, register
 
-# Eager dispatch: the eager layer installs a function here that handles its Tensors.
+# Eager dispatch: kiln.eager installs a function here that runs ops on its Tensors (and
+# hands anything else to `run_eager`).
 eager_dispatch = None
 
 
@@ -23,20 +24,26 @@ def bind(op: OpDef, *args, **attrs):
     >>> bind(REGISTRY["add"], np.float32(1), np.float32(2))
     array(3., dtype=float32)
     """
-    if any(isinstance(a, Symbol) for a in args):
-        return bind_graph(op, args, attrs)
+    for a in args:  # NOTE: a loop, not any(...): this is every eager op's path
+        if isinstance(a, Symbol):
+            return bind_graph(op, args, attrs)
     if eager_dispatch is not None:
         return eager_dispatch(op, args, attrs)
+    return run_eager(op, args, attrs)
+
+
+def run_eager(op: OpDef, args, attrs):
+    """Runs the kernel now on NumPy arrays: NumPy arrays in, a NumPy array out."""
     arrays = [np.asarray(a) for a in args]
-    _check_eager(op, arrays, attrs)
+    check_rules(op, arrays, attrs)
     return np.asarray(op.impl(np, *arrays, **attrs))
 
 
-def _check_eager(op: OpDef, arrays, attrs):
+def check_rules(op: OpDef, arrays, attrs):
     """The op's shape and dtype rules on concrete arrays: eager errors match graph ones."""
     try:
-        op.shape_rule(*(a.shape for a in arrays), **attrs)
-        op.dtype_rule(*(a.dtype for a in arrays), **attrs)
+        op.shape_rule(*[a.shape for a in arrays], **attrs)
+        op.dtype_rule(*[a.dtype for a in arrays], **attrs)
     except (ShapeError, DTypeError) as e:
         raise node_error(type(e), str(e), op=op.name, name=None, site=user_site()) from None
 

@@ -127,7 +127,8 @@ def index_tuple(spec) -> tuple:
 
 
 def _index(xp, x, out=None, *, spec):
-    return _copy_into(out, x[index_tuple(spec)])
+    # NOTE: the trailing Ellipsis keeps an all-int index a 0-d view (NumPy gives a scalar copy)
+    return _copy_into(out, x[(*index_tuple(spec), Ellipsis)])
 
 
 index = defop(

@@ -1,0 +1,142 @@
+"""Per-op overhead of eager mode beside a hand-written NumPy loop (issue 5's target: <= 2x).
+
+(a) chains of 1, 10 and 100 unary ops (sin, cos, tanh, ...) on float32[16], where the time is
+all overhead: eager Tensors without grad, the same with NumPy arrays through kiln (no
+Tensor), and Tensors that require grad (forward only, and forward + backward);
+(b) one SGD training step of an MLP 784-128-10 on a batch of 64 (forward, backward, update)
+beside the same step written by hand in NumPy.
+Single-threaded; each time is the best of several repeats, in microseconds per call.
+
+    python bench/eager_overhead.py [--quick]
+"""
+
+import os
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import kiln as kn  # noqa: E402
+
+CHAIN = ((kn.sin, np.sin), (kn.cos, np.cos), (kn.tanh, np.tanh))
+
+
+def per_call_seconds(fn, repeats: int, min_batch_s: float) -> float:
+    """Best-of-`repeats` time of one call, each repeat a batch lasting at least `min_batch_s`."""
+    fn()
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_batch_s:
+            break
+        number *= 2
+    best = elapsed / number
+    for _ in range(repeats - 1):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def chain(fns, n_ops):
+    def run(v):
+        for i in range(n_ops):
+            v = fns[i % len(fns)](v)
+        return v
+
+    return run
+
+
+def chain_cases(n_ops: int):
+    value = np.linspace(-1, 1, 16, dtype=np.float32)
+    x = kn.from_numpy(value)
+    w = kn.tensor(value, requires_grad=True)
+    kiln_chain = chain([k for k, _ in CHAIN], n_ops)
+    numpy_chain = chain([n for _, n in CHAIN], n_ops)
+
+    def backward():
+        kiln_chain(w).sum().backward()
+
+    return {
+        "NumPy loop": lambda: numpy_chain(value),
+        "eager Tensor, no grad": lambda: kiln_chain(x),
+        "kiln on NumPy arrays": lambda: kiln_chain(value),
+        "eager, requires grad (forward)": lambda: kiln_chain(w),
+        "eager, forward + backward": backward,
+    }
+
+
+def mlp_step_case(batch: int = 64, sizes=(784, 128, 10), lr: float = 0.01):
+    """kiln eager and NumPy versions of one SGD step of an MLP with ReLU and cross-entropy."""
+    kn.manual_seed(0)
+    model = kn.nn.MLP(list(sizes))
+    opt = kn.optim.SGD(model.parameters(), lr=lr)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, sizes[0]), np.float32)
+    labels = rng.integers(0, sizes[-1], batch)
+    xt, lt = kn.from_numpy(x), kn.from_numpy(labels)
+    w1, b1, w2, b2 = (p.numpy() for p in model.parameters())
+
+    def kiln_step():
+        opt.zero_grad()
+        loss = kn.cross_entropy(model(xt), lt)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    def numpy_step():
+        h = x @ w1.T + b1
+        a = np.maximum(h, 0)
+        z = a @ w2.T + b2
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        loss = -np.log(p[np.arange(batch), labels]).mean()
+        dz = p
+        dz[np.arange(batch), labels] -= 1
+        dz /= batch
+        da = (dz @ w2) * (h > 0)
+        for param, grad in ((w2, dz.T @ a), (b2, dz.sum(0)), (w1, da.T @ x), (b1, da.sum(0))):
+            param -= lr * grad
+        return float(loss)
+
+    return kiln_step, numpy_step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few repeats: a smoke test")
+    args = parser.parse_args()
+    repeats, min_batch_s = (2, 0.002) if args.quick else (7, 0.05)
+    print(f"kiln {kn.__version__}, NumPy {np.__version__}, Python {platform.python_version()}; "
+          f"single-threaded; best of {repeats} repeats")  # fmt: skip
+    print(f"{'case':<54} {'µs/call':>9} {'µs/op':>7} {'vs NumPy':>9}")
+    for n in (1, 10, 100):
+        cases = chain_cases(n)
+        np.testing.assert_allclose(cases["eager Tensor, no grad"]().numpy(),
+                                   cases["NumPy loop"](), rtol=1e-5, atol=1e-6)  # fmt: skip
+        base = per_call_seconds(cases["NumPy loop"], repeats, min_batch_s)
+        for name, fn in cases.items():
+            t = base if name == "NumPy loop" else per_call_seconds(fn, repeats, min_batch_s)
+            label = f"chain of {n}, f32[16]: {name}"
+            print(f"{label:<54} {t * 1e6:>9.1f} {t * 1e6 / n:>7.2f} {t / base:>8.2f}x")
+    kiln_step, numpy_step = mlp_step_case()
+    assert abs(kiln_step() - numpy_step()) < 1e-4  # the same first step
+    for name, fn in (("MLP 784-128-10 SGD step, batch 64: NumPy", numpy_step),
+                     ("MLP 784-128-10 SGD step, batch 64: eager", kiln_step)):  # fmt: skip
+        t = per_call_seconds(fn, repeats, min_batch_s)
+        base = t if name.endswith("NumPy") else base
+        print(f"{name:<54} {t * 1e6:>9.1f} {'':>7} {t / base:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,326 @@
+"""Tape autograd with PyTorch's semantics: `backward`, `grad`, and the tape entry `Node`.
+
+Each op on tensors that require grad (with grad mode on) records one `Node`: the op, its
+inputs and output as the op's vjp needs them (with their versions), and where each input's
+cotangent goes. Backward runs nodes in reverse creation order (a topological order); one
+place sums a cotangent back to its input's shape (`sum_to_shape`, shared with graph mode)
+and one place accumulates it. Saved values that are gone or stale: see `saved`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import weakref
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..graph.core import user_site
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
+from ..passes.differentiate import sum_to_shape
+from ..runtime.backend import get_backend
+from .grad_mode import is_anomaly_enabled, set_grad_enabled
+from .saved import SavedTensorError, Unavailable, unpack
+from .tensor import Tensor, describe, make, version_of
+
+__all__ = ["Node", "backward", "grad"]
+
+_seq = itertools.count()
+
+
+class Node:
+    """The tape entry of one op, a tensor's `grad_fn`: what the op's vjp needs, and where each
+    input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None)."""
+
+    __slots__ = ("op", "attrs", "saved", "versions", "edges", "metas", "out", "device", "seq",
+                 "site", "retained", "__weakref__")  # fmt: skip
+
+    def name(self) -> str:
+        """PyTorch's style of name: `MulBackward0`."""
+        return "".join(w.capitalize() for w in self.op.name.split("_")) + "Backward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
+
+    def release(self) -> None:
+        self.saved = self.out = None
+
+    def __repr__(self):
+        return f"<{self.name()} from {self.site}>"
+
+
+class AccumulateGrad:
+    """Where the cotangent of a leaf goes (its `.grad`); `next_functions` shows it."""
+
+    def __init__(self, variable: Tensor):
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self):
+        return "<AccumulateGrad>"
+
+
+_STOP = REGISTRY["stop_gradient"]
+
+
+def record(op, args, attrs, out: Tensor) -> None:
+    """Records the tape entry of `out = op(*args)`; `out` then requires grad."""
+    if op is _STOP or out._data.dtype.kind != "f":
+        return
+    saved, versions, edges, metas = [], [], [], []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a._inference:
+                raise RuntimeError(
+                    "Inference tensors cannot be saved for backward. To work around you can "
+                    "make a clone to get a normal tensor and use it in autograd. (input "
+                    f"{i} of {op.name}: {describe(a)}, made in inference_mode; at {user_site()})"
+                )
+            edges.append((a.grad_fn or a) if a._requires_grad else None)
+            versions.append(version_of(a).value)
+            metas.append((a._data.shape, a._data.dtype))
+        else:
+            edges.append(None)
+            versions.append(None)
+            metas.append((np.shape(a), np.asarray(a).dtype))
+        saved.append(a)
+    vc = version_of(out)
+    metas.append((out._data.shape, out._data.dtype))
+    node = Node()
+    node.op, node.attrs, node.saved, node.versions = op, attrs, tuple(saved), tuple(versions)
+    node.edges, node.metas, node.out = tuple(edges), tuple(metas), (out._data, vc, vc.value)
+    node.device, node.seq, node.site, node.retained = out._device, next(_seq), user_site(), None
+    out.grad_fn = node
+    out._requires_grad = True
+
+
+def retain(t: Tensor) -> None:
+    """`t.retain_grad()`: the next backward also fills `.grad` of this non-leaf tensor."""
+    if t.grad_fn is not None:
+        t.grad_fn.retained = weakref.ref(t)
+    elif not t._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+
+
+# -- the engine ----------------------------------------------------------------------------------
+
+
+def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
+    op = node.op
+    if op.vjp is None:
+        if "nondiff" in op.tags:  # PyTorch: zero gradients (floor, round, sign…)
+            xp = get_backend(node.device).xp
+            return tuple(None if e is None else make(xp.zeros(*meta), node.device)
+                         for e, meta in zip(node.edges, node.metas))  # fmt: skip
+        raise RuntimeError(f"derivative for {op.name} is not implemented (created at {node.site})")
+    out, inputs = unpack(node, create_graph)
+    # NOTE: a vjp computes every input's cotangent, even those no one needs (the exponent's
+    # of x ** 2 takes log(x)): their warnings are noise; anomaly mode checks the needed ones.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        cts = op.vjp(ct, out, *inputs, **node.attrs)
+    if is_anomaly_enabled():
+        _check_nan(node, cts)
+    return cts
+
+
+def _check_nan(node: Node, cts) -> None:
+    for i, (c, edge) in enumerate(zip(cts, node.edges)):
+        needed = edge is not None and isinstance(c, Tensor) and not isinstance(c, Unavailable)
+        if needed and dt.is_float(c.dtype) and np.isnan(c._host()).any():
+            inputs = ", ".join(describe(a) if isinstance(a, Tensor) else "constant"
+                               for a in node.saved or ())  # fmt: skip
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {i}th output: the "
+                f"gradient of {node.op.name}, created at {node.site} (inputs: {inputs})"
+            )
+
+
+def _fit(ct, meta, device: str) -> Tensor:
+    """`ct` summed back to the input's shape (after broadcasting) and in its dtype."""
+    if not isinstance(ct, Tensor):
+        ct = make(np.asarray(ct), device)
+    shape, dtype = meta
+    ct = sum_to_shape(ct, shape)
+    return ct if ct.dtype == dtype else bind(REGISTRY["cast"], ct, dtype=dtype)
+
+
+def _needed(nodes: list, targets: set) -> set:
+    """The nodes (ids) whose inputs lead to some target (a Node's or a leaf's id)."""
+    found = set()
+    for node in sorted(nodes, key=lambda n: n.seq):
+        if any(id(e) in targets or id(e) in found for e in node.edges):
+            found.add(id(node))
+    return found
+
+
+def _reachable(starts) -> list:
+    seen, stack, out = set(), list(starts), []
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+            stack.extend(e for e in node.edges if isinstance(e, Node))
+    return out
+
+
+def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
+    """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
+    {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
+    pending: dict = {}  # id(node or leaf) -> [node or leaf, summed cotangent]
+    heap: list = []
+    leaves: list = []
+    target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
+    starts = [r.grad_fn for r in roots if r.grad_fn is not None]
+    needed = None if targets is None else _needed(_reachable(starts), target_ids)
+    captured: dict = {}
+    with set_grad_enabled(create_graph):
+        for root, seed in zip(roots, seeds):
+            _send(root.grad_fn or root, seed, pending, heap, leaves)
+        while heap:
+            node = heapq.heappop(heap)[2]
+            ct = pending.pop(id(node))[1]
+            if node.retained is not None and node.retained() is not None:
+                _accumulate(node.retained(), ct, create_graph)
+            if target_ids is not None and id(node) in target_ids:
+                captured[id(node)] = ct
+            if needed is not None and id(node) not in needed:
+                continue
+            cts = _vjp(node, ct, create_graph)
+            for edge, c, meta in zip(node.edges, cts, node.metas):
+                if edge is None or c is None:
+                    continue
+                if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
+                    continue
+                if isinstance(c, Unavailable):
+                    raise SavedTensorError(c._reason)
+                _send(edge, _fit(c, meta, node.device), pending, heap, leaves)
+            if not retain_graph:
+                node.release()
+    if targets is not None:
+        captured.update((id(leaf), pending[id(leaf)][1]) for leaf in leaves)
+        return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+    for leaf in leaves:
+        if leaf._requires_grad:
+            _accumulate(leaf, pending[id(leaf)][1], create_graph)
+    return {}
+
+
+def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:
+    entry = pending.get(id(edge))
+    if entry is not None:
+        entry[1] = entry[1] + ct
+        return
+    pending[id(edge)] = [edge, ct]
+    if isinstance(edge, Node):
+        heapq.heappush(heap, (-edge.seq, id(edge), edge))
+    else:
+        leaves.append(edge)
+
+
+def _accumulate(t: Tensor, ct: Tensor, create_graph: bool) -> None:
+    """`t.grad += ct`: in place as PyTorch does, unless recording (create_graph)."""
+    if t._grad is None:  # NOTE: a copy unless recorded: cotangents may be shared (add's)
+        t._grad = ct if create_graph and ct._requires_grad else make(ct._data.copy(), ct._device)
+    elif create_graph or t._grad._requires_grad:
+        t._grad = t._grad + ct
+    else:
+        t._grad._data += ct._data
+
+
+# -- the API ---------------------------------------------------------------------------------------
+
+
+def _roots(tensors, grad_tensors) -> tuple[list, list]:
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors]
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
+    seeds = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn "
+                f"({describe(t)}{', made in inference_mode' if t._inference else ''}); was it "
+                "computed under no_grad, or only from tensors without requires_grad=True?"
+            )
+        seeds.append(_seed(i, t, g))
+    return tensors, seeds
+
+
+def _seed(i: int, t: Tensor, g) -> Tensor:
+    if g is None:
+        if t._data.size != 1:
+            made = f"output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs (element {i} is "
+                f"{describe(t)}, {made}); pass gradient= (a tensor of its shape)"
+            )
+        return make(np.ones(t.shape, t.dtype), t._device)
+    g = g if isinstance(g, Tensor) else make(np.asarray(g, dtype=t.dtype))
+    if g.shape != t.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
+            f"output[{i}] has a shape of {list(t.shape)}."
+        )
+    return g if g.dtype == t.dtype else bind(REGISTRY["cast"], g, dtype=t.dtype)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
+    """Accumulates the gradients of `tensors` (weighted by `grad_tensors`) into the leaves'
+    `.grad`; the saved values are freed unless `retain_graph` (default: `create_graph`).
+
+    >>> import kiln as kn
+    >>> x = kn.tensor(2.0, requires_grad=True)
+    >>> kn.autograd.backward([x * x * x])
+    >>> x.grad
+    tensor(12.)
+    """
+    roots, seeds = _roots(tensors, grad_tensors)
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    _run(roots, seeds, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         allow_unused: bool = False) -> tuple:  # fmt: skip
+    """The gradients of `outputs` with respect to each of `inputs`, without touching `.grad`
+    (PyTorch's `torch.autograd.grad`). `create_graph=True` records them for higher orders.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor(3.0, requires_grad=True)
+    >>> (dx,) = kn.autograd.grad(x ** 3, x, create_graph=True)
+    >>> (d2x,) = kn.autograd.grad(dx, x)
+    >>> dx.item(), d2x.item()
+    (27.0, 18.0)
+    """
+    roots, seeds = _roots(outputs, grad_outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor) or not x._requires_grad:
+            raise RuntimeError(
+                f"One of the differentiated Tensors does not require grad (input {i}: "
+                f"{describe(x) if isinstance(x, Tensor) else type(x).__name__})"
+            )
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    found = _run(roots, seeds, retain_graph, create_graph, targets=inputs)
+    results = []
+    for i, x in enumerate(inputs):
+        g = found[id(x)]
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                f"Set allow_unused=True if this is the desired behavior. (input {i}: "
+                f"{describe(x)})"
+            )
+        results.append(g)
+    return tuple(results)

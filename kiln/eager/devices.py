@@ -1,0 +1,92 @@
+"""Devices of eager tensors: naming them, and `Tensor.to` / `cpu` / `cuda` with the dtype
+conversions (`float`, `double`, `long`, `int`, `bool`). There is no silent fallback: a device
+that cannot be used raises DeviceError with the reason."""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..errors import DeviceError, DTypeError
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
+from ..runtime.backend import get_backend, parse_device
+from .grad_mode import state
+from .tensor import Tensor, describe, make
+
+__all__ = ["canonical_device", "install"]
+
+
+def canonical_device(device) -> str:
+    """`"cpu"` or `"cuda:N"`, after checking the device is usable (DeviceError says why not).
+
+    >>> canonical_device("cpu")
+    'cpu'
+    """
+    kind, index = parse_device(device)
+    get_backend(device)
+    return "cpu" if kind == "cpu" else f"{kind}:{index}"
+
+
+def _is_device(value) -> bool:
+    """Whether `to(value)` names a device (any string that is not a dtype name)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        dt.as_dtype(value)
+    except DTypeError:
+        return True
+    return False
+
+
+def to(self, device=None, dtype=None, copy: bool = False) -> Tensor:
+    """This tensor on `device` and/or as `dtype` (`t.to("cuda")`, `t.to(kn.float64)`), itself
+    when nothing changes; a dtype change is an op that gradients flow through.
+
+    >>> import kiln as kn
+    >>> t = kn.ones(2)
+    >>> t.to("cpu") is t, t.to(kn.float64).dtype
+    (True, dtype('float64'))
+    """
+    if dtype is None and device is not None and not _is_device(device):
+        device, dtype = None, device
+    out = self
+    if dtype is not None and dt.as_dtype(dtype) != self.dtype:
+        out = bind(REGISTRY["cast"], out, dtype=dt.as_dtype(dtype))
+    if device is not None:
+        target = canonical_device(device)
+        if target != out._device:
+            out = _move(out, target)
+    return out.clone() if copy and out is self else out
+
+
+def _move(t: Tensor, device: str) -> Tensor:
+    """A copy of `t` on `device`. NOTE: not recorded for autograd yet: kiln's CuPy backend,
+    the only other device, raises before this is reached (see kiln.runtime.cuda)."""
+    if t._requires_grad and state.grad:
+        raise DeviceError(f"moving a tensor that requires grad across devices is not supported "
+                          f"yet ({describe(t)} to {device})")  # fmt: skip
+    if device == "cpu":
+        return make(get_backend(t._device).to_host(t._data), device)
+    if t._device != "cpu":
+        raise DeviceError(f"copy between devices {t._device} and {device}: go through the cpu")
+    return make(get_backend(device).to_device(t._data), device)
+
+
+def cpu(self) -> Tensor:
+    return to(self, "cpu")
+
+
+def cuda(self, device=None) -> Tensor:
+    return to(self, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int)
+              else device)  # fmt: skip
+
+
+CONVERSIONS = {
+    "float": dt.float32, "double": dt.float64, "half": dt.float16, "long": dt.int64,
+    "int": dt.int32, "bool": dt.bool_,
+}  # fmt: skip
+
+
+def install(cls) -> None:
+    cls.to, cls.cpu, cls.cuda = to, cpu, cuda
+    for name, dtype in CONVERSIONS.items():
+        setattr(cls, name, lambda self, _dtype=dtype: to(self, dtype=_dtype))

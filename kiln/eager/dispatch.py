@@ -1,0 +1,157 @@
+"""The eager half of `bind`: an op on Tensors runs now, on their device, and records its tape
+entry when grad mode is on and an input requires grad. NumPy arrays in give NumPy arrays out.
+
+This is the per-op path of eager mode, so it is kept short: one pass over the arguments, the
+op's shape and dtype rules checked once per signature (then cached), the kernel, one Tensor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DeviceError, DTypeError, ShapeError
+from ..graph.core import user_site
+from ..ops import core as ops_core
+from ..ops.random import next_seed
+from ..runtime.backend import get_backend
+from . import autograd
+from .grad_mode import state
+from .saved import SavedTensorError, Unavailable
+from .tensor import Tensor, describe, make, version_of
+
+__all__ = ["eager_dispatch"]
+
+_ndarray = np.ndarray
+_new = object.__new__
+_XP = {"cpu": np}
+_VIEWS = frozenset(op for op in ops_core.REGISTRY.values() if "view" in op.tags)
+_RANDOM = frozenset(op for op in ops_core.REGISTRY.values() if "random" in op.tags)
+_checked: set = set()  # signatures (op, shapes, dtypes, attrs) whose rules passed
+_CHECKED_MAX = 1 << 16
+
+
+def eager_dispatch(op, args, attrs):
+    """Runs `op` on `args` now: Tensors give a Tensor, anything else goes to NumPy."""
+    if len(args) == 1 and type(args[0]) is Tensor:  # the common case, kept short
+        x = args[0]
+        data = x._data
+        try:
+            key = (
+                (op, data.shape, data.dtype, *attrs.items())
+                if attrs
+                else (op, data.shape, data.dtype)
+            )
+            checked = key in _checked
+        except TypeError:  # an unhashable attr: check every time
+            key, checked = None, False
+        if not checked:
+            _check(op, [data], attrs, args, key)
+        device = x._device
+        xp = np if device == "cpu" else _xp(device)
+        data = op.impl(xp, data, **attrs)
+        if type(data) is not _ndarray:
+            data = xp.asarray(data)  # 0-d: NumPy's ufuncs give scalars
+        out = _new(Tensor)  # as `make`, inline: this is the per-op cost
+        out._data, out._device, out._requires_grad, out.grad_fn = data, device, False, None
+        out._grad = out._vc = out._base = None
+        out._inference = state.inference
+        if op in _VIEWS:
+            _link_view(out, x)
+        if x._requires_grad and state.grad:
+            autograd.record(op, args, attrs, out)
+        return out
+    return _dispatch(op, args, attrs)
+
+
+def _dispatch(op, args, attrs):
+    device = None
+    grad = False
+    try:
+        for a in args:
+            if isinstance(a, Tensor):
+                a._data  # noqa: B018 — an Unavailable (saved value) raises here
+                if a._requires_grad:
+                    grad = True
+                if device is None:
+                    device = a._device
+                elif a._device is not device and a._device != device:
+                    raise _device_error(op, args)
+    except SavedTensorError:
+        return _unavailable(op, args, attrs)
+    if device is None:
+        if op in _RANDOM and "key" not in attrs:
+            attrs["key"] = (next_seed(), 0)
+        return ops_core.run_eager(op, args, attrs)
+    xp = np if device == "cpu" else _xp(device)
+    datas = [a._data if isinstance(a, Tensor) else xp.asarray(a) for a in args]
+    try:
+        if len(datas) == 2:  # binary ops: no list building
+            a, b = datas
+            key = (op, 2, a.shape, a.dtype, b.shape, b.dtype, *attrs.items())
+        else:
+            key = (op, len(datas), *[(d.shape, d.dtype) for d in datas], *attrs.items())
+        checked = key in _checked
+    except TypeError:
+        key, checked = None, False
+    if not checked:
+        _check(op, datas, attrs, args, key)
+    data = op.impl(xp, *datas, **attrs)
+    if type(data) is not _ndarray:
+        data = xp.asarray(data)
+    out = make(data, device)
+    if op in _VIEWS:
+        _link_view(out, args[0])
+    if grad and state.grad:
+        autograd.record(op, args, attrs, out)
+    return out
+
+
+def _check(op, datas, attrs, args, key) -> None:
+    """The op's shape and dtype rules (errors as in graph mode); `key` remembers a pass."""
+    try:
+        ops_core.check_rules(op, datas, attrs)
+    except (ShapeError, DTypeError) as e:
+        inputs = ", ".join(describe(a) if isinstance(a, Tensor) else f"array {a.dtype}"
+                           f"{list(np.shape(a))}" for a in args)  # fmt: skip
+        raise type(e)(f"{e}; inputs: {inputs}") from None
+    if key is not None:
+        if len(_checked) >= _CHECKED_MAX:
+            _checked.clear()
+        _checked.add(key)
+
+
+def _link_view(out: Tensor, x) -> None:
+    """`out` shares `x`'s data (as PyTorch's views do): it shares its version counter too."""
+    if not isinstance(x, Tensor):
+        return
+    a, b = out._data, x._data
+    if (a.base if a.base is not None else a) is (b.base if b.base is not None else b):
+        base = x._base if x._base is not None else x
+        out._base = base
+        out._vc = version_of(base)
+
+
+def _xp(device: str):
+    xp = _XP[device] = get_backend(device).xp
+    return xp
+
+
+def _device_error(op, args) -> DeviceError:
+    tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+    devices = list(dict.fromkeys(a._device for _, a in tensors))
+    inputs = ", ".join(f"input {i} {describe(a)}" for i, a in tensors)
+    return DeviceError(
+        f"Expected all tensors to be on the same device, but found at least two devices, "
+        f"{devices[0]} and {devices[1]}! (op {op.name}: {inputs}; at {user_site()})"
+    )
+
+
+def _unavailable(op, args, attrs) -> Unavailable:
+    """An op on a saved value that backward may not read: typed by the rules, not computed."""
+    reason = next(a._reason for a in args if isinstance(a, Unavailable))
+    device = next(a._device for a in args if isinstance(a, Tensor))
+    shape = op.shape_rule(*(np.shape(a) if not isinstance(a, Tensor) else a.shape for a in args),
+                          **attrs)  # fmt: skip
+    dtype = op.dtype_rule(*(a.dtype if isinstance(a, Tensor) else np.asarray(a).dtype
+                            for a in args), **attrs)  # fmt: skip
+    return Unavailable(shape, dtype, device, reason)

@@ -1,0 +1,206 @@
+"""Making tensors: `tensor`, `from_numpy`, `zeros`, `ones`, `full`, `arange`, `linspace`,
+`eye`, `randn`, `rand` and the `*_like` forms (PyTorch's signatures; kiln's default float is
+float32). Random tensors draw from the `kn.manual_seed` stream through the random ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..frontend.core import _as_array
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
+from ..ops.random import next_seed
+from ..runtime.backend import get_backend
+from .devices import canonical_device
+from .tensor import Tensor, make
+
+__all__ = [
+    "arange",
+    "eye",
+    "from_numpy",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "rand",
+    "randn",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]
+
+
+def _finish(array, device, requires_grad: bool) -> Tensor:
+    device = canonical_device(device)
+    if device != "cpu":
+        array = get_backend(device).to_device(array)
+    return make(array, device).requires_grad_(requires_grad)
+
+
+def _shape(size) -> tuple:
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        size = tuple(size[0])
+    return tuple(int(d) for d in size)
+
+
+def _float(dtype) -> np.dtype:
+    return dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+
+
+def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """A tensor holding a copy of `data` (nested lists, scalars, arrays or a tensor); Python
+    floats become float32, ints int64, as in PyTorch.
+
+    >>> import kiln as kn
+    >>> t = kn.tensor([[1.0, 2.0]], requires_grad=True)
+    >>> t.shape, t.dtype, t.device, t.requires_grad, t.is_leaf
+    ((1, 2), dtype('float32'), 'cpu', True, True)
+    """
+    if isinstance(data, Tensor):
+        data = data.detach()._host()
+    array = np.array(_as_array(data, dtype), copy=True)
+    return _finish(array, device, requires_grad)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing `array`'s memory (no copy): changes to either show in both.
+
+    >>> import kiln as kn, numpy as np
+    >>> a = np.zeros(2, np.float32)
+    >>> t = kn.from_numpy(a)
+    >>> a[0] = 5.0
+    >>> t
+    tensor([5., 0.])
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    dt.as_dtype(array.dtype)
+    return make(array)
+
+
+def zeros(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Zeros of shape `size` (ints, or one tuple).
+
+    >>> import kiln as kn
+    >>> kn.zeros(2, 3).shape, kn.zeros((2,), dtype=kn.int32).dtype
+    ((2, 3), dtype('int32'))
+    """
+    return _finish(np.zeros(_shape(size), _float(dtype)), device, requires_grad)
+
+
+def ones(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Ones of shape `size`.
+
+    >>> import kiln as kn
+    >>> kn.ones(2)
+    tensor([1., 1.])
+    """
+    return _finish(np.ones(_shape(size), _float(dtype)), device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """`fill_value` everywhere; the dtype follows the value (bool, int64, float32) if not given.
+
+    >>> import kiln as kn
+    >>> kn.full((2,), 7)
+    tensor([7, 7])
+    """
+    dtype = _as_array(fill_value).dtype if dtype is None else dt.as_dtype(dtype)
+    return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """`start, start + step, …` below `end` (`arange(n)` counts from 0); ints give int64.
+
+    >>> import kiln as kn
+    >>> kn.arange(3), kn.arange(0, 1, 0.5)
+    (tensor([0, 1, 2]), tensor([0., 0.5]))
+    """
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = dt.int64 if ints else dt.DEFAULT_FLOAT
+    return _finish(np.arange(start, end, step, dtype=dt.as_dtype(dtype)), device, requires_grad)
+
+
+def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end`, both included.
+
+    >>> import kiln as kn
+    >>> kn.linspace(0, 1, 5)
+    tensor([0., 0.25, 0.5, 0.75, 1.])
+    """
+    array = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype))
+    return _finish(array, device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """The `n` x `m` identity matrix.
+
+    >>> import kiln as kn
+    >>> kn.eye(2)
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    return _finish(np.eye(n, m, dtype=_float(dtype)), device, requires_grad)
+
+
+def _random(op_name, size, dtype, device, requires_grad, **params) -> Tensor:
+    dtype = _float(dtype)
+    seed = next_seed()
+    array = bind(REGISTRY[op_name], shape=_shape(size), dtype=dtype, seed=seed, key=(seed, 0),
+                 **params)  # fmt: skip
+    return _finish(array, device, requires_grad)
+
+
+def randn(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Samples of N(0, 1); the same after the same `kn.manual_seed`.
+
+    >>> import kiln as kn
+    >>> kn.manual_seed(0); a = kn.randn(3)
+    >>> kn.manual_seed(0); b = kn.randn(3)
+    >>> bool((a == b).all())
+    True
+    """
+    return _random("random_normal", size, dtype, device, requires_grad, mean=0.0, std=1.0)
+
+
+def rand(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Samples of U[0, 1).
+
+    >>> import kiln as kn
+    >>> bool(((kn.rand(100) >= 0) & (kn.rand(100) < 1)).all())
+    True
+    """
+    return _random("random_uniform", size, dtype, device, requires_grad, low=0.0, high=1.0)
+
+
+def _like(t, dtype, device):
+    return (t.shape, t.dtype if dtype is None else dt.as_dtype(dtype),
+            t.device if device is None else device)  # fmt: skip
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Zeros of `t`'s shape, dtype and device (unless given).
+
+    >>> import kiln as kn
+    >>> kn.zeros_like(kn.ones(2, dtype=kn.int32))
+    tensor([0, 0], dtype=kiln.int32)
+    """
+    shape, dtype, device = _like(t, dtype, device)
+    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Ones of `t`'s shape, dtype and device (unless given)."""
+    shape, dtype, device = _like(t, dtype, device)
+    return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """`fill_value` in `t`'s shape, dtype and device (unless given)."""
+    shape, dtype, device = _like(t, dtype, device)
+    return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)

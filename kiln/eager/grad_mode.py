@@ -1,0 +1,141 @@
+"""Grad mode, inference mode and anomaly detection: per-thread switches, as PyTorch's.
+
+Each switch is a context manager that also works as a decorator.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+__all__ = [
+    "enable_grad",
+    "inference_mode",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]
+
+
+class _State(threading.local):
+    """Defaults for every thread: grad on, inference mode off."""
+
+    grad = True
+    inference = False
+
+
+state = _State()
+_anomaly = [False]  # process-wide, as PyTorch's
+
+
+def is_grad_enabled() -> bool:
+    """Whether eager ops on tensors that require grad record the tape now."""
+    return state.grad
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+def is_anomaly_enabled() -> bool:
+    return _anomaly[0]
+
+
+def set_detect_anomaly(mode: bool) -> None:
+    """Checks every backward step for NaN; the error names the forward op and its line.
+
+    >>> import kiln as kn
+    >>> kn.set_detect_anomaly(True); kn.eager.is_anomaly_enabled()
+    True
+    >>> kn.set_detect_anomaly(False)
+    """
+    _anomaly[0] = bool(mode)
+
+
+class _Mode:
+    """A switch of `state`: a context manager, and a decorator that applies it per call."""
+
+    def __init__(self, **values):
+        self._values = values
+        self._saved: list = []
+
+    def __enter__(self):
+        self._saved.append({k: getattr(state, k) for k in self._values})
+        for k, v in self._values.items():
+            setattr(state, k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self._saved.pop().items():
+            setattr(state, k, v)
+        return False
+
+    def __call__(self, fn):
+        values = self._values
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _Mode(**values):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_Mode):  # noqa: N801 — PyTorch's name
+    """Ops run without recording the tape; their results do not require grad.
+
+    >>> import kiln as kn
+    >>> x = kn.ones(2, requires_grad=True)
+    >>> with kn.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def __init__(self):
+        super().__init__(grad=False)
+
+
+class enable_grad(_Mode):  # noqa: N801
+    """Turns recording back on inside `no_grad`."""
+
+    def __init__(self):
+        super().__init__(grad=True)
+
+
+class set_grad_enabled(_Mode):  # noqa: N801
+    """Sets grad mode now (called as a function), or for a block (as a context manager).
+
+    >>> import kiln as kn
+    >>> with kn.set_grad_enabled(False):
+    ...     kn.is_grad_enabled()
+    False
+    >>> kn.is_grad_enabled()
+    True
+    """
+
+    def __init__(self, mode: bool):
+        super().__init__(grad=bool(mode))
+        self._saved.append({"grad": state.grad})
+        state.grad = bool(mode)
+
+    def __enter__(self):
+        return self  # set already, by __init__
+
+
+class inference_mode(_Mode):  # noqa: N801
+    """`no_grad`, and every tensor made inside is an inference tensor: it can never be saved
+    for a later backward, nor changed in place outside inference mode.
+
+    >>> import kiln as kn
+    >>> with kn.inference_mode():
+    ...     y = kn.ones(2) * 2
+    >>> y.is_inference(), y.requires_grad
+    (True, False)
+    """
+
+    def __init__(self, mode: bool = True):
+        super().__init__(**({"grad": False, "inference": True} if mode else {"inference": False}))

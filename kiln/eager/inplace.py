@@ -1,0 +1,199 @@
+"""In-place tensor methods (`add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_`, `+=`…, item
+assignment) and eager-only indexing (boolean masks, tensor indices), with PyTorch's rules.
+
+An in-place op computes its result with the ordinary ops (so the tape records it), writes it
+into the tensor's data, bumps the version counter shared with every view, and makes the
+result's history the tensor's own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import frontend as F
+from ..graph.core import user_site
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
+from .grad_mode import state
+from .tensor import Tensor, describe, make, version_of
+
+__all__ = ["install"]
+
+
+def _check(t: Tensor, op: str, value_grad: bool) -> bool:
+    """PyTorch's refusals of an in-place op; returns whether the tape records it."""
+    if t._inference and not state.inference:
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed. You can "
+            "make a clone to get a normal tensor before doing inplace update. "
+            f"({op} on {describe(t)} at {user_site()})"
+        )
+    if not state.grad:
+        return False
+    base = t._base
+    if t._requires_grad and t.grad_fn is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation. "
+            f"({op} on a leaf {describe(t)} at {user_site()}; update it under kn.no_grad(), "
+            "as optimizers do, or compute a new tensor)"
+        )
+    if base is not None and base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place "
+            f"operation. ({op} on a view {describe(t)} of {describe(base)} at {user_site()})"
+        )
+    recording = t._requires_grad or value_grad
+    if recording and base is not None:
+        raise RuntimeError(
+            f"{op} on a view ({describe(t)} of {describe(base)}) that autograd would have to "
+            f"record is not supported by kiln's eager mode (at {user_site()}); clone() the view "
+            "first, or compute the new value out of place"
+        )
+    return recording
+
+
+def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
+    """Writes `result` into `t` and makes its history t's own."""
+    if not isinstance(result, Tensor):
+        result = make(np.asarray(result), t._device)
+    if result.shape != t.shape:
+        raise RuntimeError(
+            f"output with shape {list(t.shape)} doesn't match the broadcast shape "
+            f"{list(result.shape)} ({op} on {describe(t)} at {user_site()})"
+        )
+    if not np.can_cast(result.dtype, t.dtype, "same_kind"):
+        raise RuntimeError(
+            f"result type {result.dtype} can't be cast to the desired output type {t.dtype} "
+            f"({op} on {describe(t)} at {user_site()})"
+        )
+    try:
+        np.copyto(t._data, result._data, casting="unsafe")
+    except ValueError as e:  # a read-only view (broadcast_to)
+        raise RuntimeError(f"{op} on {describe(t)}: {e} (at {user_site()})") from None
+    vc = version_of(t)
+    vc.value += 1
+    vc.op, vc.site = op, user_site()
+    if recording and result.grad_fn is not None:
+        if result.dtype != t.dtype:
+            result = bind(REGISTRY["cast"], result, dtype=t.dtype)
+        t.grad_fn, t._requires_grad = result.grad_fn, True
+    return t
+
+
+def _snapshot(t: Tensor) -> Tensor:
+    """`t`'s current value and history, in its own memory: what the recorded ops save, so
+    that overwriting `t` leaves them intact."""
+    s = make(t._data.copy(), t._device)
+    s.grad_fn, s._requires_grad = t.grad_fn, t._requires_grad
+    return s
+
+
+def _inplace(name: str, compute):
+    def method(self, *args, **kwargs):
+        value_grad = any(isinstance(a, Tensor) and a._requires_grad
+                         for a in (*args, *kwargs.values()))  # fmt: skip
+        recording = _check(self, name, value_grad)
+        source = _snapshot(self) if recording else self.detach()
+        result = compute(source, *args, **kwargs)
+        if recording and source.requires_grad and getattr(result, "grad_fn", None) is None:
+            result = F.where(False, source, result)  # keeps the history: zero grad to the old
+        return _commit(self, result, name, recording)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In place: `t.{name}(…)` changes t (and its views) and returns it."
+    return method
+
+
+def _alpha(op):
+    return lambda t, other, alpha=1: op(t, other if alpha == 1 else F.mul(other, alpha))
+
+
+def _copy(t, src):
+    if isinstance(src, Tensor) and src._device != t._device:
+        src = src.to(t._device)
+    (src,) = F.core.lift(src)
+    if src.dtype != t.dtype:
+        src = F.cast(src, t.dtype)
+    return F.broadcast_to(src, t.shape) if src.shape != t.shape else src
+
+
+INPLACE = {
+    "add_": _alpha(F.add),
+    "sub_": _alpha(F.sub),
+    "mul_": F.mul,
+    "div_": F.div,
+    "clamp_": lambda t, min=None, max=None: F.clip(t, min, max),  # noqa: A006
+    "zero_": lambda t: _copy(t, 0),
+    "fill_": _copy,
+    "copy_": _copy,
+}
+OPERATORS = {"__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_"}
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+
+def _plain_index(index):
+    """`index` with tensors as arrays (no grad flows into an index)."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.detach()._host()
+    return index
+
+
+def _is_mask(i) -> bool:
+    return isinstance(i, (np.ndarray, list)) and np.asarray(i).dtype == np.bool_
+
+
+def getitem(self, index):
+    """`t[index]`: basic indexing gives views; one integer array gives a gather; a boolean mask
+    (eager only) selects the elements where it is True, as PyTorch's `t[mask]`."""
+    index = _plain_index(index)
+    items = index if isinstance(index, tuple) else (index,)
+    masks = [k for k, i in enumerate(items) if _is_mask(i)]
+    if not masks:
+        return F.getitem(self, index)
+    k = masks[0]
+    mask = np.asarray(items[k])
+    if len(masks) > 1 or not all(isinstance(i, slice) and i == slice(None) for i in items[:k]):
+        raise IndexError("kiln's boolean-mask indexing takes one mask, after full slices only")
+    lead = self.shape[:k]
+    if mask.shape != self.shape[k : k + mask.ndim]:
+        raise IndexError(
+            f"The shape of the mask {list(mask.shape)} at index {k} does not match the shape "
+            f"of the indexed tensor {list(self.shape)} at index {k}"
+        )
+    flat = F.reshape(self, (*lead, -1, *self.shape[k + mask.ndim :]))
+    picked = F.gather(flat, np.flatnonzero(mask), axis=k)
+    rest = items[k + 1 :]
+    return F.getitem(picked, (slice(None),) * (k + 1) + rest) if rest else picked
+
+
+def setitem(self, index, value) -> None:
+    """`t[index] = value` in place (without autograd: kiln does not record item assignment)."""
+    index = _plain_index(index)
+    if _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad):
+        raise RuntimeError(
+            f"item assignment on {describe(self)} would have to be recorded for autograd, which "
+            f"kiln's eager mode does not do (at {user_site()}); build the new value out of place "
+            "(kn.where, kn.concat) or assign under kn.no_grad()"
+        )
+    value = value.detach()._host() if isinstance(value, Tensor) else value
+    try:
+        self._data[index] = value
+    except ValueError as e:
+        raise RuntimeError(f"setitem on {describe(self)}: {e} (at {user_site()})") from None
+    vc = version_of(self)
+    vc.value += 1
+    vc.op, vc.site = "setitem", user_site()
+
+
+def install(cls) -> None:
+    cls.clamp = lambda self, min=None, max=None: F.clip(self, min, max)  # noqa: A006
+    for name, compute in INPLACE.items():
+        setattr(cls, name, _inplace(name, compute))
+    for name, method in OPERATORS.items():
+        setattr(cls, name, getattr(cls, method))
+    cls.__getitem__ = getitem
+    cls.__setitem__ = setitem

@@ -1,0 +1,87 @@
+"""The values a node saved for its vjp, as backward hands them over: a value that is gone
+(freed by a backward without `retain_graph`) or stale (changed in place since it was saved)
+becomes `Unavailable`. Ops on it give another Unavailable, typed by the op's rules, and only
+reading its data raises: backward fails only when a needed cotangent depends on it, as in
+PyTorch, where only the values a gradient formula uses are saved."""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from .tensor import Tensor, describe, make
+
+__all__ = ["SavedTensorError", "Unavailable", "unpack"]
+
+
+class SavedTensorError(RuntimeError):
+    """A saved value that backward needs is gone or was changed in place."""
+
+
+class Unavailable(Tensor):
+    """A saved value backward may not read: ops on it give another Unavailable (typed by the
+    op's rules), and reading its data raises the reason."""
+
+    __slots__ = ("_shape", "_dtype", "_reason")
+
+    def __init__(self, shape, dtype, device, reason: str):
+        for name in ("grad_fn", "_grad", "_vc", "_base"):
+            setattr(self, name, None)
+        self._device, self._requires_grad, self._inference = device, False, False
+        self._shape, self._dtype, self._reason = tuple(shape), dt.as_dtype(dtype), reason
+
+    @property
+    def _data(self):
+        raise SavedTensorError(self._reason)
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    ndim = property(lambda self: len(self._shape))
+
+    def __repr__(self):
+        return f"<unavailable {describe(self)}>"
+
+
+def _where(node, i: int | None) -> str:
+    what = "the output" if i is None else f"input {i}"
+    return f"{what} of {node.op.name}, created at {node.site}"
+
+
+def unpack(node, create_graph: bool):
+    """(output, inputs) for the vjp; Unavailable for values that are gone or stale."""
+    device = node.device
+    if node.saved is None:
+
+        def gone(i, meta):
+            return Unavailable(*meta, device, (
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward. (The freed value: "
+                f"{_where(node, i)}.)"
+            ))  # fmt: skip
+
+        inputs = [gone(i, meta) for i, meta in enumerate(node.metas[:-1])]
+        return gone(None, node.metas[-1]), inputs
+    inputs = list(node.saved)
+    for i, (a, version) in enumerate(zip(node.saved, node.versions)):
+        if version is not None and a._vc.value != version:
+            inputs[i] = _stale(node, i, a._vc, version, node.metas[i], device)
+    data, vc, version = node.out
+    if vc.value != version:
+        return _stale(node, None, vc, version, node.metas[-1], device), inputs
+    out = make(data, device)
+    out._vc = vc
+    if create_graph:
+        out.grad_fn, out._requires_grad = node, True
+    return out, inputs
+
+
+def _stale(node, i, vc, version, meta, device) -> Unavailable:
+    shape, dtype = meta
+    changed = f"; it was changed by {vc.op} at {vc.site}" if vc.op else ""
+    return Unavailable(shape, dtype, device, (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{dt.short_name(dt.as_dtype(dtype))}{list(shape)} on {device}], which is "
+        f"{_where(node, i)}, is at version {vc.value}; expected version {version} instead"
+        f"{changed}. Hint: change it out of place (x = x + 1), or clone() it before the change."
+    ))  # fmt: skip

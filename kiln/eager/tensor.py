@@ -1,0 +1,372 @@
+"""The eager `Tensor`: an array on a device, with PyTorch's autograd attributes.
+
+A tensor and its views share a `Version` counter that in-place ops bump. Operators and the
+NumPy-named methods are installed by `kiln.eager` from `kiln.frontend.methods`, the in-place
+ones from `inplace`, the device ones from `devices`; the ops run through `bind`, so eager and
+compiled code share every kernel.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
+from ..runtime.backend import get_backend
+from .grad_mode import state
+
+__all__ = ["Tensor", "Version", "describe"]
+
+_new = object.__new__
+
+
+class Version:
+    """How many in-place changes a tensor (and every view of its data) has had, and the last."""
+
+    __slots__ = ("value", "op", "site")
+
+    def __init__(self):
+        self.value = 0
+        self.op = None
+        self.site = None
+
+
+def describe(t) -> str:
+    """`f32[2,3] on cpu`: how messages name a tensor.
+
+    >>> import kiln as kn
+    >>> describe(kn.zeros(2, 3))
+    'f32[2,3] on cpu'
+    """
+    return f"{dt.short_name(t.dtype)}{sh.format_shape(t.shape)} on {t.device}"
+
+
+def make(data, device: str = "cpu") -> Tensor:
+    """A tensor owning (not copying) the array `data`: no grad, no history."""
+    t = _new(Tensor)
+    t._data = data
+    t._device = device
+    t._requires_grad = False
+    t.grad_fn = None
+    t._grad = None
+    t._vc = None
+    t._base = None
+    t._inference = state.inference
+    return t
+
+
+def version_of(t) -> Version:
+    """The version counter of `t` (made on first need; views already share their base's)."""
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = Version()
+    return vc
+
+
+class _Size(int):
+    """`t.size`: the number of elements (NumPy's `size`), and callable as PyTorch's `size()`.
+
+    >>> import kiln as kn
+    >>> t = kn.zeros(2, 3)
+    >>> t.size, t.size(), t.size(-1)
+    (6, (2, 3), 3)
+    """
+
+    def __new__(cls, shape):
+        self = super().__new__(cls, int(np.prod(shape, dtype=np.int64)))
+        self.shape = shape
+        return self
+
+    def __call__(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+
+class Tensor:
+    """An eager array with autograd: make one with `kn.tensor`, `kn.zeros`, `kn.from_numpy`…
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    __slots__ = (
+        "_data", "_device", "_requires_grad", "grad_fn", "_grad", "_vc", "_base", "_inference",
+        "__weakref__",
+    )  # fmt: skip
+    __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
+
+    def __init__(self, data, dtype=None, device="cpu", requires_grad: bool = False):
+        from .factories import tensor
+
+        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        for name in Tensor.__slots__[:-1]:
+            setattr(self, name, getattr(t, name))
+
+    # -- what it is --------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> _Size:
+        return _Size(self._data.shape)
+
+    def numel(self) -> int:
+        return self._data.size
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def is_inference(self) -> bool:
+        return self._inference
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors the user made (no `grad_fn`): the ones whose `.grad` fills."""
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Marks a leaf for gradient accumulation (PyTorch's rules and messages)."""
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                f"var_no_grad = var.detach(). (tensor {describe(self)}, output of "
+                f"{self.grad_fn.op.name})"
+            )
+        if requires_grad and not dt.is_float(self.dtype):
+            raise RuntimeError(
+                "only Tensors of floating point dtype can require gradients "
+                f"(tensor {describe(self)})"
+            )
+        if requires_grad and self._inference and not state.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                f"allowed (tensor {describe(self)})."
+            )
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (leaves, and tensors that `retain_grad()`)."""
+        if self._grad is None and self.grad_fn is not None and self.grad_fn.retained is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                f".retain_grad() on the non-leaf Tensor. ({describe(self)}, output of "
+                f"{self.grad_fn.op.name} at {self.grad_fn.site})",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
+            if value.shape != self.shape or value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"assigned grad {describe(value)} does not match the tensor {describe(self)}"
+                )
+        self._grad = value
+
+    @property
+    def _version(self) -> int:
+        return 0 if self._vc is None else self._vc.value
+
+    # -- conversion --------------------------------------------------------------------------
+
+    def numpy(self) -> np.ndarray:
+        """The array itself (shared, not copied), as PyTorch's `numpy()`.
+
+        >>> import kiln as kn
+        >>> kn.ones(2, requires_grad=True).numpy()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead. (tensor f32[2] on cpu)
+        """  # noqa: E501
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                f"instead. (tensor {describe(self)})"
+            )
+        if self._device != "cpu":
+            raise TypeError(
+                f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to "
+                "copy the tensor to host memory first."
+            )
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        if dtype is not None and array.dtype != dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def item(self):
+        """The one element as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar "
+                f"(tensor {describe(self)})"
+            )
+        return self._host().item()
+
+    def tolist(self):
+        return self._host().tolist()
+
+    def _host(self) -> np.ndarray:
+        return get_backend(self._device).to_host(self._data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if not dt.is_int(self.dtype):
+            raise TypeError(f"only integer tensors of a single element can be an index, got "
+                            f"{describe(self)}")  # fmt: skip
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous ({describe(self)})"
+            )
+        return bool(self.item())
+
+    def __format__(self, spec):
+        return format(self.item(), spec) if self._data.size == 1 and spec else repr(self)
+
+    def __len__(self):
+        if not self._data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if not self._data.ndim:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def all(self, axis=None) -> Tensor:
+        """Whether every element (along `axis`) is true; no gradient, as comparisons."""
+        return make(get_backend(self._device).xp.asarray(self._data.all(axis)), self._device)
+
+    def any(self, axis=None) -> Tensor:
+        """Whether some element (along `axis`) is true."""
+        return make(get_backend(self._device).xp.asarray(self._data.any(axis)), self._device)
+
+    # -- history -----------------------------------------------------------------------------
+
+    def detach(self) -> Tensor:
+        """The same data (and version counter) without history: it does not require grad."""
+        t = make(self._data, self._device)
+        t._vc = version_of(self)
+        t._inference = self._inference
+        return t
+
+    @property
+    def data(self) -> Tensor:
+        """PyTorch's `.data`: the same data without history (and its own version counter)."""
+        t = make(self._data, self._device)
+        t._inference = self._inference
+        return t
+
+    def clone(self) -> Tensor:
+        """A copy that gradients flow through."""
+        return bind(REGISTRY["cast"], self, dtype=self.dtype)
+
+    def contiguous(self) -> Tensor:
+        return self if self._data.flags.c_contiguous else self.clone()
+
+    def view(self, *shape) -> Tensor:
+        """`reshape` that must not copy (PyTorch's `view`): an error when the data cannot be
+        seen in that shape without copying."""
+        out = self.reshape(*shape)
+        if out._base is None and self._data.size > 1:
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and stride "
+                f"({describe(self)} to {out.shape}); use .reshape(...) instead."
+            )
+        return out
+
+    def retain_grad(self) -> None:
+        """Keeps `.grad` of this non-leaf tensor at the next backward."""
+        from .autograd import retain
+
+        retain(self)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
+        """Accumulates d self / d leaf into each leaf's `.grad` (PyTorch's `backward`)."""
+        from .autograd import backward
+
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph)
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                f"protocol at the moment. ({describe(self)}, output of {self.grad_fn.op.name})"
+            )
+        t = make(copy.deepcopy(self._data, memo), self._device)  # memo: shared data stays shared
+        t._requires_grad, t._inference = self._requires_grad, self._inference
+        t._grad = None if self._grad is None else copy.deepcopy(self._grad, memo)
+        memo[id(self)] = t
+        return t
+
+    # -- printing ----------------------------------------------------------------------------
+
+    def __repr__(self):
+        body = np.array2string(
+            self._host(), separator=", ", prefix="tensor(", threshold=1000,
+            formatter={"float_kind": _format_float} if dt.is_float(self.dtype) else None,
+        )  # fmt: skip
+        extra = []
+        if self.dtype not in (dt.float32, dt.int64, dt.bool_):
+            extra.append(f"dtype=kiln.{self.dtype.name}")
+        if self._device != "cpu":
+            extra.append(f"device='{self._device}'")
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            extra.append("requires_grad=True")
+        return f"tensor({', '.join([body, *extra])})"
+
+
+def _format_float(x) -> str:
+    text = np.format_float_positional(x, precision=4, unique=True, trim="-")
+    return text if "." in text or "n" in text else text + "."

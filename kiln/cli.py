@@ -19,6 +19,7 @@ EXIT_USAGE = 2
 
 # The source tree's bench/ folder: beside the kiln package in a clone or editable install.
 BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+GPU_BENCH = "bench_gpu.py"  # the one script `kiln bench --device cuda` runs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="run the benchmarks in bench/ (kiln beside NumPy, as ratios)",
         description="Run the bench/bench_*.py scripts of the source tree, single-threaded. "
-        "Each prints kiln's time beside hand-written NumPy measured in the same run.",
+        "Each prints kiln's time beside hand-written NumPy measured in the same run; with "
+        "--device cuda, bench_gpu.py instead, beside hand-written CuPy.",
     )
     bench.add_argument(
         "names",
@@ -100,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--dir", type=Path, default=BENCH_DIR, help=f"folder of the scripts (default: {BENCH_DIR})"
+    )
+    bench.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (default): the CPU suite, against NumPy; cuda or cuda:N: bench_gpu.py on that "
+        "GPU, against hand-written CuPy (and PyTorch when importable). An unusable GPU is an "
+        "error that says why",
     )
     return parser
 
@@ -157,7 +166,18 @@ def cmd_dump(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    from .errors import DeviceError
+    from .runtime.backend import get_backend, parse_device
+
+    try:
+        gpu = parse_device(args.device)[0] == "cuda"
+        get_backend(args.device)  # an unusable device fails here, saying why
+    except DeviceError as e:
+        _error("bench", f"--device {args.device}: {e}")
+        return EXIT_FAILED
     scripts = sorted(args.dir.glob("bench_*.py")) if args.dir.is_dir() else []
+    # The GPU suite runs on a GPU only; the CPU suite on the CPU only.
+    scripts = [s for s in scripts if (s.name == GPU_BENCH) == gpu]
     if args.names:
         scripts = [s for s in scripts if any(name in s.stem for name in args.names)]
     if not scripts:
@@ -176,6 +196,7 @@ def cmd_bench(args) -> int:
     for script in scripts:
         print(f"== {script.name}", flush=True)
         command = [sys.executable, str(script), *(["--quick"] if args.quick else [])]
+        command += ["--device", args.device] if gpu else []
         if subprocess.run(command, env=env, check=False).returncode != 0:
             failed.append(script.name)
     if failed:

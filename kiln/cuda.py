@@ -1,13 +1,14 @@
 """`kn.cuda`: whether CUDA is usable and, if it is, device names and memory statistics.
 
 Without a usable GPU, `is_available()` is False, `device_count()` is 0, and the rest raise
-DeviceError saying exactly why (no CuPy, no driver, no device).
+DeviceError saying exactly why (no CuPy, no driver, no device). Memory figures come from
+CuPy's memory pool, per device: kiln's arenas and every array CuPy allocates live there.
 """
 
 from __future__ import annotations
 
 from .errors import DeviceError
-from .runtime.cuda import cuda_status
+from .runtime import cuda as _cuda  # NOTE: looked up per call, so tests can replace it
 
 
 def is_available() -> bool:
@@ -17,46 +18,89 @@ def is_available() -> bool:
     >>> isinstance(kn.cuda.is_available(), bool)
     True
     """
-    return cuda_status()[0]
+    return _cuda.cuda_status()[0]
 
 
 def device_count() -> int:
-    return cuda_status()[2]
+    """How many CUDA devices kiln can use (0 without a usable GPU)."""
+    return _cuda.cuda_status()[2]
 
 
 def why_unavailable() -> str | None:
-    """The reason CUDA is not usable, or None when it is."""
-    ok, reason, _ = cuda_status()
+    """The reason CUDA is not usable, or None when it is.
+
+    >>> import kiln as kn
+    >>> (kn.cuda.why_unavailable() is None) == kn.cuda.is_available()
+    True
+    """
+    ok, reason, _ = _cuda.cuda_status()
     return None if ok else reason
 
 
-def _cupy():
-    ok, reason, _ = cuda_status()
-    if not ok:
-        raise DeviceError(f"CUDA is not available: {reason}")
-    import cupy
+def _backend(device):
+    """The backend of `device` (an int, "cuda:N" or None for cuda:0), or DeviceError."""
+    if device is None:
+        index = 0
+    elif isinstance(device, int):
+        index = device
+    else:
+        from .runtime.backend import parse_device
 
-    return cupy
+        kind, index = parse_device(device)
+        if kind != "cuda":
+            raise DeviceError(f"{device!r} is not a CUDA device")
+    return _cuda.cuda_backend(index)
 
 
 def get_device_name(i: int = 0) -> str:
-    cupy = _cupy()
-    if not 0 <= i < device_count():
-        raise DeviceError(f"device 'cuda:{i}' is out of range: {device_count()} CUDA device(s)")
-    name = cupy.cuda.runtime.getDeviceProperties(i)["name"]
+    """The GPU's name as the driver reports it (`"NVIDIA H100 80GB HBM3"`)."""
+    backend = _backend(i)
+    name = backend.xp.cuda.runtime.getDeviceProperties(backend.index)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def memory_allocated() -> int:
-    """Bytes held by live arrays in CuPy's default memory pool."""
-    return _cupy().get_default_memory_pool().used_bytes()
+def memory_allocated(device=None) -> int:
+    """Bytes held by live arrays in CuPy's memory pool on `device` (default cuda:0)."""
+    return _backend(device).memory_stats()["pool_used_bytes"]
 
 
-def max_memory_allocated() -> int:
-    """Bytes the pool has reserved from the device (CuPy keeps freed blocks for reuse)."""
-    return _cupy().get_default_memory_pool().total_bytes()
+def memory_reserved(device=None) -> int:
+    """Bytes CuPy's memory pool holds from `device`: live arrays plus freed blocks it keeps."""
+    return _backend(device).memory_stats()["pool_held_bytes"]
 
 
-def memory_summary() -> str:
-    used, total = memory_allocated(), max_memory_allocated()
-    return f"CuPy memory pool: {used / 2**20:.1f} MiB in use, {total / 2**20:.1f} MiB reserved"
+def max_memory_allocated(device=None) -> int:
+    """An upper bound of the peak of `memory_allocated`: the bytes the pool holds. CuPy keeps
+    freed blocks instead of returning them, so this is the pool's high-water mark unless
+    `empty_cache()` returned blocks since (CuPy tracks no exact peak)."""
+    return memory_reserved(device)
+
+
+def empty_cache(device=None) -> None:
+    """Returns the pool's free blocks on `device` to the driver."""
+    backend = _backend(device)
+    with backend.scope():
+        backend.xp.get_default_memory_pool().free_all_blocks()
+
+
+def synchronize(device=None) -> None:
+    """Waits until all work queued on `device` is done."""
+    _backend(device).synchronize()
+
+
+def memory_summary(device=None) -> str:
+    """A few lines on `device`'s memory: CuPy's pool, the device, and kiln's copies."""
+    backend = _backend(device)
+    stats = backend.memory_stats()
+    mib = 2.0**20
+    lines = [
+        f"{backend.name} ({get_device_name(backend.index)})",
+        f"  CuPy memory pool: {stats['pool_used_bytes'] / mib:.1f} MiB in use, "
+        f"{stats['pool_held_bytes'] / mib:.1f} MiB held",
+        f"  device memory: {stats['device_free_bytes'] / mib:.1f} MiB free of "
+        f"{stats['device_total_bytes'] / mib:.1f} MiB",
+        f"  pinned staging blocks free: {stats['pinned_free_blocks']}",
+    ]
+    for kind, (copies, nbytes) in sorted(stats["transfers"].items()):
+        lines.append(f"  {kind}: {copies} copies, {nbytes / mib:.1f} MiB")
+    return "\n".join(lines)

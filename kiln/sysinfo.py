@@ -208,7 +208,8 @@ def _cuda_rows() -> list[tuple[str, str]]:
     except Exception as e:
         return [("cuda", f"unknown ({type(e).__name__}: {e})")]
     if not usable:
-        return [("cuda", f"not usable: {reason}")]
+        rows = [("cuda", f"not usable: {reason}; kiln runs on the cpu only")]
+        return rows + [("cupy", probe(_cupy_version))] if "not installed" not in reason else rows
     import cupy
 
     runtime = cupy.cuda.runtime
@@ -221,6 +222,12 @@ def _cuda_rows() -> list[tuple[str, str]]:
     for i in range(count):
         rows.append((f"cuda:{i}", probe(_gpu_summary, i)))
     return rows
+
+
+def _cupy_version() -> str:
+    import cupy
+
+    return cupy.__version__
 
 
 def _gpu_summary(i: int) -> str:

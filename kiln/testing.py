@@ -1,5 +1,6 @@
 """Test helpers: `assert_close` with dtype-aware tolerances, `gradcheck`/`gradgradcheck` against
-finite differences in float64, and hypothesis `strategies` (hypothesis is imported only there).
+finite differences in float64, `check_eager_vs_compiled`, and hypothesis `strategies`
+(hypothesis is imported only there).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from .checkpoint import as_numpy
 from .graph.core import Graph, Symbol
 from .runtime import function
 
-__all__ = ["assert_close", "gradcheck", "gradgradcheck", "strategies"]
+__all__ = ["assert_close", "check_eager_vs_compiled", "gradcheck", "gradgradcheck", "strategies"]
 
 # (rtol, atol) by dtype, as torch.testing.assert_close; exact for ints and bools.
 _TOLERANCES = {
@@ -267,6 +268,102 @@ def _grad_report(i, analytic, numeric, ok, atol, rtol, what, y_shape) -> str:
         f"analytic: d sum(y * r) / d input {i} for y = fn(*inputs), y of shape {y_shape}, "
         "r fixed random" if y_shape != () else f"analytic: d y / d input {i} for y = fn(*inputs)",
     ])  # fmt: skip
+
+
+# -- eager against compiled ------------------------------------------------------------------
+
+
+def check_eager_vs_compiled(fn, *inputs, grads=True, rtol=None, atol=None) -> bool:
+    """Runs `fn` eagerly and through `kn.compile`; compares outputs and gradients.
+
+    Arrays and Tensors among `inputs` become fresh leaf Tensors (float ones requiring grad when
+    `grads`); other values pass as they are (static). With `grads`, each run backwards
+    `sum(out * r)` over the outputs that require grad (`r` fixed random), and the gradients of
+    the inputs and of the module parameters `fn` uses are compared, with `assert_close`'s
+    tolerances. Returns True, or raises AssertionError naming the first output or gradient
+    that differs and by how much.
+
+    >>> import kiln as kn, numpy as np
+    >>> check_eager_vs_compiled(lambda x, w: kn.tanh(x @ w), np.ones((2, 3)), np.ones((3, 2)))
+    True
+    >>> def f(x):  # knows whether it is traced
+    ...     return x * (2.0 if isinstance(x, kn.Tensor) else 2.5)
+    >>> check_eager_vs_compiled(f, np.ones(3))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    AssertionError: output 'output' differs, compiled (actual) vs eager (expected): arrays ...
+    mismatched elements: 3 / 3 (100.0%)
+    ...
+    """
+    from .frontend.trace import compile as compile_
+
+    compiled = compile_(fn)
+    example = compiled._flat([_leaf(x, grads) for x in inputs], {})
+    params = compiled.trace_for(*example).params  # the module parameters `fn` uses
+    c_outs, paths, c_grads = _run(compiled, inputs, grads, params)
+    e_outs, _, e_grads = _run(fn, inputs, grads, params)
+    if len(c_outs) != len(e_outs):
+        raise AssertionError(f"compiled gives {len(c_outs)} outputs, eager {len(e_outs)}")
+    for path, c, e in zip(paths, c_outs, e_outs):
+        _compare(f"output '{path}'", c, e, rtol, atol)
+    for (name, c), (_, e) in zip(c_grads, e_grads):
+        _compare(f"gradient of {name}", c, e, rtol, atol)
+    return True
+
+
+def _run(run, inputs, grads, params) -> tuple[list, list, list]:
+    """(outputs, their paths, [(name, gradient)]) of one run on fresh leaves; the parameters'
+    values and `.grad` are left as they were."""
+    from .eager import Tensor, autograd
+    from .frontend.traced import flatten
+
+    args = [_leaf(x, grads) for x in inputs]
+    saved = [(p.tensor().grad, p.numpy()) for p in params]
+    for p in params:
+        p.tensor().grad = None
+    outs, paths = [], []
+    with np.errstate(all="ignore"):
+        flatten(run(*args), "output", outs, paths, [])
+    ys = [y for y in outs if isinstance(y, Tensor) and y.requires_grad]
+    if grads and ys:
+        rngs = [np.random.default_rng(k) for k in range(len(ys))]
+        autograd.backward(
+            ys, [Tensor(r.standard_normal(y.shape), y.dtype) for r, y in zip(rngs, ys)]
+        )
+    wrt = [(f"input {i}", a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+    wrt += [(f"parameter '{p.name}'", p.tensor()) for p in params]
+    found = [(name, t.grad) for name, t in wrt if t.requires_grad] if grads else []
+    for p, (grad, value) in zip(params, saved):
+        p.tensor().grad = grad
+        p.assign(value)
+    return outs, paths, found
+
+
+def _leaf(x, grads: bool):
+    from .eager.tensor import Tensor, make
+
+    if not isinstance(x, (Tensor, np.ndarray, np.generic)):
+        return x
+    t = x.detach() if isinstance(x, Tensor) else make(np.asarray(x))  # same memory and layout
+    return t.requires_grad_(grads and t.dtype.kind == "f")
+
+
+def _compare(what: str, actual, expected, rtol, atol) -> None:
+    def host(x):
+        return x.detach()._host() if hasattr(x, "detach") else x
+
+    if (actual is None) != (expected is None) or _grad_of(actual) != _grad_of(expected):
+        raise AssertionError(f"{what}: compiled {actual!r:.60}, eager {expected!r:.60}")
+    try:
+        if actual is not None:
+            assert_close(host(actual), host(expected), rtol, atol, equal_nan=True)
+    except AssertionError as e:
+        raise AssertionError(
+            f"{what} differs, compiled (actual) vs eager (expected): {e}"
+        ) from None
+
+
+def _grad_of(x) -> bool:
+    return bool(getattr(x, "requires_grad", False))
 
 
 # -- hypothesis strategies ------------------------------------------------------------------

@@ -70,9 +70,10 @@ _STOP = REGISTRY["stop_gradient"]
 
 def record(op, args, attrs, out: Tensor) -> None:
     """Records the tape entry of `out = op(*args)`; `out` then requires grad."""
-    if op is _STOP or out._data.dtype.kind != "f":
+    data = out._data
+    if op is _STOP or data.dtype.kind != "f":
         return
-    saved, versions, edges, metas = [], [], [], []
+    versions, edges, metas = [], [], []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             if a._inference:
@@ -88,13 +89,20 @@ def record(op, args, attrs, out: Tensor) -> None:
             edges.append(None)
             versions.append(None)
             metas.append((np.shape(a), np.asarray(a).dtype))
-        saved.append(a)
     vc = version_of(out)
-    metas.append((out._data.shape, out._data.dtype))
+    metas.append((data.shape, data.dtype))
     node = Node()
-    node.op, node.attrs, node.saved, node.versions = op, attrs, tuple(saved), tuple(versions)
-    node.edges, node.metas, node.out = tuple(edges), tuple(metas), (out._data, vc, vc.value)
-    node.device, node.seq, node.site, node.retained = out._device, next(_seq), user_site(), None
+    node.op = op
+    node.attrs = attrs
+    node.saved = tuple(args)
+    node.versions = tuple(versions)
+    node.edges = tuple(edges)
+    node.metas = tuple(metas)
+    node.out = (data, vc, vc.value)
+    node.device = out._device
+    node.seq = next(_seq)
+    node.site = user_site()
+    node.retained = None
     out.grad_fn = node
     out._requires_grad = True
 
@@ -114,7 +122,7 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
     op = node.op
     if op.vjp is None:
         if "nondiff" in op.tags:  # PyTorch: zero gradients (floor, round, sign…)
-            xp = get_backend(node.device).xp
+            xp = get_backend(node.device).activate()  # allocates on the current device
             return tuple(None if e is None else make(xp.zeros(*meta), node.device)
                          for e, meta in zip(node.edges, node.metas))  # fmt: skip
         raise RuntimeError(f"derivative for {op.name} is not implemented (created at {node.site})")
@@ -143,7 +151,7 @@ def _check_nan(node: Node, cts) -> None:
 def _fit(ct, meta, device: str) -> Tensor:
     """`ct` summed back to the input's shape (after broadcasting) and in its dtype."""
     if not isinstance(ct, Tensor):
-        ct = make(np.asarray(ct), device)
+        ct = make(get_backend(device).to_device(np.asarray(ct)), device)
     shape, dtype = meta
     ct = sum_to_shape(ct, shape)
     return ct if ct.dtype == dtype else bind(REGISTRY["cast"], ct, dtype=dtype)
@@ -266,8 +274,9 @@ def _seed(i: int, t: Tensor, g) -> Tensor:
                 f"grad can be implicitly created only for scalar outputs (element {i} is "
                 f"{describe(t)}, {made}); pass gradient= (a tensor of its shape)"
             )
-        return make(np.ones(t.shape, t.dtype), t._device)
-    g = g if isinstance(g, Tensor) else make(np.asarray(g, dtype=t.dtype))
+        return make(get_backend(t._device).activate().ones(t.shape, t.dtype), t._device)
+    if not isinstance(g, Tensor):
+        g = make(get_backend(t._device).to_device(np.asarray(g, dtype=t.dtype)), t._device)
     if g.shape != t.shape:
         raise RuntimeError(
             f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "

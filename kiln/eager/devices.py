@@ -59,15 +59,14 @@ def to(self, device=None, dtype=None, copy: bool = False) -> Tensor:
 
 
 def _move(t: Tensor, device: str) -> Tensor:
-    """A copy of `t` on `device`. NOTE: not recorded for autograd yet: kiln's CuPy backend,
-    the only other device, raises before this is reached (see kiln.runtime.cuda)."""
+    """A copy of `t` on `device` (between GPUs through the host). NOTE: not recorded for
+    autograd: make a leaf on its device instead (`kn.randn(..., device="cuda",
+    requires_grad=True)`), or move it under `kn.no_grad()`."""
     if t._requires_grad and state.grad:
         raise DeviceError(f"moving a tensor that requires grad across devices is not supported "
                           f"yet ({describe(t)} to {device})")  # fmt: skip
     if device == "cpu":
         return make(get_backend(t._device).to_host(t._data), device)
-    if t._device != "cpu":
-        raise DeviceError(f"copy between devices {t._device} and {device}: go through the cpu")
     return make(get_backend(device).to_device(t._data), device)
 
 

@@ -29,6 +29,18 @@ class _State(threading.local):
 
 state = _State()
 _anomaly = [False]  # process-wide, as PyTorch's
+# How many threads are in inference mode: while none is, a new tensor is not an inference
+# tensor, which every op can tell without reading the thread's state (a slower read).
+inference_threads = 0
+_inference_lock = threading.Lock()
+
+
+def _set(name: str, value: bool) -> None:
+    global inference_threads
+    if name == "inference" and value != state.inference:
+        with _inference_lock:
+            inference_threads += 1 if value else -1
+    setattr(state, name, value)
 
 
 def is_grad_enabled() -> bool:
@@ -65,12 +77,12 @@ class _Mode:
     def __enter__(self):
         self._saved.append({k: getattr(state, k) for k in self._values})
         for k, v in self._values.items():
-            setattr(state, k, v)
+            _set(k, v)
         return self
 
     def __exit__(self, *exc):
         for k, v in self._saved.pop().items():
-            setattr(state, k, v)
+            _set(k, v)
         return False
 
     def __call__(self, fn):

@@ -14,6 +14,7 @@ from .. import frontend as F
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
+from ..runtime.backend import get_backend
 from .grad_mode import state
 from .tensor import Tensor, describe, make, version_of
 
@@ -55,7 +56,7 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
 def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
     """Writes `result` into `t` and makes its history t's own."""
     if not isinstance(result, Tensor):
-        result = make(np.asarray(result), t._device)
+        result = make(get_backend(t._device).to_device(np.asarray(result)), t._device)
     if result.shape != t.shape:
         raise RuntimeError(
             f"output with shape {list(t.shape)} doesn't match the broadcast shape "
@@ -67,7 +68,8 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
             f"({op} on {describe(t)} at {user_site()})"
         )
     try:
-        np.copyto(t._data, result._data, casting="unsafe")
+        xp = np if t._device == "cpu" else get_backend(t._device).activate()
+        xp.copyto(t._data, result._data, casting="unsafe")
     except ValueError as e:  # a read-only view (broadcast_to)
         raise RuntimeError(f"{op} on {describe(t)}: {e} (at {user_site()})") from None
     vc = version_of(t)

@@ -18,6 +18,7 @@ from .. import shapes as sh
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..runtime.backend import get_backend
+from . import grad_mode
 from .grad_mode import state
 
 __all__ = ["Tensor", "Version", "describe"]
@@ -56,7 +57,7 @@ def make(data, device: str = "cpu") -> Tensor:
     t._grad = None
     t._vc = None
     t._base = None
-    t._inference = state.inference
+    t._inference = grad_mode.inference_threads > 0 and state.inference
     return t
 
 
@@ -64,7 +65,9 @@ def version_of(t) -> Version:
     """The version counter of `t` (made on first need; views already share their base's)."""
     vc = t._vc
     if vc is None:
-        vc = t._vc = Version()
+        vc = t._vc = _new(Version)  # as `Version()`, without the call of __init__
+        vc.value = 0
+        vc.op = vc.site = None
     return vc
 
 

@@ -8,7 +8,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
-from ..graph.opdef import REGISTRY, ArrayValue
+from ..graph.opdef import REGISTRY, ArrayValue, OpDef
 from ..ops.core import bind
 
 __all__ = ["placeholder", "constant", "Variable"]
@@ -69,8 +69,21 @@ def _is_scalar(v) -> bool:
     return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
 
 
-# The eager Tensor class, set by kiln.eager (which builds on this module): `lift` keeps them.
+def lift_and_bind(op: OpDef, *args):
+    """`bind(op, *lift(*args))`: what the frontend's unary and binary functions do.
+
+    >>> import numpy as np
+    >>> lift_and_bind(REGISTRY["add"], np.float32(1.5), 2)
+    array(3.5, dtype=float32)
+    """
+    return bind(op, *lift(*args))
+
+
+# Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
+# is, and `apply_unary` / `apply_binary`: `lift_and_bind` with a short path for Tensors and
+# NumPy arrays, which the frontend's unary and binary functions call.
 Tensor = None
+apply_unary = apply_binary = lift_and_bind
 
 
 def lift(*args, context=()):

@@ -9,6 +9,8 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ShapeError
+from ..graph.opdef import REGISTRY
+from . import core
 from .core import call, lift
 
 __all__ = [
@@ -80,7 +82,7 @@ __all__ = [
 
 def _make_unary(name, np_name):
     def fn(x):
-        return call(name, *lift(x))
+        return core.apply_unary(REGISTRY[name], x)
 
     like = f"NumPy's `{np_name}`" if np_name else f"`{name}`"
     expected_dtype = f"np.{np_name}(a).dtype" if np_name else "a.dtype"
@@ -97,7 +99,7 @@ def _make_unary(name, np_name):
 
 def _make_binary(name, np_name):
     def fn(a, b):
-        return call(name, *lift(a, b))
+        return core.apply_binary(REGISTRY[name], a, b)
 
     fn.__doc__ = f"""Elementwise {name} with broadcasting, as NumPy's `{np_name}`.
 

@@ -8,6 +8,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
+from . import core as _core
 from .core import call, lift
 
 __all__ = [
@@ -325,6 +326,8 @@ def _is_array_index(i) -> bool:
                 "indices; boolean masks work in eager mode only"
             )
         return True
+    if _core.Tensor is not None and isinstance(i, _core.Tensor):  # eager: a Tensor of indices
+        return dt.is_int(i.dtype)
     if isinstance(i, (list, np.ndarray)):
         a = np.asarray(i)
         if a.dtype == np.bool_:

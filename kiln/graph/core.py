@@ -80,8 +80,10 @@ class Symbol:
     def __bool__(self):
         raise GraphError(
             f"the truth value of Symbol '{self.name}' ({self.op.name}, created at {self.site}) "
-            "is not known while building a graph; use kn.where(cond, a, b) to choose values, "
-            "or run the graph and branch on the result"
+            f"is not known while building a graph (branching on it at {user_site()}); use "
+            "kn.where(cond, a, b) to choose values, or (under kn.compile) pass the value as a "
+            "static Python argument (a number: each value compiles its own program), or run "
+            "the graph and branch on the result"
         )
 
     def __len__(self):
@@ -165,15 +167,21 @@ class Variable(Symbol):
 
     @property
     def value(self) -> np.ndarray:
-        return self._value
+        """The current value as a NumPy array: the value itself on the cpu, a copy when it
+        lives on a GPU (`device` says where: a run moves it to its own device)."""
+        if self.device == "cpu":
+            return self._value
+        return self._value.get()  # NOTE: a CuPy array; the graph layer does not import CuPy
 
     def numpy(self) -> np.ndarray:
-        """A copy of the current value."""
-        return np.array(self._value, copy=True)
+        """A copy of the current value, on the host."""
+        return np.array(self._value, copy=True) if self.device == "cpu" else self.value
 
     def assign(self, value) -> None:
-        """Sets the value between runs; shape must match and the dtype cast safely."""
-        array = np.asarray(value)
+        """Sets the value between runs (on the host: the next run moves it to its device);
+        shape must match and the dtype cast safely."""
+        cuda = hasattr(value, "__cuda_array_interface__") and hasattr(value, "get")
+        array = value.get() if cuda else np.asarray(value)
         if array.shape != self.shape:
             raise GraphError(
                 f"cannot assign shape {array.shape} to Variable '{self.name}' "
@@ -184,9 +192,11 @@ class Variable(Symbol):
                 f"cannot assign {array.dtype} to Variable '{self.name}' of dtype {self.dtype}"
             )
         self._value = np.array(array, dtype=self.dtype, copy=True)
+        self.device = "cpu"
 
     def reset(self) -> None:
         self._value = self._initial.copy()
+        self.device = "cpu"
 
     def __repr__(self):
         return f"<Variable {self.name}:{self.type_str()}>"

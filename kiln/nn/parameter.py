@@ -9,7 +9,27 @@ import numpy as np
 from ..eager.tensor import Tensor, make, version_of
 from ..graph.core import Variable
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "owner_of"]
+
+# id(Variable) -> (weakref to the Variable, weakref to the Parameter it was made from). Keyed
+# by id, not by the Variable: Symbols compare elementwise, so they cannot be dict keys here.
+_OWNERS: dict[int, tuple] = {}
+
+
+def owner_of(var) -> Parameter | None:
+    """The Parameter that `var` was made from (by `Parameter.variable`), else None."""
+    entry = _OWNERS.get(id(var))
+    return entry[1]() if entry is not None and entry[0]() is var else None
+
+
+def _own(var, param) -> None:
+    key = id(var)
+
+    def forget(ref):
+        if _OWNERS.get(key, (None,))[0] is ref:
+            del _OWNERS[key]
+
+    _OWNERS[key] = (weakref.ref(var, forget), weakref.ref(param))
 
 
 class Parameter:
@@ -95,6 +115,7 @@ class Parameter:
         if made:
             var = Variable(self.value, name=self.name, trainable=self.trainable, graph=graph)
             self._vars[id(graph)] = var
+            _own(var, self)
         if self._last is not var:
             if self._last is not None:  # switching graphs: keep the latest value here too
                 self._set(self._last.value)

@@ -19,17 +19,21 @@ def special(xp):
     return cupyx.scipy.special
 
 
-def _ufunc_kernel(ufunc_name):
+def _ufunc_kernel(ufunc_name, own_rule: bool = True):
+    """The kernel calling xp's ufunc `ufunc_name`. `own_rule`: the op's dtype rule is that
+    ufunc's type resolution, so eager mode may call the ufunc itself (`kernel.ufunc_name`)."""
+
     def kernel(xp, *arrays, out=None):
         return getattr(xp, ufunc_name)(*arrays, out=out)
 
+    kernel.ufunc_name = ufunc_name if own_rule else None
     return kernel
 
 
 def unary(name, ufunc, *, impl=None, dtype_rule=None, vjp=None, tags=()):
     """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule."""
     rule = dtype_rule or (lambda x: ufunc_dtype(ufunc, x))
-    impl = impl or _ufunc_kernel(ufunc.__name__)
+    impl = impl or _ufunc_kernel(ufunc.__name__, own_rule=dtype_rule is None)
     return defop(name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags})
 
 

@@ -3,7 +3,8 @@
 Its `program` attr lists the group's equations; on the CPU a large output runs cache-blocked
 (every equation on one block of rows, in small scratch buffers, before the next block), a
 small one through a numba loop generated from the program (when numba is installed and the
-loop pays) or through straight-line calls of the member kernels.
+loop pays) or through straight-line calls of the member kernels. On a GPU it is one generated
+CUDA kernel (kiln/ops/fused_cuda.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import defop
 from .fused_codegen import UFUNCS, numba_loop, python_code, specialize
+from .fused_cuda import run_fused
 
 # One scratch buffer per live value, of at most this many bytes: with a block of each input
 # and of the output, a group's working set stays in L2 (measured in bench/bench_fusion.py).
@@ -187,8 +189,8 @@ def _dtype_rule(*dtypes, program, outputs):
 
 def _fused(xp, *inputs, out=None, program, outputs):
     prog = compiled(program, outputs)
-    if xp is not np:  # CuPy: whole arrays (the CUDA backend compiles the program instead)
-        return prog.code(xp)[0](out, *inputs)
+    if xp is not np:  # CuPy: one generated kernel (kiln/ops/fused_cuda.py)
+        return run_fused(prog, xp, inputs, out)
     sig = prog.signature(tuple([a.dtype for a in inputs]))
     if out is None:
         out = np.empty(_broadcast_shape(inputs), sig.dtype)

@@ -52,7 +52,9 @@ def _draw(xp, kind, out, key, shape, dtype):
     native = dtype if dtype in (dt.float32, dt.float64) else dt.float32
     fn = rng.standard_normal if kind == "normal" else rng.random
     if out is not None and out.dtype == native and out.flags.c_contiguous:
-        return fn(dtype=native, out=out)
+        # NOTE: `shape` too: CuPy 13's `random(out=...)` without a size draws one value
+        # and broadcasts it over `out`.
+        return fn(shape, dtype=native, out=out)
     values = fn(shape, dtype=native)
     if out is None:
         return values.astype(dtype, copy=False)

@@ -16,10 +16,10 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
     """Symbols for d(sum of ys · grad_ys)/dx for each x in `xs`, built into ys' graph.
 
     `disconnected="raise"` raises GraphError for an x the ys do not depend on (naming the
-    op that blocks the path when there is one); `"zero"` gives zeros instead.
+    op that blocks the path when there is one); `"zero"` gives zeros instead, `"none"` None.
     """
-    if disconnected not in ("raise", "zero"):
-        raise ValueError(f"disconnected must be 'raise' or 'zero', got {disconnected!r}")
+    if disconnected not in ("raise", "zero", "none"):
+        raise ValueError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
     graph = ys[0].graph
     seeds = _seeds(ys, grad_ys)
     with graph.name_scope("grad"):
@@ -30,6 +30,9 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
         if ct is None:
             if disconnected == "raise":
                 raise GraphError(_disconnected_message(graph, x, ys))
+            if disconnected == "none":
+                results.append(None)
+                continue
             ct = apply("broadcast_to", scalar(0, x), shape=x.shape)
         results.append(ct)
     return results

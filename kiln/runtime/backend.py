@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import re
+import threading
 
 import numpy as np
 
@@ -33,6 +36,14 @@ class Backend:
     def is_device_array(self, value) -> bool:
         return isinstance(value, self.xp.ndarray)
 
+    def scope(self):
+        """A context in which this device is current (CUDA: CuPy's current device)."""
+        return _NO_SCOPE
+
+    def activate(self):
+        """Makes this device current for the calling thread (eager ops); returns `xp`."""
+        return self.xp
+
 
 class NumpyBackend(Backend):
     """The CPU: NumPy arrays in host memory."""
@@ -41,12 +52,41 @@ class NumpyBackend(Backend):
     xp = np
 
     def to_device(self, array):
+        if type(array) is not np.ndarray and hasattr(array, "__cuda_array_interface__"):
+            raise DeviceError(
+                f"a CUDA array ({type(array).__name__}) was given to a program on the cpu: "
+                "copy it to the host first (CuPy: .get()); kiln moves nothing silently"
+            )
         return np.asarray(array)
 
     def to_host(self, array) -> np.ndarray:
         return np.asarray(array)
 
 
+class Transfers:
+    """Copies between host and device: how many, and how many bytes, per kind (thread-safe)."""
+
+    def __init__(self):
+        self.count: collections.Counter = collections.Counter()
+        self.bytes: collections.Counter = collections.Counter()
+        self._lock = threading.Lock()
+
+    def add(self, kind: str, nbytes: int) -> None:
+        with self._lock:
+            self.count[kind] += 1
+            self.bytes[kind] += int(nbytes)
+
+    def snapshot(self) -> dict:
+        """{kind: (copies, bytes)}.
+
+        >>> t = Transfers(); t.add("host to device", 8); t.snapshot()
+        {'host to device': (1, 8)}
+        """
+        with self._lock:
+            return {kind: (self.count[kind], self.bytes[kind]) for kind in self.count}
+
+
+_NO_SCOPE = contextlib.nullcontext()
 _CPU = NumpyBackend()
 _DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 

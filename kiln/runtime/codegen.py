@@ -327,6 +327,7 @@ class Specialized:
             code = self._code
             if profiled:
                 ns["clock"], ns["PROFILE"] = time.perf_counter, self.timings
+                ns["sync"] = self.backend.synchronize
                 code = compile(self._profiled_source(), self._code.co_filename, "exec")
             module = {}
             exec(code, ns, module)  # defines program(); its globals are this namespace
@@ -344,11 +345,13 @@ class Specialized:
         return views
 
     def _profiled_source(self) -> str:
-        """The program with a clock reading around each node's line (same line numbers)."""
+        """The program with a clock reading around each node's line (same line numbers); on a
+        GPU, where kernels run asynchronously, each line also waits for its kernels."""
         lines = self.source.splitlines()
+        sync = "" if self.backend.name == "cpu" else " sync();"
         for lineno in self.lines:
             code = lines[lineno - 1].strip()
-            lines[lineno - 1] = f"    t = clock(); {code}; PROFILE[{lineno}] += clock() - t"
+            lines[lineno - 1] = f"    t = clock(); {code};{sync} PROFILE[{lineno}] += clock() - t"
         return "\n".join(lines) + "\n"
 
     def profile(self) -> list:

@@ -23,6 +23,9 @@ def _check_symbols(values, what):
 class Function:
     """A compiled callable: NumPy arrays in, NumPy arrays out, updates applied after each call.
 
+    On a GPU (`device="cuda"`) it takes NumPy or device arrays and returns NumPy arrays, or
+    the device's arrays with `return_device_arrays=True`.
+
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
     ...     x = kn.placeholder(kn.float32, ("n",), name="x")
@@ -32,7 +35,10 @@ class Function:
     (array([2., 2., 2.], dtype=float32), array(3., dtype=float32))
     """
 
-    def __init__(self, inputs, outputs, updates=None, device="cpu", passes=None, plan=True):
+    def __init__(
+        self, inputs, outputs, updates=None, device="cpu", passes=None, plan=True,
+        return_device_arrays: bool = False,
+    ):  # fmt: skip
         self.inputs = list(inputs)
         self._single = isinstance(outputs, Symbol)
         self.outputs = [outputs] if self._single else list(outputs)
@@ -45,6 +51,7 @@ class Function:
         updates = {var: _as_update(var, value) for var, value in updates.items()}
         self.device = device
         self.backend = get_backend(device)
+        self.return_device_arrays = return_device_arrays
         self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan)
         self._last_args = None
 
@@ -72,8 +79,8 @@ class Function:
                 raise GraphError("profile() needs inputs: call the function once, or pass them")
             args = self._last_args
         for _ in range(repeat):
-            self.program.run(args, profiled=True)
-        return Profile(self._last().profile())
+            self.program.run(args, profiled=True, host=not self.return_device_arrays)
+        return Profile(self._last().profile(), self.program.transfers.snapshot())
 
     @property
     def plan(self):
@@ -86,16 +93,19 @@ class Function:
             raise GraphError(f"this function takes {len(self.inputs)} inputs ({names}), "
                              f"got {len(args)}")  # fmt: skip
         self._last_args = args
-        outputs = self.program.run(args)
+        outputs = self.program.run(args, host=not self.return_device_arrays)
         return outputs[0] if self._single else outputs
 
 
 class Profile:
-    """Per-node time and output bytes of a Function's profiled runs; `str()` is a table."""
+    """Per-node time and output bytes of a Function's profiled runs, and the copies between
+    host and device of all its runs (`transfers`: {kind: (copies, bytes)}); `str()` is a
+    table. On a GPU each node's time includes waiting for its kernels."""
 
-    def __init__(self, rows):
+    def __init__(self, rows, transfers=None):
         self.rows = [{"name": n.name, "op": n.op.name, "seconds": t, "bytes": b}
                      for n, t, b in rows]  # fmt: skip
+        self.transfers = dict(transfers or {})
 
     @property
     def total_seconds(self) -> float:
@@ -108,6 +118,8 @@ class Profile:
             lines.append(f"{r['name'][:32]:<32} {r['op'][:18]:<18} {r['seconds'] * 1e3:9.3f} "
                          f"{100 * r['seconds'] / total:6.1f} {r['bytes']:>12}")  # fmt: skip
         lines.append(f"total {self.total_seconds * 1e3:.3f} ms over {len(self.rows)} nodes")
+        for kind, (copies, nbytes) in sorted(self.transfers.items()):
+            lines.append(f"transfers, {kind}: {copies} copies, {nbytes} bytes")
         return "\n".join(lines)
 
 
@@ -138,10 +150,11 @@ class Session:
     {'y': array([2., 2.], dtype=float32)}
     """
 
-    def __init__(self, graph=None, device="cpu"):
+    def __init__(self, graph=None, device="cpu", return_device_arrays: bool = False):
         self.graph = graph or get_default_graph()
         self.device = device
         self.backend = get_backend(device)
+        self.return_device_arrays = return_device_arrays
         self._programs: dict = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -172,7 +185,7 @@ class Session:
             if program is None:
                 program = Program(flat, feeds, {}, self.backend)
                 self._programs[key] = program
-        values = program.run([feed_dict[s] for s in feeds])
+        values = program.run([feed_dict[s] for s in feeds], host=not self.return_device_arrays)
         values = [None if "group" in s.op.tags else v for s, v in zip(flat, values)]
         return _unflatten(structure, iter(values))
 

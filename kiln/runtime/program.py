@@ -19,6 +19,7 @@ from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol
 from ..passes import optimize
 from ..passes.program import extract
+from .backend import Transfers, get_backend
 from .codegen import Specialized
 
 
@@ -35,6 +36,8 @@ class Program:
 
     def __init__(self, fetches, feeds, updates, backend, passes=None, plan=True):
         self.backend = backend
+        self.device = backend.name
+        self.transfers = Transfers()  # copies this program made: feeds, variables, outputs
         self.plan_memory = plan
         with _gc_paused():
             graph = extract(list(fetches), list(feeds), dict(updates))
@@ -58,10 +61,15 @@ class Program:
         if len(values) != len(self.feeds):
             raise GraphError(f"expected {len(self.feeds)} feeds, got {len(values)}")
         bindings, arrays = {}, []
+        on_host = self.device == "cpu"
         for sym, value in zip(self.feeds, values):
-            array = np.ascontiguousarray(check_feed(sym, value, bindings)) if sym.shape else (
-                check_feed(sym, value, bindings))  # fmt: skip
+            array = check_feed(sym, value, bindings)
+            is_host = isinstance(array, (np.ndarray, np.generic))
+            if sym.shape and is_host:
+                array = np.ascontiguousarray(array)
             arrays.append(self.backend.to_device(array))
+            if is_host and not on_host:
+                self.transfers.add("feeds in", array.nbytes)
         self._check_constraints(bindings)
         return arrays, bindings
 
@@ -118,27 +126,45 @@ class Program:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, values, profiled: bool = False) -> list:
-        """Runs once: returns the fetched values (fresh arrays) and commits the updates."""
-        arrays, bindings = self.bind_feeds(values)
-        spec = self.specialize(arrays, bindings)
-        fn = spec.function(profiled)
-        graph = self.source_graph
-        lock = graph._lock if graph is not None and self.touches_variables else _NO_LOCK
-        with lock:
-            variables = [self.backend.to_device(v._value) for v in spec.variables]
-            keys = self._random_keys(spec, graph)
-            try:
-                outputs, updates = fn(arrays, variables, keys)
-            except KilnError:
-                raise
-            except Exception as e:
-                node = spec.failing_node(e.__traceback__)
-                if node is None:
+    def run(self, values, profiled: bool = False, host: bool = True) -> list:
+        """Runs once: returns the fetched values (fresh arrays; NumPy arrays unless `host` is
+        False, then the device's) and commits the updates. The device is current throughout."""
+        with self.backend.scope():
+            arrays, bindings = self.bind_feeds(values)
+            spec = self.specialize(arrays, bindings)
+            fn = spec.function(profiled)
+            graph = self.source_graph
+            lock = graph._lock if graph is not None and self.touches_variables else _NO_LOCK
+            with lock:
+                variables = [self._place(v) for v in spec.variables]
+                keys = self._random_keys(spec, graph)
+                try:
+                    outputs, updates = fn(arrays, variables, keys)
+                except KilnError:
                     raise
-                raise kernel_error(node, spec, e) from e
-            self._commit(spec, updates)
-        return [self.backend.to_host(o) for o in outputs]
+                except Exception as e:
+                    node = spec.failing_node(e.__traceback__)
+                    if node is None:
+                        raise
+                    raise kernel_error(node, spec, e) from e
+                self._commit(spec, updates)
+            if self.device == "cpu" or not host:
+                return [self.backend.to_host(o) for o in outputs] if host else outputs
+            for o in outputs:
+                self.transfers.add("outputs out", o.nbytes)
+            return [self.backend.to_host(o) for o in outputs]
+
+    def _place(self, var):
+        """The Variable's value on this program's device: moved there once, logged and
+        counted; it stays there until a program on another device runs it."""
+        if var.device != self.device:
+            old = var.device
+            value = var._value if old == "cpu" else get_backend(old).to_host(var._value)
+            var._value = self.backend.to_device(value)
+            var.device = self.device
+            self.transfers.add("variables moved", value.nbytes)
+            log(1, f"variable '{var.name}' ({value.nbytes} B) moved from {old} to {self.device}")
+        return var._value
 
     def _random_keys(self, spec, graph) -> list:
         if not spec.random_nodes:
@@ -153,8 +179,10 @@ class Program:
 
     def _commit(self, spec, values):
         """Swaps in the new values of the updates not done in place (they cannot fail now)."""
+        xp = self.backend.xp
         for var, value in zip(spec.update_vars, values):
-            var._value = np.asarray(self.backend.to_host(value), dtype=var.dtype)
+            var._value = xp.asarray(value, dtype=var.dtype)
+            var.device = self.device
 
 
 _NO_LOCK = contextlib.nullcontext()

@@ -3,11 +3,13 @@
 (a) chains of 1, 10 and 100 unary ops (sin, cos, tanh, ...) on float32[16], where the time is
 all overhead: eager Tensors without grad, the same with NumPy arrays through kiln (no
 Tensor), and Tensors that require grad (forward only, and forward + backward);
-(b) one SGD training step of an MLP 784-128-10 on a batch of 64 (forward, backward, update)
+(b) chains of 100 binary ops on float32[16]: Tensor with Tensor, and Tensor with a Python
+float, each beside its NumPy loop;
+(c) one SGD training step of an MLP 784-128-10 on a batch of 64 (forward, backward, update)
 beside the same step written by hand in NumPy.
 Single-threaded; each time is the best of several repeats, in microseconds per call.
 
-    python bench/eager_overhead.py [--quick]
+    python bench/bench_eager.py [--quick]
 """
 
 import os
@@ -75,6 +77,29 @@ def chain_cases(n_ops: int):
     }
 
 
+def binary_cases(n_ops: int = 100):
+    """(name, kiln chain, NumPy chain): `n_ops` alternating products and sums, of two
+    arrays or of an array and Python floats."""
+    a = np.linspace(-1, 1, 16, dtype=np.float32)
+    b = np.linspace(0.5, 1, 16, dtype=np.float32)
+    x, y = kn.from_numpy(a), kn.from_numpy(b)
+
+    def with_tensor(v, w):
+        for i in range(n_ops):
+            v = v * w if i % 2 else v + w
+        return v
+
+    def with_scalar(v):
+        for i in range(n_ops):
+            v = v * 0.5 if i % 2 else v + 1.0
+        return v
+
+    return (
+        ("a*b, a+b", lambda: with_tensor(x, y), lambda: with_tensor(a, b)),
+        ("a*0.5, a+1.0", lambda: with_scalar(x), lambda: with_scalar(a)),
+    )
+
+
 def mlp_step_case(batch: int = 64, sizes=(784, 128, 10), lr: float = 0.01):
     """kiln eager and NumPy versions of one SGD step of an MLP with ReLU and cross-entropy."""
     kn.manual_seed(0)
@@ -129,6 +154,14 @@ def main() -> None:
             t = base if name == "NumPy loop" else per_call_seconds(fn, repeats, min_batch_s)
             label = f"chain of {n}, f32[16]: {name}"
             print(f"{label:<54} {t * 1e6:>9.1f} {t * 1e6 / n:>7.2f} {t / base:>8.2f}x")
+    for name, kiln_fn, numpy_fn in binary_cases():
+        np.testing.assert_allclose(kiln_fn().numpy(), numpy_fn(), rtol=1e-5, atol=1e-6)
+        base = per_call_seconds(numpy_fn, repeats, min_batch_s)
+        t = per_call_seconds(kiln_fn, repeats, min_batch_s)
+        for label, time_s in (("NumPy loop", base), ("eager Tensor, no grad", t)):
+            label = f"chain of 100 {name}, f32[16]: {label}"
+            print(f"{label:<54} {time_s * 1e6:>9.1f} {time_s * 1e6 / 100:>7.2f} "
+                  f"{time_s / base:>8.2f}x")  # fmt: skip
     kiln_step, numpy_step = mlp_step_case()
     assert abs(kiln_step() - numpy_step()) < 1e-4  # the same first step
     for name, fn in (("MLP 784-128-10 SGD step, batch 64: NumPy", numpy_step),

@@ -297,7 +297,7 @@ def check_eager_vs_compiled(fn, *inputs, grads=True, rtol=None, atol=None) -> bo
     from .frontend.trace import compile as compile_
 
     compiled = compile_(fn)
-    example = compiled._flat([_leaf(x, grads) for x in inputs], {})
+    example = compiled.flatten_args([_leaf(x, grads) for x in inputs], {})
     params = compiled.trace_for(*example).params  # the module parameters `fn` uses
     c_outs, paths, c_grads = _run(compiled, inputs, grads, params)
     e_outs, _, e_grads = _run(fn, inputs, grads, params)

@@ -225,6 +225,9 @@ def test_eager_tensors_move_and_ops_run_on_their_device(gpu):
     c = (b * 2.0).sum()
     assert c.device == "cuda:1" and c._data.device.id == 1 and c.item() == -2.0
     np.testing.assert_array_equal(b.cpu().numpy(), [[1.0, -2.0]])
+    positive = b > 0
+    kn.ones(1, device="cuda:0") * 2.0  # GPU 0 is current now
+    assert positive.any().item() and not positive.all().item()
     with pytest.raises(TypeError, match="Use Tensor.cpu()"):
         a.numpy()
     with pytest.raises(kn.DeviceError, match="requires grad"):

@@ -287,11 +287,13 @@ class Tensor:
 
     def all(self, axis=None) -> Tensor:
         """Whether every element (along `axis`) is true; no gradient, as comparisons."""
-        return make(get_backend(self._device).xp.asarray(self._data.all(axis)), self._device)
+        xp = get_backend(self._device).activate()  # the GPU of the data is current
+        return make(xp.asarray(self._data.all(axis)), self._device)
 
     def any(self, axis=None) -> Tensor:
         """Whether some element (along `axis`) is true."""
-        return make(get_backend(self._device).xp.asarray(self._data.any(axis)), self._device)
+        xp = get_backend(self._device).activate()  # the GPU of the data is current
+        return make(xp.asarray(self._data.any(axis)), self._device)
 
     # -- history -----------------------------------------------------------------------------
 

@@ -62,7 +62,9 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
 
-    def _flat(self, args, kwargs):
+    def flatten_args(self, args, kwargs):
+        """(leaves, their paths, static (path, value) pairs, structure) of a call's arguments;
+        `trace_for` takes them."""
         leaves, paths, statics = [], [], []
         names = [self._names[i] if i < len(self._names) else f"arg{i}" for i in range(len(args))]
         positional = tuple(flatten(a, n, leaves, paths, statics) for a, n in zip(args, names))
@@ -102,7 +104,7 @@ class CompiledFunction:
         return key, modules
 
     def __call__(self, *args, **kwargs):
-        leaves, paths, statics, structure = self._flat(args, kwargs)
+        leaves, paths, statics, structure = self.flatten_args(args, kwargs)
         if any(isinstance(x, Symbol) for x in leaves):  # inside another trace: inline
             return self.fn(*args, **kwargs)
         traced = self.trace_for(leaves, paths, statics, structure)
@@ -202,5 +204,5 @@ def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:
     ('x', 3)
     """
     compiled = CompiledFunction(fn, device)
-    leaves, paths, statics, structure = compiled._flat(example_args, example_kwargs)
+    leaves, paths, statics, structure = compiled.flatten_args(example_args, example_kwargs)
     return compiled.trace_for(leaves, paths, statics, structure)

@@ -26,11 +26,11 @@ from .fused_cuda import run_fused
 # One scratch buffer per live value, of at most this many bytes: with a block of each input
 # and of the output, a group's working set stays in L2 (measured in bench/bench_fusion.py).
 BLOCK_BYTES = 128 * 1024
-# Outputs up to this size run unblocked, on whole arrays that each call allocates. Larger
-# ones run in blocks through per-thread scratch, so a steady-state call allocates nothing
-# (blocking alone wins only from a few MiB on: 10-20% slower between 16 KiB and 1 MiB,
-# 2-3x faster at 16 MiB; the runtime's promise that calls allocate only outputs decides).
-UNBLOCKED_BYTES = 16 * 1024
+# Outputs up to this size run as one block (whole arrays) through per-thread scratch: while
+# whole values stay in cache, more blocks only add kernel calls (measured: blocking wins from
+# a few MiB on, by 2-3x at 16 MiB). Either way a steady-state call allocates nothing.
+UNBLOCKED_BYTES = 1024 * 1024
+SMALL_BYTES = 4 * 1024
 NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
 # Ops that cost a numba loop 4-17 ns an element (libm calls), NumPy's SIMD loops < 1 ns;
 # other ops cost either about 0.5 ns.
@@ -194,8 +194,9 @@ def _fused(xp, *inputs, out=None, program, outputs):
     sig = prog.signature(tuple([a.dtype for a in inputs]))
     if out is None:
         out = np.empty(_broadcast_shape(inputs), sig.dtype)
-    if out.size * sig.itemsize > UNBLOCKED_BYTES:
-        return _run_blocked(prog, inputs, out, sig)
+    nbytes = out.size * sig.itemsize
+    if nbytes > UNBLOCKED_BYTES:
+        return _run_blocked(prog, inputs, out, sig, BLOCK_BYTES)
     if out.size <= prog.numba_limit and sig.loop is not None:
         loop = sig.loop or _numba_loop(prog, sig, inputs, out)
         try:
@@ -205,7 +206,9 @@ def _fused(xp, *inputs, out=None, program, outputs):
             loop = _numba_loop(prog, sig, inputs, out)
             if loop and loop(out, *inputs):
                 return out
-    return prog.code(np)[0](out, *inputs)
+    if nbytes <= SMALL_BYTES:  # a few KiB: allocating is cheaper than managing scratch
+        return prog.code(np)[0](out, *inputs)
+    return _run_blocked(prog, inputs, out, sig, max(nbytes, 1))
 
 
 def _broadcast_shape(inputs) -> tuple:
@@ -255,9 +258,9 @@ def _scratch(key, shape, dtype):
     return buf
 
 
-def _run_blocked(prog, inputs, out, sig):
+def _run_blocked(prog, inputs, out, sig, block_bytes):
     """Row blocks of `out`: every equation for one block into scratch, then the next block."""
-    plan = _block_plan(prog, inputs, out, sig)
+    plan = _block_plan(prog, inputs, out, sig, block_bytes)
     arenas = [_scratch(("buffer", k, n), (n,), np.uint8) for k, n in enumerate(plan.buffers)]
     views = {
         width: [arenas[k][:nbytes].view(dtype).reshape(shape) for k, nbytes, dtype, shape in spec]
@@ -299,12 +302,12 @@ class BlockPlan:
     layout: dict = field(default_factory=dict)
 
 
-def _block_plan(prog, inputs, out, sig) -> BlockPlan:
-    key = (out.shape, *[a.shape for a in inputs])
+def _block_plan(prog, inputs, out, sig, block_bytes) -> BlockPlan:
+    key = (block_bytes, out.shape, *[a.shape for a in inputs])
     plan = sig.plans.get(key)
     if plan is not None:
         return plan
-    axis, step = _block_axis(out.shape, BLOCK_BYTES // sig.itemsize)
+    axis, step = _block_axis(out.shape, max(block_bytes // sig.itemsize, 1))
     spread = [k for k, a in enumerate(inputs) if a.size == 1]
     index = [_indexer(a.shape, out.ndim, axis) for a in inputs]
     sliced = [(k, ix) for k, ix in enumerate(index) if ix and k not in spread]

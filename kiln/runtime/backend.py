@@ -15,6 +15,8 @@ from ..errors import DeviceError
 class Backend:
     """What the runtime needs from a device: `xp`, transfers, sync, memory statistics."""
 
+    skip_passes: frozenset = frozenset()  # default passes that do not pay on this device
+
     name: str = "?"
     xp = None
 
@@ -50,6 +52,12 @@ class NumpyBackend(Backend):
 
     name = "cpu"
     xp = np
+    # NOTE: measured on the CPU (bench/bench_fusion.py, bench/bench_training.py): the planned
+    # program already runs each elementwise op with out= into a cached buffer, in place where
+    # it can, so fusing gains nothing on the 8-op 4096x4096 chain (19.7 vs 19.5 ms) and its
+    # per-call bookkeeping costs 5-25% on MLP steps. The pass stays available, and on by
+    # default where it pays: the GPU, where each group becomes one kernel.
+    skip_passes = frozenset({"fuse_elementwise"})
 
     def to_device(self, array):
         if type(array) is not np.ndarray and hasattr(array, "__cuda_array_interface__"):

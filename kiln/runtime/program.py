@@ -17,7 +17,7 @@ from .. import dtypes as dt
 from ..debug import checks_level, debug_level, log
 from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol
-from ..passes import optimize
+from ..passes import PIPELINE, optimize
 from ..passes.program import extract
 from .backend import Transfers, get_backend
 from .codegen import Specialized
@@ -41,6 +41,8 @@ class Program:
         self.plan_memory = plan
         with _gc_paused():
             graph = extract(list(fetches), list(feeds), dict(updates))
+            if passes is None:
+                passes = [(n, fn) for n, fn in PIPELINE if n not in backend.skip_passes]
             self.graph = optimize(graph, passes)
         self.source_graph = graph.source
         self.feeds = self.graph.inputs

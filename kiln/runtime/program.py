@@ -67,10 +67,13 @@ class Program:
         for sym, value in zip(self.feeds, values):
             array = check_feed(sym, value, bindings)
             is_host = isinstance(array, (np.ndarray, np.generic))
-            if sym.shape and is_host:
+            if sym.shape and is_host and not array.flags.c_contiguous:
                 array = np.ascontiguousarray(array)
+            if on_host:  # NOTE: the per-call fast path: NumPy in, NumPy used as it is
+                arrays.append(array)
+                continue
             arrays.append(self.backend.to_device(array))
-            if is_host and not on_host:
+            if is_host:
                 self.transfers.add("feeds in", array.nbytes)
         self._check_constraints(bindings)
         return arrays, bindings
@@ -149,9 +152,12 @@ class Program:
                     if node is None:
                         raise
                     raise kernel_error(node, spec, e) from e
-                self._commit(spec, updates)
-            if self.device == "cpu" or not host:
-                return [self.backend.to_host(o) for o in outputs] if host else outputs
+                if updates:
+                    self._commit(spec, updates)
+            if self.device == "cpu":
+                return outputs
+            if not host:
+                return outputs
             for o in outputs:
                 self.transfers.add("outputs out", o.nbytes)
             return [self.backend.to_host(o) for o in outputs]

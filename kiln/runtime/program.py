@@ -69,7 +69,7 @@ class Program:
             is_host = isinstance(array, (np.ndarray, np.generic))
             if sym.shape and is_host and not array.flags.c_contiguous:
                 array = np.ascontiguousarray(array)
-            if on_host:  # NOTE: the per-call fast path: NumPy in, NumPy used as it is
+            if on_host and is_host:  # NOTE: the per-call fast path: NumPy used as it is
                 arrays.append(array)
                 continue
             arrays.append(self.backend.to_device(array))
@@ -154,8 +154,8 @@ class Program:
                     raise kernel_error(node, spec, e) from e
                 if updates:
                     self._commit(spec, updates)
-            if self.device == "cpu":
-                return outputs
+            if self.device == "cpu":  # NumPy gives a 0-d result as a scalar: make it an array
+                return [o if type(o) is np.ndarray else np.asarray(o) for o in outputs]
             if not host:
                 return outputs
             for o in outputs:

@@ -3,6 +3,8 @@ which a backend runs as one kernel (cache-blocked on the CPU, one compiled kerne
 
 from __future__ import annotations
 
+import math
+
 from ..graph.core import Graph, Node, Symbol
 from ..graph.opdef import REGISTRY
 
@@ -14,13 +16,15 @@ def fusable(node) -> bool:
     return "elementwise" in node.op.tags and not node.op.tags & _NOT_FUSABLE
 
 
-def fuse_elementwise(graph: Graph) -> Graph:
+def fuse_elementwise(graph: Graph, min_bytes: int = 0, min_ops: int = 2) -> Graph:
     """A copy of the program graph `graph` where each group of two or more fusable nodes is one
     `fused` node, at the place of the group's last node and with its site.
 
     A group is a maximal connected set of elementwise nodes with one result: every other value
     of the group is used only inside it (a fetched or updated value, or one used outside, ends
-    a group) and has a shape that broadcasts to the result's.
+    a group) and has a shape that broadcasts to the result's. With `min_bytes`, only groups
+    whose result has a static shape of at least that many bytes are fused (where fusing pays
+    on the device), and only groups of at least `min_ops` nodes.
 
     >>> import kiln as kn
     >>> from kiln.passes.program import extract
@@ -31,6 +35,8 @@ def fuse_elementwise(graph: Graph) -> Graph:
     ['placeholder', 'constant', 'fused']
     """
     groups = find_groups(graph)
+    big = lambda sym: not min_bytes or _static_bytes(sym) >= min_bytes  # noqa: E731
+    groups = {k: m for k, m in groups.items() if len(m) >= min_ops and big(m[-1].out)}
     member = {id(m) for members in groups.values() for m in members}
     names = {n.name for n in graph.nodes}
     copy = Graph()
@@ -50,6 +56,12 @@ def fuse_elementwise(graph: Graph) -> Graph:
     copy.outputs = [new[id(s)] for s in graph.outputs]
     copy.updates = {var: new[id(s)] for var, s in graph.updates.items()}
     return copy
+
+
+def _static_bytes(sym) -> int:
+    if not all(isinstance(d, int) for d in sym.shape):
+        return 0  # a symbolic size: not known to be large
+    return math.prod(sym.shape) * sym.dtype.itemsize
 
 
 def find_groups(graph: Graph) -> dict:

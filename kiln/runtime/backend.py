@@ -15,7 +15,7 @@ from ..errors import DeviceError
 class Backend:
     """What the runtime needs from a device: `xp`, transfers, sync, memory statistics."""
 
-    skip_passes: frozenset = frozenset()  # default passes that do not pay on this device
+    pass_options: dict = {}  # pass name -> keyword arguments for this device (what pays here)
 
     name: str = "?"
     xp = None
@@ -52,12 +52,12 @@ class NumpyBackend(Backend):
 
     name = "cpu"
     xp = np
-    # NOTE: measured on the CPU (bench/bench_fusion.py, bench/bench_training.py): the planned
-    # program already runs each elementwise op with out= into a cached buffer, in place where
-    # it can, so fusing gains nothing on the 8-op 4096x4096 chain (19.7 vs 19.5 ms) and its
-    # per-call bookkeeping costs 5-25% on MLP steps. The pass stays available, and on by
-    # default where it pays: the GPU, where each group becomes one kernel.
-    skip_passes = frozenset({"fuse_elementwise"})
+    # NOTE: measured on the CPU (bench/bench_fusion.py, bench/bench_training.py): fusing an
+    # 8-op chain on 4096x4096 arrays takes 30 ms to 20 ms, but on activations of an MLP step
+    # (tens to hundreds of KiB) the fused kernel's bookkeeping costs 5-25% of the step. So
+    # the CPU fuses groups of at least 4 ops whose result is known (static shape) to be at
+    # least 1 MiB; a two-op weight update in place measured slower fused than as two ufuncs.
+    pass_options = {"fuse_elementwise": {"min_bytes": 1 << 20, "min_ops": 4}}
 
     def to_device(self, array):
         if type(array) is not np.ndarray and hasattr(array, "__cuda_array_interface__"):

@@ -7,6 +7,7 @@ plan and generate a program (kiln/runtime/codegen.py); run it, commit updates al
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
 import time
@@ -42,7 +43,7 @@ class Program:
         with _gc_paused():
             graph = extract(list(fetches), list(feeds), dict(updates))
             if passes is None:
-                passes = [(n, fn) for n, fn in PIPELINE if n not in backend.skip_passes]
+                passes = [(n, _with_options(fn, backend.pass_options.get(n))) for n, fn in PIPELINE]
             self.graph = optimize(graph, passes)
         self.source_graph = graph.source
         self.feeds = self.graph.inputs
@@ -194,6 +195,10 @@ class Program:
 
 
 _NO_LOCK = contextlib.nullcontext()
+
+
+def _with_options(fn, options):
+    return fn if not options else functools.partial(fn, **options)
 
 
 @contextlib.contextmanager

@@ -226,23 +226,14 @@ def _same_error_kind(kiln_error, numpy_error):
     return isinstance(kiln_error, (kn.KilnError, builtin))
 
 
-# kiln bug: lift() casts the scalar to the unsigned array's dtype before the op, which
-# overflows; NumPy gives float64 (div) or bool (comparisons) without complaint.
-NEGATIVE_INT_WITH_UNSIGNED = pytest.mark.xfail(
-    strict=True, reason="kiln bug: uint8_array / -3 and uint8_array < -3 raise OverflowError"
-)
-
-
 def scalar_params():
     out = []
     for op in sorted(BINARY):
         for side in ("rhs", "lhs"):
             for scalar in (True, 2, -3, 2.0, 1.5, -0.5):
-                bug = op in ("div", "equal", "less") and scalar == -3
-                marks = [NEGATIVE_INT_WITH_UNSIGNED] if bug else []
-                out.append(
-                    pytest.param(op, side, scalar, id=f"{op}-{side}-{scalar!r}", marks=marks)
-                )
+                # Regression: -3 beside uint8 raised OverflowError in div and comparisons,
+                # where NumPy 2 gives float64 and bool.
+                out.append(pytest.param(op, side, scalar, id=f"{op}-{side}-{scalar!r}"))
     return out
 
 

@@ -76,7 +76,7 @@ def lift_and_bind(op: OpDef, *args):
     >>> lift_and_bind(REGISTRY["add"], np.float32(1.5), 2)
     array(3.5, dtype=float32)
     """
-    return bind(op, *lift(*args))
+    return bind(op, *lift(*args, op=op))
 
 
 # Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
@@ -86,9 +86,10 @@ Tensor = None
 apply_unary = apply_binary = lift_and_bind
 
 
-def lift(*args, context=()):
+def lift(*args, context=(), op=None):
     """Makes operands of one op: Symbols stay, arrays become constants of the Symbols' graph,
-    and Python scalars take the dtype NumPy 2 promotion gives them against the others (weak).
+    and Python scalars take the dtype NumPy 2 promotion gives them against the others (weak;
+    `op`, when given, settles an int the promoted dtype cannot hold, as NumPy's ufunc would).
 
     With no Symbol among the arguments or `context` (eager), eager Tensors stay and the rest
     become NumPy arrays.
@@ -112,11 +113,34 @@ def lift(*args, context=()):
             array = _tensor_value(a)
         elif _is_scalar(a):
             dtype = dt.promote(*strong, a) if strong else dt.scalar_dtype(a)
-            array = np.asarray(a, dtype=dtype)
+            array = np.asarray(a, dtype=_scalar_dtype(a, dtype, op))
         else:
             array = _as_array(a)
         out.append(array if graph is None else constant(array, graph=graph))
     return out
+
+
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+
+
+def _scalar_dtype(value, dtype, op):
+    """The dtype for a weak scalar. An int that `dtype` cannot hold gets what NumPy 2's ufunc
+    gives it: comparisons compare it exactly (the smallest dtype holding both), true division
+    takes it in its float loop; other ops keep `dtype`, and NumPy's OverflowError says why.
+
+    >>> _scalar_dtype(-3, np.dtype(np.uint8), REGISTRY["less"])
+    dtype('int16')
+    """
+    if type(value) is not int or dtype.kind not in "iu" or op is None:
+        return dtype
+    info = np.iinfo(dtype)
+    name = getattr(op.impl, "ufunc_name", None)
+    if info.min <= value <= info.max or name is None:
+        return dtype
+    if name in _COMPARISONS:
+        return np.promote_types(dtype, np.min_scalar_type(value))
+    loop = getattr(np, name).resolve_dtypes((dtype, int, None))[1]
+    return loop if loop.kind == "f" else dtype
 
 
 def _tensor_value(t) -> np.ndarray:

@@ -19,34 +19,13 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import platform  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_overhead import per_call_seconds  # noqa: E402
 
 import kiln as kn  # noqa: E402
 
 CHAIN = ((kn.sin, np.sin), (kn.cos, np.cos), (kn.tanh, np.tanh))
-
-
-def per_call_seconds(fn, repeats: int, min_batch_s: float) -> float:
-    """Best-of-`repeats` time of one call, each repeat a batch lasting at least `min_batch_s`."""
-    fn()
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_batch_s:
-            break
-        number *= 2
-    best = elapsed / number
-    for _ in range(repeats - 1):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
 
 
 def chain(fns, n_ops):

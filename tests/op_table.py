@@ -12,34 +12,15 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import numpy as np
 import scipy.special
+from op_case import OpCase  # one row type for every table module (re-exported here)
 
 import kiln as kn
 from kiln.graph.opdef import REGISTRY
 from kiln.ops.core import bind
-
-
-@dataclass(frozen=True)
-class OpCase:
-    """One row: `fn(*inputs)` must equal `reference(*arrays)` for `make_args(rng, dtype)`."""
-
-    op: str  # the registered IR op the row exercises (its graph must contain one)
-    label: str
-    fn: Callable
-    make_args: Callable
-    reference: Callable
-    dtypes: tuple = ("float32", "float64")
-    rtol: float | None = None
-    atol: float | None = None
-
-    @property
-    def id(self) -> str:
-        return f"{self.op}-{self.label}"
-
 
 FLOATS = ("float32", "float64")
 FLOATS16 = ("float16", "float32", "float64")
@@ -983,7 +964,6 @@ rows(
 )  # fmt: skip
 
 # -- nn: rows in op_table_nn.py (conv2d, pooling) and op_table_nn_grad.py (their gradients) -----
-# NOTE: those modules import OpCase from this one, so this import stays at the end.
 
 NN_TABLES = ("op_table_nn", "op_table_nn_grad", "op_table_fused")
 

@@ -8,27 +8,11 @@ along an inner axis when one row is larger than a block).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.special
+from op_case import OpCase
 
 from kiln.ops.core import apply
-
-try:
-    from op_table import OpCase
-except ImportError:  # op_table is importing this module before it defines OpCase
-
-    @dataclass(frozen=True)
-    class OpCase:
-        op: str
-        label: str
-        fn: object
-        make_args: object
-        reference: object
-        dtypes: tuple = ("float32", "float64")
-        rtol: float | None = None
-        atol: float | None = None
 
 
 def IN(k):

@@ -6,27 +6,10 @@ they share no code with the kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from op_case import OpCase
 
 import kiln as kn
-
-try:
-    from op_table import OpCase
-except ImportError:  # op_table is not written yet, or is importing this module before OpCase
-
-    @dataclass(frozen=True)
-    class OpCase:
-        op: str
-        label: str
-        fn: object
-        make_args: object
-        reference: object
-        dtypes: tuple = ("float32", "float64")
-        rtol: float | None = None
-        atol: float | None = None
-
 
 # -- references ---------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""The short path of eager unary and binary ops (`apply_unary` / `apply_binary` in
-kiln.eager.dispatch): the same values, dtypes, errors, tape and inference flags as the long path
-(`lift_and_bind`), for every op whose kernel is one ufunc."""
+"""The short path of the frontend's unary and binary functions on plain eager tensors and NumPy
+arrays (`unary_function` / `binary_function` in kiln.frontend.core): the same values, dtypes,
+errors, tape and inference flags as the long path (`lift_and_bind`), for every op whose kernel
+is one ufunc."""
 
 import itertools
 import threading
@@ -11,9 +12,10 @@ import pytest
 
 import kiln as kn
 from kiln import dtypes as dt
-from kiln.eager import dispatch, grad_mode
+from kiln.eager import grad_mode
 from kiln.errors import DTypeError, ShapeError
-from kiln.frontend.core import lift_and_bind
+from kiln.frontend import core
+from kiln.frontend.core import binary_function, lift_and_bind, unary_function
 from kiln.graph.opdef import REGISTRY
 
 UFUNC_OPS = [op for op in REGISTRY.values() if getattr(op.impl, "ufunc_name", None)]
@@ -41,8 +43,8 @@ def outcome(fn, *args):
 
 
 def both_paths(op, *args):
-    apply = dispatch.apply_unary if len(args) == 1 else dispatch.apply_binary
-    fast, slow = outcome(apply, op, *args), outcome(lift_and_bind, op, *args)
+    fn = unary_function(op) if len(args) == 1 else binary_function(op)
+    fast, slow = outcome(fn, *args), outcome(lift_and_bind, op, *args)
     assert fast == slow, (op.name, args)
 
 
@@ -102,7 +104,7 @@ def test_short_path_skips_lift_and_bind(monkeypatch):
     def refuse(*args):
         raise AssertionError("took the long path")
 
-    monkeypatch.setattr(dispatch, "lift_and_bind", refuse)
+    monkeypatch.setattr(core, "lift_and_bind", refuse)
     x = kn.tensor([0.5, 1.0])
     y = kn.tanh(kn.sin(x) * x + 2.0) - 1 / x
     a = x.numpy()

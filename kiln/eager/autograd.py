@@ -76,13 +76,14 @@ def record(op, args, attrs, out: Tensor) -> None:
     versions, edges, metas = [], [], []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
-            if a._inference:
+            meta = a._meta
+            if meta is not None and meta.inference:
                 raise RuntimeError(
                     "Inference tensors cannot be saved for backward. To work around you can "
                     "make a clone to get a normal tensor and use it in autograd. (input "
                     f"{i} of {op.name}: {describe(a)}, made in inference_mode; at {user_site()})"
                 )
-            edges.append((a.grad_fn or a) if a._requires_grad else None)
+            edges.append((meta.grad_fn or a) if meta is not None and meta.requires_grad else None)
             versions.append(version_of(a).value)
             metas.append((a._data.shape, a._data.dtype))
         else:
@@ -103,8 +104,9 @@ def record(op, args, attrs, out: Tensor) -> None:
     node.seq = next(_seq)
     node.site = user_site()
     node.retained = None
-    out.grad_fn = node
-    out._requires_grad = True
+    meta = out._meta  # made by version_of(out)
+    meta.grad_fn = node
+    meta.requires_grad = True
 
 
 def retain(t: Tensor) -> None:

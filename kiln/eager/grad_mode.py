@@ -33,13 +33,20 @@ _anomaly = [False]  # process-wide, as PyTorch's
 # tensor, which every op can tell without reading the thread's state (a slower read).
 inference_threads = 0
 _inference_lock = threading.Lock()
+# Called with True when a first thread enters inference mode, False when the last one leaves
+# (kiln.eager closes the frontend's short path meanwhile: it makes no inference tensors).
+inference_watchers: list = []
 
 
 def _set(name: str, value: bool) -> None:
     global inference_threads
     if name == "inference" and value != state.inference:
         with _inference_lock:
+            before = inference_threads > 0
             inference_threads += 1 if value else -1
+            if (inference_threads > 0) != before:
+                for watcher in inference_watchers:
+                    watcher(not before)
     setattr(state, name, value)
 
 

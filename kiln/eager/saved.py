@@ -23,9 +23,8 @@ class Unavailable(Tensor):
     __slots__ = ("_shape", "_dtype", "_reason")
 
     def __init__(self, shape, dtype, device, reason: str):
-        for name in ("grad_fn", "_grad", "_vc", "_base"):
-            setattr(self, name, None)
-        self._device, self._requires_grad, self._inference = device, False, False
+        self._meta = None
+        self._device = device
         self._shape, self._dtype, self._reason = tuple(shape), dt.as_dtype(dtype), reason
 
     @property

@@ -21,7 +21,7 @@ from ..runtime.backend import get_backend
 from . import grad_mode
 from .grad_mode import state
 
-__all__ = ["Tensor", "Version", "describe"]
+__all__ = ["Meta", "Tensor", "Version", "describe"]
 
 _new = object.__new__
 
@@ -47,28 +47,76 @@ def describe(t) -> str:
     return f"{dt.short_name(t.dtype)}{sh.format_shape(t.shape)} on {t.device}"
 
 
+class Meta:
+    """What a tensor has beyond its data: its device, autograd state and version counter.
+
+    A plain tensor (on the CPU, not requiring grad, no history, no `.grad`, no version
+    counter, not a view, not made in inference mode) has none (`_meta` is None): results
+    of ops on plain tensors are plain, and the frontend's short path (`kiln.frontend.core`)
+    makes them with two stores.
+    """
+
+    __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "inference")
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self.requires_grad = self.inference = False
+        self.grad_fn = self.grad = self.vc = self.base = None
+
+
 def make(data, device: str = "cpu") -> Tensor:
     """A tensor owning (not copying) the array `data`: no grad, no history."""
     t = _new(Tensor)
     t._data = data
-    t._device = device
-    t._requires_grad = False
-    t.grad_fn = None
-    t._grad = None
-    t._vc = None
-    t._base = None
-    t._inference = grad_mode.inference_threads > 0 and state.inference
+    if device == "cpu" and not (grad_mode.inference_threads > 0 and state.inference):
+        t._meta = None
+    else:
+        meta = t._meta = Meta(device)
+        meta.inference = grad_mode.inference_threads > 0 and state.inference
     return t
 
 
+def meta_of(t) -> Meta:
+    """`t`'s Meta, made now if `t` is plain."""
+    meta = t._meta
+    if meta is None:
+        meta = t._meta = Meta()
+    return meta
+
+
 def version_of(t) -> Version:
-    """The version counter of `t` (made on first need; views already share their base's)."""
-    vc = t._vc
+    """The version counter of `t`, made on first need: a view shares its base's (so a base
+    gets one only when it or one of its views is changed in place or saved for backward)."""
+    meta = t._meta
+    if meta is None:
+        meta = t._meta = Meta()
+    vc = meta.vc
     if vc is None:
-        vc = t._vc = _new(Version)  # as `Version()`, without the call of __init__
-        vc.value = 0
-        vc.op = vc.site = None
+        if meta.base is not None:
+            vc = meta.vc = version_of(meta.base)
+        else:
+            vc = meta.vc = _new(Version)  # as `Version()`, without the call of __init__
+            vc.value = 0
+            vc.op = vc.site = None
     return vc
+
+
+def _meta_property(name: str, default):
+    """The Tensor attribute `name`, kept in its Meta (a plain tensor has the default)."""
+
+    def get(self):
+        meta = self._meta
+        return default if meta is None else getattr(meta, name)
+
+    def put(self, value):
+        meta = self._meta
+        if meta is None:
+            if value is default or value == default and type(value) is type(default):
+                return  # a plain tensor has it already
+            meta = self._meta = Meta()
+        setattr(meta, name, value)
+
+    return property(get, put)
 
 
 class _Size(int):
@@ -100,11 +148,17 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = (
-        "_data", "_device", "_requires_grad", "grad_fn", "_grad", "_vc", "_base", "_inference",
-        "__weakref__",
-    )  # fmt: skip
+    __slots__ = ("_data", "_meta", "__weakref__")
     __array_priority__ = 1000  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
+
+    # The state kept in `_meta` (see `Meta`), by the names the rest of kiln reads.
+    _device = _meta_property("device", "cpu")
+    _requires_grad = _meta_property("requires_grad", False)
+    grad_fn = _meta_property("grad_fn", None)
+    _grad = _meta_property("grad", None)
+    _vc = _meta_property("vc", None)
+    _base = _meta_property("base", None)
+    _inference = _meta_property("inference", False)
 
     def __init__(self, data, dtype=None, device="cpu", requires_grad: bool = False):
         from .factories import tensor
@@ -207,7 +261,12 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return 0 if self._vc is None else self._vc.value
+        meta = self._meta
+        if meta is None:
+            return 0
+        if meta.vc is None and meta.base is not None:
+            return meta.base._version
+        return 0 if meta.vc is None else meta.vc.value
 
     # -- conversion --------------------------------------------------------------------------
 

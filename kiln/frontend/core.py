@@ -80,10 +80,113 @@ def lift_and_bind(op: OpDef, *args):
 
 
 # Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
-# is, and `apply_unary` / `apply_binary`: `lift_and_bind` with a short path for Tensors and
-# NumPy arrays, which the frontend's unary and binary functions call.
-Tensor = None
-apply_unary = apply_binary = lift_and_bind
+# is, and `Plain`: the Tensor class while no thread is in inference mode, else None (below).
+Tensor = Plain = None
+
+
+# -- the frontend's unary and binary functions ---------------------------------------------------
+# Most eager code is chains of small elementwise ops, where the time is all per-op overhead,
+# so a unary or binary op whose kernel is one NumPy ufunc (and whose dtype rule is that ufunc's
+# own type resolution: `kernel.ufunc_name`) runs it on plain eager tensors inside the function
+# itself. A plain tensor (kiln.eager.tensor.Meta) has `_meta` None: on the CPU, no autograd, no
+# version counter, not a view; the result of a ufunc on plain tensors is plain, so it is made
+# with two stores. The ufunc refuses what the op's rules refuse (dtypes it has no loop for,
+# shapes that do not broadcast: tests/test_eager_fast.py holds them to it), and anything it
+# raises sends the call down the long path, where the rules raise kiln's error with the op
+# and the site. Python scalars mix in as NumPy's weak scalars, as `lift` makes them. NumPy
+# arrays in give NumPy arrays out. Everything else goes to `lift_and_bind`.
+
+_ndarray = np.ndarray
+_new = object.__new__
+_KILN_DTYPES = frozenset(dt.SUPPORTED)
+
+
+def _ufunc(op: OpDef):
+    name = getattr(op.impl, "ufunc_name", None)
+    return None if name is None else getattr(np, name)
+
+
+def unary_function(op: OpDef):
+    """The frontend function `op(x)`: `lift_and_bind(op, x)`, by the short path where it can."""
+    ufunc = _ufunc(op)
+    if ufunc is None:
+
+        def fn(x):
+            return lift_and_bind(op, x)
+
+        return fn
+
+    def fn(x):
+        if type(x) is Plain:
+            if x._meta is None:
+                try:
+                    data = ufunc(x._data)
+                except Exception:
+                    return lift_and_bind(op, x)
+                if type(data) is not _ndarray:
+                    data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
+                out = _new(Plain)
+                out._data = data
+                out._meta = None
+                return out
+        elif type(x) is _ndarray and x.dtype in _KILN_DTYPES:
+            try:
+                data = ufunc(x)
+            except Exception:
+                return lift_and_bind(op, x)
+            return data if type(data) is _ndarray else np.asarray(data)
+        return lift_and_bind(op, x)
+
+    return fn
+
+
+def binary_function(op: OpDef):
+    """The frontend function `op(a, b)`: `lift_and_bind(op, a, b)`, by the short path where it
+    can (two plain tensors, or one and a Python scalar that NumPy takes as `lift` does)."""
+    ufunc = _ufunc(op)
+    if ufunc is None:
+
+        def fn(a, b):
+            return lift_and_bind(op, a, b)
+
+        return fn
+
+    def fn(a, b):
+        if type(a) is Plain:
+            if a._meta is not None:
+                return lift_and_bind(op, a, b)
+            x = a._data
+            if type(b) is Plain:
+                if b._meta is not None:
+                    return lift_and_bind(op, a, b)
+                y = b._data
+            elif _weak(b, x):
+                y = b
+            else:
+                return lift_and_bind(op, a, b)
+        elif type(b) is Plain and b._meta is None and _weak(a, b._data):
+            x, y = a, b._data
+        else:
+            return lift_and_bind(op, a, b)
+        try:
+            data = ufunc(x, y)
+        except Exception:
+            return lift_and_bind(op, a, b)
+        if type(data) is not _ndarray:
+            data = np.asarray(data)
+        out = _new(Plain)
+        out._data = data
+        out._meta = None
+        return out
+
+    return fn
+
+
+def _weak(value, beside: np.ndarray) -> bool:
+    """Whether NumPy's ufuncs take `value` beside `beside` as `lift` would: a Python float or
+    bool (an int only beside floats: NumPy compares int8 with 300, which `lift` refuses)."""
+    cls = type(value)
+    return cls is float or cls is bool or cls is int and beside.dtype.kind == "f"
 
 
 def lift(*args, context=(), op=None):

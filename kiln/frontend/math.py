@@ -81,9 +81,7 @@ __all__ = [
 
 
 def _make_unary(name, np_name):
-    def fn(x):
-        return core.apply_unary(REGISTRY[name], x)
-
+    fn = core.unary_function(REGISTRY[name])
     like = f"NumPy's `{np_name}`" if np_name else f"`{name}`"
     expected_dtype = f"np.{np_name}(a).dtype" if np_name else "a.dtype"
     fn.__doc__ = f"""Elementwise {name}, as {like}.
@@ -94,13 +92,12 @@ def _make_unary(name, np_name):
     ((3,), True)
     """
     fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__  # made in core: its docstring is tested here
     return fn
 
 
 def _make_binary(name, np_name):
-    def fn(a, b):
-        return core.apply_binary(REGISTRY[name], a, b)
-
+    fn = core.binary_function(REGISTRY[name])
     fn.__doc__ = f"""Elementwise {name} with broadcasting, as NumPy's `{np_name}`.
 
     >>> import kiln as kn, numpy as np
@@ -109,6 +106,7 @@ def _make_binary(name, np_name):
     True
     """
     fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__  # made in core: its docstring is tested here
     return fn
 
 

@@ -473,3 +473,49 @@ def test_overwriting_a_non_leaf_gives_zero_gradient_to_its_old_value():
         (y * x).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), y.detach().numpy())  # d(y * x)/dx = y
         x.grad = None
+
+
+@pytest.mark.parametrize("op_name", ["matmul", "conv2d"])
+def test_backward_computes_only_the_cotangents_inputs_need(op_name):
+    # A weight's gradient does not need the input's: a backward that computed it would run a
+    # matmul (or conv2d_input_grad) as large as the forward one, for nothing.
+    from kiln.graph.opdef import REGISTRY
+
+    names = ("matmul", "conv2d_input_grad", "conv2d_weight_grad")
+    impls = {name: REGISTRY[name].impl for name in names}
+    calls = []
+
+    def counting(name):
+        def impl(*args, **kwargs):
+            calls.append(name)
+            return impls[name](*args, **kwargs)
+
+        return impl
+
+    rng = np.random.default_rng(0)
+    if op_name == "matmul":
+        x, w, run = rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), kn.matmul
+    else:
+        x, w, run = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3)), kn.conv2d
+    weight_grad, input_grad = ("matmul", "matmul") if op_name == "matmul" else names[2:0:-1]
+    try:
+        for name in names:  # OpDefs are frozen: swap the kernels for this test only
+            object.__setattr__(REGISTRY[name], "impl", counting(name))
+        wt = kn.tensor(w, requires_grad=True)
+        y = run(kn.tensor(x), wt)
+        calls.clear()
+        y.sum().backward()
+        assert calls == [weight_grad]
+        xt = kn.tensor(x, requires_grad=True)
+        y = run(xt, kn.tensor(w))
+        calls.clear()
+        y.sum().backward()
+        assert calls == [input_grad]
+    finally:
+        for name in names:
+            object.__setattr__(REGISTRY[name], "impl", impls[name])
+    with kn.Graph().as_default():
+        xs, ws = kn.placeholder(kn.float64, x.shape), kn.placeholder(kn.float64, w.shape)
+        gx, gw = kn.function([xs, ws], kn.grad(kn.sum(run(xs, ws)), [xs, ws]))(x, w)
+    np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-12)
+    np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-12)

@@ -9,7 +9,7 @@ from ..frontend import methods as _methods
 from ..ops import core as _ops_core
 from . import autograd, devices, grad_mode, inplace
 from .autograd import Node
-from .dispatch import eager_dispatch
+from .dispatch import apply_binary, apply_unary, eager_dispatch
 from .factories import *  # noqa: F403
 from .factories import __all__ as _factories_all
 from .grad_mode import *  # noqa: F403
@@ -20,6 +20,7 @@ _methods.install(Tensor)
 inplace.install(Tensor)
 devices.install(Tensor)
 _frontend_core.Tensor = _frontend_core.Plain = Tensor
+_frontend_core.apply_unary, _frontend_core.apply_binary = apply_unary, apply_binary
 _ops_core.eager_dispatch = eager_dispatch
 
 

@@ -28,6 +28,7 @@ from .tensor import Tensor, describe, make, version_of
 __all__ = ["Node", "backward", "grad"]
 
 _seq = itertools.count()
+_new = object.__new__
 
 
 class Node:
@@ -76,35 +77,37 @@ def record(op, args, attrs, out: Tensor) -> None:
     versions, edges, metas = [], [], []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
+            vc = version_of(a)  # makes a's Meta too
             meta = a._meta
-            if meta is not None and meta.inference:
+            if meta.inference:
                 raise RuntimeError(
                     "Inference tensors cannot be saved for backward. To work around you can "
                     "make a clone to get a normal tensor and use it in autograd. (input "
                     f"{i} of {op.name}: {describe(a)}, made in inference_mode; at {user_site()})"
                 )
-            edges.append((meta.grad_fn or a) if meta is not None and meta.requires_grad else None)
-            versions.append(version_of(a).value)
-            metas.append((a._data.shape, a._data.dtype))
+            edges.append((meta.grad_fn or a) if meta.requires_grad else None)
+            versions.append(vc.value)
+            array = a._data
+            metas.append((array.shape, array.dtype))
         else:
             edges.append(None)
             versions.append(None)
             metas.append((np.shape(a), np.asarray(a).dtype))
     vc = version_of(out)
     metas.append((data.shape, data.dtype))
-    node = Node()
+    node = _new(Node)
     node.op = op
     node.attrs = attrs
-    node.saved = tuple(args)
-    node.versions = tuple(versions)
-    node.edges = tuple(edges)
-    node.metas = tuple(metas)
+    node.saved = args if type(args) is tuple else tuple(args)
+    node.versions = versions
+    node.edges = edges
+    node.metas = metas
     node.out = (data, vc, vc.value)
-    node.device = out._device
+    meta = out._meta  # made by version_of(out)
+    node.device = meta.device
     node.seq = next(_seq)
     node.site = user_site()
     node.retained = None
-    meta = out._meta  # made by version_of(out)
     meta.grad_fn = node
     meta.requires_grad = True
 
@@ -129,10 +132,15 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
                          for e, meta in zip(node.edges, node.metas))  # fmt: skip
         raise RuntimeError(f"derivative for {op.name} is not implemented (created at {node.site})")
     out, inputs = unpack(node, create_graph)
-    # NOTE: a vjp computes every input's cotangent, even those no one needs (the exponent's
+    # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
     # of x ** 2 takes log(x)): their warnings are noise; anomaly mode checks the needed ones.
+    # Those whose unneeded cotangents cost (matmul, conv2d) take `needs`.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        cts = op.vjp(ct, out, *inputs, **node.attrs)
+        if "vjp_needs" in op.tags:
+            needs = tuple(e is not None for e in node.edges)
+            cts = op.vjp(ct, out, *inputs, needs=needs, **node.attrs)
+        else:
+            cts = op.vjp(ct, out, *inputs, **node.attrs)
     if is_anomaly_enabled():
         _check_nan(node, cts)
     return cts

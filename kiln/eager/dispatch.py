@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceError, DTypeError, ShapeError
+from ..frontend.core import lift_and_bind
 from ..graph.core import user_site
 from ..ops import core as ops_core
 from ..ops.random import next_seed
@@ -21,7 +22,7 @@ from .grad_mode import state
 from .saved import SavedTensorError, Unavailable
 from .tensor import Tensor, describe, make, meta_of
 
-__all__ = ["eager_dispatch"]
+__all__ = ["apply_binary", "apply_unary", "eager_dispatch"]
 
 _ndarray = np.ndarray
 _CPU = "cpu"
@@ -157,3 +158,59 @@ def _unavailable(op, args, attrs) -> Unavailable:
     dtype = op.dtype_rule(*(a.dtype if isinstance(a, Tensor) else np.asarray(a).dtype
                             for a in args), **attrs)  # fmt: skip
     return Unavailable(shape, dtype, device, reason)
+
+
+# -- the frontend's unary and binary functions on tensors that are not plain ------------------
+# (kiln.frontend.core.unary_function runs plain ones itself): CPU tensors that require grad,
+# have a version counter or are views run the op's ufunc and record the tape; others (GPU
+# tensors; a Python scalar beside a tensor whose tape must keep it as `lift` makes it) and
+# anything the ufunc refuses take the long path.
+
+
+def apply_unary(op, ufunc, x):
+    """`op(x)` on a CPU tensor that is not plain: its ufunc, then the tape entry."""
+    meta = x._meta
+    if meta.device != _CPU:
+        return lift_and_bind(op, x)
+    try:
+        data = ufunc(x._data)
+    except Exception:
+        return lift_and_bind(op, x)
+    if type(data) is not _ndarray:
+        data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
+    out = make(data)
+    if meta.requires_grad and state.grad:
+        autograd.record(op, (x,), {}, out)
+    return out
+
+
+def apply_binary(op, ufunc, a, b):
+    """`op(a, b)` where a tensor is not plain: CPU tensors (or one and a weak scalar, without
+    grad) run the ufunc, then the tape entry."""
+    x, y = _operand(a), _operand(b)
+    if x is None or y is None:
+        return lift_and_bind(op, a, b)  # a GPU tensor
+    (x, x_grad), (y, y_grad) = x, y
+    grad = (x_grad or y_grad) and state.grad
+    if grad and (x is a or y is b):
+        return lift_and_bind(op, a, b)  # the tape keeps the scalar as `lift` makes it
+    try:
+        data = ufunc(x, y)
+    except Exception:
+        return lift_and_bind(op, a, b)
+    if type(data) is not _ndarray:
+        data = np.asarray(data)
+    out = make(data)
+    if grad:
+        autograd.record(op, (a, b), {}, out)
+    return out
+
+
+def _operand(v):
+    """(array, whether it requires grad) of a CPU operand; None for a tensor on a GPU."""
+    if type(v) is not Tensor:
+        return v, False
+    meta = v._meta
+    if meta is None:
+        return v._data, False
+    return (v._data, meta.requires_grad) if meta.device == _CPU else None

@@ -80,8 +80,18 @@ def lift_and_bind(op: OpDef, *args):
 
 
 # Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
-# is, and `Plain`: the Tensor class while no thread is in inference mode, else None (below).
+# is; `Plain`: the Tensor class while no thread is in inference mode, else None (below); and
+# `apply_unary(op, ufunc, x)` / `apply_binary(op, ufunc, a, b)`: the ufunc on tensors that are
+# not plain (they require grad, live on a GPU…), or `lift_and_bind`.
 Tensor = Plain = None
+
+
+def apply_unary(op, ufunc, x):
+    return lift_and_bind(op, x)
+
+
+def apply_binary(op, ufunc, a, b):
+    return lift_and_bind(op, a, b)
 
 
 # -- the frontend's unary and binary functions ---------------------------------------------------
@@ -94,7 +104,8 @@ Tensor = Plain = None
 # shapes that do not broadcast: tests/test_eager_fast.py holds them to it), and anything it
 # raises sends the call down the long path, where the rules raise kiln's error with the op
 # and the site. Python scalars mix in as NumPy's weak scalars, as `lift` makes them. NumPy
-# arrays in give NumPy arrays out. Everything else goes to `lift_and_bind`.
+# arrays in give NumPy arrays out; tensors that are not plain go to eager's `apply_unary` /
+# `apply_binary`, everything else to `lift_and_bind`.
 
 _ndarray = np.ndarray
 _new = object.__new__
@@ -129,6 +140,7 @@ def unary_function(op: OpDef):
                 out._data = data
                 out._meta = None
                 return out
+            return apply_unary(op, ufunc, x)
         elif type(x) is _ndarray and x.dtype in _KILN_DTYPES:
             try:
                 data = ufunc(x)
@@ -153,18 +165,20 @@ def binary_function(op: OpDef):
 
     def fn(a, b):
         if type(a) is Plain:
-            if a._meta is not None:
-                return lift_and_bind(op, a, b)
             x = a._data
             if type(b) is Plain:
-                if b._meta is not None:
-                    return lift_and_bind(op, a, b)
+                if a._meta is not None or b._meta is not None:
+                    return apply_binary(op, ufunc, a, b)
                 y = b._data
             elif _weak(b, x):
+                if a._meta is not None:
+                    return apply_binary(op, ufunc, a, b)
                 y = b
             else:
                 return lift_and_bind(op, a, b)
-        elif type(b) is Plain and b._meta is None and _weak(a, b._data):
+        elif type(b) is Plain and _weak(a, b._data):
+            if b._meta is not None:
+                return apply_binary(op, ufunc, a, b)
             x, y = a, b._data
         else:
             return lift_and_bind(op, a, b)

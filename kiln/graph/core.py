@@ -19,14 +19,34 @@ _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _USER_FILES = {os.path.join(_KILN_DIR, "demo.py")}
 
 
+_FILE_NAMES: dict = {}  # a code object's file -> its base name, or None for library files
+
+
+def _file_name(filename: str) -> str | None:
+    library = filename.startswith(_KILN_DIR) and filename not in _USER_FILES
+    if library or "contextlib" in filename or filename.startswith("<frozen"):
+        name = None
+    else:
+        name = os.path.basename(filename)
+    _FILE_NAMES[filename] = name
+    return name
+
+
 def user_site(skip: int = 1) -> str | None:
-    """`file.py:12` of the innermost caller outside kiln (kiln's own frames are filtered out)."""
+    """`file.py:12` of the innermost caller outside kiln (kiln's own frames are filtered out).
+
+    Every eager op that records the tape asks, so each file's verdict is cached.
+    """
     f = sys._getframe(skip)
+    names = _FILE_NAMES
     while f is not None:
         filename = f.f_code.co_filename
-        library = filename.startswith(_KILN_DIR) and filename not in _USER_FILES
-        if not library and "contextlib" not in filename and not filename.startswith("<frozen"):
-            return f"{os.path.basename(filename)}:{f.f_lineno}"
+        try:
+            name = names[filename]
+        except KeyError:
+            name = _file_name(filename)
+        if name is not None:
+            return f"{name}:{f.f_lineno}"
         f = f.f_back
     return None
 

@@ -23,7 +23,9 @@ class OpDef:
     "reduction", "random", "source", "update", and "nondiff" for float ops that are
     deliberately not differentiable (floor, round, stop_gradient…): autodiff stops there
     quietly, while a missing vjp on any other op on the path is an error; "no_inplace"
-    for elementwise ops whose kernel must not write into one of its own inputs.
+    for elementwise ops whose kernel must not write into one of its own inputs; "vjp_needs"
+    for ops whose vjp takes `needs` (a bool per input) and computes only the cotangents
+    needed (None for the others), where an unneeded one would cost (matmul's, conv2d's).
     """
 
     name: str

@@ -47,23 +47,31 @@ def _drop(x, axis):
     return apply("reshape", x, shape=tuple(d for i, d in enumerate(x.shape) if i != axis % x.ndim))
 
 
-def _matmul_vjp(ct, y, a, b):
-    """Cotangents of the batch-broadcast shapes; autodiff sums them back to a's and b's."""
+def _matmul_vjp(ct, y, a, b, needs=(True, True)):
+    """Cotangents of the batch-broadcast shapes; autodiff sums them back to a's and b's.
+    Only the `needs`ed ones are computed (a weight's gradient does not need the input's)."""
+    need_a, need_b = needs
     if a.ndim == 1 and b.ndim == 1:
-        return ct * b, ct * a
+        return ct * b if need_a else None, ct * a if need_b else None
     if a.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
         ct2 = _unsqueeze(ct, -2)
-        return _drop(apply("matmul", ct2, _swap_last(b)), -2), apply(
-            "matmul", _unsqueeze(a, -1), ct2
+        return (
+            _drop(apply("matmul", ct2, _swap_last(b)), -2) if need_a else None,
+            apply("matmul", _unsqueeze(a, -1), ct2) if need_b else None,
         )
     if b.ndim == 1:  # (..., m, k) @ (k) -> (..., m)
         ct2 = _unsqueeze(ct, -1)
-        return apply("matmul", ct2, _unsqueeze(b, 0)), _drop(
-            apply("matmul", _swap_last(a), ct2), -1
+        return (
+            apply("matmul", ct2, _unsqueeze(b, 0)) if need_a else None,
+            _drop(apply("matmul", _swap_last(a), ct2), -1) if need_b else None,
         )
-    return apply("matmul", ct, _swap_last(b)), apply("matmul", _swap_last(a), ct)
+    return (
+        apply("matmul", ct, _swap_last(b)) if need_a else None,
+        apply("matmul", _swap_last(a), ct) if need_b else None,
+    )
 
 
 matmul = defop(
-    "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul, vjp=_matmul_vjp
-)
+    "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul,
+    vjp=_matmul_vjp, tags=("vjp_needs",),
+)  # fmt: skip

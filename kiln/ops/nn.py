@@ -148,10 +148,10 @@ def _conv2d(xp, x, w, out=None, *, stride, padding, dilation):
     return _into(xp, out, xp.matmul(weights, cols).reshape(n, o, oh, ow))
 
 
-def _conv2d_vjp(ct, y, x, w, **attrs):
+def _conv2d_vjp(ct, y, x, w, needs=(True, True), **attrs):
     return (
-        apply("conv2d_input_grad", ct, w, x_shape=tuple(x.shape), **attrs),
-        apply("conv2d_weight_grad", x, ct, w_shape=tuple(w.shape), **attrs),
+        apply("conv2d_input_grad", ct, w, x_shape=tuple(x.shape), **attrs) if needs[0] else None,
+        apply("conv2d_weight_grad", x, ct, w_shape=tuple(w.shape), **attrs) if needs[1] else None,
     )
 
 
@@ -161,6 +161,7 @@ conv2d = defop(
     lambda x, w, **_: _float_only("conv2d", x, w),
     _conv2d,
     vjp=_conv2d_vjp,
+    tags=("vjp_needs",),
 )
 
 

@@ -101,7 +101,11 @@ def _backward(graph, ys, xs, seeds) -> dict:
                 )
             continue
         with graph.site(node.site):
-            in_cts = node.op.vjp(ct, node.out, *node.inputs, **node.attrs)
+            if "vjp_needs" in node.op.tags:
+                needs = tuple(id(inp) in relevant for inp in node.inputs)
+                in_cts = node.op.vjp(ct, node.out, *node.inputs, needs=needs, **node.attrs)
+            else:
+                in_cts = node.op.vjp(ct, node.out, *node.inputs, **node.attrs)
             for inp, c in zip(node.inputs, in_cts):
                 if c is not None and id(inp) in relevant:
                     _accumulate(cts, inp, c)

@@ -12,6 +12,7 @@ import numpy as np
 from . import dtypes as dt
 from . import frontend as F
 from .eager import Tensor, no_grad, zeros_like
+from .eager.tensor import make
 from .errors import GraphError
 from .graph.core import Symbol, Variable
 from .graph.opdef import REGISTRY
@@ -110,9 +111,14 @@ class Optimizer:
                     state = {"step": 0, **{s: zeros_like(t) for s in self.slot_names}}
                     self._state[t] = state
                 state["step"] += 1
-                slots = {name: state[name] for name in self.slot_names}
                 step = np.array(state["step"], np.int64)
-                new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step)
+                if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
+                    slots = {name: state[name].numpy() for name in self.slot_names}
+                    new_param, new_slots = self._update(t._data, t.grad._data, slots, step)
+                    new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
+                else:
+                    slots = {name: state[name] for name in self.slot_names}
+                    new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step)
                 t.copy_(new_param)
                 state.update(new_slots)
 

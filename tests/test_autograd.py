@@ -306,6 +306,21 @@ def test_inplace_change_of_a_view_is_seen_through_the_base_version():
         y.backward()
 
 
+def test_a_view_saved_before_its_base_changes_in_place_is_stale():
+    # Views share their base's version counter lazily: the base gets one only when needed.
+    w = kn.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = kn.zeros(4)
+    view = base[1:]
+    assert base._version == view._version == 0
+    y = (w * view).sum()  # saves the view at version 0
+    base.add_(1.0)  # the base, not the view, changes
+    assert view._version == base._version == 1
+    view[0].mul_(2.0)  # a view of the view
+    assert base._version == 2
+    with pytest.raises(RuntimeError, match="is at version 2; expected version 0"):
+        y.backward()
+
+
 def test_inplace_ops_are_recorded_on_non_leaves():
     x = kn.tensor([1.0, 2.0], requires_grad=True)
     w = kn.tensor([3.0, 4.0], requires_grad=True)

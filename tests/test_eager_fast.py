@@ -144,3 +144,16 @@ def test_short_path_marks_inference_tensors_of_this_thread_only():
     done.set()
     thread.join()
     assert made[0].is_inference() and grad_mode.inference_threads == 0
+
+
+def test_results_of_plain_tensors_are_plain_and_others_are_not():
+    # A plain tensor (no Meta) is what keeps an eager op to one ufunc and two stores.
+    x = kn.ones(3)
+    assert x._meta is None and kn.sin(x)._meta is None and (x * 2.0 + x)._meta is None
+    w = kn.ones(3, requires_grad=True)
+    assert kn.sin(w).requires_grad and (w * 2.0)._meta is not None
+    view = x[1:]
+    assert view._meta is not None and x._meta is None  # the base stays plain until needed
+    with kn.inference_mode():
+        assert kn.sin(x)._meta is not None and kn.sin(x).is_inference()
+    assert kn.sin(x)._meta is None

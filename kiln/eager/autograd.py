@@ -133,14 +133,13 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
         raise RuntimeError(f"derivative for {op.name} is not implemented (created at {node.site})")
     out, inputs = unpack(node, create_graph)
     # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
-    # of x ** 2 takes log(x)): their warnings are noise; anomaly mode checks the needed ones.
-    # Those whose unneeded cotangents cost (matmul, conv2d) take `needs`.
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if "vjp_needs" in op.tags:
-            needs = tuple(e is not None for e in node.edges)
-            cts = op.vjp(ct, out, *inputs, needs=needs, **node.attrs)
-        else:
-            cts = op.vjp(ct, out, *inputs, **node.attrs)
+    # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
+    # checks the needed ones. Those whose unneeded cotangents cost (matmul…) take `needs`.
+    if "vjp_needs" in op.tags:
+        needs = tuple(e is not None for e in node.edges)
+        cts = op.vjp(ct, out, *inputs, needs=needs, **node.attrs)
+    else:
+        cts = op.vjp(ct, out, *inputs, **node.attrs)
     if is_anomaly_enabled():
         _check_nan(node, cts)
     return cts
@@ -197,7 +196,8 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     starts = [r.grad_fn for r in roots if r.grad_fn is not None]
     needed = None if targets is None else _needed(_reachable(starts), target_ids)
     captured: dict = {}
-    with set_grad_enabled(create_graph):
+    quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
+    with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
         while heap:

@@ -273,6 +273,32 @@ def test_inference_tensors_cannot_enter_a_later_backward():
 # -- version counters and in-place ops -----------------------------------------------------------
 
 
+def test_views_of_inference_tensors_are_inference_tensors():
+    with kn.inference_mode():
+        a = kn.ones(3)
+        b = kn.ones(3).requires_grad_(False)
+    normal = kn.ones(3)
+    with kn.inference_mode():
+        view_of_normal = normal[1:]
+    assert a[0:2].is_inference() and a.reshape(3, 1).is_inference()
+    assert not view_of_normal.is_inference()  # as PyTorch: it views a normal tensor
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        a[0:2].add_(1.0)
+    w = kn.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        w * b[0:2]
+
+
+def test_inference_mode_false_turns_grad_mode_back_on():
+    with kn.inference_mode():
+        assert not kn.is_grad_enabled()
+        with kn.inference_mode(False):
+            assert kn.is_grad_enabled() and not kn.is_inference_mode_enabled()
+            x = kn.ones(2, requires_grad=True)
+            assert (x * 2).requires_grad
+        assert not kn.is_grad_enabled() and kn.is_inference_mode_enabled()
+
+
 def test_inplace_change_of_a_saved_tensor_fails_backward_naming_it():
     a = kn.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = a * 2
@@ -321,6 +347,38 @@ def test_a_view_saved_before_its_base_changes_in_place_is_stale():
         y.backward()
 
 
+@pytest.mark.parametrize(
+    "take",
+    [lambda y: y[0:2], lambda y: y.reshape(3, 1), lambda y: y.T],
+    ids=["slice", "reshape", "T"],
+)
+def test_a_view_taken_before_its_base_changed_history_is_refused_not_wrong(take):
+    # PyTorch rebuilds such a view's history; kiln refuses rather than give a wrong gradient.
+    x = kn.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    view = take(y)
+    used_before = (view * 1).sum()  # recorded before the change: its history stays right
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"changed in place after the view was taken \(by mul_"):
+        view.sum().backward()
+    with pytest.raises(RuntimeError, match="out of date"):
+        view * 2
+    used_before.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 0.0] if view.shape == (2,) else 2.0)
+    w = kn.tensor([2.0, 3.0], requires_grad=True)
+    base = kn.zeros(2)
+    view = base[0:1]
+    base.copy_(w)  # the base now has a history: the view would miss it
+    with pytest.raises(RuntimeError, match="out of date"):
+        view * 2
+    leaf = kn.ones(3, requires_grad=True)
+    view = leaf[0:2]
+    with kn.no_grad():
+        leaf.mul_(2.0)  # not recorded: the view's history (a view of a leaf) still holds
+    (view * 3).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), [3.0, 3.0, 0.0])
+
+
 def test_inplace_ops_are_recorded_on_non_leaves():
     x = kn.tensor([1.0, 2.0], requires_grad=True)
     w = kn.tensor([3.0, 4.0], requires_grad=True)
@@ -358,6 +416,19 @@ def test_inplace_with_a_value_that_requires_grad_makes_the_tensor_require_grad()
     assert t.requires_grad and not t.is_leaf
     t.sum().backward()
     assert w.grad.item() == 3.0
+    # the same shape and dtype: the leaf itself is the value to copy (no op in between)
+    w = kn.tensor([2.0, 3.0], requires_grad=True)
+    for fill in (lambda t: t.copy_(w), lambda t: t.copy_(w * 1)):
+        t = kn.zeros(2)
+        fill(t)
+        assert t.requires_grad and not t.is_leaf
+        (t * t).sum().backward()
+        np.testing.assert_array_equal(w.grad.numpy(), [4.0, 6.0])
+        w.grad = None
+    s, t = kn.tensor(5.0, requires_grad=True), kn.zeros(())
+    t.fill_(s)
+    (t * 2).backward()
+    assert t.requires_grad and s.grad.item() == 2.0
 
 
 def test_inplace_on_a_view_that_autograd_must_record_is_refused():
@@ -534,3 +605,24 @@ def test_backward_computes_only_the_cotangents_inputs_need(op_name):
         gx, gw = kn.function([xs, ws], kn.grad(kn.sum(run(xs, ws)), [xs, ws]))(x, w)
     np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-12)
     np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([1.5, 0.0, 2.0], [0.0, 3.0, 0.0]),
+        ([0.0, 0.0, 2.0], [0.0, 0.0, 0.0]),
+        ([1.5, -2.0, 2.0], [-4.0, 3.0, -3.0]),
+    ],  # fmt: skip
+)
+def test_prod_gradient_is_the_product_of_the_others_also_at_zeros(values, expected):
+    x = kn.tensor(values, requires_grad=True)
+    x.prod().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, (3,))
+        (g,) = kn.grad(kn.prod(p), [p])
+        np.testing.assert_array_equal(kn.function([p], g)(np.float32(values)), expected)
+    rows = kn.tensor([values, [1.0, 2.0, 0.0]], requires_grad=True)
+    kn.prod(rows, axis=1).sum().backward()
+    np.testing.assert_array_equal(rows.grad.numpy(), [expected, [0.0, 0.0, 2.0]])

@@ -23,7 +23,7 @@ from ..passes.differentiate import sum_to_shape
 from ..runtime.backend import get_backend
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .saved import SavedTensorError, Unavailable, unpack
-from .tensor import Tensor, describe, make, version_of
+from .tensor import Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad"]
 
@@ -266,6 +266,8 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
             raise TypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
+        if t._meta is not None:
+            check_view(t, t._meta)
         if not t._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn "

@@ -20,7 +20,7 @@ from ..runtime.backend import get_backend
 from . import autograd
 from .grad_mode import state
 from .saved import SavedTensorError, Unavailable
-from .tensor import Tensor, describe, make, meta_of
+from .tensor import Tensor, check_view, describe, make, meta_of
 
 __all__ = ["apply_binary", "apply_unary", "eager_dispatch"]
 
@@ -49,6 +49,8 @@ def eager_dispatch(op, args, attrs):
         if not checked:
             _check(op, [data], attrs, args, key)
         meta = x._meta
+        if meta is not None and meta.base is not None:
+            check_view(x, meta)
         device = _CPU if meta is None else meta.device
         xp = np if device == _CPU else _xp(device)
         data = op.impl(xp, data, **attrs)
@@ -76,6 +78,8 @@ def _dispatch(op, args, attrs):
                 else:
                     here = meta.device
                     grad = grad or meta.requires_grad
+                    if meta.base is not None:
+                        check_view(a, meta)
                 if device is None:
                     device = here
                 elif here is not device and here != device:
@@ -131,7 +135,10 @@ def _link_view(out: Tensor, x) -> None:
     a, b = out._data, x._data
     if (a.base if a.base is not None else a) is (b.base if b.base is not None else b):
         base = x._base if x._base is not None else x
-        meta_of(out).base = base  # its version counter is base's (`version_of`)
+        meta = meta_of(out)
+        meta.base = base  # its version counter is base's (`version_of`)
+        meta.base_fn = base.grad_fn  # its history is out of date when base's changes
+        meta.inference = base._inference  # a view of an inference tensor is one, and only it
 
 
 def _xp(device: str):
@@ -172,6 +179,8 @@ def apply_unary(op, ufunc, x):
     meta = x._meta
     if meta.device != _CPU:
         return lift_and_bind(op, x)
+    if meta.base is not None:
+        check_view(x, meta)
     try:
         data = ufunc(x._data)
     except Exception:
@@ -213,4 +222,6 @@ def _operand(v):
     meta = v._meta
     if meta is None:
         return v._data, False
+    if meta.base is not None:
+        check_view(v, meta)
     return (v._data, meta.requires_grad) if meta.device == _CPU else None

@@ -157,4 +157,5 @@ class inference_mode(_Mode):  # noqa: N801
     """
 
     def __init__(self, mode: bool = True):
-        super().__init__(**({"grad": False, "inference": True} if mode else {"inference": False}))
+        # As PyTorch's: inference_mode(False) turns grad mode back on
+        super().__init__(grad=not mode, inference=bool(mode))

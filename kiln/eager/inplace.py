@@ -75,9 +75,9 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
     vc = version_of(t)
     vc.value += 1
     vc.op, vc.site = op, user_site()
-    if recording and result.grad_fn is not None:
-        if result.dtype != t.dtype:
-            result = bind(REGISTRY["cast"], result, dtype=t.dtype)
+    if recording and result._requires_grad:
+        if result.dtype != t.dtype or result.grad_fn is None:  # None: a leaf (`t.copy_(w)`)
+            result = bind(REGISTRY["cast"], result, dtype=t.dtype)  # its tape entry
         t.grad_fn, t._requires_grad = result.grad_fn, True
     return t
 

@@ -21,7 +21,7 @@ from ..runtime.backend import get_backend
 from . import grad_mode
 from .grad_mode import state
 
-__all__ = ["Meta", "Tensor", "Version", "describe"]
+__all__ = ["Meta", "Tensor", "Version", "check_view", "describe"]
 
 _new = object.__new__
 
@@ -56,12 +56,34 @@ class Meta:
     makes them with two stores.
     """
 
-    __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "inference")
+    __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "base_fn",
+                 "inference")  # fmt: skip
 
     def __init__(self, device: str = "cpu"):
         self.device = device
         self.requires_grad = self.inference = False
-        self.grad_fn = self.grad = self.vc = self.base = None
+        self.grad_fn = self.grad = self.vc = self.base = self.base_fn = None
+
+
+def check_view(t, meta: Meta) -> None:
+    """Raises if `t` is a view whose base has had an in-place op recorded (a new history)
+    since the view was taken: the view's own history is then out of date. (PyTorch rebuilds
+    it; kiln refuses rather than give a wrong gradient.) `meta.base_fn`: the base's grad_fn
+    when the view was taken."""
+    base = meta.base
+    if base is None:
+        return
+    now = base.grad_fn
+    if now is not meta.base_fn:
+        from ..graph.core import user_site
+
+        vc = version_of(base)
+        raise RuntimeError(
+            f"a view ({describe(t)}) of a tensor ({describe(base)}) that was changed in place "
+            f"after the view was taken (by {vc.op} at {vc.site}) is used at {user_site()}: the "
+            "view's autograd history is out of date, and kiln does not rebuild it; take the "
+            "view after the in-place change, or clone() it"
+        )
 
 
 def make(data, device: str = "cpu") -> Tensor:

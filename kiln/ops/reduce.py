@@ -43,8 +43,17 @@ def _mean_vjp(ct, y, x, *, axes, keepdims):
 
 
 def _prod_vjp(ct, y, x, *, axes, keepdims):
-    # NOTE: the product over the others is y / x, which is not finite where x == 0.
-    return (keep(ct * y, x, axes) / x,)
+    """d prod / d x_i is the product of the others: y / x_i where x_i != 0; where x_i == 0,
+    the product of the rest of its slice if it is the slice's only zero, else 0 (finite
+    everywhere, as PyTorch's)."""
+    zero = apply("equal", x, scalar(0, x))
+    one = scalar(1, x)
+    nonzero = apply("where", zero, one, x)  # x with its zeros made ones
+    rest = apply("reduce_prod", nonzero, axes=axes, keepdims=True)
+    zeros = apply("reduce_sum", apply("cast", zero, dtype=x.dtype), axes=axes, keepdims=True)
+    at_zero = apply("where", apply("equal", zeros, one), rest, scalar(0, x))
+    others = apply("where", zero, at_zero, keep(y, x, axes) / nonzero)
+    return (keep(ct, x, axes) * others,)
 
 
 def _extremum_vjp(ct, y, x, *, axes, keepdims):

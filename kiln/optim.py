@@ -86,8 +86,14 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward."""
         for t in self._tensors():
-            if t.grad is not None:
-                t.grad = None if set_to_none else zeros_like(t.grad)
+            grad = t.grad
+            if grad is None:
+                continue
+            if set_to_none or grad.requires_grad:
+                t.grad = None if set_to_none else zeros_like(grad)
+            else:
+                with no_grad():
+                    grad.zero_()  # in place, as PyTorch: references to it see the zeros
 
     def step(self) -> None:
         """One update of every parameter that has a `.grad`, in place, with `_update`: the

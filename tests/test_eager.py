@@ -153,6 +153,10 @@ def test_repr_reads_like_pytorch():
     x = kn.ones(2, requires_grad=True)
     assert repr(x) == "tensor([1., 1.], requires_grad=True)"
     assert repr(x * 2) == "tensor([2., 2.], grad_fn=<MulBackward0>)"
+    # magnitudes spanning more than 1000x, or outside [1e-4, 1e8): scientific, as PyTorch
+    assert repr(kn.tensor([1e-8, 1e8])) == "tensor([1.0000e-08, 1.0000e+08])"
+    assert repr(kn.tensor([0.0, 1e-5])) == "tensor([0.0000e+00, 1.0000e-05])"
+    assert repr(kn.tensor([0.0, 12.5, 1000.0])) == "tensor([0., 12.5, 1000.])"
 
 
 def test_to_cpu_dtype_and_unusable_cuda():

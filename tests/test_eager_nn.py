@@ -72,8 +72,10 @@ def test_gradients_accumulate_across_calls_until_zero_grad():
     assert model.bias.grad is None
     opt.zero_grad(set_to_none=False)  # nothing to zero: stays None
     model(x).sum().backward()
+    grad = model.bias.grad
     opt.zero_grad(set_to_none=False)
     assert model.bias.grad.tolist() == [0.0]
+    assert model.bias.grad is grad  # zeroed in place, as PyTorch: references see the zeros
 
 
 @pytest.mark.parametrize("name, opt_cls, hyper, ref", CASES, ids=[c[0] for c in CASES])

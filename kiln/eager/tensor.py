@@ -437,9 +437,10 @@ class Tensor:
     # -- printing ----------------------------------------------------------------------------
 
     def __repr__(self):
+        host = self._host()
         body = np.array2string(
-            self._host(), separator=", ", prefix="tensor(", threshold=1000,
-            formatter={"float_kind": _format_float} if dt.is_float(self.dtype) else None,
+            host, separator=", ", prefix="tensor(", threshold=1000,
+            formatter={"float_kind": _float_format(host)} if dt.is_float(self.dtype) else None,
         )  # fmt: skip
         extra = []
         if self.dtype not in (dt.float32, dt.int64, dt.bool_):
@@ -451,6 +452,18 @@ class Tensor:
         elif self._requires_grad:
             extra.append("requires_grad=True")
         return f"tensor({', '.join([body, *extra])})"
+
+
+def _float_format(array: np.ndarray):
+    """How `repr` writes the elements: positionally (`1.5`, `2.`), or in scientific notation
+    for the whole tensor when its magnitudes span more than 1000x or leave [1e-4, 1e8), as
+    PyTorch's printing does (so 1e-8 does not print as `0.`)."""
+    magnitudes = np.abs(array[np.isfinite(array) & (array != 0)].astype(np.float64))
+    if magnitudes.size:
+        low, high = magnitudes.min(), magnitudes.max()
+        if high / low > 1000 or high >= 1e8 or low < 1e-4:
+            return lambda x: np.format_float_scientific(x, precision=4, unique=False)
+    return _format_float
 
 
 def _format_float(x) -> str:

@@ -4,7 +4,7 @@ A row (`OpCase`) names the IR op it exercises, calls kiln's frontend in `fn`, ma
 inputs in `make_args(rng, dtype)` and computes the expected value with NumPy in `reference`.
 Shapes use distinct sizes (2, 3, 5) so swapped axes show; rows cover 0-d, size-0,
 broadcasting, negative axes and non-contiguous inputs (transposed or strided views).
-Composite frontend functions (relu, gelu, var, stack...) have rows labelled by their name,
+Composite frontend functions (gelu, leaky_relu, var, stack...) have rows labelled by their name,
 under the primitive they mainly use. nn rows live in op_table_nn.py and are appended here.
 """
 
@@ -167,6 +167,7 @@ unary_rows("sin", kn.sin, _float_ref(np.sin))
 unary_rows("cos", kn.cos, _float_ref(np.cos))
 unary_rows("tanh", kn.tanh, _float_ref(np.tanh))
 unary_rows("sigmoid", kn.sigmoid, _float_ref(lambda x: 1 / (1 + np.exp(-x))), dtypes=FLOATS16)
+unary_rows("relu", kn.relu, lambda x: np.maximum(x, 0), dtypes=FLOATS16, int_dtypes=(*INTS, "int8"))
 unary_rows("erf", kn.erf, _float_ref(np.vectorize(math.erf, otypes=[np.float64])))
 unary_rows("sign", kn.sign, np.sign, "small", int_dtypes=("int8", "int64"))
 unary_rows("floor", kn.floor, np.floor, "half", dtypes=FLOATS16)
@@ -196,6 +197,14 @@ rows(
         lambda x: np.array([np.inf, 0.0, 0.5], x.dtype),
     ),
     OpCase("isnan", "bool", kn.isnan, args(Arg((3,), "bool")), np.isnan, ("bool",)),
+    OpCase(
+        "relu", "special", kn.relu, args(Arg((3, 5), "special")), lambda x: np.maximum(x, 0),
+        FLOATS16,
+    ),
+    OpCase(
+        "relu", "uint-bool", kn.relu, args(Arg((2, 3), "count")), lambda x: np.maximum(x, 0),
+        ("uint8", "bool"),
+    ),
 )  # fmt: skip
 
 # -- elementwise: softplus, cast, where --------------------------------------------------------
@@ -263,6 +272,52 @@ rows(
     OpCase(
         "where", "strided", _where,
         args(Arg((3, 5), "bool", "S"), Arg((3, 5), layout="T"), (3, 5)), np.where,
+    ),
+)  # fmt: skip
+
+# Bounds are placeholders here (so their gradients are checked) unless a row says otherwise.
+_clip = lambda x, lo, hi: kn.clip(x, lo, hi)
+rows(
+    OpCase("clip", "basic", _clip, args((3, 5), (3, 5), (3, 5)), np.clip, FLOATS16),
+    OpCase("clip", "broadcast", _clip, args((2, 1, 5), (3, 1), (5,)), np.clip),
+    OpCase("clip", "0d", _clip, args((), (), ()), np.clip),
+    OpCase("clip", "empty", _clip, args((0, 5), (1, 5), ()), np.clip),
+    OpCase(
+        "clip", "strided", _clip, args(Arg((3, 5), layout="T"), Arg((3, 5), layout="S"), ()),
+        np.clip,
+    ),
+    OpCase(
+        "clip", "scalars", lambda x: kn.clip(x, -0.5, 1.0), args((3, 5)),
+        lambda x: np.clip(x, -0.5, 1.0), FLOATS16,
+    ),
+    OpCase(
+        "clip", "max-only", lambda x: kn.clip(x, None, 2), args(Arg((3, 5), "small")),
+        lambda x: np.clip(x, None, 2), ("float32", "int32", "uint8"),
+    ),
+    OpCase(
+        "clip", "min-only-float-bound", lambda x: kn.clip(x, 0.5, None), args(Arg((3, 5), "small")),
+        lambda x: np.clip(x, 0.5, None), ("int8", "int64", "float32"),
+    ),
+    OpCase(
+        "clip", "int", _clip, args(Arg((3, 5), "small"), (5,), Arg((3, 1), "positive")), np.clip,
+        ("int8", "int32", "int64"),
+    ),
+    OpCase(
+        "clip", "mixed-dtypes", _clip, args((2, 3), Arg((3,), dtype="float64"), ()), np.clip,
+        ("float16", "float32", "int32"),
+    ),
+    OpCase(
+        "clip", "special", lambda x: kn.clip(x, -1.0, 1.0), args(Arg((3, 5), "special")),
+        lambda x: np.clip(x, -1.0, 1.0), FLOATS16,
+    ),
+    OpCase(
+        "clip", "nan-bounds", _clip,
+        fixed([-2.0, 0.5, 2.0, np.nan], [np.nan, -1.0, -1.0, -1.0], [1.0, np.nan, 1.0, 1.0]),
+        np.clip, FLOATS16,
+    ),
+    OpCase(
+        "clip", "min-above-max", lambda x: kn.clip(x, 1.0, -1.0), args((3, 5)),
+        lambda x: np.clip(x, 1.0, -1.0),
     ),
 )  # fmt: skip
 
@@ -355,9 +410,6 @@ _gelu_tanh_ref = _float_ref(
     lambda x: 0.5 * x * (1 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
 )
 rows(
-    OpCase("maximum", "relu", kn.relu, args((3, 5)), lambda x: np.maximum(x, 0), FLOATS16),
-    OpCase("maximum", "relu-int", kn.relu, args((3, 5)), lambda x: np.maximum(x, 0), INTS),
-    OpCase("maximum", "relu-0d", kn.relu, args(()), lambda x: np.maximum(x, 0)),
     OpCase("erf", "gelu", kn.gelu, args((3, 5)), _gelu_ref),
     OpCase("erf", "gelu-0d", kn.gelu, args(()), _gelu_ref),
     OpCase(
@@ -371,14 +423,6 @@ rows(
     OpCase(
         "where", "leaky_relu-slope", lambda x: kn.leaky_relu(x, 0.2), args((2, 0, 3)),
         lambda x: np.where(x > 0, x, 0.2 * x),
-    ),
-    OpCase(
-        "maximum", "clip", lambda x: kn.clip(x, -0.5, 1.0), args((3, 5)),
-        lambda x: np.clip(x, -0.5, 1.0), FLOATS16,
-    ),
-    OpCase(
-        "minimum", "clip-max-only", lambda x: kn.clip(x, None, 2), args(Arg((3, 5), "small")),
-        lambda x: np.minimum(x, 2), ("float32", "int32"),
     ),
     OpCase(
         "softplus", "softplus-beta", lambda x: kn.softplus(x, beta=0.5), args((2, 3)),

@@ -88,7 +88,7 @@ GOLDEN_SIMPLE = """\
 { lambda x:f32[2,3] .
     w:f32[3,2] = constant[value=[0.,1.,2.,3.,4.,5.]]  # test_dumps.py
     t0:f32[2,2] = matmul x w  # test_dumps.py
-    t1:f32[2,2] = maximum t0 0.0:f32[]  # test_dumps.py
+    t1:f32[2,2] = relu t0  # test_dumps.py
     t2:f32[2,2] = mul t1 2.0:f32[]  # test_dumps.py
     t3:f32[2] = reduce_sum[axes=(1,) keepdims=False] t2  # test_dumps.py
   in (t3) }
@@ -108,7 +108,7 @@ GOLDEN_SCOPED = """\
 { lambda x:f32[_0,3] .
     encoder/w:f32[3,2] = variable  # test_dumps.py
     t0:f32[_0,2] = matmul x encoder/w  # test_dumps.py
-    t1:f32[_0,2] = maximum t0 0.0:f32[]  # test_dumps.py
+    t1:f32[_0,2] = relu t0  # test_dumps.py
     t2:f32[_0,2] = mul t1 3.0:f32[]  # test_dumps.py
     t3:f32[] = reduce_sum[axes=(0,1) keepdims=False] t2  # test_dumps.py
   in (t3) }

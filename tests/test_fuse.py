@@ -354,8 +354,8 @@ def test_kernel_is_thread_safe():
 
 # -- hypothesis: the same values with and without fusion ------------------------------------
 
-UNARY = [kn.tanh, kn.sin, kn.neg, kn.abs, kn.square, kn.exp, kn.sigmoid]
-BINARY = [kn.add, kn.sub, kn.mul, kn.maximum, kn.minimum]
+UNARY = [kn.tanh, kn.sin, kn.neg, kn.abs, kn.square, kn.exp, kn.sigmoid, kn.relu]
+BINARY = [kn.add, kn.sub, kn.mul, kn.maximum, kn.minimum, lambda a, b: kn.clip(a, -1.0, b)]
 BASES = [(), (5,), (2, 3), (3, 1, 4), (2, 3, 5)]
 BIG_BASES = [(600, 520), (3, 100000), (300000,)]  # float32: over UNBLOCKED_BYTES
 DTYPES = ["float32", "float64", "int32"]

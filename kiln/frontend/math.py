@@ -174,14 +174,13 @@ def cast(x, dtype):
     return call("cast", x, dtype=dt.as_dtype(dtype))
 
 
-def relu(x):
-    """`max(x, 0)`.
+relu = _make_unary("relu", None)
+relu.__doc__ = """`maximum(x, 0)`; its gradient is 1 where x > 0, else 0 (at 0 too, as PyTorch's).
 
     >>> import kiln as kn, numpy as np
     >>> kn.relu(np.array([-1.0, 2.0], np.float32))
     array([0., 2.], dtype=float32)
     """
-    return maximum(x, 0)
 
 
 def leaky_relu(x, negative_slope: float = 0.01):
@@ -223,18 +222,34 @@ def gelu(x, approximate: str = "none"):
 
 
 def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
-    """`x` limited to `[min, max]` (either may be None).
+    """`x` limited to `[min, max]` (either may be None), as NumPy's `clip` (NaN stays NaN).
+
+    Gradients as PyTorch's `clamp`: x's is 1 where min <= x <= max (bounds included), a
+    tensor bound's is 1 where it is the value (x below min, x above max).
 
     >>> import kiln as kn, numpy as np
     >>> kn.clip(np.array([-2.0, 0.5, 2.0], np.float32), -1, 1)
     array([-1. ,  0.5,  1. ], dtype=float32)
     """
     (x,) = lift(x)
-    if min is not None:
-        x = maximum(x, min)
-    if max is not None:
-        x = minimum(x, max)
-    return x
+    if min is None and max is None:
+        return x
+    # NOTE: a missing bound is x's dtype's own extreme (an array, not a weak scalar), which
+    # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
+    lo = _extreme(x.dtype, "min") if min is None else min
+    hi = _extreme(x.dtype, "max") if max is None else max
+    return call("clip", *lift(x, lo, hi, op=REGISTRY["clip"]))
+
+
+def _extreme(dtype, side: str) -> np.ndarray:
+    """The least (`side` "min") or greatest value of `dtype`: -inf or inf for floats."""
+    if dtype.kind == "f":
+        value = -np.inf if side == "min" else np.inf
+    elif dtype.kind == "b":
+        value = side == "max"
+    else:
+        value = getattr(np.iinfo(dtype), side)
+    return np.asarray(value, dtype)
 
 
 # -- reductions --------------------------------------------------------------------------------

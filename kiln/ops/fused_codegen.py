@@ -145,8 +145,8 @@ def loop_source(prog, dtypes):
 # bits on every call, and the same as eager mode, which shares NumPy's kernels.
 EXACT = {
     "add", "sub", "mul", "div", "neg", "abs", "square", "sqrt", "rsqrt", "maximum", "minimum",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-    "logical_or", "logical_not", "where", "floor", "ceil", "sign", "cast",
+    "relu", "clip", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_not", "where", "floor", "ceil", "sign", "cast",
 }  # fmt: skip
 
 
@@ -185,4 +185,20 @@ def _expr(name, args, arg_dtypes, dtype, attrs, env):
     if name == "where":
         cond = args[0] if arg_dtypes[0] == np.dtype(bool) else f"({args[0]} != 0)"
         return f"{r}({args[1]}) if {cond} else {r}({args[2]})"
+    if name == "relu":  # NumPy's maximum(x, 0): NaN stays, -0.0 becomes 0.0
+        v = f"{r}({x})"
+        keep = f"{v} > 0 or {v} != {v}" if dtype.kind == "f" else f"{v} > 0"
+        return f"({v} if {keep} else {r}(0))"
+    if name == "clip":
+        return _clip(*(f"{r}({a})" for a in args), dtype.kind == "f")
     return None
+
+
+def _clip(x, lo, hi, floating):
+    """NumPy's clip of scalars of one dtype: NaN anywhere gives NaN; a tie keeps x (NumPy's
+    loops keep x or the bound: equal values, which may differ only in the sign of a zero)."""
+    if not floating:
+        low = f"({lo} if {x} < {lo} else {x})"
+        return f"({hi} if {low} > {hi} else {low})"
+    low = f"({lo} if {lo} != {lo} or {x} < {lo} else {x})"
+    return f"({hi} if {hi} != {hi} or {low} > {hi} else {low})"

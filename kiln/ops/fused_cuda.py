@@ -4,7 +4,7 @@ equations, cached by its text (CuPy compiles it once per device and caches the b
 Each equation becomes one C expression that rounds as NumPy's kernel does wherever CUDA
 allows: arguments cast to the dtypes of NumPy's ufunc loop, IEEE arithmetic through the
 `__f*_rn` intrinsics (never contracted into fused multiply-adds, which round once instead of
-twice), NaN handling as NumPy's (maximum, sign, logical ops); transcendental functions come
+twice), NaN handling as NumPy's (maximum, relu, clip, sign, logical ops); transcendentals come
 from CUDA's libm, within a few ulps of the host's. A program with an op or dtype not lowered
 here (float16, integer powers, floordiv, mod...) runs as whole-array CuPy calls instead.
 
@@ -143,6 +143,16 @@ def _abs(t, x):
     return x
 
 
+def _clip(x, lo, hi, floating):
+    """NumPy's clip of values of one dtype: NaN in any argument gives NaN; a tie keeps x (NumPy's
+    loops keep x or the bound: equal values, which may differ only in the sign of a zero)."""
+    if not floating:
+        low = f"(({x} < {lo}) ? {lo} : {x})"
+        return f"(({low} > {hi}) ? {hi} : {low})"
+    low = f"((isnan({lo}) || {x} < {lo}) ? {lo} : {x})"
+    return f"((isnan({hi}) || {low} > {hi}) ? {hi} : {low})"
+
+
 # Ops whose kernel is one NumPy ufunc: (loop dtype, *arguments cast to it) -> C, or None.
 UFUNC_RULES = {
     "add": _arith("+", "||"), "sub": _arith("-"), "mul": _arith("*", "&&"), "div": _arith("/"),
@@ -208,6 +218,12 @@ class _Lowering:
         if name == "round":
             x = _cast(args[0], arg_dtypes[0], out)
             return f"{_fn('rint', out)}({x})" if out.kind == "f" else x
+        if name == "relu":  # NumPy's maximum(x, 0): NaN propagates, -0.0 gives 0.0
+            x = _cast(args[0], arg_dtypes[0], out)
+            keep = f"({x} > 0 || isnan({x}))" if out.kind == "f" else f"({x} > 0)"
+            return f"({keep} ? {x} : (({CTYPES[out]})0))"
+        if name == "clip":
+            return _clip(*(_cast(a, d, out) for a, d in zip(args, arg_dtypes)), out.kind == "f")
         if out.kind != "f":
             return None
         x = _cast(args[0], arg_dtypes[0], out)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..runtime.backend import get_backend
@@ -75,8 +76,6 @@ def check_view(t, meta: Meta) -> None:
         return
     now = base.grad_fn
     if now is not meta.base_fn:
-        from ..graph.core import user_site
-
         vc = version_of(base)
         raise RuntimeError(
             f"a view ({describe(t)}) of a tensor ({describe(base)}) that was changed in place "

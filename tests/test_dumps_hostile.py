@@ -13,7 +13,7 @@ from test_dumps import build_everything, build_scoped, build_symbolic, build_upd
 
 import kiln as kn
 from kiln.graph.dot import MAX_DEPTH, to_dot
-from kiln.graph.opdef import ArrayValue
+from kiln.graph.opdef import ArrayValue, OpDef
 from kiln.shapes import Dim
 
 # -- the reader refuses anything else, and only with GraphFormatError ---------------------------
@@ -385,15 +385,21 @@ def test_hostile_attr_strings_stay_data(documents, tmp_path):
     assert loaded and not sentinel.exists()
 
 
-def test_attr_values_of_every_type_round_trip():
+def _probe_kernel(xp, out=None, *, i, u, f, b, s, n, d, dim, arr, nested):
+    return xp.zeros(2, np.float32)
+
+
+def test_attr_values_of_every_type_round_trip(monkeypatch):
     values = {
         "i": -(2**63), "u": 2**64 - 1, "f": 1e-300, "b": False, "s": "é\n\"}", "n": None,
         "d": np.dtype("uint8"), "dim": Dim("batch") * 7, "arr": ArrayValue(np.arange(3.0)),
         "nested": ((1, (2.5, None)), ("a",), ()),
     }  # fmt: skip
-    attrs = {**values, "shape": (2,), "dtype": np.dtype("float32")}
+    # An op that takes exactly these attrs (the reader refuses attrs an op's kernel lacks).
+    probe = OpDef("attr_probe", lambda **_: (2,), lambda **_: np.dtype("float32"), _probe_kernel)
+    monkeypatch.setitem(kn.graph.REGISTRY, "attr_probe", probe)
     g = kn.Graph()
-    g.add_node(kn.graph.REGISTRY["placeholder"], (), attrs, "p", shape=(2,), dtype=attrs["dtype"])
+    g.add_node(probe, (), values, "p", shape=(2,), dtype=np.dtype("float32"))
     (node,) = kn.load_graph(kn.dump(g, "json")).nodes
-    assert dict(node.attrs) == attrs
+    assert dict(node.attrs) == values
     assert type(node.attrs["b"]) is bool and type(node.attrs["i"]) is int

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..graph.core import Graph, Symbol
 from ..graph.dot import to_dot
 from ..graph.printer import format_graph, format_program
-from ..graph.serialize import from_json, graph_program, to_json
+from ..graph.serialize import MAX_CHARS, MAX_ELEMENTS, MAX_WORK, from_json, graph_program, to_json
 from ..passes.program import prune
 from ..runtime.function import Function
 
@@ -64,11 +64,26 @@ def _program(obj):
     return nodes, inputs, list(symbols), {}
 
 
-def load_graph(text) -> Graph:
+def load_graph(
+    text,
+    *,
+    max_chars: int | None = MAX_CHARS,
+    max_elements: int | None = MAX_ELEMENTS,
+    max_work: int | None = MAX_WORK,
+    trusted: bool = False,
+) -> Graph:
     """The Graph of `dump(..., "json")` text, with `.inputs`, `.outputs` and `.updates` (a dict
     Variable -> Symbol); it runs and gives the same results as the original. Malformed,
-    truncated or hostile text (or anything but a str) raises GraphFormatError; nothing in
-    it is evaluated.
+    truncated or hostile text (or anything but a str) raises GraphFormatError naming the node
+    and the reason; nothing in it is evaluated, and every attr must be one its op takes.
+
+    A file is untrusted: a few hundred bytes can declare values that would take forever, or
+    all memory, to compute. So the loader refuses text over `max_chars` characters (2**28), a
+    value over `max_elements` elements (2**28, 1 GiB of float32), and a graph whose values hold
+    over `max_work` elements together (2**32: a cheap, linear estimate of its work; a matmul of
+    two values within the limits may still take minutes, so lower the limits where that
+    matters). Symbolic dims count as their coefficient. None lifts one limit; `trusted=True`
+    lifts all three, for files you wrote yourself.
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -81,5 +96,14 @@ def load_graph(text) -> Graph:
     >>> load_graph(b"{}")
     Traceback (most recent call last):
     kiln.errors.GraphFormatError: a kiln graph is JSON text (a str), got bytes
+    >>> with kn.Graph().as_default():
+    ...     big = kn.exp(kn.placeholder(kn.float32, (40000, 40000), name="big"))
+    >>> load_graph(dump(big, "json"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    kiln.errors.GraphFormatError: node 0 ('big'): op placeholder gives f32[40000,40000], ...
+    >>> load_graph(dump(big, "json"), trusted=True).outputs
+    [<Symbol exp:f32[40000,40000] = exp>]
     """
-    return from_json(text)
+    if trusted:
+        max_chars = max_elements = max_work = None
+    return from_json(text, max_chars=max_chars, max_elements=max_elements, max_work=max_work)

@@ -4,6 +4,8 @@ that rebuilds each node by its op's rules and raises only GraphFormatError."""
 from __future__ import annotations
 
 import base64
+import functools
+import inspect
 import json
 import math
 
@@ -22,6 +24,16 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # attr ints: int64 and uint64 (seeds)
 _DTYPES = {d.name: d for d in dt.SUPPORTED}
 _TOP_KEYS = {"format", "version", "nodes", "inputs", "outputs", "updates", "variables"}
 _NODE_KEYS = {"name", "op", "inputs", "attrs", "site", "shape", "dtype"}
+
+# Default limits of the reader (None lifts one). A file is untrusted: a few hundred bytes can
+# declare a 2**24 x 2**24 value, which loads instantly and then never finishes running.
+MAX_CHARS = 2**28  # the longest text parsed (256 Mi characters)
+MAX_ELEMENTS = 2**28  # the most elements of one value (1 GiB of float32)
+MAX_WORK = 2**32  # the most elements of all values together: a cheap estimate of the work
+# Kernel parameters that the runtime passes, never a node's attrs.
+_RUNTIME_PARAMS = {"out", "key"}
+# The attrs of a source whose kernel takes **attrs (placeholder, variable): what its rules read.
+_SOURCE_ATTRS = frozenset({"dtype", "shape"})
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -147,10 +159,19 @@ class _Writer:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def from_json(text) -> Graph:
+def from_json(
+    text,
+    *,
+    max_chars: int | None = MAX_CHARS,
+    max_elements: int | None = MAX_ELEMENTS,
+    max_work: int | None = MAX_WORK,
+) -> Graph:
     """The Graph of `to_json` text, with `.inputs`, `.outputs` and `.updates` (Variable ->
     Symbol). Each node is rebuilt by its op's rules and must write back as it was read; anything
     else raises GraphFormatError. Nothing is evaluated: names and attrs are only data.
+
+    Limits (None lifts one): `max_chars` of text; `max_elements` of any one value, and
+    `max_work` of all values together, counting a symbolic dim as its coefficient.
 
     >>> import kiln as kn
     >>> with kn.Graph().as_default() as g:
@@ -159,12 +180,20 @@ def from_json(text) -> Graph:
     >>> [s.name for s in g2.inputs], g2.outputs[0].type_str()
     (['x'], 'f32[n]')
     """
-    return _Reader().build(_parse(text))
+    limits = {"max_chars": max_chars, "max_elements": max_elements, "max_work": max_work}
+    for key, limit in limits.items():
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise ValueError(f"{key} is a non-negative int or None, got {limit!r}")
+    return _Reader(max_elements, max_work).build(_parse(text, max_chars))
 
 
-def _parse(text) -> dict:
+def _parse(text, max_chars) -> dict:
     if not isinstance(text, str):
         raise GraphFormatError(f"a kiln graph is JSON text (a str), got {type(text).__name__}")
+    if max_chars is not None and len(text) > max_chars:
+        raise GraphFormatError(
+            f"the text has {len(text)} characters, over the limit of {max_chars} (max_chars)"
+        )
     try:
         doc = json.loads(text, object_pairs_hook=_object, parse_float=_refuse,
                          parse_int=_int, parse_constant=_refuse)  # fmt: skip
@@ -247,6 +276,40 @@ def _show(value) -> str:
     return (text or type(value).__name__)[:80]
 
 
+@functools.cache
+def _attr_names(op) -> tuple[frozenset, frozenset] | None:
+    """`(required, accepted)` attr names of `op`: its kernel's keyword-only parameters (less
+    those the runtime passes), required where they have no default. None: not known (a kernel
+    that takes **attrs and is not a source)."""
+    try:
+        params = inspect.signature(op.impl).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return (_SOURCE_ATTRS, _SOURCE_ATTRS) if "source" in op.tags else None
+    named = [p for p in params if p.kind is p.KEYWORD_ONLY and p.name not in _RUNTIME_PARAMS]
+    required = frozenset(p.name for p in named if p.default is p.empty)
+    return required, frozenset(p.name for p in named)
+
+
+def _check_attr_names(op, attrs, where):
+    """Refuses attrs that the op's kernel does not take, or lacks (it would fail at run time)."""
+    names = _attr_names(op)
+    if names is None:
+        return
+    required, accepted = names
+    unknown, missing = sorted(set(attrs) - accepted), sorted(required - set(attrs))
+    if unknown or missing:
+        takes = ", ".join(sorted(accepted)) or "none"
+        what = f"unknown attrs {unknown!r:.120}" if unknown else f"missing attrs {missing}"
+        raise GraphFormatError(f"{where}: op {op.name} has {what} (it takes: {takes})")
+
+
+def _elements(shape) -> int:
+    """The static number of elements of `shape`; a symbolic dim counts as its coefficient."""
+    return math.prod(d if type(d) is int else d.coeff for d in shape)
+
+
 def _rules(op, inputs, attrs, where):
     """The op's output shape and dtype, and the run-time constraints its rules record."""
     pending = sh.collect_constraints()
@@ -268,7 +331,9 @@ def _rules(op, inputs, attrs, where):
 class _Reader:
     """Builds the graph node by node, then writes each node again: it must read the same."""
 
-    def __init__(self):
+    def __init__(self, max_elements=None, max_work=None):
+        self.max_elements, self.max_work = max_elements, max_work
+        self.work = 0  # elements of the values read so far
         self.graph = Graph()
         self.symbols: dict = {}  # name -> Symbol
         self.atoms: dict[int, int] = {}  # anonymous dim number -> this process's atom
@@ -312,17 +377,36 @@ class _Reader:
         inputs = self.refs(entry["inputs"], f"{where} inputs")
         attrs = _typed(entry["attrs"], dict, f"{where} attrs")
         attrs = {key: self.value(v, f"{where} attr {key!r:.40}", 0) for key, v in attrs.items()}
+        _check_attr_names(REGISTRY[op], attrs, where)
         if op == "variable":
             value, trainable = self.variable(variables.get(name), f"variables {name!r:.80}")
+            self.count(value.shape, value.dtype, op, where)
             sym = Variable(value, name=name, trainable=trainable, graph=self.graph)
         else:
             shape, dtype, pending = _rules(REGISTRY[op], inputs, attrs, where)
+            self.count(shape, dtype, op, where)
             node = self.graph.add_node(REGISTRY[op], inputs, attrs, name, site, shape, dtype)
             self.graph.constraints.extend((a, b, why, node) for a, b, why in pending)
             sym = node.out
         sym.node.site = site
         self.symbols[name] = sym
         self.check(entry, sym, where)
+
+    def count(self, shape, dtype, op, where):
+        """Refuses a value over `max_elements`, or one that takes the total over `max_work`."""
+        n = _elements(shape)
+        self.work += n
+        typed = f"op {op} gives {dt.short_name(dtype)}{sh.format_shape(shape)}"
+        if self.max_elements is not None and n > self.max_elements:
+            raise GraphFormatError(
+                f"{where}: {typed}, {n} elements, over the limit of {self.max_elements} per "
+                "value (max_elements; lift it only for a file you trust)"
+            )
+        if self.max_work is not None and self.work > self.max_work:
+            raise GraphFormatError(
+                f"{where}: {typed}, which brings the elements of all values to {self.work}, "
+                f"over the limit of {self.max_work} (max_work; lift it only for a file you trust)"
+            )
 
     def check(self, entry, sym, where):
         """The node as this kiln writes it must be the entry: names, attrs, shape and dtype."""

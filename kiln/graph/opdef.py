@@ -26,6 +26,14 @@ class OpDef:
     for elementwise ops whose kernel must not write into one of its own inputs; "vjp_needs"
     for ops whose vjp takes `needs` (a bool per input) and computes only the cotangents
     needed (None for the others), where an unneeded one would cost (matmul's, conv2d's).
+
+    Effects, read by the alias analysis, the planner and the fusers (never guessed from names):
+    `views` are the inputs whose storage the output may share (its kernel may return a view
+    of them when called without `out`; such ops also carry the "view" tag); `overwrites` are
+    the inputs the kernel writes into; `may_fail` marks ops whose kernel can raise on inputs
+    of valid shapes and dtypes (index bounds, integer powers, checks), which a run orders
+    before its first in-place write; `lowering` is the scalar form of an elementwise op that
+    the fused CPU and CUDA kernels emit (None: such an op is run by its own kernel).
     """
 
     name: str
@@ -34,6 +42,10 @@ class OpDef:
     impl: Callable
     vjp: Callable | None = None
     tags: frozenset = field(default_factory=frozenset)
+    views: tuple = ()
+    overwrites: tuple = ()
+    may_fail: bool = False
+    lowering: object = None
 
     def __repr__(self):
         return f"OpDef({self.name})"

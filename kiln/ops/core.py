@@ -96,9 +96,17 @@ def scalar(value, like):
     return array
 
 
-def defop(name, shape_rule, dtype_rule, impl, *, vjp=None, tags=()) -> OpDef:
-    """Creates and registers one primitive."""
-    return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, frozenset(tags)))
+def defop(
+    name, shape_rule, dtype_rule, impl, *, vjp=None, tags=(), views=(), overwrites=(),
+    may_fail=False, lowering=None,
+) -> OpDef:  # fmt: skip
+    """Creates and registers one primitive (its effects: see `OpDef`). An op that `views` an
+    input carries the "view" tag."""
+    tags = frozenset(tags) | ({"view"} if views else frozenset())
+    if "view" in tags and not views:
+        views = (0,)
+    return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, tags, tuple(views),
+                          tuple(overwrites), bool(may_fail), lowering))  # fmt: skip
 
 
 # -- shared rules ----------------------------------------------------------------------------

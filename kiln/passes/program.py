@@ -79,6 +79,11 @@ def extract(fetches, feeds, updates) -> Graph:
             new[id(s)] = program.add_node(REGISTRY["placeholder"], (), attrs, s.name, s.site,
                                           s.shape, s.dtype).out  # fmt: skip
     program.variables = [n.ref for n in program.nodes if n.op.name == "variable"]
+    # The run-time dim checks of the nodes taken, by node identity: passes carry them even
+    # where they merge or remove those nodes (the unoptimized program would have checked).
+    taken = {id(n) for n in nodes}
+    source = program.source
+    program.constraints = [c for c in (source.constraints if source else ()) if id(c[3]) in taken]
     program.inputs = [new[id(s)] for s in feeds]
     program.outputs = [new[id(s)] for s in fetches]
     program.updates = {var: new[id(s)] for var, s in updates.items()}

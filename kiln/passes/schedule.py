@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import heapq
 
+from ..errors import GraphError
+
 
 def schedule(nodes, sizes, after=None) -> list:
     """The best of the heuristic orders of `nodes` (a topological list).
@@ -18,7 +20,10 @@ def schedule(nodes, sizes, after=None) -> list:
     set of node indices that must precede node i besides its inputs.
     """
     deps = _deps(nodes, after or {})
-    orders = [list(range(len(nodes))), _greedy(deps, sizes), _depth_first(deps, len(nodes))]
+    creation = list(range(len(nodes))) if not after else _in_index_order(deps)
+    orders = [creation, _greedy(deps, sizes), _depth_first(deps, len(nodes))]
+    if len(creation) != len(nodes):  # NOTE: callers add only edges that keep it acyclic
+        raise GraphError("schedule: the ordering edges form a cycle")
     peaks = [peak_bytes(order, deps, sizes) for order in orders]
     best = min(range(len(orders)), key=lambda k: (peaks[k], k))
     return [nodes[i] for i in orders[best]]
@@ -57,6 +62,23 @@ def peak_bytes(order, deps, sizes) -> int:
         if not users[i]:
             live -= sizes[i]
     return peak
+
+
+def _in_index_order(deps) -> list:
+    """Creation order where `after` edges allow it: among ready nodes, the lowest index."""
+    users = _users(deps)
+    waiting = [len(d) for d in deps]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    return order
 
 
 def _greedy(deps, sizes) -> list:

@@ -20,10 +20,8 @@ from .. import shapes as sh
 from ..errors import ShapeError, node_error
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
+from .alias import Aliases
 
-# Ops that may fail on valid shapes (bad indices): in-place updates run after all of them,
-# so a failed run leaves every variable as it was.
-MAY_FAIL = frozenset({"gather", "take_along_axis", "scatter_add", "scatter_along_axis", "index"})
 _ALIGN = 64
 
 
@@ -108,53 +106,57 @@ class Specialized:
         self.fetched = {id(s) for s in g.outputs}
         # Values handed out (outputs, update values) live in fresh arrays, never the arena.
         self.escaping = self.fetched | {id(s) for s in g.updates.values()}
-        self.inplace = self._inplace_updates() if plan else {}
-        after = self._inplace_edges(nodes)
+        self.aliases = Aliases(g)
+        self.inplace, after = self._inplace_updates(nodes) if plan else ({}, {})
         sizes = [0 if self._is_view(n) or "source" in n.op.tags else self._nbytes(n.out)
                  for n in nodes]  # fmt: skip
         self.order = schedule(nodes, sizes, after) if plan else list(nodes)
         self._assign_storage(plan)
 
     def _is_view(self, node) -> bool:
-        return "view" in node.op.tags
+        return bool(node.op.views)
 
-    def _inplace_updates(self) -> dict:
-        """{id(update node): Variable} for updates that can write into the variable's storage."""
-        g = self.graph
-        var_node = {id(n.ref): n for n in g.nodes if n.op.name == "variable"}
-        users = {}
-        for n in g.nodes:
-            for i in n.inputs:
-                users.setdefault(id(i), []).append(n)
-        out = {}
+    def _inplace_updates(self, nodes) -> tuple[dict, dict]:
+        """({id(update node): (Variable, its node)} for updates that write into the
+        variable's storage, {node index: indices that must run before it}).
+
+        An update runs in place only when its variable's storage is not read at the end (a
+        fetched view of it, or another update's value), its node may write into that storage
+        (`Aliases.may_write_into`), and it can run after every other reader of that storage
+        and every op that may fail, so a failed run changes nothing. Updates are taken one
+        by one; one whose ordering edges would close a cycle with those already taken (two
+        updates that read each other's variables) is committed after the run instead.
+        """
+        g, aliases = self.graph, self.aliases
+        index = {id(n): i for i, n in enumerate(nodes)}
+        var_node = {id(n.ref): n for n in nodes if n.op.name == "variable"}
+        may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail]
+        users = [[] for _ in nodes]
+        for i, n in enumerate(nodes):
+            for x in n.inputs:
+                users[index[id(x.node)]].append(i)
+        inplace, after = {}, {}
+        shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
         for var, value in g.updates.items():
             node, vn = value.node, var_node.get(id(var))
             if vn is None or "source" in node.op.tags or self._is_view(node):
                 continue
-            if id(vn.out) in self.fetched or id(value) in self.fetched:
+            if id(value) in self.fetched or aliases.read_at_end(vn.out):
                 continue
-            readers = _alias_readers(vn.out, users)
-            if any(_reaches(node, u) for u in readers if u is not node):
-                continue  # a reader of the old value depends on the new one
-            if any(i is vn.out for i in node.inputs) and "elementwise" not in node.op.tags:
-                continue  # reading and writing the same storage is safe only elementwise
             if self.shapes[id(value)] != var.shape or value.dtype != var.dtype:
                 continue
-            out[id(node)] = (var, vn, readers)
-        return out
-
-    def _inplace_edges(self, nodes) -> dict:
-        index = {id(n): i for i, n in enumerate(nodes)}
-        may_fail = [i for i, n in enumerate(nodes) if n.op.name in MAY_FAIL]
-        after = {}
-        for nid, (_var, _vn, readers) in list(self.inplace.items()):
-            i = index[nid]
-            blockers = {index[id(u)] for u in readers if id(u) != nid} | set(may_fail)
-            if any(_reaches(nodes[i], nodes[b]) for b in blockers):
-                del self.inplace[nid]  # it would have to run both before and after
+            if not aliases.may_write_into(node, vn.out, shape_of):
                 continue
+            i = index[id(node)]
+            readers = {index[id(u)] for u in aliases.readers_of(vn.out)} - {i}
+            blockers = readers | set(may_fail)
+            if _reaches_any(i, blockers, users):
+                continue  # it would have to run both before and after one of them
+            for b in blockers:
+                users[b].append(i)
+            inplace[id(node)] = (var, vn)
             after[i] = blockers
-        return after
+        return inplace, after
 
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
@@ -215,6 +217,7 @@ class Specialized:
         own value (not a view of it), dies at this node, and has the same shape and dtype:
         never a partial overlap between an op's input and output."""
         merged = {}
+        shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
 
         def find(k):
             while k in merged:
@@ -230,7 +233,7 @@ class Specialized:
                 k = self.storage[id(i)]
                 k = None if k is None else find(k)
                 if (k is not None and owners[k][0] is i and last[k] == t and i.dtype == n.out.dtype
-                        and self.shapes[id(i)] == self.shapes[id(n.out)]):  # fmt: skip
+                        and self.aliases.may_write_into(n, i, shape_of)):  # fmt: skip
                     merged[k_out] = k
                     last[k] = last[k_out]
                     owners[k][2] += f", then {n.name} in place"
@@ -409,27 +412,18 @@ class _Names:
                 self.names[id(sym)] = "<dead>"
 
 
-def _alias_readers(value, users) -> list:
-    """The nodes that read `value` directly or through a chain of views of it."""
-    out, stack = [], [value]
+def _reaches_any(src: int, targets: set, users: list) -> bool:
+    """Whether any of `targets` is reachable from node `src` along `users` (data and
+    ordering edges)."""
+    if not targets:
+        return False
+    stack, seen = [src], {src}
     while stack:
-        v = stack.pop()
-        for u in users.get(id(v), ()):
-            out.append(u)
-            if "view" in u.op.tags:
-                stack.append(u.out)
-    return out
-
-
-def _reaches(src, dst) -> bool:
-    """Whether `dst` depends on `src` (a path of inputs from src to dst)."""
-    stack, seen = [dst], set()
-    while stack:
-        n = stack.pop()
-        if n is src:
+        i = stack.pop()
+        if i in targets:
             return True
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        stack.extend(i.node for i in n.inputs)
+        for u in users[i]:
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
     return False

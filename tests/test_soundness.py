@@ -1,0 +1,123 @@
+"""Regression tests of planned programs that once gave a silently different answer than the
+unplanned program (each names the bug it pins). Expected values come from NumPy running the
+same arithmetic, or from the unplanned program (`plan=False`)."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from kiln.passes import fuse_elementwise, simplify
+
+FUSE_ALL = [("simplify", simplify), ("fuse_elementwise", fuse_elementwise)]  # the GPU's options
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def test_fetched_view_of_updated_variable_shows_old_value():
+    # Bug: the fetched w.T was copied at the end, after w was updated in place.
+    w0 = _rng().standard_normal((3, 3)).astype(np.float32)
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3, 3), name="x")
+        w = kn.Variable(w0.copy(), name="w")
+        f = kn.function([x], [kn.transpose(w, (1, 0)), kn.sum(w * x)], updates={w: w - 100.0 * x})
+        wt, s = f(np.ones((3, 3), np.float32))
+    np.testing.assert_array_equal(wt, w0.T)
+    np.testing.assert_allclose(s, w0.sum(), rtol=1e-6)
+    np.testing.assert_array_equal(w.numpy(), w0 - np.float32(100.0))
+
+
+def test_update_reading_another_updated_variable_sees_old_value():
+    # Bug: `prev: cur` committed cur's storage after cur was updated in place.
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        prev = kn.Variable(np.zeros(3, np.float32), name="prev")
+        cur = kn.Variable(np.ones(3, np.float32), name="cur")
+        f = kn.function([x], [], updates={prev: cur, cur: cur * 2.0 + x})
+        f(np.ones(3, np.float32))
+        np.testing.assert_array_equal(prev.numpy(), np.ones(3))
+        np.testing.assert_array_equal(cur.numpy(), np.full(3, 3.0))
+        f(np.ones(3, np.float32))
+        np.testing.assert_array_equal(prev.numpy(), np.full(3, 3.0))
+        np.testing.assert_array_equal(cur.numpy(), np.full(3, 7.0))
+
+
+def test_updates_reading_each_other_compile_and_read_old_values():
+    # Bug: two in-place updates that read each other's variables formed a cycle of ordering
+    # edges (compiling failed or looped); creation order then ignored the edges.
+    with kn.Graph().as_default():
+        a = kn.Variable(np.full(4, 1.0, np.float32), name="a")
+        b = kn.Variable(np.full(4, 2.0, np.float32), name="b")
+        f = kn.function([], [], updates={a: b * 2.0, b: a * 3.0})
+        f()
+    np.testing.assert_array_equal(a.numpy(), np.full(4, 4.0))
+    np.testing.assert_array_equal(b.numpy(), np.full(4, 3.0))
+
+
+def test_fused_kernel_never_writes_into_a_buffer_its_other_input_views():
+    # Bug: the cache-blocked fused kernel wrote in place into x while reading x.T.
+    rng = _rng()
+    a = (rng.standard_normal((1024, 1024)) * 0.05).astype(np.float32)
+    b = (rng.standard_normal((1024, 1024)) * 0.05).astype(np.float32)
+    with kn.Graph().as_default():
+        pa = kn.placeholder(kn.float32, (1024, 1024), name="a")
+        pb = kn.placeholder(kn.float32, (1024, 1024), name="b")
+        x = pa @ pb
+        y = kn.sum(kn.tanh(x * 0.5 + kn.transpose(x, (1, 0)) * 0.25) + 1.0)
+        got = kn.function([pa, pb], y)(a, b)
+        unplanned = kn.function([pa, pb], y, plan=False)(a, b)
+    xv = a @ b
+    np.testing.assert_allclose(got, np.sum(np.tanh(xv * 0.5 + xv.T * 0.25) + 1.0), rtol=1e-4)
+    np.testing.assert_allclose(got, unplanned, rtol=1e-5)
+
+
+def test_symmetric_update_stays_symmetric():
+    # Bug: `w: tanh((w + w.T) * 0.5) * 0.9 + x` was written into w while w.T was read.
+    rng = _rng()
+    w0 = rng.standard_normal((1024, 1024)).astype(np.float32)
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (1024, 1024), name="x")
+        w = kn.Variable(w0.copy(), name="w")
+        f = kn.function([x], [], updates={w: kn.tanh((w + w.T) * 0.5) * 0.9 + x})
+        f(np.zeros((1024, 1024), np.float32))
+    got = w.numpy()
+    np.testing.assert_array_equal(got, got.T)
+    np.testing.assert_allclose(got, np.tanh((w0 + w0.T) * 0.5) * 0.9, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("passes", [None, FUSE_ALL], ids=["default", "fuse-all"])
+def test_run_time_dim_constraint_survives_fusion(passes):
+    # Bug: constraints were matched by node name, and fusion renamed the group.
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, ("n",), name="x")
+        y = kn.placeholder(kn.float32, ("m",), name="y")
+        f = kn.function([x, y], kn.tanh(x * y) * 2.0, passes=passes)
+        with pytest.raises(kn.ShapeError, match=r"n=1 but m=4.*mul"):
+            f(np.ones(1, np.float32), np.ones(4, np.float32))
+        assert f(np.ones(4, np.float32), np.ones(4, np.float32)).shape == (4,)
+
+
+def test_fetched_index_of_updated_variable_is_a_copy():
+    # A fetched basic index of a variable is a view of its storage: copied before the update.
+    w0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with kn.Graph().as_default():
+        w = kn.Variable(w0.copy(), name="w")
+        f = kn.function([], [w[0], kn.reshape(kn.reshape(w, (3, 2)), (6,))], updates={w: w + 1.0})
+        row, flat = f()
+    np.testing.assert_array_equal(row, w0[0])
+    np.testing.assert_array_equal(flat, w0.reshape(6))
+    np.testing.assert_array_equal(w.numpy(), w0 + 1)
+
+
+def test_view_reader_of_variable_runs_before_its_update():
+    # Bug (random programs): `v1: sin(v1)` was written before a row sum of a reshape
+    # round trip of v1 read it.
+    v0 = _rng().standard_normal((4, 6)).astype(np.float32)
+    with kn.Graph().as_default():
+        v1 = kn.Variable(v0.copy(), name="v1")
+        rows = kn.sum(kn.reshape(kn.reshape(v1, (6, 4)), (4, 6)), axis=1)
+        f = kn.function([], rows, updates={v1: kn.sin(v1)})
+        got = f()
+    np.testing.assert_allclose(got, v0.sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(v1.numpy(), np.sin(v0), rtol=1e-6)

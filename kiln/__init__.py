@@ -28,7 +28,15 @@ from .dtypes import (
 )  # fmt: skip
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
-from .errors import DeviceError, DTypeError, GraphError, GraphFormatError, KilnError, ShapeError
+from .errors import (
+    DeviceError,
+    DTypeError,
+    GraphError,
+    GraphFormatError,
+    KilnError,
+    NumericsError,
+    ShapeError,
+)
 from .frontend import *  # noqa: F403
 from .frontend import random
 from .frontend.core import Variable, constant, placeholder

@@ -77,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
         "dump",
         help="print a graph saved as JSON, as text or DOT",
         description="Load a graph from a JSON dump (kn.dump(..., format='json')) and print "
-        "it. A malformed file is an error on stderr with exit code 2.",
+        "it. A malformed file, or one over the size limit of kn.load_graph (max_chars), is an "
+        "error on stderr with exit code 2. "
+        "Names the terminal cannot show are printed as backslash escapes.",
     )
     dump.add_argument("file", type=Path, metavar="FILE.json", help="the JSON dump to read")
     dump.add_argument(
@@ -153,19 +155,36 @@ def cmd_demo(args) -> int:
 def cmd_dump(args) -> int:
     import kiln as kn
 
+    from .graph import serialize
+
+    limit = serialize.MAX_CHARS  # bytes here: a dump is ASCII, and UTF-8 is never shorter
     try:
-        text = args.file.read_text(encoding="utf-8")
+        with open(args.file, "rb") as file:
+            data = file.read(limit + 1)  # bounded: a huge file, or /dev/zero, stops here
+        if len(data) > limit:
+            _error("dump", f"cannot read {args.file}: it is over {limit} bytes, the most a "
+                   "graph file may have")  # fmt: skip
+            return EXIT_USAGE
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         _error("dump", f"cannot read {args.file}: {e}")
         return EXIT_USAGE
     try:
-        graph = kn.load_graph(text)
+        # NOTE: the size limits on values guard running a graph; printing one is safe.
+        graph = kn.load_graph(text, max_chars=limit, max_elements=None, max_work=None)
     except kn.GraphFormatError as e:
         _error("dump", f"{args.file} is not a valid kiln graph (GraphFormatError): {e}")
         return EXIT_USAGE
     output = kn.dump(graph, format=args.format)
-    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    _write_escaped(output if output.endswith("\n") else output + "\n")
     return 0
+
+
+def _write_escaped(text: str) -> None:
+    """Writes `text` to stdout, with what its encoding cannot hold (a name of a loaded file
+    that is a lone surrogate; non-ASCII text under an ASCII locale) as backslash escapes."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 def cmd_bench(args) -> int:

@@ -23,6 +23,11 @@ class GraphError(KilnError, RuntimeError):
     """A graph that is malformed, frozen, or cannot be run as asked."""
 
 
+class NumericsError(KilnError, FloatingPointError):
+    """A NaN or Inf produced while numerics checks are on (`check_numerics=True`,
+    `KILN_CHECKS=2`); the run that found it changed no Variable."""
+
+
 class GraphFormatError(KilnError, ValueError):
     """A graph file (JSON) that is malformed, truncated or hostile."""
 

@@ -164,6 +164,72 @@ def test_cli_dump_of_malformed_file_exits_2_with_a_clear_message(tmp_path):
     assert "cannot read" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def _surrogate_graph(tmp_path):
+    """A graph file whose node names are a lone surrogate and a non-ASCII letter: JSON can
+    spell them, and load_graph takes any string as a name."""
+    with kn.Graph().as_default():
+        y = kn.stop_gradient(kn.exp(kn.placeholder(kn.float32, (2,), name="\u00e9")))
+    doc = json.loads(kn.dump(y, "json"))
+    doc["nodes"][-1]["name"], doc["outputs"] = "\ud800", ["\ud800"]
+    path = tmp_path / "names.json"
+    path.write_text(json.dumps(doc))  # ASCII: json.dumps escapes both names
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["text", "dot", "json"])
+def test_cli_dump_prints_a_lone_surrogate_name_escaped(tmp_path, fmt):
+    # Bug: a node named "\ud800" made `kiln dump` die with a UnicodeEncodeError traceback.
+    path = _surrogate_graph(tmp_path)
+    result = run_kiln("dump", path, "--format", fmt)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert "\\ud800" in result.stdout
+    ascii_only = run_kiln("dump", path, "--format", fmt, env={"PYTHONIOENCODING": "ascii"})
+    assert ascii_only.returncode == 0 and ascii_only.stderr == ""
+    assert ascii_only.stdout.isascii() and "\\ud800" in ascii_only.stdout
+    if fmt == "text":  # the text IR prints names as they are: é where the encoding has it
+        assert "\u00e9:f32[2]" in result.stdout and "\\xe9:f32[2]" in ascii_only.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_cli_dump_reads_dev_zero_only_up_to_the_limit():
+    # Bug: `kiln dump /dev/zero` read without end.
+    result = run_kiln("dump", "/dev/zero")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "kiln dump: error: cannot read /dev/zero: it is over 268435456 bytes, "
+        "the most a graph file may have\n"
+    )
+
+
+def test_cli_dump_refuses_a_file_over_the_limit(tmp_path, monkeypatch, capsys):
+    from kiln.graph import serialize
+
+    path = _surrogate_graph(tmp_path)
+    size = path.stat().st_size
+    monkeypatch.setattr(serialize, "MAX_CHARS", size)
+    assert cli.main(["dump", str(path)]) == 0  # the limit itself is allowed
+    assert "stop_gradient" in capsys.readouterr().out
+    monkeypatch.setattr(serialize, "MAX_CHARS", size - 1)
+    assert cli.main(["dump", str(path)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == f"kiln dump: error: cannot read {path}: it is over {size - 1} bytes, " \
+        "the most a graph file may have\n"  # fmt: skip
+
+
+def test_cli_dump_prints_graphs_too_big_to_run(tmp_path):
+    # Printing runs nothing, so the limits on values (kn.load_graph's max_elements) are lifted.
+    with kn.Graph().as_default():
+        y = kn.exp(kn.placeholder(kn.float32, (40000, 40000), name="x"))
+    path = tmp_path / "big.json"
+    path.write_text(kn.dump(y, "json"))
+    with pytest.raises(kn.GraphFormatError, match="max_elements"):
+        kn.load_graph(path.read_text())
+    result = run_kiln("dump", path)
+    assert result.returncode == 0, result.stderr
+    assert "exp x" in result.stdout and "f32[40000,40000]" in result.stdout
+
+
 def test_cli_bench_runs_the_overhead_benchmark():
     result = run_kiln("bench", "overhead", "--quick")
     assert result.returncode == 0, result.stderr

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
+from kiln.ops.core import apply
 from kiln.passes import fuse_elementwise, simplify
 
 FUSE_ALL = [("simplify", simplify), ("fuse_elementwise", fuse_elementwise)]  # the GPU's options
@@ -21,7 +22,7 @@ def test_fetched_view_of_updated_variable_shows_old_value():
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (3, 3), name="x")
         w = kn.Variable(w0.copy(), name="w")
-        f = kn.function([x], [kn.transpose(w, (1, 0)), kn.sum(w * x)], updates={w: w - 100.0 * x})
+        f = kn.function([x], [kn.permute(w, (1, 0)), kn.sum(w * x)], updates={w: w - 100.0 * x})
         wt, s = f(np.ones((3, 3), np.float32))
     np.testing.assert_array_equal(wt, w0.T)
     np.testing.assert_allclose(s, w0.sum(), rtol=1e-6)
@@ -64,7 +65,7 @@ def test_fused_kernel_never_writes_into_a_buffer_its_other_input_views():
         pa = kn.placeholder(kn.float32, (1024, 1024), name="a")
         pb = kn.placeholder(kn.float32, (1024, 1024), name="b")
         x = pa @ pb
-        y = kn.sum(kn.tanh(x * 0.5 + kn.transpose(x, (1, 0)) * 0.25) + 1.0)
+        y = kn.sum(kn.tanh(x * 0.5 + kn.permute(x, (1, 0)) * 0.25) + 1.0)
         got = kn.function([pa, pb], y)(a, b)
         unplanned = kn.function([pa, pb], y, plan=False)(a, b)
     xv = a @ b
@@ -121,3 +122,59 @@ def test_view_reader_of_variable_runs_before_its_update():
         got = f()
     np.testing.assert_allclose(got, v0.sum(axis=1), rtol=1e-6)
     np.testing.assert_allclose(v1.numpy(), np.sin(v0), rtol=1e-6)
+
+
+def test_failed_kernel_after_in_place_writes_changes_no_variable():
+    # Bug: an integer power with a negative exponent failed after w was updated in place.
+    with kn.Graph().as_default():
+        k = kn.placeholder(kn.int64, (3,), name="k")
+        w = kn.Variable(np.ones(3, np.float32), name="w")
+        n = kn.Variable(np.full(3, 2, np.int64), name="n")
+        w2 = w * 2.0
+        base = n + kn.cast(kn.sum(w2), kn.int64) * 0  # the power runs after w2 is made
+        f = kn.function([k], kn.sum(base**k), updates={w: w2, n: n + 1})
+        assert f(np.array([1, 2, 3])) == 2 + 4 + 8
+        with pytest.raises(kn.KernelError, match="pow"):
+            f(np.array([1, -1, 3]))
+    np.testing.assert_array_equal(w.numpy(), np.full(3, 2.0))
+    np.testing.assert_array_equal(n.numpy(), np.full(3, 3))
+
+
+def test_seterr_raise_changes_neither_results_nor_variables():
+    # Bug: Adam under np.seterr(over="raise") left 6 of 8 variables changed; kernels now run
+    # with floating-point errors ignored, as PyTorch's do (exp(100) in float32 is inf there).
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        w = kn.Variable(np.ones(3, np.float32), name="w")
+        v = kn.Variable(np.ones(3, np.float32), name="v")
+        f = kn.function([x], kn.exp(x), updates={w: w * kn.exp(x), v: v + 1.0})
+        old = np.seterr(all="raise")
+        try:
+            y = f(np.array([0.0, 100.0, 1.0], np.float32))
+        finally:
+            np.seterr(**old)
+    assert np.isinf(y[1]) and np.isinf(w.numpy()[1])
+    np.testing.assert_array_equal(v.numpy(), np.full(3, 2.0))
+
+
+@pytest.mark.parametrize("how", ["function", "session", "KILN_CHECKS=2"])
+def test_check_numerics_names_first_bad_node_and_changes_nothing(how, monkeypatch):
+    # Bug: check_numerics=True and KILN_CHECKS=2 were documented but did not exist.
+    if how == "KILN_CHECKS=2":
+        monkeypatch.setenv("KILN_CHECKS", "2")
+    with kn.Graph().as_default() as g:
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        w = kn.Variable(np.ones(3, np.float32), name="w")
+        h = kn.log(x)  # the first node that makes a NaN (log of a negative number)
+        loss = kn.sum(h * w)
+        step = apply("assign", w, w - 0.1 * h)  # what optimizers' minimize() builds
+        if how == "session":
+            run = lambda v: kn.Session(graph=g, check_numerics=True).run([loss, step], {x: v})
+        else:
+            f = kn.function([x], loss, updates={w: w - 0.1 * h}, check_numerics=how == "function")
+            run = f
+        run(np.array([1.0, 2.0, 3.0], np.float32))
+        before = w.numpy().copy()
+        with pytest.raises(kn.NumericsError, match=r"1 NaN.*'log'.*test_soundness.py"):
+            run(np.array([1.0, -2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(w.numpy(), before)

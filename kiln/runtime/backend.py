@@ -12,6 +12,33 @@ import numpy as np
 from ..errors import DeviceError
 
 
+# Kernels run with floating-point errors ignored, as PyTorch's and XLA's do: `np.seterr`
+# never changes a result, warns, or makes a step fail half-way. NumPy keeps its error state
+# in a context variable; setting it directly costs a fraction of `np.errstate`'s entry.
+try:
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+
+    _IGNORE = _make_extobj(all="ignore")
+
+    def ignore_fp_errors():
+        """Ignores NumPy's floating-point errors in this context; returns a token."""
+        return _extobj_contextvar.set(_IGNORE)
+
+    def restore_fp_errors(token) -> None:
+        _extobj_contextvar.reset(token)
+
+except ImportError:  # another NumPy layout: the public, slower context manager
+
+    def ignore_fp_errors():
+        """Ignores NumPy's floating-point errors in this context; returns a token."""
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def restore_fp_errors(token) -> None:
+        token.__exit__(None, None, None)
+
+
 class Backend:
     """What the runtime needs from a device: `xp`, transfers, sync, memory statistics."""
 

@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import ShapeError, node_error
+from ..errors import NumericsError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
 from .alias import Aliases
@@ -85,10 +85,15 @@ def concrete_shapes(graph, feed_shapes, bindings) -> tuple[dict, dict]:
 class Specialized:
     """One signature's schedule, memory plan and generated program (thread-safe)."""
 
-    def __init__(self, graph, feed_shapes, bindings, backend, checks=False, plan=True):
+    def __init__(
+        self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False
+    ):  # fmt: skip
         self.graph = graph
         self.backend = backend
         self.checks = checks
+        # Every float value checked for NaN/Inf as it is made; a failed check must change
+        # no Variable, so no update runs in place (they are committed after the run).
+        self.numerics = numerics
         self.shapes, self.attrs = concrete_shapes(graph, feed_shapes, bindings)
         self._layout(plan)
         self.source, self._code, self.lines = self._generate()
@@ -107,7 +112,8 @@ class Specialized:
         # Values handed out (outputs, update values) live in fresh arrays, never the arena.
         self.escaping = self.fetched | {id(s) for s in g.updates.values()}
         self.aliases = Aliases(g)
-        self.inplace, after = self._inplace_updates(nodes) if plan else ({}, {})
+        in_place = plan and not self.numerics
+        self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         sizes = [0 if self._is_view(n) or "source" in n.op.tags else self._nbytes(n.out)
                  for n in nodes]  # fmt: skip
         self.order = schedule(nodes, sizes, after) if plan else list(nodes)
@@ -136,12 +142,13 @@ class Specialized:
             for x in n.inputs:
                 users[index[id(x.node)]].append(i)
         inplace, after = {}, {}
+        shared = collections.Counter(id(v) for v in g.updates.values())  # one value, two updates
         shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
         for var, value in g.updates.items():
             node, vn = value.node, var_node.get(id(var))
             if vn is None or "source" in node.op.tags or self._is_view(node):
                 continue
-            if id(value) in self.fetched or aliases.read_at_end(vn.out):
+            if id(value) in self.fetched or aliases.read_at_end(vn.out) or shared[id(value)] > 1:
                 continue
             if self.shapes[id(value)] != var.shape or value.dtype != var.dtype:
                 continue
@@ -246,7 +253,7 @@ class Specialized:
     def _generate(self):
         g = self.graph
         names = _Names(self.order, {id(s) for s in (*g.outputs, *g.updates.values())})
-        ns = {"xp": self.backend.xp, "nan": float("nan")}
+        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": _check_numerics}
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = ["def program(X, V, K):"], {}
@@ -268,10 +275,20 @@ class Specialized:
             names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
+            if self.numerics and n.out.dtype.kind in "fc":
+                ns[f"n{t}"] = n
+                lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:
                 lines += self._poison(t)
         outs = [self._fetch(s, names) for s in g.outputs]
-        ups = [self._fetch(s, names) for s in g.updates.values() if id(s.node) not in self.inplace]
+        # NOTE: an array handed out twice (fetched and committed, or committed to two
+        # Variables) is copied, so no two Variables and no output share storage.
+        handed = {id(s) for s in g.outputs}
+        ups = []
+        for s in g.updates.values():
+            if id(s.node) not in self.inplace:
+                ups.append(self._fetch(s, names, copy=id(s) in handed))
+                handed.add(id(s))
         lines.append(f"    return [{', '.join(outs)}], [{', '.join(ups)}]")
         self.update_vars = [var for var, s in g.updates.items() if id(s.node) not in self.inplace]
         self.random_nodes = [n for n in self.order if "random" in n.op.tags]
@@ -310,10 +327,10 @@ class Specialized:
                 kwargs.append(f"out=b{key}")
         return f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
 
-    def _fetch(self, s, names) -> str:
+    def _fetch(self, s, names, copy: bool = False) -> str:
         n = s.node
         fresh = not ("source" in n.op.tags or self._is_view(n) or id(n) in self.inplace)
-        fresh = fresh and self.storage.get(id(s)) is None
+        fresh = fresh and self.storage.get(id(s)) is None and not copy
         return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
 
     # -- running ---------------------------------------------------------------------------
@@ -372,6 +389,19 @@ class Specialized:
                 return self.lines.get(tb.tb_lineno)
             tb = tb.tb_next
         return None
+
+
+def _check_numerics(value, node) -> None:
+    """Raises NumericsError when `value` (the output of `node`) holds NaN or Inf."""
+    if bool((value - value == 0).all()):  # NOTE: x - x is NaN exactly where x is NaN or Inf
+        return
+    host = np.asarray(value.get() if hasattr(value, "get") else value)
+    nans = int(np.isnan(host).sum())
+    infs = int(np.isinf(host).sum())
+    raise node_error(
+        NumericsError, f"produced {nans} NaN and {infs} Inf values among {host.size} "
+        "(check_numerics)", op=node.op.name, name=node.name, site=node.site, inputs=node.inputs,
+    )  # fmt: skip
 
 
 class _Names:

@@ -24,7 +24,9 @@ class Function:
     """A compiled callable: NumPy arrays in, NumPy arrays out, updates applied after each call.
 
     On a GPU (`device="cuda"`) it takes NumPy or device arrays and returns NumPy arrays, or
-    the device's arrays with `return_device_arrays=True`.
+    the device's arrays with `return_device_arrays=True`. With `check_numerics=True` every
+    float value is checked for NaN and Inf as it is made: the first node that makes one
+    raises `kn.NumericsError`, naming it and its line, and no Variable changes.
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -37,7 +39,7 @@ class Function:
 
     def __init__(
         self, inputs, outputs, updates=None, device="cpu", passes=None, plan=True,
-        return_device_arrays: bool = False,
+        return_device_arrays: bool = False, check_numerics: bool = False,
     ):  # fmt: skip
         self.inputs = list(inputs)
         self._single = isinstance(outputs, Symbol)
@@ -52,7 +54,8 @@ class Function:
         self.device = device
         self.backend = get_backend(device)
         self.return_device_arrays = return_device_arrays
-        self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan)
+        self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan,
+                               check_numerics=check_numerics)  # fmt: skip
         self._last_args = None
 
     @property
@@ -150,8 +153,12 @@ class Session:
     {'y': array([2., 2.], dtype=float32)}
     """
 
-    def __init__(self, graph=None, device="cpu", return_device_arrays: bool = False):
+    def __init__(
+        self, graph=None, device="cpu", return_device_arrays: bool = False,
+        check_numerics: bool = False,
+    ):  # fmt: skip
         self.graph = graph or get_default_graph()
+        self.check_numerics = check_numerics
         self.device = device
         self.backend = get_backend(device)
         self.return_device_arrays = return_device_arrays
@@ -183,7 +190,8 @@ class Session:
         with self._lock:
             program = self._programs.get(key)
             if program is None:
-                program = Program(flat, feeds, {}, self.backend)
+                program = Program(flat, feeds, {}, self.backend,
+                                  check_numerics=self.check_numerics)  # fmt: skip
                 self._programs[key] = program
         values = program.run([feed_dict[s] for s in feeds], host=not self.return_device_arrays)
         values = [None if "group" in s.op.tags else v for s, v in zip(flat, values)]

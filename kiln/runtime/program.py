@@ -20,7 +20,7 @@ from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
 from ..passes.program import extract
-from .backend import Transfers, get_backend
+from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
 from .codegen import Specialized
 
 
@@ -35,8 +35,11 @@ class Program:
     graph's lock, so an in-place update is never seen half done.
     """
 
-    def __init__(self, fetches, feeds, updates, backend, passes=None, plan=True):
+    def __init__(
+        self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False
+    ):  # fmt: skip
         self.backend = backend
+        self.check_numerics = check_numerics
         self.device = backend.name
         self.transfers = Transfers()  # copies this program made: feeds, variables, outputs
         self.plan_memory = plan
@@ -47,11 +50,7 @@ class Program:
             self.graph = optimize(graph, passes)
         self.source_graph = graph.source
         self.feeds = self.graph.inputs
-        pruned = {n.name for n in self.graph.nodes}
-        source = self.source_graph
-        self.constraints = [
-            c for c in (source.constraints if source else ()) if c[3].name in pruned
-        ]
+        self.constraints = self.graph.constraints
         self.touches_variables = any(n.op.name == "variable" for n in self.graph.nodes)
         self._specialized: dict = {}
         self._lock = threading.Lock()
@@ -112,7 +111,8 @@ class Program:
         reason = self._reason(key)
         with _gc_paused():
             spec = Specialized(self.graph, key, bindings, self.backend,
-                               checks=checks_level(), plan=self.plan_memory)  # fmt: skip
+                               checks=checks_level(), plan=self.plan_memory,
+                               numerics=self.check_numerics or checks_level() >= 2)  # fmt: skip
         plan = spec.plan
         log(1, f"compile ({reason}): {len(self.graph.nodes)} nodes, arena "
                f"{plan.arena_bytes} B (lower bound {plan.lower_bound_bytes} B, naive "
@@ -144,6 +144,7 @@ class Program:
             with lock:
                 variables = [self._place(v) for v in spec.variables]
                 keys = self._random_keys(spec, graph)
+                token = ignore_fp_errors()
                 try:
                     outputs, updates = fn(arrays, variables, keys)
                 except KilnError:
@@ -153,6 +154,8 @@ class Program:
                     if node is None:
                         raise
                     raise kernel_error(node, spec, e) from e
+                finally:
+                    restore_fp_errors(token)
                 if updates:
                     self._commit(spec, updates)
             if self.device == "cpu":  # NumPy gives a 0-d result as a scalar: make it an array

@@ -11,9 +11,15 @@ import os
 import secrets
 import struct
 import threading
+import time
 from collections.abc import Mapping
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from .errors import KilnError
 from .graph.core import Symbol, Variable
@@ -37,6 +43,10 @@ SUPPORTED_DTYPES = frozenset(
 _NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32"}
 _NUMPY_DTYPES |= {"F64", "C64"}  # the safetensors dtypes that NumPy can hold
 _HEADER_LIMIT = 100_000_000  # the largest header safetensors itself accepts
+# write_atomic's temporaries: `.{name}.{12 hex digits}.tmp` beside the target; removed by a
+# later write when older than a minute and locked by no writer (a day where there are no locks).
+_TOKEN_BYTES, _HEX = 6, frozenset("0123456789abcdef")
+STALE_AFTER_S, STALE_UNLOCKABLE_S = 60.0, 86400.0
 
 
 class CheckpointError(KilnError, ValueError):
@@ -120,19 +130,35 @@ def _check_metadata(metadata):
     return dict(metadata)
 
 
-def write_atomic(path, data: bytes) -> None:
-    """Writes `data` to `path` through a synced temporary file and a rename (all or nothing)."""
+def write_atomic(path, data: bytes | str) -> None:
+    """Writes `data` (a str as UTF-8) to `path`, all or nothing: into a temporary file beside
+    it, which is flushed, synced and renamed over `path`. On any exception (KeyboardInterrupt
+    too) the temporary is removed and `path` is as it was. Temporaries that earlier writes to
+    `path` left behind (their process killed) are removed first: see `_remove_stale`.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+    >>> write_atomic(path, "all or nothing")
+    >>> open(path).read(), os.listdir(os.path.dirname(path))
+    ('all or nothing', ['notes.txt'])
+    """
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    directory, name = os.path.split(os.path.abspath(path))
+    _remove_stale(directory, name)
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(_TOKEN_BYTES)}.tmp")
     # 0o666 through the umask: the file gets the permissions a plain open() would give it.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
+        _lock(fd)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+            if fcntl is not None:  # NOTE: renamed while still locked: never taken for stale
+                os.replace(tmp, path)
+        if fcntl is None:  # Windows cannot rename a file that is open
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -140,6 +166,68 @@ def write_atomic(path, data: bytes) -> None:
             pass
         raise
     _sync_directory(directory)
+
+
+def _lock(fd: int) -> None:
+    """Marks the temporary as in use for as long as its writer has it open: the lock goes
+    with the process, even one killed outright (best effort: some filesystems have none)."""
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass
+
+
+def _remove_stale(directory: str, name: str) -> None:
+    """Removes the temporaries `write_atomic` made for `name` whose writer is gone.
+
+    A temporary is stale when it is older than STALE_AFTER_S (a younger one may belong to a
+    writer that has created it and not yet locked it) and no process holds its lock: a writer
+    holds the lock until its rename, and the system drops it when the writer dies, however it
+    dies. That needs no clock agreement and no process ids (which are reused, and mean
+    nothing on another machine sharing the folder). Where a filesystem has no locks, an age
+    of STALE_UNLOCKABLE_S decides; on Windows (no fcntl), deleting a file another process has
+    open fails, which protects live writers. Anything unclear is left alone.
+    """
+    prefix, suffix = f".{name}.", ".tmp"
+    now = time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        token = entry.name[len(prefix) : -len(suffix)]
+        if not (entry.name.startswith(prefix) and entry.name.endswith(suffix)
+                and len(token) == 2 * _TOKEN_BYTES and all(c in _HEX for c in token)):  # fmt: skip
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            if age >= STALE_AFTER_S:
+                _remove_if_unlocked(entry.path, age)
+        except OSError:
+            continue
+
+
+def _remove_if_unlocked(path: str, age: float) -> None:
+    if fcntl is None:
+        os.unlink(path)  # refused while a writer has it open
+        return
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # a live writer holds it
+        os.close(fd)
+        return
+    except OSError:  # no locks on this filesystem
+        if age < STALE_UNLOCKABLE_S:
+            os.close(fd)
+            return
+    try:
+        os.unlink(path)
+    finally:
+        os.close(fd)
 
 
 def _sync_directory(directory: str) -> None:

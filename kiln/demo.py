@@ -8,14 +8,14 @@ from it, and the training graph's dumps; then eagerly (PyTorch's five steps) and
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from .checkpoint import write_atomic
 
 HIDDEN = 256
 EPOCHS = 40
@@ -156,21 +156,6 @@ def eager_accuracy(model, x, y) -> float:
         logits = model(kn.tensor(x)).numpy()
     model.train()
     return float(np.mean(logits.argmax(axis=1) == y))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Writes `text` to `path` through a temporary file in the same folder and `os.replace`,
-    so a reader sees the old file or the new one, never a partial one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progress=True) -> dict:

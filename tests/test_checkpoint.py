@@ -3,6 +3,9 @@
 import json
 import os
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,6 +160,112 @@ def test_checkpoint_new_file_failure_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         kn.save({"a": np.ones(2)}, _path(tmp_path))
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("stage", ["fdopen", "fsync", "replace"])
+def test_write_atomic_interrupted_removes_its_temporary(tmp_path, monkeypatch, stage):
+    path = _path(tmp_path)
+    checkpoint.write_atomic(path, b"old")
+    real = getattr(os, stage)
+    seen = []
+
+    def interrupted(*args):
+        seen.append(_leftovers(tmp_path))
+        if stage == "fdopen":  # the interrupt lands after the file is open and half written
+            f = real(*args)
+            f.write(b"ne")
+            f.close()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, stage, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.write_atomic(path, b"new")
+    assert len(seen[0]) == 1 and seen[0][0].endswith(".tmp")
+    monkeypatch.undo()
+    assert open(path, "rb").read() == b"old"
+    assert _leftovers(tmp_path) == []
+
+
+def _temporary(tmp_path, target="ckpt.safetensors", token="0123456789ab", age=120.0):
+    """A file named as write_atomic names its temporaries, last modified `age` seconds ago."""
+    tmp = tmp_path / f".{target}.{token}.tmp"
+    tmp.write_bytes(b"x" * 1000)
+    os.utime(tmp, (tmp.stat().st_atime - age, tmp.stat().st_mtime - age))
+    return tmp.name
+
+
+def test_write_atomic_removes_stale_temporaries_of_its_target_only(tmp_path):
+    # Bug: temporaries of interrupted writes were never removed (202 files after 600 writes).
+    stale = [_temporary(tmp_path, token=t) for t in ("0123456789ab", "ffffffffffff")]
+    kept = [
+        _temporary(tmp_path, token="aaaaaaaaaaaa", age=0.0),  # a writer may be about to lock it
+        _temporary(tmp_path, target="other.safetensors"),  # another target's
+        _temporary(tmp_path, token="0123456789"),  # not write_atomic's pattern
+        _temporary(tmp_path, token="0123456789AB"),
+        _temporary(tmp_path, token="0123456789abcd"),
+    ]
+    (tmp_path / ".ckpt.safetensors.bbbbbbbbbbbb.tmp").mkdir()  # not a file
+    kept.append(".ckpt.safetensors.bbbbbbbbbbbb.tmp")
+    assert set(stale) <= set(os.listdir(tmp_path))
+    kn.save({"a": np.ones(2)}, _path(tmp_path))
+    assert sorted(_leftovers(tmp_path)) == sorted(kept)
+    np.testing.assert_array_equal(kn.load(_path(tmp_path))["a"], np.ones(2))
+
+
+@pytest.mark.skipif(checkpoint.fcntl is None, reason="file locks are POSIX")
+def test_write_atomic_keeps_an_old_temporary_that_a_writer_holds(tmp_path):
+    name = _temporary(tmp_path)
+    fd = os.open(tmp_path / name, os.O_RDONLY)
+    try:
+        checkpoint.fcntl.flock(fd, checkpoint.fcntl.LOCK_EX)  # as a live writer holds its own
+        checkpoint.write_atomic(_path(tmp_path), b"new")
+        assert _leftovers(tmp_path) == [name]
+    finally:
+        os.close(fd)  # the writer is gone
+    checkpoint.write_atomic(_path(tmp_path), b"newer")
+    assert _leftovers(tmp_path) == []
+
+
+WRITER = """
+import os, sys, time
+from kiln import checkpoint
+
+def hang(fd):  # the write is done; the process is killed before its rename
+    print("written", flush=True)
+    time.sleep(600)
+
+os.fsync = hang
+checkpoint.write_atomic(sys.argv[1], b"never renamed" * 1000)
+"""
+
+
+@pytest.mark.skipif(checkpoint.fcntl is None, reason="file locks are POSIX")
+def test_write_atomic_removes_the_temporary_of_a_killed_writer(tmp_path):
+    path = _path(tmp_path)
+    root = str(Path(__file__).resolve().parent.parent)  # this checkout's kiln
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE,
+                              text=True, env=env)  # fmt: skip
+    try:
+        assert writer.stdout.readline() == "written\n"
+        (name,) = _leftovers(tmp_path)
+        old = os.stat(tmp_path / name).st_mtime - 3600
+        os.utime(tmp_path / name, (old, old))  # old, but its writer is alive: kept
+        checkpoint.write_atomic(path, b"first")
+        assert _leftovers(tmp_path) == [name]
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+    checkpoint.write_atomic(path, b"second")  # the writer is dead: removed
+    assert _leftovers(tmp_path) == []
+    assert open(path, "rb").read() == b"second"
+
+
+def test_write_atomic_writes_str_as_utf8(tmp_path):
+    path = _path(tmp_path)
+    checkpoint.write_atomic(path, "h\u00e9")
+    assert open(path, "rb").read() == "h\u00e9".encode()
 
 
 def test_checkpoint_overwrite_replaces_content(tmp_path):

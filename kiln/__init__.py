@@ -33,6 +33,7 @@ from .errors import (
     DTypeError,
     GraphError,
     GraphFormatError,
+    IndexOutOfRangeError,
     KilnError,
     NumericsError,
     ShapeError,

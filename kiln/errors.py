@@ -32,6 +32,15 @@ class GraphFormatError(KilnError, ValueError):
     """A graph file (JSON) that is malformed, truncated or hostile."""
 
 
+class IndexOutOfRangeError(KilnError, IndexError, RuntimeError):
+    """An index, class label or id outside its dimension, found when the kernel runs (it
+    depends on the data). PyTorch raises IndexError (embedding, index_select, cross_entropy)
+    or RuntimeError (gather, one_hot) there: this is both. `reason` is the message without
+    the node's context, which graph mode adds."""
+
+    reason: str = ""
+
+
 def describe_types(symbols) -> str:
     """`x:f32[batch,3], w:f32[3,4]` for a sequence of Symbols (or anything with type_str)."""
     return ", ".join(f"{s.name}:{s.type_str()}" for s in symbols)

@@ -683,7 +683,9 @@ def fixed_idx(x_arg, *indices):
 rows(
     gather_row("basic", (5, 3), [4, 0, 2, 2], 0, dtypes=("float32", "int32", "bool")),
     gather_row("axis-neg-2d-idx", (3, 5), [[0, 4], [1, 1], [3, 2]], -1),
-    gather_row("neg-idx", (5, 3), [-1, -5, 0], 0),
+    # x[idx] counts negative indices from the end (NumPy's and PyTorch's indexing); kn.gather
+    # refuses them, as PyTorch's index_select does (tests/test_index_checks.py).
+    gather_row("getitem-neg-idx", (5, 3), [-1, -5, 0], 0, fn=lambda x, i: kn.getitem(x, i)),
     gather_row("0d-idx", (3, 5), 2, 1),
     gather_row("empty-idx", (3, 5), np.zeros((0,), np.int64), 1),
     gather_row("empty-x", (0, 5), [1, 4], 1),
@@ -709,7 +711,7 @@ def take_along_row(label, shape, idx, axis, layout="c", dtypes=FLOATS):
 rows(
     take_along_row("basic", (3, 5), [[4, 0], [1, 1], [0, 3]], 1, dtypes=("float32", "int64")),
     take_along_row("axis0", (3, 5), [[2, 0, 1, 1, 0]], 0),
-    take_along_row("axis-neg-broadcast", (2, 3, 5), [[[4, -1]], [[0, 2]]], -1),
+    take_along_row("axis-neg-broadcast", (2, 3, 5), [[[4, 1]], [[0, 2]]], -1),
     take_along_row("empty", (3, 5), np.zeros((3, 0), np.int64), 1),
     take_along_row("transposed", (3, 5), [[1], [0], [2]], -1, "T"),
 )
@@ -767,12 +769,14 @@ def _scatter_add_ref(axis, shape):
     return reference
 
 
-def scatter_add_row(label, shape, idx, axis, ct_layout="c", dtypes=FLOATS):
+def scatter_add_row(label, shape, idx, axis, ct_layout="c", dtypes=FLOATS, wrap=False):
     idx = np.asarray(idx, np.int64)
     ct_shape = (*shape[:axis], *idx.shape, *shape[axis + 1 :])
     return OpCase(
         "scatter_add", label,
-        lambda ct, i: bind(REGISTRY["scatter_add"], ct, i, axis=axis, shape=shape),
+        lambda ct, i: bind(
+            REGISTRY["scatter_add"], ct, i, axis=axis, shape=shape, wrap_negative=wrap
+        ),
         fixed_idx(Arg(ct_shape, layout=ct_layout), idx), _scatter_add_ref(axis, shape), dtypes,
     )  # fmt: skip
 
@@ -780,7 +784,7 @@ def scatter_add_row(label, shape, idx, axis, ct_layout="c", dtypes=FLOATS):
 rows(
     scatter_add_row("basic", (5, 3), [4, 0, 2, 2], 0, dtypes=("float32", "float64", "int64")),
     scatter_add_row("axis1-2d-idx-repeats", (3, 5), [[0, 4], [1, 1], [4, 4]], 1),
-    scatter_add_row("neg-idx", (5, 3), [-1, 4, 0], 0),
+    scatter_add_row("neg-idx", (5, 3), [-1, 4, 0], 0, wrap=True),  # the transpose of x[idx]
     scatter_add_row("0d-idx", (3, 5), 2, 1),
     scatter_add_row("empty-idx", (3, 5), np.zeros((0,), np.int64), 1),
     scatter_add_row("transposed", (2, 3, 5), [2, 0], 1, "T"),
@@ -815,7 +819,7 @@ def scatter_along_row(label, shape, idx, axis, ct_shape=None, dtypes=FLOATS):
 rows(
     scatter_along_row("basic", (3, 5), [[4, 0], [1, 1], [0, 3]], 1, dtypes=FLOATS16),
     scatter_along_row("axis0", (3, 5), [[2, 0, 1, 1, 0], [2, 2, 2, 2, 2]], 0),
-    scatter_along_row("broadcast-idx", (2, 3, 5), [[[4, -1]], [[0, 4]]], -1 % 3, (2, 3, 2)),
+    scatter_along_row("broadcast-idx", (2, 3, 5), [[[4, 1]], [[0, 4]]], -1 % 3, (2, 3, 2)),
     scatter_along_row("empty", (3, 5), np.zeros((3, 0), np.int64), 1),
 )
 
@@ -899,11 +903,11 @@ def one_hot_row(label, ids, depth, out_dtype="float32", dtypes=INTS):
 
 rows(
     one_hot_row("basic", [0, 3, 1, 1, 2], 4, dtypes=("int8", "int32", "int64", "uint8")),
-    one_hot_row("out-of-range", [-1, 4, 3, 0, 7], 4),
+    one_hot_row("repeats", [3, 3, 0, 1, 3], 4),  # ids out of range raise: test_index_checks.py
     one_hot_row("2d-int32-out", [[0, 2, 1], [2, 2, 0]], 3, "int32"),
     one_hot_row("0d", 2, 5, "float64"),
     one_hot_row("empty", np.zeros((0, 2), np.int64), 3),
-    one_hot_row("depth-0", [1, 0], 0),
+    one_hot_row("depth-0", np.zeros((0,), np.int64), 0),
 )
 
 # -- linear algebra ----------------------------------------------------------------------------

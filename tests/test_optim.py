@@ -268,7 +268,7 @@ def test_train_op_with_model_parameters_updates_exactly_those():
     assert not np.array_equal(after["fc2.weight"], before["fc2.weight"])
 
 
-@pytest.mark.parametrize("bad", ["shape", "dtype", "label-out-of-range"])
+@pytest.mark.parametrize("bad", ["shape", "dtype", "label-out-of-range", "label-negative"])
 def test_a_failing_train_step_changes_no_variable(bad):
     x, labels, model, loss, train_op = build_training()
     data, target = blobs(40)
@@ -284,8 +284,10 @@ def test_a_failing_train_step_changes_no_variable(bad):
             feed[x] = data[:, :3]
         elif bad == "dtype":
             feed[labels] = target.astype(np.float64)
-        else:
+        elif bad == "label-out-of-range":
             feed[labels] = np.where(np.arange(len(target)) == 7, 99, target)
+        else:  # regression: -1 wrapped to the last class and the step went through
+            feed[labels] = np.where(np.arange(len(target)) == 7, -1, target)
         with pytest.raises(kn.KilnError):
             sess.run([loss, train_op], feed)
     for v in variables:

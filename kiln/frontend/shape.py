@@ -222,7 +222,8 @@ def tile(x, reps):
 
 
 def one_hot(ids, num_classes: int, dtype=dt.float32):
-    """One-hot rows of `num_classes` for integer `ids` (ids outside the range give zeros).
+    """One-hot rows of `num_classes` for integer `ids` (an id outside the range raises
+    IndexOutOfRangeError, as PyTorch's `one_hot` raises).
 
     >>> import kiln as kn, numpy as np
     >>> kn.one_hot(np.array([0, 2]), 3)
@@ -234,7 +235,8 @@ def one_hot(ids, num_classes: int, dtype=dt.float32):
 
 
 def gather(x, indices, axis: int = 0):
-    """Takes `indices` along `axis`: NumPy's `take(x, indices, axis)` (TF's `gather`).
+    """Takes `indices` along `axis`: NumPy's `take(x, indices, axis)` (TF's `gather`), but an
+    index outside [0, size) raises IndexOutOfRangeError, as PyTorch's `index_select` raises.
 
     >>> import kiln as kn, numpy as np
     >>> kn.gather(np.arange(6).reshape(2, 3), np.array([2, 0]), axis=1)
@@ -243,11 +245,13 @@ def gather(x, indices, axis: int = 0):
     """
     (x,) = lift(x)
     (indices,) = lift(indices, context=(x,))
-    return call("gather", x, indices, axis=sh.normalize_axis(axis, x.ndim))
+    axis = sh.normalize_axis(axis, x.ndim)
+    return call("gather", x, indices, axis=axis, wrap_negative=False)
 
 
 def take_along_axis(x, indices, axis: int):
-    """NumPy's `take_along_axis` (PyTorch's `gather`).
+    """NumPy's `take_along_axis` (PyTorch's `gather`): an index outside [0, size) raises
+    IndexOutOfRangeError, as PyTorch's `gather` raises (negative ones too).
 
     >>> import kiln as kn, numpy as np
     >>> kn.take_along_axis(np.array([[1, 2], [3, 4]]), np.array([[1], [0]]), 1)
@@ -315,7 +319,8 @@ def getitem(x, index):
     if array_pos is None:
         return x
     axis = sum(1 for i in basic[:array_pos] if not isinstance(i, (int, np.integer)))
-    return gather(x, index[array_pos], axis=axis)
+    (indices,) = lift(index[array_pos], context=(x,))
+    return call("gather", x, indices, axis=axis, wrap_negative=True)  # x[-1] is the last
 
 
 def _is_array_index(i) -> bool:

@@ -1,6 +1,8 @@
 """`kn.compile` and `kn.trace`: an eager-style function run once on Symbols, compiled, and
-cached per input signature (shapes, dtypes, device, static arguments, grad mode and the
-`training` flags of the modules it uses), with one log line per compile saying what differed.
+cached per input signature (shapes, dtypes, device, static arguments, grad mode, the Python
+values it captured and the `training` flags of the modules it uses; a bounded LRU cache),
+with one log line per compile saying what differed. The tensors it captured are guarded: an
+in-place change (their version), another tensor or a new shape retraces.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import inspect
 import threading
 import time
 import types
+from collections import OrderedDict
 
 from ..debug import log
 from ..eager.grad_mode import state
@@ -18,41 +21,28 @@ from ..errors import DeviceError
 from ..graph.core import Symbol
 from ..nn.module import Module
 from ..runtime.backend import parse_device
+from ..runtime.cache import cache_size as _cache_size
+from ..runtime.cache import evict
+from .guards import Captures, Guard, value_changes, value_types
 from .traced import Traced, describe, flatten, name_of, signature
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
 
 
-def _modules_near(fn) -> list:
-    """The Modules (and their descendants) `fn` reaches directly: itself, its bound `self`,
-    its closure, and the globals its code names. Their `training` flags are in the cache key."""
-    target = getattr(fn, "__func__", fn)
-    found = [fn, getattr(fn, "__self__", None)]
-    for cell in getattr(target, "__closure__", None) or ():
-        try:
-            found.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    code, env = getattr(target, "__code__", None), getattr(target, "__globals__", {})
-    found.extend(env.get(name) for name in (code.co_names if code else ()))
-    modules = {}
-    for m in found:
-        if isinstance(m, Module):
-            modules.update((id(s), s) for s in m.modules())
-    return list(modules.values())
-
-
 class CompiledFunction:
     """`fn` compiled per input signature: see `compile`. `.cache` maps signatures to their
-    `Traced`; `.last` is the one the latest call ran."""
+    `Traced` (least recently used first; at most `cache_size`); `.last` is the one the latest
+    call ran."""
 
-    def __init__(self, fn, device=None):
+    def __init__(self, fn, device=None, cache_size=None):
         functools.update_wrapper(self, fn)
         self.fn, self.device = fn, device
-        self.cache: dict = {}
+        _cache_size(cache_size)  # refuses a bad bound now rather than at the first trace
+        self.cache_size = cache_size
+        self.cache: OrderedDict = OrderedDict()
         self.last: Traced | None = None
         self._lock = threading.Lock()
-        self._modules = None
+        self._captures: Captures | None = None  # what fn reads: found on first call
         try:
             params = inspect.signature(fn).parameters.values()
             self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
@@ -85,23 +75,35 @@ class CompiledFunction:
                 f"for {self.device}, but got tensors on {sorted(devices)}"
             )
         device = self.device or (devices.pop() if devices else "cpu")
-        if self._modules is None:
-            self._modules = _modules_near(self.fn)
-        modules = self._modules + [s for m in statics if isinstance(m[1], Module)
-                                   for s in m[1].modules()]  # fmt: skip
+        captured = self._captured()
+        modules = self._captures.modules + [s for m in statics if isinstance(m[1], Module)
+                                            for s in m[1].modules()]  # fmt: skip
         wants_grad = state.grad and any(isinstance(x, Tensor) for x in leaves)
         key = (structure, tuple(map(signature, leaves)), device, wants_grad,
-               tuple(m.training for m in modules))  # fmt: skip
+               tuple(m.training for m in modules), captured)  # fmt: skip
         try:
             hash(key)
         except TypeError:
-            path, value = next((p, v) for p, v in statics if not _hashable(v))
+            path, value = next(((p, v) for p, v in statics if not _hashable(v)), (None, None))
+            if path is None:  # a captured value is no longer hashable: look again
+                self._captures = None
+                return self._key(leaves, statics, structure)
             raise TypeError(
                 f"kn.compile: argument '{path}' of {name_of(self.fn)} is a "
                 f"{type(value).__name__}, neither an array nor hashable; pass arrays or Tensors "
                 "for values that change, hashable Python values for static ones"
             ) from None
         return key, modules
+
+    def _captured(self) -> tuple:
+        """The Python values fn captured, now (walking fn's code first if needed)."""
+        if self._captures is not None:
+            try:
+                return self._captures.values()
+            except (KeyError, ValueError):  # a global deleted, a closure cell emptied
+                pass
+        self._captures = Captures(self.fn)
+        return self._captures.values()
 
     def __call__(self, *args, **kwargs):
         leaves, paths, statics, structure = self.flatten_args(args, kwargs)
@@ -111,27 +113,54 @@ class CompiledFunction:
         return traced.run(leaves)
 
     def trace_for(self, leaves, paths, statics, structure) -> Traced:
-        """The Traced of this signature, traced and compiled on first use (logged)."""
+        """The Traced of this signature, traced and compiled on first use or when what it
+        captured changed (logged)."""
         key, modules = self._key(leaves, statics, structure)
         traced = self.cache.get(key)
-        if (
-            traced is not None
-            and key[3]
-            and traced.guard != tuple(p.tensor()._requires_grad for p in traced.params)
-        ):
-            traced = None  # a parameter's requires_grad changed since it was traced
-        if traced is None:
-            with self._lock:
-                reason = self._reason(key, modules, statics, paths)
-                start = time.perf_counter()
-                traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3])
-                traced.statics = statics
-                self.cache[key] = traced
-                log(1, f"kn.compile: traced {traced.name} ({reason}): "
-                       f"{len(traced.graph.nodes)} nodes, "
-                       f"{(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
+        stale = None
+        if traced is not None:
+            stale = traced.captured.check(key[5])
+            if stale is None and key[3]:
+                if traced.guard != tuple(p.tensor()._requires_grad for p in traced.params):
+                    stale = ("a parameter's requires_grad changed", False)
+            if stale is None:
+                if traced is not self.last:
+                    try:
+                        self.cache.move_to_end(key)
+                    except KeyError:  # evicted by another thread meanwhile
+                        pass
+                self.last = traced
+                return traced
+        with self._lock:
+            if stale is not None and stale[1]:  # an object fn reaches was replaced
+                self._captures = None
+                key, modules = self._key(leaves, statics, structure)
+            reason = f"retrace: {stale[0]}" if stale else self._reason(key, modules, statics, paths)
+            start = time.perf_counter()
+            traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3])
+            # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
+            # (a counter), the next call must find this trace, not trace again.
+            key, modules = self._key(leaves, statics, structure)
+            traced.key, traced.statics = key, statics
+            traced.captured = self._guard(statics)
+            self.cache[key] = traced
+            self.cache.move_to_end(key)
+            log(1, f"kn.compile: traced {traced.name} ({reason}): "
+                   f"{len(traced.graph.nodes)} nodes, "
+                   f"{(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
+            for old, dropped in evict(self.cache, self.cache_size):
+                log(1, f"kn.compile: {dropped.name}: cache full ({len(self.cache)} traces): "
+                       f"dropped the least recently used, for {_signature_text(old)}")  # fmt: skip
         self.last = traced
         return traced
+
+    def _guard(self, statics) -> Guard:
+        """The guard of a trace just made: what fn captured, and what its static arguments
+        that are objects (a method's `self`, a module) hold, compared by value."""
+        roots = [(p, v) for p, v in statics if not _hashable(v) or hasattr(v, "__dict__")]
+        if not roots:
+            return Guard(self._captures)
+        return Guard(Captures(self.fn, roots), by_value=True)
 
     def _reason(self, key, modules, statics, paths) -> str:
         """What differs from the signature that ran last."""
@@ -154,12 +183,23 @@ class CompiledFunction:
         if flipped:
             more = f" (and {len(flipped) - 1} more modules)" if len(flipped) > 1 else ""
             found.append(f"{type(flipped[0][0]).__name__}.training is {flipped[0][1]}{more}")
+        labels = self._captures.labels
+        if old[5] != key[5] or value_types(old[5]) != value_types(key[5]):
+            if last.captured.captures.labels == labels:
+                found.append(value_changes(labels, key[5], old[5]))
+            else:
+                found.append("what the function captures changed")
         return "; ".join(found) or "a parameter's requires_grad changed"
 
 
 def _canonical(device: str) -> str:
     kind, index = parse_device(device)
     return kind if kind == "cpu" else f"{kind}:{index}"
+
+
+def _signature_text(key) -> str:
+    """The arguments of a cache key, as log lines describe them."""
+    return ", ".join(map(describe, key[1])) or "no array arguments"
 
 
 def _hashable(value) -> bool:
@@ -170,13 +210,23 @@ def _hashable(value) -> bool:
     return True
 
 
-def compile(fn=None, *, device=None):  # noqa: A001 (the API's name)
+def compile(fn=None, *, device=None, cache_size=None):  # noqa: A001 (the API's name)
     """Compiles `fn` per input signature: on the first call with new shapes, dtypes, device,
     static arguments or module `training` flags, `fn` runs once on Symbols in place of its
     Tensors (Python control flow runs then; branching on a traced value raises), and the
     graph is compiled; later calls run the compiled program. Module parameters become graph
     Variables that share the parameters' memory. Tensors in give Tensors out (a call on
     tensors that require grad is one tape entry); NumPy in gives NumPy out.
+
+    What `fn` captures is checked on every call, as a guard: a Python value it reads from its
+    closure, its globals or an attribute of an object or module it uses (numbers, strings,
+    tuples of them) is part of the signature, and a captured tensor changed in place (its
+    version), replaced, reshaped or made to require grad retraces (logged at KILN_DEBUG>=1).
+    The walk that finds them follows the names in fn's code (and in the functions and
+    methods it reaches); a tensor or value reached only through a container (a list, a
+    dict) is not guarded, nor a change made through `.numpy()` or `.data`, which no version
+    counter sees. `cache_size` bounds the traces kept (least recently used go first;
+    None: `kiln.runtime.cache.CACHE_SIZE`, 64).
 
     >>> import kiln as kn, numpy as np
     >>> @kn.compile
@@ -191,8 +241,8 @@ def compile(fn=None, *, device=None):  # noqa: A001 (the API's name)
     array(9., dtype=float32)
     """
     if fn is None:
-        return lambda f: CompiledFunction(f, device)
-    return CompiledFunction(fn, device)
+        return lambda f: CompiledFunction(f, device, cache_size)
+    return CompiledFunction(fn, device, cache_size)
 
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, IndexOutOfRangeError, ShapeError, node_error
+from ..graph.core import user_site
 from .core import apply, defop, same_dtype
 
 
@@ -13,6 +14,25 @@ def _copy_into(out, value):
         return value
     out[...] = value
     return out
+
+
+def out_of_range(op: str, message: str) -> IndexOutOfRangeError:
+    """The error of a failed index check in `op`'s kernel. It names the caller's line (an
+    eager op runs there); graph mode's runtime replaces that with the node's context."""
+    error = node_error(IndexOutOfRangeError, message, op=op, name=None, site=user_site())
+    error.reason = message
+    return error
+
+
+def check_indices(idx, size: int, *, op: str, dim: int, negative: bool = False) -> None:
+    """Raises unless every index lies in [0, size), or in [-size, size) when `negative`
+    indices count from the end: one min and one max, no loop over the elements."""
+    if idx.size == 0:
+        return
+    low, high = int(idx.min()), int(idx.max())
+    if low < (-size if negative else 0) or high >= size:
+        bad = high if high >= size else low
+        raise out_of_range(op, f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 # -- views -----------------------------------------------------------------------------------
@@ -134,7 +154,7 @@ def _index(xp, x, out=None, *, spec):
 index = defop(
     "index", _index_shape, same_dtype, _index,
     vjp=lambda ct, y, x, spec: (apply("index_scatter", ct, spec=spec, shape=x.shape),),
-    tags={"view"},
+    tags={"view"}, may_fail=True,  # an int index into a symbolic dim is checked when it runs
 )  # fmt: skip
 
 
@@ -157,7 +177,7 @@ def _int_indices(idx):
         raise DTypeError(f"indices must be integers, got {idx}")
 
 
-def _gather_shape(x, idx, *, axis):
+def _gather_shape(x, idx, *, axis, wrap_negative):
     if not x:
         raise ShapeError("cannot gather from a 0-d array")
     if not 0 <= axis < len(x):
@@ -167,24 +187,30 @@ def _gather_shape(x, idx, *, axis):
     return (*x[:axis], *idx, *x[axis + 1 :])
 
 
-def _gather_dtype(x, idx, *, axis):
+def _gather_dtype(x, idx, **_):
     _int_indices(idx)
     return x
 
 
-def _gather(xp, x, idx, out=None, *, axis):
+def _gather(xp, x, idx, out=None, *, axis, wrap_negative):
+    check_indices(idx, x.shape[axis], op="gather", dim=axis, negative=wrap_negative)
     return xp.take(x, idx, axis=axis, out=out)
 
 
+# `wrap_negative`: negative indices count from the end, as in `x[idx]` (NumPy's and PyTorch's
+# indexing); without it they are out of range, as in PyTorch's index_select and embedding.
 gather = defop(
     "gather", _gather_shape, _gather_dtype, _gather,
-    vjp=lambda ct, y, x, idx, axis: (
-        apply("scatter_add", ct, idx, axis=axis, shape=x.shape), None
+    vjp=lambda ct, y, x, idx, axis, wrap_negative: (
+        apply("scatter_add", ct, idx, axis=axis, shape=x.shape, wrap_negative=wrap_negative),
+        None,
     ),
+    may_fail=True,  # indices out of range
 )  # fmt: skip
 
 
-def _scatter_add(xp, ct, idx, out=None, *, axis, shape):
+def _scatter_add(xp, ct, idx, out=None, *, axis, shape, wrap_negative):
+    check_indices(idx, shape[axis], op="scatter_add", dim=axis, negative=wrap_negative)
     out = xp.zeros(shape, ct.dtype) if out is None else out
     out.fill(0)
     _add_at(xp, out, (slice(None),) * axis + (idx,), ct)
@@ -201,7 +227,7 @@ def _add_at(xp, out, index, values):
         cupyx.scatter_add(out, index, values)
 
 
-def _scatter_add_shape(ct, idx, *, axis, shape):
+def _scatter_add_shape(ct, idx, *, axis, shape, wrap_negative):
     taken = (*shape[:axis], *idx, *shape[axis + 1 :])
     if len(ct) != len(taken):
         raise ShapeError(f"scatter_add: values {sh.format_shape(ct)} do not fit the indices")
@@ -211,7 +237,11 @@ def _scatter_add_shape(ct, idx, *, axis, shape):
 # The transpose of `gather`: zeros of the source's shape, `ct` added where it was taken.
 scatter_add = defop(
     "scatter_add", _scatter_add_shape, lambda ct, idx, **_: ct, _scatter_add,
-    vjp=lambda ct, y, c, idx, axis, shape: (apply("gather", ct, idx, axis=axis), None),
+    vjp=lambda ct, y, c, idx, axis, shape, wrap_negative: (
+        apply("gather", ct, idx, axis=axis, wrap_negative=wrap_negative),
+        None,
+    ),
+    may_fail=True,  # indices out of range
 )  # fmt: skip
 
 
@@ -230,6 +260,7 @@ def _take_along_shape(x, idx, *, axis):
 
 
 def _take_along(xp, x, idx, out=None, *, axis):
+    check_indices(idx, x.shape[axis], op="take_along_axis", dim=axis)
     return _copy_into(out, xp.take_along_axis(x, idx, axis=axis))
 
 
@@ -239,6 +270,7 @@ take_along_axis = defop(
         apply("scatter_along_axis", ct, idx, axis=axis, shape=_scatter_target(ct, x, axis)),
         None,
     ),
+    may_fail=True,  # indices out of range
 )  # fmt: skip
 
 
@@ -249,6 +281,7 @@ def _scatter_target(ct, x, axis):
 
 
 def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
+    check_indices(idx, shape[axis], op="scatter_along_axis", dim=axis)
     out = xp.zeros(shape, ct.dtype) if out is None else out
     out.fill(0)
     grids = xp.ix_(*(xp.arange(n) for n in ct.shape))
@@ -271,6 +304,7 @@ scatter_along_axis = defop(
     "scatter_along_axis", _scatter_along_shape, lambda ct, idx, **_: ct,
     _scatter_along,
     vjp=lambda ct, y, c, idx, axis, shape: (apply("take_along_axis", ct, idx, axis=axis), None),
+    may_fail=True,  # indices out of range
 )  # fmt: skip
 
 # -- building arrays ---------------------------------------------------------------------------
@@ -392,7 +426,21 @@ def _one_hot_shape(ids, *, depth, dtype):
     return (*ids, depth)
 
 
+def _check_classes(ids, depth):
+    """PyTorch's one_hot checks: every id is a class in [0, depth)."""
+    if ids.size == 0:
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0:
+        raise out_of_range("one_hot", f"Class values must be non-negative, got {low}")
+    if high >= depth:
+        raise out_of_range(
+            "one_hot", f"Class values must be smaller than num_classes ({depth}), got {high}"
+        )
+
+
 def _one_hot(xp, ids, out=None, *, depth, dtype):
+    _check_classes(ids, depth)
     hot = xp.expand_dims(ids, -1) == xp.arange(depth)
     if out is None:
         return hot.astype(dtype)
@@ -400,4 +448,7 @@ def _one_hot(xp, ids, out=None, *, depth, dtype):
     return out
 
 
-one_hot = defop("one_hot", _one_hot_shape, _one_hot_dtype, _one_hot)
+one_hot = defop(
+    "one_hot", _one_hot_shape, _one_hot_dtype, _one_hot,
+    may_fail=True,  # ids out of range
+)  # fmt: skip

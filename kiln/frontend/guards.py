@@ -1,0 +1,300 @@
+"""What a `kn.compile`d function reads besides its arguments, found by a walk of its code:
+its closure cells, the globals it names, and the attributes that code (or the methods of the
+object's class) names of the objects and modules it reaches. Python values there (numbers,
+strings, tuples of them) go into the cache key; tensors and objects there are guarded.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import types
+
+import numpy as np
+
+from ..eager.tensor import Tensor
+from ..nn.module import Module
+
+__all__ = ["Captures", "Guard"]
+
+_VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
+_MODULE_STATE = {"training", "_parameters", "_modules", "_name"}  # keyed or walked apart
+_MAX_DEPTH = 4  # objects reached through more globals or attributes than this are not walked
+_MAX_CODE = 500  # functions walked per Captures, at most
+_EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
+
+
+def _is_value(v) -> bool:
+    """Whether `v` is captured by value: traced as a constant, compared with ==."""
+    return isinstance(v, _VALUES) or type(v) is tuple and all(_is_value(i) for i in v)
+
+
+def _is_kiln(obj) -> bool:
+    return (getattr(obj, "__module__", None) or "").split(".")[0] == "kiln"
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_names(code: types.CodeType) -> frozenset:
+    """The global and attribute names `code` and the code nested in it (lambdas,
+    comprehensions, inner functions) use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return frozenset(names)
+
+
+def _methods(cls: type) -> list:
+    """The functions of `cls` and its bases (but `object` and `Module`)."""
+    found = []
+    for base in cls.__mro__:
+        if base in (object, Module):
+            continue
+        for member in vars(base).values():
+            if isinstance(member, (staticmethod, classmethod)):
+                member = member.__func__
+            if isinstance(member, property):
+                member = member.fget
+            if isinstance(member, types.FunctionType):
+                found.append(member)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_names(cls: type) -> frozenset:
+    """The attribute names the methods of `cls` read."""
+    return frozenset().union(*(_code_names(f.__code__) for f in _methods(cls)))
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _cell_values(cell) -> tuple:
+    return (cell.cell_contents,)
+
+
+def _one(get, env) -> tuple:
+    return (get(env),)
+
+
+class Captures:
+    """The sources `fn` (and `roots`: (label, object) pairs, a call's static arguments) read:
+    `labels` and `values()` (the Python values), `tensors` (label, getter), `objects` (label,
+    getter, object: functions, modules, objects walked) and `modules` (with descendants)."""
+
+    def __init__(self, fn, roots=()):
+        self.read: set = set()  # names used by the user's code walked (not kiln's)
+        self.labels: list[str] = []
+        self.tensors: list[tuple] = []
+        self.objects: list[tuple] = []
+        self._modules: dict[int, Module] = {}
+        self._getters: list = []  # each gives a tuple of values, in `labels` order
+        self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
+        self._cells: list[tuple] = []  # (label, cell, depth)
+        self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
+        self._seen: set[int] = set()
+        self._sources: set[tuple] = set()
+        self._codes = 0
+        self._walk(fn, getattr(fn, "__name__", "fn"), 0)
+        for label, obj in roots:
+            self._walk(obj, label, 0)
+        self._resolve()
+
+    @property
+    def modules(self) -> list:
+        return list(self._modules.values())
+
+    def values(self) -> tuple:
+        """The captured Python values now: one tuple per dict or cell they are read from."""
+        return tuple([g() for g in self._getters])
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    def _walk(self, value, label: str, depth: int) -> None:
+        """Reaches into a function, method, module or object held by a source."""
+        if id(value) in self._seen or depth > _MAX_DEPTH or isinstance(value, type):
+            return
+        self._seen.add(id(value))
+        if isinstance(value, types.MethodType):
+            self._walk(value.__func__, label, depth)
+            self._walk(value.__self__, "self", depth)
+        elif isinstance(value, functools.partial):
+            self._walk(value.func, label, depth)
+        elif isinstance(value, types.FunctionType):
+            self._function(value, depth)
+        elif isinstance(value, Module):
+            for path, m in value.named_modules(label):
+                self._modules.setdefault(id(m), m)
+                self._seen.add(id(m))
+                self._holder(m, path, depth)
+        elif hasattr(value, "__dict__") and not isinstance(value, types.ModuleType):
+            self._holder(value, label, depth)
+
+    def _function(self, fn: types.FunctionType, depth: int) -> None:
+        """A user's function: the names it reads, its globals and closure cells."""
+        if _is_kiln(fn) or self._codes >= _MAX_CODE:
+            return  # kiln's own functions read no user state but their arguments
+        self._codes += 1
+        read = _code_names(fn.__code__)
+        self.read |= read
+        env = fn.__globals__
+        for name in read:
+            if name in env:
+                self._pending.append((name, env, name, depth, True))
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            self._cells.append((name, cell, depth))
+
+    def _holder(self, obj, label: str, depth: int) -> None:
+        """An object whose attributes may be read; its class's methods are walked."""
+        self._holders.append((label, obj, depth))
+        for method in _methods(type(obj)):
+            if id(method) not in self._seen:
+                self._seen.add(id(method))
+                self._function(method, depth + 1)
+
+    def _resolve(self) -> None:
+        """Sorts the sources found until no new ones come (walking an object may add names
+        that other objects' attributes match), then makes the getters of the values."""
+        groups: dict[int, tuple] = {}  # id(dict) -> (dict, [names], [labels])
+        cells: list[tuple] = []
+        done = 0
+        while True:
+            for label, obj, depth in self._holders[done:]:
+                self._attributes(label, obj, depth)
+            done = len(self._holders)
+            pending, self._pending = self._pending, []
+            for label, env, name, depth, walk in pending:
+                self._sort(label, env, name, depth, walk, groups)
+            found, self._cells = self._cells, []
+            for label, cell, depth in found:
+                self._sort_cell(label, cell, depth, cells)
+            if not self._pending and not self._cells and done == len(self._holders):
+                break
+        for env, names, labels in groups.values():
+            get = operator.itemgetter(*names)
+            if len(names) > 1:
+                self._getters.append(functools.partial(get, env))
+            else:  # itemgetter of one name gives the value, not a tuple
+                self._getters.append(functools.partial(_one, get, env))
+            self.labels.extend(labels)
+        for label, cell in cells:
+            self._getters.append(functools.partial(_cell_values, cell))
+            self.labels.append(label)
+
+    def _attributes(self, label: str, obj, depth: int) -> None:
+        attrs = getattr(obj, "__dict__", None)
+        if not isinstance(attrs, dict):
+            return
+        own = _class_names(type(obj))
+        module = isinstance(obj, Module)
+        for name in sorted(attrs.keys() & (self.read | own)):
+            if not (module and name in _MODULE_STATE):
+                # objects held by a kiln object are walked only where the user's code names
+                # them: kiln's methods read attributes such as `last` that change per call
+                walk = name in self.read or not _is_kiln(type(obj))
+                self._pending.append((f"{label}.{name}", attrs, name, depth + 1, walk))
+
+    def _sort(self, label, env: dict, name: str, depth: int, walk: bool, groups: dict) -> None:
+        if (id(env), name) in self._sources:
+            return
+        self._sources.add((id(env), name))
+        value = env[name]
+        if isinstance(value, Tensor):
+            self.tensors.append((label, functools.partial(env.get, name, _EMPTY)))
+        elif _is_value(value):
+            entry = groups.setdefault(id(env), (env, [], []))
+            entry[1].append(name)
+            entry[2].append(label)
+        elif walk and self._walkable(value):
+            self.objects.append((label, functools.partial(env.get, name, _EMPTY), value))
+            self._walk(value, label, depth + 1)
+
+    def _sort_cell(self, label, cell, depth: int, cells: list) -> None:
+        if (id(cell), None) in self._sources:
+            return
+        self._sources.add((id(cell), None))
+        value = _cell_value(cell)
+        if isinstance(value, Tensor):
+            self.tensors.append((label, functools.partial(_cell_value, cell)))
+        elif _is_value(value):
+            cells.append((label, cell))
+        elif self._walkable(value):
+            self.objects.append((label, functools.partial(_cell_value, cell), value))
+            self._walk(value, label, depth + 1)
+
+    def _walkable(self, value) -> bool:
+        """Functions, modules and objects with attributes (not Python modules, classes)."""
+        if value is _EMPTY or isinstance(value, (types.ModuleType, type)):
+            return False
+        return isinstance(value, (types.FunctionType, types.MethodType, functools.partial,
+                                  Module)) or hasattr(value, "__dict__")  # fmt: skip
+
+
+def _tensor_state(t) -> tuple:
+    return (t._version, t.shape, t.dtype, t._device, t._requires_grad)
+
+
+class Guard:
+    """The state of what a trace captured, taken after tracing: the tensors' (identity,
+    version, shape, dtype, device, requires_grad), the objects' identity, the Python values'
+    types (their values are in the cache key) or, with `by_value`, the values themselves."""
+
+    def __init__(self, captures: Captures, by_value: bool = False):
+        self.captures = captures
+        self.tensors = []
+        for label, get in captures.tensors:
+            t = get()
+            if isinstance(t, Tensor):
+                self.tensors.append((label, get, t, _tensor_state(t)))
+        self.objects = captures.objects
+        self.by_value = by_value
+        self.values = captures.values()
+        self.types = value_types(self.values)
+
+    def check(self, values: tuple) -> tuple[str, bool] | None:
+        """None if every captured tensor and object is as it was; else (what changed,
+        whether an object was replaced: then what the function reaches is found again).
+        `values`: the key's captured values (those of the function's own Captures)."""
+        for label, get, t, state in self.tensors:
+            now = get()
+            if now is not t:
+                what = "another tensor" if isinstance(now, Tensor) else "no longer a tensor"
+                return f"captured tensor '{label}' is {what}", True
+            new = _tensor_state(t)
+            if new != state:
+                return f"captured tensor '{label}' changed ({_difference(state, new)})", False
+        for label, get, obj in self.objects:
+            if get() is not obj:
+                return f"captured '{label}' is another object", True
+        if self.by_value:
+            values = self.captures.values()
+            if values != self.values:
+                return value_changes(self.captures.labels, values, self.values), False
+        if value_types(values) != self.types:
+            return value_changes(self.captures.labels, values, self.values), False
+        return None
+
+
+def value_types(values: tuple) -> tuple:
+    return tuple([tuple(map(type, group)) for group in values])
+
+
+def _flat(values: tuple) -> list:
+    return [v for group in values for v in group]
+
+
+def value_changes(labels: list, new: tuple, old: tuple) -> str:
+    """`captured 'alpha' is 3.0 (was 2.0)`, for each captured value that differs."""
+    found = [f"captured '{label}' is {a!r} (was {b!r})"
+             for label, a, b in zip(labels, _flat(new), _flat(old))
+             if type(a) is not type(b) or a != b]  # fmt: skip
+    return "; ".join(found) or "a captured Python value changed"
+
+
+def _difference(old: tuple, new: tuple) -> str:
+    names = ("version", "shape", "dtype", "device", "requires_grad")
+    return ", ".join(f"{n} {a} -> {b}" for n, a, b in zip(names, old, new) if a != b)

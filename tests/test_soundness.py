@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
+import kiln.ops.fused as fused_kernels
 from kiln.ops.core import apply
 from kiln.passes import fuse_elementwise, simplify
 
@@ -162,3 +163,26 @@ def test_check_numerics_names_first_bad_node_and_changes_nothing(how, monkeypatc
         with pytest.raises(kn.NumericsError, match=r"1 NaN.*'log'.*test_soundness.py"):
             run(np.array([1.0, -2.0, 3.0], np.float32))
     np.testing.assert_array_equal(w.numpy(), before)
+
+
+def test_checks_level_1_reruns_in_place_kernels_out_of_place(monkeypatch):
+    # KILN_CHECKS=1 runs each kernel that writes into an input's storage once more into fresh
+    # memory and compares; a kernel that breaks under overlap is named. Here the planner is
+    # made to share storage it must not (a view treated as fresh), and the check catches it.
+    monkeypatch.setenv("KILN_CHECKS", "1")
+    w0 = np.arange(9, dtype=np.float64).reshape(3, 3)
+    with kn.Graph().as_default():
+        w = kn.Variable(w0.copy(), name="w")
+        f = kn.function([], [], updates={w: w * 2.0 + 1.0})
+        f()  # a correct in-place update passes the check
+    np.testing.assert_array_equal(w.numpy(), w0 * 2 + 1)
+    from kiln.runtime import codegen
+
+    monkeypatch.setattr(codegen.Aliases, "may_write_into", lambda *a: True)  # a planner bug
+    monkeypatch.setattr(fused_kernels, "UNBLOCKED_BYTES", 0)  # blocks of one row: the fused
+    monkeypatch.setattr(fused_kernels, "BLOCK_BYTES", 24)  # kernel breaks under overlap
+    with kn.Graph().as_default():
+        w = kn.Variable(w0.copy(), name="w")
+        f = kn.function([], [], updates={w: kn.tanh(w + w.T) * 0.5}, passes=FUSE_ALL)
+        with pytest.raises(kn.GraphError, match="in place gave other values.*'mul'"):
+            f()

@@ -11,7 +11,6 @@ import numpy as np
 
 from ..errors import DeviceError
 
-
 # Kernels run with floating-point errors ignored, as PyTorch's and XLA's do: `np.seterr`
 # never changes a result, warns, or makes a step fail half-way. NumPy keeps its error state
 # in a context variable; setting it directly costs a fraction of `np.errstate`'s entry.

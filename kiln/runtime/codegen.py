@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import NumericsError, ShapeError, node_error
+from ..errors import GraphError, NumericsError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
 from .alias import Aliases
@@ -253,7 +253,8 @@ class Specialized:
     def _generate(self):
         g = self.graph
         names = _Names(self.order, {id(s) for s in (*g.outputs, *g.updates.values())})
-        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": _check_numerics}
+        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": _check_numerics,
+              "check_in_place": _check_in_place}  # fmt: skip
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = ["def program(X, V, K):"], {}
@@ -317,7 +318,9 @@ class Specialized:
             kwargs.append(f"{key}=a{t}_{key}")
         if "random" in n.op.tags:
             kwargs.append(f"key=K[{rand}]")
-        if id(n) in self.inplace:
+        call = f"k{t}(xp, {', '.join([*args, *kwargs])}"
+        in_place = id(n) in self.inplace
+        if in_place:
             var = self.inplace[id(n)][0]
             kwargs.append(f"out=V[{self._var_slot(var, var_index)}]")
         else:
@@ -325,7 +328,12 @@ class Specialized:
             if key is not None and not (self._is_view(n) and n.inputs and
                                         self.storage.get(id(n.inputs[0])) == key):  # fmt: skip
                 kwargs.append(f"out=b{key}")
-        return f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
+                in_place = any(self.storage.get(id(i)) == key for i in n.inputs)
+        code = f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
+        if self.checks and in_place:  # KILN_CHECKS=1: the same kernel out of place must agree
+            ns[f"n{t}"] = n
+            return f"r = {call}); {code}; check_in_place(xp, {v}, r, n{t}); del r"
+        return code
 
     def _fetch(self, s, names, copy: bool = False) -> str:
         n = s.node
@@ -402,6 +410,16 @@ def _check_numerics(value, node) -> None:
         NumericsError, f"produced {nans} NaN and {infs} Inf values among {host.size} "
         "(check_numerics)", op=node.op.name, name=node.name, site=node.site, inputs=node.inputs,
     )  # fmt: skip
+
+
+def _check_in_place(xp, value, reference, node) -> None:
+    """KILN_CHECKS=1: raises GraphError when a kernel that wrote into an input's storage gave
+    other values than the same kernel writing into fresh memory (NaN equal to NaN)."""
+    if not bool(xp.array_equal(value, reference, equal_nan=value.dtype.kind in "fc")):
+        raise node_error(GraphError, "the kernel run in place gave other values than out of "
+                         "place (KILN_CHECKS=1): an aliasing bug in the memory plan",
+                         op=node.op.name, name=node.name, site=node.site,
+                         inputs=node.inputs)  # fmt: skip
 
 
 class _Names:

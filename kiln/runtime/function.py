@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
+from ..debug import log
 from ..errors import GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY, ArrayValue
 from ..ops.core import infer
 from .backend import get_backend
+from .cache import cache_size as _cache_size
+from .cache import evict
 from .program import Program
 
 
@@ -26,7 +30,9 @@ class Function:
     On a GPU (`device="cuda"`) it takes NumPy or device arrays and returns NumPy arrays, or
     the device's arrays with `return_device_arrays=True`. With `check_numerics=True` every
     float value is checked for NaN and Inf as it is made: the first node that makes one
-    raises `kn.NumericsError`, naming it and its line, and no Variable changes.
+    raises `kn.NumericsError`, naming it and its line, and no Variable changes. A program is
+    planned per input signature (shapes); `cache_size` bounds how many are kept, each with its
+    arenas (the least recently used go first; None: `kiln.runtime.cache.CACHE_SIZE`, 64).
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -40,7 +46,9 @@ class Function:
     def __init__(
         self, inputs, outputs, updates=None, device="cpu", passes=None, plan=True,
         return_device_arrays: bool = False, check_numerics: bool = False,
+        cache_size: int | None = None,
     ):  # fmt: skip
+        _cache_size(cache_size)  # refuses a bad bound now
         self.inputs = list(inputs)
         self._single = isinstance(outputs, Symbol)
         self.outputs = [outputs] if self._single else list(outputs)
@@ -56,6 +64,7 @@ class Function:
         self.return_device_arrays = return_device_arrays
         self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan,
                                check_numerics=check_numerics)  # fmt: skip
+        self.program.cache_size = cache_size
         self._last_args = None
 
     @property
@@ -142,7 +151,10 @@ function = Function
 
 
 class Session:
-    """Runs fetches of a graph, TF1-style, on one device.
+    """Runs fetches of a graph, TF1-style, on one device. A program is compiled per set of
+    fetches and feeds, and planned per input signature; `cache_size` bounds both how many
+    programs are kept and how many signatures each keeps (the least recently used go first;
+    None: `kiln.runtime.cache.CACHE_SIZE`, 64).
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default() as g:
@@ -155,14 +167,16 @@ class Session:
 
     def __init__(
         self, graph=None, device="cpu", return_device_arrays: bool = False,
-        check_numerics: bool = False,
+        check_numerics: bool = False, cache_size: int | None = None,
     ):  # fmt: skip
+        _cache_size(cache_size)  # refuses a bad bound now
+        self.cache_size = cache_size  # of the programs kept, and of each one's signatures
         self.graph = graph or get_default_graph()
         self.check_numerics = check_numerics
         self.device = device
         self.backend = get_backend(device)
         self.return_device_arrays = return_device_arrays
-        self._programs: dict = {}
+        self._programs: OrderedDict = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
         self._closed = False
 
@@ -192,7 +206,14 @@ class Session:
             if program is None:
                 program = Program(flat, feeds, {}, self.backend,
                                   check_numerics=self.check_numerics)  # fmt: skip
+                program.cache_size = self.cache_size
                 self._programs[key] = program
+                for _, old in evict(self._programs, self.cache_size):
+                    fetched = ", ".join(s.name for s in old.graph.outputs)
+                    log(1, f"Session: cache full ({len(self._programs)} programs): dropped the "
+                           f"least recently used, fetching {fetched}")  # fmt: skip
+            else:
+                self._programs.move_to_end(key)
         values = program.run([feed_dict[s] for s in feeds], host=not self.return_device_arrays)
         values = [None if "group" in s.op.tags else v for s, v in zip(flat, values)]
         return _unflatten(structure, iter(values))

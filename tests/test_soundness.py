@@ -186,3 +186,22 @@ def test_checks_level_1_reruns_in_place_kernels_out_of_place(monkeypatch):
         f = kn.function([], [], updates={w: kn.tanh(w + w.T) * 0.5}, passes=FUSE_ALL)
         with pytest.raises(kn.GraphError, match="in place gave other values.*'mul'"):
             f()
+
+
+def test_program_graph_from_a_dump_refuses_grad():
+    # Bug: simplify drops stop_gradient on program graphs; a graph loaded from a Function's
+    # dump then gave d/dx sum(x * stop_gradient(x)) = 2x instead of x.
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float64, (3,), name="x")
+        y = kn.sum(x * kn.stop_gradient(x))
+        (dx,) = kn.grad(y, [x])
+        xv = np.array([1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(kn.function([x], dx)(xv), xv)  # PyTorch: x.detach()
+        f = kn.function([x], y)
+    text = kn.dump(f, "json")
+    g = kn.load_graph(text)
+    assert g.optimized[0] == "simplify"
+    assert kn.dump(g, "json") == text  # the mark survives a round trip
+    with pytest.raises(kn.GraphError, match="cannot differentiate a program graph.*simplify"):
+        kn.grad(g.outputs[0], g.inputs)
+    np.testing.assert_array_equal(kn.function(g.inputs, g.outputs)(xv)[0], 14.0)  # still runs

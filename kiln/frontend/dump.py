@@ -36,7 +36,10 @@ def dump(obj, format: str = "text") -> str:  # noqa: A002 (the API's name)
         raise ValueError(f"unknown dump format {format!r}: use 'text', 'json' or 'dot'")
     nodes, inputs, outputs, updates = _program(obj)
     if format == "json":
-        return to_json(nodes, inputs, outputs, updates)
+        program = obj.function if isinstance(getattr(obj, "function", None), Function) else obj
+        graph = program.graph if isinstance(program, Function) else program
+        optimized = graph.optimized if isinstance(graph, Graph) else ()
+        return to_json(nodes, inputs, outputs, updates, optimized)
     if format == "dot":
         return to_dot(nodes, inputs, outputs, updates)
     if isinstance(obj, Graph) and not updates:

@@ -248,6 +248,9 @@ class Graph:
         self._lock = threading.RLock()
         self.rng_steps: dict[str, int] = {}  # random node name -> runs so far
         self.source: Graph | None = None  # a program graph: the user graph it was taken from
+        # The passes that made this program graph, in order: such a graph computes the same
+        # values, but not the same gradients (stop_gradient is gone, fused ops have no vjp).
+        self.optimized: tuple[str, ...] = ()
 
     # -- building --------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ MAX_RANK, MAX_DEPTH = 64, 32  # the most dims, and the deepest nesting of attr t
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # attr ints: int64 and uint64 (seeds)
 _DTYPES = {d.name: d for d in dt.SUPPORTED}
 _TOP_KEYS = {"format", "version", "nodes", "inputs", "outputs", "updates", "variables"}
+_OPTIONAL_KEYS = {"optimized"}  # the passes that made a program graph (not differentiable)
 _NODE_KEYS = {"name", "op", "inputs", "attrs", "site", "shape", "dtype"}
 
 # Default limits of the reader (None lifts one). A file is untrusted: a few hundred bytes can
@@ -47,15 +48,18 @@ def graph_program(graph: Graph):
     return graph.nodes, graph.inputs or graph.placeholders, outputs, updates
 
 
-def to_json(program, inputs=(), outputs=(), updates=()) -> str:
+def to_json(program, inputs=(), outputs=(), updates=(), optimized=()) -> str:
     """JSON of a Graph, or of a program: `nodes` in order, fed `inputs`, returned `outputs`
     and `updates` (Variable -> Symbol). A fed value computed by a node becomes a placeholder.
+    `optimized` names the passes that made a program graph (a Graph's own mark by default):
+    a graph loaded from it refuses `kn.grad`.
     Deterministic: sorted keys, node order, anonymous dims numbered by first appearance.
 
     >>> to_json(Graph()).splitlines()[:3]  # nodes and variables come one a line
     ['{', ' "format": "kiln.graph",', ' "inputs": [],']
     """
     if isinstance(program, Graph):
+        optimized = optimized or program.optimized
         program, inputs, outputs, updates = graph_program(program)
     updates = list(updates.items()) if isinstance(updates, dict) else list(updates)
     writer = _Writer(inputs)
@@ -72,6 +76,8 @@ def to_json(program, inputs=(), outputs=(), updates=()) -> str:
             if n.op.name == "variable"
         },
     }
+    if optimized:
+        doc["optimized"] = list(optimized)
     missing = {*doc["inputs"], *doc["outputs"], *sum(doc["updates"], [])} - writer.names
     if missing:
         raise GraphFormatError(f"cannot write: {sorted(missing)} are not nodes of the program")
@@ -206,7 +212,7 @@ def _parse(text, max_chars) -> dict:
         raise GraphFormatError(f"not a kiln graph (an object with format {FORMAT!r})")
     if _json(doc.get("version")) != str(VERSION):
         raise GraphFormatError(f"unsupported version {_show(doc.get('version'))}, not {VERSION}")
-    _check_keys(doc, _TOP_KEYS, "the document")
+    _check_keys(doc, _TOP_KEYS, "the document", optional=_OPTIONAL_KEYS)
     return doc
 
 
@@ -227,10 +233,10 @@ def _int(text) -> int:
     return int(text)
 
 
-def _check_keys(obj, keys, where):
+def _check_keys(obj, keys, where, optional=frozenset()):
     if not isinstance(obj, dict):
         raise GraphFormatError(f"{where}: expected an object, got {type(obj).__name__}")
-    if set(obj) != keys:
+    if set(obj) - optional != keys:
         missing, extra = sorted(keys - set(obj)), sorted(set(obj) - keys)
         raise GraphFormatError(f"{where}: missing keys {missing}, unknown keys {extra!r:.120}")
 
@@ -351,6 +357,10 @@ class _Reader:
             raise GraphFormatError("inputs: a value is fed twice")
         graph.outputs = self.refs(doc["outputs"], "outputs")
         graph.updates = self.updates(doc["updates"])
+        passes = _typed(doc.get("optimized", []), list, "optimized")
+        if not all(isinstance(p, str) for p in passes):
+            raise GraphFormatError("optimized: must be a list of pass names")
+        graph.optimized = tuple(passes)
         return graph
 
     def refs(self, names, where) -> list:

@@ -22,7 +22,7 @@ def optimize(graph, passes=None):
     for name, fn in PIPELINE if passes is None else passes:
         before = len(graph.nodes)
         start = time.perf_counter()
-        graph = _carry(graph, fn(graph))
+        graph = _carry(graph, fn(graph), name)
         graph.variables = [n.ref for n in graph.nodes if n.op.name == "variable"]
         ms = (time.perf_counter() - start) * 1e3
         log(1, f"after: {name} ({ms:.1f} ms), {before} -> {len(graph.nodes)} nodes")
@@ -33,12 +33,14 @@ def optimize(graph, passes=None):
     return graph
 
 
-def _carry(before, after):
-    """`after` with what every pass keeps whatever it rewrites: the user graph it came from
-    and the run-time dim checks of the nodes extracted (never matched by node names)."""
+def _carry(before, after, name: str):
+    """`after` with what every pass keeps whatever it rewrites: the user graph it came from,
+    the run-time dim checks of the nodes extracted (never matched by node names), and the
+    passes that ran (a mark that it is not to be differentiated)."""
     if after is not before:
         after.source = before.source
         after.constraints = list(before.constraints)
+    after.optimized = (*before.optimized, name)
     return after
 
 

@@ -21,6 +21,13 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
     if disconnected not in ("raise", "zero", "none"):
         raise ValueError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
     graph = ys[0].graph
+    if graph.optimized:
+        passes = ", ".join(graph.optimized)
+        raise GraphError(
+            f"cannot differentiate a program graph made by optimizing passes ({passes}): "
+            "they keep values but not gradients (stop_gradient is removed, fused ops have no "
+            "vjp). Differentiate the graph it was compiled from, then compile the gradients"
+        )
     seeds = _seeds(ys, grad_ys)
     with graph.name_scope("grad"):
         cts = _backward(graph, ys, xs, seeds)

@@ -32,12 +32,15 @@ OPS = {
     "relu": (1, True, kn.relu, lambda a: np.maximum(a, 0.0)),
     "T": (1, True, lambda a: a.T, lambda a: a.T),
     "reshape": (
-        1, True, lambda a: kn.reshape(kn.reshape(a, (N * N,)), (N, N)),
-        lambda a: a.reshape(N * N).reshape(N, N),
+        1, True, lambda a: kn.reshape(kn.reshape(a, (-1,)), a.shape),
+        lambda a: a.reshape(-1).reshape(a.shape),
     ),
     "tanh": (1, False, kn.tanh, np.tanh),
     "sin": (1, False, kn.sin, np.sin),
-    "matmul": (2, False, lambda a, b: (a @ b) * 0.25, lambda a, b: (a @ b) * 0.25),
+    "matmul": (
+        2, False, lambda a, b: (a @ b) * (1.0 / a.shape[0]),
+        lambda a, b: (a @ b) * (1.0 / a.shape[0]),
+    ),
     "rowsum": (
         1, False, lambda a: a + kn.sum(a, axis=1, keepdims=True),
         lambda a: a + a.sum(axis=1, keepdims=True),
@@ -87,7 +90,7 @@ def _reference(program, feeds, init):
 
 def _graph_runs(program, feeds, init, **options):
     with kn.Graph().as_default():
-        xs = [kn.placeholder(kn.float64, (N, N), name=f"x{k}") for k in range(2)]
+        xs = [kn.placeholder(kn.float64, x.shape, name=f"x{k}") for k, x in enumerate(feeds)]
         vs = [kn.Variable(v.copy(), name=f"v{k}") for k, v in enumerate(init)]
         outs, ups = _evaluate(program, xs, vs, lambda n: OPS[n][2])
         f = kn.function(xs, outs, updates={vs[v]: s for v, s in ups}, **options)
@@ -146,3 +149,21 @@ def test_planned_unplanned_eager_agree_with_numpy(tiny_fusion_blocks, program, s
     _compare("fuse-all", _graph_runs(program, feeds, init, passes=FUSE_ALL), want, exact)
     _compare("unplanned", _graph_runs(program, feeds, init, plan=False), want, exact)
     _compare("eager", _eager_runs(program, feeds, init), want, exact)
+
+
+# f64[384, 384] is 1.1 MiB: above the CPU's fusion threshold, so the default pipeline fuses
+# groups of 4+ ops into cache-blocked kernels with their real block sizes.
+LARGE = 384
+
+
+@settings(max_examples=max(EXAMPLES // 100, 5), deadline=None,
+          suppress_health_check=list(HealthCheck), database=None)  # fmt: skip
+@given(program=programs(), seed=st.integers(0, 2**16))
+def test_large_programs_above_fusion_thresholds_agree_with_numpy(program, seed):
+    rng = np.random.default_rng(seed)
+    feeds = [rng.standard_normal((LARGE, LARGE)) for _ in range(2)]
+    init = [rng.standard_normal((LARGE, LARGE)) for _ in range(program[0])]
+    exact = all(OPS[name][1] for name, _ in program[1])
+    want = _reference(program, feeds, init)
+    _compare("planned", _graph_runs(program, feeds, init), want, exact)
+    _compare("fuse-all", _graph_runs(program, feeds, init, passes=FUSE_ALL), want, exact)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -149,9 +150,11 @@ def write_atomic(path, data: bytes | str) -> None:
     tmp = os.path.join(directory, f".{name}.{secrets.token_hex(_TOKEN_BYTES)}.tmp")
     # 0o666 through the umask: the file gets the permissions a plain open() would give it.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    file = None
     try:
         _lock(fd)
-        with os.fdopen(fd, "wb") as f:
+        file = os.fdopen(fd, "wb")
+        with file as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -160,10 +163,11 @@ def write_atomic(path, data: bytes | str) -> None:
         if fcntl is None:  # Windows cannot rename a file that is open
             os.replace(tmp, path)
     except BaseException:
-        try:
+        if file is None:  # interrupted before the file object owned the descriptor
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     _sync_directory(directory)
 
@@ -181,13 +185,14 @@ def _lock(fd: int) -> None:
 def _remove_stale(directory: str, name: str) -> None:
     """Removes the temporaries `write_atomic` made for `name` whose writer is gone.
 
-    A temporary is stale when it is older than STALE_AFTER_S (a younger one may belong to a
-    writer that has created it and not yet locked it) and no process holds its lock: a writer
-    holds the lock until its rename, and the system drops it when the writer dies, however it
-    dies. That needs no clock agreement and no process ids (which are reused, and mean
-    nothing on another machine sharing the folder). Where a filesystem has no locks, an age
-    of STALE_UNLOCKABLE_S decides; on Windows (no fcntl), deleting a file another process has
-    open fails, which protects live writers. Anything unclear is left alone.
+    A temporary is stale when no process holds its lock: a writer holds it from just after
+    creating the file until its rename, and the system drops it when the writer dies, however
+    it dies (KeyboardInterrupt, SIGKILL, a crash). Unlike process ids, which are reused and
+    mean nothing on another machine sharing the folder, a lock cannot be mistaken. The age
+    (STALE_AFTER_S, by the file's mtime) only spares the instant between a writer's creating
+    the file and locking it. Where a filesystem has no locks, an age of STALE_UNLOCKABLE_S
+    decides; on Windows (no fcntl), deleting a file another process has open fails, which
+    protects live writers. Anything unclear is left alone.
     """
     prefix, suffix = f".{name}.", ".tmp"
     now = time.time()
@@ -211,20 +216,19 @@ def _remove_stale(directory: str, name: str) -> None:
 
 
 def _remove_if_unlocked(path: str, age: float) -> None:
+    """Removes the temporary `path` unless a live writer holds it (OSError: left alone)."""
     if fcntl is None:
         os.unlink(path)  # refused while a writer has it open
         return
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:  # a live writer holds it
-        os.close(fd)
-        return
-    except OSError:  # no locks on this filesystem
-        if age < STALE_UNLOCKABLE_S:
-            os.close(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a live writer holds it
             return
-    try:
+        except OSError:  # no locks on this filesystem: the age decides
+            if age < STALE_UNLOCKABLE_S:
+                return
         os.unlink(path)
     finally:
         os.close(fd)

@@ -166,15 +166,12 @@ def test_checkpoint_new_file_failure_leaves_nothing(tmp_path, monkeypatch):
 def test_write_atomic_interrupted_removes_its_temporary(tmp_path, monkeypatch, stage):
     path = _path(tmp_path)
     checkpoint.write_atomic(path, b"old")
-    real = getattr(os, stage)
-    seen = []
+    seen, fds = [], []
 
     def interrupted(*args):
         seen.append(_leftovers(tmp_path))
-        if stage == "fdopen":  # the interrupt lands after the file is open and half written
-            f = real(*args)
-            f.write(b"ne")
-            f.close()
+        if stage == "fdopen":  # the interrupt lands before a file object owns the descriptor
+            fds.append(args[0])
         raise KeyboardInterrupt
 
     monkeypatch.setattr(os, stage, interrupted)
@@ -184,6 +181,9 @@ def test_write_atomic_interrupted_removes_its_temporary(tmp_path, monkeypatch, s
     monkeypatch.undo()
     assert open(path, "rb").read() == b"old"
     assert _leftovers(tmp_path) == []
+    for fd in fds:  # closed, not leaked
+        with pytest.raises(OSError):
+            os.fstat(fd)
 
 
 def _temporary(tmp_path, target="ckpt.safetensors", token="0123456789ab", age=120.0):

@@ -12,8 +12,8 @@ import numpy as np
 from . import dtypes as dt
 from . import frontend as F
 from .eager import Tensor, no_grad, zeros_like
-from .eager.tensor import make
-from .errors import GraphError
+from .eager.tensor import describe, make
+from .errors import DTypeError, GraphError, ShapeError
 from .graph.core import Symbol, Variable
 from .graph.opdef import REGISTRY
 from .nn.module import Parameter, pending_updates
@@ -99,6 +99,10 @@ class Optimizer:
         """One update of every parameter that has a `.grad`, in place, with `_update`: the
         same math as the graph-mode train op.
 
+        All or nothing: every new value, slot and step count is computed and checked first,
+        then written, so a step that raises leaves parameters and state as they were.
+        Floating-point errors are ignored whatever `np.seterr` says (PyTorch's inf and nan).
+
         >>> import kiln as kn
         >>> w = kn.tensor(3.0, requires_grad=True)
         >>> opt = kn.optim.SGD([w], lr=0.25)
@@ -108,25 +112,44 @@ class Optimizer:
         symbolic = [k for k in self.defaults if isinstance(getattr(self, k), Symbol)]
         if symbolic:
             raise ValueError(f"eager step() needs numbers, but {symbolic} are graph values")
-        with no_grad():
-            for t in self._tensors():
-                if t.grad is None:
-                    continue
-                state = self._state.get(t)
-                if state is None:
-                    state = {"step": 0, **{s: zeros_like(t) for s in self.slot_names}}
-                    self._state[t] = state
-                state["step"] += 1
-                step = np.array(state["step"], np.int64)
-                if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
-                    slots = {name: state[name].numpy() for name in self.slot_names}
-                    new_param, new_slots = self._update(t._data, t.grad._data, slots, step)
-                    new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
-                else:
-                    slots = {name: state[name] for name in self.slot_names}
-                    new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step)
+        with no_grad(), np.errstate(all="ignore"):
+            params = [(i, t) for i, t in enumerate(self._tensors()) if t.grad is not None]
+            updates = [self._new_values(i, t) for i, t in params]
+            # NOTE: from here on nothing can fail: same shapes, same dtypes, plain writes.
+            for t, count, new_param, new_slots in updates:
                 t.copy_(new_param)
-                state.update(new_slots)
+                self._state.setdefault(t, {}).update({"step": count, **new_slots})
+
+    def _new_values(self, i: int, t) -> tuple:
+        """(t, step count, new value, new slots) of parameter `i`, computed and checked
+        without writing anything."""
+        state = self._state.get(t)
+        count = 1 if state is None else state["step"] + 1
+        step = np.array(count, np.int64)
+        if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
+            slots = {s: np.zeros_like(t._data) if state is None else state[s].numpy()
+                     for s in self.slot_names}  # fmt: skip
+            new_param, new_slots = self._update(t._data, t.grad._data, slots, step)
+            new_param = make(np.asarray(new_param))
+            new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
+        else:
+            slots = {s: zeros_like(t) if state is None else state[s] for s in self.slot_names}
+            new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step)
+        for what, value in (("value", new_param), *new_slots.items()):
+            self._check_fits(i, t, what, value)
+        return t, count, F.cast(new_param, t.dtype), new_slots
+
+    def _check_fits(self, i: int, t, what: str, value) -> None:
+        """A new value or slot must have the parameter's shape, and a dtype that casts to
+        the parameter's within its kind (PyTorch refuses float updates of an int tensor)."""
+        where = (
+            f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
+            f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
+        )
+        if tuple(value.shape) != tuple(t.shape):
+            raise ShapeError(where)
+        if not np.can_cast(value.dtype, t.dtype, "same_kind"):
+            raise DTypeError(where)
 
     # -- graph mode --------------------------------------------------------------------------
 

@@ -238,3 +238,24 @@ def test_other_kernel_failures_stay_kernel_errors_with_the_node():
         f(np.zeros(2, np.float32))
     assert "node 'broken'" in str(info.value) and HERE in str(info.value)
     assert not isinstance(info.value, IndexError)
+
+
+def test_checks_run_on_the_simulated_gpu_too(monkeypatch):
+    # CuPy's indexing does not check bounds on the device (it wraps, to avoid a sync):
+    # kiln's check in the kernel is what stops a bad id there.
+    fake_cupy = pytest.importorskip("fake_cupy")
+    host_kernels = pytest.importorskip("host_kernels")
+    if not host_kernels.have_compiler():
+        pytest.skip("no g++ to compile kiln's generated kernels for the simulated GPU")
+    fake_cupy.install(monkeypatch)
+    fake_cupy.reset_kiln()
+    try:
+        with kn.Graph().as_default():
+            i = kn.placeholder(kn.int64, (None,))
+            f = kn.function([i], kn.embedding(i, kn.constant(TABLE)), device="cuda")
+        np.testing.assert_array_equal(f(np.array([2])), TABLE[[2]])
+        _raises(f, np.array([0, 3]), match="index 3 is out of bounds for dimension 0")
+        labels = kn.tensor(np.array([0, -1]), device="cuda")
+        _raises(kn.cross_entropy, kn.tensor(LOGITS, device="cuda"), labels, match="index -1")
+    finally:
+        fake_cupy.reset_kiln()

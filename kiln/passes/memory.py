@@ -171,9 +171,11 @@ buffer 0 holds bytes [0, 64) over steps [0, 1]; buffer 1 holds bytes [0, 64) ove
 class MemoryPlan:
     """Where each buffer of a schedule lives in one arena, with the bounds that judge it.
 
-    `naive_bytes` is what keeping every buffer would take (the sum of sizes);
-    `lower_bound_bytes` is the largest live set, which no plan can beat. `notes` (optional, one
-    per buffer) say why a buffer is special: "view of x", "in place of t3", "output".
+    `naive_bytes` is what keeping every buffer would take (the sum of sizes); `peak_bytes` is
+    the largest live set of these lifetimes, which no plan of them can beat;
+    `lower_bound_bytes` is a bound that holds for every order of the program when the planner
+    knows one (`floor`: a compiled program's, see `Specialized`), else `peak_bytes`. `notes`
+    (optional, one per buffer) say why a buffer is special: "view of x", "in place of t3".
 
     >>> plan = MemoryPlan.build([4096, 4096, 8192], [0, 1, 2], [1, 2, 3], ["a", "b", "c"])
     >>> plan.offsets, plan.arena_bytes, plan.lower_bound_bytes
@@ -192,6 +194,7 @@ class MemoryPlan:
     naive_bytes: int
     notes: list[str] | None = None
     alignment: int = 64
+    peak_bytes: int = 0
 
     @classmethod
     def build(
@@ -202,8 +205,10 @@ class MemoryPlan:
         names: Sequence[str],
         notes: Sequence[str] | None = None,
         alignment: int = 64,
+        floor: int | None = None,
     ) -> MemoryPlan:
-        """Plans the offsets, proves the plan with `validate_plan`, and records the bounds."""
+        """Plans the offsets, proves the plan with `validate_plan`, and records the bounds
+        (`floor`: a lower bound for every order, when the caller knows one)."""
         sizes, starts, ends = _intervals(sizes, starts, ends)
         names = [str(n) for n in names]
         if len(names) != len(sizes) or (notes is not None and len(notes) != len(sizes)):
@@ -211,9 +216,11 @@ class MemoryPlan:
             raise ValueError(f"{len(sizes)} buffers but {len(names)} names and {count} notes")
         offsets, arena = plan_offsets(sizes, starts, ends, alignment)
         validate_plan(sizes, starts, ends, offsets, arena, alignment, names=names)
-        bound = lower_bound(sizes, starts, ends)
+        peak = lower_bound(sizes, starts, ends)
         notes = None if notes is None else [str(n) for n in notes]
-        return cls(offsets, sizes, starts, ends, names, arena, bound, sum(sizes), notes, alignment)
+        bound = peak if floor is None else min(int(floor), peak)
+        return cls(offsets, sizes, starts, ends, names, arena, bound, sum(sizes), notes, alignment,
+                   peak)  # fmt: skip
 
     def summary(self) -> str:
         """A table with one line per buffer (name, size, live steps, offset, note), then the
@@ -228,11 +235,17 @@ class MemoryPlan:
         for name, size, live, offset, note in rows:
             cells = (name.ljust(widths[0]), size.rjust(widths[1]), live.ljust(widths[2]))
             lines.append("  ".join((*cells, offset.rjust(widths[3]), note)).rstrip())
-        bound = self.lower_bound_bytes
+        bound, peak = self.lower_bound_bytes, self.peak_bytes
         ratio = self.arena_bytes / bound if bound else 1.0
+        if bound == peak:  # the lifetimes are the problem: no other order to compare with
+            judged = f"{ratio:.2f}× the lower bound {_human(bound)}"
+        else:
+            to_peak = self.arena_bytes / peak if peak else 1.0
+            judged = (f"{to_peak:.2f}× this order's live-set peak {_human(peak)}; "
+                      f"{ratio:.2f}× the bound of any order {_human(bound)}")  # fmt: skip
         lines.append(
-            f"arena {_human(self.arena_bytes)} ({ratio:.2f}× the lower bound {_human(bound)}), "
-            f"naive {_human(self.naive_bytes)}, saved {_human(self.naive_bytes - self.arena_bytes)}"
+            f"arena {_human(self.arena_bytes)} ({judged}), naive {_human(self.naive_bytes)}, "
+            f"saved {_human(self.naive_bytes - self.arena_bytes)}"
         )
         return "\n".join(lines)
 

@@ -17,14 +17,19 @@ def schedule(nodes, sizes, after=None) -> list:
     """The best of the heuristic orders of `nodes` (a topological list).
 
     `sizes[i]` are the bytes node i allocates (0 for views and sources); `after[i]` is a
-    set of node indices that must precede node i besides its inputs.
+    set of node indices that must precede node i besides its inputs. Ordering edges order
+    nodes; only inputs keep values alive.
     """
     deps = _deps(nodes, after or {})
+    data = _storage_deps(nodes)
     creation = list(range(len(nodes))) if not after else _in_index_order(deps)
-    orders = [creation, _greedy(deps, sizes), _depth_first(deps, len(nodes))]
+    orders = [creation, _greedy(deps, data, sizes), _depth_first(deps, len(nodes))]
     if len(creation) != len(nodes):  # NOTE: callers add only edges that keep it acyclic
         raise GraphError("schedule: the ordering edges form a cycle")
-    peaks = [peak_bytes(order, deps, sizes) for order in orders]
+    if after:
+        users = _users(deps)
+        orders += [_hoist(order, deps, users, sorted(after)) for order in orders]
+    peaks = [peak_bytes(order, data, sizes) for order in orders]
     best = min(range(len(orders)), key=lambda k: (peaks[k], k))
     return [nodes[i] for i in orders[best]]
 
@@ -39,6 +44,19 @@ def _deps(nodes, after) -> list:
     return deps
 
 
+def _storage_deps(nodes) -> list:
+    """Each node's inputs for liveness: a view read stands for the value it views (a view
+    allocates nothing and keeps its base alive), so a value lives until the last reader of
+    it or of any view of it."""
+    index = {id(n.out): i for i, n in enumerate(nodes)}
+    root = []
+    for i, n in enumerate(nodes):
+        views = [index[id(n.inputs[k])] for k in n.op.views if id(n.inputs[k]) in index]
+        root.append(root[views[0]] if views else i)
+    return [sorted({root[index[id(x)]] for x in n.inputs if id(x) in index} - {root[i]})
+            for i, n in enumerate(nodes)]  # fmt: skip
+
+
 def _users(deps) -> list:
     users = [[] for _ in deps]
     for i, d in enumerate(deps):
@@ -48,7 +66,8 @@ def _users(deps) -> list:
 
 
 def peak_bytes(order, deps, sizes) -> int:
-    """The largest sum of live bytes when running `order` (a value lives until its last user)."""
+    """The largest sum of live bytes when running `order` (a value lives until its last user
+    among `deps`, the nodes' inputs)."""
     users = _users(deps)
     remaining = [len(u) for u in users]
     live = peak = 0
@@ -62,6 +81,39 @@ def peak_bytes(order, deps, sizes) -> int:
         if not users[i]:
             live -= sizes[i]
     return peak
+
+
+def _hoist(order, deps, users, roots) -> list:
+    """`order` with each root (an in-place update) and the values only it needs (its weight
+    gradient, the gradient's scaling) run together right after their last other input:
+    the update then frees the gradient, and the cotangent and activation it read, at once,
+    instead of keeping every layer's until the end of the backward pass."""
+    order = list(order)
+    for root in roots:
+        pos = {n: k for k, n in enumerate(order)}
+        cone = {root}
+        for a in sorted(_ancestors(root, deps), key=pos.__getitem__, reverse=True):
+            if users[a] and all(u in cone for u in users[a]):
+                cone.add(a)
+        outside = {d for c in cone for d in deps[c]} - cone
+        start = max((pos[d] for d in outside), default=-1) + 1
+        # NOTE: the root only moves up (it needs every input of the cone); the others may
+        # move down to `start`, but only the cone uses them.
+        moved = sorted(cone, key=pos.__getitem__)
+        rest = [n for n in order if n not in cone]
+        cut = sum(1 for n in order[:start] if n not in cone)
+        order = rest[:cut] + moved + rest[cut:]
+    return order
+
+
+def _ancestors(root, deps) -> set:
+    seen, stack = set(), list(deps[root])
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(deps[n])
+    return seen
 
 
 def _in_index_order(deps) -> list:
@@ -81,14 +133,15 @@ def _in_index_order(deps) -> list:
     return order
 
 
-def _greedy(deps, sizes) -> list:
-    """Among ready nodes, run the one that frees the most bytes net of what it allocates."""
+def _greedy(deps, data, sizes) -> list:
+    """Among ready nodes (all of `deps` run), run the one that frees the most bytes net of
+    what it allocates (a value is freed when its last user among `data` runs)."""
     users = _users(deps)
-    remaining = [len(u) for u in users]
+    remaining = [len(u) for u in _users(data)]
     waiting = [len(d) for d in deps]
 
     def score(i):
-        freed = sum(sizes[j] for j in deps[i] if remaining[j] == 1)
+        freed = sum(sizes[j] for j in data[i] if remaining[j] == 1)
         return sizes[i] - freed
 
     ready = [(score(i), i) for i, w in enumerate(waiting) if w == 0]
@@ -101,7 +154,7 @@ def _greedy(deps, sizes) -> list:
             heapq.heappush(ready, (current, i))
             continue
         order.append(i)
-        for j in deps[i]:
+        for j in data[i]:
             remaining[j] -= 1
         for u in users[i]:
             waiting[u] -= 1

@@ -114,8 +114,8 @@ class Specialized:
         self.aliases = Aliases(g)
         in_place = plan and not self.numerics
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
-        sizes = [0 if self._is_view(n) or "source" in n.op.tags else self._nbytes(n.out)
-                 for n in nodes]  # fmt: skip
+        sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
+                 else self._nbytes(n.out) for n in nodes]  # fmt: skip
         self.order = schedule(nodes, sizes, after) if plan else list(nodes)
         self._assign_storage(plan)
 
@@ -168,6 +168,7 @@ class Specialized:
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
         self.storage, owners = self._owners(plan)
+        self.floor_bytes = floor = self._floor(owners)  # uncapped, for tests
         last = self._last_uses(owners)
         if plan:
             self._merge_in_place(owners, last)
@@ -178,11 +179,52 @@ class Specialized:
         self.plan = MemoryPlan.build(
             [self._nbytes(owners[k][0]) for k in keys], starts, [last[k] for k in keys],
             [owners[k][0].name for k in keys], [owners[k][2] for k in keys], alignment=_ALIGN,
+            floor=floor,
         )  # fmt: skip
         self.frees = {}
         for j, k in enumerate(keys):
             self.frees.setdefault(last[k], []).append(j)
         self._buffer_syms = {j: owners[k][0] for j, k in enumerate(keys)}
+
+    def _floor(self, owners) -> int:
+        """A lower bound on the arena of every order: while a node X runs, every buffer made
+        by X or before it (its ancestors) and read by X or after it (its descendants) is
+        live; that holds in any topological order. X's result may take an input's buffer
+        only when X is elementwise and of that input's size, so it is then not counted. Over
+        `_CUT_LIMIT` nodes only X's own inputs and result are counted (a weaker bound)."""
+        nodes = self.order
+        index = {id(n): t for t, n in enumerate(nodes)}
+        readers: dict[int, list] = {}
+        for t, n in enumerate(nodes):
+            for k in {self.storage[id(i)] for i in n.inputs} - {None}:
+                readers.setdefault(k, []).append(t)
+        made = {k: index[id(v.node)] for k, (v, *_rest) in owners.items()}
+        size = {k: self._nbytes(v) for k, (v, *_rest) in owners.items()}
+        # Bytes live while each node runs, in any order: the buffers made by it or before it
+        # and read by it or after it (without `_CUT_LIMIT`, only its own inputs and result).
+        crossing = np.zeros(len(nodes), np.int64)
+        if len(nodes) <= _CUT_LIMIT:
+            anc, desc = _closures(nodes, index)
+            for k, m in made.items():
+                reach = 1 << m  # the nodes that run while a reader of k is still to run
+                for r in readers.get(k, ()):
+                    reach |= anc[r] | (1 << r)
+                crossing += size[k] * _bits((desc[m] | (1 << m)) & reach, len(nodes))
+        else:
+            for t, n in enumerate(nodes):
+                live = {self.storage[id(i)] for i in n.inputs} | {self.storage[id(n.out)]}
+                crossing[t] = sum(size[k] for k in live - {None} if k in size)
+        best = 0
+        for t, n in enumerate(nodes):
+            total = int(crossing[t])
+            k_out = self.storage[id(n.out)]
+            ins = {self.storage[id(i)] for i in n.inputs} - {None}
+            if k_out is not None and k_out not in ins and k_out in size:
+                # the result may take a dying input's buffer of its size: then not counted
+                if "elementwise" in n.op.tags and size[k_out] in {size[k] for k in ins}:
+                    total -= size[k_out]
+            best = max(best, total)
+        return best
 
     def _owners(self, plan: bool):
         """Which storage each value lives in: a buffer of its own, its base's (views), or
@@ -458,6 +500,29 @@ class _Names:
                     and self.last.get(id(sym), t) <= t):  # fmt: skip
                 self.free.append(name)
                 self.names[id(sym)] = "<dead>"
+
+
+_CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)
+
+
+def _closures(nodes, index) -> tuple[list, list]:
+    """Each node's ancestors and descendants (by position in `nodes`) as int bitsets."""
+    deps = [[index[id(i.node)] for i in n.inputs if id(i.node) in index] for n in nodes]
+    anc = [0] * len(nodes)
+    for t, d in enumerate(deps):
+        for j in d:
+            anc[t] |= anc[j] | (1 << j)
+    desc = [0] * len(nodes)
+    for t in range(len(nodes) - 1, -1, -1):
+        for j in deps[t]:
+            desc[j] |= desc[t] | (1 << t)
+    return anc, desc
+
+
+def _bits(mask: int, n: int) -> np.ndarray:
+    """The int bitset `mask` of `n` positions as an array of 0s and 1s."""
+    raw = np.frombuffer(mask.to_bytes((n + 7) // 8, "little"), np.uint8)
+    return np.unpackbits(raw, bitorder="little")[:n].astype(np.int64)
 
 
 def _reaches_any(src: int, targets: set, users: list) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, IndexOutOfRangeError, ShapeError, node_error
@@ -24,13 +26,25 @@ def out_of_range(op: str, message: str) -> IndexOutOfRangeError:
     return error
 
 
+# Integer dtypes -> the unsigned dtype of their width: seen as unsigned, a negative index is
+# larger than any size, so one max checks both bounds of [0, size).
+_UNSIGNED = {np.dtype(f"{k}{n}"): np.dtype(f"u{n}") for k in "iu" for n in (1, 2, 4, 8)}
+
+
+def _in_range(idx, size: int) -> bool:
+    """Whether every index lies in [0, size): one max, no loop over the elements."""
+    return idx.size == 0 or int(idx.view(_UNSIGNED[idx.dtype]).max()) < size
+
+
 def check_indices(idx, size: int, *, op: str, dim: int, negative: bool = False) -> None:
     """Raises unless every index lies in [0, size), or in [-size, size) when `negative`
-    indices count from the end: one min and one max, no loop over the elements."""
-    if idx.size == 0:
-        return
-    low, high = int(idx.min()), int(idx.max())
-    if low < (-size if negative else 0) or high >= size:
+    indices count from the end (then a min and a max)."""
+    if negative:
+        ok = idx.size == 0 or (int(idx.min()) >= -size and int(idx.max()) < size)
+    else:
+        ok = _in_range(idx, size)
+    if not ok:
+        low, high = int(idx.min()), int(idx.max())
         bad = high if high >= size else low
         raise out_of_range(op, f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
@@ -428,7 +442,7 @@ def _one_hot_shape(ids, *, depth, dtype):
 
 def _check_classes(ids, depth):
     """PyTorch's one_hot checks: every id is a class in [0, depth)."""
-    if ids.size == 0:
+    if _in_range(ids, depth):
         return
     low, high = int(ids.min()), int(ids.max())
     if low < 0:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..debug import checks_level, debug_level, log
-from ..errors import DTypeError, GraphError, KilnError, ShapeError, node_error
+from ..errors import DTypeError, GraphError, IndexOutOfRangeError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
 from ..passes.program import extract
@@ -147,6 +147,11 @@ class Program:
                 token = ignore_fp_errors()
                 try:
                     outputs, updates = fn(arrays, variables, keys)
+                except IndexOutOfRangeError as e:  # a kernel's index check: add the node
+                    node = spec.failing_node(e.__traceback__)
+                    if node is None:
+                        raise
+                    raise kernel_error(node, spec, e) from None
                 except KilnError:
                     raise
                 except Exception as e:
@@ -260,7 +265,10 @@ def _feed_error(cls, sym, message):
     )
 
 
-def kernel_error(node, spec, e) -> KernelError:
+def kernel_error(node, spec, e) -> KilnError:
+    if isinstance(e, IndexOutOfRangeError):  # data-dependent, not a broken kernel
+        return node_error(IndexOutOfRangeError, e.reason or str(e), op=node.op.name,
+                          name=node.name, site=node.site, inputs=node.inputs)  # fmt: skip
     got = ", ".join(f"{dt.short_name(i.dtype)}{list(spec.shapes[id(i)])}" for i in node.inputs)
     return node_error(
         KernelError, f"kernel failed: {type(e).__name__}: {e}; got {got or 'no inputs'}",

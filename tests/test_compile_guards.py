@@ -265,3 +265,16 @@ def test_captured_tensor_requires_grad_flip_retraces(requires_grad):
     else:  # the retrace sees it and refuses it, as any trace does
         with pytest.raises(kn.GraphError, match="requires grad"):
             f(x)
+
+
+def test_captured_numpy_array_rebound_retraces():
+    table = np.float32([1.0, 2.0])
+
+    def f(x):
+        return x * table
+
+    g = kn.compile(f)
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(g(x), table)
+    table = np.float32([7.0, 8.0])
+    np.testing.assert_array_equal(g(x), table)

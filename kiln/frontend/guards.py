@@ -44,7 +44,8 @@ def _code_names(code: types.CodeType) -> frozenset:
     return frozenset(names)
 
 
-def _methods(cls: type) -> list:
+@functools.lru_cache(maxsize=1024)
+def _methods(cls: type) -> tuple:
     """The functions of `cls` and its bases (but `object` and `Module`)."""
     found = []
     for base in cls.__mro__:
@@ -57,7 +58,7 @@ def _methods(cls: type) -> list:
                 member = member.fget
             if isinstance(member, types.FunctionType):
                 found.append(member)
-    return found
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -209,6 +210,8 @@ class Captures:
             entry = groups.setdefault(id(env), (env, [], []))
             entry[1].append(name)
             entry[2].append(label)
+        elif isinstance(value, np.ndarray):  # no version counter: its identity only
+            self.objects.append((label, functools.partial(env.get, name, _EMPTY), value))
         elif walk and self._walkable(value):
             self.objects.append((label, functools.partial(env.get, name, _EMPTY), value))
             self._walk(value, label, depth + 1)
@@ -222,6 +225,8 @@ class Captures:
             self.tensors.append((label, functools.partial(_cell_value, cell)))
         elif _is_value(value):
             cells.append((label, cell))
+        elif isinstance(value, np.ndarray):
+            self.objects.append((label, functools.partial(_cell_value, cell), value))
         elif self._walkable(value):
             self.objects.append((label, functools.partial(_cell_value, cell), value))
             self._walk(value, label, depth + 1)

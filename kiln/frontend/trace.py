@@ -225,8 +225,9 @@ def compile(fn=None, *, device=None, cache_size=None):  # noqa: A001 (the API's 
     The walk that finds them follows the names in fn's code (and in the functions and
     methods it reaches); a tensor or value reached only through a container (a list, a
     dict) is not guarded, nor a change made through `.numpy()` or `.data`, which no version
-    counter sees. `cache_size` bounds the traces kept (least recently used go first;
-    None: `kiln.runtime.cache.CACHE_SIZE`, 64).
+    counter sees. A captured NumPy array is guarded by identity only (NumPy counts no
+    versions): pass an array that changes in place as an argument. `cache_size` bounds the
+    traces kept (least recently used go first; None: `kiln.runtime.cache.CACHE_SIZE`, 64).
 
     >>> import kiln as kn, numpy as np
     >>> @kn.compile

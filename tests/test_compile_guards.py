@@ -278,3 +278,20 @@ def test_captured_numpy_array_rebound_retraces():
     np.testing.assert_array_equal(g(x), table)
     table = np.float32([7.0, 8.0])
     np.testing.assert_array_equal(g(x), table)
+
+
+def test_a_captured_proxy_object_does_not_break_the_walk():
+    class Proxy:  # the walk reads instance dicts only: no __getattr__ runs
+        def __getattr__(self, name):
+            raise RuntimeError(f"no {name}")
+
+    proxy = Proxy()
+    proxy.gain = 2.0
+
+    def f(x):
+        return x * proxy.gain
+
+    g = kn.compile(f)
+    np.testing.assert_array_equal(g(np.ones(1, np.float32)), np.float32([2.0]))
+    proxy.gain = 3.0
+    np.testing.assert_array_equal(g(np.ones(1, np.float32)), np.float32([3.0]))

@@ -67,6 +67,15 @@ def _class_names(cls: type) -> frozenset:
     return frozenset().union(*(_code_names(f.__code__) for f in _methods(cls)))
 
 
+def _attributes_of(obj) -> dict | None:
+    """`obj.__dict__`, read past any `__getattr__` of its class (a proxy's may raise)."""
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")
+    except Exception:  # noqa: BLE001 (no instance dict, whatever the reason)
+        return None
+    return attrs if isinstance(attrs, dict) else None
+
+
 def _cell_value(cell):
     try:
         return cell.cell_contents
@@ -132,7 +141,7 @@ class Captures:
                 self._modules.setdefault(id(m), m)
                 self._seen.add(id(m))
                 self._holder(m, path, depth)
-        elif hasattr(value, "__dict__") and not isinstance(value, types.ModuleType):
+        elif _attributes_of(value) is not None and not isinstance(value, types.ModuleType):
             self._holder(value, label, depth)
 
     def _function(self, fn: types.FunctionType, depth: int) -> None:
@@ -187,8 +196,8 @@ class Captures:
             self.labels.append(label)
 
     def _attributes(self, label: str, obj, depth: int) -> None:
-        attrs = getattr(obj, "__dict__", None)
-        if not isinstance(attrs, dict):
+        attrs = _attributes_of(obj)
+        if attrs is None:
             return
         own = _class_names(type(obj))
         module = isinstance(obj, Module)
@@ -236,7 +245,7 @@ class Captures:
         if value is _EMPTY or isinstance(value, (types.ModuleType, type)):
             return False
         return isinstance(value, (types.FunctionType, types.MethodType, functools.partial,
-                                  Module)) or hasattr(value, "__dict__")  # fmt: skip
+                                  Module)) or _attributes_of(value) is not None  # fmt: skip
 
 
 def _tensor_state(t) -> tuple:

@@ -23,7 +23,8 @@ def schedule(nodes, sizes, after=None) -> list:
     deps = _deps(nodes, after or {})
     data = _storage_deps(nodes)
     creation = list(range(len(nodes))) if not after else _in_index_order(deps)
-    orders = [creation, _greedy(deps, data, sizes), _depth_first(deps, len(nodes))]
+    orders = [creation, _greedy(deps, data, sizes), _depth_first(deps, len(nodes)),
+              _greedy(deps, data, sizes, by_need=True)]  # fmt: skip
     if len(creation) != len(nodes):  # NOTE: callers add only edges that keep it acyclic
         raise GraphError("schedule: the ordering edges form a cycle")
     if after:
@@ -133,16 +134,25 @@ def _in_index_order(deps) -> list:
     return order
 
 
-def _greedy(deps, data, sizes) -> list:
+def _greedy(deps, data, sizes, by_need: bool = False) -> list:
     """Among ready nodes (all of `deps` run), run the one that frees the most bytes net of
-    what it allocates (a value is freed when its last user among `data` runs)."""
+    what it allocates (a value is freed when its last user among `data` runs).
+
+    `by_need`: a node that frees nothing waits until it is needed: among those, the one
+    whose first user comes first in creation order runs first (a backward pass's mask of an
+    activation is then made in the backward pass, not when the activation is).
+    """
     users = _users(deps)
     remaining = [len(u) for u in _users(data)]
     waiting = [len(d) for d in deps]
+    need = [min(u, default=len(deps)) for u in users]
 
     def score(i):
         freed = sum(sizes[j] for j in data[i] if remaining[j] == 1)
-        return sizes[i] - freed
+        net = sizes[i] - freed
+        if by_need:
+            return (net, 0) if net <= 0 else (1, need[i])
+        return net
 
     ready = [(score(i), i) for i, w in enumerate(waiting) if w == 0]
     heapq.heapify(ready)

@@ -8,6 +8,8 @@ kiln's device code paths on any machine. The generated kernels' C is also checke
 NumPy on the host, special values included, bit for bit where the ops are exact.
 """
 
+import functools
+
 import fake_cupy
 import host_kernels
 import numpy as np
@@ -21,7 +23,6 @@ import kiln as kn
 from kiln.graph.opdef import REGISTRY
 from kiln.ops import fused as fused_ops
 from kiln.ops import fused_cuda
-from kiln.ops.fused_codegen import EXACT
 
 WHY = kn.cuda.why_unavailable()
 REAL = pytest.param(
@@ -219,8 +220,10 @@ def _special(dtype, k):
     return base[[idx // m, idx % m, (idx * 7 + 3) % m][k % 3]]
 
 
+@functools.cache
 def _programs():
-    """(program, input values) of every elementwise node of the op table's graphs, once."""
+    """(program, input values) of every elementwise node of the op table's graphs, once (read
+    by test_fuse.py's numba checks too)."""
     seen = {}
     for case in CASES:
         for dtype in case.dtypes:
@@ -251,7 +254,7 @@ def _units():
         if source is None:
             continue
         casts = any(eq[0] == "cast" for eq in program)  # float -> int of nan/inf: undefined
-        exact = all(eq[0] in EXACT for eq in program)
+        exact = all(REGISTRY[eq[0]].lowering.exact for eq in program)
         what = f"{case_id}: {[eq[0] for eq in program]} on {[d.name for d in dtypes]}"
         specials = [_special(d, k) for k, d in enumerate(dtypes)]
         for inputs in [values] if casts else [values, specials]:

@@ -15,7 +15,7 @@ import kiln as kn
 from kiln.graph.opdef import REGISTRY
 from kiln.graph.printer import format_graph
 from kiln.ops import fused as fused_ops
-from kiln.ops.fused_codegen import loop_source
+from kiln.ops.fused_codegen import loop_source, numba_loop
 from kiln.passes.fuse import find_groups, fuse_elementwise
 from kiln.passes.program import extract
 
@@ -337,6 +337,59 @@ def test_transcendental_programs_stay_on_numpy_so_every_call_gives_the_same_bits
     np.testing.assert_allclose(results[0], want.astype(np.float32), rtol=2e-6, atol=1e-7)
     prog = fused_ops.compiled(program, (4,))
     assert loop_source(prog, signature.dtypes) is None
+
+
+def _numba_form_units():
+    """(what, program, loop text, flat inputs, expected) of each op-table elementwise program
+    of exact ops with a declared numba form (`Lowering.numba`: cast, clip, where, relu,
+    rsqrt...), on the row's values and on special values."""
+    from test_cuda import _programs, _special
+
+    for (program, dtypes), (case_id, values) in _programs().items():
+        lowerings = [REGISTRY[eq[0]].lowering for eq in program]
+        if not all(low.exact for low in lowerings) or all(low.ufunc for low in lowerings):
+            continue
+        prog = fused_ops.compiled(program, (len(program) - 1,))
+        text = loop_source(prog, prog.signature(tuple(dtypes)).dtypes)
+        if text is None:
+            continue  # a dtype numba's loops do not take (float16)
+        casts = any(eq[0] == "cast" for eq in program)  # float -> int of nan/inf: undefined
+        specials = [_special(d, k) for k, d in enumerate(dtypes)]
+        for inputs in [values] if casts else [values, specials]:
+            with np.errstate(all="ignore"):
+                want = np.asarray(prog.code(np)[0](None, *inputs))
+            flat = [np.ascontiguousarray(np.broadcast_to(v, want.shape)).ravel() for v in inputs]
+            yield f"{case_id}: {[eq[0] for eq in program]}", prog, text, flat, want.ravel()
+
+
+def test_numba_forms_of_exact_ops_compute_numpys_bits_as_python():
+    """The loops' text run as plain Python on NumPy scalars (no numba needed): the forms'
+    casts and NaN rules."""
+    ops = set()
+    for what, prog, text, flat, want in _numba_form_units():
+        namespace = {"np": np}
+        exec(compile(text, "<loop>", "exec"), namespace)
+        got = np.empty_like(want)
+        with np.errstate(all="ignore"):
+            assert namespace["kernel"](got, *flat), what
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        ops.update(op.name for op in prog.ops)
+    assert {"cast", "clip", "where", "relu", "rsqrt"} <= ops
+
+
+def test_numba_forms_of_exact_ops_give_numpys_bits():
+    """The same loops compiled by numba: one program per op mix (each compile takes ~1 s)."""
+    pytest.importorskip("numba")
+    seen = set()
+    for what, prog, _, flat, want in _numba_form_units():
+        mix = tuple(op.name for op in prog.ops)
+        if mix in seen:
+            continue
+        seen.add(mix)
+        got = np.empty_like(want)
+        loop = numba_loop(prog, prog.signature(tuple(a.dtype for a in flat)).dtypes, (got, *flat))
+        assert loop is not None and loop(got, *flat), what
+        np.testing.assert_array_equal(got, want, err_msg=what)
 
 
 def test_kernel_is_thread_safe():

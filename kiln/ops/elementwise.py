@@ -1,6 +1,12 @@
-"""Elementwise primitives: unary and binary ufuncs, `where`, `cast`, and a few stable kernels."""
+"""Elementwise primitives: unary and binary ufuncs, `where`, `cast`, and a few stable kernels.
+
+Each declares its scalar form (`lowering=`, kiln/ops/lowering.py): the C expression of the
+fused CUDA kernel, the numba expression of exact ops that are not one ufunc, the cost class.
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import scipy.special
@@ -8,6 +14,7 @@ import scipy.special
 from .. import dtypes as dt
 from .. import shapes as sh
 from .core import apply, defop, probe_dtype, same_shape, scalar, ufunc_dtype
+from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
 
 def special(xp):
@@ -30,19 +37,35 @@ def _ufunc_kernel(ufunc_name, own_rule: bool = True):
     return kernel
 
 
-def unary(name, ufunc, *, impl=None, dtype_rule=None, vjp=None, tags=()):
-    """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule."""
+def _ufunc_lowering(lowering: Lowering | None, ufunc) -> Lowering | None:
+    """`lowering` of an op whose kernel is the one call of `ufunc`: it names the ufunc (None:
+    not declared, which tests/test_op_declarations.py reports)."""
+    if lowering is None:
+        return None
+    if lowering.not_lowered or lowering.ufunc not in (None, ufunc.__name__):
+        raise ValueError(f"the kernel is one call of {ufunc.__name__}: lower it as that ufunc")
+    return replace(lowering, ufunc=ufunc.__name__)
+
+
+def unary(name, ufunc, *, lowering=None, impl=None, dtype_rule=None, vjp=None, tags=()):
+    """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule
+    (and then `lowering.ufunc` names it)."""
     rule = dtype_rule or (lambda x: ufunc_dtype(ufunc, x))
-    impl = impl or _ufunc_kernel(ufunc.__name__, own_rule=dtype_rule is None)
-    return defop(name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags})
+    if impl is None:
+        impl = _ufunc_kernel(ufunc.__name__, own_rule=dtype_rule is None)
+        lowering = _ufunc_lowering(lowering, ufunc)
+    return defop(
+        name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags}, lowering=lowering
+    )
 
 
 def _broadcast2(a, b):
     return sh.broadcast_shapes(a, b)
 
 
-def binary(name, ufunc, *, vjp=None, tags=()):
-    """A two-input broadcasting elementwise op computed by NumPy's (or CuPy's) `ufunc`.
+def binary(name, ufunc, *, lowering=None, vjp=None, tags=(), may_fail=False):
+    """A two-input broadcasting elementwise op computed by NumPy's (or CuPy's) `ufunc`, which
+    `lowering.ufunc` names.
 
     Its vjp returns cotangents of the output's shape: autodiff sums them back to each input.
     """
@@ -53,28 +76,112 @@ def binary(name, ufunc, *, vjp=None, tags=()):
         _ufunc_kernel(ufunc.__name__),
         vjp=vjp,
         tags={"elementwise", *tags},
+        may_fail=may_fail,
+        lowering=_ufunc_lowering(lowering, ufunc),
     )
+
+
+# -- scalar forms shared by several ops (C rules of one-ufunc ops take the loop dtype `t`) ----
+
+
+def _c_arith(op, bool_op=None):
+    """`+ - * /`: IEEE intrinsics on floats, wrapping on ints, `bool_op` on bools (if any)."""
+    names = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+    def rule(t, x, y):
+        if t.kind == "f":
+            return f"{c_rn(names[op], t)}({x}, {y})"
+        if t.kind == "b":
+            return f"({x} {bool_op} {y})" if bool_op else None
+        return c_wrap(op, t, x, y) if op != "/" else None
+
+    return rule
+
+
+def _c_select(cmp):
+    """maximum/minimum: the first argument wins ties; NaN propagates (NumPy's rule)."""
+
+    def rule(t, x, y):
+        if t.kind == "f":
+            return f"((({x}) {cmp} ({y}) || isnan({x})) ? ({x}) : ({y}))"
+        if t.kind == "b":
+            return f"({x} {'||' if cmp == '>=' else '&&'} {y})"
+        return f"(({x}) {cmp} ({y}) ? ({x}) : ({y}))"
+
+    return rule
+
+
+def _exact(cuda):
+    """A one-ufunc op whose loop is IEEE-exact, with its C rule."""
+    return Lowering(exact=True, cuda=cuda)
+
+
+def _libm(name):
+    """A one-ufunc op computed by the libm function `name`."""
+    return Lowering(transcendental=True, cuda=c_libm(name))
 
 
 # -- unary -----------------------------------------------------------------------------------
 
-neg = unary("neg", np.negative, vjp=lambda ct, y, x: (-ct,))
-abs_ = unary("abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),))
-exp = unary("exp", np.exp, vjp=lambda ct, y, x: (ct * y,))
-log = unary("log", np.log, vjp=lambda ct, y, x: (ct / x,))
-log1p = unary("log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),))
-expm1 = unary("expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),))
-sqrt = unary("sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),))
-square = unary("square", np.square, vjp=lambda ct, y, x: (ct * x * 2,))
-sin = unary("sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),))
-cos = unary("cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),))
-tanh = unary("tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),))
-sign = unary("sign", np.sign, tags={"nondiff"})
-floor = unary("floor", np.floor, tags={"nondiff"})
-ceil = unary("ceil", np.ceil, tags={"nondiff"})
-logical_not = unary("logical_not", np.logical_not)
-isnan = unary("isnan", np.isnan)
-isfinite = unary("isfinite", np.isfinite)
+
+def _c_neg(t, x):
+    if t.kind == "b":
+        return None
+    return f"(-{x})" if t.kind == "f" else c_wrap("-", t, x)
+
+
+def _c_abs(t, x):
+    if t.kind == "f":
+        return f"{c_fn('fabs', t)}({x})"
+    if t.kind == "i":
+        return f"(({x}) < 0 ? {c_wrap('-', t, x)} : ({x}))"
+    return x
+
+
+def _c_sign(t, x):
+    c = CTYPES[t]
+    if t.kind == "f":  # NumPy: sign(-0.0) is 0.0, sign(nan) is nan
+        return f"({x} > 0 ? ({c})1 : ({x} < 0 ? ({c})-1 : ({x} == 0 ? ({c})0 : {x})))"
+    if t.kind == "i":
+        return f"(({c})(({x} > 0) - ({x} < 0)))"
+    return f"(({c})({x} > 0))" if t.kind == "u" else None
+
+
+def _c_sqrt(t, x):
+    return f"{c_rn('sqrt', t)}({x})" if t.kind == "f" else None
+
+
+def _c_rounding(name):
+    return lambda t, x: f"{c_fn(name, t)}({x})" if t.kind == "f" else x
+
+
+def _c_float_test(name, other):
+    return lambda t, x: f"{name}({x})" if t.kind == "f" else other
+
+
+neg = unary("neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg))
+abs_ = unary(
+    "abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),), lowering=_exact(_c_abs)
+)
+exp = unary("exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"))
+log = unary("log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"))
+log1p = unary("log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"))
+expm1 = unary("expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),), lowering=_libm("expm1"))
+sqrt = unary("sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),), lowering=_exact(_c_sqrt))
+square = unary(
+    "square", np.square, vjp=lambda ct, y, x: (ct * x * 2,),
+    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)),
+)  # fmt: skip
+sin = unary("sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),), lowering=_libm("sin"))
+cos = unary("cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),), lowering=_libm("cos"))
+tanh = unary("tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh"))
+sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
+floor = unary("floor", np.floor, tags={"nondiff"}, lowering=_exact(_c_rounding("floor")))
+ceil = unary("ceil", np.ceil, tags={"nondiff"}, lowering=_exact(_c_rounding("ceil")))
+logical_not = unary("logical_not", np.logical_not, lowering=_exact(lambda t, x: f"(({x}) == 0)"))
+# Exact scalar forms too, not declared so: their programs stay on NumPy, off numba loops.
+isnan = unary("isnan", np.isnan, lowering=Lowering(cuda=_c_float_test("isnan", "false")))
+isfinite = unary("isfinite", np.isfinite, lowering=Lowering(cuda=_c_float_test("isfinite", "true")))
 
 
 def _rsqrt(xp, x, out=None):
@@ -82,7 +189,22 @@ def _rsqrt(xp, x, out=None):
     return xp.reciprocal(out, out=out)
 
 
-rsqrt = unary("rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,))
+def _rsqrt_numba(xs, dtypes, out, attrs):
+    r = nb_type(out)
+    return f"{r}({r}(1) / {r}(np.sqrt({r}({xs[0]}))))"
+
+
+def _rsqrt_c(k, xs, dtypes, out, attrs):  # NumPy: sqrt, then reciprocal (two roundings)
+    if out.kind != "f":
+        return None
+    x, c = c_cast(xs[0], dtypes[0], out), CTYPES[out]
+    return f"{c_rn('div', out)}(({c})1, {c_rn('sqrt', out)}({x}))"
+
+
+rsqrt = unary(
+    "rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,),
+    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c),
+)  # fmt: skip
 
 
 def _as_float(xp, x):
@@ -97,7 +219,17 @@ def _sigmoid(xp, x, out=None):
     return xp.exp(out, out=out)
 
 
-sigmoid = unary("sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),))
+def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the kernel
+    if out.kind != "f":
+        return None
+    x, c = c_cast(xs[0], dtypes[0], out), CTYPES[out]
+    return f"{c_fn('exp', out)}(-{k.logaddexp(out)}(({c})0, -{x}))"
+
+
+sigmoid = unary(
+    "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
+    lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
+)  # fmt: skip
 
 
 def _relu_dtype(x):
@@ -122,7 +254,23 @@ def _relu_vjp(ct, y, x):
     return (_masked(ct, y > 0),)
 
 
-relu = unary("relu", np.maximum, impl=_relu, dtype_rule=_relu_dtype, vjp=_relu_vjp)
+def _relu_numba(xs, dtypes, out, attrs):  # NumPy's maximum(x, 0): NaN stays, -0.0 becomes 0.0
+    r = nb_type(out)
+    v = f"{r}({xs[0]})"
+    keep = f"{v} > 0 or {v} != {v}" if out.kind == "f" else f"{v} > 0"
+    return f"({v} if {keep} else {r}(0))"
+
+
+def _relu_c(k, xs, dtypes, out, attrs):  # NumPy's maximum(x, 0): NaN stays, -0.0 gives 0.0
+    x = c_cast(xs[0], dtypes[0], out)
+    keep = f"({x} > 0 || isnan({x}))" if out.kind == "f" else f"({x} > 0)"
+    return f"({keep} ? {x} : (({CTYPES[out]})0))"
+
+
+relu = unary(
+    "relu", np.maximum, impl=_relu, dtype_rule=_relu_dtype, vjp=_relu_vjp,
+    lowering=Lowering(exact=True, numba=_relu_numba, cuda=_relu_c),
+)  # fmt: skip
 
 
 def _softplus(xp, x, out=None, *, beta):
@@ -132,9 +280,19 @@ def _softplus(xp, x, out=None, *, beta):
     return xp.divide(out, beta, out=out)
 
 
+def _softplus_c(k, xs, dtypes, out, attrs):  # logaddexp(0, x * beta) / beta, beta rounded
+    if out.kind != "f":
+        return None
+    x, c = c_cast(xs[0], dtypes[0], out), CTYPES[out]
+    beta = f"(({c}){k.const(attrs['beta'])})"
+    scaled = f"{c_rn('mul', out)}({x}, {beta})"
+    return f"{c_rn('div', out)}({k.logaddexp(out)}(({c})0, {scaled}), {beta})"
+
+
 softplus = defop(
     "softplus", same_shape, lambda x, beta: ufunc_dtype(np.sqrt, x), _softplus,
     vjp=lambda ct, y, x, beta: (ct * apply("sigmoid", x * beta),), tags={"elementwise"},
+    lowering=Lowering(transcendental=True, cuda=_softplus_c),
 )  # fmt: skip
 
 
@@ -146,16 +304,28 @@ def _erf_vjp(ct, y, x):
     return (ct * apply("exp", -(x * x)) * (2 / np.sqrt(np.pi)),)
 
 
-erf = unary("erf", scipy.special.erf, impl=_erf, vjp=_erf_vjp)
+def _erf_c(k, xs, dtypes, out, attrs):
+    return f"{c_fn('erf', out)}({c_cast(xs[0], dtypes[0], out)})" if out.kind == "f" else None
+
+
+erf = unary(
+    "erf", scipy.special.erf, impl=_erf, vjp=_erf_vjp,
+    lowering=Lowering(transcendental=True, cuda=_erf_c),
+)  # fmt: skip
 
 
 def _round(xp, x, out=None):
     return xp.round(x, out=out)
 
 
+def _round_c(k, xs, dtypes, out, attrs):  # rint: halves to even, as NumPy's round
+    x = c_cast(xs[0], dtypes[0], out)
+    return f"{c_fn('rint', out)}({x})" if out.kind == "f" else x
+
+
 round_ = unary(
     "round", np.round, impl=_round, dtype_rule=lambda x: probe_dtype(np.round, x),
-    tags={"nondiff"},
+    tags={"nondiff"}, lowering=Lowering(cuda=_round_c),
 )  # fmt: skip
 
 
@@ -171,9 +341,17 @@ def _cast_vjp(ct, y, x, *, dtype):
     return (apply("cast", ct, dtype=x.dtype) if dt.is_float(x.dtype) else None,)
 
 
+def _cast_numba(xs, dtypes, out, attrs):
+    return f"({xs[0]} != 0)" if out == np.dtype(bool) else f"{nb_type(out)}({xs[0]})"
+
+
+def _cast_c(k, xs, dtypes, out, attrs):
+    return c_cast(xs[0], dtypes[0], out)
+
+
 cast = defop(
     "cast", same_shape, lambda x, dtype: dt.as_dtype(dtype), _cast, vjp=_cast_vjp,
-    tags={"elementwise"},
+    tags={"elementwise"}, lowering=Lowering(exact=True, numba=_cast_numba, cuda=_cast_c),
 )  # fmt: skip
 
 # -- binary ----------------------------------------------------------------------------------
@@ -199,23 +377,55 @@ def _select_vjp(wins):
     return vjp
 
 
-add = binary("add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative"})
-sub = binary("sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct))
-mul = binary("mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a), tags={"commutative"})
-div = binary("div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b))
-pow_ = binary("pow", np.power, vjp=_pow_vjp)
-floordiv = binary("floordiv", np.floor_divide, tags={"nondiff"})
-mod = binary("mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)))
-maximum = binary("maximum", np.maximum, vjp=_select_vjp("greater"), tags={"commutative"})
-minimum = binary("minimum", np.minimum, vjp=_select_vjp("less"), tags={"commutative"})
-equal = binary("equal", np.equal, tags={"commutative"})
-not_equal = binary("not_equal", np.not_equal, tags={"commutative"})
-less = binary("less", np.less)
-less_equal = binary("less_equal", np.less_equal)
-greater = binary("greater", np.greater)
-greater_equal = binary("greater_equal", np.greater_equal)
-logical_and = binary("logical_and", np.logical_and, tags={"commutative"})
-logical_or = binary("logical_or", np.logical_or, tags={"commutative"})
+def _c_logical(op):
+    return lambda t, x, y: f"(({x}) != 0 {op} ({y}) != 0)"
+
+
+add = binary(
+    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative"},
+    lowering=_exact(_c_arith("+", "||")),
+)  # fmt: skip
+sub = binary("sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct), lowering=_exact(_c_arith("-")))
+mul = binary(
+    "mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a), tags={"commutative"},
+    lowering=_exact(_c_arith("*", "&&")),
+)  # fmt: skip
+div = binary(
+    "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
+    lowering=_exact(_c_arith("/")),
+)  # fmt: skip
+# NumPy raises on an integer power with a negative exponent.
+pow_ = binary(
+    "pow", np.power, vjp=_pow_vjp, may_fail=True,
+    lowering=_libm("pow"),
+)  # fmt: skip
+# Integer loops raise or warn in NumPy (division by zero), a C or numba loop would not: the
+# fused kernels call the ufunc; not lowered to CUDA.
+floordiv = binary("floordiv", np.floor_divide, tags={"nondiff"}, lowering=Lowering())
+mod = binary(
+    "mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)),
+    lowering=Lowering(),
+)  # fmt: skip
+maximum = binary(
+    "maximum", np.maximum, vjp=_select_vjp("greater"), tags={"commutative"},
+    lowering=_exact(_c_select(">=")),
+)  # fmt: skip
+minimum = binary(
+    "minimum", np.minimum, vjp=_select_vjp("less"), tags={"commutative"},
+    lowering=_exact(_c_select("<=")),
+)  # fmt: skip
+equal = binary("equal", np.equal, tags={"commutative"}, lowering=_exact(c_infix("==")))
+not_equal = binary("not_equal", np.not_equal, tags={"commutative"}, lowering=_exact(c_infix("!=")))
+less = binary("less", np.less, lowering=_exact(c_infix("<")))
+less_equal = binary("less_equal", np.less_equal, lowering=_exact(c_infix("<=")))
+greater = binary("greater", np.greater, lowering=_exact(c_infix(">")))
+greater_equal = binary("greater_equal", np.greater_equal, lowering=_exact(c_infix(">=")))
+logical_and = binary(
+    "logical_and", np.logical_and, tags={"commutative"}, lowering=_exact(_c_logical("&&"))
+)
+logical_or = binary(
+    "logical_or", np.logical_or, tags={"commutative"}, lowering=_exact(_c_logical("||"))
+)
 
 # -- ternary ---------------------------------------------------------------------------------
 
@@ -233,6 +443,18 @@ def _where_vjp(ct, z, cond, a, b):
     return None, apply("where", cond, ct, zero), apply("where", cond, zero, ct)
 
 
+def _where_numba(xs, dtypes, out, attrs):
+    r = nb_type(out)
+    cond = xs[0] if dtypes[0] == np.dtype(bool) else f"({xs[0]} != 0)"
+    return f"{r}({xs[1]}) if {cond} else {r}({xs[2]})"
+
+
+def _where_c(k, xs, dtypes, out, attrs):
+    cond = xs[0] if dtypes[0] == np.bool_ else f"(({xs[0]}) != 0)"
+    a, b = (c_cast(x, d, out) for x, d in zip(xs[1:], dtypes[1:]))
+    return f"({cond} ? {a} : {b})"
+
+
 where = defop(
     "where",
     lambda c, a, b: sh.broadcast_shapes(c, a, b),
@@ -240,6 +462,7 @@ where = defop(
     _where,
     vjp=_where_vjp,
     tags={"elementwise", "no_inplace"},  # its kernel writes `out` before reading `a`
+    lowering=Lowering(exact=True, numba=_where_numba, cuda=_where_c),
 )
 
 
@@ -256,6 +479,28 @@ def _clip_vjp(ct, y, x, lo, hi, *, needs):
     return tuple(None if m is None else _masked(ct, m) for m in (x_mask, lo_mask, hi_mask))
 
 
+def _clip_numba(xs, dtypes, out, attrs):
+    """NumPy's clip of scalars of one dtype: NaN anywhere gives NaN; a tie keeps x (NumPy's
+    loops keep x or the bound: equal values, which may differ only in the sign of a zero)."""
+    r = nb_type(out)
+    x, lo, hi = (f"{r}({a})" for a in xs)
+    if out.kind != "f":
+        low = f"({lo} if {x} < {lo} else {x})"
+        return f"({hi} if {low} > {hi} else {low})"
+    low = f"({lo} if {lo} != {lo} or {x} < {lo} else {x})"
+    return f"({hi} if {hi} != {hi} or {low} > {hi} else {low})"
+
+
+def _clip_c(k, xs, dtypes, out, attrs):
+    """As `_clip_numba`, in C."""
+    x, lo, hi = (c_cast(a, d, out) for a, d in zip(xs, dtypes))
+    if out.kind != "f":
+        low = f"(({x} < {lo}) ? {lo} : {x})"
+        return f"(({low} > {hi}) ? {hi} : {low})"
+    low = f"((isnan({lo}) || {x} < {lo}) ? {lo} : {x})"
+    return f"((isnan({hi}) || {low} > {hi}) ? {hi} : {low})"
+
+
 clip = defop(
     "clip",
     lambda x, lo, hi: sh.broadcast_shapes(x, lo, hi),
@@ -263,4 +508,5 @@ clip = defop(
     _clip,
     vjp=_clip_vjp,
     tags={"elementwise", "vjp_needs"},
+    lowering=Lowering(exact=True, numba=_clip_numba, cuda=_clip_c),
 )

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import defop
-from .fused_codegen import UFUNCS, numba_loop, python_code, specialize
+from .fused_codegen import numba_loop, python_code, specialize
 from .fused_cuda import run_fused
 
 # One scratch buffer per live value, of at most this many bytes: with a block of each input
@@ -32,10 +32,9 @@ BLOCK_BYTES = 128 * 1024
 UNBLOCKED_BYTES = 1024 * 1024
 SMALL_BYTES = 4 * 1024
 NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
-# Ops that cost a numba loop 4-17 ns an element (libm calls), NumPy's SIMD loops < 1 ns;
-# other ops cost either about 0.5 ns.
-_TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "pow", "erf",
-                   "sigmoid", "softplus"}  # fmt: skip
+# What one element of an equation costs a numba loop, in ns, by the op's cost class
+# (`Lowering.transcendental`: a libm call); NumPy's SIMD loops take < 1 ns either way.
+TRANSCENDENTAL_NS, CHEAP_NS = 12.0, 0.5
 
 
 class Signature:
@@ -79,13 +78,15 @@ class Program:
             raise ShapeError(f"fused: equations {unused} are not used")
         for j in range(len(refs)):
             self.frees.append(tuple(s for s, k in last_use.items() if k == j))
-        self.plain = [op.name in UFUNCS and not attrs for op, attrs in zip(self.ops, self.attrs)]
+        # One-ufunc equations without attrs: the ufunc is called bare (`Lowering.ufunc`).
+        self.ufuncs = [_ufunc(op) if not attrs else None for op, attrs in zip(self.ops, self.attrs)]
+        self.plain = [u is not None for u in self.ufuncs]
         self.calls = 0
         self._signatures: dict = {}
         self._code: dict = {}
         # The numba loop runs outputs up to this many elements: past it, a NumPy call per
         # equation (~250 ns each) costs less than the loop's per-element work (measured).
-        cost = sum(12.0 if op.name in _TRANSCENDENTAL else 0.5 for op in self.ops)
+        cost = sum(TRANSCENDENTAL_NS if _transcendental(op) else CHEAP_NS for op in self.ops)
         self.numba_limit = 250.0 * len(self.ops) / cost
 
     def run_rules(self, values: list, rule: str, error) -> list:
@@ -109,11 +110,19 @@ class Program:
         found = self._code.get(xp)
         if found is None:
             fns = [
-                getattr(xp, UFUNCS[op.name]) if plain else functools.partial(op.impl, xp, **attrs)
-                for op, attrs, plain in zip(self.ops, self.attrs, self.plain)
+                getattr(xp, ufunc) if ufunc else functools.partial(op.impl, xp, **attrs)
+                for op, attrs, ufunc in zip(self.ops, self.attrs, self.ufuncs)
             ]
             found = self._code[xp] = python_code(self, fns, functools.partial(_into, xp))
         return found
+
+
+def _ufunc(op):
+    return None if op.lowering is None else op.lowering.ufunc
+
+
+def _transcendental(op) -> bool:
+    return op.lowering is not None and op.lowering.transcendental
 
 
 def _equation(eq, j):

@@ -144,4 +144,18 @@ GRAD_CASES = [
     *_pool_rows("size0", (0, 3, 4, 4), (0, 3, 2, 2), 2, stride=(2, 2)),
 ]  # fmt: skip
 
-CASES = GRAD_CASES
+
+# relu_grad(ct, y): relu's backward from its output, ct * (y > 0) (PyTorch's threshold
+# backward at 0: nothing passes where y is 0; "small" draws ints in [-2, 2], so ties at 0).
+def _ref_relu_grad(ct, y):
+    return np.where(y > 0, ct, np.zeros_like(ct))
+
+
+RELU_GRAD_CASES = [
+    _row("relu_grad", "basic", ((3, 5), (3, 5)), _ref_relu_grad, tol=0),
+    _row("relu_grad", "zeros", ((2, 0, 3), (2, 0, 3)), _ref_relu_grad, tol=0),
+    _row("relu_grad", "ties", ((4, 3), (4, 3)), _ref_relu_grad, tol=0, kind="small"),
+    _row("relu_grad", "broadcast", ((2, 3), (3,)), _ref_relu_grad, tol=0),
+]
+
+CASES = [*GRAD_CASES, *RELU_GRAD_CASES]

@@ -28,6 +28,7 @@ NOT_SMOOTH_HERE = {
     "where-float-cond": "the condition holds zeros, whose truth flips under any perturbation",
     "max_pool2d_grad-ties": "ties in the windows: the argmax moves under perturbation",
     "max_pool2d_gather-ties": "ties in the windows: the argmax moves under perturbation",
+    "relu_grad-ties": "y holds zeros, where the mask flips under any perturbation",
 }
 # Reduction rows of these ops draw few distinct values on purpose (ties); their gradients are
 # checked on distinct values in test_autodiff.py and by the second-order cases below.

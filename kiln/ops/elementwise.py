@@ -249,9 +249,35 @@ def _masked(ct, mask):
 
 
 def _relu_vjp(ct, y, x):
-    # As PyTorch: the cotangent passes only where x > 0 (not at 0, not at NaN), which is where
-    # y > 0: reading y, not x, lets x die in the forward pass.
-    return (_masked(ct, y > 0),)
+    # The cotangent passes only where x > 0 (not at 0), which is where y > 0: reading y, not
+    # x, lets x die in the forward pass, and `relu_grad` keeps no mask between the passes.
+    return (apply("relu_grad", ct, y),)
+
+
+def _relu_grad(xp, ct, y, out=None):
+    # One product with the comparison (NumPy's multiply of a float and a bool array), as
+    # `_masked`'s cast and product but without the float mask.
+    return xp.multiply(ct, xp.greater(y, 0), out=out)
+
+
+def _relu_grad_numba(xs, dtypes, out, attrs):  # ct * (y > 0), in ct's dtype: exact
+    r = nb_type(out)
+    return f"{r}({r}({xs[0]}) * {r}({xs[1]} > 0))"
+
+
+def _relu_grad_c(k, xs, dtypes, out, attrs):  # a product by 1 or 0: exact, NaN and inf as NumPy's
+    ct = c_cast(xs[0], dtypes[0], out)
+    return f"{c_rn('mul', out)}({ct}, (({CTYPES[out]})({xs[1]} > 0)))"
+
+
+# `relu_grad(ct, y)`: relu's backward from its output y, `ct * (y > 0)` (0 where relu was not
+# active, NaN included, as the mask relu's vjp always used).
+relu_grad = defop(
+    "relu_grad", _broadcast2, lambda ct, y: ufunc_dtype(np.multiply, ct, np.dtype(bool)),
+    _relu_grad, vjp=lambda ct2, z, ct, y: (apply("relu_grad", ct2, y), None),
+    tags={"elementwise"},
+    lowering=Lowering(exact=True, numba=_relu_grad_numba, cuda=_relu_grad_c),
+)  # fmt: skip
 
 
 def _relu_numba(xs, dtypes, out, attrs):  # NumPy's maximum(x, 0): NaN stays, -0.0 becomes 0.0

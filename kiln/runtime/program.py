@@ -11,6 +11,7 @@ import functools
 import gc
 import threading
 import time
+from collections import OrderedDict
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
 from ..passes.program import extract
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
+from .cache import evict, feed_shapes
 from .codegen import Specialized
 
 
@@ -52,7 +54,8 @@ class Program:
         self.feeds = self.graph.inputs
         self.constraints = self.graph.constraints
         self.touches_variables = any(n.op.name == "variable" for n in self.graph.nodes)
-        self._specialized: dict = {}
+        self._specialized: OrderedDict = OrderedDict()  # least recently used first
+        self.cache_size = None  # its bound; None: kiln.runtime.cache.CACHE_SIZE
         self._lock = threading.Lock()
         self.last = None  # the most recent Specialized, for f.source / f.plan
 
@@ -103,6 +106,15 @@ class Program:
                 if spec is None:
                     spec = self._compile(key, arrays, bindings)
                     self._specialized[key] = spec
+                    for old, _ in evict(self._specialized, self.cache_size):
+                        log(1, f"compile cache full ({len(self._specialized)} signatures): "
+                               f"dropped the least recently used, "
+                               f"{feed_shapes(self.feeds, old)}")  # fmt: skip
+        elif spec is not self.last:
+            try:
+                self._specialized.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile
+                pass
         self.last = spec
         return spec
 
@@ -124,7 +136,7 @@ class Program:
     def _reason(self, key) -> str:
         if not self._specialized:
             return "first call"
-        old = next(iter(self._specialized))
+        old = next(reversed(self._specialized))  # the most recently used
         for sym, new_shape, old_shape in zip(self.feeds, key, old):
             if new_shape != old_shape:
                 return f"new shape for '{sym.name}': {new_shape} (was {old_shape})"

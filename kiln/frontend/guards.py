@@ -263,7 +263,7 @@ class Guard:
         for label, get in captures.tensors:
             t = get()
             if isinstance(t, Tensor):
-                self.tensors.append((label, get, t, _tensor_state(t)))
+                self.tensors.append((label, get, t, t._data, _tensor_state(t)))
         self.objects = captures.objects
         self.by_value = by_value
         self.values = captures.values()
@@ -273,14 +273,16 @@ class Guard:
         """None if every captured tensor and object is as it was; else (what changed,
         whether an object was replaced: then what the function reaches is found again).
         `values`: the key's captured values (those of the function's own Captures)."""
-        for label, get, t, state in self.tensors:
+        for label, get, t, data, state in self.tensors:
             now = get()
             if now is not t:
                 what = "another tensor" if isinstance(now, Tensor) else "no longer a tensor"
                 return f"captured tensor '{label}' is {what}", True
-            new = _tensor_state(t)
-            if new != state:
-                return f"captured tensor '{label}' changed ({_difference(state, new)})", False
+            # NOTE: the same array has the same shape, dtype and device: the cheap test first
+            if t._data is not data or t._version != state[0] or t._requires_grad != state[4]:
+                new = _tensor_state(t)
+                change = _difference(state, new) if new != state else "its data was replaced"
+                return f"captured tensor '{label}' changed ({change})", False
         for label, get, obj in self.objects:
             if get() is not obj:
                 return f"captured '{label}' is another object", True
@@ -288,7 +290,7 @@ class Guard:
             values = self.captures.values()
             if values != self.values:
                 return value_changes(self.captures.labels, values, self.values), False
-        if value_types(values) != self.types:
+        if values and value_types(values) != self.types:
             return value_changes(self.captures.labels, values, self.values), False
         return None
 

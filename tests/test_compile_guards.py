@@ -295,3 +295,30 @@ def test_a_captured_proxy_object_does_not_break_the_walk():
     np.testing.assert_array_equal(g(np.ones(1, np.float32)), np.float32([2.0]))
     proxy.gain = 3.0
     np.testing.assert_array_equal(g(np.ones(1, np.float32)), np.float32([3.0]))
+
+
+def test_attributes_only_other_methods_read_are_not_guarded():
+    # A counter that the loop bumps and only another method reads must not retrace each call.
+    traces = []
+
+    class Trainer:
+        def __init__(self):
+            self.step = 0
+            self.scale = 2.0
+
+        def log_line(self):
+            return f"step {self.step}"
+
+        @kn.compile
+        def loss(self, x):
+            traces.append(1)  # runs at trace time only
+            return kn.sum(x * self.scale)
+
+    trainer = Trainer()
+    x = np.ones(3, np.float32)
+    for _ in range(4):
+        trainer.loss(x)
+        trainer.step += 1
+    assert len(traces) == 1
+    trainer.scale = 3.0  # what loss reads does retrace
+    assert trainer.loss(x) == 9.0 and len(traces) == 2

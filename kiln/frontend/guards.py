@@ -45,26 +45,35 @@ def _code_names(code: types.CodeType) -> frozenset:
 
 
 @functools.lru_cache(maxsize=1024)
-def _methods(cls: type) -> tuple:
-    """The functions of `cls` and its bases (but `object` and `Module`)."""
-    found = []
+def _methods(cls: type) -> dict:
+    """name -> function: the methods (and property getters) of `cls` and its bases, as
+    attribute lookup finds them (but those of `object` and `Module`)."""
+    found: dict = {}
     for base in cls.__mro__:
         if base in (object, Module):
             continue
-        for member in vars(base).values():
+        for name, member in vars(base).items():
             if isinstance(member, (staticmethod, classmethod)):
                 member = member.__func__
             if isinstance(member, property):
                 member = member.fget
             if isinstance(member, types.FunctionType):
-                found.append(member)
-    return tuple(found)
+                found.setdefault(name, member)
+    return found
 
 
-@functools.lru_cache(maxsize=1024)
-def _class_names(cls: type) -> frozenset:
-    """The attribute names the methods of `cls` read."""
-    return frozenset().union(*(_code_names(f.__code__) for f in _methods(cls)))
+def _reached_methods(cls: type, names: set) -> list:
+    """The methods of `cls` that code naming `names` may call: those named, and those they
+    name in turn (`self.helper()`); a module's `forward` and a callable's `__call__` always."""
+    methods = _methods(cls)
+    todo = [n for n in methods if n in names or n in ("forward", "__call__")]
+    found = set(todo)
+    while todo:
+        for n in _code_names(methods[todo.pop()].__code__):
+            if n in methods and n not in found:
+                found.add(n)
+                todo.append(n)
+    return [methods[n] for n in sorted(found)]
 
 
 def _attributes_of(obj) -> dict | None:
@@ -106,6 +115,7 @@ class Captures:
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
+        self._names: dict[int, set] = {}  # id(holder) -> the attribute names its methods read
         self._seen: set[int] = set()
         self._sources: set[tuple] = set()
         self._codes = 0
@@ -159,30 +169,26 @@ class Captures:
             self._cells.append((name, cell, depth))
 
     def _holder(self, obj, label: str, depth: int) -> None:
-        """An object whose attributes may be read; its class's methods are walked."""
+        """An object whose attributes the code may read (and whose methods it may call)."""
         self._holders.append((label, obj, depth))
-        for method in _methods(type(obj)):
-            if id(method) not in self._seen:
-                self._seen.add(id(method))
-                self._function(method, depth + 1)
+        self._names[id(obj)] = set()
 
     def _resolve(self) -> None:
-        """Sorts the sources found until no new ones come (walking an object may add names
-        that other objects' attributes match), then makes the getters of the values."""
+        """Sorts the sources found until no new ones come (a method or function walked may
+        name more attributes of the objects reached), then makes the getters of the values."""
         groups: dict[int, tuple] = {}  # id(dict) -> (dict, [names], [labels])
         cells: list[tuple] = []
-        done = 0
         while True:
-            for label, obj, depth in self._holders[done:]:
-                self._attributes(label, obj, depth)
-            done = len(self._holders)
+            grown = False
+            for label, obj, depth in list(self._holders):
+                grown |= self._attributes(label, obj, depth)
             pending, self._pending = self._pending, []
             for label, env, name, depth, walk in pending:
                 self._sort(label, env, name, depth, walk, groups)
             found, self._cells = self._cells, []
             for label, cell, depth in found:
                 self._sort_cell(label, cell, depth, cells)
-            if not self._pending and not self._cells and done == len(self._holders):
+            if not (grown or pending or found or self._pending or self._cells):
                 break
         for env, names, labels in groups.values():
             get = operator.itemgetter(*names)
@@ -195,18 +201,28 @@ class Captures:
             self._getters.append(functools.partial(_cell_values, cell))
             self.labels.append(label)
 
-    def _attributes(self, label: str, obj, depth: int) -> None:
+    def _attributes(self, label: str, obj, depth: int) -> bool:
+        """Walks the methods of `obj` the code may call and queues the attributes it may
+        read; whether anything new came."""
+        own = self._names[id(obj)]
+        size = len(own)
+        for method in _reached_methods(type(obj), self.read):
+            own |= _code_names(method.__code__)
+            if id(method) not in self._seen:  # a user's method: its globals and closure
+                self._seen.add(id(method))
+                self._function(method, depth + 1)
         attrs = _attributes_of(obj)
         if attrs is None:
-            return
-        own = _class_names(type(obj))
+            return len(own) > size
         module = isinstance(obj, Module)
-        for name in sorted(attrs.keys() & (self.read | own)):
+        new = [n for n in attrs.keys() & (self.read | own) if (id(attrs), n) not in self._sources]
+        for name in sorted(new):
             if not (module and name in _MODULE_STATE):
                 # objects held by a kiln object are walked only where the user's code names
                 # them: kiln's methods read attributes such as `last` that change per call
                 walk = name in self.read or not _is_kiln(type(obj))
                 self._pending.append((f"{label}.{name}", attrs, name, depth + 1, walk))
+        return len(own) > size
 
     def _sort(self, label, env: dict, name: str, depth: int, walk: bool, groups: dict) -> None:
         if (id(env), name) in self._sources:

@@ -254,7 +254,7 @@ def _units():
         if source is None:
             continue
         casts = any(eq[0] == "cast" for eq in program)  # float -> int of nan/inf: undefined
-        exact = all(REGISTRY[eq[0]].lowering.exact for eq in program)
+        exact = all(getattr(REGISTRY[eq[0]].lowering, "exact", False) for eq in program)
         what = f"{case_id}: {[eq[0] for eq in program]} on {[d.name for d in dtypes]}"
         specials = [_special(d, k) for k, d in enumerate(dtypes)]
         for inputs in [values] if casts else [values, specials]:

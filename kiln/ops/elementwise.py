@@ -6,6 +6,8 @@ fused CUDA kernel, the numba expression of exact ops that are not one ufunc, the
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import replace
 
 import numpy as np
@@ -254,10 +256,26 @@ def _relu_vjp(ct, y, x):
     return (apply("relu_grad", ct, y),)
 
 
+_MASKS = threading.local()
+
+
+def _mask_scratch(shape):
+    """A bool array of `shape` in this thread's scratch, grown as needed and reused by every
+    later call: a steady-state step allocates no mask."""
+    size = math.prod(shape)
+    buf = getattr(_MASKS, "buffer", None)
+    if buf is None or buf.size < size:
+        buf = _MASKS.buffer = np.empty(max(size, 1), np.bool_)
+    return buf[:size].reshape(shape)
+
+
 def _relu_grad(xp, ct, y, out=None):
     # One product with the comparison (NumPy's multiply of a float and a bool array), as
     # `_masked`'s cast and product but without the float mask.
-    return xp.multiply(ct, xp.greater(y, 0), out=out)
+    if xp is not np:
+        return xp.multiply(ct, xp.greater(y, 0), out=out)
+    mask = xp.greater(y, 0, out=_mask_scratch(y.shape))
+    return xp.multiply(ct, mask, out=out)
 
 
 def _relu_grad_numba(xs, dtypes, out, attrs):  # ct * (y > 0), in ct's dtype: exact

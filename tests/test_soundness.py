@@ -221,3 +221,24 @@ def test_program_graph_from_a_dump_refuses_grad():
     with pytest.raises(kn.GraphError, match="cannot differentiate a program graph.*simplify"):
         kn.grad(g.outputs[0], g.inputs)
     np.testing.assert_array_equal(kn.function(g.inputs, g.outputs)(xv)[0], 14.0)  # still runs
+
+
+def test_one_value_updating_two_variables_updates_both_with_separate_storage():
+    # Found by tests/test_differential.py: the second update of a shared value was dropped
+    # when the first ran in place; committed arrays must not alias each other or an output.
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        a = kn.Variable(np.zeros(3, np.float32), name="a")
+        b = kn.Variable(np.zeros(3, np.float32), name="b")
+        c = kn.Variable(np.zeros(3, np.float32), name="c")
+        y = kn.tanh(x) + a
+        f = kn.function([x], y, updates={a: a + x, b: a + x, c: y})
+        out = f(np.ones(3, np.float32))
+        np.testing.assert_array_equal(a.numpy(), np.ones(3))
+        np.testing.assert_array_equal(b.numpy(), np.ones(3))
+        out[...] = 42.0  # the caller owns its output: no Variable changes with it
+        np.testing.assert_allclose(c.numpy(), np.tanh(1.0), rtol=1e-6)
+        f(np.ones(3, np.float32))
+    np.testing.assert_array_equal(a.numpy(), np.full(3, 2.0))
+    np.testing.assert_array_equal(b.numpy(), np.full(3, 2.0))
+    np.testing.assert_allclose(c.numpy(), np.tanh(1.0) + 1.0, rtol=1e-6)

@@ -1,0 +1,103 @@
+"""What each op's backward keeps alive: the primal values (its inputs `x0, x1, ...` and its
+output `y`) that its vjp reads. A training step keeps them from the forward pass to the
+backward pass, so each is a choice: the table below is reviewed, and a change to a vjp that
+reads more (relu reading x, or a float mask kept instead of y) fails here.
+
+The table was written from the vjps as they are, then each entry checked against the op's
+derivative: e.g. exp, tanh, sigmoid and relu need only y; mul needs both inputs; add none.
+"""
+
+import numpy as np
+import pytest
+from op_table import CASES
+from test_ops import build, make_inputs
+
+import kiln as kn
+from kiln.graph.opdef import REGISTRY
+
+KEEPS = {
+    "abs": {"x0"}, "add": set(), "avg_pool2d": set(), "broadcast_to": set(),
+    "cast": set(), "clip": {"x0", "x1", "x2"}, "concat": set(), "conv2d": {"x0", "x1"},
+    "cos": {"x0"}, "div": {"x1", "y"}, "erf": {"x0"}, "exp": {"y"}, "expm1": {"y"},
+    "gather": {"x1"}, "index": set(), "log": {"x0"}, "log1p": {"x0"}, "matmul": {"x0", "x1"},
+    "max_pool2d": {"x0"}, "maximum": {"x0", "x1"}, "minimum": {"x0", "x1"},
+    "mod": {"x0", "x1"}, "mul": {"x0", "x1"}, "neg": set(), "pad": set(),
+    "pow": {"x0", "x1", "y"}, "reduce_max": {"x0", "y"}, "reduce_min": {"x0", "y"},
+    "reduce_mean": set(), "reduce_prod": {"x0", "y"}, "reduce_sum": set(), "relu": {"y"},
+    "relu_grad": {"x1"},
+    "reshape": set(), "rsqrt": {"y"}, "scatter_add": {"x1"}, "scatter_along_axis": {"x1"},
+    "sigmoid": {"y"}, "sin": {"x0"}, "softplus": {"x0"}, "sqrt": {"y"}, "square": {"x0"},
+    "sub": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
+    "transpose": set(), "where": {"x0"},
+}  # fmt: skip
+
+
+def _first_rows():
+    """One float64 row per op that has a vjp, whose graph holds the op with float inputs."""
+    seen, rows = set(), []
+    for case in CASES:
+        op = REGISTRY.get(case.op)
+        if op is None or op.vjp is None or "float64" not in case.dtypes or case.op in seen:
+            continue
+        if case.op not in KEEPS or case.label.startswith(("size0", "zeros")):
+            continue
+        found = _node(case)
+        floats = found is not None and found[1].out.dtype.kind == "f"
+        if floats and any(i.dtype.kind == "f" for i in found[1].inputs):
+            seen.add(case.op)
+            rows.append(case)
+    return rows
+
+
+def _node(case):
+    """(graph, the last node of the row's op) of the row's graph, or None."""
+    graph, _, _ = build(case, make_inputs(case, "float64"))
+    nodes = [n for n in graph.nodes if n.op.name == case.op]
+    return (graph, nodes[-1]) if nodes else None
+
+
+def _residuals(case) -> set:
+    graph, node = _node(case)
+    primal = {id(i): f"x{k}" for k, i in enumerate(node.inputs)}
+    primal[id(node.out)] = "y"
+    with graph.as_default():
+        first = len(graph.nodes)
+        ct = kn.placeholder(node.out.dtype, node.out.shape, name="ct")
+        diff = [i for i in node.inputs if i.dtype.kind == "f"]
+        kn.grad(node.out, diff, grad_ys=ct, disconnected="zero")
+    read = set()
+    for n in graph.nodes[first:]:
+        for i in n.inputs:
+            base = i
+            while id(base) not in primal and base.node.op.views and base.node.inputs:
+                base = base.node.inputs[base.node.op.views[0]]  # a view reads its base
+            if id(base) in primal:
+                read.add(primal[id(base)])
+    return read
+
+
+@pytest.mark.parametrize("case", _first_rows(), ids=lambda c: c.op)
+def test_backward_keeps_only_the_declared_residuals(case):
+    assert _residuals(case) == KEEPS[case.op]
+
+
+def test_every_differentiable_op_is_in_the_table():
+    table_ops = {c.op for c in CASES if REGISTRY.get(c.op) is not None}
+    missing = sorted(
+        name for name, op in REGISTRY.items()
+        if op.vjp is not None and name in table_ops and name not in KEEPS
+        and not op.tags & {"random", "fused"}
+        and not name.endswith(("_grad", "_gather")) and name != "index_scatter"
+    )  # fmt: skip
+    assert not missing, f"add what their backward keeps to KEEPS: {missing}"
+
+
+def test_relu_backward_reads_its_output_not_a_mask_of_its_input():
+    # The training-memory issue: relu's vjp reads y; no float mask crosses the passes.
+    x = np.array([-1.0, 0.0, 2.0])
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float64, (3,), name="x")
+        (g,) = kn.grad(kn.sum(kn.relu(p) * 3.0), [p])
+        ops = [n.op.name for n in kn.get_default_graph().nodes]
+        np.testing.assert_array_equal(kn.function([p], g)(x), [0.0, 0.0, 3.0])  # PyTorch's
+    assert "relu_grad" in ops and "greater" not in ops and "cast" not in ops

@@ -20,41 +20,23 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_overhead import per_call_seconds  # noqa: E402
-from bench_training import NumpyStep, init_weights  # noqa: E402
+from bench_training import LR, NumpyStep, init_weights, kiln_step, sgd  # noqa: E402
 
 import kiln as kn  # noqa: E402
 
 MIB = 2**20
-LR = 0.01
 
 
-def kiln_step(sizes, batch, weights, optimizer):
-    """A kn.function doing one training step with `optimizer` ("sgd" or "adam")."""
-    with kn.Graph().as_default():
-        x = kn.placeholder(kn.float32, (batch, sizes[0]), name="x")
-        labels = kn.placeholder(kn.int64, (batch,), name="labels")
-        params, h = [], x
-        for k, (w0, b0) in enumerate(weights):
-            w = kn.Variable(w0.copy(), name=f"w{k}")
-            b = kn.Variable(b0.copy(), name=f"b{k}")
-            params += [w, b]
-            h = h @ w + b
-            if k < len(weights) - 1:
-                h = kn.relu(h)
-        loss = kn.cross_entropy(h, labels)
-        grads = kn.grad(loss, params)
-        if optimizer == "sgd":
-            updates = {p: p - LR * g for p, g in zip(params, grads)}
-        else:  # Adam's update rule (PyTorch's, no bias correction needed for the memory)
-            updates = {}
-            for p, g in zip(params, grads):
-                m = kn.Variable(np.zeros(p.shape, np.float32), name=f"m_{p.name}")
-                v = kn.Variable(np.zeros(p.shape, np.float32), name=f"v_{p.name}")
-                m_new = m * 0.9 + g * 0.1
-                v_new = v * 0.999 + g * g * 0.001
-                updates[m], updates[v] = m_new, v_new
-                updates[p] = p - LR * m_new / (kn.sqrt(v_new) + 1e-8)
-        return kn.function([x, labels], loss, updates=updates), params
+def adam(params, grads) -> dict:
+    """Adam's update rule as Variables and updates (no bias correction: the memory is the
+    same)."""
+    updates = {}
+    for p, g in zip(params, grads):
+        m = kn.Variable(np.zeros(p.shape, np.float32), name=f"m_{p.name}")
+        v = kn.Variable(np.zeros(p.shape, np.float32), name=f"v_{p.name}")
+        updates[m], updates[v] = m * 0.9 + g * 0.1, v * 0.999 + g * g * 0.001
+        updates[p] = p - LR * updates[m] / (kn.sqrt(updates[v]) + 1e-8)
+    return updates
 
 
 def floor_bytes(sizes, batch) -> int:
@@ -69,7 +51,7 @@ def case(name, optimizer, sizes, batch, repeats, min_s):
     x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     labels = rng.integers(0, sizes[-1], batch)
     weights = init_weights(sizes)
-    f, _ = kiln_step(sizes, batch, weights, optimizer)
+    f, _ = kiln_step(sizes, batch, weights, sgd if optimizer == "sgd" else adam)
     f(x, labels)
     plan = f.plan
     line = (

@@ -34,8 +34,13 @@ def init_weights(sizes, seed=0):
     ]
 
 
-def kiln_step(sizes, batch, weights):
-    """A kn.function doing one SGD step; returns it and its Variables."""
+def sgd(params, grads) -> dict:
+    return {p: p - LR * g for p, g in zip(params, grads)}
+
+
+def kiln_step(sizes, batch, weights, make_updates=sgd):
+    """A kn.function doing one training step (`make_updates(params, grads)`: SGD by default);
+    returns it and its Variables."""
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (batch, sizes[0]), name="x")
         labels = kn.placeholder(kn.int64, (batch,), name="labels")
@@ -50,8 +55,7 @@ def kiln_step(sizes, batch, weights):
                 h = kn.relu(h)
         loss = kn.cross_entropy(h, labels)
         grads = kn.grad(loss, params)
-        updates = {p: p - LR * g for p, g in zip(params, grads)}
-        return kn.function([x, labels], loss, updates=updates), params
+        return kn.function([x, labels], loss, updates=make_updates(params, grads)), params
 
 
 class NumpyStep:

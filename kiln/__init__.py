@@ -10,22 +10,32 @@ array([6.], dtype=float32)
 """
 
 from . import cuda, eager, frontend, init, nn, optim, passes, testing
+from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bool_,
+    double,
     float16,
     float32,
     float64,
+    get_default_dtype,
+    half,
     int8,
     int16,
     int32,
     int64,
+    long,
     promote,
+    result_type,
+    set_default_dtype,
     uint8,
     uint16,
     uint32,
     uint64,
 )  # fmt: skip
+from .dtypes import bool_ as bool  # noqa: A004 -- PyTorch's dtype names
+from .dtypes import float32 as float  # noqa: A004
+from .dtypes import int32 as int  # noqa: A004
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
 from .errors import (

@@ -1,7 +1,8 @@
 """`kn.cuda`: whether CUDA is usable and, if it is, device names and memory statistics.
 
-Without a usable GPU, `is_available()` is False, `device_count()` is 0, and the rest raise
-DeviceError saying exactly why (no CuPy, no driver, no device). Memory figures come from
+Without a usable GPU, `is_available()` is False, `device_count()` is 0, the memory figures are
+0 and `empty_cache()` does nothing (as PyTorch's), and the rest raise DeviceError saying
+exactly why (no CuPy, no driver, no device). Memory figures come from
 CuPy's memory pool, per device: kiln's arenas and every array CuPy allocates live there.
 """
 
@@ -59,13 +60,36 @@ def get_device_name(i: int = 0) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+def _unused(device) -> bool:
+    """True when CUDA is not usable (a `device` that names no CUDA device still raises)."""
+    if is_available():
+        return False
+    if device is not None and not isinstance(device, int):
+        from .runtime.backend import parse_device
+
+        if parse_device(device)[0] != "cuda":
+            raise DeviceError(f"{device!r} is not a CUDA device")
+    return True
+
+
 def memory_allocated(device=None) -> int:
-    """Bytes held by live arrays in CuPy's memory pool on `device` (default cuda:0)."""
+    """Bytes held by live arrays in CuPy's memory pool on `device` (default cuda:0); 0
+    without CUDA.
+
+    >>> import kiln as kn
+    >>> kn.cuda.memory_allocated() if not kn.cuda.is_available() else 0
+    0
+    """
+    if _unused(device):
+        return 0
     return _backend(device).memory_stats()["pool_used_bytes"]
 
 
 def memory_reserved(device=None) -> int:
-    """Bytes CuPy's memory pool holds from `device`: live arrays plus freed blocks it keeps."""
+    """Bytes CuPy's memory pool holds from `device`: live arrays plus freed blocks it keeps;
+    0 without CUDA."""
+    if _unused(device):
+        return 0
     return _backend(device).memory_stats()["pool_held_bytes"]
 
 
@@ -77,7 +101,9 @@ def max_memory_allocated(device=None) -> int:
 
 
 def empty_cache(device=None) -> None:
-    """Returns the pool's free blocks on `device` to the driver."""
+    """Returns the pool's free blocks on `device` to the driver (nothing without CUDA)."""
+    if _unused(device):
+        return
     backend = _backend(device)
     with backend.scope():
         backend.xp.get_default_memory_pool().free_all_blocks()

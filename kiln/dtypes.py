@@ -1,4 +1,5 @@
-"""dtypes: kiln uses NumPy dtype objects, with one promotion table (NumPy 2 rules, weak scalars)."""
+"""dtypes: kiln uses NumPy dtype objects. `result_type` is the frontend's promotion (PyTorch's
+`torch.result_type`); `promote` is NumPy 2's, the dtype rule of the primitives' kernels."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ uint16 = np.dtype("uint16")
 uint32 = np.dtype("uint32")
 uint64 = np.dtype("uint64")
 bool_ = np.dtype("bool")
+
+# PyTorch's names for them (kiln/__init__.py also exports `float`, `int` and `bool`).
+long, half, double = int64, float16, float64
 
 SUPPORTED = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64
@@ -100,3 +104,118 @@ def scalar_dtype(value) -> np.dtype:
     """The dtype a lone Python scalar gets: bool, int64, or the default float (float32)."""
     marker = weak_marker(value)
     return {bool: bool_, int: DEFAULT_INT, float: DEFAULT_FLOAT}[marker]
+
+
+def get_default_dtype() -> np.dtype:
+    """The dtype of Python floats in tensors and of integer-to-float promotion (PyTorch's).
+
+    >>> get_default_dtype()
+    dtype('float32')
+    """
+    return DEFAULT_FLOAT
+
+
+def set_default_dtype(dtype) -> None:
+    """Sets the default float dtype (a float dtype), as PyTorch's `set_default_dtype`: the
+    dtype of factories without `dtype=`, of Python floats and of `int / int`.
+
+    >>> set_default_dtype(float64); get_default_dtype()
+    dtype('float64')
+    >>> set_default_dtype(float32)
+    """
+    global DEFAULT_FLOAT
+    dtype = as_dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")
+    DEFAULT_FLOAT = dtype
+
+
+# -- PyTorch's promotion ---------------------------------------------------------------------
+# torch.result_type: operands fall in three priority classes, tensors with dims, 0-d tensors
+# and wrapped numbers (Python and NumPy scalars); a lower class only counts where its
+# category (bool < integer < float) is higher than every operand's of the classes above.
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _pair(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's `promote_types` for two dtypes: across categories the higher one's dtype
+    (`float16` with `int64` is `float16`), within one NumPy's (where PyTorch refuses, for
+    uint16/32/64 beside signed ints, NumPy's answer stands)."""
+    if a is b or a == b:
+        return a
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    return as_dtype(np.promote_types(a, b))
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.kind == "f":
+        return higher
+    if higher.kind == "b" or lower.kind == "f":
+        return _pair(higher, lower)
+    return higher
+
+
+def _wrapped(value) -> np.dtype:
+    """The dtype a Python or NumPy scalar takes part as: bool, int64, or the default float."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return DEFAULT_INT
+    return DEFAULT_FLOAT
+
+
+def result_type(*operands) -> np.dtype:
+    """PyTorch's `torch.result_type`: the dtype an elementwise op computes and returns in.
+
+    Operands: anything with `dtype` and `ndim` (Tensors, Symbols, arrays), dtypes (taken as
+    tensors with dims), and Python scalars (wrapped numbers: weak). NumPy scalars are wrapped
+    numbers beside a tensor, as PyTorch takes them, and keep their dtype without one.
+
+    >>> import numpy as np
+    >>> result_type(np.ones(3, np.int32), 0.5), result_type(np.ones(3, np.float16), np.ones(3))
+    (dtype('float32'), dtype('float64'))
+    >>> result_type(np.ones(3, np.float32), np.array(1.0)), result_type(int8, 3)
+    (dtype('float32'), dtype('int8'))
+    """
+    dims = zeros = wrapped = None
+    numpy_scalars = []
+    for v in operands:
+        if isinstance(v, np.generic):
+            numpy_scalars.append(v)
+            continue
+        if isinstance(v, (bool, int, float)):
+            d = _wrapped(v)
+            wrapped = d if wrapped is None else _pair(wrapped, d)
+            continue
+        if isinstance(v, np.dtype) or not hasattr(v, "dtype"):
+            d, nd = as_dtype(v), 1
+        else:
+            d, nd = v.dtype, v.ndim
+        if nd:
+            dims = d if dims is None else _pair(dims, d)
+        else:
+            zeros = d if zeros is None else _pair(zeros, d)
+    for v in numpy_scalars:  # wrapped numbers beside tensors, else 0-d values of their dtype
+        if dims is None and zeros is None:
+            d = as_dtype(v.dtype)
+            wrapped = d if wrapped is None else _pair(wrapped, d)
+        else:
+            d = _wrapped(v)
+            wrapped = d if wrapped is None else _pair(wrapped, d)
+    out = _combine(dims, _combine(zeros, wrapped))
+    if out is None:
+        raise DTypeError("result_type needs at least one operand")
+    return out
+
+
+def to_float(dtype: np.dtype) -> np.dtype:
+    """`dtype` if it is a float, else the default float: what PyTorch's float functions
+    (exp, sqrt, true division…) compute integers and bools in."""
+    return dtype if dtype.kind == "f" else DEFAULT_FLOAT

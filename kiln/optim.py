@@ -107,7 +107,7 @@ class Optimizer:
         >>> w = kn.tensor(3.0, requires_grad=True)
         >>> opt = kn.optim.SGD([w], lr=0.25)
         >>> (w * w).backward(); opt.step(); w
-        tensor(1.5, requires_grad=True)
+        tensor(1.5000, requires_grad=True)
         """
         symbolic = [k for k in self.defaults if isinstance(getattr(self, k), Symbol)]
         if symbolic:

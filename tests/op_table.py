@@ -115,6 +115,18 @@ def _float_ref(f):
     return lambda x: np.asarray(f(x.astype(np.float64))).astype(x.dtype)
 
 
+def _default_float(f):
+    """NumPy's `f`, in float32 where every input is an integer or bool: PyTorch computes
+    those in the default float dtype (NumPy: float64)."""
+
+    def ref(*xs):
+        if all(np.asarray(x).dtype.kind in "biu" for x in xs):
+            return np.asarray(f(*(np.asarray(x, np.float64) for x in xs))).astype(np.float32)
+        return np.asarray(f(*xs))
+
+    return ref
+
+
 class _Index:
     """`IX[1:, ::-1]` is the index tuple `(slice(1, None), slice(None, None, -1))`."""
 
@@ -177,9 +189,12 @@ unary_rows("logical_not", kn.logical_not, np.logical_not, "small", ("bool", *FLO
 unary_rows("isnan", kn.isnan, np.isnan, "special", int_dtypes=INTS)
 unary_rows("isfinite", kn.isfinite, np.isfinite, "special", int_dtypes=INTS)
 rows(
-    OpCase("exp", "int", kn.exp, args(Arg((2, 3), "small")), np.exp, ("int32", "int64")),
+    # PyTorch computes integers in the default float (float32) in float functions
+    OpCase("exp", "int", kn.exp, args(Arg((2, 3), "small")), _default_float(np.exp),
+           ("int32", "int64")),
     OpCase("exp", "overflow", kn.exp, fixed(np.array([-1e4, 0.0, 1e4])), np.exp, FLOATS16),
-    OpCase("sqrt", "int", kn.sqrt, args(Arg((5,), "count")), np.sqrt, ("int64", "uint8")),
+    OpCase("sqrt", "int", kn.sqrt, args(Arg((5,), "count")), _default_float(np.sqrt),
+           ("int64", "uint8")),
     OpCase(
         "round", "half-even", kn.round, fixed(np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])),
         lambda x: np.array([-2, -2, -0, 0, 2, 2], x.dtype), FLOATS16,
@@ -261,7 +276,8 @@ rows(
     ),
     OpCase(
         "where", "mixed-dtypes", _where,
-        args(Arg((3,), "bool"), Arg((3,), dtype="int32"), (2, 3)), np.where,
+        args(Arg((3,), "bool"), Arg((3,), dtype="int32"), (2, 3)),
+        lambda c, a, b: np.where(c, a, b).astype(b.dtype),  # PyTorch: the float's dtype
     ),
     OpCase("where", "int", _where, args(Arg((3, 5), "bool"), (3, 5), (1, 5)), np.where, INTS),
     OpCase(
@@ -296,7 +312,7 @@ rows(
     ),
     OpCase(
         "clip", "min-only-float-bound", lambda x: kn.clip(x, 0.5, None), args(Arg((3, 5), "small")),
-        lambda x: np.clip(x, 0.5, None), ("int8", "int64", "float32"),
+        _default_float(lambda x: np.clip(x, 0.5, None)), ("int8", "int64", "float32"),
     ),
     OpCase(
         "clip", "int", _clip, args(Arg((3, 5), "small"), (5,), Arg((3, 1), "positive")), np.clip,
@@ -353,7 +369,8 @@ def binary_rows(
 binary_rows("add", kn.add, np.add, dtypes=FLOATS16, int_dtypes=("int8", "int32", "uint8"))
 binary_rows("sub", kn.sub, np.subtract, int_dtypes=("int32", "int64", "int8"))
 binary_rows("mul", kn.mul, np.multiply, dtypes=FLOATS16)
-binary_rows("div", kn.div, np.true_divide, rhs="nonzero", int_dtypes=("int32", "uint8"))
+binary_rows("div", kn.div, _default_float(np.true_divide), rhs="nonzero",
+            int_dtypes=("int32", "uint8"))
 binary_rows("pow", kn.pow, np.power, lhs="positive", rhs="unit", int_dtypes=(), scalar=0.5)
 binary_rows("floordiv", kn.floordiv, np.floor_divide, rhs="nonzero", scalar=3)
 binary_rows("mod", kn.mod, np.remainder, rhs="nonzero", scalar=3)
@@ -379,11 +396,13 @@ rows(
         ("float16", "float32", "int32"),
     ),
     OpCase(
-        "mul", "int-times-float", lambda x: kn.mul(x, 1.5), args((2, 3)), lambda x: x * 1.5,
+        "mul", "int-times-float", lambda x: kn.mul(x, 1.5), args((2, 3)),
+        _default_float(lambda x: x * 1.5),
         ("int8", "int64", "uint8", "bool"),
     ),
     OpCase(
-        "div", "int-by-int", kn.div, args((2, 3), Arg((2, 3), "nonzero")), np.true_divide,
+        "div", "int-by-int", kn.div, args((2, 3), Arg((2, 3), "nonzero")),
+        _default_float(np.true_divide),
         ("int8", "int64"),
     ),
     OpCase(
@@ -435,12 +454,20 @@ rows(
 
 def reduce_rows(op, name, kind="normal", dtypes=FLOATS, int_dtypes=INTS, empty_axis=True):
     """axis None, negative axis, tuple of axes, keepdims, 0-d, size-0, transposed, int."""
-    f, ref = getattr(kn, name), getattr(np, name)
+    # kn.max/kn.min along a dim give (values, indices), as PyTorch's: amax/amin are the values
+    f, ref = getattr(kn, {"max": "amax", "min": "amin"}.get(name, name)), getattr(np, name)
+
+    def torch_ref(x, **kw):
+        # PyTorch's dtypes: integer and bool sums and products in int64, means in float32
+        out = np.asarray(ref(x, **kw))
+        if x.dtype.kind in "biu" and name in ("sum", "prod"):
+            return out.astype(np.int64)
+        return out.astype(np.float32) if x.dtype.kind in "biu" and name == "mean" else out
 
     def row(label, shape, dtypes=dtypes, layout="c", **kw):
         return OpCase(
             op, label, lambda x: f(x, **kw), args(Arg(shape, kind, layout)),
-            lambda x: np.asarray(ref(x, **kw)), dtypes,
+            lambda x: torch_ref(x, **kw), dtypes,
         )  # fmt: skip
 
     rows(
@@ -503,19 +530,19 @@ def _logsumexp_ref(**kw):
 
 
 rows(
-    OpCase("reduce_mean", "var", kn.var, args((3, 5)), _var_ref("var")),
+    OpCase("reduce_mean", "var", kn.var, args((3, 5)), _var_ref("var", ddof=1)),  # correction=1
     OpCase(
         "reduce_mean", "var-axis-keepdims", lambda x: kn.var(x, axis=-1, keepdims=True),
-        args(Arg((2, 3, 5), layout="T")), _var_ref("var", axis=-1, keepdims=True),
+        args(Arg((2, 3, 5), layout="T")), _var_ref("var", axis=-1, keepdims=True, ddof=1),
     ),
     OpCase(
         "reduce_mean", "var-ddof", lambda x: kn.var(x, axis=0, ddof=1), args((5, 3)),
         _var_ref("var", axis=0, ddof=1),
     ),
-    OpCase("sqrt", "std", kn.std, args((3, 5)), _var_ref("std")),
+    OpCase("sqrt", "std", kn.std, args((3, 5)), _var_ref("std", ddof=1)),  # correction=1
     OpCase(
         "sqrt", "std-axes", lambda x: kn.std(x, axis=(0, -1)), args((2, 3, 5)),
-        _var_ref("std", axis=(0, -1)),
+        _var_ref("std", axis=(0, -1), ddof=1),
     ),
     OpCase("reduce_sum", "logsumexp", kn.logsumexp, args((3, 5)), _logsumexp_ref()),
     OpCase(
@@ -588,7 +615,8 @@ rows(
 
 def transpose_row(label, shape, axes, layout="c", dtypes=FLOATS):
     return move_row(
-        "transpose", label, lambda x: kn.transpose(x, axes), lambda x: np.transpose(x, axes),
+        "transpose", label, lambda x: x.T if axes is None else kn.permute(x, axes),
+        lambda x: np.transpose(x, axes),
         args(Arg(shape, layout=layout)), dtypes,
     )  # fmt: skip
 
@@ -1013,7 +1041,7 @@ rows(
 
 # -- nn: rows in op_table_nn.py (conv2d, pooling) and op_table_nn_grad.py (their gradients) -----
 
-NN_TABLES = ("op_table_nn", "op_table_nn_grad", "op_table_fused")
+NN_TABLES = ("op_table_nn", "op_table_nn_grad", "op_table_fused", "op_table_bitwise")
 
 
 def nn_rows(module_name: str) -> list:

@@ -107,7 +107,7 @@ SECOND_ORDER = [
     lambda x: kn.var(x, axis=0),
     lambda x: kn.sum(kn.gelu(x) + kn.gelu(x, approximate="tanh")),
     lambda x: kn.sum((x @ x.T) ** 2),
-    lambda x: kn.sum(kn.max(x, axis=1) ** 2),
+    lambda x: kn.sum(kn.amax(x, axis=1) ** 2),
     lambda x: kn.sum(kn.concat([x, x * 2.0], axis=1)[:, 1:] ** 2),
     lambda x: kn.sum(kn.tile(x, (2, 1))[:3] * kn.pad(x, ((1, 1), (0, 0)))[1:-1] ** 2),
     lambda x: kn.sum(kn.erf(x) * kn.rsqrt(x * x + 1.0)),

@@ -109,13 +109,25 @@ BOUNDS = [
 
 @pytest.mark.parametrize("bounds", BOUNDS, ids=str)
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int8"])
-def test_clip_values_and_dtype_are_numpys(dtype, bounds):
+def test_clip_values_are_numpys_and_dtype_pytorchs(dtype, bounds):
     lo, hi = bounds
     x = np.array([-3, -1, 0, 1, 2, 5], dtype)
-    want = np.clip(x, lo, hi)
+    want = np.clip(x, lo, hi).astype(_clamp_dtype(x, lo, hi))
     assert_numpy_values(kn.clip(x, lo, hi), want)
     for mode in MODES:
         assert_numpy_values(run(mode, lambda v: kn.clip(v, lo, hi), x), want)
+
+
+def _clamp_dtype(x, *bounds):
+    """PyTorch's `clamp` dtype: array bounds promote with x (as NumPy's do here); Python and
+    NumPy scalars are weak, a float one making an integer x the default float (float32)."""
+    dtype = x.dtype
+    for b in bounds:
+        if isinstance(b, np.ndarray):
+            dtype = np.promote_types(dtype, b.dtype)
+        elif isinstance(b, (float, np.floating)) and dtype.kind != "f":
+            dtype = np.dtype(np.float32)
+    return dtype
 
 
 def assert_numpy_values(got, want):

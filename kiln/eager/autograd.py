@@ -39,8 +39,9 @@ class Node:
                  "site", "retained", "__weakref__")  # fmt: skip
 
     def name(self) -> str:
-        """PyTorch's style of name: `MulBackward0`."""
-        return "".join(w.capitalize() for w in self.op.name.split("_")) + "Backward0"
+        """PyTorch's name for the backward of this op (`MulBackward0`, `SumBackward0`,
+        `MmBackward0`): see `backward_name`."""
+        return backward_name(self.op.name, self.attrs, [shape for shape, _ in self.metas[:-1]])
 
     @property
     def next_functions(self) -> tuple:
@@ -51,6 +52,63 @@ class Node:
 
     def __repr__(self):
         return f"<{self.name()} from {self.site}>"
+
+
+# PyTorch's names where they are not the op's name in CamelCase (`exp` -> `ExpBackward0`).
+# NOTE: a display name for `grad_fn`, read by nothing else; it lives here, not on the OpDef,
+# because it is eager's PyTorch-facing vocabulary and some names depend on the call (a full
+# reduction or one along dims, a matrix product's ranks), which the op record cannot know.
+_NAMES = {
+    "cast": "ToCopyBackward0", "broadcast_to": "ExpandBackward0", "reshape": "ViewBackward0",
+    "square": "PowBackward0", "log1p": "Log1PBackward0", "clip": "ClampBackward1",
+    "concat": "CatBackward0", "pad": "ConstantPadNdBackward0", "tile": "RepeatBackward0",
+    "gather": "IndexBackward0", "take_along_axis": "GatherBackward0",
+    "conv2d": "ConvolutionBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
+    "avg_pool2d": "AvgPool2DBackward0", "floordiv": "FloorDivideBackward0",
+    "mod": "RemainderBackward0", "exp2": "Exp2Backward0", "log2": "Log2Backward0",
+    "log10": "Log10Backward0",
+}  # fmt: skip
+_REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_prod": "Prod",
+               "reduce_max": "Max", "reduce_min": "Min"}  # fmt: skip
+
+
+def backward_name(op_name: str, attrs, shapes) -> str:
+    """PyTorch's `grad_fn` name for an op on inputs of `shapes`: a table entry, one that
+    depends on the call, or the op's name in CamelCase.
+
+    >>> backward_name("reduce_sum", {"axes": (0, 1), "keepdims": False}, [(2, 3)])
+    'SumBackward0'
+    >>> backward_name("matmul", {}, [(2, 3), (3, 4)]), backward_name("log", {}, [(2,)])
+    ('MmBackward0', 'LogBackward0')
+    """
+    if op_name in _REDUCTIONS:
+        full = len(attrs["axes"]) == len(shapes[0]) and not attrs["keepdims"]
+        base = _REDUCTIONS[op_name]
+        if base in ("Max", "Min"):  # PyTorch: max() is MaxBackward1, max(dim) MaxBackward0
+            return f"{base}Backward{1 if full else 0}"
+        return f"{base}Backward{0 if full else 1}"
+    if op_name == "matmul":
+        ranks = tuple(len(s) for s in shapes)
+        return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
+            ranks, "BmmBackward0"
+        )
+    if op_name == "transpose":
+        perm = attrs["perm"]
+        moved = [i for i, p in enumerate(perm) if i != p]
+        if len(moved) == 2:
+            return "TBackward0" if len(perm) == 2 else "TransposeBackward0"
+        return "PermuteBackward0"
+    if op_name == "index":
+        return (
+            "SelectBackward0"
+            if any(item[0] == "int" for item in attrs["spec"])
+            else ("SliceBackward0")
+        )
+    if op_name == "pow":
+        return "PowBackward0" if len(shapes[1]) == 0 else "PowBackward1"
+    if op_name in _NAMES:
+        return _NAMES[op_name]
+    return "".join(w.capitalize() for w in op_name.split("_")) + "Backward0"
 
 
 class AccumulateGrad:

@@ -169,9 +169,10 @@ def _unavailable(op, args, attrs) -> Unavailable:
 
 # -- the frontend's unary and binary functions on tensors that are not plain ------------------
 # (kiln.frontend.core.unary_function runs plain ones itself): CPU tensors that require grad,
-# have a version counter or are views run the op's ufunc and record the tape; others (GPU
-# tensors; a Python scalar beside a tensor whose tape must keep it as `lift` makes it) and
-# anything the ufunc refuses take the long path.
+# have a version counter or are views run the op's ufunc (casting="no": see
+# kiln.frontend.core) and record the tape; others (GPU tensors; a Python scalar beside a
+# tensor whose tape must keep it as `lift` makes it) and anything the ufunc refuses take the
+# long path.
 
 
 def apply_unary(op, ufunc, x):
@@ -182,7 +183,7 @@ def apply_unary(op, ufunc, x):
     if meta.base is not None:
         check_view(x, meta)
     try:
-        data = ufunc(x._data)
+        data = ufunc(x._data, casting="no")  # NumPy's loop is PyTorch's dtype only without casts
     except Exception:
         return lift_and_bind(op, x)
     if type(data) is not _ndarray:
@@ -204,7 +205,7 @@ def apply_binary(op, ufunc, a, b):
     if grad and (x is a or y is b):
         return lift_and_bind(op, a, b)  # the tape keeps the scalar as `lift` makes it
     try:
-        data = ufunc(x, y)
+        data = ufunc(x, y, casting="no")  # NumPy's loop is PyTorch's dtype only without casts
     except Exception:
         return lift_and_bind(op, a, b)
     if type(data) is not _ndarray:

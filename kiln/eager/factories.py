@@ -56,7 +56,7 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     >>> import kiln as kn
     >>> t = kn.tensor([[1.0, 2.0]], requires_grad=True)
     >>> t.shape, t.dtype, t.device, t.requires_grad, t.is_leaf
-    ((1, 2), dtype('float32'), 'cpu', True, True)
+    (kiln.Size([1, 2]), dtype('float32'), device(type='cpu'), True, True)
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
@@ -85,7 +85,7 @@ def zeros(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
 
     >>> import kiln as kn
     >>> kn.zeros(2, 3).shape, kn.zeros((2,), dtype=kn.int32).dtype
-    ((2, 3), dtype('int32'))
+    (kiln.Size([2, 3]), dtype('int32'))
     """
     return _finish(np.zeros(_shape(size), _float(dtype)), device, requires_grad)
 
@@ -116,7 +116,7 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
 
     >>> import kiln as kn
     >>> kn.arange(3), kn.arange(0, 1, 0.5)
-    (tensor([0, 1, 2]), tensor([0., 0.5]))
+    (tensor([0, 1, 2]), tensor([0.0000, 0.5000]))
     """
     if end is None:
         start, end = 0, start
@@ -131,7 +131,7 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
 
     >>> import kiln as kn
     >>> kn.linspace(0, 1, 5)
-    tensor([0., 0.25, 0.5, 0.75, 1.])
+    tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
     array = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype))
     return _finish(array, device, requires_grad)

@@ -9,12 +9,14 @@ compiled code share every kernel.
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 
 import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..array_types import Size, device, size_attribute
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -140,24 +142,6 @@ def _meta_property(name: str, default):
     return property(get, put)
 
 
-class _Size(int):
-    """`t.size`: the number of elements (NumPy's `size`), and callable as PyTorch's `size()`.
-
-    >>> import kiln as kn
-    >>> t = kn.zeros(2, 3)
-    >>> t.size, t.size(), t.size(-1)
-    (6, (2, 3), 3)
-    """
-
-    def __new__(cls, shape):
-        self = super().__new__(cls, int(np.prod(shape, dtype=np.int64)))
-        self.shape = shape
-        return self
-
-    def __call__(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
-
-
 class Tensor:
     """An eager array with autograd: make one with `kn.tensor`, `kn.zeros`, `kn.from_numpy`…
 
@@ -191,24 +175,37 @@ class Tensor:
     # -- what it is --------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple:
-        return self._data.shape
+    def shape(self) -> Size:
+        return Size(self._data.shape)
 
     @property
     def dtype(self) -> np.dtype:
         return self._data.dtype
 
     @property
-    def device(self) -> str:
-        return self._device
+    def device(self) -> device:
+        """Where the data lives: a `kn.device` (also the string "cpu" or "cuda:N")."""
+        return device(self._device)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device != "cpu"
 
     @property
     def ndim(self) -> int:
         return self._data.ndim
 
     @property
-    def size(self) -> _Size:
-        return _Size(self._data.shape)
+    def size(self):
+        """The number of elements (NumPy's `size`), and callable as PyTorch's `size()` (a
+        `kn.Size`) and `size(dim)`.
+
+        >>> import kiln as kn
+        >>> t = kn.zeros(2, 3)
+        >>> t.size, t.size(), t.size(-1)
+        (6, kiln.Size([2, 3]), 3)
+        """
+        return size_attribute(self._data.shape)
 
     def numel(self) -> int:
         return self._data.size
@@ -365,16 +362,6 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
-    def all(self, axis=None) -> Tensor:
-        """Whether every element (along `axis`) is true; no gradient, as comparisons."""
-        xp = get_backend(self._device).activate()  # the GPU of the data is current
-        return make(xp.asarray(self._data.all(axis)), self._device)
-
-    def any(self, axis=None) -> Tensor:
-        """Whether some element (along `axis`) is true."""
-        xp = get_backend(self._device).activate()  # the GPU of the data is current
-        return make(xp.asarray(self._data.any(axis)), self._device)
-
     # -- history -----------------------------------------------------------------------------
 
     def detach(self) -> Tensor:
@@ -395,8 +382,22 @@ class Tensor:
         """A copy that gradients flow through."""
         return bind(REGISTRY["cast"], self, dtype=self.dtype)
 
-    def contiguous(self) -> Tensor:
-        return self if self._data.flags.c_contiguous else self.clone()
+    def contiguous(self, memory_format=None) -> Tensor:
+        """Itself if its data is in row-major (C) order, else a row-major copy that gradients
+        flow through (PyTorch's `contiguous`), so `view` can reshape it."""
+        data = self._data
+        if data.flags.c_contiguous:
+            return self
+        xp = get_backend(self._device).activate()
+        out = make(xp.ascontiguousarray(data), self._device)
+        if self._requires_grad and state.grad:
+            from .autograd import record
+
+            record(REGISTRY["cast"], (self,), {"dtype": self.dtype}, out)
+        return out
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
 
     def view(self, *shape) -> Tensor:
         """`reshape` that must not copy (PyTorch's `view`): an error when the data cannot be
@@ -438,11 +439,13 @@ class Tensor:
     def __repr__(self):
         host = self._host()
         body = np.array2string(
-            host, separator=", ", prefix="tensor(", threshold=1000,
+            host, separator=", ", prefix="tensor(", threshold=1000, max_line_width=80,
             formatter={"float_kind": _float_format(host)} if dt.is_float(self.dtype) else None,
         )  # fmt: skip
         extra = []
-        if self.dtype not in (dt.float32, dt.int64, dt.bool_):
+        if host.size == 0 and host.ndim != 1:
+            extra.append(f"size={tuple(host.shape)}")
+        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_):
             extra.append(f"dtype=kiln.{self.dtype.name}")
         if self._device != "cpu":
             extra.append(f"device='{self._device}'")
@@ -454,17 +457,27 @@ class Tensor:
 
 
 def _float_format(array: np.ndarray):
-    """How `repr` writes the elements: positionally (`1.5`, `2.`), or in scientific notation
-    for the whole tensor when its magnitudes span more than 1000x or leave [1e-4, 1e8), as
-    PyTorch's printing does (so 1e-8 does not print as `0.`)."""
-    magnitudes = np.abs(array[np.isfinite(array) & (array != 0)].astype(np.float64))
+    """How `repr` writes the elements, as PyTorch's printing does: integral values as `2.`,
+    others with 4 decimals (`0.5000`), both in scientific notation for the whole tensor when
+    the magnitudes span more than 1000x or reach 1e8 (or, for non-integral values, go below
+    1e-4, so 1e-8 does not print as `0.0000`); every element padded to one width."""
+    values = array[np.isfinite(array) & (array != 0)].astype(np.float64)
+    magnitudes = np.abs(values)
+    integral = bool(np.all(values == np.ceil(values)))
+    scientific = False
     if magnitudes.size:
         low, high = magnitudes.min(), magnitudes.max()
-        if high / low > 1000 or high >= 1e8 or low < 1e-4:
-            return lambda x: np.format_float_scientific(x, precision=4, unique=False)
-    return _format_float
+        scientific = high / low > 1000 or high > 1e8 or (not integral and low < 1e-4)
+    if scientific:
+        fmt = "{:.4e}".format
+    elif integral:
+        fmt = _integral
+    else:
+        fmt = "{:.4f}".format
+    width = max([1, *(len(fmt(v)) for v in values)])
+    return lambda x: fmt(float(x)).rjust(width)
 
 
-def _format_float(x) -> str:
-    text = np.format_float_positional(x, precision=4, unique=True, trim="-")
-    return text if "." in text or "n" in text else text + "."
+def _integral(x: float) -> str:
+    text = f"{x:.0f}"
+    return text if math.isinf(x) or math.isnan(x) else text + "."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -70,13 +72,13 @@ def _is_scalar(v) -> bool:
 
 
 def lift_and_bind(op: OpDef, *args):
-    """`bind(op, *lift(*args))`: what the frontend's unary and binary functions do.
+    """`bind(op, *promote(op, *args))`: what the frontend's elementwise functions do.
 
     >>> import numpy as np
     >>> lift_and_bind(REGISTRY["add"], np.float32(1.5), 2)
     array(3.5, dtype=float32)
     """
-    return bind(op, *lift(*args, op=op))
+    return bind(op, *promote(op, *args))
 
 
 # Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
@@ -100,16 +102,20 @@ def apply_binary(op, ufunc, a, b):
 # own type resolution: `kernel.ufunc_name`) runs it on plain eager tensors inside the function
 # itself. A plain tensor (kiln.eager.tensor.Meta) has `_meta` None: on the CPU, no autograd, no
 # version counter, not a view; the result of a ufunc on plain tensors is plain, so it is made
-# with two stores. The ufunc refuses what the op's rules refuse (dtypes it has no loop for,
-# shapes that do not broadcast: tests/test_eager_fast.py holds them to it), and anything it
-# raises sends the call down the long path, where the rules raise kiln's error with the op
-# and the site. Python scalars mix in as NumPy's weak scalars, as `lift` makes them. NumPy
-# arrays in give NumPy arrays out; tensors that are not plain go to eager's `apply_unary` /
-# `apply_binary`, everything else to `lift_and_bind`.
+# with two stores. _NO_CASTING: the ufunc runs with casting="no", so it takes only a loop of the
+# operands' own dtypes (Python scalars are weak): there NumPy's result dtype is PyTorch's, while
+# operands NumPy would cast (int32 with float32, integers in exp or true division, an int tensor
+# with a Python float) raise and take the long path, where `promote` casts them as PyTorch does
+# (tests/test_promotion_table.py). The ufunc refuses what the op's rules refuse (dtypes it has no
+# loop for, shapes that do not broadcast: tests/test_eager_fast.py holds them to it), and
+# anything it raises sends the call down the long path, where the rules raise kiln's error with
+# the op and the site. NumPy arrays in give NumPy arrays out; tensors that are not plain go to
+# eager's `apply_unary` / `apply_binary`, everything else to `lift_and_bind`.
 
 _ndarray = np.ndarray
 _new = object.__new__
 _KILN_DTYPES = frozenset(dt.SUPPORTED)
+_INT_KEEPING = frozenset({"floor", "ceil", "round", "trunc"})  # integers pass through as they are
 
 
 def _ufunc(op: OpDef):
@@ -126,27 +132,29 @@ def unary_function(op: OpDef):
             return lift_and_bind(op, x)
 
         return fn
+    ndarray, new = _ndarray, _new  # NOTE: closure cells (Plain stays global: see above)
+    numpy_dtypes = _FLOATS if computes_float(op) else _KILN_DTYPES
 
     def fn(x):
         if type(x) is Plain:
             if x._meta is None:
                 try:
-                    data = ufunc(x._data)
+                    data = ufunc(x._data, casting="no")  # see `_NO_CASTING`
                 except Exception:
                     return lift_and_bind(op, x)
-                if type(data) is not _ndarray:
+                if type(data) is not ndarray:
                     data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
-                out = _new(Plain)
+                out = new(Plain)
                 out._data = data
                 out._meta = None
                 return out
             return apply_unary(op, ufunc, x)
-        elif type(x) is _ndarray and x.dtype in _KILN_DTYPES:
+        elif type(x) is ndarray and x.dtype in numpy_dtypes:
             try:
-                data = ufunc(x)
+                data = ufunc(x, casting="no")
             except Exception:
                 return lift_and_bind(op, x)
-            return data if type(data) is _ndarray else np.asarray(data)
+            return data if type(data) is ndarray else np.asarray(data)
         return lift_and_bind(op, x)
 
     return fn
@@ -154,7 +162,7 @@ def unary_function(op: OpDef):
 
 def binary_function(op: OpDef):
     """The frontend function `op(a, b)`: `lift_and_bind(op, a, b)`, by the short path where it
-    can (two plain tensors, or one and a Python scalar that NumPy takes as `lift` does)."""
+    can (two plain tensors, or one and a Python scalar)."""
     ufunc = _ufunc(op)
     if ufunc is None:
 
@@ -162,6 +170,7 @@ def binary_function(op: OpDef):
             return lift_and_bind(op, a, b)
 
         return fn
+    ndarray, new = _ndarray, _new
 
     def fn(a, b):
         if type(a) is Plain:
@@ -170,25 +179,25 @@ def binary_function(op: OpDef):
                 if a._meta is not None or b._meta is not None:
                     return apply_binary(op, ufunc, a, b)
                 y = b._data
-            elif _weak(b, x):
+            elif type(b) in _SCALARS:
                 if a._meta is not None:
                     return apply_binary(op, ufunc, a, b)
                 y = b
             else:
                 return lift_and_bind(op, a, b)
-        elif type(b) is Plain and _weak(a, b._data):
+        elif type(b) is Plain and type(a) in _SCALARS:
             if b._meta is not None:
                 return apply_binary(op, ufunc, a, b)
             x, y = a, b._data
         else:
             return lift_and_bind(op, a, b)
         try:
-            data = ufunc(x, y)
+            data = ufunc(x, y, casting="no")  # see `_NO_CASTING`
         except Exception:
             return lift_and_bind(op, a, b)
-        if type(data) is not _ndarray:
+        if type(data) is not ndarray:
             data = np.asarray(data)
-        out = _new(Plain)
+        out = new(Plain)
         out._data = data
         out._meta = None
         return out
@@ -196,17 +205,78 @@ def binary_function(op: OpDef):
     return fn
 
 
-def _weak(value, beside: np.ndarray) -> bool:
-    """Whether NumPy's ufuncs take `value` beside `beside` as `lift` would: a Python float or
-    bool (an int only beside floats: NumPy compares int8 with 300, which `lift` refuses)."""
-    cls = type(value)
-    return cls is float or cls is bool or cls is int and beside.dtype.kind == "f"
+_FLOATS = frozenset(d for d in dt.SUPPORTED if d.kind == "f")
+_SCALARS = frozenset({float, int, bool})
 
 
-def lift(*args, context=(), op=None):
+@functools.cache
+def computes_float(op: OpDef) -> bool:
+    """Whether `op` computes integers and bools as floats (exp, sqrt, true division…): then
+    PyTorch computes them in the default float dtype (NumPy: float64).
+
+    >>> computes_float(REGISTRY["div"]), computes_float(REGISTRY["add"])
+    (True, False)
+    """
+    if op.name in _INT_KEEPING or "elementwise" not in op.tags:
+        return False
+    for n in (1, 2, 3):  # the op's arity: its dtype rule takes one dtype per input
+        try:
+            return dt.as_dtype(op.dtype_rule(*([dt.int64] * n))).kind == "f"
+        except DTypeError:
+            return False
+        except TypeError:
+            continue
+    return False
+
+
+_NO_CAST = frozenset({"logical_and", "logical_or", "logical_not", "isnan", "isfinite"})
+
+
+def promote(op: OpDef, *args, context=()) -> list:
+    """`lift(*args)` with PyTorch's promotion (`dt.result_type`): Python scalars take the
+    result dtype, and operands of another dtype are cast to it (integers to the default float
+    for ops that compute floats), so the kernel computes in PyTorch's dtype.
+
+    >>> import numpy as np
+    >>> [a.dtype for a in promote(REGISTRY["div"], np.array([1, 2], np.int32), 2)]
+    [dtype('float32'), dtype('float32')]
+    """
+    for a in args:  # NOTE: tensors of one dtype (the common case) need nothing
+        if type(a) is not Tensor or a.dtype is not args[0].dtype:
+            break
+    else:
+        if not context and (args[0].dtype.kind == "f" or not computes_float(op)):
+            return list(args)
+    typed = [a if _is_scalar(a) or isinstance(a, _KEPT) or _is_value(a) else _as_array(a)
+             for a in args]  # fmt: skip
+    target = dt.result_type(*typed)
+    if computes_float(op):
+        target = dt.to_float(target)
+    if op.name in _NO_CAST:  # any dtypes in; a Python scalar as its own (bool, int64, float)
+        typed = [np.asarray(a, dt.scalar_dtype(a)) if _is_scalar(a) else a for a in typed]
+        return lift(*typed, context=context, op=op)
+    # NumPy values take the dtype now (a constant of it, not a cast node); tensors are cast
+    typed = [a.astype(target) if isinstance(a, (np.ndarray, np.generic)) and a.dtype != target
+             else a for a in typed]  # fmt: skip
+    lifted = lift(*typed, context=context, op=op, dtype=target)
+    # NOTE: a Python int that target cannot hold keeps the dtype `lift` gave it (comparisons
+    # compare it exactly); every other operand computes in target
+    return [a if a.dtype == target or _is_scalar(v) else bind(REGISTRY["cast"], a, dtype=target)
+            for a, v in zip(lifted, typed)]  # fmt: skip
+
+
+def _is_value(a) -> bool:
+    return isinstance(a, (np.ndarray, np.generic)) or (Tensor is not None and isinstance(a, Tensor))
+
+
+_KEPT = (Symbol,)
+
+
+def lift(*args, context=(), op=None, dtype=None):
     """Makes operands of one op: Symbols stay, arrays become constants of the Symbols' graph,
-    and Python scalars take the dtype NumPy 2 promotion gives them against the others (weak;
-    `op`, when given, settles an int the promoted dtype cannot hold, as NumPy's ufunc would).
+    and Python scalars take `dtype` when given, else PyTorch's promotion against the others
+    (`dt.result_type`: weak); `op`, when given, settles an int that dtype cannot hold (a
+    comparison compares it exactly).
 
     With no Symbol among the arguments or `context` (eager), eager Tensors stay and the rest
     become NumPy arrays.
@@ -218,8 +288,6 @@ def lift(*args, context=(), op=None):
         if not context:
             return args
     kept = (Symbol,) if Tensor is None else (Symbol, Tensor)
-    strong = [a.dtype if isinstance(a, kept) else _as_array(a).dtype
-              for a in args if not _is_scalar(a)]  # fmt: skip
     graph = next((a.graph for a in (*args, *context) if isinstance(a, Symbol)), None)
     out = []
     for a in args:
@@ -229,8 +297,13 @@ def lift(*args, context=(), op=None):
         if isinstance(a, kept):  # a Tensor in graph mode: a constant of its value
             array = _tensor_value(a)
         elif _is_scalar(a):
-            dtype = dt.promote(*strong, a) if strong else dt.scalar_dtype(a)
-            array = np.asarray(a, dtype=_scalar_dtype(a, dtype, op))
+            if dtype is None:
+                strong = [b for b in args if not _is_scalar(b)]
+                scalar_type = dt.result_type(*[b if isinstance(b, kept) or _is_value(b)
+                                               else _as_array(b) for b in strong], a)  # fmt: skip
+            else:
+                scalar_type = dtype
+            array = np.asarray(a, dtype=_scalar_dtype(a, scalar_type, op))
         else:
             array = _as_array(a)
         out.append(array if graph is None else constant(array, graph=graph))
@@ -241,9 +314,9 @@ _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_
 
 
 def _scalar_dtype(value, dtype, op):
-    """The dtype for a weak scalar. An int that `dtype` cannot hold gets what NumPy 2's ufunc
-    gives it: comparisons compare it exactly (the smallest dtype holding both), true division
-    takes it in its float loop; other ops keep `dtype`, and NumPy's OverflowError says why.
+    """The dtype for a weak scalar. An int that `dtype` cannot hold: comparisons compare it
+    exactly (the smallest dtype holding both); other ops keep `dtype`, and NumPy's
+    OverflowError says why.
 
     >>> _scalar_dtype(-3, np.dtype(np.uint8), REGISTRY["less"])
     dtype('int16')
@@ -251,13 +324,9 @@ def _scalar_dtype(value, dtype, op):
     if type(value) is not int or dtype.kind not in "iu" or op is None:
         return dtype
     info = np.iinfo(dtype)
-    name = getattr(op.impl, "ufunc_name", None)
-    if info.min <= value <= info.max or name is None:
+    if info.min <= value <= info.max or op.name not in _COMPARISONS:
         return dtype
-    if name in _COMPARISONS:
-        return np.promote_types(dtype, np.min_scalar_type(value))
-    loop = getattr(np, name).resolve_dtypes((dtype, int, None))[1]
-    return loop if loop.kind == "f" else dtype
+    return np.promote_types(dtype, np.min_scalar_type(value))
 
 
 def _tensor_value(t) -> np.ndarray:

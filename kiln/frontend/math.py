@@ -1,4 +1,5 @@
-"""Elementwise, reduction and linear-algebra functions (NumPy's names and semantics)."""
+"""Elementwise, reduction and linear-algebra functions: PyTorch's names and semantics (its
+argument names, defaults, return types and promotion), NumPy's where PyTorch has no such name."""
 
 from __future__ import annotations
 
@@ -8,19 +9,32 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..array_types import return_types
 from ..errors import ShapeError
 from ..graph.opdef import REGISTRY
+from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from . import core
-from .core import call, lift
+from .core import call, lift, promote
 
 __all__ = [
     "abs",
     "absolute",
     "add",
+    "all",
+    "amax",
+    "amin",
+    "any",
     "argmax",
     "argmin",
+    "bitwise_and",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
     "cast",
     "ceil",
+    "clamp",
     "clip",
     "cos",
     "div",
@@ -31,6 +45,7 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "floor_divide",
     "floordiv",
     "gelu",
     "greater",
@@ -45,6 +60,7 @@ __all__ = [
     "logical_and",
     "logical_not",
     "logical_or",
+    "logical_xor",
     "logsumexp",
     "matmul",
     "max",
@@ -62,6 +78,7 @@ __all__ = [
     "power",
     "prod",
     "relu",
+    "remainder",
     "round",
     "rsqrt",
     "sigmoid",
@@ -75,6 +92,8 @@ __all__ = [
     "subtract",
     "sum",
     "tanh",
+    "true_divide",
+    "trunc",
     "var",
     "where",
 ]
@@ -82,9 +101,9 @@ __all__ = [
 
 def _make_unary(name, np_name):
     fn = core.unary_function(REGISTRY[name])
-    like = f"NumPy's `{np_name}`" if np_name else f"`{name}`"
+    like = f"PyTorch's and NumPy's `{np_name}`" if np_name else f"PyTorch's `{name}`"
     expected_dtype = f"np.{np_name}(a).dtype" if np_name else "a.dtype"
-    fn.__doc__ = f"""Elementwise {name}, as {like}.
+    fn.__doc__ = f"""Elementwise {name}, as {like} (integers: see `kn.result_type`).
 
     >>> import kiln as kn, numpy as np
     >>> a = np.array([0.25, 0.5, 2.0], np.float32)
@@ -98,7 +117,8 @@ def _make_unary(name, np_name):
 
 def _make_binary(name, np_name):
     fn = core.binary_function(REGISTRY[name])
-    fn.__doc__ = f"""Elementwise {name} with broadcasting, as NumPy's `{np_name}`.
+    fn.__doc__ = f"""Elementwise {name} with broadcasting and PyTorch's promotion (NumPy's
+    `{np_name}` on operands of one dtype).
 
     >>> import kiln as kn, numpy as np
     >>> a, b = np.array([1.0, 2.0], np.float32), np.array([[3.0], [4.0]], np.float32)
@@ -127,6 +147,7 @@ sign = _make_unary("sign", "sign")
 floor = _make_unary("floor", "floor")
 ceil = _make_unary("ceil", "ceil")
 round = _make_unary("round", "round")
+bitwise_not = _make_unary("bitwise_not", "invert")
 logical_not = _make_unary("logical_not", "logical_not")
 erf = _make_unary("erf", None)
 isnan = _make_unary("isnan", "isnan")
@@ -148,23 +169,87 @@ greater = _make_binary("greater", "greater")
 greater_equal = _make_binary("greater_equal", "greater_equal")
 logical_and = _make_binary("logical_and", "logical_and")
 logical_or = _make_binary("logical_or", "logical_or")
+bitwise_and = _make_binary("bitwise_and", "bitwise_and")
+bitwise_or = _make_binary("bitwise_or", "bitwise_or")
+bitwise_xor = _make_binary("bitwise_xor", "bitwise_xor")
+bitwise_left_shift = _make_binary("bitwise_left_shift", "left_shift")
+bitwise_right_shift = _make_binary("bitwise_right_shift", "right_shift")
+for _fn, _sign in ((bitwise_and, "&"), (bitwise_or, "|"), (bitwise_xor, "^"),
+                   (bitwise_left_shift, "<<"), (bitwise_right_shift, ">>")):  # fmt: skip
+    _fn.__doc__ = f"""`a {_sign} b` elementwise on integers and bools (floats are refused), with
+    broadcasting and PyTorch's promotion, as PyTorch's `{_fn.__name__}`.
+
+    >>> import kiln as kn, numpy as np
+    >>> a, b = np.array([12, 10], np.int32), np.array([[6], [1]], np.int32)
+    >>> bool((kn.{_fn.__name__}(a, b) == (a {_sign} b)).all())
+    True
+    """
+bitwise_not.__doc__ = """`~x` elementwise: the bits inverted on integers, logical not on bools
+    (PyTorch's `bitwise_not`; floats are refused).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.bitwise_not(np.array([0, 5], np.int8)), kn.bitwise_not(np.array([True, False]))
+    (array([-1, -6], dtype=int8), array([False,  True]))
+    """
 negative, absolute, subtract, multiply, divide, power = neg, abs, sub, mul, div, pow
+true_divide, floor_divide, remainder = div, floordiv, mod
+
+
+def _keeping_integers(rounding):
+    """floor, ceil and round leave integers and bools as they are (a copy), as PyTorch's do."""
+
+    def fn(x):
+        if getattr(x, "dtype", np.float64).kind in "biu":
+            (x,) = lift(x)
+            return cast(x, x.dtype)
+        return rounding(x)
+
+    fn.__name__ = fn.__qualname__ = rounding.__name__
+    fn.__doc__ = rounding.__doc__
+    return fn
+
+
+floor, ceil = _keeping_integers(floor), _keeping_integers(ceil)  # NumPy's round keeps them
+
+
+def trunc(x):
+    """`x` rounded toward zero (integers as they are), as PyTorch's `trunc`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.trunc(np.array([-1.5, 1.5], np.float32))
+    array([-1.,  1.], dtype=float32)
+    """
+    (x,) = lift(x)
+    if x.dtype.kind != "f":
+        return cast(x, x.dtype)
+    return where(less(x, 0), ceil(x), floor(x))
+
+
+def logical_xor(a, b):
+    """Elementwise exclusive or of the truth values, as bools.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.logical_xor(np.array([0, 1, 2]), np.array([1, 1, 0]))
+    array([ True, False,  True])
+    """
+    return not_equal(cast(a, dt.bool_), cast(b, dt.bool_))
 
 
 def where(cond, a, b):
-    """`a` where `cond` is true, else `b` (broadcasting), as NumPy's `where`.
+    """`a` where `cond` is true, else `b` (broadcasting), as PyTorch's `where` (a and b
+    promoted as by `kn.result_type`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.where(np.array([True, False]), 1.0, np.float32(-1.0))
     array([ 1., -1.], dtype=float32)
     """
     (cond,) = lift(cond, context=(a, b))
-    a, b = lift(a, b, context=(cond,))
+    a, b = promote(REGISTRY["where"], a, b, context=(cond,))
     return call("where", cond, a, b)
 
 
 def cast(x, dtype):
-    """`x` converted to `dtype` (NumPy's `astype`).
+    """`x` converted to `dtype` (NumPy's `astype`, PyTorch's `to(dtype)`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.cast(np.array([1.7, -1.7]), kn.int32)
@@ -222,7 +307,7 @@ def gelu(x, approximate: str = "none"):
 
 
 def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
-    """`x` limited to `[min, max]` (either may be None), as NumPy's `clip` (NaN stays NaN).
+    """`x` limited to `[min, max]` (either may be None), as PyTorch's `clamp` (NaN stays NaN).
 
     Gradients as PyTorch's `clamp`: x's is 1 where min <= x <= max (bounds included), a
     tensor bound's is 1 where it is the value (x below min, x above max).
@@ -238,7 +323,10 @@ def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argumen
     # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
     lo = _extreme(x.dtype, "min") if min is None else min
     hi = _extreme(x.dtype, "max") if max is None else max
-    return call("clip", *lift(x, lo, hi, op=REGISTRY["clip"]))
+    return call("clip", *promote(REGISTRY["clip"], x, lo, hi))
+
+
+clamp = clip
 
 
 def _extreme(dtype, side: str) -> np.ndarray:
@@ -253,137 +341,286 @@ def _extreme(dtype, side: str) -> np.ndarray:
 
 
 # -- reductions --------------------------------------------------------------------------------
+# PyTorch's signatures: `dim` (None: all dims; an int or a tuple) and `keepdim`, with NumPy's
+# `axis` and `keepdims` accepted as aliases. A 0-d tensor takes dim 0 or -1.
 
 
-def _reduce(op_name, x, axis, keepdims):
+def _dim(dim, axis, keepdim, keepdims, fn: str):
+    """(dim, keepdim) from PyTorch's arguments or their NumPy aliases."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{fn}() got multiple values for argument 'dim' (dim= and axis=)")
+        dim = axis
+    return dim, bool(keepdim if keepdims is None else keepdims)
+
+
+def _axes(dim, ndim: int) -> tuple:
+    """Canonical reduced axes for `dim`: None and () are every dim; on a 0-d value dims 0 and
+    -1 name the value itself (no axis to reduce)."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        return tuple(range(ndim))
+    if ndim == 0:
+        for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+            if d not in (0, -1):
+                raise ShapeError(f"Dimension out of range (expected to be in range of [-1, 0], "
+                                 f"but got {d})")  # fmt: skip
+        return ()
+    return sh.normalize_axes(dim, ndim)
+
+
+def _reduce(op_name, x, dim, keepdim):
+    return call(op_name, x, axes=_axes(dim, x.ndim), keepdims=keepdim)
+
+
+def _accumulating(x, dtype):
+    """`x` cast for a sum or product: to `dtype` when given, else integers and bools to int64
+    (PyTorch's accumulation: the sum of int32 or bool values is int64)."""
     (x,) = lift(x)
-    return call(op_name, x, axes=sh.normalize_axes(axis, x.ndim), keepdims=bool(keepdims))
+    if dtype is not None:
+        target = dt.as_dtype(dtype)
+    elif x.dtype.kind == "b" or (x.dtype.kind in "iu" and x.dtype.itemsize < 8):
+        target = dt.int64
+    else:
+        return x
+    return x if x.dtype == target else cast(x, target)
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001 — NumPy's name
-    """Sum over `axis` (None: all; an int or a tuple), as NumPy's `sum`.
+def _floating(x, dtype=None):
+    """`x` for a mean or variance: cast to `dtype` when given, integers and bools to the
+    default float (PyTorch refuses them; kiln computes them as PyTorch's float functions do)."""
+    (x,) = lift(x)
+    target = dt.to_float(x.dtype) if dtype is None else dt.as_dtype(dtype)
+    return x if x.dtype == target else cast(x, target)
+
+
+def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
+    """Sum over `dim` (None: all; an int or a tuple), as PyTorch's `sum`: integers and bools
+    sum to int64 unless `dtype` is given.
 
     >>> import kiln as kn, numpy as np
-    >>> kn.sum(np.ones((2, 3), np.float32), axis=-1)
+    >>> kn.sum(np.ones((2, 3), np.float32), dim=-1)
     array([3., 3.], dtype=float32)
+    >>> kn.sum(np.array([True, True, False])).dtype
+    dtype('int64')
     """
-    return _reduce("reduce_sum", x, axis, keepdims)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "sum")
+    return _reduce("reduce_sum", _accumulating(x, dtype), dim, keepdim)
 
 
-def mean(x, axis=None, keepdims=False):
-    """Mean over `axis`, as NumPy's `mean` (integers give float64).
+def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """Mean over `dim`, as PyTorch's `mean` (integers are computed in the default float).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.mean(np.arange(6.0).reshape(2, 3), axis=0)
+    >>> kn.mean(np.arange(6.0).reshape(2, 3), 0)
     array([1.5, 2.5, 3.5])
     """
-    return _reduce("reduce_mean", x, axis, keepdims)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "mean")
+    return _reduce("reduce_mean", _floating(x, dtype), dim, keepdim)
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001
-    """Maximum over `axis`, as NumPy's `max`.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.max(np.array([[1, 5], [7, 2]]), axis=1)
-    array([5, 7])
-    """
-    return _reduce("reduce_max", x, axis, keepdims)
-
-
-def min(x, axis=None, keepdims=False):  # noqa: A001
-    """Minimum over `axis`, as NumPy's `min`.
+def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """Product over `dim`, as PyTorch's `prod` (integers and bools multiply as int64).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.min(np.array([[1, 5], [7, 2]]), axis=1)
-    array([1, 2])
-    """
-    return _reduce("reduce_min", x, axis, keepdims)
-
-
-def prod(x, axis=None, keepdims=False):
-    """Product over `axis`, as NumPy's `prod`.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.prod(np.array([[1, 5], [7, 2]]), axis=0)
+    >>> kn.prod(np.array([[1, 5], [7, 2]]), 0)
     array([ 7, 10])
     """
-    return _reduce("reduce_prod", x, axis, keepdims)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "prod")
+    return _reduce("reduce_prod", _accumulating(x, dtype), dim, keepdim)
 
 
-def _arg(op_name, x, axis, keepdims):
-    (x,) = lift(x)
-    axis = None if axis is None else sh.normalize_axis(axis, x.ndim)
-    return call(op_name, x, axis=axis, keepdims=bool(keepdims))
-
-
-def argmax(x, axis=None, keepdims=False):
-    """Index of the maximum along `axis` (None: of the flattened array), as int64.
+def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """The maximum over `dim` (None or (): all dims), as PyTorch's `amax`: values only.
 
     >>> import kiln as kn, numpy as np
-    >>> kn.argmax(np.array([[1, 5], [7, 2]]), axis=1)
+    >>> kn.amax(np.array([[1, 5], [7, 2]]), 1)
+    array([5, 7])
+    """
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "amax")
+    (x,) = lift(x)
+    return _reduce("reduce_max", x, dim, keepdim)
+
+
+def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """The minimum over `dim` (None or (): all dims), as PyTorch's `amin`: values only.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.amin(np.array([[1, 5], [7, 2]]), 1)
+    array([1, 2])
+    """
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "amin")
+    (x,) = lift(x)
+    return _reduce("reduce_min", x, dim, keepdim)
+
+
+def _extremum(which, x, dim, keepdim, axis, keepdims):
+    """PyTorch's `max`/`min`: of everything (a 0-d value), along one dim (values and
+    indices), or elementwise against a tensor (`maximum`/`minimum`)."""
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        if isinstance(dim, (float, tuple, list)):
+            raise TypeError(f"{which}(): dim must be an int or a tensor, got {dim!r}")
+        return (maximum if which == "max" else minimum)(x, dim)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, which)
+    (x,) = lift(x)
+    if dim is None:
+        return _reduce(f"reduce_{which}", x, None, False)
+    values = _reduce(f"reduce_{which}", x, int(dim), keepdim)
+    indices = (argmax if which == "max" else argmin)(x, int(dim), keepdim)
+    return getattr(return_types, which)(values, indices)
+
+
+def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+    """PyTorch's `max`: `max(x)` is the largest element (0-d); `max(x, dim)` is the named
+    tuple `(values, indices)` along `dim`; `max(x, other)` with a tensor is `maximum`.
+
+    >>> import kiln as kn, numpy as np
+    >>> values, indices = kn.max(np.array([[1, 5], [7, 2]]), 1)
+    >>> values, indices
+    (array([5, 7]), array([1, 0]))
+    """
+    return _extremum("max", x, dim, keepdim, axis, keepdims)
+
+
+def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+    """PyTorch's `min`: the smallest element, `(values, indices)` along `dim`, or `minimum`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.min(np.array([[1, 5], [7, 2]]), 1).values
+    array([1, 2])
+    """
+    return _extremum("min", x, dim, keepdim, axis, keepdims)
+
+
+def _arg(op_name, x, dim, keepdim):
+    (x,) = lift(x)
+    if dim is None:
+        return call(op_name, x, axis=None, keepdims=keepdim)
+    if x.ndim == 0:
+        _axes(dim, 0)
+        return call(op_name, x, axis=None, keepdims=False)
+    return call(op_name, x, axis=sh.normalize_axis(dim, x.ndim), keepdims=keepdim)
+
+
+def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """Index of the maximum along `dim` (None: of the flattened tensor), as int64.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.argmax(np.array([[1, 5], [7, 2]]), dim=1)
     array([1, 0])
     """
-    return _arg("argmax", x, axis, keepdims)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "argmax")
+    return _arg("argmax", x, dim, keepdim)
 
 
-def argmin(x, axis=None, keepdims=False):
-    """Index of the minimum along `axis` (None: of the flattened array), as int64.
+def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """Index of the minimum along `dim` (None: of the flattened tensor), as int64.
 
     >>> import kiln as kn, numpy as np
-    >>> kn.argmin(np.array([[1, 5], [7, 2]]), axis=1)
+    >>> kn.argmin(np.array([[1, 5], [7, 2]]), dim=1)
     array([0, 1])
     """
-    return _arg("argmin", x, axis, keepdims)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "argmin")
+    return _arg("argmin", x, dim, keepdim)
 
 
-def _count(x, axis):
-    axes = sh.normalize_axes(axis, x.ndim)
-    return sh.dim_product(x.shape[a] for a in axes)
+def _count(x, axes):
+    """How many elements each reduction over `axes` takes: an int, or a 0-d value of x's
+    dtype computed when the graph runs (a symbolic dim)."""
+    n = sh.dim_product(x.shape[a] for a in axes)
+    if isinstance(n, int):
+        return n
+    ones = call("broadcast_to", core.constant(np.ones((), x.dtype), graph=x.graph),
+                shape=tuple(x.shape[a] for a in axes))  # fmt: skip
+    return call("reduce_sum", ones, axes=tuple(range(len(axes))), keepdims=False)
 
 
-def var(x, axis=None, keepdims=False, ddof=0):
-    """Variance over `axis` with NumPy's default `ddof=0` (two passes, for accuracy).
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None, ddof=None):  # fmt: skip
+    """Variance over `dim` with PyTorch's Bessel correction: `sum((x - mean)^2) / (n -
+    correction)`, `correction=1` by default (`unbiased=False` or `correction=0`: divide by
+    n; NumPy's `ddof` is accepted as `correction`). Two passes, for accuracy.
 
     >>> import kiln as kn, numpy as np
     >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    array(1.6666667, dtype=float32)
+    >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
     array(1.25, dtype=float32)
     """
-    (x,) = lift(x)
-    centered = sub(x, mean(x, axis, keepdims=True))
-    v = mean(square(centered), axis, keepdims)
-    if ddof:
-        n = _count(x, axis)
-        if not isinstance(n, int):
-            raise ShapeError(f"var with ddof={ddof} needs static sizes on the reduced axes")
-        v = mul(v, n / (n - ddof) if n > ddof else np.inf)
-    return v
+    if isinstance(dim, bool):  # PyTorch's var(x, unbiased)
+        dim, unbiased = None, dim
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "var")
+    given = [c for c in (correction, ddof, None if unbiased is None else int(unbiased))
+             if c is not None]  # fmt: skip
+    if len(given) > 1:
+        raise TypeError("var(): give one of correction=, unbiased= and ddof=")
+    correction = given[0] if given else 1
+    x = _floating(x)
+    axes = _axes(dim, x.ndim)
+    centered = sub(x, _reduce("reduce_mean", x, axes, True))
+    if correction == 0:
+        return _reduce("reduce_mean", square(centered), axes, keepdim)
+    total = _reduce("reduce_sum", square(centered), axes, keepdim)
+    n = _count(x, axes)
+    if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
+        return mul(total, 1 / (n - correction) if n > correction else math.inf)
+    return div(total, sub(n, correction))
 
 
-def std(x, axis=None, keepdims=False, ddof=0):
-    """Standard deviation over `axis`: `sqrt(var(x))`, NumPy's `ddof=0` default.
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None, ddof=None):  # fmt: skip
+    """Standard deviation over `dim`: `sqrt(var(x))`, with var's arguments and PyTorch's
+    default `correction=1`.
 
     >>> import kiln as kn, numpy as np
     >>> kn.std(np.array([1.0, 3.0], np.float32))
-    array(1., dtype=float32)
+    array(1.4142135, dtype=float32)
     """
-    return sqrt(var(x, axis, keepdims, ddof))
+    return sqrt(var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
+                    keepdims=keepdims, ddof=ddof))  # fmt: skip
 
 
-def logsumexp(x, axis=None, keepdims=False):
-    """`log(sum(exp(x)))` over `axis`, shifted by the maximum so it cannot overflow.
+def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow.
 
     >>> import kiln as kn, numpy as np
     >>> kn.logsumexp(np.array([1000.0, 1000.0], np.float32))
     array(1000.6932, dtype=float32)
     """
-    (x,) = lift(x)
-    m = max(x, axis, keepdims=True)
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "logsumexp")
+    x = _floating(x)
+    axes = _axes(dim, x.ndim)
+    m = _reduce("reduce_max", x, axes, True)
     m = call("stop_gradient", where(isfinite(m), m, 0))
-    r = add(log(sum(exp(sub(x, m)), axis, keepdims=True)), m)
-    if keepdims:
+    r = add(log(_reduce("reduce_sum", exp(sub(x, m)), axes, True)), m)
+    if keepdim:
         return r
-    axes = sh.normalize_axes(axis, x.ndim)
     return call("reshape", r, shape=tuple(d for i, d in enumerate(r.shape) if i not in axes))
+
+
+def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+    """Whether every element (along `dim`) is nonzero, as bools (True for none).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.all(np.array([[1, 0], [2, 3]]), dim=1), kn.all(np.zeros((0,)))
+    (array([False,  True]), array(True))
+    """
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "all")
+    (x,) = lift(x)
+    zeros = cast(logical_not(x), dt.int64)
+    return equal(_reduce("reduce_sum", zeros, dim, keepdim), 0)
+
+
+def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+    """Whether some element (along `dim`) is nonzero, as bools (False for none).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.any(np.array([[1, 0], [0, 0]]), dim=1)
+    array([ True, False])
+    """
+    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "any")
+    (x,) = lift(x)
+    nonzero = cast(not_equal(x, False if x.dtype.kind == "b" else 0), dt.int64)
+    return greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0)
 
 
 # -- linear algebra ----------------------------------------------------------------------------

@@ -1,7 +1,13 @@
-"""Python operators and NumPy-style methods on Symbol (installed when kiln is imported)."""
+"""Python operators and PyTorch's methods on Symbol and the eager Tensor (installed when kiln
+is imported), so the same code runs eagerly, in graph mode and under `kn.compile`."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes as dt
+from ..array_types import Size, device
+from ..errors import GraphError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -20,29 +26,99 @@ OPERATORS = {
     "__rmatmul__": _swap(m.matmul), "__neg__": m.neg, "__pos__": lambda x: x,
     "__abs__": m.abs, "__lt__": m.less, "__le__": m.less_equal, "__gt__": m.greater,
     "__ge__": m.greater_equal, "__eq__": m.equal, "__ne__": m.not_equal,
-    "__and__": m.logical_and, "__or__": m.logical_or, "__invert__": m.logical_not,
-    "__getitem__": s.getitem,
+    "__and__": m.bitwise_and, "__rand__": _swap(m.bitwise_and), "__or__": m.bitwise_or,
+    "__ror__": _swap(m.bitwise_or), "__xor__": m.bitwise_xor, "__rxor__": _swap(m.bitwise_xor),
+    "__invert__": m.bitwise_not, "__lshift__": m.bitwise_left_shift,
+    "__rlshift__": _swap(m.bitwise_left_shift), "__rshift__": m.bitwise_right_shift,
+    "__rrshift__": _swap(m.bitwise_right_shift), "__getitem__": s.getitem,
 }  # fmt: skip
 
 METHODS = {
     "sum": m.sum, "mean": m.mean, "max": m.max, "min": m.min, "prod": m.prod,
     "argmax": m.argmax, "argmin": m.argmin, "var": m.var, "std": m.std,
-    "logsumexp": m.logsumexp, "exp": m.exp, "log": m.log, "sqrt": m.sqrt, "abs": m.abs,
-    "tanh": m.tanh, "sigmoid": m.sigmoid, "relu": m.relu, "clip": m.clip, "round": m.round,
+    "logsumexp": m.logsumexp, "amax": m.amax, "amin": m.amin, "all": m.all, "any": m.any,
+    "exp": m.exp, "log": m.log, "sqrt": m.sqrt, "rsqrt": m.rsqrt, "abs": m.abs, "neg": m.neg,
+    "log1p": m.log1p, "expm1": m.expm1, "square": m.square, "sin": m.sin, "cos": m.cos,
+    "tanh": m.tanh, "sigmoid": m.sigmoid, "relu": m.relu, "sign": m.sign, "floor": m.floor,
+    "ceil": m.ceil, "trunc": m.trunc, "clip": m.clip, "clamp": m.clip, "round": m.round,
+    "add": m.add, "sub": m.sub, "mul": m.mul, "div": m.div, "pow": m.pow,
+    "maximum": m.maximum, "minimum": m.minimum, "eq": m.equal, "ne": m.not_equal,
+    "lt": m.less, "le": m.less_equal, "gt": m.greater, "ge": m.greater_equal,
+    "isnan": m.isnan, "isfinite": m.isfinite, "logical_and": m.logical_and,
+    "logical_or": m.logical_or, "logical_not": m.logical_not, "logical_xor": m.logical_xor,
+    "bitwise_and": m.bitwise_and, "bitwise_or": m.bitwise_or, "bitwise_xor": m.bitwise_xor,
+    "bitwise_not": m.bitwise_not, "bitwise_left_shift": m.bitwise_left_shift,
+    "bitwise_right_shift": m.bitwise_right_shift,
     "astype": m.cast, "matmul": m.matmul, "dot": m.dot, "reshape": None,
-    "transpose": None, "permute": s.permute, "flatten": s.flatten, "squeeze": s.squeeze,
+    "transpose": s.transpose, "swapaxes": s.transpose, "swapdims": s.transpose,
+    "permute": s.permute, "t": s.t, "flatten": s.flatten, "squeeze": s.squeeze,
     "unsqueeze": s.unsqueeze, "broadcast_to": s.broadcast_to, "take": s.gather,
 }  # fmt: skip
-
 
 def _reshape_method(self, *shape):
     return s.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
 
-def _transpose_method(self, *axes):
-    if len(axes) == 1 and not isinstance(axes[0], int):
-        axes = axes[0]
-    return s.transpose(self, axes or None)
+# -- Symbol's own: what eager Tensors have from their value (kiln/eager), made from the type ----
+
+
+def _to(self, *args, **kwargs):
+    """`to(dtype)`, `to(device)`, `to(other)`, `to(device, dtype)`: a cast where the dtype
+    changes; a graph value has no device until it runs (the Function's device), so a device
+    changes nothing."""
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("device", None), kwargs.pop("copy", None), kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if (
+            isinstance(a, Symbol)
+            or not isinstance(a, (np.dtype, str, type))
+            and hasattr(a, "dtype")
+        ):
+            dtype = a.dtype
+        elif not _names_device(a):
+            dtype = a
+    if dtype is None or dt.as_dtype(dtype) == self.dtype:
+        return self
+    return m.cast(self, dtype)
+
+
+def _names_device(value) -> bool:
+    if isinstance(value, str):
+        try:
+            dt.as_dtype(value)
+        except TypeError:
+            return True
+        return False
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _numel(self) -> int:
+    n = Size.numel(self.shape) if all(isinstance(d, int) for d in self.shape) else None
+    if n is None:
+        raise GraphError(f"numel() of Symbol '{self.name}' with shape {self.shape}: its size "
+                         "is known only when the graph runs")  # fmt: skip
+    return n
+
+
+def _device(self) -> device:
+    """The device the graph is built for (kn.compile's), else "cpu"."""
+    return device(getattr(self.graph, "device", None) or "cpu")
+
+
+def _cast_to(dtype):
+    return lambda self: m.cast(self, dtype) if self.dtype != dtype else self
+
+
+SYMBOL_METHODS = {
+    "view": None, "contiguous": lambda self, memory_format=None: self,
+    "detach": lambda self: m.core.call("stop_gradient", self), "to": _to,
+    "float": _cast_to(dt.float32), "double": _cast_to(dt.float64), "half": _cast_to(dt.float16),
+    "long": _cast_to(dt.int64), "int": _cast_to(dt.int32), "bool": _cast_to(dt.bool_),
+    "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
+    "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,
+}  # fmt: skip
 
 
 def install(cls=Symbol) -> None:
@@ -52,7 +128,12 @@ def install(cls=Symbol) -> None:
     for name, fn in METHODS.items():
         setattr(cls, name, fn)
     cls.reshape = _reshape_method
-    cls.transpose = _transpose_method
-    cls.T = property(lambda self: s.transpose(self))
+    cls.T = property(s.reverse_dims)
+    cls.mT = property(s.matrix_transpose)
     cls.__hash__ = object.__hash__  # == is elementwise; Symbols hash by identity
     cls.__array_ufunc__ = None  # NumPy defers to the reflected operator
+    if cls is Symbol:
+        for name, fn in SYMBOL_METHODS.items():
+            setattr(cls, name, fn)
+        cls.view = _reshape_method
+        cls.device = property(_device)

@@ -15,7 +15,7 @@ from ..ops.random import next_seed
 from . import random
 from .core import call, lift
 from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
-from .math import max as reduce_max
+from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
@@ -66,28 +66,32 @@ def _reduce(loss, reduction: str):
 # -- activations and losses -------------------------------------------------------------------
 
 
-def softmax(x, axis: int = -1):
-    """`exp(x) / sum(exp(x))` along `axis`, shifted by the maximum so it cannot overflow.
+def softmax(x, dim: int = -1, *, axis=None):
+    """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
+    cannot overflow.
 
     >>> import kiln as kn, numpy as np
     >>> kn.softmax(np.array([1.0, 1.0, 1000.0, 1000.0], np.float32))
     array([0. , 0. , 0.5, 0.5], dtype=float32)
     """
     (x,) = lift(x)
+    axis = dim if axis is None else axis
     # The shift cancels exactly in the ratio, so no gradient needs to flow through it.
     shift = call("stop_gradient", reduce_max(x, axis, keepdims=True))
     e = exp(sub(x, shift))
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
-def log_softmax(x, axis: int = -1):
-    """`x - logsumexp(x)` along `axis`: finite even where `log(softmax(x))` underflows.
+def log_softmax(x, dim: int = -1, *, axis=None):
+    """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
+    `log(softmax(x))` underflows.
 
     >>> import kiln as kn, numpy as np
     >>> kn.log_softmax(np.array([0.0, 1000.0], np.float32))
     array([-1000.,     0.], dtype=float32)
     """
     (x,) = lift(x)
+    axis = dim if axis is None else axis
     # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
     # m first would round it away (float32 has ~1e-4 spacing at 1000).
     shifted = sub(x, call("stop_gradient", reduce_max(x, axis, keepdims=True)))

@@ -17,6 +17,7 @@ __all__ = [
     "concatenate",
     "expand_dims",
     "flatten",
+    "matrix_transpose",
     "gather",
     "getitem",
     "one_hot",
@@ -25,6 +26,9 @@ __all__ = [
     "reshape",
     "split",
     "squeeze",
+    "swapaxes",
+    "swapdims",
+    "t",
     "stack",
     "take_along_axis",
     "tile",
@@ -45,8 +49,8 @@ def reshape(x, shape):
     return call("reshape", x, shape=sh.reshape_shape(x.shape, shape))
 
 
-def flatten(x, start_axis: int = 0, end_axis: int = -1):
-    """Merges the dims from `start_axis` to `end_axis` into one (PyTorch's `flatten`).
+def flatten(x, start_dim: int = 0, end_dim: int = -1):
+    """Merges the dims from `start_dim` to `end_dim` into one (PyTorch's `flatten`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.flatten(np.zeros((2, 3, 4)), 1).shape
@@ -55,69 +59,120 @@ def flatten(x, start_axis: int = 0, end_axis: int = -1):
     (x,) = lift(x)
     if x.ndim == 0:
         return reshape(x, (1,))
-    s, e = sh.normalize_axis(start_axis, x.ndim), sh.normalize_axis(end_axis, x.ndim)
+    s, e = sh.normalize_axis(start_dim, x.ndim), sh.normalize_axis(end_dim, x.ndim)
     if s > e:
-        raise ShapeError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+        raise ShapeError(f"flatten() has invalid args: start_dim {start_dim} cannot come after "
+                         f"end_dim {end_dim}")  # fmt: skip
     merged = sh.dim_product(x.shape[s : e + 1])
     return reshape(x, (*x.shape[:s], merged, *x.shape[e + 1 :]))
 
 
-def transpose(x, axes=None):
-    """Permutes the dims (reversed when `axes` is None), as NumPy's `transpose`.
+def permute(x, *dims):
+    """`x` with its dims reordered: dim i of the result is dim `dims[i]` of x (PyTorch's
+    `permute`; the dims as arguments or as one sequence).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.transpose(np.zeros((2, 3, 4)), (2, 0, 1)).shape
+    >>> kn.permute(np.zeros((2, 3, 4)), 2, 0, 1).shape
     (4, 2, 3)
     """
     (x,) = lift(x)
-    if axes is None:
-        axes = tuple(reversed(range(x.ndim)))
-    if len(axes) != x.ndim:
-        raise ShapeError(f"axes {tuple(axes)} don't match array of dimension {x.ndim}")
-    return call("transpose", x, perm=tuple(sh.normalize_axis(a, x.ndim) for a in axes))
+    if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+        dims = tuple(dims[0])
+    if len(dims) != x.ndim:
+        raise ShapeError(f"permute: the number of dims of the input ({x.ndim}) is not the "
+                         f"length of the ordering {dims}")  # fmt: skip
+    perm = tuple(sh.normalize_axis(int(d), x.ndim) for d in dims)
+    return call("transpose", x, perm=perm)
 
 
-def permute(x, *dims):
-    """PyTorch's `permute`: `transpose` with the axes as arguments or one tuple.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.permute(np.zeros((2, 3)), 1, 0).shape
-    (3, 2)
-    """
-    return transpose(x, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
-
-
-def squeeze(x, axis=None):
-    """Removes dims of size 1 (all of them, or those in `axis`).
+def transpose(x, dim0: int, dim1: int):
+    """`x` with dims `dim0` and `dim1` swapped (PyTorch's `transpose`; `permute` reorders
+    all of them).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.squeeze(np.zeros((1, 3, 1)), 0).shape
-    (3, 1)
+    >>> kn.transpose(np.zeros((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
     """
     (x,) = lift(x)
-    if axis is None:
+    perm = list(range(x.ndim))
+    if x.ndim == 0:
+        sh.normalize_axis(dim0, 0), sh.normalize_axis(dim1, 0)
+        return call("transpose", x, perm=())
+    a, b = sh.normalize_axis(dim0, x.ndim), sh.normalize_axis(dim1, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return call("transpose", x, perm=tuple(perm))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(x):
+    """The transpose of a matrix; tensors of 0 or 1 dims as they are (PyTorch's `t`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.t(np.zeros((2, 3))).shape
+    (3, 2)
+    """
+    (x,) = lift(x)
+    if x.ndim > 2:
+        raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return transpose(x, 0, -1) if x.ndim == 2 else call("transpose", x, perm=tuple(range(x.ndim)))
+
+
+def reverse_dims(x):
+    """All dims reversed: `x.T` (PyTorch's, for any number of dims).
+
+    >>> import kiln as kn
+    >>> kn.zeros(2, 3, 4).T.shape
+    kiln.Size([4, 3, 2])
+    """
+    (x,) = lift(x)
+    return call("transpose", x, perm=tuple(reversed(range(x.ndim))))
+
+
+def matrix_transpose(x):
+    """The last two dims swapped: `x.mT`, a batch of matrices transposed.
+
+    >>> import kiln as kn
+    >>> kn.zeros(5, 2, 3).mT.shape
+    kiln.Size([5, 3, 2])
+    """
+    (x,) = lift(x)
+    if x.ndim < 2:
+        raise ShapeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                         f"{x.ndim}-D tensor.")  # fmt: skip
+    return transpose(x, -2, -1)
+
+
+def squeeze(x, dim=None):
+    """Removes dims of size 1: all of them, or those of `dim` (an int or a tuple) that have
+    size 1; a named dim of another size stays (PyTorch's `squeeze`).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.squeeze(np.zeros((1, 3, 1)), 0).shape, kn.squeeze(np.zeros((2, 3)), 0).shape
+    ((3, 1), (2, 3))
+    """
+    (x,) = lift(x)
+    if dim is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
-        axes = sh.normalize_axes(axis, x.ndim)
-        for a in axes:
-            if x.shape[a] != 1:
-                raise ShapeError(
-                    f"cannot select an axis to squeeze out which has size not equal to one "
-                    f"(axis {a} of {sh.format_shape(x.shape)})"
-                )
+        dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+        if x.ndim == 0 and all(d in (0, -1) for d in dims):
+            return reshape(x, ())
+        axes = tuple(a for a in sh.normalize_axes(dims, x.ndim) if x.shape[a] == 1)
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-def unsqueeze(x, axis: int):
-    """Inserts a dim of size 1 at `axis` (NumPy's `expand_dims`).
+def unsqueeze(x, dim: int):
+    """Inserts a dim of size 1 at `dim` (PyTorch's `unsqueeze`, NumPy's `expand_dims`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.unsqueeze(np.zeros((2, 3)), -1).shape
     (2, 3, 1)
     """
     (x,) = lift(x)
-    axis = sh.normalize_axis(axis, x.ndim + 1)
-    return reshape(x, (*x.shape[:axis], 1, *x.shape[axis:]))
+    dim = sh.normalize_axis(dim, x.ndim + 1)
+    return reshape(x, (*x.shape[:dim], 1, *x.shape[dim:]))
 
 
 expand_dims = unsqueeze
@@ -173,7 +228,7 @@ def split(x, indices_or_sections, axis: int = 0) -> list:
     """Splits `x` along `axis` into equal sections or at the given indices (NumPy's `split`).
 
     >>> import kiln as kn, numpy as np
-    >>> [p.shape for p in kn.split(np.zeros((6, 2)), [1, 4])]
+    >>> [p.shape for p in split(np.zeros((6, 2)), [1, 4])]  # kn.split is PyTorch's
     [(1, 2), (3, 2), (2, 2)]
     """
     (x,) = lift(x)
@@ -239,7 +294,7 @@ def gather(x, indices, axis: int = 0):
     index outside [0, size) raises IndexOutOfRangeError, as PyTorch's `index_select` raises.
 
     >>> import kiln as kn, numpy as np
-    >>> kn.gather(np.arange(6).reshape(2, 3), np.array([2, 0]), axis=1)
+    >>> gather(np.arange(6).reshape(2, 3), np.array([2, 0]), axis=1)
     array([[2, 0],
            [5, 3]])
     """

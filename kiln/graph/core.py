@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..array_types import size_attribute
 from ..errors import GraphError
 from .opdef import REGISTRY, Attrs
 
@@ -89,7 +90,9 @@ class Symbol:
 
     @property
     def size(self):
-        return sh.size(self.shape)
+        """The number of elements (NumPy's `size`), and callable as PyTorch's `size()` (a
+        `kn.Size`) and `size(dim)`."""
+        return size_attribute(self.shape)
 
     def type_str(self) -> str:
         return f"{dt.short_name(self.dtype)}{sh.format_shape(self.shape)}"

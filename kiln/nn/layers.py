@@ -57,7 +57,7 @@ class Linear(Module):
             self.bias = _param(init.uniform(-bound, bound), (out_features,), dtype)
 
     def forward(self, x):
-        y = F.matmul(x, F.transpose(self.weight))
+        y = F.matmul(x, F.t(self.weight))
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self) -> str:
@@ -286,7 +286,7 @@ class BatchNorm1d(Module):
             )
         axes = (0,) if x.ndim == 2 else (0, 2)
         mean = F.mean(x, axes)
-        var = F.var(x, axes)
+        var = F.var(x, axes, correction=0)
         y = F.batch_norm(x, mean, var, self.weight, self.bias, self.eps)
         if self.training and self.track_running_stats:
             self._record_updates(y, self._running_updates(x, axes, mean, var))

@@ -1,0 +1,131 @@
+"""Small value types of the array API: `Size` (a shape), `device`, and the named tuples some
+functions return (`return_types.max`: values and indices)."""
+
+from __future__ import annotations
+
+import collections
+import math
+import types
+
+from . import shapes as sh
+
+__all__ = ["Size", "device", "return_types", "size_attribute"]
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints with `numel()` (PyTorch's `Size`).
+
+    >>> import kiln as kn
+    >>> s = kn.zeros(2, 3).shape
+    >>> s, s == (2, 3), s.numel(), s[1:]
+    (kiln.Size([2, 3]), True, 6, kiln.Size([3]))
+    """
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if isinstance(index, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __repr__(self):
+        return f"kiln.Size({list(self)})"
+
+
+class _Count(int):
+    """`x.size` of a static shape: the number of elements (NumPy's `size`), and callable as
+    PyTorch's `size()` (the shape, a `Size`) and `size(dim)`."""
+
+    def __new__(cls, shape):
+        self = super().__new__(cls, math.prod(shape))
+        self.shape = shape
+        return self
+
+    def __call__(self, dim=None):
+        return Size(self.shape) if dim is None else self.shape[dim]
+
+
+class _SymbolicCount:
+    """`x.size` of a shape with symbolic dims: callable as `size()` and `size(dim)`; its
+    `count` is the symbolic number of elements."""
+
+    def __init__(self, shape, count):
+        self.shape, self.count = shape, count
+
+    def __call__(self, dim=None):
+        return Size(self.shape) if dim is None else self.shape[dim]
+
+    def __repr__(self):
+        return repr(self.count)
+
+
+def size_attribute(shape):
+    """`x.size` for a value of `shape`.
+
+    >>> s = size_attribute((2, 3))
+    >>> s, s(), s(-1)
+    (6, kiln.Size([2, 3]), 3)
+    """
+    if all(isinstance(d, int) for d in shape):
+        return _Count(tuple(shape))
+    return _SymbolicCount(tuple(shape), sh.size(shape))
+
+
+class device(str):  # noqa: N801 — PyTorch's name
+    """A device: `device("cuda:0")`, `device("cuda", 0)`, `device("cpu")`, with `.type` and
+    `.index` (None where not given). It is also the string `"cuda:0"` (a `str`), so it is
+    accepted wherever kiln takes a device string.
+
+    >>> import kiln as kn
+    >>> d = kn.device("cuda", 1)
+    >>> d, d.type, d.index, str(d), kn.device("cpu").index
+    (device(type='cuda', index=1), 'cuda', 1, 'cuda:1', None)
+    """
+
+    __slots__ = ("type", "index")
+
+    def __new__(cls, type_or_name, index: int | None = None):
+        if isinstance(type_or_name, device) and index is None:
+            return type_or_name
+        text = str(type_or_name)
+        kind, _, number = text.partition(":")
+        if number:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was "
+                                   f"passed explicitly: {text}")  # fmt: skip
+            index = int(number)
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
+                               f"string: {text}")  # fmt: skip
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self = super().__new__(cls, kind if index is None else f"{kind}:{index}")
+        self.type, self.index = kind, index
+        return self
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+    __hash__ = str.__hash__
+
+
+def _named(name: str, doc: str):
+    cls = collections.namedtuple(name, ["values", "indices"])
+    cls.__doc__ = doc
+    cls.__module__ = "kiln.return_types"
+    cls.__repr__ = lambda self: (
+        f"kiln.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    )
+    return cls
+
+
+return_types = types.SimpleNamespace(
+    max=_named("max", "`max(x, dim)`: the maxima and where they are (`values`, `indices`)."),
+    min=_named("min", "`min(x, dim)`: the minima and where they are (`values`, `indices`)."),
+)

@@ -1,0 +1,196 @@
+"""Promotion follows PyTorch's `torch.result_type`, checked against its answers kept here as data.
+
+The tables below were generated once with PyTorch 2.13 (`torch.result_type` over every pair of
+kiln's dtypes and the Python scalar kinds) and checked in as literal data: this module does
+not need PyTorch. `-` marks pairs PyTorch refuses (uint16/32/64 beside other integers), where
+kiln gives NumPy's `promote_types`. Rows are the left operand (a tensor with dims), columns
+the right one in the order of COLUMNS.
+"""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+COLUMNS = "b i8 i16 i32 i64 u8 u16 u32 u64 f16 f32 f64".split()
+SCALAR_COLUMNS = (True, 2, 1.5)  # bool, int, float
+
+# result_type(tensor of row dtype with dims, tensor of column dtype with dims)
+DIMS = {
+    "b": "  b  i8 i16 i32 i64  u8   -   -   - f16 f32 f64",
+    "i8": " i8  i8 i16 i32 i64 i16   -   -   - f16 f32 f64",
+    "i16": "i16 i16 i16 i32 i64 i16   -   -   - f16 f32 f64",
+    "i32": "i32 i32 i32 i32 i64 i32   -   -   - f16 f32 f64",
+    "i64": "i64 i64 i64 i64 i64 i64   -   -   - f16 f32 f64",
+    "u8": " u8 i16 i16 i32 i64  u8   -   -   - f16 f32 f64",
+    "u16": "  -   -   -   -   -   - u16   -   - f16 f32 f64",
+    "u32": "  -   -   -   -   -   -   - u32   - f16 f32 f64",
+    "u64": "  -   -   -   -   -   -   -   - u64 f16 f32 f64",
+    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f64",
+    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64",
+    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64",
+}
+# result_type(tensor of row dtype with dims, 0-d tensor of column dtype)
+ZERO_DIM = {
+    "b": "  b  i8 i16 i32 i64  u8   -   -   - f16 f32 f64",
+    "i8": " i8  i8  i8  i8  i8  i8  i8  i8  i8 f16 f32 f64",
+    "i16": "i16 i16 i16 i16 i16 i16 i16 i16 i16 f16 f32 f64",
+    "i32": "i32 i32 i32 i32 i32 i32 i32 i32 i32 f16 f32 f64",
+    "i64": "i64 i64 i64 i64 i64 i64 i64 i64 i64 f16 f32 f64",
+    "u8": " u8  u8  u8  u8  u8  u8  u8  u8  u8 f16 f32 f64",
+    "u16": "u16 u16 u16 u16 u16 u16 u16 u16 u16 f16 f32 f64",
+    "u32": "u32 u32 u32 u32 u32 u32 u32 u32 u32 f16 f32 f64",
+    "u64": "u64 u64 u64 u64 u64 u64 u64 u64 u64 f16 f32 f64",
+    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f16",
+    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32",
+    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64",
+}
+# result_type(0-d tensor of row dtype, 0-d tensor of column dtype)
+BOTH_ZERO_DIM = {
+    "b": "  b  i8 i16 i32 i64  u8   -   -   - f16 f32 f64",
+    "i8": " i8  i8 i16 i32 i64 i16   -   -   - f16 f32 f64",
+    "i16": "i16 i16 i16 i32 i64 i16   -   -   - f16 f32 f64",
+    "i32": "i32 i32 i32 i32 i64 i32   -   -   - f16 f32 f64",
+    "i64": "i64 i64 i64 i64 i64 i64   -   -   - f16 f32 f64",
+    "u8": " u8 i16 i16 i32 i64  u8   -   -   - f16 f32 f64",
+    "u16": "  -   -   -   -   -   - u16   -   - f16 f32 f64",
+    "u32": "  -   -   -   -   -   -   - u32   - f16 f32 f64",
+    "u64": "  -   -   -   -   -   -   -   - u64 f16 f32 f64",
+    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f64",
+    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64",
+    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64",
+}
+# result_type(tensor of row dtype with dims, Python scalar True / 2 / 1.5)
+SCALARS = {
+    "b": "  b i64 f32",
+    "i8": " i8  i8 f32",
+    "i16": "i16 i16 f32",
+    "i32": "i32 i32 f32",
+    "i64": "i64 i64 f32",
+    "u8": " u8  u8 f32",
+    "u16": "u16 u16 f32",
+    "u32": "u32 u32 f32",
+    "u64": "u64 u64 f32",
+    "f16": "f16 f16 f16",
+    "f32": "f32 f32 f32",
+    "f64": "f64 f64 f64",
+}
+# result_type(0-d tensor of row dtype, Python scalar True / 2 / 1.5)
+ZERO_DIM_SCALARS = {
+    "b": "  b i64 f32",
+    "i8": " i8  i8 f32",
+    "i16": "i16 i16 f32",
+    "i32": "i32 i32 f32",
+    "i64": "i64 i64 f32",
+    "u8": " u8  u8 f32",
+    "u16": "u16 u16 f32",
+    "u32": "u32 u32 f32",
+    "u64": "u64 u64 f32",
+    "f16": "f16 f16 f16",
+    "f32": "f32 f32 f32",
+    "f64": "f64 f64 f64",
+}
+
+
+def _dtype(short: str, a: str, b: str) -> np.dtype:
+    """The table's entry as a dtype: PyTorch's answer, or NumPy's where PyTorch refuses."""
+    if short == "-":
+        return np.promote_types(kn.dtypes.as_dtype(a), kn.dtypes.as_dtype(b))
+    return kn.dtypes.as_dtype("bool" if short == "b" else short)
+
+
+def _name(short: str) -> str:
+    return "bool" if short == "b" else short
+
+
+def _pairs(table):
+    for row, entries in table.items():
+        for col, want in zip(COLUMNS, entries.split()):
+            yield _name(row), _name(col), _dtype(want, _name(row), _name(col))
+
+
+def _scalars(table):
+    for row, entries in table.items():
+        for scalar, want in zip(SCALAR_COLUMNS, entries.split()):
+            yield _name(row), scalar, kn.dtypes.as_dtype(_name(want))
+
+
+def _value(dtype, ndim):
+    return np.ones((2,) * ndim, kn.dtypes.as_dtype(dtype))
+
+
+def test_tables_cover_every_kiln_dtype():
+    names = ({kn.dtypes.short_name(d) for d in kn.dtypes.SUPPORTED} - {"bool"}) | {"b"}
+    for table in (DIMS, ZERO_DIM, BOTH_ZERO_DIM, SCALARS, ZERO_DIM_SCALARS):
+        assert set(table) == names
+
+
+@pytest.mark.parametrize(
+    "table, left, right", [(DIMS, 1, 1), (ZERO_DIM, 1, 0), (BOTH_ZERO_DIM, 0, 0)],
+    ids=["dims", "zero-dim", "both-zero-dim"],
+)  # fmt: skip
+def test_result_type_is_pytorchs(table, left, right):
+    wrong = [(a, b, kn.result_type(_value(a, left), _value(b, right)), want)
+             for a, b, want in _pairs(table)
+             if kn.result_type(_value(a, left), _value(b, right)) != want]  # fmt: skip
+    assert not wrong
+
+
+@pytest.mark.parametrize("table, ndim", [(SCALARS, 1), (ZERO_DIM_SCALARS, 0)], ids=["dims", "0d"])
+def test_result_type_with_python_scalars_is_pytorchs(table, ndim):
+    for a, scalar, want in _scalars(table):
+        assert kn.result_type(_value(a, ndim), scalar) == want, (a, scalar)
+        assert kn.result_type(scalar, _value(a, ndim)) == want, (scalar, a)
+
+
+def _modes(fn, *values):
+    """fn's result dtype eagerly (Tensors) and in graph mode (placeholders and constants)."""
+    eager = fn(*[kn.tensor(v) if isinstance(v, np.ndarray) else v for v in values]).dtype
+    with kn.Graph().as_default():
+        ins = [kn.placeholder(v.dtype, v.shape) if isinstance(v, np.ndarray) else v for v in values]
+        graph = fn(*ins).dtype
+    return eager, graph
+
+
+@pytest.mark.parametrize("table, left, right", [(DIMS, 1, 1), (ZERO_DIM, 1, 0)], ids=["dims", "0d"])
+def test_add_and_div_compute_in_the_tables_dtype_eagerly_and_in_graph_mode(table, left, right):
+    wrong = []
+    for a, b, want in _pairs(table):
+        x, y = _value(a, left), _value(b, right)
+        # true division: integer results become the default float (PyTorch's `div`)
+        want_div = want if want.kind == "f" else kn.get_default_dtype()
+        for fn, expected in ((kn.add, want), (kn.div, want_div)):
+            for mode, got in zip(("eager", "graph"), _modes(fn, x, y)):
+                if got != expected:
+                    wrong.append((fn.__name__, mode, a, b, got, expected))
+    assert not wrong
+
+
+@pytest.mark.parametrize("table, ndim", [(SCALARS, 1), (ZERO_DIM_SCALARS, 0)], ids=["dims", "0d"])
+def test_python_scalars_take_part_as_in_the_table(table, ndim):
+    wrong = []
+    for a, scalar, want in _scalars(table):
+        x = _value(a, ndim)
+        for fn in (kn.add, kn.mul, lambda u, v: kn.maximum(v, u)):
+            for mode, got in zip(("eager", "graph"), _modes(fn, x, scalar)):
+                if got != want:
+                    wrong.append((mode, a, scalar, got, want))
+    assert not wrong
+
+
+def test_compiled_functions_promote_as_the_table():
+    # int32 / int32 and int32 + 0.5 give float32; float16 with int64 stays float16
+    f = kn.compile(lambda i, j, h: (i / j, i + 0.5, h * j.long()))
+    i, j, h = kn.ones(2, dtype=kn.int32), kn.ones(2, dtype=kn.int32), kn.ones(2, dtype=kn.half)
+    assert [r.dtype for r in f(i, j, h)] == [kn.float32, kn.float32, kn.float16]
+
+
+def test_default_dtype_decides_integer_to_float_promotion():
+    kn.set_default_dtype(kn.float64)
+    try:
+        i = kn.ones(2, dtype=kn.int32)
+        assert (i / i).dtype == (i + 0.5).dtype == kn.tensor([1.5]).dtype == kn.float64
+        assert kn.zeros(2).dtype == kn.float64
+    finally:
+        kn.set_default_dtype(kn.float32)
+    assert (i / i).dtype == kn.zeros(2).dtype == kn.float32

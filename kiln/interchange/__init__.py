@@ -1,0 +1,7 @@
+"""Interchange with other tools: ONNX export and import (the optional extra `kiln[onnx]`)."""
+
+from .onnx_export import export_onnx, to_onnx
+from .onnx_import import import_onnx
+from .onnx_import_rules import SUPPORTED
+
+__all__ = ["SUPPORTED", "export_onnx", "import_onnx", "to_onnx"]

@@ -1,0 +1,183 @@
+"""`import_onnx`: an ONNX model as a kiln Graph with `.inputs` and `.outputs`.
+
+Graph inputs become placeholders (a `dim_param` becomes a named dim), initializers become
+Variables, and each ONNX node becomes kiln ops through its row in `onnx_import_rules.RULES`.
+kiln's attrs are static (shapes, axes, pads), so the ONNX values that give them must be known
+when importing: initializers, `Constant`s, and shape arithmetic on them and on `Shape` of any
+value (computed here, with symbolic dims as `Dim`s). Such known values are `Known` arrays;
+they become graph constants only where an op takes them as data.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..errors import GraphError
+from ..graph.core import Graph, Symbol, Variable
+from ..graph.opdef import REGISTRY, ArrayValue
+from ..ops.core import bind_graph
+from .onnx_export import _onnx
+
+
+class Known:
+    """An ONNX value known while importing: an array (of ints, or objects holding `Dim`s for
+    shapes with symbolic dims). `initializer` names the ONNX initializer it came from."""
+
+    __slots__ = ("array", "initializer")
+
+    def __init__(self, array, initializer=None):
+        self.array = np.asarray(array)
+        self.initializer = initializer
+
+
+class Importer:
+    """The kiln graph being built and the ONNX values seen so far (Symbols or `Known`s)."""
+
+    def __init__(self, graph: Graph, opset: int):
+        self.graph, self.opset = graph, opset
+        self.values: dict = {}
+        self.variables: dict[str, Variable] = {}
+        self.node = None  # the ONNX node being imported
+
+    def symbol(self, value) -> Symbol:
+        """`value` as a graph value: a Known becomes a Variable (an initializer) or a constant."""
+        if isinstance(value, Symbol):
+            return value
+        array = value.array
+        if array.dtype == object:
+            raise self.error("needs a shape value with symbolic dims as data, which kiln's "
+                             "graphs cannot compute")  # fmt: skip
+        if value.initializer is not None:
+            var = self.variables.get(value.initializer)
+            if var is None:
+                var = Variable(array, name=_name(value.initializer), graph=self.graph)
+                self.variables[value.initializer] = var
+            return var
+        node = self.graph.add_node(REGISTRY["constant"], (), {"value": ArrayValue(array)},
+                                   "constant", shape=array.shape, dtype=array.dtype)  # fmt: skip
+        return node.out
+
+    def known(self, value, what: str) -> np.ndarray:
+        """The array of a value that must be known when importing (a shape, axes, pads)."""
+        if isinstance(value, Known):
+            return value.array
+        raise self.error(f"needs its {what} as a constant (an initializer, a Constant or shape "
+                         "arithmetic): kiln's graphs have static shapes and attrs")  # fmt: skip
+
+    def apply(self, op: str, *args, **attrs) -> Symbol:
+        return bind_graph(REGISTRY[op], [self.symbol(a) for a in args], attrs, graph=self.graph)
+
+    def scalar(self, value, dtype) -> Symbol:
+        return self.symbol(Known(np.asarray(value, dtype)))
+
+    def error(self, message: str) -> GraphError:
+        node = self.node
+        where = f"ONNX node '{node.name}' ({node.op_type})" if node is not None else "ONNX model"
+        return GraphError(f"import_onnx: {where} {message}")
+
+
+def _name(text: str) -> str:
+    """A kiln node name for an ONNX value name."""
+    return re.sub(r"[^A-Za-z0-9_./\-]+", "_", text).strip("_") or "value"
+
+
+def _site(node) -> str:
+    """The kiln site a node came from (kiln's exporter writes it into the doc string), else the
+    ONNX node's own name."""
+    found = re.search(r"created at (\S+)$", node.doc_string or "")
+    if found and found.group(1) != "None":
+        return found.group(1)
+    return f"onnx:{node.name or node.op_type}"
+
+
+def _load(model_or_path):
+    onnx = _onnx()
+    if isinstance(model_or_path, onnx.ModelProto):
+        return onnx, model_or_path
+    try:
+        return onnx, onnx.load(model_or_path)
+    except Exception as e:  # noqa: BLE001 - protobuf raises several kinds for a bad file
+        raise GraphError(
+            f"import_onnx: cannot read an ONNX model from {model_or_path!r}: {e}"
+        ) from e
+
+
+def _placeholder(graph, value_info, onnx):
+    from ..frontend.core import placeholder
+
+    tensor = value_info.type.tensor_type
+    dims = []
+    for d in tensor.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.dim_param.isidentifier():
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+    with graph.as_default():
+        return placeholder(dtype, tuple(dims), _name(value_info.name))
+
+
+def import_onnx(model_or_path) -> Graph:
+    """A kiln Graph computing an ONNX model: `.inputs` (placeholders, in the model's order) and
+    `.outputs`; run it with `kn.function(g.inputs, g.outputs)`. Initializers become Variables.
+
+    An ONNX op kiln has no rule for, or a shape or attr that is only known at run time, raises
+    GraphError naming the ONNX node. `kiln.interchange.SUPPORTED` lists the ONNX ops it imports.
+    """
+    from .onnx_import_rules import FOLD, RULES
+
+    onnx, model = _load(model_or_path)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    graph = Graph()
+    imp = Importer(graph, opset)
+    numpy_helper = onnx.numpy_helper
+    for init in model.graph.initializer:
+        imp.values[init.name] = Known(numpy_helper.to_array(init), init.name)
+    for vi in model.graph.input:
+        if vi.name not in imp.values:
+            imp.values[vi.name] = _placeholder(graph, vi, onnx)
+    graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in
+                    {i.name for i in model.graph.initializer}]  # fmt: skip
+    for node in model.graph.node:
+        imp.node = node
+        if node.domain not in ("", "ai.onnx"):
+            raise imp.error(f"is in domain {node.domain!r}; kiln imports the default domain only")
+        rule = RULES.get(node.op_type)
+        if rule is None:
+            raise imp.error("has no kiln form (kiln.interchange.SUPPORTED lists the ONNX ops "
+                            "kiln imports)")  # fmt: skip
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        inputs = [imp.values[n] if n else None for n in node.input]
+        fold = FOLD.get(node.op_type)
+        with graph.site(_site(node)):
+            results = None
+            if fold is not None and all(isinstance(v, Known) or v is None for v in inputs):
+                results = _fold(fold, inputs, attrs, imp)
+            if results is None:
+                results = rule(imp, inputs, attrs)
+        if not isinstance(results, (list, tuple)):
+            results = [results]
+        for name, value in zip(node.output, results):
+            if name:
+                imp.values[name] = value
+    imp.node = None
+    graph.outputs = [imp.symbol(imp.values[vi.name]) for vi in model.graph.output]
+    return graph
+
+
+def _fold(fold, inputs, attrs, imp):
+    """Computes a node on known values now (shape arithmetic), or None to build it instead."""
+    arrays = [v.array if v is not None else None for v in inputs]
+    small = all(a is None or a.dtype == object or (a.dtype.kind in "iub" and a.size <= 64)
+                for a in arrays)  # fmt: skip
+    if not small:
+        return None
+    try:
+        value = fold(imp, arrays, attrs)
+    except TypeError:  # arithmetic kiln's Dims do not have (a sum of dims)
+        return None
+    return None if value is None else Known(value)

@@ -1,0 +1,662 @@
+"""The one table of ONNX import rules, keyed by ONNX op type, and `FOLD`, the shape arithmetic
+computed while importing.
+
+A rule `rule(imp, inputs, attrs)` builds kiln ops for one ONNX node through the `Importer`
+`imp` and returns its output value (or a list of them). `inputs` are Symbols or `Known`s (None
+for an omitted optional input); `attrs` the node's attributes as Python values. Rules follow
+the ONNX operator specification; where kiln's primitive differs (integer Div truncates, Gather
+wraps negative indices) the rule composes kiln ops to ONNX's meaning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from .onnx_import import Known
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _shape(value):
+    return tuple(value.shape) if hasattr(value, "shape") and not isinstance(value, Known) else (
+        tuple(value.array.shape)
+    )  # fmt: skip
+
+
+def _dtype(value):
+    return value.dtype if not isinstance(value, Known) else value.array.dtype
+
+
+def _axis(axis, ndim):
+    return int(axis) + ndim if int(axis) < 0 else int(axis)
+
+
+def _axes(imp, inputs, attrs, k=1, ndim=None):
+    """Axes from the input `k` (newer opsets) or the `axes` attr; None when neither is given."""
+    if len(inputs) > k and inputs[k] is not None:
+        axes = [int(a) for a in imp.known(inputs[k], "axes").reshape(-1)]
+    elif "axes" in attrs:
+        axes = [int(a) for a in attrs["axes"]]
+    else:
+        return None
+    return sorted(_axis(a, ndim) for a in axes) if ndim is not None else axes
+
+
+def _dims(imp, value, what="shape"):
+    """A 1-d known value as a tuple of ints and Dims."""
+    return tuple(d if isinstance(d, sh.Dim) else int(d) for d in imp.known(value, what).reshape(-1))
+
+
+def op(name, **fixed):
+    """The kiln op `name` on all inputs."""
+    return lambda imp, xs, attrs: imp.apply(name, *xs, **fixed)
+
+
+def _variadic(name):
+    def rule(imp, xs, attrs):
+        value = xs[0]
+        for x in xs[1:]:
+            value = imp.apply(name, value, x)
+        return imp.symbol(value)
+
+    return rule
+
+
+# -- elementwise -------------------------------------------------------------------------------
+
+
+def _div(imp, xs, attrs):
+    a, b = (imp.symbol(x) for x in xs)
+    if dt.is_float(a.dtype):
+        return imp.apply("div", a, b)
+    # ONNX's integer Div truncates toward 0: sign(a) sign(b) (|a| // |b|)
+    q = imp.apply("floordiv", imp.apply("abs", a), imp.apply("abs", b))
+    return imp.apply("mul", q, imp.apply("mul", imp.apply("sign", a), imp.apply("sign", b)))
+
+
+def _mod(imp, xs, attrs):
+    return imp.apply("fmod" if attrs.get("fmod", 0) else "mod", *xs)
+
+
+def _mean(imp, xs, attrs):
+    total = _variadic("add")(imp, xs, attrs)
+    return imp.apply("div", total, imp.scalar(len(xs), total.dtype))
+
+
+def _reciprocal(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    return imp.apply("div", imp.scalar(1, x.dtype), x)
+
+
+def _cast(imp, xs, attrs):
+    onnx = __import__("onnx")
+    return imp.apply("cast", xs[0], dtype=onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]))
+
+
+def _cast_like(imp, xs, attrs):
+    return imp.apply("cast", xs[0], dtype=_dtype(xs[1]))
+
+
+def _clip(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    lo = xs[1] if len(xs) > 1 and xs[1] is not None else attrs.get("min")
+    hi = xs[2] if len(xs) > 2 and xs[2] is not None else attrs.get("max")
+    if lo is None and hi is None:
+        return x
+    info = np.finfo(x.dtype) if dt.is_float(x.dtype) else np.iinfo(x.dtype)
+    lo = imp.scalar(-np.inf if dt.is_float(x.dtype) else info.min, x.dtype) if lo is None else lo
+    hi = imp.scalar(np.inf if dt.is_float(x.dtype) else info.max, x.dtype) if hi is None else hi
+    lo, hi = (v if not isinstance(v, float) else imp.scalar(v, x.dtype) for v in (lo, hi))
+    return imp.apply("clip", x, lo, hi)
+
+
+def _isinf(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    inf = imp.scalar(np.inf, x.dtype)
+    pos = imp.apply("equal", x, inf) if attrs.get("detect_positive", 1) else None
+    neg = imp.apply("equal", x, imp.apply("neg", inf)) if attrs.get("detect_negative", 1) else None
+    if pos is not None and neg is not None:
+        return imp.apply("logical_or", pos, neg)
+    if pos is None and neg is None:  # detects nothing: all false
+        return imp.apply("logical_and", imp.apply("equal", x, x), imp.apply("not_equal", x, x))
+    return pos if pos is not None else neg
+
+
+def _leaky_relu(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    scaled = imp.apply("mul", x, imp.scalar(attrs.get("alpha", 0.01), x.dtype))
+    return imp.apply("where", imp.apply("less", x, imp.scalar(0, x.dtype)), scaled, x)
+
+
+def _elu(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    alpha = imp.scalar(attrs.get("alpha", 1.0), x.dtype)
+    negative = imp.apply("mul", alpha, imp.apply("expm1", x))
+    return imp.apply("where", imp.apply("less", x, imp.scalar(0, x.dtype)), negative, x)
+
+
+def _softplus(imp, xs, attrs):
+    return imp.apply("softplus", xs[0], beta=1.0)
+
+
+def _softsign(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    return imp.apply("div", x, imp.apply("add", imp.apply("abs", x), imp.scalar(1, x.dtype)))
+
+
+def _hard_sigmoid(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    line = imp.apply("add", imp.apply("mul", x, imp.scalar(attrs.get("alpha", 0.2), x.dtype)),
+                     imp.scalar(attrs.get("beta", 0.5), x.dtype))  # fmt: skip
+    return imp.apply("clip", line, imp.scalar(0, x.dtype), imp.scalar(1, x.dtype))
+
+
+def _xor(imp, xs, attrs):
+    return imp.apply("not_equal", *xs)
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+
+def reduce(name, pre=None, post=None):
+    """An ONNX Reduce* (axes as attr or input; empty axes reduce all unless
+    `noop_with_empty_axes`), with `pre` applied to the input and `post` to the result."""
+
+    def rule(imp, xs, attrs):
+        x = imp.symbol(xs[0])
+        axes = _axes(imp, xs, attrs, ndim=x.ndim)
+        if not axes:
+            if attrs.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(x.ndim))
+        keepdims = bool(attrs.get("keepdims", 1))
+        value = imp.apply(name, pre(imp, x) if pre else x, axes=tuple(axes), keepdims=keepdims)
+        return post(imp, value) if post else value
+
+    return rule
+
+
+def _square(imp, x):
+    return imp.apply("mul", x, x)
+
+
+def _log_sum_exp(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    axes = _axes(imp, xs, attrs, ndim=x.ndim) or list(range(x.ndim))
+    keepdims = bool(attrs.get("keepdims", 1))
+    m = imp.apply("stop_gradient", imp.apply("reduce_max", x, axes=tuple(axes), keepdims=True))
+    total = imp.apply("reduce_sum", imp.apply("exp", imp.apply("sub", x, m)), axes=tuple(axes),
+                      keepdims=True)  # fmt: skip
+    value = imp.apply("add", imp.apply("log", total), m)
+    if not keepdims:
+        value = imp.apply("reshape", value, shape=tuple(d for a, d in enumerate(value.shape)
+                                                        if a not in axes))  # fmt: skip
+    return value
+
+
+def arg(name):
+    def rule(imp, xs, attrs):
+        if attrs.get("select_last_index", 0):
+            raise imp.error("with select_last_index=1 has no kiln form")
+        x = imp.symbol(xs[0])
+        index = imp.apply(name, x, axis=_axis(attrs.get("axis", 0), x.ndim),
+                          keepdims=bool(attrs.get("keepdims", 1)))  # fmt: skip
+        return imp.apply("cast", index, dtype=np.dtype(np.int64))
+
+    return rule
+
+
+def softmax(log):
+    def rule(imp, xs, attrs):
+        x = imp.symbol(xs[0])
+        axis = _axis(attrs.get("axis", -1 if imp.opset >= 13 else 1), x.ndim)
+        if imp.opset < 13:  # older opsets: softmax over the flattened trailing dims
+            raise imp.error("before opset 13 (a softmax over flattened dims) has no kiln form")
+        axes = (axis,)
+        m = imp.apply("stop_gradient", imp.apply("reduce_max", x, axes=axes, keepdims=True))
+        shifted = imp.apply("sub", x, m)
+        e = imp.apply("exp", shifted)
+        total = imp.apply("reduce_sum", e, axes=axes, keepdims=True)
+        if log:
+            return imp.apply("sub", shifted, imp.apply("log", total))
+        return imp.apply("div", e, total)
+
+    return rule
+
+
+def _gemm(imp, xs, attrs):
+    a, b = imp.symbol(xs[0]), imp.symbol(xs[1])
+    if attrs.get("transA", 0):
+        a = imp.apply("transpose", a, perm=(1, 0))
+    if attrs.get("transB", 0):
+        b = imp.apply("transpose", b, perm=(1, 0))
+    y = imp.apply("matmul", a, b)
+    if attrs.get("alpha", 1.0) != 1.0:
+        y = imp.apply("mul", y, imp.scalar(attrs["alpha"], y.dtype))
+    if len(xs) > 2 and xs[2] is not None:
+        c = imp.symbol(xs[2])
+        if attrs.get("beta", 1.0) != 1.0:
+            c = imp.apply("mul", c, imp.scalar(attrs["beta"], c.dtype))
+        y = imp.apply("add", y, c)
+    return y
+
+
+def _cumsum(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    axis = _axis(int(imp.known(xs[1], "axis").reshape(-1)[0]), x.ndim)
+    y = imp.apply("cumsum", x, axis=axis, reverse=bool(attrs.get("reverse", 0)))
+    return imp.apply("sub", y, x) if attrs.get("exclusive", 0) else y
+
+
+# -- movement ----------------------------------------------------------------------------------
+
+
+def _reshape_to(imp, x, shape):
+    return imp.apply("reshape", x, shape=tuple(shape))
+
+
+def _reshape(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    target = list(_dims(imp, xs[1]))
+    if not attrs.get("allowzero", 0):
+        target = [x.shape[a] if isinstance(d, int) and d == 0 else d for a, d in enumerate(target)]
+    return _reshape_to(imp, x, target)
+
+
+def _flatten(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    axis = _axis(attrs.get("axis", 1), x.ndim)
+    return _reshape_to(imp, x, (sh.dim_product(x.shape[:axis]), sh.dim_product(x.shape[axis:])))
+
+
+def _squeeze(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    axes = _axes(imp, xs, attrs, ndim=x.ndim)
+    if axes is None:
+        axes = [a for a, d in enumerate(x.shape) if d == 1]
+    return _reshape_to(imp, x, [d for a, d in enumerate(x.shape) if a not in axes])
+
+
+def _unsqueeze(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    ndim = x.ndim + len(_axes(imp, xs, attrs))
+    axes = _axes(imp, xs, attrs, ndim=ndim)
+    dims = iter(x.shape)
+    return _reshape_to(imp, x, [1 if a in axes else next(dims) for a in range(ndim)])
+
+
+def _transpose(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    perm = attrs.get("perm") or list(range(x.ndim))[::-1]
+    return imp.apply("transpose", x, perm=tuple(int(p) for p in perm))
+
+
+def _expand(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    target = sh.broadcast_shapes(x.shape, _dims(imp, xs[1]), why="Expand")
+    return imp.apply("broadcast_to", x, shape=target)
+
+
+def _slice_spec(imp, xs, attrs, ndim):
+    if len(xs) > 1:
+        starts = imp.known(xs[1], "starts").reshape(-1)
+        ends = imp.known(xs[2], "ends").reshape(-1)
+        axes = _axes(imp, xs, {}, k=3) or list(range(len(starts)))
+        steps = imp.known(xs[4], "steps").reshape(-1) if len(xs) > 4 and xs[4] is not None else (
+            [1] * len(starts))  # fmt: skip
+    else:  # opset < 10: attrs
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes, steps = attrs.get("axes", list(range(len(starts)))), [1] * len(starts)
+    spec = [("slice", None, None, None)] * ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        spec[_axis(axis, ndim)] = ("slice", int(start), int(end), int(step))
+    return tuple(spec)
+
+
+def _slice(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    return imp.apply("index", x, spec=_slice_spec(imp, xs, attrs, x.ndim))
+
+
+def _split(imp, xs, attrs, count):
+    x = imp.symbol(xs[0])
+    axis = _axis(attrs.get("axis", 0), x.ndim)
+    if len(xs) > 1 and xs[1] is not None:
+        sizes = [int(s) for s in imp.known(xs[1], "split").reshape(-1)]
+    elif "split" in attrs:
+        sizes = [int(s) for s in attrs["split"]]
+    else:
+        n, parts = x.shape[axis], attrs.get("num_outputs", count)
+        if not isinstance(n, int):
+            raise imp.error("splits a symbolic dim, which kiln cannot")
+        size = -(-n // parts)
+        sizes = [min(size, n - k * size) for k in range(parts)]
+    out, start = [], 0
+    for s in sizes:
+        spec = [("slice", None, None, None)] * axis + [("slice", start, start + s, None)]
+        out.append(imp.apply("index", x, spec=tuple(spec)))
+        start += s
+    return out
+
+
+def _gather(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    return imp.apply("gather", x, xs[1], axis=_axis(attrs.get("axis", 0), x.ndim),
+                     wrap_negative=True)  # fmt: skip
+
+
+def _gather_elements(imp, xs, attrs):
+    x, idx = imp.symbol(xs[0]), imp.symbol(xs[1])
+    axis = _axis(attrs.get("axis", 0), x.ndim)
+    size = x.shape[axis]
+    if isinstance(size, int):  # ONNX: negative indices count from the end
+        zero = imp.scalar(0, idx.dtype)
+        wrapped = imp.apply("add", idx, imp.scalar(size, idx.dtype))
+        idx = imp.apply("where", imp.apply("less", idx, zero), wrapped, idx)
+    return imp.apply("take_along_axis", x, idx, axis=axis)
+
+
+def _concat(imp, xs, attrs):
+    xs = [imp.symbol(x) for x in xs]
+    return imp.apply("concat", *xs, axis=_axis(attrs["axis"], xs[0].ndim))
+
+
+def _pad(imp, xs, attrs):
+    x = imp.symbol(xs[0])
+    if attrs.get("mode", b"constant") not in (b"constant", "constant"):
+        raise imp.error(f"with mode {attrs['mode']!r} has no kiln form (constant only)")
+    pads = [int(p) for p in (imp.known(xs[1], "pads").reshape(-1) if len(xs) > 1 else
+                             attrs["pads"])]  # fmt: skip
+    value = 0.0
+    if len(xs) > 2 and xs[2] is not None:
+        value = imp.known(xs[2], "constant value").reshape(-1)
+        value = value[0].item() if value.size else 0.0
+    elif "value" in attrs:
+        value = attrs["value"]
+    axes = _axes(imp, xs, {}, k=3, ndim=x.ndim) or list(range(x.ndim))
+    widths = [(0, 0)] * x.ndim
+    for k, a in enumerate(axes):
+        widths[a] = (pads[k], pads[k + len(axes)])
+    if any(b < 0 or e < 0 for b, e in widths):
+        raise imp.error("with negative pads has no kiln form")
+    value = value if dt.is_float(x.dtype) else int(value)
+    return imp.apply("pad", x, pad_width=tuple(widths), value=value)
+
+
+def _tile(imp, xs, attrs):
+    reps = tuple(int(r) for r in imp.known(xs[1], "repeats").reshape(-1))
+    return imp.apply("tile", xs[0], reps=reps)
+
+
+def _one_hot(imp, xs, attrs):
+    idx = imp.symbol(xs[0])
+    depth = int(imp.known(xs[1], "depth").reshape(-1)[0])
+    values = imp.symbol(xs[2])
+    off = imp.apply("index", values, spec=(("int", 0),))
+    on = imp.apply("index", values, spec=(("int", 1),))
+    if dt.is_float(idx.dtype):
+        idx = imp.apply("cast", idx, dtype=np.dtype(np.int64))
+    zero = imp.scalar(0, idx.dtype)  # ONNX: negative indices count from the end
+    idx = imp.apply("where", imp.apply("less", idx, zero),
+                    imp.apply("add", idx, imp.scalar(depth, idx.dtype)), idx)  # fmt: skip
+    hot = imp.apply("one_hot", idx, depth=depth, dtype=np.dtype(bool))
+    y = imp.apply("where", hot, on, off)
+    axis = _axis(attrs.get("axis", -1), y.ndim)
+    if axis != y.ndim - 1:
+        perm = [*range(axis), y.ndim - 1, *range(axis, y.ndim - 1)]
+        y = imp.apply("transpose", y, perm=tuple(perm))
+    return y
+
+
+def _shape_of(imp, xs, attrs):
+    dims = list(_shape(xs[0]))
+    start, end = attrs.get("start", 0), attrs.get("end", None)
+    dims = dims[slice(start, end)]
+    array = np.empty(len(dims), object) if any(isinstance(d, sh.Dim) for d in dims) else None
+    if array is None:
+        return Known(np.asarray(dims, np.int64).reshape(-1))
+    array[:] = dims
+    return Known(array)
+
+
+def _size(imp, xs, attrs):
+    n = sh.size(_shape(xs[0]))
+    if isinstance(n, sh.Dim):
+        raise imp.error("of a symbolic size has no kiln form")
+    return Known(np.asarray(n, np.int64))
+
+
+def _constant(imp, xs, attrs):
+    onnx = __import__("onnx")
+    if "value" in attrs:
+        return Known(onnx.numpy_helper.to_array(attrs["value"]))
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64)):  # fmt: skip
+        if key in attrs:
+            return Known(np.asarray(attrs[key], dtype))
+    raise imp.error(f"with attrs {sorted(attrs)} has no kiln form")
+
+
+def _constant_of_shape(imp, xs, attrs):
+    onnx = __import__("onnx")
+    value = onnx.numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, "f4")
+    shape = _dims(imp, xs[0])
+    if sh.is_static(shape):
+        return Known(np.full(shape, value.reshape(-1)[0], value.dtype))
+    return imp.apply("broadcast_to", Known(value.reshape(())), shape=shape)
+
+
+def _range(imp, xs, attrs):
+    start, limit, delta = (imp.known(x, "bounds").reshape(()) for x in xs)
+    return Known(np.arange(start, limit, delta, dtype=start.dtype))
+
+
+def _identity(imp, xs, attrs):
+    return xs[0]
+
+
+# -- nn ----------------------------------------------------------------------------------------
+
+
+def _pads_2d(imp, attrs, x):
+    """Symmetric (ph, pw) pads, after padding `x` explicitly where ONNX's are not."""
+    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+        raise imp.error(f"with auto_pad={attrs['auto_pad']!r} has no kiln form")
+    top, left, bottom, right = attrs.get("pads", [0, 0, 0, 0])
+    if (top, left) == (bottom, right):
+        return x, (top, left)
+    return x, None  # asymmetric: the caller pads with its own fill value
+
+
+def _check_2d(imp, x, attrs, key="kernel_shape"):
+    if x.ndim != 4 or (key in attrs and len(attrs[key]) != 2):
+        raise imp.error(f"on a {x.ndim}-d input has no kiln form (2-d NCHW only)")
+
+
+def _conv(imp, xs, attrs):
+    x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
+    _check_2d(imp, x, attrs)
+    if attrs.get("group", 1) != 1:
+        raise imp.error(f"with group={attrs['group']} has no kiln form (groups=1 only)")
+    x, pads = _pads_2d(imp, attrs, x)
+    if pads is None:
+        t, l_, b, r = attrs["pads"]
+        x = imp.apply("pad", x, pad_width=((0, 0), (0, 0), (t, b), (l_, r)), value=0.0)
+        pads = (0, 0)
+    y = imp.apply("conv2d", x, w, stride=tuple(attrs.get("strides", (1, 1))), padding=pads,
+                  dilation=tuple(attrs.get("dilations", (1, 1))))  # fmt: skip
+    if len(xs) > 2 and xs[2] is not None:
+        bias = imp.symbol(xs[2])
+        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
+    return y
+
+
+def pool(name):
+    def rule(imp, xs, attrs):
+        x = imp.symbol(xs[0])
+        _check_2d(imp, x, attrs)
+        if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", (1, 1))):
+            raise imp.error("with ceil_mode or dilations has no kiln form")
+        if (
+            name == "avg_pool2d"
+            and not attrs.get("count_include_pad", 0)
+            and any(attrs.get("pads", [0]))
+        ):
+            raise imp.error("with count_include_pad=0 and pads has no kiln form")
+        x, pads = _pads_2d(imp, attrs, x)
+        if pads is None:
+            raise imp.error("with asymmetric pads has no kiln form")
+        kernel = tuple(attrs["kernel_shape"])
+        return imp.apply(name, x, kernel_size=kernel, stride=tuple(attrs.get("strides", (1, 1))),
+                         padding=pads)  # fmt: skip
+
+    return rule
+
+
+def global_pool(name):
+    def rule(imp, xs, attrs):
+        x = imp.symbol(xs[0])
+        return imp.apply(name, x, axes=tuple(range(2, x.ndim)), keepdims=True)
+
+    return rule
+
+
+def _max_pool(imp, xs, attrs):
+    return pool("max_pool2d")(imp, xs, attrs)
+
+
+UNARY = {
+    "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Sin": "sin", "Cos": "cos", "Tan": "tan",
+    "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
+    "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Tanh": "tanh", "Erf": "erf",
+    "Sigmoid": "sigmoid", "Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil",
+    "Round": "round", "Sign": "sign", "Relu": "relu", "IsNaN": "isnan", "Not": "logical_not",
+    "BitwiseNot": "bitwise_not", "Det": "det",
+}  # fmt: skip
+BINARY = {
+    "Add": "add", "Sub": "sub", "Mul": "mul", "Pow": "pow", "Equal": "equal", "Less": "less",
+    "LessOrEqual": "less_equal", "Greater": "greater", "GreaterOrEqual": "greater_equal",
+    "And": "logical_and", "Or": "logical_or", "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor", "MatMul": "matmul", "Where": "where",
+}  # fmt: skip
+
+RULES = {
+    **{k: op(v) for k, v in UNARY.items()},
+    **{k: op(v) for k, v in BINARY.items()},
+    "Div": _div,
+    "Mod": _mod,
+    "Max": _variadic("maximum"),
+    "Min": _variadic("minimum"),
+    "Sum": _variadic("add"),
+    "Mean": _mean,
+    "Xor": _xor,
+    "Reciprocal": _reciprocal,
+    "Cast": _cast,
+    "CastLike": _cast_like,
+    "Clip": _clip,
+    "IsInf": _isinf,
+    "LeakyRelu": _leaky_relu,
+    "Elu": _elu,
+    "Softplus": _softplus,
+    "Softsign": _softsign,
+    "HardSigmoid": _hard_sigmoid,
+    "Identity": _identity,
+    "ReduceSum": reduce("reduce_sum"),
+    "ReduceMean": reduce("reduce_mean"),
+    "ReduceMax": reduce("reduce_max"),
+    "ReduceMin": reduce("reduce_min"),
+    "ReduceProd": reduce("reduce_prod"),
+    "ReduceSumSquare": reduce("reduce_sum", pre=_square),
+    "ReduceL1": reduce("reduce_sum", pre=lambda imp, x: imp.apply("abs", x)),
+    "ReduceL2": reduce("reduce_sum", pre=_square, post=lambda imp, y: imp.apply("sqrt", y)),
+    "ReduceLogSum": reduce("reduce_sum", post=lambda imp, y: imp.apply("log", y)),
+    "ReduceLogSumExp": _log_sum_exp,
+    "ArgMax": arg("argmax"),
+    "ArgMin": arg("argmin"),
+    "Softmax": softmax(log=False),
+    "LogSoftmax": softmax(log=True),
+    "Gemm": _gemm,
+    "CumSum": _cumsum,
+    "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Transpose": _transpose,
+    "Expand": _expand,
+    "Slice": _slice,
+    "Gather": _gather,
+    "GatherElements": _gather_elements,
+    "Concat": _concat,
+    "Pad": _pad,
+    "Tile": _tile,
+    "OneHot": _one_hot,
+    "Shape": _shape_of,
+    "Size": _size,
+    "Constant": _constant,
+    "ConstantOfShape": _constant_of_shape,
+    "Range": _range,
+    "Conv": _conv,
+    "MaxPool": _max_pool,
+    "AveragePool": pool("avg_pool2d"),
+    "GlobalAveragePool": global_pool("reduce_mean"),
+    "GlobalMaxPool": global_pool("reduce_max"),
+}
+SUPPORTED = frozenset(RULES) | {"Split"}
+RULES["Split"] = lambda imp, xs, attrs: _split(imp, xs, attrs, len(imp.node.output))
+
+
+# -- shape arithmetic on known values ------------------------------------------------------------
+
+
+def _fold_slice(imp, arrays, attrs):
+    spec = _slice_spec(imp, [Known(a) if a is not None else None for a in arrays], attrs,
+                       arrays[0].ndim)  # fmt: skip
+    return arrays[0][tuple(slice(*item[1:]) for item in spec)]
+
+
+def _fold_gather(imp, arrays, attrs):
+    return np.take(arrays[0], arrays[1], axis=attrs.get("axis", 0))
+
+
+def _fold_unsqueeze(imp, arrays, attrs):
+    known = [Known(a) if a is not None else None for a in arrays]
+    axes = _axes(imp, known, attrs, ndim=arrays[0].ndim + len(_axes(imp, known, attrs)))
+    return np.expand_dims(arrays[0], tuple(axes))
+
+
+def _fold_squeeze(imp, arrays, attrs):
+    known = [Known(a) if a is not None else None for a in arrays]
+    axes = _axes(imp, known, attrs, ndim=arrays[0].ndim)
+    return np.squeeze(arrays[0], tuple(axes) if axes is not None else None)
+
+
+def _fold_cast(imp, arrays, attrs):
+    onnx = __import__("onnx")
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
+    if arrays[0].dtype == object:
+        return arrays[0] if dtype.kind in "iu" else None
+    return arrays[0].astype(dtype)
+
+
+def _fold_reshape(imp, arrays, attrs):
+    x, target = arrays[0], [int(d) for d in arrays[1]]
+    if not attrs.get("allowzero", 0):
+        target = [x.shape[a] if d == 0 else d for a, d in enumerate(target)]
+    return x.reshape(target)
+
+
+FOLD = {
+    "Identity": lambda imp, a, attrs: a[0],
+    "Cast": _fold_cast,
+    "Concat": lambda imp, a, attrs: np.concatenate(a, axis=attrs["axis"]),
+    "Gather": _fold_gather,
+    "Slice": _fold_slice,
+    "Squeeze": _fold_squeeze,
+    "Unsqueeze": _fold_unsqueeze,
+    "Reshape": _fold_reshape,
+    "Mul": lambda imp, a, attrs: a[0] * a[1],
+    "Add": lambda imp, a, attrs: a[0] + a[1],
+    "Sub": lambda imp, a, attrs: a[0] - a[1],
+}

@@ -1,0 +1,504 @@
+"""The one table of ONNX export rules, keyed by kiln op name.
+
+A rule `rule(ex, node, xs, out)` writes the ONNX nodes computing `node`'s value from the ONNX
+values `xs` (its inputs' names) through the `Exporter` `ex`, and returns the name of the result
+(normally `out`). ONNX is an interchange format outside kiln, so its spelling of each op lives
+here, in one place, rather than in the op records; an op with no row has no ONNX form.
+
+Where NumPy and ONNX disagree the rule composes ONNX ops to NumPy's semantics: NaN propagates
+through maximum/minimum/clip, integer floordiv and float mod round toward -inf, log1p and expm1
+stay accurate near 0. Deviations left (docs/onnx.md): float floordiv is floor(a / b).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+
+INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+def _in_dtype(node, k=0):
+    return node.inputs[k].dtype
+
+
+def _out(node):
+    return node.out.dtype
+
+
+def _cast_all(ex, node, xs, dtype):
+    return [ex.cast(x, i.dtype, dtype) for x, i in zip(xs, node.inputs)]
+
+
+def _scalar(ex, value, dtype):
+    return ex.const(value, dtype)
+
+
+# -- elementwise -------------------------------------------------------------------------------
+
+
+def unary(op_type, float_only=False):
+    """`op_type` on the input cast to the output dtype (NumPy's float functions of ints give
+    floats); with `float_only`, integer and bool inputs pass through (floor of an int)."""
+
+    def rule(ex, node, xs, out):
+        if float_only and not dt.is_float(_out(node)):
+            return ex.cast(xs[0], _in_dtype(node), _out(node))
+        return ex.emit(op_type, [ex.cast(xs[0], _in_dtype(node), _out(node))], out)
+
+    return rule
+
+
+# Narrow integers that ONNX's Pow and MatMul do not take: computed in a wide type and cast
+# back, which wraps as the narrow arithmetic would (sums and products are exact modulo 2^n).
+_WIDE = {
+    np.dtype(k): np.dtype(v)
+    for k, v in {"int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32"}.items()
+}
+
+
+def binary(op_type, bool_op=None, narrow_ints=True):
+    """`op_type` on the inputs cast to the output dtype; `bool_op` on bools (`+` is or);
+    without `narrow_ints`, 8- and 16-bit integers are computed wide."""
+
+    def rule(ex, node, xs, out):
+        dtype = _out(node)
+        op = bool_op if dtype == np.bool_ and bool_op else op_type
+        wide = dtype if narrow_ints else _WIDE.get(np.dtype(dtype), dtype)
+        value = ex.emit(op, _cast_all(ex, node, xs, wide), None if wide != dtype else out)
+        return ex.cast(value, wide, dtype)
+
+    return rule
+
+
+def compare(op_type, negate=False):
+    """A comparison in the inputs' promoted dtype; `negate`: its logical not."""
+
+    def rule(ex, node, xs, out):
+        a, b = _cast_all(ex, node, xs, dt.promote(*(i.dtype for i in node.inputs)))
+        if negate:
+            return ex.emit("Not", [ex.emit(op_type, [a, b])], out)
+        return ex.emit(op_type, [a, b], out)
+
+    return rule
+
+
+def logical(op_type):
+    def rule(ex, node, xs, out):
+        return ex.emit(op_type, _cast_all(ex, node, xs, np.bool_), out)
+
+    return rule
+
+
+def _nan_select(ex, op_type, a, b, dtype, out=None):
+    """Max/Min with NumPy's NaN rule (a NaN in either input gives NaN) on floats."""
+    value = ex.emit(op_type, [a, b], None if dt.is_float(dtype) else out)
+    if not dt.is_float(dtype):
+        return value
+    value = ex.emit("Where", [ex.emit("IsNaN", [b]), b, value])
+    return ex.emit("Where", [ex.emit("IsNaN", [a]), a, value], out)
+
+
+def select(op_type):
+    def rule(ex, node, xs, out):
+        a, b = _cast_all(ex, node, xs, _out(node))
+        return _nan_select(ex, op_type, a, b, _out(node), out)
+
+    return rule
+
+
+def _clip(ex, node, xs, out):
+    x, lo, hi = _cast_all(ex, node, xs, _out(node))
+    low = _nan_select(ex, "Max", x, lo, _out(node))
+    return _nan_select(ex, "Min", low, hi, _out(node), out)
+
+
+def _where(ex, node, xs, out):
+    cond = ex.cast(xs[0], _in_dtype(node), np.bool_)
+    a, b = (ex.cast(x, i.dtype, _out(node)) for x, i in zip(xs[1:], node.inputs[1:]))
+    return ex.emit("Where", [cond, a, b], out)
+
+
+def _cast(ex, node, xs, out):
+    return ex.emit("Cast", xs, out, to=ex.elem_type(_out(node)))
+
+
+def _relu(ex, node, xs, out):
+    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    if dt.is_float(_out(node)):
+        return ex.emit("Relu", [x], out)
+    return ex.emit("Max", [x, _scalar(ex, 0, _out(node))], out)
+
+
+def _relu_grad(ex, node, xs, out):  # ct * (y > 0)
+    ct = ex.cast(xs[0], _in_dtype(node), _out(node))
+    mask = ex.emit("Greater", [xs[1], _scalar(ex, 0, _in_dtype(node, 1))])
+    return ex.emit("Mul", [ct, ex.cast(mask, np.bool_, _out(node))], out)
+
+
+def _softplus(ex, node, xs, out):
+    """relu(z) + log1p(exp(-|z|)) / beta with z = beta x (ONNX's Softplus overflows)."""
+    dtype, beta = _out(node), node.attrs["beta"]
+    x = ex.cast(xs[0], _in_dtype(node), dtype)
+    b = _scalar(ex, beta, dtype)
+    z = x if beta == 1 else ex.emit("Mul", [x, b])
+    tail = _log1p_of(ex, ex.emit("Exp", [ex.emit("Neg", [ex.emit("Abs", [z])])]), dtype)
+    value = ex.emit("Add", [ex.emit("Relu", [z]), tail], out if beta == 1 else None)
+    return value if beta == 1 else ex.emit("Div", [value, b], out)
+
+
+def _rsqrt(ex, node, xs, out):
+    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    return ex.emit("Reciprocal", [ex.emit("Sqrt", [x])], out)
+
+
+def _square(ex, node, xs, out):
+    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    return ex.emit("Mul", [x, x], out)
+
+
+def _scaled_log(scale):
+    def rule(ex, node, xs, out):
+        x = ex.cast(xs[0], _in_dtype(node), _out(node))
+        return ex.emit("Mul", [ex.emit("Log", [x]), _scalar(ex, scale, _out(node))], out)
+
+    return rule
+
+
+def _exp2(ex, node, xs, out):
+    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    return ex.emit("Pow", [_scalar(ex, 2, _out(node)), x], out)
+
+
+def _log1p(ex, node, xs, out):
+    return _log1p_of(ex, ex.cast(xs[0], _in_dtype(node), _out(node)), _out(node), out)
+
+
+def _log1p_of(ex, x, dtype, out=None):
+    """log(u) * x / (u - 1) with u = 1 + x (exact where u - 1 is), x where u rounds to 1."""
+    u = ex.emit("Add", [x, _scalar(ex, 1, dtype)])
+    d = ex.emit("Sub", [u, _scalar(ex, 1, dtype)])
+    log_u = ex.emit("Log", [u])
+    scaled = ex.emit("Mul", [log_u, ex.emit("Div", [x, d])])
+    big = ex.emit("Where", [_is_inf(ex, u, dtype), log_u, scaled])
+    return ex.emit("Where", [ex.emit("Equal", [d, _scalar(ex, 0, dtype)]), x, big], out)
+
+
+def _expm1(ex, node, xs, out):
+    """(u - 1) * x / log(u) with u = exp(x); x where u rounds to 1, -1 where u - 1 does."""
+    dtype = _out(node)
+    x = ex.cast(xs[0], _in_dtype(node), dtype)
+    u = ex.emit("Exp", [x])
+    d = ex.emit("Sub", [u, _scalar(ex, 1, dtype)])
+    scaled = ex.emit("Div", [ex.emit("Mul", [d, x]), ex.emit("Log", [u])])
+    value = ex.emit("Where", [_is_inf(ex, u, dtype), u, scaled])
+    minus_one = _scalar(ex, -1, dtype)
+    value = ex.emit("Where", [ex.emit("Equal", [d, minus_one]), minus_one, value])
+    return ex.emit("Where", [ex.emit("Equal", [u, _scalar(ex, 1, dtype)]), x, value], out)
+
+
+def _isnan(ex, node, xs, out):
+    if dt.is_float(_in_dtype(node)):
+        return ex.emit("IsNaN", xs, out)
+    return ex.emit("Not", [ex.emit("Equal", [xs[0], xs[0]])], out)
+
+
+def _isfinite(ex, node, xs, out):  # x - x is NaN exactly where x is inf or NaN
+    if not dt.is_float(_in_dtype(node)):
+        return ex.emit("Equal", [xs[0], xs[0]], out)
+    return ex.emit("Not", [ex.emit("IsNaN", [ex.emit("Sub", [xs[0], xs[0]])])], out)
+
+
+def _is_inf(ex, u, dtype):
+    """u == +inf (IsInf takes no float16 before opset 20)."""
+    return ex.emit("Equal", [u, _scalar(ex, np.inf, dtype)])
+
+
+def _wrong_sign(ex, r, b, dtype):
+    """Where a remainder `r` of a division by `b` is nonzero and its sign differs from b's."""
+    zero = _scalar(ex, 0, dtype)
+    nonzero = ex.emit("Not", [ex.emit("Equal", [r, zero])])
+    differ = ex.emit("Xor", [ex.emit("Less", [r, zero]), ex.emit("Less", [b, zero])])
+    return ex.emit("And", [nonzero, differ])
+
+
+def _floordiv(ex, node, xs, out):
+    dtype = _out(node)
+    a, b = _cast_all(ex, node, xs, dtype)
+    if dt.is_float(dtype):  # NOTE: floor(a / b); NumPy corrects the rounding of a / b
+        return ex.emit("Floor", [ex.emit("Div", [a, b])], out)
+    q = ex.emit("Div", [a, b])  # truncates toward 0
+    r = ex.emit("Sub", [a, ex.emit("Mul", [q, b])])
+    step = ex.cast(_wrong_sign(ex, r, b, dtype), np.bool_, dtype)
+    return ex.emit("Sub", [q, step], out)
+
+
+def _mod(ex, node, xs, out):
+    dtype = _out(node)
+    a, b = _cast_all(ex, node, xs, dtype)
+    if not dt.is_float(dtype):
+        return ex.emit("Mod", [a, b], out, fmod=0)  # the divisor's sign, as NumPy
+    r = ex.emit("Mod", [a, b], fmod=1)
+    return ex.emit("Where", [_wrong_sign(ex, r, b, dtype), ex.emit("Add", [r, b]), r], out)
+
+
+def _fmod(ex, node, xs, out):
+    return ex.emit("Mod", _cast_all(ex, node, xs, _out(node)), out, fmod=1)
+
+
+def _bitwise(op_type, bool_op):
+    def rule(ex, node, xs, out):
+        op = bool_op if _out(node) == np.bool_ else op_type
+        return ex.emit(op, _cast_all(ex, node, xs, _out(node)), out)
+
+    return rule
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+
+def reduce(op_type):
+    def rule(ex, node, xs, out):
+        x = ex.cast(xs[0], _in_dtype(node), _out(node))
+        axes, keepdims = node.attrs["axes"], int(node.attrs["keepdims"])
+        if not axes:
+            return ex.emit("Identity", [x], out)
+        if _out(node) == np.bool_:  # max/min of bools: ONNX's Reduce* take no bools
+            value = ex.emit(op_type, [ex.cast(x, np.bool_, np.uint8), ex.ints(axes)],
+                            keepdims=keepdims)  # fmt: skip
+            return ex.cast(value, np.uint8, np.bool_)
+        return ex.emit(op_type, [x, ex.ints(axes)], out, keepdims=keepdims)
+
+    return rule
+
+
+def arg_reduce(op_type):
+    def rule(ex, node, xs, out):
+        x, axis, keepdims = xs[0], node.attrs["axis"], node.attrs["keepdims"]
+        if axis is None:
+            x = ex.emit("Reshape", [x, ex.ints([-1])])
+            index = ex.emit(op_type, [x], axis=0, keepdims=0)
+            if keepdims:
+                index = ex.emit("Reshape", [index, ex.ints([1] * node.inputs[0].ndim)])
+        else:
+            index = ex.emit(op_type, [x], axis=axis, keepdims=int(keepdims))
+        return ex.cast(index, np.int64, _out(node))
+
+    return rule
+
+
+def _cumsum(ex, node, xs, out):
+    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    if node.inputs[0].ndim == 0:
+        return ex.emit("Identity", [x], out)
+    axis = ex.const(node.attrs["axis"], np.int64)
+    return ex.emit("CumSum", [x, axis], out, reverse=int(node.attrs["reverse"]))
+
+
+# -- movement ----------------------------------------------------------------------------------
+
+
+def _reshape(ex, node, xs, out):
+    return ex.emit("Reshape", [xs[0], ex.shape(node.out.shape)], out, allowzero=1)
+
+
+def _broadcast_to(ex, node, xs, out):
+    return ex.emit("Expand", [xs[0], ex.shape(node.out.shape)], out)
+
+
+def _index(ex, node, xs, out):
+    """Basic indexing: one Slice (ints as one-element slices), Squeeze, Unsqueeze."""
+    starts, ends, axes, steps, squeeze, newaxes = [], [], [], [], [], []
+    axis = position = 0
+    for item in node.attrs["spec"]:
+        if item[0] == "newaxis":
+            newaxes.append(position)
+            position += 1
+            continue
+        if item[0] == "int":
+            i = item[1]
+            start, stop, step = i, (INT64_MAX if i == -1 else i + 1), 1
+            squeeze.append(axis)
+        else:
+            start, stop, step = item[1:]
+            step = 1 if step is None else step
+            if start is None:
+                start = 0 if step > 0 else INT64_MAX
+            if stop is None:
+                stop = INT64_MAX if step > 0 else INT64_MIN
+            position += 1
+        if (start, stop, step) != (0, INT64_MAX, 1):
+            starts.append(start), ends.append(stop), axes.append(axis), steps.append(step)
+        axis += 1
+    x = xs[0]
+    if axes:
+        x = ex.emit("Slice", [x, ex.ints(starts), ex.ints(ends), ex.ints(axes), ex.ints(steps)])
+    if squeeze:
+        x = ex.emit("Squeeze", [x, ex.ints(squeeze)])
+    if newaxes:
+        x = ex.emit("Unsqueeze", [x, ex.ints(newaxes)])
+    return x
+
+
+def _gather(ex, node, xs, out):
+    return ex.emit("Gather", xs, out, axis=node.attrs["axis"])
+
+
+def _take_along_axis(ex, node, xs, out):
+    """GatherElements, after broadcasting the dims off the axis (NumPy's rule)."""
+    axis, (x, idx) = node.attrs["axis"], node.inputs
+    shape = node.out.shape
+    xs = list(xs)
+    for k, v in enumerate((x, idx)):
+        want = tuple(v.shape[a] if a == axis else d for a, d in enumerate(shape))
+        if tuple(v.shape) != want:
+            xs[k] = ex.emit("Expand", [xs[k], ex.shape(want)])
+    return ex.emit("GatherElements", xs, out, axis=axis)
+
+
+def _transpose(ex, node, xs, out):
+    if not node.attrs["perm"]:
+        return ex.emit("Identity", xs, out)
+    return ex.emit("Transpose", xs, out, perm=list(node.attrs["perm"]))
+
+
+def _concat(ex, node, xs, out):
+    return ex.emit("Concat", _cast_all(ex, node, xs, _out(node)), out, axis=node.attrs["axis"])
+
+
+def _pad(ex, node, xs, out):
+    widths = node.attrs["pad_width"]
+    pads = ex.ints([b for b, _ in widths] + [a for _, a in widths])
+    value = _scalar(ex, node.attrs["value"], _out(node))
+    return ex.emit("Pad", [xs[0], pads, value], out, mode="constant")
+
+
+def _tile(ex, node, xs, out):
+    reps, ndim = node.attrs["reps"], node.inputs[0].ndim
+    x = xs[0]
+    if len(reps) > ndim:  # NumPy prepends dims of 1 to the array
+        x = ex.emit("Unsqueeze", [x, ex.ints(range(len(reps) - ndim))])
+    reps = (1,) * (ndim - len(reps)) + tuple(reps)
+    return ex.emit("Tile", [x, ex.ints(reps)], out)
+
+
+def _one_hot(ex, node, xs, out):
+    if node.attrs["depth"] == 0:  # ONNX's OneHot needs depth > 0: zeros of the empty shape
+        empty = ex.const(np.zeros(0), _out(node))
+        return ex.emit("Expand", [empty, ex.shape(node.out.shape)], out)
+    # int64 indices and values, then a Cast: the one typing every runtime has a kernel for
+    index = ex.cast(xs[0], _in_dtype(node), np.int64)
+    depth = ex.const(node.attrs["depth"], np.int64)
+    values = ex.const([0, 1], np.int64)
+    if node.inputs[0].ndim == 0:  # OneHot needs indices of rank >= 1
+        index = ex.emit("Unsqueeze", [index, ex.ints([0])])
+    hot = ex.emit("OneHot", [index, depth, values], axis=-1)
+    if node.inputs[0].ndim == 0:
+        hot = ex.emit("Squeeze", [hot, ex.ints([0])])
+    return ex.cast(hot, np.int64, _out(node))
+
+
+# -- nn ----------------------------------------------------------------------------------------
+
+
+def _conv2d(ex, node, xs, out):
+    (ph, pw), a = node.attrs["padding"], node.attrs
+    x, w = _cast_all(ex, node, xs, _out(node))
+    return ex.emit("Conv", [x, w], out, strides=list(a["stride"]), pads=[ph, pw, ph, pw],
+                   dilations=list(a["dilation"]))  # fmt: skip
+
+
+def pool(op_type, **extra):
+    def rule(ex, node, xs, out):
+        (ph, pw), a = node.attrs["padding"], node.attrs
+        return ex.emit(op_type, xs, out, kernel_shape=list(a["kernel_size"]),
+                       strides=list(a["stride"]), pads=[ph, pw, ph, pw], **extra)  # fmt: skip
+
+    return rule
+
+
+def _identity(ex, node, xs, out):
+    return ex.emit("Identity", xs, out)
+
+
+UNARY = {
+    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos", "tan": "Tan",
+    "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+    "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "tanh": "Tanh", "erf": "Erf",
+    "sigmoid": "Sigmoid", "abs": "Abs", "neg": "Neg", "sign": "Sign", "det": "Det",
+}  # fmt: skip
+ROUNDING = {"floor": "Floor", "ceil": "Ceil", "round": "Round"}
+
+RULES = {
+    # unary float math
+    **{k: unary(v) for k, v in UNARY.items()},
+    **{k: unary(v, float_only=True) for k, v in ROUNDING.items()},
+    "logical_not": logical("Not"),
+    "isnan": _isnan,
+    "isfinite": _isfinite,
+    "relu": _relu,
+    "relu_grad": _relu_grad,
+    "softplus": _softplus,
+    "rsqrt": _rsqrt,
+    "square": _square,
+    "log2": _scaled_log(1 / math.log(2)),
+    "log10": _scaled_log(1 / math.log(10)),
+    "exp2": _exp2,
+    "log1p": _log1p,
+    "expm1": _expm1,
+    "cast": _cast,
+    "stop_gradient": _identity,
+    # binary
+    "add": binary("Add", bool_op="Or"),
+    "sub": binary("Sub"),
+    "mul": binary("Mul", bool_op="And"),
+    "div": binary("Div"),
+    "pow": binary("Pow", narrow_ints=False),
+    "maximum": select("Max"),
+    "minimum": select("Min"),
+    "floordiv": _floordiv,
+    "mod": _mod,
+    "fmod": _fmod,
+    "equal": compare("Equal"),
+    "not_equal": compare("Equal", negate=True),
+    "less": compare("Less"),
+    "less_equal": compare("LessOrEqual"),
+    "greater": compare("Greater"),
+    "greater_equal": compare("GreaterOrEqual"),
+    "logical_and": logical("And"),
+    "logical_or": logical("Or"),
+    "bitwise_and": _bitwise("BitwiseAnd", "And"),
+    "bitwise_or": _bitwise("BitwiseOr", "Or"),
+    "bitwise_xor": _bitwise("BitwiseXor", "Xor"),
+    "bitwise_not": _bitwise("BitwiseNot", "Not"),
+    "where": _where,
+    "clip": _clip,
+    # reductions and linear algebra
+    "reduce_sum": reduce("ReduceSum"),
+    "reduce_mean": reduce("ReduceMean"),
+    "reduce_max": reduce("ReduceMax"),
+    "reduce_min": reduce("ReduceMin"),
+    "reduce_prod": reduce("ReduceProd"),
+    "argmax": arg_reduce("ArgMax"),
+    "argmin": arg_reduce("ArgMin"),
+    "matmul": binary("MatMul", narrow_ints=False),
+    "cumsum": _cumsum,
+    # movement
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "broadcast_to": _broadcast_to,
+    "index": _index,
+    "gather": _gather,
+    "take_along_axis": _take_along_axis,
+    "concat": _concat,
+    "pad": _pad,
+    "tile": _tile,
+    "one_hot": _one_hot,
+    # nn
+    "conv2d": _conv2d,
+    "max_pool2d": pool("MaxPool"),
+    "avg_pool2d": pool("AveragePool", count_include_pad=1),
+}

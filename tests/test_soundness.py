@@ -242,3 +242,18 @@ def test_one_value_updating_two_variables_updates_both_with_separate_storage():
     np.testing.assert_array_equal(a.numpy(), np.full(3, 2.0))
     np.testing.assert_array_equal(b.numpy(), np.full(3, 2.0))
     np.testing.assert_allclose(c.numpy(), np.tanh(1.0) + 1.0, rtol=1e-6)
+
+
+def test_eager_ops_ignore_seterr_raise_as_pytorch():
+    # np.seterr(all="raise") made eager kernels raise FloatingPointError; PyTorch gives inf
+    # and nan (torch.tensor([100.]).exp() is inf; 1/0 is inf; 0/0 is nan).
+    old = np.seterr(all="raise")
+    try:
+        x = kn.tensor(np.array([100.0, 0.0], np.float32))
+        np.testing.assert_array_equal(kn.exp(x).numpy(), [np.inf, 1.0])
+        np.testing.assert_array_equal((kn.tensor([1.0, 0.0]) / 0.0).numpy(), [np.inf, np.nan])
+        y = kn.tensor(np.array([100.0], np.float32), requires_grad=True)
+        kn.exp(y).sum().backward()
+        assert np.isinf(y.grad.numpy()[0])
+    finally:
+        np.seterr(**old)

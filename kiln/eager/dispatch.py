@@ -16,7 +16,7 @@ from ..frontend.core import lift_and_bind
 from ..graph.core import user_site
 from ..ops import core as ops_core
 from ..ops.random import next_seed
-from ..runtime.backend import get_backend
+from ..runtime.backend import get_backend, ignore_fp_errors, restore_fp_errors
 from . import autograd
 from .grad_mode import state
 from .saved import SavedTensorError, Unavailable
@@ -53,7 +53,7 @@ def eager_dispatch(op, args, attrs):
             check_view(x, meta)
         device = _CPU if meta is None else meta.device
         xp = np if device == _CPU else _xp(device)
-        data = op.impl(xp, data, **attrs)
+        data = _kernel(op, xp, (data,), attrs)
         if type(data) is not _ndarray:
             data = xp.asarray(data)  # 0-d: NumPy's ufuncs give scalars
         out = make(data, device)
@@ -63,6 +63,21 @@ def eager_dispatch(op, args, attrs):
             autograd.record(op, args, attrs, out)
         return out
     return _dispatch(op, args, attrs)
+
+
+def _kernel(op, xp, datas, attrs):
+    """`op`'s kernel on `datas`. Kernels run with floating-point errors ignored, as PyTorch's
+    do: under `np.seterr(...="raise")` a kernel that raised FloatingPointError runs again
+    with errors ignored (eager kernels write no input, so running again is safe; the
+    common path pays nothing)."""
+    try:
+        return op.impl(xp, *datas, **attrs)
+    except FloatingPointError:
+        token = ignore_fp_errors()
+        try:
+            return op.impl(xp, *datas, **attrs)
+        finally:
+            restore_fp_errors(token)
 
 
 def _dispatch(op, args, attrs):
@@ -103,7 +118,7 @@ def _dispatch(op, args, attrs):
         key, checked = None, False
     if not checked:
         _check(op, datas, attrs, args, key)
-    data = op.impl(xp, *datas, **attrs)
+    data = _kernel(op, xp, datas, attrs)
     if type(data) is not _ndarray:
         data = xp.asarray(data)
     out = make(data, device)

@@ -99,8 +99,14 @@ __all__ = [
 ]
 
 
-def _make_unary(name, np_name):
+def _numpy_name(name):
+    """The NumPy ufunc the op's kernel is, as its lowering declares (None: not one ufunc)."""
+    return getattr(REGISTRY[name].lowering, "ufunc", None)
+
+
+def _make_unary(name):
     fn = core.unary_function(REGISTRY[name])
+    np_name = _numpy_name(name)
     like = f"PyTorch's and NumPy's `{np_name}`" if np_name else f"PyTorch's `{name}`"
     expected_dtype = f"np.{np_name}(a).dtype" if np_name else "a.dtype"
     fn.__doc__ = f"""Elementwise {name}, as {like} (integers: see `kn.result_type`).
@@ -115,8 +121,9 @@ def _make_unary(name, np_name):
     return fn
 
 
-def _make_binary(name, np_name):
+def _make_binary(name):
     fn = core.binary_function(REGISTRY[name])
+    np_name = _numpy_name(name)
     fn.__doc__ = f"""Elementwise {name} with broadcasting and PyTorch's promotion (NumPy's
     `{np_name}` on operands of one dtype).
 
@@ -130,50 +137,50 @@ def _make_binary(name, np_name):
     return fn
 
 
-neg = _make_unary("neg", "negative")
-abs = _make_unary("abs", "absolute")
-exp = _make_unary("exp", "exp")
-log = _make_unary("log", "log")
-log1p = _make_unary("log1p", "log1p")
-expm1 = _make_unary("expm1", "expm1")
-sqrt = _make_unary("sqrt", "sqrt")
-rsqrt = _make_unary("rsqrt", None)
-square = _make_unary("square", "square")
-sin = _make_unary("sin", "sin")
-cos = _make_unary("cos", "cos")
-tanh = _make_unary("tanh", "tanh")
-sigmoid = _make_unary("sigmoid", None)
-sign = _make_unary("sign", "sign")
-floor = _make_unary("floor", "floor")
-ceil = _make_unary("ceil", "ceil")
-round = _make_unary("round", "round")
-bitwise_not = _make_unary("bitwise_not", "invert")
-logical_not = _make_unary("logical_not", "logical_not")
-erf = _make_unary("erf", None)
-isnan = _make_unary("isnan", "isnan")
-isfinite = _make_unary("isfinite", "isfinite")
-add = _make_binary("add", "add")
-sub = _make_binary("sub", "subtract")
-mul = _make_binary("mul", "multiply")
-div = _make_binary("div", "true_divide")
-pow = _make_binary("pow", "power")
-floordiv = _make_binary("floordiv", "floor_divide")
-mod = _make_binary("mod", "remainder")
-maximum = _make_binary("maximum", "maximum")
-minimum = _make_binary("minimum", "minimum")
-equal = _make_binary("equal", "equal")
-not_equal = _make_binary("not_equal", "not_equal")
-less = _make_binary("less", "less")
-less_equal = _make_binary("less_equal", "less_equal")
-greater = _make_binary("greater", "greater")
-greater_equal = _make_binary("greater_equal", "greater_equal")
-logical_and = _make_binary("logical_and", "logical_and")
-logical_or = _make_binary("logical_or", "logical_or")
-bitwise_and = _make_binary("bitwise_and", "bitwise_and")
-bitwise_or = _make_binary("bitwise_or", "bitwise_or")
-bitwise_xor = _make_binary("bitwise_xor", "bitwise_xor")
-bitwise_left_shift = _make_binary("bitwise_left_shift", "left_shift")
-bitwise_right_shift = _make_binary("bitwise_right_shift", "right_shift")
+neg = _make_unary("neg")
+abs = _make_unary("abs")
+exp = _make_unary("exp")
+log = _make_unary("log")
+log1p = _make_unary("log1p")
+expm1 = _make_unary("expm1")
+sqrt = _make_unary("sqrt")
+rsqrt = _make_unary("rsqrt")
+square = _make_unary("square")
+sin = _make_unary("sin")
+cos = _make_unary("cos")
+tanh = _make_unary("tanh")
+sigmoid = _make_unary("sigmoid")
+sign = _make_unary("sign")
+floor = _make_unary("floor")
+ceil = _make_unary("ceil")
+round = _make_unary("round")
+bitwise_not = _make_unary("bitwise_not")
+logical_not = _make_unary("logical_not")
+erf = _make_unary("erf")
+isnan = _make_unary("isnan")
+isfinite = _make_unary("isfinite")
+add = _make_binary("add")
+sub = _make_binary("sub")
+mul = _make_binary("mul")
+div = _make_binary("div")
+pow = _make_binary("pow")
+floordiv = _make_binary("floordiv")
+mod = _make_binary("mod")
+maximum = _make_binary("maximum")
+minimum = _make_binary("minimum")
+equal = _make_binary("equal")
+not_equal = _make_binary("not_equal")
+less = _make_binary("less")
+less_equal = _make_binary("less_equal")
+greater = _make_binary("greater")
+greater_equal = _make_binary("greater_equal")
+logical_and = _make_binary("logical_and")
+logical_or = _make_binary("logical_or")
+bitwise_and = _make_binary("bitwise_and")
+bitwise_or = _make_binary("bitwise_or")
+bitwise_xor = _make_binary("bitwise_xor")
+bitwise_left_shift = _make_binary("bitwise_left_shift")
+bitwise_right_shift = _make_binary("bitwise_right_shift")
 for _fn, _sign in ((bitwise_and, "&"), (bitwise_or, "|"), (bitwise_xor, "^"),
                    (bitwise_left_shift, "<<"), (bitwise_right_shift, ">>")):  # fmt: skip
     _fn.__doc__ = f"""`a {_sign} b` elementwise on integers and bools (floats are refused), with
@@ -259,7 +266,7 @@ def cast(x, dtype):
     return call("cast", x, dtype=dt.as_dtype(dtype))
 
 
-relu = _make_unary("relu", None)
+relu = _make_unary("relu")
 relu.__doc__ = """`maximum(x, 0)`; its gradient is 1 where x > 0, else 0 (at 0 too, as PyTorch's).
 
     >>> import kiln as kn, numpy as np

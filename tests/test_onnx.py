@@ -295,7 +295,9 @@ def test_import_needs_static_shapes():
     y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
     node = h.make_node("Reshape", ["x", "s"], ["y"], name="r")
     model = h.make_model(h.make_graph([node], "g", [x, s], [y]))
-    with pytest.raises(kn.GraphError, match=r"'r' \(Reshape\) needs its shape as a constant"):
+    with pytest.raises(
+        kn.GraphError, match=r"'r' \(Reshape\) needs its shape \('s'\) as a constant"
+    ):
         import_onnx(model)
 
 
@@ -307,3 +309,16 @@ def test_exported_rows_are_deterministic():
         _, inputs, outputs = build(case, arrays)
         texts.add(to_onnx(kn.function(inputs, outputs)).SerializeToString())
     assert len(texts) == 1
+
+
+def test_import_constants_fix_shape_inputs():
+    h = onnx.helper
+    x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    s = h.make_tensor_value_info("s", onnx.TensorProto.INT64, [2])
+    y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    node = h.make_node("Reshape", ["x", "s"], ["y"], name="r")
+    model = h.make_model(h.make_graph([node], "g", [x, s], [y]))
+    g = import_onnx(model, constants={"s": np.array([3, -1], np.int64)})
+    assert [i.name for i in g.inputs] == ["x"]
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(kn.function(g.inputs, g.outputs)(a)[0], a.reshape(3, 2))

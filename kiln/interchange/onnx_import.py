@@ -63,8 +63,9 @@ class Importer:
         """The array of a value that must be known when importing (a shape, axes, pads)."""
         if isinstance(value, Known):
             return value.array
-        raise self.error(f"needs its {what} as a constant (an initializer, a Constant or shape "
-                         "arithmetic): kiln's graphs have static shapes and attrs")  # fmt: skip
+        raise self.error(f"needs its {what} ({value.name!r}) as a constant (an initializer, a "
+                         "Constant, shape arithmetic or import_onnx's constants=): kiln's graphs "
+                         "have static shapes and attrs")  # fmt: skip
 
     def apply(self, op: str, *args, **attrs) -> Symbol:
         return bind_graph(REGISTRY[op], [self.symbol(a) for a in args], attrs, graph=self.graph)
@@ -121,12 +122,14 @@ def _placeholder(graph, value_info, onnx):
         return placeholder(dtype, tuple(dims), _name(value_info.name))
 
 
-def import_onnx(model_or_path) -> Graph:
+def import_onnx(model_or_path, constants=None) -> Graph:
     """A kiln Graph computing an ONNX model: `.inputs` (placeholders, in the model's order) and
     `.outputs`; run it with `kn.function(g.inputs, g.outputs)`. Initializers become Variables.
 
-    An ONNX op kiln has no rule for, or a shape or attr that is only known at run time, raises
-    GraphError naming the ONNX node. `kiln.interchange.SUPPORTED` lists the ONNX ops it imports.
+    `constants` maps graph input names to values fixed at import: an input that gives a shape,
+    axes or pads must be known then (kiln's shapes and attrs are static). An ONNX op kiln has no
+    rule for, or such a value only known at run time, raises GraphError naming the ONNX node.
+    `kiln.interchange.SUPPORTED` lists the ONNX ops it imports.
     """
     from .onnx_import_rules import FOLD, RULES
 
@@ -137,11 +140,17 @@ def import_onnx(model_or_path) -> Graph:
     numpy_helper = onnx.numpy_helper
     for init in model.graph.initializer:
         imp.values[init.name] = Known(numpy_helper.to_array(init), init.name)
+    for name, value in (constants or {}).items():
+        imp.values[name] = Known(np.asarray(value))
+    for vi in [*model.graph.input, *model.graph.output]:
+        if not vi.type.HasField("tensor_type"):
+            raise imp.error(f"has value {vi.name!r} of a non-tensor type (sequence, map or "
+                            "optional), which kiln's graphs do not have")  # fmt: skip
+    fixed = {i.name for i in model.graph.initializer} | set(constants or ())
     for vi in model.graph.input:
-        if vi.name not in imp.values:
+        if vi.name not in fixed:
             imp.values[vi.name] = _placeholder(graph, vi, onnx)
-    graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in
-                    {i.name for i in model.graph.initializer}]  # fmt: skip
+    graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in fixed]
     for node in model.graph.node:
         imp.node = node
         if node.domain not in ("", "ai.onnx"):
@@ -161,6 +170,9 @@ def import_onnx(model_or_path) -> Graph:
                 results = rule(imp, inputs, attrs)
         if not isinstance(results, (list, tuple)):
             results = [results]
+        extra = [n for n in node.output[len(results) :] if n]
+        if extra:
+            raise imp.error(f"output {extra[0]!r} has no kiln form")
         for name, value in zip(node.output, results):
             if name:
                 imp.values[name] = value
@@ -172,6 +184,9 @@ def import_onnx(model_or_path) -> Graph:
 def _fold(fold, inputs, attrs, imp):
     """Computes a node on known values now (shape arithmetic), or None to build it instead."""
     arrays = [v.array if v is not None else None for v in inputs]
+    symbolic = any(a is not None and a.dtype == object for a in arrays)
+    if symbolic and not getattr(fold, "dims_ok", False):
+        return None  # comparisons of a Dim with an int are unknown until run time
     small = all(a is None or a.dtype == object or (a.dtype.kind in "iub" and a.size <= 64)
                 for a in arrays)  # fmt: skip
     if not small:

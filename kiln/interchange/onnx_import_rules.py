@@ -76,6 +76,12 @@ def _div(imp, xs, attrs):
     return imp.apply("mul", q, imp.apply("mul", imp.apply("sign", a), imp.apply("sign", b)))
 
 
+def _pow(imp, xs, attrs):  # ONNX: the base's type, whatever the exponent's
+    base = imp.symbol(xs[0])
+    y = imp.apply("pow", base, xs[1])
+    return y if y.dtype == base.dtype else imp.apply("cast", y, dtype=base.dtype)
+
+
 def _mod(imp, xs, attrs):
     return imp.apply("fmod" if attrs.get("fmod", 0) else "mod", *xs)
 
@@ -173,9 +179,14 @@ def reduce(name, pre=None, post=None):
             axes = list(range(x.ndim))
         keepdims = bool(attrs.get("keepdims", 1))
         value = imp.apply(name, pre(imp, x) if pre else x, axes=tuple(axes), keepdims=keepdims)
-        return post(imp, value) if post else value
+        return _same_dtype(imp, post(imp, value) if post else value, x)
 
     return rule
+
+
+def _same_dtype(imp, y, x):
+    """ONNX keeps the input's type where NumPy's sums widen small integers."""
+    return y if y.dtype == x.dtype else imp.apply("cast", y, dtype=x.dtype)
 
 
 def _square(imp, x):
@@ -198,12 +209,20 @@ def _log_sum_exp(imp, xs, attrs):
 
 def arg(name):
     def rule(imp, xs, attrs):
-        if attrs.get("select_last_index", 0):
-            raise imp.error("with select_last_index=1 has no kiln form")
         x = imp.symbol(xs[0])
-        index = imp.apply(name, x, axis=_axis(attrs.get("axis", 0), x.ndim),
-                          keepdims=bool(attrs.get("keepdims", 1)))  # fmt: skip
-        return imp.apply("cast", index, dtype=np.dtype(np.int64))
+        axis, keepdims = _axis(attrs.get("axis", 0), x.ndim), bool(attrs.get("keepdims", 1))
+        last = attrs.get("select_last_index", 0)
+        if last:  # the first along the reversed axis, counted from the end
+            spec = (("slice", None, None, None),) * axis + (("slice", None, None, -1),)
+            x = imp.apply("index", x, spec=spec)
+        index = imp.apply("cast", imp.apply(name, x, axis=axis, keepdims=keepdims),
+                          dtype=np.dtype(np.int64))  # fmt: skip
+        if last:
+            size = x.shape[axis]
+            if not isinstance(size, int):
+                raise imp.error("with select_last_index=1 on a symbolic dim has no kiln form")
+            index = imp.apply("sub", imp.scalar(size - 1, np.int64), index)
+        return index
 
     return rule
 
@@ -246,7 +265,9 @@ def _gemm(imp, xs, attrs):
 def _cumsum(imp, xs, attrs):
     x = imp.symbol(xs[0])
     axis = _axis(int(imp.known(xs[1], "axis").reshape(-1)[0]), x.ndim)
-    y = imp.apply("cumsum", x, axis=axis, reverse=bool(attrs.get("reverse", 0)))
+    y = _same_dtype(
+        imp, imp.apply("cumsum", x, axis=axis, reverse=bool(attrs.get("reverse", 0))), x
+    )
     return imp.apply("sub", y, x) if attrs.get("exclusive", 0) else y
 
 
@@ -401,7 +422,12 @@ def _one_hot(imp, xs, attrs):
     zero = imp.scalar(0, idx.dtype)  # ONNX: negative indices count from the end
     idx = imp.apply("where", imp.apply("less", idx, zero),
                     imp.apply("add", idx, imp.scalar(depth, idx.dtype)), idx)  # fmt: skip
+    # ONNX: an index out of range gives a row of `off` values (kiln's one_hot refuses it)
+    valid = imp.apply("logical_and", imp.apply("greater_equal", idx, zero),
+                      imp.apply("less", idx, imp.scalar(depth, idx.dtype)))  # fmt: skip
+    idx = imp.apply("where", valid, idx, zero)
     hot = imp.apply("one_hot", idx, depth=depth, dtype=np.dtype(bool))
+    hot = imp.apply("logical_and", hot, imp.apply("reshape", valid, shape=(*valid.shape, 1)))
     y = imp.apply("where", hot, on, off)
     axis = _axis(attrs.get("axis", -1), y.ndim)
     if axis != y.ndim - 1:
@@ -460,14 +486,30 @@ def _identity(imp, xs, attrs):
 # -- nn ----------------------------------------------------------------------------------------
 
 
-def _pads_2d(imp, attrs, x):
-    """Symmetric (ph, pw) pads, after padding `x` explicitly where ONNX's are not."""
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
-        raise imp.error(f"with auto_pad={attrs['auto_pad']!r} has no kiln form")
-    top, left, bottom, right = attrs.get("pads", [0, 0, 0, 0])
-    if (top, left) == (bottom, right):
-        return x, (top, left)
-    return x, None  # asymmetric: the caller pads with its own fill value
+def _pads_2d(imp, attrs, x, kernel, strides, dilations):
+    """ONNX's (top, left, bottom, right) pads, from `pads` or `auto_pad` (SAME_* on static
+    sizes: the output size is ceil(size / stride))."""
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("NOTSET", "VALID"):
+        return tuple(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else (0, 0, 0, 0)
+    begin, end = [], []
+    for size, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
+        if not isinstance(size, int):
+            raise imp.error(f"with auto_pad={auto} on a symbolic size has no kiln form")
+        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        small = total // 2
+        begin.append(small if auto == "SAME_UPPER" else total - small)
+        end.append(total - begin[-1])
+    return (*begin, *end)
+
+
+def _explicit_pad(imp, x, pads, value):
+    """`x` padded by ONNX's (top, left, bottom, right) pads with `value`."""
+    if not any(pads):
+        return x
+    t, l_, b, r = pads
+    return imp.apply("pad", x, pad_width=((0, 0), (0, 0), (t, b), (l_, r)), value=value)
 
 
 def _check_2d(imp, x, attrs, key="kernel_shape"):
@@ -480,13 +522,13 @@ def _conv(imp, xs, attrs):
     _check_2d(imp, x, attrs)
     if attrs.get("group", 1) != 1:
         raise imp.error(f"with group={attrs['group']} has no kiln form (groups=1 only)")
-    x, pads = _pads_2d(imp, attrs, x)
-    if pads is None:
-        t, l_, b, r = attrs["pads"]
-        x = imp.apply("pad", x, pad_width=((0, 0), (0, 0), (t, b), (l_, r)), value=0.0)
-        pads = (0, 0)
-    y = imp.apply("conv2d", x, w, stride=tuple(attrs.get("strides", (1, 1))), padding=pads,
-                  dilation=tuple(attrs.get("dilations", (1, 1))))  # fmt: skip
+    strides = tuple(attrs.get("strides", (1, 1)))
+    dilations = tuple(attrs.get("dilations", (1, 1)))
+    pads = _pads_2d(imp, attrs, x, w.shape[2:], strides, dilations)
+    padding = pads[:2]
+    if pads[:2] != pads[2:]:
+        x, padding = _explicit_pad(imp, x, pads, 0.0), (0, 0)
+    y = imp.apply("conv2d", x, w, stride=strides, padding=padding, dilation=dilations)
     if len(xs) > 2 and xs[2] is not None:
         bias = imp.symbol(xs[2])
         y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
@@ -494,23 +536,32 @@ def _conv(imp, xs, attrs):
 
 
 def pool(name):
+    """MaxPool / AveragePool: pads kiln's pool does not take (asymmetric, over half a kernel)
+    are applied first (-inf for max, zeros for the mean); `count_include_pad=0` divides by the
+    pooled count of real elements."""
+
     def rule(imp, xs, attrs):
         x = imp.symbol(xs[0])
         _check_2d(imp, x, attrs)
         if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", (1, 1))):
             raise imp.error("with ceil_mode or dilations has no kiln form")
-        if (
-            name == "avg_pool2d"
-            and not attrs.get("count_include_pad", 0)
-            and any(attrs.get("pads", [0]))
-        ):
-            raise imp.error("with count_include_pad=0 and pads has no kiln form")
-        x, pads = _pads_2d(imp, attrs, x)
-        if pads is None:
-            raise imp.error("with asymmetric pads has no kiln form")
-        kernel = tuple(attrs["kernel_shape"])
-        return imp.apply(name, x, kernel_size=kernel, stride=tuple(attrs.get("strides", (1, 1))),
-                         padding=pads)  # fmt: skip
+        kernel, strides = tuple(attrs["kernel_shape"]), tuple(attrs.get("strides", (1, 1)))
+        pads = _pads_2d(imp, attrs, x, kernel, strides, (1, 1))
+        is_max = name == "max_pool2d"
+        fits = pads[:2] == pads[2:] and all(2 * p <= k for p, k in zip(pads, kernel))
+        if fits and (is_max or attrs.get("count_include_pad", 0) or not any(pads)):
+            return imp.apply(name, x, kernel_size=kernel, stride=strides, padding=pads[:2])
+        if not dt.is_float(x.dtype):
+            raise imp.error(f"on {x.dtype} has no kiln form (floats only)")
+        fill = -np.inf if is_max else 0.0
+        y = imp.apply(name, _explicit_pad(imp, x, pads, fill), kernel_size=kernel,
+                      stride=strides, padding=(0, 0))  # fmt: skip
+        if is_max or attrs.get("count_include_pad", 0):
+            return y
+        ones = imp.apply("broadcast_to", Known(np.ones((), x.dtype)), shape=x.shape)
+        count = imp.apply(name, _explicit_pad(imp, ones, pads, 0.0), kernel_size=kernel,
+                          stride=strides, padding=(0, 0))  # fmt: skip
+        return imp.apply("div", y, count)
 
     return rule
 
@@ -536,7 +587,7 @@ UNARY = {
     "BitwiseNot": "bitwise_not", "Det": "det",
 }  # fmt: skip
 BINARY = {
-    "Add": "add", "Sub": "sub", "Mul": "mul", "Pow": "pow", "Equal": "equal", "Less": "less",
+    "Add": "add", "Sub": "sub", "Mul": "mul", "Equal": "equal", "Less": "less",
     "LessOrEqual": "less_equal", "Greater": "greater", "GreaterOrEqual": "greater_equal",
     "And": "logical_and", "Or": "logical_or", "BitwiseAnd": "bitwise_and",
     "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor", "MatMul": "matmul", "Where": "where",
@@ -547,6 +598,7 @@ RULES = {
     **{k: op(v) for k, v in BINARY.items()},
     "Div": _div,
     "Mod": _mod,
+    "Pow": _pow,
     "Max": _variadic("maximum"),
     "Min": _variadic("minimum"),
     "Sum": _variadic("add"),
@@ -640,11 +692,27 @@ def _fold_cast(imp, arrays, attrs):
     return arrays[0].astype(dtype)
 
 
+def _fold_div(imp, arrays, attrs):
+    a, b = arrays
+    if a.dtype == object or b.dtype == object:
+        return None
+    q = np.abs(a) // np.abs(b)  # ONNX's integer Div truncates toward 0
+    return (q * np.sign(a) * np.sign(b)).astype(np.result_type(a, b))
+
+
 def _fold_reshape(imp, arrays, attrs):
     x, target = arrays[0], [int(d) for d in arrays[1]]
     if not attrs.get("allowzero", 0):
         target = [x.shape[a] if d == 0 else d for a, d in enumerate(target)]
     return x.reshape(target)
+
+
+def _dims_ok(fold):
+    def wrapped(imp, arrays, attrs):
+        return fold(imp, arrays, attrs)
+
+    wrapped.dims_ok = True
+    return wrapped
 
 
 FOLD = {
@@ -656,7 +724,23 @@ FOLD = {
     "Squeeze": _fold_squeeze,
     "Unsqueeze": _fold_unsqueeze,
     "Reshape": _fold_reshape,
-    "Mul": lambda imp, a, attrs: a[0] * a[1],
+    "Mul": _dims_ok(lambda imp, a, attrs: a[0] * a[1]),
+    "Div": _fold_div,
+    "Mod": lambda imp, a, attrs: np.fmod(a[0], a[1]) if attrs.get("fmod") else np.mod(a[0], a[1]),
+    "Equal": lambda imp, a, attrs: np.equal(a[0], a[1]),
+    "Less": lambda imp, a, attrs: np.less(a[0], a[1]),
+    "Greater": lambda imp, a, attrs: np.greater(a[0], a[1]),
+    "Not": lambda imp, a, attrs: np.logical_not(a[0]),
+    "And": lambda imp, a, attrs: np.logical_and(a[0], a[1]),
+    "Or": lambda imp, a, attrs: np.logical_or(a[0], a[1]),
+    "Where": lambda imp, a, attrs: np.where(a[0], a[1], a[2]),
+    "Max": lambda imp, a, attrs: np.maximum.reduce(np.broadcast_arrays(*a)),
+    "Min": lambda imp, a, attrs: np.minimum.reduce(np.broadcast_arrays(*a)),
+    "Neg": lambda imp, a, attrs: -a[0],
+    "Abs": lambda imp, a, attrs: np.abs(a[0]),
     "Add": lambda imp, a, attrs: a[0] + a[1],
     "Sub": lambda imp, a, attrs: a[0] - a[1],
 }
+# Folds that move or multiply dims without comparing them: safe on symbolic (Dim) entries.
+for _op in ("Identity", "Cast", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape"):
+    FOLD[_op] = _dims_ok(FOLD[_op])

@@ -1,0 +1,132 @@
+"""ONNX's own backend node tests, run through `kn.import_onnx`: the test cases the installed
+`onnx` package generates (`onnx.backend.test.case.node`: each a one-op model with input and
+expected output data), read at test time, never copied into kiln.
+
+A case counts when every op of its model is one kiln imports (`kiln.interchange.SUPPORTED`).
+Integer graph inputs that give a shape, axes or pads (kiln's are static) are passed as
+`constants=` with the test's own values; such a case is marked "frozen" in the report. The
+report (run with `-s` to see it) lists failures by cause; docs/onnx.md quotes the measurement.
+"""
+
+import collections
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+import kiln as kn  # noqa: E402
+from kiln.interchange import SUPPORTED, import_onnx  # noqa: E402
+
+# Measured when written (onnx 1.23.2): 891 of 1121 cases pass; the count may only grow.
+MIN_PASSED = 891
+
+# Cases that must pass: one or more per kind of ONNX op kiln's exporter writes.
+MUST_PASS = [
+    "test_relu", "test_sigmoid", "test_tanh", "test_erf", "test_exp", "test_log", "test_sqrt",
+    "test_reciprocal", "test_neg", "test_abs", "test_floor", "test_ceil", "test_round",
+    "test_sign", "test_add_bcast", "test_sub_bcast", "test_mul_bcast", "test_div_bcast",
+    "test_pow_bcast_array", "test_max_example", "test_min_example", "test_mod_mixed_sign_int64",
+    "test_mod_mixed_sign_float32", "test_equal_bcast", "test_less_bcast", "test_greater_equal",
+    "test_and_bcast3v1d", "test_or2d", "test_xor4d", "test_not_3d", "test_where_example",
+    "test_cast_FLOAT_to_DOUBLE", "test_isnan", "test_clip", "test_softplus",
+    "test_reduce_sum_keepdims_random", "test_reduce_mean_keepdims_random",
+    "test_reduce_max_keepdims_random", "test_reduce_min_keepdims_random",
+    "test_reduce_prod_keepdims_random", "test_argmax_keepdims_random",
+    "test_argmin_keepdims_random",
+    "test_matmul_2d", "test_matmul_4d", "test_reshape_reordered_all_dims", "test_transpose_default",
+    "test_expand_dim_changed", "test_slice", "test_slice_neg_steps", "test_squeeze",
+    "test_unsqueeze_axis_1", "test_gather_0", "test_gather_negative_indices",
+    "test_gather_elements_0", "test_concat_2d_axis_1", "test_constant_pad", "test_tile",
+    "test_onehot_with_axis", "test_conv_with_strides_padding", "test_maxpool_2d_pads",
+    "test_averagepool_2d_pads_count_include_pad", "test_cumsum_2d_axis_1", "test_softmax_axis_1",
+    "test_gemm_all_attributes", "test_bitwise_and_i32_2d",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cases():
+    from onnx.backend.test.case import node as node_cases
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return {case.name: case for case in node_cases.collect_testcases(None)}
+
+
+def _array(value):
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
+def run_case(case) -> bool:
+    """Imports and runs one case against its data; returns whether inputs were frozen."""
+    model = case.model
+    names = [vi.name for vi in model.graph.input]
+    names = [n for n in names if n not in {i.name for i in model.graph.initializer}]
+    first = dict(zip(names, (_array(a) for a in case.data_sets[0][0])))
+    frozen = {}
+    while True:  # freeze the inputs the import names as needed constants, one at a time
+        try:
+            graph = import_onnx(model, constants=frozen)
+            break
+        except kn.GraphError as e:
+            found = re.search(r"\('([^']*)'\) as a constant", str(e))
+            if not found or found.group(1) not in first or found.group(1) in frozen:
+                raise
+            frozen[found.group(1)] = first[found.group(1)]
+    f = kn.function(graph.inputs, graph.outputs)
+    for inputs, outputs in case.data_sets:
+        feeds = [_array(a) for n, a in zip(names, inputs) if n not in frozen]
+        with np.errstate(all="ignore"):
+            got = f(*feeds)
+        for k, (a, e) in enumerate(zip(got, outputs, strict=True)):
+            e = _array(e)
+            assert (a.dtype, a.shape) == (e.dtype, e.shape), (
+                f"output {k}: {a.dtype}{a.shape}, expected {e.dtype}{e.shape}"
+            )
+            if e.dtype.kind in "fc":
+                np.testing.assert_allclose(a, e, case.rtol, case.atol, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(a, e)
+    return bool(frozen)
+
+
+def cause(error) -> str:
+    """A failure's cause: its type and message with numbers and names blurred, so alike
+    failures group."""
+    text = str(error).split("\n")[0]
+    text = re.sub(r"'[^']*'", "'…'", text)
+    text = re.sub(r"\d+", "N", text)
+    return f"{type(error).__name__}: {text[:100]}"
+
+
+def test_backend_node_cases(cases):
+    counted, passed, frozen = 0, [], 0
+    failures = collections.defaultdict(list)
+    for name, case in sorted(cases.items()):
+        if not {n.op_type for n in case.model.graph.node} <= SUPPORTED:
+            continue
+        counted += 1
+        try:
+            frozen += run_case(case)
+        except Exception as e:  # noqa: BLE001 - every failure is tallied by cause
+            failures[cause(e)].append(name)
+        else:
+            passed.append(name)
+    rate = f"{100 * len(passed) / counted:.1f}%"
+    lines = [f"ONNX backend node cases over ops kiln imports: {len(passed)} of {counted} pass "
+             f"({rate}; {frozen} with shape inputs frozen)"]  # fmt: skip
+    for text, names in sorted(failures.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"  {len(names):4d}  {text}  e.g. {', '.join(names[:3])}")
+    print("\n" + "\n".join(lines))
+    missing = [n for n in MUST_PASS if n not in passed]
+    assert not missing, f"must-pass cases failed: {missing}\n" + "\n".join(lines)
+    assert len(passed) >= MIN_PASSED, "\n".join(lines)
+
+
+def test_must_pass_cases_exist(cases):
+    """The must-pass list names real cases (a renamed case would otherwise pass silently)."""
+    assert [n for n in MUST_PASS if n not in cases] == []

@@ -2,6 +2,10 @@
 
 `save`/`load` take and give plain dicts of arrays; `save_variables`/`restore_variables` back
 `Session.save`/`Session.restore` and match Variables by name, all or nothing.
+
+NOTE: `kn.checkpoint(fn, *args)` (activation checkpointing, torch.utils.checkpoint's
+function, kiln/eager/recompute.py) is this module called: API.md gives both meanings one
+name, so the module is callable (`_CallableModule`) and keeps its attributes.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ import json
 import os
 import secrets
 import struct
+import sys
 import threading
 import time
+import types
 from collections.abc import Mapping
 
 import numpy as np
@@ -387,3 +393,13 @@ def restore_variables(variables, path, lock=None) -> None:
     with lock or threading.Lock():
         for name, v in by_name.items():
             v.assign(arrays[name])
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, fn, *args, **kwargs):
+        from .eager.recompute import checkpoint  # NOTE: lazy, eager sits above checkpoints
+
+        return checkpoint(fn, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

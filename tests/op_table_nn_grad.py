@@ -158,4 +158,10 @@ RELU_GRAD_CASES = [
     _row("relu_grad", "broadcast", ((2, 3), (3,)), _ref_relu_grad, tol=0),
 ]
 
-CASES = [*GRAD_CASES, *RELU_GRAD_CASES]
+# after(x, token): x itself, read once token exists (kn.checkpoint's recomputation barrier).
+AFTER_CASES = [
+    _row("after", "basic", ((3, 5), (2,)), lambda x, token: x, tol=0),
+    _row("after", "scalar-token", ((4,), ()), lambda x, token: x, tol=0),
+]
+
+CASES = [*GRAD_CASES, *RELU_GRAD_CASES, *AFTER_CASES]

@@ -16,7 +16,7 @@ import kiln as kn
 from kiln.graph.opdef import REGISTRY
 
 KEEPS = {
-    "abs": {"x0"}, "add": set(), "avg_pool2d": set(), "broadcast_to": set(),
+    "abs": {"x0"}, "add": set(), "after": set(), "avg_pool2d": set(), "broadcast_to": set(),
     "cast": set(), "clip": {"x0", "x1", "x2"}, "concat": set(), "conv2d": {"x0", "x1"},
     "cos": {"x0"}, "div": {"x1", "y"}, "erf": {"x0"}, "exp": {"y"}, "expm1": {"y"},
     "gather": {"x1"}, "index": set(), "log": {"x0"}, "log1p": {"x0"}, "matmul": {"x0", "x1"},
@@ -29,6 +29,16 @@ KEEPS = {
     "sigmoid": {"y"}, "sin": {"x0"}, "softplus": {"x0"}, "sqrt": {"y"}, "square": {"x0"},
     "sub": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
     "transpose": set(), "where": {"x0"},
+}  # fmt: skip
+# PyTorch's functions (kiln/ops/elementwise_torch.py, scan.py, index.py, linalg.py); scatter's
+# first row writes (reduce "none"): only where it wrote, from the index
+KEEPS |= {
+    "tan": {"y"}, "asin": {"x0"}, "acos": {"x0"}, "atan": {"x0"}, "sinh": {"x0"},
+    "cosh": {"x0"}, "asinh": {"x0"}, "acosh": {"x0"}, "atanh": {"x0"}, "exp2": {"y"},
+    "log2": {"x0"}, "log10": {"x0"}, "atan2": {"x0", "x1"}, "fmod": {"x0", "x1"},
+    "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"},
+    "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0", "y"},
+    "solve": {"x0", "y"},
 }  # fmt: skip
 
 

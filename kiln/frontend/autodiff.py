@@ -8,7 +8,7 @@ from ..passes.differentiate import differentiate
 from .core import call, lift
 from .shape import reshape, stack
 
-__all__ = ["grad", "jacobian", "hessian", "stop_gradient"]
+__all__ = ["grad", "jacobian", "hessian", "stop_gradient"]  # kn.checkpoint: kiln/eager
 
 
 def _symbols(values, what) -> list:
@@ -38,6 +38,27 @@ def grad(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
     if grad_ys is not None and not isinstance(grad_ys, (list, tuple)):
         grad_ys = [grad_ys]
     return differentiate(ys, xs, grad_ys, disconnected)
+
+
+def checkpoint_graph(fn, *args, **kwargs):
+    """`fn(*args)` built into the graph as a kn.checkpoint region: `kn.grad` recomputes the
+    values of its nodes in the backward pass instead of keeping them from the forward pass
+    (kiln/passes/differentiate.py), so only the region's inputs cross between the passes.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     x = kn.placeholder(kn.float64, (2,), name="x")
+    ...     y = kn.sum(checkpoint_graph(lambda v: kn.tanh(v) * 2.0, x))
+    ...     dx, = kn.grad(y, [x])
+    ...     f = kn.function([x], dx)
+    >>> np.allclose(f(np.array([0.0, 1.0])), 2 * (1 - np.tanh([0.0, 1.0]) ** 2))
+    True
+    """
+    graph = next(a.graph for a in args if isinstance(a, Symbol))
+    start = len(graph.nodes)
+    out = fn(*args, **kwargs)
+    graph.checkpoints.append(frozenset(id(n) for n in graph.nodes[start:]))
+    return out
 
 
 def stop_gradient(x):

@@ -254,6 +254,8 @@ class Graph:
         # The passes that made this program graph, in order: such a graph computes the same
         # values, but not the same gradients (stop_gradient is gone, fused ops have no vjp).
         self.optimized: tuple[str, ...] = ()
+        # kn.checkpoint regions: the ids of the nodes each made, recomputed by kn.grad
+        self.checkpoints: list[frozenset] = []
 
     # -- building --------------------------------------------------------------------------
 

@@ -58,6 +58,19 @@ def _identity(xp, x, out=None):
 stop_gradient = defop("stop_gradient", same_shape, same_dtype, _identity, tags={"view", "nondiff"})
 
 
+def _after(xp, x, token, out=None):
+    return _identity(xp, x, out)
+
+
+# `after(x, token)`: x, read only once `token` exists. Recomputation in the backward pass
+# (kn.checkpoint) starts from `after(input, cotangent)`, so the recomputed values can neither
+# be made before the backward pass reaches them nor be merged with the originals by CSE.
+after = defop(
+    "after", lambda x, token: x, lambda x, token: x, _after,
+    vjp=lambda ct, y, x, token: (ct, None), views=(0,),
+)  # fmt: skip
+
+
 def _assign_shape(var, value):
     if len(var) != len(value) or any(a != b and isinstance(a, int) and isinstance(b, int)
                                      for a, b in zip(var, value)):  # fmt: skip

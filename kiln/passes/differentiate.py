@@ -94,6 +94,7 @@ def _backward(graph, ys, xs, seeds) -> dict:
     for y, seed in zip(ys, seeds):
         _accumulate(cts, y, seed)
     results = {}
+    recompute = _Recompute(graph)
     for node in reversed(nodes):
         ct = cts.pop(id(node.out), None)
         if ct is None:
@@ -108,15 +109,55 @@ def _backward(graph, ys, xs, seeds) -> dict:
                 )
             continue
         with graph.site(node.site):
+            out, inputs = recompute.primals(node, ct)
             if "vjp_needs" in node.op.tags:
                 needs = tuple(id(inp) in relevant for inp in node.inputs)
-                in_cts = node.op.vjp(ct, node.out, *node.inputs, needs=needs, **node.attrs)
+                in_cts = node.op.vjp(ct, out, *inputs, needs=needs, **node.attrs)
             else:
-                in_cts = node.op.vjp(ct, node.out, *node.inputs, **node.attrs)
+                in_cts = node.op.vjp(ct, out, *inputs, **node.attrs)
             for inp, c in zip(node.inputs, in_cts):
                 if c is not None and id(inp) in relevant:
                     _accumulate(cts, inp, c)
     return results
+
+
+class _Recompute:
+    """The values a vjp reads: the node's own, or for a node of a kn.checkpoint region,
+    copies of the region's nodes made in the backward pass (from `after(input, ct)` of its
+    inputs, with the cotangent that first reaches the region), so the forward pass keeps
+    only the region's inputs alive. Random nodes are not recomputed (their draws must not
+    change): their values are kept."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.region = {nid: k for k, ids in enumerate(graph.checkpoints) for nid in ids}
+        self.copies: dict[int, dict] = {}  # region -> {id(original value): its copy}
+
+    def primals(self, node, ct):
+        k = self.region.get(id(node))
+        if k is None:
+            return node.out, node.inputs
+        copies = self.copies.get(k)
+        if copies is None:
+            copies = self.copies[k] = self._copy(k, ct)
+        get = lambda s: copies.get(id(s), s)  # noqa: E731
+        return get(node.out), [get(i) for i in node.inputs]
+
+    def _copy(self, k, ct) -> dict:
+        ids, graph, copies = self.graph.checkpoints[k], self.graph, {}
+        for n in graph.nodes:
+            if id(n) not in ids or "random" in n.op.tags or "source" in n.op.tags:
+                continue
+            inputs = []
+            for i in n.inputs:
+                if id(i) not in copies:  # from outside the region (or a random draw)
+                    copies[id(i)] = apply("after", i, ct)
+                inputs.append(copies[id(i)])
+            clone = graph.add_node(n.op, inputs, n.attrs, f"{n.name}_recomputed", n.site,
+                                   n.out.shape, n.out.dtype)  # fmt: skip
+            clone.ref = n.ref
+            copies[id(n.out)] = clone.out
+        return copies
 
 
 def _accumulate(cts, x, ct):

@@ -1,0 +1,56 @@
+"""`kn.checkpoint(fn, *args)`: activation checkpointing with torch.utils.checkpoint's meaning.
+Eagerly, `fn` runs without recording; the backward pass runs it again with grad and back-
+propagates through that run. On Symbols (graph mode, `kn.compile`), the region it builds is
+recomputed by `kn.grad` in the backward pass (kiln/frontend/autodiff.py)."""
+
+from __future__ import annotations
+
+from ..graph.core import Symbol
+from ..graph.opdef import OpDef
+from . import autograd
+from .grad_mode import enable_grad, no_grad, state
+from .tensor import Tensor
+
+
+def checkpoint(fn, *args, use_reentrant=None, **kwargs):
+    """`fn(*args, **kwargs)`, keeping only `args` for the backward pass, which runs `fn`
+    again: memory for time, as `torch.utils.checkpoint.checkpoint(fn, *args)`.
+
+    Gradients reach `args` that require grad and the tensors `fn` uses (a layer's
+    parameters), as PyTorch's non-reentrant checkpoint gives them. `fn` returns one tensor.
+    Differs from PyTorch: the result requires grad whenever grad mode is on (PyTorch: when
+    something `fn` used requires grad), and random ops in `fn` draw again when recomputed
+    eagerly (PyTorch restores the random state); in graph mode their draws are kept.
+
+    >>> import kiln as kn, numpy as np
+    >>> w = kn.tensor([2.0, 3.0], requires_grad=True)
+    >>> x = kn.tensor([1.0, 4.0], requires_grad=True)
+    >>> y = kn.checkpoint(lambda v: (kn.tanh(v * w) * v).sum(), x)
+    >>> y.backward()
+    >>> bool(np.allclose(w.grad.numpy(), [1 - np.tanh(2.0) ** 2, 16 * (1 - np.tanh(12.0) ** 2)]))
+    True
+    """
+    del use_reentrant  # PyTorch's switch between two implementations; kiln has one
+    if any(isinstance(a, Symbol) for a in args):
+        from ..frontend.autodiff import checkpoint_graph
+
+        return checkpoint_graph(fn, *args, **kwargs)
+    if not state.grad:
+        return fn(*args, **kwargs)
+    with no_grad():
+        out = fn(*args, **kwargs)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"kn.checkpoint: fn must return one Tensor, got {type(out).__name__}")
+
+    def vjp(ct, y, *inputs):
+        copies = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
+                  for a in inputs]  # fmt: skip
+        with enable_grad():
+            again = fn(*copies, **kwargs)
+            autograd.backward([again], [ct])
+        return tuple(c.grad if isinstance(c, Tensor) and c.requires_grad else None
+                     for c in copies)  # fmt: skip
+
+    op = OpDef("checkpoint", None, None, None, vjp=vjp)
+    autograd.record(op, args, {}, out)
+    return out

@@ -4,7 +4,8 @@ forward to the backward pass, plus one cotangent and one weight gradient in flig
 step's time against the same step by hand in NumPy.
 
 Cases: 16 layers of width 1024, batch 512, ReLU, cross-entropy, with SGD and with Adam
-updates through `kn.function(..., updates=...)`.
+updates through `kn.function(..., updates=...)`; 64 layers of width 1024, batch 256, SGD,
+plain and with every 8 layers one kn.checkpoint region (recomputed in the backward pass).
 """
 
 from __future__ import annotations
@@ -46,12 +47,12 @@ def floor_bytes(sizes, batch) -> int:
     return activations + batch * max(sizes) * 4 + max(a * b for a, b in zip(sizes, sizes[1:])) * 4
 
 
-def case(name, optimizer, sizes, batch, repeats, min_s):
+def case(name, optimizer, sizes, batch, repeats, min_s, segment=None):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     labels = rng.integers(0, sizes[-1], batch)
     weights = init_weights(sizes)
-    f, _ = kiln_step(sizes, batch, weights, sgd if optimizer == "sgd" else adam)
+    f, _ = kiln_step(sizes, batch, weights, sgd if optimizer == "sgd" else adam, segment)
     f(x, labels)
     plan = f.plan
     line = (
@@ -75,6 +76,9 @@ def main():
     deep = [1024] * 17
     case("16x1024 b512, SGD", "sgd", deep, 512, repeats, min_s)
     case("16x1024 b512, Adam", "adam", deep, 512, repeats, min_s)
+    deeper = [1024] * 65
+    case("64x1024 b256, SGD", "sgd", deeper, 256, repeats, min_s)
+    case("64x1024 b256, checkpoint/8", "sgd", deeper, 256, repeats, min_s, segment=8)
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ def build_graph(model=None) -> Program:
         model.eval()  # the evaluation graph: no dropout, the same Variables
         with kn.name_scope("eval"):
             logits = model(x)
-            correct = kn.equal(kn.argmax(logits, axis=1), labels)
+            correct = kn.eq(kn.argmax(logits, axis=1), labels)
             accuracy = kn.mean(kn.cast(correct, kn.float32))
         model.train()
     return Program(graph, model, x, labels, loss, train_op, logits, accuracy)

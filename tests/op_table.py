@@ -376,7 +376,7 @@ binary_rows("floordiv", kn.floordiv, np.floor_divide, rhs="nonzero", scalar=3)
 binary_rows("mod", kn.mod, np.remainder, rhs="nonzero", scalar=3)
 binary_rows("maximum", kn.maximum, np.maximum, "small", "small", scalar=0)
 binary_rows("minimum", kn.minimum, np.minimum, "small", "small", scalar=1.5)
-binary_rows("equal", kn.equal, np.equal, "small", "small", scalar=1)
+binary_rows("equal", kn.eq, np.equal, "small", "small", scalar=1)
 binary_rows("not_equal", kn.not_equal, np.not_equal, "small", "small", scalar=1.0)
 binary_rows("less", kn.less, np.less, "small", "small", scalar=0)
 binary_rows("less_equal", kn.less_equal, np.less_equal, "small", "small", scalar=0)
@@ -414,7 +414,7 @@ rows(
         np.logical_or,
     ),
     OpCase(
-        "equal", "bool", kn.equal, args(Arg((3, 5), "bool"), Arg((5,), "bool")), np.equal,
+        "equal", "bool", kn.eq, args(Arg((3, 5), "bool"), Arg((5,), "bool")), np.equal,
         ("bool",),
     ),
 )  # fmt: skip
@@ -679,11 +679,11 @@ rows(
     index_row("strided", (2, 3, 5), IX[1, ::-1], "S"),
     move_row("index", "split", lambda x: kn.split(x, 2), lambda x: np.split(x, 2), args((4, 3))),
     move_row(
-        "index", "split-indices", lambda x: kn.split(x, [1, 3], axis=-1),
+        "index", "split-indices", lambda x: kn.split(x, [1, 2, 2], axis=-1),  # sizes
         lambda x: np.split(x, [1, 3], axis=-1), args(Arg((2, 5), layout="T")),
     ),
     move_row(
-        "index", "split-empty-part", lambda x: kn.split(x, [0, 2]),
+        "index", "split-empty-part", lambda x: kn.split(x, [0, 2, 1]),  # PyTorch's sizes
         lambda x: np.split(x, [0, 2]), args((3, 2)),
     ),
 )  # fmt: skip
@@ -692,7 +692,7 @@ rows(
 def gather_row(label, shape, idx, axis, layout="c", dtypes=FLOATS, fn=None):
     idx = np.asarray(idx, dtype=np.int64)
     return move_row(
-        "gather", label, fn or (lambda x, i: kn.gather(x, i, axis=axis)),
+        "gather", label, fn or (lambda x, i: kn.take(x, i, axis=axis)),
         lambda x, i: np.take(x, i, axis=axis), fixed_idx(Arg(shape, layout=layout), idx),
         dtypes,
     )  # fmt: skip
@@ -711,8 +711,8 @@ def fixed_idx(x_arg, *indices):
 rows(
     gather_row("basic", (5, 3), [4, 0, 2, 2], 0, dtypes=("float32", "int32", "bool")),
     gather_row("axis-neg-2d-idx", (3, 5), [[0, 4], [1, 1], [3, 2]], -1),
-    # x[idx] counts negative indices from the end (NumPy's and PyTorch's indexing); kn.gather
-    # refuses them, as PyTorch's index_select does (tests/test_index_checks.py).
+    # x[idx] counts negative indices from the end (NumPy's and PyTorch's indexing);
+    # kn.index_select refuses them, as PyTorch's does (tests/test_index_checks.py).
     gather_row("getitem-neg-idx", (5, 3), [-1, -5, 0], 0, fn=lambda x, i: kn.getitem(x, i)),
     gather_row("0d-idx", (3, 5), 2, 1),
     gather_row("empty-idx", (3, 5), np.zeros((0,), np.int64), 1),
@@ -720,7 +720,7 @@ rows(
     gather_row("transposed", (3, 5), [2, 0], 0, "T"),
     gather_row("getitem-array", (3, 5), [4, 0], 1, fn=lambda x, i: kn.getitem(x, IX[:, i])),
     OpCase(
-        "gather", "int32-idx", lambda x, i: kn.gather(x, i, axis=0),
+        "gather", "int32-idx", lambda x, i: kn.index_select(x, 0, i),
         fixed_idx(Arg((5, 2)), np.array([3, 1], np.int32)),
         lambda x, i: np.take(x, i, axis=0),
     ),
@@ -1041,7 +1041,13 @@ rows(
 
 # -- nn: rows in op_table_nn.py (conv2d, pooling) and op_table_nn_grad.py (their gradients) -----
 
-NN_TABLES = ("op_table_nn", "op_table_nn_grad", "op_table_fused", "op_table_bitwise")
+NN_TABLES = (
+    "op_table_nn",
+    "op_table_nn_grad",
+    "op_table_fused",
+    "op_table_torch",
+    "op_table_bitwise",
+)
 
 
 def nn_rows(module_name: str) -> list:

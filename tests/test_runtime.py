@@ -93,7 +93,7 @@ def test_updates_are_all_or_nothing():
         b = kn.Variable(np.zeros(3, np.float32), name="b")
         table = kn.constant(np.arange(3.0, dtype=np.float32))
         # `a`'s update is computed before `b`'s, whose gather fails for a bad index.
-        picked = kn.gather(table, x)
+        picked = kn.index_select(table, 0, x)
         f = kn.function([x], [], updates={a: a + 1.0, b: b + kn.sum(picked)})
     f(np.array([0, 1]))
     np.testing.assert_array_equal(a.numpy(), [1, 1, 1])
@@ -106,7 +106,7 @@ def test_updates_are_all_or_nothing():
 def test_kernel_failure_is_reraised_with_node_context():
     with kn.Graph().as_default():
         idx = kn.placeholder(kn.int64, (1,), name="idx")
-        y = kn.gather(kn.constant(np.arange(3.0)), idx)
+        y = kn.index_select(kn.constant(np.arange(3.0)), 0, idx)
         f = kn.function([idx], y)
     # An index out of range is the data's fault, not the kernel's: an IndexError (as PyTorch
     # raises), with the node's context; other kernel failures: tests/test_index_checks.py.

@@ -17,6 +17,8 @@ from .tensor import Tensor, make
 
 __all__ = [
     "arange",
+    "empty",
+    "empty_like",
     "eye",
     "from_numpy",
     "full",
@@ -25,6 +27,7 @@ __all__ = [
     "ones",
     "ones_like",
     "rand",
+    "randint",
     "randn",
     "tensor",
     "zeros",
@@ -178,6 +181,45 @@ def rand(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor
     return _random("random_uniform", size, dtype, device, requires_grad, low=0.0, high=1.0)
 
 
+def randint(*args, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high): `randint(high, size)` or
+    `randint(low, high, size)` (int64 unless `dtype` is given), from the `kn.manual_seed` stream.
+
+    >>> import kiln as kn
+    >>> kn.manual_seed(0); a = kn.randint(3, 10, (2, 4))
+    >>> tuple(a.shape), a.dtype, bool(((a >= 3) & (a < 10)).all())
+    ((2, 4), dtype('int64'), True)
+    """
+    if size is None:
+        *bounds, size = args
+    else:
+        bounds = list(args)
+    if len(bounds) not in (1, 2):
+        raise TypeError("randint() takes (high, size) or (low, high, size)")
+    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+    low, high = int(low), int(high)
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")  # fmt: skip
+    seed = next_seed()
+    u = bind(REGISTRY["random_uniform"], shape=_shape((size,)), dtype=dt.float64, seed=seed,
+             key=(seed, 0), low=0.0, high=1.0)  # fmt: skip
+    # NOTE: floor(u * n) < n for u < 1, but rounding may reach n for huge n: hence the minimum
+    values = np.minimum(low + np.floor(np.asarray(u) * (high - low)), high - 1)
+    dtype = dt.int64 if dtype is None else dt.as_dtype(dtype)
+    return _finish(values.astype(dtype), device, requires_grad)
+
+
+def empty(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """A tensor of shape `size` whose values are whatever the memory held (PyTorch's `empty`).
+
+    >>> import kiln as kn
+    >>> tuple(kn.empty(2, 3).shape), kn.empty((2,), dtype=kn.int32).dtype
+    ((2, 3), dtype('int32'))
+    """
+    return _finish(np.empty(_shape(size), _float(dtype)), device, requires_grad)
+
+
 def _like(t, dtype, device):
     return (t.shape, t.dtype if dtype is None else dt.as_dtype(dtype),
             t.device if device is None else device)  # fmt: skip
@@ -198,6 +240,12 @@ def ones_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """Ones of `t`'s shape, dtype and device (unless given)."""
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialized tensor of `t`'s shape, dtype and device (unless given)."""
+    shape, dtype, device = _like(t, dtype, device)
+    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

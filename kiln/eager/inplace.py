@@ -167,7 +167,7 @@ def getitem(self, index):
             f"of the indexed tensor {list(self.shape)} at index {k}"
         )
     flat = F.reshape(self, (*lead, -1, *self.shape[k + mask.ndim :]))
-    picked = F.gather(flat, np.flatnonzero(mask), axis=k)
+    picked = F.index_select(flat, k, np.flatnonzero(mask))
     rest = items[k + 1 :]
     return F.getitem(picked, (slice(None),) * (k + 1) + rest) if rest else picked
 

@@ -1,16 +1,31 @@
 """The user API: sources, op functions, operators on Symbol, random, dumps."""
 
-from . import methods, random
+# NOTE: the torch_* modules come after math and shape in this (sorted) order, so where a name
+# was NumPy's there (gather, split, equal, div), PyTorch's function is the one exported.
+from . import linalg, methods, random
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .core import Variable, constant, placeholder
+from .einsum import einsum
+from .linalg import det, inverse
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .nn_functional import *  # noqa: F403
 from .nn_functional import __all__ as _nn_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .torch_index import *  # noqa: F403
+from .torch_index import __all__ as _index_all
+from .torch_math import *  # noqa: F403
+from .torch_math import __all__ as _torch_math_all
+from .torch_shape import *  # noqa: F403
+from .torch_shape import __all__ as _torch_shape_all
 
 methods.install()
 
-__all__ = ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_autodiff_all]
+__all__ = list(
+    dict.fromkeys(
+        ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_autodiff_all,
+         *_index_all, *_torch_math_all, *_torch_shape_all, "einsum", "det", "inverse", "linalg"]
+    )
+)  # fmt: skip

@@ -9,8 +9,12 @@ from .. import dtypes as dt
 from ..array_types import Size, device
 from ..errors import GraphError
 from ..graph.core import Symbol
+from . import linalg as la
 from . import math as m
 from . import shape as s
+from . import torch_index as ti
+from . import torch_math as tm
+from . import torch_shape as ts
 
 
 def _swap(fn):
@@ -54,6 +58,27 @@ METHODS = {
     "permute": s.permute, "t": s.t, "flatten": s.flatten, "squeeze": s.squeeze,
     "unsqueeze": s.unsqueeze, "broadcast_to": s.broadcast_to, "take": s.gather,
 }  # fmt: skip
+
+# PyTorch's methods of kiln/frontend/torch_*.py (their `div` takes rounding_mode, `take` is
+# PyTorch's, of the flattened tensor unless an axis is given).
+METHODS |= {
+    "cumsum": tm.cumsum, "cumprod": tm.cumprod, "cummax": tm.cummax, "cummin": tm.cummin,
+    "logcumsumexp": tm.logcumsumexp, "sort": tm.sort, "argsort": tm.argsort, "topk": tm.topk,
+    "mm": tm.mm, "bmm": tm.bmm, "allclose": tm.allclose, "isclose": tm.isclose,
+    "equal": tm.equal, "div": tm.div, "divide": tm.div, "fmod": tm.fmod,
+    "remainder": m.mod, "copysign": tm.copysign, "lerp": tm.lerp, "logaddexp": tm.logaddexp,
+    "exp2": tm.exp2, "log2": tm.log2, "log10": tm.log10, "tan": tm.tan, "asin": tm.asin,
+    "acos": tm.acos, "atan": tm.atan, "atan2": tm.atan2, "sinh": tm.sinh, "cosh": tm.cosh,
+    "asinh": tm.asinh, "acosh": tm.acosh, "atanh": tm.atanh, "flip": ts.flip, "roll": ts.roll,
+    "tril": ts.tril, "triu": ts.triu, "diagonal": ts.diagonal, "diag": ts.diag,
+    "repeat": ts.repeat, "repeat_interleave": ts.repeat_interleave, "expand": ts.expand,
+    "expand_as": ts.expand_as, "unflatten": ts.unflatten, "split": ts.split, "chunk": ts.chunk,
+    "unfold": ts.unfold, "gather": ti.gather, "take": ti.take, "index_select": ti.index_select,
+    "scatter": ti.scatter, "scatter_add": ti.scatter_add, "scatter_reduce": ti.scatter_reduce,
+    "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
+    "where": ti.where_method, "det": la.det, "inverse": la.inv,
+}  # fmt: skip
+
 
 def _reshape_method(self, *shape):
     return s.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)

@@ -41,7 +41,7 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
         leaves.append(value)
         paths.append(path)
         return _LEAF
-    if type(value) in (list, tuple):
+    if type(value) in (list, tuple) or _is_namedtuple(value):
         items = (flatten(v, f"{path}_{i}", leaves, paths, statics) for i, v in enumerate(value))
         return (type(value), tuple(items))
     if type(value) is dict:
@@ -51,6 +51,11 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
     return (_STATIC, value)
 
 
+def _is_namedtuple(value) -> bool:
+    """`sort(x)`'s `(values, indices)` and the like: a tuple class with named fields."""
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
 def _unflatten(structure, leaves):
     if structure is _LEAF:
         return next(leaves)
@@ -58,7 +63,8 @@ def _unflatten(structure, leaves):
         return structure[1]
     if structure[0] is dict:
         return dict(zip(structure[1], (_unflatten(s, leaves) for s in structure[2])))
-    return structure[0](_unflatten(s, leaves) for s in structure[1])
+    items = (_unflatten(s, leaves) for s in structure[1])
+    return structure[0](*items) if hasattr(structure[0], "_fields") else structure[0](items)
 
 
 def name_of(fn) -> str:

@@ -1,8 +1,25 @@
 """The op registry: one `OpDef` per primitive, in one module of its family; `bind` applies one."""
 
 from ..graph.opdef import REGISTRY, OpDef
-from . import elementwise, fused, linalg, movement, nn, nn_grad, random, reduce, state
+from . import (
+    elementwise,
+    elementwise_torch,
+    fused,
+    index,
+    linalg,
+    movement,
+    nn,
+    nn_grad,
+    random,
+    reduce,
+    scan,
+    sort,
+    state,
+)
 from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
-_FAMILIES = (elementwise, fused, linalg, movement, nn, nn_grad, random, reduce, state)
+_FAMILIES = (
+    elementwise, elementwise_torch, fused, index, linalg, movement, nn, nn_grad, random, reduce,
+    scan, sort, state,
+)  # fmt: skip

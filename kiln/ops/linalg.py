@@ -1,11 +1,12 @@
-"""Linear algebra: `matmul` with NumPy's batching and broadcasting semantics."""
+"""Linear algebra: `matmul` with NumPy's batching and broadcasting semantics; `inv`, `det` and
+`solve` over batches of square matrices."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from .core import apply, defop, ufunc_dtype
 
 
@@ -75,3 +76,103 @@ matmul = defop(
     "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul,
     vjp=_matmul_vjp, tags=("vjp_needs",),
 )  # fmt: skip
+
+
+# -- inverse, determinant, solve (batched over leading dims) -----------------------------------
+
+
+def _square_shape(name):
+    def rule(a):
+        if len(a) < 2:
+            raise ShapeError(
+                f"{name}: the input must have at least 2 dims, got {sh.format_shape(a)}"
+            )
+        sh.require_equal(a[-1], a[-2], f"{name}: a batch of square matrices is expected")
+        if isinstance(a[-1], int) and isinstance(a[-2], int) and a[-1] != a[-2]:
+            raise ShapeError(
+                f"{name}: a batch of square matrices is expected, got {sh.format_shape(a)}"
+            )
+        return tuple(a) if name != "det" else tuple(a[:-2])
+
+    return rule
+
+
+def _linalg_dtype(name):
+    def rule(*dtypes):
+        for d in dtypes:
+            if d not in (np.float32, np.float64):
+                raise DTypeError(f"{name}: float32 or float64 matrices are expected, got {d}")
+        return np.result_type(*dtypes)
+
+    return rule
+
+
+def _inv(xp, a, out=None):
+    r = xp.linalg.inv(a)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+inv = defop(
+    "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
+    vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
+)  # fmt: skip
+
+
+def _det(xp, a, out=None):
+    r = xp.asarray(xp.linalg.det(a))
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+def _det_vjp(ct, y, a):
+    # d det(A) / dA = det(A) A^-T (A invertible)
+    scale = _unsqueeze(_unsqueeze(ct * y, -1), -1)
+    return (scale * _swap_last(apply("inv", a)),)
+
+
+det = defop("det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp)
+
+
+def _solve_shape(a, b):
+    _square_shape("solve")(a)
+    vector = len(b) == len(a) - 1
+    b2 = (*b, 1) if vector else b
+    if len(b2) < 2:
+        raise ShapeError(f"solve: B {sh.format_shape(b)} has too few dims")
+    why = f"solve: A {sh.format_shape(a)} and B {sh.format_shape(b)} do not match"
+    if isinstance(a[-1], int) and isinstance(b2[-2], int) and a[-1] != b2[-2]:
+        raise ShapeError(why)
+    sh.require_equal(a[-1], b2[-2], why)
+    batch = sh.broadcast_shapes(a[:-2], b2[:-2], why=why)
+    return (*batch, b2[-2]) if vector else (*batch, *b2[-2:])
+
+
+def _solve(xp, a, b, out=None):
+    if b.ndim == a.ndim - 1:
+        r = xp.linalg.solve(a, b[..., None])[..., 0]
+    else:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        r = xp.linalg.solve(xp.broadcast_to(a, (*batch, *a.shape[-2:])),
+                            xp.broadcast_to(b, (*batch, *b.shape[-2:])))  # fmt: skip
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+def _solve_vjp(ct, x, a, b):
+    """X = A^-1 B: dB = A^-T ct, dA = -dB X^T (autodiff sums batch broadcasting back)."""
+    gb = apply("solve", _swap_last(a), ct)
+    if b.ndim == a.ndim - 1:
+        ga = -(_unsqueeze(gb, -1) * _unsqueeze(x, -2))
+    else:
+        ga = -apply("matmul", gb, _swap_last(x))
+    return ga, gb
+
+
+solve = defop("solve", _solve_shape, _linalg_dtype("solve"), _solve, vjp=_solve_vjp)

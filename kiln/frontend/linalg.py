@@ -1,0 +1,152 @@
+"""`kn.linalg`: PyTorch's `torch.linalg` functions `norm`, `vector_norm`, `matrix_norm`,
+`det`, `inv` and `solve` (batched over leading dims; `det`, `inv` and `solve` are primitives
+with gradients, the norms composites)."""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, ShapeError
+from . import math as m
+from .core import call, lift
+
+__all__ = ["det", "inv", "matrix_norm", "norm", "solve", "vector_norm"]
+
+
+def _sum(x, dims, keepdim):
+    return call("reduce_sum", x, axes=dims, keepdims=bool(keepdim))
+
+
+def _reduce(op, x, dims, keepdim):
+    return call(op, x, axes=dims, keepdims=bool(keepdim))
+
+
+def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """The `ord`-norm of `x` over `dim` (None: all elements) as vectors: `ord` a number,
+    `inf` (max |x|), `-inf` (min |x|) or 0 (the count of nonzeros).
+
+    >>> import kiln as kn
+    >>> v = kn.tensor([3.0, -4.0])
+    >>> kn.linalg.vector_norm(v), kn.linalg.vector_norm(v, 1), kn.linalg.vector_norm(v, 0)
+    (tensor(5.), tensor(7.), tensor(2.))
+    """
+    (x,) = lift(x)
+    if dtype is not None:
+        x = call("cast", x, dtype=dt.as_dtype(dtype))
+    if not dt.is_float(x.dtype):
+        raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
+    dims = sh.normalize_axes(dim, x.ndim) if x.ndim else ()
+    a = m.abs(x)
+    if ord == math.inf:
+        return _reduce("reduce_max", a, dims, keepdim)
+    if ord == -math.inf:
+        return _reduce("reduce_min", a, dims, keepdim)
+    if ord == 0:
+        return _sum(call("cast", m.not_equal(x, 0), dtype=x.dtype), dims, keepdim)
+    if ord == 1:
+        return _sum(a, dims, keepdim)
+    if ord == 2:
+        return m.sqrt(_sum(m.mul(x, x), dims, keepdim))
+    return m.pow(_sum(m.pow(a, float(ord)), dims, keepdim), 1.0 / ord)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
+    """The `ord`-norm of the matrices in dims `dim`: "fro", 1 or -1 (max or min column sum
+    of |A|), inf or -inf (max or min row sum). The norms that need singular values ("nuc",
+    2, -2) are not supported.
+
+    >>> import kiln as kn
+    >>> kn.linalg.matrix_norm(kn.tensor([[1.0, -2.0], [3.0, 4.0]]), 1)
+    tensor(6.)
+    """
+    (A,) = lift(A)
+    if dtype is not None:
+        A = call("cast", A, dtype=dt.as_dtype(dtype))
+    if A.ndim < 2:
+        raise ShapeError(f"linalg.matrix_norm: the input must have 2 dims or more, got {A.ndim}")
+    rows, cols = (sh.normalize_axis(d, A.ndim) for d in dim)
+    if rows == cols:
+        raise ShapeError(f"linalg.matrix_norm: dims must be different, got {tuple(dim)}")
+    if ord == "fro":
+        return vector_norm(A, 2, (rows, cols), keepdim)
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise ValueError(f"linalg.matrix_norm: ord {ord!r} is not supported by kiln")
+    summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
+    sums = _sum(m.abs(A), (summed,), True)
+    out = _reduce("reduce_max" if ord > 0 else "reduce_min", sums, (over,), True)
+    if keepdim:
+        return out
+    return call("reshape", out, shape=tuple(d for i, d in enumerate(out.shape)
+                                              if i not in (rows, cols)))  # fmt: skip
+
+
+def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
+    """PyTorch's `linalg.norm`: with `ord=None`, the 2-norm of the flattened input (or over
+    `dim`); otherwise a vector norm (`dim` an int, or a 1-D input) or a matrix norm (`dim` a
+    pair, or a 2-D input).
+
+    >>> import kiln as kn
+    >>> kn.linalg.norm(kn.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(5.)
+    """
+    (A,) = lift(A)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        if dim is not None and len(dim) == 2:
+            return matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if dim is None:
+        if A.ndim not in (1, 2):
+            raise ShapeError(f"linalg.norm: with ord given, the input must be 1-D or 2-D, "
+                             f"got {A.ndim}-D")  # fmt: skip
+        dim = tuple(range(A.ndim))
+    if len(dim) == 1:
+        return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+    return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def det(A):  # noqa: N803
+    """The determinants of the square matrices in the last two dims.
+
+    >>> import kiln as kn
+    >>> kn.linalg.det(kn.tensor([[2.0, 1.0], [1.0, 3.0]]))
+    tensor(5.)
+    """
+    (A,) = lift(A)
+    return call("det", A)
+
+
+def inv(A):  # noqa: N803
+    """The inverses of the square matrices in the last two dims (singular ones raise).
+
+    >>> import kiln as kn
+    >>> kn.linalg.inv(kn.tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    (A,) = lift(A)
+    return call("inv", A)
+
+
+def solve(A, B, *, left: bool = True):  # noqa: N803
+    """X with `A @ X = B` (B a batch of vectors when it has one dim fewer than A); with
+    `left=False`, X with `X @ A = B`.
+
+    >>> import kiln as kn
+    >>> kn.linalg.solve(kn.tensor([[2.0, 0.0], [0.0, 4.0]]), kn.tensor([2.0, 2.0])).tolist()
+    [1.0, 0.5]
+    """
+    A, B = lift(A, B)
+    if left:
+        return call("solve", A, B)
+    # X A = B  <=>  A^T X^T = B^T
+    swap_a = (*range(A.ndim - 2), A.ndim - 1, A.ndim - 2)
+    swap_b = (*range(B.ndim - 2), B.ndim - 1, B.ndim - 2)
+    xt = call("solve", call("transpose", A, perm=swap_a), call("transpose", B, perm=swap_b))
+    return call("transpose", xt, perm=swap_b)
+
+
+# Shorter names PyTorch keeps at the top level.
+inverse = inv

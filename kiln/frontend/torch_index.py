@@ -1,0 +1,265 @@
+"""PyTorch's indexing functions: `gather`, `scatter` (and `scatter_add`, `scatter_reduce`),
+`index_select`, `masked_fill`, and the eager-only ones whose result's shape depends on the
+data (`masked_select`, `nonzero`). NumPy's `take` stays as `kn.take`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, GraphError, ShapeError
+from ..graph.core import Symbol
+from ..ops.index import check_index_shape
+from . import math as m
+from . import shape as s
+from .core import call, lift
+from .torch_shape import dim_arg
+
+__all__ = [
+    "gather",
+    "index_select",
+    "masked_fill",
+    "masked_select",
+    "nonzero",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "take",
+]
+
+
+def _corner(x, shape, dim):
+    """`x` cut to `shape` in every dim but `dim` (where an index is smaller than the input)."""
+    if all(d == dim or a == b for d, (a, b) in enumerate(zip(shape, x.shape))):
+        return x
+    spec = tuple(("slice", None, None, None) if d == dim else ("slice", 0, n, None)
+                 for d, n in enumerate(shape))  # fmt: skip
+    return call("index", x, spec=spec)
+
+
+def _one_d(*xs):
+    """0-d operands as 1-d ones (PyTorch's index functions take 0-d tensors as 1-d)."""
+    return [call("reshape", x, shape=(1,)) if x.ndim == 0 else x for x in xs]
+
+
+def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # noqa: A002
+    """`out[i][j] = input[index[i][j]][j]` for `dim=0` (PyTorch's `gather`): values along `dim`
+    at `index`, which has input's number of dims and may be smaller in the others.
+
+    >>> import kiln as kn
+    >>> kn.gather(kn.tensor([[1, 2], [3, 4]]), 1, kn.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
+    (x,) = lift(input)
+    (idx,) = lift(index, context=(x,))
+    if not dt.is_int(idx.dtype):
+        raise DTypeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
+    zero_d = x.ndim == 0
+    x, idx = _one_d(x, idx)
+    dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), x.ndim)
+    check_index_shape("gather", x.shape, idx.shape, dim)
+    out = call("take_along_axis", _corner(x, idx.shape, dim), idx, axis=dim)
+    return call("reshape", out, shape=()) if zero_d else out
+
+
+def take(input, index, axis=None):  # noqa: A002
+    """NumPy's `take`: elements at `index` along `axis` (None: of the flattened input, which
+    is also PyTorch's `take`); negative indices count from the end.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.take(np.arange(6).reshape(2, 3), np.array([2, 0]), axis=1)
+    array([[2, 0],
+           [5, 3]])
+    """
+    (x,) = lift(input)
+    if axis is None:
+        x, axis = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
+    (idx,) = lift(index, context=(x,))
+    return call("gather", x, idx, axis=sh.normalize_axis(axis, x.ndim), wrap_negative=True)
+
+
+def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
+    """The slices of `input` along `dim` at the 1-D `index` (in [0, size)).
+
+    >>> import kiln as kn
+    >>> kn.index_select(kn.tensor([[1, 2], [3, 4]]), 0, kn.tensor([1, 1]))
+    tensor([[3, 4],
+            [3, 4]])
+    """
+    (x,) = lift(input)
+    (idx,) = lift(index, context=(x,))
+    if idx.ndim > 1:
+        raise ShapeError(f"index_select(): Index is supposed to be a vector, got {idx.ndim}-d")
+    zero_d = x.ndim == 0
+    x, idx = _one_d(x, idx)
+    out = s.gather(x, idx, sh.normalize_axis(dim_arg(dim, axis, "index_select"), x.ndim))
+    return call("reshape", out, shape=()) if zero_d else out
+
+
+# -- scatter -------------------------------------------------------------------------------------
+
+
+def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa: A002
+    (x,) = lift(input)
+    (idx,) = lift(index, context=(x,))
+    if isinstance(src, (bool, int, float)):  # a value: src of index's shape
+        (v,) = lift(np.asarray(src, x.dtype), context=(x,))
+        src = call("broadcast_to", v, shape=tuple(idx.shape))
+    else:
+        (src,) = lift(src, context=(x,))
+    zero_d = x.ndim == 0
+    x, idx, src = _one_d(x, idx, src)
+    dim = sh.normalize_axis(dim_arg(dim, axis, name), x.ndim)
+    out = call("scatter", x, idx, src, axis=dim, reduce=reduce, include_self=bool(include_self))
+    return call("reshape", out, shape=()) if zero_d else out
+
+
+_REDUCE = {None: "none", "add": "sum", "multiply": "prod"}
+
+
+def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=None):  # noqa: A002
+    """`input` with `src` (a tensor, or a number `value`) written at `index` along `dim`:
+    `out[index[i][j]][j] = src[i][j]` for `dim=0` (PyTorch's `scatter`; `reduce="add"` or
+    `"multiply"` combines instead; repeated indices keep the last value written).
+
+    >>> import kiln as kn
+    >>> kn.zeros(2, 3).scatter(0, kn.tensor([[1, 0, 1]]), kn.ones(1, 3))
+    tensor([[0., 1., 0.],
+            [1., 0., 1.]])
+    """
+    if (src is None) == (value is None):
+        raise TypeError("scatter() takes a src tensor or a value, one of them")
+    if reduce not in _REDUCE:
+        raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+    return _scatter(input, dim, index, value if src is None else src, _REDUCE[reduce], True,
+                    "scatter", axis)  # fmt: skip
+
+
+def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
+    """`input` with `src` added at `index` along `dim`, repeated indices accumulating.
+
+    >>> import kiln as kn
+    >>> kn.zeros(3).scatter_add(0, kn.tensor([0, 2, 0]), kn.tensor([1.0, 2.0, 3.0]))
+    tensor([4., 0., 2.])
+    """
+    return _scatter(input, dim, index, src, "sum", True, "scatter_add", axis)
+
+
+def scatter_reduce(
+    input,  # noqa: A002 — PyTorch's argument names
+    dim: int,
+    index,
+    src,
+    reduce: str,
+    *,
+    include_self: bool = True,
+    axis=None,
+):
+    """`src` reduced into `input` at `index` along `dim` with `reduce` ("sum", "prod",
+    "mean", "amax", "amin"), counting input's own value unless `include_self=False`.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([5.0, 5.0])
+    >>> x.scatter_reduce(0, kn.tensor([0, 0, 1]), kn.tensor([1.0, 9.0, 2.0]), "amax")
+    tensor([9., 5.])
+    """
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise ValueError(f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, "
+                         f"got {reduce!r}")  # fmt: skip
+    return _scatter(input, dim, index, src, reduce, include_self, "scatter_reduce", axis)
+
+
+# -- masks ---------------------------------------------------------------------------------------
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    """`input` with `value` (a number or a 0-d tensor, cast to input's dtype) where the bool
+    `mask` (broadcast to input) holds.
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2, 3]).masked_fill(kn.tensor([True, False, True]), 0)
+    tensor([0, 2, 0])
+    """
+    (x,) = lift(input)
+    (mask,) = lift(mask, context=(x,))
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                         f"{mask.dtype}")  # fmt: skip
+    if isinstance(value, (bool, int, float)):
+        value = np.asarray(value, x.dtype)
+    (v,) = lift(value, context=(x,))
+    if v.ndim != 0:
+        raise ShapeError(f"masked_fill only supports a 0-dimensional value tensor, but got "
+                         f"{v.ndim} dimension(s)")  # fmt: skip
+    if v.dtype != x.dtype:
+        v = call("cast", v, dtype=x.dtype)
+    out = m.where(mask, v, x)
+    if tuple(out.shape) != tuple(x.shape):
+        raise ShapeError(f"masked_fill: the mask {sh.format_shape(mask.shape)} does not "
+                         f"broadcast to the input {sh.format_shape(x.shape)}")  # fmt: skip
+    return out
+
+
+def _eager_only(name: str, why: str):
+    return GraphError(
+        f"{name} gives a tensor whose shape depends on the data ({why}): it works in eager "
+        "mode only, not in graph mode or under kn.compile"
+    )
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of `input` where `mask` holds (both broadcast), as a 1-D tensor. Eager only.
+
+    >>> import kiln as kn
+    >>> kn.masked_select(kn.tensor([[1, 2], [3, 4]]), kn.tensor([True, False]))
+    tensor([1, 3])
+    """
+    x, mask = lift(input, mask)
+    if isinstance(x, Symbol) or isinstance(mask, Symbol):
+        raise _eager_only("masked_select", "its length is the number of true mask elements")
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"masked_select: expected a boolean mask, got {mask.dtype}")
+    shape = sh.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    flat = call("reshape", call("broadcast_to", x, shape=shape), shape=(sh.dim_product(shape),))
+    keep = np.flatnonzero(np.broadcast_to(_host(mask), shape))
+    return s.gather(flat, keep, 0)
+
+
+def _host(t) -> np.ndarray:
+    return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
+    """The indices of the nonzero elements: an (n, ndim) int64 tensor, or with `as_tuple` one
+    1-D tensor per dim. Eager only.
+
+    >>> import kiln as kn
+    >>> kn.nonzero(kn.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
+    (x,) = lift(input)
+    if isinstance(x, Symbol):
+        raise _eager_only("nonzero", "its length is the number of nonzero elements")
+    host = _host(x)
+    found = np.argwhere(host).astype(np.int64)
+    if as_tuple:
+        columns = [found[:, k] for k in range(host.ndim)] if host.ndim else [found[:, 0]]
+        return tuple(_like(x, np.ascontiguousarray(c)) for c in columns)
+    return _like(x, found)
+
+
+def _like(x, array):
+    """`array` as the kind of value `x` is: a Tensor on x's device, or a NumPy array."""
+    if hasattr(x, "detach"):
+        from ..eager import tensor
+
+        return tensor(array, device=x.device)
+    return array
+
+
+def where_method(self, condition, other):
+    """`x.where(condition, y)`: PyTorch's method form of `where(condition, x, y)`."""
+    return m.where(condition, self, other)

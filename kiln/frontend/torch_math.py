@@ -1,0 +1,447 @@
+"""PyTorch's math functions beyond the core set: `mm`/`bmm`, closeness tests, rounding
+division, `lerp`, `logaddexp`, trigonometric and hyperbolic functions, scans (`cumsum`,
+`cummax`...) and sorting (`sort`, `argsort`, `topk`), with PyTorch's signatures and dtypes."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, ShapeError
+from ..graph.core import Symbol
+from ..graph.opdef import REGISTRY
+from ..ops.elementwise_torch import trunc
+from . import core
+from . import math as m
+from .core import call, lift
+from .torch_shape import dim_arg, static_dim
+
+__all__ = [
+    "acos",
+    "acosh",
+    "allclose",
+    "argsort",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bmm",
+    "copysign",
+    "cosh",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
+    "div",
+    "divide",
+    "eq",
+    "equal",
+    "exp2",
+    "fmod",
+    "ge",
+    "gt",
+    "isclose",
+    "le",
+    "lerp",
+    "log10",
+    "log2",
+    "logaddexp",
+    "logcumsumexp",
+    "lt",
+    "mm",
+    "ne",
+    "remainder",
+    "sinh",
+    "sort",
+    "tan",
+    "topk",
+]
+
+# PyTorch's elementwise comparisons by their short names (`equal` is the whole-tensor test).
+eq, ne, lt, le, gt, ge = m.equal, m.not_equal, m.less, m.less_equal, m.greater, m.greater_equal
+remainder = m.mod
+
+
+def _floating(x):
+    """`x` as a float tensor: integers and bools become the default float (PyTorch's rule for
+    functions that are defined on floats)."""
+    (x,) = lift(x)
+    return x if dt.is_float(x.dtype) else call("cast", x, dtype=dt.DEFAULT_FLOAT)
+
+
+# -- matrix products -------------------------------------------------------------------------
+
+
+def mm(input, mat2):  # noqa: A002 — PyTorch's argument names
+    """The product of two matrices (2-D only; `matmul` batches and broadcasts).
+
+    >>> import kiln as kn
+    >>> tuple(kn.mm(kn.ones(2, 3), kn.ones(3, 4)).shape)
+    (2, 4)
+    """
+    a, b = lift(input, mat2)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"mm: both arguments must be matrices, got {a.ndim}-d and {b.ndim}-d")
+    return call("matmul", a, b)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched matrix products of two 3-D tensors with the same batch size (no broadcasting).
+
+    >>> import kiln as kn
+    >>> tuple(kn.bmm(kn.ones(5, 2, 3), kn.ones(5, 3, 4)).shape)
+    (5, 2, 4)
+    """
+    a, b = lift(input, mat2)
+    if a.ndim != 3 or b.ndim != 3:
+        raise ShapeError(f"bmm: both arguments must be 3-D, got {a.ndim}-d and {b.ndim}-d")
+    if isinstance(a.shape[0], int) and isinstance(b.shape[0], int) and a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm: batch sizes differ: {a.shape[0]} and {b.shape[0]}")
+    sh.require_equal(a.shape[0], b.shape[0], "bmm: batch sizes differ")
+    return call("matmul", a, b)
+
+
+# -- closeness ---------------------------------------------------------------------------------
+
+
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):  # noqa: A002
+    """Elementwise `|input - other| <= atol + rtol * |other|`, equal infinities close, NaN
+    close to NaN only with `equal_nan` (PyTorch's `isclose`; the dtypes must agree).
+
+    >>> import kiln as kn
+    >>> kn.isclose(kn.tensor([1.0, 2.0]), kn.tensor([1.0 + 1e-7, 2.1]))
+    tensor([ True, False])
+    """
+    a, b = lift(input, other)
+    if a.dtype != b.dtype:
+        raise DTypeError(f"isclose: {a.dtype} did not match {b.dtype}")
+    close = m.equal(a, b)
+    if a.dtype == np.bool_:
+        return close
+    if equal_nan and dt.is_float(a.dtype):
+        close = m.logical_or(close, m.logical_and(m.isnan(a), m.isnan(b)))
+    if not dt.is_float(a.dtype):  # integers: the tolerance in floating point
+        a, b = (call("cast", v, dtype=dt.DEFAULT_FLOAT) for v in (a, b))
+    error = m.abs(m.sub(a, b))
+    within = m.less_equal(error, m.add(m.abs(m.mul(b, float(rtol))), float(atol)))
+    return m.logical_or(close, m.logical_and(m.isfinite(error), within))
+
+
+def _all(mask):
+    """Whether every element of a bool tensor holds: a 0-d bool (a Symbol in graph mode)."""
+    misses = call("cast", m.logical_not(mask), dtype=np.dtype(np.int64))
+    axes = tuple(range(misses.ndim))
+    return m.equal(call("reduce_sum", misses, axes=axes, keepdims=False), 0)
+
+
+def _python_bool(value):
+    return value if isinstance(value, Symbol) else bool(value)
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):  # noqa: A002
+    """Whether every element is `isclose`: a Python bool (in graph mode, a 0-d bool Symbol).
+
+    >>> import kiln as kn
+    >>> kn.allclose(kn.tensor([1.0, 2.0]), kn.tensor([1.0, 2.0 + 1e-6]))
+    True
+    """
+    return _python_bool(_all(isclose(input, other, rtol, atol, equal_nan)))
+
+
+def equal(input, other):  # noqa: A002
+    """Whether the tensors have the same shape and elements: a Python bool (in graph mode, a
+    0-d bool Symbol when the shapes may agree). Elementwise equality is `eq`.
+
+    >>> import kiln as kn
+    >>> kn.equal(kn.tensor([1, 2]), kn.tensor([1, 2])), kn.equal(kn.ones(2), kn.ones(3))
+    (True, False)
+    """
+    a, b = lift(input, other)
+    if len(a.shape) != len(b.shape) or any(
+        isinstance(p, int) and isinstance(q, int) and p != q for p, q in zip(a.shape, b.shape)
+    ):
+        return False
+    if tuple(a.shape) != tuple(b.shape):
+        raise ShapeError(
+            f"equal: shapes {sh.format_shape(a.shape)} and {sh.format_shape(b.shape)} may "
+            "differ when it runs; compare tensors whose shapes agree when the graph is built"
+        )
+    return _python_bool(_all(m.equal(a, b)))
+
+
+# -- elementwise ---------------------------------------------------------------------------------
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    """`input / other`: true division (`rounding_mode=None`), rounded toward zero (`"trunc"`,
+    C's integer division) or down (`"floor"`, Python's `//`), as PyTorch's `div`.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([-7, 7])
+    >>> kn.div(x, 2, rounding_mode="trunc"), x.div(2, rounding_mode="floor")
+    (tensor([-3,  3]), tensor([-4,  3]))
+    >>> kn.div(kn.tensor([-7.0, 7.0]), 2).tolist()
+    [-3.5, 3.5]
+    """
+    if rounding_mode is None:
+        return m.div(input, other)
+    if rounding_mode == "floor":
+        return m.floordiv(input, other)
+    if rounding_mode != "trunc":
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"{rounding_mode!r}"
+        )
+    a, b = lift(input, other, op=REGISTRY["floordiv"])
+    q = m.floordiv(a, b)
+    if dt.is_float(q.dtype):
+        return trunc(m.div(a, b))
+    # floor division rounds the other way where the signs differ and it is not exact
+    inexact = m.not_equal(m.mod(a, b), 0)
+    signs_differ = m.not_equal(m.less(a, 0), m.less(b, 0))
+    return m.add(q, call("cast", m.logical_and(inexact, signs_differ), dtype=q.dtype))
+
+
+divide = div
+
+
+def fmod(input, other):  # noqa: A002
+    """The remainder of division rounded toward zero (the sign of `input`), as C's `fmod`;
+    `remainder` has the sign of `other`.
+
+    >>> import kiln as kn
+    >>> kn.fmod(kn.tensor([-3, 3]), 2), kn.remainder(kn.tensor([-3, 3]), 2)
+    (tensor([-1,  1]), tensor([1, 1]))
+    """
+    return core.lift_and_bind(REGISTRY["fmod"], input, other)
+
+
+def copysign(input, other):  # noqa: A002
+    """`|input|` with the sign of `other` (-0.0 counts as negative); integers give floats.
+
+    >>> import kiln as kn
+    >>> kn.copysign(kn.tensor([1.0, -2.0]), -0.0)
+    tensor([-1., -2.])
+    """
+    (x,) = lift(input)
+    if not dt.is_float(x.dtype):
+        x = _floating(x)
+    return core.lift_and_bind(REGISTRY["copysign"], x, other)
+
+
+def atan2(input, other):  # noqa: A002
+    """The angle of the point (`other`, `input`): `atan(input / other)` in the right quadrant.
+
+    >>> import kiln as kn
+    >>> round(kn.atan2(kn.tensor([1.0]), kn.tensor([-1.0])).item(), 4)
+    2.3562
+    """
+    a, b = lift(input, other)
+    if not (dt.is_float(a.dtype) or dt.is_float(b.dtype)):
+        a, b = _floating(a), _floating(b)
+    return core.lift_and_bind(REGISTRY["atan2"], a, b)
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """`input + weight * (end - input)`, computed as PyTorch does (from `end` when
+    `|weight| >= 0.5`, so `weight=1` gives `end` exactly).
+
+    >>> import kiln as kn
+    >>> kn.lerp(kn.tensor([0.0, 10.0]), kn.tensor([10.0, 20.0]), 0.5).tolist()
+    [5.0, 15.0]
+    """
+    a, b = lift(input, end)
+    diff = m.sub(b, a)
+    if isinstance(weight, (int, float)):
+        if abs(weight) < 0.5:
+            return m.add(a, m.mul(diff, weight))
+        return m.sub(b, m.mul(diff, 1 - weight))
+    (w,) = lift(weight, context=(a,))
+    low = m.less(m.abs(w), 0.5)
+    return m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
+
+
+def logaddexp(input, other):  # noqa: A002
+    """`log(exp(input) + exp(other))` without overflow or underflow.
+
+    >>> import kiln as kn
+    >>> kn.logaddexp(kn.tensor([1000.0, -1000.0]), kn.tensor([-1000.0, 1000.0])).tolist()
+    [1000.0, 1000.0]
+    """
+    a, b = (_floating(v) for v in lift(input, other))
+    top = m.maximum(a, b)
+    gap = m.abs(m.sub(a, b))
+    gap = m.where(m.isnan(gap), 0.0, gap)  # equal infinities: no gap
+    return m.add(top, m.log1p(m.exp(m.neg(gap))))
+
+
+def _float_unary(name, example, expected):
+    fn = core.unary_function(REGISTRY[name])
+
+    def function(input):  # noqa: A002
+        return fn(_floating(input))
+
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__  # made here, from a template: its docstring is tested here
+    function.__doc__ = f"""Elementwise {name}; integers and bools give the default float dtype.
+
+    >>> import kiln as kn
+    >>> round(kn.{name}(kn.tensor([{example}])).item(), 4)
+    {expected}
+    """
+    return function
+
+
+# The examples' values: NumPy's float32 results, rounded to 4 places.
+tan = _float_unary("tan", 0.5, "0.5463")
+asin = _float_unary("asin", 0.5, "0.5236")
+acos = _float_unary("acos", 0.5, "1.0472")
+atan = _float_unary("atan", 0.5, "0.4636")
+sinh = _float_unary("sinh", 0.5, "0.5211")
+cosh = _float_unary("cosh", 0.5, "1.1276")
+asinh = _float_unary("asinh", 0.5, "0.4812")
+acosh = _float_unary("acosh", 2.0, "1.317")
+atanh = _float_unary("atanh", 0.5, "0.5493")
+exp2 = _float_unary("exp2", 3, "8.0")
+log2 = _float_unary("log2", 8, "3.0")
+log10 = _float_unary("log10", 100, "2.0")  # float32 log10(100) is 2.0000002
+
+
+# -- scans ---------------------------------------------------------------------------------------
+
+_Pair = {name: namedtuple(name, ["values", "indices"]) for name in ("cummax", "cummin", "sort",
+                                                                  "topk")}  # fmt: skip
+
+
+def _scan_input(x, dim, axis, name, dtype=None):
+    (x,) = lift(x)
+    if dtype is not None:
+        x = call("cast", x, dtype=dt.as_dtype(dtype))
+    dim = dim_arg(dim, axis, name)
+    if dim is None:
+        raise TypeError(f"{name}() missing required argument 'dim'")
+    return x, sh.normalize_axis(dim, max(x.ndim, 1))
+
+
+def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
+    """Running sums along `dim`; integers and bools sum in int64 unless `dtype` is given.
+
+    >>> import kiln as kn
+    >>> kn.cumsum(kn.tensor([1, 2, 3]), dim=0)
+    tensor([1, 3, 6])
+    """
+    x, dim = _scan_input(input, dim, axis, "cumsum", dtype)
+    return call("cumsum", x, axis=dim, reverse=False)
+
+
+def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
+    """Running products along `dim` (integers and bools in int64), with PyTorch's gradient
+    where the input has zeros.
+
+    >>> import kiln as kn
+    >>> kn.tensor([1.0, 2.0, 3.0]).cumprod(0)
+    tensor([1., 2., 6.])
+    """
+    x, dim = _scan_input(input, dim, axis, "cumprod", dtype)
+    return call("cumprod", x, axis=dim)
+
+
+def logcumsumexp(input, dim=None, *, axis=None):  # noqa: A002
+    """Running `log(sum(exp(x)))` along `dim`, without overflow.
+
+    >>> import kiln as kn
+    >>> [round(v, 4) for v in kn.logcumsumexp(kn.tensor([0.0, 0.0, 100.0]), 0).tolist()]
+    [0.0, 0.6931, 100.0]
+    """
+    x, dim = _scan_input(input, dim, axis, "logcumsumexp")
+    return call("logcumsumexp", x, axis=dim, reverse=False)
+
+
+def _pick(x, idx, dim):
+    """`x` taken at `idx` along `dim` (values of a sort, scan or top-k), 0-d allowed."""
+    if x.ndim == 0:
+        one = call("take_along_axis", call("reshape", x, shape=(1,)),
+                   call("reshape", idx, shape=(1,)), axis=0)  # fmt: skip
+        return call("reshape", one, shape=())
+    return call("take_along_axis", x, idx, axis=dim)
+
+
+def _running(name, input, dim, axis):  # noqa: A002
+    x, dim = _scan_input(input, dim, axis, name)
+    idx = call(f"{name}_index", x, axis=dim)
+    return _Pair[name](_pick(x, idx, dim), idx)
+
+
+def cummax(input, dim=None, *, axis=None):  # noqa: A002
+    """Running maxima along `dim` and their indices (the latest among ties; NaN propagates), a
+    `(values, indices)` named tuple.
+
+    >>> import kiln as kn
+    >>> kn.cummax(kn.tensor([1, 3, 2, 3]), 0)
+    cummax(values=tensor([1, 3, 3, 3]), indices=tensor([0, 1, 1, 3]))
+    """
+    return _running("cummax", input, dim, axis)
+
+
+def cummin(input, dim=None, *, axis=None):  # noqa: A002
+    """Running minima along `dim` and their indices, a `(values, indices)` named tuple.
+
+    >>> import kiln as kn
+    >>> kn.tensor([3, 1, 2]).cummin(0).values
+    tensor([3, 1, 1])
+    """
+    return _running("cummin", input, dim, axis)
+
+
+# -- sorting -------------------------------------------------------------------------------------
+
+
+def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):  # noqa: A002
+    """The indices that sort `input` along `dim` (NaN counts as the greatest value). The sort
+    is always stable, which is one of the orders `stable=False` allows.
+
+    >>> import kiln as kn
+    >>> kn.argsort(kn.tensor([3.0, 1.0, 2.0]), descending=True)
+    tensor([0, 2, 1])
+    """
+    (x,) = lift(input)
+    dim = sh.normalize_axis(dim_arg(dim, axis, "argsort"), max(x.ndim, 1))
+    return call("argsort", x, axis=dim, descending=bool(descending))
+
+
+def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):  # noqa: A002
+    """`input` sorted along `dim` and the indices it came from, a `(values, indices)` named
+    tuple (PyTorch's `sort`; gradients flow to the values' positions).
+
+    >>> import kiln as kn
+    >>> kn.sort(kn.tensor([3.0, 1.0, 2.0]))
+    sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
+    """
+    (x,) = lift(input)
+    dim = sh.normalize_axis(dim_arg(dim, axis, "sort"), max(x.ndim, 1))
+    idx = call("argsort", x, axis=dim, descending=bool(descending))
+    return _Pair["sort"](_pick(x, idx, dim), idx)
+
+
+def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis=None):  # noqa: A002
+    """The `k` largest (or smallest) elements along `dim` and their indices, a
+    `(values, indices)` named tuple, in sorted order.
+
+    >>> import kiln as kn
+    >>> kn.topk(kn.tensor([1.0, 5.0, 3.0, 4.0]), 2)
+    topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
+    """
+    (x,) = lift(input)
+    dim = sh.normalize_axis(dim_arg(dim, axis, "topk"), max(x.ndim, 1))
+    n = static_dim(x, dim, "topk") if x.ndim else 1
+    if not 0 <= k <= n:
+        raise ShapeError(f"topk: selected index k ({k}) out of range (the dim has {n})")
+    idx = call("argsort", x, axis=dim, descending=bool(largest))
+    if x.ndim:
+        spec = (("slice", None, None, None),) * dim + (("slice", 0, int(k), None),)
+        idx = call("index", idx, spec=spec)
+    return _Pair["topk"](_pick(x, idx, dim), idx)

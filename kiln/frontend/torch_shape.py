@@ -1,0 +1,424 @@
+"""PyTorch's joining, splitting, repeating and triangle/diagonal functions (`cat`, `split`,
+`repeat`, `flip`, `diagonal`...), as composites of kiln's movement primitives. Each also is
+a Tensor and Symbol method where PyTorch has the method."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import shapes as sh
+from ..errors import GraphError, ShapeError
+from ..graph.core import Symbol
+from .core import call, lift
+
+__all__ = [
+    "cat",
+    "chunk",
+    "concat",
+    "concatenate",
+    "diag",
+    "diagonal",
+    "expand",
+    "expand_as",
+    "flip",
+    "repeat",
+    "repeat_interleave",
+    "roll",
+    "split",
+    "stack",
+    "tril",
+    "triu",
+    "unflatten",
+    "unfold",
+]
+
+
+def dim_arg(dim, axis, name: str):
+    """`dim`, or its alias `axis` when given (PyTorch accepts both names)."""
+    return dim if axis is None else axis
+
+
+def static_dim(x, dim: int, name: str) -> int:
+    n = x.shape[dim]
+    if not isinstance(n, int):
+        raise ShapeError(f"{name} along a symbolic dim ({n}) needs its size; it varies")
+    return n
+
+
+def _slice(x, dim: int, start, stop, step=None):
+    spec = (("slice", None, None, None),) * dim + (("slice", start, stop, step),)
+    return call("index", x, spec=spec)
+
+
+def _sizes(sizes) -> tuple:
+    """Varargs sizes (`x.expand(2, 3)`) or one sequence (`x.expand((2, 3))`)."""
+    if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer, sh.Dim)):
+        sizes = tuple(sizes[0])
+    return tuple(sizes)
+
+
+def _copy(x):
+    """A fresh copy of an eager result (PyTorch returns copies, not views, there)."""
+    return x if isinstance(x, Symbol) else call("cast", x, dtype=x.dtype)
+
+
+# -- joining and splitting ---------------------------------------------------------------------
+
+
+def cat(tensors, dim: int = 0, *, axis=None):
+    """Joins tensors along an existing dim, promoting their dtypes (PyTorch's `cat`).
+
+    >>> import kiln as kn
+    >>> tuple(kn.cat([kn.ones(2, 3), kn.zeros(1, 3)]).shape)
+    (3, 3)
+    """
+    xs = lift(*tensors)
+    if not xs:
+        raise ShapeError("cat expects a non-empty list of tensors")
+    dim = dim_arg(dim, axis, "cat")
+    return call("concat", *xs, axis=sh.normalize_axis(dim, xs[0].ndim))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0, *, axis=None):
+    """Joins tensors of one shape along a new dim (PyTorch's `stack`).
+
+    >>> import kiln as kn
+    >>> tuple(kn.stack([kn.ones(3), kn.zeros(3)], dim=1).shape)
+    (3, 2)
+    """
+    xs = lift(*tensors)
+    if not xs:
+        raise ShapeError("stack expects a non-empty list of tensors")
+    if any(x.shape != xs[0].shape for x in xs[1:]):
+        raise ShapeError(
+            "stack expects each tensor to be equal size, got "
+            + ", ".join(sh.format_shape(x.shape) for x in xs)
+        )
+    dim = sh.normalize_axis(dim_arg(dim, axis, "stack"), xs[0].ndim + 1)
+    shape = (*xs[0].shape[:dim], 1, *xs[0].shape[dim:])
+    return call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
+
+
+def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
+    """Pieces of `split_size_or_sections` along `dim` (an int: that size each, the last may be
+    smaller; a list: those sizes), as views (PyTorch's `split`).
+
+    >>> import kiln as kn
+    >>> [tuple(p.shape) for p in kn.split(kn.zeros(5, 2), 2)]
+    [(2, 2), (2, 2), (1, 2)]
+    >>> [tuple(p.shape) for p in kn.zeros(5, 2).split([1, 4])]
+    [(1, 2), (4, 2)]
+    """
+    (x,) = lift(tensor)
+    if x.ndim == 0:
+        raise ShapeError("split expects at least a 1-dimensional tensor")
+    dim = sh.normalize_axis(dim_arg(dim, axis, "split"), x.ndim)
+    n = static_dim(x, dim, "split")
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size < 0 or (size == 0 and n):
+            raise ShapeError(f"split expects split_size be non-negative, got {size}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise ShapeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                f"size at dimension {dim}), but got split_sizes={sizes}"
+            )
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return tuple(_slice(x, dim, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
+def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A002
+    """Splits into `chunks` pieces of `ceil(size / chunks)` (fewer if they run out), as
+    PyTorch's `chunk`.
+
+    >>> import kiln as kn
+    >>> [p.shape[0] for p in kn.chunk(kn.zeros(5), 3)]
+    [2, 2, 1]
+    """
+    if chunks <= 0:
+        raise ShapeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    (x,) = lift(input)
+    dim = sh.normalize_axis(dim_arg(dim, axis, "chunk"), max(x.ndim, 1))
+    n = static_dim(x, dim, "chunk")
+    return split(x, max(math.ceil(n / chunks), 1) if n else 0, dim)
+
+
+# -- repeating and reshaping ---------------------------------------------------------------------
+
+
+def expand(input, *sizes):  # noqa: A002
+    """`input` broadcast to `sizes` (-1 keeps a dim), a view (PyTorch's `Tensor.expand`).
+
+    >>> import kiln as kn
+    >>> tuple(kn.ones(3, 1).expand(-1, 4).shape)
+    (3, 4)
+    """
+    (x,) = lift(input)
+    sizes = _sizes(sizes)
+    new = len(sizes) - x.ndim
+    if new < 0:
+        raise ShapeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+            f"the number of dimensions in the tensor ({x.ndim})"
+        )
+    shape = []
+    for i, s in enumerate(sizes):
+        if isinstance(s, (int, np.integer)) and s == -1:
+            if i < new:
+                raise ShapeError(f"expand: -1 is not allowed in a leading, non-existing dim {i}")
+            s = x.shape[i - new]
+        shape.append(s)
+    return call("broadcast_to", x, shape=sh.as_shape(shape))
+
+
+def expand_as(input, other):  # noqa: A002
+    """`input` expanded to `other`'s shape.
+
+    >>> import kiln as kn
+    >>> tuple(kn.ones(3).expand_as(kn.zeros(2, 3)).shape)
+    (2, 3)
+    """
+    return expand(input, tuple(other.shape))
+
+
+def unflatten(input, dim: int, sizes):  # noqa: A002
+    """Splits dim `dim` into `sizes` (one may be -1), as PyTorch's `unflatten`.
+
+    >>> import kiln as kn
+    >>> tuple(kn.zeros(2, 6).unflatten(1, (3, -1)).shape)
+    (2, 3, 2)
+    """
+    (x,) = lift(input)
+    dim = sh.normalize_axis(dim, x.ndim)
+    sizes = tuple(sizes)
+    if not sizes:
+        raise ShapeError("unflatten: sizes must be non-empty")
+    inner = sh.reshape_shape((x.shape[dim],), sizes)
+    return call("reshape", x, shape=(*x.shape[:dim], *inner, *x.shape[dim + 1 :]))
+
+
+def repeat(input, *sizes):  # noqa: A002
+    """`input` tiled `sizes` times along each dim (PyTorch's `Tensor.repeat`; new leading dims
+    when there are more sizes than dims).
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2]).repeat(2, 2)
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
+    (x,) = lift(input)
+    sizes = tuple(int(s) for s in _sizes(sizes))
+    if len(sizes) < x.ndim:
+        raise ShapeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
+            f"of tensor ({len(sizes)} < {x.ndim})"
+        )
+    if any(s < 0 for s in sizes):
+        raise ShapeError(f"repeat: sizes must be non-negative, got {sizes}")
+    return call("tile", x, reps=sizes)
+
+
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
+    """Each element repeated `repeats` times (an int, or one count per element along `dim`),
+    consecutively; `dim=None` flattens first (PyTorch's `repeat_interleave`).
+
+    >>> import kiln as kn
+    >>> kn.repeat_interleave(kn.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2])
+    >>> kn.tensor([[1, 2], [3, 4]]).repeat_interleave(kn.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
+    from .shape import gather as index_select  # NumPy's take along one dim, indices in range
+
+    (x,) = lift(input)
+    if dim is None:
+        x, dim = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
+    dim = sh.normalize_axis(dim, x.ndim)
+    if isinstance(repeats, Symbol):
+        raise GraphError(
+            "repeat_interleave with a tensor of counts has a data-dependent shape: eager only"
+        )
+    counts = np.asarray(repeats.detach().cpu().numpy() if hasattr(repeats, "detach") else repeats)
+    if counts.size == 1 and counts.ndim <= 1:  # one count for every element
+        r = int(counts.reshape(-1)[0])
+        if r < 0:
+            raise ShapeError(f"repeat_interleave: repeats can not be negative, got {r}")
+        wide = call("reshape", x, shape=(*x.shape[: dim + 1], 1, *x.shape[dim + 1 :]))
+        wide = call("broadcast_to", wide, shape=(*x.shape[: dim + 1], r, *x.shape[dim + 1 :]))
+        merged = sh.dim_product((x.shape[dim], r))
+        out = call("reshape", wide, shape=(*x.shape[:dim], merged, *x.shape[dim + 1 :]))
+    else:
+        n = static_dim(x, dim, "repeat_interleave")
+        if counts.shape != (n,) or (counts < 0).any():
+            raise ShapeError(
+                f"repeat_interleave: repeats must have the same size as input along dim "
+                f"({n}) and be non-negative, got {counts.tolist()}"
+            )
+        out = index_select(x, np.repeat(np.arange(n), counts), dim)
+    if output_size is not None and out.shape[dim] != output_size:
+        raise ShapeError(f"repeat_interleave: output_size {output_size} != {out.shape[dim]}")
+    return out
+
+
+def flip(input, *dims):  # noqa: A002
+    """`input` with the order of elements along `dims` reversed (a copy, as PyTorch's `flip`).
+
+    >>> import kiln as kn
+    >>> kn.flip(kn.tensor([[1, 2], [3, 4]]), [1])
+    tensor([[2, 1],
+            [4, 3]])
+    """
+    (x,) = lift(input)
+    axes = sh.normalize_axes(_sizes(dims), max(x.ndim, 1)) if x.ndim else ()
+    if not axes:
+        return _copy(x)
+    spec = tuple(("slice", None, None, -1 if d in axes else None) for d in range(x.ndim))
+    return _copy(call("index", x, spec=spec))
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    """Elements shifted by `shifts` along `dims`, wrapping around (`dims=None`: the
+    flattened tensor, then its shape back), as PyTorch's `roll`.
+
+    >>> import kiln as kn
+    >>> kn.roll(kn.tensor([1, 2, 3, 4]), 1)
+    tensor([4, 1, 2, 3])
+    """
+    (x,) = lift(input)
+    if dims is None:
+        if not isinstance(shifts, (int, np.integer)):
+            (shifts,) = shifts
+        flat = call("reshape", x, shape=(sh.dim_product(x.shape),))
+        return call("reshape", roll(flat, shifts, 0), shape=x.shape)
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    for shift, dim in zip(shifts, dims):
+        dim = sh.normalize_axis(dim, x.ndim)
+        n = static_dim(x, dim, "roll")
+        s = int(shift) % n if n else 0
+        if s:
+            x = call("concat", _slice(x, dim, n - s, None), _slice(x, dim, 0, n - s), axis=dim)
+    return _copy(x)
+
+
+def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
+    """Every slice of `size` along `dimension` that starts at a multiple of `step`, as a new
+    last dim (PyTorch's `Tensor.unfold`).
+
+    >>> import kiln as kn
+    >>> kn.arange(5).unfold(0, 2, 2)
+    tensor([[0, 1],
+            [2, 3]])
+    """
+    from .shape import gather as index_select
+
+    (x,) = lift(input)
+    if x.ndim == 0:
+        x = call("reshape", x, shape=(1,))
+    dim = sh.normalize_axis(dimension, x.ndim)
+    n = static_dim(x, dim, "unfold")
+    if size < 0 or size > n or step <= 0:
+        raise ShapeError(
+            f"unfold: size {size} must be in [0, {n}] (the size of dimension {dim}) and step "
+            f"{step} > 0"
+        )
+    starts = np.arange((n - size) // step + 1) * step
+    windows = index_select(x, starts[:, None] + np.arange(size), dim)  # (.., count, size, ..)
+    perm = (*range(dim + 1), *range(dim + 2, x.ndim + 1), dim + 1)
+    return call("transpose", windows, perm=perm)
+
+
+# -- triangles and diagonals ---------------------------------------------------------------------
+
+
+def _triangle(x, diagonal, keep, name):
+    (x,) = lift(x)
+    if x.ndim < 2:
+        raise ShapeError(f"{name}: input tensor must have at least 2 dimensions")
+    n, m = static_dim(x, -2, name), static_dim(x, -1, name)
+    (mask,) = lift(keep(np.ones((n, m), bool), int(diagonal)), context=(x,))
+    (zero,) = lift(np.zeros((), x.dtype), context=(x,))
+    return call("where", mask, x, zero)
+
+
+def tril(input, diagonal: int = 0):  # noqa: A002
+    """The lower triangle of the last two dims (on and below `diagonal`), zeros above.
+
+    >>> import kiln as kn
+    >>> kn.tril(kn.ones(2, 3, dtype=kn.int64))
+    tensor([[1, 0, 0],
+            [1, 1, 0]])
+    """
+    return _triangle(input, diagonal, np.tril, "tril")
+
+
+def triu(input, diagonal: int = 0):  # noqa: A002
+    """The upper triangle of the last two dims (on and above `diagonal`), zeros below.
+
+    >>> import kiln as kn
+    >>> kn.triu(kn.ones(2, 3, dtype=kn.int64), 1)
+    tensor([[0, 1, 1],
+            [0, 0, 1]])
+    """
+    return _triangle(input, diagonal, np.triu, "triu")
+
+
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A002
+    """The diagonal of dims `dim1` and `dim2` (above it for `offset` > 0), as a last dim.
+
+    >>> import kiln as kn
+    >>> kn.arange(6).reshape(2, 3).diagonal(1)
+    tensor([1, 5])
+    """
+    (x,) = lift(input)
+    if x.ndim < 2:
+        raise ShapeError("diagonal: the input must have at least 2 dimensions")
+    d1, d2 = sh.normalize_axis(dim1, x.ndim), sh.normalize_axis(dim2, x.ndim)
+    if d1 == d2:
+        raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n, m = static_dim(x, d1, "diagonal"), static_dim(x, d2, "diagonal")
+    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
+    x = call("transpose", x, perm=(*rest, d1, d2))
+    x = call("reshape", x, shape=(*x.shape[:-2], n * m))
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    start = offset if offset >= 0 else -offset * m
+    stop = start + (length - 1) * (m + 1) + 1 if length else start
+    return _slice(x, x.ndim - 1, start, stop, m + 1)
+
+
+_diagonal = diagonal  # as `diag`'s argument `diagonal` hides it
+
+
+def diag(input, diagonal: int = 0):  # noqa: A002
+    """A 1-D input: the square matrix with it on the `diagonal`-th diagonal; a 2-D input: its
+    `diagonal`-th diagonal (PyTorch's `diag`).
+
+    >>> import kiln as kn
+    >>> kn.diag(kn.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    (x,) = lift(input)
+    if x.ndim == 2:
+        return _copy(_diagonal(x, diagonal))
+    if x.ndim != 1:
+        raise ShapeError(f"diag: matrix or a vector expected, got a {x.ndim}-d input")
+    n = static_dim(x, 0, "diag")
+    size = n + abs(diagonal)
+    start = diagonal if diagonal >= 0 else -diagonal * size
+    stop = start + (n - 1) * (size + 1) + 1 if n else start
+    spec = (("slice", start, stop, size + 1),)
+    flat = call("index_scatter", x, spec=spec, shape=(size * size,))
+    return call("reshape", flat, shape=(size, size))

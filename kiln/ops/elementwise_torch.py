@@ -1,0 +1,84 @@
+"""Elementwise primitives beyond the core set: trigonometric and hyperbolic functions, base-2
+and base-10 exp/log, `atan2`, `fmod` and `copysign`, each NumPy's ufunc (kernel and dtype
+rule) with its derivative written with kiln ops, lowered to the libm function of the same
+name in fused kernels (float loops)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import apply, scalar
+from .elementwise import binary, unary
+from .lowering import Lowering, c_fn, c_libm
+
+
+def _rsqrt(v):
+    return apply("rsqrt", v)
+
+
+def _libm(name):
+    """The C form: libm's `name` (CUDA's libm is within a few ulps of the host's)."""
+    return Lowering(transcendental=True, cuda=c_libm(name))
+
+
+tan = unary("tan", np.tan, vjp=lambda ct, y, x: (ct * (y * y + 1),), lowering=_libm("tan"))
+asin = unary(
+    "asin", np.arcsin, vjp=lambda ct, y, x: (ct * _rsqrt(1 - x * x),), lowering=_libm("asin")
+)
+acos = unary(
+    "acos", np.arccos, vjp=lambda ct, y, x: (-ct * _rsqrt(1 - x * x),), lowering=_libm("acos")
+)
+atan = unary("atan", np.arctan, vjp=lambda ct, y, x: (ct / (x * x + 1),), lowering=_libm("atan"))
+sinh = unary("sinh", np.sinh, vjp=lambda ct, y, x: (ct * apply("cosh", x),), lowering=_libm("sinh"))
+cosh = unary("cosh", np.cosh, vjp=lambda ct, y, x: (ct * apply("sinh", x),), lowering=_libm("cosh"))
+asinh = unary(
+    "asinh", np.arcsinh, vjp=lambda ct, y, x: (ct * _rsqrt(x * x + 1),), lowering=_libm("asinh")
+)
+acosh = unary(
+    "acosh", np.arccosh, vjp=lambda ct, y, x: (ct * _rsqrt(x * x - 1),), lowering=_libm("acosh")
+)
+atanh = unary(
+    "atanh", np.arctanh, vjp=lambda ct, y, x: (ct / (1 - x * x),), lowering=_libm("atanh")
+)
+exp2 = unary("exp2", np.exp2, vjp=lambda ct, y, x: (ct * y * math.log(2),), lowering=_libm("exp2"))
+log2 = unary(
+    "log2", np.log2, vjp=lambda ct, y, x: (ct / (x * math.log(2)),), lowering=_libm("log2")
+)
+log10 = unary(
+    "log10", np.log10, vjp=lambda ct, y, x: (ct / (x * math.log(10)),), lowering=_libm("log10")
+)
+
+
+def _atan2_vjp(ct, z, a, b):
+    r2 = a * a + b * b
+    return ct * b / r2, -ct * a / r2
+
+
+def trunc(v):
+    """`v` rounded toward zero, with kiln ops (floor above zero, ceil below)."""
+    return apply("where", apply("less", v, scalar(0, v)), apply("ceil", v), apply("floor", v))
+
+
+def _copysign_vjp(ct, z, a, b):
+    # As PyTorch: d/da is z / a (the sign flip, +-1), and 0 where a == 0; b gets none.
+    zero = apply("equal", a, scalar(0, a))
+    ratio = apply("where", zero, scalar(0, z), z / apply("where", zero, scalar(1, a), a))
+    return ct * ratio, None
+
+
+def _c_copysign(t, x, y):
+    return f"{c_fn('copysign', t)}({x}, {y})" if t.kind == "f" else None
+
+
+atan2 = binary("atan2", np.arctan2, vjp=_atan2_vjp, lowering=_libm("atan2"))
+# fmod: C's fmod on float loops (exact, as NumPy's); integer loops (NumPy warns on a zero
+# divisor, C's % is undefined there) run kernel by kernel
+fmod = binary(
+    "fmod", np.fmod, vjp=lambda ct, z, a, b: (ct, -ct * trunc(a / b)),
+    lowering=Lowering(cuda=c_libm("fmod")),
+)  # fmt: skip
+copysign = binary(
+    "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)
+)

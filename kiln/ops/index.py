@@ -1,0 +1,217 @@
+"""PyTorch's scatter along one axis: `scatter(x, idx, src)` is `x` with `src` written (or
+reduced: summed, multiplied, averaged, maxed, mined) at `idx` along `axis`, elsewhere the
+coordinates of `idx` itself, which may be smaller than `x` and `src` in every dim."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import DTypeError, ShapeError
+from .core import apply, defop, scalar
+from .movement import check_indices
+
+REDUCTIONS = ("none", "sum", "prod", "mean", "amax", "amin")
+_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+
+
+def _fits(small, big, why):
+    """A dim of the index against a dim it must not exceed (equal when symbolic)."""
+    if isinstance(small, int) and isinstance(big, int):
+        if small > big:
+            raise ShapeError(why)
+    elif small != big:
+        sh.require_equal(small, big, why)
+
+
+def check_index_shape(op, x, idx, axis, src=None):
+    """PyTorch's rule: the index has x's number of dims and no dim larger than src's, nor
+    than x's off `axis`."""
+    if len(idx) != len(x) or (src is not None and len(src) != len(x)):
+        others = "" if src is None else f", src {sh.format_shape(src)}"
+        raise ShapeError(
+            f"{op}: index {sh.format_shape(idx)} must have the same number of dims as the "
+            f"input {sh.format_shape(x)}{others}"
+        )
+    if not 0 <= axis < len(x):
+        raise ShapeError(f"{op}: dim {axis} is out of bounds for a tensor of dimension {len(x)}")
+    for d, n in enumerate(idx):
+        why = f"{op}: index {sh.format_shape(idx)} is larger than"
+        if src is not None:
+            _fits(n, src[d], f"{why} src {sh.format_shape(src)} in dim {d}")
+        if d != axis:
+            _fits(n, x[d], f"{why} the input {sh.format_shape(x)} in dim {d}")
+
+
+def _scatter_shape(x, idx, src, *, axis, reduce, include_self):
+    if reduce not in REDUCTIONS:
+        raise ShapeError(f"scatter: reduce must be one of {REDUCTIONS}, got {reduce!r}")
+    check_index_shape("scatter", x, idx, axis, src)
+    return tuple(x)
+
+
+def _scatter_dtype(x, idx, src, **_):
+    if not dt.is_int(idx):
+        raise DTypeError(f"scatter: index must be an integer tensor, got {idx}")
+    if src != x:
+        raise DTypeError(f"scatter: expected the input's dtype {x} for src, got {src}")
+    return x
+
+
+def grid(xp, idx, axis):
+    """The full index tuple of `idx` along `axis`: coordinates elsewhere."""
+    shape = idx.shape
+    out = []
+    for d, n in enumerate(shape):
+        if d == axis:
+            out.append(idx)
+        else:
+            view = [1] * len(shape)
+            view[d] = n
+            out.append(xp.arange(n).reshape(view))
+    return tuple(out)
+
+
+def _identity(reduce, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    if info is None:
+        return reduce == "amin"  # bool
+    return info.min if reduce == "amax" else info.max
+
+
+def _ufunc_at(xp, name, out, index, values):
+    """`out[index] (op)= values`, accumulating repeated indices."""
+    ufunc = getattr(xp, name)
+    if hasattr(ufunc, "at"):
+        ufunc.at(out, index, values)
+        return
+    import cupyx  # CuPy spells some of them cupyx.scatter_*
+
+    fn = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}.get(name)
+    if fn is not None:
+        getattr(cupyx, fn)(out, index, values)
+        return
+    host = xp.asnumpy(out)  # no multiply.at on the device: on the host
+    getattr(np, name).at(host, tuple(xp.asnumpy(i) for i in index), xp.asnumpy(values))
+    out[...] = xp.asarray(host)
+
+
+def _scatter(xp, x, idx, src, out=None, *, axis, reduce, include_self):
+    check_indices(idx, x.shape[axis], op="scatter", dim=axis)
+    if out is None:
+        out = x.copy()
+    else:
+        out[...] = x
+    if idx.size == 0:
+        return out
+    index = grid(xp, idx, axis)
+    values = src[tuple(slice(0, n) for n in idx.shape)]
+    if reduce == "none":
+        out[index] = values
+        return out
+    if not include_self:
+        out[index] = _identity(reduce, x.dtype)
+    _ufunc_at(xp, _UFUNCS[reduce], out, index, values)
+    if reduce == "mean":
+        counts = xp.zeros(out.shape, np.int64)
+        _ufunc_at(xp, "add", counts, index, 1)
+        counts = xp.where(counts > 0, counts + int(include_self), 1)
+        if x.dtype.kind == "f":
+            out /= counts
+        else:
+            out //= counts  # PyTorch's integer mean rounds down
+    return out
+
+
+def _full(value, like, shape):
+    return apply("broadcast_to", scalar(value, like), shape=tuple(shape))
+
+
+def _taken(v, idx, axis):
+    """`v` read at idx along `axis` (within idx's extent elsewhere): PyTorch's gather."""
+    return apply("take_along_axis", _corner(v, idx.shape, axis), idx, axis=axis)
+
+
+def _corner(v, shape, axis=None):
+    """`v` sliced to `shape` in every dim but `axis`."""
+    if all(d == axis or n == m for d, (n, m) in enumerate(zip(shape, v.shape))):
+        return v
+    spec = tuple(("slice", None, None, None) if d == axis else ("slice", 0, n, None)
+                 for d, n in enumerate(shape))  # fmt: skip
+    return apply("index", v, spec=spec)
+
+
+def _padded(v, shape):
+    """`v` zero-padded at the end of each dim to `shape` (src's, from idx's extent)."""
+    if all(n == s for n, s in zip(v.shape, shape)):
+        return v
+    if not all(isinstance(d, int) for d in (*v.shape, *shape)):
+        raise ShapeError("the gradient of scatter needs static sizes where index and src differ")
+    return apply("pad", v, pad_width=tuple((0, s - n) for n, s in zip(v.shape, shape)), value=0.0)
+
+
+def _scatter_vjp(ct, y, x, idx, src, *, axis, reduce, include_self):
+    def scatter(base, values, how):
+        return apply("scatter", base, idx, values, axis=axis, reduce=how, include_self=True)
+
+    if reduce == "prod":
+        return _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter)
+    if reduce == "sum" and include_self:
+        return ct, None, _padded(_taken(ct, idx, axis), src.shape)
+    # how many src values land on each element of x (0 where none does)
+    hits = scatter(_full(0, ct, x.shape), _full(1, ct, idx.shape), "sum")
+    hit = apply("greater", hits, scalar(0, hits))
+    zero = scalar(0, ct)
+    if reduce in ("none", "sum"):
+        # x's own value is gone where something was written: no gradient reaches it there
+        return apply("where", hit, zero, ct), None, _padded(_taken(ct, idx, axis), src.shape)
+    if reduce == "mean":
+        share = ct / apply("where", hit, hits + int(include_self), scalar(1, hits))
+        own = apply("where", hit, share if include_self else zero, ct)
+        return own, None, _padded(_taken(share, idx, axis), src.shape)
+    # amax / amin, as PyTorch: the cotangent is shared among all the values equal to the result
+    mine = apply("equal", x, y)
+    if not include_self:
+        mine = apply("logical_and", mine, apply("logical_not", hit))
+    mine = apply("cast", mine, dtype=ct.dtype)
+    theirs = apply("cast", apply("equal", _corner(src, idx.shape), _taken(y, idx, axis)),
+                   dtype=ct.dtype)  # fmt: skip
+    count = scatter(mine, theirs, "sum")
+    share = ct / apply("where", apply("greater", count, zero), count, scalar(1, count))
+    return share * mine, None, _padded(_taken(share, idx, axis) * theirs, src.shape)
+
+
+def _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter):
+    """d out / d v is the product of the other values landing on its element, computed with
+    the zeros taken as ones where dividing by them would lose it (as PyTorch's)."""
+
+    def product(base, values):
+        return apply("scatter", base, idx, values, axis=axis, reduce="prod",
+                     include_self=include_self)  # fmt: skip
+
+    one, zero = scalar(1, x), scalar(0, ct)
+    x_zero = apply("equal", x, scalar(0, x))
+    safe_x = apply("where", x_zero, one, x)
+    ct_x = ct * product(safe_x, src) / safe_x
+    if not include_self:
+        hits = scatter(_full(0, ct, x.shape), _full(1, ct, idx.shape), "sum")
+        ct_x = apply("where", apply("greater", hits, scalar(0, hits)), zero, ct_x)
+    s = _corner(src, idx.shape)
+    s_zero = apply("equal", s, scalar(0, s))
+    zeros_at = scatter(_full(0, ct, x.shape), apply("cast", s_zero, dtype=ct.dtype), "sum")
+    single = apply("logical_and", s_zero, apply("equal", _taken(zeros_at, idx, axis), one))
+    without = _taken(ct * product(x, apply("where", single, one, s)), idx, axis)
+    divided = _taken(ct * y, idx, axis) / apply("where", s_zero, one, s)
+    return ct_x, None, _padded(apply("where", single, without, divided), src.shape)
+
+
+scatter = defop(
+    "scatter", _scatter_shape, _scatter_dtype, _scatter, vjp=_scatter_vjp, may_fail=True,
+)  # fmt: skip

@@ -1,0 +1,149 @@
+"""Scans along one axis: cumulative sums and products, logcumsumexp, and the running argmax
+and argmin (PyTorch's cummax/cummin indices). Attrs: `axis` (a non-negative int; 0-d inputs
+scan as one element) and, for sums, `reverse` (scan from the end)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import DTypeError, ShapeError
+from .core import apply, defop, scalar
+
+
+def _axis_shape(x, *, axis, **_):
+    if not 0 <= axis < max(len(x), 1):
+        raise ShapeError(f"dim {axis} is out of bounds for a tensor of dimension {len(x)}")
+    return tuple(x)
+
+
+def _accumulated_dtype(x, **_):
+    """PyTorch's cumsum/cumprod: integers and bools accumulate in int64, floats keep."""
+    return x if dt.is_float(x) else np.dtype(np.int64)
+
+
+def _float_only(name):
+    def rule(x, **_):
+        if not dt.is_float(x):
+            raise DTypeError(f"{name} needs a floating point tensor, got {x}")
+        return x
+
+    return rule
+
+
+def _scan(xp, fn, x, out, axis, reverse, dtype=None):
+    """`fn(x, axis)` (an accumulate), from the end when `reverse`, into `out` if given."""
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    if reverse:
+        x1 = xp.flip(x1, axis)
+    r = fn(x1, axis) if dtype is None else fn(x1, axis).astype(dtype, copy=False)
+    if reverse:
+        r = xp.flip(r, axis)
+    r = r.reshape(x.shape)
+    if out is None:
+        return r if r.flags.c_contiguous else r.copy()  # (ascontiguousarray makes 0-d 1-d)
+    out[...] = r
+    return out
+
+
+def _cumsum(xp, x, out=None, *, axis, reverse):
+    dtype = _accumulated_dtype(x.dtype)
+    return _scan(xp, lambda a, k: xp.cumsum(a, axis=k, dtype=dtype), x, out, axis, reverse)
+
+
+cumsum = defop(
+    "cumsum", _axis_shape, _accumulated_dtype, _cumsum,
+    vjp=lambda ct, y, x, axis, reverse: (apply("cumsum", ct, axis=axis, reverse=not reverse),),
+)  # fmt: skip
+
+
+def _cumprod(xp, x, out=None, *, axis):
+    dtype = _accumulated_dtype(x.dtype)
+    return _scan(xp, lambda a, k: xp.cumprod(a, axis=k, dtype=dtype), x, out, axis, False)
+
+
+def _cumprod_vjp(ct, y, x, *, axis):
+    """d y_j / d x_i = prod_{k <= j, k != i} x_k. Before a slice's first zero that is y_j / x_i
+    (the reverse cumsum of ct * y over x); at the first zero z it is the product with x_z taken
+    as 1 (the cumprod of that x); after it, every term holds x_z and is 0 (as PyTorch's)."""
+    zero = apply("equal", x, scalar(0, x))
+    zeros_so_far = apply("cumsum", apply("cast", zero, dtype=np.int64), axis=axis, reverse=False)
+    before = apply("equal", zeros_so_far, scalar(0, zeros_so_far))
+    first = apply("logical_and", zero, apply("equal", zeros_so_far, scalar(1, zeros_so_far)))
+    one = scalar(1, x)
+    safe = apply("where", zero, one, x)
+    plain = apply("cumsum", ct * y, axis=axis, reverse=True) / safe
+    skipped = apply("cumprod", apply("where", first, one, x), axis=axis)
+    at_first = apply("cumsum", ct * skipped, axis=axis, reverse=True)
+    zero_ct = scalar(0, ct)
+    return (apply("where", before, plain, apply("where", first, at_first, zero_ct)),)
+
+
+cumprod = defop("cumprod", _axis_shape, _accumulated_dtype, _cumprod, vjp=_cumprod_vjp)
+
+
+def _accumulate(xp, ufunc: str, a, axis):
+    """`xp.<ufunc>.accumulate(a, axis)`; on the host where the device lacks that kernel."""
+    try:
+        return getattr(xp, ufunc).accumulate(a, axis=axis)
+    except (AttributeError, NotImplementedError, TypeError):
+        if xp is np:
+            raise
+        return xp.asarray(getattr(np, ufunc).accumulate(xp.asnumpy(a), axis=axis))
+
+
+def _logcumsumexp(xp, x, out=None, *, axis, reverse):
+    return _scan(xp, lambda a, k: _accumulate(xp, "logaddexp", a, k), x, out, axis, reverse)
+
+
+def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):
+    """d y_j / d x_i = exp(x_i - y_j) for i before j: the cotangent is a scan of
+    ct_j exp(x_i - y_j) the other way, summed in log space for ct's positive and negative
+    parts separately so that nothing overflows."""
+    zero = scalar(0, ct)
+    parts = []
+    for positive in (True, False):
+        mag = ct if positive else -ct
+        has = apply("greater", mag, zero)
+        log_mag = apply("log", apply("where", has, mag, scalar(1, ct)))
+        log_mag = apply("where", has, log_mag, scalar(-np.inf, ct))
+        s = apply("logcumsumexp", log_mag - y, axis=axis, reverse=not reverse)
+        parts.append(apply("exp", s + x))
+    return (parts[0] - parts[1],)
+
+
+logcumsumexp = defop(
+    "logcumsumexp", _axis_shape, _float_only("logcumsumexp"), _logcumsumexp,
+    vjp=_logcumsumexp_vjp,
+)  # fmt: skip
+
+
+def _running_arg(better):
+    """The index of the running maximum (or minimum) along `axis`: the latest among ties, and
+    NaN wins (then the latest NaN), as PyTorch's cummax/cummin."""
+
+    def impl(xp, x, out=None, *, axis):
+        x1 = x.reshape(1) if x.ndim == 0 else x
+        best = _accumulate(xp, better, x1, axis) if x1.size else x1
+        hit = x1 == best
+        if x1.dtype.kind in "fc":
+            hit |= xp.isnan(x1)
+        shape = [1] * x1.ndim
+        shape[axis] = x1.shape[axis]
+        positions = xp.arange(x1.shape[axis], dtype=np.int64).reshape(shape)
+        marked = xp.where(hit, positions, 0)
+        r = (_accumulate(xp, "maximum", marked, axis) if marked.size else marked).reshape(x.shape)
+        if out is None:
+            return r.astype(np.int64, copy=False)
+        out[...] = r
+        return out
+
+    return impl
+
+
+def _index_dtype(x, **_):
+    return np.dtype(np.int64)
+
+
+cummax_index = defop("cummax_index", _axis_shape, _index_dtype, _running_arg("maximum"))
+cummin_index = defop("cummin_index", _axis_shape, _index_dtype, _running_arg("minimum"))

@@ -26,6 +26,7 @@ __all__ = [
     "kaiming_uniform",
     "normal",
     "ones",
+    "orthogonal",
     "uniform",
     "xavier_normal",
     "xavier_uniform",
@@ -234,6 +235,34 @@ def kaiming_normal(
     def init(shape, dtype=None):
         std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(shape, mode))
         return _finish(_rng().normal(0.0, std, tuple(shape)), shape, dtype)
+
+    return init
+
+
+def orthogonal(gain: float = 1.0) -> Initializer:
+    """`gain` times a (semi-)orthogonal matrix, from the QR factors of a normal sample with
+    the signs of R's diagonal taken into Q (so it is uniform over such matrices), as PyTorch's
+    `orthogonal_`; dims past the first are flattened into columns.
+
+    >>> w = orthogonal()((4, 2, 3), "float64").reshape(4, 6)
+    >>> bool(np.allclose(w @ w.T, np.eye(4)))
+    True
+    """
+
+    def init(shape, dtype=None):
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError("Only tensors with 2 or more dimensions are supported")
+        rows = shape[0]
+        cols = math.prod(shape) // rows if rows else 0
+        flat = _rng().normal(0.0, 1.0, (rows, cols))
+        if rows < cols:
+            flat = flat.T
+        q, r = np.linalg.qr(flat)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return _finish(gain * q, shape, dtype)
 
     return init
 

@@ -161,10 +161,11 @@ class Optimizer:
         else:
             chosen, ids = [], set()
             for p in candidates:
-                if isinstance(p, Tensor):
+                if isinstance(p, Tensor) and not isinstance(p, Parameter):
                     raise GraphError("minimize takes Parameters or Variables, not eager Tensors")
                 var = p.variable_in(loss.graph) if isinstance(p, Parameter) else p
-                if var is not None and id(var.node) in seen and id(var) not in ids:
+                frozen = var is not None and not var.trainable  # requires_grad=False
+                if var is not None and not frozen and id(var.node) in seen and id(var) not in ids:
                     ids.add(id(var))
                     chosen.append(var)
         if not chosen:
@@ -297,7 +298,7 @@ class SGD(Optimizer):
             if self.dampening == 0:
                 buf = buf + g
             else:  # PyTorch's first step takes the gradient undamped
-                buf = F.where(F.eq(step, 1), g, buf + g * (1 - self.dampening))
+                buf = F.where(F.equal(step, 1), g, buf + g * (1 - self.dampening))
             new_slots["momentum"] = buf
             g = g + buf * self.momentum if self.nesterov else buf
         return param - g * _like(self.lr, param), new_slots

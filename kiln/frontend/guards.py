@@ -18,7 +18,8 @@ from ..nn.module import Module
 __all__ = ["Captures", "Guard"]
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
-_MODULE_STATE = {"training", "_parameters", "_modules", "_name"}  # keyed or walked apart
+# keyed or walked apart
+_MODULE_STATE = {"training", "_parameters", "_buffers", "_modules", "_name"}
 _MAX_DEPTH = 4  # objects reached through more globals or attributes than this are not walked
 _MAX_CODE = 500  # functions walked per Captures, at most
 _EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
@@ -147,7 +148,7 @@ class Captures:
         elif isinstance(value, types.FunctionType):
             self._function(value, depth)
         elif isinstance(value, Module):
-            for path, m in value.named_modules(label):
+            for path, m in value.named_modules(prefix=label):
                 self._modules.setdefault(id(m), m)
                 self._seen.add(id(m))
                 self._holder(m, path, depth)

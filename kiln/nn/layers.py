@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from .containers import Sequential
 from .module import Module, Parameter
 
 __all__ = [
@@ -40,7 +41,7 @@ class Linear(Module):
     >>> with kn.Graph().as_default():
     ...     fc = kn.nn.Linear(784, 10)
     ...     y = fc(kn.placeholder(kn.float32, ("batch", 784), name="x"))
-    >>> y.type_str(), fc.weight.shape, fc.weight.variable_in(y.graph).name
+    >>> y.type_str(), tuple(fc.weight.shape), fc.weight.variable_in(y.graph).name
     ('f32[batch,10]', (10, 784), 'weight')
     """
 
@@ -136,43 +137,6 @@ class Flatten(Module):
 
     def forward(self, x):
         return F.flatten(x, self.start_dim, self.end_dim)
-
-
-class Sequential(Module):
-    """Modules applied in order; children are named "0", "1", …
-
-    >>> import kiln as kn, numpy as np
-    >>> model = kn.nn.Sequential(kn.nn.Linear(4, 3), kn.nn.ReLU(), kn.nn.Linear(3, 2))
-    >>> [name for name, _ in model.named_parameters()]
-    ['0.weight', '0.bias', '2.weight', '2.bias']
-    >>> model(np.ones((5, 4), np.float32)).shape
-    (5, 2)
-    """
-
-    def __init__(self, *modules: Module):
-        super().__init__()
-        for m in modules:
-            self.append(m)
-
-    def append(self, module: Module) -> Sequential:
-        if not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        setattr(self, str(len(self._modules)), module)
-        return self
-
-    def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
 
 
 _ACTIVATIONS = {"relu": ReLU, "gelu": GELU, "tanh": Tanh, "sigmoid": Sigmoid}

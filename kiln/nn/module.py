@@ -21,9 +21,9 @@ from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import apply, bind_graph
 from ..runtime.backend import get_backend
-from .parameter import Parameter
+from .parameter import Buffer, ModuleValue, Parameter
 
-__all__ = ["Module", "Parameter", "updates_for"]
+__all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
 
 
 # The active module call of this thread: the graph its Parameters resolve in (None: NumPy;
@@ -36,6 +36,17 @@ def _active() -> list:
     if not hasattr(_local, "calls"):
         _local.calls = []
     return _local.calls
+
+
+def _add_hook(hooks: dict, hook, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks_now = dict(hooks)
+        hooks.clear()
+        hooks[handle.id] = hook
+        hooks.update((k, v) for k, v in hooks_now.items() if k != handle.id)
+    return handle
 
 
 def _graph_of(args) -> object | None:
@@ -51,14 +62,41 @@ def _graph_of(args) -> object | None:
     return None
 
 
+class RemovableHandle:
+    """What `register_forward_hook` and `register_forward_pre_hook` return: `remove()` takes
+    the hook off (also on leaving a `with` block)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict):
+        self.hooks_ref = weakref.ref(hooks)
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self) -> None:
+        hooks = self.hooks_ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that a `RemovableHandle` can refer to weakly."""
+
+
 class Module:
     """Base class of layers and models, as PyTorch's `nn.Module`.
 
-    Assigning a `Parameter` or a `Module` to an attribute registers it. Inside `forward`,
-    `self.weight` is the Parameter's Variable in the graph of the call's Symbols (its leaf
-    Tensor on Tensors, its NumPy value on NumPy inputs). The graph built depends on `training`
-    at call time: call `eval()` before building the evaluation graph (in the same `kn.Graph`,
-    to share the Variables).
+    Assigning a `Parameter`, `Buffer` or `Module` to an attribute registers it. Inside
+    `forward`, `self.weight` is the Parameter's Variable in the graph of the call's Symbols
+    (the Parameter itself, a leaf Tensor, on Tensors; its NumPy value on NumPy inputs). The
+    graph built depends on `training` at call time: call `eval()` before building the
+    evaluation graph (in the same `kn.Graph`, to share the Variables).
 
     >>> import kiln as kn, numpy as np
     >>> class Affine(kn.nn.Module):
@@ -75,8 +113,10 @@ class Module:
     """
 
     def __init__(self):
-        object.__setattr__(self, "_parameters", {})
-        object.__setattr__(self, "_modules", {})
+        for name in ("_parameters", "_buffers", "_modules"):
+            object.__setattr__(self, name, {})
+        object.__setattr__(self, "_forward_hooks", _HookDict())
+        object.__setattr__(self, "_forward_pre_hooks", _HookDict())
         object.__setattr__(self, "_name", None)
         object.__setattr__(self, "training", True)
 
@@ -92,125 +132,307 @@ class Module:
         try:
             if graph is not None and graph is not EAGER and self._name is not None:
                 with graph.name_scope(self._name):
-                    return self.forward(*args, **kwargs)
-            return self.forward(*args, **kwargs)
+                    return self._call_with_hooks(args, kwargs)
+            return self._call_with_hooks(args, kwargs)
         finally:
             calls.pop()
+
+    def _call_with_hooks(self, args, kwargs):
+        for hook in list(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
 
     # -- registration ------------------------------------------------------------------------
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
-            raise AttributeError(f"call Module.__init__() before assigning {name!r}")
-        self._parameters.pop(name, None)
-        self._modules.pop(name, None)
-        if isinstance(value, (Parameter, Module)):
-            self.__dict__.pop(name, None)
+            raise AttributeError(f"cannot assign {name!r} before Module.__init__() call")
+        if isinstance(value, (ModuleValue, Module)):
+            self.__dict__.pop(name, None)  # the register_* calls keep a replaced one's place
         if isinstance(value, Parameter):
-            value.name = value.name or name
-            self._parameters[name] = value
+            self.register_parameter(name, value)
+        elif isinstance(value, Buffer):
+            self.register_buffer(name, value, value.persistent)
         elif isinstance(value, Module):
-            if value._name is None:
-                object.__setattr__(value, "_name", name)
-            self._modules[name] = value
+            self.add_module(name, value)
+        elif value is None and name in self._parameters:
+            self._parameters[name] = None
+        elif value is None and name in self._buffers:
+            self._buffers[name] = None
+        elif name in self._parameters or name in self._modules or name in self._buffers:
+            kind = "parameter" if name in self._parameters else "module"
+            kind = "buffer" if name in self._buffers else kind
+            raise TypeError(
+                f"cannot assign '{type(value).__name__}' as {kind} '{name}' of "
+                f"{type(self).__name__} (kn.nn.Parameter, kn.nn.Buffer, a Module or None "
+                "expected)"
+            )
         else:
             object.__setattr__(self, name, value)
 
+    def _resolve(self, value):
+        """A Parameter or Buffer as the active call sees it (see the class docstring)."""
+        calls = _active()
+        if value is None or not calls:
+            return value
+        if calls[-1] is EAGER:
+            return value.tensor()
+        return value.value if calls[-1] is None else value.variable(calls[-1])
+
     def __getattr__(self, name):
-        params = self.__dict__.get("_parameters", {})
-        if name in params:
-            param = params[name]
-            calls = _active()
-            if not calls:
-                return param
-            if calls[-1] is EAGER:
-                return param.tensor()
-            return param.value if calls[-1] is None else param.variable(calls[-1])
+        for table in ("_parameters", "_buffers"):
+            values = self.__dict__.get(table, {})
+            if name in values:
+                return self._resolve(values[name])
         modules = self.__dict__.get("_modules", {})
         if name in modules:
             return modules[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
-        if name in self._parameters:
-            del self._parameters[name]
-        elif name in self._modules:
-            del self._modules[name]
-        else:
-            object.__delattr__(self, name)
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
 
-    def register_buffer(self, name: str, value) -> None:
-        """Adds a non-trainable value (a running statistic): in `state_dict`, not trained."""
-        setattr(self, name, Parameter(value, trainable=False, name=name))
+    def _check_name(self, name, kind: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        tables = (self._parameters, self._buffers, self._modules)
+        if name in self.__dict__ and not any(name in t for t in tables):
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Adds `param` (a `Parameter`, or None for an absent one) as `name`.
+
+        >>> import kiln as kn
+        >>> m = kn.nn.Module()
+        >>> m.register_parameter("w", kn.nn.Parameter(kn.ones(2)))
+        >>> [n for n, _ in m.named_parameters()]
+        ['w']
+        """
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(kn.nn.Parameter or None required)"
+            )
+        self._buffers.pop(name, None)
+        self._modules.pop(name, None)
+        if param is not None:
+            param.name = param.name or name
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Adds a value that is not trained (a running statistic) as `name`: in `state_dict`
+        (unless `persistent=False`), not in `parameters()`. `tensor`: a Tensor, an array, or
+        None.
+
+        >>> import kiln as kn
+        >>> m = kn.nn.Module()
+        >>> m.register_buffer("count", kn.zeros(1))
+        >>> list(m.state_dict()), list(m.parameters())
+        (['count'], [])
+        """
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, Buffer):
+            tensor = Buffer(tensor, persistent, name)
+        if tensor is not None:
+            tensor.name = tensor.name or name
+            tensor.persistent = persistent
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        self._buffers[name] = tensor
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Adds the child `module` as `name` (as assigning it to an attribute does)."""
+        self._check_name(name, "module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._parameters.pop(name, None)
+        self._buffers.pop(name, None)
+        if module is not None and module._name is None:
+            object.__setattr__(module, "_name", name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The descendant at the dotted path `target` ("" is this module)."""
+        module = self
+        for part in target.split(".") if target else ():
+            if part not in module._modules or module._modules[part] is None:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{part}`")
+            module = module._modules[part]
+        return module
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, args)` runs before `forward`; a result other than None replaces the
+        positional arguments (a tuple, or one value).
+
+        >>> import kiln as kn
+        >>> m = kn.nn.Identity()
+        >>> handle = m.register_forward_pre_hook(lambda mod, args: args[0] * 2)
+        >>> m(kn.ones(2))
+        tensor([2., 2.])
+        >>> handle.remove(); m(kn.ones(2))
+        tensor([1., 1.])
+        """
+        return _add_hook(self._forward_pre_hooks, hook, prepend)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, args, output)` runs after `forward`; a result other than None
+        replaces the output.
+
+        >>> import kiln as kn
+        >>> seen = []
+        >>> m = kn.nn.ReLU()
+        >>> handle = m.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
+        >>> _ = m(kn.ones(2, 3)); handle.remove(); _ = m(kn.ones(1))
+        >>> seen
+        [kiln.Size([2, 3])]
+        """
+        return _add_hook(self._forward_hooks, hook, prepend)
 
     # -- traversal ---------------------------------------------------------------------------
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """(path, module) for this module and every descendant, each once."""
-        seen: set[int] = set()
-        stack = [(prefix, self)]
-        while stack:
-            path, module = stack.pop(0)
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            yield path, module
-            for name, child in module._modules.items():
-                stack.append((f"{path}.{name}" if path else name, child))
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate=True):
+        """(path, module) for this module and every descendant, depth first in registration
+        order (PyTorch's), each once unless `remove_duplicate=False`."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                path = f"{prefix}.{name}" if prefix else name
+                yield from child.named_modules(memo, path, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every descendant (see `named_modules`)."""
         return (m for _, m in self.named_modules())
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        return iter(self._modules.items())
+        """(name, child) for each direct child, each once."""
+        seen: set[int] = set()
+        for name, child in self._modules.items():
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                yield name, child
 
     def children(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return (m for _, m in self.named_children())
 
-    def _named_values(self, trainable: bool | None) -> Iterator[tuple[str, Parameter]]:
+    def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen: set[int] = set()
-        for path, module in self.named_modules():
-            for name, p in module._parameters.items():
-                if id(p) in seen or (trainable is not None and p.trainable != trainable):
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
+        for path, module in modules:
+            for name, value in getattr(module, table).items():
+                if value is None or remove_duplicate and id(value) in seen:
                     continue
-                seen.add(id(p))
-                yield (f"{path}.{name}" if path else name), p
+                seen.add(id(value))
+                yield (f"{path}.{name}" if path else name), value
 
-    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
-        """(path, Parameter) for every trainable Parameter, PyTorch's dotted paths."""
-        return self._named_values(trainable=True)
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """(dotted path, Parameter) for every Parameter, frozen ones included, in PyTorch's
+        order: a module's own, then its children's, depth first in registration order."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
-    def parameters(self) -> Iterator[Parameter]:
-        """Every trainable Parameter (give them to an optimizer)."""
-        return (p for _, p in self.named_parameters())
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every Parameter (give them to an optimizer: it skips frozen ones)."""
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self) -> Iterator[tuple[str, Parameter]]:
-        return self._named_values(trainable=False)
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Buffer]]:
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
-    def buffers(self) -> Iterator[Parameter]:
-        return (p for _, p in self.named_buffers())
+    def buffers(self, recurse: bool = True) -> Iterator[Buffer]:
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def apply(self, fn) -> Module:
+        """Calls `fn(module)` on every child (recursively) and then on this module, as
+        PyTorch's `apply` (to initialize weights); returns this module.
+
+        >>> import kiln as kn
+        >>> model = kn.nn.Sequential(kn.nn.Linear(2, 2), kn.nn.ReLU())
+        >>> order = []
+        >>> _ = model.apply(lambda m: order.append(type(m).__name__))
+        >>> order
+        ['Linear', 'ReLU', 'Sequential']
+        """
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     # -- mode, state, device -----------------------------------------------------------------
 
     def train(self, mode: bool = True) -> Module:
-        """Sets `training` on this module and every descendant; graphs built later use it."""
-        for m in self.modules():
-            object.__setattr__(m, "training", bool(mode))
+        """Sets `training` here and, through their `train`, on every child; graphs built
+        later use it."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        object.__setattr__(self, "training", mode)
+        for child in self.children():
+            child.train(mode)
         return self
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clears the eager `.grad` of every parameter (PyTorch's default: to None)."""
-        for p in self.parameters():
-            if p._tensor is not None and p._tensor.grad is not None:
-                p._tensor.grad = None if set_to_none else zeros_like(p._tensor.grad)
 
     def eval(self) -> Module:
         """`train(False)`: dropout off, batch norm on running statistics."""
         return self.train(False)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freezes (False) or unfreezes every Parameter; returns this module."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clears the `.grad` of every parameter (PyTorch's default: to None)."""
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else zeros_like(p.grad)
+
+    def _state_items(self) -> list[tuple[str, ModuleValue]]:
+        """(key, value) of `state_dict`, in PyTorch's order: per module (depth first), its
+        parameters, then its persistent buffers."""
+        items, seen = [], set()
+        for path, module in self.named_modules():
+            own = [*module._parameters.items()]
+            own += [(k, b) for k, b in module._buffers.items() if b is None or b.persistent]
+            for name, value in own:
+                if value is not None and id(value) not in seen:
+                    seen.add(id(value))
+                    items.append(((f"{path}.{name}" if path else name), value))
+        return items
+
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter's and buffer's current value, by dotted path."""
-        return {name: p.numpy() for name, p in self._named_values(trainable=None)}
+        """Copies of every parameter's and persistent buffer's current value, by dotted path."""
+        return {name: p.numpy() for name, p in self._state_items()}
 
     def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list, list]:
         """Sets values from `state` (and every Variable made from them). Errors list every
@@ -218,7 +440,7 @@ class Module:
 
         Returns (missing_keys, unexpected_keys), which `strict=False` tolerates.
         """
-        own = dict(self._named_values(trainable=None))
+        own = dict(self._state_items())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         errors = [
@@ -247,6 +469,9 @@ class Module:
         get_backend(device)
         return self
 
+    def _value_named(self, name: str) -> ModuleValue:
+        return self._parameters[name] if name in self._parameters else self._buffers[name]
+
     def _record_updates(self, output, new_values: dict) -> None:
         """Buffer updates of this call (`{name: new value}`): in graph mode `assign` nodes
         tied to `output` (see `updates_for`); on NumPy values and Tensors, applied now."""
@@ -254,10 +479,10 @@ class Module:
         if graph is None or graph is EAGER:
             with no_grad():
                 for name, value in new_values.items():
-                    self._parameters[name].assign(value)
+                    self._value_named(name).assign(value)
             return
         assigns = [
-            apply("assign", self._parameters[name].variable(graph), value)
+            apply("assign", self._value_named(name).variable(graph), value)
             for name, value in new_values.items()
         ]
         _UPDATES.setdefault(graph, []).append(

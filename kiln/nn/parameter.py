@@ -1,141 +1,220 @@
-"""`Parameter`: a module's value, as one graph Variable per graph and one eager leaf Tensor."""
+"""`Parameter` and `Buffer`: a module's values, eager Tensors that also become graph Variables.
+
+Each is a Tensor (the eager leaf that autograd fills and optimizers update in place) that
+also keeps the Variables made from it, one per graph. Its current value is that of wherever
+it was most recently used: a graph's Variable, or the Tensor itself. Reading the Tensor's
+data after a graph used it copies the Variable's value back first.
+"""
 
 from __future__ import annotations
 
+import copy
 import weakref
 
 import numpy as np
 
-from ..eager.tensor import Tensor, make, version_of
+from ..array_types import Size
+from ..eager.tensor import Tensor, version_of
 from ..graph.core import Variable
 
-__all__ = ["Parameter", "owner_of"]
+__all__ = ["Buffer", "ModuleValue", "Parameter", "owner_of"]
 
-# id(Variable) -> (weakref to the Variable, weakref to the Parameter it was made from). Keyed
-# by id, not by the Variable: Symbols compare elementwise, so they cannot be dict keys here.
+# id(Variable) -> (weakref to the Variable, weakref to the value it was made from). Keyed by
+# id, not by the Variable: Symbols compare elementwise, so they cannot be dict keys here.
 _OWNERS: dict[int, tuple] = {}
 
 
-def owner_of(var) -> Parameter | None:
-    """The Parameter that `var` was made from (by `Parameter.variable`), else None."""
+def owner_of(var) -> ModuleValue | None:
+    """The Parameter or Buffer that `var` was made from (by `.variable`), else None."""
     entry = _OWNERS.get(id(var))
     return entry[1]() if entry is not None and entry[0]() is var else None
 
 
-def _own(var, param) -> None:
+def _own(var, value) -> None:
     key = id(var)
 
     def forget(ref):
         if _OWNERS.get(key, (None,))[0] is ref:
             del _OWNERS[key]
 
-    _OWNERS[key] = (weakref.ref(var, forget), weakref.ref(param))
+    _OWNERS[key] = (weakref.ref(var, forget), weakref.ref(value))
 
 
-class Parameter:
-    """A module's value: trainable (a parameter) or not (a buffer such as a running mean).
+def _array(data) -> np.ndarray:
+    if isinstance(data, Tensor):
+        data = data.detach()._data
+        data = data.get() if hasattr(data, "get") else data  # NOTE: a CuPy array
+    return np.array(data, copy=True)
 
-    It keeps a NumPy value, the Variables made from it (one per graph), and, once a module
-    runs on Tensors, one eager leaf Tensor that shares the NumPy value's memory (requiring
-    grad when trainable). Its current value is that of wherever it was most recently used:
-    a graph's Variable, or the eager Tensor.
 
-    >>> import kiln as kn, numpy as np
-    >>> p = kn.nn.Parameter(np.zeros((2, 3), np.float32))
-    >>> p.shape, p.dtype, p.trainable
-    ((2, 3), dtype('float32'), True)
-    >>> p.tensor().requires_grad, p.tensor().is_leaf
-    (True, True)
-    """
+class ModuleValue(Tensor):
+    """What `Parameter` and `Buffer` share: a leaf Tensor owning a NumPy copy of `data`,
+    plus one graph Variable per graph it is used in (see the module docstring)."""
 
-    def __init__(self, value, trainable: bool = True, name: str | None = None):
-        self._value = np.array(value, copy=True)
-        self.trainable = trainable
-        self.name = name
-        self._vars: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id(graph)
-        self._last: Variable | None = None  # NOTE: strong, so training results outlive graphs
-        self._tensor: Tensor | None = None
+    def __init__(self, data=None, requires_grad: bool = False, name: str | None = None):
+        value = np.zeros((0,), np.float32) if data is None else _array(data)
+        self.__dict__.update(_value=value, name=name, _last=None, _synced=0)
+        # graph id -> Variable (weak); `_last` is strong, so training results outlive graphs
+        self._vars = weakref.WeakValueDictionary()
+        self._meta = None
+        self._inference = False  # even if made inside inference_mode: it trains later
+        self.requires_grad_(requires_grad)
+
+    # The Tensor's data is `_value`, first brought up to date with the graph Variable used
+    # last (`_last`) unless the Tensor was changed in place since they were last in step
+    # (`_synced`, its version then): then the Tensor's value is the latest.
+    @property
+    def _data(self) -> np.ndarray:
+        d = self.__dict__
+        last = d["_last"]
+        if last is not None:
+            if d["_synced"] == version_of(self).value:
+                if not np.array_equal(last.value, d["_value"]):
+                    self._set(last.value)
+                    d["_synced"] = version_of(self).value
+            else:
+                d["_last"] = None
+        return d["_value"]
+
+    @_data.setter
+    def _data(self, array) -> None:
+        self.__dict__["_value"] = array
 
     @property
-    def shape(self) -> tuple:
-        return self._value.shape
+    def shape(self):
+        return Size(self.__dict__["_value"].shape)
 
     @property
-    def dtype(self):
-        return self._value.dtype
+    def dtype(self) -> np.dtype:
+        return self.__dict__["_value"].dtype
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return self.__dict__["_value"].ndim
 
     @property
-    def size(self) -> int:
-        return self._value.size
+    def trainable(self) -> bool:
+        """Whether optimizers and `kn.grad` train it: its `requires_grad`."""
+        return self.requires_grad
 
     @property
     def value(self) -> np.ndarray:
         """The current value (not a copy: do not modify it)."""
-        return self._last.value if self._last is not None else self._value
-
-    @property
-    def grad(self) -> Tensor | None:
-        """The eager Tensor's accumulated gradient (None before any eager backward)."""
-        return None if self._tensor is None else self._tensor.grad
+        last = self._last
+        if last is not None and self._synced == version_of(self).value:
+            return last.value
+        return self._value
 
     def numpy(self) -> np.ndarray:
-        """A copy of the current value."""
+        """A copy of the current value. (PyTorch's `numpy()` raises on a tensor that requires
+        grad; kiln's modules read their values this way, so here it copies instead.)"""
         return np.array(self.value, copy=True)
 
+    def requires_grad_(self, requires_grad: bool = True) -> ModuleValue:
+        """Marks it trained or frozen, here and in every graph Variable made from it."""
+        super().requires_grad_(requires_grad)
+        for var in list(self._vars.values()):
+            var.trainable = bool(requires_grad)
+        return self
+
     def assign(self, value) -> None:
-        """Sets the value here (in place: the eager Tensor sees it, as after PyTorch's
-        `copy_`) and in every Variable made from this Parameter."""
+        """Sets the value here (in place, as PyTorch's `copy_`) and in every Variable made
+        from it."""
         array = np.asarray(value.detach().numpy() if isinstance(value, Tensor) else value)
-        if array.shape != self.shape:
-            raise ValueError(f"cannot assign shape {array.shape} to {self!r}")
-        if not np.can_cast(array.dtype, self.dtype, "same_kind"):
-            raise TypeError(f"cannot assign {array.dtype} to {self!r}")
+        if array.shape != self._value.shape:
+            raise ValueError(f"cannot assign shape {array.shape} to {self.describe_name()}")
+        if not np.can_cast(array.dtype, self._value.dtype, "same_kind"):
+            raise TypeError(f"cannot assign {array.dtype} to {self.describe_name()}")
+        self._last = None
         self._set(array)
         for var in list(self._vars.values()):
             var.assign(self._value)
 
     def _set(self, array) -> None:
         self._value[...] = array
-        if self._tensor is not None:
-            version_of(self._tensor).value += 1
+        version_of(self).value += 1
 
     def variable_in(self, graph) -> Variable | None:
-        """This Parameter's Variable in `graph`, or None if it has none there."""
+        """Its Variable in `graph`, or None if it has none there."""
         var = self._vars.get(id(graph))
         return var if var is not None and var.graph is graph else None
 
     def variable(self, graph) -> Variable:
-        """This Parameter's Variable in `graph`, made (from the current value) if needed."""
+        """Its Variable in `graph`, made (from the current value) if needed."""
         var = self.variable_in(graph)
         made = var is None
         if made:
-            var = Variable(self.value, name=self.name, trainable=self.trainable, graph=graph)
+            trainable = self.requires_grad
+            var = Variable(self.value, name=self.name, trainable=trainable, graph=graph)
             self._vars[id(graph)] = var
             _own(var, self)
         if self._last is not var:
-            if self._last is not None:  # switching graphs: keep the latest value here too
-                self._set(self._last.value)
-            elif not made:  # the eager Tensor was used last: it has the latest value
+            self._data  # noqa: B018 (brings `_value` up to date with the graph used last)
+            if not made:
                 var.assign(self._value)
             self._last = var
+            self._synced = version_of(self).value
+        elif self._synced != version_of(self).value:  # changed in place since: push it
+            var.assign(self._value)
+            self._synced = version_of(self).value
         return var
 
-    def tensor(self) -> Tensor:
-        """This Parameter as an eager leaf Tensor, made on first use and then always the same
-        (so `.grad` accumulates on it and optimizers update it in place)."""
-        if self._tensor is None:
-            t = make(self._value)
-            t._inference = False  # even if first used inside inference_mode: it trains later
-            self._tensor = t.requires_grad_(self.trainable and self._value.dtype.kind == "f")
-        if self._last is not None:  # a graph used it last: its Variable has the latest value
-            self._set(self._last.value)
-            self._last = None
-        return self._tensor
+    def tensor(self) -> ModuleValue:
+        """Itself, with the latest value (kept for code written before it was a Tensor)."""
+        self._data  # noqa: B018 (syncs from the graph that used it last)
+        return self
+
+    def describe_name(self) -> str:
+        return f"{type(self).__name__} {self.name or '?'} ({self.dtype}{list(self.shape)})"
+
+    def __deepcopy__(self, memo):
+        new = type(self).__new__(type(self))
+        ModuleValue.__init__(new, self.value, self.requires_grad, self.name)
+        new.__dict__.update(
+            (k, v)
+            for k, v in self.__dict__.items()
+            if k not in ("_value", "_vars", "_last", "_synced")
+        )
+        new._grad = None if self._grad is None else copy.deepcopy(self._grad, memo)
+        memo[id(self)] = new
+        return new
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.value, self.requires_grad, self.name))
 
     def __repr__(self):
-        kind = "Parameter" if self.trainable else "Buffer"
-        return f"<{kind} {self.name or '?'}: {self.dtype}{list(self.shape)}>"
+        return f"{type(self).__name__} containing:\n{super().__repr__()}"
+
+
+class Parameter(ModuleValue):
+    """A trainable module value, as PyTorch's `nn.Parameter`: a Tensor that requires grad
+    (unless `requires_grad=False`), registered by assigning it to a Module attribute.
+
+    >>> import kiln as kn, numpy as np
+    >>> p = kn.nn.Parameter(np.zeros((2, 3), np.float32))
+    >>> isinstance(p, kn.Tensor), p.shape, p.numel(), p.requires_grad, p.is_leaf, p.device
+    (True, kiln.Size([2, 3]), 6, True, True, device(type='cpu'))
+    >>> p.requires_grad_(False).requires_grad
+    False
+    """
+
+    def __init__(self, data=None, requires_grad: bool = True, name: str | None = None):
+        super().__init__(data, requires_grad, name)
+
+
+class Buffer(ModuleValue):
+    """A module value that is not trained (a running mean), as PyTorch's `nn.Buffer`: in
+    `state_dict`, not in `parameters()`. `Module.register_buffer` makes one.
+
+    >>> import kiln as kn, numpy as np
+    >>> b = kn.nn.Buffer(np.zeros(3, np.float32))
+    >>> b.requires_grad, b.shape
+    (False, kiln.Size([3]))
+    """
+
+    def __init__(self, data=None, persistent: bool = True, name: str | None = None):
+        super().__init__(data, False, name)
+        self.persistent = persistent
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.value, self.persistent, self.name))

@@ -1,0 +1,241 @@
+"""Containers, as PyTorch's: `Sequential`, `ModuleList`, `ModuleDict`, and `Identity`."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator, Mapping
+
+from .module import Module
+
+__all__ = ["Identity", "ModuleDict", "ModuleList", "Sequential"]
+
+
+def _index(index, size: int) -> int:
+    index = operator.index(index)
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of range")
+    return index % size
+
+
+class Identity(Module):
+    """Returns its input (arguments are accepted and ignored, as PyTorch's `Identity`).
+
+    >>> import kiln as kn
+    >>> kn.nn.Identity(54, unused="x")(kn.ones(2))
+    tensor([1., 1.])
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Sequential(Module):
+    """Modules applied in order; children are named "0", "1", … (or by the keys of one
+    mapping given instead). Indexing with a slice gives a Sequential of those children,
+    keeping their names.
+
+    >>> import kiln as kn, numpy as np
+    >>> model = kn.nn.Sequential(kn.nn.Linear(4, 3), kn.nn.ReLU(), kn.nn.Linear(3, 2))
+    >>> [name for name, _ in model.named_parameters()]
+    ['0.weight', '0.bias', '2.weight', '2.bias']
+    >>> model(np.ones((5, 4), np.float32)).shape
+    (5, 2)
+    >>> model[1:]
+    Sequential(
+      (1): ReLU()
+      (2): Linear(in_features=3, out_features=2, bias=True)
+    )
+    """
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], Mapping):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            for module in modules:
+                self.append(module)
+
+    def append(self, module: Module) -> Sequential:
+        """Adds `module` at the end (named by its position)."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Puts `module` before position `index`; the children are renumbered."""
+        items = list(self._modules.values())
+        n = len(items)
+        index = operator.index(index)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        items.insert(index % (n + 1) if index < 0 else index, module)
+        self._renumber(items)
+        return self
+
+    def _renumber(self, items) -> None:
+        self._modules.clear()
+        for i, module in enumerate(items):
+            self.add_module(str(i), module)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(dict(list(self._modules.items())[index]))
+        return list(self._modules.values())[_index(index, len(self))]
+
+    def __setitem__(self, index, module: Module) -> None:
+        key = list(self._modules)[_index(index, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, index) -> None:
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            del items[index]
+        else:
+            del items[_index(index, len(self))]
+        self._renumber(items)  # PyTorch renumbers after a deletion too
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters the owner registers (a plain list hides them).
+
+    >>> import kiln as kn
+    >>> layers = kn.nn.ModuleList([kn.nn.Linear(2, 2) for _ in range(3)])
+    >>> layers.append(kn.nn.ReLU())
+    ModuleList(
+      (0-2): 3 x Linear(in_features=2, out_features=2, bias=True)
+      (3): ReLU()
+    )
+    >>> len(layers), len(list(layers.parameters())), type(layers[1:])
+    (4, 6, <class 'kiln.nn.containers.ModuleList'>)
+    """
+
+    def __init__(self, modules: Iterable[Module] | None = None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        self.extend(items)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)(list(self._modules.values())[index])
+        return list(self._modules.values())[_index(index, len(self))]
+
+    def __setitem__(self, index, module: Module) -> None:
+        self.add_module(str(_index(index, len(self))), module)
+
+    def __delitem__(self, index) -> None:
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            del items[index]
+        else:
+            del items[_index(index, len(self))]
+        self._modules.clear()
+        self.extend(items)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __repr__(self):
+        lines, items = [], list(self._modules.values())
+        i = 0
+        while i < len(items):  # runs of equal reprs print once, as PyTorch's
+            j = i
+            while j + 1 < len(items) and repr(items[j + 1]) == repr(items[i]):
+                j += 1
+            text = repr(items[i]).replace("\n", "\n  ")
+            lines.append(f"  ({i}): {text}" if i == j else f"  ({i}-{j}): {j - i + 1} x {text}")
+            i = j + 1
+        return f"{type(self).__name__}(" + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+
+
+class ModuleDict(Module):
+    """A dict of modules (string keys, insertion order) whose parameters the owner registers.
+
+    >>> import kiln as kn
+    >>> heads = kn.nn.ModuleDict({"cls": kn.nn.Linear(4, 3), "box": kn.nn.Linear(4, 2)})
+    >>> list(heads), "cls" in heads, heads["box"].out_features
+    (['cls', 'box'], True, 2)
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key) -> bool:
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def update(self, modules) -> None:
+        """Adds (key, module) pairs from a mapping or an iterable of pairs."""
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for key, module in pairs:
+            self[key] = module

@@ -1,0 +1,226 @@
+"""`kn.nn.init`: PyTorch's in-place initializers (`kaiming_uniform_(w)` …), on Parameters and
+Tensors, drawing from kiln's seeded stream (`kn.manual_seed`) with the formulas of `kn.init`.
+
+Each fills its tensor without recording a gradient (as PyTorch's, under `no_grad`) and
+returns it. On a Parameter the new value also reaches every graph Variable made from it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import init as _init
+from ..eager import Tensor, no_grad
+from ..eager.tensor import make
+from .parameter import ModuleValue
+
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "eye_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "orthogonal_",
+    "trunc_normal_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]
+
+calculate_gain = _init.calculate_gain
+
+
+def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight shaped (out, in, *receptive field), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.nn.init._calculate_fan_in_and_fan_out(kn.zeros(16, 3, 5, 5))
+    (75, 400)
+    """
+    return _init.fan_in_and_fan_out(tuple(tensor.shape))
+
+
+def _calculate_correct_fan(tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _fill(tensor, initializer):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"expected a kn.Tensor or kn.nn.Parameter, got {type(tensor).__name__}")
+    array = initializer(tuple(tensor.shape), tensor.dtype)
+    if isinstance(tensor, ModuleValue):
+        tensor.assign(array)
+        return tensor
+    with no_grad():
+        tensor.copy_(make(np.asarray(array)).to(tensor.device))
+    return tensor
+
+
+def _empty(tensor) -> bool:
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
+def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fills with samples of U(a, b).
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.uniform_(kn.zeros(1000), -0.5, 0.5)
+    >>> bool(w.min() >= -0.5 and w.max() < 0.5)
+    True
+    """
+    return _fill(tensor, _init.uniform(a, b))
+
+
+def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fills with samples of N(mean, std²).
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.normal_(kn.zeros(10000), std=0.02)
+    >>> round(float(w.std()), 2)
+    0.02
+    """
+    return _fill(tensor, _init.normal(mean, std))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fills with samples of N(mean, std²) redrawn until they lie in [a, b].
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.trunc_normal_(kn.zeros(1000), std=1.0, a=-1.0, b=1.0)
+    >>> bool(w.abs().max() <= 1.0)
+    True
+    """
+    if not a < b:
+        raise ValueError(f"trunc_normal_: a ({a}) must be below b ({b})")
+
+    def draw(shape, dtype):
+        values = _init.normal(mean, std)(shape, np.float64)
+        bad = (values < a) | (values > b)
+        while bad.any():  # the rejection keeps the truncated normal's law
+            values[bad] = _init.normal(mean, std)((int(bad.sum()),), np.float64)
+            bad = (values < a) | (values > b)
+        return values.astype(dtype)
+
+    return _fill(tensor, draw)
+
+
+def constant_(tensor, val: float):
+    """Fills with `val`.
+
+    >>> import kiln as kn
+    >>> kn.nn.init.constant_(kn.zeros(2), 0.5)
+    tensor([0.5000, 0.5000])
+    """
+    return _fill(tensor, _init.constant(val))
+
+
+def zeros_(tensor):
+    """Fills with zeros.
+
+    >>> import kiln as kn
+    >>> kn.nn.init.zeros_(kn.ones(2))
+    tensor([0., 0.])
+    """
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor):
+    """Fills with ones.
+
+    >>> import kiln as kn
+    >>> kn.nn.init.ones_(kn.zeros(2))
+    tensor([1., 1.])
+    """
+    return constant_(tensor, 1.0)
+
+
+def eye_(tensor):
+    """Fills a 2-D tensor with the identity matrix.
+
+    >>> import kiln as kn
+    >>> kn.nn.init.eye_(kn.zeros(2, 3))
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, lambda shape, dtype: np.eye(*shape, dtype=dtype))
+
+
+def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
+    """U(-a, a) with `a = gain * sqrt(6 / (fan_in + fan_out))` (Glorot and Bengio, 2010).
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.xavier_uniform_(kn.zeros(300, 500))
+    >>> round(float(w.abs().max()), 2)  # sqrt(6 / 800)
+    0.09
+    """
+    return _fill(tensor, _init.xavier_uniform(gain))
+
+
+def xavier_normal_(tensor, gain: float = 1.0, generator=None):
+    """N(0, std²) with `std = gain * sqrt(2 / (fan_in + fan_out))`.
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.xavier_normal_(kn.zeros(300, 500))
+    >>> round(float(w.std()), 2)  # sqrt(2 / 800)
+    0.05
+    """
+    return _fill(tensor, _init.xavier_normal(gain))
+
+
+def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """U(-b, b) with `b = gain * sqrt(3 / fan)` (He et al., 2015); `a` is a leaky ReLU's
+    negative slope, `mode` picks fan_in (forward) or fan_out (backward).
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.kaiming_uniform_(kn.zeros(256, 1000), nonlinearity="relu")
+    >>> round(float(w.abs().max()), 3)  # sqrt(2) * sqrt(3 / 1000)
+    0.077
+    """
+    if _empty(tensor):
+        return tensor
+    _calculate_correct_fan(tensor, mode)
+    return _fill(tensor, _init.kaiming_uniform(a, nonlinearity, mode.lower()))
+
+
+def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """N(0, std²) with `std = gain / sqrt(fan)` (He et al., 2015).
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.kaiming_normal_(kn.zeros(200, 1000), mode="fan_out")
+    >>> round(float(w.std()), 2)  # sqrt(2 / 200)
+    0.1
+    """
+    if _empty(tensor):
+        return tensor
+    _calculate_correct_fan(tensor, mode)
+    return _fill(tensor, _init.kaiming_normal(a, nonlinearity, mode.lower()))
+
+
+def orthogonal_(tensor, gain: float = 1.0, generator=None):
+    """A (semi-)orthogonal matrix (Saxe et al., 2013) times `gain`; dims past the first are
+    flattened into columns.
+
+    >>> import kiln as kn, numpy as np
+    >>> w = kn.nn.init.orthogonal_(kn.zeros(3, 5)).numpy()
+    >>> np.allclose(w @ w.T, np.eye(3), atol=1e-6)
+    True
+    """
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    return _fill(tensor, _init.orthogonal(gain))

@@ -1,0 +1,299 @@
+"""PyTorch's training toolkit: Parameters as Tensors (and freezing them), module traversal,
+registration and hooks, containers, loss and activation modules, `kn.nn.init`."""
+
+import copy
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+# -- Parameters are Tensors; requires_grad=False freezes --------------------------------------
+
+
+def test_parameter_is_a_tensor():
+    model = kn.nn.Linear(3, 2)
+    w = model.weight
+    assert isinstance(w, kn.Tensor) and isinstance(w, kn.nn.Parameter)
+    assert w.numel() == 6 and w.requires_grad and w.is_leaf and not w.is_cuda
+    assert str(w.device) == "cpu"
+    assert sum(p.numel() for p in model.parameters()) == 8  # 3*2 weights + 2 biases
+    # Tensor ops on a Parameter (numpy's norm of its value is the reference)
+    norm = (w * w).sum().sqrt()
+    np.testing.assert_allclose(norm.item(), np.linalg.norm(w.value), rtol=1e-6)
+    assert norm.requires_grad and (w * 2).grad_fn is not None
+    assert repr(w).startswith("Parameter containing:\ntensor(")
+
+
+def _frozen_weight_step(freeze):
+    kn.manual_seed(0)
+    model = kn.nn.Linear(2, 1)
+    freeze(model.weight)
+    w0, b0 = model.weight.numpy(), model.bias.numpy()
+    opt = kn.optim.SGD(model.parameters(), lr=0.5)
+    model(kn.ones(4, 2)).sum().backward()
+    opt.step()
+    return model, w0, b0
+
+
+@pytest.mark.parametrize(
+    "freeze",
+    [
+        lambda p: setattr(p, "requires_grad", False),
+        lambda p: p.requires_grad_(False),
+    ],
+    ids=["attribute", "method"],
+)
+def test_frozen_parameter_gets_no_grad_and_is_not_trained_eagerly(freeze):
+    # Regression: `requires_grad = False` on a parameter was silently ignored and it trained.
+    model, w0, b0 = _frozen_weight_step(freeze)
+    assert model.weight.grad is None and not model.weight.requires_grad
+    np.testing.assert_array_equal(model.weight.numpy(), w0)
+    np.testing.assert_allclose(model.bias.numpy(), b0 - 0.5 * 4)  # d(sum)/db = batch of 4
+
+
+def test_frozen_parameter_is_not_trained_in_graph_mode():
+    kn.manual_seed(0)
+    with kn.Graph().as_default():
+        model = kn.nn.Linear(2, 1)
+        model.weight.requires_grad = False
+        w0, b0 = model.weight.numpy(), model.bias.numpy()
+        x = kn.placeholder(kn.float32, (4, 2), name="x")
+        loss = model(x).sum()
+        train = kn.optim.SGD(model.parameters(), lr=0.5).minimize(loss)
+        trained = [v.name for v in loss.graph.variables if v.trainable]
+        with kn.Session() as sess:
+            sess.run(train, {x: np.ones((4, 2), np.float32)})
+    assert trained == ["bias"]
+    np.testing.assert_array_equal(model.weight.numpy(), w0)
+    np.testing.assert_allclose(model.bias.numpy(), b0 - 0.5 * 4)
+
+
+def test_frozen_parameter_is_not_differentiated_under_compile():
+    kn.manual_seed(0)
+    model = kn.nn.Linear(2, 1)
+    step = kn.compile(lambda x: model(x).sum())
+    step(kn.ones(4, 2)).backward()
+    assert model.weight.grad is not None
+    model.zero_grad()
+    model.weight.requires_grad_(False)
+    step(kn.ones(4, 2)).backward()
+    assert model.weight.grad is None and model.bias.grad.tolist() == [4.0]
+
+
+def test_module_requires_grad_freezes_every_parameter():
+    model = kn.nn.Sequential(kn.nn.Linear(2, 2), kn.nn.Linear(2, 1))
+    model[0].requires_grad_(False)
+    assert [p.requires_grad for p in model.parameters()] == [False, False, True, True]
+    assert len(list(model.parameters())) == 4  # frozen parameters are still parameters
+
+
+def test_parameter_tracks_graph_training_and_eager_reads():
+    kn.manual_seed(0)
+    with kn.Graph().as_default():
+        model = kn.nn.Linear(2, 1)
+        x = kn.placeholder(kn.float32, (1, 2), name="x")
+        train = kn.optim.SGD(model.parameters(), lr=1.0).minimize(model(x).sum())
+        sess = kn.Session()
+    b0 = model.bias.numpy()
+    sess.run(train, {x: np.ones((1, 2), np.float32)})
+    assert model.bias.sum().item() == pytest.approx(b0[0] - 1.0)  # an eager read sees it
+    sess.run(train, {x: np.ones((1, 2), np.float32)})
+    np.testing.assert_allclose(model.bias.numpy(), b0 - 2.0)  # still tracks the graph
+
+
+def test_deepcopy_of_a_module_copies_parameters():
+    model = kn.nn.Linear(2, 2)
+    model.weight.requires_grad_(False)
+    twin = copy.deepcopy(model)
+    assert isinstance(twin.weight, kn.nn.Parameter) and twin.weight is not model.weight
+    assert not twin.weight.requires_grad and twin.bias.requires_grad
+    np.testing.assert_array_equal(twin.weight.numpy(), model.weight.numpy())
+    twin.weight.assign(np.zeros((2, 2), np.float32))
+    assert model.weight.numpy().any()
+
+
+# -- traversal, registration, hooks, modes ---------------------------------------------------
+
+
+class _Tree(kn.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = kn.nn.Linear(2, 2)
+        self.b = kn.nn.Sequential(kn.nn.Linear(2, 2), kn.nn.ReLU())
+        self.c = kn.nn.Linear(2, 2, bias=False)
+        self.scale = kn.nn.Parameter(kn.ones(1))
+
+
+def test_named_parameters_in_registration_order_depth_first():
+    # PyTorch's order: the module's own parameters, then each child's, depth first.
+    names = [n for n, _ in _Tree().named_parameters()]
+    assert names == ["scale", "a.weight", "a.bias", "b.0.weight", "b.0.bias", "c.weight"]
+
+
+def test_named_modules_children_and_apply():
+    tree = _Tree()
+    assert [n for n, _ in tree.named_modules()] == ["", "a", "b", "b.0", "b.1", "c"]
+    assert [n for n, _ in tree.named_children()] == ["a", "b", "c"]
+    assert list(tree.children())[1] is tree.b and len(list(tree.modules())) == 6
+    assert [n for n, _ in tree.named_parameters(recurse=False)] == ["scale"]
+
+    def zero_linear(m):
+        if isinstance(m, kn.nn.Linear):
+            kn.nn.init.zeros_(m.weight)
+
+    assert tree.apply(zero_linear) is tree
+    assert all(not m.weight.numpy().any() for m in tree.modules() if type(m) is kn.nn.Linear)
+
+
+def test_shared_module_and_parameter_listed_once():
+    shared = kn.nn.Linear(2, 2)
+    model = kn.nn.Sequential(shared, shared)
+    assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias"]
+    assert len(list(model.modules())) == 2
+    assert len(list(model.named_modules(remove_duplicate=False))) == 3
+
+
+def test_register_parameter_and_buffers():
+    m = kn.nn.Module()
+    m.register_parameter("w", kn.nn.Parameter(kn.ones(2)))
+    m.register_parameter("absent", None)
+    m.register_buffer("count", kn.zeros(1))
+    m.register_buffer("scratch", np.ones(3, np.float32), persistent=False)
+    assert [n for n, _ in m.named_parameters()] == ["w"] and m.absent is None
+    assert [n for n, _ in m.named_buffers()] == ["count", "scratch"]
+    assert list(m.state_dict()) == ["w", "count"]  # non-persistent buffers are left out
+    assert not m.count.requires_grad and isinstance(m.count, kn.nn.Buffer)
+    with pytest.raises(KeyError, match='contain "."'):
+        m.register_buffer("a.b", kn.zeros(1))
+    with pytest.raises(TypeError, match="kn.nn.Parameter or None required"):
+        m.register_parameter("x", kn.zeros(1))
+    m.plain = 3
+    with pytest.raises(KeyError, match="attribute 'plain' already exists"):
+        m.register_buffer("plain", kn.zeros(1))
+
+
+def test_state_dict_order_is_parameters_then_buffers_per_module():
+    model = kn.nn.Sequential(kn.nn.Linear(2, 2), kn.nn.BatchNorm1d(2))
+    assert list(model.state_dict()) == [
+        "0.weight", "0.bias", "1.weight", "1.bias",
+        "1.running_mean", "1.running_var", "1.num_batches_tracked",
+    ]  # fmt: skip
+
+
+def test_module_zero_grad():
+    model = kn.nn.Linear(2, 1)
+    model(kn.ones(1, 2)).sum().backward()
+    model.zero_grad(set_to_none=False)
+    assert model.bias.grad.tolist() == [0.0]
+    model.zero_grad()
+    assert model.bias.grad is None
+
+
+def test_forward_hooks_see_and_replace_inputs_and_outputs():
+    model = kn.nn.Sequential(kn.nn.Linear(2, 3), kn.nn.ReLU())
+    seen = []
+    h1 = model[0].register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+    h2 = model.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    h3 = model.register_forward_hook(lambda m, args, out: out + 1)
+    out = model(kn.ones(4, 2))
+    assert seen == [(4, 3)]
+    expected = np.maximum(model[0].bias.numpy(), 0) + 1  # a zero input: relu(bias) + 1
+    np.testing.assert_allclose(out.detach().numpy(), np.tile(expected, (4, 1)), rtol=1e-6)
+    for h in (h1, h2, h3):
+        h.remove()
+    model(kn.ones(4, 2))
+    assert seen == [(4, 3)]
+
+
+def test_hook_handle_as_context_manager():
+    m = kn.nn.Identity()
+    with m.register_forward_hook(lambda mod, args, out: out * 3):
+        assert m(kn.ones(1)).tolist() == [3.0]
+    assert m(kn.ones(1)).tolist() == [1.0]
+
+
+def test_train_and_eval_recurse_through_children_train():
+    calls = []
+
+    class Probe(kn.nn.Module):
+        def train(self, mode=True):
+            calls.append(mode)
+            return super().train(mode)
+
+    model = kn.nn.Sequential(kn.nn.Dropout(), kn.nn.Sequential(Probe()))
+    model.eval()
+    assert calls == [False] and not any(m.training for m in model.modules())
+    model.train()
+    assert calls == [False, True] and all(m.training for m in model.modules())
+    with pytest.raises(ValueError, match="training mode is expected to be boolean"):
+        model.train("yes")
+
+
+# -- containers ------------------------------------------------------------------------------
+
+
+def test_sequential_slicing_gives_a_sequential_keeping_names():
+    model = kn.nn.Sequential(kn.nn.Linear(2, 3), kn.nn.ReLU(), kn.nn.Linear(3, 1))
+    head = model[1:]
+    assert type(head) is kn.nn.Sequential and len(head) == 2 and head[0] is model[1]
+    assert [n for n, _ in head.named_parameters()] == ["2.weight", "2.bias"]  # PyTorch's keys
+    assert model[-1] is model[2] and [type(m).__name__ for m in model[::2]] == ["Linear"] * 2
+    assert head(kn.ones(4, 3)).shape == (4, 1)
+    with pytest.raises(IndexError):
+        model[3]
+
+
+def test_sequential_edits_and_mapping_constructor():
+    model = kn.nn.Sequential({"fc": kn.nn.Linear(2, 2), "act": kn.nn.ReLU()})
+    assert [n for n, _ in model.named_children()] == ["fc", "act"] and model.fc is model[0]
+    seq = kn.nn.Sequential(kn.nn.ReLU(), kn.nn.Tanh())
+    seq.append(kn.nn.Sigmoid()).insert(0, kn.nn.Identity())
+    assert [type(m).__name__ for m in seq] == ["Identity", "ReLU", "Tanh", "Sigmoid"]
+    del seq[1]
+    assert [n for n, _ in seq.named_children()] == ["0", "1", "2"]  # renumbered, as PyTorch
+    seq[0] = kn.nn.ReLU()
+    assert type(seq[0]).__name__ == "ReLU"
+
+
+def test_module_list_registers_its_modules():
+    class Tower(kn.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = kn.nn.ModuleList([kn.nn.Linear(2, 2) for _ in range(2)])
+            self.layers.append(kn.nn.Linear(2, 1))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    tower = Tower()
+    assert len(tower.layers) == 3 and len(list(tower.parameters())) == 6
+    assert [n for n, _ in tower.named_parameters()][-2:] == ["layers.2.weight", "layers.2.bias"]
+    assert type(tower.layers[:2]) is kn.nn.ModuleList and tower.layers[-1] is tower.layers[2]
+    assert tower(kn.ones(5, 2)).shape == (5, 1)
+    tower.layers.extend([kn.nn.ReLU()])
+    tower.layers += [kn.nn.Identity()]
+    del tower.layers[0]
+    assert [n for n, _ in tower.layers.named_children()] == ["0", "1", "2", "3"]
+    with pytest.raises(NotImplementedError):
+        tower.layers(kn.ones(1))
+
+
+def test_module_dict():
+    heads = kn.nn.ModuleDict({"a": kn.nn.Linear(2, 1)})
+    heads["b"] = kn.nn.Linear(2, 3)
+    heads.update([("c", kn.nn.Identity())])
+    assert list(heads) == ["a", "b", "c"] and len(heads) == 3 and "b" in heads
+    assert [n for n, _ in heads.named_parameters()] == ["a.weight", "a.bias", "b.weight", "b.bias"]
+    assert heads.pop("c").__class__ is kn.nn.Identity and list(heads.keys()) == ["a", "b"]
+    assert [type(m).__name__ for m in heads.values()] == ["Linear", "Linear"]
+
+
+def test_identity_in_graph_mode_and_eager():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2,), name="x")
+        assert kn.nn.Identity(3)(x) is x
+    t = kn.ones(2)
+    assert kn.nn.Identity()(t) is t

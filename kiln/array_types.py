@@ -128,4 +128,8 @@ def _named(name: str, doc: str):
 return_types = types.SimpleNamespace(
     max=_named("max", "`max(x, dim)`: the maxima and where they are (`values`, `indices`)."),
     min=_named("min", "`min(x, dim)`: the minima and where they are (`values`, `indices`)."),
+    sort=_named("sort", "`sort(x, dim)`: the sorted values and where they came from."),
+    topk=_named("topk", "`topk(x, k)`: the k largest (or smallest) values and where they are."),
+    cummax=_named("cummax", "`cummax(x, dim)`: the running maxima and where they are."),
+    cummin=_named("cummin", "`cummin(x, dim)`: the running minima and where they are."),
 )

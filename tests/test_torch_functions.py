@@ -17,7 +17,10 @@ def test_sort_topk_cummax_return_named_tuples_of_values_and_indices():
     assert top.values.tolist() == [[1.0, 2.0]] and top.indices.tolist() == [[1, 2]]
     running = kn.cummax(kn.tensor([1, 3, 2, 3]), dim=0)  # ties: the latest index
     assert running.values.tolist() == [1, 3, 3, 3] and running.indices.tolist() == [0, 1, 1, 3]
-    assert type(running).__name__ == "cummax" and running._fields == ("values", "indices")
+    assert isinstance(running, kn.return_types.cummax) and running._fields == ("values", "indices")
+    assert isinstance(top, kn.return_types.topk)
+    assert isinstance(kn.sort(x), kn.return_types.sort)
+    assert isinstance(kn.cummin(x, 1), kn.return_types.cummin)
 
 
 def test_named_tuples_come_back_from_kn_compile():

@@ -4,12 +4,11 @@ division, `lerp`, `logaddexp`, trigonometric and hyperbolic functions, scans (`c
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..array_types import return_types
 from ..errors import DTypeError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -313,9 +312,6 @@ log10 = _float_unary("log10", 100, "2.0")  # float32 log10(100) is 2.0000002
 
 # -- scans ---------------------------------------------------------------------------------------
 
-_Pair = {name: namedtuple(name, ["values", "indices"]) for name in ("cummax", "cummin", "sort",
-                                                                  "topk")}  # fmt: skip
-
 
 def _scan_input(x, dim, axis, name, dtype=None):
     (x,) = lift(x)
@@ -373,7 +369,7 @@ def _pick(x, idx, dim):
 def _running(name, input, dim, axis):  # noqa: A002
     x, dim = _scan_input(input, dim, axis, name)
     idx = call(f"{name}_index", x, axis=dim)
-    return _Pair[name](_pick(x, idx, dim), idx)
+    return getattr(return_types, name)(_pick(x, idx, dim), idx)
 
 
 def cummax(input, dim=None, *, axis=None):  # noqa: A002
@@ -381,8 +377,9 @@ def cummax(input, dim=None, *, axis=None):  # noqa: A002
     `(values, indices)` named tuple.
 
     >>> import kiln as kn
-    >>> kn.cummax(kn.tensor([1, 3, 2, 3]), 0)
-    cummax(values=tensor([1, 3, 3, 3]), indices=tensor([0, 1, 1, 3]))
+    >>> values, indices = kn.cummax(kn.tensor([1, 3, 2, 3]), 0)
+    >>> values.tolist(), indices.tolist()
+    ([1, 3, 3, 3], [0, 1, 1, 3])
     """
     return _running("cummax", input, dim, axis)
 
@@ -418,13 +415,14 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
     tuple (PyTorch's `sort`; gradients flow to the values' positions).
 
     >>> import kiln as kn
-    >>> kn.sort(kn.tensor([3.0, 1.0, 2.0]))
-    sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
+    >>> out = kn.sort(kn.tensor([3.0, 1.0, 2.0]))
+    >>> out.values.tolist(), out.indices.tolist()
+    ([1.0, 2.0, 3.0], [1, 2, 0])
     """
     (x,) = lift(input)
     dim = sh.normalize_axis(dim_arg(dim, axis, "sort"), max(x.ndim, 1))
     idx = call("argsort", x, axis=dim, descending=bool(descending))
-    return _Pair["sort"](_pick(x, idx, dim), idx)
+    return return_types.sort(_pick(x, idx, dim), idx)
 
 
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis=None):  # noqa: A002
@@ -432,8 +430,9 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     `(values, indices)` named tuple, in sorted order.
 
     >>> import kiln as kn
-    >>> kn.topk(kn.tensor([1.0, 5.0, 3.0, 4.0]), 2)
-    topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
+    >>> out = kn.topk(kn.tensor([1.0, 5.0, 3.0, 4.0]), 2)
+    >>> out.values.tolist(), out.indices.tolist()
+    ([5.0, 4.0], [1, 3])
     """
     (x,) = lift(input)
     dim = sh.normalize_axis(dim_arg(dim, axis, "topk"), max(x.ndim, 1))
@@ -444,4 +443,4 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     if x.ndim:
         spec = (("slice", None, None, None),) * dim + (("slice", 0, int(k), None),)
         idx = call("index", idx, spec=spec)
-    return _Pair["topk"](_pick(x, idx, dim), idx)
+    return return_types.topk(_pick(x, idx, dim), idx)

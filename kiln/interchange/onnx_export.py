@@ -144,19 +144,21 @@ class Exporter:
             self.input_names.add(name)
         return name
 
-    def emit(self, op_type: str, inputs, out=None, **attrs) -> str:
-        """Adds one ONNX node computing `out` (a fresh name when None); returns `out`."""
+    def emit(self, op_type: str, inputs, out=None, n_outputs: int = 1, **attrs):
+        """Adds one ONNX node computing `out` (a fresh name when None); returns `out`, or the
+        list of its `n_outputs` output names when it has several."""
         node = self.node
         base = node.name if node is not None else op_type.lower()
-        out = out or self.unique(f"{base}/{op_type}")
+        outs = [out or self.unique(f"{base}/{op_type}")]
+        outs += [self.unique(f"{base}/{op_type}") for _ in range(n_outputs - 1)]
         doc = f"kiln op {node.op.name}, node '{node.name}', created at {node.site}" if node else ""
         self.nodes.append(
             self.onnx.helper.make_node(
-                op_type, list(inputs), [out], name=self.unique(f"{base}:{op_type}"),
+                op_type, list(inputs), outs, name=self.unique(f"{base}:{op_type}"),
                 doc_string=doc, **attrs,
             )
         )  # fmt: skip
-        return out
+        return outs[0] if n_outputs == 1 else outs
 
     def initializer(self, value, base: str) -> str:
         name = self.unique(base)

@@ -379,6 +379,62 @@ def _gather_elements(imp, xs, attrs):
     return imp.apply("take_along_axis", x, idx, axis=axis)
 
 
+def _wrapped(imp, idx, size):
+    """ONNX's negative indices count from the end (kiln's scatter and take refuse them)."""
+    if not isinstance(size, int):
+        return idx
+    zero = imp.scalar(0, idx.dtype)
+    wrapped = imp.apply("add", idx, imp.scalar(size, idx.dtype))
+    return imp.apply("where", imp.apply("less", idx, zero), wrapped, idx)
+
+
+_SCATTER = {"none": "none", "add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+
+
+def _scatter_elements(imp, xs, attrs):
+    x, idx = imp.symbol(xs[0]), imp.symbol(xs[1])
+    axis = _axis(attrs.get("axis", 0), x.ndim)
+    reduce = _SCATTER[_text(attrs.get("reduction", "none"))]
+    idx = _wrapped(imp, idx, x.shape[axis])
+    return imp.apply("scatter", x, idx, xs[2], axis=axis, reduce=reduce, include_self=True)
+
+
+def _scatter_nd(imp, xs, attrs):
+    """ScatterND whose indices address the first axis (last index dim 1): a scatter along
+    axis 0 of the flattened index positions."""
+    x, idx, updates = (imp.symbol(v) for v in xs)
+    if idx.shape[-1] != 1:
+        raise imp.error(f"with {idx.shape[-1]}-d index tuples has no kiln form (1-d only)")
+    rest = tuple(x.shape[1:])
+    idx = _reshape_to(imp, idx, (-1,))
+    updates = _reshape_to(imp, updates, (-1, *rest))
+    idx = _wrapped(imp, idx, x.shape[0])
+    idx = imp.apply("broadcast_to", _reshape_to(imp, idx, (-1, *(1 for _ in rest))),
+                    shape=updates.shape)  # fmt: skip
+    reduce = _SCATTER[_text(attrs.get("reduction", "none"))]
+    return imp.apply("scatter", x, idx, updates, axis=0, reduce=reduce, include_self=True)
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _top_k(imp, xs, attrs):
+    """argsort (stable: ties keep the lower index first, as ONNX's TopK) and the first k."""
+    x = imp.symbol(xs[0])
+    axis = _axis(attrs.get("axis", -1), x.ndim)
+    k = int(imp.known(xs[1], "k").reshape(-1)[0])
+    order = imp.apply("argsort", x, axis=axis, descending=bool(attrs.get("largest", 1)))
+    spec = (("slice", None, None, None),) * axis + (("slice", 0, k, None),)
+    index = imp.apply("index", order, spec=spec)
+    return [imp.apply("take_along_axis", x, index, axis=axis), index]
+
+
+def _bit_shift(imp, xs, attrs):
+    name = "bitwise_left_shift" if _text(attrs["direction"]) == "LEFT" else "bitwise_right_shift"
+    return imp.apply(name, *xs)
+
+
 def _concat(imp, xs, attrs):
     xs = [imp.symbol(x) for x in xs]
     return imp.apply("concat", *xs, axis=_axis(attrs["axis"], xs[0].ndim))
@@ -640,6 +696,10 @@ RULES = {
     "Slice": _slice,
     "Gather": _gather,
     "GatherElements": _gather_elements,
+    "ScatterElements": _scatter_elements,
+    "ScatterND": _scatter_nd,
+    "TopK": _top_k,
+    "BitShift": _bit_shift,
     "Concat": _concat,
     "Pad": _pad,
     "Tile": _tile,

@@ -17,6 +17,8 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import GraphError, node_error
+from ..ops.movement import index_tuple
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
@@ -226,14 +228,72 @@ def _wrong_sign(ex, r, b, dtype):
 
 
 def _floordiv(ex, node, xs, out):
-    dtype = _out(node)
-    a, b = _cast_all(ex, node, xs, dtype)
+    return _floor_divide(ex, *_cast_all(ex, node, xs, _out(node)), _out(node), out)
+
+
+def _floor_divide(ex, a, b, dtype, out=None):
     if dt.is_float(dtype):  # NOTE: floor(a / b); NumPy corrects the rounding of a / b
         return ex.emit("Floor", [ex.emit("Div", [a, b])], out)
     q = ex.emit("Div", [a, b])  # truncates toward 0
     r = ex.emit("Sub", [a, ex.emit("Mul", [q, b])])
     step = ex.cast(_wrong_sign(ex, r, b, dtype), np.bool_, dtype)
     return ex.emit("Sub", [q, step], out)
+
+
+def _negative(ex, x, dtype):
+    """Where x's sign is negative, -0.0 included (1 / -0.0 is -inf)."""
+    zero = _scalar(ex, 0, dtype)
+    if not dt.is_float(dtype):
+        return ex.emit("Less", [x, zero])
+    below = ex.emit("Less", [ex.emit("Div", [_scalar(ex, 1, dtype), x]), zero])
+    return ex.emit("Or", [ex.emit("Less", [x, zero]),
+                          ex.emit("And", [ex.emit("Equal", [x, zero]), below])])  # fmt: skip
+
+
+def _copysign(ex, node, xs, out):
+    dtype = _out(node)
+    a, b = _cast_all(ex, node, xs, dtype)
+    size = ex.emit("Abs", [a])
+    return ex.emit("Where", [_negative(ex, b, dtype), ex.emit("Neg", [size]), size], out)
+
+
+def _atan2(ex, node, xs, out):
+    """atan(a / b), moved by pi into b's half plane; signed zeros pick the side as NumPy."""
+    dtype = _out(node)
+    a, b = _cast_all(ex, node, xs, dtype)
+    pi = _scalar(ex, math.pi, dtype)
+    a_neg, b_neg = _negative(ex, a, dtype), _negative(ex, b, dtype)
+    turn = ex.emit("Where", [a_neg, ex.emit("Neg", [pi]), pi])
+    both_zero = ex.emit("And", [ex.emit("Equal", [a, _scalar(ex, 0, dtype)]),
+                                ex.emit("Equal", [b, _scalar(ex, 0, dtype)])])  # fmt: skip
+    base = ex.emit("Where", [both_zero, a, ex.emit("Atan", [ex.emit("Div", [a, b])])])
+    return ex.emit("Where", [b_neg, ex.emit("Add", [base, turn]), base], out)
+
+
+_UNSIGNED = {np.dtype(f"i{n}"): np.dtype(f"u{n}") for n in (1, 2, 4, 8)}
+
+
+def _shift(direction):
+    """BitShift on unsigned integers; signed ones shift their bits as unsigned, and a right
+    shift of a negative value is ~(~x >> s) (arithmetic, as NumPy's)."""
+
+    def rule(ex, node, xs, out):
+        dtype = np.dtype(_out(node))
+        x, s = _cast_all(ex, node, xs, dtype)
+        unsigned = _UNSIGNED.get(dtype, dtype)
+        s = ex.cast(s, dtype, unsigned)
+        if unsigned == dtype:
+            return ex.emit("BitShift", [x, s], out, direction=direction)
+        negative = ex.emit("Less", [x, _scalar(ex, 0, dtype)])
+        if direction == "RIGHT":
+            x = ex.emit("Where", [negative, ex.emit("BitwiseNot", [x]), x])
+        bits = ex.emit("BitShift", [ex.cast(x, dtype, unsigned), s], direction=direction)
+        value = ex.cast(bits, unsigned, dtype)
+        if direction == "LEFT":
+            return ex.emit("Identity", [value], out)
+        return ex.emit("Where", [negative, ex.emit("BitwiseNot", [value]), value], out)
+
+    return rule
 
 
 def _mod(ex, node, xs, out):
@@ -401,6 +461,121 @@ def _one_hot(ex, node, xs, out):
     return ex.cast(hot, np.int64, _out(node))
 
 
+def _zeros(ex, shape, dtype):
+    return ex.emit("Expand", [_scalar(ex, 0, dtype), ex.shape(shape)])
+
+
+_REDUCTIONS = {"none": "none", "sum": "add", "mean": "add", "prod": "mul", "amax": "max",
+               "amin": "min"}  # fmt: skip
+
+
+def _start_value(reduce, dtype):
+    """The value a reduction starts from (x itself is left out)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dt.is_float(dtype):
+        return -np.inf if reduce == "amax" else np.inf
+    if np.dtype(dtype) == np.bool_:
+        return reduce == "amin"
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter(ex, node, xs, out):
+    """ScatterElements; include_self=False first writes the reduction's identity where values
+    go; mean divides the sums by the counts (rounding down on integers, as PyTorch)."""
+    (x, idx, src), dtype, a = xs, _out(node), node.attrs
+    reduce, axis = a["reduce"], a["axis"]
+    if tuple(node.inputs[2].shape) != tuple(node.inputs[1].shape):  # src may be larger
+        starts = ex.ints([0] * node.inputs[1].ndim)
+        src = ex.emit("Slice", [src, starts, ex.shape(node.inputs[1].shape)])
+    if reduce != "none" and not a["include_self"]:
+        fill = _scalar(ex, _start_value(reduce, dtype), dtype)
+        fill = ex.emit("Expand", [fill, ex.emit("Shape", [idx])])
+        x = ex.emit("ScatterElements", [x, idx, fill], axis=axis)
+    if reduce != "mean":
+        return ex.emit("ScatterElements", [x, idx, src], out, axis=axis,
+                       reduction=_REDUCTIONS[reduce])  # fmt: skip
+    total = ex.emit("ScatterElements", [x, idx, src], axis=axis, reduction="add")
+    ones = ex.emit("Expand", [_scalar(ex, 1, np.int64), ex.emit("Shape", [idx])])
+    counts = ex.emit("ScatterElements", [_zeros(ex, node.out.shape, np.int64), idx, ones],
+                     axis=axis, reduction="add")  # fmt: skip
+    hit = ex.emit("Greater", [counts, _scalar(ex, 0, np.int64)])
+    counts = ex.emit("Add", [counts, _scalar(ex, int(a["include_self"]), np.int64)])
+    counts = ex.cast(ex.emit("Where", [hit, counts, _scalar(ex, 1, np.int64)]), np.int64, dtype)
+    return _floor_divide(ex, total, counts, dtype, out) if not dt.is_float(dtype) else ex.emit(
+        "Div", [total, counts], out
+    )  # fmt: skip
+
+
+def _scatter_along_axis(ex, node, xs, out):
+    ct, idx = xs
+    shape = node.inputs[0].shape
+    if tuple(node.inputs[1].shape) != tuple(shape):
+        idx = ex.emit("Expand", [idx, ex.shape(shape)])
+    zeros = _zeros(ex, node.out.shape, _out(node))
+    return ex.emit("ScatterElements", [zeros, idx, ct], out, axis=node.attrs["axis"],
+                   reduction="add")  # fmt: skip
+
+
+def _scatter_add(ex, node, xs, out):
+    """gather's transpose: ScatterND (add) into zeros with the axis moved to the front."""
+    (ct, idx), axis, shape = xs, node.attrs["axis"], node.attrs["shape"]
+    k, ndim = node.inputs[1].ndim, len(shape)
+    itype = node.inputs[1].dtype
+    size = ex.emit("Reshape", [ex.cast(ex.dim(shape[axis]), np.int64, itype), ex.ints([])])
+    negative = ex.emit("Less", [idx, _scalar(ex, 0, itype)])
+    idx = ex.emit("Where", [negative, ex.emit("Add", [idx, size]), idx])
+    idx = ex.emit("Unsqueeze", [ex.cast(idx, node.inputs[1].dtype, np.int64), ex.ints([-1])])
+    front = (axis, *range(axis), *range(axis + 1, ndim))
+    zeros = _zeros(ex, tuple(shape[a] for a in front), _out(node))
+    perm = (*range(axis, axis + k), *range(axis), *range(axis + k, ndim - 1 + k))
+    if perm != tuple(range(len(perm))):
+        ct = ex.emit("Transpose", [ct], perm=list(perm))
+    moved = ex.emit("ScatterND", [zeros, idx, ct], reduction="add")
+    back = tuple(sorted(range(ndim), key=lambda i: front[i]))
+    if back == tuple(range(ndim)):
+        return ex.emit("Identity", [moved], out)
+    return ex.emit("Transpose", [moved], out, perm=list(back))
+
+
+def _index_scatter(ex, node, xs, out):
+    """index's transpose on a static shape: the flat positions the index reads, as a constant,
+    and one ScatterElements into flat zeros."""
+    shape = node.attrs["shape"]
+    if not all(isinstance(d, int) for d in shape):
+        raise_no_form(node, "on a symbolic shape")
+    flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    positions = flat[(*index_tuple(node.attrs["spec"]), Ellipsis)].reshape(-1)
+    zeros = _zeros(ex, (math.prod(shape),), _out(node))
+    values = ex.emit("Reshape", [xs[0], ex.ints([-1])])
+    placed = ex.emit("ScatterElements", [zeros, ex.const(positions, np.int64), values], axis=0)
+    return ex.emit("Reshape", [placed, ex.ints(shape)], out, allowzero=1)
+
+
+def raise_no_form(node, why):
+    raise node_error(GraphError, f"op {node.op.name} has no ONNX form {why}", op=node.op.name,
+                     name=node.name, site=node.site, inputs=node.inputs)  # fmt: skip
+
+
+def _argsort(ex, node, xs, out):
+    """TopK over the whole axis: ONNX breaks ties by the lower index, in either direction,
+    as kiln's stable sort."""
+    x, dtype, axis = xs[0], _in_dtype(node), node.attrs["axis"]
+    if dtype == np.bool_ or np.dtype(dtype).itemsize < 4 and not dt.is_float(dtype):
+        x = ex.cast(x, dtype, np.int32)
+    if node.inputs[0].ndim == 0:
+        x = ex.emit("Reshape", [x, ex.ints([1])])
+    n = node.inputs[0].shape[axis] if node.inputs[0].ndim else 1
+    _, index = ex.emit("TopK", [x, ex.dim(n)], n_outputs=2, axis=axis,
+                       largest=int(node.attrs["descending"]), sorted=1)  # fmt: skip
+    if node.inputs[0].ndim == 0:
+        index = ex.emit("Reshape", [index, ex.ints([])])
+    return ex.emit("Identity", [index], out)
+
+
 # -- nn ----------------------------------------------------------------------------------------
 
 
@@ -474,6 +649,10 @@ RULES = {
     "bitwise_or": _bitwise("BitwiseOr", "Or"),
     "bitwise_xor": _bitwise("BitwiseXor", "Xor"),
     "bitwise_not": _bitwise("BitwiseNot", "Not"),
+    "bitwise_left_shift": _shift("LEFT"),
+    "bitwise_right_shift": _shift("RIGHT"),
+    "copysign": _copysign,
+    "atan2": _atan2,
     "where": _where,
     "clip": _clip,
     # reductions and linear algebra
@@ -497,6 +676,11 @@ RULES = {
     "pad": _pad,
     "tile": _tile,
     "one_hot": _one_hot,
+    "scatter": _scatter,
+    "scatter_add": _scatter_add,
+    "scatter_along_axis": _scatter_along_axis,
+    "index_scatter": _index_scatter,
+    "argsort": _argsort,
     # nn
     "conv2d": _conv2d,
     "max_pool2d": pool("MaxPool"),

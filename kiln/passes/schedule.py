@@ -12,6 +12,10 @@ import heapq
 
 from ..errors import GraphError
 
+# Hoisting walks each update's ancestors: past this many (updates x nodes) it is left out,
+# so compiling stays about linear in the graph's size (a 16-layer MLP step: 32 x 300).
+_HOIST_WORK = 4_000_000
+
 
 def schedule(nodes, sizes, after=None) -> list:
     """The best of the heuristic orders of `nodes` (a topological list).
@@ -27,7 +31,7 @@ def schedule(nodes, sizes, after=None) -> list:
               _greedy(deps, data, sizes, by_need=True)]  # fmt: skip
     if len(creation) != len(nodes):  # NOTE: callers add only edges that keep it acyclic
         raise GraphError("schedule: the ordering edges form a cycle")
-    if after:
+    if after and len(after) * len(nodes) <= _HOIST_WORK:
         users = _users(deps)
         orders += [_hoist(order, deps, users, sorted(after)) for order in orders]
     peaks = [peak_bytes(order, data, sizes) for order in orders]

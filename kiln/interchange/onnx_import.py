@@ -131,7 +131,8 @@ def import_onnx(model_or_path, constants=None) -> Graph:
     rule for, or such a value only known at run time, raises GraphError naming the ONNX node.
     `kiln.interchange.SUPPORTED` lists the ONNX ops it imports.
     """
-    from .onnx_import_rules import FOLD, RULES
+    from .onnx_import_fold import FOLD
+    from .onnx_import_rules import RULES
 
     onnx, model = _load(model_or_path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)

@@ -1,5 +1,5 @@
-"""The one table of ONNX import rules, keyed by ONNX op type, and `FOLD`, the shape arithmetic
-computed while importing.
+"""The one table of ONNX import rules, keyed by ONNX op type (convolution and pooling rules are
+in onnx_import_nn.py, the shape arithmetic computed while importing in onnx_import_fold.py).
 
 A rule `rule(imp, inputs, attrs)` builds kiln ops for one ONNX node through the `Importer`
 `imp` and returns its output value (or a list of them). `inputs` are Symbols or `Known`s (None
@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from .onnx_import import Known
+from .onnx_import_nn import conv, global_pool, max_pool, pool
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -33,7 +34,7 @@ def _axis(axis, ndim):
     return int(axis) + ndim if int(axis) < 0 else int(axis)
 
 
-def _axes(imp, inputs, attrs, k=1, ndim=None):
+def axes_of(imp, inputs, attrs, k=1, ndim=None):
     """Axes from the input `k` (newer opsets) or the `axes` attr; None when neither is given."""
     if len(inputs) > k and inputs[k] is not None:
         axes = [int(a) for a in imp.known(inputs[k], "axes").reshape(-1)]
@@ -172,7 +173,7 @@ def reduce(name, pre=None, post=None):
 
     def rule(imp, xs, attrs):
         x = imp.symbol(xs[0])
-        axes = _axes(imp, xs, attrs, ndim=x.ndim)
+        axes = axes_of(imp, xs, attrs, ndim=x.ndim)
         if not axes:
             if attrs.get("noop_with_empty_axes", 0):
                 return x
@@ -195,7 +196,7 @@ def _square(imp, x):
 
 def _log_sum_exp(imp, xs, attrs):
     x = imp.symbol(xs[0])
-    axes = _axes(imp, xs, attrs, ndim=x.ndim) or list(range(x.ndim))
+    axes = axes_of(imp, xs, attrs, ndim=x.ndim) or list(range(x.ndim))
     keepdims = bool(attrs.get("keepdims", 1))
     m = imp.apply("stop_gradient", imp.apply("reduce_max", x, axes=tuple(axes), keepdims=True))
     total = imp.apply("reduce_sum", imp.apply("exp", imp.apply("sub", x, m)), axes=tuple(axes),
@@ -294,7 +295,7 @@ def _flatten(imp, xs, attrs):
 
 def _squeeze(imp, xs, attrs):
     x = imp.symbol(xs[0])
-    axes = _axes(imp, xs, attrs, ndim=x.ndim)
+    axes = axes_of(imp, xs, attrs, ndim=x.ndim)
     if axes is None:
         axes = [a for a, d in enumerate(x.shape) if d == 1]
     return _reshape_to(imp, x, [d for a, d in enumerate(x.shape) if a not in axes])
@@ -302,8 +303,8 @@ def _squeeze(imp, xs, attrs):
 
 def _unsqueeze(imp, xs, attrs):
     x = imp.symbol(xs[0])
-    ndim = x.ndim + len(_axes(imp, xs, attrs))
-    axes = _axes(imp, xs, attrs, ndim=ndim)
+    ndim = x.ndim + len(axes_of(imp, xs, attrs))
+    axes = axes_of(imp, xs, attrs, ndim=ndim)
     dims = iter(x.shape)
     return _reshape_to(imp, x, [1 if a in axes else next(dims) for a in range(ndim)])
 
@@ -320,11 +321,11 @@ def _expand(imp, xs, attrs):
     return imp.apply("broadcast_to", x, shape=target)
 
 
-def _slice_spec(imp, xs, attrs, ndim):
+def slice_spec(imp, xs, attrs, ndim):
     if len(xs) > 1:
         starts = imp.known(xs[1], "starts").reshape(-1)
         ends = imp.known(xs[2], "ends").reshape(-1)
-        axes = _axes(imp, xs, {}, k=3) or list(range(len(starts)))
+        axes = axes_of(imp, xs, {}, k=3) or list(range(len(starts)))
         steps = imp.known(xs[4], "steps").reshape(-1) if len(xs) > 4 and xs[4] is not None else (
             [1] * len(starts))  # fmt: skip
     else:  # opset < 10: attrs
@@ -338,7 +339,7 @@ def _slice_spec(imp, xs, attrs, ndim):
 
 def _slice(imp, xs, attrs):
     x = imp.symbol(xs[0])
-    return imp.apply("index", x, spec=_slice_spec(imp, xs, attrs, x.ndim))
+    return imp.apply("index", x, spec=slice_spec(imp, xs, attrs, x.ndim))
 
 
 def _split(imp, xs, attrs, count):
@@ -452,7 +453,7 @@ def _pad(imp, xs, attrs):
         value = value[0].item() if value.size else 0.0
     elif "value" in attrs:
         value = attrs["value"]
-    axes = _axes(imp, xs, {}, k=3, ndim=x.ndim) or list(range(x.ndim))
+    axes = axes_of(imp, xs, {}, k=3, ndim=x.ndim) or list(range(x.ndim))
     widths = [(0, 0)] * x.ndim
     for k, a in enumerate(axes):
         widths[a] = (pads[k], pads[k + len(axes)])
@@ -539,101 +540,6 @@ def _identity(imp, xs, attrs):
     return xs[0]
 
 
-# -- nn ----------------------------------------------------------------------------------------
-
-
-def _pads_2d(imp, attrs, x, kernel, strides, dilations):
-    """ONNX's (top, left, bottom, right) pads, from `pads` or `auto_pad` (SAME_* on static
-    sizes: the output size is ceil(size / stride))."""
-    auto = attrs.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
-    if auto in ("NOTSET", "VALID"):
-        return tuple(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else (0, 0, 0, 0)
-    begin, end = [], []
-    for size, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
-        if not isinstance(size, int):
-            raise imp.error(f"with auto_pad={auto} on a symbolic size has no kiln form")
-        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
-        small = total // 2
-        begin.append(small if auto == "SAME_UPPER" else total - small)
-        end.append(total - begin[-1])
-    return (*begin, *end)
-
-
-def _explicit_pad(imp, x, pads, value):
-    """`x` padded by ONNX's (top, left, bottom, right) pads with `value`."""
-    if not any(pads):
-        return x
-    t, l_, b, r = pads
-    return imp.apply("pad", x, pad_width=((0, 0), (0, 0), (t, b), (l_, r)), value=value)
-
-
-def _check_2d(imp, x, attrs, key="kernel_shape"):
-    if x.ndim != 4 or (key in attrs and len(attrs[key]) != 2):
-        raise imp.error(f"on a {x.ndim}-d input has no kiln form (2-d NCHW only)")
-
-
-def _conv(imp, xs, attrs):
-    x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
-    _check_2d(imp, x, attrs)
-    if attrs.get("group", 1) != 1:
-        raise imp.error(f"with group={attrs['group']} has no kiln form (groups=1 only)")
-    strides = tuple(attrs.get("strides", (1, 1)))
-    dilations = tuple(attrs.get("dilations", (1, 1)))
-    pads = _pads_2d(imp, attrs, x, w.shape[2:], strides, dilations)
-    padding = pads[:2]
-    if pads[:2] != pads[2:]:
-        x, padding = _explicit_pad(imp, x, pads, 0.0), (0, 0)
-    y = imp.apply("conv2d", x, w, stride=strides, padding=padding, dilation=dilations)
-    if len(xs) > 2 and xs[2] is not None:
-        bias = imp.symbol(xs[2])
-        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
-    return y
-
-
-def pool(name):
-    """MaxPool / AveragePool: pads kiln's pool does not take (asymmetric, over half a kernel)
-    are applied first (-inf for max, zeros for the mean); `count_include_pad=0` divides by the
-    pooled count of real elements."""
-
-    def rule(imp, xs, attrs):
-        x = imp.symbol(xs[0])
-        _check_2d(imp, x, attrs)
-        if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", (1, 1))):
-            raise imp.error("with ceil_mode or dilations has no kiln form")
-        kernel, strides = tuple(attrs["kernel_shape"]), tuple(attrs.get("strides", (1, 1)))
-        pads = _pads_2d(imp, attrs, x, kernel, strides, (1, 1))
-        is_max = name == "max_pool2d"
-        fits = pads[:2] == pads[2:] and all(2 * p <= k for p, k in zip(pads, kernel))
-        if fits and (is_max or attrs.get("count_include_pad", 0) or not any(pads)):
-            return imp.apply(name, x, kernel_size=kernel, stride=strides, padding=pads[:2])
-        if not dt.is_float(x.dtype):
-            raise imp.error(f"on {x.dtype} has no kiln form (floats only)")
-        fill = -np.inf if is_max else 0.0
-        y = imp.apply(name, _explicit_pad(imp, x, pads, fill), kernel_size=kernel,
-                      stride=strides, padding=(0, 0))  # fmt: skip
-        if is_max or attrs.get("count_include_pad", 0):
-            return y
-        ones = imp.apply("broadcast_to", Known(np.ones((), x.dtype)), shape=x.shape)
-        count = imp.apply(name, _explicit_pad(imp, ones, pads, 0.0), kernel_size=kernel,
-                          stride=strides, padding=(0, 0))  # fmt: skip
-        return imp.apply("div", y, count)
-
-    return rule
-
-
-def global_pool(name):
-    def rule(imp, xs, attrs):
-        x = imp.symbol(xs[0])
-        return imp.apply(name, x, axes=tuple(range(2, x.ndim)), keepdims=True)
-
-    return rule
-
-
-def _max_pool(imp, xs, attrs):
-    return pool("max_pool2d")(imp, xs, attrs)
-
-
 UNARY = {
     "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Sin": "sin", "Cos": "cos", "Tan": "tan",
     "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
@@ -709,98 +615,11 @@ RULES = {
     "Constant": _constant,
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
-    "Conv": _conv,
-    "MaxPool": _max_pool,
+    "Conv": conv,
+    "MaxPool": max_pool,
     "AveragePool": pool("avg_pool2d"),
     "GlobalAveragePool": global_pool("reduce_mean"),
     "GlobalMaxPool": global_pool("reduce_max"),
 }
 SUPPORTED = frozenset(RULES) | {"Split"}
 RULES["Split"] = lambda imp, xs, attrs: _split(imp, xs, attrs, len(imp.node.output))
-
-
-# -- shape arithmetic on known values ------------------------------------------------------------
-
-
-def _fold_slice(imp, arrays, attrs):
-    spec = _slice_spec(imp, [Known(a) if a is not None else None for a in arrays], attrs,
-                       arrays[0].ndim)  # fmt: skip
-    return arrays[0][tuple(slice(*item[1:]) for item in spec)]
-
-
-def _fold_gather(imp, arrays, attrs):
-    return np.take(arrays[0], arrays[1], axis=attrs.get("axis", 0))
-
-
-def _fold_unsqueeze(imp, arrays, attrs):
-    known = [Known(a) if a is not None else None for a in arrays]
-    axes = _axes(imp, known, attrs, ndim=arrays[0].ndim + len(_axes(imp, known, attrs)))
-    return np.expand_dims(arrays[0], tuple(axes))
-
-
-def _fold_squeeze(imp, arrays, attrs):
-    known = [Known(a) if a is not None else None for a in arrays]
-    axes = _axes(imp, known, attrs, ndim=arrays[0].ndim)
-    return np.squeeze(arrays[0], tuple(axes) if axes is not None else None)
-
-
-def _fold_cast(imp, arrays, attrs):
-    onnx = __import__("onnx")
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
-    if arrays[0].dtype == object:
-        return arrays[0] if dtype.kind in "iu" else None
-    return arrays[0].astype(dtype)
-
-
-def _fold_div(imp, arrays, attrs):
-    a, b = arrays
-    if a.dtype == object or b.dtype == object:
-        return None
-    q = np.abs(a) // np.abs(b)  # ONNX's integer Div truncates toward 0
-    return (q * np.sign(a) * np.sign(b)).astype(np.result_type(a, b))
-
-
-def _fold_reshape(imp, arrays, attrs):
-    x, target = arrays[0], [int(d) for d in arrays[1]]
-    if not attrs.get("allowzero", 0):
-        target = [x.shape[a] if d == 0 else d for a, d in enumerate(target)]
-    return x.reshape(target)
-
-
-def _dims_ok(fold):
-    def wrapped(imp, arrays, attrs):
-        return fold(imp, arrays, attrs)
-
-    wrapped.dims_ok = True
-    return wrapped
-
-
-FOLD = {
-    "Identity": lambda imp, a, attrs: a[0],
-    "Cast": _fold_cast,
-    "Concat": lambda imp, a, attrs: np.concatenate(a, axis=attrs["axis"]),
-    "Gather": _fold_gather,
-    "Slice": _fold_slice,
-    "Squeeze": _fold_squeeze,
-    "Unsqueeze": _fold_unsqueeze,
-    "Reshape": _fold_reshape,
-    "Mul": _dims_ok(lambda imp, a, attrs: a[0] * a[1]),
-    "Div": _fold_div,
-    "Mod": lambda imp, a, attrs: np.fmod(a[0], a[1]) if attrs.get("fmod") else np.mod(a[0], a[1]),
-    "Equal": lambda imp, a, attrs: np.equal(a[0], a[1]),
-    "Less": lambda imp, a, attrs: np.less(a[0], a[1]),
-    "Greater": lambda imp, a, attrs: np.greater(a[0], a[1]),
-    "Not": lambda imp, a, attrs: np.logical_not(a[0]),
-    "And": lambda imp, a, attrs: np.logical_and(a[0], a[1]),
-    "Or": lambda imp, a, attrs: np.logical_or(a[0], a[1]),
-    "Where": lambda imp, a, attrs: np.where(a[0], a[1], a[2]),
-    "Max": lambda imp, a, attrs: np.maximum.reduce(np.broadcast_arrays(*a)),
-    "Min": lambda imp, a, attrs: np.minimum.reduce(np.broadcast_arrays(*a)),
-    "Neg": lambda imp, a, attrs: -a[0],
-    "Abs": lambda imp, a, attrs: np.abs(a[0]),
-    "Add": lambda imp, a, attrs: a[0] + a[1],
-    "Sub": lambda imp, a, attrs: a[0] - a[1],
-}
-# Folds that move or multiply dims without comparing them: safe on symbolic (Dim) entries.
-for _op in ("Identity", "Cast", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape"):
-    FOLD[_op] = _dims_ok(FOLD[_op])

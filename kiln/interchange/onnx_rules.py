@@ -17,17 +17,16 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import GraphError, node_error
-from ..ops.movement import index_tuple
+from . import onnx_rules_scatter as scatter_rules
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
-def _in_dtype(node, k=0):
+def in_dtype(node, k=0):
     return node.inputs[k].dtype
 
 
-def _out(node):
+def out_dtype(node):
     return node.out.dtype
 
 
@@ -35,7 +34,7 @@ def _cast_all(ex, node, xs, dtype):
     return [ex.cast(x, i.dtype, dtype) for x, i in zip(xs, node.inputs)]
 
 
-def _scalar(ex, value, dtype):
+def scalar(ex, value, dtype):
     return ex.const(value, dtype)
 
 
@@ -47,9 +46,9 @@ def unary(op_type, float_only=False):
     floats); with `float_only`, integer and bool inputs pass through (floor of an int)."""
 
     def rule(ex, node, xs, out):
-        if float_only and not dt.is_float(_out(node)):
-            return ex.cast(xs[0], _in_dtype(node), _out(node))
-        return ex.emit(op_type, [ex.cast(xs[0], _in_dtype(node), _out(node))], out)
+        if float_only and not dt.is_float(out_dtype(node)):
+            return ex.cast(xs[0], in_dtype(node), out_dtype(node))
+        return ex.emit(op_type, [ex.cast(xs[0], in_dtype(node), out_dtype(node))], out)
 
     return rule
 
@@ -67,7 +66,7 @@ def binary(op_type, bool_op=None, narrow_ints=True):
     without `narrow_ints`, 8- and 16-bit integers are computed wide."""
 
     def rule(ex, node, xs, out):
-        dtype = _out(node)
+        dtype = out_dtype(node)
         op = bool_op if dtype == np.bool_ and bool_op else op_type
         wide = dtype if narrow_ints else _WIDE.get(np.dtype(dtype), dtype)
         value = ex.emit(op, _cast_all(ex, node, xs, wide), None if wide != dtype else out)
@@ -106,46 +105,46 @@ def _nan_select(ex, op_type, a, b, dtype, out=None):
 
 def select(op_type):
     def rule(ex, node, xs, out):
-        a, b = _cast_all(ex, node, xs, _out(node))
-        return _nan_select(ex, op_type, a, b, _out(node), out)
+        a, b = _cast_all(ex, node, xs, out_dtype(node))
+        return _nan_select(ex, op_type, a, b, out_dtype(node), out)
 
     return rule
 
 
 def _clip(ex, node, xs, out):
-    x, lo, hi = _cast_all(ex, node, xs, _out(node))
-    low = _nan_select(ex, "Max", x, lo, _out(node))
-    return _nan_select(ex, "Min", low, hi, _out(node), out)
+    x, lo, hi = _cast_all(ex, node, xs, out_dtype(node))
+    low = _nan_select(ex, "Max", x, lo, out_dtype(node))
+    return _nan_select(ex, "Min", low, hi, out_dtype(node), out)
 
 
 def _where(ex, node, xs, out):
-    cond = ex.cast(xs[0], _in_dtype(node), np.bool_)
-    a, b = (ex.cast(x, i.dtype, _out(node)) for x, i in zip(xs[1:], node.inputs[1:]))
+    cond = ex.cast(xs[0], in_dtype(node), np.bool_)
+    a, b = (ex.cast(x, i.dtype, out_dtype(node)) for x, i in zip(xs[1:], node.inputs[1:]))
     return ex.emit("Where", [cond, a, b], out)
 
 
 def _cast(ex, node, xs, out):
-    return ex.emit("Cast", xs, out, to=ex.elem_type(_out(node)))
+    return ex.emit("Cast", xs, out, to=ex.elem_type(out_dtype(node)))
 
 
 def _relu(ex, node, xs, out):
-    x = ex.cast(xs[0], _in_dtype(node), _out(node))
-    if dt.is_float(_out(node)):
+    x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
+    if dt.is_float(out_dtype(node)):
         return ex.emit("Relu", [x], out)
-    return ex.emit("Max", [x, _scalar(ex, 0, _out(node))], out)
+    return ex.emit("Max", [x, scalar(ex, 0, out_dtype(node))], out)
 
 
 def _relu_grad(ex, node, xs, out):  # ct * (y > 0)
-    ct = ex.cast(xs[0], _in_dtype(node), _out(node))
-    mask = ex.emit("Greater", [xs[1], _scalar(ex, 0, _in_dtype(node, 1))])
-    return ex.emit("Mul", [ct, ex.cast(mask, np.bool_, _out(node))], out)
+    ct = ex.cast(xs[0], in_dtype(node), out_dtype(node))
+    mask = ex.emit("Greater", [xs[1], scalar(ex, 0, in_dtype(node, 1))])
+    return ex.emit("Mul", [ct, ex.cast(mask, np.bool_, out_dtype(node))], out)
 
 
 def _softplus(ex, node, xs, out):
     """relu(z) + log1p(exp(-|z|)) / beta with z = beta x (ONNX's Softplus overflows)."""
-    dtype, beta = _out(node), node.attrs["beta"]
-    x = ex.cast(xs[0], _in_dtype(node), dtype)
-    b = _scalar(ex, beta, dtype)
+    dtype, beta = out_dtype(node), node.attrs["beta"]
+    x = ex.cast(xs[0], in_dtype(node), dtype)
+    b = scalar(ex, beta, dtype)
     z = x if beta == 1 else ex.emit("Mul", [x, b])
     tail = _log1p_of(ex, ex.emit("Exp", [ex.emit("Neg", [ex.emit("Abs", [z])])]), dtype)
     value = ex.emit("Add", [ex.emit("Relu", [z]), tail], out if beta == 1 else None)
@@ -153,85 +152,85 @@ def _softplus(ex, node, xs, out):
 
 
 def _rsqrt(ex, node, xs, out):
-    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
     return ex.emit("Reciprocal", [ex.emit("Sqrt", [x])], out)
 
 
 def _square(ex, node, xs, out):
-    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
     return ex.emit("Mul", [x, x], out)
 
 
 def _scaled_log(scale):
     def rule(ex, node, xs, out):
-        x = ex.cast(xs[0], _in_dtype(node), _out(node))
-        return ex.emit("Mul", [ex.emit("Log", [x]), _scalar(ex, scale, _out(node))], out)
+        x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
+        return ex.emit("Mul", [ex.emit("Log", [x]), scalar(ex, scale, out_dtype(node))], out)
 
     return rule
 
 
 def _exp2(ex, node, xs, out):
-    x = ex.cast(xs[0], _in_dtype(node), _out(node))
-    return ex.emit("Pow", [_scalar(ex, 2, _out(node)), x], out)
+    x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
+    return ex.emit("Pow", [scalar(ex, 2, out_dtype(node)), x], out)
 
 
 def _log1p(ex, node, xs, out):
-    return _log1p_of(ex, ex.cast(xs[0], _in_dtype(node), _out(node)), _out(node), out)
+    return _log1p_of(ex, ex.cast(xs[0], in_dtype(node), out_dtype(node)), out_dtype(node), out)
 
 
 def _log1p_of(ex, x, dtype, out=None):
     """log(u) * x / (u - 1) with u = 1 + x (exact where u - 1 is), x where u rounds to 1."""
-    u = ex.emit("Add", [x, _scalar(ex, 1, dtype)])
-    d = ex.emit("Sub", [u, _scalar(ex, 1, dtype)])
+    u = ex.emit("Add", [x, scalar(ex, 1, dtype)])
+    d = ex.emit("Sub", [u, scalar(ex, 1, dtype)])
     log_u = ex.emit("Log", [u])
     scaled = ex.emit("Mul", [log_u, ex.emit("Div", [x, d])])
     big = ex.emit("Where", [_is_inf(ex, u, dtype), log_u, scaled])
-    return ex.emit("Where", [ex.emit("Equal", [d, _scalar(ex, 0, dtype)]), x, big], out)
+    return ex.emit("Where", [ex.emit("Equal", [d, scalar(ex, 0, dtype)]), x, big], out)
 
 
 def _expm1(ex, node, xs, out):
     """(u - 1) * x / log(u) with u = exp(x); x where u rounds to 1, -1 where u - 1 does."""
-    dtype = _out(node)
-    x = ex.cast(xs[0], _in_dtype(node), dtype)
+    dtype = out_dtype(node)
+    x = ex.cast(xs[0], in_dtype(node), dtype)
     u = ex.emit("Exp", [x])
-    d = ex.emit("Sub", [u, _scalar(ex, 1, dtype)])
+    d = ex.emit("Sub", [u, scalar(ex, 1, dtype)])
     scaled = ex.emit("Div", [ex.emit("Mul", [d, x]), ex.emit("Log", [u])])
     value = ex.emit("Where", [_is_inf(ex, u, dtype), u, scaled])
-    minus_one = _scalar(ex, -1, dtype)
+    minus_one = scalar(ex, -1, dtype)
     value = ex.emit("Where", [ex.emit("Equal", [d, minus_one]), minus_one, value])
-    return ex.emit("Where", [ex.emit("Equal", [u, _scalar(ex, 1, dtype)]), x, value], out)
+    return ex.emit("Where", [ex.emit("Equal", [u, scalar(ex, 1, dtype)]), x, value], out)
 
 
 def _isnan(ex, node, xs, out):
-    if dt.is_float(_in_dtype(node)):
+    if dt.is_float(in_dtype(node)):
         return ex.emit("IsNaN", xs, out)
     return ex.emit("Not", [ex.emit("Equal", [xs[0], xs[0]])], out)
 
 
 def _isfinite(ex, node, xs, out):  # x - x is NaN exactly where x is inf or NaN
-    if not dt.is_float(_in_dtype(node)):
+    if not dt.is_float(in_dtype(node)):
         return ex.emit("Equal", [xs[0], xs[0]], out)
     return ex.emit("Not", [ex.emit("IsNaN", [ex.emit("Sub", [xs[0], xs[0]])])], out)
 
 
 def _is_inf(ex, u, dtype):
     """u == +inf (IsInf takes no float16 before opset 20)."""
-    return ex.emit("Equal", [u, _scalar(ex, np.inf, dtype)])
+    return ex.emit("Equal", [u, scalar(ex, np.inf, dtype)])
 
 
 def _wrong_sign(ex, r, b, dtype):
     """Where a remainder `r` of a division by `b` is nonzero and its sign differs from b's."""
-    zero = _scalar(ex, 0, dtype)
+    zero = scalar(ex, 0, dtype)
     nonzero = ex.emit("Not", [ex.emit("Equal", [r, zero])])
     differ = ex.emit("Xor", [ex.emit("Less", [r, zero]), ex.emit("Less", [b, zero])])
     return ex.emit("And", [nonzero, differ])
 
 
 def _floordiv(ex, node, xs, out):
-    return _floor_divide(ex, *_cast_all(ex, node, xs, _out(node)), _out(node), out)
+    return floor_divide(ex, *_cast_all(ex, node, xs, out_dtype(node)), out_dtype(node), out)
 
 
-def _floor_divide(ex, a, b, dtype, out=None):
+def floor_divide(ex, a, b, dtype, out=None):
     if dt.is_float(dtype):  # NOTE: floor(a / b); NumPy corrects the rounding of a / b
         return ex.emit("Floor", [ex.emit("Div", [a, b])], out)
     q = ex.emit("Div", [a, b])  # truncates toward 0
@@ -242,16 +241,16 @@ def _floor_divide(ex, a, b, dtype, out=None):
 
 def _negative(ex, x, dtype):
     """Where x's sign is negative, -0.0 included (1 / -0.0 is -inf)."""
-    zero = _scalar(ex, 0, dtype)
+    zero = scalar(ex, 0, dtype)
     if not dt.is_float(dtype):
         return ex.emit("Less", [x, zero])
-    below = ex.emit("Less", [ex.emit("Div", [_scalar(ex, 1, dtype), x]), zero])
+    below = ex.emit("Less", [ex.emit("Div", [scalar(ex, 1, dtype), x]), zero])
     return ex.emit("Or", [ex.emit("Less", [x, zero]),
                           ex.emit("And", [ex.emit("Equal", [x, zero]), below])])  # fmt: skip
 
 
 def _copysign(ex, node, xs, out):
-    dtype = _out(node)
+    dtype = out_dtype(node)
     a, b = _cast_all(ex, node, xs, dtype)
     size = ex.emit("Abs", [a])
     return ex.emit("Where", [_negative(ex, b, dtype), ex.emit("Neg", [size]), size], out)
@@ -259,13 +258,13 @@ def _copysign(ex, node, xs, out):
 
 def _atan2(ex, node, xs, out):
     """atan(a / b), moved by pi into b's half plane; signed zeros pick the side as NumPy."""
-    dtype = _out(node)
+    dtype = out_dtype(node)
     a, b = _cast_all(ex, node, xs, dtype)
-    pi = _scalar(ex, math.pi, dtype)
+    pi = scalar(ex, math.pi, dtype)
     a_neg, b_neg = _negative(ex, a, dtype), _negative(ex, b, dtype)
     turn = ex.emit("Where", [a_neg, ex.emit("Neg", [pi]), pi])
-    both_zero = ex.emit("And", [ex.emit("Equal", [a, _scalar(ex, 0, dtype)]),
-                                ex.emit("Equal", [b, _scalar(ex, 0, dtype)])])  # fmt: skip
+    both_zero = ex.emit("And", [ex.emit("Equal", [a, scalar(ex, 0, dtype)]),
+                                ex.emit("Equal", [b, scalar(ex, 0, dtype)])])  # fmt: skip
     base = ex.emit("Where", [both_zero, a, ex.emit("Atan", [ex.emit("Div", [a, b])])])
     return ex.emit("Where", [b_neg, ex.emit("Add", [base, turn]), base], out)
 
@@ -278,13 +277,13 @@ def _shift(direction):
     shift of a negative value is ~(~x >> s) (arithmetic, as NumPy's)."""
 
     def rule(ex, node, xs, out):
-        dtype = np.dtype(_out(node))
+        dtype = np.dtype(out_dtype(node))
         x, s = _cast_all(ex, node, xs, dtype)
         unsigned = _UNSIGNED.get(dtype, dtype)
         s = ex.cast(s, dtype, unsigned)
         if unsigned == dtype:
             return ex.emit("BitShift", [x, s], out, direction=direction)
-        negative = ex.emit("Less", [x, _scalar(ex, 0, dtype)])
+        negative = ex.emit("Less", [x, scalar(ex, 0, dtype)])
         if direction == "RIGHT":
             x = ex.emit("Where", [negative, ex.emit("BitwiseNot", [x]), x])
         bits = ex.emit("BitShift", [ex.cast(x, dtype, unsigned), s], direction=direction)
@@ -297,7 +296,7 @@ def _shift(direction):
 
 
 def _mod(ex, node, xs, out):
-    dtype = _out(node)
+    dtype = out_dtype(node)
     a, b = _cast_all(ex, node, xs, dtype)
     if not dt.is_float(dtype):
         return ex.emit("Mod", [a, b], out, fmod=0)  # the divisor's sign, as NumPy
@@ -306,13 +305,13 @@ def _mod(ex, node, xs, out):
 
 
 def _fmod(ex, node, xs, out):
-    return ex.emit("Mod", _cast_all(ex, node, xs, _out(node)), out, fmod=1)
+    return ex.emit("Mod", _cast_all(ex, node, xs, out_dtype(node)), out, fmod=1)
 
 
 def _bitwise(op_type, bool_op):
     def rule(ex, node, xs, out):
-        op = bool_op if _out(node) == np.bool_ else op_type
-        return ex.emit(op, _cast_all(ex, node, xs, _out(node)), out)
+        op = bool_op if out_dtype(node) == np.bool_ else op_type
+        return ex.emit(op, _cast_all(ex, node, xs, out_dtype(node)), out)
 
     return rule
 
@@ -322,11 +321,11 @@ def _bitwise(op_type, bool_op):
 
 def reduce(op_type):
     def rule(ex, node, xs, out):
-        x = ex.cast(xs[0], _in_dtype(node), _out(node))
+        x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
         axes, keepdims = node.attrs["axes"], int(node.attrs["keepdims"])
         if not axes:
             return ex.emit("Identity", [x], out)
-        if _out(node) == np.bool_:  # max/min of bools: ONNX's Reduce* take no bools
+        if out_dtype(node) == np.bool_:  # max/min of bools: ONNX's Reduce* take no bools
             value = ex.emit(op_type, [ex.cast(x, np.bool_, np.uint8), ex.ints(axes)],
                             keepdims=keepdims)  # fmt: skip
             return ex.cast(value, np.uint8, np.bool_)
@@ -345,13 +344,13 @@ def arg_reduce(op_type):
                 index = ex.emit("Reshape", [index, ex.ints([1] * node.inputs[0].ndim)])
         else:
             index = ex.emit(op_type, [x], axis=axis, keepdims=int(keepdims))
-        return ex.cast(index, np.int64, _out(node))
+        return ex.cast(index, np.int64, out_dtype(node))
 
     return rule
 
 
 def _cumsum(ex, node, xs, out):
-    x = ex.cast(xs[0], _in_dtype(node), _out(node))
+    x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
     if node.inputs[0].ndim == 0:
         return ex.emit("Identity", [x], out)
     axis = ex.const(node.attrs["axis"], np.int64)
@@ -426,13 +425,13 @@ def _transpose(ex, node, xs, out):
 
 
 def _concat(ex, node, xs, out):
-    return ex.emit("Concat", _cast_all(ex, node, xs, _out(node)), out, axis=node.attrs["axis"])
+    return ex.emit("Concat", _cast_all(ex, node, xs, out_dtype(node)), out, axis=node.attrs["axis"])
 
 
 def _pad(ex, node, xs, out):
     widths = node.attrs["pad_width"]
     pads = ex.ints([b for b, _ in widths] + [a for _, a in widths])
-    value = _scalar(ex, node.attrs["value"], _out(node))
+    value = scalar(ex, node.attrs["value"], out_dtype(node))
     return ex.emit("Pad", [xs[0], pads, value], out, mode="constant")
 
 
@@ -447,10 +446,10 @@ def _tile(ex, node, xs, out):
 
 def _one_hot(ex, node, xs, out):
     if node.attrs["depth"] == 0:  # ONNX's OneHot needs depth > 0: zeros of the empty shape
-        empty = ex.const(np.zeros(0), _out(node))
+        empty = ex.const(np.zeros(0), out_dtype(node))
         return ex.emit("Expand", [empty, ex.shape(node.out.shape)], out)
     # int64 indices and values, then a Cast: the one typing every runtime has a kernel for
-    index = ex.cast(xs[0], _in_dtype(node), np.int64)
+    index = ex.cast(xs[0], in_dtype(node), np.int64)
     depth = ex.const(node.attrs["depth"], np.int64)
     values = ex.const([0, 1], np.int64)
     if node.inputs[0].ndim == 0:  # OneHot needs indices of rank >= 1
@@ -458,122 +457,7 @@ def _one_hot(ex, node, xs, out):
     hot = ex.emit("OneHot", [index, depth, values], axis=-1)
     if node.inputs[0].ndim == 0:
         hot = ex.emit("Squeeze", [hot, ex.ints([0])])
-    return ex.cast(hot, np.int64, _out(node))
-
-
-def _zeros(ex, shape, dtype):
-    return ex.emit("Expand", [_scalar(ex, 0, dtype), ex.shape(shape)])
-
-
-_REDUCTIONS = {"none": "none", "sum": "add", "mean": "add", "prod": "mul", "amax": "max",
-               "amin": "min"}  # fmt: skip
-
-
-def _start_value(reduce, dtype):
-    """The value a reduction starts from (x itself is left out)."""
-    if reduce in ("sum", "mean"):
-        return 0
-    if reduce == "prod":
-        return 1
-    if dt.is_float(dtype):
-        return -np.inf if reduce == "amax" else np.inf
-    if np.dtype(dtype) == np.bool_:
-        return reduce == "amin"
-    info = np.iinfo(dtype)
-    return info.min if reduce == "amax" else info.max
-
-
-def _scatter(ex, node, xs, out):
-    """ScatterElements; include_self=False first writes the reduction's identity where values
-    go; mean divides the sums by the counts (rounding down on integers, as PyTorch)."""
-    (x, idx, src), dtype, a = xs, _out(node), node.attrs
-    reduce, axis = a["reduce"], a["axis"]
-    if tuple(node.inputs[2].shape) != tuple(node.inputs[1].shape):  # src may be larger
-        starts = ex.ints([0] * node.inputs[1].ndim)
-        src = ex.emit("Slice", [src, starts, ex.shape(node.inputs[1].shape)])
-    if reduce != "none" and not a["include_self"]:
-        fill = _scalar(ex, _start_value(reduce, dtype), dtype)
-        fill = ex.emit("Expand", [fill, ex.emit("Shape", [idx])])
-        x = ex.emit("ScatterElements", [x, idx, fill], axis=axis)
-    if reduce != "mean":
-        return ex.emit("ScatterElements", [x, idx, src], out, axis=axis,
-                       reduction=_REDUCTIONS[reduce])  # fmt: skip
-    total = ex.emit("ScatterElements", [x, idx, src], axis=axis, reduction="add")
-    ones = ex.emit("Expand", [_scalar(ex, 1, np.int64), ex.emit("Shape", [idx])])
-    counts = ex.emit("ScatterElements", [_zeros(ex, node.out.shape, np.int64), idx, ones],
-                     axis=axis, reduction="add")  # fmt: skip
-    hit = ex.emit("Greater", [counts, _scalar(ex, 0, np.int64)])
-    counts = ex.emit("Add", [counts, _scalar(ex, int(a["include_self"]), np.int64)])
-    counts = ex.cast(ex.emit("Where", [hit, counts, _scalar(ex, 1, np.int64)]), np.int64, dtype)
-    return _floor_divide(ex, total, counts, dtype, out) if not dt.is_float(dtype) else ex.emit(
-        "Div", [total, counts], out
-    )  # fmt: skip
-
-
-def _scatter_along_axis(ex, node, xs, out):
-    ct, idx = xs
-    shape = node.inputs[0].shape
-    if tuple(node.inputs[1].shape) != tuple(shape):
-        idx = ex.emit("Expand", [idx, ex.shape(shape)])
-    zeros = _zeros(ex, node.out.shape, _out(node))
-    return ex.emit("ScatterElements", [zeros, idx, ct], out, axis=node.attrs["axis"],
-                   reduction="add")  # fmt: skip
-
-
-def _scatter_add(ex, node, xs, out):
-    """gather's transpose: ScatterND (add) into zeros with the axis moved to the front."""
-    (ct, idx), axis, shape = xs, node.attrs["axis"], node.attrs["shape"]
-    k, ndim = node.inputs[1].ndim, len(shape)
-    itype = node.inputs[1].dtype
-    size = ex.emit("Reshape", [ex.cast(ex.dim(shape[axis]), np.int64, itype), ex.ints([])])
-    negative = ex.emit("Less", [idx, _scalar(ex, 0, itype)])
-    idx = ex.emit("Where", [negative, ex.emit("Add", [idx, size]), idx])
-    idx = ex.emit("Unsqueeze", [ex.cast(idx, node.inputs[1].dtype, np.int64), ex.ints([-1])])
-    front = (axis, *range(axis), *range(axis + 1, ndim))
-    zeros = _zeros(ex, tuple(shape[a] for a in front), _out(node))
-    perm = (*range(axis, axis + k), *range(axis), *range(axis + k, ndim - 1 + k))
-    if perm != tuple(range(len(perm))):
-        ct = ex.emit("Transpose", [ct], perm=list(perm))
-    moved = ex.emit("ScatterND", [zeros, idx, ct], reduction="add")
-    back = tuple(sorted(range(ndim), key=lambda i: front[i]))
-    if back == tuple(range(ndim)):
-        return ex.emit("Identity", [moved], out)
-    return ex.emit("Transpose", [moved], out, perm=list(back))
-
-
-def _index_scatter(ex, node, xs, out):
-    """index's transpose on a static shape: the flat positions the index reads, as a constant,
-    and one ScatterElements into flat zeros."""
-    shape = node.attrs["shape"]
-    if not all(isinstance(d, int) for d in shape):
-        raise_no_form(node, "on a symbolic shape")
-    flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
-    positions = flat[(*index_tuple(node.attrs["spec"]), Ellipsis)].reshape(-1)
-    zeros = _zeros(ex, (math.prod(shape),), _out(node))
-    values = ex.emit("Reshape", [xs[0], ex.ints([-1])])
-    placed = ex.emit("ScatterElements", [zeros, ex.const(positions, np.int64), values], axis=0)
-    return ex.emit("Reshape", [placed, ex.ints(shape)], out, allowzero=1)
-
-
-def raise_no_form(node, why):
-    raise node_error(GraphError, f"op {node.op.name} has no ONNX form {why}", op=node.op.name,
-                     name=node.name, site=node.site, inputs=node.inputs)  # fmt: skip
-
-
-def _argsort(ex, node, xs, out):
-    """TopK over the whole axis: ONNX breaks ties by the lower index, in either direction,
-    as kiln's stable sort."""
-    x, dtype, axis = xs[0], _in_dtype(node), node.attrs["axis"]
-    if dtype == np.bool_ or np.dtype(dtype).itemsize < 4 and not dt.is_float(dtype):
-        x = ex.cast(x, dtype, np.int32)
-    if node.inputs[0].ndim == 0:
-        x = ex.emit("Reshape", [x, ex.ints([1])])
-    n = node.inputs[0].shape[axis] if node.inputs[0].ndim else 1
-    _, index = ex.emit("TopK", [x, ex.dim(n)], n_outputs=2, axis=axis,
-                       largest=int(node.attrs["descending"]), sorted=1)  # fmt: skip
-    if node.inputs[0].ndim == 0:
-        index = ex.emit("Reshape", [index, ex.ints([])])
-    return ex.emit("Identity", [index], out)
+    return ex.cast(hot, np.int64, out_dtype(node))
 
 
 # -- nn ----------------------------------------------------------------------------------------
@@ -581,7 +465,7 @@ def _argsort(ex, node, xs, out):
 
 def _conv2d(ex, node, xs, out):
     (ph, pw), a = node.attrs["padding"], node.attrs
-    x, w = _cast_all(ex, node, xs, _out(node))
+    x, w = _cast_all(ex, node, xs, out_dtype(node))
     return ex.emit("Conv", [x, w], out, strides=list(a["stride"]), pads=[ph, pw, ph, pw],
                    dilations=list(a["dilation"]))  # fmt: skip
 
@@ -676,11 +560,11 @@ RULES = {
     "pad": _pad,
     "tile": _tile,
     "one_hot": _one_hot,
-    "scatter": _scatter,
-    "scatter_add": _scatter_add,
-    "scatter_along_axis": _scatter_along_axis,
-    "index_scatter": _index_scatter,
-    "argsort": _argsort,
+    "scatter": scatter_rules.scatter,
+    "scatter_add": scatter_rules.scatter_add,
+    "scatter_along_axis": scatter_rules.scatter_along_axis,
+    "index_scatter": scatter_rules.index_scatter,
+    "argsort": scatter_rules.argsort,
     # nn
     "conv2d": _conv2d,
     "max_pool2d": pool("MaxPool"),

@@ -318,3 +318,91 @@ def embedding(ids, table):
            [0., 1.]], dtype=float32)
     """
     return gather(table, ids, axis=0)
+
+
+def _slice_dim(x, dim: int, start, stop, step=None):
+    """`x[..., start:stop:step, ...]` with the slice on `dim`."""
+    spec = (("slice", None, None, None),) * dim + (("slice", start, stop, step),)
+    return call("index", x, spec=spec)
+
+
+def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorch's names
+    """PyTorch's `nn.functional.pad`: `pad` holds (before, after) pairs for the LAST dims
+    first, `(left, right)` of the last dim, then `(top, bottom)` of the one before, and so on;
+    dims it does not reach stay as they are. `mode` is "constant" (filled with `value`, 0 by
+    default; a negative width crops), "reflect" (mirrored without repeating the edge, each
+    width less than its dim), "replicate" (the edge repeated) or "circular" (wrapped around,
+    each width at most its dim). (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
+
+    >>> import kiln as kn, numpy as np
+    >>> from kiln.frontend.nn_functional import pad
+    >>> pad(np.ones((2, 3)), (1, 1)).shape
+    (2, 5)
+    >>> pad(np.array([[1.0, 2.0, 3.0]]), (2, 1), mode="reflect")
+    array([[3., 2., 1., 2., 3., 2.]])
+    """
+    (x,) = lift(input)
+    widths = tuple(int(p) for p in pad)
+    if len(widths) % 2 or len(widths) // 2 > x.ndim:
+        raise _shape_error(
+            "pad",
+            f"pad {tuple(pad)} must hold (before, after) pairs for at most the {x.ndim} dims "
+            f"of {sh.format_shape(x.shape)}",
+            x,
+        )
+    pairs = [(x.ndim - 1 - k, widths[2 * k], widths[2 * k + 1]) for k in range(len(widths) // 2)]
+    if mode == "constant":
+        fill = 0 if value is None else value
+        crop = [(d, -b if b < 0 else None, a if a < 0 else None) for d, b, a in pairs]
+        for d, start, stop in crop:
+            if start is not None or stop is not None:
+                x = _slice_dim(x, d, start, stop)
+        width = [(0, 0)] * x.ndim
+        for d, b, a in pairs:
+            width[d] = (max(b, 0), max(a, 0))
+        if not any(b or a for b, a in width):
+            return x
+        fill = float(fill) if dt.is_float(x.dtype) else int(fill)
+        return call("pad", x, pad_width=tuple(width), value=fill)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise _shape_error(
+            "pad", f"mode {mode!r} is none of 'constant', 'reflect', 'replicate', 'circular'", x
+        )
+    if value is not None and value != 0:
+        raise _shape_error("pad", f"mode {mode!r} takes no value (got {value!r})", x)
+    for d, b, a in pairs:
+        n = x.shape[d]
+        if b < 0 or a < 0:
+            raise _shape_error("pad", f"{mode} pad widths must be >= 0, got {(b, a)}", x)
+        if not isinstance(n, int) and (b or a):
+            raise _shape_error("pad", f"{mode} pad along the symbolic dim {n} of dim {d}", x)
+        if (mode == "reflect" and max(b, a) >= n) or (mode == "circular" and max(b, a) > n):
+            bound = "less than" if mode == "reflect" else "at most"
+            raise _shape_error(
+                "pad", f"{mode} pad widths {(b, a)} must be {bound} the size {n} of dim {d}", x
+            )
+        if mode == "replicate" and n == 0 and (b or a):
+            raise _shape_error("pad", f"replicate pad of the empty dim {d}", x)
+        parts = []
+        if b:
+            if mode == "reflect":
+                parts.append(_slice_dim(x, d, b, 0, -1))
+            elif mode == "replicate":
+                parts.append(call("tile", _slice_dim(x, d, 0, 1), reps=_reps(x.ndim, d, b)))
+            else:
+                parts.append(_slice_dim(x, d, n - b, None))
+        parts.append(x)
+        if a:
+            if mode == "reflect":
+                parts.append(_slice_dim(x, d, n - 2, n - 2 - a if a < n - 1 else None, -1))
+            elif mode == "replicate":
+                parts.append(call("tile", _slice_dim(x, d, n - 1, n), reps=_reps(x.ndim, d, a)))
+            else:
+                parts.append(_slice_dim(x, d, 0, a))
+        if len(parts) > 1:
+            x = call("concat", *parts, axis=d)
+    return x
+
+
+def _reps(ndim: int, dim: int, n: int) -> tuple:
+    return tuple(n if k == dim else 1 for k in range(ndim))

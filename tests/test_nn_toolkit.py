@@ -297,3 +297,157 @@ def test_identity_in_graph_mode_and_eager():
         assert kn.nn.Identity(3)(x) is x
     t = kn.ones(2)
     assert kn.nn.Identity()(t) is t
+
+
+# -- losses ------------------------------------------------------------------------------------
+
+
+def test_loss_modules_hand_computed():
+    x, t = kn.tensor([0.5, -1.0, 3.0]), kn.tensor([0.0, 1.0, 1.0])
+    # differences 0.5, -2, 2: squares 0.25, 4, 4; absolutes 0.5, 2, 2
+    assert kn.nn.MSELoss()(x, t).item() == pytest.approx(8.25 / 3)
+    assert kn.nn.MSELoss(reduction="sum")(x, t).item() == pytest.approx(8.25)
+    assert kn.nn.L1Loss(reduction="none")(x, t).tolist() == [0.5, 2.0, 2.0]
+    # smooth L1 (beta 1): 0.5 * 0.5**2 = 0.125 below beta, |d| - 0.5 = 1.5 above
+    assert kn.nn.SmoothL1Loss(reduction="none")(x, t).tolist() == [0.125, 1.5, 1.5]
+    # log-probabilities [[-1, -2], [-3, -4]] at classes [1, 0]: (2 + 3) / 2
+    logp = kn.tensor([[-1.0, -2.0], [-3.0, -4.0]])
+    assert kn.nn.NLLLoss()(logp, kn.tensor([1, 0])).item() == 2.5
+    # weights 1, 3 at classes 1, 0: (1 * 2 + 3 * 3) / (1 + 3)
+    weighted = kn.nn.NLLLoss(weight=kn.tensor([3.0, 1.0]))(logp, kn.tensor([1, 0]))
+    assert weighted.item() == pytest.approx(11 / 4)
+    # equal logits over 4 classes: log(4) whatever the label
+    assert kn.nn.CrossEntropyLoss()(kn.zeros(3, 4), kn.tensor([0, 1, 3])).item() == pytest.approx(
+        np.log(4)
+    )
+    # p = 0.5 against 1 and 0: -log(0.5) each
+    bce = kn.nn.BCELoss()(kn.tensor([0.5, 0.5]), kn.tensor([1.0, 0.0]))
+    assert bce.item() == pytest.approx(np.log(2))
+    logits = kn.nn.BCEWithLogitsLoss(reduction="none")(
+        kn.tensor([0.0, 1000.0]), kn.tensor([1.0, 0.0])
+    )
+    assert logits.tolist() == pytest.approx([np.log(2), 1000.0])  # no overflow at 1000
+
+
+def test_loss_weight_is_a_buffer():
+    loss = kn.nn.CrossEntropyLoss(weight=kn.tensor([1.0, 2.0]))
+    assert list(loss.state_dict()) == ["weight"] and list(loss.parameters()) == []
+    assert "weight" not in kn.nn.MSELoss().state_dict()
+
+
+def test_loss_errors_follow_torch():
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        kn.nn.MSELoss(reduction="avg")
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        kn.nn.BCEWithLogitsLoss()(kn.zeros(2, 3), kn.zeros(3))
+    with pytest.raises(ValueError, match="expected target of size"):
+        kn.nn.CrossEntropyLoss()(kn.zeros(2, 3), kn.tensor([0, 1, 2]))
+    with pytest.warns(UserWarning, match="size_average and reduce"):
+        assert kn.nn.L1Loss(size_average=False).reduction == "sum"  # PyTorch's mapping
+
+
+def test_cross_entropy_ignore_index_and_classes_on_dim_1():
+    logits = kn.tensor(np.arange(12, dtype=np.float32).reshape(1, 3, 4))  # (N, C, d)
+    labels = kn.tensor([[0, 2, -100, 1]])
+    per = kn.nn.CrossEntropyLoss(reduction="none")(logits, labels)
+    assert per.shape == (1, 4) and per.tolist()[0][2] == 0.0  # ignored: no loss
+    # classes on dim 1: at position j the logits are (j, 4 + j, 8 + j), so log-softmax is the
+    # same for every j: -log(1 + e**-4 + e**-8) - (8 - 4 * class)
+    base = np.log(1 + np.exp(-4) + np.exp(-8))
+    assert per.tolist()[0][:2] == pytest.approx([base + 8, base], rel=1e-5)  # float32
+    mean = kn.nn.CrossEntropyLoss()(logits, labels).item()
+    assert mean == pytest.approx((2 * base + 8 + base + 4) / 3, rel=1e-5)  # over the 3 kept labels
+
+
+def test_losses_train_in_graph_mode_and_under_compile():
+    kn.manual_seed(0)
+    model, criterion = kn.nn.Linear(3, 2), kn.nn.CrossEntropyLoss(label_smoothing=0.1)
+    x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
+    y = np.array([0, 1] * 4)
+    eager = criterion(model(kn.tensor(x)), kn.tensor(y)).item()
+    compiled = kn.compile(lambda a, b: criterion(model(a), b))(kn.tensor(x), kn.tensor(y))
+    assert compiled.item() == pytest.approx(eager, rel=1e-6)
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float32, (8, 3), name="x")
+        loss = criterion(model(xs), kn.constant(y))
+        train = kn.optim.SGD(model.parameters(), lr=0.5).minimize(loss)
+        with kn.Session() as sess:
+            first = sess.run(loss, {xs: x})
+            for _ in range(5):
+                sess.run(train, {xs: x})
+            last = sess.run(loss, {xs: x})
+    assert first == pytest.approx(eager, rel=1e-6) and last < first
+
+
+# -- activations -------------------------------------------------------------------------------
+
+
+def test_activation_modules_hand_computed():
+    x = kn.tensor([-2.0, 0.0, 1.0])
+    assert kn.nn.ReLU(inplace=True)(x).tolist() == [0.0, 0.0, 1.0]
+    assert kn.nn.LeakyReLU(0.5)(x).tolist() == [-1.0, 0.0, 1.0]
+    assert kn.nn.ELU(2.0)(x).tolist() == pytest.approx([2 * (np.exp(-2) - 1), 0.0, 1.0])
+    assert kn.nn.SiLU()(x).tolist() == pytest.approx(
+        [-2 / (1 + np.exp(2)), 0.0, 1 / (1 + np.exp(-1))]
+    )
+    assert kn.nn.Softmax(dim=0)(x).sum().item() == pytest.approx(1.0)
+    assert kn.nn.LogSoftmax(dim=0)(x).exp().sum().item() == pytest.approx(1.0)
+    assert kn.nn.Softplus(beta=1.0, threshold=0.5)(x).tolist()[2] == 1.0  # linear past threshold
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
+        y = kn.nn.Softmax()(kn.zeros(2, 4))  # 2-D: PyTorch's implicit dim is 1
+    assert y.tolist() == [[0.25] * 4] * 2
+    assert kn.nn.Flatten()(kn.zeros(2, 3, 4)).shape == (2, 12)
+
+
+def test_activation_modules_in_graph_mode():
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float32, (3,), name="x")
+        outs = [m(xs) for m in (kn.nn.SiLU(), kn.nn.ELU(), kn.nn.LeakyReLU(0.1), kn.nn.Softmax(0))]
+        got = kn.function([xs], outs)(np.array([-1.0, 0.0, 2.0], np.float32))
+    assert got[2].tolist() == pytest.approx([-0.1, 0.0, 2.0])
+    assert got[3].sum() == pytest.approx(1.0)
+
+
+# -- kn.nn.init --------------------------------------------------------------------------------
+
+
+def test_init_fans_and_gains():
+    # PyTorch's rule: fan_in = in * receptive field, fan_out = out * receptive field
+    assert kn.nn.init._calculate_fan_in_and_fan_out(kn.zeros(8, 4, 3, 3)) == (36, 72)
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        kn.nn.init.xavier_uniform_(kn.zeros(3))
+    assert kn.nn.init.calculate_gain("leaky_relu", 0.0) == pytest.approx(np.sqrt(2))
+    with pytest.raises(ValueError, match="Mode fan_avg not supported"):
+        kn.nn.init.kaiming_normal_(kn.zeros(2, 2), mode="fan_avg")
+
+
+def test_init_fills_parameters_in_place_and_is_seeded():
+    layer = kn.nn.Linear(300, 200)
+    w = layer.weight
+    kn.manual_seed(1)
+    assert kn.nn.init.kaiming_uniform_(w, nonlinearity="relu") is w
+    bound = np.sqrt(2) * np.sqrt(3 / 300)  # gain sqrt(2), fan_in 300
+    values = w.numpy()
+    assert values.max() <= bound and values.max() > 0.95 * bound and values.min() >= -bound
+    assert w.requires_grad and w.grad is None and w.is_leaf  # no history recorded
+    kn.manual_seed(1)
+    again = kn.nn.init.kaiming_uniform_(kn.zeros(200, 300), nonlinearity="relu")
+    np.testing.assert_array_equal(again.numpy(), values)
+    kn.nn.init.constant_(layer.bias, 0.25)
+    assert set(layer.bias.numpy().tolist()) == {0.25}
+    assert kn.nn.init.ones_(kn.zeros(2)).tolist() == [1.0, 1.0]
+
+
+def test_init_reaches_graph_variables():
+    with kn.Graph().as_default():
+        layer = kn.nn.Linear(2, 2)
+        xs = kn.placeholder(kn.float32, (1, 2), name="x")
+        f = kn.function([xs], layer(xs))
+        kn.nn.init.eye_(layer.weight)
+        kn.nn.init.zeros_(layer.bias)
+        assert f(np.array([[3.0, 4.0]], np.float32)).tolist() == [[3.0, 4.0]]
+
+
+def test_orthogonal_init():
+    w = kn.nn.init.orthogonal_(kn.zeros(5, 3), gain=3.0).numpy()
+    np.testing.assert_allclose(w.T @ w, 9 * np.eye(3), atol=1e-5)  # columns orthogonal, norm 3

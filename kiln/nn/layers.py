@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
 from .module import Module, Parameter
 
@@ -66,43 +67,6 @@ class Linear(Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
-
-
-class ReLU(Module):
-    """`max(x, 0)`."""
-
-    def forward(self, x):
-        return F.relu(x)
-
-
-class GELU(Module):
-    """GELU, exact (through erf) or with `approximate="tanh"`."""
-
-    def __init__(self, approximate: str = "none"):
-        super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, approximate=self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
-
-
-class Tanh(Module):
-    """`tanh(x)`."""
-
-    def forward(self, x):
-        return F.tanh(x)
-
-
-class Sigmoid(Module):
-    """`1 / (1 + exp(-x))`."""
-
-    def forward(self, x):
-        return F.sigmoid(x)
 
 
 class Dropout(Module):

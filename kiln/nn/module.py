@@ -419,15 +419,13 @@ class Module:
 
     def _state_items(self) -> list[tuple[str, ModuleValue]]:
         """(key, value) of `state_dict`, in PyTorch's order: per module (depth first), its
-        parameters, then its persistent buffers."""
-        items, seen = [], set()
-        for path, module in self.named_modules():
+        parameters, then its persistent buffers; a shared module is there under each path."""
+        items = []
+        for path, module in self.named_modules(remove_duplicate=False):
             own = [*module._parameters.items()]
             own += [(k, b) for k, b in module._buffers.items() if b is None or b.persistent]
-            for name, value in own:
-                if value is not None and id(value) not in seen:
-                    seen.add(id(value))
-                    items.append(((f"{path}.{name}" if path else name), value))
+            prefix = f"{path}." if path else ""
+            items += [(prefix + name, value) for name, value in own if value is not None]
         return items
 
     def state_dict(self) -> dict[str, np.ndarray]:

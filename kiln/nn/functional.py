@@ -1,0 +1,369 @@
+"""`kn.nn.functional`: PyTorch's functional API (activations, losses, layers) over kiln ops,
+so each works on eager Tensors, on Symbols (graph mode, `kn.compile`) and on NumPy arrays.
+
+The losses take PyTorch's arguments in PyTorch's order, with its `reduction` ("mean", "sum",
+"none") and its legacy `size_average`/`reduce` flags. Classes are on dim 1 (dim 0 for an
+unbatched input), as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import dtypes as dt
+from .. import frontend as F
+from ..frontend import (
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    dropout,
+    embedding,
+    gelu,
+    layer_norm,
+    leaky_relu,
+    log_softmax,
+    max_pool2d,
+    relu,
+    sigmoid,
+    softmax,
+    softplus,
+    tanh,
+)
+from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
+
+__all__ = [
+    "avg_pool2d",
+    "batch_norm",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "conv2d",
+    "cross_entropy",
+    "dropout",
+    "elu",
+    "embedding",
+    "gelu",
+    "huber_loss",
+    "l1_loss",
+    "layer_norm",
+    "leaky_relu",
+    "log_softmax",
+    "logsigmoid",
+    "max_pool2d",
+    "mse_loss",
+    "nll_loss",
+    "pad",
+    "relu",
+    "sigmoid",
+    "silu",
+    "smooth_l1_loss",
+    "softmax",
+    "softplus",
+    "tanh",
+]
+
+
+# -- activations --------------------------------------------------------------------------------
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorch's name)
+    """`x` where positive, else `alpha * (exp(x) - 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.elu(kn.tensor([-1.0, 2.0]))
+    tensor([-0.6321,  2.0000])
+    """
+    return F.where(F.greater(input, 0), input, F.mul(F.expm1(input), alpha))
+
+
+def silu(input, inplace: bool = False):  # noqa: A002
+    """`x * sigmoid(x)` (swish).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.silu(kn.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.7311])
+    """
+    return F.mul(input, F.sigmoid(input))
+
+
+def logsigmoid(input):  # noqa: A002
+    """`log(sigmoid(x))`, computed as `-softplus(-x)` (no overflow).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.logsigmoid(kn.tensor([-200.0, 0.0]))
+    tensor([-200.0000,   -0.6931])
+    """
+    return F.neg(_softplus(F.neg(input)))
+
+
+def _softplus(x):
+    """`log(1 + exp(x))` for any x: `max(x, 0) + log1p(exp(-|x|))`."""
+    return F.add(F.maximum(x, 0.0), F.log1p(F.exp(F.neg(F.abs(x)))))
+
+
+# -- reductions ---------------------------------------------------------------------------------
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    """PyTorch's mapping of the legacy `size_average`/`reduce` flags (when given)."""
+    if size_average is None and reduce is None:
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        return reduction
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use reduction instead",
+        UserWarning,
+        stacklevel=3,
+    )
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "none" if not reduce else "mean" if size_average else "sum"
+
+
+def _reduce(loss, reduction: str):
+    if reduction == "mean":
+        return F.mean(loss)
+    if reduction == "sum":
+        return F.sum(loss)
+    return loss
+
+
+def _same_size(name: str, input, target) -> None:  # noqa: A002
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"{name}: Target size ({tuple(target.shape)}) must be the same as input size "
+            f"({tuple(input.shape)})"
+        )
+
+
+def _lift(*values):
+    return F.core.lift(*values)
+
+
+# -- elementwise losses -------------------------------------------------------------------------
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    """Squared error `(input - target)**2` (broadcasting), reduced.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.mse_loss(kn.tensor([1.0, 2.0]), kn.tensor([1.0, 4.0]))
+    tensor(2.)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    return _reduce(F.square(F.sub(input, target)), reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    """Absolute error `|input - target|` (broadcasting), reduced.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.l1_loss(kn.tensor([1.0, 2.0]), kn.tensor([0.0, 5.0]), reduction="sum")
+    tensor(4.)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    return _reduce(F.abs(F.sub(input, target)), reduction)
+
+
+def smooth_l1_loss(
+    input,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+    beta: float = 1.0,
+):
+    """`0.5 * d**2 / beta` where `|d| < beta`, else `|d| - 0.5 * beta` (d = input - target);
+    `beta=0` is the L1 loss.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.smooth_l1_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), reduction="none")
+    tensor([0.1250, 2.5000])
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss does not support negative values for beta ({beta})")
+    d = F.abs(F.sub(input, target))
+    if beta == 0:
+        return _reduce(d, reduction)
+    loss = F.where(F.less(d, beta), F.mul(F.square(d), 0.5 / beta), F.sub(d, 0.5 * beta))
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None):  # noqa: A002
+    """`0.5 * d**2` where `|d| <= delta`, else `delta * (|d| - 0.5 * delta)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.huber_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), delta=2.0)
+    tensor(2.0625)
+    """
+    reduction = _reduction(None, None, reduction)
+    d = F.abs(F.sub(input, target))
+    loss = F.where(
+        F.less_equal(d, delta), F.mul(F.square(d), 0.5), F.mul(F.sub(d, 0.5 * delta), delta)
+    )
+    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+
+
+def binary_cross_entropy(
+    input,  # noqa: A002
+    target,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    """`-(t * log(p) + (1 - t) * log(1 - p))` of probabilities `input`; each log is clamped
+    at -100, as PyTorch's, so p = 0 or 1 gives a finite loss.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.binary_cross_entropy(kn.tensor([0.5, 1.0]), kn.tensor([1.0, 0.0]))
+    tensor(50.3466)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _lift(input, target)  # noqa: A001
+    _same_size("binary_cross_entropy", input, target)
+    log_p = F.clip(F.log(input), -100.0, None)
+    log_q = F.clip(F.log(F.sub(1.0, input)), -100.0, None)
+    loss = F.neg(F.add(F.mul(target, log_p), F.mul(F.sub(1.0, target), log_q)))
+    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input,  # noqa: A002
+    target,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+    pos_weight=None,
+):
+    """Binary cross entropy of `sigmoid(input)`, computed from the logits without overflow:
+    `(1 - t) * x + (1 + (pos_weight - 1) * t) * softplus(-x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.binary_cross_entropy_with_logits(kn.tensor([0.0, 200.0]),
+    ...                                                   kn.tensor([1.0, 0.0]))
+    tensor(100.3466)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _lift(input, target)  # noqa: A001
+    _same_size("binary_cross_entropy_with_logits", input, target)
+    soft = _softplus(F.neg(input))
+    if pos_weight is not None:
+        soft = F.mul(soft, F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0))
+    loss = F.add(F.mul(F.sub(1.0, target), input), soft)
+    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+
+
+# -- class losses -------------------------------------------------------------------------------
+
+
+def _class_dim(input, name: str) -> int:  # noqa: A002
+    if input.ndim < 1:
+        raise ValueError(f"{name}: expected an input of 1 or more dimensions, got 0")
+    return 0 if input.ndim == 1 else 1
+
+
+def _check_target(name, input, target, dim) -> None:  # noqa: A002
+    want = tuple(d for i, d in enumerate(input.shape) if i != dim)
+    if tuple(target.shape) != want:
+        raise ValueError(
+            f"{name}: expected target of size {want} for input of size {tuple(input.shape)}, "
+            f"got {tuple(target.shape)}"
+        )
+
+
+def nll_loss(
+    input,  # noqa: A002
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction="mean",
+):
+    """`-weight[t] * input[t]` of log-probabilities `input` (N, C, ...) or (C,) at integer
+    classes `target` (N, ...) or (); targets equal to `ignore_index` count nothing, and
+    "mean" divides by the summed weights of the other targets (PyTorch's weighted mean).
+
+    >>> import kiln as kn
+    >>> logp = kn.tensor([[-1.0, -2.0], [-3.0, -4.0]])
+    >>> kn.nn.functional.nll_loss(logp, kn.tensor([1, 0])), kn.nn.functional.nll_loss(
+    ...     logp, kn.tensor([1, -100]))
+    (tensor(2.5000), tensor(2.))
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _lift(input, target)  # noqa: A001
+    dim = _class_dim(input, "nll_loss")
+    if not dt.is_int(target.dtype):
+        raise RuntimeError(
+            f"nll_loss: expected integer class indices as target, got {target.dtype}"
+        )
+    _check_target("nll_loss", input, target, dim)
+    keep = F.not_equal(target, ignore_index)
+    safe = F.where(keep, target, 0)
+    picked = F.squeeze(F.gather(input, dim, F.unsqueeze(safe, dim)), dim)
+    w = F.cast(keep, input.dtype)
+    if weight is not None:
+        w = F.mul(w, F.take(weight, safe))
+    loss = F.neg(F.mul(picked, w))
+    if reduction == "mean":
+        return F.div(F.sum(loss), F.sum(w))
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(
+    input,  # noqa: A002
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing: float = 0.0,
+):
+    """Cross entropy of logits `input` (N, C, ...) or (C,) against integer classes `target`
+    (N, ...) (with `ignore_index`), or class probabilities of `input`'s shape; `weight` per
+    class, `label_smoothing` mixes the target with the uniform distribution.
+
+    >>> import kiln as kn
+    >>> logits = kn.tensor([[0.0, 0.0], [0.0, 100.0]])
+    >>> kn.nn.functional.cross_entropy(logits, kn.tensor([1, 0]), reduction="none")
+    tensor([  0.6931, 100.0000])
+    >>> kn.nn.functional.cross_entropy(logits, kn.tensor([[0.5, 0.5], [0.0, 1.0]]))
+    tensor(0.3466)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _lift(input, target)  # noqa: A001
+    dim = _class_dim(input, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    logp = log_softmax(input, dim)
+    n_classes = input.shape[dim]
+    if not dt.is_int(target.dtype):  # class probabilities
+        _same_size("cross_entropy", input, target)
+        if label_smoothing > 0:
+            target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
+        terms = F.mul(logp, target)
+        if weight is not None:
+            terms = F.mul(terms, _along(weight, input.ndim, dim))
+        loss = F.neg(F.sum(terms, dim))
+        return _reduce(loss, reduction)
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing == 0:
+        return nll
+    keep = F.cast(F.not_equal(target, ignore_index), input.dtype)
+    terms = logp if weight is None else F.mul(logp, _along(weight, input.ndim, dim))
+    smooth = F.mul(F.neg(F.sum(terms, dim)), keep)
+    if reduction == "mean":
+        safe = F.where(F.not_equal(target, ignore_index), target, 0)
+        weights = keep if weight is None else F.mul(keep, F.take(weight, safe))
+        smooth = F.div(F.sum(smooth), F.sum(weights))
+    else:
+        smooth = _reduce(smooth, reduction)
+    return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / n_classes))
+
+
+def _along(weight, ndim: int, dim: int):
+    """A per-class (C,) weight shaped to broadcast along `dim` of an `ndim`-d input."""
+    return F.reshape(weight, tuple(-1 if i == dim else 1 for i in range(ndim)))

@@ -173,6 +173,16 @@ def test_register_parameter_and_buffers():
         m.register_buffer("plain", kn.zeros(1))
 
 
+def test_assigning_a_tensor_to_a_buffer_replaces_it():
+    m = kn.nn.Module()
+    m.register_buffer("stat", kn.zeros(2), persistent=False)
+    m.stat = kn.ones(3)
+    assert isinstance(m.stat, kn.nn.Buffer) and m.stat.tolist() == [1.0, 1.0, 1.0]
+    assert not m.stat.persistent and list(m.state_dict()) == []
+    with pytest.raises(TypeError, match="cannot assign 'str' as buffer 'stat'"):
+        m.stat = "x"
+
+
 def test_state_dict_order_is_parameters_then_buffers_per_module():
     model = kn.nn.Sequential(kn.nn.Linear(2, 2), kn.nn.BatchNorm1d(2))
     assert list(model.state_dict()) == [
@@ -184,8 +194,9 @@ def test_state_dict_order_is_parameters_then_buffers_per_module():
 def test_module_zero_grad():
     model = kn.nn.Linear(2, 1)
     model(kn.ones(1, 2)).sum().backward()
+    grad = model.bias.grad
     model.zero_grad(set_to_none=False)
-    assert model.bias.grad.tolist() == [0.0]
+    assert model.bias.grad.tolist() == [0.0] and model.bias.grad is grad  # in place, as PyTorch
     model.zero_grad()
     assert model.bias.grad is None
 

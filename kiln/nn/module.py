@@ -166,6 +166,9 @@ class Module:
             self._parameters[name] = None
         elif value is None and name in self._buffers:
             self._buffers[name] = None
+        elif name in self._buffers and isinstance(value, (Tensor, np.ndarray)):
+            old = self._buffers[name]  # PyTorch: a tensor assigned to a buffer replaces it
+            self.register_buffer(name, value, old is None or old.persistent)
         elif name in self._parameters or name in self._modules or name in self._buffers:
             kind = "parameter" if name in self._parameters else "module"
             kind = "buffer" if name in self._buffers else kind
@@ -414,8 +417,14 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears the `.grad` of every parameter (PyTorch's default: to None)."""
         for p in self.parameters():
-            if p.grad is not None:
-                p.grad = None if set_to_none else zeros_like(p.grad)
+            grad = p.grad
+            if grad is None:
+                continue
+            if set_to_none or grad.requires_grad:
+                p.grad = None if set_to_none else zeros_like(grad)
+            else:
+                with no_grad():
+                    grad.zero_()  # in place, as PyTorch: references to it see the zeros
 
     def _state_items(self) -> list[tuple[str, ModuleValue]]:
         """(key, value) of `state_dict`, in PyTorch's order: per module (depth first), its

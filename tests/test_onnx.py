@@ -15,7 +15,15 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from op_table import CASES  # noqa: E402
-from test_ops import TOLERANCES, as_list, build, is_eager_capable, make_inputs  # noqa: E402
+from test_ops import (  # noqa: E402
+    NO_SYMBOLIC,
+    TOLERANCES,
+    as_list,
+    build,
+    is_eager_capable,
+    make_inputs,
+    symbolic_shapes,
+)
 
 import kiln as kn  # noqa: E402
 from kiln.interchange import export_onnx, import_onnx, to_onnx  # noqa: E402
@@ -122,6 +130,25 @@ def test_op_table_row_exports(case):
                 traced = kn.trace(case.fn, *arrays)
                 want = as_list(traced(*arrays))
             check_export(case, traced, arrays, want, f"{case.id}-{dtype} traced")
+
+
+@pytest.mark.parametrize("case", _row_params())
+def test_op_table_row_exports_with_a_symbolic_leading_dim(case):
+    """The row on placeholders whose leading dim is the named dim "b" (test_ops' rule): a
+    `dim_param` in the model, sizes read with Shape where ops need them, same values."""
+    arrays = [np.asarray(a) for a in make_inputs(case, case.dtypes[0])]
+    shapes = symbolic_shapes(arrays)
+    if case.id in NO_SYMBOLIC or shapes is None:
+        pytest.skip("no symbolic leading dim for this row (test_ops' rule)")
+    graph, inputs, outputs = build(case, arrays, shapes)
+    if exportable(case, graph):
+        pytest.skip("no ONNX form (test_op_table_row_exports checks the error)")
+    with np.errstate(all="ignore"):
+        f = kn.function(inputs, outputs)
+        want = as_list(f(*arrays))
+    dims = to_onnx(f).graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "b"
+    check_export(case, f, arrays, want, f"{case.id} symbolic")
 
 
 def test_op_table_export_coverage():
@@ -276,6 +303,12 @@ def test_export_takes_graphs_and_traced_functions(tmp_path):
     np.testing.assert_allclose(run_ort(to_onnx(g), [a])[0], np.exp(a) * 2, rtol=1e-6)
     traced = kn.trace(lambda t: kn.tanh(t).sum(), a)
     np.testing.assert_allclose(run_ort(to_onnx(traced), [a])[0], np.tanh(a).sum(), rtol=1e-6)
+    compiled = kn.compile(lambda t: kn.sigmoid(t) * 3.0)
+    with pytest.raises(kn.GraphError, match="has not run yet"):
+        to_onnx(compiled)
+    compiled(a)
+    got = run_ort(to_onnx(compiled), [a])[0]
+    np.testing.assert_allclose(got, 3 / (1 + np.exp(-a)), rtol=1e-6)
     with pytest.raises(TypeError, match="export_onnx"):
         to_onnx(42)
 

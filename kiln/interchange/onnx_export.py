@@ -15,6 +15,7 @@ import numpy as np
 from .. import shapes as sh
 from ..checkpoint import write_atomic
 from ..errors import GraphError, node_error
+from ..frontend.trace import CompiledFunction
 from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
@@ -33,11 +34,11 @@ def _onnx():
 def export_onnx(obj, path, opset: int | None = None, dynamic_dims: bool = True):
     """Writes the program of `obj` to `path` as an ONNX model (atomically) and returns the model.
 
-    `obj` is a `kn.Function`, a traced function (`kn.trace`/`kn.compile` result: its
-    `.function`), or a Graph with `.inputs` and `.outputs`. Updates are not exported (ONNX models
-    are pure functions). With `dynamic_dims`, named dims are written as `dim_param`s; without,
-    symbolic dims are written as unknown. An op that ONNX cannot express raises GraphError naming
-    the op, the node and its site.
+    `obj` is a `kn.Function`, a traced function (`kn.trace`'s result, or a `kn.compile` function
+    after a call: the signature it traced last), or a Graph with `.inputs` and `.outputs`.
+    Updates are not exported (ONNX models are pure functions). With `dynamic_dims`, named dims
+    are written as `dim_param`s; without, symbolic dims are written as unknown. An op that ONNX
+    cannot express raises GraphError naming the op, the node and its site.
     """
     model = to_onnx(obj, opset, dynamic_dims)
     write_atomic(path, model.SerializeToString())
@@ -46,6 +47,13 @@ def export_onnx(obj, path, opset: int | None = None, dynamic_dims: bool = True):
 
 def program_of(obj) -> Graph:
     """The unoptimized program graph of what `export_onnx` takes."""
+    if isinstance(obj, CompiledFunction):  # kn.compile: the signature it traced last
+        if obj.last is None:
+            raise GraphError(
+                "export_onnx: this kn.compile function has not run yet: call it once (it traces "
+                "on its first call), or export kn.trace(fn, *example_args)"
+            )
+        obj = obj.last
     if isinstance(getattr(obj, "function", None), Function):
         obj = obj.function
     if isinstance(obj, Function):

@@ -321,7 +321,16 @@ def _expand(imp, xs, attrs):
     return imp.apply("broadcast_to", x, shape=target)
 
 
-def slice_spec(imp, xs, attrs, ndim):
+def _bound(imp, value, size):
+    """A slice bound as an int, or None for a symbolic one equal to the dim's whole size."""
+    if not isinstance(value, sh.Dim):
+        return int(value)
+    if value == size:
+        return None
+    raise imp.error(f"slices to the symbolic bound {value}, which kiln cannot")
+
+
+def slice_spec(imp, xs, attrs, ndim, shape=None):
     if len(xs) > 1:
         starts = imp.known(xs[1], "starts").reshape(-1)
         ends = imp.known(xs[2], "ends").reshape(-1)
@@ -333,13 +342,15 @@ def slice_spec(imp, xs, attrs, ndim):
         axes, steps = attrs.get("axes", list(range(len(starts)))), [1] * len(starts)
     spec = [("slice", None, None, None)] * ndim
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        spec[_axis(axis, ndim)] = ("slice", int(start), int(end), int(step))
+        a = _axis(axis, ndim)
+        size = shape[a] if shape is not None else None
+        spec[a] = ("slice", _bound(imp, start, size), _bound(imp, end, size), int(step))
     return tuple(spec)
 
 
 def _slice(imp, xs, attrs):
     x = imp.symbol(xs[0])
-    return imp.apply("index", x, spec=slice_spec(imp, xs, attrs, x.ndim))
+    return imp.apply("index", x, spec=slice_spec(imp, xs, attrs, x.ndim, x.shape))
 
 
 def _split(imp, xs, attrs, count):
@@ -406,11 +417,11 @@ def _scatter_nd(imp, xs, attrs):
     x, idx, updates = (imp.symbol(v) for v in xs)
     if idx.shape[-1] != 1:
         raise imp.error(f"with {idx.shape[-1]}-d index tuples has no kiln form (1-d only)")
-    rest = tuple(x.shape[1:])
-    idx = _reshape_to(imp, idx, (-1,))
-    updates = _reshape_to(imp, updates, (-1, *rest))
+    rest, n = tuple(x.shape[1:]), sh.dim_product(idx.shape[:-1])
+    idx = _reshape_to(imp, idx, (n,))
+    updates = _reshape_to(imp, updates, (n, *rest))
     idx = _wrapped(imp, idx, x.shape[0])
-    idx = imp.apply("broadcast_to", _reshape_to(imp, idx, (-1, *(1 for _ in rest))),
+    idx = imp.apply("broadcast_to", _reshape_to(imp, idx, (n, *(1 for _ in rest))),
                     shape=updates.shape)  # fmt: skip
     reduce = _SCATTER[_text(attrs.get("reduction", "none"))]
     return imp.apply("scatter", x, idx, updates, axis=0, reduce=reduce, include_self=True)
@@ -424,9 +435,9 @@ def _top_k(imp, xs, attrs):
     """argsort (stable: ties keep the lower index first, as ONNX's TopK) and the first k."""
     x = imp.symbol(xs[0])
     axis = _axis(attrs.get("axis", -1), x.ndim)
-    k = int(imp.known(xs[1], "k").reshape(-1)[0])
+    k = _bound(imp, imp.known(xs[1], "k").reshape(-1)[0], x.shape[axis])
     order = imp.apply("argsort", x, axis=axis, descending=bool(attrs.get("largest", 1)))
-    spec = (("slice", None, None, None),) * axis + (("slice", 0, k, None),)
+    spec = (("slice", None, None, None),) * axis + (("slice", None if k is None else 0, k, None),)
     index = imp.apply("index", order, spec=spec)
     return [imp.apply("take_along_axis", x, index, axis=axis), index]
 

@@ -39,18 +39,56 @@ def _check_2d(imp, x, attrs, key="kernel_shape"):
         raise imp.error(f"on a {x.ndim}-d input has no kiln form (2-d NCHW only)")
 
 
+_ALL = ("slice", None, None, None)
+
+
+def one_d(rule):
+    """A 2-d rule that also takes 1-d (N, C, L) inputs, as (N, C, 1, L) with 1 x k kernels."""
+
+    def wrapped(imp, xs, attrs):
+        x = imp.symbol(xs[0])
+        if x.ndim != 3:
+            return rule(imp, xs, attrs)
+        attrs = dict(attrs)
+        for key, one in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+            if key in attrs:
+                attrs[key] = [one, *attrs[key]]
+        if "pads" in attrs:
+            begin, end = attrs["pads"]
+            attrs["pads"] = [0, begin, 0, end]
+        xs = list(xs)
+        xs[0] = imp.apply("reshape", x, shape=(x.shape[0], x.shape[1], 1, x.shape[2]))
+        if rule is conv:
+            w = imp.symbol(xs[1])
+            xs[1] = imp.apply("reshape", w, shape=(w.shape[0], w.shape[1], 1, w.shape[2]))
+        y = rule(imp, xs, attrs)
+        return imp.apply("reshape", y, shape=(y.shape[0], y.shape[1], y.shape[3]))
+
+    return wrapped
+
+
 def conv(imp, xs, attrs):
     x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
     _check_2d(imp, x, attrs)
-    if attrs.get("group", 1) != 1:
-        raise imp.error(f"with group={attrs['group']} has no kiln form (groups=1 only)")
     strides = tuple(attrs.get("strides", (1, 1)))
     dilations = tuple(attrs.get("dilations", (1, 1)))
     pads = _pads_2d(imp, attrs, x, w.shape[2:], strides, dilations)
     padding = pads[:2]
     if pads[:2] != pads[2:]:
         x, padding = _explicit_pad(imp, x, pads, 0.0), (0, 0)
-    y = imp.apply("conv2d", x, w, stride=strides, padding=padding, dilation=dilations)
+    groups = attrs.get("group", 1)
+    if groups != 1 and not (isinstance(x.shape[1], int) and isinstance(w.shape[0], int)):
+        raise imp.error(f"with group={groups} on symbolic channels has no kiln form")
+    parts = []  # groups: each slice of the channels convolved with its slice of the filters
+    for g in range(groups):
+        xg, wg = x, w
+        if groups != 1:
+            c, o = x.shape[1] // groups, w.shape[0] // groups
+            xg = imp.apply("index", x, spec=(_ALL, ("slice", g * c, (g + 1) * c, None)))
+            wg = imp.apply("index", w, spec=(("slice", g * o, (g + 1) * o, None),))
+        parts.append(imp.apply("conv2d", xg, wg, stride=strides, padding=padding,
+                               dilation=dilations))  # fmt: skip
+    y = parts[0] if groups == 1 else imp.apply("concat", *parts, axis=1)
     if len(xs) > 2 and xs[2] is not None:
         bias = imp.symbol(xs[2])
         y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
@@ -62,6 +100,7 @@ def pool(name):
     are applied first (-inf for max, zeros for the mean); `count_include_pad=0` divides by the
     pooled count of real elements."""
 
+    @one_d
     def rule(imp, xs, attrs):
         x = imp.symbol(xs[0])
         _check_2d(imp, x, attrs)

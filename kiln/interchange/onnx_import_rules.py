@@ -15,7 +15,8 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from .onnx_import import Known
-from .onnx_import_nn import conv, global_pool, max_pool, pool
+from .onnx_import_nn import conv, global_pool, max_pool, one_d, pool
+from .onnx_import_norm import RULES as NORM_RULES
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -626,11 +627,12 @@ RULES = {
     "Constant": _constant,
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
-    "Conv": conv,
+    "Conv": one_d(conv),
     "MaxPool": max_pool,
     "AveragePool": pool("avg_pool2d"),
     "GlobalAveragePool": global_pool("reduce_mean"),
     "GlobalMaxPool": global_pool("reduce_max"),
 }
+RULES.update(NORM_RULES)
 SUPPORTED = frozenset(RULES) | {"Split"}
 RULES["Split"] = lambda imp, xs, attrs: _split(imp, xs, attrs, len(imp.node.output))

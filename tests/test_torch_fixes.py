@@ -85,6 +85,57 @@ def test_pad_rejects_what_pytorch_rejects():
         torch_pad(ROW, (3, 0), mode="reflect")  # a reflect width must be < the dim's size
 
 
+def test_nn_functional_pad_is_pytorchs():
+    # kn.nn.functional.pad is the one with PyTorch's pad tuple: (1, 1) on (2, 3) gives (2, 5)
+    assert kn.nn.functional.pad is torch_pad
+    assert kn.nn.functional.pad(kn.ones(2, 3), (1, 1)).shape == (2, 5)
+
+
 def test_kn_pad_keeps_numpy_pad_width():
     # kn.pad is NumPy's pad (PyTorch has no torch.pad): an int pads every dim on both sides
     assert kn.pad(np.ones((2, 3)), 1).shape == (4, 5)
+
+
+# --- 2. max/min along a dim give the whole gradient to the returned index -------------------
+
+TIES = np.array([[3.0, 1.0, 3.0], [2.0, 2.0, 0.0]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_along_dim_route_gradient_to_the_index(keepdim):
+    # PyTorch: max(dim) returns the first maximal index (0 and 0 here) and its backward puts
+    # the whole gradient there: [[1, 0, 0], [1, 0, 0]]; min(dim) picks 1 and 2 (by hand).
+    want = {"max": [[1, 0, 0], [1, 0, 0]], "min": [[0, 1, 0], [0, 0, 1]]}
+    for which, grad in want.items():
+        x = kn.tensor(TIES, requires_grad=True)
+        values, indices = getattr(x, which)(1, keepdim=keepdim)
+        values.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), grad)
+        assert values.shape == ((2, 1) if keepdim else (2,)) == indices.shape
+
+
+def test_max_along_dim_gradient_in_graph_and_compile():
+    def grad_of_max(x):
+        return kn.grad(kn.sum(kn.max(x, 0).values), x)[0]
+
+    # columns 0 and 2 tie at 3 (rows 0 and 1): PyTorch returns the first, row 0, and gives it
+    # the whole gradient; column 1's maximum is row 1's 2 (by hand)
+    col = np.array([[3.0, 1.0, 3.0], [3.0, 2.0, 3.0]], dtype=np.float32)
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2, 3))
+        (g,) = kn.function([x], [grad_of_max(x)])(col)
+    np.testing.assert_array_equal(g, [[1, 0, 1], [0, 1, 0]])
+
+    xc = kn.tensor(col, requires_grad=True)  # backward through a compiled call
+    kn.compile(lambda x: x.max(0).values.sum())(xc).backward()
+    np.testing.assert_array_equal(xc.grad.numpy(), [[1, 0, 1], [0, 1, 0]])
+
+
+def test_full_max_and_amax_still_split_ties():
+    # PyTorch splits the gradient of max() (no dim) and amax evenly among ties: 0.5 and 0.5
+    x = kn.tensor([[3.0, 1.0, 3.0]], requires_grad=True)
+    x.max().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.5, 0, 0.5]])
+    y = kn.tensor([[3.0, 1.0, 3.0]], requires_grad=True)
+    y.amax(1).sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [[0.5, 0, 0.5]])

@@ -469,10 +469,20 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         return (maximum if which == "max" else minimum)(x, dim)
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, which)
     (x,) = lift(x)
-    if dim is None:
+    if dim is None:  # ties share the gradient, as PyTorch's max() of everything
         return _reduce(f"reduce_{which}", x, None, False)
-    values = _reduce(f"reduce_{which}", x, int(dim), keepdim)
-    indices = (argmax if which == "max" else argmin)(x, int(dim), keepdim)
+    indices = (argmax if which == "max" else argmin)(x, int(dim), True)
+    if x.ndim == 0:  # one element: nothing ties
+        values = _reduce(f"reduce_{which}", x, int(dim), keepdim)
+        return getattr(return_types, which)(values, indices)
+    # NOTE: the values are read at the returned indices, so the gradient goes to that one
+    # element even where several tie (PyTorch's), not split as reduce_max's gradient is.
+    axis = sh.normalize_axis(int(dim), x.ndim)
+    values = call("take_along_axis", x, indices, axis=axis)
+    if not keepdim:
+        kept = tuple(d for i, d in enumerate(values.shape) if i != axis)
+        values = call("reshape", values, shape=kept)
+        indices = call("reshape", indices, shape=kept)
     return getattr(return_types, which)(values, indices)
 
 

@@ -251,6 +251,9 @@ def test_conv_net_exports_imports_and_differentiates(tmp_path):
     for name, value in ref.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-6, err_msg=name)
     assert "conv2d" in kn.dump(g.outputs, "text")
+    # and dumps as JSON that loads back into the same program
+    loaded = kn.load_graph(kn.dump(kn.function(g.inputs, g.outputs), "json"))
+    assert_same(kn.function(loaded.inputs, loaded.outputs)(images), want, None, "conv json")
 
 
 def test_node_doc_strings_name_kiln_op_node_and_site():

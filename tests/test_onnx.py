@@ -256,6 +256,22 @@ def test_conv_net_exports_imports_and_differentiates(tmp_path):
     assert_same(kn.function(loaded.inputs, loaded.outputs)(images), want, None, "conv json")
 
 
+@pytest.mark.parametrize("opset", [18, 19, 20, 21])
+def test_newer_opsets(opset):
+    f, _, _ = _conv_net()
+    images = np.random.default_rng(1).standard_normal((2, 2, 8, 8)).astype(np.float32)
+    model = to_onnx(f, opset=opset)
+    assert model.opset_import[0].version == opset
+    assert_same(run_ort(model, [images]), f(images), None, f"opset {opset}")
+
+
+def test_opsets_kiln_does_not_write():
+    f, _, _ = _conv_net()
+    for opset in (17, onnx.defs.onnx_opset_version() + 1):
+        with pytest.raises(kn.GraphError, match=f"opset {opset} is not one kiln writes"):
+            to_onnx(f, opset=opset)
+
+
 def test_node_doc_strings_name_kiln_op_node_and_site():
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (2,), name="x")

@@ -20,7 +20,8 @@ from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
 
-DEFAULT_OPSET = 18  # Reduce* with axes as an input, Bitwise*, Pad with constant values
+# The default and the oldest opset kiln writes: Reduce* with axes as an input, Bitwise*.
+DEFAULT_OPSET = 18
 
 
 def _onnx():
@@ -74,6 +75,12 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True):
     from .onnx_rules import RULES
 
     opset = DEFAULT_OPSET if opset is None else int(opset)
+    newest = onnx.defs.onnx_opset_version()
+    if not DEFAULT_OPSET <= opset <= newest:
+        raise GraphError(
+            f"export_onnx: opset {opset} is not one kiln writes: {DEFAULT_OPSET} to {newest} "
+            f"(the newest the installed onnx {onnx.__version__} knows)"
+        )
     program = program_of(obj)
     ex = Exporter(onnx, opset, dynamic_dims)
     inputs = [ex.value_info(s, ex.bind(s, ex.unique(s.name))) for s in program.inputs]

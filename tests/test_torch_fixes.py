@@ -139,3 +139,34 @@ def test_full_max_and_amax_still_split_ties():
     y = kn.tensor([[3.0, 1.0, 3.0]], requires_grad=True)
     y.amax(1).sum().backward()
     np.testing.assert_array_equal(y.grad.numpy(), [[0.5, 0, 0.5]])
+
+
+# --- 3. std's gradient is 0 where the std is 0 ------------------------------------------------
+
+ROWS = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 3.0]], dtype=np.float32)
+# PyTorch masks std's backward where the result is 0: the constant row's gradient is 0 (not
+# NaN). Row [1, 2, 3]: std 1, d std/dx = (x - mean) / ((n - 1) * std) = [-0.5, 0, 0.5] (by hand).
+STD_GRAD = [[0, 0, 0], [-0.5, 0, 0.5]]
+
+
+def test_std_of_a_constant_has_zero_gradient_eagerly():
+    x = kn.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    s = x.std()
+    s.backward()
+    assert s.item() == 0  # PyTorch: std of a constant is 0
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0])
+    y = kn.tensor(ROWS, requires_grad=True)
+    s = kn.std(y, 1)
+    s.sum().backward()
+    np.testing.assert_allclose(s.detach().numpy(), [0, 1])
+    np.testing.assert_allclose(y.grad.numpy(), STD_GRAD, atol=1e-7)
+
+
+def test_std_gradient_in_graph_mode_and_compile():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2, 3))
+        (g,) = kn.function([x], kn.grad(kn.sum(kn.std(x, 1)), x))(ROWS)
+    np.testing.assert_allclose(g, STD_GRAD, atol=1e-7)
+    yc = kn.tensor(ROWS, requires_grad=True)  # backward through a compiled call
+    kn.compile(lambda y: kn.std(y, 1).sum())(yc).backward()
+    np.testing.assert_allclose(yc.grad.numpy(), STD_GRAD, atol=1e-7)

@@ -592,8 +592,13 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     >>> kn.std(np.array([1.0, 3.0], np.float32))
     array(1.4142135, dtype=float32)
     """
-    return sqrt(var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
-                    keepdims=keepdims, ddof=ddof))  # fmt: skip
+    v = var(x, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims,
+            ddof=ddof)  # fmt: skip
+    # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
+    # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
+    # sends that element's gradient to the constant 0.
+    zero = equal(v, 0)
+    return where(zero, 0, sqrt(where(zero, 1, v)))
 
 
 def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):

@@ -69,6 +69,24 @@ def test_frozen_parameter_is_not_trained_in_graph_mode():
     np.testing.assert_allclose(model.bias.numpy(), b0 - 0.5 * 4)
 
 
+def test_freezing_after_the_graph_is_built_stops_training():
+    kn.manual_seed(0)
+    with kn.Graph().as_default():
+        model = kn.nn.Linear(2, 1)
+        x = kn.placeholder(kn.float32, (4, 2), name="x")
+        loss = model(x).sum()
+        model.requires_grad_(False)
+        model.bias.requires_grad_(True)
+        train = kn.optim.SGD(lr=0.5).minimize(loss)  # no params: the trainable Variables
+        assert [v.name for v in loss.graph.variables if v.trainable] == ["bias"]
+        (gw,) = kn.grad(loss, [model.weight.variable(loss.graph)])  # asked for: still works
+        w0 = model.weight.numpy()
+        with kn.Session() as sess:
+            sess.run(train, {x: np.ones((4, 2), np.float32)})
+            assert sess.run(gw, {x: np.ones((4, 2), np.float32)}).tolist() == [[4.0, 4.0]]
+    np.testing.assert_array_equal(model.weight.numpy(), w0)
+
+
 def test_frozen_parameter_is_not_differentiated_under_compile():
     kn.manual_seed(0)
     model = kn.nn.Linear(2, 1)

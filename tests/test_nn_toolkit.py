@@ -480,3 +480,30 @@ def test_init_reaches_graph_variables():
 def test_orthogonal_init():
     w = kn.nn.init.orthogonal_(kn.zeros(5, 3), gain=3.0).numpy()
     np.testing.assert_allclose(w.T @ w, 9 * np.eye(3), atol=1e-5)  # columns orthogonal, norm 3
+
+
+# -- kn.nn.utils -------------------------------------------------------------------------------
+
+
+def test_clip_grad_norm_scales_all_grads_jointly():
+    model = kn.nn.Linear(2, 1)
+    model.weight.requires_grad_(False)  # no grad: left out
+    model(kn.ones(9, 2)).sum().backward()  # bias grad 9
+    total = kn.nn.utils.clip_grad_norm_(model.parameters(), max_norm=3.0)
+    assert total.item() == 9.0 and model.bias.grad.item() == pytest.approx(3.0, rel=1e-6)
+    a, b = kn.tensor([1.0], requires_grad=True), kn.tensor([1.0], requires_grad=True)
+    (3 * a + 4 * b).backward()  # grads 3 and 4: joint 2-norm 5, max-norm 4
+    assert kn.nn.utils.clip_grad_norm_([a, b], 10.0).item() == pytest.approx(5.0)
+    assert a.grad.item() == 3.0  # under max_norm: unchanged
+    assert kn.nn.utils.clip_grad_norm_([a, b], 2.0, norm_type="inf").item() == 4.0
+    assert [a.grad.item(), b.grad.item()] == pytest.approx([1.5, 2.0], rel=1e-5)
+    b.grad = kn.tensor([float("inf")])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        kn.nn.utils.clip_grad_norm_([a, b], 1.0, error_if_nonfinite=True)
+
+
+def test_clip_grad_value():
+    w = kn.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    (w * kn.tensor([4.0, -4.0, 0.25])).sum().backward()
+    kn.nn.utils.clip_grad_value_(w, 1.0)
+    assert w.grad.tolist() == [1.0, -1.0, 0.25]

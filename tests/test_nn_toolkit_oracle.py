@@ -211,3 +211,18 @@ def test_sequential_slice_names_match_torch():
     theirs = tnn.Sequential(tnn.Linear(2, 2), tnn.ReLU(), tnn.Linear(2, 1))[1:]
     assert type(ours).__name__ == type(theirs).__name__
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    grads = [X, Y[:2], LOGITS]
+    ours = [kn.tensor(np.zeros_like(g), requires_grad=True) for g in grads]
+    theirs = [torch.zeros(g.shape, requires_grad=True) for g in grads]
+    for p, q, g in zip(ours, theirs, grads):
+        p.grad, q.grad = kn.tensor(g), torch.tensor(g)
+    got = kn.nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
+    want = tnn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)

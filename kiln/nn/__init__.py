@@ -1,6 +1,6 @@
 """Modules in PyTorch's style that build graph-mode Variables: `kn.nn.Linear`, `kn.nn.MLP`…"""
 
-from . import functional, init
+from . import functional, init, utils
 from .activation import ELU, LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
 from .containers import Identity, ModuleDict, ModuleList, Sequential
 from .conv import Conv2d, MaxPool2d
@@ -68,4 +68,5 @@ __all__ = [
     "functional",
     "init",
     "updates_for",
+    "utils",
 ]

@@ -1,0 +1,68 @@
+"""`kn.nn.utils`: PyTorch's gradient clipping for eager training loops."""
+
+from __future__ import annotations
+
+import math
+
+from .. import frontend as F
+from ..eager import Tensor, no_grad
+from ..eager.factories import tensor as _tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
+
+def _grads(parameters) -> list:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:  # fmt: skip
+    """Scales the `.grad` of `parameters` in place so that their joint `norm_type`-norm is
+    at most `max_norm` (by `max_norm / (norm + 1e-6)`, never above 1); returns the norm
+    before clipping, as PyTorch's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([3.0, 4.0], requires_grad=True)
+    >>> (w * w).sum().backward()                      # grad (6, 8): norm 10
+    >>> kn.nn.utils.clip_grad_norm_([w], max_norm=5.0)
+    tensor(10.)
+    >>> w.grad
+    tensor([3.0000, 4.0000])
+    """
+    grads = _grads(parameters)
+    if not grads:
+        return _tensor(0.0)
+    norm_type = float(norm_type)
+    with no_grad():
+        if math.isinf(norm_type):
+            norms = [F.amax(F.abs(g)) for g in grads]
+            total = norms[0] if len(norms) == 1 else F.amax(F.stack(norms))
+        else:
+            parts = [F.sum(F.pow(F.abs(g), norm_type)) for g in grads]
+            total = F.pow(F.sum(F.stack(parts)), 1.0 / norm_type)
+        if error_if_nonfinite and not math.isfinite(total.item()):
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is "
+                "non-finite, so it cannot be clipped. To disable this error and scale the "
+                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"
+            )
+        coef = F.clip(F.div(max_norm, F.add(total, 1e-6)), None, 1.0)
+        for g in grads:
+            g.mul_(F.cast(coef, g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamps every `.grad` of `parameters` into [-clip_value, clip_value], in place.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([3.0, -4.0], requires_grad=True)
+    >>> (w * w).sum().backward(); kn.nn.utils.clip_grad_value_([w], 1.5); w.grad
+    tensor([ 1.5000, -1.5000])
+    """
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)

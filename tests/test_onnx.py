@@ -38,7 +38,8 @@ ORT_MISSING = {
     ("Conv", "float64"), ("AveragePool", "float64"), ("Erf", "float64"), ("Det", "float64"),
     ("Tan", "float64"), ("Asin", "float64"), ("Acos", "float64"), ("Atan", "float64"),
     ("Sinh", "float64"), ("Cosh", "float64"), ("Asinh", "float64"), ("Acosh", "float64"),
-    ("Atanh", "float64"), ("ScatterElements", "float16"),  # the last: with reduction="add"
+    ("Atanh", "float64"), ("ConvTranspose", "float64"),
+    ("ScatterElements", "float16"),  # with reduction="add"
 }  # fmt: skip
 
 _SESSION = ort.SessionOptions()
@@ -95,6 +96,11 @@ def check_export(case, f, arrays, want, what):
         assert op and any((op[0], d) in ORT_MISSING for d in dtypes), f"{what}: {e}"
     else:
         assert_same(got, want, case, f"{what} onnxruntime")
+    if any(n.op_type == "MaxPool" and len(n.output) == 2 for n in model.graph.node):
+        # max pooling's gradients use MaxPool's Indices output, which kiln does not import
+        with pytest.raises(kn.GraphError, match=r"\(MaxPool\) output .* has no kiln form"):
+            import_onnx(model)
+        return
     assert_same(run_imported(model, arrays), want, case, f"{what} round trip")
 
 
@@ -159,7 +165,7 @@ def test_op_table_export_coverage():
         graph, _, _ = build(case, arrays)
         exported += not exportable(case, graph)
     print(f"\nONNX export: {exported} of {len(CASES)} op-table rows")
-    assert exported >= 753, f"{exported} of {len(CASES)} rows export"  # 753 when written
+    assert exported >= 774, f"{exported} of {len(CASES)} rows export"  # 774 when written
 
 
 def test_ort_kernel_gaps_are_real():
@@ -169,7 +175,7 @@ def test_ort_kernel_gaps_are_real():
         elem = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
         x = h.make_tensor_value_info("x", elem, [2, 1, 1, 1])
         inputs, attrs, inits = ["x"], {}, []
-        if op_type == "Conv":
+        if op_type in ("Conv", "ConvTranspose"):
             inputs = ["x", "x"]
         elif op_type == "AveragePool":
             attrs = {"kernel_shape": [1, 1]}

@@ -20,8 +20,8 @@ onnx = pytest.importorskip("onnx")
 import kiln as kn  # noqa: E402
 from kiln.interchange import SUPPORTED, import_onnx  # noqa: E402
 
-# Measured when written (onnx 1.23.2): 1033 of 1259 cases pass; the count may only grow.
-MIN_PASSED = 1033
+# Measured when written (onnx 1.23.2): 1041 of 1270 cases pass; the count may only grow.
+MIN_PASSED = 1041
 
 # Cases that must pass: one or more per kind of ONNX op kiln's exporter writes.
 MUST_PASS = [
@@ -48,7 +48,7 @@ MUST_PASS = [
     "test_rms_normalization_2d_axis0", "test_batchnorm_example", "test_dropout_default",
     "test_gelu_default_1", "test_prelu_broadcast", "test_hardswish", "test_mish", "test_triu",
     "test_tril", "test_selu", "test_celu", "test_thresholdedrelu", "test_averagepool_1d_default",
-    "test_conv_with_strides_and_asymmetric_padding",
+    "test_conv_with_strides_and_asymmetric_padding", "test_convtranspose", "test_convtranspose_1d",
 ]  # fmt: skip
 
 

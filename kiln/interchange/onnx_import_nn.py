@@ -56,9 +56,11 @@ def one_d(rule):
         if "pads" in attrs:
             begin, end = attrs["pads"]
             attrs["pads"] = [0, begin, 0, end]
+        if "output_padding" in attrs:
+            attrs["output_padding"] = [0, *attrs["output_padding"]]
         xs = list(xs)
         xs[0] = imp.apply("reshape", x, shape=(x.shape[0], x.shape[1], 1, x.shape[2]))
-        if rule is conv:
+        if rule in (conv, conv_transpose):
             w = imp.symbol(xs[1])
             xs[1] = imp.apply("reshape", w, shape=(w.shape[0], w.shape[1], 1, w.shape[2]))
         y = rule(imp, xs, attrs)
@@ -88,6 +90,44 @@ def conv(imp, xs, attrs):
             wg = imp.apply("index", w, spec=(("slice", g * o, (g + 1) * o, None),))
         parts.append(imp.apply("conv2d", xg, wg, stride=strides, padding=padding,
                                dilation=dilations))  # fmt: skip
+    y = parts[0] if groups == 1 else imp.apply("concat", *parts, axis=1)
+    if len(xs) > 2 and xs[2] is not None:
+        bias = imp.symbol(xs[2])
+        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
+    return y
+
+
+def conv_transpose(imp, xs, attrs):
+    """ConvTranspose as kiln's conv2d_input_grad (the transpose of conv2d onto a given input
+    size), per group; the size from output_padding (or output_shape)."""
+    x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
+    _check_2d(imp, x, attrs)
+    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise imp.error("with auto_pad has no kiln form")
+    strides = tuple(attrs.get("strides", (1, 1)))
+    dilations = tuple(attrs.get("dilations", (1, 1)))
+    top, left, bottom, right = attrs.get("pads", [0, 0, 0, 0])
+    if (top, left) != (bottom, right):
+        raise imp.error("with asymmetric pads has no kiln form")
+    groups, extra = attrs.get("group", 1), attrs.get("output_padding", (0, 0))
+    size = []
+    for n, s, p, d, k, e in zip(x.shape[2:], strides, (top, left), dilations, w.shape[2:], extra):
+        if not (isinstance(n, int) and isinstance(k, int)):
+            raise imp.error("on symbolic spatial sizes has no kiln form")
+        size.append((n - 1) * s - 2 * p + d * (k - 1) + 1 + e)
+    if "output_shape" in attrs and list(attrs["output_shape"]) != size:
+        raise imp.error("with an output_shape that needs asymmetric pads has no kiln form")
+    c = w.shape[1]
+    parts = []
+    for g in range(groups):
+        xg, wg = x, w
+        if groups != 1:
+            o = x.shape[1] // groups
+            xg = imp.apply("index", x, spec=(_ALL, ("slice", g * o, (g + 1) * o, None)))
+            wg = imp.apply("index", w, spec=(("slice", g * o, (g + 1) * o, None),))
+        shape = (x.shape[0], c, *size)
+        parts.append(imp.apply("conv2d_input_grad", xg, wg, x_shape=shape, stride=strides,
+                               padding=(top, left), dilation=dilations))  # fmt: skip
     y = parts[0] if groups == 1 else imp.apply("concat", *parts, axis=1)
     if len(xs) > 2 and xs[2] is not None:
         bias = imp.symbol(xs[2])

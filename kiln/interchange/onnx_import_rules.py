@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from .onnx_import import Known
-from .onnx_import_nn import conv, global_pool, max_pool, one_d, pool
+from .onnx_import_nn import conv, conv_transpose, global_pool, max_pool, one_d, pool
 from .onnx_import_norm import RULES as NORM_RULES
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -628,6 +628,7 @@ RULES = {
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
     "Conv": one_d(conv),
+    "ConvTranspose": one_d(conv_transpose),
     "MaxPool": max_pool,
     "AveragePool": pool("avg_pool2d"),
     "GlobalAveragePool": global_pool("reduce_mean"),

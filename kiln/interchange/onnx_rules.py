@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from . import onnx_rules_nn_grad as grad_rules
 from . import onnx_rules_scatter as scatter_rules
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -30,7 +31,7 @@ def out_dtype(node):
     return node.out.dtype
 
 
-def _cast_all(ex, node, xs, dtype):
+def cast_all(ex, node, xs, dtype):
     return [ex.cast(x, i.dtype, dtype) for x, i in zip(xs, node.inputs)]
 
 
@@ -69,7 +70,7 @@ def binary(op_type, bool_op=None, narrow_ints=True):
         dtype = out_dtype(node)
         op = bool_op if dtype == np.bool_ and bool_op else op_type
         wide = dtype if narrow_ints else _WIDE.get(np.dtype(dtype), dtype)
-        value = ex.emit(op, _cast_all(ex, node, xs, wide), None if wide != dtype else out)
+        value = ex.emit(op, cast_all(ex, node, xs, wide), None if wide != dtype else out)
         return ex.cast(value, wide, dtype)
 
     return rule
@@ -79,7 +80,7 @@ def compare(op_type, negate=False):
     """A comparison in the inputs' promoted dtype; `negate`: its logical not."""
 
     def rule(ex, node, xs, out):
-        a, b = _cast_all(ex, node, xs, dt.promote(*(i.dtype for i in node.inputs)))
+        a, b = cast_all(ex, node, xs, dt.promote(*(i.dtype for i in node.inputs)))
         if negate:
             return ex.emit("Not", [ex.emit(op_type, [a, b])], out)
         return ex.emit(op_type, [a, b], out)
@@ -89,7 +90,7 @@ def compare(op_type, negate=False):
 
 def logical(op_type):
     def rule(ex, node, xs, out):
-        return ex.emit(op_type, _cast_all(ex, node, xs, np.bool_), out)
+        return ex.emit(op_type, cast_all(ex, node, xs, np.bool_), out)
 
     return rule
 
@@ -105,14 +106,14 @@ def _nan_select(ex, op_type, a, b, dtype, out=None):
 
 def select(op_type):
     def rule(ex, node, xs, out):
-        a, b = _cast_all(ex, node, xs, out_dtype(node))
+        a, b = cast_all(ex, node, xs, out_dtype(node))
         return _nan_select(ex, op_type, a, b, out_dtype(node), out)
 
     return rule
 
 
 def _clip(ex, node, xs, out):
-    x, lo, hi = _cast_all(ex, node, xs, out_dtype(node))
+    x, lo, hi = cast_all(ex, node, xs, out_dtype(node))
     low = _nan_select(ex, "Max", x, lo, out_dtype(node))
     return _nan_select(ex, "Min", low, hi, out_dtype(node), out)
 
@@ -227,7 +228,7 @@ def _wrong_sign(ex, r, b, dtype):
 
 
 def _floordiv(ex, node, xs, out):
-    return floor_divide(ex, *_cast_all(ex, node, xs, out_dtype(node)), out_dtype(node), out)
+    return floor_divide(ex, *cast_all(ex, node, xs, out_dtype(node)), out_dtype(node), out)
 
 
 def floor_divide(ex, a, b, dtype, out=None):
@@ -251,7 +252,7 @@ def _negative(ex, x, dtype):
 
 def _copysign(ex, node, xs, out):
     dtype = out_dtype(node)
-    a, b = _cast_all(ex, node, xs, dtype)
+    a, b = cast_all(ex, node, xs, dtype)
     size = ex.emit("Abs", [a])
     return ex.emit("Where", [_negative(ex, b, dtype), ex.emit("Neg", [size]), size], out)
 
@@ -259,7 +260,7 @@ def _copysign(ex, node, xs, out):
 def _atan2(ex, node, xs, out):
     """atan(a / b), moved by pi into b's half plane; signed zeros pick the side as NumPy."""
     dtype = out_dtype(node)
-    a, b = _cast_all(ex, node, xs, dtype)
+    a, b = cast_all(ex, node, xs, dtype)
     pi = scalar(ex, math.pi, dtype)
     a_neg, b_neg = _negative(ex, a, dtype), _negative(ex, b, dtype)
     turn = ex.emit("Where", [a_neg, ex.emit("Neg", [pi]), pi])
@@ -278,7 +279,7 @@ def _shift(direction):
 
     def rule(ex, node, xs, out):
         dtype = np.dtype(out_dtype(node))
-        x, s = _cast_all(ex, node, xs, dtype)
+        x, s = cast_all(ex, node, xs, dtype)
         unsigned = _UNSIGNED.get(dtype, dtype)
         s = ex.cast(s, dtype, unsigned)
         if unsigned == dtype:
@@ -297,7 +298,7 @@ def _shift(direction):
 
 def _mod(ex, node, xs, out):
     dtype = out_dtype(node)
-    a, b = _cast_all(ex, node, xs, dtype)
+    a, b = cast_all(ex, node, xs, dtype)
     if not dt.is_float(dtype):
         return ex.emit("Mod", [a, b], out, fmod=0)  # the divisor's sign, as NumPy
     r = ex.emit("Mod", [a, b], fmod=1)
@@ -305,13 +306,13 @@ def _mod(ex, node, xs, out):
 
 
 def _fmod(ex, node, xs, out):
-    return ex.emit("Mod", _cast_all(ex, node, xs, out_dtype(node)), out, fmod=1)
+    return ex.emit("Mod", cast_all(ex, node, xs, out_dtype(node)), out, fmod=1)
 
 
 def _bitwise(op_type, bool_op):
     def rule(ex, node, xs, out):
         op = bool_op if out_dtype(node) == np.bool_ else op_type
-        return ex.emit(op, _cast_all(ex, node, xs, out_dtype(node)), out)
+        return ex.emit(op, cast_all(ex, node, xs, out_dtype(node)), out)
 
     return rule
 
@@ -425,7 +426,7 @@ def _transpose(ex, node, xs, out):
 
 
 def _concat(ex, node, xs, out):
-    return ex.emit("Concat", _cast_all(ex, node, xs, out_dtype(node)), out, axis=node.attrs["axis"])
+    return ex.emit("Concat", cast_all(ex, node, xs, out_dtype(node)), out, axis=node.attrs["axis"])
 
 
 def _pad(ex, node, xs, out):
@@ -465,7 +466,7 @@ def _one_hot(ex, node, xs, out):
 
 def _conv2d(ex, node, xs, out):
     (ph, pw), a = node.attrs["padding"], node.attrs
-    x, w = _cast_all(ex, node, xs, out_dtype(node))
+    x, w = cast_all(ex, node, xs, out_dtype(node))
     return ex.emit("Conv", [x, w], out, strides=list(a["stride"]), pads=[ph, pw, ph, pw],
                    dilations=list(a["dilation"]))  # fmt: skip
 
@@ -569,4 +570,9 @@ RULES = {
     "conv2d": _conv2d,
     "max_pool2d": pool("MaxPool"),
     "avg_pool2d": pool("AveragePool", count_include_pad=1),
+    "conv2d_input_grad": grad_rules.conv2d_input_grad,
+    "conv2d_weight_grad": grad_rules.conv2d_weight_grad,
+    "avg_pool2d_grad": grad_rules.avg_pool2d_grad,
+    "max_pool2d_grad": grad_rules.max_pool2d_grad,
+    "max_pool2d_gather": grad_rules.max_pool2d_gather,
 }

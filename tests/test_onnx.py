@@ -385,3 +385,19 @@ def test_import_constants_fix_shape_inputs():
     assert [i.name for i in g.inputs] == ["x"]
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(kn.function(g.inputs, g.outputs)(a)[0], a.reshape(3, 2))
+
+
+def test_gradient_program_exports():
+    """A program of the conv net's gradients (conv, pooling and relu backward kernels) runs
+    under onnxruntime with kiln's values."""
+    f, x, _ = _conv_net()
+    with x.graph.as_default():
+        loss = kn.sum(f.outputs[0] * f.outputs[0]) + kn.sum(f.outputs[1])
+        grads = kn.grad(loss, [x, *x.graph.variables])
+        g = kn.function([x], grads)
+    images = np.random.default_rng(2).standard_normal((2, 2, 8, 8)).astype(np.float32)
+    model = to_onnx(g)
+    assert {"ConvTranspose", "ScatterElements"} <= {n.op_type for n in model.graph.node}
+    got, want = run_ort(model, [images]), g(images)
+    for k, (a, b) in enumerate(zip(got, want, strict=True)):  # float32 sums in other orders
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"gradient {k}")

@@ -15,6 +15,12 @@ class DTypeError(KilnError, TypeError):
     """A dtype an op does not accept, or a cast that would lose information."""
 
 
+class DTypeMismatchError(DTypeError, RuntimeError):
+    """Operands whose dtypes must be equal and are not: PyTorch's matrix products do not
+    promote (float32 @ float64 raises RuntimeError there), so this is both a DTypeError and a
+    RuntimeError."""
+
+
 class DeviceError(KilnError, RuntimeError):
     """A device that is unusable or tensors on different devices."""
 

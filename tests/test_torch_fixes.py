@@ -170,3 +170,41 @@ def test_std_gradient_in_graph_mode_and_compile():
     yc = kn.tensor(ROWS, requires_grad=True)  # backward through a compiled call
     kn.compile(lambda y: kn.std(y, 1).sum())(yc).backward()
     np.testing.assert_allclose(yc.grad.numpy(), STD_GRAD, atol=1e-7)
+
+
+# --- 4. matrix products of two dtypes raise, as PyTorch's ------------------------------------
+
+F32 = np.ones((2, 2), np.float32)
+F64 = np.ones((2, 2), np.float64)
+
+
+@pytest.mark.parametrize(
+    ("op", "fn", "a", "b"),
+    [
+        ("matmul", lambda a, b: a @ b, F32, F64),
+        ("matmul", kn.matmul, F64, F32),
+        ("mm", kn.mm, F32, F64),
+        ("bmm", kn.bmm, F32[None], F64[None]),
+        ("dot", kn.dot, F32[0], F64[0]),
+        ("matmul", lambda a, b: a @ b, F32, F32.astype(np.int64)),
+    ],
+)
+def test_matrix_products_of_two_dtypes_raise(op, fn, a, b):
+    # PyTorch raises RuntimeError ("expected m1 and m2 to have the same dtype, but got: float
+    # != double"); NumPy would promote to float64. kiln's error is a RuntimeError too.
+    with pytest.raises(kn.DTypeError) as info:
+        fn(kn.tensor(a), kn.tensor(b))
+    assert isinstance(info.value, RuntimeError)
+    text = str(info.value)
+    assert f"op {op}" in text and str(a.dtype) in text and str(b.dtype) in text
+    assert "test_torch_fixes.py" in text  # the user's line
+    with kn.Graph().as_default(), pytest.raises(RuntimeError, match=op):
+        fn(kn.placeholder(a.dtype, a.shape), kn.placeholder(b.dtype, b.shape))
+
+
+def test_linear_on_float64_input_raises_and_one_dtype_still_works():
+    layer = kn.nn.Linear(2, 3)  # float32 weights: PyTorch's Linear raises on a float64 input
+    with pytest.raises(RuntimeError, match="float64 and float32"):
+        layer(kn.tensor(F64))
+    assert layer(kn.tensor(F32)).dtype == kn.float32
+    assert (kn.tensor(F64) @ kn.tensor(F64)).dtype == kn.float64

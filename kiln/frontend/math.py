@@ -10,7 +10,8 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import ShapeError
+from ..errors import DTypeMismatchError, ShapeError, node_error
+from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from . import core
@@ -648,14 +649,33 @@ def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
 # -- linear algebra ----------------------------------------------------------------------------
 
 
+def same_dtype_operands(op: str, a, b) -> tuple:
+    """`lift(a, b)`, refusing two dtypes: PyTorch's matrix products (`matmul`, `mm`, `bmm`,
+    `dot`) do not promote, so float32 @ float64 raises DTypeMismatchError (a RuntimeError, as
+    PyTorch's) naming the op and both dtypes, where NumPy would compute in float64."""
+    a, b = lift(a, b)
+    if a.dtype != b.dtype:
+        raise node_error(
+            DTypeMismatchError,
+            f"{op}: expected both operands to have the same dtype, got {a.dtype} and "
+            f"{b.dtype} (cast one with .to(dtype))",
+            op=op,
+            name=None,
+            site=user_site(),
+            inputs=[v for v in (a, b) if isinstance(v, Symbol)],
+        )
+    return a, b
+
+
 def matmul(a, b):
-    """Matrix product with NumPy's batching and broadcasting (`a @ b`).
+    """Matrix product with NumPy's batching and broadcasting (`a @ b`); both operands of one
+    dtype, as PyTorch's (no promotion: float32 @ float64 raises DTypeMismatchError).
 
     >>> import kiln as kn, numpy as np
     >>> kn.matmul(np.ones((2, 3), np.float32), np.ones((3,), np.float32))
     array([3., 3.], dtype=float32)
     """
-    return call("matmul", *lift(a, b))
+    return call("matmul", *same_dtype_operands("matmul", a, b))
 
 
 def dot(a, b):
@@ -666,7 +686,7 @@ def dot(a, b):
     >>> kn.dot(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     array(11.)
     """
-    a, b = lift(a, b)
+    a, b = same_dtype_operands("dot", a, b)
     if a.ndim == 0 or b.ndim == 0:
         return mul(a, b)
     if b.ndim > 2:

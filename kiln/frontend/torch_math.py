@@ -82,7 +82,7 @@ def mm(input, mat2):  # noqa: A002 — PyTorch's argument names
     >>> tuple(kn.mm(kn.ones(2, 3), kn.ones(3, 4)).shape)
     (2, 4)
     """
-    a, b = lift(input, mat2)
+    a, b = m.same_dtype_operands("mm", input, mat2)
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"mm: both arguments must be matrices, got {a.ndim}-d and {b.ndim}-d")
     return call("matmul", a, b)
@@ -95,7 +95,7 @@ def bmm(input, mat2):  # noqa: A002
     >>> tuple(kn.bmm(kn.ones(5, 2, 3), kn.ones(5, 3, 4)).shape)
     (5, 2, 4)
     """
-    a, b = lift(input, mat2)
+    a, b = m.same_dtype_operands("bmm", input, mat2)
     if a.ndim != 3 or b.ndim != 3:
         raise ShapeError(f"bmm: both arguments must be 3-D, got {a.ndim}-d and {b.ndim}-d")
     if isinstance(a.shape[0], int) and isinstance(b.shape[0], int) and a.shape[0] != b.shape[0]:

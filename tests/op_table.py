@@ -867,7 +867,9 @@ rows(
     concat_row("all-empty", [(2, 0), (2, 0)], 1),
     OpCase(
         "concat", "mixed-dtypes", lambda a, b: kn.concat([a, b], 1),
-        args((2, 3), Arg((2, 2), dtype="int32")), lambda a, b: np.concatenate([a, b], 1),
+        args((2, 3), Arg((2, 2), dtype="int32")),
+        # PyTorch's promotion: a float tensor with an int32 one stays the float's dtype
+        lambda a, b: np.concatenate([a, b.astype(kn.result_type(a, b))], 1),
     ),
     OpCase(
         "concat", "non-contiguous", lambda a, b: kn.concat([a, b], 0),

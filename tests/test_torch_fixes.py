@@ -208,3 +208,21 @@ def test_linear_on_float64_input_raises_and_one_dtype_still_works():
         layer(kn.tensor(F64))
     assert layer(kn.tensor(F32)).dtype == kn.float32
     assert (kn.tensor(F64) @ kn.tensor(F64)).dtype == kn.float64
+
+
+# --- 5. cat and stack promote as PyTorch's result_type -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "want"),
+    [
+        # PyTorch: a float tensor with an int tensor is the float's dtype, float32 (NumPy would
+        # give float64); int32 with int64 is int64; float16 with int64 stays float16
+        (np.ones(2, np.float32), np.ones(2, np.int64), np.float32),
+        (np.ones(2, np.int32), np.ones(2, np.int64), np.int64),
+        (np.ones(2, np.float16), np.ones(2, np.int32), np.float16),
+    ],
+)
+def test_cat_and_stack_use_pytorchs_promotion(a, b, want):
+    check(lambda x, y: kn.cat([x, y]), [a, b], np.concatenate([a, b]).astype(want))
+    check(lambda x, y: kn.stack([x, y], 1), [a, b], np.stack([a, b], 1).astype(want))

@@ -11,7 +11,8 @@ import numpy as np
 from .. import shapes as sh
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
-from .core import call, lift
+from ..graph.opdef import REGISTRY
+from .core import call, lift, promote
 
 __all__ = [
     "cat",
@@ -74,7 +75,7 @@ def cat(tensors, dim: int = 0, *, axis=None):
     >>> tuple(kn.cat([kn.ones(2, 3), kn.zeros(1, 3)]).shape)
     (3, 3)
     """
-    xs = lift(*tensors)
+    xs = promote(REGISTRY["concat"], *tensors) if tensors else ()  # PyTorch's result_type
     if not xs:
         raise ShapeError("cat expects a non-empty list of tensors")
     dim = dim_arg(dim, axis, "cat")
@@ -91,7 +92,7 @@ def stack(tensors, dim: int = 0, *, axis=None):
     >>> tuple(kn.stack([kn.ones(3), kn.zeros(3)], dim=1).shape)
     (3, 2)
     """
-    xs = lift(*tensors)
+    xs = promote(REGISTRY["concat"], *tensors) if tensors else ()  # PyTorch's result_type
     if not xs:
         raise ShapeError("stack expects a non-empty list of tensors")
     if any(x.shape != xs[0].shape for x in xs[1:]):

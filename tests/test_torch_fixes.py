@@ -226,3 +226,14 @@ def test_linear_on_float64_input_raises_and_one_dtype_still_works():
 def test_cat_and_stack_use_pytorchs_promotion(a, b, want):
     check(lambda x, y: kn.cat([x, y]), [a, b], np.concatenate([a, b]).astype(want))
     check(lambda x, y: kn.stack([x, y], 1), [a, b], np.stack([a, b], 1).astype(want))
+
+
+# --- 6. sign(nan) is 0 -----------------------------------------------------------------------
+
+
+def test_sign_of_nan_is_zero():
+    # PyTorch: torch.sign(nan) is 0 (NumPy's sign gives nan); the rest is -1, 0, 1 as usual
+    x = np.array([np.nan, -2.0, 0.0, 3.0], np.float32)
+    check(kn.sign, [x], np.float32([0, -1, 0, 1]))
+    check(lambda v: v.sign(), [x.astype(np.float16)], np.float16([0, -1, 0, 1]))
+    check(kn.sign, [np.array([-3, 0, 2], np.int8)], np.int8([-1, 0, 1]))

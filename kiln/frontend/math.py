@@ -151,7 +151,7 @@ sin = _make_unary("sin")
 cos = _make_unary("cos")
 tanh = _make_unary("tanh")
 sigmoid = _make_unary("sigmoid")
-sign = _make_unary("sign")
+_numpy_sign = core.unary_function(REGISTRY["sign"])
 floor = _make_unary("floor")
 ceil = _make_unary("ceil")
 round = _make_unary("round")
@@ -241,6 +241,19 @@ def logical_xor(a, b):
     array([ True, False,  True])
     """
     return not_equal(cast(a, dt.bool_), cast(b, dt.bool_))
+
+
+def sign(x):
+    """Elementwise sign: -1, 0 or 1 (0 for -0.0 and 0.0), as PyTorch's `sign`, where NaN gives
+    0. (The `sign` op is NumPy's, which gives NaN there; graphs kiln builds use it as it is.)
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.sign(np.array([-2.0, 0.0, 3.0, np.nan], np.float32))
+    array([-1.,  0.,  1.,  0.], dtype=float32)
+    """
+    (x,) = lift(x)
+    s = _numpy_sign(x)
+    return where(isnan(x), 0, s) if dt.is_float(x.dtype) else s
 
 
 def where(cond, a, b):

@@ -47,6 +47,12 @@ class IndexOutOfRangeError(KilnError, IndexError, RuntimeError):
     reason: str = ""
 
 
+class IndexOutOfBoundsError(ShapeError, IndexOutOfRangeError):
+    """An int index outside its dim, or more indices than dims, found when the op is built
+    (`x[5]` of a dim of size 3). PyTorch raises IndexError there: this is one, and a
+    ShapeError, as every error of a shape rule is."""
+
+
 def describe_types(symbols) -> str:
     """`x:f32[batch,3], w:f32[3,4]` for a sequence of Symbols (or anything with type_str)."""
     return ", ".join(f"{s.name}:{s.type_str()}" for s in symbols)

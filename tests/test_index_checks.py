@@ -198,7 +198,7 @@ def test_int_index_into_a_symbolic_dim_is_checked_when_it_runs():
         pick = kn.function([p], p[2])
         last = kn.function([p], p[-3])
     assert pick(x) == 2.0 and last(x) == 0.0
-    with pytest.raises(kn.ShapeError, match="index 2 is out of bounds for axis 0 with size 2"):
+    with pytest.raises(kn.ShapeError, match="index 2 is out of bounds for dimension 0 with size 2"):
         pick(x[:2])
     with pytest.raises(kn.ShapeError, match="index -3 is out of bounds .* op index"):
         last(x[:2])

@@ -237,3 +237,26 @@ def test_sign_of_nan_is_zero():
     check(kn.sign, [x], np.float32([0, -1, 0, 1]))
     check(lambda v: v.sign(), [x.astype(np.float16)], np.float16([0, -1, 0, 1]))
     check(kn.sign, [np.array([-3, 0, 2], np.int8)], np.int8([-1, 0, 1]))
+
+
+# --- 7. an int index out of range is an IndexError ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("index", "message"),
+    [
+        # PyTorch: IndexError "index 5 is out of bounds for dimension 0 with size 3"
+        (5, "index 5 is out of bounds for dimension 0 with size 3"),
+        ((slice(None), -3), "index -3 is out of bounds for dimension 1 with size 2"),
+        # PyTorch: IndexError "too many indices for tensor of dimension 2"
+        ((0, 0, 0), "too many indices"),
+    ],
+)
+def test_int_index_out_of_range_is_an_index_error(index, message):
+    x = np.ones((3, 2), np.float32)
+    with pytest.raises(IndexError, match=message) as info:
+        kn.tensor(x)[index]
+    assert isinstance(info.value, kn.ShapeError)  # still a shape rule's error, as before
+    assert "op index" in str(info.value) and "test_torch_fixes.py" in str(info.value)
+    with kn.Graph().as_default(), pytest.raises(IndexError, match=message):
+        kn.placeholder(kn.float32, (3, 2))[index]

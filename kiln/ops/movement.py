@@ -6,7 +6,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, IndexOutOfRangeError, ShapeError, node_error
+from ..errors import (
+    DTypeError,
+    IndexOutOfBoundsError,
+    IndexOutOfRangeError,
+    ShapeError,
+    node_error,
+)
 from ..graph.core import user_site
 from .core import apply, defop, same_dtype
 
@@ -127,7 +133,7 @@ def _index_shape(x, *, spec):
     _check_spec(spec)
     consumed = sum(1 for item in spec if item[0] != "newaxis")
     if consumed > len(x):
-        raise ShapeError(
+        raise IndexOutOfBoundsError(
             f"too many indices for array: array is {len(x)}-dimensional, "
             f"but {consumed} were indexed"
         )
@@ -139,7 +145,9 @@ def _index_shape(x, *, spec):
         d = x[axis]
         if item[0] == "int":
             if isinstance(d, int) and not -d <= item[1] < d:
-                raise ShapeError(f"index {item[1]} is out of bounds for axis {axis} with size {d}")
+                raise IndexOutOfBoundsError(
+                    f"index {item[1]} is out of bounds for dimension {axis} with size {d}"
+                )
         else:
             s = slice(*item[1:])
             if s.step == 0:

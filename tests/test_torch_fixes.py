@@ -260,3 +260,33 @@ def test_int_index_out_of_range_is_an_index_error(index, message):
     assert "op index" in str(info.value) and "test_torch_fixes.py" in str(info.value)
     with kn.Graph().as_default(), pytest.raises(IndexError, match=message):
         kn.placeholder(kn.float32, (3, 2))[index]
+
+
+# --- against PyTorch itself, where it is installed ---------------------------------------------
+
+
+def test_against_torch():
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
+    for mode, widths in [("constant", (1, 2, -1, 3)), ("reflect", (2, 1, 0, 3)),
+                         ("replicate", (3, 0, 1, 2)), ("circular", (1, 2, 3, 1))]:  # fmt: skip
+        want = tf.pad(torch.tensor(x), widths, mode=mode).numpy()
+        np.testing.assert_allclose(np.asarray(torch_pad(x, widths, mode=mode)), want)
+    ties = torch.tensor(TIES, requires_grad=True)
+    ties.max(1).values.sum().backward()
+    x = kn.tensor(TIES, requires_grad=True)
+    x.max(1).values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), ties.grad.numpy())
+    rows = torch.tensor(ROWS, requires_grad=True)
+    rows.std(1).sum().backward()
+    np.testing.assert_allclose(STD_GRAD, rows.grad.numpy(), atol=1e-7)
+    assert torch.sign(torch.tensor(float("nan"))).item() == 0
+    a, b = np.ones(3, np.float32), np.ones(2, np.int64)
+    assert (
+        str(torch.cat([torch.tensor(a), torch.tensor(b)]).dtype) == f"torch.{kn.cat([a, b]).dtype}"
+    )
+    with pytest.raises(RuntimeError):
+        torch.tensor(F32) @ torch.tensor(F64)
+    with pytest.raises(IndexError):
+        torch.ones(3)[5]

@@ -69,7 +69,8 @@ def mlp_case(batch: int = 128, sizes=(784, 512, 512, 10)):
     """kiln and NumPy versions of relu(relu(x @ w0 + b0) @ w1 + b1) @ w2 + b2."""
     rng = np.random.default_rng(0)
     weights = [
-        (rng.standard_normal((m, n), np.float32) / np.sqrt(m), np.zeros(n, np.float32))
+        # NOTE: np.float32(...): a float64 NumPy scalar would make the weights float64
+        (rng.standard_normal((m, n), np.float32) / np.float32(np.sqrt(m)), np.zeros(n, np.float32))
         for m, n in zip(sizes[:-1], sizes[1:])
     ]
     x_value = rng.standard_normal((batch, sizes[0]), np.float32)

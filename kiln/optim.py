@@ -298,7 +298,7 @@ class SGD(Optimizer):
             if self.dampening == 0:
                 buf = buf + g
             else:  # PyTorch's first step takes the gradient undamped
-                buf = F.where(F.equal(step, 1), g, buf + g * (1 - self.dampening))
+                buf = F.where(F.eq(step, 1), g, buf + g * (1 - self.dampening))
             new_slots["momentum"] = buf
             g = g + buf * self.momentum if self.nesterov else buf
         return param - g * _like(self.lr, param), new_slots

@@ -369,8 +369,9 @@ def binary_rows(
 binary_rows("add", kn.add, np.add, dtypes=FLOATS16, int_dtypes=("int8", "int32", "uint8"))
 binary_rows("sub", kn.sub, np.subtract, int_dtypes=("int32", "int64", "int8"))
 binary_rows("mul", kn.mul, np.multiply, dtypes=FLOATS16)
-binary_rows("div", kn.div, _default_float(np.true_divide), rhs="nonzero",
-            int_dtypes=("int32", "uint8"))
+binary_rows(
+    "div", kn.div, _default_float(np.true_divide), rhs="nonzero", int_dtypes=("int32", "uint8")
+)
 binary_rows("pow", kn.pow, np.power, lhs="positive", rhs="unit", int_dtypes=(), scalar=0.5)
 binary_rows("floordiv", kn.floordiv, np.floor_divide, rhs="nonzero", scalar=3)
 binary_rows("mod", kn.mod, np.remainder, rhs="nonzero", scalar=3)

@@ -192,39 +192,33 @@ class Specialized:
         live; that holds in any topological order. X's result may take an input's buffer
         only when X is elementwise and of that input's size, so it is then not counted. Over
         `_CUT_LIMIT` nodes only X's own inputs and result are counted (a weaker bound)."""
-        nodes = self.order
+        nodes, storage = self.order, self.storage
+        size = {k: self._nbytes(v) for k, (v, *_rest) in owners.items()}
+        ins = [{storage[id(i)] for i in n.inputs} - {None} for n in nodes]
+        result, merged = [], []  # X's own buffer's bytes; those when it may take an input's
+        for n, keys in zip(nodes, ins):
+            k = storage[id(n.out)]
+            b = size[k] if k is not None and k not in keys and k in size else 0
+            result.append(b)
+            same = b and "elementwise" in n.op.tags and b in {size[j] for j in keys}
+            merged.append(b if same else 0)
+        if len(nodes) > _CUT_LIMIT:
+            totals = (sum(size[k] for k in keys) + b - m for keys, b, m in zip(ins, result, merged))
+            return max(totals, default=0)
         index = {id(n): t for t, n in enumerate(nodes)}
         readers: dict[int, list] = {}
-        for t, n in enumerate(nodes):
-            for k in {self.storage[id(i)] for i in n.inputs} - {None}:
+        for t, keys in enumerate(ins):
+            for k in keys:
                 readers.setdefault(k, []).append(t)
-        made = {k: index[id(v.node)] for k, (v, *_rest) in owners.items()}
-        size = {k: self._nbytes(v) for k, (v, *_rest) in owners.items()}
-        # Bytes live while each node runs, in any order: the buffers made by it or before it
-        # and read by it or after it (without `_CUT_LIMIT`, only its own inputs and result).
-        crossing = np.zeros(len(nodes), np.int64)
-        if len(nodes) <= _CUT_LIMIT:
-            anc, desc = _closures(nodes, index)
-            for k, m in made.items():
-                reach = 1 << m  # the nodes that run while a reader of k is still to run
-                for r in readers.get(k, ()):
-                    reach |= anc[r] | (1 << r)
-                crossing += size[k] * _bits((desc[m] | (1 << m)) & reach, len(nodes))
-        else:
-            for t, n in enumerate(nodes):
-                live = {self.storage[id(i)] for i in n.inputs} | {self.storage[id(n.out)]}
-                crossing[t] = sum(size[k] for k in live - {None} if k in size)
-        best = 0
-        for t, n in enumerate(nodes):
-            total = int(crossing[t])
-            k_out = self.storage[id(n.out)]
-            ins = {self.storage[id(i)] for i in n.inputs} - {None}
-            if k_out is not None and k_out not in ins and k_out in size:
-                # the result may take a dying input's buffer of its size: then not counted
-                if "elementwise" in n.op.tags and size[k_out] in {size[k] for k in ins}:
-                    total -= size[k_out]
-            best = max(best, total)
-        return best
+        anc, desc = _closures(nodes, index)
+        crossing = np.zeros(len(nodes), np.int64)  # made by X or before, read by X or after
+        for k, (v, *_rest) in owners.items():
+            m = index[id(v.node)]
+            reach = 1 << m  # the nodes that run while a reader of k is still to run
+            for r in readers.get(k, ()):
+                reach |= anc[r] | (1 << r)
+            crossing += size[k] * _bits((desc[m] | (1 << m)) & reach, len(nodes))
+        return int(max((c - m for c, m in zip(crossing.tolist(), merged)), default=0))
 
     def _owners(self, plan: bool):
         """Which storage each value lives in: a buffer of its own, its base's (views), or

@@ -32,7 +32,53 @@ class Identity(Module):
         return x
 
 
-class Sequential(Module):
+class _Numbered(Module):
+    """Children kept in order and named by position ("0", "1", …): what `Sequential` and
+    `ModuleList` share."""
+
+    def append(self, module: Module):
+        """Adds `module` at the end (named by its position)."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]):
+        for module in modules:
+            self.append(module)
+        return self
+
+    def _insert(self, index: int, module: Module) -> None:
+        """Puts `module` before position `index`; the children are renumbered."""
+        items = list(self._modules.values())
+        n = len(items)
+        index = operator.index(index)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        items.insert(index % (n + 1) if index < 0 else index, module)
+        self._renumber(items)
+
+    def _renumber(self, items) -> None:
+        self._modules.clear()
+        self.extend(items)
+
+    def _item(self, index) -> Module:
+        return list(self._modules.values())[_index(index, len(self))]
+
+    def __delitem__(self, index) -> None:
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            del items[index]
+        else:
+            del items[_index(index, len(self))]
+        self._renumber(items)  # PyTorch renumbers after a deletion too
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class Sequential(_Numbered):
     """Modules applied in order; children are named "0", "1", … (or by the keys of one
     mapping given instead). Indexing with a slice gives a Sequential of those children,
     keeping their names.
@@ -59,54 +105,19 @@ class Sequential(Module):
             for module in modules:
                 self.append(module)
 
-    def append(self, module: Module) -> Sequential:
-        """Adds `module` at the end (named by its position)."""
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> Sequential:
-        for module in modules:
-            self.append(module)
-        return self
-
     def insert(self, index: int, module: Module) -> Sequential:
         """Puts `module` before position `index`; the children are renumbered."""
-        items = list(self._modules.values())
-        n = len(items)
-        index = operator.index(index)
-        if not -n <= index <= n:
-            raise IndexError(f"Index out of range: {index}")
-        items.insert(index % (n + 1) if index < 0 else index, module)
-        self._renumber(items)
+        self._insert(index, module)
         return self
-
-    def _renumber(self, items) -> None:
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self.add_module(str(i), module)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             return Sequential(dict(list(self._modules.items())[index]))
-        return list(self._modules.values())[_index(index, len(self))]
+        return self._item(index)
 
     def __setitem__(self, index, module: Module) -> None:
         key = list(self._modules)[_index(index, len(self))]
         setattr(self, key, module)
-
-    def __delitem__(self, index) -> None:
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            del items[index]
-        else:
-            del items[_index(index, len(self))]
-        self._renumber(items)  # PyTorch renumbers after a deletion too
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
 
     def forward(self, x):
         for m in self._modules.values():
@@ -114,7 +125,7 @@ class Sequential(Module):
         return x
 
 
-class ModuleList(Module):
+class ModuleList(_Numbered):
     """A list of modules whose parameters the owner registers (a plain list hides them).
 
     >>> import kiln as kn
@@ -133,46 +144,19 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for module in modules:
-            self.append(module)
-        return self
-
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
     def insert(self, index: int, module: Module) -> None:
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        self.extend(items)
+        self._insert(index, module)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             return type(self)(list(self._modules.values())[index])
-        return list(self._modules.values())[_index(index, len(self))]
+        return self._item(index)
 
     def __setitem__(self, index, module: Module) -> None:
         self.add_module(str(_index(index, len(self))), module)
-
-    def __delitem__(self, index) -> None:
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            del items[index]
-        else:
-            del items[_index(index, len(self))]
-        self._modules.clear()
-        self.extend(items)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
 
     def __repr__(self):
         lines, items = [], list(self._modules.values())

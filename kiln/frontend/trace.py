@@ -22,7 +22,7 @@ from ..graph.core import Symbol
 from ..nn.module import Module
 from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
-from ..runtime.cache import evict
+from ..runtime.cache import evict, touch
 from .guards import Captures, Guard, value_changes, value_types
 from .traced import Traced, describe, flatten, name_of, signature
 
@@ -125,10 +125,7 @@ class CompiledFunction:
                     stale = ("a parameter's requires_grad changed", False)
             if stale is None:
                 if traced is not self.last:
-                    try:
-                        self.cache.move_to_end(key)
-                    except KeyError:  # evicted by another thread meanwhile
-                        pass
+                    touch(self.cache, key)
                 self.last = traced
                 return traced
         with self._lock:

@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 from .. import shapes as sh
 
-__all__ = ["CACHE_SIZE", "cache_size", "evict", "feed_shapes"]
+__all__ = ["CACHE_SIZE", "cache_size", "evict", "feed_shapes", "touch"]
 
 # The bound used where `cache_size=` is not given (or None); read at each insertion, so a
 # change applies to existing caches too.
@@ -36,6 +36,14 @@ def evict(cache: OrderedDict, size: int | None) -> list:
     while len(cache) > limit:
         dropped.append(cache.popitem(last=False))
     return dropped
+
+
+def touch(cache: OrderedDict, key) -> None:
+    """Marks `key` most recently used (nothing when another thread evicted it meanwhile)."""
+    try:
+        cache.move_to_end(key)
+    except KeyError:
+        pass
 
 
 def feed_shapes(feeds, shapes) -> str:

@@ -22,7 +22,7 @@ from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
 from ..passes.program import extract
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
-from .cache import evict, feed_shapes
+from .cache import evict, feed_shapes, touch
 from .codegen import Specialized
 
 
@@ -111,10 +111,7 @@ class Program:
                                f"dropped the least recently used, "
                                f"{feed_shapes(self.feeds, old)}")  # fmt: skip
         elif spec is not self.last:
-            try:
-                self._specialized.move_to_end(key)
-            except KeyError:  # evicted by another thread meanwhile
-                pass
+            touch(self._specialized, key)
         self.last = spec
         return spec
 

@@ -135,20 +135,29 @@ def tiny_fusion_blocks(monkeypatch):
     monkeypatch.setattr(fused_kernels, "SMALL_BYTES", 0)
 
 
+def _check(program, seed, n, modes):
+    """Runs `program` on f64[n, n] values drawn from `seed` in each mode against NumPy."""
+    rng = np.random.default_rng(seed)
+    feeds = [rng.standard_normal((n, n)) for _ in range(2)]
+    init = [rng.standard_normal((n, n)) for _ in range(program[0])]
+    exact = all(OPS[name][1] for name, _ in program[1])
+    want = _reference(program, feeds, init)
+    runs = {
+        "planned": lambda: _graph_runs(program, feeds, init),
+        "fuse-all": lambda: _graph_runs(program, feeds, init, passes=FUSE_ALL),
+        "unplanned": lambda: _graph_runs(program, feeds, init, plan=False),
+        "eager": lambda: _eager_runs(program, feeds, init),
+    }
+    for mode in modes:
+        _compare(mode, runs[mode](), want, exact)
+
+
 @settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
 )
 @given(program=programs(), seed=st.integers(0, 2**16))
 def test_planned_unplanned_eager_agree_with_numpy(tiny_fusion_blocks, program, seed):
-    rng = np.random.default_rng(seed)
-    feeds = [rng.standard_normal((N, N)) for _ in range(2)]
-    init = [rng.standard_normal((N, N)) for _ in range(program[0])]
-    exact = all(OPS[name][1] for name, _ in program[1])
-    want = _reference(program, feeds, init)
-    _compare("planned", _graph_runs(program, feeds, init), want, exact)
-    _compare("fuse-all", _graph_runs(program, feeds, init, passes=FUSE_ALL), want, exact)
-    _compare("unplanned", _graph_runs(program, feeds, init, plan=False), want, exact)
-    _compare("eager", _eager_runs(program, feeds, init), want, exact)
+    _check(program, seed, N, ("planned", "fuse-all", "unplanned", "eager"))
 
 
 # f64[384, 384] is 1.1 MiB: above the CPU's fusion threshold, so the default pipeline fuses
@@ -160,10 +169,4 @@ LARGE = 384
           suppress_health_check=list(HealthCheck), database=None)  # fmt: skip
 @given(program=programs(), seed=st.integers(0, 2**16))
 def test_large_programs_above_fusion_thresholds_agree_with_numpy(program, seed):
-    rng = np.random.default_rng(seed)
-    feeds = [rng.standard_normal((LARGE, LARGE)) for _ in range(2)]
-    init = [rng.standard_normal((LARGE, LARGE)) for _ in range(program[0])]
-    exact = all(OPS[name][1] for name, _ in program[1])
-    want = _reference(program, feeds, init)
-    _compare("planned", _graph_runs(program, feeds, init), want, exact)
-    _compare("fuse-all", _graph_runs(program, feeds, init, passes=FUSE_ALL), want, exact)
+    _check(program, seed, LARGE, ("planned", "fuse-all"))

@@ -219,3 +219,42 @@ def to_float(dtype: np.dtype) -> np.dtype:
     """`dtype` if it is a float, else the default float: what PyTorch's float functions
     (exp, sqrt, true division…) compute integers and bools in."""
     return dtype if dtype.kind == "f" else DEFAULT_FLOAT
+
+
+def is_dtype(value) -> bool:
+    """Whether `value` names a dtype (not a size): `view(dtype)` against `view(n)`."""
+    if isinstance(value, (np.dtype, type)) and not isinstance(value, (int, np.integer)):
+        return value not in (int, float, bool) or isinstance(value, np.dtype)
+    if isinstance(value, str):
+        try:
+            as_dtype(value)
+        except TypeError:
+            return False
+        return True
+    return False
+
+
+_TYPE_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+    "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
+    "bool": "Bool",
+}  # fmt: skip
+
+
+def type_name(dtype, cuda: bool = False) -> str:
+    """PyTorch's type name of a dtype, with kiln's prefix: `kiln.FloatTensor`."""
+    name = _TYPE_NAMES.get(np.dtype(dtype).name)
+    if name is None:
+        raise TypeError(f"{dtype} has no PyTorch tensor type name")
+    return f"kiln.{'cuda.' if cuda else ''}{name}Tensor"
+
+
+def dtype_of_type(value):
+    """The dtype of a type name (`'torch.FloatTensor'`, `'kiln.cuda.LongTensor'`) or dtype."""
+    if isinstance(value, str) and value.endswith("Tensor"):
+        kind = value.rsplit(".", 1)[-1][: -len("Tensor")]
+        found = [d for d, n in _TYPE_NAMES.items() if n == kind]
+        if not found:
+            raise ValueError(f"invalid type: {value!r}")
+        return as_dtype(found[0])
+    return as_dtype(value)

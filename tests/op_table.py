@@ -655,6 +655,23 @@ rows(
 )
 
 
+def bitcast_row(label, shape, dtype, layout="c", dtypes=FLOATS):
+    """`x.view(dtype)` (the bytes read as dtype): NumPy's `view` of a contiguous copy."""
+    return move_row(
+        "bitcast", label, lambda x: x.view(dtype),
+        lambda x: np.ascontiguousarray(x).view(dtype), args(Arg(shape, layout=layout)), dtypes,
+    )  # fmt: skip
+
+
+rows(
+    bitcast_row("same-size", (3, 4), np.int32, dtypes=("float32",)),
+    bitcast_row("smaller", (2, 3), np.float16, dtypes=("float32", "int32")),
+    bitcast_row("larger", (3, 4), np.int64, dtypes=("float32", "int32")),
+    bitcast_row("bytes", (2,), np.uint8, dtypes=("float64", "int64")),
+    bitcast_row("transposed-same-size", (3, 4), np.uint32, "T", dtypes=("float32",)),
+)
+
+
 def index_row(label, shape, key, layout="c", dtypes=FLOATS):
     return move_row(
         "index", label, lambda x: kn.getitem(x, key), lambda x: x[key],

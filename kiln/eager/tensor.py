@@ -401,7 +401,15 @@ class Tensor:
 
     def view(self, *shape) -> Tensor:
         """`reshape` that must not copy (PyTorch's `view`): an error when the data cannot be
-        seen in that shape without copying."""
+        seen in that shape without copying. `view(dtype)` reads the same bytes as `dtype` (the
+        last dim scales by the ratio of the element sizes; not differentiable, as PyTorch's).
+
+        >>> import kiln as kn
+        >>> kn.tensor([1.0, -2.0]).view(kn.int32)
+        tensor([ 1065353216, -1073741824], dtype=kiln.int32)
+        """
+        if len(shape) == 1 and dt.is_dtype(shape[0]):
+            return view_dtype(self, shape[0])
         out = self.reshape(*shape)
         if out._base is None and self._data.size > 1:
             raise RuntimeError(
@@ -409,6 +417,68 @@ class Tensor:
                 f"({describe(self)} to {out.shape}); use .reshape(...) instead."
             )
         return out
+
+    def stride(self, dim: int | None = None):
+        """The step in elements between neighbours along each dim (a tuple), or along `dim`.
+
+        >>> import kiln as kn
+        >>> kn.zeros(2, 3).stride(), kn.zeros(2, 3).T.stride(0)
+        ((3, 1), 1)
+        """
+        steps = tuple(s // self._data.itemsize for s in self._data.strides)
+        return steps if dim is None else steps[sh.normalize_axis(dim, len(steps))]
+
+    def storage_offset(self) -> int:
+        """Where the first element lies in the storage it views, in elements.
+
+        >>> import kiln as kn
+        >>> kn.arange(6.0).reshape(2, 3)[1, 1:].storage_offset()
+        4
+        """
+        data = root = self._data
+        while isinstance(root.base, type(data)):
+            root = root.base
+        return (_address(data) - _address(root)) // data.itemsize
+
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The type's name (`'kiln.FloatTensor'`, `'kiln.cuda.LongTensor'`) without an
+        argument; with a dtype (or such a name) a tensor of that dtype (itself if it has it).
+
+        >>> import kiln as kn
+        >>> t = kn.zeros(2)
+        >>> t.type(), t.type(kn.int64).dtype, t.type("kiln.DoubleTensor").dtype
+        ('kiln.FloatTensor', dtype('int64'), dtype('float64'))
+        """
+        if dtype is None:
+            return dt.type_name(self.dtype, self._device != "cpu")
+        return self.to(dt.dtype_of_type(dtype))
+
+    def resize_(self, *sizes) -> Tensor:
+        """Gives the tensor the shape `sizes`, keeping its leading elements in row-major order
+        (new ones are uninitialized), as PyTorch's `resize_`; a tensor that requires grad or
+        views another refuses.
+
+        >>> import kiln as kn
+        >>> kn.tensor([1, 2, 3]).resize_(2)
+        tensor([1, 2])
+        """
+        shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        if self._requires_grad:
+            raise RuntimeError(f"cannot resize variables that require grad ({describe(self)})")
+        if shape == self._data.shape:
+            return self
+        if self._base is not None or self._data.base is not None:
+            raise RuntimeError(f"resize_ of a view ({describe(self)}) to {list(shape)}: kiln "
+                               "resizes tensors that own their data only")  # fmt: skip
+        xp = get_backend(self._device).activate()
+        new = xp.empty(shape, self.dtype)
+        n = min(new.size, self._data.size)
+        new.reshape(-1)[:n] = self._data.reshape(-1)[:n]
+        self._data = new
+        vc = version_of(self)
+        vc.value += 1
+        vc.op, vc.site = "resize_", user_site()
+        return self
 
     def retain_grad(self) -> None:
         """Keeps `.grad` of this non-leaf tensor at the next backward."""
@@ -454,6 +524,26 @@ class Tensor:
         elif self._requires_grad:
             extra.append("requires_grad=True")
         return f"tensor({', '.join([body, *extra])})"
+
+
+def _address(array) -> int:
+    """The address of an array's first element (NumPy or CuPy)."""
+    data = array.data
+    return data.ptr if hasattr(data, "ptr") else array.__array_interface__["data"][0]
+
+
+def view_dtype(t, dtype):
+    """`t.view(dtype)`: the same data read as `dtype` (one `bitcast`; no history, as
+    PyTorch's), refusing a last dim that is not contiguous when the element sizes differ."""
+    dtype = dt.as_dtype(dtype)
+    data = t._data
+    if dtype.itemsize != data.itemsize and data.ndim and data.strides[-1] != data.itemsize:
+        raise RuntimeError(
+            f"self.stride(-1) must be 1 to view {data.dtype} as {dtype} (different element "
+            f"sizes), but got {data.strides[-1] // data.itemsize} ({describe(t)})"
+        )
+    with grad_mode.no_grad():
+        return bind(REGISTRY["bitcast"], t, dtype=dtype, source=data.dtype)
 
 
 def _float_format(array: np.ndarray):

@@ -12,6 +12,7 @@ from ..errors import DTypeError, GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef
 from ..ops.core import bind
+from .out import write_out
 
 __all__ = ["placeholder", "constant", "Variable"]
 
@@ -128,14 +129,18 @@ def unary_function(op: OpDef):
     ufunc = _ufunc(op)
     if ufunc is None:
 
-        def fn(x):
+        def fn(x, *, out=None):
+            if out is not None:
+                return write_out(op.name, out, lambda: fn(x), (x,))
             return lift_and_bind(op, x)
 
         return fn
     ndarray, new = _ndarray, _new  # NOTE: closure cells (Plain stays global: see above)
     numpy_dtypes = _FLOATS if computes_float(op) else _KILN_DTYPES
 
-    def fn(x):
+    def fn(x, *, out=None):
+        if out is not None:
+            return write_out(op.name, out, lambda: fn(x), (x,))
         if type(x) is Plain:
             if x._meta is None:
                 try:
@@ -166,13 +171,17 @@ def binary_function(op: OpDef):
     ufunc = _ufunc(op)
     if ufunc is None:
 
-        def fn(a, b):
+        def fn(a, b, *, out=None):
+            if out is not None:
+                return write_out(op.name, out, lambda: fn(a, b), (a, b))
             return lift_and_bind(op, a, b)
 
         return fn
     ndarray, new = _ndarray, _new
 
-    def fn(a, b):
+    def fn(a, b, *, out=None):
+        if out is not None:
+            return write_out(op.name, out, lambda: fn(a, b), (a, b))
         if type(a) is Plain:
             x = a._data
             if type(b) is Plain:

@@ -16,6 +16,7 @@ from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from . import core
 from .core import call, lift, promote
+from .out import takes_out
 
 __all__ = [
     "abs",
@@ -220,6 +221,7 @@ def _keeping_integers(rounding):
 floor, ceil = _keeping_integers(floor), _keeping_integers(ceil)  # NumPy's round keeps them
 
 
+@takes_out
 def trunc(x):
     """`x` rounded toward zero (integers as they are), as PyTorch's `trunc`.
 
@@ -233,6 +235,7 @@ def trunc(x):
     return where(less(x, 0), ceil(x), floor(x))
 
 
+@takes_out
 def logical_xor(a, b):
     """Elementwise exclusive or of the truth values, as bools.
 
@@ -243,6 +246,7 @@ def logical_xor(a, b):
     return not_equal(cast(a, dt.bool_), cast(b, dt.bool_))
 
 
+@takes_out
 def sign(x):
     """Elementwise sign: -1, 0 or 1 (0 for -0.0 and 0.0), as PyTorch's `sign`, where NaN gives
     0. (The `sign` op is NumPy's, which gives NaN there; graphs kiln builds use it as it is.)
@@ -256,6 +260,7 @@ def sign(x):
     return where(isnan(x), 0, s) if dt.is_float(x.dtype) else s
 
 
+@takes_out
 def where(cond, a, b):
     """`a` where `cond` is true, else `b` (broadcasting), as PyTorch's `where` (a and b
     promoted as by `kn.result_type`).
@@ -327,6 +332,7 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@takes_out
 def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
     """`x` limited to `[min, max]` (either may be None), as PyTorch's `clamp` (NaN stays NaN).
 
@@ -414,6 +420,7 @@ def _floating(x, dtype=None):
     return x if x.dtype == target else cast(x, target)
 
 
+@takes_out
 def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over `dim` (None: all; an int or a tuple), as PyTorch's `sum`: integers and bools
     sum to int64 unless `dtype` is given.
@@ -428,6 +435,7 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  #
     return _reduce("reduce_sum", _accumulating(x, dtype), dim, keepdim)
 
 
+@takes_out
 def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over `dim`, as PyTorch's `mean` (integers are computed in the default float).
 
@@ -439,6 +447,7 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     return _reduce("reduce_mean", _floating(x, dtype), dim, keepdim)
 
 
+@takes_out
 def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over `dim`, as PyTorch's `prod` (integers and bools multiply as int64).
 
@@ -450,6 +459,7 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     return _reduce("reduce_prod", _accumulating(x, dtype), dim, keepdim)
 
 
+@takes_out
 def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """The maximum over `dim` (None or (): all dims), as PyTorch's `amax`: values only.
 
@@ -462,6 +472,7 @@ def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     return _reduce("reduce_max", x, dim, keepdim)
 
 
+@takes_out
 def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """The minimum over `dim` (None or (): all dims), as PyTorch's `amin`: values only.
 
@@ -532,6 +543,7 @@ def _arg(op_name, x, dim, keepdim):
     return call(op_name, x, axis=sh.normalize_axis(dim, x.ndim), keepdims=keepdim)
 
 
+@takes_out
 def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the maximum along `dim` (None: of the flattened tensor), as int64.
 
@@ -543,6 +555,7 @@ def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     return _arg("argmax", x, dim, keepdim)
 
 
+@takes_out
 def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the minimum along `dim` (None: of the flattened tensor), as int64.
 
@@ -565,6 +578,7 @@ def _count(x, axes):
     return call("reduce_sum", ones, axes=tuple(range(len(axes))), keepdims=False)
 
 
+@takes_out
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None, ddof=None):  # fmt: skip
     """Variance over `dim` with PyTorch's Bessel correction: `sum((x - mean)^2) / (n -
@@ -597,6 +611,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     return div(total, sub(n, correction))
 
 
+@takes_out
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None, ddof=None):  # fmt: skip
     """Standard deviation over `dim`: `sqrt(var(x))`, with var's arguments and PyTorch's
@@ -615,6 +630,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     return where(zero, 0, sqrt(where(zero, 1, v)))
 
 
+@takes_out
 def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow.
 
@@ -633,6 +649,7 @@ def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     return call("reshape", r, shape=tuple(d for i, d in enumerate(r.shape) if i not in axes))
 
 
+@takes_out
 def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether every element (along `dim`) is nonzero, as bools (True for none).
 
@@ -646,6 +663,7 @@ def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     return equal(_reduce("reduce_sum", zeros, dim, keepdim), 0)
 
 
+@takes_out
 def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether some element (along `dim`) is nonzero, as bools (False for none).
 
@@ -680,6 +698,7 @@ def same_dtype_operands(op: str, a, b) -> tuple:
     return a, b
 
 
+@takes_out
 def matmul(a, b):
     """Matrix product with NumPy's batching and broadcasting (`a @ b`); both operands of one
     dtype, as PyTorch's (no promotion: float32 @ float64 raises DTypeMismatchError).
@@ -691,6 +710,7 @@ def matmul(a, b):
     return call("matmul", *same_dtype_operands("matmul", a, b))
 
 
+@takes_out
 def dot(a, b):
     """NumPy's `dot` for operands where it agrees with `matmul` (`b` of 1 or 2 dims), and
     scalar products of 0-d operands.

@@ -137,6 +137,21 @@ def _cast_to(dtype):
     return lambda self: m.cast(self, dtype) if self.dtype != dtype else self
 
 
+def _view(self, *shape):
+    """`view(shape)`, or `view(dtype)`: the same bytes read as dtype (one `bitcast`)."""
+    if len(shape) == 1 and dt.is_dtype(shape[0]):
+        dtype = dt.as_dtype(shape[0])
+        return m.core.call("bitcast", self, dtype=dtype, source=self.dtype)
+    return _reshape_method(self, *shape)
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """`type()`: the type's name (`'kiln.FloatTensor'`); `type(dtype)`: a cast."""
+    if dtype is None:
+        return dt.type_name(self.dtype)
+    return _to(self, dt.dtype_of_type(dtype))
+
+
 def _no_setitem(self, index, value):
     raise TypeError(
         f"Symbol '{self.name}' is a value of the graph and cannot change: instead of "
@@ -152,7 +167,7 @@ SYMBOL_METHODS = {
     "long": _cast_to(dt.int64), "int": _cast_to(dt.int32), "bool": _cast_to(dt.bool_),
     "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
     "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,
-    "__setitem__": _no_setitem,
+    "__setitem__": _no_setitem, "type": _type,
 }  # fmt: skip
 
 
@@ -170,5 +185,5 @@ def install(cls=Symbol) -> None:
     if cls is Symbol:
         for name, fn in SYMBOL_METHODS.items():
             setattr(cls, name, fn)
-        cls.view = _reshape_method
+        cls.view = _view
         cls.device = property(_device)

@@ -16,6 +16,7 @@ from ..ops.elementwise_torch import trunc
 from . import core
 from . import math as m
 from .core import call, lift
+from .out import takes_out
 from .torch_shape import dim_arg, static_dim
 
 __all__ = [
@@ -75,6 +76,7 @@ def _floating(x):
 # -- matrix products -------------------------------------------------------------------------
 
 
+@takes_out
 def mm(input, mat2):  # noqa: A002 — PyTorch's argument names
     """The product of two matrices (2-D only; `matmul` batches and broadcasts).
 
@@ -88,6 +90,7 @@ def mm(input, mat2):  # noqa: A002 — PyTorch's argument names
     return call("matmul", a, b)
 
 
+@takes_out
 def bmm(input, mat2):  # noqa: A002
     """Batched matrix products of two 3-D tensors with the same batch size (no broadcasting).
 
@@ -175,6 +178,7 @@ def equal(input, other):  # noqa: A002
 # -- elementwise ---------------------------------------------------------------------------------
 
 
+@takes_out
 def div(input, other, *, rounding_mode=None):  # noqa: A002
     """`input / other`: true division (`rounding_mode=None`), rounded toward zero (`"trunc"`,
     C's integer division) or down (`"floor"`, Python's `//`), as PyTorch's `div`.
@@ -208,6 +212,7 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
 divide = div
 
 
+@takes_out
 def fmod(input, other):  # noqa: A002
     """The remainder of division rounded toward zero (the sign of `input`), as C's `fmod`;
     `remainder` has the sign of `other`.
@@ -219,6 +224,7 @@ def fmod(input, other):  # noqa: A002
     return core.lift_and_bind(REGISTRY["fmod"], input, other)
 
 
+@takes_out
 def copysign(input, other):  # noqa: A002
     """`|input|` with the sign of `other` (-0.0 counts as negative); integers give floats.
 
@@ -232,6 +238,7 @@ def copysign(input, other):  # noqa: A002
     return core.lift_and_bind(REGISTRY["copysign"], x, other)
 
 
+@takes_out
 def atan2(input, other):  # noqa: A002
     """The angle of the point (`other`, `input`): `atan(input / other)` in the right quadrant.
 
@@ -245,6 +252,7 @@ def atan2(input, other):  # noqa: A002
     return core.lift_and_bind(REGISTRY["atan2"], a, b)
 
 
+@takes_out
 def lerp(input, end, weight):  # noqa: A002
     """`input + weight * (end - input)`, computed as PyTorch does (from `end` when
     `|weight| >= 0.5`, so `weight=1` gives `end` exactly).
@@ -264,6 +272,7 @@ def lerp(input, end, weight):  # noqa: A002
     return m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
 
 
+@takes_out
 def logaddexp(input, other):  # noqa: A002
     """`log(exp(input) + exp(other))` without overflow or underflow.
 
@@ -323,6 +332,7 @@ def _scan_input(x, dim, axis, name, dtype=None):
     return x, sh.normalize_axis(dim, max(x.ndim, 1))
 
 
+@takes_out
 def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """Running sums along `dim`; integers and bools sum in int64 unless `dtype` is given.
 
@@ -334,6 +344,7 @@ def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     return call("cumsum", x, axis=dim, reverse=False)
 
 
+@takes_out
 def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """Running products along `dim` (integers and bools in int64), with PyTorch's gradient
     where the input has zeros.
@@ -346,6 +357,7 @@ def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     return call("cumprod", x, axis=dim)
 
 
+@takes_out
 def logcumsumexp(input, dim=None, *, axis=None):  # noqa: A002
     """Running `log(sum(exp(x)))` along `dim`, without overflow.
 

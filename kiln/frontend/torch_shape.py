@@ -13,6 +13,7 @@ from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from .core import call, lift, promote
+from .out import takes_out
 
 __all__ = [
     "cat",
@@ -68,6 +69,7 @@ def _copy(x):
 # -- joining and splitting ---------------------------------------------------------------------
 
 
+@takes_out
 def cat(tensors, dim: int = 0, *, axis=None):
     """Joins tensors along an existing dim, promoting their dtypes (PyTorch's `cat`).
 
@@ -85,6 +87,7 @@ def cat(tensors, dim: int = 0, *, axis=None):
 concat = concatenate = cat
 
 
+@takes_out
 def stack(tensors, dim: int = 0, *, axis=None):
     """Joins tensors of one shape along a new dim (PyTorch's `stack`).
 

@@ -52,13 +52,13 @@ from .frontend import *  # noqa: F403
 from .frontend import random
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
-from .frontend.trace import compile, trace  # noqa: A004 (the API's name)
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
 from .interchange import export_onnx, import_onnx
 from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim
+from .tracing import compile, trace  # noqa: A004 (the API's name)
 
 __version__ = "0.1.0"
 

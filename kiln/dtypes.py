@@ -258,3 +258,23 @@ def dtype_of_type(value):
             raise ValueError(f"invalid type: {value!r}")
         return as_dtype(found[0])
     return as_dtype(value)
+
+
+def as_array(value, dtype=None) -> np.ndarray:
+    """`value` (Python data, NumPy) as an array of a kiln dtype: Python floats in kiln's
+    default float, Python scalars by PyTorch's rules (`scalar_dtype`).
+
+    >>> as_array([1.0, 2.0]).dtype, as_array(3).dtype
+    (dtype('float32'), dtype('int64'))
+    """
+    if dtype is not None:
+        return np.asarray(value, dtype=as_dtype(dtype))
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return np.asarray(value, dtype=scalar_dtype(value))
+    array = np.asarray(value)
+    if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
+        array = array.astype(DEFAULT_FLOAT)  # nested Python floats: kiln's default float
+    if array.dtype.kind in "OUSV":
+        raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
+    as_dtype(array.dtype)
+    return array

@@ -294,7 +294,7 @@ def check_eager_vs_compiled(fn, *inputs, grads=True, rtol=None, atol=None) -> bo
     mismatched elements: 3 / 3 (100.0%)
     ...
     """
-    from .frontend.trace import compile as compile_
+    from .tracing import compile as compile_
 
     compiled = compile_(fn)
     example = compiled.flatten_args([_leaf(x, grads) for x in inputs], {})
@@ -314,7 +314,7 @@ def _run(run, inputs, grads, params) -> tuple[list, list, list]:
     """(outputs, their paths, [(name, gradient)]) of one run on fresh leaves; the parameters'
     values and `.grad` are left as they were."""
     from .eager import Tensor, autograd
-    from .frontend.traced import flatten
+    from .tracing.traced import flatten
 
     args = [_leaf(x, grads) for x in inputs]
     saved = [(p.tensor().grad, p.numpy()) for p in params]

@@ -3,26 +3,27 @@ entry when grad mode is on and an input requires grad. NumPy arrays in give NumP
 
 This is the per-op path of eager mode, so it is kept short: one pass over the arguments, the
 op's shape and dtype rules checked once per signature (then cached), the kernel, one Tensor.
-The frontend's unary and binary functions come in shorter still on plain tensors (see
-`kiln.frontend.core.unary_function`): an op that is one ufunc runs it without binding.
+The frontend's unary and binary functions come in shorter still (`unary_function`,
+`binary_function`, made here): an op that is one ufunc runs it without binding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import DeviceError, DTypeError, ShapeError
-from ..frontend.core import lift_and_bind
 from ..graph.core import user_site
 from ..ops import core as ops_core
 from ..ops.random import next_seed
 from ..runtime.backend import get_backend, ignore_fp_errors, restore_fp_errors
-from . import autograd
+from . import autograd, grad_mode
 from .grad_mode import state
+from .out import write_out
 from .saved import SavedTensorError, Unavailable
 from .tensor import Tensor, check_view, describe, make, meta_of
 
-__all__ = ["apply_binary", "apply_unary", "eager_dispatch"]
+__all__ = ["binary_function", "eager_dispatch", "unary_function"]
 
 _ndarray = np.ndarray
 _CPU = "cpu"
@@ -182,47 +183,175 @@ def _unavailable(op, args, attrs) -> Unavailable:
     return Unavailable(shape, dtype, device, reason)
 
 
-# -- the frontend's unary and binary functions on tensors that are not plain ------------------
-# (kiln.frontend.core.unary_function runs plain ones itself): CPU tensors that require grad,
-# have a version counter or are views run the op's ufunc (casting="no": see
-# kiln.frontend.core) and record the tape; others (GPU tensors; a Python scalar beside a
-# tensor whose tape must keep it as `lift` makes it) and anything the ufunc refuses take the
-# long path.
+# -- the elementwise functions' short paths --------------------------------------------------
+# Most eager code is chains of small elementwise ops, where the time is all per-op overhead,
+# so a unary or binary frontend function whose op's kernel is one NumPy ufunc (and whose dtype
+# rule is that ufunc's own type resolution: `kernel.ufunc_name`) runs the ufunc itself, without
+# binding. A plain tensor (`Meta`) has `_meta` None: on the CPU, no autograd, no version
+# counter, not a view; the result of a ufunc on plain tensors is plain, so it is made with two
+# stores. Other CPU tensors (that require grad, have a version counter or are views) run the
+# ufunc and record the tape. The ufunc runs with casting="no", so it takes only a loop of the
+# operands' own dtypes (Python scalars are weak): there NumPy's result dtype is PyTorch's,
+# while operands NumPy would cast (int32 with float32, integers in exp or true division, an int
+# tensor with a Python float) raise and take the long path, `fallback` (the frontend's
+# `lift_and_bind`), where `promote` casts them as PyTorch does (tests/test_promotion_table.py).
+# The ufunc refuses what the op's rules refuse (dtypes it has no loop for, shapes that do not
+# broadcast: tests/test_eager_fast.py holds them to it), and anything it raises goes down the
+# long path, where the rules raise kiln's error with the op and the site. NumPy arrays in give
+# NumPy arrays out; GPU tensors, and a Python scalar beside a tensor whose tape must keep it as
+# `lift` makes it, take the long path too.
+
+_new = object.__new__
+_KILN_DTYPES = frozenset(dt.SUPPORTED)
+_FLOATS = frozenset(d for d in dt.SUPPORTED if d.kind == "f")
+_SCALARS = frozenset({float, int, bool})
+_plain = Tensor  # None while a thread is in inference mode (its results must be marked)
 
 
-def apply_unary(op, ufunc, x):
+def _inference_changed(inference: bool) -> None:
+    global _plain
+    _plain = None if inference else Tensor
+
+
+grad_mode.inference_watchers.append(_inference_changed)
+
+
+def _ufunc(op):
+    name = getattr(op.impl, "ufunc_name", None)
+    return None if name is None else getattr(np, name)
+
+
+def unary_function(op, fallback):
+    """The function `op(x, out=None)`: the ufunc on plain and CPU tensors and on NumPy arrays,
+    `fallback(x)` for everything else, `write_out` for `out=` (which may come by position
+    too: a keyword-only default makes every call slower, 16 ns against 4 measured)."""
+    ufunc, name = _ufunc(op), op.name
+    if ufunc is None:
+
+        def fn(x, out=None):
+            if out is not None:
+                return _out(name, out, fallback, (x,))
+            return fallback(x)
+
+        return fn
+    ndarray, new = _ndarray, _new  # NOTE: closure cells (`_plain` stays global: see above)
+    numpy_dtypes = _FLOATS if ops_core.computes_float(op) else _KILN_DTYPES
+
+    def fn(x, out=None):
+        if out is not None:
+            return _out(name, out, fn, (x,))
+        if type(x) is _plain:
+            if x._meta is None:
+                try:
+                    data = ufunc(x._data, casting="no")
+                except Exception:
+                    return fallback(x)
+                if type(data) is not ndarray:
+                    data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
+                t = new(Tensor)
+                t._data = data
+                t._meta = None
+                return t
+            return _unary_tape(op, ufunc, x, fallback)
+        elif type(x) is ndarray and x.dtype in numpy_dtypes:
+            try:
+                data = ufunc(x, casting="no")
+            except Exception:
+                return fallback(x)
+            return data if type(data) is ndarray else np.asarray(data)
+        return fallback(x)
+
+    return fn
+
+
+def binary_function(op, fallback):
+    """The function `op(a, b, out=None)`: the ufunc on two plain tensors or one and a Python
+    scalar (and on CPU tensors, recording the tape), `fallback(a, b)` for everything else."""
+    ufunc, name = _ufunc(op), op.name
+    if ufunc is None:
+
+        def fn(a, b, out=None):
+            if out is not None:
+                return _out(name, out, fallback, (a, b))
+            return fallback(a, b)
+
+        return fn
+    ndarray, new = _ndarray, _new
+
+    def fn(a, b, out=None):
+        if out is not None:
+            return _out(name, out, fn, (a, b))
+        if type(a) is _plain:
+            x = a._data
+            if type(b) is _plain:
+                if a._meta is not None or b._meta is not None:
+                    return _binary_tape(op, ufunc, a, b, fallback)
+                y = b._data
+            elif type(b) in _SCALARS:
+                if a._meta is not None:
+                    return _binary_tape(op, ufunc, a, b, fallback)
+                y = b
+            else:
+                return fallback(a, b)
+        elif type(b) is _plain and type(a) in _SCALARS:
+            if b._meta is not None:
+                return _binary_tape(op, ufunc, a, b, fallback)
+            x, y = a, b._data
+        else:
+            return fallback(a, b)
+        try:
+            data = ufunc(x, y, casting="no")
+        except Exception:
+            return fallback(a, b)
+        if type(data) is not ndarray:
+            data = np.asarray(data)
+        t = new(Tensor)
+        t._data = data
+        t._meta = None
+        return t
+
+    return fn
+
+
+def _out(name, out, fn, args):
+    # NOTE: not a lambda inside the functions above: one would make their arguments closure
+    # cells, which costs every call (about 7% of a unary op on a small tensor)
+    return write_out(name, out, lambda: fn(*args), args)
+
+
+def _unary_tape(op, ufunc, x, fallback):
     """`op(x)` on a CPU tensor that is not plain: its ufunc, then the tape entry."""
     meta = x._meta
     if meta.device != _CPU:
-        return lift_and_bind(op, x)
+        return fallback(x)
     if meta.base is not None:
         check_view(x, meta)
     try:
-        data = ufunc(x._data, casting="no")  # NumPy's loop is PyTorch's dtype only without casts
+        data = ufunc(x._data, casting="no")
     except Exception:
-        return lift_and_bind(op, x)
+        return fallback(x)
     if type(data) is not _ndarray:
-        data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
+        data = np.asarray(data)
     out = make(data)
     if meta.requires_grad and state.grad:
         autograd.record(op, (x,), {}, out)
     return out
 
 
-def apply_binary(op, ufunc, a, b):
+def _binary_tape(op, ufunc, a, b, fallback):
     """`op(a, b)` where a tensor is not plain: CPU tensors (or one and a weak scalar, without
     grad) run the ufunc, then the tape entry."""
     x, y = _operand(a), _operand(b)
     if x is None or y is None:
-        return lift_and_bind(op, a, b)  # a GPU tensor
+        return fallback(a, b)  # a GPU tensor
     (x, x_grad), (y, y_grad) = x, y
     grad = (x_grad or y_grad) and state.grad
     if grad and (x is a or y is b):
-        return lift_and_bind(op, a, b)  # the tape keeps the scalar as `lift` makes it
+        return fallback(a, b)  # the tape keeps the scalar as `lift` makes it
     try:
-        data = ufunc(x, y, casting="no")  # NumPy's loop is PyTorch's dtype only without casts
+        data = ufunc(x, y, casting="no")
     except Exception:
-        return lift_and_bind(op, a, b)
+        return fallback(a, b)
     if type(data) is not _ndarray:
         data = np.asarray(data)
     out = make(data)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..frontend.core import _as_array
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..ops.random import next_seed
@@ -63,7 +62,7 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
-    array = np.array(_as_array(data, dtype), copy=True)
+    array = np.array(dt.as_array(data, dtype), copy=True)
     return _finish(array, device, requires_grad)
 
 
@@ -110,7 +109,7 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     >>> kn.full((2,), 7)
     tensor([7, 7])
     """
-    dtype = _as_array(fill_value).dtype if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.as_array(fill_value).dtype if dtype is None else dt.as_dtype(dtype)
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
 
 

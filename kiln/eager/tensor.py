@@ -1,9 +1,9 @@
 """The eager `Tensor`: an array on a device, with PyTorch's autograd attributes.
 
-A tensor and its views share a `Version` counter that in-place ops bump. Operators and the
-NumPy-named methods are installed by `kiln.eager` from `kiln.frontend.methods`, the in-place
-ones from `inplace`, the device ones from `devices`; the ops run through `bind`, so eager and
-compiled code share every kernel.
+A tensor and its views share a `Version` counter that in-place ops bump. Its operators and
+PyTorch's methods are the frontend's functions, installed by `kiln.frontend` (`methods`,
+`inplace`), which builds on this package; the device ones by `kiln.eager` (`devices`). The
+ops run through `bind`, so eager and compiled code share every kernel.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""The user API: sources, op functions, operators on Symbol, random, dumps."""
+"""The user API: sources, op functions, operators and methods (installed here on Symbol and on
+eager's Tensor, which this package builds on), random, dumps."""
 
 # NOTE: the torch_* modules come after math and shape in this (sorted) order, so where a name
 # was NumPy's there (gather, split, equal, div), PyTorch's function is the one exported.
-from . import linalg, methods, random
+from ..eager.tensor import Tensor
+from . import inplace, linalg, methods, random
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .core import Variable, constant, placeholder
@@ -22,7 +24,9 @@ from .torch_math import __all__ as _torch_math_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 
-methods.install()
+methods.install()  # Symbol
+methods.install(Tensor)
+inplace.install(Tensor)  # after methods: its `clamp` is the method form
 
 __all__ = list(
     dict.fromkeys(

@@ -8,11 +8,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, GraphError
+from ..eager import dispatch
+from ..eager.tensor import Tensor
+from ..errors import GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef
-from ..ops.core import bind
-from .out import write_out
+from ..ops.core import bind, computes_float
 
 __all__ = ["placeholder", "constant", "Variable"]
 
@@ -36,20 +37,6 @@ def placeholder(dtype=dt.float32, shape=(), name: str | None = None) -> Symbol:
     return node.out
 
 
-def _as_array(value, dtype=None) -> np.ndarray:
-    if dtype is not None:
-        return np.asarray(value, dtype=dt.as_dtype(dtype))
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-        return np.asarray(value, dtype=dt.scalar_dtype(value))
-    array = np.asarray(value)
-    if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
-        array = array.astype(dt.DEFAULT_FLOAT)  # nested Python floats: kiln's default float
-    if array.dtype.kind in "OUSV":
-        raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
-    dt.as_dtype(array.dtype)
-    return array
-
-
 def constant(value, dtype=None, name: str | None = None, graph=None) -> Symbol:
     """A constant of the graph; Python floats become float32 (kiln's default float).
 
@@ -59,7 +46,7 @@ def constant(value, dtype=None, name: str | None = None, graph=None) -> Symbol:
     >>> c.type_str()
     'f64[3,3]'
     """
-    array = _as_array(value, dtype)
+    array = dt.as_array(value, dtype)
     graph = graph or get_default_graph()
     node = graph.add_node(
         REGISTRY["constant"], (), {"value": ArrayValue(array)}, name or "constant",
@@ -82,160 +69,22 @@ def lift_and_bind(op: OpDef, *args):
     return bind(op, *promote(op, *args))
 
 
-# Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
-# is; `Plain`: the Tensor class while no thread is in inference mode, else None (below); and
-# `apply_unary(op, ufunc, x)` / `apply_binary(op, ufunc, a, b)`: the ufunc on tensors that are
-# not plain (they require grad, live on a GPU…), or `lift_and_bind`.
-Tensor = Plain = None
-
-
-def apply_unary(op, ufunc, x):
-    return lift_and_bind(op, x)
-
-
-def apply_binary(op, ufunc, a, b):
-    return lift_and_bind(op, a, b)
-
-
 # -- the frontend's unary and binary functions ---------------------------------------------------
-# Most eager code is chains of small elementwise ops, where the time is all per-op overhead,
-# so a unary or binary op whose kernel is one NumPy ufunc (and whose dtype rule is that ufunc's
-# own type resolution: `kernel.ufunc_name`) runs it on plain eager tensors inside the function
-# itself. A plain tensor (kiln.eager.tensor.Meta) has `_meta` None: on the CPU, no autograd, no
-# version counter, not a view; the result of a ufunc on plain tensors is plain, so it is made
-# with two stores. _NO_CASTING: the ufunc runs with casting="no", so it takes only a loop of the
-# operands' own dtypes (Python scalars are weak): there NumPy's result dtype is PyTorch's, while
-# operands NumPy would cast (int32 with float32, integers in exp or true division, an int tensor
-# with a Python float) raise and take the long path, where `promote` casts them as PyTorch does
-# (tests/test_promotion_table.py). The ufunc refuses what the op's rules refuse (dtypes it has no
-# loop for, shapes that do not broadcast: tests/test_eager_fast.py holds them to it), and
-# anything it raises sends the call down the long path, where the rules raise kiln's error with
-# the op and the site. NumPy arrays in give NumPy arrays out; tensors that are not plain go to
-# eager's `apply_unary` / `apply_binary`, everything else to `lift_and_bind`.
-
-_ndarray = np.ndarray
-_new = object.__new__
-_KILN_DTYPES = frozenset(dt.SUPPORTED)
-_INT_KEEPING = frozenset({"floor", "ceil", "round", "trunc"})  # integers pass through as they are
-
-
-def _ufunc(op: OpDef):
-    name = getattr(op.impl, "ufunc_name", None)
-    return None if name is None else getattr(np, name)
+# Their short paths (a NumPy ufunc on plain tensors and arrays, without binding) are eager
+# mode's per-op path: they live with the rest of it in kiln/eager/dispatch.py; every call they
+# cannot take goes to `lift_and_bind`.
 
 
 def unary_function(op: OpDef):
-    """The frontend function `op(x)`: `lift_and_bind(op, x)`, by the short path where it can."""
-    ufunc = _ufunc(op)
-    if ufunc is None:
-
-        def fn(x, *, out=None):
-            if out is not None:
-                return write_out(op.name, out, lambda: fn(x), (x,))
-            return lift_and_bind(op, x)
-
-        return fn
-    ndarray, new = _ndarray, _new  # NOTE: closure cells (Plain stays global: see above)
-    numpy_dtypes = _FLOATS if computes_float(op) else _KILN_DTYPES
-
-    def fn(x, *, out=None):
-        if out is not None:
-            return write_out(op.name, out, lambda: fn(x), (x,))
-        if type(x) is Plain:
-            if x._meta is None:
-                try:
-                    data = ufunc(x._data, casting="no")  # see `_NO_CASTING`
-                except Exception:
-                    return lift_and_bind(op, x)
-                if type(data) is not ndarray:
-                    data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
-                out = new(Plain)
-                out._data = data
-                out._meta = None
-                return out
-            return apply_unary(op, ufunc, x)
-        elif type(x) is ndarray and x.dtype in numpy_dtypes:
-            try:
-                data = ufunc(x, casting="no")
-            except Exception:
-                return lift_and_bind(op, x)
-            return data if type(data) is ndarray else np.asarray(data)
-        return lift_and_bind(op, x)
-
-    return fn
+    """The frontend function `op(x, out=None)`: `lift_and_bind(op, x)`, by eager's short
+    path where it can (`kiln.eager.dispatch.unary_function`)."""
+    return dispatch.unary_function(op, functools.partial(lift_and_bind, op))
 
 
 def binary_function(op: OpDef):
-    """The frontend function `op(a, b)`: `lift_and_bind(op, a, b)`, by the short path where it
-    can (two plain tensors, or one and a Python scalar)."""
-    ufunc = _ufunc(op)
-    if ufunc is None:
-
-        def fn(a, b, *, out=None):
-            if out is not None:
-                return write_out(op.name, out, lambda: fn(a, b), (a, b))
-            return lift_and_bind(op, a, b)
-
-        return fn
-    ndarray, new = _ndarray, _new
-
-    def fn(a, b, *, out=None):
-        if out is not None:
-            return write_out(op.name, out, lambda: fn(a, b), (a, b))
-        if type(a) is Plain:
-            x = a._data
-            if type(b) is Plain:
-                if a._meta is not None or b._meta is not None:
-                    return apply_binary(op, ufunc, a, b)
-                y = b._data
-            elif type(b) in _SCALARS:
-                if a._meta is not None:
-                    return apply_binary(op, ufunc, a, b)
-                y = b
-            else:
-                return lift_and_bind(op, a, b)
-        elif type(b) is Plain and type(a) in _SCALARS:
-            if b._meta is not None:
-                return apply_binary(op, ufunc, a, b)
-            x, y = a, b._data
-        else:
-            return lift_and_bind(op, a, b)
-        try:
-            data = ufunc(x, y, casting="no")  # see `_NO_CASTING`
-        except Exception:
-            return lift_and_bind(op, a, b)
-        if type(data) is not ndarray:
-            data = np.asarray(data)
-        out = new(Plain)
-        out._data = data
-        out._meta = None
-        return out
-
-    return fn
-
-
-_FLOATS = frozenset(d for d in dt.SUPPORTED if d.kind == "f")
-_SCALARS = frozenset({float, int, bool})
-
-
-@functools.cache
-def computes_float(op: OpDef) -> bool:
-    """Whether `op` computes integers and bools as floats (exp, sqrt, true division…): then
-    PyTorch computes them in the default float dtype (NumPy: float64).
-
-    >>> computes_float(REGISTRY["div"]), computes_float(REGISTRY["add"])
-    (True, False)
-    """
-    if op.name in _INT_KEEPING or "elementwise" not in op.tags:
-        return False
-    for n in (1, 2, 3):  # the op's arity: its dtype rule takes one dtype per input
-        try:
-            return dt.as_dtype(op.dtype_rule(*([dt.int64] * n))).kind == "f"
-        except DTypeError:
-            return False
-        except TypeError:
-            continue
-    return False
+    """The frontend function `op(a, b, out=None)`: `lift_and_bind(op, a, b)`, by eager's
+    short path where it can (two plain tensors, or one and a Python scalar)."""
+    return dispatch.binary_function(op, functools.partial(lift_and_bind, op))
 
 
 _NO_CAST = frozenset({"logical_and", "logical_or", "logical_not", "isnan", "isfinite"})
@@ -256,7 +105,7 @@ def promote(op: OpDef, *args, context=()) -> list:
     else:
         if not context and (args[0].dtype.kind == "f" or not computes_float(op)):
             return list(args)
-    typed = [a if _is_scalar(a) or isinstance(a, _KEPT) or _is_value(a) else _as_array(a)
+    typed = [a if _is_scalar(a) or isinstance(a, _KEPT) or _is_value(a) else dt.as_array(a)
              for a in args]  # fmt: skip
     target = dt.result_type(*typed)
     if computes_float(op):
@@ -275,10 +124,11 @@ def promote(op: OpDef, *args, context=()) -> list:
 
 
 def _is_value(a) -> bool:
-    return isinstance(a, (np.ndarray, np.generic)) or (Tensor is not None and isinstance(a, Tensor))
+    return isinstance(a, (np.ndarray, np.generic, Tensor))
 
 
 _KEPT = (Symbol,)
+_KEPT_EAGER = (Symbol, Tensor)
 
 
 def lift(*args, context=(), op=None, dtype=None):
@@ -296,7 +146,7 @@ def lift(*args, context=(), op=None, dtype=None):
     else:
         if not context:
             return args
-    kept = (Symbol,) if Tensor is None else (Symbol, Tensor)
+    kept = _KEPT_EAGER
     graph = next((a.graph for a in (*args, *context) if isinstance(a, Symbol)), None)
     out = []
     for a in args:
@@ -309,12 +159,12 @@ def lift(*args, context=(), op=None, dtype=None):
             if dtype is None:
                 strong = [b for b in args if not _is_scalar(b)]
                 scalar_type = dt.result_type(*[b if isinstance(b, kept) or _is_value(b)
-                                               else _as_array(b) for b in strong], a)  # fmt: skip
+                                               else dt.as_array(b) for b in strong], a)  # fmt: skip
             else:
                 scalar_type = dtype
             array = np.asarray(a, dtype=_scalar_dtype(a, scalar_type, op))
         else:
-            array = _as_array(a)
+            array = dt.as_array(a)
         out.append(array if graph is None else constant(array, graph=graph))
     return out
 

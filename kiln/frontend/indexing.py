@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.tensor import Tensor
 from ..errors import GraphError, IndexOutOfBoundsError, ShapeError
 from ..graph.core import Symbol, user_site
-from . import core as _core
 from .core import call, lift
 
 __all__ = ["getitem", "index_put"]
@@ -190,7 +190,7 @@ def _slice_spec(item: slice):
 
 
 def _is_tensor(v) -> bool:
-    return _core.Tensor is not None and isinstance(v, _core.Tensor)
+    return isinstance(v, Tensor)
 
 
 def _classify(item, as_ints: bool):

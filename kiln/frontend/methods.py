@@ -176,7 +176,7 @@ def install(cls=Symbol) -> None:
     for name, fn in OPERATORS.items():
         setattr(cls, name, fn)
     for name, fn in METHODS.items():
-        setattr(cls, name, fn)
+        setattr(cls, name, getattr(fn, "without_out", fn))  # methods take no out=
     cls.reshape = _reshape_method
     cls.T = property(s.reverse_dims)
     cls.mT = property(s.matrix_transpose)

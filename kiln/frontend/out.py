@@ -1,68 +1,19 @@
-"""PyTorch's `out=` argument: the result written into a given eager tensor, with PyTorch's
-checks (no autograd through it; a result dtype that the out dtype cannot hold by a same-kind
-cast refuses; an out of another shape is resized, with PyTorch's warning unless empty).
-
-The elementwise functions take `out` in their own signature (kiln/frontend/core.py: their
-short path stays one call); the others are wrapped by `takes_out`.
-"""
+"""PyTorch's `out=` argument on the frontend's functions: `takes_out` adds it, and
+`kiln.eager.out.write_out` writes the result (the elementwise functions take `out` in their
+own signature, kiln/eager/dispatch.py, so their short path stays one call)."""
 
 from __future__ import annotations
 
 import functools
-import warnings
 
-import numpy as np
+from ..eager.out import write_out
 
-from ..graph.core import Symbol, user_site
-
-__all__ = ["takes_out", "write_out"]
-
-
-def write_out(name: str, out, compute, inputs):
-    """`compute()` written into `out`, which is returned (PyTorch's `fn(..., out=out)`).
-
-    >>> import kiln as kn
-    >>> o = kn.zeros(2, dtype=kn.float64)
-    >>> kn.add(kn.tensor([1, 2]), 1, out=o) is o, o
-    (True, tensor([2., 3.], dtype=kiln.float64))
-    """
-    from ..eager.grad_mode import state  # NOTE: lazy: kiln.eager builds on the frontend
-
-    if isinstance(out, Symbol) or not hasattr(out, "copy_"):
-        raise TypeError(
-            f"{name}(): out= takes an eager tensor, got {type(out).__name__} (graph values "
-            f"never change: use the returned value) at {user_site()}"
-        )
-    if state.grad and any(getattr(v, "requires_grad", False) for v in (out, *inputs)):
-        raise RuntimeError(
-            f"{name}(): functions with out=... arguments don't support automatic "
-            f"differentiation, but one of the arguments requires grad. (at {user_site()})"
-        )
-    result = compute()
-    if not np.can_cast(result.dtype, out.dtype, "same_kind"):
-        raise RuntimeError(
-            f"result type {result.dtype} can't be cast to the desired output type {out.dtype} "
-            f"({name} at {user_site()})"
-        )
-    if tuple(out.shape) != tuple(result.shape):
-        if out.numel():
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(out.shape)}, which does not match the required output shape "
-                f"{list(result.shape)}. ({name} at {user_site()})",
-                UserWarning,
-                stacklevel=3,
-            )
-        out.resize_(tuple(result.shape))
-    from ..eager.grad_mode import no_grad
-
-    with no_grad():
-        out.copy_(result)
-    return out
+__all__ = ["takes_out"]
 
 
 def takes_out(fn):
-    """`fn` with PyTorch's keyword `out=`, written by `write_out`."""
+    """`fn` with PyTorch's keyword `out=`, written by `write_out`. `.without_out` is `fn`
+    itself: the Tensor methods, which take no `out`, call it without the extra frame."""
 
     @functools.wraps(fn)
     def with_out(*args, out=None, **kwargs):
@@ -72,4 +23,5 @@ def takes_out(fn):
         inputs += [b for a in args if isinstance(a, (list, tuple)) for b in a]  # cat's list
         return write_out(fn.__name__, out, lambda: fn(*args, **kwargs), inputs)
 
+    with_out.without_out = fn
     return with_out

@@ -8,6 +8,8 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.factories import tensor
+from ..eager.tensor import Tensor
 from ..errors import DTypeError, GraphError, ShapeError
 from ..graph.core import Symbol
 from ..ops.index import check_index_shape
@@ -253,9 +255,7 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
 
 def _like(x, array):
     """`array` as the kind of value `x` is: a Tensor on x's device, or a NumPy array."""
-    if hasattr(x, "detach"):
-        from ..eager import tensor
-
+    if isinstance(x, Tensor):
         return tensor(array, device=x.device)
     return array
 

@@ -15,10 +15,10 @@ import numpy as np
 from .. import shapes as sh
 from ..checkpoint import write_atomic
 from ..errors import GraphError, node_error
-from ..frontend.trace import CompiledFunction
 from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
+from ..tracing import CompiledFunction
 
 # The default and the oldest opset kiln writes: Reduce* with axes as an input, Bitwise*.
 DEFAULT_OPSET = 18

@@ -12,10 +12,6 @@ from ..errors import DTypeError, GraphError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef, register
 
-# Eager dispatch: kiln.eager installs a function here that runs ops on its Tensors (and
-# hands anything else to `run_eager`).
-eager_dispatch = None
-
 
 def bind(op: OpDef, *args, **attrs):
     """Applies `op`: adds a node when an argument is a Symbol, else runs the kernel now.
@@ -27,9 +23,7 @@ def bind(op: OpDef, *args, **attrs):
     for a in args:  # NOTE: a loop, not any(...): this is every eager op's path
         if isinstance(a, Symbol):
             return bind_graph(op, args, attrs)
-    if eager_dispatch is not None:
-        return eager_dispatch(op, args, attrs)
-    return run_eager(op, args, attrs)
+    return _eager(op, args, attrs)
 
 
 def run_eager(op: OpDef, args, attrs):
@@ -37,6 +31,17 @@ def run_eager(op: OpDef, args, attrs):
     arrays = [np.asarray(a) for a in args]
     check_rules(op, arrays, attrs)
     return np.asarray(op.impl(np, *arrays, **attrs))
+
+
+_eager = run_eager  # what `bind` runs ops on values that are not Symbols with (`use_eager`)
+
+
+def use_eager(dispatch) -> None:
+    """Makes `dispatch(op, args, attrs)` the one eager path of `bind`: kiln.eager, which builds
+    on this layer, gives its own when it is imported (Tensors in, a Tensor out, tape entries;
+    anything else to `run_eager`). Until then ops on NumPy values run by `run_eager`."""
+    global _eager
+    _eager = dispatch
 
 
 def check_rules(op: OpDef, arrays, attrs):
@@ -110,6 +115,28 @@ def defop(
 
 
 # -- shared rules ----------------------------------------------------------------------------
+
+_INT_KEEPING = frozenset({"floor", "ceil", "round", "trunc"})  # integers pass through as they are
+
+
+@functools.cache
+def computes_float(op: OpDef) -> bool:
+    """Whether `op` computes integers and bools as floats (exp, sqrt, true division…): then
+    PyTorch computes them in the default float dtype (NumPy: float64).
+
+    >>> computes_float(REGISTRY["div"]), computes_float(REGISTRY["add"])
+    (True, False)
+    """
+    if op.name in _INT_KEEPING or "elementwise" not in op.tags:
+        return False
+    for n in (1, 2, 3):  # the op's arity: its dtype rule takes one dtype per input
+        try:
+            return dt.as_dtype(op.dtype_rule(*([dt.int64] * n))).kind == "f"
+        except DTypeError:
+            return False
+        except TypeError:
+            continue
+    return False
 
 
 @functools.cache

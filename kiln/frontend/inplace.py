@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import frontend as F
+from ..eager.grad_mode import state
+from ..eager.tensor import Tensor, describe, make, version_of
 from ..errors import DTypeMismatchError
-from ..frontend import indexing
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, check_rules
 from ..ops.index import write_index
 from ..runtime.backend import get_backend
-from .grad_mode import state
-from .tensor import Tensor, describe, make, version_of
+from . import core, indexing
+from . import math as m
+from . import shape as s
+from . import torch_math as tm
 
 __all__ = ["install"]
 
@@ -108,7 +110,7 @@ def _inplace(name: str, compute):
         source = _snapshot(self) if recording else self.detach()
         result = compute(source, *args, **kwargs)
         if recording and source.requires_grad and getattr(result, "grad_fn", None) is None:
-            result = F.where(False, source, result)  # keeps the history: zero grad to the old
+            result = m.where(False, source, result)  # keeps the history: zero grad to the old
         return _commit(self, result, name, recording)
 
     method.__name__ = method.__qualname__ = name
@@ -117,24 +119,24 @@ def _inplace(name: str, compute):
 
 
 def _alpha(op):
-    return lambda t, other, alpha=1: op(t, other if alpha == 1 else F.mul(other, alpha))
+    return lambda t, other, alpha=1: op(t, other if alpha == 1 else m.mul(other, alpha))
 
 
 def _copy(t, src):
     if isinstance(src, Tensor) and src._device != t._device:
         src = src.to(t._device)
-    (src,) = F.core.lift(src)
+    (src,) = core.lift(src)
     if src.dtype != t.dtype:
-        src = F.cast(src, t.dtype)
-    return F.broadcast_to(src, t.shape) if src.shape != t.shape else src
+        src = m.cast(src, t.dtype)
+    return s.broadcast_to(src, t.shape) if src.shape != t.shape else src
 
 
 INPLACE = {
-    "add_": _alpha(F.add),
-    "sub_": _alpha(F.sub),
-    "mul_": F.mul,
-    "div_": F.div,
-    "clamp_": lambda t, min=None, max=None: F.clip(t, min, max),  # noqa: A006
+    "add_": _alpha(m.add),
+    "sub_": _alpha(m.sub),
+    "mul_": m.mul,
+    "div_": tm.div,
+    "clamp_": lambda t, min=None, max=None: m.clip(t, min, max),  # noqa: A006
     "zero_": lambda t: _copy(t, 0),
     "fill_": _copy,
     "copy_": _copy,
@@ -150,7 +152,7 @@ def _values(t: Tensor, value):
     if isinstance(value, Tensor):
         if value._device != t._device:
             value = value.to(t._device)
-        return value if value.dtype == t.dtype else F.cast(value, t.dtype)
+        return value if value.dtype == t.dtype else m.cast(value, t.dtype)
     return np.asarray(value, t.dtype)
 
 
@@ -183,14 +185,14 @@ def _index_put(t, indices, values, accumulate=False):
             f"Index put requires the source and destination dtypes match, got {t.dtype} for "
             f"the destination and {values.dtype} for the source. (index_put_ on {describe(t)})"
         )
-    return F.index_put(t, indices, values, accumulate)
+    return indexing.index_put(t, indices, values, accumulate)
 
 
 INPLACE["index_put_"] = _index_put
 
 
 def install(cls) -> None:
-    cls.clamp = lambda self, min=None, max=None: F.clip(self, min, max)  # noqa: A006
+    cls.clamp = lambda self, min=None, max=None: m.clip(self, min, max)  # noqa: A006
     for name, compute in INPLACE.items():
         setattr(cls, name, _inplace(name, compute))
     for name, method in OPERATORS.items():

@@ -18,14 +18,14 @@ from ..eager import autograd
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import GraphError
+from ..frontend.autodiff import grad
+from ..frontend.core import placeholder
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
-from .autodiff import grad
-from .core import placeholder
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of"]
 
@@ -305,7 +305,7 @@ class Traced:
 
     def dump(self, format: str = "text") -> str:  # noqa: A002 (kn.dump's name)
         """The compiled forward program as "text", "json" or "dot" (`kn.dump(self, format)`)."""
-        from .dump import dump
+        from ..frontend.dump import dump
 
         return dump(self, format)
 

@@ -195,6 +195,8 @@ class MemoryPlan:
     notes: list[str] | None = None
     alignment: int = 64
     peak_bytes: int = 0
+    recomputed: list[str] | None = None  # values recomputed to meet a memory budget
+    recompute_choice: str = ""
 
     @classmethod
     def build(
@@ -247,6 +249,9 @@ class MemoryPlan:
             f"arena {_human(self.arena_bytes)} ({judged}), naive {_human(self.naive_bytes)}, "
             f"saved {_human(self.naive_bytes - self.arena_bytes)}"
         )
+        if self.recomputed:
+            lines.append(f"recomputed in the backward pass to meet the memory budget: "
+                         f"{len(self.recomputed)} values ({self.recompute_choice})")  # fmt: skip
         return "\n".join(lines)
 
 

@@ -86,7 +86,8 @@ class Specialized:
     """One signature's schedule, memory plan and generated program (thread-safe)."""
 
     def __init__(
-        self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False
+        self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
+        generate=True,
     ):  # fmt: skip
         self.graph = graph
         self.backend = backend
@@ -96,6 +97,8 @@ class Specialized:
         self.numerics = numerics
         self.shapes, self.attrs = concrete_shapes(graph, feed_shapes, bindings)
         self._layout(plan)
+        if not generate:  # the schedule and memory plan only (to compare plans)
+            return
         self.source, self._code, self.lines = self._generate()
         self._local = threading.local()
         self.timings = collections.defaultdict(float)  # line of the program -> seconds

@@ -232,7 +232,12 @@ class Specialized:
             contiguous[id(out)] = True
             if "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
-            elif self._is_view(n) and (n.op.name != "reshape" or contiguous[id(n.inputs[0])]):
+            elif self._is_view(n) and (
+                n.op.name != "reshape" or contiguous[id(n.inputs[0])] or id(out) in self.escaping
+            ):
+                # NOTE: a reshape of a non-contiguous value copies into a buffer of its own
+                # when it has one; an escaping one has none, and NumPy may still return a view
+                # (dropping a size-1 dim of a slice), so it counts as a view of its base.
                 base = n.inputs[0]
                 keep = n.op.name in ("reshape", "stop_gradient")
                 contiguous[id(out)] = keep and contiguous[id(base)]

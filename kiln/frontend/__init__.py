@@ -7,6 +7,7 @@ from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .core import Variable, constant, placeholder
 from .einsum import einsum
+from .indexing import index_put
 from .linalg import det, inverse
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
@@ -31,6 +32,6 @@ __all__ = list(
     dict.fromkeys(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
-         "einsum", "det", "inverse", "linalg"]
+         "einsum", "index_put", "det", "inverse", "linalg"]
     )
 )  # fmt: skip

@@ -59,3 +59,54 @@ def test_optimizer_steps_and_state_dict_match_torch(case):
         assert gg["params"] == wg["params"]
         for k, v in gg.items():
             assert wg[k] == v, k
+
+
+def _schedulers(lib, opt):
+    S = lib.optim.lr_scheduler
+    return {
+        "step": lambda: S.StepLR(opt, step_size=3, gamma=0.5),
+        "multistep": lambda: S.MultiStepLR(opt, milestones=[2, 5, 5], gamma=0.3),
+        "exponential": lambda: S.ExponentialLR(opt, gamma=0.9),
+        "cosine": lambda: S.CosineAnnealingLR(opt, T_max=4, eta_min=0.001),
+        "lambda": lambda: S.LambdaLR(opt, [lambda e: 0.9**e, lambda e: 1 / (1 + e)]),
+        "linear": lambda: S.LinearLR(opt, start_factor=0.2, total_iters=4),
+        "onecycle": lambda: S.OneCycleLR(opt, max_lr=[1.0, 0.3], total_steps=13, pct_start=0.25),
+        "onecycle-3-linear": lambda: S.OneCycleLR(
+            opt, max_lr=1.0, total_steps=13, three_phase=True, anneal_strategy="linear"
+        ),
+        "sequential": lambda: S.SequentialLR(
+            opt,
+            [S.LinearLR(opt, start_factor=0.5, total_iters=3), S.CosineAnnealingLR(opt, T_max=5)],
+            milestones=[4],
+        ),  # fmt: skip
+        "plateau": lambda: S.ReduceLROnPlateau(opt, factor=0.5, patience=1, cooldown=1),
+    }
+
+
+METRICS = [3.0, 2.0, 2.0, 2.5, 2.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5]
+
+
+def _schedule(lib, name, optimizer="SGD"):
+    make = (lambda: torch.zeros(2, requires_grad=True)) if lib is torch else (
+        lambda: kn.zeros(2, requires_grad=True))  # fmt: skip
+    opt = getattr(lib.optim, optimizer)(
+        [{"params": [make()]}, {"params": [make()], "lr": 0.05}], lr=0.1,
+        **({"momentum": 0.9} if optimizer == "SGD" else {}),
+    )  # fmt: skip
+    sched = _schedulers(lib, opt)[name]()
+    lrs, momenta = [], []
+    for metric in METRICS[:12]:
+        lrs.append(list(sched.get_last_lr()))
+        group = opt.param_groups[0]
+        momenta.append(group["momentum"] if "momentum" in group else group["betas"][0])
+        opt.step()
+        sched.step(metric) if name == "plateau" else sched.step()
+    return lrs, momenta
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+@pytest.mark.parametrize("name", sorted(_schedulers(kn, None)))
+def test_schedule_equals_torch(name, optimizer):
+    """The same learning rates (and cycled momenta) as PyTorch's, exactly."""
+    assert _schedule(kn, name, optimizer) == _schedule(torch, name, optimizer)

@@ -15,11 +15,12 @@ from .. import shapes as sh
 from ..errors import KilnError
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import REGISTRY, ArrayValue, Attrs, OpDef
+from ..graph.region import Region, regions_of
 from ..ops.core import infer
 from .program import live_nodes, rebuild
 
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
-_NEVER_FOLD = frozenset({"random", "source", "update"})
+_NEVER_FOLD = frozenset({"random", "source", "update", "region"})
 _NEVER_MERGE = frozenset({"random", "update"})  # nor sources, except constants (by value)
 
 
@@ -173,7 +174,17 @@ class _Rewriter:
     def __call__(self, node, inputs, copy: Graph) -> Symbol | None:
         self.copy, self.site = copy, node.site
         self.scope = node.name.rpartition("/")[0]
-        return self.simplify(node.op, inputs, node.attrs, node.out.shape, node.out.dtype)
+        attrs = node.attrs
+        bodies = regions_of(node)
+        if bodies:  # a region op: its bodies simplified as programs of their own
+            attrs = Attrs({**attrs, **{k: Region(simplify(r.graph)) for k, r in bodies}})
+        found = self.simplify(node.op, inputs, attrs, node.out.shape, node.out.dtype)
+        if found is None and bodies:
+            clone = copy.add_node(node.op, inputs, attrs, node.name, node.site, node.out.shape,
+                                  node.out.dtype)  # fmt: skip
+            self.taken.add(node.name)
+            return clone.out
+        return found
 
     def simplify(self, op: OpDef, inputs, attrs: Attrs, shape, dtype) -> Symbol | None:
         """An existing or new Symbol equal to `op[attrs](*inputs)`, or None: keep the node."""

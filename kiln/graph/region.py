@@ -14,7 +14,9 @@ class Region:
     """A sub-graph: parameters `graph.inputs` (placeholders) and results `graph.outputs`.
 
     A region op's attr; it hashes by identity (two bodies are never compared by value).
-    `cache` holds what the runtime compiled of it, per device.
+    `cache` holds what the runtime compiled of it, per device. `extends`: a Region whose
+    results are the first results of this one, computed the same way (a scan's forward body
+    that also returns residuals for its gradient): simplify then runs one scan for both.
 
     >>> import kiln as kn
     >>> body = kn.Graph()
@@ -25,11 +27,12 @@ class Region:
     Region(f32[3] -> f32[3])
     """
 
-    __slots__ = ("graph", "cache", "__weakref__")
+    __slots__ = ("graph", "cache", "extends", "__weakref__")
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, extends: Region | None = None):
         self.graph = graph
         self.cache: dict = {}
+        self.extends = extends
 
     @property
     def inputs(self) -> list:

@@ -214,6 +214,10 @@ def test_kernels_honour_out(case: OpCase, dtype):
             if node.op.name in ("placeholder", "variable"):
                 continue  # no kernel: the runtime supplies the value
             ins = [values[id(i)] for i in node.inputs]
+            if "region" in node.op.tags or node.op.name == "get":
+                # a tuple and its views: the planner never gives them storage, so no out=
+                values[id(node.out)] = node.op.impl(np, *ins, **node.attrs)
+                continue
             values[id(node.out)] = check_kernel_out(node, ins, case)
 
 

@@ -5,6 +5,7 @@
 from . import linalg, methods, random
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
+from .control import cond, fori_loop, scan, while_loop
 from .core import Variable, constant, placeholder
 from .einsum import einsum
 from .indexing import index_put
@@ -32,6 +33,7 @@ __all__ = list(
     dict.fromkeys(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
-         "einsum", "index_put", "det", "inverse", "linalg"]
+         "einsum", "index_put", "det", "inverse", "linalg",
+         "cond", "while_loop", "fori_loop", "scan"]
     )
 )  # fmt: skip

@@ -11,6 +11,7 @@ from .. import shapes as sh
 from ..errors import DTypeError, GraphError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef, register
+from ..graph.region import capture_args
 
 # Eager dispatch: kiln.eager installs a function here that runs ops on its Tensors (and
 # hands anything else to `run_eager`).
@@ -49,7 +50,11 @@ def check_rules(op: OpDef, arrays, attrs):
 
 
 def bind_graph(op: OpDef, args, attrs, name: str | None = None, graph=None) -> Symbol:
-    """Adds a node of `op` to the graph of `args` (or `graph`, for ops without inputs)."""
+    """Adds a node of `op` to the graph of `args` (or `graph`, for ops without inputs). While a
+    region's body is traced, an op on its values or on those of the graphs around it goes into
+    the body, its operands from outside captured (kiln/graph/region.py)."""
+    if graph is None:
+        args = capture_args(args)
     graph = graph or next(a.graph for a in args if isinstance(a, Symbol))
     site = user_site()
     for a in args:

@@ -15,11 +15,12 @@ from .. import shapes as sh
 from ..errors import KilnError
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import REGISTRY, ArrayValue, Attrs, OpDef
+from ..graph.region import Region, regions_of
 from ..ops.core import infer
 from .program import live_nodes, rebuild
 
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
-_NEVER_FOLD = frozenset({"random", "source", "update"})
+_NEVER_FOLD = frozenset({"random", "source", "update", "region"})
 _NEVER_MERGE = frozenset({"random", "update"})  # nor sources, except constants (by value)
 
 
@@ -156,6 +157,23 @@ def _foldable(op: OpDef, inputs, attrs, shape) -> bool:
     )
 
 
+def _extended_scans(nodes) -> dict:
+    """{id(scan): the scan that computes the same results and more}: a gradient's forward
+    scan (its body `extends` the other's, kiln/passes/region_grad.py) of the same operands."""
+    by_body: dict = {}
+    for n in nodes:
+        if n.op.name == "scan":
+            by_body.setdefault(id(n.attrs["body"]), []).append(n)
+    out = {}
+    for n in nodes:
+        base = n.attrs["body"].extends if n.op.name == "scan" else None
+        for m in by_body.get(id(base), ()) if base is not None else ():
+            same = all(n.attrs[k] == m.attrs[k] for k in ("length", "reverse", "num_carry"))
+            if same and tuple(map(id, n.inputs)) == tuple(map(id, m.inputs)):
+                out[id(m)] = n
+    return out
+
+
 class _Rewriter:
     """One sweep: `rebuild`'s rule. It keeps the copy's CSE table (filled lazily, so nodes
     that `rebuild` copies itself are found too) and the site and scope of the node at hand."""
@@ -169,11 +187,29 @@ class _Rewriter:
         self.consts: dict = {}  # (id(constant), value) -> every element equals value
         self.site: str | None = None
         self.scope = ""
+        self.extended = _extended_scans(graph.nodes)
+        self.moved: dict = {}  # id(an extending scan) -> its copy, made where the other was
 
     def __call__(self, node, inputs, copy: Graph) -> Symbol | None:
+        if id(node) in self.moved:
+            return self.moved[id(node)]
+        wider = self.extended.get(id(node))
+        if wider is not None:  # the scan that also returns residuals runs here, once
+            self.moved[id(wider)] = out = self(wider, inputs, copy)
+            return out
         self.copy, self.site = copy, node.site
         self.scope = node.name.rpartition("/")[0]
-        return self.simplify(node.op, inputs, node.attrs, node.out.shape, node.out.dtype)
+        attrs = node.attrs
+        bodies = regions_of(node)
+        if bodies:  # a region op: its bodies simplified as programs of their own
+            attrs = Attrs({**attrs, **{k: Region(simplify(r.graph)) for k, r in bodies}})
+        found = self.simplify(node.op, inputs, attrs, node.out.shape, node.out.dtype)
+        if found is None and bodies:
+            clone = copy.add_node(node.op, inputs, attrs, node.name, node.site, node.out.shape,
+                                  node.out.dtype)  # fmt: skip
+            self.taken.add(node.name)
+            return clone.out
+        return found
 
     def simplify(self, op: OpDef, inputs, attrs: Attrs, shape, dtype) -> Symbol | None:
         """An existing or new Symbol equal to `op[attrs](*inputs)`, or None: keep the node."""

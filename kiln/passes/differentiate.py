@@ -10,6 +10,7 @@ from .. import dtypes as dt
 from ..errors import GraphError
 from ..graph.core import Symbol
 from ..ops.core import apply, scalar
+from .vectorize import ancestors, positions
 
 
 def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
@@ -70,9 +71,11 @@ def _seeds(ys, grad_ys):
 
 
 def _relevant(graph, ys, xs):
-    """Float nodes that lie on a path from some x to some y, in graph order."""
-    last = max(graph.nodes.index(y.node) for y in ys)
-    nodes = graph.nodes[: last + 1]
+    """Float nodes that lie on a path from some x to some y, in graph order. Only the nodes
+    the ys depend on are visited (not the whole graph), so building gradients one after
+    another stays linear in what each one reads."""
+    where = positions(graph)
+    nodes = sorted(ancestors(ys), key=lambda n: where[id(n)])
     from_x = {id(x) for x in xs}
     for node in nodes:
         if any(id(i) in from_x for i in node.inputs) and dt.is_float(node.out.dtype):

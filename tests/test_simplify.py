@@ -442,6 +442,30 @@ CASES = [
         """,
         M33_V3,
     ),
+    Case(
+        "transpose(c * v) -> transpose(c) * v'",
+        lambda x: kn.permute(
+            _primitive("mul", np.arange(6, dtype=np.float32).reshape(2, 3), x), (1, 0)
+        ),
+        lambda x: (
+            kn.constant(np.arange(6, dtype=np.float32).reshape(2, 3).T.copy())
+            * kn.reshape(x, (3, 1))
+        ),
+        """
+        { lambda x:f32[3] .
+            t0:f32[2,3] = constant[value=[0.,1.,2.,3.,4.,5.]]
+            t1:f32[2,3] = mul t0 x
+            t2:f32[3,2] = transpose[perm=(1,0)] t1
+          in (t2) }
+        """,
+        """
+        { lambda x:f32[3] .
+            t0:f32[3,2] = constant[value=[0.,3.,1.,4.,2.,5.]]
+            t1:f32[3,1] = reshape[shape=(3,1)] x
+            t2:f32[3,2] = mul t0 t1
+          in (t2) }
+        """,
+    ),
 ]
 
 

@@ -121,6 +121,22 @@ def _matmul_diagonal(r, a, d):
     return None if v is None else r.emit("mul", a, r.emit("reshape", v, shape=(d.shape[0],)))
 
 
+def _transpose_of_scaled_constant(r, y, perm):
+    """transpose(c * v) -> transpose(c) * v', for a constant c of the product's rank and a v
+    with at most one dim other than 1 (so v' is a reshape of v, and transpose(c) folds): a
+    forward-mode jacobian's columns turned into rows without a strided copy."""
+    args = r.inputs(y, "mul")
+    if args is None:
+        return None
+    for c, v in (args, args[::-1]):
+        if c.node.op.name == "constant" and c.ndim == y.ndim and sum(d != 1 for d in v.shape) <= 1:
+            full = (1,) * (y.ndim - v.ndim) + tuple(v.shape)
+            moved = tuple(full[p] for p in perm)
+            return r.emit("mul", r.emit("transpose", c, perm=perm),
+                          r.emit("reshape", v, shape=moved))  # fmt: skip
+    return None
+
+
 # fmt: off
 RULES = (
     Rule("x * 1 -> x", "mul", lambda r, x, c: x if r.is_const(c, 1) else None),
@@ -137,6 +153,7 @@ RULES = (
          lambda r, x, perm: x if perm == tuple(range(len(perm))) else None),
     Rule("transpose(transpose(x, p), q) -> transpose(x, p[q])", "transpose",
          _transpose_of_transpose),
+    Rule("transpose(c * v) -> transpose(c) * v'", "transpose", _transpose_of_scaled_constant),
     Rule("reshape(x, x.shape) -> x", "reshape",
          lambda r, x, shape: x if x.shape == tuple(shape) else None),
     Rule("reshape(reshape(x), s) -> reshape(x, s)", "reshape",

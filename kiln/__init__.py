@@ -54,6 +54,7 @@ from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
 from .frontend.trace import compile, trace  # noqa: A004 (the API's name)
 from .generator import Generator
+from .frontend.transforms import jacfwd, jacrev, jvp, vmap
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
 from .interchange import export_onnx, import_onnx

@@ -34,6 +34,10 @@ class OpDef:
     of valid shapes and dtypes (index bounds, integer powers, checks), which a run orders
     before its first in-place write; `lowering` is the scalar form of an elementwise op that
     the fused CPU and CUDA kernels emit (None: such an op is run by its own kernel).
+
+    `batch(args, batched, **attrs)` is the batching rule `kn.vmap` uses: `args` are the
+    inputs, those flagged in `batched` with one extra leading axis (the batch); it returns
+    the output with that leading axis, written with kiln ops (None: `kn.vmap` refuses the op).
     """
 
     name: str
@@ -46,6 +50,7 @@ class OpDef:
     overwrites: tuple = ()
     may_fail: bool = False
     lowering: object = None
+    batch: Callable | None = None
 
     def __repr__(self):
         return f"OpDef({self.name})"

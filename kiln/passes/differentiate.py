@@ -12,6 +12,7 @@ from ..graph.core import Symbol
 from ..graph.region import Region
 from ..ops.core import apply, scalar
 from .region_grad import region_vjp
+from .vectorize import ancestors, positions
 
 
 def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
@@ -72,9 +73,11 @@ def _seeds(ys, grad_ys):
 
 
 def _relevant(graph, ys, xs):
-    """Float nodes that lie on a path from some x to some y, in graph order."""
-    last = max(graph.nodes.index(y.node) for y in ys)
-    nodes = graph.nodes[: last + 1]
+    """Float nodes that lie on a path from some x to some y, in graph order. Only the nodes
+    the ys depend on are visited (not the whole graph), so building gradients one after
+    another stays linear in what each one reads."""
+    where = positions(graph)
+    nodes = sorted(ancestors(ys), key=lambda n: where[id(n)])
     from_x = {id(x) for x in xs}
     for node in nodes:
         if any(id(i) in from_x for i in node.inputs) and _carries_ct(node.out.dtype):

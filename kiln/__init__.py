@@ -55,7 +55,7 @@ from .frontend.dump import dump, load_graph
 from .frontend.trace import compile, trace  # noqa: A004 (the API's name)
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
-from .interchange import export_onnx, import_onnx
+from .interchange import export_onnx, import_onnx, to_networkx
 from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim

@@ -57,7 +57,7 @@ from .generator import Generator
 from .frontend.transforms import jacfwd, jacrev, jvp, vmap
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
-from .interchange import export_onnx, import_onnx
+from .interchange import export_onnx, import_onnx, to_networkx
 from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim

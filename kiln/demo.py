@@ -210,6 +210,8 @@ def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progre
         )  # fmt: skip
         echo(f"{name:<11} accuracy {acc:.4f}, {seconds * 1e3:7.1f} ms per epoch{diff}")
     written = write_dumps([p.loss, p.train_op], out)
+    onnx_path = write_onnx(p, out, x_test, echo)
+    written += [onnx_path] if onnx_path else []
     for path in [checkpoint, *written]:
         echo(f"wrote {path} ({path.stat().st_size} bytes)")
     return {
@@ -224,6 +226,38 @@ def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progre
 
 def _max_difference(a: dict, b: dict) -> float:
     return max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+
+
+def write_onnx(p: Program, out: Path, x_test, echo=print) -> Path | None:
+    """The trained model (images -> logits) as `out/model.onnx`, when the onnx package is
+    installed (else None, saying so); onnxruntime, when installed, runs it on `x_test` and its
+    predicted classes are compared with kiln's."""
+    import kiln as kn
+
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        echo("model.onnx not written: ONNX export needs the onnx package, which is not "
+             "installed (pip install 'kiln[onnx]')")  # fmt: skip
+        return None
+    predict = kn.function([p.x], [p.logits])
+    path = out / "model.onnx"
+    kn.export_onnx(predict, path)
+    try:
+        import onnxruntime
+    except ImportError:
+        echo(f"{path}: not run (onnxruntime is not installed: pip install 'kiln[onnx]')")
+        return path
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (theirs,) = session.run(None, {session.get_inputs()[0].name: x_test})
+    (ours,) = predict(x_test)
+    same = int(np.sum(theirs.argmax(axis=1) == ours.argmax(axis=1)))
+    echo(
+        f"{path}: onnxruntime predicts the same class as kiln for {same} of {len(x_test)} "
+        f"held-out images (largest logit difference {np.max(np.abs(theirs - ours)):.1e})"
+    )
+    return path
 
 
 def write_dumps(f, out: Path) -> list[Path]:

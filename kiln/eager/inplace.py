@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
+from ..errors import AutogradError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -24,32 +25,36 @@ __all__ = ["install"]
 def _check(t: Tensor, op: str, value_grad: bool) -> bool:
     """PyTorch's refusals of an in-place op; returns whether the tape records it."""
     if t._inference and not state.inference:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             "Inplace update to inference tensor outside InferenceMode is not allowed. You can "
-            "make a clone to get a normal tensor before doing inplace update. "
-            f"({op} on {describe(t)} at {user_site()})"
-        )
+            "make a clone to get a normal tensor before doing inplace update",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     if not state.grad:
         return False
     base = t._base
     if t._requires_grad and t.grad_fn is None:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation. "
-            f"({op} on a leaf {describe(t)} at {user_site()}; update it under kn.no_grad(), "
-            "as optimizers do, or compute a new tensor)"
-        )
+        raise node_error(
+            AutogradError,
+            "a leaf Variable that requires grad is being used in an in-place operation: update "
+            "it under kn.no_grad(), as optimizers do, or compute a new tensor",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     if base is not None and base._requires_grad and base.grad_fn is None:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             "a view of a leaf Variable that requires grad is being used in an in-place "
-            f"operation. ({op} on a view {describe(t)} of {describe(base)} at {user_site()})"
-        )
+            "operation", op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     recording = t._requires_grad or value_grad
     if recording and base is not None:
-        raise RuntimeError(
-            f"{op} on a view ({describe(t)} of {describe(base)}) that autograd would have to "
-            f"record is not supported by kiln's eager mode (at {user_site()}); clone() the view "
-            "first, or compute the new value out of place"
-        )
+        raise node_error(
+            AutogradError,
+            "an in-place op on a view that autograd would have to record is not supported by "
+            "kiln's eager mode: clone() the view first, or compute the new value out of place",
+            op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     return recording
 
 
@@ -176,11 +181,13 @@ def setitem(self, index, value) -> None:
     """`t[index] = value` in place (without autograd: kiln does not record item assignment)."""
     index = _plain_index(index)
     if _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad):
-        raise RuntimeError(
-            f"item assignment on {describe(self)} would have to be recorded for autograd, which "
-            f"kiln's eager mode does not do (at {user_site()}); build the new value out of place "
-            "(kn.where, kn.concat) or assign under kn.no_grad()"
-        )
+        raise node_error(
+            AutogradError,
+            "item assignment would have to be recorded for autograd, which kiln's eager mode "
+            "does not do: build the new value out of place (kn.where, kn.concat) or assign "
+            "under kn.no_grad()",
+            op="setitem", site=user_site(), inputs=[describe(self)],
+        )  # fmt: skip
     value = value.detach()._host() if isinstance(value, Tensor) else value
     try:
         self._data[index] = value

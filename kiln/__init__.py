@@ -39,6 +39,7 @@ from .dtypes import int32 as int  # noqa: A004
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
 from .errors import (
+    AutogradError,
     DeviceError,
     DTypeError,
     GraphError,
@@ -46,6 +47,7 @@ from .errors import (
     IndexOutOfRangeError,
     KilnError,
     NumericsError,
+    SavedTensorError,
     ShapeError,
 )
 from .frontend import *  # noqa: F403

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import AutogradError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -138,11 +139,13 @@ def record(op, args, attrs, out: Tensor) -> None:
             vc = version_of(a)  # makes a's Meta too
             meta = a._meta
             if meta.inference:
-                raise RuntimeError(
+                raise node_error(
+                    AutogradError,
                     "Inference tensors cannot be saved for backward. To work around you can "
-                    "make a clone to get a normal tensor and use it in autograd. (input "
-                    f"{i} of {op.name}: {describe(a)}, made in inference_mode; at {user_site()})"
-                )
+                    "make a clone to get a normal tensor and use it in autograd (input "
+                    f"{i} of {op.name} was made in inference_mode)",
+                    op=op.name, site=user_site(), inputs=[describe(a)],
+                )  # fmt: skip
             edges.append((meta.grad_fn or a) if meta.requires_grad else None)
             versions.append(vc.value)
             array = a._data
@@ -175,7 +178,10 @@ def retain(t: Tensor) -> None:
     if t.grad_fn is not None:
         t.grad_fn.retained = weakref.ref(t)
     elif not t._requires_grad:
-        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        raise node_error(AutogradError,
+                         "can't retain_grad on Tensor that has requires_grad=False",
+                         op="retain_grad", site=user_site(), called=True,
+                         inputs=[describe(t)])  # fmt: skip
 
 
 # -- the engine ----------------------------------------------------------------------------------
@@ -188,7 +194,8 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
             xp = get_backend(node.device).activate()  # allocates on the current device
             return tuple(None if e is None else make(xp.zeros(*meta), node.device)
                          for e, meta in zip(node.edges, node.metas))  # fmt: skip
-        raise RuntimeError(f"derivative for {op.name} is not implemented (created at {node.site})")
+        raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
+                         op=op.name, site=node.site)  # fmt: skip
     out, inputs = unpack(node, create_graph)
     # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
     # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
@@ -207,12 +214,13 @@ def _check_nan(node: Node, cts) -> None:
     for i, (c, edge) in enumerate(zip(cts, node.edges)):
         needed = edge is not None and isinstance(c, Tensor) and not isinstance(c, Unavailable)
         if needed and dt.is_float(c.dtype) and np.isnan(c._host()).any():
-            inputs = ", ".join(describe(a) if isinstance(a, Tensor) else "constant"
-                               for a in node.saved or ())  # fmt: skip
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output: the "
-                f"gradient of {node.op.name}, created at {node.site} (inputs: {inputs})"
-            )
+            inputs = [describe(a) if isinstance(a, Tensor) else "constant"
+                      for a in node.saved or ()]  # fmt: skip
+            raise node_error(
+                AutogradError,
+                f"Function '{node.name()}' returned nan values in its {i}th output",
+                op=node.op.name, site=node.site, inputs=inputs,
+            )  # fmt: skip
 
 
 def _fit(ct, meta, device: str) -> Tensor:
@@ -319,7 +327,9 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
     elif isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors]
     if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
+        raise node_error(AutogradError,
+                         f"got {len(grad_tensors)} gradients for {len(tensors)} tensors",
+                         op="backward", site=user_site(), called=True)  # fmt: skip
     seeds = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
@@ -327,11 +337,13 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
         if t._meta is not None:
             check_view(t, t._meta)
         if not t._requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn "
-                f"({describe(t)}{', made in inference_mode' if t._inference else ''}); was it "
-                "computed under no_grad, or only from tensors without requires_grad=True?"
-            )
+            made = ", made in inference_mode" if t._inference else ""
+            raise node_error(
+                AutogradError,
+                f"element {i} of tensors does not require grad and does not have a grad_fn{made}:"
+                " was it computed under no_grad, or only from tensors without requires_grad=True?",
+                op="backward", site=user_site(), called=True, inputs=[describe(t)],
+            )  # fmt: skip
         seeds.append(_seed(i, t, g))
     return tensors, seeds
 
@@ -339,19 +351,25 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
 def _seed(i: int, t: Tensor, g) -> Tensor:
     if g is None:
         if t._data.size != 1:
-            made = f"output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"
-            raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs (element {i} is "
-                f"{describe(t)}, {made}); pass gradient= (a tensor of its shape)"
+            made = (
+                f"the output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"
             )
+            raise node_error(
+                AutogradError,
+                f"grad can be implicitly created only for scalar outputs (element {i} is {made}); "
+                "pass gradient= (a tensor of its shape)",
+                op="backward", site=user_site(), called=True, inputs=[describe(t)],
+            )  # fmt: skip
         return make(get_backend(t._device).activate().ones(t.shape, t.dtype), t._device)
     if not isinstance(g, Tensor):
         g = make(get_backend(t._device).to_device(np.asarray(g, dtype=t.dtype)), t._device)
     if g.shape != t.shape:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
-            f"output[{i}] has a shape of {list(t.shape)}."
-        )
+            f"output[{i}] has a shape of {list(t.shape)}",
+            op="backward", site=user_site(), called=True, inputs=[describe(t), describe(g)],
+        )  # fmt: skip
     return g if g.dtype == t.dtype else bind(REGISTRY["cast"], g, dtype=t.dtype)
 
 
@@ -386,20 +404,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     for i, x in enumerate(inputs):
         if not isinstance(x, Tensor) or not x._requires_grad:
-            raise RuntimeError(
-                f"One of the differentiated Tensors does not require grad (input {i}: "
-                f"{describe(x) if isinstance(x, Tensor) else type(x).__name__})"
-            )
+            raise node_error(
+                AutogradError,
+                f"One of the differentiated Tensors does not require grad (input {i})",
+                op="autograd.grad", site=user_site(), called=True,
+                inputs=[describe(x) if isinstance(x, Tensor) else type(x).__name__],
+            )  # fmt: skip
     retain_graph = create_graph if retain_graph is None else retain_graph
     found = _run(roots, seeds, retain_graph, create_graph, targets=inputs)
     results = []
     for i, x in enumerate(inputs):
         g = found[id(x)]
         if g is None and not allow_unused:
-            raise RuntimeError(
+            raise node_error(
+                AutogradError,
                 "One of the differentiated Tensors appears to not have been used in the graph. "
-                f"Set allow_unused=True if this is the desired behavior. (input {i}: "
-                f"{describe(x)})"
-            )
+                f"Set allow_unused=True if this is the desired behavior (input {i})",
+                op="autograd.grad", site=user_site(), called=True, inputs=[describe(x)],
+            )  # fmt: skip
         results.append(g)
     return tuple(results)

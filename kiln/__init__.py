@@ -9,7 +9,7 @@
 array([6.], dtype=float32)
 """
 
-from . import cuda, eager, frontend, init, nn, optim, passes, testing
+from . import cuda, distributed, eager, frontend, init, nn, optim, passes, testing
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (

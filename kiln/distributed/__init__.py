@@ -24,10 +24,11 @@ from .group import (
     is_mpi_available,
     is_nccl_available,
 )
+from .sampler import DistributedSampler
 
 __all__ = [
-    "DistBackendError", "DistError", "ReduceOp", "Work", "all_gather", "all_reduce", "barrier",
-    "broadcast", "destroy_process_group", "get_backend", "get_rank", "get_world_size",
-    "init_process_group", "is_available", "is_initialized", "is_mpi_available",
-    "is_nccl_available", "reduce_scatter",
+    "DistBackendError", "DistError", "DistributedSampler", "ReduceOp", "Work", "all_gather",
+    "all_reduce", "barrier", "broadcast", "destroy_process_group", "get_backend", "get_rank",
+    "get_world_size", "init_process_group", "is_available", "is_initialized",
+    "is_mpi_available", "is_nccl_available", "reduce_scatter",
 ]  # fmt: skip

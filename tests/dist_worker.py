@@ -214,6 +214,23 @@ def graph_training(r, n):
 
 
 @program
+def restore(r, n, path, accuracy):
+    """A checkpoint that rank 0 of another world size saved: every rank loads it, the wrap
+    keeps it (rank 0's), and the held-out accuracy is the one the saving run printed."""
+    from kiln import demo
+
+    saved = kn.load(path)
+    model = kn.nn.MLP([64, demo.HIDDEN, 10])  # fresh values, replaced by the file's
+    model.load_state_dict(saved)
+    ddp_model = kn.nn.parallel.DistributedDataParallel(model)
+    for name, p in model.named_parameters():
+        np.testing.assert_array_equal(p.numpy(), saved[name])
+    x, y = demo.load_digits()
+    _, test = demo.split(len(y))
+    assert f"{demo.eager_accuracy(ddp_model.module, x[test], y[test]):.4f}" == accuracy
+
+
+@program
 def fault(r, n, mode):
     """Rank 1 fails (`mode`); the others are in an all-reduce with a 3 s timeout."""
     if r == 1:

@@ -35,11 +35,12 @@ pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_rea
 
 
 def run_ranks(n: int, *args: str, timeout: float = 60, script=WORKER, env=None):
-    """Runs `script args` on n ranks; returns (exit code, stdout + stderr, seconds)."""
+    """Runs `script args` (`python args` if script is empty) on n ranks; returns (exit code,
+    stdout + stderr, seconds)."""
     environ = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **(env or {}))
     root = str(Path(__file__).resolve().parent.parent)
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, environ.get("PYTHONPATH")]))
-    command = [_mpiexec(), "-n", str(n), sys.executable, str(script), *args]
+    command = [_mpiexec(), "-n", str(n), sys.executable, *([str(script)] if script else []), *args]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environ)
     return done.returncode, done.stdout + done.stderr, time.perf_counter() - start
@@ -71,6 +72,36 @@ def test_ddp_no_sync_accumulates_locally():
 def test_minimize_inserts_the_bucketed_all_reduce():
     code, output, _ = run_ranks(2, "graph_training")
     assert_all_ok(2, code, output)
+
+
+def test_demo_distributed_and_its_checkpoint_on_other_world_sizes(tmp_path):
+    """`mpiexec -n 2 kiln demo --distributed` (one epoch): identical ranks, the one-process
+    run within 1e-6, the same accuracy; rank 0's checkpoint restores on 4 ranks and in one
+    process with the accuracy it printed."""
+    code, output, _ = run_ranks(2, "-m", "kiln", "demo", "--distributed", "--epochs", "1",
+                                "--out", str(tmp_path), script="")  # fmt: skip
+    assert code == 0, output
+    lines = re.findall(r"^(graph mode|eager|kn.compile) .*$", output, re.M)
+    assert len(lines) == 3, output
+    for line in re.findall(r"^(?:graph mode|eager|kn.compile) .*$", output, re.M):
+        assert "between ranks 0 (after every step)" in line and line.endswith("OK"), line
+        difference = float(re.search(r"from one process (\S+);", line).group(1))
+        assert difference <= 1e-6, line
+        accuracy, reference = re.search(r"accuracy (\S+) \(one process (\S+)\)", line).groups()
+        assert accuracy == reference, line
+    eager = re.search(r"^eager .*held-out accuracy (\S+)", output, re.M).group(1)
+    path = tmp_path / "model-distributed.safetensors"
+    code, output, _ = run_ranks(4, "restore", str(path), eager)
+    assert_all_ok(4, code, output)
+
+    import kiln as kn
+    from kiln import demo
+
+    model = kn.nn.MLP([64, demo.HIDDEN, 10])
+    model.load_state_dict(kn.load(path))
+    x, y = demo.load_digits()
+    _, test = demo.split(len(y))
+    assert f"{demo.eager_accuracy(model, x[test], y[test]):.4f}" == eager
 
 
 @pytest.mark.parametrize("mode", ["raise", "exit"])

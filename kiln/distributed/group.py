@@ -68,9 +68,9 @@ class ProcessGroup:
                     "the limit with init_process_group(timeout=...)"
                 )
             # Spin for the first millisecond (a collective of a training step is short),
-            # then sleep in growing steps up to 10 ms.
+            # then sleep in growing steps up to 1 ms (a peer still computing its step).
             if waited > 1e-3:
-                pause = min(max(pause * 2, 1e-4), 1e-2)
+                pause = min(max(pause * 2, 5e-5), 1e-3)
                 time.sleep(pause)
 
 

@@ -231,6 +231,39 @@ def restore(r, n, path, accuracy):
 
 
 @program
+def nccl_collectives(r, n):
+    """The NCCL transport on the stand-in (fake_nccl.py): CUDA tensors reduced in place at
+    their own device pointers, with NCCL's dtype and op codes; DDP's buckets too."""
+    import fake_nccl
+
+    t = kn.tensor([1.0, 2.0], device="cuda") * (r + 1)
+    ptr = t._data.data.ptr
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    total = n * (n + 1) / 2
+    assert t.device.type == "cuda" and t.cpu().tolist() == [total / n, 2 * total / n]
+    assert fake_nccl.CALLS[-1] == ("allReduce", ptr, ptr, 2, 7, 0)  # in place, float32, sum
+    i = kn.tensor([r + 1], device="cuda", dtype=kn.int64)
+    dist.all_reduce(i, op="max")
+    assert i.cpu().tolist() == [n] and fake_nccl.CALLS[-1][4:] == (4, 2)  # int64, max
+    b = kn.tensor([float(r)] * 3, device="cuda", dtype=kn.float64)
+    dist.broadcast(b, src=1)
+    assert b.cpu().tolist() == [1.0] * 3 and fake_nccl.CALLS[-1][2:] == (3, 8, 1)
+    out = [kn.zeros(2, device="cuda") for _ in range(n)]
+    dist.all_gather(out, kn.tensor([r, r + 0.5], device="cuda"))
+    assert [o.cpu().tolist() for o in out] == [[k, k + 0.5] for k in range(n)]
+    o = kn.zeros(2, device="cuda")
+    dist.reduce_scatter(o, [kn.ones(2, device="cuda") * (k + 10 * r) for k in range(n)])
+    assert o.cpu().tolist() == [n * r + 10 * n * (n - 1) / 2] * 2
+    dist.barrier()
+    try:
+        dist.all_reduce(kn.tensor([1.0]))
+    except kn.distributed.DistError as e:
+        assert "the nccl backend takes CUDA tensors" in str(e)
+    else:
+        raise AssertionError("a CPU tensor on the nccl backend must raise")
+
+
+@program
 def fault(r, n, mode):
     """Rank 1 fails (`mode`); the others are in an all-reduce with a 3 s timeout."""
     if r == 1:
@@ -247,7 +280,11 @@ def fault(r, n, mode):
 def main():
     name, args = sys.argv[1], sys.argv[2:]
     timeout = float(os.environ.get("KILN_TEST_TIMEOUT", "20"))
-    dist.init_process_group("mpi", timeout=timeout)
+    if name.startswith("nccl"):
+        import fake_nccl
+
+        fake_nccl.install()
+    dist.init_process_group("nccl" if name.startswith("nccl") else "mpi", timeout=timeout)
     r, n = dist.get_rank(), dist.get_world_size()
     PROGRAMS[name](r, n, *args)
     print(f"<ok {r}>", flush=True)

@@ -74,6 +74,13 @@ def test_minimize_inserts_the_bucketed_all_reduce():
     assert_all_ok(2, code, output)
 
 
+def test_nccl_backend_on_the_stand_in():
+    """UNVERIFIED on a GPU: the NCCL transport against tests/fake_nccl.py (CuPy and NCCL
+    stand-ins whose data moves through MPI)."""
+    code, output, _ = run_ranks(2, "nccl_collectives")
+    assert_all_ok(2, code, output)
+
+
 def test_demo_distributed_and_its_checkpoint_on_other_world_sizes(tmp_path):
     """`mpiexec -n 2 kiln demo --distributed` (one epoch): identical ranks, the one-process
     run within 1e-6, the same accuracy; rank 0's checkpoint restores on 4 ranks and in one

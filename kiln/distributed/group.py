@@ -61,6 +61,7 @@ class ProcessGroup:
         while not test(request):
             waited = time.perf_counter() - start
             if waited > limit:
+                self.transport.on_timeout()
                 raise DistBackendError(
                     f"{what} on rank {self.rank} of {self.size} ({self.backend}) did not "
                     f"complete within {limit:g} s: another rank died, raised, or did not call "

@@ -63,6 +63,10 @@ class MPITransport:
     def test(self, request) -> bool:
         return request.Test()
 
+    def on_timeout(self) -> None:
+        """Nothing to cancel: MPI cannot cancel a collective; the error (uncaught, it
+        aborts the job) ends it."""
+
     def abort(self, code: int) -> None:
         """Ends every rank of the job (MPI_Abort): mpiexec stops the others."""
         self.MPI.COMM_WORLD.Abort(code)

@@ -3,6 +3,8 @@ subprocesses with a time limit. Skipped, with the reason, where MPI is unavailab
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 import shutil
@@ -21,13 +23,18 @@ def _mpiexec() -> str | None:
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
+@functools.cache
 def _skip_reason() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed (pip install kiln[mpi])"
     if _mpiexec() is None:
         return "no mpiexec on PATH or beside the Python interpreter (pip install kiln[mpi])"
+    # NOTE: in a subprocess: importing mpi4py.MPI initializes MPI in this process
+    probe = subprocess.run([sys.executable, "-c", "from mpi4py import MPI"], capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        return f"mpi4py cannot load an MPI library ({last}; pip install kiln[mpi])"
     return None
 
 

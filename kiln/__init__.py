@@ -9,7 +9,7 @@
 array([6.], dtype=float32)
 """
 
-from . import cuda, eager, frontend, init, nn, optim, passes, testing, utils
+from . import cuda, distributed, eager, frontend, init, nn, optim, passes, testing, utils
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
@@ -55,8 +55,8 @@ from .frontend import random
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
 from .frontend.trace import compile, trace  # noqa: A004 (the API's name)
-from .generator import Generator
 from .frontend.transforms import jacfwd, jacrev, jvp, vmap
+from .generator import Generator
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
 from .interchange import export_onnx, import_onnx, to_networkx

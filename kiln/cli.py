@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(needs matplotlib: pip install 'kiln[plot]')",
     )
     demo.add_argument(
+        "--distributed",
+        action="store_true",
+        help="under `mpiexec -n N`: train data-parallel on the N ranks (graph mode, eager and "
+        "kn.compile), checking after every step that the ranks' parameters are identical and "
+        "equal those of one process taking the same step (see docs/distributed.md)",
+    )
+    demo.add_argument(
         "--out",
         type=Path,
         default=Path("kiln-demo"),
@@ -183,6 +190,16 @@ def cmd_demo(args) -> int:
     from .errors import KilnError
 
     try:
+        if args.distributed:
+            if args.device != "cpu":
+                _error("demo", "--distributed trains on the CPU (the MPI backend)")
+                return EXIT_USAGE
+            from .distributed import demo as distributed_demo
+
+            results = distributed_demo.run(args.out, epochs=args.epochs)
+            ok = all(spread == 0 and diff <= distributed_demo.TOLERANCE and acc == ref
+                     for spread, diff, _, acc, ref in results.values())  # fmt: skip
+            return 0 if ok else EXIT_FAILED
         demo.run(args.out, device=args.device, epochs=args.epochs, plot=args.plot)
     except ModuleNotFoundError as e:  # --plot without matplotlib: said before any work
         _error("demo", str(e))

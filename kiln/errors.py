@@ -106,3 +106,12 @@ def node_error(cls, message: str, **context):
     "shapes differ (node 'add_1', op add, created at m.py:3)"
     """
     return cls(node_message(message, **context))
+
+
+class DistError(KilnError, RuntimeError):
+    """A failure of `kiln.distributed` (PyTorch's `torch.distributed.DistError`)."""
+
+
+class DistBackendError(DistError):
+    """A collective that failed or did not complete within the process group's timeout:
+    another rank died, raised, or did not call it (PyTorch's `DistBackendError`)."""

@@ -26,7 +26,7 @@ from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .saved import SavedTensorError, Unavailable, unpack
 from .tensor import Tensor, check_view, describe, make, version_of
 
-__all__ = ["Node", "backward", "grad"]
+__all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
 
 _seq = itertools.count()
 _new = object.__new__
@@ -184,6 +184,113 @@ def retain(t: Tensor) -> None:
                          inputs=[describe(t)])  # fmt: skip
 
 
+# -- hooks ---------------------------------------------------------------------------------------
+
+# id(leaf tensor or Node) -> [weakref to it, {handle id: gradient hook}, {handle id: post hook}]
+_HOOKS: dict[int, list] = {}
+_handles = itertools.count()
+
+
+class RemovableHandle:
+    """What `register_hook` returns: `remove()` takes the hook off."""
+
+    def __init__(self, key: int, kind: int, number: int):
+        self._key, self._kind, self.id = key, kind, number
+
+    def remove(self) -> None:
+        entry = _HOOKS.get(self._key)
+        if entry is not None:
+            entry[self._kind].pop(self.id, None)
+            if not entry[1] and not entry[2]:
+                del _HOOKS[self._key]
+
+
+def _add_hook(owner, kind: int, hook) -> RemovableHandle:
+    key = id(owner)
+    entry = _HOOKS.get(key)
+    if entry is None or entry[0]() is not owner:
+        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {}]
+    number = next(_handles)
+    entry[kind][number] = hook
+    return RemovableHandle(key, kind, number)
+
+
+def _hooks_of(owner, kind: int):
+    entry = _HOOKS.get(id(owner))
+    return () if entry is None or entry[0]() is not owner else tuple(entry[kind].values())
+
+
+def register_hook(tensor: Tensor, hook) -> RemovableHandle:
+    """`tensor.register_hook(hook)` (PyTorch's): `hook(grad)` runs when backward has the
+    whole gradient of `tensor`, before it goes on (a leaf: before it is added to `.grad`);
+    a Tensor it returns replaces the gradient.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+    >>> h = kn.autograd.register_hook(x, lambda g: g * 10)
+    >>> (x * x).sum().backward(); x.grad
+    tensor([20., 40.])
+    """
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return _add_hook(tensor.grad_fn or tensor, 1, hook)
+
+
+def register_post_accumulate_grad_hook(tensor: Tensor, hook) -> RemovableHandle:
+    """`hook(tensor)` runs right after backward has added this leaf's gradient to its
+    `.grad`, while the rest of backward may still be running (PyTorch's hook of that name:
+    distributed training starts a gradient's all-reduce there).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor(3.0, requires_grad=True)
+    >>> h = kn.autograd.register_post_accumulate_grad_hook(w, lambda t: print(t.grad))
+    >>> (w * w).backward()
+    tensor(6.)
+    """
+    if tensor.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return _add_hook(tensor, 2, hook)
+
+
+def _apply_hooks(owner, ct):
+    for hook in _hooks_of(owner, 1):
+        result = hook(ct)
+        if result is not None:
+            ct = result
+    return ct
+
+
+class _LeafWaits:
+    """With hooks on leaves: how many tape entries still owe each such leaf a cotangent, so
+    that backward can finish a leaf (accumulate, post-accumulate hooks) as soon as its
+    gradient is complete rather than at the end."""
+
+    def __init__(self, starts):
+        self.owed: dict = {}
+        for node in _reachable(starts):
+            for e in node.edges:
+                if isinstance(e, Tensor) and id(e) in _HOOKS:
+                    self.owed[id(e)] = self.owed.get(id(e), 0) + 1
+        self.done: set = set()
+
+    def paid(self, node, pending, create_graph) -> None:
+        for e in node.edges:
+            if isinstance(e, Tensor) and id(e) in self.owed:
+                self.owed[id(e)] -= 1
+                if self.owed[id(e)] == 0 and id(e) in pending:
+                    self.done.add(id(e))
+                    _finish_leaf(e, pending[id(e)][1], create_graph)
+
+
+def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
+    if leaf._requires_grad:
+        _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
+        for hook in _hooks_of(leaf, 2):
+            hook(leaf)
+
+
 # -- the engine ----------------------------------------------------------------------------------
 
 
@@ -262,6 +369,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     starts = [r.grad_fn for r in roots if r.grad_fn is not None]
     needed = None if targets is None else _needed(_reachable(starts), target_ids)
     captured: dict = {}
+    waits = _LeafWaits(starts) if _HOOKS and targets is None else None
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
@@ -269,6 +377,8 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
         while heap:
             node = heapq.heappop(heap)[2]
             ct = pending.pop(id(node))[1]
+            if _HOOKS:
+                ct = _apply_hooks(node, ct)
             if node.retained is not None and node.retained() is not None:
                 _accumulate(node.retained(), ct, create_graph)
             if target_ids is not None and id(node) in target_ids:
@@ -284,14 +394,16 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                 if isinstance(c, Unavailable):
                     raise SavedTensorError(c._reason)
                 _send(edge, _fit(c, meta, node.device), pending, heap, leaves)
+            if waits is not None:
+                waits.paid(node, pending, create_graph)
             if not retain_graph:
                 node.release()
     if targets is not None:
         captured.update((id(leaf), pending[id(leaf)][1]) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
     for leaf in leaves:
-        if leaf._requires_grad:
-            _accumulate(leaf, pending[id(leaf)][1], create_graph)
+        if waits is None or id(leaf) not in waits.done:
+            _finish_leaf(leaf, pending[id(leaf)][1], create_graph)
     return {}
 
 
@@ -424,3 +536,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
             )  # fmt: skip
         results.append(g)
     return tuple(results)
+
+
+# PyTorch's Tensor methods of the hooks above. NOTE: attached here, not in tensor.py, while
+# that module is being refactored; they belong with the Tensor's other autograd methods.
+Tensor.register_hook = register_hook
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

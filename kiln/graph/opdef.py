@@ -25,7 +25,9 @@ class OpDef:
     quietly, while a missing vjp on any other op on the path is an error; "no_inplace"
     for elementwise ops whose kernel must not write into one of its own inputs; "vjp_needs"
     for ops whose vjp takes `needs` (a bool per input) and computes only the cotangents
-    needed (None for the others), where an unneeded one would cost (matmul's, conv2d's).
+    needed (None for the others), where an unneeded one would cost (matmul's, conv2d's);
+    "collective" for the ops of `kiln.distributed` that every rank must run exactly once, in
+    the same order (never folded, merged, fused or recomputed).
 
     Effects, read by the alias analysis, the planner and the fusers (never guessed from names):
     `views` are the inputs whose storage the output may share (its kernel may return a view

@@ -174,7 +174,7 @@ class _Recompute:
     def _copy(self, k, ct) -> dict:
         ids, graph, copies = self.graph.checkpoints[k], self.graph, {}
         for n in graph.nodes:
-            if id(n) not in ids or "random" in n.op.tags or "source" in n.op.tags:
+            if id(n) not in ids or n.op.tags & {"random", "source", "collective"}:
                 continue
             inputs = []
             for i in n.inputs:

@@ -20,8 +20,9 @@ from ..ops.core import infer
 from .program import live_nodes, rebuild
 
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
-_NEVER_FOLD = frozenset({"random", "source", "update", "region"})
-_NEVER_MERGE = frozenset({"random", "update"})  # nor sources, except constants (by value)
+_NEVER_FOLD = frozenset({"random", "source", "update", "region", "collective"})
+# nor sources, except constants (by value)
+_NEVER_MERGE = frozenset({"random", "update", "collective"})
 
 
 def simplify(graph: Graph) -> Graph:

@@ -214,6 +214,24 @@ def graph_training(r, n):
 
 
 @program
+def ddp_unused_parameter(r, n):
+    """A parameter that takes no part in the loss: the next forward raises, as PyTorch's."""
+    kn.manual_seed(0)
+    model = kn.nn.parallel.DistributedDataParallel(
+        kn.nn.ModuleList([kn.nn.Linear(2, 2), kn.nn.Linear(2, 2)])
+    )
+    x = kn.ones(1, 2)
+    used = model.module[0]
+    used(x).sum().backward()
+    try:
+        model(x)
+    except RuntimeError as e:
+        assert "Expected to have finished reduction in the prior iteration" in str(e), e
+    else:
+        raise AssertionError("the forward after an incomplete reduction must raise")
+
+
+@program
 def restore(r, n, path, accuracy):
     """A checkpoint that rank 0 of another world size saved: every rank loads it, the wrap
     keeps it (rank 0's), and the held-out accuracy is the one the saving run printed."""

@@ -76,6 +76,11 @@ def test_ddp_no_sync_accumulates_locally():
     assert_all_ok(2, code, output)
 
 
+def test_ddp_parameter_without_gradient_raises_at_next_forward():
+    code, output, _ = run_ranks(2, "ddp_unused_parameter")
+    assert_all_ok(2, code, output)
+
+
 def test_minimize_inserts_the_bucketed_all_reduce():
     code, output, _ = run_ranks(2, "graph_training")
     assert_all_ok(2, code, output)

@@ -89,13 +89,14 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "last_sync", None)
 
     def forward(self, *args, **kwargs):
-        pending = [b for b in self._buckets if 0 < b.ready < len(b.params)]
-        if pending:
-            missing = [getattr(p, "name", None) or "?" for b in pending for p in b.params]
+        if any(b.ready for b in self._buckets):  # the last backward did not finish
+            missing = [getattr(p, "name", None) or f"{tuple(p.shape)}" for b in self._buckets
+                       for p in b.params if p.grad is None]  # fmt: skip
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting a "
                 "new one: some parameters received no gradient in the last backward "
-                f"(in buckets with {missing}); every parameter must take part in the loss"
+                f"({', '.join(missing) or 'unknown'}); every parameter must take part in the "
+                "loss (find_unused_parameters is not supported)"
             )
         if self.broadcast_buffers and self.training and list(self.module.buffers()):
             _broadcast_values(list(self.module.buffers()))

@@ -296,15 +296,20 @@ def fault(r, n, mode):
 
 
 def main():
-    name, args = sys.argv[1], sys.argv[2:]
+    """`dist_worker.py NAME [ARGS...]`, or several programs in one job (one MPI start-up):
+    `dist_worker.py NAME[:ARG]+NAME[:ARG]...`."""
+    names, args = sys.argv[1], sys.argv[2:]
     timeout = float(os.environ.get("KILN_TEST_TIMEOUT", "20"))
-    if name.startswith("nccl"):
+    if names.startswith("nccl"):
         import fake_nccl
 
         fake_nccl.install()
-    dist.init_process_group("nccl" if name.startswith("nccl") else "mpi", timeout=timeout)
+    dist.init_process_group("nccl" if names.startswith("nccl") else "mpi", timeout=timeout)
     r, n = dist.get_rank(), dist.get_world_size()
-    PROGRAMS[name](r, n, *args)
+    for part in names.split("+"):
+        name, _, arg = part.partition(":")
+        PROGRAMS[name](r, n, *([arg] if arg else []), *args)
+        print(f"<done {name} {r}>", flush=True)
     print(f"<ok {r}>", flush=True)
     dist.destroy_process_group()
 

@@ -44,4 +44,9 @@ def test_reachable_from_utils_data_as_in_pytorch():
     assert DistributedSampler is from_distributed
     # torch.utils.data.DistributedSampler(range(10), num_replicas=3, rank=1, shuffle=False)
     # pads to 12 indices and takes every third from position 1
-    assert list(DistributedSampler(range(10), num_replicas=3, rank=1, shuffle=False)) == [1, 4, 7, 0]
+    assert list(DistributedSampler(range(10), num_replicas=3, rank=1, shuffle=False)) == [
+        1,
+        4,
+        7,
+        0,
+    ]

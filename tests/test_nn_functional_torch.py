@@ -294,3 +294,138 @@ def test_interpolate_argument_errors_follow_torch():
         KF.interpolate(x, size=3, align_corners=True)
     with pytest.raises(ValueError, match="exactly one"):
         KF.interpolate(x)
+
+
+# -- activations ---------------------------------------------------------------------------------
+
+# Random values plus every kink of the piecewise activations (their gradients there too).
+EDGES = np.array([-6.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0, -30.0, 25.0], np.float32)
+ACT_X = np.concatenate([EDGES, _arr(12) * 3]).reshape(4, 6)
+
+ACTIVATIONS = [
+    ("selu", {}),
+    ("celu", {}),
+    ("celu", {"alpha": 0.5}),
+    ("hardtanh", {}),
+    ("hardtanh", {"min_val": -0.5, "max_val": 3.0}),
+    ("relu6", {}),
+    ("hardswish", {}),
+    ("hardsigmoid", {}),
+    ("mish", {}),
+    ("softsign", {}),
+    ("elu", {"alpha": 0.7}),
+    ("silu", {}),
+    ("relu", {}),
+    ("leaky_relu", {"negative_slope": 0.2}),
+    ("softmin", {"dim": 1}),
+    ("softmin", {"dim": 0}),
+    ("glu", {}),
+    ("glu", {"dim": 0}),
+]
+
+
+@pytest.mark.parametrize("name, kw", ACTIVATIONS, ids=[f"{n}-{i}" for i, (n, _) in
+                                                        enumerate(ACTIVATIONS)])  # fmt: skip
+def test_activations_match_torch(name, kw):
+    modes = tuple(MODES) if name in ("hardswish", "glu", "selu") else ("eager",)
+    check(lambda x: getattr(KF, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), [ACT_X],
+          modes, rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["selu", "celu", "hardtanh", "relu6", "hardswish",
+                                  "hardsigmoid", "mish", "elu", "silu", "relu"])  # fmt: skip
+def test_activation_modules_match_torch(name):
+    classes = {"selu": "SELU", "celu": "CELU", "hardtanh": "Hardtanh", "relu6": "ReLU6",
+               "hardswish": "Hardswish", "hardsigmoid": "Hardsigmoid", "mish": "Mish",
+               "elu": "ELU", "silu": "SiLU", "relu": "ReLU"}  # fmt: skip
+    cls = classes[name]
+    check(getattr(kn.nn, cls)(), getattr(torch.nn, cls)(), [ACT_X], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["selu", "celu", "hardtanh", "relu6", "hardswish",
+                                  "hardsigmoid", "mish", "elu", "silu", "relu", "leaky_relu"])  # fmt: skip
+def test_inplace_activations_overwrite_and_keep_the_gradient(name):
+    # as torch: the input of an in-place activation is the result, and backward goes through it
+    def run(lib, fn):
+        leaf = lib.tensor(ACT_X, requires_grad=True)
+        x = leaf * 1
+        y = fn(x, inplace=True)
+        (y * lib.tensor(ACT_X)).sum().backward()
+        return x.detach().numpy(), y is x, leaf.grad.numpy()
+
+    got = run(kn, getattr(KF, name))
+    want = run(torch, getattr(TF, name))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    assert got[1] == want[1]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-5, atol=1e-6)
+
+
+# -- normalize, attention, group_norm ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{}, {"p": 1.0}, {"p": 3.0, "dim": 0}, {"p": float("inf")},
+                                {"dim": -1, "eps": 0.5}])  # fmt: skip
+def test_normalize_matches_torch_also_at_zero_rows(kw):
+    x = _arr(4, 5)
+    x[1] = 0.0  # PyTorch: the zero row stays 0, with the gradient 1 / eps
+    check(lambda x: KF.normalize(x, **kw), lambda x: TF.normalize(x, **kw), [x],
+          tuple(MODES) if not kw else ("eager",))  # fmt: skip
+
+
+BOOL_MASK = RNG.random((3, 5)) > 0.4
+BOOL_MASK[1] = False  # a row that sees no key: PyTorch gives zeros
+FLOAT_MASK = np.where(RNG.random((2, 1, 3, 5)) > 0.3, _arr(2, 1, 3, 5), -np.inf).astype(np.float32)
+
+SDPA = [
+    dict(attn_mask=BOOL_MASK),
+    dict(),
+    dict(is_causal=True),
+    dict(scale=0.3),
+    dict(attn_mask=FLOAT_MASK),
+]
+
+
+@pytest.mark.parametrize("kw, modes", _grid(SDPA, 2))
+def test_scaled_dot_product_attention_matches_torch(kw, modes):
+    kw = dict(kw)
+    mask = kw.pop("attn_mask", None)
+
+    def make(lib, f):
+        m = None if mask is None else lib.tensor(mask)
+        return lambda q, k, v: f.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
+
+    arrays = [_arr(2, 2, 3, 4), _arr(2, 2, 5, 4), _arr(2, 2, 5, 6)]
+    if kw.get("is_causal"):
+        arrays[1], arrays[2] = _arr(2, 2, 3, 4), _arr(2, 2, 3, 6)
+    check(make(kn, KF), make(torch, TF), arrays, modes)
+
+
+def test_scaled_dot_product_attention_gqa_matches_torch():
+    arrays = [_arr(1, 4, 3, 4), _arr(1, 2, 5, 4), _arr(1, 2, 5, 4)]
+    check(lambda q, k, v: KF.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+          lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, enable_gqa=True), arrays)  # fmt: skip
+
+
+def test_scaled_dot_product_attention_dropout_keeps_or_drops_whole_weights():
+    q = kn.ones(1, 8, 4)
+    v = kn.tensor(np.eye(8, dtype=np.float32)[None])
+    kn.manual_seed(0)
+    out = KF.scaled_dot_product_attention(q, q, v, dropout_p=0.5).numpy()
+    # uniform weights 1/8, kept ones scaled by 2: every entry is 0 or 1/4
+    assert set(np.round(out.ravel(), 6)) <= {0.0, 0.25} and 0 < (out > 0).mean() < 1
+
+
+@pytest.mark.parametrize("groups", [1, 2, 6])
+def test_group_norm_matches_torch(groups):
+    arrays = [_arr(2, 6, 3, 4), _arr(6), _arr(6)]
+    check(lambda x, w, b: KF.group_norm(x, groups, w, b), lambda x, w, b: TF.group_norm(
+        x, groups, w, b), arrays, ("eager", "graph") if groups == 2 else ("eager",))  # fmt: skip
+
+
+def test_linear_and_one_hot_match_torch():
+    check(KF.linear, TF.linear, [_arr(3, 4), _arr(5, 4), _arr(5)], tuple(MODES))
+    ids = np.array([[0, 3], [2, 1]])
+    got = KF.one_hot(kn.tensor(ids))
+    want = TF.one_hot(torch.tensor(ids))
+    assert got.dtype == kn.int64 and np.array_equal(got.numpy(), want.numpy())
+    assert np.array_equal(KF.one_hot(kn.tensor(ids), 6).numpy(), TF.one_hot(torch.tensor(ids), 6))

@@ -8,21 +8,32 @@ from . import functional as F
 from .module import Module
 
 __all__ = [
+    "CELU",
     "ELU",
     "GELU",
+    "GLU",
+    "SELU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
     "LeakyReLU",
+    "LogSigmoid",
     "LogSoftmax",
+    "Mish",
     "ReLU",
+    "ReLU6",
     "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softmin",
     "Softplus",
+    "Softsign",
     "Tanh",
 ]
 
 
 class ReLU(Module):
-    """`max(x, 0)`. (`inplace` is accepted; kiln computes a new value.)
+    """`max(x, 0)`; `inplace=True` overwrites an eager input, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.nn.ReLU()(kn.tensor([-1.0, 2.0]))
@@ -34,7 +45,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
 
 class GELU(Module):
@@ -95,7 +106,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, x):
-        return F.silu(x)
+        return F.silu(x, self.inplace)
 
 
 class LeakyReLU(Module):
@@ -111,7 +122,7 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -130,7 +141,7 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x):
-        return F.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
@@ -200,6 +211,180 @@ class LogSoftmax(Module):
     def forward(self, x):
         dim = _softmax_dim(x.ndim, "log_softmax") if self.dim is None else self.dim
         return F.log_softmax(x, dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Pointwise(Module):
+    """An activation of `kn.nn.functional` with only an `inplace` flag."""
+
+    fn = staticmethod(F.relu)
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return type(self).fn(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_Pointwise):
+    """`scale * elu(x, alpha)` with SELU's fixed constants.
+
+    >>> import kiln as kn
+    >>> kn.nn.SELU()(kn.tensor([1.0]))
+    tensor([1.0507])
+    """
+
+    fn = staticmethod(F.selu)
+
+
+class ReLU6(_Pointwise):
+    """`min(max(x, 0), 6)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.ReLU6()(kn.tensor([-1.0, 7.0]))
+    tensor([0., 6.])
+    """
+
+    fn = staticmethod(F.relu6)
+
+
+class Hardswish(_Pointwise):
+    """`x * hardsigmoid(x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardswish()(kn.tensor([1.5]))
+    tensor([1.1250])
+    """
+
+    fn = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Pointwise):
+    """`clip(x / 6 + 1 / 2, 0, 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardsigmoid()(kn.tensor([1.5]))
+    tensor([0.7500])
+    """
+
+    fn = staticmethod(F.hardsigmoid)
+
+
+class Mish(_Pointwise):
+    """`x * tanh(softplus(x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Mish()(kn.tensor([1.0]))
+    tensor([0.8651])
+    """
+
+    fn = staticmethod(F.mish)
+
+
+class CELU(Module):
+    """`x` where positive, else `alpha * (exp(x / alpha) - 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.CELU(2.0)(kn.tensor([-1.0]))
+    tensor([-0.7869])
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x):
+        return F.celu(x, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Hardtanh(Module):
+    """`x` limited to [min_val, max_val].
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardtanh(-2.0, 2.0)(kn.tensor([-3.0, 1.0]))
+    tensor([-2.,  1.])
+    """
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if max_val < min_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class Softsign(Module):
+    """`x / (1 + |x|)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Softsign()(kn.tensor([3.0]))
+    tensor([0.7500])
+    """
+
+    def forward(self, x):
+        return F.softsign(x)
+
+
+class LogSigmoid(Module):
+    """`log(sigmoid(x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.LogSigmoid()(kn.tensor([0.0]))
+    tensor([-0.6931])
+    """
+
+    def forward(self, x):
+        return F.logsigmoid(x)
+
+
+class Softmin(Module):
+    """Softmin over `dim` (PyTorch's implicit choice, with its warning, when None).
+
+    >>> import kiln as kn
+    >>> kn.nn.Softmin(dim=0)(kn.tensor([0.0, 0.0]))
+    tensor([0.5000, 0.5000])
+    """
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        dim = _softmax_dim(x.ndim, "softmin") if self.dim is None else self.dim
+        return F.softmin(x, dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class GLU(Module):
+    """The gated linear unit over `dim`: first half times the sigmoid of the second.
+
+    >>> import kiln as kn
+    >>> kn.nn.GLU()(kn.tensor([2.0, 0.0]))
+    tensor([1.])
+    """
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.glu(x, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"

@@ -30,11 +30,9 @@ from ..frontend import (
     embedding,
     gelu,
     layer_norm,
-    leaky_relu,
     log_softmax,
     max_pool1d,
     max_pool2d,
-    relu,
     sigmoid,
     softmax,
     softplus,
@@ -42,6 +40,28 @@ from ..frontend import (
 )
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
+from .functional_act import (
+    celu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    in_place,
+    leaky_relu,
+    mish,
+    relu,
+    relu6,
+    selu,
+    softmin,
+    softsign,
+)
+from .functional_attention import (
+    group_norm,
+    linear,
+    normalize,
+    one_hot,
+    scaled_dot_product_attention,
+)
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -54,6 +74,7 @@ __all__ = [
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "celu",
     "conv1d",
     "conv2d",
     "conv3d",
@@ -64,24 +85,38 @@ __all__ = [
     "elu",
     "embedding",
     "gelu",
+    "glu",
+    "group_norm",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
     "huber_loss",
     "interpolate",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "linear",
     "log_softmax",
     "logsigmoid",
     "max_pool1d",
     "max_pool2d",
+    "mish",
     "mse_loss",
     "nll_loss",
+    "normalize",
+    "one_hot",
     "pad",
     "relu",
+    "relu6",
+    "scaled_dot_product_attention",
+    "selu",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
     "softmax",
+    "softmin",
     "softplus",
+    "softsign",
     "tanh",
 ]
 
@@ -96,7 +131,9 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     >>> kn.nn.functional.elu(kn.tensor([-1.0, 2.0]))
     tensor([-0.6321,  2.0000])
     """
-    return F.where(F.greater(input, 0), input, F.mul(F.expm1(input), alpha))
+    return in_place(
+        "elu_", lambda x: F.where(F.greater(x, 0), x, F.mul(F.expm1(x), alpha)), input, inplace
+    )
 
 
 def silu(input, inplace: bool = False):  # noqa: A002
@@ -106,7 +143,7 @@ def silu(input, inplace: bool = False):  # noqa: A002
     >>> kn.nn.functional.silu(kn.tensor([0.0, 1.0]))
     tensor([0.0000, 0.7311])
     """
-    return F.mul(input, F.sigmoid(input))
+    return in_place("silu_", lambda x: F.mul(x, F.sigmoid(x)), input, inplace)
 
 
 def logsigmoid(input):  # noqa: A002

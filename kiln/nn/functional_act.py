@@ -1,0 +1,215 @@
+"""PyTorch's pointwise activations of `kn.nn.functional` (selu, celu, hardtanh, relu6,
+hardswish, hardsigmoid, mish, softsign) and softmin and glu, composed of kiln's ops.
+
+Piecewise ones are `where`s whose branches give PyTorch's gradients at the kinks too (hardtanh
+and hardsigmoid: 0 at their bounds; hardswish: 0 at -3 and 1 at 3). `inplace=True` on an
+eager tensor overwrites it through the eager in-place mechanism (version counter, history); on
+Symbols it returns the new value, as a traced in-place op does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import frontend as F
+from .. import shapes as sh
+from ..eager import Tensor
+from ..eager.inplace import _inplace
+
+__all__ = [
+    "celu",
+    "glu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "leaky_relu",
+    "mish",
+    "relu",
+    "relu6",
+    "selu",
+    "softmin",
+    "softsign",
+]
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def in_place(name: str, fn, input, inplace: bool):  # noqa: A002
+    """`fn(input)`, written into `input` when `inplace` and it is an eager Tensor."""
+    if inplace and isinstance(input, Tensor):
+        return _inplace(name, fn)(input)
+    return fn(input)
+
+
+def relu(input, inplace: bool = False):  # noqa: A002
+    """`max(x, 0)`.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([-1.0, 2.0])
+    >>> _ = kn.nn.functional.relu(x, inplace=True); x
+    tensor([0., 2.])
+    """
+    return in_place("relu_", F.relu, input, inplace)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # noqa: A002
+    """`x` where positive, else `negative_slope * x`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.leaky_relu(kn.tensor([-1.0, 2.0]), 0.1)
+    tensor([-0.1000,  2.0000])
+    """
+    return in_place("leaky_relu_", lambda x: F.leaky_relu(x, negative_slope), input, inplace)
+
+
+def selu(input, inplace: bool = False):  # noqa: A002
+    """`scale * (x if x > 0 else alpha * (exp(x) - 1))` with SELU's fixed alpha and scale.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.selu(kn.tensor([-1.0, 1.0]))
+    tensor([-1.1113,  1.0507])
+    """
+
+    def fn(x):
+        neg = F.mul(F.expm1(x), SELU_ALPHA * SELU_SCALE)
+        return F.where(F.greater(x, 0), F.mul(x, SELU_SCALE), neg)
+
+    return in_place("selu_", fn, input, inplace)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """`x if x > 0 else alpha * (exp(x / alpha) - 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.celu(kn.tensor([-1.0, 1.0]), alpha=2.0)
+    tensor([-0.7869,  1.0000])
+    """
+    if alpha == 0:
+        raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+    def fn(x):
+        return F.where(F.greater(x, 0), x, F.mul(F.expm1(F.div(x, alpha)), alpha))
+
+    return in_place("celu_", fn, input, inplace)
+
+
+def _hardtanh(x, lo, hi):
+    # NOTE: `where`, not `clip`: PyTorch's hardtanh has a zero gradient at its bounds, clamp 1.
+    return F.where(F.less_equal(x, lo), lo, F.where(F.greater_equal(x, hi), hi, x))
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):  # noqa: A002
+    """`x` limited to [min_val, max_val]; its gradient is 0 at and beyond the bounds.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardtanh(kn.tensor([-2.0, 0.5, 2.0]))
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if max_val < min_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return in_place("hardtanh_", lambda x: _hardtanh(x, min_val, max_val), input, inplace)
+
+
+def relu6(input, inplace: bool = False):  # noqa: A002
+    """`min(max(x, 0), 6)` (PyTorch's `hardtanh(x, 0, 6)`).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.relu6(kn.tensor([-1.0, 3.0, 9.0]))
+    tensor([0., 3., 6.])
+    """
+    return in_place("relu6_", lambda x: _hardtanh(x, 0.0, 6.0), input, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):  # noqa: A002
+    """`0` below -3, `1` above 3, else `x / 6 + 1 / 2`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardsigmoid(kn.tensor([-4.0, 0.0, 1.5, 4.0]))
+    tensor([0.0000, 0.5000, 0.7500, 1.0000])
+    """
+
+    def fn(x):
+        mid = F.add(F.div(x, 6.0), 0.5)
+        return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.greater_equal(x, 3.0), 1.0, mid))
+
+    return in_place("hardsigmoid_", fn, input, inplace)
+
+
+def hardswish(input, inplace: bool = False):  # noqa: A002
+    """`x * hardsigmoid(x)`: 0 below -3, `x` above 3, else `x * (x + 3) / 6`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardswish(kn.tensor([-4.0, 0.0, 1.5, 4.0]))
+    tensor([-0.0000, 0.0000, 1.1250, 4.0000])
+    """
+
+    def fn(x):
+        mid = F.div(F.mul(x, F.add(x, 3.0)), 6.0)
+        return F.where(F.less_equal(x, -3.0), F.mul(x, 0.0), F.where(F.less(x, 3.0), mid, x))
+
+    return in_place("hardswish_", fn, input, inplace)
+
+
+def mish(input, inplace: bool = False):  # noqa: A002
+    """`x * tanh(softplus(x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.mish(kn.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.3034,  0.0000,  0.8651])
+    """
+    return in_place("mish_", lambda x: F.mul(x, F.tanh(F.softplus(x))), input, inplace)
+
+
+def softsign(input):  # noqa: A002
+    """`x / (1 + |x|)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softsign(kn.tensor([-3.0, 1.0]))
+    tensor([-0.7500,  0.5000])
+    """
+    return F.div(input, F.add(F.abs(input), 1.0))
+
+
+def implicit_softmax_dim(ndim: int, name: str, stacklevel: int = 4) -> int:
+    """PyTorch's legacy choice of dim when none is given (0 for 0-, 1- and 3-d inputs, else
+    1), with its deprecation warning."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+        "include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """`softmax(-x)` along `dim` (cast to `dtype` first when given).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softmin(kn.tensor([1.0, 1.0, 2.0]), dim=0)
+    tensor([0.4223, 0.4223, 0.1554])
+    """
+    (x,) = F.core.lift(input)
+    if dtype is not None:
+        x = F.cast(x, dtype)
+    if dim is None:
+        dim = implicit_softmax_dim(x.ndim, "softmin")
+    return F.softmax(F.neg(x), dim)
+
+
+def glu(input, dim: int = -1):  # noqa: A002
+    """The gated linear unit: `a * sigmoid(b)` for the halves `a`, `b` of `input` along `dim`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.glu(kn.tensor([2.0, 4.0, 0.0, 100.0]))
+    tensor([1., 4.])
+    """
+    (x,) = F.core.lift(input)
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = sh.normalize_axis(dim, x.ndim)
+    n = x.shape[d]
+    if not isinstance(n, int) or n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = F.split(x, n // 2, d)
+    return F.mul(a, F.sigmoid(b))

@@ -32,7 +32,7 @@ def _torch_run(fn, arrays, r_seed=1):
     r = np.random.default_rng(r_seed).standard_normal(tuple(y.shape)).astype(np.float32)
     (y * torch.tensor(r)).sum().backward()
     grads = [x.grad.numpy() if x.requires_grad else None for x in xs]
-    extra = out[1].numpy() if isinstance(out, tuple) else None
+    extra = out[1].detach().numpy() if isinstance(out, tuple) else None
     return y.detach().numpy(), grads, extra, r
 
 
@@ -42,7 +42,7 @@ def _eager(fn, arrays, r):
     y = _first(out)
     (y * kn.tensor(r)).sum().backward()
     grads = [x.grad.numpy() if x.requires_grad else None for x in xs]
-    extra = out[1].numpy() if isinstance(out, tuple) else None
+    extra = out[1].detach().numpy() if isinstance(out, tuple) else None
     return y.detach().numpy(), grads, extra
 
 
@@ -76,8 +76,8 @@ def check(kfn, tfn, arrays, modes=("eager",), rtol=1e-4, atol=1e-5):
         for i, (g, w) in enumerate(zip(grads, want_grads)):
             if w is not None:
                 np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{mode} grad {i}")
-        if want_extra is not None:
-            np.testing.assert_array_equal(extra, want_extra, err_msg=f"{mode} indices")
+        if want_extra is not None:  # indices, exactly; or attention weights
+            np.testing.assert_allclose(extra, want_extra, rtol=rtol, atol=atol, err_msg=mode)
 
 
 def _one_d(kw):
@@ -154,22 +154,33 @@ CONV_T = [
 def test_conv_transpose2d_matches_torch(kw, modes):
     g = kw.get("groups", 1)
     arrays = [_arr(2, 4, 5, 6), _arr(4, 6 // g, 3, 2), _arr(6)]
-    check(lambda *a: KF.conv_transpose2d(*a, **kw), lambda *a: TF.conv_transpose2d(*a, **kw),
-          arrays, modes)  # fmt: skip
+    check(
+        lambda *a: KF.conv_transpose2d(*a, **kw),
+        lambda *a: TF.conv_transpose2d(*a, **kw),
+        arrays,
+        modes,
+    )
 
 
 @pytest.mark.parametrize("kw, modes", _grid([_one_d(kw) for kw in CONV_T], 1))
 def test_conv_transpose1d_matches_torch(kw, modes):
     g = kw.get("groups", 1)
     arrays = [_arr(2, 4, 7), _arr(4, 6 // g, 3)]
-    check(lambda *a: KF.conv_transpose1d(*a, **kw), lambda *a: TF.conv_transpose1d(*a, **kw),
-          arrays, modes)  # fmt: skip
+    check(
+        lambda *a: KF.conv_transpose1d(*a, **kw),
+        lambda *a: TF.conv_transpose1d(*a, **kw),
+        arrays,
+        modes,
+    )
 
 
 def test_unbatched_convolutions_match_torch():
     check(KF.conv2d, TF.conv2d, [_arr(4, 5, 5), _arr(3, 4, 2, 2)])
-    check(lambda x, w: KF.conv1d(x, w, groups=2), lambda x, w: TF.conv1d(x, w, groups=2),
-          [_arr(4, 6), _arr(4, 2, 2)])  # fmt: skip
+    check(
+        lambda x, w: KF.conv1d(x, w, groups=2),
+        lambda x, w: TF.conv1d(x, w, groups=2),
+        [_arr(4, 6), _arr(4, 2, 2)],
+    )
     check(KF.conv_transpose2d, TF.conv_transpose2d, [_arr(4, 3, 3), _arr(4, 2, 2, 2)])
 
 
@@ -200,11 +211,16 @@ MAX_POOL = [
 
 @pytest.mark.parametrize("kw, modes", _grid(MAX_POOL, 2))
 def test_max_pools_match_torch(kw, modes):
-    check(lambda x: KF.max_pool2d(x, **kw), lambda x: TF.max_pool2d(x, **kw), [_arr(2, 3, 7, 8)],
-          modes)  # fmt: skip
+    check(
+        lambda x: KF.max_pool2d(x, **kw),
+        lambda x: TF.max_pool2d(x, **kw),
+        [_arr(2, 3, 7, 8)],
+        modes,
+    )
     k1 = _one_d(kw)
-    check(lambda x: KF.max_pool1d(x, **k1), lambda x: TF.max_pool1d(x, **k1), [_arr(2, 3, 9)],
-          modes)  # fmt: skip
+    check(
+        lambda x: KF.max_pool1d(x, **k1), lambda x: TF.max_pool1d(x, **k1), [_arr(2, 3, 9)], modes
+    )
 
 
 AVG_POOL = [
@@ -220,38 +236,60 @@ AVG_POOL = [
 
 @pytest.mark.parametrize("kw, modes", _grid(AVG_POOL, 2))
 def test_avg_pools_match_torch(kw, modes):
-    check(lambda x: KF.avg_pool2d(x, **kw), lambda x: TF.avg_pool2d(x, **kw), [_arr(2, 3, 7, 8)],
-          modes)  # fmt: skip
+    check(
+        lambda x: KF.avg_pool2d(x, **kw),
+        lambda x: TF.avg_pool2d(x, **kw),
+        [_arr(2, 3, 7, 8)],
+        modes,
+    )
     k1 = _one_d(kw)
-    check(lambda x: KF.avg_pool1d(x, **k1), lambda x: TF.avg_pool1d(x, **k1), [_arr(2, 3, 9)],
-          modes)  # fmt: skip
+    check(
+        lambda x: KF.avg_pool1d(x, **k1), lambda x: TF.avg_pool1d(x, **k1), [_arr(2, 3, 9)], modes
+    )
 
 
 def test_avg_pool2d_divisor_override_and_unbatched_match_torch():
     kw = dict(kernel_size=3, padding=1, divisor_override=5)
     check(lambda x: KF.avg_pool2d(x, **kw), lambda x: TF.avg_pool2d(x, **kw), [_arr(2, 3, 5, 6)])
-    check(lambda x: KF.max_pool2d(x, 2, return_indices=True),
-          lambda x: TF.max_pool2d(x, 2, return_indices=True), [_arr(3, 4, 6)])  # fmt: skip
+    check(
+        lambda x: KF.max_pool2d(x, 2, return_indices=True),
+        lambda x: TF.max_pool2d(x, 2, return_indices=True),
+        [_arr(3, 4, 6)],
+    )
 
 
 @pytest.mark.parametrize("size, modes", _grid([(2, 5), 1, 3, (None, 3), (7, 8), (4, 6)], 1))
 def test_adaptive_pools_2d_match_torch(size, modes):
     x = [_arr(2, 3, 7, 8)]
-    check(lambda x: KF.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size), x,
-          modes)  # fmt: skip
-    check(lambda x: KF.adaptive_max_pool2d(x, size, return_indices=True),
-          lambda x: TF.adaptive_max_pool2d(x, size, return_indices=True), x, modes)  # fmt: skip
+    check(
+        lambda x: KF.adaptive_avg_pool2d(x, size),
+        lambda x: TF.adaptive_avg_pool2d(x, size),
+        x,
+        modes,
+    )
+    check(
+        lambda x: KF.adaptive_max_pool2d(x, size, return_indices=True),
+        lambda x: TF.adaptive_max_pool2d(x, size, return_indices=True),
+        x,
+        modes,
+    )
 
 
 @pytest.mark.parametrize("size", [1, 4, 5, 9])
 def test_adaptive_pools_1d_3d_match_torch(size):
     x = [_arr(2, 3, 9)]
     check(lambda x: KF.adaptive_avg_pool1d(x, size), lambda x: TF.adaptive_avg_pool1d(x, size), x)
-    check(lambda x: KF.adaptive_max_pool1d(x, size, return_indices=True),
-          lambda x: TF.adaptive_max_pool1d(x, size, return_indices=True), x)  # fmt: skip
+    check(
+        lambda x: KF.adaptive_max_pool1d(x, size, return_indices=True),
+        lambda x: TF.adaptive_max_pool1d(x, size, return_indices=True),
+        x,
+    )
     out = (min(size, 4), None, 2)
-    check(lambda x: KF.adaptive_avg_pool3d(x, out), lambda x: TF.adaptive_avg_pool3d(x, out),
-          [_arr(1, 2, 5, 4, 3)])  # fmt: skip
+    check(
+        lambda x: KF.adaptive_avg_pool3d(x, out),
+        lambda x: TF.adaptive_avg_pool3d(x, out),
+        [_arr(1, 2, 5, 4, 3)],
+    )
 
 
 # -- interpolate ---------------------------------------------------------------------------------
@@ -271,19 +309,27 @@ RESIZE = [
 def test_interpolate_4d_matches_torch(mode, kw, modes):
     corners = (False, True) if mode in ("bilinear", "bicubic") else (None,)
     for ac in corners:
-        check(lambda x: KF.interpolate(x, mode=mode, align_corners=ac, **kw),
-              lambda x: TF.interpolate(x, mode=mode, align_corners=ac, **kw), [_arr(2, 3, 5, 7)],
-              modes)  # fmt: skip
+        check(
+            lambda x: KF.interpolate(x, mode=mode, align_corners=ac, **kw),
+            lambda x: TF.interpolate(x, mode=mode, align_corners=ac, **kw),
+            [_arr(2, 3, 5, 7)],
+            modes,
+        )
 
 
 @pytest.mark.parametrize("mode", ["linear", "nearest", "area"])
 @pytest.mark.parametrize("kw", [dict(size=11), dict(size=4), dict(scale_factor=2.5)])
 def test_interpolate_3d_and_5d_match_torch(mode, kw):
-    check(lambda x: KF.interpolate(x, mode=mode, **kw),
-          lambda x: TF.interpolate(x, mode=mode, **kw), [_arr(2, 3, 6)])  # fmt: skip
-    check(lambda x: KF.interpolate(x, size=(5, 3, 7), mode="trilinear", align_corners=True),
-          lambda x: TF.interpolate(x, size=(5, 3, 7), mode="trilinear", align_corners=True),
-          [_arr(1, 2, 3, 4, 5)])  # fmt: skip
+    check(
+        lambda x: KF.interpolate(x, mode=mode, **kw),
+        lambda x: TF.interpolate(x, mode=mode, **kw),
+        [_arr(2, 3, 6)],
+    )
+    check(
+        lambda x: KF.interpolate(x, size=(5, 3, 7), mode="trilinear", align_corners=True),
+        lambda x: TF.interpolate(x, size=(5, 3, 7), mode="trilinear", align_corners=True),
+        [_arr(1, 2, 3, 4, 5)],
+    )
 
 
 def test_interpolate_argument_errors_follow_torch():
@@ -324,26 +370,69 @@ ACTIVATIONS = [
 ]
 
 
-@pytest.mark.parametrize("name, kw", ACTIVATIONS, ids=[f"{n}-{i}" for i, (n, _) in
-                                                        enumerate(ACTIVATIONS)])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, kw", ACTIVATIONS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(ACTIVATIONS)]
+)
 def test_activations_match_torch(name, kw):
     modes = tuple(MODES) if name in ("hardswish", "glu", "selu") else ("eager",)
-    check(lambda x: getattr(KF, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), [ACT_X],
-          modes, rtol=1e-5, atol=1e-6)  # fmt: skip
+    check(
+        lambda x: getattr(KF, name)(x, **kw),
+        lambda x: getattr(TF, name)(x, **kw),
+        [ACT_X],
+        modes,
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
-@pytest.mark.parametrize("name", ["selu", "celu", "hardtanh", "relu6", "hardswish",
-                                  "hardsigmoid", "mish", "elu", "silu", "relu"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "selu",
+        "celu",
+        "hardtanh",
+        "relu6",
+        "hardswish",
+        "hardsigmoid",
+        "mish",
+        "elu",
+        "silu",
+        "relu",
+    ],
+)
 def test_activation_modules_match_torch(name):
-    classes = {"selu": "SELU", "celu": "CELU", "hardtanh": "Hardtanh", "relu6": "ReLU6",
-               "hardswish": "Hardswish", "hardsigmoid": "Hardsigmoid", "mish": "Mish",
-               "elu": "ELU", "silu": "SiLU", "relu": "ReLU"}  # fmt: skip
+    classes = {
+        "selu": "SELU",
+        "celu": "CELU",
+        "hardtanh": "Hardtanh",
+        "relu6": "ReLU6",
+        "hardswish": "Hardswish",
+        "hardsigmoid": "Hardsigmoid",
+        "mish": "Mish",
+        "elu": "ELU",
+        "silu": "SiLU",
+        "relu": "ReLU",
+    }
     cls = classes[name]
     check(getattr(kn.nn, cls)(), getattr(torch.nn, cls)(), [ACT_X], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["selu", "celu", "hardtanh", "relu6", "hardswish",
-                                  "hardsigmoid", "mish", "elu", "silu", "relu", "leaky_relu"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "selu",
+        "celu",
+        "hardtanh",
+        "relu6",
+        "hardswish",
+        "hardsigmoid",
+        "mish",
+        "elu",
+        "silu",
+        "relu",
+        "leaky_relu",
+    ],
+)
 def test_inplace_activations_overwrite_and_keep_the_gradient(name):
     # as torch: the input of an in-place activation is the result, and backward goes through it
     def run(lib, fn):
@@ -363,13 +452,18 @@ def test_inplace_activations_overwrite_and_keep_the_gradient(name):
 # -- normalize, attention, group_norm ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw", [{}, {"p": 1.0}, {"p": 3.0, "dim": 0}, {"p": float("inf")},
-                                {"dim": -1, "eps": 0.5}])  # fmt: skip
+@pytest.mark.parametrize(
+    "kw", [{}, {"p": 1.0}, {"p": 3.0, "dim": 0}, {"p": float("inf")}, {"dim": -1, "eps": 0.5}]
+)
 def test_normalize_matches_torch_also_at_zero_rows(kw):
     x = _arr(4, 5)
     x[1] = 0.0  # PyTorch: the zero row stays 0, with the gradient 1 / eps
-    check(lambda x: KF.normalize(x, **kw), lambda x: TF.normalize(x, **kw), [x],
-          tuple(MODES) if not kw else ("eager",))  # fmt: skip
+    check(
+        lambda x: KF.normalize(x, **kw),
+        lambda x: TF.normalize(x, **kw),
+        [x],
+        tuple(MODES) if not kw else ("eager",),
+    )
 
 
 BOOL_MASK = RNG.random((3, 5)) > 0.4
@@ -402,8 +496,11 @@ def test_scaled_dot_product_attention_matches_torch(kw, modes):
 
 def test_scaled_dot_product_attention_gqa_matches_torch():
     arrays = [_arr(1, 4, 3, 4), _arr(1, 2, 5, 4), _arr(1, 2, 5, 4)]
-    check(lambda q, k, v: KF.scaled_dot_product_attention(q, k, v, enable_gqa=True),
-          lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, enable_gqa=True), arrays)  # fmt: skip
+    check(
+        lambda q, k, v: KF.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+        arrays,
+    )
 
 
 def test_scaled_dot_product_attention_dropout_keeps_or_drops_whole_weights():
@@ -418,8 +515,12 @@ def test_scaled_dot_product_attention_dropout_keeps_or_drops_whole_weights():
 @pytest.mark.parametrize("groups", [1, 2, 6])
 def test_group_norm_matches_torch(groups):
     arrays = [_arr(2, 6, 3, 4), _arr(6), _arr(6)]
-    check(lambda x, w, b: KF.group_norm(x, groups, w, b), lambda x, w, b: TF.group_norm(
-        x, groups, w, b), arrays, ("eager", "graph") if groups == 2 else ("eager",))  # fmt: skip
+    check(
+        lambda x, w, b: KF.group_norm(x, groups, w, b),
+        lambda x, w, b: TF.group_norm(x, groups, w, b),
+        arrays,
+        ("eager", "graph") if groups == 2 else ("eager",),
+    )
 
 
 def test_linear_and_one_hot_match_torch():
@@ -429,3 +530,137 @@ def test_linear_and_one_hot_match_torch():
     want = TF.one_hot(torch.tensor(ids))
     assert got.dtype == kn.int64 and np.array_equal(got.numpy(), want.numpy())
     assert np.array_equal(KF.one_hot(kn.tensor(ids), 6).numpy(), TF.one_hot(torch.tensor(ids), 6))
+
+
+# -- modules: PyTorch's state_dicts load and give PyTorch's outputs and gradients ----------------
+
+
+def _same_module(make_kn, make_torch, arrays, call=None, modes=("eager",), train=False):
+    torch.manual_seed(0)
+    tm = make_torch()
+    km = make_kn()
+    kstate, tstate = km.state_dict(), tm.state_dict()
+    assert list(kstate) == list(tstate)
+    assert all(kstate[k].shape == tuple(tstate[k].shape) for k in tstate)
+    km.load_state_dict({k: v.detach().numpy() for k, v in tstate.items()})
+    km.train(train)
+    tm.train(train)
+    call = call or (lambda m, *a: m(*a))
+    check(lambda *a: call(km, *a), lambda *a: call(tm, *a), arrays, modes)
+
+
+def _n(name):
+    return lambda *a, **k: getattr(kn.nn, name)(*a, **k), lambda *a, **k: getattr(torch.nn, name)(
+        *a, **k
+    )
+
+
+MODULES = [
+    ("Conv1d", (4, 6, 3), dict(stride=2, padding=1, groups=2), (2, 4, 9)),
+    ("Conv1d", (4, 6, 3), dict(padding="same", padding_mode="reflect"), (2, 4, 9)),
+    ("Conv2d", (4, 6, (3, 2)), dict(groups=2, dilation=2, bias=False), (2, 4, 7, 6)),
+    ("Conv2d", (4, 6, 3), dict(padding=1, padding_mode="circular"), (2, 4, 5, 6)),
+    ("Conv3d", (2, 4, 2), dict(padding=(1, 0, 1)), (1, 2, 3, 4, 3)),
+    ("ConvTranspose1d", (4, 6, 3), dict(stride=2, padding=1, output_padding=1), (2, 4, 5)),
+    ("ConvTranspose2d", (4, 6, 3), dict(stride=2, groups=2, dilation=(1, 2)), (2, 4, 3, 4)),
+    ("BatchNorm2d", (4,), {}, (3, 4, 2, 5)),
+    ("GroupNorm", (2, 4), {}, (3, 4, 2, 5)),
+    ("GroupNorm", (4, 4), dict(affine=False), (3, 4, 5)),
+    ("AvgPool2d", (3,), dict(stride=2, padding=1, ceil_mode=True), (2, 3, 7, 6)),
+    ("MaxPool1d", (3,), dict(dilation=2, return_indices=True), (2, 3, 9)),
+    ("AdaptiveAvgPool2d", ((2, 3),), {}, (2, 3, 7, 6)),
+    ("AdaptiveMaxPool2d", (3,), dict(return_indices=True), (2, 3, 7, 6)),
+    ("Upsample", (), dict(scale_factor=2, mode="bilinear"), (2, 3, 3, 4)),
+    ("Softmin", (1,), {}, (3, 4)),
+    ("GLU", (0,), {}, (4, 3)),
+]
+
+
+@pytest.mark.parametrize(
+    "name, args, kw, shape", MODULES, ids=[f"{m[0]}-{i}" for i, m in enumerate(MODULES)]
+)
+def test_modules_load_torch_state_and_match(name, args, kw, shape):
+    make_kn, make_torch = _n(name)
+    modes = ("eager", "compiled") if name in ("Conv2d", "GroupNorm") else ("eager",)
+    _same_module(
+        lambda: make_kn(*args, **kw), lambda: make_torch(*args, **kw), [_arr(*shape)], modes=modes
+    )
+
+
+def test_batchnorm2d_training_updates_running_stats_as_torch():
+    torch.manual_seed(0)
+    km, tm = kn.nn.BatchNorm2d(3, momentum=0.2), torch.nn.BatchNorm2d(3, momentum=0.2)
+    x = _arr(4, 3, 2, 5) * 2 + 1
+    check(km, tm, [x])
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(km.state_dict()[k], v.numpy(), rtol=1e-5, err_msg=k)
+    km.eval()
+    tm.eval()
+    check(km, tm, [x])
+
+
+def test_conv_init_follows_torch_fans():
+    # kaiming-uniform(a=sqrt(5)) on PyTorch's fan_in: weight.size(1) * kernel elements
+    for conv, fan_in in [
+        (kn.nn.Conv2d(8, 16, 3, groups=4), 2 * 9),
+        (kn.nn.ConvTranspose2d(8, 16, 3, groups=2), 8 * 9),
+        (kn.nn.Conv1d(6, 4, 5), 30),
+    ]:
+        bound = 1 / np.sqrt(fan_in)
+        w, b = conv.weight.numpy(), conv.bias.numpy()
+        assert np.abs(w).max() <= bound and np.abs(w).max() > 0.8 * bound
+        assert np.abs(b).max() <= bound
+
+
+MHA = [
+    dict(batch_first=True),
+    dict(),
+    dict(batch_first=True, kdim=5, vdim=3),
+    dict(batch_first=True, bias=False),
+    dict(batch_first=True, add_bias_kv=True, add_zero_attn=True),
+]
+MHA_CALLS = [
+    dict(),
+    dict(need_weights=False),
+    dict(average_attn_weights=False),
+    dict(attn_mask=np.triu(np.ones((3, 4), bool), 1)),
+    dict(key_padding_mask=np.array([[False, False, True, False], [False, True, True, False]])),
+    dict(
+        attn_mask=np.where(np.triu(np.ones((3, 4)), 1) > 0, -np.inf, 0.0).astype(np.float32),
+        key_padding_mask=np.array([[False] * 3 + [True], [False] * 4]),
+    ),
+]
+
+
+@pytest.mark.parametrize("call_kw", MHA_CALLS, ids=[str(i) for i in range(len(MHA_CALLS))])
+@pytest.mark.parametrize("kw", MHA, ids=[str(i) for i in range(len(MHA))])
+def test_multihead_attention_matches_torch(kw, call_kw):
+    e, kdim, vdim = 8, kw.get("kdim", 8), kw.get("vdim", 8)
+    q, k, v = _arr(2, 3, e), _arr(2, 4, kdim), _arr(2, 4, vdim)
+    if not kw.get("batch_first"):
+        q, k, v = (a.transpose(1, 0, 2).copy() for a in (q, k, v))
+
+    def call(m, q, k, v):
+        lib = kn if isinstance(m, kn.nn.Module) else torch
+        masks = {n: lib.tensor(a) for n, a in call_kw.items() if isinstance(a, np.ndarray)}
+        out = m(q, k, v, **{**call_kw, **masks})
+        return out if out[1] is not None else out[0]
+
+    modes = ("eager", "compiled", "graph") if not kw and not call_kw else ("eager",)
+    _same_module(
+        lambda: kn.nn.MultiheadAttention(e, 2, **kw),
+        lambda: torch.nn.MultiheadAttention(e, 2, **kw),
+        [q, k, v],
+        call,
+        modes,
+    )
+
+
+def test_multihead_attention_unbatched_matches_torch():
+    q = _arr(3, 8)
+    _same_module(
+        lambda: kn.nn.MultiheadAttention(8, 4),
+        lambda: torch.nn.MultiheadAttention(8, 4),
+        [q, q, q],
+        lambda m, *a: m(*a),
+    )

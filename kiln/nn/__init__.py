@@ -20,15 +20,18 @@ from .activation import (
     Softplus,
     Softsign,
 )
+from .attention import MultiheadAttention
 from .containers import Identity, ModuleDict, ModuleList, Sequential
-from .conv import Conv2d, MaxPool2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .layers import (
     GELU,
     MLP,
     BatchNorm1d,
+    BatchNorm2d,
     Dropout,
     Embedding,
     Flatten,
+    GroupNorm,
     LayerNorm,
     Linear,
     ReLU,
@@ -46,14 +49,38 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Buffer, Module, Parameter, RemovableHandle, pending_updates, updates_for
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+    Upsample,
+)
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
+    "BatchNorm2d",
     "Buffer",
     "CELU",
+    "Conv1d",
     "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "ELU",
@@ -61,6 +88,7 @@ __all__ = [
     "Flatten",
     "GELU",
     "GLU",
+    "GroupNorm",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
@@ -74,11 +102,13 @@ __all__ = [
     "LogSoftmax",
     "MLP",
     "MSELoss",
+    "MaxPool1d",
     "MaxPool2d",
     "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiheadAttention",
     "NLLLoss",
     "Parameter",
     "ReLU",
@@ -94,6 +124,7 @@ __all__ = [
     "Softplus",
     "Softsign",
     "Tanh",
+    "Upsample",
     "functional",
     "init",
     "updates_for",

@@ -11,15 +11,18 @@ from .. import frontend as F
 from .. import init
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
+from .functional_attention import group_norm
 from .module import Module, Parameter
 
 __all__ = [
     "GELU",
     "MLP",
     "BatchNorm1d",
+    "BatchNorm2d",
     "Dropout",
     "Embedding",
     "Flatten",
+    "GroupNorm",
     "LayerNorm",
     "Linear",
     "ReLU",
@@ -205,14 +208,17 @@ class BatchNorm1d(Module):
             self.register_buffer("running_var", np.ones(num_features, np.float32))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
 
+    ndims: tuple = (2, 3)  # the input ranks the class takes
+
     def forward(self, x):
-        if x.ndim not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {x.ndim}D input)")
+        if x.ndim not in self.ndims:
+            wanted = " or ".join(f"{d}D" for d in self.ndims)
+            raise ValueError(f"expected {wanted} input (got {x.ndim}D input)")
         if not self.training and self.track_running_stats:
             return F.batch_norm(
                 x, self.running_mean, self.running_var, self.weight, self.bias, self.eps
             )
-        axes = (0,) if x.ndim == 2 else (0, 2)
+        axes = (0, *range(2, x.ndim))
         mean = F.mean(x, axes)
         var = F.var(x, axes, correction=0)
         y = F.batch_norm(x, mean, var, self.weight, self.bias, self.eps)
@@ -249,3 +255,48 @@ class BatchNorm1d(Module):
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
             f"affine={self.affine}, track_running_stats={self.track_running_stats}"
         )
+
+
+class BatchNorm2d(BatchNorm1d):
+    """Batch normalization over (N, C, H, W) inputs, per channel, as PyTorch's `BatchNorm2d`
+    (running statistics and their updates as BatchNorm1d's).
+
+    >>> import kiln as kn
+    >>> bn = kn.nn.BatchNorm2d(3)
+    >>> [name for name, _ in bn.named_buffers()]
+    ['running_mean', 'running_var', 'num_batches_tracked']
+    >>> abs(bn(kn.randn(4, 3, 5, 5)).mean().item()) < 1e-6
+    True
+    """
+
+    ndims = (4,)
+
+
+class GroupNorm(Module):
+    """Normalizes each of `num_groups` groups of channels of (N, C, ...) inputs, then scales
+    and shifts per channel (weight ones, bias zeros), as PyTorch's `GroupNorm`.
+
+    >>> import kiln as kn
+    >>> gn = kn.nn.GroupNorm(2, 4)
+    >>> gn(kn.tensor([[1.0, 3.0, 10.0, 30.0]]))
+    tensor([[-1.0000,  1.0000, -1.0000,  1.0000]], grad_fn=<AddBackward0>)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None):  # fmt: skip
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups, num_channels, eps, affine)  # fmt: skip
+        dtype = dtype or dt.DEFAULT_FLOAT
+        self.weight = _param(init.ones(), (num_channels,), dtype) if affine else None
+        self.bias = _param(init.zeros(), (num_channels,), dtype) if affine else None
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x):
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

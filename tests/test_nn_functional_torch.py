@@ -664,3 +664,33 @@ def test_multihead_attention_unbatched_matches_torch():
         [q, q, q],
         lambda m, *a: m(*a),
     )
+
+
+# -- layer_norm and batch_norm take PyTorch's arguments ------------------------------------------
+
+
+def test_layer_norm_matches_torch():
+    check(
+        lambda x, w, b: KF.layer_norm(x, (3, 4), w, b, 1e-3),
+        lambda x, w, b: TF.layer_norm(x, (3, 4), w, b, 1e-3),
+        [_arr(2, 3, 4), _arr(3, 4), _arr(3, 4)],
+        tuple(MODES),
+    )
+    with pytest.raises(kn.ShapeError, match="normalized_shape"):
+        KF.layer_norm(kn.ones(2, 3), (4,))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_matches_torch_and_updates_running_stats(training):
+    x, w, b = _arr(4, 3, 5) * 2 + 1, _arr(3), _arr(3)
+    stats = {
+        lib: (lib.tensor(np.zeros(3, np.float32)), lib.tensor(np.ones(3, np.float32)))
+        for lib in (kn, torch)
+    }
+
+    def run(lib, f):
+        return lambda x, w, b: f.batch_norm(x, *stats[lib], w, b, training, 0.3, 1e-4)
+
+    check(run(kn, KF), run(torch, TF), [x, w, b])
+    for got, want in zip(stats[kn], stats[torch]):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

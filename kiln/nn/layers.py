@@ -159,7 +159,7 @@ class LayerNorm(Module):
 
     def forward(self, x):
         axes = tuple(range(-len(self.normalized_shape), 0))
-        return F.layer_norm(x, axes, self.eps, self.weight, self.bias)
+        return F.layer_norm(x, weight=self.weight, bias=self.bias, eps=self.eps, axis=axes)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}"
@@ -216,12 +216,12 @@ class BatchNorm1d(Module):
             raise ValueError(f"expected {wanted} input (got {x.ndim}D input)")
         if not self.training and self.track_running_stats:
             return F.batch_norm(
-                x, self.running_mean, self.running_var, self.weight, self.bias, self.eps
+                x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps
             )
         axes = (0, *range(2, x.ndim))
         mean = F.mean(x, axes)
         var = F.var(x, axes, correction=0)
-        y = F.batch_norm(x, mean, var, self.weight, self.bias, self.eps)
+        y = F.batch_norm(x, mean, var, self.weight, self.bias, eps=self.eps)
         if self.training and self.track_running_stats:
             self._record_updates(y, self._running_updates(x, axes, mean, var))
         return y

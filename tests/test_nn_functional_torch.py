@@ -694,3 +694,129 @@ def test_batch_norm_matches_torch_and_updates_running_stats(training):
     check(run(kn, KF), run(torch, TF), [x, w, b])
     for got, want in zip(stats[kn], stats[torch]):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- the rest of the functional API --------------------------------------------------------------
+
+MORE = [
+    ("threshold", lambda f: lambda x: f.threshold(x, 0.5, -2.0), [ACT_X]),
+    ("hardshrink", lambda f: lambda x: f.hardshrink(x, 0.7), [ACT_X]),
+    ("softshrink", lambda f: lambda x: f.softshrink(x, 0.7), [ACT_X]),
+    ("tanhshrink", lambda f: f.tanhshrink, [ACT_X]),
+    ("prelu", lambda f: f.prelu, [_arr(2, 3, 4), np.array([0.1, -0.2, 0.3], np.float32)]),
+    ("prelu_one", lambda f: f.prelu, [_arr(2, 3), np.array([0.25], np.float32)]),
+    ("rrelu_eval", lambda f: lambda x: f.rrelu(x, 0.1, 0.4), [ACT_X]),
+    ("softplus", lambda f: lambda x: f.softplus(x, beta=2.0, threshold=5.0), [ACT_X]),
+    (
+        "softmax_dtype",
+        lambda f: lambda x: f.softmax(x, 0, dtype=torch.float64 if f is TF else kn.float64),
+        [_arr(3, 4)],
+    ),
+    ("log_softmax", lambda f: lambda x: f.log_softmax(x, dim=-1), [_arr(3, 4)]),
+    (  # the target is a constant: torch's gradient for it is NaN where it is 0
+        "kl_div_batchmean",
+        lambda f: (
+            lambda x: f.kl_div(
+                x,
+                (kn if f is KF else torch).tensor(np.array([[0.0, 0.5, 0.5, 0.0]] * 3, np.float32)),
+                reduction="batchmean",
+            )
+        ),
+        [np.log(RNG.dirichlet(np.ones(4), 3)).astype(np.float32)],
+    ),
+    (
+        "kl_div_log_target",
+        lambda f: lambda x, t: f.kl_div(x, t, reduction="sum", log_target=True),
+        [_arr(3, 4), _arr(3, 4)],
+    ),
+    (
+        "kl_div_none",
+        lambda f: lambda x, t: f.kl_div(x, t, reduction="none"),
+        [_arr(3, 4), np.abs(_arr(3, 4))],
+    ),
+    (
+        "cosine_similarity",
+        lambda f: lambda a, b: f.cosine_similarity(a, b, dim=-1),
+        [np.concatenate([_arr(3, 4), np.full((1, 4), 1e-10, np.float32)]), _arr(1, 4)],
+    ),
+    (
+        "pairwise_distance",
+        lambda f: lambda a, b: f.pairwise_distance(a, b, p=3.0, keepdim=True),
+        [_arr(3, 4), _arr(3, 4)],
+    ),
+    (
+        "instance_norm",
+        lambda f: lambda x, w, b: f.instance_norm(x, weight=w, bias=b),
+        [_arr(2, 3, 5, 4), _arr(3), _arr(3)],
+    ),
+    ("rms_norm", lambda f: lambda x, w: f.rms_norm(x, (4,), w), [_arr(3, 4), _arr(4)]),
+    (
+        "local_response_norm",
+        lambda f: lambda x: f.local_response_norm(x, 3, 0.5, 0.7, 2.0),
+        [_arr(2, 5, 3, 2)],
+    ),
+    ("pixel_shuffle", lambda f: lambda x: f.pixel_shuffle(x, 2), [_arr(2, 8, 3, 2)]),
+    ("pixel_unshuffle", lambda f: lambda x: f.pixel_unshuffle(x, 2), [_arr(2, 2, 4, 6)]),
+    ("channel_shuffle", lambda f: lambda x: f.channel_shuffle(x, 3), [_arr(2, 6, 2)]),
+    (
+        "unfold",
+        lambda f: lambda x: f.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
+        [_arr(2, 3, 5, 6)],
+    ),
+    (
+        "fold",
+        lambda f: lambda x: f.fold(x, (5, 6), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
+        [_arr(2, 18, 15)],
+    ),
+    (
+        "max_pool3d",
+        lambda f: lambda x: f.max_pool3d(x, 2, padding=1, ceil_mode=True, return_indices=True),
+        [_arr(1, 2, 3, 4, 5)],
+    ),
+    (
+        "avg_pool3d",
+        lambda f: (
+            lambda x: f.avg_pool3d(x, (2, 3, 2), stride=2, padding=1, count_include_pad=False)
+        ),
+        [_arr(1, 2, 3, 4, 5)],
+    ),
+    (
+        "adaptive_max_pool3d",
+        lambda f: lambda x: f.adaptive_max_pool3d(x, (2, 3, 2), True),
+        [_arr(1, 2, 3, 4, 5)],
+    ),
+    (
+        "embedding_padding_idx",
+        lambda f: (
+            lambda w: f.embedding(
+                (kn if f is KF else torch).tensor([[0, 2], [2, 1]]), w, padding_idx=2
+            )
+        ),
+        [_arr(4, 3)],
+    ),
+    (
+        "upsample_bilinear",
+        lambda f: lambda x: f.upsample_bilinear(x, scale_factor=2),
+        [_arr(1, 2, 3, 3)],
+    ),
+]
+
+
+@pytest.mark.parametrize("make, arrays", [m[1:] for m in MORE], ids=[m[0] for m in MORE])
+def test_more_functions_match_torch(make, arrays):
+    name = [m[0] for m in MORE if m[1] is make][0]
+    modes = (
+        tuple(MODES)
+        if name in ("fold", "unfold", "kl_div_none", "embedding_padding_idx")
+        else ("eager",)
+    )
+    check(make(KF), make(TF), arrays, modes)
+
+
+@pytest.mark.parametrize("name", ["dropout1d", "dropout2d", "dropout3d"])
+def test_channel_dropout_drops_whole_channels(name):
+    spatial = int(name[-2])
+    x = kn.ones(4, 16, *([3] * spatial))
+    y = getattr(KF, name)(x, p=0.5).numpy().reshape(64, -1)
+    assert set(np.unique(y)) <= {0.0, 2.0} and (y.min(1) == y.max(1)).all()
+    assert 0 < (y[:, 0] == 0).mean() < 1

@@ -23,7 +23,13 @@ from .math import add
 from .nn_functional import _shape_error, pad
 from .shape import gather, permute, reshape, squeeze, transpose, unsqueeze
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = [
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+]  # fold and unfold: kn.nn.functional only (kn.unfold is Tensor.unfold's)
 
 
 def ntuple(value, n: int, what: str, op: str) -> tuple:
@@ -336,3 +342,87 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)  # fmt: skip
+
+
+# -- unfold and fold: im2col and col2im -------------------------------------------------------
+
+
+def _fold_params(op, kernel_size, dilation, padding, stride):
+    return tuple(ntuple(v, 2, what, op) for v, what in ((kernel_size, "kernel_size"),
+                 (dilation, "dilation"), (padding, "padding"), (stride, "stride")))  # fmt: skip
+
+
+def _fold_tables(sizes, kernel, dilation, padding, stride, op, x):
+    outs = []
+    for n, k, d, p, s in zip(sizes, kernel, dilation, padding, stride):
+        span = n + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            raise _shape_error(op, f"input sizes {sizes} padded by {padding} are smaller than "
+                               f"the dilated kernel {kernel}", x)  # fmt: skip
+        outs.append(span // s + 1)
+    return outs, [window_table(o, k, s, d) for o, k, s, d in zip(outs, kernel, stride, dilation)]
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """The sliding windows of `input` (N, C, H, W) or (C, H, W) as columns (im2col):
+    (N, C * KH * KW, L) with L the number of windows, PyTorch's `unfold`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.unfold(kn.arange(6.0).reshape(1, 1, 2, 3), (2, 2))
+    tensor([[[0., 1.],
+             [1., 2.],
+             [3., 4.],
+             [4., 5.]]])
+    """
+    (x,) = lift(input)
+    x, added = _batched(x, 2, "unfold")
+    kernel, dilation, padding, stride = _fold_params("unfold", kernel_size, dilation, padding,
+                                                     stride)  # fmt: skip
+    sizes = static_sizes(x, (2, 3), "unfold")
+    outs, tables = _fold_tables(sizes, kernel, dilation, padding, stride, "unfold", x)
+    if any(padding):
+        x = pad(x, torch_pad([(p, p) for p in padding]))
+    cols = permute(gather_windows(x, tables), (0, 1, 4, 5, 2, 3))  # (N, C, KH, KW, OH, OW)
+    y = reshape(cols, (x.shape[0], x.shape[1] * math.prod(kernel), math.prod(outs)))
+    return squeeze(y, 0) if added else y
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """The adjoint of `unfold` (col2im): columns (N, C * KH * KW, L) or (C * KH * KW, L) summed
+    back into an (N, C, H, W) image of `output_size`, overlaps adding up.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.fold(kn.ones(1, 4, 2), (2, 3), (2, 2))
+    tensor([[[[1., 2., 1.],
+              [1., 2., 1.]]]])
+    """
+    (x,) = lift(input)
+    added = x.ndim == 2
+    if added:
+        x = unsqueeze(x, 0)
+    kernel, dilation, padding, stride = _fold_params("fold", kernel_size, dilation, padding,
+                                                     stride)  # fmt: skip
+    sizes = ntuple(output_size, 2, "output_size", "fold")
+    outs, (t1, t2) = _fold_tables(sizes, kernel, dilation, padding, stride, "fold", x)
+    k = math.prod(kernel)
+    n, ck, length = x.shape
+    if not (isinstance(ck, int) and ck % k == 0 and length == math.prod(outs)):
+        raise _shape_error(
+            "fold", f"expected an input of size [N, C * {k}, {math.prod(outs)}] for kernel "
+            f"{kernel} and output {sizes}, got {sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
+    c = ck // k
+    cols = permute(reshape(x, (n, c, *kernel, *outs)), (0, 1, 4, 2, 5, 3))  # (N,C,OH,KH,OW,KW)
+    hp, wp = (s + 2 * p for s, p in zip(sizes, padding))
+    plane = call("scatter_add", cols, _table(t2, x), axis=4, shape=(n, c, outs[0], kernel[0], wp),
+                 wrap_negative=False)  # fmt: skip
+    plane = call("scatter_add", plane, _table(t1, x), axis=2, shape=(n, c, hp, wp),
+                 wrap_negative=False)  # fmt: skip
+    if any(padding):
+        plane = pad(plane, torch_pad([(-p, -p) for p in padding]))
+    return squeeze(plane, 0) if added else plane
+
+
+def _table(table, context):
+    (value,) = lift(table, context=(context,))
+    return value

@@ -27,10 +27,13 @@ __all__ = [
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
 ]
 
 
@@ -137,7 +140,7 @@ def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     (x,) = _floats(op, x)
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
                                                    dilation, ceil_mode, True)  # fmt: skip
-    fast = not return_indices and all(d == 1 for d in dilation)
+    fast = n <= 2 and not return_indices and all(d == 1 for d in dilation)
     if fast and _plain(kernel, stride, pads, x.shape[2:], outs):
         result = _primitive("max_pool2d", x, n, kernel, stride, pads)
     else:
@@ -180,6 +183,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)  # fmt: skip
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):  # fmt: skip
+    """Maximum over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W); with
+    `return_indices`, also each maximum's flat index into D * H * W.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.max_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[7.]]]]])
+    """
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)  # fmt: skip
+
+
 def _divisor(sizes, kernel, stride, pads, outs, count_include_pad) -> np.ndarray:
     """PyTorch's divisor of each window: its size within the padded input (clipped to the
     input without `count_include_pad`), a product over the dims."""
@@ -206,7 +222,7 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     if divisor_override is not None and divisor_override <= 0:
         raise ValueError(f"{op}: divisor must be not zero, got {divisor_override}")
     plain = _plain(kernel, stride, pads, x.shape[2:], outs)
-    if plain and divisor_override is None and (count_include_pad or not any(pads)):
+    if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
     else:
         win, _ = _padded_windows(x, kernel, stride, pads, dilation, outs, 0.0)
@@ -246,6 +262,18 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
              [10.5, 12.5]]]], dtype=float32)
     """
     return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)  # fmt: skip
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):  # fmt: skip
+    """Mean over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.avg_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[3.5000]]]]])
+    """
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)  # fmt: skip
 
 
@@ -360,3 +388,14 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
     tensor([[[[15.]]]])
     """
     return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """Maximum over an `output_size` grid of adaptive windows of `input` (N, C, D, H, W) or
+    (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.adaptive_max_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+    tensor([[[[[7.]]]]])
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)

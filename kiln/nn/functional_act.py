@@ -15,20 +15,35 @@ from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
 from ..eager.inplace import _inplace
+from ..graph.core import Symbol
+from ..ops.random import next_seed
 
 __all__ = [
     "celu",
+    "celu_",
     "glu",
+    "hardshrink",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "leaky_relu",
+    "leaky_relu_",
     "mish",
+    "prelu",
     "relu",
     "relu6",
+    "relu_",
+    "rrelu",
+    "rrelu_",
     "selu",
+    "selu_",
     "softmin",
+    "softshrink",
     "softsign",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
 ]
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -213,3 +228,112 @@ def glu(input, dim: int = -1):  # noqa: A002
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
     a, b = F.split(x, n // 2, d)
     return F.mul(a, F.sigmoid(b))
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):  # noqa: A002
+    """`x` where `x > threshold`, else `value`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.threshold(kn.tensor([0.5, 2.0]), 1.0, -1.0)
+    tensor([-1.,  2.])
+    """
+    fn = lambda x: F.where(F.greater(x, threshold), x, value)  # noqa: E731
+    return in_place("threshold_", fn, input, inplace)
+
+
+def hardshrink(input, lambd: float = 0.5):  # noqa: A002
+    """`x` where `|x| > lambd`, else 0.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardshrink(kn.tensor([-1.0, 0.2, 0.7]))
+    tensor([-1.0000,  0.0000,  0.7000])
+    """
+    return F.where(F.greater(F.abs(input), lambd), input, 0.0)
+
+
+def softshrink(input, lambd: float = 0.5):  # noqa: A002
+    """`x - lambd` above `lambd`, `x + lambd` below `-lambd`, else 0.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softshrink(kn.tensor([-1.0, 0.2, 0.75]))
+    tensor([-0.5000,  0.0000,  0.2500])
+    """
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    inner = F.where(F.less(input, -lambd), F.add(input, lambd), 0.0)
+    return F.where(F.greater(input, lambd), F.sub(input, lambd), inner)
+
+
+def tanhshrink(input):  # noqa: A002
+    """`x - tanh(x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.tanhshrink(kn.tensor([0.0]))
+    tensor([0.])
+    """
+    return F.sub(input, F.tanh(input))
+
+
+def prelu(input, weight):  # noqa: A002
+    """`x` where `x > 0`, else `weight * x`, with one weight, or one per channel (dim 1).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.prelu(kn.tensor([[-2.0, 1.0]]), kn.tensor([0.25]))
+    tensor([[-0.5000,  1.0000]])
+    """
+    x, w = F.core.lift(input, weight)
+    if w.ndim != 1:
+        raise RuntimeError(f"prelu: weight must be 1-d, got {w.ndim} dims")
+    if w.shape[0] != 1 and x.ndim >= 2:
+        w = F.reshape(w, (w.shape[0],) + (1,) * (x.ndim - 2))
+    return F.where(F.greater(x, 0), x, F.mul(w, x))
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+          inplace: bool = False):  # fmt: skip
+    """Leaky ReLU with a slope drawn from U(lower, upper) per element when training, else the
+    slope `(lower + upper) / 2`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.rrelu(kn.tensor([-3.0, 1.0]), 0.1, 0.3)
+    tensor([-0.6000,  1.0000])
+    """
+
+    def fn(x):
+        if not training:
+            return F.where(F.greater(x, 0), x, F.mul(x, (lower + upper) / 2))
+        noise = _uniform_like(x, lower, upper)
+        return F.where(F.greater(x, 0), x, F.mul(x, noise))
+
+    return in_place("rrelu_", fn, input, inplace)
+
+
+def _uniform_like(x, low: float, high: float):
+    """U(low, high) samples of x's shape and dtype: a random node in graph mode (fresh each
+    run), drawn now from the `kn.manual_seed` stream in eager mode."""
+    if isinstance(x, Symbol):
+        with x.graph.as_default():
+            return F.random.uniform(x.shape, low, high, dtype=x.dtype)
+    seed = next_seed()
+    return F.core.call("random_uniform", shape=tuple(x.shape), dtype=x.dtype, seed=seed,
+                       low=float(low), high=float(high), key=(seed, 0))  # fmt: skip
+
+
+def _underscored(fn, name):
+    """PyTorch's `F.name_`: `fn(x, ..., inplace=True)`."""
+
+    def inplace_fn(input, *args, **kwargs):  # noqa: A002
+        return fn(input, *args, **kwargs, inplace=True)
+
+    inplace_fn.__name__ = inplace_fn.__qualname__ = name
+    inplace_fn.__doc__ = f"`{fn.__name__}` in place: overwrites an eager input and returns it."
+    return inplace_fn
+
+
+relu_ = _underscored(relu, "relu_")
+selu_ = _underscored(selu, "selu_")
+celu_ = _underscored(celu, "celu_")
+leaky_relu_ = _underscored(leaky_relu, "leaky_relu_")
+hardtanh_ = _underscored(hardtanh, "hardtanh_")
+rrelu_ = _underscored(rrelu, "rrelu_")
+threshold_ = _underscored(threshold, "threshold_")

@@ -1,5 +1,5 @@
-"""PyTorch's `scaled_dot_product_attention`, `normalize`, `group_norm`, `linear` and `one_hot`
-in `kn.nn.functional`, composed of kiln's ops (eager, graph mode and `kn.compile` alike)."""
+"""PyTorch's `scaled_dot_product_attention`, `linear` and `one_hot` in `kn.nn.functional`,
+composed of kiln's ops (eager, graph mode and `kn.compile` alike)."""
 
 from __future__ import annotations
 
@@ -12,38 +12,7 @@ from .. import frontend as F
 from ..eager import Tensor
 from ..graph.core import Symbol
 
-__all__ = ["group_norm", "linear", "normalize", "one_hot", "scaled_dot_product_attention"]
-
-
-def _norm(x, p: float, dim):
-    """The p-norm along `dim` (kept), with PyTorch's gradient at a zero vector: 0, not NaN."""
-    a = F.abs(x)
-    if p == math.inf:
-        return F.amax(a, dim, keepdim=True)
-    if p == 1:
-        return F.sum(a, dim, keepdim=True)
-    total = F.sum(F.mul(x, x) if p == 2 else F.pow(a, float(p)), dim, keepdim=True)
-    nonzero = F.greater(total, 0)
-    # NOTE: the root of a stand-in 1 where the sum is 0, so no inf * 0 reaches the gradient.
-    safe = F.where(nonzero, total, 1.0)
-    root = F.sqrt(safe) if p == 2 else F.pow(safe, 1.0 / p)
-    return F.where(nonzero, root, 0.0)
-
-
-def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):  # noqa: A002
-    """`x / max(||x||_p, eps)` along `dim`.
-
-    >>> import kiln as kn
-    >>> kn.nn.functional.normalize(kn.tensor([[3.0, 4.0], [0.0, 0.0]]))
-    tensor([[0.6000, 0.8000],
-            [0.0000, 0.0000]])
-    """
-    if out is not None:
-        raise TypeError("normalize: out= is not supported by kiln; use the returned tensor")
-    (x,) = F.core.lift(input)
-    if x.ndim == 0:
-        dim = None
-    return F.div(x, F.clip(_norm(x, p, dim), eps, None))
+__all__ = ["linear", "one_hot", "scaled_dot_product_attention"]
 
 
 def _causal_mask(q_len, k_len):
@@ -105,35 +74,6 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p)
     return F.matmul(weights, v)
-
-
-def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
-    """Normalizes each of `num_groups` groups of channels of `input` (N, C, ...) over the
-    group's channels and all other dims, then scales and shifts per channel.
-
-    >>> import kiln as kn
-    >>> kn.nn.functional.group_norm(kn.tensor([[1.0, 3.0, 10.0, 30.0]]), 2, eps=0.0)
-    tensor([[-1.,  1., -1.,  1.]])
-    """
-    (x,) = F.core.lift(input)
-    if x.ndim < 2:
-        raise RuntimeError(f"group_norm: expected an input of 2 or more dims, got {x.ndim}")
-    n, c = x.shape[0], x.shape[1]
-    if isinstance(c, int) and c % num_groups:
-        raise RuntimeError(
-            f"Expected number of channels in input to be divisible by num_groups, but got "
-            f"input of shape {list(x.shape)} and num_groups={num_groups}"
-        )
-    grouped = F.reshape(x, (n, num_groups, -1))
-    centered = F.sub(grouped, F.mean(grouped, -1, keepdim=True))
-    var = F.mean(F.mul(centered, centered), -1, keepdim=True)
-    y = F.reshape(F.mul(centered, F.rsqrt(F.add(var, eps))), x.shape)
-    per_channel = (c,) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        y = F.mul(y, F.reshape(weight, per_channel))
-    if bias is not None:
-        y = F.add(y, F.reshape(bias, per_channel))
-    return y
 
 
 def linear(input, weight, bias=None):  # noqa: A002

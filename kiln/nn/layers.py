@@ -11,7 +11,7 @@ from .. import frontend as F
 from .. import init
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
-from .functional_attention import group_norm
+from .functional_norm import group_norm
 from .module import Module, Parameter
 
 __all__ = [

@@ -118,3 +118,58 @@ def test_gradients_match_finite_differences(fn, inputs):
 @pytest.mark.parametrize("fn, inputs", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_eager_matches_compiled(fn, inputs):
     assert check_eager_vs_compiled(fn, *[np.asarray(a, np.float32) for a in inputs])
+
+
+def test_unfold_and_fold_are_adjoint():
+    # <unfold(x), y> == <x, fold(y)> for any x, y: fold is unfold's transpose (col2im)
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((2, 3, 5, 6)), rng.standard_normal((2, 18, 15))
+    kw = dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
+    lhs = (F.unfold(kn.tensor(x), **kw).numpy() * y).sum()
+    rhs = (x * F.fold(kn.tensor(y), (5, 6), **kw).numpy()).sum()
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-10)
+
+
+def test_pixel_shuffle_inverts_pixel_unshuffle():
+    x = kn.tensor(np.arange(2 * 3 * 4 * 6.0).reshape(2, 3, 4, 6))
+    y = F.pixel_unshuffle(x, 2)
+    assert list(y.shape) == [2, 12, 2, 3]
+    np.testing.assert_array_equal(F.pixel_shuffle(y, 2).numpy(), x.numpy())
+
+
+def test_more_functions_by_hand():
+    x = kn.tensor([-2.0, -0.5, 0.25, 1.0])
+    assert F.threshold(x, 0.0, 9.0).tolist() == [9.0, 9.0, 0.25, 1.0]
+    assert F.hardshrink(x, 0.5).tolist() == [-2.0, 0.0, 0.0, 1.0]
+    assert F.softshrink(x, 0.5).tolist() == [-1.5, 0.0, 0.0, 0.5]
+    assert F.prelu(x, kn.tensor([0.5])).tolist() == [-1.0, -0.25, 0.25, 1.0]
+    assert F.rrelu(x, 0.2, 0.4).tolist() == pytest.approx([-0.6, -0.15, 0.25, 1.0])
+    # KL(t || p) with t = (1, 0), p = (1/2, 1/2): log 2
+    logp = kn.tensor([[np.log(0.5), np.log(0.5)]])
+    assert F.kl_div(logp, kn.tensor([[1.0, 0.0]]), reduction="sum").item() == pytest.approx(
+        np.log(2)
+    )
+    np.testing.assert_allclose(F.cosine_similarity(kn.tensor([[1.0, 1.0]]),
+                                                   kn.tensor([[2.0, 0.0]])).numpy(),
+                               [np.sqrt(0.5)], rtol=1e-6)  # fmt: skip
+    table = kn.tensor(np.arange(6.0).reshape(3, 2), requires_grad=True)
+    F.embedding(kn.tensor([0, 1, 1]), table, padding_idx=1).sum().backward()
+    assert table.grad.tolist() == [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]  # no grad to the pad row
+
+
+MORE_CASES = [
+    ("softshrink", lambda x: F.softshrink(x, 0.3), [X + 0.05]),
+    ("prelu", F.prelu, [X.reshape(2, 5) + 0.05, np.array([0.1, 0.2, 0.3, 0.4, 0.5])]),
+    ("kl_div", lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+     [X.reshape(2, 5) / 3, np.abs(X.reshape(2, 5)) + 0.1]),
+    ("cosine_similarity", F.cosine_similarity, [X.reshape(2, 5), X[::-1].reshape(2, 5) + 1]),
+    ("instance_norm", F.instance_norm, [np.sin(np.arange(24.0)).reshape(2, 3, 4)]),
+    ("unfold", lambda x: F.unfold(x, 2, padding=1, stride=2), [np.sin(np.arange(40.0)).reshape(
+        1, 2, 4, 5)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fn, inputs", [c[1:] for c in MORE_CASES],
+                         ids=[c[0] for c in MORE_CASES])  # fmt: skip
+def test_more_gradients_match_finite_differences(fn, inputs):
+    assert gradcheck(fn, [np.asarray(a, np.float64) for a in inputs])

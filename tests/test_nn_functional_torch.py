@@ -573,6 +573,17 @@ MODULES = [
     ("Upsample", (), dict(scale_factor=2, mode="bilinear"), (2, 3, 3, 4)),
     ("Softmin", (1,), {}, (3, 4)),
     ("GLU", (0,), {}, (4, 3)),
+    ("PReLU", (3,), dict(init=0.1), (2, 3, 4)),
+    ("RReLU", (0.1, 0.3), {}, (3, 4)),
+    ("Threshold", (0.1, -3.0), {}, (3, 4)),
+    ("Softshrink", (0.3,), {}, (3, 4)),
+    ("InstanceNorm1d", (3,), dict(affine=True), (2, 3, 5)),
+    ("InstanceNorm2d", (3,), {}, (3, 4, 5)),
+    ("RMSNorm", ((3, 4),), dict(eps=1e-3), (2, 3, 4)),
+    ("PixelShuffle", (2,), {}, (1, 8, 2, 3)),
+    ("MaxPool3d", (2,), dict(stride=1, return_indices=True), (1, 2, 3, 3, 4)),
+    ("AvgPool3d", (2,), dict(padding=1, count_include_pad=False), (1, 2, 3, 3, 4)),
+    ("Dropout2d", (), {}, (2, 3, 4, 4)),
 ]
 
 
@@ -581,7 +592,7 @@ MODULES = [
 )
 def test_modules_load_torch_state_and_match(name, args, kw, shape):
     make_kn, make_torch = _n(name)
-    modes = ("eager", "compiled") if name in ("Conv2d", "GroupNorm") else ("eager",)
+    modes = ("eager", "compiled") if name in ("Conv2d", "GroupNorm", "PReLU") else ("eager",)
     _same_module(
         lambda: make_kn(*args, **kw), lambda: make_torch(*args, **kw), [_arr(*shape)], modes=modes
     )
@@ -820,3 +831,12 @@ def test_channel_dropout_drops_whole_channels(name):
     y = getattr(KF, name)(x, p=0.5).numpy().reshape(64, -1)
     assert set(np.unique(y)) <= {0.0, 2.0} and (y.min(1) == y.max(1)).all()
     assert 0 < (y[:, 0] == 0).mean() < 1
+
+
+def test_kl_div_loss_module_matches_torch():
+    logp = np.log(RNG.dirichlet(np.ones(4), 3)).astype(np.float32)
+    t = RNG.dirichlet(np.ones(4), 3).astype(np.float32)
+    for kw in (dict(reduction="batchmean"), dict(reduction="sum", log_target=True)):
+        got = kn.nn.KLDivLoss(**kw)(kn.tensor(logp), kn.tensor(t))
+        want = torch.nn.KLDivLoss(**kw)(torch.tensor(logp), torch.tensor(t))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)

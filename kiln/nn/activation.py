@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
+from .. import dtypes as dt
 from . import functional as F
-from .module import Module
+from .module import Module, Parameter
 
 __all__ = [
+    "PReLU",
+    "RReLU",
+    "Hardshrink",
+    "Softshrink",
+    "Tanhshrink",
+    "Threshold",
     "CELU",
     "ELU",
     "GELU",
@@ -388,3 +397,114 @@ class GLU(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    """`x` where `x > threshold`, else `value`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Threshold(0.5, -1.0)(kn.tensor([0.0, 1.0]))
+    tensor([-1.,  1.])
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x):
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class _Shrink(Module):
+    fn = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x):
+        return type(self).fn(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """`x` where `|x| > lambd`, else 0.
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardshrink()(kn.tensor([0.2, 1.0]))
+    tensor([0., 1.])
+    """
+
+    fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Shrink):
+    """`x` moved `lambd` towards 0, and 0 within `lambd` of it.
+
+    >>> import kiln as kn
+    >>> kn.nn.Softshrink()(kn.tensor([0.2, 1.0]))
+    tensor([0.0000, 0.5000])
+    """
+
+    fn = staticmethod(F.softshrink)
+
+
+class Tanhshrink(Module):
+    """`x - tanh(x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Tanhshrink()(kn.zeros(1))
+    tensor([0.])
+    """
+
+    def forward(self, x):
+        return F.tanhshrink(x)
+
+
+class PReLU(Module):
+    """`x` where positive, else `weight * x`, with `num_parameters` learned slopes (1, or
+    one per channel) initialized to `init`, as PyTorch's `PReLU`.
+
+    >>> import kiln as kn
+    >>> kn.nn.PReLU()(kn.tensor([-2.0, 1.0]))
+    tensor([-0.5000,  1.0000], grad_fn=<WhereBackward0>)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
+        self.weight = Parameter(np.full((num_parameters,), init, dtype))
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random slope in [lower, upper] per element while training, and
+    their mean in eval mode.
+
+    >>> import kiln as kn
+    >>> kn.nn.RReLU(0.1, 0.3).eval()(kn.tensor([-1.0, 1.0]))
+    tensor([-0.2000,  1.0000])
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x):
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"

@@ -12,10 +12,13 @@ __all__ = [
     "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "Upsample",
 ]
 
@@ -75,6 +78,17 @@ class MaxPool2d(_MaxPool):
     """
 
     fn = staticmethod(F.max_pool2d)
+
+
+class MaxPool3d(_MaxPool):
+    """Maximum over windows of (N, C, D, H, W) inputs; `stride` defaults to the kernel size.
+
+    >>> import kiln as kn
+    >>> kn.nn.MaxPool3d(2)(kn.arange(8.0).reshape(1, 1, 2, 2, 2))
+    tensor([[[[[7.]]]]])
+    """
+
+    fn = staticmethod(F.max_pool3d)
 
 
 class AvgPool1d(Module):
@@ -142,6 +156,26 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over windows of (N, C, D, H, W) inputs.
+
+    >>> import kiln as kn
+    >>> kn.nn.AvgPool3d(2)(kn.arange(8.0).reshape(1, 1, 2, 2, 2))
+    tensor([[[[[3.5000]]]]])
+    """
+
+    def forward(self, x):
+        return F.avg_pool3d(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
 
 
 class _Adaptive(Module):
@@ -225,6 +259,17 @@ class AdaptiveMaxPool2d(_AdaptiveMax):
     """
 
     fn = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMax):
+    """Maximum over an `output_size` grid of adaptive windows of (N, C, D, H, W) inputs.
+
+    >>> import kiln as kn
+    >>> list(kn.nn.AdaptiveMaxPool3d(1)(kn.ones(1, 1, 3, 3, 3)).shape)
+    [1, 1, 1, 1, 1]
+    """
+
+    fn = staticmethod(F.adaptive_max_pool3d)
 
 
 class Upsample(Module):

@@ -10,6 +10,7 @@ matmul per group; its gradient is autodiff's (the gathers scatter-add back: col2
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -21,7 +22,7 @@ from ..graph.core import Symbol, user_site
 from .core import call, lift
 from .math import add
 from .nn_functional import _shape_error, pad
-from .shape import gather, permute, reshape, squeeze, transpose, unsqueeze
+from .shape import gather, permute, reshape, squeeze, stack, unsqueeze
 
 __all__ = [
     "conv1d",
@@ -154,8 +155,25 @@ def _check_channels(x, w, groups, op):
         )  # fmt: skip
 
 
+def strided_windows(x, kernel, stride, dilation, outs):
+    """The windows of `x` (N, C, L1..Ln) as (N, C, K, O1..On), K = K1 * .. * Kn taps in
+    row-major order: one strided slice of x per tap, stacked.
+
+    NOTE: slices, not a gather: their gradients are strided assignments (one per tap), where
+    a gather's scatter-add (`np.add.at`) costs several times the whole forward pass.
+    """
+    taps = []
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        spec = (("slice", None, None, None),) * 2 + tuple(
+            ("slice", o * d, o * d + s * (n - 1) + 1, s)
+            for o, d, s, n in zip(offsets, dilation, stride, outs)
+        )
+        taps.append(call("index", x, spec=spec))
+    return stack(taps, 2)
+
+
 def _conv_windows(x, w, pairs, stride, dilation, groups, op):
-    """The general composite: gathered windows (im2col) times the weights, per group."""
+    """The general composite: windows (im2col) times the weights, per group."""
     if any(b or a for b, a in pairs):
         x = pad(x, torch_pad(pairs))
     sizes = static_sizes(x, range(2, x.ndim), op)
@@ -168,14 +186,14 @@ def _conv_windows(x, w, pairs, stride, dilation, groups, op):
                 f"size is {kernel}. Kernel size can't be greater than actual input size", x, w,
             )  # fmt: skip
         outs.append((size - d * (k - 1) - 1) // s + 1)
-    tables = [window_table(*args) for args in zip(outs, kernel, stride, dilation)]
-    cols = gather_windows(x, tables, channels_last=True)  # (N, O1..On, C, K1..Kn)
+    cols = strided_windows(x, kernel, stride, dilation, outs)  # (N, C, K, O1..On)
     n, c, o = x.shape[0], x.shape[1], w.shape[0]
-    per_group = (c // groups) * math.prod(kernel)
-    cols = transpose(reshape(cols, (n, math.prod(outs), groups, per_group)), 1, 2)
-    weights = transpose(reshape(w, (groups, o // groups, per_group)), 1, 2)
-    y = call("matmul", cols, weights)  # (N, G, P, O/G)
-    return reshape(permute(y, (0, 1, 3, 2)), (n, o, *outs))
+    taps, positions = math.prod(kernel), math.prod(outs)
+    per_group = (c // groups) * taps
+    cols = reshape(cols, (n, groups, per_group, positions))  # (N, G, C/G * K, P)
+    weights = reshape(w, (groups, o // groups, per_group))
+    y = call("matmul", weights, cols)  # (N, G, O/G, P)
+    return reshape(y, (n, o, *outs))
 
 
 def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002

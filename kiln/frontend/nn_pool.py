@@ -17,9 +17,17 @@ import numpy as np
 from .core import call, lift
 from .math import argmax, div, matmul
 from .math import sum as reduce_sum
-from .nn_conv import _batched, _floats, gather_windows, ntuple, static_sizes, torch_pad
+from .nn_conv import (
+    _batched,
+    _floats,
+    gather_windows,
+    ntuple,
+    static_sizes,
+    strided_windows,
+    torch_pad,
+)
 from .nn_functional import _shape_error, pad
-from .shape import gather, reshape, squeeze, take_along_axis, transpose, unsqueeze
+from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose, unsqueeze
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -94,7 +102,7 @@ def _primitive(op_name, x, n, kernel, stride, pads):
 
 
 def _padded_windows(x, kernel, stride, pads, dilation, outs, fill):
-    """(windows (N, C, O..., K1*..*Kn) of x padded with `fill`, position tables per dim)."""
+    """(windows (N, C, K1*..*Kn, O1..On) of x padded with `fill`, position tables per dim)."""
     sizes = static_sizes(x, range(2, x.ndim), "pool")
     pairs, tables = [], []
     for n, k, s, p, d, o in zip(sizes, kernel, stride, pads, dilation, outs):
@@ -103,30 +111,29 @@ def _padded_windows(x, kernel, stride, pads, dilation, outs, fill):
         tables.append(table)
     if any(b or a for b, a in pairs):
         x = pad(x, torch_pad(pairs), value=fill)
-    win = gather_windows(x, tables)
-    return reshape(win, (*win.shape[: 2 + len(outs)], math.prod(kernel))), tables
+    return strided_windows(x, kernel, stride, dilation, outs), tables
 
 
 def _max_windows(x, win, tables, pads, return_indices):
-    """The maximum of each window (read at its first argmax) and, if asked, its flat index
-    into the spatial dims of the input, as PyTorch's `return_indices`."""
-    pick = argmax(win, -1, keepdim=True)
-    values = squeeze(take_along_axis(win, pick, -1), -1)
+    """The maximum of each window of `win` (N, C, K, O1..On) (read at its first argmax, so
+    the gradient reaches that element only) and, if asked, its flat index into the spatial
+    dims of the input, as PyTorch's `return_indices`."""
+    pick = argmax(win, 2, keepdim=True)
+    values = squeeze(take_along_axis(win, pick, 2), 2)
     if not return_indices:
         return values
-    sizes = x.shape[2:]
-    flat = np.zeros([t.shape[0] for t in tables] + [t.shape[1] for t in tables], np.int64)
-    n = len(tables)
+    sizes, n = x.shape[2:], len(tables)
+    outs = tuple(t.shape[0] for t in tables)
+    flat = np.zeros([t.shape[1] for t in tables] + list(outs), np.int64)  # (K1..Kn, O1..On)
     for d, (t, p) in enumerate(zip(tables, pads)):
         shape = [1] * 2 * n
-        shape[d], shape[n + d] = t.shape
-        flat = flat + (t - p).reshape(shape) * math.prod(sizes[d + 1 :])
-    outs = flat.shape[:n]
-    flat = flat.reshape(math.prod(outs), -1)  # (windows, taps)
-    offsets = (np.arange(flat.shape[0]) * flat.shape[1]).reshape(outs)
-    table = _like(flat.reshape(-1), pick)
-    indices = gather(table, call("add", squeeze(pick, -1), _like(offsets, pick)), 0)
-    return values, indices
+        shape[n + d], shape[d] = t.shape
+        flat = flat + (t - p).T.reshape(shape) * math.prod(sizes[d + 1 :])
+    positions = math.prod(outs)
+    table = _like(flat.reshape(-1), pick)  # tap-major: entry k * P + position
+    where = call("add", call("mul", squeeze(pick, 2), _like(np.int64(positions), pick)),
+                 _like(np.arange(positions).reshape(outs), pick))  # fmt: skip
+    return values, gather(table, where, 0)
 
 
 def _like(array, context):
@@ -226,7 +233,7 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
     else:
         win, _ = _padded_windows(x, kernel, stride, pads, dilation, outs, 0.0)
-        total = reduce_sum(win, -1)
+        total = reduce_sum(win, 2)
         if divisor_override is not None:
             y = div(total, float(divisor_override))
         else:
@@ -359,8 +366,9 @@ def _adaptive_max(op, n, input, output_size, return_indices):  # noqa: A002
         # neither its maximum nor which element comes first.
         taps = start[:, None] + np.arange(int((end - start).max()))
         tables.append(np.minimum(taps, (end - 1)[:, None]))
-    win = gather_windows(x, tables)
+    win = gather_windows(x, tables, channels_last=True)  # (N, O1..On, C, K1..Kn)
     win = reshape(win, (*win.shape[: 2 + n], math.prod(t.shape[1] for t in tables)))
+    win = permute(win, (0, n + 1, n + 2, *range(1, n + 1)))  # (N, C, K, O1..On)
     result = _max_windows(x, win, tables, (0,) * n, return_indices)
     if not added:
         return result

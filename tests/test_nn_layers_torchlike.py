@@ -143,3 +143,22 @@ def test_modules_in_graph_mode():
     out, w, y = f(np.ones((2, 5, 8), np.float32))
     assert out.shape == (2, 5, 8) and w.shape == (2, 5, 5) and y.shape == (2, 3, 4)
     np.testing.assert_allclose(w, 0.2, rtol=1e-6)  # equal keys: uniform weights
+
+
+def test_composite_layers_export_to_onnx(tmp_path):
+    # grouped "same" conv, ceil-mode pooling, bilinear upsampling and adaptive pooling are
+    # composites of kiln's primitives; onnxruntime's result is the reference
+    ort = pytest.importorskip("onnxruntime")
+    net = kn.nn.Sequential(
+        kn.nn.Conv2d(4, 8, 3, padding="same", groups=2), kn.nn.Hardswish(),
+        kn.nn.MaxPool2d(3, 2, ceil_mode=True), kn.nn.Upsample(scale_factor=2, mode="bilinear"),
+        kn.nn.AdaptiveAvgPool2d((2, 3)), kn.nn.Flatten(),
+    )  # fmt: skip
+    x = RNG.standard_normal((2, 4, 9, 9)).astype(np.float32)
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, x.shape, name="x")
+        f = kn.function([p], net(p))
+    kn.export_onnx(f, tmp_path / "net.onnx")
+    sess = ort.InferenceSession(str(tmp_path / "net.onnx"))
+    got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    np.testing.assert_allclose(got, f(x), rtol=1e-5, atol=1e-6)

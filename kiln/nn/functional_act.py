@@ -1,10 +1,13 @@
-"""PyTorch's pointwise activations of `kn.nn.functional` (selu, celu, hardtanh, relu6,
-hardswish, hardsigmoid, mish, softsign) and softmin and glu, composed of kiln's ops.
+"""PyTorch's pointwise activations of `kn.nn.functional` (relu, leaky_relu, selu, celu,
+hardtanh, relu6, hardswish, hardsigmoid, mish, softsign, threshold, the shrinks, prelu, rrelu,
+and their in-place `x_` forms), softmin and glu, composed of kiln's ops.
 
 Piecewise ones are `where`s whose branches give PyTorch's gradients at the kinks too (hardtanh
 and hardsigmoid: 0 at their bounds; hardswish: 0 at -3 and 1 at 3). `inplace=True` on an
-eager tensor overwrites it through the eager in-place mechanism (version counter, history); on
-Symbols it returns the new value, as a traced in-place op does.
+eager tensor overwrites it through the eager in-place mechanism (version counter, history).
+NOTE: a Symbol (graph mode, `kn.compile`) cannot change, so there it only returns the new
+value: code must use the result (as `nn.ReLU(inplace=True)` in a Sequential does), not the
+input it expected to be overwritten.
 """
 
 from __future__ import annotations

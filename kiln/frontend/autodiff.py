@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..eager.tensor import Tensor
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..passes.differentiate import differentiate
@@ -9,6 +10,24 @@ from .core import call, lift
 from .shape import reshape, stack
 
 __all__ = ["grad", "jacobian", "hessian", "stop_gradient"]  # kn.checkpoint: kiln/eager
+
+
+_EAGER = {
+    "grad": "kn.autograd.grad(outputs, inputs) (or loss.backward() and x.grad)",
+    "jacobian": "kn.autograd.functional.jacobian(fn, x)",
+    "hessian": "kn.autograd.functional.hessian(fn, x)",
+}
+
+
+def _refuse_eager(fn_name: str, *values) -> None:
+    """kn.grad/jacobian/hessian differentiate graphs; eager Tensors are told where to go."""
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, Tensor) for v in items):
+            raise TypeError(
+                f"kn.{fn_name} differentiates graph Symbols (graph mode and kn.compile), but got "
+                f"an eager Tensor; for eager Tensors use {_EAGER[fn_name]}"
+            )
 
 
 def _symbols(values, what) -> list:
@@ -33,6 +52,7 @@ def grad(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
     >>> f(np.float64(3.0))
     array(27.)
     """
+    _refuse_eager("grad", ys, xs)
     ys = _symbols(ys, "ys")
     xs = _symbols(xs, "xs")
     if grad_ys is not None and not isinstance(grad_ys, (list, tuple)):
@@ -84,6 +104,7 @@ def jacobian(y, x):
     array([[ 2.,  1.],
            [ 8., 12.]])
     """
+    _refuse_eager("jacobian", y, x)
     size = y.size
     if not isinstance(size, int):
         raise ShapeError(f"jacobian needs a static shape for '{y.name}', got {y.shape}")
@@ -105,5 +126,6 @@ def hessian(loss, x):
     array([[10.,  6.],
            [ 6.,  0.]])
     """
+    _refuse_eager("hessian", loss, x)
     (g,) = grad(loss, [x])
     return jacobian(g, x)

@@ -11,7 +11,19 @@ array([6.], dtype=float32)
 
 import sys as _sys
 
-from . import autograd_functional, cuda, eager, frontend, init, nn, optim, passes, testing, utils
+from . import (
+    autograd_functional,
+    cuda,
+    distributed,
+    eager,
+    frontend,
+    init,
+    nn,
+    optim,
+    passes,
+    testing,
+    utils,
+)
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
@@ -41,6 +53,7 @@ from .dtypes import int32 as int  # noqa: A004
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
 from .errors import (
+    AutogradError,
     DeviceError,
     DTypeError,
     GraphError,
@@ -48,6 +61,7 @@ from .errors import (
     IndexOutOfRangeError,
     KilnError,
     NumericsError,
+    SavedTensorError,
     ShapeError,
 )
 from .frontend import *  # noqa: F403
@@ -55,10 +69,11 @@ from .frontend import random
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
 from .frontend.trace import compile, trace  # noqa: A004 (the API's name)
+from .frontend.transforms import jacfwd, jacrev, jvp, vmap
 from .generator import Generator
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
-from .interchange import export_onnx, import_onnx
+from .interchange import export_onnx, import_onnx, to_networkx
 from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim

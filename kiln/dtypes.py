@@ -28,10 +28,14 @@ SUPPORTED = (
 )  # fmt: skip
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
+# The type of a node with several outputs (a region op's): no bytes of its own; `get` nodes
+# project its elements. Not a dtype of arrays (not in SUPPORTED).
+TUPLE = np.dtype([])
 
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
     uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", float32: "f32", float64: "f64",
+    TUPLE: "tuple",
 }  # fmt: skip
 _FROM_SHORT = {v: k for k, v in _SHORT.items()}
 

@@ -1,21 +1,28 @@
-"""Symbolic differentiation: `grad`, `jacobian`, `hessian`, `stop_gradient`."""
+"""Symbolic differentiation: `grad`, `jacobian`, `hessian`, `stop_gradient`, and the graph
+forms of forward mode (`jvp_graph`) and of the batched jacobians."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
+from ..ops.core import scalar, unbatched_to
 from ..passes.differentiate import differentiate
-from .core import call, lift
-from .shape import reshape, stack
+from ..passes.vectorize import vectorize
+from .core import call, constant, lift
+from .shape import reshape
 
 __all__ = ["grad", "jacobian", "hessian", "stop_gradient"]  # kn.checkpoint: kiln/eager
 
 
 _EAGER = {
     "grad": "kn.autograd.grad(outputs, inputs) (or loss.backward() and x.grad)",
-    "jacobian": "kn.autograd.functional.jacobian(fn, x)",
-    "hessian": "kn.autograd.functional.hessian(fn, x)",
+    "jacobian": "kn.autograd.functional.jacobian(fn, x) or kn.jacrev(fn)(x)",
+    "hessian": "kn.autograd.functional.hessian(fn, x) or kn.hessian(fn)(x)",
 }
 
 
@@ -92,8 +99,71 @@ def stop_gradient(x):
     return call("stop_gradient", x)
 
 
+def _identity(x):
+    """The rows of the identity shaped as a batch of `x`s (a constant [n, *x.shape]) and the
+    first of them: a value of x's shape to build one pass on, which `vectorize` then runs on
+    the whole batch."""
+    size = x.size
+    if not isinstance(size, int):
+        raise ShapeError(f"a jacobian needs a static shape for '{x.name}', got {x.shape}")
+    if size == 0:
+        raise ShapeError(f"a jacobian of '{x.name}' with no elements (shape {x.shape})")
+    eye = np.eye(size, dtype=x.dtype).reshape(size, *x.shape)
+    seeds = constant(eye, dtype=x.dtype, name="identity", graph=x.graph)
+    return seeds, call("index", seeds, spec=(("int", 0),))
+
+
+def _batched(values, firsts, seeds):
+    """`values` (built from `firsts`) for every seed: [n, *value.shape] each."""
+    found = vectorize(values, {id(firsts): seeds})
+    n = seeds.shape[0]
+    return [unbatched_to(v, n) if b is None else b for v, b in zip(values, found)]
+
+
+def jvp_graph(ys, xs, tangents) -> list:
+    """The tangent of each y (None where no x reaches it) for the xs moving along `tangents`,
+    built by transposing the vjp: `grad(ys, xs, u)` is linear in the cotangents u, and its
+    own vjp with respect to u, seeded with the tangents, is the Jacobian-vector product. Any
+    op with a (differentiable) vjp has forward mode this way; the u and the vjp nodes that only
+    they read are dead afterwards, and a compiled function prunes them."""
+    us = [call("broadcast_to", scalar(0, y), shape=y.shape) for y in ys]
+    with ys[0].graph.name_scope("jvp"):
+        gs = differentiate(ys, xs, us, disconnected="none")
+        pairs = [(g, t) for g, t in zip(gs, tangents) if g is not None]
+        if not pairs:
+            return [None] * len(ys)
+        grads, cts = zip(*pairs)
+        return differentiate(list(grads), us, list(cts), disconnected="none")
+
+
+def jacobian_rev(y, xs) -> list:
+    """d y / d x for each x, as `y.shape + x.shape`: one backward pass with a batch of
+    cotangents (the rows of the identity), vectorized."""
+    seeds, first = _identity(y)
+    grads = differentiate([y], xs, [first], disconnected="zero")
+    rows = _batched(grads, first, seeds)
+    return [reshape(r, (*y.shape, *x.shape)) for r, x in zip(rows, xs)]
+
+
+def jacobian_fwd(y, xs) -> list:
+    """d y / d x for each x, as `y.shape + x.shape`: one forward pass (`jvp_graph`) with a
+    batch of tangents (the rows of the identity) per x, vectorized."""
+    out = []
+    for x in xs:
+        seeds, first = _identity(x)
+        (jv,) = jvp_graph([y], [x], [first])
+        if jv is None:
+            jv = call("broadcast_to", scalar(0, y), shape=y.shape)
+        (cols,) = _batched([jv], first, seeds)
+        cols = reshape(cols, (x.size, sh.size(y.shape)))
+        out.append(reshape(call("transpose", cols, perm=(1, 0)), (*y.shape, *x.shape)))
+    return out
+
+
 def jacobian(y, x):
-    """d y / d x as a Symbol of shape `y.shape + x.shape` (one backward pass per element of y).
+    """d y / d x as a Symbol of shape `y.shape + x.shape`, built batched: one backward pass
+    with the rows of the identity as a batch of cotangents, or, when y has more elements
+    than x, one forward pass with a batch of tangents (`jacobian_rev`, `jacobian_fwd`).
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -105,18 +175,22 @@ def jacobian(y, x):
            [ 8., 12.]])
     """
     _refuse_eager("jacobian", y, x)
-    size = y.size
-    if not isinstance(size, int):
+    (y, x) = _symbols(y, "y") + _symbols(x, "x")
+    if not isinstance(y.size, int):
         raise ShapeError(f"jacobian needs a static shape for '{y.name}', got {y.shape}")
-    flat = reshape(y, (size,))
-    rows = [grad(flat[i], [x], disconnected="zero")[0] for i in range(size)]
-    if not rows:
-        raise ShapeError(f"jacobian of '{y.name}' with no elements (shape {y.shape})")
-    return reshape(stack(rows), (*y.shape, *x.shape))
+    if not dt.is_float(y.dtype):
+        raise GraphError(f"cannot differentiate '{y.name}' of dtype {y.dtype} ({y.site})")
+    with y.graph.name_scope("jacobian"):
+        if isinstance(x.size, int) and x.size < y.size:
+            return jacobian_fwd(y, [x])[0]
+        return jacobian_rev(y, [x])[0]
 
 
-def hessian(loss, x):
-    """Second derivatives of a scalar `loss`: `jacobian(grad(loss, x), x)`.
+def hessian(loss, x=None):
+    """Second derivatives of a scalar `loss` with respect to `x` (shape `x.shape * 2`),
+    forward over reverse: the jacobian of `grad(loss, x)` by a batch of tangents
+    (`jacobian_fwd`). Given a function instead, `hessian(f)` is the function of x that gives
+    them (eagerly on Tensors too: see `kn.jacfwd`).
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -126,6 +200,11 @@ def hessian(loss, x):
     array([[10.,  6.],
            [ 6.,  0.]])
     """
+    if callable(loss) and not isinstance(loss, Symbol):
+        from .transforms import hessian_of
+
+        return hessian_of(loss)
     _refuse_eager("hessian", loss, x)
     (g,) = grad(loss, [x])
-    return jacobian(g, x)
+    with g.graph.name_scope("hessian"):
+        return jacobian_fwd(g, [x])[0]

@@ -1,11 +1,9 @@
 """Neural-network functions: PyTorch's functional signatures with NumPy's axis names.
 
-Most are composites of kiln's primitives; convolution and pooling bind their own primitives.
+Composites of kiln's primitives; convolution and pooling are in `nn_conv` and `nn_pool`.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
@@ -20,15 +18,12 @@ from .math import sum as reduce_sum
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
-    "avg_pool2d",
     "batch_norm",
-    "conv2d",
     "cross_entropy",
     "dropout",
     "embedding",
     "layer_norm",
     "log_softmax",
-    "max_pool2d",
     "mse_loss",
     "softmax",
 ]
@@ -38,19 +33,6 @@ def _shape_error(op: str, message: str, *values) -> ShapeError:
     """A ShapeError for a check made here (not in a shape rule), in kiln's one format."""
     inputs = [v for v in values if isinstance(v, Symbol)]
     return node_error(ShapeError, message, op=op, name=None, site=user_site(), inputs=inputs)
-
-
-def _pair(value, what: str, op: str) -> tuple:
-    """`3` -> `(3, 3)`; a pair stays a pair of ints."""
-    if isinstance(value, (int, np.integer)):
-        return (int(value), int(value))
-    try:
-        pair = tuple(int(v) for v in value)
-    except TypeError:
-        pair = ()
-    if len(pair) != 2:
-        raise _shape_error(op, f"{what} must be an int or a pair of ints, got {value!r}")
-    return pair
 
 
 def _reduce(loss, reduction: str):
@@ -245,68 +227,6 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
 
 
 # -- convolution, pooling, embedding ----------------------------------------------------------
-
-
-def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1):
-    """2-d cross-correlation of `x` (N, C, H, W) with weights `w` (O, C, KH, KW), plus an
-    optional `bias` (O,); `stride`, `padding` (zeros) and `dilation` are ints or pairs.
-
-    >>> import kiln as kn, numpy as np
-    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
-    >>> kn.conv2d(x, np.ones((1, 1, 2, 2), np.float32), stride=2)
-    array([[[[10., 18.],
-             [42., 50.]]]], dtype=float32)
-    """
-    x, w = lift(x, w)
-    attrs = {
-        "stride": _pair(stride, "stride", "conv2d"),
-        "padding": _pair(padding, "padding", "conv2d"),
-        "dilation": _pair(dilation, "dilation", "conv2d"),
-    }
-    y = call("conv2d", x, w, **attrs)
-    if bias is None:
-        return y
-    (bias,) = lift(bias, context=(y,))
-    o = w.shape[0]
-    if bias.ndim != 1 or (isinstance(o, int) and bias.shape[0] not in (o,)):
-        raise _shape_error(
-            "conv2d", f"given weight of size {sh.format_shape(w.shape)}, expected bias to be "
-            f"1-d with {o} elements, but got bias of size {sh.format_shape(bias.shape)}",
-            w, bias,
-        )  # fmt: skip
-    return add(y, reshape(bias, (1, bias.shape[0], 1, 1)))
-
-
-def _pool(op_name, x, kernel_size, stride, padding):
-    (x,) = lift(x)
-    kernel = _pair(kernel_size, "kernel_size", op_name)
-    stride = kernel if stride is None else _pair(stride, "stride", op_name)
-    padding = _pair(padding, "padding", op_name)
-    return call(op_name, x, kernel_size=kernel, stride=stride, padding=padding)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Maximum over `kernel_size` windows of `x` (N, C, H, W); `stride` defaults to the
-    kernel size; padding (at most half a kernel) never wins, as if it were -inf.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.max_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
-    array([[[[ 5.,  7.],
-             [13., 15.]]]], dtype=float32)
-    """
-    return _pool("max_pool2d", x, kernel_size, stride, padding)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Mean over `kernel_size` windows of `x` (N, C, H, W); `stride` defaults to the kernel
-    size; zero padding counts in the mean (PyTorch's default `count_include_pad=True`).
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.avg_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
-    array([[[[ 2.5,  4.5],
-             [10.5, 12.5]]]], dtype=float32)
-    """
-    return _pool("avg_pool2d", x, kernel_size, stride, padding)
 
 
 def embedding(ids, table):

@@ -93,7 +93,8 @@ def _requiring_grad(nodes, sources) -> set:
     marked = {id(s) for s in sources}
     for node in nodes:
         out = node.out
-        if node.op.name == "stop_gradient" or out.dtype.kind != "f" or id(out) in marked:
+        differentiable = out.dtype.kind == "f" or out.dtype == dt.TUPLE  # a region op's result
+        if node.op.name == "stop_gradient" or not differentiable or id(out) in marked:
             continue
         if any(id(i) in marked for i in node.inputs):
             marked.add(id(out))
@@ -125,7 +126,9 @@ def _backward_inputs(nodes, cts, grads) -> tuple[list, list]:
         seen.add(id(s))
         if s.op.name == "variable":
             variables.append(s)
-        elif "view" in s.op.tags and s.node.inputs:  # cheap: recomputed from what it views
+        elif "view" in s.op.tags and s.node.inputs and s.op.name != "get":
+            # cheap: recomputed from what it views (not an element of a tuple, which has no
+            # value of its own to feed)
             for i in s.node.inputs:
                 use(i)
         elif s.op.name != "constant":

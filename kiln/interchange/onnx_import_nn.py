@@ -6,15 +6,18 @@ import numpy as np
 
 from .. import dtypes as dt
 from .onnx_import import Known
+from .onnx_import_pool import window_pool
 
 
 def _pads_2d(imp, attrs, x, kernel, strides, dilations):
-    """ONNX's (top, left, bottom, right) pads, from `pads` or `auto_pad` (SAME_* on static
-    sizes: the output size is ceil(size / stride))."""
+    """ONNX's (top, left, bottom, right) pads (begins then ends, for any number of axes),
+    from `pads` or `auto_pad` (SAME_* on static sizes: the output size is ceil(size /
+    stride))."""
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
+    zeros = (0,) * (2 * (x.ndim - 2))
     if auto in ("NOTSET", "VALID"):
-        return tuple(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else (0, 0, 0, 0)
+        return tuple(attrs.get("pads", zeros)) if auto == "NOTSET" else zeros
     begin, end = [], []
     for size, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
         if not isinstance(size, int):
@@ -136,24 +139,34 @@ def conv_transpose(imp, xs, attrs):
 
 
 def pool(name):
-    """MaxPool / AveragePool: pads kiln's pool does not take (asymmetric, over half a kernel)
-    are applied first (-inf for max, zeros for the mean); `count_include_pad=0` divides by the
-    pooled count of real elements."""
+    """MaxPool / AveragePool: 1-d and 2-d float pools as kiln's 2-d pool, pads it does not
+    take (asymmetric, over half a kernel) applied first (-inf for max, zeros for the mean;
+    `count_include_pad=0` divides by the pooled count of real elements); other ranks,
+    ceil_mode, dilations, integer inputs and MaxPool's Indices output as `window_pool`."""
 
-    @one_d
     def rule(imp, xs, attrs):
         x = imp.symbol(xs[0])
+        is_max = name == "max_pool2d"
+        indices = is_max and len(imp.node.output) > 1 and imp.node.output[1]
+        general = attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", ()))
+        if indices or general or x.ndim not in (3, 4) or not dt.is_float(x.dtype):
+            n = x.ndim - 2
+            strides = tuple(attrs.get("strides", (1,) * n))
+            dilations = tuple(attrs.get("dilations", (1,) * n))
+            pads = _pads_2d(imp, attrs, x, attrs["kernel_shape"], strides, dilations)
+            return window_pool(imp, x, attrs, pads, is_max, with_indices=bool(indices))
+        return pool2d(imp, xs, attrs)
+
+    @one_d
+    def pool2d(imp, xs, attrs):
+        x = imp.symbol(xs[0])
         _check_2d(imp, x, attrs)
-        if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", (1, 1))):
-            raise imp.error("with ceil_mode or dilations has no kiln form")
         kernel, strides = tuple(attrs["kernel_shape"]), tuple(attrs.get("strides", (1, 1)))
         pads = _pads_2d(imp, attrs, x, kernel, strides, (1, 1))
         is_max = name == "max_pool2d"
         fits = pads[:2] == pads[2:] and all(2 * p <= k for p, k in zip(pads, kernel))
         if fits and (is_max or attrs.get("count_include_pad", 0) or not any(pads)):
             return imp.apply(name, x, kernel_size=kernel, stride=strides, padding=pads[:2])
-        if not dt.is_float(x.dtype):
-            raise imp.error(f"on {x.dtype} has no kiln form (floats only)")
         fill = -np.inf if is_max else 0.0
         y = imp.apply(name, _explicit_pad(imp, x, pads, fill), kernel_size=kernel,
                       stride=strides, padding=(0, 0))  # fmt: skip

@@ -1,6 +1,6 @@
 """Modules in PyTorch's style that build graph-mode Variables: `kn.nn.Linear`, `kn.nn.MLP`…"""
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import ELU, LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
 from .containers import Identity, ModuleDict, ModuleList, Sequential
 from .conv import Conv2d, MaxPool2d
@@ -67,6 +67,7 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "parallel",
     "updates_for",
     "utils",
 ]

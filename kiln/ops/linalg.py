@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import apply, defop, ufunc_dtype
+from .core import apply, defop, lead, ufunc_dtype
 
 
 def _matmul_shape(a, b):
@@ -72,9 +72,44 @@ def _matmul_vjp(ct, y, a, b, needs=(True, True)):
     )
 
 
+def _matmul_batch(args, batched):
+    """A vector per example is made a matrix (a row for `a`, a column for `b`), batched
+    operands get size-1 dims after the batch axis to the other's rank, and the added dims are
+    dropped after. Two cases are one matrix product: a batch of vectors times a matrix, and
+    a matrix times a batch of vectors (as the batch of rows times its transpose)."""
+    (a, b), (ba, bb) = args, batched
+    ra, rb = a.ndim - ba, b.ndim - bb
+    if ra == 1 and rb == 1:
+        if ba and bb:
+            return apply("reduce_sum", apply("mul", a, b), axes=(1,), keepdims=False)
+        return apply("matmul", a, b) if ba else apply("matmul", b, a)
+    if ba and not bb and ra == 1 and rb == 2:
+        return apply("matmul", a, b)
+    if bb and not ba and rb == 1 and ra == 2:
+        return apply("matmul", b, _swap_last(a))
+    if ba and not bb and ra == 2 and rb == 2:  # [n, m, k] @ [k, p]: one [n*m, k] @ [k, p]
+        n, m, k = a.shape
+        rows = apply("matmul", apply("reshape", a, shape=(sh.dim_product((n, m)), k)), b)
+        return apply("reshape", rows, shape=(n, m, b.shape[1]))
+    if bb and not ba and ra == 2 and rb == 2:  # [m, k] @ [n, k, p]: the same, transposed
+        n, k, p = b.shape
+        cols = _swap_last(b) if p != 1 else b
+        cols = apply("reshape", cols, shape=(sh.dim_product((n, p)), k))
+        rows = apply("reshape", apply("matmul", cols, _swap_last(a)), shape=(n, p, a.shape[0]))
+        return _swap_last(rows) if p != 1 else apply("reshape", rows, shape=(n, a.shape[0], 1))
+    a2 = _unsqueeze(a, -2) if ra == 1 else a
+    b2 = _unsqueeze(b, -1) if rb == 1 else b
+    rank = max(ra, rb, 2)
+    a2 = lead(a2, rank) if ba else a2
+    b2 = lead(b2, rank) if bb else b2
+    out = apply("matmul", a2, b2)
+    out = _drop(out, -1) if rb == 1 else out
+    return _drop(out, -2) if ra == 1 else out
+
+
 matmul = defop(
     "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul,
-    vjp=_matmul_vjp, tags=("vjp_needs",),
+    vjp=_matmul_vjp, tags=("vjp_needs",), batch=_matmul_batch,
 )  # fmt: skip
 
 

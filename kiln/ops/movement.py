@@ -14,7 +14,7 @@ from ..errors import (
     node_error,
 )
 from ..graph.core import user_site
-from .core import apply, defop, same_dtype
+from .core import apply, batch_size, defop, lead, same_dtype, unbatched_to
 
 
 def _copy_into(out, value):
@@ -65,6 +65,7 @@ def _reshape(xp, x, out=None, *, shape):
 reshape = defop(
     "reshape", lambda x, shape: sh.reshape_shape(x, shape), same_dtype, _reshape,
     vjp=lambda ct, y, x, shape: (apply("reshape", ct, shape=x.shape),), tags={"view"},
+    batch=lambda args, batched, shape: apply("reshape", args[0], shape=(args[0].shape[0], *shape)),
 )  # fmt: skip
 
 
@@ -83,9 +84,14 @@ def _transpose_vjp(ct, y, x, *, perm):
     return (apply("transpose", ct, perm=inverse),)
 
 
+def _transpose_batch(args, batched, *, perm):
+    return apply("transpose", args[0], perm=(0, *(p + 1 for p in perm)))
+
+
 transpose = defop(
-    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"}
-)
+    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"},
+    batch=_transpose_batch,
+)  # fmt: skip
 
 
 def _broadcast_to_shape(x, *, shape):
@@ -111,6 +117,9 @@ def _broadcast_to(xp, x, out=None, *, shape):
 broadcast_to = defop(
     "broadcast_to", _broadcast_to_shape, same_dtype, _broadcast_to,
     vjp=lambda ct, y, x, shape: (ct,), tags={"view"},
+    batch=lambda args, batched, shape: apply(
+        "broadcast_to", lead(args[0], len(shape)), shape=(args[0].shape[0], *shape)
+    ),
 )  # fmt: skip
 
 
@@ -173,10 +182,13 @@ def _index(xp, x, out=None, *, spec):
     return _copy_into(out, x[(*index_tuple(spec), Ellipsis)])
 
 
+_ALL = ("slice", None, None, None)
+
 index = defop(
     "index", _index_shape, same_dtype, _index,
     vjp=lambda ct, y, x, spec: (apply("index_scatter", ct, spec=spec, shape=x.shape),),
     tags={"view"}, may_fail=True,  # an int index into a symbolic dim is checked when it runs
+    batch=lambda args, batched, spec: apply("index", args[0], spec=(_ALL, *spec)),
 )  # fmt: skip
 
 
@@ -191,6 +203,9 @@ def _index_scatter(xp, ct, out=None, *, spec, shape):
 index_scatter = defop(
     "index_scatter", lambda ct, spec, shape: tuple(shape), same_dtype, _index_scatter,
     vjp=lambda ct, y, c, spec, shape: (apply("index", ct, spec=spec),),
+    batch=lambda args, batched, spec, shape: apply(
+        "index_scatter", args[0], spec=(_ALL, *spec), shape=(args[0].shape[0], *shape)
+    ),
 )  # fmt: skip
 
 
@@ -378,7 +393,16 @@ def _concat_vjp(ct, y, *xs, axis):
     return tuple(out)
 
 
-concat = defop("concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp)
+def _concat_batch(args, batched, *, axis):
+    n = batch_size(args, batched)
+    args = [a if b else unbatched_to(a, n) for a, b in zip(args, batched)]
+    return apply("concat", *args, axis=axis + 1)
+
+
+concat = defop(
+    "concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp,
+    batch=_concat_batch,
+)  # fmt: skip
 
 
 def _pad_shape(x, *, pad_width, value):
@@ -408,7 +432,12 @@ def _pad_vjp(ct, y, x, *, pad_width, value):
     return (apply("reshape", apply("index", ct, spec=spec), shape=x.shape),)
 
 
-pad = defop("pad", _pad_shape, same_dtype, _pad, vjp=_pad_vjp)
+pad = defop(
+    "pad", _pad_shape, same_dtype, _pad, vjp=_pad_vjp,
+    batch=lambda args, batched, pad_width, value: apply(
+        "pad", args[0], pad_width=((0, 0), *pad_width), value=value
+    ),
+)  # fmt: skip
 
 
 def _tile_shape(x, *, reps):

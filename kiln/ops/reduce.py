@@ -76,7 +76,10 @@ def reduction(name, fn, *, vjp, needs_identity=False):
     def dtype_rule(x, *, axes, keepdims):
         return probe_dtype(fn, x)
 
-    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction"})
+    def batch(args, batched, *, axes, keepdims):
+        return apply(name, args[0], axes=tuple(a + 1 for a in axes), keepdims=keepdims)
+
+    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction"}, batch=batch)
 
 
 reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp)
@@ -105,7 +108,17 @@ def arg_reduction(name, fn):
         axes = tuple(range(len(x))) if axis is None else (axis,)
         return _reduced_shape(x, axes=axes, keepdims=keepdims)
 
-    return defop(name, shape_rule, lambda x, **_: np.dtype(np.int64), impl, tags={"reduction"})
+    def batch(args, batched, *, axis, keepdims):
+        (x,) = args
+        if axis is not None:
+            return apply(name, x, axis=axis + 1, keepdims=keepdims)
+        flat = apply("reshape", x, shape=(x.shape[0], sh.size(x.shape[1:])))
+        found = apply(name, flat, axis=1, keepdims=False)
+        shape = (x.shape[0], *(1,) * (x.ndim - 1)) if keepdims else (x.shape[0],)
+        return apply("reshape", found, shape=shape)
+
+    return defop(name, shape_rule, lambda x, **_: np.dtype(np.int64), impl, tags={"reduction"},
+                 batch=batch)  # fmt: skip
 
 
 argmax = arg_reduction("argmax", np.argmax)

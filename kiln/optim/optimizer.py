@@ -400,9 +400,11 @@ class Optimizer:
     def minimize(self, loss, var_list=None) -> Symbol:
         """The train op that takes one step on `loss`: `sess.run([loss, train_op], feed)`.
 
-        It also applies the buffer updates (BatchNorm running statistics) of the module calls
-        that `loss` depends on."""
-        grads_and_vars = self.compute_gradients(loss, var_list)
+        Inside a `kiln.distributed` process group, the gradients are averaged over the ranks
+        first (bucketed all-reduce nodes, see `kiln.distributed.graph`). It also applies the
+        buffer updates (BatchNorm running statistics) of the module calls that `loss` depends
+        on."""
+        grads_and_vars = _average_over_ranks(self.compute_gradients(loss, var_list))
         return self.apply_gradients(grads_and_vars, pending_updates(loss))
 
     # -- state_dict --------------------------------------------------------------------------
@@ -436,3 +438,10 @@ class Optimizer:
     def __repr__(self):
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
         return f"{type(self).__name__}({args})"
+
+
+def _average_over_ranks(grads_and_vars) -> list:
+    """The one distributed hook of graph-mode training: `kiln.distributed.graph`."""
+    from ..distributed.graph import average_gradients  # NOTE: lazy, distributed sits above
+
+    return average_gradients(grads_and_vars)

@@ -19,6 +19,10 @@ OPTIMIZERS = {
     "adamw": ("AdamW", dict(lr=0.05, betas=(0.8, 0.95))),
     "rmsprop": ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1)),
     "adagrad": ("Adagrad", dict(lr=0.1, lr_decay=0.05, initial_accumulator_value=0.1)),
+    "sgd-maximize": ("SGD", dict(lr=0.01, momentum=0.5, maximize=True)),
+    "adamw-maximize": ("AdamW", dict(lr=0.01, maximize=True)),
+    "rmsprop-maximize": ("RMSprop", dict(lr=0.01, maximize=True)),
+    "adagrad-maximize": ("Adagrad", dict(lr=0.01, maximize=True)),
 }
 
 

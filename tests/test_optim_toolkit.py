@@ -274,3 +274,11 @@ def test_setting_a_group_lr_in_graph_mode_needs_no_recompile():
     train()
     assert train.program.last is compiled
     np.testing.assert_allclose(w.numpy(), np.array([1.0, -2.0]) * 0.9 * 0.5)
+
+
+def test_momentum_switched_on_after_a_train_op_was_built_warns():
+    w = kn.Variable(np.array([1.0]), name="w")
+    opt = kn.optim.SGD([w], lr=0.1)  # momentum 0: the train op has no momentum slot
+    opt.minimize(kn.sum(w * w))
+    with pytest.warns(UserWarning, match="momentum was 0"):
+        kn.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=5)

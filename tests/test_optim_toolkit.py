@@ -319,3 +319,16 @@ def test_compiled_training_resumes_exactly_from_state_dicts():
         sched2.step()
     for a, b in zip(model.parameters(), model2.parameters()):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_load_state_dict_clears_the_state_of_params_it_has_none_for():
+    a, b = kn.tensor([1.0], requires_grad=True), kn.tensor([2.0], requires_grad=True)
+    opt = kn.optim.Adam([a, b], lr=0.1)
+    (a * a).sum().backward()
+    opt.step()  # only a has state
+    sd = opt.state_dict()
+    assert list(sd["state"]) == [0]
+    (b * b).sum().backward()
+    opt.step()  # now b has state too
+    opt.load_state_dict(sd)
+    assert b not in opt._state and opt._state[a]["step"] == 1

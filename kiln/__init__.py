@@ -9,7 +9,21 @@
 array([6.], dtype=float32)
 """
 
-from . import cuda, distributed, eager, frontend, init, nn, optim, passes, testing, utils
+import sys as _sys
+
+from . import (
+    autograd_functional,
+    cuda,
+    distributed,
+    eager,
+    frontend,
+    init,
+    nn,
+    optim,
+    passes,
+    testing,
+    utils,
+)
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
@@ -65,6 +79,11 @@ from .runtime import Function, KernelError, Session, function
 from .shapes import Dim
 
 __version__ = "0.1.0"
+
+# `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
+autograd.functional = autograd_functional
+_sys.modules.setdefault(f"{__name__}.autograd", autograd)
+_sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 
 
 def devices() -> list[str]:

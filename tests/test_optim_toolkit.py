@@ -274,3 +274,61 @@ def test_setting_a_group_lr_in_graph_mode_needs_no_recompile():
     train()
     assert train.program.last is compiled
     np.testing.assert_allclose(w.numpy(), np.array([1.0, -2.0]) * 0.9 * 0.5)
+
+
+def test_momentum_switched_on_after_a_train_op_was_built_warns():
+    w = kn.Variable(np.array([1.0]), name="w")
+    opt = kn.optim.SGD([w], lr=0.1)  # momentum 0: the train op has no momentum slot
+    opt.minimize(kn.sum(w * w))
+    with pytest.warns(UserWarning, match="momentum was 0"):
+        kn.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=5)
+
+
+def test_compiled_training_resumes_exactly_from_state_dicts():
+    """Under kn.compile the optimizer state lives in the trace's Variables: state_dict reads
+    it, and a fresh model, optimizer and scheduler loaded from it continue bit-identically."""
+    x, y = (kn.tensor(a) for a in _data())
+
+    def setup():
+        model = _two_group_model()
+        opt = kn.optim.Adam(_groups(model), lr=0.05)
+        sched = kn.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        @kn.compile
+        def step(xb, yb):
+            loss = kn.mse_loss(model(xb), yb)
+            opt.minimize(loss)
+            return loss
+
+        return model, opt, sched, step
+
+    model, opt, sched, step = setup()
+    for _ in range(3):
+        step(x, y)
+        sched.step()
+    saved = model.state_dict(), opt.state_dict(), sched.state_dict()
+    assert saved[1]["state"][0]["step"].item() == 3.0
+    for _ in range(3):
+        step(x, y)
+        sched.step()
+    model2, opt2, sched2, step2 = setup()
+    for obj, state in zip((model2, opt2, sched2), saved):
+        obj.load_state_dict(state)
+    for _ in range(3):
+        step2(x, y)
+        sched2.step()
+    for a, b in zip(model.parameters(), model2.parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_load_state_dict_clears_the_state_of_params_it_has_none_for():
+    a, b = kn.tensor([1.0], requires_grad=True), kn.tensor([2.0], requires_grad=True)
+    opt = kn.optim.Adam([a, b], lr=0.1)
+    (a * a).sum().backward()
+    opt.step()  # only a has state
+    sd = opt.state_dict()
+    assert list(sd["state"]) == [0]
+    (b * b).sum().backward()
+    opt.step()  # now b has state too
+    opt.load_state_dict(sd)
+    assert b not in opt._state and opt._state[a]["step"] == 1

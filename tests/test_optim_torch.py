@@ -19,6 +19,10 @@ OPTIMIZERS = {
     "adamw": ("AdamW", dict(lr=0.05, betas=(0.8, 0.95))),
     "rmsprop": ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1)),
     "adagrad": ("Adagrad", dict(lr=0.1, lr_decay=0.05, initial_accumulator_value=0.1)),
+    "sgd-maximize": ("SGD", dict(lr=0.01, momentum=0.5, maximize=True)),
+    "adamw-maximize": ("AdamW", dict(lr=0.01, maximize=True)),
+    "rmsprop-maximize": ("RMSprop", dict(lr=0.01, maximize=True)),
+    "adagrad-maximize": ("Adagrad", dict(lr=0.01, maximize=True)),
 }
 
 
@@ -110,3 +114,33 @@ def _schedule(lib, name, optimizer="SGD"):
 def test_schedule_equals_torch(name, optimizer):
     """The same learning rates (and cycled momenta) as PyTorch's, exactly."""
     assert _schedule(kn, name, optimizer) == _schedule(torch, name, optimizer)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["step", "cosine", "exponential", "linear", "multistep"])
+def test_a_scheduler_made_with_last_epoch_resumes_as_torchs(name):
+    """`Scheduler(opt, ..., last_epoch=k)` after 'initial_lr' is in the groups (the resume
+    idiom of older scripts): the same learning rates as PyTorch's from there on."""
+
+    def run(lib):
+        p = (torch.zeros(2, requires_grad=True) if lib is torch
+             else kn.zeros(2, requires_grad=True))  # fmt: skip
+        opt = lib.optim.SGD([p], lr=0.1)
+        for group in opt.param_groups:
+            group["initial_lr"] = 0.1
+        S = lib.optim.lr_scheduler
+        sched = {
+            "step": lambda: S.StepLR(opt, step_size=3, gamma=0.5, last_epoch=4),
+            "cosine": lambda: S.CosineAnnealingLR(opt, T_max=6, eta_min=0.01, last_epoch=2),
+            "exponential": lambda: S.ExponentialLR(opt, gamma=0.9, last_epoch=3),
+            "linear": lambda: S.LinearLR(opt, start_factor=0.2, total_iters=6, last_epoch=2),
+            "multistep": lambda: S.MultiStepLR(opt, milestones=[5, 7], last_epoch=4),
+        }[name]()
+        lrs = []
+        for _ in range(6):
+            lrs.append(sched.get_last_lr()[0])
+            opt.step()
+            sched.step()
+        return lrs, sched.last_epoch
+
+    assert run(kn) == run(torch)

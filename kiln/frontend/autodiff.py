@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.tensor import Tensor
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..ops.core import scalar, unbatched_to
@@ -16,6 +17,24 @@ from .core import call, constant, lift
 from .shape import reshape
 
 __all__ = ["grad", "jacobian", "hessian", "stop_gradient"]  # kn.checkpoint: kiln/eager
+
+
+_EAGER = {
+    "grad": "kn.autograd.grad(outputs, inputs) (or loss.backward() and x.grad)",
+    "jacobian": "kn.autograd.functional.jacobian(fn, x) or kn.jacrev(fn)(x)",
+    "hessian": "kn.autograd.functional.hessian(fn, x) or kn.hessian(fn)(x)",
+}
+
+
+def _refuse_eager(fn_name: str, *values) -> None:
+    """kn.grad/jacobian/hessian differentiate graphs; eager Tensors are told where to go."""
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, Tensor) for v in items):
+            raise TypeError(
+                f"kn.{fn_name} differentiates graph Symbols (graph mode and kn.compile), but got "
+                f"an eager Tensor; for eager Tensors use {_EAGER[fn_name]}"
+            )
 
 
 def _symbols(values, what) -> list:
@@ -40,6 +59,7 @@ def grad(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
     >>> f(np.float64(3.0))
     array(27.)
     """
+    _refuse_eager("grad", ys, xs)
     ys = _symbols(ys, "ys")
     xs = _symbols(xs, "xs")
     if grad_ys is not None and not isinstance(grad_ys, (list, tuple)):
@@ -213,6 +233,7 @@ def jacobian(y, x):
     array([[ 2.,  1.],
            [ 8., 12.]])
     """
+    _refuse_eager("jacobian", y, x)
     (y, x) = _symbols(y, "y") + _symbols(x, "x")
     if not isinstance(y.size, int):
         raise ShapeError(f"jacobian needs a static shape for '{y.name}', got {y.shape}")
@@ -242,6 +263,7 @@ def hessian(loss, x=None):
         from .transforms import hessian_of
 
         return hessian_of(loss)
+    _refuse_eager("hessian", loss, x)
     (g,) = grad(loss, [x])
     with g.graph.name_scope("hessian"):
         return jacobian_fwd(g, [x])[0]

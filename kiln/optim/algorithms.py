@@ -34,14 +34,16 @@ class SGD(Optimizer):
         dampening: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
+        *,
+        maximize: bool = False,
     ):
         _check(lr, "learning rate")
         _check(momentum, "momentum value")
         _check(weight_decay, "weight_decay value")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
-                        weight_decay=weight_decay, nesterov=nesterov)  # fmt: skip
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -49,7 +51,7 @@ class SGD(Optimizer):
 
     def _update(self, param, grad, slots, step, group=None):
         o = self.param_groups[0] if group is None else group
-        g = grad
+        g = -grad if o["maximize"] else grad
         if o["weight_decay"] != 0:
             g = g + param * o["weight_decay"]
         new_slots = {}
@@ -90,6 +92,8 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ):
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
@@ -98,7 +102,7 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad)  # fmt: skip
+                        amsgrad=amsgrad, maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -108,7 +112,7 @@ class Adam(Optimizer):
         o = self.param_groups[0] if group is None else group
         beta1, beta2 = o["betas"]
         lr = o["lr"]
-        g = grad
+        g = -grad if o["maximize"] else grad
         if o["weight_decay"] != 0:
             if self.decoupled:
                 param = param * like(1 - lr * o["weight_decay"], param)
@@ -149,8 +153,10 @@ class AdamW(Adam):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
 
 
 class RMSprop(Optimizer):
@@ -175,6 +181,8 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
+        *,
+        maximize: bool = False,
     ):
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
@@ -182,7 +190,7 @@ class RMSprop(Optimizer):
         _check(weight_decay, "weight_decay value")
         _check(alpha, "alpha value")
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered)  # fmt: skip
+                        momentum=momentum, centered=centered, maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -193,7 +201,7 @@ class RMSprop(Optimizer):
     def _update(self, param, grad, slots, step, group=None):
         o = self.param_groups[0] if group is None else group
         alpha = o["alpha"]
-        g = grad
+        g = -grad if o["maximize"] else grad
         if o["weight_decay"] != 0:
             g = g + param * o["weight_decay"]
         square_avg = slots["square_avg"] * alpha + F.square(g) * (1 - alpha)
@@ -232,6 +240,8 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        *,
+        maximize: bool = False,
     ):
         _check(lr, "learning rate")
         _check(lr_decay, "lr_decay value")
@@ -239,7 +249,8 @@ class Adagrad(Optimizer):
         _check(initial_accumulator_value, "initial_accumulator_value")
         _check(eps, "epsilon value")
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, eps=eps)  # fmt: skip
+                        initial_accumulator_value=initial_accumulator_value, eps=eps,
+                        maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -250,7 +261,7 @@ class Adagrad(Optimizer):
 
     def _update(self, param, grad, slots, step, group=None):
         o = self.param_groups[0] if group is None else group
-        g = grad
+        g = -grad if o["maximize"] else grad
         if o["weight_decay"] != 0:
             g = g + param * o["weight_decay"]
         clr = o["lr"] / (1 + (F.cast(step, np.float64) - 1) * o["lr_decay"])

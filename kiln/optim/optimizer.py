@@ -10,6 +10,7 @@ In graph mode a group's `lr`, `momentum` and `betas` are read from Variables tha
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -81,9 +82,18 @@ class ParamGroup(dict):
 
     def __setitem__(self, key, value):
         if key in GRAPH_OPTIONS and not isinstance(value, Symbol):
-            for (_, option), var in list(self.variables.items()):
+            graphs = {gid for gid, _ in self.variables.keys()}
+            for (gid, option), var in list(self.variables.items()):
                 if option == key:
                     var.assign(np.asarray(value, np.float64))
+                    graphs.discard(gid)
+            if key == "momentum" and value != 0 and graphs:
+                warnings.warn(
+                    "momentum was 0 when this group's graph-mode train ops were built, so they "
+                    "take no momentum steps; build them (minimize) after setting it, or after "
+                    "making the scheduler that sets it",
+                    stacklevel=2,
+                )
         super().__setitem__(key, value)
 
     def update(self, *args, **kwargs):

@@ -63,6 +63,7 @@ def export_state(opt) -> dict:
 
 
 def _params_by_index(opt, groups) -> dict:
+    """{saved index: (parameter, its group)}, the groups matched by position."""
     if len(groups) != len(opt.param_groups):
         raise ValueError("loaded state dict has a different number of parameter groups")
     by_index = {}
@@ -72,7 +73,7 @@ def _params_by_index(opt, groups) -> dict:
                 "loaded state dict contains a parameter group that doesn't match the size of "
                 "optimizer's group"
             )
-        by_index.update(zip((int(i) for i in saved["params"]), group["params"]))
+        by_index.update((int(i), (p, group)) for i, p in zip(saved["params"], group["params"]))
     return by_index
 
 
@@ -132,20 +133,18 @@ def import_state(opt, state_dict: dict) -> None:
             raise ValueError(
                 f"loaded state dict has state for parameter {index}, which no group has"
             )
-        entries[index] = _checked_entry(opt, index, by_index[index], entry)
+        entries[index] = _checked_entry(opt, index, by_index[index][0], entry)
     # NOTE: everything is checked; from here on plain writes.
     for saved_group, group in zip(groups, opt.param_groups):
         for key, value in saved_group.items():
             if key != "params":
                 default = opt.defaults.get(key)
                 group[key] = tuple(value) if isinstance(default, tuple) else value
-    for group in opt.param_groups:
-        for p in group["params"]:
-            index = next(i for i, q in by_index.items() if q is p)
-            if index in entries:
-                _write(opt, p, group, *entries[index])
-            else:  # no state saved: it starts afresh, as in PyTorch
+    for index, (p, group) in by_index.items():
+        if index in entries:
+            _write(opt, p, group, *entries[index])
+        else:  # no state saved: it starts afresh, as in PyTorch
+            opt._state.pop(p, None)
+            if _graph_vars(opt, p):
+                _write(opt, p, group, 0, {})
                 opt._state.pop(p, None)
-                if _graph_vars(opt, p):
-                    _write(opt, p, group, 0, {})
-                    opt._state.pop(p, None)

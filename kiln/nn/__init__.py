@@ -28,8 +28,13 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Buffer, Module, Parameter, RemovableHandle, pending_updates, updates_for
+from .rnn import GRU, LSTM, RNN, RNNBase
 
 __all__ = [
+    "GRU",
+    "LSTM",
+    "RNN",
+    "RNNBase",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",

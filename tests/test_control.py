@@ -321,3 +321,30 @@ def test_forward_scan_memory_is_flat_in_the_trip_count():
     for _ in range(3000):
         want = np.tanh(want * np.float32(0.5) + np.float32(0.25))
     np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_a_loaded_scan_counts_its_steps_against_max_work():
+    """A file can declare a scan of 2**40 steps over a small body: its reader refuses it."""
+    with kn.Graph().as_default() as g:
+        h0 = kn.placeholder(kn.float32, (1000,), name="h0")
+        h, _ = kn.scan(lambda h, _: (h * 0.5, None), h0, None, length=10)
+    g.inputs, g.outputs = [h0], [h]
+    text = to_json(g)
+    assert from_json(text, max_work=100_000).outputs[0].shape == (1000,)
+    hostile = text.replace('"length": 10', '"length": 1099511627776')
+    with pytest.raises(kn.GraphFormatError, match="a scan of 1099511627776 steps"):
+        from_json(hostile)
+    with pytest.raises(kn.GraphFormatError, match="non-negative"):
+        from_json(text.replace('"length": 10', '"length": -3'))
+
+
+def test_verify_checks_bodies():
+    with kn.Graph().as_default() as g:
+        xs = kn.placeholder(kn.float32, (3,), name="xs")
+        kn.scan(lambda c, x: (c + x, None), kn.constant(np.float32(0)), xs)
+        outside = kn.sum(xs)
+    kn.verify(g)
+    body = next(n for n in g.nodes if n.op.name == "scan").attrs["body"].graph
+    body.outputs = [outside]  # a value of the outer graph, not of the body
+    with pytest.raises(kn.GraphError, match="body.*is not a value of the body"):
+        kn.verify(g)

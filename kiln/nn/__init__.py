@@ -79,8 +79,13 @@ from .pooling import (
     MaxPool3d,
     Upsample,
 )
+from .rnn import GRU, LSTM, RNN, RNNBase
 
 __all__ = [
+    "GRU",
+    "LSTM",
+    "RNN",
+    "RNNBase",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",

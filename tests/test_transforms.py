@@ -270,3 +270,39 @@ def test_vmap_error_names_the_op_without_a_rule():
 def test_vmap_refuses_mismatched_sizes():
     with pytest.raises(kn.ShapeError, match="different sizes"):
         kn.vmap(lambda a, b: a + b)(np.ones((2, 3)), np.ones((4, 3)))
+
+
+def test_jvp_uses_an_ops_jvp_rule_where_it_has_no_vjp():
+    """An op with a forward rule and no vjp (as a loop whose reverse mode is refused): kn.jvp
+    uses the rule, kn.grad refuses. cube: d(x^3) = 3 x^2 t, by hand."""
+    from kiln.graph.opdef import OpDef
+    from kiln.ops.core import bind_graph, same_dtype, same_shape
+
+    cube = OpDef("cube_forward_only", same_shape, same_dtype, lambda xp, x, out=None: x**3,
+                 jvp=lambda ts, y, x: ts[0] * x * x * 3.0)  # fmt: skip
+    x, t = np.array([1.0, -2.0]), np.array([0.5, 1.0])
+    with kn.Graph().as_default():
+        xs, ts = kn.placeholder(kn.float64, (2,), name="x"), kn.placeholder(kn.float64, (2,))
+        y, dy = kn.jvp(lambda v: kn.sin(bind_graph(cube, (v,), {})), (xs,), (ts,))
+        got = kn.function([xs, ts], [y, dy])(x, t)
+        with pytest.raises(kn.GraphError, match="no gradient rule for cube_forward_only"):
+            kn.grad(kn.sum(y), [xs])
+    np.testing.assert_allclose(got[0], np.sin(x**3))
+    np.testing.assert_allclose(got[1], np.cos(x**3) * 3 * x**2 * t)
+
+
+def test_jvp_builds_locally():
+    """Forward mode builds for the nodes between the xs and the ys only (and visits only
+    nodes made since the xs): a long prefix of the graph adds nothing to what it builds."""
+    counts = []
+    for prefix in (0, 300):
+        with kn.Graph().as_default() as g:
+            z = kn.placeholder(kn.float64, (3,), name="z")
+            for _ in range(prefix):
+                z = kn.sin(z)
+            x = kn.placeholder(kn.float64, (3,), name="x")
+            y = kn.exp(x * z)
+            before = len(g.nodes)
+            kn.jvp(lambda v: kn.tanh(v) * y, (x,), (x,))
+            counts.append(len(g.nodes) - before)
+    assert counts[0] == counts[1]

@@ -27,10 +27,12 @@ def positions(graph) -> dict:
     return table
 
 
-def ancestors(outputs, stop=frozenset()) -> list:
+def ancestors(outputs, stop=frozenset(), since: int = 0) -> list:
     """The nodes `outputs` depend on (theirs included), inputs before users, without walking
-    past a value whose id is in `stop`. Linear in the nodes found."""
+    past a value whose id is in `stop`, nor into nodes made before position `since` of the
+    graph. Linear in the nodes found."""
     order, seen = [], set()
+    where = positions(outputs[0].graph) if since and outputs else None
     for out in outputs:
         stack = [(out.node, False)]
         while stack:
@@ -38,7 +40,7 @@ def ancestors(outputs, stop=frozenset()) -> list:
             if done:
                 order.append(node)
                 continue
-            if id(node) in seen:
+            if id(node) in seen or (where is not None and where[id(node)] < since):
                 continue
             seen.add(id(node))
             stack.append((node, True))

@@ -13,6 +13,7 @@ from . import cuda, eager, frontend, init, nn, optim, passes, testing
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
+    bfloat16,
     bool_,
     double,
     float16,

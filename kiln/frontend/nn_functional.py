@@ -13,7 +13,7 @@ from ..errors import DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
-from .core import call, lift
+from .core import call, in_float32, lift
 from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
@@ -66,6 +66,7 @@ def _reduce(loss, reduction: str):
 # -- activations and losses -------------------------------------------------------------------
 
 
+@in_float32
 def softmax(x, dim: int = -1, *, axis=None):
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
     cannot overflow.
@@ -82,6 +83,7 @@ def softmax(x, dim: int = -1, *, axis=None):
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
+@in_float32
 def log_softmax(x, dim: int = -1, *, axis=None):
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
     `log(softmax(x))` underflows.
@@ -187,6 +189,7 @@ def _param_at_axes(param, x, axes: tuple, what: str):
     return reshape(param, tuple(next(dims) if i in axes else 1 for i in range(x.ndim)))
 
 
+@in_float32
 def layer_norm(x, axis=-1, eps: float = 1e-5, weight=None, bias=None):
     """Normalizes `x` to zero mean and unit variance over `axis` (an int or a tuple), then
     applies `weight` and `bias` of the normalized shape, as PyTorch's `layer_norm`.

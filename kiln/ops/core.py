@@ -133,6 +133,21 @@ def unbatched_to(x, n):
     return apply("broadcast_to", apply("reshape", x, shape=(1, *x.shape)), shape=(n, *x.shape))
 
 
+def batch_along_axis(name: str):
+    """The batching rule of a one-input op along its `axis` attr (a scan, a sort): the axis
+    moves past the batch axis; a 0-d example (which such ops take as one element) becomes one
+    of shape (1,) and back."""
+
+    def rule(args, batched, *, axis, **attrs):
+        (x,) = args
+        if x.ndim > 1:
+            return apply(name, x, axis=axis + 1, **attrs)
+        column = apply(name, apply("reshape", x, shape=(x.shape[0], 1)), axis=1, **attrs)
+        return apply("reshape", column, shape=(x.shape[0],))
+
+    return rule
+
+
 def batch_elementwise(name: str):
     """The batching rule of a broadcasting elementwise op: batched inputs get size-1 dims after
     their batch axis up to the output's per-example rank; unbatched ones broadcast as they are."""

@@ -164,6 +164,7 @@ def _inv(xp, a, out=None):
 inv = defop(
     "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
     vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
+    batch=lambda args, batched: apply("inv", args[0]),  # inv and det take stacks of matrices
 )  # fmt: skip
 
 
@@ -181,7 +182,10 @@ def _det_vjp(ct, y, a):
     return (scale * _swap_last(apply("inv", a)),)
 
 
-det = defop("det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp)
+det = defop(
+    "det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp,
+    batch=lambda args, batched: apply("det", args[0]),
+)  # fmt: skip
 
 
 def _solve_shape(a, b):

@@ -78,7 +78,10 @@ def vectorize(outputs, batched: dict) -> list:
                 "with one declare `batch=` in their defop"
             )
         with node.graph.site(node.site):
-            out = node.op.batch(args, flags, **node.attrs)
+            try:
+                out = node.op.batch(args, flags, **node.attrs)
+            except GraphError as e:  # a combination the rule does not batch
+                raise GraphError(f"{e} ('{node.name}', created at {node.site})") from None
         n = next(a.shape[0] for a, f in zip(args, flags) if f)
         if tuple(out.shape) != (n, *node.out.shape) or out.dtype != node.out.dtype:
             raise GraphError(

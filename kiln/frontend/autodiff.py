@@ -12,6 +12,7 @@ from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..ops.core import scalar, unbatched_to
 from ..passes.differentiate import differentiate
+from ..passes.forward import jvp as forward_jvp
 from ..passes.vectorize import vectorize
 from .core import call, constant, lift
 from .shape import reshape
@@ -98,7 +99,7 @@ def auto_checkpoint(graph, marked, max_regions: int = 256) -> str | None:
     pass, plus the largest region, recomputed there) is lowest. Returns what it chose, or
     None (no split helps). Random draws are kept, as in every kn.checkpoint region."""
     nodes = [n for n in graph.nodes if id(n.out) in marked and n.inputs
-             and not _NOT_RECOMPUTED & n.op.tags and n.out.dtype.kind == "f"]  # fmt: skip
+             and not _NOT_RECOMPUTED & n.op.tags and dt.is_float(n.out.dtype)]  # fmt: skip
     sizes = [_static_bytes(n.out) for n in nodes]
     if len(nodes) < 2:
         return None
@@ -180,19 +181,10 @@ def _batched(values, firsts, seeds):
 
 
 def jvp_graph(ys, xs, tangents) -> list:
-    """The tangent of each y (None where no x reaches it) for the xs moving along `tangents`,
-    built by transposing the vjp: `grad(ys, xs, u)` is linear in the cotangents u, and its
-    own vjp with respect to u, seeded with the tangents, is the Jacobian-vector product. Any
-    op with a (differentiable) vjp has forward mode this way; the u and the vjp nodes that only
-    they read are dead afterwards, and a compiled function prunes them."""
-    us = [call("broadcast_to", scalar(0, y), shape=y.shape) for y in ys]
-    with ys[0].graph.name_scope("jvp"):
-        gs = differentiate(ys, xs, us, disconnected="none")
-        pairs = [(g, t) for g, t in zip(gs, tangents) if g is not None]
-        if not pairs:
-            return [None] * len(ys)
-        grads, cts = zip(*pairs)
-        return differentiate(list(grads), us, list(cts), disconnected="none")
+    """The tangent of each y (None where no x reaches it) for the xs moving along `tangents`:
+    forward mode, node by node (kiln/passes/forward.py: an op's jvp rule, else its vjp
+    transposed in place)."""
+    return forward_jvp(ys, xs, tangents)
 
 
 def jacobian_rev(y, xs) -> list:

@@ -149,6 +149,7 @@ SYMBOL_METHODS = {
     "view": None, "contiguous": lambda self, memory_format=None: self,
     "detach": lambda self: m.core.call("stop_gradient", self), "to": _to,
     "float": _cast_to(dt.float32), "double": _cast_to(dt.float64), "half": _cast_to(dt.float16),
+    "bfloat16": _cast_to(dt.bfloat16),
     "long": _cast_to(dt.int64), "int": _cast_to(dt.int32), "bool": _cast_to(dt.bool_),
     "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
     "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,

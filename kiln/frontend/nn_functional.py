@@ -13,7 +13,7 @@ from ..errors import DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
-from .core import call, lift
+from .core import call, in_float32, lift
 from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
@@ -50,6 +50,7 @@ def _reduce(loss, reduction: str):
 # -- activations and losses -------------------------------------------------------------------
 
 
+@in_float32
 def softmax(x, dim: int = -1, *, axis=None):
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
     cannot overflow.
@@ -66,6 +67,7 @@ def softmax(x, dim: int = -1, *, axis=None):
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
+@in_float32
 def log_softmax(x, dim: int = -1, *, axis=None):
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
     `log(softmax(x))` underflows.
@@ -191,6 +193,7 @@ def _normalized_axes(x, normalized_shape, axis) -> tuple:
     return tuple(range(x.ndim - len(want), x.ndim))
 
 
+@in_float32
 def layer_norm(
     input,  # noqa: A002
     normalized_shape=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
 from .core import apply, defop, lead, scalar, ufunc_dtype
@@ -30,6 +31,8 @@ def _matmul_shape(a, b):
 
 
 def _matmul(xp, a, b, out=None):
+    if a.dtype == dt.bfloat16 and out is None:
+        return xp.matmul(a, b).astype(a.dtype)
     return xp.matmul(a, b, out=out)
 
 
@@ -107,8 +110,16 @@ def _matmul_batch(args, batched):
     return _drop(out, -2) if ra == 1 else out
 
 
+def _matmul_dtype(a, b):
+    """NumPy's, except that bfloat16 @ bfloat16 is bfloat16 (ml_dtypes' loop gives float32):
+    PyTorch accumulates in float32 and rounds the result once."""
+    if a == b == dt.bfloat16:
+        return a
+    return ufunc_dtype(np.matmul, a, b)
+
+
 matmul = defop(
-    "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul,
+    "matmul", _matmul_shape, _matmul_dtype, _matmul,
     vjp=_matmul_vjp, tags=("vjp_needs",), batch=_matmul_batch,
 )  # fmt: skip
 
@@ -153,6 +164,7 @@ def _inv(xp, a, out=None):
 inv = defop(
     "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
     vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
+    batch=lambda args, batched: apply("inv", args[0]),  # inv and det take stacks of matrices
 )  # fmt: skip
 
 
@@ -170,7 +182,10 @@ def _det_vjp(ct, y, a):
     return (scale * _swap_last(apply("inv", a)),)
 
 
-det = defop("det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp)
+det = defop(
+    "det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp,
+    batch=lambda args, batched: apply("det", args[0]),
+)  # fmt: skip
 
 
 def _solve_shape(a, b):

@@ -282,7 +282,8 @@ def check_feed(sym: Symbol, value, bindings: dict):
     )
     array = np.asarray(value) if weak else value
     if weak:
-        if array.dtype.kind in "OUSV" or not np.can_cast(array.dtype, sym.dtype, "same_kind"):
+        bad = array.dtype.kind in "OUSV" and array.dtype != dt.bfloat16
+        if bad or not np.can_cast(array.dtype, sym.dtype, "same_kind"):
             raise _feed_error(DTypeError, sym, f"cannot feed {array.dtype} data")
         array = array.astype(sym.dtype)
     elif array.dtype != sym.dtype:

@@ -19,6 +19,7 @@ from ..frontend.trace import CompiledFunction
 from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
+from . import onnx_kiln_ops as kiln_ops
 
 # The default and the oldest opset kiln writes: Reduce* with axes as an input, Bitwise*.
 DEFAULT_OPSET = 18
@@ -101,9 +102,11 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True):
         ex.node = node
         xs = [ex.names[id(i)] for i in node.inputs]
         out = ex.unique(node.name)
+        first = len(ex.nodes)
         result = rule(ex, node, xs, out)
         if result != out:
             ex.emit("Identity", [result], out)
+        kiln_ops.tag(ex, node, xs, out, first)
         ex.bind(node.out, out)
         ex.node = None
     outputs = []

@@ -214,8 +214,10 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
 def _restore(imp, nodes, group):
     """Builds a tagged group's kiln op; returns the index of its last node, or None (then its
     ONNX nodes import through the rules)."""
+    from .onnx_rules import RULES as EXPORTED  # the ops kiln writes: no source, no random op
+
     last, op, names, attrs = group
-    if op not in REGISTRY or not all(n in imp.values for n in names):
+    if op not in EXPORTED or not all(n in imp.values for n in names):
         return None
     try:
         with imp.graph.site(_site(nodes[last])):

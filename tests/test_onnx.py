@@ -360,6 +360,19 @@ def test_export_takes_graphs_and_traced_functions(tmp_path):
         to_onnx(42)
 
 
+def test_export_takes_a_module_with_example_inputs(tmp_path):
+    kn.manual_seed(5)
+    net = kn.nn.Sequential(kn.nn.Conv2d(2, 3, 3, padding=1), kn.nn.ReLU(), kn.nn.Flatten(),
+                           kn.nn.Linear(3 * 4 * 4, 2))  # fmt: skip
+    images = np.random.default_rng(4).standard_normal((2, 2, 4, 4)).astype(np.float32)
+    model = export_onnx(net, tmp_path / "net.onnx", args=(images,))
+    want = net(kn.tensor(images)).detach().numpy()  # eager mode's values
+    np.testing.assert_allclose(run_ort(model, [images])[0], want, rtol=1e-5, atol=1e-6)
+    assert {v.name for v in model.graph.initializer} >= {"0/weight", "3/weight"}
+    with pytest.raises(TypeError, match=r"needs example inputs to trace a Sequential"):
+        to_onnx(net)
+
+
 def test_import_rejects_unknown_ops_and_bad_files(tmp_path):
     h = onnx.helper
     x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])

@@ -61,6 +61,8 @@ def one_d(rule):
             attrs["pads"] = [0, begin, 0, end]
         if "output_padding" in attrs:
             attrs["output_padding"] = [0, *attrs["output_padding"]]
+        if "output_shape" in attrs:
+            attrs["output_shape"] = [1, attrs["output_shape"][-1]]
         xs = list(xs)
         xs[0] = imp.apply("reshape", x, shape=(x.shape[0], x.shape[1], 1, x.shape[2]))
         if rule in (conv, conv_transpose):
@@ -102,25 +104,33 @@ def conv(imp, xs, attrs):
 
 def conv_transpose(imp, xs, attrs):
     """ConvTranspose as kiln's conv2d_input_grad (the transpose of conv2d onto a given input
-    size), per group; the size from output_padding (or output_shape)."""
+    size), per group; the size from output_padding. Pads from auto_pad or output_shape (as
+    ONNX's reference computes them), and asymmetric pads, crop the unpadded result."""
     x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
     _check_2d(imp, x, attrs)
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-        raise imp.error("with auto_pad has no kiln form")
     strides = tuple(attrs.get("strides", (1, 1)))
     dilations = tuple(attrs.get("dilations", (1, 1)))
-    top, left, bottom, right = attrs.get("pads", [0, 0, 0, 0])
-    if (top, left) != (bottom, right):
-        raise imp.error("with asymmetric pads has no kiln form")
-    groups, extra = attrs.get("group", 1), attrs.get("output_padding", (0, 0))
-    size = []
-    for n, s, p, d, k, e in zip(x.shape[2:], strides, (top, left), dilations, w.shape[2:], extra):
-        if not (isinstance(n, int) and isinstance(k, int)):
-            raise imp.error("on symbolic spatial sizes has no kiln form")
-        size.append((n - 1) * s - 2 * p + d * (k - 1) + 1 + e)
-    if "output_shape" in attrs and list(attrs["output_shape"]) != size:
-        raise imp.error("with an output_shape that needs asymmetric pads has no kiln form")
-    c = w.shape[1]
+    extra = tuple(attrs.get("output_padding", (0, 0)))
+    if not all(isinstance(d, int) for d in (*x.shape[2:], *w.shape[2:])):
+        raise imp.error("on symbolic spatial sizes has no kiln form")
+    sizes = zip(x.shape[2:], strides, dilations, w.shape[2:], extra)
+    full = [(n - 1) * s + d * (k - 1) + 1 + e for n, s, d, k, e in sizes]
+    pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    target = attrs.get("output_shape")
+    if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = [n * s for n, s in zip(x.shape[2:], strides)]
+    if target is not None:
+        target = list(target)[-2:]
+        total = [f - t for f, t in zip(full, target)]  # negative: zeros past the end
+        small = [t // 2 for t in total]
+        begin = small if auto == "SAME_UPPER" else [t - h for t, h in zip(total, small)]
+        pads = [*begin, *(t - b for t, b in zip(total, begin))]
+    symmetric = pads[:2] == pads[2:] and min(pads) >= 0
+    padding = tuple(pads[:2]) if symmetric else (0, 0)
+    size = [f - 2 * p for f, p in zip(full, padding)]
+    groups, c = attrs.get("group", 1), w.shape[1]
     parts = []
     for g in range(groups):
         xg, wg = x, w
@@ -130,8 +140,14 @@ def conv_transpose(imp, xs, attrs):
             wg = imp.apply("index", w, spec=(("slice", g * o, (g + 1) * o, None),))
         shape = (x.shape[0], c, *size)
         parts.append(imp.apply("conv2d_input_grad", xg, wg, x_shape=shape, stride=strides,
-                               padding=(top, left), dilation=dilations))  # fmt: skip
+                               padding=padding, dilation=dilations))  # fmt: skip
     y = parts[0] if groups == 1 else imp.apply("concat", *parts, axis=1)
+    if not symmetric:  # crop the pads from the full result; negative pads add zeros
+        crop = [(max(b, 0), f - max(e, 0)) for b, e, f in zip(pads[:2], pads[2:], full)]
+        y = imp.apply("index", y, spec=(_ALL, _ALL, *(("slice", b, e, None) for b, e in crop)))
+        widths = [(max(-b, 0), max(-e, 0)) for b, e in zip(pads[:2], pads[2:])]
+        if any(b or e for b, e in widths):
+            y = imp.apply("pad", y, pad_width=((0, 0), (0, 0), *widths), value=0.0)
     if len(xs) > 2 and xs[2] is not None:
         bias = imp.symbol(xs[2])
         y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))

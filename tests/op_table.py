@@ -1076,6 +1076,7 @@ NN_TABLES = (
     "op_table_torch",
     "op_table_bitwise",
     "op_table_index",
+    "op_table_control",
 )
 
 

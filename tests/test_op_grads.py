@@ -35,12 +35,18 @@ NOT_SMOOTH_HERE = {
 TIED_OPS = {"reduce_max", "reduce_min"}
 
 
+def _region_rule(op) -> bool:
+    """Region ops (and their `get`s) differentiate through kiln/passes/region_grad.py; while_loop
+    has no reverse-mode rule."""
+    return op.name == "get" or ("region" in op.tags and op.name != "while_loop")
+
+
 def _differentiable(case: OpCase) -> bool:
     op = REGISTRY.get(case.op)
     return (
         op is not None
         and "float64" in case.dtypes
-        and op.vjp is not None
+        and (op.vjp is not None or _region_rule(op))
         and not op.tags & {"random", "nondiff"}
         and case.id not in NOT_SMOOTH_HERE
         and case.op not in TIED_OPS

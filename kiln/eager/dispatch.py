@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DeviceError, DTypeError, ShapeError
-from ..graph.core import user_site
+from ..graph.core import Symbol, user_site
 from ..ops import core as ops_core
 from ..ops.random import next_seed
 from ..runtime.backend import get_backend, ignore_fp_errors, restore_fp_errors
@@ -203,7 +203,8 @@ def _unavailable(op, args, attrs) -> Unavailable:
 
 _new = object.__new__
 _KILN_DTYPES = frozenset(dt.SUPPORTED)
-_FLOATS = frozenset(d for d in dt.SUPPORTED if d.kind == "f")
+_FLOATS = frozenset(d for d in dt.SUPPORTED if dt.is_float(d))
+_BF16 = dt.bfloat16
 _SCALARS = frozenset({float, int, bool})
 _plain = Tensor  # None while a thread is in inference mode (its results must be marked)
 
@@ -277,6 +278,7 @@ def binary_function(op, fallback):
 
         return fn
     ndarray, new = _ndarray, _new
+    opmath, opmath_first = op in OPMATH, OPMATH.get(op, False)
 
     def fn(a, b, out=None):
         if out is not None:
@@ -288,12 +290,16 @@ def binary_function(op, fallback):
                     return _binary_tape(op, ufunc, a, b, fallback)
                 y = b._data
             elif type(b) in _SCALARS:
+                if opmath and x.dtype is _BF16 and type(b) is float:
+                    return fallback(a, b)  # see `OPMATH`
                 if a._meta is not None:
                     return _binary_tape(op, ufunc, a, b, fallback)
                 y = b
             else:
                 return fallback(a, b)
         elif type(b) is _plain and type(a) in _SCALARS:
+            if opmath_first and b._data.dtype is _BF16 and type(a) is float:
+                return fallback(a, b)
             if b._meta is not None:
                 return _binary_tape(op, ufunc, a, b, fallback)
             x, y = a, b._data
@@ -311,6 +317,28 @@ def binary_function(op, fallback):
         return t
 
     return fn
+
+
+# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 tensor t and a Python float s
+# another way ("opmath": in float32, s unrounded; the frontend's `lift_and_bind` does it), so
+# those calls leave the short paths. op -> whether s may come first.
+OPMATH = {ops_core.REGISTRY["mul"]: True, ops_core.REGISTRY["div"]: True}
+
+
+def opmath_operands(op, args):
+    """(tensor, scalar, scalar_first) when `op(*args)` is computed the opmath way, else None."""
+    if op not in OPMATH:
+        return None
+    a, b = args
+    if type(b) is float and _is_bfloat16(a):
+        return a, b, False
+    if type(a) is float and OPMATH[op] and _is_bfloat16(b):
+        return b, a, True
+    return None
+
+
+def _is_bfloat16(x) -> bool:
+    return isinstance(x, (Symbol, Tensor)) and x.dtype == _BF16
 
 
 def _out(name, out, fn, args):
@@ -342,8 +370,8 @@ def _binary_tape(op, ufunc, a, b, fallback):
     """`op(a, b)` where a tensor is not plain: CPU tensors (or one and a weak scalar, without
     grad) run the ufunc, then the tape entry."""
     x, y = _operand(a), _operand(b)
-    if x is None or y is None:
-        return fallback(a, b)  # a GPU tensor
+    if x is None or y is None or opmath_operands(op, (a, b)) is not None:
+        return fallback(a, b)  # a GPU tensor, or a bfloat16 one with a Python float
     (x, x_grad), (y, y_grad) = x, y
     grad = (x_grad or y_grad) and state.grad
     if grad and (x is a or y is b):

@@ -492,6 +492,20 @@ class Tensor:
 
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph)
 
+    def register_hook(self, hook):
+        """`hook(grad)` runs when backward has this tensor's whole gradient; a Tensor it
+        returns replaces it (PyTorch's; `kn.autograd.register_hook`)."""
+        from .autograd import register_hook
+
+        return register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """`hook(self)` runs right after backward has added this leaf's gradient to `.grad`
+        (PyTorch's; `kn.autograd.register_post_accumulate_grad_hook`)."""
+        from .autograd import register_post_accumulate_grad_hook
+
+        return register_post_accumulate_grad_hook(self, hook)
+
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
             raise RuntimeError(
@@ -508,6 +522,8 @@ class Tensor:
 
     def __repr__(self):
         host = self._host()
+        if host.dtype == dt.bfloat16:  # printed through float32: NumPy formats it as no float
+            host = host.astype(np.float32)
         body = np.array2string(
             host, separator=", ", prefix="tensor(", threshold=1000, max_line_width=80,
             formatter={"float_kind": _float_format(host)} if dt.is_float(self.dtype) else None,

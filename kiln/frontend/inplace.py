@@ -12,7 +12,7 @@ import numpy as np
 
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor, describe, make, version_of
-from ..errors import DTypeMismatchError
+from ..errors import AutogradError, DTypeMismatchError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, check_rules
@@ -31,32 +31,36 @@ _INDEX_PUT = REGISTRY["index_put"]
 def _check(t: Tensor, op: str, value_grad: bool) -> bool:
     """PyTorch's refusals of an in-place op; returns whether the tape records it."""
     if t._inference and not state.inference:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             "Inplace update to inference tensor outside InferenceMode is not allowed. You can "
-            "make a clone to get a normal tensor before doing inplace update. "
-            f"({op} on {describe(t)} at {user_site()})"
-        )
+            "make a clone to get a normal tensor before doing inplace update",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     if not state.grad:
         return False
     base = t._base
     if t._requires_grad and t.grad_fn is None:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation. "
-            f"({op} on a leaf {describe(t)} at {user_site()}; update it under kn.no_grad(), "
-            "as optimizers do, or compute a new tensor)"
-        )
+        raise node_error(
+            AutogradError,
+            "a leaf Variable that requires grad is being used in an in-place operation: update "
+            "it under kn.no_grad(), as optimizers do, or compute a new tensor",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     if base is not None and base._requires_grad and base.grad_fn is None:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             "a view of a leaf Variable that requires grad is being used in an in-place "
-            f"operation. ({op} on a view {describe(t)} of {describe(base)} at {user_site()})"
-        )
+            "operation", op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     recording = t._requires_grad or value_grad
     if recording and base is not None:
-        raise RuntimeError(
-            f"{op} on a view ({describe(t)} of {describe(base)}) that autograd would have to "
-            f"record is not supported by kiln's eager mode (at {user_site()}); clone() the view "
-            "first, or compute the new value out of place"
-        )
+        raise node_error(
+            AutogradError,
+            "an in-place op on a view that autograd would have to record is not supported by "
+            "kiln's eager mode: clone() the view first, or compute the new value out of place",
+            op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     return recording
 
 

@@ -103,10 +103,12 @@ class Symbol:
     def __bool__(self):
         raise GraphError(
             f"the truth value of Symbol '{self.name}' ({self.op.name}, created at {self.site}) "
-            f"is not known while building a graph (branching on it at {user_site()}); use "
-            "kn.where(cond, a, b) to choose values, or (under kn.compile) pass the value as a "
-            "static Python argument (a number: each value compiles its own program), or run "
-            "the graph and branch on the result"
+            f"is not known while building a graph (branching on it at {user_site()}): Python "
+            "control flow (if, while, and, or, not) on a traced value cannot be compiled. Use "
+            "kn.cond(pred, true_fn, false_fn, *operands) or kn.while_loop(cond_fn, body_fn, "
+            "init) (kn.fori_loop, kn.scan for loops), kn.where(cond, a, b) to choose values, "
+            "or (under kn.compile) pass the value as a static Python argument (a number: each "
+            "value compiles its own program)"
         )
 
     def __len__(self):

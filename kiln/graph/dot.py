@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .core import Graph
 from .printer import _Names
+from .region import regions_of
 from .serialize import graph_program
 
 _SHAPES = {"placeholder": "ellipse", "variable": "cylinder", "constant": "note"}
@@ -56,6 +57,9 @@ def to_dot(program, inputs=None, outputs=None, updates=None) -> str:
     lines = ["digraph kiln {", '  node [shape=box, fontname="monospace", fontsize=10];']
     lines += root.lines()
     for node in nodes:
+        for key, region in regions_of(node):
+            lines += _region(region, key, ids[id(node.out)], names, 1)
+    for node in nodes:
         if id(node.out) not in fed:  # a fed value's inputs are not part of the program
             for i in node.inputs:
                 if id(i) in ids:
@@ -67,6 +71,30 @@ def to_dot(program, inputs=None, outputs=None, updates=None) -> str:
         if id(target) in ids and id(value) in ids:
             lines.append(f'  {ids[id(value)]} -> {ids[id(target)]} [style=dashed, label=":="];')
     return "\n".join([*lines, "}"]) + "\n"
+
+
+def _region(region, key, owner, names, depth) -> list:
+    """A body as a cluster `cluster_<owner>_<attr>` of its own nodes and edges; each result
+    has a dotted edge to the region op that holds it."""
+    pad, prefix = "  " * depth, f"{owner}_{key}"
+    body = region.graph
+    ids = {id(n.out): f"{prefix}_{k}" for k, n in enumerate(body.nodes)}
+    fed = {id(s) for s in body.inputs}
+    lines = [f"{pad}subgraph {quote('cluster_' + prefix)} {{",
+             f"{pad}  label={quote(key)};", f"{pad}  style=dashed;"]  # fmt: skip
+    for n in body.nodes:
+        style = _SHAPES.get("placeholder" if id(n.out) in fed else n.op.name)
+        label = f"{n.name}\n{n.op.name}\n{names.type(n.out)}"
+        extra = f", shape={style}" if style else ""
+        lines.append(f"{pad}  {ids[id(n.out)]} [label={quote(label)}{extra}];")
+    for n in body.nodes:
+        lines += [f"{pad}  {ids[id(i)]} -> {ids[id(n.out)]};" for i in n.inputs]
+        for inner_key, inner in regions_of(n):
+            if depth < MAX_DEPTH:
+                lines += _region(inner, inner_key, ids[id(n.out)], names, depth + 1)
+    lines.append(f"{pad}}}")
+    lines += [f"{pad}{ids[id(s)]} -> {owner} [style=dotted];" for s in body.outputs]
+    return lines
 
 
 class _Scope:

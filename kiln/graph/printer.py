@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from .opdef import REGISTRY, ArrayValue
+from .region import Region
 
 
 class _Names:
@@ -43,12 +44,14 @@ class _Names:
         return "*".join(parts + ([str(d.coeff)] if d.coeff != 1 else []))
 
     def type(self, s) -> str:
+        if s.dtype == dt.TUPLE:
+            return "tuple"
         return f"{dt.short_name(s.dtype)}[{','.join(self.dim(d) for d in s.shape)}]"
 
 
 def _literal(array: np.ndarray) -> str:
     value = array.item()
-    text = repr(float(value)) if array.dtype.kind == "f" else repr(value)
+    text = repr(float(value)) if dt.is_float(array.dtype) else repr(value)
     return f"{text}:{dt.short_name(array.dtype)}[]"
 
 
@@ -75,9 +78,13 @@ def _is_inline(node) -> bool:
     return node.op.name == "constant" and node.out.shape == () and base.startswith("constant")
 
 
-def format_program(nodes, inputs, outputs, updates=(), sites=True, header=None) -> str:
-    """Text of a program: `inputs` are its parameters, `outputs` what it returns."""
-    names = _Names()
+def format_program(
+    nodes, inputs, outputs, updates=(), sites=True, header=None, indent="", names=None
+) -> str:  # fmt: skip
+    """Text of a program: `inputs` are its parameters, `outputs` what it returns. A region
+    op's bodies follow its line as nested blocks (`body={ lambda ... }`), each with its own
+    value names."""
+    names = _Names() if names is None else names
     params = []
     for s in inputs:
         params.append(f"{names.define(s.node)}:{names.type(s)}")
@@ -92,19 +99,29 @@ def format_program(nodes, inputs, outputs, updates=(), sites=True, header=None) 
         attrs = {k: v for k, v in node.attrs.items()}
         if node.op.name in ("placeholder", "variable"):
             attrs = {}
+        elif node.op.name == "get":  # its type is on the line already
+            attrs = {"index": attrs["index"]}
+        bodies = {k: attrs.pop(k) for k, v in list(attrs.items()) if isinstance(v, Region)}
         attr_text = " ".join(f"{k}={format_value(v, names)}" for k, v in sorted(attrs.items()))
         op = node.op.name + (f"[{attr_text}]" if attr_text else "")
         line = f"    {name}:{names.type(node.out)} = {' '.join([op, *args])}"
         if sites and node.site:
             line += f"  # {node.site}"
         lines.append(line)
+        for key, region in sorted(bodies.items()):
+            inner = _Names()
+            inner.anon = names.anon  # anonymous dims keep their numbers across blocks
+            g = region.graph
+            text = format_program(g.nodes, g.inputs, g.outputs, sites=sites, names=inner)
+            first, *rest = text.rstrip("\n").split("\n")
+            lines += [f"      {key}={first}", *(f"      {line}" for line in rest)]
     result = " ".join(_arg(s, names) for s in outputs)
     tail = f"  in ({result})"
     if updates:
         tail += " updates (" + " ".join(f"{names.values.get(id(v), v.name)}:={_arg(s, names)}"
                                         for v, s in updates) + ")"  # fmt: skip
     lines.append(tail + " }")
-    return "\n".join(lines) + "\n"
+    return "".join(f"{indent}{line}\n" for line in lines)
 
 
 def _arg(sym, names: _Names) -> str:

@@ -16,6 +16,7 @@ from .. import shapes as sh
 from ..errors import GraphFormatError
 from .core import Graph, Variable
 from .opdef import REGISTRY, ArrayValue
+from .region import Region
 
 FORMAT, VERSION = "kiln.graph", 1
 MAX_DIM = 2**48  # larger dims (and Dim coefficients) are refused as hostile
@@ -159,6 +160,14 @@ class _Writer:
             return {"array": encode_array(v.array)}
         if isinstance(v, tuple):
             return [self.value(x) for x in v]
+        if isinstance(v, Region):  # a body: its own names, the document's dim numbers
+            body = _Writer(v.inputs)
+            body.anon = self.anon
+            nodes = [body.node(n) for n in v.graph.nodes]
+            if any(n.op.name == "variable" for n in v.graph.nodes):
+                raise GraphFormatError("cannot write a body that holds a Variable node")
+            return {"region": {"nodes": nodes, "inputs": [s.name for s in v.inputs],
+                               "outputs": [s.name for s in v.outputs]}}  # fmt: skip
         raise GraphFormatError(f"cannot write an attr value of type {type(v).__name__}: {v!r:.80}")
 
 
@@ -344,6 +353,8 @@ class _Reader:
         self.symbols: dict = {}  # name -> Symbol
         self.atoms: dict[int, int] = {}  # anonymous dim number -> this process's atom
         self.writer = _Writer(())
+        self.depth = 0  # of the body this reader builds
+        self.body_work: dict = {}  # id(Region read) -> the elements of its values
 
     def build(self, doc) -> Graph:
         variables = _typed(doc["variables"], dict, "variables")
@@ -386,7 +397,8 @@ class _Reader:
             raise GraphFormatError(f"{where}: a site is a string or null, got {_show(site)}")
         inputs = self.refs(entry["inputs"], f"{where} inputs")
         attrs = _typed(entry["attrs"], dict, f"{where} attrs")
-        attrs = {key: self.value(v, f"{where} attr {key!r:.40}", 0) for key, v in attrs.items()}
+        attrs = {key: self.value(v, f"{where} attr {key!r:.40}", self.depth)
+                 for key, v in attrs.items()}  # fmt: skip
         _check_attr_names(REGISTRY[op], attrs, where)
         if op == "variable":
             value, trainable = self.variable(variables.get(name), f"variables {name!r:.80}")
@@ -395,6 +407,8 @@ class _Reader:
         else:
             shape, dtype, pending = _rules(REGISTRY[op], inputs, attrs, where)
             self.count(shape, dtype, op, where)
+            if op == "scan":
+                self.repeat(attrs, where)
             node = self.graph.add_node(REGISTRY[op], inputs, attrs, name, site, shape, dtype)
             self.graph.constraints.extend((a, b, why, node) for a, b, why in pending)
             sym = node.out
@@ -455,7 +469,44 @@ class _Reader:
             return self.dim(body, where)
         if tag == "array":
             return ArrayValue(decode_array(body, where))
+        if tag == "region" and isinstance(body, dict):
+            return self.region(body, where, depth)
         raise GraphFormatError(f"{where}: not an attr value: {_show(v)}")
+
+    def region(self, body, where, depth) -> Region:
+        """A body: its nodes read as a graph of their own (same limits, same dim numbers)."""
+        if depth >= MAX_DEPTH:
+            raise GraphFormatError(f"{where}: bodies nest over {MAX_DEPTH} deep")
+        _check_keys(body, {"nodes", "inputs", "outputs"}, f"{where} region")
+        sub = _Reader(self.max_elements, self.max_work)
+        sub.atoms, sub.writer.anon, sub.work, sub.depth = self.atoms, self.writer.anon, \
+            self.work, depth + 1  # fmt: skip
+        sub.body_work = self.body_work
+        for k, entry in enumerate(_typed(body["nodes"], list, f"{where} nodes")):
+            sub.node(entry, k, {})
+        work, self.work = sub.work - self.work, sub.work
+        graph = sub.graph
+        graph.inputs = sub.refs(body["inputs"], f"{where} inputs")
+        if any(s.op.name != "placeholder" for s in graph.inputs):
+            raise GraphFormatError(f"{where}: a body's inputs are placeholders")
+        graph.outputs = sub.refs(body["outputs"], f"{where} outputs")
+        region = Region(graph)
+        self.body_work[id(region)] = work
+        return region
+
+    def repeat(self, attrs, where):
+        """A scan runs its body `length` times: the body's work counts that many times."""
+        body, length = attrs.get("body"), attrs.get("length")
+        steps = length.coeff if isinstance(length, sh.Dim) else length
+        if not isinstance(body, Region) or type(steps) is not int or steps <= 1:
+            return
+        self.work += (steps - 1) * self.body_work.get(id(body), 0)
+        if self.max_work is not None and self.work > self.max_work:
+            raise GraphFormatError(
+                f"{where}: a scan of {steps} steps brings the elements of all values to "
+                f"{self.work}, over the limit of {self.max_work} (max_work; lift it only for a "
+                "file you trust)"
+            )
 
     def dim(self, body, where) -> sh.Dim:
         _check_keys(body, {"atoms", "coeff"}, f"{where} dim")

@@ -5,12 +5,15 @@ from __future__ import annotations
 from .. import shapes as sh
 from ..errors import GraphError, KilnError
 from .opdef import REGISTRY, Attrs
+from .region import regions_of
 
 
 def verify(graph) -> None:
     """Raises GraphError, naming the node and its site, if `graph` breaks an invariant:
     inputs defined before use in the same graph, unique names, registered ops, canonical
-    attrs, and output shape and dtype equal to what the op's rules give.
+    attrs, and output shape and dtype equal to what the op's rules give. A region op's bodies
+    are verified too: parameters are placeholders of the body, results are its values (the
+    op's rules check them against its operands).
 
     >>> import kiln as kn
     >>> g = kn.Graph()
@@ -37,6 +40,23 @@ def verify(graph) -> None:
             raise GraphError(f"{where}: its output does not point back at it")
         _check_types(node, where)
         defined.add(id(node.out))
+        for key, region in regions_of(node):
+            _check_region(region, f"{where}, {key}")
+
+
+def _check_region(region, where):
+    body = region.graph
+    own = {id(n.out) for n in body.nodes}
+    for s in body.inputs:
+        if id(s) not in own or s.op.name != "placeholder":
+            raise GraphError(f"{where}: parameter '{s.name}' is not a placeholder of the body")
+    for s in body.outputs:
+        if id(s) not in own:
+            raise GraphError(f"{where}: result '{s.name}' is not a value of the body")
+    try:
+        verify(body)
+    except GraphError as e:
+        raise GraphError(f"{where}: {e}") from None
 
 
 def _check_types(node, where):

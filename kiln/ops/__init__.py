@@ -2,6 +2,7 @@
 
 from ..graph.opdef import REGISTRY, OpDef
 from . import (
+    control,
     elementwise,
     elementwise_torch,
     fused,
@@ -20,6 +21,6 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    elementwise, elementwise_torch, fused, index, linalg, movement, nn, nn_grad, random, reduce,
-    scan, sort, state,
+    control, elementwise, elementwise_torch, fused, index, linalg, movement, nn, nn_grad, random,
+    reduce, scan, sort, state,
 )  # fmt: skip

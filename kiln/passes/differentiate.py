@@ -9,14 +9,19 @@ from __future__ import annotations
 from .. import dtypes as dt
 from ..errors import GraphError
 from ..graph.core import Symbol
+from ..graph.region import Region
 from ..ops.core import apply, scalar
+from .region_grad import region_vjp
+from .vectorize import ancestors, positions
 
 
-def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
+def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise", since: int = 0) -> list:
     """Symbols for d(sum of ys · grad_ys)/dx for each x in `xs`, built into ys' graph.
 
     `disconnected="raise"` raises GraphError for an x the ys do not depend on (naming the
     op that blocks the path when there is one); `"zero"` gives zeros instead, `"none"` None.
+    `since`: the xs were made at or after this position of the graph, so no older node is
+    visited (a local differentiation stays local).
     """
     if disconnected not in ("raise", "zero", "none"):
         raise ValueError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
@@ -30,7 +35,7 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
         )
     seeds = _seeds(ys, grad_ys)
     with graph.name_scope("grad"):
-        cts = _backward(graph, ys, xs, seeds)
+        cts = _backward(graph, ys, xs, seeds, since)
     results = []
     for x in xs:
         ct = cts.get(id(x))
@@ -69,13 +74,16 @@ def _seeds(ys, grad_ys):
     return seeds
 
 
-def _relevant(graph, ys, xs):
-    """Float nodes that lie on a path from some x to some y, in graph order."""
-    last = max(graph.nodes.index(y.node) for y in ys)
-    nodes = graph.nodes[: last + 1]
+def _relevant(graph, ys, xs, since=0):
+    """Float nodes that lie on a path from some x to some y, in graph order. Only the nodes
+    the ys depend on made since the oldest x are visited (not the whole graph), so building
+    gradients one after another stays linear in what each one reads."""
+    where = positions(graph)
+    since = max(since, min((where.get(id(x.node), 0) for x in xs), default=0))
+    nodes = sorted(ancestors(ys, since=since), key=lambda n: where[id(n)])
     from_x = {id(x) for x in xs}
     for node in nodes:
-        if any(id(i) in from_x for i in node.inputs) and dt.is_float(node.out.dtype):
+        if any(id(i) in from_x for i in node.inputs) and _carries_ct(node.out.dtype):
             from_x.add(id(node.out))
     to_y, stack = set(), [y for y in ys if id(y) in from_x]
     while stack:
@@ -87,8 +95,13 @@ def _relevant(graph, ys, xs):
     return [n for n in nodes if id(n.out) in to_y], to_y
 
 
-def _backward(graph, ys, xs, seeds) -> dict:
-    nodes, relevant = _relevant(graph, ys, xs)
+def _carries_ct(dtype) -> bool:
+    """Floats have cotangents; so does a tuple (a region op's result), element by element."""
+    return dt.is_float(dtype) or dtype == dt.TUPLE
+
+
+def _backward(graph, ys, xs, seeds, since=0) -> dict:
+    nodes, relevant = _relevant(graph, ys, xs, since)
     targets = {id(x) for x in xs}
     cts: dict = {}
     for y, seed in zip(ys, seeds):
@@ -101,6 +114,19 @@ def _backward(graph, ys, xs, seeds) -> dict:
             continue
         if id(node.out) in targets:
             results[id(node.out)] = ct
+        if node.op.name == "get":  # one element of a tuple: collected for its region op
+            tuple_ct = cts.setdefault(id(node.inputs[0]), {})
+            k = node.attrs["index"]
+            tuple_ct[k] = ct if k not in tuple_ct else apply("add", tuple_ct[k], ct)
+            continue
+        if "region" in node.op.tags:
+            with graph.site(node.site):
+                outs = _region_outputs(node)
+                in_cts = region_vjp(node, [ct.get(k) for k in range(outs)], relevant)
+            for inp, c in zip(node.inputs, in_cts):
+                if c is not None and id(inp) in relevant:
+                    _accumulate(cts, inp, c)
+            continue
         if node.op.vjp is None:
             if "nondiff" not in node.op.tags and node.inputs:
                 raise GraphError(
@@ -119,6 +145,11 @@ def _backward(graph, ys, xs, seeds) -> dict:
                 if c is not None and id(inp) in relevant:
                     _accumulate(cts, inp, c)
     return results
+
+
+def _region_outputs(node) -> int:
+    """How many elements a region op's tuple has: its (first) body's results."""
+    return len(next(v for v in node.attrs.values() if isinstance(v, Region)).outputs)
 
 
 class _Recompute:
@@ -146,7 +177,7 @@ class _Recompute:
     def _copy(self, k, ct) -> dict:
         ids, graph, copies = self.graph.checkpoints[k], self.graph, {}
         for n in graph.nodes:
-            if id(n) not in ids or "random" in n.op.tags or "source" in n.op.tags:
+            if id(n) not in ids or n.op.tags & {"random", "source", "collective"}:
                 continue
             inputs = []
             for i in n.inputs:

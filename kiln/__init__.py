@@ -27,6 +27,7 @@ from . import (
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
+    bfloat16,
     bool_,
     double,
     float16,

@@ -28,6 +28,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from . import dtypes as dt
 from .checkpoint_tree import TREE_KEY, flatten, unflatten
 from .errors import KilnError
 from .graph.core import Symbol, Variable
@@ -44,14 +45,15 @@ __all__ = [
     "as_numpy",
 ]
 
-# The dtypes safetensors can hold that NumPy has (bfloat16 and float8 have no NumPy dtype).
-SUPPORTED_DTYPES = frozenset(
-    np.dtype(d)
-    for d in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-              np.uint64, np.float16, np.float32, np.float64, np.complex64)
-)  # fmt: skip
-_NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32"}
-_NUMPY_DTYPES |= {"F64", "C64"}  # the safetensors dtypes that NumPy can hold
+# The safetensors dtypes kiln reads and writes: NumPy's, and BF16 through ml_dtypes (float8
+# has no dtype here).
+_FILE_DTYPES = {
+    "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
+    "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
+    "BF16": dt.bfloat16, "F32": np.float32, "F64": np.float64, "C64": np.complex64,
+}  # fmt: skip
+SUPPORTED_DTYPES = frozenset(np.dtype(d) for d in _FILE_DTYPES.values())
+_NUMPY_DTYPES = set(_FILE_DTYPES)
 _HEADER_LIMIT = 100_000_000  # the largest header safetensors itself accepts
 # write_atomic's temporaries: `.{name}.{12 hex digits}.tmp` beside the target; removed by a
 # later write when older than a minute and locked by no writer (a day where there are no locks).
@@ -351,7 +353,7 @@ def _parse(path: str, data: bytes) -> tuple[dict, dict]:
     header = _parse_header(path, data)
     _check_entries(path, header, len(data) - 8 - struct.unpack("<Q", data[:8])[0])
     try:
-        arrays = safetensors.numpy.load(data)
+        arrays = _arrays_of(safetensors.deserialize(data))
     except Exception as e:  # SafetensorError (Rust), KeyError for a dtype NumPy lacks, ...
         raise _invalid(path, f"{type(e).__name__}: {e}") from None
     return header, arrays
@@ -372,6 +374,16 @@ def _refuse_pickles(path: str, data: bytes) -> None:
         "installed: safetensors.torch.save_file(torch.load(path, weights_only=True), "
         "'model.safetensors') for a dict of tensors"
     )
+
+
+def _arrays_of(entries) -> dict:
+    """NumPy arrays (writable, over the bytes read) of `safetensors.deserialize`'s entries."""
+    arrays = {}
+    for name, entry in entries:
+        dtype = np.dtype(_FILE_DTYPES[entry["dtype"]])
+        little = np.frombuffer(entry["data"], dtype.newbyteorder("<")).reshape(entry["shape"])
+        arrays[name] = little.astype(dtype, copy=False)
+    return arrays
 
 
 def load_metadata(path) -> dict[str, str]:

@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         "equal those of one process taking the same step (see docs/distributed.md)",
     )
     demo.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --distributed: stop each mode after N steps (a quick check)",
+    )
+    demo.add_argument(
         "--out",
         type=Path,
         default=Path("kiln-demo"),
@@ -196,7 +203,7 @@ def cmd_demo(args) -> int:
                 return EXIT_USAGE
             from .distributed import demo as distributed_demo
 
-            results = distributed_demo.run(args.out, epochs=args.epochs)
+            results = distributed_demo.run(args.out, epochs=args.epochs, max_steps=args.max_steps)
             ok = all(spread == 0 and diff <= distributed_demo.TOLERANCE and acc == ref
                      for spread, diff, _, acc, ref in results.values())  # fmt: skip
             return 0 if ok else EXIT_FAILED

@@ -214,6 +214,24 @@ def graph_training(r, n):
 
 
 @program
+def ddp_unused_parameter(r, n):
+    """A parameter that takes no part in the loss: the next forward raises, as PyTorch's."""
+    kn.manual_seed(0)
+    model = kn.nn.parallel.DistributedDataParallel(
+        kn.nn.ModuleList([kn.nn.Linear(2, 2), kn.nn.Linear(2, 2)])
+    )
+    x = kn.ones(1, 2)
+    used = model.module[0]
+    used(x).sum().backward()
+    try:
+        model(x)
+    except RuntimeError as e:
+        assert "Expected to have finished reduction in the prior iteration" in str(e), e
+    else:
+        raise AssertionError("the forward after an incomplete reduction must raise")
+
+
+@program
 def restore(r, n, path, accuracy):
     """A checkpoint that rank 0 of another world size saved: every rank loads it, the wrap
     keeps it (rank 0's), and the held-out accuracy is the one the saving run printed."""
@@ -278,15 +296,20 @@ def fault(r, n, mode):
 
 
 def main():
-    name, args = sys.argv[1], sys.argv[2:]
+    """`dist_worker.py NAME [ARGS...]`, or several programs in one job (one MPI start-up):
+    `dist_worker.py NAME[:ARG]+NAME[:ARG]...`."""
+    names, args = sys.argv[1], sys.argv[2:]
     timeout = float(os.environ.get("KILN_TEST_TIMEOUT", "20"))
-    if name.startswith("nccl"):
+    if names.startswith("nccl"):
         import fake_nccl
 
         fake_nccl.install()
-    dist.init_process_group("nccl" if name.startswith("nccl") else "mpi", timeout=timeout)
+    dist.init_process_group("nccl" if names.startswith("nccl") else "mpi", timeout=timeout)
     r, n = dist.get_rank(), dist.get_world_size()
-    PROGRAMS[name](r, n, *args)
+    for part in names.split("+"):
+        name, _, arg = part.partition(":")
+        PROGRAMS[name](r, n, *([arg] if arg else []), *args)
+        print(f"<done {name} {r}>", flush=True)
     print(f"<ok {r}>", flush=True)
     dist.destroy_process_group()
 

@@ -4,6 +4,8 @@ are checked against Python loops by tests/test_ops.py; here: the rest."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from op_table_control import CASES
@@ -269,3 +271,80 @@ def test_while_loop_has_no_reverse_mode_gradient():
         y = kn.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)
         with pytest.raises(kn.GraphError, match="does not work for while_loop.*fori_loop"):
             kn.grad(y, [x])
+
+
+def test_simplify_drops_the_results_nothing_reads():
+    """A scan's ys and a cond's results that no get reads leave the bodies (the carry stays)."""
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float32, (4, 2), name="xs")
+        c0 = kn.constant(np.zeros(2, np.float32))
+        (h, _), (_, ys) = kn.scan(lambda c, x: ((c[0] + x, c[1] * x), (kn.exp(x), x * 3.0)),
+                                  (c0, c0), xs)  # fmt: skip
+        _, b = kn.cond(kn.sum(h) > 0, lambda a: (kn.exp(a), a * 2.0), lambda a: (a, -a), h)
+        f = kn.function([xs], [ys, b])
+    scan = next(n for n in f.graph.nodes if n.op.name == "scan")
+    assert len(scan.attrs["body"].outputs) == 3  # two carried values and the one y read
+    cond = next(n for n in f.graph.nodes if n.op.name == "cond")
+    assert len(cond.attrs["branch_true"].outputs) == 1
+    assert "exp" not in {n.op.name for n in cond.attrs["branch_true"].graph.nodes}
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    got_ys, got_b = f(x)
+    np.testing.assert_array_equal(got_ys, x * 3)
+    np.testing.assert_array_equal(got_b, x.sum(0) * 2)
+
+
+def _scan_peak(steps, size=16384):
+    """Peak bytes allocated while a compiled forward scan of `steps` steps runs (carry only)."""
+    with kn.Graph().as_default():
+        h0 = kn.placeholder(kn.float32, (size,), name="h0")
+        h, _ = kn.scan(lambda h, _: (kn.tanh(h * 0.5 + 0.25), None), h0, None, length=steps)
+        f = kn.function([h0], h)
+    x = np.zeros(size, np.float32)
+    f(x)  # compiles the outer program and the body's
+    tracemalloc.start()
+    try:
+        out = f(x)
+        return tracemalloc.get_traced_memory()[1], out
+    finally:
+        tracemalloc.stop()
+
+
+def test_forward_scan_memory_is_flat_in_the_trip_count():
+    """Each step's carry replaces the last one and the body reuses its own arena: the peak is
+    a few carries, whatever the trip count (64 KiB carry; 3,000 steps would be 190 MiB if
+    steps were kept)."""
+    carry = 16384 * 4
+    short, _ = _scan_peak(50)
+    long, out = _scan_peak(3000)
+    assert long <= short + carry and long < 6 * carry, (short, long)
+    want = np.zeros(16384, np.float32)
+    for _ in range(3000):
+        want = np.tanh(want * np.float32(0.5) + np.float32(0.25))
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_a_loaded_scan_counts_its_steps_against_max_work():
+    """A file can declare a scan of 2**40 steps over a small body: its reader refuses it."""
+    with kn.Graph().as_default() as g:
+        h0 = kn.placeholder(kn.float32, (1000,), name="h0")
+        h, _ = kn.scan(lambda h, _: (h * 0.5, None), h0, None, length=10)
+    g.inputs, g.outputs = [h0], [h]
+    text = to_json(g)
+    assert from_json(text, max_work=100_000).outputs[0].shape == (1000,)
+    hostile = text.replace('"length": 10', '"length": 1099511627776')
+    with pytest.raises(kn.GraphFormatError, match="a scan of 1099511627776 steps"):
+        from_json(hostile)
+    with pytest.raises(kn.GraphFormatError, match="non-negative"):
+        from_json(text.replace('"length": 10', '"length": -3'))
+
+
+def test_verify_checks_bodies():
+    with kn.Graph().as_default() as g:
+        xs = kn.placeholder(kn.float32, (3,), name="xs")
+        kn.scan(lambda c, x: (c + x, None), kn.constant(np.float32(0)), xs)
+        outside = kn.sum(xs)
+    kn.verify(g)
+    body = next(n for n in g.nodes if n.op.name == "scan").attrs["body"].graph
+    body.outputs = [outside]  # a value of the outer graph, not of the body
+    with pytest.raises(kn.GraphError, match="body.*is not a value of the body"):
+        kn.verify(g)

@@ -59,26 +59,29 @@ def assert_all_ok(n, code, output):
     assert sorted(re.findall(r"<ok (\d+)>", output)) == [str(r) for r in range(n)], output
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_eager_collectives(n):
-    code, output, _ = run_ranks(n, "eager_collectives")
+# Several programs per job: an MPI job's start-up (N Pythons importing kiln) costs seconds.
+JOBS = {
+    2: "eager_collectives+ddp:eager+ddp:compile+ddp_no_sync+ddp_unused_parameter+graph_training",
+    4: "eager_collectives+ddp:eager",
+}
+
+
+@pytest.mark.parametrize("n", sorted(JOBS))
+def test_collectives_ddp_and_graph_mode(n):
+    """Eager collectives; DDP (eager, kn.compile) against one process, identical on every
+    rank; no_sync(); a parameter without gradient; minimize's all-reduce in graph mode.
+    Each program is in tests/dist_worker.py; `<done NAME RANK>` marks the ones that passed."""
+    code, output, _ = run_ranks(n, JOBS[n])
     assert_all_ok(n, code, output)
-
-
-@pytest.mark.parametrize("n, mode", [(2, "eager"), (4, "eager"), (2, "compile")])
-def test_ddp_matches_one_process(n, mode):
-    code, output, _ = run_ranks(n, "ddp", mode)
-    assert_all_ok(n, code, output)
-
-
-def test_ddp_no_sync_accumulates_locally():
-    code, output, _ = run_ranks(2, "ddp_no_sync")
-    assert_all_ok(2, code, output)
-
-
-def test_minimize_inserts_the_bucketed_all_reduce():
-    code, output, _ = run_ranks(2, "graph_training")
-    assert_all_ok(2, code, output)
+    names = [part.partition(":")[0] for part in JOBS[n].split("+")]
+    for name in set(names):
+        found = re.findall(rf"<done {name} (\d+)>", output)
+        assert sorted(found) == sorted(
+            str(r) for r in range(n) for _ in range(names.count(name))
+        ), (
+            name,
+            output,
+        )
 
 
 def test_nccl_backend_on_the_stand_in():
@@ -89,11 +92,11 @@ def test_nccl_backend_on_the_stand_in():
 
 
 def test_demo_distributed_and_its_checkpoint_on_other_world_sizes(tmp_path):
-    """`mpiexec -n 2 kiln demo --distributed` (one epoch): identical ranks, the one-process
+    """`mpiexec -n 2 kiln demo --distributed` (25 steps): identical ranks, the one-process
     run within 1e-6, the same accuracy; rank 0's checkpoint restores on 4 ranks and in one
     process with the accuracy it printed."""
-    code, output, _ = run_ranks(2, "-m", "kiln", "demo", "--distributed", "--epochs", "1",
-                                "--out", str(tmp_path), script="")  # fmt: skip
+    demo = ["demo", "--distributed", "--epochs", "1", "--max-steps", "25", "--out", str(tmp_path)]
+    code, output, _ = run_ranks(2, "-m", "kiln", *demo, script="")
     assert code == 0, output
     lines = re.findall(r"^(graph mode|eager|kn.compile) .*$", output, re.M)
     assert len(lines) == 3, output
@@ -132,10 +135,10 @@ def test_a_failing_rank_ends_the_job_at_once(mode):
 
 def test_a_rank_that_never_calls_times_out_the_others():
     """Rank 1 sleeps instead of calling all_reduce: rank 0 raises DistBackendError after the
-    configured 2 s, which names the collective, and its uncaught error ends the job."""
-    code, output, seconds = run_ranks(2, "fault", "skip", env={"KILN_TEST_TIMEOUT": "2"})
+    configured 1 s, which names the collective, and its uncaught error ends the job."""
+    code, output, seconds = run_ranks(2, "fault", "skip", env={"KILN_TEST_TIMEOUT": "1"})
     assert code != 0, output
-    assert "DistBackendError: all_reduce on rank 0 of 2 (mpi) did not complete within 2 s" in (
+    assert "DistBackendError: all_reduce on rank 0 of 2 (mpi) did not complete within 1 s" in (
         output
     ), output
     assert seconds < 15, (seconds, output)

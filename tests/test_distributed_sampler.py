@@ -35,3 +35,18 @@ def test_shuffled_shares_partition_one_permutation_per_epoch():
 def test_rank_out_of_range():
     with pytest.raises(ValueError, match="Invalid rank 3"):
         DistributedSampler(range(4), num_replicas=3, rank=3)
+
+
+def test_reachable_from_utils_data_as_in_pytorch():
+    from kiln.distributed import DistributedSampler as from_distributed
+    from kiln.utils.data import DistributedSampler
+
+    assert DistributedSampler is from_distributed
+    # torch.utils.data.DistributedSampler(range(10), num_replicas=3, rank=1, shuffle=False)
+    # pads to 12 indices and takes every third from position 1
+    assert list(DistributedSampler(range(10), num_replicas=3, rank=1, shuffle=False)) == [
+        1,
+        4,
+        7,
+        0,
+    ]

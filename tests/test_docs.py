@@ -1,9 +1,15 @@
-"""The documentation is true: docs/errors.md's table matches the exception classes kiln
-defines."""
+"""The documentation is true: the site builds strictly and its API reference has every public
+name; docs/errors.md's table matches the exception classes kiln defines."""
 
 import importlib
+import importlib.util
 import pathlib
 import re
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
 
 import kiln as kn
 import kiln.checkpoint
@@ -12,6 +18,108 @@ import kiln.runtime
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+
+# the namespaces the API reference covers: every public name of each has an entry
+NAMESPACES = [
+    "kiln", "kiln.autograd", "kiln.checkpoint", "kiln.cuda", "kiln.errors", "kiln.init",
+    "kiln.linalg", "kiln.nn", "kiln.nn.functional", "kiln.nn.init", "kiln.nn.utils",
+    "kiln.optim", "kiln.passes", "kiln.plot", "kiln.random", "kiln.testing",
+]  # fmt: skip
+
+
+# -- the site --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built as CI builds it: `mkdocs build --strict` (the `docs` extra)."""
+    for package in ("mkdocs", "material", "mkdocstrings_handlers.python"):
+        if importlib.util.find_spec(package.partition(".")[0]) is None or (
+            importlib.util.find_spec(package) is None
+        ):
+            pytest.skip(f"{package} is not installed (pip install 'kiln[docs]')")
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert result.returncode == 0, "\n".join(warnings) or result.stderr[-3000:]
+    return out
+
+
+def _public_names(namespace: str) -> dict:
+    """{name: object} of what `namespace` offers: its `__all__`, or else what it defines (the
+    package `kiln` re-exports: everything public that is not a module)."""
+    module = _resolve_id(namespace)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        if namespace != "kiln":
+            names = [
+                n for n in names if getattr(getattr(module, n), "__module__", "") == module.__name__
+            ]
+    objects = {n: getattr(module, n) for n in names}
+    return {n: o for n, o in objects.items() if not isinstance(o, ModuleType)}
+
+
+def _resolve_id(anchor: str):
+    """`kiln.nn.Linear` -> the object, by attributes from `kiln` as users reach it
+    (`kiln.autograd` is an attribute, not a module path), else by importing the longest module
+    path (`kiln.passes.schedule.schedule`: a function shadows its module); None if neither."""
+    obj = kn
+    for part in anchor.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    if obj is not None:
+        return obj
+    parts = anchor.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            obj = getattr(obj, part, None)
+        return obj
+    return None
+
+
+def test_site_has_every_page_in_its_navigation(site):
+    # mkdocs.yml's validation makes a page missing from the nav a warning, and --strict an error
+    pages = sorted(p.relative_to(DOCS) for p in DOCS.rglob("*.md") if "_ext" not in p.parts)
+    for page in pages:
+        built = site / page.with_suffix("") / "index.html" if page.stem != "index" else None
+        built = built or site / page.parent / "index.html"
+        assert built.exists(), page
+
+
+def test_api_reference_covers_every_public_name(site):
+    anchors = set()
+    for page in (site / "api").rglob("index.html"):
+        anchors |= set(re.findall(r'id="(kiln\.[\w.]+)"', page.read_text(encoding="utf-8")))
+    documented = {id(_resolve_id(a)) for a in anchors}
+    missing = []
+    for namespace in NAMESPACES:
+        for name, obj in _public_names(namespace).items():
+            if f"{namespace}.{name}" not in anchors and id(obj) not in documented:
+                missing.append(f"{namespace}.{name}")
+    assert not missing, f"not in the API reference (docs/api/*.md): {missing}"
+
+
+def test_griffe_extension_fences_doctest_examples():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        fence = importlib.import_module("griffe_kiln").fence_doctests
+    except ImportError:
+        pytest.skip("griffe is not installed (pip install 'kiln[docs]')")
+    finally:
+        sys.path.pop(0)
+    text = "Adds.\n\n>>> 1 + 1\n2\n\nArgs:\n    x: a number.\n\n    >>> f(x)\n    3"
+    assert fence(text) == (
+        "Adds.\n\n```pycon\n>>> 1 + 1\n2\n```\n\nArgs:\n    x: a number.\n\n"
+        "    ```pycon\n    >>> f(x)\n    3\n    ```"
+    )
 
 
 # -- docs/errors.md --------------------------------------------------------------------------------

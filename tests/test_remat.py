@@ -144,3 +144,46 @@ def test_random_training_graphs_recompute_bit_for_bit(depth, acts, fraction):
     _, tight = _run_both(depth, budget, steps=1, activations=acts[:depth])
     assert tight.lower_bound_bytes <= tight.arena_bytes
     assert tight.arena_bytes <= plain.plan.arena_bytes
+
+
+# -- kn.compile(..., memory_budget=): kn.checkpoint regions chosen automatically -------------
+
+
+def _compiled_mlp_grads(budget, depth=12):
+    kn.manual_seed(0)
+    layers = [kn.nn.Linear(WIDTH, WIDTH) for _ in range(depth)]
+
+    @kn.compile(memory_budget=budget)
+    def loss(x):
+        h = x
+        for layer in layers:
+            h = kn.tanh(layer(h))
+        return (h * h).sum()
+
+    x = kn.tensor(_data()[0])
+    loss(x).backward()
+    return [p.grad.numpy() for layer in layers for p in layer.parameters()], loss.last
+
+
+def test_compile_budget_recomputes_regions_and_keeps_gradients_bit_for_bit():
+    plain, t_plain = _compiled_mlp_grads(None)
+    tight, t_tight = _compiled_mlp_grads(4 * BATCH * WIDTH * 4)  # four activations
+    assert t_plain.checkpointing is None and t_tight.checkpointing is not None
+    kept = lambda t: sum(  # noqa: E731
+        int(np.prod(s.shape)) * s.dtype.itemsize
+        for s in t.feeds
+        if s.node.op.name not in ("variable", "placeholder")
+    )
+    assert kept(t_tight) < kept(t_plain) / 2
+    for a, b in zip(plain, tight):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_compile_budget_already_met_changes_nothing():
+    _, traced = _compiled_mlp_grads(2**30, depth=3)
+    assert traced.checkpointing is None
+
+
+def test_compile_refuses_a_bad_budget():
+    with pytest.raises(kn.GraphError, match="memory_budget"):
+        kn.compile(lambda x: x, memory_budget=-1)

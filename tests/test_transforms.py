@@ -225,6 +225,12 @@ VMAPPED = {
     "argmax": lambda x: kn.argmax(x * x),
     "broadcast": lambda x: kn.broadcast_to(x, (2, 3)) + kn.sum(x),
     "pad": lambda x: kn.nn.functional.pad(x, (1, 2)),
+    "softmax_cumsum": lambda x: kn.cumsum(kn.softmax(x, 0), 0),
+    "argsort_take": lambda x: kn.take_along_axis(x, kn.argsort(x, 0), 0),
+    "take_fixed_indices": lambda x: kn.take_along_axis(x, kn.constant(np.array([2, 0])), 0),
+    "gather": lambda x: x[kn.constant(np.array([[2, 0], [1, 1]]))],
+    "logcumsumexp_scalar": lambda x: kn.logcumsumexp(kn.sum(x), 0),
+    "inv_det": lambda x: kn.det(kn.inverse(kn.reshape(x[:1], (1, 1)) + kn.eye(1))),
 }
 
 
@@ -263,10 +269,66 @@ def test_vmap_of_gradient():
 def test_vmap_error_names_the_op_without_a_rule():
     with kn.Graph().as_default():
         xs = kn.placeholder(kn.float64, (4, 3), name="xs")
-        with pytest.raises(kn.GraphError, match="no batching rule for cumsum"):
-            kn.vmap(lambda x: kn.cumsum(x, 0))(xs)
+        with pytest.raises(kn.GraphError, match="no batching rule for solve"):
+            kn.vmap(lambda x: kn.linalg.solve(kn.eye(3), x))(xs)
+
+
+def test_vmap_of_indices_into_a_fixed_table():
+    """Embedding rows by a batch of ids: gather with only the indices batched."""
+    table = RNG.standard_normal((5, 2))
+    ids = np.array([[0, 4], [3, 3], [1, 2]])
+    got = kn.vmap(lambda i: kn.embedding(i, kn.constant(table)))(ids)
+    np.testing.assert_array_equal(got, table[ids])
+
+
+def test_jacobian_of_cross_entropy():
+    """take_along_axis and its transpose batched: d CE / d logits = softmax - onehot."""
+    labels = np.array([1, 0])
+    f = lambda z: kn.cross_entropy(kn.reshape(z, (2, 3)), kn.constant(labels))  # noqa: E731
+    z = RNG.standard_normal(6)
+    p = np.exp(z.reshape(2, 3)) / np.exp(z.reshape(2, 3)).sum(1, keepdims=True)
+    p[np.arange(2), labels] -= 1
+    for mode in ("jacrev", "jacfwd"):
+        np.testing.assert_allclose(run_graph(getattr(kn, mode)(f), z), p.reshape(6) / 2,
+                                   rtol=1e-12, atol=1e-15)  # fmt: skip
 
 
 def test_vmap_refuses_mismatched_sizes():
     with pytest.raises(kn.ShapeError, match="different sizes"):
         kn.vmap(lambda a, b: a + b)(np.ones((2, 3)), np.ones((4, 3)))
+
+
+def test_jvp_uses_an_ops_jvp_rule_where_it_has_no_vjp():
+    """An op with a forward rule and no vjp (as a loop whose reverse mode is refused): kn.jvp
+    uses the rule, kn.grad refuses. cube: d(x^3) = 3 x^2 t, by hand."""
+    from kiln.graph.opdef import OpDef
+    from kiln.ops.core import bind_graph, same_dtype, same_shape
+
+    cube = OpDef("cube_forward_only", same_shape, same_dtype, lambda xp, x, out=None: x**3,
+                 jvp=lambda ts, y, x: ts[0] * x * x * 3.0)  # fmt: skip
+    x, t = np.array([1.0, -2.0]), np.array([0.5, 1.0])
+    with kn.Graph().as_default():
+        xs, ts = kn.placeholder(kn.float64, (2,), name="x"), kn.placeholder(kn.float64, (2,))
+        y, dy = kn.jvp(lambda v: kn.sin(bind_graph(cube, (v,), {})), (xs,), (ts,))
+        got = kn.function([xs, ts], [y, dy])(x, t)
+        with pytest.raises(kn.GraphError, match="no gradient rule for cube_forward_only"):
+            kn.grad(kn.sum(y), [xs])
+    np.testing.assert_allclose(got[0], np.sin(x**3))
+    np.testing.assert_allclose(got[1], np.cos(x**3) * 3 * x**2 * t)
+
+
+def test_jvp_builds_locally():
+    """Forward mode builds for the nodes between the xs and the ys only (and visits only
+    nodes made since the xs): a long prefix of the graph adds nothing to what it builds."""
+    counts = []
+    for prefix in (0, 300):
+        with kn.Graph().as_default() as g:
+            z = kn.placeholder(kn.float64, (3,), name="z")
+            for _ in range(prefix):
+                z = kn.sin(z)
+            x = kn.placeholder(kn.float64, (3,), name="x")
+            y = kn.exp(x * z)
+            before = len(g.nodes)
+            kn.jvp(lambda v: kn.tanh(v) * y, (x,), (x,))
+            counts.append(len(g.nodes) - before)
+    assert counts[0] == counts[1]

@@ -102,7 +102,7 @@ def _eager_run(model, compiled: bool, wrap: bool) -> _Run:
     return run
 
 
-def _train(runs, data, epochs, rank, world) -> tuple[float, float, float]:
+def _train(runs, data, epochs, rank, world, max_steps=None) -> tuple[float, float, float]:
     """Trains `runs` (distributed, one process, and a scratch one) over the same global
     batches. Returns the largest difference of the parameters between ranks, from the
     one-process run after the same step from the same state (the scratch run takes the
@@ -111,9 +111,13 @@ def _train(runs, data, epochs, rank, world) -> tuple[float, float, float]:
     x, y = data
     rng = np.random.default_rng(demo.SEED)
     spread = per_step = drift = 0.0
+    steps = 0
     for _ in range(epochs):
         order = rng.permutation(len(y))
         for i in range(0, len(order), demo.BATCH):
+            if steps == max_steps:
+                break
+            steps += 1
             batch = order[i : i + demo.BATCH]
             mine = np.array_split(batch, world)[rank]
             scratch.copy_from(dist_run)
@@ -127,10 +131,12 @@ def _train(runs, data, epochs, rank, world) -> tuple[float, float, float]:
     return spread, per_step, drift
 
 
-def run(out: Path, epochs: int = demo.EPOCHS, echo=print, timeout: float = 300.0) -> dict:
+def run(out: Path, epochs: int = demo.EPOCHS, echo=print, timeout: float = 300.0,
+        max_steps: int | None = None) -> dict:  # fmt: skip
     """The distributed demo on this rank (launched by mpiexec); returns what it measured per
     mode: (spread between ranks, per-step difference from one process, drift of an
-    independent one-process run, accuracy, that run's accuracy)."""
+    independent one-process run, accuracy, that run's accuracy). `max_steps` stops each
+    mode's training early."""
     import kiln as kn
     import kiln.distributed as dist
 
@@ -151,12 +157,13 @@ def run(out: Path, epochs: int = demo.EPOCHS, echo=print, timeout: float = 300.0
         else:
             runs = [_eager_run(demo.make_model(), mode == "kn.compile", wrap=k == 0)
                     for k in range(3)]  # fmt: skip
-        spread, per_step, drift = _train(runs, data, epochs, rank, world)
+        spread, per_step, drift = _train(runs, data, epochs, rank, world, max_steps)
         accuracy, alone = runs[0].accuracy(x_test, y_test), runs[1].accuracy(x_test, y_test)
         results[mode] = (spread, per_step, drift, accuracy, alone)
         ok = spread == 0 and per_step <= TOLERANCE and accuracy == alone
+        limit = "" if max_steps is None else f" (at most {max_steps} steps)"
         say(
-            f"{mode:<11} {epochs} epochs: max parameter difference between ranks {spread:g} "
+            f"{mode:<11} {epochs} epochs{limit}: max parameter difference between ranks {spread:g} "
             f"(after every step), from one process after the same step {per_step:.2e} "
             f"(independent run: {drift:.2e} by the end); held-out accuracy {accuracy:.4f} "
             f"(one process {alone:.4f}) {'OK' if ok else 'DIFFERENT'}"

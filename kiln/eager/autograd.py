@@ -126,12 +126,13 @@ class AccumulateGrad:
 
 
 _STOP = REGISTRY["stop_gradient"]
+_BFLOAT16 = dt.bfloat16
 
 
 def record(op, args, attrs, out: Tensor) -> None:
     """Records the tape entry of `out = op(*args)`; `out` then requires grad."""
     data = out._data
-    if op is _STOP or data.dtype.kind != "f":
+    if op is _STOP or (data.dtype.kind != "f" and data.dtype != _BFLOAT16):
         return
     versions, edges, metas = [], [], []
     for i, a in enumerate(args):

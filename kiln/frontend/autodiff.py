@@ -12,6 +12,7 @@ from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..ops.core import scalar, unbatched_to
 from ..passes.differentiate import differentiate
+from ..passes.forward import jvp as forward_jvp
 from ..passes.vectorize import vectorize
 from .core import call, constant, lift
 from .shape import reshape
@@ -88,6 +89,65 @@ def checkpoint_graph(fn, *args, **kwargs):
     return out
 
 
+_NOT_RECOMPUTED = frozenset({"random", "source", "update"})
+
+
+def auto_checkpoint(graph, marked, max_regions: int = 256) -> str | None:
+    """Splits the forward nodes of `graph` whose values require grad (`marked`: ids of
+    values) into contiguous kn.checkpoint regions: the split into k regions of about equal
+    bytes whose estimate (the bytes each region reads from outside it, kept for the backward
+    pass, plus the largest region, recomputed there) is lowest. Returns what it chose, or
+    None (no split helps). Random draws are kept, as in every kn.checkpoint region."""
+    nodes = [n for n in graph.nodes if id(n.out) in marked and n.inputs
+             and not _NOT_RECOMPUTED & n.op.tags and dt.is_float(n.out.dtype)]  # fmt: skip
+    sizes = [_static_bytes(n.out) for n in nodes]
+    if len(nodes) < 2:
+        return None
+    best = (sum(sizes), None)
+    for k in range(2, min(len(nodes), max_regions) + 1):
+        chunks = _equal_chunks(sizes, k)
+        estimate = _estimate(nodes, sizes, chunks, marked)
+        if estimate < best[0]:
+            best = (estimate, chunks)
+    estimate, chunks = best
+    if chunks is None:
+        return None
+    for a, b in chunks:
+        graph.checkpoints.append(frozenset(id(n) for n in nodes[a:b]))
+    return f"{len(chunks)} kn.checkpoint regions over {len(nodes)} forward nodes"
+
+
+def _static_bytes(sym) -> int:
+    n = 1
+    for d in sym.shape:
+        if not isinstance(d, int):
+            return 0
+        n *= d
+    return n * sym.dtype.itemsize
+
+
+def _equal_chunks(sizes, k) -> list:
+    total, chunks, start, acc = sum(sizes), [], 0, 0
+    for i, size in enumerate(sizes):
+        acc += size
+        if acc * k >= total * (len(chunks) + 1) and i + 1 < len(sizes):
+            chunks.append((start, i + 1))
+            start = i + 1
+    chunks.append((start, len(sizes)))
+    return [c for c in chunks if c[0] < c[1]]
+
+
+def _estimate(nodes, sizes, chunks, marked) -> int:
+    saved, biggest = 0, 0
+    for a, b in chunks:
+        inside = {id(n) for n in nodes[a:b]}
+        read = {id(i): i for n in nodes[a:b] for i in n.inputs
+                if id(i.node) not in inside and id(i) in marked}  # fmt: skip
+        saved += sum(_static_bytes(i) for i in read.values())
+        biggest = max(biggest, sum(sizes[a:b]))
+    return saved + biggest
+
+
 def stop_gradient(x):
     """`x`, through which no gradient flows.
 
@@ -121,19 +181,10 @@ def _batched(values, firsts, seeds):
 
 
 def jvp_graph(ys, xs, tangents) -> list:
-    """The tangent of each y (None where no x reaches it) for the xs moving along `tangents`,
-    built by transposing the vjp: `grad(ys, xs, u)` is linear in the cotangents u, and its
-    own vjp with respect to u, seeded with the tangents, is the Jacobian-vector product. Any
-    op with a (differentiable) vjp has forward mode this way; the u and the vjp nodes that only
-    they read are dead afterwards, and a compiled function prunes them."""
-    us = [call("broadcast_to", scalar(0, y), shape=y.shape) for y in ys]
-    with ys[0].graph.name_scope("jvp"):
-        gs = differentiate(ys, xs, us, disconnected="none")
-        pairs = [(g, t) for g, t in zip(gs, tangents) if g is not None]
-        if not pairs:
-            return [None] * len(ys)
-        grads, cts = zip(*pairs)
-        return differentiate(list(grads), us, list(cts), disconnected="none")
+    """The tangent of each y (None where no x reaches it) for the xs moving along `tangents`:
+    forward mode, node by node (kiln/passes/forward.py: an op's jvp rule, else its vjp
+    transposed in place)."""
+    return forward_jvp(ys, xs, tangents)
 
 
 def jacobian_rev(y, xs) -> list:

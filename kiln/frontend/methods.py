@@ -65,7 +65,7 @@ METHODS = {
 METHODS |= {
     "cumsum": tm.cumsum, "cumprod": tm.cumprod, "cummax": tm.cummax, "cummin": tm.cummin,
     "logcumsumexp": tm.logcumsumexp, "sort": tm.sort, "argsort": tm.argsort, "topk": tm.topk,
-    "mm": tm.mm, "bmm": tm.bmm, "allclose": tm.allclose, "isclose": tm.isclose,
+    "mm": tm.mm, "bmm": tm.bmm, "addmm": tm.addmm, "allclose": tm.allclose, "isclose": tm.isclose,
     "equal": tm.equal, "div": tm.div, "divide": tm.div, "fmod": tm.fmod,
     "remainder": m.mod, "copysign": tm.copysign, "lerp": tm.lerp, "logaddexp": tm.logaddexp,
     "exp2": tm.exp2, "log2": tm.log2, "log10": tm.log10, "tan": tm.tan, "asin": tm.asin,
@@ -149,6 +149,7 @@ SYMBOL_METHODS = {
     "view": None, "contiguous": lambda self, memory_format=None: self,
     "detach": lambda self: m.core.call("stop_gradient", self), "to": _to,
     "float": _cast_to(dt.float32), "double": _cast_to(dt.float64), "half": _cast_to(dt.float16),
+    "bfloat16": _cast_to(dt.bfloat16),
     "long": _cast_to(dt.int64), "int": _cast_to(dt.int32), "bool": _cast_to(dt.bool_),
     "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
     "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,

@@ -10,6 +10,7 @@ matmul per group; its gradient is autodiff's (the gathers scatter-add back: col2
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -21,9 +22,15 @@ from ..graph.core import Symbol, user_site
 from .core import call, lift
 from .math import add
 from .nn_functional import _shape_error, pad
-from .shape import gather, permute, reshape, squeeze, transpose, unsqueeze
+from .shape import gather, permute, reshape, squeeze, stack, unsqueeze
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = [
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+]  # fold and unfold: kn.nn.functional only (kn.unfold is Tensor.unfold's)
 
 
 def ntuple(value, n: int, what: str, op: str) -> tuple:
@@ -148,8 +155,25 @@ def _check_channels(x, w, groups, op):
         )  # fmt: skip
 
 
+def strided_windows(x, kernel, stride, dilation, outs):
+    """The windows of `x` (N, C, L1..Ln) as (N, C, K, O1..On), K = K1 * .. * Kn taps in
+    row-major order: one strided slice of x per tap, stacked.
+
+    NOTE: slices, not a gather: their gradients are strided assignments (one per tap), where
+    a gather's scatter-add (`np.add.at`) costs several times the whole forward pass.
+    """
+    taps = []
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        spec = (("slice", None, None, None),) * 2 + tuple(
+            ("slice", o * d, o * d + s * (n - 1) + 1, s)
+            for o, d, s, n in zip(offsets, dilation, stride, outs)
+        )
+        taps.append(call("index", x, spec=spec))
+    return stack(taps, 2)
+
+
 def _conv_windows(x, w, pairs, stride, dilation, groups, op):
-    """The general composite: gathered windows (im2col) times the weights, per group."""
+    """The general composite: windows (im2col) times the weights, per group."""
     if any(b or a for b, a in pairs):
         x = pad(x, torch_pad(pairs))
     sizes = static_sizes(x, range(2, x.ndim), op)
@@ -162,14 +186,14 @@ def _conv_windows(x, w, pairs, stride, dilation, groups, op):
                 f"size is {kernel}. Kernel size can't be greater than actual input size", x, w,
             )  # fmt: skip
         outs.append((size - d * (k - 1) - 1) // s + 1)
-    tables = [window_table(*args) for args in zip(outs, kernel, stride, dilation)]
-    cols = gather_windows(x, tables, channels_last=True)  # (N, O1..On, C, K1..Kn)
+    cols = strided_windows(x, kernel, stride, dilation, outs)  # (N, C, K, O1..On)
     n, c, o = x.shape[0], x.shape[1], w.shape[0]
-    per_group = (c // groups) * math.prod(kernel)
-    cols = transpose(reshape(cols, (n, math.prod(outs), groups, per_group)), 1, 2)
-    weights = transpose(reshape(w, (groups, o // groups, per_group)), 1, 2)
-    y = call("matmul", cols, weights)  # (N, G, P, O/G)
-    return reshape(permute(y, (0, 1, 3, 2)), (n, o, *outs))
+    taps, positions = math.prod(kernel), math.prod(outs)
+    per_group = (c // groups) * taps
+    cols = reshape(cols, (n, groups, per_group, positions))  # (N, G, C/G * K, P)
+    weights = reshape(w, (groups, o // groups, per_group))
+    y = call("matmul", weights, cols)  # (N, G, O/G, P)
+    return reshape(y, (n, o, *outs))
 
 
 def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002
@@ -336,3 +360,87 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)  # fmt: skip
+
+
+# -- unfold and fold: im2col and col2im -------------------------------------------------------
+
+
+def _fold_params(op, kernel_size, dilation, padding, stride):
+    return tuple(ntuple(v, 2, what, op) for v, what in ((kernel_size, "kernel_size"),
+                 (dilation, "dilation"), (padding, "padding"), (stride, "stride")))  # fmt: skip
+
+
+def _fold_tables(sizes, kernel, dilation, padding, stride, op, x):
+    outs = []
+    for n, k, d, p, s in zip(sizes, kernel, dilation, padding, stride):
+        span = n + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            raise _shape_error(op, f"input sizes {sizes} padded by {padding} are smaller than "
+                               f"the dilated kernel {kernel}", x)  # fmt: skip
+        outs.append(span // s + 1)
+    return outs, [window_table(o, k, s, d) for o, k, s, d in zip(outs, kernel, stride, dilation)]
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """The sliding windows of `input` (N, C, H, W) or (C, H, W) as columns (im2col):
+    (N, C * KH * KW, L) with L the number of windows, PyTorch's `unfold`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.unfold(kn.arange(6.0).reshape(1, 1, 2, 3), (2, 2))
+    tensor([[[0., 1.],
+             [1., 2.],
+             [3., 4.],
+             [4., 5.]]])
+    """
+    (x,) = lift(input)
+    x, added = _batched(x, 2, "unfold")
+    kernel, dilation, padding, stride = _fold_params("unfold", kernel_size, dilation, padding,
+                                                     stride)  # fmt: skip
+    sizes = static_sizes(x, (2, 3), "unfold")
+    outs, tables = _fold_tables(sizes, kernel, dilation, padding, stride, "unfold", x)
+    if any(padding):
+        x = pad(x, torch_pad([(p, p) for p in padding]))
+    cols = permute(gather_windows(x, tables), (0, 1, 4, 5, 2, 3))  # (N, C, KH, KW, OH, OW)
+    y = reshape(cols, (x.shape[0], x.shape[1] * math.prod(kernel), math.prod(outs)))
+    return squeeze(y, 0) if added else y
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """The adjoint of `unfold` (col2im): columns (N, C * KH * KW, L) or (C * KH * KW, L) summed
+    back into an (N, C, H, W) image of `output_size`, overlaps adding up.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.fold(kn.ones(1, 4, 2), (2, 3), (2, 2))
+    tensor([[[[1., 2., 1.],
+              [1., 2., 1.]]]])
+    """
+    (x,) = lift(input)
+    added = x.ndim == 2
+    if added:
+        x = unsqueeze(x, 0)
+    kernel, dilation, padding, stride = _fold_params("fold", kernel_size, dilation, padding,
+                                                     stride)  # fmt: skip
+    sizes = ntuple(output_size, 2, "output_size", "fold")
+    outs, (t1, t2) = _fold_tables(sizes, kernel, dilation, padding, stride, "fold", x)
+    k = math.prod(kernel)
+    n, ck, length = x.shape
+    if not (isinstance(ck, int) and ck % k == 0 and length == math.prod(outs)):
+        raise _shape_error(
+            "fold", f"expected an input of size [N, C * {k}, {math.prod(outs)}] for kernel "
+            f"{kernel} and output {sizes}, got {sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
+    c = ck // k
+    cols = permute(reshape(x, (n, c, *kernel, *outs)), (0, 1, 4, 2, 5, 3))  # (N,C,OH,KH,OW,KW)
+    hp, wp = (s + 2 * p for s, p in zip(sizes, padding))
+    plane = call("scatter_add", cols, _table(t2, x), axis=4, shape=(n, c, outs[0], kernel[0], wp),
+                 wrap_negative=False)  # fmt: skip
+    plane = call("scatter_add", plane, _table(t1, x), axis=2, shape=(n, c, hp, wp),
+                 wrap_negative=False)  # fmt: skip
+    if any(padding):
+        plane = pad(plane, torch_pad([(-p, -p) for p in padding]))
+    return squeeze(plane, 0) if added else plane
+
+
+def _table(table, context):
+    (value,) = lift(table, context=(context,))
+    return value

@@ -5,13 +5,15 @@ Composites of kiln's primitives; convolution and pooling are in `nn_conv` and `n
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
-from .core import call, lift
+from .core import call, in_float32, lift
 from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
@@ -48,6 +50,7 @@ def _reduce(loss, reduction: str):
 # -- activations and losses -------------------------------------------------------------------
 
 
+@in_float32
 def softmax(x, dim: int = -1, *, axis=None):
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
     cannot overflow.
@@ -64,6 +67,7 @@ def softmax(x, dim: int = -1, *, axis=None):
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
+@in_float32
 def log_softmax(x, dim: int = -1, *, axis=None):
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
     `log(softmax(x))` underflows.
@@ -169,16 +173,47 @@ def _param_at_axes(param, x, axes: tuple, what: str):
     return reshape(param, tuple(next(dims) if i in axes else 1 for i in range(x.ndim)))
 
 
-def layer_norm(x, axis=-1, eps: float = 1e-5, weight=None, bias=None):
-    """Normalizes `x` to zero mean and unit variance over `axis` (an int or a tuple), then
-    applies `weight` and `bias` of the normalized shape, as PyTorch's `layer_norm`.
+def _normalized_axes(x, normalized_shape, axis) -> tuple:
+    """The axes `layer_norm` normalizes: the last `len(normalized_shape)` dims, which must
+    have those sizes (PyTorch's), or the given `axis` (an int or a tuple)."""
+    if normalized_shape is None:
+        return sh.normalize_axes(-1 if axis is None else axis, x.ndim)
+    if axis is not None:
+        raise TypeError("layer_norm: give normalized_shape or axis, not both")
+    if isinstance(normalized_shape, (int, np.integer)):
+        normalized_shape = (int(normalized_shape),)
+    want = tuple(normalized_shape)
+    got = tuple(x.shape[x.ndim - len(want) :]) if len(want) <= x.ndim else None
+    if got is None or any(isinstance(g, int) and g != w for g, w in zip(got, want)):
+        raise _shape_error(
+            "layer_norm", f"Given normalized_shape={list(want)}, expected input with shape "
+            f"[*, {', '.join(str(w) for w in want)}], but got input of size "
+            f"{sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
+    return tuple(range(x.ndim - len(want), x.ndim))
+
+
+@in_float32
+def layer_norm(
+    input,  # noqa: A002
+    normalized_shape=None,
+    weight=None,
+    bias=None,
+    eps: float = 1e-5,
+    *,
+    axis=None,  # noqa: A002
+):
+    """Normalizes `input` to zero mean and unit variance over its last dims (those of
+    `normalized_shape`), then applies `weight` and `bias` of that shape, as PyTorch's
+    `layer_norm`. Without `normalized_shape` it normalizes over `axis` (an int or a tuple;
+    the last dim by default).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.layer_norm(np.array([[1.0, 3.0]], np.float32), eps=0.0)
+    >>> kn.layer_norm(np.array([[1.0, 3.0]], np.float32), (2,), eps=0.0)
     array([[-1.,  1.]], dtype=float32)
     """
-    (x,) = lift(x)
-    axes = sh.normalize_axes(axis, x.ndim)
+    (x,) = lift(input)
+    axes = _normalized_axes(x, normalized_shape, axis)
     centered = sub(x, mean(x, axes, keepdims=True))
     y = mul(centered, rsqrt(add(mean(square(centered), axes, keepdims=True), eps)))
     if weight is not None:
@@ -200,9 +235,21 @@ def _per_channel(param, x, what: str):
     return reshape(param, (param.shape[0],) + (1,) * (x.ndim - 2))
 
 
-def batch_norm(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
-    """Normalizes `x` (N, C, ...) over channel axis 1 with given per-channel `mean` and `var`
-    (C,): PyTorch's `batch_norm` with `training=False`.
+def batch_norm(
+    input,  # noqa: A002
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+):
+    """Normalizes `input` (N, C, ...) per channel (dim 1), as PyTorch's `batch_norm`: with the
+    given running statistics (C,), or with `training=True` with the batch's mean and biased
+    variance; then it also updates eager running statistics in place (`(1 - momentum) * old +
+    momentum * batch`, the variance unbiased). (`kn.nn.BatchNorm1d`/`2d` update them in graph
+    mode.)
 
     >>> import kiln as kn, numpy as np
     >>> x = np.array([[1.0, 10.0], [3.0, 30.0]], np.float32)
@@ -211,19 +258,48 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
     array([[-1., -1.],
            [ 1.,  1.]], dtype=float32)
     """
-    (x,) = lift(x)
+    (x,) = lift(input)
     if x.ndim < 2:
         raise _shape_error(
             "batch_norm", f"expected an input of 2 or more dims (N, C, ...), got "
             f"{sh.format_shape(x.shape)}", x,
         )  # fmt: skip
-    scale = rsqrt(add(_per_channel(var, x, "running_var"), eps))
+    if training:
+        axes = (0, *range(2, x.ndim))
+        batch_mean = mean(x, axes)
+        batch_var = mean(square(sub(x, mean(x, axes, keepdims=True))), axes)
+        _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, momentum)
+        running_mean, running_var = batch_mean, batch_var
+    elif running_mean is None or running_var is None:
+        raise ValueError("batch_norm: running_mean and running_var are needed when not training")
+    scale = rsqrt(add(_per_channel(running_var, x, "running_var"), eps))
     if weight is not None:
         scale = mul(scale, _per_channel(weight, x, "weight"))
-    y = mul(sub(x, _per_channel(mean, x, "running_mean")), scale)
+    y = mul(sub(x, _per_channel(running_mean, x, "running_mean")), scale)
     if bias is not None:
         y = add(y, _per_channel(bias, x, "bias"))
     return y
+
+
+def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, momentum):
+    """PyTorch's in-place update of eager running statistics in training mode."""
+    stats = [s for s in (running_mean, running_var) if s is not None]
+    if not stats:
+        return
+    if isinstance(x, Symbol) or any(isinstance(s, Symbol) for s in stats):
+        raise _shape_error(
+            "batch_norm", "training=True with running statistics updates them in place, which "
+            "a graph cannot do; use kn.nn.BatchNorm1d/BatchNorm2d (they declare the updates)", x,
+        )  # fmt: skip
+    n = int(np.prod([x.shape[a] for a in axes]))
+    unbiased = mul(batch_var, n / max(n - 1, 1))
+    for stat, batch in ((running_mean, batch_mean), (running_var, unbiased)):
+        if stat is not None:
+            new = add(mul(stat, 1.0 - momentum), mul(call("stop_gradient", batch), momentum))
+            if hasattr(stat, "copy_"):
+                stat.detach().copy_(new.detach())
+            else:
+                np.copyto(stat, np.asarray(new))
 
 
 # -- convolution, pooling, embedding ----------------------------------------------------------

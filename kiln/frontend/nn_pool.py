@@ -17,9 +17,17 @@ import numpy as np
 from .core import call, lift
 from .math import argmax, div, matmul
 from .math import sum as reduce_sum
-from .nn_conv import _batched, _floats, gather_windows, ntuple, static_sizes, torch_pad
+from .nn_conv import (
+    _batched,
+    _floats,
+    gather_windows,
+    ntuple,
+    static_sizes,
+    strided_windows,
+    torch_pad,
+)
 from .nn_functional import _shape_error, pad
-from .shape import gather, reshape, squeeze, take_along_axis, transpose, unsqueeze
+from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose, unsqueeze
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -27,10 +35,13 @@ __all__ = [
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
 ]
 
 
@@ -91,7 +102,7 @@ def _primitive(op_name, x, n, kernel, stride, pads):
 
 
 def _padded_windows(x, kernel, stride, pads, dilation, outs, fill):
-    """(windows (N, C, O..., K1*..*Kn) of x padded with `fill`, position tables per dim)."""
+    """(windows (N, C, K1*..*Kn, O1..On) of x padded with `fill`, position tables per dim)."""
     sizes = static_sizes(x, range(2, x.ndim), "pool")
     pairs, tables = [], []
     for n, k, s, p, d, o in zip(sizes, kernel, stride, pads, dilation, outs):
@@ -100,30 +111,29 @@ def _padded_windows(x, kernel, stride, pads, dilation, outs, fill):
         tables.append(table)
     if any(b or a for b, a in pairs):
         x = pad(x, torch_pad(pairs), value=fill)
-    win = gather_windows(x, tables)
-    return reshape(win, (*win.shape[: 2 + len(outs)], math.prod(kernel))), tables
+    return strided_windows(x, kernel, stride, dilation, outs), tables
 
 
 def _max_windows(x, win, tables, pads, return_indices):
-    """The maximum of each window (read at its first argmax) and, if asked, its flat index
-    into the spatial dims of the input, as PyTorch's `return_indices`."""
-    pick = argmax(win, -1, keepdim=True)
-    values = squeeze(take_along_axis(win, pick, -1), -1)
+    """The maximum of each window of `win` (N, C, K, O1..On) (read at its first argmax, so
+    the gradient reaches that element only) and, if asked, its flat index into the spatial
+    dims of the input, as PyTorch's `return_indices`."""
+    pick = argmax(win, 2, keepdim=True)
+    values = squeeze(take_along_axis(win, pick, 2), 2)
     if not return_indices:
         return values
-    sizes = x.shape[2:]
-    flat = np.zeros([t.shape[0] for t in tables] + [t.shape[1] for t in tables], np.int64)
-    n = len(tables)
+    sizes, n = x.shape[2:], len(tables)
+    outs = tuple(t.shape[0] for t in tables)
+    flat = np.zeros([t.shape[1] for t in tables] + list(outs), np.int64)  # (K1..Kn, O1..On)
     for d, (t, p) in enumerate(zip(tables, pads)):
         shape = [1] * 2 * n
-        shape[d], shape[n + d] = t.shape
-        flat = flat + (t - p).reshape(shape) * math.prod(sizes[d + 1 :])
-    outs = flat.shape[:n]
-    flat = flat.reshape(math.prod(outs), -1)  # (windows, taps)
-    offsets = (np.arange(flat.shape[0]) * flat.shape[1]).reshape(outs)
-    table = _like(flat.reshape(-1), pick)
-    indices = gather(table, call("add", squeeze(pick, -1), _like(offsets, pick)), 0)
-    return values, indices
+        shape[n + d], shape[d] = t.shape
+        flat = flat + (t - p).T.reshape(shape) * math.prod(sizes[d + 1 :])
+    positions = math.prod(outs)
+    table = _like(flat.reshape(-1), pick)  # tap-major: entry k * P + position
+    where = call("add", call("mul", squeeze(pick, 2), _like(np.int64(positions), pick)),
+                 _like(np.arange(positions).reshape(outs), pick))  # fmt: skip
+    return values, gather(table, where, 0)
 
 
 def _like(array, context):
@@ -137,7 +147,7 @@ def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     (x,) = _floats(op, x)
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
                                                    dilation, ceil_mode, True)  # fmt: skip
-    fast = not return_indices and all(d == 1 for d in dilation)
+    fast = n <= 2 and not return_indices and all(d == 1 for d in dilation)
     if fast and _plain(kernel, stride, pads, x.shape[2:], outs):
         result = _primitive("max_pool2d", x, n, kernel, stride, pads)
     else:
@@ -180,6 +190,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)  # fmt: skip
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):  # fmt: skip
+    """Maximum over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W); with
+    `return_indices`, also each maximum's flat index into D * H * W.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.max_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[7.]]]]])
+    """
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)  # fmt: skip
+
+
 def _divisor(sizes, kernel, stride, pads, outs, count_include_pad) -> np.ndarray:
     """PyTorch's divisor of each window: its size within the padded input (clipped to the
     input without `count_include_pad`), a product over the dims."""
@@ -206,11 +229,11 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     if divisor_override is not None and divisor_override <= 0:
         raise ValueError(f"{op}: divisor must be not zero, got {divisor_override}")
     plain = _plain(kernel, stride, pads, x.shape[2:], outs)
-    if plain and divisor_override is None and (count_include_pad or not any(pads)):
+    if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
     else:
         win, _ = _padded_windows(x, kernel, stride, pads, dilation, outs, 0.0)
-        total = reduce_sum(win, -1)
+        total = reduce_sum(win, 2)
         if divisor_override is not None:
             y = div(total, float(divisor_override))
         else:
@@ -246,6 +269,18 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
              [10.5, 12.5]]]], dtype=float32)
     """
     return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)  # fmt: skip
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):  # fmt: skip
+    """Mean over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.avg_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[3.5000]]]]])
+    """
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)  # fmt: skip
 
 
@@ -331,8 +366,9 @@ def _adaptive_max(op, n, input, output_size, return_indices):  # noqa: A002
         # neither its maximum nor which element comes first.
         taps = start[:, None] + np.arange(int((end - start).max()))
         tables.append(np.minimum(taps, (end - 1)[:, None]))
-    win = gather_windows(x, tables)
+    win = gather_windows(x, tables, channels_last=True)  # (N, O1..On, C, K1..Kn)
     win = reshape(win, (*win.shape[: 2 + n], math.prod(t.shape[1] for t in tables)))
+    win = permute(win, (0, n + 1, n + 2, *range(1, n + 1)))  # (N, C, K, O1..On)
     result = _max_windows(x, win, tables, (0,) * n, return_indices)
     if not added:
         return result
@@ -360,3 +396,14 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
     tensor([[[[15.]]]])
     """
     return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """Maximum over an `output_size` grid of adaptive windows of `input` (N, C, D, H, W) or
+    (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.adaptive_max_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+    tensor([[[[[7.]]]]])
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)

@@ -37,9 +37,9 @@ def jvp(f, primals, tangents):
     """`(f(*primals), tangent of f's outputs)` for the primals moving along `tangents`
     (forward mode: the Jacobian-vector product). `f` returns a Symbol, a Tensor, or tuples,
     lists and dicts of them; integer outputs get zero tangents. On Symbols it builds into
-    the graph (`jvp_graph`: the vjp, transposed); on Tensors it runs eagerly, by the
-    double-backward trick on the tape (as `torch.autograd.functional.jvp`), and returns
-    detached Tensors.
+    the graph (forward mode node by node: kiln/passes/forward.py); on Tensors it runs
+    eagerly, by the double-backward trick on the tape (as `torch.autograd.functional.jvp`),
+    and returns detached Tensors.
 
     >>> import kiln as kn
     >>> y, dy = kn.jvp(lambda x: x ** 3, (kn.tensor(2.0),), (kn.tensor(1.0),))

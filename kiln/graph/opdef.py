@@ -40,6 +40,9 @@ class OpDef:
     `batch(args, batched, **attrs)` is the batching rule `kn.vmap` uses: `args` are the
     inputs, those flagged in `batched` with one extra leading axis (the batch); it returns
     the output with that leading axis, written with kiln ops (None: `kn.vmap` refuses the op).
+    `jvp(tangents, out, *inputs, **attrs)` gives the output's tangent (forward mode) from the
+    inputs' tangents (None for zero ones); None: forward mode transposes the vjp instead
+    (kiln/passes/forward.py), so only an op without a vjp needs one.
     """
 
     name: str
@@ -53,6 +56,7 @@ class OpDef:
     may_fail: bool = False
     lowering: object = None
     batch: Callable | None = None
+    jvp: Callable | None = None
 
     def __repr__(self):
         return f"OpDef({self.name})"

@@ -78,6 +78,15 @@ def innermost() -> Graph | None:
     return frames[-1].graph if frames else None
 
 
+def outermost(graph: Graph) -> Graph:
+    """The graph around every body being traced, for `graph` one of those bodies (else
+    `graph`): where state such as a module's Variables belongs (bodies capture it)."""
+    frames = _frames()
+    if frames and any(f.graph is graph for f in frames):
+        return frames[0].parent
+    return graph
+
+
 @contextlib.contextmanager
 def tracing(graph: Graph, parent: Graph):
     """Builds a body into `graph` (the default graph inside): ops on Symbols of `parent` or of

@@ -354,6 +354,7 @@ class _Reader:
         self.atoms: dict[int, int] = {}  # anonymous dim number -> this process's atom
         self.writer = _Writer(())
         self.depth = 0  # of the body this reader builds
+        self.body_work: dict = {}  # id(Region read) -> the elements of its values
 
     def build(self, doc) -> Graph:
         variables = _typed(doc["variables"], dict, "variables")
@@ -406,6 +407,8 @@ class _Reader:
         else:
             shape, dtype, pending = _rules(REGISTRY[op], inputs, attrs, where)
             self.count(shape, dtype, op, where)
+            if op == "scan":
+                self.repeat(attrs, where)
             node = self.graph.add_node(REGISTRY[op], inputs, attrs, name, site, shape, dtype)
             self.graph.constraints.extend((a, b, why, node) for a, b, why in pending)
             sym = node.out
@@ -478,15 +481,32 @@ class _Reader:
         sub = _Reader(self.max_elements, self.max_work)
         sub.atoms, sub.writer.anon, sub.work, sub.depth = self.atoms, self.writer.anon, \
             self.work, depth + 1  # fmt: skip
+        sub.body_work = self.body_work
         for k, entry in enumerate(_typed(body["nodes"], list, f"{where} nodes")):
             sub.node(entry, k, {})
-        self.work = sub.work
+        work, self.work = sub.work - self.work, sub.work
         graph = sub.graph
         graph.inputs = sub.refs(body["inputs"], f"{where} inputs")
         if any(s.op.name != "placeholder" for s in graph.inputs):
             raise GraphFormatError(f"{where}: a body's inputs are placeholders")
         graph.outputs = sub.refs(body["outputs"], f"{where} outputs")
-        return Region(graph)
+        region = Region(graph)
+        self.body_work[id(region)] = work
+        return region
+
+    def repeat(self, attrs, where):
+        """A scan runs its body `length` times: the body's work counts that many times."""
+        body, length = attrs.get("body"), attrs.get("length")
+        steps = length.coeff if isinstance(length, sh.Dim) else length
+        if not isinstance(body, Region) or type(steps) is not int or steps <= 1:
+            return
+        self.work += (steps - 1) * self.body_work.get(id(body), 0)
+        if self.max_work is not None and self.work > self.max_work:
+            raise GraphFormatError(
+                f"{where}: a scan of {steps} steps brings the elements of all values to "
+                f"{self.work}, over the limit of {self.max_work} (max_work; lift it only for a "
+                "file you trust)"
+            )
 
     def dim(self, body, where) -> sh.Dim:
         _check_keys(body, {"atoms", "coeff"}, f"{where} dim")

@@ -19,6 +19,7 @@ from ..eager import Tensor, no_grad, zeros_like
 from ..errors import GraphError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
+from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
 from ..runtime.backend import get_backend
 from .parameter import Buffer, ModuleValue, Parameter
@@ -187,7 +188,9 @@ class Module:
             return value
         if calls[-1] is EAGER:
             return value.tensor()
-        return value.value if calls[-1] is None else value.variable(calls[-1])
+        if calls[-1] is None:
+            return value.value
+        return value.variable(outermost(calls[-1]))  # a body captures its module's Variables
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers"):

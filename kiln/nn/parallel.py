@@ -89,13 +89,14 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "last_sync", None)
 
     def forward(self, *args, **kwargs):
-        pending = [b for b in self._buckets if 0 < b.ready < len(b.params)]
-        if pending:
-            missing = [getattr(p, "name", None) or "?" for b in pending for p in b.params]
+        if any(b.ready for b in self._buckets):  # the last backward did not finish
+            missing = [getattr(p, "name", None) or f"{tuple(p.shape)}" for b in self._buckets
+                       for p in b.params if p.grad is None]  # fmt: skip
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting a "
                 "new one: some parameters received no gradient in the last backward "
-                f"(in buckets with {missing}); every parameter must take part in the loss"
+                f"({', '.join(missing) or 'unknown'}); every parameter must take part in the "
+                "loss (find_unused_parameters is not supported)"
             )
         if self.broadcast_buffers and self.training and list(self.module.buffers()):
             _broadcast_values(list(self.module.buffers()))
@@ -117,6 +118,7 @@ class DistributedDataParallel(Module):
     def _grad_ready(self, param) -> None:
         if not self.require_backward_grad_sync:
             return
+        now = time.perf_counter()
         buckets = self._buckets
         if all(b.ready == 0 for b in buckets):  # the first gradient of this backward
             self.last_sync = {"buckets": [], "backward_end": None, "waited": 0.0}
@@ -126,7 +128,7 @@ class DistributedDataParallel(Module):
         if bucket.ready == len(bucket.params):
             self._start(bucket)
         if all(b.ready == len(b.params) for b in buckets):
-            self._finish_all()
+            self._finish_all(now)
 
     def _start(self, bucket: _Bucket) -> None:
         grads = [p.grad._data for p in bucket.params]
@@ -152,13 +154,15 @@ class DistributedDataParallel(Module):
             if b.work is not None and b.finished is None and b.work.is_completed():
                 b.finished = time.perf_counter()
 
-    def _finish_all(self) -> None:
-        end = time.perf_counter()
+    def _finish_all(self, end: float) -> None:
+        """Waits for every bucket (`end`: when the last gradient arrived) and writes the
+        averages into `.grad`."""
+        waiting = time.perf_counter()
         for b in self._buckets:
             b.work.wait()
             if b.finished is None:
                 b.finished = time.perf_counter()
-        waited = time.perf_counter() - end
+        waited = time.perf_counter() - waiting
         for b in self._buckets:
             offset_of = 0
             for p in b.params:

@@ -77,6 +77,12 @@ def _scan_parts(shapes, num_carry, num_xs):
 
 def _scan_shape(*shapes, body, length, reverse, num_carry, num_xs):
     carry, xs, caps = _scan_parts(shapes, num_carry, num_xs)
+    if (
+        isinstance(length, bool)
+        or not isinstance(length, (int, sh.Dim))
+        or (isinstance(length, int) and length < 0)
+    ):
+        raise ShapeError(f"scan: the length must be a non-negative int, got {length!r}")
     for x in xs:
         if len(x) == 0 or not (x[0] == length or isinstance(x[0], sh.Dim)
                                or isinstance(length, sh.Dim)):  # fmt: skip

@@ -103,7 +103,7 @@ def scalar(value, like):
 
 def defop(
     name, shape_rule, dtype_rule, impl, *, vjp=None, tags=(), views=(), overwrites=(),
-    may_fail=False, lowering=None, batch=None,
+    may_fail=False, lowering=None, batch=None, jvp=None,
 ) -> OpDef:  # fmt: skip
     """Creates and registers one primitive (its effects: see `OpDef`). An op that `views` an
     input carries the "view" tag; an elementwise op batches elementwise unless given a rule."""
@@ -113,7 +113,7 @@ def defop(
     if batch is None and "elementwise" in tags and "fused" not in tags:
         batch = batch_elementwise(name)
     return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, tags, tuple(views),
-                          tuple(overwrites), bool(may_fail), lowering, batch))  # fmt: skip
+                          tuple(overwrites), bool(may_fail), lowering, batch, jvp))  # fmt: skip
 
 
 # -- batching rules (kn.vmap): batched inputs carry one extra leading axis ---------------------
@@ -136,6 +136,21 @@ def lead(x, ndim: int):
 def unbatched_to(x, n):
     """An unbatched `x` made batched: broadcast along a new leading axis of size `n`."""
     return apply("broadcast_to", apply("reshape", x, shape=(1, *x.shape)), shape=(n, *x.shape))
+
+
+def batch_along_axis(name: str):
+    """The batching rule of a one-input op along its `axis` attr (a scan, a sort): the axis
+    moves past the batch axis; a 0-d example (which such ops take as one element) becomes one
+    of shape (1,) and back."""
+
+    def rule(args, batched, *, axis, **attrs):
+        (x,) = args
+        if x.ndim > 1:
+            return apply(name, x, axis=axis + 1, **attrs)
+        column = apply(name, apply("reshape", x, shape=(x.shape[0], 1)), axis=1, **attrs)
+        return apply("reshape", column, shape=(x.shape[0],))
+
+    return rule
 
 
 def batch_elementwise(name: str):

@@ -81,7 +81,7 @@ def _identity(reduce, dtype):
         return 0
     if reduce == "prod":
         return 1
-    if dtype.kind == "f":
+    if dt.is_float(dtype):
         return -np.inf if reduce == "amax" else np.inf
     info = np.iinfo(dtype) if dtype.kind in "iu" else None
     if info is None:
@@ -126,7 +126,7 @@ def _scatter(xp, x, idx, src, out=None, *, axis, reduce, include_self):
         counts = xp.zeros(out.shape, np.int64)
         _ufunc_at(xp, "add", counts, index, 1)
         counts = xp.where(counts > 0, counts + int(include_self), 1)
-        if x.dtype.kind == "f":
+        if dt.is_float(x.dtype):
             out /= counts
         else:
             out //= counts  # PyTorch's integer mean rounds down

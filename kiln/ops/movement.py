@@ -8,6 +8,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import (
     DTypeError,
+    GraphError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
@@ -234,6 +235,46 @@ def _gather(xp, x, idx, out=None, *, axis, wrap_negative):
     return xp.take(x, idx, axis=axis, out=out)
 
 
+def _unsupported(op: str, what: str):
+    return GraphError(f"vmap: no batching rule for {op} with {what} batched")
+
+
+def _gather_batch(args, batched, *, axis, wrap_negative):
+    (x, idx), (bx, bidx) = args, batched
+    if bx and bidx:
+        raise _unsupported("gather", "both the array and the indices")
+    if bx:
+        return apply("gather", x, idx, axis=axis + 1, wrap_negative=wrap_negative)
+    out = apply("gather", x, idx, axis=axis, wrap_negative=wrap_negative)  # batch at `axis`
+    perm = (axis, *(a for a in range(out.ndim) if a != axis))
+    return apply("transpose", out, perm=perm)
+
+
+def _scatter_add_batch(args, batched, *, axis, shape, wrap_negative):
+    (ct, idx), (_, bidx) = args, batched
+    if bidx:
+        raise _unsupported("scatter_add", "the indices")
+    return apply("scatter_add", ct, idx, axis=axis + 1, shape=(ct.shape[0], *shape),
+                 wrap_negative=wrap_negative)  # fmt: skip
+
+
+def _both_batched(args, batched):
+    """Operands of equal rank: an unbatched one gets a size-1 batch axis (they broadcast)."""
+    return [a if b else apply("reshape", a, shape=(1, *a.shape)) for a, b in zip(args, batched)]
+
+
+def _take_along_batch(args, batched, *, axis):
+    return apply("take_along_axis", *_both_batched(args, batched), axis=axis + 1)
+
+
+def _scatter_along_batch(args, batched, *, axis, shape):
+    n = batch_size(args, batched)
+    ct, idx = args
+    ct = ct if batched[0] else unbatched_to(ct, n)
+    idx = idx if batched[1] else apply("reshape", idx, shape=(1, *idx.shape))
+    return apply("scatter_along_axis", ct, idx, axis=axis + 1, shape=(n, *shape))
+
+
 # `wrap_negative`: negative indices count from the end, as in `x[idx]` (NumPy's and PyTorch's
 # indexing); without it they are out of range, as in PyTorch's index_select and embedding.
 gather = defop(
@@ -243,6 +284,7 @@ gather = defop(
         None,
     ),
     may_fail=True,  # indices out of range
+    batch=_gather_batch,
 )  # fmt: skip
 
 
@@ -279,6 +321,7 @@ scatter_add = defop(
         None,
     ),
     may_fail=True,  # indices out of range
+    batch=_scatter_add_batch,
 )  # fmt: skip
 
 
@@ -308,6 +351,7 @@ take_along_axis = defop(
         None,
     ),
     may_fail=True,  # indices out of range
+    batch=_take_along_batch,
 )  # fmt: skip
 
 
@@ -342,6 +386,7 @@ scatter_along_axis = defop(
     _scatter_along,
     vjp=lambda ct, y, c, idx, axis, shape: (apply("take_along_axis", ct, idx, axis=axis), None),
     may_fail=True,  # indices out of range
+    batch=_scatter_along_batch,
 )  # fmt: skip
 
 # -- building arrays ---------------------------------------------------------------------------

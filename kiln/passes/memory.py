@@ -38,7 +38,8 @@ def plan_offsets(
 
     Args:
         sizes: bytes of each buffer.
-        starts, ends: each buffer is live over the closed step interval [start, end].
+        starts: the first step of each buffer's life.
+        ends: the last step of each buffer's life (it is live over [start, end], closed).
         alignment: every offset is a multiple of it.
 
     Returns:

@@ -22,10 +22,22 @@ keeping a few; the caller plans each and keeps the cheapest that fits
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..errors import GraphError
 from ..graph.opdef import REGISTRY
 from .program import rebuild
 
 _NOT_RECOMPUTED = {"source", "random", "update"}
+
+
+def check_budget(budget):
+    """`budget` as an int number of bytes (None stays None); anything else is refused."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget <= 0:
+        raise GraphError(f"memory_budget must be a positive number of bytes, got {budget!r}")
+    return int(budget)
 
 
 def recomputable(node) -> bool:

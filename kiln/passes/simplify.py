@@ -15,9 +15,10 @@ from .. import shapes as sh
 from ..errors import KilnError
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import REGISTRY, ArrayValue, Attrs, OpDef
-from ..graph.region import Region, regions_of
+from ..graph.region import regions_of
 from ..ops.core import infer
 from .program import live_nodes, rebuild
+from .simplify_regions import extended_scans, region_attrs, used_results
 
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
 _NEVER_FOLD = frozenset({"random", "source", "update", "region", "collective"})
@@ -54,7 +55,8 @@ def simplify(graph: Graph) -> Graph:
         t0:f32[3] = log1p x  # <doctest ...>:3
       in (t0) }
     """
-    rewritten = rebuild(_live(graph), _Rewriter(graph))
+    live = _live(graph)
+    rewritten = rebuild(live, _Rewriter(live))
     return rebuild(_live(rewritten))
 
 
@@ -210,23 +212,6 @@ def _foldable(op: OpDef, inputs, attrs, shape) -> bool:
     )
 
 
-def _extended_scans(nodes) -> dict:
-    """{id(scan): the scan that computes the same results and more}: a gradient's forward
-    scan (its body `extends` the other's, kiln/passes/region_grad.py) of the same operands."""
-    by_body: dict = {}
-    for n in nodes:
-        if n.op.name == "scan":
-            by_body.setdefault(id(n.attrs["body"]), []).append(n)
-    out = {}
-    for n in nodes:
-        base = n.attrs["body"].extends if n.op.name == "scan" else None
-        for m in by_body.get(id(base), ()) if base is not None else ():
-            same = all(n.attrs[k] == m.attrs[k] for k in ("length", "reverse", "num_carry"))
-            if same and tuple(map(id, n.inputs)) == tuple(map(id, m.inputs)):
-                out[id(m)] = n
-    return out
-
-
 class _Rewriter:
     """One sweep: `rebuild`'s rule. It keeps the copy's CSE table (filled lazily, so nodes
     that `rebuild` copies itself are found too) and the site and scope of the node at hand."""
@@ -240,8 +225,10 @@ class _Rewriter:
         self.consts: dict = {}  # (id(constant), value) -> every element equals value
         self.site: str | None = None
         self.scope = ""
-        self.extended = _extended_scans(graph.nodes)
+        self.extended = extended_scans(graph.nodes)
         self.moved: dict = {}  # id(an extending scan) -> its copy, made where the other was
+        self.used = used_results(graph.nodes, self.extended)
+        self.renumbered: dict = {}  # id(region node) -> {old result index: new}
 
     def __call__(self, node, inputs, copy: Graph) -> Symbol | None:
         if id(node) in self.moved:
@@ -249,13 +236,20 @@ class _Rewriter:
         wider = self.extended.get(id(node))
         if wider is not None:  # the scan that also returns residuals runs here, once
             self.moved[id(wider)] = out = self(wider, inputs, copy)
+            if id(wider) in self.renumbered:
+                self.renumbered[id(node)] = self.renumbered[id(wider)]
             return out
         self.copy, self.site = copy, node.site
         self.scope = node.name.rpartition("/")[0]
         attrs = node.attrs
         bodies = regions_of(node)
-        if bodies:  # a region op: its bodies simplified as programs of their own
-            attrs = Attrs({**attrs, **{k: Region(simplify(r.graph)) for k, r in bodies}})
+        if bodies:  # a region op: its bodies simplified, the results nothing reads dropped
+            attrs, index = region_attrs(node, self.used, simplify)
+            if index is not None:
+                self.renumbered[id(node)] = index
+        elif node.op.name == "get" and id(node.inputs[0].node) in self.renumbered:
+            index = self.renumbered[id(node.inputs[0].node)][attrs["index"]]
+            attrs, bodies = Attrs({**attrs, "index": index}), True  # a node of new attrs
         found = self.simplify(node.op, inputs, attrs, node.out.shape, node.out.dtype)
         if found is None and bodies:
             clone = copy.add_node(node.op, inputs, attrs, node.name, node.site, node.out.shape,

@@ -27,10 +27,12 @@ def positions(graph) -> dict:
     return table
 
 
-def ancestors(outputs, stop=frozenset()) -> list:
+def ancestors(outputs, stop=frozenset(), since: int = 0) -> list:
     """The nodes `outputs` depend on (theirs included), inputs before users, without walking
-    past a value whose id is in `stop`. Linear in the nodes found."""
+    past a value whose id is in `stop`, nor into nodes made before position `since` of the
+    graph. Linear in the nodes found."""
     order, seen = [], set()
+    where = positions(outputs[0].graph) if since and outputs else None
     for out in outputs:
         stack = [(out.node, False)]
         while stack:
@@ -38,7 +40,7 @@ def ancestors(outputs, stop=frozenset()) -> list:
             if done:
                 order.append(node)
                 continue
-            if id(node) in seen:
+            if id(node) in seen or (where is not None and where[id(node)] < since):
                 continue
             seen.add(id(node))
             stack.append((node, True))
@@ -76,7 +78,10 @@ def vectorize(outputs, batched: dict) -> list:
                 "with one declare `batch=` in their defop"
             )
         with node.graph.site(node.site):
-            out = node.op.batch(args, flags, **node.attrs)
+            try:
+                out = node.op.batch(args, flags, **node.attrs)
+            except GraphError as e:  # a combination the rule does not batch
+                raise GraphError(f"{e} ('{node.name}', created at {node.site})") from None
         n = next(a.shape[0] for a, f in zip(args, flags) if f)
         if tuple(out.shape) != (n, *node.out.shape) or out.dtype != node.out.dtype:
             raise GraphError(

@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import GraphError, NumericsError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
@@ -320,7 +321,7 @@ class Specialized:
             names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
-            if self.numerics and n.out.dtype.kind in "fc":
+            if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
                 ns[f"n{t}"] = n
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:

@@ -21,7 +21,7 @@ from ..errors import DTypeError, GraphError, IndexOutOfRangeError, KilnError, Sh
 from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
 from ..passes.program import extract
-from ..passes.remat import choices, long_lived, recompute
+from ..passes.remat import check_budget, choices, long_lived, recompute
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
 from .cache import evict, feed_shapes, touch
 from .codegen import Specialized
@@ -42,11 +42,7 @@ class Program:
         self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False,
         memory_budget: int | None = None,
     ):  # fmt: skip
-        if memory_budget is not None and (isinstance(memory_budget, bool) or not isinstance(
-                memory_budget, (int, np.integer)) or memory_budget <= 0):  # fmt: skip
-            raise GraphError(f"memory_budget must be a positive number of bytes, got "
-                             f"{memory_budget!r}")  # fmt: skip
-        self.memory_budget = None if memory_budget is None else int(memory_budget)
+        self.memory_budget = check_budget(memory_budget)
         self.backend = backend
         self.check_numerics = check_numerics
         self.device = backend.name
@@ -286,7 +282,8 @@ def check_feed(sym: Symbol, value, bindings: dict):
     )
     array = np.asarray(value) if weak else value
     if weak:
-        if array.dtype.kind in "OUSV" or not np.can_cast(array.dtype, sym.dtype, "same_kind"):
+        bad = array.dtype.kind in "OUSV" and array.dtype != dt.bfloat16
+        if bad or not np.can_cast(array.dtype, sym.dtype, "same_kind"):
             raise _feed_error(DTypeError, sym, f"cannot feed {array.dtype} data")
         array = array.astype(sym.dtype)
     elif array.dtype != sym.dtype:

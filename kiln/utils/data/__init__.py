@@ -28,6 +28,7 @@ from .sampler import (
 __all__ = [
     "BatchSampler",
     "ConcatDataset",
+    "DistributedSampler",
     "DataLoader",
     "Dataset",
     "IterableDataset",
@@ -42,3 +43,13 @@ __all__ = [
     "get_worker_info",
     "random_split",
 ]
+
+
+def __getattr__(name):
+    # NOTE: DistributedSampler lives with the process group it reads (kiln.distributed, which
+    # sits above the data utilities); it is imported on first use.
+    if name == "DistributedSampler":
+        from ...distributed.sampler import DistributedSampler
+
+        return DistributedSampler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

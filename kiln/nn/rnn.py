@@ -1,0 +1,234 @@
+"""Recurrent layers with PyTorch's API, weights and gate order: `RNN`, `LSTM`, `GRU`, each a
+`kn.scan` over time per layer and direction (one region op in a graph; a Python loop eagerly).
+
+The input projections of all time steps are one matmul before the scan; the scan's body
+adds the recurrent term and applies the cell. Parameters are PyTorch's: `weight_ih_l{k}`
+(gates * hidden, input), `weight_hh_l{k}` (gates * hidden, hidden), `bias_ih_l{k}` and
+`bias_hh_l{k}` (with `_reverse` for the second direction), gates stacked in PyTorch's order
+(LSTM: input, forget, cell, output; GRU: reset, update, new), all drawn from
+U(-1/sqrt(hidden), 1/sqrt(hidden)); so a torch state_dict loads as it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes as dt
+from .. import frontend as F
+from .. import init
+from ..frontend.control import scan
+from ..frontend.nn_functional import dropout as _dropout
+from ..ops.core import scalar
+from .module import Module, Parameter
+
+__all__ = ["RNN", "LSTM", "GRU", "RNNBase"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+class RNNBase(Module):
+    """The layers, directions and parameters every recurrent layer shares (PyTorch's)."""
+
+    def __init__(
+        self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+        bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+        bidirectional: bool = False, proj_size: int = 0, dtype=None,
+    ):  # fmt: skip
+        super().__init__()
+        if proj_size:
+            raise NotImplementedError("LSTM with proj_size is not supported by kiln")
+        if not 0 <= dropout <= 1:
+            raise ValueError(f"dropout should be a number in range [0, 1], got {dropout}")
+        if hidden_size <= 0 or num_layers <= 0:
+            raise ValueError("hidden_size and num_layers must be positive")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
+        dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
+        gate_size = _GATES[mode] * hidden_size
+        bound = 1.0 / math.sqrt(hidden_size)
+        draw = init.uniform(-bound, bound)
+        for layer in range(num_layers):
+            for suffix in self._suffixes(layer):
+                size = input_size if layer == 0 else hidden_size * self._directions
+                shapes = {"weight_ih": (gate_size, size), "weight_hh": (gate_size, hidden_size)}
+                if bias:
+                    shapes.update(bias_ih=(gate_size,), bias_hh=(gate_size,))
+                for name, shape in shapes.items():
+                    setattr(self, name + suffix, Parameter(draw(shape, dtype)))
+
+    @property
+    def _directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _suffixes(self, layer: int) -> list:
+        return [f"_l{layer}"] + ([f"_l{layer}_reverse"] if self.bidirectional else [])
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            text += f", num_layers={self.num_layers}"
+        if self.mode == "RNN_RELU":
+            text += ", nonlinearity='relu'"
+        if not self.bias:
+            text += ", bias=False"
+        if self.batch_first:
+            text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
+        return text
+
+    def _run(self, input, states):  # noqa: A002 -- PyTorch's name
+        """(output, final states): `states` is one (layers * directions, N, H) value per state
+        (h; LSTM: h and c), or None for zeros."""
+        batched = input.ndim == 3
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: expected a 2-d or 3-d input, got "
+                             f"{input.ndim}-d of shape {tuple(input.shape)}")  # fmt: skip
+        x = input if batched else F.unsqueeze(input, 1)
+        if batched and self.batch_first:
+            x = F.transpose(x, 0, 1)  # (L, N, H_in)
+        n = x.shape[1]
+        total = self.num_layers * self._directions
+        if states is None:
+            zero = F.broadcast_to(scalar(0, x), (total, n, self.hidden_size))
+            states = [zero] * (2 if self.mode == "LSTM" else 1)
+        elif not batched:
+            states = [F.unsqueeze(s, 1) for s in states]
+        finals = [[] for _ in states]
+        for layer in range(self.num_layers):
+            outputs = []
+            for d, suffix in enumerate(self._suffixes(layer)):
+                k = layer * self._directions + d
+                carry = tuple(s[k] for s in states)
+                carry, ys = self._direction(x, carry, suffix, reverse=d == 1)
+                outputs.append(ys)
+                for f, c in zip(finals, carry):
+                    f.append(c)
+            x = outputs[0] if len(outputs) == 1 else F.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = _dropout(x, self.dropout, True)
+        if batched and self.batch_first:
+            x = F.transpose(x, 0, 1)
+        finals = [F.stack(f) for f in finals]
+        if not batched:
+            x = F.squeeze(x, 1)
+            finals = [F.squeeze(f, 1) for f in finals]
+        return x, finals
+
+    def _direction(self, x, carry, suffix, reverse):
+        """One layer in one direction: the input projections of every step at once, then
+        the recurrence as a scan."""
+        w_ih, w_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
+        b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
+        b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
+        xw = F.matmul(x, F.t(w_ih))
+        if b_ih is not None:
+            xw = xw + b_ih
+        cell = _CELLS[self.mode]
+        w_hh_t = F.t(w_hh)
+
+        def step(state, x_t):
+            new = cell(x_t, state, w_hh_t, b_hh)
+            return new, new[0]
+
+        return scan(step, carry, xw, reverse=reverse)
+
+
+def _recurrent(h, w_hh_t, b_hh):
+    r = F.matmul(h, w_hh_t)
+    return r if b_hh is None else r + b_hh
+
+
+def _rnn_tanh(x_t, state, w_hh_t, b_hh):
+    return (F.tanh(x_t + _recurrent(state[0], w_hh_t, b_hh)),)
+
+
+def _rnn_relu(x_t, state, w_hh_t, b_hh):
+    return (F.relu(x_t + _recurrent(state[0], w_hh_t, b_hh)),)
+
+
+def _lstm(x_t, state, w_hh_t, b_hh):
+    h, c = state
+    i, f, g, o = F.chunk(x_t + _recurrent(h, w_hh_t, b_hh), 4, -1)
+    c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+    return F.sigmoid(o) * F.tanh(c), c
+
+
+def _gru(x_t, state, w_hh_t, b_hh):
+    (h,) = state
+    xr, xz, xn = F.chunk(x_t, 3, -1)
+    hr, hz, hn = F.chunk(_recurrent(h, w_hh_t, b_hh), 3, -1)
+    r = F.sigmoid(xr + hr)
+    z = F.sigmoid(xz + hz)
+    n = F.tanh(xn + r * hn)
+    return ((1.0 - z) * n + z * h,)
+
+
+_CELLS = {"RNN_TANH": _rnn_tanh, "RNN_RELU": _rnn_relu, "LSTM": _lstm, "GRU": _gru}
+
+
+class RNN(RNNBase):
+    """An Elman RNN, `h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)` (or relu), as
+    PyTorch's `nn.RNN`: `forward(input, hx=None)` returns `(output, h_n)`.
+
+    >>> import kiln as kn
+    >>> rnn = kn.nn.RNN(4, 3, num_layers=2, batch_first=True)
+    >>> out, h_n = rnn(kn.randn(5, 7, 4))
+    >>> tuple(out.shape), tuple(h_n.shape)
+    ((5, 7, 3), (2, 5, 3))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, dtype=None):  # fmt: skip
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             "'relu'.")  # fmt: skip
+        super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers,
+                         bias, batch_first, dropout, bidirectional, dtype=dtype)  # fmt: skip
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):  # noqa: A002 -- PyTorch's name
+        output, (h_n,) = self._run(input, None if hx is None else [hx])
+        return output, h_n
+
+
+class LSTM(RNNBase):
+    """A long short-term memory layer as PyTorch's `nn.LSTM` (gates i, f, g, o):
+    `forward(input, hx=None)` with `hx = (h_0, c_0)` returns `(output, (h_n, c_n))`.
+
+    >>> import kiln as kn
+    >>> lstm = kn.nn.LSTM(4, 3, bidirectional=True)
+    >>> out, (h_n, c_n) = lstm(kn.randn(7, 5, 4))
+    >>> tuple(out.shape), tuple(h_n.shape), tuple(c_n.shape)
+    ((7, 5, 6), (2, 5, 3), (2, 5, 3))
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        output, (h_n, c_n) = self._run(input, None if hx is None else list(hx))
+        return output, (h_n, c_n)
+
+
+class GRU(RNNBase):
+    """A gated recurrent unit layer as PyTorch's `nn.GRU` (gates r, z, n):
+    `forward(input, hx=None)` returns `(output, h_n)`.
+
+    >>> import kiln as kn
+    >>> gru = kn.nn.GRU(4, 3)
+    >>> out, h_n = gru(kn.randn(7, 4))  # unbatched: (L, H_in)
+    >>> tuple(out.shape), tuple(h_n.shape)
+    ((7, 3), (1, 3))
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        output, (h_n,) = self._run(input, None if hx is None else [hx])
+        return output, h_n

@@ -308,8 +308,8 @@ def test_node_doc_strings_name_kiln_op_node_and_site():
     assert model.opset_import[0].version == 18
     # the import restores the site from the doc string: the kiln op's, or its ONNX nodes'
     g = import_onnx(model)
-    assert [(n.op.name, n.site) for n in g.nodes if n.op.name != "placeholder"] == [
-        ("rsqrt", line)
+    assert [(n.name, n.op.name, n.site) for n in g.nodes if n.op.name != "placeholder"] == [
+        ("layer/rsqrt", "rsqrt", line)
     ]  # fmt: skip
     g = import_onnx(model, kiln_ops=False)
     assert {n.site for n in g.nodes if n.op.name in ("sqrt", "div")} == {line}
@@ -458,3 +458,26 @@ def test_kiln_ops_come_back_only_from_untouched_metadata():
     assert [n.op.name for n in g.nodes].count("placeholder") == 1 and "log1p" not in ops(g)
     a = np.array([0.0, 1e-8, 0.5, 3.0], np.float32)
     np.testing.assert_allclose(run_imported(edited, [a])[0], np.log1p(a), rtol=1e-6)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_imported_conv_transpose_matches_onnxruntime(rank):
+    """ConvTranspose with groups, strides, dilations, asymmetric pads and output_padding, 1-d
+    to 3-d (3-d through kiln's sum over kernel offsets): onnxruntime's values."""
+    h = onnx.helper
+    rng = np.random.default_rng(rank)
+    x = rng.standard_normal((2, 4, *[3, 4, 2][:rank])).astype(np.float32)
+    w = rng.standard_normal((4, 3, *[2, 3, 2][:rank])).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    pads = [1, 0, 0][:rank] + [0, 1, 1][:rank]
+    attrs = dict(group=2, strides=[2, 1, 3][:rank], dilations=[1, 2, 1][:rank], pads=pads,
+                 output_padding=[1, 0, 2][:rank])  # fmt: skip
+    node = h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)
+    graph = h.make_graph(
+        [node], "ct", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")],
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    want = run_ort(model, [x])[0]
+    np.testing.assert_allclose(run_imported(model, [x])[0], want, rtol=1e-5, atol=1e-5)

@@ -22,10 +22,10 @@ onnx = pytest.importorskip("onnx")
 import kiln as kn  # noqa: E402
 from kiln.interchange import SUPPORTED, import_onnx  # noqa: E402
 
-# Measured when written (onnx 1.23.2): 1096 of 1270 cases pass; the count may only grow.
-MIN_PASSED = 1096
+# Measured when written (onnx 1.23.2): 1097 of 1270 cases pass; the count may only grow.
+MIN_PASSED = 1097
 # Of the cases whose dtypes kiln also has (not float8, int4, bfloat16, strings...), the share
-# that must pass (measured: 1096 of 1105, 99.2%).
+# that must pass (measured: 1097 of 1105, 99.3%).
 MIN_RATE_KILN_DTYPES = 0.99
 
 # Cases that must pass: one or more per kind of ONNX op kiln's exporter writes.
@@ -63,7 +63,7 @@ MUST_PASS = [
     "test_scatternd_max_with_element_indices", "test_batchnorm_example_training_mode",
     "test_convtranspose_autopad_same", "test_convtranspose_output_shape",
     "test_hammingwindow_expanded", "test_center_crop_pad_crop_and_pad_expanded",
-    "test_attention_4d_causal_nonpad_attn_mask_composition_expanded",
+    "test_attention_4d_causal_nonpad_attn_mask_composition_expanded", "test_convtranspose_3d",
 ]  # fmt: skip
 
 

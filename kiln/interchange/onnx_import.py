@@ -219,9 +219,12 @@ def _restore(imp, nodes, group):
     last, op, names, attrs = group
     if op not in EXPORTED or not all(n in imp.values for n in names):
         return None
+    found = re.search(r"node '([^']*)'", nodes[last].doc_string)
+    name = _name(found.group(1)) if found else None  # the kiln node's own name
     try:
         with imp.graph.site(_site(nodes[last])):
-            value = imp.apply(op, *(imp.values[n] for n in names), **attrs)
+            args = [imp.symbol(imp.values[n]) for n in names]
+            value = bind_graph(REGISTRY[op], args, attrs, name=name, graph=imp.graph)
     except (KilnError, TypeError, ValueError):
         return None
     imp.values[nodes[last].output[0]] = value

@@ -1,6 +1,9 @@
-"""ONNX import rules for convolution and pooling (2-d, NCHW): see onnx_import_rules.py."""
+"""ONNX import rules for convolution and pooling (NCHW; 1-d as 2-d, transposed convolution of
+any rank, pooling beyond kiln's 2-d pools in onnx_import_pool.py): see onnx_import_rules.py."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -103,32 +106,34 @@ def conv(imp, xs, attrs):
 
 
 def conv_transpose(imp, xs, attrs):
-    """ConvTranspose as kiln's conv2d_input_grad (the transpose of conv2d onto a given input
-    size), per group; the size from output_padding. Pads from auto_pad or output_shape (as
-    ONNX's reference computes them), and asymmetric pads, crop the unpadded result."""
+    """ConvTranspose per group: 2-d as kiln's conv2d_input_grad (the transpose of conv2d onto a
+    given input size), other ranks as a sum over kernel offsets of the input times that
+    offset's weights placed at strided positions (`_offsets_transposed`); the size from
+    output_padding. Pads from auto_pad or output_shape (as ONNX's reference computes them), and
+    asymmetric pads, crop the unpadded result."""
     x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
-    _check_2d(imp, x, attrs)
-    strides = tuple(attrs.get("strides", (1, 1)))
-    dilations = tuple(attrs.get("dilations", (1, 1)))
-    extra = tuple(attrs.get("output_padding", (0, 0)))
+    n = x.ndim - 2
+    strides = tuple(attrs.get("strides", (1,) * n))
+    dilations = tuple(attrs.get("dilations", (1,) * n))
+    extra = tuple(attrs.get("output_padding", (0,) * n))
     if not all(isinstance(d, int) for d in (*x.shape[2:], *w.shape[2:])):
         raise imp.error("on symbolic spatial sizes has no kiln form")
     sizes = zip(x.shape[2:], strides, dilations, w.shape[2:], extra)
-    full = [(n - 1) * s + d * (k - 1) + 1 + e for n, s, d, k, e in sizes]
-    pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    full = [(m - 1) * s + d * (k - 1) + 1 + e for m, s, d, k, e in sizes]
+    pads = list(attrs.get("pads", [0] * (2 * n)))
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     target = attrs.get("output_shape")
     if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
-        target = [n * s for n, s in zip(x.shape[2:], strides)]
+        target = [m * s for m, s in zip(x.shape[2:], strides)]
     if target is not None:
-        target = list(target)[-2:]
+        target = list(target)[-n:]
         total = [f - t for f, t in zip(full, target)]  # negative: zeros past the end
         small = [t // 2 for t in total]
         begin = small if auto == "SAME_UPPER" else [t - h for t, h in zip(total, small)]
         pads = [*begin, *(t - b for t, b in zip(total, begin))]
-    symmetric = pads[:2] == pads[2:] and min(pads) >= 0
-    padding = tuple(pads[:2]) if symmetric else (0, 0)
+    symmetric = n == 2 and pads[:n] == pads[n:] and min(pads) >= 0
+    padding = tuple(pads[:n]) if symmetric else (0,) * n
     size = [f - 2 * p for f, p in zip(full, padding)]
     groups, c = attrs.get("group", 1), w.shape[1]
     parts = []
@@ -139,19 +144,41 @@ def conv_transpose(imp, xs, attrs):
             xg = imp.apply("index", x, spec=(_ALL, ("slice", g * o, (g + 1) * o, None)))
             wg = imp.apply("index", w, spec=(("slice", g * o, (g + 1) * o, None),))
         shape = (x.shape[0], c, *size)
+        if n != 2:
+            parts.append(_offsets_transposed(imp, xg, wg, shape, strides, dilations))
+            continue
         parts.append(imp.apply("conv2d_input_grad", xg, wg, x_shape=shape, stride=strides,
                                padding=padding, dilation=dilations))  # fmt: skip
     y = parts[0] if groups == 1 else imp.apply("concat", *parts, axis=1)
     if not symmetric:  # crop the pads from the full result; negative pads add zeros
-        crop = [(max(b, 0), f - max(e, 0)) for b, e, f in zip(pads[:2], pads[2:], full)]
+        crop = [(max(b, 0), f - max(e, 0)) for b, e, f in zip(pads[:n], pads[n:], full)]
         y = imp.apply("index", y, spec=(_ALL, _ALL, *(("slice", b, e, None) for b, e in crop)))
-        widths = [(max(-b, 0), max(-e, 0)) for b, e in zip(pads[:2], pads[2:])]
+        widths = [(max(-b, 0), max(-e, 0)) for b, e in zip(pads[:n], pads[n:])]
         if any(b or e for b, e in widths):
             y = imp.apply("pad", y, pad_width=((0, 0), (0, 0), *widths), value=0.0)
     if len(xs) > 2 and xs[2] is not None:
         bias = imp.symbol(xs[2])
-        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
+        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], *(1,) * n)))
     return y
+
+
+def _offsets_transposed(imp, x, w, shape, strides, dilations):
+    """A transposed convolution of any rank: for each kernel offset, the input's channels times
+    that offset's (in, out) weights, placed at the strided positions the offset reaches."""
+    if not isinstance(shape[0], int):
+        raise imp.error(f"on {x.ndim}-d inputs with a symbolic batch has no kiln form")
+    n = x.ndim - 2
+    last = imp.apply("transpose", x, perm=(0, *range(2, n + 2), 1))  # channels last
+    total = None
+    for offsets in itertools.product(*(range(k) for k in w.shape[2:])):
+        wo = imp.apply("index", w, spec=(_ALL, _ALL, *(("int", o) for o in offsets)))
+        y = imp.apply("matmul", last, wo)
+        y = imp.apply("transpose", y, perm=(0, n + 1, *range(1, n + 1)))
+        reach = zip(offsets, dilations, x.shape[2:], strides)
+        spec = (_ALL, _ALL, *(("slice", o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in reach))
+        y = imp.apply("index_scatter", y, spec=spec, shape=tuple(shape))
+        total = y if total is None else imp.apply("add", total, y)
+    return total
 
 
 def pool(name):

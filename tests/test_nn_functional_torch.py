@@ -840,3 +840,16 @@ def test_kl_div_loss_module_matches_torch():
         got = kn.nn.KLDivLoss(**kw)(kn.tensor(logp), kn.tensor(t))
         want = torch.nn.KLDivLoss(**kw)(torch.tensor(logp), torch.tensor(t))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+
+
+def test_embedding_padding_idx_module_matches_torch():
+    torch.manual_seed(0)
+    tm, km = torch.nn.Embedding(5, 3, padding_idx=-3), kn.nn.Embedding(5, 3, padding_idx=-3)
+    assert np.all(km.weight.numpy()[2] == 0)  # the padding row starts at zeros, as torch's
+    km.load_state_dict({n: v.detach().numpy() for n, v in tm.state_dict().items()})
+    ids = [[0, 2], [2, 4]]
+    yt, yk = tm(torch.tensor(ids)), km(kn.tensor(ids))
+    (yt * torch.tensor(ACT_X[:2, :6].reshape(2, 2, 3))).sum().backward()
+    (yk * kn.tensor(ACT_X[:2, :6].reshape(2, 2, 3))).sum().backward()
+    np.testing.assert_allclose(yk.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_allclose(km.weight.grad.numpy(), tm.weight.grad.numpy())

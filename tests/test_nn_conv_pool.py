@@ -108,3 +108,12 @@ def test_symbolic_batch_in_graph_mode():
     y, z = f(np.ones((3, 4, 6, 6), np.float32))
     assert y.shape == (3, 4, 6, 6) and z.shape == (3, 4, 3, 3)
     assert y[0, 0, 2, 2] == 18.0 and y[0, 0, 0, 0] == 8.0  # 9 taps x 2 channels; a corner: 4 x 2
+
+
+def test_ceil_mode_with_a_symbolic_size_asks_for_static_sizes():
+    # floor and ceil mode may differ on a size not known yet: refused, never silently floored
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (1, 2, "h", 5))
+        assert F.max_pool2d(x, 2).shape[3] == 2
+        with pytest.raises(kn.ShapeError, match="spatial sizes.*op max_pool2d"):
+            F.max_pool2d(x, 2, ceil_mode=True)

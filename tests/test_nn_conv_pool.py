@@ -62,6 +62,8 @@ def test_interpolate_by_hand():
     np.testing.assert_array_equal(got, [[[0.0, 1.0, 3.0, 4.0]]])
     got = F.interpolate(kn.tensor([[[[1.0, 2.0], [3.0, 4.0]]]]), scale_factor=1.5, mode="nearest")
     np.testing.assert_array_equal(got.numpy()[0, 0], [[1, 1, 2], [1, 1, 2], [3, 3, 4]])
+    got = F.interpolate(kn.tensor([[[1.0, 2.0]]]), scale_factor=3)  # an integer factor: repeats
+    np.testing.assert_array_equal(got.numpy(), [[[1, 1, 1, 2, 2, 2]]])
 
 
 CASES = [
@@ -84,6 +86,7 @@ CASES = [
     ("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), [_arr(2, 2, 5, 7)]),
     ("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (3, 4)), [_arr(2, 2, 5, 7)]),
     ("bilinear", lambda x: F.interpolate(x, size=(4, 7), mode="bilinear"), [_arr(1, 2, 3, 5)]),
+    ("nearest_x2", lambda x: F.interpolate(x, scale_factor=(2, 3)), [_arr(1, 2, 3, 2)]),
     ("bicubic_corners", lambda x: F.interpolate(x, scale_factor=1.5, mode="bicubic",
                                                 align_corners=True), [_arr(1, 1, 3, 4)]),
 ]  # fmt: skip

@@ -77,6 +77,8 @@ CASES = [
     ("conv_transpose2d", lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1,
                                                           output_padding=1, groups=2),
      [_arr(1, 4, 3, 3), _arr(4, 1, 3, 2)]),
+    ("conv_transpose3d", lambda x, w: F.conv_transpose3d(x, w, stride=(2, 1, 2), padding=1),
+     [_arr(1, 2, 2, 3, 2), _arr(2, 3, 2, 2, 3)]),
     ("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=3, dilation=2),
      [_arr(2, 2, 4), _arr(2, 3, 2)]),
     ("max_pool2d", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2),

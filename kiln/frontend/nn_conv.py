@@ -1,11 +1,13 @@
-"""Convolutions over any number of spatial dims, as PyTorch's `conv1d`/`conv2d`/`conv3d` and
-`conv_transpose1d`/`conv_transpose2d`: stride, padding (ints, pairs, "same", "valid"), dilation,
-groups, and unbatched inputs.
+"""Convolutions over any number of spatial dims, as PyTorch's `conv1d/2d/3d` and
+`conv_transpose1d/2d/3d`: stride, padding (ints, pairs, "same", "valid"), dilation, groups,
+output_padding, unbatched inputs; and `unfold`/`fold` (im2col, col2im).
 
 1-d and 2-d convolutions without groups and with symmetric padding bind the `conv2d` primitive
-(1-d as a 2-d convolution of height 1). Every other case is one general composite: the windows
-of the padded input, gathered along each spatial dim (im2col), times the weights in one batched
-matmul per group; its gradient is autodiff's (the gathers scatter-add back: col2im).
+(1-d as a 2-d convolution of height 1), their transposes `conv2d_input_grad`. Every other case
+is one general composite: the windows of the padded input, one strided slice per kernel tap
+(im2col), times the weights in one batched matmul per group; its gradient is autodiff's (each
+slice's transpose puts its share back: col2im). The transposed composite runs the same steps
+backwards.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Pooling over any number of spatial dims, as PyTorch's `max_pool1d/2d`, `avg_pool1d/2d`
-(ceil_mode, count_include_pad, divisor_override, dilation, return_indices) and the adaptive
-pools.
+"""Pooling over any number of spatial dims, as PyTorch's `max_pool1d/2d/3d`,
+`avg_pool1d/2d/3d` (ceil_mode, count_include_pad, divisor_override, dilation, return_indices)
+and the adaptive pools.
 
 Plain 1-d and 2-d pools bind the `max_pool2d`/`avg_pool2d` primitives (1-d as height 1); the
-other cases gather the windows of the padded input (see `nn_conv.gather_windows`) and reduce
-them: the maximum is read at the window's argmax, so its gradient reaches that element only
-(PyTorch's first maximum). Adaptive average pooling is one matmul per spatial dim.
+other cases take the windows of the padded input (`nn_conv.strided_windows`; the adaptive max
+pool's uneven ones by `nn_conv.gather_windows`) and reduce them: the maximum is read at the
+window's argmax, so its gradient reaches that element only (PyTorch's first maximum).
+Adaptive average pooling is one matmul per spatial dim.
 """
 
 from __future__ import annotations

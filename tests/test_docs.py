@@ -1,8 +1,10 @@
 """The documentation is true: the site builds strictly and its API reference has every public
 name; docs/errors.md's table matches the exception classes kiln defines."""
 
+import contextlib
 import importlib
 import importlib.util
+import io
 import pathlib
 import re
 import subprocess
@@ -193,3 +195,97 @@ def test_eager_autograd_errors_are_kiln_errors_and_runtime_errors():
         assert str(e).startswith("a leaf Variable that requires grad is being used in an in-place")
     else:
         raise AssertionError("an in-place change of a leaf that requires grad must raise")
+
+
+# -- every code block runs, and prints what the page shows -----------------------------------------
+
+PAGES = sorted([ROOT / "README.md", *(p for p in DOCS.rglob("*.md") if "_ext" not in p.parts)])
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def code_blocks(text: str) -> list:
+    """[(python source, expected output or None, line)]: a ```text block right after a
+    ```python block (nothing but blank lines between) is what that block prints."""
+    blocks, previous_end = [], None
+    for m in FENCE.finditer(text):
+        language, body = m.group(1), m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        if language == "python":
+            blocks.append([body, None, line])
+        elif language == "text" and blocks and blocks[-1][1] is None:
+            if previous_end is not None and not text[previous_end : m.start()].strip():
+                blocks[-1][1] = body
+        previous_end = m.end()
+    return [tuple(b) for b in blocks]
+
+
+def matches(expected: str, printed: str) -> bool:
+    """Whether `printed` is `expected`, where `...` in `expected` stands for any text (a timing,
+    an address, a path); trailing spaces and blank lines at the ends are ignored."""
+
+    def tidy(s: str) -> str:
+        return "\n".join(line.rstrip() for line in s.strip("\n").splitlines())
+
+    parts = [re.escape(p) for p in tidy(expected).split("...")]
+    return re.fullmatch(".*?".join(parts), tidy(printed), re.S) is not None
+
+
+def test_matches_marks_variable_parts_with_an_ellipsis():
+    assert matches("took ... ms\ndone\n", "took 3.2 ms  \ndone")
+    assert not matches("took ... ms\ndone", "took 3.2 s\ndone")
+    assert not matches("a", "a\nb")
+
+
+def test_code_blocks_pairs_a_block_with_the_output_after_it():
+    text = (
+        "```python\nprint(1)\n```\n\n```text\n1\n```\n```python\nx = 2\n```\nok\n```text\nno\n```"
+    )
+    assert code_blocks(text) == [("print(1)\n", "1\n", 1), ("x = 2\n", None, 8)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_code_runs_and_prints_what_the_page_shows(page, tmp_path, monkeypatch):
+    blocks = code_blocks(page.read_text(encoding="utf-8"))
+    if not blocks:
+        pytest.skip("no Python code on this page")
+    monkeypatch.chdir(tmp_path)  # files a page writes land here
+    namespace: dict = {"__name__": "__docs__"}
+    for source, expected, line in blocks:  # later blocks use names from earlier ones, as a reader
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile("\n" * (line) + source, str(page), "exec"), namespace)
+        if expected is not None:
+            printed = out.getvalue()
+            assert matches(expected, printed), (
+                f"{page.name}:{line}: the block printed\n{printed}\nthe page shows\n{expected}"
+            )
+
+
+# -- the README's test command -------------------------------------------------------------------
+
+
+def _readme_test_command() -> str:
+    bash = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    commands = [line.strip() for b in bash for line in b.splitlines() if "pytest" in line]
+    assert len(commands) == 1, commands
+    return commands[0]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert [line.strip() for line in ci if "pytest" in line and not line.startswith("#")] == [
+        _readme_test_command()
+    ]
+
+
+def test_readme_test_command_ends_with_pytest_summary_line():
+    # the README's flags with the project's pytest configuration, on one fast test
+    command = _readme_test_command().split()
+    assert command[:3] == ["python", "-m", "pytest"]
+    test = "tests/test_docs.py::test_matches_marks_variable_parts_with_an_ellipsis"
+    result = subprocess.run(
+        [sys.executable, *command[1:], test], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"1 passed in [\d.]+s", last), result.stdout

@@ -1,5 +1,11 @@
 """The documentation is true: the site builds strictly and its API reference has every public
-name; docs/errors.md's table matches the exception classes kiln defines."""
+name; every Python block of docs/**/*.md and README.md runs and prints the output shown after
+it (a ```text block; `...` marks a variable part); docs/errors.md's table matches the exception
+classes kiln defines.
+
+When kiln's output changes on purpose (a new pass, another plan), refresh the pages' output
+blocks with `python tests/test_docs.py PAGE.md ...` and read the diff.
+"""
 
 import contextlib
 import importlib
@@ -295,3 +301,60 @@ def test_readme_test_command_ends_with_pytest_summary_line():
     assert result.returncode == 0, result.stdout + result.stderr
     last = result.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"1 passed in [\d.]+s", last), result.stdout
+
+
+# -- refreshing the outputs a page shows ---------------------------------------------------------
+
+
+def update_page(page: pathlib.Path) -> list[str]:
+    """Rewrites the ```text block after each Python block of `page` with what the block prints
+    now (adding one where a block prints and has none). A block with a `...` marker is kept
+    while it still matches; the lines of those that no longer match are returned, to mark by
+    hand. Runs until the page is stable (an added block moves the lines after it)."""
+    import os
+    import tempfile
+
+    for _ in range(3):
+        text = page.read_text(encoding="utf-8")
+        namespace: dict = {"__name__": "__docs__"}
+        pieces, pos, stale = [], 0, []
+        fences = list(FENCE.finditer(text))
+        kn.reset_default_graph()
+        kn.manual_seed(0)
+        cwd = os.getcwd()
+        os.chdir(tempfile.mkdtemp())
+        try:
+            for i, m in enumerate(fences):
+                if m.group(1) != "python" or m.start() < pos:
+                    continue
+                line = text.count("\n", 0, m.start()) + 1
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    exec(compile("\n" * line + m.group(2), str(page), "exec"), namespace)
+                printed = out.getvalue()
+                pieces.append(text[pos : m.end()])
+                pos = m.end()
+                after = fences[i + 1] if i + 1 < len(fences) else None
+                if after and after.group(1) == "text" and not text[m.end() : after.start()].strip():
+                    shown = after.group(2)
+                    if "..." in shown:
+                        if not matches(shown, printed):
+                            stale.append(f"{page.name}:{line}")
+                        printed = shown
+                    pieces.append(text[m.end() : after.start()] + f"```text\n{printed}```")
+                    pos = after.end()
+                elif printed:
+                    pieces.append(f"\n\n```text\n{printed}```")
+        finally:
+            os.chdir(cwd)
+        new = "".join(pieces) + text[pos:]
+        page.write_text(new, encoding="utf-8")
+        if new == text:
+            return stale
+    return stale
+
+
+if __name__ == "__main__":  # python tests/test_docs.py docs/tutorials/07-compiler.md ...
+    for name in sys.argv[1:]:
+        for where in update_page(pathlib.Path(name).resolve()):
+            print(f"{where}: the marked output no longer matches; update it by hand")

@@ -42,6 +42,8 @@ KEEPS |= {
 }  # fmt: skip
 # advanced indexing (tests/op_table_index.py): the index arrays only
 KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}
+# addmm(input, mat1, mat2) = beta * input + alpha * mat1 @ mat2: the two matrices, as matmul's
+KEEPS |= {"addmm": {"x1", "x2"}}
 
 
 def _first_rows():

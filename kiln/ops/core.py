@@ -118,8 +118,11 @@ def in_float32(impl):
     """The kernel `impl`, computing bfloat16 inputs on float32 copies and rounding a float32
     result to bfloat16 once: how PyTorch's CPU kernels compute bfloat16 (accumulating sums
     and products in float32). ml_dtypes' ufuncs do so per ufunc; a kernel of several ufuncs,
-    a reduction or a matrix product takes this. Other dtypes run `impl` as it is."""
+    a reduction or a matrix product takes this. Other dtypes run `impl` as it is.
+    (`functools.wraps`: readers of the kernel's signature, such as the graph loader's attr
+    check, see `impl`'s.)"""
 
+    @functools.wraps(impl)
     def kernel(xp, *arrays, out=None, **attrs):
         for a in arrays:
             if a.dtype is _BF16:

@@ -348,3 +348,25 @@ def test_verify_checks_bodies():
     body.outputs = [outside]  # a value of the outer graph, not of the body
     with pytest.raises(kn.GraphError, match="body.*is not a value of the body"):
         kn.verify(g)
+
+
+def test_loop_invariant_values_are_computed_once_before_the_scan():
+    """`w.T * 2` reads only a capture: simplify computes it before the loop and passes it in;
+    the body keeps only what varies (and drops the capture it no longer reads)."""
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float64, (4, 3), name="xs")
+        w = kn.placeholder(kn.float64, (3, 3), name="w")
+        h, _ = kn.scan(lambda h, x: (kn.tanh(h @ (kn.t(w) * 2.0) + x), None),
+                       kn.constant(np.zeros(3)), xs)  # fmt: skip
+        f = kn.function([xs, w], h)
+    scan = next(n for n in f.graph.nodes if n.op.name == "scan")
+    body_ops = [n.op.name for n in scan.attrs["body"].graph.nodes]
+    assert "transpose" not in body_ops and "mul" not in body_ops
+    assert not any(i.name == "w" for i in scan.inputs)  # only the hoisted value enters
+    assert {"transpose", "mul"} <= {n.op.name for n in f.graph.nodes}
+    rng = np.random.default_rng(4)
+    x, w0 = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+    want = np.zeros(3)
+    for t in range(4):
+        want = np.tanh(want @ (w0.T * 2) + x[t])
+    np.testing.assert_allclose(f(x, w0), want, rtol=1e-12)

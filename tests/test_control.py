@@ -370,3 +370,60 @@ def test_loop_invariant_values_are_computed_once_before_the_scan():
     for t in range(4):
         want = np.tanh(want @ (w0.T * 2) + x[t])
     np.testing.assert_allclose(f(x, w0), want, rtol=1e-12)
+
+
+def test_cond_gradients_equal_the_taken_branchs_graph_bit_for_bit():
+    def true_fn(a, b):
+        return kn.tanh(a @ b) * a.sum(), kn.exp(b)
+
+    def false_fn(a, b):
+        return a @ b, b * 3.0
+
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float64, (2, 3), name="a")
+        b = kn.placeholder(kn.float64, (3, 3), name="b")
+        u, v = kn.cond(kn.sum(a) > 0, true_fn, false_fn, a, b)
+        via_cond = kn.grad(kn.sum(u * u) + kn.sum(v), [a, b])
+        outputs = {}
+        for name, fn in (("true", true_fn), ("false", false_fn)):
+            u2, v2 = fn(a, b)
+            outputs[name] = kn.grad(kn.sum(u2 * u2) + kn.sum(v2), [a, b])
+        f = kn.function([a, b], [*via_cond, *outputs["true"], *outputs["false"]])
+    rng = np.random.default_rng(6)
+    b0 = rng.standard_normal((3, 3))
+    for a0, taken in ((np.abs(rng.standard_normal((2, 3))), slice(2, 4)),
+                      (-np.abs(rng.standard_normal((2, 3))), slice(4, 6))):  # fmt: skip
+        got = f(a0, b0)
+        for g, want in zip(got[:2], got[taken]):
+            np.testing.assert_array_equal(g, want)
+
+
+def test_cond_and_while_loop_print_each_body_as_a_block():
+    with kn.Graph().as_default() as g:
+        x = kn.placeholder(kn.float32, (2,), name="x")
+        y = kn.cond(kn.sum(x) > 0, lambda a: a * 2.0, lambda a: -a, x)
+        z = kn.while_loop(lambda v: kn.sum(v) < 10.0, lambda v: v * 2.0, y)
+    g.inputs, g.outputs = [x], [z]
+    assert kiln_text(g) == (
+        "{ lambda x:f32[2] .\n"
+        "    t0:f32[] = reduce_sum[axes=(0,) keepdims=False] x\n"
+        "    t1:bool[] = greater t0 0.0:f32[]\n"
+        "    t2:tuple = cond[num_operands=1] t1 x\n"
+        "      branch_false={ lambda operand0:f32[2] .\n"
+        "          t0:f32[2] = neg operand0\n"
+        "        in (t0) }\n"
+        "      branch_true={ lambda operand0:f32[2] .\n"
+        "          t0:f32[2] = mul operand0 2.0:f32[]\n"
+        "        in (t0) }\n"
+        "    t3:f32[2] = get[index=0] t2\n"
+        "    t4:tuple = while_loop[num_carry=1] t3\n"
+        "      body={ lambda carry0:f32[2] .\n"
+        "          t0:f32[2] = mul carry0 2.0:f32[]\n"
+        "        in (t0) }\n"
+        "      cond={ lambda carry0:f32[2] .\n"
+        "          t0:f32[] = reduce_sum[axes=(0,) keepdims=False] carry0\n"
+        "          t1:bool[] = less t0 10.0:f32[]\n"
+        "        in (t1) }\n"
+        "    t5:f32[2] = get[index=0] t4\n"
+        "  in (t5) }\n"
+    )

@@ -38,9 +38,11 @@ class Program:
     """
 
     def __init__(
-        self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False
+        self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False,
+        into=False,
     ):  # fmt: skip
         self.backend = backend
+        self.into = into  # runs write the fetched values into the caller's arrays (`outs`)
         self.check_numerics = check_numerics
         self.device = backend.name
         self.transfers = Transfers()  # copies this program made: feeds, variables, outputs
@@ -121,7 +123,8 @@ class Program:
         with _gc_paused():
             spec = Specialized(self.graph, key, bindings, self.backend,
                                checks=checks_level(), plan=self.plan_memory,
-                               numerics=self.check_numerics or checks_level() >= 2)  # fmt: skip
+                               numerics=self.check_numerics or checks_level() >= 2,
+                               into=self.into)  # fmt: skip
         plan = spec.plan
         log(1, f"compile ({reason}): {len(self.graph.nodes)} nodes, arena "
                f"{plan.arena_bytes} B (lower bound {plan.lower_bound_bytes} B, naive "
@@ -141,9 +144,17 @@ class Program:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, values, profiled: bool = False, host: bool = True) -> list:
+    def output_shapes(self, values) -> list:
+        """The shapes of the fetched values for these feeds (compiling their signature)."""
+        arrays, bindings = self.bind_feeds(values)
+        spec = self.specialize(arrays, bindings)
+        return [spec.shapes[id(s)] for s in self.graph.outputs]
+
+    def run(self, values, profiled: bool = False, host: bool = True, outs=None) -> list:
         """Runs once: returns the fetched values (fresh arrays; NumPy arrays unless `host` is
-        False, then the device's) and commits the updates. The device is current throughout."""
+        False, then the device's) and commits the updates. The device is current throughout.
+        A program made with `into=True` writes them into `outs` (arrays of the device, of
+        `output_shapes`) instead, and returns `outs`."""
         with self.backend.scope():
             arrays, bindings = self.bind_feeds(values)
             spec = self.specialize(arrays, bindings)
@@ -155,7 +166,10 @@ class Program:
                 keys = self._random_keys(spec, graph)
                 token = ignore_fp_errors()
                 try:
-                    outputs, updates = fn(arrays, variables, keys)
+                    if self.into:
+                        outputs, updates = fn(arrays, variables, keys, outs)
+                    else:
+                        outputs, updates = fn(arrays, variables, keys)
                 except IndexOutOfRangeError as e:  # a kernel's index check: add the node
                     node = spec.failing_node(e.__traceback__)
                     if node is None:
@@ -172,6 +186,8 @@ class Program:
                     restore_fp_errors(token)
                 if updates:
                     self._commit(spec, updates)
+            if self.into:
+                return outputs
             if self.device == "cpu":  # NumPy gives a 0-d result as a scalar: make it an array
                 return [o if type(o) is np.ndarray else np.asarray(o) for o in outputs]
             if not host:

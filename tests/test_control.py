@@ -11,6 +11,7 @@ import pytest
 from op_table_control import CASES
 
 import kiln as kn
+from kiln.debug import checks_level
 from kiln.graph.serialize import from_json, to_json
 from kiln.passes.program import extract
 from kiln.passes.simplify import simplify
@@ -337,7 +338,9 @@ def test_forward_scan_memory_is_flat_in_the_trip_count():
     carry = 16384 * 4
     short, _ = _scan_peak(50)
     long, out = _scan_peak(3000)
-    assert long <= short + carry // 4 and long < 3 * carry, (short, long)
+    assert long <= short + carry // 4, (short, long)
+    if checks_level() == 0:  # KILN_CHECKS runs check copies of in-place kernels
+        assert long < 3 * carry, long
     want = np.zeros(16384, np.float32)
     for _ in range(3000):
         want = np.tanh(want * np.float32(0.5) + np.float32(0.25))

@@ -5,7 +5,8 @@ step's time against the same step by hand in NumPy.
 
 Cases: 16 layers of width 1024, batch 512, ReLU, cross-entropy, with SGD and with Adam
 updates through `kn.function(..., updates=...)`; 64 layers of width 1024, batch 256, SGD,
-plain and with every 8 layers one kn.checkpoint region (recomputed in the backward pass).
+plain, with every 8 layers one kn.checkpoint region (recomputed in the backward pass), and
+with `memory_budget=16 MiB` (kiln chooses what to recompute).
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ def floor_bytes(sizes, batch) -> int:
     return activations + batch * max(sizes) * 4 + max(a * b for a, b in zip(sizes, sizes[1:])) * 4
 
 
-def case(name, optimizer, sizes, batch, repeats, min_s, segment=None):
+def case(name, optimizer, sizes, batch, repeats, min_s, segment=None, budget=None):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     labels = rng.integers(0, sizes[-1], batch)
     weights = init_weights(sizes)
-    f, _ = kiln_step(sizes, batch, weights, sgd if optimizer == "sgd" else adam, segment)
+    f, _ = kiln_step(sizes, batch, weights, sgd if optimizer == "sgd" else adam, segment, budget)
     f(x, labels)
     plan = f.plan
     line = (
@@ -60,6 +61,8 @@ def case(name, optimizer, sizes, batch, repeats, min_s, segment=None):
         f"{plan.peak_bytes / MIB:6.1f} | bound of any order {plan.lower_bound_bytes / MIB:6.1f} "
         f"| floor {floor_bytes(sizes, batch) / MIB:6.1f} | naive {plan.naive_bytes / MIB:6.1f}"
     )
+    if plan.recomputed:
+        line += f" | recomputes {len(plan.recomputed)} values ({plan.recompute_choice})"
     if optimizer == "sgd":
         ref = NumpyStep(sizes, batch, weights)
         t_k = per_call_seconds(lambda: f(x, labels), repeats, min_s)
@@ -79,6 +82,7 @@ def main():
     deeper = [1024] * 65
     case("64x1024 b256, SGD", "sgd", deeper, 256, repeats, min_s)
     case("64x1024 b256, checkpoint/8", "sgd", deeper, 256, repeats, min_s, segment=8)
+    case("64x1024 b256, budget 16 MiB", "sgd", deeper, 256, repeats, min_s, budget=16 * MIB)
 
 
 if __name__ == "__main__":

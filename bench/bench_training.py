@@ -38,10 +38,11 @@ def sgd(params, grads) -> dict:
     return {p: p - LR * g for p, g in zip(params, grads)}
 
 
-def kiln_step(sizes, batch, weights, make_updates=sgd, segment=None):
+def kiln_step(sizes, batch, weights, make_updates=sgd, segment=None, budget=None):
     """A kn.function doing one training step (`make_updates(params, grads)`: SGD by default;
     `segment`: each run of that many layers is one kn.checkpoint region, recomputed in the
-    backward pass); returns it and its Variables."""
+    backward pass; `budget`: kn.function's memory_budget in bytes); returns it and its
+    Variables."""
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (batch, sizes[0]), name="x")
         labels = kn.placeholder(kn.int64, (batch,), name="labels")
@@ -66,7 +67,9 @@ def kiln_step(sizes, batch, weights, make_updates=sgd, segment=None):
                 h = run(h, first, last)
         loss = kn.cross_entropy(h, labels)
         grads = kn.grad(loss, params)
-        return kn.function([x, labels], loss, updates=make_updates(params, grads)), params
+        f = kn.function([x, labels], loss, updates=make_updates(params, grads),
+                        memory_budget=budget)  # fmt: skip
+        return f, params
 
 
 class NumpyStep:

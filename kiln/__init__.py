@@ -9,10 +9,25 @@
 array([6.], dtype=float32)
 """
 
-from . import cuda, eager, frontend, init, nn, optim, passes, testing
+import sys as _sys
+
+from . import (
+    autograd_functional,
+    cuda,
+    distributed,
+    eager,
+    frontend,
+    init,
+    nn,
+    optim,
+    passes,
+    testing,
+    utils,
+)
 from .array_types import Size, device, return_types
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
+    bfloat16,
     bool_,
     double,
     float16,
@@ -39,6 +54,7 @@ from .dtypes import int32 as int  # noqa: A004
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
 from .errors import (
+    AutogradError,
     DeviceError,
     DTypeError,
     GraphError,
@@ -46,6 +62,7 @@ from .errors import (
     IndexOutOfRangeError,
     KilnError,
     NumericsError,
+    SavedTensorError,
     ShapeError,
 )
 from .frontend import *  # noqa: F403
@@ -53,14 +70,21 @@ from .frontend import random
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
 from .frontend.trace import compile, trace  # noqa: A004 (the API's name)
+from .frontend.transforms import jacfwd, jacrev, jvp, vmap
+from .generator import Generator
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
-from .interchange import export_onnx, import_onnx
+from .interchange import export_onnx, import_onnx, to_networkx
 from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim
 
 __version__ = "0.1.0"
+
+# `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
+autograd.functional = autograd_functional
+_sys.modules.setdefault(f"{__name__}.autograd", autograd)
+_sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 
 
 def devices() -> list[str]:

@@ -28,6 +28,8 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from . import dtypes as dt
+from .checkpoint_tree import TREE_KEY, flatten, unflatten
 from .errors import KilnError
 from .graph.core import Symbol, Variable
 
@@ -35,20 +37,23 @@ __all__ = [
     "CheckpointError",
     "save",
     "load",
+    "save_arrays",
+    "load_arrays",
     "load_metadata",
     "save_variables",
     "restore_variables",
     "as_numpy",
 ]
 
-# The dtypes safetensors can hold that NumPy has (bfloat16 and float8 have no NumPy dtype).
-SUPPORTED_DTYPES = frozenset(
-    np.dtype(d)
-    for d in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-              np.uint64, np.float16, np.float32, np.float64, np.complex64)
-)  # fmt: skip
-_NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32"}
-_NUMPY_DTYPES |= {"F64", "C64"}  # the safetensors dtypes that NumPy can hold
+# The safetensors dtypes kiln reads and writes: NumPy's, and BF16 through ml_dtypes (float8
+# has no dtype here).
+_FILE_DTYPES = {
+    "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
+    "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
+    "BF16": dt.bfloat16, "F32": np.float32, "F64": np.float64, "C64": np.complex64,
+}  # fmt: skip
+SUPPORTED_DTYPES = frozenset(np.dtype(d) for d in _FILE_DTYPES.values())
+_NUMPY_DTYPES = set(_FILE_DTYPES)
 _HEADER_LIMIT = 100_000_000  # the largest header safetensors itself accepts
 # write_atomic's temporaries: `.{name}.{12 hex digits}.tmp` beside the target; removed by a
 # later write when older than a minute and locked by no writer (a day where there are no locks).
@@ -78,29 +83,95 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def save(state: Mapping, path, metadata: Mapping[str, str] | None = None) -> None:
-    """Writes `state` (name -> array-like) to `path` as a safetensors file, atomically.
+def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
+    """Saves `obj` to `f` (a path, or a binary file object) as a safetensors file, as
+    PyTorch scripts use `torch.save`: nested dicts, lists and tuples of Tensors, Parameters,
+    NumPy arrays and scalars, numbers, strings, bytes and None.
+
+    Each tensor or array is one entry named by its path of keys (`model.fc1.weight`,
+    `optimizer.state.0.exp_avg`); the structure and the Python values are typed JSON in the
+    header's metadata. Nothing is pickled. A path is written atomically (see `write_atomic`).
+    `metadata` is free text (str -> str) kept in the header too. Two references to one tensor
+    are saved as two copies.
+
+    >>> import kiln as kn, numpy as np, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
+    >>> kn.save({"w": kn.ones(2), "epoch": 3, "history": [0.5, 0.25], "name": None}, path)
+    >>> kn.load(path)
+    {'w': tensor([1., 1.]), 'epoch': 3, 'history': [0.5, 0.25], 'name': None}
+    """
+    arrays, tree = flatten(obj)
+    metadata = _check_metadata(metadata) or {}
+    if TREE_KEY in metadata:
+        raise CheckpointError(f"metadata key {TREE_KEY!r} is kiln's own (the saved structure)")
+    data = _serialize(_arrays_to_save(arrays), {**metadata, TREE_KEY: tree}, f)
+    if hasattr(f, "write"):
+        f.write(data)
+    else:
+        write_atomic(f, data)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+         **pickle_load_args):  # fmt: skip
+    """What `save` saved in `f` (a path or a binary file object), as saved: Tensors (on
+    their saved device, or as `map_location` says: a device, or a dict from saved device to
+    device), Parameters, arrays, numbers, strings and containers. A safetensors file written
+    elsewhere (no kiln structure) gives a dict of its NumPy arrays by name (sorted).
+
+    `weights_only`, `mmap` and pickle arguments are accepted as PyTorch's and change nothing:
+    kiln never unpickles, so every load is as safe as `weights_only=True`. A PyTorch pickle or
+    zip file (`.pt`, `.pth`) raises CheckpointError saying it is not a safetensors file.
+    """
+    if pickle_module is not None:
+        raise TypeError("kn.load never unpickles: pickle_module cannot be used")
+    if (
+        map_location is not None
+        and not isinstance(map_location, (str, dict))
+        and (type(map_location).__name__ != "device")
+    ):
+        raise TypeError(
+            f"map_location must be a device, a device string or a dict of them, got "
+            f"{type(map_location).__name__} (a function is not supported)"
+        )
+    if hasattr(f, "read"):
+        path, data = str(getattr(f, "name", "<file object>")), f.read()
+    else:
+        path = os.fspath(f)
+        with open(path, "rb") as file:
+            data = file.read()
+    header, arrays = _parse(path, data)
+    metadata = header.get("__metadata__") or {}
+    tree = metadata.get(TREE_KEY) if isinstance(metadata, dict) else None
+    if tree is None:
+        return dict(sorted(arrays.items()))
+    return unflatten(path, tree, arrays, map_location)
+
+
+def save_arrays(state: Mapping, path, metadata: Mapping[str, str] | None = None) -> None:
+    """Writes `state` (name -> array-like) to `path` as a flat safetensors file, atomically.
 
     The bytes go to a temporary file beside `path`, which is flushed, synced and then renamed
     over `path`: a reader sees the old file or the new one, never a mix, and a failure leaves
     the old file as it was. `metadata` is free text (str -> str) kept in the header.
 
-    >>> import kiln as kn, numpy as np, os, tempfile
+    >>> import numpy as np, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
-    >>> kn.save({"w": np.eye(2, dtype=np.float32), "step": np.int64(7)}, path)
-    >>> kn.load(path)
+    >>> save_arrays({"w": np.eye(2, dtype=np.float32), "step": np.int64(7)}, path)
+    >>> load_arrays(path)
     {'step': array(7), 'w': array([[1., 0.],
            [0., 1.]], dtype=float32)}
     """
+    write_atomic(path, _serialize(_arrays_to_save(state), _check_metadata(metadata), path))
+
+
+def _serialize(arrays: dict, metadata, where) -> bytes:
     import safetensors.numpy
 
-    arrays = _arrays_to_save(state)
-    metadata = _check_metadata(metadata)
     try:
-        data = safetensors.numpy.save(arrays, metadata=metadata)
+        return safetensors.numpy.save(arrays, metadata=metadata)
     except Exception as e:  # the Rust side's errors are not ours to expose
-        raise CheckpointError(f"cannot serialize checkpoint for '{os.fspath(path)}': {e}") from e
-    write_atomic(path, data)
+        name = getattr(where, "name", where) if hasattr(where, "write") else os.fspath(where)
+        raise CheckpointError(f"cannot serialize checkpoint for '{name}': {e}") from e
 
 
 def _arrays_to_save(state) -> dict:
@@ -254,7 +325,7 @@ def _sync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def load(path) -> dict[str, np.ndarray]:
+def load_arrays(path) -> dict[str, np.ndarray]:
     """The arrays in the safetensors file `path`, by name (sorted).
 
     A file that is truncated, malformed or not a safetensors file raises CheckpointError,
@@ -268,18 +339,51 @@ def load(path) -> dict[str, np.ndarray]:
     Traceback (most recent call last):
     kiln.checkpoint.CheckpointError: '...bad.safetensors' is not a valid safetensors file: ...
     """
-    import safetensors.numpy
-
     path = os.fspath(path)
     with open(path, "rb") as f:
         data = f.read()
+    return dict(sorted(_parse(path, data)[1].items()))
+
+
+def _parse(path: str, data: bytes) -> tuple[dict, dict]:
+    """(header, arrays) of a safetensors file's bytes, checked."""
+    import safetensors.numpy
+
+    _refuse_pickles(path, data)
     header = _parse_header(path, data)
     _check_entries(path, header, len(data) - 8 - struct.unpack("<Q", data[:8])[0])
     try:
-        arrays = safetensors.numpy.load(data)
+        arrays = _arrays_of(safetensors.deserialize(data))
     except Exception as e:  # SafetensorError (Rust), KeyError for a dtype NumPy lacks, ...
         raise _invalid(path, f"{type(e).__name__}: {e}") from None
-    return dict(sorted(arrays.items()))
+    return header, arrays
+
+
+def _refuse_pickles(path: str, data: bytes) -> None:
+    """PyTorch's `.pt`/`.pth` files (a zip archive of pickles, or a bare pickle) get a
+    message of their own: kiln never unpickles (a pickle can run any code)."""
+    if data[:4] == b"PK\x03\x04":
+        what = "a zip archive (torch.save's format, or NumPy's .npz)"
+    elif data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        what = "a pickle (torch.save's legacy format)"
+    else:
+        return
+    raise CheckpointError(
+        f"'{path}' is not a safetensors file: it is {what}. kn.load reads safetensors only and "
+        "never unpickles, since a pickle can run any code. Convert the file where PyTorch is "
+        "installed: safetensors.torch.save_file(torch.load(path, weights_only=True), "
+        "'model.safetensors') for a dict of tensors"
+    )
+
+
+def _arrays_of(entries) -> dict:
+    """NumPy arrays (writable, over the bytes read) of `safetensors.deserialize`'s entries."""
+    arrays = {}
+    for name, entry in entries:
+        dtype = np.dtype(_FILE_DTYPES[entry["dtype"]])
+        little = np.frombuffer(entry["data"], dtype.newbyteorder("<")).reshape(entry["shape"])
+        arrays[name] = little.astype(dtype, copy=False)
+    return arrays
 
 
 def load_metadata(path) -> dict[str, str]:
@@ -295,11 +399,12 @@ def load_metadata(path) -> dict[str, str]:
     path = os.fspath(path)
     with open(path, "rb") as f:
         data = f.read()
+    _refuse_pickles(path, data)
     header = _parse_header(path, data)
     metadata = header.get("__metadata__", {})
     if not isinstance(metadata, dict):
         raise _invalid(path, "its __metadata__ is not a JSON object")
-    return metadata
+    return {k: v for k, v in metadata.items() if k != TREE_KEY}
 
 
 def _invalid(path: str, what: str) -> CheckpointError:
@@ -363,7 +468,7 @@ def save_variables(variables, path, metadata=None, lock=None) -> None:
             if v.name in state:
                 raise CheckpointError(f"two Variables are named '{v.name}'; names must be unique")
             state[v.name] = v.numpy()
-    save(state, path, metadata)
+    save_arrays(state, path, metadata)
 
 
 def restore_variables(variables, path, lock=None) -> None:
@@ -374,7 +479,7 @@ def restore_variables(variables, path, lock=None) -> None:
     set under `lock` (a graph's lock), so no run sees some of them new and some old.
     """
     variables = list(variables)
-    arrays = load(path)
+    arrays = load_arrays(path)
     by_name = {v.name: v for v in variables}
     problems = [f"missing Variable '{n}'" for n in by_name if n not in arrays]
     problems += [f"unexpected name '{n}'" for n in arrays if n not in by_name]

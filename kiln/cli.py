@@ -1,4 +1,4 @@
-"""The `kiln` command (also `python -m kiln`): info, demo, dump and bench.
+"""The `kiln` command (also `python -m kiln`): info, demo, dump, export, import and bench.
 
 >>> build_parser().parse_args(["dump", "g.json", "--format", "dot"]).format
 'dot'
@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an MLP (64-256-10, AdamW) on the bundled digits data set in graph "
         "mode, TF1-style (placeholders, kn.nn layers, Session.run([loss, train_op])), with a "
         "progress bar; report the held-out accuracy; save a checkpoint, restore it and check "
-        "the accuracy again; write text, JSON and DOT dumps of the training graph. Then train "
+        "the accuracy again; write text, JSON and DOT dumps of the training graph and, with "
+        "the onnx extra installed, the trained model as model.onnx (checked by onnxruntime). "
+        "Then train "
         "the same model from the same initial values eagerly and under kn.compile, and print "
         "the three accuracies, the largest parameter difference from graph mode after one "
         "epoch, and the time per epoch of each.",
@@ -65,12 +67,32 @@ def build_parser() -> argparse.ArgumentParser:
         "an error that says why; there is no fallback to the CPU",
     )
     demo.add_argument(
+        "--plot",
+        action="store_true",
+        help="also write curves.png: loss and held-out accuracy per epoch of the three modes "
+        "(needs matplotlib: pip install 'kiln[plot]')",
+    )
+    demo.add_argument(
+        "--distributed",
+        action="store_true",
+        help="under `mpiexec -n N`: train data-parallel on the N ranks (graph mode, eager and "
+        "kn.compile), checking after every step that the ranks' parameters are identical and "
+        "equal those of one process taking the same step (see docs/distributed.md)",
+    )
+    demo.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --distributed: stop each mode after N steps (a quick check)",
+    )
+    demo.add_argument(
         "--out",
         type=Path,
         default=Path("kiln-demo"),
         metavar="DIR",
-        help="folder for model.safetensors, graph.txt, graph.json and graph.dot, created "
-        "if missing (default: ./kiln-demo)",
+        help="folder for model.safetensors, graph.txt, graph.json, graph.dot and model.onnx, "
+        "created if missing (default: ./kiln-demo)",
     )
 
     dump = sub.add_parser(
@@ -84,6 +106,39 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("file", type=Path, metavar="FILE.json", help="the JSON dump to read")
     dump.add_argument(
         "--format",
+        choices=("text", "dot", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
+
+    export = sub.add_parser(
+        "export",
+        help="write a graph saved as JSON as an ONNX model (needs kiln[onnx])",
+        description="Load a graph from a JSON dump (kn.dump(..., format='json')) and write its "
+        "program as an ONNX model with kn.export_onnx: placeholders become inputs, Variables "
+        "initializers. An op with no ONNX form (a training step's updates, random ops) is an "
+        "error naming it and its site; --output picks the values to export.",
+    )
+    export.add_argument("file", type=Path, metavar="GRAPH.json", help="the JSON dump to read")
+    export.add_argument("model", type=Path, metavar="MODEL.onnx", help="the ONNX file to write")
+    export.add_argument(
+        "--output",
+        action="append",
+        metavar="NAME",
+        help="export the value of this node (repeatable; default: the graph's outputs)",
+    )
+    export.add_argument("--opset", type=int, default=None, help="ONNX opset to write (default: 18)")
+
+    imp = sub.add_parser(
+        "import",
+        help="read an ONNX model into a kiln graph and print it (needs kiln[onnx])",
+        description="Import an ONNX model with kn.import_onnx and print the kiln graph as "
+        "text, JSON (loadable with kn.load_graph and `kiln dump`) or DOT. An ONNX op kiln "
+        "does not import is an error naming it.",
+    )
+    imp.add_argument("model", type=Path, metavar="MODEL.onnx", help="the ONNX model to read")
+    imp.add_argument(
+        "--dump",
         choices=("text", "dot", "json"),
         default="text",
         help="output format (default: text)",
@@ -142,7 +197,20 @@ def cmd_demo(args) -> int:
     from .errors import KilnError
 
     try:
-        demo.run(args.out, device=args.device, epochs=args.epochs)
+        if args.distributed:
+            if args.device != "cpu":
+                _error("demo", "--distributed trains on the CPU (the MPI backend)")
+                return EXIT_USAGE
+            from .distributed import demo as distributed_demo
+
+            results = distributed_demo.run(args.out, epochs=args.epochs, max_steps=args.max_steps)
+            ok = all(spread == 0 and diff <= distributed_demo.TOLERANCE and acc == ref
+                     for spread, diff, _, acc, ref in results.values())  # fmt: skip
+            return 0 if ok else EXIT_FAILED
+        demo.run(args.out, device=args.device, epochs=args.epochs, plot=args.plot)
+    except ModuleNotFoundError as e:  # --plot without matplotlib: said before any work
+        _error("demo", str(e))
+        return EXIT_FAILED
     except KilnError as e:  # an unusable device, above all: say why, no fallback
         _error("demo", f"{type(e).__name__}: {e}")
         return EXIT_FAILED
@@ -152,30 +220,99 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_dump(args) -> int:
+def _read_graph(command: str, path: Path):
+    """The graph of a JSON dump, or None after saying on stderr why it cannot be read."""
     import kiln as kn
 
     from .graph import serialize
 
     limit = serialize.MAX_CHARS  # bytes here: a dump is ASCII, and UTF-8 is never shorter
     try:
-        with open(args.file, "rb") as file:
+        with open(path, "rb") as file:
             data = file.read(limit + 1)  # bounded: a huge file, or /dev/zero, stops here
         if len(data) > limit:
-            _error("dump", f"cannot read {args.file}: it is over {limit} bytes, the most a "
+            _error(command, f"cannot read {path}: it is over {limit} bytes, the most a "
                    "graph file may have")  # fmt: skip
-            return EXIT_USAGE
+            return None
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        _error("dump", f"cannot read {args.file}: {e}")
-        return EXIT_USAGE
+        _error(command, f"cannot read {path}: {e}")
+        return None
     try:
-        # NOTE: the size limits on values guard running a graph; printing one is safe.
-        graph = kn.load_graph(text, max_chars=limit, max_elements=None, max_work=None)
+        # NOTE: the size limits on values guard running a graph; printing or exporting is safe.
+        return kn.load_graph(text, max_chars=limit, max_elements=None, max_work=None)
     except kn.GraphFormatError as e:
-        _error("dump", f"{args.file} is not a valid kiln graph (GraphFormatError): {e}")
+        _error(command, f"{path} is not a valid kiln graph (GraphFormatError): {e}")
+        return None
+
+
+def cmd_dump(args) -> int:
+    import kiln as kn
+
+    graph = _read_graph("dump", args.file)
+    if graph is None:
         return EXIT_USAGE
     output = kn.dump(graph, format=args.format)
+    _write_escaped(output if output.endswith("\n") else output + "\n")
+    return 0
+
+
+def _onnx_missing(command: str) -> bool:
+    """Says on stderr that the command needs the onnx package, when it is not installed."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError as e:
+        _error(command, f"needs the onnx package, which cannot be imported ({e}): "
+               "pip install 'kiln[onnx]'")  # fmt: skip
+        return True
+    return False
+
+
+def cmd_export(args) -> int:
+    import kiln as kn
+
+    from .passes.program import prune
+
+    if _onnx_missing("export"):
+        return EXIT_FAILED
+    graph = _read_graph("export", args.file)
+    if graph is None:
+        return EXIT_USAGE
+    if args.output:
+        by_name = {n.name: n.out for n in graph.nodes}
+        unknown = [name for name in args.output if name not in by_name]
+        if unknown:
+            _error("export", f"{args.file} has no node named {unknown[0]!r}")
+            return EXIT_USAGE
+        graph.outputs = [by_name[name] for name in args.output]
+        needed = {id(n.out) for n in prune(list(graph.outputs), [], {})}
+        graph.inputs = [s for s in graph.inputs or graph.placeholders if id(s) in needed]
+    try:
+        model = kn.export_onnx(graph, args.model, opset=args.opset)
+    except kn.GraphError as e:  # an op with no ONNX form, an opset kiln does not write
+        hint = "" if args.output else " (--output NAME picks the values to export)"
+        _error("export", f"GraphError: {e}{hint}")
+        return EXIT_FAILED
+    except OSError as e:
+        _error("export", f"cannot write {args.model}: {e}")
+        return EXIT_FAILED
+    names = ", ".join(o.name for o in model.graph.output)
+    print(f"wrote {args.model}: ONNX opset {model.opset_import[0].version}, "
+          f"{len(model.graph.node)} nodes, outputs {names}")  # fmt: skip
+    return 0
+
+
+def cmd_import(args) -> int:
+    import kiln as kn
+
+    if _onnx_missing("import"):
+        return EXIT_FAILED
+    try:
+        graph = kn.import_onnx(args.model)
+    except kn.GraphError as e:  # an unreadable file, an op kiln does not import
+        _error("import", f"GraphError: {e}")
+        return EXIT_USAGE
+    output = kn.dump(graph, format=args.dump)
     _write_escaped(output if output.endswith("\n") else output + "\n")
     return 0
 
@@ -227,7 +364,14 @@ def cmd_bench(args) -> int:
     return 0
 
 
-COMMANDS = {"info": cmd_info, "demo": cmd_demo, "dump": cmd_dump, "bench": cmd_bench}
+COMMANDS = {
+    "info": cmd_info,
+    "demo": cmd_demo,
+    "dump": cmd_dump,
+    "export": cmd_export,
+    "import": cmd_import,
+    "bench": cmd_bench,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,26 +93,31 @@ def build_graph(model=None) -> Program:
     return Program(graph, model, x, labels, loss, train_op, logits, accuracy)
 
 
-def train(step, x, y, epochs: int, desc: str, after_first=None, progress=True):
+def train(step, x, y, epochs: int, desc: str, after_first=None, progress=True, evaluate=None):
     """Minibatch training: `step(x_batch, y_batch)` returns the batch loss; every mode sees
-    the same batches. Returns each epoch's mean loss and the seconds per epoch."""
+    the same batches. Returns each epoch's mean loss, the seconds per epoch (training only),
+    and, with `evaluate` (a function of no arguments), its value after each epoch."""
     from tqdm import tqdm
 
     rng = np.random.default_rng(SEED)
-    losses = []
-    start = time.perf_counter()
+    losses, scores = [], []
+    seconds = 0.0
     bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress)
     for epoch in bar:
+        start = time.perf_counter()
         order = rng.permutation(len(y))
         total = 0.0
         for i in range(0, len(order), BATCH):
             batch = order[i : i + BATCH]
             total += float(step(x[batch], y[batch])) * len(batch)
+        seconds += time.perf_counter() - start
         losses.append(total / len(y))
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
         if epoch == 0 and after_first is not None:
             after_first()
-    return losses, (time.perf_counter() - start) / max(epochs, 1)
+        if evaluate is not None:
+            scores.append(evaluate())
+    return losses, seconds / max(epochs, 1), scores
 
 
 def eager_step(model):
@@ -158,11 +163,24 @@ def eager_accuracy(model, x, y) -> float:
     return float(np.mean(logits.argmax(axis=1) == y))
 
 
-def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progress=True) -> dict:
-    """The whole demo; returns what it measured. Raises DeviceError for an unusable device."""
+def run(
+    out: Path,
+    device: str = "cpu",
+    epochs: int = EPOCHS,
+    echo=print,
+    progress=True,
+    plot: bool = False,
+) -> dict:
+    """The whole demo; returns what it measured. Raises DeviceError for an unusable device;
+    with `plot`, also writes `curves.png` (loss and held-out accuracy per epoch, each mode)
+    and raises ModuleNotFoundError before any work when matplotlib is missing."""
     import kiln as kn
 
     kn.runtime.get_backend(device)  # an unusable device fails here, before any work
+    if plot:
+        from .plot import require_matplotlib
+
+        require_matplotlib("kiln demo --plot")
     x_all, y_all = load_digits()
     train_idx, test = split(len(y_all))
     x_train, y_train, x_test, y_test = x_all[train_idx], y_all[train_idx], x_all[test], y_all[test]
@@ -174,11 +192,12 @@ def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progre
     first = {}
     with kn.Session(graph=p.graph, device=device) as sess:
         graph_step = lambda xb, yb: sess.run([p.loss, p.train_op], {p.x: xb, p.labels: yb})[0]  # noqa: E731
-        losses, graph_s = train(graph_step, x_train, y_train, epochs, "graph mode",
-                                lambda: first.update(graph=p.model.state_dict()),
-                                progress)  # fmt: skip
         feed = {p.x: x_test, p.labels: y_test}
-        accuracy = float(sess.run(p.accuracy, feed))
+        evaluate = lambda: float(sess.run(p.accuracy, feed))  # noqa: E731
+        losses, graph_s, graph_acc = train(graph_step, x_train, y_train, epochs, "graph mode",
+                                           lambda: first.update(graph=p.model.state_dict()),
+                                           progress, evaluate)  # fmt: skip
+        accuracy = graph_acc[-1]
         echo(
             f"graph mode: MLP 64-{HIDDEN}-10, AdamW, {epochs} epochs, "
             f"{graph_s * 1e3:.1f} ms per epoch; loss {losses[0]:.4f} -> {losses[-1]:.4f}"
@@ -197,12 +216,16 @@ def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progre
         f"({'identical' if same and restored == accuracy else 'DIFFERENT'} values)"
     )
     modes = {"graph mode": (accuracy, graph_s)}
+    curves = {"graph mode": (losses, graph_acc)}
     for name, make_step in (("eager", eager_step), ("kn.compile", compiled_step)):
         model = make_model()
-        _, seconds = train(make_step(model), x_train, y_train, epochs, name,
-                           lambda m=model, n=name: first.update({n: m.state_dict()}),
-                           progress)  # fmt: skip
-        modes[name] = (eager_accuracy(model, x_test, y_test), seconds)
+        mode_losses, seconds, mode_acc = train(
+            make_step(model), x_train, y_train, epochs, name,
+            lambda m=model, n=name: first.update({n: m.state_dict()}),
+            progress, lambda m=model: eager_accuracy(m, x_test, y_test),
+        )  # fmt: skip
+        modes[name] = (mode_acc[-1], seconds)
+        curves[name] = (mode_losses, mode_acc)
     for name, (acc, seconds) in modes.items():
         diff = "" if name == "graph mode" else (
             f"; max parameter difference from graph mode after one epoch "
@@ -210,6 +233,15 @@ def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progre
         )  # fmt: skip
         echo(f"{name:<11} accuracy {acc:.4f}, {seconds * 1e3:7.1f} ms per epoch{diff}")
     written = write_dumps([p.loss, p.train_op], out)
+    onnx_path = write_onnx(p, out, x_test, echo)
+    written += [onnx_path] if onnx_path else []
+    if plot:
+        from .plot import plot_curves
+
+        title = f"kiln demo: MLP 64-{HIDDEN}-10 on the digits, AdamW"
+        losses_of = {k: v[0] for k, v in curves.items()}
+        accuracy_of = {k: v[1] for k, v in curves.items()}
+        written.append(plot_curves(losses_of, accuracy_of, out / "curves.png", title))
     for path in [checkpoint, *written]:
         echo(f"wrote {path} ({path.stat().st_size} bytes)")
     return {
@@ -218,12 +250,45 @@ def run(out: Path, device: str = "cpu", epochs: int = EPOCHS, echo=print, progre
         "losses": losses,
         "train_seconds": graph_s * epochs,
         "modes": modes,
+        "curves": curves,
         "written": [checkpoint, *written],
     }
 
 
 def _max_difference(a: dict, b: dict) -> float:
     return max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+
+
+def write_onnx(p: Program, out: Path, x_test, echo=print) -> Path | None:
+    """The trained model (images -> logits) as `out/model.onnx`, when the onnx package is
+    installed (else None, saying so); onnxruntime, when installed, runs it on `x_test` and its
+    predicted classes are compared with kiln's."""
+    import kiln as kn
+
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        echo("model.onnx not written: ONNX export needs the onnx package, which is not "
+             "installed (pip install 'kiln[onnx]')")  # fmt: skip
+        return None
+    predict = kn.function([p.x], [p.logits])
+    path = out / "model.onnx"
+    kn.export_onnx(predict, path)
+    try:
+        import onnxruntime
+    except ImportError:
+        echo(f"{path}: not run (onnxruntime is not installed: pip install 'kiln[onnx]')")
+        return path
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (theirs,) = session.run(None, {session.get_inputs()[0].name: x_test})
+    (ours,) = predict(x_test)
+    same = int(np.sum(theirs.argmax(axis=1) == ours.argmax(axis=1)))
+    echo(
+        f"{path}: onnxruntime predicts the same class as kiln for {same} of {len(x_test)} "
+        f"held-out images (largest logit difference {np.max(np.abs(theirs - ours)):.1e})"
+    )
+    return path
 
 
 def write_dumps(f, out: Path) -> list[Path]:

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
 
 float16 = np.dtype("float16")
+# bfloat16 through ml_dtypes: NumPy's ufuncs on it compute each element in float32 and round
+# the result to bfloat16, as PyTorch's CPU kernels do. Its NumPy kind is "V", not "f": ask
+# `is_float`, never `dtype.kind == "f"`.
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int8 = np.dtype("int8")
@@ -24,7 +29,8 @@ bool_ = np.dtype("bool")
 long, half, double = int64, float16, float64
 
 SUPPORTED = (
-    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
+    float64,
 )  # fmt: skip
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
@@ -34,8 +40,8 @@ TUPLE = np.dtype([])
 
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-    uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", float32: "f32", float64: "f64",
-    TUPLE: "tuple",
+    uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32",
+    float64: "f64", TUPLE: "tuple",
 }  # fmt: skip
 _FROM_SHORT = {v: k for k, v in _SHORT.items()}
 
@@ -43,8 +49,8 @@ _FROM_SHORT = {v: k for k, v in _SHORT.items()}
 def as_dtype(value) -> np.dtype:
     """Canonical dtype for a kiln, NumPy or string dtype; raises DTypeError if unsupported.
 
-    >>> as_dtype("float32"), as_dtype("f32"), as_dtype(bool)
-    (dtype('float32'), dtype('float32'), dtype('bool'))
+    >>> as_dtype("float32"), as_dtype("f32"), as_dtype(bool), as_dtype("bfloat16")
+    (dtype('float32'), dtype('float32'), dtype('bool'), dtype(bfloat16))
     """
     if isinstance(value, str) and value in _FROM_SHORT:
         return _FROM_SHORT[value]
@@ -64,7 +70,8 @@ def short_name(dtype: np.dtype) -> str:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f"
+    """Floating point, bfloat16 included (whose NumPy kind is "V")."""
+    return dtype.kind == "f" or dtype == bfloat16
 
 
 def is_int(dtype: np.dtype) -> bool:
@@ -101,7 +108,19 @@ def promote(*dtypes_or_scalars) -> np.dtype:
     if all(not isinstance(a, np.dtype) for a in args):
         # Only weak scalars: the widest kind wins, at kiln's default width.
         return scalar_dtype(max(args, key=lambda a: (bool, int, float).index(type(a))))
+    if any(isinstance(a, np.dtype) and a == bfloat16 for a in args):
+        return _promote_bfloat16(args)
     return as_dtype(np.result_type(*args))
+
+
+def _promote_bfloat16(args) -> np.dtype:
+    """NumPy has no common dtype of bfloat16 and float16 or the integers: PyTorch's is used
+    (float32, and bfloat16); weak scalars do not widen it."""
+    out = None
+    for a in args:
+        if isinstance(a, np.dtype):
+            out = a if out is None else _pair(out, a)
+    return out
 
 
 def scalar_dtype(value) -> np.dtype:
@@ -129,7 +148,7 @@ def set_default_dtype(dtype) -> None:
     """
     global DEFAULT_FLOAT
     dtype = as_dtype(dtype)
-    if dtype.kind != "f":
+    if not is_float(dtype):
         raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")
     DEFAULT_FLOAT = dtype
 
@@ -139,7 +158,11 @@ def set_default_dtype(dtype) -> None:
 # and wrapped numbers (Python and NumPy scalars); a lower class only counts where its
 # category (bool < integer < float) is higher than every operand's of the classes above.
 
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2}  # "V": bfloat16, the only such dtype
+
+
+def _is_higher_float(a: np.dtype) -> bool:
+    return a.kind == "f" or a == bfloat16
 
 
 def _pair(a: np.dtype, b: np.dtype) -> np.dtype:
@@ -151,6 +174,9 @@ def _pair(a: np.dtype, b: np.dtype) -> np.dtype:
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
+    if bfloat16 in (a, b):  # PyTorch: bfloat16 with float16 is float32; wider floats win
+        other = b if a == bfloat16 else a
+        return float32 if other == float16 else other
     return as_dtype(np.promote_types(a, b))
 
 
@@ -159,9 +185,9 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
-    if higher.kind == "f":
+    if _is_higher_float(higher):
         return higher
-    if higher.kind == "b" or lower.kind == "f":
+    if higher.kind == "b" or _is_higher_float(lower):
         return _pair(higher, lower)
     return higher
 
@@ -222,4 +248,4 @@ def result_type(*operands) -> np.dtype:
 def to_float(dtype: np.dtype) -> np.dtype:
     """`dtype` if it is a float, else the default float: what PyTorch's float functions
     (exp, sqrt, true division…) compute integers and bools in."""
-    return dtype if dtype.kind == "f" else DEFAULT_FLOAT
+    return dtype if is_float(dtype) else DEFAULT_FLOAT

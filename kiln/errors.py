@@ -29,6 +29,17 @@ class GraphError(KilnError, RuntimeError):
     """A graph that is malformed, frozen, or cannot be run as asked."""
 
 
+class AutogradError(KilnError, RuntimeError):
+    """Eager autograd refused, where PyTorch's autograd raises RuntimeError: backward from a
+    tensor without a grad_fn or from a non-scalar without a gradient, an in-place change of a
+    leaf that requires grad, an inference tensor saved for backward, a missing derivative."""
+
+
+class SavedTensorError(AutogradError):
+    """A saved value that backward needs is gone (a second backward without `retain_graph`)
+    or was changed in place since the op saved it."""
+
+
 class NumericsError(KilnError, FloatingPointError):
     """A NaN or Inf produced while numerics checks are on (`check_numerics=True`,
     `KILN_CHECKS=2`); the run that found it changed no Variable."""
@@ -54,18 +65,53 @@ class IndexOutOfBoundsError(ShapeError, IndexOutOfRangeError):
 
 
 def describe_types(symbols) -> str:
-    """`x:f32[batch,3], w:f32[3,4]` for a sequence of Symbols (or anything with type_str)."""
-    return ", ".join(f"{s.name}:{s.type_str()}" for s in symbols)
+    """`x:f32[batch,3], w:f32[3,4]` for a sequence of Symbols (or anything with type_str);
+    a string stands for itself (eager mode's `f32[3] on cpu`)."""
+    return ", ".join(s if isinstance(s, str) else f"{s.name}:{s.type_str()}" for s in symbols)
 
 
-def node_error(cls, message: str, *, op: str, name: str | None, site: str | None, inputs=()):
-    """Builds `cls` with kiln's one-paragraph format: what failed, which node, where, on what.
+def node_message(
+    message: str,
+    *,
+    op: str,
+    name: str | None = None,
+    site: str | None = None,
+    inputs=(),
+    called: bool = False,
+) -> str:
+    """kiln's one-paragraph format: what failed, which node, where, on what.
+
+    Graph mode names the node and where the user created it; eager mode has no node names, and
+    an error of a call (`backward()`) says where it was called (`called=True`).
+
+    >>> node_message("shapes differ", op="add", name="add_1", site="m.py:3")
+    "shapes differ (node 'add_1', op add, created at m.py:3)"
+    >>> node_message("no grad", op="backward", site="m.py:9", called=True,
+    ...              inputs=["f32[3] on cpu"])
+    'no grad (op backward, called at m.py:9); inputs: f32[3] on cpu'
+    """
+    verb = "called" if called else "created"
+    where = [f"node '{name}'" if name else None, f"op {op}", f"{verb} at {site}" if site else None]
+    text = f"{message} ({', '.join(w for w in where if w)})"
+    if inputs:
+        text += f"; inputs: {describe_types(inputs)}"
+    return text
+
+
+def node_error(cls, message: str, **context):
+    """`cls` with the message in the one format (`node_message`'s keywords: op, name, site,
+    inputs, called).
 
     >>> str(node_error(ShapeError, "shapes differ", op="add", name="add_1", site="m.py:3"))
     "shapes differ (node 'add_1', op add, created at m.py:3)"
     """
-    where = [f"node '{name}'" if name else None, f"op {op}", f"created at {site}" if site else None]
-    text = f"{message} ({', '.join(w for w in where if w)})"
-    if inputs:
-        text += f"; inputs: {describe_types(inputs)}"
-    return cls(text)
+    return cls(node_message(message, **context))
+
+
+class DistError(KilnError, RuntimeError):
+    """A failure of `kiln.distributed` (PyTorch's `torch.distributed.DistError`)."""
+
+
+class DistBackendError(DistError):
+    """A collective that failed or did not complete within the process group's timeout:
+    another rank died, raised, or did not call it (PyTorch's `DistBackendError`)."""

@@ -18,6 +18,7 @@ __all__ = ["assert_close", "check_eager_vs_compiled", "gradcheck", "gradgradchec
 # (rtol, atol) by dtype, as torch.testing.assert_close; exact for ints and bools.
 _TOLERANCES = {
     np.dtype(np.float16): (1e-3, 1e-5),
+    dt.bfloat16: (1.6e-2, 1e-5),
     np.dtype(np.float32): (1.3e-6, 1e-5),
     np.dtype(np.float64): (1e-7, 1e-7),
     np.dtype(np.complex64): (1.3e-6, 1e-5),
@@ -42,7 +43,8 @@ def assert_close(actual, expected, rtol=None, atol=None, *, equal_nan=False, che
     Accepts NumPy arrays, scalars, kiln Variables and Tensors. Shapes must be equal (no
     broadcasting) and, with `check_dtype`, dtypes too; a Python scalar or list takes the
     other side's dtype. Default tolerances follow the dtype, as in torch.testing: float16
-    1e-3/1e-5, float32 1.3e-6/1e-5, float64 1e-7/1e-7 (rtol/atol); ints and bools exact.
+    1e-3/1e-5, bfloat16 1.6e-2/1e-5, float32 1.3e-6/1e-5, float64 1e-7/1e-7 (rtol/atol);
+    ints and bools exact.
 
     >>> import numpy as np
     >>> assert_close(np.float32([1.0, 2.0]), [1.0, 2.0000001])
@@ -125,7 +127,7 @@ def _report(a, e, ok, rtol, atol) -> str:
         f"worst element at index {worst}: actual {a[worst]}, expected {e[worst]}, "
         f"abs error {abs_err[worst]:g}, rel error {rel_err[worst]:g}",
     ]
-    if a.dtype.kind in "fc" and e.dtype.kind in "fc" and (np.isnan(a) & np.isnan(e)).any():
+    if not _exact(a.dtype) and not _exact(e.dtype) and (np.isnan(a) & np.isnan(e)).any():
         lines.append("NaN in both at some elements: pass equal_nan=True to count them as equal")
     if a.size > 1:
         i_abs, i_rel = _argmax(np.where(ok, 0.0, abs_err)), _argmax(np.where(ok, 0.0, rel_err))
@@ -207,8 +209,8 @@ def _grad(target, xs) -> list:
 
 def _check(fn, inputs, eps, atol, rtol, what) -> bool:
     arrays = [np.asarray(x) for x in inputs]
-    arrays = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
-    wrt = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    arrays = [a.astype(np.float64) if dt.is_float(a.dtype) else a for a in arrays]
+    wrt = [i for i, a in enumerate(arrays) if dt.is_float(a.dtype)]
     if not wrt:
         raise ValueError("gradcheck needs at least one float input")
     with Graph().as_default():
@@ -344,7 +346,7 @@ def _leaf(x, grads: bool):
     if not isinstance(x, (Tensor, np.ndarray, np.generic)):
         return x
     t = x.detach() if isinstance(x, Tensor) else make(np.asarray(x))  # same memory and layout
-    return t.requires_grad_(grads and t.dtype.kind == "f")
+    return t.requires_grad_(grads and dt.is_float(t.dtype))
 
 
 def _compare(what: str, actual, expected, rtol, atol) -> None:

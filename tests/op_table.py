@@ -1058,6 +1058,7 @@ NN_TABLES = (
     "op_table_fused",
     "op_table_torch",
     "op_table_bitwise",
+    "op_table_index",
     "op_table_control",
 )
 

@@ -54,7 +54,7 @@ def info_rows(stdout):
 def test_cli_help_lists_the_commands():
     result = run_kiln("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("info", "demo", "dump", "bench"):
+    for command in ("info", "demo", "dump", "export", "import", "bench"):
         assert command in result.stdout
     demo_help = run_kiln("demo", "--help")
     assert demo_help.returncode == 0
@@ -117,7 +117,10 @@ def test_cli_demo_trains_checkpoints_and_writes_the_three_dumps(tmp_path):
     assert f"restored it: held-out accuracy {accuracy.group(1)} (identical values)" in (
         result.stdout
     )
-    names = ("model.safetensors", "graph.txt", "graph.json", "graph.dot")
+    names = ("model.safetensors", "graph.txt", "graph.json", "graph.dot", "model.onnx")
+    # onnxruntime runs the exported model on the held-out images: kiln's predictions
+    assert re.search(r"model.onnx: onnxruntime predicts the same class as kiln for 449 of 449 "
+                     r"held-out images", result.stdout), result.stdout  # fmt: skip
     for name in names:
         assert f"wrote {out / name}" in result.stdout
     assert sorted(p.name for p in out.iterdir()) == sorted(names)
@@ -141,6 +144,80 @@ def test_cli_demo_trains_checkpoints_and_writes_the_three_dumps(tmp_path):
         printed = run_kiln("dump", out / "graph.json", "--format", fmt)
         assert printed.returncode == 0, printed.stderr
         assert printed.stdout.lstrip().startswith(start), printed.stdout[:200]
+
+
+def test_cli_demo_without_onnx_says_so_and_writes_the_rest(tmp_path):
+    hide = tmp_path / "hide_onnx"
+    (hide / "onnx").mkdir(parents=True)
+    (hide / "onnx" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    out = tmp_path / "out"
+    result = run_kiln("demo", "--epochs", "1", "--out", out, path_first=hide)
+    assert result.returncode == 0, result.stderr
+    assert "model.onnx not written: ONNX export needs the onnx package" in result.stdout
+    assert sorted(p.name for p in out.iterdir()) == [
+        "graph.dot", "graph.json", "graph.txt", "model.safetensors"
+    ]  # fmt: skip
+    export = run_kiln("export", out / "graph.json", tmp_path / "m.onnx", path_first=hide)
+    assert export.returncode == 1
+    assert export.stderr.startswith("kiln export: error: needs the onnx package"), export.stderr
+    assert "Traceback" not in export.stderr
+
+
+def _small_graph_json(tmp_path):
+    """A JSON dump of a graph with a Variable, a named dim and a training-step update."""
+    g = kn.Graph()
+    with g.as_default():
+        x = kn.placeholder(kn.float32, ("n", 3), name="x")
+        w = kn.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 4, name="w")
+        y = kn.tanh(kn.matmul(x, w))
+        total = kn.sum(y * y)
+        step = kn.optim.SGD(lr=0.1).minimize(total)
+    path = tmp_path / "graph.json"
+    path.write_text(kn.dump([y, total, step], "json"))
+    return path, y.name, total.name
+
+
+def test_cli_export_and_import_round_trip(tmp_path):
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    path, y_name, total_name = _small_graph_json(tmp_path)
+    model = tmp_path / "out" / "m.onnx"
+    model.parent.mkdir()
+    # the training step (a group of updates) has no ONNX form: say so, write nothing
+    result = run_kiln("export", path, model)
+    assert result.returncode == 1
+    assert "op group has no ONNX form" in result.stderr and "--output NAME" in result.stderr
+    assert not model.exists() and "Traceback" not in result.stderr
+    result = run_kiln("export", path, model, "--output", "nothing")
+    assert result.returncode == 2 and "has no node named 'nothing'" in result.stderr
+
+    result = run_kiln("export", path, model, "--output", y_name, "--output", total_name)
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {model}: ONNX opset 18" in result.stdout
+    a = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    want = np.tanh(a @ (np.arange(6, dtype=np.float32).reshape(3, 2) / 4))  # NumPy's values
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    got_y, got_total = session.run(None, {"x": a})
+    np.testing.assert_allclose(got_y, want, rtol=1e-6)
+    np.testing.assert_allclose(got_total, np.sum(want * want), rtol=1e-5)
+
+    printed = run_kiln("import", model, "--dump", "json")
+    assert printed.returncode == 0, printed.stderr
+    g = kn.load_graph(printed.stdout)
+    assert [s.name for s in g.inputs] == ["x"] and g.inputs[0].shape[0] == kn.Dim("n")
+    got = kn.function(g.inputs, g.outputs)(a)
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)
+    text = run_kiln("import", model)  # --dump text by default
+    assert text.returncode == 0 and text.stdout.startswith("{ lambda x:f32[n,3]"), text.stdout
+    assert "tanh" in text.stdout and "test_cli.py" in text.stdout  # sites come back
+    dot = run_kiln("import", model, "--dump", "dot")
+    assert dot.returncode == 0 and dot.stdout.startswith("digraph"), dot.stdout[:100]
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage")
+    result = run_kiln("import", bad)
+    assert result.returncode == 2 and "cannot read an ONNX model" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_cli_demo_on_unusable_cuda_exits_nonzero_with_the_reason(tmp_path, no_cupy):

@@ -177,3 +177,15 @@ def test_symbolic_batch_runs_planned(batch):
     rng = np.random.default_rng(3)
     loss = f(rng.normal(size=(batch, 20)).astype(np.float32), rng.integers(0, 5, batch))
     assert np.isfinite(loss)
+
+
+def test_a_fetched_reshape_of_a_slice_keeps_its_base_alive():
+    # Regression: a fetched reshape of a non-contiguous slice counted as a copy, so its base's
+    # buffer was freed and reused while NumPy's reshape still returned a view of it.
+    x = np.random.default_rng(0).standard_normal((2, 6, 1, 15)).astype(np.float32)
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, x.shape)
+        view = kn.reshape(kn.exp(p)[:, :, :, 1:], (2, 6, 14))
+        later = kn.reshape(kn.cos(kn.sin(p) * 3 + 1), (2, 6, 15))
+        got, _ = kn.function([p], [view, later])(x)
+    np.testing.assert_allclose(got, np.exp(x)[:, :, 0, 1:], rtol=1e-6)

@@ -337,14 +337,20 @@ def test_inplace_shape_and_dtype_errors():
         b.add_(1)
 
 
-def test_setitem_without_autograd():
+def test_setitem_in_place_and_recorded():
     t = kn.zeros(2, 3)
     t[0, 1] = 5.0
     t[1] = kn.tensor([1.0, 2.0, 3.0])
     t[t > 2.5] = -1.0
     assert t.tolist() == [[0, -1, 0], [1, 2, -1]] and t._version == 3
-    with pytest.raises(RuntimeError, match="item assignment"):
-        (kn.ones(2, requires_grad=True) * 2)[0] = 1.0
+    # recorded (PyTorch: d/dx of (2x with x[0] replaced by 1).sum() is [0, 2])
+    x = kn.ones(2, requires_grad=True)
+    y = x * 2
+    y[0] = 1.0
+    y.sum().backward()
+    assert y.tolist() == [1.0, 2.0] and x.grad.tolist() == [0.0, 2.0]
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x[0] = 1.0
 
 
 # -- indexing ----------------------------------------------------------------------------------

@@ -413,7 +413,8 @@ def test_losses_train_in_graph_mode_and_under_compile():
 
 def test_activation_modules_hand_computed():
     x = kn.tensor([-2.0, 0.0, 1.0])
-    assert kn.nn.ReLU(inplace=True)(x).tolist() == [0.0, 0.0, 1.0]
+    y = x.clone()
+    assert kn.nn.ReLU(inplace=True)(y) is y and y.tolist() == [0.0, 0.0, 1.0]  # as PyTorch's
     assert kn.nn.LeakyReLU(0.5)(x).tolist() == [-1.0, 0.0, 1.0]
     assert kn.nn.ELU(2.0)(x).tolist() == pytest.approx([2 * (np.exp(-2) - 1), 0.0, 1.0])
     assert kn.nn.SiLU()(x).tolist() == pytest.approx(

@@ -1,6 +1,7 @@
 """ONNX export and import: every op-table row exported (graph mode and traced), run by
-onnxruntime and imported back into kiln, against kiln's own values; the digits MLP and a small
-conv net; symbolic dims, metadata, atomic writes and the error for an op with no ONNX form.
+onnxruntime and imported back into kiln, against kiln's own values (identical through kiln's
+op metadata, within tolerance through the ONNX nodes); the digits MLP and a small conv net;
+symbolic dims, metadata, atomic writes and the error for an op with no ONNX form.
 
 Needs the extra `kiln[onnx]` (onnx, onnxruntime); skipped without it.
 """
@@ -15,6 +16,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from op_table import CASES  # noqa: E402
+from test_networkx import same_program  # noqa: E402
 from test_ops import (  # noqa: E402
     NO_SYMBOLIC,
     TOLERANCES,
@@ -27,6 +29,7 @@ from test_ops import (  # noqa: E402
 
 import kiln as kn  # noqa: E402
 from kiln.interchange import export_onnx, import_onnx, to_onnx  # noqa: E402
+from kiln.interchange.onnx_export import program_of  # noqa: E402
 from kiln.interchange.onnx_rules import RULES  # noqa: E402
 
 SOURCES = {"placeholder", "constant", "variable"}
@@ -57,10 +60,18 @@ def run_ort(model, arrays) -> list:
     return s.run(None, {i.name: np.asarray(a) for i, a in zip(s.get_inputs(), arrays)})
 
 
-def run_imported(model, arrays) -> list:
-    g = import_onnx(model)
+def run_imported(model, arrays, kiln_ops=True) -> list:
+    g = import_onnx(model, kiln_ops=kiln_ops)
     with np.errstate(all="ignore"):
         return as_list(kn.function(g.inputs, g.outputs)(*arrays))
+
+
+def assert_identical(actual, expected, what):
+    """Equal dtypes, shapes and values (NaNs where NaNs are)."""
+    for k, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        a, e = np.asarray(a), np.asarray(e)
+        assert (a.dtype, a.shape) == (e.dtype, e.shape), f"{what} output {k}: {a.dtype}{a.shape}"
+        np.testing.assert_array_equal(a, e, err_msg=f"{what} output {k}")
 
 
 def assert_same(actual, expected, case, what):
@@ -96,12 +107,17 @@ def check_export(case, f, arrays, want, what):
         assert op and any((op[0], d) in ORT_MISSING for d in dtypes), f"{what}: {e}"
     else:
         assert_same(got, want, case, f"{what} onnxruntime")
-    if any(n.op_type == "MaxPool" and len(n.output) == 2 for n in model.graph.node):
-        # max pooling's gradients use MaxPool's Indices output, which kiln does not import
-        with pytest.raises(kn.GraphError, match=r"\(MaxPool\) output .* has no kiln form"):
-            import_onnx(model)
-        return
-    assert_same(run_imported(model, arrays), want, case, f"{what} round trip")
+    # kiln's ops come back from the model's metadata: the program itself (isomorphic under
+    # networkx's matcher: op, shape, dtype, operand positions; constants and Variables alike,
+    # both initializers), and identical values
+    back = import_onnx(model)
+    assert same_program(kn.to_networkx(program_of(f)), kn.to_networkx(back),
+                        sources_alike=True), f"{what}: another program came back"  # fmt: skip
+    with np.errstate(all="ignore"):
+        got = as_list(kn.function(back.inputs, back.outputs)(*arrays))
+    assert_identical(got, want, f"{what} round trip")
+    # the ONNX nodes themselves, through the import rules: within the dtype's tolerance
+    assert_same(run_imported(model, arrays, kiln_ops=False), want, case, f"{what} ONNX nodes")
 
 
 def exportable(case, graph) -> set:
@@ -290,9 +306,15 @@ def test_node_doc_strings_name_kiln_op_node_and_site():
     assert docs and all(d == f"kiln op rsqrt, node 'layer/rsqrt', created at {line}" for d in docs)
     assert [n.op_type for n in model.graph.node] == ["Sqrt", "Reciprocal"]
     assert model.opset_import[0].version == 18
-    # the import restores the site from the doc string
+    # the import restores the site from the doc string: the kiln op's, or its ONNX nodes'
     g = import_onnx(model)
+    assert [(n.name, n.op.name, n.site) for n in g.nodes if n.op.name != "placeholder"] == [
+        ("layer/rsqrt", "rsqrt", line)
+    ]  # fmt: skip
+    g = import_onnx(model, kiln_ops=False)
     assert {n.site for n in g.nodes if n.op.name in ("sqrt", "div")} == {line}
+    meta = {e.key: e.value for e in model.graph.node[-1].metadata_props}
+    assert meta == {"kiln": '{"attrs":{},"inputs":["x"],"op":"rsqrt"}'}
 
 
 def test_dynamic_dims_off_writes_unknown_dims():
@@ -336,6 +358,19 @@ def test_export_takes_graphs_and_traced_functions(tmp_path):
     np.testing.assert_allclose(got, 3 / (1 + np.exp(-a)), rtol=1e-6)
     with pytest.raises(TypeError, match="export_onnx"):
         to_onnx(42)
+
+
+def test_export_takes_a_module_with_example_inputs(tmp_path):
+    kn.manual_seed(5)
+    net = kn.nn.Sequential(kn.nn.Conv2d(2, 3, 3, padding=1), kn.nn.ReLU(), kn.nn.Flatten(),
+                           kn.nn.Linear(3 * 4 * 4, 2))  # fmt: skip
+    images = np.random.default_rng(4).standard_normal((2, 2, 4, 4)).astype(np.float32)
+    model = export_onnx(net, tmp_path / "net.onnx", args=(images,))
+    want = net(kn.tensor(images)).detach().numpy()  # eager mode's values
+    np.testing.assert_allclose(run_ort(model, [images])[0], want, rtol=1e-5, atol=1e-6)
+    assert {v.name for v in model.graph.initializer} >= {"0/weight", "3/weight"}
+    with pytest.raises(TypeError, match=r"needs example inputs to trace a Sequential"):
+        to_onnx(net)
 
 
 def test_import_rejects_unknown_ops_and_bad_files(tmp_path):
@@ -401,3 +436,48 @@ def test_gradient_program_exports():
     got, want = run_ort(model, [images]), g(images)
     for k, (a, b) in enumerate(zip(got, want, strict=True)):  # float32 sums in other orders
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"gradient {k}")
+
+
+def test_kiln_ops_come_back_only_from_untouched_metadata():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (4,), name="x")
+        f = kn.function([x], kn.log1p(x))
+    model = to_onnx(f)
+    assert len(model.graph.node) > 1  # ONNX has no log1p: a composition
+    ops = lambda g: sorted({n.op.name for n in g.nodes} - SOURCES)  # noqa: E731
+    assert ops(import_onnx(model)) == ["log1p"]
+    assert "log1p" not in ops(import_onnx(model, kiln_ops=False))
+    # metadata that no longer fits the model (an op kiln does not have) -> the ONNX nodes
+    edited = onnx.ModelProto()
+    edited.CopyFrom(model)
+    entry = edited.graph.node[-1].metadata_props[0]
+    entry.value = entry.value.replace('"log1p"', '"no_such_op"')
+    assert "log1p" not in ops(import_onnx(edited))
+    entry.value = entry.value.replace('"no_such_op"', '"placeholder"')  # an op kiln never writes
+    g = import_onnx(edited)
+    assert [n.op.name for n in g.nodes].count("placeholder") == 1 and "log1p" not in ops(g)
+    a = np.array([0.0, 1e-8, 0.5, 3.0], np.float32)
+    np.testing.assert_allclose(run_imported(edited, [a])[0], np.log1p(a), rtol=1e-6)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_imported_conv_transpose_matches_onnxruntime(rank):
+    """ConvTranspose with groups, strides, dilations, asymmetric pads and output_padding, 1-d
+    to 3-d (3-d through kiln's sum over kernel offsets): onnxruntime's values."""
+    h = onnx.helper
+    rng = np.random.default_rng(rank)
+    x = rng.standard_normal((2, 4, *[3, 4, 2][:rank])).astype(np.float32)
+    w = rng.standard_normal((4, 3, *[2, 3, 2][:rank])).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    pads = [1, 0, 0][:rank] + [0, 1, 1][:rank]
+    attrs = dict(group=2, strides=[2, 1, 3][:rank], dilations=[1, 2, 1][:rank], pads=pads,
+                 output_padding=[1, 0, 2][:rank])  # fmt: skip
+    node = h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)
+    graph = h.make_graph(
+        [node], "ct", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")],
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    want = run_ort(model, [x])[0]
+    np.testing.assert_allclose(run_imported(model, [x])[0], want, rtol=1e-5, atol=1e-5)

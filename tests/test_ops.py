@@ -47,6 +47,18 @@ TESTED_ELSEWHERE = {
     "variable": ("test_variable_value_feeds_the_graph",),
     "assign": ("test_assign_updates_the_variable_after_the_run", "test_assign_rules"),
     "group": ("test_group_runs_its_updates",),
+    # kiln.distributed's collectives need a process group: run on 2 ranks by
+    # test_distributed.py, which this test runs (it skips where MPI is unavailable)
+    **{
+        op: ("test_collective_ops",)
+        for op in (
+            "all_reduce_start",
+            "all_reduce_wait",
+            "broadcast",
+            "all_gather",
+            "reduce_scatter",
+        )
+    },
 }
 
 
@@ -334,3 +346,15 @@ def test_group_kernel_honours_out():
     out = np.zeros((), np.bool_)
     result = REGISTRY["group"].impl(np, np.ones(2), out=out)
     assert result is out and out
+
+
+def test_collective_ops():
+    """The collectives' kernels against hand-computed values, on 2 ranks (see
+    tests/dist_worker.py:graph_collectives)."""
+    import test_distributed
+
+    reason = test_distributed._skip_reason()
+    if reason:
+        pytest.skip(reason)
+    code, output, _ = test_distributed.run_ranks(2, "graph_collectives")
+    test_distributed.assert_all_ok(2, code, output)

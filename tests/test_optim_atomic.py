@@ -62,10 +62,10 @@ def test_a_step_failing_on_a_later_parameter_changes_nothing(name):
     snapshot = _snapshot(opt, params)
     update = opt._update
 
-    def failing(param, grad, slots, step):
+    def failing(param, grad, slots, step, group=None):
         if param is params[2]._data:
             raise RuntimeError("the third parameter's update fails")
-        return update(param, grad, slots, step)
+        return update(param, grad, slots, step, group)
 
     opt._update = failing
     with pytest.raises(RuntimeError, match="third parameter"):

@@ -12,83 +12,88 @@ import pytest
 
 import kiln as kn
 
-COLUMNS = "b i8 i16 i32 i64 u8 u16 u32 u64 f16 f32 f64".split()
+COLUMNS = "b i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64".split()
 SCALAR_COLUMNS = (True, 2, 1.5)  # bool, int, float
 
 # result_type(tensor of row dtype with dims, tensor of column dtype with dims)
 DIMS = {
-    "b": "  b  i8 i16 i32 i64  u8   -   -   - f16 f32 f64",
-    "i8": " i8  i8 i16 i32 i64 i16   -   -   - f16 f32 f64",
-    "i16": "i16 i16 i16 i32 i64 i16   -   -   - f16 f32 f64",
-    "i32": "i32 i32 i32 i32 i64 i32   -   -   - f16 f32 f64",
-    "i64": "i64 i64 i64 i64 i64 i64   -   -   - f16 f32 f64",
-    "u8": " u8 i16 i16 i32 i64  u8   -   -   - f16 f32 f64",
-    "u16": "  -   -   -   -   -   - u16   -   - f16 f32 f64",
-    "u32": "  -   -   -   -   -   -   - u32   - f16 f32 f64",
-    "u64": "  -   -   -   -   -   -   -   - u64 f16 f32 f64",
-    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f64",
-    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64",
-    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64",
+    "b": "   b   i8  i16  i32  i64   u8    -    -    -  f16 bf16  f32  f64",
+    "i8": "  i8   i8  i16  i32  i64  i16    -    -    -  f16 bf16  f32  f64",
+    "i16": " i16  i16  i16  i32  i64  i16    -    -    -  f16 bf16  f32  f64",
+    "i32": " i32  i32  i32  i32  i64  i32    -    -    -  f16 bf16  f32  f64",
+    "i64": " i64  i64  i64  i64  i64  i64    -    -    -  f16 bf16  f32  f64",
+    "u8": "  u8  i16  i16  i32  i64   u8    -    -    -  f16 bf16  f32  f64",
+    "u16": "   -    -    -    -    -    -  u16    -    -  f16 bf16  f32  f64",
+    "u32": "   -    -    -    -    -    -    -  u32    -  f16 bf16  f32  f64",
+    "u64": "   -    -    -    -    -    -    -    -  u64  f16 bf16  f32  f64",
+    "f16": " f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f32  f64",
+    "bf16": "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16  f32 bf16  f32  f64",
+    "f32": " f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64",
+    "f64": " f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64",
 }
 # result_type(tensor of row dtype with dims, 0-d tensor of column dtype)
 ZERO_DIM = {
-    "b": "  b  i8 i16 i32 i64  u8   -   -   - f16 f32 f64",
-    "i8": " i8  i8  i8  i8  i8  i8  i8  i8  i8 f16 f32 f64",
-    "i16": "i16 i16 i16 i16 i16 i16 i16 i16 i16 f16 f32 f64",
-    "i32": "i32 i32 i32 i32 i32 i32 i32 i32 i32 f16 f32 f64",
-    "i64": "i64 i64 i64 i64 i64 i64 i64 i64 i64 f16 f32 f64",
-    "u8": " u8  u8  u8  u8  u8  u8  u8  u8  u8 f16 f32 f64",
-    "u16": "u16 u16 u16 u16 u16 u16 u16 u16 u16 f16 f32 f64",
-    "u32": "u32 u32 u32 u32 u32 u32 u32 u32 u32 f16 f32 f64",
-    "u64": "u64 u64 u64 u64 u64 u64 u64 u64 u64 f16 f32 f64",
-    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f16",
-    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32",
-    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64",
+    "b": "   b   i8  i16  i32  i64   u8    -    -    -  f16 bf16  f32  f64",
+    "i8": "  i8   i8   i8   i8   i8   i8   i8   i8   i8  f16 bf16  f32  f64",
+    "i16": " i16  i16  i16  i16  i16  i16  i16  i16  i16  f16 bf16  f32  f64",
+    "i32": " i32  i32  i32  i32  i32  i32  i32  i32  i32  f16 bf16  f32  f64",
+    "i64": " i64  i64  i64  i64  i64  i64  i64  i64  i64  f16 bf16  f32  f64",
+    "u8": "  u8   u8   u8   u8   u8   u8   u8   u8   u8  f16 bf16  f32  f64",
+    "u16": " u16  u16  u16  u16  u16  u16  u16  u16  u16  f16 bf16  f32  f64",
+    "u32": " u32  u32  u32  u32  u32  u32  u32  u32  u32  f16 bf16  f32  f64",
+    "u64": " u64  u64  u64  u64  u64  u64  u64  u64  u64  f16 bf16  f32  f64",
+    "f16": " f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16",
+    "bf16": "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16",
+    "f32": " f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32",
+    "f64": " f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64",
 }
 # result_type(0-d tensor of row dtype, 0-d tensor of column dtype)
 BOTH_ZERO_DIM = {
-    "b": "  b  i8 i16 i32 i64  u8   -   -   - f16 f32 f64",
-    "i8": " i8  i8 i16 i32 i64 i16   -   -   - f16 f32 f64",
-    "i16": "i16 i16 i16 i32 i64 i16   -   -   - f16 f32 f64",
-    "i32": "i32 i32 i32 i32 i64 i32   -   -   - f16 f32 f64",
-    "i64": "i64 i64 i64 i64 i64 i64   -   -   - f16 f32 f64",
-    "u8": " u8 i16 i16 i32 i64  u8   -   -   - f16 f32 f64",
-    "u16": "  -   -   -   -   -   - u16   -   - f16 f32 f64",
-    "u32": "  -   -   -   -   -   -   - u32   - f16 f32 f64",
-    "u64": "  -   -   -   -   -   -   -   - u64 f16 f32 f64",
-    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f64",
-    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64",
-    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64",
+    "b": "   b   i8  i16  i32  i64   u8    -    -    -  f16 bf16  f32  f64",
+    "i8": "  i8   i8  i16  i32  i64  i16    -    -    -  f16 bf16  f32  f64",
+    "i16": " i16  i16  i16  i32  i64  i16    -    -    -  f16 bf16  f32  f64",
+    "i32": " i32  i32  i32  i32  i64  i32    -    -    -  f16 bf16  f32  f64",
+    "i64": " i64  i64  i64  i64  i64  i64    -    -    -  f16 bf16  f32  f64",
+    "u8": "  u8  i16  i16  i32  i64   u8    -    -    -  f16 bf16  f32  f64",
+    "u16": "   -    -    -    -    -    -  u16    -    -  f16 bf16  f32  f64",
+    "u32": "   -    -    -    -    -    -    -  u32    -  f16 bf16  f32  f64",
+    "u64": "   -    -    -    -    -    -    -    -  u64  f16 bf16  f32  f64",
+    "f16": " f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f32  f64",
+    "bf16": "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16  f32 bf16  f32  f64",
+    "f32": " f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64",
+    "f64": " f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64",
 }
 # result_type(tensor of row dtype with dims, Python scalar True / 2 / 1.5)
 SCALARS = {
-    "b": "  b i64 f32",
-    "i8": " i8  i8 f32",
-    "i16": "i16 i16 f32",
-    "i32": "i32 i32 f32",
-    "i64": "i64 i64 f32",
-    "u8": " u8  u8 f32",
-    "u16": "u16 u16 f32",
-    "u32": "u32 u32 f32",
-    "u64": "u64 u64 f32",
-    "f16": "f16 f16 f16",
-    "f32": "f32 f32 f32",
-    "f64": "f64 f64 f64",
+    "b": "   b  i64  f32",
+    "i8": "  i8   i8  f32",
+    "i16": " i16  i16  f32",
+    "i32": " i32  i32  f32",
+    "i64": " i64  i64  f32",
+    "u8": "  u8   u8  f32",
+    "u16": " u16  u16  f32",
+    "u32": " u32  u32  f32",
+    "u64": " u64  u64  f32",
+    "f16": " f16  f16  f16",
+    "bf16": "bf16 bf16 bf16",
+    "f32": " f32  f32  f32",
+    "f64": " f64  f64  f64",
 }
 # result_type(0-d tensor of row dtype, Python scalar True / 2 / 1.5)
 ZERO_DIM_SCALARS = {
-    "b": "  b i64 f32",
-    "i8": " i8  i8 f32",
-    "i16": "i16 i16 f32",
-    "i32": "i32 i32 f32",
-    "i64": "i64 i64 f32",
-    "u8": " u8  u8 f32",
-    "u16": "u16 u16 f32",
-    "u32": "u32 u32 f32",
-    "u64": "u64 u64 f32",
-    "f16": "f16 f16 f16",
-    "f32": "f32 f32 f32",
-    "f64": "f64 f64 f64",
+    "b": "   b  i64  f32",
+    "i8": "  i8   i8  f32",
+    "i16": " i16  i16  f32",
+    "i32": " i32  i32  f32",
+    "i64": " i64  i64  f32",
+    "u8": "  u8   u8  f32",
+    "u16": " u16  u16  f32",
+    "u32": " u32  u32  f32",
+    "u64": " u64  u64  f32",
+    "f16": " f16  f16  f16",
+    "bf16": "bf16 bf16 bf16",
+    "f32": " f32  f32  f32",
+    "f64": " f64  f64  f64",
 }
 
 
@@ -158,7 +163,7 @@ def test_add_and_div_compute_in_the_tables_dtype_eagerly_and_in_graph_mode(table
     for a, b, want in _pairs(table):
         x, y = _value(a, left), _value(b, right)
         # true division: integer results become the default float (PyTorch's `div`)
-        want_div = want if want.kind == "f" else kn.get_default_dtype()
+        want_div = want if kn.dtypes.is_float(want) else kn.get_default_dtype()
         for fn, expected in ((kn.add, want), (kn.div, want_div)):
             for mode, got in zip(("eager", "graph"), _modes(fn, x, y)):
                 if got != expected:

@@ -97,6 +97,10 @@ class Case:
 
 IDENTITY_3 = "{ lambda x:f32[3] .\n  in (x) }\n"
 IDENTITY_234 = "{ lambda x:f32[2,3,4] .\n  in (x) }\n"
+IDENTITY_33 = "{ lambda x:f32[3,3] .\n  in (x) }\n"
+M33 = ((f32, (3, 3)),)
+M33_V3 = ((f32, (3, 3)), (f32, (3,)))
+EYE_3 = np.eye(3, dtype=np.float32)
 
 
 def _primitive(op, *args):
@@ -371,6 +375,94 @@ CASES = [
             t0:f32[3] = neg x
             t1:f32[3] = softplus[beta=1.0] t0
             t2:f32[3] = neg t1
+          in (t2) }
+        """,
+    ),
+    # identity seeds of the batched jacobians (kiln/frontend/autodiff.py)
+    Case(
+        "I @ x -> x",
+        lambda x: _primitive("matmul", EYE_3, x),
+        lambda x: x,
+        """
+        { lambda x:f32[3,3] .
+            t0:f32[3,3] = constant[value=<64eec129c8d3>]
+            t1:f32[3,3] = matmul t0 x
+          in (t1) }
+        """,
+        IDENTITY_33,
+        M33,
+    ),
+    Case(
+        "x @ I -> x",
+        lambda x: _primitive("matmul", x, EYE_3),
+        lambda x: x,
+        """
+        { lambda x:f32[3,3] .
+            t0:f32[3,3] = constant[value=<64eec129c8d3>]
+            t1:f32[3,3] = matmul x t0
+          in (t1) }
+        """,
+        IDENTITY_33,
+        M33,
+    ),
+    Case(
+        "diag(v) @ x -> v[:, None] * x",
+        lambda x, y: _primitive("matmul", _primitive("mul", EYE_3, y), x),
+        lambda x, y: kn.reshape(y, (3, 1)) * x,
+        """
+        { lambda x:f32[3,3] y:f32[3] .
+            t0:f32[3,3] = constant[value=<64eec129c8d3>]
+            t1:f32[3,3] = mul t0 y
+            t2:f32[3,3] = matmul t1 x
+          in (t2) }
+        """,
+        """
+        { lambda x:f32[3,3] y:f32[3] .
+            t0:f32[3,1] = reshape[shape=(3,1)] y
+            t1:f32[3,3] = mul t0 x
+          in (t1) }
+        """,
+        M33_V3,
+    ),
+    Case(
+        "x @ diag(v) -> x * v",
+        lambda x, y: _primitive("matmul", x, _primitive("mul", y, EYE_3)),
+        lambda x, y: x * y,
+        """
+        { lambda x:f32[3,3] y:f32[3] .
+            t0:f32[3,3] = constant[value=<64eec129c8d3>]
+            t1:f32[3,3] = mul y t0
+            t2:f32[3,3] = matmul x t1
+          in (t2) }
+        """,
+        """
+        { lambda x:f32[3,3] y:f32[3] .
+            t0:f32[3,3] = mul x y
+          in (t0) }
+        """,
+        M33_V3,
+    ),
+    Case(
+        "transpose(c * v) -> transpose(c) * v'",
+        lambda x: kn.permute(
+            _primitive("mul", np.arange(6, dtype=np.float32).reshape(2, 3), x), (1, 0)
+        ),
+        lambda x: (
+            kn.constant(np.arange(6, dtype=np.float32).reshape(2, 3).T.copy())
+            * kn.reshape(x, (3, 1))
+        ),
+        """
+        { lambda x:f32[3] .
+            t0:f32[2,3] = constant[value=[0.,1.,2.,3.,4.,5.]]
+            t1:f32[2,3] = mul t0 x
+            t2:f32[3,2] = transpose[perm=(1,0)] t1
+          in (t2) }
+        """,
+        """
+        { lambda x:f32[3] .
+            t0:f32[3,2] = constant[value=[0.,3.,1.,4.,2.,5.]]
+            t1:f32[3,1] = reshape[shape=(3,1)] x
+            t2:f32[3,2] = mul t0 t1
           in (t2) }
         """,
     ),

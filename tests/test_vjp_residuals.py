@@ -39,7 +39,9 @@ KEEPS |= {
     "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"},
     "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0", "y"},
     "solve": {"x0", "y"},
-}  # fmt: skip
+}
+# advanced indexing (tests/op_table_index.py): the index arrays only
+KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}  # fmt: skip
 
 
 def _first_rows():

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import AutogradError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -25,7 +26,7 @@ from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .saved import SavedTensorError, Unavailable, unpack
 from .tensor import Tensor, check_view, describe, make, version_of
 
-__all__ = ["Node", "backward", "grad"]
+__all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
 
 _seq = itertools.count()
 _new = object.__new__
@@ -125,12 +126,13 @@ class AccumulateGrad:
 
 
 _STOP = REGISTRY["stop_gradient"]
+_BFLOAT16 = dt.bfloat16
 
 
 def record(op, args, attrs, out: Tensor) -> None:
     """Records the tape entry of `out = op(*args)`; `out` then requires grad."""
     data = out._data
-    if op is _STOP or data.dtype.kind != "f":
+    if op is _STOP or (data.dtype.kind != "f" and data.dtype != _BFLOAT16):
         return
     versions, edges, metas = [], [], []
     for i, a in enumerate(args):
@@ -138,11 +140,13 @@ def record(op, args, attrs, out: Tensor) -> None:
             vc = version_of(a)  # makes a's Meta too
             meta = a._meta
             if meta.inference:
-                raise RuntimeError(
+                raise node_error(
+                    AutogradError,
                     "Inference tensors cannot be saved for backward. To work around you can "
-                    "make a clone to get a normal tensor and use it in autograd. (input "
-                    f"{i} of {op.name}: {describe(a)}, made in inference_mode; at {user_site()})"
-                )
+                    "make a clone to get a normal tensor and use it in autograd (input "
+                    f"{i} of {op.name} was made in inference_mode)",
+                    op=op.name, site=user_site(), inputs=[describe(a)],
+                )  # fmt: skip
             edges.append((meta.grad_fn or a) if meta.requires_grad else None)
             versions.append(vc.value)
             array = a._data
@@ -175,7 +179,117 @@ def retain(t: Tensor) -> None:
     if t.grad_fn is not None:
         t.grad_fn.retained = weakref.ref(t)
     elif not t._requires_grad:
-        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        raise node_error(AutogradError,
+                         "can't retain_grad on Tensor that has requires_grad=False",
+                         op="retain_grad", site=user_site(), called=True,
+                         inputs=[describe(t)])  # fmt: skip
+
+
+# -- hooks ---------------------------------------------------------------------------------------
+
+# id(leaf tensor or Node) -> [weakref to it, {handle id: gradient hook}, {handle id: post hook}]
+_HOOKS: dict[int, list] = {}
+_handles = itertools.count()
+
+
+class RemovableHandle:
+    """What `register_hook` returns: `remove()` takes the hook off."""
+
+    def __init__(self, key: int, kind: int, number: int):
+        self._key, self._kind, self.id = key, kind, number
+
+    def remove(self) -> None:
+        entry = _HOOKS.get(self._key)
+        if entry is not None:
+            entry[self._kind].pop(self.id, None)
+            if not entry[1] and not entry[2]:
+                del _HOOKS[self._key]
+
+
+def _add_hook(owner, kind: int, hook) -> RemovableHandle:
+    key = id(owner)
+    entry = _HOOKS.get(key)
+    if entry is None or entry[0]() is not owner:
+        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {}]
+    number = next(_handles)
+    entry[kind][number] = hook
+    return RemovableHandle(key, kind, number)
+
+
+def _hooks_of(owner, kind: int):
+    entry = _HOOKS.get(id(owner))
+    return () if entry is None or entry[0]() is not owner else tuple(entry[kind].values())
+
+
+def register_hook(tensor: Tensor, hook) -> RemovableHandle:
+    """`tensor.register_hook(hook)` (PyTorch's): `hook(grad)` runs when backward has the
+    whole gradient of `tensor`, before it goes on (a leaf: before it is added to `.grad`);
+    a Tensor it returns replaces the gradient.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+    >>> h = kn.autograd.register_hook(x, lambda g: g * 10)
+    >>> (x * x).sum().backward(); x.grad
+    tensor([20., 40.])
+    """
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return _add_hook(tensor.grad_fn or tensor, 1, hook)
+
+
+def register_post_accumulate_grad_hook(tensor: Tensor, hook) -> RemovableHandle:
+    """`hook(tensor)` runs right after backward has added this leaf's gradient to its
+    `.grad`, while the rest of backward may still be running (PyTorch's hook of that name:
+    distributed training starts a gradient's all-reduce there).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor(3.0, requires_grad=True)
+    >>> h = kn.autograd.register_post_accumulate_grad_hook(w, lambda t: print(t.grad))
+    >>> (w * w).backward()
+    tensor(6.)
+    """
+    if tensor.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return _add_hook(tensor, 2, hook)
+
+
+def _apply_hooks(owner, ct):
+    for hook in _hooks_of(owner, 1):
+        result = hook(ct)
+        if result is not None:
+            ct = result
+    return ct
+
+
+class _LeafWaits:
+    """With hooks on leaves: how many tape entries still owe each such leaf a cotangent, so
+    that backward can finish a leaf (accumulate, post-accumulate hooks) as soon as its
+    gradient is complete rather than at the end."""
+
+    def __init__(self, starts):
+        self.owed: dict = {}
+        for node in _reachable(starts):
+            for e in node.edges:
+                if isinstance(e, Tensor) and id(e) in _HOOKS:
+                    self.owed[id(e)] = self.owed.get(id(e), 0) + 1
+        self.done: set = set()
+
+    def paid(self, node, pending, create_graph) -> None:
+        for e in node.edges:
+            if isinstance(e, Tensor) and id(e) in self.owed:
+                self.owed[id(e)] -= 1
+                if self.owed[id(e)] == 0 and id(e) in pending:
+                    self.done.add(id(e))
+                    _finish_leaf(e, pending[id(e)][1], create_graph)
+
+
+def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
+    if leaf._requires_grad:
+        _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
+        for hook in _hooks_of(leaf, 2):
+            hook(leaf)
 
 
 # -- the engine ----------------------------------------------------------------------------------
@@ -188,7 +302,8 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
             xp = get_backend(node.device).activate()  # allocates on the current device
             return tuple(None if e is None else make(xp.zeros(*meta), node.device)
                          for e, meta in zip(node.edges, node.metas))  # fmt: skip
-        raise RuntimeError(f"derivative for {op.name} is not implemented (created at {node.site})")
+        raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
+                         op=op.name, site=node.site)  # fmt: skip
     out, inputs = unpack(node, create_graph)
     # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
     # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
@@ -207,12 +322,13 @@ def _check_nan(node: Node, cts) -> None:
     for i, (c, edge) in enumerate(zip(cts, node.edges)):
         needed = edge is not None and isinstance(c, Tensor) and not isinstance(c, Unavailable)
         if needed and dt.is_float(c.dtype) and np.isnan(c._host()).any():
-            inputs = ", ".join(describe(a) if isinstance(a, Tensor) else "constant"
-                               for a in node.saved or ())  # fmt: skip
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output: the "
-                f"gradient of {node.op.name}, created at {node.site} (inputs: {inputs})"
-            )
+            inputs = [describe(a) if isinstance(a, Tensor) else "constant"
+                      for a in node.saved or ()]  # fmt: skip
+            raise node_error(
+                AutogradError,
+                f"Function '{node.name()}' returned nan values in its {i}th output",
+                op=node.op.name, site=node.site, inputs=inputs,
+            )  # fmt: skip
 
 
 def _fit(ct, meta, device: str) -> Tensor:
@@ -254,6 +370,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     starts = [r.grad_fn for r in roots if r.grad_fn is not None]
     needed = None if targets is None else _needed(_reachable(starts), target_ids)
     captured: dict = {}
+    waits = _LeafWaits(starts) if _HOOKS and targets is None else None
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
@@ -261,6 +378,8 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
         while heap:
             node = heapq.heappop(heap)[2]
             ct = pending.pop(id(node))[1]
+            if _HOOKS:
+                ct = _apply_hooks(node, ct)
             if node.retained is not None and node.retained() is not None:
                 _accumulate(node.retained(), ct, create_graph)
             if target_ids is not None and id(node) in target_ids:
@@ -276,14 +395,16 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                 if isinstance(c, Unavailable):
                     raise SavedTensorError(c._reason)
                 _send(edge, _fit(c, meta, node.device), pending, heap, leaves)
+            if waits is not None:
+                waits.paid(node, pending, create_graph)
             if not retain_graph:
                 node.release()
     if targets is not None:
         captured.update((id(leaf), pending[id(leaf)][1]) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
     for leaf in leaves:
-        if leaf._requires_grad:
-            _accumulate(leaf, pending[id(leaf)][1], create_graph)
+        if waits is None or id(leaf) not in waits.done:
+            _finish_leaf(leaf, pending[id(leaf)][1], create_graph)
     return {}
 
 
@@ -319,7 +440,9 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
     elif isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors]
     if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
+        raise node_error(AutogradError,
+                         f"got {len(grad_tensors)} gradients for {len(tensors)} tensors",
+                         op="backward", site=user_site(), called=True)  # fmt: skip
     seeds = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
@@ -327,11 +450,13 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
         if t._meta is not None:
             check_view(t, t._meta)
         if not t._requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn "
-                f"({describe(t)}{', made in inference_mode' if t._inference else ''}); was it "
-                "computed under no_grad, or only from tensors without requires_grad=True?"
-            )
+            made = ", made in inference_mode" if t._inference else ""
+            raise node_error(
+                AutogradError,
+                f"element {i} of tensors does not require grad and does not have a grad_fn{made}:"
+                " was it computed under no_grad, or only from tensors without requires_grad=True?",
+                op="backward", site=user_site(), called=True, inputs=[describe(t)],
+            )  # fmt: skip
         seeds.append(_seed(i, t, g))
     return tensors, seeds
 
@@ -339,19 +464,25 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
 def _seed(i: int, t: Tensor, g) -> Tensor:
     if g is None:
         if t._data.size != 1:
-            made = f"output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"
-            raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs (element {i} is "
-                f"{describe(t)}, {made}); pass gradient= (a tensor of its shape)"
+            made = (
+                f"the output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"
             )
+            raise node_error(
+                AutogradError,
+                f"grad can be implicitly created only for scalar outputs (element {i} is {made}); "
+                "pass gradient= (a tensor of its shape)",
+                op="backward", site=user_site(), called=True, inputs=[describe(t)],
+            )  # fmt: skip
         return make(get_backend(t._device).activate().ones(t.shape, t.dtype), t._device)
     if not isinstance(g, Tensor):
         g = make(get_backend(t._device).to_device(np.asarray(g, dtype=t.dtype)), t._device)
     if g.shape != t.shape:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
-            f"output[{i}] has a shape of {list(t.shape)}."
-        )
+            f"output[{i}] has a shape of {list(t.shape)}",
+            op="backward", site=user_site(), called=True, inputs=[describe(t), describe(g)],
+        )  # fmt: skip
     return g if g.dtype == t.dtype else bind(REGISTRY["cast"], g, dtype=t.dtype)
 
 
@@ -386,20 +517,29 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     for i, x in enumerate(inputs):
         if not isinstance(x, Tensor) or not x._requires_grad:
-            raise RuntimeError(
-                f"One of the differentiated Tensors does not require grad (input {i}: "
-                f"{describe(x) if isinstance(x, Tensor) else type(x).__name__})"
-            )
+            raise node_error(
+                AutogradError,
+                f"One of the differentiated Tensors does not require grad (input {i})",
+                op="autograd.grad", site=user_site(), called=True,
+                inputs=[describe(x) if isinstance(x, Tensor) else type(x).__name__],
+            )  # fmt: skip
     retain_graph = create_graph if retain_graph is None else retain_graph
     found = _run(roots, seeds, retain_graph, create_graph, targets=inputs)
     results = []
     for i, x in enumerate(inputs):
         g = found[id(x)]
         if g is None and not allow_unused:
-            raise RuntimeError(
+            raise node_error(
+                AutogradError,
                 "One of the differentiated Tensors appears to not have been used in the graph. "
-                f"Set allow_unused=True if this is the desired behavior. (input {i}: "
-                f"{describe(x)})"
-            )
+                f"Set allow_unused=True if this is the desired behavior (input {i})",
+                op="autograd.grad", site=user_site(), called=True, inputs=[describe(x)],
+            )  # fmt: skip
         results.append(g)
     return tuple(results)
+
+
+# PyTorch's Tensor methods of the hooks above. NOTE: attached here, not in tensor.py, while
+# that module is being refactored; they belong with the Tensor's other autograd methods.
+Tensor.register_hook = register_hook
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

@@ -80,8 +80,8 @@ def cuda(self, device=None) -> Tensor:
 
 
 CONVERSIONS = {
-    "float": dt.float32, "double": dt.float64, "half": dt.float16, "long": dt.int64,
-    "int": dt.int32, "bool": dt.bool_,
+    "float": dt.float32, "double": dt.float64, "half": dt.float16, "bfloat16": dt.bfloat16,
+    "long": dt.int64, "int": dt.int32, "bool": dt.bool_,
 }  # fmt: skip
 
 

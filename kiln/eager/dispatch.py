@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceError, DTypeError, ShapeError
-from ..frontend.core import lift_and_bind
+from ..frontend.core import _opmath_operands, lift_and_bind
 from ..graph.core import user_site
 from ..ops import core as ops_core
 from ..ops.random import next_seed
@@ -213,8 +213,8 @@ def apply_binary(op, ufunc, a, b):
     """`op(a, b)` where a tensor is not plain: CPU tensors (or one and a weak scalar, without
     grad) run the ufunc, then the tape entry."""
     x, y = _operand(a), _operand(b)
-    if x is None or y is None:
-        return lift_and_bind(op, a, b)  # a GPU tensor
+    if x is None or y is None or _opmath_operands(op, (a, b)) is not None:
+        return lift_and_bind(op, a, b)  # a GPU tensor, or a bfloat16 one with a Python float
     (x, x_grad), (y, y_grad) = x, y
     grad = (x_grad or y_grad) and state.grad
     if grad and (x is a or y is b):

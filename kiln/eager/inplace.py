@@ -1,5 +1,5 @@
-"""In-place tensor methods (`add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_`, `+=`…, item
-assignment) and eager-only indexing (boolean masks, tensor indices), with PyTorch's rules.
+"""In-place tensor methods (`add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ index_put_`, `+=`…,
+item assignment `t[index] = v`), with PyTorch's rules.
 
 An in-place op computes its result with the ordinary ops (so the tape records it), writes it
 into the tensor's data, bumps the version counter shared with every view, and makes the
@@ -11,45 +11,54 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
+from ..errors import AutogradError, DTypeMismatchError, node_error
+from ..frontend import indexing
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
-from ..ops.core import bind
+from ..ops.core import bind, check_rules
+from ..ops.index import write_index
 from ..runtime.backend import get_backend
 from .grad_mode import state
 from .tensor import Tensor, describe, make, version_of
 
 __all__ = ["install"]
 
+_INDEX_PUT = REGISTRY["index_put"]
+
 
 def _check(t: Tensor, op: str, value_grad: bool) -> bool:
     """PyTorch's refusals of an in-place op; returns whether the tape records it."""
     if t._inference and not state.inference:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             "Inplace update to inference tensor outside InferenceMode is not allowed. You can "
-            "make a clone to get a normal tensor before doing inplace update. "
-            f"({op} on {describe(t)} at {user_site()})"
-        )
+            "make a clone to get a normal tensor before doing inplace update",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     if not state.grad:
         return False
     base = t._base
     if t._requires_grad and t.grad_fn is None:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation. "
-            f"({op} on a leaf {describe(t)} at {user_site()}; update it under kn.no_grad(), "
-            "as optimizers do, or compute a new tensor)"
-        )
+        raise node_error(
+            AutogradError,
+            "a leaf Variable that requires grad is being used in an in-place operation: update "
+            "it under kn.no_grad(), as optimizers do, or compute a new tensor",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     if base is not None and base._requires_grad and base.grad_fn is None:
-        raise RuntimeError(
+        raise node_error(
+            AutogradError,
             "a view of a leaf Variable that requires grad is being used in an in-place "
-            f"operation. ({op} on a view {describe(t)} of {describe(base)} at {user_site()})"
-        )
+            "operation", op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     recording = t._requires_grad or value_grad
     if recording and base is not None:
-        raise RuntimeError(
-            f"{op} on a view ({describe(t)} of {describe(base)}) that autograd would have to "
-            f"record is not supported by kiln's eager mode (at {user_site()}); clone() the view "
-            "first, or compute the new value out of place"
-        )
+        raise node_error(
+            AutogradError,
+            "an in-place op on a view that autograd would have to record is not supported by "
+            "kiln's eager mode: clone() the view first, or compute the new value out of place",
+            op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     return recording
 
 
@@ -72,14 +81,19 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
         xp.copyto(t._data, result._data, casting="unsafe")
     except ValueError as e:  # a read-only view (broadcast_to)
         raise RuntimeError(f"{op} on {describe(t)}: {e} (at {user_site()})") from None
-    vc = version_of(t)
-    vc.value += 1
-    vc.op, vc.site = op, user_site()
+    _bump(t, op)
     if recording and result._requires_grad:
         if result.dtype != t.dtype or result.grad_fn is None:  # None: a leaf (`t.copy_(w)`)
             result = bind(REGISTRY["cast"], result, dtype=t.dtype)  # its tape entry
         t.grad_fn, t._requires_grad = result.grad_fn, True
     return t
+
+
+def _bump(t: Tensor, op: str) -> None:
+    """One more in-place change of t's data (and its views'), by `op` here."""
+    vc = version_of(t)
+    vc.value += 1
+    vc.op, vc.site = op, user_site()
 
 
 def _snapshot(t: Tensor) -> Tensor:
@@ -132,63 +146,51 @@ INPLACE = {
 OPERATORS = {"__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_"}
 
 
-# -- indexing ----------------------------------------------------------------------------------
+# -- item assignment ---------------------------------------------------------------------------
 
 
-def _plain_index(index):
-    """`index` with tensors as arrays (no grad flows into an index)."""
-    if isinstance(index, tuple):
-        return tuple(_plain_index(i) for i in index)
-    if isinstance(index, Tensor):
-        return index.detach()._host()
-    return index
-
-
-def _is_mask(i) -> bool:
-    return isinstance(i, (np.ndarray, list)) and np.asarray(i).dtype == np.bool_
-
-
-def getitem(self, index):
-    """`t[index]`: basic indexing gives views; one integer array gives a gather; a boolean mask
-    (eager only) selects the elements where it is True, as PyTorch's `t[mask]`."""
-    index = _plain_index(index)
-    items = index if isinstance(index, tuple) else (index,)
-    masks = [k for k, i in enumerate(items) if _is_mask(i)]
-    if not masks:
-        return F.getitem(self, index)
-    k = masks[0]
-    mask = np.asarray(items[k])
-    if len(masks) > 1 or not all(isinstance(i, slice) and i == slice(None) for i in items[:k]):
-        raise IndexError("kiln's boolean-mask indexing takes one mask, after full slices only")
-    lead = self.shape[:k]
-    if mask.shape != self.shape[k : k + mask.ndim]:
-        raise IndexError(
-            f"The shape of the mask {list(mask.shape)} at index {k} does not match the shape "
-            f"of the indexed tensor {list(self.shape)} at index {k}"
-        )
-    flat = F.reshape(self, (*lead, -1, *self.shape[k + mask.ndim :]))
-    picked = F.index_select(flat, k, np.flatnonzero(mask))
-    rest = items[k + 1 :]
-    return F.getitem(picked, (slice(None),) * (k + 1) + rest) if rest else picked
+def _values(t: Tensor, value):
+    """`value` as a tensor or array of t's dtype (item assignment casts, as PyTorch's)."""
+    if isinstance(value, Tensor):
+        if value._device != t._device:
+            value = value.to(t._device)
+        return value if value.dtype == t.dtype else F.cast(value, t.dtype)
+    return np.asarray(value, t.dtype)
 
 
 def setitem(self, index, value) -> None:
-    """`t[index] = value` in place (without autograd: kiln does not record item assignment)."""
-    index = _plain_index(index)
-    if _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad):
-        raise RuntimeError(
-            f"item assignment on {describe(self)} would have to be recorded for autograd, which "
-            f"kiln's eager mode does not do (at {user_site()}); build the new value out of place "
-            "(kn.where, kn.concat) or assign under kn.no_grad()"
-        )
-    value = value.detach()._host() if isinstance(value, Tensor) else value
+    """`t[index] = value` in place, with PyTorch's indexing rules (`kn.getitem`). Recorded for
+    autograd as `index_put` (gradients reach t's earlier value and value) when either needs it;
+    a leaf that requires grad refuses it, as PyTorch's does."""
+    recording = _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad)
+    value = _values(self, value)
+    if recording:
+        _commit(self, indexing.put(_snapshot(self), index, value, False), "setitem", True)
+        return
+    # not recorded: written straight into the data, by index_put's own kernel (no copy)
+    items = index if isinstance(index, tuple) else (index,)
+    spec, _, arrays, axes = indexing.parse(self, items, selects=False)
+    xp = np if self._device == "cpu" else get_backend(self._device).activate()
+    datas = [a._data if isinstance(a, Tensor) else xp.asarray(a) for a in (value, *arrays)]
+    attrs = {"spec": indexing.trim(spec, self.ndim), "axes": tuple(axes), "accumulate": False}
+    check_rules(_INDEX_PUT, [self._data, *datas], attrs)
     try:
-        self._data[index] = value
-    except ValueError as e:
+        write_index(xp, self._data, *datas, **attrs)
+    except ValueError as e:  # a read-only view (broadcast_to)
         raise RuntimeError(f"setitem on {describe(self)}: {e} (at {user_site()})") from None
-    vc = version_of(self)
-    vc.value += 1
-    vc.op, vc.site = "setitem", user_site()
+    _bump(self, "setitem")
+
+
+def _index_put(t, indices, values, accumulate=False):
+    if isinstance(values, Tensor) and values.dtype != t.dtype:
+        raise DTypeMismatchError(
+            f"Index put requires the source and destination dtypes match, got {t.dtype} for "
+            f"the destination and {values.dtype} for the source. (index_put_ on {describe(t)})"
+        )
+    return F.index_put(t, indices, values, accumulate)
+
+
+INPLACE["index_put_"] = _index_put
 
 
 def install(cls) -> None:
@@ -197,5 +199,4 @@ def install(cls) -> None:
         setattr(cls, name, _inplace(name, compute))
     for name, method in OPERATORS.items():
         setattr(cls, name, getattr(cls, method))
-    cls.__getitem__ = getitem
     cls.__setitem__ = setitem

@@ -7,13 +7,11 @@ PyTorch, where only the values a gradient formula uses are saved."""
 from __future__ import annotations
 
 from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import SavedTensorError, node_message
 from .tensor import Tensor, describe, make
 
 __all__ = ["SavedTensorError", "Unavailable", "unpack"]
-
-
-class SavedTensorError(RuntimeError):
-    """A saved value that backward needs is gone or was changed in place."""
 
 
 class Unavailable(Tensor):
@@ -39,9 +37,14 @@ class Unavailable(Tensor):
         return f"<unavailable {describe(self)}>"
 
 
-def _where(node, i: int | None) -> str:
+def _reason(message: str, node, i: int | None, meta, device) -> str:
+    """The message in kiln's one format: the value (which input or the output of which op),
+    the op and where it was created, and the value's type."""
     what = "the output" if i is None else f"input {i}"
-    return f"{what} of {node.op.name}, created at {node.site}"
+    shape, dtype = meta
+    value = f"{dt.short_name(dt.as_dtype(dtype))}{sh.format_shape(shape)} on {device}"
+    message = f"{message}; it is {what} of {node.op.name}"
+    return node_message(message, op=node.op.name, site=node.site, inputs=[value])
 
 
 def unpack(node, create_graph: bool):
@@ -50,13 +53,13 @@ def unpack(node, create_graph: bool):
     if node.saved is None:
 
         def gone(i, meta):
-            return Unavailable(*meta, device, (
+            return Unavailable(*meta, device, _reason(
                 "Trying to backward through the graph a second time (or directly access saved "
                 "tensors after they have already been freed). Saved intermediate values of the "
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or "
-                "if you need to access saved tensors after calling backward. (The freed value: "
-                f"{_where(node, i)}.)"
+                "if you need to access saved tensors after calling backward",
+                node, i, meta, device,
             ))  # fmt: skip
 
         inputs = [gone(i, meta) for i, meta in enumerate(node.metas[:-1])]
@@ -76,11 +79,10 @@ def unpack(node, create_graph: bool):
 
 
 def _stale(node, i, vc, version, meta, device) -> Unavailable:
-    shape, dtype = meta
     changed = f"; it was changed by {vc.op} at {vc.site}" if vc.op else ""
-    return Unavailable(shape, dtype, device, (
+    return Unavailable(*meta, device, _reason(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{dt.short_name(dt.as_dtype(dtype))}{list(shape)} on {device}], which is "
-        f"{_where(node, i)}, is at version {vc.value}; expected version {version} instead"
-        f"{changed}. Hint: change it out of place (x = x + 1), or clone() it before the change."
+        f"operation: it is at version {vc.value}; expected version {version} instead{changed}. "
+        "Hint: change it out of place (x = x + 1), or clone() it before the change",
+        node, i, meta, device,
     ))  # fmt: skip

@@ -438,6 +438,8 @@ class Tensor:
 
     def __repr__(self):
         host = self._host()
+        if host.dtype == dt.bfloat16:  # printed through float32: NumPy formats it as no float
+            host = host.astype(np.float32)
         body = np.array2string(
             host, separator=", ", prefix="tensor(", threshold=1000, max_line_width=80,
             formatter={"float_kind": _float_format(host)} if dt.is_float(self.dtype) else None,

@@ -8,11 +8,16 @@ from .autodiff import grad, hessian, jacobian, stop_gradient
 from .control import cond, fori_loop, scan, while_loop
 from .core import Variable, constant, placeholder
 from .einsum import einsum
+from .indexing import index_put
 from .linalg import det, inverse
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
+from .nn_conv import *  # noqa: F403
+from .nn_conv import __all__ as _conv_all
 from .nn_functional import *  # noqa: F403
 from .nn_functional import __all__ as _nn_all
+from .nn_pool import *  # noqa: F403
+from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .torch_index import *  # noqa: F403
@@ -26,8 +31,9 @@ methods.install()
 
 __all__ = list(
     dict.fromkeys(
-        ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_autodiff_all,
-         *_index_all, *_torch_math_all, *_torch_shape_all, "einsum", "det", "inverse", "linalg",
+        ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
+         *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
+         "einsum", "index_put", "det", "inverse", "linalg",
          "cond", "while_loop", "fori_loop", "scan"]
     )
 )  # fmt: skip

@@ -43,7 +43,7 @@ def _as_array(value, dtype=None) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(dt.DEFAULT_FLOAT)  # nested Python floats: kiln's default float
-    if array.dtype.kind in "OUSV":
+    if array.dtype.kind in "OUSV" and array.dtype != dt.bfloat16:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     dt.as_dtype(array.dtype)
     return array
@@ -78,7 +78,46 @@ def lift_and_bind(op: OpDef, *args):
     >>> lift_and_bind(REGISTRY["add"], np.float32(1.5), 2)
     array(3.5, dtype=float32)
     """
+    if op in _OPMATH and len(args) == 2:
+        found = _opmath_operands(op, args)
+        if found is not None:
+            return _opmath(op, *found)
     return bind(op, *promote(op, *args))
+
+
+# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 tensor t and a Python float s in
+# float32 with s unrounded (its "opmath" value), and rounds the result once; `s / t` is
+# `reciprocal(t) * s` (two roundings); elsewhere (`t + s`, `t - s`, other ops) s is rounded to
+# bfloat16 first, as kiln does anyway.
+_OPMATH = {REGISTRY["mul"]: True, REGISTRY["div"]: True}  # op -> whether s may come first
+
+
+def _opmath_operands(op, args):
+    """(tensor, scalar, scalar_first) when `op(*args)` is computed the opmath way, else None."""
+    if op not in _OPMATH:
+        return None
+    a, b = args
+    if type(b) is float and _is_bfloat16(a):
+        return a, b, False
+    if type(a) is float and _OPMATH[op] and _is_bfloat16(b):
+        return b, a, True
+    return None
+
+
+def _is_bfloat16(x) -> bool:
+    return (
+        isinstance(x, (Symbol, Tensor) if Tensor is not None else Symbol) and x.dtype == dt.bfloat16
+    )
+
+
+def _opmath(op, t, s, scalar_first):
+    if op is REGISTRY["div"] and scalar_first:  # s / t: reciprocal(t) * s
+        one = lift(np.asarray(1, dt.bfloat16), context=(t,) if isinstance(t, Symbol) else ())[0]
+        t, op, scalar_first = bind(op, one, t), REGISTRY["mul"], False
+    wide = bind(REGISTRY["cast"], t, dtype=dt.float32)
+    (s,) = lift(np.float32(s), context=(t,) if isinstance(t, Symbol) else ())
+    wide = bind(op, s, wide) if scalar_first else bind(op, wide, s)
+    return bind(REGISTRY["cast"], wide, dtype=dt.bfloat16)
 
 
 # Set by kiln.eager (which builds on this module): its Tensor class, which `lift` keeps as it
@@ -114,6 +153,7 @@ def apply_binary(op, ufunc, a, b):
 
 _ndarray = np.ndarray
 _new = object.__new__
+_BF16 = dt.bfloat16
 _KILN_DTYPES = frozenset(dt.SUPPORTED)
 _INT_KEEPING = frozenset({"floor", "ceil", "round", "trunc"})  # integers pass through as they are
 
@@ -171,6 +211,7 @@ def binary_function(op: OpDef):
 
         return fn
     ndarray, new = _ndarray, _new
+    opmath, opmath_first = op in _OPMATH, _OPMATH.get(op, False)
 
     def fn(a, b):
         if type(a) is Plain:
@@ -180,12 +221,16 @@ def binary_function(op: OpDef):
                     return apply_binary(op, ufunc, a, b)
                 y = b._data
             elif type(b) in _SCALARS:
+                if opmath and x.dtype is _BF16 and type(b) is float:
+                    return lift_and_bind(op, a, b)
                 if a._meta is not None:
                     return apply_binary(op, ufunc, a, b)
                 y = b
             else:
                 return lift_and_bind(op, a, b)
         elif type(b) is Plain and type(a) in _SCALARS:
+            if opmath_first and b._data.dtype is _BF16 and type(a) is float:
+                return lift_and_bind(op, a, b)
             if b._meta is not None:
                 return apply_binary(op, ufunc, a, b)
             x, y = a, b._data
@@ -205,7 +250,7 @@ def binary_function(op: OpDef):
     return fn
 
 
-_FLOATS = frozenset(d for d in dt.SUPPORTED if d.kind == "f")
+_FLOATS = frozenset(d for d in dt.SUPPORTED if dt.is_float(d))
 _SCALARS = frozenset({float, int, bool})
 
 
@@ -337,6 +382,25 @@ def _tensor_value(t) -> np.ndarray:
             "or kn.Variable, or detach() it"
         )
     return t.detach().cpu().numpy()
+
+
+def in_float32(fn):
+    """`fn(x, ...)` for a bfloat16 `x` computed in float32 and rounded to bfloat16 once: how
+    PyTorch's softmax, layer_norm, gelu… (single ops there, composites here) compute it.
+
+    >>> import kiln as kn
+    >>> kn.softmax(kn.tensor([0.0, 1.0], dtype=kn.bfloat16))
+    tensor([0.2695, 0.7305], dtype=kiln.bfloat16)
+    """
+
+    @functools.wraps(fn)
+    def wrapper(x, *args, **kwargs):
+        if getattr(x, "dtype", None) != dt.bfloat16:
+            return fn(x, *args, **kwargs)
+        wide = fn(bind(REGISTRY["cast"], x, dtype=dt.float32), *args, **kwargs)
+        return bind(REGISTRY["cast"], wide, dtype=dt.bfloat16)
+
+    return wrapper
 
 
 def call(op_name: str, *args, **attrs):

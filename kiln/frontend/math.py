@@ -15,7 +15,7 @@ from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from . import core
-from .core import call, lift, promote
+from .core import call, in_float32, lift, promote
 
 __all__ = [
     "abs",
@@ -228,7 +228,7 @@ def trunc(x):
     array([-1.,  1.], dtype=float32)
     """
     (x,) = lift(x)
-    if x.dtype.kind != "f":
+    if not dt.is_float(x.dtype):
         return cast(x, x.dtype)
     return where(less(x, 0), ceil(x), floor(x))
 
@@ -311,6 +311,7 @@ def softplus(x, beta: float = 1.0):
     return call("softplus", x, beta=float(beta))
 
 
+@in_float32
 def gelu(x, approximate: str = "none"):
     """GELU: `x * Φ(x)`, exactly through erf, or PyTorch's tanh approximation.
 
@@ -352,7 +353,7 @@ clamp = clip
 
 def _extreme(dtype, side: str) -> np.ndarray:
     """The least (`side` "min") or greatest value of `dtype`: -inf or inf for floats."""
-    if dtype.kind == "f":
+    if dt.is_float(dtype):
         value = -np.inf if side == "min" else np.inf
     elif dtype.kind == "b":
         value = side == "max"
@@ -615,6 +616,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     return where(zero, 0, sqrt(where(zero, 1, v)))
 
 
+@in_float32
 def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow.
 

@@ -9,6 +9,7 @@ from .. import dtypes as dt
 from ..array_types import Size, device
 from ..errors import GraphError
 from ..graph.core import Symbol
+from . import indexing
 from . import linalg as la
 from . import math as m
 from . import shape as s
@@ -64,7 +65,7 @@ METHODS = {
 METHODS |= {
     "cumsum": tm.cumsum, "cumprod": tm.cumprod, "cummax": tm.cummax, "cummin": tm.cummin,
     "logcumsumexp": tm.logcumsumexp, "sort": tm.sort, "argsort": tm.argsort, "topk": tm.topk,
-    "mm": tm.mm, "bmm": tm.bmm, "allclose": tm.allclose, "isclose": tm.isclose,
+    "mm": tm.mm, "bmm": tm.bmm, "addmm": tm.addmm, "allclose": tm.allclose, "isclose": tm.isclose,
     "equal": tm.equal, "div": tm.div, "divide": tm.div, "fmod": tm.fmod,
     "remainder": m.mod, "copysign": tm.copysign, "lerp": tm.lerp, "logaddexp": tm.logaddexp,
     "exp2": tm.exp2, "log2": tm.log2, "log10": tm.log10, "tan": tm.tan, "asin": tm.asin,
@@ -76,7 +77,7 @@ METHODS |= {
     "unfold": ts.unfold, "gather": ti.gather, "take": ti.take, "index_select": ti.index_select,
     "scatter": ti.scatter, "scatter_add": ti.scatter_add, "scatter_reduce": ti.scatter_reduce,
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
-    "where": ti.where_method, "det": la.det, "inverse": la.inv,
+    "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
 }  # fmt: skip
 
 
@@ -136,13 +137,23 @@ def _cast_to(dtype):
     return lambda self: m.cast(self, dtype) if self.dtype != dtype else self
 
 
+def _no_setitem(self, index, value):
+    raise TypeError(
+        f"Symbol '{self.name}' is a value of the graph and cannot change: instead of "
+        "`x[index] = v`, write `x = kn.index_put(x, indices, v)` (or `x.index_put(...)`), "
+        "which gives a new value; item assignment works on eager tensors"
+    )
+
+
 SYMBOL_METHODS = {
     "view": None, "contiguous": lambda self, memory_format=None: self,
     "detach": lambda self: m.core.call("stop_gradient", self), "to": _to,
     "float": _cast_to(dt.float32), "double": _cast_to(dt.float64), "half": _cast_to(dt.float16),
+    "bfloat16": _cast_to(dt.bfloat16),
     "long": _cast_to(dt.int64), "int": _cast_to(dt.int32), "bool": _cast_to(dt.bool_),
     "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
     "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,
+    "__setitem__": _no_setitem,
 }  # fmt: skip
 
 

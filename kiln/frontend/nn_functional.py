@@ -1,6 +1,6 @@
 """Neural-network functions: PyTorch's functional signatures with NumPy's axis names.
 
-Most are composites of kiln's primitives; convolution and pooling bind their own primitives.
+Composites of kiln's primitives; convolution and pooling are in `nn_conv` and `nn_pool`.
 """
 
 from __future__ import annotations
@@ -13,22 +13,19 @@ from ..errors import DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
-from .core import call, lift
+from .core import call, in_float32, lift
 from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
-    "avg_pool2d",
     "batch_norm",
-    "conv2d",
     "cross_entropy",
     "dropout",
     "embedding",
     "layer_norm",
     "log_softmax",
-    "max_pool2d",
     "mse_loss",
     "softmax",
 ]
@@ -38,19 +35,6 @@ def _shape_error(op: str, message: str, *values) -> ShapeError:
     """A ShapeError for a check made here (not in a shape rule), in kiln's one format."""
     inputs = [v for v in values if isinstance(v, Symbol)]
     return node_error(ShapeError, message, op=op, name=None, site=user_site(), inputs=inputs)
-
-
-def _pair(value, what: str, op: str) -> tuple:
-    """`3` -> `(3, 3)`; a pair stays a pair of ints."""
-    if isinstance(value, (int, np.integer)):
-        return (int(value), int(value))
-    try:
-        pair = tuple(int(v) for v in value)
-    except TypeError:
-        pair = ()
-    if len(pair) != 2:
-        raise _shape_error(op, f"{what} must be an int or a pair of ints, got {value!r}")
-    return pair
 
 
 def _reduce(loss, reduction: str):
@@ -66,6 +50,7 @@ def _reduce(loss, reduction: str):
 # -- activations and losses -------------------------------------------------------------------
 
 
+@in_float32
 def softmax(x, dim: int = -1, *, axis=None):
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
     cannot overflow.
@@ -82,6 +67,7 @@ def softmax(x, dim: int = -1, *, axis=None):
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
+@in_float32
 def log_softmax(x, dim: int = -1, *, axis=None):
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
     `log(softmax(x))` underflows.
@@ -187,16 +173,47 @@ def _param_at_axes(param, x, axes: tuple, what: str):
     return reshape(param, tuple(next(dims) if i in axes else 1 for i in range(x.ndim)))
 
 
-def layer_norm(x, axis=-1, eps: float = 1e-5, weight=None, bias=None):
-    """Normalizes `x` to zero mean and unit variance over `axis` (an int or a tuple), then
-    applies `weight` and `bias` of the normalized shape, as PyTorch's `layer_norm`.
+def _normalized_axes(x, normalized_shape, axis) -> tuple:
+    """The axes `layer_norm` normalizes: the last `len(normalized_shape)` dims, which must
+    have those sizes (PyTorch's), or the given `axis` (an int or a tuple)."""
+    if normalized_shape is None:
+        return sh.normalize_axes(-1 if axis is None else axis, x.ndim)
+    if axis is not None:
+        raise TypeError("layer_norm: give normalized_shape or axis, not both")
+    if isinstance(normalized_shape, (int, np.integer)):
+        normalized_shape = (int(normalized_shape),)
+    want = tuple(normalized_shape)
+    got = tuple(x.shape[x.ndim - len(want) :]) if len(want) <= x.ndim else None
+    if got is None or any(isinstance(g, int) and g != w for g, w in zip(got, want)):
+        raise _shape_error(
+            "layer_norm", f"Given normalized_shape={list(want)}, expected input with shape "
+            f"[*, {', '.join(str(w) for w in want)}], but got input of size "
+            f"{sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
+    return tuple(range(x.ndim - len(want), x.ndim))
+
+
+@in_float32
+def layer_norm(
+    input,  # noqa: A002
+    normalized_shape=None,
+    weight=None,
+    bias=None,
+    eps: float = 1e-5,
+    *,
+    axis=None,  # noqa: A002
+):
+    """Normalizes `input` to zero mean and unit variance over its last dims (those of
+    `normalized_shape`), then applies `weight` and `bias` of that shape, as PyTorch's
+    `layer_norm`. Without `normalized_shape` it normalizes over `axis` (an int or a tuple;
+    the last dim by default).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.layer_norm(np.array([[1.0, 3.0]], np.float32), eps=0.0)
+    >>> kn.layer_norm(np.array([[1.0, 3.0]], np.float32), (2,), eps=0.0)
     array([[-1.,  1.]], dtype=float32)
     """
-    (x,) = lift(x)
-    axes = sh.normalize_axes(axis, x.ndim)
+    (x,) = lift(input)
+    axes = _normalized_axes(x, normalized_shape, axis)
     centered = sub(x, mean(x, axes, keepdims=True))
     y = mul(centered, rsqrt(add(mean(square(centered), axes, keepdims=True), eps)))
     if weight is not None:
@@ -218,9 +235,21 @@ def _per_channel(param, x, what: str):
     return reshape(param, (param.shape[0],) + (1,) * (x.ndim - 2))
 
 
-def batch_norm(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
-    """Normalizes `x` (N, C, ...) over channel axis 1 with given per-channel `mean` and `var`
-    (C,): PyTorch's `batch_norm` with `training=False`.
+def batch_norm(
+    input,  # noqa: A002
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+):
+    """Normalizes `input` (N, C, ...) per channel (dim 1), as PyTorch's `batch_norm`: with the
+    given running statistics (C,), or with `training=True` with the batch's mean and biased
+    variance; then it also updates eager running statistics in place (`(1 - momentum) * old +
+    momentum * batch`, the variance unbiased). (`kn.nn.BatchNorm1d`/`2d` update them in graph
+    mode.)
 
     >>> import kiln as kn, numpy as np
     >>> x = np.array([[1.0, 10.0], [3.0, 30.0]], np.float32)
@@ -229,84 +258,51 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
     array([[-1., -1.],
            [ 1.,  1.]], dtype=float32)
     """
-    (x,) = lift(x)
+    (x,) = lift(input)
     if x.ndim < 2:
         raise _shape_error(
             "batch_norm", f"expected an input of 2 or more dims (N, C, ...), got "
             f"{sh.format_shape(x.shape)}", x,
         )  # fmt: skip
-    scale = rsqrt(add(_per_channel(var, x, "running_var"), eps))
+    if training:
+        axes = (0, *range(2, x.ndim))
+        batch_mean = mean(x, axes)
+        batch_var = mean(square(sub(x, mean(x, axes, keepdims=True))), axes)
+        _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, momentum)
+        running_mean, running_var = batch_mean, batch_var
+    elif running_mean is None or running_var is None:
+        raise ValueError("batch_norm: running_mean and running_var are needed when not training")
+    scale = rsqrt(add(_per_channel(running_var, x, "running_var"), eps))
     if weight is not None:
         scale = mul(scale, _per_channel(weight, x, "weight"))
-    y = mul(sub(x, _per_channel(mean, x, "running_mean")), scale)
+    y = mul(sub(x, _per_channel(running_mean, x, "running_mean")), scale)
     if bias is not None:
         y = add(y, _per_channel(bias, x, "bias"))
     return y
 
 
-# -- convolution, pooling, embedding ----------------------------------------------------------
-
-
-def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1):
-    """2-d cross-correlation of `x` (N, C, H, W) with weights `w` (O, C, KH, KW), plus an
-    optional `bias` (O,); `stride`, `padding` (zeros) and `dilation` are ints or pairs.
-
-    >>> import kiln as kn, numpy as np
-    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
-    >>> kn.conv2d(x, np.ones((1, 1, 2, 2), np.float32), stride=2)
-    array([[[[10., 18.],
-             [42., 50.]]]], dtype=float32)
-    """
-    x, w = lift(x, w)
-    attrs = {
-        "stride": _pair(stride, "stride", "conv2d"),
-        "padding": _pair(padding, "padding", "conv2d"),
-        "dilation": _pair(dilation, "dilation", "conv2d"),
-    }
-    y = call("conv2d", x, w, **attrs)
-    if bias is None:
-        return y
-    (bias,) = lift(bias, context=(y,))
-    o = w.shape[0]
-    if bias.ndim != 1 or (isinstance(o, int) and bias.shape[0] not in (o,)):
+def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, momentum):
+    """PyTorch's in-place update of eager running statistics in training mode."""
+    stats = [s for s in (running_mean, running_var) if s is not None]
+    if not stats:
+        return
+    if isinstance(x, Symbol) or any(isinstance(s, Symbol) for s in stats):
         raise _shape_error(
-            "conv2d", f"given weight of size {sh.format_shape(w.shape)}, expected bias to be "
-            f"1-d with {o} elements, but got bias of size {sh.format_shape(bias.shape)}",
-            w, bias,
+            "batch_norm", "training=True with running statistics updates them in place, which "
+            "a graph cannot do; use kn.nn.BatchNorm1d/BatchNorm2d (they declare the updates)", x,
         )  # fmt: skip
-    return add(y, reshape(bias, (1, bias.shape[0], 1, 1)))
+    n = int(np.prod([x.shape[a] for a in axes]))
+    unbiased = mul(batch_var, n / max(n - 1, 1))
+    for stat, batch in ((running_mean, batch_mean), (running_var, unbiased)):
+        if stat is not None:
+            new = add(mul(stat, 1.0 - momentum), mul(call("stop_gradient", batch), momentum))
+            if hasattr(stat, "copy_"):
+                stat.detach().copy_(new.detach())
+            else:
+                np.copyto(stat, np.asarray(new))
 
 
-def _pool(op_name, x, kernel_size, stride, padding):
-    (x,) = lift(x)
-    kernel = _pair(kernel_size, "kernel_size", op_name)
-    stride = kernel if stride is None else _pair(stride, "stride", op_name)
-    padding = _pair(padding, "padding", op_name)
-    return call(op_name, x, kernel_size=kernel, stride=stride, padding=padding)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Maximum over `kernel_size` windows of `x` (N, C, H, W); `stride` defaults to the
-    kernel size; padding (at most half a kernel) never wins, as if it were -inf.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.max_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
-    array([[[[ 5.,  7.],
-             [13., 15.]]]], dtype=float32)
-    """
-    return _pool("max_pool2d", x, kernel_size, stride, padding)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Mean over `kernel_size` windows of `x` (N, C, H, W); `stride` defaults to the kernel
-    size; zero padding counts in the mean (PyTorch's default `count_include_pad=True`).
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.avg_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
-    array([[[[ 2.5,  4.5],
-             [10.5, 12.5]]]], dtype=float32)
-    """
-    return _pool("avg_pool2d", x, kernel_size, stride, padding)
+# -- convolution, pooling, embedding ----------------------------------------------------------
 
 
 def embedding(ids, table):

@@ -6,10 +6,9 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import GraphError, ShapeError
-from ..graph.core import Symbol
-from . import core as _core
+from ..errors import ShapeError
 from .core import call, lift
+from .indexing import getitem
 
 __all__ = [
     "broadcast_to",
@@ -316,81 +315,3 @@ def take_along_axis(x, indices, axis: int):
     (x,) = lift(x)
     (indices,) = lift(indices, context=(x,))
     return call("take_along_axis", x, indices, axis=sh.normalize_axis(axis, x.ndim))
-
-
-# -- indexing ----------------------------------------------------------------------------------
-
-
-def _expand_ellipsis(index, ndim):
-    n_ellipsis = sum(1 for i in index if i is Ellipsis)
-    if n_ellipsis > 1:
-        raise ShapeError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if n_ellipsis:
-        k = index.index(Ellipsis)
-        fill = (slice(None),) * max(ndim - used, 0)
-        return index[:k] + fill + index[k + 1 :]
-    return index
-
-
-def _spec_item(item):
-    if item is None:
-        return ("newaxis",)
-    if isinstance(item, slice):
-        parts = [item.start, item.stop, item.step]
-        for p in parts:
-            if p is not None and not isinstance(p, (int, np.integer)):
-                raise ShapeError(f"slice bounds must be ints or None in graph mode, got {p!r}")
-        return ("slice", *(None if p is None else int(p) for p in parts))
-    if isinstance(item, (bool, np.bool_)):
-        raise GraphError("boolean scalar indices are not supported in graph mode")
-    return ("int", int(item))
-
-
-def getitem(x, index):
-    """`x[index]`: ints, slices, None, Ellipsis and one integer array (a `gather`).
-
-    Boolean masks give data-dependent shapes: they work in eager mode only.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.getitem(np.arange(12).reshape(3, 4), (slice(None), np.array([3, 0])))
-    array([[ 3,  0],
-           [ 7,  4],
-           [11,  8]])
-    """
-    (x,) = lift(x)
-    index = index if isinstance(index, tuple) else (index,)
-    index = _expand_ellipsis(index, x.ndim)
-    arrays = [k for k, i in enumerate(index) if _is_array_index(i)]
-    if len(arrays) > 1:
-        raise GraphError("more than one integer-array index: index one axis at a time")
-    array_pos = arrays[0] if arrays else None
-    if array_pos is not None and any(isinstance(i, (int, np.integer)) for i in index):
-        raise GraphError("mixing an integer-array index with int indices: index in two steps")
-    basic = tuple(slice(None) if k == array_pos else i for k, i in enumerate(index))
-    spec = tuple(_spec_item(i) for i in basic)
-    if len(spec) > x.ndim or any(s[0] != "slice" or s[1:] != (None,) * 3 for s in spec):
-        x = call("index", x, spec=spec)
-    if array_pos is None:
-        return x
-    axis = sum(1 for i in basic[:array_pos] if not isinstance(i, (int, np.integer)))
-    (indices,) = lift(index[array_pos], context=(x,))
-    return call("gather", x, indices, axis=axis, wrap_negative=True)  # x[-1] is the last
-
-
-def _is_array_index(i) -> bool:
-    if isinstance(i, Symbol):
-        if not dt.is_int(i.dtype):
-            raise GraphError(
-                f"index Symbol '{i.name}' has dtype {i.dtype}: graph mode takes integer-array "
-                "indices; boolean masks work in eager mode only"
-            )
-        return True
-    if _core.Tensor is not None and isinstance(i, _core.Tensor):  # eager: a Tensor of indices
-        return dt.is_int(i.dtype)
-    if isinstance(i, (list, np.ndarray)):
-        a = np.asarray(i)
-        if a.dtype == np.bool_:
-            raise GraphError("boolean mask indices work in eager mode only (data-dependent shape)")
-        return True
-    return False

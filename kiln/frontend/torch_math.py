@@ -21,6 +21,7 @@ from .torch_shape import dim_arg, static_dim
 __all__ = [
     "acos",
     "acosh",
+    "addmm",
     "allclose",
     "argsort",
     "asin",
@@ -102,6 +103,22 @@ def bmm(input, mat2):  # noqa: A002
         raise ShapeError(f"bmm: batch sizes differ: {a.shape[0]} and {b.shape[0]}")
     sh.require_equal(a.shape[0], b.shape[0], "bmm: batch sizes differ")
     return call("matmul", a, b)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """`beta * input + alpha * (mat1 @ mat2)` in one GEMM (`input` broadcasts to the product's
+    shape; with `beta=0` it is ignored, NaNs included, as PyTorch does).
+
+    >>> import kiln as kn
+    >>> kn.addmm(kn.ones(2, 2), kn.ones(2, 3), kn.ones(3, 2), beta=0.5, alpha=2).tolist()
+    [[6.5, 6.5], [6.5, 6.5]]
+    """
+    x, a, b = lift(input, mat1, mat2)
+    if not (x.dtype == a.dtype == b.dtype):
+        raise DTypeError(f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {a.ndim}-d and {b.ndim}-d")
+    return call("addmm", x, a, b, beta=float(beta), alpha=float(alpha))
 
 
 # -- closeness ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
 from .guards import Captures, Guard, value_changes, value_types
-from .traced import Traced, describe, flatten, name_of, signature
+from .traced import Traced, check_budget, describe, flatten, name_of, signature
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
 
@@ -34,10 +34,11 @@ class CompiledFunction:
     `Traced` (least recently used first; at most `cache_size`); `.last` is the one the latest
     call ran."""
 
-    def __init__(self, fn, device=None, cache_size=None):
+    def __init__(self, fn, device=None, cache_size=None, memory_budget=None):
         functools.update_wrapper(self, fn)
         self.fn, self.device = fn, device
         _cache_size(cache_size)  # refuses a bad bound now rather than at the first trace
+        self.memory_budget = check_budget(memory_budget)
         self.cache_size = cache_size
         self.cache: OrderedDict = OrderedDict()
         self.last: Traced | None = None
@@ -134,7 +135,8 @@ class CompiledFunction:
                 key, modules = self._key(leaves, statics, structure)
             reason = f"retrace: {stale[0]}" if stale else self._reason(key, modules, statics, paths)
             start = time.perf_counter()
-            traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3])
+            traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3],
+                            self.memory_budget)  # fmt: skip
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.
             key, modules = self._key(leaves, statics, structure)
@@ -207,7 +209,7 @@ def _hashable(value) -> bool:
     return True
 
 
-def compile(fn=None, *, device=None, cache_size=None):  # noqa: A001 (the API's name)
+def compile(fn=None, *, device=None, cache_size=None, memory_budget=None):  # noqa: A001
     """Compiles `fn` per input signature: on the first call with new shapes, dtypes, device,
     static arguments or module `training` flags, `fn` runs once on Symbols in place of its
     Tensors (Python control flow runs then; branching on a traced value raises), and the
@@ -225,6 +227,10 @@ def compile(fn=None, *, device=None, cache_size=None):  # noqa: A001 (the API's 
     counter sees. A captured NumPy array is guarded by identity only (NumPy counts no
     versions): pass an array that changes in place as an argument. `cache_size` bounds the
     traces kept (least recently used go first; None: `kiln.runtime.cache.CACHE_SIZE`, 64).
+    With `memory_budget` (bytes), a trace whose saved residuals would exceed it splits its
+    forward pass into kn.checkpoint regions, recomputed by the backward program (the split
+    whose estimated peak, saved values plus one region's, is lowest; logged at KILN_DEBUG=1
+    and kept as `.checkpointing` on the trace).
 
     >>> import kiln as kn, numpy as np
     >>> @kn.compile
@@ -239,8 +245,8 @@ def compile(fn=None, *, device=None, cache_size=None):  # noqa: A001 (the API's 
     array(9., dtype=float32)
     """
     if fn is None:
-        return lambda f: CompiledFunction(f, device, cache_size)
-    return CompiledFunction(fn, device, cache_size)
+        return lambda f: CompiledFunction(f, device, cache_size, memory_budget)
+    return CompiledFunction(fn, device, cache_size, memory_budget)
 
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:

@@ -8,12 +8,14 @@ gradient program needs, so backward never recomputes the forward (nor redraws it
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor, make, version_of
@@ -22,12 +24,13 @@ from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of
+from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
-from .autodiff import grad
+from .autodiff import auto_checkpoint, grad
 from .core import placeholder
 
-__all__ = ["Traced", "flatten", "signature", "describe", "name_of"]
+__all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
 
 _LEAF = "<array>"  # an array's slot in a structure; other values are kept in it (static)
 _STATIC = "<static>"
@@ -93,7 +96,7 @@ def _requiring_grad(nodes, sources) -> set:
     marked = {id(s) for s in sources}
     for node in nodes:
         out = node.out
-        differentiable = out.dtype.kind == "f" or out.dtype == dt.TUPLE  # a region op's result
+        differentiable = dt.is_float(out.dtype) or out.dtype == dt.TUPLE  # a region op's result
         if node.op.name == "stop_gradient" or not differentiable or id(out) in marked:
             continue
         if any(id(i) in marked for i in node.inputs):
@@ -203,8 +206,9 @@ class Traced:
     array([0., 1., 4.], dtype=float32)
     """
 
-    def __init__(self, fn, key, leaves, paths, structure, device, wants_grad):
+    def __init__(self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None):
         self.key, self.device, self.name = key, device, name_of(fn)
+        self.memory_budget, self.checkpointing = memory_budget, None
         self.graph = Graph()
         with self.graph.as_default():
             names = [re.sub(r"\W+", "_", p).strip("_") or "input" for p in paths]
@@ -228,7 +232,7 @@ class Traced:
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
-        leaf_grad = [s for s, k in zip(self.inputs, key[1]) if k[3] and s.dtype.kind == "f"]
+        leaf_grad = [s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_float(s.dtype)]
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
@@ -270,10 +274,18 @@ class Traced:
         ys = [self.outputs[k] for k in self.grad_outputs]
         with self.graph.as_default():
             self.cts = [placeholder(y.dtype, y.shape, f"ct{k}") for k, y in enumerate(ys)]
-            try:
-                found = grad(ys, wrt, grad_ys=self.cts, disconnected="none")
-            except GraphError as e:  # as in eager: an error when backward needs it
-                self.grad_error, found = e, [None] * len(wrt)
+        found = self._grad(ys, wrt)
+        budget = self.memory_budget
+        if budget is not None and not self.graph.checkpoints and self.grad_error is None:
+            kept = self._residual_bytes(found)
+            if kept > budget:  # recompute regions of the forward pass in the backward
+                self.checkpointing = auto_checkpoint(self.graph, marked)
+            if self.checkpointing is not None:
+                found = self._grad(ys, wrt)  # NOTE: the first gradient's nodes stay unused
+                self.checkpointing += (f"; residuals kept {self._residual_bytes(found)} B "
+                                       f"(without regions {kept} B)")  # fmt: skip
+                log(1, f"kn.compile {self.name}: memory budget {budget} B: "
+                       f"{self.checkpointing}")  # fmt: skip
         n_leaves, n_params = len(self.inputs), len(self.params)
         slot = {id(s): i for i, s in enumerate([*self.inputs, *self.variables])}
         self.grads = [g for g in found if g is not None]
@@ -294,6 +306,21 @@ class Traced:
                 extras.append(s)
             self.feed_slots.append(n_leaves + n_params + returned[id(s)])
         return extras
+
+    def _grad(self, ys, wrt) -> list:
+        with self.graph.as_default():
+            try:
+                return grad(ys, wrt, grad_ys=self.cts, disconnected="none")
+            except GraphError as e:  # as in eager: an error when backward needs it
+                self.grad_error = e
+                return [None] * len(wrt)
+
+    def _residual_bytes(self, found) -> int:
+        """The bytes of the values the backward program would read from the forward one."""
+        grads = [g for g in found if g is not None]
+        feeds, _ = _backward_inputs(self.graph.nodes, self.cts, grads)
+        given = {id(s) for s in [*self.inputs, *self.variables, *self.cts]}
+        return sum(math.prod(s.shape) * s.dtype.itemsize for s in feeds if id(s) not in given)
 
     @property
     def grad_function(self) -> Function | None:

@@ -25,7 +25,9 @@ class OpDef:
     quietly, while a missing vjp on any other op on the path is an error; "no_inplace"
     for elementwise ops whose kernel must not write into one of its own inputs; "vjp_needs"
     for ops whose vjp takes `needs` (a bool per input) and computes only the cotangents
-    needed (None for the others), where an unneeded one would cost (matmul's, conv2d's).
+    needed (None for the others), where an unneeded one would cost (matmul's, conv2d's);
+    "collective" for the ops of `kiln.distributed` that every rank must run exactly once, in
+    the same order (never folded, merged, fused or recomputed).
 
     Effects, read by the alias analysis, the planner and the fusers (never guessed from names):
     `views` are the inputs whose storage the output may share (its kernel may return a view
@@ -34,6 +36,13 @@ class OpDef:
     of valid shapes and dtypes (index bounds, integer powers, checks), which a run orders
     before its first in-place write; `lowering` is the scalar form of an elementwise op that
     the fused CPU and CUDA kernels emit (None: such an op is run by its own kernel).
+
+    `batch(args, batched, **attrs)` is the batching rule `kn.vmap` uses: `args` are the
+    inputs, those flagged in `batched` with one extra leading axis (the batch); it returns
+    the output with that leading axis, written with kiln ops (None: `kn.vmap` refuses the op).
+    `jvp(tangents, out, *inputs, **attrs)` gives the output's tangent (forward mode) from the
+    inputs' tangents (None for zero ones); None: forward mode transposes the vjp instead
+    (kiln/passes/forward.py), so only an op without a vjp needs one.
     """
 
     name: str
@@ -46,6 +55,8 @@ class OpDef:
     overwrites: tuple = ()
     may_fail: bool = False
     lowering: object = None
+    batch: Callable | None = None
+    jvp: Callable | None = None
 
     def __repr__(self):
         return f"OpDef({self.name})"

@@ -51,7 +51,7 @@ class _Names:
 
 def _literal(array: np.ndarray) -> str:
     value = array.item()
-    text = repr(float(value)) if array.dtype.kind == "f" else repr(value)
+    text = repr(float(value)) if dt.is_float(array.dtype) else repr(value)
     return f"{text}:{dt.short_name(array.dtype)}[]"
 
 

@@ -15,10 +15,11 @@ import numpy as np
 from .. import shapes as sh
 from ..checkpoint import write_atomic
 from ..errors import GraphError, node_error
-from ..frontend.trace import CompiledFunction
+from ..frontend.trace import CompiledFunction, trace
 from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
+from . import onnx_kiln_ops as kiln_ops
 
 # The default and the oldest opset kiln writes: Reduce* with axes as an input, Bitwise*.
 DEFAULT_OPSET = 18
@@ -32,16 +33,26 @@ def _onnx():
     return onnx
 
 
-def export_onnx(obj, path, opset: int | None = None, dynamic_dims: bool = True):
+def export_onnx(obj, path, opset: int | None = None, dynamic_dims: bool = True, args=None):
     """Writes the program of `obj` to `path` as an ONNX model (atomically) and returns the model.
 
     `obj` is a `kn.Function`, a traced function (`kn.trace`'s result, or a `kn.compile` function
-    after a call: the signature it traced last), or a Graph with `.inputs` and `.outputs`.
+    after a call: the signature it traced last), a Graph with `.inputs` and `.outputs`, or a
+    Module (or any function) with example inputs `args` (a tuple), traced with them.
     Updates are not exported (ONNX models are pure functions). With `dynamic_dims`, named dims
     are written as `dim_param`s; without, symbolic dims are written as unknown. An op that ONNX
     cannot express raises GraphError naming the op, the node and its site.
+
+    >>> import kiln as kn, numpy as np, tempfile, os
+    >>> kn.manual_seed(0)
+    >>> net = kn.nn.Sequential(kn.nn.Linear(4, 3), kn.nn.ReLU())
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "net.onnx")
+    ...     model = export_onnx(net, path, args=(np.ones((2, 4), np.float32),))
+    >>> [n.op_type for n in model.graph.node], [i.name for i in model.graph.initializer]
+    (['Transpose', 'MatMul', 'Add', 'Relu'], ['0/weight', '0/bias'])
     """
-    model = to_onnx(obj, opset, dynamic_dims)
+    model = to_onnx(obj, opset, dynamic_dims, args)
     write_atomic(path, model.SerializeToString())
     return model
 
@@ -63,15 +74,22 @@ def program_of(obj) -> Graph:
         if not obj.outputs:
             raise GraphError("export_onnx: the graph has no .outputs to export")
         return extract(list(obj.outputs), list(obj.inputs or obj.placeholders), {})
+    if callable(obj):
+        raise TypeError(
+            f"export_onnx() needs example inputs to trace a {type(obj).__name__}: "
+            "export_onnx(model, path, args=(x,))"
+        )
     raise TypeError(
-        "export_onnx() takes a kn.Function, a traced function or a Graph with .inputs and "
-        f".outputs; got {type(obj).__name__}"
+        "export_onnx() takes a kn.Function, a traced function, a Graph with .inputs and "
+        f".outputs, or a Module with args=; got {type(obj).__name__}"
     )
 
 
-def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True):
+def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True, args=None):
     """The ONNX ModelProto of `obj` (see `export_onnx`), checked by `onnx.checker`."""
     onnx = _onnx()
+    if args is not None:
+        obj = trace(obj, *(args if isinstance(args, tuple) else (args,)))
     from .onnx_rules import RULES
 
     opset = DEFAULT_OPSET if opset is None else int(opset)
@@ -101,9 +119,11 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True):
         ex.node = node
         xs = [ex.names[id(i)] for i in node.inputs]
         out = ex.unique(node.name)
+        first = len(ex.nodes)
         result = rule(ex, node, xs, out)
         if result != out:
             ex.emit("Identity", [result], out)
+        kiln_ops.tag(ex, node, xs, out, first)
         ex.bind(node.out, out)
         ex.node = None
     outputs = []

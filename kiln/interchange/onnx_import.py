@@ -14,10 +14,11 @@ import re
 
 import numpy as np
 
-from ..errors import GraphError
+from ..errors import GraphError, KilnError
 from ..graph.core import Graph, Symbol, Variable
 from ..graph.opdef import REGISTRY, ArrayValue
 from ..ops.core import bind_graph
+from . import onnx_kiln_ops
 from .onnx_export import _onnx
 
 
@@ -79,6 +80,22 @@ class Importer:
         return GraphError(f"import_onnx: {where} {message}")
 
 
+def norm_axis(axis, ndim) -> int:
+    """An ONNX axis (negative counts from the end) as a non-negative one."""
+    return int(axis) + ndim if int(axis) < 0 else int(axis)
+
+
+def axes_of(imp, inputs, attrs, k=1, ndim=None):
+    """Axes from the input `k` (newer opsets) or the `axes` attr; None when neither is given."""
+    if len(inputs) > k and inputs[k] is not None:
+        axes = [int(a) for a in imp.known(inputs[k], "axes").reshape(-1)]
+    elif "axes" in attrs:
+        axes = [int(a) for a in attrs["axes"]]
+    else:
+        return None
+    return sorted(norm_axis(a, ndim) for a in axes) if ndim is not None else axes
+
+
 def _name(text: str) -> str:
     """A kiln node name for an ONNX value name."""
     return re.sub(r"[^A-Za-z0-9_./\-]+", "_", text).strip("_") or "value"
@@ -122,7 +139,7 @@ def _placeholder(graph, value_info, onnx):
         return placeholder(dtype, tuple(dims), _name(value_info.name))
 
 
-def import_onnx(model_or_path, constants=None) -> Graph:
+def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
     """A kiln Graph computing an ONNX model: `.inputs` (placeholders, in the model's order) and
     `.outputs`; run it with `kn.function(g.inputs, g.outputs)`. Initializers become Variables.
 
@@ -130,6 +147,10 @@ def import_onnx(model_or_path, constants=None) -> Graph:
     axes or pads must be known then (kiln's shapes and attrs are static). An ONNX op kiln has no
     rule for, or such a value only known at run time, raises GraphError naming the ONNX node.
     `kiln.interchange.SUPPORTED` lists the ONNX ops it imports.
+
+    A model kiln exported carries each kiln node's op and attrs as metadata: with `kiln_ops`
+    (the default) its nodes come back as those kiln ops (identical values and gradients, where
+    ONNX spells an op as a composition); `kiln_ops=False` imports the ONNX nodes themselves.
     """
     from .onnx_import_fold import FOLD
     from .onnx_import_rules import RULES
@@ -152,8 +173,16 @@ def import_onnx(model_or_path, constants=None) -> Graph:
         if vi.name not in fixed:
             imp.values[vi.name] = _placeholder(graph, vi, onnx)
     graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in fixed]
-    for node in model.graph.node:
-        imp.node = node
+    restorable = onnx_kiln_ops.groups(model.graph) if kiln_ops else {}
+    nodes, k = list(model.graph.node), 0
+    while k < len(nodes):
+        node = imp.node = nodes[k]
+        if k in restorable:  # a kiln op kiln exported: the op itself, not its ONNX spelling
+            last = _restore(imp, nodes, restorable[k])
+            if last is not None:
+                k = last + 1
+                continue
+        k += 1
         if node.domain not in ("", "ai.onnx"):
             raise imp.error(f"is in domain {node.domain!r}; kiln imports the default domain only")
         rule = RULES.get(node.op_type)
@@ -180,6 +209,26 @@ def import_onnx(model_or_path, constants=None) -> Graph:
     imp.node = None
     graph.outputs = [imp.symbol(imp.values[vi.name]) for vi in model.graph.output]
     return graph
+
+
+def _restore(imp, nodes, group):
+    """Builds a tagged group's kiln op; returns the index of its last node, or None (then its
+    ONNX nodes import through the rules)."""
+    from .onnx_rules import RULES as EXPORTED  # the ops kiln writes: no source, no random op
+
+    last, op, names, attrs = group
+    if op not in EXPORTED or not all(n in imp.values for n in names):
+        return None
+    found = re.search(r"node '([^']*)'", nodes[last].doc_string)
+    name = _name(found.group(1)) if found else None  # the kiln node's own name
+    try:
+        with imp.graph.site(_site(nodes[last])):
+            args = [imp.symbol(imp.values[n]) for n in names]
+            value = bind_graph(REGISTRY[op], args, attrs, name=name, graph=imp.graph)
+    except (KilnError, TypeError, ValueError):
+        return None
+    imp.values[nodes[last].output[0]] = value
+    return last
 
 
 def _fold(fold, inputs, attrs, imp):

@@ -1,20 +1,26 @@
-"""ONNX import rules for convolution and pooling (2-d, NCHW): see onnx_import_rules.py."""
+"""ONNX import rules for convolution and pooling (NCHW; 1-d as 2-d, transposed convolution of
+any rank, pooling beyond kiln's 2-d pools in onnx_import_pool.py): see onnx_import_rules.py."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
 from .. import dtypes as dt
 from .onnx_import import Known
+from .onnx_import_pool import window_pool
 
 
 def _pads_2d(imp, attrs, x, kernel, strides, dilations):
-    """ONNX's (top, left, bottom, right) pads, from `pads` or `auto_pad` (SAME_* on static
-    sizes: the output size is ceil(size / stride))."""
+    """ONNX's (top, left, bottom, right) pads (begins then ends, for any number of axes),
+    from `pads` or `auto_pad` (SAME_* on static sizes: the output size is ceil(size /
+    stride))."""
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
+    zeros = (0,) * (2 * (x.ndim - 2))
     if auto in ("NOTSET", "VALID"):
-        return tuple(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else (0, 0, 0, 0)
+        return tuple(attrs.get("pads", zeros)) if auto == "NOTSET" else zeros
     begin, end = [], []
     for size, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
         if not isinstance(size, int):
@@ -58,6 +64,8 @@ def one_d(rule):
             attrs["pads"] = [0, begin, 0, end]
         if "output_padding" in attrs:
             attrs["output_padding"] = [0, *attrs["output_padding"]]
+        if "output_shape" in attrs:
+            attrs["output_shape"] = [1, attrs["output_shape"][-1]]
         xs = list(xs)
         xs[0] = imp.apply("reshape", x, shape=(x.shape[0], x.shape[1], 1, x.shape[2]))
         if rule in (conv, conv_transpose):
@@ -98,26 +106,36 @@ def conv(imp, xs, attrs):
 
 
 def conv_transpose(imp, xs, attrs):
-    """ConvTranspose as kiln's conv2d_input_grad (the transpose of conv2d onto a given input
-    size), per group; the size from output_padding (or output_shape)."""
+    """ConvTranspose per group: 2-d as kiln's conv2d_input_grad (the transpose of conv2d onto a
+    given input size), other ranks as a sum over kernel offsets of the input times that
+    offset's weights placed at strided positions (`_offsets_transposed`); the size from
+    output_padding. Pads from auto_pad or output_shape (as ONNX's reference computes them), and
+    asymmetric pads, crop the unpadded result."""
     x, w = imp.symbol(xs[0]), imp.symbol(xs[1])
-    _check_2d(imp, x, attrs)
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-        raise imp.error("with auto_pad has no kiln form")
-    strides = tuple(attrs.get("strides", (1, 1)))
-    dilations = tuple(attrs.get("dilations", (1, 1)))
-    top, left, bottom, right = attrs.get("pads", [0, 0, 0, 0])
-    if (top, left) != (bottom, right):
-        raise imp.error("with asymmetric pads has no kiln form")
-    groups, extra = attrs.get("group", 1), attrs.get("output_padding", (0, 0))
-    size = []
-    for n, s, p, d, k, e in zip(x.shape[2:], strides, (top, left), dilations, w.shape[2:], extra):
-        if not (isinstance(n, int) and isinstance(k, int)):
-            raise imp.error("on symbolic spatial sizes has no kiln form")
-        size.append((n - 1) * s - 2 * p + d * (k - 1) + 1 + e)
-    if "output_shape" in attrs and list(attrs["output_shape"]) != size:
-        raise imp.error("with an output_shape that needs asymmetric pads has no kiln form")
-    c = w.shape[1]
+    n = x.ndim - 2
+    strides = tuple(attrs.get("strides", (1,) * n))
+    dilations = tuple(attrs.get("dilations", (1,) * n))
+    extra = tuple(attrs.get("output_padding", (0,) * n))
+    if not all(isinstance(d, int) for d in (*x.shape[2:], *w.shape[2:])):
+        raise imp.error("on symbolic spatial sizes has no kiln form")
+    sizes = zip(x.shape[2:], strides, dilations, w.shape[2:], extra)
+    full = [(m - 1) * s + d * (k - 1) + 1 + e for m, s, d, k, e in sizes]
+    pads = list(attrs.get("pads", [0] * (2 * n)))
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    target = attrs.get("output_shape")
+    if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = [m * s for m, s in zip(x.shape[2:], strides)]
+    if target is not None:
+        target = list(target)[-n:]
+        total = [f - t for f, t in zip(full, target)]  # negative: zeros past the end
+        small = [t // 2 for t in total]
+        begin = small if auto == "SAME_UPPER" else [t - h for t, h in zip(total, small)]
+        pads = [*begin, *(t - b for t, b in zip(total, begin))]
+    symmetric = n == 2 and pads[:n] == pads[n:] and min(pads) >= 0
+    padding = tuple(pads[:n]) if symmetric else (0,) * n
+    size = [f - 2 * p for f, p in zip(full, padding)]
+    groups, c = attrs.get("group", 1), w.shape[1]
     parts = []
     for g in range(groups):
         xg, wg = x, w
@@ -126,34 +144,72 @@ def conv_transpose(imp, xs, attrs):
             xg = imp.apply("index", x, spec=(_ALL, ("slice", g * o, (g + 1) * o, None)))
             wg = imp.apply("index", w, spec=(("slice", g * o, (g + 1) * o, None),))
         shape = (x.shape[0], c, *size)
+        if n != 2:
+            parts.append(_offsets_transposed(imp, xg, wg, shape, strides, dilations))
+            continue
         parts.append(imp.apply("conv2d_input_grad", xg, wg, x_shape=shape, stride=strides,
-                               padding=(top, left), dilation=dilations))  # fmt: skip
+                               padding=padding, dilation=dilations))  # fmt: skip
     y = parts[0] if groups == 1 else imp.apply("concat", *parts, axis=1)
+    if not symmetric:  # crop the pads from the full result; negative pads add zeros
+        crop = [(max(b, 0), f - max(e, 0)) for b, e, f in zip(pads[:n], pads[n:], full)]
+        y = imp.apply("index", y, spec=(_ALL, _ALL, *(("slice", b, e, None) for b, e in crop)))
+        widths = [(max(-b, 0), max(-e, 0)) for b, e in zip(pads[:n], pads[n:])]
+        if any(b or e for b, e in widths):
+            y = imp.apply("pad", y, pad_width=((0, 0), (0, 0), *widths), value=0.0)
     if len(xs) > 2 and xs[2] is not None:
         bias = imp.symbol(xs[2])
-        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], 1, 1)))
+        y = imp.apply("add", y, imp.apply("reshape", bias, shape=(bias.shape[0], *(1,) * n)))
     return y
 
 
-def pool(name):
-    """MaxPool / AveragePool: pads kiln's pool does not take (asymmetric, over half a kernel)
-    are applied first (-inf for max, zeros for the mean); `count_include_pad=0` divides by the
-    pooled count of real elements."""
+def _offsets_transposed(imp, x, w, shape, strides, dilations):
+    """A transposed convolution of any rank: for each kernel offset, the input's channels times
+    that offset's (in, out) weights, placed at the strided positions the offset reaches."""
+    if not isinstance(shape[0], int):
+        raise imp.error(f"on {x.ndim}-d inputs with a symbolic batch has no kiln form")
+    n = x.ndim - 2
+    last = imp.apply("transpose", x, perm=(0, *range(2, n + 2), 1))  # channels last
+    total = None
+    for offsets in itertools.product(*(range(k) for k in w.shape[2:])):
+        wo = imp.apply("index", w, spec=(_ALL, _ALL, *(("int", o) for o in offsets)))
+        y = imp.apply("matmul", last, wo)
+        y = imp.apply("transpose", y, perm=(0, n + 1, *range(1, n + 1)))
+        reach = zip(offsets, dilations, x.shape[2:], strides)
+        spec = (_ALL, _ALL, *(("slice", o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in reach))
+        y = imp.apply("index_scatter", y, spec=spec, shape=tuple(shape))
+        total = y if total is None else imp.apply("add", total, y)
+    return total
 
-    @one_d
+
+def pool(name):
+    """MaxPool / AveragePool: 1-d and 2-d float pools as kiln's 2-d pool, pads it does not
+    take (asymmetric, over half a kernel) applied first (-inf for max, zeros for the mean;
+    `count_include_pad=0` divides by the pooled count of real elements); other ranks,
+    ceil_mode, dilations, integer inputs and MaxPool's Indices output as `window_pool`."""
+
     def rule(imp, xs, attrs):
         x = imp.symbol(xs[0])
+        is_max = name == "max_pool2d"
+        indices = is_max and len(imp.node.output) > 1 and imp.node.output[1]
+        general = attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", ()))
+        if indices or general or x.ndim not in (3, 4) or not dt.is_float(x.dtype):
+            n = x.ndim - 2
+            strides = tuple(attrs.get("strides", (1,) * n))
+            dilations = tuple(attrs.get("dilations", (1,) * n))
+            pads = _pads_2d(imp, attrs, x, attrs["kernel_shape"], strides, dilations)
+            return window_pool(imp, x, attrs, pads, is_max, with_indices=bool(indices))
+        return pool2d(imp, xs, attrs)
+
+    @one_d
+    def pool2d(imp, xs, attrs):
+        x = imp.symbol(xs[0])
         _check_2d(imp, x, attrs)
-        if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", (1, 1))):
-            raise imp.error("with ceil_mode or dilations has no kiln form")
         kernel, strides = tuple(attrs["kernel_shape"]), tuple(attrs.get("strides", (1, 1)))
         pads = _pads_2d(imp, attrs, x, kernel, strides, (1, 1))
         is_max = name == "max_pool2d"
         fits = pads[:2] == pads[2:] and all(2 * p <= k for p, k in zip(pads, kernel))
         if fits and (is_max or attrs.get("count_include_pad", 0) or not any(pads)):
             return imp.apply(name, x, kernel_size=kernel, stride=strides, padding=pads[:2])
-        if not dt.is_float(x.dtype):
-            raise imp.error(f"on {x.dtype} has no kiln form (floats only)")
         fill = -np.inf if is_max else 0.0
         y = imp.apply(name, _explicit_pad(imp, x, pads, fill), kernel_size=kernel,
                       stride=strides, padding=(0, 0))  # fmt: skip

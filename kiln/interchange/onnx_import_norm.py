@@ -47,19 +47,35 @@ def rms_norm(imp, xs, attrs):
 
 
 def batch_norm(imp, xs, attrs):
-    """Inference-mode BatchNormalization: the running mean and variance, per channel (axis 1)."""
-    if attrs.get("training_mode", 0):
-        raise imp.error("in training mode has no kiln form (inference only)")
+    """BatchNormalization per channel (axis 1): at inference with the running mean and
+    variance; in training mode with the batch's (biased variance), giving also the running mean
+    and variance updated with `momentum`."""
     x = imp.symbol(xs[0])
     scale, bias, mean, var = (imp.symbol(v) for v in xs[1:5])
     shape = (x.shape[1], *(1 for _ in x.shape[2:]))
     scale, bias, mean, var = (
         imp.apply("reshape", v, shape=shape) for v in (scale, bias, mean, var)
     )
+    running = None
+    if attrs.get("training_mode", 0):
+        axes = (0, *range(2, x.ndim))
+        batch_mean = imp.apply("reduce_mean", x, axes=axes, keepdims=True)
+        centered = imp.apply("sub", x, batch_mean)
+        batch_var = imp.apply("reduce_mean", imp.apply("mul", centered, centered), axes=axes,
+                              keepdims=True)  # fmt: skip
+        m = attrs.get("momentum", 0.9)
+        running = [
+            imp.apply("reshape", imp.apply("add", imp.apply("mul", old, _scalar(imp, m, old)),
+                                           imp.apply("mul", new, _scalar(imp, 1 - m, new))),
+                      shape=(x.shape[1],))
+            for old, new in ((mean, batch_mean), (var, batch_var))
+        ]  # fmt: skip
+        mean, var = batch_mean, batch_var
     eps = _scalar(imp, attrs.get("epsilon", 1e-5), var)
     inv = imp.apply("rsqrt", imp.apply("add", var, eps))
-    return imp.apply("add", imp.apply("mul", imp.apply("mul", imp.apply("sub", x, mean), inv),
-                                      scale), bias)  # fmt: skip
+    y = imp.apply("add", imp.apply("mul", imp.apply("mul", imp.apply("sub", x, mean), inv),
+                                   scale), bias)  # fmt: skip
+    return y if running is None else [y, *running]
 
 
 def dropout(imp, xs, attrs):

@@ -1,5 +1,7 @@
-"""The one table of ONNX import rules, keyed by ONNX op type (convolution and pooling rules are
-in onnx_import_nn.py, the shape arithmetic computed while importing in onnx_import_fold.py).
+"""The one table of ONNX import rules, keyed by ONNX op type (its rows for convolution and
+pooling are in onnx_import_nn.py and onnx_import_pool.py, for reductions and softmax in
+onnx_import_reduce.py, for Pad in onnx_import_pad.py, for normalization and activation ops in
+onnx_import_norm.py; the shape arithmetic computed while importing is in onnx_import_fold.py).
 
 A rule `rule(imp, inputs, attrs)` builds kiln ops for one ONNX node through the `Importer`
 `imp` and returns its output value (or a list of them). `inputs` are Symbols or `Known`s (None
@@ -14,9 +16,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from .onnx_import import Known
+from .onnx_import import Known, axes_of
+from .onnx_import import norm_axis as _axis
 from .onnx_import_nn import conv, conv_transpose, global_pool, max_pool, one_d, pool
 from .onnx_import_norm import RULES as NORM_RULES
+from .onnx_import_pad import pad
+from .onnx_import_reduce import arg, log_sum_exp, reduce, same_dtype, softmax, square
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -29,21 +34,6 @@ def _shape(value):
 
 def _dtype(value):
     return value.dtype if not isinstance(value, Known) else value.array.dtype
-
-
-def _axis(axis, ndim):
-    return int(axis) + ndim if int(axis) < 0 else int(axis)
-
-
-def axes_of(imp, inputs, attrs, k=1, ndim=None):
-    """Axes from the input `k` (newer opsets) or the `axes` attr; None when neither is given."""
-    if len(inputs) > k and inputs[k] is not None:
-        axes = [int(a) for a in imp.known(inputs[k], "axes").reshape(-1)]
-    elif "axes" in attrs:
-        axes = [int(a) for a in attrs["axes"]]
-    else:
-        return None
-    return sorted(_axis(a, ndim) for a in axes) if ndim is not None else axes
 
 
 def _dims(imp, value, what="shape"):
@@ -165,88 +155,6 @@ def _xor(imp, xs, attrs):
     return imp.apply("not_equal", *xs)
 
 
-# -- reductions --------------------------------------------------------------------------------
-
-
-def reduce(name, pre=None, post=None):
-    """An ONNX Reduce* (axes as attr or input; empty axes reduce all unless
-    `noop_with_empty_axes`), with `pre` applied to the input and `post` to the result."""
-
-    def rule(imp, xs, attrs):
-        x = imp.symbol(xs[0])
-        axes = axes_of(imp, xs, attrs, ndim=x.ndim)
-        if not axes:
-            if attrs.get("noop_with_empty_axes", 0):
-                return x
-            axes = list(range(x.ndim))
-        keepdims = bool(attrs.get("keepdims", 1))
-        value = imp.apply(name, pre(imp, x) if pre else x, axes=tuple(axes), keepdims=keepdims)
-        return _same_dtype(imp, post(imp, value) if post else value, x)
-
-    return rule
-
-
-def _same_dtype(imp, y, x):
-    """ONNX keeps the input's type where NumPy's sums widen small integers."""
-    return y if y.dtype == x.dtype else imp.apply("cast", y, dtype=x.dtype)
-
-
-def _square(imp, x):
-    return imp.apply("mul", x, x)
-
-
-def _log_sum_exp(imp, xs, attrs):
-    x = imp.symbol(xs[0])
-    axes = axes_of(imp, xs, attrs, ndim=x.ndim) or list(range(x.ndim))
-    keepdims = bool(attrs.get("keepdims", 1))
-    m = imp.apply("stop_gradient", imp.apply("reduce_max", x, axes=tuple(axes), keepdims=True))
-    total = imp.apply("reduce_sum", imp.apply("exp", imp.apply("sub", x, m)), axes=tuple(axes),
-                      keepdims=True)  # fmt: skip
-    value = imp.apply("add", imp.apply("log", total), m)
-    if not keepdims:
-        value = imp.apply("reshape", value, shape=tuple(d for a, d in enumerate(value.shape)
-                                                        if a not in axes))  # fmt: skip
-    return value
-
-
-def arg(name):
-    def rule(imp, xs, attrs):
-        x = imp.symbol(xs[0])
-        axis, keepdims = _axis(attrs.get("axis", 0), x.ndim), bool(attrs.get("keepdims", 1))
-        last = attrs.get("select_last_index", 0)
-        if last:  # the first along the reversed axis, counted from the end
-            spec = (("slice", None, None, None),) * axis + (("slice", None, None, -1),)
-            x = imp.apply("index", x, spec=spec)
-        index = imp.apply("cast", imp.apply(name, x, axis=axis, keepdims=keepdims),
-                          dtype=np.dtype(np.int64))  # fmt: skip
-        if last:
-            size = x.shape[axis]
-            if not isinstance(size, int):
-                raise imp.error("with select_last_index=1 on a symbolic dim has no kiln form")
-            index = imp.apply("sub", imp.scalar(size - 1, np.int64), index)
-        return index
-
-    return rule
-
-
-def softmax(log):
-    def rule(imp, xs, attrs):
-        x = imp.symbol(xs[0])
-        axis = _axis(attrs.get("axis", -1 if imp.opset >= 13 else 1), x.ndim)
-        if imp.opset < 13:  # older opsets: softmax over the flattened trailing dims
-            raise imp.error("before opset 13 (a softmax over flattened dims) has no kiln form")
-        axes = (axis,)
-        m = imp.apply("stop_gradient", imp.apply("reduce_max", x, axes=axes, keepdims=True))
-        shifted = imp.apply("sub", x, m)
-        e = imp.apply("exp", shifted)
-        total = imp.apply("reduce_sum", e, axes=axes, keepdims=True)
-        if log:
-            return imp.apply("sub", shifted, imp.apply("log", total))
-        return imp.apply("div", e, total)
-
-    return rule
-
-
 def _gemm(imp, xs, attrs):
     a, b = imp.symbol(xs[0]), imp.symbol(xs[1])
     if attrs.get("transA", 0):
@@ -267,9 +175,7 @@ def _gemm(imp, xs, attrs):
 def _cumsum(imp, xs, attrs):
     x = imp.symbol(xs[0])
     axis = _axis(int(imp.known(xs[1], "axis").reshape(-1)[0]), x.ndim)
-    y = _same_dtype(
-        imp, imp.apply("cumsum", x, axis=axis, reverse=bool(attrs.get("reverse", 0))), x
-    )
+    y = same_dtype(imp, imp.apply("cumsum", x, axis=axis, reverse=bool(attrs.get("reverse", 0))), x)
     return imp.apply("sub", y, x) if attrs.get("exclusive", 0) else y
 
 
@@ -416,16 +322,27 @@ def _scatter_nd(imp, xs, attrs):
     """ScatterND whose indices address the first axis (last index dim 1): a scatter along
     axis 0 of the flattened index positions."""
     x, idx, updates = (imp.symbol(v) for v in xs)
-    if idx.shape[-1] != 1:
-        raise imp.error(f"with {idx.shape[-1]}-d index tuples has no kiln form (1-d only)")
-    rest, n = tuple(x.shape[1:]), sh.dim_product(idx.shape[:-1])
+    k = idx.shape[-1]
+    if not isinstance(k, int) or not all(isinstance(d, int) for d in x.shape[:k]):
+        raise imp.error("with symbolic index tuples or indexed sizes has no kiln form")
+    shape, rest, n = x.shape, tuple(x.shape[k:]), sh.dim_product(idx.shape[:-1])
+    if k != 1:  # k-d tuples address the first k axes flattened into one: a row-major index
+        sizes = np.asarray(shape[:k], idx.dtype)
+        negative = imp.apply("less", idx, imp.scalar(0, idx.dtype))
+        idx = imp.apply("where", negative, imp.apply("add", idx, Known(sizes)), idx)
+        strides = np.cumprod([1, *shape[1:k][::-1]])[::-1].astype(idx.dtype)
+        idx = imp.apply("reduce_sum", imp.apply("mul", idx, Known(strides)), axes=(idx.ndim - 1,),
+                        keepdims=True)  # fmt: skip
+        idx = same_dtype(imp, idx, imp.symbol(xs[1]))
+        x = _reshape_to(imp, x, (int(np.prod(shape[:k])), *rest))
     idx = _reshape_to(imp, idx, (n,))
     updates = _reshape_to(imp, updates, (n, *rest))
     idx = _wrapped(imp, idx, x.shape[0])
     idx = imp.apply("broadcast_to", _reshape_to(imp, idx, (n, *(1 for _ in rest))),
                     shape=updates.shape)  # fmt: skip
     reduce = _SCATTER[_text(attrs.get("reduction", "none"))]
-    return imp.apply("scatter", x, idx, updates, axis=0, reduce=reduce, include_self=True)
+    y = imp.apply("scatter", x, idx, updates, axis=0, reduce=reduce, include_self=True)
+    return y if k == 1 else _reshape_to(imp, y, shape)
 
 
 def _text(value):
@@ -451,28 +368,6 @@ def _bit_shift(imp, xs, attrs):
 def _concat(imp, xs, attrs):
     xs = [imp.symbol(x) for x in xs]
     return imp.apply("concat", *xs, axis=_axis(attrs["axis"], xs[0].ndim))
-
-
-def _pad(imp, xs, attrs):
-    x = imp.symbol(xs[0])
-    if attrs.get("mode", b"constant") not in (b"constant", "constant"):
-        raise imp.error(f"with mode {attrs['mode']!r} has no kiln form (constant only)")
-    pads = [int(p) for p in (imp.known(xs[1], "pads").reshape(-1) if len(xs) > 1 else
-                             attrs["pads"])]  # fmt: skip
-    value = 0.0
-    if len(xs) > 2 and xs[2] is not None:
-        value = imp.known(xs[2], "constant value").reshape(-1)
-        value = value[0].item() if value.size else 0.0
-    elif "value" in attrs:
-        value = attrs["value"]
-    axes = axes_of(imp, xs, {}, k=3, ndim=x.ndim) or list(range(x.ndim))
-    widths = [(0, 0)] * x.ndim
-    for k, a in enumerate(axes):
-        widths[a] = (pads[k], pads[k + len(axes)])
-    if any(b < 0 or e < 0 for b, e in widths):
-        raise imp.error("with negative pads has no kiln form")
-    value = value if dt.is_float(x.dtype) else int(value)
-    return imp.apply("pad", x, pad_width=tuple(widths), value=value)
 
 
 def _tile(imp, xs, attrs):
@@ -594,11 +489,11 @@ RULES = {
     "ReduceMax": reduce("reduce_max"),
     "ReduceMin": reduce("reduce_min"),
     "ReduceProd": reduce("reduce_prod"),
-    "ReduceSumSquare": reduce("reduce_sum", pre=_square),
+    "ReduceSumSquare": reduce("reduce_sum", pre=square),
     "ReduceL1": reduce("reduce_sum", pre=lambda imp, x: imp.apply("abs", x)),
-    "ReduceL2": reduce("reduce_sum", pre=_square, post=lambda imp, y: imp.apply("sqrt", y)),
+    "ReduceL2": reduce("reduce_sum", pre=square, post=lambda imp, y: imp.apply("sqrt", y)),
     "ReduceLogSum": reduce("reduce_sum", post=lambda imp, y: imp.apply("log", y)),
-    "ReduceLogSumExp": _log_sum_exp,
+    "ReduceLogSumExp": log_sum_exp,
     "ArgMax": arg("argmax"),
     "ArgMin": arg("argmin"),
     "Softmax": softmax(log=False),
@@ -619,7 +514,7 @@ RULES = {
     "TopK": _top_k,
     "BitShift": _bit_shift,
     "Concat": _concat,
-    "Pad": _pad,
+    "Pad": pad,
     "Tile": _tile,
     "OneHot": _one_hot,
     "Shape": _shape_of,

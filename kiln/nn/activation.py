@@ -4,25 +4,45 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
+from .. import dtypes as dt
 from . import functional as F
-from .module import Module
+from .module import Module, Parameter
 
 __all__ = [
+    "PReLU",
+    "RReLU",
+    "Hardshrink",
+    "Softshrink",
+    "Tanhshrink",
+    "Threshold",
+    "CELU",
     "ELU",
     "GELU",
+    "GLU",
+    "SELU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
     "LeakyReLU",
+    "LogSigmoid",
     "LogSoftmax",
+    "Mish",
     "ReLU",
+    "ReLU6",
     "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softmin",
     "Softplus",
+    "Softsign",
     "Tanh",
 ]
 
 
 class ReLU(Module):
-    """`max(x, 0)`. (`inplace` is accepted; kiln computes a new value.)
+    """`max(x, 0)`; `inplace=True` overwrites an eager input, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.nn.ReLU()(kn.tensor([-1.0, 2.0]))
@@ -34,7 +54,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
 
 class GELU(Module):
@@ -95,7 +115,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, x):
-        return F.silu(x)
+        return F.silu(x, self.inplace)
 
 
 class LeakyReLU(Module):
@@ -111,7 +131,7 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -130,7 +150,7 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x):
-        return F.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
@@ -203,3 +223,288 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class _Pointwise(Module):
+    """An activation of `kn.nn.functional` with only an `inplace` flag."""
+
+    fn = staticmethod(F.relu)
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return type(self).fn(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_Pointwise):
+    """`scale * elu(x, alpha)` with SELU's fixed constants.
+
+    >>> import kiln as kn
+    >>> kn.nn.SELU()(kn.tensor([1.0]))
+    tensor([1.0507])
+    """
+
+    fn = staticmethod(F.selu)
+
+
+class ReLU6(_Pointwise):
+    """`min(max(x, 0), 6)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.ReLU6()(kn.tensor([-1.0, 7.0]))
+    tensor([0., 6.])
+    """
+
+    fn = staticmethod(F.relu6)
+
+
+class Hardswish(_Pointwise):
+    """`x * hardsigmoid(x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardswish()(kn.tensor([1.5]))
+    tensor([1.1250])
+    """
+
+    fn = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Pointwise):
+    """`clip(x / 6 + 1 / 2, 0, 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardsigmoid()(kn.tensor([1.5]))
+    tensor([0.7500])
+    """
+
+    fn = staticmethod(F.hardsigmoid)
+
+
+class Mish(_Pointwise):
+    """`x * tanh(softplus(x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Mish()(kn.tensor([1.0]))
+    tensor([0.8651])
+    """
+
+    fn = staticmethod(F.mish)
+
+
+class CELU(Module):
+    """`x` where positive, else `alpha * (exp(x / alpha) - 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.CELU(2.0)(kn.tensor([-1.0]))
+    tensor([-0.7869])
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x):
+        return F.celu(x, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Hardtanh(Module):
+    """`x` limited to [min_val, max_val].
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardtanh(-2.0, 2.0)(kn.tensor([-3.0, 1.0]))
+    tensor([-2.,  1.])
+    """
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if max_val < min_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class Softsign(Module):
+    """`x / (1 + |x|)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Softsign()(kn.tensor([3.0]))
+    tensor([0.7500])
+    """
+
+    def forward(self, x):
+        return F.softsign(x)
+
+
+class LogSigmoid(Module):
+    """`log(sigmoid(x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.LogSigmoid()(kn.tensor([0.0]))
+    tensor([-0.6931])
+    """
+
+    def forward(self, x):
+        return F.logsigmoid(x)
+
+
+class Softmin(Module):
+    """Softmin over `dim` (PyTorch's implicit choice, with its warning, when None).
+
+    >>> import kiln as kn
+    >>> kn.nn.Softmin(dim=0)(kn.tensor([0.0, 0.0]))
+    tensor([0.5000, 0.5000])
+    """
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        dim = _softmax_dim(x.ndim, "softmin") if self.dim is None else self.dim
+        return F.softmin(x, dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class GLU(Module):
+    """The gated linear unit over `dim`: first half times the sigmoid of the second.
+
+    >>> import kiln as kn
+    >>> kn.nn.GLU()(kn.tensor([2.0, 0.0]))
+    tensor([1.])
+    """
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    """`x` where `x > threshold`, else `value`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Threshold(0.5, -1.0)(kn.tensor([0.0, 1.0]))
+    tensor([-1.,  1.])
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x):
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class _Shrink(Module):
+    fn = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x):
+        return type(self).fn(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """`x` where `|x| > lambd`, else 0.
+
+    >>> import kiln as kn
+    >>> kn.nn.Hardshrink()(kn.tensor([0.2, 1.0]))
+    tensor([0., 1.])
+    """
+
+    fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Shrink):
+    """`x` moved `lambd` towards 0, and 0 within `lambd` of it.
+
+    >>> import kiln as kn
+    >>> kn.nn.Softshrink()(kn.tensor([0.2, 1.0]))
+    tensor([0.0000, 0.5000])
+    """
+
+    fn = staticmethod(F.softshrink)
+
+
+class Tanhshrink(Module):
+    """`x - tanh(x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.Tanhshrink()(kn.zeros(1))
+    tensor([0.])
+    """
+
+    def forward(self, x):
+        return F.tanhshrink(x)
+
+
+class PReLU(Module):
+    """`x` where positive, else `weight * x`, with `num_parameters` learned slopes (1, or
+    one per channel) initialized to `init`, as PyTorch's `PReLU`.
+
+    >>> import kiln as kn
+    >>> kn.nn.PReLU()(kn.tensor([-2.0, 1.0]))
+    tensor([-0.5000,  1.0000], grad_fn=<WhereBackward0>)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
+        self.weight = Parameter(np.full((num_parameters,), init, dtype))
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random slope in [lower, upper] per element while training, and
+    their mean in eval mode.
+
+    >>> import kiln as kn
+    >>> kn.nn.RReLU(0.1, 0.3).eval()(kn.tensor([-1.0, 1.0]))
+    tensor([-0.2000,  1.0000])
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x):
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"

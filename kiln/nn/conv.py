@@ -1,31 +1,179 @@
-"""Convolution and pooling layers (NCHW inputs, OIHW weights), as PyTorch's."""
+"""Convolution layers (Conv1d/2d/3d, ConvTranspose1d/2d) with PyTorch's constructors,
+parameter shapes and initialization (kaiming-uniform weight with `a=sqrt(5)`, bias uniform in
+±1/sqrt(fan_in), fans of the weight as PyTorch computes them), so PyTorch's state_dicts load."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import dtypes as dt
-from .. import frontend as F
 from .. import init
+from . import functional as F
 from .module import Module, Parameter
 
-__all__ = ["Conv2d", "MaxPool2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
-def _pair(value) -> tuple[int, int]:
-    if isinstance(value, (int, np.integer)):
-        return (int(value), int(value))
-    pair = tuple(int(v) for v in value)
-    if len(pair) != 2:
-        raise ValueError(f"expected an int or a pair of ints, got {value!r}")
-    return pair
+def _ntuple(value, n: int, what: str) -> tuple:
+    if isinstance(value, int):
+        return (value,) * n
+    values = tuple(int(v) for v in value)
+    if len(values) != n:
+        raise ValueError(f"{what} must be an int or {n} ints, got {value!r}")
+    return values
 
 
-class Conv2d(Module):
-    """2-d cross-correlation with weight (out, in, kh, kw) and bias (out,), initialized as
-    PyTorch's `Conv2d` (kaiming-uniform with `a=sqrt(5)`, bias uniform in ±1/sqrt(fan_in)).
+class _ConvNd(Module):
+    """What Conv1d/2d/3d and ConvTranspose1d/2d share: arguments, parameters, init, repr."""
+
+    n: int = 2
+    transposed: bool = False
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        output_padding,
+        groups,
+        bias,
+        padding_mode,
+        device,
+        dtype,
+    ):
+        super().__init__()
+        n = self.n
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _ntuple(kernel_size, n, "kernel_size")
+        self.stride = _ntuple(stride, n, "stride")
+        self.dilation = _ntuple(dilation, n, "dilation")
+        self.output_padding = _ntuple(output_padding, n, "output_padding")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of ['valid', 'same']"
+                )
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _ntuple(padding, n, "padding")
+        self.padding_mode = padding_mode
+        dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(init.kaiming_uniform(a=math.sqrt(5))(shape, dtype))
+        self.bias = None
+        if bias:
+            fan_in, _ = init.fan_in_and_fan_out(shape)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            self.bias = Parameter(init.uniform(-bound, bound)((out_channels,), dtype))
+        if device is not None:
+            self.to(device)
+
+    def _mode_padded(self, x):
+        """x padded by `padding_mode` (not zeros), as PyTorch pads before a padding-0 conv."""
+        if self.padding == "valid":
+            return x
+        pairs = []
+        for i in range(self.n):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                pairs.append((total // 2, total - total // 2))
+            else:
+                pairs.append((self.padding[i], self.padding[i]))
+        widths = tuple(w for pair in reversed(pairs) for w in pair)
+        return F.pad(x, widths, mode=self.padding_mode)
+
+    def extra_repr(self) -> str:
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
+        text += f", stride={self.stride}"
+        if self.padding != (0,) * self.n:
+            text += (
+                f", padding={self.padding!r}"
+                if isinstance(self.padding, str)
+                else f", padding={self.padding}"
+            )
+        if self.dilation != (1,) * self.n:
+            text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self.n:
+            text += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
+
+class _Conv(_ConvNd):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            0,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+    def forward(self, x):
+        fn = (F.conv1d, F.conv2d, F.conv3d)[self.n - 1]
+        if self.padding_mode != "zeros":
+            x, padding = self._mode_padded(x), 0
+        else:
+            padding = self.padding
+        return fn(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
+    """1-d convolution over (N, C_in, L) inputs; weight (C_out, C_in/groups, K).
+
+    >>> import kiln as kn
+    >>> conv = kn.nn.Conv1d(4, 6, 3, padding="same", groups=2)
+    >>> list(conv(kn.zeros(2, 4, 9)).shape), list(conv.weight.shape)
+    ([2, 6, 9], [6, 2, 3])
+    """
+
+    n = 1
+
+
+class Conv2d(_Conv):
+    """2-d cross-correlation with weight (out, in/groups, kh, kw) and bias (out,), initialized
+    as PyTorch's `Conv2d` (kaiming-uniform with `a=sqrt(5)`, bias uniform in ±1/sqrt(fan_in)).
 
     >>> import kiln as kn
     >>> with kn.Graph().as_default():
@@ -35,6 +183,23 @@ class Conv2d(Module):
     ('f32[batch,8,32,32]', 224)
     """
 
+    n = 2
+
+
+class Conv3d(_Conv):
+    """3-d convolution over (N, C_in, D, H, W) inputs; weight (C_out, C_in/groups, KD, KH, KW).
+
+    >>> import kiln as kn
+    >>> list(kn.nn.Conv3d(1, 2, 2)(kn.zeros(1, 1, 3, 3, 3)).shape)
+    [1, 2, 2, 2, 2]
+    """
+
+    n = 3
+
+
+class _ConvTranspose(_ConvNd):
+    transposed = True
+
     def __init__(
         self,
         in_channels: int,
@@ -42,43 +207,80 @@ class Conv2d(Module):
         kernel_size,
         stride=1,
         padding=0,
-        dilation=1,
+        output_padding=0,
+        groups: int = 1,
         bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
         dtype=None,
     ):
-        super().__init__()
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
-        self.padding, self.dilation = _pair(padding), _pair(dilation)
-        dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
-        shape = (out_channels, in_channels, *self.kernel_size)
-        self.weight = Parameter(init.kaiming_uniform(a=math.sqrt(5))(shape, dtype))
-        self.bias = None
-        if bias:
-            fan_in, _ = init.fan_in_and_fan_out(shape)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            self.bias = Parameter(init.uniform(-bound, bound)((out_channels,), dtype))
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            output_padding,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
 
-    def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation)
+    def _output_padding(self, x, output_size) -> tuple:
+        """PyTorch's output_padding that makes the output `output_size` (spatial or full)."""
+        if output_size is None:
+            return self.output_padding
+        size = tuple(output_size)[-self.n :]
+        extra = []
+        for i in range(self.n):
+            d = x.ndim - self.n + i
+            low = (
+                (x.shape[d] - 1) * self.stride[i]
+                - 2 * self.padding[i]
+                + self.dilation[i] * (self.kernel_size[i] - 1)
+                + 1
+            )
+            if not low <= size[i] < low + self.stride[i]:
+                raise ValueError(
+                    f"requested an output size of {size}, but valid sizes range from {low} to "
+                    f"{low + self.stride[i] - 1} (for an input of {tuple(x.shape[2:])})"
+                )
+            extra.append(size[i] - low)
+        return tuple(extra)
 
-    def extra_repr(self) -> str:
-        return (
-            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-            f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
-            f"bias={self.bias is not None}"
+    def forward(self, x, output_size=None):
+        fn = (F.conv_transpose1d, F.conv_transpose2d)[self.n - 1]
+        extra = self._output_padding(x, output_size)
+        return fn(
+            x, self.weight, self.bias, self.stride, self.padding, extra, self.groups, self.dilation
         )
 
 
-class MaxPool2d(Module):
-    """Maximum over `kernel_size` windows; `stride` defaults to the kernel size."""
+class ConvTranspose1d(_ConvTranspose):
+    """The transpose of Conv1d over (N, C_in, L) inputs; weight (C_in, C_out/groups, K).
 
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+    >>> import kiln as kn
+    >>> list(kn.nn.ConvTranspose1d(2, 3, 3, stride=2)(kn.zeros(1, 2, 4)).shape)
+    [1, 3, 9]
+    """
 
-    def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+    n = 1
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+class ConvTranspose2d(_ConvTranspose):
+    """The transpose of Conv2d over (N, C_in, H, W) inputs; weight (C_in, C_out/groups, KH, KW);
+    `output_size` in the call picks among the sizes a stride allows.
+
+    >>> import kiln as kn
+    >>> up = kn.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1)
+    >>> list(up(kn.zeros(1, 4, 5, 5), output_size=[10, 10]).shape)
+    [1, 2, 10, 10]
+    """
+
+    n = 2

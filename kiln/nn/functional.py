@@ -13,52 +13,177 @@ import warnings
 from .. import dtypes as dt
 from .. import frontend as F
 from ..frontend import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     batch_norm,
+    conv1d,
     conv2d,
-    dropout,
-    embedding,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
     gelu,
     layer_norm,
-    leaky_relu,
-    log_softmax,
+    max_pool1d,
     max_pool2d,
-    relu,
+    max_pool3d,
     sigmoid,
-    softmax,
-    softplus,
     tanh,
 )
+from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
+from ..frontend.nn_interpolate import interpolate
+from .functional_act import (
+    _underscored,
+    celu,
+    celu_,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    hardtanh_,
+    in_place,
+    leaky_relu,
+    leaky_relu_,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    relu_,
+    rrelu,
+    rrelu_,
+    selu,
+    selu_,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
+from .functional_attention import linear, one_hot, scaled_dot_product_attention
+from .functional_core import (
+    channel_shuffle,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    embedding,
+    log_softmax,
+    pixel_shuffle,
+    pixel_unshuffle,
+    softmax,
+    softplus,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
+from .functional_norm import (
+    cosine_similarity,
+    group_norm,
+    instance_norm,
+    local_response_norm,
+    normalize,
+    pairwise_distance,
+    rms_norm,
+)
 
 __all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "celu",
+    "celu_",
+    "channel_shuffle",
+    "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "cosine_similarity",
     "cross_entropy",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
+    "elu_",
     "embedding",
+    "fold",
     "gelu",
+    "glu",
+    "group_norm",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hardtanh_",
     "huber_loss",
+    "instance_norm",
+    "interpolate",
+    "kl_div",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
+    "linear",
+    "local_response_norm",
     "log_softmax",
     "logsigmoid",
+    "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
+    "mish",
     "mse_loss",
     "nll_loss",
+    "normalize",
+    "one_hot",
     "pad",
+    "pairwise_distance",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "prelu",
     "relu",
+    "relu6",
+    "relu_",
+    "rms_norm",
+    "rrelu",
+    "rrelu_",
+    "scaled_dot_product_attention",
+    "selu",
+    "selu_",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
     "softmax",
+    "softmin",
     "softplus",
+    "softshrink",
+    "softsign",
     "tanh",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+    "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
 ]
 
 
@@ -72,7 +197,12 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     >>> kn.nn.functional.elu(kn.tensor([-1.0, 2.0]))
     tensor([-0.6321,  2.0000])
     """
-    return F.where(F.greater(input, 0), input, F.mul(F.expm1(input), alpha))
+    return in_place(
+        "elu_", lambda x: F.where(F.greater(x, 0), x, F.mul(F.expm1(x), alpha)), input, inplace
+    )
+
+
+elu_ = _underscored(elu, "elu_")
 
 
 def silu(input, inplace: bool = False):  # noqa: A002
@@ -82,7 +212,7 @@ def silu(input, inplace: bool = False):  # noqa: A002
     >>> kn.nn.functional.silu(kn.tensor([0.0, 1.0]))
     tensor([0.0000, 0.7311])
     """
-    return F.mul(input, F.sigmoid(input))
+    return in_place("silu_", lambda x: F.mul(x, F.sigmoid(x)), input, inplace)
 
 
 def logsigmoid(input):  # noqa: A002
@@ -202,6 +332,49 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
         F.less_equal(d, delta), F.mul(F.square(d), 0.5), F.mul(F.sub(d, 0.5 * delta), delta)
     )
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+
+
+def kl_div(
+    input,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+    log_target: bool = False,
+):
+    """The KL divergence of `target` from log-probabilities `input`: `t * (log(t) - input)`
+    (0 where t = 0), or `exp(t) * (t - input)` with `log_target`; reductions as PyTorch's,
+    with "batchmean" (the sum over the batch size) besides "mean", "sum" and "none".
+
+    >>> import kiln as kn
+    >>> logp = kn.tensor([[0.5, 0.5]]).log()
+    >>> kn.nn.functional.kl_div(logp, kn.tensor([[0.0, 1.0]]), reduction="batchmean")
+    tensor(0.6931)
+    """
+    if reduction == "batchmean" and size_average is None and reduce is None:
+        mode = "batchmean"
+    else:
+        mode = _reduction(size_average, reduce, reduction)
+    if mode == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.",
+            UserWarning,
+            stacklevel=2,
+        )
+    input, target = _lift(input, target)  # noqa: A001
+    if log_target:
+        loss = F.mul(F.exp(target), F.sub(target, input))
+    else:
+        positive = F.greater(target, 0)
+        safe = F.where(positive, target, 1.0)
+        loss = F.where(positive, F.mul(target, F.sub(F.log(safe), input)), F.mul(target, 0.0))
+    if mode == "batchmean":
+        total = F.sum(loss)
+        return F.div(total, input.shape[0]) if input.ndim else total
+    return _reduce(loss, mode)
 
 
 def binary_cross_entropy(

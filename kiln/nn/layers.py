@@ -9,17 +9,29 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from . import functional_core, functional_norm
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
+from .functional_norm import group_norm
 from .module import Module, Parameter
 
 __all__ = [
     "GELU",
     "MLP",
     "BatchNorm1d",
+    "BatchNorm2d",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "RMSNorm",
     "Embedding",
     "Flatten",
+    "GroupNorm",
     "LayerNorm",
     "Linear",
     "ReLU",
@@ -92,6 +104,84 @@ class Dropout(Module):
         return f"p={self.p}"
 
 
+class _ChannelDropout(Dropout):
+    fn = staticmethod(functional_core.dropout2d)
+
+    def forward(self, x):
+        return type(self).fn(x, self.p, self.training)
+
+
+class Dropout1d(_ChannelDropout):
+    """Zeroes whole channels of (N, C, L) inputs with probability `p` while training.
+
+    >>> import kiln as kn
+    >>> kn.nn.Dropout1d().eval()(kn.ones(1, 2, 2)).sum().item()
+    4.0
+    """
+
+    fn = staticmethod(functional_core.dropout1d)
+
+
+class Dropout2d(_ChannelDropout):
+    """Zeroes whole channels of (N, C, H, W) inputs with probability `p` while training.
+
+    >>> import kiln as kn
+    >>> kn.nn.Dropout2d(p=0.0)(kn.ones(1, 2, 2, 2)).sum().item()
+    8.0
+    """
+
+    fn = staticmethod(functional_core.dropout2d)
+
+
+class Dropout3d(_ChannelDropout):
+    """Zeroes whole channels of (N, C, D, H, W) inputs with probability `p` while training.
+
+    >>> import kiln as kn
+    >>> kn.nn.Dropout3d().eval()(kn.ones(1, 1, 1, 1, 2)).sum().item()
+    2.0
+    """
+
+    fn = staticmethod(functional_core.dropout3d)
+
+
+class PixelShuffle(Module):
+    """(N, C * r * r, H, W) to (N, C, H * r, W * r).
+
+    >>> import kiln as kn
+    >>> list(kn.nn.PixelShuffle(2)(kn.zeros(1, 8, 3, 3)).shape)
+    [1, 2, 6, 6]
+    """
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x):
+        return functional_core.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(N, C, H * r, W * r) to (N, C * r * r, H, W).
+
+    >>> import kiln as kn
+    >>> list(kn.nn.PixelUnshuffle(2)(kn.zeros(1, 2, 6, 6)).shape)
+    [1, 8, 3, 3]
+    """
+
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, x):
+        return functional_core.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
+
+
 class Flatten(Module):
     """Merges dims `start_dim..end_dim` into one (the batch dim stays by default)."""
 
@@ -156,7 +246,7 @@ class LayerNorm(Module):
 
     def forward(self, x):
         axes = tuple(range(-len(self.normalized_shape), 0))
-        return F.layer_norm(x, axes, self.eps, self.weight, self.bias)
+        return F.layer_norm(x, weight=self.weight, bias=self.bias, eps=self.eps, axis=axes)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}"
@@ -205,17 +295,20 @@ class BatchNorm1d(Module):
             self.register_buffer("running_var", np.ones(num_features, np.float32))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
 
+    ndims: tuple = (2, 3)  # the input ranks the class takes
+
     def forward(self, x):
-        if x.ndim not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {x.ndim}D input)")
+        if x.ndim not in self.ndims:
+            wanted = " or ".join(f"{d}D" for d in self.ndims)
+            raise ValueError(f"expected {wanted} input (got {x.ndim}D input)")
         if not self.training and self.track_running_stats:
             return F.batch_norm(
-                x, self.running_mean, self.running_var, self.weight, self.bias, self.eps
+                x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps
             )
-        axes = (0,) if x.ndim == 2 else (0, 2)
+        axes = (0, *range(2, x.ndim))
         mean = F.mean(x, axes)
         var = F.var(x, axes, correction=0)
-        y = F.batch_norm(x, mean, var, self.weight, self.bias, self.eps)
+        y = F.batch_norm(x, mean, var, self.weight, self.bias, eps=self.eps)
         if self.training and self.track_running_stats:
             self._record_updates(y, self._running_updates(x, axes, mean, var))
         return y
@@ -248,4 +341,159 @@ class BatchNorm1d(Module):
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
             f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm2d(BatchNorm1d):
+    """Batch normalization over (N, C, H, W) inputs, per channel, as PyTorch's `BatchNorm2d`
+    (running statistics and their updates as BatchNorm1d's).
+
+    >>> import kiln as kn
+    >>> bn = kn.nn.BatchNorm2d(3)
+    >>> [name for name, _ in bn.named_buffers()]
+    ['running_mean', 'running_var', 'num_batches_tracked']
+    >>> abs(bn(kn.randn(4, 3, 5, 5)).mean().item()) < 1e-6
+    True
+    """
+
+    ndims = (4,)
+
+
+class GroupNorm(Module):
+    """Normalizes each of `num_groups` groups of channels of (N, C, ...) inputs, then scales
+    and shifts per channel (weight ones, bias zeros), as PyTorch's `GroupNorm`.
+
+    >>> import kiln as kn
+    >>> gn = kn.nn.GroupNorm(2, 4)
+    >>> gn(kn.tensor([[1.0, 3.0, 10.0, 30.0]]))
+    tensor([[-1.0000,  1.0000, -1.0000,  1.0000]], grad_fn=<AddBackward0>)
+    """
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups,
+            num_channels,
+            eps,
+            affine,
+        )
+        dtype = dtype or dt.DEFAULT_FLOAT
+        self.weight = _param(init.ones(), (num_channels,), dtype) if affine else None
+        self.bias = _param(init.zeros(), (num_channels,), dtype) if affine else None
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x):
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(Module):
+    ndims: tuple = (3, 4)
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if track_running_stats:
+            raise NotImplementedError(
+                f"{type(self).__name__}: track_running_stats=True is not supported by kiln"
+            )
+        self.num_features, self.eps, self.momentum, self.affine = (
+            num_features,
+            eps,
+            momentum,
+            affine,
+        )
+        self.track_running_stats = track_running_stats
+        dtype = dtype or dt.DEFAULT_FLOAT
+        self.weight = _param(init.ones(), (num_features,), dtype) if affine else None
+        self.bias = _param(init.zeros(), (num_features,), dtype) if affine else None
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x):
+        if x.ndim not in self.ndims:
+            wanted = " or ".join(f"{d}D" for d in self.ndims)
+            raise ValueError(f"expected {wanted} input (got {x.ndim}D input)")
+        batched = x.ndim == self.ndims[1]
+        x = x if batched else F.unsqueeze(x, 0)
+        y = functional_norm.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return y if batched else F.squeeze(y, 0)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps}, affine={self.affine}"
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Normalizes each channel of each (N, C, L) or (C, L) sample over L (PyTorch's
+    defaults: no affine parameters, no running statistics).
+
+    >>> import kiln as kn
+    >>> kn.nn.InstanceNorm1d(1)(kn.tensor([[[1.0, 3.0]]]))
+    tensor([[[-1.0000,  1.0000]]])
+    """
+
+    ndims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Normalizes each channel of each (N, C, H, W) or (C, H, W) sample over H, W.
+
+    >>> import kiln as kn
+    >>> list(kn.nn.InstanceNorm2d(3, affine=True)(kn.randn(2, 3, 4, 4)).shape)
+    [2, 3, 4, 4]
+    """
+
+    ndims = (3, 4)
+
+
+class RMSNorm(Module):
+    """`x / sqrt(mean(x**2) + eps) * weight` over the last dims, as PyTorch's `RMSNorm`.
+
+    >>> import kiln as kn
+    >>> kn.nn.RMSNorm(2, eps=0.0)(kn.tensor([[3.0, 4.0]]))
+    tensor([[0.8485, 1.1314]], grad_fn=<MulBackward0>)
+    """
+
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None
+    ):
+        super().__init__()
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (int(normalized_shape),)
+        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        self.elementwise_affine = elementwise_affine
+        dtype = dtype or dt.DEFAULT_FLOAT
+        self.weight = (
+            _param(init.ones(), self.normalized_shape, dtype) if elementwise_affine else None
+        )
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x):
+        return functional_norm.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )

@@ -13,6 +13,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "CrossEntropyLoss",
     "HuberLoss",
+    "KLDivLoss",
     "L1Loss",
     "MSELoss",
     "NLLLoss",
@@ -112,8 +113,9 @@ class BCEWithLogitsLoss(_WeightedLoss):
     tensor(0.6931)
     """
 
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
-                 pos_weight=None):  # fmt: skip
+    def __init__(
+        self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+    ):
         super().__init__(weight, size_average, reduce, reduction)
         self.register_buffer("pos_weight", pos_weight)
 
@@ -131,8 +133,14 @@ class NLLLoss(_WeightedLoss):
     tensor(2.5000)
     """
 
-    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
-                 reduction="mean"):  # fmt: skip
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction="mean",
+    ):
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
@@ -151,8 +159,15 @@ class CrossEntropyLoss(_WeightedLoss):
     tensor(1.3863)
     """
 
-    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
-                 reduction="mean", label_smoothing: float = 0.0):  # fmt: skip
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction="mean",
+        label_smoothing: float = 0.0,
+    ):
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
@@ -165,3 +180,26 @@ class CrossEntropyLoss(_WeightedLoss):
             reduction=self.reduction,
             label_smoothing=self.label_smoothing,
         )
+
+
+class KLDivLoss(_Loss):
+    """The KL divergence of targets from log-probabilities (see `kn.nn.functional.kl_div`);
+    `reduction` also "batchmean", and `log_target` for log-probability targets.
+
+    >>> import kiln as kn
+    >>> kn.nn.KLDivLoss(reduction="batchmean")(kn.tensor([[0.5, 0.5]]).log(),
+    ...                                        kn.tensor([[0.0, 1.0]]))
+    tensor(0.6931)
+    """
+
+    def __init__(
+        self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False
+    ):
+        batchmean = reduction == "batchmean" and size_average is None and reduce is None
+        super().__init__(size_average, reduce, "mean" if batchmean else reduction)
+        if batchmean:
+            self.reduction = "batchmean"
+        self.log_target = log_target
+
+    def forward(self, input, target):  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

@@ -103,15 +103,66 @@ def scalar(value, like):
 
 def defop(
     name, shape_rule, dtype_rule, impl, *, vjp=None, tags=(), views=(), overwrites=(),
-    may_fail=False, lowering=None,
+    may_fail=False, lowering=None, batch=None, jvp=None,
 ) -> OpDef:  # fmt: skip
     """Creates and registers one primitive (its effects: see `OpDef`). An op that `views` an
-    input carries the "view" tag."""
+    input carries the "view" tag; an elementwise op batches elementwise unless given a rule."""
     tags = frozenset(tags) | ({"view"} if views else frozenset())
     if "view" in tags and not views:
         views = (0,)
+    if batch is None and "elementwise" in tags and "fused" not in tags:
+        batch = batch_elementwise(name)
     return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, tags, tuple(views),
-                          tuple(overwrites), bool(may_fail), lowering))  # fmt: skip
+                          tuple(overwrites), bool(may_fail), lowering, batch, jvp))  # fmt: skip
+
+
+# -- batching rules (kn.vmap): batched inputs carry one extra leading axis ---------------------
+
+
+def batch_size(args, batched):
+    """The batch size: the leading dim of the first batched input."""
+    return next(a.shape[0] for a, b in zip(args, batched) if b)
+
+
+def lead(x, ndim: int):
+    """Batched `x` with size-1 dims inserted after its batch axis, up to `ndim` per-example
+    dims (so that it broadcasts against per-example values of rank `ndim`)."""
+    missing = ndim - (x.ndim - 1)
+    if missing <= 0:
+        return x
+    return apply("reshape", x, shape=(x.shape[0], *(1,) * missing, *x.shape[1:]))
+
+
+def unbatched_to(x, n):
+    """An unbatched `x` made batched: broadcast along a new leading axis of size `n`."""
+    return apply("broadcast_to", apply("reshape", x, shape=(1, *x.shape)), shape=(n, *x.shape))
+
+
+def batch_along_axis(name: str):
+    """The batching rule of a one-input op along its `axis` attr (a scan, a sort): the axis
+    moves past the batch axis; a 0-d example (which such ops take as one element) becomes one
+    of shape (1,) and back."""
+
+    def rule(args, batched, *, axis, **attrs):
+        (x,) = args
+        if x.ndim > 1:
+            return apply(name, x, axis=axis + 1, **attrs)
+        column = apply(name, apply("reshape", x, shape=(x.shape[0], 1)), axis=1, **attrs)
+        return apply("reshape", column, shape=(x.shape[0],))
+
+    return rule
+
+
+def batch_elementwise(name: str):
+    """The batching rule of a broadcasting elementwise op: batched inputs get size-1 dims after
+    their batch axis up to the output's per-example rank; unbatched ones broadcast as they are."""
+
+    def rule(args, batched, **attrs):
+        ndim = max(a.ndim - b for a, b in zip(args, batched))
+        args = [lead(a, ndim) if b else a for a, b in zip(args, batched)]
+        return apply(name, *args, **attrs)
+
+    return rule
 
 
 # -- shared rules ----------------------------------------------------------------------------

@@ -49,13 +49,37 @@ def _ufunc_lowering(lowering: Lowering | None, ufunc) -> Lowering | None:
     return replace(lowering, ufunc=ufunc.__name__)
 
 
+def in_float32(impl):
+    """`impl` on bfloat16 inputs computed in float32 and rounded once at the end, as PyTorch
+    computes each of its ops (ml_dtypes' ufuncs do that per ufunc, so a kernel of several
+    ufuncs would round after each). Other dtypes run `impl` as it is."""
+
+    def kernel(xp, x, out=None, **attrs):
+        if x.dtype != _BF16:
+            return impl(xp, x, out=out, **attrs)
+        wide = impl(xp, x.astype(np.float32), **attrs)
+        wide = wide.astype(_BF16) if wide.dtype == np.float32 else wide
+        if out is None:
+            return wide
+        out[...] = wide
+        return out
+
+    return kernel
+
+
+_BF16 = dt.bfloat16
+
+
 def unary(name, ufunc, *, lowering=None, impl=None, dtype_rule=None, vjp=None, tags=()):
     """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule
-    (and then `lowering.ufunc` names it)."""
+    (and then `lowering.ufunc` names it). A kernel of its own computes bfloat16 in float32
+    (`in_float32`)."""
     rule = dtype_rule or (lambda x: ufunc_dtype(ufunc, x))
     if impl is None:
         impl = _ufunc_kernel(ufunc.__name__, own_rule=dtype_rule is None)
         lowering = _ufunc_lowering(lowering, ufunc)
+    else:
+        impl = in_float32(impl)
     return defop(
         name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags}, lowering=lowering
     )
@@ -334,7 +358,7 @@ def _softplus_c(k, xs, dtypes, out, attrs):  # logaddexp(0, x * beta) / beta, be
 
 
 softplus = defop(
-    "softplus", same_shape, lambda x, beta: ufunc_dtype(np.sqrt, x), _softplus,
+    "softplus", same_shape, lambda x, beta: ufunc_dtype(np.sqrt, x), in_float32(_softplus),
     vjp=lambda ct, y, x, beta: (ct * apply("sigmoid", x * beta),), tags={"elementwise"},
     lowering=Lowering(transcendental=True, cuda=_softplus_c),
 )  # fmt: skip

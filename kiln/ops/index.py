@@ -1,6 +1,8 @@
 """PyTorch's scatter along one axis: `scatter(x, idx, src)` is `x` with `src` written (or
 reduced: summed, multiplied, averaged, maxed, mined) at `idx` along `axis`, elsewhere the
-coordinates of `idx` itself, which may be smaller than `x` and `src` in every dim."""
+coordinates of `idx` itself, which may be smaller than `x` and `src` in every dim. And
+advanced indexing with several index arrays: `advanced_index` (PyTorch's `index`) and its
+transpose `index_put` (PyTorch's `index_put`, and item assignment computed out of place)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, DTypeMismatchError, ShapeError
 from .core import apply, defop, scalar
-from .movement import check_indices
+from .movement import _copy_into, check_indices, index_tuple
+from .movement import _index_shape as index_shape
 
 REDUCTIONS = ("none", "sum", "prod", "mean", "amax", "amin")
 _UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
@@ -78,7 +81,7 @@ def _identity(reduce, dtype):
         return 0
     if reduce == "prod":
         return 1
-    if dtype.kind == "f":
+    if dt.is_float(dtype):
         return -np.inf if reduce == "amax" else np.inf
     info = np.iinfo(dtype) if dtype.kind in "iu" else None
     if info is None:
@@ -123,7 +126,7 @@ def _scatter(xp, x, idx, src, out=None, *, axis, reduce, include_self):
         counts = xp.zeros(out.shape, np.int64)
         _ufunc_at(xp, "add", counts, index, 1)
         counts = xp.where(counts > 0, counts + int(include_self), 1)
-        if x.dtype.kind == "f":
+        if dt.is_float(x.dtype):
             out /= counts
         else:
             out //= counts  # PyTorch's integer mean rounds down
@@ -214,4 +217,149 @@ def _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter):
 
 scatter = defop(
     "scatter", _scatter_shape, _scatter_dtype, _scatter, vjp=_scatter_vjp, may_fail=True,
+)  # fmt: skip
+
+
+# -- advanced indexing: several integer arrays at once (PyTorch's `index` and `index_put`) --------
+# `axes` are the dims of x that the index arrays take, in order (one array each). Their
+# broadcast shape replaces those dims where the dims are adjacent, else it goes first: the
+# placement rule of NumPy and PyTorch (an index like x[idx, :, idx] puts it first).
+
+
+def advanced_shape(x, idxs, axes, op="advanced_index"):
+    """The shape of `x[...]` with `idxs` at `axes` (full slices elsewhere)."""
+    if len(idxs) != len(axes) or not axes:
+        raise ShapeError(f"{op}: one index array per axis, got {len(idxs)} for axes {axes}")
+    if list(axes) != sorted(set(axes)) or not 0 <= axes[0] <= axes[-1] < len(x):
+        raise ShapeError(f"{op}: axes {axes} must be increasing dims of {sh.format_shape(x)}")
+    why = "shape mismatch: indexing tensors could not be broadcast together"
+    taken = sh.broadcast_shapes(*idxs, why=why)
+    rest = [d for a, d in enumerate(x) if a not in axes]
+    if tuple(axes) == tuple(range(axes[0], axes[0] + len(axes))):  # adjacent: in place
+        return (*rest[: axes[0]], *taken, *rest[axes[0] :])
+    return (*taken, *rest)
+
+
+def _advanced_dtype(x, *idxs, axes):
+    for i in idxs:
+        _index_dtype(i)
+    return x
+
+
+def _index_dtype(i):
+    if not dt.is_int(i):
+        raise DTypeError(
+            f"tensors used as indices must be long, int, byte or bool tensors, got {i}"
+        )
+
+
+def advanced_tuple(xp, shape, idxs, axes, op):
+    """The NumPy index of `idxs` at `axes` (checked against `shape`: negative indices count
+    from the end, as in `x[idx]`)."""
+    index = [slice(None)] * len(shape)
+    for i, a in zip(idxs, axes):
+        check_indices(i, shape[a], op=op, dim=a, negative=True)
+        index[a] = i
+    return tuple(index)
+
+
+def _advanced(xp, x, *idxs, out=None, axes):
+    return _copy_into(out, x[advanced_tuple(xp, x.shape, idxs, axes, "advanced_index")])
+
+
+def _advanced_vjp(ct, y, x, *idxs, axes):
+    zeros = _full(0, ct, x.shape)
+    put = apply("index_put", zeros, ct, *idxs, spec=(), axes=axes, accumulate=True)
+    return (put, *(None for _ in idxs))
+
+
+advanced_index = defop(
+    "advanced_index", lambda x, *idxs, axes: advanced_shape(x, idxs, axes), _advanced_dtype,
+    _advanced, vjp=_advanced_vjp, may_fail=True,  # indices out of range
+)  # fmt: skip
+
+
+def put_target(x, idxs, spec, axes, op="index_put"):
+    """The shape `x[index]` has, where `x[index] = values` writes (index: `spec` then
+    `idxs` at `axes` of what `spec` gives)."""
+    target = index_shape(x, spec=spec)
+    return advanced_shape(target, idxs, axes, op) if idxs else target
+
+
+def _put_shape(x, values, *idxs, spec, axes, accumulate):
+    target = put_target(x, idxs, spec, axes)
+    why = (
+        f"shape mismatch: value tensor of shape {list(values)} cannot be broadcast to "
+        f"indexing result of shape {list(target)}"
+    )
+    extra = len(values) - len(target)
+    if extra > 0 and any(d != 1 for d in values[:extra]):  # leading 1s, as PyTorch allows
+        raise ShapeError(why)
+    for v, t in zip(reversed(values), reversed(target)):
+        if v == 1 or v == t:
+            continue
+        if isinstance(v, int) and isinstance(t, int):
+            raise ShapeError(why)
+        sh.require_equal(v, t, why)  # checked when the feeds bind the dims
+    return tuple(x)
+
+
+def _put_dtype(x, values, *idxs, spec, axes, accumulate):
+    for i in idxs:
+        _index_dtype(i)
+    if values != x:
+        raise DTypeMismatchError(
+            f"Index put requires the source and destination dtypes match, got {x} for the "
+            f"destination and {values} for the source."
+        )
+    return x
+
+
+def _put(xp, x, values, *idxs, out=None, spec, axes, accumulate):
+    if out is None:
+        out = x.copy()
+    else:
+        out[...] = x
+    return write_index(xp, out, values, *idxs, spec=spec, axes=axes, accumulate=accumulate)
+
+
+def write_index(xp, out, values, *idxs, spec, axes, accumulate):
+    """`out[index] = values` (or `+=`, repeated indices summing) in place: index_put's kernel
+    after its copy, and eager item assignment that autograd does not record."""
+    view = out[(*index_tuple(spec), Ellipsis)]  # a view: writing it writes out
+    if idxs:
+        index = advanced_tuple(xp, view.shape, idxs, axes, "index_put")
+        target = advanced_shape(view.shape, [i.shape for i in idxs], axes)
+    else:
+        index, target = Ellipsis, view.shape
+    if values.ndim > len(target):  # leading 1s (the shape rule checked them)
+        values = values.reshape(values.shape[values.ndim - len(target) :])
+    if not accumulate:
+        view[index] = values
+    elif idxs:
+        _ufunc_at(xp, "add", view, index, xp.broadcast_to(values, target))
+    else:
+        view += values
+    return out
+
+
+def _put_vjp(ct, y, x, values, *idxs, spec, axes, accumulate):
+    if accumulate:
+        ct_x = ct
+    else:  # x's values there were overwritten: no gradient reaches them
+        ct_x = apply("index_put", ct, scalar(0, ct), *idxs, spec=spec, axes=axes,
+                     accumulate=False)  # fmt: skip
+    taken = apply("index", ct, spec=spec) if spec else ct
+    if idxs:
+        taken = apply("advanced_index", taken, *idxs, axes=axes)
+    extra = values.ndim - taken.ndim
+    if extra > 0:
+        taken = apply("reshape", taken, shape=(1,) * extra + tuple(taken.shape))
+    return (ct_x, taken, *(None for _ in idxs))
+
+
+# `x` with `values` written at `x[index]` (added when `accumulate`, repeated indices summing):
+# PyTorch's `index_put`, and item assignment `x[index] = values` computed out of place.
+index_put = defop(
+    "index_put", _put_shape, _put_dtype, _put, vjp=_put_vjp, may_fail=True,
 )  # fmt: skip

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import apply, defop, ufunc_dtype
+from .core import apply, defop, lead, scalar, ufunc_dtype
 
 
 def _matmul_shape(a, b):
@@ -30,6 +31,8 @@ def _matmul_shape(a, b):
 
 
 def _matmul(xp, a, b, out=None):
+    if a.dtype == dt.bfloat16 and out is None:
+        return xp.matmul(a, b).astype(a.dtype)
     return xp.matmul(a, b, out=out)
 
 
@@ -72,9 +75,52 @@ def _matmul_vjp(ct, y, a, b, needs=(True, True)):
     )
 
 
+def _matmul_batch(args, batched):
+    """A vector per example is made a matrix (a row for `a`, a column for `b`), batched
+    operands get size-1 dims after the batch axis to the other's rank, and the added dims are
+    dropped after. Two cases are one matrix product: a batch of vectors times a matrix, and
+    a matrix times a batch of vectors (as the batch of rows times its transpose)."""
+    (a, b), (ba, bb) = args, batched
+    ra, rb = a.ndim - ba, b.ndim - bb
+    if ra == 1 and rb == 1:
+        if ba and bb:
+            return apply("reduce_sum", apply("mul", a, b), axes=(1,), keepdims=False)
+        return apply("matmul", a, b) if ba else apply("matmul", b, a)
+    if ba and not bb and ra == 1 and rb == 2:
+        return apply("matmul", a, b)
+    if bb and not ba and rb == 1 and ra == 2:
+        return apply("matmul", b, _swap_last(a))
+    if ba and not bb and ra == 2 and rb == 2:  # [n, m, k] @ [k, p]: one [n*m, k] @ [k, p]
+        n, m, k = a.shape
+        rows = apply("matmul", apply("reshape", a, shape=(sh.dim_product((n, m)), k)), b)
+        return apply("reshape", rows, shape=(n, m, b.shape[1]))
+    if bb and not ba and ra == 2 and rb == 2:  # [m, k] @ [n, k, p]: the same, transposed
+        n, k, p = b.shape
+        cols = _swap_last(b) if p != 1 else b
+        cols = apply("reshape", cols, shape=(sh.dim_product((n, p)), k))
+        rows = apply("reshape", apply("matmul", cols, _swap_last(a)), shape=(n, p, a.shape[0]))
+        return _swap_last(rows) if p != 1 else apply("reshape", rows, shape=(n, a.shape[0], 1))
+    a2 = _unsqueeze(a, -2) if ra == 1 else a
+    b2 = _unsqueeze(b, -1) if rb == 1 else b
+    rank = max(ra, rb, 2)
+    a2 = lead(a2, rank) if ba else a2
+    b2 = lead(b2, rank) if bb else b2
+    out = apply("matmul", a2, b2)
+    out = _drop(out, -1) if rb == 1 else out
+    return _drop(out, -2) if ra == 1 else out
+
+
+def _matmul_dtype(a, b):
+    """NumPy's, except that bfloat16 @ bfloat16 is bfloat16 (ml_dtypes' loop gives float32):
+    PyTorch accumulates in float32 and rounds the result once."""
+    if a == b == dt.bfloat16:
+        return a
+    return ufunc_dtype(np.matmul, a, b)
+
+
 matmul = defop(
-    "matmul", _matmul_shape, lambda a, b: ufunc_dtype(np.matmul, a, b), _matmul,
-    vjp=_matmul_vjp, tags=("vjp_needs",),
+    "matmul", _matmul_shape, _matmul_dtype, _matmul,
+    vjp=_matmul_vjp, tags=("vjp_needs",), batch=_matmul_batch,
 )  # fmt: skip
 
 
@@ -118,6 +164,7 @@ def _inv(xp, a, out=None):
 inv = defop(
     "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
     vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
+    batch=lambda args, batched: apply("inv", args[0]),  # inv and det take stacks of matrices
 )  # fmt: skip
 
 
@@ -135,7 +182,10 @@ def _det_vjp(ct, y, a):
     return (scale * _swap_last(apply("inv", a)),)
 
 
-det = defop("det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp)
+det = defop(
+    "det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp,
+    batch=lambda args, batched: apply("det", args[0]),
+)  # fmt: skip
 
 
 def _solve_shape(a, b):
@@ -176,3 +226,86 @@ def _solve_vjp(ct, x, a, b):
 
 
 solve = defop("solve", _solve_shape, _linalg_dtype("solve"), _solve, vjp=_solve_vjp)
+
+
+# -- addmm: beta * input + alpha * (mat1 @ mat2), one GEMM ------------------------------------
+
+
+def _addmm_shape(x, a, b, *, beta=1.0, alpha=1.0):
+    if len(a) != 2 or len(b) != 2:
+        raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {sh.format_shape(a)} and "
+                         f"{sh.format_shape(b)}")  # fmt: skip
+    out = _matmul_shape(a, b)
+    why = f"addmm: input {sh.format_shape(x)} does not broadcast to {sh.format_shape(out)}"
+    if sh.broadcast_shapes(x, out, why=why) != out:
+        raise ShapeError(why)
+    return out
+
+
+def _addmm_dtype(x, a, b, **_):
+    if not (x == a == b):
+        raise DTypeError(f"addmm: expected one dtype, got {x}, {a} and {b}")
+    return x
+
+
+def _gemm_operand(m):
+    """`m`'s transpose as BLAS takes it without a copy: (array, transpose flag)."""
+    if m.flags.c_contiguous:
+        return m.T, 0
+    if m.flags.f_contiguous:
+        return m, 1
+    return np.ascontiguousarray(m).T, 0
+
+
+def _addmm(xp, x, a, b, out=None, *, beta=1.0, alpha=1.0):
+    """One BLAS GEMM (C = alpha AB + beta C) writing into `out`, which may be `x` itself: an
+    update `w - lr * (h.T @ g)` then needs no temporary for the product (the transposed
+    problem, C^T = alpha B^T A^T + beta C^T, lets the C-ordered arrays pass as Fortran
+    ones). Other dtypes, devices and layouts: the product, then one elementwise pass."""
+    shape = (a.shape[0], b.shape[1])
+    if out is None:
+        out = xp.empty(shape, x.dtype)
+    blas = (xp is np and x.dtype in (np.float32, np.float64) and out.flags.c_contiguous
+            and out.size and a.shape[1])  # fmt: skip
+    if not blas:
+        product = xp.matmul(a, b)
+        if alpha != 1:
+            product *= alpha
+        if beta == 0:  # input ignored, NaNs included (as BLAS and PyTorch do)
+            out[...] = product
+            return out
+        return xp.add(x * beta if beta != 1 else x, product, out=out)
+    from scipy.linalg import blas as scipy_blas
+
+    if not (
+        out is x
+        or (
+            out.shape == x.shape
+            and out.__array_interface__["data"][0] == x.__array_interface__["data"][0]
+            and out.strides == x.strides
+        )
+    ):
+        out[...] = x  # fmt: skip
+    gemm = scipy_blas.get_blas_funcs("gemm", (out,))
+    (p, ta), (q, tb) = _gemm_operand(b), _gemm_operand(a)
+    result = gemm(alpha, p, q, beta=beta, c=out.T, trans_a=ta, trans_b=tb, overwrite_c=1)
+    if not np.shares_memory(result, out):
+        out[...] = result.T
+    return out
+
+
+def _addmm_vjp(ct, y, x, a, b, *, beta=1.0, alpha=1.0, needs=(True, True, True)):
+    def scaled(v, k):
+        return v if k == 1 else apply("mul", v, scalar(k, v))
+
+    return (
+        scaled(ct, beta) if needs[0] else None,
+        scaled(apply("matmul", ct, _swap_last(b)), alpha) if needs[1] else None,
+        scaled(apply("matmul", _swap_last(a), ct), alpha) if needs[2] else None,
+    )
+
+
+addmm = defop(
+    "addmm", _addmm_shape, _addmm_dtype, _addmm, vjp=_addmm_vjp, tags=("vjp_needs",),
+    overwrites=(0,),
+)  # fmt: skip

@@ -8,13 +8,14 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import (
     DTypeError,
+    GraphError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
     node_error,
 )
 from ..graph.core import user_site
-from .core import apply, defop, same_dtype
+from .core import apply, batch_size, defop, lead, same_dtype, unbatched_to
 
 
 def _copy_into(out, value):
@@ -65,6 +66,7 @@ def _reshape(xp, x, out=None, *, shape):
 reshape = defop(
     "reshape", lambda x, shape: sh.reshape_shape(x, shape), same_dtype, _reshape,
     vjp=lambda ct, y, x, shape: (apply("reshape", ct, shape=x.shape),), tags={"view"},
+    batch=lambda args, batched, shape: apply("reshape", args[0], shape=(args[0].shape[0], *shape)),
 )  # fmt: skip
 
 
@@ -83,9 +85,14 @@ def _transpose_vjp(ct, y, x, *, perm):
     return (apply("transpose", ct, perm=inverse),)
 
 
+def _transpose_batch(args, batched, *, perm):
+    return apply("transpose", args[0], perm=(0, *(p + 1 for p in perm)))
+
+
 transpose = defop(
-    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"}
-)
+    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"},
+    batch=_transpose_batch,
+)  # fmt: skip
 
 
 def _broadcast_to_shape(x, *, shape):
@@ -111,6 +118,9 @@ def _broadcast_to(xp, x, out=None, *, shape):
 broadcast_to = defop(
     "broadcast_to", _broadcast_to_shape, same_dtype, _broadcast_to,
     vjp=lambda ct, y, x, shape: (ct,), tags={"view"},
+    batch=lambda args, batched, shape: apply(
+        "broadcast_to", lead(args[0], len(shape)), shape=(args[0].shape[0], *shape)
+    ),
 )  # fmt: skip
 
 
@@ -173,10 +183,13 @@ def _index(xp, x, out=None, *, spec):
     return _copy_into(out, x[(*index_tuple(spec), Ellipsis)])
 
 
+_ALL = ("slice", None, None, None)
+
 index = defop(
     "index", _index_shape, same_dtype, _index,
     vjp=lambda ct, y, x, spec: (apply("index_scatter", ct, spec=spec, shape=x.shape),),
     tags={"view"}, may_fail=True,  # an int index into a symbolic dim is checked when it runs
+    batch=lambda args, batched, spec: apply("index", args[0], spec=(_ALL, *spec)),
 )  # fmt: skip
 
 
@@ -191,6 +204,9 @@ def _index_scatter(xp, ct, out=None, *, spec, shape):
 index_scatter = defop(
     "index_scatter", lambda ct, spec, shape: tuple(shape), same_dtype, _index_scatter,
     vjp=lambda ct, y, c, spec, shape: (apply("index", ct, spec=spec),),
+    batch=lambda args, batched, spec, shape: apply(
+        "index_scatter", args[0], spec=(_ALL, *spec), shape=(args[0].shape[0], *shape)
+    ),
 )  # fmt: skip
 
 
@@ -219,6 +235,46 @@ def _gather(xp, x, idx, out=None, *, axis, wrap_negative):
     return xp.take(x, idx, axis=axis, out=out)
 
 
+def _unsupported(op: str, what: str):
+    return GraphError(f"vmap: no batching rule for {op} with {what} batched")
+
+
+def _gather_batch(args, batched, *, axis, wrap_negative):
+    (x, idx), (bx, bidx) = args, batched
+    if bx and bidx:
+        raise _unsupported("gather", "both the array and the indices")
+    if bx:
+        return apply("gather", x, idx, axis=axis + 1, wrap_negative=wrap_negative)
+    out = apply("gather", x, idx, axis=axis, wrap_negative=wrap_negative)  # batch at `axis`
+    perm = (axis, *(a for a in range(out.ndim) if a != axis))
+    return apply("transpose", out, perm=perm)
+
+
+def _scatter_add_batch(args, batched, *, axis, shape, wrap_negative):
+    (ct, idx), (_, bidx) = args, batched
+    if bidx:
+        raise _unsupported("scatter_add", "the indices")
+    return apply("scatter_add", ct, idx, axis=axis + 1, shape=(ct.shape[0], *shape),
+                 wrap_negative=wrap_negative)  # fmt: skip
+
+
+def _both_batched(args, batched):
+    """Operands of equal rank: an unbatched one gets a size-1 batch axis (they broadcast)."""
+    return [a if b else apply("reshape", a, shape=(1, *a.shape)) for a, b in zip(args, batched)]
+
+
+def _take_along_batch(args, batched, *, axis):
+    return apply("take_along_axis", *_both_batched(args, batched), axis=axis + 1)
+
+
+def _scatter_along_batch(args, batched, *, axis, shape):
+    n = batch_size(args, batched)
+    ct, idx = args
+    ct = ct if batched[0] else unbatched_to(ct, n)
+    idx = idx if batched[1] else apply("reshape", idx, shape=(1, *idx.shape))
+    return apply("scatter_along_axis", ct, idx, axis=axis + 1, shape=(n, *shape))
+
+
 # `wrap_negative`: negative indices count from the end, as in `x[idx]` (NumPy's and PyTorch's
 # indexing); without it they are out of range, as in PyTorch's index_select and embedding.
 gather = defop(
@@ -228,6 +284,7 @@ gather = defop(
         None,
     ),
     may_fail=True,  # indices out of range
+    batch=_gather_batch,
 )  # fmt: skip
 
 
@@ -264,6 +321,7 @@ scatter_add = defop(
         None,
     ),
     may_fail=True,  # indices out of range
+    batch=_scatter_add_batch,
 )  # fmt: skip
 
 
@@ -293,6 +351,7 @@ take_along_axis = defop(
         None,
     ),
     may_fail=True,  # indices out of range
+    batch=_take_along_batch,
 )  # fmt: skip
 
 
@@ -327,6 +386,7 @@ scatter_along_axis = defop(
     _scatter_along,
     vjp=lambda ct, y, c, idx, axis, shape: (apply("take_along_axis", ct, idx, axis=axis), None),
     may_fail=True,  # indices out of range
+    batch=_scatter_along_batch,
 )  # fmt: skip
 
 # -- building arrays ---------------------------------------------------------------------------
@@ -378,7 +438,16 @@ def _concat_vjp(ct, y, *xs, axis):
     return tuple(out)
 
 
-concat = defop("concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp)
+def _concat_batch(args, batched, *, axis):
+    n = batch_size(args, batched)
+    args = [a if b else unbatched_to(a, n) for a, b in zip(args, batched)]
+    return apply("concat", *args, axis=axis + 1)
+
+
+concat = defop(
+    "concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp,
+    batch=_concat_batch,
+)  # fmt: skip
 
 
 def _pad_shape(x, *, pad_width, value):
@@ -408,7 +477,12 @@ def _pad_vjp(ct, y, x, *, pad_width, value):
     return (apply("reshape", apply("index", ct, spec=spec), shape=x.shape),)
 
 
-pad = defop("pad", _pad_shape, same_dtype, _pad, vjp=_pad_vjp)
+pad = defop(
+    "pad", _pad_shape, same_dtype, _pad, vjp=_pad_vjp,
+    batch=lambda args, batched, pad_width, value: apply(
+        "pad", args[0], pad_width=((0, 0), *pad_width), value=value
+    ),
+)  # fmt: skip
 
 
 def _tile_shape(x, *, reps):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ShapeError
 from .core import apply, defop, probe_dtype, scalar
@@ -63,10 +64,24 @@ def _extremum_vjp(ct, y, x, *, axes, keepdims):
     return (share * keep(ct, x, axes),)
 
 
+_ACCUMULATING = (np.sum, np.mean, np.prod)
+
+
+def _copy_cast(out, value, dtype):
+    """`value` (an array or a NumPy scalar) as `dtype`, written into `out` when given."""
+    if out is None:
+        return value.astype(dtype) if hasattr(value, "astype") else np.asarray(value, dtype)
+    out[...] = value
+    return out
+
+
 def reduction(name, fn, *, vjp, needs_identity=False):
     """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`."""
 
     def impl(xp, x, out=None, *, axes, keepdims):
+        if x.dtype == dt.bfloat16 and fn in _ACCUMULATING:  # as PyTorch: in float32, rounded once
+            r = getattr(xp, fn.__name__)(x, axis=axes, keepdims=keepdims, dtype=np.float32)
+            return _copy_cast(out, r, x.dtype)
         return getattr(xp, fn.__name__)(x, axis=axes, keepdims=keepdims, out=out)
 
     def shape_rule(x, *, axes, keepdims):
@@ -76,7 +91,10 @@ def reduction(name, fn, *, vjp, needs_identity=False):
     def dtype_rule(x, *, axes, keepdims):
         return probe_dtype(fn, x)
 
-    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction"})
+    def batch(args, batched, *, axes, keepdims):
+        return apply(name, args[0], axes=tuple(a + 1 for a in axes), keepdims=keepdims)
+
+    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction"}, batch=batch)
 
 
 reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp)
@@ -105,7 +123,17 @@ def arg_reduction(name, fn):
         axes = tuple(range(len(x))) if axis is None else (axis,)
         return _reduced_shape(x, axes=axes, keepdims=keepdims)
 
-    return defop(name, shape_rule, lambda x, **_: np.dtype(np.int64), impl, tags={"reduction"})
+    def batch(args, batched, *, axis, keepdims):
+        (x,) = args
+        if axis is not None:
+            return apply(name, x, axis=axis + 1, keepdims=keepdims)
+        flat = apply("reshape", x, shape=(x.shape[0], sh.size(x.shape[1:])))
+        found = apply(name, flat, axis=1, keepdims=False)
+        shape = (x.shape[0], *(1,) * (x.ndim - 1)) if keepdims else (x.shape[0],)
+        return apply("reshape", found, shape=shape)
+
+    return defop(name, shape_rule, lambda x, **_: np.dtype(np.int64), impl, tags={"reduction"},
+                 batch=batch)  # fmt: skip
 
 
 argmax = arg_reduction("argmax", np.argmax)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
-from .core import apply, defop, scalar
+from .core import apply, batch_along_axis, defop, scalar
 
 
 def _axis_shape(x, *, axis, **_):
@@ -54,6 +54,7 @@ def _cumsum(xp, x, out=None, *, axis, reverse):
 cumsum = defop(
     "cumsum", _axis_shape, _accumulated_dtype, _cumsum,
     vjp=lambda ct, y, x, axis, reverse: (apply("cumsum", ct, axis=axis, reverse=not reverse),),
+    batch=batch_along_axis("cumsum"),
 )  # fmt: skip
 
 
@@ -79,7 +80,10 @@ def _cumprod_vjp(ct, y, x, *, axis):
     return (apply("where", before, plain, apply("where", first, at_first, zero_ct)),)
 
 
-cumprod = defop("cumprod", _axis_shape, _accumulated_dtype, _cumprod, vjp=_cumprod_vjp)
+cumprod = defop(
+    "cumprod", _axis_shape, _accumulated_dtype, _cumprod, vjp=_cumprod_vjp,
+    batch=batch_along_axis("cumprod"),
+)  # fmt: skip
 
 
 def _accumulate(xp, ufunc: str, a, axis):
@@ -114,7 +118,7 @@ def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):
 
 logcumsumexp = defop(
     "logcumsumexp", _axis_shape, _float_only("logcumsumexp"), _logcumsumexp,
-    vjp=_logcumsumexp_vjp,
+    vjp=_logcumsumexp_vjp, batch=batch_along_axis("logcumsumexp"),
 )  # fmt: skip
 
 
@@ -126,7 +130,7 @@ def _running_arg(better):
         x1 = x.reshape(1) if x.ndim == 0 else x
         best = _accumulate(xp, better, x1, axis) if x1.size else x1
         hit = x1 == best
-        if x1.dtype.kind in "fc":
+        if dt.is_float(x1.dtype):
             hit |= xp.isnan(x1)
         shape = [1] * x1.ndim
         shape[axis] = x1.shape[axis]
@@ -145,5 +149,7 @@ def _index_dtype(x, **_):
     return np.dtype(np.int64)
 
 
-cummax_index = defop("cummax_index", _axis_shape, _index_dtype, _running_arg("maximum"))
-cummin_index = defop("cummin_index", _axis_shape, _index_dtype, _running_arg("minimum"))
+cummax_index = defop("cummax_index", _axis_shape, _index_dtype, _running_arg("maximum"),
+                     batch=batch_along_axis("cummax_index"))  # fmt: skip
+cummin_index = defop("cummin_index", _axis_shape, _index_dtype, _running_arg("minimum"),
+                     batch=batch_along_axis("cummin_index"))  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from .core import defop
+from .core import batch_along_axis, defop
 
 
 def _argsort_shape(x, *, axis, descending):
@@ -35,4 +35,5 @@ def _argsort(xp, x, out=None, *, axis, descending):
 
 argsort = defop(
     "argsort", _argsort_shape, lambda x, **_: np.dtype(np.int64), _argsort,
+    batch=batch_along_axis("argsort"),
 )  # fmt: skip

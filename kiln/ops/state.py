@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import defop, same_dtype, same_shape
+from .core import apply, defop, same_dtype, same_shape, unbatched_to
 
 
 def _no_kernel(name):
@@ -55,7 +55,16 @@ def _identity(xp, x, out=None):
     return out
 
 
-stop_gradient = defop("stop_gradient", same_shape, same_dtype, _identity, tags={"view", "nondiff"})
+stop_gradient = defop(
+    "stop_gradient", same_shape, same_dtype, _identity, tags={"view", "nondiff"},
+    batch=lambda args, batched: apply("stop_gradient", args[0]),
+)  # fmt: skip
+
+
+def _after_batch(args, batched):
+    x, token = args
+    out = apply("after", x, token)
+    return out if batched[0] else unbatched_to(out, token.shape[0])
 
 
 def _after(xp, x, token, out=None):
@@ -67,7 +76,7 @@ def _after(xp, x, token, out=None):
 # be made before the backward pass reaches them nor be merged with the originals by CSE.
 after = defop(
     "after", lambda x, token: x, lambda x, token: x, _after,
-    vjp=lambda ct, y, x, token: (ct, None), views=(0,),
+    vjp=lambda ct, y, x, token: (ct, None), views=(0,), batch=_after_batch,
 )  # fmt: skip
 
 

@@ -7,13 +7,16 @@ import time
 from ..debug import checks_level, debug_level, log
 from ..graph.verify import verify
 from .fuse import fuse_elementwise
+from .gemm import fuse_gemm
 from .memory import MemoryPlan, PlanError, lower_bound, plan_offsets, validate_plan
 from .program import extract, live_nodes, rebuild
 from .schedule import schedule
 from .simplify import simplify
 
 # The optimizing passes, in order: (name, Graph -> Graph).
-PIPELINE: list = [("simplify", simplify), ("fuse_elementwise", fuse_elementwise)]
+PIPELINE: list = [
+    ("simplify", simplify), ("fuse_gemm", fuse_gemm), ("fuse_elementwise", fuse_elementwise),
+]  # fmt: skip
 
 
 def optimize(graph, passes=None):
@@ -46,5 +49,6 @@ def _carry(before, after, name: str):
 
 __all__ = [
     "verify", "extract", "live_nodes", "rebuild", "optimize", "PIPELINE", "schedule", "simplify",
-    "fuse_elementwise", "MemoryPlan", "PlanError", "lower_bound", "plan_offsets", "validate_plan",
+    "fuse_elementwise", "fuse_gemm", "MemoryPlan", "PlanError", "lower_bound", "plan_offsets",
+    "validate_plan",
 ]  # fmt: skip

@@ -12,13 +12,16 @@ from ..graph.core import Symbol
 from ..graph.region import Region
 from ..ops.core import apply, scalar
 from .region_grad import region_vjp
+from .vectorize import ancestors, positions
 
 
-def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
+def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise", since: int = 0) -> list:
     """Symbols for d(sum of ys · grad_ys)/dx for each x in `xs`, built into ys' graph.
 
     `disconnected="raise"` raises GraphError for an x the ys do not depend on (naming the
     op that blocks the path when there is one); `"zero"` gives zeros instead, `"none"` None.
+    `since`: the xs were made at or after this position of the graph, so no older node is
+    visited (a local differentiation stays local).
     """
     if disconnected not in ("raise", "zero", "none"):
         raise ValueError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
@@ -32,7 +35,7 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise") -> list:
         )
     seeds = _seeds(ys, grad_ys)
     with graph.name_scope("grad"):
-        cts = _backward(graph, ys, xs, seeds)
+        cts = _backward(graph, ys, xs, seeds, since)
     results = []
     for x in xs:
         ct = cts.get(id(x))
@@ -71,10 +74,13 @@ def _seeds(ys, grad_ys):
     return seeds
 
 
-def _relevant(graph, ys, xs):
-    """Float nodes that lie on a path from some x to some y, in graph order."""
-    last = max(graph.nodes.index(y.node) for y in ys)
-    nodes = graph.nodes[: last + 1]
+def _relevant(graph, ys, xs, since=0):
+    """Float nodes that lie on a path from some x to some y, in graph order. Only the nodes
+    the ys depend on made since the oldest x are visited (not the whole graph), so building
+    gradients one after another stays linear in what each one reads."""
+    where = positions(graph)
+    since = max(since, min((where.get(id(x.node), 0) for x in xs), default=0))
+    nodes = sorted(ancestors(ys, since=since), key=lambda n: where[id(n)])
     from_x = {id(x) for x in xs}
     for node in nodes:
         if any(id(i) in from_x for i in node.inputs) and _carries_ct(node.out.dtype):
@@ -94,8 +100,8 @@ def _carries_ct(dtype) -> bool:
     return dt.is_float(dtype) or dtype == dt.TUPLE
 
 
-def _backward(graph, ys, xs, seeds) -> dict:
-    nodes, relevant = _relevant(graph, ys, xs)
+def _backward(graph, ys, xs, seeds, since=0) -> dict:
+    nodes, relevant = _relevant(graph, ys, xs, since)
     targets = {id(x) for x in xs}
     cts: dict = {}
     for y, seed in zip(ys, seeds):
@@ -171,7 +177,7 @@ class _Recompute:
     def _copy(self, k, ct) -> dict:
         ids, graph, copies = self.graph.checkpoints[k], self.graph, {}
         for n in graph.nodes:
-            if id(n) not in ids or "random" in n.op.tags or "source" in n.op.tags:
+            if id(n) not in ids or n.op.tags & {"random", "source", "collective"}:
                 continue
             inputs = []
             for i in n.inputs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes as dt
 from ..graph.core import Graph, Node, Symbol
 from ..graph.opdef import REGISTRY
 
@@ -12,8 +13,14 @@ _NOT_FUSABLE = frozenset({"random", "source", "update", "fused"})
 
 
 def fusable(node) -> bool:
-    """An elementwise node that a group may hold (not random, not a source, not fused)."""
-    return "elementwise" in node.op.tags and not node.op.tags & _NOT_FUSABLE
+    """An elementwise node that a group may hold (not random, not a source, not fused, and
+    nothing in bfloat16, which the fused kernels' scalar code has no type for)."""
+    return (
+        "elementwise" in node.op.tags
+        and not node.op.tags & _NOT_FUSABLE
+        and node.out.dtype != dt.bfloat16
+        and all(i.dtype != dt.bfloat16 for i in node.inputs)
+    )
 
 
 def fuse_elementwise(graph: Graph, min_bytes: int = 0, min_ops: int = 2) -> Graph:

@@ -38,7 +38,8 @@ def plan_offsets(
 
     Args:
         sizes: bytes of each buffer.
-        starts, ends: each buffer is live over the closed step interval [start, end].
+        starts: the first step of each buffer's life.
+        ends: the last step of each buffer's life (it is live over [start, end], closed).
         alignment: every offset is a multiple of it.
 
     Returns:
@@ -195,6 +196,8 @@ class MemoryPlan:
     notes: list[str] | None = None
     alignment: int = 64
     peak_bytes: int = 0
+    recomputed: list[str] | None = None  # values recomputed to meet a memory budget
+    recompute_choice: str = ""
 
     @classmethod
     def build(
@@ -247,7 +250,25 @@ class MemoryPlan:
             f"arena {_human(self.arena_bytes)} ({judged}), naive {_human(self.naive_bytes)}, "
             f"saved {_human(self.naive_bytes - self.arena_bytes)}"
         )
+        if self.recomputed:
+            lines.append(f"recomputed in the backward pass to meet the memory budget: "
+                         f"{len(self.recomputed)} values ({self.recompute_choice})")  # fmt: skip
         return "\n".join(lines)
+
+    def plot(self, path, title: str | None = None):
+        """Draws the arena over time and writes it to `path` (PNG by default): one rectangle
+        per buffer, spanning the schedule steps it is live (x) and its bytes, offset to
+        offset + size (y). Needs matplotlib (`pip install 'kiln[plot]'`). Returns the path.
+
+        >>> import pytest, tempfile, pathlib
+        >>> _ = pytest.importorskip("matplotlib")  # the `plot` extra
+        >>> plan = MemoryPlan.build([4096, 4096, 8192], [0, 1, 2], [1, 2, 3], ["a", "b", "c"])
+        >>> plan.plot(pathlib.Path(tempfile.mkdtemp()) / "plan.png").suffix
+        '.png'
+        """
+        from ..plot import plot_plan
+
+        return plot_plan(self, path, title)
 
 
 def _intervals(sizes, starts, ends) -> tuple[list[int], list[int], list[int]]:

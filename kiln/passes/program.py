@@ -90,13 +90,14 @@ def extract(fetches, feeds, updates) -> Graph:
     return program
 
 
-def rebuild(graph: Graph, rule=None) -> Graph:
+def rebuild(graph: Graph, rule=None, new: dict | None = None) -> Graph:
     """A copy of a program graph. For each node in order, `rule(node, inputs, new_graph)`
     (inputs already mapped into the copy) may return a replacement Symbol of the same shape
-    and dtype; otherwise the node is copied. Sites and names are kept."""
+    and dtype; otherwise the node is copied. Sites and names are kept. `new` (if given) is
+    filled as it goes: id(original value) -> its value in the copy."""
     copy = Graph()
     copy.source = graph.source
-    new: dict[int, Symbol] = {}
+    new = {} if new is None else new
     for node in graph.nodes:
         inputs = [new[id(i)] for i in node.inputs]
         replacement = rule(node, inputs, copy) if rule is not None else None

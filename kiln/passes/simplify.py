@@ -27,8 +27,9 @@ from .simplify_regions import (
 )
 
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
-_NEVER_FOLD = frozenset({"random", "source", "update", "region"})
-_NEVER_MERGE = frozenset({"random", "update"})  # nor sources, except constants (by value)
+_NEVER_FOLD = frozenset({"random", "source", "update", "region", "collective"})
+# nor sources, except constants (by value)
+_NEVER_MERGE = frozenset({"random", "update", "collective"})
 
 
 def simplify(graph: Graph) -> Graph:
@@ -99,6 +100,53 @@ def _log_of_ratio(r, y):
     return None if c is None else r.emit("sub", c, r.emit("log", b))
 
 
+def _diagonal(r, d):
+    """v, where `d` is `I * v` (v of shape (m,), (1, m) or (m, 1): d is diag(v)), else None.
+    Where v has an inf or a NaN, I * v has NaNs off the diagonal (0 * inf) that the rewrites
+    below drop: they give the product the algebra means."""
+    args = r.inputs(d, "mul")
+    if args is None or d.ndim != 2:
+        return None
+    m = d.shape[0]
+    for eye, v in (args, args[::-1]):
+        if r.is_identity(eye) and tuple(v.shape) in ((m,), (1, m), (m, 1)):
+            return v
+    return None
+
+
+def _diagonal_matmul(r, d, a):
+    """diag(v) @ a -> v[:, None] * a (v * a for a vector): what a batched jacobian's identity
+    seeds make of a matrix product, O(m^2) instead of O(m^3)."""
+    v = _diagonal(r, d)
+    if v is None:
+        return None
+    if a.ndim == 1:
+        return r.emit("mul", r.emit("reshape", v, shape=(d.shape[0],)), a)
+    return r.emit("mul", r.emit("reshape", v, shape=(d.shape[0], 1)), a)
+
+
+def _matmul_diagonal(r, a, d):
+    """a @ diag(v) -> a * v (v along a's last axis)."""
+    v = _diagonal(r, d)
+    return None if v is None else r.emit("mul", a, r.emit("reshape", v, shape=(d.shape[0],)))
+
+
+def _transpose_of_scaled_constant(r, y, perm):
+    """transpose(c * v) -> transpose(c) * v', for a constant c of the product's rank and a v
+    with at most one dim other than 1 (so v' is a reshape of v, and transpose(c) folds): a
+    forward-mode jacobian's columns turned into rows without a strided copy."""
+    args = r.inputs(y, "mul")
+    if args is None:
+        return None
+    for c, v in (args, args[::-1]):
+        if c.node.op.name == "constant" and c.ndim == y.ndim and sum(d != 1 for d in v.shape) <= 1:
+            full = (1,) * (y.ndim - v.ndim) + tuple(v.shape)
+            moved = tuple(full[p] for p in perm)
+            return r.emit("mul", r.emit("transpose", c, perm=perm),
+                          r.emit("reshape", v, shape=moved))  # fmt: skip
+    return None
+
+
 # fmt: off
 RULES = (
     Rule("x * 1 -> x", "mul", lambda r, x, c: x if r.is_const(c, 1) else None),
@@ -115,6 +163,7 @@ RULES = (
          lambda r, x, perm: x if perm == tuple(range(len(perm))) else None),
     Rule("transpose(transpose(x, p), q) -> transpose(x, p[q])", "transpose",
          _transpose_of_transpose),
+    Rule("transpose(c * v) -> transpose(c) * v'", "transpose", _transpose_of_scaled_constant),
     Rule("reshape(x, x.shape) -> x", "reshape",
          lambda r, x, shape: x if x.shape == tuple(shape) else None),
     Rule("reshape(reshape(x), s) -> reshape(x, s)", "reshape",
@@ -123,6 +172,10 @@ RULES = (
          lambda r, x, shape: x if x.shape == tuple(shape) else None),
     Rule("broadcast_to(broadcast_to(x), s) -> broadcast_to(x, s)", "broadcast_to",
          lambda r, y, shape: r.emit("broadcast_to", r.inner(y, "broadcast_to"), shape=shape)),
+    Rule("I @ x -> x", "matmul", lambda r, i, x: x if r.is_identity(i) else None),
+    Rule("x @ I -> x", "matmul", lambda r, x, i: x if r.is_identity(i) else None),
+    Rule("diag(v) @ x -> v[:, None] * x", "matmul", _diagonal_matmul),
+    Rule("x @ diag(v) -> x * v", "matmul", _matmul_diagonal),
     Rule("cast(x, x.dtype) -> x", "cast", lambda r, x, dtype: x if x.dtype == dtype else None),
     Rule("stop_gradient(x) -> x", "stop_gradient", lambda r, x: x),
     # stability
@@ -307,6 +360,16 @@ class _Rewriter:
         key = (id(s), value)
         if key not in self.consts:
             self.consts[key] = bool(np.all(s.node.attrs["value"].array == value))
+        return self.consts[key]
+
+    def is_identity(self, s: Symbol | None) -> bool:
+        """`s` is a constant identity matrix (square, ones on the diagonal, zeros elsewhere)."""
+        if s is None or s.node.op.name != "constant" or s.ndim != 2:
+            return False
+        key = (id(s), "identity")
+        if key not in self.consts:
+            a = s.node.attrs["value"].array
+            self.consts[key] = a.shape[0] == a.shape[1] and bool(np.all(a == np.eye(len(a))))
         return self.consts[key]
 
     def inputs(self, s: Symbol | None, op_name: str) -> tuple | None:

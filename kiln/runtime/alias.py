@@ -67,13 +67,17 @@ class Aliases:
         """Whether `node` may write its result into `target`'s storage while it runs: each of
         its inputs in that class must be `target` itself with the result's shape (`shape_of`
         gives concrete shapes), read by an elementwise kernel that reads each element before
-        writing it; never another view of it (a transpose read while its base is
+        writing it, or at a position the op declares it `overwrites` (its kernel handles `out`
+        being that input); never another view of it (a transpose read while its base is
         overwritten)."""
         cls = self.of(target)
-        for i in node.inputs:
+        for k, i in enumerate(node.inputs):
             if self.of(i) != cls:
                 continue
-            if i is not target or "elementwise" not in node.op.tags or "no_inplace" in node.op.tags:
+            if i is not target:
+                return False
+            elementwise = "elementwise" in node.op.tags and "no_inplace" not in node.op.tags
+            if not (elementwise or k in node.op.overwrites):
                 return False
             if shape_of(i) != shape_of(node.out):
                 return False

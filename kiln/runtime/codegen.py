@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import GraphError, NumericsError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
@@ -87,7 +88,7 @@ class Specialized:
 
     def __init__(
         self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
-        into=False,
+        generate=True, into=False,
     ):  # fmt: skip
         self.graph = graph
         self.backend = backend
@@ -100,6 +101,8 @@ class Specialized:
         self.numerics = numerics
         self.shapes, self.attrs = concrete_shapes(graph, feed_shapes, bindings)
         self._layout(plan)
+        if not generate:  # the schedule and memory plan only (to compare plans)
+            return
         self.source, self._code, self.lines = self._generate()
         self._local = threading.local()
         self.timings = collections.defaultdict(float)  # line of the program -> seconds
@@ -233,7 +236,12 @@ class Specialized:
             contiguous[id(out)] = True
             if "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
-            elif self._is_view(n) and (n.op.name != "reshape" or contiguous[id(n.inputs[0])]):
+            elif self._is_view(n) and (
+                n.op.name != "reshape" or contiguous[id(n.inputs[0])] or id(out) in self.escaping
+            ):
+                # NOTE: a reshape of a non-contiguous value copies into a buffer of its own
+                # when it has one; an escaping one has none, and NumPy may still return a view
+                # (dropping a size-1 dim of a slice), so it counts as a view of its base.
                 base = n.inputs[0]
                 keep = n.op.name in ("reshape", "stop_gradient")
                 contiguous[id(out)] = keep and contiguous[id(base)]
@@ -321,7 +329,7 @@ class Specialized:
             names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
-            if self.numerics and n.out.dtype.kind in "fc":
+            if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
                 ns[f"n{t}"] = n
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:

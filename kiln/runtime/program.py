@@ -21,6 +21,7 @@ from ..errors import DTypeError, GraphError, IndexOutOfRangeError, KilnError, Sh
 from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
 from ..passes.program import extract
+from ..passes.remat import check_budget, choices, long_lived, recompute
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
 from .cache import evict, feed_shapes, touch
 from .codegen import Specialized
@@ -39,8 +40,9 @@ class Program:
 
     def __init__(
         self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False,
-        into=False,
+        memory_budget: int | None = None, into=False,
     ):  # fmt: skip
+        self.memory_budget = check_budget(memory_budget)
         self.backend = backend
         self.into = into  # runs write the fetched values into the caller's arrays (`outs`)
         self.check_numerics = check_numerics
@@ -121,17 +123,57 @@ class Program:
         start = time.perf_counter()
         reason = self._reason(key)
         with _gc_paused():
-            spec = Specialized(self.graph, key, bindings, self.backend,
-                               checks=checks_level(), plan=self.plan_memory,
-                               numerics=self.check_numerics or checks_level() >= 2,
-                               into=self.into)  # fmt: skip
+            spec = self._specialized_for(self.graph, key, bindings)
+            if self.memory_budget is not None and self.plan_memory:
+                spec = self._within_budget(spec, key, bindings)
         plan = spec.plan
-        log(1, f"compile ({reason}): {len(self.graph.nodes)} nodes, arena "
+        log(1, f"compile ({reason}): {len(spec.graph.nodes)} nodes, arena "
                f"{plan.arena_bytes} B (lower bound {plan.lower_bound_bytes} B, naive "
                f"{plan.naive_bytes} B), {(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
         if debug_level() >= 2:
             log(2, f"memory plan:\n{plan.summary()}\nprogram:\n{spec.source}")
         return spec
+
+    def _specialized_for(self, graph, key, bindings, generate=True) -> Specialized:
+        return Specialized(graph, key, bindings, self.backend, checks=checks_level(),
+                           plan=self.plan_memory, generate=generate, into=self.into,
+                           numerics=self.check_numerics or checks_level() >= 2)  # fmt: skip
+
+    def _within_budget(self, spec, key, bindings) -> Specialized:
+        """`spec`, or when its arena is over the memory budget the program that recomputes
+        the fewest long-lived values and fits (kiln/passes/remat.py), else the smallest
+        arena tried; the choice is logged and kept as `plan.recomputed`."""
+        budget, best = self.memory_budget, spec
+        if spec.plan.arena_bytes <= budget:
+            return spec
+        found = long_lived(self.graph)
+        for label, dropped in sorted(choices(self.graph), key=lambda c: len(c[1])):
+            graph = recompute(self.graph, dropped)
+            graph.source, graph.constraints = self.graph.source, self.graph.constraints
+            graph.optimized = (*self.graph.optimized, "recompute")
+            candidate = self._specialized_for(graph, key, bindings, generate=False)
+            arena = candidate.plan.arena_bytes
+            log(2, f"memory budget {budget} B: {label}: arena {arena} B")
+            if arena < best.plan.arena_bytes:
+                best, choice = candidate, (graph, label, dropped)
+            if arena <= budget:
+                break
+        before = spec.plan.arena_bytes
+        if best is not spec:
+            graph, label, dropped = choice
+            best = self._specialized_for(graph, key, bindings)
+            best.plan.recomputed = sorted(found[i][0].name for i in dropped)
+            best.plan.recompute_choice = label
+        plan = best.plan
+        if best is spec:
+            log(1, f"memory budget {budget} B: no recomputation lowers the arena "
+                   f"({before} B)")  # fmt: skip
+        else:
+            fits = "fits" if plan.arena_bytes <= budget else "is still over the budget"
+            log(1, f"memory budget {budget} B: recomputing {len(plan.recomputed)} values "
+                   f"({plan.recompute_choice}); arena {before} -> {plan.arena_bytes} B, which "
+                   f"{fits}: {', '.join(plan.recomputed)}")  # fmt: skip
+        return best
 
     def _reason(self, key) -> str:
         if not self._specialized:
@@ -254,7 +296,8 @@ def check_feed(sym: Symbol, value, bindings: dict):
     )
     array = np.asarray(value) if weak else value
     if weak:
-        if array.dtype.kind in "OUSV" or not np.can_cast(array.dtype, sym.dtype, "same_kind"):
+        bad = array.dtype.kind in "OUSV" and array.dtype != dt.bfloat16
+        if bad or not np.can_cast(array.dtype, sym.dtype, "same_kind"):
             raise _feed_error(DTypeError, sym, f"cannot feed {array.dtype} data")
         array = array.astype(sym.dtype)
     elif array.dtype != sym.dtype:

@@ -1,0 +1,264 @@
+"""Indexing with PyTorch's rules: `x[index]` (ints, slices, None, Ellipsis, integer arrays and
+tensors, several of them, boolean masks) and `index_put` (`x[index] = values` out of place).
+
+An index is applied in three steps, each an op: the basic items (ints, slices, None) by
+`index` (a view); then 0-d integer Symbols, which PyTorch reads as ints, one `gather` each;
+then the integer arrays (masks become the arrays of their true elements), one `gather` for one
+array, else one `advanced_index`. PyTorch's placement rule follows: ints drop their dim first,
+and the arrays' broadcast shape replaces their dims where no slice or None separates them,
+else it goes first (`x[0, :, [1, 2]]` has shape (4, 2) for x of shape (3, 4, 5), where NumPy,
+which counts the int among the arrays, gives (2, 4)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import GraphError, IndexOutOfBoundsError, ShapeError
+from ..graph.core import Symbol, user_site
+from . import core as _core
+from .core import call, lift
+
+__all__ = ["getitem", "index_put"]
+
+_FULL = ("slice", None, None, None)
+_BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+
+
+def getitem(x, index):
+    """`x[index]` with PyTorch's rules: ints, slices, None, Ellipsis, integer arrays or
+    tensors (several: their broadcast shape goes where they are when adjacent, else first)
+    and boolean masks (eager, or NumPy masks in graph mode: the shape must not depend on
+    values the graph computes).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.getitem(np.arange(12).reshape(3, 4), (slice(None), np.array([3, 0])))
+    array([[ 3,  0],
+           [ 7,  4],
+           [11,  8]])
+    >>> kn.getitem(np.arange(12).reshape(3, 4), ([0, 2], [1, 3]))
+    array([ 1, 11])
+    """
+    (x,) = lift(x)
+    items = index if isinstance(index, tuple) else (index,)
+    if all(isinstance(i, _BASIC) and not isinstance(i, (bool, np.bool_)) for i in items):
+        return _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))))
+    spec, selects, arrays, axes = parse(x, items)
+    x = _basic(x, spec)
+    for axis, i in reversed(selects):  # highest first: the lower axes stay where they are
+        (i,) = lift(i, context=(x,))
+        x = call("gather", x, i, axis=axis, wrap_negative=True)
+    axes = [a - sum(1 for s, _ in selects if s < a) for a in axes]
+    arrays = lift(*arrays, context=(x,))
+    if len(arrays) == 1:
+        return call("gather", x, arrays[0], axis=axes[0], wrap_negative=True)  # x[-1]: the last
+    return call("advanced_index", x, *arrays, axes=tuple(axes)) if arrays else x
+
+
+def _basic(x, spec):
+    if len(spec) > x.ndim or any(s != _FULL for s in spec):
+        return call("index", x, spec=trim(spec, x.ndim))
+    return x
+
+
+def trim(spec, ndim: int) -> tuple:
+    """The spec without trailing full slices (its canonical form), unless it has more items
+    than dims (then the `index` op's rule raises)."""
+    spec = list(spec)
+    if sum(s[0] != "newaxis" for s in spec) > ndim:
+        return tuple(spec)
+    while spec and spec[-1] == _FULL:
+        spec.pop()
+    return tuple(spec)
+
+
+def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
+    """`input` with `values` written at `input[indices]`, or added there (repeated indices
+    summing) when `accumulate`: PyTorch's `index_put`. `indices` is a tuple of integer or
+    boolean tensors, one per leading dim; values has input's dtype and broadcasts to the
+    indexed shape. Gradients reach input (where not overwritten) and values.
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(2, 3)
+    >>> x.index_put((kn.tensor([0, 1]), kn.tensor([2, 0])), kn.tensor(5.0))
+    tensor([[0., 0., 5.],
+            [5., 0., 0.]])
+    >>> kn.index_put(kn.zeros(3), (kn.tensor([1, 1]),), kn.tensor([1.0, 2.0]), accumulate=True)
+    tensor([0., 3., 0.])
+    """
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): indices must be a tuple of tensors, got {type(indices)}")
+    (x,) = lift(input)
+    if isinstance(values, (bool, int, float)):
+        values = np.asarray(values, x.dtype)
+    (v,) = lift(values, context=(x,))
+    return put(x, tuple(indices), v, bool(accumulate), as_ints=False)
+
+
+def put(x, index, values, accumulate: bool, as_ints: bool = True):
+    """`x` with `values` (lifted, of x's dtype) written at `x[index]`: the one `index_put` node
+    of item assignment and of `index_put`. `as_ints`: 0-d integer tensors count as ints (item
+    assignment; `index_put` takes them as 0-d index arrays)."""
+    items = index if isinstance(index, tuple) else (index,)
+    spec, selects, arrays, axes = parse(x, items, as_ints=as_ints, selects=False)
+    (values,) = lift(values, context=(x,))
+    arrays = lift(*arrays, context=(x,))
+    return call("index_put", x, values, *arrays, spec=trim(spec, x.ndim), axes=tuple(axes),
+                accumulate=accumulate)  # fmt: skip
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def parse(x, items, as_ints: bool = True, selects: bool = True):
+    """(spec of the basic items, [(axis, 0-d Symbol)], index arrays, their axes) of `x[items]`,
+    the axes counted in what `spec` gives. `selects=False`: 0-d Symbols are index arrays."""
+    kinds = [_classify(i, as_ints) for i in items]
+    if not selects:
+        kinds = [("array", v) if k == "select" else (k, v) for k, v in kinds]
+    used = sum(np.ndim(v) if k == "mask" else k in ("int", "slice", "array", "select")
+               for k, v in kinds)  # fmt: skip
+    if sum(k == "ellipsis" for k, _ in kinds) > 1:
+        raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
+    if used > x.ndim:
+        raise IndexOutOfBoundsError(f"too many indices for tensor of dimension {x.ndim} "
+                                    f"(at {user_site()})")  # fmt: skip
+    spec, chosen, arrays, axes = [], [], [], []
+    axis = dim = 0  # the axis of the basic result, the dim of x
+    for kind, v in kinds:
+        if kind == "ellipsis":
+            n = x.ndim - used
+            spec += [_FULL] * n
+            axis, dim = axis + n, dim + n
+        elif kind in ("none", "bool"):
+            spec.append(("newaxis",))
+            if kind == "bool":  # a 0-d mask: a new dim of size 1 (True) or 0 (False)
+                arrays.append(np.zeros(int(v), np.int64))
+                axes.append(axis)
+            axis += 1
+        elif kind == "int":
+            spec.append(("int", v))
+            dim += 1
+        elif kind == "slice":
+            spec.append(_slice_spec(v))
+            axis, dim = axis + 1, dim + 1
+        elif kind == "mask":
+            _check_mask(x, v, dim)
+            for k, i in enumerate(np.nonzero(v)):
+                spec.append(_FULL)
+                arrays.append(i.astype(np.int64))
+                axes.append(axis + k)
+            axis, dim = axis + v.ndim, dim + v.ndim
+        elif kind == "select":
+            spec.append(_FULL)
+            chosen.append((axis, v))
+            axis, dim = axis + 1, dim + 1
+        else:
+            spec.append(_FULL)
+            arrays.append(v)
+            axes.append(axis)
+            axis, dim = axis + 1, dim + 1
+    return spec, chosen, arrays, axes
+
+
+def _spec(items) -> tuple:
+    """The spec of basic items (ints, slices, None)."""
+    return tuple(("newaxis",) if i is None else _slice_spec(i) if isinstance(i, slice)
+                 else ("int", int(i)) for i in items)  # fmt: skip
+
+
+def _expand_ellipsis(items, ndim, n):
+    if Ellipsis not in items:
+        return items
+    if items.count(Ellipsis) > 1:
+        raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
+    k = items.index(Ellipsis)
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    return items[:k] + (slice(None),) * max(ndim - used, 0) + items[k + 1 :]
+
+
+def _slice_spec(item: slice):
+    parts = [item.start, item.stop, item.step]
+    for p in parts:
+        if p is not None and not isinstance(p, (int, np.integer)):
+            if _is_tensor(p) or isinstance(p, np.ndarray) and p.ndim == 0:
+                continue
+            raise ShapeError(f"slice bounds must be ints or None in graph mode, got {p!r}")
+    return ("slice", *(None if p is None else int(p) for p in parts))
+
+
+def _is_tensor(v) -> bool:
+    return _core.Tensor is not None and isinstance(v, _core.Tensor)
+
+
+def _classify(item, as_ints: bool):
+    """(kind, value): "none", "ellipsis", "slice", "int", "bool" (a Python or 0-d bool),
+    "mask" (a NumPy bool array), "select" (a 0-d integer Symbol) or "array" (an integer
+    array, Tensor or Symbol)."""
+    if item is None:
+        return "none", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if isinstance(item, slice):
+        return "slice", item
+    if isinstance(item, (bool, np.bool_)):
+        return "bool", bool(item)
+    if isinstance(item, (int, np.integer)):
+        return "int", int(item)
+    if isinstance(item, Symbol):
+        if item.dtype == np.bool_:
+            raise GraphError(
+                f"indexing with the boolean Symbol '{item.name}' gives a shape that depends on "
+                "its values, which graph mode and kn.compile must know when the graph is "
+                "built: use kn.where(mask, x, other) or x.masked_fill(~mask, value) to keep "
+                "the shape, or index in eager mode (a NumPy mask is static and works here)"
+            )
+        _check_dtype(item.dtype)
+        return ("select" if item.ndim == 0 and as_ints else "array"), item
+    if _is_tensor(item):
+        _check_dtype(item.dtype)
+        if item.dtype == np.bool_:
+            return _host_kind(item.detach()._host())
+        if item.ndim == 0 and as_ints:
+            return "int", int(item.item())
+        return "array", item.detach()
+    if isinstance(item, (list, np.ndarray)):
+        array = np.asarray(item)
+        if array.size == 0 and array.dtype.kind == "f":  # x[[]]: no index
+            array = array.astype(np.int64)
+        _check_dtype(array.dtype)
+        return _host_kind(array, as_ints)
+    raise IndexError(
+        f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
+        f"valid indices, got {type(item).__name__} (at {user_site()})"
+    )
+
+
+def _host_kind(array: np.ndarray, as_ints: bool = True):
+    if array.dtype == np.bool_:
+        return ("bool", bool(array)) if array.ndim == 0 else ("mask", array)
+    if array.ndim == 0 and as_ints:
+        return "int", int(array)
+    return "array", array
+
+
+def _check_dtype(dtype) -> None:
+    if dtype != np.bool_ and not dt.is_int(dtype):
+        raise IndexError(
+            f"tensors used as indices must be long, int, byte or bool tensors, got {dtype} "
+            f"(at {user_site()})"
+        )
+
+
+def _check_mask(x, mask: np.ndarray, dim: int) -> None:
+    shape = tuple(x.shape[dim : dim + mask.ndim])
+    for have, want in zip(shape, mask.shape):
+        if isinstance(have, int) and have != want:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {dim} does not match the "
+                f"shape of the indexed tensor {list(x.shape)} at index {dim} (at {user_site()})"
+            )
+        if not isinstance(have, int):
+            sh.require_equal(have, want, f"the mask {list(mask.shape)} at index {dim}")

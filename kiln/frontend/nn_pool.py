@@ -1,0 +1,409 @@
+"""Pooling over any number of spatial dims, as PyTorch's `max_pool1d/2d`, `avg_pool1d/2d`
+(ceil_mode, count_include_pad, divisor_override, dilation, return_indices) and the adaptive
+pools.
+
+Plain 1-d and 2-d pools bind the `max_pool2d`/`avg_pool2d` primitives (1-d as height 1); the
+other cases gather the windows of the padded input (see `nn_conv.gather_windows`) and reduce
+them: the maximum is read at the window's argmax, so its gradient reaches that element only
+(PyTorch's first maximum). Adaptive average pooling is one matmul per spatial dim.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import call, lift
+from .math import argmax, div, matmul
+from .math import sum as reduce_sum
+from .nn_conv import (
+    _batched,
+    _floats,
+    gather_windows,
+    ntuple,
+    static_sizes,
+    strided_windows,
+    torch_pad,
+)
+from .nn_functional import _shape_error, pad
+from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose, unsqueeze
+
+__all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "avg_pool3d",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool3d",
+]
+
+
+def _out_size(op, x, size, k, s, p, d, ceil_mode) -> int:
+    """PyTorch's pooling output size; with `ceil_mode` the last window must start inside the
+    input or its left padding."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    if out < 1:
+        raise _shape_error(
+            op, f"Given input size per channel {size}, calculated output size {out}: output "
+            "size is too small", x,
+        )  # fmt: skip
+    return out
+
+
+def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode, max_pool):
+    kernel = ntuple(kernel_size, n, "kernel_size", op)
+    stride = kernel if stride is None or stride == [] else ntuple(stride, n, "stride", op)
+    pads = ntuple(padding, n, "padding", op)
+    dilation = ntuple(dilation, n, "dilation", op)
+    if min(kernel + stride + dilation) <= 0:
+        raise _shape_error(op, f"kernel_size {kernel}, stride {stride} and dilation {dilation} "
+                           "must be positive")  # fmt: skip
+    for p, k, d in zip(pads, kernel, dilation):
+        reach = d * (k - 1) + 1 if max_pool else k
+        if p < 0 or 2 * p > reach:
+            raise _shape_error(
+                op, f"pad should be at most half of {'effective ' if max_pool else ''}kernel "
+                f"size, but got pad={pads}, kernel_size={kernel} and dilation={dilation}", x,
+            )  # fmt: skip
+    sizes = tuple(x.shape[2:])
+    if all(isinstance(v, int) for v in sizes):
+        outs = tuple(_out_size(op, x, *args, ceil_mode) for args in zip(sizes, kernel, stride, pads,
+                                                                     dilation))  # fmt: skip
+    else:
+        outs = None
+    return kernel, stride, pads, dilation, outs
+
+
+def _plain(kernel, stride, pads, sizes, outs) -> bool:
+    """Whether floor mode gives `outs` (so ceil_mode adds no window)."""
+    if outs is None:
+        return True
+    return all((n + 2 * p - k) // s + 1 == o
+               for n, k, s, p, o in zip(sizes, kernel, stride, pads, outs))  # fmt: skip
+
+
+def _primitive(op_name, x, n, kernel, stride, pads):
+    """The 2-d primitive (1-d as a 2-d pool of height 1)."""
+    if n == 1:
+        y = call(op_name, unsqueeze(x, 2), kernel_size=(1, *kernel), stride=(1, *stride),
+                 padding=(0, *pads))  # fmt: skip
+        return squeeze(y, 2)
+    return call(op_name, x, kernel_size=kernel, stride=stride, padding=pads)
+
+
+def _padded_windows(x, kernel, stride, pads, dilation, outs, fill):
+    """(windows (N, C, K1*..*Kn, O1..On) of x padded with `fill`, position tables per dim)."""
+    sizes = static_sizes(x, range(2, x.ndim), "pool")
+    pairs, tables = [], []
+    for n, k, s, p, d, o in zip(sizes, kernel, stride, pads, dilation, outs):
+        table = (np.arange(o) * s)[:, None] + np.arange(k) * d
+        pairs.append((p, max(0, int(table.max()) + 1 - (n + p))))  # ceil_mode's extra taps
+        tables.append(table)
+    if any(b or a for b, a in pairs):
+        x = pad(x, torch_pad(pairs), value=fill)
+    return strided_windows(x, kernel, stride, dilation, outs), tables
+
+
+def _max_windows(x, win, tables, pads, return_indices):
+    """The maximum of each window of `win` (N, C, K, O1..On) (read at its first argmax, so
+    the gradient reaches that element only) and, if asked, its flat index into the spatial
+    dims of the input, as PyTorch's `return_indices`."""
+    pick = argmax(win, 2, keepdim=True)
+    values = squeeze(take_along_axis(win, pick, 2), 2)
+    if not return_indices:
+        return values
+    sizes, n = x.shape[2:], len(tables)
+    outs = tuple(t.shape[0] for t in tables)
+    flat = np.zeros([t.shape[1] for t in tables] + list(outs), np.int64)  # (K1..Kn, O1..On)
+    for d, (t, p) in enumerate(zip(tables, pads)):
+        shape = [1] * 2 * n
+        shape[n + d], shape[d] = t.shape
+        flat = flat + (t - p).T.reshape(shape) * math.prod(sizes[d + 1 :])
+    positions = math.prod(outs)
+    table = _like(flat.reshape(-1), pick)  # tap-major: entry k * P + position
+    where = call("add", call("mul", squeeze(pick, 2), _like(np.int64(positions), pick)),
+                 _like(np.arange(positions).reshape(outs), pick))  # fmt: skip
+    return values, gather(table, where, 0)
+
+
+def _like(array, context):
+    (value,) = lift(array, context=(context,))
+    return value
+
+
+def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):  # noqa: A002
+    (x,) = lift(input)
+    x, added = _batched(x, n, op)
+    (x,) = _floats(op, x)
+    kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
+                                                   dilation, ceil_mode, True)  # fmt: skip
+    fast = n <= 2 and not return_indices and all(d == 1 for d in dilation)
+    if fast and _plain(kernel, stride, pads, x.shape[2:], outs):
+        result = _primitive("max_pool2d", x, n, kernel, stride, pads)
+    else:
+        win, tables = _padded_windows(x, kernel, stride, pads, dilation, outs, -math.inf)
+        result = _max_windows(x, win, tables, pads, return_indices)
+    if not added:
+        return result
+    if return_indices:
+        return tuple(squeeze(r, 0) for r in result)
+    return squeeze(result, 0)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):  # fmt: skip
+    """Maximum over `kernel_size` windows of `input` (N, C, L) or (C, L); `stride` defaults
+    to the kernel size; padding (at most half a kernel) never wins. With `return_indices`,
+    also each maximum's index along L.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.max_pool1d(kn.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]]), 2,
+    ...                             ceil_mode=True, return_indices=True)
+    (tensor([[[3., 5., 4.]]]), tensor([[[1, 3, 4]]]))
+    """
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)  # fmt: skip
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):  # fmt: skip
+    """Maximum over `kernel_size` windows of `input` (N, C, H, W) or (C, H, W); `stride`
+    defaults to the kernel size; padding (at most half a kernel) never wins, as if it were
+    -inf. With `return_indices`, also each maximum's flat index into H * W.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.max_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
+    array([[[[ 5.,  7.],
+             [13., 15.]]]], dtype=float32)
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)  # fmt: skip
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):  # fmt: skip
+    """Maximum over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W); with
+    `return_indices`, also each maximum's flat index into D * H * W.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.max_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[7.]]]]])
+    """
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)  # fmt: skip
+
+
+def _divisor(sizes, kernel, stride, pads, outs, count_include_pad) -> np.ndarray:
+    """PyTorch's divisor of each window: its size within the padded input (clipped to the
+    input without `count_include_pad`), a product over the dims."""
+    divisor = np.ones(outs)
+    for d, (n, k, s, p, o) in enumerate(zip(sizes, kernel, stride, pads, outs)):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, n + p)
+        count = end - start
+        if not count_include_pad:
+            count = np.minimum(end, n) - np.maximum(start, 0)
+        shape = [1] * len(outs)
+        shape[d] = o
+        divisor = divisor * count.reshape(shape)
+    return divisor
+
+
+def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_include_pad,  # noqa: A002
+              divisor_override):  # fmt: skip
+    (x,) = lift(input)
+    x, added = _batched(x, n, op)
+    (x,) = _floats(op, x)
+    kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding, 1,
+                                                   ceil_mode, False)  # fmt: skip
+    if divisor_override is not None and divisor_override <= 0:
+        raise ValueError(f"{op}: divisor must be not zero, got {divisor_override}")
+    plain = _plain(kernel, stride, pads, x.shape[2:], outs)
+    if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
+        y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
+    else:
+        win, _ = _padded_windows(x, kernel, stride, pads, dilation, outs, 0.0)
+        total = reduce_sum(win, 2)
+        if divisor_override is not None:
+            y = div(total, float(divisor_override))
+        else:
+            sizes = static_sizes(x, range(2, x.ndim), op)
+            divisor = _divisor(sizes, kernel, stride, pads, outs, count_include_pad)
+            y = div(total, _like(divisor.astype(x.dtype), total))
+    return squeeze(y, 0) if added else y
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):  # fmt: skip
+    """Mean over `kernel_size` windows of `input` (N, C, L) or (C, L); zero padding counts in
+    the mean unless `count_include_pad=False`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.avg_pool1d(kn.tensor([[[1.0, 3.0, 2.0]]]), 2, padding=1,
+    ...                             count_include_pad=False)
+    tensor([[[1.0000, 2.5000]]])
+    """
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)  # fmt: skip
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):  # fmt: skip
+    """Mean over `kernel_size` windows of `input` (N, C, H, W) or (C, H, W); `stride` defaults
+    to the kernel size; zero padding counts in the mean unless `count_include_pad=False`;
+    `divisor_override` replaces the window size.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.avg_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2)
+    array([[[[ 2.5,  4.5],
+             [10.5, 12.5]]]], dtype=float32)
+    """
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)  # fmt: skip
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):  # fmt: skip
+    """Mean over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.avg_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[3.5000]]]]])
+    """
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)  # fmt: skip
+
+
+# -- adaptive pools ---------------------------------------------------------------------------
+
+
+def _adaptive_sizes(op, x, n, output_size) -> tuple:
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        output_size = (output_size,) * n
+    output_size = tuple(output_size)
+    if len(output_size) != n:
+        raise _shape_error(op, f"output_size must be an int or {n} ints, got {output_size!r}")
+    sizes = static_sizes(x, range(2, x.ndim), op)
+    outs = tuple(s if o is None else int(o) for s, o in zip(sizes, output_size))
+    if any(o <= 0 for o in outs) or any(s == 0 for s in sizes):
+        raise _shape_error(op, f"output size {outs} and input sizes {sizes} must be positive", x)
+    return sizes, outs
+
+
+def _bounds(size: int, out: int):
+    """PyTorch's adaptive windows: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    i = np.arange(out)
+    return (i * size) // out, -((-(i + 1) * size) // out)
+
+
+def _adaptive_avg(op, n, input, output_size):  # noqa: A002
+    (x,) = lift(input)
+    x, added = _batched(x, n, op)
+    (x,) = _floats(op, x)
+    sizes, outs = _adaptive_sizes(op, x, n, output_size)
+    for d, (size, out) in enumerate(zip(sizes, outs)):
+        start, end = _bounds(size, out)
+        cols = np.arange(size)
+        inside = (cols >= start[:, None]) & (cols < end[:, None])
+        weights = (inside / (end - start)[:, None]).T.astype(x.dtype)  # (size, out)
+        axis = 2 + d
+        moved = transpose(x, axis, -1)
+        x = transpose(matmul(moved, _like(weights, moved)), axis, -1)
+    return squeeze(x, 0) if added else x
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """Mean over `output_size` windows of `input` (N, C, L) or (C, L) that cover it as evenly
+    as integer bounds allow (PyTorch's adaptive windows).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.adaptive_avg_pool1d(kn.tensor([[[1.0, 2.0, 3.0, 5.0]]]), 2)
+    tensor([[[1.5000, 4.0000]]])
+    """
+    return _adaptive_avg("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """Mean over an `output_size` grid of windows of `input` (N, C, H, W) or (C, H, W); a
+    None size keeps that dim.
+
+    >>> import kiln as kn
+    >>> list(kn.nn.functional.adaptive_avg_pool2d(kn.ones(1, 2, 5, 7), 1).shape)
+    [1, 2, 1, 1]
+    """
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    """Mean over an `output_size` grid of windows of `input` (N, C, D, H, W) or (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> list(kn.nn.functional.adaptive_avg_pool3d(kn.ones(1, 1, 4, 4, 4), (2, None, 1)).shape)
+    [1, 1, 2, 4, 1]
+    """
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def _adaptive_max(op, n, input, output_size, return_indices):  # noqa: A002
+    (x,) = lift(input)
+    x, added = _batched(x, n, op)
+    (x,) = _floats(op, x)
+    sizes, outs = _adaptive_sizes(op, x, n, output_size)
+    tables = []
+    for size, out in zip(sizes, outs):
+        start, end = _bounds(size, out)
+        # Windows differ in length; a short one repeats its last element, which changes
+        # neither its maximum nor which element comes first.
+        taps = start[:, None] + np.arange(int((end - start).max()))
+        tables.append(np.minimum(taps, (end - 1)[:, None]))
+    win = gather_windows(x, tables, channels_last=True)  # (N, O1..On, C, K1..Kn)
+    win = reshape(win, (*win.shape[: 2 + n], math.prod(t.shape[1] for t in tables)))
+    win = permute(win, (0, n + 1, n + 2, *range(1, n + 1)))  # (N, C, K, O1..On)
+    result = _max_windows(x, win, tables, (0,) * n, return_indices)
+    if not added:
+        return result
+    if return_indices:
+        return tuple(squeeze(r, 0) for r in result)
+    return squeeze(result, 0)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    """Maximum over `output_size` adaptive windows of `input` (N, C, L) or (C, L).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.adaptive_max_pool1d(kn.tensor([[[1.0, 4.0, 3.0, 2.0, 5.0]]]), 2)
+    tensor([[[4., 5.]]])
+    """
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    """Maximum over an `output_size` grid of adaptive windows of `input` (N, C, H, W) or
+    (C, H, W); with `return_indices`, also each maximum's flat index into H * W.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.adaptive_max_pool2d(kn.arange(16.0).reshape(1, 1, 4, 4), 1)
+    tensor([[[[15.]]]])
+    """
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """Maximum over an `output_size` grid of adaptive windows of `input` (N, C, D, H, W) or
+    (C, D, H, W).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.adaptive_max_pool3d(kn.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+    tensor([[[[[7.]]]]])
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)

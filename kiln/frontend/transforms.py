@@ -1,0 +1,288 @@
+"""Function transforms: `jvp` (forward mode), `vmap`, and the batched jacobians `jacrev`,
+`jacfwd` (and `hessian(f)`), with JAX's names. On Symbols they build into the graph; on
+Tensors `jvp` runs on the tape (the double-backward trick) and the others run their graph form
+through `kn.compile` (traced once per input signature).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..eager import autograd
+from ..eager.grad_mode import enable_grad
+from ..eager.tensor import Tensor
+from ..errors import GraphError, ShapeError
+from ..graph.core import Symbol
+from ..ops.core import unbatched_to
+from ..passes.vectorize import vectorize
+from .autodiff import jacobian_fwd, jacobian_rev, jvp_graph
+from .core import call, lift
+from .traced import _unflatten, flatten
+
+__all__ = ["jvp", "vmap", "jacrev", "jacfwd"]
+
+
+def _leaves(value, what: str) -> tuple[list, object]:
+    leaves, paths, statics = [], [], []
+    structure = flatten(value, what, leaves, paths, statics)
+    return leaves, structure
+
+
+def _tuple(values) -> tuple:
+    return tuple(values) if isinstance(values, (tuple, list)) else (values,)
+
+
+def jvp(f, primals, tangents):
+    """`(f(*primals), tangent of f's outputs)` for the primals moving along `tangents`
+    (forward mode: the Jacobian-vector product). `f` returns a Symbol, a Tensor, or tuples,
+    lists and dicts of them; integer outputs get zero tangents. On Symbols it builds into
+    the graph (forward mode node by node: kiln/passes/forward.py); on Tensors it runs
+    eagerly, by the double-backward trick on the tape (as `torch.autograd.functional.jvp`),
+    and returns detached Tensors.
+
+    >>> import kiln as kn
+    >>> y, dy = kn.jvp(lambda x: x ** 3, (kn.tensor(2.0),), (kn.tensor(1.0),))
+    >>> y, dy
+    (tensor(8.), tensor(12.))
+    """
+    primals, tangents = _tuple(primals), _tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if tuple(np.shape(p) if not hasattr(p, "shape") else p.shape) != tuple(
+            np.shape(t) if not hasattr(t, "shape") else t.shape
+        ):
+            raise ShapeError(
+                f"jvp: tangent {i} has shape {tuple(t.shape)}, its primal {tuple(p.shape)}"
+            )
+    if any(isinstance(p, Symbol) for p in primals):
+        return _jvp_graph(f, primals, tangents)
+    return _jvp_eager(f, primals, tangents)
+
+
+def _jvp_graph(f, primals, tangents):
+    xs = list(lift(*primals))
+    out = f(*xs)
+    leaves, structure = _leaves(out, "output")
+    ts = [lift(t, context=xs, dtype=x.dtype)[0] for t, x in zip(tangents, xs)]
+    ts = [t if t.dtype == x.dtype else call("cast", t, dtype=x.dtype) for t, x in zip(ts, xs)]
+    pairs = [(x, t) for x, t in zip(xs, ts) if dt.is_float(x.dtype)]
+    ys = [y for y in leaves if dt.is_float(y.dtype)]
+    found = iter(jvp_graph(ys, [x for x, _ in pairs], [t for _, t in pairs]) if ys else [])
+    out_tangents = []
+    for y in leaves:
+        jv = next(found) if dt.is_float(y.dtype) else None
+        out_tangents.append(jv if jv is not None else call("broadcast_to", _zero(y), shape=y.shape))
+    return out, _unflatten(structure, iter(out_tangents))
+
+
+def _zero(y):
+    from ..ops.core import scalar
+
+    return scalar(0, y)
+
+
+def _jvp_eager(f, primals, tangents):
+    numpy_in = not any(isinstance(p, Tensor) for p in primals)
+    xs = [_tensor(p).detach() for p in primals]
+    for x in xs:
+        if dt.is_float(x.dtype):
+            x.requires_grad_(True)
+    with enable_grad():
+        out = f(*xs)
+        leaves, structure = _leaves(out, "output")
+        ys = [y for y in leaves if isinstance(y, Tensor) and y.requires_grad]
+        us = [_zeros_like(y, requires_grad=True) for y in ys]
+        wrt = [(x, _tensor(t)) for x, t in zip(xs, tangents) if x.requires_grad]
+        grads = autograd.grad(ys, [x for x, _ in wrt], us, create_graph=True, allow_unused=True)
+    pairs = [(g, t.to(g.dtype) if t.dtype != g.dtype else t)
+             for g, (_, t) in zip(grads, wrt) if g is not None and g.requires_grad]  # fmt: skip
+    jvs = [None] * len(us)
+    if pairs and us:
+        gs, ts = zip(*pairs)
+        jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True)
+    found = {id(y): jv for y, jv in zip(ys, jvs)}
+    outs, out_tangents = [], []
+    for y in leaves:
+        jv = found.get(id(y))
+        outs.append(y.detach() if isinstance(y, Tensor) else y)
+        out_tangents.append(jv.detach() if jv is not None else _zeros_like(_tensor(y)))
+    if numpy_in:
+        outs = [o.numpy() if isinstance(o, Tensor) else o for o in outs]
+        out_tangents = [t.numpy() for t in out_tangents]
+    return _unflatten(structure, iter(outs)), _unflatten(structure, iter(out_tangents))
+
+
+def _tensor(value) -> Tensor:
+    from ..eager.factories import tensor
+
+    return value if isinstance(value, Tensor) else tensor(np.asarray(value))
+
+
+def _zeros_like(t, requires_grad=False):
+    from ..eager.factories import zeros_like
+
+    return zeros_like(t, requires_grad=requires_grad)
+
+
+# -- transforms that return functions: their graph form, compiled for Tensors --------------------
+
+
+def _transform(graph_form, name: str, fn):
+    """A function that runs `graph_form` on Symbols and, on Tensors or arrays, its compiled
+    form (one `kn.compile` per transformed function, traced once per input signature)."""
+    compiled = []
+
+    def transformed(*args):
+        leaves, _ = _leaves(args, "arg")
+        if any(isinstance(x, Symbol) for x in leaves):
+            return graph_form(*args)
+        if not compiled:
+            from .trace import CompiledFunction
+
+            compiled.append(CompiledFunction(graph_form))
+        return compiled[0](*args)
+
+    transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
+    transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."
+    return transformed
+
+
+def _axes(in_axes, n_args: int) -> tuple:
+    if isinstance(in_axes, (int, type(None))):
+        return (in_axes,) * n_args
+    in_axes = tuple(in_axes)
+    if len(in_axes) != n_args:
+        raise ValueError(f"vmap: in_axes has {len(in_axes)} entries for {n_args} arguments")
+    return in_axes
+
+
+def _to_front(x, axis: int):
+    axis = axis % x.ndim
+    if axis == 0:
+        return x
+    perm = (axis, *(i for i in range(x.ndim) if i != axis))
+    return call("transpose", x, perm=perm)
+
+
+def _from_front(x, axis: int):
+    axis = axis % x.ndim
+    if axis == 0:
+        return x
+    rest = list(range(1, x.ndim))
+    perm = (*rest[:axis], 0, *rest[axis:])
+    return call("transpose", x, perm=perm)
+
+
+def vmap(f, in_axes=0, out_axes=0):
+    """`f` mapped over an axis of its arguments (`in_axes`: an int for all, or one per
+    positional argument, None for one that is not mapped) without a Python loop: `f` is built
+    once on one example and the nodes between are vectorized by their ops' batching rules
+    (`OpDef.batch`; an op without one raises, naming it). Its outputs carry the mapped axis at
+    `out_axes`. On Tensors and arrays it runs compiled (see `kn.compile`), so `f` must be
+    traceable.
+
+    >>> import kiln as kn, numpy as np
+    >>> dots = kn.vmap(lambda a, b: kn.sum(a * b))
+    >>> dots(np.ones((3, 2), np.float32), np.full((3, 2), 2.0, np.float32))
+    array([4., 4., 4.], dtype=float32)
+    """
+
+    def graph_form(*args):
+        axes = _axes(in_axes, len(args))
+        mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
+        if not mapped:
+            raise ValueError("vmap: in_axes maps no argument")
+        batched, firsts, examples, n = {}, list(args), {}, None
+        for i, a in mapped:
+            if not isinstance(a, Symbol):
+                raise GraphError(f"vmap: mapped argument {i} is a {type(a).__name__}")
+            if a.ndim == 0:
+                raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
+            front = _to_front(a, axes[i])
+            size = front.shape[0]
+            if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
+                raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
+            n = size if n is None else n
+            if size == 0:
+                raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
+            firsts[i] = call("index", front, spec=(("int", 0),))
+            batched[id(firsts[i])] = front
+            examples[i] = front
+        out = f(*firsts)
+        leaves, structure = _leaves(out, "output")
+        found = vectorize(leaves, batched)
+        outs = [b if b is not None else unbatched_to(y, n) for y, b in zip(leaves, found)]
+        ax = _axes(out_axes, len(outs)) if isinstance(out_axes, (tuple, list)) else None
+        outs = [_from_front(o, (ax[k] if ax else out_axes)) for k, o in enumerate(outs)]
+        return _unflatten(structure, iter(outs))
+
+    return _transform(graph_form, "vmap", f)
+
+
+def _argnums(argnums, n_args: int) -> tuple:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for k in nums:
+        if not -n_args <= k < n_args:
+            raise ValueError(f"argnums {argnums} is out of range for {n_args} arguments")
+    return tuple(k % n_args for k in nums)
+
+
+def _jacobian_transform(f, argnums, name, build):
+    def graph_form(*args):
+        nums = _argnums(argnums, len(args))
+        for k in nums:
+            if not isinstance(args[k], Symbol):
+                raise GraphError(f"{name}: argument {k} is a {type(args[k]).__name__}")
+        y = f(*args)
+        if not isinstance(y, Symbol):
+            raise GraphError(f"{name}: the function must return one Symbol, got {type(y).__name__}")
+        if not dt.is_float(y.dtype):
+            raise GraphError(f"{name}: cannot differentiate an output of dtype {y.dtype}")
+        with y.graph.name_scope(name):
+            jacs = build(y, [args[k] for k in nums])
+        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+
+    return _transform(graph_form, name, f)
+
+
+def jacrev(f, argnums=0):
+    """The function giving the jacobian of `f` (one output) with respect to argument
+    `argnums` (or a tuple of them), shape `out.shape + arg.shape`, by reverse mode: one
+    backward pass with a batch of cotangents (the identity's rows), vectorized.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.jacrev(lambda x: x ** 2)(np.array([1.0, 3.0]))
+    array([[2., 0.],
+           [0., 6.]])
+    """
+    return _jacobian_transform(f, argnums, "jacrev", jacobian_rev)
+
+
+def jacfwd(f, argnums=0):
+    """As `jacrev`, by forward mode: one forward pass (`kn.jvp`'s) with a batch of tangents
+    (the identity's rows), vectorized; cheaper when the output has more elements than the
+    argument.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.jacfwd(lambda x: kn.stack([x[0] * x[1], x[0]]))(np.array([2.0, 5.0]))
+    array([[5., 2.],
+           [1., 0.]])
+    """
+    return _jacobian_transform(f, argnums, "jacfwd", jacobian_fwd)
+
+
+def hessian_of(f, argnums=0):
+    """`kn.hessian(f)`: the function giving the second derivatives of scalar `f` with respect
+    to argument `argnums`, forward over reverse (jacfwd of the gradient)."""
+    from .autodiff import grad
+
+    if not isinstance(argnums, int):
+        raise TypeError(f"hessian: argnums must be one int, got {argnums!r}")
+
+    def build(loss, xs):
+        (g,) = grad(loss, xs)
+        return jacobian_fwd(g, xs)
+
+    return _jacobian_transform(f, argnums, "hessian", build)

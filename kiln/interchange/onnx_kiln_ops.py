@@ -1,0 +1,89 @@
+"""kiln's own ops in the ONNX files it writes: each kiln node's last ONNX node carries the
+node's op, operands and attrs as metadata (`metadata_props` key `kiln`), so that `import_onnx`
+gives a model kiln exported back as the program it came from: the same ops (a `log1p` stays
+`log1p`, not ONNX's composition of it; a `stop_gradient` stays one), the same attrs, and so
+identical values and gradients. The ONNX nodes stay a complete model for every other tool;
+a node without the metadata, or whose metadata does not fit the model (edited since, or an
+attr kiln cannot write as JSON, such as a symbolic dim), imports through the rules.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+KEY = "kiln"
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _encode(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.dtype):
+        return {"dtype": value.name}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return [_encode(v) for v in value]
+    raise _NotPlain(type(value).__name__)
+
+
+def _decode(value):
+    if isinstance(value, list):
+        return tuple(_decode(v) for v in value)
+    if isinstance(value, dict):
+        return np.dtype(value["dtype"])
+    return value
+
+
+def tag(exporter, node, inputs, out: str, first: int) -> None:
+    """Writes `node`'s op, operand names and attrs on the last ONNX node emitted for it (those
+    from index `first` on; it computes `out`), when its attrs are plain data."""
+    emitted = exporter.nodes[first:]
+    if not emitted or list(emitted[-1].output) != [out]:
+        return
+    try:
+        attrs = {k: _encode(v) for k, v in sorted(node.attrs.items())}
+    except _NotPlain:
+        return
+    entry = emitted[-1].metadata_props.add()
+    entry.key = KEY
+    entry.value = json.dumps({"op": node.op.name, "inputs": list(inputs), "attrs": attrs},
+                             sort_keys=True, separators=(",", ":"))  # fmt: skip
+
+
+def groups(graph) -> dict[int, tuple]:
+    """Index of the first node of a tagged group -> (index of its tagged last node, op,
+    inputs, attrs).
+    A group is the run of nodes before it with the same doc string (kiln writes one per kiln
+    node); it is restored only if its other nodes' outputs are read inside it alone."""
+    nodes = list(graph.node)
+    readers: dict[str, set] = {}
+    for k, n in enumerate(nodes):
+        for name in n.input:
+            readers.setdefault(name, set()).add(k)
+    outputs = {o.name for o in graph.output}
+    found = {}
+    for j, n in enumerate(nodes):
+        meta = next((e.value for e in n.metadata_props if e.key == KEY), None)
+        if meta is None or not n.doc_string:
+            continue
+        i = j
+        while i > 0 and nodes[i - 1].doc_string == n.doc_string:
+            i -= 1
+        inner = set(range(i, j + 1))
+        leaks = any(out in outputs or not readers.get(out, set()) <= inner
+                    for k in range(i, j) for out in nodes[k].output)  # fmt: skip
+        if leaks:
+            continue
+        try:
+            data = json.loads(meta)
+            attrs = {k: _decode(v) for k, v in data["attrs"].items()}
+            found[i] = (j, data["op"], list(data["inputs"]), attrs)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found

@@ -1,0 +1,197 @@
+"""`MultiheadAttention`, as PyTorch's: the same parameters (`in_proj_weight` (3E, E) or
+separate q/k/v projections when kdim/vdim differ, `in_proj_bias`, `out_proj`, `bias_k`/`bias_v`),
+the same initialization, masks and returned weights, so a PyTorch state_dict loads and gives
+the same outputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import frontend as F
+from .. import init
+from ..frontend.nn_functional import pad
+from .functional import dropout
+from .functional_attention import scaled_dot_product_attention
+from .layers import Linear
+from .module import Module, Parameter
+
+__all__ = ["MultiheadAttention"]
+
+
+def _float_mask(mask, name: str, like):
+    """PyTorch's canonical mask: a boolean one (True: not allowed) as 0 / -inf, a float one
+    as it is."""
+    if mask is None:
+        return None
+    (mask,) = F.core.lift(mask, context=(like,))
+    if mask.dtype == dt.bool_:
+        return F.cast(F.where(mask, -math.inf, 0.0), like.dtype)
+    if not dt.is_float(mask.dtype):
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+class MultiheadAttention(Module):
+    """Attention of `num_heads` heads over `embed_dim` features (PyTorch's
+    `nn.MultiheadAttention`). Inputs are (L, N, E), (N, L, E) with `batch_first`, or
+    unbatched (L, E); the call returns `(output, weights)`, the weights averaged over the heads
+    unless `average_attn_weights=False`, and None with `need_weights=False`.
+
+    >>> import kiln as kn
+    >>> mha = kn.nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> [name for name, _ in mha.named_parameters()]
+    ['in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias']
+    >>> out, w = mha(kn.ones(3, 5, 8), kn.ones(3, 4, 8), kn.ones(3, 4, 8))
+    >>> list(out.shape), list(w.shape)
+    ([3, 5, 8], [3, 5, 4])
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
+        kdim=None,
+        vdim=None,
+        batch_first: bool = False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got "
+                f"embed_dim={embed_dim} and num_heads={num_heads} instead"
+            )
+        if embed_dim % num_heads:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.head_dim = embed_dim // num_heads
+        self.batch_first, self.add_zero_attn = batch_first, add_zero_attn
+        dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
+        xavier = init.xavier_uniform()
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(xavier((3 * embed_dim, embed_dim), dtype))
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        else:
+            self.in_proj_weight = None
+            self.q_proj_weight = Parameter(xavier((embed_dim, embed_dim), dtype))
+            self.k_proj_weight = Parameter(xavier((embed_dim, self.kdim), dtype))
+            self.v_proj_weight = Parameter(xavier((embed_dim, self.vdim), dtype))
+        zeros = init.zeros()
+        self.in_proj_bias = Parameter(zeros((3 * embed_dim,), dtype)) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        if bias:
+            self.out_proj.bias = Parameter(zeros((embed_dim,), dtype))
+        if add_bias_kv:
+            normal = init.xavier_normal()
+            self.bias_k = Parameter(normal((1, 1, embed_dim), dtype))
+            self.bias_v = Parameter(normal((1, 1, embed_dim), dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        if device is not None:
+            self.to(device)
+
+    def _projections(self):
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            ws = (w[:e], w[e : 2 * e], w[2 * e :])
+        else:
+            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = self.in_proj_bias
+        bs = (None,) * 3 if b is None else (b[:e], b[e : 2 * e], b[2 * e :])
+        return ws, bs
+
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights: bool = True,
+        attn_mask=None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ):
+        q, k, v = F.core.lift(query, key, value)
+        unbatched = q.ndim == 2
+        if unbatched:
+            q, k, v = (F.unsqueeze(t, 0) for t in (q, k, v))
+            if key_padding_mask is not None:
+                key_padding_mask = F.unsqueeze(F.core.lift(key_padding_mask)[0], 0)
+        elif not self.batch_first:
+            q, k, v = (F.transpose(t, 0, 1) for t in (q, k, v))
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
+        (ws, bs) = self._projections()
+        q, k, v = (
+            F.matmul(t, F.t(w)) if b is None else F.add(F.matmul(t, F.t(w)), b)
+            for t, w, b in zip((q, k, v), ws, bs)
+        )
+        mask = _float_mask(attn_mask, "attn_mask", q)
+        padding = _float_mask(key_padding_mask, "key_padding_mask", q)
+        n = q.shape[0]
+        if self.bias_k is not None:
+            k = F.cat([k, F.expand(self.bias_k, n, 1, self.embed_dim)], 1)
+            v = F.cat([v, F.expand(self.bias_v, n, 1, self.embed_dim)], 1)
+            mask, padding = (None if m is None else pad(m, (0, 1)) for m in (mask, padding))
+        heads = [
+            F.transpose(F.reshape(t, (n, t.shape[1], self.num_heads, self.head_dim)), 1, 2)
+            for t in (q, k, v)
+        ]
+        q, k, v = heads
+        if self.add_zero_attn:
+            zeros = np.zeros((1, 1, 1, self.head_dim), dt.as_dtype(k.dtype))
+            k, v = (
+                F.cat(
+                    [
+                        t,
+                        F.expand(
+                            F.core.lift(zeros, context=(t,))[0], n, self.num_heads, 1, self.head_dim
+                        ),
+                    ],
+                    2,
+                )
+                for t in (k, v)
+            )
+            mask, padding = (None if m is None else pad(m, (0, 1)) for m in (mask, padding))
+        bias = self._merged_mask(mask, padding, n)
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = F.mul(F.matmul(q, F.transpose(k, -2, -1)), 1.0 / math.sqrt(self.head_dim))
+            if bias is not None:
+                scores = F.add(scores, bias)
+            weights = F.softmax(scores, -1)
+            out = F.matmul(weights if p == 0 else dropout(weights, p), v)
+            if average_attn_weights:
+                weights = F.mean(weights, 1)
+        else:
+            out, weights = scaled_dot_product_attention(q, k, v, bias, p), None
+        out = self.out_proj(F.reshape(F.transpose(out, 1, 2), (n, q.shape[2], self.embed_dim)))
+        if unbatched:
+            return F.squeeze(out, 0), None if weights is None else F.squeeze(weights, 0)
+        if not self.batch_first:
+            out = F.transpose(out, 0, 1)
+        return out, weights
+
+    def _merged_mask(self, mask, padding, n):
+        """attn_mask (L, S) or (N * heads, L, S) plus key_padding_mask (N, S), as (N, H, L, S)."""
+        if mask is not None and mask.ndim == 3:
+            mask = F.reshape(mask, (n, self.num_heads, mask.shape[1], mask.shape[2]))
+        if padding is not None:
+            padding = F.reshape(padding, (n, 1, 1, padding.shape[1]))
+            return padding if mask is None else F.add(mask, padding)
+        return mask
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"

@@ -1,0 +1,342 @@
+"""PyTorch's pointwise activations of `kn.nn.functional` (relu, leaky_relu, selu, celu,
+hardtanh, relu6, hardswish, hardsigmoid, mish, softsign, threshold, the shrinks, prelu, rrelu,
+and their in-place `x_` forms), softmin and glu, composed of kiln's ops.
+
+Piecewise ones are `where`s whose branches give PyTorch's gradients at the kinks too (hardtanh
+and hardsigmoid: 0 at their bounds; hardswish: 0 at -3 and 1 at 3). `inplace=True` on an
+eager tensor overwrites it through the eager in-place mechanism (version counter, history).
+NOTE: a Symbol (graph mode, `kn.compile`) cannot change, so there it only returns the new
+value: code must use the result (as `nn.ReLU(inplace=True)` in a Sequential does), not the
+input it expected to be overwritten.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import frontend as F
+from .. import shapes as sh
+from ..eager import Tensor
+from ..eager.inplace import _inplace
+from ..graph.core import Symbol
+from ..ops.random import next_seed
+
+__all__ = [
+    "celu",
+    "celu_",
+    "glu",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hardtanh_",
+    "leaky_relu",
+    "leaky_relu_",
+    "mish",
+    "prelu",
+    "relu",
+    "relu6",
+    "relu_",
+    "rrelu",
+    "rrelu_",
+    "selu",
+    "selu_",
+    "softmin",
+    "softshrink",
+    "softsign",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+]
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def in_place(name: str, fn, input, inplace: bool):  # noqa: A002
+    """`fn(input)`, written into `input` when `inplace` and it is an eager Tensor."""
+    if inplace and isinstance(input, Tensor):
+        return _inplace(name, fn)(input)
+    return fn(input)
+
+
+def relu(input, inplace: bool = False):  # noqa: A002
+    """`max(x, 0)`.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([-1.0, 2.0])
+    >>> _ = kn.nn.functional.relu(x, inplace=True); x
+    tensor([0., 2.])
+    """
+    return in_place("relu_", F.relu, input, inplace)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # noqa: A002
+    """`x` where positive, else `negative_slope * x`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.leaky_relu(kn.tensor([-1.0, 2.0]), 0.1)
+    tensor([-0.1000,  2.0000])
+    """
+    return in_place("leaky_relu_", lambda x: F.leaky_relu(x, negative_slope), input, inplace)
+
+
+def selu(input, inplace: bool = False):  # noqa: A002
+    """`scale * (x if x > 0 else alpha * (exp(x) - 1))` with SELU's fixed alpha and scale.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.selu(kn.tensor([-1.0, 1.0]))
+    tensor([-1.1113,  1.0507])
+    """
+
+    def fn(x):
+        neg = F.mul(F.expm1(x), SELU_ALPHA * SELU_SCALE)
+        return F.where(F.greater(x, 0), F.mul(x, SELU_SCALE), neg)
+
+    return in_place("selu_", fn, input, inplace)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """`x if x > 0 else alpha * (exp(x / alpha) - 1)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.celu(kn.tensor([-1.0, 1.0]), alpha=2.0)
+    tensor([-0.7869,  1.0000])
+    """
+    if alpha == 0:
+        raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+    def fn(x):
+        return F.where(F.greater(x, 0), x, F.mul(F.expm1(F.div(x, alpha)), alpha))
+
+    return in_place("celu_", fn, input, inplace)
+
+
+def _hardtanh(x, lo, hi):
+    # NOTE: `where`, not `clip`: PyTorch's hardtanh has a zero gradient at its bounds, clamp 1.
+    return F.where(F.less_equal(x, lo), lo, F.where(F.greater_equal(x, hi), hi, x))
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):  # noqa: A002
+    """`x` limited to [min_val, max_val]; its gradient is 0 at and beyond the bounds.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardtanh(kn.tensor([-2.0, 0.5, 2.0]))
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if max_val < min_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return in_place("hardtanh_", lambda x: _hardtanh(x, min_val, max_val), input, inplace)
+
+
+def relu6(input, inplace: bool = False):  # noqa: A002
+    """`min(max(x, 0), 6)` (PyTorch's `hardtanh(x, 0, 6)`).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.relu6(kn.tensor([-1.0, 3.0, 9.0]))
+    tensor([0., 3., 6.])
+    """
+    return in_place("relu6_", lambda x: _hardtanh(x, 0.0, 6.0), input, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):  # noqa: A002
+    """`0` below -3, `1` above 3, else `x / 6 + 1 / 2`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardsigmoid(kn.tensor([-4.0, 0.0, 1.5, 4.0]))
+    tensor([0.0000, 0.5000, 0.7500, 1.0000])
+    """
+
+    def fn(x):
+        mid = F.add(F.div(x, 6.0), 0.5)
+        return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.greater_equal(x, 3.0), 1.0, mid))
+
+    return in_place("hardsigmoid_", fn, input, inplace)
+
+
+def hardswish(input, inplace: bool = False):  # noqa: A002
+    """`x * hardsigmoid(x)`: 0 below -3, `x` above 3, else `x * (x + 3) / 6`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardswish(kn.tensor([-4.0, 0.0, 1.5, 4.0]))
+    tensor([-0.0000, 0.0000, 1.1250, 4.0000])
+    """
+
+    def fn(x):
+        mid = F.div(F.mul(x, F.add(x, 3.0)), 6.0)
+        return F.where(F.less_equal(x, -3.0), F.mul(x, 0.0), F.where(F.less(x, 3.0), mid, x))
+
+    return in_place("hardswish_", fn, input, inplace)
+
+
+def mish(input, inplace: bool = False):  # noqa: A002
+    """`x * tanh(softplus(x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.mish(kn.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.3034,  0.0000,  0.8651])
+    """
+    return in_place("mish_", lambda x: F.mul(x, F.tanh(F.softplus(x))), input, inplace)
+
+
+def softsign(input):  # noqa: A002
+    """`x / (1 + |x|)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softsign(kn.tensor([-3.0, 1.0]))
+    tensor([-0.7500,  0.5000])
+    """
+    return F.div(input, F.add(F.abs(input), 1.0))
+
+
+def implicit_softmax_dim(ndim: int, name: str, stacklevel: int = 4) -> int:
+    """PyTorch's legacy choice of dim when none is given (0 for 0-, 1- and 3-d inputs, else
+    1), with its deprecation warning."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+        "include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """`softmax(-x)` along `dim` (cast to `dtype` first when given).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softmin(kn.tensor([1.0, 1.0, 2.0]), dim=0)
+    tensor([0.4223, 0.4223, 0.1554])
+    """
+    (x,) = F.core.lift(input)
+    if dtype is not None:
+        x = F.cast(x, dtype)
+    if dim is None:
+        dim = implicit_softmax_dim(x.ndim, "softmin")
+    return F.softmax(F.neg(x), dim)
+
+
+def glu(input, dim: int = -1):  # noqa: A002
+    """The gated linear unit: `a * sigmoid(b)` for the halves `a`, `b` of `input` along `dim`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.glu(kn.tensor([2.0, 4.0, 0.0, 100.0]))
+    tensor([1., 4.])
+    """
+    (x,) = F.core.lift(input)
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = sh.normalize_axis(dim, x.ndim)
+    n = x.shape[d]
+    if not isinstance(n, int) or n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = F.split(x, n // 2, d)
+    return F.mul(a, F.sigmoid(b))
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):  # noqa: A002
+    """`x` where `x > threshold`, else `value`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.threshold(kn.tensor([0.5, 2.0]), 1.0, -1.0)
+    tensor([-1.,  2.])
+    """
+    fn = lambda x: F.where(F.greater(x, threshold), x, value)  # noqa: E731
+    return in_place("threshold_", fn, input, inplace)
+
+
+def hardshrink(input, lambd: float = 0.5):  # noqa: A002
+    """`x` where `|x| > lambd`, else 0.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.hardshrink(kn.tensor([-1.0, 0.2, 0.7]))
+    tensor([-1.0000,  0.0000,  0.7000])
+    """
+    return F.where(F.greater(F.abs(input), lambd), input, 0.0)
+
+
+def softshrink(input, lambd: float = 0.5):  # noqa: A002
+    """`x - lambd` above `lambd`, `x + lambd` below `-lambd`, else 0.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softshrink(kn.tensor([-1.0, 0.2, 0.75]))
+    tensor([-0.5000,  0.0000,  0.2500])
+    """
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    inner = F.where(F.less(input, -lambd), F.add(input, lambd), 0.0)
+    return F.where(F.greater(input, lambd), F.sub(input, lambd), inner)
+
+
+def tanhshrink(input):  # noqa: A002
+    """`x - tanh(x)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.tanhshrink(kn.tensor([0.0]))
+    tensor([0.])
+    """
+    return F.sub(input, F.tanh(input))
+
+
+def prelu(input, weight):  # noqa: A002
+    """`x` where `x > 0`, else `weight * x`, with one weight, or one per channel (dim 1).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.prelu(kn.tensor([[-2.0, 1.0]]), kn.tensor([0.25]))
+    tensor([[-0.5000,  1.0000]])
+    """
+    x, w = F.core.lift(input, weight)
+    if w.ndim != 1:
+        raise RuntimeError(f"prelu: weight must be 1-d, got {w.ndim} dims")
+    if w.shape[0] != 1 and x.ndim >= 2:
+        w = F.reshape(w, (w.shape[0],) + (1,) * (x.ndim - 2))
+    return F.where(F.greater(x, 0), x, F.mul(w, x))
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+          inplace: bool = False):  # fmt: skip
+    """Leaky ReLU with a slope drawn from U(lower, upper) per element when training, else the
+    slope `(lower + upper) / 2`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.rrelu(kn.tensor([-3.0, 1.0]), 0.1, 0.3)
+    tensor([-0.6000,  1.0000])
+    """
+
+    def fn(x):
+        if not training:
+            return F.where(F.greater(x, 0), x, F.mul(x, (lower + upper) / 2))
+        noise = _uniform_like(x, lower, upper)
+        return F.where(F.greater(x, 0), x, F.mul(x, noise))
+
+    return in_place("rrelu_", fn, input, inplace)
+
+
+def _uniform_like(x, low: float, high: float):
+    """U(low, high) samples of x's shape and dtype: a random node in graph mode (fresh each
+    run), drawn now from the `kn.manual_seed` stream in eager mode."""
+    if isinstance(x, Symbol):
+        with x.graph.as_default():
+            return F.random.uniform(x.shape, low, high, dtype=x.dtype)
+    seed = next_seed()
+    return F.core.call("random_uniform", shape=tuple(x.shape), dtype=x.dtype, seed=seed,
+                       low=float(low), high=float(high), key=(seed, 0))  # fmt: skip
+
+
+def _underscored(fn, name):
+    """PyTorch's `F.name_`: `fn(x, ..., inplace=True)`."""
+
+    def inplace_fn(input, *args, **kwargs):  # noqa: A002
+        return fn(input, *args, **kwargs, inplace=True)
+
+    inplace_fn.__name__ = inplace_fn.__qualname__ = name
+    inplace_fn.__doc__ = f"`{fn.__name__}` in place: overwrites an eager input and returns it."
+    return inplace_fn
+
+
+relu_ = _underscored(relu, "relu_")
+selu_ = _underscored(selu, "selu_")
+celu_ = _underscored(celu, "celu_")
+leaky_relu_ = _underscored(leaky_relu, "leaky_relu_")
+hardtanh_ = _underscored(hardtanh, "hardtanh_")
+rrelu_ = _underscored(rrelu, "rrelu_")
+threshold_ = _underscored(threshold, "threshold_")

@@ -1,0 +1,110 @@
+"""PyTorch's `scaled_dot_product_attention`, `linear` and `one_hot` in `kn.nn.functional`,
+composed of kiln's ops (eager, graph mode and `kn.compile` alike)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import frontend as F
+from ..eager import Tensor
+from ..graph.core import Symbol
+
+__all__ = ["linear", "one_hot", "scaled_dot_product_attention"]
+
+
+def _causal_mask(q_len, k_len):
+    return np.tril(np.ones((q_len, k_len), bool))
+
+
+def _safe_softmax(scores):
+    """Softmax over the last dim, 0 in rows where every score is -inf (PyTorch's
+    `_safe_softmax`): such rows take neither a NaN value nor a NaN gradient."""
+    dead = F.all(F.eq(scores, -math.inf), -1, keepdim=True)
+    weights = F.softmax(F.where(dead, 0.0, scores), -1)
+    return F.where(dead, 0.0, weights)
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale=None,
+    enable_gqa: bool = False,
+):
+    """`softmax(q @ k^T * scale + mask) @ v` over (..., L, E) queries, (..., S, E) keys and
+    (..., S, Ev) values: `attn_mask` boolean (True takes part) or float (added),
+    `is_causal` masks keys after each query, `scale` defaults to `1 / sqrt(E)`, and
+    `dropout_p` drops attention weights (always, as PyTorch's function does). With
+    `enable_gqa`, each key/value head serves a group of query heads (dim -3).
+
+    >>> import kiln as kn
+    >>> q = kn.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> v = kn.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    >>> kn.nn.functional.scaled_dot_product_attention(q, q, v, is_causal=True)[0, 0]
+    tensor([1., 2.])
+    """
+    q, k, v = F.core.lift(query, key, value)
+    if enable_gqa and q.shape[-3] != k.shape[-3]:
+        groups = q.shape[-3] // k.shape[-3]
+        k = F.repeat_interleave(k, groups, -3)
+        v = F.repeat_interleave(v, groups, -3)
+    e = q.shape[-1]
+    scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    scores = F.mul(F.matmul(q, F.transpose(k, -2, -1)), scale)
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError(
+                "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                "is_causal=True"
+            )
+        attn_mask = _causal_mask(q.shape[-2], k.shape[-2])
+    if attn_mask is not None:
+        (mask,) = F.core.lift(attn_mask, context=(scores,))
+        if mask.dtype == dt.bool_:
+            scores = F.where(mask, scores, -math.inf)
+        else:
+            scores = F.add(scores, mask)
+    weights = _safe_softmax(scores)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, dropout_p)
+    return F.matmul(weights, v)
+
+
+def linear(input, weight, bias=None):  # noqa: A002
+    """`input @ weight.T + bias`, weight (out_features, in_features).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.linear(kn.ones(1, 2), kn.tensor([[1.0, 2.0]]), kn.tensor([0.5]))
+    tensor([[3.5000]])
+    """
+    y = F.matmul(input, F.t(weight))
+    return y if bias is None else F.add(y, bias)
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """int64 one-hot rows of integer class indices; `num_classes=-1` takes the largest index
+    plus one (eager only: a Symbol has no value yet).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.one_hot(kn.tensor([0, 2]))
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    (ids,) = F.core.lift(tensor)
+    if not dt.is_int(ids.dtype):
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if isinstance(ids, Symbol):
+            raise ValueError(
+                "one_hot: num_classes=-1 needs the values of the indices; give num_classes "
+                "when building a graph or tracing"
+            )
+        host = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+        num_classes = int(host.max()) + 1 if host.size else 0
+    return F.one_hot(ids, num_classes, dtype=dt.int64)

@@ -1,0 +1,238 @@
+"""`kn.nn.functional`'s forms of softmax, log_softmax, softplus, dropout (and its channel
+variants), embedding, pixel shuffles and the legacy upsample functions, with PyTorch's
+signatures (`dim=None`, `dtype=`, `threshold=`, `inplace=`, `padding_idx=`) over kiln's ops."""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from .. import frontend as F
+from ..frontend.nn_interpolate import interpolate
+from .functional_act import implicit_softmax_dim, in_place
+
+__all__ = [
+    "channel_shuffle",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "embedding",
+    "log_softmax",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "softmax",
+    "softplus",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
+]
+
+
+def _softmax_input(input, dim, dtype, name):  # noqa: A002
+    (x,) = F.core.lift(input)
+    if dtype is not None:
+        x = F.cast(x, dt.as_dtype(dtype))
+    return x, implicit_softmax_dim(x.ndim, name, 5) if dim is None else dim
+
+
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """`exp(x) / sum(exp(x))` along `dim` (cast to `dtype` first when given).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softmax(kn.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    x, dim = _softmax_input(input, dim, dtype, "softmax")
+    return F.softmax(x, dim)
+
+
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """`x - logsumexp(x)` along `dim` (cast to `dtype` first when given).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.log_softmax(kn.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
+    x, dim = _softmax_input(input, dim, dtype, "log_softmax")
+    return F.log_softmax(x, dim)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
+    """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.softplus(kn.tensor([0.0, 30.0]))
+    tensor([ 0.6931, 30.0000])
+    """
+    (x,) = F.core.lift(input)
+    return F.where(F.greater(F.mul(x, beta), threshold), x, F.softplus(x, beta))
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Inverted dropout: zeroes each element with probability `p` and scales the rest by
+    `1 / (1 - p)` while `training`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.dropout(kn.ones(3), training=False)
+    tensor([1., 1., 1.])
+    """
+    return in_place("dropout_", lambda x: F.dropout(x, p, training), input, inplace)
+
+
+def _channel_dropout(name, spatial, input, p, training, inplace):  # noqa: A002
+    """Zeroes whole channels: one draw per (N, C), or per C for an unbatched input."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    (x,) = F.core.lift(input)
+    if x.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but "
+                           f"received a {x.ndim}D input")  # fmt: skip
+    if not training or p == 0.0:
+        return x
+
+    def fn(x):
+        mask_shape = tuple(x.shape[: x.ndim - spatial]) + (1,) * spatial
+        ones = F.broadcast_to(F.core.lift(1.0, context=(x,), dtype=x.dtype)[0], mask_shape)
+        return F.mul(x, F.dropout(ones, p, True))
+
+    return in_place(f"{name}_", fn, x, inplace)
+
+
+def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zeroes whole channels of (N, C, L) or (C, L) inputs with probability `p`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.dropout1d(kn.ones(1, 2, 3), training=False).shape
+    kiln.Size([1, 2, 3])
+    """
+    return _channel_dropout("dropout1d", 1, input, p, training, inplace)
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs with probability `p`.
+
+    >>> import kiln as kn
+    >>> y = kn.nn.functional.dropout2d(kn.ones(4, 8, 3, 3))
+    >>> sorted(set(y.numpy().reshape(32, 9).std(axis=1).tolist()))
+    [0.0]
+    """
+    return _channel_dropout("dropout2d", 2, input, p, training, inplace)
+
+
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability `p`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.dropout3d(kn.ones(2, 1, 1, 1), p=0.0).sum().item()
+    2.0
+    """
+    return _channel_dropout("dropout3d", 3, input, p, training, inplace)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,  # noqa: A002
+              scale_grad_by_freq: bool = False, sparse: bool = False):  # fmt: skip
+    """Rows of `weight` (V, D) picked by integer `input` (...), giving (..., D); the row of
+    `padding_idx` gets no gradient.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.embedding(kn.tensor([2, 0]), kn.arange(6.0).reshape(3, 2))
+    tensor([[4., 5.],
+            [0., 1.]])
+    """
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(
+            "embedding: max_norm, scale_grad_by_freq and sparse are not supported by kiln"
+        )
+    ids, table = F.core.lift(input, weight)
+    rows = F.embedding(ids, table)
+    if padding_idx is None:
+        return rows
+    n = table.shape[0]
+    if not -n <= padding_idx < n:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    pad_id = padding_idx % n
+    keep = F.unsqueeze(F.not_equal(ids, pad_id), -1)
+    return F.where(keep, rows, F.stop_gradient(rows))
+
+
+def pixel_shuffle(input, upscale_factor: int):  # noqa: A002
+    """(..., C * r * r, H, W) to (..., C, H * r, W * r), r the `upscale_factor`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.pixel_shuffle(kn.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    (x,) = F.core.lift(input)
+    r = int(upscale_factor)
+    *lead, c, h, w = x.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")  # fmt: skip
+    k = len(lead)
+    y = F.reshape(x, (*lead, c // (r * r), r, r, h, w))
+    y = F.permute(y, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
+    return F.reshape(y, (*lead, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor: int):  # noqa: A002
+    """(..., C, H * r, W * r) to (..., C * r * r, H, W), the inverse of `pixel_shuffle`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.pixel_unshuffle(kn.arange(4.0).reshape(1, 1, 2, 2), 2).flatten()
+    tensor([0., 1., 2., 3.])
+    """
+    (x,) = F.core.lift(input)
+    r = int(downscale_factor)
+    *lead, c, h, w = x.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height {h} and width {w} to be divisible "
+                           f"by downscale_factor {r}")  # fmt: skip
+    k = len(lead)
+    y = F.reshape(x, (*lead, c, h // r, r, w // r, r))
+    y = F.permute(y, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
+    return F.reshape(y, (*lead, c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups: int):  # noqa: A002
+    """Interleaves the channels (dim 1) of `groups` groups: (N, g * k, ...) read as (g, k),
+    written as (k, g).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.channel_shuffle(kn.arange(4.0).reshape(1, 4), 2)
+    tensor([[0., 2., 1., 3.]])
+    """
+    (x,) = F.core.lift(input)
+    n, c, *rest = x.shape
+    y = F.reshape(x, (n, groups, c // groups, *rest))
+    return F.reshape(F.transpose(y, 1, 2), x.shape)
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):  # noqa: A002
+    """PyTorch's deprecated name of `interpolate`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.upsample(kn.tensor([[[1.0, 2.0]]]), scale_factor=2)
+    tensor([[[1., 1., 2., 2.]]])
+    """
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    """`interpolate(..., mode="nearest")`, PyTorch's deprecated name.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.upsample_nearest(kn.tensor([[[1.0, 2.0]]]), 3)
+    tensor([[[1., 1., 2.]]])
+    """
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """`interpolate(..., mode="bilinear", align_corners=True)`, PyTorch's deprecated name.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.upsample_bilinear(kn.tensor([[[[0.0, 2.0]]]]), (1, 3))
+    tensor([[[[0., 1., 2.]]]])
+    """
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

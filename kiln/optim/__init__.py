@@ -1,0 +1,7 @@
+"""Optimizers (PyTorch's `torch.optim`) for eager and graph mode."""
+
+from . import lr_scheduler
+from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
+from .optimizer import Optimizer, ParamGroup
+
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "ParamGroup", "RMSprop", "lr_scheduler"]

@@ -1,0 +1,270 @@
+"""The optimizers: SGD, Adam, AdamW, RMSprop and Adagrad with PyTorch's update math, each
+written once with kiln ops in `_update` (graph nodes for Symbols, values for arrays)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import frontend as F
+from .optimizer import Optimizer, _check, like, nonzero
+
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay
+    (L2 added to the gradient), as PyTorch's `SGD`.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     w = kn.Variable(np.float32(3.0), name="w")
+    ...     train_op = kn.optim.SGD(lr=0.25).minimize(w * w)
+    ...     kn.Session().run(train_op), w.numpy()
+    (None, array(1.5, dtype=float32))
+    """
+
+    slot_prefix = "sgd_"
+    torch_slot_names = {"momentum": "momentum_buffer"}
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        _check(lr, "learning rate")
+        _check(momentum, "momentum value")
+        _check(weight_decay, "weight_decay value")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("momentum",) if nonzero(group["momentum"]) else ()
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        g = -grad if o["maximize"] else grad
+        if o["weight_decay"] != 0:
+            g = g + param * o["weight_decay"]
+        new_slots = {}
+        if nonzero(o["momentum"]):
+            momentum = like(o["momentum"], param)
+            buf = slots["momentum"] * momentum
+            if o["dampening"] == 0:
+                buf = buf + g
+            else:  # PyTorch's first step takes the gradient undamped
+                buf = F.where(F.eq(step, 1), g, buf + g * (1 - o["dampening"]))
+            new_slots["momentum"] = buf
+            g = g + buf * momentum if o["nesterov"] else buf
+        return param - g * like(o["lr"], param), new_slots
+
+
+class Adam(Optimizer):
+    """Adam with bias correction, as PyTorch's `Adam`: `weight_decay` adds L2 to the
+    gradient; `amsgrad` keeps the maximum second moment.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     w = kn.Variable(np.float32(3.0), name="w")
+    ...     train_op = kn.optim.Adam(lr=0.1).minimize(w * w)
+    ...     _ = kn.Session().run(train_op)
+    >>> w.numpy(), [v.name for v in w.graph.variables]  # doctest: +NORMALIZE_WHITESPACE
+    (array(2.9, dtype=float32),
+     ['w', 'adam/lr', 'adam/betas', 'w/step', 'w/adam_exp_avg', 'w/adam_exp_avg_sq'])
+    """
+
+    slot_prefix = "adam_"
+    decoupled = False
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        _check(lr, "learning rate")
+        _check(eps, "epsilon value")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        _check(weight_decay, "weight_decay value")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        beta1, beta2 = o["betas"]
+        lr = o["lr"]
+        g = -grad if o["maximize"] else grad
+        if o["weight_decay"] != 0:
+            if self.decoupled:
+                param = param * like(1 - lr * o["weight_decay"], param)
+            else:
+                g = g + param * o["weight_decay"]
+        m = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
+        v = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
+        new_slots = {"exp_avg": m, "exp_avg_sq": v}
+        if o["amsgrad"]:
+            v = new_slots["max_exp_avg_sq"] = F.maximum(slots["max_exp_avg_sq"], v)
+        t = F.cast(step, np.float64)
+        bias_correction1 = 1 - beta1**t
+        bias_correction2_sqrt = F.sqrt(1 - beta2**t)
+        step_size = like(lr / bias_correction1, param)
+        denom = F.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
+        return param - step_size * (m / denom), new_slots
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (`param *= 1 - lr * weight_decay` before the Adam
+    step), as PyTorch's `AdamW`.
+
+    >>> import kiln as kn
+    >>> kn.optim.AdamW(lr=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: Invalid learning rate: -1
+    """
+
+    slot_prefix = "adamw_"
+    decoupled = True
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as PyTorch's: a running average of squared gradients (`alpha`), optionally
+    `centered` (minus the squared average gradient), with `momentum` and L2 `weight_decay`.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward(); opt.step(); w  # sqrt(0.01 g^2) = 0.1 |g|: a step of 0.1
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    slot_prefix = "rmsprop_"
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        _check(lr, "learning rate")
+        _check(eps, "epsilon value")
+        _check(momentum, "momentum value")
+        _check(weight_decay, "weight_decay value")
+        _check(alpha, "alpha value")
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                        momentum=momentum, centered=centered, maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        names = ("square_avg",)
+        names += ("momentum_buffer",) if nonzero(group["momentum"]) else ()
+        return names + (("grad_avg",) if group["centered"] else ())
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        alpha = o["alpha"]
+        g = -grad if o["maximize"] else grad
+        if o["weight_decay"] != 0:
+            g = g + param * o["weight_decay"]
+        square_avg = slots["square_avg"] * alpha + F.square(g) * (1 - alpha)
+        new_slots = {"square_avg": square_avg}
+        if o["centered"]:
+            grad_avg = new_slots["grad_avg"] = slots["grad_avg"] * alpha + g * (1 - alpha)
+            avg = F.sqrt(square_avg - F.square(grad_avg))
+        else:
+            avg = F.sqrt(square_avg)
+        avg = avg + o["eps"]
+        if nonzero(o["momentum"]):
+            buf = slots["momentum_buffer"] * like(o["momentum"], param) + g / avg
+            new_slots["momentum_buffer"] = buf
+            return param - buf * like(o["lr"], param), new_slots
+        return param - (g / avg) * like(o["lr"], param), new_slots
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as PyTorch's: steps of `lr / (1 + (step - 1) * lr_decay)` scaled by the
+    root of the summed squared gradients (which start at `initial_accumulator_value`).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.Adagrad([w], lr=0.5)
+    >>> (w * w).sum().backward(); opt.step(); w  # g / sqrt(g^2) = sign(g): a step of 0.5
+    tensor([ 0.5000, -1.5000], requires_grad=True)
+    """
+
+    slot_prefix = "adagrad_"
+
+    def __init__(
+        self,
+        params=None,
+        lr=1e-2,
+        lr_decay: float = 0.0,
+        weight_decay: float = 0.0,
+        initial_accumulator_value: float = 0.0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
+    ):
+        _check(lr, "learning rate")
+        _check(lr_decay, "lr_decay value")
+        _check(weight_decay, "weight_decay value")
+        _check(initial_accumulator_value, "initial_accumulator_value")
+        _check(eps, "epsilon value")
+        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, eps=eps,
+                        maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("sum",)
+
+    def _slot_init(self, group, slot: str) -> float:
+        return group["initial_accumulator_value"]
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        g = -grad if o["maximize"] else grad
+        if o["weight_decay"] != 0:
+            g = g + param * o["weight_decay"]
+        clr = o["lr"] / (1 + (F.cast(step, np.float64) - 1) * o["lr_decay"])
+        state_sum = slots["sum"] + F.square(g)
+        std = F.sqrt(state_sum) + o["eps"]
+        return param - like(clr, param) * (g / std), {"sum": state_sum}

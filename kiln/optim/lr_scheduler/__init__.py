@@ -1,0 +1,30 @@
+"""Learning-rate schedulers with PyTorch's step semantics (`torch.optim.lr_scheduler`).
+
+A scheduler sets each param group's `lr` when made (`last_epoch` 0) and at every `step()`.
+In graph mode the train ops read `lr` (and `momentum`/`betas`) from Variables that setting
+the group's value assigns, so a compiled step follows the schedule without recompiling.
+"""
+
+from .basic import (
+    CosineAnnealingLR,
+    ExponentialLR,
+    LambdaLR,
+    LinearLR,
+    LRScheduler,
+    MultiStepLR,
+    StepLR,
+)
+from .policies import OneCycleLR, ReduceLROnPlateau, SequentialLR
+
+__all__ = [
+    "CosineAnnealingLR",
+    "ExponentialLR",
+    "LRScheduler",
+    "LambdaLR",
+    "LinearLR",
+    "MultiStepLR",
+    "OneCycleLR",
+    "ReduceLROnPlateau",
+    "SequentialLR",
+    "StepLR",
+]

@@ -1,0 +1,337 @@
+"""The scheduler base (PyTorch's step semantics) and the schedules of a formula in the epoch.
+
+A scheduler sets each param group's `lr` when made (`last_epoch` 0) and at every `step()`.
+In graph mode the train ops read `lr` (and `momentum`/`betas`) from Variables that setting
+the group's value assigns, so a compiled step follows the schedule without recompiling.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import warnings
+from bisect import bisect_right
+from collections import Counter
+
+from ..optimizer import Optimizer
+
+__all__ = [
+    "CosineAnnealingLR",
+    "ExponentialLR",
+    "LRScheduler",
+    "LambdaLR",
+    "LinearLR",
+    "MultiStepLR",
+    "StepLR",
+]
+
+_EPOCH_DEPRECATED = (
+    "The epoch parameter in `scheduler.step()` is deprecated (as in PyTorch): call "
+    "`scheduler.step()` without it; a given epoch uses the closed form where there is one."
+)
+
+
+def _per_group(name: str, optimizer, value) -> list:
+    """`value` for each param group: a list or tuple of one per group, or one for all."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(value)} values, param_groups has {len(optimizer.param_groups)}."
+            )
+        return list(value)
+    return [value] * len(optimizer.param_groups)
+
+
+def _check_optimizer(optimizer) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+
+
+class LRScheduler:
+    """Base class: `step()`, `get_last_lr()`, `state_dict()`, `load_state_dict()`.
+
+    Subclasses give `get_lr()`: the next learning rates from the current ones (`last_epoch`
+    already advanced), and may give `_get_closed_form_lr()`: those of `last_epoch` from
+    `base_lrs` alone.
+    """
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        "resuming a scheduler with last_epoch >= 0: load the optimizer's "
+                        "state_dict first"
+                    )
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self) -> list:
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list:
+        """The learning rates the last `step()` (or the constructor) set, one per group."""
+        return self._last_lr
+
+    def _group_lrs(self) -> list:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advances `last_epoch` by one and sets every group's `lr` for it. Call it after
+        `optimizer.step()` (per epoch or per batch, as the schedule is defined)."""
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn(_EPOCH_DEPRECATED, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed = getattr(self, "_get_closed_form_lr", None)
+            values = closed() if closed is not None else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            group["lr"] = lr
+        self._last_lr = self._group_lrs()
+
+    def state_dict(self) -> dict:
+        """Every attribute but the optimizer (PyTorch's content), for `kn.save`."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restores the attributes from `state_dict()` (the groups' lrs come with the
+        optimizer's state_dict)."""
+        self.__dict__.update(state_dict)
+
+
+class LambdaLR(LRScheduler):
+    """`lr = initial_lr * lr_lambda(last_epoch)`, one function or one per group.
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.5**epoch)
+    >>> for _ in range(2):
+    ...     opt.step(); sched.step()
+    >>> sched.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(
+                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+                )
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict:
+        """As PyTorch: functions are not saved (None); callable objects save their `__dict__`."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+            for fn in self.lr_lambdas
+        ]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        lambdas = state.pop("lr_lambdas", [])
+        self.__dict__.update(state)
+        for fn, saved in zip(self.lr_lambdas, lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+    def get_lr(self) -> list:
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class StepLR(LRScheduler):
+    """Multiplies the lr by `gamma` every `step_size` epochs.
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
+    >>> lrs
+    [1.0, 1.0, 0.5, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return self._group_lrs()
+        return [lr * self.gamma for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiplies the lr by `gamma` at each milestone epoch (twice at one listed twice).
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
+    >>> for _ in range(3):
+    ...     opt.step(); sched.step()
+    >>> sched.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self.last_epoch not in self.milestones:
+            return self._group_lrs()
+        factor = self.gamma ** self.milestones[self.last_epoch]
+        return [lr * factor for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        passed = bisect_right(sorted(Counter(self.milestones).elements()), self.last_epoch)
+        return [base * self.gamma**passed for base in self.base_lrs]
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        self.milestones = Counter({int(k): v for k, v in dict(self.milestones).items()})
+
+
+class LinearLR(LRScheduler):
+    """Scales the lr by a factor going linearly from `start_factor` to `end_factor` over
+    `total_iters` steps (a warm-up), then keeps it.
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
+    >>> lrs
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 and less or "
+                "equal to 1."
+            )
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in self._group_lrs()]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._group_lrs()
+        change = self.end_factor - self.start_factor
+        ratio = 1.0 + change / (
+            self.total_iters * self.start_factor + (self.last_epoch - 1) * change
+        )
+        return [lr * ratio for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        factor = self.start_factor + (self.end_factor - self.start_factor) * done
+        return [base * factor for base in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiplies the lr by `gamma` every epoch.
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.5]
+    """
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self._is_initial:
+            return self._group_lrs()
+        return [lr * self.gamma for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base * self.gamma**self.last_epoch for base in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing from the initial lr to `eta_min` over `T_max` epochs (then back up,
+    as PyTorch's recursive form does past `T_max`).
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
+    >>> lrs = []
+    >>> for _ in range(3):
+    ...     lrs.append(round(sched.get_last_lr()[0], 6)); opt.step(); sched.step()
+    >>> lrs
+    [1.0, 0.5, 0.0]
+    """
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):  # noqa: N803
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        t, t_max, eta_min = self.last_epoch, self.T_max, self.eta_min
+        if self._is_initial:
+            return self._group_lrs()
+        if self._step_count == 1 and t > 0:  # made with last_epoch >= 0: the closed form
+            return self._get_closed_form_lr()
+        if (t - 1 - t_max) % (2 * t_max) == 0:  # the bottom of a cycle: the recursion divides by 0
+            return [lr + (base - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
+                    for base, lr in zip(self.base_lrs, self._group_lrs())]  # fmt: skip
+        ratio = (1 + math.cos(math.pi * t / t_max)) / (1 + math.cos(math.pi * (t - 1) / t_max))
+        return [ratio * (lr - eta_min) + eta_min for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        cos = 1 + math.cos(math.pi * self.last_epoch / self.T_max)
+        return [self.eta_min + (base - self.eta_min) * cos / 2 for base in self.base_lrs]

@@ -1,0 +1,457 @@
+"""The optimizer base: param groups, PyTorch's `state_dict`, eager `step()` and graph-mode
+`minimize()`. Each algorithm's math is one `_update` (kiln/optim/algorithms.py).
+
+`_update(param, grad, slots, step, group)` is the one definition of an optimizer's math: given
+Symbols it builds graph nodes (graph mode: `minimize` turns them into declared updates), given
+arrays or eager Tensors it computes values at once (eager mode: `zero_grad()` and `step()`).
+In graph mode a group's `lr`, `momentum` and `betas` are read from Variables that setting
+`group['lr']` (a scheduler, or the user) assigns, so a compiled step never needs recompiling.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import frontend as F
+from ..eager import Tensor, enable_grad, no_grad, zeros_like
+from ..eager.tensor import describe, make
+from ..errors import DTypeError, GraphError, ShapeError
+from ..graph.core import Symbol, Variable
+from ..graph.opdef import REGISTRY
+from ..nn.module import Parameter, pending_updates
+from ..nn.parameter import owner_of
+from ..ops.core import apply, bind_graph
+
+__all__ = ["Optimizer", "ParamGroup"]
+
+# Options a graph-mode train op reads from a Variable (schedulers change them between runs).
+GRAPH_OPTIONS = ("lr", "momentum", "betas")
+_SET_MESSAGE = (
+    "optimizer parameters need to be organized in ordered collections, but the ordering of "
+    "tensors in sets will change between runs. Please use a list instead."
+)
+
+
+def _check(value, what: str, low: float = 0.0) -> None:
+    if not isinstance(value, Symbol) and not value >= low:
+        raise ValueError(f"Invalid {what}: {value}")
+
+
+def nonzero(value) -> bool:
+    """Whether an option is on: a graph value (Symbol) counts as on."""
+    return isinstance(value, Symbol) or value != 0
+
+
+def like(value, x):
+    """`value` (a scalar that may be a float64 Symbol or array) in `x`'s dtype, so that float32
+    parameters stay float32 (PyTorch computes these scalars in double, then applies them)."""
+    if isinstance(value, (int, float)) or not dt.is_float(x.dtype):
+        return value
+    return F.cast(value, x.dtype)
+
+
+def _trainable_ancestors(loss) -> tuple[list, set]:
+    """Trainable Variables that `loss` depends on, in graph order, and the ids of every node
+    `loss` depends on."""
+    seen, stack, found = set(), [loss.node], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node.out, Variable) and node.out.trainable:
+            found.add(id(node.out))
+        stack.extend(i.node for i in node.inputs)
+    return [v for v in loss.graph.variables if id(v) in found], seen
+
+
+class ParamGroup(dict):
+    """One param group: `'params'` and the options of its parameters, as PyTorch's dicts.
+
+    Setting `lr`, `momentum` or `betas` also sets the graph Variables made for it, which the
+    train ops read, so a new learning rate takes effect at the next run without a recompile.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.variables = weakref.WeakValueDictionary()  # (graph id, option) -> Variable
+
+    def __setitem__(self, key, value):
+        if key in GRAPH_OPTIONS and not isinstance(value, Symbol):
+            graphs = {gid for gid, _ in self.variables.keys()}
+            for (gid, option), var in list(self.variables.items()):
+                if option == key:
+                    var.assign(np.asarray(value, np.float64))
+                    graphs.discard(gid)
+            if key == "momentum" and value != 0 and graphs:
+                warnings.warn(
+                    "momentum was 0 when this group's graph-mode train ops were built, so they "
+                    "take no momentum steps; build them (minimize) after setting it, or after "
+                    "making the scheduler that sets it",
+                    stacklevel=2,
+                )
+        super().__setitem__(key, value)
+
+    def update(self, *args, **kwargs):
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+
+class Optimizer:
+    """Base class, as PyTorch's: `param_groups`, `add_param_group`, `state_dict`,
+    `load_state_dict`, eager `zero_grad`/`step`; graph mode `minimize`, `compute_gradients`,
+    `apply_gradients`.
+
+    Subclasses define `_slot_names(group)` and `_update`. State (slot Variables such as Adam's
+    moments, named `<var>/<optimizer>_<slot>`, and a step count `<var>/step`) is made per
+    Variable on first use and shared by every train op of this optimizer.
+    """
+
+    slot_prefix = ""
+    torch_slot_names: dict = {}  # kiln slot name -> the name in PyTorch's state_dict
+
+    def __init__(self, params, defaults: dict):
+        self.__dict__.update(defaults=dict(defaults), param_groups=[], _state={})
+        self._adopt = params is None  # graph mode: minimize adopts the Variables it finds
+        if params is None:
+            groups = [{"params": []}]
+        else:
+            if isinstance(params, Tensor):
+                raise TypeError(
+                    "params argument given to the optimizer should be an iterable of Tensors "
+                    f"or dicts, but got {describe(params)}"
+                )
+            if isinstance(params, (set, frozenset)):
+                raise TypeError(_SET_MESSAGE)
+            params = [params] if isinstance(params, Variable) else list(params)
+            if not params:
+                raise ValueError("optimizer got an empty parameter list")
+            groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # Options as attributes (`opt.lr`): group 0's; setting one sets it in every group.
+    def __getattr__(self, name):
+        defaults = self.__dict__.get("defaults", {})
+        if name in defaults:
+            groups = self.__dict__["param_groups"]
+            return groups[0][name] if groups else defaults[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        if name in self.__dict__.get("defaults", {}):
+            self.defaults[name] = value
+            for group in self.param_groups:
+                group[name] = value
+        else:
+            super().__setattr__(name, value)
+
+    @property
+    def params(self) -> list | None:
+        """Every group's params in order; None for an optimizer made without params."""
+        return None if self._adopt else [p for g in self.param_groups for p in g["params"]]
+
+    @property
+    def slot_names(self) -> tuple:
+        return self._slot_names(self.param_groups[0])
+
+    def _slot_names(self, group) -> tuple:
+        return ()
+
+    def _slot_init(self, group, slot: str) -> float:
+        """The value a slot starts from (Adagrad's `initial_accumulator_value`)."""
+        return 0.0
+
+    def _update(self, param, grad, slots: dict, step, group=None):
+        """(new_param, new_slots) from the current values; `step` counts this update (1…);
+        `group` holds the options (numbers, or graph values in graph mode)."""
+        raise NotImplementedError
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Adds a group of params with options of its own; missing options take the defaults.
+
+        >>> import kiln as kn
+        >>> a, b = kn.zeros(2, requires_grad=True), kn.zeros(3, requires_grad=True)
+        >>> opt = kn.optim.SGD([a], lr=0.1)
+        >>> opt.add_param_group({"params": [b], "lr": 0.01})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.01]
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, (Tensor, Variable)):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError(_SET_MESSAGE)
+        params = list(params)
+        for p in params:
+            if not isinstance(p, (Parameter, Variable, Tensor)):
+                raise TypeError(
+                    f"optimizer params must be Parameters, Variables or Tensors, got {p!r}"
+                )
+            if isinstance(p, Tensor) and not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = ParamGroup(param_group, params=params)
+        for name, default in self.defaults.items():
+            group.setdefault(name, default)
+        taken = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in taken for p in params) or len({id(p) for p in params}) < len(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    # -- eager mode --------------------------------------------------------------------------
+
+    def _tensors(self) -> list:
+        """(index, Tensor, group) of every eager parameter, index counting over all groups."""
+        if self._adopt:
+            raise ValueError(
+                "eager zero_grad()/step() need the params: Optimizer(model.parameters())"
+            )
+        found, index = [], 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                if not isinstance(p, Variable):
+                    found.append((index, p.tensor() if isinstance(p, Parameter) else p, group))
+                index += 1
+        return found
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward."""
+        for _, t, _ in self._tensors():
+            grad = t.grad
+            if grad is None:
+                continue
+            if set_to_none or grad.requires_grad:
+                t.grad = None if set_to_none else zeros_like(grad)
+            else:
+                with no_grad():
+                    grad.zero_()  # in place, as PyTorch: references to it see the zeros
+
+    def step(self, closure=None):
+        """One update of every parameter that has a `.grad`, in place, with `_update`: the
+        same math as the graph-mode train op. `closure` (re-evaluates the loss) is called
+        first, with grad enabled, and its result returned.
+
+        All or nothing: every new value, slot and step count is computed and checked first,
+        then written, so a step that raises leaves parameters and state as they were.
+        Floating-point errors are ignored whatever `np.seterr` says (PyTorch's inf and nan).
+
+        >>> import kiln as kn
+        >>> w = kn.tensor(3.0, requires_grad=True)
+        >>> opt = kn.optim.SGD([w], lr=0.25)
+        >>> (w * w).backward(); opt.step(); w
+        tensor(1.5000, requires_grad=True)
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            symbolic = [k for k, v in group.items() if isinstance(v, Symbol)]
+            if symbolic:
+                raise ValueError(f"eager step() needs numbers, but {symbolic} are graph values")
+        with no_grad(), np.errstate(all="ignore"):
+            params = [(i, t, g) for i, t, g in self._tensors() if t.grad is not None]
+            updates = [self._new_values(i, t, g) for i, t, g in params]
+            # NOTE: from here on nothing can fail: same shapes, same dtypes, plain writes.
+            for t, count, new_param, new_slots in updates:
+                t.copy_(new_param)
+                self._state.setdefault(t, {}).update({"step": count, **new_slots})
+        return loss
+
+    def _new_values(self, i: int, t, group) -> tuple:
+        """(t, step count, new value, new slots) of parameter `i`, computed and checked
+        without writing anything."""
+        state = self._state.get(t) or {}
+        count = state.get("step", 0) + 1
+        step = np.array(count, np.int64)
+        names, init = self._slot_names(group), self._slot_init
+        if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
+            slots = {s: state[s].numpy() if s in state
+                     else np.full_like(t._data, init(group, s)) for s in names}  # fmt: skip
+            new_param, new_slots = self._update(t._data, t.grad._data, slots, step, group)
+            new_param = make(np.asarray(new_param))
+            new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
+        else:
+            slots = {s: state[s] if s in state
+                     else zeros_like(t) + init(group, s) for s in names}  # fmt: skip
+            new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step, group)
+        for what, value in (("value", new_param), *new_slots.items()):
+            self._check_fits(i, t, what, value)
+        return t, count, F.cast(new_param, t.dtype), new_slots
+
+    def _check_fits(self, i: int, t, what: str, value) -> None:
+        """A new value or slot must have the parameter's shape, and a dtype that casts to
+        the parameter's within its kind (PyTorch refuses float updates of an int tensor)."""
+        where = (
+            f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
+            f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
+        )
+        if tuple(value.shape) != tuple(t.shape):
+            raise ShapeError(where)
+        if not np.can_cast(value.dtype, t.dtype, "same_kind"):
+            raise DTypeError(where)
+
+    # -- graph mode --------------------------------------------------------------------------
+
+    def _var_list(self, loss, var_list) -> list:
+        reachable, seen = _trainable_ancestors(loss)
+        candidates = var_list if var_list is not None else self.params
+        if candidates is None:
+            chosen = reachable
+        else:
+            chosen, ids = [], set()
+            for p in candidates:
+                if isinstance(p, Tensor) and not isinstance(p, Parameter):
+                    raise GraphError("minimize takes Parameters or Variables, not eager Tensors")
+                var = p.variable_in(loss.graph) if isinstance(p, Parameter) else p
+                frozen = var is not None and not var.trainable  # requires_grad=False
+                if var is not None and not frozen and id(var.node) in seen and id(var) not in ids:
+                    ids.add(id(var))
+                    chosen.append(var)
+        if not chosen:
+            which = (
+                "none of the given parameters"
+                if candidates is not None
+                else "no trainable Variable"
+            )
+            raise GraphError(
+                f"loss '{loss.name}' ({loss.op.name}, created at {loss.site}) depends on "
+                f"{which}: nothing to optimize (were the model's modules called in this graph?)"
+            )
+        return chosen
+
+    def compute_gradients(self, loss, var_list=None) -> list:
+        """[(gradient, Variable)] of a scalar `loss`; `var_list` (Parameters or Variables)
+        defaults to the optimizer's params, else every trainable Variable `loss` uses.
+        Parameters that `loss` does not use are left out (PyTorch: no gradient, no update)."""
+        if not isinstance(loss, Symbol):
+            raise GraphError(f"minimize needs a loss Symbol, got {type(loss).__name__}")
+        variables = self._var_list(loss, var_list)
+        return list(zip(F.grad(loss, variables), variables))
+
+    def _group_of(self, var) -> tuple[int, ParamGroup]:
+        """(index, group) of the group that holds `var` or the Parameter it was made from.
+        An optimizer made without params adopts it into group 0."""
+        owner = owner_of(var)
+        for index, group in enumerate(self.param_groups):
+            if any(p is var or p is owner for p in group["params"]):
+                return index, group
+        if self._adopt:
+            self.param_groups[0]["params"].append(var)
+        return 0, self.param_groups[0]
+
+    def _graph_options(self, index: int, group: ParamGroup, graph) -> dict:
+        """The group's options for a train op in `graph`: `lr`, `momentum` (when on) and
+        `betas` as Variables (made once per graph), the others as they are."""
+        options = dict(group)
+        for key in GRAPH_OPTIONS:
+            value = group.get(key)
+            if value is None or isinstance(value, Symbol) or (key == "momentum" and value == 0):
+                continue
+            var = group.variables.get((id(graph), key))
+            if var is None or var.graph is not graph:
+                name = self.slot_prefix.rstrip("_") or type(self).__name__.lower()
+                suffix = f"_{index}" if index else ""
+                var = Variable(np.asarray(value, np.float64), name=f"{name}/{key}{suffix}",
+                               trainable=False, graph=graph)  # fmt: skip
+                group.variables[(id(graph), key)] = var
+            options[key] = (var[0], var[1]) if key == "betas" else var
+        return options
+
+    def _slots_of(self, var, group=None) -> dict:
+        state = self._state.get(var)
+        if state is None:
+            group = self.param_groups[0] if group is None else group
+            # A Parameter with eager state (trained eagerly, or loaded) continues from it.
+            owner = owner_of(var)
+            start = self._state.get(owner, {}) if owner is not None else {}
+            graph = var.graph
+            state = {
+                "step": Variable(np.array(start.get("step", 0), np.int64),
+                                 name=f"{var.name}/step", trainable=False, graph=graph)
+            }  # fmt: skip
+            for slot in self._slot_names(group):
+                if slot in start:
+                    value = np.asarray(start[slot].numpy(), var.dtype)
+                else:
+                    value = np.full(var.shape, self._slot_init(group, slot), var.dtype)
+                state[slot] = Variable(value, trainable=False, graph=graph,
+                                       name=f"{var.name}/{self.slot_prefix}{slot}")  # fmt: skip
+            self._state[var] = state
+        return state
+
+    def apply_gradients(self, grads_and_vars, extra_updates=()) -> Symbol:
+        """A train op: fetching it applies every update (parameters, slots, step counts and
+        `extra_updates`) after the run's outputs, all or nothing; the fetch returns None."""
+        assigns = []
+        for g, var in grads_and_vars:
+            if g is None:
+                continue
+            index, group = self._group_of(var)
+            options = self._graph_options(index, group, var.graph)
+            state = self._slots_of(var, group)
+            step = state["step"] + 1
+            slots = {name: state[name] for name in self._slot_names(group)}
+            new_param, new_slots = self._update(var, g, slots, step, options)
+            assigns.append(apply("assign", var, new_param))
+            assigns.extend(apply("assign", state[k], v) for k, v in new_slots.items())
+            assigns.append(apply("assign", state["step"], step))
+        if not assigns:
+            raise GraphError("apply_gradients: no gradients provided for any variable")
+        assigns.extend(extra_updates)
+        return bind_graph(REGISTRY["group"], tuple(assigns), {}, name="train_op")
+
+    def minimize(self, loss, var_list=None) -> Symbol:
+        """The train op that takes one step on `loss`: `sess.run([loss, train_op], feed)`.
+
+        Inside a `kiln.distributed` process group, the gradients are averaged over the ranks
+        first (bucketed all-reduce nodes, see `kiln.distributed.graph`). It also applies the
+        buffer updates (BatchNorm running statistics) of the module calls that `loss` depends
+        on."""
+        grads_and_vars = _average_over_ranks(self.compute_gradients(loss, var_list))
+        return self.apply_gradients(grads_and_vars, pending_updates(loss))
+
+    # -- state_dict --------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """PyTorch's structure: `{'state': {index: {'step': tensor, slot: tensor}},
+        'param_groups': [{option: value, 'params': [index, ...]}]}`, indices counting the
+        params of every group in order. The tensors are copies.
+
+        >>> import kiln as kn
+        >>> w = kn.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = kn.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> (w * w).sum().backward(); opt.step()
+        >>> sd = opt.state_dict()
+        >>> sd["state"]
+        {0: {'step': tensor(1.), 'momentum_buffer': tensor([2., 4.])}}
+        >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
+        ([0], 0.1)
+        """
+        from .state import export_state
+
+        return export_state(self)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Sets the state and the groups' options from `state_dict` (from `state_dict()`,
+        here or in another process). Checked first: on error nothing changes."""
+        from .state import import_state
+
+        import_state(self, state_dict)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
+        return f"{type(self).__name__}({args})"
+
+
+def _average_over_ranks(grads_and_vars) -> list:
+    """The one distributed hook of graph-mode training: `kiln.distributed.graph`."""
+    from ..distributed.graph import average_gradients  # NOTE: lazy, distributed sits above
+
+    return average_gradients(grads_and_vars)

@@ -1,0 +1,103 @@
+"""`fuse_gemm`: `x ± c * (a @ b)` as one `addmm` node (one BLAS GEMM that accumulates into
+its output), when the product and its scaling are read nowhere else.
+
+A gradient-descent update `w - lr * (h.T @ g)` then writes the weight gradient straight into
+the weight's storage (an in-place update): no buffer holds the gradient, and its scaling and
+subtraction are no separate passes over memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.core import Graph
+from ..graph.opdef import REGISTRY
+from .program import live_nodes, rebuild
+
+
+def fuse_gemm(graph: Graph) -> Graph:
+    """A copy of the program graph `graph` with each `x + c * (a @ b)`, `x - c * (a @ b)`,
+    `x + a @ b` and `x - a @ b` (2-D float matrices of one dtype, `c` a scalar constant,
+    the product and its scaling read only there, `x` of the result's shape) replaced by
+    `addmm(x, a, b, beta=1, alpha=±c)`.
+
+    >>> import kiln as kn, numpy as np
+    >>> from kiln.passes.program import extract
+    >>> with kn.Graph().as_default():
+    ...     w = kn.Variable(np.ones((2, 2), np.float32), name="w")
+    ...     h = kn.placeholder(kn.float32, (3, 2), name="h")
+    ...     g = kn.placeholder(kn.float32, (3, 2), name="g")
+    ...     step = w - 0.5 * (h.T @ g)
+    >>> [n.op.name for n in fuse_gemm(extract([step], [h, g], {})).nodes]
+    ['variable', 'placeholder', 'placeholder', 'transpose', 'addmm']
+    """
+    readers: dict[int, int] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers[id(i)] = readers.get(id(i), 0) + 1
+    for s in (*graph.outputs, *graph.updates.values()):
+        readers[id(s)] = readers.get(id(s), 0) + 1
+    sole = lambda s: readers.get(id(s), 0) == 1  # noqa: E731
+    fused = [False]
+    new: dict = {}  # id(original value) -> its value in the copy, filled by rebuild
+
+    def rule(node, inputs, copy):
+        if node.op.name not in ("add", "sub") or node.out.ndim != 2:
+            return None
+        pairs = [(0, 1)] if node.op.name == "sub" else [(0, 1), (1, 0)]
+        for xi, pi in pairs:
+            x, scaled = node.inputs[xi], node.inputs[pi]
+            found = _scaled_product(scaled, sole)
+            if found is None or tuple(x.shape) != tuple(node.out.shape):
+                continue
+            alpha, product = found
+            if not (x.dtype == product.dtype == node.out.dtype) or x.dtype.kind != "f":
+                continue
+            a, b = product.node.inputs
+            if a.ndim != 2 or b.ndim != 2 or a.dtype != x.dtype or b.dtype != x.dtype:
+                continue
+            mapped = dict(zip((id(i) for i in node.inputs), inputs))
+            alpha = -alpha if node.op.name == "sub" else alpha
+            attrs = {"beta": 1.0, "alpha": float(alpha)}
+            fused[0] = True
+            ins = [mapped[id(x)], new[id(a)], new[id(b)]]  # the product's inputs came before
+            return copy.add_node(REGISTRY["addmm"], ins, attrs, node.name,
+                                 node.site, node.out.shape, node.out.dtype).out  # fmt: skip
+        return None
+
+    result = rebuild(graph, rule, new)
+    if not fused[0]:
+        return result
+    return rebuild(_only_live(result))
+
+
+def _scaled_product(s, sole):
+    """(c, a @ b) where `s` is `a @ b`, `c * (a @ b)` or `(a @ b) * c` read only once."""
+    if not sole(s):
+        return None
+    node = s.node
+    if node.op.name == "matmul":
+        return 1.0, s
+    if node.op.name != "mul":
+        return None
+    for c, p in (node.inputs, node.inputs[::-1]):
+        value = _scalar_constant(c)
+        if value is not None and p.node.op.name == "matmul" and sole(p):
+            return value, p
+    return None
+
+
+def _scalar_constant(s):
+    if s.node.op.name != "constant" or s.shape != ():
+        return None
+    value = s.node.attrs["value"].array
+    return float(value) if np.isfinite(value) else None
+
+
+def _only_live(graph):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        nodes=live_nodes(graph), inputs=graph.inputs, outputs=graph.outputs,
+        updates=graph.updates, source=graph.source,
+    )  # fmt: skip

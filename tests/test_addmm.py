@@ -1,0 +1,136 @@
+"""`addmm` (one GEMM: beta * input + alpha * mat1 @ mat2) and `fuse_gemm`, which makes
+gradient-descent updates of weight matrices one GEMM into the weight's storage.
+
+Expected values: NumPy's `beta * x + alpha * (a @ b)`; PyTorch's `torch.addmm` where torch is
+installed (values and gradients).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from kiln.ops.linalg import _addmm
+from kiln.passes import PIPELINE, fuse_gemm, simplify
+from kiln.passes.program import extract
+
+RNG = np.random.default_rng(0)
+
+
+def _m(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+LAYOUTS = {
+    "c": lambda m: m,
+    "f": lambda m: np.asfortranarray(m),
+    "t": lambda m: np.ascontiguousarray(m.T).T,  # a transpose view of a C array
+    "strided": lambda m: np.repeat(m, 2, axis=1)[:, ::2],
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("la", list(LAYOUTS))
+@pytest.mark.parametrize("lb", list(LAYOUTS))
+def test_kernel_matches_numpy_for_every_layout(dtype, la, lb):
+    a, b, x = (
+        LAYOUTS[la](_m(4, 3, dtype=dtype)),
+        LAYOUTS[lb](_m(3, 5, dtype=dtype)),
+        _m(4, 5, dtype=dtype),
+    )
+    expected = 0.5 * x + (-2.0) * (a @ b)
+    got = _addmm(np, x, a, b, beta=0.5, alpha=-2.0)
+    np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_kernel_accumulates_into_its_input_in_place():
+    x, a, b = _m(6, 4), _m(6, 3).T.copy().T, _m(3, 4)  # a: an F-ordered matrix
+    x0, ref = x.copy(), x - 0.1 * (a @ b)
+    got = _addmm(np, x, a, b, out=x, alpha=-0.1)
+    assert got is x and not np.array_equal(x, x0)
+    np.testing.assert_allclose(x, ref, rtol=1e-5)
+
+
+def test_kernel_broadcasts_input_and_ignores_it_when_beta_is_zero():
+    a, b = _m(2, 3), _m(3, 4)
+    bias = _m(4)
+    np.testing.assert_allclose(_addmm(np, bias, a, b), bias + a @ b, rtol=1e-5)
+    nan = np.full((2, 4), np.nan, np.float32)
+    np.testing.assert_allclose(_addmm(np, nan, a, b, beta=0.0), a @ b, rtol=1e-5)
+    ints = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(_addmm(np, ints[:, :2] * 0 + 1, ints, ints.T), 1 + ints @ ints.T)
+
+
+def test_public_function_and_method_in_graph_and_eager_mode():
+    x, a, b = _m(2, 4), _m(2, 3), _m(3, 4)
+    expected = 3.0 * x + 0.5 * (a @ b)
+    eager = kn.addmm(kn.tensor(x), kn.tensor(a), kn.tensor(b), beta=3, alpha=0.5)
+    np.testing.assert_allclose(eager.numpy(), expected, rtol=1e-5)
+    method = kn.tensor(x).addmm(kn.tensor(a), kn.tensor(b), beta=3, alpha=0.5)
+    np.testing.assert_allclose(method.numpy(), expected, rtol=1e-5)
+    with kn.Graph().as_default():
+        sx = kn.placeholder(kn.float32, (2, 4), name="x")
+        f = kn.function([sx], kn.addmm(sx, kn.constant(a), kn.constant(b), beta=3, alpha=0.5))
+    np.testing.assert_allclose(f(x), expected, rtol=1e-5)
+    with pytest.raises(kn.DTypeError, match="addmm"):
+        kn.addmm(kn.tensor(x), kn.tensor(a.astype(np.float64)), kn.tensor(b))
+    with pytest.raises(kn.ShapeError, match="addmm"):
+        kn.addmm(kn.tensor(x), kn.tensor(a[0]), kn.tensor(b))
+
+
+def test_gradients_match_torch():
+    torch = pytest.importorskip("torch")
+    x, a, b = _m(4), _m(2, 3), _m(3, 4)
+    ts = [torch.tensor(v, requires_grad=True) for v in (x, a, b)]
+    ks = [kn.tensor(v, requires_grad=True) for v in (x, a, b)]
+    (torch.addmm(*ts, beta=0.25, alpha=-1.5) ** 2).sum().backward()
+    (kn.addmm(*ks, beta=0.25, alpha=-1.5) ** 2).sum().backward()
+    for t, k in zip(ts, ks):
+        np.testing.assert_allclose(k.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _sgd_graph(w0, reads_gradient_twice=False):
+    with kn.Graph().as_default():
+        h = kn.placeholder(kn.float32, (8, 5), name="h")
+        labels = kn.placeholder(kn.int64, (8,), name="labels")
+        w = kn.Variable(w0.copy(), name="w")
+        loss = kn.cross_entropy(h @ w, labels)
+        (g,) = kn.grad(loss, [w])
+        new = w - 0.1 * g
+        if reads_gradient_twice:
+            new = new - 0.01 * g * g
+        return h, labels, w, loss, {w: new}
+
+
+def test_sgd_update_of_a_weight_matrix_becomes_one_in_place_gemm():
+    w0, hv, lv = _m(5, 3), _m(8, 5), RNG.integers(0, 3, 8)
+    h, labels, w, loss, updates = _sgd_graph(w0)
+    program = fuse_gemm(simplify(extract([loss], [h, labels], updates)))
+    update = program.updates[w].node
+    assert update.op.name == "addmm" and update.attrs["alpha"] == pytest.approx(-0.1)
+    f = kn.function([h, labels], loss, updates=updates)
+    f(hv, lv)
+    assert any(n.op.name == "addmm" for n in f.graph.nodes)
+    assert any("alpha=" in line and "out=V[" in line for line in f.source.splitlines())
+    # no value holds the weight gradient: the GEMM accumulates into w's storage
+    assert not any(n.op.name == "matmul" and tuple(n.out.shape) == w0.shape for n in f.graph.nodes)
+    h2, l2, w2, loss2, updates2 = _sgd_graph(w0)
+    unfused = [(n, fn) for n, fn in PIPELINE if n != "fuse_gemm"]
+    kn.function([h2, l2], loss2, updates=updates2, passes=unfused)(hv, lv)
+    np.testing.assert_allclose(w.numpy(), w2.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(w.numpy(), w0 - 0.1 * _numpy_gradient(w0, hv, lv), rtol=1e-5)
+
+
+def _numpy_gradient(w, h, labels):
+    z = h @ w
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    p[np.arange(len(labels)), labels] -= 1
+    return h.T @ p / len(labels)
+
+
+def test_gradient_read_twice_is_not_fused():
+    h, labels, w, loss, updates = _sgd_graph(_m(5, 3), reads_gradient_twice=True)
+    program = fuse_gemm(simplify(extract([loss], [h, labels], updates)))
+    assert "addmm" not in {n.op.name for n in program.nodes}

@@ -1,0 +1,195 @@
+"""The documentation is true: the site builds strictly and its API reference has every public
+name; docs/errors.md's table matches the exception classes kiln defines."""
+
+import importlib
+import importlib.util
+import pathlib
+import re
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
+import kiln as kn
+import kiln.checkpoint
+import kiln.passes
+import kiln.runtime
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+# the namespaces the API reference covers: every public name of each has an entry
+NAMESPACES = [
+    "kiln", "kiln.autograd", "kiln.checkpoint", "kiln.cuda", "kiln.errors", "kiln.init",
+    "kiln.linalg", "kiln.nn", "kiln.nn.functional", "kiln.nn.init", "kiln.nn.utils",
+    "kiln.optim", "kiln.passes", "kiln.plot", "kiln.random", "kiln.testing",
+]  # fmt: skip
+
+
+# -- the site --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built as CI builds it: `mkdocs build --strict` (the `docs` extra)."""
+    for package in ("mkdocs", "material", "mkdocstrings_handlers.python"):
+        if importlib.util.find_spec(package.partition(".")[0]) is None or (
+            importlib.util.find_spec(package) is None
+        ):
+            pytest.skip(f"{package} is not installed (pip install 'kiln[docs]')")
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert result.returncode == 0, "\n".join(warnings) or result.stderr[-3000:]
+    return out
+
+
+def _public_names(namespace: str) -> dict:
+    """{name: object} of what `namespace` offers: its `__all__`, or else what it defines (the
+    package `kiln` re-exports: everything public that is not a module)."""
+    module = _resolve_id(namespace)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        if namespace != "kiln":
+            names = [
+                n for n in names if getattr(getattr(module, n), "__module__", "") == module.__name__
+            ]
+    objects = {n: getattr(module, n) for n in names}
+    return {n: o for n, o in objects.items() if not isinstance(o, ModuleType)}
+
+
+def _resolve_id(anchor: str):
+    """`kiln.nn.Linear` -> the object, by attributes from `kiln` as users reach it
+    (`kiln.autograd` is an attribute, not a module path), else by importing the longest module
+    path (`kiln.passes.schedule.schedule`: a function shadows its module); None if neither."""
+    obj = kn
+    for part in anchor.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    if obj is not None:
+        return obj
+    parts = anchor.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            obj = getattr(obj, part, None)
+        return obj
+    return None
+
+
+def test_site_has_every_page_in_its_navigation(site):
+    # mkdocs.yml's validation makes a page missing from the nav a warning, and --strict an error
+    pages = sorted(p.relative_to(DOCS) for p in DOCS.rglob("*.md") if "_ext" not in p.parts)
+    for page in pages:
+        built = site / page.with_suffix("") / "index.html" if page.stem != "index" else None
+        built = built or site / page.parent / "index.html"
+        assert built.exists(), page
+
+
+def test_api_reference_covers_every_public_name(site):
+    anchors = set()
+    for page in (site / "api").rglob("index.html"):
+        anchors |= set(re.findall(r'id="(kiln\.[\w.]+)"', page.read_text(encoding="utf-8")))
+    documented = {id(_resolve_id(a)) for a in anchors}
+    missing = []
+    for namespace in NAMESPACES:
+        for name, obj in _public_names(namespace).items():
+            if f"{namespace}.{name}" not in anchors and id(obj) not in documented:
+                missing.append(f"{namespace}.{name}")
+    assert not missing, f"not in the API reference (docs/api/*.md): {missing}"
+
+
+def test_griffe_extension_fences_doctest_examples():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        fence = importlib.import_module("griffe_kiln").fence_doctests
+    except ImportError:
+        pytest.skip("griffe is not installed (pip install 'kiln[docs]')")
+    finally:
+        sys.path.pop(0)
+    text = "Adds.\n\n>>> 1 + 1\n2\n\nArgs:\n    x: a number.\n\n    >>> f(x)\n    3"
+    assert fence(text) == (
+        "Adds.\n\n```pycon\n>>> 1 + 1\n2\n```\n\nArgs:\n    x: a number.\n\n"
+        "    ```pycon\n    >>> f(x)\n    3\n    ```"
+    )
+
+
+# -- docs/errors.md --------------------------------------------------------------------------------
+
+
+def _resolve(dotted: str):
+    """`kn.ShapeError` or `kiln.passes.PlanError` -> the object that name reaches."""
+    module, _, attr = dotted.replace("kn.", "kiln.", 1).rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _error_table() -> dict:
+    """{class named in the first column: (its name as written, the names in 'also a')}."""
+    rows = {}
+    for line in (DOCS / "errors.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`k"):
+            name = cells[0].strip("`")
+            rows[_resolve(name)] = (name, set(re.findall(r"`([\w.]+)`", cells[1])))
+    return rows
+
+
+def _kiln_subclasses(cls) -> set:
+    found = set()
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("kiln."):
+            found.add(sub)
+        found |= _kiln_subclasses(sub)
+    return found
+
+
+def test_errors_table_lists_every_kiln_error_with_its_bases():
+    table = _error_table()
+    defined = _kiln_subclasses(kn.KilnError)  # every module that defines one is imported above
+    assert set(table) == defined, {c.__name__ for c in set(table) ^ defined}
+    for cls, (name, also) in table.items():
+        bases = [
+            b for b in cls.__mro__[1:] if b not in (kn.KilnError, Exception, BaseException, object)
+        ]
+        kiln_bases = {b for b in bases if b.__module__.startswith("kiln.")}
+        builtins = [b for b in bases if b not in kiln_bases]
+        # the most specific built-ins only: FloatingPointError, not also ArithmeticError
+        expected = {
+            b.__name__
+            for b in builtins
+            if not any(o is not b and issubclass(o, b) for o in builtins)
+        }
+        expected |= {b.__name__ for b in kiln_bases}
+        assert {a.rpartition(".")[2] for a in also} == expected, name
+        for a in also:  # a kiln class in 'also a' is written as a name that reaches it
+            if "." in a:
+                assert _resolve(a) in cls.__mro__, (name, a)
+
+
+def test_eager_autograd_errors_are_kiln_errors_and_runtime_errors():
+    # errors.md's promise: `except RuntimeError` written for PyTorch keeps catching them
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    try:
+        y.backward()
+    except RuntimeError as e:
+        assert isinstance(e, kn.SavedTensorError) and isinstance(e, kn.KilnError)
+        assert "(op mul, created at test_docs.py:" in str(e) and str(e).endswith("f32[2] on cpu")
+    else:
+        raise AssertionError("a second backward without retain_graph must raise")
+    try:
+        x.add_(1.0)
+    except RuntimeError as e:
+        assert isinstance(e, kn.AutogradError), type(e)
+        assert str(e).startswith("a leaf Variable that requires grad is being used in an in-place")
+    else:
+        raise AssertionError("an in-place change of a leaf that requires grad must raise")

@@ -977,6 +977,24 @@ rows(
     matmul_row("dot-scalar", (), (2, 3), fn=kn.dot, ref=np.dot, op="mul"),
 )
 
+
+def addmm_row(label, x, a, b, beta=1.0, alpha=1.0, **tol):
+    """torch.addmm's formula: beta * input + alpha * (mat1 @ mat2)."""
+    x, a, b = (s if isinstance(s, Arg) else Arg(s) for s in (x, a, b))
+    return OpCase(
+        "addmm", label, lambda x, a, b: kn.addmm(x, a, b, beta=beta, alpha=alpha), args(x, a, b),
+        lambda x, a, b: beta * x + alpha * (a @ b), FLOATS, **tol,
+    )  # fmt: skip
+
+
+rows(
+    addmm_row("basic", (3, 4), (3, 5), (5, 4)),
+    addmm_row("scaled", (3, 4), (3, 5), (5, 4), beta=0.5, alpha=-2.0),
+    addmm_row("bias-row", (4,), (3, 5), (5, 4), alpha=0.25),
+    addmm_row("transposed", (4, 3), Arg((4, 5), layout="T"), Arg((5, 3), layout="T")),
+    addmm_row("strided", (3, 2), Arg((3, 5), layout="S"), Arg((5, 2), layout="S"), beta=2.0),
+)
+
 # -- random ------------------------------------------------------------------------------------
 # kiln's documented stream: the k-th random node made after `kn.manual_seed(s)` gets the seed
 # `SeedSequence((s, k)).generate_state(1, uint64)[0] >> 1`, and its n-th run draws from

@@ -170,7 +170,24 @@ TORCH_CASES = {
     "sum": lambda m, x: x.sum().reshape(1),
     "matmul": lambda m, x: x.reshape(16, 16) @ x.reshape(16, 16).flip(0),
     "int_promotion": lambda m, x: x + m.arange(256),
+    "conv2d": lambda m, x: m.nn.functional.conv2d(
+        x.reshape(1, 4, 8, 8), x[:72].reshape(2, 4, 3, 3)
+    ),
+    "avg_pool2d": lambda m, x: m.nn.functional.avg_pool2d(x.reshape(1, 4, 8, 8), 2),
 }
+
+
+def test_conv2d_gradients_match_torch():
+    """conv2d's input and weight gradients accumulate in float32 and round once, as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    x, w = V.reshape(1, 4, 8, 8), V[:72].reshape(2, 4, 3, 3)
+    xt, wt = (torch.tensor(a).bfloat16().requires_grad_() for a in (x, w))
+    xk, wk = (kn.tensor(a).to(BF16).requires_grad_() for a in (x, w))
+    torch.nn.functional.conv2d(xt, wt).sum().backward()
+    kn.sum(kn.nn.functional.conv2d(xk, wk)).backward()
+    for mine, theirs in ((xk.grad, xt.grad), (wk.grad, wt.grad)):
+        assert mine.dtype == BF16
+        np.testing.assert_array_equal(mine.to(kn.float32).numpy(), theirs.float().numpy())
 
 
 @pytest.mark.parametrize("name", sorted(TORCH_CASES))

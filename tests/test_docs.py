@@ -1,8 +1,16 @@
 """The documentation is true: the site builds strictly and its API reference has every public
-name; docs/errors.md's table matches the exception classes kiln defines."""
+name; every Python block of docs/**/*.md and README.md runs and prints the output shown after
+it (a ```text block; `...` marks a variable part); docs/errors.md's table matches the exception
+classes kiln defines.
 
+When kiln's output changes on purpose (a new pass, another plan), refresh the pages' output
+blocks with `python tests/test_docs.py PAGE.md ...` and read the diff.
+"""
+
+import contextlib
 import importlib
 import importlib.util
+import io
 import pathlib
 import re
 import subprocess
@@ -193,3 +201,160 @@ def test_eager_autograd_errors_are_kiln_errors_and_runtime_errors():
         assert str(e).startswith("a leaf Variable that requires grad is being used in an in-place")
     else:
         raise AssertionError("an in-place change of a leaf that requires grad must raise")
+
+
+# -- every code block runs, and prints what the page shows -----------------------------------------
+
+OPTIONAL = {"onnx", "onnxruntime", "matplotlib", "cupy"}  # extras a page may need
+PAGES = sorted([ROOT / "README.md", *(p for p in DOCS.rglob("*.md") if "_ext" not in p.parts)])
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def code_blocks(text: str) -> list:
+    """[(python source, expected output or None, line)]: a ```text block right after a
+    ```python block (nothing but blank lines between) is what that block prints."""
+    blocks, previous_end = [], None
+    for m in FENCE.finditer(text):
+        language, body = m.group(1), m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        if language == "python":
+            blocks.append([body, None, line])
+        elif language == "text" and blocks and blocks[-1][1] is None:
+            if previous_end is not None and not text[previous_end : m.start()].strip():
+                blocks[-1][1] = body
+        previous_end = m.end()
+    return [tuple(b) for b in blocks]
+
+
+def matches(expected: str, printed: str) -> bool:
+    """Whether `printed` is `expected`, where `...` in `expected` stands for any text (a timing,
+    an address, a path); trailing spaces and blank lines at the ends are ignored."""
+
+    def tidy(s: str) -> str:
+        return "\n".join(line.rstrip() for line in s.strip("\n").splitlines())
+
+    parts = [re.escape(p) for p in tidy(expected).split("...")]
+    return re.fullmatch(".*?".join(parts), tidy(printed), re.S) is not None
+
+
+def test_matches_marks_variable_parts_with_an_ellipsis():
+    assert matches("took ... ms\ndone\n", "took 3.2 ms  \ndone")
+    assert not matches("took ... ms\ndone", "took 3.2 s\ndone")
+    assert not matches("a", "a\nb")
+
+
+def test_code_blocks_pairs_a_block_with_the_output_after_it():
+    text = (
+        "```python\nprint(1)\n```\n\n```text\n1\n```\n```python\nx = 2\n```\nok\n```text\nno\n```"
+    )
+    assert code_blocks(text) == [("print(1)\n", "1\n", 1), ("x = 2\n", None, 8)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_code_runs_and_prints_what_the_page_shows(page, tmp_path, monkeypatch):
+    blocks = code_blocks(page.read_text(encoding="utf-8"))
+    if not blocks:
+        pytest.skip("no Python code on this page")
+    monkeypatch.chdir(tmp_path)  # files a page writes land here
+    namespace: dict = {"__name__": "__docs__"}
+    for source, expected, line in blocks:  # later blocks use names from earlier ones, as a reader
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile("\n" * (line) + source, str(page), "exec"), namespace)
+        except ModuleNotFoundError as e:  # a page about an optional extra, without it
+            if e.name not in OPTIONAL:
+                raise
+            pytest.skip(f"{page.name}:{line} needs {e.name}, an optional extra")
+        if expected is not None:
+            printed = out.getvalue()
+            assert matches(expected, printed), (
+                f"{page.name}:{line}: the block printed\n{printed}\nthe page shows\n{expected}"
+            )
+
+
+# -- the README's test command -------------------------------------------------------------------
+
+
+def _readme_test_command() -> str:
+    bash = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    commands = [line.strip() for b in bash for line in b.splitlines() if "pytest" in line]
+    assert len(commands) == 1, commands
+    return commands[0]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert [line.strip() for line in ci if "pytest" in line and not line.startswith("#")] == [
+        _readme_test_command()
+    ]
+
+
+def test_readme_test_command_ends_with_pytest_summary_line():
+    # the README's flags with the project's pytest configuration, on one fast test
+    command = _readme_test_command().split()
+    assert command[:3] == ["python", "-m", "pytest"]
+    test = "tests/test_docs.py::test_matches_marks_variable_parts_with_an_ellipsis"
+    result = subprocess.run(
+        [sys.executable, *command[1:], test], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"1 passed in [\d.]+s", last), result.stdout
+
+
+# -- refreshing the outputs a page shows ---------------------------------------------------------
+
+
+def update_page(page: pathlib.Path) -> list[str]:
+    """Rewrites the ```text block after each Python block of `page` with what the block prints
+    now (adding one where a block prints and has none). A block with a `...` marker is kept
+    while it still matches; the lines of those that no longer match are returned, to mark by
+    hand. Runs until the page is stable (an added block moves the lines after it)."""
+    import os
+    import tempfile
+
+    for _ in range(3):
+        text = page.read_text(encoding="utf-8")
+        namespace: dict = {"__name__": "__docs__"}
+        pieces, pos, stale = [], 0, []
+        fences = list(FENCE.finditer(text))
+        kn.reset_default_graph()
+        kn.manual_seed(0)
+        cwd = os.getcwd()
+        os.chdir(tempfile.mkdtemp())
+        try:
+            for i, m in enumerate(fences):
+                if m.group(1) != "python" or m.start() < pos:
+                    continue
+                line = text.count("\n", 0, m.start()) + 1
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    exec(compile("\n" * line + m.group(2), str(page), "exec"), namespace)
+                printed = out.getvalue()
+                pieces.append(text[pos : m.end()])
+                pos = m.end()
+                after = fences[i + 1] if i + 1 < len(fences) else None
+                if after and after.group(1) == "text" and not text[m.end() : after.start()].strip():
+                    shown = after.group(2)
+                    if "..." in shown:
+                        if not matches(shown, printed):
+                            stale.append(f"{page.name}:{line}")
+                        printed = shown
+                    pieces.append(text[m.end() : after.start()] + f"```text\n{printed}```")
+                    pos = after.end()
+                elif printed:
+                    pieces.append(f"\n\n```text\n{printed}```")
+        finally:
+            os.chdir(cwd)
+        new = "".join(pieces) + text[pos:]
+        page.write_text(new, encoding="utf-8")
+        if new == text:
+            return stale
+    return stale
+
+
+if __name__ == "__main__":  # python tests/test_docs.py docs/tutorials/07-compiler.md ...
+    for name in sys.argv[1:]:
+        for where in update_page(pathlib.Path(name).resolve()):
+            print(f"{where}: the marked output no longer matches; update it by hand")

@@ -62,6 +62,8 @@ def test_interpolate_by_hand():
     np.testing.assert_array_equal(got, [[[0.0, 1.0, 3.0, 4.0]]])
     got = F.interpolate(kn.tensor([[[[1.0, 2.0], [3.0, 4.0]]]]), scale_factor=1.5, mode="nearest")
     np.testing.assert_array_equal(got.numpy()[0, 0], [[1, 1, 2], [1, 1, 2], [3, 3, 4]])
+    got = F.interpolate(kn.tensor([[[1.0, 2.0]]]), scale_factor=3)  # an integer factor: repeats
+    np.testing.assert_array_equal(got.numpy(), [[[1, 1, 1, 2, 2, 2]]])
 
 
 CASES = [
@@ -75,6 +77,8 @@ CASES = [
     ("conv_transpose2d", lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1,
                                                           output_padding=1, groups=2),
      [_arr(1, 4, 3, 3), _arr(4, 1, 3, 2)]),
+    ("conv_transpose3d", lambda x, w: F.conv_transpose3d(x, w, stride=(2, 1, 2), padding=1),
+     [_arr(1, 2, 2, 3, 2), _arr(2, 3, 2, 2, 3)]),
     ("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=3, dilation=2),
      [_arr(2, 2, 4), _arr(2, 3, 2)]),
     ("max_pool2d", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2),
@@ -84,6 +88,7 @@ CASES = [
     ("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), [_arr(2, 2, 5, 7)]),
     ("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (3, 4)), [_arr(2, 2, 5, 7)]),
     ("bilinear", lambda x: F.interpolate(x, size=(4, 7), mode="bilinear"), [_arr(1, 2, 3, 5)]),
+    ("nearest_x2", lambda x: F.interpolate(x, scale_factor=(2, 3)), [_arr(1, 2, 3, 2)]),
     ("bicubic_corners", lambda x: F.interpolate(x, scale_factor=1.5, mode="bicubic",
                                                 align_corners=True), [_arr(1, 1, 3, 4)]),
 ]  # fmt: skip
@@ -108,3 +113,12 @@ def test_symbolic_batch_in_graph_mode():
     y, z = f(np.ones((3, 4, 6, 6), np.float32))
     assert y.shape == (3, 4, 6, 6) and z.shape == (3, 4, 3, 3)
     assert y[0, 0, 2, 2] == 18.0 and y[0, 0, 0, 0] == 8.0  # 9 taps x 2 channels; a corner: 4 x 2
+
+
+def test_ceil_mode_with_a_symbolic_size_asks_for_static_sizes():
+    # floor and ceil mode may differ on a size not known yet: refused, never silently floored
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (1, 2, "h", 5))
+        assert F.max_pool2d(x, 2).shape[3] == 2
+        with pytest.raises(kn.ShapeError, match="spatial sizes.*op max_pool2d"):
+            F.max_pool2d(x, 2, ceil_mode=True)

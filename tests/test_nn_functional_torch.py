@@ -174,6 +174,25 @@ def test_conv_transpose1d_matches_torch(kw, modes):
     )
 
 
+CONV_T3 = [
+    dict(groups=2, stride=2, padding=1, output_padding=1),
+    dict(),
+    dict(stride=(2, 1, 3), output_padding=(1, 0, 2), padding=(1, 0, 1), dilation=(1, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("kw, modes", _grid(CONV_T3, 1))
+def test_conv_transpose3d_matches_torch(kw, modes):
+    g = kw.get("groups", 1)
+    arrays = [_arr(2, 4, 3, 4, 3), _arr(4, 6 // g, 2, 3, 2), _arr(6)]
+    check(
+        lambda *a: KF.conv_transpose3d(*a, **kw),
+        lambda *a: TF.conv_transpose3d(*a, **kw),
+        arrays,
+        modes,
+    )
+
+
 def test_unbatched_convolutions_match_torch():
     check(KF.conv2d, TF.conv2d, [_arr(4, 5, 5), _arr(3, 4, 2, 2)])
     check(
@@ -563,6 +582,7 @@ MODULES = [
     ("Conv3d", (2, 4, 2), dict(padding=(1, 0, 1)), (1, 2, 3, 4, 3)),
     ("ConvTranspose1d", (4, 6, 3), dict(stride=2, padding=1, output_padding=1), (2, 4, 5)),
     ("ConvTranspose2d", (4, 6, 3), dict(stride=2, groups=2, dilation=(1, 2)), (2, 4, 3, 4)),
+    ("ConvTranspose3d", (4, 2, 2), dict(stride=2, padding=1), (1, 4, 2, 3, 2)),
     ("BatchNorm2d", (4,), {}, (3, 4, 2, 5)),
     ("GroupNorm", (2, 4), {}, (3, 4, 2, 5)),
     ("GroupNorm", (4, 4), dict(affine=False), (3, 4, 5)),
@@ -664,6 +684,7 @@ def test_multihead_attention_matches_torch(kw, call_kw):
         [q, k, v],
         call,
         modes,
+        train=True,  # dropout 0: the same values; torch's slow path, as kiln computes them
     )
 
 
@@ -840,3 +861,16 @@ def test_kl_div_loss_module_matches_torch():
         got = kn.nn.KLDivLoss(**kw)(kn.tensor(logp), kn.tensor(t))
         want = torch.nn.KLDivLoss(**kw)(torch.tensor(logp), torch.tensor(t))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+
+
+def test_embedding_padding_idx_module_matches_torch():
+    torch.manual_seed(0)
+    tm, km = torch.nn.Embedding(5, 3, padding_idx=-3), kn.nn.Embedding(5, 3, padding_idx=-3)
+    assert np.all(km.weight.numpy()[2] == 0)  # the padding row starts at zeros, as torch's
+    km.load_state_dict({n: v.detach().numpy() for n, v in tm.state_dict().items()})
+    ids = [[0, 2], [2, 4]]
+    yt, yk = tm(torch.tensor(ids)), km(kn.tensor(ids))
+    (yt * torch.tensor(ACT_X[:2, :6].reshape(2, 2, 3))).sum().backward()
+    (yk * kn.tensor(ACT_X[:2, :6].reshape(2, 2, 3))).sum().backward()
+    np.testing.assert_allclose(yk.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_allclose(km.weight.grad.numpy(), tm.weight.grad.numpy())

@@ -261,3 +261,15 @@ def test_cuda_memory_functions_without_cuda_are_zero():
         pytest.skip("a GPU is present")
     assert kn.cuda.memory_allocated() == kn.cuda.max_memory_allocated() == 0
     assert kn.cuda.memory_reserved(0) == 0 and kn.cuda.empty_cache() is None
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "uint8", "float16"])
+def test_sum_and_prod_return_the_dtype_asked_for(dtype):
+    # PyTorch: torch.tensor([1, 2, 3], dtype=torch.int32).sum(dtype=torch.int32).dtype is int32
+    # (the accumulation is in that dtype); kiln's kernel accumulates small ints as int64.
+    x = kn.tensor([1, 2, 3]).to(getattr(kn, dtype))
+    want = np.dtype(dtype)
+    assert x.sum(dtype=want).dtype == want and x.prod(dtype=want).dtype == want
+    assert kn.sum(x, 0, dtype=want).dtype == want
+    assert x.sum(dtype=want).item() == 6 and x.prod(dtype=want).item() == 6
+    assert x.sum().dtype == (np.dtype("float16") if dtype == "float16" else np.int64)

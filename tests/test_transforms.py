@@ -332,3 +332,20 @@ def test_jvp_builds_locally():
             kn.jvp(lambda v: kn.tanh(v) * y, (x,), (x,))
             counts.append(len(g.nodes) - before)
     assert counts[0] == counts[1]
+
+
+def test_transforms_compose():
+    """vmap of vmap, per-example jacobians, jacfwd of jacrev, vmap of hessian; by hand:
+    d(sin(v) sum(v))/dv = diag(cos(v) sum(v)) + sin(v) 1^T, and the hessian of
+    sum(sin(v) v) is diag(2 cos(v) - v sin(v))."""
+    xs = RNG.standard_normal((4, 3, 2))
+    f = lambda v: kn.sum(kn.sin(v) * v)  # noqa: E731
+    np.testing.assert_allclose(kn.vmap(kn.vmap(f))(xs), (np.sin(xs) * xs).sum(-1), rtol=1e-12)
+    g = lambda v: kn.sin(v) * kn.sum(v)  # noqa: E731
+    vs = xs[:, :, 0]
+    jacs = kn.vmap(kn.jacrev(g))(vs)
+    hess = kn.vmap(kn.hessian(f))(vs)
+    for v, jac, h in zip(vs, jacs, hess):
+        np.testing.assert_allclose(jac, np.diag(np.cos(v) * v.sum()) + np.sin(v)[:, None])
+        np.testing.assert_allclose(h, np.diag(2 * np.cos(v) - v * np.sin(v)), atol=1e-15)
+    np.testing.assert_allclose(kn.jacfwd(kn.jacrev(f))(vs[0]), hess[0], atol=1e-15)

@@ -407,6 +407,14 @@ def _accumulating(x, dtype):
     return x if x.dtype == target else cast(x, target)
 
 
+def _as_asked(result, dtype):
+    """A sum's or product's result in the `dtype` asked for (the kernel accumulates small
+    integers as int64, as NumPy does; PyTorch returns the dtype given)."""
+    if dtype is None or result.dtype == dt.as_dtype(dtype):
+        return result
+    return cast(result, dt.as_dtype(dtype))
+
+
 def _floating(x, dtype=None):
     """`x` for a mean or variance: cast to `dtype` when given, integers and bools to the
     default float (PyTorch refuses them; kiln computes them as PyTorch's float functions do)."""
@@ -426,7 +434,7 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  #
     dtype('int64')
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "sum")
-    return _reduce("reduce_sum", _accumulating(x, dtype), dim, keepdim)
+    return _as_asked(_reduce("reduce_sum", _accumulating(x, dtype), dim, keepdim), dtype)
 
 
 def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
@@ -448,7 +456,7 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     array([ 7, 10])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "prod")
-    return _reduce("reduce_prod", _accumulating(x, dtype), dim, keepdim)
+    return _as_asked(_reduce("reduce_prod", _accumulating(x, dtype), dim, keepdim), dtype)
 
 
 def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):

@@ -1,11 +1,13 @@
-"""Convolutions over any number of spatial dims, as PyTorch's `conv1d`/`conv2d`/`conv3d` and
-`conv_transpose1d`/`conv_transpose2d`: stride, padding (ints, pairs, "same", "valid"), dilation,
-groups, and unbatched inputs.
+"""Convolutions over any number of spatial dims, as PyTorch's `conv1d/2d/3d` and
+`conv_transpose1d/2d/3d`: stride, padding (ints, pairs, "same", "valid"), dilation, groups,
+output_padding, unbatched inputs; and `unfold`/`fold` (im2col, col2im).
 
 1-d and 2-d convolutions without groups and with symmetric padding bind the `conv2d` primitive
-(1-d as a 2-d convolution of height 1). Every other case is one general composite: the windows
-of the padded input, gathered along each spatial dim (im2col), times the weights in one batched
-matmul per group; its gradient is autodiff's (the gathers scatter-add back: col2im).
+(1-d as a 2-d convolution of height 1), their transposes `conv2d_input_grad`. Every other case
+is one general composite: the windows of the padded input, one strided slice per kernel tap
+(im2col), times the weights in one batched matmul per group; its gradient is autodiff's (each
+slice's transpose puts its share back: col2im). The transposed composite runs the same steps
+backwards.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
 ]  # fold and unfold: kn.nn.functional only (kn.unfold is Tensor.unfold's)
 
 
@@ -297,39 +300,53 @@ def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_paddi
             f"input{sh.format_shape(x.shape)} to have {w.shape[0]} channels, but got {c_in} "
             "channels instead", x, w,
         )  # fmt: skip
-    if n_sp == 1:
-        x, w = unsqueeze(x, 2), unsqueeze(w, 2)
-        stride, dilation = (1, *stride), (1, *dilation)
-        pads, extra = (0, *pads), (0, *extra)
-    sizes = static_sizes(x, (2, 3), op)
-    kernel = static_sizes(w, (2, 3), op)
+    sizes = static_sizes(x, range(2, x.ndim), op)
+    kernel = static_sizes(w, range(2, w.ndim), op)
     # The full transpose (no padding) of every input pixel, then `padding` cropped from both
     # sides and `output_padding` more kept (or zeros added) after.
     full = tuple(
         (h - 1) * s + d * (k - 1) + 1 for h, s, d, k in zip(sizes, stride, dilation, kernel)
     )
-    xs = _split(x, groups, 1)
-    ws = _split(w, groups, 0)
-    parts = [
-        call("conv2d_input_grad", xg, wg, x_shape=(x.shape[0], wg.shape[1], *full),
-             stride=stride, padding=(0, 0), dilation=dilation)
-        for xg, wg in zip(xs, ws)
-    ]  # fmt: skip
-    y = parts[0] if groups == 1 else call("concat", *parts, axis=1)
+    if groups == 1 and n_sp <= 2:
+        y = _transpose_primitive(x, w, full, stride, dilation)
+    else:
+        y = _transpose_windows(x, w, full, sizes, kernel, stride, dilation, groups)
     y = pad(y, torch_pad([(-p, e - p) for p, e in zip(pads, extra)]))
-    if n_sp == 1:
-        y = squeeze(y, 2)
     y = _add_bias(y, bias, c_out, op, w)
     return squeeze(y, 0) if added else y
 
 
-def _split(x, groups: int, dim: int) -> list:
-    if groups == 1:
-        return [x]
-    size = x.shape[dim] // groups
-    spec = (("slice", None, None, None),) * dim
-    return [call("index", x, spec=spec + (("slice", g * size, (g + 1) * size, None),))
-            for g in range(groups)]  # fmt: skip
+def _transpose_primitive(x, w, full, stride, dilation):
+    """The full transposed convolution by the `conv2d_input_grad` primitive (1-d as 2-d)."""
+    one_d = x.ndim == 3
+    if one_d:
+        x, w = unsqueeze(x, 2), unsqueeze(w, 2)
+        full, stride, dilation = (1, *full), (1, *stride), (1, *dilation)
+    y = call("conv2d_input_grad", x, w, x_shape=(x.shape[0], w.shape[1], *full),
+             stride=stride, padding=(0, 0), dilation=dilation)  # fmt: skip
+    return squeeze(y, 2) if one_d else y
+
+
+def _transpose_windows(x, w, full, sizes, kernel, stride, dilation, groups):
+    """The general full transposed convolution: each input pixel's share of every tap
+    (weights times input, one matmul per group), then each tap's shares added onto the
+    output at its strided positions (the transpose of `strided_windows`: col2im)."""
+    n, c_in, c_out = x.shape[0], x.shape[1], w.shape[1] * groups
+    taps, positions = math.prod(kernel), math.prod(sizes)
+    per_group = c_in // groups
+    xs = reshape(x, (n, groups, per_group, positions))
+    ws = permute(reshape(w, (groups, per_group, c_out // groups * taps)), (0, 2, 1))
+    cols = reshape(call("matmul", ws, xs), (n, c_out, taps, *sizes))  # (N, C_out, K, I...)
+    total = None
+    for k, offsets in enumerate(itertools.product(*(range(kk) for kk in kernel))):
+        spec = (("slice", None, None, None),) * 2 + tuple(
+            ("slice", o * d, o * d + s * (i - 1) + 1, s)
+            for o, d, s, i in zip(offsets, dilation, stride, sizes)
+        )
+        tap = call("index", cols, spec=(("slice", None, None, None),) * 2 + (("int", k),))
+        part = call("index_scatter", tap, spec=spec, shape=(n, c_out, *full))
+        total = part if total is None else add(total, part)
+    return total
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
@@ -359,6 +376,20 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
               [1., 2., 1.]]]])
     """
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)  # fmt: skip
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):  # fmt: skip
+    """The transpose (adjoint) of `conv3d`: `input` (N, C_in, D, H, W) or (C_in, D, H, W),
+    `weight` (C_in, C_out/groups, KD, KH, KW).
+
+    >>> import kiln as kn
+    >>> y = kn.nn.functional.conv_transpose3d(kn.ones(1, 1, 2, 2, 2), kn.ones(1, 1, 2, 2, 2))
+    >>> list(y.shape), y[0, 0, 1, 1, 1].item()
+    ([1, 1, 3, 3, 3], 8.0)
+    """
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)  # fmt: skip
 
 

@@ -18,7 +18,7 @@ from .math import add, mul
 from .nn_conv import _floats, static_sizes
 from .nn_functional import _shape_error
 from .nn_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
-from .shape import gather
+from .shape import broadcast_to, gather, reshape, unsqueeze
 
 __all__ = ["interpolate"]
 
@@ -78,8 +78,24 @@ def _cubic(ftype, size, out, align_corners, scale_factor, a=-0.75):
     return [(np.clip(base - 1 + k, 0, size - 1), w.astype(ftype)) for k, w in enumerate(weights)]
 
 
+def _repeated(x, axis, idx):
+    """`x[idx]` along `axis` when idx repeats each index r times in order (nearest
+    upsampling by an integer factor), as a broadcast, whose gradient is a sum: or None."""
+    size = x.shape[axis]
+    if idx.size % size or not np.array_equal(idx, np.arange(idx.size) // (idx.size // size)):
+        return None
+    r = idx.size // size
+    wide = list(x.shape[: axis + 1]) + [r] + list(x.shape[axis + 1 :])
+    y = broadcast_to(unsqueeze(x, axis + 1), tuple(wide))
+    return reshape(y, (*x.shape[:axis], idx.size, *x.shape[axis + 1 :]))
+
+
 def _resample(x, axis, taps):
     """`sum_k w_k * x[idx_k]` along `axis`, with `w_k` broadcast along it."""
+    if len(taps) == 1 and taps[0][1] is None:
+        repeated = _repeated(x, axis, taps[0][0])
+        if repeated is not None:
+            return repeated
     total = None
     for idx, w in taps:
         term = gather(x, idx, axis=axis)

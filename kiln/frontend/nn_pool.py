@@ -1,11 +1,12 @@
-"""Pooling over any number of spatial dims, as PyTorch's `max_pool1d/2d`, `avg_pool1d/2d`
-(ceil_mode, count_include_pad, divisor_override, dilation, return_indices) and the adaptive
-pools.
+"""Pooling over any number of spatial dims, as PyTorch's `max_pool1d/2d/3d`,
+`avg_pool1d/2d/3d` (ceil_mode, count_include_pad, divisor_override, dilation, return_indices)
+and the adaptive pools.
 
 Plain 1-d and 2-d pools bind the `max_pool2d`/`avg_pool2d` primitives (1-d as height 1); the
-other cases gather the windows of the padded input (see `nn_conv.gather_windows`) and reduce
-them: the maximum is read at the window's argmax, so its gradient reaches that element only
-(PyTorch's first maximum). Adaptive average pooling is one matmul per spatial dim.
+other cases take the windows of the padded input (`nn_conv.strided_windows`; the adaptive max
+pool's uneven ones by `nn_conv.gather_windows`) and reduce them: the maximum is read at the
+window's argmax, so its gradient reaches that element only (PyTorch's first maximum).
+Adaptive average pooling is one matmul per spatial dim.
 """
 
 from __future__ import annotations
@@ -84,10 +85,11 @@ def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode, max_poo
     return kernel, stride, pads, dilation, outs
 
 
-def _plain(kernel, stride, pads, sizes, outs) -> bool:
-    """Whether floor mode gives `outs` (so ceil_mode adds no window)."""
+def _plain(kernel, stride, pads, sizes, outs, ceil_mode) -> bool:
+    """Whether floor mode gives `outs` (so ceil_mode adds no window); with symbolic sizes,
+    whether ceil_mode is off (with it on, the composite asks for static sizes)."""
     if outs is None:
-        return True
+        return not ceil_mode
     return all((n + 2 * p - k) // s + 1 == o
                for n, k, s, p, o in zip(sizes, kernel, stride, pads, outs))  # fmt: skip
 
@@ -101,9 +103,9 @@ def _primitive(op_name, x, n, kernel, stride, pads):
     return call(op_name, x, kernel_size=kernel, stride=stride, padding=pads)
 
 
-def _padded_windows(x, kernel, stride, pads, dilation, outs, fill):
+def _padded_windows(op, x, kernel, stride, pads, dilation, outs, fill):
     """(windows (N, C, K1*..*Kn, O1..On) of x padded with `fill`, position tables per dim)."""
-    sizes = static_sizes(x, range(2, x.ndim), "pool")
+    sizes = static_sizes(x, range(2, x.ndim), op)
     pairs, tables = [], []
     for n, k, s, p, d, o in zip(sizes, kernel, stride, pads, dilation, outs):
         table = (np.arange(o) * s)[:, None] + np.arange(k) * d
@@ -148,10 +150,10 @@ def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
                                                    dilation, ceil_mode, True)  # fmt: skip
     fast = n <= 2 and not return_indices and all(d == 1 for d in dilation)
-    if fast and _plain(kernel, stride, pads, x.shape[2:], outs):
+    if fast and _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode):
         result = _primitive("max_pool2d", x, n, kernel, stride, pads)
     else:
-        win, tables = _padded_windows(x, kernel, stride, pads, dilation, outs, -math.inf)
+        win, tables = _padded_windows(op, x, kernel, stride, pads, dilation, outs, -math.inf)
         result = _max_windows(x, win, tables, pads, return_indices)
     if not added:
         return result
@@ -228,11 +230,11 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
                                                    ceil_mode, False)  # fmt: skip
     if divisor_override is not None and divisor_override <= 0:
         raise ValueError(f"{op}: divisor must be not zero, got {divisor_override}")
-    plain = _plain(kernel, stride, pads, x.shape[2:], outs)
+    plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode)
     if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
     else:
-        win, _ = _padded_windows(x, kernel, stride, pads, dilation, outs, 0.0)
+        win, _ = _padded_windows(op, x, kernel, stride, pads, dilation, outs, 0.0)
         total = reduce_sum(win, 2)
         if divisor_override is not None:
             y = div(total, float(divisor_override))

@@ -350,6 +350,14 @@ def arg_reduce(op_type):
     return rule
 
 
+def _addmm(ex, node, xs, out):
+    """kiln's addmm(input, mat1, mat2) is ONNX's Gemm(mat1, mat2, input): alpha A B + beta C,
+    C broadcasting to the product's shape."""
+    x, a, b = xs
+    alpha, beta = float(node.attrs["alpha"]), float(node.attrs["beta"])
+    return ex.emit("Gemm", [a, b, x], out, alpha=alpha, beta=beta)
+
+
 def _cumsum(ex, node, xs, out):
     x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
     if node.inputs[0].ndim == 0:
@@ -549,6 +557,7 @@ RULES = {
     "argmax": arg_reduce("ArgMax"),
     "argmin": arg_reduce("ArgMin"),
     "matmul": binary("MatMul", narrow_ints=False),
+    "addmm": _addmm,
     "cumsum": _cumsum,
     # movement
     "reshape": _reshape,

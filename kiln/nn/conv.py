@@ -1,4 +1,4 @@
-"""Convolution layers (Conv1d/2d/3d, ConvTranspose1d/2d) with PyTorch's constructors,
+"""Convolution layers (Conv1d/2d/3d, ConvTranspose1d/2d/3d) with PyTorch's constructors,
 parameter shapes and initialization (kaiming-uniform weight with `a=sqrt(5)`, bias uniform in
 ±1/sqrt(fan_in), fans of the weight as PyTorch computes them), so PyTorch's state_dicts load."""
 
@@ -11,7 +11,7 @@ from .. import init
 from . import functional as F
 from .module import Module, Parameter
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -255,7 +255,7 @@ class _ConvTranspose(_ConvNd):
         return tuple(extra)
 
     def forward(self, x, output_size=None):
-        fn = (F.conv_transpose1d, F.conv_transpose2d)[self.n - 1]
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self.n - 1]
         extra = self._output_padding(x, output_size)
         return fn(
             x, self.weight, self.bias, self.stride, self.padding, extra, self.groups, self.dilation
@@ -284,3 +284,15 @@ class ConvTranspose2d(_ConvTranspose):
     """
 
     n = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """The transpose of Conv3d over (N, C_in, D, H, W) inputs; weight
+    (C_in, C_out/groups, KD, KH, KW).
+
+    >>> import kiln as kn
+    >>> list(kn.nn.ConvTranspose3d(2, 3, 2, stride=2)(kn.zeros(1, 2, 2, 2, 2)).shape)
+    [1, 3, 4, 4, 4]
+    """
+
+    n = 3

@@ -253,17 +253,49 @@ class LayerNorm(Module):
 
 
 class Embedding(Module):
-    """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids."""
+    """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids; the
+    row of `padding_idx` starts at zeros and gets no gradient, as PyTorch's `Embedding`.
 
-    def __init__(self, num_embeddings: int, embedding_dim: int):
+    >>> import kiln as kn
+    >>> emb = kn.nn.Embedding(3, 2, padding_idx=0)
+    >>> emb(kn.tensor([0])).tolist()
+    [[0.0, 0.0]]
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None,
+                 max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight=None, _freeze: bool = False, device=None,
+                 dtype=None):  # fmt: skip
         super().__init__()
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError(
+                "Embedding: max_norm, scale_grad_by_freq and sparse are not supported by kiln"
+            )
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = _param(init.normal(), (num_embeddings, embedding_dim))
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        dtype = dtype or dt.DEFAULT_FLOAT
+        if _weight is None:
+            table = init.normal()((num_embeddings, embedding_dim), dt.as_dtype(dtype))
+            if padding_idx is not None:
+                table[padding_idx] = 0
+        else:
+            table = np.asarray(_weight, dtype=dt.as_dtype(dtype))
+        self.weight = Parameter(table)
+        if _freeze:
+            self.weight.requires_grad = False
+        if device is not None:
+            self.to(device)
 
     def forward(self, ids):
-        return F.embedding(ids, self.weight)
+        return functional_core.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
+        if self.padding_idx is not None:
+            return f"{self.num_embeddings}, {self.embedding_dim}, padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}"
 
 

@@ -116,6 +116,36 @@ def defop(
                           tuple(overwrites), bool(may_fail), lowering, batch, jvp))  # fmt: skip
 
 
+_BF16 = dt.bfloat16
+
+
+def in_float32(impl):
+    """The kernel `impl`, computing bfloat16 inputs on float32 copies and rounding a float32
+    result to bfloat16 once: how PyTorch's CPU kernels compute bfloat16 (accumulating sums
+    and products in float32). ml_dtypes' ufuncs do so per ufunc; a kernel of several ufuncs,
+    a reduction or a matrix product takes this. Other dtypes run `impl` as it is.
+    (`functools.wraps`: readers of the kernel's signature, such as the graph loader's attr
+    check, see `impl`'s.)"""
+
+    @functools.wraps(impl)
+    def kernel(xp, *arrays, out=None, **attrs):
+        for a in arrays:
+            if a.dtype is _BF16:
+                break
+        else:
+            return impl(xp, *arrays, out=out, **attrs)
+        wide = [a.astype(np.float32) if a.dtype is _BF16 else a for a in arrays]
+        result = xp.asarray(impl(xp, *wide, **attrs))
+        if result.dtype == np.float32:
+            result = result.astype(_BF16)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    return kernel
+
+
 # -- batching rules (kn.vmap): batched inputs carry one extra leading axis ---------------------
 
 

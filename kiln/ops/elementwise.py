@@ -15,7 +15,7 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from .core import apply, defop, probe_dtype, same_shape, scalar, ufunc_dtype
+from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
 
@@ -47,27 +47,6 @@ def _ufunc_lowering(lowering: Lowering | None, ufunc) -> Lowering | None:
     if lowering.not_lowered or lowering.ufunc not in (None, ufunc.__name__):
         raise ValueError(f"the kernel is one call of {ufunc.__name__}: lower it as that ufunc")
     return replace(lowering, ufunc=ufunc.__name__)
-
-
-def in_float32(impl):
-    """`impl` on bfloat16 inputs computed in float32 and rounded once at the end, as PyTorch
-    computes each of its ops (ml_dtypes' ufuncs do that per ufunc, so a kernel of several
-    ufuncs would round after each). Other dtypes run `impl` as it is."""
-
-    def kernel(xp, x, out=None, **attrs):
-        if x.dtype != _BF16:
-            return impl(xp, x, out=out, **attrs)
-        wide = impl(xp, x.astype(np.float32), **attrs)
-        wide = wide.astype(_BF16) if wide.dtype == np.float32 else wide
-        if out is None:
-            return wide
-        out[...] = wide
-        return out
-
-    return kernel
-
-
-_BF16 = dt.bfloat16
 
 
 def unary(name, ufunc, *, lowering=None, impl=None, dtype_rule=None, vjp=None, tags=()):

@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import apply, defop, lead, scalar, ufunc_dtype
+from .core import apply, defop, in_float32, lead, scalar, ufunc_dtype
 
 
 def _matmul_shape(a, b):
@@ -30,9 +30,8 @@ def _matmul_shape(a, b):
     return out
 
 
+@in_float32  # bfloat16: accumulated in float32, rounded once
 def _matmul(xp, a, b, out=None):
-    if a.dtype == dt.bfloat16 and out is None:
-        return xp.matmul(a, b).astype(a.dtype)
     return xp.matmul(a, b, out=out)
 
 

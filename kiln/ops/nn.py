@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
-from .core import apply, defop
+from .core import apply, defop, in_float32
 
 # -- shared shape helpers --------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ conv2d = defop(
     "conv2d",
     _conv2d_shape,
     lambda x, w, **_: _float_only("conv2d", x, w),
-    _conv2d,
+    in_float32(_conv2d),
     vjp=_conv2d_vjp,
     tags=("vjp_needs",),
 )
@@ -213,6 +213,6 @@ avg_pool2d = defop(
     "avg_pool2d",
     lambda x, **attrs: _pool_shape("avg_pool2d", x, **attrs),
     _pool_dtype("avg_pool2d"),
-    _avg_pool2d,
+    in_float32(_avg_pool2d),
     vjp=lambda ct, y, x, **attrs: (apply("avg_pool2d_grad", ct, x_shape=tuple(x.shape), **attrs),),
 )

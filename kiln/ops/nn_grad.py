@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import shapes as sh
 from ..errors import ShapeError
-from .core import apply, defop
+from .core import apply, defop, in_float32
 from .nn import _check_4d, _conv2d_shape, _float_only, _into, _pad, _pool_shape, _windows
 
 # -- shared helpers --------------------------------------------------------------------------
@@ -91,7 +91,7 @@ conv2d_input_grad = defop(
     "conv2d_input_grad",
     _conv2d_input_grad_shape,
     lambda gy, w, **_: _float_only("conv2d_input_grad", gy, w),
-    _conv2d_input_grad,
+    in_float32(_conv2d_input_grad),
     vjp=_conv2d_input_grad_vjp,
 )
 
@@ -125,7 +125,7 @@ conv2d_weight_grad = defop(
     "conv2d_weight_grad",
     _conv2d_weight_grad_shape,
     lambda x, gy, **_: _float_only("conv2d_weight_grad", x, gy),
-    _conv2d_weight_grad,
+    in_float32(_conv2d_weight_grad),
     vjp=_conv2d_weight_grad_vjp,
 )
 
@@ -201,6 +201,6 @@ avg_pool2d_grad = defop(
     "avg_pool2d_grad",
     _avg_pool2d_grad_shape,
     lambda gy, **_: _float_only("avg_pool2d_grad", gy),
-    _avg_pool2d_grad,
+    in_float32(_avg_pool2d_grad),
     vjp=lambda ct, gx, gy, *, x_shape, **attrs: (apply("avg_pool2d", ct, **attrs),),
 )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ShapeError
-from .core import apply, defop, probe_dtype, scalar
+from .core import apply, defop, in_float32, probe_dtype, scalar
 
 
 def _reduced_shape(x, *, axes, keepdims, needs_identity=False, name=""):
@@ -67,22 +66,14 @@ def _extremum_vjp(ct, y, x, *, axes, keepdims):
 _ACCUMULATING = (np.sum, np.mean, np.prod)
 
 
-def _copy_cast(out, value, dtype):
-    """`value` (an array or a NumPy scalar) as `dtype`, written into `out` when given."""
-    if out is None:
-        return value.astype(dtype) if hasattr(value, "astype") else np.asarray(value, dtype)
-    out[...] = value
-    return out
-
-
 def reduction(name, fn, *, vjp, needs_identity=False):
     """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`."""
 
     def impl(xp, x, out=None, *, axes, keepdims):
-        if x.dtype == dt.bfloat16 and fn in _ACCUMULATING:  # as PyTorch: in float32, rounded once
-            r = getattr(xp, fn.__name__)(x, axis=axes, keepdims=keepdims, dtype=np.float32)
-            return _copy_cast(out, r, x.dtype)
         return getattr(xp, fn.__name__)(x, axis=axes, keepdims=keepdims, out=out)
+
+    if fn in _ACCUMULATING:  # bfloat16 sums in float32, rounded once (as PyTorch)
+        impl = in_float32(impl)
 
     def shape_rule(x, *, axes, keepdims):
         return _reduced_shape(x, axes=axes, keepdims=keepdims, needs_identity=needs_identity,

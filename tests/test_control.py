@@ -11,6 +11,7 @@ import pytest
 from op_table_control import CASES
 
 import kiln as kn
+from kiln.debug import checks_level
 from kiln.graph.serialize import from_json, to_json
 from kiln.passes.program import extract
 from kiln.passes.simplify import simplify
@@ -157,6 +158,27 @@ def test_carry_must_keep_its_type():
             kn.while_loop(lambda v: v.sum() < 3, lambda v: v.double(), x)
         with pytest.raises(kn.ShapeError, match="carry value 0"):
             kn.scan(lambda c, x_: (c.sum(), None), x, None, length=2)
+
+
+def test_loop_bodies_write_their_results_into_the_loops_buffers():
+    """The body's program of a scan takes the output arrays: its last kernel writes the new
+    carry there (no fresh array per step); a y that is an input is copied into its slot."""
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float32, (5, 3), name="xs")
+        h, ys = kn.scan(lambda h, x: (kn.tanh(h * 0.5 + x), h),
+                        kn.constant(np.zeros(3, np.float32)), xs)  # fmt: skip
+        f = kn.function([xs], [h, ys])
+    x = np.random.default_rng(8).standard_normal((5, 3)).astype(np.float32)
+    got_h, got_ys = f(x)
+    want, rows = np.zeros(3, np.float32), []
+    for t in range(5):
+        rows.append(want)
+        want = np.tanh(want * np.float32(0.5) + x[t])
+    np.testing.assert_allclose(got_h, want, rtol=1e-6)
+    np.testing.assert_allclose(got_ys, np.stack(rows), rtol=1e-6)
+    scan = next(n for n in f.graph.nodes if n.op.name == "scan")
+    source = scan.attrs["body"].cache[("cpu", True)].last.source
+    assert "out=O[0]" in source and "xp.copyto(O[1]" in source
 
 
 def test_while_loop_runs_zero_times():
@@ -310,13 +332,15 @@ def _scan_peak(steps, size=16384):
 
 
 def test_forward_scan_memory_is_flat_in_the_trip_count():
-    """Each step's carry replaces the last one and the body reuses its own arena: the peak is
-    a few carries, whatever the trip count (64 KiB carry; 3,000 steps would be 190 MiB if
-    steps were kept)."""
+    """Each step writes its carry into one of two buffers (the other holds the carry it reads)
+    and the body reuses its own arena: the peak is two carries, whatever the trip count (64 KiB
+    carry; 3,000 steps would be 190 MiB if steps were kept)."""
     carry = 16384 * 4
     short, _ = _scan_peak(50)
     long, out = _scan_peak(3000)
-    assert long <= short + carry and long < 6 * carry, (short, long)
+    assert long <= short + carry // 4, (short, long)
+    if checks_level() == 0:  # KILN_CHECKS runs check copies of in-place kernels
+        assert long < 3 * carry, long
     want = np.zeros(16384, np.float32)
     for _ in range(3000):
         want = np.tanh(want * np.float32(0.5) + np.float32(0.25))
@@ -348,3 +372,82 @@ def test_verify_checks_bodies():
     body.outputs = [outside]  # a value of the outer graph, not of the body
     with pytest.raises(kn.GraphError, match="body.*is not a value of the body"):
         kn.verify(g)
+
+
+def test_loop_invariant_values_are_computed_once_before_the_scan():
+    """`w.T * 2` reads only a capture: simplify computes it before the loop and passes it in;
+    the body keeps only what varies (and drops the capture it no longer reads)."""
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float64, (4, 3), name="xs")
+        w = kn.placeholder(kn.float64, (3, 3), name="w")
+        h, _ = kn.scan(lambda h, x: (kn.tanh(h @ (kn.t(w) * 2.0) + x), None),
+                       kn.constant(np.zeros(3)), xs)  # fmt: skip
+        f = kn.function([xs, w], h)
+    scan = next(n for n in f.graph.nodes if n.op.name == "scan")
+    body_ops = [n.op.name for n in scan.attrs["body"].graph.nodes]
+    assert "transpose" not in body_ops and "mul" not in body_ops
+    assert not any(i.name == "w" for i in scan.inputs)  # only the hoisted value enters
+    assert {"transpose", "mul"} <= {n.op.name for n in f.graph.nodes}
+    rng = np.random.default_rng(4)
+    x, w0 = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+    want = np.zeros(3)
+    for t in range(4):
+        want = np.tanh(want @ (w0.T * 2) + x[t])
+    np.testing.assert_allclose(f(x, w0), want, rtol=1e-12)
+
+
+def test_cond_gradients_equal_the_taken_branchs_graph_bit_for_bit():
+    def true_fn(a, b):
+        return kn.tanh(a @ b) * a.sum(), kn.exp(b)
+
+    def false_fn(a, b):
+        return a @ b, b * 3.0
+
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float64, (2, 3), name="a")
+        b = kn.placeholder(kn.float64, (3, 3), name="b")
+        u, v = kn.cond(kn.sum(a) > 0, true_fn, false_fn, a, b)
+        via_cond = kn.grad(kn.sum(u * u) + kn.sum(v), [a, b])
+        outputs = {}
+        for name, fn in (("true", true_fn), ("false", false_fn)):
+            u2, v2 = fn(a, b)
+            outputs[name] = kn.grad(kn.sum(u2 * u2) + kn.sum(v2), [a, b])
+        f = kn.function([a, b], [*via_cond, *outputs["true"], *outputs["false"]])
+    rng = np.random.default_rng(6)
+    b0 = rng.standard_normal((3, 3))
+    for a0, taken in ((np.abs(rng.standard_normal((2, 3))), slice(2, 4)),
+                      (-np.abs(rng.standard_normal((2, 3))), slice(4, 6))):  # fmt: skip
+        got = f(a0, b0)
+        for g, want in zip(got[:2], got[taken]):
+            np.testing.assert_array_equal(g, want)
+
+
+def test_cond_and_while_loop_print_each_body_as_a_block():
+    with kn.Graph().as_default() as g:
+        x = kn.placeholder(kn.float32, (2,), name="x")
+        y = kn.cond(kn.sum(x) > 0, lambda a: a * 2.0, lambda a: -a, x)
+        z = kn.while_loop(lambda v: kn.sum(v) < 10.0, lambda v: v * 2.0, y)
+    g.inputs, g.outputs = [x], [z]
+    assert kiln_text(g) == (
+        "{ lambda x:f32[2] .\n"
+        "    t0:f32[] = reduce_sum[axes=(0,) keepdims=False] x\n"
+        "    t1:bool[] = greater t0 0.0:f32[]\n"
+        "    t2:tuple = cond[num_operands=1] t1 x\n"
+        "      branch_false={ lambda operand0:f32[2] .\n"
+        "          t0:f32[2] = neg operand0\n"
+        "        in (t0) }\n"
+        "      branch_true={ lambda operand0:f32[2] .\n"
+        "          t0:f32[2] = mul operand0 2.0:f32[]\n"
+        "        in (t0) }\n"
+        "    t3:f32[2] = get[index=0] t2\n"
+        "    t4:tuple = while_loop[num_carry=1] t3\n"
+        "      body={ lambda carry0:f32[2] .\n"
+        "          t0:f32[2] = mul carry0 2.0:f32[]\n"
+        "        in (t0) }\n"
+        "      cond={ lambda carry0:f32[2] .\n"
+        "          t0:f32[] = reduce_sum[axes=(0,) keepdims=False] carry0\n"
+        "          t1:bool[] = less t0 10.0:f32[]\n"
+        "        in (t1) }\n"
+        "    t5:f32[2] = get[index=0] t4\n"
+        "  in (t5) }\n"
+    )

@@ -19,17 +19,21 @@ _run_body = None  # how region ops run their bodies (`use_body_runner`)
 
 
 def use_body_runner(run_body) -> None:
-    """Makes `run_body(region, xp)` (a callable running the body on a list of arrays of the
-    array module `xp`, returning its outputs) how region ops run their bodies: kiln.runtime,
-    which builds on this layer, gives its own when it is imported."""
+    """Makes `run_body(region, xp, into=False)` (the body's compiled program for the array
+    module `xp`) how region ops run their bodies: kiln.runtime, which builds on this layer,
+    gives its own when it is imported (kiln/runtime/regions.py)."""
     global _run_body
     _run_body = run_body
 
 
-def _runner(region, xp):
+def _runner(region, xp, into=False):
     if _run_body is None:
         raise GraphError("region ops run through kiln.runtime (import kiln first)")
-    return _run_body(region, xp)
+    return _run_body(region, xp, into)
+
+
+def _buffers(xp, shapes, outputs) -> list:
+    return [xp.empty(tuple(s), o.dtype) for s, o in zip(shapes, outputs)]
 
 
 def same_shape(a, b) -> bool:
@@ -120,22 +124,27 @@ def scan_types(body, length, num_carry) -> list:
 
 
 def _scan_impl(xp, *arrays, body, length, reverse, num_carry, num_xs):
-    run = _runner(body, xp)
+    """Each step writes the new carry into one of two buffers (the other holds the carry it
+    reads) and its ys into their slots of the stacked results: no step allocates."""
     carry = list(arrays[:num_carry])
     xs = arrays[num_carry : num_carry + num_xs]
     caps = list(arrays[num_carry + num_xs :])
-    ys = None
-    for step in range(length):
-        t = length - 1 - step if reverse else step
-        outs = run([*carry, *(x[t] for x in xs), *caps])
-        carry = outs[:num_carry]  # NOTE: the last step's carry is freed as this one replaces it
-        if ys is None:
-            ys = [xp.empty((length, *y.shape), y.dtype) for y in outs[num_carry:]]
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[t] = y
-    if ys is None:  # no step ran: the carry is the init (copied: a result never aliases one)
+    outs = body.outputs
+    if length == 0:  # the carry is the init (copied: a result never aliases an operand)
         carry = [xp.array(c, copy=True) for c in carry]
-        ys = [xp.empty((0, *_static(o.shape)), o.dtype) for o in body.outputs[num_carry:]]
+        return (*carry, *(xp.empty((0, *_static(o.shape)), o.dtype) for o in outs[num_carry:]))
+    program = _runner(body, xp, into=True)
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    shapes = program.output_shapes([*carry, *(x[order[0]] for x in xs), *caps])
+    ys = [xp.empty((length, *s), o.dtype) for s, o in zip(shapes[num_carry:], outs[num_carry:])]
+    pair = [_buffers(xp, shapes, outs[:num_carry]), None]
+    for step, t in enumerate(order):
+        if pair[step % 2] is None:
+            pair[step % 2] = _buffers(xp, shapes, outs[:num_carry])
+        dst = pair[step % 2]
+        program.run([*carry, *(x[t] for x in xs), *caps], host=False,
+                    outs=[*dst, *(y[t, ...] for y in ys)])  # fmt: skip
+        carry = dst
     return (*carry, *ys)
 
 
@@ -178,13 +187,20 @@ def _while_dtype(*dtypes, cond, body, num_carry):
 
 
 def _while_impl(xp, *arrays, cond, body, num_carry):
+    """Two carry buffers, as scan's: each iteration writes into the one it does not read."""
     n_cond = len(cond.inputs) - num_carry
-    test, step = _runner(cond, xp), _runner(body, xp)
+    test, step = _runner(cond, xp), _runner(body, xp, into=True)
     carry = [xp.array(c, copy=True) for c in arrays[:num_carry]]
     cond_caps = list(arrays[num_carry : num_carry + n_cond])
     body_caps = list(arrays[num_carry + n_cond :])
-    while bool(test([*carry, *cond_caps])[0]):
-        carry = step([*carry, *body_caps])
+    pair = [carry, None]
+    k = 0
+    while bool(test.run([*carry, *cond_caps], host=False)[0]):
+        k ^= 1
+        if pair[k] is None:
+            shapes = step.output_shapes([*carry, *body_caps])
+            pair[k] = _buffers(xp, shapes, body.outputs)
+        carry = step.run([*carry, *body_caps], host=False, outs=pair[k])
     return tuple(carry)
 
 
@@ -234,8 +250,8 @@ def _cond_dtype(pred, *dtypes, branch_true, branch_false, num_operands):
 def _cond_impl(xp, pred, *arrays, branch_true, branch_false, num_operands):
     on_true, on_false = _branch_operands(arrays, num_operands, branch_true)
     if bool(pred):
-        return tuple(_runner(branch_true, xp)(on_true))
-    return tuple(_runner(branch_false, xp)(on_false))
+        return tuple(_runner(branch_true, xp).run(on_true, host=False))
+    return tuple(_runner(branch_false, xp).run(on_false, host=False))
 
 
 cond = defop("cond", _cond_shape, _cond_dtype, _cond_impl, tags=("region",))

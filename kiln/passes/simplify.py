@@ -18,7 +18,13 @@ from ..graph.opdef import REGISTRY, ArrayValue, Attrs, OpDef
 from ..graph.region import regions_of
 from ..ops.core import infer
 from .program import live_nodes, rebuild
-from .simplify_regions import extended_scans, region_attrs, used_results
+from .simplify_regions import (
+    extended_scans,
+    hoisted_body,
+    invariant_values,
+    region_attrs,
+    used_results,
+)
 
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
 _NEVER_FOLD = frozenset({"random", "source", "update", "region", "collective"})
@@ -250,6 +256,8 @@ class _Rewriter:
         elif node.op.name == "get" and id(node.inputs[0].node) in self.renumbered:
             index = self.renumbered[id(node.inputs[0].node)][attrs["index"]]
             attrs, bodies = Attrs({**attrs, "index": index}), True  # a node of new attrs
+        if node.op.name == "scan":
+            inputs, attrs = self._hoist(node, inputs, attrs)
         found = self.simplify(node.op, inputs, attrs, node.out.shape, node.out.dtype)
         if found is None and bodies:
             clone = copy.add_node(node.op, inputs, attrs, node.name, node.site, node.out.shape,
@@ -257,6 +265,27 @@ class _Rewriter:
             self.taken.add(node.name)
             return clone.out
         return found
+
+    def _hoist(self, node, inputs, attrs):
+        """A scan's loop-invariant values computed here, once, and passed in as captures."""
+        probe = SimpleNamespace(attrs=attrs)
+        frontier, nodes = invariant_values(probe)
+        if not frontier:  # NOTE: then every capture is read (a pass-through one is a result)
+            return inputs, attrs
+        body = attrs["body"].graph
+        fixed = attrs["num_carry"] + attrs["num_xs"]
+        outer = {id(p): s for p, s in zip(body.inputs[fixed:], inputs[fixed:])}
+        for n in nodes:  # as nodes of the copy (those no frontier value needs: dead code)
+            args = [outer[id(i)] for i in n.inputs]
+            found = self.simplify(n.op, args, n.attrs, n.out.shape, n.out.dtype)
+            if found is None:
+                found = self.copy.add_node(n.op, args, n.attrs, self._fresh_name(n.op.name),
+                                           n.site, n.out.shape, n.out.dtype).out  # fmt: skip
+                found.node.site = n.site
+            outer[id(n.out)] = found
+        region, keep = hoisted_body(probe, frontier, simplify)
+        inputs = [*(inputs[k] for k in keep), *(outer[id(v)] for v in frontier)]
+        return inputs, Attrs({**attrs, "body": region})
 
     def simplify(self, op: OpDef, inputs, attrs: Attrs, shape, dtype) -> Symbol | None:
         """An existing or new Symbol equal to `op[attrs](*inputs)`, or None: keep the node."""

@@ -88,11 +88,14 @@ class Specialized:
 
     def __init__(
         self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
-        generate=True,
+        generate=True, into=False,
     ):  # fmt: skip
         self.graph = graph
         self.backend = backend
         self.checks = checks
+        # `into`: the program takes the caller's output arrays (`O`) and writes its outputs
+        # there: how a loop body writes each step's carry into a buffer it reuses.
+        self.into = into
         # Every float value checked for NaN/Inf as it is made; a failed check must change
         # no Variable, so no update runs in place (they are committed after the run).
         self.numerics = numerics
@@ -302,7 +305,12 @@ class Specialized:
               "check_in_place": _check_in_place}  # fmt: skip
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
-        lines, line_nodes = ["def program(X, V, K):"], {}
+        lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
+        self.slots = {}  # into: id(output) -> where in O a kernel writes it (first one)
+        if self.into:
+            for k, s in enumerate(g.outputs):
+                self.slots.setdefault(id(s), k)
+        self.written = {}
         self.variables = []  # V's order: the Variables the program reads or writes
         rand = 0
         for t, n in enumerate(self.order):
@@ -326,6 +334,15 @@ class Specialized:
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:
                 lines += self._poison(t)
+        if self.into:  # outputs no kernel wrote into O (inputs, views, constants) are copied
+            lines += [f"    xp.copyto(O[{k}], {names[id(s)]})" for k, s in enumerate(g.outputs)
+                      if self.written.get(id(s)) != k]  # fmt: skip
+            lines.append("    return O, []")
+            self.update_vars, self.random_nodes = [], [n for n in self.order
+                                                       if "random" in n.op.tags]  # fmt: skip
+            self._ns = ns
+            source = "\n".join(lines) + "\n"
+            return source, compile(source, f"<kiln program {id(self):x}>", "exec"), line_nodes
         outs = [self._fetch(s, names) for s in g.outputs]
         # NOTE: an array handed out twice (fetched and committed, or committed to two
         # Variables) is copied, so no two Variables and no output share storage.
@@ -374,6 +391,9 @@ class Specialized:
                                         self.storage.get(id(n.inputs[0])) == key):  # fmt: skip
                 kwargs.append(f"out=b{key}")
                 in_place = any(self.storage.get(id(i)) == key for i in n.inputs)
+            elif key is None and id(n.out) in self.slots and not self._is_view(n):
+                self.written[id(n.out)] = self.slots[id(n.out)]
+                kwargs.append(f"out=O[{self.slots[id(n.out)]}]")
         code = f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
         if self.checks and in_place:  # KILN_CHECKS=1: the same kernel out of place must agree
             ns[f"n{t}"] = n

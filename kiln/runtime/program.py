@@ -40,10 +40,11 @@ class Program:
 
     def __init__(
         self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False,
-        memory_budget: int | None = None,
+        memory_budget: int | None = None, into=False,
     ):  # fmt: skip
         self.memory_budget = check_budget(memory_budget)
         self.backend = backend
+        self.into = into  # runs write the fetched values into the caller's arrays (`outs`)
         self.check_numerics = check_numerics
         self.device = backend.name
         self.transfers = Transfers()  # copies this program made: feeds, variables, outputs
@@ -135,7 +136,7 @@ class Program:
 
     def _specialized_for(self, graph, key, bindings, generate=True) -> Specialized:
         return Specialized(graph, key, bindings, self.backend, checks=checks_level(),
-                           plan=self.plan_memory, generate=generate,
+                           plan=self.plan_memory, generate=generate, into=self.into,
                            numerics=self.check_numerics or checks_level() >= 2)  # fmt: skip
 
     def _within_budget(self, spec, key, bindings) -> Specialized:
@@ -185,9 +186,17 @@ class Program:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, values, profiled: bool = False, host: bool = True) -> list:
+    def output_shapes(self, values) -> list:
+        """The shapes of the fetched values for these feeds (compiling their signature)."""
+        arrays, bindings = self.bind_feeds(values)
+        spec = self.specialize(arrays, bindings)
+        return [spec.shapes[id(s)] for s in self.graph.outputs]
+
+    def run(self, values, profiled: bool = False, host: bool = True, outs=None) -> list:
         """Runs once: returns the fetched values (fresh arrays; NumPy arrays unless `host` is
-        False, then the device's) and commits the updates. The device is current throughout."""
+        False, then the device's) and commits the updates. The device is current throughout.
+        A program made with `into=True` writes them into `outs` (arrays of the device, of
+        `output_shapes`) instead, and returns `outs`."""
         with self.backend.scope():
             arrays, bindings = self.bind_feeds(values)
             spec = self.specialize(arrays, bindings)
@@ -199,7 +208,10 @@ class Program:
                 keys = self._random_keys(spec, graph)
                 token = ignore_fp_errors()
                 try:
-                    outputs, updates = fn(arrays, variables, keys)
+                    if self.into:
+                        outputs, updates = fn(arrays, variables, keys, outs)
+                    else:
+                        outputs, updates = fn(arrays, variables, keys)
                 except IndexOutOfRangeError as e:  # a kernel's index check: add the node
                     node = spec.failing_node(e.__traceback__)
                     if node is None:
@@ -216,6 +228,8 @@ class Program:
                     restore_fp_errors(token)
                 if updates:
                     self._commit(spec, updates)
+            if self.into:
+                return outputs
             if self.device == "cpu":  # NumPy gives a 0-d result as a scalar: make it an array
                 return [o if type(o) is np.ndarray else np.asarray(o) for o in outputs]
             if not host:

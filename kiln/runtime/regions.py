@@ -11,16 +11,18 @@ from .backend import get_backend
 from .program import Program
 
 
-def run_body(region, xp):
-    """A callable running `region`'s body on arrays of `xp`; the body's outputs come back as
-    fresh arrays of that device."""
+def run_body(region, xp, into: bool = False):
+    """`region`'s body compiled for the device of the array module `xp`: a `Program` whose
+    `run(arrays, host=False)` gives its outputs as fresh arrays, or, with `into`, whose
+    `run(arrays, host=False, outs=arrays)` writes them into the caller's arrays (of
+    `output_shapes(arrays)`): a loop's carry buffers and its stacked ys' slots."""
     device = "cpu" if xp is np else f"cuda:{xp.cuda.Device().id}"
-    program = region.cache.get(device)
+    program = region.cache.get((device, into))
     if program is None:
         body = region.graph
-        program = Program(body.outputs, body.inputs, {}, get_backend(device))
-        region.cache[device] = program
-    return lambda arrays: program.run(arrays, host=False)
+        program = Program(body.outputs, body.inputs, {}, get_backend(device), into=into)
+        region.cache[(device, into)] = program
+    return program
 
 
 control.use_body_runner(run_body)

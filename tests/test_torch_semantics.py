@@ -273,3 +273,15 @@ def test_sum_and_prod_return_the_dtype_asked_for(dtype):
     assert kn.sum(x, 0, dtype=want).dtype == want
     assert x.sum(dtype=want).item() == 6 and x.prod(dtype=want).item() == 6
     assert x.sum().dtype == (np.dtype("float16") if dtype == "float16" else np.int64)
+
+
+def test_legacy_tensor_constructor_uses_the_default_float_dtype():
+    # torch.Tensor([1, 2]).dtype is float32; torch.Tensor(2, 3) is a 2x3 float32 tensor;
+    # torch.Tensor() has shape (0,) (PyTorch's legacy constructor, unlike torch.tensor)
+    assert kn.Tensor([1, 2]).dtype == np.float32 and kn.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    assert kn.Tensor([True]).dtype == np.float32
+    assert tuple(kn.Tensor(2, 3).shape) == (2, 3) and kn.Tensor(2, 3).dtype == np.float32
+    assert tuple(kn.Tensor().shape) == (0,)
+    assert kn.tensor([1, 2]).dtype == np.int64  # the factory keeps ints, as torch.tensor
+    with pytest.raises(TypeError):
+        kn.Tensor([1.0], [2.0])

@@ -165,10 +165,23 @@ class Tensor:
     _base = _meta_property("base", None)
     _inference = _meta_property("inference", False)
 
-    def __init__(self, data, dtype=None, device="cpu", requires_grad: bool = False):
-        from .factories import tensor
+    def __init__(self, *data, dtype=None, device="cpu", requires_grad: bool = False):
+        """PyTorch's legacy constructor: `Tensor(2, 3)` is a 2x3 tensor of the default float
+        dtype (zeros here; PyTorch leaves it uninitialized), `Tensor(data)` copies `data` into
+        the default float dtype whatever its own (`kn.tensor` keeps ints as int64), `Tensor()`
+        is empty. `dtype=` (a kiln extension) overrides the default."""
+        from .factories import tensor, zeros
 
-        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        if not data or all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                           for d in data):  # fmt: skip
+            t = zeros(*(data or (0,)), dtype=dtype or dt.DEFAULT_FLOAT, device=device,
+                      requires_grad=requires_grad)  # fmt: skip
+        elif len(data) == 1:
+            t = tensor(data[0], dtype=dtype or dt.DEFAULT_FLOAT, device=device,
+                       requires_grad=requires_grad)  # fmt: skip
+        else:
+            raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got "
+                            f"{', '.join(type(d).__name__ for d in data)}")  # fmt: skip
         for name in Tensor.__slots__[:-1]:
             setattr(self, name, getattr(t, name))
 

@@ -329,6 +329,7 @@ def _underscored(fn, name):
         return fn(input, *args, **kwargs, inplace=True)
 
     inplace_fn.__name__ = inplace_fn.__qualname__ = name
+    inplace_fn.__module__ = fn.__module__  # where it is defined, as `fn` (`elu_` beside `elu`)
     inplace_fn.__doc__ = f"`{fn.__name__}` in place: overwrites an eager input and returns it."
     return inplace_fn
 

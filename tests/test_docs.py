@@ -207,7 +207,7 @@ def test_eager_autograd_errors_are_kiln_errors_and_runtime_errors():
 
 # -- every code block runs, and prints what the page shows -----------------------------------------
 
-OPTIONAL = {"onnx", "onnxruntime", "matplotlib", "cupy"}  # extras a page may need
+OPTIONAL = {"onnx", "onnxruntime", "matplotlib", "cupy", "networkx"}  # extras a page may need
 PAGES = sorted([ROOT / "README.md", *(p for p in DOCS.rglob("*.md") if "_ext" not in p.parts)])
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 

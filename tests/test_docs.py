@@ -1,7 +1,8 @@
 """The documentation is true: the site builds strictly and its API reference has every public
 name; every Python block of docs/**/*.md and README.md runs and prints the output shown after
-it (a ```text block; `...` marks a variable part); docs/errors.md's table matches the exception
-classes kiln defines.
+it (a ```text block; `...` marks a variable part), except a block after a line
+`<!-- not run: REASON -->` (code for `mpiexec`, say), which is shown only; docs/errors.md's
+table matches the exception classes kiln defines.
 
 When kiln's output changes on purpose (a new pass, another plan), refresh the pages' output
 blocks with `python tests/test_docs.py PAGE.md ...` and read the diff.

@@ -1,7 +1,8 @@
 """The documentation is true: the site builds strictly and its API reference has every public
 name; every Python block of docs/**/*.md and README.md runs and prints the output shown after
-it (a ```text block; `...` marks a variable part); docs/errors.md's table matches the exception
-classes kiln defines.
+it (a ```text block; `...` marks a variable part), except a block after a line
+`<!-- not run: REASON -->` (code for `mpiexec`, say), which is shown only; docs/errors.md's
+table matches the exception classes kiln defines.
 
 When kiln's output changes on purpose (a new pass, another plan), refresh the pages' output
 blocks with `python tests/test_docs.py PAGE.md ...` and read the diff.
@@ -21,6 +22,7 @@ import pytest
 
 import kiln as kn
 import kiln.checkpoint
+import kiln.distributed
 import kiln.passes
 import kiln.runtime
 
@@ -31,7 +33,8 @@ DOCS = ROOT / "docs"
 NAMESPACES = [
     "kiln", "kiln.autograd", "kiln.checkpoint", "kiln.cuda", "kiln.errors", "kiln.init",
     "kiln.linalg", "kiln.nn", "kiln.nn.functional", "kiln.nn.init", "kiln.nn.utils",
-    "kiln.optim", "kiln.passes", "kiln.plot", "kiln.random", "kiln.testing",
+    "kiln.optim", "kiln.optim.lr_scheduler", "kiln.passes", "kiln.plot", "kiln.random",
+    "kiln.testing", "kiln.utils.data", "kiln.distributed", "kiln.nn.parallel",
 ]  # fmt: skip
 
 
@@ -205,19 +208,34 @@ def test_eager_autograd_errors_are_kiln_errors_and_runtime_errors():
 
 # -- every code block runs, and prints what the page shows -----------------------------------------
 
-OPTIONAL = {"onnx", "onnxruntime", "matplotlib", "cupy"}  # extras a page may need
+OPTIONAL = {"onnx", "onnxruntime", "matplotlib", "cupy", "networkx"}  # extras a page may need
 PAGES = sorted([ROOT / "README.md", *(p for p in DOCS.rglob("*.md") if "_ext" not in p.parts)])
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 
+NOT_RUN = re.compile(
+    r"<!-- not run: (?!-->)\S[^\n]*-->\s*\Z"
+)  # `<!-- not run: why -->` before a block
+
+
+def not_run(text: str, fence: re.Match) -> bool:
+    """Whether the ```python block `fence` is shown only: right after a line
+    `<!-- not run: REASON -->` (code that needs `mpiexec` or a GPU cluster, say)."""
+    return NOT_RUN.search(text, 0, fence.start()) is not None
+
+
 def code_blocks(text: str) -> list:
     """[(python source, expected output or None, line)]: a ```text block right after a
-    ```python block (nothing but blank lines between) is what that block prints."""
+    ```python block (nothing but blank lines between) is what that block prints; a block
+    marked `<!-- not run: REASON -->` is left out, and so is its output."""
     blocks, previous_end = [], None
     for m in FENCE.finditer(text):
         language, body = m.group(1), m.group(2)
         line = text.count("\n", 0, m.start()) + 1
-        if language == "python":
+        if language == "python" and not_run(text, m):
+            previous_end = None  # the output after it is not checked
+            continue
+        elif language == "python":
             blocks.append([body, None, line])
         elif language == "text" and blocks and blocks[-1][1] is None:
             if previous_end is not None and not text[previous_end : m.start()].strip():
@@ -248,6 +266,9 @@ def test_code_blocks_pairs_a_block_with_the_output_after_it():
         "```python\nprint(1)\n```\n\n```text\n1\n```\n```python\nx = 2\n```\nok\n```text\nno\n```"
     )
     assert code_blocks(text) == [("print(1)\n", "1\n", 1), ("x = 2\n", None, 8)]
+    shown = "<!-- not run: needs mpiexec -->\n```python\nrun()\n```\n```text\n0\n```\n"
+    assert code_blocks(text + "\n" + shown) == code_blocks(text)
+    assert code_blocks("<!-- not run: -->\n```python\nx\n```\n") == [("x\n", None, 2)]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
@@ -325,7 +346,7 @@ def update_page(page: pathlib.Path) -> list[str]:
         os.chdir(tempfile.mkdtemp())
         try:
             for i, m in enumerate(fences):
-                if m.group(1) != "python" or m.start() < pos:
+                if m.group(1) != "python" or m.start() < pos or not_run(text, m):
                     continue
                 line = text.count("\n", 0, m.start()) + 1
                 out = io.StringIO()

@@ -31,13 +31,8 @@ def fuse_gemm(graph: Graph) -> Graph:
     >>> [n.op.name for n in fuse_gemm(extract([step], [h, g], {})).nodes]
     ['variable', 'placeholder', 'placeholder', 'transpose', 'addmm']
     """
-    readers: dict[int, int] = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            readers[id(i)] = readers.get(id(i), 0) + 1
-    for s in (*graph.outputs, *graph.updates.values()):
-        readers[id(s)] = readers.get(id(s), 0) + 1
-    sole = lambda s: readers.get(id(s), 0) == 1  # noqa: E731
+    graph = _transposed_products(graph)
+    sole = _sole_reader(graph)
     fused = [False]
     new: dict = {}  # id(original value) -> its value in the copy, filled by rebuild
 
@@ -69,6 +64,47 @@ def fuse_gemm(graph: Graph) -> Graph:
     if not fused[0]:
         return result
     return rebuild(_only_live(result))
+
+
+def _sole_reader(graph):
+    readers: dict[int, int] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers[id(i)] = readers.get(id(i), 0) + 1
+    for s in (*graph.outputs, *graph.updates.values()):
+        readers[id(s)] = readers.get(id(s), 0) + 1
+    return lambda s: readers.get(id(s), 0) == 1
+
+
+def _transposed_products(graph):
+    """`(a @ b).T` -> `b.T @ a.T` for 2-D matrices whose product is read only there: the
+    product is made in the order it is read (a weight gradient of `x @ w.T`, fetched or
+    updated, is then no strided view of an arena buffer that must be copied out), and BLAS
+    takes the transposed operands by its flags, without copies."""
+    sole = _sole_reader(graph)
+    changed = [False]
+    new: dict = {}
+
+    def rule(node, inputs, copy):
+        if node.op.name != "transpose" or node.out.ndim != 2 or node.attrs["perm"] != (1, 0):
+            return None
+        product = node.inputs[0]
+        if product.node.op.name != "matmul" or not sole(product):
+            return None
+        a, b = product.node.inputs
+        if a.ndim != 2 or b.ndim != 2:
+            return None
+        flip = REGISTRY["transpose"]
+        bt = copy.add_node(flip, [new[id(b)]], {"perm": (1, 0)}, f"{b.node.name}_t", node.site,
+                           (b.shape[1], b.shape[0]), b.dtype).out  # fmt: skip
+        at = copy.add_node(flip, [new[id(a)]], {"perm": (1, 0)}, f"{a.node.name}_t", node.site,
+                           (a.shape[1], a.shape[0]), a.dtype).out  # fmt: skip
+        changed[0] = True
+        return copy.add_node(product.node.op, [bt, at], {}, node.name, node.site,
+                             node.out.shape, node.out.dtype).out  # fmt: skip
+
+    result = rebuild(graph, rule, new)
+    return rebuild(_only_live(result)) if changed[0] else graph
 
 
 def _scaled_product(s, sole):

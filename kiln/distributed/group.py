@@ -178,6 +178,9 @@ def _install_excepthook(transport) -> None:
             )
             sys.stdout.flush()
             sys.stderr.flush()
+            # NOTE: the launcher forwards a rank's output asynchronously; aborting at once can
+            # cut off the error's last lines (seen on an idle machine), so give it a moment
+            time.sleep(0.25)
             transport.abort(1)
             os._exit(1)  # NOTE: MPI_Abort may return when the launcher is already gone
 

@@ -128,7 +128,9 @@ def choices(graph, limit: int = 12) -> list[tuple[str, set]]:
 
     k = 2
     while k <= n and len(out) < limit // 2:
-        add(f"keep every {k}th of {n} long-lived values", set(range(k - 1, n, k)))
+        last = 0 if 10 <= k % 100 <= 20 else k % 10
+        nth = f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(last, 'th') }"
+        add(f"keep every {nth} of {n} long-lived values", set(range(k - 1, n, k)))
         k = k + 1 if k < 4 else int(k * 1.5)
     for m in range(2, n):
         # m kept values; segment j (from the end of the forward pass) is about j + c long,

@@ -6,7 +6,12 @@ step's time against the same step by hand in NumPy.
 Cases: 16 layers of width 1024, batch 512, ReLU, cross-entropy, with SGD and with Adam
 updates through `kn.function(..., updates=...)`; 64 layers of width 1024, batch 256, SGD,
 plain, with every 8 layers one kn.checkpoint region (recomputed in the backward pass), and
-with `memory_budget=16 MiB` (kiln chooses what to recompute).
+with `memory_budget=16 MiB` (kiln chooses what to recompute). The same 64x1024 step under
+`kn.compile`, built from `kn.nn.Linear` layers and `kn.optim.SGD`: the whole step traced (its
+one program's arena), and the forward compiled with `loss.backward()` through the tape (the
+residuals the forward program hands to the backward one, plus the backward program's arena;
+the weight gradients it returns are `.grad` tensors, as in PyTorch, and not counted); step
+times against the same form without checkpointing or budget, interleaved in one run.
 """
 
 from __future__ import annotations
@@ -83,6 +88,91 @@ def main():
     case("64x1024 b256, SGD", "sgd", deeper, 256, repeats, min_s)
     case("64x1024 b256, checkpoint/8", "sgd", deeper, 256, repeats, min_s, segment=8)
     case("64x1024 b256, budget 16 MiB", "sgd", deeper, 256, repeats, min_s, budget=16 * MIB)
+    compiled_cases(64, 1024, 256, repeats, min_s)
+
+
+def _compiled_step(depth, width, whole, segment=None, budget=None):
+    """A kn.compile'd SGD step of `depth` kn.nn.Linear layers; returns (step, compiled fn)."""
+    kn.manual_seed(0)
+    layers = [kn.nn.Linear(width, width) for _ in range(depth)]
+    opt = kn.optim.SGD([p for layer in layers for p in layer.parameters()], lr=1e-3)
+
+    def run(h, first, last):
+        for k in range(first, last):
+            h = layers[k](h)
+            h = kn.relu(h) if k < depth - 1 else h
+        return h
+
+    def loss_of(x, labels):
+        h, step = x, segment or depth
+        for first in range(0, depth, step):
+            last = min(first + step, depth)
+            if segment:
+                h = kn.checkpoint(lambda v, a=first, b=last: run(v, a, b), h)
+            else:
+                h = run(h, first, last)
+        return kn.nn.functional.cross_entropy(h, labels)
+
+    if whole:
+
+        def traced(x, labels):
+            loss = loss_of(x, labels)
+            opt.minimize(loss)
+            return loss
+
+        fn = kn.compile(traced, memory_budget=budget)
+        return fn, fn
+    fn = kn.compile(loss_of, memory_budget=budget)
+
+    def tape_step(x, labels):
+        opt.zero_grad()
+        loss = fn(x, labels)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return tape_step, fn
+
+
+def _compiled_memory(fn, whole) -> tuple[float, str]:
+    traced = fn.last
+    if whole:
+        plan = traced.function.plan
+        return plan.arena_bytes, f"arena {plan.arena_bytes / MIB:5.1f} MiB"
+    extras = traced.function.outputs[len(traced.outputs) :]
+    kept = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in extras)
+    backward = traced.grad_function.plan.arena_bytes
+    total = (kept + backward) / MIB
+    text = f"residuals {kept / MIB:5.1f} + backward arena {backward / MIB:5.1f} = {total:5.1f} MiB"
+    return kept + backward, text
+
+
+def compiled_cases(depth, width, batch, repeats, min_s):
+    rng = np.random.default_rng(1)
+    x = kn.tensor(rng.standard_normal((batch, width)).astype(np.float32))
+    labels = kn.tensor(rng.integers(0, width, batch))
+    for whole in (True, False):
+        form = "kn.compile whole step" if whole else "kn.compile fwd + tape"
+        steps = {
+            "plain": _compiled_step(depth, width, whole),
+            "checkpoint/8": _compiled_step(depth, width, whole, segment=8),
+            "budget 16 MiB": _compiled_step(depth, width, whole, budget=16 * MIB),
+        }
+        for step, _ in steps.values():
+            step(x, labels)  # compiles
+        times = {name: [] for name in steps}
+        for _ in range(repeats):  # interleaved, so load changes hit every case alike
+            for name, (step, _) in steps.items():
+                times[name].append(per_call_seconds(lambda s=step: s(x, labels), 1, min_s))
+        base = min(times["plain"])
+        for name, (_, fn) in steps.items():
+            _, memory = _compiled_memory(fn, whole)
+            t = min(times[name])
+            print(
+                f"{form}, {depth}x{width} b{batch}, {name:<14} {memory} | step "
+                f"{t * 1e3:.1f} ms ({t / base:.2f}x the plain compiled step)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

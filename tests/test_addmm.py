@@ -176,3 +176,58 @@ def test_compiled_linear_layers_return_weight_gradients_without_arena_copies():
     y.sum().backward()
     for g, layer in zip(grads, layers):
         np.testing.assert_allclose(g, layer.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_update_scaled_by_a_learning_rate_variable_is_one_gemm_on_a_scaled_operand():
+    # w - lr * (h.T @ g) with lr a 0-d Variable (a scheduler's learning rate): the scale is
+    # known only at run time, so it multiplies the product's smaller operand (a [batch, n]
+    # activation, not the [n, m] product) and the update is still one in-place GEMM.
+    # Expected: NumPy's w - lr * (h.T @ g); (lr * h.T) @ g rounds differently, so allclose.
+    w0, hv, gv = _m(3, 6), _m(8, 3), _m(8, 6)
+    with kn.Graph().as_default():
+        h = kn.placeholder(kn.float32, (8, 3), name="h")
+        g = kn.placeholder(kn.float32, (8, 6), name="g")
+        w = kn.Variable(w0, name="w")
+        lr = kn.Variable(np.float32(0.25), name="lr")
+        updates = {w: w - lr * (h.T @ g)}
+        program = fuse_gemm(simplify(extract([], [h, g], updates)))
+        f = kn.function([h, g], [], updates=updates)
+    update = program.updates[w].node
+    assert update.op.name == "addmm" and update.attrs["alpha"] == -1.0
+    scaled = [n for n in program.nodes if n.op.name == "mul"]
+    # h.T (24 elements) is smaller than g (48): h itself is scaled, then viewed transposed
+    assert len(scaled) == 1 and scaled[0].inputs[0] is program.inputs[0]
+    assert "matmul" not in {n.op.name for n in program.nodes}
+    f(hv, gv)
+    np.testing.assert_allclose(w.numpy(), w0 - 0.25 * (hv.T @ gv), rtol=1e-6, atol=1e-6)
+    lr.assign(np.float32(0.5))  # the new rate is read at run time
+    before = w.numpy().copy()
+    f(hv, gv)
+    np.testing.assert_allclose(w.numpy(), before - 0.5 * (hv.T @ gv), rtol=1e-6, atol=1e-6)
+
+
+def test_compiled_sgd_step_updates_weights_with_one_gemm_each():
+    # kn.optim.SGD's learning rate is a Variable in a traced step; nn.Linear's weight
+    # gradient is (x.T @ ct).T: both rewrites must meet for the update to be a GEMM.
+    layers = [kn.nn.Linear(8, 8) for _ in range(2)]
+    params = [p for layer in layers for p in layer.parameters()]
+    opt = kn.optim.SGD(params, lr=0.1)
+    ref = [p.detach().numpy().copy() for p in params]
+
+    @kn.compile
+    def step(x):
+        loss = layers[1](kn.relu(layers[0](x))).square().mean()
+        opt.minimize(loss)
+        return loss
+
+    x = _m(4, 8)
+    step(kn.tensor(x))
+    ops = [n.op.name for n in step.last.function.graph.nodes]
+    assert ops.count("addmm") == 2  # one per weight matrix
+    # reference: the same step eagerly (PyTorch's SGD rule p - lr * grad)
+    w0, b0, w1, b1 = (kn.tensor(a, requires_grad=True) for a in ref)
+    loss = (kn.relu(kn.tensor(x) @ w0.T + b0) @ w1.T + b1).square().mean()
+    loss.backward()
+    for p, r in zip(params, (w0, b0, w1, b1)):
+        np.testing.assert_allclose(p.detach().numpy(), (r - 0.1 * r.grad).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip

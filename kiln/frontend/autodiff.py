@@ -98,15 +98,22 @@ def auto_checkpoint(graph, marked, max_regions: int = 256) -> str | None:
     bytes whose estimate (the bytes each region reads from outside it, kept for the backward
     pass, plus the largest region, recomputed there) is lowest. Returns what it chose, or
     None (no split helps). Random draws are kept, as in every kn.checkpoint region."""
-    nodes = [n for n in graph.nodes if id(n.out) in marked and n.inputs
+    # NOTE: only values made from a feed: what is made from Variables alone (a weight's
+    # transpose) is no activation, and a region ending on it would wait for its cotangent (a
+    # weight gradient) to recompute, keeping that gradient alive through the backward pass.
+    fed: set = set()
+    for n in graph.nodes:
+        if n.op.name == "placeholder" or any(id(i) in fed for i in n.inputs):
+            fed.add(id(n.out))
+    nodes = [n for n in graph.nodes if id(n.out) in marked and id(n.out) in fed and n.inputs
              and not _NOT_RECOMPUTED & n.op.tags and dt.is_float(n.out.dtype)]  # fmt: skip
-    sizes = [_static_bytes(n.out) for n in nodes]
+    sizes = _new_bytes(graph, nodes)
     if len(nodes) < 2:
         return None
     best = (sum(sizes), None)
     for k in range(2, min(len(nodes), max_regions) + 1):
         chunks = _equal_chunks(sizes, k)
-        estimate = _estimate(nodes, sizes, chunks, marked)
+        estimate = _estimate(nodes, sizes, chunks, marked & fed)
         if estimate < best[0]:
             best = (estimate, chunks)
     estimate, chunks = best
@@ -115,6 +122,24 @@ def auto_checkpoint(graph, marked, max_regions: int = 256) -> str | None:
     for a, b in chunks:
         graph.checkpoints.append(frozenset(id(n) for n in nodes[a:b]))
     return f"{len(chunks)} kn.checkpoint regions over {len(nodes)} forward nodes"
+
+
+def _new_bytes(graph, nodes) -> list[int]:
+    """The bytes each of `nodes` adds when recomputed: none for a view, nor for an
+    elementwise op that can run in place over an input of its shape and dtype read by it
+    alone (the bias add and activation after a matrix product share its buffer)."""
+    readers: dict[int, int] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers[id(i)] = readers.get(id(i), 0) + 1
+    sizes = []
+    for n in nodes:
+        tags = n.op.tags
+        shared = "view" in tags or ("elementwise" in tags and any(
+            readers.get(id(i)) == 1 and i.shape == n.out.shape and i.dtype == n.out.dtype
+            for i in n.inputs))  # fmt: skip
+        sizes.append(0 if shared else _static_bytes(n.out))
+    return sizes
 
 
 def _static_bytes(sym) -> int:
@@ -137,12 +162,14 @@ def _equal_chunks(sizes, k) -> list:
     return [c for c in chunks if c[0] < c[1]]
 
 
-def _estimate(nodes, sizes, chunks, marked) -> int:
+def _estimate(nodes, sizes, chunks, kept) -> int:
+    """The bytes the backward pass keeps (what each region reads from outside it that is in
+    `kept`) plus the largest region, recomputed there."""
     saved, biggest = 0, 0
     for a, b in chunks:
         inside = {id(n) for n in nodes[a:b]}
         read = {id(i): i for n in nodes[a:b] for i in n.inputs
-                if id(i.node) not in inside and id(i) in marked}  # fmt: skip
+                if id(i.node) not in inside and id(i) in kept}  # fmt: skip
         saved += sum(_static_bytes(i) for i in read.values())
         biggest = max(biggest, sum(sizes[a:b]))
     return saved + biggest

@@ -51,11 +51,18 @@ def fuse_gemm(graph: Graph) -> Graph:
             a, b = product.node.inputs
             if a.ndim != 2 or b.ndim != 2 or a.dtype != x.dtype or b.dtype != x.dtype:
                 continue
+            if isinstance(alpha, float):
+                ma, mb = new[id(a)], new[id(b)]  # the product's inputs came before
+            elif alpha.dtype != x.dtype:
+                continue
+            else:  # a 0-d value known only at run time (a learning rate Variable)
+                ma, mb = _scale_smaller(copy, new[id(a)], new[id(b)], new[id(alpha)], node)
+                alpha = 1.0
             mapped = dict(zip((id(i) for i in node.inputs), inputs))
             alpha = -alpha if node.op.name == "sub" else alpha
             attrs = {"beta": 1.0, "alpha": float(alpha)}
             fused[0] = True
-            ins = [mapped[id(x)], new[id(a)], new[id(b)]]  # the product's inputs came before
+            ins = [mapped[id(x)], ma, mb]
             return copy.add_node(REGISTRY["addmm"], ins, attrs, node.name,
                                  node.site, node.out.shape, node.out.dtype).out  # fmt: skip
         return None
@@ -94,12 +101,8 @@ def _transposed_products(graph):
         a, b = product.node.inputs
         if a.ndim != 2 or b.ndim != 2:
             return None
-        flip = REGISTRY["transpose"]
-        bt = copy.add_node(flip, [new[id(b)]], {"perm": (1, 0)}, f"{b.node.name}_t", node.site,
-                           (b.shape[1], b.shape[0]), b.dtype).out  # fmt: skip
-        at = copy.add_node(flip, [new[id(a)]], {"perm": (1, 0)}, f"{a.node.name}_t", node.site,
-                           (a.shape[1], a.shape[0]), a.dtype).out  # fmt: skip
         changed[0] = True
+        bt, at = _flipped(copy, b, new, node.site), _flipped(copy, a, new, node.site)
         return copy.add_node(product.node.op, [bt, at], {}, node.name, node.site,
                              node.out.shape, node.out.dtype).out  # fmt: skip
 
@@ -107,8 +110,24 @@ def _transposed_products(graph):
     return rebuild(_only_live(result)) if changed[0] else graph
 
 
+def _flipped(copy, m, new, site):
+    """The transpose of the 2-D `m` in the copy: `x` itself when `m` is `x.T`."""
+    if _is_flip(m):
+        return new[id(m.node.inputs[0])]
+    shape = (m.shape[1], m.shape[0])
+    flip = REGISTRY["transpose"]
+    return copy.add_node(flip, [new[id(m)]], {"perm": (1, 0)}, f"{m.node.name}_t", site, shape,
+                         m.dtype).out  # fmt: skip
+
+
+def _is_flip(m) -> bool:
+    return m.node.op.name == "transpose" and m.ndim == 2 and m.node.attrs["perm"] == (1, 0)
+
+
 def _scaled_product(s, sole):
-    """(c, a @ b) where `s` is `a @ b`, `c * (a @ b)` or `(a @ b) * c` read only once."""
+    """(c, a @ b) where `s` is `a @ b`, `c * (a @ b)` or `(a @ b) * c` read only once: `c`
+    is a float for a constant scalar, or the 0-d value itself when it is known only at run
+    time."""
     if not sole(s):
         return None
     node = s.node
@@ -117,10 +136,43 @@ def _scaled_product(s, sole):
     if node.op.name != "mul":
         return None
     for c, p in (node.inputs, node.inputs[::-1]):
+        if p.node.op.name != "matmul" or not sole(p):
+            continue
         value = _scalar_constant(c)
-        if value is not None and p.node.op.name == "matmul" and sole(p):
+        if value is not None:
             return value, p
+        if c.shape == () and c.node.op.name != "constant":
+            return c, p
     return None
+
+
+def _scale_smaller(copy, a, b, c, node):
+    """`c * (a @ b)` as `(c * a) @ b` or `a @ (c * b)`, scaling the operand with fewer
+    elements: a pass over a [batch, n] activation instead of over the [n, m] product."""
+
+    def scaled(m):
+        """`c * m`; for `m = x.T`, `(c * x).T`, so the product may overwrite `x` when this
+        is its last reader (an elementwise op runs in place over a whole buffer, not over a
+        transposed view)."""
+        flip = _is_flip(m)
+        x = m.node.inputs[0] if flip else m
+        y = copy.add_node(REGISTRY["mul"], [x, c], {}, f"{node.name}_scaled", node.site,
+                          x.shape, x.dtype).out  # fmt: skip
+        if not flip:
+            return y
+        return copy.add_node(REGISTRY["transpose"], [y], {"perm": (1, 0)}, f"{node.name}_scaled_t",
+                             node.site, m.shape, m.dtype).out  # fmt: skip
+
+    return (scaled(a), b) if _size(a) <= _size(b) else (a, scaled(b))
+
+
+def _size(s) -> float:
+    n = 1
+    for d in s.shape:
+        if not isinstance(d, int):
+            return float("inf")
+        n *= d
+    return n
 
 
 def _scalar_constant(s):

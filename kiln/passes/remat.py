@@ -79,18 +79,29 @@ def _analyse(graph) -> tuple[dict, set]:
         # much later (a gradient waiting for its update) is not one the forward pass made.
         if gap >= threshold and k > 0:
             late = [u for u in users if pos[id(u)] >= points[k + 1]]
-            reads = _through_views(n, late, readers, ends)
-            if reads is not None:
-                found[id(n)] = (n, reads)
+            found[id(n)] = (n, late, users)
     # What the late readers make is the backward pass: a gradient waiting for its update is
     # not a forward value (recomputing it would need what it was made from).
-    backward, stack = set(), [r for _, reads in found.values() for r, _ in reads]
+    backward, stack = set(), [r for _, late, _ in found.values() for r in late]
     while stack:
         n = stack.pop()
         if id(n) not in backward:
             backward.add(id(n))
             stack.extend(readers.get(id(n), ()))
-    return {k: v for k, v in found.items() if k not in backward}, backward
+    kept = {}
+    for key, (n, late, users) in found.items():
+        if key in backward:
+            continue
+        # NOTE: every reader in the backward pass is a late one, not only those after the
+        # widest gap: an update made at the end that reads the value itself (a weight
+        # gradient's GEMM) would otherwise leave the backward pass's own reads on the kept
+        # value.
+        after = {id(u) for u in late}
+        late = [u for u in users if id(u) in after or id(u) in backward]
+        reads = _through_views(n, late, readers, ends)
+        if reads is not None:
+            kept[key] = (n, reads)
+    return kept, backward
 
 
 def _through_views(node, late, readers, ends):

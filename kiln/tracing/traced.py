@@ -236,7 +236,10 @@ class Traced:
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
-        self.function = Function(self.inputs, outputs + extras, self.updates, device)
+        # NOTE: a budget also bounds each program's own arena: a whole training step (the
+        # gradient and the updates traced inside) recomputes under it as kn.function does.
+        self.function = Function(self.inputs, outputs + extras, self.updates, device,
+                                 memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
 
     def _collect_state(self):
@@ -330,7 +333,8 @@ class Traced:
                 raise RuntimeError(
                     f"cannot differentiate the compiled call of {self.name}: {self.grad_error}"
                 )
-            self._grad_function = Function(self.feeds + self.cts, self.grads, device=self.device)
+            self._grad_function = Function(self.feeds + self.cts, self.grads, device=self.device,
+                                           memory_budget=self.memory_budget)  # fmt: skip
         return self._grad_function
 
     def dump(self, format: str = "text") -> str:  # noqa: A002 (kn.dump's name)

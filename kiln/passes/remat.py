@@ -79,17 +79,19 @@ def _analyse(graph) -> tuple[dict, set]:
         # much later (a gradient waiting for its update) is not one the forward pass made.
         if gap >= threshold and k > 0:
             late = [u for u in users if pos[id(u)] >= points[k + 1]]
-            found[id(n)] = (n, late, users)
+            reads = _through_views(n, late, readers, ends)
+            if reads is not None:
+                found[id(n)] = (n, reads, late, users)
     # What the late readers make is the backward pass: a gradient waiting for its update is
     # not a forward value (recomputing it would need what it was made from).
-    backward, stack = set(), [r for _, late, _ in found.values() for r in late]
+    backward, stack = set(), [r for _, reads, _, _ in found.values() for r, _ in reads]
     while stack:
         n = stack.pop()
         if id(n) not in backward:
             backward.add(id(n))
             stack.extend(readers.get(id(n), ()))
     kept = {}
-    for key, (n, late, users) in found.items():
+    for key, (n, reads, late, users) in found.items():
         if key in backward:
             continue
         # NOTE: every reader in the backward pass is a late one, not only those after the
@@ -97,8 +99,9 @@ def _analyse(graph) -> tuple[dict, set]:
         # gradient's GEMM) would otherwise leave the backward pass's own reads on the kept
         # value.
         after = {id(u) for u in late}
-        late = [u for u in users if id(u) in after or id(u) in backward]
-        reads = _through_views(n, late, readers, ends)
+        more = [u for u in users if id(u) in backward and id(u) not in after]
+        if more:
+            reads = _through_views(n, [*late, *more], readers, ends)
         if reads is not None:
             kept[key] = (n, reads)
     return kept, backward

@@ -319,9 +319,9 @@ def binary_function(op, fallback):
     return fn
 
 
-# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python float s
-# another way ("opmath": in float32, s unrounded; the frontend's `lift_and_bind` does it), so
-# those calls leave the short paths. op -> whether s may come first.
+# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python
+# float s another way ("opmath": in float32, s unrounded; the frontend's `lift_and_bind` does
+# it), so those calls leave the short paths. op -> whether s may come first.
 OPMATH = {ops_core.REGISTRY["mul"]: True, ops_core.REGISTRY["div"]: True}
 
 

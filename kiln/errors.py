@@ -7,12 +7,24 @@ class KilnError(Exception):
     """Base class of every error kiln raises on purpose."""
 
 
-class ShapeError(KilnError, ValueError):
-    """Shapes that cannot work together (build time, or when feeds bind symbolic dims)."""
+class ShapeError(KilnError, ValueError, RuntimeError):
+    """Shapes that cannot work together (build time, or when feeds bind symbolic dims).
+    PyTorch raises RuntimeError there (`cat`, `matmul`, `view`, broadcasting): this is both."""
 
 
 class DTypeError(KilnError, TypeError):
     """A dtype an op does not accept, or a cast that would lose information."""
+
+
+class UnsupportedDTypeError(DTypeError, NotImplementedError):
+    """An op that has no kernel for a dtype (`&` on floats, `-` on bools). PyTorch raises
+    NotImplementedError ("not implemented for 'Float'") or RuntimeError there; NotImplementedError
+    is a RuntimeError, so this is all three."""
+
+
+class DimTypeError(ShapeError, TypeError):
+    """A dim argument of the wrong type (a tuple where the op takes one int): PyTorch's
+    argument parser raises TypeError there."""
 
 
 class DTypeMismatchError(DTypeError, RuntimeError):

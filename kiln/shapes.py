@@ -13,7 +13,7 @@ import math
 import threading
 from collections import Counter
 
-from .errors import ShapeError
+from .errors import DimTypeError, IndexOutOfBoundsError, ShapeError
 
 _anon_ids = itertools.count()
 
@@ -209,9 +209,11 @@ def broadcast_shapes(*shapes, why: str = "operands could not be broadcast togeth
 
 def normalize_axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, int) or isinstance(axis, bool):
-        raise ShapeError(f"axis must be an int, got {axis!r}")
+        raise DimTypeError(f"axis must be an int, got {axis!r}")
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise ShapeError(f"axis {axis} is out of bounds for an array of dimension {ndim}")
+        raise IndexOutOfBoundsError(
+            f"axis {axis} is out of bounds for an array of dimension {ndim}"
+        )
     return axis % ndim if ndim else 0
 
 

@@ -78,19 +78,31 @@ def test_op_table_nn_eager_and_compiled(case, dtype):
 
 def test_softmax_rows_sum_to_one_and_match_numpy(rng):
     x = rng.standard_normal((3, 5)).astype(np.float32)
-    np.testing.assert_allclose(kn.softmax(x).sum(axis=-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(kn.softmax(x, -1).sum(axis=-1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(kn.softmax(x, axis=0), _np_softmax(x, axis=0), rtol=1e-6)
-    y = _check(kn.softmax, [x], _np_softmax(x), shapes=[(None, 5)], rtol=1e-6)
+    y = _check(lambda s: kn.softmax(s, -1), [x], _np_softmax(x), shapes=[(None, 5)], rtol=1e-6)
     # The max shift is a stopped constant: it cancels, so no gradient should flow through it.
     stop = next(n for n in y.graph.nodes if n.op.name == "stop_gradient")
     assert stop.inputs[0].node.op.name == "reduce_max"
     big = np.array([[1000.0, 1000.0, -1000.0], [1e30, 0.0, 0.0]], np.float32)
-    np.testing.assert_allclose(kn.softmax(big), [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(kn.softmax(big, 1), [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
+
+
+def test_softmax_needs_dim_as_torch_softmax_does():
+    # torch.softmax(x) raises TypeError (dim is required); F.softmax(x) picks a legacy dim
+    with pytest.raises(TypeError, match="dim"):
+        kn.softmax(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="dim"):
+        kn.log_softmax(kn.ones(3))
+    x = kn.tensor([[0.0, np.log(3.0)]])
+    assert kn.softmax(x, 1, dtype=kn.float64).dtype == kn.float64
+    np.testing.assert_allclose(x.softmax(-1).numpy(), [[0.25, 0.75]], rtol=1e-6)
+    np.testing.assert_allclose(x.log_softmax(dim=1).numpy(), np.log([[0.25, 0.75]]), rtol=1e-6)
 
 
 def test_log_softmax_matches_numpy_and_is_stable_for_large_inputs(rng):
     x = np.array([[1000.0, 0.0, -1000.0], [1000.0, 1000.0, 1000.0]], np.float32)
-    y = kn.log_softmax(x)
+    y = kn.log_softmax(x, -1)
     assert np.isfinite(y).all()
     np.testing.assert_allclose(y, _np_log_softmax(x), rtol=1e-6)
     x = rng.standard_normal((2, 3, 5))

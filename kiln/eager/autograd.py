@@ -37,11 +37,15 @@ class Node:
     input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None)."""
 
     __slots__ = ("op", "attrs", "saved", "versions", "edges", "metas", "out", "device", "seq",
-                 "site", "retained", "__weakref__")  # fmt: skip
+                 "site", "retained", "label", "__weakref__")  # fmt: skip
 
     def name(self) -> str:
         """PyTorch's name for the backward of this op (`MulBackward0`, `SumBackward0`,
-        `MmBackward0`): see `backward_name`."""
+        `MmBackward0`): see `backward_name`; `label` when a composite set it (the values of
+        `max(x, dim)` are MaxBackward0 there, a gather and a view here)."""
+        label = getattr(self, "label", None)
+        if label is not None:
+            return label
         return backward_name(self.op.name, self.attrs, [shape for shape, _ in self.metas[:-1]])
 
     @property

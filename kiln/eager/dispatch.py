@@ -204,7 +204,7 @@ def _unavailable(op, args, attrs) -> Unavailable:
 _new = object.__new__
 _KILN_DTYPES = frozenset(dt.SUPPORTED)
 _FLOATS = frozenset(d for d in dt.SUPPORTED if dt.is_float(d))
-_BF16 = dt.bfloat16
+_HALF = frozenset({dt.bfloat16, dt.float16})  # the dtypes PyTorch's opmath widens
 _SCALARS = frozenset({float, int, bool})
 _plain = Tensor  # None while a thread is in inference mode (its results must be marked)
 
@@ -290,7 +290,7 @@ def binary_function(op, fallback):
                     return _binary_tape(op, ufunc, a, b, fallback)
                 y = b._data
             elif type(b) in _SCALARS:
-                if opmath and x.dtype is _BF16 and type(b) is float:
+                if opmath and x.dtype in _HALF and type(b) is float:
                     return fallback(a, b)  # see `OPMATH`
                 if a._meta is not None:
                     return _binary_tape(op, ufunc, a, b, fallback)
@@ -298,7 +298,7 @@ def binary_function(op, fallback):
             else:
                 return fallback(a, b)
         elif type(b) is _plain and type(a) in _SCALARS:
-            if opmath_first and b._data.dtype is _BF16 and type(a) is float:
+            if opmath_first and b._data.dtype in _HALF and type(a) is float:
                 return fallback(a, b)
             if b._meta is not None:
                 return _binary_tape(op, ufunc, a, b, fallback)
@@ -319,9 +319,9 @@ def binary_function(op, fallback):
     return fn
 
 
-# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 tensor t and a Python float s
-# another way ("opmath": in float32, s unrounded; the frontend's `lift_and_bind` does it), so
-# those calls leave the short paths. op -> whether s may come first.
+# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python
+# float s another way ("opmath": in float32, s unrounded; the frontend's `lift_and_bind` does
+# it), so those calls leave the short paths. op -> whether s may come first.
 OPMATH = {ops_core.REGISTRY["mul"]: True, ops_core.REGISTRY["div"]: True}
 
 
@@ -338,7 +338,7 @@ def opmath_operands(op, args):
 
 
 def _is_bfloat16(x) -> bool:
-    return isinstance(x, (Symbol, Tensor)) and x.dtype == _BF16
+    return isinstance(x, (Symbol, Tensor)) and x.dtype in _HALF
 
 
 def _out(name, out, fn, args):

@@ -73,22 +73,22 @@ def lift_and_bind(op: OpDef, *args):
     return bind(op, *promote(op, *args))
 
 
-# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 tensor t and a Python float s in
-# float32 with s unrounded (its "opmath" value), and rounds the result once; `s / t` is
-# `reciprocal(t) * s` (two roundings); elsewhere (`t + s`, `t - s`, other ops) s is rounded to
-# bfloat16 first, as kiln does anyway. Which calls are such is `dispatch.opmath_operands` (eager's
+# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python
+# float s in float32 with s unrounded (its "opmath" value), and rounds the result once; `s / t`
+# is `reciprocal(t) * s` (two roundings); elsewhere (`t + s`, `t - s`, other ops) s is rounded to
+# t's dtype first, as kiln does anyway. Which calls are such is `dispatch.opmath_operands` (eager's
 # short paths ask it too, and leave those calls to `lift_and_bind`).
 _OPMATH = dispatch.OPMATH
 
 
 def _opmath(op, t, s, scalar_first):
     if op is REGISTRY["div"] and scalar_first:  # s / t: reciprocal(t) * s
-        one = lift(np.asarray(1, dt.bfloat16), context=(t,) if isinstance(t, Symbol) else ())[0]
+        one = lift(np.asarray(1, t.dtype), context=(t,) if isinstance(t, Symbol) else ())[0]
         t, op, scalar_first = bind(op, one, t), REGISTRY["mul"], False
     wide = bind(REGISTRY["cast"], t, dtype=dt.float32)
     (s,) = lift(np.float32(s), context=(t,) if isinstance(t, Symbol) else ())
     wide = bind(op, s, wide) if scalar_first else bind(op, wide, s)
-    return bind(REGISTRY["cast"], wide, dtype=dt.bfloat16)
+    return bind(REGISTRY["cast"], wide, dtype=t.dtype)
 
 
 # -- the frontend's unary and binary functions ---------------------------------------------------
@@ -225,7 +225,7 @@ def in_float32(fn):
     PyTorch's softmax, layer_norm, gelu… (single ops there, composites here) compute it.
 
     >>> import kiln as kn
-    >>> kn.softmax(kn.tensor([0.0, 1.0], dtype=kn.bfloat16))
+    >>> kn.softmax(kn.tensor([0.0, 1.0], dtype=kn.bfloat16), -1)
     tensor([0.2695, 0.7305], dtype=kiln.bfloat16)
     """
 

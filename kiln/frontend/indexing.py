@@ -12,6 +12,8 @@ which counts the int among the arrays, gives (2, 4)).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -208,7 +210,7 @@ def _classify(item, as_ints: bool):
     if isinstance(item, (int, np.integer)):
         return "int", int(item)
     if isinstance(item, Symbol):
-        if item.dtype == np.bool_:
+        if item.dtype in (np.bool_, np.uint8):
             raise GraphError(
                 f"indexing with the boolean Symbol '{item.name}' gives a shape that depends on "
                 "its values, which graph mode and kn.compile must know when the graph is "
@@ -219,8 +221,8 @@ def _classify(item, as_ints: bool):
         return ("select" if item.ndim == 0 and as_ints else "array"), item
     if _is_tensor(item):
         _check_dtype(item.dtype)
-        if item.dtype == np.bool_:
-            return _host_kind(item.detach()._host())
+        if item.dtype in (np.bool_, np.uint8):
+            return _host_kind(_as_mask(item.detach()._host()))
         if item.ndim == 0 and as_ints:
             return "int", int(item.item())
         return "array", item.detach()
@@ -229,11 +231,23 @@ def _classify(item, as_ints: bool):
         if array.size == 0 and array.dtype.kind == "f":  # x[[]]: no index
             array = array.astype(np.int64)
         _check_dtype(array.dtype)
-        return _host_kind(array, as_ints)
+        return _host_kind(_as_mask(array), as_ints)
     raise IndexError(
         f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
         f"valid indices, got {type(item).__name__} (at {user_site()})"
     )
+
+
+def _as_mask(array: np.ndarray) -> np.ndarray:
+    """A uint8 index is a boolean mask, as in PyTorch (which warns that this is deprecated)."""
+    if array.dtype != np.uint8:
+        return array
+    warnings.warn(
+        "indexing with dtype uint8 is deprecated (as in PyTorch), please use a dtype bool instead",
+        UserWarning,
+        stacklevel=4,
+    )
+    return array.astype(np.bool_)
 
 
 def _host_kind(array: np.ndarray, as_ints: bool = True):

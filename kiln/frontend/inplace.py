@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..eager.grad_mode import state
-from ..eager.tensor import Tensor, describe, make, version_of
+from ..eager.tensor import Tensor, describe, make, meta_of, version_of
 from ..errors import AutogradError, DTypeMismatchError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
@@ -54,11 +54,12 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
             "operation", op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
         )  # fmt: skip
     recording = t._requires_grad or value_grad
-    if recording and base is not None:
+    if recording and base is not None and _positions(t, base) is None:
         raise node_error(
             AutogradError,
-            "an in-place op on a view that autograd would have to record is not supported by "
-            "kiln's eager mode: clone() the view first, or compute the new value out of place",
+            "an in-place op on a view that autograd would have to record needs the view's "
+            "elements as positions in its base's memory, and this base is not contiguous: "
+            "clone() the view first, or compute the new value out of place",
             op=op, site=user_site(), inputs=[describe(t), f"base {describe(base)}"],
         )  # fmt: skip
     return recording
@@ -78,6 +79,8 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
             f"result type {result.dtype} can't be cast to the desired output type {t.dtype} "
             f"({op} on {describe(t)} at {user_site()})"
         )
+    if recording and t._base is not None:
+        return _commit_view(t, result, op)
     try:
         xp = np if t._device == "cpu" else get_backend(t._device).activate()
         xp.copyto(t._data, result._data, casting="unsafe")
@@ -88,6 +91,45 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
         if result.dtype != t.dtype or result.grad_fn is None:  # None: a leaf (`t.copy_(w)`)
             result = bind(REGISTRY["cast"], result, dtype=t.dtype)  # its tape entry
         t.grad_fn, t._requires_grad = result.grad_fn, True
+    return t
+
+
+def _positions(t: Tensor, base: Tensor):
+    """The flat positions in `base` (whose data is contiguous) of the view t's elements, read
+    from their addresses; None where they cannot be (a base that is not contiguous, a view
+    of another dtype)."""
+    b, v = base._data, t._data
+    if b.dtype != v.dtype or not b.flags.c_contiguous:
+        return None
+    ptr = (
+        (lambda a: a.__array_interface__["data"][0])
+        if t._device == "cpu"
+        else (lambda a: a.data.ptr)
+    )
+    item = b.itemsize
+    offset = ptr(v) - ptr(b)
+    if offset % item or any(st % item for st in v.strides):
+        return None
+    flat = np.arange(b.size, dtype=np.int64)
+    strides = [st // item * flat.itemsize for st in v.strides]
+    return np.lib.stride_tricks.as_strided(flat[offset // item :], v.shape, strides).copy()
+
+
+def _commit_view(t: Tensor, result: Tensor, op: str) -> Tensor:
+    """An in-place change of the view t that autograd records, as PyTorch's (CopySlices):
+    the base's new value is its old one with t's elements replaced (an `index_put` at their
+    positions, so gradients reach the old base and the new values), and t's history is read
+    back from the new base."""
+    base = t._base
+    positions = _positions(t, base)
+    if result.dtype != t.dtype:
+        result = m.cast(result, t.dtype)
+    flat = s.reshape(_snapshot(base), (-1,))
+    new_base = s.reshape(indexing.index_put(flat, (positions,), result, False), base.shape)
+    _commit(base, new_base, op, True)  # writes the base's memory, which t shares
+    history = indexing.getitem(s.reshape(base, (-1,)), positions)
+    t.grad_fn, t._requires_grad = history.grad_fn, True
+    meta_of(t).base_fn = base.grad_fn  # t's history is the new base's: not out of date
     return t
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import DTypeMismatchError, ShapeError, node_error
+from ..errors import DTypeMismatchError, IndexOutOfBoundsError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
@@ -390,8 +390,9 @@ def _axes(dim, ndim: int) -> tuple:
     if ndim == 0:
         for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
             if d not in (0, -1):
-                raise ShapeError(f"Dimension out of range (expected to be in range of [-1, 0], "
-                                 f"but got {d})")  # fmt: skip
+                raise IndexOutOfBoundsError(
+                    f"Dimension out of range (expected to be in range of [-1, 0], but got {d})"
+                )
         return ()
     return sh.normalize_axes(dim, ndim)
 
@@ -517,6 +518,8 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         kept = tuple(d for i, d in enumerate(values.shape) if i != axis)
         values = call("reshape", values, shape=kept)
         indices = call("reshape", indices, shape=kept)
+    if getattr(values, "grad_fn", None) is not None:  # eager: PyTorch's name for the history
+        values.grad_fn.label = f"{which.capitalize()}Backward0"
     return getattr(return_types, which)(values, indices)
 
 

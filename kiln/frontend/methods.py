@@ -12,6 +12,7 @@ from ..graph.core import Symbol
 from . import indexing
 from . import linalg as la
 from . import math as m
+from . import nn_functional as nf
 from . import shape as s
 from . import torch_index as ti
 from . import torch_math as tm
@@ -78,6 +79,7 @@ METHODS |= {
     "scatter": ti.scatter, "scatter_add": ti.scatter_add, "scatter_reduce": ti.scatter_reduce,
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
+    "softmax": nf.softmax, "log_softmax": nf.log_softmax,
 }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
 from .core import call, in_float32, lift
-from .math import add, div, exp, log, mean, mul, neg, rsqrt, square, sub
+from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
@@ -50,34 +50,51 @@ def _reduce(loss, reduction: str):
 # -- activations and losses -------------------------------------------------------------------
 
 
-@in_float32
-def softmax(x, dim: int = -1, *, axis=None):
+def _softmax_dim(dim, axis, dtype, x, name):
+    """`dim` (or its alias `axis`), required as in PyTorch's `torch.softmax(input, dim)`, and
+    x cast to `dtype` first when given."""
+    if dim is None and axis is None:
+        raise TypeError(f"{name}() missing 1 required positional argument: 'dim'")
+    (x,) = lift(x)
+    if dtype is not None:
+        x = cast(x, dt.as_dtype(dtype))
+    return x, dim if axis is None else axis
+
+
+def softmax(x, dim=None, dtype=None, *, axis=None):
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
-    cannot overflow.
+    cannot overflow; `dim` is required, as in PyTorch's `torch.softmax`.
 
     >>> import kiln as kn, numpy as np
-    >>> kn.softmax(np.array([1.0, 1.0, 1000.0, 1000.0], np.float32))
+    >>> kn.softmax(np.array([1.0, 1.0, 1000.0, 1000.0], np.float32), -1)
     array([0. , 0. , 0.5, 0.5], dtype=float32)
     """
-    (x,) = lift(x)
-    axis = dim if axis is None else axis
+    x, axis = _softmax_dim(dim, axis, dtype, x, "softmax")
+    return _softmax(x, axis)
+
+
+@in_float32
+def _softmax(x, axis):
     # The shift cancels exactly in the ratio, so no gradient needs to flow through it.
     shift = call("stop_gradient", reduce_max(x, axis, keepdims=True))
     e = exp(sub(x, shift))
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
-@in_float32
-def log_softmax(x, dim: int = -1, *, axis=None):
+def log_softmax(x, dim=None, dtype=None, *, axis=None):
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
-    `log(softmax(x))` underflows.
+    `log(softmax(x))` underflows; `dim` is required, as in PyTorch's `torch.log_softmax`.
 
     >>> import kiln as kn, numpy as np
-    >>> kn.log_softmax(np.array([0.0, 1000.0], np.float32))
+    >>> kn.log_softmax(np.array([0.0, 1000.0], np.float32), dim=0)
     array([-1000.,     0.], dtype=float32)
     """
-    (x,) = lift(x)
-    axis = dim if axis is None else axis
+    x, axis = _softmax_dim(dim, axis, dtype, x, "log_softmax")
+    return _log_softmax(x, axis)
+
+
+@in_float32
+def _log_softmax(x, axis):
     # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
     # m first would round it away (float32 has ~1e-4 spacing at 1000).
     shifted = sub(x, call("stop_gradient", reduce_max(x, axis, keepdims=True)))

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, GraphError, ShapeError, node_error
+from ..errors import DTypeError, GraphError, ShapeError, UnsupportedDTypeError, node_error
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef, register
 from ..graph.region import capture_args
@@ -232,7 +232,7 @@ def ufunc_dtype(ufunc, *dtypes):
         return ufunc.resolve_dtypes((*dtypes, None))[-1]
     except TypeError as e:  # NumPy: no loop for these dtypes
         names = ", ".join(str(d) for d in dtypes)
-        raise DTypeError(f"{ufunc.__name__} does not support dtype(s) {names}") from e
+        raise UnsupportedDTypeError(f"{ufunc.__name__} does not support dtype(s) {names}") from e
 
 
 @functools.cache
@@ -242,7 +242,7 @@ def probe_dtype(fn, *dtypes, **kwargs):
         return np.asarray(fn(*(np.ones((1,), d) for d in dtypes), **kwargs)).dtype
     except TypeError as e:
         names = ", ".join(str(d) for d in dtypes)
-        raise DTypeError(f"{fn.__name__} does not support dtype(s) {names}") from e
+        raise UnsupportedDTypeError(f"{fn.__name__} does not support dtype(s) {names}") from e
 
 
 def same_shape(x, **_):

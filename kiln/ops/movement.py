@@ -219,7 +219,9 @@ def _gather_shape(x, idx, *, axis, wrap_negative):
     if not x:
         raise ShapeError("cannot gather from a 0-d array")
     if not 0 <= axis < len(x):
-        raise ShapeError(f"axis {axis} is out of bounds for an array of dimension {len(x)}")
+        raise IndexOutOfBoundsError(
+            f"axis {axis} is out of bounds for an array of dimension {len(x)}"
+        )
     if x[axis] == 0 and sh.size(idx) != 0:
         raise ShapeError(f"cannot gather from axis {axis} of size 0")
     return (*x[:axis], *idx, *x[axis + 1 :])
@@ -332,7 +334,9 @@ def _take_along_shape(x, idx, *, axis):
             "must have the same number of dims"
         )
     if not 0 <= axis < len(x):
-        raise ShapeError(f"axis {axis} is out of bounds for an array of dimension {len(x)}")
+        raise IndexOutOfBoundsError(
+            f"axis {axis} is out of bounds for an array of dimension {len(x)}"
+        )
     rest = sh.broadcast_shapes(
         x[:axis] + x[axis + 1 :], idx[:axis] + idx[axis + 1 :], why="take_along_axis"
     )
@@ -404,7 +408,9 @@ def _concat_shape(*xs, axis):
             + ", ".join(sh.format_shape(x) for x in xs)
         )
     if not 0 <= axis < ndim:
-        raise ShapeError(f"axis {axis} is out of bounds for an array of dimension {ndim}")
+        raise IndexOutOfBoundsError(
+            f"axis {axis} is out of bounds for an array of dimension {ndim}"
+        )
     out = list(xs[0])
     for x in xs[1:]:
         for i, d in enumerate(x):

@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import IndexOutOfBoundsError, ShapeError
 from .core import apply, defop, in_float32, probe_dtype, scalar
 
 
 def _reduced_shape(x, *, axes, keepdims, needs_identity=False, name=""):
     for a in axes:
         if not 0 <= a < max(len(x), 1):
-            raise ShapeError(f"axis {a} is out of bounds for an array of dimension {len(x)}")
+            raise IndexOutOfBoundsError(
+                f"axis {a} is out of bounds for an array of dimension {len(x)}"
+            )
         if needs_identity and len(x) and x[a] == 0:
             raise ShapeError(f"zero-size array to reduction operation {name} which has no identity")
     if keepdims:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import DTypeError, ShapeError
+from ..errors import ShapeError, UnsupportedDTypeError
 from .core import apply, batch_along_axis, defop, scalar
 
 
@@ -25,7 +25,7 @@ def _accumulated_dtype(x, **_):
 def _float_only(name):
     def rule(x, **_):
         if not dt.is_float(x):
-            raise DTypeError(f"{name} needs a floating point tensor, got {x}")
+            raise UnsupportedDTypeError(f"{name} needs a floating point tensor, got {x}")
         return x
 
     return rule
@@ -46,9 +46,19 @@ def _scan(xp, fn, x, out, axis, reverse, dtype=None):
     return out
 
 
+def _wide(dtype):
+    """(accumulator dtype, result dtype): PyTorch accumulates float16 and bfloat16 in float32
+    and rounds each partial result once."""
+    dtype = _accumulated_dtype(dtype)
+    if dtype in (dt.float16, dt.bfloat16):
+        return np.dtype(np.float32), dtype
+    return dtype, None
+
+
 def _cumsum(xp, x, out=None, *, axis, reverse):
-    dtype = _accumulated_dtype(x.dtype)
-    return _scan(xp, lambda a, k: xp.cumsum(a, axis=k, dtype=dtype), x, out, axis, reverse)
+    acc, dtype = _wide(x.dtype)
+    fn = lambda a, k: xp.cumsum(a, axis=k, dtype=acc)  # noqa: E731
+    return _scan(xp, fn, x, out, axis, reverse, dtype)
 
 
 cumsum = defop(
@@ -59,8 +69,8 @@ cumsum = defop(
 
 
 def _cumprod(xp, x, out=None, *, axis):
-    dtype = _accumulated_dtype(x.dtype)
-    return _scan(xp, lambda a, k: xp.cumprod(a, axis=k, dtype=dtype), x, out, axis, False)
+    acc, dtype = _wide(x.dtype)
+    return _scan(xp, lambda a, k: xp.cumprod(a, axis=k, dtype=acc), x, out, axis, False, dtype)
 
 
 def _cumprod_vjp(ct, y, x, *, axis):

@@ -299,9 +299,9 @@ def fori_loop(lower, upper, body_fun, init_val):
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    """`val = body_fun(val)` while `cond_fun(val)`; JAX's `lax.while_loop`. It has no
-    reverse-mode gradient (the trip count is not known in advance): use `fori_loop` with
-    static bounds or `scan`.
+    """`val = body_fun(val)` while `cond_fun(val)`; JAX's `lax.while_loop`. It has forward
+    mode (`kn.jvp` carries the tangents with the carry) but no reverse-mode gradient (the trip
+    count is not known in advance): use `fori_loop` with static bounds or `scan`.
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():

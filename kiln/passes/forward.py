@@ -7,7 +7,9 @@ with respect to u, seeded with the inputs' tangents, gives the Jacobian-vector p
 second differentiation only visits the few nodes the vjp just made (`since`), so building is
 linear in the nodes between the xs and the ys. u and the vjp's own nodes are dead afterwards
 (a compiled function prunes them). So every op with a vjp has forward mode, and an op with no
-vjp (a loop whose reverse mode is refused) can still have one through a `jvp` rule.
+vjp (a loop whose reverse mode is refused) can still have one through a `jvp` rule. The
+region ops have their rules in kiln/passes/region_jvp.py: a region op's tangent is a
+`TupleTangent`, which the tangents of its `get` nodes read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .. import dtypes as dt
 from ..errors import GraphError
 from ..ops.core import apply, scalar
 from .differentiate import _relevant, differentiate, sum_to_shape
+from .region_jvp import region_jvp
 
 
 def jvp(ys, xs, tangents) -> list:
@@ -44,7 +47,12 @@ def jvp(ys, xs, tangents) -> list:
             if all(t is None for t in ins):
                 continue
             with graph.site(node.site):
-                tangent = _tangent(node, ins)
+                if node.op.name == "get":  # one element of a region op's tuple
+                    tangent = ins[0].get(node)
+                elif "region" in node.op.tags:
+                    tangent = region_jvp(node, ins)
+                else:
+                    tangent = _tangent(node, ins)
             if tangent is not None:
                 found[id(node.out)] = tangent
     return [found.get(id(y)) for y in ys]

@@ -275,6 +275,7 @@ def update_scale(scale, tracker, found_inf, growth_factor, backoff_factor, inter
         return float(np.float32(np.float64(scale) * backoff_factor)), 0
     successful = int(tracker) + 1
     if successful == interval:
-        grown = np.float32(np.float64(scale) * growth_factor)
+        with np.errstate(over="ignore"):
+            grown = np.float32(np.float64(scale) * growth_factor)
         return (float(grown) if np.isfinite(grown) else float(scale)), 0
     return float(scale), successful

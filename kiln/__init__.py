@@ -25,7 +25,14 @@ from . import (
     testing,
     utils,
 )
-from .array_types import Size, device, return_types
+from .array_types import (
+    Size,
+    contiguous_format,
+    device,
+    memory_format,
+    preserve_format,
+    return_types,
+)
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bfloat16,

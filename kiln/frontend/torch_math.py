@@ -23,6 +23,8 @@ from .torch_shape import dim_arg, static_dim
 __all__ = [
     "acos",
     "acosh",
+    "addcdiv",
+    "addcmul",
     "addmm",
     "allclose",
     "argsort",
@@ -148,6 +150,28 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
         sh.broadcast_shapes(x.shape, product.shape)
         return product
     return m.add(product, x if beta == 1 else m.mul(x, beta))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """`input + value * tensor1 * tensor2`, as PyTorch's `addcmul` (which optimizers use).
+
+    >>> import kiln as kn
+    >>> kn.addcmul(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([3.0, 4.0]), value=0.5)
+    tensor([2.5000, 5.0000])
+    """
+    product = m.mul(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
+    return m.add(input, product)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """`input + value * tensor1 / tensor2`, as PyTorch's `addcdiv` (which optimizers use).
+
+    >>> import kiln as kn
+    >>> kn.addcdiv(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([4.0, 4.0]), value=-2)
+    tensor([0.5000, 0.0000])
+    """
+    quotient = div(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
+    return m.add(input, quotient)
 
 
 # -- closeness ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ array([6.], dtype=float32)
 import sys as _sys
 
 from . import (
+    amp,
     autograd_functional,
     cuda,
     distributed,
@@ -24,7 +25,14 @@ from . import (
     testing,
     utils,
 )
-from .array_types import Size, device, return_types
+from .array_types import (
+    Size,
+    contiguous_format,
+    device,
+    memory_format,
+    preserve_format,
+    return_types,
+)
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bfloat16,
@@ -67,6 +75,7 @@ from .errors import (
 )
 from .frontend import *  # noqa: F403
 from .frontend import random
+from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
 from .generator import Generator
@@ -83,6 +92,7 @@ __version__ = "0.1.0"
 
 # `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
 autograd.functional = autograd_functional
+cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 

@@ -9,7 +9,10 @@ import types
 
 from . import shapes as sh
 
-__all__ = ["Size", "device", "return_types", "size_attribute"]
+__all__ = [
+    "Size", "contiguous_format", "device", "memory_format", "preserve_format", "return_types",
+    "size_attribute",
+]  # fmt: skip
 
 
 class Size(tuple):
@@ -133,3 +136,24 @@ return_types = types.SimpleNamespace(
     cummax=_named("cummax", "`cummax(x, dim)`: the running maxima and where they are."),
     cummin=_named("cummin", "`cummin(x, dim)`: the running minima and where they are."),
 )
+
+
+class memory_format:  # noqa: N801 — PyTorch's name
+    """A layout request, as PyTorch's `torch.memory_format`. kiln's new tensors are always
+    C-contiguous, which is what `preserve_format` gives for a dense contiguous tensor and
+    what `contiguous_format` asks for; factories accept both.
+
+    >>> import kiln as kn
+    >>> kn.zeros_like(kn.ones(2), memory_format=kn.preserve_format)
+    tensor([0., 0.])
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"kiln.{self.name}"
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")

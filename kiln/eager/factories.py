@@ -219,12 +219,14 @@ def empty(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     return _finish(np.empty(_shape(size), _float(dtype)), device, requires_grad)
 
 
-def _like(t, dtype, device):
+def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)
     return (t.shape, t.dtype if dtype is None else dt.as_dtype(dtype),
             t.device if device is None else device)  # fmt: skip
 
 
-def zeros_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(
+    t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+) -> Tensor:
     """Zeros of `t`'s shape, dtype and device (unless given).
 
     >>> import kiln as kn
@@ -235,19 +237,25 @@ def zeros_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tenso
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones_like(
+    t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+) -> Tensor:
     """Ones of `t`'s shape, dtype and device (unless given)."""
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def empty_like(t, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_like(
+    t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+) -> Tensor:
     """An uninitialized tensor of `t`'s shape, dtype and device (unless given)."""
     shape, dtype, device = _like(t, dtype, device)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full_like(
+    t, fill_value, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+) -> Tensor:
     """`fill_value` in `t`'s shape, dtype and device (unless given)."""
     shape, dtype, device = _like(t, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)

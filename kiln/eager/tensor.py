@@ -204,6 +204,15 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self._device != "cpu"
 
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a float one (bfloat16 included), as PyTorch's.
+
+        >>> import kiln as kn
+        >>> kn.ones(2).is_floating_point(), kn.ones(2, dtype=kn.int64).is_floating_point()
+        (True, False)
+        """
+        return dt.is_float(self.dtype)
+
     @property
     def ndim(self) -> int:
         return self._data.ndim

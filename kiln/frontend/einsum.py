@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import shapes as sh
 from ..errors import ShapeError
+from .autocast import autocast_op
 from .core import call, lift
 from .torch_shape import diagonal
 
@@ -106,6 +107,7 @@ def _broadcast(xs, labels):
     return out
 
 
+@autocast_op("lower")
 def einsum(equation: str, *operands):
     """Sums of products over the labelled dims of `operands`, as `equation` says (`"ij,jk->ik"`
     is a matrix product; `...` stands for broadcast dims; no `->`: the labels seen once, in

@@ -183,6 +183,9 @@ INPLACE = {
     "mul_": m.mul,
     "div_": tm.div,
     "clamp_": lambda t, min=None, max=None: m.clip(t, min, max),  # noqa: A006
+    "addcmul_": tm.addcmul,
+    "addcdiv_": tm.addcdiv,
+    "lerp_": tm.lerp,
     "zero_": lambda t: _copy(t, 0),
     "fill_": _copy,
     "copy_": _copy,

@@ -10,6 +10,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
 from . import math as m
+from .autocast import autocast_op
 from .core import call, lift
 
 __all__ = ["det", "inv", "matrix_norm", "norm", "solve", "vector_norm"]
@@ -23,6 +24,7 @@ def _reduce(op, x, dims, keepdim):
     return call(op, x, axes=dims, keepdims=bool(keepdim))
 
 
+@autocast_op(None, cuda="fp32")
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The `ord`-norm of `x` over `dim` (None: all elements) as vectors: `ord` a number,
     `inf` (max |x|), `-inf` (min |x|) or 0 (the count of nonzeros).
@@ -52,6 +54,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     return m.pow(_sum(m.pow(a, float(ord)), dims, keepdim), 1.0 / ord)
 
 
+@autocast_op(None, cuda="fp32")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
     """The `ord`-norm of the matrices in dims `dim`: "fro", 1 or -1 (max or min column sum
     of |A|), inf or -inf (max or min row sum). The norms that need singular values ("nuc",
@@ -82,6 +85,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
                                               if i not in (rows, cols)))  # fmt: skip
 
 
+@autocast_op(None, cuda="fp32")
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
     """PyTorch's `linalg.norm`: with `ord=None`, the 2-norm of the flattened input (or over
     `dim`); otherwise a vector norm (`dim` an int, or a 1-D input) or a matrix norm (`dim` a
@@ -119,6 +123,7 @@ def det(A):  # noqa: N803
     return call("det", A)
 
 
+@autocast_op("fp32")
 def inv(A):  # noqa: N803
     """The inverses of the square matrices in the last two dims (singular ones raise).
 
@@ -130,6 +135,7 @@ def inv(A):  # noqa: N803
     return call("inv", A)
 
 
+@autocast_op("fp32")
 def solve(A, B, *, left: bool = True):  # noqa: N803
     """X with `A @ X = B` (B a batch of vectors when it has one dim fewer than A); with
     `left=False`, X with `X @ A = B`.

@@ -15,6 +15,7 @@ from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from . import core
+from .autocast import autocast_op
 from .core import call, in_float32, lift, promote
 from .out import takes_out
 
@@ -458,6 +459,7 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
 
 
 @takes_out
+@autocast_op("fp32")
 def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over `dim`, as PyTorch's `prod` (integers and bools multiply as int64).
 
@@ -644,6 +646,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
 
 @takes_out
 @in_float32
+@autocast_op(None, cuda="fp32")
 def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow.
 
@@ -712,6 +715,7 @@ def same_dtype_operands(op: str, a, b) -> tuple:
 
 
 @takes_out
+@autocast_op("lower")
 def matmul(a, b):
     """Matrix product with NumPy's batching and broadcasting (`a @ b`); both operands of one
     dtype, as PyTorch's (no promotion: float32 @ float64 raises DTypeMismatchError).

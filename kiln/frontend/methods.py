@@ -66,7 +66,8 @@ METHODS = {
 METHODS |= {
     "cumsum": tm.cumsum, "cumprod": tm.cumprod, "cummax": tm.cummax, "cummin": tm.cummin,
     "logcumsumexp": tm.logcumsumexp, "sort": tm.sort, "argsort": tm.argsort, "topk": tm.topk,
-    "mm": tm.mm, "bmm": tm.bmm, "addmm": tm.addmm, "allclose": tm.allclose, "isclose": tm.isclose,
+    "mm": tm.mm, "bmm": tm.bmm, "addmm": tm.addmm, "baddbmm": tm.baddbmm,
+    "addcmul": tm.addcmul, "addcdiv": tm.addcdiv, "allclose": tm.allclose, "isclose": tm.isclose,
     "equal": tm.equal, "div": tm.div, "divide": tm.div, "fmod": tm.fmod,
     "remainder": m.mod, "copysign": tm.copysign, "lerp": tm.lerp, "logaddexp": tm.logaddexp,
     "exp2": tm.exp2, "log2": tm.log2, "log10": tm.log10, "tan": tm.tan, "asin": tm.asin,

@@ -21,6 +21,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, node_error
 from ..graph.core import Symbol, user_site
+from .autocast import autocast_op
 from .core import call, lift
 from .math import add
 from .nn_functional import _shape_error, pad
@@ -230,6 +231,7 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
     return squeeze(y, 0) if added else y
 
 
+@autocast_op("lower")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """1-d cross-correlation of `input` (N, C, L) or (C, L) with `weight` (O, C/groups, K),
     plus an optional `bias` (O,); `padding` an int, a 1-tuple, "valid" or "same".
@@ -242,6 +244,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_op("lower")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """2-d cross-correlation of `input` (N, C, H, W) or (C, H, W) with `weight`
     (O, C/groups, KH, KW), plus an optional `bias` (O,); `stride`, `padding` and `dilation`
@@ -259,6 +262,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_op("lower")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """3-d cross-correlation of `input` (N, C, D, H, W) or (C, D, H, W) with `weight`
     (O, C/groups, KD, KH, KW), plus an optional `bias` (O,).
@@ -349,6 +353,7 @@ def _transpose_windows(x, w, full, sizes, kernel, stride, dilation, groups):
     return total
 
 
+@autocast_op("lower")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):  # fmt: skip
     """The transpose (adjoint) of `conv1d`: `input` (N, C_in, L) or (C_in, L), `weight`
@@ -363,6 +368,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)  # fmt: skip
 
 
+@autocast_op("lower")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):  # fmt: skip
     """The transpose (adjoint) of `conv2d`: `input` (N, C_in, H, W) or (C_in, H, W), `weight`
@@ -379,6 +385,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)  # fmt: skip
 
 
+@autocast_op("lower")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):  # fmt: skip
     """The transpose (adjoint) of `conv3d`: `input` (N, C_in, D, H, W) or (C_in, D, H, W),

@@ -13,6 +13,7 @@ from ..errors import DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
+from .autocast import autocast_op
 from .core import call, in_float32, lift
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
@@ -61,6 +62,7 @@ def _softmax_dim(dim, axis, dtype, x, name):
     return x, dim if axis is None else axis
 
 
+@autocast_op(None, cuda="fp32")
 def softmax(x, dim=None, dtype=None, *, axis=None):
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
     cannot overflow; `dim` is required, as in PyTorch's `torch.softmax`.
@@ -81,6 +83,7 @@ def _softmax(x, axis):
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
+@autocast_op(None, cuda="fp32")
 def log_softmax(x, dim=None, dtype=None, *, axis=None):
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
     `log(softmax(x))` underflows; `dim` is required, as in PyTorch's `torch.log_softmax`.
@@ -101,6 +104,7 @@ def _log_softmax(x, axis):
     return sub(shifted, log(reduce_sum(exp(shifted), axis, keepdims=True)))
 
 
+@autocast_op("fp32")
 def cross_entropy(logits, labels, reduction: str = "mean"):
     """Softmax cross-entropy of `logits` (..., C) against integer class `labels` (...).
 
@@ -130,6 +134,7 @@ def cross_entropy(logits, labels, reduction: str = "mean"):
     return _reduce(neg(squeeze(picked, -1)), reduction)
 
 
+@autocast_op("fp32")
 def mse_loss(a, b, reduction: str = "mean"):
     """Squared error `(a - b)**2` (broadcasting), reduced by "mean", "sum" or "none".
 
@@ -211,6 +216,7 @@ def _normalized_axes(x, normalized_shape, axis) -> tuple:
 
 
 @in_float32
+@autocast_op(None, cuda="fp32")
 def layer_norm(
     input,  # noqa: A002
     normalized_shape=None,

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from .autocast import autocast_op
 from .core import call, lift
 from .math import argmax, div, matmul
 from .math import sum as reduce_sum
@@ -192,6 +193,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)  # fmt: skip
 
 
+@autocast_op("fp32")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):  # fmt: skip
     """Maximum over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W); with
@@ -274,6 +276,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
                      count_include_pad, divisor_override)  # fmt: skip
 
 
+@autocast_op("fp32")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
                count_include_pad=True, divisor_override=None):  # fmt: skip
     """Mean over `kernel_size` windows of `input` (N, C, D, H, W) or (C, D, H, W).
@@ -346,6 +349,7 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
 
 
+@autocast_op("fp32")
 def adaptive_avg_pool3d(input, output_size):  # noqa: A002
     """Mean over an `output_size` grid of windows of `input` (N, C, D, H, W) or (C, D, H, W).
 

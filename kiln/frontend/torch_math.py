@@ -15,6 +15,7 @@ from ..graph.opdef import REGISTRY
 from ..ops.elementwise_torch import trunc
 from . import core
 from . import math as m
+from .autocast import autocast_op
 from .core import call, lift
 from .out import takes_out
 from .torch_shape import dim_arg, static_dim
@@ -22,6 +23,8 @@ from .torch_shape import dim_arg, static_dim
 __all__ = [
     "acos",
     "acosh",
+    "addcdiv",
+    "addcmul",
     "addmm",
     "allclose",
     "argsort",
@@ -30,6 +33,7 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "baddbmm",
     "bmm",
     "copysign",
     "cosh",
@@ -78,6 +82,7 @@ def _floating(x):
 
 
 @takes_out
+@autocast_op("lower")
 def mm(input, mat2):  # noqa: A002 — PyTorch's argument names
     """The product of two matrices (2-D only; `matmul` batches and broadcasts).
 
@@ -92,6 +97,7 @@ def mm(input, mat2):  # noqa: A002 — PyTorch's argument names
 
 
 @takes_out
+@autocast_op("lower")
 def bmm(input, mat2):  # noqa: A002
     """Batched matrix products of two 3-D tensors with the same batch size (no broadcasting).
 
@@ -108,6 +114,7 @@ def bmm(input, mat2):  # noqa: A002
     return call("matmul", a, b)
 
 
+@autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * (mat1 @ mat2)` in one GEMM (`input` broadcasts to the product's
     shape; with `beta=0` it is ignored, NaNs included, as PyTorch does).
@@ -122,6 +129,49 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {a.ndim}-d and {b.ndim}-d")
     return call("addmm", x, a, b, beta=float(beta), alpha=float(alpha))
+
+
+@autocast_op("lower")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """`beta * input + alpha * (batch1 @ batch2)` for 3-D batches (`input` broadcasts to the
+    product's shape; with `beta=0` it is ignored, NaNs included), as PyTorch's `baddbmm`.
+
+    >>> import kiln as kn
+    >>> kn.baddbmm(kn.ones(1, 2, 2), kn.ones(3, 2, 4), kn.ones(3, 4, 2), alpha=0.5).shape
+    kiln.Size([3, 2, 2])
+    """
+    x, a, b = lift(input, batch1, batch2)
+    if not (x.dtype == a.dtype == b.dtype):
+        raise DTypeError(f"baddbmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+    product = bmm(a, b)
+    if alpha != 1:
+        product = m.mul(product, alpha)
+    if beta == 0:  # input is ignored (it only has to broadcast, as in PyTorch)
+        sh.broadcast_shapes(x.shape, product.shape)
+        return product
+    return m.add(product, x if beta == 1 else m.mul(x, beta))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """`input + value * tensor1 * tensor2`, as PyTorch's `addcmul` (which optimizers use).
+
+    >>> import kiln as kn
+    >>> kn.addcmul(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([3.0, 4.0]), value=0.5)
+    tensor([2.5000, 5.0000])
+    """
+    product = m.mul(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
+    return m.add(input, product)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """`input + value * tensor1 / tensor2`, as PyTorch's `addcdiv` (which optimizers use).
+
+    >>> import kiln as kn
+    >>> kn.addcdiv(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([4.0, 4.0]), value=-2)
+    tensor([0.5000, 0.0000])
+    """
+    quotient = div(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
+    return m.add(input, quotient)
 
 
 # -- closeness ---------------------------------------------------------------------------------
@@ -350,6 +400,7 @@ def _scan_input(x, dim, axis, name, dtype=None):
 
 
 @takes_out
+@autocast_op(None, cuda="fp32")
 def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """Running sums along `dim`; integers and bools sum in int64 unless `dtype` is given.
 
@@ -362,6 +413,7 @@ def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
 
 
 @takes_out
+@autocast_op(None, cuda="fp32")
 def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """Running products along `dim` (integers and bools in int64), with PyTorch's gradient
     where the input has zeros.

@@ -12,6 +12,7 @@ from .. import shapes as sh
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
+from .autocast import autocast_op
 from .core import call, lift, promote
 from .out import takes_out
 
@@ -70,6 +71,7 @@ def _copy(x):
 
 
 @takes_out
+@autocast_op("promote")
 def cat(tensors, dim: int = 0, *, axis=None):
     """Joins tensors along an existing dim, promoting their dtypes (PyTorch's `cat`).
 
@@ -88,6 +90,7 @@ concat = concatenate = cat
 
 
 @takes_out
+@autocast_op("promote")
 def stack(tensors, dim: int = 0, *, axis=None):
     """Joins tensors of one shape along a new dim (PyTorch's `stack`).
 

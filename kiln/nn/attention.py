@@ -14,7 +14,7 @@ from .. import frontend as F
 from .. import init
 from ..frontend.nn_functional import pad
 from .functional import dropout
-from .functional_attention import scaled_dot_product_attention
+from .functional_attention import linear, scaled_dot_product_attention
 from .layers import Linear
 from .module import Module, Parameter
 
@@ -134,10 +134,7 @@ class MultiheadAttention(Module):
         if is_causal and attn_mask is None:
             raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
         (ws, bs) = self._projections()
-        q, k, v = (
-            F.matmul(t, F.t(w)) if b is None else F.add(F.matmul(t, F.t(w)), b)
-            for t, w, b in zip((q, k, v), ws, bs)
-        )
+        q, k, v = (linear(t, w, b) for t, w, b in zip((q, k, v), ws, bs))
         mask = _float_mask(attn_mask, "attn_mask", q)
         padding = _float_mask(key_padding_mask, "key_padding_mask", q)
         n = q.shape[0]

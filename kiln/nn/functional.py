@@ -37,6 +37,7 @@ from ..frontend import (
     sigmoid,
     tanh,
 )
+from ..frontend.autocast import autocast_op
 from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
@@ -274,6 +275,7 @@ def _lift(*values):
 # -- elementwise losses -------------------------------------------------------------------------
 
 
+@autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """Squared error `(input - target)**2` (broadcasting), reduced.
 
@@ -285,6 +287,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  
     return _reduce(F.square(F.sub(input, target)), reduction)
 
 
+@autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """Absolute error `|input - target|` (broadcasting), reduced.
 
@@ -296,6 +299,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  #
     return _reduce(F.abs(F.sub(input, target)), reduction)
 
 
+@autocast_op("fp32")
 def smooth_l1_loss(
     input,  # noqa: A002
     target,
@@ -321,6 +325,7 @@ def smooth_l1_loss(
     return _reduce(loss, reduction)
 
 
+@autocast_op("fp32")
 def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None):  # noqa: A002
     """`0.5 * d**2` where `|d| <= delta`, else `delta * (|d| - 0.5 * delta)`.
 
@@ -336,6 +341,7 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 
+@autocast_op("fp32")
 def kl_div(
     input,  # noqa: A002
     target,
@@ -379,6 +385,7 @@ def kl_div(
     return _reduce(loss, mode)
 
 
+@autocast_op("fp32")
 def binary_cross_entropy(
     input,  # noqa: A002
     target,
@@ -403,6 +410,7 @@ def binary_cross_entropy(
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 
+@autocast_op("fp32")
 def binary_cross_entropy_with_logits(
     input,  # noqa: A002
     target,
@@ -448,6 +456,7 @@ def _check_target(name, input, target, dim) -> None:  # noqa: A002
         )
 
 
+@autocast_op("fp32")
 def nll_loss(
     input,  # noqa: A002
     target,
@@ -487,6 +496,7 @@ def nll_loss(
     return _reduce(loss, reduction)
 
 
+@autocast_op("fp32")
 def cross_entropy(
     input,  # noqa: A002
     target,

@@ -17,6 +17,7 @@ import warnings
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
+from ..frontend.autocast import autocast_op
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
 from ..ops.random import next_seed
@@ -277,6 +278,7 @@ def tanhshrink(input):  # noqa: A002
     return F.sub(input, F.tanh(input))
 
 
+@autocast_op("lower")
 def prelu(input, weight):  # noqa: A002
     """`x` where `x > 0`, else `weight * x`, with one weight, or one per channel (dim 1).
 

@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor
+from ..frontend.autocast import autocast_op
 from ..graph.core import Symbol
 
 __all__ = ["linear", "one_hot", "scaled_dot_product_attention"]
@@ -27,6 +28,7 @@ def _safe_softmax(scores):
     return F.where(dead, 0.0, weights)
 
 
+@autocast_op("lower")
 def scaled_dot_product_attention(
     query,
     key,
@@ -76,6 +78,7 @@ def scaled_dot_product_attention(
     return F.matmul(weights, v)
 
 
+@autocast_op("lower")
 def linear(input, weight, bias=None):  # noqa: A002
     """`input @ weight.T + bias`, weight (out_features, in_features).
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
 from .functional_act import implicit_softmax_dim, in_place
 
@@ -34,6 +35,7 @@ def _softmax_input(input, dim, dtype, name):  # noqa: A002
     return x, implicit_softmax_dim(x.ndim, name, 5) if dim is None else dim
 
 
+@autocast_op(None, cuda="fp32")
 def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
     """`exp(x) / sum(exp(x))` along `dim` (cast to `dtype` first when given).
 
@@ -45,6 +47,7 @@ def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
     return F.softmax(x, dim)
 
 
+@autocast_op(None, cuda="fp32")
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
     """`x - logsumexp(x)` along `dim` (cast to `dtype` first when given).
 

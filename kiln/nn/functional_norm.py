@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import frontend as F
 from .. import shapes as sh
+from ..frontend.autocast import autocast_op
 from ..frontend.nn_functional import pad
 
 __all__ = [
@@ -54,6 +55,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     return F.div(x, F.clip(_norm(x, p, dim), eps, None))
 
 
+@autocast_op(None, cuda="fp32")
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
     """Normalizes each of `num_groups` groups of channels of `input` (N, C, ...) over the
     group's channels and all other dims, then scales and shifts per channel.
@@ -166,6 +168,7 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     return F.div(x, F.pow(F.add(F.mul(div, alpha), k), beta))
 
 
+@autocast_op(None, cuda="fp32")
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """The cosine of the angle between `x1` and `x2` (broadcast) along `dim`: each divided by
     its norm (at least `eps`; the gradient as if not floored, as PyTorch's), then their dot

@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from . import functional_core, functional_norm
+from . import functional_attention, functional_core, functional_norm
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
 from .functional_norm import group_norm
@@ -71,8 +71,7 @@ class Linear(Module):
             self.bias = _param(init.uniform(-bound, bound), (out_features,), dtype)
 
     def forward(self, x):
-        y = F.matmul(x, F.t(self.weight))
-        return y if self.bias is None else y + self.bias
+        return functional_attention.linear(x, self.weight, self.bias)  # autocast: one op
 
     def extra_repr(self) -> str:
         return (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from collections import defaultdict
 
 import numpy as np
 
@@ -115,7 +116,7 @@ class Optimizer:
     torch_slot_names: dict = {}  # kiln slot name -> the name in PyTorch's state_dict
 
     def __init__(self, params, defaults: dict):
-        self.__dict__.update(defaults=dict(defaults), param_groups=[], _state={})
+        self.__dict__.update(defaults=dict(defaults), param_groups=[], _state=defaultdict(dict))
         self._adopt = params is None  # graph mode: minimize adopts the Variables it finds
         if params is None:
             groups = [{"params": []}]
@@ -151,6 +152,18 @@ class Optimizer:
             super().__setattr__(name, value)
 
     @property
+    def state(self) -> defaultdict:
+        """Per-parameter state, as PyTorch's `optimizer.state`: a `defaultdict(dict)` keyed
+        by the parameter, which a custom `step()` fills (`state = self.state[p]`)."""
+        return self._state
+
+    @property
+    def custom(self) -> bool:
+        """Whether this optimizer's math is a PyTorch-style `step()` of its own (no
+        `_update`): its state is whatever that step keeps in `self.state`."""
+        return type(self)._update is Optimizer._update
+
+    @property
     def params(self) -> list | None:
         """Every group's params in order; None for an optimizer made without params."""
         return None if self._adopt else [p for g in self.param_groups for p in g["params"]]
@@ -169,7 +182,11 @@ class Optimizer:
     def _update(self, param, grad, slots: dict, step, group=None):
         """(new_param, new_slots) from the current values; `step` counts this update (1…);
         `group` holds the options (numbers, or graph values in graph mode)."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} has no _update(param, grad, slots, step, group), the math "
+            "that the built-in step() and graph-mode minimize() are made from; an optimizer "
+            "with a PyTorch-style step() of its own runs eagerly only"
+        )
 
     def add_param_group(self, param_group: dict) -> None:
         """Adds a group of params with options of its own; missing options take the defaults.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..checkpoint import as_numpy
-from ..eager.tensor import make
+from ..eager.tensor import Tensor, make
 from ..graph.core import Symbol, Variable
 from ..nn.module import Parameter
 
@@ -36,12 +36,23 @@ def _state_of(opt, p) -> dict | None:
     return {k: (v if k == "step" else as_numpy(v)) for k, v in eager.items()}
 
 
+def _copy(value):
+    """A state value as `state_dict` gives it: Tensors copied, the rest as they are."""
+    return value.detach().clone() if isinstance(value, Tensor) else value
+
+
 def export_state(opt) -> dict:
     names = opt.torch_slot_names
     state, groups, index = {}, [], 0
     for group in opt.param_groups:
         ids = []
         for p in group["params"]:
+            if opt.custom:  # a PyTorch-style step(): its state as it keeps it
+                if opt._state.get(p):
+                    state[index] = {k: _copy(v) for k, v in opt._state[p].items()}
+                ids.append(index)
+                index += 1
+                continue
             entry = _state_of(opt, p)
             if entry is not None:
                 out = {"step": make(np.array(float(entry.pop("step")), np.float32))}
@@ -123,6 +134,19 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
             state[name].assign(slots.get(name, init))
 
 
+def _custom_entry(p, entry: dict) -> dict:
+    """PyTorch's rule for a loaded state value: Tensors are copied to the parameter's
+    device, and floating ones (but 'step') to its dtype; other values stay as they are."""
+    out = {}
+    for key, value in entry.items():
+        if isinstance(value, Tensor):
+            value = value.detach().clone().to(p.device)
+            if key != "step" and value.is_floating_point() and p.is_floating_point():
+                value = value.to(p.dtype)
+        out[key] = value
+    return out
+
+
 def import_state(opt, state_dict: dict) -> None:
     groups, saved = state_dict["param_groups"], state_dict["state"]
     by_index = _params_by_index(opt, groups)
@@ -133,7 +157,10 @@ def import_state(opt, state_dict: dict) -> None:
             raise ValueError(
                 f"loaded state dict has state for parameter {index}, which no group has"
             )
-        entries[index] = _checked_entry(opt, index, by_index[index][0], entry)
+        if opt.custom:
+            entries[index] = _custom_entry(by_index[index][0], entry)
+        else:
+            entries[index] = _checked_entry(opt, index, by_index[index][0], entry)
     # NOTE: everything is checked; from here on plain writes.
     for saved_group, group in zip(groups, opt.param_groups):
         for key, value in saved_group.items():
@@ -141,7 +168,11 @@ def import_state(opt, state_dict: dict) -> None:
                 default = opt.defaults.get(key)
                 group[key] = tuple(value) if isinstance(default, tuple) else value
     for index, (p, group) in by_index.items():
-        if index in entries:
+        if opt.custom:
+            opt._state.pop(p, None)
+            if index in entries:
+                opt._state[p] = entries[index]
+        elif index in entries:
             _write(opt, p, group, *entries[index])
         else:  # no state saved: it starts afresh, as in PyTorch
             opt._state.pop(p, None)

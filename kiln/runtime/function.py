@@ -35,7 +35,9 @@ class Function:
     arenas (the least recently used go first; None: `kiln.runtime.cache.CACHE_SIZE`, 64).
     With `memory_budget` (bytes), a signature whose arena would exceed it recomputes values
     of the forward pass in the backward pass instead of keeping them (the fewest that fit;
-    `f.plan.recomputed` names them, KILN_DEBUG=1 logs the choice).
+    `f.plan.recomputed` names them, KILN_DEBUG=1 logs the choice). With `autocast`
+    (kn.bfloat16 or kn.float16) its matrix products and convolutions, gradients' included,
+    are computed in that dtype, as under `kn.autocast` (kiln/passes/autocast.py).
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -49,7 +51,7 @@ class Function:
     def __init__(
         self, inputs, outputs, updates=None, device="cpu", passes=None, plan=True,
         return_device_arrays: bool = False, check_numerics: bool = False,
-        cache_size: int | None = None, memory_budget: int | None = None,
+        cache_size: int | None = None, memory_budget: int | None = None, autocast=None,
     ):  # fmt: skip
         _cache_size(cache_size)  # refuses a bad bound now
         self.inputs = list(inputs)
@@ -66,8 +68,8 @@ class Function:
         self.backend = get_backend(device)
         self.return_device_arrays = return_device_arrays
         self.program = Program(self.outputs, self.inputs, updates, self.backend, passes, plan,
-                               check_numerics=check_numerics,
-                               memory_budget=memory_budget)  # fmt: skip
+                               check_numerics=check_numerics, memory_budget=memory_budget,
+                               autocast=autocast)  # fmt: skip
         self.program.cache_size = cache_size
         self._last_args = None
 

@@ -20,6 +20,7 @@ from ..debug import checks_level, debug_level, log
 from ..errors import DTypeError, GraphError, IndexOutOfRangeError, KilnError, ShapeError, node_error
 from ..graph.core import Symbol
 from ..passes import PIPELINE, optimize
+from ..passes.autocast import autocast_pass
 from ..passes.program import extract
 from ..passes.remat import check_budget, choices, long_lived, recompute
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
@@ -40,7 +41,7 @@ class Program:
 
     def __init__(
         self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False,
-        memory_budget: int | None = None, into=False,
+        memory_budget: int | None = None, into=False, autocast=None,
     ):  # fmt: skip
         self.memory_budget = check_budget(memory_budget)
         self.backend = backend
@@ -53,6 +54,8 @@ class Program:
             graph = extract(list(fetches), list(feeds), dict(updates))
             if passes is None:
                 passes = [(n, _with_options(fn, backend.pass_options.get(n))) for n, fn in PIPELINE]
+            if autocast is not None:  # first: the passes after it see the casts
+                passes = [autocast_pass(autocast), *passes]
             self.graph = optimize(graph, passes)
         self.source_graph = graph.source
         self.feeds = self.graph.inputs

@@ -18,6 +18,7 @@ from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor
 from ..errors import DeviceError
+from ..frontend.autocast import autocast_key
 from ..graph.core import Symbol
 from ..nn.module import Module
 from ..runtime.backend import parse_device
@@ -81,7 +82,7 @@ class CompiledFunction:
                                             for s in m[1].modules()]  # fmt: skip
         wants_grad = state.grad and any(isinstance(x, Tensor) for x in leaves)
         key = (structure, tuple(map(signature, leaves)), device, wants_grad,
-               tuple(m.training for m in modules), captured)  # fmt: skip
+               tuple(m.training for m in modules), captured, autocast_key(device))  # fmt: skip
         try:
             hash(key)
         except TypeError:
@@ -178,6 +179,8 @@ class CompiledFunction:
             found.append(f"device {key[2]} (was {old[2]})")
         if old[3] != key[3]:
             found.append("gradients needed" if key[3] else "no gradients (no_grad or NumPy in)")
+        if old[6] != key[6]:
+            found.append(f"autocast to {key[6]} (was {old[6]})")
         flipped = [(m, new) for m, new, was in zip(modules, key[4], old[4]) if new != was]
         if flipped:
             more = f" (and {len(flipped) - 1} more modules)" if len(flipped) > 1 else ""

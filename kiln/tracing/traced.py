@@ -20,6 +20,7 @@ from ..eager import autograd
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import GraphError
+from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
 from ..frontend.core import placeholder
 from ..graph.core import Graph, Symbol
@@ -217,7 +218,8 @@ class Traced:
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             try:
-                result = fn(*args, **kwargs)
+                with tracing_on(device):
+                    result = fn(*args, **kwargs)
             finally:
                 calls.pop()
         outputs, out_paths, statics = [], [], []

@@ -481,3 +481,45 @@ def test_imported_conv_transpose_matches_onnxruntime(rank):
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
     want = run_ort(model, [x])[0]
     np.testing.assert_allclose(run_imported(model, [x])[0], want, rtol=1e-5, atol=1e-5)
+
+
+STORAGE = [kn.float8_e4m3fn, kn.float8_e5m2, kn.float8_e4m3fnuz, kn.float8_e5m2fnuz, kn.int4,
+           kn.uint4, kn.int2, kn.uint2]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=str)
+def test_storage_dtype_casts_export_and_round_trip(dtype):
+    """kiln's casts (PyTorch's saturation: only to float8_e4m3fn; NumPy's truncate-and-wrap to
+    small ints) written as ONNX Casts give onnxruntime's values, and import back."""
+    x = kn.placeholder(kn.float32, (10,), name="x")
+    f = kn.function([x], [kn.cast(kn.cast(x, dtype), kn.float32)])
+    xv = np.array([np.inf, -1e6, 470.0, 3.3, -7.6, 2.5, -0.4, 100.7, 0.0, np.nan], np.float32)
+    if dtype.name.startswith(("int", "uint")):
+        xv = xv[2:-1]  # float to int of inf or NaN is undefined in ONNX
+        f = kn.function([x := kn.placeholder(kn.float32, (7,), name="x")],
+                        [kn.cast(kn.cast(x, dtype), kn.float32)])  # fmt: skip
+    if dtype in (kn.int2, kn.uint2):
+        with pytest.raises(kn.GraphError, match="opset 25"):
+            to_onnx(f, opset=21)
+    model = to_onnx(f, opset=25 if dtype in (kn.int2, kn.uint2) else 21)
+    want = f(xv)
+    assert_identical(run_ort(model, [xv]), want, "onnxruntime")
+    assert_identical(run_imported(model, [xv]), want, "imported")
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [0, 1])
+def test_import_cast_to_e8m0_is_onnxs(mode, saturate):
+    """ONNX's cast to float8_e8m0fnu, compared with onnx.numpy_helper.to_float8e8m0."""
+    h, tp = onnx.helper, onnx.TensorProto
+    node = h.make_node("Cast", ["x"], ["y"], to=tp.FLOAT8E8M0, round_mode=mode, saturate=saturate)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", tp.FLOAT, [12])],
+                         [h.make_tensor_value_info("y", tp.FLOAT8E8M0, [12])])  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 24)])
+    big = np.float32(2.0**127) * np.float32(1.5)
+    xv = np.array([0.0, 1e-40, 0.3, 0.75, 1.0, 1.5, 3.0, -5.0, big, np.inf, np.nan, 6.0],
+                  np.float32)  # fmt: skip
+    want = onnx.numpy_helper.to_float8e8m0(xv, saturate=bool(saturate), round_mode=mode)
+    got = run_imported(model, [xv], kiln_ops=False)[0]
+    assert got.dtype == kn.float8_e8m0fnu
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

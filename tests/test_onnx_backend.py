@@ -22,13 +22,14 @@ onnx = pytest.importorskip("onnx")
 import kiln as kn  # noqa: E402
 from kiln.interchange import SUPPORTED, import_onnx  # noqa: E402
 
-# Measured (onnx 1.23.2): 1260 of 1270 cases pass (99.2%); the count may only grow. The
-# issue's target: 95% of the cases whose ops kiln imports.
-MIN_PASSED = 1260
+# Measured (onnx 1.23.2): 1282 of 1302 cases pass (98.5%); the count may only grow. The
+# issue's target: 95% of the cases whose ops kiln imports. (Before If, Loop and Scan imported,
+# 1270 cases counted, of which 1260 pass; those 32 cases joined when they did.)
+MIN_PASSED = 1282
 MIN_RATE = 0.95
 # Of the cases whose dtypes kiln also has (not strings), the share that must pass (measured:
-# 1260 of 1268, 99.4%).
-MIN_RATE_KILN_DTYPES = 0.99
+# 1282 of 1300, 98.6%).
+MIN_RATE_KILN_DTYPES = 0.985
 
 # Cases that must pass: one or more per kind of ONNX op kiln's exporter writes.
 MUST_PASS = [
@@ -71,6 +72,8 @@ MUST_PASS = [
     "test_cast_FLOAT_to_INT4", "test_cast_UINT2_to_UINT8", "test_cast_FLOAT_to_FLOAT4E2M1",
     "test_cast_e8m0_FLOAT_to_FLOAT8E8M0",
     "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FNUZ_expanded",
+    "test_if", "test_scan9_sum", "test_scan9_multi_state", "test_affine_grid_2d_expanded",
+    "test_linear_attention_gated_delta_expanded",
 ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from .onnx_import import Known, axes_of
 from .onnx_import import norm_axis as _axis
+from .onnx_import_control import RULES as CONTROL_RULES
 from .onnx_import_nn import conv, conv_transpose, global_pool, max_pool, one_d, pool
 from .onnx_import_norm import RULES as NORM_RULES
 from .onnx_import_pad import pad
@@ -586,5 +587,6 @@ RULES = {
     "GlobalMaxPool": global_pool("reduce_max"),
 }
 RULES.update(NORM_RULES)
+RULES.update(CONTROL_RULES)
 SUPPORTED = frozenset(RULES) | {"Split"}
 RULES["Split"] = lambda imp, xs, attrs: _split(imp, xs, attrs, len(imp.node.output))

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from . import onnx_rules_control as control_rules
 from . import onnx_rules_nn_grad as grad_rules
 from . import onnx_rules_scatter as scatter_rules
 
@@ -617,4 +618,5 @@ RULES = {
     "avg_pool2d_grad": grad_rules.avg_pool2d_grad,
     "max_pool2d_grad": grad_rules.max_pool2d_grad,
     "max_pool2d_gather": grad_rules.max_pool2d_gather,
+    **control_rules.RULES,
 }

@@ -128,7 +128,19 @@ def test_lstm_exports_and_round_trips():
         out, (h, c) = lstm(x)
         f = kn.function([x], [out, h, c])
     feeds = [[RNG.standard_normal((b, 5, 3)).astype(np.float32)] for b in (2, 1)]
-    round_trip(f, feeds, {"Scan"}, rtol=1e-5)
+    model = round_trip(f, feeds, {"Scan"}, rtol=1e-5)
+    # the imported graph differentiates through its scans as the original does (identical
+    # gradients: the same program)
+    g = import_onnx(model)
+    with g.as_default():
+        grads = kn.grad(kn.sum(g.outputs[0] * g.outputs[0]), g.variables)
+    got = dict(zip([v.name for v in g.variables], kn.function(g.inputs, grads)(*feeds[0])))
+    with x.graph.as_default():
+        params = [v for v in x.graph.variables if v.name.startswith(("weight", "bias"))]
+        want = kn.function([x], kn.grad(kn.sum(out * out), params))(*feeds[0])
+    assert len(params) == 8
+    for v, w in zip(params, want):
+        np.testing.assert_array_equal(got[v.name], w, err_msg=v.name)
 
 
 def _model(nodes, inputs, outputs, opset=17, initializer=()):

@@ -120,7 +120,13 @@ def scan(ex, node, xs, out):
 
 
 def get(ex, node, xs, out):
-    """One output of a node of several (`Exporter.export_nodes` binds it without a node)."""
+    """One output of a node of several: `Exporter.export_nodes` binds it to the ONNX output
+    its producer's rule gave (a list); a producer written as one value has no ONNX form."""
+    if not isinstance(xs[0], list):
+        from .onnx_rules_scatter import raise_no_form
+
+        raise_no_form(node, f"(its operand, a {node.inputs[0].node.op.name} node, was written "
+                      "as one ONNX value, not one per output)")  # fmt: skip
     return xs[0][node.attrs["index"]]
 
 

@@ -24,6 +24,20 @@ uint16 = np.dtype("uint16")
 uint32 = np.dtype("uint32")
 uint64 = np.dtype("uint64")
 bool_ = np.dtype("bool")
+# Storage dtypes (PyTorch's float8 family and its shell int4/uint4/int2/uint2; ml_dtypes gives
+# NumPy the arrays, unpacked: one byte an element): casts to and from them work, promotion with
+# another dtype does not (PyTorch: "Promotion for Float8 Types is not supported"). They are not
+# in SUPPORTED, the dtypes every op is checked on.
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
+int4 = np.dtype(ml_dtypes.int4)
+uint4 = np.dtype(ml_dtypes.uint4)
+int2 = np.dtype(ml_dtypes.int2)
+uint2 = np.dtype(ml_dtypes.uint2)
 
 # PyTorch's names for them (kiln/__init__.py also exports `float`, `int` and `bool`).
 long, half, double = int64, float16, float64
@@ -31,6 +45,10 @@ long, half, double = int64, float16, float64
 SUPPORTED = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
     float64,
+)  # fmt: skip
+STORAGE_ONLY = (
+    float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn,
+    int4, uint4, int2, uint2,
 )  # fmt: skip
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
@@ -41,7 +59,9 @@ TUPLE = np.dtype([])
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
     uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32",
-    float64: "f64", TUPLE: "tuple",
+    float64: "f64", TUPLE: "tuple", float8_e4m3fn: "f8e4m3fn", float8_e5m2: "f8e5m2",
+    float8_e4m3fnuz: "f8e4m3fnuz", float8_e5m2fnuz: "f8e5m2fnuz", float8_e8m0fnu: "f8e8m0fnu",
+    float4_e2m1fn: "f4e2m1fn", int4: "i4", uint4: "u4", int2: "i2", uint2: "u2",
 }  # fmt: skip
 _FROM_SHORT = {v: k for k, v in _SHORT.items()}
 
@@ -59,7 +79,7 @@ def as_dtype(value) -> np.dtype:
     except TypeError as e:
         raise DTypeError(f"not a dtype: {value!r}") from e
     if dt not in _SHORT:
-        supported = ", ".join(d.name for d in SUPPORTED)
+        supported = ", ".join(d.name for d in SUPPORTED + STORAGE_ONLY)
         raise DTypeError(f"dtype {dt} is not supported by kiln (supported: {supported})")
     return dt
 
@@ -76,6 +96,15 @@ def is_float(dtype: np.dtype) -> bool:
 
 def is_int(dtype: np.dtype) -> bool:
     return dtype.kind in "iu"
+
+
+def is_storage_only(dtype: np.dtype) -> bool:
+    """A float8, float4, int4 or int2 dtype: cast to and from, never promoted.
+
+    >>> is_storage_only(float8_e4m3fn), is_storage_only(bfloat16)
+    (True, False)
+    """
+    return dtype in STORAGE_ONLY
 
 
 def weak_marker(value):
@@ -108,6 +137,10 @@ def promote(*dtypes_or_scalars) -> np.dtype:
     if all(not isinstance(a, np.dtype) for a in args):
         # Only weak scalars: the widest kind wins, at kiln's default width.
         return scalar_dtype(max(args, key=lambda a: (bool, int, float).index(type(a))))
+    stored = [a for a in args if isinstance(a, np.dtype) and a in STORAGE_ONLY]
+    if stored:  # one storage dtype, maybe with weak scalars, stays; with another dtype, raises
+        other = [a for a in args if isinstance(a, np.dtype) and a != stored[0]]
+        return _pair(stored[0], other[0]) if other else stored[0]
     if any(isinstance(a, np.dtype) and a == bfloat16 for a in args):
         return _promote_bfloat16(args)
     return as_dtype(np.result_type(*args))
@@ -171,6 +204,11 @@ def _pair(a: np.dtype, b: np.dtype) -> np.dtype:
     uint16/32/64 beside signed ints, NumPy's answer stands)."""
     if a is b or a == b:
         return a
+    if a in STORAGE_ONLY or b in STORAGE_ONLY:
+        raise DTypeError(
+            f"promotion of {a} and {b} is not supported: {a if a in STORAGE_ONLY else b}"
+            " is a storage dtype (cast it first, as PyTorch's float8 types)"
+        )
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
@@ -304,7 +342,7 @@ def as_array(value, dtype=None) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(DEFAULT_FLOAT)  # nested Python floats: kiln's default float
-    if array.dtype.kind in "OUSV" and array.dtype != bfloat16:
+    if array.dtype.kind in "OUSV" and array.dtype != bfloat16 and array.dtype not in STORAGE_ONLY:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     as_dtype(array.dtype)
     return array

@@ -111,13 +111,21 @@ def check_export(case, f, arrays, want, what):
     # networkx's matcher: op, shape, dtype, operand positions; constants and Variables alike,
     # both initializers), and identical values
     back = import_onnx(model)
-    assert same_program(kn.to_networkx(program_of(f)), kn.to_networkx(back),
-                        sources_alike=True), f"{what}: another program came back"  # fmt: skip
+    if not {n.op.name for n in program_of(f).nodes} & EQUIVALENT_FORMS:
+        assert same_program(kn.to_networkx(program_of(f)), kn.to_networkx(back),
+                            sources_alike=True), f"{what}: another program came back"  # fmt: skip
     with np.errstate(all="ignore"):
         got = as_list(kn.function(back.inputs, back.outputs)(*arrays))
     assert_identical(got, want, f"{what} round trip")
     # the ONNX nodes themselves, through the import rules: within the dtype's tolerance
     assert_same(run_imported(model, arrays, kiln_ops=False), want, case, f"{what} ONNX nodes")
+
+
+# Region ops whose import is an equivalent program, not the same one: ONNX's If has no
+# operands (its branches read the values around them, so kiln's operands come back as
+# captures) and Loop computes its condition in its body (a while_loop comes back carrying the
+# iteration count and the condition). Their values are still checked identical.
+EQUIVALENT_FORMS = {"cond", "while_loop"}
 
 
 def exportable(case, graph) -> set:
@@ -181,7 +189,7 @@ def test_op_table_export_coverage():
         graph, _, _ = build(case, arrays)
         exported += not exportable(case, graph)
     print(f"\nONNX export: {exported} of {len(CASES)} op-table rows")
-    assert exported >= 774, f"{exported} of {len(CASES)} rows export"  # 774 when written
+    assert exported >= 793, f"{exported} of {len(CASES)} rows export"  # 793 of 878 when written
 
 
 def test_ort_kernel_gaps_are_real():
@@ -481,3 +489,45 @@ def test_imported_conv_transpose_matches_onnxruntime(rank):
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
     want = run_ort(model, [x])[0]
     np.testing.assert_allclose(run_imported(model, [x])[0], want, rtol=1e-5, atol=1e-5)
+
+
+STORAGE = [kn.float8_e4m3fn, kn.float8_e5m2, kn.float8_e4m3fnuz, kn.float8_e5m2fnuz, kn.int4,
+           kn.uint4, kn.int2, kn.uint2]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=str)
+def test_storage_dtype_casts_export_and_round_trip(dtype):
+    """kiln's casts (PyTorch's saturation: only to float8_e4m3fn; NumPy's truncate-and-wrap to
+    small ints) written as ONNX Casts give onnxruntime's values, and import back."""
+    x = kn.placeholder(kn.float32, (10,), name="x")
+    f = kn.function([x], [kn.cast(kn.cast(x, dtype), kn.float32)])
+    xv = np.array([np.inf, -1e6, 470.0, 3.3, -7.6, 2.5, -0.4, 100.7, 0.0, np.nan], np.float32)
+    if dtype.name.startswith(("int", "uint")):
+        xv = xv[2:-1]  # float to int of inf or NaN is undefined in ONNX
+        f = kn.function([x := kn.placeholder(kn.float32, (7,), name="x")],
+                        [kn.cast(kn.cast(x, dtype), kn.float32)])  # fmt: skip
+    if dtype in (kn.int2, kn.uint2):
+        with pytest.raises(kn.GraphError, match="opset 25"):
+            to_onnx(f, opset=21)
+    model = to_onnx(f, opset=25 if dtype in (kn.int2, kn.uint2) else 21)
+    want = f(xv)
+    assert_identical(run_ort(model, [xv]), want, "onnxruntime")
+    assert_identical(run_imported(model, [xv]), want, "imported")
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [0, 1])
+def test_import_cast_to_e8m0_is_onnxs(mode, saturate):
+    """ONNX's cast to float8_e8m0fnu, compared with onnx.numpy_helper.to_float8e8m0."""
+    h, tp = onnx.helper, onnx.TensorProto
+    node = h.make_node("Cast", ["x"], ["y"], to=tp.FLOAT8E8M0, round_mode=mode, saturate=saturate)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", tp.FLOAT, [12])],
+                         [h.make_tensor_value_info("y", tp.FLOAT8E8M0, [12])])  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 24)])
+    big = np.float32(2.0**127) * np.float32(1.5)
+    xv = np.array([0.0, 1e-40, 0.3, 0.75, 1.0, 1.5, 3.0, -5.0, big, np.inf, np.nan, 6.0],
+                  np.float32)  # fmt: skip
+    want = onnx.numpy_helper.to_float8e8m0(xv, saturate=bool(saturate), round_mode=mode)
+    got = run_imported(model, [xv], kiln_ops=False)[0]
+    assert got.dtype == kn.float8_e8m0fnu
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

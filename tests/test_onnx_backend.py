@@ -22,11 +22,14 @@ onnx = pytest.importorskip("onnx")
 import kiln as kn  # noqa: E402
 from kiln.interchange import SUPPORTED, import_onnx  # noqa: E402
 
-# Measured when written (onnx 1.23.2): 1097 of 1270 cases pass; the count may only grow.
-MIN_PASSED = 1097
-# Of the cases whose dtypes kiln also has (not float8, int4, bfloat16, strings...), the share
-# that must pass (measured: 1097 of 1105, 99.3%).
-MIN_RATE_KILN_DTYPES = 0.99
+# Measured (onnx 1.23.2): 1282 of 1302 cases pass (98.5%); the count may only grow. The
+# issue's target: 95% of the cases whose ops kiln imports. (Before If, Loop and Scan imported,
+# 1270 cases counted, of which 1260 pass; those 32 cases joined when they did.)
+MIN_PASSED = 1282
+MIN_RATE = 0.95
+# Of the cases whose dtypes kiln also has (not strings), the share that must pass (measured:
+# 1282 of 1300, 98.6%).
+MIN_RATE_KILN_DTYPES = 0.985
 
 # Cases that must pass: one or more per kind of ONNX op kiln's exporter writes.
 MUST_PASS = [
@@ -64,6 +67,13 @@ MUST_PASS = [
     "test_convtranspose_autopad_same", "test_convtranspose_output_shape",
     "test_hammingwindow_expanded", "test_center_crop_pad_crop_and_pad_expanded",
     "test_attention_4d_causal_nonpad_attn_mask_composition_expanded", "test_convtranspose_3d",
+    "test_cast_FLOAT_to_FLOAT8E4M3FN", "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN",
+    "test_cast_FLOAT16_to_FLOAT8E5M2FNUZ", "test_cast_FLOAT8E5M2_to_FLOAT",
+    "test_cast_FLOAT_to_INT4", "test_cast_UINT2_to_UINT8", "test_cast_FLOAT_to_FLOAT4E2M1",
+    "test_cast_e8m0_FLOAT_to_FLOAT8E8M0",
+    "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FNUZ_expanded",
+    "test_if", "test_scan9_sum", "test_scan9_multi_state", "test_affine_grid_2d_expanded",
+    "test_linear_attention_gated_delta_expanded",
 ]  # fmt: skip
 
 
@@ -123,6 +133,8 @@ def run_case(case) -> bool:
                                            equal_nan=True)  # fmt: skip
             elif e.dtype.kind in "fc":
                 np.testing.assert_allclose(a, e, case.rtol, case.atol, equal_nan=True)
+            elif e.dtype in kn.dtypes.STORAGE_ONLY:  # float8, int4...: exactly, NaN equal to NaN
+                np.testing.assert_array_equal(a.astype(np.float32), e.astype(np.float32))
             else:
                 np.testing.assert_array_equal(a, e)
     return bool(frozen)
@@ -166,6 +178,7 @@ def test_backend_node_cases(cases):
     missing = [n for n in MUST_PASS if n not in passed]
     assert not missing, f"must-pass cases failed: {missing}\n" + "\n".join(lines)
     assert len(passed) >= MIN_PASSED, "\n".join(lines)
+    assert len(passed) >= MIN_RATE * counted, "\n".join(lines)
     assert len(passed) >= MIN_RATE_KILN_DTYPES * with_dtypes, "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ FORMAT, VERSION = "kiln.graph", 1
 MAX_DIM = 2**48  # larger dims (and Dim coefficients) are refused as hostile
 MAX_RANK, MAX_DEPTH = 64, 32  # the most dims, and the deepest nesting of attr tuples
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # attr ints: int64 and uint64 (seeds)
-_DTYPES = {d.name: d for d in dt.SUPPORTED}
+_DTYPES = {d.name: d for d in dt.SUPPORTED + dt.STORAGE_ONLY}
 _TOP_KEYS = {"format", "version", "nodes", "inputs", "outputs", "updates", "variables"}
 _OPTIONAL_KEYS = {"optimized"}  # the passes that made a program graph (not differentiable)
 _NODE_KEYS = {"name", "op", "inputs", "attrs", "site", "shape", "dtype"}
@@ -111,7 +111,7 @@ def _layout(doc: dict) -> str:
 
 def encode_array(array: np.ndarray) -> dict:
     """`{"data": base64 of the little-endian bytes, "dtype": name, "shape": [...]}`."""
-    if array.dtype not in dt.SUPPORTED:
+    if array.dtype not in _DTYPES.values():
         raise GraphFormatError(f"cannot write an array of dtype {array.dtype}")
     little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     data = base64.b64encode(little.tobytes()).decode("ascii")

@@ -90,7 +90,6 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True, args=None)
     onnx = _onnx()
     if args is not None:
         obj = trace(obj, *(args if isinstance(args, tuple) else (args,)))
-    from .onnx_rules import RULES
 
     opset = DEFAULT_OPSET if opset is None else int(opset)
     newest = onnx.defs.onnx_opset_version()
@@ -102,30 +101,7 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True, args=None)
     program = program_of(obj)
     ex = Exporter(onnx, opset, dynamic_dims)
     inputs = [ex.value_info(s, ex.bind(s, ex.unique(s.name))) for s in program.inputs]
-    for node in program.nodes:
-        if node.op.name == "placeholder":
-            continue
-        if node.op.name in ("variable", "constant"):
-            value = node.ref.numpy() if node.op.name == "variable" else node.attrs["value"].array
-            ex.bind(node.out, ex.initializer(value, node.name))
-            continue
-        rule = RULES.get(node.op.name)
-        if rule is None:
-            raise node_error(
-                GraphError, f"op {node.op.name} has no ONNX form (kiln's ONNX export covers "
-                "kiln.interchange.onnx_rules.RULES)", op=node.op.name, name=node.name,
-                site=node.site, inputs=node.inputs,
-            )  # fmt: skip
-        ex.node = node
-        xs = [ex.names[id(i)] for i in node.inputs]
-        out = ex.unique(node.name)
-        first = len(ex.nodes)
-        result = rule(ex, node, xs, out)
-        if result != out:
-            ex.emit("Identity", [result], out)
-        kiln_ops.tag(ex, node, xs, out, first)
-        ex.bind(node.out, out)
-        ex.node = None
+    ex.export_nodes(program.nodes)
     outputs = []
     for k, s in enumerate(program.outputs):
         name = ex.names[id(s)]
@@ -162,6 +138,56 @@ class Exporter:
         self.initializer_names: set[str] = set()
         self.dim_sources: dict = {}  # dim atom -> (ONNX value name, axis)
         self.node = None  # the kiln node being exported
+
+    def export_nodes(self, nodes) -> None:
+        """Writes kiln `nodes` (a program's, or a region body's) as ONNX nodes; their operands
+        must be bound. A node of several outputs (a region op) binds the list of its ONNX
+        outputs, which `get` nodes read."""
+        for node in nodes:
+            if node.op.name == "placeholder":
+                continue
+            if node.op.name in ("variable", "constant"):
+                value = (
+                    node.ref.numpy() if node.op.name == "variable" else node.attrs["value"].array
+                )
+                self.bind(node.out, self.initializer(value, node.name))
+                continue
+            if node.op.name == "get" and isinstance(self.names.get(id(node.inputs[0])), list):
+                self.bind(node.out, self.names[id(node.inputs[0])][node.attrs["index"]])
+                continue
+            from .onnx_rules import RULES
+
+            rule = RULES.get(node.op.name)
+            if rule is None:
+                raise node_error(
+                    GraphError, f"op {node.op.name} has no ONNX form (kiln's ONNX export covers "
+                    "kiln.interchange.onnx_rules.RULES)", op=node.op.name, name=node.name,
+                    site=node.site, inputs=node.inputs,
+                )  # fmt: skip
+            self.node = node
+            xs = [self.names[id(i)] for i in node.inputs]
+            out = self.unique(node.name)
+            first = len(self.nodes)
+            result = rule(self, node, xs, out)
+            if isinstance(result, list):  # several outputs: `get` nodes read them
+                self.names[id(node.out)] = result
+                self.node = None
+                continue
+            if result != out:
+                self.emit("Identity", [result], out)
+            kiln_ops.tag(self, node, xs, out, first)
+            self.bind(node.out, out)
+            self.node = None
+
+    def child(self) -> Exporter:
+        """An exporter for a subgraph (a region's body) of this graph, with initializers of its
+        own (its constants): names stay unique across the model, and dims are read from values
+        of the graphs around too."""
+        sub = Exporter(self.onnx, self.opset, self.dynamic_dims)
+        sub.taken = self.taken
+        sub.dim_sources = dict(self.dim_sources)
+        sub.names = dict(self.names)  # values of the graphs around, read by name
+        return sub
 
     def unique(self, base: str) -> str:
         name, k = base, 1

@@ -41,6 +41,7 @@ class Importer:
         self.values: dict = {}
         self.variables: dict[str, Variable] = {}
         self.node = None  # the ONNX node being imported
+        self.kiln_ops = True  # restore the kiln ops kiln's exporter tagged
 
     def symbol(self, value) -> Symbol:
         """`value` as a graph value: a Known becomes a Variable (an initializer) or a constant."""
@@ -152,9 +153,6 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
     (the default) its nodes come back as those kiln ops (identical values and gradients, where
     ONNX spells an op as a composition); `kiln_ops=False` imports the ONNX nodes themselves.
     """
-    from .onnx_import_fold import FOLD
-    from .onnx_import_rules import RULES
-
     onnx, model = _load(model_or_path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     graph = Graph()
@@ -173,8 +171,22 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
         if vi.name not in fixed:
             imp.values[vi.name] = _placeholder(graph, vi, onnx)
     graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in fixed]
-    restorable = onnx_kiln_ops.groups(model.graph) if kiln_ops else {}
-    nodes, k = list(model.graph.node), 0
+    imp.kiln_ops = kiln_ops
+    import_nodes(imp, model.graph)
+    imp.node = None
+    graph.outputs = [imp.symbol(imp.values[vi.name]) for vi in model.graph.output]
+    return graph
+
+
+def import_nodes(imp, graph_proto) -> None:
+    """Imports the nodes of an ONNX graph (the model's, or a subgraph's) into `imp.graph`,
+    binding their outputs' names in `imp.values`."""
+    from .onnx_import_fold import FOLD
+    from .onnx_import_rules import RULES
+
+    onnx = _onnx()
+    restorable = onnx_kiln_ops.groups(graph_proto) if imp.kiln_ops else {}
+    nodes, k = list(graph_proto.node), 0
     while k < len(nodes):
         node = imp.node = nodes[k]
         if k in restorable:  # a kiln op kiln exported: the op itself, not its ONNX spelling
@@ -192,7 +204,7 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         inputs = [imp.values[n] if n else None for n in node.input]
         fold = FOLD.get(node.op_type)
-        with graph.site(_site(node)):
+        with imp.graph.site(_site(node)):
             results = None
             if fold is not None and all(isinstance(v, Known) or v is None for v in inputs):
                 results = _fold(fold, inputs, attrs, imp)
@@ -207,8 +219,6 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
             if name:
                 imp.values[name] = value
     imp.node = None
-    graph.outputs = [imp.symbol(imp.values[vi.name]) for vi in model.graph.output]
-    return graph
 
 
 def _restore(imp, nodes, group):
@@ -245,4 +255,6 @@ def _fold(fold, inputs, attrs, imp):
         value = fold(imp, arrays, attrs)
     except TypeError:  # arithmetic kiln's Dims do not have (a sum of dims)
         return None
+    if isinstance(value, list):  # several outputs (Split)
+        return [Known(v) for v in value]
     return None if value is None else Known(value)

@@ -54,6 +54,19 @@ def _fold_reshape(imp, arrays, attrs):
     return x.reshape(target)
 
 
+def _fold_split(imp, a, attrs):
+    """Split's outputs (several): sizes from the input, the attr, or equal parts as ONNX's."""
+    x, axis, n = a[0], int(attrs.get("axis", 0)), len(imp.node.output)
+    if len(a) > 1 and a[1] is not None:
+        sizes = [int(v) for v in a[1]]
+    elif "split" in attrs:
+        sizes = [int(v) for v in attrs["split"]]
+    else:
+        per = -(-x.shape[axis] // n)
+        sizes = [min(per, x.shape[axis] - per * k) for k in range(n)]
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+
+
 def _dims_ok(fold):
     def wrapped(imp, arrays, attrs):
         return fold(imp, arrays, attrs)
@@ -87,7 +100,18 @@ FOLD = {
     "Abs": lambda imp, a, attrs: np.abs(a[0]),
     "Add": lambda imp, a, attrs: a[0] + a[1],
     "Sub": lambda imp, a, attrs: a[0] - a[1],
+    "Split": _fold_split,
 }
 # Folds that move or multiply dims without comparing them: safe on symbolic (Dim) entries.
-for _op in ("Identity", "Cast", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape"):
+for _op in (
+    "Identity",
+    "Cast",
+    "Concat",
+    "Gather",
+    "Slice",
+    "Squeeze",
+    "Unsqueeze",
+    "Reshape",
+    "Split",
+):
     FOLD[_op] = _dims_ok(FOLD[_op])

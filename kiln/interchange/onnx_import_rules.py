@@ -18,6 +18,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from .onnx_import import Known, axes_of
 from .onnx_import import norm_axis as _axis
+from .onnx_import_control import RULES as CONTROL_RULES
 from .onnx_import_nn import conv, conv_transpose, global_pool, max_pool, one_d, pool
 from .onnx_import_norm import RULES as NORM_RULES
 from .onnx_import_pad import pad
@@ -90,11 +91,67 @@ def _reciprocal(imp, xs, attrs):
 
 def _cast(imp, xs, attrs):
     onnx = __import__("onnx")
-    return imp.apply("cast", xs[0], dtype=onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]))
+    return _cast_to(imp, xs[0], onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]), attrs)
 
 
 def _cast_like(imp, xs, attrs):
-    return imp.apply("cast", xs[0], dtype=_dtype(xs[1]))
+    return _cast_to(imp, xs[0], _dtype(xs[1]), attrs)
+
+
+# float8_e4m3fn: the least magnitude whose round to nearest even passes 448 (halfway to 480,
+# the next step), where ONNX's cast without saturation gives NaN and kiln's (PyTorch's) 448.
+_E4M3FN_OVERFLOW = 464.0
+
+
+def _cast_to(imp, x, to, attrs):
+    """ONNX's Cast: to a float8 type from a float, `saturate` (default 1) clamps finite and
+    infinite values to the largest finite; float8_e8m0fnu rounds by `round_mode` (default up)
+    to a power of two. kiln's cast is PyTorch's (saturating only to float8_e4m3fn)."""
+    x = imp.symbol(x)
+    if dt.is_float(x.dtype) and to == dt.float8_e8m0fnu:
+        return _to_e8m0(imp, x, attrs)
+    if dt.is_float(x.dtype) and to in dt.STORAGE_ONLY and to.name.startswith("float"):
+        if attrs.get("saturate", 1):
+            big = float(__import__("ml_dtypes").finfo(to).max)
+            x = imp.apply("clip", x, imp.scalar(-big, x.dtype), imp.scalar(big, x.dtype))
+        elif to == dt.float8_e4m3fn:
+            nan, edge = imp.scalar(np.nan, x.dtype), imp.scalar(_E4M3FN_OVERFLOW, x.dtype)
+            x = imp.apply("where", imp.apply("greater", imp.apply("abs", x), edge), nan, x)
+    return imp.apply("cast", x, dtype=to)
+
+
+def _to_e8m0(imp, x, attrs):
+    """ONNX's cast to float8_e8m0fnu (as `onnx.numpy_helper.to_float8e8m0`): the float32
+    exponent field, one higher where `round_mode` rounds up (never past the largest with
+    `saturate`); NaN and inf give NaN, and the sign is dropped."""
+    i32 = dt.int32
+
+    def k(v):
+        return imp.scalar(v, i32)
+
+    def has(bits, mask):
+        return imp.apply("not_equal", imp.apply("bitwise_and", bits, k(mask)), k(0))
+
+    if x.dtype != dt.float32:
+        x = imp.apply("cast", x, dtype=dt.float32)
+    bits = imp.apply("bitcast", x, dtype=i32, source=dt.float32)
+    e = imp.apply("bitwise_and", imp.apply("bitwise_right_shift", bits, k(23)), k(0xFF))
+    special = imp.apply("equal", e, k(0xFF))
+    mode = _text(attrs.get("round_mode", "up"))
+    if mode == "up":
+        up = has(bits, 0x7FFFFF)
+    elif mode == "nearest":  # guard bit, and round, sticky or the exponent's lowest bit
+        rest = imp.apply("logical_or", has(bits, 0x1FFFFF), imp.apply("greater", e, k(0)))
+        up = imp.apply("logical_and", has(bits, 0x400000), rest)
+    else:
+        up = None
+    if up is not None:
+        up = imp.apply("logical_and", up, imp.apply("logical_not", special))
+        if attrs.get("saturate", 1):
+            up = imp.apply("logical_and", up, imp.apply("not_equal", e, k(0xFE)))
+        e = imp.apply("add", e, imp.apply("cast", up, dtype=i32))
+    e = imp.apply("cast", imp.apply("where", special, k(0xFF), e), dtype=dt.uint8)
+    return imp.apply("bitcast", e, dtype=dt.float8_e8m0fnu, source=dt.uint8)
 
 
 def _clip(imp, xs, attrs):
@@ -530,5 +587,6 @@ RULES = {
     "GlobalMaxPool": global_pool("reduce_max"),
 }
 RULES.update(NORM_RULES)
+RULES.update(CONTROL_RULES)
 SUPPORTED = frozenset(RULES) | {"Split"}
 RULES["Split"] = lambda imp, xs, attrs: _split(imp, xs, attrs, len(imp.node.output))

@@ -376,7 +376,14 @@ round_ = unary(
 )  # fmt: skip
 
 
+# PyTorch's casts to float8_e4m3fn saturate (inf and values past the largest finite go to
+# +-448, NaN stays); ml_dtypes' give NaN there, as for the other float8 types (PyTorch's too).
+_SATURATED = {dt.float8_e4m3fn: 448.0}
+
+
 def _cast(xp, x, out=None, *, dtype):
+    if dtype in _SATURATED and (x.dtype.kind == "f" or x.dtype == dt.bfloat16):
+        x = xp.clip(x, -_SATURATED[dtype], _SATURATED[dtype])
     if out is None:
         return x.astype(dtype)
     xp.copyto(out, x, casting="unsafe")

@@ -375,17 +375,47 @@ def _binary_tape(op, ufunc, a, b, fallback):
     (x, x_grad), (y, y_grad) = x, y
     grad = (x_grad or y_grad) and state.grad
     if grad and (x is a or y is b):
-        return fallback(a, b)  # the tape keeps the scalar as `lift` makes it
+        # the tape keeps a Python scalar as `lift` makes it: an array of the tensor's dtype
+        # (weak), for a float tensor; the rest goes the long way
+        if op.vjp is None:
+            return fallback(a, b)
+        if x is a:
+            x = _lifted(x, y)
+            if x is None:
+                return fallback(a, b)
+            a = x
+        else:
+            y = _lifted(y, x)
+            if y is None:
+                return fallback(a, b)
+            b = y
     try:
         data = ufunc(x, y, casting="no")
     except Exception:
         return fallback(a, b)
     if type(data) is not _ndarray:
         data = np.asarray(data)
-    out = make(data)
+    out = _new(Tensor)
+    out._data = data
+    out._meta = None
     if grad:
-        autograd.record(op, (a, b), {}, out)
+        autograd.record(op, (a, b), _NO_ATTRS, out)
     return out
+
+
+_NO_ATTRS: dict = {}  # NOTE: shared: the tape never changes a node's attrs
+
+
+def _lifted(scalar, array):
+    """`scalar` as `lift` makes it beside a float `array`: an array of its dtype; None for
+    other cases (an int tensor, a bool, an int float32 cannot hold…)."""
+    dtype = array.dtype
+    if dtype.kind != "f" or type(scalar) is bool:
+        return None
+    try:
+        return np.asarray(scalar, dtype)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _operand(v):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import SavedTensorError, node_message
-from .tensor import Tensor, describe, make
+from .tensor import Tensor, describe, make, meta_of
 
 __all__ = ["SavedTensorError", "Unavailable", "unpack"]
 
@@ -47,8 +47,11 @@ def _reason(message: str, node, i: int | None, meta, device) -> str:
     return node_message(message, op=node.op.name, site=node.site, inputs=[value])
 
 
-def unpack(node, create_graph: bool):
-    """(output, inputs) for the vjp; Unavailable for values that are gone or stale."""
+def unpack(node, create_graph: bool, plain: bool = False):
+    """(output, inputs) for the vjp; Unavailable for values that are gone or stale. With
+    `plain` (a primitive's vjp, without create_graph) the inputs come as plain copies: the same
+    data without history or version counter, so that the vjp's ops take eager's shortest path
+    (a custom vjp, as checkpoint's, may read their `requires_grad`)."""
     device = node.device
     if node.saved is None:
 
@@ -64,17 +67,24 @@ def unpack(node, create_graph: bool):
 
         inputs = [gone(i, meta) for i, meta in enumerate(node.metas[:-1])]
         return gone(None, node.metas[-1]), inputs
-    inputs = list(node.saved)
-    for i, (a, version) in enumerate(zip(node.saved, node.versions)):
-        if version is not None and a._vc.value != version:
-            inputs[i] = _stale(node, i, a._vc, version, node.metas[i], device)
+    # NOTE: a constant the forward op kept as an array (a lifted Python scalar) comes as a
+    # tensor, for the same reason
+    inputs = []
+    for a, version in zip(node.saved, node.versions):
+        if version is None:
+            inputs.append(a if isinstance(a, Tensor) else make(a, device))
+        elif a._meta.vc.value != version:
+            i = len(inputs)
+            inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+        else:
+            inputs.append(make(a._data, device) if plain else a)
     data, vc, version = node.out
     if vc.value != version:
         return _stale(node, None, vc, version, node.metas[-1], device), inputs
     out = make(data, device)
-    out._vc = vc
     if create_graph:
-        out.grad_fn, out._requires_grad = node, True
+        meta = meta_of(out)
+        meta.vc, meta.grad_fn, meta.requires_grad = vc, node, True
     return out, inputs
 
 

@@ -128,10 +128,13 @@ class AccumulateGrad:
 _STOP = REGISTRY["stop_gradient"]
 _BFLOAT16 = dt.bfloat16
 _CPU = "cpu"
+_ndarray = np.ndarray
 
 
-def record(op, args, attrs, out: Tensor) -> None:
-    """Records the tape entry of `out = op(*args)`; `out` then requires grad."""
+def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
+    """Records the tape entry of `out = op(*args)`; `out` then requires grad. `skip`: the
+    frames above this one that are kiln's for sure (where `user_site` starts looking: each
+    frame it looks at costs)."""
     data = out._data
     dtype = data.dtype
     if op is _STOP or (dtype.kind != "f" and dtype != _BFLOAT16):
@@ -156,7 +159,9 @@ def record(op, args, attrs, out: Tensor) -> None:
         else:
             edges.append(None)
             versions.append(None)
-            metas.append((np.shape(a), np.asarray(a).dtype))
+            metas.append(
+                (a.shape, a.dtype) if type(a) is _ndarray else (np.shape(a), np.asarray(a).dtype)
+            )
     metas.append((data.shape, dtype))
     meta = out._meta
     if meta is None:
@@ -186,7 +191,7 @@ def record(op, args, attrs, out: Tensor) -> None:
     node.out = (data, vc, vc.value)
     node.device = meta.device
     node.seq = next(_seq)
-    node.site = user_site()
+    node.site = user_site(skip)
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True

@@ -6,9 +6,12 @@ PyTorch, where only the values a gradient formula uses are saved."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import SavedTensorError, node_message
+from . import grad_mode
 from .tensor import Tensor, describe, make, meta_of
 
 __all__ = ["SavedTensorError", "Unavailable", "unpack"]
@@ -47,6 +50,10 @@ def _reason(message: str, node, i: int | None, meta, device) -> str:
     return node_message(message, op=node.op.name, site=node.site, inputs=[value])
 
 
+_new = object.__new__
+_ndarray = np.ndarray
+
+
 def unpack(node, create_graph: bool, plain: bool = False):
     """(output, inputs) for the vjp; Unavailable for values that are gone or stale. With
     `plain` (a primitive's vjp, without create_graph) the inputs come as plain copies: the same
@@ -68,16 +75,33 @@ def unpack(node, create_graph: bool, plain: bool = False):
         inputs = [gone(i, meta) for i, meta in enumerate(node.metas[:-1])]
         return gone(None, node.metas[-1]), inputs
     # NOTE: a constant the forward op kept as an array (a lifted Python scalar) comes as a
-    # tensor, for the same reason
+    # tensor, for the same reason. This runs once per tape entry in backward: plain CPU tensors
+    # are made inline, as `make` makes them while no thread is in inference mode
     inputs = []
-    for a, version in zip(node.saved, node.versions):
-        if version is None:
-            inputs.append(a if isinstance(a, Tensor) else make(a, device))
-        elif a._meta.vc.value != version:
-            i = len(inputs)
-            inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
-        else:
-            inputs.append(make(a._data, device) if plain else a)
+    if plain and device == "cpu" and not grad_mode.inference_threads:
+        for a, version in zip(node.saved, node.versions):
+            if version is not None:
+                if a._meta.vc.value != version:
+                    i = len(inputs)
+                    inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+                    continue
+                a = a._data
+            elif type(a) is not _ndarray:
+                inputs.append(a)
+                continue
+            t = _new(Tensor)
+            t._data = a
+            t._meta = None
+            inputs.append(t)
+    else:
+        for a, version in zip(node.saved, node.versions):
+            if version is None:
+                inputs.append(a if isinstance(a, (Tensor, bool, int, float)) else make(a, device))
+            elif a._meta.vc.value != version:
+                i = len(inputs)
+                inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+            else:
+                inputs.append(make(a._data, device) if plain else a)
     data, vc, version = node.out
     if vc.value != version:
         return _stale(node, None, vc, version, node.metas[-1], device), inputs

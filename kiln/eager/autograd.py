@@ -24,7 +24,7 @@ from ..passes.differentiate import sum_to_shape
 from ..runtime.backend import get_backend
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .saved import SavedTensorError, Unavailable, unpack
-from .tensor import Meta, Tensor, Version, check_view, describe, make, version_of
+from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
 
@@ -143,18 +143,20 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     # one pass over the arguments, no helper calls for the common case of CPU tensors
     versions, edges, metas = [], [], []
     for a in args:
-        if isinstance(a, Tensor):
+        if type(a) is Tensor or isinstance(a, Tensor):
             meta = a._meta
-            if meta is None or meta.vc is None:
-                vc = version_of(a)  # makes a's Meta too
-                meta = a._meta
+            array = a._data
+            if meta is None:  # a plain tensor: at version 0 (see `version_of`)
+                edges.append(None)
+                versions.append(0)
             else:
                 vc = meta.vc
-            if meta.inference:
-                _inference_error(op, len(edges), a)
-            edges.append((meta.grad_fn or a) if meta.requires_grad else None)
-            versions.append(vc.value)
-            array = a._data
+                if vc is None and meta.base is not None:
+                    vc = version_of(a)  # a view's is its base's
+                if meta.inference:
+                    _inference_error(op, len(edges), a)
+                edges.append((meta.grad_fn or a) if meta.requires_grad else None)
+                versions.append(0 if vc is None else vc.value)
             metas.append((array.shape, array.dtype))
         else:
             edges.append(None)
@@ -168,18 +170,11 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
         meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
         meta.device = _CPU
         meta.inference = False
-        meta.grad = meta.base = meta.base_fn = None
-        vc = meta.vc = _new(Version)  # as `version_of(out)`, without the calls
-        vc.value = 0
-        vc.op = vc.site = None
+        meta.grad = meta.vc = meta.base = meta.base_fn = None
+        vc = None  # made when needed (`version_of` gives it to this node too)
     else:
         vc = meta.vc
-    if vc is None:
-        if meta.base is None:
-            vc = meta.vc = _new(Version)  # as `version_of(out)`, without the calls
-            vc.value = 0
-            vc.op = vc.site = None
-        else:
+        if vc is None and meta.base is not None:
             vc = version_of(out)  # a view's is its base's
     node = _new(Node)
     node.op = op
@@ -188,7 +183,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.versions = versions
     node.edges = edges
     node.metas = metas
-    node.out = (data, vc, vc.value)
+    node.out = (data, vc, 0 if vc is None else vc.value)
     node.device = meta.device
     node.seq = next(_seq)
     node.site = user_site(skip)
@@ -337,6 +332,7 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
                          for e, meta in zip(node.edges, node.metas))  # fmt: skip
         raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
                          op=op.name, site=node.site)  # fmt: skip
+    # a primitive's vjp takes plain copies (see `unpack`)
     out, inputs = unpack(node, create_graph, not create_graph and REGISTRY.get(op.name) is op)
     # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
     # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
@@ -407,7 +403,8 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
     # NOTE: the loop below runs once per tape entry (the backward pass's per-op cost): the
     # common case (a vjp on CPU tensors whose cotangents need no summing or cast) is inline
-    pop, push = heapq.heappop, heapq.heappush
+    pop, push, registered = heapq.heappop, heapq.heappush, REGISTRY.get
+    anomaly, plain = is_anomaly_enabled(), not create_graph
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
@@ -423,13 +420,24 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                     captured[id(node)] = ct
                 if id(node) not in needed:
                     continue
-            cts = _vjp(node, ct, create_graph)
+            op = node.op
+            vjp = op.vjp
+            if vjp is None or anomaly or "vjp_needs" in op.tags:
+                cts = _vjp(node, ct, create_graph)
+            else:  # `_vjp`, inline
+                out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
+                attrs = node.attrs
+                cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
             for edge, c, meta in zip(node.edges, cts, node.metas):
                 if edge is None or c is None:
                     continue
                 if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                     continue
-                if type(c) is not Tensor or c._data.shape != meta[0] or c._data.dtype != meta[1]:
+                if (
+                    type(c) is not Tensor
+                    or (d := c._data).shape != meta[0]
+                    or (d.dtype is not meta[1] and d.dtype != meta[1])
+                ):
                     if isinstance(c, Unavailable):
                         raise SavedTensorError(c._reason)
                     c = _fit(c, meta, node.device)

@@ -360,7 +360,9 @@ def _unary_tape(op, ufunc, x, fallback):
         return fallback(x)
     if type(data) is not _ndarray:
         data = np.asarray(data)
-    out = make(data)
+    out = _new(Tensor)  # as `make(data)`
+    out._data = data
+    out._meta = None
     if meta.requires_grad and state.grad:
         autograd.record(op, (x,), _NO_ATTRS, out, 4)  # user_site starts at fn's caller
     return out

@@ -78,10 +78,12 @@ def unpack(node, create_graph: bool, plain: bool = False):
     # tensor, for the same reason. This runs once per tape entry in backward: plain CPU tensors
     # are made inline, as `make` makes them while no thread is in inference mode
     inputs = []
+    data, vc, made = node.out  # the output's data, version counter and version then
     if plain and device == "cpu" and not grad_mode.inference_threads:
         for a, version in zip(node.saved, node.versions):
             if version is not None:
-                if a._meta.vc.value != version:
+                meta = a._meta  # no Meta or no counter: at version 0 (see `version_of`)
+                if version != (0 if meta is None or meta.vc is None else meta.vc.value):
                     i = len(inputs)
                     inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
                     continue
@@ -93,18 +95,22 @@ def unpack(node, create_graph: bool, plain: bool = False):
             t._data = a
             t._meta = None
             inputs.append(t)
+        if vc is None or vc.value == made:
+            out = _new(Tensor)
+            out._data = data
+            out._meta = None
+            return out, inputs
     else:
         for a, version in zip(node.saved, node.versions):
             if version is None:
                 inputs.append(a if isinstance(a, (Tensor, bool, int, float)) else make(a, device))
-            elif a._meta.vc.value != version:
+            elif version != (0 if a._meta is None or a._meta.vc is None else a._meta.vc.value):
                 i = len(inputs)
                 inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
             else:
                 inputs.append(make(a._data, device) if plain else a)
-    data, vc, version = node.out
-    if vc.value != version:
-        return _stale(node, None, vc, version, node.metas[-1], device), inputs
+    if vc is not None and vc.value != made:
+        return _stale(node, None, vc, made, node.metas[-1], device), inputs
     out = make(data, device)
     if create_graph:
         meta = meta_of(out)

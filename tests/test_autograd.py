@@ -313,6 +313,26 @@ def test_inplace_change_of_a_saved_tensor_fails_backward_naming_it():
     assert "changed by add_ at test_autograd.py:" in text
 
 
+@pytest.mark.parametrize("case", ["output", "plain input", "through detach"])
+def test_inplace_change_after_recording_is_seen_by_the_lazily_made_counter(case):
+    # A recorded op's output and a plain input get their version counter only when first
+    # changed in place (`version_of`); the tape entry must see the change all the same.
+    # PyTorch 2.13 raises in all three cases (checked by hand).
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    d = kn.tensor([3.0, 4.0])
+    y = kn.exp(x) * d  # exp saves its output, mul saves d
+    if case == "output":
+        y = kn.exp(x)
+        y.add_(1)
+    elif case == "plain input":
+        d.mul_(2)
+    else:
+        y = kn.exp(x)
+        y.detach().zero_()
+    with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):
+        y.sum().backward()
+
+
 def test_inplace_change_of_a_tensor_no_gradient_needs_is_fine():
     a = kn.tensor([1.0, 2.0], requires_grad=True)
     b = a * 2

@@ -3,6 +3,7 @@ arrays (`unary_function` / `binary_function` in kiln.frontend.core): the same va
 errors, tape and inference flags as the long path (`lift_and_bind`), for every op whose kernel
 is one ufunc."""
 
+import functools
 import itertools
 import threading
 import warnings
@@ -91,6 +92,44 @@ def test_short_path_binary_matches_the_long_path(op):
         both_paths(op, x, scalar)  # weak Python scalars, on either side
         both_paths(op, scalar, x)
         both_paths(op, x[0], scalar)
+
+
+def with_grad(fn, op, args):
+    """`outcome` of fn(*args) with its tensor requiring grad, and of the tensor's gradient."""
+    x = kn.tensor(next(a for a in args if isinstance(a, np.ndarray)), requires_grad=True)
+    args = [x if isinstance(a, np.ndarray) else a for a in args]
+    made = []
+    y = outcome(lambda *a: made.append(fn(*a)) or made[0].detach(), *args)
+    if not made or not made[0].requires_grad:
+        return y, None
+    out = made[0]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        out.sum().backward()
+    return y, out.grad_fn.name(), None if x.grad is None else x.grad.numpy().tobytes()
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda op: op.name)
+def test_short_path_with_a_scalar_records_the_tape_as_the_long_path(op):
+    # A float tensor that requires grad beside a Python scalar: the short path keeps the
+    # scalar on the tape as `lift` makes it; values, grad_fn and gradients are the long path's
+    for dtype, scalar in itertools.product(("float32", "float16", "float64"), SCALARS):
+        x = np.asarray(VALUES["f"], dtype)
+        for args in ((x, scalar), (scalar, x)):
+            fast = with_grad(binary_function(op), op, args)
+            assert fast == with_grad(functools.partial(lift_and_bind, op), op, args), args
+
+
+def test_short_path_records_a_scalar_without_the_long_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("took the long path")
+
+    monkeypatch.setattr(core, "promote", refuse)  # what `lift_and_bind` calls first
+    x = kn.tensor([0.5, 1.0], requires_grad=True)
+    (kn.tanh(x * 1.5 + 2) - 1 * x).sum().backward()
+    a = np.array([0.5, 1.0])
+    expected = 1.5 * (1 - np.tanh(1.5 * a + 2) ** 2) - 1  # the chain rule by hand
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
 
 
 def test_short_path_errors_are_the_rules_with_the_site():

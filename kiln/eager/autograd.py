@@ -24,7 +24,7 @@ from ..passes.differentiate import sum_to_shape
 from ..runtime.backend import get_backend
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .saved import SavedTensorError, Unavailable, unpack
-from .tensor import Tensor, check_view, describe, make, version_of
+from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
 
@@ -131,36 +131,55 @@ class AccumulateGrad:
 
 _STOP = REGISTRY["stop_gradient"]
 _BFLOAT16 = dt.bfloat16
+_CPU = "cpu"
+_ndarray = np.ndarray
 
 
-def record(op, args, attrs, out: Tensor) -> None:
-    """Records the tape entry of `out = op(*args)`; `out` then requires grad."""
+def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
+    """Records the tape entry of `out = op(*args)`; `out` then requires grad. `skip`: the
+    frames above this one that are kiln's for sure (where `user_site` starts looking: each
+    frame it looks at costs)."""
     data = out._data
-    if op is _STOP or (data.dtype.kind != "f" and data.dtype != _BFLOAT16):
+    dtype = data.dtype
+    if op is _STOP or (dtype.kind != "f" and dtype != _BFLOAT16):
         return
+    # NOTE: every op on the tape passes here (the eager forward pass's per-op cost with grad):
+    # one pass over the arguments, no helper calls for the common case of CPU tensors
     versions, edges, metas = [], [], []
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            vc = version_of(a)  # makes a's Meta too
+    for a in args:
+        if type(a) is Tensor or isinstance(a, Tensor):
             meta = a._meta
-            if meta.inference:
-                raise node_error(
-                    AutogradError,
-                    "Inference tensors cannot be saved for backward. To work around you can "
-                    "make a clone to get a normal tensor and use it in autograd (input "
-                    f"{i} of {op.name} was made in inference_mode)",
-                    op=op.name, site=user_site(), inputs=[describe(a)],
-                )  # fmt: skip
-            edges.append((meta.grad_fn or a) if meta.requires_grad else None)
-            versions.append(vc.value)
             array = a._data
+            if meta is None:  # a plain tensor: at version 0 (see `version_of`)
+                edges.append(None)
+                versions.append(0)
+            else:
+                vc = meta.vc
+                if vc is None and meta.base is not None:
+                    vc = version_of(a)  # a view's is its base's
+                if meta.inference:
+                    _inference_error(op, len(edges), a)
+                edges.append((meta.grad_fn or a) if meta.requires_grad else None)
+                versions.append(0 if vc is None else vc.value)
             metas.append((array.shape, array.dtype))
         else:
             edges.append(None)
             versions.append(None)
-            metas.append((np.shape(a), np.asarray(a).dtype))
-    vc = version_of(out)
-    metas.append((data.shape, data.dtype))
+            metas.append(
+                (a.shape, a.dtype) if type(a) is _ndarray else (np.shape(a), np.asarray(a).dtype)
+            )
+    metas.append((data.shape, dtype))
+    meta = out._meta
+    if meta is None:
+        meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
+        meta.device = _CPU
+        meta.inference = False
+        meta.grad = meta.vc = meta.base = meta.base_fn = None
+        vc = None  # made when needed (`version_of` gives it to this node too)
+    else:
+        vc = meta.vc
+        if vc is None and meta.base is not None:
+            vc = version_of(out)  # a view's is its base's
     node = _new(Node)
     node.op = op
     node.attrs = attrs
@@ -168,14 +187,23 @@ def record(op, args, attrs, out: Tensor) -> None:
     node.versions = versions
     node.edges = edges
     node.metas = metas
-    node.out = (data, vc, vc.value)
-    meta = out._meta  # made by version_of(out)
+    node.out = (data, vc, 0 if vc is None else vc.value)
     node.device = meta.device
     node.seq = next(_seq)
-    node.site = user_site()
+    node.site = user_site(skip)
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True
+
+
+def _inference_error(op, i: int, a: Tensor):
+    raise node_error(
+        AutogradError,
+        "Inference tensors cannot be saved for backward. To work around you can "
+        "make a clone to get a normal tensor and use it in autograd (input "
+        f"{i} of {op.name} was made in inference_mode)",
+        op=op.name, site=user_site(), inputs=[describe(a)],
+    )  # fmt: skip
 
 
 def retain(t: Tensor) -> None:
@@ -308,7 +336,8 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
                          for e, meta in zip(node.edges, node.metas))  # fmt: skip
         raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
                          op=op.name, site=node.site)  # fmt: skip
-    out, inputs = unpack(node, create_graph)
+    # a primitive's vjp takes plain copies (see `unpack`)
+    out, inputs = unpack(node, create_graph, not create_graph and REGISTRY.get(op.name) is op)
     # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
     # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
     # checks the needed ones. Those whose unneeded cotangents cost (matmul…) take `needs`.
@@ -368,7 +397,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
     {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
     pending: dict = {}  # id(node or leaf) -> [node or leaf, summed cotangent]
-    heap: list = []
+    heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
     target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
     starts = [r.grad_fn for r in roots if r.grad_fn is not None]
@@ -376,33 +405,59 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     captured: dict = {}
     waits = _LeafWaits(starts) if _HOOKS and targets is None else None
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
+    # NOTE: the loop below runs once per tape entry (the backward pass's per-op cost): the
+    # common case (a vjp on CPU tensors whose cotangents need no summing or cast) is inline
+    pop, push, registered = heapq.heappop, heapq.heappush, REGISTRY.get
+    anomaly, plain = is_anomaly_enabled(), not create_graph
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
         while heap:
-            node = heapq.heappop(heap)[2]
+            node = pop(heap)[1]
             ct = pending.pop(id(node))[1]
             if _HOOKS:
                 ct = _apply_hooks(node, ct)
             if node.retained is not None and node.retained() is not None:
                 _accumulate(node.retained(), ct, create_graph)
-            if target_ids is not None and id(node) in target_ids:
-                captured[id(node)] = ct
-            if needed is not None and id(node) not in needed:
-                continue
-            cts = _vjp(node, ct, create_graph)
+            if target_ids is not None:
+                if id(node) in target_ids:
+                    captured[id(node)] = ct
+                if id(node) not in needed:
+                    continue
+            op = node.op
+            vjp = op.vjp
+            if vjp is None or anomaly or "vjp_needs" in op.tags:
+                cts = _vjp(node, ct, create_graph)
+            else:  # `_vjp`, inline
+                out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
+                attrs = node.attrs
+                cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
             for edge, c, meta in zip(node.edges, cts, node.metas):
                 if edge is None or c is None:
                     continue
                 if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                     continue
-                if isinstance(c, Unavailable):
-                    raise SavedTensorError(c._reason)
-                _send(edge, _fit(c, meta, node.device), pending, heap, leaves)
+                if (
+                    type(c) is not Tensor
+                    or (d := c._data).shape != meta[0]
+                    or (d.dtype is not meta[1] and d.dtype != meta[1])
+                ):
+                    if isinstance(c, Unavailable):
+                        raise SavedTensorError(c._reason)
+                    c = _fit(c, meta, node.device)
+                entry = pending.get(id(edge))
+                if entry is not None:
+                    entry[1] = entry[1] + c
+                    continue
+                pending[id(edge)] = [edge, c]
+                if type(edge) is Node:
+                    push(heap, (-edge.seq, edge))
+                else:
+                    leaves.append(edge)
             if waits is not None:
                 waits.paid(node, pending, create_graph)
             if not retain_graph:
-                node.release()
+                node.saved = node.out = None
     if targets is not None:
         captured.update((id(leaf), pending[id(leaf)][1]) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
@@ -419,7 +474,7 @@ def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:
         return
     pending[id(edge)] = [edge, ct]
     if isinstance(edge, Node):
-        heapq.heappush(heap, (-edge.seq, id(edge), edge))
+        heapq.heappush(heap, (-edge.seq, edge))
     else:
         leaves.append(edge)
 

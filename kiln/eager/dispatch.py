@@ -360,41 +360,91 @@ def _unary_tape(op, ufunc, x, fallback):
         return fallback(x)
     if type(data) is not _ndarray:
         data = np.asarray(data)
-    out = make(data)
+    out = _new(Tensor)  # as `make(data)`
+    out._data = data
+    out._meta = None
     if meta.requires_grad and state.grad:
-        autograd.record(op, (x,), {}, out)
+        autograd.record(op, (x,), _NO_ATTRS, out, 4)  # user_site starts at fn's caller
     return out
 
 
 def _binary_tape(op, ufunc, a, b, fallback):
     """`op(a, b)` where a tensor is not plain: CPU tensors (or one and a weak scalar, without
     grad) run the ufunc, then the tape entry."""
-    x, y = _operand(a), _operand(b)
-    if x is None or y is None or opmath_operands(op, (a, b)) is not None:
-        return fallback(a, b)  # a GPU tensor, or a bfloat16 one with a Python float
-    (x, x_grad), (y, y_grad) = x, y
-    grad = (x_grad or y_grad) and state.grad
-    if grad and (x is a or y is b):
-        return fallback(a, b)  # the tape keeps the scalar as `lift` makes it
+    # NOTE: `_operand` of each, inline (this is the per-op path of every op that records)
+    grad = False
+    if type(a) is Tensor:
+        meta = a._meta
+        if meta is None:
+            x = a._data
+        elif meta.device is _CPU or meta.device == _CPU:
+            if meta.base is not None:
+                check_view(a, meta)
+            x, grad = a._data, meta.requires_grad
+        else:
+            return fallback(a, b)  # a GPU tensor
+    else:
+        x = a
+    if type(b) is Tensor:
+        meta = b._meta
+        if meta is None:
+            y = b._data
+        elif meta.device is _CPU or meta.device == _CPU:
+            if meta.base is not None:
+                check_view(b, meta)
+            y = b._data
+            grad = grad or meta.requires_grad
+        else:
+            return fallback(a, b)
+    else:
+        y = b
+    # (a bfloat16 tensor with a Python float that `opmath_operands` takes does not come here:
+    # `binary_function` sends it down the long path first)
+    grad = grad and state.grad
+    if grad:
+        saved = (a, b)
+        if x is a or y is b:
+            # the tape keeps a Python scalar as `lift` makes it: an array of the tensor's
+            # dtype (weak), for a float tensor; the rest goes the long way
+            if op.vjp is None:
+                return fallback(a, b)
+            if x is a:
+                x = _lifted(x, y)
+                if x is None:
+                    return fallback(a, b)
+                saved = (x, b)
+            else:
+                y = _lifted(y, x)
+                if y is None:
+                    return fallback(a, b)
+                saved = (a, y)
     try:
         data = ufunc(x, y, casting="no")
     except Exception:
         return fallback(a, b)
     if type(data) is not _ndarray:
         data = np.asarray(data)
-    out = make(data)
+    out = _new(Tensor)
+    out._data = data
+    out._meta = None
     if grad:
-        autograd.record(op, (a, b), {}, out)
+        autograd.record(op, saved, _NO_ATTRS, out, 4)  # user_site starts at fn's caller
     return out
 
 
-def _operand(v):
-    """(array, whether it requires grad) of a CPU operand; None for a tensor on a GPU."""
-    if type(v) is not Tensor:
-        return v, False
-    meta = v._meta
-    if meta is None:
-        return v._data, False
-    if meta.base is not None:
-        check_view(v, meta)
-    return (v._data, meta.requires_grad) if meta.device == _CPU else None
+_NO_ATTRS: dict = {}  # NOTE: shared: the tape never changes a node's attrs
+
+
+def _lifted(scalar, array):
+    """`scalar` as `lift` makes it beside a float `array`: an array of its dtype; None for
+    other cases (an int tensor, a bool, an int float32 cannot hold…)."""
+    dtype = array.dtype
+    if dtype.kind != "f" or type(scalar) is bool:
+        return None
+    try:
+        return _asarray(scalar, dtype)
+    except (OverflowError, ValueError):
+        return None
+
+
+_asarray = np.asarray

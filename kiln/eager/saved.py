@@ -6,10 +6,13 @@ PyTorch, where only the values a gradient formula uses are saved."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import SavedTensorError, node_message
-from .tensor import Tensor, describe, make
+from . import grad_mode
+from .tensor import Tensor, describe, make, meta_of
 
 __all__ = ["SavedTensorError", "Unavailable", "unpack"]
 
@@ -47,8 +50,15 @@ def _reason(message: str, node, i: int | None, meta, device) -> str:
     return node_message(message, op=node.op.name, site=node.site, inputs=[value])
 
 
-def unpack(node, create_graph: bool):
-    """(output, inputs) for the vjp; Unavailable for values that are gone or stale."""
+_new = object.__new__
+_ndarray = np.ndarray
+
+
+def unpack(node, create_graph: bool, plain: bool = False):
+    """(output, inputs) for the vjp; Unavailable for values that are gone or stale. With
+    `plain` (a primitive's vjp, without create_graph) the inputs come as plain copies: the same
+    data without history or version counter, so that the vjp's ops take eager's shortest path
+    (a custom vjp, as checkpoint's, may read their `requires_grad`)."""
     device = node.device
     if node.saved is None:
 
@@ -64,17 +74,47 @@ def unpack(node, create_graph: bool):
 
         inputs = [gone(i, meta) for i, meta in enumerate(node.metas[:-1])]
         return gone(None, node.metas[-1]), inputs
-    inputs = list(node.saved)
-    for i, (a, version) in enumerate(zip(node.saved, node.versions)):
-        if version is not None and a._vc.value != version:
-            inputs[i] = _stale(node, i, a._vc, version, node.metas[i], device)
-    data, vc, version = node.out
-    if vc.value != version:
-        return _stale(node, None, vc, version, node.metas[-1], device), inputs
+    # NOTE: a constant the forward op kept as an array (a lifted Python scalar) comes as a
+    # tensor, for the same reason. This runs once per tape entry in backward: plain CPU tensors
+    # are made inline, as `make` makes them while no thread is in inference mode
+    inputs = []
+    data, vc, made = node.out  # the output's data, version counter and version then
+    if plain and device == "cpu" and not grad_mode.inference_threads:
+        for a, version in zip(node.saved, node.versions):
+            if version is not None:
+                meta = a._meta  # no Meta or no counter: at version 0 (see `version_of`)
+                if version != (0 if meta is None or meta.vc is None else meta.vc.value):
+                    i = len(inputs)
+                    inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+                    continue
+                a = a._data
+            elif type(a) is not _ndarray:
+                inputs.append(a)
+                continue
+            t = _new(Tensor)
+            t._data = a
+            t._meta = None
+            inputs.append(t)
+        if vc is None or vc.value == made:
+            out = _new(Tensor)
+            out._data = data
+            out._meta = None
+            return out, inputs
+    else:
+        for a, version in zip(node.saved, node.versions):
+            if version is None:
+                inputs.append(a if isinstance(a, (Tensor, bool, int, float)) else make(a, device))
+            elif version != (0 if a._meta is None or a._meta.vc is None else a._meta.vc.value):
+                i = len(inputs)
+                inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+            else:
+                inputs.append(make(a._data, device) if plain else a)
+    if vc is not None and vc.value != made:
+        return _stale(node, None, vc, made, node.metas[-1], device), inputs
     out = make(data, device)
-    out._vc = vc
     if create_graph:
-        out.grad_fn, out._requires_grad = node, True
+        meta = meta_of(out)
+        meta.vc, meta.grad_fn, meta.requires_grad = vc, node, True
     return out, inputs
 
 

@@ -109,7 +109,11 @@ def meta_of(t) -> Meta:
 
 def version_of(t) -> Version:
     """The version counter of `t`, made on first need: a view shares its base's (so a base
-    gets one only when it or one of its views is changed in place or saved for backward)."""
+    gets one only when it or one of its views is changed in place).
+
+    Until then its version is 0: the tape records 0 for a tensor without one, and the tape
+    entry that made `t` (its `grad_fn`, whose `out` is `(data, None, 0)`) gets the counter
+    made here, so that it sees later changes of its output."""
     meta = t._meta
     if meta is None:
         meta = t._meta = Meta()
@@ -121,6 +125,11 @@ def version_of(t) -> Version:
             vc = meta.vc = _new(Version)  # as `Version()`, without the call of __init__
             vc.value = 0
             vc.op = vc.site = None
+            node = meta.grad_fn
+            if node is not None:
+                out = node.out  # (data, counter, version) or None once backward freed it
+                if out is not None and out[1] is None and out[0] is t._data:
+                    node.out = (out[0], vc, 0)
     return vc
 
 

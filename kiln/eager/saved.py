@@ -103,7 +103,10 @@ def unpack(node, create_graph: bool, plain: bool = False):
     else:
         for a, version in zip(node.saved, node.versions):
             if version is None:
-                inputs.append(a if isinstance(a, (Tensor, bool, int, float)) else make(a, device))
+                # NOTE: on a GPU, a kept NumPy array stays one: the op that reads it moves it
+                # to the device (`make` would label host data as the device's)
+                cpu_array = type(a) is _ndarray and device == "cpu"
+                inputs.append(make(a, device) if cpu_array else a)
             elif version != (0 if a._meta is None or a._meta.vc is None else a._meta.vc.value):
                 i = len(inputs)
                 inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))

@@ -36,7 +36,6 @@ KNOWN = {
     "unary*/square-b-*/*": "square of bool is int8 (NumPy); PyTorch's int64",
     "reduce/mode-*/*": "mode is not built",
     "reduce/nanmedian-*/*": "nanmedian is not built",
-    "sort/msort-*/*": "msort is not built",
     "sort/unique/*": "unique is not built",
     "tensor-ops/*_-*/graph": "in-place methods on a Symbol: a graph value cannot change",
     "tensor-ops/*_-*/compile": "in-place methods on a Symbol: a graph value cannot change",

@@ -147,7 +147,12 @@ SHAPE = [
     ("combinations", lambda L, x: L.combinations(x[0, 0])), ("block_diag", lambda L, x: L.block_diag(x[0], x[1])), ("atleast_1d", lambda L, x: L.atleast_1d(x[0, 0, 0])),
     ("flatten-method-neg", lambda L, x: x.flatten(-2, -1)), ("view_as", lambda L, x: x.view_as(x)), ("reshape_as", lambda L, x: x.reshape_as(x)), ("expand_as", lambda L, x: x[:1].expand_as(x)),
     ("squeeze-tuple", lambda L, x: x[:1, :1].squeeze((0, 1))), ("amax-tuple", lambda L, x: x.amax((0, 2))), ("logsumexp-keep", lambda L, x: L.logsumexp(x.float(), 1, keepdim=True)),
-    ("norm-p1", lambda L, x: x.float().norm(p=1, dim=1)), ("dist", lambda L, x: L.dist(x.float(), x.float() + 1)), ("matrix_power", lambda L, x: L.matrix_power(x[0, :2, :2], 3)),
+    ("norm-p1", lambda L, x: x.float().norm(p=1, dim=1)),
+    ("H", lambda L, x: x[0].H), ("mH", lambda L, x: x.mH), ("adjoint", lambda L, x: x.adjoint()), ("msort-method", lambda L, x: x.msort()),
+    ("sum_to_size", lambda L, x: x.sum_to_size(1, 3, 1)), ("split_with_sizes", lambda L, x: x.split_with_sizes([1, 2], 1)), ("isreal", lambda L, x: x.isreal()),
+    ("median-dim", lambda L, x: x.median(1)), ("kthvalue-method", lambda L, x: x.kthvalue(2, 1, True)), ("nansum-method", lambda L, x: x.nansum(0)),
+    ("index_add-alpha", lambda L, x: x.index_add(2, L.tensor([1, 1]), x, alpha=2)), ("diag_embed-offset", lambda L, x: L.diag_embed(x, 1, 0, 2)),
+    ("rot90-k3", lambda L, x: L.rot90(x, 3, (0, 2))), ("tensor_split-idx", lambda L, x: L.tensor_split(x, [1, 5], 1)), ("movedim-multi", lambda L, x: L.movedim(x, (0, 1), (2, 0))), ("dist", lambda L, x: L.dist(x.float(), x.float() + 1)), ("matrix_power", lambda L, x: L.matrix_power(x[0, :2, :2], 3)),
 ]
 for n, f in SHAPE:
     for dt in ("f32", "i64", "b"):

@@ -195,13 +195,14 @@ def install(cls=Symbol) -> None:
         setattr(cls, name, fn)
     for name, fn in METHODS.items():
         setattr(cls, name, getattr(fn, "without_out", fn))  # methods take no out=
-    for name, fn in xs.TYPE_METHODS.items():
+    for name, fn in (xs.TYPE_METHODS | xs.REAL_METHODS).items():
         setattr(cls, name, fn)
     for name, fn in xs.TYPE_PROPERTIES.items():
         setattr(cls, name, property(fn))
     cls.reshape = _reshape_method
     cls.T = property(s.reverse_dims)
-    cls.mT = property(s.matrix_transpose)
+    cls.mT = cls.mH = property(s.matrix_transpose)  # mH: the conjugate of real values is themselves
+    cls.H = property(s.t)
     cls.__hash__ = object.__hash__  # == is elementwise; Symbols hash by identity
     cls.__array_ufunc__ = None  # NumPy defers to the reflected operator
     if cls is Symbol:
@@ -209,3 +210,5 @@ def install(cls=Symbol) -> None:
             setattr(cls, name, fn)
         cls.view = _view
         cls.device = property(_device)
+        cls.is_cuda = property(lambda self: self.device.type == "cuda")
+        cls.is_inference = lambda self: False

@@ -22,7 +22,8 @@ __all__ = [
     "absolute", "aminmax", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
     "arctanh", "clamp_max", "clamp_min", "count_nonzero", "deg2rad", "erfc", "fix",
     "float_power", "fmax", "fmin", "frac", "heaviside", "hypot", "isinf", "isneginf",
-    "isposinf", "kthvalue", "logaddexp2", "logit", "median", "nan_to_num", "nanmean", "nansum",
+    "isposinf", "kthvalue", "logaddexp2", "logit", "median", "msort", "nan_to_num", "nanmean",
+    "nansum",
     "negative", "positive", "rad2deg", "reciprocal", "round", "sgn", "signbit", "sinc",
     "std_mean", "var_mean", "xlogy",
 ]  # fmt: skip
@@ -433,3 +434,14 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     """
     v = m.std(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
+
+
+def msort(input):  # noqa: A002
+    """`input` sorted along dim 0 (the values of `sort(input, 0)`).
+
+    >>> import kiln as kn
+    >>> kn.msort(kn.tensor([[3, 1], [2, 4]]))
+    tensor([[2, 1],
+            [3, 4]])
+    """
+    return tm.sort(input, 0).values

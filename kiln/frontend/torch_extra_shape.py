@@ -314,6 +314,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     x, idx, src = lift(input, index, source)
     d = _dim(x, dim)
     src = src if alpha == 1 else m.mul(src, alpha)
+    src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
     return ti.scatter_add(x, d, _along(idx, d, src.shape), src)
 
 
@@ -404,6 +405,32 @@ TYPE_METHODS = {
     "char": lambda self: self.to(dt.as_dtype("int8")),
     "byte": lambda self: self.to(dt.as_dtype("uint8")),
     "get_device": lambda self: -1 if self.device.type == "cpu" else (self.device.index or 0),
+}  # fmt: skip
+
+
+def _sum_to_size(self, *size):
+    """Sums the dims that `size` (broadcastable to self's shape) has as 1 or lacks."""
+    size = tuple(ts._sizes(size))
+    lead = len(self.shape) - len(size)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(size) if d == 1 and self.shape[lead + i] != 1
+    )
+    out = m.sum(self, dims, keepdim=True) if dims else self
+    return s.reshape(out, size) if tuple(out.shape) != size else out
+
+
+# PyTorch's methods for real tensors: conjugation is the identity, and the like
+REAL_METHODS = {
+    "conj": lambda self: self, "conj_physical": lambda self: self,
+    "resolve_conj": lambda self: self, "resolve_neg": lambda self: self,
+    "is_conj": lambda self: False, "is_neg": lambda self: False,
+    "isreal": lambda self: m.logical_or(m.isnan(self), m.logical_not(m.isnan(self))),
+    "adjoint": lambda self: s.matrix_transpose(self),
+    "narrow_copy": lambda self, *a: narrow(self, *a),
+    "split_with_sizes": lambda self, split_sizes, dim=0: ts.split(self, list(split_sizes), dim),
+    "sum_to_size": _sum_to_size, "vdot": lambda self, other: m.dot(self, other),
+    "is_same_size": lambda self, other: tuple(self.shape) == tuple(other.shape),
+    "is_nonzero": lambda self: bool(self),
 }  # fmt: skip
 TYPE_PROPERTIES = {
     "itemsize": lambda self: dt.as_dtype(self.dtype).itemsize,

@@ -49,20 +49,13 @@ KNOWN = {
     "tensor-ops/addcmul-b/*": "addcmul of bools with value=0.5: kiln promotes to float",
     "tensor-ops/argwhere-*/*": "argwhere is not built",
     "tensor-ops/bincount-*/*": "bincount is not built",
-    "tensor-ops/cdist-*/*": "cdist is not built",
     "tensor-ops/combinations-*/*": "combinations is not built",
-    "tensor-ops/corrcoef-*/*": "corrcoef is not built",
-    "tensor-ops/cov-*/*": "cov is not built",
     "tensor-ops/frexp-*/*": "frexp is not built",
     "tensor-ops/histc-*/*": "histc is not built",
     "tensor-ops/i0-*/*": "i0 is not built",
-    "tensor-ops/isin-*/*": "isin is not built",
-    "tensor-ops/ldexp-*/*": "ldexp is not built",
     "tensor-ops/masked_scatter-*/*": "masked_scatter is not built",
     "tensor-ops/put-*/*": "put is not built",
     "tensor-ops/renorm-*/*": "renorm is not built",
-    "tensor-ops/searchsorted-*/*": "searchsorted is not built",
-    "tensor-ops/trapezoid-*/*": "trapezoid is not built",
     "tensor-ops/vander-*/*": "vander is not built",
     "nn.functional/alpha_dropout-eval/*": "alpha_dropout is not built",
     "nn.functional/bilinear/*": "bilinear is not built",
@@ -114,6 +107,7 @@ SUPERSET = {
     "tensor-ops/lerp-*/*": "lerp of mixed float dtypes (promoted, as other binary ops)",
     "tensor-ops/*softmax*-i64/*": "softmax of integers gives the default float",
     "tensor-ops/addcdiv-i64/*": "addcdiv of integers (true division gives floats)",
+    "tensor-ops/cdist-i64/*": "cdist of integers (PyTorch: floats only)",
 }
 
 

@@ -14,10 +14,12 @@ from . import shape as s
 from . import torch_math as tm
 from .core import lift
 from .torch_extra_shape import select
+from .torch_shape import diagonal
 
 __all__ = [
-    "addcdiv", "addcmul", "addmv", "addr", "baddbmm", "cross", "dist", "ger", "inner", "kron",
-    "matrix_power", "mv", "norm", "outer",
+    "addcdiv", "addcmul", "addmv", "addr", "baddbmm", "cdist", "corrcoef", "cov", "cross",
+    "dist", "ger", "inner", "isin", "kron", "ldexp", "matrix_power", "mv", "norm", "outer",
+    "searchsorted", "trapezoid",
 ]  # fmt: skip
 
 
@@ -242,3 +244,145 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     if isinstance(p, str):
         raise ValueError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
     return m.pow(m.sum(m.pow(a, p), dim, keepdim), 1.0 / p)
+
+
+# -- statistics and searching -------------------------------------------------------------------
+
+
+def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in the rows of `input` (observations in the
+    columns), divided by `n - correction`.
+
+    >>> import kiln as kn
+    >>> kn.cov(kn.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 7.0]]))
+    tensor([[1.0000, 1.5000],
+            [1.5000, 2.3333]])
+    """
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights and aweights")
+    (x,) = lift(input)
+    if x.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got {x.ndim}")
+    x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
+    x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    n = x.shape[1]
+    centred = m.sub(x, m.mean(x, 1, keepdim=True))
+    product = m.matmul(centred, s.transpose(centred, 0, 1))
+    out = m.div(product, max(n - correction, 0))
+    return s.reshape(out, ()) if input_ndim(input) < 2 else out
+
+
+def input_ndim(value) -> int:
+    return lift(value)[0].ndim
+
+
+def corrcoef(input):  # noqa: A002
+    """Pearson's correlation coefficients of the rows of `input`, clipped to [-1, 1].
+
+    >>> import kiln as kn
+    >>> kn.corrcoef(kn.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    c = cov(input)
+    if c.ndim == 0:
+        return m.div(c, c)
+    d = m.sqrt(diagonal(c))
+    return m.clip(m.div(m.div(c, s.reshape(d, (-1, 1))), s.reshape(d, (1, -1))), -1, 1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim: int = -1):
+    """The trapezoidal rule along `dim`, with sample points `x` or spacing `dx` (1).
+
+    >>> import kiln as kn
+    >>> kn.trapezoid(kn.tensor([1.0, 2.0, 4.0]))
+    tensor(4.5000)
+    """
+    (v,) = lift(y)
+    n = v.shape[dim]
+    hi = select_range(v, dim, 1, n)
+    lo = select_range(v, dim, 0, n - 1)
+    mid = m.div(m.add(hi, lo), 2.0)
+    if x is None:
+        return m.mul(m.sum(mid, dim), 1.0 if dx is None else dx)
+    (t,) = lift(x)
+    steps = m.sub(select_range(t, -1 if t.ndim == 1 else dim, 1, n),
+                  select_range(t, -1 if t.ndim == 1 else dim, 0, n - 1))  # fmt: skip
+    if t.ndim == 1 and v.ndim > 1:
+        shape = [1] * v.ndim
+        shape[dim] = n - 1
+        steps = s.reshape(steps, tuple(shape))
+    return m.sum(m.mul(mid, steps), dim)
+
+
+def select_range(x, dim: int, start: int, stop: int):
+    d = dim % x.ndim
+    return s.getitem(x, (slice(None),) * d + (slice(start, stop),))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
+                 side=None, sorter=None):  # fmt: skip
+    """Where each value of `input` would go in the last dim of `sorted_sequence` to keep it
+    sorted: the number of elements below it (`right`: at most it).
+
+    >>> import kiln as kn
+    >>> kn.searchsorted(kn.tensor([1, 3, 5, 7]), kn.tensor([3, 6]), right=True)
+    tensor([2, 3])
+    """
+    if sorter is not None:
+        raise NotImplementedError("searchsorted: sorter")
+    right = right or side == "right"
+    seq, v = lift(sorted_sequence, input)
+    if not hasattr(v, "ndim") or v.ndim == 0:
+        v, scalar = s.reshape(v, (1,)), True
+    else:
+        scalar = False
+    spread = s.unsqueeze(seq, -2)  # (..., 1, M)
+    values = s.unsqueeze(v, -1)  # (..., N, 1)
+    below = m.less_equal(spread, values) if right else m.less(spread, values)
+    out = m.sum(m.cast(below, dt.int32 if out_int32 else dt.int64), -1)
+    return s.reshape(out, ()) if scalar else out
+
+
+def cdist(x1, x2, p: float = 2.0, compute_mode=None):
+    """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M).
+
+    >>> import kiln as kn
+    >>> kn.cdist(kn.tensor([[0.0, 0.0]]), kn.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[5., 1.]])
+    """
+    a, b = lift(x1, x2)
+    diff = m.abs(m.sub(s.unsqueeze(a, -2), s.unsqueeze(b, -3)))  # (..., P, R, M)
+    if p == 0:
+        return m.sum(m.cast(m.not_equal(diff, 0), diff.dtype), -1)
+    if p == float("inf"):
+        return m.amax(diff, -1)
+    if p == 2:
+        total = m.sum(m.square(diff), -1)
+        nonzero = m.greater(total, 0)
+        return m.where(nonzero, m.sqrt(m.where(nonzero, total, 1.0)), 0.0)
+    return m.pow(m.sum(m.pow(diff, p), -1), 1.0 / p)
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
+    """Whether each element is among `test_elements`.
+
+    >>> import kiln as kn
+    >>> kn.isin(kn.tensor([1, 2, 3]), kn.tensor([2, 5]))
+    tensor([False,  True, False])
+    """
+    e, t = lift(elements, test_elements)
+    hit = m.any(m.equal(s.unsqueeze(e, -1), s.reshape(t, (-1,))), -1)
+    return m.logical_not(hit) if invert else hit
+
+
+def ldexp(input, other):  # noqa: A002
+    """`input * 2**other`, in a float dtype.
+
+    >>> import kiln as kn
+    >>> kn.ldexp(kn.tensor([1.0, 2.0]), kn.tensor([2, 3]))
+    tensor([ 4., 16.])
+    """
+    (x,) = lift(input)
+    x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    return m.mul(x, tm.exp2(other))

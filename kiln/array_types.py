@@ -135,6 +135,9 @@ return_types = types.SimpleNamespace(
     topk=_named("topk", "`topk(x, k)`: the k largest (or smallest) values and where they are."),
     cummax=_named("cummax", "`cummax(x, dim)`: the running maxima and where they are."),
     cummin=_named("cummin", "`cummin(x, dim)`: the running minima and where they are."),
+    median=_named("median", "`median(x, dim)`: the lower medians and where they are."),
+    kthvalue=_named("kthvalue", "`kthvalue(x, k, dim)`: the k-th smallest values and where."),
+    aminmax=collections.namedtuple("aminmax", ["min", "max"]),
 )
 
 
@@ -157,3 +160,5 @@ class memory_format:  # noqa: N801 — PyTorch's name
 
 preserve_format = memory_format("preserve_format")
 contiguous_format = memory_format("contiguous_format")
+return_types.aminmax.__doc__ = "`aminmax(x)`: the least and the greatest values (`min`, `max`)."
+return_types.aminmax.__module__ = "kiln.return_types"

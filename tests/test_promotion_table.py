@@ -199,3 +199,86 @@ def test_default_dtype_decides_integer_to_float_promotion():
     finally:
         kn.set_default_dtype(kn.float32)
     assert (i / i).dtype == kn.zeros(2).dtype == kn.float32
+
+
+# -- every binary op, both operand orders, eagerly and in graph mode --------------------------
+# PyTorch promotes every binary op by `result_type`, then: comparisons give bool, true
+# division and float functions (atan2) give a float (the default float for integers), the rest
+# keep the promoted dtype. What PyTorch refuses (bool - bool, fmod/% of two bools) is skipped.
+
+_COMPARE = (kn.eq, kn.lt, kn.ge, lambda a, b: a != b)
+_MOD = (kn.fmod, kn.remainder, lambda a, b: a % b)  # PyTorch has no kernel for two bools
+_KEEP = (kn.add, kn.mul, kn.maximum, kn.minimum, *_MOD, lambda a, b: a * b,
+         lambda a, b: a + b, lambda a, b: kn.where(True, a, b))  # fmt: skip
+_FLOAT = (kn.atan2, lambda a, b: a / b, kn.true_divide)
+
+
+def _expected(fn, want):
+    if fn in _COMPARE:
+        return np.dtype(bool)
+    if fn in _FLOAT and not kn.dtypes.is_float(want):
+        return kn.get_default_dtype()
+    return want
+
+
+@pytest.mark.parametrize("table, left, right", [(DIMS, 1, 1), (ZERO_DIM, 1, 0)], ids=["dims", "0d"])
+def test_every_binary_op_promotes_as_the_table_in_both_orders(table, left, right):
+    wrong = []
+    refused = {
+        (_name(r), c) for r, e in table.items() for c, w in zip(COLUMNS, e.split()) if w == "-"
+    }
+    for a, b, want in _pairs(table):
+        if (a, "b" if b == "bool" else b) in refused:
+            continue  # PyTorch refuses the pair
+        x, y = _value(a, left), _value(b, right)
+        for fn in (*_COMPARE, *_KEEP, *_FLOAT, kn.sub):
+            if (fn is kn.sub and "bool" in (a, b)) or (fn in _MOD and a == b == "bool"):
+                continue
+            expected = _expected(fn, want)
+            for mode, got in zip(("eager", "graph"), _modes(fn, x, y)):
+                if got != expected:
+                    wrong.append((getattr(fn, "__name__", "?"), mode, a, b, got, expected))
+            if table is DIMS:  # the other order: result_type is symmetric for two tensors
+                for mode, got in zip(("eager", "graph"), _modes(fn, y, x)):
+                    if got != expected:
+                        wrong.append((getattr(fn, "__name__", "?"), mode, b, a, got, expected))
+    assert not wrong, wrong[:20]
+
+
+@pytest.mark.parametrize("table, ndim", [(SCALARS, 1), (ZERO_DIM_SCALARS, 0)], ids=["dims", "0d"])
+def test_every_binary_op_with_a_python_scalar_on_either_side(table, ndim):
+    wrong = []
+    for a, scalar, want in _scalars(table):
+        x = _value(a, ndim)
+        for fn in (*_COMPARE, *_KEEP, *_FLOAT, kn.sub):
+            if fn is kn.sub and (a == "bool" or scalar is True):
+                continue
+            if fn in _MOD and a == "bool" and scalar is True:
+                continue
+            expected = _expected(fn, want)
+            for args in ((x, scalar), (scalar, x)):
+                if fn in (kn.fmod, kn.atan2) and args[0] is scalar:
+                    continue  # PyTorch's fmod and atan2 take a tensor first
+                for mode, got in zip(("eager", "graph"), _modes(fn, *args)):
+                    if got != expected:
+                        wrong.append((getattr(fn, "__name__", "?"), mode, a, scalar, got, expected))
+    assert not wrong, wrong[:20]
+
+
+# PyTorch's result_type with a Python complex (weak): complex64 for bool, integers and float32,
+# complex32 for float16, complex128 for float64 (torch 2.13). kiln has no complex dtypes: it
+# refuses the scalar, with the same error eagerly and in graph mode.
+COMPLEX_SCALAR = {"bool": "complex64", "int64": "complex64", "float32": "complex64",
+                  "float16": "complex32", "float64": "complex128"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_SCALAR))
+def test_a_complex_python_scalar_is_refused_in_every_mode(name):
+    x = _value(name, 1)
+    with pytest.raises(kn.DTypeError, match="complex|1j"):
+        kn.add(kn.tensor(x), 1j)
+    with kn.Graph().as_default():
+        with pytest.raises(kn.DTypeError, match="complex|1j"):
+            kn.add(kn.placeholder(x.dtype, x.shape), 1j)
+    with pytest.raises(kn.DTypeError):
+        kn.result_type(x, 1j)

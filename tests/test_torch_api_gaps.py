@@ -138,3 +138,36 @@ def test_sibling_views_taken_before_the_change_refuse_rather_than_mislead():
     a[0] = kn.tensor(5.0, requires_grad=True)
     with pytest.raises(RuntimeError, match="out of date"):
         (b * 2).sum()
+
+
+# -- Symbols have every Tensor method that makes sense without a value ------------------------
+
+# What a value or its autograd state answers: a graph value has neither until it runs.
+NEEDS_A_VALUE = {
+    "backward", "data", "grad", "grad_fn", "is_leaf", "item", "numpy", "register_hook",
+    "register_post_accumulate_grad_hook", "requires_grad", "retain_grad", "storage_offset",
+    "stride", "tolist",
+}  # fmt: skip
+
+
+def test_symbols_have_every_tensor_method_that_needs_no_value():
+    public = {n for n in dir(kn.Tensor) if not n.startswith("_")}
+    on_symbol = set(dir(kn.Symbol))
+    missing = {n for n in public - on_symbol if not n.endswith("_")}  # in-place: eager only
+    assert missing <= NEEDS_A_VALUE, sorted(missing - NEEDS_A_VALUE)
+
+
+def test_methods_for_real_values_as_pytorch():
+    # PyTorch 2.13: x.H is x.t(), x.mH and x.adjoint() x.mT for real x; sum_to_size sums the
+    # dims that the size has as 1
+    x = kn.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    assert x.H.tolist() == x.mH.tolist() == x.adjoint().tolist() == x.t().tolist()
+    assert x.sum_to_size(1, 3).tolist() == [[3.0, 5.0, 7.0]]
+    assert x.sum_to_size(2, 1).tolist() == [[3.0], [12.0]]
+    assert x.msort().tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert [t.shape for t in x.split_with_sizes([1, 2], 1)] == [(2, 1), (2, 2)]
+    assert x.isreal().all().item() and x.conj() is x and not x.is_conj()
+    with kn.Graph().as_default():
+        y = kn.placeholder(kn.float32, (2, 3))
+        assert y.H.shape == (3, 2) and y.sum_to_size(1, 3).shape == (1, 3)
+        assert not y.is_cuda and not y.is_inference()

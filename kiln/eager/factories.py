@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..ops.random import next_seed
@@ -224,15 +225,28 @@ def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: alwa
             t.device if device is None else device)  # fmt: skip
 
 
+def _graph_like(t, fill, dtype):
+    """`fill` in the shape of the Symbol t (graph mode, `kn.compile`): a constant broadcast to
+    t's shape, which may have symbolic dims."""
+    from ..frontend.core import constant
+    from ..frontend.shape import broadcast_to
+
+    dtype = t.dtype if dtype is None else dt.as_dtype(dtype)
+    value = constant(np.asarray(fill, dtype), graph=t.graph)
+    return broadcast_to(value, t.shape) if t.shape else value
+
+
 def zeros_like(
     t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
 ) -> Tensor:
-    """Zeros of `t`'s shape, dtype and device (unless given).
+    """Zeros of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value.
 
     >>> import kiln as kn
     >>> kn.zeros_like(kn.ones(2, dtype=kn.int32))
     tensor([0, 0], dtype=kiln.int32)
     """
+    if isinstance(t, Symbol):
+        return _graph_like(t, 0, dtype)
     shape, dtype, device = _like(t, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
@@ -240,7 +254,9 @@ def zeros_like(
 def ones_like(
     t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
 ) -> Tensor:
-    """Ones of `t`'s shape, dtype and device (unless given)."""
+    """Ones of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value."""
+    if isinstance(t, Symbol):
+        return _graph_like(t, 1, dtype)
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
@@ -248,7 +264,10 @@ def ones_like(
 def empty_like(
     t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
 ) -> Tensor:
-    """An uninitialized tensor of `t`'s shape, dtype and device (unless given)."""
+    """An uninitialized tensor of `t`'s shape, dtype and device (unless given); of a Symbol,
+    zeros."""
+    if isinstance(t, Symbol):
+        return _graph_like(t, 0, dtype)
     shape, dtype, device = _like(t, dtype, device)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
@@ -256,6 +275,9 @@ def empty_like(
 def full_like(
     t, fill_value, dtype=None, device=None, requires_grad: bool = False, memory_format=None
 ) -> Tensor:
-    """`fill_value` in `t`'s shape, dtype and device (unless given)."""
+    """`fill_value` in `t`'s shape, dtype and device (unless given); of a Symbol, a graph
+    value."""
+    if isinstance(t, Symbol):
+        return _graph_like(t, fill_value, dtype)
     shape, dtype, device = _like(t, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)

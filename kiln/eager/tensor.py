@@ -381,7 +381,11 @@ class Tensor:
         return bool(self.item())
 
     def __format__(self, spec):
-        return format(self.item(), spec) if self._data.size == 1 and spec else repr(self)
+        """PyTorch's: a 0-d tensor formats as its value (`f"{t}"` is `3`, `f"{t:.2f}"`
+        `3.00`), as does any one-element tensor given a spec; others as their repr."""
+        if self._data.ndim == 0 or (self._data.size == 1 and spec):
+            return format(self.item(), spec)
+        return repr(self)
 
     def __len__(self):
         if not self._data.ndim:
@@ -559,6 +563,7 @@ class Tensor:
             host, separator=", ", prefix="tensor(", threshold=1000, max_line_width=80,
             formatter={"float_kind": _float_format(host)} if dt.is_float(self.dtype) else None,
         )  # fmt: skip
+        body = body.replace(", ..., ", ",  ..., ")  # PyTorch's summary: `2,  ..., 1997`
         extra = []
         if host.size == 0 and host.ndim != 1:
             extra.append(f"size={tuple(host.shape)}")

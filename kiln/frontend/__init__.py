@@ -22,6 +22,12 @@ from .nn_pool import *  # noqa: F403
 from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .torch_extra_linalg import *  # noqa: F403
+from .torch_extra_linalg import __all__ as _extra_linalg_all
+from .torch_extra_math import *  # noqa: F403
+from .torch_extra_math import __all__ as _extra_math_all
+from .torch_extra_shape import *  # noqa: F403
+from .torch_extra_shape import __all__ as _extra_shape_all
 from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
@@ -37,6 +43,7 @@ __all__ = list(
     dict.fromkeys(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
+         *_extra_math_all, *_extra_linalg_all, *_extra_shape_all,
          "einsum", "index_put", "det", "inverse", "linalg",
          "cond", "while_loop", "fori_loop", "scan"]
     )

@@ -240,8 +240,27 @@ def _index_put(t, indices, values, accumulate=False):
 INPLACE["index_put_"] = _index_put
 
 
+# PyTorch's in-place forms of methods that keep the shape: `t.name_(...)` is `t.name(...)`
+# written into t (its dtype kept), by the one `_inplace` path above.
+SAME_SHAPE = (
+    "abs absolute acos acosh addcdiv addcmul addmm addmv addr arccos arccosh arcsin arcsinh "
+    "arctan2 arctan arctanh asin asinh atan2 atan atanh baddbmm bitwise_and bitwise_left_shift "
+    "bitwise_not bitwise_or bitwise_right_shift bitwise_xor ceil clamp_max clamp_min clip "
+    "copysign cos cosh cumprod cumsum deg2rad divide eq erf erfc exp2 exp expm1 fix "
+    "float_power floor floor_divide fmod frac ge greater greater_equal gt heaviside hypot "
+    "index_add index_copy index_fill le lerp less less_equal log10 log1p log2 log logical_and "
+    "logical_not logical_or logical_xor logit lt masked_fill multiply nan_to_num ne neg negative "
+    "not_equal pow rad2deg reciprocal relu remainder round rsqrt scatter scatter_add "
+    "scatter_reduce sgn sigmoid sign sin sinc sinh sqrt square subtract tan tanh tril triu "
+    "true_divide trunc xlogy"
+).split()
+
+
 def install(cls) -> None:
     cls.clamp = lambda self, min=None, max=None: m.clip(self, min, max)  # noqa: A006
+    for name in SAME_SHAPE:
+        if not hasattr(cls, f"{name}_"):
+            INPLACE[f"{name}_"] = getattr(cls, name)
     for name, compute in INPLACE.items():
         setattr(cls, name, _inplace(name, compute))
     for name, method in OPERATORS.items():

@@ -257,6 +257,8 @@ def sign(x):
     array([-1.,  0.,  1.,  0.], dtype=float32)
     """
     (x,) = lift(x)
+    if x.dtype == np.bool_:  # PyTorch's: a bool is its own sign
+        return core.call("cast", x, dtype=x.dtype)
     s = _numpy_sign(x)
     return where(isnan(x), 0, s) if dt.is_float(x.dtype) else s
 

@@ -14,6 +14,9 @@ from . import linalg as la
 from . import math as m
 from . import nn_functional as nf
 from . import shape as s
+from . import torch_extra_linalg as xl
+from . import torch_extra_math as xm
+from . import torch_extra_shape as xs
 from . import torch_index as ti
 from . import torch_math as tm
 from . import torch_shape as ts
@@ -81,6 +84,15 @@ METHODS |= {
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,
+}  # fmt: skip
+METHODS |= {name: getattr(xm, name) for name in xm.__all__}
+METHODS |= {name: getattr(xl, name) for name in xl.__all__}
+METHODS |= {name: getattr(xs, name) for name in xs.__all__}
+METHODS |= {
+    "erf": m.erf, "isinf": xm.isinf, "multiply": m.mul, "subtract": m.sub,
+    "true_divide": m.div, "floor_divide": m.floordiv, "greater": m.greater,
+    "greater_equal": m.greater_equal, "less": m.less, "less_equal": m.less_equal,
+    "not_equal": m.not_equal, "tile": s.tile, "trace": lambda self: m.sum(ts.diagonal(self)),
 }  # fmt: skip
 
 
@@ -172,6 +184,9 @@ SYMBOL_METHODS = {
     "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
     "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,
     "__setitem__": _no_setitem, "type": _type,
+    # a graph value never changes, so its clone is itself; its device is the Function's
+    "clone": lambda self, memory_format=None: self, "cpu": lambda self, memory_format=None: self,
+    "cuda": lambda self, device=None, non_blocking=False, memory_format=None: self,
 }  # fmt: skip
 
 
@@ -181,9 +196,14 @@ def install(cls=Symbol) -> None:
         setattr(cls, name, fn)
     for name, fn in METHODS.items():
         setattr(cls, name, getattr(fn, "without_out", fn))  # methods take no out=
+    for name, fn in (xs.TYPE_METHODS | xs.REAL_METHODS).items():
+        setattr(cls, name, fn)
+    for name, fn in xs.TYPE_PROPERTIES.items():
+        setattr(cls, name, property(fn))
     cls.reshape = _reshape_method
     cls.T = property(s.reverse_dims)
-    cls.mT = property(s.matrix_transpose)
+    cls.mT = cls.mH = property(s.matrix_transpose)  # mH: the conjugate of real values is themselves
+    cls.H = property(s.t)
     cls.__hash__ = object.__hash__  # == is elementwise; Symbols hash by identity
     cls.__array_ufunc__ = None  # NumPy defers to the reflected operator
     if cls is Symbol:
@@ -191,3 +211,5 @@ def install(cls=Symbol) -> None:
             setattr(cls, name, fn)
         cls.view = _view
         cls.device = property(_device)
+        cls.is_cuda = property(lambda self: self.device.type == "cuda")
+        cls.is_inference = lambda self: False

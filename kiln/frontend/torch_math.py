@@ -347,7 +347,9 @@ def logaddexp(input, other):  # noqa: A002
     >>> kn.logaddexp(kn.tensor([1000.0, -1000.0]), kn.tensor([-1000.0, 1000.0])).tolist()
     [1000.0, 1000.0]
     """
-    a, b = (_floating(v) for v in lift(input, other))
+    a, b = lift(input, other)
+    target = dt.to_float(dt.result_type(a, b))  # promoted first: float16 with int64 is float16
+    a, b = (v if v.dtype == target else m.cast(v, target) for v in (a, b))
     top = m.maximum(a, b)
     gap = m.abs(m.sub(a, b))
     gap = m.where(m.isnan(gap), 0.0, gap)  # equal infinities: no gap

@@ -87,6 +87,20 @@ from .functional_core import (
     upsample_bilinear,
     upsample_nearest,
 )
+from .functional_grid import affine_grid, grid_sample
+from .functional_loss import (
+    cosine_embedding_loss,
+    ctc_loss,
+    embedding_bag,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
 from .functional_norm import (
     cosine_similarity,
     group_norm,
@@ -98,6 +112,19 @@ from .functional_norm import (
 )
 
 __all__ = [
+    "affine_grid",
+    "grid_sample",
+    "triplet_margin_loss",
+    "soft_margin_loss",
+    "poisson_nll_loss",
+    "multilabel_soft_margin_loss",
+    "multi_margin_loss",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "gaussian_nll_loss",
+    "embedding_bag",
+    "ctc_loss",
+    "cosine_embedding_loss",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool3d",

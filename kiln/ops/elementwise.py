@@ -344,7 +344,18 @@ softplus = defop(
 
 
 def _erf(xp, x, out=None):
+    if x.dtype == np.float16:  # SciPy has no float16 loop: float32, rounded once (PyTorch's)
+        r = special(xp).erf(x.astype(np.float32)).astype(np.float16)
+        if out is None:
+            return r
+        out[...] = r
+        return out
     return special(xp).erf(x, out=out)
+
+
+def _erf_dtype(x):
+    """Floats keep their dtype (float16 too, as PyTorch's); the rest as SciPy's erf."""
+    return x if dt.is_float(x) else ufunc_dtype(scipy.special.erf, x)
 
 
 def _erf_vjp(ct, y, x):
@@ -356,7 +367,7 @@ def _erf_c(k, xs, dtypes, out, attrs):
 
 
 erf = unary(
-    "erf", scipy.special.erf, impl=_erf, vjp=_erf_vjp,
+    "erf", scipy.special.erf, impl=_erf, vjp=_erf_vjp, dtype_rule=_erf_dtype,
     lowering=Lowering(transcendental=True, cuda=_erf_c),
 )  # fmt: skip
 

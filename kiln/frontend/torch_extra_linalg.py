@@ -1,0 +1,388 @@
+"""More of PyTorch's products and norms, written with kiln's ops so that each works eagerly
+(with autograd), in graph mode and under `kn.compile`: `outer`, `inner`, `kron`, `cross`,
+`addcmul`, `addcdiv`, `mv`, `addmv`, `addr`, `baddbmm`, `matrix_power`, `dist`, `norm`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import ShapeError
+from . import math as m
+from . import shape as s
+from . import torch_math as tm
+from .core import lift
+from .torch_extra_shape import select
+from .torch_shape import diagonal
+
+__all__ = [
+    "addcdiv", "addcmul", "addmv", "addr", "baddbmm", "cdist", "corrcoef", "cov", "cross",
+    "dist", "ger", "inner", "isin", "kron", "ldexp", "matrix_power", "mv", "norm", "outer",
+    "searchsorted", "trapezoid",
+]  # fmt: skip
+
+
+def outer(input, vec2):  # noqa: A002
+    """The outer product of two vectors.
+
+    >>> import kiln as kn
+    >>> kn.outer(kn.tensor([1, 2]), kn.tensor([3, 4]))
+    tensor([[3, 4],
+            [6, 8]])
+    """
+    a, b = lift(input, vec2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: expected 1-D inputs, got {a.ndim}-d and {b.ndim}-d")
+    return m.mul(s.unsqueeze(a, 1), s.unsqueeze(b, 0))
+
+
+ger = outer
+
+
+def inner(input, other):  # noqa: A002
+    """The sum over the last dims of a and b of their products (`(..a, ..b)` for n-d).
+
+    >>> import kiln as kn
+    >>> kn.inner(kn.tensor([1.0, 2.0]), kn.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    a, b = lift(input, other)
+    if a.ndim == 0 or b.ndim == 0:
+        return m.mul(a, b)
+    if a.shape[-1] != b.shape[-1]:
+        raise ShapeError(f"inner: last dims differ: {a.shape[-1]} and {b.shape[-1]}")
+    k = a.shape[-1]
+    flat = m.matmul(s.reshape(a, (-1, k)), s.transpose(s.reshape(b, (-1, k)), 0, 1))
+    return s.reshape(flat, (*a.shape[:-1], *b.shape[:-1]))
+
+
+def kron(input, other):  # noqa: A002
+    """The Kronecker product.
+
+    >>> import kiln as kn
+    >>> kn.kron(kn.tensor([1, 2]), kn.tensor([1, 10]))
+    tensor([ 1, 10,  2, 20])
+    """
+    a, b = lift(input, other)
+    n = max(a.ndim, b.ndim)
+    a = s.reshape(a, (1,) * (n - a.ndim) + tuple(a.shape))
+    b = s.reshape(b, (1,) * (n - b.ndim) + tuple(b.shape))
+    wide_a = s.reshape(a, tuple(d for size in a.shape for d in (size, 1)))
+    wide_b = s.reshape(b, tuple(d for size in b.shape for d in (1, size)))
+    return s.reshape(m.mul(wide_a, wide_b), tuple(p * q for p, q in zip(a.shape, b.shape)))
+
+
+def cross(input, other, dim=None):  # noqa: A002
+    """The cross product of 3-vectors along `dim` (None: the first dim of size 3).
+
+    >>> import kiln as kn
+    >>> kn.cross(kn.tensor([1.0, 0.0, 0.0]), kn.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.])
+    """
+    a, b = lift(input, other)
+    if dim is None:
+        dim = next((i for i, d in enumerate(a.shape) if d == 3), None)
+        if dim is None:
+            raise ShapeError(f"cross: no dim of size 3 in {list(a.shape)}")
+    if a.shape[dim] != 3 or b.shape[dim] != 3:
+        raise ShapeError(f"linalg.cross: inputs dimension {dim} must have length 3")
+    x = [select(a, dim, i) for i in range(3)]
+    y = [select(b, dim, i) for i in range(3)]
+    parts = [m.sub(m.mul(x[(i + 1) % 3], y[(i + 2) % 3]), m.mul(x[(i + 2) % 3], y[(i + 1) % 3]))
+             for i in range(3)]  # fmt: skip
+    return s.stack(parts, dim % a.ndim)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """`input + value * tensor1 * tensor2`.
+
+    >>> import kiln as kn
+    >>> kn.addcmul(kn.tensor([1.0]), kn.tensor([2.0]), kn.tensor([3.0]), value=0.5)
+    tensor([4.])
+    """
+    product = m.mul(tensor1, tensor2)
+    if isinstance(value, float) and not dt.is_float(product.dtype):
+        value = int(value)  # PyTorch's: value is a scalar of the integer dtype
+    return m.add(input, m.mul(product, value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """`input + value * tensor1 / tensor2`.
+
+    >>> import kiln as kn
+    >>> kn.addcdiv(kn.tensor([1.0]), kn.tensor([2.0]), kn.tensor([4.0]), value=2)
+    tensor([2.])
+    """
+    return m.add(input, m.mul(m.div(tensor1, tensor2), value))
+
+
+def _scaled_sum(input, product, beta, alpha):  # noqa: A002
+    """`beta * input + alpha * product`, input ignored (NaN included) when beta is 0."""
+    scaled = product if alpha == 1 else m.mul(product, alpha)
+    if beta == 0:
+        (x,) = lift(input)
+        return s.broadcast_to(scaled, sh.broadcast_shapes(tuple(x.shape), tuple(scaled.shape)))
+    return m.add(input if beta == 1 else m.mul(input, beta), scaled)
+
+
+def mv(input, vec):  # noqa: A002
+    """Matrix times vector.
+
+    >>> import kiln as kn
+    >>> kn.mv(kn.tensor([[1.0, 2.0]]), kn.tensor([3.0, 4.0]))
+    tensor([11.])
+    """
+    a, v = lift(input, vec)
+    if a.ndim != 2 or v.ndim != 1:
+        raise ShapeError(f"vector + matrix @ vector expected, got {a.ndim}, {v.ndim}")
+    return m.matmul(a, v)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """`beta * input + alpha * (mat @ vec)`.
+
+    >>> import kiln as kn
+    >>> kn.addmv(kn.tensor([1.0]), kn.tensor([[1.0, 2.0]]), kn.tensor([3.0, 4.0]))
+    tensor([12.])
+    """
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """`beta * input + alpha * outer(vec1, vec2)`.
+
+    >>> import kiln as kn
+    >>> kn.addr(kn.zeros(2, 2), kn.tensor([1.0, 2.0]), kn.tensor([1.0, 0.0]))
+    tensor([[1., 0.],
+            [2., 0.]])
+    """
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """`beta * input + alpha * bmm(batch1, batch2)`.
+
+    >>> import kiln as kn
+    >>> kn.baddbmm(kn.ones(1, 1, 1), kn.ones(1, 1, 2), kn.ones(1, 2, 1), alpha=3)
+    tensor([[[7.]]])
+    """
+    return _scaled_sum(input, tm.bmm(batch1, batch2), beta, alpha)
+
+
+def matrix_power(input, n: int):  # noqa: A002
+    """The n-th power of square matrices (batched); n = 0 gives identities, n < 0 powers of
+    the inverse.
+
+    >>> import kiln as kn
+    >>> kn.matrix_power(kn.tensor([[1, 1], [0, 1]]), 3)
+    tensor([[1, 3],
+            [0, 1]])
+    """
+    (a,) = lift(input)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"matrix_power: expected square matrices, got {list(a.shape)}")
+    if n == 0:
+        eye = np.eye(a.shape[-1], dtype=a.dtype)
+        return m.add(m.mul(a, 0), eye)
+    if n < 0:
+        from .linalg import inverse
+
+        a, n = inverse(a), -n
+    result, power = None, a
+    while n:
+        if n & 1:
+            result = power if result is None else m.matmul(result, power)
+        n >>= 1
+        if n:
+            power = m.matmul(power, power)
+    return result
+
+
+def dist(input, other, p: float = 2):  # noqa: A002
+    """The p-norm of `input - other` (broadcast), over all elements.
+
+    >>> import kiln as kn
+    >>> kn.dist(kn.tensor([0.0, 0.0]), kn.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    d = m.abs(m.sub(input, other))
+    if p == float("inf"):
+        return m.amax(d)
+    if p == 0:
+        return m.sum(m.cast(m.not_equal(d, 0), d.dtype))
+    return m.pow(m.sum(m.pow(d, p)), 1.0 / p)
+
+
+def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
+    """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
+    "fro" is the 2-norm. Floats only, as PyTorch's; the gradient at zero is zero.
+
+    >>> import kiln as kn
+    >>> kn.norm(kn.tensor([[3.0, 4.0]]), dim=1)
+    tensor([5.])
+    """
+    (x,) = lift(input)
+    if dtype is not None:
+        x = m.cast(x, dtype)
+    if not dt.is_float(x.dtype):
+        raise RuntimeError(
+            f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "
+            "instead."
+        )
+    a = m.abs(x)
+    if p in ("fro", 2, 2.0):
+        total = m.sum(m.square(x), dim, keepdim)
+        nonzero = m.greater(total, 0)
+        return m.where(nonzero, m.sqrt(m.where(nonzero, total, 1.0)), 0.0)
+    if p == float("inf"):
+        return m.amax(a, dim, keepdim)
+    if p == float("-inf"):
+        return m.amin(a, dim, keepdim)
+    if p == 0:
+        return m.sum(m.cast(m.not_equal(a, 0), x.dtype), dim, keepdim)
+    if isinstance(p, str):
+        raise ValueError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
+    return m.pow(m.sum(m.pow(a, p), dim, keepdim), 1.0 / p)
+
+
+# -- statistics and searching -------------------------------------------------------------------
+
+
+def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in the rows of `input` (observations in the
+    columns), divided by `n - correction`.
+
+    >>> import kiln as kn
+    >>> kn.cov(kn.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 7.0]]))
+    tensor([[1.0000, 1.5000],
+            [1.5000, 2.3333]])
+    """
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights and aweights")
+    (x,) = lift(input)
+    if x.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got {x.ndim}")
+    x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
+    x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    n = x.shape[1]
+    centred = m.sub(x, m.mean(x, 1, keepdim=True))
+    product = m.matmul(centred, s.transpose(centred, 0, 1))
+    out = m.div(product, max(n - correction, 0))
+    return s.reshape(out, ()) if input_ndim(input) < 2 else out
+
+
+def input_ndim(value) -> int:
+    return lift(value)[0].ndim
+
+
+def corrcoef(input):  # noqa: A002
+    """Pearson's correlation coefficients of the rows of `input`, clipped to [-1, 1].
+
+    >>> import kiln as kn
+    >>> kn.corrcoef(kn.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    c = cov(input)
+    if c.ndim == 0:
+        return m.div(c, c)
+    d = m.sqrt(diagonal(c))
+    return m.clip(m.div(m.div(c, s.reshape(d, (-1, 1))), s.reshape(d, (1, -1))), -1, 1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim: int = -1):
+    """The trapezoidal rule along `dim`, with sample points `x` or spacing `dx` (1).
+
+    >>> import kiln as kn
+    >>> kn.trapezoid(kn.tensor([1.0, 2.0, 4.0]))
+    tensor(4.5000)
+    """
+    (v,) = lift(y)
+    n = v.shape[dim]
+    hi = select_range(v, dim, 1, n)
+    lo = select_range(v, dim, 0, n - 1)
+    mid = m.div(m.add(hi, lo), 2.0)
+    if x is None:
+        return m.mul(m.sum(mid, dim), 1.0 if dx is None else dx)
+    (t,) = lift(x)
+    steps = m.sub(select_range(t, -1 if t.ndim == 1 else dim, 1, n),
+                  select_range(t, -1 if t.ndim == 1 else dim, 0, n - 1))  # fmt: skip
+    if t.ndim == 1 and v.ndim > 1:
+        shape = [1] * v.ndim
+        shape[dim] = n - 1
+        steps = s.reshape(steps, tuple(shape))
+    return m.sum(m.mul(mid, steps), dim)
+
+
+def select_range(x, dim: int, start: int, stop: int):
+    d = dim % x.ndim
+    return s.getitem(x, (slice(None),) * d + (slice(start, stop),))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
+                 side=None, sorter=None):  # fmt: skip
+    """Where each value of `input` would go in the last dim of `sorted_sequence` to keep it
+    sorted: the number of elements below it (`right`: at most it).
+
+    >>> import kiln as kn
+    >>> kn.searchsorted(kn.tensor([1, 3, 5, 7]), kn.tensor([3, 6]), right=True)
+    tensor([2, 3])
+    """
+    if sorter is not None:
+        raise NotImplementedError("searchsorted: sorter")
+    right = right or side == "right"
+    seq, v = lift(sorted_sequence, input)
+    if not hasattr(v, "ndim") or v.ndim == 0:
+        v, scalar = s.reshape(v, (1,)), True
+    else:
+        scalar = False
+    spread = s.unsqueeze(seq, -2)  # (..., 1, M)
+    values = s.unsqueeze(v, -1)  # (..., N, 1)
+    below = m.less_equal(spread, values) if right else m.less(spread, values)
+    out = m.sum(m.cast(below, dt.int32 if out_int32 else dt.int64), -1)
+    return s.reshape(out, ()) if scalar else out
+
+
+def cdist(x1, x2, p: float = 2.0, compute_mode=None):
+    """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M).
+
+    >>> import kiln as kn
+    >>> kn.cdist(kn.tensor([[0.0, 0.0]]), kn.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[5., 1.]])
+    """
+    a, b = lift(x1, x2)
+    diff = m.abs(m.sub(s.unsqueeze(a, -2), s.unsqueeze(b, -3)))  # (..., P, R, M)
+    if p == 0:
+        return m.sum(m.cast(m.not_equal(diff, 0), diff.dtype), -1)
+    if p == float("inf"):
+        return m.amax(diff, -1)
+    if p == 2:
+        total = m.sum(m.square(diff), -1)
+        nonzero = m.greater(total, 0)
+        return m.where(nonzero, m.sqrt(m.where(nonzero, total, 1.0)), 0.0)
+    return m.pow(m.sum(m.pow(diff, p), -1), 1.0 / p)
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
+    """Whether each element is among `test_elements`.
+
+    >>> import kiln as kn
+    >>> kn.isin(kn.tensor([1, 2, 3]), kn.tensor([2, 5]))
+    tensor([False,  True, False])
+    """
+    e, t = lift(elements, test_elements)
+    hit = m.any(m.equal(s.unsqueeze(e, -1), s.reshape(t, (-1,))), -1)
+    return m.logical_not(hit) if invert else hit
+
+
+def ldexp(input, other):  # noqa: A002
+    """`input * 2**other`, in a float dtype.
+
+    >>> import kiln as kn
+    >>> kn.ldexp(kn.tensor([1.0, 2.0]), kn.tensor([2, 3]))
+    tensor([ 4., 16.])
+    """
+    (x,) = lift(input)
+    x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    return m.mul(x, tm.exp2(other))

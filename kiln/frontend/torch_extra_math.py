@@ -1,0 +1,447 @@
+"""More of PyTorch's math, written with kiln's ops so that each works eagerly (with autograd),
+in graph mode and under `kn.compile`: elementwise functions (`reciprocal`, `isinf`, `xlogy`,
+`fmax`...), NaN-aware and paired reductions (`nansum`, `count_nonzero`, `aminmax`, `median`,
+`kthvalue`), with PyTorch's signatures and dtypes; products are in torch_extra_linalg."""
+
+from __future__ import annotations
+
+import math as _math
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..array_types import return_types
+from . import math as m
+from . import shape as s
+from . import torch_math as tm
+from .core import lift
+from .out import takes_out
+from .torch_extra_shape import select
+
+__all__ = [
+    "absolute", "aminmax", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "arctanh", "clamp_max", "clamp_min", "count_nonzero", "deg2rad", "erfc", "fix",
+    "float_power", "fmax", "fmin", "frac", "heaviside", "hypot", "isinf", "isneginf",
+    "isposinf", "kthvalue", "logaddexp2", "logit", "median", "msort", "nan_to_num", "nanmean",
+    "nansum",
+    "negative", "positive", "rad2deg", "reciprocal", "round", "sgn", "signbit", "sinc",
+    "std_mean", "var_mean", "xlogy",
+]  # fmt: skip
+
+absolute, negative, sgn, fix = m.abs, m.neg, m.sign, m.trunc
+arccos, arccosh, arcsin, arcsinh = tm.acos, tm.acosh, tm.asin, tm.asinh
+arctan, arctan2, arctanh = tm.atan, tm.atan2, tm.atanh
+
+
+def _float(x):
+    """x in the default float dtype when it is an integer or bool (PyTorch's float functions)."""
+    (x,) = lift(x)
+    return x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+
+
+# -- elementwise ------------------------------------------------------------------------------
+
+
+def reciprocal(input):  # noqa: A002
+    """`1 / x`; integers give the default float dtype.
+
+    >>> import kiln as kn
+    >>> kn.reciprocal(kn.tensor([2, 4]))
+    tensor([0.5000, 0.2500])
+    """
+    x = _float(input)
+    return m.div(1.0, x)
+
+
+def erfc(input):  # noqa: A002
+    """`1 - erf(x)`.
+
+    >>> import kiln as kn
+    >>> kn.erfc(kn.tensor([0.0]))
+    tensor([1.])
+    """
+    return m.sub(1.0, m.erf(_float(input)))
+
+
+def isinf(input):  # noqa: A002
+    """Whether each element is +inf or -inf (always False for integers).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.isinf(kn.tensor([1.0, np.inf, -np.inf, np.nan]))
+    tensor([False,  True,  True, False])
+    """
+    (x,) = lift(input)
+    return m.logical_not(m.logical_or(m.isfinite(x), m.isnan(x)))
+
+
+def isposinf(input):  # noqa: A002
+    """Whether each element is +inf.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.isposinf(kn.tensor([np.inf, -np.inf]))
+    tensor([ True, False])
+    """
+    (x,) = lift(input)
+    return m.logical_and(isinf(x), m.greater(x, 0))
+
+
+def isneginf(input):  # noqa: A002
+    """Whether each element is -inf.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.isneginf(kn.tensor([np.inf, -np.inf]))
+    tensor([False,  True])
+    """
+    (x,) = lift(input)
+    return m.logical_and(isinf(x), m.less(x, 0))
+
+
+def signbit(input):  # noqa: A002
+    """Whether the sign bit is set (True for -0.0, as PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.signbit(kn.tensor([-0.0, 0.0, -2.0]))
+    tensor([ True, False,  True])
+    """
+    (x,) = lift(input)
+    if not dt.is_float(x.dtype):
+        return m.less(x, 0)
+    return m.less(tm.copysign(1.0, x), 0)
+
+
+def deg2rad(input):  # noqa: A002
+    """Degrees to radians.
+
+    >>> import kiln as kn
+    >>> kn.deg2rad(kn.tensor([180.0]))
+    tensor([3.1416])
+    """
+    return m.mul(_float(input), _math.pi / 180)
+
+
+def rad2deg(input):  # noqa: A002
+    """Radians to degrees.
+
+    >>> import kiln as kn
+    >>> kn.rad2deg(kn.tensor([3.141592653589793]))
+    tensor([180.])
+    """
+    return m.mul(_float(input), 180 / _math.pi)
+
+
+def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):  # noqa: A002
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default the dtype's
+    greatest and least finite values); integers are returned as they are.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.nan_to_num(kn.tensor([np.nan, np.inf, -np.inf, 1.0]), posinf=9.0, neginf=-9.0)
+    tensor([ 0.,  9., -9.,  1.])
+    """
+    (x,) = lift(input)
+    if not dt.is_float(x.dtype):
+        return x
+    info = np.finfo(x.dtype)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    out = m.where(m.isnan(x), nan, x)
+    return m.where(isposinf(x), hi, m.where(isneginf(x), lo, out))
+
+
+def frac(input):  # noqa: A002
+    """The fractional part `x - trunc(x)`, with x's sign.
+
+    >>> import kiln as kn
+    >>> kn.frac(kn.tensor([1.5, -2.25]))
+    tensor([ 0.5000, -0.2500])
+    """
+    (x,) = lift(input)
+    return m.sub(x, m.trunc(x))
+
+
+def positive(input):  # noqa: A002
+    """`x` itself (PyTorch's unary plus); refused for bool (RuntimeError), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.positive(kn.tensor([-1, 2]))
+    tensor([-1,  2])
+    """
+    (x,) = lift(input)
+    if x.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return x
+
+
+def logit(input, eps=None):  # noqa: A002
+    """`log(p / (1 - p))`, p clamped to `[eps, 1 - eps]` when eps is given.
+
+    >>> import kiln as kn
+    >>> kn.logit(kn.tensor([0.5, 0.0]), eps=0.25)
+    tensor([ 0.0000, -1.0986])
+    """
+    x = _float(input)
+    if eps is not None:
+        x = m.clip(x, eps, 1 - eps)
+    return m.log(m.div(x, m.sub(1.0, x)))
+
+
+def xlogy(input, other):  # noqa: A002
+    """`x * log(y)`, 0 where x is 0 (unless y is NaN).
+
+    >>> import kiln as kn
+    >>> kn.xlogy(kn.tensor([0.0, 2.0]), kn.tensor([0.0, 1.0]))
+    tensor([0., 0.])
+    """
+    x, y = lift(input, other)
+    target = dt.to_float(dt.result_type(x, y))
+    x, y = (v if v.dtype == target else m.cast(v, target) for v in (x, y))
+    product = m.mul(x, m.log(y))
+    return m.where(m.logical_and(m.equal(x, 0), m.logical_not(m.isnan(y))), 0.0, product)
+
+
+def hypot(input, other):  # noqa: A002
+    """`sqrt(a**2 + b**2)`.
+
+    >>> import kiln as kn
+    >>> kn.hypot(kn.tensor([3.0]), kn.tensor([4.0]))
+    tensor([5.])
+    """
+    return m.sqrt(m.add(m.square(input), m.square(other)))
+
+
+def fmax(input, other):  # noqa: A002
+    """Elementwise maximum that ignores NaN (NaN only where both are).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.fmax(kn.tensor([np.nan, 1.0]), kn.tensor([2.0, np.nan]))
+    tensor([2., 1.])
+    """
+    a, b = lift(input, other)
+    return m.where(m.isnan(a), b, m.where(m.isnan(b), a, m.maximum(a, b)))
+
+
+def fmin(input, other):  # noqa: A002
+    """Elementwise minimum that ignores NaN (NaN only where both are).
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.fmin(kn.tensor([np.nan, 1.0]), kn.tensor([2.0, np.nan]))
+    tensor([2., 1.])
+    """
+    a, b = lift(input, other)
+    return m.where(m.isnan(a), b, m.where(m.isnan(b), a, m.minimum(a, b)))
+
+
+def logaddexp2(input, other):  # noqa: A002
+    """`log2(2**a + 2**b)`, without overflow.
+
+    >>> import kiln as kn
+    >>> kn.logaddexp2(kn.tensor([1.0]), kn.tensor([1.0]))
+    tensor([2.])
+    """
+    ln2 = _math.log(2)
+    return m.div(tm.logaddexp(m.mul(_float(input), ln2), m.mul(_float(other), ln2)), ln2)
+
+
+def sinc(input):  # noqa: A002
+    """The normalized sinc `sin(pi x) / (pi x)`, 1 at 0.
+
+    >>> import kiln as kn
+    >>> kn.sinc(kn.tensor([0.0, 0.5]))
+    tensor([1.0000, 0.6366])
+    """
+    x = _float(input)
+    zero = m.equal(x, 0)
+    px = m.mul(m.where(zero, 1.0, x), _math.pi)
+    return m.where(zero, 1.0, m.div(m.sin(px), px))
+
+
+def heaviside(input, values):  # noqa: A002
+    """0 where x < 0, 1 where x > 0, `values` where x == 0.
+
+    >>> import kiln as kn
+    >>> kn.heaviside(kn.tensor([-1.0, 0.0, 2.0]), kn.tensor([0.5]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    x, v = lift(input, values)
+    out = m.where(m.equal(x, 0), v, m.cast(m.greater(x, 0), x.dtype))
+    return out
+
+
+def float_power(input, exponent):  # noqa: A002
+    """`x ** e` computed in float64, as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.float_power(kn.tensor([2]), 3)
+    tensor([8.], dtype=kiln.float64)
+    """
+    (x,) = lift(input)
+    e = exponent if isinstance(exponent, (int, float)) else m.cast(exponent, dt.float64)
+    return m.pow(m.cast(x, dt.float64), float(e) if isinstance(e, int) else e)
+
+
+def clamp_min(input, min):  # noqa: A002
+    """`max(x, min)`.
+
+    >>> import kiln as kn
+    >>> kn.clamp_min(kn.tensor([-1.0, 2.0]), 0.0)
+    tensor([0., 2.])
+    """
+    return m.clip(input, min, None)
+
+
+def clamp_max(input, max):  # noqa: A002
+    """`min(x, max)`.
+
+    >>> import kiln as kn
+    >>> kn.clamp_max(kn.tensor([-1.0, 2.0]), 0.0)
+    tensor([-1.,  0.])
+    """
+    return m.clip(input, None, max)
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+
+def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """The sum with NaN counted as zero.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.nansum(kn.tensor([1.0, np.nan, 2.0]))
+    tensor(3.)
+    """
+    (x,) = lift(input)
+    if dt.is_float(x.dtype):
+        x = m.where(m.isnan(x), 0.0, x)
+    return m.sum(x, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """The mean of the elements that are not NaN.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.nanmean(kn.tensor([1.0, np.nan, 2.0]))
+    tensor(1.5000)
+    """
+    (x,) = lift(input)
+    if dtype is not None:
+        x = m.cast(x, dtype)
+    if not dt.is_float(x.dtype):
+        raise NotImplementedError(f"nanmean(): expected a floating point input, got {x.dtype}")
+    ok = m.logical_not(m.isnan(x))
+    total = m.sum(m.where(ok, x, 0.0), dim, keepdim)
+    return m.div(total, m.sum(m.cast(ok, x.dtype), dim, keepdim))
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    """The number of nonzero elements (along `dim`: an int or a tuple), as int64.
+
+    >>> import kiln as kn
+    >>> kn.count_nonzero(kn.tensor([[0, 1], [2, 3]]), dim=0)
+    tensor([1, 2])
+    """
+    (x,) = lift(input)
+    return m.sum(m.cast(m.not_equal(x, 0), dt.int64), dim)
+
+
+def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
+    """The least and greatest values (`min`, `max`, a named tuple), of all or along `dim`.
+
+    >>> import kiln as kn
+    >>> kn.aminmax(kn.tensor([3, 1, 2]))
+    aminmax(min=tensor(1), max=tensor(3))
+    """
+    (x,) = lift(input)
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    return return_types.aminmax(m.amin(x, dim, keepdim), m.amax(x, dim, keepdim))
+
+
+def _kth(x, k: int, dim, keepdim, name):
+    """The k-th smallest (0-based) along dim and its index, from a stable sort."""
+    values, indices = tm.sort(x, dim, stable=True)
+    v = select(values, dim, k)
+    i = select(indices, dim, k)
+    if keepdim:
+        v, i = s.unsqueeze(v, dim), s.unsqueeze(i, dim)
+    return getattr(return_types, name)(v, i)
+
+
+def median(input, dim=None, keepdim: bool = False):  # noqa: A002
+    """The lower median: of all elements (0-d), or `(values, indices)` along `dim`.
+
+    >>> import kiln as kn
+    >>> kn.median(kn.tensor([4.0, 1.0, 3.0, 2.0]))
+    tensor(2.)
+    """
+    (x,) = lift(input)
+    if dim is None:
+        flat = s.reshape(x, (-1,))
+        n = flat.shape[0]
+        return select(tm.sort(flat, 0).values, 0, (n - 1) // 2)
+    if x.ndim == 0:
+        return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
+    n = x.shape[dim]
+    return _kth(x, (n - 1) // 2, dim, keepdim, "median")
+
+
+def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
+    """The k-th smallest element (k from 1) along `dim`, and its index.
+
+    >>> import kiln as kn
+    >>> kn.kthvalue(kn.tensor([4.0, 1.0, 3.0]), 2).values
+    tensor(3.)
+    """
+    (x,) = lift(input)
+    n = x.shape[dim] if x.ndim else 1
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    if x.ndim == 0:
+        return return_types.kthvalue(x, m.cast(m.mul(x, 0), dt.int64))
+    return _kth(x, k - 1, dim, keepdim, "kthvalue")
+
+
+@takes_out
+def round(input, *, decimals: int = 0):  # noqa: A001, A002
+    """Rounds half to even, to `decimals` decimal places (`round(x * 10**d) / 10**d`).
+
+    >>> import kiln as kn
+    >>> kn.round(kn.tensor([1.25, 2.5, 12.0]), decimals=1), kn.round(kn.tensor([2.5]))
+    (tensor([ 1.2000,  2.5000, 12.0000]), tensor([2.]))
+    """
+    (x,) = lift(input)
+    if decimals == 0 or not dt.is_float(x.dtype):
+        return m.round(x)
+    scale = 10.0**decimals
+    return m.div(m.round(m.mul(x, scale)), scale)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):  # noqa: A002
+    """`(var, mean)` over `dim`, with `var`'s correction (1 by default).
+
+    >>> import kiln as kn
+    >>> kn.var_mean(kn.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    v = m.var(input, dim, unbiased, keepdim, correction=correction)
+    return v, m.mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):  # noqa: A002
+    """`(std, mean)` over `dim`, with `std`'s correction (1 by default).
+
+    >>> import kiln as kn
+    >>> kn.std_mean(kn.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    v = m.std(input, dim, unbiased, keepdim, correction=correction)
+    return v, m.mean(input, dim, keepdim)
+
+
+def msort(input):  # noqa: A002
+    """`input` sorted along dim 0 (the values of `sort(input, 0)`).
+
+    >>> import kiln as kn
+    >>> kn.msort(kn.tensor([[3, 1], [2, 4]]))
+    tensor([[2, 1],
+            [3, 4]])
+    """
+    return tm.sort(input, 0).values

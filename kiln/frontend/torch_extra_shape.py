@@ -1,0 +1,620 @@
+"""More of PyTorch's shape and index functions over kiln's ops (`select`, `narrow`, `movedim`,
+`unbind`, `tensor_split`, `rot90`, `diff`, `take_along_dim`, `diag_embed`, `index_add`,
+`index_copy`, `index_fill`), and the Tensor methods that read only a tensor's type
+(`new_zeros`, `is_floating_point`, `element_size`...), shared by Symbols and eager Tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..errors import IndexOutOfBoundsError, ShapeError
+from ..graph.core import Symbol
+from . import math as m
+from . import shape as s
+from . import torch_index as ti
+from . import torch_shape as ts
+from .core import constant, lift
+from .nn_functional import pad
+
+__all__ = [
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+    "broadcast_tensors", "cartesian_prod", "column_stack", "dstack", "hstack", "meshgrid",
+    "vstack",
+    "diag_embed", "diff", "dsplit", "fliplr", "flipud", "hsplit", "index_add", "index_copy",
+    "index_fill", "movedim", "moveaxis", "narrow", "ravel", "rot90", "select", "take_along_dim",
+    "tensor_split", "unbind", "vsplit",
+]  # fmt: skip
+
+
+def _dim(x, dim: int) -> int:
+    return sh.normalize_axis(int(dim), max(x.ndim, 1))
+
+
+def select(input, dim: int, index: int):  # noqa: A002
+    """The slice at `index` along `dim` (a view), that dim removed.
+
+    >>> import kiln as kn
+    >>> kn.select(kn.tensor([[1, 2], [3, 4]]), 1, -1)
+    tensor([2, 4])
+    """
+    (x,) = lift(input)
+    d = _dim(x, dim)
+    n = x.shape[d]
+    if isinstance(n, int) and not -n <= index < n:
+        raise IndexOutOfBoundsError(
+            f"select(): index {index} out of range for tensor of size {list(x.shape)} at "
+            f"dimension {dim}"
+        )
+    return s.getitem(x, (slice(None),) * d + (index,))
+
+
+def narrow(input, dim: int, start: int, length: int):  # noqa: A002
+    """`length` elements along `dim` from `start` (a view).
+
+    >>> import kiln as kn
+    >>> kn.narrow(kn.tensor([1, 2, 3, 4]), 0, 1, 2)
+    tensor([2, 3])
+    """
+    (x,) = lift(input)
+    d = _dim(x, dim)
+    n = ts.static_dim(x, d, "narrow")
+    start = start + n if start < 0 else start
+    if not 0 <= start <= n or start + length > n or length < 0:
+        raise ShapeError(
+            f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({n})."
+        )
+    return s.getitem(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+def movedim(input, source, destination):  # noqa: A002
+    """`input` with the dims `source` moved to `destination` (ints or sequences).
+
+    >>> import kiln as kn
+    >>> kn.movedim(kn.zeros(2, 3, 4), 0, -1).shape
+    kiln.Size([3, 4, 2])
+    """
+    (x,) = lift(input)
+    src = [source] if isinstance(source, (int, np.integer)) else list(source)
+    dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
+    if len(src) != len(dst):
+        raise ShapeError("movedim: Invalid source or destination dims: lengths differ")
+    src = [_dim(x, d) for d in src]
+    dst = [_dim(x, d) for d in dst]
+    rest = [d for d in range(x.ndim) if d not in src]
+    order = [None] * x.ndim
+    for a, b in zip(src, dst):
+        order[b] = a
+    it = iter(rest)
+    order = [next(it) if o is None else o for o in order]
+    return s.permute(x, tuple(order)) if x.ndim else x
+
+
+moveaxis = movedim
+
+
+def ravel(input):  # noqa: A002
+    """The elements as one dim.
+
+    >>> import kiln as kn
+    >>> kn.ravel(kn.tensor([[1, 2], [3, 4]]))
+    tensor([1, 2, 3, 4])
+    """
+    return s.reshape(input, (-1,))
+
+
+def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
+    """The slices along `dim`, as a tuple.
+
+    >>> import kiln as kn
+    >>> kn.unbind(kn.tensor([[1, 2], [3, 4]]), 1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
+    (x,) = lift(input)
+    d = _dim(x, dim)
+    return tuple(select(x, d, i) for i in range(ts.static_dim(x, d, "unbind")))
+
+
+def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+    """Splits into `n` parts as equal as possible (the first `size % n` one longer), or at
+    the given indices.
+
+    >>> import kiln as kn
+    >>> [t.tolist() for t in kn.tensor_split(kn.arange(5), 3)]
+    [[0, 1], [2, 3], [4]]
+    """
+    (x,) = lift(input)
+    d = _dim(x, dim)
+    n = ts.static_dim(x, d, "tensor_split")
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        cuts = list(np.cumsum([0, *sizes]))
+    else:
+        cuts = [0, *(min(int(i), n) for i in indices_or_sections), n]
+    return tuple(s.getitem(x, (slice(None),) * d + (slice(a, max(a, b)),))
+                 for a, b in zip(cuts[:-1], cuts[1:]))  # fmt: skip
+
+
+def _split_dim(name, x, sections, dim):
+    if isinstance(sections, (int, np.integer)):
+        n = ts.static_dim(x, dim, name)
+        if sections == 0 or n % sections:
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                f"dimension {n} is not divisible by the split_size {sections}!"
+            )
+    return tensor_split(x, sections, dim)
+
+
+def hsplit(input, sections):  # noqa: A002
+    """`tensor_split` along dim 1 (dim 0 of a vector); an int must divide the size.
+
+    >>> import kiln as kn
+    >>> len(kn.hsplit(kn.zeros(2, 4), 2))
+    2
+    """
+    (x,) = lift(input)
+    return _split_dim("hsplit", x, sections, 1 if x.ndim > 1 else 0)
+
+
+def vsplit(input, sections):  # noqa: A002
+    """`tensor_split` along dim 0 of a tensor of 2 or more dims.
+
+    >>> import kiln as kn
+    >>> len(kn.vsplit(kn.zeros(4, 2), [1]))
+    2
+    """
+    (x,) = lift(input)
+    if x.ndim < 2:
+        raise RuntimeError(
+            f"torch.vsplit requires a tensor with at least 2 dimension, got {x.ndim}"
+        )
+    return _split_dim("vsplit", x, sections, 0)
+
+
+def dsplit(input, sections):  # noqa: A002
+    """`tensor_split` along dim 2 of a tensor of 3 or more dims.
+
+    >>> import kiln as kn
+    >>> len(kn.dsplit(kn.zeros(1, 1, 4), 4))
+    4
+    """
+    (x,) = lift(input)
+    if x.ndim < 3:
+        raise RuntimeError(
+            f"torch.dsplit requires a tensor with at least 3 dimension, got {x.ndim}"
+        )
+    return _split_dim("dsplit", x, sections, 2)
+
+
+def fliplr(input):  # noqa: A002
+    """Reverses dim 1.
+
+    >>> import kiln as kn
+    >>> kn.fliplr(kn.tensor([[1, 2]]))
+    tensor([[2, 1]])
+    """
+    return ts.flip(input, [1])
+
+
+def flipud(input):  # noqa: A002
+    """Reverses dim 0.
+
+    >>> import kiln as kn
+    >>> kn.flipud(kn.tensor([1, 2]))
+    tensor([2, 1])
+    """
+    return ts.flip(input, [0])
+
+
+def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002
+    """Rotates by 90 degrees `k` times, from the first of `dims` towards the second.
+
+    >>> import kiln as kn
+    >>> kn.rot90(kn.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 4],
+            [1, 3]])
+    """
+    (x,) = lift(input)
+    a, b = (_dim(x, d) for d in dims)
+    k %= 4
+    if k == 0:
+        return ts.flip(x, [])
+    if k == 2:
+        return ts.flip(x, [a, b])
+    flipped = ts.flip(x, [b] if k == 1 else [a])
+    return s.transpose(flipped, a, b)
+
+
+def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: A002
+    """The n-th forward difference along `dim` (`!=` for bools), after joining `prepend` and
+    `append`.
+
+    >>> import kiln as kn
+    >>> kn.diff(kn.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7])
+    """
+    (x,) = lift(input)
+    d = _dim(x, dim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    if len(parts) > 1:
+        x = ts.cat(list(lift(*parts)), d)
+    for _ in range(n):
+        size = ts.static_dim(x, d, "diff")
+        hi = narrow(x, d, 1, size - 1)
+        lo = narrow(x, d, 0, size - 1)
+        x = m.not_equal(hi, lo) if x.dtype == np.bool_ else m.sub(hi, lo)
+    return x
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """Values at `indices` along `dim` (broadcast elsewhere); of the flattened tensor when dim
+    is None.
+
+    >>> import kiln as kn
+    >>> kn.take_along_dim(kn.tensor([[10, 30, 20]]), kn.tensor([[1, 2]]), 1)
+    tensor([[30, 20]])
+    """
+    x, idx = lift(input, indices)
+    if dim is None:
+        return s.take_along_axis(s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0)
+    d = _dim(x, dim)
+    rest_x = tuple(x.shape[:d]) + tuple(x.shape[d + 1 :])
+    rest_i = tuple(idx.shape[:d]) + tuple(idx.shape[d + 1 :])
+    rest = sh.broadcast_shapes(rest_x, rest_i)
+    x = s.broadcast_to(x, (*rest[:d], x.shape[d], *rest[d:]))
+    idx = s.broadcast_to(idx, (*rest[:d], idx.shape[d], *rest[d:]))
+    return s.take_along_axis(x, idx, d)
+
+
+def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: A002
+    """Matrices whose `offset` diagonal (in dims dim1, dim2 of the result) is the last dim.
+
+    >>> import kiln as kn
+    >>> kn.diag_embed(kn.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    (x,) = lift(input)
+    n = ts.static_dim(x, -1, "diag_embed")
+    size = n + abs(offset)
+    table = np.zeros((n, size, size), dt.as_dtype(x.dtype))
+    rows = np.arange(n) + max(-offset, 0)
+    table[np.arange(n), rows, rows + offset] = 1
+    spread = s.reshape(x, (*x.shape, 1, 1))
+    if x.dtype == np.bool_:
+        out = m.any(m.logical_and(spread, table.astype(bool)), -3)
+    else:
+        out = m.sum(m.mul(spread, table), -3, dtype=x.dtype)
+    ndim = x.ndim + 1
+    a, b = sh.normalize_axis(dim1, ndim), sh.normalize_axis(dim2, ndim)
+    if (a, b) == (ndim - 2, ndim - 1):
+        return out
+    return movedim(out, (ndim - 2, ndim - 1), (a, b))
+
+
+def _along(index, dim: int, like_shape):
+    """A 1-D index laid along `dim` and broadcast to `like_shape` (for scatter)."""
+    view = [1] * len(like_shape)
+    view[dim] = -1
+    return s.broadcast_to(s.reshape(index, tuple(view)), tuple(like_shape))
+
+
+def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
+    """`input` with `alpha * source`'s slices along `dim` added at `index` (repeats add up).
+
+    >>> import kiln as kn
+    >>> kn.index_add(kn.zeros(3), 0, kn.tensor([0, 0, 2]), kn.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 0., 3.])
+    """
+    x, idx, src = lift(input, index, source)
+    d = _dim(x, dim)
+    src = src if alpha == 1 else m.mul(src, alpha)
+    src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
+    return ti.scatter_add(x, d, _along(idx, d, src.shape), src)
+
+
+def index_copy(input, dim: int, index, source):  # noqa: A002
+    """`input` with `source`'s slices along `dim` written at `index`.
+
+    >>> import kiln as kn
+    >>> kn.index_copy(kn.zeros(3), 0, kn.tensor([2, 0]), kn.tensor([1.0, 2.0]))
+    tensor([2., 0., 1.])
+    """
+    x, idx, src = lift(input, index, source)
+    d = _dim(x, dim)
+    return ti.scatter(x, d, _along(idx, d, src.shape), src)
+
+
+def index_fill(input, dim: int, index, value):  # noqa: A002
+    """`input` with the slices at `index` along `dim` set to `value`.
+
+    >>> import kiln as kn
+    >>> kn.index_fill(kn.tensor([[1, 2], [3, 4]]), 1, kn.tensor([0]), -1)
+    tensor([[-1,  2],
+            [-1,  4]])
+    """
+    x, idx = lift(input, index)
+    d = _dim(x, dim)
+    n = ts.static_dim(x, d, "index_fill")
+    positions = np.arange(n).reshape(-1, 1)
+    if isinstance(x, Symbol):
+        positions = constant(positions, graph=x.graph)
+    hit = m.any(m.equal(positions, s.reshape(idx, (1, -1))), 1)
+    shape = [1] * x.ndim
+    shape[d] = n
+    fill = (
+        np.asarray(value, x.dtype)
+        if isinstance(value, (int, float, bool))
+        else m.cast(value, x.dtype)
+    )
+    return m.where(s.reshape(hit, tuple(shape)), fill, x)
+
+
+# -- methods that read only the type: the same on Symbols and eager Tensors ------------------
+
+
+def _new(fill):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **_):
+        shape = ts._sizes(size) if size else ()
+        value = np.full(shape, fill, dt.as_dtype(dtype or self.dtype))
+        return _constant_like(self, value, requires_grad)
+
+    return method
+
+
+def _constant_like(self, value: np.ndarray, requires_grad=False):
+    if isinstance(self, Symbol):
+        return constant(value, graph=self.graph)
+    from ..eager.factories import tensor
+
+    return tensor(value, device=self.device, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+    """`full(size, fill_value)` of self's dtype and device."""
+    value = np.full(ts._sizes((size,)), fill_value, dt.as_dtype(dtype or self.dtype))
+    return _constant_like(self, value, requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, **_):
+    """`tensor(data)` of self's dtype (unless `dtype` is given) and device."""
+    if isinstance(data, Symbol):
+        return m.cast(data, dtype or self.dtype)
+    if hasattr(data, "detach"):
+        data = data.detach().numpy()
+    return _constant_like(self, np.asarray(data, dt.as_dtype(dtype or self.dtype)), requires_grad)
+
+
+TYPE_METHODS = {
+    "new_zeros": _new(0), "new_ones": _new(1), "new_empty": _new(0), "new_full": new_full,
+    "new_tensor": new_tensor,
+    "is_floating_point": lambda self: dt.is_float(self.dtype),
+    "is_complex": lambda self: dt.as_dtype(self.dtype).kind == "c",
+    "is_signed": lambda self: dt.as_dtype(self.dtype).kind in "if",
+    "element_size": lambda self: dt.as_dtype(self.dtype).itemsize,
+    "ndimension": lambda self: len(self.shape), "nelement": lambda self: self.numel(),
+    "type_as": lambda self, other: self.to(other.dtype),
+    "view_as": lambda self, other: self.view(tuple(other.shape)),
+    "reshape_as": lambda self, other: s.reshape(self, tuple(other.shape)),
+    "short": lambda self: self.to(dt.as_dtype("int16")),
+    "char": lambda self: self.to(dt.as_dtype("int8")),
+    "byte": lambda self: self.to(dt.as_dtype("uint8")),
+    "get_device": lambda self: -1 if self.device.type == "cpu" else (self.device.index or 0),
+}  # fmt: skip
+
+
+def _sum_to_size(self, *size):
+    """Sums the dims that `size` (broadcastable to self's shape) has as 1 or lacks."""
+    size = tuple(ts._sizes(size))
+    lead = len(self.shape) - len(size)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(size) if d == 1 and self.shape[lead + i] != 1
+    )
+    out = m.sum(self, dims, keepdim=True) if dims else self
+    return s.reshape(out, size) if tuple(out.shape) != size else out
+
+
+# PyTorch's methods for real tensors: conjugation is the identity, and the like
+REAL_METHODS = {
+    "conj": lambda self: self, "conj_physical": lambda self: self,
+    "resolve_conj": lambda self: self, "resolve_neg": lambda self: self,
+    "is_conj": lambda self: False, "is_neg": lambda self: False,
+    "isreal": lambda self: m.logical_or(m.isnan(self), m.logical_not(m.isnan(self))),
+    "adjoint": lambda self: s.matrix_transpose(self),
+    "narrow_copy": lambda self, *a: narrow(self, *a),
+    "split_with_sizes": lambda self, split_sizes, dim=0: ts.split(self, list(split_sizes), dim),
+    "sum_to_size": _sum_to_size, "vdot": lambda self, other: m.dot(self, other),
+    "is_same_size": lambda self, other: tuple(self.shape) == tuple(other.shape),
+    "is_nonzero": lambda self: bool(self),
+}  # fmt: skip
+TYPE_PROPERTIES = {
+    "itemsize": lambda self: dt.as_dtype(self.dtype).itemsize,
+    "nbytes": lambda self: dt.as_dtype(self.dtype).itemsize * self.numel(),
+    "is_cpu": lambda self: self.device.type == "cpu",
+}
+
+
+# -- stacking and broadcasting helpers --------------------------------------------------------
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (one tensor in, one out; several: a tuple).
+
+    >>> import kiln as kn
+    >>> kn.atleast_1d(kn.tensor(3)).shape
+    kiln.Size([1])
+    """
+    return _atleast(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims (leading 1s added).
+
+    >>> import kiln as kn
+    >>> kn.atleast_2d(kn.tensor([1, 2])).shape
+    kiln.Size([1, 2])
+    """
+    return _atleast(tensors, 2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims (a 1-D (n) becomes (1, n, 1), a 2-D (m, n) (m, n, 1)).
+
+    >>> import kiln as kn
+    >>> kn.atleast_3d(kn.zeros(2, 3)).shape
+    kiln.Size([2, 3, 1])
+    """
+    return _atleast(tensors, 3)
+
+
+def _atleast(tensors, n: int):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(_atleast(tuple(tensors[0]), n))
+    out = []
+    for t in lift(*tensors):
+        shape = tuple(t.shape)
+        if len(shape) < n:
+            if n == 3:
+                shape = {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
+            else:
+                shape = (1,) * (n - len(shape)) + shape
+            t = s.reshape(t, shape)
+        out.append(t)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def hstack(tensors):
+    """Joins along dim 1 (dim 0 for vectors).
+
+    >>> import kiln as kn
+    >>> kn.hstack([kn.tensor([1]), kn.tensor([2, 3])])
+    tensor([1, 2, 3])
+    """
+    ts_ = _as_tuple(atleast_1d(*tensors))
+    return ts.cat(list(ts_), 0 if ts_[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Joins along dim 0, vectors as rows.
+
+    >>> import kiln as kn
+    >>> kn.vstack([kn.tensor([1, 2]), kn.tensor([3, 4])]).shape
+    kiln.Size([2, 2])
+    """
+    return ts.cat(list(_as_tuple(atleast_2d(*tensors))), 0)
+
+
+def dstack(tensors):
+    """Joins along dim 2, after `atleast_3d`.
+
+    >>> import kiln as kn
+    >>> kn.dstack([kn.tensor([1, 2]), kn.tensor([3, 4])]).shape
+    kiln.Size([1, 2, 2])
+    """
+    return ts.cat(list(_as_tuple(atleast_3d(*tensors))), 2)
+
+
+def column_stack(tensors):
+    """Joins along dim 1, vectors (and scalars) as columns.
+
+    >>> import kiln as kn
+    >>> kn.column_stack([kn.tensor([1, 2]), kn.tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    cols = [s.reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in lift(*tensors)]
+    return ts.cat(cols, 1)
+
+
+def _as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    """The tensors broadcast to their common shape.
+
+    >>> import kiln as kn
+    >>> [t.shape for t in kn.broadcast_tensors(kn.zeros(2, 1), kn.zeros(3))]
+    [kiln.Size([2, 3]), kiln.Size([2, 3])]
+    """
+    values = lift(*tensors)
+    shape = sh.broadcast_shapes(*(tuple(v.shape) for v in values))
+    return tuple(s.broadcast_to(v, shape) for v in values)
+
+
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to.
+
+    >>> import kiln as kn
+    >>> kn.broadcast_shapes((2, 1), (3,))
+    kiln.Size([2, 3])
+    """
+    from ..array_types import Size
+
+    shapes = [(d,) if isinstance(d, (int, np.integer)) else tuple(d) for d in shapes]
+    return Size(sh.broadcast_shapes(*shapes))
+
+
+def meshgrid(*tensors, indexing: str = "ij") -> tuple:
+    """Coordinate grids of 1-D tensors; `indexing` "ij" (matrix) or "xy" (Cartesian).
+
+    >>> import kiln as kn
+    >>> [g.tolist() for g in kn.meshgrid(kn.tensor([1, 2]), kn.tensor([3, 4, 5]))][0]
+    [[1, 1, 1], [2, 2, 2]]
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    values = list(lift(*tensors))
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
+    swap = indexing == "xy" and len(values) >= 2
+    if swap:
+        values[0], values[1] = values[1], values[0]
+    sizes = [v.shape[0] if v.ndim else 1 for v in values]
+    grids = []
+    for i, v in enumerate(values):
+        view = [1] * len(values)
+        view[i] = -1
+        grids.append(s.broadcast_to(s.reshape(v, tuple(view)), tuple(sizes)))
+    if swap:
+        grids = [s.transpose(g, 0, 1) for g in grids]
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of the 1-D tensors' elements, as rows (one tensor: itself).
+
+    >>> import kiln as kn
+    >>> kn.cartesian_prod(kn.tensor([1, 2]), kn.tensor([3, 4])).tolist()
+    [[1, 3], [1, 4], [2, 3], [2, 4]]
+    """
+    if len(tensors) == 1:
+        return lift(*tensors)[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return ts.stack([s.reshape(g, (-1,)) for g in grids], 1)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the given (0-, 1- or 2-D) blocks.
+
+    >>> import kiln as kn
+    >>> kn.block_diag(kn.tensor([[1]]), kn.tensor([[2, 3]]))
+    tensor([[1, 0, 0],
+            [0, 2, 3]])
+    """
+    blocks = [s.reshape(b, (1, -1)) if b.ndim < 2 else b for b in lift(*tensors)]
+    dtype = dt.result_type(*blocks)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        b = b if b.dtype == dtype else m.cast(b, dtype)
+        right = width - left - b.shape[1]
+        rows.append(pad(b, (left, right)) if left or right else b)
+        left += b.shape[1]
+    return ts.cat(rows, 0)

@@ -1,0 +1,403 @@
+"""PyTorch's margin, embedding and likelihood losses (`margin_ranking_loss`,
+`hinge_embedding_loss`, `soft_margin_loss`, `multi_margin_loss`, `multilabel_soft_margin_loss`,
+`cosine_embedding_loss`, `triplet_margin_loss`, `poisson_nll_loss`, `gaussian_nll_loss`,
+`ctc_loss`) and `embedding_bag`, written with kiln's ops from PyTorch's documented formulas, so
+each works eagerly (autograd), in graph mode and under `kn.compile`."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import frontend as F
+from ..graph.core import Symbol
+from .functional_norm import pairwise_distance
+
+__all__ = [
+    "cosine_embedding_loss", "ctc_loss", "embedding_bag", "gaussian_nll_loss",
+    "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
+    "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+    "triplet_margin_loss",
+]  # fmt: skip
+
+
+def reduction_of(size_average, reduce, reduction: str) -> str:
+    """PyTorch's mapping of the legacy `size_average`/`reduce` flags (when given)."""
+    if size_average is None and reduce is None:
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        return reduction
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use reduction instead",
+        UserWarning,
+        stacklevel=3,
+    )
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "none" if not reduce else "mean" if size_average else "sum"
+
+
+def reduce_loss(loss, reduction: str):
+    """The loss's mean, sum, or itself ("none")."""
+    if reduction == "mean":
+        return F.mean(loss)
+    if reduction == "sum":
+        return F.sum(loss)
+    return loss
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None,
+                        reduce=None, reduction: str = "mean"):  # fmt: skip
+    """`max(0, -y * (x1 - x2) + margin)`.
+
+    >>> import kiln as kn
+    >>> F = kn.nn.functional
+    >>> F.margin_ranking_loss(kn.tensor([1.0, 2.0]), kn.tensor([2.0, 0.0]), kn.tensor([1.0, 1.0]))
+    tensor(0.5000)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    gap = F.add(F.mul(F.neg(target), F.sub(input1, input2)), margin)
+    return reduce_loss(F.clip(gap, 0, None), reduction)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None,  # noqa: A002
+                         reduce=None, reduction: str = "mean"):  # fmt: skip
+    """x where y is 1, `max(0, margin - x)` where y is -1 (PyTorch's: both terms where y is
+    neither).
+
+    >>> import kiln as kn
+    >>> F = kn.nn.functional
+    >>> F.hinge_embedding_loss(kn.tensor([0.3, 2.0]), kn.tensor([-1.0, 1.0]), reduction="none")
+    tensor([0.7000, 2.0000])
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    x, y = F.core.lift(input, target)
+    margin_term = F.where(F.not_equal(y, 1), F.clip(F.sub(margin, x), 0, None), 0.0)
+    self_term = F.where(F.not_equal(y, -1), x, 0.0)
+    return reduce_loss(F.add(margin_term, self_term), reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                     reduction: str = "mean"):  # fmt: skip
+    """`log(1 + exp(-y * x))`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.soft_margin_loss(kn.tensor([0.0]), kn.tensor([1.0]))
+    tensor(0.6931)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    z = F.mul(F.neg(target), input)
+    return reduce_loss(F.softplus(z), reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,  # noqa: A002
+                      size_average=None, reduce=None, reduction: str = "mean"):  # fmt: skip
+    """Per sample `sum_{i != y} max(0, margin - x[y] + x[i])**p / C`, times `weight[y]`.
+
+    >>> import kiln as kn
+    >>> F = kn.nn.functional
+    >>> F.multi_margin_loss(kn.tensor([[0.1, 0.2, 0.4, 0.8]]), kn.tensor([3]))
+    tensor(0.3250)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x, y = F.core.lift(input, target)
+    squeeze = x.ndim == 1
+    if squeeze:
+        x, y = F.unsqueeze(x, 0), F.reshape(y, (1,))
+    n_classes = x.shape[1]
+    picked = F.gather(x, 1, F.unsqueeze(y, 1))
+    terms = F.clip(F.add(F.sub(margin, picked), x), 0, None)
+    if p == 2:
+        terms = F.square(terms)
+    if weight is not None:
+        terms = F.mul(terms, F.unsqueeze(F.index_select(weight, 0, y), 1))
+    own = F.eq(np.arange(n_classes).reshape(1, -1), F.unsqueeze(y, 1))
+    loss = F.div(F.sum(F.where(own, 0.0, terms), 1), n_classes)
+    return reduce_loss(F.squeeze(loss, 0) if squeeze else loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  # noqa: A002
+                                reduce=None, reduction: str = "mean"):  # fmt: skip
+    """The mean over classes of the binary cross-entropy of `sigmoid(x)` with each label.
+
+    >>> import kiln as kn
+    >>> F = kn.nn.functional
+    >>> F.multilabel_soft_margin_loss(kn.tensor([[0.0, 0.0]]), kn.tensor([[1.0, 0.0]]))
+    tensor(0.6931)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    x, y = F.core.lift(input, target)
+    logsig = lambda v: F.neg(F.softplus(F.neg(v)))  # noqa: E731
+    loss = F.neg(F.add(F.mul(y, logsig(x)), F.mul(F.sub(1.0, y), logsig(F.neg(x)))))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    loss = F.div(F.sum(loss, x.ndim - 1), x.shape[-1])
+    return reduce_loss(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None,
+                          reduce=None, reduction: str = "mean"):  # fmt: skip
+    """`1 - cos(x1, x2)` where y is 1, `max(0, cos(x1, x2) - margin)` where y is -1.
+
+    >>> import kiln as kn
+    >>> F = kn.nn.functional
+    >>> F.cosine_embedding_loss(kn.tensor([[1.0, 0.0]]), kn.tensor([[0.0, 1.0]]), kn.tensor([1]))
+    tensor(1.)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    a, b, y = F.core.lift(input1, input2, target)
+    d = a.ndim - 1
+    eps = 1e-12  # PyTorch's EPSILON, added to each squared magnitude
+    dot = F.sum(F.mul(a, b), d)
+    mags = F.mul(F.add(F.sum(F.square(a), d), eps), F.add(F.sum(F.square(b), d), eps))
+    cos = F.div(dot, F.sqrt(mags))
+    pos = F.where(F.eq(y, 1), F.sub(1.0, cos), 0.0)
+    neg = F.where(F.eq(y, -1), F.clip(F.sub(cos, margin), 0, None), 0.0)
+    return reduce_loss(F.add(pos, neg), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean"):  # fmt: skip
+    """`max(d(a, p) - d(a, n) + margin, 0)` with d the pairwise p-distance (`swap`: d(a, n)
+    is the smaller of it and d(p, n)).
+
+    >>> import kiln as kn
+    >>> F = kn.nn.functional
+    >>> F.triplet_margin_loss(kn.tensor([[0.0]]), kn.tensor([[1.0]]), kn.tensor([[3.0]]), eps=0)
+    tensor(0.)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return reduce_loss(F.clip(F.add(F.sub(d_pos, d_neg), margin), 0, None), reduction)
+
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,  # noqa: A002
+                     size_average=None, eps: float = 1e-8, reduce=None,
+                     reduction: str = "mean"):  # fmt: skip
+    """`exp(x) - y * x` (log_input), else `x - y * log(x + eps)`; `full` adds Stirling's
+    `y log y - y + log(2 pi y) / 2` where y > 1.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.poisson_nll_loss(kn.tensor([0.0]), kn.tensor([2.0]))
+    tensor(1.)
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    x, y = F.core.lift(input, target)
+    if log_input:
+        loss = F.sub(F.exp(x), F.mul(y, x))
+    else:
+        loss = F.sub(x, F.mul(y, F.log(F.add(x, eps))))
+    if full:
+        safe = F.where(F.greater(y, 1), y, 1.0)
+        stirling = F.add(
+            F.sub(F.mul(safe, F.log(safe)), safe), F.mul(F.log(F.mul(safe, 2 * math.pi)), 0.5)
+        )
+        loss = F.add(loss, F.where(F.greater(y, 1), stirling, 0.0))
+    return reduce_loss(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,  # noqa: A002
+                      reduction: str = "mean"):  # fmt: skip
+    """`(log(var) + (x - y)**2 / var) / 2` (+ `log(2 pi) / 2` when full), var clamped to eps
+    (the gradient as if not clamped, as PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.gaussian_nll_loss(kn.tensor([1.0]), kn.tensor([3.0]), kn.tensor([1.0]))
+    tensor(2.)
+    """
+    x, y, v = F.core.lift(input, target, var)
+    if tuple(v.shape) != tuple(x.shape):
+        if tuple(x.shape[:-1]) == tuple(v.shape):
+            v = F.unsqueeze(v, -1)
+        elif not (tuple(x.shape[:-1]) == tuple(v.shape[:-1]) and v.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not valid")
+    v = F.add(v, F.stop_gradient(F.sub(F.clip(v, eps, None), v)))
+    loss = F.mul(F.add(F.log(v), F.div(F.square(F.sub(x, y)), v)), 0.5)
+    if full:
+        loss = F.add(loss, 0.5 * math.log(2 * math.pi))
+    return reduce_loss(loss, reduction)
+
+
+# -- embedding_bag ------------------------------------------------------------------------------
+
+
+def _bag_ids(n: int, offsets, include_last_offset: bool):
+    """(bag of each of the n indices as a one-hot (n, bags) float matrix, number of bags):
+    index i is in the last bag whose offset is at most i."""
+    (off,) = F.core.lift(offsets)
+    if include_last_offset:
+        off = F.getitem(off, slice(0, -1))
+    bags = off.shape[0]
+    positions = np.arange(n).reshape(-1, 1)
+    if isinstance(off, Symbol):
+        positions = F.constant(positions, graph=off.graph)
+    started = F.greater_equal(positions, F.reshape(off, (1, -1)))  # (n, bags)
+    ids = F.sub(F.sum(F.cast(started, dt.int64), 1), 1)
+    return F.eq(F.reshape(ids, (-1, 1)), np.arange(bags).reshape(1, -1)), bags
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2,  # noqa: A002
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights=None, include_last_offset: bool = False,
+                  padding_idx=None):  # fmt: skip
+    """The sums, means or maxima of `weight`'s rows in bags: rows of a 2-D `input`, or runs of
+    a 1-D `input` starting at `offsets`. An empty bag gives zeros, `padding_idx` rows are left
+    out, `per_sample_weights` scale rows ("sum" only).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> kn.nn.functional.embedding_bag(kn.tensor([0, 2, 1]), w, kn.tensor([0, 2]))
+    tensor([[3., 4.],
+            [3., 4.]])
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}')."
+        )
+    idx, w = F.core.lift(input, weight)
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None")
+        b, k = idx.shape
+        idx = F.reshape(idx, (-1,))
+        offsets = np.arange(0, b * k, k, dtype=np.int64)
+        if per_sample_weights is not None:
+            per_sample_weights = F.reshape(per_sample_weights, (-1,))
+    elif offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    rows = F.index_select(w, 0, idx)  # (n, D)
+    member, _ = _bag_ids(idx.shape[0], offsets, include_last_offset)  # (n, bags)
+    if padding_idx is not None:
+        member = F.logical_and(member, F.reshape(F.not_equal(idx, padding_idx), (-1, 1)))
+    if per_sample_weights is not None:
+        rows = F.mul(rows, F.reshape(per_sample_weights, (-1, 1)))
+    weights = F.cast(member, w.dtype)
+    count = F.reshape(F.sum(weights, 0), (-1, 1))
+    if mode == "max":
+        spread = F.where(F.unsqueeze(member, 2), F.unsqueeze(rows, 1), float("-inf"))
+        return F.where(F.eq(count, 0), 0.0, F.amax(spread, 0))
+    total = F.matmul(F.transpose(weights, 0, 1), rows)  # (bags, D)
+    if mode == "sum":
+        return total
+    return F.div(total, F.clip(count, 1, None))
+
+
+# -- ctc_loss -----------------------------------------------------------------------------------
+
+
+def _logsumexp(parts):
+    """log(sum(exp(parts))) over a list of same-shape values, -inf where all are -inf, with
+    finite gradients there (the maximum and the log are taken of safe values)."""
+    top = parts[0]
+    for p in parts[1:]:
+        top = F.maximum(top, p)
+    finite = F.logical_not(F.isinf(top))
+    shift = F.stop_gradient(F.where(finite, top, 0.0))
+    total = None
+    for p in parts:
+        e = F.exp(F.sub(p, shift))
+        total = e if total is None else F.add(total, e)
+    alive = F.greater(total, 0)
+    return F.where(alive, F.add(F.log(F.where(alive, total, 1.0)), shift), float("-inf"))
+
+
+def _shift(x, k: int):
+    """x (N, L) moved right by k along dim 1, -inf coming in."""
+    n, length = x.shape
+    pad = np.full((n, k), -np.inf, dt.as_dtype(x.dtype))
+    return F.cat([pad, F.getitem(x, (slice(None), slice(0, length - k)))], 1)
+
+
+def _lengths(values, n: int):
+    if isinstance(values, (list, tuple)):
+        return np.asarray(values, np.int64).reshape(n)
+    (v,) = F.core.lift(values)
+    return F.cast(F.reshape(v, (n,)), dt.int64)
+
+
+def _padded_targets(targets, target_lengths, n: int):
+    """(N, S) targets from PyTorch's two layouts: padded (N, S), or concatenated 1-D (eager
+    only: where each target starts depends on the lengths' values)."""
+    (t,) = F.core.lift(targets)
+    if t.ndim == 2:
+        return t
+    if isinstance(t, Symbol):
+        raise NotImplementedError(
+            "ctc_loss: concatenated 1-D targets need the lengths' values; in graph mode and "
+            "under kn.compile give targets padded to (N, S)"
+        )
+    flat = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
+    lens = np.asarray(target_lengths.tolist() if hasattr(target_lengths, "tolist")
+                      else target_lengths, np.int64).reshape(n)  # fmt: skip
+    width = max(int(lens.max(initial=0)), 1)
+    out = np.zeros((n, width), np.int64)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    for i, (a, k) in enumerate(zip(starts, lens)):
+        out[i, :k] = flat[a : a + k]
+    return out
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False):  # fmt: skip
+    """The connectionist temporal classification loss: minus the log of the probability,
+    summed over every alignment, of each target sequence given (T, N, C) log-probabilities
+    (the forward algorithm over the extended labels `blank t1 blank t2 ... blank`). "mean"
+    divides each loss by its target length, then averages.
+
+    >>> import kiln as kn, math
+    >>> lp = kn.log(kn.tensor([[[0.5, 0.5]], [[0.5, 0.5]]]))
+    >>> round(kn.nn.functional.ctc_loss(lp, kn.tensor([[1]]), [2], [1]).item(), 4)
+    0.2877
+    """
+    lp = F.core.lift(log_probs)[0]
+    if lp.ndim == 2:
+        lp = F.unsqueeze(lp, 1)
+    steps, n, _ = lp.shape
+    tgt = F.core.lift(_padded_targets(targets, target_lengths, n))[0]
+    s_max = tgt.shape[1]
+    in_len, tgt_len = _lengths(input_lengths, n), _lengths(target_lengths, n)
+    blanks = np.full((n, s_max), blank, np.int64)
+    ext = F.reshape(F.stack(list(F.core.lift(blanks, F.cast(tgt, dt.int64))), 2), (n, 2 * s_max))
+    ext = F.cat([ext, np.full((n, 1), blank, np.int64)], 1)  # (N, L), L = 2S + 1
+    width = 2 * s_max + 1
+    before = F.cat([np.full((n, 2), blank, np.int64), F.getitem(ext, (slice(None), slice(0, -2)))],
+                   1)  # fmt: skip
+    skip = F.logical_and(F.not_equal(ext, blank), F.not_equal(ext, before))
+    emit = F.gather(lp, 2, F.broadcast_to(F.unsqueeze(ext, 0), (steps, n, width)))  # (T, N, L)
+    start = np.full((n, width), -np.inf, dt.as_dtype(lp.dtype))
+    first = F.getitem(emit, 0)
+    keep = np.zeros((1, width), bool)
+    keep[0, :2] = True
+    alpha = F.where(keep, first, start)
+    for t in range(1, steps):
+        hop = F.where(skip, _shift(alpha, 2), float("-inf"))
+        new = F.add(_logsumexp([alpha, _shift(alpha, 1), hop]), F.getitem(emit, t))
+        alpha = F.where(F.reshape(F.less(t, in_len), (n, 1)), new, alpha)
+    last = F.reshape(F.mul(tgt_len, 2), (n, 1))
+    end = F.take_along_dim(alpha, last, 1)
+    prev = F.take_along_dim(alpha, F.clip(F.sub(last, 1), 0, None), 1)
+    prev = F.where(F.greater(last, 0), prev, float("-inf"))
+    loss = F.neg(F.reshape(_logsumexp([end, prev]), (n,)))
+    if zero_infinity:
+        loss = F.where(F.isinf(loss), 0.0, loss)
+    if reduction == "mean":
+        return F.mean(F.div(loss, F.clip(F.cast(tgt_len, lp.dtype), 1, None)))
+    if reduction == "sum":
+        return F.sum(loss)
+    return loss

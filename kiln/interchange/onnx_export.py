@@ -102,6 +102,10 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True, args=None)
     program = program_of(obj)
     ex = Exporter(onnx, opset, dynamic_dims)
     inputs = [ex.value_info(s, ex.bind(s, ex.unique(s.name))) for s in program.inputs]
+    reads: dict = {}  # id(tuple) -> the indices of its elements that get nodes read
+    for node in program.nodes:
+        if node.op.name == "get":
+            reads.setdefault(id(node.inputs[0]), set()).add(node.attrs["index"])
     for node in program.nodes:
         if node.op.name == "placeholder":
             continue
@@ -121,6 +125,16 @@ def to_onnx(obj, opset: int | None = None, dynamic_dims: bool = True, args=None)
         out = ex.unique(node.name)
         first = len(ex.nodes)
         result = rule(ex, node, xs, out)
+        if isinstance(result, list):  # a multi-result op: one ONNX value per element
+            kiln_ops.tag(ex, node, xs, [n if k in reads.get(id(node.out), ()) else ""
+                                        for k, n in enumerate(result)], first)  # fmt: skip
+            ex.names[id(node.out)] = result
+            ex.node = None
+            continue
+        if node.op.name == "get":  # that element's value: no ONNX node of its own
+            ex.bind(node.out, result)
+            ex.node = None
+            continue
         if result != out:
             ex.emit("Identity", [result], out)
         kiln_ops.tag(ex, node, xs, out, first)

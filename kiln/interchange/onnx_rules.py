@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
 from . import onnx_rules_scatter as scatter_rules
 
@@ -584,4 +585,6 @@ RULES = {
     "avg_pool2d_grad": grad_rules.avg_pool2d_grad,
     "max_pool2d_grad": grad_rules.max_pool2d_grad,
     "max_pool2d_gather": grad_rules.max_pool2d_gather,
+    # several results: sort, topk, max_dim, min_dim, split, and get of their elements
+    **multi_rules.RULES,
 }

@@ -53,6 +53,8 @@ def jvp(ys, xs, tangents) -> list:
                     tangent = region_jvp(node, ins)
                 else:
                     tangent = _tangent(node, ins)
+                    if "multi" in node.op.tags:  # one tangent (or None) per element
+                        tangent = _Elements(tangent)
             if tangent is not None:
                 found[id(node.out)] = tangent
     return [found.get(id(y)) for y in ys]
@@ -95,3 +97,11 @@ def _transposed_vjp(node, ins):
     ps, ss = zip(*pieces)
     (tangent,) = differentiate(list(ps), [u], list(ss), disconnected="none", since=start)
     return tangent
+
+
+class _Elements(list):
+    """The tangents of a multi-result op's elements (kiln/ops/multi.py), which the tangents
+    of its `get` nodes read."""
+
+    def get(self, node):
+        return self[node.attrs["index"]]

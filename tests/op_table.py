@@ -695,13 +695,13 @@ rows(
     index_row("empty", (0, 3), IX[:, 1]),
     index_row("transposed", (3, 5), IX[::2, 1], "T"),
     index_row("strided", (2, 3, 5), IX[1, ::-1], "S"),
-    move_row("index", "split", lambda x: kn.split(x, 2), lambda x: np.split(x, 2), args((4, 3))),
+    move_row("split", "split", lambda x: kn.split(x, 2), lambda x: np.split(x, 2), args((4, 3))),
     move_row(
-        "index", "split-indices", lambda x: kn.split(x, [1, 2, 2], axis=-1),  # sizes
+        "split", "split-indices", lambda x: kn.split(x, [1, 2, 2], axis=-1),  # sizes
         lambda x: np.split(x, [1, 3], axis=-1), args(Arg((2, 5), layout="T")),
     ),
     move_row(
-        "index", "split-empty-part", lambda x: kn.split(x, [0, 2, 1]),  # PyTorch's sizes
+        "split", "split-empty-part", lambda x: kn.split(x, [0, 2, 1]),  # PyTorch's sizes
         lambda x: np.split(x, [0, 2]), args((3, 2)),
     ),
 )  # fmt: skip

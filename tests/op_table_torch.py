@@ -238,16 +238,24 @@ rows(
     OpCase("argsort", "0d", kn.argsort, normal(()), lambda x: np.int64(0)),
     OpCase("argsort", "empty", lambda y: kn.argsort(y, 0), normal((0, 2)),
            lambda y: np.zeros((0, 2), np.int64)),
-    OpCase("argsort", "sort", lambda x: kn.sort(x, -1), normal((2, 3, 5), kind="distinct"),
+    OpCase("sort", "sort", lambda x: kn.sort(x, -1), normal((2, 3, 5), kind="distinct"),
            ref_sort(2)),
-    OpCase("argsort", "sort-desc-transposed", lambda x: kn.sort(x, 0, descending=True),
+    OpCase("sort", "sort-desc-transposed", lambda x: kn.sort(x, 0, descending=True),
            normal((4, 3), kind="distinct", transpose=True), ref_sort(0, True)),
-    OpCase("argsort", "sort-ties-int", lambda x: kn.sort(x, stable=True),
+    OpCase("sort", "sort-ties-int", lambda x: kn.sort(x, stable=True),
            normal((2, 6), kind="small"), ref_sort(1), ("int32", "int64")),
-    OpCase("argsort", "topk", lambda x: kn.topk(x, 2), normal((3, 5), kind="distinct"),
+    OpCase("topk", "topk", lambda x: kn.topk(x, 2), normal((3, 5), kind="distinct"),
            ref_topk(2, 1)),
-    OpCase("argsort", "topk-smallest-neg-dim", lambda x: kn.topk(x, 3, -1, largest=False),
+    OpCase("topk", "topk-smallest-neg-dim", lambda x: kn.topk(x, 3, -1, largest=False),
            normal((2, 5), kind="distinct"), ref_topk(3, 1, False)),
+    # values and indices of max/min along a dim, NumPy's max/argmax (distinct values: no ties)
+    OpCase("max_dim", "dim", lambda x: kn.max(x, 1), normal((3, 4), kind="distinct"),
+           lambda x: (x.max(1), x.argmax(1))),
+    OpCase("max_dim", "keepdim-neg", lambda x: kn.max(x, -1, keepdim=True),
+           normal((2, 3, 4), kind="distinct"),
+           lambda x: (x.max(-1, keepdims=True), x.argmax(-1)[..., None])),
+    OpCase("min_dim", "dim0", lambda x: kn.min(x, 0), normal((3, 4), kind="distinct"),
+           lambda x: (x.min(0), x.argmin(0))),
 )  # fmt: skip
 
 # -- scatter -------------------------------------------------------------------------------------
@@ -475,11 +483,11 @@ rows(
            lambda x: np.diagonal(x, 1, 1, 2)),  # offset -1 of (dim -1, dim 1) is +1 of (1, 2)
     OpCase("index", "diag-of-matrix", lambda x: kn.diag(x[0], -2), normal((2, 4, 3)),
            lambda x: np.diag(x[0], -2)),
-    OpCase("index", "split-size", lambda x: kn.split(x, 2, dim=-1), normal((2, 5)),
+    OpCase("split", "split-size", lambda x: kn.split(x, 2, dim=-1), normal((2, 5)),
            lambda x: np.split(x, [2, 4], -1)),  # PyTorch: sizes 2, 2, 1
-    OpCase("index", "chunk", lambda x: kn.chunk(x, 3, 1), normal((2, 7)),
+    OpCase("split", "chunk", lambda x: kn.chunk(x, 3, 1), normal((2, 7)),
            lambda x: np.split(x, [3, 6], 1)),  # ceil(7 / 3) = 3: sizes 3, 3, 1
-    OpCase("index", "topk-then-slice", lambda x: kn.topk(x, 1, -1).values, normal((2, 4)),
+    OpCase("topk", "k-1", lambda x: kn.topk(x, 1, -1).values, normal((2, 4)),
            lambda x: np.sort(x, -1)[:, -1:]),
     OpCase("index_scatter", "diag", lambda v: kn.diag(v[0], 1), normal((1, 3)),
            lambda v: _ref_diag(v[0], 1)),

@@ -173,3 +173,25 @@ def test_while_loop_still_refuses_reverse_mode_after_a_jvp():
                        (x,), (kn.ones_like(x),))  # fmt: skip
         with pytest.raises(kn.GraphError, match="does not work for while_loop.*fori_loop"):
             kn.grad(dy, [x])
+
+
+@pytest.mark.parametrize("loop", ["while_loop", "scan"])
+def test_jvp_returns_the_loops_value_from_the_loop_that_gives_its_tangent(loop):
+    """kn.jvp's primal output is read from the new loop (primal and tangent together): the
+    compiled program runs one loop, not the original beside it."""
+    with kn.Graph().as_default():
+        v = kn.placeholder(kn.float64, (2,), "v")
+        w = kn.placeholder(kn.float64, (), "w")
+        if loop == "while_loop":
+            fn = _grow
+        else:
+            fn = lambda a, b: kn.fori_loop(0, 5, lambda i, c: c * b + kn.sin(c), a)  # noqa: E731
+        y, dy = kn.jvp(fn, (v, w), (kn.ones_like(v), kn.zeros_like(w)))
+        f = kn.function([v, w], [y, dy])
+    assert [n.op.name for n in f.graph.nodes].count(loop) == 1
+    with kn.Graph().as_default():
+        v2 = kn.placeholder(kn.float64, (2,), "v")
+        w2 = kn.placeholder(kn.float64, (), "w")
+        plain = kn.function([v2, w2], fn(v2, w2))
+    args = (np.array([0.5, 1.0]), np.float64(1.5))
+    np.testing.assert_array_equal(f(*args)[0], plain(*args))

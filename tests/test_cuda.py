@@ -139,6 +139,29 @@ def test_a_fused_group_is_one_generated_kernel_made_once(gpu):
     assert len(fused_cuda._BY_TEXT) == 1, "an equal program reuses the kernel"
 
 
+def test_region_ops_gradients_and_tangents_on_the_gpu_match_the_cpu(gpu):
+    """scan's and cond's reverse mode, while_loop's forward mode, and sort/max(dim) (tuple
+    nodes), in one program on the device: each body runs as its own device program."""
+    rng = np.random.default_rng(2)
+    h0, xs, w = (rng.standard_normal(s) * 0.5 for s in ((3,), (6, 3), (3, 3)))
+    with kn.Graph().as_default():
+        h, x, m = (kn.placeholder(kn.float64, a.shape, n) for a, n in ((h0, "h"), (xs, "xs"),
+                                                                      (w, "w")))  # fmt: skip
+        last, ys = kn.scan(lambda c, v: (kn.tanh(c @ m + v), c * 2.0), h, x)
+        picked = kn.cond(kn.sum(last) > 0, lambda a: kn.exp(a), lambda a: a * a, last)
+        top = kn.sort(ys, 0).values[-1] + kn.max(ys, 1).values.sum()
+        loss = kn.sum(picked) + kn.sum(top)
+        grads = kn.grad(loss, [h, x, m])
+        grow = lambda v: kn.while_loop(lambda c: kn.sum(c) < 20.0,  # noqa: E731
+                                       lambda c: c * 1.5 + kn.sin(c), v)  # fmt: skip
+        _, tangent = kn.jvp(grow, (kn.abs(h) + 0.5,), (kn.ones_like(h),))
+        outputs = [loss, *grads, tangent]
+        cpu = kn.function([h, x, m], outputs)(h0, xs, w)
+        dev = kn.function([h, x, m], outputs, device="cuda")(h0, xs, w)
+    for k, (got, want) in enumerate(zip(dev, cpu)):
+        assert_same(got, want, what=f"output {k}")
+
+
 def test_eager_autograd_on_the_gpu_matches_the_cpu(gpu):
     rng = np.random.default_rng(0)
     x0, w0 = rng.standard_normal((5, 4), np.float32), rng.standard_normal((4, 3), np.float32)

@@ -207,11 +207,11 @@ def _batched(values, firsts, seeds):
     return [unbatched_to(v, n) if b is None else b for v, b in zip(values, found)]
 
 
-def jvp_graph(ys, xs, tangents) -> list:
+def jvp_graph(ys, xs, tangents, primals: dict | None = None) -> list:
     """The tangent of each y (None where no x reaches it) for the xs moving along `tangents`:
     forward mode, node by node (kiln/passes/forward.py: an op's jvp rule, else its vjp
-    transposed in place)."""
-    return forward_jvp(ys, xs, tangents)
+    transposed in place). `primals`: see `kiln.passes.forward.jvp`."""
+    return forward_jvp(ys, xs, tangents, primals)
 
 
 def jacobian_rev(y, xs) -> list:

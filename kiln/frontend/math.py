@@ -14,6 +14,7 @@ from ..errors import DTypeMismatchError, IndexOutOfBoundsError, ShapeError, node
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
+from ..ops.multi import elements
 from . import core
 from .autocast import autocast_op
 from .core import call, in_float32, lift, promote
@@ -510,6 +511,10 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
     (x,) = lift(x)
     if dim is None:  # ties share the gradient, as PyTorch's max() of everything
         return _reduce(f"reduce_{which}", x, None, False)
+    if isinstance(x, Symbol) and x.ndim:  # one node computes both (kiln/ops/multi.py)
+        attrs = {"axis": sh.normalize_axis(int(dim), x.ndim), "keepdims": bool(keepdim)}
+        t = call(f"{which}_dim", x, **attrs)
+        return getattr(return_types, which)(*elements(t, f"{which}_dim", x, **attrs))
     indices = (argmax if which == "max" else argmin)(x, int(dim), True)
     if x.ndim == 0:  # one element: nothing ties
         values = _reduce(f"reduce_{which}", x, int(dim), keepdim)

@@ -13,6 +13,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.elementwise_torch import trunc
+from ..ops.multi import elements
 from . import core
 from . import math as m
 from .autocast import autocast_op
@@ -504,6 +505,9 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
     """
     (x,) = lift(input)
     dim = sh.normalize_axis(dim_arg(dim, axis, "sort"), max(x.ndim, 1))
+    if isinstance(x, Symbol):  # one node computes both (kiln/ops/multi.py)
+        attrs = {"axis": dim, "descending": bool(descending)}
+        return return_types.sort(*elements(call("sort", x, **attrs), "sort", x, **attrs))
     idx = call("argsort", x, axis=dim, descending=bool(descending))
     return return_types.sort(_pick(x, idx, dim), idx)
 
@@ -522,6 +526,9 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     n = static_dim(x, dim, "topk") if x.ndim else 1
     if not 0 <= k <= n:
         raise ShapeError(f"topk: selected index k ({k}) out of range (the dim has {n})")
+    if isinstance(x, Symbol):  # one node computes both (kiln/ops/multi.py)
+        attrs = {"axis": dim, "k": int(k), "largest": bool(largest)}
+        return return_types.topk(*elements(call("topk", x, **attrs), "topk", x, **attrs))
     idx = call("argsort", x, axis=dim, descending=bool(largest))
     if x.ndim:
         spec = (("slice", None, None, None),) * dim + (("slice", 0, int(k), None),)

@@ -12,6 +12,7 @@ from .. import shapes as sh
 from ..errors import GraphError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
+from ..ops.multi import elements
 from .autocast import autocast_op
 from .core import call, lift, promote
 from .out import takes_out
@@ -138,6 +139,9 @@ def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                 f"size at dimension {dim}), but got split_sizes={sizes}"
             )
+    if isinstance(x, Symbol):  # one node, its pieces views of x (kiln/ops/multi.py)
+        attrs = {"axis": dim, "sizes": tuple(sizes)}
+        return tuple(elements(call("split", x, **attrs), "split", x, **attrs))
     bounds = np.cumsum([0, *sizes]).tolist()
     return tuple(_slice(x, dim, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
 

@@ -143,6 +143,10 @@ class Exporter:
         """Writes kiln `nodes` (a program's, or a region body's) as ONNX nodes; their operands
         must be bound. A node of several outputs (a region op) binds the list of its ONNX
         outputs, which `get` nodes read."""
+        reads: dict = {}  # id(tuple) -> the indices of its elements that `get` nodes read
+        for node in nodes:
+            if node.op.name == "get":
+                reads.setdefault(id(node.inputs[0]), set()).add(node.attrs["index"])
         for node in nodes:
             if node.op.name == "placeholder":
                 continue
@@ -170,6 +174,9 @@ class Exporter:
             first = len(self.nodes)
             result = rule(self, node, xs, out)
             if isinstance(result, list):  # several outputs: `get` nodes read them
+                read = reads.get(id(node.out), ())
+                kiln_ops.tag(self, node, xs, [n if k in read else "" for k, n in enumerate(result)],
+                             first)  # fmt: skip
                 self.names[id(node.out)] = result
                 self.node = None
                 continue

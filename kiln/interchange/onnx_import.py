@@ -18,6 +18,7 @@ from ..errors import GraphError, KilnError
 from ..graph.core import Graph, Symbol, Variable
 from ..graph.opdef import REGISTRY, ArrayValue
 from ..ops.core import bind_graph
+from ..ops.multi import element_types
 from . import onnx_kiln_ops
 from .onnx_export import _onnx
 
@@ -226,8 +227,11 @@ def _restore(imp, nodes, group):
     ONNX nodes import through the rules)."""
     from .onnx_rules import RULES as EXPORTED  # the ops kiln writes: no source, no random op
 
-    last, op, names, attrs = group
+    last, op, names, attrs, elements = group
     if op not in EXPORTED or not all(n in imp.values for n in names):
+        return None
+    produced = {o for n in nodes[: last + 1] for o in n.output}
+    if elements is not None and not all(e in produced for e in elements if e):
         return None
     found = re.search(r"node '([^']*)'", nodes[last].doc_string)
     name = _name(found.group(1)) if found else None  # the kiln node's own name
@@ -235,8 +239,16 @@ def _restore(imp, nodes, group):
         with imp.graph.site(_site(nodes[last])):
             args = [imp.symbol(imp.values[n]) for n in names]
             value = bind_graph(REGISTRY[op], args, attrs, name=name, graph=imp.graph)
-    except (KilnError, TypeError, ValueError):
+        if elements is not None:  # a multi-result op: the elements that get nodes read
+            types = element_types(op, args[0].shape, args[0].dtype, **attrs)
+            gets = [bind_graph(REGISTRY["get"], [value], {"index": k, "shape": s, "dtype": d},
+                               graph=imp.graph) if e else None
+                    for k, ((s, d), e) in enumerate(zip(types, elements))]  # fmt: skip
+    except (KilnError, TypeError, ValueError, KeyError):
         return None
+    if elements is not None:
+        imp.values.update({e: g for e, g in zip(elements, gets) if e})
+        return last
     imp.values[nodes[last].output[0]] = value
     return last
 

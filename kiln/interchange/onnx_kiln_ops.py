@@ -40,27 +40,33 @@ def _decode(value):
     return value
 
 
-def tag(exporter, node, inputs, out: str, first: int) -> None:
+def tag(exporter, node, inputs, out, first: int) -> None:
     """Writes `node`'s op, operand names and attrs on the last ONNX node emitted for it (those
-    from index `first` on; it computes `out`), when its attrs are plain data."""
+    from index `first` on; it computes `out`), when its attrs are plain data. For a
+    multi-result op (kiln/ops/multi.py) `out` lists its elements' values ("" for one no
+    `get` reads), which the group may compute in any of its nodes."""
     emitted = exporter.nodes[first:]
-    if not emitted or list(emitted[-1].output) != [out]:
+    multi = isinstance(out, list)
+    if not emitted or not multi and list(emitted[-1].output) != [out]:
         return
     try:
         attrs = {k: _encode(v) for k, v in sorted(node.attrs.items())}
     except _NotPlain:
         return
+    data = {"op": node.op.name, "inputs": list(inputs), "attrs": attrs}
+    if multi:
+        data["outputs"] = out
     entry = emitted[-1].metadata_props.add()
     entry.key = KEY
-    entry.value = json.dumps({"op": node.op.name, "inputs": list(inputs), "attrs": attrs},
-                             sort_keys=True, separators=(",", ":"))  # fmt: skip
+    entry.value = json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def groups(graph) -> dict[int, tuple]:
     """Index of the first node of a tagged group -> (index of its tagged last node, op,
-    inputs, attrs).
+    inputs, attrs, element values of a multi-result op or None).
     A group is the run of nodes before it with the same doc string (kiln writes one per kiln
-    node); it is restored only if its other nodes' outputs are read inside it alone."""
+    node); it is restored only if its other nodes' outputs are read inside it alone (a
+    multi-result op's elements excepted)."""
     nodes = list(graph.node)
     readers: dict[str, set] = {}
     for k, n in enumerate(nodes):
@@ -76,14 +82,18 @@ def groups(graph) -> dict[int, tuple]:
         while i > 0 and nodes[i - 1].doc_string == n.doc_string:
             i -= 1
         inner = set(range(i, j + 1))
-        leaks = any(out in outputs or not readers.get(out, set()) <= inner
-                    for k in range(i, j) for out in nodes[k].output)  # fmt: skip
-        if leaks:
-            continue
         try:
             data = json.loads(meta)
             attrs = {k: _decode(v) for k, v in data["attrs"].items()}
-            found[i] = (j, data["op"], list(data["inputs"]), attrs)
-        except (ValueError, KeyError, TypeError):
+            elements = data.get("outputs")
+            elements = None if elements is None else [str(e) for e in elements]
+            entry = (j, data["op"], [str(x) for x in data["inputs"]], attrs, elements)
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
+        free = set(elements or ())
+        leaks = any(out not in free and (out in outputs or not readers.get(out, set()) <= inner)
+                    for k in range(i, j + (elements is not None))
+                    for out in nodes[k].output)  # fmt: skip
+        if not leaks:
+            found[i] = entry
     return found

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from . import onnx_rules_control as control_rules
+from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
 from . import onnx_rules_scatter as scatter_rules
 
@@ -618,5 +619,8 @@ RULES = {
     "avg_pool2d_grad": grad_rules.avg_pool2d_grad,
     "max_pool2d_grad": grad_rules.max_pool2d_grad,
     "max_pool2d_gather": grad_rules.max_pool2d_gather,
+    # several results: sort, topk, max_dim, min_dim, split, and get of their elements
+    **multi_rules.RULES,
+    # regions; their `get` (which refuses a producer written as one value) wins
     **control_rules.RULES,
 }

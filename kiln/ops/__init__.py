@@ -9,6 +9,7 @@ from . import (
     index,
     linalg,
     movement,
+    multi,
     nn,
     nn_grad,
     random,
@@ -21,6 +22,6 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, elementwise, elementwise_torch, fused, index, linalg, movement, nn, nn_grad, random,
-    reduce, scan, sort, state,
+    control, elementwise, elementwise_torch, fused, index, linalg, movement, multi, nn, nn_grad,
+    random, reduce, scan, sort, state,
 )  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, GraphError, ShapeError
-from .core import defop
+from .core import bind, defop
 
 _run_body = None  # how region ops run their bodies (`use_body_runner`)
 
@@ -73,8 +73,21 @@ def _get_dtype(t, *, index, shape, dtype):
     return dtype
 
 
+def _get_batch(args, batched, *, index, shape, dtype):
+    """The element of a batched tuple (a multi-result op's batching rule keeps the batch
+    axis first in every element; its first operand has it)."""
+    (t,) = args
+    n = t.node.inputs[0].shape[0]
+    return bind(get, t, index=index, shape=(n, *shape), dtype=dtype)
+
+
 get = defop(
-    "get", _get_shape, _get_dtype, lambda xp, t, *, index, shape, dtype: t[index], views=(0,)
+    "get",
+    _get_shape,
+    _get_dtype,
+    lambda xp, t, *, index, shape, dtype: t[index],
+    views=(0,),
+    batch=_get_batch,
 )
 
 

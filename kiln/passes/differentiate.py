@@ -11,6 +11,7 @@ from ..errors import GraphError
 from ..graph.core import Symbol
 from ..graph.region import Region
 from ..ops.core import apply, scalar
+from ..ops.multi import element_count
 from .region_grad import region_vjp
 from .vectorize import ancestors, positions
 
@@ -114,7 +115,8 @@ def _backward(graph, ys, xs, seeds, since=0) -> dict:
             continue
         if id(node.out) in targets:
             results[id(node.out)] = ct
-        if node.op.name == "get":  # one element of a tuple: collected for its region op
+        if node.op.name == "get":  # one element of a tuple: collected for its region op or
+            # its multi-result op (kiln/ops/multi.py)
             tuple_ct = cts.setdefault(id(node.inputs[0]), {})
             k = node.attrs["index"]
             tuple_ct[k] = ct if k not in tuple_ct else apply("add", tuple_ct[k], ct)
@@ -135,7 +137,11 @@ def _backward(graph, ys, xs, seeds, since=0) -> dict:
                 )
             continue
         with graph.site(node.site):
-            out, inputs = recompute.primals(node, ct)
+            token = ct
+            if "multi" in node.op.tags:  # a tuple: one cotangent (or None) per element
+                token = next(iter(ct.values()))
+                ct = [ct.get(k) for k in range(element_count(node))]
+            out, inputs = recompute.primals(node, token)
             if "vjp_needs" in node.op.tags:
                 needs = tuple(id(inp) in relevant for inp in node.inputs)
                 in_cts = node.op.vjp(ct, out, *inputs, needs=needs, **node.attrs)

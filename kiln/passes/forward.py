@@ -18,12 +18,14 @@ from .. import dtypes as dt
 from ..errors import GraphError
 from ..ops.core import apply, scalar
 from .differentiate import _relevant, differentiate, sum_to_shape
-from .region_jvp import region_jvp
+from .region_jvp import TupleTangent, region_jvp
 
 
-def jvp(ys, xs, tangents) -> list:
+def jvp(ys, xs, tangents, primals: dict | None = None) -> list:
     """The tangent of each y (None where it is zero: no x reaches it) when each x moves along
-    its tangent (a Symbol of x's shape and dtype, or None for zero).
+    its tangent (a Symbol of x's shape and dtype, or None for zero). With `primals` (a
+    dict), a y read from a region op's result gets {id(y): the same value read from the op
+    that also computes its tangent}, so a caller returning both runs one loop, not two.
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -53,8 +55,15 @@ def jvp(ys, xs, tangents) -> list:
                     tangent = region_jvp(node, ins)
                 else:
                     tangent = _tangent(node, ins)
+                    if "multi" in node.op.tags:  # one tangent (or None) per element
+                        tangent = _Elements(tangent)
             if tangent is not None:
                 found[id(node.out)] = tangent
+    if primals is not None:
+        for y in ys:
+            whole = found.get(id(y.node.inputs[0])) if y.node.op.name == "get" else None
+            if isinstance(whole, TupleTangent):
+                primals[id(y)] = whole.primal(y.node)
     return [found.get(id(y)) for y in ys]
 
 
@@ -95,3 +104,11 @@ def _transposed_vjp(node, ins):
     ps, ss = zip(*pieces)
     (tangent,) = differentiate(list(ps), [u], list(ss), disconnected="none", since=start)
     return tangent
+
+
+class _Elements(list):
+    """The tangents of a multi-result op's elements (kiln/ops/multi.py), which the tangents
+    of its `get` nodes read."""
+
+    def get(self, node):
+        return self[node.attrs["index"]]

@@ -22,20 +22,28 @@ from .region_grad import _copy_nodes, _placeholder, _zeros, _zeros_in
 
 class TupleTangent:
     """The tangent of a region op's tuple result: `value`, the tuple of the node that computes
-    the results and their tangents, and `index`, {result index: index of its tangent there}."""
+    the results and their tangents, `index`, {result index: index of its tangent there},
+    and `shift`: past the first `shift[0]` results, a result's own index there is
+    `shift[1]` further on (the carry's tangents sit between a scan's carry and its ys)."""
 
-    __slots__ = ("value", "index")
+    __slots__ = ("value", "index", "shift")
 
-    def __init__(self, value, index: dict):
-        self.value, self.index = value, index
+    def __init__(self, value, index: dict, shift=(0, 0)):
+        self.value, self.index, self.shift = value, index, shift
 
     def get(self, node):
         """The tangent of `get` node `node` (reading the primal tuple), or None (zero)."""
         j = self.index.get(node.attrs["index"])
-        if j is None:
-            return None
-        out = node.out
-        return bind(REGISTRY["get"], self.value, index=j, shape=tuple(out.shape), dtype=out.dtype)
+        return None if j is None else self._element(j, node.out)
+
+    def primal(self, node):
+        """`get` node `node`'s value as the new node computes it (the same value)."""
+        k = node.attrs["index"]
+        return self._element(k + self.shift[1] if k >= self.shift[0] else k, node.out)
+
+    def _element(self, j, like):
+        return bind(REGISTRY["get"], self.value, index=j, shape=tuple(like.shape),
+                    dtype=like.dtype)  # fmt: skip
 
 
 def region_jvp(node, ins) -> TupleTangent | None:
@@ -139,7 +147,7 @@ def _scan_jvp(node, ins):
                reverse=a["reverse"], num_carry=carry, num_xs=nx + len(t_xs))  # fmt: skip
     index = {k: nc + j for j, k in enumerate(t_carry)}
     index.update({k: carry + (len(p.outs) - nc) + j for j, k in enumerate(t_ys)})
-    return TupleTangent(new, index)
+    return TupleTangent(new, index, (nc, len(t_carry)))
 
 
 # -- while_loop ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 
+from .. import dtypes as dt
 from ..errors import GraphError
 
 _POSITIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -82,8 +83,10 @@ def vectorize(outputs, batched: dict) -> list:
                 out = node.op.batch(args, flags, **node.attrs)
             except GraphError as e:  # a combination the rule does not batch
                 raise GraphError(f"{e} ('{node.name}', created at {node.site})") from None
-        n = next(a.shape[0] for a, f in zip(args, flags) if f)
-        if tuple(out.shape) != (n, *node.out.shape) or out.dtype != node.out.dtype:
+        n = next(_batch_size(a) for a, f in zip(args, flags) if f)
+        elements = out.dtype == node.out.dtype == dt.TUPLE  # its gets check the elements
+        if not elements and (tuple(out.shape) != (n, *node.out.shape)
+                             or out.dtype != node.out.dtype):  # fmt: skip
             raise GraphError(
                 f"vmap: the batching rule of {node.op.name} ('{node.name}', created at "
                 f"{node.site}) gave {out.type_str()}, not {node.out.dtype}"
@@ -91,3 +94,9 @@ def vectorize(outputs, batched: dict) -> list:
             )
         env[id(node.out)] = out
     return [env.get(id(o)) for o in outputs]
+
+
+def _batch_size(value) -> int:
+    """The batch axis's size: a batched tuple's is its op's first operand's (the rules of
+    the multi-result ops keep it first in every element)."""
+    return value.node.inputs[0].shape[0] if value.dtype == dt.TUPLE else value.shape[0]

@@ -23,6 +23,7 @@ from ..passes import PIPELINE, optimize
 from ..passes.autocast import autocast_pass
 from ..passes.program import extract
 from ..passes.remat import check_budget, choices, long_lived, recompute
+from ..passes.remat_scan import SCAN_CHOICE, recompute_scans, stacked_bytes
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
 from .cache import evict, feed_shapes, touch
 from .codegen import Specialized
@@ -147,25 +148,36 @@ class Program:
         the fewest long-lived values and fits (kiln/passes/remat.py), else the smallest
         arena tried; the choice is logged and kept as `plan.recomputed`."""
         budget, best = self.memory_budget, spec
-        if spec.plan.arena_bytes <= budget:
+        stacked = stacked_bytes(self.graph)  # scans' stacked results: outside the arena
+        if spec.plan.arena_bytes + stacked <= budget:
             return spec
         found = long_lived(self.graph)
-        for label, dropped in sorted(choices(self.graph), key=lambda c: len(c[1])):
-            graph = recompute(self.graph, dropped)
+        options = [
+            (label, dropped, lambda d=dropped: recompute(self.graph, d))
+            for label, dropped in sorted(choices(self.graph), key=lambda c: len(c[1]))
+        ]
+        scans = recompute_scans(self.graph)
+        if scans is not None:  # tried first: it keeps every value outside the loops
+            options.insert(0, (SCAN_CHOICE, (), lambda: scans))
+        held = {id(spec): spec.plan.arena_bytes + stacked}
+        for label, dropped, make in options:
+            graph = make()
             graph.source, graph.constraints = self.graph.source, self.graph.constraints
             graph.optimized = (*self.graph.optimized, "recompute")
             candidate = self._specialized_for(graph, key, bindings, generate=False)
-            arena = candidate.plan.arena_bytes
-            log(2, f"memory budget {budget} B: {label}: arena {arena} B")
-            if arena < best.plan.arena_bytes:
+            arena = candidate.plan.arena_bytes + stacked_bytes(graph)
+            log(2, f"memory budget {budget} B: {label}: arena and stacked loop values {arena} B")
+            if arena < held[id(best)]:
                 best, choice = candidate, (graph, label, dropped)
+                held[id(best)] = arena
             if arena <= budget:
                 break
         before = spec.plan.arena_bytes
         if best is not spec:
             graph, label, dropped = choice
             best = self._specialized_for(graph, key, bindings)
-            best.plan.recomputed = sorted(found[i][0].name for i in dropped)
+            best.plan.recomputed = sorted(found[i][0].name for i in dropped) if dropped else [
+                n.name for n in graph.nodes if n.op.name == "scan"]  # fmt: skip
             best.plan.recompute_choice = label
         plan = best.plan
         if best is spec:

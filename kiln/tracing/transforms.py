@@ -70,11 +70,15 @@ def _jvp_graph(f, primals, tangents):
     ts = [t if t.dtype == x.dtype else call("cast", t, dtype=x.dtype) for t, x in zip(ts, xs)]
     pairs = [(x, t) for x, t in zip(xs, ts) if dt.is_float(x.dtype)]
     ys = [y for y in leaves if dt.is_float(y.dtype)]
-    found = iter(jvp_graph(ys, [x for x, _ in pairs], [t for _, t in pairs]) if ys else [])
+    primals: dict = {}  # a loop's result read from the loop that also gives its tangent
+    found = iter(jvp_graph(ys, [x for x, _ in pairs], [t for _, t in pairs], primals)
+                 if ys else [])  # fmt: skip
     out_tangents = []
     for y in leaves:
         jv = next(found) if dt.is_float(y.dtype) else None
         out_tangents.append(jv if jv is not None else call("broadcast_to", _zero(y), shape=y.shape))
+    if primals:
+        out = _unflatten(structure, iter(primals.get(id(y), y) for y in leaves))
     return out, _unflatten(structure, iter(out_tangents))
 
 

@@ -47,24 +47,14 @@ def strong_wolfe(obj, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9
     done = False
     # bracketing: grow the step until the interval holds a point meeting the conditions
     while ls_iter < max_ls:
-        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
-            bracket, fs, gs, gtds = (
-                [t_prev, t],
-                [f_prev, f_new],
-                [g_prev, g_new.clone()],
-                [gtd_prev, gtd_new],
-            )  # noqa: E501
-            break
-        if abs(gtd_new) <= -c2 * gtd:
+        # NOTE: the curvature test comes between the two bracketing tests, as in PyTorch
+        too_far = f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev)
+        if not too_far and abs(gtd_new) <= -c2 * gtd:
             bracket, fs, gs, done = [t], [f_new], [g_new], True
             break
-        if gtd_new >= 0:
-            bracket, fs, gs, gtds = (
-                [t_prev, t],
-                [f_prev, f_new],
-                [g_prev, g_new.clone()],
-                [gtd_prev, gtd_new],
-            )  # noqa: E501
+        if too_far or gtd_new >= 0:
+            bracket, fs = [t_prev, t], [f_prev, f_new]
+            gs, gtds = [g_prev, g_new.clone()], [gtd_prev, gtd_new]
             break
         bounds = (t + 0.01 * (t - t_prev), t * 10)
         t_prev, t = t, cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds)

@@ -86,6 +86,10 @@ class Generator:
         self._seed = int.from_bytes(raw[37:], "little")
         return self
 
+    def next_seed(self) -> int:
+        """A seed for one random op, drawn from this stream (`generator=` arguments)."""
+        return int(self._rng.integers(0, 2**63 - 1))
+
     def randperm(self, n: int) -> np.ndarray:
         """A random permutation of range(n), as int64."""
         return self._rng.permutation(int(n)).astype(np.int64)

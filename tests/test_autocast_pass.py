@@ -82,3 +82,23 @@ def test_graph_mlp_trained_with_the_autocast_pass_reaches_float32_accuracy():
     assert full > 0.95
     # within 1% of the float32 run (3 of the 359 held-out digits)
     assert _train_graph(kn.bfloat16) >= full - 0.01
+
+
+def test_graph_built_under_autocast_equals_eager_autocast():
+    # Symbols are cast like Tensors: the graph holds the casts, its results equal eager's
+    model = kn.nn.Sequential(kn.nn.Linear(64, 32), kn.nn.ReLU(), kn.nn.Linear(32, 10))
+    xv = np.random.default_rng(2).standard_normal((5, 64)).astype(np.float32)
+    labels = np.arange(5)
+    with kn.autocast("cpu", dtype=kn.bfloat16):
+        eager_logits = model(kn.tensor(xv))
+        eager_loss = kn.nn.functional.cross_entropy(eager_logits, kn.tensor(labels))
+        with kn.Graph().as_default():
+            x = kn.placeholder(kn.float32, ("batch", 64), name="x")
+            y = kn.placeholder(kn.int64, ("batch",), name="y")
+            logits = model(x)
+            loss = kn.nn.functional.cross_entropy(logits, y)
+            f = kn.function([x, y], [logits, loss])
+    assert (logits.dtype, loss.dtype) == (kn.bfloat16, kn.float32)
+    got_logits, got_loss = f(xv, labels)
+    np.testing.assert_array_equal(got_logits, eager_logits.detach().numpy())
+    np.testing.assert_array_equal(got_loss, eager_loss.detach().numpy())

@@ -160,3 +160,68 @@ def test_builtin_step_with_closure_matches_torch(name):
         results.append((losses, w.detach().numpy()))
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+
+
+def _lbfgs_run(ns, line_search, steps, opt=None, w=None, **options):
+    """L-BFGS on a convex problem: least squares plus a quartic term (NumPy-seeded data)."""
+    rng = np.random.default_rng(0)
+    a = ns.tensor(rng.standard_normal((20, 5)).astype(np.float32))
+    b = ns.tensor(rng.standard_normal(20).astype(np.float32))
+    w = ns.zeros(5, requires_grad=True) if w is None else w
+    if opt is None:
+        opt = ns.optim.LBFGS([w], lr=0.5 if line_search is None else 1, max_iter=6,
+                             history_size=3, line_search_fn=line_search, **options)  # fmt: skip
+
+    def closure():
+        opt.zero_grad()
+        loss = ((a @ w - b) ** 2).mean() + 0.1 * (w**4).sum()
+        loss.backward()
+        return loss
+
+    losses = [opt.step(closure).item() for _ in range(steps)]
+    return w, losses, opt
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_matches_torch(line_search):
+    torch = pytest.importorskip("torch")
+    # one step of up to 6 iterations: far from the tolerances, so the same iterations run
+    ours, our_losses, opt = _lbfgs_run(kn, line_search, 1)
+    theirs, their_losses, topt = _lbfgs_run(torch, line_search, 1)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5)
+    assert our_losses == pytest.approx(their_losses, rel=1e-6)
+    for key in ("func_evals", "n_iter"):
+        assert opt.state[ours][key] == topt.state[theirs][key]
+    assert sorted(opt.state_dict()["state"][0]) == sorted(topt.state_dict()["state"][0])
+
+
+def test_lbfgs_converges_to_the_minimum():
+    # the minimizer has zero gradient: 2/20 A^T (A w - b) + 0.4 w^3 = 0 (NumPy check)
+    w, losses, _ = _lbfgs_run(kn, "strong_wolfe", 4)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((20, 5)), rng.standard_normal(20)
+    x = w.detach().numpy().astype(np.float64)
+    assert np.abs(2 / 20 * a.T @ (a @ x - b) + 0.4 * x**3).max() < 1e-4
+    assert losses == sorted(losses, reverse=True)
+
+
+def test_lbfgs_resume_is_bit_identical(tmp_path):
+    straight, _, _ = _lbfgs_run(kn, None, 3, tolerance_change=0.0)
+    w, _, opt = _lbfgs_run(kn, None, 1, tolerance_change=0.0)
+    kn.save({"w": w.detach(), "opt": opt.state_dict()}, tmp_path / "lbfgs.safetensors")
+    saved = kn.load(tmp_path / "lbfgs.safetensors")
+    w = saved["w"].clone().requires_grad_(True)
+    fresh = kn.optim.LBFGS([w], lr=0.5, max_iter=6, history_size=3, tolerance_change=0.0)
+    fresh.load_state_dict(saved["opt"])
+    resumed, _, _ = _lbfgs_run(kn, None, 2, opt=fresh, w=w)
+    np.testing.assert_array_equal(straight.detach().numpy(), resumed.detach().numpy())
+
+
+def test_lbfgs_refuses_what_torch_refuses():
+    a, b = kn.zeros(2, requires_grad=True), kn.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="per-parameter options"):
+        kn.optim.LBFGS([{"params": [a]}, {"params": [b]}])
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        kn.optim.LBFGS([a], line_search_fn="armijo")
+    with pytest.raises(RuntimeError, match="requires a closure"):
+        kn.optim.LBFGS([a]).step(None)

@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
-from ..ops.random import next_seed
+from ..ops.random import next_seed, seeds_from
 from ..runtime.backend import get_backend
 from .devices import canonical_device
 from .tensor import Tensor, make
@@ -151,16 +151,18 @@ def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=Fa
     return _finish(np.eye(n, m, dtype=_float(dtype)), device, requires_grad)
 
 
-def _random(op_name, size, dtype, device, requires_grad, **params) -> Tensor:
+def _random(op_name, size, dtype, device, requires_grad, generator=None, **params) -> Tensor:
     dtype = _float(dtype)
-    seed = next_seed()
+    with seeds_from(generator):
+        seed = next_seed()
     array = bind(REGISTRY[op_name], shape=_shape(size), dtype=dtype, seed=seed, key=(seed, 0),
                  **params)  # fmt: skip
     return _finish(array, device, requires_grad)
 
 
-def randn(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
-    """Samples of N(0, 1); the same after the same `kn.manual_seed`.
+def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Samples of N(0, 1); the same after the same `kn.manual_seed`, or drawn from
+    `generator` (a `kn.Generator`) when given.
 
     >>> import kiln as kn
     >>> kn.manual_seed(0); a = kn.randn(3)
@@ -168,22 +170,27 @@ def randn(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     >>> bool((a == b).all())
     True
     """
-    return _random("random_normal", size, dtype, device, requires_grad, mean=0.0, std=1.0)
+    return _random("random_normal", size, dtype, device, requires_grad, generator,
+                   mean=0.0, std=1.0)  # fmt: skip
 
 
-def rand(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
-    """Samples of U[0, 1).
+def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+    """Samples of U[0, 1) (from `generator` when given).
 
     >>> import kiln as kn
     >>> bool(((kn.rand(100) >= 0) & (kn.rand(100) < 1)).all())
     True
     """
-    return _random("random_uniform", size, dtype, device, requires_grad, low=0.0, high=1.0)
+    return _random("random_uniform", size, dtype, device, requires_grad, generator,
+                   low=0.0, high=1.0)  # fmt: skip
 
 
-def randint(*args, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def randint(
+    *args, size=None, generator=None, dtype=None, device="cpu", requires_grad: bool = False
+) -> Tensor:
     """Integers drawn uniformly from [low, high): `randint(high, size)` or
-    `randint(low, high, size)` (int64 unless `dtype` is given), from the `kn.manual_seed` stream.
+    `randint(low, high, size)` (int64 unless `dtype` is given), from the `kn.manual_seed`
+    stream or from `generator`.
 
     >>> import kiln as kn
     >>> kn.manual_seed(0); a = kn.randint(3, 10, (2, 4))
@@ -201,7 +208,8 @@ def randint(*args, size=None, dtype=None, device="cpu", requires_grad: bool = Fa
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")  # fmt: skip
-    seed = next_seed()
+    with seeds_from(generator):
+        seed = next_seed()
     u = bind(REGISTRY["random_uniform"], shape=_shape((size,)), dtype=dt.float64, seed=seed,
              key=(seed, 0), low=0.0, high=1.0)  # fmt: skip
     # NOTE: floor(u * n) < n for u < 1, but rounding may reach n for huge n: hence the minimum

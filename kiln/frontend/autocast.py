@@ -266,3 +266,13 @@ class tracing_on:  # noqa: N801
     def __exit__(self, *exc):
         _state.enabled = self.saved
         return False
+
+
+def lower_precision(*values) -> tuple:
+    """`values` (Tensors, Symbols or None) cast to the autocast dtype as a "lower" op casts
+    its arguments, unchanged while autocast is off: for a composite that reads its weights
+    itself (a recurrent layer, PyTorch's `mkldnn_rnn_layer`)."""
+    if not _state.enabled:
+        return values
+    low = _state.enabled.get(_device_type([v for v in values if v is not None]))
+    return values if low is None else tuple(_cast(v, low) for v in values)

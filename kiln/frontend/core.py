@@ -220,7 +220,7 @@ def _tensor_value(t) -> np.ndarray:
     return t.detach().cpu().numpy()
 
 
-def in_float32(fn):
+def in_float32(fn, dtypes=(dt.bfloat16,)):
     """`fn(x, ...)` for a bfloat16 `x` computed in float32 and rounded to bfloat16 once: how
     PyTorch's softmax, layer_norm, gelu… (single ops there, composites here) compute it.
 
@@ -231,12 +231,24 @@ def in_float32(fn):
 
     @functools.wraps(fn)
     def wrapper(x, *args, **kwargs):
-        if getattr(x, "dtype", None) != dt.bfloat16:
+        dtype = getattr(x, "dtype", None)
+        if dtype not in dtypes:
             return fn(x, *args, **kwargs)
         wide = fn(bind(REGISTRY["cast"], x, dtype=dt.float32), *args, **kwargs)
-        return bind(REGISTRY["cast"], wide, dtype=dt.bfloat16)
+        return bind(REGISTRY["cast"], wide, dtype=dtype)
 
     return wrapper
+
+
+def half_in_float32(fn):
+    """`in_float32` for float16 inputs too: the normalizations, whose PyTorch kernels take a
+    half-precision input with float32 parameters and return the input's dtype.
+
+    >>> import kiln as kn
+    >>> kn.batch_norm(kn.ones(2, 1, dtype=kn.float16), kn.zeros(1), kn.ones(1)).dtype
+    dtype('float16')
+    """
+    return in_float32(fn, (dt.bfloat16, np.dtype(np.float16)))
 
 
 def call(op_name: str, *args, **attrs):

@@ -14,7 +14,7 @@ from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
 from .autocast import autocast_op
-from .core import call, in_float32, lift
+from .core import call, half_in_float32, in_float32, lift
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
@@ -258,6 +258,7 @@ def _per_channel(param, x, what: str):
     return reshape(param, (param.shape[0],) + (1,) * (x.ndim - 2))
 
 
+@half_in_float32  # as PyTorch's: a half input, float32 statistics and parameters
 def batch_norm(
     input,  # noqa: A002
     running_mean,

@@ -129,6 +129,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         raise DTypeError(f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {a.ndim}-d and {b.ndim}-d")
+    if x.dtype == dt.float16:  # as PyTorch's: accumulated in float32, rounded once
+        wide = (m.cast(v, dt.float32) for v in (x, a, b))
+        return m.cast(call("addmm", *wide, beta=float(beta), alpha=float(alpha)), x.dtype)
     return call("addmm", x, a, b, beta=float(beta), alpha=float(alpha))
 
 
@@ -144,6 +147,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     x, a, b = lift(input, batch1, batch2)
     if not (x.dtype == a.dtype == b.dtype):
         raise DTypeError(f"baddbmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+    if x.dtype in (dt.bfloat16, dt.float16):  # as PyTorch's: in float32, rounded once
+        wide = (m.cast(v, dt.float32) for v in (x, a, b))
+        return m.cast(baddbmm(*wide, beta=beta, alpha=alpha), x.dtype)
     product = bmm(a, b)
     if alpha != 1:
         product = m.mul(product, alpha)

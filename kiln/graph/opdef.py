@@ -27,7 +27,9 @@ class OpDef:
     for ops whose vjp takes `needs` (a bool per input) and computes only the cotangents
     needed (None for the others), where an unneeded one would cost (matmul's, conv2d's);
     "collective" for the ops of `kiln.distributed` that every rank must run exactly once, in
-    the same order (never folded, merged, fused or recomputed).
+    the same order (never folded, merged, fused or recomputed); "autocast_lower" and
+    "autocast_fp32" for the ops the graph-mode autocast pass computes in the low dtype
+    (products, convolutions) or in float32 (PyTorch's autocast lists).
 
     Effects, read by the alias analysis, the planner and the fusers (never guessed from names):
     `views` are the inputs whose storage the output may share (its kernel may return a view

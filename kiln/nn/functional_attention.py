@@ -86,8 +86,16 @@ def linear(input, weight, bias=None):  # noqa: A002
     >>> kn.nn.functional.linear(kn.ones(1, 2), kn.tensor([[1.0, 2.0]]), kn.tensor([0.5]))
     tensor([[3.5000]])
     """
+    if bias is not None and getattr(input, "dtype", None) in _HALF:
+        # as PyTorch's (addmm): the bias is added to the float32 product, rounded once
+        low = input.dtype
+        x, w, b = (F.cast(v, dt.float32) for v in (input, weight, bias))
+        return F.cast(F.add(F.matmul(x, F.t(w)), b), low)
     y = F.matmul(input, F.t(weight))
     return y if bias is None else F.add(y, bias)
+
+
+_HALF = (dt.bfloat16, dt.float16)
 
 
 def one_hot(tensor, num_classes: int = -1):

@@ -55,6 +55,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     return F.div(x, F.clip(_norm(x, p, dim), eps, None))
 
 
+@F.core.half_in_float32  # as PyTorch's: a half input, float32 parameters -> its dtype
 @autocast_op(None, cuda="fp32")
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
     """Normalizes each of `num_groups` groups of channels of `input` (N, C, ...) over the

@@ -14,6 +14,7 @@ import numpy as np
 from .. import init as _init
 from ..eager import Tensor, no_grad
 from ..eager.tensor import make
+from ..ops.random import seeds_from
 from .parameter import ModuleValue
 
 __all__ = [
@@ -53,10 +54,13 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill(tensor, initializer):
+def _fill(tensor, initializer, generator=None):
+    """Sets `tensor` to `initializer(shape, dtype)`, its draws seeded by `generator` (a
+    `kn.Generator`) when given."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"expected a kn.Tensor or kn.nn.Parameter, got {type(tensor).__name__}")
-    array = initializer(tuple(tensor.shape), tensor.dtype)
+    with seeds_from(generator):
+        array = initializer(tuple(tensor.shape), tensor.dtype)
     if isinstance(tensor, ModuleValue):
         tensor.assign(array)
         return tensor
@@ -80,7 +84,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     >>> bool(w.min() >= -0.5 and w.max() < 0.5)
     True
     """
-    return _fill(tensor, _init.uniform(a, b))
+    return _fill(tensor, _init.uniform(a, b), generator)
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
@@ -91,7 +95,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     >>> round(float(w.std()), 2)
     0.02
     """
-    return _fill(tensor, _init.normal(mean, std))
+    return _fill(tensor, _init.normal(mean, std), generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
@@ -113,7 +117,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             bad = (values < a) | (values > b)
         return values.astype(dtype)
 
-    return _fill(tensor, draw)
+    return _fill(tensor, draw, generator)
 
 
 def constant_(tensor, val: float):
@@ -167,7 +171,7 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     >>> round(float(w.abs().max()), 2)  # sqrt(6 / 800)
     0.09
     """
-    return _fill(tensor, _init.xavier_uniform(gain))
+    return _fill(tensor, _init.xavier_uniform(gain), generator)
 
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
@@ -178,7 +182,7 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     >>> round(float(w.std()), 2)  # sqrt(2 / 800)
     0.05
     """
-    return _fill(tensor, _init.xavier_normal(gain))
+    return _fill(tensor, _init.xavier_normal(gain), generator)
 
 
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -193,7 +197,7 @@ def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", ge
     if _empty(tensor):
         return tensor
     _calculate_correct_fan(tensor, mode)
-    return _fill(tensor, _init.kaiming_uniform(a, nonlinearity, mode.lower()))
+    return _fill(tensor, _init.kaiming_uniform(a, nonlinearity, mode.lower()), generator)
 
 
 def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -207,7 +211,7 @@ def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", gen
     if _empty(tensor):
         return tensor
     _calculate_correct_fan(tensor, mode)
-    return _fill(tensor, _init.kaiming_normal(a, nonlinearity, mode.lower()))
+    return _fill(tensor, _init.kaiming_normal(a, nonlinearity, mode.lower()), generator)
 
 
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
@@ -223,4 +227,4 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
-    return _fill(tensor, _init.orthogonal(gain))
+    return _fill(tensor, _init.orthogonal(gain), generator)

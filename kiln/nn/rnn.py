@@ -16,6 +16,7 @@ import math
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from ..frontend.autocast import lower_precision
 from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
 from ..ops.core import scalar
@@ -87,6 +88,9 @@ class RNNBase(Module):
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: expected a 2-d or 3-d input, got "
                              f"{input.ndim}-d of shape {tuple(input.shape)}")  # fmt: skip
+        (input,) = lower_precision(input)  # noqa: A001 -- under autocast: the low dtype
+        if states is not None:
+            states = list(lower_precision(*states))
         x = input if batched else F.unsqueeze(input, 1)
         if batched and self.batch_first:
             x = F.transpose(x, 0, 1)  # (L, N, H_in)
@@ -124,6 +128,7 @@ class RNNBase(Module):
         w_ih, w_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
         b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
+        w_ih, w_hh, b_ih, b_hh = lower_precision(w_ih, w_hh, b_ih, b_hh)  # under autocast
         xw = F.matmul(x, F.t(w_ih))
         if b_ih is not None:
             xw = xw + b_ih

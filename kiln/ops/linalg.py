@@ -119,7 +119,7 @@ def _matmul_dtype(a, b):
 
 matmul = defop(
     "matmul", _matmul_shape, _matmul_dtype, _matmul,
-    vjp=_matmul_vjp, tags=("vjp_needs",), batch=_matmul_batch,
+    vjp=_matmul_vjp, tags=("vjp_needs", "autocast_lower"), batch=_matmul_batch,
 )  # fmt: skip
 
 
@@ -164,6 +164,7 @@ inv = defop(
     "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
     vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
     batch=lambda args, batched: apply("inv", args[0]),  # inv and det take stacks of matrices
+    tags=("autocast_fp32",),
 )  # fmt: skip
 
 
@@ -224,7 +225,8 @@ def _solve_vjp(ct, x, a, b):
     return ga, gb
 
 
-solve = defop("solve", _solve_shape, _linalg_dtype("solve"), _solve, vjp=_solve_vjp)
+solve = defop("solve", _solve_shape, _linalg_dtype("solve"), _solve, vjp=_solve_vjp,
+              tags=("autocast_fp32",))  # fmt: skip
 
 
 # -- addmm: beta * input + alpha * (mat1 @ mat2), one GEMM ------------------------------------
@@ -305,6 +307,7 @@ def _addmm_vjp(ct, y, x, a, b, *, beta=1.0, alpha=1.0, needs=(True, True, True))
 
 
 addmm = defop(
-    "addmm", _addmm_shape, _addmm_dtype, _addmm, vjp=_addmm_vjp, tags=("vjp_needs",),
+    "addmm", _addmm_shape, _addmm_dtype, _addmm, vjp=_addmm_vjp,
+    tags=("vjp_needs", "autocast_lower"),
     overwrites=(0,),
 )  # fmt: skip

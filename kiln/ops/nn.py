@@ -161,7 +161,7 @@ conv2d = defop(
     lambda x, w, **_: _float_only("conv2d", x, w),
     in_float32(_conv2d),
     vjp=_conv2d_vjp,
-    tags=("vjp_needs",),
+    tags=("vjp_needs", "autocast_lower"),
 )
 
 

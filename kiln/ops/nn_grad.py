@@ -93,6 +93,7 @@ conv2d_input_grad = defop(
     lambda gy, w, **_: _float_only("conv2d_input_grad", gy, w),
     in_float32(_conv2d_input_grad),
     vjp=_conv2d_input_grad_vjp,
+    tags=("autocast_lower",),
 )
 
 
@@ -127,6 +128,7 @@ conv2d_weight_grad = defop(
     lambda x, gy, **_: _float_only("conv2d_weight_grad", x, gy),
     in_float32(_conv2d_weight_grad),
     vjp=_conv2d_weight_grad_vjp,
+    tags=("autocast_lower",),
 )
 
 

@@ -3,6 +3,7 @@ stream `(seed, run number)`, so a program is reproducible for a given `kn.manual
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -12,6 +13,7 @@ from .core import defop
 
 _state = {"base": 0, "count": 0}
 _lock = threading.Lock()
+_source = threading.local()  # .generator: a kn.Generator that seeds instead, while set
 
 
 def manual_seed(seed: int) -> None:
@@ -22,11 +24,39 @@ def manual_seed(seed: int) -> None:
 
 
 def next_seed() -> int:
-    """The seed of the next random node: a deterministic function of the manual seed."""
+    """The seed of the next random node: a deterministic function of the manual seed, or
+    drawn from the `kn.Generator` of an enclosing `seeds_from`."""
+    source = getattr(_source, "generator", None)
+    if source is not None:
+        return source.next_seed()
     with _lock:
         key = (_state["base"], _state["count"])
         _state["count"] += 1
     return int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> 1)
+
+
+@contextlib.contextmanager
+def seeds_from(generator):
+    """Random draws inside take their seeds from `generator` (a `kn.Generator`, advancing its
+    state) instead of the global stream; None leaves the global stream in place. This is how
+    every `generator=` argument works.
+
+    >>> import kiln as kn
+    >>> g = kn.Generator().manual_seed(3)
+    >>> with seeds_from(g):
+    ...     a = next_seed()
+    >>> a == kn.Generator().manual_seed(3).next_seed()
+    True
+    """
+    if generator is None:
+        yield
+        return
+    saved = getattr(_source, "generator", None)
+    _source.generator = generator
+    try:
+        yield
+    finally:
+        _source.generator = saved
 
 
 def generator(xp, key):

@@ -68,7 +68,7 @@ def _extremum_vjp(ct, y, x, *, axes, keepdims):
 _ACCUMULATING = (np.sum, np.mean, np.prod)
 
 
-def reduction(name, fn, *, vjp, needs_identity=False):
+def reduction(name, fn, *, vjp, needs_identity=False, tags=()):
     """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`."""
 
     def impl(xp, x, out=None, *, axes, keepdims):
@@ -87,12 +87,13 @@ def reduction(name, fn, *, vjp, needs_identity=False):
     def batch(args, batched, *, axes, keepdims):
         return apply(name, args[0], axes=tuple(a + 1 for a in axes), keepdims=keepdims)
 
-    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction"}, batch=batch)
+    return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction", *tags},
+                 batch=batch)  # fmt: skip
 
 
 reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp)
 reduce_mean = reduction("reduce_mean", np.mean, vjp=_mean_vjp)
-reduce_prod = reduction("reduce_prod", np.prod, vjp=_prod_vjp)
+reduce_prod = reduction("reduce_prod", np.prod, vjp=_prod_vjp, tags=("autocast_fp32",))
 reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=True)
 reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True)
 

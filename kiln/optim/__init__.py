@@ -2,6 +2,17 @@
 
 from . import lr_scheduler
 from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
+from .lbfgs import LBFGS
 from .optimizer import Optimizer, ParamGroup
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "ParamGroup", "RMSprop", "lr_scheduler"]
+__all__ = [
+    "SGD",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "LBFGS",
+    "Optimizer",
+    "ParamGroup",
+    "RMSprop",
+    "lr_scheduler",
+]

@@ -19,18 +19,16 @@ from ..graph.core import Graph
 from ..graph.opdef import REGISTRY
 from .program import rebuild
 
-__all__ = ["LOWER", "FLOAT32", "autocast", "autocast_pass"]
+__all__ = ["autocast", "autocast_pass"]
 
-# Primitives computed in the low dtype (PyTorch's lower_precision_fp list: mm, bmm, addmm,
-# linear, conv and their backward) and in float32 (its fp32 list: prod, inverse, solve).
-LOWER = frozenset({"matmul", "addmm", "conv2d", "conv2d_input_grad", "conv2d_weight_grad"})
-FLOAT32 = frozenset({"reduce_prod", "inv", "solve"})
 _ELIGIBLE = (np.dtype(np.float32), np.dtype(np.float16), dt.bfloat16)
 
 
 def autocast(graph: Graph, dtype) -> Graph:
-    """A copy of the program graph `graph` with each LOWER node computed in `dtype` and each
-    FLOAT32 node in float32, between casts (see the module docstring).
+    """A copy of the program graph `graph` with each node whose op has the "autocast_lower"
+    tag (PyTorch's lower_precision_fp list: products, convolutions and their gradients)
+    computed in `dtype`, and each with "autocast_fp32" (its fp32 list: prod, inverse, solve)
+    in float32, between casts (see the module docstring).
 
     >>> import kiln as kn, numpy as np
     >>> from kiln.passes.program import extract
@@ -53,8 +51,8 @@ def autocast(graph: Graph, dtype) -> Graph:
                              node.site, value.shape, to).out  # fmt: skip
 
     def rule(node, inputs, copy):
-        name = node.op.name
-        target = low if name in LOWER else f32 if name in FLOAT32 else None
+        tags = node.op.tags
+        target = low if "autocast_lower" in tags else f32 if "autocast_fp32" in tags else None
         if target is None:
             return None
         eligible = [i.dtype in _ELIGIBLE and i.dtype != target for i in inputs]

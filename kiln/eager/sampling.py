@@ -1,0 +1,121 @@
+"""Eager sampling functions with PyTorch's names and `generator=`: `randperm`, `bernoulli`,
+`multinomial`, and the in-place `Tensor.normal_`, `uniform_`, `bernoulli_`. Every draw is
+seeded by `next_seed()`: from `kn.manual_seed`'s stream, or from `generator` when given."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..ops.random import next_seed, seeds_from
+from .factories import _finish, rand, randn
+from .grad_mode import no_grad
+from .tensor import Tensor, make
+
+__all__ = ["bernoulli", "multinomial", "randperm"]
+
+
+def _rng(generator) -> np.random.Generator:
+    with seeds_from(generator):
+        return np.random.default_rng(next_seed())
+
+
+def _host(t: Tensor) -> np.ndarray:
+    data = t.detach()._data
+    return data.get() if hasattr(data, "get") else np.asarray(data)  # NOTE: CuPy arrays
+
+
+def randperm(
+    n: int, *, generator=None, dtype=dt.int64, device="cpu", requires_grad: bool = False
+) -> Tensor:
+    """A random permutation of `0 … n-1` (int64 unless `dtype`), as PyTorch's `randperm`.
+
+    >>> import kiln as kn
+    >>> g = kn.Generator().manual_seed(0)
+    >>> p = kn.randperm(6, generator=g)
+    >>> sorted(p.tolist()), bool((p == kn.randperm(6, generator=g.manual_seed(0))).all())
+    ([0, 1, 2, 3, 4, 5], True)
+    """
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
+    values = _rng(generator).permutation(int(n)).astype(dt.as_dtype(dtype))
+    return _finish(values, device, requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
+    """0/1 samples, 1 with probability `input` (or `p`) per element, in `input`'s dtype, as
+    PyTorch's `bernoulli`.
+
+    >>> import kiln as kn
+    >>> kn.bernoulli(kn.tensor([0.0, 1.0, 1.0]))
+    tensor([0., 1., 1.])
+    """
+    probs = _host(input) if p is None else np.broadcast_to(np.asarray(p), tuple(input.shape))
+    if ((probs < 0) | (probs > 1)).any():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    draws = _rng(generator).random(probs.shape) < probs
+    return _finish(draws.astype(input.dtype), str(input.device), False)
+
+
+def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:  # noqa: A002
+    """Indices drawn from the categories of each row of `input` (non-negative weights, 1-D
+    or 2-D), without replacement unless `replacement`, as PyTorch's `multinomial` (int64).
+
+    >>> import kiln as kn
+    >>> kn.multinomial(kn.tensor([0.0, 0.0, 5.0, 0.0]), 1)
+    tensor([2])
+    """
+    weights = _host(input).astype(np.float64)
+    if weights.ndim not in (1, 2):
+        raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {weights.ndim}")
+    rows = weights.reshape(-1, weights.shape[-1])
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > rows.shape[1]:
+        raise RuntimeError(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (rows.sum(1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = _rng(generator)
+    out = np.stack([
+        rng.choice(rows.shape[1], size=num_samples, replace=replacement, p=row / row.sum())
+        for row in rows
+    ])  # fmt: skip
+    out = out.reshape(*weights.shape[:-1], num_samples).astype(np.int64)
+    return _finish(out, str(input.device), False)
+
+
+def _fill_(t: Tensor, values: Tensor) -> Tensor:
+    return t.copy_(values.to(t.device))  # PyTorch's in-place rules (a leaf needing grad refuses)
+
+
+def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """In place: samples of N(mean, std²) (from `generator` when given)."""
+    with no_grad():
+        draw = randn(*self.shape, generator=generator, dtype=np.float64)
+    return _fill_(self, make(_host(draw) * std + mean))
+
+
+def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator=None, **kwargs) -> Tensor:
+    """In place: samples of U[from, to) (PyTorch's `uniform_(from=0, to=1)`)."""
+    from_ = kwargs.pop("from", from_)
+    with no_grad():
+        draw = rand(*self.shape, generator=generator, dtype=np.float64)
+    return _fill_(self, make(_host(draw) * (to - from_) + from_))
+
+
+def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
+    """In place: 1 with probability `p` (a number or a Tensor of probabilities), else 0."""
+    probs = _host(p) if isinstance(p, Tensor) else p
+    draws = bernoulli(self, np.broadcast_to(probs, tuple(self.shape)), generator=generator)
+    return _fill_(self, draws)
+
+
+def install(cls) -> None:
+    """The sampling methods of `Tensor`."""
+    cls.normal_, cls.uniform_, cls.bernoulli_ = normal_, uniform_, bernoulli_
+    cls.bernoulli = lambda self, p=None, *, generator=None: bernoulli(self, p, generator=generator)
+    cls.multinomial = multinomial

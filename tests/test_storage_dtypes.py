@@ -67,3 +67,12 @@ def test_graph_with_storage_dtypes_round_trips_through_json():
     for graph in (g, g2):
         got = kn.function(graph.inputs, graph.outputs)(xv)[0]
         np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def test_float8_tensors_print_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    x = [1.0, -2.5, 448.0, 3.3]
+    for dtype in (kn.float8_e5m2, kn.float8_e4m3fn):
+        want = repr(torch.tensor(x).to(getattr(torch, dtype.name))).replace("torch.", "kiln.")
+        assert repr(kn.tensor(x).to(dtype)) == want
+    assert repr(kn.tensor([1, -3, 7]).to(kn.int4)) == "tensor([ 1, -3,  7], dtype=kiln.int4)"

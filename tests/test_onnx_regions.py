@@ -233,3 +233,23 @@ def test_import_onnx_scan_axes_and_directions(in_dirs, out_dirs, in_axes, out_ax
                    [_vi("s", tp.FLOAT, [2]), _vi("ys", tp.FLOAT, y_shape)])  # fmt: skip
     feeds = [RNG.standard_normal(s).astype(np.float32) for s in ([2], [3, 2], b_shape)]
     _imported(model, feeds, {"scan"})
+
+
+def test_a_while_loop_in_a_cond_in_a_scan():
+    """Three levels of subgraphs, a float predicate (true where nonzero, cast to bool for
+    ONNX's If), and captures from two levels up."""
+
+    def step(c, x):
+        def grow(a):
+            return kn.while_loop(lambda v: v.sum() < 50.0 * x, lambda v: v * 2.0 + x, a)
+
+        y = kn.cond(x, grow, lambda a: a - 1.0, c)
+        return y, y.sum()
+
+    with kn.Graph().as_default():
+        xs = kn.placeholder(kn.float32, (5,), name="xs")
+        c0 = kn.placeholder(kn.float32, (2,), name="c0")
+        c, ys = kn.scan(step, c0, xs)
+        f = kn.function([xs, c0], [c, ys])
+    feeds = [np.array([2, 0, 3, 0.5, 0], np.float32), np.array([1, 2], np.float32)]
+    round_trip(f, [feeds], {"Scan"})

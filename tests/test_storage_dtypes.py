@@ -6,10 +6,11 @@ import pytest
 
 import kiln as kn
 
-FLOAT8 = [kn.float8_e4m3fn, kn.float8_e5m2, kn.float8_e4m3fnuz, kn.float8_e5m2fnuz]
+FLOAT8 = [kn.float8_e4m3fn, kn.float8_e5m2, kn.float8_e4m3fnuz, kn.float8_e5m2fnuz,
+          kn.float8_e8m0fnu]  # fmt: skip
 # Values around each format's largest finite (448, 57344, 240) and past it, and roundings.
-X = np.array([np.inf, -np.inf, 1e6, -7e4, 500.0, 470.0, 460.0, 250.0, 3.3, -7.6, 1e-9, np.nan],
-             np.float32)  # fmt: skip
+X = np.array([np.inf, -np.inf, 1e6, -7e4, 500.0, 470.0, 460.0, 250.0, 3.3, -7.6, 1e-9, np.nan,
+              0.0, -0.0, 1.5, 3e38, 1e-42], np.float32)  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", FLOAT8, ids=str)

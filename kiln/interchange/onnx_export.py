@@ -143,6 +143,8 @@ class Exporter:
         """Writes kiln `nodes` (a program's, or a region body's) as ONNX nodes; their operands
         must be bound. A node of several outputs (a region op) binds the list of its ONNX
         outputs, which `get` nodes read."""
+        from .onnx_rules import RULES
+
         for node in nodes:
             if node.op.name == "placeholder":
                 continue
@@ -155,8 +157,6 @@ class Exporter:
             if node.op.name == "get" and isinstance(self.names.get(id(node.inputs[0])), list):
                 self.bind(node.out, self.names[id(node.inputs[0])][node.attrs["index"]])
                 continue
-            from .onnx_rules import RULES
-
             rule = RULES.get(node.op.name)
             if rule is None:
                 raise node_error(

@@ -173,7 +173,6 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
     graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in fixed]
     imp.kiln_ops = kiln_ops
     import_nodes(imp, model.graph)
-    imp.node = None
     graph.outputs = [imp.symbol(imp.values[vi.name]) for vi in model.graph.output]
     from .onnx_import_control import drop_unread_gets
 

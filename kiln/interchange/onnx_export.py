@@ -40,8 +40,9 @@ def export_onnx(obj, path, opset: int | None = None, dynamic_dims: bool = True, 
     after a call: the signature it traced last), a Graph with `.inputs` and `.outputs`, or a
     Module (or any function) with example inputs `args` (a tuple), traced with them.
     Updates are not exported (ONNX models are pure functions). With `dynamic_dims`, named dims
-    are written as `dim_param`s; without, symbolic dims are written as unknown. An op that ONNX
-    cannot express raises GraphError naming the op, the node and its site.
+    are written as `dim_param`s; without, symbolic dims are written as unknown. `cond`,
+    `while_loop` and `scan` become If, Loop and Scan with their bodies as subgraphs. An op that
+    ONNX cannot express raises GraphError naming the op, the node and its site.
 
     >>> import kiln as kn, numpy as np, tempfile, os
     >>> kn.manual_seed(0)

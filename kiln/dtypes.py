@@ -50,6 +50,7 @@ STORAGE_ONLY = (
     float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn,
     int4, uint4, int2, uint2,
 )  # fmt: skip
+_STORAGE = frozenset(STORAGE_ONLY)  # membership by hash: promotion is on every op's path
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
 # The type of a node with several outputs (a region op's): no bytes of its own; `get` nodes
@@ -104,7 +105,7 @@ def is_storage_only(dtype: np.dtype) -> bool:
     >>> is_storage_only(float8_e4m3fn), is_storage_only(bfloat16)
     (True, False)
     """
-    return dtype in STORAGE_ONLY
+    return dtype in _STORAGE
 
 
 def weak_marker(value):
@@ -137,7 +138,7 @@ def promote(*dtypes_or_scalars) -> np.dtype:
     if all(not isinstance(a, np.dtype) for a in args):
         # Only weak scalars: the widest kind wins, at kiln's default width.
         return scalar_dtype(max(args, key=lambda a: (bool, int, float).index(type(a))))
-    stored = [a for a in args if isinstance(a, np.dtype) and a in STORAGE_ONLY]
+    stored = [a for a in args if isinstance(a, np.dtype) and a in _STORAGE]
     if stored:  # one storage dtype, maybe with weak scalars, stays; with another dtype, raises
         other = [a for a in args if isinstance(a, np.dtype) and a != stored[0]]
         return _pair(stored[0], other[0]) if other else stored[0]
@@ -204,9 +205,9 @@ def _pair(a: np.dtype, b: np.dtype) -> np.dtype:
     uint16/32/64 beside signed ints, NumPy's answer stands)."""
     if a is b or a == b:
         return a
-    if a in STORAGE_ONLY or b in STORAGE_ONLY:
+    if a in _STORAGE or b in _STORAGE:
         raise DTypeError(
-            f"promotion of {a} and {b} is not supported: {a if a in STORAGE_ONLY else b}"
+            f"promotion of {a} and {b} is not supported: {a if a in _STORAGE else b}"
             " is a storage dtype (cast it first, as PyTorch's float8 types)"
         )
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
@@ -342,7 +343,7 @@ def as_array(value, dtype=None) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(DEFAULT_FLOAT)  # nested Python floats: kiln's default float
-    if array.dtype.kind in "OUSV" and array.dtype != bfloat16 and array.dtype not in STORAGE_ONLY:
+    if array.dtype.kind in "OUSV" and array.dtype != bfloat16 and array.dtype not in _STORAGE:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     as_dtype(array.dtype)
     return array

@@ -111,21 +111,13 @@ def check_export(case, f, arrays, want, what):
     # networkx's matcher: op, shape, dtype, operand positions; constants and Variables alike,
     # both initializers), and identical values
     back = import_onnx(model)
-    if not {n.op.name for n in program_of(f).nodes} & EQUIVALENT_FORMS:
-        assert same_program(kn.to_networkx(program_of(f)), kn.to_networkx(back),
-                            sources_alike=True), f"{what}: another program came back"  # fmt: skip
+    assert same_program(kn.to_networkx(program_of(f)), kn.to_networkx(back),
+                        sources_alike=True), f"{what}: another program came back"  # fmt: skip
     with np.errstate(all="ignore"):
         got = as_list(kn.function(back.inputs, back.outputs)(*arrays))
     assert_identical(got, want, f"{what} round trip")
     # the ONNX nodes themselves, through the import rules: within the dtype's tolerance
     assert_same(run_imported(model, arrays, kiln_ops=False), want, case, f"{what} ONNX nodes")
-
-
-# Region ops whose import is an equivalent program, not the same one: ONNX's If has no
-# operands (its branches read the values around them, so kiln's operands come back as
-# captures) and Loop computes its condition in its body (a while_loop comes back carrying the
-# iteration count and the condition). Their values are still checked identical.
-EQUIVALENT_FORMS = {"cond", "while_loop"}
 
 
 def exportable(case, graph) -> set:

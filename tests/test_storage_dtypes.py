@@ -6,10 +6,11 @@ import pytest
 
 import kiln as kn
 
-FLOAT8 = [kn.float8_e4m3fn, kn.float8_e5m2, kn.float8_e4m3fnuz, kn.float8_e5m2fnuz]
+FLOAT8 = [kn.float8_e4m3fn, kn.float8_e5m2, kn.float8_e4m3fnuz, kn.float8_e5m2fnuz,
+          kn.float8_e8m0fnu]  # fmt: skip
 # Values around each format's largest finite (448, 57344, 240) and past it, and roundings.
-X = np.array([np.inf, -np.inf, 1e6, -7e4, 500.0, 470.0, 460.0, 250.0, 3.3, -7.6, 1e-9, np.nan],
-             np.float32)  # fmt: skip
+X = np.array([np.inf, -np.inf, 1e6, -7e4, 500.0, 470.0, 460.0, 250.0, 3.3, -7.6, 1e-9, np.nan,
+              0.0, -0.0, 1.5, 3e38, 1e-42], np.float32)  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", FLOAT8, ids=str)
@@ -67,3 +68,12 @@ def test_graph_with_storage_dtypes_round_trips_through_json():
     for graph in (g, g2):
         got = kn.function(graph.inputs, graph.outputs)(xv)[0]
         np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def test_float8_tensors_print_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    x = [1.0, -2.5, 448.0, 3.3]
+    for dtype in (kn.float8_e5m2, kn.float8_e4m3fn):
+        want = repr(torch.tensor(x).to(getattr(torch, dtype.name))).replace("torch.", "kiln.")
+        assert repr(kn.tensor(x).to(dtype)) == want
+    assert repr(kn.tensor([1, -3, 7]).to(kn.int4)) == "tensor([ 1, -3,  7], dtype=kiln.int4)"

@@ -557,11 +557,14 @@ class Tensor:
 
     def __repr__(self):
         host = self._host()
-        if host.dtype == dt.bfloat16:  # printed through float32: NumPy formats it as no float
-            host = host.astype(np.float32)
+        # bfloat16 and the storage dtypes print through float32 (or int8): NumPy formats them
+        # as no number kind
+        as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
+        if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
+            host = host.astype(np.float32 if as_float else np.int8)
         body = np.array2string(
             host, separator=", ", prefix="tensor(", threshold=1000, max_line_width=80,
-            formatter={"float_kind": _float_format(host)} if dt.is_float(self.dtype) else None,
+            formatter={"float_kind": _float_format(host)} if as_float else None,
         )  # fmt: skip
         body = body.replace(", ..., ", ",  ..., ")  # PyTorch's summary: `2,  ..., 1997`
         extra = []

@@ -40,8 +40,9 @@ def export_onnx(obj, path, opset: int | None = None, dynamic_dims: bool = True, 
     after a call: the signature it traced last), a Graph with `.inputs` and `.outputs`, or a
     Module (or any function) with example inputs `args` (a tuple), traced with them.
     Updates are not exported (ONNX models are pure functions). With `dynamic_dims`, named dims
-    are written as `dim_param`s; without, symbolic dims are written as unknown. An op that ONNX
-    cannot express raises GraphError naming the op, the node and its site.
+    are written as `dim_param`s; without, symbolic dims are written as unknown. `cond`,
+    `while_loop` and `scan` become If, Loop and Scan with their bodies as subgraphs. An op that
+    ONNX cannot express raises GraphError naming the op, the node and its site.
 
     >>> import kiln as kn, numpy as np, tempfile, os
     >>> kn.manual_seed(0)
@@ -143,6 +144,8 @@ class Exporter:
         """Writes kiln `nodes` (a program's, or a region body's) as ONNX nodes; their operands
         must be bound. A node of several outputs (a region op) binds the list of its ONNX
         outputs, which `get` nodes read."""
+        from .onnx_rules import RULES
+
         reads: dict = {}  # id(tuple) -> the indices of its elements that `get` nodes read
         for node in nodes:
             if node.op.name == "get":
@@ -159,8 +162,6 @@ class Exporter:
             if node.op.name == "get" and isinstance(self.names.get(id(node.inputs[0])), list):
                 self.bind(node.out, self.names[id(node.inputs[0])][node.attrs["index"]])
                 continue
-            from .onnx_rules import RULES
-
             rule = RULES.get(node.op.name)
             if rule is None:
                 raise node_error(

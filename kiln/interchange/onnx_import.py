@@ -174,8 +174,10 @@ def import_onnx(model_or_path, constants=None, kiln_ops: bool = True) -> Graph:
     graph.inputs = [imp.values[vi.name] for vi in model.graph.input if vi.name not in fixed]
     imp.kiln_ops = kiln_ops
     import_nodes(imp, model.graph)
-    imp.node = None
     graph.outputs = [imp.symbol(imp.values[vi.name]) for vi in model.graph.output]
+    from .onnx_import_control import drop_unread_gets
+
+    drop_unread_gets(graph)
     return graph
 
 
@@ -225,6 +227,7 @@ def import_nodes(imp, graph_proto) -> None:
 def _restore(imp, nodes, group):
     """Builds a tagged group's kiln op; returns the index of its last node, or None (then its
     ONNX nodes import through the rules)."""
+    from .onnx_import_control import RESTORE  # region ops: rebuilt with their subgraphs
     from .onnx_rules import RULES as EXPORTED  # the ops kiln writes: no source, no random op
 
     last, op, names, attrs, elements = group
@@ -233,6 +236,15 @@ def _restore(imp, nodes, group):
     produced = {o for n in nodes[: last + 1] for o in n.output}
     if elements is not None and not all(e in produced for e in elements if e):
         return None
+    if op in RESTORE:
+        try:
+            with imp.graph.site(_site(nodes[last])):
+                values = RESTORE[op](imp, nodes[last], names, attrs)
+        except (KilnError, TypeError, ValueError, KeyError):
+            return None
+        for out, value in zip(nodes[last].output, values, strict=True):
+            imp.values[out] = value
+        return last
     found = re.search(r"node '([^']*)'", nodes[last].doc_string)
     name = _name(found.group(1)) if found else None  # the kiln node's own name
     try:

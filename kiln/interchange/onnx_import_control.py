@@ -4,6 +4,8 @@ reads from the graphs around are captured, as any body's are."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -11,6 +13,7 @@ from ..graph import region as rg
 from ..graph.core import Symbol
 from .onnx_export import _onnx
 from .onnx_import import Importer, Known, import_nodes
+from .onnx_kiln_ops import KEY
 
 
 class _Scope(dict):
@@ -44,16 +47,85 @@ class _BodyImporter(Importer):
         return super().symbol(value)
 
 
-def _body(imp, graph_proto, params):
-    """The results of subgraph `graph_proto` with its inputs bound to `params`, imported into
-    the body being traced."""
+def _body(imp, graph_proto, params, bound=None):
+    """The results of subgraph `graph_proto` with its inputs bound to `params` (and the names
+    in `bound` to their values), imported into the body being traced."""
     sub = _BodyImporter(imp)
     for init in graph_proto.initializer:  # a body's own constants (kiln writes them there)
         sub.values[init.name] = Known(_onnx().numpy_helper.to_array(init))
     for vi, p in zip(graph_proto.input, params, strict=True):
         sub.values[vi.name] = p
+    sub.values.update(bound or {})
     import_nodes(sub, graph_proto)
     return [sub.symbol(sub.values[vi.name]) for vi in graph_proto.output]
+
+
+def _part(graph_proto, start, stop, outputs):
+    """The subgraph of nodes `start:stop` of `graph_proto`, giving the values `outputs`."""
+    onnx = _onnx()
+    part = onnx.GraphProto(name=graph_proto.name)
+    part.node.extend(graph_proto.node[start:stop])
+    part.initializer.extend(graph_proto.initializer)
+    part.output.extend(onnx.ValueInfoProto(name=n) for n in outputs)
+    return part
+
+
+def _meta(node) -> dict:
+    return json.loads(next(e.value for e in node.metadata_props if e.key == KEY))
+
+
+def _restore_cond(imp, node, names, attrs):
+    """kiln's cond as it was exported: the If's condition before its cast to bool, the
+    operands as the branches' parameters (the branches read them by their outer names)."""
+    from ..frontend.control import cond
+
+    k = int(attrs["num_operands"])
+    pred = imp.symbol(imp.values[names[0]])
+    ops = [imp.symbol(imp.values[n]) for n in names[1 : 1 + k]]
+    graphs = {a.name: a.g for a in node.attribute}
+
+    def branch(graph_proto):
+        return lambda *params: _body(imp, graph_proto, [], dict(zip(names[1 : 1 + k], params)))
+
+    return cond(pred, branch(graphs["then_branch"]), branch(graphs["else_branch"]), *ops)
+
+
+def _restore_while(imp, node, names, attrs):
+    """kiln's while_loop as it was exported: the Loop body's first nodes are body_fun's, the
+    next ones cond_fun's on the new carry; the Loop's counter and condition are dropped."""
+    from ..frontend.control import while_loop
+
+    meta, n = _meta(node), int(attrs["num_carry"])
+    (body,) = [a.g for a in node.attribute if a.name == "body"]
+    n_body, n_test = int(meta["body_nodes"]), int(meta["test_nodes"])
+    carry_out, params = list(meta["carry_out"]), [vi.name for vi in body.input[2:]]
+    steps = _part(body, 0, n_body, carry_out)
+    test = _part(body, n_body, n_body + n_test, [meta["test_out"]])
+    carry = [imp.symbol(imp.values[x]) for x in names[:n]]
+
+    def cond_fun(c):
+        (out,) = _body(imp, test, [], dict(zip(carry_out, c)))
+        return out
+
+    def body_fun(c):
+        return _body(imp, steps, [], dict(zip(params, c)))
+
+    return while_loop(cond_fun, body_fun, carry)
+
+
+RESTORE = {"cond": _restore_cond, "while_loop": _restore_while}
+
+
+def drop_unread_gets(graph) -> None:
+    """Removes the `get` nodes nothing reads from `graph` and the bodies in it: kiln's
+    control functions project every result of a region op, an ONNX node's unused outputs
+    need none (a get has no effect)."""
+    read = {id(s) for s in graph.outputs}
+    for node in graph.nodes:
+        read.update(id(i) for i in node.inputs)
+        for _, region in rg.regions_of(node):
+            drop_unread_gets(region.graph)
+    graph.nodes = [n for n in graph.nodes if n.op.name != "get" or id(n.out) in read]
 
 
 def _scalar(imp, x):

@@ -94,6 +94,12 @@ def _cast(imp, xs, attrs):
     return _cast_to(imp, xs[0], onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]), attrs)
 
 
+def _bit_cast(imp, xs, attrs):  # ONNX: the same bit width, so the same shape
+    x = imp.symbol(xs[0])
+    to = __import__("onnx").helper.tensor_dtype_to_np_dtype(attrs["to"])
+    return imp.apply("bitcast", x, dtype=to, source=x.dtype)
+
+
 def _cast_like(imp, xs, attrs):
     return _cast_to(imp, xs[0], _dtype(xs[1]), attrs)
 
@@ -532,6 +538,7 @@ RULES = {
     "Xor": _xor,
     "Reciprocal": _reciprocal,
     "Cast": _cast,
+    "BitCast": _bit_cast,
     "CastLike": _cast_like,
     "Clip": _clip,
     "IsInf": _isinf,

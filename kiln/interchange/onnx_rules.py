@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from . import onnx_rules_cast as cast_rules
 from . import onnx_rules_control as control_rules
 from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
@@ -124,43 +125,6 @@ def _where(ex, node, xs, out):
     cond = ex.cast(xs[0], in_dtype(node), np.bool_)
     a, b = (ex.cast(x, i.dtype, out_dtype(node)) for x, i in zip(xs[1:], node.inputs[1:]))
     return ex.emit("Where", [cond, a, b], out)
-
-
-def _cast(ex, node, xs, out):
-    want, attrs = out_dtype(node), {}
-    if want == dt.float8_e8m0fnu and dt.is_float(in_dtype(node)):
-        scatter_rules.raise_no_form(node, "(ONNX rounds to float8_e8m0fnu from the exponent "
-                                    "field, kiln by ml_dtypes' rounding)")  # fmt: skip
-    if dt.is_storage_only(want) and want.name.startswith("float8") and want != dt.float8_e4m3fn:
-        attrs["saturate"] = 0  # kiln's casts (PyTorch's) saturate only to float8_e4m3fn
-    if (
-        dt.is_storage_only(want)
-        and want.name.startswith(("int", "uint"))
-        and dt.is_float(in_dtype(node))
-    ):
-        # kiln truncates to an integer, then wraps (NumPy's rule); ONNX wraps from int32
-        xs = [ex.cast(xs[0], in_dtype(node), dt.int32)]
-    _check_cast_opset(ex, node, want)
-    return ex.emit("Cast", xs, out, to=ex.elem_type(want), **attrs)
-
-
-def _check_cast_opset(ex, node, dtype):
-    """Newer ONNX types (float8: opset 19, int4: 21, int2: 25...) need an opset whose Cast has
-    them: the error names the first that does."""
-    onnx = ex.onnx
-    name = f"tensor({onnx.TensorProto.DataType.Name(ex.elem_type(dtype)).lower()})"
-
-    def allows(opset):
-        schema = onnx.defs.get_schema("Cast", opset)
-        return any(name in c.allowed_type_strs for c in schema.type_constraints)
-
-    if not allows(ex.opset):
-        newer = [v for v in range(ex.opset + 1, onnx.defs.onnx_opset_version() + 1) if allows(v)]
-        scatter_rules.raise_no_form(
-            node,
-            f"to {dtype} at opset {ex.opset} (ONNX has it from "
-            f"opset {newer[0] if newer else '?'}: export_onnx(..., opset=))",
-        )
 
 
 def _relu(ex, node, xs, out):
@@ -552,7 +516,7 @@ RULES = {
     "exp2": _exp2,
     "log1p": _log1p,
     "expm1": _expm1,
-    "cast": _cast,
+    "cast": cast_rules.cast,
     "stop_gradient": _identity,
     # binary
     "add": binary("Add", bool_op="Or"),

@@ -8,7 +8,11 @@ op's results are the ONNX node's outputs, which kiln's `get` nodes read (`Export
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+
+from .onnx_kiln_ops import KEY
 
 
 def _bind(ex, symbols, names) -> None:
@@ -64,7 +68,18 @@ def cond(ex, node, xs, out):
         branches[key] = _graph(ex, sub, base, [], outs, [_info_of(s) for s in region.outputs])
     pred = _as_bool(ex, xs[0], node.inputs[0].dtype)
     k = len(t.outputs)
-    return _outputs(ex.emit("If", [pred], n_outputs=k, **branches), k)
+    result = _outputs(ex.emit("If", [pred], n_outputs=k, **branches), k)
+    _tag(ex, {"op": "cond", "inputs": xs, "attrs": {"num_operands": n_ops}})
+    return result
+
+
+def _tag(ex, data) -> None:
+    """kiln's form of a region op on its last ONNX node (`metadata_props` key `kiln`, as
+    `onnx_kiln_ops.tag` writes for other ops): the import rebuilds the op from it and the
+    subgraphs, as the program it came from."""
+    entry = ex.nodes[-1].metadata_props.add()
+    entry.key = KEY
+    entry.value = json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def while_loop(ex, node, xs, out):
@@ -74,6 +89,7 @@ def while_loop(ex, node, xs, out):
     n, test, body = a["num_carry"], a["cond"], a["body"]
     n_cond = len(test.inputs) - n
     carry, cond_caps, body_caps = xs[:n], xs[n : n + n_cond], xs[n + n_cond :]
+    first = len(ex.nodes)
     (keep,) = _inline(ex, test, [*carry, *cond_caps])
     keep = _as_bool(ex, keep, test.outputs[0].dtype)
     sub = ex.child()
@@ -83,11 +99,20 @@ def while_loop(ex, node, xs, out):
     inputs = [_scalar_info(tp.INT64)(sub, i_name), _scalar_info(tp.BOOL)(sub, c_name)]
     inputs += [sub.value_info(s, p) for s, p in zip(body.inputs[:n], params)]
     new = _inline(sub, body, [*params, *body_caps])
-    (again,) = _inline(sub, test, [*new, *cond_caps])
-    again = _as_bool(sub, again, test.outputs[0].dtype)
+    n_body = len(sub.nodes)
+    (test_out,) = _inline(sub, test, [*new, *cond_caps])
+    n_test = len(sub.nodes) - n_body
+    again = _as_bool(sub, test_out, test.outputs[0].dtype)
     infos = [_scalar_info(tp.BOOL)] + [_info_of(s) for s in body.outputs]
     graph = _graph(ex, sub, ex.unique(f"{node.name}/body"), inputs, [again, *new], infos)
-    return _outputs(ex.emit("Loop", ["", keep, *carry], n_outputs=n, body=graph), n)
+    result = _outputs(ex.emit("Loop", ["", keep, *carry], n_outputs=n, body=graph), n)
+    # the first test belongs to the while_loop: one group of nodes with its doc string
+    for proto in ex.nodes[first:-1]:
+        proto.doc_string = ex.nodes[-1].doc_string
+        del proto.metadata_props[:]
+    _tag(ex, {"op": "while_loop", "inputs": xs, "attrs": {"num_carry": n}, "body_nodes": n_body,
+              "test_nodes": n_test, "carry_out": new, "test_out": test_out})  # fmt: skip
+    return result
 
 
 def _outputs(result, n) -> list:

@@ -389,12 +389,17 @@ round_ = unary(
 
 # PyTorch's casts to float8_e4m3fn saturate (inf and values past the largest finite go to
 # +-448, NaN stays); ml_dtypes' give NaN there, as for the other float8 types (PyTorch's too).
+# To float8_e8m0fnu PyTorch rounds the magnitude as ml_dtypes does, and 0 to 2**-127.
 _SATURATED = {dt.float8_e4m3fn: 448.0}
 
 
 def _cast(xp, x, out=None, *, dtype):
     if dtype in _SATURATED and (x.dtype.kind == "f" or x.dtype == dt.bfloat16):
         x = xp.clip(x, -_SATURATED[dtype], _SATURATED[dtype])
+    elif dtype == dt.float8_e8m0fnu and (x.dtype.kind == "f" or x.dtype == dt.bfloat16):
+        # PyTorch's: the magnitude (e8m0 has no sign), and 0 as the least value, 2**-127
+        x = xp.abs(x.astype(xp.float64 if x.dtype == xp.float64 else xp.float32))
+        x = xp.where(x == 0, x.dtype.type(2.0**-127), x)
     if out is None:
         return x.astype(dtype)
     xp.copyto(out, x, casting="unsafe")

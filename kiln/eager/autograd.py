@@ -34,15 +34,30 @@ _new = object.__new__
 
 class Node:
     """The tape entry of one op, a tensor's `grad_fn`: what the op's vjp needs, and where each
-    input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None)."""
+    input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None).
 
-    __slots__ = ("op", "attrs", "saved", "versions", "edges", "metas", "out", "device", "seq",
-                 "site", "retained", "__weakref__")  # fmt: skip
+    `saved` are the inputs and `versions` their versions then (None for a constant); `shapes`
+    and `dtypes` those of the inputs and, last, the output; `out` is the output's data,
+    `out_vc` its version counter (None until it has one: see `version_of`) and `out_version`
+    its version then. Backward without retain_graph sets `saved` and `out` to None.
+    """
+
+    # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic
+    # garbage collector's passes too (a fifth of the forward pass's time with grad, measured):
+    # so flat tuples and slots here rather than lists of pairs
+    __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
+                 "out_vc", "out_version", "device", "seq", "site", "retained",
+                 "__weakref__")  # fmt: skip
+
+    @property
+    def metas(self) -> list:
+        """[(shape, dtype)] of the inputs and, last, the output."""
+        return list(zip(self.shapes, self.dtypes))
 
     def name(self) -> str:
         """PyTorch's name for the backward of this op (`MulBackward0`, `SumBackward0`,
         `MmBackward0`): see `backward_name`."""
-        return backward_name(self.op.name, self.attrs, [shape for shape, _ in self.metas[:-1]])
+        return backward_name(self.op.name, self.attrs, list(self.shapes[:-1]))
 
     @property
     def next_functions(self) -> tuple:
@@ -141,7 +156,8 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
         return
     # NOTE: every op on the tape passes here (the eager forward pass's per-op cost with grad):
     # one pass over the arguments, no helper calls for the common case of CPU tensors
-    versions, edges, metas = [], [], []
+    edges, versions, shapes, dtypes = [], [], [], []
+    zero = True  # every version 0 (the common case): one shared tuple
     for a in args:
         if type(a) is Tensor or isinstance(a, Tensor):
             meta = a._meta
@@ -156,15 +172,20 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
                 if meta.inference:
                     _inference_error(op, len(edges), a)
                 edges.append((meta.grad_fn or a) if meta.requires_grad else None)
-                versions.append(0 if vc is None else vc.value)
-            metas.append((array.shape, array.dtype))
+                if vc is None or not vc.value:
+                    versions.append(0)
+                else:
+                    versions.append(vc.value)
+                    zero = False
         else:
             edges.append(None)
             versions.append(None)
-            metas.append(
-                (a.shape, a.dtype) if type(a) is _ndarray else (np.shape(a), np.asarray(a).dtype)
-            )
-    metas.append((data.shape, dtype))
+            zero = False
+            array = a if type(a) is _ndarray else np.asarray(a)
+        shapes.append(array.shape)
+        dtypes.append(array.dtype)
+    shapes.append(data.shape)
+    dtypes.append(dtype)
     meta = out._meta
     if meta is None:
         meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
@@ -180,16 +201,22 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.op = op
     node.attrs = attrs
     node.saved = args if type(args) is tuple else tuple(args)
-    node.versions = versions
-    node.edges = edges
-    node.metas = metas
-    node.out = (data, vc, 0 if vc is None else vc.value)
+    node.versions = _ZEROS[len(versions)] if zero and len(versions) < 4 else tuple(versions)
+    node.edges = tuple(edges)
+    node.shapes = tuple(shapes)
+    node.dtypes = tuple(dtypes)
+    node.out = data
+    node.out_vc = vc
+    node.out_version = 0 if vc is None else vc.value
     node.device = meta.device
     node.seq = next(_seq)
     node.site = user_site(skip)
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True
+
+
+_ZEROS = ((), (0,), (0, 0), (0, 0, 0))
 
 
 def _inference_error(op, i: int, a: Tensor):
@@ -328,8 +355,9 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
     if op.vjp is None:
         if "nondiff" in op.tags:  # PyTorch: zero gradients (floor, round, sign…)
             xp = get_backend(node.device).activate()  # allocates on the current device
-            return tuple(None if e is None else make(xp.zeros(*meta), node.device)
-                         for e, meta in zip(node.edges, node.metas))  # fmt: skip
+            inputs = zip(node.edges, node.shapes, node.dtypes)
+            return tuple(None if e is None else make(xp.zeros(shape, dtype), node.device)
+                         for e, shape, dtype in inputs)  # fmt: skip
         raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
                          op=op.name, site=node.site)  # fmt: skip
     # a primitive's vjp takes plain copies (see `unpack`)
@@ -428,19 +456,19 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
-            for edge, c, meta in zip(node.edges, cts, node.metas):
+            for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:
                     continue
                 if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                     continue
                 if (
                     type(c) is not Tensor
-                    or (d := c._data).shape != meta[0]
-                    or (d.dtype is not meta[1] and d.dtype != meta[1])
+                    or (d := c._data).shape != shape
+                    or (d.dtype is not dtype and d.dtype != dtype)
                 ):
                     if isinstance(c, Unavailable):
                         raise SavedTensorError(c._reason)
-                    c = _fit(c, meta, node.device)
+                    c = _fit(c, (shape, dtype), node.device)
                 entry = pending.get(id(edge))
                 if entry is not None:
                     entry[1] = entry[1] + c

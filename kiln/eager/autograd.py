@@ -337,7 +337,7 @@ class _LeafWaits:
                 self.owed[id(e)] -= 1
                 if self.owed[id(e)] == 0 and id(e) in pending:
                     self.done.add(id(e))
-                    _finish_leaf(e, pending[id(e)][1], create_graph)
+                    _finish_leaf(e, pending[id(e)], create_graph)
 
 
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
@@ -420,7 +420,7 @@ def _reachable(starts) -> list:
 def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
     """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
     {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
-    pending: dict = {}  # id(node or leaf) -> [node or leaf, summed cotangent]
+    pending: dict = {}  # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them)
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
     target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
@@ -438,7 +438,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
             _send(root.grad_fn or root, seed, pending, heap, leaves)
         while heap:
             node = pop(heap)[1]
-            ct = pending.pop(id(node))[1]
+            ct = pending.pop(id(node))
             if _HOOKS:
                 ct = _apply_hooks(node, ct)
             if node.retained is not None and node.retained() is not None:
@@ -469,11 +469,11 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                     if isinstance(c, Unavailable):
                         raise SavedTensorError(c._reason)
                     c = _fit(c, (shape, dtype), node.device)
-                entry = pending.get(id(edge))
-                if entry is not None:
-                    entry[1] = entry[1] + c
+                key = id(edge)
+                if key in pending:
+                    pending[key] = pending[key] + c
                     continue
-                pending[id(edge)] = [edge, c]
+                pending[key] = c
                 if type(edge) is Node:
                     push(heap, (-edge.seq, edge))
                 else:
@@ -483,20 +483,20 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
             if not retain_graph:
                 node.saved = node.out = None
     if targets is not None:
-        captured.update((id(leaf), pending[id(leaf)][1]) for leaf in leaves)
+        captured.update((id(leaf), pending[id(leaf)]) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
-            _finish_leaf(leaf, pending[id(leaf)][1], create_graph)
+            _finish_leaf(leaf, pending[id(leaf)], create_graph)
     return {}
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:
-    entry = pending.get(id(edge))
-    if entry is not None:
-        entry[1] = entry[1] + ct
+    key = id(edge)
+    if key in pending:
+        pending[key] = pending[key] + ct
         return
-    pending[id(edge)] = [edge, ct]
+    pending[key] = ct
     if isinstance(edge, Node):
         heapq.heappush(heap, (-edge.seq, edge))
     else:

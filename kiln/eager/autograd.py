@@ -155,37 +155,35 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     if op is _STOP or (dtype.kind != "f" and dtype != _BFLOAT16):
         return
     # NOTE: every op on the tape passes here (the eager forward pass's per-op cost with grad):
-    # one pass over the arguments, no helper calls for the common case of CPU tensors
-    edges, versions, shapes, dtypes = [], [], [], []
-    zero = True  # every version 0 (the common case): one shared tuple
-    for a in args:
-        if type(a) is Tensor or isinstance(a, Tensor):
-            meta = a._meta
-            array = a._data
-            if meta is None:  # a plain tensor: at version 0 (see `version_of`)
-                edges.append(None)
-                versions.append(0)
-            else:
-                vc = meta.vc
-                if vc is None and meta.base is not None:
-                    vc = version_of(a)  # a view's is its base's
-                if meta.inference:
-                    _inference_error(op, len(edges), a)
-                edges.append((meta.grad_fn or a) if meta.requires_grad else None)
-                if vc is None or not vc.value:
-                    versions.append(0)
-                else:
-                    versions.append(vc.value)
-                    zero = False
-        else:
-            edges.append(None)
-            versions.append(None)
-            zero = False
-            array = a if type(a) is _ndarray else np.asarray(a)
-        shapes.append(array.shape)
-        dtypes.append(array.dtype)
-    shapes.append(data.shape)
-    dtypes.append(dtype)
+    # ops of one or two inputs (nearly all) build their tuples directly, others by lists
+    n = len(args)
+    if n == 2:
+        e0, v0, x0 = _input(op, 0, args[0])
+        e1, v1, x1 = _input(op, 1, args[1])
+        edges, versions = (e0, e1), (v0, v1)
+        shapes, dtypes = (x0.shape, x1.shape, data.shape), (x0.dtype, x1.dtype, dtype)
+    elif n == 1:
+        e0, v0, x0 = _input(op, 0, args[0])
+        edges, versions = (e0,), (v0,)
+        shapes, dtypes = (x0.shape, data.shape), (x0.dtype, dtype)
+    else:
+        edges, versions, shapes, dtypes = [], [], [], []
+        for i, a in enumerate(args):
+            e, v, x = _input(op, i, a)
+            edges.append(e)
+            versions.append(v)
+            shapes.append(x.shape)
+            dtypes.append(x.dtype)
+        shapes.append(data.shape)
+        dtypes.append(dtype)
+        edges, versions, shapes, dtypes = (
+            tuple(edges),
+            tuple(versions),
+            tuple(shapes),
+            tuple(dtypes),
+        )
+    if versions in _ZEROS:
+        versions = _ZEROS[n]  # every version 0 (the common case): one shared tuple
     meta = out._meta
     if meta is None:
         meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
@@ -201,10 +199,10 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.op = op
     node.attrs = attrs
     node.saved = args if type(args) is tuple else tuple(args)
-    node.versions = _ZEROS[len(versions)] if zero and len(versions) < 4 else tuple(versions)
-    node.edges = tuple(edges)
-    node.shapes = tuple(shapes)
-    node.dtypes = tuple(dtypes)
+    node.versions = versions
+    node.edges = edges
+    node.shapes = shapes
+    node.dtypes = dtypes
     node.out = data
     node.out_vc = vc
     node.out_version = 0 if vc is None else vc.value
@@ -217,6 +215,22 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
 
 
 _ZEROS = ((), (0,), (0, 0), (0, 0, 0))
+
+
+def _input(op, i: int, a) -> tuple:
+    """(edge, version, array) of input `i` of an op being recorded."""
+    if type(a) is Tensor or isinstance(a, Tensor):
+        meta = a._meta
+        if meta is None:  # a plain tensor: at version 0 (see `version_of`)
+            return None, 0, a._data
+        vc = meta.vc
+        if vc is None and meta.base is not None:
+            vc = version_of(a)  # a view's is its base's
+        if meta.inference:
+            _inference_error(op, i, a)
+        edge = (meta.grad_fn or a) if meta.requires_grad else None
+        return edge, 0 if vc is None else vc.value, a._data
+    return None, None, a if type(a) is _ndarray else np.asarray(a)  # a constant
 
 
 def _inference_error(op, i: int, a: Tensor):

@@ -144,6 +144,7 @@ _STOP = REGISTRY["stop_gradient"]
 _BFLOAT16 = dt.bfloat16
 _CPU = "cpu"
 _ndarray = np.ndarray
+_add = np.add
 
 
 def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
@@ -446,6 +447,10 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     # NOTE: the loop below runs once per tape entry (the backward pass's per-op cost): the
     # common case (a vjp on CPU tensors whose cotangents need no summing or cast) is inline
     pop, push, registered = heapq.heappop, heapq.heappush, REGISTRY.get
+    # The ids in `pending` whose sum this loop made itself (without create_graph, on the CPU):
+    # no one else holds it, so later cotangents are added into it. (Others may be shared: add's
+    # vjp gives one tensor to both inputs.)
+    owned: set = set()
     anomaly, plain = is_anomaly_enabled(), not create_graph
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
@@ -453,6 +458,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
         while heap:
             node = pop(heap)[1]
             ct = pending.pop(id(node))
+            owned.discard(id(node))
             if _HOOKS:
                 ct = _apply_hooks(node, ct)
             if node.retained is not None and node.retained() is not None:
@@ -485,7 +491,13 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                     c = _fit(c, (shape, dtype), node.device)
                 key = id(edge)
                 if key in pending:
-                    pending[key] = pending[key] + c
+                    total = pending[key]
+                    if key in owned:  # a sum made here: add in place (see `owned`)
+                        _add(total._data, c._data, out=total._data)
+                    else:
+                        pending[key] = total + c
+                        if plain and type(d := pending[key]._data) is _ndarray and d.base is None:
+                            owned.add(key)
                     continue
                 pending[key] = c
                 if type(edge) is Node:

@@ -106,7 +106,7 @@ def unpack(node, create_graph: bool, plain: bool = False):
     else:
         for a, version in zip(node.saved, node.versions):
             if version is None:
-                inputs.append(a if isinstance(a, (Tensor, bool, int, float)) else make(a, device))
+                inputs.append(a)  # a constant: as the op had it (a host array on a GPU too)
             elif version != (0 if a._meta is None or a._meta.vc is None else a._meta.vc.value):
                 i = len(inputs)
                 inputs.append(

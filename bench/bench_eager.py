@@ -6,8 +6,14 @@ Tensor), and Tensors that require grad (forward only, and forward + backward);
 (b) chains of 100 binary ops on float32[16]: Tensor with Tensor, and Tensor with a Python
 float, each beside its NumPy loop;
 (c) one SGD training step of an MLP 784-128-10 on a batch of 64 (forward, backward, update)
-beside the same step written by hand in NumPy.
-Single-threaded; each time is the best of several repeats, in microseconds per call.
+beside the same step written by hand in NumPy;
+(d) the tape: a 200-op elementwise chain on float32[16] (bench_fusion's chain: mul, add, tanh,
+mul, sub, exp), forward without grad and forward + backward() with requires_grad=True,
+beside PyTorch eager (when importable) and the NumPy loop;
+(e) factories and random numbers (`randn(1000)`, `zeros(1000)`, ...) beside PyTorch's.
+Single-threaded; each time is the best of several repeats, in microseconds per call. In (d)
+and (e) the repeats of kiln and its peers alternate, and each row gives the spread of the
+per-repeat ratio kiln / PyTorch (the machine's load moves both alike).
 
     python bench/bench_eager.py [--quick]
 """
@@ -19,6 +25,7 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import platform  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 from bench_overhead import per_call_seconds  # noqa: E402
@@ -116,6 +123,132 @@ def mlp_step_case(batch: int = 64, sizes=(784, 128, 10), lr: float = 0.01):
     return kiln_step, numpy_step
 
 
+# (d): one step of the chain, written once for kiln, PyTorch and NumPy (bench_fusion's).
+TAPE_STEPS = (
+    lambda v, a, m: v * a,
+    lambda v, a, m: v + 0.5,
+    lambda v, a, m: m.tanh(v),
+    lambda v, a, m: v * 1.5,
+    lambda v, a, m: v - a,
+    lambda v, a, m: m.exp(v),
+)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def tape_cases(torch, n_ops: int = 200):
+    """{row: {peer: callable}}: the chain without grad, and forward + backward."""
+    rng = np.random.default_rng(0)
+    x_v, a_v = (rng.uniform(-1, 1, 16).astype(np.float32) for _ in range(2))
+
+    def chain(v, a, m):
+        for i in range(n_ops):
+            v = TAPE_STEPS[i % len(TAPE_STEPS)](v, a, m)
+        return v
+
+    def backward(lib, x, a):
+        def run():
+            x.grad = a.grad = None
+            chain(x, a, lib).sum().backward()
+
+        return run
+
+    x, a = kn.tensor(x_v), kn.tensor(a_v)
+    xg, ag = kn.tensor(x_v, requires_grad=True), kn.tensor(a_v, requires_grad=True)
+    forward = {"kiln": lambda: chain(x, a, kn), "NumPy": lambda: chain(x_v, a_v, np)}
+    both = {"kiln": backward(kn, xg, ag)}
+    if torch is not None:
+        tx, ta = torch.tensor(x_v), torch.tensor(a_v)
+        tgx, tga = (torch.tensor(v, requires_grad=True) for v in (x_v, a_v))
+        forward["PyTorch"] = lambda: chain(tx, ta, torch)
+        both["PyTorch"] = backward(torch, tgx, tga)
+        both["PyTorch"]()
+        both["kiln"]()
+        np.testing.assert_allclose(xg.grad.numpy(), tgx.grad.numpy(), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(ag.grad.numpy(), tga.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(forward["kiln"]().numpy(), forward["NumPy"](), rtol=1e-5)
+    return {f"(d) {n_ops}-op chain, f32[16], no grad": forward,
+            f"(d) {n_ops}-op chain, f32[16], forward + backward": both}  # fmt: skip
+
+
+FACTORIES = ("randn(1000)", "rand(1000)", "randint(0, 10, (1000,))", "randn(16)",
+             "zeros(1000)", "ones(1000)", "empty(1000)", "full((1000,), 2.0)", "arange(1000)",
+             "tensor([1.0, 2.0, 3.0])")  # fmt: skip
+NUMPY_FACTORIES = {
+    "randn(1000)": "rng.standard_normal(1000, np.float32)",
+    "rand(1000)": "rng.random(1000, np.float32)",
+    "randint(0, 10, (1000,))": "rng.integers(0, 10, 1000)",
+    "randn(16)": "rng.standard_normal(16, np.float32)",
+    "zeros(1000)": "np.zeros(1000, np.float32)",
+    "ones(1000)": "np.ones(1000, np.float32)",
+    "empty(1000)": "np.empty(1000, np.float32)",
+    "full((1000,), 2.0)": "np.full(1000, 2.0, np.float32)",
+    "arange(1000)": "np.arange(1000)",
+    "tensor([1.0, 2.0, 3.0])": "np.array([1.0, 2.0, 3.0], np.float32)",
+}
+
+
+def factory_cases(torch):
+    """{row: {peer: callable}}: each factory in kiln, PyTorch and NumPy (a persistent
+    `np.random.Generator` for the random ones)."""
+    names = {"kn": kn, "np": np, "rng": np.random.default_rng(0), "torch": torch}
+    rows = {}
+    for call in FACTORIES:
+        row = {"kiln": eval(f"lambda: kn.{call}", names)}  # noqa: S307 — our own strings
+        if torch is not None:
+            row["PyTorch"] = eval(f"lambda: torch.{call}", names)  # noqa: S307
+        row["NumPy"] = eval(f"lambda: {NUMPY_FACTORIES[call]}", names)  # noqa: S307
+        rows[f"(e) {call}"] = row
+    return rows
+
+
+def interleaved(row: dict, repeats: int, min_batch_s: float) -> dict:
+    """{peer: [seconds per call of each repeat]}, the peers' repeats alternating."""
+    numbers = {}
+    for name, fn in row.items():
+        fn()  # warm up
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - start >= min_batch_s / len(row):
+                break
+            number *= 2
+        numbers[name] = number
+    times = {name: [] for name in row}
+    for _ in range(repeats):
+        for name, fn in row.items():
+            number = numbers[name]
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - start) / number)
+    return times
+
+
+def print_peers(rows: dict, repeats: int, min_batch_s: float) -> None:
+    print(f"{'case':<54} {'kiln':>9} {'PyTorch':>9} {'NumPy':>9}   kiln/PyTorch (spread)")
+    for label, row in rows.items():
+        times = interleaved(row, repeats, min_batch_s)
+        best = {name: min(ts) * 1e6 for name, ts in times.items()}
+        cells = [
+            f"{best[n]:>9.1f}" if n in best else f"{'-':>9}" for n in ("kiln", "PyTorch", "NumPy")
+        ]
+        ratio = ""
+        if "PyTorch" in times:
+            per = sorted(k / t for k, t in zip(times["kiln"], times["PyTorch"]))
+            ratio = f"{best['kiln'] / best['PyTorch']:.2f}x ({per[0]:.2f}-{per[-1]:.2f})"
+        print(f"{label:<54} {' '.join(cells)}   {ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repeats: a smoke test")
@@ -148,6 +281,10 @@ def main() -> None:
         t = per_call_seconds(fn, repeats, min_batch_s)
         base = t if name.endswith("NumPy") else base
         print(f"{name:<54} {t * 1e6:>9.1f} {'':>7} {t / base:>8.2f}x")
+    torch = _torch()
+    print(f"\nµs per call; best of {repeats} alternating repeats"
+          + ("" if torch is None else f"; PyTorch {torch.__version__}"))  # fmt: skip
+    print_peers({**tape_cases(torch), **factory_cases(torch)}, repeats, min_batch_s)
 
 
 if __name__ == "__main__":

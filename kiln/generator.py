@@ -3,7 +3,9 @@ the data utilities' shuffles and splits (`DataLoader(generator=...)`, `random_sp
 
 from __future__ import annotations
 
+import math
 import os
+import threading
 
 import numpy as np
 
@@ -40,6 +42,7 @@ class Generator:
         self._seed = seed
         self._bits = np.random.PCG64(seed & ((1 << 128) - 1))
         self._rng = np.random.Generator(self._bits)
+        self._normals = _EMPTY  # float32 normals drawn ahead (see `normal`)
         return self
 
     def seed(self) -> int:
@@ -62,6 +65,7 @@ class Generator:
             + bytes([state["has_uint32"]])
             + int(state["uinteger"]).to_bytes(4, "little")
             + (self._seed & ((1 << 64) - 1)).to_bytes(8, "little")
+            + self._normals.tobytes()  # the normals drawn ahead, in order (little-endian)
         )
         return make(np.frombuffer(data, np.uint8).copy())
 
@@ -70,12 +74,19 @@ class Generator:
         from .checkpoint import as_numpy
 
         data = as_numpy(new_state)
-        if data.dtype != np.uint8 or data.shape != (_STATE_BYTES,):
+        if (
+            data.dtype != np.uint8
+            or data.ndim != 1
+            or data.size < _STATE_BYTES
+            or (data.size - _STATE_BYTES) % 4
+        ):
             raise RuntimeError(
-                f"Generator.set_state: expected a uint8 tensor of {_STATE_BYTES} bytes "
-                f"(from get_state()), got {data.dtype} of shape {data.shape}"
+                f"Generator.set_state: expected a uint8 tensor of {_STATE_BYTES} bytes plus "
+                f"4 per normal drawn ahead (from get_state()), got {data.dtype} of shape "
+                f"{data.shape}"
             )
         raw = data.tobytes()
+        self._normals = np.frombuffer(raw[_STATE_BYTES:], "<f4").astype(np.float32)
         self._bits.state = {
             "bit_generator": "PCG64",
             "state": {"state": int.from_bytes(raw[:16], "little"),
@@ -83,7 +94,7 @@ class Generator:
             "has_uint32": raw[32],
             "uinteger": int.from_bytes(raw[33:37], "little"),
         }  # fmt: skip
-        self._seed = int.from_bytes(raw[37:], "little")
+        self._seed = int.from_bytes(raw[37:_STATE_BYTES], "little")
         return self
 
     def next_seed(self) -> int:
@@ -98,8 +109,75 @@ class Generator:
         """`size` integers drawn uniformly from [0, high)."""
         return self._rng.integers(0, int(high), int(size), dtype=np.int64)
 
+    # -- the eager random factories' draws (`kn.randn(..., generator=g)`; without a generator,
+    # `default_generator`'s): one stream, drawn in order and never reseeded, so the same seed
+    # gives the same sequence of draws.
+
+    def _normal(self, shape, dtype) -> np.ndarray:
+        """Samples of N(0, 1) of `shape` as `dtype` (a float dtype). float32 (and narrower)
+        values come from `_box_muller` blocks of this stream, taken in order; float64 from
+        NumPy's ziggurat on it."""
+        if dtype is _F64 or dtype == _F64:
+            return self._rng.standard_normal(shape)
+        n = math.prod(shape)
+        with _lock:
+            ahead = self._normals
+            if n <= len(ahead):  # the common case: a slice of the block drawn ahead
+                self._normals = ahead[n:]
+                values = ahead[:n].copy()
+            else:
+                blocks = -(-(n - len(ahead)) // _BLOCK)  # block by block: one stream
+                drawn = [ahead, *(_box_muller(self._bits, _BLOCK) for _ in range(blocks))]
+                drawn = np.concatenate(drawn)
+                values, self._normals = drawn[:n].copy(), drawn[n:]
+        if len(shape) != 1:
+            values = values.reshape(shape)
+        return values if dtype is _F32 or dtype == _F32 else values.astype(dtype)
+
+    def _uniform(self, shape, dtype) -> np.ndarray:
+        """Samples of U[0, 1) of `shape` as `dtype` (a float dtype)."""
+        if dtype is _F32 or dtype is _F64 or dtype in (_F32, _F64):
+            return self._rng.random(shape, dtype=dtype)
+        return self._rng.random(shape, dtype=_F32).astype(dtype)
+
     def __repr__(self):
         return f"<kiln.Generator seed={self._seed}>"
+
+
+# PyTorch draws float normals on the CPU the same way (Box-Muller on float uniforms), which is
+# about 3x faster than NumPy's ziggurat sampler for float32: 3.2 ns a value in blocks of 16384
+# against 9 ns. A block is the unit of the stream: `_normal` takes values from the block drawn
+# ahead, in order, so draws of 3 and then 5 values are the first 8 of the stream.
+_BLOCK = 1 << 14
+_TWO_PI = np.float32(2 * np.pi)
+_UNIT = np.float32(2.0**-24)
+_EMPTY = np.empty(0, np.float32)
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_lock = threading.Lock()
+
+
+def _box_muller(bits, n: int) -> np.ndarray:
+    """`n` (even) float32 samples of N(0, 1) from the bit generator `bits`: uniforms of 24
+    bits u1, u2 give sqrt(-2 log(1 - u1)) times cos(2 pi u2) and sin(2 pi u2)."""
+    half = n // 2
+    u = bits.random_raw(half).view(np.uint32)  # n uniform 32-bit words
+    np.right_shift(u, 8, out=u)
+    u = np.multiply(u, _UNIT, dtype=np.float32, casting="unsafe")  # [0, 1) in steps of 2^-24
+    radius, angle = u[:half], u[half:]
+    np.subtract(1, radius, out=radius)  # (0, 1]: log is finite
+    np.log(radius, out=radius)
+    radius *= -2
+    np.sqrt(radius, out=radius)
+    angle *= _TWO_PI
+    out = np.empty(n, np.float32)
+    np.cos(angle, out=out[:half])
+    np.sin(angle, out=out[half:])
+    out[:half] *= radius
+    out[half:] *= radius
+    return out
+
+
+default_generator = Generator()  # the eager factories' stream; `kn.manual_seed` reseeds it
 
 
 def seeded_generator() -> Generator:

@@ -333,6 +333,24 @@ def test_inplace_change_after_recording_is_seen_by_the_lazily_made_counter(case)
         y.sum().backward()
 
 
+def test_summed_cotangents_do_not_write_into_shared_ones():
+    # add's vjp hands one cotangent to both inputs; backward sums later cotangents of a into
+    # a sum of its own, never into that shared one (b's). By hand: dx = 1 + 2 + 3, dy = 1.
+    for add_last in (False, True):  # backward meets the shared cotangent last, or first
+        x = kn.tensor([1.0, 2.0], requires_grad=True)
+        y = kn.tensor([3.0, 4.0], requires_grad=True)
+        a, b = x * 1.0, y * 1.0
+        a.retain_grad()
+        b.retain_grad()
+        if add_last:
+            loss = (a * 2.0).sum() + (a * 3.0).sum() + (a * 4.0).sum() * 0.0 + (a + b).sum()
+        else:
+            loss = (a + b).sum() + (a * 2.0).sum() + (a * 3.0).sum() + (a * 4.0).sum() * 0.0
+        loss.backward()
+        assert x.grad.tolist() == [6.0, 6.0] and y.grad.tolist() == [1.0, 1.0]
+        assert a.grad.tolist() == [6.0, 6.0] and b.grad.tolist() == [1.0, 1.0]
+
+
 def test_inplace_change_of_a_tensor_no_gradient_needs_is_fine():
     a = kn.tensor([1.0, 2.0], requires_grad=True)
     b = a * 2

@@ -34,10 +34,25 @@ _new = object.__new__
 
 class Node:
     """The tape entry of one op, a tensor's `grad_fn`: what the op's vjp needs, and where each
-    input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None)."""
+    input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None).
 
-    __slots__ = ("op", "attrs", "saved", "versions", "edges", "metas", "out", "device", "seq",
-                 "site", "retained", "label", "__weakref__")  # fmt: skip
+    `saved` are the inputs and `versions` their versions then (None for a constant); `shapes`
+    and `dtypes` those of the inputs and, last, the output; `out` is the output's data,
+    `out_vc` its version counter (None until it has one: see `version_of`) and `out_version`
+    its version then. Backward without retain_graph sets `saved` and `out` to None.
+    """
+
+    # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic
+    # garbage collector's passes too (a fifth of the forward pass's time with grad, measured):
+    # so flat tuples and slots here rather than lists of pairs
+    __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
+                 "out_vc", "out_version", "device", "seq", "site", "retained", "label",
+                 "__weakref__")  # fmt: skip
+
+    @property
+    def metas(self) -> list:
+        """[(shape, dtype)] of the inputs and, last, the output."""
+        return list(zip(self.shapes, self.dtypes))
 
     def name(self) -> str:
         """PyTorch's name for the backward of this op (`MulBackward0`, `SumBackward0`,
@@ -46,7 +61,7 @@ class Node:
         label = getattr(self, "label", None)
         if label is not None:
             return label
-        return backward_name(self.op.name, self.attrs, [shape for shape, _ in self.metas[:-1]])
+        return backward_name(self.op.name, self.attrs, list(self.shapes[:-1]))
 
     @property
     def next_functions(self) -> tuple:
@@ -133,6 +148,7 @@ _STOP = REGISTRY["stop_gradient"]
 _BFLOAT16 = dt.bfloat16
 _CPU = "cpu"
 _ndarray = np.ndarray
+_add = np.add
 
 
 def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
@@ -144,31 +160,35 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     if op is _STOP or (dtype.kind != "f" and dtype != _BFLOAT16):
         return
     # NOTE: every op on the tape passes here (the eager forward pass's per-op cost with grad):
-    # one pass over the arguments, no helper calls for the common case of CPU tensors
-    versions, edges, metas = [], [], []
-    for a in args:
-        if type(a) is Tensor or isinstance(a, Tensor):
-            meta = a._meta
-            array = a._data
-            if meta is None:  # a plain tensor: at version 0 (see `version_of`)
-                edges.append(None)
-                versions.append(0)
-            else:
-                vc = meta.vc
-                if vc is None and meta.base is not None:
-                    vc = version_of(a)  # a view's is its base's
-                if meta.inference:
-                    _inference_error(op, len(edges), a)
-                edges.append((meta.grad_fn or a) if meta.requires_grad else None)
-                versions.append(0 if vc is None else vc.value)
-            metas.append((array.shape, array.dtype))
-        else:
-            edges.append(None)
-            versions.append(None)
-            metas.append(
-                (a.shape, a.dtype) if type(a) is _ndarray else (np.shape(a), np.asarray(a).dtype)
-            )
-    metas.append((data.shape, dtype))
+    # ops of one or two inputs (nearly all) build their tuples directly, others by lists
+    n = len(args)
+    if n == 2:
+        e0, v0, x0 = _input(op, 0, args[0])
+        e1, v1, x1 = _input(op, 1, args[1])
+        edges, versions = (e0, e1), (v0, v1)
+        shapes, dtypes = (x0.shape, x1.shape, data.shape), (x0.dtype, x1.dtype, dtype)
+    elif n == 1:
+        e0, v0, x0 = _input(op, 0, args[0])
+        edges, versions = (e0,), (v0,)
+        shapes, dtypes = (x0.shape, data.shape), (x0.dtype, dtype)
+    else:
+        edges, versions, shapes, dtypes = [], [], [], []
+        for i, a in enumerate(args):
+            e, v, x = _input(op, i, a)
+            edges.append(e)
+            versions.append(v)
+            shapes.append(x.shape)
+            dtypes.append(x.dtype)
+        shapes.append(data.shape)
+        dtypes.append(dtype)
+        edges, versions, shapes, dtypes = (
+            tuple(edges),
+            tuple(versions),
+            tuple(shapes),
+            tuple(dtypes),
+        )
+    if versions in _ZEROS:
+        versions = _ZEROS[n]  # every version 0 (the common case): one shared tuple
     meta = out._meta
     if meta is None:
         meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
@@ -186,14 +206,36 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.saved = args if type(args) is tuple else tuple(args)
     node.versions = versions
     node.edges = edges
-    node.metas = metas
-    node.out = (data, vc, 0 if vc is None else vc.value)
+    node.shapes = shapes
+    node.dtypes = dtypes
+    node.out = data
+    node.out_vc = vc
+    node.out_version = 0 if vc is None else vc.value
     node.device = meta.device
     node.seq = next(_seq)
     node.site = user_site(skip)
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True
+
+
+_ZEROS = ((), (0,), (0, 0), (0, 0, 0))
+
+
+def _input(op, i: int, a) -> tuple:
+    """(edge, version, array) of input `i` of an op being recorded."""
+    if type(a) is Tensor or isinstance(a, Tensor):
+        meta = a._meta
+        if meta is None:  # a plain tensor: at version 0 (see `version_of`)
+            return None, 0, a._data
+        vc = meta.vc
+        if vc is None and meta.base is not None:
+            vc = version_of(a)  # a view's is its base's
+        if meta.inference:
+            _inference_error(op, i, a)
+        edge = (meta.grad_fn or a) if meta.requires_grad else None
+        return edge, 0 if vc is None else vc.value, a._data
+    return None, None, a if type(a) is _ndarray else np.asarray(a)  # a constant
 
 
 def _inference_error(op, i: int, a: Tensor):
@@ -314,7 +356,7 @@ class _LeafWaits:
                 self.owed[id(e)] -= 1
                 if self.owed[id(e)] == 0 and id(e) in pending:
                     self.done.add(id(e))
-                    _finish_leaf(e, pending[id(e)][1], create_graph)
+                    _finish_leaf(e, pending[id(e)], create_graph)
 
 
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
@@ -332,8 +374,9 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
     if op.vjp is None:
         if "nondiff" in op.tags:  # PyTorch: zero gradients (floor, round, sign…)
             xp = get_backend(node.device).activate()  # allocates on the current device
-            return tuple(None if e is None else make(xp.zeros(*meta), node.device)
-                         for e, meta in zip(node.edges, node.metas))  # fmt: skip
+            inputs = zip(node.edges, node.shapes, node.dtypes)
+            return tuple(None if e is None else make(xp.zeros(shape, dtype), node.device)
+                         for e, shape, dtype in inputs)  # fmt: skip
         raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
                          op=op.name, site=node.site)  # fmt: skip
     # a primitive's vjp takes plain copies (see `unpack`)
@@ -396,7 +439,7 @@ def _reachable(starts) -> list:
 def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
     """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
     {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
-    pending: dict = {}  # id(node or leaf) -> [node or leaf, summed cotangent]
+    pending: dict = {}  # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them)
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
     target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
@@ -408,13 +451,18 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     # NOTE: the loop below runs once per tape entry (the backward pass's per-op cost): the
     # common case (a vjp on CPU tensors whose cotangents need no summing or cast) is inline
     pop, push, registered = heapq.heappop, heapq.heappush, REGISTRY.get
+    # The ids in `pending` whose sum this loop made itself (without create_graph, on the CPU):
+    # no one else holds it, so later cotangents are added into it. (Others may be shared: add's
+    # vjp gives one tensor to both inputs.)
+    owned: set = set()
     anomaly, plain = is_anomaly_enabled(), not create_graph
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
         while heap:
             node = pop(heap)[1]
-            ct = pending.pop(id(node))[1]
+            ct = pending.pop(id(node))
+            owned.discard(id(node))
             if _HOOKS:
                 ct = _apply_hooks(node, ct)
             if node.retained is not None and node.retained() is not None:
@@ -432,24 +480,30 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
-            for edge, c, meta in zip(node.edges, cts, node.metas):
+            for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:
                     continue
                 if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                     continue
                 if (
                     type(c) is not Tensor
-                    or (d := c._data).shape != meta[0]
-                    or (d.dtype is not meta[1] and d.dtype != meta[1])
+                    or (d := c._data).shape != shape
+                    or (d.dtype is not dtype and d.dtype != dtype)
                 ):
                     if isinstance(c, Unavailable):
                         raise SavedTensorError(c._reason)
-                    c = _fit(c, meta, node.device)
-                entry = pending.get(id(edge))
-                if entry is not None:
-                    entry[1] = entry[1] + c
+                    c = _fit(c, (shape, dtype), node.device)
+                key = id(edge)
+                if key in pending:
+                    total = pending[key]
+                    if key in owned:  # a sum made here: add in place (see `owned`)
+                        _add(total._data, c._data, out=total._data)
+                    else:
+                        pending[key] = total + c
+                        if plain and type(d := pending[key]._data) is _ndarray and d.base is None:
+                            owned.add(key)
                     continue
-                pending[id(edge)] = [edge, c]
+                pending[key] = c
                 if type(edge) is Node:
                     push(heap, (-edge.seq, edge))
                 else:
@@ -459,20 +513,20 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
             if not retain_graph:
                 node.saved = node.out = None
     if targets is not None:
-        captured.update((id(leaf), pending[id(leaf)][1]) for leaf in leaves)
+        captured.update((id(leaf), pending[id(leaf)]) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
-            _finish_leaf(leaf, pending[id(leaf)][1], create_graph)
+            _finish_leaf(leaf, pending[id(leaf)], create_graph)
     return {}
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:
-    entry = pending.get(id(edge))
-    if entry is not None:
-        entry[1] = entry[1] + ct
+    key = id(edge)
+    if key in pending:
+        pending[key] = pending[key] + ct
         return
-    pending[id(edge)] = [edge, ct]
+    pending[key] = ct
     if isinstance(edge, Node):
         heapq.heappush(heap, (-edge.seq, edge))
     else:

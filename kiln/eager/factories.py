@@ -1,16 +1,14 @@
 """Making tensors: `tensor`, `from_numpy`, `zeros`, `ones`, `full`, `arange`, `linspace`,
 `eye`, `randn`, `rand` and the `*_like` forms (PyTorch's signatures; kiln's default float is
-float32). Random tensors draw from the `kn.manual_seed` stream through the random ops."""
+float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manual_seed` seeds."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes as dt
+from ..generator import Generator, default_generator
 from ..graph.core import Symbol
-from ..graph.opdef import REGISTRY
-from ..ops.core import bind
-from ..ops.random import next_seed, seeds_from
 from ..runtime.backend import get_backend
 from .devices import canonical_device
 from .tensor import Tensor, make
@@ -36,6 +34,8 @@ __all__ = [
 
 
 def _finish(array, device, requires_grad: bool) -> Tensor:
+    if device == "cpu" and type(device) is str and not requires_grad:
+        return make(array)  # the common case, without the checks below
     device = canonical_device(device)
     if device != "cpu":
         array = get_backend(device).to_device(array)
@@ -45,7 +45,10 @@ def _finish(array, device, requires_grad: bool) -> Tensor:
 def _shape(size) -> tuple:
     if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
         size = tuple(size[0])
-    return tuple(int(d) for d in size)
+    for d in size:
+        if type(d) is not int:
+            return tuple(int(d) for d in size)
+    return size
 
 
 def _float(dtype) -> np.dtype:
@@ -100,7 +103,9 @@ def ones(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor
     >>> kn.ones(2)
     tensor([1., 1.])
     """
-    return _finish(np.ones(_shape(size), _float(dtype)), device, requires_grad)
+    array = np.empty(_shape(size), _float(dtype))
+    array.fill(1)  # NOTE: as np.ones, which is this in Python plus a cast check (2x the time)
+    return _finish(array, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
@@ -110,8 +115,15 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     >>> kn.full((2,), 7)
     tensor([7, 7])
     """
-    dtype = dt.as_array(fill_value).dtype if dtype is None else dt.as_dtype(dtype)
+    if dtype is not None:
+        dtype = dt.as_dtype(dtype)
+    else:
+        dtype = _SCALAR_DTYPES.get(type(fill_value)) or dt.as_array(fill_value).dtype
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
+
+
+# the dtype `dt.as_array` gives a Python scalar (PyTorch's: float32, int64, bool)
+_SCALAR_DTYPES = {float: dt.DEFAULT_FLOAT, int: dt.int64, bool: np.dtype(bool)}
 
 
 def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
@@ -124,9 +136,14 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
     if end is None:
         start, end = 0, start
     if dtype is None:
-        ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = dt.int64 if ints else dt.DEFAULT_FLOAT
-    return _finish(np.arange(start, end, step, dtype=dt.as_dtype(dtype)), device, requires_grad)
+        ints = type(start) is int and type(end) is int and type(step) is int
+        if ints or all(isinstance(v, (int, np.integer)) for v in (start, end, step)):
+            dtype = dt.int64
+        else:
+            dtype = dt.DEFAULT_FLOAT
+    else:
+        dtype = dt.as_dtype(dtype)
+    return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
 
 
 def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:
@@ -151,46 +168,52 @@ def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=Fa
     return _finish(np.eye(n, m, dtype=_float(dtype)), device, requires_grad)
 
 
-def _random(op_name, size, dtype, device, requires_grad, generator=None, **params) -> Tensor:
+def _generator(generator) -> Generator:
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a kn.Generator, got {type(generator).__name__}")
+    return generator
+
+
+def _random_float(dtype):
     dtype = _float(dtype)
-    with seeds_from(generator):
-        seed = next_seed()
-    array = bind(REGISTRY[op_name], shape=_shape(size), dtype=dtype, seed=seed, key=(seed, 0),
-                 **params)  # fmt: skip
-    return _finish(array, device, requires_grad)
+    if not dt.is_float(dtype):
+        raise dt.DTypeError(f"random values need a float dtype, got {dtype}")
+    return dtype
 
 
 def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
-    """Samples of N(0, 1); the same after the same `kn.manual_seed`, or drawn from
-    `generator` (a `kn.Generator`) when given.
+    """Samples of N(0, 1), drawn from `generator` (default: the stream `kn.manual_seed`
+    seeds); the same after the same seed.
 
     >>> import kiln as kn
     >>> kn.manual_seed(0); a = kn.randn(3)
     >>> kn.manual_seed(0); b = kn.randn(3)
-    >>> bool((a == b).all())
-    True
+    >>> g = kn.Generator().manual_seed(0)
+    >>> bool((a == b).all()), bool((kn.randn(3, generator=g) == a).all())
+    (True, True)
     """
-    return _random("random_normal", size, dtype, device, requires_grad, generator,
-                   mean=0.0, std=1.0)  # fmt: skip
+    dtype = _random_float(dtype)
+    return _finish(_generator(generator)._normal(_shape(size), dtype), device, requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
-    """Samples of U[0, 1) (from `generator` when given).
+    """Samples of U[0, 1), drawn from `generator` (default: the `kn.manual_seed` stream).
 
     >>> import kiln as kn
     >>> bool(((kn.rand(100) >= 0) & (kn.rand(100) < 1)).all())
     True
     """
-    return _random("random_uniform", size, dtype, device, requires_grad, generator,
-                   low=0.0, high=1.0)  # fmt: skip
+    dtype = _random_float(dtype)
+    return _finish(_generator(generator)._uniform(_shape(size), dtype), device, requires_grad)
 
 
-def randint(
-    *args, size=None, generator=None, dtype=None, device="cpu", requires_grad: bool = False
-) -> Tensor:
+def randint(*args, size=None, generator=None, dtype=None, device="cpu",
+            requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Integers drawn uniformly from [low, high): `randint(high, size)` or
-    `randint(low, high, size)` (int64 unless `dtype` is given), from the `kn.manual_seed`
-    stream or from `generator`.
+    `randint(low, high, size)` (int64 unless `dtype` is given), from `generator` (default:
+    the `kn.manual_seed` stream).
 
     >>> import kiln as kn
     >>> kn.manual_seed(0); a = kn.randint(3, 10, (2, 4))
@@ -208,14 +231,15 @@ def randint(
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")  # fmt: skip
-    with seeds_from(generator):
-        seed = next_seed()
-    u = bind(REGISTRY["random_uniform"], shape=_shape((size,)), dtype=dt.float64, seed=seed,
-             key=(seed, 0), low=0.0, high=1.0)  # fmt: skip
-    # NOTE: floor(u * n) < n for u < 1, but rounding may reach n for huge n: hence the minimum
-    values = np.minimum(low + np.floor(np.asarray(u) * (high - low)), high - 1)
+    u = _generator(generator)._uniform(_shape((size,)), dt.float64)
+    u *= high - low
+    values = u.astype(np.int64)  # floor, as u * n >= 0
+    # NOTE: u * n < n for u < 1 and n < 2**53 (rounds to nearest), but may reach n beyond
+    if high - low >= 1 << 53:
+        np.minimum(values, high - low - 1, out=values)
+    values += low
     dtype = dt.int64 if dtype is None else dt.as_dtype(dtype)
-    return _finish(values.astype(dtype), device, requires_grad)
+    return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)
 
 
 def empty(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:

@@ -72,20 +72,23 @@ def unpack(node, create_graph: bool, plain: bool = False):
                 node, i, meta, device,
             ))  # fmt: skip
 
-        inputs = [gone(i, meta) for i, meta in enumerate(node.metas[:-1])]
-        return gone(None, node.metas[-1]), inputs
+        metas = node.metas
+        inputs = [gone(i, meta) for i, meta in enumerate(metas[:-1])]
+        return gone(None, metas[-1]), inputs
     # NOTE: a constant the forward op kept as an array (a lifted Python scalar) comes as a
     # tensor, for the same reason. This runs once per tape entry in backward: plain CPU tensors
     # are made inline, as `make` makes them while no thread is in inference mode
     inputs = []
-    data, vc, made = node.out  # the output's data, version counter and version then
+    data, vc, made = node.out, node.out_vc, node.out_version
     if plain and device == "cpu" and not grad_mode.inference_threads:
         for a, version in zip(node.saved, node.versions):
             if version is not None:
                 meta = a._meta  # no Meta or no counter: at version 0 (see `version_of`)
                 if version != (0 if meta is None or meta.vc is None else meta.vc.value):
                     i = len(inputs)
-                    inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+                    inputs.append(
+                        _stale(node, i, a._vc, version, (node.shapes[i], node.dtypes[i]), device)
+                    )
                     continue
                 a = a._data
             elif type(a) is not _ndarray:
@@ -103,17 +106,16 @@ def unpack(node, create_graph: bool, plain: bool = False):
     else:
         for a, version in zip(node.saved, node.versions):
             if version is None:
-                # NOTE: on a GPU, a kept NumPy array stays one: the op that reads it moves it
-                # to the device (`make` would label host data as the device's)
-                cpu_array = type(a) is _ndarray and device == "cpu"
-                inputs.append(make(a, device) if cpu_array else a)
+                inputs.append(a)  # a constant: as the op had it (a host array on a GPU too)
             elif version != (0 if a._meta is None or a._meta.vc is None else a._meta.vc.value):
                 i = len(inputs)
-                inputs.append(_stale(node, i, a._vc, version, node.metas[i], device))
+                inputs.append(
+                    _stale(node, i, a._vc, version, (node.shapes[i], node.dtypes[i]), device)
+                )
             else:
                 inputs.append(make(a._data, device) if plain else a)
     if vc is not None and vc.value != made:
-        return _stale(node, None, vc, made, node.metas[-1], device), inputs
+        return _stale(node, None, vc, made, (node.shapes[-1], node.dtypes[-1]), device), inputs
     out = make(data, device)
     if create_graph:
         meta = meta_of(out)

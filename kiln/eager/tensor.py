@@ -112,8 +112,8 @@ def version_of(t) -> Version:
     gets one only when it or one of its views is changed in place).
 
     Until then its version is 0: the tape records 0 for a tensor without one, and the tape
-    entry that made `t` (its `grad_fn`, whose `out` is `(data, None, 0)`) gets the counter
-    made here, so that it sees later changes of its output."""
+    entry that made `t` (its `grad_fn`, whose `out` is t's data and `out_vc` None) gets the
+    counter made here, so that it sees later changes of its output."""
     meta = t._meta
     if meta is None:
         meta = t._meta = Meta()
@@ -126,10 +126,8 @@ def version_of(t) -> Version:
             vc.value = 0
             vc.op = vc.site = None
             node = meta.grad_fn
-            if node is not None:
-                out = node.out  # (data, counter, version) or None once backward freed it
-                if out is not None and out[1] is None and out[0] is t._data:
-                    node.out = (out[0], vc, 0)
+            if node is not None and node.out_vc is None and node.out is t._data:
+                node.out_vc = vc  # at version 0, as recorded
     return vc
 
 

@@ -17,10 +17,14 @@ _source = threading.local()  # .generator: a kn.Generator that seeds instead, wh
 
 
 def manual_seed(seed: int) -> None:
-    """Seeds every random op created (and, in eager mode, run) from now on."""
+    """Seeds every random op created (and, in eager mode, run) from now on, and the eager
+    random factories' stream (`kiln.generator.default_generator`)."""
+    from ..generator import default_generator
+
     with _lock:
         _state["base"] = int(seed)
         _state["count"] = 0
+        default_generator.manual_seed(seed)
 
 
 def next_seed() -> int:

@@ -229,8 +229,7 @@ class Specialized:
         crossing = rebind.crossing(self, owners)  # a template's, when its order is reused
         if crossing is not None:
             self.crossing_rows = crossing
-            sizes = np.array([size[k] for k in owners], np.int64)
-            totals = sizes @ np.unpackbits(crossing, axis=1, count=len(nodes), bitorder="little")
+            totals = _crossing_totals([size[k] for k in owners], crossing, len(nodes))
             return int(max((c - m for c, m in zip(totals.tolist(), merged)), default=0))
         index = {id(n): t for t, n in enumerate(nodes)}
         readers: dict[int, list] = {}
@@ -249,8 +248,7 @@ class Specialized:
             mask = (desc[m] | (1 << m)) & reach
             rows[j] = np.frombuffer(mask.to_bytes(rows.shape[1], "little"), np.uint8)
         self.crossing_rows = rows
-        sizes = np.array([size[k] for k in owners], np.int64)
-        crossing = sizes @ np.unpackbits(rows, axis=1, count=len(nodes), bitorder="little")
+        crossing = _crossing_totals([size[k] for k in owners], rows, len(nodes))
         return int(max((c - m for c, m in zip(crossing.tolist(), merged)), default=0))
 
     def _owners(self, plan: bool):
@@ -566,6 +564,18 @@ def _closures(nodes, index) -> tuple[list, list]:
         for j in deps[t]:
             desc[j] |= desc[t] | (1 << t)
     return anc, desc
+
+
+def _crossing_totals(sizes, rows, n: int) -> np.ndarray:
+    """Per node, the bytes of the buffers crossing it: `sizes` weighted by the packed bit
+    rows (one per buffer), unpacked a block of rows at a time (a few MiB at most)."""
+    totals = np.zeros(n, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    step = max(1, (1 << 19) // max(n, 1))
+    for start in range(0, len(sizes), step):
+        bits = np.unpackbits(rows[start : start + step], axis=1, count=n, bitorder="little")
+        totals += sizes[start : start + step] @ bits.astype(np.int64)
+    return totals
 
 
 def _reaches_any(src: int, targets: set, users: list) -> bool:

@@ -64,12 +64,14 @@ def _evaluate(value, bindings, unbound=None):
     return value
 
 
-def concrete_shapes(graph, feed_shapes, bindings) -> tuple[dict, dict]:
+def concrete_shapes(graph, feed_shapes, bindings, nodes=None, known=None) -> tuple[dict, dict]:
     """Every value's int shape for this signature (the shape rules rerun on ints), and every
-    node's concrete attrs."""
-    shapes, attrs = {}, {}
+    node's concrete attrs; with `nodes` (a subset in order) only theirs, the others taken
+    from `known` (a Specialized of another signature)."""
+    shapes = {} if known is None else dict(known.shapes)
+    attrs = {} if known is None else dict(known.attrs)
     fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
-    for node in graph.nodes:
+    for node in graph.nodes if nodes is None else nodes:
         a = concrete_attrs(node, bindings)
         attrs[id(node)] = a
         if id(node.out) in fed:
@@ -106,10 +108,6 @@ class Specialized:
         self.template = template  # NOTE: dropped after planning, so no chain of programs lives on
         self._layout(plan, template)
         self.template = None
-        if template is not None and template.graph is graph:
-            self.symbolic = template.symbolic
-        else:
-            self.symbolic = rebind.symbolic_terms(self, bindings) if plan else None
         if not generate:  # the schedule and memory plan only (to compare plans)
             return
         if template is None or not rebind.adopt(self, template):

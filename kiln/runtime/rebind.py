@@ -3,7 +3,9 @@ reuses a planned program of the same graph (the template) instead of planning an
 again. The template's schedule is kept; buffer sizes, arena offsets and the lower bound are
 recomputed from the new dims (the bound as a sum of the template's crossing rows weighted by
 the new sizes); the generated code is shared when every storage decision comes out the same,
-with the attrs that hold dims bound to their new values in the program's namespace.
+with the attrs that hold dims bound to their new values in the program's namespace. Only the
+nodes whose shapes or attrs hold dims rerun their shape rules, which still check the new dims
+(an index past a dim's end is a ShapeError before any kernel runs).
 
 Decisions that depend on shapes (an in-place update, a buffer reused in place, a size-0
 buffer) are recomputed and compared: when one differs the program is generated afresh. A
@@ -17,6 +19,8 @@ False
 """
 
 from __future__ import annotations
+
+import weakref
 
 __all__ = ["adopt", "crossing", "same_schedule", "shape_class"]
 
@@ -75,46 +79,33 @@ def adopt(spec, template) -> bool:
 
 def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
     """Every value's int shape and every node's concrete attrs (as `concrete_shapes`). With a
-    template whose symbolic shapes gave its own concrete ones, they are evaluated at the new
-    bindings instead of rerunning every shape rule; the feeds' shapes still come checked
-    against their placeholders (`check_feed`) and the dims against `graph.constraints`."""
-    from .codegen import concrete_attrs, concrete_shapes
+    template of this graph, only the nodes whose shapes or attrs hold dims (`dynamic_nodes`)
+    run their shape rules again, which still check these dims (an index past a dim's end);
+    the others keep the template's shapes and attrs, which depend on no dim."""
+    from .codegen import concrete_shapes
 
-    terms = getattr(template, "symbolic", None)
-    if terms is None or template.graph is not graph:
-        shapes, attrs = concrete_shapes(graph, feed_shapes, bindings)
-        return shapes, attrs
-    shape_terms, attr_nodes = terms
-    shapes = dict(template.shapes)
-    try:
-        for key, shape in shape_terms:
-            shapes[key] = tuple(d if type(d) is int else d.evaluate(bindings) for d in shape)
-    except KeyError:
+    if template is None or template.graph is not graph:
         return concrete_shapes(graph, feed_shapes, bindings)
-    attrs = dict(template.attrs)
-    for node in attr_nodes:
-        attrs[id(node)] = concrete_attrs(node, bindings)
-    return shapes, attrs
+    dynamic = _DYNAMIC.get(graph)
+    if dynamic is None:  # NOTE: found once per graph, at its first new binding
+        dynamic = _DYNAMIC[graph] = dynamic_nodes(graph)
+    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template)
 
 
-def symbolic_terms(spec, bindings):
-    """(values whose shapes hold dims with those shapes, nodes whose attrs hold dims) when
-    evaluating the graph's symbolic shapes at `bindings` gives `spec`'s concrete shapes
-    (then another binding may evaluate them too); else None."""
-    shape_terms, attr_nodes = [], []
-    for node in spec.graph.nodes:
-        shape = node.out.shape
-        try:
-            value = tuple(d if type(d) is int else d.evaluate(bindings) for d in shape)
-        except (KeyError, AttributeError):
-            return None
-        if value != spec.shapes[id(node.out)]:
-            return None
-        if any(type(d) is not int for d in shape):
-            shape_terms.append((id(node.out), shape))
-        if any(_has_dim(v) for v in node.attrs.values()):
-            attr_nodes.append(node)
-    return shape_terms, attr_nodes
+# graph -> its dynamic nodes; weak, so a dropped program takes its entry with it
+_DYNAMIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def dynamic_nodes(graph) -> list:
+    """The nodes, in order, whose result shape, input shapes or attrs hold a symbolic dim:
+    the only ones whose shape rules can give another result at other bindings."""
+    return [
+        n
+        for n in graph.nodes
+        if _has_dim(tuple(n.out.shape))
+        or any(_has_dim(tuple(i.shape)) for i in n.inputs)
+        or any(_has_dim(v) for v in n.attrs.values())
+    ]
 
 
 def _has_dim(value) -> bool:

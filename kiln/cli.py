@@ -20,6 +20,7 @@ EXIT_USAGE = 2
 # The source tree's bench/ folder: beside the kiln package in a clone or editable install.
 BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
 GPU_BENCH = "bench_gpu.py"  # the one script `kiln bench --device cuda` runs
+TABLE = "table.py"  # what plain `kiln bench` runs: the rows of bench/rows/row_*.py
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,16 +147,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="run the benchmarks in bench/ (kiln beside NumPy, as ratios)",
-        description="Run the bench/bench_*.py scripts of the source tree, single-threaded. "
-        "Each prints kiln's time beside hand-written NumPy measured in the same run; with "
-        "--device cuda, bench_gpu.py instead, beside hand-written CuPy.",
+        help="the performance table, or the benchmarks in bench/ (kiln beside NumPy)",
+        description="Without NAME: print the performance table (bench/table.py), one row per "
+        "workload with kiln, NumPy by hand and the floor measured in one run; each row is a "
+        "function in bench/rows/row_*.py. With NAME or --scripts: run the bench/bench_*.py "
+        "scripts of the source tree, each printing kiln's time beside hand-written NumPy "
+        "measured in the same run; with --device cuda, bench_gpu.py instead, beside "
+        "hand-written CuPy. Single-threaded.",
     )
     bench.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
-        help="run only the scripts whose names contain one of these (default: all)",
+        help="run the scripts whose names contain one of these",
+    )
+    bench.add_argument(
+        "--scripts", action="store_true", help="run every bench_*.py script, not the table"
     )
     bench.add_argument(
         "--quick", action="store_true", help="few repeats: checks that they run, not timings"
@@ -334,9 +341,12 @@ def cmd_bench(args) -> int:
     except DeviceError as e:
         _error("bench", f"--device {args.device}: {e}")
         return EXIT_FAILED
-    scripts = sorted(args.dir.glob("bench_*.py")) if args.dir.is_dir() else []
+    if not (gpu or args.names or args.scripts):
+        scripts = [args.dir / TABLE] if (args.dir / TABLE).is_file() else []
+    else:
+        scripts = sorted(args.dir.glob("bench_*.py")) if args.dir.is_dir() else []
     # The GPU suite runs on a GPU only; the CPU suite on the CPU only.
-    scripts = [s for s in scripts if (s.name == GPU_BENCH) == gpu]
+    scripts = [s for s in scripts if (s.name == GPU_BENCH) == gpu or s.name == TABLE]
     if args.names:
         scripts = [s for s in scripts if any(name in s.stem for name in args.names)]
     if not scripts:

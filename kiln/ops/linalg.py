@@ -258,6 +258,19 @@ def _gemm_operand(m):
     return np.ascontiguousarray(m).T, 0
 
 
+class _Gemms(dict):
+    """BLAS's gemm by NumPy dtype char ('f', 'd'), looked up once."""
+
+    def __missing__(self, char):
+        from scipy.linalg import blas as scipy_blas
+
+        self[char] = scipy_blas.get_blas_funcs("gemm", dtype=np.dtype(char))
+        return self[char]
+
+
+_GEMM = _Gemms()
+
+
 def _addmm(xp, x, a, b, out=None, *, beta=1.0, alpha=1.0):
     """One BLAS GEMM (C = alpha AB + beta C) writing into `out`, which may be `x` itself: an
     update `w - lr * (h.T @ g)` then needs no temporary for the product (the transposed
@@ -276,20 +289,19 @@ def _addmm(xp, x, a, b, out=None, *, beta=1.0, alpha=1.0):
             out[...] = product
             return out
         return xp.add(x * beta if beta != 1 else x, product, out=out)
-    from scipy.linalg import blas as scipy_blas
-
     if not (
         out is x
         or (
             out.shape == x.shape
-            and out.__array_interface__["data"][0] == x.__array_interface__["data"][0]
             and out.strides == x.strides
+            and out.__array_interface__["data"][0] == x.__array_interface__["data"][0]
         )
     ):
         out[...] = x  # fmt: skip
-    gemm = scipy_blas.get_blas_funcs("gemm", (out,))
+    gemm = _GEMM[out.dtype.char]
     (p, ta), (q, tb) = _gemm_operand(b), _gemm_operand(a)
-    result = gemm(alpha, p, q, beta=beta, c=out.T, trans_a=ta, trans_b=tb, overwrite_c=1)
+    # NOTE: positional arguments: f2py parses keywords at about 2 us a call
+    result = gemm(alpha, p, q, beta, out.T, ta, tb, 1)
     if not np.shares_memory(result, out):
         out[...] = result.T
     return out

@@ -20,6 +20,8 @@ from ..errors import GraphError
 # NOTE: up to this many live neighbours, the gap search runs in plain Python; NumPy's per-call
 # overhead only pays off above it.
 _SMALL = 32
+# Up to this many buffers, `plan_offsets` places them in plain Python lists.
+_SMALL_PLAN = 128
 
 
 class PlanError(GraphError):
@@ -52,6 +54,8 @@ def plan_offsets(
     alignment = _positive(alignment)
     offsets = [0] * len(sizes)
     order = [i for *_, i in sorted((-s, starts[i], i) for i, s in enumerate(sizes) if s)]
+    if len(order) <= _SMALL_PLAN:
+        return _plan_small(order, sizes, starts, ends, alignment, offsets)
     # NOTE: rows lo, hi, start, end of the placed buffers, with columns kept sorted by lo, so a
     # mask picks the live ones already in address order.
     placed = np.empty((4, len(order)), dtype=np.int64)
@@ -62,6 +66,24 @@ def plan_offsets(
         at = int(np.searchsorted(lo, offset, side="right"))
         placed[:, at + 1 : count + 1] = placed[:, at:count].copy()
         placed[:, at] = (offset, offset + sizes[i], starts[i], ends[i])
+        offsets[i] = offset
+    return offsets, max((offsets[i] + sizes[i] for i in order), default=0)
+
+
+def _plan_small(order, sizes, starts, ends, alignment, offsets) -> tuple[list[int], int]:
+    """`plan_offsets`' greedy placement in plain Python lists (fewer buffers than NumPy's
+    per-call overhead pays for): the same offsets."""
+    placed: list[tuple] = []  # (lo, hi, start, end), sorted by lo
+    for i in order:
+        first, last, size = starts[i], ends[i], sizes[i]
+        offset = 0
+        for lo, hi, s, e in placed:
+            if s > last or e < first:
+                continue  # not live at the same time
+            if offset + size <= lo:
+                break  # every later range starts at or after this one
+            offset = max(offset, _round_up(hi, alignment))
+        bisect.insort(placed, (offset, offset + size, first, last))
         offsets[i] = offset
     return offsets, max((offsets[i] + sizes[i] for i in order), default=0)
 

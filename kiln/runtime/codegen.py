@@ -21,6 +21,7 @@ from .. import shapes as sh
 from ..errors import GraphError, NumericsError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
+from . import rebind
 from .alias import Aliases
 
 _ALIGN = 64
@@ -63,12 +64,14 @@ def _evaluate(value, bindings, unbound=None):
     return value
 
 
-def concrete_shapes(graph, feed_shapes, bindings) -> tuple[dict, dict]:
+def concrete_shapes(graph, feed_shapes, bindings, nodes=None, known=None) -> tuple[dict, dict]:
     """Every value's int shape for this signature (the shape rules rerun on ints), and every
-    node's concrete attrs."""
-    shapes, attrs = {}, {}
+    node's concrete attrs; with `nodes` (a subset in order) only theirs, the others taken
+    from `known` (a Specialized of another signature)."""
+    shapes = {} if known is None else dict(known.shapes)
+    attrs = {} if known is None else dict(known.attrs)
     fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
-    for node in graph.nodes:
+    for node in graph.nodes if nodes is None else nodes:
         a = concrete_attrs(node, bindings)
         attrs[id(node)] = a
         if id(node.out) in fed:
@@ -88,7 +91,7 @@ class Specialized:
 
     def __init__(
         self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
-        generate=True, into=False,
+        generate=True, into=False, template=None,
     ):  # fmt: skip
         self.graph = graph
         self.backend = backend
@@ -99,11 +102,16 @@ class Specialized:
         # Every float value checked for NaN/Inf as it is made; a failed check must change
         # no Variable, so no update runs in place (they are committed after the run).
         self.numerics = numerics
-        self.shapes, self.attrs = concrete_shapes(graph, feed_shapes, bindings)
-        self._layout(plan)
+        self.shapes, self.attrs = rebind.concrete(graph, feed_shapes, bindings, template)
+        # `template`: a planned program of this graph at other dims (kiln/runtime/rebind.py):
+        # its schedule is reused, and its generated code when the storage decisions agree.
+        self.template = template  # NOTE: dropped after planning, so no chain of programs lives on
+        self._layout(plan, template)
+        self.template = None
         if not generate:  # the schedule and memory plan only (to compare plans)
             return
-        self.source, self._code, self.lines = self._generate()
+        if template is None or not rebind.adopt(self, template):
+            self.source, self._code, self.lines = self._generate()
         self._local = threading.local()
         self.timings = collections.defaultdict(float)  # line of the program -> seconds
 
@@ -112,18 +120,21 @@ class Specialized:
     def _nbytes(self, sym) -> int:
         return math.prod(self.shapes[id(sym)]) * sym.dtype.itemsize
 
-    def _layout(self, plan: bool):
+    def _layout(self, plan: bool, template=None):
         g = self.graph
         nodes = g.nodes
         self.fetched = {id(s) for s in g.outputs}
         # Values handed out (outputs, update values) live in fresh arrays, never the arena.
         self.escaping = self.fetched | {id(s) for s in g.updates.values()}
-        self.aliases = Aliases(g)
+        self.aliases = template.aliases if template is not None else Aliases(g)
         in_place = plan and not self.numerics
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
                  else self._nbytes(n.out) for n in nodes]  # fmt: skip
-        self.order = schedule(nodes, sizes, after) if plan else list(nodes)
+        if template is not None and rebind.same_schedule(self, template):
+            self.order = template.order
+        else:
+            self.order = schedule(nodes, sizes, after) if plan else list(nodes)
         self._assign_storage(plan)
 
     def _is_view(self, node) -> bool:
@@ -175,6 +186,7 @@ class Specialized:
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
         self.storage, owners = self._owners(plan)
+        self.owned = dict(self.storage)  # before in-place reuse: which values own buffers
         self.floor_bytes = floor = self._floor(owners)  # uncapped, for tests
         last = self._last_uses(owners)
         if plan:
@@ -212,19 +224,29 @@ class Specialized:
         if len(nodes) > _CUT_LIMIT:
             totals = (sum(size[k] for k in keys) + b - m for keys, b, m in zip(ins, result, merged))
             return max(totals, default=0)
+        crossing = rebind.crossing(self, owners)  # a template's, when its order is reused
+        if crossing is not None:
+            self.crossing_rows = crossing
+            totals = _crossing_totals([size[k] for k in owners], crossing, len(nodes))
+            return int(max((c - m for c, m in zip(totals.tolist(), merged)), default=0))
         index = {id(n): t for t, n in enumerate(nodes)}
         readers: dict[int, list] = {}
         for t, keys in enumerate(ins):
             for k in keys:
                 readers.setdefault(k, []).append(t)
         anc, desc = _closures(nodes, index)
-        crossing = np.zeros(len(nodes), np.int64)  # made by X or before, read by X or after
-        for k, (v, *_rest) in owners.items():
+        # Row k: the nodes buffer k crosses (made by X or before, read by X or after); kept
+        # packed, so a program reusing this order sums them with its own sizes.
+        rows = np.zeros((len(owners), (len(nodes) + 7) // 8), np.uint8)
+        for j, (k, (v, *_rest)) in enumerate(owners.items()):
             m = index[id(v.node)]
             reach = 1 << m  # the nodes that run while a reader of k is still to run
             for r in readers.get(k, ()):
                 reach |= anc[r] | (1 << r)
-            crossing += size[k] * _bits((desc[m] | (1 << m)) & reach, len(nodes))
+            mask = (desc[m] | (1 << m)) & reach
+            rows[j] = np.frombuffer(mask.to_bytes(rows.shape[1], "little"), np.uint8)
+        self.crossing_rows = rows
+        crossing = _crossing_totals([size[k] for k in owners], rows, len(nodes))
         return int(max((c - m for c, m in zip(crossing.tolist(), merged)), default=0))
 
     def _owners(self, plan: bool):
@@ -542,10 +564,16 @@ def _closures(nodes, index) -> tuple[list, list]:
     return anc, desc
 
 
-def _bits(mask: int, n: int) -> np.ndarray:
-    """The int bitset `mask` of `n` positions as an array of 0s and 1s."""
-    raw = np.frombuffer(mask.to_bytes((n + 7) // 8, "little"), np.uint8)
-    return np.unpackbits(raw, bitorder="little")[:n].astype(np.int64)
+def _crossing_totals(sizes, rows, n: int) -> np.ndarray:
+    """Per node, the bytes of the buffers crossing it: `sizes` weighted by the packed bit
+    rows (one per buffer), unpacked a block of rows at a time (a few MiB at most)."""
+    totals = np.zeros(n, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    step = max(1, (1 << 19) // max(n, 1))
+    for start in range(0, len(sizes), step):
+        bits = np.unpackbits(rows[start : start + step], axis=1, count=n, bitorder="little")
+        totals += sizes[start : start + step] @ bits.astype(np.int64)
+    return totals
 
 
 def _reaches_any(src: int, targets: set, users: list) -> bool:

@@ -27,6 +27,7 @@ from ..passes.remat_scan import SCAN_CHOICE, recompute_scans, stacked_bytes
 from .backend import Transfers, get_backend, ignore_fp_errors, restore_fp_errors
 from .cache import evict, feed_shapes, touch
 from .codegen import Specialized
+from .rebind import shape_class
 
 
 class KernelError(KilnError, RuntimeError):
@@ -127,7 +128,7 @@ class Program:
         start = time.perf_counter()
         reason = self._reason(key)
         with _gc_paused():
-            spec = self._specialized_for(self.graph, key, bindings)
+            spec = self._specialized_for(self.graph, key, bindings, template=self._template(key))
             if self.memory_budget is not None and self.plan_memory:
                 spec = self._within_budget(spec, key, bindings)
         plan = spec.plan
@@ -138,10 +139,23 @@ class Program:
             log(2, f"memory plan:\n{plan.summary()}\nprogram:\n{spec.source}")
         return spec
 
-    def _specialized_for(self, graph, key, bindings, generate=True) -> Specialized:
+    def _specialized_for(self, graph, key, bindings, generate=True, template=None):
         return Specialized(graph, key, bindings, self.backend, checks=checks_level(),
                            plan=self.plan_memory, generate=generate, into=self.into,
-                           numerics=self.check_numerics or checks_level() >= 2)  # fmt: skip
+                           numerics=self.check_numerics or checks_level() >= 2,
+                           template=template)  # fmt: skip
+
+    def _template(self, key):
+        """The most recently used program of this graph whose signature has `key`'s shape
+        class (kiln/runtime/rebind.py): a new batch size reuses its schedule and code."""
+        if self.memory_budget is not None:
+            return None  # NOTE: each signature chooses its own recomputation
+        cls = shape_class(key)
+        for old in reversed(self._specialized):
+            spec = self._specialized[old]
+            if spec.graph is self.graph and shape_class(old) == cls:
+                return spec
+        return None
 
     def _within_budget(self, spec, key, bindings) -> Specialized:
         """`spec`, or when its arena is over the memory budget the program that recomputes

@@ -1,0 +1,116 @@
+"""One program per symbolic signature: a new binding of a program's dims (a new batch size)
+reuses a planned program of the same graph (the template) instead of planning and generating
+again. The template's schedule is kept; buffer sizes, arena offsets and the lower bound are
+recomputed from the new dims (the bound as a sum of the template's crossing rows weighted by
+the new sizes); the generated code is shared when every storage decision comes out the same,
+with the attrs that hold dims bound to their new values in the program's namespace. Only the
+nodes whose shapes or attrs hold dims rerun their shape rules, which still check the new dims
+(an index past a dim's end is a ShapeError before any kernel runs).
+
+Decisions that depend on shapes (an in-place update, a buffer reused in place, a size-0
+buffer) are recomputed and compared: when one differs the program is generated afresh. A
+template is only looked for among signatures of the same `shape_class`: dims of 0 and 1
+(empty values, broadcasting) stay apart from the rest.
+
+>>> shape_class(((128, 784), (128,))) == shape_class(((16, 784), (16,)))
+True
+>>> shape_class(((1, 784), (1,))) == shape_class(((16, 784), (16,)))
+False
+"""
+
+from __future__ import annotations
+
+import weakref
+
+__all__ = ["adopt", "crossing", "same_schedule", "shape_class"]
+
+
+def shape_class(key) -> tuple:
+    """The signature's class: each dim as 0, 1 or "n" (two or more)."""
+    return tuple(tuple(d if d < 2 else "n" for d in shape) for shape in key)
+
+
+def same_schedule(spec, template) -> bool:
+    """Whether `spec` (laid out up to its schedule) may run in `template`'s order: the same
+    graph with the same in-place updates (their ordering edges are the same then)."""
+    return (
+        template.graph is spec.graph
+        and template.numerics == spec.numerics
+        and template.inplace.keys() == spec.inplace.keys()
+    )
+
+
+def crossing(spec, owners):
+    """The template's packed crossing rows (one per buffer, one bit per node of the order)
+    when `spec` runs the template's order with the same buffers; else None."""
+    template = getattr(spec, "template", None)
+    rows = getattr(template, "crossing_rows", None)
+    if rows is None or template.order is not spec.order or template.owned != spec.storage:
+        return None
+    return rows
+
+
+def adopt(spec, template) -> bool:
+    """Gives `spec` the template's generated program when its storage decisions are the
+    same; binds its own attrs. Returns False (nothing changed) otherwise."""
+    if not (
+        template.order is spec.order
+        and template.storage == spec.storage
+        and template.frees == spec.frees
+        and template.checks == spec.checks
+        and template.into == spec.into
+        and template.backend is spec.backend
+        and hasattr(template, "_code")
+    ):
+        return False
+    ns = dict(template._ns)
+    for t, n in enumerate(spec.order):
+        for key, value in spec.attrs[id(n)].items():
+            name = f"a{t}_{key}"
+            if name in ns:
+                ns[name] = value
+    spec._ns = ns
+    spec.source, spec._code, spec.lines = template.source, template._code, template.lines
+    spec.slots, spec.written = template.slots, template.written
+    spec.variables, spec.update_vars = template.variables, template.update_vars
+    spec.random_nodes = template.random_nodes
+    return True
+
+
+def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
+    """Every value's int shape and every node's concrete attrs (as `concrete_shapes`). With a
+    template of this graph, only the nodes whose shapes or attrs hold dims (`dynamic_nodes`)
+    run their shape rules again, which still check these dims (an index past a dim's end);
+    the others keep the template's shapes and attrs, which depend on no dim."""
+    from .codegen import concrete_shapes
+
+    if template is None or template.graph is not graph:
+        return concrete_shapes(graph, feed_shapes, bindings)
+    dynamic = _DYNAMIC.get(graph)
+    if dynamic is None:  # NOTE: found once per graph, at its first new binding
+        dynamic = _DYNAMIC[graph] = dynamic_nodes(graph)
+    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template)
+
+
+# graph -> its dynamic nodes; weak, so a dropped program takes its entry with it
+_DYNAMIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def dynamic_nodes(graph) -> list:
+    """The nodes, in order, whose result shape, input shapes or attrs hold a symbolic dim:
+    the only ones whose shape rules can give another result at other bindings."""
+    return [
+        n
+        for n in graph.nodes
+        if _has_dim(tuple(n.out.shape))
+        or any(_has_dim(tuple(i.shape)) for i in n.inputs)
+        or any(_has_dim(v) for v in n.attrs.values())
+    ]
+
+
+def _has_dim(value) -> bool:
+    from .. import shapes as sh
+
+    if isinstance(value, sh.Dim):
+        return True
+    return isinstance(value, tuple) and any(_has_dim(v) for v in value)

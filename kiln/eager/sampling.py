@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..graph.core import Symbol
 from ..ops.random import next_seed, seeds_from
 from .factories import _finish, rand, randn
 from .grad_mode import no_grad
@@ -50,6 +51,10 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
     >>> kn.bernoulli(kn.tensor([0.0, 1.0, 1.0]))
     tensor([0., 1., 1.])
     """
+    if isinstance(input, Symbol):
+        from ..frontend.random import sample_bernoulli
+
+        return sample_bernoulli(input, p, generator=generator)
     probs = _host(input) if p is None else np.broadcast_to(np.asarray(p), tuple(input.shape))
     if ((probs < 0) | (probs > 1)).any():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
@@ -65,6 +70,10 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     >>> kn.multinomial(kn.tensor([0.0, 0.0, 5.0, 0.0]), 1)
     tensor([2])
     """
+    if isinstance(input, Symbol):
+        from ..frontend.random import sample_multinomial
+
+        return sample_multinomial(input, num_samples, replacement, generator=generator)
     weights = _host(input).astype(np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {weights.ndim}")

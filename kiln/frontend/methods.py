@@ -85,6 +85,21 @@ METHODS |= {
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,
 }  # fmt: skip
+
+
+def _sample(name):
+    """`kn.bernoulli`/`kn.multinomial` as Symbol methods (their graph forms)."""
+
+    def method(self, *args, **kwargs):
+        from .. import eager
+
+        return getattr(eager, name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+METHODS |= {"bernoulli": _sample("bernoulli"), "multinomial": _sample("multinomial")}
 METHODS |= {name: getattr(xm, name) for name in xm.__all__}
 METHODS |= {name: getattr(xl, name) for name in xl.__all__}
 METHODS |= {name: getattr(xs, name) for name in xs.__all__}

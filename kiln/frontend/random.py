@@ -9,12 +9,21 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..errors import ShapeError
 from ..graph.core import get_default_graph
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, bind_graph, scalar
 from ..ops.random import manual_seed, next_seed
 
-__all__ = ["normal", "uniform", "bernoulli", "randint", "manual_seed"]
+__all__ = [
+    "normal",
+    "uniform",
+    "bernoulli",
+    "randint",
+    "manual_seed",
+    "sample_bernoulli",
+    "sample_multinomial",
+]
 
 
 def _random(op_name, shape, dtype, name, **params):
@@ -78,3 +87,69 @@ def randint(low: int, high: int, shape, dtype=dt.int64, name=None):
     scaled = bind(REGISTRY["floor"], u * float(high - low)) + float(low)
     values = bind(REGISTRY["minimum"], scaled, scalar(float(high - 1), scaled))
     return bind(REGISTRY["cast"], values, dtype=dt.as_dtype(dtype))
+
+
+def sample_bernoulli(probs, p=None, *, generator=None):
+    """PyTorch's `bernoulli(input, p=None)` as graph nodes: 1 where a fresh uniform draw is
+    below the probability (`probs`, or `p` in its shape), else 0, in `probs`'s dtype; what
+    `kn.bernoulli` and `Symbol.bernoulli` give in graph mode and under `kn.compile`.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     x = kn.placeholder(kn.float32, (3,), name="x")
+    ...     f = kn.function([x], kn.bernoulli(x))
+    >>> f(np.array([0.0, 1.0, 1.0], np.float32))
+    array([0., 1., 1.], dtype=float32)
+    """
+    from .core import lift
+    from .math import cast, less
+
+    if generator is not None:
+        raise TypeError("bernoulli: generator= is for eager tensors; a graph's draws follow "
+                        "kn.manual_seed")  # fmt: skip
+    (probs,) = lift(probs)
+    limit = probs if p is None else cast(scalar(float(p), probs) + probs * 0, probs.dtype)
+    u = _random("random_uniform", probs.shape, dt.float64, None, low=0.0, high=1.0)
+    return cast(less(u, cast(limit, dt.float64)), probs.dtype)
+
+
+def sample_multinomial(weights, num_samples: int, replacement: bool = False, *, generator=None):
+    """PyTorch's `multinomial` as graph nodes: `num_samples` category indices per row of the
+    non-negative `weights` (1-D or 2-D), drawn by the Gumbel-max trick: the argmax of
+    `log(w) + g` (g standard Gumbel noise) is a draw with probabilities `w / sum(w)`; the
+    top k of one noisy row are k draws without replacement.
+
+    >>> import kiln as kn, numpy as np
+    >>> with kn.Graph().as_default():
+    ...     w = kn.placeholder(kn.float32, (2, 4), name="w")
+    ...     f = kn.function([w], kn.multinomial(w, 1))
+    >>> f(np.array([[0, 0, 5, 0], [1, 0, 0, 0]], np.float32))
+    array([[2],
+           [0]])
+    """
+    from .core import lift
+    from .math import add, argmax, log, neg
+    from .torch_math import topk
+
+    if generator is not None:
+        raise TypeError("multinomial: generator= is for eager tensors; a graph's draws follow "
+                        "kn.manual_seed")  # fmt: skip
+    (w,) = lift(weights)
+    if w.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got {w.ndim}")
+    n = w.shape[-1]
+    if not replacement and isinstance(n, int) and num_samples > n:
+        raise ShapeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
+                            "without replacement")  # fmt: skip
+    logw = log(bind(REGISTRY["cast"], w, dtype=dt.float64))
+
+    def gumbel(shape):
+        u = _random("random_uniform", shape, dt.float64, None, low=0.0, high=1.0)
+        return neg(log(neg(log(add(u, 1e-300)))))
+
+    if not replacement:
+        return topk(add(logw, gumbel(w.shape)), num_samples, dim=-1).indices
+    lead = tuple(w.shape[:-1])
+    noisy = add(bind(REGISTRY["reshape"], logw, shape=(*lead, 1, n)),
+                gumbel((*lead, num_samples, n)))  # fmt: skip
+    return argmax(noisy, -1)

@@ -1,6 +1,6 @@
 """More of PyTorch's products and norms, written with kiln's ops so that each works eagerly
 (with autograd), in graph mode and under `kn.compile`: `outer`, `inner`, `kron`, `cross`,
-`addcmul`, `addcdiv`, `mv`, `addmv`, `addr`, `baddbmm`, `matrix_power`, `dist`, `norm`."""
+`mv`, `addmv`, `addr`, `matrix_power`, `dist`, `norm`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .torch_extra_shape import select
 from .torch_shape import diagonal
 
 __all__ = [
-    "addcdiv", "addcmul", "addmv", "addr", "baddbmm", "cdist", "corrcoef", "cov", "cross",
+    "addmv", "addr", "cdist", "corrcoef", "cov", "cross",
     "dist", "ger", "inner", "isin", "kron", "ldexp", "matrix_power", "mv", "norm", "outer",
     "searchsorted", "trapezoid",
 ]  # fmt: skip
@@ -94,29 +94,6 @@ def cross(input, other, dim=None):  # noqa: A002
     return s.stack(parts, dim % a.ndim)
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    """`input + value * tensor1 * tensor2`.
-
-    >>> import kiln as kn
-    >>> kn.addcmul(kn.tensor([1.0]), kn.tensor([2.0]), kn.tensor([3.0]), value=0.5)
-    tensor([4.])
-    """
-    product = m.mul(tensor1, tensor2)
-    if isinstance(value, float) and not dt.is_float(product.dtype):
-        value = int(value)  # PyTorch's: value is a scalar of the integer dtype
-    return m.add(input, m.mul(product, value))
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    """`input + value * tensor1 / tensor2`.
-
-    >>> import kiln as kn
-    >>> kn.addcdiv(kn.tensor([1.0]), kn.tensor([2.0]), kn.tensor([4.0]), value=2)
-    tensor([2.])
-    """
-    return m.add(input, m.mul(m.div(tensor1, tensor2), value))
-
-
 def _scaled_sum(input, product, beta, alpha):  # noqa: A002
     """`beta * input + alpha * product`, input ignored (NaN included) when beta is 0."""
     scaled = product if alpha == 1 else m.mul(product, alpha)
@@ -158,16 +135,6 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
             [2., 0.]])
     """
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
-
-
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
-    """`beta * input + alpha * bmm(batch1, batch2)`.
-
-    >>> import kiln as kn
-    >>> kn.baddbmm(kn.ones(1, 1, 1), kn.ones(1, 1, 2), kn.ones(1, 2, 1), alpha=3)
-    tensor([[[7.]]])
-    """
-    return _scaled_sum(input, tm.bmm(batch1, batch2), beta, alpha)
 
 
 def matrix_power(input, n: int):  # noqa: A002

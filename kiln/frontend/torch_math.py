@@ -166,8 +166,11 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     >>> kn.addcmul(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([3.0, 4.0]), value=0.5)
     tensor([2.5000, 5.0000])
     """
-    product = m.mul(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
-    return m.add(input, product)
+    t1, t2 = lift(tensor1, tensor2)
+    if isinstance(value, float) and not (dt.is_float(t1.dtype) or dt.is_float(t2.dtype)):
+        value = int(value)  # PyTorch's: value is a scalar of the integer dtype
+    # (value * t1) * t2, rounded in PyTorch's order
+    return m.add(input, m.mul(t1 if value == 1 else m.mul(t1, value), t2))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002

@@ -28,6 +28,8 @@ from .torch_extra_math import *  # noqa: F403
 from .torch_extra_math import __all__ as _extra_math_all
 from .torch_extra_shape import *  # noqa: F403
 from .torch_extra_shape import __all__ as _extra_shape_all
+from .torch_extra_stack import *  # noqa: F403
+from .torch_extra_stack import __all__ as _extra_stack_all
 from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
@@ -43,7 +45,7 @@ __all__ = list(
     dict.fromkeys(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
-         *_extra_math_all, *_extra_linalg_all, *_extra_shape_all,
+         *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg",
          "cond", "while_loop", "fori_loop", "scan"]
     )

@@ -1,0 +1,199 @@
+"""PyTorch's stacking and broadcasting helpers (`hstack`, `vstack`, `dstack`, `column_stack`,
+`atleast_1d/2d/3d`, `broadcast_tensors`, `broadcast_shapes`, `meshgrid`, `cartesian_prod`,
+`block_diag`) over kiln's ops, for eager Tensors, Symbols and NumPy arrays alike."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from . import math as m
+from . import shape as s
+from . import torch_shape as ts
+from .core import lift
+from .nn_functional import pad
+
+__all__ = [
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+    "broadcast_tensors", "cartesian_prod", "column_stack", "dstack", "hstack", "meshgrid",
+    "vstack",
+]  # fmt: skip
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (one tensor in, one out; several: a tuple).
+
+    >>> import kiln as kn
+    >>> kn.atleast_1d(kn.tensor(3)).shape
+    kiln.Size([1])
+    """
+    return _atleast(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims (leading 1s added).
+
+    >>> import kiln as kn
+    >>> kn.atleast_2d(kn.tensor([1, 2])).shape
+    kiln.Size([1, 2])
+    """
+    return _atleast(tensors, 2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims (a 1-D (n) becomes (1, n, 1), a 2-D (m, n) (m, n, 1)).
+
+    >>> import kiln as kn
+    >>> kn.atleast_3d(kn.zeros(2, 3)).shape
+    kiln.Size([2, 3, 1])
+    """
+    return _atleast(tensors, 3)
+
+
+def _atleast(tensors, n: int):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(_atleast(tuple(tensors[0]), n))
+    out = []
+    for t in lift(*tensors):
+        shape = tuple(t.shape)
+        if len(shape) < n:
+            if n == 3:
+                shape = {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
+            else:
+                shape = (1,) * (n - len(shape)) + shape
+            t = s.reshape(t, shape)
+        out.append(t)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def hstack(tensors):
+    """Joins along dim 1 (dim 0 for vectors).
+
+    >>> import kiln as kn
+    >>> kn.hstack([kn.tensor([1]), kn.tensor([2, 3])])
+    tensor([1, 2, 3])
+    """
+    ts_ = _as_tuple(atleast_1d(*tensors))
+    return ts.cat(list(ts_), 0 if ts_[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Joins along dim 0, vectors as rows.
+
+    >>> import kiln as kn
+    >>> kn.vstack([kn.tensor([1, 2]), kn.tensor([3, 4])]).shape
+    kiln.Size([2, 2])
+    """
+    return ts.cat(list(_as_tuple(atleast_2d(*tensors))), 0)
+
+
+def dstack(tensors):
+    """Joins along dim 2, after `atleast_3d`.
+
+    >>> import kiln as kn
+    >>> kn.dstack([kn.tensor([1, 2]), kn.tensor([3, 4])]).shape
+    kiln.Size([1, 2, 2])
+    """
+    return ts.cat(list(_as_tuple(atleast_3d(*tensors))), 2)
+
+
+def column_stack(tensors):
+    """Joins along dim 1, vectors (and scalars) as columns.
+
+    >>> import kiln as kn
+    >>> kn.column_stack([kn.tensor([1, 2]), kn.tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    cols = [s.reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in lift(*tensors)]
+    return ts.cat(cols, 1)
+
+
+def _as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    """The tensors broadcast to their common shape.
+
+    >>> import kiln as kn
+    >>> [t.shape for t in kn.broadcast_tensors(kn.zeros(2, 1), kn.zeros(3))]
+    [kiln.Size([2, 3]), kiln.Size([2, 3])]
+    """
+    values = lift(*tensors)
+    shape = sh.broadcast_shapes(*(tuple(v.shape) for v in values))
+    return tuple(s.broadcast_to(v, shape) for v in values)
+
+
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to.
+
+    >>> import kiln as kn
+    >>> kn.broadcast_shapes((2, 1), (3,))
+    kiln.Size([2, 3])
+    """
+    from ..array_types import Size
+
+    shapes = [(d,) if isinstance(d, (int, np.integer)) else tuple(d) for d in shapes]
+    return Size(sh.broadcast_shapes(*shapes))
+
+
+def meshgrid(*tensors, indexing: str = "ij") -> tuple:
+    """Coordinate grids of 1-D tensors; `indexing` "ij" (matrix) or "xy" (Cartesian).
+
+    >>> import kiln as kn
+    >>> [g.tolist() for g in kn.meshgrid(kn.tensor([1, 2]), kn.tensor([3, 4, 5]))][0]
+    [[1, 1, 1], [2, 2, 2]]
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    values = list(lift(*tensors))
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
+    swap = indexing == "xy" and len(values) >= 2
+    if swap:
+        values[0], values[1] = values[1], values[0]
+    sizes = [v.shape[0] if v.ndim else 1 for v in values]
+    grids = []
+    for i, v in enumerate(values):
+        view = [1] * len(values)
+        view[i] = -1
+        grids.append(s.broadcast_to(s.reshape(v, tuple(view)), tuple(sizes)))
+    if swap:
+        grids = [s.transpose(g, 0, 1) for g in grids]
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of the 1-D tensors' elements, as rows (one tensor: itself).
+
+    >>> import kiln as kn
+    >>> kn.cartesian_prod(kn.tensor([1, 2]), kn.tensor([3, 4])).tolist()
+    [[1, 3], [1, 4], [2, 3], [2, 4]]
+    """
+    if len(tensors) == 1:
+        return lift(*tensors)[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return ts.stack([s.reshape(g, (-1,)) for g in grids], 1)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the given (0-, 1- or 2-D) blocks.
+
+    >>> import kiln as kn
+    >>> kn.block_diag(kn.tensor([[1]]), kn.tensor([[2, 3]]))
+    tensor([[1, 0, 0],
+            [0, 2, 3]])
+    """
+    blocks = [s.reshape(b, (1, -1)) if b.ndim < 2 else b for b in lift(*tensors)]
+    dtype = dt.result_type(*blocks)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        b = b if b.dtype == dtype else m.cast(b, dtype)
+        right = width - left - b.shape[1]
+        rows.append(pad(b, (left, right)) if left or right else b)
+        left += b.shape[1]
+    return ts.cat(rows, 0)

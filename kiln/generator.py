@@ -140,6 +140,20 @@ class Generator:
             return self._rng.random(shape, dtype=dtype)
         return self._rng.random(shape, dtype=_F32).astype(dtype)
 
+    def _integers(self, low: int, high: int, shape) -> np.ndarray:
+        """int64 samples of `shape` drawn uniformly from [low, high): uniforms of 53 bits
+        scaled and floored (faster here than NumPy's `integers`)."""
+        n = high - low
+        u = self._rng.random(shape)
+        u *= n
+        values = u.astype(np.int64)  # floor, as u * n >= 0
+        # NOTE: u * n < n for u < 1 and n < 2**53 (rounded to nearest), but may reach n beyond
+        if n >= 1 << 53:
+            np.minimum(values, n - 1, out=values)
+        if low:
+            values += low
+        return values
+
     def __repr__(self):
         return f"<kiln.Generator seed={self._seed}>"
 

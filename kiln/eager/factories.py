@@ -194,8 +194,9 @@ def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool =
     >>> bool((a == b).all()), bool((kn.randn(3, generator=g) == a).all())
     (True, True)
     """
-    dtype = _random_float(dtype)
-    return _finish(_generator(generator)._normal(_shape(size), dtype), device, requires_grad)
+    dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
+    g = default_generator if generator is None else _generator(generator)
+    return _finish(g._normal(_shape(size), dtype), device, requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
@@ -205,8 +206,9 @@ def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = 
     >>> bool(((kn.rand(100) >= 0) & (kn.rand(100) < 1)).all())
     True
     """
-    dtype = _random_float(dtype)
-    return _finish(_generator(generator)._uniform(_shape(size), dtype), device, requires_grad)
+    dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
+    g = default_generator if generator is None else _generator(generator)
+    return _finish(g._uniform(_shape(size), dtype), device, requires_grad)
 
 
 def randint(*args, size=None, generator=None, dtype=None, device="cpu",
@@ -231,13 +233,7 @@ def randint(*args, size=None, generator=None, dtype=None, device="cpu",
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")  # fmt: skip
-    u = _generator(generator)._uniform(_shape((size,)), dt.float64)
-    u *= high - low
-    values = u.astype(np.int64)  # floor, as u * n >= 0
-    # NOTE: u * n < n for u < 1 and n < 2**53 (rounds to nearest), but may reach n beyond
-    if high - low >= 1 << 53:
-        np.minimum(values, high - low - 1, out=values)
-    values += low
+    values = _generator(generator)._integers(low, high, _shape((size,)))
     dtype = dt.int64 if dtype is None else dt.as_dtype(dtype)
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)
 

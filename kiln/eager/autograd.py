@@ -446,7 +446,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
     # NOTE: the loop below runs once per tape entry (the backward pass's per-op cost): the
     # common case (a vjp on CPU tensors whose cotangents need no summing or cast) is inline
-    pop, push, registered = heapq.heappop, heapq.heappush, REGISTRY.get
+    pop, push, pushpop, registered = heapq.heappop, heapq.heappush, heapq.heappushpop, REGISTRY.get
     # The ids in `pending` whose sum this loop made itself (without create_graph, on the CPU):
     # no one else holds it, so later cotangents are added into it. (Others may be shared: add's
     # vjp gives one tensor to both inputs.)
@@ -455,8 +455,12 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
-        while heap:
-            node = pop(heap)[1]
+        nxt = None  # the latest node sent last, not yet on the heap (`heappushpop` below)
+        while heap or nxt is not None:
+            if nxt is None:
+                node = pop(heap)[1]
+            else:  # a chain's next node never touches the heap
+                node, nxt = pushpop(heap, nxt)[1], None
             ct = pending.pop(id(node))
             owned.discard(id(node))
             if _HOOKS:
@@ -501,7 +505,9 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                     continue
                 pending[key] = c
                 if type(edge) is Node:
-                    push(heap, (-edge.seq, edge))
+                    if nxt is not None:
+                        push(heap, nxt)
+                    nxt = (-edge.seq, edge)
                 else:
                     leaves.append(edge)
             if waits is not None:

@@ -23,6 +23,14 @@ from ..ops.core import bind
 from ..passes.differentiate import sum_to_shape
 from ..runtime.backend import get_backend
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
+from .hooks import (
+    _HOOKS,
+    RemovableHandle,  # noqa: F401 — kn.autograd.RemovableHandle, as before
+    _apply_hooks,
+    _hooks_of,
+    register_hook,
+    register_post_accumulate_grad_hook,
+)
 from .saved import SavedTensorError, Unavailable, unpack
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
@@ -259,82 +267,7 @@ def retain(t: Tensor) -> None:
                          inputs=[describe(t)])  # fmt: skip
 
 
-# -- hooks ---------------------------------------------------------------------------------------
-
-# id(leaf tensor or Node) -> [weakref to it, {handle id: gradient hook}, {handle id: post hook}]
-_HOOKS: dict[int, list] = {}
-_handles = itertools.count()
-
-
-class RemovableHandle:
-    """What `register_hook` returns: `remove()` takes the hook off."""
-
-    def __init__(self, key: int, kind: int, number: int):
-        self._key, self._kind, self.id = key, kind, number
-
-    def remove(self) -> None:
-        entry = _HOOKS.get(self._key)
-        if entry is not None:
-            entry[self._kind].pop(self.id, None)
-            if not entry[1] and not entry[2]:
-                del _HOOKS[self._key]
-
-
-def _add_hook(owner, kind: int, hook) -> RemovableHandle:
-    key = id(owner)
-    entry = _HOOKS.get(key)
-    if entry is None or entry[0]() is not owner:
-        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {}]
-    number = next(_handles)
-    entry[kind][number] = hook
-    return RemovableHandle(key, kind, number)
-
-
-def _hooks_of(owner, kind: int):
-    entry = _HOOKS.get(id(owner))
-    return () if entry is None or entry[0]() is not owner else tuple(entry[kind].values())
-
-
-def register_hook(tensor: Tensor, hook) -> RemovableHandle:
-    """`tensor.register_hook(hook)` (PyTorch's): `hook(grad)` runs when backward has the
-    whole gradient of `tensor`, before it goes on (a leaf: before it is added to `.grad`);
-    a Tensor it returns replaces the gradient.
-
-    >>> import kiln as kn
-    >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
-    >>> h = kn.autograd.register_hook(x, lambda g: g * 10)
-    >>> (x * x).sum().backward(); x.grad
-    tensor([20., 40.])
-    """
-    if not tensor._requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    return _add_hook(tensor.grad_fn or tensor, 1, hook)
-
-
-def register_post_accumulate_grad_hook(tensor: Tensor, hook) -> RemovableHandle:
-    """`hook(tensor)` runs right after backward has added this leaf's gradient to its
-    `.grad`, while the rest of backward may still be running (PyTorch's hook of that name:
-    distributed training starts a gradient's all-reduce there).
-
-    >>> import kiln as kn
-    >>> w = kn.tensor(3.0, requires_grad=True)
-    >>> h = kn.autograd.register_post_accumulate_grad_hook(w, lambda t: print(t.grad))
-    >>> (w * w).backward()
-    tensor(6.)
-    """
-    if tensor.grad_fn is not None:
-        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    if not tensor._requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    return _add_hook(tensor, 2, hook)
-
-
-def _apply_hooks(owner, ct):
-    for hook in _hooks_of(owner, 1):
-        result = hook(ct)
-        if result is not None:
-            ct = result
-    return ct
+# -- hooks (kiln/eager/hooks.py) -------------------------------------------------------------
 
 
 class _LeafWaits:
@@ -450,7 +383,7 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")  # see `_vjp`
     # NOTE: the loop below runs once per tape entry (the backward pass's per-op cost): the
     # common case (a vjp on CPU tensors whose cotangents need no summing or cast) is inline
-    pop, push, registered = heapq.heappop, heapq.heappush, REGISTRY.get
+    pop, push, pushpop, registered = heapq.heappop, heapq.heappush, heapq.heappushpop, REGISTRY.get
     # The ids in `pending` whose sum this loop made itself (without create_graph, on the CPU):
     # no one else holds it, so later cotangents are added into it. (Others may be shared: add's
     # vjp gives one tensor to both inputs.)
@@ -459,8 +392,12 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
-        while heap:
-            node = pop(heap)[1]
+        nxt = None  # the latest node sent last, not yet on the heap (`heappushpop` below)
+        while heap or nxt is not None:
+            if nxt is None:
+                node = pop(heap)[1]
+            else:  # a chain's next node never touches the heap
+                node, nxt = pushpop(heap, nxt)[1], None
             ct = pending.pop(id(node))
             owned.discard(id(node))
             if _HOOKS:
@@ -505,7 +442,9 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
                     continue
                 pending[key] = c
                 if type(edge) is Node:
-                    push(heap, (-edge.seq, edge))
+                    if nxt is not None:
+                        push(heap, nxt)
+                    nxt = (-edge.seq, edge)
                 else:
                     leaves.append(edge)
             if waits is not None:

@@ -1,0 +1,87 @@
+"""Backward hooks with PyTorch's API: `register_hook` (a tensor's gradient, before it goes
+on) and `register_post_accumulate_grad_hook` (a leaf's, after it reaches `.grad`). The
+engine (`autograd._run`) reads `_HOOKS` and calls `_apply_hooks` / `_hooks_of`."""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from .tensor import Tensor
+
+__all__ = ["RemovableHandle", "register_hook", "register_post_accumulate_grad_hook"]
+
+# id(leaf tensor or Node) -> [weakref to it, {handle id: gradient hook}, {handle id: post hook}]
+_HOOKS: dict[int, list] = {}
+_handles = itertools.count()
+
+
+class RemovableHandle:
+    """What `register_hook` returns: `remove()` takes the hook off."""
+
+    def __init__(self, key: int, kind: int, number: int):
+        self._key, self._kind, self.id = key, kind, number
+
+    def remove(self) -> None:
+        entry = _HOOKS.get(self._key)
+        if entry is not None:
+            entry[self._kind].pop(self.id, None)
+            if not entry[1] and not entry[2]:
+                del _HOOKS[self._key]
+
+
+def _add_hook(owner, kind: int, hook) -> RemovableHandle:
+    key = id(owner)
+    entry = _HOOKS.get(key)
+    if entry is None or entry[0]() is not owner:
+        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {}]
+    number = next(_handles)
+    entry[kind][number] = hook
+    return RemovableHandle(key, kind, number)
+
+
+def _hooks_of(owner, kind: int):
+    entry = _HOOKS.get(id(owner))
+    return () if entry is None or entry[0]() is not owner else tuple(entry[kind].values())
+
+
+def register_hook(tensor: Tensor, hook) -> RemovableHandle:
+    """`tensor.register_hook(hook)` (PyTorch's): `hook(grad)` runs when backward has the
+    whole gradient of `tensor`, before it goes on (a leaf: before it is added to `.grad`);
+    a Tensor it returns replaces the gradient.
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+    >>> h = kn.autograd.register_hook(x, lambda g: g * 10)
+    >>> (x * x).sum().backward(); x.grad
+    tensor([20., 40.])
+    """
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return _add_hook(tensor.grad_fn or tensor, 1, hook)
+
+
+def register_post_accumulate_grad_hook(tensor: Tensor, hook) -> RemovableHandle:
+    """`hook(tensor)` runs right after backward has added this leaf's gradient to its
+    `.grad`, while the rest of backward may still be running (PyTorch's hook of that name:
+    distributed training starts a gradient's all-reduce there).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor(3.0, requires_grad=True)
+    >>> h = kn.autograd.register_post_accumulate_grad_hook(w, lambda t: print(t.grad))
+    >>> (w * w).backward()
+    tensor(6.)
+    """
+    if tensor.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return _add_hook(tensor, 2, hook)
+
+
+def _apply_hooks(owner, ct):
+    for hook in _hooks_of(owner, 1):
+        result = hook(ct)
+        if result is not None:
+            ct = result
+    return ct

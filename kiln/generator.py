@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from .errors import DTypeMismatchError, ShapeMismatchError, call_error
+
 __all__ = ["Generator"]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default CPU generator seed
@@ -71,10 +73,11 @@ class Generator:
 
         data = as_numpy(new_state)
         if data.dtype != np.uint8 or data.shape != (_STATE_BYTES,):
-            raise RuntimeError(
-                f"Generator.set_state: expected a uint8 tensor of {_STATE_BYTES} bytes "
-                f"(from get_state()), got {data.dtype} of shape {data.shape}"
-            )
+            raise call_error(
+                DTypeMismatchError if data.dtype != np.uint8 else ShapeMismatchError,
+                f"expected a uint8 tensor of {_STATE_BYTES} bytes (from get_state()), got "
+                f"{data.dtype} of shape {data.shape}", "Generator.set_state",
+            )  # fmt: skip
         raw = data.tobytes()
         self._bits.state = {
             "bit_generator": "PCG64",

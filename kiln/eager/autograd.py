@@ -233,7 +233,7 @@ def register_hook(tensor: Tensor, hook) -> RemovableHandle:
     tensor([20., 40.])
     """
     if not tensor._requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        raise _hook_error(tensor, "register_hook")
     return _add_hook(tensor.grad_fn or tensor, 1, hook)
 
 
@@ -249,10 +249,28 @@ def register_post_accumulate_grad_hook(tensor: Tensor, hook) -> RemovableHandle:
     tensor(6.)
     """
     if tensor.grad_fn is not None:
-        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        raise node_error(
+            AutogradError,
+            "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            op="register_post_accumulate_grad_hook",
+            site=user_site(),
+            called=True,
+            inputs=[describe(tensor)],
+        )
     if not tensor._requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        raise _hook_error(tensor, "register_post_accumulate_grad_hook")
     return _add_hook(tensor, 2, hook)
+
+
+def _hook_error(tensor: Tensor, op: str) -> AutogradError:
+    return node_error(
+        AutogradError,
+        "cannot register a hook on a tensor that doesn't require gradient",
+        op=op,
+        site=user_site(),
+        called=True,
+        inputs=[describe(tensor)],
+    )
 
 
 def _apply_hooks(owner, ct):

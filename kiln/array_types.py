@@ -8,6 +8,7 @@ import math
 import types
 
 from . import shapes as sh
+from .errors import DeviceError, call_error
 
 __all__ = [
     "Size", "contiguous_format", "device", "memory_format", "preserve_format", "return_types",
@@ -99,14 +100,16 @@ class device(str):  # noqa: N801 — PyTorch's name
         kind, _, number = text.partition(":")
         if number:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was "
-                                   f"passed explicitly: {text}")  # fmt: skip
+                raise call_error(DeviceError, "type (string) must not include an index "
+                                 f"because index was passed explicitly: {text}",
+                                 "device")  # fmt: skip
             index = int(number)
         if kind not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
-                               f"string: {text}")  # fmt: skip
+            raise call_error(DeviceError, "Expected one of cpu, cuda device type at start of "
+                             f"device string: {text}", "device")  # fmt: skip
         if index is not None and index < 0:
-            raise RuntimeError(f"Device index must not be negative, got {index}")
+            raise call_error(DeviceError, f"Device index must not be negative, got {index}",
+                             "device")  # fmt: skip
         self = super().__new__(cls, kind if index is None else f"{kind}:{index}")
         self.type, self.index = kind, index
         return self

@@ -7,6 +7,7 @@ import numpy as np
 
 from .eager import Tensor, enable_grad, zeros
 from .eager.autograd import grad as autograd_grad
+from .errors import AutogradError, ShapeMismatchError, call_error
 from .frontend import reshape, stack
 
 __all__ = ["hessian", "jacobian"]
@@ -46,10 +47,11 @@ def _jacobian_rows(out, inputs, i: int, create_graph: bool, strict: bool) -> lis
         for j, (g, x) in enumerate(zip(grads, inputs)):
             if g is None:
                 if strict:
-                    raise RuntimeError(
-                        f"Output {i} of the user-provided function is independent of input "
-                        f"{j}. This is not allowed in strict mode."
-                    )
+                    raise call_error(
+                        AutogradError, f"Output {i} of the user-provided function is "
+                        f"independent of input {j}. This is not allowed in strict mode.",
+                        "jacobian", out, inputs[j],
+                    )  # fmt: skip
                 g = zeros(tuple(x.shape), dtype=x.dtype, device=x.device)
             per_input[j].append(g)
     results = []
@@ -108,16 +110,16 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
         out = func(*xs)
         if not isinstance(out, Tensor) or int(np.prod(out.shape)) != 1:
             got = f" of shape {tuple(out.shape)}" if isinstance(out, Tensor) else ""
-            raise RuntimeError(
-                "The function given to hessian should return a single element Tensor, got "
-                f"{type(out).__name__}{got}"
-            )
+            raise call_error(
+                ShapeMismatchError, "The function given to hessian should return a single "
+                f"element Tensor, got {type(out).__name__}{got}", "hessian", out,
+            )  # fmt: skip
         if not out.requires_grad:
             if strict:
-                raise RuntimeError(
-                    "The output of the user-provided function is independent of input 0. "
-                    "This is not allowed in strict mode."
-                )
+                raise call_error(
+                    AutogradError, "The output of the user-provided function is independent "
+                    "of input 0. This is not allowed in strict mode.", "hessian", out,
+                )  # fmt: skip
             return tuple(zeros(tuple(x.shape), dtype=x.dtype, device=x.device) for x in xs)
         grads = autograd_grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
         return tuple(zeros(tuple(x.shape), dtype=x.dtype, device=x.device) if g is None else g

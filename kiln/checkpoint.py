@@ -35,6 +35,7 @@ from .graph.core import Symbol, Variable
 
 __all__ = [
     "CheckpointError",
+    "StateDictError",
     "save",
     "load",
     "save_arrays",
@@ -63,6 +64,11 @@ STALE_AFTER_S, STALE_UNLOCKABLE_S = 60.0, 86400.0
 
 class CheckpointError(KilnError, ValueError):
     """A checkpoint that cannot be written or read as asked: malformed, truncated, mismatched."""
+
+
+class StateDictError(CheckpointError, RuntimeError):
+    """A state dict that `Module.load_state_dict` refuses (missing or unexpected keys, shapes
+    that differ): PyTorch raises RuntimeError there, so this is both."""
 
 
 def as_numpy(value) -> np.ndarray:

@@ -10,7 +10,7 @@ from collections import Counter, OrderedDict
 
 import numpy as np
 
-from .errors import KilnError
+from .errors import DeviceError, KilnError, call_error
 from .graph.core import Symbol, Variable
 
 __all__ = ["TREE_KEY", "flatten", "unflatten"]
@@ -188,10 +188,10 @@ def _to_device(t, device: str, path: str):
     try:
         return t.to(device)
     except KilnError as e:
-        raise RuntimeError(
-            f"kn.load('{path}'): a tensor was saved on {device}, which is not usable here "
-            f"({e}); pass map_location='cpu' to load it on the CPU"
-        ) from e
+        raise call_error(
+            DeviceError, f"a tensor of '{path}' was saved on {device}, which is not usable "
+            f"here ({e}); pass map_location='cpu' to load it on the CPU", "load",
+        ) from e  # fmt: skip
 
 
 def unflatten(path: str, tree_json: str, arrays: dict, map_location=None):

@@ -12,6 +12,13 @@ class ShapeError(KilnError, ValueError, RuntimeError):
     PyTorch raises RuntimeError there (`cat`, `matmul`, `view`, broadcasting): this is both."""
 
 
+class ShapeMismatchError(ShapeError, RuntimeError):
+    """A shape or memory layout that does not fit where PyTorch raises RuntimeError: `item()`
+    or `bool()` of several elements, `view()` of an incompatible layout, an in-place result of
+    another shape, a write into a broadcast (shared-memory) view, an input of the wrong number
+    of dims for a layer. Both a ShapeError and a RuntimeError."""
+
+
 class DTypeError(KilnError, TypeError):
     """A dtype an op does not accept, or a cast that would lose information."""
 
@@ -52,9 +59,11 @@ class SavedTensorError(AutogradError):
     or was changed in place since the op saved it."""
 
 
-class NumericsError(KilnError, FloatingPointError):
+class NumericsError(KilnError, FloatingPointError, RuntimeError):
     """A NaN or Inf produced while numerics checks are on (`check_numerics=True`,
-    `KILN_CHECKS=2`); the run that found it changed no Variable."""
+    `KILN_CHECKS=2`), where the run that found it changed no Variable; or a non-finite norm that
+    `clip_grad_norm_(error_if_nonfinite=True)` refuses. PyTorch raises RuntimeError for the
+    latter, so this is both a FloatingPointError and a RuntimeError."""
 
 
 class GraphFormatError(KilnError, ValueError):
@@ -127,3 +136,29 @@ class DistError(KilnError, RuntimeError):
 class DistBackendError(DistError):
     """A collective that failed or did not complete within the process group's timeout:
     another rank died, raised, or did not call it (PyTorch's `DistBackendError`)."""
+
+
+def call_error(cls, message: str, op: str, *values):
+    """`cls` in the one format for a check a function makes itself (not an op's shape rule):
+    the op, the user's line that called it, and the values among `values` that are Symbols
+    (`x:f32[2,3]`) or eager tensors (`f32[2,3] on cpu`); other values are left out.
+
+    >>> import kiln as kn
+    >>> e = call_error(ShapeMismatchError, "bad", "glu", kn.zeros(3), 2.0)
+    >>> str(e).replace(e.site, "SITE"), isinstance(e, RuntimeError)
+    ('bad (op glu, called at SITE); inputs: f32[3] on cpu', True)
+    """
+    from . import dtypes as dt  # errors.py is imported by every layer: it imports on use
+    from . import shapes as sh
+    from .graph.core import user_site
+
+    inputs = []
+    for v in values:
+        if hasattr(v, "type_str"):  # a Symbol
+            inputs.append(v)
+        elif hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "device"):
+            inputs.append(f"{dt.short_name(v.dtype)}{sh.format_shape(v.shape)} on {v.device}")
+    site = user_site()
+    error = node_error(cls, message, op=op, site=site, called=True, inputs=inputs)
+    error.site = site
+    return error

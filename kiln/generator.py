@@ -9,6 +9,8 @@ import threading
 
 import numpy as np
 
+from .errors import DTypeMismatchError, ShapeMismatchError, call_error
+
 __all__ = ["Generator"]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default CPU generator seed
@@ -80,11 +82,12 @@ class Generator:
             or data.size < _STATE_BYTES
             or (data.size - _STATE_BYTES) % 4
         ):
-            raise RuntimeError(
-                f"Generator.set_state: expected a uint8 tensor of {_STATE_BYTES} bytes plus "
-                f"4 per normal drawn ahead (from get_state()), got {data.dtype} of shape "
-                f"{data.shape}"
-            )
+            raise call_error(
+                DTypeMismatchError if data.dtype != np.uint8 else ShapeMismatchError,
+                f"expected a uint8 tensor of {_STATE_BYTES} bytes plus 4 per normal drawn "
+                f"ahead (from get_state()), got {data.dtype} of shape {data.shape}",
+                "Generator.set_state",
+            )  # fmt: skip
         raw = data.tobytes()
         self._normals = np.frombuffer(raw[_STATE_BYTES:], "<f4").astype(np.float32)
         self._bits.state = {

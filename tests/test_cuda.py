@@ -8,7 +8,9 @@ kiln's device code paths on any machine. The generated kernels' C is also checke
 NumPy on the host, special values included, bit for bit where the ops are exact.
 """
 
+import contextlib
 import functools
+import io
 
 import fake_cupy
 import host_kernels
@@ -325,3 +327,29 @@ def test_cuda_tests_skip_with_the_reason_when_no_gpu_is_usable():
     marks = {m.name: m for m in REAL.marks}
     assert "cuda" in marks
     assert marks["skipif"].kwargs["reason"] == f"no usable CUDA GPU: {WHY}"
+
+
+def test_tutorial_9_takes_its_gpu_branches_on_the_simulated_gpu(monkeypatch):
+    """docs/tutorials/09-cuda.md runs in test_docs on the CPU branch of each block (no GPU
+    there); here the same blocks take their `device == "cuda"` branches on the simulated GPU
+    and print what the page shows, so the page's claims about kn.cuda, `.to`, mixing devices,
+    `kn.compile` and `kn.function(device=)` hold for kiln's CuPy code paths."""
+    if not host_kernels.have_compiler():
+        pytest.skip("no g++ to compile kiln's generated kernels for the simulated GPU")
+    from test_docs import DOCS, code_blocks, matches
+
+    fake_cupy.install(monkeypatch)
+    fake_cupy.reset_kiln()
+    try:
+        page = DOCS / "tutorials" / "09-cuda.md"
+        namespace: dict = {"__name__": "__docs__"}
+        for source, expected, line in code_blocks(page.read_text(encoding="utf-8")):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile("\n" * line + source, str(page), "exec"), namespace)
+            assert namespace["device"] == "cuda", kn.cuda.why_unavailable()
+            if expected is not None:
+                assert matches(expected, out.getvalue()), (line, out.getvalue())
+        assert namespace["x"].device == "cuda:0" and namespace["name"]
+    finally:
+        fake_cupy.reset_kiln()

@@ -7,7 +7,9 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from .tensor import Tensor
+from ..errors import AutogradError, node_error
+from ..graph.core import user_site
+from .tensor import Tensor, describe
 
 __all__ = ["RemovableHandle", "register_hook", "register_post_accumulate_grad_hook"]
 
@@ -57,7 +59,7 @@ def register_hook(tensor: Tensor, hook) -> RemovableHandle:
     tensor([20., 40.])
     """
     if not tensor._requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        raise _hook_error(tensor, "register_hook")
     return _add_hook(tensor.grad_fn or tensor, 1, hook)
 
 
@@ -73,10 +75,28 @@ def register_post_accumulate_grad_hook(tensor: Tensor, hook) -> RemovableHandle:
     tensor(6.)
     """
     if tensor.grad_fn is not None:
-        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        raise node_error(
+            AutogradError,
+            "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            op="register_post_accumulate_grad_hook",
+            site=user_site(),
+            called=True,
+            inputs=[describe(tensor)],
+        )
     if not tensor._requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        raise _hook_error(tensor, "register_post_accumulate_grad_hook")
     return _add_hook(tensor, 2, hook)
+
+
+def _hook_error(tensor: Tensor, op: str) -> AutogradError:
+    return node_error(
+        AutogradError,
+        "cannot register a hook on a tensor that doesn't require gradient",
+        op=op,
+        site=user_site(),
+        called=True,
+        inputs=[describe(tensor)],
+    )
 
 
 def _apply_hooks(owner, ct):

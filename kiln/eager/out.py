@@ -8,8 +8,10 @@ import warnings
 
 import numpy as np
 
+from ..errors import AutogradError, DTypeMismatchError, node_error
 from ..graph.core import Symbol, user_site
 from .grad_mode import no_grad, state
+from .tensor import describe
 
 __all__ = ["write_out"]
 
@@ -28,15 +30,24 @@ def write_out(name: str, out, compute, inputs):
             f"never change: use the returned value) at {user_site()}"
         )
     if state.grad and any(getattr(v, "requires_grad", False) for v in (out, *inputs)):
-        raise RuntimeError(
-            f"{name}(): functions with out=... arguments don't support automatic "
-            f"differentiation, but one of the arguments requires grad. (at {user_site()})"
+        raise node_error(
+            AutogradError,
+            "functions with out=... arguments don't support automatic differentiation, but "
+            "one of the arguments requires grad.",
+            op=name,
+            site=user_site(),
+            called=True,
+            inputs=[describe(v) for v in (out, *inputs) if hasattr(v, "requires_grad")],
         )
     result = compute()
     if not np.can_cast(result.dtype, out.dtype, "same_kind"):
-        raise RuntimeError(
-            f"result type {result.dtype} can't be cast to the desired output type {out.dtype} "
-            f"({name} at {user_site()})"
+        raise node_error(
+            DTypeMismatchError,
+            f"result type {result.dtype} can't be cast to the desired output type {out.dtype}",
+            op=name,
+            site=user_site(),
+            called=True,
+            inputs=[describe(out)],
         )
     if tuple(out.shape) != tuple(result.shape):
         if out.numel():

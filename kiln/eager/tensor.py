@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import Size, device, size_attribute
+from ..errors import AutogradError, ShapeMismatchError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -79,11 +80,15 @@ def check_view(t, meta: Meta) -> None:
     now = base.grad_fn
     if now is not meta.base_fn:
         vc = version_of(base)
-        raise RuntimeError(
-            f"a view ({describe(t)}) of a tensor ({describe(base)}) that was changed in place "
-            f"after the view was taken (by {vc.op} at {vc.site}) is used at {user_site()}: the "
-            "view's autograd history is out of date, and kiln does not rebuild it; take the "
-            "view after the in-place change, or clone() it"
+        raise node_error(
+            AutogradError,
+            f"a view of a tensor that was changed in place after the view was taken (by {vc.op} "
+            f"at {vc.site}) is used: the view's autograd history is out of date, and kiln does "
+            "not rebuild it; take the view after the in-place change, or clone() it",
+            op="view",
+            site=user_site(),
+            called=True,
+            inputs=[describe(t), f"base {describe(base)}"],
         )
 
 
@@ -261,21 +266,34 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Marks a leaf for gradient accumulation (PyTorch's rules and messages)."""
         if self.grad_fn is not None:
-            raise RuntimeError(
+            raise node_error(
+                AutogradError,
                 "you can only change requires_grad flags of leaf variables. If you want to use "
                 "a computed variable in a subgraph that doesn't require differentiation use "
-                f"var_no_grad = var.detach(). (tensor {describe(self)}, output of "
-                f"{self.grad_fn.op.name})"
+                f"var_no_grad = var.detach(). (the tensor is an output of {self.grad_fn.op.name})",
+                op="requires_grad_",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         if requires_grad and not dt.is_float(self.dtype):
-            raise RuntimeError(
-                "only Tensors of floating point dtype can require gradients "
-                f"(tensor {describe(self)})"
+            raise node_error(
+                AutogradError,
+                "only Tensors of floating point dtype can require gradients",
+                op="requires_grad_",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         if requires_grad and self._inference and not state.inference:
-            raise RuntimeError(
+            raise node_error(
+                AutogradError,
                 "Setting requires_grad=True on inference tensor outside InferenceMode is not "
-                f"allowed (tensor {describe(self)})."
+                "allowed",
+                op="requires_grad_",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         self._requires_grad = bool(requires_grad)
         return self
@@ -301,8 +319,13 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
             if value.shape != self.shape or value.dtype != self.dtype:
-                raise RuntimeError(
-                    f"assigned grad {describe(value)} does not match the tensor {describe(self)}"
+                raise node_error(
+                    AutogradError,
+                    "assigned grad has data of a different size or type",
+                    op="grad",
+                    site=user_site(),
+                    called=True,
+                    inputs=[describe(self), f"grad {describe(value)}"],
                 )
         self._grad = value
 
@@ -321,15 +344,21 @@ class Tensor:
         """The array itself (shared, not copied), as PyTorch's `numpy()`.
 
         >>> import kiln as kn
-        >>> kn.ones(2, requires_grad=True).numpy()
-        Traceback (most recent call last):
-        ...
-        RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead. (tensor f32[2] on cpu)
+        >>> try:
+        ...     kn.ones(2, requires_grad=True).numpy()
+        ... except RuntimeError as e:  # a kn.AutogradError, which is a RuntimeError
+        ...     print(type(e).__name__, str(e).partition(" (op")[0])
+        AutogradError Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.
         """  # noqa: E501
         if self._requires_grad:
-            raise RuntimeError(
+            raise node_error(
+                AutogradError,
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
-                f"instead. (tensor {describe(self)})"
+                "instead.",
+                op="numpy",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         if self._device != "cpu":
             raise TypeError(
@@ -347,9 +376,13 @@ class Tensor:
     def item(self):
         """The one element as a Python number."""
         if self._data.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self._data.size} elements cannot be converted to Scalar "
-                f"(tensor {describe(self)})"
+            raise node_error(
+                ShapeMismatchError,
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar",
+                op="item",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         return self._host().item()
 
@@ -373,8 +406,13 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous ({describe(self)})"
+            raise node_error(
+                ShapeMismatchError,
+                "Boolean value of Tensor with more than one value is ambiguous",
+                op="bool",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         return bool(self.item())
 
@@ -445,9 +483,15 @@ class Tensor:
             return view_dtype(self, shape[0])
         out = self.reshape(*shape)
         if out._base is None and self._data.size > 1:
-            raise RuntimeError(
-                f"view size is not compatible with input tensor's size and stride "
-                f"({describe(self)} to {out.shape}); use .reshape(...) instead."
+            raise node_error(
+                ShapeMismatchError,
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead "
+                f"(a view of shape {list(out.shape)} was asked for)",
+                op="view",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         return out
 
@@ -497,12 +541,26 @@ class Tensor:
         """
         shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
         if self._requires_grad:
-            raise RuntimeError(f"cannot resize variables that require grad ({describe(self)})")
+            raise node_error(
+                AutogradError,
+                "cannot resize variables that require grad",
+                op="resize_",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
+            )
         if shape == self._data.shape:
             return self
         if self._base is not None or self._data.base is not None:
-            raise RuntimeError(f"resize_ of a view ({describe(self)}) to {list(shape)}: kiln "
-                               "resizes tensors that own their data only")  # fmt: skip
+            raise node_error(
+                ShapeMismatchError,
+                f"resize_ of a view to {list(shape)}: kiln resizes tensors "
+                "that own their data only",
+                op="resize_",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
+            )
         xp = get_backend(self._device).activate()
         new = xp.empty(shape, self.dtype)
         n = min(new.size, self._data.size)
@@ -541,9 +599,14 @@ class Tensor:
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
-            raise RuntimeError(
+            raise node_error(
+                AutogradError,
                 "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
-                f"protocol at the moment. ({describe(self)}, output of {self.grad_fn.op.name})"
+                f"protocol at the moment (the tensor is an output of {self.grad_fn.op.name})",
+                op="deepcopy",
+                site=user_site(),
+                called=True,
+                inputs=[describe(self)],
             )
         t = make(copy.deepcopy(self._data, memo), self._device)  # memo: shared data stays shared
         t._requires_grad, t._inference = self._requires_grad, self._inference
@@ -591,9 +654,14 @@ def view_dtype(t, dtype):
     dtype = dt.as_dtype(dtype)
     data = t._data
     if dtype.itemsize != data.itemsize and data.ndim and data.strides[-1] != data.itemsize:
-        raise RuntimeError(
+        raise node_error(
+            ShapeMismatchError,
             f"self.stride(-1) must be 1 to view {data.dtype} as {dtype} (different element "
-            f"sizes), but got {data.strides[-1] // data.itemsize} ({describe(t)})"
+            f"sizes), but got {data.strides[-1] // data.itemsize}",
+            op="view",
+            site=user_site(),
+            called=True,
+            inputs=[describe(t)],
         )
     with grad_mode.no_grad():
         return bind(REGISTRY["bitcast"], t, dtype=dtype, source=data.dtype)

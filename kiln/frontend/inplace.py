@@ -12,7 +12,7 @@ import numpy as np
 
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor, describe, make, meta_of, version_of
-from ..errors import AutogradError, DTypeMismatchError, node_error
+from ..errors import AutogradError, DTypeMismatchError, ShapeMismatchError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, check_rules
@@ -70,14 +70,21 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
     if not isinstance(result, Tensor):
         result = make(get_backend(t._device).to_device(np.asarray(result)), t._device)
     if result.shape != t.shape:
-        raise RuntimeError(
+        raise node_error(
+            ShapeMismatchError,
             f"output with shape {list(t.shape)} doesn't match the broadcast shape "
-            f"{list(result.shape)} ({op} on {describe(t)} at {user_site()})"
+            f"{list(result.shape)}",
+            op=op,
+            site=user_site(),
+            inputs=[describe(t)],
         )
     if not np.can_cast(result.dtype, t.dtype, "same_kind"):
-        raise RuntimeError(
-            f"result type {result.dtype} can't be cast to the desired output type {t.dtype} "
-            f"({op} on {describe(t)} at {user_site()})"
+        raise node_error(
+            DTypeMismatchError,
+            f"result type {result.dtype} can't be cast to the desired output type {t.dtype}",
+            op=op,
+            site=user_site(),
+            inputs=[describe(t)],
         )
     if recording and t._base is not None:
         return _commit_view(t, result, op)
@@ -85,7 +92,7 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
         xp = np if t._device == "cpu" else get_backend(t._device).activate()
         xp.copyto(t._data, result._data, casting="unsafe")
     except ValueError as e:  # a read-only view (broadcast_to)
-        raise RuntimeError(f"{op} on {describe(t)}: {e} (at {user_site()})") from None
+        raise _shared_memory_error(op, t, e) from None
     _bump(t, op)
     if recording and result._requires_grad:
         if result.dtype != t.dtype or result.grad_fn is None:  # None: a leaf (`t.copy_(w)`)
@@ -131,6 +138,20 @@ def _commit_view(t: Tensor, result: Tensor, op: str) -> Tensor:
     t.grad_fn, t._requires_grad = history.grad_fn, True
     meta_of(t).base_fn = base.grad_fn  # t's history is the new base's: not out of date
     return t
+
+
+def _shared_memory_error(op: str, t: Tensor, e: ValueError) -> ShapeMismatchError:
+    """A write into a view whose elements share memory (broadcast_to's): PyTorch's
+    RuntimeError 'unsupported operation: more than one element of the written-to tensor refers
+    to a single memory location'."""
+    return node_error(
+        ShapeMismatchError,
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        f"single memory location; clone() it first ({e})",
+        op=op,
+        site=user_site(),
+        inputs=[describe(t)],
+    )
 
 
 def _bump(t: Tensor, op: str) -> None:
@@ -224,7 +245,7 @@ def setitem(self, index, value) -> None:
     try:
         write_index(xp, self._data, *datas, **attrs)
     except ValueError as e:  # a read-only view (broadcast_to)
-        raise RuntimeError(f"setitem on {describe(self)}: {e} (at {user_site()})") from None
+        raise _shared_memory_error("setitem", self, e) from None
     _bump(self, "setitem")
 
 

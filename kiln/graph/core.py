@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import sys
 import threading
@@ -18,6 +19,9 @@ from .opdef import REGISTRY, Attrs
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # kiln's own example programs: their lines are the user's lines.
 _USER_FILES = {os.path.join(_KILN_DIR, "demo.py")}
+# the standard library's frames between a user's call and kiln's (`copy.deepcopy(t)` calls
+# `Tensor.__deepcopy__`) are not the user's line either
+_PASSED_THROUGH = {os.path.abspath(copy.__file__)}
 
 
 _FILE_NAMES: dict = {}  # a code object's file -> its base name, or None for library files
@@ -25,7 +29,12 @@ _FILE_NAMES: dict = {}  # a code object's file -> its base name, or None for lib
 
 def _file_name(filename: str) -> str | None:
     library = filename.startswith(_KILN_DIR) and filename not in _USER_FILES
-    if library or "contextlib" in filename or filename.startswith("<frozen"):
+    if (
+        library
+        or "contextlib" in filename
+        or filename.startswith("<frozen")
+        or filename in _PASSED_THROUGH
+    ):
         name = None
     else:
         name = os.path.basename(filename)

@@ -12,6 +12,7 @@ import warnings
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..errors import DTypeMismatchError, call_error
 from ..frontend import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -507,8 +508,12 @@ def nll_loss(
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "nll_loss")
     if not dt.is_int(target.dtype):
-        raise RuntimeError(
-            f"nll_loss: expected integer class indices as target, got {target.dtype}"
+        raise call_error(
+            DTypeMismatchError,
+            f"expected integer class indices as target, got {target.dtype}",
+            "nll_loss",
+            input,
+            target,
         )
     _check_target("nll_loss", input, target, dim)
     keep = F.not_equal(target, ignore_index)

@@ -17,6 +17,7 @@ import warnings
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
+from ..errors import ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
@@ -225,11 +226,13 @@ def glu(input, dim: int = -1):  # noqa: A002
     """
     (x,) = F.core.lift(input)
     if x.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
+        raise call_error(ShapeMismatchError, "glu does not support scalars because halving "
+                         "size must be even", "glu", x)  # fmt: skip
     d = sh.normalize_axis(dim, x.ndim)
     n = x.shape[d]
     if not isinstance(n, int) or n % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+        raise call_error(ShapeMismatchError, f"Halving dimension must be even, but dimension "
+                         f"{d} is size {n}", "glu", x)  # fmt: skip
     a, b = F.split(x, n // 2, d)
     return F.mul(a, F.sigmoid(b))
 
@@ -288,7 +291,8 @@ def prelu(input, weight):  # noqa: A002
     """
     x, w = F.core.lift(input, weight)
     if w.ndim != 1:
-        raise RuntimeError(f"prelu: weight must be 1-d, got {w.ndim} dims")
+        raise call_error(ShapeMismatchError, f"weight must be 1-d, got {w.ndim} dims", "prelu",
+                         x, w)  # fmt: skip
     if w.shape[0] != 1 and x.ndim >= 2:
         w = F.reshape(w, (w.shape[0],) + (1,) * (x.ndim - 2))
     return F.where(F.greater(x, 0), x, F.mul(w, x))

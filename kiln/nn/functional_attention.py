@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor
+from ..errors import DTypeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..graph.core import Symbol
 
@@ -109,7 +110,8 @@ def one_hot(tensor, num_classes: int = -1):
     """
     (ids,) = F.core.lift(tensor)
     if not dt.is_int(ids.dtype):
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+        raise call_error(DTypeMismatchError, "one_hot is only applicable to index tensor of "
+                         "type LongTensor.", "one_hot", ids)  # fmt: skip
     if num_classes == -1:
         if isinstance(ids, Symbol):
             raise ValueError(

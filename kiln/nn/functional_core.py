@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..errors import ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
 from .functional_act import implicit_softmax_dim, in_place
@@ -87,8 +88,8 @@ def _channel_dropout(name, spatial, input, p, training, inplace):  # noqa: A002
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     (x,) = F.core.lift(input)
     if x.ndim not in (spatial + 1, spatial + 2):
-        raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but "
-                           f"received a {x.ndim}D input")  # fmt: skip
+        raise call_error(ShapeMismatchError, f"Expected {spatial + 1}D or {spatial + 2}D "
+                         f"input, but received a {x.ndim}D input", name, x)  # fmt: skip
     if not training or p == 0.0:
         return x
 
@@ -169,9 +170,10 @@ def pixel_shuffle(input, upscale_factor: int):  # noqa: A002
     r = int(upscale_factor)
     *lead, c, h, w = x.shape
     if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
-                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
-                           f"is not divisible by {r * r}")  # fmt: skip
+        raise call_error(ShapeMismatchError, f"pixel_shuffle expects its input's 'channel' "
+                         "dimension to be divisible by the square of upscale_factor, but "
+                         f"input.size(-3)={c} is not divisible by {r * r}", "pixel_shuffle",
+                         x)  # fmt: skip
     k = len(lead)
     y = F.reshape(x, (*lead, c // (r * r), r, r, h, w))
     y = F.permute(y, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
@@ -189,8 +191,9 @@ def pixel_unshuffle(input, downscale_factor: int):  # noqa: A002
     r = int(downscale_factor)
     *lead, c, h, w = x.shape
     if h % r or w % r:
-        raise RuntimeError(f"pixel_unshuffle expects height {h} and width {w} to be divisible "
-                           f"by downscale_factor {r}")  # fmt: skip
+        raise call_error(ShapeMismatchError, f"pixel_unshuffle expects height {h} and width "
+                         f"{w} to be divisible by downscale_factor {r}", "pixel_unshuffle",
+                         x)  # fmt: skip
     k = len(lead)
     y = F.reshape(x, (*lead, c, h // r, r, w // r, r))
     y = F.permute(y, (*range(k), k, k + 2, k + 4, k + 1, k + 3))

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import frontend as F
 from .. import shapes as sh
+from ..errors import ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_functional import pad
 
@@ -67,13 +68,15 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     """
     (x,) = F.core.lift(input)
     if x.ndim < 2:
-        raise RuntimeError(f"group_norm: expected an input of 2 or more dims, got {x.ndim}")
+        raise call_error(ShapeMismatchError, f"expected an input of 2 or more dims, got "
+                         f"{x.ndim}", "group_norm", x)  # fmt: skip
     n, c = x.shape[0], x.shape[1]
     if isinstance(c, int) and c % num_groups:
-        raise RuntimeError(
+        raise call_error(
+            ShapeMismatchError,
             f"Expected number of channels in input to be divisible by num_groups, but got "
-            f"input of shape {list(x.shape)} and num_groups={num_groups}"
-        )
+            f"input of shape {list(x.shape)} and num_groups={num_groups}", "group_norm", x,
+        )  # fmt: skip
     grouped = F.reshape(x, (n, num_groups, -1))
     centered = F.sub(grouped, F.mean(grouped, -1, keepdim=True))
     var = F.mean(F.mul(centered, centered), -1, keepdim=True)
@@ -136,10 +139,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     (x,) = F.core.lift(input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape) :]) != shape:
-        raise RuntimeError(
-            f"rms_norm: given normalized_shape={list(shape)}, expected input with shape "
-            f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}"
-        )
+        raise call_error(
+            ShapeMismatchError,
+            f"given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}",
+            "rms_norm", x,
+        )  # fmt: skip
     if eps is None:
         eps = float(np.finfo(x.dtype).eps)
     axes = tuple(range(x.ndim - len(shape), x.ndim))

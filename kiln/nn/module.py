@@ -15,8 +15,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..checkpoint import StateDictError
 from ..eager import Tensor, no_grad, zeros_like
-from ..errors import GraphError
+from ..errors import GraphError, call_error
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
@@ -464,9 +465,11 @@ class Module:
         if strict and unexpected:
             errors.insert(0, f"Unexpected key(s) in state_dict: {', '.join(unexpected)}")
         if errors:
-            raise RuntimeError(
+            raise call_error(
+                StateDictError,
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                + "\n\t".join(errors)
+                + "\n\t".join(errors),
+                "load_state_dict",
             )
         for key, p in own.items():
             if key in state:

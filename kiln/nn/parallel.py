@@ -22,6 +22,7 @@ from .. import distributed as dist
 from ..distributed.buckets import assign_buckets
 from ..eager import no_grad
 from ..eager.autograd import register_post_accumulate_grad_hook
+from ..errors import DistError, call_error
 from ..runtime.backend import get_backend
 from .module import Module
 
@@ -92,12 +93,13 @@ class DistributedDataParallel(Module):
         if any(b.ready for b in self._buckets):  # the last backward did not finish
             missing = [getattr(p, "name", None) or f"{tuple(p.shape)}" for b in self._buckets
                        for p in b.params if p.grad is None]  # fmt: skip
-            raise RuntimeError(
+            raise call_error(
+                DistError,
                 "Expected to have finished reduction in the prior iteration before starting a "
                 "new one: some parameters received no gradient in the last backward "
                 f"({', '.join(missing) or 'unknown'}); every parameter must take part in the "
-                "loss (find_unused_parameters is not supported)"
-            )
+                "loss (find_unused_parameters is not supported)", "DistributedDataParallel",
+            )  # fmt: skip
         if self.broadcast_buffers and self.training and list(self.module.buffers()):
             _broadcast_values(list(self.module.buffers()))
         return self.module(*args, **kwargs)

@@ -7,6 +7,7 @@ import math
 from .. import frontend as F
 from ..eager import Tensor, no_grad
 from ..eager.factories import tensor as _tensor
+from ..errors import NumericsError, call_error
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
@@ -43,10 +44,12 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
             parts = [F.sum(F.pow(F.abs(g), norm_type)) for g in grads]
             total = F.pow(F.sum(F.stack(parts)), 1.0 / norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
-            raise RuntimeError(
+            raise call_error(
+                NumericsError,
                 f"The total norm of order {norm_type} for gradients from `parameters` is "
                 "non-finite, so it cannot be clipped. To disable this error and scale the "
-                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"
+                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`",
+                "clip_grad_norm_",
             )
         coef = F.clip(F.div(max_norm, F.add(total, 1e-6)), None, 1.0)
         for g in grads:

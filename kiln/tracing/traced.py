@@ -19,7 +19,7 @@ from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import GraphError
+from ..errors import AutogradError, GraphError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
 from ..frontend.core import placeholder
@@ -332,8 +332,10 @@ class Traced:
         """The compiled gradient program (feeds, cotangents -> gradients), made on first use."""
         if self._grad_function is None and self.grad_outputs:
             if self.grad_error is not None:
-                raise RuntimeError(
-                    f"cannot differentiate the compiled call of {self.name}: {self.grad_error}"
+                raise call_error(
+                    AutogradError,
+                    f"cannot differentiate the compiled call of {self.name}: {self.grad_error}",
+                    "backward",
                 )
             self._grad_function = Function(self.feeds + self.cts, self.grads, device=self.device,
                                            memory_budget=self.memory_budget)  # fmt: skip
@@ -412,9 +414,11 @@ class Traced:
 
     def _backward(self, ct, saved) -> tuple:
         if state.grad:
-            raise RuntimeError(
+            raise call_error(
+                AutogradError,
                 f"create_graph=True (higher-order gradients) does not go through the compiled "
-                f"call of {self.name}: differentiate it eagerly, or use kn.grad in graph mode"
+                f"call of {self.name}: differentiate it eagerly, or use kn.grad in graph mode",
+                "backward",
             )
         program = self.grad_function
         ys = [self.outputs[k] for k in self.grad_outputs]

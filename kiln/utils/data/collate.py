@@ -8,6 +8,7 @@ import collections.abc as abc
 import numpy as np
 
 from ...eager import Tensor, tensor
+from ...errors import ShapeMismatchError, call_error
 from ...frontend import stack
 
 __all__ = ["default_collate", "default_convert"]
@@ -63,7 +64,9 @@ def default_collate(batch):
         return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
     if isinstance(elem, abc.Sequence):
         if any(len(b) != len(elem) for b in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
+            sizes = sorted({len(b) for b in batch})
+            raise call_error(ShapeMismatchError, "each element in list of batch should be of "
+                             f"equal size (sizes {sizes})", "default_collate")  # fmt: skip
         columns = [default_collate(list(s)) for s in zip(*batch)]
         return columns if isinstance(elem, tuple) else _same_type(elem, columns)
     raise TypeError(_FOUND.format(type(elem).__name__))

@@ -99,6 +99,8 @@ from .functional_loss import (
     multi_margin_loss,
     multilabel_soft_margin_loss,
     poisson_nll_loss,
+    reduce_loss,
+    reduction_of,
     soft_margin_loss,
     triplet_margin_loss,
 )
@@ -264,28 +266,8 @@ def _softplus(x):
 # -- reductions ---------------------------------------------------------------------------------
 
 
-def _reduction(size_average, reduce, reduction: str) -> str:
-    """PyTorch's mapping of the legacy `size_average`/`reduce` flags (when given)."""
-    if size_average is None and reduce is None:
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-        return reduction
-    warnings.warn(
-        "size_average and reduce args will be deprecated, please use reduction instead",
-        UserWarning,
-        stacklevel=3,
-    )
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return "none" if not reduce else "mean" if size_average else "sum"
-
-
-def _reduce(loss, reduction: str):
-    if reduction == "mean":
-        return F.mean(loss)
-    if reduction == "sum":
-        return F.sum(loss)
-    return loss
+# (one mapping of the legacy flags and one reduction, kiln/nn/functional_loss.py's)
+_reduction, _reduce = reduction_of, reduce_loss
 
 
 def _same_size(name: str, input, target) -> None:  # noqa: A002

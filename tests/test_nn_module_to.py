@@ -166,6 +166,7 @@ def test_load_state_dict_takes_tensors_arrays_and_torch_state():
     state = {k: v.numpy() for k, v in theirs.state_dict().items()}
     result = ours.load_state_dict(state)
     assert result.missing_keys == [] and result.unexpected_keys == []
+    assert repr(result) == repr(theirs.load_state_dict(theirs.state_dict()))  # all matched
     np.testing.assert_array_equal(ours[0].weight.numpy(), theirs[0].weight.detach().numpy())
     other, _ = pair()
     other.load_state_dict(ours.state_dict())  # kiln Tensors

@@ -105,10 +105,24 @@ def cast_values(module, dtype, only_floating: bool = True) -> None:
 
 class IncompatibleKeys(NamedTuple):
     """What `load_state_dict` returns, as PyTorch's: the keys it did not find in the state,
-    and the state's keys the module has no value for."""
+    and the state's keys the module has no value for.
+
+    >>> import kiln as kn
+    >>> m = kn.nn.Linear(2, 1)
+    >>> m.load_state_dict(m.state_dict())
+    <All keys matched successfully>
+    >>> m.load_state_dict({"weight": kn.zeros(1, 2)}, strict=False)
+    IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[])
+    """
 
     missing_keys: list
     unexpected_keys: list
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        missing, unexpected = self.missing_keys, self.unexpected_keys
+        return f"IncompatibleKeys(missing_keys={missing}, unexpected_keys={unexpected})"
 
 
 def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:

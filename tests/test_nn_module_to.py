@@ -173,6 +173,9 @@ def test_load_state_dict_takes_tensors_arrays_and_torch_state():
     np.testing.assert_array_equal(other[2][0].bias.numpy(), theirs[2][0].bias.detach().numpy())
     other.half().load_state_dict(ours.state_dict())  # cast to the module's dtype
     assert other[0].weight.dtype == np.float16
+    direct, _ = pair()
+    direct.load_state_dict(theirs.state_dict())  # torch's own Tensors
+    np.testing.assert_array_equal(direct[0].weight.numpy(), theirs[0].weight.detach().numpy())
 
 
 def test_save_and_load_a_state_dict_of_tensors(tmp_path):

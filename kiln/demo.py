@@ -195,7 +195,7 @@ def run(
         feed = {p.x: x_test, p.labels: y_test}
         evaluate = lambda: float(sess.run(p.accuracy, feed))  # noqa: E731
         losses, graph_s, graph_acc = train(graph_step, x_train, y_train, epochs, "graph mode",
-                                           lambda: first.update(graph=p.model.state_dict()),
+                                           lambda: first.update(graph=_snapshot(p.model)),
                                            progress, evaluate)  # fmt: skip
         accuracy = graph_acc[-1]
         echo(
@@ -221,7 +221,7 @@ def run(
         model = make_model()
         mode_losses, seconds, mode_acc = train(
             make_step(model), x_train, y_train, epochs, name,
-            lambda m=model, n=name: first.update({n: m.state_dict()}),
+            lambda m=model, n=name: first.update({n: _snapshot(m)}),
             progress, lambda m=model: eager_accuracy(m, x_test, y_test),
         )  # fmt: skip
         modes[name] = (mode_acc[-1], seconds)
@@ -253,6 +253,11 @@ def run(
         "curves": curves,
         "written": [checkpoint, *written],
     }
+
+
+def _snapshot(model) -> dict:
+    """Copies of the model's values (its state_dict shares memory with the parameters)."""
+    return {k: np.array(v.numpy(), copy=True) for k, v in model.state_dict().items()}
 
 
 def _max_difference(a: dict, b: dict) -> float:

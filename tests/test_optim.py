@@ -259,7 +259,7 @@ def test_train_op_with_model_parameters_updates_exactly_those():
     loss = kn.cross_entropy(model(x), labels)
     opt = kn.optim.SGD(model.fc2.parameters(), lr=0.5)
     train_op = opt.minimize(loss)
-    before = model.state_dict()
+    before = {k: v.clone() for k, v in model.state_dict().items()}  # shared memory otherwise
     data, target = blobs(30)
     with kn.Session() as sess:
         sess.run(train_op, {x: data, labels: target})

@@ -2,6 +2,8 @@
 of PyTorch's documented algorithms (torch.optim's docs, written out step by step), eagerly and
 in graph mode; state_dict's structure and a round trip that resumes exactly."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -206,7 +208,8 @@ def test_load_state_dict_resumes_bit_identically(make):
     model = _two_group_model()
     opt = make(_groups(model))
     train(model, opt, 3)
-    model_sd, opt_sd = model.state_dict(), opt.state_dict()
+    # deepcopy: a model's state_dict shares memory with its parameters, as PyTorch's
+    model_sd, opt_sd = copy.deepcopy(model.state_dict()), opt.state_dict()
     train(model, opt, 3)
     resumed = _two_group_model()
     resumed.load_state_dict(model_sd)
@@ -232,7 +235,7 @@ def test_graph_mode_state_dict_round_trip_resumes_exactly():
         with kn.Session() as sess:
             for _ in range(3):
                 sess.run(train_op, {xp: x, yp: y})
-            model_sd, opt_sd = model.state_dict(), opt.state_dict()
+            model_sd, opt_sd = copy.deepcopy(model.state_dict()), opt.state_dict()
             for _ in range(2):
                 sess.run(train_op, {xp: x, yp: y})
     assert opt_sd["state"][0]["step"].item() == 3.0
@@ -306,7 +309,7 @@ def test_compiled_training_resumes_exactly_from_state_dicts():
     for _ in range(3):
         step(x, y)
         sched.step()
-    saved = model.state_dict(), opt.state_dict(), sched.state_dict()
+    saved = copy.deepcopy(model.state_dict()), opt.state_dict(), sched.state_dict()
     assert saved[1]["state"][0]["step"].item() == 3.0
     for _ in range(3):
         step(x, y)

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import numpy as np
 
-from ..checkpoint import StateDictError
+from .. import dtypes as dt
 from ..eager import Tensor, no_grad, zeros_like
-from ..errors import GraphError, call_error
+from ..errors import GraphError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
-from ..runtime.backend import get_backend
+from .module_state import cast_values, load_state, parse_to
 from .parameter import Buffer, ModuleValue, Parameter
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
@@ -441,45 +442,82 @@ class Module:
             items += [(prefix + name, value) for name, value in own if value is not None]
         return items
 
-    def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter's and persistent buffer's current value, by dotted path."""
-        return {name: p.numpy() for name, p in self._state_items()}
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Every parameter and persistent buffer by dotted path (PyTorch's order, see
+        `_state_items`), as PyTorch's: detached Tensors sharing memory with them (a training
+        step changes them too: `copy.deepcopy` or `clone()` to keep a snapshot), the
+        Parameters and Buffers themselves with `keep_vars=True`. Keys start with `prefix`;
+        they are added to `destination` if given (returned), else to a new OrderedDict.
 
-    def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list, list]:
-        """Sets values from `state` (and every Variable made from them). Errors list every
-        missing or unexpected key and every shape mismatch; nothing changes on error.
-
-        Returns (missing_keys, unexpected_keys), which `strict=False` tolerates.
+        >>> import kiln as kn
+        >>> m = kn.nn.Linear(2, 1)
+        >>> state = m.state_dict()
+        >>> list(state), type(state["weight"]).__name__, state["weight"].requires_grad
+        (['weight', 'bias'], 'Tensor', False)
+        >>> list(m.state_dict(prefix="fc.", keep_vars=True).values())[0] is m.weight
+        True
         """
-        own = dict(self._state_items())
-        missing = [k for k in own if k not in state]
-        unexpected = [k for k in state if k not in own]
-        errors = [
-            f"size mismatch for {k}: copying a param with shape {np.shape(state[k])} from "
-            f"checkpoint, the shape in current model is {own[k].shape}"
-            for k in own
-            if k in state and np.shape(state[k]) != own[k].shape
-        ]
-        if strict and missing:
-            errors.insert(0, f"Missing key(s) in state_dict: {', '.join(missing)}")
-        if strict and unexpected:
-            errors.insert(0, f"Unexpected key(s) in state_dict: {', '.join(unexpected)}")
-        if errors:
-            raise call_error(
-                StateDictError,
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                + "\n\t".join(errors),
-                "load_state_dict",
-            )
-        for key, p in own.items():
-            if key in state:
-                p.assign(state[key])
-        return missing, unexpected
+        out = OrderedDict() if destination is None else destination
+        for name, value in self._state_items():
+            value = value.tensor()  # NOTE: syncs from the graph that used it last
+            out[prefix + name] = value if keep_vars else value.detach()
+        return out
 
-    def to(self, device) -> Module:
-        """Checks that `device` is usable and returns self: in graph mode a Variable's value
-        moves to the device of whatever Function or Session runs it."""
-        get_backend(device)
+    def load_state_dict(self, state_dict: dict, strict: bool = True):
+        """Copies values from `state_dict` (Tensors or arrays, cast to each value's dtype)
+        here and into every Variable made from them. Errors list every missing or unexpected
+        key and every shape mismatch; nothing changes on error. Returns (missing_keys,
+        unexpected_keys), which `strict=False` tolerates."""
+        return load_state(self, dict(self._state_items()), state_dict, strict)
+
+    def to(self, *args, **kwargs) -> Module:
+        """Casts the floating-point parameters and buffers (integer ones, as BatchNorm's
+        `num_batches_tracked`, keep theirs) and checks the device, as PyTorch's
+        `to(device=None, dtype=None, non_blocking=False)`, `to(dtype)`, `to(tensor)`; returns
+        self. The Parameters stay the same objects (build an optimizer after casting). NOTE:
+        kiln keeps module values in host memory: the Function, Session or `kn.compile`
+        program that runs them copies them to its device, so the device is only checked.
+
+        >>> import kiln as kn
+        >>> bn = kn.nn.BatchNorm1d(2).to("cpu", kn.float16)
+        >>> bn.weight.dtype, bn.num_batches_tracked.dtype
+        (dtype('float16'), dtype('int64'))
+        """
+        _, dtype, _ = parse_to(*args, **kwargs)
+        if dtype is not None:
+            if not (dt.is_float(dtype) or dtype.kind == "c"):
+                raise TypeError(
+                    "nn.Module.to only accepts floating point or complex dtypes, but got "
+                    f"desired dtype={dtype}"
+                )
+            cast_values(self, dtype)
+        return self
+
+    def cpu(self) -> Module:
+        """`to("cpu")`."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Module:
+        """`to("cuda")` (or `"cuda:N"` for `device=N`): checks the GPU is usable."""
+        return self.to("cuda" if device is None else device)
+
+    def half(self) -> Module:
+        """`to(kn.float16)`: floating-point parameters and buffers only."""
+        return self.to(dt.float16)
+
+    def float(self) -> Module:  # noqa: A003 (PyTorch's name)
+        return self.to(dt.float32)
+
+    def double(self) -> Module:
+        return self.to(dt.float64)
+
+    def bfloat16(self) -> Module:
+        return self.to(dt.bfloat16)
+
+    def type(self, dst_type) -> Module:
+        """Casts EVERY parameter and buffer to `dst_type` (integer ones too, as PyTorch's);
+        returns self."""
+        cast_values(self, dst_type, only_floating=False)
         return self
 
     def _value_named(self, name: str) -> ModuleValue:

@@ -14,7 +14,8 @@ import weakref
 import numpy as np
 
 from ..array_types import Size
-from ..eager.tensor import Tensor, version_of
+from ..eager.tensor import Tensor, make, version_of
+from ..errors import GraphError
 from ..graph.core import Variable
 
 __all__ = ["Buffer", "ModuleValue", "Parameter", "owner_of"]
@@ -134,6 +135,21 @@ class ModuleValue(Tensor):
         self._value[...] = array
         version_of(self).value += 1
 
+    def _cast(self, dtype) -> None:
+        """Converts the value (and `.grad`) to `dtype`, keeping this object (PyTorch's
+        `param.data = param.data.to(dtype)` in `Module.to`). Its Variables in graphs built
+        before keep their dtype: calling the module in those graphs again raises (see
+        `variable`), and `kn.compile` retraces on the new dtype."""
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return
+        array = self.tensor()._value.astype(dtype)
+        self.__dict__.update(_value=array, _last=None)
+        version_of(self).value += 1
+        grad = self._grad
+        if grad is not None and grad.dtype != dtype:
+            self._grad = make(grad.detach()._data.astype(dtype), grad._device)
+
     def variable_in(self, graph) -> Variable | None:
         """Its Variable in `graph`, or None if it has none there."""
         var = self._vars.get(id(graph))
@@ -142,6 +158,12 @@ class ModuleValue(Tensor):
     def variable(self, graph) -> Variable:
         """Its Variable in `graph`, made (from the current value) if needed."""
         var = self.variable_in(graph)
+        if var is not None and var.dtype != self.dtype:
+            raise GraphError(
+                f"{self.describe_name()} was cast (Module.to, half(), ...) after this graph "
+                f"made its {var.dtype} Variable '{var.name}' from it: build the graph again "
+                "after casting the module"
+            )
         made = var is None
         if made:
             trainable = self.requires_grad

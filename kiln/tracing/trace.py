@@ -122,6 +122,8 @@ class CompiledFunction:
         stale = None
         if traced is not None:
             stale = traced.captured.check(key[5])
+            if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
+                stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
             if stale is None and key[3]:
                 if traced.guard != tuple(p.tensor()._requires_grad for p in traced.params):
                     stale = ("a parameter's requires_grad changed", False)

@@ -234,6 +234,7 @@ class Traced:
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
+        self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
         leaf_grad = [s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_float(s.dtype)]
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip

@@ -1,0 +1,154 @@
+"""What `Module` does with its values as a whole: `load_state_dict`'s checks, and `Module.to`
+with the casts (`half`, `float`, `double`, `bfloat16`, `type`): PyTorch's argument forms, and
+its rule that a dtype cast changes only floating-point parameters and buffers."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..checkpoint import StateDictError
+from ..eager import Tensor
+from ..eager.devices import canonical_device
+from ..errors import DTypeError, call_error
+
+__all__ = ["IncompatibleKeys", "cast_values", "load_state", "parse_to"]
+
+_SIGNATURES = (
+    "to(device=None, dtype=None, non_blocking=False), to(dtype, non_blocking=False) or "
+    "to(tensor, non_blocking=False)"
+)
+
+
+def _as_dtype(value) -> np.dtype | None:
+    """`value` as a dtype, or None when it is not one (a device name, a device)."""
+    if value is None or isinstance(value, (bool, int, Tensor)):
+        return None
+    try:
+        return dt.as_dtype(value)
+    except DTypeError:
+        return None
+
+
+def _device(value) -> str:
+    """A device argument (a string, a `kn.device`, or an int for `cuda:N`), checked usable."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = f"cuda:{value}"
+    return canonical_device(value)
+
+
+def parse_to(*args, **kwargs) -> tuple[str | None, np.dtype | None, bool]:
+    """(device, dtype, non_blocking) of a `Module.to` call, as PyTorch's `_parse_to` reads them.
+
+    >>> import kiln as kn
+    >>> parse_to("cpu", kn.float16), parse_to(dtype="float32", non_blocking=True)
+    (('cpu', dtype('float16'), False), (None, dtype('float32'), True))
+    """
+    kwargs.pop("memory_format", None)  # NOTE: kiln's arrays have one layout
+    kwargs.pop("copy", None)
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking"}
+    if unknown or len(args) > 3:
+        extra = f"unexpected keyword argument {sorted(unknown)[0]!r}" if unknown else "too many"
+        raise TypeError(f"to() got {extra}; expected {_SIGNATURES}")
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    non_blocking = kwargs.get("non_blocking", False)
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        if device is not None or dtype is not None:
+            raise TypeError(f"to() received a tensor and device/dtype; expected {_SIGNATURES}")
+        first = rest.pop(0)
+        device, dtype = str(first.device), first.dtype
+    elif rest and _as_dtype(rest[0]) is not None:
+        if dtype is not None:
+            raise TypeError(f"to() got multiple values for argument 'dtype'; {_SIGNATURES}")
+        dtype = rest.pop(0)
+    elif rest:
+        if device is not None:
+            raise TypeError(f"to() got multiple values for argument 'device'; {_SIGNATURES}")
+        device = rest.pop(0)
+        if rest and not isinstance(rest[0], bool):
+            dtype = rest.pop(0)
+    if rest:
+        non_blocking = rest.pop(0)
+    if rest:
+        names = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(f"to() received an invalid combination of arguments - got ({names}); "
+                        f"expected {_SIGNATURES}")  # fmt: skip
+    if dtype is not None:
+        given, dtype = dtype, _as_dtype(dtype)
+        if dtype is None:
+            raise TypeError(f"to(): {given!r} is not a dtype; expected {_SIGNATURES}")
+    if not isinstance(non_blocking, bool):
+        raise TypeError(f"to(): non_blocking must be a bool, got {type(non_blocking).__name__}")
+    return (None if device is None else _device(device)), dtype, non_blocking
+
+
+def _floating(dtype: np.dtype) -> bool:
+    return dt.is_float(dtype) or dtype.kind == "c"
+
+
+def cast_values(module, dtype, only_floating: bool = True) -> None:
+    """Casts the parameters and buffers of `module` and its descendants to `dtype`, each in
+    place (the same Parameter objects, as PyTorch's `param.data = ...`); with `only_floating`
+    (PyTorch's `to(dtype)`, `half()`, ...), integer and bool values keep their dtype."""
+    dtype = dt.as_dtype(dtype)
+    seen: set[int] = set()
+    for m in module.modules():
+        for value in [*m._parameters.values(), *m._buffers.values()]:
+            if value is None or id(value) in seen:
+                continue
+            seen.add(id(value))
+            if not only_floating or _floating(value.dtype):
+                value._cast(dtype)
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict` returns, as PyTorch's: the keys it did not find in the state,
+    and the state's keys the module has no value for.
+
+    >>> import kiln as kn
+    >>> m = kn.nn.Linear(2, 1)
+    >>> m.load_state_dict(m.state_dict())
+    <All keys matched successfully>
+    >>> m.load_state_dict({"weight": kn.zeros(1, 2)}, strict=False)
+    IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[])
+    """
+
+    missing_keys: list
+    unexpected_keys: list
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        missing, unexpected = self.missing_keys, self.unexpected_keys
+        return f"IncompatibleKeys(missing_keys={missing}, unexpected_keys={unexpected})"
+
+
+def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:
+    """Sets `own` (key -> Parameter or Buffer) from `state` (Tensors or arrays), after checking
+    every key and shape; nothing changes on error."""
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    errors = [
+        f"size mismatch for {k}: copying a param with shape {tuple(np.shape(state[k]))} from "
+        f"checkpoint, the shape in current model is {tuple(own[k].shape)}"
+        for k in own
+        if k in state and tuple(np.shape(state[k])) != tuple(own[k].shape)
+    ]
+    if strict and missing:
+        errors.insert(0, f"Missing key(s) in state_dict: {', '.join(missing)}")
+    if strict and unexpected:
+        errors.insert(0, f"Unexpected key(s) in state_dict: {', '.join(unexpected)}")
+    if errors:
+        raise call_error(
+            StateDictError,
+            f"Error(s) in loading state_dict for {type(module).__name__}:\n\t"
+            + "\n\t".join(errors),
+            "load_state_dict",
+        )
+    for key, p in own.items():
+        if key in state:
+            p.assign(state[key])
+    return IncompatibleKeys(missing, unexpected)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import kiln as kn
+from kiln.graph.opdef import REGISTRY
 from kiln.ops import fused as fused_ops
 from kiln.ops.fused_codegen import LIBM, ULP_BOUND, _expr, loop_source
-from kiln.graph.opdef import REGISTRY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

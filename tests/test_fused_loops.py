@@ -215,3 +215,20 @@ def test_kernel_cache_falls_back_to_memory_where_it_cannot_write(tmp_path, monke
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "ok"))
     assert disk_cache.load_module("loop", "x = 2\n", {})["x"] == 2
     assert os.listdir(tmp_path / "ok" / "loop")[0].endswith(".py")
+
+
+def test_static_feeds_fast_path_still_checks_every_feed():
+    """Static feeds of the exact dtype and shape skip the checks; anything else still goes
+    through them (converted, made contiguous, or refused with the placeholder's name)."""
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2, 3), name="x")
+        f = kn.function([x], x * 2.0)
+    v = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(v), v * 2)  # 2.0 * v: exact, a hand computation
+    np.testing.assert_array_equal(f(np.asfortranarray(v)), v * 2)
+    np.testing.assert_array_equal(f(v.tolist()), v * 2)
+    with pytest.raises(kn.ShapeError, match="placeholder 'x'"):
+        f(np.zeros((3, 2), np.float32))
+    with pytest.raises(kn.DTypeError, match="placeholder 'x'"):
+        f(v.astype(np.float64))

@@ -232,3 +232,12 @@ def test_static_feeds_fast_path_still_checks_every_feed():
         f(np.zeros((3, 2), np.float32))
     with pytest.raises(kn.DTypeError, match="placeholder 'x'"):
         f(v.astype(np.float64))
+
+
+def test_check_numerics_names_the_op_inside_a_small_group():
+    """Checking numerics, small groups stay unfused: the error names `log`, not `fused`."""
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        f = kn.function([x], kn.log(x) * 2.0, check_numerics=True)
+    with pytest.raises(kn.NumericsError, match="op log"):
+        f(np.array([-1.0, 0.0, 1.0], np.float32))  # log(-1) = NaN, log(0) = -Inf

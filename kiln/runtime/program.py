@@ -52,7 +52,7 @@ class Program:
         with _gc_paused():
             graph = extract(list(fetches), list(feeds), dict(updates))
             if passes is None:
-                passes = [(n, _with_options(fn, backend.pass_options.get(n))) for n, fn in PIPELINE]
+                passes = [(n, _with_options(fn, self._options(n))) for n, fn in PIPELINE]
             self.graph = optimize(graph, passes)
         self.source_graph = graph.source
         self.feeds = self.graph.inputs
@@ -68,6 +68,14 @@ class Program:
         self.cache_size = None  # its bound; None: kiln.runtime.cache.CACHE_SIZE
         self._lock = threading.Lock()
         self.last = None  # the most recent Specialized, for f.source / f.plan
+
+    def _options(self, name) -> dict | None:
+        """The backend's options for pass `name`. Checking numerics, small groups are not
+        fused, so a NaN is reported at the op that made it."""
+        options = self.backend.pass_options.get(name)
+        if options and "small_bytes" in options and (self.check_numerics or checks_level() >= 2):
+            options = {k: v for k, v in options.items() if k != "small_bytes"}
+        return options
 
     # -- feeds -----------------------------------------------------------------------------
 

@@ -14,10 +14,12 @@ _NOT_FUSABLE = frozenset({"random", "source", "update", "fused"})
 
 def fusable(node) -> bool:
     """An elementwise node that a group may hold (not random, not a source, not fused, and
-    nothing in bfloat16, which the fused kernels' scalar code has no type for)."""
+    nothing in bfloat16, which the fused kernels' scalar code has no type for; nor an op that
+    may fail, which the planner orders before in-place updates and a fused node would hide)."""
     return (
         "elementwise" in node.op.tags
         and not node.op.tags & _NOT_FUSABLE
+        and not node.op.may_fail
         and node.out.dtype != dt.bfloat16
         and all(i.dtype != dt.bfloat16 for i in node.inputs)
     )

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 import kiln as kn  # noqa: E402
 from kiln.ops import fused as fused_ops  # noqa: E402
+from kiln.passes import PIPELINE  # noqa: E402
 from kiln.passes.fuse import fuse_elementwise  # noqa: E402
 from kiln.passes.program import extract  # noqa: E402
 
@@ -76,11 +77,13 @@ def transient_bytes(fn) -> tuple[int, int]:
 
 
 def compiled(fetch, feeds, fuse: bool):
-    """kn.function of the program graph of `fetch`, with or without the fusion pass."""
-    graph = extract([fetch], feeds, {})
+    """kn.function of `fetch` with the default passes (fused: every group, as the default
+    pipeline does for small or large results), or without the fusion pass."""
     if fuse:
-        graph = fuse_elementwise(graph)
-    return kn.function(graph.inputs, graph.outputs[0])
+        graph = fuse_elementwise(extract([fetch], feeds, {}))
+        return kn.function(graph.inputs, graph.outputs[0])
+    passes = [(name, fn) for name, fn in PIPELINE if name != "fuse_elementwise"]
+    return kn.function(feeds, fetch, passes=passes)
 
 
 # (b): one step of the chain, written once for kiln and once for NumPy (same ops, same order).

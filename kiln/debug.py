@@ -1,5 +1,6 @@
-"""The two environment flags, read when used (see docs/debugging.md for their levels):
-`KILN_DEBUG` (what kiln tells you, on stderr) and `KILN_CHECKS` (what kiln verifies)."""
+"""The environment flags, read when used (see docs/debugging.md for their levels):
+`KILN_DEBUG` (what kiln tells you, on stderr), `KILN_CHECKS` (what kiln verifies) and
+`KILN_EXACT` (compiled kernels give NumPy's bits: no libm calls in compiled fused loops)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ def debug_level() -> int:
 
 def checks_level() -> int:
     return _level("KILN_CHECKS")
+
+
+def exact_mode() -> bool:
+    """Whether KILN_EXACT is on: fused loops then compile only ops that give NumPy's bits, and
+    every other program runs NumPy's kernels (read when a program is planned)."""
+    return _level("KILN_EXACT") > 0
 
 
 def log(level: int, message: str) -> None:

@@ -56,7 +56,7 @@ def report() -> tuple[list[tuple[str, str]], list[str]]:
     ]
     warnings: list[str] = []
     rows += _blas_runtime_rows(warnings)
-    for name in (*_THREAD_VARS, "KILN_DEBUG", "KILN_CHECKS"):
+    for name in (*_THREAD_VARS, "KILN_DEBUG", "KILN_CHECKS", "KILN_EXACT", "KILN_CACHE_DIR"):
         rows.append((name, os.environ.get(name, "not set")))
     rows.append(("devices", probe(lambda: ", ".join(kiln.devices()))))
     rows += _cuda_rows()

@@ -76,7 +76,8 @@ def test_takes_what_dump_takes():
         f = kn.function([x], y)
     for obj in (y, [y], f, kn.trace(lambda t: kn.exp(t) + 1.0, np.zeros(3, np.float32))):
         view = kn.to_networkx(obj)
-        assert {d["op"] for _, d in view.nodes(data=True)} >= {"placeholder", "exp"}, obj
+        ops = {d["op"] for _, d in view.nodes(data=True)}
+        assert "placeholder" in ops and ops & {"exp", "fused"}, obj  # compiled: a small group
     with pytest.raises(TypeError, match="dump"):
         kn.to_networkx(42)
 

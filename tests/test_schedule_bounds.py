@@ -5,6 +5,7 @@ chosen order reports, and each order's program computes the same values."""
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,12 @@ import kiln as kn
 import kiln.runtime.codegen as codegen
 
 UNARY = {"tanh": kn.tanh, "exp": lambda a: kn.exp(a * 0.1), "square": lambda a: a * a}
+
+
+@pytest.fixture(autouse=True)
+def exact_kernels(monkeypatch):
+    """Orders are compared bit for bit: compiled fused loops give NumPy's bits (KILN_EXACT)."""
+    monkeypatch.setenv("KILN_EXACT", "1")
 
 
 @st.composite

@@ -45,6 +45,11 @@ class OpDef:
     `jvp(tangents, out, *inputs, **attrs)` gives the output's tangent (forward mode) from the
     inputs' tangents (None for zero ones); None: forward mode transposes the vjp instead
     (kiln/passes/forward.py), so only an op without a vjp needs one.
+
+    `prepare(backend, in_shapes, in_dtypes, out_shape, **attrs)` gives a kernel specialized to
+    one signature, called as `kernel(xp, *arrays, out=None)` (attrs bound), or None for
+    `impl`: a planned program calls it on every run, so the work that depends only on the
+    signature is done once (the fused op's compiled loops).
     """
 
     name: str
@@ -59,6 +64,7 @@ class OpDef:
     lowering: object = None
     batch: Callable | None = None
     jvp: Callable | None = None
+    prepare: Callable | None = None
 
     def __repr__(self):
         return f"OpDef({self.name})"

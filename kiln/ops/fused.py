@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..debug import exact_mode
 from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import defop
@@ -40,13 +41,17 @@ TRANSCENDENTAL_NS, CHEAP_NS = 12.0, 0.5
 class Signature:
     """What running a program needs for one tuple of input dtypes."""
 
-    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "plans")
+    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "fast", "plans")
 
     def __init__(self, dtypes):
         self.dtypes = dtypes  # every input's and equation's
         self.dtype = dtypes[-1]
         self.itemsize = max(d.itemsize for d in dtypes)
-        self.loop = False  # the numba loop: False until built, None where there is none
+        # The numba loops: False until built, None where there is none. `loop` gives NumPy's
+        # bits (KILN_EXACT=1); `fast` may call libm functions within 2 ulp of NumPy's (the
+        # default; the same loop where the program has none).
+        self.loop = False
+        self.fast = False
         self.plans: dict = {}  # shapes -> BlockPlan
 
 
@@ -81,6 +86,8 @@ class Program:
         # One-ufunc equations without attrs: the ufunc is called bare (`Lowering.ufunc`).
         self.ufuncs = [_ufunc(op) if not attrs else None for op, attrs in zip(self.ops, self.attrs)]
         self.plain = [u is not None for u in self.ufuncs]
+        # Only exact ops: the exact loop and the fast one are the same (`Signature.loop`).
+        self.all_exact = all(op.lowering is not None and op.lowering.exact for op in self.ops)
         self.calls = 0
         self._signatures: dict = {}
         self._code: dict = {}
@@ -201,23 +208,78 @@ def _fused(xp, *inputs, out=None, program, outputs):
     if xp is not np:  # CuPy: one generated kernel (kiln/ops/fused_cuda.py)
         return run_fused(prog, xp, inputs, out)
     sig = prog.signature(tuple([a.dtype for a in inputs]))
+    return _run_cpu(prog, sig, inputs, out, exact_mode())
+
+
+def _run_cpu(prog, sig, inputs, out, exact):
     if out is None:
         out = np.empty(_broadcast_shape(inputs), sig.dtype)
     nbytes = out.size * sig.itemsize
     if nbytes > UNBLOCKED_BYTES:
         return _run_blocked(prog, inputs, out, sig, BLOCK_BYTES)
-    if out.size <= prog.numba_limit and sig.loop is not None:
-        loop = sig.loop or _numba_loop(prog, sig, inputs, out)
+    built = sig.loop if exact or prog.all_exact else sig.fast
+    if out.size <= prog.numba_limit and built is not None:
+        loop = built or _numba_loop(prog, sig, inputs, out, exact)
         try:
             if loop and loop(out, *inputs):
                 return out
         except TypeError:  # array types it was not compiled for: new ones, or non-contiguous
-            loop = _numba_loop(prog, sig, inputs, out)
+            loop = _numba_loop(prog, sig, inputs, out, exact)
             if loop and loop(out, *inputs):
                 return out
     if nbytes <= SMALL_BYTES:  # a few KiB: allocating is cheaper than managing scratch
         return prog.code(np)[0](out, *inputs)
     return _run_blocked(prog, inputs, out, sig, max(nbytes, 1))
+
+
+def _prepare(backend, in_shapes, in_dtypes, out_shape, *, program, outputs):
+    """The CPU kernel of one fused node for one signature (`OpDef.prepare`): where the
+    output is small enough for a numba loop and inputs are of its size or of one element,
+    a call runs the loop directly once it is built (on the NUMBA_AFTER_CALLS-th call),
+    with nothing checked per call but the array types numba checks; otherwise the general
+    path with the program and the mode (KILN_EXACT) looked up once."""
+    if backend.xp is not np:
+        return None
+    prog = compiled(program, outputs)
+    sig = prog.signature(tuple(in_dtypes))
+    exact = exact_mode()
+    shape, dtype, size = tuple(out_shape), sig.dtype, math.prod(out_shape)
+    loopable = (
+        _HAVE_NUMBA and size <= prog.numba_limit and size * sig.itemsize <= UNBLOCKED_BYTES
+        and all(math.prod(s) in (1, size) for s in in_shapes)
+    )  # fmt: skip
+    if not loopable:
+
+        def kernel(xp, *inputs, out=None):
+            return _run_cpu(prog, sig, inputs, out, exact)
+
+        return kernel
+    box = [None]
+
+    def kernel(xp, *inputs, out=None):
+        loop = box[0]
+        if loop is not None:
+            if out is None:
+                out = np.empty(shape, dtype)
+            try:
+                loop(out, *inputs)  # shapes checked above: it returns True
+                return out
+            except TypeError:  # array types it was not compiled for (a strided view...)
+                pass
+        result = _run_cpu(prog, sig, inputs, out, exact)
+        box[0] = (sig.loop if exact or prog.all_exact else sig.fast) or None
+        return result
+
+    return kernel
+
+
+def _has_numba() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
+_HAVE_NUMBA = _has_numba()
 
 
 def _broadcast_shape(inputs) -> tuple:
@@ -367,31 +429,39 @@ def _allocate(prog, shapes, dtypes) -> tuple[list, list]:
 # -- numba loops for small outputs ---------------------------------------------------------
 
 
-def _numba_loop(prog, sig, inputs, out):
-    """The signature's loop for these arrays, or None. It is built on the program's
-    NUMBA_AFTER_CALLS-th call, and compiled again for a new pattern of array types (ndim,
-    read-only flags: at most 4 a signature), for arrays it can take: C-contiguous, inputs
-    of out's size or of one element."""
+def _numba_loop(prog, sig, inputs, out, exact=True):
+    """The signature's loop (`exact`: `sig.loop`, else `sig.fast`) for these arrays, or None.
+    It is built on the program's NUMBA_AFTER_CALLS-th call, and compiled again for a new
+    pattern of array types (ndim, read-only flags: at most 4 a signature), for arrays it can
+    take: C-contiguous, inputs of out's size or of one element."""
     if not out.flags.c_contiguous:
         return None
     for a in inputs:
         if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size not in (1, out.size):
             return None
-    if sig.loop is False:
+    attr = "loop" if exact or prog.all_exact else "fast"
+    if getattr(sig, attr) is False:
         prog.calls += 1
         if prog.calls < NUMBA_AFTER_CALLS:
             return None
     with _LOCK:
-        if sig.loop is False:
-            sig.loop = numba_loop(prog, sig.dtypes, (out, *inputs))
-        elif sig.loop is not None and len(sig.loop.signatures) < 4:
-            if not specialize(sig.loop, (out, *inputs)):
-                sig.loop = None  # never try again
+        loop = getattr(sig, attr)
+        if loop is False:
+            setattr(sig, attr, numba_loop(prog, sig.dtypes, (out, *inputs), exact))
+        elif loop is not None and len(loop.signatures) < 4:
+            if not specialize(loop, (out, *inputs)):
+                setattr(sig, attr, None)  # never try again
         else:
             return None
-    return sig.loop
+    return getattr(sig, attr)
 
 
 fused = defop(
-    "fused", _shape_rule, _dtype_rule, _fused, vjp=None, tags={"elementwise", "fused", "nondiff"}
+    "fused",
+    _shape_rule,
+    _dtype_rule,
+    _fused,
+    vjp=None,
+    tags={"elementwise", "fused", "nondiff"},
+    prepare=_prepare,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..debug import log
 from .lowering import NB_TYPES
 
 
@@ -43,45 +44,116 @@ def python_code(prog, fns, into):
 
 # -- numba -------------------------------------------------------------------------------------
 
+_F32, _F64 = np.dtype("float32"), np.dtype("float64")
+# The libm functions a compiled loop may call where it need not give NumPy's bits, by ufunc
+# and loop dtype, with the dtype it computes in: numba's libm and NumPy's SIMD loops differ
+# by at most 2 ulp on these, measured over 2**20 inputs each across the function's domain
+# (tests/test_fused_ulp.py measures them again). Some float32 functions are closer to
+# NumPy's through float64 (rounded once to float32). Left out, measured 3 ulp apart: float32
+# tan, arcsin, exp2, log, log10, arctan2 and float64 tanh; their programs stay on NumPy.
+LIBM = {
+    **{
+        (name, _F32): _F32
+        for name in ("sin", "cos", "arccos", "arctan", "cosh", "exp", "log2", "log1p", "power")
+    },  # fmt: skip
+    **{
+        (name, _F32): _F64 for name in ("sinh", "tanh", "arcsinh", "arccosh", "arctanh", "expm1")
+    },  # fmt: skip
+    **{
+        (name, _F64): _F64
+        for name in (
+            "sin",
+            "cos",
+            "tan",
+            "arcsin",
+            "arccos",
+            "arctan",
+            "sinh",
+            "cosh",
+            "arcsinh",
+            "arccosh",
+            "arctanh",
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "arctan2",
+            "power",
+        )
+    },  # fmt: skip
+}
+ULP_BOUND = 2  # what LIBM's entries are measured (and tested) to stay within
 
-def numba_loop(prog, dtypes, arrays):
+_LOOPS: dict = {}  # (source text, exact) -> numba dispatcher: equal programs share one
+
+
+def numba_loop(prog, dtypes, arrays, exact=True):
     """A numba function `loop(out, *inputs) -> bool` compiled for the types of `arrays` only
     (other types raise TypeError, as a non-contiguous array's does); it returns False, doing
     nothing, where an input is partly broadcast (only one-element inputs broadcast). None
-    without numba or where the program has an op or dtype that is not lowered."""
+    without numba or where the program has an op or dtype that is not lowered. With `exact`
+    False, libm functions (`LIBM`) are lowered too: within `ULP_BOUND` of NumPy's.
+
+    The loop's text is written to kiln's cache directory (kiln/disk_cache.py) and
+    compiled by numba with `cache=True`: another process loads the machine code from there
+    instead of compiling again."""
     try:
         import numba
     except ImportError:
         return None
-    text = loop_source(prog, dtypes)
+    text = loop_source(prog, dtypes, exact)
     if text is None:
         return None
-    namespace = {"np": np}
-    exec(compile(text, "<kiln fused loop>", "exec"), namespace)
-    loop = numba.njit(error_model="numpy", nogil=True)(namespace["kernel"])
-    try:
-        loop.compile(tuple(numba.typeof(a) for a in arrays))
-    except Exception:  # a typing gap in numba: NumPy runs this program instead
+    loop = _LOOPS.get(text)
+    if loop is None:
+        loop = _jit(numba, text)
+        if len(_LOOPS) > 1024:  # bounded: each holds machine code
+            _LOOPS.clear()
+        _LOOPS[text] = loop
+    if not specialize(loop, arrays):
         return None
-    loop.disable_compile()
     return loop
 
 
+def _jit(numba, text):
+    """The numba dispatcher of a loop's text: from a module in the disk cache (numba then
+    caches its machine code beside it), or from the text in memory where there is none."""
+    from ..disk_cache import load_module
+
+    module = load_module("loop", text, {"np": np})
+    if module is not None:
+        fn, cache = module["kernel"], True
+    else:
+        namespace = {"np": np}
+        exec(compile(text, "<kiln fused loop>", "exec"), namespace)
+        fn, cache = namespace["kernel"], False
+    return numba.njit(error_model="numpy", nogil=True, cache=cache)(fn)
+
+
 def specialize(loop, arrays) -> bool:
-    """Compiles `loop` for the types of `arrays` too; False where numba refuses them."""
+    """Compiles `loop` for the types of `arrays` too (nothing when it has them); False where
+    numba refuses them."""
     import numba
 
+    types = tuple(numba.typeof(a) for a in arrays)
+    if types in loop.overloads:
+        return True
     loop.disable_compile(False)
     try:
-        loop.compile(tuple(numba.typeof(a) for a in arrays))
+        loop.compile(types)
         return True
-    except Exception:  # a typing gap in numba: NumPy runs these arrays instead
+    except Exception as e:  # a typing gap in numba: NumPy runs these arrays instead
+        log(1, f"fused loop: numba refused {types}: {type(e).__name__}: {e}")
         return False
     finally:
-        loop.disable_compile()
+        if loop.signatures:
+            loop.disable_compile()
 
 
-def loop_source(prog, dtypes):
+def loop_source(prog, dtypes, exact=True):
     """The source text of the loop for these input and equation dtypes, or None."""
     if any(d not in NB_TYPES for d in dtypes):
         return None
@@ -90,7 +162,8 @@ def loop_source(prog, dtypes):
     body = []
     for j, (op, slots, attrs) in enumerate(zip(prog.ops, prog.slots, prog.attrs)):
         args = [names[s] for s in slots]
-        expr = _expr(op.lowering, args, [dtypes[s] for s in slots], dtypes[n_in + j], attrs)
+        arg_dtypes = [dtypes[s] for s in slots]
+        expr = _expr(op.lowering, args, arg_dtypes, dtypes[n_in + j], attrs, exact)
         if expr is None:
             return None
         body.append(f"        e{j} = {expr}")
@@ -105,15 +178,16 @@ def loop_source(prog, dtypes):
     return "\n".join(lines) + "\n"
 
 
-def _expr(lowering, args, arg_dtypes, dtype, attrs):
+def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True):
     """One equation as a scalar expression that rounds as NumPy's kernel does (arguments cast
-    to the ufunc loop's dtypes, the result to its dtype), or None: only exact ops are lowered
-    (`Lowering.exact`), so a program with a transcendental runs on NumPy and a compiled
-    function gives the same bits on every call, and the same as eager mode."""
-    if lowering is None or not lowering.exact:
+    to the ufunc loop's dtypes, the result to its dtype), or None. Exact ops are always
+    lowered (`Lowering.exact`); with `exact` False, the libm functions of `LIBM` too, which
+    differ from NumPy's by at most `ULP_BOUND` ulp; any other op keeps its program on NumPy."""
+    if lowering is None:
         return None
     if lowering.ufunc is None:
-        return lowering.numba(args, arg_dtypes, dtype, attrs) if lowering.numba else None
+        ok = lowering.exact and lowering.numba
+        return lowering.numba(args, arg_dtypes, dtype, attrs) if ok else None
     ufunc = getattr(np, lowering.ufunc)
     try:
         loop = ufunc.resolve_dtypes((*arg_dtypes, None))
@@ -121,5 +195,11 @@ def _expr(lowering, args, arg_dtypes, dtype, attrs):
         return None
     if any(d not in NB_TYPES for d in loop):
         return None
-    cast = ", ".join(f"{NB_TYPES[d]}({a})" for d, a in zip(loop, args))
+    if lowering.exact:
+        cast = ", ".join(f"{NB_TYPES[d]}({a})" for d, a in zip(loop, args))
+    else:
+        compute = None if exact or len(set(loop)) != 1 else LIBM.get((ufunc.__name__, loop[0]))
+        if compute is None:
+            return None
+        cast = ", ".join(f"{NB_TYPES[compute]}({NB_TYPES[d]}({a}))" for d, a in zip(loop, args))
     return f"{NB_TYPES[dtype]}(np.{ufunc.__name__}({cast}))"

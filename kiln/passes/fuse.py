@@ -14,16 +14,20 @@ _NOT_FUSABLE = frozenset({"random", "source", "update", "fused"})
 
 def fusable(node) -> bool:
     """An elementwise node that a group may hold (not random, not a source, not fused, and
-    nothing in bfloat16, which the fused kernels' scalar code has no type for)."""
+    nothing in bfloat16, which the fused kernels' scalar code has no type for; nor an op that
+    may fail, which the planner orders before in-place updates and a fused node would hide)."""
     return (
         "elementwise" in node.op.tags
         and not node.op.tags & _NOT_FUSABLE
+        and not node.op.may_fail
         and node.out.dtype != dt.bfloat16
         and all(i.dtype != dt.bfloat16 for i in node.inputs)
     )
 
 
-def fuse_elementwise(graph: Graph, min_bytes: int = 0, min_ops: int = 2) -> Graph:
+def fuse_elementwise(
+    graph: Graph, min_bytes: int = 0, min_ops: int = 2, small_bytes: int = 0
+) -> Graph:
     """A copy of the program graph `graph` where each group of two or more fusable nodes is one
     `fused` node, at the place of the group's last node and with its site.
 
@@ -31,7 +35,9 @@ def fuse_elementwise(graph: Graph, min_bytes: int = 0, min_ops: int = 2) -> Grap
     of the group is used only inside it (a fetched or updated value, or one used outside, ends
     a group) and has a shape that broadcasts to the result's. With `min_bytes`, only groups
     whose result has a static shape of at least that many bytes are fused (where fusing pays
-    on the device), and only groups of at least `min_ops` nodes.
+    on the device), and only groups of at least `min_ops` nodes; groups whose result has a
+    static shape of at most `small_bytes` bytes are fused whatever their size and count (where
+    one compiled loop replaces a kernel call per op).
 
     >>> import kiln as kn
     >>> from kiln.passes.program import extract
@@ -43,7 +49,9 @@ def fuse_elementwise(graph: Graph, min_bytes: int = 0, min_ops: int = 2) -> Grap
     """
     groups = find_groups(graph)
     big = lambda sym: not min_bytes or _static_bytes(sym) >= min_bytes  # noqa: E731
-    groups = {k: m for k, m in groups.items() if len(m) >= min_ops and big(m[-1].out)}
+    small = lambda sym: _is_static(sym) and _static_bytes(sym) <= small_bytes  # noqa: E731
+    groups = {k: m for k, m in groups.items()
+              if (len(m) >= min_ops and big(m[-1].out)) or small(m[-1].out)}  # fmt: skip
     member = {id(m) for members in groups.values() for m in members}
     names = {n.name for n in graph.nodes}
     copy = Graph()
@@ -65,8 +73,12 @@ def fuse_elementwise(graph: Graph, min_bytes: int = 0, min_ops: int = 2) -> Grap
     return copy
 
 
+def _is_static(sym) -> bool:
+    return all(isinstance(d, int) for d in sym.shape)
+
+
 def _static_bytes(sym) -> int:
-    if not all(isinstance(d, int) for d in sym.shape):
+    if not _is_static(sym):
         return 0  # a symbolic size: not known to be large
     return math.prod(sym.shape) * sym.dtype.itemsize
 

@@ -395,9 +395,15 @@ class Specialized:
 
     def _call(self, n, t, v, names, ns, var_index, rand) -> str:
         args = [names[id(i)] for i in n.inputs]
-        ns[f"k{t}"] = n.op.impl
+        kernel = None
+        if n.op.prepare is not None:  # a kernel for this signature, its attrs bound
+            kernel = n.op.prepare(
+                self.backend, [self.shapes[id(i)] for i in n.inputs], [i.dtype for i in n.inputs],
+                self.shapes[id(n.out)], **self.attrs[id(n)],
+            )  # fmt: skip
+        ns[f"k{t}"] = kernel or n.op.impl
         kwargs = []
-        for key, value in self.attrs[id(n)].items():
+        for key, value in self.attrs[id(n)].items() if kernel is None else ():
             ns[f"a{t}_{key}"] = value
             kwargs.append(f"{key}=a{t}_{key}")
         if "random" in n.op.tags:

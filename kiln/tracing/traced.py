@@ -200,9 +200,8 @@ class Traced:
     >>> tf = kn.trace(lambda x: kn.relu(x) * 2.0, np.zeros(3, np.float32))
     >>> print(tf.dump("text"), end="")  # doctest: +ELLIPSIS
     { lambda x:f32[3] .
-        t0:f32[3] = relu x  # ...
-        t1:f32[3] = mul t0 2.0:f32[]  # ...
-      in (t1) }
+        t0:f32[3] = fused[...] x 2.0:f32[]  # ...
+      in (t0) }
     >>> tf(np.array([-1.0, 0.5, 2.0], np.float32))
     array([0., 1., 4.], dtype=float32)
     """

@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes as dt
 from . import onnx_rules_cast as cast_rules
 from . import onnx_rules_control as control_rules
+from . import onnx_rules_fused as fused_rules
 from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
 from . import onnx_rules_scatter as scatter_rules
@@ -585,6 +586,8 @@ RULES = {
     "max_pool2d_gather": grad_rules.max_pool2d_gather,
     # several results: sort, topk, max_dim, min_dim, split, and get of their elements
     **multi_rules.RULES,
+    # groups and barriers: fused, after
+    **fused_rules.RULES,
     # regions; their `get` (which refuses a producer written as one value) wins
     **control_rules.RULES,
 }

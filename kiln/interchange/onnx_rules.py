@@ -20,6 +20,7 @@ from .. import dtypes as dt
 from . import onnx_rules_cast as cast_rules
 from . import onnx_rules_control as control_rules
 from . import onnx_rules_fused as fused_rules
+from . import onnx_rules_index as index_rules
 from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
 from . import onnx_rules_scatter as scatter_rules
@@ -575,6 +576,7 @@ RULES = {
     "scatter_along_axis": scatter_rules.scatter_along_axis,
     "index_scatter": scatter_rules.index_scatter,
     "argsort": scatter_rules.argsort,
+    **index_rules.RULES,
     # nn
     "conv2d": _conv2d,
     "max_pool2d": pool("MaxPool"),

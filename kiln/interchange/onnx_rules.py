@@ -23,6 +23,7 @@ from . import onnx_rules_fused as fused_rules
 from . import onnx_rules_index as index_rules
 from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
+from . import onnx_rules_scan as scan_rules
 from . import onnx_rules_scatter as scatter_rules
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -560,6 +561,7 @@ RULES = {
     "matmul": binary("MatMul", narrow_ints=False),
     "addmm": _addmm,
     "cumsum": _cumsum,
+    **scan_rules.RULES,
     # movement
     "reshape": _reshape,
     "transpose": _transpose,

@@ -386,7 +386,7 @@ def _scatter_nd(imp, xs, attrs):
     axis 0 of the flattened index positions."""
     x, idx, updates = (imp.symbol(v) for v in xs)
     k = idx.shape[-1]
-    if not isinstance(k, int) or not all(isinstance(d, int) for d in x.shape[:k]):
+    if not isinstance(k, int) or k != 1 and not all(isinstance(d, int) for d in x.shape[:k]):
         raise imp.error("with symbolic index tuples or indexed sizes has no kiln form")
     shape, rest, n = x.shape, tuple(x.shape[k:]), sh.dim_product(idx.shape[:-1])
     if k != 1:  # k-d tuples address the first k axes flattened into one: a row-major index

@@ -19,8 +19,11 @@ import numpy as np
 from .. import dtypes as dt
 from . import onnx_rules_cast as cast_rules
 from . import onnx_rules_control as control_rules
+from . import onnx_rules_fused as fused_rules
+from . import onnx_rules_index as index_rules
 from . import onnx_rules_multi as multi_rules
 from . import onnx_rules_nn_grad as grad_rules
+from . import onnx_rules_scan as scan_rules
 from . import onnx_rules_scatter as scatter_rules
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -558,6 +561,7 @@ RULES = {
     "matmul": binary("MatMul", narrow_ints=False),
     "addmm": _addmm,
     "cumsum": _cumsum,
+    **scan_rules.RULES,
     # movement
     "reshape": _reshape,
     "transpose": _transpose,
@@ -574,6 +578,7 @@ RULES = {
     "scatter_along_axis": scatter_rules.scatter_along_axis,
     "index_scatter": scatter_rules.index_scatter,
     "argsort": scatter_rules.argsort,
+    **index_rules.RULES,
     # nn
     "conv2d": _conv2d,
     "max_pool2d": pool("MaxPool"),
@@ -585,6 +590,8 @@ RULES = {
     "max_pool2d_gather": grad_rules.max_pool2d_gather,
     # several results: sort, topk, max_dim, min_dim, split, and get of their elements
     **multi_rules.RULES,
+    # groups and barriers: fused, after
+    **fused_rules.RULES,
     # regions; their `get` (which refuses a producer written as one value) wins
     **control_rules.RULES,
 }

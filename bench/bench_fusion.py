@@ -23,6 +23,7 @@ import tracemalloc  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kiln as kn  # noqa: E402
+from kiln.debug import exact_mode  # noqa: E402
 from kiln.ops import fused as fused_ops  # noqa: E402
 from kiln.passes import PIPELINE  # noqa: E402
 from kiln.passes.fuse import fuse_elementwise  # noqa: E402
@@ -143,7 +144,8 @@ def main() -> None:
     print(
         f"kiln {kn.__version__}, NumPy {np.__version__}, Python {platform.python_version()}, "
         f"numba {numba.__version__ if numba else 'not installed'}; single-threaded; "
-        f"best of {repeats} repeats; block {fused_ops.BLOCK_BYTES // 1024} KiB"
+        f"best of {repeats} repeats; block {fused_ops.BLOCK_BYTES // 1024} KiB; "
+        f"{'exact (NumPy bits)' if exact_mode() else 'KILN_EXACT=0 (libm in loops)'}"
     )
     print(f"{'case':<34} {'NumPy µs':>10} {'unfused µs':>11} {'fused µs':>10} {'fused/NumPy':>12}")
     for n_ops in (1, 10, 100):

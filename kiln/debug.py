@@ -1,6 +1,7 @@
 """The environment flags, read when used (see docs/debugging.md for their levels):
 `KILN_DEBUG` (what kiln tells you, on stderr), `KILN_CHECKS` (what kiln verifies) and
-`KILN_EXACT` (compiled kernels give NumPy's bits: no libm calls in compiled fused loops)."""
+`KILN_EXACT` (on unless set to 0: compiled kernels give NumPy's bits; `KILN_EXACT=0` lets
+compiled fused loops call libm, within 2 ulp of NumPy)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,13 @@ def checks_level() -> int:
 
 
 def exact_mode() -> bool:
-    """Whether KILN_EXACT is on: fused loops then compile only ops that give NumPy's bits, and
-    every other program runs NumPy's kernels (read when a program is planned)."""
-    return _level("KILN_EXACT") > 0
+    """Whether KILN_EXACT is on (the default; `KILN_EXACT=0` turns it off): fused loops then
+    compile only ops that give NumPy's bits, and every other program runs NumPy's kernels
+    (read when a program is planned). Exact by default, so that two programs grouping the same
+    ops differently (a recomputation under a memory budget, an ONNX round trip) give the same
+    bits."""
+    value = os.environ.get("KILN_EXACT", "1").strip() or "1"
+    return value != "0"
 
 
 def log(level: int, message: str) -> None:

@@ -2,12 +2,7 @@
 recomputes each step's residuals from the step's starting carry instead of reading them
 stacked by the forward scan. Gradients equal the stored-residual program's bit for bit
 (the same ops on the same values), the memory held (arena and stacked loop values, and
-tracemalloc's peak of a run) drops, and the values match a Python loop's.
-
-Bit for bit needs KILN_EXACT=1: with numba installed, the default lets compiled fused loops
-call libm (within 2 ulp of NumPy, docs/debugging.md), and recomputing a step inside the
-backward body groups its ops differently from the forward body, so tanh, exp and sigmoid may
-come from the other library. Without numba the default is NumPy's kernels throughout."""
+tracemalloc's peak of a run) drops, and the values match a Python loop's."""
 
 from __future__ import annotations
 
@@ -26,11 +21,6 @@ H0, XS, W = (
     RNG.standard_normal((T, H)) * 0.5,
     RNG.standard_normal((H, H)) / 6,
 )
-
-
-@pytest.fixture(autouse=True)
-def _exact(monkeypatch):
-    monkeypatch.setenv("KILN_EXACT", "1")
 
 
 def _step(c, v, m):

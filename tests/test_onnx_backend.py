@@ -22,14 +22,17 @@ onnx = pytest.importorskip("onnx")
 import kiln as kn  # noqa: E402
 from kiln.interchange import SUPPORTED, import_onnx  # noqa: E402
 
-# Measured (onnx 1.23.2): 1292 of 1312 cases pass (98.5%); the count may only grow. The
+# Measured (onnx 1.23.2): 1292 of 1318 cases pass (98.0%); the count may only grow. The
 # issue's target: 95% of the cases whose ops kiln imports. (Before If, Loop, Scan and BitCast
-# imported, 1270 cases counted, of which 1260 pass; 42 cases joined when they did.)
+# imported, 1270 cases counted, of which 1260 pass; 42 cases joined when they did. Then the
+# random ops' import brought the 6 Bernoulli cases, whose expected values are NumPy's draws:
+# no runtime can give them, so they fail as "random values".)
 MIN_PASSED = 1292
 MIN_RATE = 0.95
 # Of the cases whose dtypes kiln also has (not strings), the share that must pass (measured:
-# 1292 of 1310, 98.6%).
-MIN_RATE_KILN_DTYPES = 0.985
+# 1292 of 1316, 98.2%; 1292 of 1310 before the 6 Bernoulli cases counted).
+MIN_RATE_KILN_DTYPES = 0.98
+RANDOM_OPS = {"Bernoulli", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
 
 # Cases that must pass: one or more per kind of ONNX op kiln's exporter writes.
 MUST_PASS = [
@@ -163,7 +166,11 @@ def test_backend_node_cases(cases):
         try:
             frozen += run_case(case)
         except Exception as e:  # noqa: BLE001 - every failure is tallied by cause
-            failures[cause(e)].append(name)
+            random = {n.op_type for n in case.model.graph.node} & RANDOM_OPS
+            text = (
+                f"random values: the case's are NumPy's draws ({cause(e)})" if random else cause(e)
+            )
+            failures[text].append(name)
         else:
             passed.append(name)
     rate = f"{100 * len(passed) / counted:.1f}%"

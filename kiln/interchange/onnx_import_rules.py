@@ -22,6 +22,7 @@ from .onnx_import_control import RULES as CONTROL_RULES
 from .onnx_import_nn import conv, conv_transpose, global_pool, max_pool, one_d, pool
 from .onnx_import_norm import RULES as NORM_RULES
 from .onnx_import_pad import pad
+from .onnx_import_random import RULES as RANDOM_RULES
 from .onnx_import_reduce import arg, log_sum_exp, reduce, same_dtype, softmax, square
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -595,5 +596,6 @@ RULES = {
 }
 RULES.update(NORM_RULES)
 RULES.update(CONTROL_RULES)
+RULES.update(RANDOM_RULES)
 SUPPORTED = frozenset(RULES) | {"Split"}
 RULES["Split"] = lambda imp, xs, attrs: _split(imp, xs, attrs, len(imp.node.output))

@@ -2,9 +2,10 @@
 node's op, operands and attrs as metadata (`metadata_props` key `kiln`), so that `import_onnx`
 gives a model kiln exported back as the program it came from: the same ops (a `log1p` stays
 `log1p`, not ONNX's composition of it; a `stop_gradient` stays one), the same attrs, and so
-identical values and gradients. The ONNX nodes stay a complete model for every other tool;
-a node without the metadata, or whose metadata does not fit the model (edited since, or an
-attr kiln cannot write as JSON, such as a symbolic dim), imports through the rules.
+identical values and gradients. A named dim in an attr (a random draw's shape) is written as
+its coefficient and names. The ONNX nodes stay a complete model for every other tool; a node
+without the metadata, or whose metadata does not fit the model (edited since, or an attr kiln
+cannot write as JSON, such as an anonymous dim), imports through the rules.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
+from .. import shapes as sh
 
 KEY = "kiln"
 
@@ -29,12 +32,17 @@ def _encode(value):
         return value.item()
     if isinstance(value, (tuple, list)):
         return [_encode(v) for v in value]
+    if isinstance(value, sh.Dim) and all(isinstance(a, str) for a in value.atoms):
+        return {"dim": [value.coeff, list(value.atoms)]}
     raise _NotPlain(type(value).__name__)
 
 
 def _decode(value):
     if isinstance(value, list):
         return tuple(_decode(v) for v in value)
+    if isinstance(value, dict) and "dim" in value:
+        coeff, atoms = value["dim"]
+        return sh.Dim(coeff=int(coeff), atoms=tuple(str(a) for a in atoms))
     if isinstance(value, dict):
         return np.dtype(value["dtype"])
     return value

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from . import onnx_rules_bits as bits_rules
 from . import onnx_rules_cast as cast_rules
 from . import onnx_rules_control as control_rules
 from . import onnx_rules_fused as fused_rules
@@ -590,6 +591,8 @@ RULES = {
     "max_pool2d_gather": grad_rules.max_pool2d_gather,
     # several results: sort, topk, max_dim, min_dim, split, and get of their elements
     **multi_rules.RULES,
+    # bitcast and the random ops
+    **bits_rules.RULES,
     # groups and barriers: fused, after
     **fused_rules.RULES,
     # regions; their `get` (which refuses a producer written as one value) wins

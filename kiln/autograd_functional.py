@@ -7,7 +7,7 @@ import numpy as np
 
 from .eager import Tensor, enable_grad, zeros
 from .eager.autograd import grad as autograd_grad
-from .errors import AutogradError, ShapeMismatchError, call_error
+from .errors import ArgumentError, ArgumentTypeError, AutogradError, ShapeMismatchError, call_error
 from .frontend import reshape, stack
 
 __all__ = ["hessian", "jacobian"]
@@ -17,7 +17,7 @@ def _as_tuple(values, what: str, fn_name: str) -> tuple[bool, tuple]:
     single = isinstance(values, Tensor)
     values = (values,) if single else tuple(values) if isinstance(values, (tuple, list)) else None
     if values is None or not all(isinstance(v, Tensor) for v in values):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"The {what} given to {fn_name} must be either a Tensor or a tuple of Tensors"
         )
     return single, values
@@ -76,7 +76,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
             [0., 6.]])
     """
     if strategy != "reverse-mode":
-        raise ValueError(
+        raise ArgumentError(
             f"kn.autograd.functional.jacobian computes strategy='reverse-mode' only, got "
             f"{strategy!r} (kn.jacfwd differentiates in forward mode)"
         )

@@ -30,7 +30,7 @@ except ImportError:  # Windows
 
 from . import dtypes as dt
 from .checkpoint_tree import TREE_KEY, flatten, unflatten
-from .errors import KilnError
+from .errors import ArgumentTypeError, KilnError
 from .graph.core import Symbol, Variable
 
 __all__ = [
@@ -81,7 +81,7 @@ def as_numpy(value) -> np.ndarray:
     if isinstance(value, Variable):
         return value.numpy()
     if isinstance(value, Symbol):
-        raise TypeError(f"'{value.name}' is a Symbol, which has no value outside a run")
+        raise ArgumentTypeError(f"'{value.name}' is a Symbol, which has no value outside a run")
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # an eager Tensor
         return np.asarray(value.detach().numpy())
     if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy
@@ -129,13 +129,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     zip file (`.pt`, `.pth`) raises CheckpointError saying it is not a safetensors file.
     """
     if pickle_module is not None:
-        raise TypeError("kn.load never unpickles: pickle_module cannot be used")
+        raise ArgumentTypeError("kn.load never unpickles: pickle_module cannot be used")
     if (
         map_location is not None
         and not isinstance(map_location, (str, dict))
         and (type(map_location).__name__ != "device")
     ):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"map_location must be a device, a device string or a dict of them, got "
             f"{type(map_location).__name__} (a function is not supported)"
         )
@@ -182,7 +182,9 @@ def _serialize(arrays: dict, metadata, where) -> bytes:
 
 def _arrays_to_save(state) -> dict:
     if not isinstance(state, Mapping):
-        raise TypeError(f"state must be a dict of name -> array, got {type(state).__name__}")
+        raise ArgumentTypeError(
+            f"state must be a dict of name -> array, got {type(state).__name__}"
+        )
     arrays = {}
     for name, value in state.items():
         if not isinstance(name, str) or not name or name == "__metadata__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from .errors import DTypeError
+from .errors import ArgumentError, ArgumentTypeError, DTypeError
 
 float16 = np.dtype("float16")
 # bfloat16 through ml_dtypes: NumPy's ufuncs on it compute each element in float32 and round
@@ -183,7 +183,9 @@ def set_default_dtype(dtype) -> None:
     global DEFAULT_FLOAT
     dtype = as_dtype(dtype)
     if not is_float(dtype):
-        raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")
+        raise ArgumentTypeError(
+            f"only floating-point types are supported as the default type, got {dtype}"
+        )
     DEFAULT_FLOAT = dtype
 
 
@@ -314,7 +316,7 @@ def type_name(dtype, cuda: bool = False) -> str:
     """PyTorch's type name of a dtype, with kiln's prefix: `kiln.FloatTensor`."""
     name = _TYPE_NAMES.get(np.dtype(dtype).name)
     if name is None:
-        raise TypeError(f"{dtype} has no PyTorch tensor type name")
+        raise ArgumentTypeError(f"{dtype} has no PyTorch tensor type name")
     return f"kiln.{'cuda.' if cuda else ''}{name}Tensor"
 
 
@@ -324,7 +326,7 @@ def dtype_of_type(value):
         kind = value.rsplit(".", 1)[-1][: -len("Tensor")]
         found = [d for d, n in _TYPE_NAMES.items() if n == kind]
         if not found:
-            raise ValueError(f"invalid type: {value!r}")
+            raise ArgumentError(f"invalid type: {value!r}")
         return as_dtype(found[0])
     return as_dtype(value)
 

@@ -85,6 +85,49 @@ class IndexOutOfBoundsError(ShapeError, IndexOutOfRangeError):
     ShapeError, as every error of a shape rule is."""
 
 
+class _CalledAt:
+    """Adds the user's line that made the call, `(called at train.py:12)`, to the message:
+    the one format's location, for errors a function raises about its own arguments. `site`
+    keeps it (None where no frame outside kiln called)."""
+
+    site: str | None = None
+
+    def __init__(self, message: str = ""):
+        from .graph.core import user_site  # errors.py is imported by every layer: on use
+
+        self.site = user_site()
+        super().__init__(f"{message} (called at {self.site})" if self.site else message)
+
+    def __reduce__(self):  # pickled and rebuilt with the message it has, site included
+        return (_rebuilt, (type(self), str(self), self.site))
+
+
+def _rebuilt(cls, message, site):
+    error = Exception.__new__(cls)
+    Exception.__init__(error, message)
+    error.site = site
+    return error
+
+
+class ArgumentError(_CalledAt, KilnError, ValueError):
+    """A Python argument with a value the function does not take: a hyperparameter out of
+    range (`lr=-1`, `dropout(p=2)`), options that conflict, a size or mode kiln does not know.
+    PyTorch raises ValueError there: this is one."""
+
+
+class ArgumentTypeError(_CalledAt, KilnError, TypeError):
+    """A Python argument of a type the function does not take (a string where a number goes,
+    a `gradient=` that is not a tensor), or an unknown keyword. PyTorch raises TypeError
+    there: this is one."""
+
+
+class UsageError(_CalledAt, KilnError, RuntimeError):
+    """A call PyTorch refuses with RuntimeError: an argument out of range that PyTorch checks
+    in its kernels (`softshrink` with a negative lambda, `random_` with from >= to, a
+    probability outside [0, 1]), or a call out of order (`GradScaler.unscale_()` after
+    `step()`, LBFGS's `step()` without a closure)."""
+
+
 def describe_types(symbols) -> str:
     """`x:f32[batch,3], w:f32[3,4]` for a sequence of Symbols (or anything with type_str);
     a string stands for itself (eager mode's `f32[3] on cpu`)."""

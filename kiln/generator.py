@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from .errors import DTypeMismatchError, ShapeMismatchError, call_error
+from .errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
 
 __all__ = ["Generator"]
 
@@ -34,7 +34,7 @@ class Generator:
 
     def __init__(self, device="cpu"):
         if str(device) != "cpu":
-            raise ValueError(f"kn.Generator supports device='cpu' only, got {device!r}")
+            raise ArgumentError(f"kn.Generator supports device='cpu' only, got {device!r}")
         self.device = "cpu"
         self.manual_seed(_DEFAULT_SEED)
 

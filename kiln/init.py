@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import dtypes as dt
+from .errors import ArgumentError
 from .ops.random import next_seed
 
 __all__ = [
@@ -53,7 +54,7 @@ def fan_in_and_fan_out(shape) -> tuple[int, int]:
     """
     shape = tuple(shape)
     if len(shape) < 2:
-        raise ValueError(
+        raise ArgumentError(
             f"Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
             f"(shape {shape})"
         )
@@ -86,16 +87,16 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
         if isinstance(slope, bool) or not isinstance(slope, (int, float)):
-            raise ValueError(f"negative_slope {slope} not a valid number")
+            raise ArgumentError(f"negative_slope {slope} not a valid number")
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+    raise ArgumentError(f"Unsupported nonlinearity {nonlinearity}")
 
 
 def _fan(shape, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ArgumentError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = fan_in_and_fan_out(shape)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -144,7 +145,7 @@ def normal(mean: float = 0.0, std: float = 1.0) -> Initializer:
     ((784, 10), dtype('float32'), True)
     """
     if std < 0:
-        raise ValueError(f"normal: std must be non-negative, got {std}")
+        raise ArgumentError(f"normal: std must be non-negative, got {std}")
 
     def init(shape, dtype=None):
         return _finish(_rng().normal(mean, std, tuple(shape)), shape, dtype)
@@ -160,7 +161,7 @@ def uniform(low: float = 0.0, high: float = 1.0) -> Initializer:
     True
     """
     if high < low:
-        raise ValueError(f"uniform: high ({high}) must not be below low ({low})")
+        raise ArgumentError(f"uniform: high ({high}) must not be below low ({low})")
 
     def init(shape, dtype=None):
         return _finish(_rng().uniform(low, high, tuple(shape)), shape, dtype)
@@ -252,7 +253,7 @@ def orthogonal(gain: float = 1.0) -> Initializer:
     def init(shape, dtype=None):
         shape = tuple(shape)
         if len(shape) < 2:
-            raise ValueError("Only tensors with 2 or more dimensions are supported")
+            raise ArgumentError("Only tensors with 2 or more dimensions are supported")
         rows = shape[0]
         cols = math.prod(shape) // rows if rows else 0
         flat = _rng().normal(0.0, 1.0, (rows, cols))

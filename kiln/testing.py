@@ -10,6 +10,7 @@ import numpy as np
 from . import dtypes as dt
 from . import frontend as _fe
 from .checkpoint import as_numpy
+from .errors import ArgumentError, ArgumentTypeError
 from .graph.core import Graph, Symbol
 from .runtime import function
 
@@ -56,7 +57,7 @@ def assert_close(actual, expected, rtol=None, atol=None, *, equal_nan=False, che
     greatest abs error 0.5 at (1, 1); greatest rel error 0.111111 at (1, 1)
     """
     if (rtol is None) != (atol is None):
-        raise ValueError("give both rtol and atol, or neither (for the dtype's defaults)")
+        raise ArgumentError("give both rtol and atol, or neither (for the dtype's defaults)")
     a, e = _pair(actual, expected)
     if a.shape != e.shape:
         raise AssertionError(f"shapes differ: actual {a.shape}, expected {e.shape}")
@@ -189,9 +190,9 @@ def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3) -> bool:
 def _output(fn, xs) -> Symbol:
     y = fn(*xs)
     if not isinstance(y, Symbol):
-        raise TypeError(f"gradcheck: fn must return one Symbol, got {type(y).__name__}")
+        raise ArgumentTypeError(f"gradcheck: fn must return one Symbol, got {type(y).__name__}")
     if not dt.is_float(y.dtype):
-        raise TypeError(f"gradcheck: fn must return a float Symbol, got {y.dtype}")
+        raise ArgumentTypeError(f"gradcheck: fn must return a float Symbol, got {y.dtype}")
     return y
 
 
@@ -212,7 +213,7 @@ def _check(fn, inputs, eps, atol, rtol, what) -> bool:
     arrays = [a.astype(np.float64) if dt.is_float(a.dtype) else a for a in arrays]
     wrt = [i for i, a in enumerate(arrays) if dt.is_float(a.dtype)]
     if not wrt:
-        raise ValueError("gradcheck needs at least one float input")
+        raise ArgumentError("gradcheck needs at least one float input")
     with Graph().as_default():
         xs = [_fe.placeholder(a.dtype, a.shape, name=f"input{i}") for i, a in enumerate(arrays)]
         y = _output(fn, xs)
@@ -402,7 +403,7 @@ class strategies:  # lower case: a namespace, used as `kn.testing.strategies.sha
     """
 
     def __init__(self):
-        raise TypeError("kiln.testing.strategies is a namespace; call its functions")
+        raise ArgumentTypeError("kiln.testing.strategies is a namespace; call its functions")
 
     @staticmethod
     def shapes(min_dims=0, max_dims=3, min_side=1, max_side=5):
@@ -428,7 +429,7 @@ class strategies:  # lower case: a namespace, used as `kn.testing.strategies.sha
         kinds = tuple(_DTYPE_KINDS) if kind == "all" else (kind,) if isinstance(kind, str) else kind
         unknown = [k for k in kinds if k not in _DTYPE_KINDS]
         if unknown:
-            raise ValueError(f"unknown dtype kind(s) {unknown}; use {sorted(_DTYPE_KINDS)}")
+            raise ArgumentError(f"unknown dtype kind(s) {unknown}; use {sorted(_DTYPE_KINDS)}")
         return st.sampled_from([np.dtype(n) for k in kinds for n in _DTYPE_KINDS[k]])
 
     @staticmethod

@@ -115,3 +115,52 @@ def test_the_builtins_are_the_ones_pytorch_raises():
         for base in type(info.value).__mro__:
             if base.__module__ == "builtins" and base not in (Exception, BaseException, object):
                 assert issubclass(cls, base), (name, base)
+
+
+def _params(m):
+    return [m.nn.Parameter(m.ones(2))]
+
+
+# Argument refusals: (name, kiln call, kiln class, built-in, the same call on torch). The
+# built-in is the one PyTorch 2.x raises (checked against torch when it is installed).
+ARGUMENT_CASES = [
+    ("adamw_lr", lambda m: m.optim.AdamW(_params(m), lr=-1), "ArgumentError", ValueError),
+    ("sgd_momentum", lambda m: m.optim.SGD(_params(m), lr=0.1, momentum=-1), "ArgumentError",
+     ValueError),
+    ("dropout_p", lambda m: m.nn.functional.dropout(m.ones(2), p=2), "ArgumentError", ValueError),
+    ("dropout_module", lambda m: m.nn.Dropout(p=-0.5), "ArgumentError", ValueError),
+    ("loader_conflict", lambda m: m.utils.data.DataLoader(
+        [1, 2, 3], batch_size=2, shuffle=True, sampler=[0, 1]), "ArgumentError", ValueError),
+    ("loss_reduction", lambda m: m.nn.functional.mse_loss(m.ones(2), m.ones(2), reduction="avg"),
+     "ArgumentError", ValueError),
+    ("kaiming_nonlinearity", lambda m: m.nn.init.kaiming_uniform_(m.ones(2, 2), nonlinearity="x"),
+     "ArgumentError", ValueError),
+    ("random_split_lengths", lambda m: m.utils.data.random_split([1, 2, 3], [2, 2]),
+     "ArgumentError", ValueError),
+    ("softshrink_lambda", lambda m: m.nn.functional.softshrink(m.ones(2), -1.0), "UsageError",
+     RuntimeError),
+    ("multinomial_negative", lambda m: m.multinomial(m.tensor([-1.0, 2.0]), 1), "UsageError",
+     RuntimeError),
+    ("bernoulli_p", lambda m: m.ones(2).bernoulli_(2.0), "UsageError", RuntimeError),
+    ("randperm_negative", lambda m: m.randperm(-1), "UsageError", RuntimeError),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ARGUMENT_CASES, ids=[c[0] for c in ARGUMENT_CASES])
+def test_argument_refusal_is_a_kiln_error_and_the_builtin_at_the_calling_line(case):
+    import kiln.errors
+
+    _, call, cls_name, builtin = case
+    with pytest.raises(builtin) as info:
+        call(kn)
+    e = info.value
+    assert isinstance(e, getattr(kiln.errors, cls_name)) and isinstance(e, kn.KilnError), type(e)
+    assert str(e).endswith(f"(called at {e.site})") and "test_error_classes.py:" in e.site, str(e)
+
+
+def test_argument_refusals_raise_the_builtins_pytorch_raises():
+    torch = pytest.importorskip("torch")
+    for name, call, _, builtin in ARGUMENT_CASES:
+        with pytest.raises(Exception) as info:
+            call(torch)
+        assert type(info.value) is builtin or isinstance(info.value, builtin), (name, info.value)

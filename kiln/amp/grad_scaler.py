@@ -14,6 +14,7 @@ from .. import cuda
 from ..eager import Tensor, no_grad
 from ..eager.factories import full
 from ..eager.tensor import make
+from ..errors import ArgumentError, UsageError
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -104,7 +105,7 @@ class GradScaler:
             return outputs * self._scale.to(outputs.device)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(v) for v in outputs)
-        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+        raise ArgumentError("outputs must be a Tensor or an iterable of Tensors")
 
     def _unscale_grads_(self, optimizer, inv_scale, allow_fp16: bool) -> dict:
         found = {}  # device -> float32 0-d Tensor: 1.0 if a gradient there had inf/NaN
@@ -115,7 +116,7 @@ class GradScaler:
                     if grad is None:
                         continue
                     if not allow_fp16 and grad.dtype == np.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
+                        raise ArgumentError("Attempting to unscale FP16 gradients.")
                     device = str(grad.device)
                     flag = found.setdefault(device, full((), 0.0, dtype=np.float32, device=device))
                     if not bool(grad.isfinite().all()):
@@ -131,11 +132,11 @@ class GradScaler:
         self._check_scale_growth_tracker("unscale_")
         state = self._state(optimizer)
         if state["stage"] is OptState.UNSCALED:
-            raise RuntimeError(
+            raise UsageError(
                 "unscale_() has already been called on this optimizer since the last update()."
             )
         if state["stage"] is OptState.STEPPED:
-            raise RuntimeError("unscale_() is being called after step().")
+            raise UsageError("unscale_() is being called after step().")
         # as PyTorch: the reciprocal in float64, then float32
         inv = np.float32(1.0 / np.float64(self._scale.item()))
         inv_scale = make(np.array(inv)).to(self._scale.device)
@@ -148,11 +149,11 @@ class GradScaler:
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
-            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+            raise UsageError("Closure use is not currently supported if GradScaler is enabled.")
         self._check_scale_growth_tracker("step")
         state = self._state(optimizer)
         if state["stage"] is OptState.STEPPED:
-            raise RuntimeError("step() has already been called since the last update().")
+            raise UsageError("step() has already been called since the last update().")
         if state["stage"] is OptState.READY:
             self.unscale_(optimizer)
         if len(state["found_inf_per_device"]) == 0:
@@ -249,7 +250,7 @@ class GradScaler:
         if not self._enabled:
             return
         if len(state_dict) == 0:
-            raise RuntimeError(
+            raise UsageError(
                 "The source state dict is empty, possibly because it was saved "
                 "from a disabled instance of GradScaler."
             )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ArgumentError
+
 DEFAULT_BUCKET_CAP_MB = 25  # PyTorch's default
 
 
@@ -27,7 +29,7 @@ def assign_buckets(params, cap_mb: float | None = None, key=None) -> list[list[i
     """
     cap = (DEFAULT_BUCKET_CAP_MB if cap_mb is None else cap_mb) * 1024 * 1024
     if not cap > 0:
-        raise ValueError(f"bucket_cap_mb must be positive, got {cap_mb}")
+        raise ArgumentError(f"bucket_cap_mb must be positive, got {cap_mb}")
     key = key or (lambda p: str(p.dtype))
     open_buckets: dict = {}  # key -> (indices, bytes)
     done = []

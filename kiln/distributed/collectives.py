@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager.tensor import Tensor, version_of
-from ..errors import DistError
+from ..errors import ArgumentError, ArgumentTypeError, DistError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -25,7 +25,7 @@ def _op(op) -> ReduceOp:
     try:
         return op if isinstance(op, ReduceOp) else ReduceOp(str(op).lower())
     except ValueError:
-        raise ValueError(f"unknown ReduceOp {op!r}: one of SUM AVG PRODUCT MIN MAX") from None
+        raise ArgumentError(f"unknown ReduceOp {op!r}: one of SUM AVG PRODUCT MIN MAX") from None
 
 
 def _array(tensor, what: str):
@@ -36,7 +36,9 @@ def _array(tensor, what: str):
         return data, xp, tensor
     if isinstance(tensor, np.ndarray):
         return tensor, np, None
-    raise TypeError(f"{what} takes Tensors (or NumPy arrays, or Symbols), got {type(tensor)}")
+    raise ArgumentTypeError(
+        f"{what} takes Tensors (or NumPy arrays, or Symbols), got {type(tensor)}"
+    )
 
 
 def _buffer(g, tensor, what: str):
@@ -116,7 +118,7 @@ def broadcast(tensor, src: int, group=None, async_op: bool = False):
     """Copies rank `src`'s `tensor` into every rank's, in place (on a Symbol: returns it)."""
     g = current_group()
     if not 0 <= src < g.size:
-        raise ValueError(f"broadcast: src {src} is not a rank of a world of {g.size}")
+        raise ArgumentError(f"broadcast: src {src} is not a rank of a world of {g.size}")
     if isinstance(tensor, Symbol):
         return bind(REGISTRY["broadcast"], tensor, src=src, world=g.size)
     buf, commit = _buffer(g, tensor, "broadcast")
@@ -135,12 +137,13 @@ def all_gather(tensor_list: list, tensor, group=None, async_op: bool = False):
         return None
     data, xp, _ = _array(tensor, "all_gather")
     if len(tensor_list) != g.size:
-        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors for a world "
-                         f"of {g.size}")  # fmt: skip
+        raise ArgumentError(
+            f"all_gather: tensor_list has {len(tensor_list)} tensors for a world of {g.size}"
+        )
     for i, out in enumerate(tensor_list):
         out_data = _array(out, "all_gather")[0]
         if out_data.shape != data.shape or out_data.dtype != data.dtype:
-            raise ValueError(
+            raise ArgumentError(
                 f"all_gather: tensor_list[{i}] is {out_data.dtype}{list(out_data.shape)}, the "
                 f"input {data.dtype}{list(data.shape)}"
             )
@@ -165,8 +168,9 @@ def reduce_scatter(output, input_list: list, op=ReduceOp.SUM, group=None, async_
     op = _op(op)
     g = current_group()
     if len(input_list) != g.size:
-        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors for a "
-                         f"world of {g.size}")  # fmt: skip
+        raise ArgumentError(
+            f"reduce_scatter: input_list has {len(input_list)} tensors for a world of {g.size}"
+        )
     if any(isinstance(x, Symbol) for x in input_list):
         from .. import frontend as F
 
@@ -176,7 +180,7 @@ def reduce_scatter(output, input_list: list, op=ReduceOp.SUM, group=None, async_
     arrays = [_array(x, "reduce_scatter")[0] for x in input_list]
     data, xp, _ = _array(output, "reduce_scatter")
     if any(a.shape != data.shape or a.dtype != data.dtype for a in arrays):
-        raise ValueError(
+        raise ArgumentError(
             f"reduce_scatter: every input must be of the output's {data.dtype}"
             f"{list(data.shape)}, got {[f'{a.dtype}{list(a.shape)}' for a in arrays]}"
         )

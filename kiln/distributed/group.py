@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from ..errors import DistBackendError, DistError
+from ..errors import ArgumentError, DistBackendError, DistError
 
 # PyTorch's default: 30 minutes (`torch.distributed.constants.default_pg_timeout`).
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
@@ -109,7 +109,7 @@ def _seconds(timeout) -> float:
         return timeout.total_seconds()
     value = float(timeout)
     if not value > 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
+        raise ArgumentError(f"timeout must be positive, got {timeout!r}")
     return value
 
 
@@ -154,11 +154,13 @@ def init_process_group(
 
         transport = NCCLTransport(device_id)
     else:
-        raise ValueError(f"unknown backend {backend!r}: kiln has 'mpi' and 'nccl'")
-    for name, given, actual in (("rank", rank, transport.rank),
-                                ("world_size", world_size, transport.size)):  # fmt: skip
+        raise ArgumentError(f"unknown backend {backend!r}: kiln has 'mpi' and 'nccl'")
+    for name, given, actual in (
+        ("rank", rank, transport.rank),
+        ("world_size", world_size, transport.size),
+    ):
         if given not in (-1, None) and given != actual:
-            raise ValueError(f"{name}={given} disagrees with the launcher's {name} {actual}")
+            raise ArgumentError(f"{name}={given} disagrees with the launcher's {name} {actual}")
     _group = ProcessGroup(transport, backend, seconds)
     _install_excepthook(transport)
 

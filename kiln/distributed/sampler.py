@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .group import current_group, is_initialized
 
 
@@ -32,8 +33,9 @@ class DistributedSampler:
         if rank is None:
             rank = current_group().rank if is_initialized() else 0
         if rank >= num_replicas or rank < 0:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
-                             f"[0, {num_replicas - 1}]")  # fmt: skip
+            raise ArgumentError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+            )
         self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
         self.shuffle, self.seed, self.drop_last, self.epoch = shuffle, seed, drop_last, 0
         n = len(dataset)

@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import AutogradError, node_error
+from ..errors import ArgumentTypeError, AutogradError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -498,7 +498,7 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
     seeds = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
-            raise TypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
+            raise ArgumentTypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
         if t._meta is not None:
             check_view(t, t._meta)
         if not t._requires_grad:

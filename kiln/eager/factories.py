@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import ArgumentTypeError, UsageError
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..runtime.backend import get_backend
@@ -81,7 +82,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     tensor([5., 0.])
     """
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+        raise ArgumentTypeError(f"expected np.ndarray (got {type(array).__name__})")
     dt.as_dtype(array.dtype)
     return make(array)
 
@@ -172,7 +173,7 @@ def _generator(generator) -> Generator:
     if generator is None:
         return default_generator
     if not isinstance(generator, Generator):
-        raise TypeError(f"generator must be a kn.Generator, got {type(generator).__name__}")
+        raise ArgumentTypeError(f"generator must be a kn.Generator, got {type(generator).__name__}")
     return generator
 
 
@@ -227,12 +228,13 @@ def randint(*args, size=None, generator=None, dtype=None, device="cpu",
     else:
         bounds = list(args)
     if len(bounds) not in (1, 2):
-        raise TypeError("randint() takes (high, size) or (low, high, size)")
+        raise ArgumentTypeError("randint() takes (high, size) or (low, high, size)")
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
     low, high = int(low), int(high)
     if high <= low:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
-                           f">= to={high}")  # fmt: skip
+        raise UsageError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
     values = _generator(generator)._integers(low, high, _shape((size,)))
     dtype = dt.int64 if dtype is None else dt.as_dtype(dtype)
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)

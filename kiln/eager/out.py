@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import AutogradError, DTypeMismatchError, node_error
+from ..errors import ArgumentTypeError, AutogradError, DTypeMismatchError, node_error
 from ..graph.core import Symbol, user_site
 from .grad_mode import no_grad, state
 from .tensor import describe
@@ -25,7 +25,7 @@ def write_out(name: str, out, compute, inputs):
     (True, tensor([2., 3.], dtype=kiln.float64))
     """
     if isinstance(out, Symbol) or not hasattr(out, "copy_"):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{name}(): out= takes an eager tensor, got {type(out).__name__} (graph values "
             f"never change: use the returned value) at {user_site()}"
         )

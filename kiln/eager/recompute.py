@@ -5,6 +5,7 @@ recomputed by `kn.grad` in the backward pass (kiln/frontend/autodiff.py)."""
 
 from __future__ import annotations
 
+from ..errors import ArgumentTypeError
 from ..graph.core import Symbol
 from ..graph.opdef import OpDef
 from . import autograd
@@ -40,7 +41,9 @@ def checkpoint(fn, *args, use_reentrant=None, **kwargs):
     with no_grad():
         out = fn(*args, **kwargs)
     if not isinstance(out, Tensor):
-        raise TypeError(f"kn.checkpoint: fn must return one Tensor, got {type(out).__name__}")
+        raise ArgumentTypeError(
+            f"kn.checkpoint: fn must return one Tensor, got {type(out).__name__}"
+        )
 
     def vjp(ct, y, *inputs):
         copies = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import UsageError
 from ..graph.core import Symbol
 from ..ops.random import next_seed, seeds_from
 from .factories import _finish, rand, randn
@@ -38,7 +39,7 @@ def randperm(
     ([0, 1, 2, 3, 4, 5], True)
     """
     if n < 0:
-        raise RuntimeError(f"n must be non-negative, got{n}")
+        raise UsageError(f"n must be non-negative, got{n}")
     values = _rng(generator).permutation(int(n)).astype(dt.as_dtype(dtype))
     return _finish(values, device, requires_grad)
 
@@ -57,7 +58,7 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
         return sample_bernoulli(input, p, generator=generator)
     probs = _host(input) if p is None else np.broadcast_to(np.asarray(p), tuple(input.shape))
     if ((probs < 0) | (probs > 1)).any():
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        raise UsageError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     draws = _rng(generator).random(probs.shape) < probs
     return _finish(draws.astype(input.dtype), str(input.device), False)
 
@@ -76,18 +77,16 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         return sample_multinomial(input, num_samples, replacement, generator=generator)
     weights = _host(input).astype(np.float64)
     if weights.ndim not in (1, 2):
-        raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {weights.ndim}")
+        raise UsageError(f"prob_dist must be 1 or 2 dim, got {weights.ndim}")
     rows = weights.reshape(-1, weights.shape[-1])
     if num_samples <= 0:
-        raise RuntimeError("cannot sample n_sample <= 0 samples")
+        raise UsageError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > rows.shape[1]:
-        raise RuntimeError(
-            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-        )
+        raise UsageError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if (rows < 0).any() or not np.isfinite(rows).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        raise UsageError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(1) <= 0).any():
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        raise UsageError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _rng(generator)
     out = np.stack([
         rng.choice(rows.shape[1], size=num_samples, replace=replacement, p=row / row.sum())

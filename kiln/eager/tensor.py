@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import Size, device, size_attribute
-from ..errors import AutogradError, ShapeMismatchError, node_error
+from ..errors import ArgumentTypeError, AutogradError, ShapeMismatchError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -192,8 +192,10 @@ class Tensor:
             t = tensor(data[0], dtype=dtype or dt.DEFAULT_FLOAT, device=device,
                        requires_grad=requires_grad)  # fmt: skip
         else:
-            raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got "
-                            f"{', '.join(type(d).__name__ for d in data)}")  # fmt: skip
+            raise ArgumentTypeError(
+                f"Tensor(): expected sizes (ints) or one data argument, got "
+                f"{', '.join(type(d).__name__ for d in data)}"
+            )
         for name in Tensor.__slots__[:-1]:
             setattr(self, name, getattr(t, name))
 
@@ -317,7 +319,9 @@ class Tensor:
     def grad(self, value) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
+                raise ArgumentTypeError(
+                    f"assigned grad must be a Tensor or None, got {type(value)}"
+                )
             if value.shape != self.shape or value.dtype != self.dtype:
                 raise node_error(
                     AutogradError,
@@ -361,7 +365,7 @@ class Tensor:
                 inputs=[describe(self)],
             )
         if self._device != "cpu":
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to "
                 "copy the tensor to host memory first."
             )
@@ -400,8 +404,9 @@ class Tensor:
 
     def __index__(self):
         if not dt.is_int(self.dtype):
-            raise TypeError(f"only integer tensors of a single element can be an index, got "
-                            f"{describe(self)}")  # fmt: skip
+            raise ArgumentTypeError(
+                f"only integer tensors of a single element can be an index, got {describe(self)}"
+            )
         return int(self.item())
 
     def __bool__(self):
@@ -425,12 +430,12 @@ class Tensor:
 
     def __len__(self):
         if not self._data.ndim:
-            raise TypeError("len() of a 0-d tensor")
+            raise ArgumentTypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
     def __iter__(self):
         if not self._data.ndim:
-            raise TypeError("iteration over a 0-d tensor")
+            raise ArgumentTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
     # -- history -----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..eager.grad_mode import is_grad_enabled
 from ..eager.tensor import Tensor
+from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from .core import call
 
@@ -85,11 +86,9 @@ class autocast:  # noqa: N801 — PyTorch's name
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None):
         if not isinstance(device_type, str):
-            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+            raise ArgumentError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         if device_type not in DEVICE_TYPES:
-            raise RuntimeError(
-                f"User specified an unsupported autocast device_type '{device_type}'"
-            )
+            raise UsageError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dt.as_dtype(dtype)
         self._cache_enabled = _state.cache_enabled if cache_enabled is None else cache_enabled

@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import Tensor
-from ..errors import GraphError, ShapeError
+from ..errors import ArgumentTypeError, GraphError, ShapeError
 from ..graph.core import Symbol
 from ..ops.core import scalar, unbatched_to
 from ..passes.differentiate import differentiate
@@ -32,7 +32,7 @@ def _refuse_eager(fn_name: str, *values) -> None:
     for value in values:
         items = value if isinstance(value, (list, tuple)) else [value]
         if any(isinstance(v, Tensor) for v in items):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"kn.{fn_name} differentiates graph Symbols (graph mode and kn.compile), but got "
                 f"an eager Tensor; for eager Tensors use {_EAGER[fn_name]}"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ArgumentError, ArgumentTypeError
 from ..graph.core import Graph, Symbol
 from ..graph.dot import to_dot
 from ..graph.printer import format_graph, format_program
@@ -33,7 +34,7 @@ def dump(obj, format: str = "text") -> str:  # noqa: A002 (the API's name)
     'digraph kiln {'
     """
     if format not in FORMATS:
-        raise ValueError(f"unknown dump format {format!r}: use 'text', 'json' or 'dot'")
+        raise ArgumentError(f"unknown dump format {format!r}: use 'text', 'json' or 'dot'")
     nodes, inputs, outputs, updates = _program(obj)
     if format == "json":
         program = obj.function if isinstance(getattr(obj, "function", None), Function) else obj
@@ -58,7 +59,7 @@ def _program(obj):
         return graph_program(obj)
     symbols = [obj] if isinstance(obj, Symbol) else obj
     if not isinstance(symbols, (list, tuple)) or not all(isinstance(s, Symbol) for s in symbols):
-        raise TypeError(
+        raise ArgumentTypeError(
             "dump() takes a Graph, a Symbol or a list of Symbols, or a Function; "
             f"got {type(obj).__name__}"
         )

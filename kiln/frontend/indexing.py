@@ -19,7 +19,13 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import Tensor
-from ..errors import GraphError, IndexOutOfBoundsError, ShapeError
+from ..errors import (
+    ArgumentTypeError,
+    GraphError,
+    IndexOutOfBoundsError,
+    IndexOutOfRangeError,
+    ShapeError,
+)
 from ..graph.core import Symbol, user_site
 from .core import call, lift
 
@@ -91,7 +97,9 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
     tensor([0., 3., 0.])
     """
     if not isinstance(indices, (tuple, list)):
-        raise TypeError(f"index_put(): indices must be a tuple of tensors, got {type(indices)}")
+        raise ArgumentTypeError(
+            f"index_put(): indices must be a tuple of tensors, got {type(indices)}"
+        )
     (x,) = lift(input)
     if isinstance(values, (bool, int, float)):
         values = np.asarray(values, x.dtype)
@@ -232,7 +240,7 @@ def _classify(item, as_ints: bool):
             array = array.astype(np.int64)
         _check_dtype(array.dtype)
         return _host_kind(_as_mask(array), as_ints)
-    raise IndexError(
+    raise IndexOutOfRangeError(
         f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
         f"valid indices, got {type(item).__name__} (at {user_site()})"
     )
@@ -260,7 +268,7 @@ def _host_kind(array: np.ndarray, as_ints: bool = True):
 
 def _check_dtype(dtype) -> None:
     if dtype != np.bool_ and not dt.is_int(dtype):
-        raise IndexError(
+        raise IndexOutOfRangeError(
             f"tensors used as indices must be long, int, byte or bool tensors, got {dtype} "
             f"(at {user_site()})"
         )
@@ -270,7 +278,7 @@ def _check_mask(x, mask: np.ndarray, dim: int) -> None:
     shape = tuple(x.shape[dim : dim + mask.ndim])
     for have, want in zip(shape, mask.shape):
         if isinstance(have, int) and have != want:
-            raise IndexError(
+            raise IndexOutOfRangeError(
                 f"The shape of the mask {list(mask.shape)} at index {dim} does not match the "
                 f"shape of the indexed tensor {list(x.shape)} at index {dim} (at {user_site()})"
             )

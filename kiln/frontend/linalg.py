@@ -8,7 +8,7 @@ import math
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
@@ -75,7 +75,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if ord not in (1, -1, math.inf, -math.inf):
-        raise ValueError(f"linalg.matrix_norm: ord {ord!r} is not supported by kiln")
+        raise ArgumentError(f"linalg.matrix_norm: ord {ord!r} is not supported by kiln")
     summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
     sums = _sum(m.abs(A), (summed,), True)
     out = _reduce("reduce_max" if ord > 0 else "reduce_min", sums, (over,), True)

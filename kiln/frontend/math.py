@@ -10,7 +10,14 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import DTypeMismatchError, IndexOutOfBoundsError, ShapeError, node_error
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeMismatchError,
+    IndexOutOfBoundsError,
+    ShapeError,
+    node_error,
+)
 from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
@@ -334,7 +341,7 @@ def gelu(x, approximate: str = "none"):
     if approximate == "tanh":
         inner = mul(add(x, mul(pow(x, 3), 0.044715)), math.sqrt(2 / math.pi))
         return mul(mul(x, 0.5), add(tanh(inner), 1.0))
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
 @takes_out
@@ -381,7 +388,9 @@ def _dim(dim, axis, keepdim, keepdims, fn: str):
     """(dim, keepdim) from PyTorch's arguments or their NumPy aliases."""
     if axis is not None:
         if dim is not None:
-            raise TypeError(f"{fn}() got multiple values for argument 'dim' (dim= and axis=)")
+            raise ArgumentTypeError(
+                f"{fn}() got multiple values for argument 'dim' (dim= and axis=)"
+            )
         dim = axis
     return dim, bool(keepdim if keepdims is None else keepdims)
 
@@ -505,7 +514,7 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
     indices), or elementwise against a tensor (`maximum`/`minimum`)."""
     if dim is not None and not isinstance(dim, (int, np.integer)):
         if isinstance(dim, (float, tuple, list)):
-            raise TypeError(f"{which}(): dim must be an int or a tensor, got {dim!r}")
+            raise ArgumentTypeError(f"{which}(): dim must be an int or a tensor, got {dim!r}")
         return (maximum if which == "max" else minimum)(x, dim)
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, which)
     (x,) = lift(x)
@@ -618,7 +627,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     given = [c for c in (correction, ddof, None if unbiased is None else int(unbiased))
              if c is not None]  # fmt: skip
     if len(given) > 1:
-        raise TypeError("var(): give one of correction=, unbiased= and ddof=")
+        raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
     correction = given[0] if given else 1
     x = _floating(x)
     axes = _axes(dim, x.ndim)

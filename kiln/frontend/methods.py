@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import Size, device
-from ..errors import GraphError
+from ..errors import ArgumentTypeError, GraphError
 from ..graph.core import Symbol
 from . import indexing
 from . import linalg as la
@@ -125,7 +125,7 @@ def _to(self, *args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("device", None), kwargs.pop("copy", None), kwargs.pop("non_blocking", None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        raise ArgumentTypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
         if (
             isinstance(a, Symbol)
@@ -183,7 +183,7 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
 
 
 def _no_setitem(self, index, value):
-    raise TypeError(
+    raise ArgumentTypeError(
         f"Symbol '{self.name}' is a value of the graph and cannot change: instead of "
         "`x[index] = v`, write `x = kn.index_put(x, indices, v)` (or `x.index_put(...)`), "
         "which gives a new value; item assignment works on eager tensors"

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError, node_error
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from ..ops.random import next_seed
 from . import random
@@ -45,7 +45,9 @@ def _reduce(loss, reduction: str):
         return reduce_sum(loss)
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction!r} is not a valid value for reduction: 'mean', 'sum' or 'none'")
+    raise ArgumentError(
+        f"{reduction!r} is not a valid value for reduction: 'mean', 'sum' or 'none'"
+    )
 
 
 # -- activations and losses -------------------------------------------------------------------
@@ -55,7 +57,7 @@ def _softmax_dim(dim, axis, dtype, x, name):
     """`dim` (or its alias `axis`), required as in PyTorch's `torch.softmax(input, dim)`, and
     x cast to `dtype` first when given."""
     if dim is None and axis is None:
-        raise TypeError(f"{name}() missing 1 required positional argument: 'dim'")
+        raise ArgumentTypeError(f"{name}() missing 1 required positional argument: 'dim'")
     (x,) = lift(x)
     if dtype is not None:
         x = cast(x, dt.as_dtype(dtype))
@@ -169,7 +171,7 @@ def dropout(x, p: float = 0.5, training: bool = True):
     []
     """
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     (x,) = lift(x)
     if not training or p == 0.0:
         return x
@@ -201,7 +203,7 @@ def _normalized_axes(x, normalized_shape, axis) -> tuple:
     if normalized_shape is None:
         return sh.normalize_axes(-1 if axis is None else axis, x.ndim)
     if axis is not None:
-        raise TypeError("layer_norm: give normalized_shape or axis, not both")
+        raise ArgumentTypeError("layer_norm: give normalized_shape or axis, not both")
     if isinstance(normalized_shape, (int, np.integer)):
         normalized_shape = (int(normalized_shape),)
     want = tuple(normalized_shape)
@@ -295,7 +297,7 @@ def batch_norm(
         _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, momentum)
         running_mean, running_var = batch_mean, batch_var
     elif running_mean is None or running_var is None:
-        raise ValueError("batch_norm: running_mean and running_var are needed when not training")
+        raise ArgumentError("batch_norm: running_mean and running_var are needed when not training")
     scale = rsqrt(add(_per_channel(running_var, x, "running_var"), eps))
     if weight is not None:
         scale = mul(scale, _per_channel(weight, x, "weight"))

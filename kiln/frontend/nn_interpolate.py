@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .core import lift
 from .math import add, mul
 from .nn_conv import _floats, static_sizes
@@ -111,19 +112,19 @@ def _resample(x, axis, taps):
 def _sizes(x, n, size, scale_factor, recompute):
     """(output sizes, the scale factors PyTorch's kernels receive)."""
     if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: exactly one of size or scale_factor should be defined")
+        raise ArgumentError("interpolate: exactly one of size or scale_factor should be defined")
     sizes = static_sizes(x, range(2, x.ndim), "interpolate")
     if size is not None:
         outs = (int(size),) * n if isinstance(size, (int, np.integer)) else tuple(size)
         if len(outs) != n:
-            raise ValueError(
+            raise ArgumentError(
                 f"interpolate: input with spatial dims {sizes} expects a size of {n} values, "
                 f"got {size!r}"
             )
         return tuple(int(o) for o in outs), (None,) * n
     factors = (scale_factor,) * n if np.isscalar(scale_factor) else tuple(scale_factor)
     if len(factors) != n:
-        raise ValueError(
+        raise ArgumentError(
             f"interpolate: input with spatial dims {sizes} expects a scale_factor of {n} values, "
             f"got {scale_factor!r}"
         )
@@ -166,7 +167,7 @@ def interpolate(
             f"Got {x.ndim}D input, but {mode} mode needs {_DIMS[mode] + 2}D input"
         )
     if align_corners is not None and mode not in _DIMS:
-        raise ValueError(
+        raise ArgumentError(
             "align_corners option can only be set with the interpolating modes: "
             "linear | bilinear | bicubic | trilinear"
         )

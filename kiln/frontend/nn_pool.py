@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .autocast import autocast_op
 from .core import call, lift
 from .math import argmax, div, matmul
@@ -231,7 +232,7 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding, 1,
                                                    ceil_mode, False)  # fmt: skip
     if divisor_override is not None and divisor_override <= 0:
-        raise ValueError(f"{op}: divisor must be not zero, got {divisor_override}")
+        raise ArgumentError(f"{op}: divisor must be not zero, got {divisor_override}")
     plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode)
     if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)

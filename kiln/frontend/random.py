@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ..graph.core import get_default_graph
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, bind_graph, scalar
@@ -65,7 +65,7 @@ def bernoulli(shape, p: float = 0.5, dtype=dt.float32, name=None):
     'f32[8]'
     """
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
+        raise ArgumentError(f"bernoulli: p must be in [0, 1], got {p}")
     return _random("random_bernoulli", shape, dtype, name, p=float(p))
 
 
@@ -81,7 +81,7 @@ def randint(low: int, high: int, shape, dtype=dt.int64, name=None):
     """
     low, high = int(low), int(high)
     if high <= low:
-        raise ValueError(f"randint: low ({low}) must be less than high ({high})")
+        raise ArgumentError(f"randint: low ({low}) must be less than high ({high})")
     u = _random("random_uniform", shape, dt.float64, name, low=0.0, high=1.0)
     # NOTE: floor(u * n) < n for u < 1, but rounding may reach n for huge n: hence the minimum
     scaled = bind(REGISTRY["floor"], u * float(high - low)) + float(low)
@@ -105,8 +105,9 @@ def sample_bernoulli(probs, p=None, *, generator=None):
     from .math import cast, less
 
     if generator is not None:
-        raise TypeError("bernoulli: generator= is for eager tensors; a graph's draws follow "
-                        "kn.manual_seed")  # fmt: skip
+        raise ArgumentTypeError(
+            "bernoulli: generator= is for eager tensors; a graph's draws follow kn.manual_seed"
+        )
     (probs,) = lift(probs)
     limit = probs if p is None else cast(scalar(float(p), probs) + probs * 0, probs.dtype)
     u = _random("random_uniform", probs.shape, dt.float64, None, low=0.0, high=1.0)
@@ -132,8 +133,9 @@ def sample_multinomial(weights, num_samples: int, replacement: bool = False, *, 
     from .torch_math import topk
 
     if generator is not None:
-        raise TypeError("multinomial: generator= is for eager tensors; a graph's draws follow "
-                        "kn.manual_seed")  # fmt: skip
+        raise ArgumentTypeError(
+            "multinomial: generator= is for eager tensors; a graph's draws follow kn.manual_seed"
+        )
     (w,) = lift(weights)
     if w.ndim not in (1, 2):
         raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got {w.ndim}")

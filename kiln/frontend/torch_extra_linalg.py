@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError, UsageError
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -193,7 +193,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     if dtype is not None:
         x = m.cast(x, dtype)
     if not dt.is_float(x.dtype):
-        raise RuntimeError(
+        raise UsageError(
             f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "
             "instead."
         )
@@ -209,7 +209,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     if p == 0:
         return m.sum(m.cast(m.not_equal(a, 0), x.dtype), dim, keepdim)
     if isinstance(p, str):
-        raise ValueError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
+        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
     return m.pow(m.sum(m.pow(a, p), dim, keepdim), 1.0 / p)
 
 
@@ -229,7 +229,9 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
         raise NotImplementedError("cov: fweights and aweights")
     (x,) = lift(input)
     if x.ndim > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got {x.ndim}")
+        raise ArgumentError(
+            f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
+        )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
     x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
     n = x.shape[1]

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
+from ..errors import ArgumentTypeError, IndexOutOfRangeError, UsageError
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -167,7 +168,7 @@ def positive(input):  # noqa: A002
     """
     (x,) = lift(input)
     if x.dtype == np.bool_:
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        raise UsageError("The `+` operator, on a bool tensor is not supported.")
     return x
 
 
@@ -351,7 +352,7 @@ def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
     """
     (x,) = lift(input)
     if dim is not None and not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+        raise ArgumentTypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
     return return_types.aminmax(m.amin(x, dim, keepdim), m.amax(x, dim, keepdim))
 
 
@@ -393,7 +394,9 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     (x,) = lift(input)
     n = x.shape[dim] if x.ndim else 1
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
+        raise IndexOutOfRangeError(
+            f"kthvalue(): selected number k out of range for dimension {dim}"
+        )
     if x.ndim == 0:
         return return_types.kthvalue(x, m.cast(m.mul(x, 0), dt.int64))
     return _kth(x, k - 1, dim, keepdim, "kthvalue")

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import IndexOutOfBoundsError, ShapeError
+from ..errors import IndexOutOfBoundsError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -126,7 +126,7 @@ def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A0
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
         if k <= 0:
-            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+            raise UsageError(f"number of sections must be larger than 0, got {k}")
         sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
         cuts = list(np.cumsum([0, *sizes]))
     else:
@@ -139,7 +139,7 @@ def _split_dim(name, x, sections, dim):
     if isinstance(sections, (int, np.integer)):
         n = ts.static_dim(x, dim, name)
         if sections == 0 or n % sections:
-            raise RuntimeError(
+            raise UsageError(
                 f"torch.{name} attempted to split along dimension {dim}, but the size of the "
                 f"dimension {n} is not divisible by the split_size {sections}!"
             )
@@ -166,9 +166,7 @@ def vsplit(input, sections):  # noqa: A002
     """
     (x,) = lift(input)
     if x.ndim < 2:
-        raise RuntimeError(
-            f"torch.vsplit requires a tensor with at least 2 dimension, got {x.ndim}"
-        )
+        raise UsageError(f"torch.vsplit requires a tensor with at least 2 dimension, got {x.ndim}")
     return _split_dim("vsplit", x, sections, 0)
 
 
@@ -181,9 +179,7 @@ def dsplit(input, sections):  # noqa: A002
     """
     (x,) = lift(input)
     if x.ndim < 3:
-        raise RuntimeError(
-            f"torch.dsplit requires a tensor with at least 3 dimension, got {x.ndim}"
-        )
+        raise UsageError(f"torch.dsplit requires a tensor with at least 3 dimension, got {x.ndim}")
     return _split_dim("dsplit", x, sections, 2)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..errors import ArgumentError
 from . import math as m
 from . import shape as s
 from . import torch_shape as ts
@@ -150,7 +151,7 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
         tensors = tuple(tensors[0])
     values = list(lift(*tensors))
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
+        raise ArgumentError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
     swap = indexing == "xy" and len(values) >= 2
     if swap:
         values[0], values[1] = values[1], values[0]

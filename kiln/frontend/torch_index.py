@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, GraphError, ShapeError
 from ..graph.core import Symbol
 from ..ops.index import check_index_shape
 from . import math as m
@@ -132,9 +132,9 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=N
             [1., 0., 1.]])
     """
     if (src is None) == (value is None):
-        raise TypeError("scatter() takes a src tensor or a value, one of them")
+        raise ArgumentTypeError("scatter() takes a src tensor or a value, one of them")
     if reduce not in _REDUCE:
-        raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+        raise ArgumentError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
     return _scatter(input, dim, index, value if src is None else src, _REDUCE[reduce], True,
                     "scatter", axis)  # fmt: skip
 
@@ -168,8 +168,9 @@ def scatter_reduce(
     tensor([9., 5.])
     """
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
-        raise ValueError(f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, "
-                         f"got {reduce!r}")  # fmt: skip
+        raise ArgumentError(
+            f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}"
+        )
     return _scatter(input, dim, index, src, reduce, include_self, "scatter_reduce", axis)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.elementwise_torch import trunc
@@ -272,7 +272,7 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode == "floor":
         return m.floordiv(input, other)
     if rounding_mode != "trunc":
-        raise ValueError(
+        raise ArgumentError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
             f"{rounding_mode!r}"
         )
@@ -407,7 +407,7 @@ def _scan_input(x, dim, axis, name, dtype=None):
         x = call("cast", x, dtype=dt.as_dtype(dtype))
     dim = dim_arg(dim, axis, name)
     if dim is None:
-        raise TypeError(f"{name}() missing required argument 'dim'")
+        raise ArgumentTypeError(f"{name}() missing required argument 'dim'")
     return x, sh.normalize_axis(dim, max(x.ndim, 1))
 
 

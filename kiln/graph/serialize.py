@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import GraphFormatError
+from ..errors import ArgumentError, GraphFormatError
 from .core import Graph, Variable
 from .opdef import REGISTRY, ArrayValue
 from .region import Region
@@ -198,7 +198,7 @@ def from_json(
     limits = {"max_chars": max_chars, "max_elements": max_elements, "max_work": max_work}
     for key, limit in limits.items():
         if limit is not None and (type(limit) is not int or limit < 0):
-            raise ValueError(f"{key} is a non-negative int or None, got {limit!r}")
+            raise ArgumentError(f"{key} is a non-negative int or None, got {limit!r}")
     return _Reader(max_elements, max_work).build(_parse(text, max_chars))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import shapes as sh
 from ..checkpoint import write_atomic
-from ..errors import GraphError, node_error
+from ..errors import ArgumentTypeError, GraphError, node_error
 from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
@@ -76,11 +76,11 @@ def program_of(obj) -> Graph:
             raise GraphError("export_onnx: the graph has no .outputs to export")
         return extract(list(obj.outputs), list(obj.inputs or obj.placeholders), {})
     if callable(obj):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"export_onnx() needs example inputs to trace a {type(obj).__name__}: "
             "export_onnx(model, path, args=(x,))"
         )
-    raise TypeError(
+    raise ArgumentTypeError(
         "export_onnx() takes a kn.Function, a traced function, a Graph with .inputs and "
         f".outputs, or a Module with args=; got {type(obj).__name__}"
     )

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import ArgumentError
 from . import functional as F
 from .module import Module, Parameter
 
@@ -68,7 +69,7 @@ class GELU(Module):
     def __init__(self, approximate: str = "none"):
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise ArgumentError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, x):
@@ -326,7 +327,7 @@ class Hardtanh(Module):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
         if max_val < min_val:
-            raise ValueError("min_val cannot be greater than max_val")
+            raise ArgumentError("min_val cannot be greater than max_val")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x):

@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from ..errors import ArgumentError, UsageError
 from ..frontend.nn_functional import pad
 from .functional import dropout
 from .functional_attention import linear, scaled_dot_product_attention
@@ -65,7 +66,7 @@ class MultiheadAttention(Module):
     ):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(
+            raise ArgumentError(
                 f"embed_dim and num_heads must be greater than 0, got "
                 f"embed_dim={embed_dim} and num_heads={num_heads} instead"
             )
@@ -132,7 +133,7 @@ class MultiheadAttention(Module):
         elif not self.batch_first:
             q, k, v = (F.transpose(t, 0, 1) for t in (q, k, v))
         if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
+            raise UsageError("Need attn_mask if specifying the is_causal hint.")
         (ws, bs) = self._projections()
         q, k, v = (linear(t, w, b) for t, w, b in zip((q, k, v), ws, bs))
         mask = _float_mask(attn_mask, "attn_mask", q)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator, Mapping
 
+from ..errors import IndexOutOfRangeError
 from .module import Module
 
 __all__ = ["Identity", "ModuleDict", "ModuleList", "Sequential"]
@@ -13,7 +14,7 @@ __all__ = ["Identity", "ModuleDict", "ModuleList", "Sequential"]
 def _index(index, size: int) -> int:
     index = operator.index(index)
     if not -size <= index < size:
-        raise IndexError(f"index {index} is out of range")
+        raise IndexOutOfRangeError(f"index {index} is out of range")
     return index % size
 
 
@@ -52,7 +53,7 @@ class _Numbered(Module):
         n = len(items)
         index = operator.index(index)
         if not -n <= index <= n:
-            raise IndexError(f"Index out of range: {index}")
+            raise IndexOutOfRangeError(f"Index out of range: {index}")
         items.insert(index % (n + 1) if index < 0 else index, module)
         self._renumber(items)
 

@@ -8,6 +8,7 @@ import math
 
 from .. import dtypes as dt
 from .. import init
+from ..errors import ArgumentError
 from . import functional as F
 from .module import Module, Parameter
 
@@ -21,7 +22,7 @@ def _ntuple(value, n: int, what: str) -> tuple:
         return (value,) * n
     values = tuple(int(v) for v in value)
     if len(values) != n:
-        raise ValueError(f"{what} must be an int or {n} ints, got {value!r}")
+        raise ArgumentError(f"{what} must be an int or {n} ints, got {value!r}")
     return values
 
 
@@ -49,11 +50,13 @@ class _ConvNd(Module):
         super().__init__()
         n = self.n
         if groups <= 0:
-            raise ValueError("groups must be a positive integer")
+            raise ArgumentError("groups must be a positive integer")
         if in_channels % groups or out_channels % groups:
-            raise ValueError("in_channels and out_channels must be divisible by groups")
+            raise ArgumentError("in_channels and out_channels must be divisible by groups")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+            raise ArgumentError(
+                f"padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}"
+            )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _ntuple(kernel_size, n, "kernel_size")
         self.stride = _ntuple(stride, n, "stride")
@@ -61,11 +64,11 @@ class _ConvNd(Module):
         self.output_padding = _ntuple(output_padding, n, "output_padding")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
-                raise ValueError(
+                raise ArgumentError(
                     f"Invalid padding string {padding!r}, should be one of ['valid', 'same']"
                 )
             if padding == "same" and any(s != 1 for s in self.stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise ArgumentError("padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
             self.padding = _ntuple(padding, n, "padding")
@@ -216,7 +219,7 @@ class _ConvTranspose(_ConvNd):
         dtype=None,
     ):
         if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+            raise ArgumentError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         super().__init__(
             in_channels,
             out_channels,
@@ -247,7 +250,7 @@ class _ConvTranspose(_ConvNd):
                 + 1
             )
             if not low <= size[i] < low + self.stride[i]:
-                raise ValueError(
+                raise ArgumentError(
                     f"requested an output size of {size}, but valid sizes range from {low} to "
                     f"{low + self.stride[i] - 1} (for an input of {tuple(x.shape[2:])})"
                 )

@@ -12,7 +12,7 @@ import warnings
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import DTypeMismatchError, call_error
+from ..errors import ArgumentError, DTypeMismatchError, call_error
 from ..frontend import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -272,7 +272,7 @@ _reduction, _reduce = reduction_of, reduce_loss
 
 def _same_size(name: str, input, target) -> None:  # noqa: A002
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(
+        raise ArgumentError(
             f"{name}: Target size ({tuple(target.shape)}) must be the same as input size "
             f"({tuple(input.shape)})"
         )
@@ -327,7 +327,7 @@ def smooth_l1_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
-        raise ValueError(f"smooth_l1_loss does not support negative values for beta ({beta})")
+        raise ArgumentError(f"smooth_l1_loss does not support negative values for beta ({beta})")
     d = F.abs(F.sub(input, target))
     if beta == 0:
         return _reduce(d, reduction)
@@ -453,14 +453,14 @@ def binary_cross_entropy_with_logits(
 
 def _class_dim(input, name: str) -> int:  # noqa: A002
     if input.ndim < 1:
-        raise ValueError(f"{name}: expected an input of 1 or more dimensions, got 0")
+        raise ArgumentError(f"{name}: expected an input of 1 or more dimensions, got 0")
     return 0 if input.ndim == 1 else 1
 
 
 def _check_target(name, input, target, dim) -> None:  # noqa: A002
     want = tuple(d for i, d in enumerate(input.shape) if i != dim)
     if tuple(target.shape) != want:
-        raise ValueError(
+        raise ArgumentError(
             f"{name}: expected target of size {want} for input of size {tuple(input.shape)}, "
             f"got {tuple(target.shape)}"
         )
@@ -536,7 +536,7 @@ def cross_entropy(
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise ArgumentError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     logp = log_softmax(input, dim)
     n_classes = input.shape[dim]
     if not dt.is_int(target.dtype):  # class probabilities

@@ -17,7 +17,7 @@ import warnings
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
-from ..errors import ShapeMismatchError, call_error
+from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
@@ -127,7 +127,7 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     tensor([-1.0000,  0.5000,  1.0000])
     """
     if max_val < min_val:
-        raise ValueError("min_val cannot be greater than max_val")
+        raise ArgumentError("min_val cannot be greater than max_val")
     return in_place("hardtanh_", lambda x: _hardtanh(x, min_val, max_val), input, inplace)
 
 
@@ -266,7 +266,7 @@ def softshrink(input, lambd: float = 0.5):  # noqa: A002
     tensor([-0.5000,  0.0000,  0.2500])
     """
     if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+        raise UsageError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     inner = F.where(F.less(input, -lambd), F.add(input, lambd), 0.0)
     return F.where(F.greater(input, lambd), F.sub(input, lambd), inner)
 

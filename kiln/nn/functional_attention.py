@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor
-from ..errors import DTypeMismatchError, call_error
+from ..errors import ArgumentError, DTypeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..graph.core import Symbol
 
@@ -62,7 +62,7 @@ def scaled_dot_product_attention(
     scores = F.mul(F.matmul(q, F.transpose(k, -2, -1)), scale)
     if is_causal:
         if attn_mask is not None:
-            raise RuntimeError(
+            raise UsageError(
                 "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                 "is_causal=True"
             )
@@ -114,7 +114,7 @@ def one_hot(tensor, num_classes: int = -1):
                          "type LongTensor.", "one_hot", ids)  # fmt: skip
     if num_classes == -1:
         if isinstance(ids, Symbol):
-            raise ValueError(
+            raise ArgumentError(
                 "one_hot: num_classes=-1 needs the values of the indices; give num_classes "
                 "when building a graph or tracing"
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ShapeMismatchError, call_error
+from ..errors import ArgumentError, ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
 from .functional_act import implicit_softmax_dim, in_place
@@ -85,7 +85,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 def _channel_dropout(name, spatial, input, p, training, inplace):  # noqa: A002
     """Zeroes whole channels: one draw per (N, C), or per C for an unbatched input."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     (x,) = F.core.lift(input)
     if x.ndim not in (spatial + 1, spatial + 2):
         raise call_error(ShapeMismatchError, f"Expected {spatial + 1}D or {spatial + 2}D "

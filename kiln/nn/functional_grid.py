@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .. import frontend as F
+from ..errors import ArgumentError, UsageError
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -89,15 +90,19 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     if mode not in ("bilinear", "nearest"):
         raise NotImplementedError(f"grid_sample: mode {mode!r} (bilinear and nearest are built)")
     if padding_mode not in ("zeros", "border", "reflection"):
-        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
-                         f"'border', or 'reflection', but got: '{padding_mode}'")  # fmt: skip
+        raise ArgumentError(
+            f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+            f"'border', or 'reflection', but got: '{padding_mode}'"
+        )
     align = _align(align_corners, "grid_sample")
     x, g = F.core.lift(input, grid)
     if x.ndim != 4:
         raise NotImplementedError(f"grid_sample: {x.ndim}-d input (4-d, N C H W, is built)")
     if g.ndim != 4 or g.shape[-1] != 2 or g.shape[0] != x.shape[0]:
-        raise RuntimeError(f"grid_sample(): expected grid of shape [N, H, W, 2] with N = "
-                           f"{x.shape[0]}, got {list(g.shape)}")  # fmt: skip
+        raise UsageError(
+            f"grid_sample(): expected grid of shape [N, H, W, 2] with N = "
+            f"{x.shape[0]}, got {list(g.shape)}"
+        )
     n, c, h, w = x.shape
     out_h, out_w = g.shape[1], g.shape[2]
     flat = F.reshape(x, (n, c, h * w))
@@ -141,8 +146,10 @@ def affine_grid(theta, size, align_corners=None):
         raise NotImplementedError("affine_grid: 4-d sizes (N, C, H, W) are built")
     n, _, h, w = size
     if tuple(t.shape) != (n, 2, 3):
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                         f"{list(size)}. Got {list(t.shape)}.")  # fmt: skip
+        raise ArgumentError(
+            f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+            f"{list(size)}. Got {list(t.shape)}."
+        )
     xs, ys = np.meshgrid(_base(w, align), _base(h, align))
     base = np.stack([xs, ys, np.ones_like(xs)], -1).reshape(1, h * w, 3)
     base = base.astype(np.dtype(t.dtype))

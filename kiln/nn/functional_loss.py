@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..errors import ArgumentError
 from ..graph.core import Symbol
 from .functional_norm import pairwise_distance
 
@@ -28,7 +29,7 @@ def reduction_of(size_average, reduce, reduction: str) -> str:
     """PyTorch's mapping of the legacy `size_average`/`reduce` flags (when given)."""
     if size_average is None and reduce is None:
         if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
+            raise ArgumentError(f"{reduction} is not a valid value for reduction")
         return reduction
     warnings.warn(
         "size_average and reduce args will be deprecated, please use reduction instead",
@@ -104,7 +105,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     """
     reduction = reduction_of(size_average, reduce, reduction)
     if p not in (1, 2):
-        raise ValueError("only p == 1 and p == 2 supported")
+        raise ArgumentError("only p == 1 and p == 2 supported")
     x, y = F.core.lift(input, target)
     squeeze = x.ndim == 1
     if squeeze:
@@ -219,9 +220,9 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
         if tuple(x.shape[:-1]) == tuple(v.shape):
             v = F.unsqueeze(v, -1)
         elif not (tuple(x.shape[:-1]) == tuple(v.shape[:-1]) and v.shape[-1] == 1):
-            raise ValueError("var is of incorrect size")
+            raise ArgumentError("var is of incorrect size")
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{reduction} is not valid")
+        raise ArgumentError(f"{reduction} is not valid")
     v = F.add(v, F.stop_gradient(F.sub(F.clip(v, eps, None), v)))
     loss = F.mul(F.add(F.log(v), F.div(F.square(F.sub(x, y)), v)), 0.5)
     if full:
@@ -262,7 +263,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             [3., 4.]])
     """
     if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+        raise ArgumentError(f"mode has to be one of sum, mean or max, got {mode!r}")
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse")
     if per_sample_weights is not None and mode != "sum":
@@ -273,14 +274,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     idx, w = F.core.lift(input, weight)
     if idx.ndim == 2:
         if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None")
+            raise ArgumentError("if input is 2D, then offsets has to be None")
         b, k = idx.shape
         idx = F.reshape(idx, (-1,))
         offsets = np.arange(0, b * k, k, dtype=np.int64)
         if per_sample_weights is not None:
             per_sample_weights = F.reshape(per_sample_weights, (-1,))
     elif offsets is None:
-        raise ValueError("offsets has to be a 1D Tensor but got None")
+        raise ArgumentError("offsets has to be a 1D Tensor but got None")
     rows = F.index_select(w, 0, idx)  # (n, D)
     member, _ = _bag_ids(idx.shape[0], offsets, include_last_offset)  # (n, bags)
     if padding_idx is not None:

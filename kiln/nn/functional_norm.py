@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import frontend as F
 from .. import shapes as sh
-from ..errors import ShapeMismatchError, call_error
+from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_functional import pad
 
@@ -49,7 +49,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
             [0.0000, 0.0000]])
     """
     if out is not None:
-        raise TypeError("normalize: out= is not supported by kiln; use the returned tensor")
+        raise ArgumentTypeError("normalize: out= is not supported by kiln; use the returned tensor")
     (x,) = F.core.lift(input)
     if x.ndim == 0:
         dim = None
@@ -110,8 +110,9 @@ def instance_norm(
     """
     (x,) = F.core.lift(input)
     if x.ndim < 3:
-        raise ValueError(f"instance_norm: expected an (N, C, ...) input of 3 or more dims, got "
-                         f"{x.ndim}")  # fmt: skip
+        raise ArgumentError(
+            f"instance_norm: expected an (N, C, ...) input of 3 or more dims, got {x.ndim}"
+        )
     per_channel = (x.shape[1],) + (1,) * (x.ndim - 2)
     if use_input_stats:
         axes = tuple(range(2, x.ndim))
@@ -164,7 +165,7 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     """
     (x,) = F.core.lift(input)
     if x.ndim < 3:
-        raise ValueError(f"local_response_norm: expected 3 or more dims, got {x.ndim}")
+        raise ArgumentError(f"local_response_norm: expected 3 or more dims, got {x.ndim}")
     sq = F.mul(x, x)
     # mean over a window of `size` channels, zero-padded as PyTorch pads (size // 2 before)
     flat = F.reshape(sq, (x.shape[0], 1, x.shape[1], -1))

@@ -14,6 +14,7 @@ import numpy as np
 from .. import init as _init
 from ..eager import Tensor, no_grad
 from ..eager.tensor import make
+from ..errors import ArgumentError, ArgumentTypeError
 from ..ops.random import seeds_from
 from .parameter import ModuleValue
 
@@ -49,7 +50,7 @@ def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
 def _calculate_correct_fan(tensor, mode: str) -> int:
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ArgumentError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -58,7 +59,9 @@ def _fill(tensor, initializer, generator=None):
     """Sets `tensor` to `initializer(shape, dtype)`, its draws seeded by `generator` (a
     `kn.Generator`) when given."""
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"expected a kn.Tensor or kn.nn.Parameter, got {type(tensor).__name__}")
+        raise ArgumentTypeError(
+            f"expected a kn.Tensor or kn.nn.Parameter, got {type(tensor).__name__}"
+        )
     with seeds_from(generator):
         array = initializer(tuple(tensor.shape), tensor.dtype)
     if isinstance(tensor, ModuleValue):
@@ -107,7 +110,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     True
     """
     if not a < b:
-        raise ValueError(f"trunc_normal_: a ({a}) must be below b ({b})")
+        raise ArgumentError(f"trunc_normal_: a ({a}) must be below b ({b})")
 
     def draw(shape, dtype):
         values = _init.normal(mean, std)(shape, np.float64)
@@ -159,7 +162,7 @@ def eye_(tensor):
             [0., 1., 0.]])
     """
     if tensor.ndim != 2:
-        raise ValueError("Only tensors with 2 dimensions are supported")
+        raise ArgumentError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, lambda shape, dtype: np.eye(*shape, dtype=dtype))
 
 
@@ -224,7 +227,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     True
     """
     if tensor.ndim < 2:
-        raise ValueError("Only tensors with 2 or more dimensions are supported")
+        raise ArgumentError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
     return _fill(tensor, _init.orthogonal(gain), generator)

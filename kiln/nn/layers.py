@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from ..errors import ArgumentError
 from . import functional_attention, functional_core, functional_norm
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
@@ -93,7 +94,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5):
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
 
     def forward(self, x):
@@ -210,9 +211,9 @@ class MLP(Sequential):
     def __init__(self, sizes, activation="relu", dropout: float = 0.0):
         sizes = list(sizes)
         if len(sizes) < 2:
-            raise ValueError(f"MLP needs at least an input and an output size, got {sizes}")
+            raise ArgumentError(f"MLP needs at least an input and an output size, got {sizes}")
         if isinstance(activation, str) and activation not in _ACTIVATIONS:
-            raise ValueError(f"MLP: unknown activation {activation!r}: {sorted(_ACTIVATIONS)}")
+            raise ArgumentError(f"MLP: unknown activation {activation!r}: {sorted(_ACTIVATIONS)}")
         make = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
         super().__init__()
         for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
@@ -331,7 +332,7 @@ class BatchNorm1d(Module):
     def forward(self, x):
         if x.ndim not in self.ndims:
             wanted = " or ".join(f"{d}D" for d in self.ndims)
-            raise ValueError(f"expected {wanted} input (got {x.ndim}D input)")
+            raise ArgumentError(f"expected {wanted} input (got {x.ndim}D input)")
         if not self.training and self.track_running_stats:
             return F.batch_norm(
                 x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps
@@ -349,7 +350,7 @@ class BatchNorm1d(Module):
         if all(isinstance(d, int) for d in sizes):
             n = math.prod(sizes)
             if n == 1:
-                raise ValueError(
+                raise ArgumentError(
                     f"Expected more than 1 value per channel when training, got input size "
                     f"{tuple(x.shape)}"
                 )
@@ -411,7 +412,7 @@ class GroupNorm(Module):
     ):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ArgumentError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = (
             num_groups,
             num_channels,
@@ -465,7 +466,7 @@ class _InstanceNorm(Module):
     def forward(self, x):
         if x.ndim not in self.ndims:
             wanted = " or ".join(f"{d}D" for d in self.ndims)
-            raise ValueError(f"expected {wanted} input (got {x.ndim}D input)")
+            raise ArgumentError(f"expected {wanted} input (got {x.ndim}D input)")
         batched = x.ndim == self.ndims[1]
         x = x if batched else F.unsqueeze(x, 0)
         y = functional_norm.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)

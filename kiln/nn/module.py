@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import Tensor, no_grad, zeros_like
-from ..errors import GraphError
+from ..errors import ArgumentError, ArgumentTypeError, GraphError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
@@ -175,7 +175,7 @@ class Module:
         elif name in self._parameters or name in self._modules or name in self._buffers:
             kind = "parameter" if name in self._parameters else "module"
             kind = "buffer" if name in self._buffers else kind
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"cannot assign '{type(value).__name__}' as {kind} '{name}' of "
                 f"{type(self).__name__} (kn.nn.Parameter, kn.nn.Buffer, a Module or None "
                 "expected)"
@@ -213,7 +213,7 @@ class Module:
 
     def _check_name(self, name, kind: str) -> None:
         if not isinstance(name, str):
-            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+            raise ArgumentTypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
             raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
         if name == "":
@@ -233,7 +233,7 @@ class Module:
         """
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(kn.nn.Parameter or None required)"
             )
@@ -268,7 +268,7 @@ class Module:
         """Adds the child `module` as `name` (as assigning it to an attribute does)."""
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise ArgumentTypeError(f"{type(module).__name__} is not a Module subclass")
         self._parameters.pop(name, None)
         self._buffers.pop(name, None)
         if module is not None and module._name is None:
@@ -403,7 +403,7 @@ class Module:
         """Sets `training` here and, through their `train`, on every child; graphs built
         later use it."""
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise ArgumentError("training mode is expected to be boolean")
         object.__setattr__(self, "training", mode)
         for child in self.children():
             child.train(mode)
@@ -486,7 +486,7 @@ class Module:
         _, dtype, _ = parse_to(*args, **kwargs)
         if dtype is not None:
             if not (dt.is_float(dtype) or dtype.kind == "c"):
-                raise TypeError(
+                raise ArgumentTypeError(
                     "nn.Module.to only accepts floating point or complex dtypes, but got "
                     f"desired dtype={dtype}"
                 )

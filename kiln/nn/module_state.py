@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from ..checkpoint import StateDictError
 from ..eager import Tensor
 from ..eager.devices import canonical_device
-from ..errors import DTypeError, call_error
+from ..errors import ArgumentTypeError, DTypeError, call_error
 
 __all__ = ["IncompatibleKeys", "cast_values", "load_state", "parse_to"]
 
@@ -51,22 +51,26 @@ def parse_to(*args, **kwargs) -> tuple[str | None, np.dtype | None, bool]:
     unknown = set(kwargs) - {"device", "dtype", "non_blocking"}
     if unknown or len(args) > 3:
         extra = f"unexpected keyword argument {sorted(unknown)[0]!r}" if unknown else "too many"
-        raise TypeError(f"to() got {extra}; expected {_SIGNATURES}")
+        raise ArgumentTypeError(f"to() got {extra}; expected {_SIGNATURES}")
     device, dtype = kwargs.get("device"), kwargs.get("dtype")
     non_blocking = kwargs.get("non_blocking", False)
     rest = list(args)
     if rest and isinstance(rest[0], Tensor):
         if device is not None or dtype is not None:
-            raise TypeError(f"to() received a tensor and device/dtype; expected {_SIGNATURES}")
+            raise ArgumentTypeError(
+                f"to() received a tensor and device/dtype; expected {_SIGNATURES}"
+            )
         first = rest.pop(0)
         device, dtype = str(first.device), first.dtype
     elif rest and _as_dtype(rest[0]) is not None:
         if dtype is not None:
-            raise TypeError(f"to() got multiple values for argument 'dtype'; {_SIGNATURES}")
+            raise ArgumentTypeError(f"to() got multiple values for argument 'dtype'; {_SIGNATURES}")
         dtype = rest.pop(0)
     elif rest:
         if device is not None:
-            raise TypeError(f"to() got multiple values for argument 'device'; {_SIGNATURES}")
+            raise ArgumentTypeError(
+                f"to() got multiple values for argument 'device'; {_SIGNATURES}"
+            )
         device = rest.pop(0)
         if rest and not isinstance(rest[0], bool):
             dtype = rest.pop(0)
@@ -74,14 +78,18 @@ def parse_to(*args, **kwargs) -> tuple[str | None, np.dtype | None, bool]:
         non_blocking = rest.pop(0)
     if rest:
         names = ", ".join(type(a).__name__ for a in args)
-        raise TypeError(f"to() received an invalid combination of arguments - got ({names}); "
-                        f"expected {_SIGNATURES}")  # fmt: skip
+        raise ArgumentTypeError(
+            f"to() received an invalid combination of arguments - got ({names}); "
+            f"expected {_SIGNATURES}"
+        )
     if dtype is not None:
         given, dtype = dtype, _as_dtype(dtype)
         if dtype is None:
-            raise TypeError(f"to(): {given!r} is not a dtype; expected {_SIGNATURES}")
+            raise ArgumentTypeError(f"to(): {given!r} is not a dtype; expected {_SIGNATURES}")
     if not isinstance(non_blocking, bool):
-        raise TypeError(f"to(): non_blocking must be a bool, got {type(non_blocking).__name__}")
+        raise ArgumentTypeError(
+            f"to(): non_blocking must be a bool, got {type(non_blocking).__name__}"
+        )
     return (None if device is None else _device(device)), dtype, non_blocking
 
 

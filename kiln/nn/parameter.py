@@ -15,7 +15,7 @@ import numpy as np
 
 from ..array_types import Size
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import GraphError
+from ..errors import ArgumentError, ArgumentTypeError, GraphError
 from ..graph.core import Variable
 
 __all__ = ["Buffer", "ModuleValue", "Parameter", "owner_of"]
@@ -123,9 +123,9 @@ class ModuleValue(Tensor):
         from it."""
         array = np.asarray(value.detach().numpy() if isinstance(value, Tensor) else value)
         if array.shape != self._value.shape:
-            raise ValueError(f"cannot assign shape {array.shape} to {self.describe_name()}")
+            raise ArgumentError(f"cannot assign shape {array.shape} to {self.describe_name()}")
         if not np.can_cast(array.dtype, self._value.dtype, "same_kind"):
-            raise TypeError(f"cannot assign {array.dtype} to {self.describe_name()}")
+            raise ArgumentTypeError(f"cannot assign {array.dtype} to {self.describe_name()}")
         self._last = None
         self._set(array)
         for var in list(self._vars.values()):

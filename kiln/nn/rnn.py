@@ -16,6 +16,7 @@ import math
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from ..errors import ArgumentError
 from ..frontend.autocast import lower_precision
 from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
@@ -39,9 +40,9 @@ class RNNBase(Module):
         if proj_size:
             raise NotImplementedError("LSTM with proj_size is not supported by kiln")
         if not 0 <= dropout <= 1:
-            raise ValueError(f"dropout should be a number in range [0, 1], got {dropout}")
+            raise ArgumentError(f"dropout should be a number in range [0, 1], got {dropout}")
         if hidden_size <= 0 or num_layers <= 0:
-            raise ValueError("hidden_size and num_layers must be positive")
+            raise ArgumentError("hidden_size and num_layers must be positive")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
@@ -86,8 +87,10 @@ class RNNBase(Module):
         (h; LSTM: h and c), or None for zeros."""
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: expected a 2-d or 3-d input, got "
-                             f"{input.ndim}-d of shape {tuple(input.shape)}")  # fmt: skip
+            raise ArgumentError(
+                f"{type(self).__name__}: expected a 2-d or 3-d input, got "
+                f"{input.ndim}-d of shape {tuple(input.shape)}"
+            )
         (input,) = lower_precision(input)  # noqa: A001 -- under autocast: the low dtype
         if states is not None:
             states = list(lower_precision(*states))
@@ -190,8 +193,9 @@ class RNN(RNNBase):
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
                  dropout: float = 0.0, bidirectional: bool = False, dtype=None):  # fmt: skip
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
-                             "'relu'.")  # fmt: skip
+            raise ArgumentError(
+                f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
+            )
         super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers,
                          bias, batch_first, dropout, bidirectional, dtype=dtype)  # fmt: skip
         self.nonlinearity = nonlinearity

@@ -15,6 +15,7 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..errors import ArgumentError
 from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
@@ -45,7 +46,7 @@ def _ufunc_lowering(lowering: Lowering | None, ufunc) -> Lowering | None:
     if lowering is None:
         return None
     if lowering.not_lowered or lowering.ufunc not in (None, ufunc.__name__):
-        raise ValueError(f"the kernel is one call of {ufunc.__name__}: lower it as that ufunc")
+        raise ArgumentError(f"the kernel is one call of {ufunc.__name__}: lower it as that ufunc")
     return replace(lowering, ufunc=ufunc.__name__)
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ArgumentError
+
 
 @dataclass(frozen=True)
 class Lowering:
@@ -58,7 +60,7 @@ class Lowering:
 
     def __post_init__(self):
         if self.not_lowered and (self.ufunc or self.exact or self.numba or self.cuda):
-            raise ValueError("a Lowering that says why it is not lowered declares nothing else")
+            raise ArgumentError("a Lowering that says why it is not lowered declares nothing else")
 
 
 # -- C (CUDA) ----------------------------------------------------------------------------------

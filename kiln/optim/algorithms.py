@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
+from ..errors import ArgumentError
 from .optimizer import Optimizer, _check, like, nonzero
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
@@ -41,7 +42,7 @@ class SGD(Optimizer):
         _check(momentum, "momentum value")
         _check(weight_decay, "weight_decay value")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            raise ArgumentError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
@@ -99,7 +100,7 @@ class Adam(Optimizer):
         _check(eps, "epsilon value")
         for i, beta in enumerate(betas):
             if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+                raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize)  # fmt: skip
@@ -139,7 +140,7 @@ class AdamW(Adam):
     >>> kn.optim.AdamW(lr=-1)
     Traceback (most recent call last):
     ...
-    ValueError: Invalid learning rate: -1
+    kiln.errors.ArgumentError: Invalid learning rate: -1 (called at ...)
     """
 
     slot_prefix = "adamw_"

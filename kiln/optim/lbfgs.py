@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import frontend as F
 from ..eager import enable_grad, no_grad, zeros
+from ..errors import ArgumentError, UsageError
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -41,17 +42,17 @@ class LBFGS(Optimizer):
         line_search_fn: str | None = None,
     ):
         if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise ArgumentError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         if line_search_fn not in (None, "strong_wolfe"):
-            raise RuntimeError("only 'strong_wolfe' is supported")
+            raise UsageError("only 'strong_wolfe' is supported")
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                         tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
                         history_size=history_size, line_search_fn=line_search_fn)  # fmt: skip
         super().__init__(params, defaults)
         if len(self.param_groups) != 1:
-            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+            raise ArgumentError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
@@ -80,7 +81,7 @@ class LBFGS(Optimizer):
         gradients, computes the loss, calls backward and returns the loss. Returns the loss
         of the first evaluation."""
         if closure is None:
-            raise RuntimeError("LBFGS requires a closure")
+            raise UsageError("LBFGS requires a closure")
         closure = enable_grad()(closure)
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]

@@ -20,7 +20,7 @@ from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor, enable_grad, no_grad, zeros_like
 from ..eager.tensor import describe, make
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, GraphError, ShapeError
 from ..graph.core import Symbol, Variable
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
@@ -39,7 +39,7 @@ _SET_MESSAGE = (
 
 def _check(value, what: str, low: float = 0.0) -> None:
     if not isinstance(value, Symbol) and not value >= low:
-        raise ValueError(f"Invalid {what}: {value}")
+        raise ArgumentError(f"Invalid {what}: {value}")
 
 
 def nonzero(value) -> bool:
@@ -122,15 +122,15 @@ class Optimizer:
             groups = [{"params": []}]
         else:
             if isinstance(params, Tensor):
-                raise TypeError(
+                raise ArgumentTypeError(
                     "params argument given to the optimizer should be an iterable of Tensors "
                     f"or dicts, but got {describe(params)}"
                 )
             if isinstance(params, (set, frozenset)):
-                raise TypeError(_SET_MESSAGE)
+                raise ArgumentTypeError(_SET_MESSAGE)
             params = [params] if isinstance(params, Variable) else list(params)
             if not params:
-                raise ValueError("optimizer got an empty parameter list")
+                raise ArgumentError("optimizer got an empty parameter list")
             groups = params if isinstance(params[0], dict) else [{"params": params}]
         for group in groups:
             self.add_param_group(group)
@@ -199,26 +199,26 @@ class Optimizer:
         [0.1, 0.01]
         """
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+            raise ArgumentTypeError(f"param_group must be a dict, got {type(param_group).__name__}")
         params = param_group["params"]
         if isinstance(params, (Tensor, Variable)):
             params = [params]
         elif isinstance(params, (set, frozenset)):
-            raise TypeError(_SET_MESSAGE)
+            raise ArgumentTypeError(_SET_MESSAGE)
         params = list(params)
         for p in params:
             if not isinstance(p, (Parameter, Variable, Tensor)):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"optimizer params must be Parameters, Variables or Tensors, got {p!r}"
                 )
             if isinstance(p, Tensor) and not p.is_leaf:
-                raise ValueError("can't optimize a non-leaf Tensor")
+                raise ArgumentError("can't optimize a non-leaf Tensor")
         group = ParamGroup(param_group, params=params)
         for name, default in self.defaults.items():
             group.setdefault(name, default)
         taken = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in taken for p in params) or len({id(p) for p in params}) < len(params):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise ArgumentError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
 
     # -- eager mode --------------------------------------------------------------------------
@@ -226,7 +226,7 @@ class Optimizer:
     def _tensors(self) -> list:
         """(index, Tensor, group) of every eager parameter, index counting over all groups."""
         if self._adopt:
-            raise ValueError(
+            raise ArgumentError(
                 "eager zero_grad()/step() need the params: Optimizer(model.parameters())"
             )
         found, index = [], 0
@@ -271,7 +271,7 @@ class Optimizer:
         for group in self.param_groups:
             symbolic = [k for k, v in group.items() if isinstance(v, Symbol)]
             if symbolic:
-                raise ValueError(f"eager step() needs numbers, but {symbolic} are graph values")
+                raise ArgumentError(f"eager step() needs numbers, but {symbolic} are graph values")
         with no_grad(), np.errstate(all="ignore"):
             params = [(i, t, g) for i, t, g in self._tensors() if t.grad is not None]
             updates = [self._new_values(i, t, g) for i, t, g in params]

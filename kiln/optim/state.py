@@ -7,6 +7,7 @@ import numpy as np
 
 from ..checkpoint import as_numpy
 from ..eager.tensor import Tensor, make
+from ..errors import ArgumentError, ArgumentTypeError
 from ..graph.core import Symbol, Variable
 from ..nn.module import Parameter
 
@@ -65,7 +66,7 @@ def export_state(opt) -> dict:
         options = {k: v for k, v in group.items() if k != "params"}
         symbolic = [k for k, v in options.items() if isinstance(v, Symbol)]
         if symbolic:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{type(opt).__name__}.state_dict: options {symbolic} are graph values (Symbols), "
                 "which have no value to save; give numbers (a scheduler can change them)"
             )
@@ -76,11 +77,11 @@ def export_state(opt) -> dict:
 def _params_by_index(opt, groups) -> dict:
     """{saved index: (parameter, its group)}, the groups matched by position."""
     if len(groups) != len(opt.param_groups):
-        raise ValueError("loaded state dict has a different number of parameter groups")
+        raise ArgumentError("loaded state dict has a different number of parameter groups")
     by_index = {}
     for saved, group in zip(groups, opt.param_groups):
         if len(saved["params"]) != len(group["params"]):
-            raise ValueError(
+            raise ArgumentError(
                 "loaded state dict contains a parameter group that doesn't match the size of "
                 "optimizer's group"
             )
@@ -100,7 +101,7 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
             step = int(round(float(array)))
             continue
         if array.shape != tuple(p.shape):
-            raise ValueError(
+            raise ArgumentError(
                 f"{type(opt).__name__}.load_state_dict: state {key!r} of parameter {index} has "
                 f"shape {array.shape}, the parameter has {tuple(p.shape)}; nothing was changed"
             )
@@ -154,7 +155,7 @@ def import_state(opt, state_dict: dict) -> None:
     for key, entry in saved.items():
         index = int(key)
         if index not in by_index:
-            raise ValueError(
+            raise ArgumentError(
                 f"loaded state dict has state for parameter {index}, which no group has"
             )
         if opt.custom:

@@ -15,6 +15,7 @@ import functools
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import ArgumentError
 from ..graph.core import Graph
 from ..graph.opdef import REGISTRY
 from .program import rebuild
@@ -43,7 +44,7 @@ def autocast(graph: Graph, dtype) -> Graph:
     """
     low = dt.as_dtype(dtype)
     if low not in (dt.bfloat16, np.dtype(np.float16)):
-        raise ValueError(f"autocast: expected kn.bfloat16 or kn.float16, got {dtype}")
+        raise ArgumentError(f"autocast: expected kn.bfloat16 or kn.float16, got {dtype}")
     f32 = np.dtype(np.float32)
 
     def cast(copy, value, to, node):

@@ -7,7 +7,7 @@ and one place adds up the cotangents of a value used more than once; vjp rules s
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..errors import GraphError
+from ..errors import ArgumentError, GraphError
 from ..graph.core import Symbol
 from ..graph.region import Region
 from ..ops.core import apply, scalar
@@ -25,7 +25,7 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise", since: int 
     visited (a local differentiation stays local).
     """
     if disconnected not in ("raise", "zero", "none"):
-        raise ValueError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
+        raise ArgumentError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
     graph = ys[0].graph
     if graph.optimized:
         passes = ", ".join(graph.optimized)

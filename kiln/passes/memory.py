@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import GraphError
+from ..errors import ArgumentError, GraphError
 
 # NOTE: up to this many live neighbours, the gap search runs in plain Python; NumPy's per-call
 # overhead only pays off above it.
@@ -238,7 +238,7 @@ class MemoryPlan:
         names = [str(n) for n in names]
         if len(names) != len(sizes) or (notes is not None and len(notes) != len(sizes)):
             count = "no" if notes is None else len(notes)
-            raise ValueError(f"{len(sizes)} buffers but {len(names)} names and {count} notes")
+            raise ArgumentError(f"{len(sizes)} buffers but {len(names)} names and {count} notes")
         offsets, arena = plan_offsets(sizes, starts, ends, alignment)
         validate_plan(sizes, starts, ends, offsets, arena, alignment, names=names)
         peak = lower_bound(sizes, starts, ends)
@@ -298,19 +298,19 @@ def _intervals(sizes, starts, ends) -> tuple[list[int], list[int], list[int]]:
     sizes, starts, ends = ([operator.index(x) for x in seq] for seq in (sizes, starts, ends))
     if not len(sizes) == len(starts) == len(ends):
         lengths = f"{len(sizes)}, {len(starts)} and {len(ends)}"
-        raise ValueError(f"sizes, starts and ends differ in length: {lengths}")
+        raise ArgumentError(f"sizes, starts and ends differ in length: {lengths}")
     for i, (size, start, end) in enumerate(zip(sizes, starts, ends)):
         if size < 0:
-            raise ValueError(f"buffer {i} has a negative size, {size} bytes")
+            raise ArgumentError(f"buffer {i} has a negative size, {size} bytes")
         if start > end:
-            raise ValueError(f"buffer {i} ends (step {end}) before it starts (step {start})")
+            raise ArgumentError(f"buffer {i} ends (step {end}) before it starts (step {start})")
     return sizes, starts, ends
 
 
 def _positive(alignment: int) -> int:
     alignment = operator.index(alignment)
     if alignment < 1:
-        raise ValueError(f"alignment must be a positive number of bytes, got {alignment}")
+        raise ArgumentError(f"alignment must be a positive number of bytes, got {alignment}")
     return alignment
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .. import shapes as sh
+from ..errors import ArgumentError
 
 __all__ = ["CACHE_SIZE", "cache_size", "evict", "feed_shapes", "touch"]
 
@@ -23,8 +24,9 @@ def cache_size(value: int | None) -> int:
     """
     size = CACHE_SIZE if value is None else value
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"cache_size must be a positive int (or None for {CACHE_SIZE}), got "
-                         f"{size!r}")  # fmt: skip
+        raise ArgumentError(
+            f"cache_size must be a positive int (or None for {CACHE_SIZE}), got {size!r}"
+        )
     return size
 
 

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor
-from ..errors import DeviceError
+from ..errors import ArgumentTypeError, DeviceError
 from ..frontend.autocast import autocast_key
 from ..graph.core import Symbol
 from ..nn.module import Module
@@ -90,7 +90,7 @@ class CompiledFunction:
             if path is None:  # a captured value is no longer hashable: look again
                 self._captures = None
                 return self._key(leaves, statics, structure)
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"kn.compile: argument '{path}' of {name_of(self.fn)} is a "
                 f"{type(value).__name__}, neither an array nor hashable; pass arrays or Tensors "
                 "for values that change, hashable Python values for static ones"

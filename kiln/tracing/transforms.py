@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from ..eager import autograd
 from ..eager.grad_mode import enable_grad
 from ..eager.tensor import Tensor
-from ..errors import GraphError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
 from ..frontend.core import call, lift
 from ..graph.core import Symbol
@@ -49,7 +49,7 @@ def jvp(f, primals, tangents):
     """
     primals, tangents = _tuple(primals), _tuple(tangents)
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+        raise ArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     for i, (p, t) in enumerate(zip(primals, tangents)):
         if tuple(np.shape(p) if not hasattr(p, "shape") else p.shape) != tuple(
             np.shape(t) if not hasattr(t, "shape") else t.shape
@@ -157,7 +157,7 @@ def _axes(in_axes, n_args: int) -> tuple:
         return (in_axes,) * n_args
     in_axes = tuple(in_axes)
     if len(in_axes) != n_args:
-        raise ValueError(f"vmap: in_axes has {len(in_axes)} entries for {n_args} arguments")
+        raise ArgumentError(f"vmap: in_axes has {len(in_axes)} entries for {n_args} arguments")
     return in_axes
 
 
@@ -196,7 +196,7 @@ def vmap(f, in_axes=0, out_axes=0):
         axes = _axes(in_axes, len(args))
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
-            raise ValueError("vmap: in_axes maps no argument")
+            raise ArgumentError("vmap: in_axes maps no argument")
         batched, firsts, examples, n = {}, list(args), {}, None
         for i, a in mapped:
             if not isinstance(a, Symbol):
@@ -228,7 +228,7 @@ def _argnums(argnums, n_args: int) -> tuple:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for k in nums:
         if not -n_args <= k < n_args:
-            raise ValueError(f"argnums {argnums} is out of range for {n_args} arguments")
+            raise ArgumentError(f"argnums {argnums} is out of range for {n_args} arguments")
     return tuple(k % n_args for k in nums)
 
 
@@ -280,7 +280,7 @@ def hessian_of(f, argnums=0):
     """`kn.hessian(f)`: the function giving the second derivatives of scalar `f` with respect
     to argument `argnums`, forward over reverse (jacfwd of the gradient)."""
     if not isinstance(argnums, int):
-        raise TypeError(f"hessian: argnums must be one int, got {argnums!r}")
+        raise ArgumentTypeError(f"hessian: argnums must be one int, got {argnums!r}")
 
     def build(loss, xs):
         (g,) = grad(loss, xs)

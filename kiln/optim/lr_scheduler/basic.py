@@ -13,6 +13,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from ...errors import ArgumentError, ArgumentTypeError
 from ..optimizer import Optimizer
 
 __all__ = [
@@ -35,7 +36,7 @@ def _per_group(name: str, optimizer, value) -> list:
     """`value` for each param group: a list or tuple of one per group, or one for all."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
-            raise ValueError(
+            raise ArgumentError(
                 f"{name} must have the same length as optimizer.param_groups. {name} has "
                 f"{len(value)} values, param_groups has {len(optimizer.param_groups)}."
             )
@@ -45,7 +46,7 @@ def _per_group(name: str, optimizer, value) -> list:
 
 def _check_optimizer(optimizer) -> None:
     if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        raise ArgumentTypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
 class LRScheduler:
@@ -139,7 +140,7 @@ class LambdaLR(LRScheduler):
         self.optimizer = optimizer
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
+                raise ArgumentError(
                     f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
                 )
             self.lr_lambdas = list(lr_lambda)
@@ -250,12 +251,12 @@ class LinearLR(LRScheduler):
         last_epoch: int = -1,
     ):
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError(
+            raise ArgumentError(
                 "Starting multiplicative factor expected to be greater than 0 and less or "
                 "equal to 1."
             )
         if end_factor > 1.0 or end_factor < 0:
-            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+            raise ArgumentError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters

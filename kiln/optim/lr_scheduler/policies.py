@@ -7,6 +7,7 @@ import math
 import warnings
 from bisect import bisect_right
 
+from ...errors import ArgumentError, UsageError
 from .basic import _EPOCH_DEPRECATED, LRScheduler, _check_optimizer, _per_group
 
 __all__ = ["OneCycleLR", "ReduceLROnPlateau", "SequentialLR"]
@@ -33,21 +34,21 @@ class SequentialLR(LRScheduler):
         _check_optimizer(optimizer)
         name = type(self).__name__
         if len(schedulers) < 1:
-            raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
+            raise ArgumentError(f"{name} expects at least one scheduler, but got no scheduler.")
         for i, scheduler in enumerate(schedulers):
             if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
+                raise ArgumentError(
                     f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
                     "additional kwargs to be specified when calling `step`, but got one at "
                     f"index {i} in the given schedulers sequence."
                 )
             if getattr(scheduler, "optimizer", None) is not optimizer:
-                raise ValueError(
+                raise ArgumentError(
                     f"{name} expects all schedulers to belong to the same optimizer, but got "
                     f"scheduler {type(scheduler).__name__} at index {i} with another one"
                 )
         if len(milestones) != len(schedulers) - 1:
-            raise ValueError(
+            raise ArgumentError(
                 "Sequential Schedulers expects number of schedulers provided to be one more "
                 f"than the number of milestone points, but got number of schedulers "
                 f"{len(schedulers)} and the number of milestones to be equal to {len(milestones)}"
@@ -121,13 +122,13 @@ class ReduceLROnPlateau(LRScheduler):
         eps: float = 1e-8,
     ):
         if factor >= 1.0:
-            raise ValueError("Factor should be < 1.0.")
+            raise ArgumentError("Factor should be < 1.0.")
         _check_optimizer(optimizer)
         self.factor = factor
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(
+                raise ArgumentError(
                     f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
                 )
             self.default_min_lr = None
@@ -147,9 +148,9 @@ class ReduceLROnPlateau(LRScheduler):
 
     def _init_is_better(self, mode: str, threshold: float, threshold_mode: str) -> None:
         if mode not in ("min", "max"):
-            raise ValueError(f"mode {mode} is unknown!")
+            raise ArgumentError(f"mode {mode} is unknown!")
         if threshold_mode not in ("rel", "abs"):
-            raise ValueError(f"threshold mode {threshold_mode} is unknown!")
+            raise ArgumentError(f"threshold mode {threshold_mode} is unknown!")
         self.mode_worse = math.inf if mode == "min" else -math.inf
         self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
 
@@ -190,7 +191,7 @@ class ReduceLROnPlateau(LRScheduler):
         groups = self.optimizer.param_groups
         if len(groups) != len(self.min_lrs):
             if self.default_min_lr is None:
-                raise RuntimeError(
+                raise UsageError(
                     f"The number of param groups in the `optimizer` ({len(groups)}) differs "
                     f"from when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}): "
                     "set `min_lrs` to one per group"
@@ -243,9 +244,9 @@ class OneCycleLR(LRScheduler):
         self.optimizer = optimizer
         self.total_steps = self._total(total_steps, epochs, steps_per_epoch)
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+            raise ArgumentError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(
+            raise ArgumentError(
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self._anneal_func_type = anneal_strategy
@@ -259,7 +260,7 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
+                raise ArgumentError(
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
                 )
             self.use_beta1 = "betas" in optimizer.defaults
@@ -275,13 +276,15 @@ class OneCycleLR(LRScheduler):
     def _total(total_steps, epochs, steps_per_epoch) -> int:
         if total_steps is not None:
             if not isinstance(total_steps, int) or total_steps <= 0:
-                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+                raise ArgumentError(f"Expected positive integer total_steps, but got {total_steps}")
             return total_steps
         if epochs is None or steps_per_epoch is None:
-            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+            raise ArgumentError(
+                "You must define either total_steps OR (epochs AND steps_per_epoch)"
+            )
         for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
             if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"Expected positive integer {name}, but got {value}")
+                raise ArgumentError(f"Expected positive integer {name}, but got {value}")
         return epochs * steps_per_epoch
 
     def _phases(self, pct_start: float, three_phase: bool) -> list:
@@ -317,7 +320,7 @@ class OneCycleLR(LRScheduler):
     def get_lr(self) -> list:
         step = self.last_epoch
         if step > self.total_steps:
-            raise ValueError(
+            raise ArgumentError(
                 f"Tried to step {step} times. The specified number of total steps is "
                 f"{self.total_steps}"
             )

@@ -8,7 +8,7 @@ import collections.abc as abc
 import numpy as np
 
 from ...eager import Tensor, tensor
-from ...errors import ShapeMismatchError, call_error
+from ...errors import ArgumentTypeError, ShapeMismatchError, call_error
 from ...frontend import stack
 
 __all__ = ["default_collate", "default_convert"]
@@ -44,13 +44,13 @@ def default_collate(batch):
     {'x': tensor([0.5000, 1.5000], dtype=kiln.float64), 'name': ['a', 'b']}
     """
     if not isinstance(batch, abc.Sequence) or not batch:
-        raise TypeError(_FOUND.format(type(batch).__name__))
+        raise ArgumentTypeError(_FOUND.format(type(batch).__name__))
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)
     if _is_numpy(elem):
         if np.asarray(elem).dtype.char in "SaUO":
-            raise TypeError(_FOUND.format(np.asarray(elem).dtype))
+            raise ArgumentTypeError(_FOUND.format(np.asarray(elem).dtype))
         return tensor(np.stack([np.asarray(b) for b in batch]))
     if isinstance(elem, float):
         return tensor(batch, dtype=np.float64)
@@ -69,7 +69,7 @@ def default_collate(batch):
                              f"equal size (sizes {sizes})", "default_collate")  # fmt: skip
         columns = [default_collate(list(s)) for s in zip(*batch)]
         return columns if isinstance(elem, tuple) else _same_type(elem, columns)
-    raise TypeError(_FOUND.format(type(elem).__name__))
+    raise ArgumentTypeError(_FOUND.format(type(elem).__name__))
 
 
 def default_convert(data):

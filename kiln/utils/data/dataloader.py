@@ -9,6 +9,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ...errors import ArgumentError
 from ...generator import Generator
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -72,19 +73,19 @@ class DataLoader:
         in_order: bool = True,
     ):
         if num_workers < 0:
-            raise ValueError(
+            raise ArgumentError(
                 "num_workers option should be non-negative; use num_workers=0 to disable "
                 "multiprocessing."
             )
         if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
+            raise ArgumentError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
+            raise ArgumentError(
                 "prefetch_factor option could only be specified in multiprocessing. Let "
                 "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
             )
         if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
+            raise ArgumentError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = 2 if num_workers and prefetch_factor is None else prefetch_factor
@@ -96,22 +97,22 @@ class DataLoader:
         iterable = isinstance(dataset, IterableDataset)
         if iterable and (shuffle not in (None, False) or sampler is not None
                          or batch_sampler is not None):  # fmt: skip
-            raise ValueError(
+            raise ArgumentError(
                 "DataLoader with IterableDataset: expected unspecified shuffle, sampler and "
                 f"batch_sampler options, got shuffle={shuffle}, sampler={sampler}, "
                 f"batch_sampler={batch_sampler}"
             )
         if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
+            raise ArgumentError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError(
+                raise ArgumentError(
                     "batch_sampler option is mutually exclusive with batch_size, shuffle, "
                     "sampler, and drop_last"
                 )
             batch_size, drop_last = None, False
         elif batch_size is None and drop_last:
-            raise ValueError(
+            raise ArgumentError(
                 "batch_size=None option disables auto-batching and is mutually exclusive with "
                 "drop_last"
             )

@@ -8,6 +8,7 @@ import math
 import warnings
 from itertools import accumulate
 
+from ...errors import ArgumentError, ArgumentTypeError
 from ...generator import Generator, seeded_generator
 
 __all__ = ["ConcatDataset", "Dataset", "IterableDataset", "Subset", "TensorDataset", "random_split"]
@@ -47,10 +48,10 @@ class TensorDataset(Dataset):
 
     def __init__(self, *tensors):
         if not tensors:
-            raise ValueError("TensorDataset needs at least one tensor")
+            raise ArgumentError("TensorDataset needs at least one tensor")
         sizes = [_length(t) for t in tensors]
         if any(s != sizes[0] for s in sizes):
-            raise ValueError(f"Size mismatch between tensors: first dimensions {sizes}")
+            raise ArgumentError(f"Size mismatch between tensors: first dimensions {sizes}")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -94,10 +95,10 @@ class ConcatDataset(Dataset):
     def __init__(self, datasets):
         self.datasets = list(datasets)
         if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+            raise ArgumentError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise TypeError("ConcatDataset does not support IterableDataset")
+                raise ArgumentTypeError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(accumulate(len(d) for d in self.datasets))
 
     def __len__(self) -> int:
@@ -106,7 +107,7 @@ class ConcatDataset(Dataset):
     def __getitem__(self, idx: int):
         if idx < 0:
             if -idx > len(self):
-                raise ValueError("absolute value of index should not exceed dataset length")
+                raise ArgumentError("absolute value of index should not exceed dataset length")
             idx += len(self)
         which = bisect.bisect_right(self.cumulative_sizes, idx)
         start = self.cumulative_sizes[which - 1] if which else 0
@@ -119,7 +120,7 @@ def _split_lengths(n: int, lengths) -> list[int]:
         counts = []
         for i, frac in enumerate(lengths):
             if frac < 0 or frac > 1:
-                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+                raise ArgumentError(f"Fraction at index {i} is not between 0 and 1")
             counts.append(int(math.floor(n * frac)))
         for i in range(n - sum(counts)):
             counts[i % len(counts)] += 1
@@ -143,7 +144,7 @@ def random_split(dataset, lengths, generator: Generator | None = None) -> list[S
     """
     counts = _split_lengths(len(dataset), lengths)
     if sum(counts) != len(dataset):
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+        raise ArgumentError("Sum of input lengths does not equal the length of the input dataset!")
     generator = seeded_generator() if generator is None else generator
     order = generator.randperm(sum(counts)).tolist()
     ends = list(accumulate(counts))

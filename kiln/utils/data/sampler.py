@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...errors import ArgumentError, ArgumentTypeError
 from ...generator import Generator, seeded_generator
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler"]
@@ -48,11 +49,11 @@ class RandomSampler(Sampler):
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(replacement, bool):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"replacement should be a boolean value, but got replacement={replacement}"
             )
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(
+            raise ArgumentError(
                 f"num_samples should be a positive integer value, but got "
                 f"num_samples={self.num_samples}"
             )
@@ -105,11 +106,13 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size: int, drop_last: bool):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(
+            raise ArgumentError(
                 f"batch_size should be a positive integer value, but got batch_size={batch_size}"
             )
         if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+            raise ArgumentError(
+                f"drop_last should be a boolean value, but got drop_last={drop_last}"
+            )
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last

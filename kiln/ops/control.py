@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import DTypeError, GraphError, NumericsError, ShapeError
 from .core import bind, defop
 
 _run_body = None  # how region ops run their bodies (`use_body_runner`)
@@ -30,6 +30,11 @@ def _runner(region, xp, into=False):
     if _run_body is None:
         raise GraphError("region ops run through kiln.runtime (import kiln first)")
     return _run_body(region, xp, into)
+
+
+def _in_iteration(error: NumericsError, what: str, k: int) -> NumericsError:
+    """A body's NaN/Inf error (it names the body's node and site) with the iteration added."""
+    return NumericsError(f"{error} (in {what}, iteration {k})")
 
 
 def _buffers(xp, shapes, outputs) -> list:
@@ -155,8 +160,11 @@ def _scan_impl(xp, *arrays, body, length, reverse, num_carry, num_xs):
         if pair[step % 2] is None:
             pair[step % 2] = _buffers(xp, shapes, outs[:num_carry])
         dst = pair[step % 2]
-        program.run([*carry, *(x[t] for x in xs), *caps], host=False,
-                    outs=[*dst, *(y[t, ...] for y in ys)])  # fmt: skip
+        try:
+            program.run([*carry, *(x[t] for x in xs), *caps], host=False,
+                        outs=[*dst, *(y[t, ...] for y in ys)])  # fmt: skip
+        except NumericsError as e:
+            raise _in_iteration(e, "the scan's body", t) from None
         carry = dst
     return (*carry, *ys)
 
@@ -207,13 +215,19 @@ def _while_impl(xp, *arrays, cond, body, num_carry):
     cond_caps = list(arrays[num_carry : num_carry + n_cond])
     body_caps = list(arrays[num_carry + n_cond :])
     pair = [carry, None]
-    k = 0
-    while bool(test.run([*carry, *cond_caps], host=False)[0]):
-        k ^= 1
-        if pair[k] is None:
-            shapes = step.output_shapes([*carry, *body_caps])
-            pair[k] = _buffers(xp, shapes, body.outputs)
-        carry = step.run([*carry, *body_caps], host=False, outs=pair[k])
+    k, count = 0, 0
+    while True:
+        try:
+            if not bool(test.run([*carry, *cond_caps], host=False)[0]):
+                break
+            k ^= 1
+            if pair[k] is None:
+                shapes = step.output_shapes([*carry, *body_caps])
+                pair[k] = _buffers(xp, shapes, body.outputs)
+            carry = step.run([*carry, *body_caps], host=False, outs=pair[k])
+        except NumericsError as e:
+            raise _in_iteration(e, "the while_loop's cond or body", count) from None
+        count += 1
     return tuple(carry)
 
 
@@ -262,9 +276,13 @@ def _cond_dtype(pred, *dtypes, branch_true, branch_false, num_operands):
 
 def _cond_impl(xp, pred, *arrays, branch_true, branch_false, num_operands):
     on_true, on_false = _branch_operands(arrays, num_operands, branch_true)
-    if bool(pred):
-        return tuple(_runner(branch_true, xp).run(on_true, host=False))
-    return tuple(_runner(branch_false, xp).run(on_false, host=False))
+    branch, operands = (branch_true, on_true) if bool(pred) else (branch_false, on_false)
+    try:
+        return tuple(_runner(branch, xp).run(operands, host=False))
+    except NumericsError as e:
+        raise NumericsError(
+            f"{e} (in the cond's {'true' if bool(pred) else 'false'} branch)"
+        ) from None
 
 
 cond = defop("cond", _cond_shape, _cond_dtype, _cond_impl, tags=("region",))

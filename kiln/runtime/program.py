@@ -261,6 +261,8 @@ class Program:
                 variables = [self._place(v) for v in spec.variables]
                 keys = self._random_keys(spec, graph)
                 token = ignore_fp_errors()
+                outer = getattr(BODY_NUMERICS, "on", False)
+                BODY_NUMERICS.on = outer or self.check_numerics  # region bodies check too
                 try:
                     if self.into:
                         outputs, updates = fn(arrays, variables, keys, outs)
@@ -279,6 +281,7 @@ class Program:
                         raise
                     raise kernel_error(node, spec, e) from e
                 finally:
+                    BODY_NUMERICS.on = outer
                     restore_fp_errors(token)
                 if updates:
                     self._commit(spec, updates)
@@ -324,6 +327,9 @@ class Program:
 
 
 _NO_LOCK = contextlib.nullcontext()
+# While a program that checks numerics runs (`check_numerics=True`), the region bodies it runs
+# check theirs too (kiln/runtime/regions.py reads this; KILN_CHECKS=2 reaches them anyway).
+BODY_NUMERICS = threading.local()
 _STATIC: dict = {}  # bind_feeds' bindings for static feeds taken as they are (none to bind)
 
 

@@ -1,6 +1,8 @@
 """How region ops run their bodies: each body is compiled once per device as its own program
 (the one compile path: optimized, planned per signature over its own arena, which every
-iteration reuses) and called once per iteration or branch taken."""
+iteration reuses) and called once per iteration or branch taken. A body run by a program
+that checks numerics checks its own values too: the error names the body's node and its site,
+and the region op adds the iteration."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 
 from ..ops import control
 from .backend import get_backend
-from .program import Program
+from .program import BODY_NUMERICS, Program
 
 
 def run_body(region, xp, into: bool = False):
@@ -17,11 +19,13 @@ def run_body(region, xp, into: bool = False):
     `run(arrays, host=False, outs=arrays)` writes them into the caller's arrays (of
     `output_shapes(arrays)`): a loop's carry buffers and its stacked ys' slots."""
     device = "cpu" if xp is np else f"cuda:{xp.cuda.Device().id}"
-    program = region.cache.get((device, into))
+    numerics = getattr(BODY_NUMERICS, "on", False)  # the running program checks numerics
+    program = region.cache.get((device, into, numerics))
     if program is None:
         body = region.graph
-        program = Program(body.outputs, body.inputs, {}, get_backend(device), into=into)
-        region.cache[(device, into)] = program
+        program = Program(body.outputs, body.inputs, {}, get_backend(device), into=into,
+                          check_numerics=numerics)  # fmt: skip
+        region.cache[(device, into, numerics)] = program
     return program
 
 

@@ -20,12 +20,13 @@ def run_body(region, xp, into: bool = False):
     `output_shapes(arrays)`): a loop's carry buffers and its stacked ys' slots."""
     device = "cpu" if xp is np else f"cuda:{xp.cuda.Device().id}"
     numerics = getattr(BODY_NUMERICS, "on", False)  # the running program checks numerics
-    program = region.cache.get((device, into, numerics))
+    key = (device, into, "numerics") if numerics else (device, into)
+    program = region.cache.get(key)
     if program is None:
         body = region.graph
         program = Program(body.outputs, body.inputs, {}, get_backend(device), into=into,
                           check_numerics=numerics)  # fmt: skip
-        region.cache[(device, into, numerics)] = program
+        region.cache[key] = program
     return program
 
 

@@ -220,6 +220,14 @@ class MemoryPlan:
     peak_bytes: int = 0
     recomputed: list[str] | None = None  # values recomputed to meet a memory budget
     recompute_choice: str = ""
+    # (label, MemoryPlan) of each region body this program ran (a scan's, a cond branch's):
+    # each body has an arena of its own, which every iteration reuses (set by kn.Function.plan)
+    bodies: list | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        """The arena plus the arenas of the region bodies (and theirs), when there are any."""
+        return self.arena_bytes + sum(p.total_bytes for _, p in self.bodies or ())
 
     @classmethod
     def build(
@@ -275,6 +283,16 @@ class MemoryPlan:
         if self.recomputed:
             lines.append(f"recomputed in the backward pass to meet the memory budget: "
                          f"{len(self.recomputed)} values ({self.recompute_choice})")  # fmt: skip
+        for label, body in self.bodies or ():
+            inner = body.summary().splitlines()
+            lines.append(
+                f"{label}: {len(body.sizes)} buffers, " + inner[-1 - bool(body.recomputed)]
+            )
+            lines += [
+                f"  {line}" for line in inner if line.startswith(("body ", "  body ", "with"))
+            ]
+        if self.bodies:
+            lines.append(f"with region bodies: {_human(self.total_bytes)}")
         return "\n".join(lines)
 
     def plot(self, path, title: str | None = None):

@@ -102,8 +102,13 @@ class Function:
 
     @property
     def plan(self):
-        """The memory plan (a MemoryPlan) of the most recent input signature."""
-        return self._last().plan
+        """The memory plan (a MemoryPlan) of the most recent input signature; `plan.bodies`
+        holds the plans of the region bodies it ran (scan, while_loop, cond), each with an
+        arena of its own, and `plan.total_bytes` counts them too."""
+        plan = self._last().plan
+        if plan is not None:
+            plan.bodies = body_plans(self._last().graph)
+        return plan
 
     def __call__(self, *args):
         if len(args) != len(self.inputs):
@@ -281,3 +286,25 @@ def _unflatten(structure, values):
     if kind is dict:
         return {k: _unflatten(v, values) for k, v in items.items()}
     return kind(_unflatten(v, values) for v in items)
+
+
+def body_plans(graph) -> list:
+    """(label, MemoryPlan) for each region body of `graph`'s region ops that has run: the
+    plan of its program's most recent signature, with its own bodies' plans."""
+    found = []
+    for node in graph.nodes:
+        if "region" not in node.op.tags:
+            continue
+        for attr, region in sorted(node.attrs.items()):
+            cache = getattr(region, "cache", None)
+            if not isinstance(cache, dict):
+                continue
+            for key, program in cache.items():
+                last = getattr(program, "last", None)
+                plan = None if last is None else last.plan
+                if plan is None:
+                    continue
+                plan.bodies = body_plans(last.graph)
+                mode = ", checking numerics" if "numerics" in key else ""
+                found.append((f"{attr} of {node.op.name} '{node.name}' ({key[0]}{mode})", plan))
+    return found

@@ -245,11 +245,17 @@ def test_setitem_casts_the_value_and_writes_views():
     assert t.tolist() == [[2, 0, 2], [0, 5, 6]]
 
 
-def test_symbols_refuse_item_assignment_and_name_index_put():
+def test_item_assignment_on_symbols_is_functionalized_and_refused_on_feeds():
+    # an intermediate value: x then stands for the new value (kiln/frontend/functionalize.py)
     with kn.Graph().as_default():
-        x = kn.placeholder(kn.float32, (3,))
-        with pytest.raises(TypeError, match="index_put"):
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        h = x * 1.0
+        h[0] = 7.0
+        f = kn.function([x], h)
+        # a feed cannot change: a GraphError (a RuntimeError) naming it and the line
+        with pytest.raises(kn.GraphError, match=r"in-place change of 'x', an input"):
             x[0] = 1.0
+    np.testing.assert_array_equal(f(np.ones(3, np.float32)), [7.0, 1.0, 1.0])
 
 
 # -- property: getitem against the reference ---------------------------------------------------

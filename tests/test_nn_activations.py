@@ -72,9 +72,13 @@ def test_inplace_overwrites_eager_input_and_returns_it():
     h = leaf * 2
     F.hardtanh(h, inplace=True).sum().backward()
     assert leaf.grad.tolist() == [0.0, 2.0]  # -2 is past hardtanh's bound, 0.5 inside
-    with kn.Graph().as_default():  # a Symbol: the new value, as a traced in-place op gives
+    with kn.Graph().as_default():
         s = kn.placeholder(kn.float32, (2,))
-        assert F.relu(s, inplace=True) is not s
+        assert F.relu(s, inplace=True) is not s  # a feed cannot change: the new value
+        h = s * 1.0
+        assert F.relu(h, inplace=True) is h  # a computed value: h stands for the new one
+        f = kn.function([s], h)
+    assert f(np.array([-1.0, 3.0], np.float32)).tolist() == [0.0, 3.0]
 
 
 def test_normalize_attention_and_group_norm_by_hand():

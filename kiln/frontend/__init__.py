@@ -4,7 +4,7 @@ eager's Tensor, which this package builds on), random, dumps."""
 # NOTE: the torch_* modules come after math and shape in this (sorted) order, so where a name
 # was NumPy's there (gather, split, equal, div), PyTorch's function is the one exported.
 from ..eager.tensor import Tensor
-from . import inplace, linalg, methods, random
+from . import functionalize, inplace, linalg, methods, random
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .control import cond, fori_loop, scan, while_loop
@@ -40,6 +40,7 @@ from .torch_shape import __all__ as _torch_shape_all
 methods.install()  # Symbol
 methods.install(Tensor)
 inplace.install(Tensor)  # after methods: its `clamp` is the method form
+functionalize.install()  # Symbol: in-place methods and item assignment, functionalized
 
 __all__ = list(
     dict.fromkeys(

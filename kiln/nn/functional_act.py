@@ -4,10 +4,11 @@ and their in-place `x_` forms), softmin and glu, composed of kiln's ops.
 
 Piecewise ones are `where`s whose branches give PyTorch's gradients at the kinks too (hardtanh
 and hardsigmoid: 0 at their bounds; hardswish: 0 at -3 and 1 at 3). `inplace=True` on an
-eager tensor overwrites it through the eager in-place mechanism (version counter, history).
-NOTE: a Symbol (graph mode, `kn.compile`) cannot change, so there it only returns the new
-value: code must use the result (as `nn.ReLU(inplace=True)` in a Sequential does), not the
-input it expected to be overwritten.
+eager tensor overwrites it through the eager in-place mechanism (version counter, history);
+on a Symbol (graph mode, `kn.compile`) the Symbol then stands for the new value
+(kiln/frontend/functionalize.py), so code that reads the input afterwards sees it changed. A
+feed (a placeholder, a compiled function's argument) or a Variable cannot change: there
+`inplace=True` only gives the new value.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .. import shapes as sh
 from ..eager import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
+from ..frontend.functionalize import symbol_inplace
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
 from ..ops.random import next_seed
@@ -56,10 +58,15 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def in_place(name: str, fn, input, inplace: bool):  # noqa: A002
-    """`fn(input)`, written into `input` when `inplace` and it is an eager Tensor."""
+    """`fn(input)`, written into `input` when `inplace` (an eager Tensor, or a Symbol)."""
     if inplace and isinstance(input, Tensor):
         return _inplace(name, fn)(input)
-    return fn(input)
+    if inplace and isinstance(input, Symbol) and input.node.op.name not in _FEEDS:
+        return symbol_inplace(name, fn, input)
+    return fn(input)  # NOTE: a feed (a compiled function's argument) cannot change: the result
+
+
+_FEEDS = ("placeholder", "variable")
 
 
 def relu(input, inplace: bool = False):  # noqa: A002

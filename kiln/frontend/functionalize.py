@@ -1,0 +1,241 @@
+"""In-place methods and item assignment on Symbols (graph mode and `kn.compile`), with
+PyTorch's meaning, by functionalization.
+
+A graph value never changes, so `x.add_(1)`, `x[0] = v` or `relu(x, inplace=True)` build the
+new value out of place and then make the Python object `x` stand for it: the node that made x
+gets a fresh Symbol for the old value, every node that read x so far reads that one, and x
+becomes the output of the new value's node (`rebind`). Code after the change reads the new
+value through x, code before it read the old one: what PyTorch's eager run computes.
+
+Views share their base's memory in PyTorch, so a change through one is seen by the others:
+changing a view (basic indexing, `transpose`/`permute`/`T`, `reshape`/`view`/`squeeze`/
+`unsqueeze`, and views of views) writes the new elements back into its base (an `index_put`
+at the view's positions, or the inverse transpose or reshape), and every other view of that
+base taken before is taken again from the new base. Changing a base retakes its views too.
+
+Refused, with an error naming the op and the line: a graph input or Variable (a placeholder
+is a feed and a Variable changes only through `updates=`/`assign`; under `kn.compile` this is
+an argument or a parameter of the compiled function), views PyTorch cannot write through
+either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`, pieces of `split`),
+a result of another shape, and a result whose dtype the value cannot hold (PyTorch's "result
+type Float can't be cast to the desired output type Long").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeMismatchError, GraphError, ShapeMismatchError, node_error
+from ..graph.core import Symbol, Variable, user_site
+from . import core
+from . import math as m
+
+__all__ = ["assign_inplace", "install", "rebind"]
+
+# view ops whose result this module can write back into their base
+_WRITABLE_VIEWS = {"index", "transpose", "reshape"}
+_REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
+
+
+def rebind(x: Symbol, new: Symbol) -> Symbol:
+    """Makes the object `x` stand for the value `new` (a fresh node's output, of x's graph):
+    the nodes that read x so far read the old value, under a fresh Symbol, which is returned.
+
+    >>> import kiln as kn
+    >>> with kn.Graph().as_default():
+    ...     a = kn.placeholder(kn.float32, (2,), name="a")
+    ...     x = a * 2.0
+    ...     y = x + 1.0
+    ...     old = rebind(x, x * 3.0)
+    >>> y.node.inputs[0] is old, x.node.op.name, x.node.inputs[0] is old
+    (True, 'mul', True)
+    """
+    if new is x:
+        return x
+    old = Symbol(x.node, x.shape, x.dtype)
+    x.node.out = old
+    for node in x.node.graph.nodes:
+        if any(i is x for i in node.inputs):
+            node.inputs = tuple(old if i is x else i for i in node.inputs)
+    producer = new.node
+    x.node, x.shape, x.dtype = producer, new.shape, new.dtype
+    producer.out = x
+    return old
+
+
+def _fresh(value: Symbol, since: int, graph) -> Symbol:
+    """`value` as the output of a node of its own, made since node count `since`, that is not
+    a view: x must not become a view of another value (`x.copy_(y.T)` gives x memory of its
+    own in PyTorch), nor take over a value other code holds (`x.copy_(y)` gives y)."""
+    node = value.node
+    if "view" not in node.op.tags and any(n is node for n in graph.nodes[since:]):
+        return value
+    return core.call("cast", value, dtype=value.dtype)  # a copy: an identity cast
+
+
+def _error(cls, message: str, op: str, x: Symbol):
+    return node_error(cls, message, op=op, site=user_site(), inputs=[x])
+
+
+def _check_target(x: Symbol, op: str) -> None:
+    """The refusals that do not depend on the new value: inputs, Variables, unwritable views."""
+    node = x
+    while True:
+        name = node.node.op.name
+        if isinstance(node, Variable) or name in _REFUSED_INPUTS:
+            what = _REFUSED_INPUTS.get(name, "a Variable")
+            via = "" if node is x else f" (through the view '{x.name}')"
+            hint = (
+                "a Variable changes only through updates= or assign"
+                if what == "a Variable"
+                else "compute a new value (x = x + 1), or under kn.compile, return it"
+            )
+            raise _error(
+                GraphError,
+                f"in-place change of '{node.name}', {what}{via}: a graph value of this kind "
+                f"cannot change in place; {hint}",
+                op,
+                x,
+            )
+        if "view" not in node.node.op.tags or name in ("get", "stop_gradient", "after"):
+            return
+        if name not in _WRITABLE_VIEWS:
+            why = (
+                "more than one element of the written-to tensor refers to a single memory "
+                "location; clone() it first"
+                if name == "broadcast_to"
+                else f"writing through a {name} view is not supported; clone() it first"
+            )
+            raise _error(ShapeMismatchError, f"unsupported operation: {why}", op, x)
+        if name == "index" and len(node.node.inputs) > 1:
+            return  # advanced indexing gives a copy in PyTorch: no base to write back
+        node = node.node.inputs[0]
+
+
+def _fit(x: Symbol, new, op: str) -> Symbol:
+    """`new` as a Symbol of x's shape and dtype, with PyTorch's refusals."""
+    if not isinstance(new, Symbol):  # a value computed from constants alone: folded
+        new = core.constant(np.asarray(new), graph=x.node.graph)
+    if tuple(new.shape) != tuple(x.shape):
+        try:
+            broadcast = np.broadcast_shapes(tuple(new.shape), tuple(x.shape))
+        except ValueError:
+            broadcast = None
+        if broadcast != tuple(x.shape):
+            raise _error(
+                ShapeMismatchError,
+                f"output with shape {list(x.shape)} doesn't match the broadcast shape "
+                f"{list(new.shape)}",
+                op,
+                x,
+            )
+        new = core.call("broadcast_to", new, shape=tuple(x.shape))
+    if new.dtype != x.dtype:
+        if not np.can_cast(new.dtype, x.dtype, "same_kind"):
+            raise _error(
+                DTypeMismatchError,
+                f"result type {new.dtype} can't be cast to the desired output type {x.dtype}",
+                op,
+                x,
+            )
+        new = m.cast(new, x.dtype)
+    return new
+
+
+def _write_back(view: Symbol, new: Symbol) -> Symbol:
+    """The new value of `view`'s base, with the view's elements replaced by `new`."""
+    node = view.node
+    base = node.inputs[0]
+    name = node.op.name
+    if name == "index":
+        return core.call("index_put", base, new, spec=node.attrs["spec"], axes=(),
+                         accumulate=False)  # fmt: skip
+    if name == "transpose":
+        perm = node.attrs["perm"]
+        return core.call("transpose", new, perm=tuple(int(np.argsort(perm)[k])
+                                                      for k in range(len(perm))))  # fmt: skip
+    return core.call("reshape", new, shape=tuple(base.shape))
+
+
+def _is_writable_view(x: Symbol) -> bool:
+    node = x.node
+    return node.op.name in _WRITABLE_VIEWS and not (
+        node.op.name == "index" and len(node.inputs) > 1
+    )
+
+
+def _retake_views(base: Symbol, old_base: Symbol) -> None:
+    """Every view taken of the base's old value is taken again of its new value, and so are
+    the views of those views (PyTorch's views share the base's memory)."""
+    graph = base.node.graph
+    for node in list(graph.nodes):
+        if node.op.name not in _WRITABLE_VIEWS or not node.inputs or node.inputs[0] is not old_base:
+            continue
+        view = node.out
+        again = core.call(node.op.name, base, *node.inputs[1:], **dict(node.attrs))
+        old_view = rebind(view, again)
+        _retake_views(view, old_view)
+
+
+def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
+    """Makes x stand for `new` (PyTorch's in-place change of x to that value; `new` computed
+    by nodes from count `since` on): written back through x's bases, whose other views are
+    taken again. Returns x."""
+    graph = x.node.graph
+    new = _fit(x, new, op)
+    if _is_writable_view(x):
+        base = x.node.inputs[0]
+        start = len(graph.nodes)
+        # the base's new value; its views, x among them, are then taken again from it
+        assign_inplace(base, _write_back(x, new), op, start)
+        return x
+    old = rebind(x, _fresh(new, since, graph))
+    _retake_views(x, old)
+    return x
+
+
+def _method(name: str, compute):
+    def method(self, *args, **kwargs):
+        _check_target(self, name)
+        since = len(self.node.graph.nodes)
+        return assign_inplace(self, compute(self, *args, **kwargs), name, since)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"`x.{name}(…)` on a Symbol: the new value out of place, which x (and the views that "
+        "share its elements) then stand for (kiln/frontend/functionalize.py)."
+    )
+    return method
+
+
+def setitem(self, index, value) -> None:
+    """`x[index] = value` on a Symbol: x then stands for `index_put(x, index, value)`, and the
+    views of x for their parts of it."""
+    from . import indexing
+
+    _check_target(self, "setitem")
+    since = len(self.node.graph.nodes)
+    if not isinstance(value, Symbol):
+        value = core.constant(np.asarray(value), graph=self.node.graph)
+    if value.dtype != self.dtype:
+        value = m.cast(value, self.dtype)  # item assignment casts, as PyTorch's
+    assign_inplace(self, indexing.put(self, index, value, False), "setitem", since)
+
+
+def install(cls=Symbol) -> None:
+    """Puts the in-place methods (those eager tensors have, kiln/frontend/inplace.py) and
+    item assignment on Symbols."""
+    from . import inplace
+
+    for name, compute in inplace.INPLACE.items():
+        setattr(cls, name, _method(name, compute))
+    for name, method in inplace.OPERATORS.items():
+        setattr(cls, name, getattr(cls, method))
+    cls.__setitem__ = setitem
+
+
+def symbol_inplace(name: str, fn, x: Symbol):
+    """`fn(x)` written into the Symbol x (an `inplace=True` of nn.functional)."""
+    _check_target(x, name)
+    since = len(x.node.graph.nodes)
+    return assign_inplace(x, fn(x), name, since)

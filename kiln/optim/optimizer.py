@@ -21,11 +21,12 @@ from .. import frontend as F
 from ..eager import Tensor, enable_grad, no_grad, zeros_like
 from ..eager.tensor import describe, make
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, GraphError, ShapeError
-from ..graph.core import Symbol, Variable
+from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
 from ..nn.parameter import owner_of
 from ..ops.core import apply, bind_graph
+from . import graph_step
 
 __all__ = ["Optimizer", "ParamGroup"]
 
@@ -237,8 +238,23 @@ class Optimizer:
                 index += 1
         return found
 
+    def _graph_variables(self) -> list:
+        """The Variables of this optimizer's parameters in the default graph (None for a
+        parameter that has none there)."""
+        graph = get_default_graph()
+        found = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                if isinstance(p, Parameter):
+                    found.append(p.variable_in(graph))
+                elif isinstance(p, Variable):
+                    found.append(p if p.graph is graph else None)
+        return found
+
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward."""
+        """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward;
+        in a graph (kn.compile, graph mode), also the gradients `loss.backward()` left there."""
+        graph_step.clear_grads(self._graph_variables())
         for _, t, _ in self._tensors():
             grad = t.grad
             if grad is None:
@@ -264,6 +280,11 @@ class Optimizer:
         >>> (w * w).backward(); opt.step(); w
         tensor(1.5000, requires_grad=True)
         """
+        grads = graph_step.take_grads(self._graph_variables())
+        if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
+            if closure is not None:
+                raise graph_step.refuse_closure()
+            return self.apply_gradients(_average_over_ranks(grads))
         loss = None
         if closure is not None:
             with enable_grad():

@@ -6,6 +6,7 @@ strings, tuples of them) go into the cache key; tensors and objects there are gu
 
 from __future__ import annotations
 
+import dis
 import functools
 import operator
 import types
@@ -42,6 +43,20 @@ def _code_names(code: types.CodeType) -> frozenset:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _code_names(const)
+    return frozenset(names)
+
+
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> frozenset:
+    """The names `code` (and the code nested in it) reads or writes as globals: not the
+    attribute names it uses (`opt.step()` does not read a global `step`)."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
     return frozenset(names)
 
 
@@ -163,7 +178,7 @@ class Captures:
         read = _code_names(fn.__code__)
         self.read |= read
         env = fn.__globals__
-        for name in read:
+        for name in _global_names(fn.__code__):
             if name in env:
                 self._pending.append((name, env, name, depth, True))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):

@@ -132,3 +132,42 @@ def test_refusals():
 
     with pytest.raises(kn.AutogradError, match="implicitly created only for scalar"):
         not_scalar(x)
+
+
+@pytest.mark.parametrize("form", ["backward", "minimize"])
+def test_optimizer_state_goes_on_across_traces(form):
+    """A new batch size traces again; Adam's moments and step count must go on from the other
+    trace's (before, each trace started them again: a silent difference from eager)."""
+    compiled_model, eager_model = _model(), _model()
+    opt = kn.optim.Adam(compiled_model.parameters(), lr=0.01)
+    eager_opt = kn.optim.Adam(eager_model.parameters(), lr=0.01)
+    traces = []
+
+    @kn.compile
+    def step(x, y):
+        traces.append(1)
+        opt.zero_grad()
+        loss = F.cross_entropy(compiled_model(x), y)
+        if form == "backward":
+            loss.backward()
+            opt.step()
+        else:
+            opt.minimize(loss)
+        return loss
+
+    rng = np.random.default_rng(1)
+    for batch in (16, 8, 16, 8, 5, 16):
+        x = kn.tensor(rng.standard_normal((batch, 4)).astype(np.float32))
+        y = kn.tensor(rng.integers(0, 3, batch))
+        step(x, y)
+        eager_opt.zero_grad()
+        F.cross_entropy(eager_model(x), y).backward()
+        eager_opt.step()
+    assert len(traces) == 3
+    for a, b in zip(_params(compiled_model), _params(eager_model)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    got, want = opt.state_dict()["state"], eager_opt.state_dict()["state"]
+    for k in want:
+        assert int(got[k]["step"]) == int(want[k]["step"]) == 6
+        np.testing.assert_allclose(got[k]["exp_avg_sq"].numpy(), want[k]["exp_avg_sq"].numpy(),
+                                   rtol=1e-5, atol=1e-9)  # fmt: skip

@@ -18,7 +18,7 @@ from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, ArgumentTypeError, GraphError
 from ..graph.core import Variable
 
-__all__ = ["Buffer", "ModuleValue", "Parameter", "owner_of"]
+__all__ = ["Buffer", "ModuleValue", "Parameter", "owner_of", "share", "shared_box"]
 
 # id(Variable) -> (weakref to the Variable, weakref to the value it was made from). Keyed by
 # id, not by the Variable: Symbols compare elementwise, so they cannot be dict keys here.
@@ -29,6 +29,31 @@ def owner_of(var) -> ModuleValue | None:
     """The Parameter or Buffer that `var` was made from (by `.variable`), else None."""
     entry = _OWNERS.get(id(var))
     return entry[1]() if entry is not None and entry[0]() is var else None
+
+
+# id(Variable) -> (weakref to the Variable, box): Variables of several graphs (one per
+# kn.compile trace) that hold one value between runs, the value in `box` (a one-element list):
+# an optimizer's slots and step count, which must go on from any trace to the next.
+_SHARED: dict[int, tuple] = {}
+
+
+def share(var, box: list) -> None:
+    """Makes `var` one of the Variables whose value between runs is `box[0]`: a compiled
+    program reads it from the box before a run and leaves its new value there after."""
+    key = id(var)
+
+    def forget(ref):
+        if _SHARED.get(key, (None,))[0] is ref:
+            del _SHARED[key]
+
+    var._value = box[0]
+    _SHARED[key] = (weakref.ref(var, forget), box)
+
+
+def shared_box(var) -> list | None:
+    """The box `var` shares its value through (`share`), else None."""
+    entry = _SHARED.get(id(var))
+    return entry[1] if entry is not None and entry[0]() is var else None
 
 
 def _own(var, value) -> None:

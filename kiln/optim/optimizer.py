@@ -24,7 +24,7 @@ from ..errors import ArgumentError, ArgumentTypeError, DTypeError, GraphError, S
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
-from ..nn.parameter import owner_of
+from ..nn.parameter import owner_of, share
 from ..ops.core import apply, bind_graph
 from . import graph_step
 
@@ -421,6 +421,12 @@ class Optimizer:
                     value = np.full(var.shape, self._slot_init(group, slot), var.dtype)
                 state[slot] = Variable(value, trainable=False, graph=graph,
                                        name=f"{var.name}/{self.slot_prefix}{slot}")  # fmt: skip
+            if owner is not None:  # every graph of this Parameter (each kn.compile trace)
+                boxes = self.__dict__.setdefault("_boxes", {}).setdefault(owner, {})
+                for key, slot_var in state.items():  # goes on from the same slot values
+                    box = boxes.get(key)
+                    fits = box is not None and np.shape(box[0]) == tuple(slot_var.shape)
+                    share(slot_var, box if fits else boxes.setdefault(key, [slot_var._value]))
             self._state[var] = state
         return state
 

@@ -26,7 +26,7 @@ from ..frontend.core import placeholder
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
-from ..nn.parameter import owner_of
+from ..nn.parameter import owner_of, shared_box
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
@@ -265,6 +265,10 @@ class Traced:
                     raise GraphError(f"kn.compile: {self.name} assigns '{var.name}' twice")
                 self.updates[var] = value
         self.updated = [(p, v) for p, v in zip(self.params, self.variables) if v in self.updates]
+        # Variables shared with other traces (an optimizer's slots): read from and left in
+        # their box, so state goes on across traces (another batch size, a retrace)
+        self.shared = [(v, box) for v in self.graph.variables
+                       if (box := shared_box(v)) is not None]  # fmt: skip
 
     def _plan_grad(self, sources) -> list:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
@@ -361,7 +365,11 @@ class Traced:
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
+        for var, box in self.shared:
+            var._value = box[0]
         results = self.function.program.run(arrays, host=not tensors)
+        for var, box in self.shared:
+            box[0] = var._value
         for p, var in self.updated:
             self._copy_back(p, var)
         n = len(self.outputs)

@@ -15,6 +15,8 @@ from ..eager import Tensor, no_grad
 from ..eager.factories import full
 from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
+from ..graph.core import Symbol
+from . import grad_scaler_graph as graph
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -74,13 +76,35 @@ class GradScaler:
             if backoff_factor >= 1.0:
                 raise AssertionError("The backoff factor must be < 1.0.")
             self._init_scale = init_scale
-            self._scale: Tensor | None = None
             self._growth_factor = growth_factor
             self._backoff_factor = backoff_factor
             self._growth_interval = growth_interval
             self._init_growth_tracker = 0
-            self._growth_tracker: Tensor | None = None
             self._per_optimizer_states: dict = {}
+        # The scale and growth tracker live in boxes (one-element lists) shared with the
+        # Variables of compiled steps (kiln/amp/grad_scaler_graph.py); `_scale` and
+        # `_growth_tracker` are eager Tensors over the boxes' current arrays.
+        self._boxes: dict = {}
+        self._views: dict = {}
+        self._graph_vars: dict = {}  # id(graph) -> (scale, tracker) Variables
+        self._graph_found: dict = {}  # id(graph) -> {id(optimizer): found-inf Symbol}
+
+    def _view(self, key):
+        box = self._boxes.get(key)
+        if box is None:
+            return None
+        view = self._views.get(key)
+        if view is None or view._data is not box[0]:
+            view = self._views[key] = make(box[0])
+        return view
+
+    @property
+    def _scale(self) -> Tensor | None:
+        return self._view("scale")
+
+    @property
+    def _growth_tracker(self) -> Tensor | None:
+        return self._view("tracker")
 
     def _state(self, optimizer) -> dict:
         return self._per_optimizer_states.setdefault(id(optimizer), _fresh())
@@ -92,13 +116,16 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init(self, device) -> None:
-        self._scale = full((), self._init_scale, dtype=np.float32, device=device)
-        self._growth_tracker = full((), self._init_growth_tracker, dtype=np.int32, device=device)
+        scale = full((), self._init_scale, dtype=np.float32, device=device)
+        tracker = full((), self._init_growth_tracker, dtype=np.int32, device=device)
+        self._boxes.update(scale=[scale._data], tracker=[tracker._data])
 
     def scale(self, outputs):
         """`outputs` (a Tensor, or nested lists/tuples of them) times the scale."""
         if not self._enabled:
             return outputs
+        if isinstance(outputs, Symbol):  # inside kn.compile or graph mode
+            return graph.graph_scale(self, outputs)
         if isinstance(outputs, Tensor):
             if self._scale is None:
                 self._lazy_init(outputs.device)
@@ -129,6 +156,8 @@ class GradScaler:
         noting whether any is inf or NaN. At most once per optimizer between updates."""
         if not self._enabled:
             return
+        if graph.in_graph(self, optimizer):
+            return graph.graph_unscale(self, optimizer)
         self._check_scale_growth_tracker("unscale_")
         state = self._state(optimizer)
         if state["stage"] is OptState.UNSCALED:
@@ -150,6 +179,8 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise UsageError("Closure use is not currently supported if GradScaler is enabled.")
+        if graph.in_graph(self, optimizer):  # its train op, a no-op after inf/NaN gradients
+            return graph.graph_step_with(self, optimizer)
         self._check_scale_growth_tracker("step")
         state = self._state(optimizer)
         if state["stage"] is OptState.STEPPED:
@@ -169,6 +200,8 @@ class GradScaler:
         inf/NaN) or growth (after `growth_interval` clean steps), as PyTorch's."""
         if not self._enabled:
             return
+        if new_scale is None and graph.in_graph(self):
+            return graph.graph_update(self)
         scale, tracker = self._check_scale_growth_tracker("update")
         if new_scale is not None:
             if isinstance(new_scale, float):

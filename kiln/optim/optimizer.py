@@ -25,7 +25,8 @@ from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
 from ..nn.parameter import owner_of, share
-from ..ops.core import apply, bind_graph
+from ..ops.core import apply as _apply
+from ..ops.core import bind_graph
 from . import graph_step
 
 __all__ = ["Optimizer", "ParamGroup"]
@@ -430,10 +431,18 @@ class Optimizer:
             self._state[var] = state
         return state
 
-    def apply_gradients(self, grads_and_vars, extra_updates=()) -> Symbol:
+    def apply_gradients(self, grads_and_vars, extra_updates=(), skip=None) -> Symbol:
         """A train op: fetching it applies every update (parameters, slots, step counts and
-        `extra_updates`) after the run's outputs, all or nothing; the fetch returns None."""
+        `extra_updates`) after the run's outputs, all or nothing; the fetch returns None.
+        `skip` (a bool Symbol): where it is true at run time, every value this step would
+        change keeps its value (GradScaler's step skipped after an inf or NaN gradient)."""
         assigns = []
+
+        def apply(op, target, value):
+            if skip is not None:
+                value = F.where(skip, target, value)
+            return _apply(op, target, value)
+
         for g, var in grads_and_vars:
             if g is None:
                 continue

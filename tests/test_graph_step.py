@@ -171,3 +171,34 @@ def test_optimizer_state_goes_on_across_traces(form):
         assert int(got[k]["step"]) == int(want[k]["step"]) == 6
         np.testing.assert_allclose(got[k]["exp_avg_sq"].numpy(), want[k]["exp_avg_sq"].numpy(),
                                    rtol=1e-5, atol=1e-9)  # fmt: skip
+
+
+def test_gradient_clipping_in_a_compiled_step():
+    """clip_grad_norm_ / clip_grad_value_ between backward and step clip the graph's gradients
+    (before, they found no eager .grad and silently clipped nothing)."""
+    compiled_model, eager_model = _model(), _model()
+    opt = kn.optim.SGD(compiled_model.parameters(), lr=0.5)
+    eager_opt = kn.optim.SGD(eager_model.parameters(), lr=0.5)
+    x, y = _data()
+    norms = []
+
+    @kn.compile
+    def step(x, y):
+        opt.zero_grad()
+        (F.cross_entropy(compiled_model(x), y) * 10).backward()
+        norm = kn.nn.utils.clip_grad_norm_(compiled_model.parameters(), 0.5)
+        kn.nn.utils.clip_grad_value_(compiled_model.parameters(), 0.05)
+        opt.step()
+        return norm
+
+    for _ in range(3):
+        norms.append(step(x, y).item())
+        eager_opt.zero_grad()
+        (F.cross_entropy(eager_model(x), y) * 10).backward()
+        want = kn.nn.utils.clip_grad_norm_(eager_model.parameters(), 0.5).item()
+        kn.nn.utils.clip_grad_value_(eager_model.parameters(), 0.05)
+        eager_opt.step()
+        np.testing.assert_allclose(norms[-1], want, rtol=1e-5)
+    assert norms[0] > 0.5  # the clipping did something
+    for a, b in zip(_params(compiled_model), _params(eager_model)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -1,4 +1,5 @@
-"""`kn.nn.utils`: PyTorch's gradient clipping for eager training loops."""
+"""`kn.nn.utils`: PyTorch's gradient clipping, of eager `.grad`s, and inside `kn.compile` or
+graph mode of the gradients `loss.backward()` left there (kiln/optim/graph_step.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from .. import frontend as F
 from ..eager import Tensor, no_grad
 from ..eager.factories import tensor as _tensor
-from ..errors import NumericsError, call_error
+from ..errors import NumericsError, UsageError, call_error
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
@@ -16,6 +17,33 @@ def _grads(parameters) -> list:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
+
+
+def _graph_entries(parameters) -> list:
+    """The [Variable, gradient] entries `loss.backward()` left in the default graph for
+    `parameters` (Parameters), which clipping there replaces."""
+    from ..graph.core import get_default_graph
+    from ..optim.graph_step import _PENDING
+
+    pending = _PENDING.get(get_default_graph())
+    if not pending:
+        return []
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    graph = get_default_graph()
+    found = []
+    for p in parameters:
+        var = p.variable_in(graph) if hasattr(p, "variable_in") else p
+        if var is not None and id(var) in pending:
+            found.append(pending[id(var)])
+    return found
+
+
+def _total_norm(grads, norm_type: float):
+    if math.isinf(norm_type):
+        norms = [F.amax(F.abs(g)) for g in grads]
+        return norms[0] if len(norms) == 1 else F.amax(F.stack(norms))
+    parts = [F.sum(F.pow(F.abs(g), norm_type)) for g in grads]
+    return F.pow(F.sum(F.stack(parts)), 1.0 / norm_type)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
@@ -32,17 +60,23 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     >>> w.grad
     tensor([3.0000, 4.0000])
     """
+    norm_type = float(norm_type)
+    entries = _graph_entries(parameters)
+    if entries:  # inside kn.compile or graph mode: the graph's gradients, as nodes
+        if error_if_nonfinite:
+            raise call_error(UsageError, "error_if_nonfinite=True needs the norm's value, which "
+                             "a graph has only when it runs: check the returned norm instead",
+                             "clip_grad_norm_")  # fmt: skip
+        total = _total_norm([e[1] for e in entries], norm_type)
+        coef = F.clip(F.div(max_norm, F.add(total, 1e-6)), None, 1.0)
+        for entry in entries:
+            entry[1] = F.mul(entry[1], F.cast(coef, entry[1].dtype))
+        return total
     grads = _grads(parameters)
     if not grads:
         return _tensor(0.0)
-    norm_type = float(norm_type)
     with no_grad():
-        if math.isinf(norm_type):
-            norms = [F.amax(F.abs(g)) for g in grads]
-            total = norms[0] if len(norms) == 1 else F.amax(F.stack(norms))
-        else:
-            parts = [F.sum(F.pow(F.abs(g), norm_type)) for g in grads]
-            total = F.pow(F.sum(F.stack(parts)), 1.0 / norm_type)
+        total = _total_norm(grads, norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
             raise call_error(
                 NumericsError,
@@ -66,6 +100,8 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     tensor([ 1.5000, -1.5000])
     """
     clip_value = float(clip_value)
+    for entry in _graph_entries(parameters):  # inside kn.compile or graph mode
+        entry[1] = F.clip(entry[1], -clip_value, clip_value)
     with no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)

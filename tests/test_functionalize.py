@@ -145,6 +145,31 @@ def test_views_taken_before_a_change_see_it(case):
         np.testing.assert_array_equal(g, np.array(want_g, np.float32), err_msg=what)
 
 
+def test_a_compiled_function_changes_its_arguments_in_place_as_pytorch():
+    """torch.compile's rule: an argument changed in place is changed for the caller too (the
+    compiled call writes the new value back, and bumps its version); one that requires grad
+    is refused. Expected values: the eager run of the same function."""
+
+    def f(x, counter, mask):
+        counter.add_(1)
+        x[0] = 9.0
+        x[mask] = -1.0  # a mask of x's shape and one value: a select
+        return x.sum() + counter
+
+    compiled = kn.compile(f)
+    runs = []
+    for run in (f, compiled):
+        x = kn.tensor([1.0, 2.0, 3.0, 4.0])
+        counter = kn.tensor(0.0)
+        mask = kn.tensor([False, False, True, False])
+        out = [run(x, counter, mask).item() for _ in range(2)]
+        runs.append((out, x.tolist(), counter.item()))
+    # x becomes [9, 2, -1, 4] (sum 14); the counter is 1, then 2
+    assert runs[0] == runs[1] == ([15.0, 16.0], [9.0, 2.0, -1.0, 4.0], 2.0)
+    with pytest.raises(kn.GraphError, match="an argument of the compiled function that requires"):
+        kn.compile(lambda v: v.mul_(2))(kn.tensor([1.0], requires_grad=True))
+
+
 def test_refusals_name_the_op_and_the_line():
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (2, 3), name="x")

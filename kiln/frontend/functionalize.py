@@ -13,15 +13,20 @@ changing a view (basic indexing, `transpose`/`permute`/`T`, `reshape`/`view`/`sq
 at the view's positions, or the inverse transpose or reshape), and every other view of that
 base taken before is taken again from the new base. Changing a base retakes its views too.
 
-Refused, with an error naming the op and the line: a graph input or Variable (a placeholder
-is a feed and a Variable changes only through `updates=`/`assign`; under `kn.compile` this is
-an argument or a parameter of the compiled function), views PyTorch cannot write through
+An argument of a function `kn.compile` traces may change (as under torch.compile): the
+compiled call returns its new value and writes it into the caller's tensor.
+
+Refused, with an error naming the op and the line: a graph-mode placeholder (a feed), a
+Variable (it changes only through `updates=`/`assign`), an argument of a compiled function
+that requires grad, views PyTorch cannot write through
 either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`, pieces of `split`),
 a result of another shape, and a result whose dtype the value cannot hold (PyTorch's "result
 type Float can't be cast to the desired output type Long").
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -32,7 +37,20 @@ from . import math as m
 
 __all__ = ["assign_inplace", "install", "rebind"]
 
-# view ops whose result this module can write back into their base
+# graph -> {id(argument placeholder): [the object, requires_grad, its placeholder once it
+# changed]}: the arguments of a function kn.compile traces, which may change in place (the
+# compiled call then writes the new value into the caller's tensor, as torch.compile does)
+_ARGUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def allow_argument_changes(graph, arguments, requires_grad) -> dict:
+    """Lets the placeholders `arguments` of `graph` change in place (kn.compile's tracing);
+    returns the record that `changed_arguments` reads."""
+    record = {id(a): [a, bool(g), None] for a, g in zip(arguments, requires_grad)}
+    _ARGUMENTS[graph] = record
+    return record
+
+
 _WRITABLE_VIEWS = {"index", "transpose", "reshape"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
 
@@ -82,6 +100,18 @@ def _check_target(x: Symbol, op: str) -> None:
     node = x
     while True:
         name = node.node.op.name
+        argument = _ARGUMENTS.get(node.node.graph, {}).get(id(node))
+        if argument is not None and argument[0] is node:
+            if argument[1]:
+                raise _error(
+                    GraphError,
+                    f"in-place change of '{node.name}', an argument of the compiled function "
+                    "that requires grad: a leaf Variable that requires grad is being used in an "
+                    "in-place operation (compute a new value instead)",
+                    op,
+                    x,
+                )
+            return  # the compiled call writes its new value into the caller's tensor
         if isinstance(node, Variable) or name in _REFUSED_INPUTS:
             what = _REFUSED_INPUTS.get(name, "a Variable")
             via = "" if node is x else f" (through the view '{x.name}')"
@@ -190,6 +220,9 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         assign_inplace(base, _write_back(x, new), op, start)
         return x
     old = rebind(x, _fresh(new, since, graph))
+    argument = _ARGUMENTS.get(graph, {}).get(id(x))
+    if argument is not None and argument[0] is x and argument[2] is None:
+        argument[2] = old  # the argument's placeholder, now under a fresh Symbol
     _retake_views(x, old)
     return x
 
@@ -219,6 +252,13 @@ def setitem(self, index, value) -> None:
         value = core.constant(np.asarray(value), graph=self.node.graph)
     if value.dtype != self.dtype:
         value = m.cast(value, self.dtype)  # item assignment casts, as PyTorch's
+    mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    if (isinstance(mask, Symbol) and mask.dtype == np.bool_ and tuple(mask.shape) == tuple(
+            self.shape) and tuple(value.shape) == ()):  # fmt: skip
+        # x[mask] = v with a mask of x's shape and one value: a select, of a static shape
+        # (the general index_put of a mask has as many positions as the mask has Trues)
+        assign_inplace(self, m.where(mask, value, self), "setitem", since)
+        return
     assign_inplace(self, indexing.put(self, index, value, False), "setitem", since)
 
 

@@ -23,6 +23,7 @@ from ..errors import AutogradError, GraphError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
 from ..frontend.core import placeholder
+from ..frontend.functionalize import allow_argument_changes
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
@@ -213,6 +214,7 @@ class Traced:
         with self.graph.as_default():
             names = [re.sub(r"\W+", "_", p).strip("_") or "input" for p in paths]
             self.inputs = [placeholder(s[1], s[0], n) for s, n in zip(key[1], names)]
+            changes = allow_argument_changes(self.graph, self.inputs, [k[3] for k in key[1]])
             args, kwargs = _unflatten(structure, iter(self.inputs))
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
@@ -221,6 +223,14 @@ class Traced:
                     result = fn(*args, **kwargs)
             finally:
                 calls.pop()
+        # arguments changed in place: the program reads the placeholder and returns the new
+        # value, which each call writes into the caller's tensor
+        self.changed = []
+        for k, s in enumerate(self.inputs):
+            record = changes[id(s)]
+            if record[2] is not None:
+                self.inputs[k] = record[2]
+                self.changed.append((k, s))
         outputs, out_paths, statics = [], [], []
         self.out_structure = flatten(result, "output", outputs, out_paths, statics)
         for leaf, path in zip(outputs, out_paths):
@@ -240,7 +250,9 @@ class Traced:
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
         # NOTE: a budget also bounds each program's own arena: a whole training step (the
         # gradient and the updates traced inside) recomputes under it as kn.function does.
-        self.function = Function(self.inputs, outputs + extras, self.updates, device,
+        self.n_extras = len(extras)
+        changed = [s for _, s in self.changed]
+        self.function = Function(self.inputs, outputs + extras + changed, self.updates, device,
                                  memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
 
@@ -373,6 +385,9 @@ class Traced:
         for p, var in self.updated:
             self._copy_back(p, var)
         n = len(self.outputs)
+        for (k, _), value in zip(self.changed, results[n + self.n_extras :]):
+            _write_argument(leaves[k], value)
+        results = results[: n + self.n_extras]
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))
         outs = [make(r, self.device) for r in results[:n]]
@@ -447,3 +462,15 @@ class Traced:
         for i in self.zero_slots:
             result[i] = make(xp.zeros(saved[i].shape, saved[i].dtype), self.device)
         return tuple(result)
+
+
+def _write_argument(target, value) -> None:
+    """The new value of an argument the compiled function changed in place, written into
+    the caller's tensor (or array), whose version counter then counts the change."""
+    if isinstance(target, Tensor):
+        xp = get_backend(target._device).xp
+        xp.copyto(target._data, value, casting="unsafe")
+        version_of(target).value += 1
+    else:
+        np.copyto(target, value, casting="unsafe")
+

@@ -172,6 +172,11 @@ def node_error(cls, message: str, **context):
     return cls(node_message(message, **context))
 
 
+class LinAlgError(KilnError, RuntimeError):
+    """A factorization that cannot be completed: a matrix that is not positive-definite
+    (`cholesky`), as PyTorch's `torch.linalg.LinAlgError` (a RuntimeError)."""
+
+
 class DistError(KilnError, RuntimeError):
     """A failure of `kiln.distributed` (PyTorch's `torch.distributed.DistError`)."""
 

@@ -414,6 +414,29 @@ rows(
            in64(np.linalg.det), rtol=1e-5, atol=1e-5),
     OpCase("det", "hand", kn.linalg.det, given([[2.0, 1.0], [1.0, 3.0]]),
            lambda a: np.array(5.0, a.dtype)),  # 2 * 3 - 1 * 1
+    # cholesky reads one triangle: the rows factor a symmetrized input (S = (A + Aᵀ) / 2, near
+    # 2I), so finite differences see the symmetric gradient PyTorch's rule gives
+    OpCase("cholesky", "sym", lambda a: kn.linalg.cholesky((a + a.mT) * 0.5),
+           well_conditioned((3, 3)),
+           lambda a: np.linalg.cholesky((a.astype(np.float64) + a.T) / 2).astype(a.dtype),
+           rtol=1e-5, atol=1e-5),
+    OpCase("cholesky", "batch-upper", lambda a: kn.linalg.cholesky((a + a.mT) * 0.5, upper=True),
+           well_conditioned((2, 4, 4)),
+           lambda a: np.swapaxes(np.linalg.cholesky(
+               (a.astype(np.float64) + np.swapaxes(a, -1, -2)) / 2), -1, -2).astype(a.dtype),
+           rtol=1e-5, atol=1e-5),
+    OpCase("cholesky", "hand", lambda a: kn.linalg.cholesky((a + a.mT) * 0.5),
+           given([[4.0, 2.0], [2.0, 5.0]]),
+           lambda a: np.array([[2.0, 0.0], [1.0, 2.0]], a.dtype)),  # 2*2 = 4, 1*2 = 2, 1+4 = 5
+    OpCase("logabsdet", "basic", lambda a: kn.linalg.slogdet(a).logabsdet,
+           well_conditioned((3, 3)),
+           lambda a: np.linalg.slogdet(a.astype(np.float64))[1].astype(a.dtype),
+           rtol=1e-5, atol=1e-5),
+    OpCase("logabsdet", "batch", lambda a: kn.linalg.slogdet(a)[1], well_conditioned((2, 3, 4, 4)),
+           lambda a: np.linalg.slogdet(a.astype(np.float64))[1].astype(a.dtype),
+           rtol=1e-5, atol=1e-5),
+    OpCase("slogdet_sign", "hand", lambda a: kn.linalg.slogdet(a).sign,
+           given([[2.0, 1.0], [1.0, -3.0]]), lambda a: np.array(-1.0, a.dtype)),  # det -7
     OpCase("solve", "matrix", kn.linalg.solve, well_conditioned((3, 3), (3, 2)),
            lambda a, b: np.linalg.solve(a.astype(np.float64), b).astype(a.dtype),
            rtol=1e-5, atol=1e-5),

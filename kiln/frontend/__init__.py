@@ -11,7 +11,8 @@ from .control import cond, fori_loop, scan, while_loop
 from .core import Variable, constant, placeholder
 from .einsum import einsum
 from .indexing import index_put
-from .linalg import det, inverse
+from .linalg import cholesky_method as cholesky
+from .linalg import det, inverse, logdet, slogdet
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .nn_conv import *  # noqa: F403
@@ -47,7 +48,7 @@ __all__ = list(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
-         "einsum", "index_put", "det", "inverse", "linalg",
+         "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "cond", "while_loop", "fori_loop", "scan"]
     )
 )  # fmt: skip

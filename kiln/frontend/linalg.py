@@ -1,6 +1,7 @@
 """`kn.linalg`: PyTorch's `torch.linalg` functions `norm`, `vector_norm`, `matrix_norm`,
-`det`, `inv` and `solve` (batched over leading dims; `det`, `inv` and `solve` are primitives
-with gradients, the norms composites)."""
+`det`, `slogdet`, `inv`, `solve` and `cholesky` (batched over leading dims; `det`, `inv`,
+`solve`, `cholesky` and slogdet's two results are primitives with gradients, the norms
+composites)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import math
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, LinAlgError, ShapeError
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
 
-__all__ = ["det", "inv", "matrix_norm", "norm", "solve", "vector_norm"]
+__all__ = [
+    "LinAlgError", "cholesky", "det", "inv", "logdet", "matrix_norm", "norm", "slogdet", "solve",
+    "vector_norm",
+]  # fmt: skip
 
 
 def _sum(x, dims, keepdim):
@@ -152,6 +156,67 @@ def solve(A, B, *, left: bool = True):  # noqa: N803
     swap_b = (*range(B.ndim - 2), B.ndim - 1, B.ndim - 2)
     xt = call("solve", call("transpose", A, perm=swap_a), call("transpose", B, perm=swap_b))
     return call("transpose", xt, perm=swap_b)
+
+
+class SlogdetResult(tuple):
+    """`(sign, logabsdet)`, also by name, as PyTorch's named tuple."""
+
+    __slots__ = ()
+
+    def __new__(cls, sign, logabsdet):
+        return super().__new__(cls, (sign, logabsdet))
+
+    sign = property(lambda self: self[0])
+    logabsdet = property(lambda self: self[1])
+
+
+@autocast_op("fp32")
+def slogdet(A):  # noqa: N803
+    """`(sign, logabsdet)` of the determinants of the square matrices in the last two dims:
+    the log of |det| stays finite where `det` itself under- or overflows.
+
+    >>> import kiln as kn
+    >>> kn.linalg.slogdet(kn.tensor([[2.0, 1.0], [1.0, -3.0]]))  # det -7
+    (tensor(-1.), tensor(1.9459))
+    """
+    (A,) = lift(A)
+    return SlogdetResult(call("slogdet_sign", A), call("logabsdet", A))
+
+
+@autocast_op("fp32")
+def logdet(A):  # noqa: N803
+    """log(det A): NaN where the determinant is negative, -inf where it is 0 (PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.logdet(kn.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor(1.7918)
+    """
+    sign, log_abs = slogdet(A)
+    nan = m.where(sign < 0, float("nan"), log_abs)
+    return m.where(sign == 0, float("-inf"), nan)
+
+
+@autocast_op("fp32")
+def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
+    """The lower (or, with `upper`, upper) Cholesky factor of each symmetric positive-definite
+    matrix in the last two dims (only its lower triangle is read); a matrix that is not
+    positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.linalg.cholesky(kn.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
+    (A,) = lift(A)
+    lower = call("cholesky", A)
+    if not upper:
+        return lower
+    return call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+
+
+def cholesky_method(A, upper: bool = False):  # noqa: N803
+    """`torch.cholesky(A, upper=False)` (the older name; `upper` positional)."""
+    return cholesky(A, upper=upper)
 
 
 # Shorter names PyTorch keeps at the top level.

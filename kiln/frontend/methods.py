@@ -83,6 +83,7 @@ METHODS |= {
     "scatter": ti.scatter, "scatter_add": ti.scatter_add, "scatter_reduce": ti.scatter_reduce,
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
+    "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,
 }  # fmt: skip
 

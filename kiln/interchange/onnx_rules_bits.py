@@ -1,4 +1,5 @@
-"""ONNX export of kiln's `bitcast` (PyTorch's `view(dtype)`) and of its random ops.
+"""ONNX export of kiln's `bitcast` (PyTorch's `view(dtype)`), of its random ops, and of
+slogdet's two results through `Det`.
 
 `bitcast` is ONNX's BitCast (opset 26) where the element sizes agree. Where they differ, the
 last dim scales by their ratio: the bytes are read as unsigned integers, split into (or joined
@@ -94,8 +95,20 @@ def bernoulli(ex, node, xs, out):
     return ex.emit("Cast", [below], out, to=ex.elem_type(node.out.dtype))
 
 
+def logabsdet(ex, node, xs, out):
+    """log |det A| as Log(Abs(Det)): ONNX has no slogdet; it under- or overflows where det
+    does (kiln's kernel does not), and equals it within float tolerance elsewhere."""
+    return ex.emit("Log", [ex.emit("Abs", [ex.emit("Det", xs)])], out)
+
+
+def slogdet_sign(ex, node, xs, out):
+    return ex.emit("Sign", [ex.emit("Det", xs)], out)
+
+
 RULES = {
     "bitcast": bitcast,
+    "logabsdet": logabsdet,
+    "slogdet_sign": slogdet_sign,
     "random_normal": _float_draw(
         "RandomNormal", lambda a: {"mean": float(a["mean"]), "scale": float(a["std"])}
     ),

@@ -8,6 +8,7 @@ from . import (
     fused,
     index,
     linalg,
+    linalg_decomp,
     movement,
     multi,
     nn,
@@ -22,6 +23,7 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, elementwise, elementwise_torch, fused, index, linalg, movement, multi, nn, nn_grad,
+    control, elementwise, elementwise_torch, fused, index, linalg, linalg_decomp, movement, multi,
+    nn, nn_grad,
     random, reduce, scan, sort, state,
 )  # fmt: skip

@@ -473,4 +473,3 @@ def _write_argument(target, value) -> None:
         version_of(target).value += 1
     else:
         np.copyto(target, value, casting="unsafe")
-

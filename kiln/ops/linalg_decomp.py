@@ -1,0 +1,101 @@
+"""Factorizations over batches of square matrices: `cholesky` (the lower factor of a
+symmetric positive-definite matrix), and `logabsdet` and `slogdet_sign`, the two results of
+PyTorch's `slogdet` (a determinant's log magnitude, stable where `det` under- or overflows,
+and its sign)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import LinAlgError, ShapeError
+from ..graph.core import Symbol
+from ..graph.opdef import REGISTRY, ArrayValue
+from .core import apply, defop, scalar
+from .linalg import _linalg_dtype, _square_shape, _swap_last, _unsqueeze
+
+
+def _cholesky(xp, a, out=None):
+    try:
+        r = xp.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        raise LinAlgError(
+            "linalg.cholesky: The factorization could not be completed because the input is "
+            "not positive-definite"
+        ) from None
+    if xp is not np and not bool(xp.isfinite(r).all()):  # CuPy gives NaNs instead of raising
+        raise LinAlgError("linalg.cholesky: the input is not positive-definite")
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+def _phi_mask(n: int, dtype):
+    """The lower triangle with a halved diagonal, as a mask (PyTorch's Φ in the vjp)."""
+    return (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(dtype)
+
+
+def _cholesky_vjp(ct, lower, a):
+    """A = L Lᵀ: Ā = ½ (S + Sᵀ) with S = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹ (the gradient of a symmetric input,
+    as PyTorch's: the factorization reads one triangle, the perturbation is symmetric)."""
+    n = a.shape[-1]
+    if not isinstance(n, int):
+        raise ShapeError("cholesky's gradient needs a static matrix size, got a symbolic one")
+    phi = apply("mul", apply("matmul", _swap_last(lower), ct), _constant(_phi_mask(n, a.dtype), a))
+    inv = apply("inv", lower)
+    s = apply("matmul", _swap_last(inv), apply("matmul", phi, inv))
+    return (apply("mul", apply("add", s, _swap_last(s)), scalar(0.5, a)),)
+
+
+def _constant(array, like):
+    """`array` as a constant beside `like` (in its graph, or an array for eager mode)."""
+    if isinstance(like, Symbol):
+        node = like.graph.add_node(REGISTRY["constant"], (), {"value": ArrayValue(array)},
+                                   "constant", shape=array.shape, dtype=array.dtype)  # fmt: skip
+        return node.out
+    return array
+
+
+cholesky = defop(
+    "cholesky", _square_shape("cholesky"), _linalg_dtype("cholesky"), _cholesky,
+    vjp=_cholesky_vjp, may_fail=True,
+    batch=lambda args, batched: apply("cholesky", args[0]),
+    tags=("autocast_fp32",),
+)  # fmt: skip
+
+
+def _det_shape(a):
+    return _square_shape("det")(a)
+
+
+def _logabsdet(xp, a, out=None):
+    r = xp.asarray(xp.linalg.slogdet(a)[1])
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+def _logabsdet_vjp(ct, y, a):
+    # d log|det A| / dA = A⁻ᵀ
+    return (apply("mul", _unsqueeze(_unsqueeze(ct, -1), -1), _swap_last(apply("inv", a))),)
+
+
+logabsdet = defop(
+    "logabsdet", _det_shape, _linalg_dtype("logabsdet"), _logabsdet, vjp=_logabsdet_vjp,
+    batch=lambda args, batched: apply("logabsdet", args[0]),
+)  # fmt: skip
+
+
+def _sign(xp, a, out=None):
+    r = xp.asarray(xp.linalg.slogdet(a)[0])
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+slogdet_sign = defop(
+    "slogdet_sign", _det_shape, _linalg_dtype("slogdet"), _sign, tags=("nondiff",),
+    batch=lambda args, batched: apply("slogdet_sign", args[0]),
+)  # fmt: skip

@@ -68,12 +68,17 @@ def _det_shape(a):
     return _square_shape("det")(a)
 
 
-def _logabsdet(xp, a, out=None):
-    r = xp.asarray(xp.linalg.slogdet(a)[1])
-    if out is None:
-        return r
-    out[...] = r
-    return out
+def _slogdet_part(k: int):
+    """The kernel of slogdet's result `k` (0: the sign, 1: log |det|)."""
+
+    def kernel(xp, a, out=None):
+        r = xp.asarray(xp.linalg.slogdet(a)[k])
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+    return kernel
 
 
 def _logabsdet_vjp(ct, y, a):
@@ -82,20 +87,12 @@ def _logabsdet_vjp(ct, y, a):
 
 
 logabsdet = defop(
-    "logabsdet", _det_shape, _linalg_dtype("logabsdet"), _logabsdet, vjp=_logabsdet_vjp,
+    "logabsdet", _det_shape, _linalg_dtype("logabsdet"), _slogdet_part(1), vjp=_logabsdet_vjp,
     batch=lambda args, batched: apply("logabsdet", args[0]),
 )  # fmt: skip
 
 
-def _sign(xp, a, out=None):
-    r = xp.asarray(xp.linalg.slogdet(a)[0])
-    if out is None:
-        return r
-    out[...] = r
-    return out
-
-
 slogdet_sign = defop(
-    "slogdet_sign", _det_shape, _linalg_dtype("slogdet"), _sign, tags=("nondiff",),
+    "slogdet_sign", _det_shape, _linalg_dtype("slogdet"), _slogdet_part(0), tags=("nondiff",),
     batch=lambda args, batched: apply("slogdet_sign", args[0]),
 )  # fmt: skip

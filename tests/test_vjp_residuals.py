@@ -38,7 +38,7 @@ KEEPS |= {
     "log2": {"x0"}, "log10": {"x0"}, "atan2": {"x0", "x1"}, "fmod": {"x0", "x1"},
     "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"},
     "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0", "y"},
-    "solve": {"x0", "y"},
+    "solve": {"x0", "y"}, "cholesky": {"y"}, "logabsdet": {"x0"},
 }  # fmt: skip
 # advanced indexing (tests/op_table_index.py): the index arrays only
 KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}

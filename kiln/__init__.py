@@ -88,6 +88,7 @@ from .frontend import random
 from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
+from .frontend.special import namespace as _special_namespace
 from .generator import Generator
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
@@ -105,6 +106,7 @@ autograd.functional = autograd_functional
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
+special = _special_namespace(_sys.modules[__name__])  # `kn.special`, torch.special's names
 
 
 def devices() -> list[str]:

@@ -394,7 +394,8 @@ def install(monkeypatch) -> types.ModuleType:
 
     module = sys.modules[__name__]
     special = types.ModuleType("cupyx.scipy.special")
-    special.erf = _Function(scipy.special.erf)
+    for name in ("erf", "gammaln", "digamma", "polygamma", "erfinv", "i0", "i1"):  # CuPy's too
+        setattr(special, name, _Function(getattr(scipy.special, name)))
     cupyx = types.ModuleType("cupyx")
     cupyx.scipy = types.SimpleNamespace(special=special)
     for name, value in (("cupy", module), ("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),

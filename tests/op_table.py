@@ -182,6 +182,18 @@ unary_rows("sigmoid", kn.sigmoid, _float_ref(lambda x: 1 / (1 + np.exp(-x))), dt
 unary_rows("relu", kn.relu, lambda x: np.maximum(x, 0), dtypes=FLOATS16, int_dtypes=(*INTS, "int8"))
 unary_rows("erf", kn.erf, _float_ref(np.vectorize(math.erf, otypes=[np.float64])))
 unary_rows("sign", kn.sign, np.sign, "small", int_dtypes=("int8", "int64"))
+# special functions: references from SciPy in float64 (digamma etc.: PyTorch's definitions)
+unary_rows("lgamma", kn.lgamma, _float_ref(scipy.special.gammaln), "positive")
+unary_rows("digamma", kn.digamma, _float_ref(scipy.special.digamma), "positive")
+unary_rows("erfinv", kn.erfinv, _float_ref(scipy.special.erfinv), "unit")
+unary_rows("i0", kn.i0, _float_ref(scipy.special.i0))
+unary_rows("i1", kn.special.i1, _float_ref(scipy.special.i1))
+unary_rows(
+    "polygamma",
+    lambda x: kn.polygamma(2, x),
+    _float_ref(lambda x: scipy.special.polygamma(2, x)),
+    "positive",
+)
 unary_rows("floor", kn.floor, np.floor, "half", dtypes=FLOATS16)
 unary_rows("ceil", kn.ceil, np.ceil, "half", dtypes=FLOATS16)
 unary_rows("round", kn.round, np.round, "half", dtypes=FLOATS16, int_dtypes=INTS)

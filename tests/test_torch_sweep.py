@@ -51,7 +51,6 @@ KNOWN = {
     "tensor-ops/combinations-*/*": "combinations is not built",
     "tensor-ops/frexp-*/*": "frexp is not built",
     "tensor-ops/histc-*/*": "histc is not built",
-    "tensor-ops/i0-*/*": "i0 is not built",
     "tensor-ops/masked_scatter-*/*": "masked_scatter is not built",
     "tensor-ops/put-*/*": "put is not built",
     "tensor-ops/renorm-*/*": "renorm is not built",

@@ -39,6 +39,8 @@ KEEPS |= {
     "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"},
     "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0", "y"},
     "solve": {"x0", "y"}, "cholesky": {"y"}, "logabsdet": {"x0"},
+    "lgamma": {"x0"}, "digamma": {"x0"}, "polygamma": {"x0"}, "erfinv": {"y"}, "i0": {"x0"},
+    "i1": {"x0", "y"},
 }  # fmt: skip
 # advanced indexing (tests/op_table_index.py): the index arrays only
 KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}

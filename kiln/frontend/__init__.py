@@ -23,6 +23,7 @@ from .nn_pool import *  # noqa: F403
 from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .special import digamma, erfinv, i0, lgamma, polygamma
 from .torch_extra_linalg import *  # noqa: F403
 from .torch_extra_linalg import __all__ as _extra_linalg_all
 from .torch_extra_math import *  # noqa: F403
@@ -49,6 +50,7 @@ __all__ = list(
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
+         "lgamma", "digamma", "polygamma", "erfinv", "i0",
          "cond", "while_loop", "fori_loop", "scan"]
     )
 )  # fmt: skip

@@ -14,6 +14,7 @@ from . import linalg as la
 from . import math as m
 from . import nn_functional as nf
 from . import shape as s
+from . import special as sp
 from . import torch_extra_linalg as xl
 from . import torch_extra_math as xm
 from . import torch_extra_shape as xs
@@ -84,6 +85,8 @@ METHODS |= {
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
+    "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
+    "polygamma": sp.polygamma_method,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,
 }  # fmt: skip
 

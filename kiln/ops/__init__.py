@@ -4,6 +4,7 @@ from ..graph.opdef import REGISTRY, OpDef
 from . import (
     control,
     elementwise,
+    elementwise_special,
     elementwise_torch,
     fused,
     index,
@@ -23,7 +24,6 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, elementwise, elementwise_torch, fused, index, linalg, linalg_decomp, movement, multi,
-    nn, nn_grad,
-    random, reduce, scan, sort, state,
+    control, elementwise, elementwise_special, elementwise_torch, fused, index, linalg,
+    linalg_decomp, movement, multi, nn, nn_grad, random, reduce, scan, sort, state,
 )  # fmt: skip

@@ -42,3 +42,10 @@ def test_match_torch(name):
     kn.compile(lambda v: call(kn, v).sum())(a).backward()
     call(torch, b).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9)
+
+
+def test_lgamma_of_minus_infinity_is_a_pole_as_pytorchs():
+    # C's lgamma and PyTorch's give +inf at -inf; SciPy's gammaln gives -inf
+    for dtype in (kn.float16, kn.float32, kn.float64):
+        got = kn.lgamma(kn.tensor([-np.inf, np.inf, 0.0], dtype=dtype)).tolist()
+        assert got == [np.inf, np.inf, np.inf]

@@ -61,6 +61,8 @@ _i1 = _unary("i1", "The modified Bessel function of the first kind of order 1, e
 
 def polygamma(n: int, input):  # noqa: A002
     """The `n`-th derivative of `digamma`, elementwise (PyTorch's `polygamma(n, input)`).
+    At its poles (0 and the negative integers) and at ±inf it gives SciPy's values (±inf, 0),
+    where PyTorch's are NaN or large finite numbers.
 
     >>> import kiln as kn
     >>> kn.polygamma(1, kn.tensor([1.0]))  # π² / 6

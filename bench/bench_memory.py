@@ -17,8 +17,10 @@ times against the same form without checkpointing or budget, interleaved in one 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
+import tracemalloc
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -173,6 +175,34 @@ def compiled_cases(depth, width, batch, repeats, min_s):
                 f"{t * 1e3:.1f} ms ({t / base:.2f}x the plain compiled step)",
                 flush=True,
             )
+            if not whole:
+                print(f"  {name}: {_backward_peaks(fn, x, labels)}", flush=True)
+
+
+def _backward_peaks(fn, x, labels) -> str:
+    """tracemalloc's peak across `loss.backward()` (the residuals, the weight gradients it
+    makes and what else it allocates; the backward arena is made by the first call, so it is
+    added from the plan): donated (retain_graph=False, each residual freed after its last read)
+    against kept (retain_graph=True)."""
+    traced = fn.last
+    extras = traced.function.outputs[len(traced.outputs) :]
+    kept = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in extras)
+    arena = traced.grad_function.plan.arena_bytes
+    peaks = []
+    for retain in (False, True):
+        gc.collect()
+        tracemalloc.start()
+        loss = fn(x, labels)
+        gc.collect()
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        loss.backward(retain_graph=retain)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        del loss
+        peaks.append((peak - before + kept + arena) / MIB)
+    return (f"backward peak (residuals + gradients + arena, tracemalloc) donated "
+            f"{peaks[0]:.1f} MiB, retain_graph=True {peaks[1]:.1f} MiB")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 import weakref
 
 import numpy as np
@@ -369,9 +370,28 @@ def _reachable(starts) -> list:
     return out
 
 
+def retaining() -> bool:
+    """Whether the backward pass running on this thread keeps the saved values
+    (`retain_graph`); a vjp that may hand its saved values over (a compiled call's, which
+    frees each residual after its last read) asks this. True outside a backward pass."""
+    return getattr(_BACKWARD, "retain", True)
+
+
+_BACKWARD = threading.local()
+
+
 def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
     """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
     {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
+    outer = retaining()
+    _BACKWARD.retain = retain_graph
+    try:
+        return _propagate(roots, seeds, retain_graph, create_graph, targets)
+    finally:
+        _BACKWARD.retain = outer
+
+
+def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
     pending: dict = {}  # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them)
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []

@@ -341,14 +341,14 @@ class Specialized:
                 names.bind(n.out, f"c{t}")
                 continue
             v = names.define(n.out)
-            if id(n.out) in inputs:
-                code = f"{v} = X[{inputs[id(n.out)]}]"
+            if id(n.out) in inputs:  # X lets go: a feed handed over is freed after its last read
+                code = f"{v} = X[{inputs[id(n.out)]}]; X[{inputs[id(n.out)]}] = None"
             elif n.op.name == "variable":
                 code = f"{v} = V[{self._var_slot(n.ref, var_index)}]"
             else:
                 code = self._call(n, t, v, names, ns, var_index, rand)
                 rand += "random" in n.op.tags
-            names.release(n, t)
+            dead = names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
             if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
@@ -356,6 +356,7 @@ class Specialized:
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:
                 lines += self._poison(t)
+            lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
         if self.into:  # outputs no kernel wrote into O (inputs, views, constants) are copied
             lines += [f"    xp.copyto(O[{k}], {names[id(s)]})" for k, s in enumerate(g.outputs)
                       if self.written.get(id(s)) != k]  # fmt: skip
@@ -543,14 +544,18 @@ class _Names:
         self.names[id(sym)] = name
         return name
 
-    def release(self, node, t) -> None:
-        """Frees the names of the node's inputs (and its own value, if unused) dead after t."""
+    def release(self, node, t) -> list:
+        """Frees the names of the node's inputs (and its own value, if unused) dead after t;
+        returns them as (value, name)."""
+        dead = []
         for sym in {id(i): i for i in (*node.inputs, node.out)}.values():
             name = self.names.get(id(sym), "")
             if (name.startswith("v") and id(sym) not in self.kept
                     and self.last.get(id(sym), t) <= t):  # fmt: skip
                 self.free.append(name)
                 self.names[id(sym)] = "<dead>"
+                dead.append((sym, name))
+        return dead
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

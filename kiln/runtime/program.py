@@ -246,13 +246,18 @@ class Program:
         spec = self.specialize(arrays, bindings)
         return [spec.shapes[id(s)] for s in self.graph.outputs]
 
-    def run(self, values, profiled: bool = False, host: bool = True, outs=None) -> list:
+    def run(self, values, profiled: bool = False, host: bool = True, outs=None,
+            donate: bool = False) -> list:  # fmt: skip
         """Runs once: returns the fetched values (fresh arrays; NumPy arrays unless `host` is
         False, then the device's) and commits the updates. The device is current throughout.
         A program made with `into=True` writes them into `outs` (arrays of the device, of
-        `output_shapes`) instead, and returns `outs`."""
+        `output_shapes`) instead, and returns `outs`. With `donate` the list `values` is
+        emptied: the program holds each feed only until its last read, so a feed no one else
+        holds is freed there (how a compiled call's backward frees its residuals)."""
         with self.backend.scope():
             arrays, bindings = self.bind_feeds(values)
+            if donate:
+                values.clear()
             spec = self.specialize(arrays, bindings)
             fn = spec.function(profiled)
             graph = self.source_graph

@@ -18,8 +18,9 @@ from .. import shapes as sh
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
+from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import AutogradError, GraphError, call_error
+from ..errors import AutogradError, GraphError, SavedTensorError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
 from ..frontend.core import placeholder
@@ -174,8 +175,8 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
-def _call_vjp(ct, out, *saved, traced):
-    return traced._backward(ct, saved)
+def _call_vjp(ct, out, *saved, traced, residuals):
+    return traced._backward(ct, saved, residuals)
 
 
 def _output_vjp(ct, out, packed, *, offset):
@@ -393,8 +394,10 @@ class Traced:
         outs = [make(r, self.device) for r in results[:n]]
         if state.grad and self.grad_outputs:
             leaf_tensors = [x if isinstance(x, Tensor) else make(np.asarray(x)) for x in leaves]
-            extras = [make(r, self.device) for r in results[n:]]
-            self._record([*leaf_tensors, *params, *outs, *extras], outs)
+            # the residuals stay out of the tape's saved values: a backward without
+            # retain_graph hands them to the backward program, which frees each after its
+            # last read (`_backward`)
+            self._record([*leaf_tensors, *params, *outs], outs, results[n:])
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
@@ -418,24 +421,25 @@ class Traced:
             param._value[...] = var._value
             var._value = param._value
 
-    def _record(self, saved, outs) -> None:
+    def _record(self, saved, outs, residuals) -> None:
         """One tape entry for the call; with several outputs that require grad, each gets a
         small entry that routes its cotangent into the call's packed one."""
         ys = [outs[k] for k in self.grad_outputs]
+        attrs = {"traced": self, "residuals": list(residuals)}
         if len(ys) == 1:
-            autograd.record(CALL, saved, {"traced": self}, ys[0])
+            autograd.record(CALL, saved, attrs, ys[0])
             return
         dtype = np.result_type(*(y.dtype for y in ys))
         xp = get_backend(self.device).xp
         total = sum(y._data.size for y in ys)
         packed = make(xp.broadcast_to(xp.zeros((), dtype), (total,)), self.device)
-        autograd.record(CALL, saved, {"traced": self}, packed)
+        autograd.record(CALL, saved, attrs, packed)
         offset = 0
         for y in ys:
             autograd.record(OUTPUT, [packed], {"offset": offset}, y)
             offset += y._data.size
 
-    def _backward(self, ct, saved) -> tuple:
+    def _backward(self, ct, saved, residuals) -> tuple:
         if state.grad:
             raise call_error(
                 AutogradError,
@@ -453,8 +457,26 @@ class Traced:
             offset += size
         for i in self.checked_slots:
             saved[i]._data  # noqa: B018 — a Variable changed since the call raises here
-        feeds = [saved[i]._data for i in self.feed_slots]
-        grads = program.program.run([*feeds, *cts], host=False) if self.grads else []
+        n_saved = len(saved)
+        if not residuals and any(i >= n_saved for i in self.feed_slots):
+            # handed to an earlier backward: PyTorch's "second time" error (the tape's)
+            for s in saved:
+                if isinstance(s, Unavailable):
+                    s._data  # noqa: B018
+            message = (
+                f"Trying to backward through the graph a second time: the residuals "
+                f"of the compiled call of {self.name} were freed by an earlier backward "
+                "that failed; specify retain_graph=True to backward more than once"
+            )
+            raise call_error(SavedTensorError, message, "backward")
+        feeds = [saved[i]._data if i < n_saved else residuals[i - n_saved]
+                 for i in self.feed_slots]  # fmt: skip
+        donate = not autograd.retaining()
+        if donate:  # the tape lets go: each residual is freed after its last read
+            residuals.clear()
+        values = [*feeds, *cts]
+        del feeds, cts
+        grads = program.program.run(values, host=False, donate=donate) if self.grads else []
         result = [None] * len(saved)
         for i, g in zip(self.wrt_slots, grads):
             result[i] = make(g, self.device)

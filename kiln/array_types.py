@@ -131,6 +131,18 @@ def _named(name: str, doc: str):
     return cls
 
 
+def _fields(name: str, fields: list, doc: str):
+    cls = collections.namedtuple(name, fields)
+    cls.__doc__ = doc
+    cls.__module__ = "kiln.return_types"
+    cls.__repr__ = lambda self: (
+        f"kiln.return_types.{name}(\n"
+        + ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+        + ")"
+    )
+    return cls
+
+
 return_types = types.SimpleNamespace(
     max=_named("max", "`max(x, dim)`: the maxima and where they are (`values`, `indices`)."),
     min=_named("min", "`min(x, dim)`: the minima and where they are (`values`, `indices`)."),
@@ -141,6 +153,10 @@ return_types = types.SimpleNamespace(
     median=_named("median", "`median(x, dim)`: the lower medians and where they are."),
     kthvalue=_named("kthvalue", "`kthvalue(x, k, dim)`: the k-th smallest values and where."),
     aminmax=collections.namedtuple("aminmax", ["min", "max"]),
+    mode=_named("mode", "`mode(x, dim)`: the most frequent values and where they are."),
+    nanmedian=_named("nanmedian", "`nanmedian(x, dim)`: the medians of the non-NaN values."),
+    histogram=_fields("histogram", ["hist", "bin_edges"], "`histogram(x, bins)`: counts, edges."),
+    frexp=_fields("frexp", ["mantissa", "exponent"], "`frexp(x)`: x = mantissa * 2**exponent."),
 )
 
 

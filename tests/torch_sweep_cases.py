@@ -558,3 +558,97 @@ case(
     arr((1,), "f32"),
     modes=("eager",),
 )
+
+# counting, order statistics (kiln/frontend/torch_data.py, torch_stats.py); "-eager-only":
+# a data-dependent shape, refused in graph mode and under kn.compile (listed in KNOWN)
+_TIES = np.array([[1.0, 2.0, 2.0, 3.0, 3.0, 1.0], [5.0, 5.0, 4.0, 4.0, 4.0, 5.0]], np.float32)
+_NAN = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, 0.5, np.nan, np.nan]], np.float32)
+_COUNTS = np.array([0, 1, 1, 3, 5, 1], np.int64)
+DATA = [
+    (
+        "unique-eager-only",
+        lambda L, x: L.unique(x, return_inverse=True, return_counts=True),
+        arr((2, 5), "i64"),
+    ),
+    (
+        "unique-dim-eager-only",
+        lambda L, x: L.unique(x > 0, dim=1, return_inverse=True),
+        arr((2, 5), "i64"),
+    ),
+    ("unique-method-eager-only", lambda L, x: x.unique(sorted=True), arr((7,), "f32")),
+    (
+        "unique_consecutive-eager-only",
+        lambda L, x: L.unique_consecutive(x, return_inverse=True, return_counts=True),
+        _TIES,
+    ),
+    (
+        "unique_consecutive-dim-eager-only",
+        lambda L, x: L.unique_consecutive(x, dim=1, return_counts=True),
+        _TIES,
+    ),
+    (
+        "bincount-weights-eager-only",
+        lambda L, x: L.bincount(x, weights=x.float() * 0.5, minlength=8),
+        _COUNTS,
+    ),
+    ("bincount-neg", lambda L, x: L.bincount(x - 1), _COUNTS),
+    ("argwhere-0d-eager-only", lambda L, x: L.argwhere(x), np.asarray(3.0, np.float32)),
+    (
+        "nonzero_static-pad",
+        lambda L, x: L.nonzero_static(x > 0, size=9, fill_value=-2),
+        arr((2, 3), "f32"),
+    ),
+    ("nonzero_static-cut", lambda L, x: L.nonzero_static(x, size=2), arr((2, 3), "i64")),
+    ("histc-range", lambda L, x: L.histc(x, bins=5, min=-1.0, max=1.0), arr((3, 4), "f32")),
+    ("histc-default", lambda L, x: x.histc(7), arr((3, 4), "f32")),
+    ("histc-bad", lambda L, x: L.histc(x, bins=3, min=2, max=1), arr((3,), "f32")),
+    ("histogram-bins", lambda L, x: L.histogram(x, 4, range=(-2.0, 2.0)), arr((3, 4), "f32")),
+    (
+        "histogram-edges",
+        lambda L, x: L.histogram(x, L.tensor([-1.0, 0.0, 0.5, 2.0]), weight=x.abs(), density=True),
+        arr((3, 4), "f32"),
+    ),
+    (
+        "masked_scatter-bcast",
+        lambda L, x: x.masked_scatter(L.tensor([True, False, True]), x * 10),
+        arr((2, 3), "f32"),
+    ),
+    ("masked_scatter_", lambda L, x: x.clone().masked_scatter_(x > 0, -x), arr((2, 3), "f32")),
+    (
+        "put-accumulate",
+        lambda L, x: x.put(L.tensor([0, -1, 0]), L.tensor([1.0, 2.0, 3.0]), accumulate=True),
+        arr((2, 3), "f32"),
+    ),
+    ("put_", lambda L, x: x.clone().put_(L.tensor([1, 2]), L.tensor([7, 8])), arr((2, 3), "i64")),
+    ("put-oob", lambda L, x: x.put(L.tensor([6]), L.tensor([1.0])), arr((2, 3), "f32")),
+    ("mode-ties", lambda L, x: L.mode(x, 1), _TIES),
+    ("mode-keepdim", lambda L, x: x.mode(0, keepdim=True), _TIES),
+    ("mode-int", lambda L, x: L.mode(x), arr((3, 8), "i64")),
+    ("nanmedian-nan", lambda L, x: L.nanmedian(x, 1), _NAN),
+    ("nanmedian-all", lambda L, x: L.nanmedian(x), _NAN),
+    ("median-ties", lambda L, x: L.median(x, 1), _TIES),
+    ("quantile-scalar", lambda L, x: L.quantile(x, 0.3), arr((3, 4), "f32")),
+    (
+        "quantile-tensor-dim",
+        lambda L, x: L.quantile(x, L.tensor([0.1, 0.5, 1.0]), dim=1, keepdim=True),
+        arr((3, 4), "f32"),
+    ),
+    ("quantile-nan", lambda L, x: L.quantile(x, 0.5, dim=1), _NAN),
+    ("quantile-f64", lambda L, x: x.quantile(0.75, dim=0), arr((5, 2), "f64")),
+    ("quantile-int", lambda L, x: L.quantile(x, 0.5), arr((3,), "i64")),
+    ("quantile-bad-q", lambda L, x: L.quantile(x, 1.5), arr((3,), "f32")),
+    ("nanquantile", lambda L, x: L.nanquantile(x, L.tensor([0.25, 0.6]), dim=-1), _NAN),
+    ("nanquantile-all", lambda L, x: L.nanquantile(x, 0.5), _NAN),
+]
+for _mode in ("lower", "higher", "nearest", "midpoint"):
+    DATA.append(
+        (
+            f"quantile-{_mode}",
+            lambda L, x, i=_mode: L.quantile(
+                x, L.tensor([0.125, 0.4, 0.5]), dim=0, interpolation=i
+            ),
+            arr((5, 3), "f32"),
+        )
+    )
+for n, f, x in DATA:  # in-place changes of a feed are refused in graph mode (KNOWN's rows)
+    case("data", n, f, x, modes=("eager", "compile") if n.endswith("_") else _ALL)

@@ -32,12 +32,16 @@ from .torch_extra_shape import *  # noqa: F403
 from .torch_extra_shape import __all__ as _extra_shape_all
 from .torch_extra_stack import *  # noqa: F403
 from .torch_extra_stack import __all__ as _extra_stack_all
+from .torch_data import *  # noqa: F403
+from .torch_data import __all__ as _data_all
 from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
 from .torch_math import __all__ as _torch_math_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
+from .torch_stats import *  # noqa: F403
+from .torch_stats import __all__ as _stats_all
 
 methods.install()  # Symbol
 methods.install(Tensor)
@@ -51,6 +55,6 @@ __all__ = list(
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "lgamma", "digamma", "polygamma", "erfinv", "i0",
-         "cond", "while_loop", "fori_loop", "scan"]
+         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all]
     )
 )  # fmt: skip

@@ -17,10 +17,12 @@ from . import shape as s
 from . import special as sp
 from . import torch_extra_linalg as xl
 from . import torch_extra_math as xm
+from . import torch_data as td
 from . import torch_extra_shape as xs
 from . import torch_index as ti
 from . import torch_math as tm
 from . import torch_shape as ts
+from . import torch_stats as tst
 
 
 def _swap(fn):
@@ -107,6 +109,8 @@ METHODS |= {"bernoulli": _sample("bernoulli"), "multinomial": _sample("multinomi
 METHODS |= {name: getattr(xm, name) for name in xm.__all__}
 METHODS |= {name: getattr(xl, name) for name in xl.__all__}
 METHODS |= {name: getattr(xs, name) for name in xs.__all__}
+METHODS |= {name: getattr(td, name) for name in td.__all__}
+METHODS |= {name: getattr(tst, name) for name in tst.__all__}
 METHODS |= {
     "erf": m.erf, "isinf": xm.isinf, "multiply": m.mul, "subtract": m.sub,
     "true_divide": m.div, "floor_divide": m.floordiv, "greater": m.greater,

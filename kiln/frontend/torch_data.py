@@ -1,0 +1,375 @@
+"""PyTorch's counting and placing functions. Those whose result's shape depends on the data
+(`unique`, `unique_consecutive`, `bincount`, `argwhere`) run in eager mode only and name
+themselves in graph mode; those of a static shape (`histc`, `histogram`, `nonzero_static`,
+`masked_scatter`, `put`) are kiln ops, so they trace and compile, with gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..array_types import return_types
+from ..errors import (
+    GraphError,
+    IndexOutOfRangeError,
+    ShapeMismatchError,
+    UnsupportedDTypeError,
+    call_error,
+)
+from ..graph.core import Symbol
+from . import math as m
+from . import shape as s
+from . import torch_index as ti
+from . import torch_math as tm
+from .core import lift
+from .torch_index import _host, _like
+
+__all__ = [
+    "argwhere",
+    "bincount",
+    "histc",
+    "histogram",
+    "masked_scatter",
+    "nonzero_static",
+    "put",
+    "unique",
+    "unique_consecutive",
+]
+
+
+def _eager_only(op: str, why: str, *values):
+    """The error of a data-dependent op given a graph value: its op, site and inputs."""
+    return call_error(
+        GraphError,
+        f"{op} gives a tensor whose shape depends on the data ({why}): it runs in eager mode "
+        "only, not in graph mode or under kn.compile",
+        op,
+        *values,
+    )
+
+
+def _eager(op: str, why: str, *values):
+    if any(isinstance(v, Symbol) for v in values):
+        raise _eager_only(op, why, *values)
+
+
+def unique(
+    input,  # noqa: A002 -- PyTorch's argument names
+    sorted: bool = True,  # noqa: A002
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim=None,
+):
+    """The distinct elements, sorted (of the flattened input, or the distinct slices along
+    `dim`), with where each element went (`return_inverse`) and how often each occurs
+    (`return_counts`). Eager only: the length depends on the data. NaNs stay distinct.
+
+    >>> import kiln as kn
+    >>> kn.unique(kn.tensor([3, 1, 2, 3, 1]), return_inverse=True, return_counts=True)
+    (tensor([1, 2, 3]), tensor([2, 0, 1, 2, 0]), tensor([2, 1, 2]))
+    """
+    (x,) = lift(input)
+    _eager("unique", "its length is the number of distinct elements", x)
+    host = _host(x)
+    if dim is None:
+        out, inverse, counts = np.unique(
+            host.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False
+        )
+        inverse = inverse.reshape(host.shape)
+    else:
+        dim = sh.normalize_axis(dim, max(host.ndim, 1))
+        out, inverse, counts = np.unique(
+            host, return_inverse=True, return_counts=True, axis=dim, equal_nan=False
+        )
+        inverse = inverse.reshape(-1)
+    return _results(x, out, inverse, counts, return_inverse, return_counts)
+
+
+def _results(x, out, inverse, counts, return_inverse, return_counts):
+    results = [_like(x, np.array(out, x.dtype, order="C"))]
+    if return_inverse:
+        results.append(_like(x, np.array(inverse, np.int64, order="C")))
+    if return_counts:
+        results.append(_like(x, np.array(counts, np.int64, order="C")))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def unique_consecutive(
+    input,  # noqa: A002
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim=None,
+):
+    """Each run of equal consecutive elements (or slices along `dim`) kept once. Eager only.
+
+    >>> import kiln as kn
+    >>> kn.unique_consecutive(kn.tensor([1, 1, 2, 2, 3, 1, 1]), return_counts=True)
+    (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 2]))
+    """
+    (x,) = lift(input)
+    _eager("unique_consecutive", "its length is the number of runs", x)
+    host = _host(x)
+    flat = dim is None
+    if flat:
+        host, dim = host.reshape(-1), 0
+    dim = sh.normalize_axis(dim, host.ndim)
+    moved = np.moveaxis(host, dim, 0).reshape(host.shape[dim], -1)
+    starts = np.ones(moved.shape[0], bool)
+    starts[1:] = np.any(moved[1:] != moved[:-1], axis=1)
+    first = np.flatnonzero(starts)
+    out = np.take(host, first, axis=dim)
+    inverse = np.cumsum(starts) - 1
+    counts = np.diff(np.append(first, moved.shape[0]))
+    if flat:  # PyTorch: the inverse has the input's shape when no dim is given
+        inverse = inverse.reshape(np.shape(_host(x)))
+    return _results(x, out, inverse, counts, return_inverse, return_counts)
+
+
+def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
+    """How often each value 0, 1, … occurs in the 1-D non-negative integer `input` (with
+    `weights`: their sums), at least `minlength` long. Eager only.
+
+    >>> import kiln as kn
+    >>> kn.bincount(kn.tensor([0, 1, 1, 3])), kn.bincount(kn.tensor([1]), minlength=3)
+    (tensor([1, 2, 0, 1]), tensor([0, 1, 0]))
+    """
+    (x,) = lift(input)
+    w = None if weights is None else lift(weights, context=(x,))[0]
+    _eager("bincount", "its length is the largest value plus one", x, w)
+    if not dt.is_int(x.dtype) or x.dtype == np.bool_:
+        raise call_error(
+            UnsupportedDTypeError,
+            f'"bincount_cpu" not implemented for {dt.type_name(x.dtype)}',
+            "bincount",
+            x,
+        )
+    host = _host(x)
+    if host.ndim != 1 or (host.size and host.min() < 0):
+        raise call_error(
+            ShapeMismatchError,
+            "bincount only supports 1-d non-negative integral inputs.",
+            "bincount",
+            x,
+        )
+    if minlength < 0:
+        raise call_error(ShapeMismatchError, "minlength should be >= 0", "bincount", x)
+    if w is None:
+        return _like(x, np.bincount(host, minlength=minlength).astype(np.int64))
+    wh = _host(w)
+    if wh.shape != host.shape:
+        raise call_error(
+            ShapeMismatchError,
+            "weights should be 1-d and have the same length as input",
+            "bincount",
+            x,
+            w,
+        )
+    dtype = np.float32 if wh.dtype == np.float32 else np.float64
+    return _like(x, np.bincount(host, wh.astype(np.float64), minlength).astype(dtype))
+
+
+def argwhere(input):  # noqa: A002
+    """The indices of the nonzero elements, one row each (`nonzero(input)`). Eager only.
+
+    >>> import kiln as kn
+    >>> kn.argwhere(kn.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
+    (x,) = lift(input)
+    _eager("argwhere", "its length is the number of nonzero elements", x)
+    return ti.nonzero(x)
+
+
+def nonzero_static(input, *, size: int, fill_value: int = -1):  # noqa: A002
+    """`nonzero(input)` cut or padded with `fill_value` to `size` rows: a static shape, so it
+    traces and compiles.
+
+    >>> import kiln as kn
+    >>> kn.nonzero_static(kn.tensor([[0, 1], [2, 0]]), size=3)
+    tensor([[ 0,  1],
+            [ 1,  0],
+            [-1, -1]])
+    """
+    (x,) = lift(input)
+    shape = tuple(x.shape)
+    flat = s.reshape(m.not_equal(x, 0), (-1,))
+    n = sh.dim_product(shape) if shape else 1
+    # a stable sort puts the nonzero positions first, in order
+    order = tm.argsort(m.cast(m.logical_not(flat), dt.int8), 0, stable=True)
+    kept = min(size, n)
+    first = s.getitem(order, slice(0, kept))
+    if size > kept:
+        first = s.concat([first, _const(np.zeros(size - kept, np.int64), x)], 0)
+    coords = [
+        m.mod(m.floordiv(first, int(np.prod(shape[d + 1 :], dtype=np.int64))), shape[d])
+        for d in range(len(shape))
+    ]
+    cols = s.stack(coords, 1) if coords else s.reshape(m.mul(first, 0), (size, 0))
+    count = m.sum(m.cast(flat, dt.int64))
+    rows = _const(np.arange(size, dtype=np.int64).reshape(size, 1), x)
+    return m.where(m.less(rows, count), cols, np.int64(fill_value))
+
+
+def _const(array: np.ndarray, like):
+    """`array` as an operand beside `like` (a constant of its graph, or an array)."""
+    return lift(array, context=(like,))[0]
+
+
+def _float_only(op: str, x):
+    if not dt.is_float(x.dtype):
+        why = f'"histogram_cpu" not implemented for {dt.type_name(x.dtype)}'
+        raise call_error(UnsupportedDTypeError, why, op, x)
+
+
+def _data_range(flat, lo: float, hi: float, widen: float):
+    """The histogram's range: `(lo, hi)`, or the data's least and greatest values where both
+    are equal (PyTorch's default 0, 0), widened by `widen` each way where those are equal."""
+    if lo != hi:
+        return lo, hi
+    if flat.shape[0] == 0:
+        return lo - widen, hi + widen
+    lo, hi = m.amin(flat), m.amax(flat)
+    same = m.equal(lo, hi)
+    return m.where(same, m.sub(lo, widen), lo), m.where(same, m.add(hi, widen), hi)
+
+
+def _count(pos, weight, bins: int, x):
+    """The sums of `weight` (ones where None) at the positions `pos` in 0..bins (bins: the
+    elements left out), without the last."""
+    ones = m.cast(m.greater_equal(pos, 0), x.dtype) if weight is None else weight
+    total = ti.scatter_add(_const(np.zeros(bins + 1, x.dtype), x), 0, pos, ones)
+    return s.getitem(total, slice(0, bins))
+
+
+def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
+    """The counts of the elements in `bins` equal bins from `min` to `max` (from the least to
+    the greatest element where both are 0); elements outside are left out, `max` goes to the
+    last bin. A static shape: it traces and compiles.
+
+    >>> import kiln as kn
+    >>> kn.histc(kn.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    (x,) = lift(input)
+    _float_only("histc", x)
+    if bins <= 0:
+        raise call_error(ShapeMismatchError, "torch.histc: bins must be > 0", "histc", x)
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise call_error(ShapeMismatchError, "torch.histc: max must be larger than min", "histc", x)
+    flat = s.reshape(x, (-1,))
+    lo, hi = _data_range(flat, lo, hi, 1.0)
+    inside = m.logical_and(m.greater_equal(flat, lo), m.less_equal(flat, hi))  # NaN: outside
+    # PyTorch's bin: trunc((x - lo) * bins / (hi - lo)) in x's dtype, max in the last bin
+    safe = m.where(inside, flat, lo)
+    pos = m.cast(m.div(m.mul(m.sub(safe, lo), bins), m.sub(hi, lo)), dt.int64)
+    pos = m.where(inside, m.minimum(pos, bins - 1), bins)
+    return _count(pos, None, bins, x)
+
+
+def histogram(input, bins, *, range=None, weight=None, density: bool = False):  # noqa: A002
+    """The histogram of `input`: `bins` equal bins over `range` (default: the data's), or the
+    bin edges `bins` (a 1-D increasing tensor); with `weight`, the sums of the weights; with
+    `density`, normalized to integrate to 1. Returns `(hist, bin_edges)`. Static shapes.
+
+    >>> import kiln as kn
+    >>> kn.histogram(kn.tensor([1.0, 2.0, 1.0]), bins=4, range=(0.0, 3.0)).hist
+    tensor([0., 2., 1., 0.])
+    """
+    (x,) = lift(input)
+    _float_only("histogram", x)
+    flat = s.reshape(x, (-1,))
+    w = None if weight is None else s.reshape(lift(weight, context=(x,))[0], (-1,))
+    if isinstance(bins, (int, np.integer)):
+        n = int(bins)
+        lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
+        lo, hi = _data_range(flat, lo, hi, 0.5)
+        steps = _const(np.arange(n + 1, dtype=x.dtype), x)
+        edges = m.add(lo, m.mul(m.sub(hi, lo), m.div(steps, np.asarray(n, x.dtype))))
+        edges = m.cast(edges, x.dtype)
+    else:
+        (edges,) = lift(bins, context=(x,))
+        n = edges.shape[0] - 1
+    first, last = s.getitem(edges, 0), s.getitem(edges, -1)
+    inside = m.logical_and(m.greater_equal(flat, first), m.less_equal(flat, last))
+    # the bin whose edges hold x: the number of inner edges at most x
+    inner = s.getitem(edges, slice(1, n))
+    pos = m.sum(m.cast(m.less_equal(s.unsqueeze(inner, 0), s.unsqueeze(flat, 1)), dt.int64), 1)
+    pos = m.where(inside, pos, n)
+    hist = _count(pos, w, n, x if w is None else w)
+    if density:
+        widths = m.sub(s.getitem(edges, slice(1, None)), s.getitem(edges, slice(0, n)))
+        hist = m.div(hist, m.mul(m.sum(hist), widths))
+    return return_types.histogram(hist, edges)
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """`input` with the elements where `mask` holds (broadcast to input's shape) replaced by
+    the first elements of `source`, in order. Gradients reach input and source.
+
+    >>> import kiln as kn
+    >>> kn.masked_scatter(kn.tensor([1, 2, 3, 4]), kn.tensor([True, False, True, False]),
+    ...                   kn.tensor([10, 20, 30]))
+    tensor([10,  2, 20,  4])
+    """
+    x, mask, src = lift(input, mask, source)
+    if mask.dtype != np.bool_:
+        why = f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+        raise call_error(ShapeMismatchError, why, "masked_scatter", x, mask)
+    shape = tuple(x.shape)
+    if sh.broadcast_shapes(tuple(mask.shape), shape) != shape:
+        why = (
+            f"masked_scatter: the mask {sh.format_shape(mask.shape)} does not broadcast to the "
+            f"input {sh.format_shape(shape)}"
+        )
+        raise call_error(ShapeMismatchError, why, "masked_scatter", x, mask)
+    mask = s.broadcast_to(mask, shape)
+    n_src = sh.dim_product(tuple(src.shape)) if src.ndim else 1
+    if not isinstance(mask, Symbol) and not isinstance(src, Symbol):
+        if int(np.count_nonzero(_host(mask))) > n_src:
+            raise call_error(
+                ShapeMismatchError,
+                "Number of elements of source < number of ones in mask",
+                "masked_scatter",
+                x,
+                mask,
+                src,
+            )
+    flat_mask = s.reshape(mask, (-1,))
+    taken = m.sub(tm.cumsum(m.cast(flat_mask, dt.int64), 0), 1)  # the source element of each
+    taken = m.minimum(m.maximum(taken, 0), max(n_src - 1, 0))
+    values = s.gather(s.reshape(m.cast(src, x.dtype), (-1,)), taken, 0)
+    return m.where(mask, s.reshape(values, shape), x)
+
+
+def put(input, index, source, accumulate: bool = False):  # noqa: A002
+    """`input`, seen flat, with `source` written (or, with `accumulate`, added) at `index`;
+    negative indices count from the end. Gradients reach input and source.
+
+    >>> import kiln as kn
+    >>> kn.tensor([[1, 2], [3, 4]]).put(kn.tensor([0, 3]), kn.tensor([9, 8]))
+    tensor([[9, 2],
+            [3, 8]])
+    """
+    x, idx, src = lift(input, index, source)
+    n = sh.dim_product(tuple(x.shape)) if x.ndim else 1
+    if not isinstance(idx, Symbol):
+        host = _host(idx)
+        if host.size and (host.max() >= n or host.min() < -n):
+            bad = host[(host >= n) | (host < -n)][0]
+            raise call_error(
+                IndexOutOfRangeError,
+                f"out of range: tried to access index {bad} on a tensor of {n} elements.",
+                "put",
+                x,
+                idx,
+            )
+    flat_idx = s.reshape(idx, (-1,))
+    flat_idx = m.where(m.less(flat_idx, 0), m.add(flat_idx, n), flat_idx)
+    flat = s.reshape(x, (n,))
+    values = s.reshape(m.cast(src, x.dtype), (-1,))
+    from .indexing import index_put
+
+    return s.reshape(index_put(flat, (flat_idx,), values, accumulate), tuple(x.shape))

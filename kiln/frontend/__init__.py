@@ -24,6 +24,8 @@ from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .special import digamma, erfinv, i0, lgamma, polygamma
+from .torch_data import *  # noqa: F403
+from .torch_data import __all__ as _data_all
 from .torch_extra_linalg import *  # noqa: F403
 from .torch_extra_linalg import __all__ as _extra_linalg_all
 from .torch_extra_math import *  # noqa: F403
@@ -32,8 +34,6 @@ from .torch_extra_shape import *  # noqa: F403
 from .torch_extra_shape import __all__ as _extra_shape_all
 from .torch_extra_stack import *  # noqa: F403
 from .torch_extra_stack import __all__ as _extra_stack_all
-from .torch_data import *  # noqa: F403
-from .torch_data import __all__ as _data_all
 from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403

@@ -15,9 +15,9 @@ from . import math as m
 from . import nn_functional as nf
 from . import shape as s
 from . import special as sp
+from . import torch_data as td
 from . import torch_extra_linalg as xl
 from . import torch_extra_math as xm
-from . import torch_data as td
 from . import torch_extra_shape as xs
 from . import torch_index as ti
 from . import torch_math as tm

@@ -273,8 +273,9 @@ def install(cls=Symbol) -> None:
     """Puts the in-place methods (those eager tensors have, kiln/frontend/inplace.py) and
     item assignment on Symbols."""
     from . import inplace
+    from .random import RANDOM_FILLS
 
-    for name, compute in inplace.INPLACE.items():
+    for name, compute in (inplace.INPLACE | RANDOM_FILLS).items():
         setattr(cls, name, _method(name, compute))
     for name, method in inplace.OPERATORS.items():
         setattr(cls, name, getattr(cls, method))

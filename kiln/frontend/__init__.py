@@ -38,6 +38,8 @@ from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
 from .torch_math import __all__ as _torch_math_all
+from .torch_namespace import *  # noqa: F403
+from .torch_namespace import __all__ as _namespace_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
@@ -55,6 +57,6 @@ __all__ = list(
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "lgamma", "digamma", "polygamma", "erfinv", "i0",
-         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all]
+         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_namespace_all]
     )
 )  # fmt: skip

@@ -52,6 +52,8 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
+from .layers_torch import *  # noqa: F403
+from .layers_torch import __all__ as _torch_layers_all
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -172,4 +174,5 @@ __all__ = [
     "parallel",
     "updates_for",
     "utils",
+    *_torch_layers_all,
 ]

@@ -32,7 +32,8 @@ from .hooks import (
     register_hook,
     register_post_accumulate_grad_hook,
 )
-from .saved import SavedTensorError, Unavailable, unpack
+from . import grad_mode
+from .saved import SavedTensorError, Unavailable, unpack, unpack_arrays
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -295,6 +296,7 @@ class _LeafWaits:
 
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
     if leaf._requires_grad:
+        ct = _tensor(ct)
         _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
         for hook in _hooks_of(leaf, 2):
             hook(leaf)
@@ -392,7 +394,9 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
 
 
 def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
-    pending: dict = {}  # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them)
+    # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them): a Tensor, or
+    # on the CPU without create_graph a bare array (`_ARRAY_VJP`; `_tensor` wraps it)
+    pending: dict = {}
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
     target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
@@ -409,6 +413,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
     # vjp gives one tensor to both inputs.)
     owned: set = set()
     anomaly, plain = is_anomaly_enabled(), not create_graph
+    arrays = plain and not anomaly and not grad_mode.inference_threads
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
@@ -420,20 +425,45 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node, nxt = pushpop(heap, nxt)[1], None
             ct = pending.pop(id(node))
             owned.discard(id(node))
-            if _HOOKS:
-                ct = _apply_hooks(node, ct)
-            if node.retained is not None and node.retained() is not None:
-                _accumulate(node.retained(), ct, create_graph)
-            if target_ids is not None:
-                if id(node) in target_ids:
-                    captured[id(node)] = ct
-                if id(node) not in needed:
-                    continue
+            retained = node.retained
+            if _HOOKS or retained is not None or target_ids is not None:
+                if type(ct) is _ndarray:
+                    ct = _tensor(ct)
+                if _HOOKS:
+                    ct = _apply_hooks(node, ct)
+                if retained is not None and retained() is not None:
+                    _accumulate(retained(), ct, create_graph)
+                if target_ids is not None:
+                    if id(node) in target_ids:
+                        captured[id(node)] = ct
+                    if id(node) not in needed:
+                        continue
             op = node.op
             vjp = op.vjp
-            if vjp is None or anomaly or "vjp_needs" in op.tags:
-                cts = _vjp(node, ct, create_graph)
+            cts = None
+            if arrays and op in _ARRAY_VJP:  # on bare arrays, when every dtype is one
+                dtypes = node.dtypes
+                d = ct if type(ct) is _ndarray else ct._data if type(ct) is Tensor else None
+                if (
+                    d is not None
+                    and d.dtype is (dtype := dtypes[-1])
+                    and dtype in _ARRAY_DTYPES
+                    and dtypes.count(dtype) == len(dtypes)
+                    and node.device == _CPU
+                    and (unpacked := unpack_arrays(node)) is not None
+                ):
+                    attrs = node.attrs
+                    if attrs:
+                        cts = vjp(d, unpacked[0], *unpacked[1], **attrs)
+                    else:
+                        cts = vjp(d, unpacked[0], *unpacked[1])
+            if cts is not None:
+                pass
+            elif vjp is None or anomaly or "vjp_needs" in op.tags:
+                cts = _vjp(node, _tensor(ct), create_graph)
             else:  # `_vjp`, inline
+                if type(ct) is _ndarray:
+                    ct = _tensor(ct)
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
@@ -442,7 +472,12 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     continue
                 if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                     continue
-                if (
+                if type(c) is _ndarray or type(c) in _NUMPY_SCALARS:  # from an array vjp
+                    if type(c) is not _ndarray:
+                        c = _asarray(c)  # 0-d: NumPy's operators give scalars
+                    if c.shape != shape or c.dtype is not dtype:
+                        c = _fit(_tensor(c), (shape, dtype), node.device)
+                elif (
                     type(c) is not Tensor
                     or (d := c._data).shape != shape
                     or (d.dtype is not dtype and d.dtype != dtype)
@@ -454,8 +489,17 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 if key in pending:
                     total = pending[key]
                     if key in owned:  # a sum made here: add in place (see `owned`)
-                        _add(total._data, c._data, out=total._data)
+                        t = total if type(total) is _ndarray else total._data
+                        _add(t, c if type(c) is _ndarray else c._data, out=t)
+                    elif plain and (type(total) is _ndarray or type(c) is _ndarray):
+                        # CPU arrays (or plain CPU tensors beside them): a new array, owned
+                        t = _add(total if type(total) is _ndarray else total._data,
+                                 c if type(c) is _ndarray else c._data)  # fmt: skip
+                        pending[key] = t if type(t) is _ndarray else _asarray(t)
+                        owned.add(key)
                     else:
+                        if type(c) is _ndarray:
+                            c = _tensor(c)
                         pending[key] = total + c
                         if plain and type(d := pending[key]._data) is _ndarray and d.base is None:
                             owned.add(key)
@@ -472,12 +516,34 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if not retain_graph:
                 node.saved = node.out = None
     if targets is not None:
-        captured.update((id(leaf), pending[id(leaf)]) for leaf in leaves)
+        captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
             _finish_leaf(leaf, pending[id(leaf)], create_graph)
     return {}
+
+
+# The ops whose vjp, given bare NumPy arrays of one float dtype (the cotangent, output and
+# inputs), computes what it computes on plain tensors of that dtype, bit for bit ("vjp_arrays":
+# tests/test_autograd_arrays.py holds each to it): backward on the CPU without create_graph
+# runs them so, without a Tensor around each value of the vjp (the per-op cost of backward).
+_ARRAY_VJP = frozenset(op for op in REGISTRY.values() if "vjp_arrays" in op.tags)
+# float16 and bfloat16 are not among them: their ops with Python floats compute in float32
+_ARRAY_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_NUMPY_SCALARS = frozenset({np.float32, np.float64})
+_asarray = np.asarray
+
+
+def _tensor(ct):
+    """A cotangent as a Tensor: a bare array (on the CPU, outside inference mode: see
+    `_propagate`) becomes a plain tensor."""
+    if type(ct) is not _ndarray:
+        return ct
+    t = _new(Tensor)
+    t._data = ct
+    t._meta = None
+    return t
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:

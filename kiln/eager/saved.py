@@ -14,7 +14,7 @@ from ..errors import SavedTensorError, node_message
 from . import grad_mode
 from .tensor import Tensor, describe, make, meta_of
 
-__all__ = ["SavedTensorError", "Unavailable", "unpack"]
+__all__ = ["SavedTensorError", "Unavailable", "unpack", "unpack_arrays"]
 
 
 class Unavailable(Tensor):
@@ -121,6 +121,27 @@ def unpack(node, create_graph: bool, plain: bool = False):
         meta = meta_of(out)
         meta.vc, meta.grad_fn, meta.requires_grad = vc, node, True
     return out, inputs
+
+
+def unpack_arrays(node):
+    """(output, inputs) for a vjp on bare arrays (a CPU node, without create_graph): the saved
+    data itself; None when a value is gone, stale or not an array (then `unpack` says which)."""
+    data, vc = node.out, node.out_vc
+    saved = node.saved
+    if saved is None or (vc is not None and vc.value != node.out_version):
+        return None
+    inputs = []
+    for a, version in zip(saved, node.versions):
+        if version is None:  # a constant: the op's own array (a lifted Python scalar)
+            if type(a) is not _ndarray:
+                return None
+            inputs.append(a)
+            continue
+        meta = a._meta  # no Meta or no counter: at version 0 (see `version_of`)
+        if version != (0 if meta is None or meta.vc is None else meta.vc.value):
+            return None
+        inputs.append(a._data)
+    return data, inputs
 
 
 def _stale(node, i, vc, version, meta, device) -> Unavailable:

@@ -18,11 +18,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import ArgumentTypeError, AutogradError, node_error
-from ..graph.core import user_site
+from ..graph.core import format_code_site, user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..passes.differentiate import sum_to_shape
 from ..runtime.backend import get_backend
+from . import grad_mode
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .hooks import (
     _HOOKS,
@@ -32,7 +33,6 @@ from .hooks import (
     register_hook,
     register_post_accumulate_grad_hook,
 )
-from . import grad_mode
 from .saved import SavedTensorError, Unavailable, unpack, unpack_arrays
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
@@ -49,15 +49,22 @@ class Node:
     `saved` are the inputs and `versions` their versions then (None for a constant); `shapes`
     and `dtypes` those of the inputs and, last, the output; `out` is the output's data,
     `out_vc` its version counter (None until it has one: see `version_of`) and `out_version`
-    its version then. Backward without retain_graph sets `saved` and `out` to None.
+    its version then; `where` the user's line that ran it (`site` formats it). Backward without
+    retain_graph sets `saved` and `out` to None.
     """
 
     # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic
     # garbage collector's passes too (a fifth of the forward pass's time with grad, measured):
     # so flat tuples and slots here rather than lists of pairs
     __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
-                 "out_vc", "out_version", "device", "seq", "site", "retained", "label",
+                 "out_vc", "out_version", "device", "seq", "where", "retained", "label",
                  "__weakref__")  # fmt: skip
+
+    @property
+    def site(self) -> str | None:
+        """`file.py:12`: the user's line that ran the op (kept as `where`, unformatted)."""
+        where = self.where
+        return where if where is None or type(where) is str else format_code_site(where)
 
     @property
     def metas(self) -> list:
@@ -223,7 +230,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.out_version = 0 if vc is None else vc.value
     node.device = meta.device
     node.seq = next(_seq)
-    node.site = user_site(skip)
+    node.where = user_code_site(skip)
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True

@@ -171,8 +171,12 @@ neg = unary(
 abs_ = unary(
     "abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),), lowering=_exact(_c_abs)
 )
-exp = unary("exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"), tags=("vjp_arrays",))
-log = unary("log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"), tags=("vjp_arrays",))
+exp = unary(
+    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"), tags=("vjp_arrays",)
+)
+log = unary(
+    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"), tags=("vjp_arrays",)
+)
 log1p = unary(
     "log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"),
     tags=("vjp_arrays",),

@@ -33,7 +33,7 @@ from .hooks import (
     register_hook,
     register_post_accumulate_grad_hook,
 )
-from .saved import SavedTensorError, Unavailable, unpack, unpack_arrays
+from .saved import SavedTensorError, Unavailable, array_args, unpack
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -180,13 +180,40 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     # ops of one or two inputs (nearly all) build their tuples directly, others by lists
     n = len(args)
     if n == 2:
-        e0, v0, x0 = _input(op, 0, args[0])
-        e1, v1, x1 = _input(op, 1, args[1])
-        edges, versions = (e0, e1), (v0, v1)
+        a, b = args
+        # `_input` of each, inline
+        if type(a) is Tensor and (meta := a._meta) is not None and meta.base is None:
+            vc = meta.vc
+            if meta.inference:
+                _inference_error(op, 0, a)
+            e0 = (meta.grad_fn or a) if meta.requires_grad else None
+            v0, x0 = 0 if vc is None else vc.value, a._data
+        else:
+            e0, v0, x0 = _input(op, 0, a)
+        if type(b) is Tensor and (meta := b._meta) is not None and meta.base is None:
+            vc = meta.vc
+            if meta.inference:
+                _inference_error(op, 1, b)
+            e1 = (meta.grad_fn or b) if meta.requires_grad else None
+            v1, x1 = 0 if vc is None else vc.value, b._data
+        elif type(b) is _ndarray:  # a constant (a lifted Python scalar)
+            e1, v1, x1 = None, None, b
+        else:
+            e1, v1, x1 = _input(op, 1, b)
+        edges = (e0, e1)
+        versions = _ZEROS[2] if v0 == 0 and v1 == 0 else (v0, v1)
         shapes, dtypes = (x0.shape, x1.shape, data.shape), (x0.dtype, x1.dtype, dtype)
     elif n == 1:
-        e0, v0, x0 = _input(op, 0, args[0])
-        edges, versions = (e0,), (v0,)
+        a = args[0]
+        if type(a) is Tensor and (meta := a._meta) is not None and meta.base is None:
+            vc = meta.vc
+            if meta.inference:
+                _inference_error(op, 0, a)
+            e0 = (meta.grad_fn or a) if meta.requires_grad else None
+            v0, x0 = 0 if vc is None else vc.value, a._data
+        else:
+            e0, v0, x0 = _input(op, 0, a)
+        edges, versions = (e0,), _ZEROS[1] if v0 == 0 else (v0,)
         shapes, dtypes = (x0.shape, data.shape), (x0.dtype, dtype)
     else:
         edges, versions, shapes, dtypes = [], [], [], []
@@ -204,8 +231,8 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
             tuple(shapes),
             tuple(dtypes),
         )
-    if versions in _ZEROS:
-        versions = _ZEROS[n]  # every version 0 (the common case): one shared tuple
+        if versions in _ZEROS:
+            versions = _ZEROS[n]  # every version 0 (the common case): one shared tuple
     meta = out._meta
     if meta is None:
         meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
@@ -447,30 +474,47 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                         continue
             op = node.op
             vjp = op.vjp
-            cts = None
-            if arrays and op in _ARRAY_VJP:  # on bare arrays, when every dtype is one
-                dtypes = node.dtypes
-                d = ct if type(ct) is _ndarray else ct._data if type(ct) is Tensor else None
-                if (
-                    d is not None
-                    and d.dtype is (dtype := dtypes[-1])
-                    and dtype in _ARRAY_DTYPES
-                    and dtypes.count(dtype) == len(dtypes)
-                    and node.device == _CPU
-                    and (unpacked := unpack_arrays(node)) is not None
-                ):
-                    attrs = node.attrs
-                    if attrs:
-                        cts = vjp(d, unpacked[0], *unpacked[1], **attrs)
+            if arrays and op in _ARRAY_VJP and (args := array_args(node, ct)) is not None:
+                # on bare arrays: so are the cotangents, summed back to shape if need be
+                attrs = node.attrs
+                cts = vjp(*args, **attrs) if attrs else vjp(*args)
+                for edge, c, shape in zip(node.edges, cts, node.shapes):
+                    if edge is None or c is None:
+                        continue
+                    if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
+                        continue
+                    if type(c) is not _ndarray:
+                        c = _asarray(c)  # 0-d: NumPy's operators give scalars
+                    if c.shape != shape:
+                        c = sum_to_shape(_tensor(c), shape)._data
+                    key = id(edge)
+                    if key in pending:
+                        total = pending[key]
+                        if key in owned:  # a sum made here: add in place (see `owned`)
+                            t = total if type(total) is _ndarray else total._data
+                            _add(t, c, out=t)
+                        else:  # CPU arrays, or plain CPU tensors: a new array
+                            t = _add(total if type(total) is _ndarray else total._data, c)
+                            pending[key] = t if type(t) is _ndarray else _asarray(t)
+                            owned.add(key)
+                        continue
+                    pending[key] = c
+                    if type(edge) is Node:
+                        if nxt is not None:
+                            push(heap, nxt)
+                        nxt = (-edge.seq, edge)
                     else:
-                        cts = vjp(d, unpacked[0], *unpacked[1])
-            if cts is not None:
-                pass
-            elif vjp is None or anomaly or "vjp_needs" in op.tags:
-                cts = _vjp(node, _tensor(ct), create_graph)
+                        leaves.append(edge)
+                if waits is not None:
+                    waits.paid(node, pending, create_graph)
+                if not retain_graph:
+                    node.saved = node.out = None
+                continue
+            if type(ct) is _ndarray:
+                ct = _tensor(ct)
+            if vjp is None or anomaly or "vjp_needs" in op.tags:
+                cts = _vjp(node, ct, create_graph)
             else:  # `_vjp`, inline
-                if type(ct) is _ndarray:
-                    ct = _tensor(ct)
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
@@ -479,12 +523,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     continue
                 if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                     continue
-                if type(c) is _ndarray or type(c) in _NUMPY_SCALARS:  # from an array vjp
-                    if type(c) is not _ndarray:
-                        c = _asarray(c)  # 0-d: NumPy's operators give scalars
-                    if c.shape != shape or c.dtype is not dtype:
-                        c = _fit(_tensor(c), (shape, dtype), node.device)
-                elif (
+                if (
                     type(c) is not Tensor
                     or (d := c._data).shape != shape
                     or (d.dtype is not dtype and d.dtype != dtype)
@@ -497,16 +536,11 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     total = pending[key]
                     if key in owned:  # a sum made here: add in place (see `owned`)
                         t = total if type(total) is _ndarray else total._data
-                        _add(t, c if type(c) is _ndarray else c._data, out=t)
-                    elif plain and (type(total) is _ndarray or type(c) is _ndarray):
-                        # CPU arrays (or plain CPU tensors beside them): a new array, owned
-                        t = _add(total if type(total) is _ndarray else total._data,
-                                 c if type(c) is _ndarray else c._data)  # fmt: skip
-                        pending[key] = t if type(t) is _ndarray else _asarray(t)
+                        _add(t, c._data, out=t)
+                    elif type(total) is _ndarray:  # an array path's (so on the CPU, plain)
+                        pending[key] = _tensor(_asarray(_add(total, c._data)))
                         owned.add(key)
                     else:
-                        if type(c) is _ndarray:
-                            c = _tensor(c)
                         pending[key] = total + c
                         if plain and type(d := pending[key]._data) is _ndarray and d.base is None:
                             owned.add(key)
@@ -536,9 +570,6 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
 # tests/test_autograd_arrays.py holds each to it): backward on the CPU without create_graph
 # runs them so, without a Tensor around each value of the vjp (the per-op cost of backward).
 _ARRAY_VJP = frozenset(op for op in REGISTRY.values() if "vjp_arrays" in op.tags)
-# float16 and bfloat16 are not among them: their ops with Python floats compute in float32
-_ARRAY_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
-_NUMPY_SCALARS = frozenset({np.float32, np.float64})
 _asarray = np.asarray
 
 

@@ -14,7 +14,7 @@ from ..errors import SavedTensorError, node_message
 from . import grad_mode
 from .tensor import Tensor, describe, make, meta_of
 
-__all__ = ["SavedTensorError", "Unavailable", "unpack", "unpack_arrays"]
+__all__ = ["SavedTensorError", "Unavailable", "array_args", "unpack"]
 
 
 class Unavailable(Tensor):
@@ -123,25 +123,41 @@ def unpack(node, create_graph: bool, plain: bool = False):
     return out, inputs
 
 
-def unpack_arrays(node):
-    """(output, inputs) for a vjp on bare arrays (a CPU node, without create_graph): the saved
-    data itself; None when a value is gone, stale or not an array (then `unpack` says which)."""
-    data, vc = node.out, node.out_vc
-    saved = node.saved
-    if saved is None or (vc is not None and vc.value != node.out_version):
+def array_args(node, ct):
+    """(ct, output, *inputs) for a vjp on bare arrays (a CPU node, without create_graph): the
+    saved data itself, when the cotangent (a plain tensor or an array) and every value have
+    one dtype of `ARRAY_DTYPES`; None otherwise, or when a value is gone, stale or not an
+    array (then `unpack` says which)."""
+    ct = ct if type(ct) is _ndarray else ct._data if type(ct) is Tensor else None
+    saved, dtypes = node.saved, node.dtypes
+    if (
+        ct is None
+        or saved is None
+        or ct.dtype is not (dtype := dtypes[-1])
+        or dtype not in ARRAY_DTYPES
+        or dtypes.count(dtype) != len(dtypes)
+        or node.device != "cpu"
+    ):
         return None
-    inputs = []
+    vc = node.out_vc
+    if vc is not None and vc.value != node.out_version:
+        return None
+    args = [ct, node.out]
     for a, version in zip(saved, node.versions):
         if version is None:  # a constant: the op's own array (a lifted Python scalar)
             if type(a) is not _ndarray:
                 return None
-            inputs.append(a)
+            args.append(a)
             continue
         meta = a._meta  # no Meta or no counter: at version 0 (see `version_of`)
         if version != (0 if meta is None or meta.vc is None else meta.vc.value):
             return None
-        inputs.append(a._data)
-    return data, inputs
+        args.append(a._data)
+    return args
+
+
+# float16 and bfloat16 are not among them: their ops with Python floats compute in float32
+ARRAY_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def _stale(node, i, vc, version, meta, device) -> Unavailable:

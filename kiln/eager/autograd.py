@@ -4,7 +4,10 @@ Each op on tensors that require grad (with grad mode on) records one `Node`: the
 inputs and output as the op's vjp needs them (with their versions), and where each input's
 cotangent goes. Backward runs nodes in reverse creation order (a topological order); one
 place sums a cotangent back to its input's shape (`sum_to_shape`, shared with graph mode)
-and one place accumulates it. Saved values that are gone or stale: see `saved`.
+and one place accumulates it. Saved values that are gone or stale: see `saved`. On the CPU
+without create_graph, the vjps of ops tagged "vjp_arrays" run on the bare arrays (the saved
+data, cotangents that stay arrays between nodes): the same values as on tensors, without a
+Tensor around each.
 """
 
 from __future__ import annotations
@@ -478,15 +481,15 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 # on bare arrays: so are the cotangents, summed back to shape if need be
                 attrs = node.attrs
                 cts = vjp(*args, **attrs) if attrs else vjp(*args)
-                for edge, c, shape in zip(node.edges, cts, node.shapes):
+                for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                     if edge is None or c is None:
                         continue
                     if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
                         continue
                     if type(c) is not _ndarray:
                         c = _asarray(c)  # 0-d: NumPy's operators give scalars
-                    if c.shape != shape:
-                        c = sum_to_shape(_tensor(c), shape)._data
+                    if c.shape != shape or c.dtype is not dtype:
+                        c = _fit(_tensor(c), (shape, dtype), _CPU)._data
                     key = id(edge)
                     if key in pending:
                         total = pending[key]

@@ -1,8 +1,10 @@
-"""Eager backward's array path (kiln/eager/autograd.py, `_ARRAY_VJP`): the vjp of an op tagged
-"vjp_arrays" runs on bare NumPy arrays when the cotangent, output and inputs share one float
-dtype (float32 or float64). Each such vjp must give, bit for bit, what it gives on plain
-tensors (the path every other case takes); and backward through the array path must agree
-with PyTorch and with the tensor path (create_graph=True takes the latter)."""
+"""The eager tape's short paths. Backward's array path (kiln/eager/autograd.py,
+`_ARRAY_VJP`): the vjp of an op tagged "vjp_arrays" runs on bare NumPy arrays when the
+cotangent, output and inputs share one float dtype (float32 or float64). Each such vjp must
+give, bit for bit, what it gives on plain tensors (the path every other case takes); and
+backward through the array path must agree with PyTorch and with the tensor path
+(create_graph=True takes the latter). And each tape entry's site (kept unformatted, formatted
+when read) is the user's line, as `user_site` gives."""
 
 import inspect
 
@@ -121,3 +123,18 @@ def test_array_path_grad_of_a_non_leaf_and_accumulation():
     for _ in range(2):
         (x * x + x).sum().backward()  # 2x + 1, twice: [3, 5] * 2
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 10.0])
+
+
+def test_a_tape_entry_names_the_users_line():
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    here = inspect.currentframe().f_lineno
+    y = kn.tanh(
+        x * 2.0  # the product's line, not the call's first
+    )
+    z = (y + x).sum()
+    assert y.grad_fn.site == f"test_autograd_tape.py:{here + 1}"
+    assert y.grad_fn.next_functions[0][0].site == f"test_autograd_tape.py:{here + 2}"
+    assert (
+        z.grad_fn.site == z.grad_fn.next_functions[0][0].site == f"test_autograd_tape.py:{here + 4}"
+    )
+    assert "test_autograd_tape.py" in repr(z.grad_fn)

@@ -82,6 +82,8 @@ from .pooling import (
     Upsample,
 )
 from .rnn import GRU, LSTM, RNN, RNNBase
+from .transformer import *  # noqa: F403
+from .transformer import __all__ as _transformer_all
 
 __all__ = [
     "GRU",
@@ -175,4 +177,5 @@ __all__ = [
     "updates_for",
     "utils",
     *_torch_layers_all,
+    *_transformer_all,
 ]

@@ -134,3 +134,25 @@ def test_embedding_bag_matches_torch():
     want = t(torch.tensor(ids), torch.tensor(offsets)).detach().numpy()
     got = k(kn.tensor(ids), kn.tensor(offsets)).detach().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_matches_torch(n):
+    shape = (2, 3) + (6,) * n
+    x = arr(*shape)
+    pool = getattr(torch.nn, f"MaxPool{n}d")(2, return_indices=True)
+    values, indices = pool(torch.tensor(x))
+    want = getattr(torch.nn, f"MaxUnpool{n}d")(2)(values, indices)
+    unpool = getattr(kn.nn, f"MaxUnpool{n}d")(2)
+    kv = kn.tensor(values.numpy(), requires_grad=True)
+    got = unpool(kv, kn.tensor(indices.numpy()))
+    np.testing.assert_array_equal(got.detach().numpy(), want.numpy())
+    (got * 2).sum().backward()
+    np.testing.assert_array_equal(kv.grad.numpy(), np.full(values.shape, 2, np.float32))
+    sized = getattr(kn.nn.functional, f"max_unpool{n}d")(
+        kn.tensor(values.numpy()), kn.tensor(indices.numpy()), 2, output_size=(7,) * n
+    )
+    want_sized = getattr(torch.nn.functional, f"max_unpool{n}d")(
+        values, indices, 2, output_size=(7,) * n
+    )
+    np.testing.assert_array_equal(sized.numpy(), want_sized.numpy())

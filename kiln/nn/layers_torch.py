@@ -31,7 +31,8 @@ __all__ = [
     "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineEmbeddingLoss",
     "CosineSimilarity", "CTCLoss", "EmbeddingBag", "Fold", "GaussianNLLLoss", "GRUCell",
     "HingeEmbeddingLoss", "InstanceNorm3d", "LocalResponseNorm", "LSTMCell",
-    "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d",
+    "MarginRankingLoss", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d",
     "PairwiseDistance", "ParameterDict", "ParameterList", "PoissonNLLLoss", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "RNNCell", "RNNCellBase", "Softmax2d", "SoftMarginLoss",
@@ -413,14 +414,41 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor, positive, negative):
-        d = self.distance_function or (lambda a, b: F.pairwise_distance(a, b))
-        d_pos, d_neg = d(anchor, positive), d(anchor, negative)
-        if self.swap:
-            d_neg = Fr.minimum(d_neg, d(positive, negative))
-        loss = Fr.clamp(d_pos - d_neg + self.margin, min=0.0)
-        if self.reduction == "none":
-            return loss
-        return loss.sum() if self.reduction == "sum" else loss.mean()
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)  # fmt: skip
+
+
+class _MaxUnpool(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = stride if stride is not None else kernel_size
+
+    def forward(self, input, indices, output_size=None):  # noqa: A002
+        return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding,
+                             output_size)  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """`F.max_unpool1d`: the values of a `MaxPool1d(return_indices=True)` put back."""
+
+    fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """`F.max_unpool2d`: the values of a `MaxPool2d(return_indices=True)` put back."""
+
+    fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """`F.max_unpool3d`: the values of a `MaxPool3d(return_indices=True)` put back."""
+
+    fn = staticmethod(F.max_unpool3d)
 
 
 class CTCLoss(_Loss):

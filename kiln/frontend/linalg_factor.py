@@ -64,10 +64,12 @@ def _tolerances(A, atol, rtol, name):  # noqa: N803
     """PyTorch's defaults: atol 0; rtol eps * max(m, n) unless atol > 0 is given (then 0)."""
     atol = _real_number(atol, "atol", name)
     rtol = _real_number(rtol, "rtol", name)
-    if rtol is None:
+    if rtol is None and atol is not None and atol > 0:
+        rtol = 0.0
+    if rtol is None and isinstance(A.shape[-2], int) and isinstance(A.shape[-1], int):
         eps = float(np.finfo(A.dtype).eps) if dt.is_float(A.dtype) else 0.0
-        rtol = eps * max(A.shape[-2], A.shape[-1]) if atol is None or atol <= 0 else 0.0
-    return (atol or 0.0), rtol
+        rtol = eps * max(A.shape[-2], A.shape[-1])
+    return (atol or 0.0), rtol  # rtol None: the kernel's eps * max(m, n), the dims symbolic
 
 
 # -- QR ----------------------------------------------------------------------------------------
@@ -426,9 +428,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     if B.shape[-2 if not vector else -1] != A.shape[-2]:
         raise ShapeError(f"linalg.lstsq: A {list(A.shape)} and B {list(B.shape)} have "
                          "different numbers of rows")  # fmt: skip
-    rcond = _real_number(rcond, "rcond", "lstsq")
-    if rcond is None:
-        rcond = float(np.finfo(A.dtype).eps) * max(A.shape[-2], A.shape[-1])
+    rcond = _real_number(rcond, "rcond", "lstsq")  # None: eps * max(m, n), in the kernels
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
     (empty,) = lift(np.zeros((0,), A.dtype), context=(A,))
     rank = call("lstsq_rank", A, rcond=rcond)

@@ -26,20 +26,21 @@ singular values): where two are equal the gradient is not finite (inf or NaN), a
 Losses that do not depend on the vectors' signs (the gauge) get the same gradient from
 every sign choice.
 
-CUDA: qr, eigh, svd, pinv and the `info`-free ops that CuPy has (`xp.linalg`) run there; the
-ops that need SciPy's LAPACK wrappers (lu, lu_pivots, solve_triangular, matrix_exp,
-lstsq_rank, cholesky_ex, inv_ex and their `info`s) raise a DeviceError on a CUDA device.
+CUDA: qr, eigh, svd and pinv run CuPy's `linalg` there; the ops that need SciPy's LAPACK
+wrappers (lu, lu_pivots, solve_triangular, matrix_exp, lstsq_rank, cholesky_ex, inv_ex and
+their `info`s) copy their operands to the host and the result back (`_on_host`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
+from ..errors import AutogradError, DTypeError, ShapeError
 from .core import apply, defop, scalar
 from .linalg import _linalg_dtype as _matrices_dtype
 from .linalg import _swap_last, _unsqueeze
@@ -131,10 +132,22 @@ def _linalg_dtype(name):
     return lambda *dtypes, **_: rule(*dtypes)
 
 
-def _host_only(name, xp):
-    if xp is not np:
-        raise DeviceError(f"linalg.{name}: kiln has no CUDA kernel for this op (it runs SciPy's "
-                          "LAPACK); move the input to the CPU first")  # fmt: skip
+def _on_host(kernel):
+    """`kernel` (NumPy and SciPy's LAPACK) for every device: on a GPU the operands are copied
+    to the host and the result back (CuPy has no batched LU, triangular solve, expm, gelsy
+    or potrf with info)."""
+
+    @functools.wraps(kernel)
+    def run(xp, *arrays, out=None, **attrs):
+        if xp is np:
+            return kernel(np, *arrays, out=out, **attrs)
+        result = xp.asarray(kernel(np, *[a.get() for a in arrays], **attrs))
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    return run
 
 
 def _batched(name):
@@ -332,8 +345,8 @@ def permutation(piv, m: int, dtype):
     return p.reshape(*batch, m, m)
 
 
+@_on_host
 def _lu(xp, a, out=None):
-    _host_only("lu", xp)
     m, n = a.shape[-2:]
     k = min(m, n)
     lu, piv = _getrf(a)
@@ -384,8 +397,8 @@ def _lu_pivots_shape(a):
     return (*a[:-2], min(m, n))
 
 
+@_on_host
 def _lu_pivots(xp, a, out=None):
-    _host_only("lu_factor", xp)
     piv = _getrf(a)[1] + 1  # LAPACK's 1-based pivots, as PyTorch gives them
     if out is None:
         return piv
@@ -418,8 +431,8 @@ def _pivots_matrix_dtype(piv, *, m, dtype):
     return np.dtype(dtype)
 
 
+@_on_host
 def _pivots_matrix(xp, piv, out=None, *, m, dtype):
-    _host_only("lu_unpack", xp)
     if piv.size and (piv.min() < 1 or piv.max() > m):
         raise ShapeError(f"lu_unpack: pivots must be between 1 and {m}")
     p = permutation(np.asarray(piv, np.int64) - 1, m, np.dtype(dtype))
@@ -452,8 +465,8 @@ def _solve_triangular_shape(a, b, *, upper, unitriangular):
     return (*batch, *b[-2:])
 
 
+@_on_host
 def _solve_triangular(xp, a, b, out=None, *, upper, unitriangular):
-    _host_only("solve_triangular", xp)
     from scipy import linalg as sla
 
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -491,18 +504,22 @@ solve_triangular = defop(
 
 
 def _square(name):
+    """A batch of square matrices (symbolic dims allowed): the shape itself."""
+
     def rule(a, **_):
-        m, n = _matrix_dims(name, a)
-        if m != n:
-            raise ShapeError(f"{name}: a batch of square matrices is expected, got "
+        if len(a) < 2:
+            raise ShapeError(f"{name}: the input must have at least 2 dims, got "
                              f"{sh.format_shape(a)}")  # fmt: skip
+        why = f"{name}: a batch of square matrices is expected, got {sh.format_shape(a)}"
+        if isinstance(a[-1], int) and isinstance(a[-2], int) and a[-1] != a[-2]:
+            raise ShapeError(why)
+        sh.require_equal(a[-1], a[-2], why)
         return tuple(a)
 
     return rule
 
 
 def _matrix_exp(xp, a, out=None):
-    _host_only("matrix_exp", xp)
     from scipy import linalg as sla
 
     r = sla.expm(a) if a.size else a.copy()
@@ -531,17 +548,20 @@ matrix_exp = defop("matrix_exp", _square("linalg.matrix_exp"), _linalg_dtype("li
 
 
 def _pinv_shape(a, *, atol, rtol, hermitian):
-    m, n = _matrix_dims("linalg.pinv", a)
-    if hermitian and m != n:
-        raise ShapeError(f"linalg.pinv: hermitian=True needs square matrices, got "
+    if hermitian:
+        _square("linalg.pinv")(a)
+    elif len(a) < 2:
+        raise ShapeError(f"linalg.pinv: the input must have at least 2 dims, got "
                          f"{sh.format_shape(a)}")  # fmt: skip
-    return (*a[:-2], n, m)
+    return (*a[:-2], a[-1], a[-2])
 
 
 def _pinv(xp, a, out=None, *, atol, rtol, hermitian):
     """Singular values (|eigenvalues| when hermitian) above max(atol, rtol * the largest)
-    are inverted, the others dropped."""
+    are inverted, the others dropped (rtol None: eps * max(m, n))."""
     m, n = a.shape[-2:]
+    if rtol is None:
+        rtol = float(np.finfo(a.dtype).eps) * max(m, n)
     if a.size == 0:
         r = xp.zeros((*a.shape[:-2], n, m), a.dtype)
     else:
@@ -584,16 +604,19 @@ pinv = defop("pinv", _pinv_shape, _linalg_dtype("linalg.pinv"), _pinv, vjp=_pinv
 
 
 def _lstsq_rank_shape(a, *, rcond):
-    _matrix_dims("linalg.lstsq", a)
+    if len(a) < 2:
+        raise ShapeError(f"linalg.lstsq: A must have at least 2 dims, got {sh.format_shape(a)}")
     return tuple(a[:-2])
 
 
+@_on_host
 def _lstsq_rank(xp, a, out=None, *, rcond):
     """The effective rank LAPACK's gelsy finds (QR with column pivoting, cut at `rcond`)."""
-    _host_only("lstsq", xp)
     from scipy import linalg as sla
 
     m, n = a.shape[-2:]
+    if rcond is None:
+        rcond = float(np.finfo(a.dtype).eps) * max(m, n)
     r = np.zeros(a.shape[:-2], np.int64)
     if m and n:
         zero = np.zeros((m, 1), a.dtype)
@@ -630,8 +653,8 @@ def _potrf_each(a):
     return lower, np.maximum(info, 0)
 
 
+@_on_host
 def _cholesky_ex(xp, a, out=None):
-    _host_only("cholesky_ex", xp)
     r = _potrf_each(a)[0]
     if out is None:
         return r
@@ -653,8 +676,8 @@ def _info_shape(name):
     return rule
 
 
+@_on_host
 def _cholesky_info(xp, a, out=None):
-    _host_only("cholesky_ex", xp)
     r = _potrf_each(a)[1]
     if out is None:
         return r
@@ -677,9 +700,9 @@ def _getrf_info(a):
     return np.where(zero.any(axis=-1), first, 0).astype(np.int32) if n else first.astype(np.int32)
 
 
+@_on_host
 def _inv_ex(xp, a, out=None):
     """The inverses; a singular matrix's is NaN (no error: `inv_info` reports it)."""
-    _host_only("inv_ex", xp)
     try:
         r = np.linalg.inv(a)
     except np.linalg.LinAlgError:
@@ -702,8 +725,8 @@ inv_ex = defop(
 )  # fmt: skip
 
 
+@_on_host
 def _inv_info(xp, a, out=None):
-    _host_only("inv_ex", xp)
     r = _getrf_info(a)
     if out is None:
         return r

@@ -198,6 +198,13 @@ def _right_inv_t(x, r, upper, unit=False):
     return _swap_last(_tri_solve(r, _swap_last(x), upper, unit))
 
 
+def _quotient(num, den):
+    """num / den, 0 where num is 0: a term the loss does not feed stays 0 at a zero gap (a
+    fed one is inf or NaN there, as PyTorch's)."""
+    zero = scalar(0, num)
+    return apply("where", apply("equal", num, zero), zero, apply("div", num, den))
+
+
 def _sub(a, b):
     return apply("sub", a, b)
 
@@ -265,7 +272,7 @@ def _eigh_vjp(ct, y, a, *, upper):
     skew = apply("mul", _sub(w, _swap_last(w)), scalar(0.5, a))
     # E_ij = λ_j - λ_i, with ones on the diagonal (where the skew part is 0)
     gaps = _add(_sub(_unsqueeze(lam, -2), _unsqueeze(lam, -1)), _eye(n, a))
-    inner = _add(apply("div", skew, gaps), _diag_embed(glam))
+    inner = _add(_quotient(skew, gaps), _diag_embed(glam))
     return (_mm(v, _mm(inner, _swap_last(v))),)
 
 
@@ -296,14 +303,14 @@ def _svd_vjp(ct, y, a, *, full_matrices):
     gaps = _add(_sub(_unsqueeze(sq, -2), _unsqueeze(sq, -1)), _eye(k, a))  # s_j² - s_i²
     inner = _add(apply("mul", _sub(j, _swap_last(j)), s_row),
                  apply("mul", s_col, _sub(kk, _swap_last(kk))))  # fmt: skip
-    inner = _add(apply("div", inner, gaps), _diag_embed(gs))
+    inner = _add(_quotient(inner, gaps), _diag_embed(gs))
     ga = _mm(u, _mm(inner, vh))
     if m > n:
         proj = _sub(gu, _mm(u, _mm(_swap_last(u), gu)))
-        ga = _add(ga, _mm(apply("div", proj, s_row), vh))
+        ga = _add(ga, _mm(_quotient(proj, s_row), vh))
     elif m < n:
         proj = _sub(gvh, _mm(_mm(gvh, _swap_last(vh)), vh))
-        ga = _add(ga, _mm(u, apply("div", proj, s_col)))
+        ga = _add(ga, _mm(u, _quotient(proj, s_col)))
     return (ga,)
 
 

@@ -229,8 +229,8 @@ def lu(A, *, pivot: bool = True):  # noqa: N803
 
     >>> import kiln as kn
     >>> P, L, U = kn.linalg.lu(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    >>> P.tolist(), U.tolist()
-    ([[0.0, 1.0], [1.0, 0.0]], [[3.0, 4.0], [0.0, 0.6666666865348816]])
+    >>> P.tolist(), L.tolist()
+    ([[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0], [0.3333333432674408, 1.0]])
     """
     _pivot(pivot, "lu")
     A = _matrices(A, "lu")
@@ -465,8 +465,8 @@ def matrix_exp(A):  # noqa: N803
     approximation with scaling and squaring); its gradient is exp's Fréchet derivative.
 
     >>> import kiln as kn
-    >>> kn.linalg.matrix_exp(kn.tensor([[0.0, 0.0], [0.0, 1.0]])).tolist()[1][1]
-    2.7182817459106445
+    >>> kn.linalg.matrix_exp(kn.tensor([[0.0, 1.0], [0.0, 0.0]])).tolist()  # I + N, N² = 0
+    [[1.0, 1.0], [0.0, 1.0]]
     """
     A = _matrices(A, "matrix_exp")
     return call("matrix_exp", A)
@@ -563,7 +563,7 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
 
     >>> import kiln as kn
     >>> kn.linalg.inv_ex(kn.tensor([[1.0, 2.0], [2.0, 4.0]])).info
-    tensor(2, dtype=torch.int32)
+    tensor(2, dtype=kiln.int32)
     """
     A = _matrices(A, "inv_ex")
     if check_errors and isinstance(A, Symbol):
@@ -589,7 +589,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
 
     >>> import kiln as kn
     >>> kn.linalg.cholesky_ex(kn.tensor([[4.0, 0.0], [0.0, -1.0]])).info
-    tensor(2, dtype=torch.int32)
+    tensor(2, dtype=kiln.int32)
     """
     A = _matrices(A, "cholesky_ex")
     if check_errors and isinstance(A, Symbol):

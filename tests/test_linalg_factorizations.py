@@ -159,6 +159,16 @@ def old_api_loss(m, a):
     )
 
 
+def householder_loss(m, a, tau):
+    q = m.linalg.householder_product(a, tau)
+    return (q * q * w(m, q.shape)).sum() + (m.orgqr(a, tau) * w(m, q.shape)).sum()
+
+
+def torch_lu_loss(m, a):
+    lu_, piv = m.lu(a)
+    return (lu_ * w(m, lu_.shape)).sum() + (m.lu_unpack(lu_, piv)[2] ** 2).sum()
+
+
 def _normal(*shapes):
     return [RNG.standard_normal(s) for s in shapes]
 
@@ -196,6 +206,8 @@ CASES = {
     "ex": (ex_loss, _normal((2, 3, 3))),
     "multi_dot": (multi_dot_loss, _normal((2, 2, 4), (4, 5), (5, 3))),
     "old-api": (old_api_loss, _normal((4, 3))),
+    "householder_product": (householder_loss, _normal((2, 5, 3), (2, 2))),
+    "torch-lu": (torch_lu_loss, _normal((2, 4, 4))),
 }  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from .linalg_factor import (
     cholesky_ex,
     eigh,
     eigvalsh,
+    householder_product,
     inv_ex,
     lstsq,
     lu,
@@ -36,7 +37,8 @@ from .linalg_factor import (
 from .torch_extra_linalg import matrix_power
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eigh", "eigvalsh", "inv", "inv_ex",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eigh", "eigvalsh",
+    "householder_product", "inv", "inv_ex",
     "logdet", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_exp", "matrix_norm", "matrix_power",
     "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
     "svd", "svdvals", "vecdot", "vector_norm",

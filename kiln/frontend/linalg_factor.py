@@ -25,9 +25,9 @@ from .autocast import autocast_op
 from .core import call, lift
 
 __all__ = [
-    "cholesky_ex", "eigh", "eigvalsh", "inv_ex", "lstsq", "lu", "lu_factor", "lu_solve",
-    "matrix_exp", "matrix_rank", "multi_dot", "pinv", "qr", "solve_triangular", "svd", "svdvals",
-    "vecdot",
+    "cholesky_ex", "eigh", "eigvalsh", "householder_product", "inv_ex", "lstsq", "lu",
+    "lu_factor", "lu_solve", "matrix_exp", "matrix_rank", "multi_dot", "pinv", "qr",
+    "solve_triangular", "svd", "svdvals", "vecdot",
 ]  # fmt: skip
 
 
@@ -259,6 +259,22 @@ def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     return return_types.linalg_lu_factor(packed, call("lu_pivots", A))
 
 
+def lu_old(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
+    """`torch.lu(A)`: `(LU, pivots)` as `linalg.lu_factor` gives them, and with `get_infos`
+    the info codes of square matrices (0, or the 1-based index of U's first zero pivot).
+
+    >>> import kiln as kn
+    >>> LU, pivots, infos = kn.lu(kn.tensor([[1.0, 2.0], [2.0, 4.0]]), get_infos=True)
+    >>> pivots.tolist(), int(infos)
+    ([2, 2], 2)
+    """
+    packed, piv = lu_factor(A, pivot=pivot)
+    if not get_infos:
+        return packed, piv
+    (A,) = lift(A)
+    return packed, piv, call("inv_info", A)
+
+
 def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True):  # noqa: N803
     """`(P, L, U)` of a compact LU factorization (`lu_factor`'s).
 
@@ -473,6 +489,36 @@ def matrix_exp(A):  # noqa: N803
 
 
 # -- products ----------------------------------------------------------------------------------
+
+
+@autocast_op("fp32")
+def householder_product(A, tau):  # noqa: N803
+    """The first n columns of the product H₁ ⋯ H_k of Householder reflections
+    H_i = I - tau_i v_i v_iᵀ, v_i the i-th column of A below its diagonal with a 1 on it
+    (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a composite of matrix
+    products, differentiable in A and tau.
+
+    >>> import kiln as kn
+    >>> kn.linalg.householder_product(kn.tensor([[1.0], [1.0]]), kn.tensor([1.0])).tolist()
+    [[0.0], [-1.0]]
+    """
+    A, tau = lift(A, tau)
+    A = _matrices(A, "householder_product")
+    rows, cols = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1] if tau.ndim else -1
+    if not (rows >= cols >= k >= 0) or tau.ndim != A.ndim - 1:
+        raise ShapeError(
+            f"linalg.householder_product: A {list(A.shape)} must have rows >= columns >= "
+            f"tau's last dim, tau {list(tau.shape)} one dim fewer"
+        )
+    (eye,) = lift(np.eye(rows, cols, dtype=A.dtype), context=(A,))
+    vectors = m.add(_tri(A, False, -1), eye)
+    q = eye
+    for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I
+        v = vectors[..., :, i : i + 1]
+        t = tau[..., i : i + 1][..., None]
+        q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mT(v), q))))
+    return q
 
 
 def multi_dot(tensors):

@@ -405,3 +405,13 @@ def test_simulated_gpu_runs_device_and_host_kernels(monkeypatch):
                                    np.linalg.svd(a, compute_uv=False), rtol=1e-12)  # fmt: skip
     finally:
         fake_cupy.reset_kiln()
+
+
+def test_empty_matrices_give_torch_shapes():
+    for shape in [(0, 3), (3, 0), (0, 3, 3), (2, 0, 0)]:
+        k, t = kn.zeros(*shape, dtype=kn.float64), torch.zeros(*shape, dtype=torch.float64)
+        for name in ("qr", "svd", "lu", "lu_factor", "pinv", "svdvals", "matrix_rank"):
+            ours, theirs = getattr(kn.linalg, name)(k), getattr(torch.linalg, name)(t)
+            ours = ours if isinstance(ours, tuple) else (ours,)
+            theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+            assert [tuple(o.shape) for o in ours] == [tuple(x.shape) for x in theirs], name

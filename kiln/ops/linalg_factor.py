@@ -341,7 +341,7 @@ def permutation(piv, m: int, dtype):
     [[0.0, 1.0], [1.0, 0.0]]
     """
     batch = piv.shape[:-1]
-    flat = piv.reshape(-1, piv.shape[-1])
+    flat = piv.reshape(math.prod(batch), piv.shape[-1])
     perm = np.tile(np.arange(m), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for i in range(flat.shape[1]):

@@ -43,6 +43,16 @@ def _matrices(A, name):  # noqa: N803
     return A
 
 
+def _zeros(shape, like):
+    """Zeros of `shape` in `like`'s dtype: a constant of its graph, or an eager tensor on its
+    device."""
+    if isinstance(like, Symbol):
+        return lift(np.zeros(shape, like.dtype), context=(like,))[0]
+    from ..eager.factories import zeros
+
+    return zeros(*shape, dtype=like.dtype, device=like.device)
+
+
 def _factor(op, A, **attrs):  # noqa: N803
     """The results of factorization `op` of `A` (views of its one packed result)."""
     packed = call(op, A, **attrs)
@@ -93,7 +103,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
     A = _matrices(A, "qr")
     q, r = _factor("qr", A, mode="complete" if mode == "complete" else "reduced")
     if mode == "r":
-        (q,) = lift(np.zeros((0,), A.dtype), context=(A,))
+        q = _zeros((0,), A)
     return return_types.linalg_qr(q, r)
 
 
@@ -199,11 +209,12 @@ def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
     [2.0, 1.0]
     """
     A = _matrices(input, "svd")
+    if not compute_uv:  # U m x m and V n x n, zeros (PyTorch's)
+        u = _zeros((*A.shape[:-1], A.shape[-2]), A)
+        v = _zeros((*A.shape[:-2], A.shape[-1], A.shape[-1]), A)
+        return return_types.svd(u, svdvals(A), v)
     u, s, vh = svd(A, full_matrices=not some)
-    v = _mT(vh)
-    if not compute_uv:
-        u, v = m.mul(call("stop_gradient", u), 0.0), m.mul(call("stop_gradient", v), 0.0)
-    return return_types.svd(u, s, v)
+    return return_types.svd(u, s, _mT(vh))
 
 
 # -- LU ----------------------------------------------------------------------------------------
@@ -446,7 +457,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
                          "different numbers of rows")  # fmt: skip
     rcond = _real_number(rcond, "rcond", "lstsq")  # None: eps * max(m, n), in the kernels
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
-    (empty,) = lift(np.zeros((0,), A.dtype), context=(A,))
+    empty = _zeros((0,), A)
     rank = call("lstsq_rank", A, rcond=rcond)
     return return_types.linalg_lstsq(x, empty, rank, empty)
 
@@ -513,7 +524,7 @@ def householder_product(A, tau):  # noqa: N803
         )
     (eye,) = lift(np.eye(rows, cols, dtype=A.dtype), context=(A,))
     vectors = m.add(_tri(A, False, -1), eye)
-    q = eye
+    q = m.add(_zeros(tuple(A.shape), A), eye)
     for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I
         v = vectors[..., :, i : i + 1]
         t = tau[..., i : i + 1][..., None]

@@ -379,6 +379,10 @@ def test_vmap_batches_the_factorizations():
     got = kn.vmap(lambda x: kn.linalg.svdvals(x) + kn.linalg.pinv(x).sum())(kn.tensor(a))
     want = np.linalg.svd(a, compute_uv=False) + np.linalg.pinv(a).sum(axis=(-2, -1))[:, None]
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
+    b = RNG.standard_normal((4, 2))
+    got = kn.vmap(lambda x: kn.linalg.solve_triangular(x, kn.tensor(b), upper=True))(kn.tensor(a))
+    want = np.linalg.solve(np.triu(a), b)  # only the upper triangle is read
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-8)
 
 
 def test_no_onnx_form_names_the_op():

@@ -504,6 +504,7 @@ def _solve_triangular_vjp(ct, x, a, b, *, upper, unitriangular):
 solve_triangular = defop(
     "solve_triangular", _solve_triangular_shape, _linalg_dtype("linalg.solve_triangular"),
     _solve_triangular, vjp=_solve_triangular_vjp, tags=("autocast_fp32",),
+    batch=_batched("solve_triangular"),  # leading batch dims broadcast
 )  # fmt: skip
 
 

@@ -456,9 +456,9 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
         raise ShapeError(f"linalg.lstsq: A {list(A.shape)} and B {list(B.shape)} have "
                          "different numbers of rows")  # fmt: skip
     rcond = _real_number(rcond, "rcond", "lstsq")  # None: eps * max(m, n), in the kernels
+    rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX form
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
     empty = _zeros((0,), A)
-    rank = call("lstsq_rank", A, rcond=rcond)
     return return_types.linalg_lstsq(x, empty, rank, empty)
 
 
@@ -623,9 +623,9 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     tensor(2, dtype=kiln.int32)
     """
     A = _matrices(A, "inv_ex")
+    info = call("inv_info", A)  # first: a graph's first node without ONNX form
     if check_errors and isinstance(A, Symbol):
-        return return_types.linalg_inv_ex(call("inv", A), call("inv_info", A))
-    info = call("inv_info", A)
+        return return_types.linalg_inv_ex(call("inv", A), info)
     if check_errors:
         _raise_on_info(
             info,
@@ -649,10 +649,11 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
     tensor(2, dtype=kiln.int32)
     """
     A = _matrices(A, "cholesky_ex")
+    info = call("cholesky_info", A)  # first: a graph's first node without ONNX form
     if check_errors and isinstance(A, Symbol):
-        lower, info = call("cholesky", A), call("cholesky_info", A)
+        lower = call("cholesky", A)
     else:
-        lower, info = call("cholesky_ex", A), call("cholesky_info", A)
+        lower = call("cholesky_ex", A)
         if check_errors:
             _raise_on_info(info, "cholesky_ex", lambda k: f"The factorization could not be "
                            f"completed because the input is not positive-definite (the leading "

@@ -1,6 +1,7 @@
 """kn.linalg's factorizations and solvers (kiln/ops/linalg_factor.py,
 kiln/frontend/linalg_factor.py): values and gradients against torch (float64, 1e-8) eagerly,
-in graph mode and under kn.compile; refusals; info codes; degenerate eigenvalues.
+in graph mode and under kn.compile, and forward mode (kn.jvp); refusals; info codes;
+degenerate eigenvalues; empty matrices; vmap; ONNX; the simulated GPU.
 
 Each loss is written once for both libraries (`m` is kiln or torch) and does not depend on the
 signs LAPACK picks for Q's columns, eigenvectors and singular vectors (Q*Q, R*R, products of
@@ -421,3 +422,16 @@ def test_empty_matrices_give_torch_shapes():
             ours = ours if isinstance(ours, tuple) else (ours,)
             theirs = theirs if isinstance(theirs, tuple) else (theirs,)
             assert [tuple(o.shape) for o in ours] == [tuple(x.shape) for x in theirs], name
+
+
+def test_forward_mode_matches_torch_func_jvp():
+    a, v = RNG.standard_normal((2, 4, 3)), RNG.standard_normal((2, 4, 3))
+    for ours, theirs in [
+        (lambda x: kn.linalg.svdvals(x), lambda x: torch.linalg.svdvals(x)),
+        (lambda x: kn.linalg.qr(x).R ** 2, lambda x: torch.linalg.qr(x).R ** 2),
+        (lambda x: kn.linalg.pinv(x), lambda x: torch.linalg.pinv(x)),
+        (lambda x: kn.linalg.eigvalsh(x.mT @ x), lambda x: torch.linalg.eigvalsh(x.mT @ x)),
+    ]:
+        _, got = kn.jvp(ours, (kn.tensor(a),), (kn.tensor(v),))
+        _, want = torch.func.jvp(theirs, (torch.tensor(a),), (torch.tensor(v),))
+        np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-8, atol=1e-10)

@@ -13,6 +13,12 @@ from .einsum import einsum
 from .indexing import index_put
 from .linalg import cholesky_method as cholesky
 from .linalg import det, inverse, logdet, slogdet
+from .linalg_factor import householder_product as orgqr
+from .linalg_factor import lu_old as lu
+from .linalg_factor import lu_solve_old as lu_solve
+from .linalg_factor import lu_unpack, matrix_exp, pinverse, triangular_solve
+from .linalg_factor import qr_old as qr
+from .linalg_factor import svd_old as svd
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .nn_conv import *  # noqa: F403
@@ -56,6 +62,8 @@ __all__ = list(
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
+         "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
+         "orgqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_namespace_all]
     )

@@ -11,6 +11,7 @@ from ..errors import ArgumentTypeError, GraphError
 from ..graph.core import Symbol
 from . import functionalize, indexing
 from . import linalg as la
+from . import linalg_factor as lf
 from . import math as m
 from . import nn_functional as nf
 from . import shape as s
@@ -87,6 +88,9 @@ METHODS |= {
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
+    "svd": lf.svd_old, "qr": lf.qr_old, "pinverse": lf.pinverse, "matrix_exp": lf.matrix_exp,
+    "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
+    "orgqr": lf.householder_product,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
     "polygamma": sp.polygamma_method,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,

@@ -33,15 +33,17 @@ VERSION = 1  # in every loop text that calls these kernels: a change recompiles 
 
 _F32 = np.dtype("float32")
 
-# The measured max error of each kernel over all 2**32 float32 inputs (bench/vecmath_ulps.py),
-# in float32 ulps: (against the correctly rounded value, against NumPy's float32 kernel).
+# The measured max error of each kernel over float32 inputs (bench/vecmath_ulps.py: every
+# third bit pattern, 1.43e9 inputs, all exponents), in float32 ulps: (against the float64
+# reference rounded once, against NumPy's float32 kernel). NumPy's own kernels are up to
+# 3 (exp), 4 (log), 1 (tanh) ulps from the reference, kiln's sigmoid kernel in NumPy up to 9.
 ULPS = {
-    "exp": (1, 1),
-    "log": (1, 1),
+    "exp": (1, 3),
+    "log": (1, 4),
     "tanh": (1, 2),
-    "sigmoid": (1, 2),
+    "sigmoid": (1, 9),
 }
-ULP_BOUND = 2  # what kiln documents and tests/test_vecmath.py holds them to, against NumPy
+ULP_BOUND = 1  # what kiln documents and tests/test_vecmath.py hold them to: against the reference
 
 # float64 constants
 _LOG2E = 1.4426950408889634

@@ -48,7 +48,7 @@ TRANSCENDENTAL_NS, VECMATH_NS, CHEAP_NS = 12.0, 2.0, 0.5
 class Signature:
     """What running a program needs for one tuple of input dtypes."""
 
-    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "fast", "plans")
+    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "fast", "plans", "codes", "limits")
 
     def __init__(self, dtypes):
         self.dtypes = dtypes  # every input's and equation's
@@ -60,6 +60,8 @@ class Signature:
         self.loop = False
         self.fast = False
         self.plans: dict = {}  # shapes -> BlockPlan
+        self.codes: dict = {}  # exact -> Program.code's (whole, block) for NumPy
+        self.limits: dict = {}  # exact -> Program.limit
 
 
 class Program:
@@ -111,12 +113,15 @@ class Program:
 
     def limit(self, sig, exact: bool) -> float:
         """The largest output the numba loop runs, in this mode for this signature."""
-        fast = not exact and any(
-            vecmath.covers(op.lowering.vecmath, sig.dtypes[slots[0]])
-            for op, slots in zip(self.ops, self.slots)
-            if op.lowering is not None and op.lowering.vecmath
-        )  # fmt: skip
-        return self.fast_limit if fast else self.numba_limit
+        found = sig.limits.get(exact)
+        if found is None:
+            fast = not exact and any(
+                vecmath.covers(op.lowering.vecmath, sig.dtypes[slots[0]])
+                for op, slots in zip(self.ops, self.slots)
+                if op.lowering is not None and op.lowering.vecmath
+            )  # fmt: skip
+            found = sig.limits[exact] = self.fast_limit if fast else self.numba_limit
+        return found
 
     def run_rules(self, values: list, rule: str, error) -> list:
         """Each equation's shape (or dtype) from its member op's rule: input values first."""
@@ -137,22 +142,38 @@ class Program:
     def code(self, xp, sig=None, exact: bool = True):
         """(whole, block): the program as straight-line Python over `xp`'s kernels; outside
         exact mode, kiln's own kernels where the signature `sig` has them (as every path)."""
-        own = [
-            op.lowering.vecmath
-            if sig is not None and xp is np and op.lowering is not None and op.lowering.vecmath
-            and vecmath.active(op.lowering.vecmath, sig.dtypes[slots[0]], exact) else ""
-            for op, slots in zip(self.ops, self.slots)
-        ]  # fmt: skip
-        key = (xp, tuple(own))
-        found = self._code.get(key)
+        if sig is not None and xp is np:
+            found = sig.codes.get(exact)
+            if found is None:
+                found = sig.codes[exact] = self._numpy_code(sig, exact)
+            return found
+        found = self._code.get(xp)
         if found is None:
-            fns = [
-                vecmath.array_fn(name) if name
-                else getattr(xp, ufunc) if ufunc else functools.partial(op.impl, xp, **attrs)
-                for op, attrs, ufunc, name in zip(self.ops, self.attrs, self.ufuncs, own)
-            ]  # fmt: skip
-            found = self._code[key] = python_code(self, fns, functools.partial(_into, xp))
+            found = self._code[xp] = python_code(self, self._kernels(xp), self._into(xp))
         return found
+
+    def _kernels(self, xp) -> list:
+        return [
+            getattr(xp, ufunc) if ufunc else functools.partial(op.impl, xp, **attrs)
+            for op, attrs, ufunc in zip(self.ops, self.attrs, self.ufuncs)
+        ]
+
+    def _into(self, xp):
+        return functools.partial(_into, xp)
+
+    def _numpy_code(self, sig, exact):
+        """The code for NumPy with kiln's own kernels where they run (else the shared one)."""
+        own = [
+            op.lowering.vecmath if op.lowering is not None else "" for op in self.ops
+        ]  # fmt: skip
+        own = [
+            name if name and vecmath.active(name, sig.dtypes[slots[0]], exact) else ""
+            for name, slots in zip(own, self.slots)
+        ]  # fmt: skip
+        if not any(own):
+            return self.code(np)
+        fns = [vecmath.array_fn(name) if name else f for name, f in zip(own, self._kernels(np))]
+        return python_code(self, fns, self._into(np))
 
 
 def _ufunc(op):

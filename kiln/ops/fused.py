@@ -405,12 +405,8 @@ def _run_blocked(prog, inputs, out, sig, block_bytes, exact=True):
         buf.fill(inputs[k].reshape(()))
         filled.append(buf)
     spread = {width: list(zip(plan.spread, (v[:width] for v in filled))) for width in views}
-    axis, step, size, block = (
-        plan.axis,
-        plan.step,
-        out.shape[plan.axis],
-        prog.code(np, sig, exact)[1],
-    )
+    axis, step, size = plan.axis, plan.step, out.shape[plan.axis]
+    block = prog.code(np, sig, exact)[1]
     for idx in itertools.product(*map(range, out.shape[:axis])):
         for start in range(0, size, step):
             sl, width = slice(start, start + step), min(step, size - start)

@@ -169,3 +169,22 @@ def test_exact_mode_never_runs_them(monkeypatch):
     assert prog.limit(sig, False) > prog.numba_limit  # vectorized: loops pay for longer
     assert not vecmath.active("tanh", "float32", exact=True)
     assert vecmath.active("tanh", "float32", exact=False)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_constant_folding_runs_the_same_kernel(monkeypatch, exact):
+    """simplify folds tanh of a constant with the kernel the program would run (prepare):
+    planned (folded) and unplanned agree bit for bit in each mode."""
+    monkeypatch.setenv("KILN_EXACT", "1" if exact else "0")
+    c = np.linspace(-3, 3, 64, dtype=F32)
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (64,), name="x")
+        y = x + kn.tanh(kn.constant(c))
+        planned = kn.function([x], y)
+        unplanned = kn.function([x], y, plan=False, passes=[])
+    assert "tanh" not in [n.op.name for n in planned.graph.nodes]  # folded
+    z = np.zeros(64, F32)
+    want = np.tanh(c) if exact else vecmath.run("tanh", c)
+    np.testing.assert_array_equal(planned(z), want)
+    np.testing.assert_array_equal(unplanned(z), want)
+    assert exact or not np.array_equal(want, np.tanh(c))  # the modes differ here

@@ -36,12 +36,12 @@ _F32 = np.dtype("float32")
 # The measured max error of each kernel over float32 inputs (bench/vecmath_ulps.py: every
 # third bit pattern, 1.43e9 inputs, all exponents), in float32 ulps: (against the float64
 # reference rounded once, against NumPy's float32 kernel). NumPy's own kernels are up to
-# 3 (exp), 4 (log), 1 (tanh) ulps from the reference, kiln's sigmoid kernel in NumPy up to 9.
+# 3 (exp), 4 (log), 1 (tanh) ulps from the reference, kiln's sigmoid kernel in NumPy up to 10.
 ULPS = {
     "exp": (1, 3),
     "log": (1, 4),
     "tanh": (1, 2),
-    "sigmoid": (1, 9),
+    "sigmoid": (1, 10),
 }
 ULP_BOUND = 1  # what kiln documents and tests/test_vecmath.py hold them to: against the reference
 

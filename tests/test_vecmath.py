@@ -94,6 +94,19 @@ def test_run_writes_out_and_keeps_shape():
     np.testing.assert_array_equal(out, vecmath.run("tanh", x))
     assert vecmath.run("exp", x[:, ::2]).shape == (2, 2, 4)
     assert vecmath.covers("tanh", "float32") and not vecmath.covers("tanh", "float64")
+    scalar = vecmath.run("tanh", np.array(0.5, F32))  # 0-d stays 0-d
+    assert scalar.shape == () and scalar == reference("tanh", np.array([0.5], F32))[0]
+
+
+def test_a_scalar_program(monkeypatch):
+    """A 0-d value through the unfused op's kernel (prepare) keeps its shape."""
+    monkeypatch.setenv("KILN_EXACT", "0")
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, (), name="p")
+        f = kn.function([p], kn.tanh(p) * 2.0, plan=False, passes=[])
+    got = f(np.array(0.5, F32))
+    assert got.shape == ()
+    assert got == vecmath.run("tanh", np.array(0.5, F32)) * F32(2.0)
 
 
 def program(m, x, a):

@@ -270,10 +270,10 @@ def run(name: str, x, out=None):
     >>> run("tanh", np.zeros(3, np.float32)) if available() else np.zeros(3, np.float32)
     array([0., 0., 0.], dtype=float32)
     """
-    x = np.ascontiguousarray(x)
-    result = out if out is not None else np.empty(x.shape, _F32)
-    flat = result if result.flags.c_contiguous else np.empty(x.shape, _F32)
-    _kernels()[1][name](x.reshape(-1), flat.reshape(-1))
+    shape = np.shape(x)  # (a 0-d array stays 0-d: ascontiguousarray makes it 1-d)
+    result = out if out is not None else np.empty(shape, _F32)
+    flat = result if result.flags.c_contiguous else np.empty(shape, _F32)
+    _kernels()[1][name](np.ascontiguousarray(x).reshape(-1), flat.reshape(-1))
     if flat is not result:
         result[...] = flat
     return result

@@ -16,6 +16,7 @@ import scipy.special
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError
+from . import vecmath
 from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
@@ -53,16 +54,19 @@ def _ufunc_lowering(lowering: Lowering | None, ufunc) -> Lowering | None:
 def unary(name, ufunc, *, lowering=None, impl=None, dtype_rule=None, vjp=None, tags=()):
     """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule
     (and then `lowering.ufunc` names it). A kernel of its own computes bfloat16 in float32
-    (`in_float32`)."""
+    (`in_float32`). An op with kiln's own float32 kernel (`lowering.vecmath`) runs it outside
+    exact mode in planned programs too (`vecmath.prepare_for`)."""
     rule = dtype_rule or (lambda x: ufunc_dtype(ufunc, x))
     if impl is None:
         impl = _ufunc_kernel(ufunc.__name__, own_rule=dtype_rule is None)
         lowering = _ufunc_lowering(lowering, ufunc)
     else:
         impl = in_float32(impl)
+    prepare = vecmath.prepare_for(lowering.vecmath) if lowering and lowering.vecmath else None
     return defop(
-        name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags}, lowering=lowering
-    )
+        name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags}, lowering=lowering,
+        prepare=prepare,
+    )  # fmt: skip
 
 
 def _broadcast2(a, b):
@@ -122,9 +126,10 @@ def _exact(cuda):
     return Lowering(exact=True, cuda=cuda)
 
 
-def _libm(name):
-    """A one-ufunc op computed by the libm function `name`."""
-    return Lowering(transcendental=True, cuda=c_libm(name))
+def _libm(name, own: bool = False):
+    """A one-ufunc op computed by the libm function `name` (`own`: kiln has its own float32
+    kernel of it, kiln/ops/vecmath.py)."""
+    return Lowering(transcendental=True, cuda=c_libm(name), vecmath=name if own else "")
 
 
 # -- unary -----------------------------------------------------------------------------------
@@ -172,10 +177,10 @@ abs_ = unary(
     "abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),), lowering=_exact(_c_abs)
 )
 exp = unary(
-    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"), tags=("vjp_arrays",)
+    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp", True), tags=("vjp_arrays",)
 )
 log = unary(
-    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"), tags=("vjp_arrays",)
+    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log", True), tags=("vjp_arrays",)
 )
 log1p = unary(
     "log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"),
@@ -202,7 +207,7 @@ cos = unary(
     tags=("vjp_arrays",),
 )  # fmt: skip
 tanh = unary(
-    "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh"),
+    "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh", True),
     tags=("vjp_arrays",),
 )  # fmt: skip
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
@@ -258,7 +263,8 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
 
 sigmoid = unary(
     "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
-    lowering=Lowering(transcendental=True, cuda=_sigmoid_c), tags=("vjp_arrays",),
+    lowering=Lowering(transcendental=True, cuda=_sigmoid_c, vecmath="sigmoid"),
+    tags=("vjp_arrays",),
 )  # fmt: skip
 
 

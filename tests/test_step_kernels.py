@@ -81,3 +81,18 @@ def test_views_are_array_methods_in_the_generated_program():
     assert ".transpose(a" in f.source and ".reshape(a" in f.source
     b = RNG.standard_normal((5, 6)).astype(np.float32)  # another batch size: the attrs rebound
     np.testing.assert_array_equal(f(b), (b @ w.numpy().T).reshape(-1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [300, (1 << 16) + 77])  # one zero block, and two
+def test_relu_against_zero_blocks_gives_numpys_bits(dtype, size):
+    x = RNG.standard_normal(size).astype(dtype)
+    x[:6] = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf]
+    want = np.maximum(x, dtype(0))  # NumPy's maximum against a scalar: the reference
+    relu = REGISTRY["relu"].impl
+    assert relu(np, x).tobytes() == want.tobytes()
+    out = np.empty_like(x)
+    assert relu(np, x, out=out) is out and out.tobytes() == want.tobytes()
+    assert relu(np, x, out=x) is x and x.tobytes() == want.tobytes()  # in place
+    strided = np.repeat(want, 2)[::2]  # not C-ordered: NumPy's path
+    assert relu(np, strided).tobytes() == want.tobytes()

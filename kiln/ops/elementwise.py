@@ -245,7 +245,40 @@ def _relu_dtype(x):
 def _relu(xp, x, out=None):
     # NumPy's maximum(x, 0), NaN included, whatever xp's rules for scalars (CuPy 13: NumPy 1's)
     dtype = _relu_dtype(x.dtype)
+    if xp is np and x.dtype in _ZERO_BLOCKS and x.size >= 256 and x.flags.c_contiguous:
+        if out is None:
+            out = np.empty(x.shape, dtype)
+        if out.flags.c_contiguous and out.shape == x.shape:
+            return _relu_blocks(x, out)
     return xp.maximum(x if x.dtype == dtype else x.astype(dtype), dtype.type(0), out=out)
+
+
+# Zeros of float32 and float64, created on first use and only ever read: NumPy's maximum of
+# two arrays runs its SIMD loop, while against a scalar 0 it takes about 3x as long (float32
+# [128, 512]: 8 us against 25). Same values, NaN and signed zeros included.
+_ZERO_BLOCKS: dict = {np.dtype(np.float32): None, np.dtype(np.float64): None}
+_ZERO_BLOCK_SIZE = 1 << 16  # elements: 256 KiB of float32
+
+
+def _relu_blocks(x, out):
+    """maximum(x, 0) of C-ordered arrays, a block of `_ZERO_BLOCK_SIZE` elements at a time
+    against a block of zeros (`out` may be `x`).
+
+    >>> x = np.array([-1.5, -0.0, np.nan, 2.0] * 100, np.float32)
+    >>> bool(_relu_blocks(x, np.empty_like(x)).tobytes() == np.maximum(x, 0).tobytes())
+    True
+    """
+    zeros = _ZERO_BLOCKS[x.dtype]
+    if zeros is None:
+        zeros = _ZERO_BLOCKS[x.dtype] = np.zeros(_ZERO_BLOCK_SIZE, x.dtype)
+    flat, into, n = x.reshape(-1), out.reshape(-1), x.size
+    if n <= _ZERO_BLOCK_SIZE:
+        np.maximum(flat, zeros[:n], out=into)
+        return out
+    for start in range(0, n, _ZERO_BLOCK_SIZE):
+        stop = min(start + _ZERO_BLOCK_SIZE, n)
+        np.maximum(flat[start:stop], zeros[: stop - start], out=into[start:stop])
+    return out
 
 
 def _masked(ct, mask):

@@ -96,3 +96,23 @@ def test_relu_against_zero_blocks_gives_numpys_bits(dtype, size):
     assert relu(np, x, out=x) is x and x.tobytes() == want.tobytes()  # in place
     strided = np.repeat(want, 2)[::2]  # not C-ordered: NumPy's path
     assert relu(np, strided).tobytes() == want.tobytes()
+
+
+def test_small_fused_group_runs_straight_line(monkeypatch):
+    # a softmax-like group on f32[128, 10] (5 KiB, transcendental: no numba loop) is fused
+    # for being small; it runs as straight-line calls, not through the blocked path
+    import kiln.ops.fused as fused
+
+    def blocked(*args):
+        raise AssertionError("the blocked path ran")
+
+    monkeypatch.setattr(fused, "_run_blocked", blocked)
+    with kn.Graph().as_default():
+        z = kn.placeholder(kn.float32, (128, 10), name="z")
+        s = kn.placeholder(kn.float32, (128, 1), name="s")
+        y = kn.exp(z - s) / (kn.exp(z) + 1.0)
+        f = kn.function([z, s], y)
+    a = RNG.standard_normal((128, 10)).astype(np.float32)
+    b = RNG.standard_normal((128, 1)).astype(np.float32)
+    assert "fused" in [n.op.name for n in f.program.graph.nodes]
+    np.testing.assert_allclose(f(a, b), np.exp(a - b) / (np.exp(a) + 1), rtol=1e-6)

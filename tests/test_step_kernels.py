@@ -116,3 +116,28 @@ def test_small_fused_group_runs_straight_line(monkeypatch):
     b = RNG.standard_normal((128, 1)).astype(np.float32)
     assert "fused" in [n.op.name for n in f.program.graph.nodes]
     np.testing.assert_allclose(f(a, b), np.exp(a - b) / (np.exp(a) + 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.filterwarnings("ignore:invalid value")  # inf * 0 in NumPy's reference
+def test_relu_grad_compiled_loop_gives_numpys_bits(dtype, monkeypatch):
+    import kiln.ops.elementwise as elementwise
+
+    monkeypatch.setattr(elementwise, "_RELU_GRAD_AFTER", 1)  # built on the first large call
+    n = elementwise._RELU_GRAD_LOOP_SIZE + 13
+    ct = RNG.standard_normal(n).astype(dtype)
+    y = np.maximum(RNG.standard_normal(n), 0).astype(dtype)
+    ct[:8] = [np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, -1, 1]
+    y[:12] = [0, 1, 0, 1, 0, 0, 0, np.nan, -0.0, np.nan, -1, np.inf]
+    want = np.multiply(ct, y > 0)  # NumPy's product with the mask: the reference
+    relu_grad = REGISTRY["relu_grad"].impl
+    assert relu_grad(np, ct, y).tobytes() == want.tobytes()
+    out = np.empty((n,), dtype)
+    assert relu_grad(np, ct, y, out=out) is out and out.tobytes() == want.tobytes()
+    inplace = ct.copy()
+    assert relu_grad(np, inplace, y, out=inplace) is inplace
+    assert inplace.tobytes() == want.tobytes()
+    shifted = np.concatenate([ct, ct[:1]])  # out overlapping ct by all but one element
+    got = relu_grad(np, shifted[:-1], y, out=shifted[1:])
+    assert got.tobytes() == want.tobytes()
+    assert relu_grad(np, ct[::-1], y[::-1]).tobytes() == want[::-1].tobytes()  # strided

@@ -67,16 +67,21 @@ def _evaluate(value, bindings, unbound=None):
     return value
 
 
-def concrete_shapes(graph, feed_shapes, bindings, nodes=None, known=None) -> tuple[dict, dict]:
+def concrete_shapes(
+    graph, feed_shapes, bindings, nodes=None, known=None, dim_attrs=None
+) -> tuple[dict, dict]:
     """Every value's int shape for this signature (the shape rules rerun on ints), and every
     node's concrete attrs; with `nodes` (a subset in order) only theirs, the others taken
-    from `known` (a Specialized of another signature)."""
+    from `known` (a Specialized of another signature), which also gives the attrs of the
+    nodes not in `dim_attrs` (ids of the nodes whose attrs hold dims) when that is given."""
     shapes = {} if known is None else dict(known.shapes)
     attrs = {} if known is None else dict(known.attrs)
     fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
     for node in graph.nodes if nodes is None else nodes:
-        a = concrete_attrs(node, bindings)
-        attrs[id(node)] = a
+        if dim_attrs is None or id(node) in dim_attrs:
+            a = attrs[id(node)] = concrete_attrs(node, bindings)
+        else:
+            a = attrs[id(node)]
         if id(node.out) in fed:
             shapes[id(node.out)] = fed[id(node.out)]
             continue

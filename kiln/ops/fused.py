@@ -37,7 +37,10 @@ UNBLOCKED_BYTES = 1024 * 1024
 # between its runs in scratch: larger blocks, fewer calls (measured on the 8-op chain of two
 # 4096x4096 float32 in bench/bench_fusion.py: 26.3 ms at 128 KiB, 21.9 at 512, 22.3 at 1 MiB).
 SEGMENT_BLOCK_BYTES = 512 * 1024
-SMALL_BYTES = 4 * 1024
+# Outputs up to this size run as straight-line calls (temporaries allocated): the groups the
+# CPU fuses for being small (kiln/runtime/backend.py, up to 16 KiB) without a numba loop, such
+# as a softmax's on f32[128, 10], took 10 us blocked against 1.3-2.1 straight (issue 17).
+SMALL_BYTES = 16 * 1024
 NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
 # What one element of an equation costs a numba loop, in ns, by the op's cost class
 # (`Lowering.transcendental`: a libm call; kiln's own kernels, kiln/ops/vecmath.py, outside

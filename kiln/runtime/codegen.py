@@ -25,6 +25,9 @@ from . import rebind
 from .alias import Aliases
 
 _ALIGN = 64
+# View ops whose kernel, called without `out`, is the array method of this name with the one
+# attr: `xp.transpose(x, perm)` is `x.transpose(perm)`, `xp.reshape(x, shape)` `x.reshape(shape)`
+_VIEW_METHODS = {"transpose": ("transpose", "perm"), "reshape": ("reshape", "shape")}
 
 
 def concrete_attrs(node, bindings) -> dict:
@@ -64,16 +67,21 @@ def _evaluate(value, bindings, unbound=None):
     return value
 
 
-def concrete_shapes(graph, feed_shapes, bindings, nodes=None, known=None) -> tuple[dict, dict]:
+def concrete_shapes(
+    graph, feed_shapes, bindings, nodes=None, known=None, dim_attrs=None
+) -> tuple[dict, dict]:
     """Every value's int shape for this signature (the shape rules rerun on ints), and every
     node's concrete attrs; with `nodes` (a subset in order) only theirs, the others taken
-    from `known` (a Specialized of another signature)."""
+    from `known` (a Specialized of another signature), which also gives the attrs of the
+    nodes not in `dim_attrs` (ids of the nodes whose attrs hold dims) when that is given."""
     shapes = {} if known is None else dict(known.shapes)
     attrs = {} if known is None else dict(known.attrs)
     fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
     for node in graph.nodes if nodes is None else nodes:
-        a = concrete_attrs(node, bindings)
-        attrs[id(node)] = a
+        if dim_attrs is None or id(node) in dim_attrs:
+            a = attrs[id(node)] = concrete_attrs(node, bindings)
+        else:
+            a = attrs[id(node)]
         if id(node.out) in fed:
             shapes[id(node.out)] = fed[id(node.out)]
             continue
@@ -423,6 +431,11 @@ class Specialized:
             elif key is None and id(n.out) in self.slots and not self._is_view(n):
                 self.written[id(n.out)] = self.slots[id(n.out)]
                 kwargs.append(f"out=O[{self.slots[id(n.out)]}]")
+        method = _VIEW_METHODS.get(n.op.name)
+        if method is not None and kernel is None and kwargs == [f"{method[1]}=a{t}_{method[1]}"]:
+            # a view made by the array's own method: the kernel's call and its NumPy
+            # function's dispatch cost about 1 us, the method a fifth of that
+            return f"{v} = {args[0]}.{method[0]}(a{t}_{method[1]})"
         code = f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
         if self.checks and in_place:  # KILN_CHECKS=1: the same kernel out of place must agree
             ns[f"n{t}"] = n

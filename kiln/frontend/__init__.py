@@ -38,6 +38,10 @@ from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
 from .torch_math import __all__ as _torch_math_all
+from .torch_misc import *  # noqa: F403
+from .torch_misc import __all__ as _misc_all
+from .torch_misc_ops import *  # noqa: F403
+from .torch_misc_ops import __all__ as _misc_ops_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
@@ -55,6 +59,7 @@ __all__ = list(
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "lgamma", "digamma", "polygamma", "erfinv", "i0",
-         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all]
+         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
+         *_misc_ops_all]
     )
 )  # fmt: skip

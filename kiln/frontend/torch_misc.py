@@ -226,7 +226,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  #
     """
 
     def draw(shape, d):
-        where = input.device if device is None else device
+        where = getattr(input, "device", "cpu") if device is None else device
         return fa.rand(shape, generator=generator, dtype=d, device=where)
 
     return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.uniform(s, dtype=d))
@@ -243,7 +243,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,  
     """
 
     def draw(shape, d):
-        where = input.device if device is None else device
+        where = getattr(input, "device", "cpu") if device is None else device
         return fa.randn(shape, generator=generator, dtype=d, device=where)
 
     return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.normal(s, dtype=d))
@@ -263,7 +263,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
         low, high = 0, low
 
     def draw(shape, d):
-        where = input.device if device is None else device
+        where = getattr(input, "device", "cpu") if device is None else device
         return fa.randint(low, high, shape, generator=generator, dtype=d, device=where)
 
     def graph_draw(shape, d):

@@ -28,9 +28,6 @@ from torch_sweep_cases import CASES  # noqa: E402
 # family/case/mode patterns -> why it still differs from PyTorch
 KNOWN = {
     "unary*/angle-*/*": "angle (complex numbers) is not built",
-    "tensor-ops/*_-*/graph": "in-place change of a feed (placeholder): refused; values computed "
-    "in the graph are functionalized (kiln/frontend/functionalize.py)",
-    "indexing/setitem*/graph": "item assignment into a feed (placeholder): refused",
     "indexing/bool-mask-*/compile": "a boolean mask gives a data-dependent shape",
     "tensor-ops/nonzero-*/[gc]*": "nonzero gives a data-dependent shape",
     "tensor-ops/masked_select-*/[gc]*": "masked_select gives a data-dependent shape",

@@ -42,6 +42,8 @@ from .torch_misc import *  # noqa: F403
 from .torch_misc import __all__ as _misc_all
 from .torch_misc_ops import *  # noqa: F403
 from .torch_misc_ops import __all__ as _misc_ops_all
+from .torch_namespace import *  # noqa: F403
+from .torch_namespace import __all__ as _namespace_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
@@ -60,6 +62,6 @@ __all__ = list(
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "lgamma", "digamma", "polygamma", "erfinv", "i0",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
-         *_misc_ops_all]
+         *_misc_ops_all, *_namespace_all]
     )
 )  # fmt: skip

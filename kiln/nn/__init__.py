@@ -61,6 +61,8 @@ from .layers_misc import (
     LPPool3d,
     MultiLabelMarginLoss,
 )
+from .layers_torch import *  # noqa: F403
+from .layers_torch import __all__ as _torch_layers_all
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -188,4 +190,5 @@ __all__ = [
     "parallel",
     "updates_for",
     "utils",
+    *_torch_layers_all,
 ]

@@ -165,22 +165,46 @@ def _c_float_test(name, other):
     return lambda t, x: f"{name}({x})" if t.kind == "f" else other
 
 
-neg = unary("neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg))
+neg = unary(
+    "neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg), tags=("vjp_arrays",)
+)
 abs_ = unary(
     "abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),), lowering=_exact(_c_abs)
 )
-exp = unary("exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"))
-log = unary("log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"))
-log1p = unary("log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"))
-expm1 = unary("expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),), lowering=_libm("expm1"))
-sqrt = unary("sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),), lowering=_exact(_c_sqrt))
+exp = unary(
+    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"), tags=("vjp_arrays",)
+)
+log = unary(
+    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"), tags=("vjp_arrays",)
+)
+log1p = unary(
+    "log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+expm1 = unary(
+    "expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),), lowering=_libm("expm1"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+sqrt = unary(
+    "sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),), lowering=_exact(_c_sqrt),
+    tags=("vjp_arrays",),
+)  # fmt: skip
 square = unary(
     "square", np.square, vjp=lambda ct, y, x: (ct * x * 2,),
-    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)),
+    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)), tags=("vjp_arrays",),
 )  # fmt: skip
-sin = unary("sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),), lowering=_libm("sin"))
-cos = unary("cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),), lowering=_libm("cos"))
-tanh = unary("tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh"))
+sin = unary(
+    "sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),), lowering=_libm("sin"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+cos = unary(
+    "cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),), lowering=_libm("cos"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+tanh = unary(
+    "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
 floor = unary("floor", np.floor, tags={"nondiff"}, lowering=_exact(_c_rounding("floor")))
 ceil = unary("ceil", np.ceil, tags={"nondiff"}, lowering=_exact(_c_rounding("ceil")))
@@ -209,7 +233,7 @@ def _rsqrt_c(k, xs, dtypes, out, attrs):  # NumPy: sqrt, then reciprocal (two ro
 
 rsqrt = unary(
     "rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,),
-    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c),
+    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c), tags=("vjp_arrays",),
 )  # fmt: skip
 
 
@@ -234,7 +258,7 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
 
 sigmoid = unary(
     "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
-    lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
+    lowering=Lowering(transcendental=True, cuda=_sigmoid_c), tags=("vjp_arrays",),
 )  # fmt: skip
 
 
@@ -453,17 +477,21 @@ def _c_logical(op):
 
 
 add = binary(
-    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative"},
+    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative", "vjp_arrays"},
     lowering=_exact(_c_arith("+", "||")),
 )  # fmt: skip
-sub = binary("sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct), lowering=_exact(_c_arith("-")))
+sub = binary(
+    "sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct), lowering=_exact(_c_arith("-")),
+    tags=("vjp_arrays",),
+)  # fmt: skip
 mul = binary(
-    "mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a), tags={"commutative"},
+    "mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a),
+    tags={"commutative", "vjp_arrays"},
     lowering=_exact(_c_arith("*", "&&")),
 )  # fmt: skip
 div = binary(
     "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
-    lowering=_exact(_c_arith("/")),
+    lowering=_exact(_c_arith("/")), tags=("vjp_arrays",),
 )  # fmt: skip
 
 

@@ -600,10 +600,31 @@ div = binary(
     "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
     lowering=_exact(_c_arith("/")), tags=("vjp_arrays",),
 )  # fmt: skip
-# NumPy raises on an integer power with a negative exponent.
-pow_ = binary(
-    "pow", np.power, vjp=_pow_vjp, may_fail=True,
-    lowering=_libm("pow"),
+
+
+def _power(xp, a, b, out=None):
+    """NumPy's `power`, with PyTorch's integer powers where NumPy raises: a negative exponent
+    gives 1 for a base of 1, -1 or 1 for -1 (by the exponent's parity), else 0."""
+    a, b = xp.asarray(a), xp.asarray(b)
+    negative = b < 0 if b.dtype.kind == "i" and a.dtype.kind in "biu" else None
+    if negative is None or not negative.any():
+        return xp.power(a, b, out=out)
+    powers = xp.power(a, xp.where(negative, 0, b).astype(b.dtype))
+    odd = xp.not_equal(xp.remainder(b, 2), 0)
+    special = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    result = xp.where(negative, special.astype(powers.dtype), powers)
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+_power.ufunc_name = "power"  # the eager fast path calls the ufunc and comes here where it raises
+# `may_fail`: never fused, so the loops that would run NumPy's or C's integer power (which
+# raise or differ for negative exponents) are never made.
+pow_ = defop(
+    "pow", _broadcast2, lambda a, b: ufunc_dtype(np.power, a, b), _power, vjp=_pow_vjp,
+    tags={"elementwise"}, may_fail=True, lowering=_ufunc_lowering(_libm("pow"), np.power),
 )  # fmt: skip
 # Integer loops raise or warn in NumPy (division by zero), a C or numba loop would not: the
 # fused kernels call the ufunc; not lowered to CUDA.

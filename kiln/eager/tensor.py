@@ -627,15 +627,25 @@ class Tensor:
         as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
         if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
             host = host.astype(np.float32 if as_float else np.int8)
+        if as_float:
+            formatter = {"float_kind": printing.float_format(host)}
+        elif host.dtype == np.bool_:  # PyTorch pads to "False" only where one is printed
+            width = 4 if host.all() else 5
+            formatter = {"bool": lambda b: str(bool(b)).rjust(width)}
+        else:
+            formatter = None
         body = np.array2string(
             host, separator=", ", prefix="tensor(", **printing.array2string_options(),
-            formatter={"float_kind": printing.float_format(host)} if as_float else None,
+            formatter=formatter,
         )  # fmt: skip
         body = body.replace(", ..., ", ",  ..., ")  # PyTorch's summary: `2,  ..., 1997`
         extra = []
         if host.size == 0 and host.ndim != 1:
             extra.append(f"size={tuple(host.shape)}")
-        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_):
+        # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
+        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_) or (
+            host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
+        ):
             extra.append(f"dtype=kiln.{self.dtype.name}")
         if self._device != "cpu":
             extra.append(f"device='{self._device}'")

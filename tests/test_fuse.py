@@ -76,19 +76,24 @@ def test_fuse_elementwise_makes_one_node_with_the_group_inputs_and_site():
     assert graph is not fused and len(graph.nodes) == 6, "the pass is pure"
 
 
-def test_group_ends_at_fetched_and_outside_used_values():
+def test_fetched_and_outside_used_values_are_results_of_one_group():
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (4, 3), name="x")
-        a = kn.tanh(x * 2.0)  # fetched: ends a group
+        a = kn.tanh(x * 2.0)  # fetched: a result of the group
         b = kn.exp(a) + 1.0
-        c = kn.sin(b) * b  # b used by sum below too: ends a group
+        c = kn.sin(b) * b  # b used by sum below too: a result of the group
         d = kn.sum(b, axis=0)
     graph = program_graph([a, c, d], [x])
     fused = fuse_elementwise(graph)
     kn.verify(fused)
-    programs = [[eq[0] for eq in n.attrs["program"]] for n in fused_nodes(fused)]
-    assert programs == [["mul", "tanh"], ["exp", "add"], ["sin", "mul"]]
-    assert [o.node.op.name for o in fused.outputs] == ["fused", "fused", "reduce_sum"]
+    (node,) = fused_nodes(fused)
+    assert [eq[0] for eq in node.attrs["program"]] == ["mul", "tanh", "exp", "add", "sin", "mul"]
+    assert node.attrs["outputs"] == (1, 3, 5) and node.out.dtype == kn.dtypes.TUPLE
+    gets = [n for n in fused.nodes if n.op.name == "get"]
+    assert [(g.attrs["index"], g.inputs[0] is node.out) for g in gets] == [(0, True), (1, True),
+                                                                          (2, True)]  # fmt: skip
+    assert [o.node.op.name for o in fused.outputs] == ["get", "get", "reduce_sum"]
+    assert fused.outputs[2].node.inputs[0] is gets[1].out, "the sum reads b's result"
     x_value = np.linspace(-2, 2, 12, dtype=np.float32).reshape(4, 3)
     for got, want in zip(run(fused, x_value), run(graph, x_value)):
         kn.testing.assert_close(got, want)  # a hot program's loop: libm within 2 ulp

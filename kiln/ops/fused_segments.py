@@ -27,7 +27,7 @@ _CACHE: dict = {}  # (program, dtypes, exact) -> the block runner, or None
 
 
 def segmented_block(prog, sig, exact: bool):
-    """`run(out, values, scratch) -> bool` running one block of `prog` by runs of compiled
+    """`run(outs, values, scratch) -> bool` running one block of `prog` by runs of compiled
     equations (False: this block's arrays do not fit, nothing written), or None where it
     would not pay (no run of two or more lowered equations beside an unlowered one) or
     numba is missing."""
@@ -78,7 +78,7 @@ def _build(numba, prog, dtypes, exact):
         inside = {n_in + j for j in range(a, b)}
         reads = sorted({s for j in range(a, b) for s in prog.slots[j] if s not in inside})
         writes = [n_in + j for j in range(a, b)
-                  if j == n_eq - 1 or last_use.get(n_in + j, -1) >= b]  # fmt: skip
+                  if j in prog.out_of or last_use.get(n_in + j, -1) >= b]  # fmt: skip
         steps.append(("loop", _Loop(numba, prog, exprs, a, b, reads, writes), reads, writes))
         start = b
     steps += [("numpy", j) for j in range(start, n_eq)]
@@ -129,14 +129,19 @@ def _runner(prog, steps, kernels, n_in, n_eq):
         if kernels[j] is None:
             partial[j] = functools.partial(op.impl, np, **attrs)
 
-    def run(out, values, scratch) -> bool:
-        """One block: `values` the block's inputs, `scratch` each equation's buffer but the
-        last (whose value goes to `out`)."""
-        slot = list(values) + list(scratch) + [out]
-        for a in (out, *values):
+    def run(outs, values, scratch) -> bool:
+        """One block: `values` the block's inputs, `scratch` the buffer of each equation
+        that is not a result (`prog.scratch`), `outs` the results' blocks."""
+        eqs = [None] * n_eq
+        for j, buf in zip(prog.scratch, scratch):
+            eqs[j] = buf
+        for j, o in zip(prog.outputs, outs):
+            eqs[j] = o
+        slot = list(values) + eqs
+        for a in (*outs, *values):
             if type(a) is not np.ndarray or not a.flags.c_contiguous:
                 return False
-        size = out.size
+        size = outs[0].size
         if any(v.size not in (1, size) for v in values):
             return False
         for step in steps:

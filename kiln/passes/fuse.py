@@ -3,6 +3,7 @@ which a backend runs as one kernel (cache-blocked on the CPU, one compiled kerne
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from .. import dtypes as dt
@@ -29,48 +30,96 @@ def fuse_elementwise(
     graph: Graph, min_bytes: int = 0, min_ops: int = 2, small_bytes: int = 0
 ) -> Graph:
     """A copy of the program graph `graph` where each group of two or more fusable nodes is one
-    `fused` node, at the place of the group's last node and with its site.
+    `fused` node, with the site of the group's last node.
 
-    A group is a maximal connected set of elementwise nodes with one result: every other value
-    of the group is used only inside it (a fetched or updated value, or one used outside, ends
-    a group) and has a shape that broadcasts to the result's. With `min_bytes`, only groups
-    whose result has a static shape of at least that many bytes are fused (where fusing pays
-    on the device), and only groups of at least `min_ops` nodes; groups whose result has a
-    static shape of at most `small_bytes` bytes are fused whatever their size and count (where
-    one compiled loop replaces a kernel call per op).
+    A group is a convex set of connected elementwise nodes (`find_groups`). Its last node is its
+    result; a member whose value is also used outside the group (or fetched, or written by an
+    update) is one more result, of the group's shape: the `fused` node then has a tuple of
+    results (one per result member, in program order) that `get` nodes read, named as the
+    members they stand for. With `min_bytes`, only groups whose last node has a static shape
+    of at least that many bytes are fused (where fusing pays on the device), and only groups
+    of at least `min_ops` nodes; groups whose last node has a static shape of at most
+    `small_bytes` bytes are fused whatever their size and count (where one compiled loop
+    replaces a kernel call per op).
 
     >>> import kiln as kn
     >>> from kiln.passes.program import extract
     >>> with kn.Graph().as_default():
     ...     x = kn.placeholder(kn.float32, (3,), name="x")
-    ...     y = kn.tanh(x * 2.0) + x
+    ...     h = kn.tanh(x * 2.0)
+    ...     y = h + x
     >>> [n.op.name for n in fuse_elementwise(extract([y], [x], {})).nodes]
     ['placeholder', 'constant', 'fused']
+    >>> [n.op.name for n in fuse_elementwise(extract([y, h], [x], {})).nodes]
+    ['placeholder', 'constant', 'fused', 'get', 'get']
     """
     groups = find_groups(graph)
     big = lambda sym: not min_bytes or _static_bytes(sym) >= min_bytes  # noqa: E731
     small = lambda sym: _is_static(sym) and _static_bytes(sym) <= small_bytes  # noqa: E731
     groups = {k: m for k, m in groups.items()
               if (len(m) >= min_ops and big(m[-1].out)) or small(m[-1].out)}  # fmt: skip
-    member = {id(m) for members in groups.values() for m in members}
-    names = {n.name for n in graph.nodes}
     copy = Graph()
     copy.source = graph.source
     new: dict[int, Symbol] = {}
-    for node in graph.nodes:
-        members = groups.get(id(node))
-        if members is not None:
-            new[id(node.out)] = _fused_node(copy, members, new, names)
-        elif id(node) not in member:
-            inputs = [new[id(i)] for i in node.inputs]
-            clone = copy.add_node(node.op, inputs, node.attrs, node.name, node.site,
-                                  node.out.shape, node.out.dtype)  # fmt: skip
-            clone.ref = node.ref
-            new[id(node.out)] = clone.out
+    pinned = {id(s) for s in (*graph.outputs, *graph.updates.values())}
+    counts: dict[int, int] = {}  # id(value) -> how many node inputs read it
+    for n in graph.nodes:
+        for i in n.inputs:
+            counts[id(i)] = counts.get(id(i), 0) + 1
+    for unit in _order(graph, groups):
+        if isinstance(unit, list):
+            _fused_node(copy, unit, new, pinned, counts)
+            continue
+        inputs = [new[id(i)] for i in unit.inputs]
+        clone = copy.add_node(unit.op, inputs, unit.attrs, unit.name, unit.site,
+                              unit.out.shape, unit.out.dtype)  # fmt: skip
+        clone.ref = unit.ref
+        new[id(unit.out)] = clone.out
     copy.inputs = [new[id(s)] for s in graph.inputs]
     copy.outputs = [new[id(s)] for s in graph.outputs]
     copy.updates = {var: new[id(s)] for var, s in graph.updates.items()}
     return copy
+
+
+def _order(graph: Graph, groups: dict) -> list:
+    """The nodes outside groups and the groups (lists of members), in a topological order of
+    the graph with each group contracted to one node: graph order where that is one (a group
+    at its last member), else the earliest ready unit first (a group whose result is used
+    outside before its last member runs before that user; convex groups always have one)."""
+    unit_of: dict[int, int] = {}  # id(node) -> the index (graph order) of its unit's key node
+    for key, members in groups.items():
+        last = members[-1]
+        for m in members:
+            unit_of[id(m)] = id(last)
+    index = {id(n): t for t, n in enumerate(graph.nodes)}
+    units: dict[int, object] = {}
+    for n in graph.nodes:
+        k = unit_of.get(id(n), id(n))
+        if k == id(n):
+            units[k] = groups.get(id(n), n)
+    pending = {k: 0 for k in units}
+    users: dict[int, list] = {k: [] for k in units}
+    for k, unit in units.items():
+        members = unit if isinstance(unit, list) else [unit]
+        for m in members:
+            for i in m.inputs:
+                src = unit_of.get(id(i.node), id(i.node))
+                if src != k:
+                    pending[k] += 1
+                    users[src].append(k)
+    ready = [(index[k], k) for k, c in pending.items() if c == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        order.append(units[k])
+        for u in users[k]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, (index[u], u))
+    if len(order) != len(units):  # find_groups makes convex groups: never
+        raise AssertionError("fuse_elementwise: the groups are not convex")
+    return order
 
 
 def _is_static(sym) -> bool:
@@ -84,12 +133,14 @@ def _static_bytes(sym) -> int:
 
 
 def find_groups(graph: Graph) -> dict:
-    """id(result node) -> the group's nodes in graph order, for groups of two or more.
+    """id(last node) -> the group's nodes in graph order, for groups of two or more.
 
-    In reverse order, a fusable node joins the group of its users when they all are in one
-    group, its value is not fetched or updated, and its shape broadcasts to the group's result.
-    Every member then reaches the result only through the group, so the groups are convex:
-    replacing each by one node keeps the graph acyclic.
+    In reverse order, a fusable node joins the group of one of its users when its shape
+    broadcasts to that group's last node's (the group's iteration shape), and no user outside
+    the group reaches the group (so every group stays convex: no path leaves it and comes
+    back, and replacing each group by one node keeps the graph acyclic). A node whose value is
+    also used outside the group, fetched or updated is one of the group's results: it joins
+    only with the iteration shape itself, so every result is written over the same loop.
     """
     users: dict[int, list] = {}
     for node in graph.nodes:
@@ -97,21 +148,37 @@ def find_groups(graph: Graph) -> dict:
             users.setdefault(id(i), []).append(node)
     pinned = {id(s) for s in (*graph.outputs, *graph.updates.values(), *graph.inputs)}
     result_of: dict[int, Node] = {}
+    number: dict[int, int] = {}  # id(last node of a group) -> the group's bit
+    reach: dict[int, int] = {}  # id(node) -> the bits of the groups it is in or reaches
     for node in reversed(graph.nodes):
-        if not fusable(node):
-            continue
-        result = node
         node_users = users.get(id(node.out), ())
-        if node_users and id(node.out) not in pinned:
-            results = {id(result_of.get(id(u))) for u in node_users}
-            candidate = result_of.get(id(node_users[0]))
-            if (
-                candidate is not None
-                and len(results) == 1
-                and _broadcasts_to(node.out.shape, candidate.out.shape)
-            ):
+        below = 0
+        for u in node_users:
+            below |= reach[id(u)]
+        if fusable(node):
+            result = node
+            candidates = {}
+            for u in node_users:
+                found = result_of.get(id(u))
+                if found is not None:
+                    candidates.setdefault(id(found), found)
+            for candidate in candidates.values():
+                bit = 1 << number[id(candidate)]
+                outside = [u for u in node_users if result_of.get(id(u)) is not candidate]
+                if any(reach[id(u)] & bit for u in outside):
+                    continue  # a path would leave the group and come back
+                shape, target = node.out.shape, candidate.out.shape
+                if not _broadcasts_to(shape, target):
+                    continue
+                if (outside or id(node.out) in pinned) and tuple(shape) != tuple(target):
+                    continue  # a result of the group has the iteration shape
                 result = candidate
-        result_of[id(node)] = result
+                break
+            if result is node:
+                number[id(node)] = len(number)
+            result_of[id(node)] = result
+            below |= 1 << number[id(result)]
+        reach[id(node)] = below
     groups: dict[int, list] = {}
     for node in graph.nodes:
         if id(node) in result_of:
@@ -126,9 +193,11 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
     return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(target)))
 
 
-def _fused_node(copy: Graph, members: list, new: dict, names: set) -> Symbol:
+def _fused_node(copy: Graph, members: list, new: dict, pinned: set, counts: dict) -> None:
     """The `fused` node of one group: its inputs are the group's outside values in first use
-    order (constants of equal value are one input); one equation per member."""
+    order (constants of equal value are one input); one equation per member. Its results are
+    the members used outside the group (or fetched, or updated) and the last member: one
+    result is the node's value; several are a tuple, each read by a `get` node."""
     index = {id(m.out): j for j, m in enumerate(members)}
     inputs: list[Symbol] = []
     position: dict = {}
@@ -145,9 +214,26 @@ def _fused_node(copy: Graph, members: list, new: dict, names: set) -> Symbol:
                 inputs.append(new[id(i)])
             refs.append(("in", position[key]))
         program.append((m.op.name, tuple(refs), tuple(m.attrs.items())))
+    uses: dict[int, int] = {}
+    for m in members:
+        for i in m.inputs:
+            uses[id(i)] = uses.get(id(i), 0) + 1
+    outputs = tuple(j for j, m in enumerate(members)
+                    if j == len(members) - 1 or id(m.out) in pinned
+                    or counts.get(id(m.out), 0) > uses.get(id(m.out), 0))  # fmt: skip
     result = members[-1]
-    attrs = {"program": tuple(program), "outputs": (len(members) - 1,)}
-    name = result.name  # the node it stands for: its name (and random stream) stays
-    node = copy.add_node(REGISTRY["fused"], inputs, attrs, name, result.site,
-                         result.out.shape, result.out.dtype)  # fmt: skip
-    return node.out
+    attrs = {"program": tuple(program), "outputs": outputs}
+    if len(outputs) == 1:
+        name = result.name  # the node it stands for: its name (and random stream) stays
+        node = copy.add_node(REGISTRY["fused"], inputs, attrs, name, result.site,
+                             result.out.shape, result.out.dtype)  # fmt: skip
+        new[id(result.out)] = node.out
+        return
+    node = copy.add_node(REGISTRY["fused"], inputs, attrs, f"{result.name}/fused", result.site,
+                         (), dt.TUPLE)  # fmt: skip
+    for k, j in enumerate(outputs):
+        m = members[j]
+        get_attrs = {"index": k, "shape": tuple(m.out.shape), "dtype": m.out.dtype}
+        got = copy.add_node(REGISTRY["get"], [node.out], get_attrs, m.name, m.site,
+                            m.out.shape, m.out.dtype)  # fmt: skip
+        new[id(m.out)] = got.out

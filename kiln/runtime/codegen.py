@@ -129,8 +129,9 @@ class Specialized:
         self.aliases = template.aliases if template is not None else Aliases(g)
         in_place = plan and not self.numerics
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
+        self.gets = _planned_tuples(nodes)
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
-                 else self._nbytes(n.out) for n in nodes]  # fmt: skip
+                 else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):
             self.order = template.order
         else:
@@ -139,6 +140,11 @@ class Specialized:
 
     def _is_view(self, node) -> bool:
         return bool(node.op.views)
+
+    def _elements_nbytes(self, node) -> int:
+        """The bytes of a planned tuple's elements (a fused node with several results)."""
+        gets = self.gets.get(id(node.out))
+        return sum(self._nbytes(g[0].out) for g in gets if g) if gets else 0
 
     def _inplace_updates(self, nodes) -> tuple[dict, dict]:
         """({id(update node): (Variable, its node)} for updates that write into the
@@ -258,6 +264,8 @@ class Specialized:
             contiguous[id(out)] = True
             if "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
+            elif n.op.name == "get" and id(n.inputs[0]) in self.gets:
+                pass  # storage set with its tuple's node (an element's buffer, or None)
             elif self._is_view(n) and (
                 n.op.name != "reshape" or contiguous[id(n.inputs[0])] or id(out) in self.escaping
             ):
@@ -268,6 +276,16 @@ class Specialized:
                 keep = n.op.name in ("reshape", "stop_gradient")
                 contiguous[id(out)] = keep and contiguous[id(base)]
                 storage[id(out)] = storage[id(base)]
+            elif id(out) in self.gets:  # a tuple of results, one buffer each (`_planned_tuples`)
+                storage[id(out)] = None
+                for gets in self.gets[id(out)]:
+                    value = gets[0].out if gets else None
+                    fresh = (value is None or not plan or self._nbytes(value) == 0
+                             or any(id(g.out) in self.escaping for g in gets))  # fmt: skip
+                    for g in gets:
+                        storage[id(g.out)] = None if fresh else len(owners)
+                    if not fresh:
+                        owners[len(owners)] = [value, t, "buffer (a result of a tuple)"]
             elif id(out) in self.escaping or not plan or self._nbytes(out) == 0:
                 storage[id(out)] = None  # a fresh array (an output) or nothing to store
             else:
@@ -302,6 +320,9 @@ class Specialized:
             return k
 
         for t, n in enumerate(self.order):
+            if id(n.out) in self.gets:
+                self._merge_results(n, t, owners, last, merged, find)
+                continue
             k_out = self.storage[id(n.out)]
             if (k_out is None or owners[k_out][0] is not n.out or "elementwise" not in n.op.tags
                     or "no_inplace" in n.op.tags):  # fmt: skip
@@ -317,6 +338,37 @@ class Specialized:
                     owners[k][0] = n.out  # the buffer's value is now the output
                     break
         self.storage = {v: (None if k is None else find(k)) for v, k in self.storage.items()}
+
+    def _merge_results(self, n, t, owners, last, merged, find):
+        """`_merge_in_place` for a fused node with several results: result r may take the
+        buffer of input i where i is that buffer's own value, dies at this node, has r's
+        dtype and the iteration shape (no broadcast: every element of the loop reads i at
+        the index it writes), is read by no equation after r's (the blocked and whole-array
+        paths write r before they run the later equations), and no other input is a view of
+        it; each input goes to one result at most."""
+        from ..ops.fused import compiled
+
+        prog = compiled(n.attrs["program"], n.attrs["outputs"])
+        last_read = {s: j for j, slots in enumerate(prog.slots) for s in slots if s < prog.n_in}
+        for r, gets in enumerate(self.gets[id(n.out)]):
+            k_out = self.storage[id(gets[0].out)] if gets else None
+            if k_out is None or owners[k_out][0] is not gets[0].out:
+                continue
+            value, j = gets[0].out, prog.outputs[r]
+            for p, i in enumerate(n.inputs):
+                k = self.storage[id(i)]
+                k = None if k is None else find(k)
+                if not (k is not None and owners[k][0] is i and last[k] == t
+                        and i.dtype == value.dtype
+                        and self.shapes[id(i)] == self.shapes[id(value)]
+                        and last_read.get(p, -1) <= j
+                        and all(x is i for x in n.inputs if self.aliases.same(x, i))):  # fmt: skip
+                    continue
+                merged[k_out] = k
+                last[k] = last[k_out]
+                owners[k][2] += f", then {value.name} in place"
+                owners[k][0] = value
+                break
 
     # -- code ------------------------------------------------------------------------------
 
@@ -414,6 +466,15 @@ class Specialized:
         if in_place:
             var = self.inplace[id(n)][0]
             kwargs.append(f"out=V[{self._var_slot(var, var_index)}]")
+        elif id(n.out) in self.gets:  # one buffer per result, None where it is a fresh array
+            keys = [self.storage[id(g[0].out)] if g else None for g in self.gets[id(n.out)]]
+            if any(k is not None for k in keys):
+                outs = "".join(f"{'None' if k is None else f'b{k}'}, " for k in keys)
+                kwargs.append(f"out=({outs})")
+                ins = {self.storage.get(id(i)) for i in n.inputs}
+                in_place = any(k is not None and k in ins for k in keys)
+        elif n.op.name == "get" and id(n.inputs[0]) in self.gets:
+            pass  # the element its tuple's kernel wrote
         else:
             key = self.storage.get(id(n.out))
             if key is not None and not (self._is_view(n) and n.inputs and
@@ -432,6 +493,8 @@ class Specialized:
     def _fetch(self, s, names, copy: bool = False) -> str:
         n = s.node
         fresh = not ("source" in n.op.tags or self._is_view(n) or id(n) in self.inplace)
+        if n.op.name == "get" and id(n.inputs[0]) in self.gets:  # its own array, unless shared
+            fresh = len(self.gets[id(n.inputs[0])][n.attrs["index"]]) == 1
         fresh = fresh and self.storage.get(id(s)) is None and not copy
         return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
 
@@ -509,6 +572,10 @@ def _check_numerics(value, node) -> None:
 def _check_in_place(xp, value, reference, node) -> None:
     """KILN_CHECKS=1: raises GraphError when a kernel that wrote into an input's storage gave
     other values than the same kernel writing into fresh memory (NaN equal to NaN)."""
+    if isinstance(value, tuple):  # the results of a fused node with several
+        for v, r in zip(value, reference):
+            _check_in_place(xp, v, r, node)
+        return
     if not bool(xp.array_equal(value, reference, equal_nan=value.dtype.kind in "fc")):
         raise node_error(GraphError, "the kernel run in place gave other values than out of "
                          "place (KILN_CHECKS=1): an aliasing bug in the memory plan",
@@ -556,6 +623,20 @@ class _Names:
                 self.names[id(sym)] = "<dead>"
                 dead.append((sym, name))
         return dead
+
+
+def _planned_tuples(nodes) -> dict:
+    """id(tuple value) -> per result, the `get` nodes that read it, for each node whose kernel
+    writes a tuple of results into planned buffers (`out=` a tuple): a fused node with
+    several results (kiln/ops/fused.py). Other tuples (region ops, sort...) are fresh arrays."""
+    from .. import dtypes as dt
+
+    found = {id(n.out): [[] for _ in n.attrs["outputs"]] for n in nodes
+             if n.op.name == "fused" and n.out.dtype == dt.TUPLE}  # fmt: skip
+    for n in nodes:
+        if n.op.name == "get" and id(n.inputs[0]) in found:
+            found[id(n.inputs[0])][n.attrs["index"]].append(n)
+    return found
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

@@ -128,8 +128,8 @@ class Specialized:
         self.escaping = self.fetched | {id(s) for s in g.updates.values()}
         self.aliases = template.aliases if template is not None else Aliases(g)
         in_place = plan and not self.numerics
-        self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         self.gets = _planned_tuples(nodes)
+        self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
                  else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):
@@ -170,15 +170,24 @@ class Specialized:
         shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
         for var, value in g.updates.items():
             node, vn = value.node, var_node.get(id(var))
-            if vn is None or "source" in node.op.tags or self._is_view(node):
+            result = node.op.name == "get" and id(node.inputs[0]) in self.gets
+            if vn is None or "source" in node.op.tags or (self._is_view(node) and not result):
                 continue
             if id(value) in self.fetched or aliases.read_at_end(vn.out) or shared[id(value)] > 1:
                 continue
             if self.shapes[id(value)] != var.shape or value.dtype != var.dtype:
                 continue
-            if not aliases.may_write_into(node, vn.out, shape_of):
-                continue
-            i = index[id(node)]
+            if result:  # a result of a fused node: that node writes into the variable
+                if len(self.gets[id(node.inputs[0])][node.attrs["index"]]) > 1:
+                    continue
+                writer = node.inputs[0].node
+                if not self._may_write_result(writer, node.attrs["index"], vn.out):
+                    continue
+            else:
+                writer = node
+                if not aliases.may_write_into(node, vn.out, shape_of):
+                    continue
+            i = index[id(writer)]
             readers = {index[id(u)] for u in aliases.readers_of(vn.out)} - {i}
             blockers = readers | set(may_fail)
             if _reaches_any(i, blockers, users):
@@ -186,8 +195,27 @@ class Specialized:
             for b in blockers:
                 users[b].append(i)
             inplace[id(node)] = (var, vn)
-            after[i] = blockers
+            after[i] = after.get(i, set()) | blockers  # a fused node may write several
         return inplace, after
+
+    def _may_write_result(self, n, r, target) -> bool:
+        """Whether result `r` of fused node `n` may be written into `target`'s storage while
+        `n` runs: each input of `n` in that storage is `target` itself, of the iteration
+        shape (read at the index written, never broadcast), and read by no equation after
+        result r's (the blocked and whole-array paths write r before the later equations)."""
+        from ..ops.fused import compiled
+
+        prog = compiled(n.attrs["program"], n.attrs["outputs"])
+        j = prog.outputs[r]
+        value = self.gets[id(n.out)][r][0].out
+        for p, i in enumerate(n.inputs):
+            if not self.aliases.same(i, target):
+                continue
+            if i is not target or self.shapes[id(i)] != self.shapes[id(value)]:
+                return False
+            if any(p in slots for slots in prog.slots[j + 1 :]):
+                return False
+        return True
 
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
@@ -346,23 +374,16 @@ class Specialized:
         the index it writes), is read by no equation after r's (the blocked and whole-array
         paths write r before they run the later equations), and no other input is a view of
         it; each input goes to one result at most."""
-        from ..ops.fused import compiled
-
-        prog = compiled(n.attrs["program"], n.attrs["outputs"])
-        last_read = {s: j for j, slots in enumerate(prog.slots) for s in slots if s < prog.n_in}
         for r, gets in enumerate(self.gets[id(n.out)]):
             k_out = self.storage[id(gets[0].out)] if gets else None
             if k_out is None or owners[k_out][0] is not gets[0].out:
                 continue
-            value, j = gets[0].out, prog.outputs[r]
-            for p, i in enumerate(n.inputs):
+            value = gets[0].out
+            for i in n.inputs:
                 k = self.storage[id(i)]
                 k = None if k is None else find(k)
                 if not (k is not None and owners[k][0] is i and last[k] == t
-                        and i.dtype == value.dtype
-                        and self.shapes[id(i)] == self.shapes[id(value)]
-                        and last_read.get(p, -1) <= j
-                        and all(x is i for x in n.inputs if self.aliases.same(x, i))):  # fmt: skip
+                        and i.dtype == value.dtype and self._may_write_result(n, r, i)):
                     continue
                 merged[k_out] = k
                 last[k] = last[k_out]
@@ -463,18 +484,24 @@ class Specialized:
             kwargs.append(f"key=K[{rand}]")
         call = f"k{t}(xp, {', '.join([*args, *kwargs])}"
         in_place = id(n) in self.inplace
-        if in_place:
+        if n.op.name == "get" and id(n.inputs[0]) in self.gets:
+            in_place = False  # the element its tuple's kernel wrote (in a Variable, maybe)
+        elif in_place:
             var = self.inplace[id(n)][0]
             kwargs.append(f"out=V[{self._var_slot(var, var_index)}]")
         elif id(n.out) in self.gets:  # one buffer per result, None where it is a fresh array
-            keys = [self.storage[id(g[0].out)] if g else None for g in self.gets[id(n.out)]]
-            if any(k is not None for k in keys):
-                outs = "".join(f"{'None' if k is None else f'b{k}'}, " for k in keys)
-                kwargs.append(f"out=({outs})")
-                ins = {self.storage.get(id(i)) for i in n.inputs}
-                in_place = any(k is not None and k in ins for k in keys)
-        elif n.op.name == "get" and id(n.inputs[0]) in self.gets:
-            pass  # the element its tuple's kernel wrote
+            outs, ins = [], {self.storage.get(id(i)) for i in n.inputs}
+            for gets in self.gets[id(n.out)]:
+                k = self.storage[id(gets[0].out)] if gets else None
+                if gets and id(gets[0]) in self.inplace:  # a Variable updated in place
+                    var = self.inplace[id(gets[0])][0]
+                    outs.append(f"V[{self._var_slot(var, var_index)}]")
+                    in_place = True
+                else:
+                    outs.append("None" if k is None else f"b{k}")
+                    in_place = in_place or (k is not None and k in ins)
+            if any(o != "None" for o in outs):
+                kwargs.append(f"out=({''.join(o + ', ' for o in outs)})")
         else:
             key = self.storage.get(id(n.out))
             if key is not None and not (self._is_view(n) and n.inputs and

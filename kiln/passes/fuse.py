@@ -62,13 +62,14 @@ def fuse_elementwise(
     copy.source = graph.source
     new: dict[int, Symbol] = {}
     pinned = {id(s) for s in (*graph.outputs, *graph.updates.values())}
+    names = {n.name for n in graph.nodes}
     counts: dict[int, int] = {}  # id(value) -> how many node inputs read it
     for n in graph.nodes:
         for i in n.inputs:
             counts[id(i)] = counts.get(id(i), 0) + 1
     for unit in _order(graph, groups):
         if isinstance(unit, list):
-            _fused_node(copy, unit, new, pinned, counts)
+            _fused_node(copy, unit, new, pinned, counts, names)
             continue
         inputs = [new[id(i)] for i in unit.inputs]
         clone = copy.add_node(unit.op, inputs, unit.attrs, unit.name, unit.site,
@@ -193,7 +194,8 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
     return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(target)))
 
 
-def _fused_node(copy: Graph, members: list, new: dict, pinned: set, counts: dict) -> None:
+def _fused_node(copy: Graph, members: list, new: dict, pinned: set, counts: dict,
+                names: set) -> None:  # fmt: skip
     """The `fused` node of one group: its inputs are the group's outside values in first use
     order (constants of equal value are one input); one equation per member. Its results are
     the members used outside the group (or fetched, or updated) and the last member: one
@@ -229,8 +231,15 @@ def _fused_node(copy: Graph, members: list, new: dict, pinned: set, counts: dict
                              result.out.shape, result.out.dtype)  # fmt: skip
         new[id(result.out)] = node.out
         return
-    node = copy.add_node(REGISTRY["fused"], inputs, attrs, f"{result.name}/fused", result.site,
-                         (), dt.TUPLE)  # fmt: skip
+    # the tuple: `fused` in the result's scope, a name no node of the source graph has
+    scope = result.name.rpartition("/")[0]
+    name = base = f"{scope}/fused" if scope else "fused"
+    suffix = 0
+    while name in names:
+        suffix += 1
+        name = f"{base}_{suffix}"
+    names.add(name)
+    node = copy.add_node(REGISTRY["fused"], inputs, attrs, name, result.site, (), dt.TUPLE)
     for k, j in enumerate(outputs):
         m = members[j]
         get_attrs = {"index": k, "shape": tuple(m.out.shape), "dtype": m.out.dtype}

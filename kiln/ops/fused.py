@@ -2,11 +2,11 @@
 
 Its `program` attr lists the group's equations, its `outputs` attr the equations that are its
 results: one (the last), or several (a tuple value whose elements `get` nodes read; every
-result has the iteration shape, and one loop writes them all). On the CPU a large output runs cache-blocked
-(every equation on one block of rows, in small scratch buffers, before the next block), a
-small one through a numba loop generated from the program (when numba is installed and the
-loop pays) or through straight-line calls of the member kernels. On a GPU it is one generated
-CUDA kernel (kiln/ops/fused_cuda.py).
+result has the iteration shape, and one loop writes them all). On the CPU a large output runs
+cache-blocked (every equation on one block of rows, in small scratch buffers, before the next
+block), a small one through a numba loop generated from the program (when numba is installed
+and the loop pays) or through straight-line calls of the member kernels. On a GPU it is one
+generated CUDA kernel (kiln/ops/fused_cuda.py).
 """
 
 from __future__ import annotations
@@ -412,10 +412,11 @@ def _scratch(key, shape, dtype):
 
 
 def _run_blocked(prog, inputs, outs, sig, block_bytes):
-    """Row blocks of the results `outs` (all of one shape): every equation for one block into scratch, then the next block;
-    where some equations are not lowered, by runs of compiled ones between NumPy's kernels
-    for those (kiln/ops/fused_segments.py; NumPy's bits in either mode: NumPy's SIMD libm
-    beats a scalar one on large arrays), in larger blocks (fewer values live in scratch)."""
+    """Row blocks of the results `outs` (all of one shape): every equation for one block into
+    scratch (each result into its own block), then the next block; where some equations are
+    not lowered, by runs of compiled ones between NumPy's kernels for those
+    (kiln/ops/fused_segments.py; NumPy's bits in either mode: NumPy's SIMD libm beats a
+    scalar one on large arrays), in larger blocks (fewer values live in scratch)."""
     segmented = segmented_block(prog, sig, True) if _HAVE_NUMBA else None
     if segmented is not None and block_bytes == BLOCK_BYTES:
         block_bytes = SEGMENT_BLOCK_BYTES

@@ -102,11 +102,12 @@ _LOOPS: dict = {}  # (source text, exact) -> numba dispatcher: equal programs sh
 
 
 def numba_loop(prog, dtypes, arrays, exact=True):
-    """A numba function `loop(*outs, *inputs) -> bool` (one array per result) compiled for the types of `arrays` only
-    (other types raise TypeError, as a non-contiguous array's does); it returns False, doing
-    nothing, where an input is partly broadcast (only one-element inputs broadcast). None
-    without numba or where the program has an op or dtype that is not lowered. With `exact`
-    False, libm functions (`LIBM`) are lowered too: within `ULP_BOUND` of NumPy's.
+    """A numba function `loop(*outs, *inputs) -> bool` (one array per result) compiled for
+    the types of `arrays` only (other types raise TypeError, as a non-contiguous array's
+    does); it returns False, doing nothing, where an input is partly broadcast (only
+    one-element inputs broadcast). None without numba or where the program has an op or
+    dtype that is not lowered. With `exact` False, libm functions (`LIBM`) are lowered too:
+    within `ULP_BOUND` of NumPy's.
 
     The loop's text is written to kiln's cache directory (kiln/disk_cache.py) and
     compiled by numba with `cache=True`: another process loads the machine code from there

@@ -88,7 +88,7 @@ def _order(graph: Graph, groups: dict) -> list:
     at its last member), else the earliest ready unit first (a group whose result is used
     outside before its last member runs before that user; convex groups always have one)."""
     unit_of: dict[int, int] = {}  # id(node) -> the index (graph order) of its unit's key node
-    for key, members in groups.items():
+    for members in groups.values():
         last = members[-1]
         for m in members:
             unit_of[id(m)] = id(last)

@@ -382,8 +382,13 @@ class Specialized:
             for i in n.inputs:
                 k = self.storage[id(i)]
                 k = None if k is None else find(k)
-                if not (k is not None and owners[k][0] is i and last[k] == t
-                        and i.dtype == value.dtype and self._may_write_result(n, r, i)):
+                if not (
+                    k is not None
+                    and owners[k][0] is i
+                    and last[k] == t
+                    and i.dtype == value.dtype
+                    and self._may_write_result(n, r, i)
+                ):
                     continue
                 merged[k_out] = k
                 last[k] = last[k_out]

@@ -794,3 +794,11 @@ def test_random_dags_with_outside_uses_give_the_unfused_bits_and_valid_plans(cas
                 np.testing.assert_array_equal(got, exp)
     p = f.plan
     validate_plan(p.sizes, p.starts, p.ends, p.offsets, p.arena_bytes, p.alignment)
+
+
+def test_several_results_off_ends_a_group_at_values_used_outside():
+    graph = _tape_graph()
+    one = fuse_elementwise(graph, several_results=False)
+    kn.verify(one)
+    programs = [[eq[0] for eq in n.attrs["program"]] for n in fused_nodes(one)]
+    assert programs == [["add", "relu"], ["mul", "sub"]] and "get" not in [n.op.name for n in one.nodes]

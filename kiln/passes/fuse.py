@@ -27,7 +27,11 @@ def fusable(node) -> bool:
 
 
 def fuse_elementwise(
-    graph: Graph, min_bytes: int = 0, min_ops: int = 2, small_bytes: int = 0
+    graph: Graph,
+    min_bytes: int = 0,
+    min_ops: int = 2,
+    small_bytes: int = 0,
+    several_results: bool = True,
 ) -> Graph:
     """A copy of the program graph `graph` where each group of two or more fusable nodes is one
     `fused` node, with the site of the group's last node.
@@ -40,7 +44,8 @@ def fuse_elementwise(
     of at least that many bytes are fused (where fusing pays on the device), and only groups
     of at least `min_ops` nodes; groups whose last node has a static shape of at most
     `small_bytes` bytes are fused whatever their size and count (where one compiled loop
-    replaces a kernel call per op).
+    replaces a kernel call per op). With `several_results` False, every group has one result:
+    a value used outside ends its group (how kiln fused before groups had several results).
 
     >>> import kiln as kn
     >>> from kiln.passes.program import extract
@@ -53,7 +58,7 @@ def fuse_elementwise(
     >>> [n.op.name for n in fuse_elementwise(extract([y, h], [x], {})).nodes]
     ['placeholder', 'constant', 'fused', 'get', 'get']
     """
-    groups = find_groups(graph)
+    groups = find_groups(graph, several_results)
     big = lambda sym: not min_bytes or _static_bytes(sym) >= min_bytes  # noqa: E731
     small = lambda sym: _is_static(sym) and _static_bytes(sym) <= small_bytes  # noqa: E731
     groups = {k: m for k, m in groups.items()
@@ -133,7 +138,7 @@ def _static_bytes(sym) -> int:
     return math.prod(sym.shape) * sym.dtype.itemsize
 
 
-def find_groups(graph: Graph) -> dict:
+def find_groups(graph: Graph, several_results: bool = True) -> dict:
     """id(last node) -> the group's nodes in graph order, for groups of two or more.
 
     In reverse order, a fusable node joins the group of one of its users when its shape
@@ -142,6 +147,7 @@ def find_groups(graph: Graph) -> dict:
     back, and replacing each group by one node keeps the graph acyclic). A node whose value is
     also used outside the group, fetched or updated is one of the group's results: it joins
     only with the iteration shape itself, so every result is written over the same loop.
+    With `several_results` False, such a value ends its group instead.
     """
     users: dict[int, list] = {}
     for node in graph.nodes:
@@ -171,7 +177,9 @@ def find_groups(graph: Graph) -> dict:
                 shape, target = node.out.shape, candidate.out.shape
                 if not _broadcasts_to(shape, target):
                     continue
-                if (outside or id(node.out) in pinned) and tuple(shape) != tuple(target):
+                if (outside or id(node.out) in pinned) and (
+                    not several_results or tuple(shape) != tuple(target)
+                ):
                     continue  # a result of the group has the iteration shape
                 result = candidate
                 break

@@ -3,7 +3,7 @@ function in exact mode: `tanh`, `exp`…) runs each block as compiled numba loop
 of lowered equations, with NumPy's own kernel for each equation between them.
 
 Before, one unlowered equation sent the whole program to one NumPy call per equation and
-block. A run's loop reads its inputs once and writes only the values later equations (or the
+block; a program lowered whole is one run, one loop per block. A run's loop reads its inputs once and writes only the values later equations (or the
 result) read, so values inside a run never touch memory; the NumPy equations keep NumPy's
 bits, so the result is the same in either mode (`KILN_EXACT`).
 
@@ -29,8 +29,7 @@ _CACHE: dict = {}  # (program, dtypes, exact) -> the block runner, or None
 def segmented_block(prog, sig, exact: bool):
     """`run(outs, values, scratch) -> bool` running one block of `prog` by runs of compiled
     equations (False: this block's arrays do not fit, nothing written), or None where it
-    would not pay (no run of two or more lowered equations beside an unlowered one) or
-    numba is missing."""
+    would not pay (no run of two or more lowered equations) or numba is missing."""
     key = (prog.program, prog.outputs, tuple(sig.dtypes), exact)
     if key in _CACHE:
         return _CACHE[key]
@@ -66,8 +65,11 @@ def _build(numba, prog, dtypes, exact):
         if k - j >= 2:
             runs.append((j, k))
         j = max(k, j + 1)
-    if not runs or sum(b - a for a, b in runs) == n_eq:
-        return None  # nothing to split: the whole program is one loop, or none
+    if not runs:
+        return None  # no run of two lowered equations: NumPy's kernels, one by one
+    # A program lowered whole is one run: one loop reads each input once and writes only the
+    # results (measured on Adam's 12-equation update of float32[1M], CPU time: 0.9 ms as one
+    # loop over 512 KiB blocks, 3.3 ms as NumPy's kernels by 128 KiB blocks, 2.4 ms unfused).
     last_use = {}
     for j, slots in enumerate(prog.slots):
         for s in slots:

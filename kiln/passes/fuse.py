@@ -142,52 +142,47 @@ def find_groups(graph: Graph, several_results: bool = True) -> dict:
     """id(last node) -> the group's nodes in graph order, for groups of two or more.
 
     In reverse order, a fusable node joins the group of one of its users when its shape
-    broadcasts to that group's last node's (the group's iteration shape), and no user outside
-    the group reaches the group (so every group stays convex: no path leaves it and comes
-    back, and replacing each group by one node keeps the graph acyclic). A node whose value is
-    also used outside the group, fetched or updated is one of the group's results: it joins
-    only with the iteration shape itself, so every result is written over the same loop.
-    With `several_results` False, such a value ends its group instead.
+    broadcasts to that group's last node's (the group's iteration shape). A node whose value
+    is also used outside the group, fetched or updated is one of the group's results: it joins
+    only with the iteration shape itself (one loop writes every result), and only where each
+    of its users outside the group comes after the group's last node (or is in a group whose
+    last node does). Then every edge between groups and other nodes runs forward in graph
+    order, from a group's last node's place: the groups are convex (no path leaves one and
+    comes back), and replacing each by one node keeps the graph acyclic (checking each group's
+    convexity alone would not: two groups could each feed the other). With
+    `several_results` False, a value used outside ends its group instead.
     """
     users: dict[int, list] = {}
     for node in graph.nodes:
         for i in node.inputs:
             users.setdefault(id(i), []).append(node)
     pinned = {id(s) for s in (*graph.outputs, *graph.updates.values(), *graph.inputs)}
+    position = {id(n): t for t, n in enumerate(graph.nodes)}
     result_of: dict[int, Node] = {}
-    number: dict[int, int] = {}  # id(last node of a group) -> the group's bit
-    reach: dict[int, int] = {}  # id(node) -> the bits of the groups it is in or reaches
     for node in reversed(graph.nodes):
+        if not fusable(node):
+            continue
         node_users = users.get(id(node.out), ())
-        below = 0
+        result = node
+        candidates = {}
         for u in node_users:
-            below |= reach[id(u)]
-        if fusable(node):
-            result = node
-            candidates = {}
-            for u in node_users:
-                found = result_of.get(id(u))
-                if found is not None:
-                    candidates.setdefault(id(found), found)
-            for candidate in candidates.values():
-                bit = 1 << number[id(candidate)]
-                outside = [u for u in node_users if result_of.get(id(u)) is not candidate]
-                if any(reach[id(u)] & bit for u in outside):
-                    continue  # a path would leave the group and come back
-                shape, target = node.out.shape, candidate.out.shape
-                if not _broadcasts_to(shape, target):
+            found = result_of.get(id(u))
+            if found is not None:
+                candidates.setdefault(id(found), found)
+        for candidate in candidates.values():
+            shape, target = node.out.shape, candidate.out.shape
+            if not _broadcasts_to(shape, target):
+                continue
+            outside = [u for u in node_users if result_of.get(id(u)) is not candidate]
+            if outside or id(node.out) in pinned:  # a result of the group
+                if not several_results or tuple(shape) != tuple(target):
                     continue
-                if (outside or id(node.out) in pinned) and (
-                    not several_results or tuple(shape) != tuple(target)
-                ):
-                    continue  # a result of the group has the iteration shape
-                result = candidate
-                break
-            if result is node:
-                number[id(node)] = len(number)
-            result_of[id(node)] = result
-            below |= 1 << number[id(result)]
-        reach[id(node)] = below
+                last = position[id(candidate)]
+                if any(position[id(result_of.get(id(u), u))] < last for u in outside):
+                    continue  # a user the group's value would reach before it is made
+            result = candidate
+            break
+        result_of[id(node)] = result
     groups: dict[int, list] = {}
     for node in graph.nodes:
         if id(node) in result_of:

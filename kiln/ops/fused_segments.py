@@ -3,9 +3,10 @@ function in exact mode: `tanh`, `exp`…) runs each block as compiled numba loop
 of lowered equations, with NumPy's own kernel for each equation between them.
 
 Before, one unlowered equation sent the whole program to one NumPy call per equation and
-block; a program lowered whole is one run, one loop per block. A run's loop reads its inputs once and writes only the values later equations (or the
-result) read, so values inside a run never touch memory; the NumPy equations keep NumPy's
-bits, so the result is the same in either mode (`KILN_EXACT`).
+block; a program lowered whole is one run, one loop per block. A run's loop reads its inputs
+once and writes only the values later equations (or the results) read, so values inside a run
+never touch memory; the NumPy equations keep NumPy's bits, so the result is the same in
+either mode (`KILN_EXACT`).
 
 A run's loop takes the block's arrays flat: it serves blocks whose inputs are all of the
 block's shape (or spread from one element); another block (an input broadcast along some

@@ -89,10 +89,15 @@ def _build(numba, prog, dtypes, exact):
     return _runner(prog, steps, kernels, n_in, n_eq)
 
 
-def _source(prog, exprs, a, b, reads, writes, scalars) -> str:
+def _source(prog, exprs, a, b, reads, writes, scalars, same=None) -> str:
     """A run's loop; the reads marked in `scalars` are one element, read once before it (an
-    index that is the same for every i would keep the loop from vectorizing)."""
+    index that is the same for every i would keep the loop from vectorizing). `same[k]`: the
+    read whose memory output k is (written in place of a dying input), or -1; that output is
+    stored through the read's own array, so the compiler sees one array read and written at
+    the same index (through two arrays of one memory it keeps the loop scalar: Adam's update
+    of float32[1M] in place, 2.5 ms so, 0.9 ms through one)."""
     n_in = prog.n_in
+    same = same or (-1,) * len(writes)
     name = lambda s: f"v{s}" if s < n_in else f"e{s - n_in}"  # noqa: E731
     params = [f"o{k}" for k in range(len(writes))] + [f"a{k}" for k in range(len(reads))]
     lines = [f"def kernel({', '.join(params)}):", "    n = o0.size"]
@@ -103,13 +108,21 @@ def _source(prog, exprs, a, b, reads, writes, scalars) -> str:
     lines.append("    for i in range(n):")
     lines += [f"        {name(s)} = f{k}[i]" for k, s in enumerate(reads) if not scalars[k]]
     lines += [f"        e{j} = {exprs[j]}" for j in range(a, b)]
-    lines += [f"        p{k}[i] = {name(s)}" for k, s in enumerate(writes)]
+    lines += [f"        {f'p{k}' if same[k] < 0 else f'f{same[k]}'}[i] = {name(s)}"
+              for k, s in enumerate(writes)]  # fmt: skip
     lines.append("    return True")
     return "\n".join(lines) + "\n"
 
 
+def _same_memory(a, b) -> bool:
+    """Whether arrays `a` and `b` are the same elements (pointer, shape and strides)."""
+    return (a.shape == b.shape and a.strides == b.strides
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])  # fmt: skip
+
+
 class _Loop:
-    """A run's compiled loops, one per pattern of one-element reads (built on first use)."""
+    """A run's compiled loops, one per pattern of one-element reads and of outputs that are
+    an input's memory (built on first use)."""
 
     def __init__(self, numba, prog, exprs, a, b, reads, writes):
         self.numba, self.args = numba, (prog, exprs, a, b, reads, writes)
@@ -117,10 +130,13 @@ class _Loop:
         self.loops: dict = {}
 
     def __call__(self, dst, src) -> None:
-        pattern = tuple(v.size == 1 for v in src)
-        loop = self.loops.get(pattern)
+        scalars = tuple(v.size == 1 for v in src)
+        same = tuple(next((k for k, v in enumerate(src) if not scalars[k] and _same_memory(d, v)),
+                          -1) for d in dst)  # fmt: skip
+        loop = self.loops.get((scalars, same))
         if loop is None:
-            loop = self.loops[pattern] = _jit(self.numba, _source(*self.args, pattern))
+            source = _source(*self.args, scalars, same)
+            loop = self.loops[(scalars, same)] = _jit(self.numba, source)
         loop(*dst, *src)
 
 

@@ -436,6 +436,7 @@ def _run_blocked(prog, inputs, outs, sig, block_bytes):
         buf.fill(inputs[k].reshape(()))
         filled.append(buf)
     spread = {width: list(zip(plan.spread, (v[:width] for v in filled))) for width in views}
+    one = {k: np.asarray(inputs[k]) for k in plan.spread}  # a fed NumPy scalar: a 0-d array
     axis, step, size, block = plan.axis, plan.step, out.shape[plan.axis], prog.code(np)[1]
     for idx in itertools.product(*map(range, out.shape[:axis])):
         for start in range(0, size, step):
@@ -444,7 +445,7 @@ def _run_blocked(prog, inputs, outs, sig, block_bytes):
                 values[k] = inputs[k][ix(idx, sl)]
             blocks = values[:]  # one-element inputs as they are: loops read them once
             for k, v in spread[width]:
-                blocks[k], values[k] = inputs[k], v
+                blocks[k], values[k] = one[k], v
             dests = [o[(*idx, sl)] for o in outs]
             if segmented is None or not segmented(dests, blocks, views[width]):
                 block(*dests, *values, *views[width])

@@ -116,7 +116,7 @@ def _source(prog, exprs, a, b, reads, writes, scalars, same=None) -> str:
 
 def _same_memory(a, b) -> bool:
     """Whether arrays `a` and `b` are the same elements (pointer, shape and strides)."""
-    return (a.shape == b.shape and a.strides == b.strides
+    return (a.shape == b.shape and a.strides == b.strides and np.may_share_memory(a, b)
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])  # fmt: skip
 
 

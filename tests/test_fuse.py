@@ -823,3 +823,18 @@ def test_several_results_off_ends_a_group_at_values_used_outside():
     assert programs == [["add", "relu"], ["mul", "sub"]] and "get" not in [
         n.op.name for n in one.nodes
     ]
+
+
+def test_a_value_does_not_join_a_group_that_reads_later_values():
+    """h + m reads the matmul m, made after h: were h a result of that group, h's other user
+    (a reduction) would wait for the matmul (a bucket's all-reduce for backward's end)."""
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3, 3), name="x")
+        w = kn.placeholder(kn.float32, (3, 3), name="w")
+        h = kn.relu(x * 2.0)
+        m = x @ w
+        r = h + m
+        u = kn.sum(h)
+    graph = program_graph([r, u], [x, w])
+    groups = [[m.op.name for m in ms] for ms in find_groups(graph).values()]
+    assert groups == [["mul", "relu"]]

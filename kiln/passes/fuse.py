@@ -146,7 +146,7 @@ def find_groups(graph: Graph, several_results: bool = True) -> dict:
     is also used outside the group, fetched or updated is one of the group's results: it joins
     only with the iteration shape itself (one loop writes every result), and only where each
     of its users outside the group comes after the group's last node (or is in a group whose
-    last node does). Then every edge between groups and other nodes runs forward in graph
+    last node does), and the group reads nothing made after it (its users would wait). Then every edge between groups and other nodes runs forward in graph
     order, from a group's last node's place: the groups are convex (no path leaves one and
     comes back), and replacing each by one node keeps the graph acyclic (checking each group's
     convexity alone would not: two groups could each feed the other). With
@@ -159,6 +159,7 @@ def find_groups(graph: Graph, several_results: bool = True) -> dict:
     pinned = {id(s) for s in (*graph.outputs, *graph.updates.values(), *graph.inputs)}
     position = {id(n): t for t, n in enumerate(graph.nodes)}
     result_of: dict[int, Node] = {}
+    inputs: dict[int, dict] = {}  # id(last node) -> {id(value read from outside): its place}
     for node in reversed(graph.nodes):
         if not fusable(node):
             continue
@@ -180,9 +181,17 @@ def find_groups(graph: Graph, several_results: bool = True) -> dict:
                 last = position[id(candidate)]
                 if any(position[id(result_of.get(id(u), u))] < last for u in outside):
                     continue  # a user the group's value would reach before it is made
+                later = (t for v, t in inputs[id(candidate)].items() if v != id(node.out))
+                if outside and max(later, default=-1) > position[id(node)]:
+                    continue  # its users would wait for values made after it
             result = candidate
             break
         result_of[id(node)] = result
+        read = inputs.setdefault(id(result), {})
+        read.pop(id(node.out), None)
+        read.update(
+            (id(i), -1 if "source" in i.node.op.tags else position[id(i.node)]) for i in node.inputs
+        )  # fmt: skip (a constant or a feed: ready at any time)
     groups: dict[int, list] = {}
     for node in graph.nodes:
         if id(node) in result_of:

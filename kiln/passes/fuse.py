@@ -146,12 +146,14 @@ def find_groups(graph: Graph, several_results: bool = True) -> dict:
     is also used outside the group, fetched or updated is one of the group's results: it joins
     only with the iteration shape itself (one loop writes every result), and only where each
     of its users outside the group comes after the group's last node (or is in a group whose
-    last node does), and the group reads nothing made after it (its users would wait). Then every edge between groups and other nodes runs forward in graph
-    order, from a group's last node's place: the groups are convex (no path leaves one and
-    comes back), and replacing each by one node keeps the graph acyclic (checking each group's
-    convexity alone would not: two groups could each feed the other). With
-    `several_results` False, a value used outside ends its group instead.
+    last node does) and the group reads nothing made after the node (its users would wait).
+    Then every edge between groups and other nodes runs forward in graph order, from a
+    group's last node's place: the groups are convex (no path leaves one and comes back), and
+    replacing each by one node keeps the graph acyclic (checking each group's convexity alone
+    would not: two groups could each feed the other). With `several_results` False, a value
+    used outside ends its group instead.
     """
+
     users: dict[int, list] = {}
     for node in graph.nodes:
         for i in node.inputs:

@@ -89,9 +89,9 @@ def fuse_elementwise(
 
 def _order(graph: Graph, groups: dict) -> list:
     """The nodes outside groups and the groups (lists of members), in a topological order of
-    the graph with each group contracted to one node: graph order where that is one (a group
-    at its last member), else the earliest ready unit first (a group whose result is used
-    outside before its last member runs before that user; convex groups always have one)."""
+    the graph with each group contracted to one node: graph order with each group at its last
+    member's place (`find_groups` makes groups for which that is one), else the earliest
+    ready unit first."""
     unit_of: dict[int, int] = {}  # id(node) -> the index (graph order) of its unit's key node
     for members in groups.values():
         last = members[-1]
@@ -123,7 +123,7 @@ def _order(graph: Graph, groups: dict) -> list:
             pending[u] -= 1
             if pending[u] == 0:
                 heapq.heappush(ready, (index[u], u))
-    if len(order) != len(units):  # find_groups makes convex groups: never
+    if len(order) != len(units):  # groups that feed each other: find_groups makes none
         raise AssertionError("fuse_elementwise: the groups are not convex")
     return order
 

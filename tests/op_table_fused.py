@@ -37,15 +37,22 @@ def fused(*program):
 def fused_results(outputs, *program):
     """`fn` of a row with several results: one fused node running `program` whose results
     are the equations `outputs`; in graph mode its tuple is read by one `get` node each."""
+    from kiln import Tensor, tensor
     from kiln.graph.core import Symbol
     from kiln.graph.opdef import REGISTRY
-    from kiln.ops.core import bind
+    from kiln.ops.core import bind, run_eager
     from kiln.ops.fused import compiled, result_shapes
 
+    attrs = {"program": tuple(program), "outputs": outputs}
+
     def fn(*xs):
-        result = apply("fused", *xs, program=tuple(program), outputs=outputs)
-        if not isinstance(result, Symbol):
-            return list(result)  # eager: the kernel's tuple of arrays
+        if not any(isinstance(x, Symbol) for x in xs):  # eager (NumPy arrays or Tensors): the
+            arrays = [np.asarray(x) for x in xs]  # kernel's tuple, as the planner runs it
+            results = run_eager(REGISTRY["fused"], arrays, dict(attrs))
+            if any(isinstance(x, Tensor) for x in xs):  # Tensors in, Tensors out
+                return [tensor(r) for r in results]
+            return list(results)
+        result = apply("fused", *xs, **attrs)
         prog = compiled(tuple(program), outputs)
         shapes = result_shapes(prog, [x.shape for x in xs])
         dtypes = prog.signature(tuple(x.dtype for x in xs)).out_dtypes

@@ -37,21 +37,16 @@ def fused(*program):
 def fused_results(outputs, *program):
     """`fn` of a row with several results: one fused node running `program` whose results
     are the equations `outputs`; in graph mode its tuple is read by one `get` node each."""
-    from kiln import Tensor, tensor
     from kiln.graph.core import Symbol
     from kiln.graph.opdef import REGISTRY
-    from kiln.ops.core import bind, run_eager
+    from kiln.ops.core import bind
     from kiln.ops.fused import compiled, result_shapes
 
     attrs = {"program": tuple(program), "outputs": outputs}
 
     def fn(*xs):
-        if not any(isinstance(x, Symbol) for x in xs):  # eager (NumPy arrays or Tensors): the
-            arrays = [np.asarray(x) for x in xs]  # kernel's tuple, as the planner runs it
-            results = run_eager(REGISTRY["fused"], arrays, dict(attrs))
-            if any(isinstance(x, Tensor) for x in xs):  # Tensors in, Tensors out
-                return [tensor(r) for r in results]
-            return list(results)
+        if not any(isinstance(x, Symbol) for x in xs):  # eager: the kernel's tuple, on the
+            return _eager_results(xs, attrs)  # device of the Tensors (Tensors in, Tensors out)
         result = apply("fused", *xs, **attrs)
         prog = compiled(tuple(program), outputs)
         shapes = result_shapes(prog, [x.shape for x in xs])
@@ -60,6 +55,22 @@ def fused_results(outputs, *program):
                 for k, (s, d) in enumerate(zip(shapes, dtypes))]  # fmt: skip
 
     return fn
+
+
+def _eager_results(xs, attrs) -> list:
+    """The fused kernel run now on NumPy arrays or Tensors (on the first Tensor's device, the
+    others moved there), as the planner runs it; Tensors give Tensors on that device."""
+    from kiln.eager.tensor import Tensor, make
+    from kiln.graph.opdef import REGISTRY
+    from kiln.runtime.backend import get_backend
+
+    tensors = [x for x in xs if isinstance(x, Tensor)]
+    if not tensors:
+        return list(REGISTRY["fused"].impl(np, *[np.asarray(x) for x in xs], **attrs))
+    device = tensors[0].device
+    xp = get_backend(device).activate()
+    datas = [x.to(device)._data if isinstance(x, Tensor) else xp.asarray(x) for x in xs]
+    return [make(r, device) for r in REGISTRY["fused"].impl(xp, *datas, **attrs)]
 
 
 def inputs(*specs):

@@ -42,6 +42,13 @@ KEEPS |= {
     "lgamma": {"x0"}, "digamma": {"x0"}, "polygamma": {"x0"}, "erfinv": {"y"}, "i0": {"x0"},
     "i1": {"x0", "y"},
 }  # fmt: skip
+# kn.linalg's factorizations (tests/op_table_linalg.py): their packed results y (qr of a wide
+# matrix reads x0's last columns too, not in its first row); the solves X = A⁻¹ B read A and
+# X; matrix_exp's is exp of a block matrix of x0; pinv's A and A⁺
+KEEPS |= {
+    "qr": {"y"}, "eigh": {"y"}, "svd": {"y"}, "lu": {"y"}, "solve_triangular": {"x0", "y"},
+    "matrix_exp": {"x0"}, "pinv": {"x0", "y"}, "cholesky_ex": {"y"}, "inv_ex": {"y"},
+}  # fmt: skip
 # advanced indexing (tests/op_table_index.py): the index arrays only
 KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}
 # addmm(input, mat1, mat2) = beta * input + alpha * mat1 @ mat2: the two matrices, as matmul's

@@ -136,9 +136,10 @@ class Specialized:
         self.escaping = self.fetched | {id(s) for s in g.updates.values()}
         self.aliases = template.aliases if template is not None else Aliases(g)
         in_place = plan and not self.numerics
+        self.gets = _planned_tuples(nodes)
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
-                 else self._nbytes(n.out) for n in nodes]  # fmt: skip
+                 else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):
             self.order = template.order
         else:
@@ -147,6 +148,11 @@ class Specialized:
 
     def _is_view(self, node) -> bool:
         return bool(node.op.views)
+
+    def _elements_nbytes(self, node) -> int:
+        """The bytes of a planned tuple's elements (a fused node with several results)."""
+        gets = self.gets.get(id(node.out))
+        return sum(self._nbytes(g[0].out) for g in gets if g) if gets else 0
 
     def _inplace_updates(self, nodes) -> tuple[dict, dict]:
         """({id(update node): (Variable, its node)} for updates that write into the
@@ -172,15 +178,24 @@ class Specialized:
         shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
         for var, value in g.updates.items():
             node, vn = value.node, var_node.get(id(var))
-            if vn is None or "source" in node.op.tags or self._is_view(node):
+            result = node.op.name == "get" and id(node.inputs[0]) in self.gets
+            if vn is None or "source" in node.op.tags or (self._is_view(node) and not result):
                 continue
             if id(value) in self.fetched or aliases.read_at_end(vn.out) or shared[id(value)] > 1:
                 continue
             if self.shapes[id(value)] != var.shape or value.dtype != var.dtype:
                 continue
-            if not aliases.may_write_into(node, vn.out, shape_of):
-                continue
-            i = index[id(node)]
+            if result:  # a result of a fused node: that node writes into the variable
+                if len(self.gets[id(node.inputs[0])][node.attrs["index"]]) > 1:
+                    continue
+                writer = node.inputs[0].node
+                if not self._may_write_result(writer, node.attrs["index"], vn.out):
+                    continue
+            else:
+                writer = node
+                if not aliases.may_write_into(node, vn.out, shape_of):
+                    continue
+            i = index[id(writer)]
             readers = {index[id(u)] for u in aliases.readers_of(vn.out)} - {i}
             blockers = readers | set(may_fail)
             if _reaches_any(i, blockers, users):
@@ -188,8 +203,27 @@ class Specialized:
             for b in blockers:
                 users[b].append(i)
             inplace[id(node)] = (var, vn)
-            after[i] = blockers
+            after[i] = after.get(i, set()) | blockers  # a fused node may write several
         return inplace, after
+
+    def _may_write_result(self, n, r, target) -> bool:
+        """Whether result `r` of fused node `n` may be written into `target`'s storage while
+        `n` runs: each input of `n` in that storage is `target` itself, of the iteration
+        shape (read at the index written, never broadcast), and read by no equation after
+        result r's (the blocked and whole-array paths write r before the later equations)."""
+        from ..ops.fused import compiled
+
+        prog = compiled(n.attrs["program"], n.attrs["outputs"])
+        j = prog.outputs[r]
+        value = self.gets[id(n.out)][r][0].out
+        for p, i in enumerate(n.inputs):
+            if not self.aliases.same(i, target):
+                continue
+            if i is not target or self.shapes[id(i)] != self.shapes[id(value)]:
+                return False
+            if any(p in slots for slots in prog.slots[j + 1 :]):
+                return False
+        return True
 
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
@@ -266,6 +300,8 @@ class Specialized:
             contiguous[id(out)] = True
             if "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
+            elif n.op.name == "get" and id(n.inputs[0]) in self.gets:
+                pass  # storage set with its tuple's node (an element's buffer, or None)
             elif self._is_view(n) and (
                 n.op.name != "reshape" or contiguous[id(n.inputs[0])] or id(out) in self.escaping
             ):
@@ -276,6 +312,16 @@ class Specialized:
                 keep = n.op.name in ("reshape", "stop_gradient")
                 contiguous[id(out)] = keep and contiguous[id(base)]
                 storage[id(out)] = storage[id(base)]
+            elif id(out) in self.gets:  # a tuple of results, one buffer each (`_planned_tuples`)
+                storage[id(out)] = None
+                for gets in self.gets[id(out)]:
+                    value = gets[0].out if gets else None
+                    fresh = (value is None or not plan or self._nbytes(value) == 0
+                             or any(id(g.out) in self.escaping for g in gets))  # fmt: skip
+                    for g in gets:
+                        storage[id(g.out)] = None if fresh else len(owners)
+                    if not fresh:
+                        owners[len(owners)] = [value, t, "buffer (a result of a tuple)"]
             elif id(out) in self.escaping or not plan or self._nbytes(out) == 0:
                 storage[id(out)] = None  # a fresh array (an output) or nothing to store
             else:
@@ -310,6 +356,9 @@ class Specialized:
             return k
 
         for t, n in enumerate(self.order):
+            if id(n.out) in self.gets:
+                self._merge_results(n, t, owners, last, merged, find)
+                continue
             k_out = self.storage[id(n.out)]
             if (k_out is None or owners[k_out][0] is not n.out or "elementwise" not in n.op.tags
                     or "no_inplace" in n.op.tags):  # fmt: skip
@@ -325,6 +374,35 @@ class Specialized:
                     owners[k][0] = n.out  # the buffer's value is now the output
                     break
         self.storage = {v: (None if k is None else find(k)) for v, k in self.storage.items()}
+
+    def _merge_results(self, n, t, owners, last, merged, find):
+        """`_merge_in_place` for a fused node with several results: result r may take the
+        buffer of input i where i is that buffer's own value, dies at this node, has r's
+        dtype and the iteration shape (no broadcast: every element of the loop reads i at
+        the index it writes), is read by no equation after r's (the blocked and whole-array
+        paths write r before they run the later equations), and no other input is a view of
+        it; each input goes to one result at most."""
+        for r, gets in enumerate(self.gets[id(n.out)]):
+            k_out = self.storage[id(gets[0].out)] if gets else None
+            if k_out is None or owners[k_out][0] is not gets[0].out:
+                continue
+            value = gets[0].out
+            for i in n.inputs:
+                k = self.storage[id(i)]
+                k = None if k is None else find(k)
+                if not (
+                    k is not None
+                    and owners[k][0] is i
+                    and last[k] == t
+                    and i.dtype == value.dtype
+                    and self._may_write_result(n, r, i)
+                ):
+                    continue
+                merged[k_out] = k
+                last[k] = last[k_out]
+                owners[k][2] += f", then {value.name} in place"
+                owners[k][0] = value
+                break
 
     # -- code ------------------------------------------------------------------------------
 
@@ -419,9 +497,24 @@ class Specialized:
             kwargs.append(f"key=K[{rand}]")
         call = f"k{t}(xp, {', '.join([*args, *kwargs])}"
         in_place = id(n) in self.inplace
-        if in_place:
+        if n.op.name == "get" and id(n.inputs[0]) in self.gets:
+            in_place = False  # the element its tuple's kernel wrote (in a Variable, maybe)
+        elif in_place:
             var = self.inplace[id(n)][0]
             kwargs.append(f"out=V[{self._var_slot(var, var_index)}]")
+        elif id(n.out) in self.gets:  # one buffer per result, None where it is a fresh array
+            outs, ins = [], {self.storage.get(id(i)) for i in n.inputs}
+            for gets in self.gets[id(n.out)]:
+                k = self.storage[id(gets[0].out)] if gets else None
+                if gets and id(gets[0]) in self.inplace:  # a Variable updated in place
+                    var = self.inplace[id(gets[0])][0]
+                    outs.append(f"V[{self._var_slot(var, var_index)}]")
+                    in_place = True
+                else:
+                    outs.append("None" if k is None else f"b{k}")
+                    in_place = in_place or (k is not None and k in ins)
+            if any(o != "None" for o in outs):
+                kwargs.append(f"out=({''.join(o + ', ' for o in outs)})")
         else:
             key = self.storage.get(id(n.out))
             if key is not None and not (self._is_view(n) and n.inputs and
@@ -445,6 +538,8 @@ class Specialized:
     def _fetch(self, s, names, copy: bool = False) -> str:
         n = s.node
         fresh = not ("source" in n.op.tags or self._is_view(n) or id(n) in self.inplace)
+        if n.op.name == "get" and id(n.inputs[0]) in self.gets:  # its own array, unless shared
+            fresh = len(self.gets[id(n.inputs[0])][n.attrs["index"]]) == 1
         fresh = fresh and self.storage.get(id(s)) is None and not copy
         return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
 
@@ -522,6 +617,10 @@ def _check_numerics(value, node) -> None:
 def _check_in_place(xp, value, reference, node) -> None:
     """KILN_CHECKS=1: raises GraphError when a kernel that wrote into an input's storage gave
     other values than the same kernel writing into fresh memory (NaN equal to NaN)."""
+    if isinstance(value, tuple):  # the results of a fused node with several
+        for v, r in zip(value, reference):
+            _check_in_place(xp, v, r, node)
+        return
     if not bool(xp.array_equal(value, reference, equal_nan=value.dtype.kind in "fc")):
         raise node_error(GraphError, "the kernel run in place gave other values than out of "
                          "place (KILN_CHECKS=1): an aliasing bug in the memory plan",
@@ -569,6 +668,20 @@ class _Names:
                 self.names[id(sym)] = "<dead>"
                 dead.append((sym, name))
         return dead
+
+
+def _planned_tuples(nodes) -> dict:
+    """id(tuple value) -> per result, the `get` nodes that read it, for each node whose kernel
+    writes a tuple of results into planned buffers (`out=` a tuple): a fused node with
+    several results (kiln/ops/fused.py). Other tuples (region ops, sort...) are fresh arrays."""
+    from .. import dtypes as dt
+
+    found = {id(n.out): [[] for _ in n.attrs["outputs"]] for n in nodes
+             if n.op.name == "fused" and n.out.dtype == dt.TUPLE}  # fmt: skip
+    for n in nodes:
+        if n.op.name == "get" and id(n.inputs[0]) in found:
+            found[id(n.inputs[0])][n.attrs["index"]].append(n)
+    return found
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

@@ -91,9 +91,13 @@ class Specialized:
 
     def __init__(
         self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
-        generate=True, into=False, template=None,
+        generate=True, into=False, template=None, placed=(),
     ):  # fmt: skip
         self.graph = graph
+        # `placed`: positions of feeds that live in the arena, written there by the caller
+        # before the run (`function_on(arena)`, at `placement(k)`): buffers from the start,
+        # whose bytes later buffers reuse once their last reader ran.
+        self.placed = {id(graph.inputs[k]) for k in placed}
         self.backend = backend
         self.checks = checks
         # `into`: the program takes the caller's output arrays (`O`) and writes its outputs
@@ -256,7 +260,10 @@ class Specialized:
         for t, n in enumerate(self.order):
             out = n.out
             contiguous[id(out)] = True
-            if "source" in n.op.tags or id(n) in self.inplace:
+            if id(out) in self.placed and plan and self._nbytes(out):
+                storage[id(out)] = len(owners)
+                owners[len(owners)] = [out, 0, "placed feed"]  # live from the start
+            elif "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
             elif self._is_view(n) and (
                 n.op.name != "reshape" or contiguous[id(n.inputs[0])] or id(out) in self.escaping
@@ -437,6 +444,21 @@ class Specialized:
 
     # -- running ---------------------------------------------------------------------------
 
+    def placement(self, k) -> int | None:
+        """The arena offset of placed feed `k` (None: it has no buffer, it is not read)."""
+        key = self.storage.get(id(self.graph.inputs[k]))
+        return None if key is None else self.plan.offsets[key]
+
+    def function_on(self, arena):
+        """The program bound to `arena` (bytes of the device, at least the plan's arena),
+        whose placed feeds the caller wrote at their `placement`: one call's program."""
+        code = getattr(self, "_program_code", None)
+        if code is None:
+            module = {}
+            exec(self._code, dict(self._ns), module)
+            code = self._program_code = module["program"].__code__
+        return types.FunctionType(code, {**self._ns, **self._buffers(arena)})
+
     def function(self, profiled: bool = False):
         """This thread's program, bound to this thread's arena (`profiled`: the variant that
         adds each node's time to `PROFILE[node's line]`)."""
@@ -457,8 +479,9 @@ class Specialized:
             setattr(self._local, attr, fn)
         return fn
 
-    def _buffers(self) -> dict:
-        arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
+    def _buffers(self, arena=None) -> dict:
+        if arena is None:
+            arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
         views = {}
         for k, (offset, size) in enumerate(zip(self.plan.offsets, self.plan.sizes)):
             sym = self._buffer_symbol(k)

@@ -32,6 +32,7 @@ from ..nn.parameter import owner_of, shared_box
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
+from ..runtime.program import Program
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
 
@@ -175,8 +176,8 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
-def _call_vjp(ct, out, *saved, traced, residuals):
-    return traced._backward(ct, saved, residuals)
+def _call_vjp(ct, out, *saved, traced, residuals, placed=False):
+    return traced._backward(ct, saved, residuals, placed)
 
 
 def _output_vjp(ct, out, packed, *, offset):
@@ -256,6 +257,7 @@ class Traced:
         self.function = Function(self.inputs, outputs + extras + changed, self.updates, device,
                                  memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
+        self._placed = None  # the backward program whose arena holds the residuals
 
     def _collect_state(self):
         """Module parameters become the graph's Variables, sharing the Parameters' memory (so
@@ -380,7 +382,12 @@ class Traced:
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
         for var, box in self.shared:
             var._value = box[0]
-        results = self.function.program.run(arrays, host=not tensors)
+        record = tensors and state.grad and bool(self.grad_outputs)
+        placed = self.placement() if record else None
+        outs = arena = None
+        if placed is not None:  # the residuals are written into this call's backward arena
+            outs, arena = self._call_arena(arrays, placed)
+        results = self.function.program.run(arrays, host=not tensors, outs=outs)
         for var, box in self.shared:
             box[0] = var._value
         for p, var in self.updated:
@@ -392,12 +399,13 @@ class Traced:
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))
         outs = [make(r, self.device) for r in results[:n]]
-        if state.grad and self.grad_outputs:
+        if record:
             leaf_tensors = [x if isinstance(x, Tensor) else make(np.asarray(x)) for x in leaves]
             # the residuals stay out of the tape's saved values: a backward without
             # retain_graph hands them to the backward program, which frees each after its
-            # last read (`_backward`)
-            self._record([*leaf_tensors, *params, *outs], outs, results[n:])
+            # last read, or (placed in its arena) reuses their bytes (`_backward`)
+            residuals = results[n:] if arena is None else [*results[n:], arena]
+            self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
@@ -421,11 +429,60 @@ class Traced:
             param._value[...] = var._value
             var._value = param._value
 
-    def _record(self, saved, outs, residuals) -> None:
+    def placement(self):
+        """The plan of a call whose residuals go straight into its backward arena: (the
+        backward program that reads them there, {extra index: arena offset}, arena bytes),
+        made on the first call that records a tape entry; None where they stay arrays of
+        their own (no gradient, updates, a dim not static).
+
+        The backward program's memory plan counts the residuals as buffers live from its
+        start, so once a residual's last reader ran its bytes take later buffers: the
+        residuals and the backward's own values share one arena, made by the forward call
+        and freed with the tape entry. A backward with retain_graph=True runs
+        `grad_function` instead, which reads the residuals there and writes nowhere in it.
+        """
+        if self._placed is None:
+            self._placed = False
+            if self.grads and self.grad_error is None and not self.updates:
+                self._placed = self._plan_placement() or False
+        return self._placed or None
+
+    def _plan_placement(self):
+        feeds = [*self.feeds, *self.cts]
+        if not all(type(d) is int for s in feeds for d in s.shape):
+            return None
+        base = len(self.inputs) + len(self.params) + len(self.outputs)
+        positions = [p for p, i in enumerate(self.feed_slots) if i >= base]
+        if not positions:
+            return None
+        program = Program(self.grads, feeds, {}, get_backend(self.device),
+                          memory_budget=self.memory_budget, placed=positions)  # fmt: skip
+        spec = program.specialize_shapes([s.shape for s in feeds])
+        offsets = {self.feed_slots[p] - base: spec.placement(p) for p in positions}
+        return program, offsets, spec.plan.arena_bytes
+
+    def _call_arena(self, arrays, placed) -> tuple[list, object]:
+        """The forward program's output arrays for one call: a fresh array for each output,
+        and for each residual its place in a new arena of the backward program."""
+        _, offsets, nbytes = placed
+        backend = get_backend(self.device)
+        arena = backend.empty((max(nbytes, 1),), np.uint8)
+        shapes = self.function.program.output_shapes(arrays)
+        outs, n = [], len(self.outputs)
+        for j, (sym, shape) in enumerate(zip(self.function.outputs, shapes)):
+            offset = offsets.get(j - n) if n <= j < n + self.n_extras else None
+            if offset is None:
+                outs.append(backend.empty(shape, sym.dtype))
+            else:
+                size = math.prod(shape) * sym.dtype.itemsize
+                outs.append(arena[offset : offset + size].view(sym.dtype).reshape(shape))
+        return outs, arena
+
+    def _record(self, saved, outs, residuals, placed=False) -> None:
         """One tape entry for the call; with several outputs that require grad, each gets a
         small entry that routes its cotangent into the call's packed one."""
         ys = [outs[k] for k in self.grad_outputs]
-        attrs = {"traced": self, "residuals": list(residuals)}
+        attrs = {"traced": self, "residuals": list(residuals), "placed": placed}
         if len(ys) == 1:
             autograd.record(CALL, saved, attrs, ys[0])
             return
@@ -439,7 +496,7 @@ class Traced:
             autograd.record(OUTPUT, [packed], {"offset": offset}, y)
             offset += y._data.size
 
-    def _backward(self, ct, saved, residuals) -> tuple:
+    def _backward(self, ct, saved, residuals, placed=False) -> tuple:
         if state.grad:
             raise call_error(
                 AutogradError,
@@ -447,7 +504,8 @@ class Traced:
                 f"call of {self.name}: differentiate it eagerly, or use kn.grad in graph mode",
                 "backward",
             )
-        program = self.grad_function
+        if self.grad_error is not None:
+            self.grad_function  # noqa: B018 — raises the call's AutogradError
         ys = [self.outputs[k] for k in self.grad_outputs]
         cts, offset = [], 0
         for y in ys:
@@ -469,6 +527,7 @@ class Traced:
                 "that failed; specify retain_graph=True to backward more than once"
             )
             raise call_error(SavedTensorError, message, "backward")
+        arena = residuals[-1] if placed and residuals else None
         feeds = [saved[i]._data if i < n_saved else residuals[i - n_saved]
                  for i in self.feed_slots]  # fmt: skip
         donate = not autograd.retaining()
@@ -476,7 +535,14 @@ class Traced:
             residuals.clear()
         values = [*feeds, *cts]
         del feeds, cts
-        grads = program.program.run(values, host=False, donate=donate) if self.grads else []
+        if not self.grads:
+            grads = []
+        elif donate and arena is not None:  # the residuals' bytes are reused in their arena
+            program = self._placed[0]
+            grads = program.run(values, host=False, donate=True, arena=arena)
+        else:  # retain_graph=True: the residuals stay as they are
+            grads = self.grad_function.program.run(values, host=False, donate=donate)
+        del arena
         result = [None] * len(saved)
         for i, g in zip(self.wrt_slots, grads):
             result[i] = make(g, self.device)

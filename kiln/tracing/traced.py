@@ -212,6 +212,7 @@ class Traced:
     def __init__(self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None):
         self.key, self.device, self.name = key, device, name_of(fn)
         self.memory_budget, self.checkpointing = memory_budget, None
+        self._probe = None  # (gradients, placed backward program) planned to meet the budget
         self.graph = Graph()
         with self.graph.as_default():
             names = [re.sub(r"\W+", "_", p).strip("_") or "input" for p in paths]
@@ -301,15 +302,7 @@ class Traced:
         found = self._grad(ys, wrt)
         budget = self.memory_budget
         if budget is not None and not self.graph.checkpoints and self.grad_error is None:
-            kept = self._residual_bytes(found)
-            if kept > budget:  # recompute regions of the forward pass in the backward
-                self.checkpointing = auto_checkpoint(self.graph, marked)
-            if self.checkpointing is not None:
-                found = self._grad(ys, wrt)  # NOTE: the first gradient's nodes stay unused
-                self.checkpointing += (f"; residuals kept {self._residual_bytes(found)} B "
-                                       f"(without regions {kept} B)")  # fmt: skip
-                log(1, f"kn.compile {self.name}: memory budget {budget} B: "
-                       f"{self.checkpointing}")  # fmt: skip
+            found = self._fit_budget(ys, wrt, found, marked, budget)
         n_leaves, n_params = len(self.inputs), len(self.params)
         slot = {id(s): i for i, s in enumerate([*self.inputs, *self.variables])}
         self.grads = [g for g in found if g is not None]
@@ -331,6 +324,56 @@ class Traced:
             self.feed_slots.append(n_leaves + n_params + returned[id(s)])
         return extras
 
+    def _fit_budget(self, ys, wrt, found, marked, budget) -> list:
+        """The gradients to run under `budget`: these, or when what their backward costs is
+        over it, those of kn.checkpoint regions (recomputed in the backward) if they cost
+        less. The cost is the residuals and the backward program's arena: one arena where
+        the residuals are placed in it (`placement`), else the two added."""
+        kept = self._residual_bytes(found)
+        cost = kept if kept > budget else self._backward_cost(found)[0]
+        if cost <= budget:
+            return found
+        self.checkpointing = auto_checkpoint(self.graph, marked)
+        if self.checkpointing is None:
+            return found
+        regions = self._grad(ys, wrt)  # NOTE: the first gradient's nodes stay unused
+        if self.grad_error is not None:
+            return regions
+        split, _ = self._backward_cost(regions)
+        if split >= cost:  # no better: the regions are dropped
+            log(1, f"kn.compile {self.name}: memory budget {budget} B: {self.checkpointing} "
+                   f"would cost {split} B, not less than {cost} B without them")  # fmt: skip
+            self.graph.checkpoints.clear()
+            self.checkpointing, self._probe = None, None
+            return found
+        self.checkpointing += (f"; residuals kept {self._residual_bytes(regions)} B "
+                               f"(without regions {kept} B); residuals and backward arena "
+                               f"{split} B (without regions {cost} B)")  # fmt: skip
+        log(1, f"kn.compile {self.name}: memory budget {budget} B: {self.checkpointing}")
+        return regions
+
+    def _backward_cost(self, found) -> tuple[int, object]:
+        """(bytes, program): what the backward of `found` holds at its peak, the residuals
+        included, from the plan of its program (compiled here without a budget, and kept
+        for `placement` when the gradients are these)."""
+        grads = [g for g in found if g is not None]
+        if not grads:
+            return 0, None
+        feeds, _ = _backward_inputs(self.graph.nodes, self.cts, grads)
+        given = {id(s) for s in [*self.inputs, *self.variables, *self.outputs, *self.cts]}
+        positions = [p for p, s in enumerate(feeds) if id(s) not in given]
+        feeds = [*feeds, *self.cts]
+        static = all(type(d) is int for s in feeds for d in s.shape)
+        placed = positions if static and not self.updates else ()
+        program = Program(grads, feeds, {}, get_backend(self.device), placed=placed)
+        spec = program.specialize_shapes([s.shape for s in feeds]) if static else None
+        if spec is None:
+            return self._residual_bytes(found), None
+        if placed:
+            self._probe = (tuple(id(g) for g in grads), program)
+            return spec.plan.arena_bytes, program
+        return self._residual_bytes(found) + spec.plan.arena_bytes, program
+
     def _grad(self, ys, wrt) -> list:
         with self.graph.as_default():
             try:
@@ -342,6 +385,8 @@ class Traced:
     def _residual_bytes(self, found) -> int:
         """The bytes of the values the backward program would read from the forward one."""
         grads = [g for g in found if g is not None]
+        if not grads:
+            return 0, None
         feeds, _ = _backward_inputs(self.graph.nodes, self.cts, grads)
         given = {id(s) for s in [*self.inputs, *self.variables, *self.cts]}
         return sum(math.prod(s.shape) * s.dtype.itemsize for s in feeds if id(s) not in given)
@@ -455,9 +500,17 @@ class Traced:
         positions = [p for p, i in enumerate(self.feed_slots) if i >= base]
         if not positions:
             return None
-        program = Program(self.grads, feeds, {}, get_backend(self.device),
-                          memory_budget=self.memory_budget, placed=positions)  # fmt: skip
-        spec = program.specialize_shapes([s.shape for s in feeds])
+        probe, self._probe = self._probe, None
+        spec = None
+        if probe is not None and probe[0] == tuple(id(g) for g in self.grads):
+            program = probe[1]  # planned without a budget, and within it
+            spec = program.specialize_shapes([s.shape for s in feeds])
+            if spec.plan.arena_bytes > self.memory_budget:
+                spec = None  # NOTE: then the budget also chooses what the backward recomputes
+        if spec is None:
+            program = Program(self.grads, feeds, {}, get_backend(self.device),
+                              memory_budget=self.memory_budget, placed=positions)  # fmt: skip
+            spec = program.specialize_shapes([s.shape for s in feeds])
         offsets = {self.feed_slots[p] - base: spec.placement(p) for p in positions}
         return program, offsets, spec.plan.arena_bytes
 

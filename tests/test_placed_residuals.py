@@ -3,6 +3,9 @@ backward arena, at the offsets the backward program's memory plan chose; a backw
 retain_graph then reuses their bytes once read, so residuals and backward buffers share one
 arena (kiln/tracing/traced.py, `Traced.placement`; kiln/runtime/codegen.py, placed feeds)."""
 
+import sys
+import weakref
+
 import numpy as np
 import pytest
 
@@ -12,10 +15,10 @@ from kiln.errors import SavedTensorError
 WIDTH, BATCH = 32, 16
 
 
-def _model(depth=8, segment=None, budget=None, norm=False):
+def _model(depth=8, segment=None, budget=None, norm=False, width=WIDTH):
     kn.manual_seed(0)
-    layers = [kn.nn.Linear(WIDTH, WIDTH) for _ in range(depth)]
-    bn = kn.nn.BatchNorm1d(WIDTH) if norm else None
+    layers = [kn.nn.Linear(width, width) for _ in range(depth)]
+    bn = kn.nn.BatchNorm1d(width) if norm else None
 
     def run(h, first, last):
         for layer in layers[first:last]:
@@ -37,9 +40,9 @@ def _model(depth=8, segment=None, budget=None, norm=False):
     return kn.compile(loss_of, memory_budget=budget), params, layers
 
 
-def _x(seed=0):
+def _x(seed=0, batch=BATCH, width=WIDTH):
     rng = np.random.default_rng(seed)
-    return kn.tensor(rng.standard_normal((BATCH, WIDTH)).astype(np.float32))
+    return kn.tensor(rng.standard_normal((batch, width)).astype(np.float32))
 
 
 def _kept_bytes(traced) -> int:
@@ -56,11 +59,14 @@ def test_residuals_are_views_of_one_arena_whose_bytes_the_backward_reuses():
     loss = fn(_x())
     entry = loss.grad_fn
     assert entry.attrs["placed"]
-    *residuals, arena = entry.attrs["residuals"]
-    assert residuals and all(np.shares_memory(r, arena) for r in residuals)
     traced = fn.last
     program, offsets, nbytes = traced.placement()
-    assert arena.nbytes == nbytes
+    held = entry.attrs["residuals"]
+    residuals, pieces = held[: traced.n_extras], held[traced.n_extras :]
+    made = [p for p in pieces if p is not None]  # the pieces that hold residuals
+    assert residuals and all(any(np.shares_memory(r, p) for p in made) for r in residuals)
+    spec = program.last
+    assert len(pieces) == len(spec.pieces) and sum(p.nbytes for p in made) < nbytes
     loss.backward(retain_graph=True)  # runs the program that keeps them apart, for its plan
     apart = _kept_bytes(traced) + traced.grad_function.plan.arena_bytes
     # one arena costs less than the residuals and the backward's own arena side by side
@@ -102,7 +108,7 @@ def test_gradients_equal_the_separate_arena_program_bit_for_bit_and_torch():
 def test_retain_graph_leaves_the_placed_residuals_intact():
     fn, params, _ = _model(segment=4)
     loss = fn(_x())
-    *residuals, _ = loss.grad_fn.attrs["residuals"]
+    residuals = loss.grad_fn.attrs["residuals"][: fn.last.n_extras]
     before = [r.copy() for r in residuals]
     loss.backward(retain_graph=True)
     for r, b in zip(residuals, before):
@@ -126,7 +132,11 @@ def test_two_calls_before_their_backwards_have_an_arena_each():
     for p in params:
         p.grad = None
     first, second = fn(_x(1)), fn(_x(2))
-    assert first.grad_fn.attrs["residuals"][-1] is not second.grad_fn.attrs["residuals"][-1]
+    n = fn.last.n_extras
+    assert not np.shares_memory(
+        first.grad_fn.attrs["residuals"][0], second.grad_fn.attrs["residuals"][0]
+    )
+    assert first.grad_fn.attrs["residuals"][n] is not second.grad_fn.attrs["residuals"][n]
     second.backward()
     for got, want in zip(_grads(params), alone[1]):
         np.testing.assert_array_equal(got, want)
@@ -166,10 +176,60 @@ def test_memory_budget_counts_the_backward_arena_not_only_the_residuals():
         np.testing.assert_array_equal(a, b)
 
 
-def test_an_arena_smaller_than_the_plan_is_refused():
+def test_an_arena_without_the_pieces_of_the_placed_feeds_is_refused():
     fn, _, _ = _model(depth=2)
     fn(_x())
-    program, _, nbytes = fn.last.placement()
+    program, _, _ = fn.last.placement()
     feeds = [np.zeros(s.shape, s.dtype) for s in program.feeds]
-    with pytest.raises(kn.GraphError, match="arena"):
-        program.run(feeds, arena=np.empty(nbytes - 1, np.uint8))
+    pieces = program.last.pieces
+    with pytest.raises(kn.GraphError, match="placed feeds"):
+        program.run(list(feeds), arena=[None] * len(pieces))
+    with pytest.raises(kn.GraphError, match="pieces"):
+        program.run(list(feeds), arena=[None] * (len(pieces) + 1))
+
+
+def test_the_backward_lets_go_of_each_piece_after_its_last_read():
+    # the run's arena is in pieces; the program takes over those the caller made (holding
+    # the placed feeds) and drops each after its last read: traced line by line, the pieces
+    # die one after another while it runs
+    fn, _, _ = _model(depth=6)
+    fn(_x())
+    program, _, _ = fn.last.placement()
+    spec = program.last
+    assert "free(" in spec.source and "make(" in spec.source and len(spec.pieces) > 2
+    pieces = [np.empty(p.hi - p.lo, np.uint8) if p.placed else None for p in spec.pieces]
+    refs = [weakref.ref(p) for p in pieces if p is not None]
+    values = []
+    for k, s in enumerate(program.feeds):
+        offset = spec.placement(k) if k in program.placed else None
+        if offset is None:
+            values.append(np.ones(s.shape, s.dtype))
+            continue
+        p = spec.piece_of(offset)
+        start = offset - spec.pieces[p].lo
+        view = pieces[p][start : start + s.dtype.itemsize * int(np.prod(s.shape))]
+        values.append(view.view(s.dtype).reshape(s.shape))
+        values[-1][...] = 1
+        del view  # the feeds' one reference is the list the program empties
+    alive = []  # at each line of the generated program: how many of the caller's pieces live
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != spec._code.co_filename:
+            return None
+
+        def line(frame, event, arg):
+            alive.append(sum(r() is not None for r in refs))
+            return line
+
+        return line
+
+    sys.settrace(tracer)
+    try:
+        program.run(values, host=False, donate=True, arena=pieces)
+    finally:
+        sys.settrace(None)
+    assert pieces == [] and values == []  # taken over
+    # at the return: only the pieces holding values it returns (views copied there)
+    returned = sum(p.placed and p.last >= len(spec.order) for p in spec.pieces)
+    assert alive[0] == len(refs) > returned + 1 and alive[-1] == returned
+    assert len(set(alive)) > 2  # freed at several points, not all at the end

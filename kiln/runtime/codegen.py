@@ -208,6 +208,8 @@ class Specialized:
         for j, k in enumerate(keys):
             self.frees.setdefault(last[k], []).append(j)
         self._buffer_syms = {j: owners[k][0] for j, k in enumerate(keys)}
+        placed = {renumber[k] for k in self.placed_keys}  # never merged away: inputs' own
+        self.pieces = _pieces(self.plan, placed) if self.placed and plan else None
 
     def _floor(self, owners) -> int:
         """A lower bound on the arena of every order: while a node X runs, every buffer made
@@ -257,11 +259,13 @@ class Specialized:
         """Which storage each value lives in: a buffer of its own, its base's (views), or
         outside the arena (None: sources, outputs, in-place updates)."""
         storage, owners, contiguous = {}, {}, {}
+        self.placed_keys = set()
         for t, n in enumerate(self.order):
             out = n.out
             contiguous[id(out)] = True
             if id(out) in self.placed and plan and self._nbytes(out):
                 storage[id(out)] = len(owners)
+                self.placed_keys.add(len(owners))
                 owners[len(owners)] = [out, 0, "placed feed"]  # live from the start
             elif "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
@@ -335,6 +339,12 @@ class Specialized:
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
+        pieces_made, pieces_freed = {}, {}
+        for p, piece in enumerate(self.pieces or ()):
+            if not piece.placed:  # the caller made those holding placed feeds
+                pieces_made.setdefault(piece.first, []).append(p)
+            pieces_freed.setdefault(piece.last, []).append(p)
+        ns["make"] = ns["free"] = _nothing  # a program bound to a whole arena
         self.slots = {}  # into: id(output) -> where in O a kernel writes it (first one)
         if self.into:
             for k, s in enumerate(g.outputs):
@@ -343,6 +353,7 @@ class Specialized:
         self.variables = []  # V's order: the Variables the program reads or writes
         rand = 0
         for t, n in enumerate(self.order):
+            lines += [f"    make({p})" for p in pieces_made.get(t, ())]
             if n.op.name == "constant":  # bound in the namespace: no line
                 ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
                 names.bind(n.out, f"c{t}")
@@ -363,7 +374,11 @@ class Specialized:
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:
                 lines += self._poison(t)
-            lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
+            if self.pieces is None:
+                lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
+            else:  # a run's own arena, in pieces: made at first use, freed after the last
+                lines += [f"    {name} = None" for sym, name in dead]
+                lines += [f"    free({p})" for p in pieces_freed.get(t, ())]
         if self.into:  # outputs no kernel wrote into O (inputs, views, constants) are copied
             lines += [f"    xp.copyto(O[{k}], {names[id(s)]})" for k, s in enumerate(g.outputs)
                       if self.written.get(id(s)) != k]  # fmt: skip
@@ -449,15 +464,52 @@ class Specialized:
         key = self.storage.get(id(self.graph.inputs[k]))
         return None if key is None else self.plan.offsets[key]
 
-    def function_on(self, arena):
-        """The program bound to `arena` (bytes of the device, at least the plan's arena),
-        whose placed feeds the caller wrote at their `placement`: one call's program."""
+    def piece_of(self, offset) -> int:
+        """The piece of the arena (`pieces`) that holds the bytes at `offset`."""
+        return next(p for p, piece in enumerate(self.pieces) if piece.lo <= offset < piece.hi)
+
+    def function_on(self, pieces: list):
+        """One run's program, on an arena of its own in pieces (`self.pieces`): `pieces`
+        holds the device bytes of those with placed feeds (the caller wrote them at their
+        `placement`; None for the others) and is emptied, the program taking them over: it
+        makes each other piece before its first buffer is written and lets go of each piece
+        after its last buffer is read, so the arena is never whole at once."""
+        if self.pieces is None or len(pieces) != len(self.pieces):
+            raise GraphError("an arena in pieces for a program without placed feeds, or in "
+                             "other pieces than its plan's")  # fmt: skip
+        for piece, given in zip(self.pieces, pieces):
+            wanted = piece.hi - piece.lo
+            if piece.placed and (given is None or given.nbytes != wanted):
+                raise GraphError(f"an arena piece of {wanted} B holding placed feeds was not "
+                                 "given")  # fmt: skip
         code = getattr(self, "_program_code", None)
         if code is None:
             module = {}
             exec(self._code, dict(self._ns), module)
             code = self._program_code = module["program"].__code__
-        return types.FunctionType(code, {**self._ns, **self._buffers(arena)})
+        ns = dict(self._ns)
+        plan, backend = self.plan, self.backend
+
+        def make(p, data=None):
+            piece = self.pieces[p]
+            if data is None:
+                data = backend.empty((piece.hi - piece.lo,), np.uint8)
+            for k in piece.buffers:
+                start = plan.offsets[k] - piece.lo
+                sym = self._buffer_symbol(k)
+                view = data[start : start + plan.sizes[k]].view(sym.dtype)
+                ns[f"b{k}"] = view.reshape(self.shapes[id(sym)])
+
+        def free(p):
+            for k in self.pieces[p].buffers:
+                del ns[f"b{k}"]
+
+        for p, data in enumerate(pieces):
+            if data is not None:
+                make(p, data)
+        pieces.clear()
+        ns["make"], ns["free"] = make, free
+        return types.FunctionType(code, ns)
 
     def function(self, profiled: bool = False):
         """This thread's program, bound to this thread's arena (`profiled`: the variant that
@@ -579,6 +631,41 @@ class _Names:
                 self.names[id(sym)] = "<dead>"
                 dead.append((sym, name))
         return dead
+
+
+def _nothing(p) -> None:
+    pass
+
+
+class Piece:
+    """Bytes [lo, hi) of a plan's arena that no buffer straddles: `buffers` (their keys),
+    live from step `first` to step `last`; `placed` when one of them is a placed feed."""
+
+    __slots__ = ("lo", "hi", "first", "last", "buffers", "placed")
+
+    def __init__(self, lo, hi, first, last, buffers, placed):
+        self.lo, self.hi, self.first, self.last = lo, hi, first, last
+        self.buffers, self.placed = buffers, placed
+
+
+def _pieces(plan, placed) -> list:
+    """The arena cut wherever no buffer straddles the cut: each piece can be made when its
+    first buffer is written and let go after its last is read."""
+    order = sorted(range(len(plan.sizes)), key=lambda k: plan.offsets[k])
+    groups: list = []
+    for k in order:
+        lo, hi = plan.offsets[k], plan.offsets[k] + plan.sizes[k]
+        if groups and lo < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append(k)
+        else:
+            groups.append([lo, hi, [k]])
+    pieces = []
+    for lo, hi, keys in groups:
+        first = min(plan.starts[k] for k in keys)
+        last = max(plan.ends[k] for k in keys)
+        pieces.append(Piece(lo, hi, first, last, tuple(keys), any(k in placed for k in keys)))
+    return pieces
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

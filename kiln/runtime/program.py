@@ -287,9 +287,6 @@ class Program:
                     raise GraphError("run(outs=...) of a program with updates")
                 spec = self.specialized_into(spec, tuple([a.shape for a in arrays]), bindings)
             if arena is not None:
-                if arena.nbytes < spec.plan.arena_bytes:
-                    raise GraphError(f"an arena of {arena.nbytes} B for a plan of "
-                                     f"{spec.plan.arena_bytes} B")  # fmt: skip
                 fn = spec.function_on(arena)
             else:
                 fn = spec.function(profiled)

@@ -259,6 +259,7 @@ class Traced:
                                  memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
         self._placed = None  # the backward program whose arena holds the residuals
+        self._placed_spec = self._out_shapes = None
 
     def _collect_state(self):
         """Module parameters become the graph's Variables, sharing the Parameters' memory (so
@@ -449,7 +450,7 @@ class Traced:
             # the residuals stay out of the tape's saved values: a backward without
             # retain_graph hands them to the backward program, which frees each after its
             # last read, or (placed in its arena) reuses their bytes (`_backward`)
-            residuals = results[n:] if arena is None else [*results[n:], arena]
+            residuals = results[n:] if arena is None else [*results[n:], *arena]
             self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
@@ -482,9 +483,12 @@ class Traced:
 
         The backward program's memory plan counts the residuals as buffers live from its
         start, so once a residual's last reader ran its bytes take later buffers: the
-        residuals and the backward's own values share one arena, made by the forward call
-        and freed with the tape entry. A backward with retain_graph=True runs
-        `grad_function` instead, which reads the residuals there and writes nowhere in it.
+        residuals and the backward's own values share one arena. It is made in pieces (cut
+        where no buffer straddles): the forward call makes those that hold residuals, the
+        backward program the others when it first needs them, and it lets go of each after
+        its last read, so a long backward does not hold the whole arena to its end. A
+        backward with retain_graph=True runs `grad_function` instead, which reads the
+        residuals there and writes nowhere in them.
         """
         if self._placed is None:
             self._placed = False
@@ -512,24 +516,34 @@ class Traced:
                               memory_budget=self.memory_budget, placed=positions)  # fmt: skip
             spec = program.specialize_shapes([s.shape for s in feeds])
         offsets = {self.feed_slots[p] - base: spec.placement(p) for p in positions}
+        self._placed_spec = spec
         return program, offsets, spec.plan.arena_bytes
 
-    def _call_arena(self, arrays, placed) -> tuple[list, object]:
+    def _call_arena(self, arrays, placed) -> tuple[list, list]:
         """The forward program's output arrays for one call: a fresh array for each output,
-        and for each residual its place in a new arena of the backward program."""
-        _, offsets, nbytes = placed
-        backend = get_backend(self.device)
-        arena = backend.empty((max(nbytes, 1),), np.uint8)
-        shapes = self.function.program.output_shapes(arrays)
+        and for each residual its place in this call's backward arena, made in pieces (the
+        pieces that hold residuals now, the others by the backward program when it needs
+        them: `Specialized.function_on`)."""
+        _, offsets, _ = placed
+        spec, backend = self._placed_spec, get_backend(self.device)
+        pieces = [None] * len(spec.pieces)
+        shapes = self._out_shapes
+        if shapes is None:
+            shapes = self._out_shapes = self.function.program.output_shapes(arrays)
         outs, n = [], len(self.outputs)
         for j, (sym, shape) in enumerate(zip(self.function.outputs, shapes)):
             offset = offsets.get(j - n) if n <= j < n + self.n_extras else None
             if offset is None:
                 outs.append(backend.empty(shape, sym.dtype))
-            else:
-                size = math.prod(shape) * sym.dtype.itemsize
-                outs.append(arena[offset : offset + size].view(sym.dtype).reshape(shape))
-        return outs, arena
+                continue
+            p = spec.piece_of(offset)
+            piece = spec.pieces[p]
+            if pieces[p] is None:
+                pieces[p] = backend.empty((piece.hi - piece.lo,), np.uint8)
+            start = offset - piece.lo
+            size = math.prod(shape) * sym.dtype.itemsize
+            outs.append(pieces[p][start : start + size].view(sym.dtype).reshape(shape))
+        return outs, pieces
 
     def _record(self, saved, outs, residuals, placed=False) -> None:
         """One tape entry for the call; with several outputs that require grad, each gets a
@@ -580,7 +594,7 @@ class Traced:
                 "that failed; specify retain_graph=True to backward more than once"
             )
             raise call_error(SavedTensorError, message, "backward")
-        arena = residuals[-1] if placed and residuals else None
+        arena = residuals[self.n_extras :] if placed and residuals else None
         feeds = [saved[i]._data if i < n_saved else residuals[i - n_saved]
                  for i in self.feed_slots]  # fmt: skip
         donate = not autograd.retaining()

@@ -9,7 +9,7 @@ plain, with every 8 layers one kn.checkpoint region (recomputed in the backward 
 with `memory_budget=16 MiB` (kiln chooses what to recompute). The same 64x1024 step under
 `kn.compile`, built from `kn.nn.Linear` layers and `kn.optim.SGD`: the whole step traced (its
 one program's arena), and the forward compiled with `loss.backward()` through the tape (the
-residuals the forward program hands to the backward one, plus the backward program's arena;
+backward program's arena, into which the forward program writes the residuals it hands on;
 the weight gradients it returns are `.grad` tensors, as in PyTorch, and not counted); step
 times against the same form without checkpointing or budget, interleaved in one run.
 """
@@ -181,23 +181,25 @@ def compiled_cases(depth, width, batch, repeats, min_s):
 
 
 def _backward_peaks(fn, x, labels) -> str:
-    """tracemalloc's peak across `loss.backward()`, from before the forward call (the call's
-    backward arena, with the residuals in it, the weight gradients backward makes and what
-    else it allocates): donated (retain_graph=False, the residuals' bytes reused in the
-    arena) against kept (retain_graph=True: the residuals stay, and the backward program
-    that reads them runs in an arena of its own, made by its first run, so added from its
+    """tracemalloc from before the forward call: what the call holds for its backward (the
+    residuals, in the pieces of its backward arena that hold them), and the peak across
+    `loss.backward()` (that arena, the weight gradients backward makes and what else it
+    allocates): donated (retain_graph=False, the residuals' bytes reused in the arena)
+    against kept (retain_graph=True: the residuals stay, and the backward program that
+    reads them runs in an arena of its own, made by its first run, so added from its
     plan)."""
     loss = fn(x, labels)
     loss.backward(retain_graph=True)  # makes the retained form's arena
     del loss
     traced = fn.last
-    peaks = []
+    held, peaks = [], []
     for retain in (False, True):
         gc.collect()
         tracemalloc.start()
         before, _ = tracemalloc.get_traced_memory()
         loss = fn(x, labels)
         gc.collect()
+        held.append((tracemalloc.get_traced_memory()[0] - before) / MIB)
         tracemalloc.reset_peak()
         loss.backward(retain_graph=retain)
         peak = tracemalloc.get_traced_memory()[1]
@@ -205,8 +207,9 @@ def _backward_peaks(fn, x, labels) -> str:
         del loss
         own = traced.grad_function.plan.arena_bytes if retain else 0
         peaks.append((peak - before + own) / MIB)
-    return (f"backward peak (call arena + gradients + what backward allocates, tracemalloc) "
-            f"donated {peaks[0]:.1f} MiB, retain_graph=True {peaks[1]:.1f} MiB")  # fmt: skip
+    return (f"held from forward to backward {held[0]:.1f} MiB; backward peak (tracemalloc, "
+            f"from before the forward) donated {peaks[0]:.1f} MiB, retain_graph=True "
+            f"{peaks[1]:.1f} MiB")  # fmt: skip
 
 
 if __name__ == "__main__":

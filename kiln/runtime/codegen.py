@@ -95,7 +95,7 @@ class Specialized:
     ):  # fmt: skip
         self.graph = graph
         # `placed`: positions of feeds that live in the arena, written there by the caller
-        # before the run (`function_on(arena)`, at `placement(k)`): buffers from the start,
+        # before the run (`function_on(pieces)`, at `placement(k)`): buffers from the start,
         # whose bytes later buffers reuse once their last reader ran.
         self.placed = {id(graph.inputs[k]) for k in placed}
         self.backend = backend
@@ -531,9 +531,8 @@ class Specialized:
             setattr(self._local, attr, fn)
         return fn
 
-    def _buffers(self, arena=None) -> dict:
-        if arena is None:
-            arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
+    def _buffers(self) -> dict:
+        arena = self.backend.empty((max(self.plan.arena_bytes, 1),), np.uint8)
         views = {}
         for k, (offset, size) in enumerate(zip(self.plan.offsets, self.plan.sizes)):
             sym = self._buffer_symbol(k)

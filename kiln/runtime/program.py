@@ -274,8 +274,8 @@ class Program:
         into `outs` (arrays of the device, of `output_shapes`) instead, and returns `outs`.
         With `donate` the list `values` is emptied: the program holds each feed only until
         its last read, so a feed no one else holds is freed there (how a compiled call's
-        backward frees its residuals). `arena`: this run's arena (device bytes, at least
-        `placed_plan(...)`'s), where the caller wrote the placed feeds (`placed`)."""
+        backward frees its residuals). `arena`: this run's own arena, in its plan's pieces
+        (`Specialized.function_on`), where the caller wrote the placed feeds (`placed`)."""
         with self.backend.scope():
             arrays, bindings = self.bind_feeds(values)
             if donate:

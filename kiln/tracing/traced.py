@@ -386,8 +386,6 @@ class Traced:
     def _residual_bytes(self, found) -> int:
         """The bytes of the values the backward program would read from the forward one."""
         grads = [g for g in found if g is not None]
-        if not grads:
-            return 0, None
         feeds, _ = _backward_inputs(self.graph.nodes, self.cts, grads)
         given = {id(s) for s in [*self.inputs, *self.variables, *self.cts]}
         return sum(math.prod(s.shape) * s.dtype.itemsize for s in feeds if id(s) not in given)
@@ -489,6 +487,13 @@ class Traced:
         its last read, so a long backward does not hold the whole arena to its end. A
         backward with retain_graph=True runs `grad_function` instead, which reads the
         residuals there and writes nowhere in them.
+
+        >>> import kiln as kn, numpy as np
+        >>> f = kn.compile(lambda x: kn.tanh(x).sum())
+        >>> y = f(kn.tensor(np.ones(4, np.float32), requires_grad=True))
+        >>> program, offsets, nbytes = f.last.placement()
+        >>> offsets, nbytes  # tanh's output, the one residual, at offset 0 of 16 bytes
+        ({0: 0}, 16)
         """
         if self._placed is None:
             self._placed = False

@@ -331,7 +331,8 @@ class Traced:
         less. The cost is the residuals and the backward program's arena: one arena where
         the residuals are placed in it (`placement`), else the two added."""
         kept = self._residual_bytes(found)
-        cost = kept if kept > budget else self._backward_cost(found)[0]
+        bound = kept > budget  # over it already: the residuals alone, a bound of the cost
+        cost = kept if bound else self._backward_cost(found)[0]
         if cost <= budget:
             return found
         self.checkpointing = auto_checkpoint(self.graph, marked)
@@ -341,11 +342,13 @@ class Traced:
         if self.grad_error is not None:
             return regions
         split, _ = self._backward_cost(regions)
+        if split >= cost and bound:
+            cost = self._backward_cost(found)[0]  # then what it costs in full
         if split >= cost:  # no better: the regions are dropped
             log(1, f"kn.compile {self.name}: memory budget {budget} B: {self.checkpointing} "
                    f"would cost {split} B, not less than {cost} B without them")  # fmt: skip
             self.graph.checkpoints.clear()
-            self.checkpointing, self._probe = None, None
+            self.checkpointing = None  # (a probe of other gradients is not taken: ids differ)
             return found
         self.checkpointing += (f"; residuals kept {self._residual_bytes(regions)} B "
                                f"(without regions {kept} B); residuals and backward arena "

@@ -294,9 +294,17 @@ class Specialized:
                 k = self.storage[id(i)]
                 if k is not None:
                     last[k] = max(last[k], t)
+        # With placed feeds (a run's own arena, in pieces) a fetched view of a buffer is
+        # copied where it is made, so its buffer's piece can go before the end.
+        counts = collections.Counter(id(s) for s in self.graph.outputs)
+        self.early_copies = {id(s) for s in self.graph.outputs if self.placed and counts[id(s)] == 1
+                             and self._is_view(s.node) and id(s) not in self.placed}  # fmt: skip
+        position = {id(n.out): t for t, n in enumerate(self.order)}
         for s in (*self.graph.outputs, *self.graph.updates.values()):
             k = self.storage[id(s)]
-            if k is not None:  # a fetched view of a buffer is copied at the very end
+            if k is not None and id(s) in self.early_copies:
+                last[k] = max(last[k], position[id(s)])
+            elif k is not None:  # a fetched view of a buffer is copied at the very end
                 last[k] = end
         return last
 
@@ -369,6 +377,8 @@ class Specialized:
             dead = names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
+            if id(n.out) in self.early_copies and self.storage.get(id(n.out)) is not None:
+                lines.append(f"    {v} = {v}.copy()")
             if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
                 ns[f"n{t}"] = n
                 lines.append(f"    check_numerics({v}, n{t})")
@@ -455,7 +465,8 @@ class Specialized:
         n = s.node
         fresh = not ("source" in n.op.tags or self._is_view(n) or id(n) in self.inplace)
         fresh = fresh and self.storage.get(id(s)) is None and not copy
-        return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
+        copied = id(s) in self.early_copies and self.storage.get(id(s)) is not None
+        return names[id(s)] if fresh or copied else f"{names[id(s)]}.copy()"
 
     # -- running ---------------------------------------------------------------------------
 

@@ -229,7 +229,8 @@ def test_the_backward_lets_go_of_each_piece_after_its_last_read():
     finally:
         sys.settrace(None)
     assert pieces == [] and values == []  # taken over
-    # at the return: only the pieces holding values it returns (views copied there)
-    returned = sum(p.placed and p.last >= len(spec.order) for p in spec.pieces)
-    assert alive[0] == len(refs) > returned + 1 and alive[-1] == returned
+    # a fetched view of a buffer (a bias gradient, the reshape of a sum) is copied where it
+    # is made, so no piece is kept to the return
+    assert all(p.last < len(spec.order) for p in spec.pieces)
+    assert alive[0] == len(refs) > 1 and alive[-1] == 0
     assert len(set(alive)) > 2  # freed at several points, not all at the end

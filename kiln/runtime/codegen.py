@@ -99,9 +99,13 @@ class Specialized:
 
     def __init__(
         self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
-        generate=True, into=False, template=None,
+        generate=True, into=False, template=None, placed=(),
     ):  # fmt: skip
         self.graph = graph
+        # `placed`: positions of feeds that live in the arena, written there by the caller
+        # before the run (`function_on(pieces)`, at `placement(k)`): buffers from the start,
+        # whose bytes later buffers reuse once their last reader ran.
+        self.placed = {id(graph.inputs[k]) for k in placed}
         self.backend = backend
         self.checks = checks
         # `into`: the program takes the caller's output arrays (`O`) and writes its outputs
@@ -246,6 +250,8 @@ class Specialized:
         for j, k in enumerate(keys):
             self.frees.setdefault(last[k], []).append(j)
         self._buffer_syms = {j: owners[k][0] for j, k in enumerate(keys)}
+        placed = {renumber[k] for k in self.placed_keys}  # never merged away: inputs' own
+        self.pieces = _pieces(self.plan, placed) if self.placed and plan else None
 
     def _floor(self, owners) -> int:
         """A lower bound on the arena of every order: while a node X runs, every buffer made
@@ -295,10 +301,15 @@ class Specialized:
         """Which storage each value lives in: a buffer of its own, its base's (views), or
         outside the arena (None: sources, outputs, in-place updates)."""
         storage, owners, contiguous = {}, {}, {}
+        self.placed_keys = set()
         for t, n in enumerate(self.order):
             out = n.out
             contiguous[id(out)] = True
-            if "source" in n.op.tags or id(n) in self.inplace:
+            if id(out) in self.placed and plan and self._nbytes(out):
+                storage[id(out)] = len(owners)
+                self.placed_keys.add(len(owners))
+                owners[len(owners)] = [out, 0, "placed feed"]  # live from the start
+            elif "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
             elif n.op.name == "get" and id(n.inputs[0]) in self.gets:
                 pass  # storage set with its tuple's node (an element's buffer, or None)
@@ -337,9 +348,17 @@ class Specialized:
                 k = self.storage[id(i)]
                 if k is not None:
                     last[k] = max(last[k], t)
+        # With placed feeds (a run's own arena, in pieces) a fetched view of a buffer is
+        # copied where it is made, so its buffer's piece can go before the end.
+        counts = collections.Counter(id(s) for s in self.graph.outputs)
+        self.early_copies = {id(s) for s in self.graph.outputs if self.placed and counts[id(s)] == 1
+                             and self._is_view(s.node) and id(s) not in self.placed}  # fmt: skip
+        position = {id(n.out): t for t, n in enumerate(self.order)}
         for s in (*self.graph.outputs, *self.graph.updates.values()):
             k = self.storage[id(s)]
-            if k is not None:  # a fetched view of a buffer is copied at the very end
+            if k is not None and id(s) in self.early_copies:
+                last[k] = max(last[k], position[id(s)])
+            elif k is not None:  # a fetched view of a buffer is copied at the very end
                 last[k] = end
         return last
 
@@ -414,6 +433,12 @@ class Specialized:
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
+        pieces_made, pieces_freed = {}, {}
+        for p, piece in enumerate(self.pieces or ()):
+            if not piece.placed:  # the caller made those holding placed feeds
+                pieces_made.setdefault(piece.first, []).append(p)
+            pieces_freed.setdefault(piece.last, []).append(p)
+        ns["make"] = ns["free"] = _nothing  # a program bound to a whole arena
         self.slots = {}  # into: id(output) -> where in O a kernel writes it (first one)
         if self.into:
             for k, s in enumerate(g.outputs):
@@ -422,6 +447,7 @@ class Specialized:
         self.variables = []  # V's order: the Variables the program reads or writes
         rand = 0
         for t, n in enumerate(self.order):
+            lines += [f"    make({p})" for p in pieces_made.get(t, ())]
             if n.op.name == "constant":  # bound in the namespace: no line
                 ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
                 names.bind(n.out, f"c{t}")
@@ -437,12 +463,18 @@ class Specialized:
             dead = names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
+            if id(n.out) in self.early_copies and self.storage.get(id(n.out)) is not None:
+                lines.append(f"    {v} = {v}.copy()")
             if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
                 ns[f"n{t}"] = n
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:
                 lines += self._poison(t)
-            lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
+            if self.pieces is None:
+                lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
+            else:  # a run's own arena, in pieces: made at first use, freed after the last
+                lines += [f"    {name} = None" for sym, name in dead]
+                lines += [f"    free({p})" for p in pieces_freed.get(t, ())]
         if self.into:  # outputs no kernel wrote into O (inputs, views, constants) are copied
             lines += [f"    xp.copyto(O[{k}], {names[id(s)]})" for k, s in enumerate(g.outputs)
                       if self.written.get(id(s)) != k]  # fmt: skip
@@ -541,9 +573,62 @@ class Specialized:
         if n.op.name == "get" and id(n.inputs[0]) in self.gets:  # its own array, unless shared
             fresh = len(self.gets[id(n.inputs[0])][n.attrs["index"]]) == 1
         fresh = fresh and self.storage.get(id(s)) is None and not copy
-        return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
+        copied = id(s) in self.early_copies and self.storage.get(id(s)) is not None
+        return names[id(s)] if fresh or copied else f"{names[id(s)]}.copy()"
 
     # -- running ---------------------------------------------------------------------------
+
+    def placement(self, k) -> int | None:
+        """The arena offset of placed feed `k` (None: it has no buffer, it is not read)."""
+        key = self.storage.get(id(self.graph.inputs[k]))
+        return None if key is None else self.plan.offsets[key]
+
+    def piece_of(self, offset) -> int:
+        """The piece of the arena (`pieces`) that holds the bytes at `offset`."""
+        return next(p for p, piece in enumerate(self.pieces) if piece.lo <= offset < piece.hi)
+
+    def function_on(self, pieces: list):
+        """One run's program, on an arena of its own in pieces (`self.pieces`): `pieces`
+        holds the device bytes of those with placed feeds (the caller wrote them at their
+        `placement`; None for the others) and is emptied, the program taking them over: it
+        makes each other piece before its first buffer is written and lets go of each piece
+        after its last buffer is read, so the arena is never whole at once."""
+        if self.pieces is None or len(pieces) != len(self.pieces):
+            raise GraphError("an arena in pieces for a program without placed feeds, or in "
+                             "other pieces than its plan's")  # fmt: skip
+        for piece, given in zip(self.pieces, pieces):
+            wanted = piece.hi - piece.lo
+            if piece.placed and (given is None or given.nbytes != wanted):
+                raise GraphError(f"an arena piece of {wanted} B holding placed feeds was not "
+                                 "given")  # fmt: skip
+        code = getattr(self, "_program_code", None)
+        if code is None:
+            module = {}
+            exec(self._code, dict(self._ns), module)
+            code = self._program_code = module["program"].__code__
+        ns = dict(self._ns)
+        plan, backend = self.plan, self.backend
+
+        def make(p, data=None):
+            piece = self.pieces[p]
+            if data is None:
+                data = backend.empty((piece.hi - piece.lo,), np.uint8)
+            for k in piece.buffers:
+                start = plan.offsets[k] - piece.lo
+                sym = self._buffer_symbol(k)
+                view = data[start : start + plan.sizes[k]].view(sym.dtype)
+                ns[f"b{k}"] = view.reshape(self.shapes[id(sym)])
+
+        def free(p):
+            for k in self.pieces[p].buffers:
+                del ns[f"b{k}"]
+
+        for p, data in enumerate(pieces):
+            if data is not None:
+                make(p, data)
+        pieces.clear()
+        ns["make"], ns["free"] = make, free
+        return types.FunctionType(code, ns)
 
     def function(self, profiled: bool = False):
         """This thread's program, bound to this thread's arena (`profiled`: the variant that
@@ -682,6 +767,41 @@ def _planned_tuples(nodes) -> dict:
         if n.op.name == "get" and id(n.inputs[0]) in found:
             found[id(n.inputs[0])][n.attrs["index"]].append(n)
     return found
+
+
+def _nothing(p) -> None:
+    pass
+
+
+class Piece:
+    """Bytes [lo, hi) of a plan's arena that no buffer straddles: `buffers` (their keys),
+    live from step `first` to step `last`; `placed` when one of them is a placed feed."""
+
+    __slots__ = ("lo", "hi", "first", "last", "buffers", "placed")
+
+    def __init__(self, lo, hi, first, last, buffers, placed):
+        self.lo, self.hi, self.first, self.last = lo, hi, first, last
+        self.buffers, self.placed = buffers, placed
+
+
+def _pieces(plan, placed) -> list:
+    """The arena cut wherever no buffer straddles the cut: each piece can be made when its
+    first buffer is written and let go after its last is read."""
+    order = sorted(range(len(plan.sizes)), key=lambda k: plan.offsets[k])
+    groups: list = []
+    for k in order:
+        lo, hi = plan.offsets[k], plan.offsets[k] + plan.sizes[k]
+        if groups and lo < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append(k)
+        else:
+            groups.append([lo, hi, [k]])
+    pieces = []
+    for lo, hi, keys in groups:
+        first = min(plan.starts[k] for k in keys)
+        last = max(plan.ends[k] for k in keys)
+        pieces.append(Piece(lo, hi, first, last, tuple(keys), any(k in placed for k in keys)))
+    return pieces
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

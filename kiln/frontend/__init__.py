@@ -23,7 +23,7 @@ from .nn_pool import *  # noqa: F403
 from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
-from .special import digamma, erfinv, i0, lgamma, polygamma
+from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
 from .torch_data import *  # noqa: F403
 from .torch_data import __all__ as _data_all
 from .torch_extra_linalg import *  # noqa: F403
@@ -54,7 +54,7 @@ __all__ = list(
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
-         "lgamma", "digamma", "polygamma", "erfinv", "i0",
+         "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all]
     )
 )  # fmt: skip

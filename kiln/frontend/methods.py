@@ -88,7 +88,8 @@ METHODS |= {
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
-    "polygamma": sp.polygamma_method,
+    "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
+    "mvlgamma": sp.mvlgamma,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,
 }  # fmt: skip
 

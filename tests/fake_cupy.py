@@ -397,9 +397,9 @@ def install(monkeypatch) -> types.ModuleType:
     for name in ("erf", "gammaln", "digamma", "polygamma", "erfinv", "i0", "i1"):  # CuPy's too
         setattr(special, name, _Function(getattr(scipy.special, name)))
     # and these of cupyx.scipy.special (CuPy has no airy: kiln refuses airy_ai on the GPU)
-    for name in ("i0e", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlogy", "xlog1py",
-                 "zeta", "gammainc", "gammaincc", "j0", "j1", "y0", "y1", "k0", "k1", "k0e",
-                 "k1e"):  # fmt: skip
+    for name in ("erfc", "i0e", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlogy",
+                 "xlog1py", "zeta", "gammainc", "gammaincc", "j0", "j1", "y0", "y1", "k0", "k1",
+                 "k0e", "k1e"):  # fmt: skip
         setattr(special, name, _Function(getattr(scipy.special, name)))
     cupyx = types.ModuleType("cupyx")
     cupyx.scipy = types.SimpleNamespace(special=special)

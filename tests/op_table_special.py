@@ -88,6 +88,7 @@ unary_rows("ndtri", S.ndtri, in64(sc.ndtri), 0.02, 0.98)
 unary_rows("log_ndtr", S.log_ndtr, in64(sc.log_ndtr), -12.0, 4.0)
 unary_rows("erfcx", S.erfcx, in64(sc.erfcx), -2.0, 12.0)
 unary_rows("entr", S.entr, in64(sc.entr), 0.05, 3.0)
+unary_rows("erfc", kn.erfc, in64(sc.erfc), -3.0, 12.0)
 _EDGES = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 30.0, -30.0, 1e-8]
 rows(
     OpCase("i0e", "edges", S.i0e, given(_EDGES), in64(sc.i0e), FLOATS),
@@ -98,6 +99,7 @@ rows(
     OpCase("log_ndtr", "edges", S.log_ndtr, given(_EDGES), in64(sc.log_ndtr), FLOATS),
     OpCase("erfcx", "edges", S.erfcx, given(_EDGES), in64(sc.erfcx), FLOATS),
     OpCase("entr", "edges", S.entr, given(_EDGES), in64(sc.entr), FLOATS),
+    OpCase("erfc", "edges", kn.erfc, given(_EDGES), in64(sc.erfc), FLOATS),
     OpCase("ndtr", "int", S.ndtr, uniform(((2, 3), -3, 4, "int64")), in64(sc.ndtr),
            ("float32",)),
 )  # fmt: skip

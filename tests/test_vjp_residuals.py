@@ -42,8 +42,8 @@ KEEPS |= {
     "lgamma": {"x0"}, "digamma": {"x0"}, "polygamma": {"x0"}, "erfinv": {"y"}, "i0": {"x0"},
     "i1": {"x0", "y"},
     "i0e": {"x0", "y"}, "i1e": {"x0", "y"}, "ndtr": {"x0"}, "ndtri": {"y"},
-    "log_ndtr": {"x0", "y"}, "erfcx": {"x0", "y"}, "entr": {"x0"}, "xlogy": {"x0", "x1"},
-    "xlog1py": {"x0", "x1"}, "zeta": {"x0", "x1"}, "gammainc": {"x0", "x1"},
+    "erfc": {"x0"}, "log_ndtr": {"x0", "y"}, "erfcx": {"x0", "y"}, "entr": {"x0"},
+    "xlogy": {"x0", "x1"}, "xlog1py": {"x0", "x1"}, "zeta": {"x0", "x1"}, "gammainc": {"x0", "x1"},
     "gammaincc": {"x0", "x1"},
 }  # fmt: skip
 # ops differentiable in some inputs only (PyTorch's): their backward is asked for those

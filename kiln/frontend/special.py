@@ -22,7 +22,8 @@ from .autodiff import stop_gradient
 from .out import takes_out
 
 __all__ = [
-    "digamma", "erfinv", "i0", "igamma", "igammac", "lgamma", "mvlgamma", "polygamma", "xlogy",
+    "digamma", "erfc", "erfinv", "i0", "igamma", "igammac", "lgamma", "mvlgamma", "polygamma",
+    "xlogy",
 ]  # fmt: skip
 
 
@@ -154,6 +155,16 @@ erfcx = _unary(
     tensor([1.0000, 0.0561])
     """,
 )
+erfc = _unary(
+    "erfc",
+    """The complementary error function `1 - erf(x)`, accurate in the tail where that
+    difference cancels, elementwise.
+
+    >>> import kiln as kn
+    >>> kn.erfc(kn.tensor([0.0, 5.0]))  # 1 - erf(5) rounds to 1.5e-12 in float32's steps
+    tensor([1.0000e+00, 1.5375e-12])
+    """,
+)
 entr = _unary(
     "entr",
     """`-x log(x)`: 0 at 0, -inf below 0, elementwise.
@@ -203,7 +214,7 @@ bessel_y0 = _undifferentiated(
 
     >>> import kiln as kn
     >>> kn.special.bessel_y0(kn.tensor([0.0, 1.0]))
-    tensor([   -inf, 0.0883])
+    tensor([  -inf, 0.0883])
     """,
 )  # fmt: skip
 bessel_y1 = _undifferentiated(

@@ -143,6 +143,7 @@ def _nonzero(x):
 # d i0e = i1e(x) - sgn(x) i0e(x); d i1e = i0e(x) - i1e(x) (sgn(x) + 1/x), 1/2 at 0;
 # d ndtr = exp(-x^2/2) / sqrt(2 pi); d ndtri = sqrt(2 pi) exp(ndtri(x)^2 / 2);
 # d log_ndtr = exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi); d erfcx = 2 x erfcx(x) - 2 / sqrt(pi);
+# d erfc = -2 / sqrt(pi) exp(-x^2);
 # d entr = -(1 + log x) (PyTorch's: -inf at 0, NaN below)
 i0e = _op("i0e", "i0e", lambda ct, y, x: (ct * (apply("i1e", x) - _sign(x) * y),))
 
@@ -172,6 +173,10 @@ log_ndtr = _op(
 erfcx = _op(
     "erfcx", "erfcx",
     lambda ct, y, x: (ct * (scalar(2, x) * x * y - scalar(2 / np.sqrt(np.pi), x)),),
+)  # fmt: skip
+erfc = _op(
+    "erfc", "erfc",
+    lambda ct, y, x: (ct * apply("exp", apply("neg", x * x)) * scalar(-2 / np.sqrt(np.pi), x),),
 )  # fmt: skip
 entr = _op(
     "entr", "entr", lambda ct, y, x: (ct * apply("neg", scalar(1, x) + apply("log", x)),)

@@ -12,9 +12,10 @@ respect to the first raises AutogradError, as PyTorch raises NotImplementedError
 from __future__ import annotations
 
 import math
+import numbers
 import types
 
-from ..errors import UsageError
+from ..errors import ArgumentTypeError, UsageError
 from ..graph.opdef import REGISTRY
 from ..ops.elementwise_special import POLYNOMIALS
 from . import core
@@ -374,22 +375,27 @@ def multigammaln(input, p: int):  # noqa: A002
     >>> kn.special.multigammaln(kn.tensor([2.5]), 3)
     tensor([1.8810])
     """
-    if isinstance(p, bool) or not isinstance(p, int):
-        from ..errors import ArgumentTypeError
-
+    if isinstance(p, bool) or not isinstance(p, numbers.Integral):
         raise ArgumentTypeError(f"multigammaln(): argument 'p' must be int, not {type(p).__name__}")
     if p < 1:
         raise UsageError("p has to be greater than or equal to 1")
     (x,) = core.promote(REGISTRY["lgamma"], input)
     total = None
-    for j in range(p - 1, -1, -1):  # PyTorch's order: x - (p-1)/2 first
+    for j in range(int(p) - 1, -1, -1):  # PyTorch's order: x - (p-1)/2 first
         term = lgamma(x - j / 2 if j else x)
         total = term if total is None else total + term
-    return total + p * (p - 1) / 4 * math.log(math.pi)
+    return total + int(p) * (int(p) - 1) / 4 * math.log(math.pi)
 
 
-mvlgamma = takes_out(multigammaln.without_out)
-mvlgamma.__doc__ = multigammaln.__doc__.replace("kn.special.multigammaln", "kn.mvlgamma")
+@takes_out
+def mvlgamma(input, p: int):  # noqa: A002
+    """PyTorch's name of `kn.special.multigammaln` (also the method `x.mvlgamma(p)`).
+
+    >>> import kiln as kn
+    >>> kn.mvlgamma(kn.tensor([2.5]), 3)
+    tensor([1.8810])
+    """
+    return multigammaln.without_out(input, p)
 
 
 def _polynomial(kind: str):

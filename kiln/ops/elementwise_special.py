@@ -15,16 +15,17 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import AutogradError, DeviceError, node_error
+from ..errors import ArgumentError, AutogradError, DeviceError, node_error
 from ..graph.core import Symbol, user_site
 from .core import apply, defop, in_float32, same_shape, scalar, ufunc_dtype
 from .elementwise import special, unary
 from .lowering import Lowering, c_cast, c_fn
 
 
-def _kernel(name: str):
-    """The kernel calling (cupyx.)scipy.special's `name`, float16 through float32. SciPy's
-    gammaln(-inf) is -inf; C's lgamma and PyTorch's give +inf (a pole): kiln gives +inf."""
+def _kernel(name: str, op: str | None = None):
+    """The kernel of op `op` calling (cupyx.)scipy.special's `name`, float16 through float32.
+    SciPy's gammaln(-inf) is -inf; C's lgamma and PyTorch's give +inf (a pole): kiln gives
+    +inf."""
 
     def kernel(xp, x, out=None, **attrs):
         if name == "gammaln" and x.dtype.kind == "f":
@@ -37,7 +38,7 @@ def _kernel(name: str):
         return kernel_raw(xp, x, out, **attrs)
 
     def kernel_raw(xp, x, out=None, **attrs):
-        fn = _function(xp, name)
+        fn = _function(xp, name, op)
         args = (attrs["n"], x) if "n" in attrs else (x,)
         if x.dtype == np.float16:
             r = fn(*args[:-1], x.astype(np.float32)).astype(np.float16)
@@ -54,15 +55,16 @@ def _kernel(name: str):
     return kernel
 
 
-def _function(xp, name):
-    """(cupyx.)scipy.special's `name` (`airy_ai`: the first of `airy`'s four results);
-    DeviceError where CuPy has no such kernel, rather than a wrong value."""
+def _function(xp, name, op=None):
+    """(cupyx.)scipy.special's `name` (`airy_ai`: the first of `airy`'s four results), for
+    op `op`; DeviceError where CuPy has no such kernel, rather than a wrong value."""
     module = special(xp)
-    fn = getattr(module, "airy" if name == "airy_ai" else name, None)
+    own = "airy" if name == "airy_ai" else name
+    fn = getattr(module, own, None)
     if fn is None:
         raise DeviceError(
-            f"{name} has no GPU kernel: {module.__name__} has no "
-            f"{'airy' if name == 'airy_ai' else name}; compute it on the CPU (`x.cpu()`)"
+            f"{op or name} has no GPU kernel: {module.__name__} has no {own}; compute it on "
+            "the CPU (`x.cpu()`)"
         )
     return (lambda x: fn(x)[0]) if name == "airy_ai" else fn
 
@@ -88,7 +90,7 @@ def _op(name, scipy_name, vjp, cuda=None, tags=()):
                 else Lowering(not_lowered=_NO_SCALAR_FORM))  # fmt: skip
     ufunc = getattr(scipy.special, scipy_name, scipy.special.j0)  # airy_ai: j0's dtype rule
     return unary(
-        name, ufunc, impl=_kernel(scipy_name), vjp=vjp, dtype_rule=_float_dtype(ufunc),
+        name, ufunc, impl=_kernel(scipy_name, name), vjp=vjp, dtype_rule=_float_dtype(ufunc),
         lowering=lowering, tags=tags,
     )  # fmt: skip
 
@@ -414,8 +416,6 @@ def _polynomial_shape(x, n, *, kind=None):
 def _polynomial_dtype(x, n, *, kind=None):
     """The operands' float dtype (`kind` None: the rule asked without attrs, by promotion)."""
     if kind is not None and kind not in POLYNOMIALS:
-        from ..errors import ArgumentError
-
         raise ArgumentError(f"unknown polynomial {kind!r}: one of {', '.join(POLYNOMIALS)}")
     return _binary_dtype(x, n)
 

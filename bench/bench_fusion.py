@@ -145,7 +145,7 @@ def main() -> None:
         f"kiln {kn.__version__}, NumPy {np.__version__}, Python {platform.python_version()}, "
         f"numba {numba.__version__ if numba else 'not installed'}; single-threaded; "
         f"best of {repeats} repeats; block {fused_ops.BLOCK_BYTES // 1024} KiB; "
-        f"{'exact (NumPy bits)' if exact_mode() else 'KILN_EXACT=0 (libm in loops)'}"
+        f"{'exact (NumPy bits)' if exact_mode() else 'KILN_EXACT=0 (kiln kernels)'}"
     )
     print(f"{'case':<34} {'NumPy µs':>10} {'unfused µs':>11} {'fused µs':>10} {'fused/NumPy':>12}")
     for n_ops in (1, 10, 100):

@@ -84,6 +84,7 @@ from .errors import (
     ShapeError,
 )
 from .frontend import *  # noqa: F403
+from .frontend import custom_function as _custom_function
 from .frontend import random
 from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
@@ -97,12 +98,16 @@ from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim
 from .tracing import compile, trace  # noqa: A004 (the API's name)
+from .tracing import func as func  # `kn.func`: torch.func's transforms
 from .tracing.transforms import jacfwd, jacrev, jvp, vmap
 
 __version__ = "0.1.0"
 
 # `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
 autograd.functional = autograd_functional
+# `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
+autograd.Function = _custom_function.Function
+autograd.function = _custom_function
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional

@@ -157,7 +157,24 @@ return_types = types.SimpleNamespace(
     nanmedian=_named("nanmedian", "`nanmedian(x, dim)`: the medians of the non-NaN values."),
     histogram=_fields("histogram", ["hist", "bin_edges"], "`histogram(x, bins)`: counts, edges."),
     frexp=_fields("frexp", ["mantissa", "exponent"], "`frexp(x)`: x = mantissa * 2**exponent."),
-)
+    # kn.linalg's factorizations (kiln/frontend/linalg_factor.py)
+    linalg_qr=_fields("linalg_qr", ["Q", "R"], "`linalg.qr(A)`: A = Q R."),
+    qr=_fields("qr", ["Q", "R"], "`qr(A)`: A = Q R."),
+    linalg_eigh=_fields("linalg_eigh", ["eigenvalues", "eigenvectors"],
+                        "`linalg.eigh(A)`: A = V diag(eigenvalues) Vᵀ."),
+    linalg_svd=_fields("linalg_svd", ["U", "S", "Vh"], "`linalg.svd(A)`: A = U diag(S) Vh."),
+    svd=_fields("svd", ["U", "S", "V"], "`svd(A)`: A = U diag(S) Vᵀ."),
+    linalg_lu=_fields("linalg_lu", ["P", "L", "U"], "`linalg.lu(A)`: A = P L U."),
+    lu_unpack=_fields("lu_unpack", ["P", "L", "U"], "`lu_unpack(LU, pivots)`: A = P L U."),
+    linalg_lu_factor=_fields("linalg_lu_factor", ["LU", "pivots"],
+                             "`linalg.lu_factor(A)`: L and U in one matrix, row interchanges."),
+    linalg_lstsq=_fields("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"],
+                         "`linalg.lstsq(A, B)`: least-squares solutions."),
+    linalg_inv_ex=_fields("linalg_inv_ex", ["inverse", "info"], "`linalg.inv_ex(A)`."),
+    linalg_cholesky_ex=_fields("linalg_cholesky_ex", ["L", "info"], "`linalg.cholesky_ex(A)`."),
+    triangular_solve=_fields("triangular_solve", ["solution", "cloned_coefficient"],
+                             "`triangular_solve(b, A)`: the solution and a copy of A."),
+)  # fmt: skip
 
 
 class memory_format:  # noqa: N801 — PyTorch's name

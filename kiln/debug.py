@@ -1,6 +1,7 @@
 """The environment flags, read when used (see docs/debugging.md for their levels):
 `KILN_DEBUG` (what kiln tells you, on stderr), `KILN_CHECKS` (what kiln verifies) and
-`KILN_EXACT` (on unless set to 0: compiled kernels give NumPy's bits; `KILN_EXACT=0` lets
+`KILN_EXACT` (on unless set to 0: compiled kernels give NumPy's bits; `KILN_EXACT=0` runs
+kiln's own float32 exp, log, tanh and sigmoid in every path of a planned program, and lets
 compiled fused loops call libm, within 2 ulp of NumPy)."""
 
 from __future__ import annotations

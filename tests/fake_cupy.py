@@ -319,11 +319,12 @@ lib = types.SimpleNamespace(
 __version__ = "13.0.0+fake"
 get_default_memory_pool = get_default_pinned_memory_pool = lambda: _POOL
 _CACHE: dict = {}
-# CuPy's batched linear algebra that kiln uses (inv, det, solve, cholesky, slogdet), on the
-# arrays inside
+# CuPy's batched linear algebra that kiln uses (inv, det, solve, cholesky, slogdet, qr, eigh,
+# svd), on the arrays inside
 linalg = types.SimpleNamespace(
-    **{n: _Function(getattr(np.linalg, n)) for n in ("inv", "det", "solve", "cholesky", "slogdet")}
-)
+    **{n: _Function(getattr(np.linalg, n))
+       for n in ("inv", "det", "solve", "cholesky", "slogdet", "qr", "eigh", "svd")}
+)  # fmt: skip
 
 
 def __getattr__(name):

@@ -238,3 +238,100 @@ def test_idioms_match_torch():
         want_y, want_g = _graph(fn, A)
         np.testing.assert_allclose(y.detach().numpy(), want_y, err_msg=fn.__name__)
         np.testing.assert_allclose(x.grad.numpy(), want_g, err_msg=fn.__name__)
+
+
+# A clone is a value of its own, and contiguous() copies only where PyTorch's does (a transpose
+# or a strided column; not a row). Expected: PyTorch's own run of each function (checked below
+# when torch is installed), and by hand: the caller's tensor never changes except through a
+# contiguous view.
+def clone_then_change(lib, x):
+    y = x.clone()
+    y[0] = 100.0
+    return y * 2
+
+
+def transpose_contiguous_then_change(lib, x):
+    y = x.T.contiguous()
+    y[0] = 0.0
+    return y + x.T
+
+
+def contiguous_self_then_change(lib, x):
+    y = x.contiguous()
+    y[0] = 5.0
+    return y * 1
+
+
+def row_contiguous_then_change(lib, x):
+    y = x[1].contiguous()  # a row of a C-ordered matrix: contiguous, so x's memory
+    y.mul_(10)
+    return x * 1
+
+
+def column_contiguous_then_change(lib, x):
+    y = x[:, 1].contiguous()  # a column: a copy
+    y.mul_(10)
+    return x * 1
+
+
+LAYOUT = [
+    (clone_then_change, [[200, 200, 200], [6, 8, 10]], [[0, 1, 2], [3, 4, 5]]),
+    (transpose_contiguous_then_change, [[0, 3], [2, 8], [4, 10]], [[0, 1, 2], [3, 4, 5]]),
+    (contiguous_self_then_change, [[5, 5, 5], [3, 4, 5]], [[5, 5, 5], [3, 4, 5]]),
+    (row_contiguous_then_change, [[0, 1, 2], [30, 40, 50]], [[0, 1, 2], [30, 40, 50]]),
+    (column_contiguous_then_change, [[0, 1, 2], [3, 4, 5]], [[0, 1, 2], [3, 4, 5]]),
+]
+
+
+@pytest.mark.parametrize("case", LAYOUT, ids=[c[0].__name__ for c in LAYOUT])
+def test_clone_and_contiguous_copy_where_pytorch_does(case):
+    """The silent bug this pins: `y = x.clone(); y[0] = v` under kn.compile changed the
+    caller's x (a Symbol's clone was x itself)."""
+    fn, want_y, want_x = case
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for run in (lambda t: fn(kn, t), kn.compile(lambda t: fn(kn, t))):  # eager, compiled
+        x = kn.tensor(a.copy())
+        y = run(x)
+        np.testing.assert_array_equal(y.numpy(), np.array(want_y, np.float32))
+        np.testing.assert_array_equal(x.numpy(), np.array(want_x, np.float32))
+    with kn.Graph().as_default():  # a computed value (a feed cannot change)
+        p = kn.placeholder(kn.float32, (2, 3), name="p")
+        got = kn.function([p], [fn(kn, p * 1.0)])(a)[0]
+    np.testing.assert_array_equal(got, np.array(want_y, np.float32))
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(a.copy())
+    np.testing.assert_array_equal(fn(torch, t).numpy(), np.array(want_y, np.float32))
+    np.testing.assert_array_equal(t.numpy(), np.array(want_x, np.float32))
+
+
+def test_is_contiguous_follows_pytorch_layouts():
+    torch = pytest.importorskip("torch")
+    views = [lambda v: v, lambda v: v.T, lambda v: v[1], lambda v: v[:, 1], lambda v: v[:, :2],
+             lambda v: v[::2], lambda v: v.T.reshape(12), lambda v: v.permute(1, 0).T,
+             lambda v: v.unsqueeze(0).transpose(0, 1), lambda v: v[:, 1:2]]  # fmt: skip
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, (4, 3), name="p")
+        got = [view(p).is_contiguous() for view in views]
+    assert got == [view(torch.tensor(a)).is_contiguous() for view in views]
+
+
+def reshape_of_transpose_then_change(lib, x):
+    y = x.T.reshape(6)  # PyTorch copies: the transpose cannot be viewed as 6 elements
+    y[0] = 9.0
+    return y * 1
+
+
+def reshape_then_change(lib, x):
+    y = x.reshape(6)  # a view: x changes too
+    y[0] = 9.0
+    return x * 1
+
+
+@pytest.mark.parametrize(
+    "fn, want_y, want_x",
+    [(reshape_of_transpose_then_change, [9, 3, 1, 4, 2, 5], [[0, 1, 2], [3, 4, 5]]),
+     (reshape_then_change, [[9, 1, 2], [3, 4, 5]], [[9, 1, 2], [3, 4, 5]])],
+)  # fmt: skip
+def test_reshape_writes_back_only_where_pytorch_views(fn, want_y, want_x):
+    test_clone_and_contiguous_copy_where_pytorch_does((fn, want_y, want_x))

@@ -290,3 +290,52 @@ def test_against_torch():
         torch.tensor(F32) @ torch.tensor(F64)
     with pytest.raises(IndexError):
         torch.ones(3)[5]
+
+
+# add/sub's alpha (PyTorch 2.13's values, also checked by hand: input ± alpha * other)
+ALPHA_CASES = [
+    (lambda L: L.add(L.tensor([1, 2]), L.tensor([3, 4]), alpha=2), "int64", [7, 10]),
+    (lambda L: L.sub(L.tensor([1.0, 2.0]), L.tensor([3.0, 4.0]), alpha=0.5), "float32",
+     [-0.5, 0.0]),
+    (lambda L: L.tensor([1, 2], dtype=L.int32).add(3, alpha=2), "int32", [7, 8]),
+    (lambda L: L.tensor([1.0, 2.0], dtype=L.float16).sub(L.tensor([3.0, 4.0]), alpha=3),
+     "float32", [-8.0, -10.0]),
+    (lambda L: L.add(L.tensor([True, False]), L.tensor([True, True]), alpha=0), "bool",
+     [True, False]),
+    (lambda L: L.tensor([1.0, 2.0]).add_(L.tensor([1.0, 1.0]), alpha=3), "float32", [4.0, 5.0]),
+    (lambda L: L.subtract(L.tensor([1, 2]), 1, alpha=3), "int64", [-2, -1]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(ALPHA_CASES)))
+def test_add_and_sub_take_alpha_in_every_mode(case):
+    fn, dtype, want = ALPHA_CASES[case]
+    eager = fn(kn)
+    assert str(eager.dtype) == dtype and eager.tolist() == want
+    assert kn.compile(lambda: fn(kn))().tolist() == want
+    torch = pytest.importorskip("torch")
+    assert fn(torch).tolist() == want
+
+
+def test_alpha_refusals_and_gradient():
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
+        kn.add(kn.tensor([1, 2]), kn.tensor([3, 4]), alpha=0.5)
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    y = kn.tensor([3.0, 4.0], requires_grad=True)
+    kn.sub(x, y, alpha=3).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0] and y.grad.tolist() == [-3.0, -3.0]
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float32, (2,), name="a")
+        out = kn.function([a], [kn.add(a, a * 2.0, alpha=-1.0)])(np.array([1.0, 2.0], np.float32))
+    assert out[0].tolist() == [-1.0, -2.0]
+
+
+def test_a_compiled_function_may_return_values_made_from_constants():
+    """torch.compile returns a new tensor each call, also for a value that depends on no
+    argument; kiln refused such a result (GraphError)."""
+    f = kn.compile(lambda: kn.arange(3.0) * 2)
+    first = f()
+    first.add_(1)  # the caller owns it: the next call's value is fresh
+    assert isinstance(first, kn.Tensor) and f().tolist() == [0.0, 2.0, 4.0]
+    g = kn.compile(lambda x: (x + 1, kn.ones(2)))
+    assert [t.tolist() for t in g(kn.zeros(2))] == [[1.0, 1.0], [1.0, 1.0]]

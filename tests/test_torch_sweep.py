@@ -34,9 +34,6 @@ KNOWN = {
     "errors/int-pow-neg/*": "int ** negative int: NumPy's ValueError, PyTorch's RuntimeError",
     "unary*/angle-*/*": "angle (complex numbers) is not built",
     "unary*/square-b-*/*": "square of bool is int8 (NumPy); PyTorch's int64",
-    "tensor-ops/*_-*/graph": "in-place change of a feed (placeholder): refused; values computed "
-    "in the graph are functionalized (kiln/frontend/functionalize.py)",
-    "indexing/setitem*/graph": "item assignment into a feed (placeholder): refused",
     "indexing/bool-mask-*/compile": "a boolean mask gives a data-dependent shape",
     "tensor-ops/nonzero-*/[gc]*": "nonzero gives a data-dependent shape",
     "tensor-ops/masked_select-*/[gc]*": "masked_select gives a data-dependent shape",

@@ -46,6 +46,13 @@ KEEPS |= {
     "xlogy": {"x0", "x1"}, "xlog1py": {"x0", "x1"}, "zeta": {"x0", "x1"}, "gammainc": {"x0", "x1"},
     "gammaincc": {"x0", "x1"},
 }  # fmt: skip
+# kn.linalg's factorizations (tests/op_table_linalg.py): their packed results y (qr of a wide
+# matrix reads x0's last columns too, not in its first row); the solves X = A⁻¹ B read A and
+# X; matrix_exp's is exp of a block matrix of x0; pinv's A and A⁺
+KEEPS |= {
+    "qr": {"y"}, "eigh": {"y"}, "svd": {"y"}, "lu": {"y"}, "solve_triangular": {"x0", "y"},
+    "matrix_exp": {"x0"}, "pinv": {"x0", "y"}, "cholesky_ex": {"y"}, "inv_ex": {"y"},
+}  # fmt: skip
 # ops differentiable in some inputs only (PyTorch's): their backward is asked for those
 DIFFERENTIABLE_INPUTS = {"zeta": (1,), "gammainc": (1,), "gammaincc": (1,)}
 # advanced indexing (tests/op_table_index.py): the index arrays only

@@ -4,7 +4,10 @@ Each op on tensors that require grad (with grad mode on) records one `Node`: the
 inputs and output as the op's vjp needs them (with their versions), and where each input's
 cotangent goes. Backward runs nodes in reverse creation order (a topological order); one
 place sums a cotangent back to its input's shape (`sum_to_shape`, shared with graph mode)
-and one place accumulates it. Saved values that are gone or stale: see `saved`.
+and one place accumulates it. Saved values that are gone or stale: see `saved`. On the CPU
+without create_graph, the vjps of ops tagged "vjp_arrays" run on the bare arrays (the saved
+data, cotangents that stay arrays between nodes): the same values as on tensors, without a
+Tensor around each.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import ArgumentTypeError, AutogradError, node_error
-from ..graph.core import user_site
+from ..graph.core import format_code_site, user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..passes.differentiate import sum_to_shape
 from ..runtime.backend import get_backend
+from . import grad_mode
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .hooks import (
     _HOOKS,
@@ -32,7 +36,7 @@ from .hooks import (
     register_hook,
     register_post_accumulate_grad_hook,
 )
-from .saved import SavedTensorError, Unavailable, unpack
+from .saved import SavedTensorError, Unavailable, array_args, unpack
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -48,15 +52,22 @@ class Node:
     `saved` are the inputs and `versions` their versions then (None for a constant); `shapes`
     and `dtypes` those of the inputs and, last, the output; `out` is the output's data,
     `out_vc` its version counter (None until it has one: see `version_of`) and `out_version`
-    its version then. Backward without retain_graph sets `saved` and `out` to None.
+    its version then; `where` the user's line that ran it (`site` formats it). Backward without
+    retain_graph sets `saved` and `out` to None.
     """
 
     # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic
     # garbage collector's passes too (a fifth of the forward pass's time with grad, measured):
     # so flat tuples and slots here rather than lists of pairs
     __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
-                 "out_vc", "out_version", "device", "seq", "site", "retained", "label",
+                 "out_vc", "out_version", "device", "seq", "where", "retained", "label",
                  "__weakref__")  # fmt: skip
+
+    @property
+    def site(self) -> str | None:
+        """`file.py:12`: the user's line that ran the op (kept as `where`, unformatted)."""
+        where = self.where
+        return where if where is None or type(where) is str else format_code_site(where)
 
     @property
     def metas(self) -> list:
@@ -172,13 +183,40 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     # ops of one or two inputs (nearly all) build their tuples directly, others by lists
     n = len(args)
     if n == 2:
-        e0, v0, x0 = _input(op, 0, args[0])
-        e1, v1, x1 = _input(op, 1, args[1])
-        edges, versions = (e0, e1), (v0, v1)
+        a, b = args
+        # `_input` of each, inline
+        if type(a) is Tensor and (meta := a._meta) is not None and meta.base is None:
+            vc = meta.vc
+            if meta.inference:
+                _inference_error(op, 0, a)
+            e0 = (meta.grad_fn or a) if meta.requires_grad else None
+            v0, x0 = 0 if vc is None else vc.value, a._data
+        else:
+            e0, v0, x0 = _input(op, 0, a)
+        if type(b) is Tensor and (meta := b._meta) is not None and meta.base is None:
+            vc = meta.vc
+            if meta.inference:
+                _inference_error(op, 1, b)
+            e1 = (meta.grad_fn or b) if meta.requires_grad else None
+            v1, x1 = 0 if vc is None else vc.value, b._data
+        elif type(b) is _ndarray:  # a constant (a lifted Python scalar)
+            e1, v1, x1 = None, None, b
+        else:
+            e1, v1, x1 = _input(op, 1, b)
+        edges = (e0, e1)
+        versions = _ZEROS[2] if v0 == 0 and v1 == 0 else (v0, v1)
         shapes, dtypes = (x0.shape, x1.shape, data.shape), (x0.dtype, x1.dtype, dtype)
     elif n == 1:
-        e0, v0, x0 = _input(op, 0, args[0])
-        edges, versions = (e0,), (v0,)
+        a = args[0]
+        if type(a) is Tensor and (meta := a._meta) is not None and meta.base is None:
+            vc = meta.vc
+            if meta.inference:
+                _inference_error(op, 0, a)
+            e0 = (meta.grad_fn or a) if meta.requires_grad else None
+            v0, x0 = 0 if vc is None else vc.value, a._data
+        else:
+            e0, v0, x0 = _input(op, 0, a)
+        edges, versions = (e0,), _ZEROS[1] if v0 == 0 else (v0,)
         shapes, dtypes = (x0.shape, data.shape), (x0.dtype, dtype)
     else:
         edges, versions, shapes, dtypes = [], [], [], []
@@ -196,8 +234,8 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
             tuple(shapes),
             tuple(dtypes),
         )
-    if versions in _ZEROS:
-        versions = _ZEROS[n]  # every version 0 (the common case): one shared tuple
+        if versions in _ZEROS:
+            versions = _ZEROS[n]  # every version 0 (the common case): one shared tuple
     meta = out._meta
     if meta is None:
         meta = out._meta = _new(Meta)  # as `Meta()`, without the call of __init__
@@ -222,7 +260,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.out_version = 0 if vc is None else vc.value
     node.device = meta.device
     node.seq = next(_seq)
-    node.site = user_site(skip)
+    node.where = user_code_site(skip)
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True
@@ -295,6 +333,7 @@ class _LeafWaits:
 
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
     if leaf._requires_grad:
+        ct = _tensor(ct)
         _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
         for hook in _hooks_of(leaf, 2):
             hook(leaf)
@@ -392,7 +431,9 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
 
 
 def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
-    pending: dict = {}  # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them)
+    # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them): a Tensor, or
+    # on the CPU without create_graph a bare array (`_ARRAY_VJP`; `_tensor` wraps it)
+    pending: dict = {}
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
     target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
@@ -409,6 +450,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
     # vjp gives one tensor to both inputs.)
     owned: set = set()
     anomaly, plain = is_anomaly_enabled(), not create_graph
+    arrays = plain and not anomaly and not grad_mode.inference_threads
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
             _send(root.grad_fn or root, seed, pending, heap, leaves)
@@ -420,17 +462,59 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node, nxt = pushpop(heap, nxt)[1], None
             ct = pending.pop(id(node))
             owned.discard(id(node))
-            if _HOOKS:
-                ct = _apply_hooks(node, ct)
-            if node.retained is not None and node.retained() is not None:
-                _accumulate(node.retained(), ct, create_graph)
-            if target_ids is not None:
-                if id(node) in target_ids:
-                    captured[id(node)] = ct
-                if id(node) not in needed:
-                    continue
+            retained = node.retained
+            if _HOOKS or retained is not None or target_ids is not None:
+                if type(ct) is _ndarray:
+                    ct = _tensor(ct)
+                if _HOOKS:
+                    ct = _apply_hooks(node, ct)
+                if retained is not None and retained() is not None:
+                    _accumulate(retained(), ct, create_graph)
+                if target_ids is not None:
+                    if id(node) in target_ids:
+                        captured[id(node)] = ct
+                    if id(node) not in needed:
+                        continue
             op = node.op
             vjp = op.vjp
+            if arrays and op in _ARRAY_VJP and (args := array_args(node, ct)) is not None:
+                # on bare arrays: so are the cotangents, summed back to shape if need be
+                attrs = node.attrs
+                cts = vjp(*args, **attrs) if attrs else vjp(*args)
+                for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
+                    if edge is None or c is None:
+                        continue
+                    if needed is not None and id(edge) not in needed and id(edge) not in target_ids:
+                        continue
+                    if type(c) is not _ndarray:
+                        c = _asarray(c)  # 0-d: NumPy's operators give scalars
+                    if c.shape != shape or c.dtype is not dtype:
+                        c = _fit(_tensor(c), (shape, dtype), _CPU)._data
+                    key = id(edge)
+                    if key in pending:
+                        total = pending[key]
+                        if key in owned:  # a sum made here: add in place (see `owned`)
+                            t = total if type(total) is _ndarray else total._data
+                            _add(t, c, out=t)
+                        else:  # CPU arrays, or plain CPU tensors: a new array
+                            t = _add(total if type(total) is _ndarray else total._data, c)
+                            pending[key] = t if type(t) is _ndarray else _asarray(t)
+                            owned.add(key)
+                        continue
+                    pending[key] = c
+                    if type(edge) is Node:
+                        if nxt is not None:
+                            push(heap, nxt)
+                        nxt = (-edge.seq, edge)
+                    else:
+                        leaves.append(edge)
+                if waits is not None:
+                    waits.paid(node, pending, create_graph)
+                if not retain_graph:
+                    node.saved = node.out = None
+                continue
+            if type(ct) is _ndarray:
+                ct = _tensor(ct)
             if vjp is None or anomaly or "vjp_needs" in op.tags:
                 cts = _vjp(node, ct, create_graph)
             else:  # `_vjp`, inline
@@ -454,7 +538,11 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 if key in pending:
                     total = pending[key]
                     if key in owned:  # a sum made here: add in place (see `owned`)
-                        _add(total._data, c._data, out=total._data)
+                        t = total if type(total) is _ndarray else total._data
+                        _add(t, c._data, out=t)
+                    elif type(total) is _ndarray:  # an array path's (so on the CPU, plain)
+                        pending[key] = _tensor(_asarray(_add(total, c._data)))
+                        owned.add(key)
                     else:
                         pending[key] = total + c
                         if plain and type(d := pending[key]._data) is _ndarray and d.base is None:
@@ -472,12 +560,31 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if not retain_graph:
                 node.saved = node.out = None
     if targets is not None:
-        captured.update((id(leaf), pending[id(leaf)]) for leaf in leaves)
+        captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
         return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
             _finish_leaf(leaf, pending[id(leaf)], create_graph)
     return {}
+
+
+# The ops whose vjp, given bare NumPy arrays of one float dtype (the cotangent, output and
+# inputs), computes what it computes on plain tensors of that dtype, bit for bit ("vjp_arrays":
+# tests/test_autograd_arrays.py holds each to it): backward on the CPU without create_graph
+# runs them so, without a Tensor around each value of the vjp (the per-op cost of backward).
+_ARRAY_VJP = frozenset(op for op in REGISTRY.values() if "vjp_arrays" in op.tags)
+_asarray = np.asarray
+
+
+def _tensor(ct):
+    """A cotangent as a Tensor: a bare array (on the CPU, outside inference mode: see
+    `_propagate`) becomes a plain tensor."""
+    if type(ct) is not _ndarray:
+        return ct
+    t = _new(Tensor)
+    t._data = ct
+    t._meta = None
+    return t
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:

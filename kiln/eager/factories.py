@@ -10,6 +10,7 @@ from .. import dtypes as dt
 from ..errors import ArgumentTypeError, UsageError
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
+from ..ops.random import in_trace
 from ..runtime.backend import get_backend
 from .devices import canonical_device
 from .tensor import Tensor, make
@@ -184,6 +185,15 @@ def _random_float(dtype):
     return dtype
 
 
+def _traced(kind, shape, dtype, generator, **params):
+    """A random factory called in a `kn.compile` trace: a random node, fresh on every call."""
+    from ..frontend.random import traced_factory  # NOTE: the frontend builds on eager
+
+    if generator is not None:
+        _generator(generator)  # the type check
+    return traced_factory(kind, shape, dtype, generator, **params)
+
+
 def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Samples of N(0, 1), drawn from `generator` (default: the stream `kn.manual_seed`
     seeds); the same after the same seed.
@@ -196,6 +206,8 @@ def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool =
     (True, True)
     """
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
+    if in_trace():
+        return _traced("normal", _shape(size), dtype, generator)
     g = default_generator if generator is None else _generator(generator)
     return _finish(g._normal(_shape(size), dtype), device, requires_grad)
 
@@ -208,6 +220,8 @@ def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = 
     True
     """
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
+    if in_trace():
+        return _traced("uniform", _shape(size), dtype, generator)
     g = default_generator if generator is None else _generator(generator)
     return _finish(g._uniform(_shape(size), dtype), device, requires_grad)
 
@@ -235,8 +249,10 @@ def randint(*args, size=None, generator=None, dtype=None, device="cpu",
         raise UsageError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
-    values = _generator(generator)._integers(low, high, _shape((size,)))
     dtype = dt.int64 if dtype is None else dt.as_dtype(dtype)
+    if in_trace():
+        return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)
+    values = _generator(generator)._integers(low, high, _shape((size,)))
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)
 
 

@@ -9,8 +9,8 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import UsageError
 from ..graph.core import Symbol
-from ..ops.random import next_seed, seeds_from
-from .factories import _finish, rand, randn
+from ..ops.random import in_trace, next_seed, seeds_from
+from .factories import _finish, _traced, rand, randn
 from .grad_mode import no_grad
 from .tensor import Tensor, make
 
@@ -40,6 +40,8 @@ def randperm(
     """
     if n < 0:
         raise UsageError(f"n must be non-negative, got{n}")
+    if in_trace():
+        return _traced("randperm", (int(n),), dt.as_dtype(dtype), generator)
     values = _rng(generator).permutation(int(n)).astype(dt.as_dtype(dtype))
     return _finish(values, device, requires_grad)
 
@@ -52,7 +54,7 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
     >>> kn.bernoulli(kn.tensor([0.0, 1.0, 1.0]))
     tensor([0., 1., 1.])
     """
-    if isinstance(input, Symbol):
+    if isinstance(input, Symbol) or in_trace():
         from ..frontend.random import sample_bernoulli
 
         return sample_bernoulli(input, p, generator=generator)
@@ -71,7 +73,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     >>> kn.multinomial(kn.tensor([0.0, 0.0, 5.0, 0.0]), 1)
     tensor([2])
     """
-    if isinstance(input, Symbol):
+    if isinstance(input, Symbol) or in_trace():
         from ..frontend.random import sample_multinomial
 
         return sample_multinomial(input, num_samples, replacement, generator=generator)

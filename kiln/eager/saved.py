@@ -14,7 +14,7 @@ from ..errors import SavedTensorError, node_message
 from . import grad_mode
 from .tensor import Tensor, describe, make, meta_of
 
-__all__ = ["SavedTensorError", "Unavailable", "unpack"]
+__all__ = ["SavedTensorError", "Unavailable", "array_args", "unpack"]
 
 
 class Unavailable(Tensor):
@@ -121,6 +121,43 @@ def unpack(node, create_graph: bool, plain: bool = False):
         meta = meta_of(out)
         meta.vc, meta.grad_fn, meta.requires_grad = vc, node, True
     return out, inputs
+
+
+def array_args(node, ct):
+    """(ct, output, *inputs) for a vjp on bare arrays (a CPU node, without create_graph): the
+    saved data itself, when the cotangent (a plain tensor or an array) and every value have
+    one dtype of `ARRAY_DTYPES`; None otherwise, or when a value is gone, stale or not an
+    array (then `unpack` says which)."""
+    ct = ct if type(ct) is _ndarray else ct._data if type(ct) is Tensor else None
+    saved, dtypes = node.saved, node.dtypes
+    if (
+        ct is None
+        or saved is None
+        or ct.dtype is not (dtype := dtypes[-1])
+        or dtype not in ARRAY_DTYPES
+        or dtypes.count(dtype) != len(dtypes)
+        or node.device != "cpu"
+    ):
+        return None
+    vc = node.out_vc
+    if vc is not None and vc.value != node.out_version:
+        return None
+    args = [ct, node.out]
+    for a, version in zip(saved, node.versions):
+        if version is None:  # a constant: the op's own array (a lifted Python scalar)
+            if type(a) is not _ndarray:
+                return None
+            args.append(a)
+            continue
+        meta = a._meta  # no Meta or no counter: at version 0 (see `version_of`)
+        if version != (0 if meta is None or meta.vc is None else meta.vc.value):
+            return None
+        args.append(a._data)
+    return args
+
+
+# float16 and bfloat16 are not among them: their ops with Python floats compute in float32
+ARRAY_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def _stale(node, i, vc, version, meta, device) -> Unavailable:

@@ -13,6 +13,12 @@ from .einsum import einsum
 from .indexing import index_put
 from .linalg import cholesky_method as cholesky
 from .linalg import det, inverse, logdet, slogdet
+from .linalg_factor import householder_product as orgqr
+from .linalg_factor import lu_old as lu
+from .linalg_factor import lu_solve_old as lu_solve
+from .linalg_factor import lu_unpack, matrix_exp, pinverse, triangular_solve
+from .linalg_factor import qr_old as qr
+from .linalg_factor import svd_old as svd
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .nn_conv import *  # noqa: F403
@@ -38,6 +44,8 @@ from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
 from .torch_math import __all__ as _torch_math_all
+from .torch_namespace import *  # noqa: F403
+from .torch_namespace import __all__ as _namespace_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
@@ -54,7 +62,9 @@ __all__ = list(
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
+         "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
+         "orgqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
-         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all]
+         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_namespace_all]
     )
 )  # fmt: skip

@@ -24,6 +24,7 @@ from ..eager.grad_mode import is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
+from ..ops.random import enter_trace
 from .core import call
 
 __all__ = ["autocast", "autocast_op", "get_autocast_dtype", "is_autocast_enabled"]
@@ -261,9 +262,11 @@ class tracing_on:  # noqa: N801
         s = _state
         self.saved = s.enabled
         s.enabled = {self.kind: s.enabled[self.kind]} if self.kind in s.enabled else {}
+        enter_trace(1)  # the random factories add graph nodes (kiln/ops/random.py)
 
     def __exit__(self, *exc):
         _state.enabled = self.saved
+        enter_trace(-1)
         return False
 
 

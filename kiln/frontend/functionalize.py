@@ -137,8 +137,8 @@ def _check_target(x: Symbol, op: str) -> None:
                 else f"writing through a {name} view is not supported; clone() it first"
             )
             raise _error(ShapeMismatchError, f"unsupported operation: {why}", op, x)
-        if name == "index" and len(node.node.inputs) > 1:
-            return  # advanced indexing gives a copy in PyTorch: no base to write back
+        if _copies(node):
+            return  # a copy in PyTorch (advanced indexing, reshape of a non-contiguous view)
         node = node.node.inputs[0]
 
 
@@ -187,11 +187,17 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
     return core.call("reshape", new, shape=tuple(base.shape))
 
 
-def _is_writable_view(x: Symbol) -> bool:
+def _copies(x: Symbol) -> bool:
+    """Whether x, made by a view op, is a copy in PyTorch: advanced indexing, and a reshape
+    that cannot be a view (of a transpose, say)."""
     node = x.node
-    return node.op.name in _WRITABLE_VIEWS and not (
-        node.op.name == "index" and len(node.inputs) > 1
-    )
+    if node.op.name == "index":
+        return len(node.inputs) > 1
+    return node.op.name == "reshape" and _layout(x) is None
+
+
+def _is_writable_view(x: Symbol) -> bool:
+    return x.node.op.name in _WRITABLE_VIEWS and not _copies(x)
 
 
 def _retake_views(base: Symbol, old_base: Symbol) -> None:
@@ -199,7 +205,8 @@ def _retake_views(base: Symbol, old_base: Symbol) -> None:
     the views of those views (PyTorch's views share the base's memory)."""
     graph = base.node.graph
     for node in list(graph.nodes):
-        if node.op.name not in _WRITABLE_VIEWS or not node.inputs or node.inputs[0] is not old_base:
+        if (node.op.name not in _WRITABLE_VIEWS or not node.inputs
+                or node.inputs[0] is not old_base or _copies(node.out)):  # fmt: skip
             continue
         view = node.out
         again = core.call(node.op.name, base, *node.inputs[1:], **dict(node.attrs))
@@ -266,8 +273,9 @@ def install(cls=Symbol) -> None:
     """Puts the in-place methods (those eager tensors have, kiln/frontend/inplace.py) and
     item assignment on Symbols."""
     from . import inplace
+    from .random import RANDOM_FILLS
 
-    for name, compute in inplace.INPLACE.items():
+    for name, compute in (inplace.INPLACE | RANDOM_FILLS).items():
         setattr(cls, name, _method(name, compute))
     for name, method in inplace.OPERATORS.items():
         setattr(cls, name, getattr(cls, method))
@@ -279,3 +287,70 @@ def symbol_inplace(name: str, fn, x: Symbol):
     _check_target(x, name)
     since = len(x.node.graph.nodes)
     return assign_inplace(x, fn(x), name, since)
+
+
+def _probe(shape) -> np.ndarray:
+    """A C-ordered array of `shape` (symbolic dims taken as 3) whose strides count elements,
+    over one byte: its views give PyTorch's strides without reading memory."""
+    dims = tuple(d if isinstance(d, int) else 3 for d in shape)
+    strides = [1] * len(dims)
+    for k in range(len(dims) - 2, -1, -1):
+        strides[k] = strides[k + 1] * max(dims[k + 1], 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), dims, strides, writeable=False)
+
+
+def _layout(x: Symbol):
+    """x's elements as PyTorch lays them out: a strided probe (`_probe`), following the views
+    that share their base's memory (transpose, basic indexing, reshape, broadcast); None where
+    PyTorch would have copied (a reshape of a non-contiguous view)."""
+    node = x.node
+    name = node.op.name
+    if "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait"):
+        return _probe(x.shape)
+    if name == "index" and len(node.inputs) > 1:
+        return _probe(x.shape)  # advanced indexing gives a fresh tensor
+    base = _layout(node.inputs[0])
+    if base is None or name in ("stop_gradient", "after"):
+        return base
+    if name == "transpose":
+        return base.transpose(node.attrs["perm"])
+    if name == "index":
+        from ..ops.movement import index_tuple
+
+        return base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
+    if name == "broadcast_to":
+        return np.broadcast_to(base, _probe(x.shape).shape)
+    view = base.view()
+    try:
+        view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
+    except AttributeError:
+        return None
+    return view
+
+
+def is_contiguous(x: Symbol, memory_format=None) -> bool:
+    """`x.is_contiguous()` on a Symbol: whether PyTorch's tensor of the same history is laid
+    out in C order (a transpose or a strided slice of a base is not; a fresh value is).
+
+    >>> import kiln as kn
+    >>> with kn.Graph().as_default():
+    ...     a = kn.placeholder(kn.float32, (2, 3), name="a")
+    ...     is_contiguous(a), is_contiguous(a.T), is_contiguous(a[1]), is_contiguous(a[:, 1])
+    (True, False, True, False)
+    """
+    layout = _layout(x)
+    return layout is None or bool(layout.flags.c_contiguous)
+
+
+def contiguous(x: Symbol, memory_format=None) -> Symbol:
+    """`x.contiguous()` on a Symbol: x itself where it is contiguous (a change through either
+    then changes both, as PyTorch's shared memory does), else a copy of its own."""
+    if is_contiguous(x):
+        return x
+    return core.call("cast", x, dtype=x.dtype)  # a copy: an identity cast
+
+
+def clone(x: Symbol, memory_format=None) -> Symbol:
+    """`x.clone()` on a Symbol: a value of its own, so changing it in place changes neither x
+    nor the caller's tensor of a compiled function's argument."""
+    return core.call("cast", x, dtype=x.dtype)

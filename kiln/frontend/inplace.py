@@ -186,7 +186,7 @@ def _inplace(name: str, compute):
 
 
 def _alpha(op):
-    return lambda t, other, alpha=1: op(t, other if alpha == 1 else m.mul(other, alpha))
+    return lambda t, other, alpha=1: op(t, other, alpha=alpha)
 
 
 def _copy(t, src):

@@ -1,7 +1,8 @@
 """`kn.linalg`: PyTorch's `torch.linalg` functions `norm`, `vector_norm`, `matrix_norm`,
-`det`, `slogdet`, `inv`, `solve` and `cholesky` (batched over leading dims; `det`, `inv`,
-`solve`, `cholesky` and slogdet's two results are primitives with gradients, the norms
-composites)."""
+`cond`, `det`, `slogdet`, `inv`, `solve`, `cholesky` and `matrix_power` (batched over leading
+dims; `det`, `inv`, `solve`, `cholesky` and slogdet's two results are primitives with
+gradients, the norms composites), and the factorizations and solvers of
+kiln/frontend/linalg_factor.py (`qr`, `eigh`, `svd`, `lu`, `lstsq`, `pinv`, ...)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,34 @@ from ..errors import ArgumentError, DTypeError, LinAlgError, ShapeError
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
+from .linalg_factor import (
+    cholesky_ex,
+    eigh,
+    eigvalsh,
+    householder_product,
+    inv_ex,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_solve,
+    matrix_exp,
+    matrix_rank,
+    multi_dot,
+    pinv,
+    qr,
+    solve_triangular,
+    svd,
+    svdvals,
+    vecdot,
+)
+from .torch_extra_linalg import matrix_power
 
 __all__ = [
-    "LinAlgError", "cholesky", "det", "inv", "logdet", "matrix_norm", "norm", "slogdet", "solve",
-    "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eigh", "eigvalsh",
+    "householder_product", "inv", "inv_ex",
+    "logdet", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_exp", "matrix_norm", "matrix_power",
+    "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
+    "svd", "svdvals", "vecdot", "vector_norm",
 ]  # fmt: skip
 
 
@@ -61,8 +86,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
 @autocast_op(None, cuda="fp32")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
     """The `ord`-norm of the matrices in dims `dim`: "fro", 1 or -1 (max or min column sum
-    of |A|), inf or -inf (max or min row sum). The norms that need singular values ("nuc",
-    2, -2) are not supported.
+    of |A|), inf or -inf (max or min row sum), "nuc" (the sum of the singular values), 2 or
+    -2 (the largest or smallest singular value).
 
     >>> import kiln as kn
     >>> kn.linalg.matrix_norm(kn.tensor([[1.0, -2.0], [3.0, 4.0]]), 1)
@@ -78,6 +103,19 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         raise ShapeError(f"linalg.matrix_norm: dims must be different, got {tuple(dim)}")
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
+    if ord in ("nuc", 2, -2):
+        moved = call("transpose", A, perm=(*(i for i in range(A.ndim) if i not in (rows, cols)),
+                                           rows, cols))  # fmt: skip
+        s = svdvals(moved)
+        if ord == "nuc":
+            out = m.sum(s, dim=-1)
+        else:
+            out = _reduce("reduce_max" if ord == 2 else "reduce_min", s, (s.ndim - 1,), False)
+        if not keepdim:
+            return out
+        for d in sorted((rows, cols)):
+            out = call("reshape", out, shape=(*out.shape[:d], 1, *out.shape[d:]))
+        return out
     if ord not in (1, -1, math.inf, -math.inf):
         raise ArgumentError(f"linalg.matrix_norm: ord {ord!r} is not supported by kiln")
     summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
@@ -156,6 +194,33 @@ def solve(A, B, *, left: bool = True):  # noqa: N803
     swap_b = (*range(B.ndim - 2), B.ndim - 1, B.ndim - 2)
     xt = call("solve", call("transpose", A, perm=swap_a), call("transpose", B, perm=swap_b))
     return call("transpose", xt, perm=swap_b)
+
+
+@autocast_op("fp32")
+def cond(A, p=None):  # noqa: N803
+    """The condition number of each matrix in the last two dims in the `p`-norm: with `p`
+    None, 2 or -2 the ratio of its largest and smallest singular values (or its inverse, -2),
+    any matrix; with "fro", "nuc", inf, -inf, 1 or -1, `matrix_norm(A, p) *
+    matrix_norm(inv(A), p)`, square invertible matrices (a singular one gives NaN).
+
+    >>> import kiln as kn
+    >>> kn.linalg.cond(kn.tensor([[2.0, 0.0], [0.0, 0.5]]))
+    tensor(4.)
+    """
+    (A,) = lift(A)
+    if A.ndim < 2:
+        raise ShapeError(f"linalg.cond: the input must have at least 2 dims, got {A.ndim}")
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        big = _reduce("reduce_max", s, (s.ndim - 1,), False)
+        small = _reduce("reduce_min", s, (s.ndim - 1,), False)
+        return m.div(small, big) if p == -2 else m.div(big, small)
+    if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
+        raise ArgumentError(f"linalg.cond: got an invalid norm type {p!r}")
+    if A.shape[-1] != A.shape[-2]:
+        raise ShapeError(f"linalg.cond: with p={p!r} the matrices must be square, got "
+                         f"{list(A.shape)}")  # fmt: skip
+    return m.mul(matrix_norm(A, p), matrix_norm(inv_ex(A).inverse, p))
 
 
 class SlogdetResult(tuple):

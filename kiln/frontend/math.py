@@ -16,6 +16,8 @@ from ..errors import (
     DTypeMismatchError,
     IndexOutOfBoundsError,
     ShapeError,
+    UsageError,
+    call_error,
     node_error,
 )
 from ..graph.core import Symbol, user_site
@@ -170,9 +172,43 @@ logical_not = _make_unary("logical_not")
 erf = _make_unary("erf")
 isnan = _make_unary("isnan")
 isfinite = _make_unary("isfinite")
-add = _make_binary("add")
-sub = _make_binary("sub")
+_add = _make_binary("add")
+_sub = _make_binary("sub")
+
+
+def _with_alpha(binary):
+    """PyTorch's `add`/`sub`: `input ± alpha * other`, `alpha` a Python number that takes the
+    operands' dtype (integral and bool results refuse a float alpha)."""
+
+    def fn(input, other, *, alpha=1, out=None):  # noqa: A002
+        if type(alpha) is int and alpha == 1:
+            return binary(input, other, out=out)
+        op = binary.__name__
+        a, b = promote(REGISTRY[op], input, other)
+        if a.dtype.kind in "biu" and isinstance(alpha, float):
+            raise call_error(UsageError, "For integral input tensors, argument alpha must not "
+                             "be a floating point number.", op, a, b)  # fmt: skip
+        if a.dtype == np.bool_:  # bools: alpha counts as true or false
+            return binary(a, b if alpha else logical_and(b, False), out=out)
+        return binary(a, binary_mul(b, alpha), out=out)
+
+    fn.__name__ = fn.__qualname__ = binary.__name__
+    fn.__module__ = __name__
+    sign, want = ("+", [7, 10]) if binary.__name__ == "add" else ("-", [-5, -6])
+    fn.__doc__ = f"""`input {sign} alpha * other`, elementwise, with broadcasting and PyTorch's
+    promotion: PyTorch's `{binary.__name__}(input, other, *, alpha=1, out=None)`.
+
+    >>> import kiln as kn
+    >>> kn.{binary.__name__}(kn.tensor([1, 2]), kn.tensor([3, 4]), alpha=2).tolist()
+    {want}
+    """
+    return fn
+
+
+add = _with_alpha(_add)
+sub = _with_alpha(_sub)
 mul = _make_binary("mul")
+binary_mul = mul
 div = _make_binary("div")
 pow = _make_binary("pow")
 floordiv = _make_binary("floordiv")

@@ -9,8 +9,9 @@ from .. import dtypes as dt
 from ..array_types import Size, device
 from ..errors import ArgumentTypeError, GraphError
 from ..graph.core import Symbol
-from . import indexing
+from . import functionalize, indexing
 from . import linalg as la
+from . import linalg_factor as lf
 from . import math as m
 from . import nn_functional as nf
 from . import shape as s
@@ -87,6 +88,9 @@ METHODS |= {
     "masked_fill": ti.masked_fill, "masked_select": ti.masked_select, "nonzero": ti.nonzero,
     "where": ti.where_method, "index_put": indexing.index_put, "det": la.det, "inverse": la.inv,
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
+    "svd": lf.svd_old, "qr": lf.qr_old, "pinverse": lf.pinverse, "matrix_exp": lf.matrix_exp,
+    "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
+    "orgqr": lf.householder_product,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
     "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
     "mvlgamma": sp.mvlgamma,
@@ -200,16 +204,17 @@ def _no_setitem(self, index, value):
 
 
 SYMBOL_METHODS = {
-    "view": None, "contiguous": lambda self, memory_format=None: self,
+    "view": None, "contiguous": functionalize.contiguous,
     "detach": lambda self: m.core.call("stop_gradient", self), "to": _to,
     "float": _cast_to(dt.float32), "double": _cast_to(dt.float64), "half": _cast_to(dt.float16),
     "bfloat16": _cast_to(dt.bfloat16),
     "long": _cast_to(dt.int64), "int": _cast_to(dt.int32), "bool": _cast_to(dt.bool_),
     "type_as": lambda self, other: _to(self, other.dtype), "dim": lambda self: len(self.shape),
-    "numel": _numel, "is_contiguous": lambda self, memory_format=None: True,
+    "numel": _numel, "is_contiguous": functionalize.is_contiguous,
     "__setitem__": _no_setitem, "type": _type,
-    # a graph value never changes, so its clone is itself; its device is the Function's
-    "clone": lambda self, memory_format=None: self, "cpu": lambda self, memory_format=None: self,
+    # a clone is a value of its own (changing it in place leaves x as it is); the device of a
+    # graph value is the Function's
+    "clone": functionalize.clone, "cpu": lambda self, memory_format=None: self,
     "cuda": lambda self, device=None, non_blocking=False, memory_format=None: self,
 }  # fmt: skip
 

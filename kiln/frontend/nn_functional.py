@@ -11,7 +11,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
-from ..ops.random import next_seed
+from ..ops.random import in_trace, next_seed
 from . import random
 from .autocast import autocast_op
 from .core import call, half_in_float32, in_float32, lift
@@ -153,6 +153,8 @@ def _keep_mask(x, keep: float, dtype):
     if isinstance(x, Symbol):
         with x.graph.as_default():
             return random.bernoulli(x.shape, p=keep, dtype=dtype)
+    if in_trace():  # a constant in a kn.compile trace: still a fresh mask on every call
+        return random.bernoulli(tuple(x.shape), p=keep, dtype=dtype)
     seed = next_seed()
     return call("random_bernoulli", shape=x.shape, dtype=dtype, seed=seed, p=keep, key=(seed, 0))
 

@@ -13,7 +13,7 @@ from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ..graph.core import get_default_graph
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, bind_graph, scalar
-from ..ops.random import manual_seed, next_seed
+from ..ops.random import manual_seed, next_seed, seeds_from
 
 __all__ = [
     "normal",
@@ -23,6 +23,7 @@ __all__ = [
     "manual_seed",
     "sample_bernoulli",
     "sample_multinomial",
+    "traced_factory",
 ]
 
 
@@ -87,6 +88,48 @@ def randint(low: int, high: int, shape, dtype=dt.int64, name=None):
     scaled = bind(REGISTRY["floor"], u * float(high - low)) + float(low)
     values = bind(REGISTRY["minimum"], scaled, scalar(float(high - 1), scaled))
     return bind(REGISTRY["cast"], values, dtype=dt.as_dtype(dtype))
+
+
+def traced_factory(kind: str, shape, dtype, generator=None, **params):
+    """The eager random factories inside a `kn.compile` trace: a random node (`kind` normal,
+    uniform, randint or randperm) that draws fresh values on every call, seeded from
+    `generator` when one is given (at trace time), else from the `kn.manual_seed` stream.
+
+    >>> import kiln as kn
+    >>> f = kn.compile(lambda x: x + kn.randn(3))
+    >>> bool((f(kn.zeros(3)) != f(kn.zeros(3))).any())
+    True
+    """
+    with seeds_from(generator):
+        if kind == "normal":
+            return normal(shape, dtype=dtype)
+        if kind == "uniform":
+            return uniform(shape, dtype=dtype)
+        if kind == "randint":
+            return randint(params["low"], params["high"], shape, dtype=dtype)
+        # randperm: the order of n fresh uniform draws (float64: ties have probability ~n²/2⁵³)
+        u = _random("random_uniform", shape, dt.float64, None, low=0.0, high=1.0)
+        order = bind(REGISTRY["argsort"], u, axis=0, descending=False)
+        return order if order.dtype == dtype else bind(REGISTRY["cast"], order, dtype=dtype)
+
+
+def _fill(draw):
+    """A random in-place fill of a Symbol (`x.normal_()`, ...) as the value x then stands
+    for (kiln/frontend/functionalize.py), drawn in x's graph and dtype."""
+
+    def compute(x, *args, generator=None, **kwargs):
+        with x.graph.as_default(), seeds_from(generator):
+            return draw(x, *args, **kwargs)
+
+    return compute
+
+
+RANDOM_FILLS = {
+    "normal_": _fill(lambda x, mean=0.0, std=1.0: normal(x.shape, mean, std, x.dtype)),
+    "uniform_": _fill(lambda x, from_=0.0, to=1.0, **kw: uniform(
+        x.shape, kw.pop("from", from_), to, x.dtype)),
+    "bernoulli_": _fill(lambda x, p=0.5: sample_bernoulli(x * 0.0 + p)),
+}  # fmt: skip
 
 
 def sample_bernoulli(probs, p=None, *, generator=None):

@@ -61,6 +61,41 @@ def user_site(skip: int = 1) -> str | None:
     return None
 
 
+def user_code_site(skip: int = 1) -> tuple | None:
+    """`user_site`, unformatted: (code, instruction offset) of the innermost caller outside
+    kiln, which `format_code_site` turns into `file.py:12` when someone asks (the eager tape
+    keeps one per op: a frame's line number costs more to find than its offset)."""
+    f = sys._getframe(skip)
+    names = _FILE_NAMES
+    while f is not None:
+        code = f.f_code
+        try:
+            name = names[code.co_filename]
+        except KeyError:
+            name = _file_name(code.co_filename)
+        if name is not None:
+            return code, f.f_lasti
+        f = f.f_back
+    return None
+
+
+def format_code_site(where: tuple | None) -> str | None:
+    """`file.py:12` of a `user_code_site` (None stays None).
+
+    >>> format_code_site(None) is None
+    True
+    """
+    if where is None:
+        return None
+    code, offset = where
+    line = code.co_firstlineno
+    for start, end, at in code.co_lines():  # as a frame's f_lineno finds it
+        if start <= offset < end:
+            line = at if at is not None else line
+            break
+    return f"{_FILE_NAMES[code.co_filename]}:{line}"
+
+
 class Symbol:
     """A typed value of the graph: the output of one node. Hashes by identity.
 

@@ -26,6 +26,8 @@ class OpDef:
     for elementwise ops whose kernel must not write into one of its own inputs; "vjp_needs"
     for ops whose vjp takes `needs` (a bool per input) and computes only the cotangents
     needed (None for the others), where an unneeded one would cost (matmul's, conv2d's);
+    "vjp_arrays" for ops whose vjp, given bare NumPy arrays of one float32 or float64 dtype,
+    computes bit for bit what it computes on plain tensors (eager backward then runs it so);
     "collective" for the ops of `kiln.distributed` that every rank must run exactly once, in
     the same order (never folded, merged, fused or recomputed); "autocast_lower" and
     "autocast_fp32" for the ops the graph-mode autocast pass computes in the low dtype

@@ -52,6 +52,8 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
+from .layers_torch import *  # noqa: F403
+from .layers_torch import __all__ as _torch_layers_all
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -80,6 +82,8 @@ from .pooling import (
     Upsample,
 )
 from .rnn import GRU, LSTM, RNN, RNNBase
+from .transformer import *  # noqa: F403
+from .transformer import __all__ as _transformer_all
 
 __all__ = [
     "GRU",
@@ -172,4 +176,6 @@ __all__ = [
     "parallel",
     "updates_for",
     "utils",
+    *_torch_layers_all,
+    *_transformer_all,
 ]

@@ -113,8 +113,18 @@ from .functional_norm import (
     pairwise_distance,
     rms_norm,
 )
+from .functional_unpool import (
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    triplet_margin_with_distance_loss,
+)
 
 __all__ = [
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "triplet_margin_with_distance_loss",
     "affine_grid",
     "grid_sample",
     "triplet_margin_loss",

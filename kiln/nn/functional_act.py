@@ -23,7 +23,7 @@ from ..frontend.autocast import autocast_op
 from ..frontend.functionalize import symbol_inplace
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
-from ..ops.random import next_seed
+from ..ops.random import in_trace, next_seed
 
 __all__ = [
     "celu",
@@ -330,6 +330,8 @@ def _uniform_like(x, low: float, high: float):
     if isinstance(x, Symbol):
         with x.graph.as_default():
             return F.random.uniform(x.shape, low, high, dtype=x.dtype)
+    if in_trace():  # a constant in a kn.compile trace: still fresh noise on every call
+        return F.random.uniform(tuple(x.shape), low, high, dtype=x.dtype)
     seed = next_seed()
     return F.core.call("random_uniform", shape=tuple(x.shape), dtype=x.dtype, seed=seed,
                        low=float(low), high=float(high), key=(seed, 0))  # fmt: skip

@@ -186,8 +186,8 @@ class Module:
     def _resolve(self, value):
         """A Parameter or Buffer as the active call sees it (see the class docstring)."""
         calls = _active()
-        if value is None or not calls:
-            return value
+        if value is None or not calls or not isinstance(value, ModuleValue):
+            return value  # (a plain tensor: one that kn.func.functional_call put in)
         if calls[-1] is EAGER:
             return value.tensor()
         if calls[-1] is None:

@@ -10,6 +10,7 @@ from . import (
     index,
     linalg,
     linalg_decomp,
+    linalg_factor,
     movement,
     multi,
     nn,
@@ -25,5 +26,6 @@ from .core import bind, defop
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
     control, elementwise, elementwise_special, elementwise_torch, fused, index, linalg,
-    linalg_decomp, movement, multi, nn, nn_grad, random, reduce, scan, sort, state,
+    linalg_decomp, linalg_factor, movement, multi, nn, nn_grad, random, reduce, scan, sort,
+    state,
 )  # fmt: skip

@@ -16,6 +16,7 @@ import scipy.special
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError
+from . import vecmath
 from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
@@ -53,16 +54,19 @@ def _ufunc_lowering(lowering: Lowering | None, ufunc) -> Lowering | None:
 def unary(name, ufunc, *, lowering=None, impl=None, dtype_rule=None, vjp=None, tags=()):
     """A one-input elementwise op; by default NumPy's `ufunc` is both its kernel and dtype rule
     (and then `lowering.ufunc` names it). A kernel of its own computes bfloat16 in float32
-    (`in_float32`)."""
+    (`in_float32`). An op with kiln's own float32 kernel (`lowering.vecmath`) runs it outside
+    exact mode in planned programs too (`vecmath.prepare_for`)."""
     rule = dtype_rule or (lambda x: ufunc_dtype(ufunc, x))
     if impl is None:
         impl = _ufunc_kernel(ufunc.__name__, own_rule=dtype_rule is None)
         lowering = _ufunc_lowering(lowering, ufunc)
     else:
         impl = in_float32(impl)
+    prepare = vecmath.prepare_for(lowering.vecmath) if lowering and lowering.vecmath else None
     return defop(
-        name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags}, lowering=lowering
-    )
+        name, same_shape, rule, impl, vjp=vjp, tags={"elementwise", *tags}, lowering=lowering,
+        prepare=prepare,
+    )  # fmt: skip
 
 
 def _broadcast2(a, b):
@@ -122,9 +126,10 @@ def _exact(cuda):
     return Lowering(exact=True, cuda=cuda)
 
 
-def _libm(name):
-    """A one-ufunc op computed by the libm function `name`."""
-    return Lowering(transcendental=True, cuda=c_libm(name))
+def _libm(name, own: bool = False):
+    """A one-ufunc op computed by the libm function `name` (`own`: kiln has its own float32
+    kernel of it, kiln/ops/vecmath.py)."""
+    return Lowering(transcendental=True, cuda=c_libm(name), vecmath=name if own else "")
 
 
 # -- unary -----------------------------------------------------------------------------------
@@ -165,22 +170,46 @@ def _c_float_test(name, other):
     return lambda t, x: f"{name}({x})" if t.kind == "f" else other
 
 
-neg = unary("neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg))
+neg = unary(
+    "neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg), tags=("vjp_arrays",)
+)
 abs_ = unary(
     "abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),), lowering=_exact(_c_abs)
 )
-exp = unary("exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp"))
-log = unary("log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"))
-log1p = unary("log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"))
-expm1 = unary("expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),), lowering=_libm("expm1"))
-sqrt = unary("sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),), lowering=_exact(_c_sqrt))
+exp = unary(
+    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp", True), tags=("vjp_arrays",)
+)
+log = unary(
+    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log", True), tags=("vjp_arrays",)
+)
+log1p = unary(
+    "log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+expm1 = unary(
+    "expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),), lowering=_libm("expm1"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+sqrt = unary(
+    "sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),), lowering=_exact(_c_sqrt),
+    tags=("vjp_arrays",),
+)  # fmt: skip
 square = unary(
     "square", np.square, vjp=lambda ct, y, x: (ct * x * 2,),
-    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)),
+    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)), tags=("vjp_arrays",),
 )  # fmt: skip
-sin = unary("sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),), lowering=_libm("sin"))
-cos = unary("cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),), lowering=_libm("cos"))
-tanh = unary("tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh"))
+sin = unary(
+    "sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),), lowering=_libm("sin"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+cos = unary(
+    "cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),), lowering=_libm("cos"),
+    tags=("vjp_arrays",),
+)  # fmt: skip
+tanh = unary(
+    "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh", True),
+    tags=("vjp_arrays",),
+)  # fmt: skip
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
 floor = unary("floor", np.floor, tags={"nondiff"}, lowering=_exact(_c_rounding("floor")))
 ceil = unary("ceil", np.ceil, tags={"nondiff"}, lowering=_exact(_c_rounding("ceil")))
@@ -209,7 +238,7 @@ def _rsqrt_c(k, xs, dtypes, out, attrs):  # NumPy: sqrt, then reciprocal (two ro
 
 rsqrt = unary(
     "rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,),
-    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c),
+    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c), tags=("vjp_arrays",),
 )  # fmt: skip
 
 
@@ -234,7 +263,8 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
 
 sigmoid = unary(
     "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
-    lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
+    lowering=Lowering(transcendental=True, cuda=_sigmoid_c, vecmath="sigmoid"),
+    tags=("vjp_arrays",),
 )  # fmt: skip
 
 
@@ -453,17 +483,21 @@ def _c_logical(op):
 
 
 add = binary(
-    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative"},
+    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative", "vjp_arrays"},
     lowering=_exact(_c_arith("+", "||")),
 )  # fmt: skip
-sub = binary("sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct), lowering=_exact(_c_arith("-")))
+sub = binary(
+    "sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct), lowering=_exact(_c_arith("-")),
+    tags=("vjp_arrays",),
+)  # fmt: skip
 mul = binary(
-    "mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a), tags={"commutative"},
+    "mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a),
+    tags={"commutative", "vjp_arrays"},
     lowering=_exact(_c_arith("*", "&&")),
 )  # fmt: skip
 div = binary(
     "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
-    lowering=_exact(_c_arith("/")),
+    lowering=_exact(_c_arith("/")), tags=("vjp_arrays",),
 )  # fmt: skip
 # NumPy raises on an integer power with a negative exponent.
 pow_ = binary(

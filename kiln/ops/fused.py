@@ -20,6 +20,7 @@ import numpy as np
 from ..debug import exact_mode
 from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
+from . import vecmath
 from .core import defop
 from .fused_codegen import numba_loop, python_code, specialize
 from .fused_cuda import run_fused
@@ -39,14 +40,15 @@ SEGMENT_BLOCK_BYTES = 512 * 1024
 SMALL_BYTES = 4 * 1024
 NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
 # What one element of an equation costs a numba loop, in ns, by the op's cost class
-# (`Lowering.transcendental`: a libm call); NumPy's SIMD loops take < 1 ns either way.
-TRANSCENDENTAL_NS, CHEAP_NS = 12.0, 0.5
+# (`Lowering.transcendental`: a libm call; kiln's own kernels, kiln/ops/vecmath.py, outside
+# exact mode: vectorized); NumPy's SIMD loops take < 1 ns either way.
+TRANSCENDENTAL_NS, VECMATH_NS, CHEAP_NS = 12.0, 2.0, 0.5
 
 
 class Signature:
     """What running a program needs for one tuple of input dtypes."""
 
-    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "fast", "plans")
+    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "fast", "plans", "codes", "limits")
 
     def __init__(self, dtypes):
         self.dtypes = dtypes  # every input's and equation's
@@ -58,6 +60,8 @@ class Signature:
         self.loop = False
         self.fast = False
         self.plans: dict = {}  # shapes -> BlockPlan
+        self.codes: dict = {}  # exact -> Program.code's (whole, block) for NumPy
+        self.limits: dict = {}  # exact -> Program.limit
 
 
 class Program:
@@ -100,6 +104,24 @@ class Program:
         # equation (~250 ns each) costs less than the loop's per-element work (measured).
         cost = sum(TRANSCENDENTAL_NS if _transcendental(op) else CHEAP_NS for op in self.ops)
         self.numba_limit = 250.0 * len(self.ops) / cost
+        # Outside exact mode, where kiln's own kernels replace libm calls (float32).
+        cost = sum(
+            (VECMATH_NS if op.lowering.vecmath else TRANSCENDENTAL_NS) if _transcendental(op)
+            else CHEAP_NS for op in self.ops
+        )  # fmt: skip
+        self.fast_limit = 250.0 * len(self.ops) / cost
+
+    def limit(self, sig, exact: bool) -> float:
+        """The largest output the numba loop runs, in this mode for this signature."""
+        found = sig.limits.get(exact)
+        if found is None:
+            fast = not exact and any(
+                vecmath.covers(op.lowering.vecmath, sig.dtypes[slots[0]])
+                for op, slots in zip(self.ops, self.slots)
+                if op.lowering is not None and op.lowering.vecmath
+            )  # fmt: skip
+            found = sig.limits[exact] = self.fast_limit if fast else self.numba_limit
+        return found
 
     def run_rules(self, values: list, rule: str, error) -> list:
         """Each equation's shape (or dtype) from its member op's rule: input values first."""
@@ -117,16 +139,41 @@ class Program:
             found = self._signatures[in_dtypes] = Signature(dtypes)
         return found
 
-    def code(self, xp):
-        """(whole, block): the program as straight-line Python over `xp`'s kernels."""
+    def code(self, xp, sig=None, exact: bool = True):
+        """(whole, block): the program as straight-line Python over `xp`'s kernels; outside
+        exact mode, kiln's own kernels where the signature `sig` has them (as every path)."""
+        if sig is not None and xp is np:
+            found = sig.codes.get(exact)
+            if found is None:
+                found = sig.codes[exact] = self._numpy_code(sig, exact)
+            return found
         found = self._code.get(xp)
         if found is None:
-            fns = [
-                getattr(xp, ufunc) if ufunc else functools.partial(op.impl, xp, **attrs)
-                for op, attrs, ufunc in zip(self.ops, self.attrs, self.ufuncs)
-            ]
-            found = self._code[xp] = python_code(self, fns, functools.partial(_into, xp))
+            found = self._code[xp] = python_code(self, self._kernels(xp), self._into(xp))
         return found
+
+    def _kernels(self, xp) -> list:
+        return [
+            getattr(xp, ufunc) if ufunc else functools.partial(op.impl, xp, **attrs)
+            for op, attrs, ufunc in zip(self.ops, self.attrs, self.ufuncs)
+        ]
+
+    def _into(self, xp):
+        return functools.partial(_into, xp)
+
+    def _numpy_code(self, sig, exact):
+        """The code for NumPy with kiln's own kernels where they run (else the shared one)."""
+        own = [
+            op.lowering.vecmath if op.lowering is not None else "" for op in self.ops
+        ]  # fmt: skip
+        own = [
+            name if name and vecmath.active(name, sig.dtypes[slots[0]], exact) else ""
+            for name, slots in zip(own, self.slots)
+        ]  # fmt: skip
+        if not any(own):
+            return self.code(np)
+        fns = [vecmath.array_fn(name) if name else f for name, f in zip(own, self._kernels(np))]
+        return python_code(self, fns, self._into(np))
 
 
 def _ufunc(op):
@@ -221,9 +268,9 @@ def _run_cpu(prog, sig, inputs, out, exact):
         out = np.empty(_broadcast_shape(inputs), sig.dtype)
     nbytes = out.size * sig.itemsize
     if nbytes > UNBLOCKED_BYTES:
-        return _run_blocked(prog, inputs, out, sig, BLOCK_BYTES)
+        return _run_blocked(prog, inputs, out, sig, BLOCK_BYTES, exact)
     built = sig.loop if exact or prog.all_exact else sig.fast
-    if out.size <= prog.numba_limit and built is not None:
+    if out.size <= prog.limit(sig, exact) and built is not None:
         loop = built or _numba_loop(prog, sig, inputs, out, exact)
         try:
             if loop and loop(out, *inputs):
@@ -233,8 +280,8 @@ def _run_cpu(prog, sig, inputs, out, exact):
             if loop and loop(out, *inputs):
                 return out
     if nbytes <= SMALL_BYTES:  # a few KiB: allocating is cheaper than managing scratch
-        return prog.code(np)[0](out, *inputs)
-    return _run_blocked(prog, inputs, out, sig, max(nbytes, 1))
+        return prog.code(np, sig, exact)[0](out, *inputs)
+    return _run_blocked(prog, inputs, out, sig, max(nbytes, 1), exact)
 
 
 def _prepare(backend, in_shapes, in_dtypes, out_shape, *, program, outputs):
@@ -250,7 +297,7 @@ def _prepare(backend, in_shapes, in_dtypes, out_shape, *, program, outputs):
     exact = exact_mode()
     shape, dtype, size = tuple(out_shape), sig.dtype, math.prod(out_shape)
     loopable = (
-        _HAVE_NUMBA and size <= prog.numba_limit and size * sig.itemsize <= UNBLOCKED_BYTES
+        _HAVE_NUMBA and size <= prog.limit(sig, exact) and size * sig.itemsize <= UNBLOCKED_BYTES
         and all(math.prod(s) in (1, size) for s in in_shapes)
     )  # fmt: skip
     if not loopable:
@@ -334,12 +381,13 @@ def _scratch(key, shape, dtype):
     return buf
 
 
-def _run_blocked(prog, inputs, out, sig, block_bytes):
+def _run_blocked(prog, inputs, out, sig, block_bytes, exact=True):
     """Row blocks of `out`: every equation for one block into scratch, then the next block;
     where some equations are not lowered, by runs of compiled ones between NumPy's kernels
-    for those (kiln/ops/fused_segments.py; NumPy's bits in either mode: NumPy's SIMD libm
-    beats a scalar one on large arrays), in larger blocks (fewer values live in scratch)."""
-    segmented = segmented_block(prog, sig, True) if _HAVE_NUMBA else None
+    for those (kiln/ops/fused_segments.py; NumPy's bits in exact mode: NumPy's SIMD libm
+    beats a scalar one on large arrays; outside it, kiln's vectorized kernels join the runs,
+    kiln/ops/vecmath.py), in larger blocks (fewer values live in scratch)."""
+    segmented = segmented_block(prog, sig, exact) if _HAVE_NUMBA else None
     if segmented is not None and block_bytes == BLOCK_BYTES:
         block_bytes = SEGMENT_BLOCK_BYTES
     plan = _block_plan(prog, inputs, out, sig, block_bytes)
@@ -357,7 +405,8 @@ def _run_blocked(prog, inputs, out, sig, block_bytes):
         buf.fill(inputs[k].reshape(()))
         filled.append(buf)
     spread = {width: list(zip(plan.spread, (v[:width] for v in filled))) for width in views}
-    axis, step, size, block = plan.axis, plan.step, out.shape[plan.axis], prog.code(np)[1]
+    axis, step, size = plan.axis, plan.step, out.shape[plan.axis]
+    block = prog.code(np, sig, exact)[1]
     for idx in itertools.product(*map(range, out.shape[:axis])):
         for start in range(0, size, step):
             sl, width = slice(start, start + step), min(step, size - start)

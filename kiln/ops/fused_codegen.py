@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..debug import log
+from . import vecmath
 from .lowering import NB_TYPES
 
 
@@ -50,15 +51,14 @@ _F32, _F64 = np.dtype("float32"), np.dtype("float64")
 # by at most 2 ulp on these, measured over 2**20 inputs each across the function's domain
 # (tests/test_fused_ulp.py measures them again). Some float32 functions are closer to
 # NumPy's through float64 (rounded once to float32). Left out, measured 3 ulp apart: float32
-# tan, arcsin, exp2, log, log10, arctan2 and float64 tanh; their programs stay on NumPy.
+# tan, arcsin, exp2, log10, arctan2 and float64 tanh; their programs stay on NumPy. Float32
+# exp, log and tanh run kiln's own kernels instead (kiln/ops/vecmath.py), as every path does.
 LIBM = {
     **{
         (name, _F32): _F32
-        for name in ("sin", "cos", "arccos", "arctan", "cosh", "exp", "log2", "log1p", "power")
+        for name in ("sin", "cos", "arccos", "arctan", "cosh", "log2", "log1p", "power")
     },  # fmt: skip
-    **{
-        (name, _F32): _F64 for name in ("sinh", "tanh", "arcsinh", "arccosh", "arctanh", "expm1")
-    },  # fmt: skip
+    **{(name, _F32): _F64 for name in ("sinh", "arcsinh", "arccosh", "arctanh", "expm1")},
     **{
         (name, _F64): _F64
         for name in (
@@ -123,11 +123,11 @@ def _jit(numba, text):
     caches its machine code beside it), or from the text in memory where there is none."""
     from ..disk_cache import load_module
 
-    module = load_module("loop", text, {"np": np})
+    module = load_module("loop", text, {"np": np, **vecmath.namespace()})
     if module is not None:
         fn, cache = module["kernel"], True
     else:
-        namespace = {"np": np}
+        namespace = {"np": np, **vecmath.namespace()}
         exec(compile(text, "<kiln fused loop>", "exec"), namespace)
         fn, cache = namespace["kernel"], False
     return numba.njit(error_model="numpy", nogil=True, cache=cache)(fn)
@@ -182,9 +182,13 @@ def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True):
     """One equation as a scalar expression that rounds as NumPy's kernel does (arguments cast
     to the ufunc loop's dtypes, the result to its dtype), or None. Exact ops are always
     lowered (`Lowering.exact`); with `exact` False, the libm functions of `LIBM` too, which
-    differ from NumPy's by at most `ULP_BOUND` ulp; any other op keeps its program on NumPy."""
+    differ from NumPy's by at most `ULP_BOUND` ulp, and kiln's own kernels (`Lowering.vecmath`,
+    kiln/ops/vecmath.py) in place of those, as every other path runs them in that mode; any
+    other op keeps its program on NumPy."""
     if lowering is None:
         return None
+    if lowering.vecmath and len(args) == 1 and vecmath.covers(lowering.vecmath, arg_dtypes[0]):
+        return None if exact else vecmath.expr(lowering.vecmath, args[0])
     if lowering.ufunc is None:
         ok = lowering.exact and lowering.numba
         return lowering.numba(args, arg_dtypes, dtype, attrs) if ok else None

@@ -5,7 +5,8 @@ of lowered equations, with NumPy's own kernel for each equation between them.
 Before, one unlowered equation sent the whole program to one NumPy call per equation and
 block. A run's loop reads its inputs once and writes only the values later equations (or the
 result) read, so values inside a run never touch memory; the NumPy equations keep NumPy's
-bits, so the result is the same in either mode (`KILN_EXACT`).
+bits in exact mode (`KILN_EXACT`); outside it, ops with kiln's own vectorized kernels
+(kiln/ops/vecmath.py) run inside the runs, and a program of such ops and cheap ones is one run.
 
 A run's loop takes the block's arrays flat: it serves blocks whose inputs are all of the
 block's shape (or spread from one element); another block (an input broadcast along some
@@ -19,6 +20,7 @@ import functools
 import numpy as np
 
 from ..debug import log
+from . import vecmath
 from .fused_codegen import _expr, _jit
 
 __all__ = ["segmented_block"]
@@ -56,8 +58,13 @@ def _build(numba, prog, dtypes, exact):
     exprs = []
     for j, (op, slots, attrs) in enumerate(zip(prog.ops, prog.slots, prog.attrs)):
         args = [names[s] for s in slots]
+        own = op.lowering.vecmath if op.lowering is not None else ""
+        if own and vecmath.active(own, dtypes[slots[0]], exact):
+            exprs.append(vecmath.expr(own, args[0]))  # kiln's kernel, as every path runs it
+            continue
+        # NumPy's SIMD libm beats a scalar one on blocks: libm calls stay out of the runs
         exprs.append(_expr(op.lowering, args, [dtypes[s] for s in slots], dtypes[n_in + j],
-                           attrs, exact))  # fmt: skip
+                           attrs, True))  # fmt: skip
     runs, j = [], 0
     while j < n_eq:
         k = j
@@ -66,8 +73,14 @@ def _build(numba, prog, dtypes, exact):
         if k - j >= 2:
             runs.append((j, k))
         j = max(k, j + 1)
-    if not runs or sum(b - a for a, b in runs) == n_eq:
-        return None  # nothing to split: the whole program is one loop, or none
+    if not runs:
+        return None  # nothing to split
+    if sum(b - a for a, b in runs) == n_eq and not any(
+        vecmath.active(op.lowering.vecmath, dtypes[s[0]], exact)
+        for op, s in zip(prog.ops, prog.slots)
+        if op.lowering is not None and op.lowering.vecmath
+    ):  # fmt: skip
+        return None  # the whole program is one loop of cheap ops: NumPy's calls do as well
     last_use = {}
     for j, slots in enumerate(prog.slots):
         for s in slots:
@@ -83,6 +96,10 @@ def _build(numba, prog, dtypes, exact):
         start = b
     steps += [("numpy", j) for j in range(start, n_eq)]
     kernels = [getattr(np, u) if u else None for u in prog.ufuncs]
+    for j, (op, slots) in enumerate(zip(prog.ops, prog.slots)):
+        own = op.lowering.vecmath if op.lowering is not None else ""
+        if own and vecmath.active(own, dtypes[slots[0]], exact):  # as every path runs it
+            kernels[j] = vecmath.array_fn(own)
     return _runner(prog, steps, kernels, n_in, n_eq)
 
 

@@ -47,6 +47,10 @@ class Lowering:
     logaddexp for float `t`. None (from the rule or as the rule) means not lowered for these
     dtypes: the program then runs as whole-array calls.
 
+    `vecmath`: the name of kiln's own float32 kernel of the op (kiln/ops/vecmath.py), which
+    every CPU path (fused loops and blocks, the op's unfused kernel) runs outside exact mode
+    (`KILN_EXACT=0`) in place of NumPy's, so that grouping never changes the bits.
+
     `not_lowered`: why the op has no scalar form at all (a deliberate declaration, so that a
     forgotten one is caught by tests/test_op_declarations.py); then every other field is empty.
     """
@@ -56,10 +60,13 @@ class Lowering:
     transcendental: bool = False
     numba: Callable | None = None
     cuda: Callable | None = None
+    vecmath: str = ""
     not_lowered: str = ""
 
     def __post_init__(self):
-        if self.not_lowered and (self.ufunc or self.exact or self.numba or self.cuda):
+        if self.not_lowered and (
+            self.ufunc or self.exact or self.numba or self.cuda or self.vecmath
+        ):
             raise ArgumentError("a Lowering that says why it is not lowered declares nothing else")
 
 

@@ -27,6 +27,19 @@ def manual_seed(seed: int) -> None:
         default_generator.manual_seed(seed)
 
 
+def in_trace() -> bool:
+    """Whether a `kn.compile` trace runs in this thread: the eager random factories (`randn`,
+    `rand`, `randint`, `randperm`) then add random nodes, which draw fresh values on every
+    call of the compiled function, as torch.compile's do (not values drawn once, at trace
+    time)."""
+    return getattr(_source, "traces", 0) > 0
+
+
+def enter_trace(step: int) -> None:
+    """Counts a trace in (`step` 1) or out (-1): `tracing_on` calls it."""
+    _source.traces = getattr(_source, "traces", 0) + step
+
+
 def next_seed() -> int:
     """The seed of the next random node: a deterministic function of the manual seed, or
     drawn from the `kn.Generator` of an enclosing `seeds_from`."""

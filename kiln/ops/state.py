@@ -116,3 +116,21 @@ def _group(xp, *arrays, out=None):
 
 # `group(*values)`: a train op; runs its inputs (and their updates), returns nothing useful.
 group = defop("group", lambda *shapes: (), lambda *dtypes: dt.bool_, _group, tags={"group"})
+
+
+def _custom_value(xp, value, *inputs, out=None, function):
+    return _identity(xp, value, out)
+
+
+def _custom_vjp(ct, y, value, *inputs, function):
+    return (None, *function.backward(ct, len(inputs)))
+
+
+# `custom_grad(value, *inputs, function=f)`: `value` (the forward result of a user's
+# `kn.autograd.Function`, computed without a gradient path), whose cotangent reaches `inputs`
+# through `f.backward`, the user's backward (kiln/frontend/custom_function.py). `function`
+# holds Python objects: such graphs run and differentiate but cannot be dumped.
+custom_grad = defop(
+    "custom_grad", lambda value, *inputs, function: value,
+    lambda value, *inputs, function: value, _custom_value, vjp=_custom_vjp, views=(0,),
+)  # fmt: skip

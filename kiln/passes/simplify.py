@@ -26,6 +26,8 @@ from .simplify_regions import (
     used_results,
 )
 
+_NUMPY = SimpleNamespace(xp=np)  # the backend `OpDef.prepare` sees when folding
+
 MAX_FOLD_SIZE = 1_000_000  # elements: a larger folded constant would bloat the graph
 _NEVER_FOLD = frozenset({"random", "source", "update", "region", "collective"})
 # nor sources, except constants (by value)
@@ -316,8 +318,13 @@ class _Rewriter:
     def _fold(self, op, inputs, attrs, shape, dtype) -> Symbol | None:
         arrays = [i.node.attrs["value"].array for i in inputs]
         try:
+            # The kernel the program would run (`OpDef.prepare`: kiln's own float32 kernels
+            # with KILN_EXACT=0), so folding never changes the bits.
+            kernel = op.prepare and op.prepare(
+                _NUMPY, [a.shape for a in arrays], [a.dtype for a in arrays], shape, **attrs
+            )
             with np.errstate(all="ignore"):
-                array = np.asarray(op.impl(np, *arrays, **attrs))
+                array = np.asarray((kernel or op.impl)(np, *arrays, **attrs if not kernel else {}))
         except Exception:  # noqa: BLE001 — left to run, where the error names the node
             return None
         if array.shape != tuple(shape) or array.dtype != dtype:

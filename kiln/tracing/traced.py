@@ -23,7 +23,7 @@ from ..eager.tensor import Tensor, make, version_of
 from ..errors import AutogradError, GraphError, SavedTensorError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
-from ..frontend.core import placeholder
+from ..frontend.core import constant, placeholder
 from ..frontend.functionalize import allow_argument_changes
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
@@ -234,7 +234,12 @@ class Traced:
                 self.changed.append((k, s))
         outputs, out_paths, statics = [], [], []
         self.out_structure = flatten(result, "output", outputs, out_paths, statics)
-        for leaf, path in zip(outputs, out_paths):
+        for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
+            if type(leaf) is Tensor and not leaf._requires_grad:
+                # a value computed from constants alone: the program makes a fresh copy each
+                # call (as torch.compile returns a new tensor), never the one traced
+                with self.graph.as_default():
+                    leaf = outputs[k] = constant(leaf.numpy())
             if not isinstance(leaf, Symbol) or leaf.graph is not self.graph:
                 raise GraphError(
                     f"kn.compile: {self.name} returned {type(leaf).__name__} as {path}; a "
@@ -373,7 +378,8 @@ class Traced:
 
     def run(self, leaves):
         """Runs on arrays or Tensors (of this signature); records the tape entry if needed."""
-        tensors = any(isinstance(x, Tensor) for x in leaves)
+        # Tensors in (or no arguments at all), Tensors out; NumPy arrays in, arrays out
+        tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
         params = [p.tensor() for p in self.params]  # NOTE: syncs values from other graphs
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)

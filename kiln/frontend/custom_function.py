@@ -1,0 +1,238 @@
+"""`kn.autograd.Function`: a differentiable operation with a user's forward and backward, as
+PyTorch's `torch.autograd.Function`, eagerly, in graph mode and under `kn.compile`.
+
+`apply` runs `forward` with no gradient path (eagerly under `no_grad`; on Symbols, behind a
+`stop_gradient`), then joins its result to the inputs by one `custom_grad` node whose vjp calls
+`backward` (kiln/ops/state.py). On Symbols, `backward` runs on Symbols while the graph is
+differentiated, so the same class works in every mode; its own ops are differentiable, so
+higher-order gradients work where backward is written with differentiable ops.
+
+>>> import kiln as kn
+>>> class Cube(kn.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x**3
+...     @staticmethod
+...     def backward(ctx, grad):
+...         (x,) = ctx.saved_tensors
+...         return grad * 3 * x**2
+>>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+>>> Cube.apply(x).sum().backward()
+>>> x.grad
+tensor([ 3., 12.])
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes as dt
+from ..eager.grad_mode import is_grad_enabled, no_grad
+from ..eager.tensor import Tensor
+from ..errors import AutogradError, ShapeMismatchError, UsageError, call_error
+from ..graph.core import Symbol
+from . import math as m
+from . import shape as s
+from .core import call, lift
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+
+class FunctionCtx:
+    """What `forward` leaves for `backward`: `save_for_backward(*tensors)` and
+    `saved_tensors`, `needs_input_grad` (one bool per argument of `apply`),
+    `mark_non_differentiable(*outputs)`, `set_materialize_grads(value)`, `mark_dirty(*t)`,
+    and any attribute `forward` sets."""
+
+    def __init__(self, needs_input_grad: tuple):
+        self.needs_input_grad = needs_input_grad
+        self._saved: tuple = ()
+        self._non_differentiable: set = set()
+        self._materialize = True
+        self._dirty: tuple = ()
+
+    def save_for_backward(self, *tensors) -> None:
+        for t in tensors:
+            if t is not None and not isinstance(t, (Tensor, Symbol)):
+                raise call_error(UsageError, "save_for_backward can only save variables, but "
+                                 f"argument is of type {type(t).__name__}",
+                                 "save_for_backward")  # fmt: skip
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self._saved
+
+    saved_variables = saved_tensors
+
+    def mark_non_differentiable(self, *outputs) -> None:
+        self._non_differentiable.update(id(o) for o in outputs)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = bool(value)
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+
+class _Backward:
+    """The `function` attr of one `custom_grad` node: the class, its ctx, and how the packed
+    cotangent splits into the outputs' (several differentiable outputs are packed into one
+    value). Compared and hashed by identity, so CSE never merges two calls."""
+
+    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs")
+
+    def __init__(self, cls, ctx, n_args, positions, inputs, parts, n_outputs):
+        self.cls, self.ctx, self.n_args, self.positions = cls, ctx, n_args, positions
+        self.inputs, self.parts, self.n_outputs = inputs, parts, n_outputs
+
+    def __repr__(self):
+        return f"{self.cls.__name__}Backward"
+
+    def backward(self, ct, n_inputs: int) -> tuple:
+        """The cotangents of the node's inputs from the user's backward."""
+        grads_out = [None] * self.n_outputs
+        if self.parts is None:
+            grads_out[0] = ct
+        else:
+            offset = 0
+            for k, shape, dtype in self.parts:
+                size = math.prod(shape)
+                piece = s.reshape(s.getitem(ct, slice(offset, offset + size)), shape)
+                grads_out[k] = m.cast(piece, dtype) if piece.dtype != dtype else piece
+                offset += size
+        result = self.cls.backward(self.ctx, *grads_out)
+        result = result if isinstance(result, tuple) else (result,)
+        name = f"{self.cls.__name__}Backward"
+        if len(result) != self.n_args:
+            if len(result) > self.n_args and all(g is None for g in result[self.n_args :]):
+                result = result[: self.n_args]  # PyTorch accepts trailing Nones
+            else:
+                raise call_error(AutogradError, f"function {name} returned an incorrect number "
+                                 f"of gradients (expected {self.n_args}, got {len(result)})",
+                                 name)  # fmt: skip
+        grads = []
+        for position, x in zip(self.positions, self.inputs):
+            g = result[position]
+            if g is not None:
+                if not isinstance(g, (Tensor, Symbol)):
+                    (g,) = lift(g, context=(x,))  # a number: broadcast to the input
+                if tuple(g.shape) != tuple(x.shape):
+                    try:
+                        g = s.broadcast_to(g, tuple(x.shape))
+                    except Exception as e:
+                        raise call_error(ShapeMismatchError, f"Function {name} returned an "
+                                         f"invalid gradient at index {position} - got "
+                                         f"{list(g.shape)} but expected shape compatible with "
+                                         f"{list(x.shape)}", name) from e  # fmt: skip
+                if g.dtype != x.dtype and dt.is_float(x.dtype):
+                    g = m.cast(g, x.dtype)
+            grads.append(g)
+        return tuple(grads[:n_inputs])
+
+
+def _requires_grad(a) -> bool:
+    if isinstance(a, Symbol):
+        return dt.is_float(a.dtype)
+    return isinstance(a, Tensor) and a.requires_grad
+
+
+class Function:
+    """Subclass it with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` (or
+    PyTorch's newer form: `forward(*args)` and `setup_context(ctx, inputs, output)`), and
+    call `YourFunction.apply(*args)`. `backward` returns one gradient (or None) per argument
+    of `forward`."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")  # fmt: skip
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward "
+                                  "mode AD.")  # fmt: skip
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx(tuple(_requires_grad(a) for a in args))
+        symbolic = any(isinstance(a, Symbol) for a in args)
+        separate = cls.setup_context is not Function.setup_context
+        if symbolic:
+            out = cls._forward(ctx, separate, args, kwargs)
+        else:
+            with no_grad():
+                out = cls._forward(ctx, separate, args, kwargs)
+        single = not isinstance(out, tuple)
+        outputs = (out,) if single else out
+        positions = [k for k, a in enumerate(args) if isinstance(a, (Tensor, Symbol))]
+        inputs = [args[k] for k in positions]
+        wanted = any(ctx.needs_input_grad) and (symbolic or is_grad_enabled())
+        differentiable = [
+            k for k, o in enumerate(outputs)
+            if isinstance(o, (Tensor, Symbol)) and dt.is_float(o.dtype)
+            and id(o) not in ctx._non_differentiable
+        ]  # fmt: skip
+        if not wanted or not differentiable:
+            return out
+        if symbolic:
+            outputs = tuple(call("stop_gradient", o) if isinstance(o, Symbol) else o
+                            for o in outputs)  # fmt: skip
+        outputs = list(outputs)
+        if len(differentiable) == 1 and len(outputs) == 1:
+            handle = _Backward(cls, ctx, len(args), positions, inputs, None, 1)
+            outputs[0] = call("custom_grad", outputs[0], *inputs, function=handle)
+            _label(outputs[0], cls)
+        else:  # several results: one node for all, on their values packed end to end
+            wide = dt.result_type(*(outputs[k].dtype for k in differentiable))
+            parts = [(k, tuple(outputs[k].shape), outputs[k].dtype) for k in differentiable]
+            flat = [s.reshape(m.cast(outputs[k], wide) if outputs[k].dtype != wide
+                              else outputs[k], (-1,)) for k in differentiable]  # fmt: skip
+            handle = _Backward(cls, ctx, len(args), positions, inputs, parts, len(outputs))
+            packed = call("custom_grad", s.concat(flat, 0), *inputs, function=handle)
+            offset = 0
+            for k, shape, dtype in parts:
+                size = math.prod(shape)
+                piece = s.reshape(s.getitem(packed, slice(offset, offset + size)), shape)
+                outputs[k] = m.cast(piece, dtype) if dtype != wide else piece
+                offset += size
+        return outputs[0] if single else tuple(outputs)
+
+    @classmethod
+    def _forward(cls, ctx, separate, args, kwargs):
+        if not separate:
+            return cls.forward(ctx, *args, **kwargs)
+        out = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, out)
+        return out
+
+
+def _label(y, cls) -> None:
+    """The eager grad_fn's name: PyTorch's `<ClassName>Backward`."""
+    meta = getattr(y, "_meta", None)
+    node = getattr(meta, "grad_fn", None) if meta is not None else None
+    if node is not None:
+        node.label = f"{cls.__name__}Backward"
+
+
+def once_differentiable(fn):
+    """PyTorch's decorator for a backward that is not itself differentiable: runs it without
+    recording (eagerly), so a second-order gradient through it is refused."""
+
+    def wrapper(ctx, *grads):
+        if any(isinstance(g, Symbol) for g in grads):
+            return fn(ctx, *grads)
+        with no_grad():
+            return fn(ctx, *grads)
+
+    wrapper.__name__ = wrapper.__qualname__ = getattr(fn, "__name__", "backward")
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

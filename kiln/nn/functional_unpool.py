@@ -1,0 +1,96 @@
+"""`max_unpool1d/2d/3d`, the partial inverse of max pooling with `return_indices=True`, and
+`triplet_margin_with_distance_loss`, as PyTorch's `torch.nn.functional`."""
+
+from __future__ import annotations
+
+import math
+
+from .. import frontend as F
+from ..errors import ArgumentError, ShapeMismatchError, call_error
+from ..frontend.core import lift
+
+__all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "triplet_margin_with_distance_loss"]
+
+
+def _tuple(v, n: int) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _unpool(name: str, n: int, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
+    x, idx = lift(input, indices)
+    if x.ndim not in (n + 1, n + 2):
+        raise call_error(ShapeMismatchError, f"{name}: Expected {n + 1}D or {n + 2}D input, got "
+                         f"{x.ndim}D", name, x)  # fmt: skip
+    if tuple(idx.shape) != tuple(x.shape):
+        raise call_error(ShapeMismatchError, f"{name}: Expected shape of indices to be same as "
+                         f"that of the input tensor ({list(x.shape)}) but got indices tensor "
+                         f"with shape: {list(idx.shape)}", name, x, idx)  # fmt: skip
+    kernel = _tuple(kernel_size, n)
+    stride = _tuple(kernel_size if stride is None else stride, n)
+    padding = _tuple(padding, n)
+    spatial = tuple(x.shape[-n:])
+    default = tuple((spatial[d] - 1) * stride[d] - 2 * padding[d] + kernel[d] for d in range(n))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-n:]
+        for d in range(n):
+            low, high = default[d] - stride[d], default[d] + stride[d]
+            if not low < size[d] < high:
+                raise ArgumentError(f"{name}: invalid output_size {tuple(output_size)} (dim {d} "
+                                    f"must be between {low} and {high})")  # fmt: skip
+    lead = tuple(x.shape[:-n])
+    flat_x = F.reshape(x, (*lead, -1))
+    flat_i = F.reshape(F.cast(idx, "int64"), (*lead, -1))
+    zeros = F.broadcast_to(F.mul(F.getitem(flat_x, (Ellipsis, slice(0, 1))), 0.0),
+                           (*lead, math.prod(size)))  # fmt: skip
+    out = F.scatter(zeros, -1, flat_i, flat_x)
+    return F.reshape(out, (*lead, *size))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """Puts each value of (N, C, L) `input` at its `indices` (from `max_pool1d(...,
+    return_indices=True)`) in zeros of the pooled-from length.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.max_unpool1d(kn.tensor([[[5.0, 7.0]]]), kn.tensor([[[1, 2]]]), 2)
+    tensor([[[0., 5., 7., 0.]]])
+    """
+    return _unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """`max_unpool1d` over (N, C, H, W) inputs; indices are flat positions in each H×W plane."""
+    return _unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """`max_unpool1d` over (N, C, D, H, W) inputs."""
+    return _unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean"):  # fmt: skip
+    """`max(d(a, p) - d(a, n) + margin, 0)`, reduced; `d` defaults to `pairwise_distance`.
+
+    >>> import kiln as kn
+    >>> a, p, n = kn.zeros(1, 2), kn.tensor([[3.0, 4.0]]), kn.tensor([[0.0, 1.0]])
+    >>> round(kn.nn.functional.triplet_margin_with_distance_loss(a, p, n).item(), 4)
+    5.0
+    """
+    from .functional_norm import pairwise_distance
+
+    if margin <= 0:
+        raise ArgumentError(f"triplet_margin_with_distance_loss: expected margin to be greater "
+                            f"than 0, got {margin} instead")  # fmt: skip
+    d = distance_function or pairwise_distance
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = F.minimum(d_neg, d(positive, negative))
+    loss = F.clamp(d_pos - d_neg + margin, min=0.0)
+    if reduction == "none":
+        return loss
+    if reduction not in ("mean", "sum"):
+        raise ArgumentError(f"{reduction} is not a valid value for reduction")
+    return loss.sum() if reduction == "sum" else loss.mean()

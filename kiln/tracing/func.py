@@ -1,0 +1,211 @@
+"""`kn.func`: PyTorch's `torch.func` function transforms, `grad`, `grad_and_value`, `vjp`,
+`jvp`, `jacrev`, `jacfwd`, `hessian`, `vmap` and `functional_call`. On eager Tensors `grad`,
+`grad_and_value` and `vjp` run on the tape (so they nest: `grad(grad(f))`); on Symbols they
+build into the graph. The others are kiln's transforms (kiln/tracing/transforms.py).
+
+>>> import kiln as kn
+>>> kn.func.grad(lambda x: (x**3).sum())(kn.tensor([1.0, 2.0]))
+tensor([ 3., 12.])
+>>> kn.func.grad(kn.func.grad(lambda x: x**3))(kn.tensor(2.0))
+tensor(12.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..eager import autograd
+from ..eager.grad_mode import enable_grad
+from ..eager.tensor import Tensor
+from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
+from ..frontend.autodiff import grad as graph_grad
+from ..graph.core import Symbol
+from .transforms import hessian_of as hessian
+from .transforms import jacfwd, jacrev, jvp, vmap
+
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "vjp", "vmap"]  # fmt: skip
+
+
+def _positions(argnums, n: int) -> tuple[tuple, bool]:
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ArgumentError("argnums must be non-empty")
+    for k in nums:
+        if not -n <= k < n:
+            raise ArgumentError(f"Got argnums={argnums} but only {n} positional inputs")
+    return tuple(k % n for k in nums), single
+
+
+def _split_aux(out, has_aux: bool, what: str):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise ArgumentTypeError(f"{what}(f)(*args): output of function f should be a tuple: "
+                                "(output, aux) if has_aux is True")  # fmt: skip
+    return out
+
+
+def _traced(func, args, kwargs, positions):
+    """(args with the differentiated ones replaced, those inputs, whether on Symbols). On
+    Tensors each input becomes a fresh leaf that requires grad (of the same value, so an
+    outer transform's history stays connected through it)."""
+    if any(isinstance(args[k], Symbol) for k in positions):
+        return list(args), [args[k] for k in positions], True
+    args = list(args)
+    inputs = []
+    for k in positions:
+        a = args[k]
+        if not isinstance(a, Tensor):
+            raise ArgumentTypeError(f"expected argument {k} to be a Tensor, got "
+                                    f"{type(a).__name__}")  # fmt: skip
+        leaf = a if a.requires_grad else a.detach().requires_grad_(True)
+        args[k] = leaf
+        inputs.append(leaf)
+    return args, inputs, False
+
+
+def grad_and_value(func, argnums=0, has_aux: bool = False):
+    """`func`'s gradient with respect to the argument(s) `argnums` and its value: a function
+    returning `(gradient, value)` (`((gradient, value), aux)`... as torch.func: with
+    `has_aux`, `(gradient, (value, aux))`). `func` returns a one-element tensor.
+
+    >>> import kiln as kn
+    >>> g, v = kn.func.grad_and_value(lambda x: (x * x).sum())(kn.tensor([3.0]))
+    >>> g.tolist(), v.item()
+    ([6.0], 9.0)
+    """
+
+    def wrapped(*args, **kwargs):
+        positions, single = _positions(argnums, len(args))
+        # inside another transform (its inputs require grad): keep the history for it
+        nested = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        args, inputs, symbolic = _traced(func, args, kwargs, positions)
+        with contextlib.nullcontext() if symbolic else enable_grad():
+            out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
+            if not isinstance(out, (Tensor, Symbol)) or _numel(out) != 1:
+                raise call_error(ShapeMismatchError, "grad_and_value(f)(*args): Expected f(*args) "
+                                 "to return a scalar Tensor, got tensor with "
+                                 f"{len(getattr(out, 'shape', ()))} dims", "grad")  # fmt: skip
+            if symbolic:
+                grads = graph_grad(out, inputs, disconnected="zeros")
+            else:
+                grads = autograd.grad(out, inputs, create_graph=True, allow_unused=True)
+                grads = [g if g is not None else _zeros(x) for g, x in zip(grads, inputs)]
+                if not nested:  # the outermost transform: plain values, as torch.func's
+                    grads = [g.detach() for g in grads]
+                    out = out.detach()
+        grads = grads[0] if single else tuple(grads)
+        return (grads, (out, aux)) if has_aux else (grads, out)
+
+    return wrapped
+
+
+def grad(func, argnums=0, has_aux: bool = False):
+    """The function computing `func`'s gradient with respect to the argument(s) `argnums`
+    (with `has_aux`, `(gradient, aux)`). Nests: `grad(grad(f))` is the second derivative.
+
+    >>> import kiln as kn
+    >>> kn.func.grad(lambda x, y: (x * y).sum(), argnums=(0, 1))(kn.tensor([2.0]),
+    ...                                                           kn.tensor([5.0]))
+    (tensor([5.]), tensor([2.]))
+    """
+    transformed = grad_and_value(func, argnums, has_aux)
+
+    def wrapped(*args, **kwargs):
+        grads, value = transformed(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return wrapped
+
+
+def vjp(func, *primals, has_aux: bool = False):
+    """`(func(*primals), vjp_fn)`: `vjp_fn(cotangent)` gives the tuple of `cotangent`'s
+    products with the jacobian, one per primal (eager Tensors).
+
+    >>> import kiln as kn
+    >>> out, fn = kn.func.vjp(lambda x: x**2, kn.tensor([1.0, 3.0]))
+    >>> fn(kn.ones(2))
+    (tensor([2., 6.]),)
+    """
+    args, inputs, symbolic = _traced(func, primals, {}, tuple(range(len(primals))))
+    if symbolic:
+        raise ArgumentTypeError("kn.func.vjp runs on eager Tensors; in graph mode use kn.grad "
+                                "with grad_ys")  # fmt: skip
+    with enable_grad():
+        out, aux = _split_aux(func(*args), has_aux, "vjp")
+    flat = out if isinstance(out, (tuple, list)) else (out,)
+
+    def vjp_fn(cotangents):
+        cts = cotangents if isinstance(cotangents, (tuple, list)) else (cotangents,)
+        if len(cts) != len(flat):
+            raise ArgumentError(f"Expected {len(flat)} cotangents, got {len(cts)}")
+        grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True)
+        return tuple(g.detach() if g is not None else _zeros(x) for g, x in zip(grads, inputs))
+
+    value = tuple(o.detach() for o in flat) if isinstance(out, (tuple, list)) else out.detach()
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
+                    tie_weights: bool = True, strict: bool = False):  # fmt: skip
+    """`module(*args, **kwargs)` with its parameters and buffers replaced by the tensors of
+    `parameter_and_buffer_dicts` (a dict, or a tuple of dicts, by qualified name); the
+    module's own are put back afterwards.
+
+    >>> import kiln as kn
+    >>> lin = kn.nn.Linear(2, 1)
+    >>> w = {"weight": kn.ones(1, 2), "bias": kn.zeros(1)}
+    >>> kn.func.functional_call(lin, w, (kn.tensor([[1.0, 2.0]]),)).tolist()
+    [[3.0]]
+    """
+    dicts = parameter_and_buffer_dicts
+    merged = {}
+    for d in dicts if isinstance(dicts, (tuple, list)) else (dicts,):
+        for name, value in d.items():
+            if name in merged:
+                raise ArgumentError(f"{name} appeared in multiple dictionaries")
+            merged[name] = value
+    known = dict(module.named_parameters()) | dict(module.named_buffers())
+    if strict:
+        missing = sorted(set(known) - set(merged))
+        unexpected = sorted(set(merged) - set(known))
+        if missing or unexpected:
+            raise ArgumentError(
+                f"Error(s) in reparametrizing for {type(module).__name__}: "
+                f"missing keys {missing}, unexpected keys {unexpected}"
+            )
+    saved = []
+    try:
+        for name, value in merged.items():
+            owner, _, attr = name.rpartition(".")
+            target = module.get_submodule(owner) if owner else module
+            where = _table(target, attr)
+            saved.append((target, attr, where, target.__dict__[where][attr]))
+            target.__dict__[where][attr] = value
+        args = args if isinstance(args, tuple) else (args,)
+        return module(*args, **(kwargs or {}))
+    finally:
+        for target, attr, where, old in reversed(saved):
+            target.__dict__[where][attr] = old
+
+
+def _table(module, attr: str) -> str:
+    for where in ("_parameters", "_buffers"):
+        if attr in module.__dict__.get(where, {}):
+            return where
+    raise ArgumentError(f"{type(module).__name__} has no parameter or buffer {attr!r}")
+
+
+def _numel(x) -> int:
+    n = 1
+    for d in x.shape:
+        n *= d if isinstance(d, int) else 2
+    return n
+
+
+def _zeros(x):
+    from ..eager.factories import zeros_like
+
+    return zeros_like(x)

@@ -1,0 +1,165 @@
+"""PyTorch's top-level functions that kiln added in kiln/frontend/torch_namespace.py, against
+PyTorch 2.13 (skipped without torch; the docstrings carry hand-checked values that run
+without it), eagerly, in graph mode and under `kn.compile`."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((4, 3)).astype(np.float32)
+B = RNG.standard_normal((3, 5)).astype(np.float32)
+T3 = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+V = RNG.standard_normal(6).astype(np.float32)
+
+# name -> (fn(L, *arrays), arrays); fn runs with L = torch or kn
+CASES = {
+    "tensordot-int": (lambda L, a, b: L.tensordot(a, b, 1), (A, B)),
+    "tensordot-lists": (lambda L, t, a: L.tensordot(t, a.T, ([1], [0])), (T3, A)),
+    "tensordot-0": (lambda L, a, b: L.tensordot(a, b, 0), (V[:2], V[:3])),
+    "chain_matmul": (lambda L, a, b: L.chain_matmul(a, b, b.T), (A, B)),
+    "cumulative_trapezoid": (lambda L, a: L.cumulative_trapezoid(a, dim=0), (A,)),
+    "cumulative_trapezoid-dx": (lambda L, a: L.cumulative_trapezoid(a, dx=0.5), (A,)),
+    "cumulative_trapezoid-x": (
+        lambda L, a, v: L.cumulative_trapezoid(a, v[:3].cumsum(0)),
+        (A, np.abs(V)),
+    ),  # fmt: skip
+    "trapz": (lambda L, a: L.trapz(a, dim=0), (A,)),
+    "row_stack": (lambda L, a, v: L.row_stack([a, v[:3]]), (A, V)),
+    "pdist": (lambda L, a: L.pdist(a), (A,)),
+    "pdist-p1": (lambda L, a: L.pdist(a, 1.0), (A,)),
+    "diagflat": (lambda L, a: L.diagflat(a, -1), (A,)),
+    "bucketize": (lambda L, a: L.bucketize(a, L.tensor([-1.0, 0.0, 0.5])), (A,)),
+    "bucketize-right": (
+        lambda L, a: L.bucketize(a, L.tensor([-1.0, 0.0, 0.5]), right=True),
+        (A,),
+    ),  # fmt: skip
+    "unravel_index": (lambda L: L.unravel_index(L.tensor([0, 5, 11, -1]), (3, 4)), ()),
+    "select_scatter": (lambda L, a, v: L.select_scatter(a, v[:3], 0, 2), (A, V)),
+    "select_scatter-dim1": (lambda L, a, v: L.select_scatter(a, v[:4], 1, -1), (A, V)),
+    "slice_scatter": (lambda L, a, b: L.slice_scatter(a, b[:2, :3], 0, 1, 4, 2), (A, B)),
+    "diagonal_scatter": (lambda L, a, v: L.diagonal_scatter(a, v[:3]), (A, V)),
+    "diagonal_scatter-offset": (lambda L, a, v: L.diagonal_scatter(a, v[:2], 1), (A, V)),
+    "diagonal_scatter-3d": (
+        lambda L, t, a: L.diagonal_scatter(t, a[:2, :2], -1, 1, 2),
+        (T3, A),
+    ),  # fmt: skip
+    "fill": (lambda L, a: L.fill(a, 2.5), (A,)),
+    "rsub": (lambda L, a, b: L.rsub(a, b[:, :4].T + 0, alpha=2), (A, B)),
+    "rsub-scalar": (lambda L, a: L.rsub(a, 3.0), (A,)),
+    "celu": (lambda L, a: L.celu(a, 0.5), (A,)),
+    "selu": (lambda L, a: L.selu(a), (A,)),
+    "threshold": (lambda L, a: L.threshold(a, 0.1, -2.0), (A,)),
+    "hardshrink": (lambda L, a: L.hardshrink(a, 0.3), (A,)),
+    "cosine_similarity": (lambda L, a, b: L.cosine_similarity(a, b[:, :4].T), (A, B)),
+    "pairwise_distance": (lambda L, a, b: L.pairwise_distance(a, b[:, :4].T), (A, B)),
+    "pixel_shuffle": (lambda L, t: L.pixel_shuffle(t.reshape(1, 4, 3, 2), 2), (T3,)),
+    "clone": (lambda L, a: L.clone(a), (A,)),
+    "square_": (lambda L, a: L.square_(a.clone()), (A,)),
+    "vdot": (lambda L, v: L.vdot(v, v), (V,)),
+}
+
+
+def _np(out):
+    if isinstance(out, tuple):
+        return [_np(o) for o in out]
+    return out.detach().numpy() if hasattr(out, "detach") else np.asarray(out)
+
+
+def _check(got, want, what):
+    if isinstance(want, list):
+        assert len(got) == len(want), what
+        for g, w in zip(got, want):
+            _check(g, w, what)
+        return
+    got = np.asarray(got)
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=what)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_torch_in_every_mode(name):
+    fn, arrays = CASES[name]
+    want = _np(fn(torch, *map(torch.tensor, arrays)))
+    _check(_np(fn(kn, *map(kn.tensor, arrays))), want, "eager")
+    _check(_np(kn.compile(lambda *xs: fn(kn, *xs))(*map(kn.tensor, arrays))), want, "compile")
+    if not arrays:
+        return  # no inputs: a graph of constants
+    with kn.Graph().as_default():
+        xs = [kn.placeholder(a.dtype, a.shape, name=f"x{k}") for k, a in enumerate(arrays)]
+        out = fn(kn, *xs)
+        outs = list(out) if isinstance(out, tuple) else [out]
+        got = kn.function(xs, outs)(*arrays)
+    _check(got if isinstance(out, tuple) else got[0], want, "graph")
+
+
+GRADS = {
+    "tensordot": (lambda L, a, b: L.tensordot(a, b, 1), (A, B)),
+    "pdist": (lambda L, a: L.pdist(a), (A,)),
+    "diagonal_scatter": (lambda L, a, v: L.diagonal_scatter(a, v[:3], 0), (A, V)),
+    "slice_scatter": (lambda L, a, b: L.slice_scatter(a, b[:2, :3], 0, 1, 4, 2), (A, B)),
+    "cumulative_trapezoid": (lambda L, a: L.cumulative_trapezoid(a, dim=0), (A,)),
+    "fill": (lambda L, a, v: L.fill(a, v[0]), (A, V)),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADS))
+def test_gradients_match_torch(name):
+    fn, arrays = GRADS[name]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    (fn(torch, *ts) ** 2).sum().backward()
+    ks = [kn.tensor(a, requires_grad=True) for a in arrays]
+    (fn(kn, *ks) ** 2).sum().backward()
+    for t, k in zip(ts, ks):
+        np.testing.assert_allclose(k.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_windows_match_torch():
+    for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                 "kaiser_window"):  # fmt: skip
+        for n in (0, 1, 2, 7, 16):
+            for periodic in (True, False):
+                want = getattr(torch, name)(n, periodic).numpy()
+                got = getattr(kn, name)(n, periodic).numpy()
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, atol=1e-6, err_msg=f"{name}({n})")
+    want = torch.kaiser_window(9, False, 3.5, dtype=torch.float64).numpy()
+    np.testing.assert_allclose(kn.kaiser_window(9, False, 3.5, dtype=kn.float64).numpy(), want)
+
+
+def test_normal_forms_and_gradients():
+    kn.manual_seed(0)
+    x = kn.normal(2.0, 3.0, (20000,))
+    assert x.dtype == np.float32 and abs(x.mean().item() - 2) < 0.15
+    assert abs(x.std().item() - 3) < 0.15
+    mean = kn.zeros(3, requires_grad=True)
+    std = kn.full((3,), 2.0, requires_grad=True)
+    y = kn.normal(mean, std)
+    y.sum().backward()
+    assert mean.grad.tolist() == [1.0, 1.0, 1.0]
+    np.testing.assert_allclose(std.grad.numpy(), (y.detach().numpy() - 0) / 2, rtol=1e-6)
+    f = kn.compile(lambda m: kn.normal(m, 1.0))
+    assert (f(kn.zeros(100)) != f(kn.zeros(100))).all()
+
+
+def test_rng_state_round_trip_and_seeds():
+    kn.manual_seed(11)
+    assert kn.initial_seed() == 11
+    state = kn.get_rng_state()
+    a, b = kn.randn(4), kn.rand(2)
+    kn.set_rng_state(state)
+    assert (kn.randn(4) == a).all() and (kn.rand(2) == b).all()
+    s = kn.seed()
+    assert kn.initial_seed() == s
+
+
+def test_function_forms_of_methods_need_a_tensor():
+    x = kn.tensor([-1.0, 4.0])
+    assert kn.sqrt_(kn.abs_(x)) is x and x.tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="must be Tensor, not list"):
+        kn.abs_([1.0])
+    with pytest.raises(RuntimeError, match="0-dimension value tensor"):
+        kn.fill(kn.zeros(2), kn.ones(2))

@@ -1108,6 +1108,7 @@ NN_TABLES = (
     "op_table_index",
     "op_table_control",
     "op_table_linalg",
+    "op_table_special",
 )
 
 

@@ -29,7 +29,7 @@ from .nn_pool import *  # noqa: F403
 from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
-from .special import digamma, erfinv, i0, lgamma, polygamma
+from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
 from .torch_data import *  # noqa: F403
 from .torch_data import __all__ as _data_all
 from .torch_extra_linalg import *  # noqa: F403
@@ -68,7 +68,7 @@ __all__ = list(
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
          "orgqr",
-         "lgamma", "digamma", "polygamma", "erfinv", "i0",
+         "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all]
     )

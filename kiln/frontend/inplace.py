@@ -276,6 +276,7 @@ SAME_SHAPE = (
     "true_divide trunc xlogy"
 ).split()
 SAME_SHAPE += ["masked_scatter", "put", "nextafter", "renorm"]
+SAME_SHAPE += "digamma erfinv i0 igamma igammac lgamma mvlgamma polygamma".split()
 
 
 def install(cls) -> None:

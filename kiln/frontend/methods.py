@@ -93,7 +93,8 @@ METHODS |= {
     "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
     "orgqr": lf.householder_product,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
-    "polygamma": sp.polygamma_method,
+    "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
+    "mvlgamma": sp.mvlgamma,
     "softmax": nf.softmax, "log_softmax": nf.log_softmax,
 }  # fmt: skip
 

@@ -205,6 +205,28 @@ def _expm1(ex, node, xs, out):
     return ex.emit("Where", [ex.emit("Equal", [u, scalar(ex, 1, dtype)]), x, value], out)
 
 
+def _xlogy(log1p: bool):
+    """x * log(y) (log1p(y)), 0 where x == 0 and y is not NaN (kiln's xlogy, xlog1py)."""
+
+    def rule(ex, node, xs, out):
+        dtype = out_dtype(node)
+        x, y = cast_all(ex, node, xs, dtype)
+        log = _log1p_of(ex, y, dtype) if log1p else ex.emit("Log", [y])
+        zero = scalar(ex, 0, dtype)
+        mask = ex.emit(
+            "And", [ex.emit("Equal", [x, zero]), ex.emit("Not", [ex.emit("IsNaN", [y])])]
+        )
+        return ex.emit("Where", [mask, zero, ex.emit("Mul", [x, log])], out)
+
+    return rule
+
+
+def _erfc(ex, node, xs, out):
+    """1 - erf(x): ONNX has no Erfc (absolute error of erf's, not relative, in the tail)."""
+    x = ex.cast(xs[0], in_dtype(node), out_dtype(node))
+    return ex.emit("Sub", [scalar(ex, 1, out_dtype(node)), ex.emit("Erf", [x])], out)
+
+
 def _isnan(ex, node, xs, out):
     if dt.is_float(in_dtype(node)):
         return ex.emit("IsNaN", xs, out)
@@ -520,6 +542,9 @@ RULES = {
     "exp2": _exp2,
     "log1p": _log1p,
     "expm1": _expm1,
+    "erfc": _erfc,
+    "xlogy": _xlogy(False),
+    "xlog1py": _xlogy(True),
     "cast": cast_rules.cast,
     "stop_gradient": _identity,
     # binary

@@ -98,7 +98,7 @@ class Dropout(Module):
         self.p = p
 
     def forward(self, x):
-        return F.dropout(x, self.p, training=self.training)
+        return F.dropout(x, self.p, train=self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

@@ -315,7 +315,7 @@ def test_pool_padding_semantics():
 def test_embedding_eager_and_graph(rng):
     table = rng.standard_normal((5, 3)).astype(np.float32)
     ids = np.array([[4, 0], [2, 2]])
-    y = _check(kn.embedding, [ids, table], table[ids], shapes=[(None, 2), (5, 3)], rtol=0)
+    y = _check(kn.embedding, [table, ids], table[ids], shapes=[(5, 3), (None, 2)], rtol=0)
     assert y.shape[1:] == (2, 3)
 
 

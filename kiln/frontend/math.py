@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager import dispatch
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -134,8 +135,10 @@ def _make_unary(name):
     return fn
 
 
-def _make_binary(name):
+def _make_binary(name, names=None):
     fn = core.binary_function(REGISTRY[name])
+    if names is not None:
+        fn = dispatch.renamed(fn, *names)
     np_name = _numpy_name(name)
     fn.__doc__ = f"""Elementwise {name} with broadcasting and PyTorch's promotion (NumPy's
     `{np_name}` on operands of one dtype).
@@ -210,7 +213,7 @@ sub = _with_alpha(_sub)
 mul = _make_binary("mul")
 binary_mul = mul
 div = _make_binary("div")
-pow = _make_binary("pow")
+pow = _make_binary("pow", ("input", "exponent"))
 floordiv = _make_binary("floordiv")
 mod = _make_binary("mod")
 maximum = _make_binary("maximum")
@@ -252,11 +255,11 @@ true_divide, floor_divide, remainder = div, floordiv, mod
 def _keeping_integers(rounding):
     """floor, ceil and round leave integers and bools as they are (a copy), as PyTorch's do."""
 
-    def fn(x):
-        if getattr(x, "dtype", np.float64).kind in "biu":
-            (x,) = lift(x)
-            return cast(x, x.dtype)
-        return rounding(x)
+    def fn(input):
+        if getattr(input, "dtype", np.float64).kind in "biu":
+            (input,) = lift(input)
+            return cast(input, input.dtype)
+        return rounding(input)
 
     fn.__name__ = fn.__qualname__ = rounding.__name__
     fn.__doc__ = rounding.__doc__
@@ -281,14 +284,14 @@ def trunc(input):
 
 
 @takes_out
-def logical_xor(a, b):
+def logical_xor(input, other):
     """Elementwise exclusive or of the truth values, as bools.
 
     >>> import kiln as kn, numpy as np
     >>> kn.logical_xor(np.array([0, 1, 2]), np.array([1, 1, 0]))
     array([ True, False,  True])
     """
-    return not_equal(cast(a, dt.bool_), cast(b, dt.bool_))
+    return not_equal(cast(input, dt.bool_), cast(other, dt.bool_))
 
 
 @takes_out
@@ -381,7 +384,7 @@ def gelu(input, approximate: str = "none"):
 
 
 @takes_out
-def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
+def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
     """`x` limited to `[min, max]` (either may be None), as PyTorch's `clamp` (NaN stays NaN).
 
     Gradients as PyTorch's `clamp`: x's is 1 where min <= x <= max (bounds included), a
@@ -391,14 +394,14 @@ def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argumen
     >>> kn.clip(np.array([-2.0, 0.5, 2.0], np.float32), -1, 1)
     array([-1. ,  0.5,  1. ], dtype=float32)
     """
-    (x,) = lift(x)
+    (input,) = lift(input)
     if min is None and max is None:
-        return x
+        return input
     # NOTE: a missing bound is x's dtype's own extreme (an array, not a weak scalar), which
     # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
-    lo = _extreme(x.dtype, "min") if min is None else min
-    hi = _extreme(x.dtype, "max") if max is None else max
-    return call("clip", *promote(REGISTRY["clip"], x, lo, hi))
+    lo = _extreme(input.dtype, "min") if min is None else min
+    hi = _extreme(input.dtype, "max") if max is None else max
+    return call("clip", *promote(REGISTRY["clip"], input, lo, hi))
 
 
 clamp = clip

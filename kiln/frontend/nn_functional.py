@@ -333,15 +333,16 @@ def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, m
 # -- convolution, pooling, embedding ----------------------------------------------------------
 
 
-def embedding(ids, table):
-    """Rows of `table` (V, D) picked by integer `ids` (...), giving (..., D).
+def embedding(weight, indices):
+    """Rows of `weight` (V, D) picked by integer `indices` (...), giving (..., D), as PyTorch's
+    `torch.embedding` (weight first; `kn.nn.functional.embedding` takes indices first).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.embedding(np.array([2, 0]), np.arange(6.0, dtype=np.float32).reshape(3, 2))
+    >>> kn.embedding(np.arange(6.0, dtype=np.float32).reshape(3, 2), np.array([2, 0]))
     array([[4., 5.],
            [0., 1.]], dtype=float32)
     """
-    return gather(table, ids, axis=0)
+    return gather(weight, indices, axis=0)
 
 
 def _slice_dim(x, dim: int, start, stop, step=None):

@@ -283,11 +283,11 @@ def _graph_like(t, fill, dtype):
 
 
 def zeros_like(
-    input,
+    input,  # noqa: A002
     dtype=None,
     device=None,
     requires_grad: bool = False,
-    memory_format=None,  # noqa: A002
+    memory_format=None,
 ) -> Tensor:
     """Zeros of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value.
 
@@ -302,11 +302,11 @@ def zeros_like(
 
 
 def ones_like(
-    input,
+    input,  # noqa: A002
     dtype=None,
     device=None,
     requires_grad: bool = False,
-    memory_format=None,  # noqa: A002
+    memory_format=None,
 ) -> Tensor:
     """Ones of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value."""
     if isinstance(input, Symbol):
@@ -316,11 +316,11 @@ def ones_like(
 
 
 def empty_like(
-    input,
+    input,  # noqa: A002
     dtype=None,
     device=None,
     requires_grad: bool = False,
-    memory_format=None,  # noqa: A002
+    memory_format=None,
 ) -> Tensor:
     """An uninitialized tensor of `t`'s shape, dtype and device (unless given); of a Symbol,
     zeros."""
@@ -331,12 +331,12 @@ def empty_like(
 
 
 def full_like(
-    input,
+    input,  # noqa: A002
     fill_value,
     dtype=None,
     device=None,
     requires_grad: bool = False,
-    memory_format=None,  # noqa: A002
+    memory_format=None,
 ) -> Tensor:
     """`fill_value` in `t`'s shape, dtype and device (unless given); of a Symbol, a graph
     value."""

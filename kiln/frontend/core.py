@@ -221,7 +221,7 @@ def _tensor_value(t) -> np.ndarray:
 
 
 def in_float32(fn, dtypes=(dt.bfloat16,)):
-    """`fn(x, ...)` for a bfloat16 `x` computed in float32 and rounded to bfloat16 once: how
+    """`fn(input, ...)` for a bfloat16 `input` computed in float32 and rounded to bfloat16 once: how
     PyTorch's softmax, layer_norm, gelu… (single ops there, composites here) compute it.
 
     >>> import kiln as kn
@@ -230,11 +230,11 @@ def in_float32(fn, dtypes=(dt.bfloat16,)):
     """
 
     @functools.wraps(fn)
-    def wrapper(x, *args, **kwargs):
-        dtype = getattr(x, "dtype", None)
+    def wrapper(input, *args, **kwargs):  # noqa: A002
+        dtype = getattr(input, "dtype", None)
         if dtype not in dtypes:
-            return fn(x, *args, **kwargs)
-        wide = fn(bind(REGISTRY["cast"], x, dtype=dt.float32), *args, **kwargs)
+            return fn(input, *args, **kwargs)
+        wide = fn(bind(REGISTRY["cast"], input, dtype=dt.float32), *args, **kwargs)
         return bind(REGISTRY["cast"], wide, dtype=dtype)
 
     return wrapper

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
 from .core import call, lift
 from .indexing import getitem
 
@@ -34,6 +34,22 @@ __all__ = [
     "transpose",
     "unsqueeze",
 ]
+
+
+def varargs(op: str, args: tuple, keyword, name: str) -> tuple:
+    """Sizes or dims as PyTorch takes them: as arguments (`x.permute(2, 0, 1)`), as one
+    sequence (`x.permute((2, 0, 1))`) or by keyword (`x.permute(dims=(2, 0, 1))`).
+
+    >>> varargs("permute", (), (2, 0, 1), "dims")
+    (2, 0, 1)
+    """
+    if keyword is not None:
+        if args:
+            raise ArgumentTypeError(f"{op}() got {name} both as arguments and as {name}=")
+        args = (keyword,)
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer, sh.Dim)):
+        args = tuple(args[0])
+    return tuple(args)
 
 
 def reshape(input, shape):  # noqa: A002
@@ -66,17 +82,16 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     return reshape(input, (*input.shape[:s], merged, *input.shape[e + 1 :]))
 
 
-def permute(input, *dims):  # noqa: A002
-    """`x` with its dims reordered: dim i of the result is dim `dims[i]` of x (PyTorch's
-    `permute`; the dims as arguments or as one sequence).
+def permute(input, *args, dims=None):  # noqa: A002
+    """`input` with its dims reordered: dim i of the result is dim `dims[i]` of input
+    (PyTorch's `permute`; the dims as arguments, as one sequence or as `dims=`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.permute(np.zeros((2, 3, 4)), 2, 0, 1).shape
     (4, 2, 3)
     """
     (input,) = lift(input)  # noqa: A001
-    if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
-        dims = tuple(dims[0])
+    dims = varargs("permute", args, dims, "dims")
     if len(dims) != input.ndim:
         raise ShapeError(f"permute: the number of dims of the input ({input.ndim}) is not the "
                          f"length of the ordering {dims}")  # fmt: skip

@@ -146,7 +146,7 @@ def _split_dim(name, x, sections, dim):
     return tensor_split(x, sections, dim)
 
 
-def hsplit(input, indices_or_sections):  # noqa: A002
+def hsplit(input, sections):  # noqa: A002
     """`tensor_split` along dim 1 (dim 0 of a vector); an int must divide the size.
 
     >>> import kiln as kn
@@ -154,10 +154,10 @@ def hsplit(input, indices_or_sections):  # noqa: A002
     2
     """
     (x,) = lift(input)
-    return _split_dim("hsplit", x, indices_or_sections, 1 if x.ndim > 1 else 0)
+    return _split_dim("hsplit", x, sections, 1 if x.ndim > 1 else 0)
 
 
-def vsplit(input, indices_or_sections):  # noqa: A002
+def vsplit(input, sections):  # noqa: A002
     """`tensor_split` along dim 0 of a tensor of 2 or more dims.
 
     >>> import kiln as kn
@@ -167,10 +167,10 @@ def vsplit(input, indices_or_sections):  # noqa: A002
     (x,) = lift(input)
     if x.ndim < 2:
         raise UsageError(f"torch.vsplit requires a tensor with at least 2 dimension, got {x.ndim}")
-    return _split_dim("vsplit", x, indices_or_sections, 0)
+    return _split_dim("vsplit", x, sections, 0)
 
 
-def dsplit(input, indices_or_sections):  # noqa: A002
+def dsplit(input, sections):  # noqa: A002
     """`tensor_split` along dim 2 of a tensor of 3 or more dims.
 
     >>> import kiln as kn
@@ -180,7 +180,7 @@ def dsplit(input, indices_or_sections):  # noqa: A002
     (x,) = lift(input)
     if x.ndim < 3:
         raise UsageError(f"torch.dsplit requires a tensor with at least 3 dimension, got {x.ndim}")
-    return _split_dim("dsplit", x, indices_or_sections, 2)
+    return _split_dim("dsplit", x, sections, 2)
 
 
 def fliplr(input):  # noqa: A002

@@ -64,6 +64,10 @@ ALLOWED = {
         for space in ("torch", "Tensor")
         for name in ("dsplit", "hsplit", "vsplit")
     },  # fmt: skip
+    **{
+        (space, "view"): ({"size"}, "C signature view(size): x.view(size=(3, 2)) works")
+        for space in ("torch", "Tensor")  # "torch": Symbol's view, reported under torch
+    },
     ("F", "scaled_dot_product_attention"): (
         {"is_causal", "scale", "enable_gqa"},
         "the overrides' stand-in lists 5 of torch's 8 parameters",
@@ -195,6 +199,12 @@ KEYWORD_CALLS = [
     "m.isin(elements=x, test_elements=y)",
     "m.dot(input=x[0], tensor=y[0])",
     "x.std(dim=0, unbiased=False)",
+    "x.view(size=(3, 2))",
+    "x.view(dtype=m.int32)",
+    "x.reshape(shape=(3, 2))",
+    "x.clone().resize_(size=(3, 2))",
+    "m.swapaxes(x, axis0=0, axis1=1)",
+    "x.swapaxes(axis0=0, axis1=1)",
 ]
 
 

@@ -98,14 +98,14 @@ def _opmath(op, t, s, scalar_first):
 
 
 def unary_function(op: OpDef):
-    """The frontend function `op(x, out=None)`: `lift_and_bind(op, x)`, by eager's short
-    path where it can (`kiln.eager.dispatch.unary_function`)."""
+    """The frontend function `op(input, out=None)`: `lift_and_bind(op, input)`, by eager's
+    short path where it can (`kiln.eager.dispatch.unary_function`)."""
     return dispatch.unary_function(op, functools.partial(lift_and_bind, op))
 
 
 def binary_function(op: OpDef):
-    """The frontend function `op(a, b, out=None)`: `lift_and_bind(op, a, b)`, by eager's
-    short path where it can (two plain tensors, or one and a Python scalar)."""
+    """The frontend function `op(input, other, out=None)`: `lift_and_bind(op, input, other)`,
+    by eager's short path where it can (two plain tensors, or one and a Python scalar)."""
     return dispatch.binary_function(op, functools.partial(lift_and_bind, op))
 
 

@@ -117,7 +117,17 @@ def transpose(input, dim0: int, dim1: int):  # noqa: A002
     return call("transpose", input, perm=tuple(perm))
 
 
-swapaxes = swapdims = transpose
+swapdims = transpose
+
+
+def swapaxes(input, axis0: int, axis1: int):  # noqa: A002
+    """`transpose` under NumPy's name and argument names, as PyTorch's `swapaxes`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.swapaxes(np.zeros((2, 3)), axis0=0, axis1=1).shape
+    (3, 2)
+    """
+    return transpose(input, axis0, axis1)
 
 
 def t(input):  # noqa: A002

@@ -9,7 +9,7 @@ plain, with every 8 layers one kn.checkpoint region (recomputed in the backward 
 with `memory_budget=16 MiB` (kiln chooses what to recompute). The same 64x1024 step under
 `kn.compile`, built from `kn.nn.Linear` layers and `kn.optim.SGD`: the whole step traced (its
 one program's arena), and the forward compiled with `loss.backward()` through the tape (the
-residuals the forward program hands to the backward one, plus the backward program's arena;
+backward program's arena, into which the forward program writes the residuals it hands on;
 the weight gradients it returns are `.grad` tensors, as in PyTorch, and not counted); step
 times against the same form without checkpointing or budget, interleaved in one run.
 """
@@ -143,10 +143,11 @@ def _compiled_memory(fn, whole) -> tuple[float, str]:
         return plan.arena_bytes, f"arena {plan.arena_bytes / MIB:5.1f} MiB"
     extras = traced.function.outputs[len(traced.outputs) :]
     kept = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in extras)
-    backward = traced.grad_function.plan.arena_bytes
-    total = (kept + backward) / MIB
-    text = f"residuals {kept / MIB:5.1f} + backward arena {backward / MIB:5.1f} = {total:5.1f} MiB"
-    return kept + backward, text
+    # each call's backward arena: the forward program writes the residuals into it, and the
+    # backward plan reuses their bytes once read (kiln/tracing/traced.py, `placement`)
+    arena = traced.placement()[2]
+    text = f"residuals {kept / MIB:5.1f} MiB placed in the backward arena: {arena / MIB:5.1f} MiB"
+    return arena, text
 
 
 def compiled_cases(depth, width, batch, repeats, min_s):
@@ -180,29 +181,35 @@ def compiled_cases(depth, width, batch, repeats, min_s):
 
 
 def _backward_peaks(fn, x, labels) -> str:
-    """tracemalloc's peak across `loss.backward()` (the residuals, the weight gradients it
-    makes and what else it allocates; the backward arena is made by the first call, so it is
-    added from the plan): donated (retain_graph=False, each residual freed after its last read)
-    against kept (retain_graph=True)."""
+    """tracemalloc from before the forward call: what the call holds for its backward (the
+    residuals, in the pieces of its backward arena that hold them), and the peak across
+    `loss.backward()` (that arena, the weight gradients backward makes and what else it
+    allocates): donated (retain_graph=False, the residuals' bytes reused in the arena)
+    against kept (retain_graph=True: the residuals stay, and the backward program that
+    reads them runs in an arena of its own, made by its first run, so added from its
+    plan)."""
+    loss = fn(x, labels)
+    loss.backward(retain_graph=True)  # makes the retained form's arena
+    del loss
     traced = fn.last
-    extras = traced.function.outputs[len(traced.outputs) :]
-    kept = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in extras)
-    arena = traced.grad_function.plan.arena_bytes
-    peaks = []
+    held, peaks = [], []
     for retain in (False, True):
         gc.collect()
         tracemalloc.start()
+        before, _ = tracemalloc.get_traced_memory()
         loss = fn(x, labels)
         gc.collect()
-        before, _ = tracemalloc.get_traced_memory()
+        held.append((tracemalloc.get_traced_memory()[0] - before) / MIB)
         tracemalloc.reset_peak()
         loss.backward(retain_graph=retain)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         del loss
-        peaks.append((peak - before + kept + arena) / MIB)
-    return (f"backward peak (residuals + gradients + arena, tracemalloc) donated "
-            f"{peaks[0]:.1f} MiB, retain_graph=True {peaks[1]:.1f} MiB")  # fmt: skip
+        own = traced.grad_function.plan.arena_bytes if retain else 0
+        peaks.append((peak - before + own) / MIB)
+    return (f"held from forward to backward {held[0]:.1f} MiB; backward peak (tracemalloc, "
+            f"from before the forward) donated {peaks[0]:.1f} MiB, retain_graph=True "
+            f"{peaks[1]:.1f} MiB")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -44,6 +44,12 @@ class DeviceError(KilnError, RuntimeError):
     """A device that is unusable or tensors on different devices."""
 
 
+class DeviceNotBuiltError(DeviceError, AssertionError):
+    """A device type PyTorch names that kiln has no backend for (`xpu`, `mtia`): PyTorch,
+    built without it, fails an assertion there ("Torch not compiled with XPU enabled"), so this
+    is both a DeviceError and an AssertionError."""
+
+
 class GraphError(KilnError, RuntimeError):
     """A graph that is malformed, frozen, or cannot be run as asked."""
 

@@ -342,12 +342,12 @@ class ElementwiseKernel:
     def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True,
                  preamble="", **kwargs):  # fmt: skip
         self.ins = [tuple(p.split()) for p in in_params.split(",")]
-        self.out = tuple(out_params.split())
+        self.outs = [tuple(p.split()) for p in out_params.split(",")]
         self.operation, self.preamble, self.name = operation, preamble, name
         self._fn = None
 
     def __call__(self, *args, size=None, block_size=128, stream=None):
-        if len(args) not in (len(self.ins), len(self.ins) + 1):
+        if len(args) not in (len(self.ins), len(self.ins) + len(self.outs)):
             raise TypeError(f"Wrong number of arguments for {self.name!r}")
         _check_devices(args)
         values = []
@@ -359,21 +359,23 @@ class ElementwiseKernel:
             else:
                 values.append(np.asarray(a, dtype))
         shape = np.broadcast_shapes(*(v.shape for v in values))
-        out = args[len(self.ins)] if len(args) > len(self.ins) else ndarray(
-            np.empty(shape, self.out[0]))  # fmt: skip
-        if out.dtype != np.dtype(self.out[0]) or out.shape != shape:
-            raise ValueError(f"Out shape or type is mismatched: {out.dtype}{out.shape}")
+        given = args[len(self.ins) :]
+        outs = list(given) or [ndarray(np.empty(shape, d)) for d, _ in self.outs]
+        for out, (dtype, _) in zip(outs, self.outs):
+            if out.dtype != np.dtype(dtype) or out.shape != shape:
+                raise ValueError(f"Out shape or type is mismatched: {out.dtype}{out.shape}")
         STATS["kernel_calls"] += 1
-        if out.size:
+        if outs[0].size:
             ins = [np.ascontiguousarray(np.broadcast_to(v, shape)) for v in values]
-            result = np.empty(shape, out.dtype)
-            self.compiled()(out.size, ins, result)
-            out._a[...] = result
-        return out
+            results = [np.empty(shape, o.dtype) for o in outs]
+            self.compiled()(outs[0].size, ins, results)
+            for out, result in zip(outs, results):
+                out._a[...] = result
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def compiled(self):
         if self._fn is None:
-            source = host_source(self.ins, self.out, self.operation)
+            source = host_source(self.ins, self.outs, self.operation)
             (self._fn,) = load([source], [self.preamble])
         return self._fn
 

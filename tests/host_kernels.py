@@ -34,17 +34,20 @@ __device__ double __dsqrt_rn(double a) { return sqrt(a); }
 
 
 def host_source(ins, out, operation, name="kernel") -> str:
-    """C++ of one host function `name(n, ins, out)` running `operation` for each element:
-    `ins` and `out` are (dtype, parameter name) pairs, as in the kernel's parameter lists."""
+    """C++ of one host function `name(n, ins, outs)` running `operation` for each element:
+    `ins` and `out` are (dtype, parameter name) pairs, as in the kernel's parameter lists
+    (`out` one pair, or a list of pairs for a kernel with several outputs)."""
     from kiln.ops.fused_cuda import CTYPES
 
-    lines = [f'extern "C" void {name}(long n, void** ins, void* out_) {{',
+    outs = out if isinstance(out, list) else [out]
+    lines = [f'extern "C" void {name}(long n, void** ins, void** outs) {{',
              "  for (long i = 0; i < n; i++) {"]  # fmt: skip
     for j, (dtype, param) in enumerate(ins):
         c = CTYPES[np.dtype(dtype)]
         lines.append(f"    const {c} &{param} = (({c}*)ins[{j}])[i];")
-    c = CTYPES[np.dtype(out[0])]
-    lines.append(f"    {c} &{out[1]} = (({c}*)out_)[i];")
+    for j, (dtype, param) in enumerate(outs):
+        c = CTYPES[np.dtype(dtype)]
+        lines.append(f"    {c} &{param} = (({c}*)outs[{j}])[i];")
     lines += [f"    {line}" for line in operation.splitlines()] + ["  }", "}"]
     return "\n".join(lines) + "\n"
 
@@ -83,7 +86,10 @@ def load(functions, preambles) -> list:
 
 def _runner(fn):
     def run(n, arrays, out):
+        """`out`: one array, or a list of them (a kernel with several outputs)."""
+        outs = out if isinstance(out, list) else [out]
         pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-        fn(ctypes.c_long(n), pointers, ctypes.c_void_p(out.ctypes.data))
+        targets = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
+        fn(ctypes.c_long(n), pointers, targets)
 
     return run

@@ -34,6 +34,45 @@ def fused(*program):
     return lambda *xs: apply("fused", *xs, program=tuple(program), outputs=(len(program) - 1,))
 
 
+def fused_results(outputs, *program):
+    """`fn` of a row with several results: one fused node running `program` whose results
+    are the equations `outputs`; in graph mode its tuple is read by one `get` node each."""
+    from kiln.graph.core import Symbol
+    from kiln.graph.opdef import REGISTRY
+    from kiln.ops.core import bind
+    from kiln.ops.fused import compiled, result_shapes
+
+    attrs = {"program": tuple(program), "outputs": outputs}
+
+    def fn(*xs):
+        if not any(isinstance(x, Symbol) for x in xs):  # eager: the kernel's tuple, on the
+            return _eager_results(xs, attrs)  # device of the Tensors (Tensors in, Tensors out)
+        result = apply("fused", *xs, **attrs)
+        prog = compiled(tuple(program), outputs)
+        shapes = result_shapes(prog, [x.shape for x in xs])
+        dtypes = prog.signature(tuple(x.dtype for x in xs)).out_dtypes
+        return [bind(REGISTRY["get"], result, index=k, shape=s, dtype=d)
+                for k, (s, d) in enumerate(zip(shapes, dtypes))]  # fmt: skip
+
+    return fn
+
+
+def _eager_results(xs, attrs) -> list:
+    """The fused kernel run now on NumPy arrays or Tensors (on the first Tensor's device, the
+    others moved there), as the planner runs it; Tensors give Tensors on that device."""
+    from kiln.eager.tensor import Tensor, make
+    from kiln.graph.opdef import REGISTRY
+    from kiln.runtime.backend import get_backend
+
+    tensors = [x for x in xs if isinstance(x, Tensor)]
+    if not tensors:
+        return list(REGISTRY["fused"].impl(np, *[np.asarray(x) for x in xs], **attrs))
+    device = tensors[0].device
+    xp = get_backend(device).activate()
+    datas = [x.to(device)._data if isinstance(x, Tensor) else xp.asarray(x) for x in xs]
+    return [make(r, device) for r in REGISTRY["fused"].impl(xp, *datas, **attrs)]
+
+
 def inputs(*specs):
     """`make_args`: (shape, kind, dtype or None, transposed) per input; kinds: normal, pos, bool."""
 
@@ -74,6 +113,43 @@ BOOL = (eq("greater", IN(0), IN(1)), eq("less", IN(1), IN(0)), eq("logical_and",
         eq("logical_not", EQ(2)))  # fmt: skip
 
 
+# Several results, each of the iteration shape. ADAM: (m, v, p) of one Adam step, as the
+# fusion pass groups it (inputs m, g, v, p, then the scalars); TAPE: a relu layer's output
+# kept for the backward pass, its mask and their product; BOOL_MIX: results of three dtypes.
+ADAM = (eq("mul", IN(0), IN(4)), eq("mul", IN(1), IN(5)), eq("add", EQ(0), EQ(1)),
+        eq("mul", IN(2), IN(6)), eq("mul", IN(1), IN(1)), eq("mul", EQ(4), IN(7)),
+        eq("add", EQ(3), EQ(5)), eq("sqrt", EQ(6)), eq("add", EQ(7), IN(8)),
+        eq("div", EQ(2), EQ(8)), eq("mul", EQ(9), IN(9)), eq("sub", IN(3), EQ(10)))  # fmt: skip
+TAPE = (eq("add", IN(0), IN(1)), eq("relu", EQ(0)), eq("greater", EQ(0), IN(2)),
+        eq("cast", EQ(2), dtype=np.dtype("float32")), eq("mul", EQ(1), EQ(3)))  # fmt: skip
+BOOL_MIX = (eq("less", IN(0), IN(1)), eq("where", EQ(0), IN(0), IN(1)),
+            eq("cast", EQ(1), dtype=np.dtype("float64")), eq("tanh", EQ(2)))  # fmt: skip
+
+
+def _adam_ref(m, g, v, p, b1, c1, b2, c2, eps, lr):
+    """One Adam step in NumPy, in the program's order of operations."""
+    m1 = m * b1 + g * c1
+    v1 = v * b2 + g * g * c2
+    return [m1, v1, p - m1 / (np.sqrt(v1) + eps) * lr]
+
+
+def _adam_inputs(rng, dtype, shape=(4, 6)):
+    arrays = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
+    arrays += [rng.uniform(0.1, 1.0, shape).astype(dtype), rng.standard_normal(shape[-1:])]
+    scalars = [0.9, 0.1, 0.999, 0.001, 1e-8, 0.01]
+    return [np.asarray(a, dtype) for a in arrays + scalars]
+
+
+def _adam_blocked(rng, dtype):
+    """Over UNBLOCKED_BYTES in either dtype: the cache-blocked path."""
+    return _adam_inputs(rng, dtype, (300, 1000))
+
+
+def _tape_ref(a, b, c):
+    s = a + b
+    return [np.maximum(s, 0), s > c, np.maximum(s, 0) * (s > c).astype(np.float32)]
+
+
 def _where_ref(a, b, c):
     return np.where(a < c, a * b, -b)
 
@@ -111,4 +187,14 @@ CASES = [
     OpCase("fused", "int-only", fused(*CHAIN[:2]),
            inputs(arg((3, 4), "int"), arg((4,), "int")),
            lambda a, b: a * b + a, ("int32", "int64")),
+    OpCase("fused", "results-adam", fused_results((2, 6, 11), *ADAM), _adam_inputs, _adam_ref),
+    OpCase("fused", "results-adam-blocked", fused_results((2, 6, 11), *ADAM), _adam_blocked,
+           _adam_ref),
+    OpCase("fused", "results-tape", fused_results((1, 2, 4), *TAPE),
+           inputs(arg((3, 5), dtype="float32"), arg((5,), dtype="float32"),
+                  arg((3, 1), dtype="float32")), _tape_ref, ("float32",)),
+    OpCase("fused", "results-dtypes", fused_results((0, 1, 3), *BOOL_MIX),
+           inputs(arg((2, 3), dtype="float32"), arg((3,), dtype="float32")),
+           lambda a, b: [a < b, np.where(a < b, a, b),
+                         np.tanh(np.where(a < b, a, b).astype(np.float64))], ("float32",)),
 ]  # fmt: skip

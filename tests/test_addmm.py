@@ -166,8 +166,11 @@ def test_compiled_linear_layers_return_weight_gradients_without_arena_copies():
     grads = [layer.weight.grad.numpy().copy() for layer in layers]
     traced = loss.last
     # the weight gradients are the backward program's outputs, made in place of an arena
-    # buffer: its arena holds activations' cotangents only (4 x 8 floats each)
-    assert traced.grad_function.plan.arena_bytes < 3 * 8 * 8 * 4
+    # buffer: its arena holds activations' cotangents only (4 x 8 floats each), besides the
+    # residuals the forward call placed in it (kiln/tracing/traced.py, `placement`)
+    extras = traced.function.outputs[len(traced.outputs) :]
+    kept = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in extras)
+    assert traced.placement()[2] < kept + 3 * 8 * 8 * 4
     for layer in layers:
         layer.weight.grad = None
     y = x  # the same layers eagerly: the reference gradients

@@ -258,13 +258,14 @@ def _programs():
                 if "elementwise" not in node.op.tags or not node.inputs:
                     continue
                 if node.op.name == "fused":
-                    program = node.attrs["program"]
+                    program, outputs = node.attrs["program"], node.attrs["outputs"]
                 else:
                     refs = tuple(("in", k) for k in range(len(node.inputs)))
                     program = ((node.op.name, refs, tuple(sorted(node.attrs.items()))),)
+                    outputs = (0,)
                 with np.errstate(all="ignore"):
                     values = as_list(kn.function(inputs, list(node.inputs), passes=[])(*arrays))
-                key = (program, tuple(v.dtype for v in values))
+                key = (program, outputs, tuple(v.dtype for v in values))
                 seen.setdefault(key, (case.id, [np.asarray(v) for v in values]))
     return seen
 
@@ -273,8 +274,8 @@ def _units():
     """(what, inputs, exact, expected, kernel source) of each lowered program, on the op
     table's values and on special values."""
     units = []
-    for (program, dtypes), (case_id, values) in _programs().items():
-        prog = fused_ops.compiled(program, (len(program) - 1,))
+    for (program, outputs, dtypes), (case_id, values) in _programs().items():
+        prog = fused_ops.compiled(program, outputs)
         source = fused_cuda.kernel_source(prog, dtypes)
         if source is None:
             continue
@@ -284,7 +285,8 @@ def _units():
         specials = [_special(d, k) for k, d in enumerate(dtypes)]
         for inputs in [values] if casts else [values, specials]:
             with np.errstate(all="ignore"):
-                expected = np.asarray(prog.code(np)[0](None, *inputs))
+                expected = prog.code(np)[0](*[None] * len(outputs), *inputs)
+            expected = [np.asarray(e) for e in (expected if prog.multi else [expected])]
             units.append((what, inputs, exact, expected, source))
     return units
 
@@ -296,17 +298,20 @@ def test_generated_kernels_compute_what_numpy_does():
     for _, inputs, _, expected, source in units:
         ins = [(v.dtype.name, f"a{k}") for k, v in enumerate(inputs)]
         ins += [("float64", f"c{k}") for k in range(len(source.consts))]
-        out = (expected.dtype.name, "out")
+        names = ["out"] if len(expected) == 1 else [f"out{k}" for k in range(len(expected))]
+        out = [(e.dtype.name, name) for e, name in zip(expected, names)]
         functions.append(host_kernels.host_source(ins, out, source.operation))
     runs = host_kernels.load(functions, [unit[4].preamble for unit in units])
-    for (what, inputs, exact, want, source), run in zip(units, runs):
-        arrays = [np.ascontiguousarray(np.broadcast_to(v, want.shape)) for v in inputs]
-        got = np.empty_like(want)
-        run(got.size, arrays + [np.full(want.shape, c) for c in source.consts], got)
-        if exact or want.dtype.kind != "f":
-            np.testing.assert_array_equal(got, want, err_msg=what)  # bit for bit
-        else:
-            assert_same(got, want, None, what)
+    for (what, inputs, exact, wants, source), run in zip(units, runs):
+        shape = wants[0].shape
+        arrays = [np.ascontiguousarray(np.broadcast_to(v, shape)) for v in inputs]
+        gots = [np.empty_like(want) for want in wants]
+        run(gots[0].size, arrays + [np.full(shape, c) for c in source.consts], gots)
+        for got, want in zip(gots, wants):
+            if exact or want.dtype.kind != "f":
+                np.testing.assert_array_equal(got, want, err_msg=what)  # bit for bit
+            else:
+                assert_same(got, want, None, what)
     assert len(units) > 300, "most elementwise programs become one kernel"
 
 

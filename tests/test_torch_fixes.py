@@ -339,3 +339,15 @@ def test_a_compiled_function_may_return_values_made_from_constants():
     assert isinstance(first, kn.Tensor) and f().tolist() == [0.0, 2.0, 4.0]
     g = kn.compile(lambda x: (x + 1, kn.ones(2)))
     assert [t.tolist() for t in g(kn.zeros(2))] == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_bool_and_empty_tensors_print_as_pytorch():
+    """PyTorch 2.13's reprs (copied from torch, with `torch.` read as `kiln.`): bools are
+    padded to the width of "False" only where one is printed; an empty tensor names its dtype
+    unless it is the default float."""
+    assert repr(kn.tensor([True, True])) == "tensor([True, True])"
+    assert repr(kn.tensor([True, False])) == "tensor([ True, False])"
+    assert repr(kn.zeros(0, dtype=kn.int64)) == "tensor([], dtype=kiln.int64)"
+    assert repr(kn.zeros(0, dtype=kn.bool)) == "tensor([], dtype=kiln.bool)"
+    assert repr(kn.tensor([])) == "tensor([])"
+    assert repr(kn.zeros(2, 0)) == "tensor([], size=(2, 0))"

@@ -652,3 +652,87 @@ for _mode in ("lower", "higher", "nearest", "midpoint"):
     )
 for n, f, x in DATA:
     case("data", n, f, x)
+
+# issue 11's names built in kiln/frontend/torch_misc*.py and kiln/nn/functional_misc.py, beyond
+# the rows above (values in every mode where the result is a tensor)
+_ROWS = np.array([[3, 0, -1, 1, 1], [4, 4, 2, -1, 0], [0, 1, 2, 3, 4], [-1, 0, 1, 2, 3]])
+MISC = [
+    ("triu_indices", lambda L, x: L.triu_indices(3, 4, -1), arr((1,), "f32")),
+    ("tril_indices-int32", lambda L, x: L.tril_indices(4, 2, 1, dtype=L.int32), arr((1,), "f32")),
+    ("logspace-base", lambda L, x: L.logspace(-1, 2, 4, base=2.0), arr((1,), "f32")),
+    ("finfo-default", lambda L, x: L.finfo().tiny, arr((1,), "f32")),
+    ("finfo-bfloat16", lambda L, x: L.finfo(L.bfloat16).resolution, arr((1,), "f32")),
+    ("iinfo-uint8", lambda L, x: L.iinfo(L.uint8).min, arr((1,), "f32")),
+    ("iinfo-bool", lambda L, x: L.iinfo(L.bool), arr((1,), "f32")),
+    ("can_cast-bool", lambda L, x: L.can_cast(L.int8, L.bool), arr((1,), "f32")),
+    ("promote_types-u8-i8", lambda L, x: L.promote_types(L.uint8, L.int8), arr((1,), "f32")),
+    ("is_tensor-list", lambda L, x: L.is_tensor([1]), arr((1,), "f32")),
+    ("numel-list", lambda L, x: L.numel([1]), arr((1,), "f32")),
+    ("randn_like", lambda L, x: L.randn_like(x).dtype, arr((2,), "f32")),
+    ("as_tensor-int", lambda L, x: L.as_tensor([1, 2]), arr((1,), "f32")),
+    ("combinations-r3-replace", lambda L, x: L.combinations(x, 3, True), arr((3,), "i64")),
+    ("combinations-r0", lambda L, x: L.combinations(x, 0), arr((3,), "f32")),
+    ("frexp-f64", lambda L, x: x.frexp(), arr((2, 3), "f64")),
+    ("frexp-f16", lambda L, x: L.frexp(x), arr((2, 3), "f16")),
+    ("renorm-inf", lambda L, x: L.renorm(x, float("inf"), 1, 0.5), arr((3, 4), "f32")),
+    ("renorm-1d", lambda L, x: x.renorm(2, 0, 1.0), arr((3,), "f32")),
+    ("vander-increasing", lambda L, x: L.vander(x, 4, True), arr((3,), "f32")),
+    ("vander-2d", lambda L, x: L.vander(x), arr((2, 3), "f32")),
+    ("nextafter-f64", lambda L, x: L.nextafter(x, -x), arr((2, 3), "f64")),
+    ("int-pow-0d", lambda L, x: x ** L.tensor(-1), arr((2, 3), "i64")),
+    ("int-pow-neg-method", lambda L, x: x.pow(-2), arr((2, 3), "i64")),
+    ("arange-sign", lambda L, x: L.arange(5, 0, 1), arr((1,), "f32")),
+    ("to-unknown", lambda L, x: x.to("npu"), arr((1,), "f32")),
+    (
+        "feature_alpha_dropout-eval",
+        lambda L, x: L.nn.functional.feature_alpha_dropout(x),
+        arr((2, 3, 4), "f32"),
+    ),
+    (
+        "alpha_dropout-p1",
+        lambda L, x: L.nn.functional.alpha_dropout(x, 1.0, True),
+        arr((2, 3), "f32"),
+    ),
+    (
+        "bilinear-bias",
+        lambda L, x: L.nn.functional.bilinear(x, x[:, :2], L.ones(2, 3, 2), L.ones(2)),
+        arr((4, 3), "f32"),
+    ),
+    ("lp_pool2d", lambda L, x: L.nn.functional.lp_pool2d(x.abs(), 2, 2), arr((1, 4, 5), "f32")),
+    (
+        "lp_pool3d-inf",
+        lambda L, x: L.nn.functional.lp_pool3d(x, float("inf"), 2),
+        arr((1, 2, 4, 4), "f32"),
+    ),
+    (
+        "multilabel_margin_loss-none",
+        lambda L, x: L.nn.functional.multilabel_margin_loss(x, L.tensor(_ROWS), reduction="none"),
+        arr((4, 5), "f32"),
+    ),
+    (
+        "multilabel_margin_loss-1d",
+        lambda L, x: L.nn.functional.multilabel_margin_loss(x[0], L.tensor(_ROWS[1])),
+        arr((4, 5), "f32"),
+    ),
+    (
+        "set_printoptions-sci",
+        lambda L, x: (
+            L.set_printoptions(sci_mode=True),
+            repr(L.tensor([1.5, 2.0])),
+            L.set_printoptions(profile="default"),
+        )[1],
+        arr((1,), "f32"),
+    ),
+    (
+        "set_printoptions-short",
+        lambda L, x: (
+            L.set_printoptions(profile="short"),
+            repr(L.arange(2000.0)),
+            L.set_printoptions(profile="default"),
+        )[1],
+        arr((1,), "f32"),
+    ),
+]
+_FACTORIES = {"triu_indices", "tril_indices-int32", "logspace-base", "as_tensor-int"}
+for n, f, x in MISC:  # a factory's result is no graph value: eager only, as "dtypes" above
+    case("misc", n, f, x, modes=_FEW if n in _FACTORIES else _ALL)

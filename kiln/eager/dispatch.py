@@ -9,8 +9,6 @@ The frontend's unary and binary functions come in shorter still (`unary_function
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 
 from .. import dtypes as dt
@@ -320,14 +318,6 @@ def binary_function(op, fallback):
         return t
 
     return fn
-
-
-def renamed(fn, *names):
-    """`fn` with its first parameters called `names` (PyTorch's `pow(input, exponent)`): a
-    copy of its code with other local names, so that a call costs what `fn`'s does."""
-    code = fn.__code__
-    code = code.replace(co_varnames=names + code.co_varnames[len(names) :])
-    return types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
 # PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python

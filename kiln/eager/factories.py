@@ -48,8 +48,12 @@ def _shape(size) -> tuple:
     if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
         size = tuple(size[0])
     for d in size:
-        if type(d) is not int:
-            return tuple(int(d) for d in size)
+        if type(d) is not int or d < 0:
+            size = tuple(int(d) for d in size)
+            if any(d < 0 for d in size):
+                raise UsageError(f"Trying to create tensor with negative dimension "
+                                 f"{min(size)}: {list(size)}")  # fmt: skip
+            return size
     return size
 
 
@@ -137,6 +141,11 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
     """
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise UsageError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")  # fmt: skip
     if dtype is None:
         ints = type(start) is int and type(end) is int and type(step) is int
         if ints or all(isinstance(v, (int, np.integer)) for v in (start, end, step)):

@@ -9,7 +9,6 @@ ops run through `bind`, so eager and compiled code share every kernel.
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 
 import numpy as np
@@ -22,7 +21,7 @@ from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..runtime.backend import get_backend
-from . import grad_mode
+from . import grad_mode, printing
 from .grad_mode import state
 
 __all__ = ["Meta", "Tensor", "Version", "check_view", "describe"]
@@ -631,15 +630,25 @@ class Tensor:
         as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
         if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
             host = host.astype(np.float32 if as_float else np.int8)
+        if as_float:
+            formatter = {"float_kind": printing.float_format(host)}
+        elif host.dtype == np.bool_:  # PyTorch pads to "False" only where one is printed
+            width = 4 if host.all() else 5
+            formatter = {"bool": lambda b: str(bool(b)).rjust(width)}
+        else:
+            formatter = None
         body = np.array2string(
-            host, separator=", ", prefix="tensor(", threshold=1000, max_line_width=80,
-            formatter={"float_kind": _float_format(host)} if as_float else None,
+            host, separator=", ", prefix="tensor(", **printing.array2string_options(),
+            formatter=formatter,
         )  # fmt: skip
         body = body.replace(", ..., ", ",  ..., ")  # PyTorch's summary: `2,  ..., 1997`
         extra = []
         if host.size == 0 and host.ndim != 1:
             extra.append(f"size={tuple(host.shape)}")
-        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_):
+        # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
+        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_) or (
+            host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
+        ):
             extra.append(f"dtype=kiln.{self.dtype.name}")
         if self._device != "cpu":
             extra.append(f"device='{self._device}'")
@@ -673,30 +682,3 @@ def view_dtype(t, dtype):
         )
     with grad_mode.no_grad():
         return bind(REGISTRY["bitcast"], t, dtype=dtype, source=data.dtype)
-
-
-def _float_format(array: np.ndarray):
-    """How `repr` writes the elements, as PyTorch's printing does: integral values as `2.`,
-    others with 4 decimals (`0.5000`), both in scientific notation for the whole tensor when
-    the magnitudes span more than 1000x or reach 1e8 (or, for non-integral values, go below
-    1e-4, so 1e-8 does not print as `0.0000`); every element padded to one width."""
-    values = array[np.isfinite(array) & (array != 0)].astype(np.float64)
-    magnitudes = np.abs(values)
-    integral = bool(np.all(values == np.ceil(values)))
-    scientific = False
-    if magnitudes.size:
-        low, high = magnitudes.min(), magnitudes.max()
-        scientific = high / low > 1000 or high > 1e8 or (not integral and low < 1e-4)
-    if scientific:
-        fmt = "{:.4e}".format
-    elif integral:
-        fmt = _integral
-    else:
-        fmt = "{:.4f}".format
-    width = max([1, *(len(fmt(v)) for v in values)])
-    return lambda x: fmt(float(x)).rjust(width)
-
-
-def _integral(x: float) -> str:
-    text = f"{x:.0f}"
-    return text if math.isinf(x) or math.isnan(x) else text + "."

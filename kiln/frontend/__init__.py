@@ -44,6 +44,10 @@ from .torch_index import *  # noqa: F403
 from .torch_index import __all__ as _index_all
 from .torch_math import *  # noqa: F403
 from .torch_math import __all__ as _torch_math_all
+from .torch_misc import *  # noqa: F403
+from .torch_misc import __all__ as _misc_all
+from .torch_misc_ops import *  # noqa: F403
+from .torch_misc_ops import __all__ as _misc_ops_all
 from .torch_namespace import *  # noqa: F403
 from .torch_namespace import __all__ as _namespace_all
 from .torch_shape import *  # noqa: F403
@@ -65,6 +69,7 @@ __all__ = list(
          "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
          "orgqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0",
-         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_namespace_all]
+         "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
+         *_misc_ops_all, *_namespace_all]
     )
 )  # fmt: skip

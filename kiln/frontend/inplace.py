@@ -275,7 +275,7 @@ SAME_SHAPE = (
     "scatter_reduce sgn sigmoid sign sin sinc sinh sqrt square subtract tan tanh tril triu "
     "true_divide trunc xlogy"
 ).split()
-SAME_SHAPE += ["masked_scatter", "put"]
+SAME_SHAPE += ["masked_scatter", "put", "nextafter", "renorm"]
 
 
 def install(cls) -> None:

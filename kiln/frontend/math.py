@@ -10,7 +10,6 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..eager import dispatch
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -135,10 +134,8 @@ def _make_unary(name):
     return fn
 
 
-def _make_binary(name, names=None):
+def _make_binary(name):
     fn = core.binary_function(REGISTRY[name])
-    if names is not None:
-        fn = dispatch.renamed(fn, *names)
     np_name = _numpy_name(name)
     fn.__doc__ = f"""Elementwise {name} with broadcasting and PyTorch's promotion (NumPy's
     `{np_name}` on operands of one dtype).
@@ -161,7 +158,7 @@ log1p = _make_unary("log1p")
 expm1 = _make_unary("expm1")
 sqrt = _make_unary("sqrt")
 rsqrt = _make_unary("rsqrt")
-square = _make_unary("square")
+_numpy_square = core.unary_function(REGISTRY["square"])
 sin = _make_unary("sin")
 cos = _make_unary("cos")
 tanh = _make_unary("tanh")
@@ -213,7 +210,7 @@ sub = _with_alpha(_sub)
 mul = _make_binary("mul")
 binary_mul = mul
 div = _make_binary("div")
-pow = _make_binary("pow", ("input", "exponent"))
+_numpy_pow = _make_binary("pow")
 floordiv = _make_binary("floordiv")
 mod = _make_binary("mod")
 maximum = _make_binary("maximum")
@@ -248,6 +245,36 @@ bitwise_not.__doc__ = """`~x` elementwise: the bits inverted on integers, logica
     >>> kn.bitwise_not(np.array([0, 5], np.int8)), kn.bitwise_not(np.array([True, False]))
     (array([-1, -6], dtype=int8), array([False,  True]))
     """
+
+
+def square(input, out=None):
+    """`input * input` elementwise; bools give int64, as PyTorch's `square` (NumPy's int8).
+
+    >>> import kiln as kn
+    >>> kn.square(kn.tensor([-3, 2])), kn.square(kn.tensor([True, False]))
+    (tensor([9, 4]), tensor([1, 0]))
+    """
+    if getattr(input, "dtype", None) == np.bool_:
+        input = cast(input, dt.int64)
+    return _numpy_square(input, out)
+
+
+def pow(input, exponent, out=None):  # noqa: A002
+    """`input ** exponent` elementwise, with broadcasting and PyTorch's promotion. Integers:
+    a negative integer exponent tensor gives 1 for a base of 1, -1 or 1 for -1 (by its
+    parity), else 0; a negative Python int exponent of an integer tensor is refused
+    (RuntimeError), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.pow(kn.tensor([2.0, 3.0]), 2), kn.pow(kn.tensor([1, -1, 2]), kn.tensor([-1, -3, -2]))
+    (tensor([4., 9.]), tensor([ 1, -1,  0]))
+    """
+    if type(exponent) is int and exponent < 0 and getattr(input, "dtype", dt.float32).kind in "biu":
+        raise UsageError(f"pow: Integers to negative integer powers are not allowed (a tensor "
+                         f"of {input.dtype} to the power {exponent})")  # fmt: skip
+    return _numpy_pow(input, exponent, out)
+
+
 negative, absolute, subtract, multiply, divide, power = neg, abs, sub, mul, div, pow
 true_divide, floor_divide, remainder = div, floordiv, mod
 

@@ -22,6 +22,7 @@ from . import torch_extra_math as xm
 from . import torch_extra_shape as xs
 from . import torch_index as ti
 from . import torch_math as tm
+from . import torch_misc_ops as tmo
 from . import torch_shape as ts
 from . import torch_stats as tst
 
@@ -115,6 +116,7 @@ METHODS |= {name: getattr(xl, name) for name in xl.__all__}
 METHODS |= {name: getattr(xs, name) for name in xs.__all__}
 METHODS |= {name: getattr(td, name) for name in td.__all__}
 METHODS |= {name: getattr(tst, name) for name in tst.__all__}
+METHODS |= {"frexp": tmo.frexp, "nextafter": tmo.nextafter, "renorm": tmo.renorm}
 METHODS |= {
     "erf": m.erf, "isinf": xm.isinf, "multiply": m.mul, "subtract": m.sub,
     "true_divide": m.div, "floor_divide": m.floordiv, "greater": m.greater,

@@ -252,7 +252,8 @@ def _restore(imp, nodes, group):
             args = [imp.symbol(imp.values[n]) for n in names]
             value = bind_graph(REGISTRY[op], args, attrs, name=name, graph=imp.graph)
         if elements is not None:  # a multi-result op: the elements that get nodes read
-            types = element_types(op, args[0].shape, args[0].dtype, **attrs)
+            types = (fused_results(args, attrs) if op == "fused" else
+                     element_types(op, args[0].shape, args[0].dtype, **attrs))  # fmt: skip
             gets = [bind_graph(REGISTRY["get"], [value], {"index": k, "shape": s, "dtype": d},
                                graph=imp.graph) if e else None
                     for k, ((s, d), e) in enumerate(zip(types, elements))]  # fmt: skip
@@ -263,6 +264,15 @@ def _restore(imp, nodes, group):
         return last
     imp.values[nodes[last].output[0]] = value
     return last
+
+
+def fused_results(args, attrs) -> list:
+    """(shape, dtype) of each result of a fused node with several (kiln/ops/fused.py)."""
+    from ..ops.fused import compiled, result_shapes
+
+    prog = compiled(attrs["program"], attrs["outputs"])
+    dtypes = prog.signature(tuple(a.dtype for a in args)).out_dtypes
+    return list(zip(result_shapes(prog, [a.shape for a in args]), dtypes))
 
 
 def _fold(fold, inputs, attrs, imp):

@@ -25,7 +25,8 @@ def _value(shape, dtype):
 
 def fused(ex, node, xs, out):
     """Each equation through its op's rule, in program order; the value names of the inputs
-    and of the equations so far are the operands (kiln's `Program` slots)."""
+    and of the equations so far are the operands (kiln's `Program` slots). A node with
+    several results gives the list of their names (its `get` nodes read them)."""
     from .onnx_rules import RULES
 
     a = node.attrs
@@ -34,11 +35,13 @@ def fused(ex, node, xs, out):
     dtypes = prog.signature(tuple(i.dtype for i in node.inputs)).dtypes
     values = [_value(s, d) for s, d in zip(shapes, dtypes)]
     names = list(xs)
-    last = len(prog.ops) - 1
+    last = len(prog.ops) - 1 if not prog.multi else None
     for j, (op, slots, attrs) in enumerate(zip(prog.ops, prog.slots, prog.attrs)):
         member = Member(node, op, attrs, [values[s] for s in slots], values[prog.n_in + j])
         rule = RULES[op.name]  # every fusable elementwise op has a row (test_onnx checks)
         names.append(rule(ex, member, [names[s] for s in slots], out if j == last else None))
+    if prog.multi:
+        return [names[prog.n_in + j] for j in prog.outputs]
     return names[-1]
 
 

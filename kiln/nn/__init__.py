@@ -52,6 +52,15 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
+from .layers_misc import (
+    AlphaDropout,
+    Bilinear,
+    FeatureAlphaDropout,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MultiLabelMarginLoss,
+)
 from .layers_torch import *  # noqa: F403
 from .layers_torch import __all__ as _torch_layers_all
 from .loss import (
@@ -96,6 +105,7 @@ __all__ = [
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
+    "AlphaDropout",
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
@@ -103,6 +113,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "Bilinear",
     "Buffer",
     "CELU",
     "Conv1d",
@@ -117,6 +128,7 @@ __all__ = [
     "Dropout2d",
     "Dropout3d",
     "ELU",
+    "FeatureAlphaDropout",
     "Embedding",
     "Flatten",
     "GELU",
@@ -132,6 +144,9 @@ __all__ = [
     "InstanceNorm2d",
     "KLDivLoss",
     "L1Loss",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
@@ -146,6 +161,7 @@ __all__ = [
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiLabelMarginLoss",
     "MultiheadAttention",
     "NLLLoss",
     "PReLU",

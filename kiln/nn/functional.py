@@ -104,6 +104,15 @@ from .functional_loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .functional_misc import (
+    alpha_dropout,
+    bilinear,
+    feature_alpha_dropout,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    multilabel_margin_loss,
+)
 from .functional_norm import (
     cosine_similarity,
     group_norm,
@@ -126,6 +135,13 @@ __all__ = [
     "max_unpool3d",
     "triplet_margin_with_distance_loss",
     "affine_grid",
+    "alpha_dropout",
+    "bilinear",
+    "feature_alpha_dropout",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "multilabel_margin_loss",
     "grid_sample",
     "triplet_margin_loss",
     "soft_margin_loss",

@@ -28,10 +28,14 @@ def bind(op: OpDef, *args, **attrs):
 
 
 def run_eager(op: OpDef, args, attrs):
-    """Runs the kernel now on NumPy arrays: NumPy arrays in, a NumPy array out."""
+    """Runs the kernel now on NumPy arrays: NumPy arrays in, a NumPy array out (a tuple of
+    them from a kernel of several results: a fused node's)."""
     arrays = [np.asarray(a) for a in args]
     check_rules(op, arrays, attrs)
-    return np.asarray(op.impl(np, *arrays, **attrs))
+    result = op.impl(np, *arrays, **attrs)
+    if type(result) is tuple:
+        return tuple(np.asarray(r) for r in result)
+    return np.asarray(result)
 
 
 _eager = run_eager  # what `bind` runs ops on values that are not Symbols with (`use_eager`)

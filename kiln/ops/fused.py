@@ -1,10 +1,12 @@
 """`fused`: a group of elementwise ops run as one kernel (made by `fuse_elementwise`).
 
-Its `program` attr lists the group's equations; on the CPU a large output runs cache-blocked
-(every equation on one block of rows, in small scratch buffers, before the next block), a
-small one through a numba loop generated from the program (when numba is installed and the
-loop pays) or through straight-line calls of the member kernels. On a GPU it is one generated
-CUDA kernel (kiln/ops/fused_cuda.py).
+Its `program` attr lists the group's equations, its `outputs` attr the equations that are its
+results: one (the last), or several (a tuple value whose elements `get` nodes read; every
+result has the iteration shape, and one loop writes them all). On the CPU a large output runs
+cache-blocked (every equation on one block of rows, in small scratch buffers, before the next
+block), a small one through a numba loop generated from the program (when numba is installed
+and the loop pays) or through straight-line calls of the member kernels. On a GPU it is one
+generated CUDA kernel (kiln/ops/fused_cuda.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..debug import exact_mode
 from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
@@ -37,7 +40,10 @@ UNBLOCKED_BYTES = 1024 * 1024
 # between its runs in scratch: larger blocks, fewer calls (measured on the 8-op chain of two
 # 4096x4096 float32 in bench/bench_fusion.py: 26.3 ms at 128 KiB, 21.9 at 512, 22.3 at 1 MiB).
 SEGMENT_BLOCK_BYTES = 512 * 1024
-SMALL_BYTES = 4 * 1024
+# Outputs up to this size run as straight-line calls (temporaries allocated): the groups the
+# CPU fuses for being small (kiln/runtime/backend.py, up to 16 KiB) without a numba loop, such
+# as a softmax's on f32[128, 10], took 10 us blocked against 1.3-2.1 straight (issue 17).
+SMALL_BYTES = 16 * 1024
 NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
 # What one element of an equation costs a numba loop, in ns, by the op's cost class
 # (`Lowering.transcendental`: a libm call; kiln's own kernels, kiln/ops/vecmath.py, outside
@@ -48,11 +54,13 @@ TRANSCENDENTAL_NS, VECMATH_NS, CHEAP_NS = 12.0, 2.0, 0.5
 class Signature:
     """What running a program needs for one tuple of input dtypes."""
 
-    __slots__ = ("dtypes", "dtype", "itemsize", "loop", "fast", "plans", "codes", "limits")
+    __slots__ = ("dtypes", "dtype", "out_dtypes", "itemsize", "loop", "fast", "plans", "codes",
+                 "limits")  # fmt: skip
 
-    def __init__(self, dtypes):
+    def __init__(self, dtypes, n_in, outputs):
         self.dtypes = dtypes  # every input's and equation's
         self.dtype = dtypes[-1]
+        self.out_dtypes = [dtypes[n_in + j] for j in outputs]  # each result's
         self.itemsize = max(d.itemsize for d in dtypes)
         # The numba loops: False until built, None where there is none. `loop` gives NumPy's
         # bits (KILN_EXACT=1); `fast` may call libm functions within 2 ulp of NumPy's (the
@@ -77,8 +85,16 @@ class Program:
         self.n_in = len(used_inputs)
         if used_inputs != list(range(self.n_in)):
             raise ShapeError(f"fused: program must use inputs 0..n-1, it uses {used_inputs}")
-        if outputs != (len(program) - 1,):
-            raise ShapeError(f"fused: outputs must be ({len(program) - 1},), got {outputs!r}")
+        ok = (
+            isinstance(outputs, tuple) and outputs and all(type(j) is int for j in outputs)
+            and list(outputs) == sorted(set(outputs)) and outputs[0] >= 0
+            and outputs[-1] == len(program) - 1
+        )  # fmt: skip
+        if not ok:
+            raise ShapeError(f"fused: outputs must be increasing equation numbers ending with "
+                             f"the last, {len(program) - 1}, got {outputs!r:.80}")  # fmt: skip
+        self.multi = len(outputs) > 1  # a tuple of results
+        self.out_of = {j: k for k, j in enumerate(outputs)}  # equation -> its result number
         self.ops, self.slots, self.attrs, self.frees = [], [], [], []
         last_use = {}
         for j, (op, args, attrs) in enumerate(refs):
@@ -87,7 +103,8 @@ class Program:
             self.ops.append(op)
             self.slots.append(slots)
             self.attrs.append(attrs)
-        unused = [j for j in range(len(refs) - 1) if self.n_in + j not in last_use]
+        unused = [j for j in range(len(refs) - 1)
+                  if self.n_in + j not in last_use and j not in self.out_of]  # fmt: skip
         if unused:
             raise ShapeError(f"fused: equations {unused} are not used")
         for j in range(len(refs)):
@@ -95,6 +112,8 @@ class Program:
         # One-ufunc equations without attrs: the ufunc is called bare (`Lowering.ufunc`).
         self.ufuncs = [_ufunc(op) if not attrs else None for op, attrs in zip(self.ops, self.attrs)]
         self.plain = [u is not None for u in self.ufuncs]
+        # The equations that are not results: each has a scratch buffer in a blocked run.
+        self.scratch = [j for j in range(len(self.ops)) if j not in self.out_of]
         # Only exact ops: the exact loop and the fast one are the same (`Signature.loop`).
         self.all_exact = all(op.lowering is not None and op.lowering.exact for op in self.ops)
         self.calls = 0
@@ -136,7 +155,7 @@ class Program:
         found = self._signatures.get(in_dtypes)
         if found is None:
             dtypes = self.run_rules(list(in_dtypes), "dtype_rule", DTypeError)
-            found = self._signatures[in_dtypes] = Signature(dtypes)
+            found = self._signatures[in_dtypes] = Signature(dtypes, self.n_in, self.outputs)
         return found
 
     def code(self, xp, sig=None, exact: bool = True):
@@ -238,18 +257,32 @@ def compiled(program, outputs) -> Program:
 # -- rules -----------------------------------------------------------------------------------
 
 
-def _shape_rule(*shapes, program, outputs):
-    prog = compiled(program, outputs)
+def result_shapes(prog, shapes) -> list:
+    """Each result's shape for these input shapes: all the iteration shape (the last
+    equation's), which one loop writes (ShapeError where one differs)."""
     if len(shapes) != prog.n_in:
         raise ShapeError(f"fused: the program takes {prog.n_in} inputs, got {len(shapes)}")
-    return tuple(prog.run_rules(list(shapes), "shape_rule", ShapeError)[-1])
+    values = prog.run_rules(list(shapes), "shape_rule", ShapeError)
+    results = [tuple(values[prog.n_in + j]) for j in prog.outputs]
+    for j, shape in zip(prog.outputs, results):
+        if shape != results[-1]:
+            raise ShapeError(f"fused: result equation {j} has shape {shape}, not the iteration "
+                             f"shape {results[-1]} (the last equation's)")  # fmt: skip
+    return results
+
+
+def _shape_rule(*shapes, program, outputs):
+    prog = compiled(program, outputs)
+    results = result_shapes(prog, shapes)
+    return () if prog.multi else results[0]
 
 
 def _dtype_rule(*dtypes, program, outputs):
     prog = compiled(program, outputs)
     if len(dtypes) != prog.n_in:
         raise DTypeError(f"fused: the program takes {prog.n_in} inputs, got {len(dtypes)}")
-    return prog.signature(tuple(dtypes)).dtype
+    sig = prog.signature(tuple(dtypes))
+    return dt.TUPLE if prog.multi else sig.dtype
 
 
 # -- kernel ----------------------------------------------------------------------------------
@@ -260,50 +293,71 @@ def _fused(xp, *inputs, out=None, program, outputs):
     if xp is not np:  # CuPy: one generated kernel (kiln/ops/fused_cuda.py)
         return run_fused(prog, xp, inputs, out)
     sig = prog.signature(tuple([a.dtype for a in inputs]))
-    return _run_cpu(prog, sig, inputs, out, exact_mode())
+    if prog.multi:
+        return tuple(_run_cpu(prog, sig, inputs, result_list(prog, out), exact_mode()))
+    return _run_cpu(prog, sig, inputs, [out], exact_mode())[0]
 
 
-def _run_cpu(prog, sig, inputs, out, exact):
+def result_list(prog, out) -> list:
+    """The `out=` of a program with several results as a list (None: each allocated)."""
     if out is None:
-        out = np.empty(_broadcast_shape(inputs), sig.dtype)
+        return [None] * len(prog.outputs)
+    if not isinstance(out, (tuple, list)) or len(out) != len(prog.outputs):
+        raise ShapeError(f"fused: out= must be a tuple of {len(prog.outputs)} arrays (or None)")
+    return list(out)
+
+
+def _run_cpu(prog, sig, inputs, outs, exact) -> list:
+    """Runs the program into `outs` (one array per result, None: allocated); returns them."""
+    if any(o is None for o in outs):
+        shape = _broadcast_shape(inputs)
+        outs = [np.empty(shape, d) if o is None else o for o, d in zip(outs, sig.out_dtypes)]
+    out = outs[0]
     nbytes = out.size * sig.itemsize
     if nbytes > UNBLOCKED_BYTES:
-        return _run_blocked(prog, inputs, out, sig, BLOCK_BYTES, exact)
+        _run_blocked(prog, inputs, outs, sig, BLOCK_BYTES, exact)
+        return outs
     built = sig.loop if exact or prog.all_exact else sig.fast
     if out.size <= prog.limit(sig, exact) and built is not None:
-        loop = built or _numba_loop(prog, sig, inputs, out, exact)
+        loop = built or _numba_loop(prog, sig, inputs, outs, exact)
         try:
-            if loop and loop(out, *inputs):
-                return out
+            if loop and loop(*outs, *inputs):
+                return outs
         except TypeError:  # array types it was not compiled for: new ones, or non-contiguous
-            loop = _numba_loop(prog, sig, inputs, out, exact)
-            if loop and loop(out, *inputs):
-                return out
+            loop = _numba_loop(prog, sig, inputs, outs, exact)
+            if loop and loop(*outs, *inputs):
+                return outs
     if nbytes <= SMALL_BYTES:  # a few KiB: allocating is cheaper than managing scratch
-        return prog.code(np, sig, exact)[0](out, *inputs)
-    return _run_blocked(prog, inputs, out, sig, max(nbytes, 1), exact)
+        prog.code(np, sig, exact)[0](*outs, *inputs)
+        return outs
+    _run_blocked(prog, inputs, outs, sig, max(nbytes, 1), exact)
+    return outs
 
 
 def _prepare(backend, in_shapes, in_dtypes, out_shape, *, program, outputs):
     """The CPU kernel of one fused node for one signature (`OpDef.prepare`): where the
-    output is small enough for a numba loop and inputs are of its size or of one element,
-    a call runs the loop directly once it is built (on the NUMBA_AFTER_CALLS-th call),
-    with nothing checked per call but the array types numba checks; otherwise the general
-    path with the program and the mode (KILN_EXACT) looked up once."""
+    results are small enough for a numba loop and inputs are of their size or of one
+    element, a call runs the loop directly once it is built (on the NUMBA_AFTER_CALLS-th
+    call), with nothing checked per call but the array types numba checks; otherwise the
+    general path with the program and the mode (KILN_EXACT) looked up once."""
     if backend.xp is not np:
         return None
     prog = compiled(program, outputs)
     sig = prog.signature(tuple(in_dtypes))
     exact = exact_mode()
+    if prog.multi:
+        out_shape = result_shapes(prog, [tuple(s) for s in in_shapes])[-1]
     shape, dtype, size = tuple(out_shape), sig.dtype, math.prod(out_shape)
     loopable = (
         _HAVE_NUMBA and size <= prog.limit(sig, exact) and size * sig.itemsize <= UNBLOCKED_BYTES
         and all(math.prod(s) in (1, size) for s in in_shapes)
     )  # fmt: skip
+    if prog.multi:
+        return _prepare_multi(prog, sig, exact, shape, loopable)
     if not loopable:
 
         def kernel(xp, *inputs, out=None):
-            return _run_cpu(prog, sig, inputs, out, exact)
+            return _run_cpu(prog, sig, inputs, [out], exact)[0]
 
         return kernel
     box = [None]
@@ -318,9 +372,36 @@ def _prepare(backend, in_shapes, in_dtypes, out_shape, *, program, outputs):
                 return out
             except TypeError:  # array types it was not compiled for (a strided view...)
                 pass
-        result = _run_cpu(prog, sig, inputs, out, exact)
+        result = _run_cpu(prog, sig, inputs, [out], exact)[0]
         box[0] = (sig.loop if exact or prog.all_exact else sig.fast) or None
         return result
+
+    return kernel
+
+
+def _prepare_multi(prog, sig, exact, shape, loopable):
+    """`_prepare`'s kernel for a program with several results (a tuple of arrays)."""
+    if not loopable:
+
+        def kernel(xp, *inputs, out=None):
+            return tuple(_run_cpu(prog, sig, inputs, result_list(prog, out), exact))
+
+        return kernel
+    box = [None]
+
+    def kernel(xp, *inputs, out=None):
+        outs = result_list(prog, out)
+        loop = box[0]
+        if loop is not None:
+            outs = [np.empty(shape, d) if o is None else o for o, d in zip(outs, sig.out_dtypes)]
+            try:
+                loop(*outs, *inputs)  # shapes checked above: it returns True
+                return tuple(outs)
+            except TypeError:  # array types it was not compiled for (a strided view...)
+                pass
+        result = _run_cpu(prog, sig, inputs, outs, exact)
+        box[0] = (sig.loop if exact or prog.all_exact else sig.fast) or None
+        return tuple(result)
 
     return kernel
 
@@ -381,15 +462,17 @@ def _scratch(key, shape, dtype):
     return buf
 
 
-def _run_blocked(prog, inputs, out, sig, block_bytes, exact=True):
-    """Row blocks of `out`: every equation for one block into scratch, then the next block;
-    where some equations are not lowered, by runs of compiled ones between NumPy's kernels
-    for those (kiln/ops/fused_segments.py; NumPy's bits in exact mode: NumPy's SIMD libm
-    beats a scalar one on large arrays; outside it, kiln's vectorized kernels join the runs,
+def _run_blocked(prog, inputs, outs, sig, block_bytes, exact=True):
+    """Row blocks of the results `outs` (all of one shape): every equation for one block into
+    scratch (each result into its own block), then the next block; where some equations are
+    not lowered, by runs of compiled ones between NumPy's kernels for those
+    (kiln/ops/fused_segments.py; NumPy's bits in exact mode: NumPy's SIMD libm beats a scalar
+    one on large arrays; outside it, kiln's vectorized kernels join the runs,
     kiln/ops/vecmath.py), in larger blocks (fewer values live in scratch)."""
     segmented = segmented_block(prog, sig, exact) if _HAVE_NUMBA else None
     if segmented is not None and block_bytes == BLOCK_BYTES:
         block_bytes = SEGMENT_BLOCK_BYTES
+    out = outs[0]
     plan = _block_plan(prog, inputs, out, sig, block_bytes)
     arenas = [_scratch(("buffer", k, n), (n,), np.uint8) for k, n in enumerate(plan.buffers)]
     views = {
@@ -405,6 +488,7 @@ def _run_blocked(prog, inputs, out, sig, block_bytes, exact=True):
         buf.fill(inputs[k].reshape(()))
         filled.append(buf)
     spread = {width: list(zip(plan.spread, (v[:width] for v in filled))) for width in views}
+    one = {k: np.asarray(inputs[k]) for k in plan.spread}  # a fed NumPy scalar: a 0-d array
     axis, step, size = plan.axis, plan.step, out.shape[plan.axis]
     block = prog.code(np, sig, exact)[1]
     for idx in itertools.product(*map(range, out.shape[:axis])):
@@ -414,11 +498,11 @@ def _run_blocked(prog, inputs, out, sig, block_bytes, exact=True):
                 values[k] = inputs[k][ix(idx, sl)]
             blocks = values[:]  # one-element inputs as they are: loops read them once
             for k, v in spread[width]:
-                blocks[k], values[k] = inputs[k], v
-            dest = out[(*idx, sl)]
-            if segmented is None or not segmented(dest, blocks, views[width]):
-                block(dest, *values, *views[width])
-    return out
+                blocks[k], values[k] = one[k], v
+            dests = [o[(*idx, sl)] for o in outs]
+            if segmented is None or not segmented(dests, blocks, views[width]):
+                block(*dests, *values, *views[width])
+    return outs
 
 
 @dataclass
@@ -456,7 +540,7 @@ def _block_plan(prog, inputs, out, sig, block_bytes) -> BlockPlan:
         shapes = prog.run_rules(blocks, "shape_rule", ShapeError)
         if owner is None:
             owner, plan.buffers = _allocate(prog, shapes, sig.dtypes)
-        eqs = [(shapes[prog.n_in + j], sig.dtypes[prog.n_in + j]) for j in range(len(owner))]
+        eqs = [(shapes[prog.n_in + j], sig.dtypes[prog.n_in + j]) for j in prog.scratch]
         plan.layout[width] = [(k, math.prod(s) * d.itemsize, d, s) for k, (s, d) in zip(owner, eqs)]
     if len(sig.plans) >= 16:
         sig.plans.clear()
@@ -465,42 +549,46 @@ def _block_plan(prog, inputs, out, sig, block_bytes) -> BlockPlan:
 
 
 def _allocate(prog, shapes, dtypes) -> tuple[list, list]:
-    """(buffer of each equation but the last, bytes of each buffer): values that are never
-    live at once share a buffer (a linear-scan register allocation over the equations). A
-    value whose last use is a one-ufunc equation of its shape and dtype lends that equation
-    its buffer (in place)."""
+    """(buffer of each equation that is not a result, bytes of each buffer): values that are
+    never live at once share a buffer (a linear-scan register allocation over the
+    equations). A value whose last use is a one-ufunc equation of its shape and dtype lends
+    that equation its buffer (in place). Results are written into their own blocks."""
     n_in = prog.n_in
     owner: dict[int, int] = {}
     free: list[int] = []
     buffers: list[int] = []
-    for j in range(len(prog.ops) - 1):
-        key = (tuple(shapes[n_in + j]), dtypes[n_in + j])
-        dying = [s for s in prog.frees[j] if s >= n_in]
-        same = [s for s in dying if (tuple(shapes[s]), dtypes[s]) == key]
-        if prog.plain[j] and same:
-            owner[n_in + j] = owner[same[0]]
-        else:
-            owner[n_in + j] = free.pop() if free else len(buffers)
-            if owner[n_in + j] == len(buffers):
-                buffers.append(1)
-        nbytes = math.prod(key[0]) * key[1].itemsize
-        buffers[owner[n_in + j]] = max(buffers[owner[n_in + j]], nbytes)
-        free.extend({owner[s] for s in dying} - {owner[n_in + j]})
-    return [owner[n_in + j] for j in range(len(prog.ops) - 1)], buffers
+    for j in range(len(prog.ops)):
+        dying = [s for s in prog.frees[j] if s >= n_in and s - n_in not in prog.out_of]
+        mine: set = set()
+        if j not in prog.out_of:
+            key = (tuple(shapes[n_in + j]), dtypes[n_in + j])
+            same = [s for s in dying if (tuple(shapes[s]), dtypes[s]) == key]
+            if prog.plain[j] and same:
+                owner[n_in + j] = owner[same[0]]
+            else:
+                owner[n_in + j] = free.pop() if free else len(buffers)
+                if owner[n_in + j] == len(buffers):
+                    buffers.append(1)
+            nbytes = math.prod(key[0]) * key[1].itemsize
+            buffers[owner[n_in + j]] = max(buffers[owner[n_in + j]], nbytes)
+            mine = {owner[n_in + j]}
+        free.extend({owner[s] for s in dying} - mine)
+    return [owner[n_in + j] for j in prog.scratch], buffers
 
 
 # -- numba loops for small outputs ---------------------------------------------------------
 
 
-def _numba_loop(prog, sig, inputs, out, exact=True):
+def _numba_loop(prog, sig, inputs, outs, exact=True):
     """The signature's loop (`exact`: `sig.loop`, else `sig.fast`) for these arrays, or None.
     It is built on the program's NUMBA_AFTER_CALLS-th call, and compiled again for a new
     pattern of array types (ndim, read-only flags: at most 4 a signature), for arrays it can
-    take: C-contiguous, inputs of out's size or of one element."""
-    if not out.flags.c_contiguous:
+    take: C-contiguous, inputs of the results' size or of one element."""
+    size = outs[0].size
+    if not all(o.flags.c_contiguous for o in outs):
         return None
     for a in inputs:
-        if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size not in (1, out.size):
+        if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size not in (1, size):
             return None
     attr = "loop" if exact or prog.all_exact else "fast"
     if getattr(sig, attr) is False:
@@ -510,9 +598,9 @@ def _numba_loop(prog, sig, inputs, out, exact=True):
     with _LOCK:
         loop = getattr(sig, attr)
         if loop is False:
-            setattr(sig, attr, numba_loop(prog, sig.dtypes, (out, *inputs), exact))
+            setattr(sig, attr, numba_loop(prog, sig.dtypes, (*outs, *inputs), exact))
         elif loop is not None and len(loop.signatures) < 4:
-            if not specialize(loop, (out, *inputs)):
+            if not specialize(loop, (*outs, *inputs)):
                 setattr(sig, attr, None)  # never try again
         else:
             return None

@@ -17,25 +17,36 @@ from .lowering import NB_TYPES
 
 
 def python_code(prog, fns, into):
-    """(whole, block) for `prog` with kernels `fns` (one per equation):
-    `whole(out, *inputs)` runs each equation on whole arrays, dropping each value after its
-    last use; `block(out, *inputs, *scratch)` writes equation j into scratch j, the last
-    equation into `out`. `into(fn, args, out)` runs a last kernel that is not one ufunc."""
-    n_in, last = prog.n_in, len(fns) - 1
-    names = [f"a{k}" for k in range(n_in)] + [f"e{j}" for j in range(last + 1)]
+    """(whole, block) for `prog` with kernels `fns` (one per equation), both taking one array
+    per result first (`o0, o1…`, None: allocated by `whole`), then the inputs:
+    `whole(*outs, *inputs)` runs each equation on whole arrays, dropping each value after its
+    last use, and returns the result (a tuple of them where there are several);
+    `block(*outs, *inputs, *scratch)` writes each equation that is not a result into its
+    scratch buffer (in `prog.scratch` order), each result into its out. `into(fn, args, out)`
+    runs a result's kernel that is not one ufunc."""
+    n_in, n_eq = prog.n_in, len(fns)
+    names = [f"a{k}" for k in range(n_in)] + [f"e{j}" for j in range(n_eq)]
     inputs = "".join(f", {n}" for n in names[:n_in])
-    scratch = "".join(f", e{j}" for j in range(last))
-    whole = [f"    def whole(out{inputs}):"]
-    block = [f"    def block(out{inputs}{scratch}):"]
-    for j in range(last):
+    outs = ", ".join(f"o{k}" for k in range(len(prog.outputs)))
+    scratch = "".join(f", e{j}" for j in prog.scratch)
+    whole = [f"    def whole({outs}{inputs}):"]
+    block = [f"    def block({outs}{inputs}{scratch}):"]
+    results = {n_in + j for j in prog.outputs}
+    for j in range(n_eq):
         args = ", ".join(names[s] for s in prog.slots[j])
-        whole.append(f"        e{j} = f{j}({args})")
-        dying = [names[s] for s in prog.frees[j] if s >= n_in]
+        k = prog.out_of.get(j)
+        if k is None:
+            whole.append(f"        e{j} = f{j}({args})")
+            block.append(f"        f{j}({args}, out=e{j})")
+        else:
+            call = f"f{j}({args}, out=o{k})" if prog.plain[j] else f"into(f{j}, ({args},), o{k})"
+            whole.append(f"        e{j} = {call}")
+            block.append(f"        e{j} = {call}")
+        dying = [names[s] for s in prog.frees[j] if s >= n_in and s not in results]
         whole += [f"        del {', '.join(dying)}"] if dying else []
-        block.append(f"        f{j}({args}, out=e{j})")
-    args = ", ".join(names[s] for s in prog.slots[last])
-    tail = f"f{last}({args}, out=out)" if prog.plain[last] else f"into(f{last}, ({args},), out)"
-    params = "".join(f", f{j}" for j in range(last + 1))
+    tail = ", ".join(f"e{j}" for j in prog.outputs)
+    tail = f"({tail},)" if prog.multi else tail
+    params = "".join(f", f{j}" for j in range(n_eq))
     lines = [f"def make(into{params}):", *whole, f"        return {tail}"]
     lines += [*block, f"        return {tail}", "    return whole, block"]
     namespace: dict = {}
@@ -91,11 +102,12 @@ _LOOPS: dict = {}  # (source text, exact) -> numba dispatcher: equal programs sh
 
 
 def numba_loop(prog, dtypes, arrays, exact=True):
-    """A numba function `loop(out, *inputs) -> bool` compiled for the types of `arrays` only
-    (other types raise TypeError, as a non-contiguous array's does); it returns False, doing
-    nothing, where an input is partly broadcast (only one-element inputs broadcast). None
-    without numba or where the program has an op or dtype that is not lowered. With `exact`
-    False, libm functions (`LIBM`) are lowered too: within `ULP_BOUND` of NumPy's.
+    """A numba function `loop(*outs, *inputs) -> bool` (one array per result) compiled for
+    the types of `arrays` only (other types raise TypeError, as a non-contiguous array's
+    does); it returns False, doing nothing, where an input is partly broadcast (only
+    one-element inputs broadcast). None without numba or where the program has an op or
+    dtype that is not lowered. With `exact` False, libm functions (`LIBM`) are lowered too:
+    within `ULP_BOUND` of NumPy's.
 
     The loop's text is written to kiln's cache directory (kiln/disk_cache.py) and
     compiled by numba with `cache=True`: another process loads the machine code from there
@@ -168,13 +180,25 @@ def loop_source(prog, dtypes, exact=True):
             return None
         body.append(f"        e{j} = {expr}")
     params = "".join(f", a{k}" for k in range(n_in))
-    lines = [f"def kernel(out{params}):", "    o = out.reshape(-1)", "    n = o.size"]
+    if not prog.multi:  # one result: `out`, flat as `o`
+        lines = [f"def kernel(out{params}):", "    o = out.reshape(-1)", "    n = o.size"]
+        stores = [f"        o[i] = e{len(prog.ops) - 1}"]
+    else:  # results `out0, out1…`, flat as `o0, o1…`, all of one size
+        outs = ", ".join(f"out{k}" for k in range(len(prog.outputs)))
+        lines = [f"def kernel({outs}{params}):"]
+        lines += [f"    o{k} = out{k}.reshape(-1)" for k in range(len(prog.outputs))]
+        lines.append("    n = o0.size")
+        for k in range(1, len(prog.outputs)):
+            lines += [f"    if o{k}.size != n:", "        return False"]
+        # every equation of element i runs before any result of element i is stored: a
+        # result may take an input's buffer (of its size, read at i only)
+        stores = [f"        o{k}[i] = e{j}" for k, j in enumerate(prog.outputs)]
     for k in range(n_in):
         lines += [f"    f{k} = a{k}.reshape(-1)", f"    s{k} = 1 if f{k}.size == n else 0"]
         lines += [f"    if f{k}.size != n and f{k}.size != 1:", "        return False"]
     lines.append("    for i in range(n):")
     lines += [f"        v{k} = f{k}[i * s{k}]" for k in range(n_in)]
-    lines += [*body, f"        o[i] = e{len(prog.ops) - 1}", "    return True"]
+    lines += [*body, *stores, "    return True"]
     return "\n".join(lines) + "\n"
 
 

@@ -110,11 +110,16 @@ def kernel_source(prog, in_dtypes: tuple) -> KernelSource | None:
         if expr is None:
             return None
         lines.append(f"const {CTYPES[out]} e{j} = {expr};")
-    lines.append(f"out = e{len(prog.ops) - 1};")
+    if prog.multi:  # one kernel writes every result: out0, out1...
+        lines += [f"out{k} = e{j};" for k, j in enumerate(prog.outputs)]
+        outs = ", ".join(f"{dtypes[n_in + j].name} out{k}" for k, j in enumerate(prog.outputs))
+    else:
+        lines.append(f"out = e{len(prog.ops) - 1};")
+        outs = f"{dtypes[-1].name} out"
     params = [f"{dtypes[k].name} a{k}" for k in range(n_in)]
     params += [f"float64 c{k}" for k in range(len(kernel.consts))]
     return KernelSource(
-        ", ".join(params), f"{dtypes[-1].name} out", "\n".join(lines),
+        ", ".join(params), outs, "\n".join(lines),
         "".join(kernel.helpers[k] for k in sorted(kernel.helpers)), tuple(kernel.consts),
     )  # fmt: skip
 
@@ -153,12 +158,15 @@ def _kernel(prog, xp, dtypes):
 
 def run_fused(prog, xp, inputs, out):
     """Runs a fused program on CuPy arrays: one generated kernel launch (broadcasting and
-    strided inputs included), or whole-array calls where the program is not lowered."""
+    strided inputs included), or whole-array calls where the program is not lowered. A
+    program with several results takes and gives a tuple of arrays (one launch writes all)."""
     dtypes = tuple(a.dtype for a in inputs)
     found = _BY_PROGRAM.get(prog)
     entry = found.get(dtypes, False) if found is not None else False
     if entry is False:
         entry = _kernel(prog, xp, dtypes)
+    if prog.multi:
+        return _run_multi(prog, xp, inputs, out, entry)
     if entry is None:
         return prog.code(xp)[0](out, *inputs)
     kernel, consts = entry
@@ -166,3 +174,16 @@ def run_fused(prog, xp, inputs, out):
         return kernel(*inputs, *consts)
     kernel(*inputs, *consts, out)
     return out
+
+
+def _run_multi(prog, xp, inputs, out, entry) -> tuple:
+    outs = [None] * len(prog.outputs) if out is None else list(out)
+    if entry is None:
+        return prog.code(xp)[0](*outs, *inputs)
+    kernel, consts = entry
+    if any(o is None for o in outs):  # the kernel takes all its outputs or none
+        shape = np.broadcast_shapes(*(a.shape for a in inputs))
+        dtypes = prog.signature(tuple(a.dtype for a in inputs)).out_dtypes
+        outs = [xp.empty(shape, d) if o is None else o for o, d in zip(outs, dtypes)]
+    kernel(*inputs, *consts, *outs)
+    return tuple(outs)

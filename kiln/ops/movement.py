@@ -345,7 +345,31 @@ def _take_along_shape(x, idx, *, axis):
 
 def _take_along(xp, x, idx, out=None, *, axis):
     check_indices(idx, x.shape[axis], op="take_along_axis", dim=axis)
+    flat = _flat_along(xp, x.shape, idx, axis)
+    if flat is not None and x.flags.c_contiguous:  # the elements by their flat offsets
+        if out is not None and out.flags.c_contiguous:  # in range: "clip" is not buffered
+            xp.take(x.reshape(-1), flat, out=out.reshape(-1), mode="clip")
+            return out
+        return _copy_into(out, x.reshape(-1).take(flat).reshape(idx.shape))
     return _copy_into(out, xp.take_along_axis(x, idx, axis=axis))
+
+
+def _flat_along(xp, shape, idx, axis):
+    """For NumPy indices along the last axis of a C-ordered array of `shape`, with the other
+    dims of `idx` those of `shape` (no broadcasting): the flat offset of each element they
+    name, in range once `check_indices` passed; else None (NumPy's own along-axis path,
+    whose index grids cost a few microseconds more)."""
+    if xp is not np or axis != len(shape) - 1 or not shape[-1] or idx.ndim != len(shape):
+        return None
+    if idx.shape[:-1] != tuple(shape[:-1]) or not np.can_cast(idx.dtype, np.intp):
+        return None
+    k = idx.shape[-1]
+    rows = idx.size // k if k else 0
+    starts = np.arange(0, rows * shape[-1], shape[-1], dtype=np.intp)
+    if k == 1:
+        starts += idx.reshape(-1)  # NOTE: in place: one temporary of 8 B a row
+        return starts
+    return (idx.reshape(rows, k) + starts[:, None]).reshape(-1)
 
 
 take_along_axis = defop(
@@ -369,6 +393,10 @@ def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
     check_indices(idx, shape[axis], op="scatter_along_axis", dim=axis)
     out = xp.zeros(shape, ct.dtype) if out is None else out
     out.fill(0)
+    flat = _flat_along(xp, shape, idx, axis) if idx.shape == ct.shape else None
+    if flat is not None and out.flags.c_contiguous and ct.flags.c_contiguous:
+        np.add.at(out.reshape(-1), flat, ct.reshape(-1))
+        return out
     grids = xp.ix_(*(xp.arange(n) for n in ct.shape))
     index = tuple(xp.broadcast_to(idx, ct.shape) if a == axis else g for a, g in enumerate(grids))
     _add_at(xp, out, index, ct)

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from ..errors import DeviceError
+from ..errors import DeviceError, DeviceNotBuiltError
 
 # Kernels run with floating-point errors ignored, as PyTorch's and XLA's do: `np.seterr`
 # never changes a result, warns, or makes a step fail half-way. NumPy keeps its error state
@@ -128,6 +128,7 @@ class Transfers:
 _NO_SCOPE = contextlib.nullcontext()
 _CPU = NumpyBackend()
 _DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
+_NOT_BUILT = ("xpu", "mtia")  # PyTorch's device types whose absence is an AssertionError
 
 
 def parse_device(device) -> tuple[str, int]:
@@ -139,6 +140,9 @@ def parse_device(device) -> tuple[str, int]:
     if device is None:
         return "cpu", 0
     match = _DEVICE.match(str(device))
+    if not match and str(device).split(":")[0] in _NOT_BUILT:
+        raise DeviceNotBuiltError(f"device {device!r}: kiln has no {str(device).split(':')[0]} "
+                                  "backend; use 'cpu', 'cuda' or 'cuda:N'")  # fmt: skip
     if not match or (match.group(1) == "cpu" and match.group(2) not in (None, "0")):
         raise DeviceError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
     return match.group(1), int(match.group(2) or 0)

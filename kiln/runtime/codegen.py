@@ -25,6 +25,9 @@ from . import rebind
 from .alias import Aliases
 
 _ALIGN = 64
+# View ops whose kernel, called without `out`, is the array method of this name with the one
+# attr: `xp.transpose(x, perm)` is `x.transpose(perm)`, `xp.reshape(x, shape)` `x.reshape(shape)`
+_VIEW_METHODS = {"transpose": ("transpose", "perm"), "reshape": ("reshape", "shape")}
 
 
 def concrete_attrs(node, bindings) -> dict:
@@ -64,16 +67,21 @@ def _evaluate(value, bindings, unbound=None):
     return value
 
 
-def concrete_shapes(graph, feed_shapes, bindings, nodes=None, known=None) -> tuple[dict, dict]:
+def concrete_shapes(
+    graph, feed_shapes, bindings, nodes=None, known=None, dim_attrs=None
+) -> tuple[dict, dict]:
     """Every value's int shape for this signature (the shape rules rerun on ints), and every
     node's concrete attrs; with `nodes` (a subset in order) only theirs, the others taken
-    from `known` (a Specialized of another signature)."""
+    from `known` (a Specialized of another signature), which also gives the attrs of the
+    nodes not in `dim_attrs` (ids of the nodes whose attrs hold dims) when that is given."""
     shapes = {} if known is None else dict(known.shapes)
     attrs = {} if known is None else dict(known.attrs)
     fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
     for node in graph.nodes if nodes is None else nodes:
-        a = concrete_attrs(node, bindings)
-        attrs[id(node)] = a
+        if dim_attrs is None or id(node) in dim_attrs:
+            a = attrs[id(node)] = concrete_attrs(node, bindings)
+        else:
+            a = attrs[id(node)]
         if id(node.out) in fed:
             shapes[id(node.out)] = fed[id(node.out)]
             continue
@@ -91,9 +99,13 @@ class Specialized:
 
     def __init__(
         self, graph, feed_shapes, bindings, backend, checks=False, plan=True, numerics=False,
-        generate=True, into=False, template=None,
+        generate=True, into=False, template=None, placed=(),
     ):  # fmt: skip
         self.graph = graph
+        # `placed`: positions of feeds that live in the arena, written there by the caller
+        # before the run (`function_on(pieces)`, at `placement(k)`): buffers from the start,
+        # whose bytes later buffers reuse once their last reader ran.
+        self.placed = {id(graph.inputs[k]) for k in placed}
         self.backend = backend
         self.checks = checks
         # `into`: the program takes the caller's output arrays (`O`) and writes its outputs
@@ -128,9 +140,10 @@ class Specialized:
         self.escaping = self.fetched | {id(s) for s in g.updates.values()}
         self.aliases = template.aliases if template is not None else Aliases(g)
         in_place = plan and not self.numerics
+        self.gets = _planned_tuples(nodes)
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
-                 else self._nbytes(n.out) for n in nodes]  # fmt: skip
+                 else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):
             self.order = template.order
         else:
@@ -139,6 +152,11 @@ class Specialized:
 
     def _is_view(self, node) -> bool:
         return bool(node.op.views)
+
+    def _elements_nbytes(self, node) -> int:
+        """The bytes of a planned tuple's elements (a fused node with several results)."""
+        gets = self.gets.get(id(node.out))
+        return sum(self._nbytes(g[0].out) for g in gets if g) if gets else 0
 
     def _inplace_updates(self, nodes) -> tuple[dict, dict]:
         """({id(update node): (Variable, its node)} for updates that write into the
@@ -164,15 +182,24 @@ class Specialized:
         shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
         for var, value in g.updates.items():
             node, vn = value.node, var_node.get(id(var))
-            if vn is None or "source" in node.op.tags or self._is_view(node):
+            result = node.op.name == "get" and id(node.inputs[0]) in self.gets
+            if vn is None or "source" in node.op.tags or (self._is_view(node) and not result):
                 continue
             if id(value) in self.fetched or aliases.read_at_end(vn.out) or shared[id(value)] > 1:
                 continue
             if self.shapes[id(value)] != var.shape or value.dtype != var.dtype:
                 continue
-            if not aliases.may_write_into(node, vn.out, shape_of):
-                continue
-            i = index[id(node)]
+            if result:  # a result of a fused node: that node writes into the variable
+                if len(self.gets[id(node.inputs[0])][node.attrs["index"]]) > 1:
+                    continue
+                writer = node.inputs[0].node
+                if not self._may_write_result(writer, node.attrs["index"], vn.out):
+                    continue
+            else:
+                writer = node
+                if not aliases.may_write_into(node, vn.out, shape_of):
+                    continue
+            i = index[id(writer)]
             readers = {index[id(u)] for u in aliases.readers_of(vn.out)} - {i}
             blockers = readers | set(may_fail)
             if _reaches_any(i, blockers, users):
@@ -180,8 +207,27 @@ class Specialized:
             for b in blockers:
                 users[b].append(i)
             inplace[id(node)] = (var, vn)
-            after[i] = blockers
+            after[i] = after.get(i, set()) | blockers  # a fused node may write several
         return inplace, after
+
+    def _may_write_result(self, n, r, target) -> bool:
+        """Whether result `r` of fused node `n` may be written into `target`'s storage while
+        `n` runs: each input of `n` in that storage is `target` itself, of the iteration
+        shape (read at the index written, never broadcast), and read by no equation after
+        result r's (the blocked and whole-array paths write r before the later equations)."""
+        from ..ops.fused import compiled
+
+        prog = compiled(n.attrs["program"], n.attrs["outputs"])
+        j = prog.outputs[r]
+        value = self.gets[id(n.out)][r][0].out
+        for p, i in enumerate(n.inputs):
+            if not self.aliases.same(i, target):
+                continue
+            if i is not target or self.shapes[id(i)] != self.shapes[id(value)]:
+                return False
+            if any(p in slots for slots in prog.slots[j + 1 :]):
+                return False
+        return True
 
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
@@ -204,6 +250,8 @@ class Specialized:
         for j, k in enumerate(keys):
             self.frees.setdefault(last[k], []).append(j)
         self._buffer_syms = {j: owners[k][0] for j, k in enumerate(keys)}
+        placed = {renumber[k] for k in self.placed_keys}  # never merged away: inputs' own
+        self.pieces = _pieces(self.plan, placed) if self.placed and plan else None
 
     def _floor(self, owners) -> int:
         """A lower bound on the arena of every order: while a node X runs, every buffer made
@@ -253,11 +301,18 @@ class Specialized:
         """Which storage each value lives in: a buffer of its own, its base's (views), or
         outside the arena (None: sources, outputs, in-place updates)."""
         storage, owners, contiguous = {}, {}, {}
+        self.placed_keys = set()
         for t, n in enumerate(self.order):
             out = n.out
             contiguous[id(out)] = True
-            if "source" in n.op.tags or id(n) in self.inplace:
+            if id(out) in self.placed and plan and self._nbytes(out):
+                storage[id(out)] = len(owners)
+                self.placed_keys.add(len(owners))
+                owners[len(owners)] = [out, 0, "placed feed"]  # live from the start
+            elif "source" in n.op.tags or id(n) in self.inplace:
                 storage[id(out)] = None
+            elif n.op.name == "get" and id(n.inputs[0]) in self.gets:
+                pass  # storage set with its tuple's node (an element's buffer, or None)
             elif self._is_view(n) and (
                 n.op.name != "reshape" or contiguous[id(n.inputs[0])] or id(out) in self.escaping
             ):
@@ -268,6 +323,16 @@ class Specialized:
                 keep = n.op.name in ("reshape", "stop_gradient")
                 contiguous[id(out)] = keep and contiguous[id(base)]
                 storage[id(out)] = storage[id(base)]
+            elif id(out) in self.gets:  # a tuple of results, one buffer each (`_planned_tuples`)
+                storage[id(out)] = None
+                for gets in self.gets[id(out)]:
+                    value = gets[0].out if gets else None
+                    fresh = (value is None or not plan or self._nbytes(value) == 0
+                             or any(id(g.out) in self.escaping for g in gets))  # fmt: skip
+                    for g in gets:
+                        storage[id(g.out)] = None if fresh else len(owners)
+                    if not fresh:
+                        owners[len(owners)] = [value, t, "buffer (a result of a tuple)"]
             elif id(out) in self.escaping or not plan or self._nbytes(out) == 0:
                 storage[id(out)] = None  # a fresh array (an output) or nothing to store
             else:
@@ -283,9 +348,17 @@ class Specialized:
                 k = self.storage[id(i)]
                 if k is not None:
                     last[k] = max(last[k], t)
+        # With placed feeds (a run's own arena, in pieces) a fetched view of a buffer is
+        # copied where it is made, so its buffer's piece can go before the end.
+        counts = collections.Counter(id(s) for s in self.graph.outputs)
+        self.early_copies = {id(s) for s in self.graph.outputs if self.placed and counts[id(s)] == 1
+                             and self._is_view(s.node) and id(s) not in self.placed}  # fmt: skip
+        position = {id(n.out): t for t, n in enumerate(self.order)}
         for s in (*self.graph.outputs, *self.graph.updates.values()):
             k = self.storage[id(s)]
-            if k is not None:  # a fetched view of a buffer is copied at the very end
+            if k is not None and id(s) in self.early_copies:
+                last[k] = max(last[k], position[id(s)])
+            elif k is not None:  # a fetched view of a buffer is copied at the very end
                 last[k] = end
         return last
 
@@ -302,6 +375,9 @@ class Specialized:
             return k
 
         for t, n in enumerate(self.order):
+            if id(n.out) in self.gets:
+                self._merge_results(n, t, owners, last, merged, find)
+                continue
             k_out = self.storage[id(n.out)]
             if (k_out is None or owners[k_out][0] is not n.out or "elementwise" not in n.op.tags
                     or "no_inplace" in n.op.tags):  # fmt: skip
@@ -318,6 +394,35 @@ class Specialized:
                     break
         self.storage = {v: (None if k is None else find(k)) for v, k in self.storage.items()}
 
+    def _merge_results(self, n, t, owners, last, merged, find):
+        """`_merge_in_place` for a fused node with several results: result r may take the
+        buffer of input i where i is that buffer's own value, dies at this node, has r's
+        dtype and the iteration shape (no broadcast: every element of the loop reads i at
+        the index it writes), is read by no equation after r's (the blocked and whole-array
+        paths write r before they run the later equations), and no other input is a view of
+        it; each input goes to one result at most."""
+        for r, gets in enumerate(self.gets[id(n.out)]):
+            k_out = self.storage[id(gets[0].out)] if gets else None
+            if k_out is None or owners[k_out][0] is not gets[0].out:
+                continue
+            value = gets[0].out
+            for i in n.inputs:
+                k = self.storage[id(i)]
+                k = None if k is None else find(k)
+                if not (
+                    k is not None
+                    and owners[k][0] is i
+                    and last[k] == t
+                    and i.dtype == value.dtype
+                    and self._may_write_result(n, r, i)
+                ):
+                    continue
+                merged[k_out] = k
+                last[k] = last[k_out]
+                owners[k][2] += f", then {value.name} in place"
+                owners[k][0] = value
+                break
+
     # -- code ------------------------------------------------------------------------------
 
     def _generate(self):
@@ -328,6 +433,12 @@ class Specialized:
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
+        pieces_made, pieces_freed = {}, {}
+        for p, piece in enumerate(self.pieces or ()):
+            if not piece.placed:  # the caller made those holding placed feeds
+                pieces_made.setdefault(piece.first, []).append(p)
+            pieces_freed.setdefault(piece.last, []).append(p)
+        ns["make"] = ns["free"] = _nothing  # a program bound to a whole arena
         self.slots = {}  # into: id(output) -> where in O a kernel writes it (first one)
         if self.into:
             for k, s in enumerate(g.outputs):
@@ -336,6 +447,7 @@ class Specialized:
         self.variables = []  # V's order: the Variables the program reads or writes
         rand = 0
         for t, n in enumerate(self.order):
+            lines += [f"    make({p})" for p in pieces_made.get(t, ())]
             if n.op.name == "constant":  # bound in the namespace: no line
                 ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
                 names.bind(n.out, f"c{t}")
@@ -351,12 +463,18 @@ class Specialized:
             dead = names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
+            if id(n.out) in self.early_copies and self.storage.get(id(n.out)) is not None:
+                lines.append(f"    {v} = {v}.copy()")
             if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
                 ns[f"n{t}"] = n
                 lines.append(f"    check_numerics({v}, n{t})")
             if self.checks:
                 lines += self._poison(t)
-            lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
+            if self.pieces is None:
+                lines += [f"    {name} = None" for sym, name in dead if id(sym) in inputs]
+            else:  # a run's own arena, in pieces: made at first use, freed after the last
+                lines += [f"    {name} = None" for sym, name in dead]
+                lines += [f"    free({p})" for p in pieces_freed.get(t, ())]
         if self.into:  # outputs no kernel wrote into O (inputs, views, constants) are copied
             lines += [f"    xp.copyto(O[{k}], {names[id(s)]})" for k, s in enumerate(g.outputs)
                       if self.written.get(id(s)) != k]  # fmt: skip
@@ -411,9 +529,24 @@ class Specialized:
             kwargs.append(f"key=K[{rand}]")
         call = f"k{t}(xp, {', '.join([*args, *kwargs])}"
         in_place = id(n) in self.inplace
-        if in_place:
+        if n.op.name == "get" and id(n.inputs[0]) in self.gets:
+            in_place = False  # the element its tuple's kernel wrote (in a Variable, maybe)
+        elif in_place:
             var = self.inplace[id(n)][0]
             kwargs.append(f"out=V[{self._var_slot(var, var_index)}]")
+        elif id(n.out) in self.gets:  # one buffer per result, None where it is a fresh array
+            outs, ins = [], {self.storage.get(id(i)) for i in n.inputs}
+            for gets in self.gets[id(n.out)]:
+                k = self.storage[id(gets[0].out)] if gets else None
+                if gets and id(gets[0]) in self.inplace:  # a Variable updated in place
+                    var = self.inplace[id(gets[0])][0]
+                    outs.append(f"V[{self._var_slot(var, var_index)}]")
+                    in_place = True
+                else:
+                    outs.append("None" if k is None else f"b{k}")
+                    in_place = in_place or (k is not None and k in ins)
+            if any(o != "None" for o in outs):
+                kwargs.append(f"out=({''.join(o + ', ' for o in outs)})")
         else:
             key = self.storage.get(id(n.out))
             if key is not None and not (self._is_view(n) and n.inputs and
@@ -423,6 +556,11 @@ class Specialized:
             elif key is None and id(n.out) in self.slots and not self._is_view(n):
                 self.written[id(n.out)] = self.slots[id(n.out)]
                 kwargs.append(f"out=O[{self.slots[id(n.out)]}]")
+        method = _VIEW_METHODS.get(n.op.name)
+        if method is not None and kernel is None and kwargs == [f"{method[1]}=a{t}_{method[1]}"]:
+            # a view made by the array's own method: the kernel's call and its NumPy
+            # function's dispatch cost about 1 us, the method a fifth of that
+            return f"{v} = {args[0]}.{method[0]}(a{t}_{method[1]})"
         code = f"{v} = k{t}(xp, {', '.join([*args, *kwargs])})"
         if self.checks and in_place:  # KILN_CHECKS=1: the same kernel out of place must agree
             ns[f"n{t}"] = n
@@ -432,10 +570,65 @@ class Specialized:
     def _fetch(self, s, names, copy: bool = False) -> str:
         n = s.node
         fresh = not ("source" in n.op.tags or self._is_view(n) or id(n) in self.inplace)
+        if n.op.name == "get" and id(n.inputs[0]) in self.gets:  # its own array, unless shared
+            fresh = len(self.gets[id(n.inputs[0])][n.attrs["index"]]) == 1
         fresh = fresh and self.storage.get(id(s)) is None and not copy
-        return names[id(s)] if fresh else f"{names[id(s)]}.copy()"
+        copied = id(s) in self.early_copies and self.storage.get(id(s)) is not None
+        return names[id(s)] if fresh or copied else f"{names[id(s)]}.copy()"
 
     # -- running ---------------------------------------------------------------------------
+
+    def placement(self, k) -> int | None:
+        """The arena offset of placed feed `k` (None: it has no buffer, it is not read)."""
+        key = self.storage.get(id(self.graph.inputs[k]))
+        return None if key is None else self.plan.offsets[key]
+
+    def piece_of(self, offset) -> int:
+        """The piece of the arena (`pieces`) that holds the bytes at `offset`."""
+        return next(p for p, piece in enumerate(self.pieces) if piece.lo <= offset < piece.hi)
+
+    def function_on(self, pieces: list):
+        """One run's program, on an arena of its own in pieces (`self.pieces`): `pieces`
+        holds the device bytes of those with placed feeds (the caller wrote them at their
+        `placement`; None for the others) and is emptied, the program taking them over: it
+        makes each other piece before its first buffer is written and lets go of each piece
+        after its last buffer is read, so the arena is never whole at once."""
+        if self.pieces is None or len(pieces) != len(self.pieces):
+            raise GraphError("an arena in pieces for a program without placed feeds, or in "
+                             "other pieces than its plan's")  # fmt: skip
+        for piece, given in zip(self.pieces, pieces):
+            wanted = piece.hi - piece.lo
+            if piece.placed and (given is None or given.nbytes != wanted):
+                raise GraphError(f"an arena piece of {wanted} B holding placed feeds was not "
+                                 "given")  # fmt: skip
+        code = getattr(self, "_program_code", None)
+        if code is None:
+            module = {}
+            exec(self._code, dict(self._ns), module)
+            code = self._program_code = module["program"].__code__
+        ns = dict(self._ns)
+        plan, backend = self.plan, self.backend
+
+        def make(p, data=None):
+            piece = self.pieces[p]
+            if data is None:
+                data = backend.empty((piece.hi - piece.lo,), np.uint8)
+            for k in piece.buffers:
+                start = plan.offsets[k] - piece.lo
+                sym = self._buffer_symbol(k)
+                view = data[start : start + plan.sizes[k]].view(sym.dtype)
+                ns[f"b{k}"] = view.reshape(self.shapes[id(sym)])
+
+        def free(p):
+            for k in self.pieces[p].buffers:
+                del ns[f"b{k}"]
+
+        for p, data in enumerate(pieces):
+            if data is not None:
+                make(p, data)
+        pieces.clear()
+        ns["make"], ns["free"] = make, free
+        return types.FunctionType(code, ns)
 
     def function(self, profiled: bool = False):
         """This thread's program, bound to this thread's arena (`profiled`: the variant that
@@ -509,6 +702,10 @@ def _check_numerics(value, node) -> None:
 def _check_in_place(xp, value, reference, node) -> None:
     """KILN_CHECKS=1: raises GraphError when a kernel that wrote into an input's storage gave
     other values than the same kernel writing into fresh memory (NaN equal to NaN)."""
+    if isinstance(value, tuple):  # the results of a fused node with several
+        for v, r in zip(value, reference):
+            _check_in_place(xp, v, r, node)
+        return
     if not bool(xp.array_equal(value, reference, equal_nan=value.dtype.kind in "fc")):
         raise node_error(GraphError, "the kernel run in place gave other values than out of "
                          "place (KILN_CHECKS=1): an aliasing bug in the memory plan",
@@ -556,6 +753,55 @@ class _Names:
                 self.names[id(sym)] = "<dead>"
                 dead.append((sym, name))
         return dead
+
+
+def _planned_tuples(nodes) -> dict:
+    """id(tuple value) -> per result, the `get` nodes that read it, for each node whose kernel
+    writes a tuple of results into planned buffers (`out=` a tuple): a fused node with
+    several results (kiln/ops/fused.py). Other tuples (region ops, sort...) are fresh arrays."""
+    from .. import dtypes as dt
+
+    found = {id(n.out): [[] for _ in n.attrs["outputs"]] for n in nodes
+             if n.op.name == "fused" and n.out.dtype == dt.TUPLE}  # fmt: skip
+    for n in nodes:
+        if n.op.name == "get" and id(n.inputs[0]) in found:
+            found[id(n.inputs[0])][n.attrs["index"]].append(n)
+    return found
+
+
+def _nothing(p) -> None:
+    pass
+
+
+class Piece:
+    """Bytes [lo, hi) of a plan's arena that no buffer straddles: `buffers` (their keys),
+    live from step `first` to step `last`; `placed` when one of them is a placed feed."""
+
+    __slots__ = ("lo", "hi", "first", "last", "buffers", "placed")
+
+    def __init__(self, lo, hi, first, last, buffers, placed):
+        self.lo, self.hi, self.first, self.last = lo, hi, first, last
+        self.buffers, self.placed = buffers, placed
+
+
+def _pieces(plan, placed) -> list:
+    """The arena cut wherever no buffer straddles the cut: each piece can be made when its
+    first buffer is written and let go after its last is read."""
+    order = sorted(range(len(plan.sizes)), key=lambda k: plan.offsets[k])
+    groups: list = []
+    for k in order:
+        lo, hi = plan.offsets[k], plan.offsets[k] + plan.sizes[k]
+        if groups and lo < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append(k)
+        else:
+            groups.append([lo, hi, [k]])
+    pieces = []
+    for lo, hi, keys in groups:
+        first = min(plan.starts[k] for k in keys)
+        last = max(plan.ends[k] for k in keys)
+        pieces.append(Piece(lo, hi, first, last, tuple(keys), any(k in placed for k in keys)))
+    return pieces
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

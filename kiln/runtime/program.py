@@ -43,11 +43,14 @@ class Program:
 
     def __init__(
         self, fetches, feeds, updates, backend, passes=None, plan=True, check_numerics=False,
-        memory_budget: int | None = None, into=False, autocast=None,
+        memory_budget: int | None = None, into=False, autocast=None, placed=(),
     ):  # fmt: skip
         self.memory_budget = check_budget(memory_budget)
         self.backend = backend
         self.into = into  # runs write the fetched values into the caller's arrays (`outs`)
+        # positions of feeds the caller writes into a run's arena (`run(arena=...)`); the
+        # plan reuses their bytes after their last read (kiln/runtime/codegen.py)
+        self.placed = tuple(placed)
         self.check_numerics = check_numerics
         self.device = backend.name
         self.transfers = Transfers()  # copies this program made: feeds, variables, outputs
@@ -164,17 +167,34 @@ class Program:
             log(2, f"memory plan:\n{plan.summary()}\nprogram:\n{spec.source}")
         return spec
 
-    def _specialized_for(self, graph, key, bindings, generate=True, template=None):
+    def _specialized_for(self, graph, key, bindings, generate=True, template=None, into=None):
+        into = self.into if into is None else into
         return Specialized(graph, key, bindings, self.backend, checks=checks_level(),
-                           plan=self.plan_memory, generate=generate, into=self.into,
+                           plan=self.plan_memory, generate=generate, into=into,
                            numerics=self.check_numerics or checks_level() >= 2,
-                           template=template)  # fmt: skip
+                           template=template, placed=self.placed)  # fmt: skip
+
+    def specialize_shapes(self, shapes) -> Specialized:
+        """The planned program for feeds of these shapes (every feed of a static shape),
+        compiled before any run: where a caller places feeds (`placed`) is read from it."""
+        arrays = [_Shaped(tuple(s)) for s in shapes]
+        return self.specialize(arrays, {})
+
+    def specialized_into(self, spec, key, bindings) -> Specialized:
+        """`spec`'s graph (its recomputation included) as a program that writes its fetched
+        values into the caller's arrays (`run(outs=...)` of a program made without `into`)."""
+        variant = getattr(spec, "into_variant", None)
+        if variant is None:
+            with _gc_paused():
+                variant = self._specialized_for(spec.graph, key, bindings, into=True)
+            spec.into_variant = variant
+        return variant
 
     def _template(self, key):
         """The most recently used program of this graph whose signature has `key`'s shape
         class (kiln/runtime/rebind.py): a new batch size reuses its schedule and code."""
-        if self.memory_budget is not None:
-            return None  # NOTE: each signature chooses its own recomputation
+        if self.memory_budget is not None or self.placed:
+            return None  # NOTE: each signature chooses its own recomputation (and placement)
         cls = shape_class(key)
         for old in reversed(self._specialized):
             spec = self._specialized[old]
@@ -247,19 +267,29 @@ class Program:
         return [spec.shapes[id(s)] for s in self.graph.outputs]
 
     def run(self, values, profiled: bool = False, host: bool = True, outs=None,
-            donate: bool = False) -> list:  # fmt: skip
+            donate: bool = False, arena=None) -> list:  # fmt: skip
         """Runs once: returns the fetched values (fresh arrays; NumPy arrays unless `host` is
         False, then the device's) and commits the updates. The device is current throughout.
-        A program made with `into=True` writes them into `outs` (arrays of the device, of
-        `output_shapes`) instead, and returns `outs`. With `donate` the list `values` is
-        emptied: the program holds each feed only until its last read, so a feed no one else
-        holds is freed there (how a compiled call's backward frees its residuals)."""
+        A program made with `into=True`, or given `outs` when it has no updates, writes them
+        into `outs` (arrays of the device, of `output_shapes`) instead, and returns `outs`.
+        With `donate` the list `values` is emptied: the program holds each feed only until
+        its last read, so a feed no one else holds is freed there (how a compiled call's
+        backward frees its residuals). `arena`: this run's own arena, in its plan's pieces
+        (`Specialized.function_on`), where the caller wrote the placed feeds (`placed`)."""
         with self.backend.scope():
             arrays, bindings = self.bind_feeds(values)
             if donate:
                 values.clear()
             spec = self.specialize(arrays, bindings)
-            fn = spec.function(profiled)
+            into = self.into or outs is not None
+            if into and not self.into:
+                if self.graph.updates:
+                    raise GraphError("run(outs=...) of a program with updates")
+                spec = self.specialized_into(spec, tuple([a.shape for a in arrays]), bindings)
+            if arena is not None:
+                fn = spec.function_on(arena)
+            else:
+                fn = spec.function(profiled)
             graph = self.source_graph
             lock = graph._lock if graph is not None and self.touches_variables else _NO_LOCK
             with lock:
@@ -269,7 +299,7 @@ class Program:
                 outer = getattr(BODY_NUMERICS, "on", False)
                 BODY_NUMERICS.on = outer or self.check_numerics  # region bodies check too
                 try:
-                    if self.into:
+                    if into:
                         outputs, updates = fn(arrays, variables, keys, outs)
                     else:
                         outputs, updates = fn(arrays, variables, keys)
@@ -288,9 +318,10 @@ class Program:
                 finally:
                     BODY_NUMERICS.on = outer
                     restore_fp_errors(token)
+                del fn  # a run's own arena is freed with it
                 if updates:
                     self._commit(spec, updates)
-            if self.into:
+            if into:
                 return outputs
             if self.device == "cpu":  # NumPy gives a 0-d result as a scalar: make it an array
                 return [o if type(o) is np.ndarray else np.asarray(o) for o in outputs]
@@ -329,6 +360,15 @@ class Program:
         for var, value in zip(spec.update_vars, values):
             var._value = xp.asarray(value, dtype=var.dtype)
             var.device = self.device
+
+
+class _Shaped:
+    """A feed's shape, where `specialize` needs no value."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
 
 
 _NO_LOCK = contextlib.nullcontext()

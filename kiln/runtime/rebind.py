@@ -86,13 +86,17 @@ def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
 
     if template is None or template.graph is not graph:
         return concrete_shapes(graph, feed_shapes, bindings)
-    dynamic = _DYNAMIC.get(graph)
-    if dynamic is None:  # NOTE: found once per graph, at its first new binding
-        dynamic = _DYNAMIC[graph] = dynamic_nodes(graph)
-    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template)
+    found = _DYNAMIC.get(graph)
+    if found is None:  # NOTE: found once per graph, at its first new binding
+        dynamic = dynamic_nodes(graph)
+        dim_attrs = {id(n) for n in dynamic if any(_has_dim(v) for v in n.attrs.values())}
+        found = _DYNAMIC[graph] = (dynamic, dim_attrs)
+    dynamic, dim_attrs = found
+    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template, dim_attrs)
 
 
-# graph -> its dynamic nodes; weak, so a dropped program takes its entry with it
+# graph -> (its dynamic nodes, ids of those whose attrs hold dims); weak, so a dropped program
+# takes its entry with it
 _DYNAMIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

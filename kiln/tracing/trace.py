@@ -232,10 +232,13 @@ def compile(fn=None, *, device=None, cache_size=None, memory_budget=None):  # no
     counter sees. A captured NumPy array is guarded by identity only (NumPy counts no
     versions): pass an array that changes in place as an argument. `cache_size` bounds the
     traces kept (least recently used go first; None: `kiln.runtime.cache.CACHE_SIZE`, 64).
-    With `memory_budget` (bytes), a trace whose saved residuals would exceed it splits its
+    With `memory_budget` (bytes), a trace whose backward would exceed it (the residuals
+    the forward call keeps for it and the backward program's arena, planned) splits its
     forward pass into kn.checkpoint regions, recomputed by the backward program (the split
-    whose estimated peak, saved values plus one region's, is lowest; logged at KILN_DEBUG=1
-    and kept as `.checkpointing` on the trace).
+    whose estimated peak, saved values plus one region's, is lowest; kept when its planned
+    cost is lower; logged at KILN_DEBUG=1 and kept as `.checkpointing` on the trace). A call
+    that records a tape entry writes its residuals straight into its backward's arena, which
+    reuses their bytes once read (a backward with retain_graph=True leaves them intact).
 
     >>> import kiln as kn, numpy as np
     >>> @kn.compile

@@ -32,6 +32,7 @@ from ..nn.parameter import owner_of, shared_box
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
+from ..runtime.program import Program
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
 
@@ -175,8 +176,8 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
-def _call_vjp(ct, out, *saved, traced, residuals):
-    return traced._backward(ct, saved, residuals)
+def _call_vjp(ct, out, *saved, traced, residuals, placed=False):
+    return traced._backward(ct, saved, residuals, placed)
 
 
 def _output_vjp(ct, out, packed, *, offset):
@@ -211,6 +212,7 @@ class Traced:
     def __init__(self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None):
         self.key, self.device, self.name = key, device, name_of(fn)
         self.memory_budget, self.checkpointing = memory_budget, None
+        self._probe = None  # (gradients, placed backward program) planned to meet the budget
         self.graph = Graph()
         with self.graph.as_default():
             names = [re.sub(r"\W+", "_", p).strip("_") or "input" for p in paths]
@@ -261,6 +263,8 @@ class Traced:
         self.function = Function(self.inputs, outputs + extras + changed, self.updates, device,
                                  memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
+        self._placed = None  # the backward program whose arena holds the residuals
+        self._placed_spec = self._out_shapes = None
 
     def _collect_state(self):
         """Module parameters become the graph's Variables, sharing the Parameters' memory (so
@@ -304,15 +308,7 @@ class Traced:
         found = self._grad(ys, wrt)
         budget = self.memory_budget
         if budget is not None and not self.graph.checkpoints and self.grad_error is None:
-            kept = self._residual_bytes(found)
-            if kept > budget:  # recompute regions of the forward pass in the backward
-                self.checkpointing = auto_checkpoint(self.graph, marked)
-            if self.checkpointing is not None:
-                found = self._grad(ys, wrt)  # NOTE: the first gradient's nodes stay unused
-                self.checkpointing += (f"; residuals kept {self._residual_bytes(found)} B "
-                                       f"(without regions {kept} B)")  # fmt: skip
-                log(1, f"kn.compile {self.name}: memory budget {budget} B: "
-                       f"{self.checkpointing}")  # fmt: skip
+            found = self._fit_budget(ys, wrt, found, marked, budget)
         n_leaves, n_params = len(self.inputs), len(self.params)
         slot = {id(s): i for i, s in enumerate([*self.inputs, *self.variables])}
         self.grads = [g for g in found if g is not None]
@@ -333,6 +329,59 @@ class Traced:
                 extras.append(s)
             self.feed_slots.append(n_leaves + n_params + returned[id(s)])
         return extras
+
+    def _fit_budget(self, ys, wrt, found, marked, budget) -> list:
+        """The gradients to run under `budget`: these, or when what their backward costs is
+        over it, those of kn.checkpoint regions (recomputed in the backward) if they cost
+        less. The cost is the residuals and the backward program's arena: one arena where
+        the residuals are placed in it (`placement`), else the two added."""
+        kept = self._residual_bytes(found)
+        bound = kept > budget  # over it already: the residuals alone, a bound of the cost
+        cost = kept if bound else self._backward_cost(found)[0]
+        if cost <= budget:
+            return found
+        self.checkpointing = auto_checkpoint(self.graph, marked)
+        if self.checkpointing is None:
+            return found
+        regions = self._grad(ys, wrt)  # NOTE: the first gradient's nodes stay unused
+        if self.grad_error is not None:
+            return regions
+        split, _ = self._backward_cost(regions)
+        if split >= cost and bound:
+            cost = self._backward_cost(found)[0]  # then what it costs in full
+        if split >= cost:  # no better: the regions are dropped
+            log(1, f"kn.compile {self.name}: memory budget {budget} B: {self.checkpointing} "
+                   f"would cost {split} B, not less than {cost} B without them")  # fmt: skip
+            self.graph.checkpoints.clear()
+            self.checkpointing = None  # (a probe of other gradients is not taken: ids differ)
+            return found
+        self.checkpointing += (f"; residuals kept {self._residual_bytes(regions)} B "
+                               f"(without regions {kept} B); residuals and backward arena "
+                               f"{split} B (without regions {cost} B)")  # fmt: skip
+        log(1, f"kn.compile {self.name}: memory budget {budget} B: {self.checkpointing}")
+        return regions
+
+    def _backward_cost(self, found) -> tuple[int, object]:
+        """(bytes, program): what the backward of `found` holds at its peak, the residuals
+        included, from the plan of its program (compiled here without a budget, and kept
+        for `placement` when the gradients are these)."""
+        grads = [g for g in found if g is not None]
+        if not grads:
+            return 0, None
+        feeds, _ = _backward_inputs(self.graph.nodes, self.cts, grads)
+        given = {id(s) for s in [*self.inputs, *self.variables, *self.outputs, *self.cts]}
+        positions = [p for p, s in enumerate(feeds) if id(s) not in given]
+        feeds = [*feeds, *self.cts]
+        static = all(type(d) is int for s in feeds for d in s.shape)
+        placed = positions if static and not self.updates else ()
+        program = Program(grads, feeds, {}, get_backend(self.device), placed=placed)
+        spec = program.specialize_shapes([s.shape for s in feeds]) if static else None
+        if spec is None:
+            return self._residual_bytes(found), None
+        if placed:
+            self._probe = (tuple(id(g) for g in grads), program)
+            return spec.plan.arena_bytes, program
+        return self._residual_bytes(found) + spec.plan.arena_bytes, program
 
     def _grad(self, ys, wrt) -> list:
         with self.graph.as_default():
@@ -386,7 +435,12 @@ class Traced:
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
         for var, box in self.shared:
             var._value = box[0]
-        results = self.function.program.run(arrays, host=not tensors)
+        record = tensors and state.grad and bool(self.grad_outputs)
+        placed = self.placement() if record else None
+        outs = arena = None
+        if placed is not None:  # the residuals are written into this call's backward arena
+            outs, arena = self._call_arena(arrays, placed)
+        results = self.function.program.run(arrays, host=not tensors, outs=outs)
         for var, box in self.shared:
             box[0] = var._value
         for p, var in self.updated:
@@ -398,12 +452,13 @@ class Traced:
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))
         outs = [make(r, self.device) for r in results[:n]]
-        if state.grad and self.grad_outputs:
+        if record:
             leaf_tensors = [x if isinstance(x, Tensor) else make(np.asarray(x)) for x in leaves]
             # the residuals stay out of the tape's saved values: a backward without
             # retain_graph hands them to the backward program, which frees each after its
-            # last read (`_backward`)
-            self._record([*leaf_tensors, *params, *outs], outs, results[n:])
+            # last read, or (placed in its arena) reuses their bytes (`_backward`)
+            residuals = results[n:] if arena is None else [*results[n:], *arena]
+            self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
@@ -427,11 +482,88 @@ class Traced:
             param._value[...] = var._value
             var._value = param._value
 
-    def _record(self, saved, outs, residuals) -> None:
+    def placement(self):
+        """The plan of a call whose residuals go straight into its backward arena: (the
+        backward program that reads them there, {extra index: arena offset}, arena bytes),
+        made on the first call that records a tape entry; None where they stay arrays of
+        their own (no gradient, updates, a dim not static).
+
+        The backward program's memory plan counts the residuals as buffers live from its
+        start, so once a residual's last reader ran its bytes take later buffers: the
+        residuals and the backward's own values share one arena. It is made in pieces (cut
+        where no buffer straddles): the forward call makes those that hold residuals, the
+        backward program the others when it first needs them, and it lets go of each after
+        its last read, so a long backward does not hold the whole arena to its end. A
+        backward with retain_graph=True runs `grad_function` instead, which reads the
+        residuals there and writes nowhere in them.
+
+        >>> import kiln as kn, numpy as np
+        >>> f = kn.compile(lambda x: kn.tanh(x).sum())
+        >>> y = f(kn.tensor(np.ones(4, np.float32), requires_grad=True))
+        >>> program, offsets, nbytes = f.last.placement()
+        >>> offsets, nbytes  # tanh's output, the one residual, at offset 0 of 16 bytes
+        ({0: 0}, 16)
+        """
+        if self._placed is None:
+            self._placed = False
+            if self.grads and self.grad_error is None and not self.updates:
+                self._placed = self._plan_placement() or False
+        return self._placed or None
+
+    def _plan_placement(self):
+        feeds = [*self.feeds, *self.cts]
+        if not all(type(d) is int for s in feeds for d in s.shape):
+            return None
+        base = len(self.inputs) + len(self.params) + len(self.outputs)
+        positions = [p for p, i in enumerate(self.feed_slots) if i >= base]
+        if not positions:
+            return None
+        probe, self._probe = self._probe, None
+        spec = None
+        if probe is not None and probe[0] == tuple(id(g) for g in self.grads):
+            program = probe[1]  # planned without a budget, and within it
+            spec = program.specialize_shapes([s.shape for s in feeds])
+            if spec.plan.arena_bytes > self.memory_budget:
+                spec = None  # NOTE: then the budget also chooses what the backward recomputes
+        if spec is None:
+            program = Program(self.grads, feeds, {}, get_backend(self.device),
+                              memory_budget=self.memory_budget, placed=positions)  # fmt: skip
+            spec = program.specialize_shapes([s.shape for s in feeds])
+        offsets = {self.feed_slots[p] - base: spec.placement(p) for p in positions}
+        self._placed_spec = spec
+        return program, offsets, spec.plan.arena_bytes
+
+    def _call_arena(self, arrays, placed) -> tuple[list, list]:
+        """The forward program's output arrays for one call: a fresh array for each output,
+        and for each residual its place in this call's backward arena, made in pieces (the
+        pieces that hold residuals now, the others by the backward program when it needs
+        them: `Specialized.function_on`)."""
+        _, offsets, _ = placed
+        spec, backend = self._placed_spec, get_backend(self.device)
+        pieces = [None] * len(spec.pieces)
+        shapes = self._out_shapes
+        if shapes is None:
+            shapes = self._out_shapes = self.function.program.output_shapes(arrays)
+        outs, n = [], len(self.outputs)
+        for j, (sym, shape) in enumerate(zip(self.function.outputs, shapes)):
+            offset = offsets.get(j - n) if n <= j < n + self.n_extras else None
+            if offset is None:
+                outs.append(backend.empty(shape, sym.dtype))
+                continue
+            p = spec.piece_of(offset)
+            piece = spec.pieces[p]
+            if pieces[p] is None:
+                pieces[p] = backend.empty((piece.hi - piece.lo,), np.uint8)
+            start = offset - piece.lo
+            size = math.prod(shape) * sym.dtype.itemsize
+            outs.append(pieces[p][start : start + size].view(sym.dtype).reshape(shape))
+        return outs, pieces
+
+    def _record(self, saved, outs, residuals, placed=False) -> None:
         """One tape entry for the call; with several outputs that require grad, each gets a
         small entry that routes its cotangent into the call's packed one."""
         ys = [outs[k] for k in self.grad_outputs]
-        attrs = {"traced": self, "residuals": list(residuals)}
+        attrs = {"traced": self, "residuals": list(residuals), "placed": placed}
         if len(ys) == 1:
             autograd.record(CALL, saved, attrs, ys[0])
             return
@@ -445,7 +577,7 @@ class Traced:
             autograd.record(OUTPUT, [packed], {"offset": offset}, y)
             offset += y._data.size
 
-    def _backward(self, ct, saved, residuals) -> tuple:
+    def _backward(self, ct, saved, residuals, placed=False) -> tuple:
         if state.grad:
             raise call_error(
                 AutogradError,
@@ -453,7 +585,8 @@ class Traced:
                 f"call of {self.name}: differentiate it eagerly, or use kn.grad in graph mode",
                 "backward",
             )
-        program = self.grad_function
+        if self.grad_error is not None:
+            self.grad_function  # noqa: B018 — raises the call's AutogradError
         ys = [self.outputs[k] for k in self.grad_outputs]
         cts, offset = [], 0
         for y in ys:
@@ -475,6 +608,7 @@ class Traced:
                 "that failed; specify retain_graph=True to backward more than once"
             )
             raise call_error(SavedTensorError, message, "backward")
+        arena = residuals[self.n_extras :] if placed and residuals else None
         feeds = [saved[i]._data if i < n_saved else residuals[i - n_saved]
                  for i in self.feed_slots]  # fmt: skip
         donate = not autograd.retaining()
@@ -482,7 +616,14 @@ class Traced:
             residuals.clear()
         values = [*feeds, *cts]
         del feeds, cts
-        grads = program.program.run(values, host=False, donate=donate) if self.grads else []
+        if not self.grads:
+            grads = []
+        elif donate and arena is not None:  # the residuals' bytes are reused in their arena
+            program = self._placed[0]
+            grads = program.run(values, host=False, donate=True, arena=arena)
+        else:  # retain_graph=True: the residuals stay as they are
+            grads = self.grad_function.program.run(values, host=False, donate=donate)
+        del arena
         result = [None] * len(saved)
         for i, g in zip(self.wrt_slots, grads):
             result[i] = make(g, self.device)

@@ -1,0 +1,315 @@
+"""PyTorch's dtype queries (`finfo`, `iinfo`, `promote_types`, `can_cast`), tensor queries
+(`is_tensor`, `is_floating_point`, `numel`) and factories (`as_tensor`, `logspace`,
+`rand_like`, `randn_like`, `randint_like`, `tril_indices`, `triu_indices`), with its print
+options (`set_printoptions`)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from .. import dtypes as dt
+from ..eager import factories as fa
+from ..eager.printing import get_printoptions, set_printoptions
+from ..eager.tensor import Tensor
+from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
+from ..graph.core import Symbol
+from . import random
+from .core import lift
+
+__all__ = [
+    "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",
+    "is_tensor", "logspace", "numel", "promote_types", "rand_like", "randint_like",
+    "randn_like", "set_printoptions", "tril_indices", "triu_indices",
+]  # fmt: skip
+
+_TORCH_NAMES = {"bool": "Bool", "float32": "Float", "float64": "Double", "int64": "Long"}
+
+
+def _dtype_arg(op: str, value) -> np.dtype:
+    """A dtype argument: a kiln (NumPy) dtype or a type NumPy names one by (`np.float32`)."""
+    if isinstance(value, str) or not dt.is_dtype(value):
+        raise ArgumentTypeError(
+            f"{op}(): argument 'type' must be kiln.dtype, not {type(value).__name__}"
+        )
+    return dt.as_dtype(value)
+
+
+class finfo:
+    """The limits of a float dtype (the default float without one), as PyTorch's `finfo`:
+    `bits`, `eps`, `max`, `min`, `tiny` (= `smallest_normal`), `resolution` and `dtype` (its
+    name), the numbers as Python floats.
+
+    >>> import kiln as kn
+    >>> f = kn.finfo(kn.float16)
+    >>> f.bits, f.eps, f.max, f.tiny, f.resolution, f.dtype
+    (16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001, 'float16')
+    """
+
+    def __init__(self, type=None):  # noqa: A002 -- PyTorch's argument name
+        dtype = dt.get_default_dtype() if type is None else _dtype_arg("finfo", type)
+        if not dt.is_float(dtype) or dt.is_storage_only(dtype):
+            raise ArgumentTypeError(
+                "kiln.finfo() requires a floating point input type. Use kiln.iinfo to handle "
+                f"'{dtype}'"
+            )
+        info = ml_dtypes.finfo(dtype)
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)
+        self.dtype = dtype.name
+
+    def __repr__(self):
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, "
+            f"dtype={self.dtype})"
+        )
+
+
+class iinfo:
+    """The limits of an integer dtype, as PyTorch's `iinfo`: `bits`, `max`, `min` (Python
+    ints) and `dtype` (its name).
+
+    >>> import kiln as kn
+    >>> i = kn.iinfo(kn.int32)
+    >>> i.bits, i.min, i.max, i.dtype
+    (32, -2147483648, 2147483647, 'int32')
+    """
+
+    def __init__(self, type):  # noqa: A002 -- PyTorch's argument name
+        dtype = _dtype_arg("iinfo", type)
+        if dtype == dt.bool_:
+            raise ArgumentTypeError("kiln.bool is not supported by kiln.iinfo")
+        if not dt.is_int(dtype) or dt.is_storage_only(dtype):
+            raise ArgumentTypeError(
+                f"kiln.iinfo() requires an integer input type. Use kiln.finfo to handle '{dtype}'"
+            )
+        info = np.iinfo(dtype)
+        self.bits, self.min, self.max = int(info.bits), int(info.min), int(info.max)
+        self.dtype = dtype.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+def promote_types(type1, type2) -> np.dtype:
+    """The dtype two dtypes promote to, as PyTorch's `promote_types` (a float beats any
+    integer, whatever its width).
+
+    >>> import kiln as kn
+    >>> kn.promote_types(kn.int32, kn.float16), kn.promote_types(kn.uint8, kn.int8)
+    (dtype('float16'), dtype('int16'))
+    """
+    return dt.result_type(_dtype_arg("promote_types", type1), _dtype_arg("promote_types", type2))
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def can_cast(from_, to) -> bool:
+    """Whether PyTorch's promotion allows casting `from_` to `to`: never to a lower category
+    (float to integer, integer or float to bool); any width within one.
+
+    >>> import kiln as kn
+    >>> kn.can_cast(kn.float32, kn.int32), kn.can_cast(kn.int64, kn.int8)
+    (False, True)
+    """
+    a, b = _dtype_arg("can_cast", from_), _dtype_arg("can_cast", to)
+    category = [2 if dt.is_float(d) else _CATEGORY[d.kind] for d in (a, b)]
+    return category[0] <= category[1]
+
+
+def is_tensor(obj) -> bool:
+    """Whether `obj` is a kiln tensor: an eager Tensor, or a Symbol (a graph value, which
+    stands for one in graph mode and under `kn.compile`).
+
+    >>> import kiln as kn
+    >>> kn.is_tensor(kn.zeros(2)), kn.is_tensor([1.0])
+    (True, False)
+    """
+    return isinstance(obj, (Tensor, Symbol))
+
+
+def _tensor_arg(op: str, input):  # noqa: A002
+    if not isinstance(input, (Tensor, Symbol)):
+        raise ArgumentTypeError(
+            f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
+        )
+    return input
+
+
+def is_floating_point(input) -> bool:  # noqa: A002
+    """Whether the tensor's dtype is a float (bfloat16 included).
+
+    >>> import kiln as kn
+    >>> kn.is_floating_point(kn.tensor([1])), kn.is_floating_point(kn.tensor([1.0]))
+    (False, True)
+    """
+    return dt.is_float(_tensor_arg("is_floating_point", input).dtype)
+
+
+def numel(input) -> int:  # noqa: A002
+    """The number of elements of the tensor.
+
+    >>> import kiln as kn
+    >>> kn.numel(kn.zeros(2, 3))
+    6
+    """
+    return _tensor_arg("numel", input).numel()
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` as a tensor, sharing its memory where it can, as PyTorch's `as_tensor`: a tensor
+    of that dtype and device is itself (another dtype or device: converted, as `to`), a NumPy
+    array of a kiln dtype on the cpu shares its memory (as `from_numpy`); other data (lists,
+    scalars) is copied, as `kn.tensor` does.
+
+    >>> import kiln as kn, numpy as np
+    >>> a = np.zeros(2, np.float64)
+    >>> t = kn.as_tensor(a)
+    >>> a[0] = 5.0
+    >>> t, kn.as_tensor([1, 2], dtype=kn.float32)
+    (tensor([5., 0.], dtype=kiln.float64), tensor([1., 2.]))
+    """
+    if isinstance(data, (Tensor, Symbol)):
+        return data.to(dtype=dtype) if device is None else data.to(device, dtype)
+    shared = isinstance(data, np.ndarray) and (dtype is None or dt.as_dtype(dtype) == data.dtype)
+    if shared and device in (None, "cpu"):
+        return fa.from_numpy(data)
+    return fa.tensor(data, dtype=dtype, device="cpu" if device is None else device)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="cpu",
+             requires_grad: bool = False):  # fmt: skip
+    """`steps` values `base ** v` for `v` evenly spaced from `start` to `end`, both included
+    (the default float; an integer `dtype` truncates).
+
+    >>> import kiln as kn
+    >>> kn.logspace(0, 2, 3), kn.logspace(0, 3, 4, base=2, dtype=kn.int64)
+    (tensor([  1.,  10., 100.]), tensor([1, 2, 4, 8]))
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise ArgumentTypeError(f"logspace(): argument 'steps' must be int, not "
+                                f"{type(steps).__name__}")  # fmt: skip
+    if steps < 0:
+        raise UsageError(f"logspace: number of steps must be non-negative, got {steps}")
+    exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    values = np.power(float(base), exponents)
+    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
+    if dt.is_int(dtype) or dtype == dt.bool_:
+        values = np.trunc(values)
+    return fa._finish(values.astype(dtype), device, requires_grad)
+
+
+def _random_like(input, dtype, requires_grad, draw, graph_draw):  # noqa: A002
+    (x,) = (input,) if isinstance(input, (Tensor, Symbol)) else lift(input)
+    dtype = x.dtype if dtype is None else dt.as_dtype(dtype)
+    if isinstance(x, Symbol):
+        with x.graph.as_default():
+            return graph_draw(x.shape, dtype)
+    return draw(tuple(x.shape), dtype).requires_grad_(requires_grad)
+
+
+def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  # noqa: A002
+              requires_grad: bool = False, memory_format=None):  # fmt: skip
+    """Samples of U[0, 1) of `input`'s shape and dtype (unless `dtype` is given); of a
+    Symbol, a random node (fresh values on every run).
+
+    >>> import kiln as kn
+    >>> t = kn.rand_like(kn.zeros(2, 3, dtype=kn.float64))
+    >>> t.shape, t.dtype, bool(((t >= 0) & (t < 1)).all())
+    (kiln.Size([2, 3]), dtype('float64'), True)
+    """
+
+    def draw(shape, d):
+        where = getattr(input, "device", "cpu") if device is None else device
+        return fa.rand(shape, generator=generator, dtype=d, device=where)
+
+    return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.uniform(s, dtype=d))
+
+
+def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,  # noqa: A002
+               requires_grad: bool = False, memory_format=None):  # fmt: skip
+    """Samples of N(0, 1) of `input`'s shape and dtype (unless `dtype` is given); of a
+    Symbol, a random node.
+
+    >>> import kiln as kn
+    >>> kn.randn_like(kn.zeros(2, 3)).shape
+    kiln.Size([2, 3])
+    """
+
+    def draw(shape, d):
+        where = getattr(input, "device", "cpu") if device is None else device
+        return fa.randn(shape, generator=generator, dtype=d, device=where)
+
+    return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.normal(s, dtype=d))
+
+
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None,  # noqa: A002
+                 device=None, requires_grad: bool = False, memory_format=None):  # fmt: skip
+    """Integers drawn uniformly from [low, high) in `input`'s shape and dtype (unless `dtype`
+    is given): `randint_like(x, high)` or `randint_like(x, low, high)`.
+
+    >>> import kiln as kn
+    >>> t = kn.randint_like(kn.zeros(4, dtype=kn.int32), 3, 6)
+    >>> t.dtype, bool(((t >= 3) & (t < 6)).all())
+    (dtype('int32'), True)
+    """
+    if high is None:
+        low, high = 0, low
+
+    def draw(shape, d):
+        where = getattr(input, "device", "cpu") if device is None else device
+        return fa.randint(low, high, shape, generator=generator, dtype=d, device=where)
+
+    def graph_draw(shape, d):
+        return random.randint(low, high, shape, dtype=d)
+
+    return _random_like(input, dtype, requires_grad, draw, graph_draw)
+
+
+def _indices(op, row, col, offset, dtype, device, upper: bool):
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise UsageError(f"{op}: {name} must be non-negative, got {v}")
+    dtype = dt.as_dtype(dtype)
+    if not (dt.is_int(dtype)):
+        name = _TORCH_NAMES.get(dtype.name, dtype.name.capitalize())
+        raise UnsupportedDTypeError(f"\"{op}\" not implemented for '{name}'")
+    # the row-major order of the kept positions of a row x col matrix
+    mask = (
+        np.triu(np.ones((row, col), bool), offset)
+        if upper
+        else np.tril(np.ones((row, col), bool), offset)
+    )
+    return fa._finish(np.stack(np.nonzero(mask)).astype(dtype), device, False)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=dt.int64, device="cpu",
+                 layout=None):  # fmt: skip
+    """The (2, N) row and column indices of the lower triangle of a `row` x `col` matrix
+    (diagonal `offset` included: 1 above the main one, -1 below), in row-major order.
+
+    >>> import kiln as kn
+    >>> kn.tril_indices(3, 3)
+    tensor([[0, 1, 1, 2, 2, 2],
+            [0, 0, 1, 0, 1, 2]])
+    """
+    return _indices("tril_indices", row, col, offset, dtype, device, upper=False)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=dt.int64, device="cpu",
+                 layout=None):  # fmt: skip
+    """The (2, N) row and column indices of the upper triangle of a `row` x `col` matrix
+    (diagonal `offset` included), in row-major order.
+
+    >>> import kiln as kn
+    >>> kn.triu_indices(2, 3, 1)
+    tensor([[0, 0, 1],
+            [1, 2, 2]])
+    """
+    return _indices("triu_indices", row, col, offset, dtype, device, upper=True)

@@ -110,15 +110,15 @@ def test_embedding_id_out_of_range_raises(ids):
     ids = np.array(ids)
     bad = ids[(ids < 0) | (ids >= 3)][0]
     match = f"index {bad} is out of bounds for dimension 0 with size 3"
-    _raises(kn.embedding, ids, TABLE, match=match)
-    _raises(kn.embedding, kn.tensor(ids), kn.tensor(TABLE), match=match)
-    text = _raises(_graph(kn.embedding, ids, TABLE), ids, TABLE, match=match)
+    _raises(kn.embedding, TABLE, ids, match=match)
+    _raises(kn.embedding, kn.tensor(TABLE), kn.tensor(ids), match=match)
+    text = _raises(_graph(kn.embedding, TABLE, ids), TABLE, ids, match=match)
     assert "node 'gather'" in text and HERE in text
 
 
 def test_embedding_module_and_its_gradient_with_valid_ids():
     table = kn.tensor(TABLE, requires_grad=True)
-    kn.embedding(kn.tensor(np.array([2, 0, 2])), table).sum().backward()
+    kn.embedding(table, kn.tensor(np.array([2, 0, 2]))).sum().backward()
     np.testing.assert_array_equal(table.grad.numpy(), [[1, 1], [0, 0], [2, 2]])
     with pytest.raises(kn.IndexOutOfRangeError, match="index 3"):
         kn.nn.Embedding(3, 2)(kn.tensor(np.array([3])))
@@ -217,8 +217,8 @@ def test_one_hot_refuses_ids_outside_the_classes():
 def test_empty_and_unsigned_indices_pass_the_checks():
     empty = kn.index_select(TABLE, 0, np.zeros(0, np.int64))
     np.testing.assert_array_equal(empty, np.zeros((0, 2)))
-    np.testing.assert_array_equal(kn.embedding(np.array([2], np.uint8), TABLE), [[4, 5]])
-    _raises(kn.embedding, np.array([200], np.uint8), TABLE, match="index 200")
+    np.testing.assert_array_equal(kn.embedding(TABLE, np.array([2], np.uint8)), [[4, 5]])
+    _raises(kn.embedding, TABLE, np.array([200], np.uint8), match="index 200")
     assert kn.one_hot(np.zeros((0,), np.int64), 0).shape == (0, 0)
 
 
@@ -255,7 +255,7 @@ def test_checks_run_on_the_simulated_gpu_too(monkeypatch):
     try:
         with kn.Graph().as_default():
             i = kn.placeholder(kn.int64, (None,))
-            f = kn.function([i], kn.embedding(i, kn.constant(TABLE)), device="cuda")
+            f = kn.function([i], kn.embedding(kn.constant(TABLE), i), device="cuda")
         np.testing.assert_array_equal(f(np.array([2])), TABLE[[2]])
         _raises(f, np.array([0, 3]), match="index 3 is out of bounds for dimension 0")
         labels = kn.tensor(np.array([0, -1]), device="cuda")

@@ -34,7 +34,7 @@ def _step(weights, budget=None, activations=None, dropout=0.0, embed=False):
             ids = kn.placeholder(kn.int64, (BATCH,), name="ids")
             table = kn.Variable(np.linspace(-1, 1, 10 * WIDTH, dtype=np.float32)
                                 .reshape(10, WIDTH), name="table")  # fmt: skip
-            x, params = kn.embedding(ids, table), [table]
+            x, params = kn.embedding(table, ids), [table]
         else:
             ids = kn.placeholder(kn.float32, (BATCH, WIDTH), name="x")
             x, params = ids, []

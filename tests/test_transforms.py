@@ -277,7 +277,7 @@ def test_vmap_of_indices_into_a_fixed_table():
     """Embedding rows by a batch of ids: gather with only the indices batched."""
     table = RNG.standard_normal((5, 2))
     ids = np.array([[0, 4], [3, 3], [1, 2]])
-    got = kn.vmap(lambda i: kn.embedding(i, kn.constant(table)))(ids)
+    got = kn.vmap(lambda i: kn.embedding(kn.constant(table), i))(ids)
     np.testing.assert_array_equal(got, table[ids])
 
 

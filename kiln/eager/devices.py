@@ -88,4 +88,15 @@ CONVERSIONS = {
 def install(cls) -> None:
     cls.to, cls.cpu, cls.cuda = to, cpu, cuda
     for name, dtype in CONVERSIONS.items():
-        setattr(cls, name, lambda self, _dtype=dtype: to(self, dtype=_dtype))
+        setattr(cls, name, _conversion(name, dtype))
+
+
+def _conversion(name, dtype):
+    """`t.float()` and the like: `t.to(dtype)`, with PyTorch's `memory_format=` (kiln's
+    tensors are contiguous: every format gives the same tensor)."""
+
+    def convert(self, memory_format=None):
+        return to(self, dtype=dtype)
+
+    convert.__name__ = convert.__qualname__ = name
+    return convert

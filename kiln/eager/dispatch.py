@@ -223,92 +223,93 @@ def _ufunc(op):
 
 
 def unary_function(op, fallback):
-    """The function `op(x, out=None)`: the ufunc on plain and CPU tensors and on NumPy arrays,
-    `fallback(x)` for everything else, `write_out` for `out=` (which may come by position
+    """The function `op(input, out=None)`: the ufunc on plain and CPU tensors and on NumPy arrays,
+    `fallback(input)` for everything else, `write_out` for `out=` (which may come by position
     too: a keyword-only default makes every call slower, 16 ns against 4 measured)."""
     ufunc, name = _ufunc(op), op.name
     if ufunc is None:
 
-        def fn(x, out=None):
+        def fn(input, out=None):  # noqa: A002
             if out is not None:
-                return _out(name, out, fallback, (x,))
-            return fallback(x)
+                return _out(name, out, fallback, (input,))
+            return fallback(input)
 
         return fn
     ndarray, new = _ndarray, _new  # NOTE: closure cells (`_plain` stays global: see above)
     numpy_dtypes = _FLOATS if ops_core.computes_float(op) else _KILN_DTYPES
 
-    def fn(x, out=None):
+    def fn(input, out=None):  # noqa: A002
         if out is not None:
-            return _out(name, out, fn, (x,))
-        if type(x) is _plain:
-            if x._meta is None:
+            return _out(name, out, fn, (input,))
+        if type(input) is _plain:
+            if input._meta is None:
                 try:
-                    data = ufunc(x._data, casting="no")
+                    data = ufunc(input._data, casting="no")
                 except Exception:
-                    return fallback(x)
+                    return fallback(input)
                 if type(data) is not ndarray:
                     data = np.asarray(data)  # 0-d: NumPy's ufuncs give scalars
                 t = new(Tensor)
                 t._data = data
                 t._meta = None
                 return t
-            return _unary_tape(op, ufunc, x, fallback)
-        elif type(x) is ndarray and x.dtype in numpy_dtypes:
+            return _unary_tape(op, ufunc, input, fallback)
+        elif type(input) is ndarray and input.dtype in numpy_dtypes:
             try:
-                data = ufunc(x, casting="no")
+                data = ufunc(input, casting="no")
             except Exception:
-                return fallback(x)
+                return fallback(input)
             return data if type(data) is ndarray else np.asarray(data)
-        return fallback(x)
+        return fallback(input)
 
     return fn
 
 
 def binary_function(op, fallback):
-    """The function `op(a, b, out=None)`: the ufunc on two plain tensors or one and a Python
-    scalar (and on CPU tensors, recording the tape), `fallback(a, b)` for everything else."""
+    """The function `op(input, other, out=None)`: the ufunc on two plain tensors or one and a
+    Python scalar (and on CPU tensors, recording the tape), `fallback(input, other)` for
+    everything else."""
     ufunc, name = _ufunc(op), op.name
     if ufunc is None:
 
-        def fn(a, b, out=None):
+        def fn(input, other, out=None):  # noqa: A002
             if out is not None:
-                return _out(name, out, fallback, (a, b))
-            return fallback(a, b)
+                return _out(name, out, fallback, (input, other))
+            return fallback(input, other)
 
         return fn
     ndarray, new = _ndarray, _new
     opmath, opmath_first = op in OPMATH, OPMATH.get(op, False)
 
-    def fn(a, b, out=None):
+    def fn(input, other, out=None):  # noqa: A002
         if out is not None:
-            return _out(name, out, fn, (a, b))
-        if type(a) is _plain:
-            x = a._data
-            if type(b) is _plain:
-                if a._meta is not None or b._meta is not None:
-                    return _binary_tape(op, ufunc, a, b, fallback)
-                y = b._data
-            elif type(b) in _SCALARS:
-                if opmath and x.dtype in _HALF and type(b) is float:
-                    return fallback(a, b)  # see `OPMATH`
-                if a._meta is not None:
-                    return _binary_tape(op, ufunc, a, b, fallback)
-                y = b
+            return _out(name, out, fn, (input, other))
+        if type(input) is _plain:
+            x = input._data
+            if type(other) is _plain:
+                if input._meta is not None or other._meta is not None:
+                    return _binary_tape(op, ufunc, input, other, fallback)
+                y = other._data
+            elif type(other) in _SCALARS:
+                if opmath and x.dtype in _HALF and type(other) is float:
+                    return fallback(input, other)  # see `OPMATH`
+                if input._meta is not None:
+                    return _binary_tape(op, ufunc, input, other, fallback)
+                y = other
             else:
-                return fallback(a, b)
-        elif type(b) is _plain and type(a) in _SCALARS:
-            if opmath_first and b._data.dtype in _HALF and type(a) is float:
-                return fallback(a, b)
-            if b._meta is not None:
-                return _binary_tape(op, ufunc, a, b, fallback)
-            x, y = a, b._data
+                return fallback(input, other)
+        elif type(other) is _plain and type(input) in _SCALARS:
+            if opmath_first and other._data.dtype in _HALF and type(input) is float:
+                return fallback(input, other)
+            if other._meta is not None:
+                return _binary_tape(op, ufunc, input, other, fallback)
+            x, y = input, other._data
         else:
-            return fallback(a, b)
+            return fallback(input, other)
         try:
             data = ufunc(x, y, casting="no")
         except Exception:
-            return fallback(a, b)
+            return fallback(input, other)
         if type(data) is not ndarray:
             data = np.asarray(data)
         t = new(Tensor)

@@ -292,7 +292,11 @@ def _graph_like(t, fill, dtype):
 
 
 def zeros_like(
-    t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+    input,  # noqa: A002
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
 ) -> Tensor:
     """Zeros of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value.
 
@@ -300,39 +304,52 @@ def zeros_like(
     >>> kn.zeros_like(kn.ones(2, dtype=kn.int32))
     tensor([0, 0], dtype=kiln.int32)
     """
-    if isinstance(t, Symbol):
-        return _graph_like(t, 0, dtype)
-    shape, dtype, device = _like(t, dtype, device)
+    if isinstance(input, Symbol):
+        return _graph_like(input, 0, dtype)
+    shape, dtype, device = _like(input, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(
-    t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+    input,  # noqa: A002
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
 ) -> Tensor:
     """Ones of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value."""
-    if isinstance(t, Symbol):
-        return _graph_like(t, 1, dtype)
-    shape, dtype, device = _like(t, dtype, device)
+    if isinstance(input, Symbol):
+        return _graph_like(input, 1, dtype)
+    shape, dtype, device = _like(input, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_like(
-    t, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+    input,  # noqa: A002
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
 ) -> Tensor:
     """An uninitialized tensor of `t`'s shape, dtype and device (unless given); of a Symbol,
     zeros."""
-    if isinstance(t, Symbol):
-        return _graph_like(t, 0, dtype)
-    shape, dtype, device = _like(t, dtype, device)
+    if isinstance(input, Symbol):
+        return _graph_like(input, 0, dtype)
+    shape, dtype, device = _like(input, dtype, device)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(
-    t, fill_value, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+    input,  # noqa: A002
+    fill_value,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
 ) -> Tensor:
     """`fill_value` in `t`'s shape, dtype and device (unless given); of a Symbol, a graph
     value."""
-    if isinstance(t, Symbol):
-        return _graph_like(t, fill_value, dtype)
-    shape, dtype, device = _like(t, dtype, device)
+    if isinstance(input, Symbol):
+        return _graph_like(input, fill_value, dtype)
+    shape, dtype, device = _like(input, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)

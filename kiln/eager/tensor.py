@@ -474,7 +474,7 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         return bool(self._data.flags.c_contiguous)
 
-    def view(self, *shape) -> Tensor:
+    def view(self, *shape, size=None, dtype=None) -> Tensor:
         """`reshape` that must not copy (PyTorch's `view`): an error when the data cannot be
         seen in that shape without copying. `view(dtype)` reads the same bytes as `dtype` (the
         last dim scales by the ratio of the element sizes; not differentiable, as PyTorch's).
@@ -483,6 +483,8 @@ class Tensor:
         >>> kn.tensor([1.0, -2.0]).view(kn.int32)
         tensor([ 1065353216, -1073741824], dtype=kiln.int32)
         """
+        if dtype is not None or size is not None:  # PyTorch's keywords: view(size=), view(dtype=)
+            shape = (dtype,) if dtype is not None else (size,)
         if len(shape) == 1 and dt.is_dtype(shape[0]):
             return view_dtype(self, shape[0])
         out = self.reshape(*shape)
@@ -534,7 +536,7 @@ class Tensor:
             return dt.type_name(self.dtype, self._device != "cpu")
         return self.to(dt.dtype_of_type(dtype))
 
-    def resize_(self, *sizes) -> Tensor:
+    def resize_(self, *sizes, size=None) -> Tensor:
         """Gives the tensor the shape `sizes`, keeping its leading elements in row-major order
         (new ones are uninitialized), as PyTorch's `resize_`; a tensor that requires grad or
         views another refuses.
@@ -543,6 +545,7 @@ class Tensor:
         >>> kn.tensor([1, 2, 3]).resize_(2)
         tensor([1, 2])
         """
+        sizes = (size,) if size is not None else sizes  # PyTorch's resize_(size=)
         shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
         if self._requires_grad:
             raise node_error(

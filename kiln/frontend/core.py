@@ -98,14 +98,14 @@ def _opmath(op, t, s, scalar_first):
 
 
 def unary_function(op: OpDef):
-    """The frontend function `op(x, out=None)`: `lift_and_bind(op, x)`, by eager's short
-    path where it can (`kiln.eager.dispatch.unary_function`)."""
+    """The frontend function `op(input, out=None)`: `lift_and_bind(op, input)`, by eager's
+    short path where it can (`kiln.eager.dispatch.unary_function`)."""
     return dispatch.unary_function(op, functools.partial(lift_and_bind, op))
 
 
 def binary_function(op: OpDef):
-    """The frontend function `op(a, b, out=None)`: `lift_and_bind(op, a, b)`, by eager's
-    short path where it can (two plain tensors, or one and a Python scalar)."""
+    """The frontend function `op(input, other, out=None)`: `lift_and_bind(op, input, other)`,
+    by eager's short path where it can (two plain tensors, or one and a Python scalar)."""
     return dispatch.binary_function(op, functools.partial(lift_and_bind, op))
 
 
@@ -221,7 +221,7 @@ def _tensor_value(t) -> np.ndarray:
 
 
 def in_float32(fn, dtypes=(dt.bfloat16,)):
-    """`fn(x, ...)` for a bfloat16 `x` computed in float32 and rounded to bfloat16 once: how
+    """`fn(input, ...)` for a bfloat16 `input` computed in float32 and rounded to bfloat16 once: how
     PyTorch's softmax, layer_norm, gelu… (single ops there, composites here) compute it.
 
     >>> import kiln as kn
@@ -230,11 +230,11 @@ def in_float32(fn, dtypes=(dt.bfloat16,)):
     """
 
     @functools.wraps(fn)
-    def wrapper(x, *args, **kwargs):
-        dtype = getattr(x, "dtype", None)
+    def wrapper(input, *args, **kwargs):  # noqa: A002
+        dtype = getattr(input, "dtype", None)
         if dtype not in dtypes:
-            return fn(x, *args, **kwargs)
-        wide = fn(bind(REGISTRY["cast"], x, dtype=dt.float32), *args, **kwargs)
+            return fn(input, *args, **kwargs)
+        wide = fn(bind(REGISTRY["cast"], input, dtype=dt.float32), *args, **kwargs)
         return bind(REGISTRY["cast"], wide, dtype=dtype)
 
     return wrapper

@@ -247,16 +247,16 @@ bitwise_not.__doc__ = """`~x` elementwise: the bits inverted on integers, logica
     """
 
 
-def square(x, out=None):
-    """`x * x` elementwise; bools give int64, as PyTorch's `square` (NumPy's gives int8).
+def square(input, out=None):
+    """`input * input` elementwise; bools give int64, as PyTorch's `square` (NumPy's int8).
 
     >>> import kiln as kn
     >>> kn.square(kn.tensor([-3, 2])), kn.square(kn.tensor([True, False]))
     (tensor([9, 4]), tensor([1, 0]))
     """
-    if getattr(x, "dtype", None) == np.bool_:
-        x = cast(x, dt.int64)
-    return _numpy_square(x, out)
+    if getattr(input, "dtype", None) == np.bool_:
+        input = cast(input, dt.int64)
+    return _numpy_square(input, out)
 
 
 def pow(input, exponent, out=None):  # noqa: A002
@@ -282,11 +282,11 @@ true_divide, floor_divide, remainder = div, floordiv, mod
 def _keeping_integers(rounding):
     """floor, ceil and round leave integers and bools as they are (a copy), as PyTorch's do."""
 
-    def fn(x):
-        if getattr(x, "dtype", np.float64).kind in "biu":
-            (x,) = lift(x)
-            return cast(x, x.dtype)
-        return rounding(x)
+    def fn(input):
+        if getattr(input, "dtype", np.float64).kind in "biu":
+            (input,) = lift(input)
+            return cast(input, input.dtype)
+        return rounding(input)
 
     fn.__name__ = fn.__qualname__ = rounding.__name__
     fn.__doc__ = rounding.__doc__
@@ -297,32 +297,32 @@ floor, ceil = _keeping_integers(floor), _keeping_integers(ceil)  # NumPy's round
 
 
 @takes_out
-def trunc(x):
+def trunc(input):
     """`x` rounded toward zero (integers as they are), as PyTorch's `trunc`.
 
     >>> import kiln as kn, numpy as np
     >>> kn.trunc(np.array([-1.5, 1.5], np.float32))
     array([-1.,  1.], dtype=float32)
     """
-    (x,) = lift(x)
-    if not dt.is_float(x.dtype):
-        return cast(x, x.dtype)
-    return where(less(x, 0), ceil(x), floor(x))
+    (input,) = lift(input)
+    if not dt.is_float(input.dtype):
+        return cast(input, input.dtype)
+    return where(less(input, 0), ceil(input), floor(input))
 
 
 @takes_out
-def logical_xor(a, b):
+def logical_xor(input, other):
     """Elementwise exclusive or of the truth values, as bools.
 
     >>> import kiln as kn, numpy as np
     >>> kn.logical_xor(np.array([0, 1, 2]), np.array([1, 1, 0]))
     array([ True, False,  True])
     """
-    return not_equal(cast(a, dt.bool_), cast(b, dt.bool_))
+    return not_equal(cast(input, dt.bool_), cast(other, dt.bool_))
 
 
 @takes_out
-def sign(x):
+def sign(input):
     """Elementwise sign: -1, 0 or 1 (0 for -0.0 and 0.0), as PyTorch's `sign`, where NaN gives
     0. (The `sign` op is NumPy's, which gives NaN there; graphs kiln builds use it as it is.)
 
@@ -330,15 +330,15 @@ def sign(x):
     >>> kn.sign(np.array([-2.0, 0.0, 3.0, np.nan], np.float32))
     array([-1.,  0.,  1.,  0.], dtype=float32)
     """
-    (x,) = lift(x)
-    if x.dtype == np.bool_:  # PyTorch's: a bool is its own sign
-        return core.call("cast", x, dtype=x.dtype)
-    s = _numpy_sign(x)
-    return where(isnan(x), 0, s) if dt.is_float(x.dtype) else s
+    (input,) = lift(input)
+    if input.dtype == np.bool_:  # PyTorch's: a bool is its own sign
+        return core.call("cast", input, dtype=input.dtype)
+    s = _numpy_sign(input)
+    return where(isnan(input), 0, s) if dt.is_float(input.dtype) else s
 
 
 @takes_out
-def where(cond, a, b):
+def where(condition, input, other):
     """`a` where `cond` is true, else `b` (broadcasting), as PyTorch's `where` (a and b
     promoted as by `kn.result_type`).
 
@@ -346,9 +346,9 @@ def where(cond, a, b):
     >>> kn.where(np.array([True, False]), 1.0, np.float32(-1.0))
     array([ 1., -1.], dtype=float32)
     """
-    (cond,) = lift(cond, context=(a, b))
-    a, b = promote(REGISTRY["where"], a, b, context=(cond,))
-    return call("where", cond, a, b)
+    (condition,) = lift(condition, context=(input, other))
+    input, other = promote(REGISTRY["where"], input, other, context=(condition,))
+    return call("where", condition, input, other)
 
 
 def cast(x, dtype):
@@ -394,24 +394,24 @@ def softplus(x, beta: float = 1.0):
 
 
 @in_float32
-def gelu(x, approximate: str = "none"):
+def gelu(input, approximate: str = "none"):
     """GELU: `x * Φ(x)`, exactly through erf, or PyTorch's tanh approximation.
 
     >>> import kiln as kn, numpy as np
     >>> kn.gelu(np.array([0.0, 1.0], np.float32))
     array([0.       , 0.8413447], dtype=float32)
     """
-    (x,) = lift(x)
+    (input,) = lift(input)
     if approximate == "none":
-        return mul(mul(x, 0.5), add(erf(mul(x, 1 / math.sqrt(2))), 1.0))
+        return mul(mul(input, 0.5), add(erf(mul(input, 1 / math.sqrt(2))), 1.0))
     if approximate == "tanh":
-        inner = mul(add(x, mul(pow(x, 3), 0.044715)), math.sqrt(2 / math.pi))
-        return mul(mul(x, 0.5), add(tanh(inner), 1.0))
+        inner = mul(add(input, mul(pow(input, 3), 0.044715)), math.sqrt(2 / math.pi))
+        return mul(mul(input, 0.5), add(tanh(inner), 1.0))
     raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
 @takes_out
-def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
+def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
     """`x` limited to `[min, max]` (either may be None), as PyTorch's `clamp` (NaN stays NaN).
 
     Gradients as PyTorch's `clamp`: x's is 1 where min <= x <= max (bounds included), a
@@ -421,14 +421,14 @@ def clip(x, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argumen
     >>> kn.clip(np.array([-2.0, 0.5, 2.0], np.float32), -1, 1)
     array([-1. ,  0.5,  1. ], dtype=float32)
     """
-    (x,) = lift(x)
+    (input,) = lift(input)
     if min is None and max is None:
-        return x
+        return input
     # NOTE: a missing bound is x's dtype's own extreme (an array, not a weak scalar), which
     # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
-    lo = _extreme(x.dtype, "min") if min is None else min
-    hi = _extreme(x.dtype, "max") if max is None else max
-    return call("clip", *promote(REGISTRY["clip"], x, lo, hi))
+    lo = _extreme(input.dtype, "min") if min is None else min
+    hi = _extreme(input.dtype, "max") if max is None else max
+    return call("clip", *promote(REGISTRY["clip"], input, lo, hi))
 
 
 clamp = clip
@@ -510,7 +510,7 @@ def _floating(x, dtype=None):
 
 
 @takes_out
-def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over `dim` (None: all; an int or a tuple), as PyTorch's `sum`: integers and bools
     sum to int64 unless `dtype` is given.
 
@@ -521,11 +521,11 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  #
     dtype('int64')
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "sum")
-    return _as_asked(_reduce("reduce_sum", _accumulating(x, dtype), dim, keepdim), dtype)
+    return _as_asked(_reduce("reduce_sum", _accumulating(input, dtype), dim, keepdim), dtype)
 
 
 @takes_out
-def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over `dim`, as PyTorch's `mean` (integers are computed in the default float).
 
     >>> import kiln as kn, numpy as np
@@ -533,12 +533,12 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     array([1.5, 2.5, 3.5])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "mean")
-    return _reduce("reduce_mean", _floating(x, dtype), dim, keepdim)
+    return _reduce("reduce_mean", _floating(input, dtype), dim, keepdim)
 
 
 @takes_out
 @autocast_op("fp32")
-def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over `dim`, as PyTorch's `prod` (integers and bools multiply as int64).
 
     >>> import kiln as kn, numpy as np
@@ -546,11 +546,11 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     array([ 7, 10])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "prod")
-    return _as_asked(_reduce("reduce_prod", _accumulating(x, dtype), dim, keepdim), dtype)
+    return _as_asked(_reduce("reduce_prod", _accumulating(input, dtype), dim, keepdim), dtype)
 
 
 @takes_out
-def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def amax(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """The maximum over `dim` (None or (): all dims), as PyTorch's `amax`: values only.
 
     >>> import kiln as kn, numpy as np
@@ -558,12 +558,12 @@ def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     array([5, 7])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "amax")
-    (x,) = lift(x)
-    return _reduce("reduce_max", x, dim, keepdim)
+    (input,) = lift(input)
+    return _reduce("reduce_max", input, dim, keepdim)
 
 
 @takes_out
-def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def amin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """The minimum over `dim` (None or (): all dims), as PyTorch's `amin`: values only.
 
     >>> import kiln as kn, numpy as np
@@ -571,8 +571,8 @@ def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     array([1, 2])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "amin")
-    (x,) = lift(x)
-    return _reduce("reduce_min", x, dim, keepdim)
+    (input,) = lift(input)
+    return _reduce("reduce_min", input, dim, keepdim)
 
 
 def _extremum(which, x, dim, keepdim, axis, keepdims):
@@ -607,7 +607,7 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
     return getattr(return_types, which)(values, indices)
 
 
-def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `max`: `max(x)` is the largest element (0-d); `max(x, dim)` is the named
     tuple `(values, indices)` along `dim`; `max(x, other)` with a tensor is `maximum`.
 
@@ -616,17 +616,17 @@ def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     >>> values, indices
     (array([5, 7]), array([1, 0]))
     """
-    return _extremum("max", x, dim, keepdim, axis, keepdims)
+    return _extremum("max", input, dim, keepdim, axis, keepdims)
 
 
-def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `min`: the smallest element, `(values, indices)` along `dim`, or `minimum`.
 
     >>> import kiln as kn, numpy as np
     >>> kn.min(np.array([[1, 5], [7, 2]]), 1).values
     array([1, 2])
     """
-    return _extremum("min", x, dim, keepdim, axis, keepdims)
+    return _extremum("min", input, dim, keepdim, axis, keepdims)
 
 
 def _arg(op_name, x, dim, keepdim):
@@ -640,7 +640,7 @@ def _arg(op_name, x, dim, keepdim):
 
 
 @takes_out
-def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def argmax(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the maximum along `dim` (None: of the flattened tensor), as int64.
 
     >>> import kiln as kn, numpy as np
@@ -648,11 +648,11 @@ def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     array([1, 0])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "argmax")
-    return _arg("argmax", x, dim, keepdim)
+    return _arg("argmax", input, dim, keepdim)
 
 
 @takes_out
-def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the minimum along `dim` (None: of the flattened tensor), as int64.
 
     >>> import kiln as kn, numpy as np
@@ -660,7 +660,7 @@ def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     array([0, 1])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "argmin")
-    return _arg("argmin", x, dim, keepdim)
+    return _arg("argmin", input, dim, keepdim)
 
 
 def _count(x, axes):
@@ -675,7 +675,7 @@ def _count(x, axes):
 
 
 @takes_out
-def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None, ddof=None):  # fmt: skip
     """Variance over `dim` with PyTorch's Bessel correction: `sum((x - mean)^2) / (n -
     correction)`, `correction=1` by default (`unbiased=False` or `correction=0`: divide by
@@ -695,20 +695,20 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     if len(given) > 1:
         raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
     correction = given[0] if given else 1
-    x = _floating(x)
-    axes = _axes(dim, x.ndim)
-    centered = sub(x, _reduce("reduce_mean", x, axes, True))
+    input = _floating(input)
+    axes = _axes(dim, input.ndim)
+    centered = sub(input, _reduce("reduce_mean", input, axes, True))
     if correction == 0:
         return _reduce("reduce_mean", square(centered), axes, keepdim)
     total = _reduce("reduce_sum", square(centered), axes, keepdim)
-    n = _count(x, axes)
+    n = _count(input, axes)
     if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
         return mul(total, 1 / (n - correction) if n > correction else math.inf)
     return div(total, sub(n, correction))
 
 
 @takes_out
-def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None, ddof=None):  # fmt: skip
     """Standard deviation over `dim`: `sqrt(var(x))`, with var's arguments and PyTorch's
     default `correction=1`.
@@ -717,7 +717,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     >>> kn.std(np.array([1.0, 3.0], np.float32))
     array(1.4142135, dtype=float32)
     """
-    v = var(x, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims,
+    v = var(input, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims,
             ddof=ddof)  # fmt: skip
     # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
     # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
@@ -729,7 +729,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
 @takes_out
 @in_float32
 @autocast_op(None, cuda="fp32")
-def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow.
 
     >>> import kiln as kn, numpy as np
@@ -737,18 +737,18 @@ def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     array(1000.6932, dtype=float32)
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "logsumexp")
-    x = _floating(x)
-    axes = _axes(dim, x.ndim)
-    m = _reduce("reduce_max", x, axes, True)
+    input = _floating(input)
+    axes = _axes(dim, input.ndim)
+    m = _reduce("reduce_max", input, axes, True)
     m = call("stop_gradient", where(isfinite(m), m, 0))
-    r = add(log(_reduce("reduce_sum", exp(sub(x, m)), axes, True)), m)
+    r = add(log(_reduce("reduce_sum", exp(sub(input, m)), axes, True)), m)
     if keepdim:
         return r
     return call("reshape", r, shape=tuple(d for i, d in enumerate(r.shape) if i not in axes))
 
 
 @takes_out
-def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether every element (along `dim`) is nonzero, as bools (True for none).
 
     >>> import kiln as kn, numpy as np
@@ -756,13 +756,13 @@ def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     (array([False,  True]), array(True))
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "all")
-    (x,) = lift(x)
-    zeros = cast(logical_not(x), dt.int64)
+    (input,) = lift(input)
+    zeros = cast(logical_not(input), dt.int64)
     return equal(_reduce("reduce_sum", zeros, dim, keepdim), 0)
 
 
 @takes_out
-def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether some element (along `dim`) is nonzero, as bools (False for none).
 
     >>> import kiln as kn, numpy as np
@@ -770,8 +770,8 @@ def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     array([ True, False])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "any")
-    (x,) = lift(x)
-    nonzero = cast(not_equal(x, False if x.dtype.kind == "b" else 0), dt.int64)
+    (input,) = lift(input)
+    nonzero = cast(not_equal(input, False if input.dtype.kind == "b" else 0), dt.int64)
     return greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0)
 
 
@@ -798,7 +798,7 @@ def same_dtype_operands(op: str, a, b) -> tuple:
 
 @takes_out
 @autocast_op("lower")
-def matmul(a, b):
+def matmul(input, other):
     """Matrix product with NumPy's batching and broadcasting (`a @ b`); both operands of one
     dtype, as PyTorch's (no promotion: float32 @ float64 raises DTypeMismatchError).
 
@@ -806,21 +806,21 @@ def matmul(a, b):
     >>> kn.matmul(np.ones((2, 3), np.float32), np.ones((3,), np.float32))
     array([3., 3.], dtype=float32)
     """
-    return call("matmul", *same_dtype_operands("matmul", a, b))
+    return call("matmul", *same_dtype_operands("matmul", input, other))
 
 
 @takes_out
-def dot(a, b):
-    """NumPy's `dot` for operands where it agrees with `matmul` (`b` of 1 or 2 dims), and
+def dot(input, tensor):
+    """NumPy's `dot` for operands where it agrees with `matmul` (`tensor` of 1 or 2 dims), and
     scalar products of 0-d operands.
 
     >>> import kiln as kn, numpy as np
     >>> kn.dot(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     array(11.)
     """
-    a, b = same_dtype_operands("dot", a, b)
-    if a.ndim == 0 or b.ndim == 0:
-        return mul(a, b)
-    if b.ndim > 2:
-        raise ShapeError(f"dot of a {b.ndim}-d right operand: use kn.matmul (batched)")
-    return call("matmul", a, b)
+    input, tensor = same_dtype_operands("dot", input, tensor)
+    if input.ndim == 0 or tensor.ndim == 0:
+        return mul(input, tensor)
+    if tensor.ndim > 2:
+        raise ShapeError(f"dot of a {tensor.ndim}-d right operand: use kn.matmul (batched)")
+    return call("matmul", input, tensor)

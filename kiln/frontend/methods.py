@@ -64,7 +64,7 @@ METHODS = {
     "bitwise_not": m.bitwise_not, "bitwise_left_shift": m.bitwise_left_shift,
     "bitwise_right_shift": m.bitwise_right_shift,
     "astype": m.cast, "matmul": m.matmul, "dot": m.dot, "reshape": None,
-    "transpose": s.transpose, "swapaxes": s.transpose, "swapdims": s.transpose,
+    "transpose": s.transpose, "swapaxes": s.swapaxes, "swapdims": s.transpose,
     "permute": s.permute, "t": s.t, "flatten": s.flatten, "squeeze": s.squeeze,
     "unsqueeze": s.unsqueeze, "broadcast_to": s.broadcast_to, "take": s.gather,
 }  # fmt: skip
@@ -126,8 +126,8 @@ METHODS |= {
 }  # fmt: skip
 
 
-def _reshape_method(self, *shape):
-    return s.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+def _reshape_method(self, *args, shape=None):
+    return s.reshape(self, s.varargs("reshape", args, shape, "shape"))
 
 
 # -- Symbol's own: what eager Tensors have from their value (kiln/eager), made from the type ----
@@ -182,8 +182,11 @@ def _cast_to(dtype):
     return lambda self: m.cast(self, dtype) if self.dtype != dtype else self
 
 
-def _view(self, *shape):
-    """`view(shape)`, or `view(dtype)`: the same bytes read as dtype (one `bitcast`)."""
+def _view(self, *shape, size=None, dtype=None):
+    """`view(shape)`, or `view(dtype)`: the same bytes read as dtype (one `bitcast`); PyTorch's
+    keywords `size=` and `dtype=` too."""
+    if dtype is not None or size is not None:
+        shape = (dtype,) if dtype is not None else (size,)
     if len(shape) == 1 and dt.is_dtype(shape[0]):
         dtype = dt.as_dtype(shape[0])
         return m.core.call("bitcast", self, dtype=dtype, source=self.dtype)

@@ -65,7 +65,7 @@ def _softmax_dim(dim, axis, dtype, x, name):
 
 
 @autocast_op(None, cuda="fp32")
-def softmax(x, dim=None, dtype=None, *, axis=None):
+def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
     cannot overflow; `dim` is required, as in PyTorch's `torch.softmax`.
 
@@ -73,8 +73,8 @@ def softmax(x, dim=None, dtype=None, *, axis=None):
     >>> kn.softmax(np.array([1.0, 1.0, 1000.0, 1000.0], np.float32), -1)
     array([0. , 0. , 0.5, 0.5], dtype=float32)
     """
-    x, axis = _softmax_dim(dim, axis, dtype, x, "softmax")
-    return _softmax(x, axis)
+    input, axis = _softmax_dim(dim, axis, dtype, input, "softmax")  # noqa: A001
+    return _softmax(input, axis)
 
 
 @in_float32
@@ -86,7 +86,7 @@ def _softmax(x, axis):
 
 
 @autocast_op(None, cuda="fp32")
-def log_softmax(x, dim=None, dtype=None, *, axis=None):
+def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
     `log(softmax(x))` underflows; `dim` is required, as in PyTorch's `torch.log_softmax`.
 
@@ -94,8 +94,8 @@ def log_softmax(x, dim=None, dtype=None, *, axis=None):
     >>> kn.log_softmax(np.array([0.0, 1000.0], np.float32), dim=0)
     array([-1000.,     0.], dtype=float32)
     """
-    x, axis = _softmax_dim(dim, axis, dtype, x, "log_softmax")
-    return _log_softmax(x, axis)
+    input, axis = _softmax_dim(dim, axis, dtype, input, "log_softmax")  # noqa: A001
+    return _log_softmax(input, axis)
 
 
 @in_float32
@@ -159,29 +159,29 @@ def _keep_mask(x, keep: float, dtype):
     return call("random_bernoulli", shape=x.shape, dtype=dtype, seed=seed, p=keep, key=(seed, 0))
 
 
-def dropout(x, p: float = 0.5, training: bool = True):
+def dropout(input, p: float = 0.5, train: bool = True):  # noqa: A002
     """Inverted dropout: zeroes each element with probability `p`, scales the rest by
-    `1 / (1 - p)`; with `training=False` or `p=0` it returns `x` unchanged.
+    `1 / (1 - p)`; with `train=False` or `p=0` it returns `input` unchanged.
 
     In graph mode every run of a compiled function draws a fresh mask.
 
     >>> import kiln as kn, numpy as np
     >>> x = np.ones(4, np.float32)
-    >>> kn.dropout(x, p=0.5, training=False) is x
+    >>> kn.dropout(x, p=0.5, train=False) is x
     True
     >>> sorted(set(kn.dropout(x, p=0.5).tolist()) - {0.0, 2.0})
     []
     """
     if not 0.0 <= p <= 1.0:
         raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
-    (x,) = lift(x)
-    if not training or p == 0.0:
-        return x
+    (input,) = lift(input)  # noqa: A001
+    if not train or p == 0.0:
+        return input
     if p == 1.0:
-        return mul(x, 0)  # PyTorch's choice: multiply, so the graph stays connected
+        return mul(input, 0)  # PyTorch's choice: multiply, so the graph stays connected
     keep = 1.0 - p
-    dtype = x.dtype if dt.is_float(x.dtype) else dt.DEFAULT_FLOAT
-    return mul(x, div(_keep_mask(x, keep, dtype), keep))
+    dtype = input.dtype if dt.is_float(input.dtype) else dt.DEFAULT_FLOAT
+    return mul(input, div(_keep_mask(input, keep, dtype), keep))
 
 
 # -- normalization ----------------------------------------------------------------------------
@@ -333,15 +333,16 @@ def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, m
 # -- convolution, pooling, embedding ----------------------------------------------------------
 
 
-def embedding(ids, table):
-    """Rows of `table` (V, D) picked by integer `ids` (...), giving (..., D).
+def embedding(weight, indices):
+    """Rows of `weight` (V, D) picked by integer `indices` (...), giving (..., D), as PyTorch's
+    `torch.embedding` (weight first; `kn.nn.functional.embedding` takes indices first).
 
     >>> import kiln as kn, numpy as np
-    >>> kn.embedding(np.array([2, 0]), np.arange(6.0, dtype=np.float32).reshape(3, 2))
+    >>> kn.embedding(np.arange(6.0, dtype=np.float32).reshape(3, 2), np.array([2, 0]))
     array([[4., 5.],
            [0., 1.]], dtype=float32)
     """
-    return gather(table, ids, axis=0)
+    return gather(weight, indices, axis=0)
 
 
 def _slice_dim(x, dim: int, start, stop, step=None):

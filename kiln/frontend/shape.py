@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
 from .core import call, lift
 from .indexing import getitem
 
@@ -36,55 +36,70 @@ __all__ = [
 ]
 
 
-def reshape(x, shape):
+def varargs(op: str, args: tuple, keyword, name: str) -> tuple:
+    """Sizes or dims as PyTorch takes them: as arguments (`x.permute(2, 0, 1)`), as one
+    sequence (`x.permute((2, 0, 1))`) or by keyword (`x.permute(dims=(2, 0, 1))`).
+
+    >>> varargs("permute", (), (2, 0, 1), "dims")
+    (2, 0, 1)
+    """
+    if keyword is not None:
+        if args:
+            raise ArgumentTypeError(f"{op}() got {name} both as arguments and as {name}=")
+        args = (keyword,)
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer, sh.Dim)):
+        args = tuple(args[0])
+    return tuple(args)
+
+
+def reshape(input, shape):  # noqa: A002
     """`x` with a new shape of the same size; one dim may be -1; dims may be symbolic.
 
     >>> import kiln as kn, numpy as np
     >>> kn.reshape(np.arange(6), (3, -1)).shape
     (3, 2)
     """
-    (x,) = lift(x)
+    (input,) = lift(input)  # noqa: A001
     shape = (shape,) if isinstance(shape, (int, sh.Dim)) else tuple(shape)
-    return call("reshape", x, shape=sh.reshape_shape(x.shape, shape))
+    return call("reshape", input, shape=sh.reshape_shape(input.shape, shape))
 
 
-def flatten(x, start_dim: int = 0, end_dim: int = -1):
+def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """Merges the dims from `start_dim` to `end_dim` into one (PyTorch's `flatten`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.flatten(np.zeros((2, 3, 4)), 1).shape
     (2, 12)
     """
-    (x,) = lift(x)
-    if x.ndim == 0:
-        return reshape(x, (1,))
-    s, e = sh.normalize_axis(start_dim, x.ndim), sh.normalize_axis(end_dim, x.ndim)
+    (input,) = lift(input)  # noqa: A001
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = sh.normalize_axis(start_dim, input.ndim), sh.normalize_axis(end_dim, input.ndim)
     if s > e:
         raise ShapeError(f"flatten() has invalid args: start_dim {start_dim} cannot come after "
                          f"end_dim {end_dim}")  # fmt: skip
-    merged = sh.dim_product(x.shape[s : e + 1])
-    return reshape(x, (*x.shape[:s], merged, *x.shape[e + 1 :]))
+    merged = sh.dim_product(input.shape[s : e + 1])
+    return reshape(input, (*input.shape[:s], merged, *input.shape[e + 1 :]))
 
 
-def permute(x, *dims):
-    """`x` with its dims reordered: dim i of the result is dim `dims[i]` of x (PyTorch's
-    `permute`; the dims as arguments or as one sequence).
+def permute(input, *args, dims=None):  # noqa: A002
+    """`input` with its dims reordered: dim i of the result is dim `dims[i]` of input
+    (PyTorch's `permute`; the dims as arguments, as one sequence or as `dims=`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.permute(np.zeros((2, 3, 4)), 2, 0, 1).shape
     (4, 2, 3)
     """
-    (x,) = lift(x)
-    if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
-        dims = tuple(dims[0])
-    if len(dims) != x.ndim:
-        raise ShapeError(f"permute: the number of dims of the input ({x.ndim}) is not the "
+    (input,) = lift(input)  # noqa: A001
+    dims = varargs("permute", args, dims, "dims")
+    if len(dims) != input.ndim:
+        raise ShapeError(f"permute: the number of dims of the input ({input.ndim}) is not the "
                          f"length of the ordering {dims}")  # fmt: skip
-    perm = tuple(sh.normalize_axis(int(d), x.ndim) for d in dims)
-    return call("transpose", x, perm=perm)
+    perm = tuple(sh.normalize_axis(int(d), input.ndim) for d in dims)
+    return call("transpose", input, perm=perm)
 
 
-def transpose(x, dim0: int, dim1: int):
+def transpose(input, dim0: int, dim1: int):  # noqa: A002
     """`x` with dims `dim0` and `dim1` swapped (PyTorch's `transpose`; `permute` reorders
     all of them).
 
@@ -92,30 +107,44 @@ def transpose(x, dim0: int, dim1: int):
     >>> kn.transpose(np.zeros((2, 3, 4)), 0, 2).shape
     (4, 3, 2)
     """
-    (x,) = lift(x)
-    perm = list(range(x.ndim))
-    if x.ndim == 0:
+    (input,) = lift(input)  # noqa: A001
+    perm = list(range(input.ndim))
+    if input.ndim == 0:
         sh.normalize_axis(dim0, 0), sh.normalize_axis(dim1, 0)
-        return call("transpose", x, perm=())
-    a, b = sh.normalize_axis(dim0, x.ndim), sh.normalize_axis(dim1, x.ndim)
+        return call("transpose", input, perm=())
+    a, b = sh.normalize_axis(dim0, input.ndim), sh.normalize_axis(dim1, input.ndim)
     perm[a], perm[b] = perm[b], perm[a]
-    return call("transpose", x, perm=tuple(perm))
+    return call("transpose", input, perm=tuple(perm))
 
 
-swapaxes = swapdims = transpose
+swapdims = transpose
 
 
-def t(x):
+def swapaxes(input, axis0: int, axis1: int):  # noqa: A002
+    """`transpose` under NumPy's name and argument names, as PyTorch's `swapaxes`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.swapaxes(np.zeros((2, 3)), axis0=0, axis1=1).shape
+    (3, 2)
+    """
+    return transpose(input, axis0, axis1)
+
+
+def t(input):  # noqa: A002
     """The transpose of a matrix; tensors of 0 or 1 dims as they are (PyTorch's `t`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.t(np.zeros((2, 3))).shape
     (3, 2)
     """
-    (x,) = lift(x)
-    if x.ndim > 2:
-        raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return transpose(x, 0, -1) if x.ndim == 2 else call("transpose", x, perm=tuple(range(x.ndim)))
+    (input,) = lift(input)  # noqa: A001
+    if input.ndim > 2:
+        raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return (
+        transpose(input, 0, -1)
+        if input.ndim == 2
+        else call("transpose", input, perm=tuple(range(input.ndim)))
+    )
 
 
 def reverse_dims(x):
@@ -143,7 +172,7 @@ def matrix_transpose(x):
     return transpose(x, -2, -1)
 
 
-def squeeze(x, dim=None):
+def squeeze(input, dim=None):  # noqa: A002
     """Removes dims of size 1: all of them, or those of `dim` (an int or a tuple) that have
     size 1; a named dim of another size stays (PyTorch's `squeeze`).
 
@@ -151,41 +180,41 @@ def squeeze(x, dim=None):
     >>> kn.squeeze(np.zeros((1, 3, 1)), 0).shape, kn.squeeze(np.zeros((2, 3)), 0).shape
     ((3, 1), (2, 3))
     """
-    (x,) = lift(x)
+    (input,) = lift(input)  # noqa: A001
     if dim is None:
-        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+        axes = tuple(i for i, d in enumerate(input.shape) if d == 1)
     else:
         dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-        if x.ndim == 0 and all(d in (0, -1) for d in dims):
-            return reshape(x, ())
-        axes = tuple(a for a in sh.normalize_axes(dims, x.ndim) if x.shape[a] == 1)
-    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+        if input.ndim == 0 and all(d in (0, -1) for d in dims):
+            return reshape(input, ())
+        axes = tuple(a for a in sh.normalize_axes(dims, input.ndim) if input.shape[a] == 1)
+    return reshape(input, tuple(d for i, d in enumerate(input.shape) if i not in axes))
 
 
-def unsqueeze(x, dim: int):
+def unsqueeze(input, dim: int):  # noqa: A002
     """Inserts a dim of size 1 at `dim` (PyTorch's `unsqueeze`, NumPy's `expand_dims`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.unsqueeze(np.zeros((2, 3)), -1).shape
     (2, 3, 1)
     """
-    (x,) = lift(x)
-    dim = sh.normalize_axis(dim, x.ndim + 1)
-    return reshape(x, (*x.shape[:dim], 1, *x.shape[dim:]))
+    (input,) = lift(input)  # noqa: A001
+    dim = sh.normalize_axis(dim, input.ndim + 1)
+    return reshape(input, (*input.shape[:dim], 1, *input.shape[dim:]))
 
 
 expand_dims = unsqueeze
 
 
-def broadcast_to(x, shape):
+def broadcast_to(input, size):  # noqa: A002
     """`x` broadcast to `shape`, as NumPy's `broadcast_to`.
 
     >>> import kiln as kn, numpy as np
     >>> kn.broadcast_to(np.ones(3), (2, 3)).shape
     (2, 3)
     """
-    (x,) = lift(x)
-    return call("broadcast_to", x, shape=sh.as_shape(shape))
+    (input,) = lift(input)  # noqa: A001
+    return call("broadcast_to", input, shape=sh.as_shape(size))
 
 
 def concat(xs, axis: int = 0):
@@ -263,16 +292,16 @@ def pad(x, pad_width, value=0):
                 else int(value))  # fmt: skip
 
 
-def tile(x, reps):
+def tile(input, dims):  # noqa: A002
     """Repeats `x` by `reps` along each dim (NumPy's `tile`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.tile(np.ones((2, 3)), (2, 1)).shape
     (4, 3)
     """
-    (x,) = lift(x)
-    reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
-    return call("tile", x, reps=reps)
+    (input,) = lift(input)  # noqa: A001
+    dims = (dims,) if isinstance(dims, int) else tuple(int(r) for r in dims)
+    return call("tile", input, reps=dims)
 
 
 def one_hot(ids, num_classes: int, dtype=dt.float32):

@@ -16,6 +16,7 @@ from ..ops.multi import elements
 from .autocast import autocast_op
 from .core import call, lift, promote
 from .out import takes_out
+from .shape import varargs
 
 __all__ = [
     "cat",
@@ -58,9 +59,7 @@ def _slice(x, dim: int, start, stop, step=None):
 
 def _sizes(sizes) -> tuple:
     """Varargs sizes (`x.expand(2, 3)`) or one sequence (`x.expand((2, 3))`)."""
-    if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer, sh.Dim)):
-        sizes = tuple(sizes[0])
-    return tuple(sizes)
+    return varargs("", sizes, None, "")
 
 
 def _copy(x):
@@ -165,7 +164,7 @@ def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A00
 # -- repeating and reshaping ---------------------------------------------------------------------
 
 
-def expand(input, *sizes):  # noqa: A002
+def expand(input, *args, size=None):  # noqa: A002
     """`input` broadcast to `sizes` (-1 keeps a dim), a view (PyTorch's `Tensor.expand`).
 
     >>> import kiln as kn
@@ -173,7 +172,7 @@ def expand(input, *sizes):  # noqa: A002
     (3, 4)
     """
     (x,) = lift(input)
-    sizes = _sizes(sizes)
+    sizes = varargs("expand", args, size, "size")
     new = len(sizes) - x.ndim
     if new < 0:
         raise ShapeError(
@@ -216,7 +215,7 @@ def unflatten(input, dim: int, sizes):  # noqa: A002
     return call("reshape", x, shape=(*x.shape[:dim], *inner, *x.shape[dim + 1 :]))
 
 
-def repeat(input, *sizes):  # noqa: A002
+def repeat(input, *args, repeats=None):  # noqa: A002
     """`input` tiled `sizes` times along each dim (PyTorch's `Tensor.repeat`; new leading dims
     when there are more sizes than dims).
 
@@ -226,7 +225,7 @@ def repeat(input, *sizes):  # noqa: A002
             [1, 2, 1, 2]])
     """
     (x,) = lift(input)
-    sizes = tuple(int(s) for s in _sizes(sizes))
+    sizes = tuple(int(s) for s in varargs("repeat", args, repeats, "repeats"))
     if len(sizes) < x.ndim:
         raise ShapeError(
             "Number of dimensions of repeat dims can not be smaller than number of dimensions "
@@ -281,7 +280,7 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
     return out
 
 
-def flip(input, *dims):  # noqa: A002
+def flip(input, *args, dims=None):  # noqa: A002
     """`input` with the order of elements along `dims` reversed (a copy, as PyTorch's `flip`).
 
     >>> import kiln as kn
@@ -290,7 +289,8 @@ def flip(input, *dims):  # noqa: A002
             [4, 3]])
     """
     (x,) = lift(input)
-    axes = sh.normalize_axes(_sizes(dims), max(x.ndim, 1)) if x.ndim else ()
+    dims = varargs("flip", args, dims, "dims")
+    axes = sh.normalize_axes(dims, max(x.ndim, 1)) if x.ndim else ()
     if not axes:
         return _copy(x)
     spec = tuple(("slice", None, None, -1 if d in axes else None) for d in range(x.ndim))

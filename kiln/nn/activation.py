@@ -42,6 +42,11 @@ __all__ = [
 ]
 
 
+def _inplace(module) -> str:
+    """The end of an activation's repr: ", inplace=True" when it is, as PyTorch prints."""
+    return ", inplace=True" if module.inplace else ""
+
+
 class ReLU(Module):
     """`max(x, 0)`; `inplace=True` overwrites an eager input, as PyTorch's.
 
@@ -56,6 +61,9 @@ class ReLU(Module):
 
     def forward(self, x):
         return F.relu(x, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):
@@ -118,6 +126,9 @@ class SiLU(Module):
     def forward(self, x):
         return F.silu(x, self.inplace)
 
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
 
 class LeakyReLU(Module):
     """`x` where positive, else `negative_slope * x`.
@@ -135,7 +146,7 @@ class LeakyReLU(Module):
         return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + _inplace(self)
 
 
 class ELU(Module):
@@ -154,7 +165,7 @@ class ELU(Module):
         return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + _inplace(self)
 
 
 class Softplus(Module):
@@ -274,6 +285,9 @@ class Hardswish(_Pointwise):
 
     fn = staticmethod(F.hardswish)
 
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's prints no inplace flag for this one
+
 
 class Hardsigmoid(_Pointwise):
     """`clip(x / 6 + 1 / 2, 0, 1)`.
@@ -284,6 +298,9 @@ class Hardsigmoid(_Pointwise):
     """
 
     fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's prints no inplace flag for this one
 
 
 class Mish(_Pointwise):
@@ -313,7 +330,7 @@ class CELU(Module):
         return F.celu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + _inplace(self)
 
 
 class Hardtanh(Module):
@@ -324,8 +341,24 @@ class Hardtanh(Module):
     tensor([-2.,  1.])
     """
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ):
         super().__init__()
+        if min_value is not None or max_value is not None:
+            warnings.warn(
+                "keyword arguments min_value and max_value are deprecated: use min_val and "
+                "max_val instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            min_val = min_val if min_value is None else min_value
+            max_val = max_val if max_value is None else max_value
         if max_val < min_val:
             raise ArgumentError("min_val cannot be greater than max_val")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
@@ -334,7 +367,7 @@ class Hardtanh(Module):
         return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace(self)
 
 
 class Softsign(Module):
@@ -416,7 +449,7 @@ class Threshold(Module):
         return F.threshold(x, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}"
+        return f"threshold={self.threshold}, value={self.value}" + _inplace(self)
 
 
 class _Shrink(Module):
@@ -508,4 +541,4 @@ class RReLU(Module):
         return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}"
+        return f"lower={self.lower}, upper={self.upper}" + _inplace(self)

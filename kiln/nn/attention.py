@@ -35,6 +35,16 @@ def _float_mask(mask, name: str, like):
     return mask
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """`Linear` under the class name PyTorch gives MultiheadAttention's output projection, so
+    that the two print alike.
+
+    >>> import kiln as kn
+    >>> kn.nn.MultiheadAttention(4, 2).out_proj
+    NonDynamicallyQuantizableLinear(in_features=4, out_features=4, bias=True)
+    """
+
+
 class MultiheadAttention(Module):
     """Attention of `num_heads` heads over `embed_dim` features (PyTorch's
     `nn.MultiheadAttention`). Inputs are (L, N, E), (N, L, E) with `batch_first`, or
@@ -90,7 +100,9 @@ class MultiheadAttention(Module):
             self.v_proj_weight = Parameter(xavier((embed_dim, self.vdim), dtype))
         zeros = init.zeros()
         self.in_proj_bias = Parameter(zeros((3 * embed_dim,), dtype)) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(
+            embed_dim, embed_dim, bias=bias, dtype=dtype
+        )
         if bias:
             self.out_proj.bias = Parameter(zeros((embed_dim,), dtype))
         if add_bias_kv:
@@ -191,5 +203,4 @@ class MultiheadAttention(Module):
             return padding if mask is None else F.add(mask, padding)
         return mask
 
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+    # NOTE: no extra_repr: PyTorch prints only the output projection

@@ -97,13 +97,13 @@ class Sequential(_Numbered):
     )
     """
 
-    def __init__(self, *modules):
+    def __init__(self, *args):
         super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], Mapping):
-            for name, module in modules[0].items():
+        if len(args) == 1 and isinstance(args[0], Mapping):
+            for name, module in args[0].items():
                 self.add_module(name, module)
         else:
-            for module in modules:
+            for module in args:
                 self.append(module)
 
     def insert(self, index: int, module: Module) -> Sequential:

@@ -147,7 +147,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
             "embedding: max_norm, scale_grad_by_freq and sparse are not supported by kiln"
         )
     ids, table = F.core.lift(input, weight)
-    rows = F.embedding(ids, table)
+    rows = F.embedding(table, ids)
     if padding_idx is None:
         return rows
     n = table.shape[0]

@@ -59,7 +59,9 @@ class Linear(Module):
     ('f32[batch,10]', (10, 784), 'weight')
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         dtype = dtype or dt.DEFAULT_FLOAT
@@ -70,6 +72,8 @@ class Linear(Module):
         if bias:
             bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
             self.bias = _param(init.uniform(-bound, bound), (out_features,), dtype)
+        if device is not None:
+            self.to(device)
 
     def forward(self, x):
         return functional_attention.linear(x, self.weight, self.bias)  # autocast: one op
@@ -91,24 +95,25 @@ class Dropout(Module):
     True
     """
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, training=self.training)
+        return functional_core.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class _ChannelDropout(Dropout):
     fn = staticmethod(functional_core.dropout2d)
 
     def forward(self, x):
-        return type(self).fn(x, self.p, self.training)
+        return type(self).fn(x, self.p, self.training, self.inplace)
 
 
 class Dropout1d(_ChannelDropout):
@@ -192,6 +197,9 @@ class Flatten(Module):
     def forward(self, x):
         return F.flatten(x, self.start_dim, self.end_dim)
 
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
 
 _ACTIVATIONS = {"relu": ReLU, "gelu": GELU, "tanh": Tanh, "sigmoid": Sigmoid}
 
@@ -234,22 +242,32 @@ class LayerNorm(Module):
         eps: float = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
         if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (int(normalized_shape),)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
-        self.weight = _param(init.ones(), self.normalized_shape) if elementwise_affine else None
+        self.elementwise_affine = elementwise_affine
+        dtype = dtype or dt.DEFAULT_FLOAT
+        shape = self.normalized_shape
+        self.weight = _param(init.ones(), shape, dtype) if elementwise_affine else None
         has_bias = elementwise_affine and bias
-        self.bias = _param(init.zeros(), self.normalized_shape) if has_bias else None
+        self.bias = _param(init.zeros(), shape, dtype) if has_bias else None
+        if device is not None:
+            self.to(device)
 
     def forward(self, x):
         axes = tuple(range(-len(self.normalized_shape), 0))
         return F.layer_norm(x, weight=self.weight, bias=self.bias, eps=self.eps, axis=axes)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}"
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
 
 
 class Embedding(Module):
@@ -316,16 +334,23 @@ class BatchNorm1d(Module):
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
     ):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = _param(init.ones(), (num_features,)) if affine else None
-        self.bias = _param(init.zeros(), (num_features,)) if affine else None
+        dtype = dtype or dt.DEFAULT_FLOAT
+        self.weight = _param(init.ones(), (num_features,), dtype) if affine else None
+        self.bias = _param(init.zeros(), (num_features,), dtype) if affine and bias else None
         if track_running_stats:
-            self.register_buffer("running_mean", np.zeros(num_features, np.float32))
-            self.register_buffer("running_var", np.ones(num_features, np.float32))
+            self.register_buffer("running_mean", np.zeros(num_features, dtype))
+            self.register_buffer("running_var", np.ones(num_features, dtype))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        if device is not None:
+            self.to(device)
 
     ndims: tuple = (2, 3)  # the input ranks the class takes
 
@@ -372,7 +397,8 @@ class BatchNorm1d(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -409,6 +435,8 @@ class GroupNorm(Module):
         affine: bool = True,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ):
         super().__init__()
         if num_channels % num_groups:
@@ -421,7 +449,7 @@ class GroupNorm(Module):
         )
         dtype = dtype or dt.DEFAULT_FLOAT
         self.weight = _param(init.ones(), (num_channels,), dtype) if affine else None
-        self.bias = _param(init.zeros(), (num_channels,), dtype) if affine else None
+        self.bias = _param(init.zeros(), (num_channels,), dtype) if affine and bias else None
         if device is not None:
             self.to(device)
 
@@ -429,7 +457,10 @@ class GroupNorm(Module):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class _InstanceNorm(Module):
@@ -444,6 +475,8 @@ class _InstanceNorm(Module):
         track_running_stats: bool = False,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ):
         super().__init__()
         if track_running_stats:
@@ -459,7 +492,7 @@ class _InstanceNorm(Module):
         self.track_running_stats = track_running_stats
         dtype = dtype or dt.DEFAULT_FLOAT
         self.weight = _param(init.ones(), (num_features,), dtype) if affine else None
-        self.bias = _param(init.zeros(), (num_features,), dtype) if affine else None
+        self.bias = _param(init.zeros(), (num_features,), dtype) if affine and bias else None
         if device is not None:
             self.to(device)
 
@@ -473,7 +506,11 @@ class _InstanceNorm(Module):
         return y if batched else F.squeeze(y, 0)
 
     def extra_repr(self) -> str:
-        return f"{self.num_features}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
 
 
 class InstanceNorm1d(_InstanceNorm):

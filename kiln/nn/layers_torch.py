@@ -70,7 +70,7 @@ class _Pad(Module):
 
 
 def _pad_class(name, mode, dims, constant=False):
-    def __init__(self, padding, value: float = 0.0) -> None:
+    def __init__(self, padding, value: float) -> None:
         _Pad.__init__(self, padding, value)
 
     def __init_zero__(self, padding) -> None:
@@ -410,7 +410,8 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ArgumentError(f"TripletMarginWithDistanceLoss: expected margin to be "
                                 f"greater than 0, got {margin} instead")  # fmt: skip
-        self.distance_function = distance_function
+        # a child module by default, as PyTorch's (its repr shows it)
+        self.distance_function = distance_function or PairwiseDistance()
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor, positive, negative):
@@ -430,7 +431,10 @@ class _MaxUnpool(Module):
                              output_size)  # fmt: skip
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        n = int(type(self).__name__[-2])  # MaxUnpool2d: 2 (PyTorch prints a tuple of n)
+        k, s, p = (v if isinstance(v, tuple) else (v,) * n
+                   for v in (self.kernel_size, self.stride, self.padding))  # fmt: skip
+        return f"kernel_size={k}, stride={s}, padding={p}"
 
 
 class MaxUnpool1d(_MaxUnpool):
@@ -598,7 +602,7 @@ class RNNCellBase(Module):
 
     mode = "RNN_TANH"
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, num_chunks: int = 1,
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device=None, dtype=None):  # fmt: skip
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
@@ -616,7 +620,7 @@ class RNNCellBase(Module):
         if not self.bias:
             text += ", bias=False"
         if getattr(self, "nonlinearity", "tanh") != "tanh":
-            text += f", nonlinearity={self.nonlinearity!r}"
+            text += f", nonlinearity={self.nonlinearity}"  # unquoted, as PyTorch prints
         return text
 
     def _step(self, input, states):  # noqa: A002

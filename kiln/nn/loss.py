@@ -26,8 +26,7 @@ class _Loss(Module):
         super().__init__()
         self.reduction = _reduction(size_average, reduce, reduction)
 
-    def extra_repr(self) -> str:
-        return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
+    # NOTE: no extra_repr: PyTorch prints `MSELoss()` whatever the reduction
 
 
 class _WeightedLoss(_Loss):

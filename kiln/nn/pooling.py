@@ -118,7 +118,9 @@ class AvgPool1d(Module):
         )
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        k, s, p = (v if isinstance(v, tuple) else (v,)
+                   for v in (self.kernel_size, self.stride, self.padding))  # fmt: skip
+        return f"kernel_size={k}, stride={s}, padding={p}"  # tuples, as PyTorch prints
 
 
 class AvgPool2d(Module):
@@ -289,6 +291,10 @@ class Upsample(Module):
         recompute_scale_factor=None,
     ):
         super().__init__()
+        if isinstance(scale_factor, (tuple, list)):  # floats, as PyTorch keeps them
+            scale_factor = tuple(float(f) for f in scale_factor)
+        elif scale_factor:
+            scale_factor = float(scale_factor)
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 

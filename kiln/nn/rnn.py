@@ -34,7 +34,7 @@ class RNNBase(Module):
     def __init__(
         self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
         bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-        bidirectional: bool = False, proj_size: int = 0, dtype=None,
+        bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None,
     ):  # fmt: skip
         super().__init__()
         if proj_size:
@@ -58,6 +58,8 @@ class RNNBase(Module):
                     shapes.update(bias_ih=(gate_size,), bias_hh=(gate_size,))
                 for name, shape in shapes.items():
                     setattr(self, name + suffix, Parameter(draw(shape, dtype)))
+        if device is not None:
+            self.to(device)
 
     @property
     def _directions(self) -> int:
@@ -70,8 +72,6 @@ class RNNBase(Module):
         text = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
-        if self.mode == "RNN_RELU":
-            text += ", nonlinearity='relu'"
         if not self.bias:
             text += ", bias=False"
         if self.batch_first:
@@ -191,13 +191,15 @@ class RNN(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, dtype=None):  # fmt: skip
+                 dropout: float = 0.0, bidirectional: bool = False, device=None,
+                 dtype=None):  # fmt: skip
         if nonlinearity not in ("tanh", "relu"):
             raise ArgumentError(
                 f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
             )
         super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers,
-                         bias, batch_first, dropout, bidirectional, dtype=dtype)  # fmt: skip
+                         bias, batch_first, dropout, bidirectional, device=device,
+                         dtype=dtype)  # fmt: skip
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):  # noqa: A002 -- PyTorch's name

@@ -45,7 +45,7 @@ class TransformerEncoderLayer(Module):
     a LayerNorm (after the block, or before it with `norm_first`)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 dropout: float = 0.1, activation=F.relu, layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):  # fmt: skip
         super().__init__()
@@ -85,7 +85,7 @@ class TransformerDecoderLayer(Module):
     with dropout, a residual connection and a LayerNorm."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 dropout: float = 0.1, activation=F.relu, layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):  # fmt: skip
         super().__init__()
@@ -187,7 +187,7 @@ class Transformer(Module):
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation="relu", custom_encoder=None, custom_decoder=None,
+                 activation=F.relu, custom_encoder=None, custom_decoder=None,
                  layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):  # fmt: skip
         super().__init__()

@@ -103,7 +103,6 @@ KNOWN: dict[str, str] = {
     "argwhere/float32/*/compile": "a data-dependent shape (eager only)",
     "argwhere/int64/*/compile": "a data-dependent shape (eager only)",
     "baddbmm/int64/*/*": "kiln's float32 where PyTorch gives int64",
-    "bernoulli/float32/*/*": "random draws: kiln's generator is not PyTorch's",
     "bfloat16/bool/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/float32/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/int64/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
@@ -111,8 +110,6 @@ KNOWN: dict[str, str] = {
     "bool/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
     "bool/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
     "bool/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "bucketize/float32/*/*": "kiln's int64 where PyTorch gives int32",
-    "bucketize/int64/*/*": "kiln's int64 where PyTorch gives int32",
     "byte/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
     "byte/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
     "byte/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
@@ -122,19 +119,11 @@ KNOWN: dict[str, str] = {
     "char/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
     "char/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
     "char/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "corrcoef/float32/*/*": "a shape differs (0-d or size-1 edge case)",
-    "corrcoef/int64/*/*": "a shape differs (0-d or size-1 edge case)",
     "cov/float32/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "cov/int64/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "double/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
     "double/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
     "double/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "empty/bool/*/eager": "uninitialized memory",
-    "empty/float32/*/eager": "uninitialized memory",
-    "empty/int64/*/eager": "uninitialized memory",
-    "empty_like/bool/*/*": "uninitialized memory",
-    "empty_like/float32/*/*": "uninitialized memory",
-    "empty_like/int64/*/*": "uninitialized memory",
     "flip/bool/*/*": "raises TypeError: flip() got an unexpected keyword argument 'dims'",
     "flip/float32/*/*": "raises TypeError: flip() got an unexpected keyword argument 'dims'",
     "flip/int64/*/*": "raises TypeError: flip() got an unexpected keyword argument 'dims'",
@@ -242,16 +231,12 @@ KNOWN: dict[str, str] = {
     "matrix_exp/float32/*/*": "float32 rounding on entries ~1e5 (relative error ~1e-6)",
     "mode/bool/*/*": "which index among equal values is implementation-defined",
     "mode/int64/*/*": "which index among equal values is implementation-defined",
-    "multinomial/float32/*/*": "random draws: kiln's generator is not PyTorch's",
     "narrow/bool/*/compile": "Python control flow on a traced value",
     "narrow/float32/1/compile": "Python control flow on a traced value",
     "narrow/float32/3/compile": "Python control flow on a traced value",
     "narrow/float32/5/compile": "Python control flow on a traced value",
     "narrow/float32/7/compile": "Python control flow on a traced value",
     "narrow/int64/*/compile": "Python control flow on a traced value",
-    "new_empty/bool/*/*": "uninitialized memory",
-    "new_empty/float32/*/*": "uninitialized memory",
-    "new_empty/int64/*/*": "uninitialized memory",
     "nn.functional.avg_pool1d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.avg_pool2d/float32/*/*": (
         "raises ShapeError: stride must be an int or N ints, got ()"
@@ -282,9 +267,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.conv_transpose1d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.conv_transpose2d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.conv_transpose3d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.dropout/float32/*/*": "random draws: kiln's generator is not PyTorch's",
-    "nn.functional.dropout2d/float32/*/*": "random draws: kiln's generator is not PyTorch's",
-    "nn.functional.dropout3d/float32/*/*": "random draws: kiln's generator is not PyTorch's",
     "nn.functional.embedding/float32/*/*": (
         "an argument form kiln does not implement (NotImplementedError)"
     ),
@@ -318,8 +300,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.prelu/float32/6/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
     "nn.functional.prelu/float32/7/*": "a shape differs (0-d or size-1 edge case)",
     "nn.functional.relu6/int64/*/*": "kiln's float32 where PyTorch gives int64",
-    "nn.functional.rrelu/float32/*/*": "random draws: kiln's generator is not PyTorch's",
-    "nn.functional.scaled_dot_product_attention/float32/*/*": "dropout_p > 0: random draws",
     "nn.functional.softmin/float32/*/*": (
         "raises ShapeError: zero-size array to reduction operation max which"
     ),
@@ -369,20 +349,12 @@ KNOWN: dict[str, str] = {
     "nonzero_static/float32/*/*": "raises ShapeError: cannot reshape [N] into [N,N]: N != N",
     "nonzero_static/int64/*/*": "raises ShapeError: cannot reshape [N] into [N,N]: N != N",
     "norm.nuc/float32/*/*": "raises ArgumentError: norm(): p='nuc' is not supported (use a number",
-    "normal/float32/*/*": "random draws: kiln's generator is not PyTorch's",
-    "normal.in_place/float32/0/compile": (
+    "normal.in_place/float32/*/compile": (
         "raises AttributeError: 'Symbol' object has no attribute '_data'"
     ),
-    "normal.in_place/float32/0/eager": "random draws: kiln's generator is not PyTorch's",
-    "normal.in_place/float32/1/compile": (
-        "raises AttributeError: 'Symbol' object has no attribute '_data'"
-    ),
-    "normal.in_place/float32/1/eager": "random draws: kiln's generator is not PyTorch's",
-    "normal.number_mean/float32/0/eager": "random draws: kiln's generator is not PyTorch's",
-    "normal.number_mean/float32/1/eager": (
+    "normal.number_mean/float32/*/eager": (
         "raises TypeError: normal() got an unexpected keyword argument 'layou"
     ),
-    "normal.number_mean/float32/2/*": "random draws: kiln's generator is not PyTorch's",
     "polygamma.polygamma_n_0/float32/*/*": (
         "PyTorch's float32 polygamma is less accurate near the poles (SciPy a"
     ),
@@ -398,9 +370,6 @@ KNOWN: dict[str, str] = {
     "polygamma.polygamma_n_4/float32/*/*": (
         "PyTorch's float32 polygamma is less accurate near the poles (SciPy a"
     ),
-    "randint/float32/*/eager": "random draws: kiln's generator is not PyTorch's",
-    "randint/int64/*/eager": "random draws: kiln's generator is not PyTorch's",
-    "randn/float32/*/eager": "random draws: kiln's generator is not PyTorch's",
     "repeat_interleave/bool/*/compile": "a data-dependent shape (eager only)",
     "repeat_interleave/float32/3/compile": "a data-dependent shape (eager only)",
     "repeat_interleave/float32/4/compile": "a data-dependent shape (eager only)",
@@ -572,14 +541,28 @@ def _replace(x, it):
     return x
 
 
+# ops whose values are random draws or uninitialized memory: dtypes and shapes compared only
+RANDOM = (
+    "bernoulli", "multinomial", "normal*", "rand*", "empty*", "new_empty*", "uniform",
+    "nn.functional.*dropout*", "nn.functional.rrelu",
+)  # fmt: skip
+
+
+def _random(op, sample) -> bool:
+    if any(fnmatch.fnmatchcase(op.name, p) for p in RANDOM):
+        return True
+    return bool(sample.kwargs.get("dropout_p", 0))  # scaled_dot_product_attention's dropout
+
+
 def _flat(x):
     if isinstance(x, (tuple, list)):
         return [y for e in x for y in _flat(e)]
     return [x]
 
 
-def _compare(kv, tv):
-    """None where kiln's result is PyTorch's, else what differs."""
+def _compare(kv, tv, values=True):
+    """None where kiln's result is PyTorch's (`values`: not only its dtype and shape), else
+    what differs."""
     if isinstance(tv, torch.Tensor):
         if not isinstance(kv, (kn.Tensor, np.ndarray, np.generic)):
             return f"type {type(kv).__name__} vs Tensor"
@@ -589,6 +572,8 @@ def _compare(kv, tv):
         t = tv.detach().resolve_conj().numpy()
         if t.dtype != k.dtype or t.shape != k.shape:
             return f"{k.dtype}{list(k.shape)} vs {t.dtype}{list(t.shape)}"
+        if not values:
+            return None
         if t.dtype.kind in "fc":
             k64, t64 = k.astype(np.complex128), t.astype(np.complex128)
             ok = np.allclose(k64, t64, rtol=1e-5, atol=1e-5, equal_nan=True)
@@ -598,7 +583,8 @@ def _compare(kv, tv):
     if isinstance(tv, (tuple, list)):
         if not isinstance(kv, (tuple, list)) or len(kv) != len(tv):
             return f"{type(kv).__name__} vs {type(tv).__name__} of {len(tv)}"
-        return next((r for r in map(_compare, kv, tv) if r), None)
+        diffs = (_compare(k, t, values) for k, t in zip(kv, tv))
+        return next((r for r in diffs if r), None)
     if isinstance(tv, torch.dtype):
         return None if str(kv).split(".")[-1] == str(tv).split(".")[-1] else f"{kv} vs {tv}"
     if isinstance(tv, float):
@@ -637,7 +623,7 @@ def run_sample(op, sample, compiled) -> dict:
     out = {}
     if k_error is not None:
         out["eager"] = f"raised {type(k_error).__name__}: {str(k_error)[:100]}"
-    elif (why := _compare(got, want)) is not None:
+    elif (why := _compare(got, want, not _random(op, sample))) is not None:
         out["eager"] = why
     wanted = _flat(want)
     if not compiled or not leaves or not all(isinstance(w, torch.Tensor) for w in wanted):
@@ -653,7 +639,14 @@ def run_sample(op, sample, compiled) -> dict:
     except Exception as e:  # noqa: BLE001
         out["compile"] = f"raised {type(e).__name__}: {str(e)[:100]}"
         return out
-    why = next((r for r in map(_compare, results, wanted) if r), None)
+    why = next(
+        (
+            r
+            for r in (_compare(k, t, not _random(op, sample)) for k, t in zip(results, wanted))
+            if r
+        ),
+        None,
+    )
     if why is not None or len(results) != len(wanted):
         out["compile"] = why or "number of outputs"
     return out

@@ -30,6 +30,13 @@ def test_logdet_of_negative_and_singular_determinants():
     assert (sign.item(), round(log_abs.item(), 6)) == (-1.0, round(np.log(6.0), 6))
 
 
+def test_compiled_slogdet_returns_tensors_by_name():
+    # det(diag(2, -3)) = -6: sign -1, log|det| = log 6 (by hand)
+    got = kn.compile(kn.linalg.slogdet)(kn.tensor(np.diag([2.0, -3.0])))
+    assert isinstance(got.logabsdet, kn.Tensor) and isinstance(got[0], kn.Tensor)
+    assert (got.sign.item(), round(got.logabsdet.item(), 6)) == (-1.0, round(np.log(6.0), 6))
+
+
 def test_values_and_gradients_match_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)

@@ -52,6 +52,9 @@ ROWS = [
      [np.array([[0, 2], [1, 3]])]),
     ("embedding_bag-padding", lambda F, w, i, o: F.embedding_bag(i, w, o, padding_idx=2), [X],
      [np.array([0, 2, 1, 2]), np.array([0, 2])]),
+    ("embedding_bag-padding-negative", lambda F, w, s, i, o: F.embedding_bag(
+        i, w, o, mode="sum", per_sample_weights=s, padding_idx=-1), [X, np.arange(1.0, 6.0)],
+     [np.array([3, 1, 1, 0, 3]), np.array([0, 3])]),
     ("ctc_loss", lambda F, x, t: F.ctc_loss(F.log_softmax(x, 2), t, [6, 5, 4], [3, 2, 0]),
      [LP], [np.array([[1, 2, 2], [3, 3, 0], [0, 0, 0]])]),
     ("ctc_loss-sum-zero_inf", lambda F, x, t: F.ctc_loss(

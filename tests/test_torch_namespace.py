@@ -37,6 +37,12 @@ CASES = {
         lambda L, a: L.bucketize(a, L.tensor([-1.0, 0.0, 0.5]), right=True),
         (A,),
     ),  # fmt: skip
+    "bucketize-int32": (
+        lambda L, a: L.bucketize(a, L.tensor([-1.0, 0.0, 0.5]), out_int32=True),
+        (A,),
+    ),  # fmt: skip
+    "cov-one-variable": (lambda L, a: L.cov(a[:1]), (A,)),
+    "corrcoef-one-variable": (lambda L, a: L.corrcoef(a[1:2]), (A,)),
     "unravel_index": (lambda L: L.unravel_index(L.tensor([0, 5, 11, -1]), (3, 4)), ()),
     "select_scatter": (lambda L, a, v: L.select_scatter(a, v[:3], 0, 2), (A, V)),
     "select_scatter-dim1": (lambda L, a, v: L.select_scatter(a, v[:4], 1, -1), (A, V)),

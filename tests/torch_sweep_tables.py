@@ -184,6 +184,7 @@ SHAPE = [
     ("broadcast_tensors", lambda L, x: L.broadcast_tensors(x, x[0])),
     ("broadcast_shapes", lambda L, x: L.broadcast_shapes((2, 1), (3,))),
     ("meshgrid", lambda L, x: L.meshgrid(x[0, 0], x[0, 1], indexing="ij")),
+    ("meshgrid-xy", lambda L, x: L.meshgrid(x[0, 0], x[0].reshape(-1), x[1, 0], indexing="xy")),
     ("cartesian_prod", lambda L, x: L.cartesian_prod(x[0, 0], x[0, 1])),
     ("combinations", lambda L, x: L.combinations(x[0, 0])),
     ("block_diag", lambda L, x: L.block_diag(x[0], x[1])),

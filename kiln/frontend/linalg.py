@@ -227,6 +227,7 @@ class SlogdetResult(tuple):
     """`(sign, logabsdet)`, also by name, as PyTorch's named tuple."""
 
     __slots__ = ()
+    _fields = ("sign", "logabsdet")  # a named tuple to kn.compile, which rebuilds its outputs
 
     def __new__(cls, sign, logabsdet):
         return super().__new__(cls, (sign, logabsdet))

@@ -238,11 +238,7 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
     centred = m.sub(x, m.mean(x, 1, keepdim=True))
     product = m.matmul(centred, s.transpose(centred, 0, 1))
     out = m.div(product, max(n - correction, 0))
-    return s.reshape(out, ()) if input_ndim(input) < 2 else out
-
-
-def input_ndim(value) -> int:
-    return lift(value)[0].ndim
+    return s.reshape(out, ()) if x.shape[0] == 1 else out  # one variable: its variance
 
 
 def corrcoef(input):  # noqa: A002
@@ -309,7 +305,7 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
     spread = s.unsqueeze(seq, -2)  # (..., 1, M)
     values = s.unsqueeze(v, -1)  # (..., N, 1)
     below = m.less_equal(spread, values) if right else m.less(spread, values)
-    out = m.sum(m.cast(below, dt.int32 if out_int32 else dt.int64), -1)
+    out = m.cast(m.sum(m.cast(below, dt.int64), -1), dt.int32 if out_int32 else dt.int64)
     return s.reshape(out, ()) if scalar else out
 
 

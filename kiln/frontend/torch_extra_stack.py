@@ -146,12 +146,16 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     >>> import kiln as kn
     >>> [g.tolist() for g in kn.meshgrid(kn.tensor([1, 2]), kn.tensor([3, 4, 5]))][0]
     [[1, 1, 1], [2, 2, 2]]
+    >>> [g.tolist() for g in kn.meshgrid(kn.tensor([1, 2]), kn.tensor([3, 4, 5]), indexing="xy")][0]
+    [[1, 2], [1, 2], [1, 2]]
     """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     values = list(lift(*tensors))
     if indexing not in ("ij", "xy"):
         raise ArgumentError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
+    # "xy" is "ij" with the first two inputs (and so the first two grids) exchanged: the
+    # grids' shape is (len(y), len(x), ...) and grid 0 varies along dim 1
     swap = indexing == "xy" and len(values) >= 2
     if swap:
         values[0], values[1] = values[1], values[0]
@@ -162,7 +166,6 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
         view[i] = -1
         grids.append(s.broadcast_to(s.reshape(v, tuple(view)), tuple(sizes)))
     if swap:
-        grids = [s.transpose(g, 0, 1) for g in grids]
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 

@@ -285,6 +285,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     rows = F.index_select(w, 0, idx)  # (n, D)
     member, _ = _bag_ids(idx.shape[0], offsets, include_last_offset)  # (n, bags)
     if padding_idx is not None:
+        rows_n = w.shape[0]
+        if not -rows_n <= padding_idx < rows_n:
+            raise ArgumentError(
+                f"embedding_bag: padding_idx must be within the number of embeddings "
+                f"[{-rows_n}, {rows_n}), got {padding_idx}"
+            )
+        padding_idx %= rows_n  # a negative index counts from the end, as in `weight[i]`
         member = F.logical_and(member, F.reshape(F.not_equal(idx, padding_idx), (-1, 1)))
     if per_sample_weights is not None:
         rows = F.mul(rows, F.reshape(per_sample_weights, (-1, 1)))

@@ -40,54 +40,6 @@ DTYPES = (torch.float32, torch.int64, torch.bool) if FULL else (torch.float32,)
 
 # op/dtype/sample/mode patterns -> why kiln still differs from PyTorch
 KNOWN: dict[str, str] = {
-    "__rpow__/int64/0/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/0/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/1/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/1/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/2/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/2/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/3/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/3/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/4/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/4/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/5/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/5/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/6/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/6/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
-    "__rpow__/int64/7/compile": (
-        "raises KernelError: kernel failed: ValueError: Integers to negative"
-    ),
-    "__rpow__/int64/7/eager": (
-        "raises ValueError: Integers to negative integer powers are not allow"
-    ),
     "addmm/int64/0/compile": "raises KernelError: kernel failed: UFuncTypeError: Cannot cast ufunc",
     "addmm/int64/0/eager": "raises UFuncTypeError: Cannot cast ufunc 'multiply' output from dtyp",
     "addmm/int64/1/compile": "raises KernelError: kernel failed: UFuncTypeError: Cannot cast ufunc",
@@ -107,38 +59,17 @@ KNOWN: dict[str, str] = {
     "bfloat16/float32/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/int64/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bincount/int64/*/compile": "a data-dependent shape (eager only)",
-    "bool/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "bool/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "bool/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "byte/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "byte/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "byte/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "cat/bool/*/*": "raises IndexOutOfBoundsError: axis N is out of bounds for an array o",
     "cat/float32/*/*": "raises IndexOutOfBoundsError: axis N is out of bounds for an array o",
     "cat/int64/*/*": "raises IndexOutOfBoundsError: axis N is out of bounds for an array o",
-    "char/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "char/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "char/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "cov/float32/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "cov/int64/*/*": "an argument form kiln does not implement (NotImplementedError)",
-    "double/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "double/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "double/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "flip/bool/*/*": "raises TypeError: flip() got an unexpected keyword argument 'dims'",
-    "flip/float32/*/*": "raises TypeError: flip() got an unexpected keyword argument 'dims'",
-    "flip/int64/*/*": "raises TypeError: flip() got an unexpected keyword argument 'dims'",
-    "float/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "float/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "float/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "gather/bool/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
     "gather/bool/5/*": "a shape differs (0-d or size-1 edge case)",
     "gather/float32/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
     "gather/float32/5/*": "a shape differs (0-d or size-1 edge case)",
     "gather/int64/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
     "gather/int64/5/*": "a shape differs (0-d or size-1 edge case)",
-    "half/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "half/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "half/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "index_add/bool/*/*": "raises IndexError: list assignment index out of range",
     "index_add/float32/*/*": "raises IndexError: list assignment index out of range",
     "index_add/int64/*/*": "raises IndexError: list assignment index out of range",
@@ -152,9 +83,6 @@ KNOWN: dict[str, str] = {
     "index_put/float32/1/compile": "a data-dependent shape (eager only)",
     "index_put/float32/3/compile": "a data-dependent shape (eager only)",
     "index_put/int64/*/compile": "a data-dependent shape (eager only)",
-    "int/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "int/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "int/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "kthvalue/int64/*/*": "which index among equal values is implementation-defined",
     "linalg.eigh/float32/*/*": "eigen/singular vectors are defined up to sign",
     "linalg.lstsq/float32/*/*": "linalg.lstsq: only the 'gelsy' driver",
@@ -171,6 +99,10 @@ KNOWN: dict[str, str] = {
     "linalg.pinv/float32/5/eager": (
         "raises ArgumentTypeError: linalg.pinv: rtol must be a Python number"
     ),
+    "logspace.tensor_overload/*/*/compile": "a traced start or end: the factory reads its value "
+    "(logspace, as linspace)",
+    "nn.functional.multilabel_margin_loss/*/0/*": "a 0-d input and target: kiln asks for 1-D or "
+    "2-D",
     "linspace.tensor_overload/float32/0/compile": "raises KeyError: 'O'",
     "linspace.tensor_overload/float32/1/compile": "raises KeyError: 'O'",
     "linspace.tensor_overload/float32/2/compile": "raises KeyError: 'O'",
@@ -207,9 +139,6 @@ KNOWN: dict[str, str] = {
     "log_softmax.with_dtype/int64/*/*": (
         "raises ShapeError: zero-size array to reduction operation max which"
     ),
-    "long/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "long/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "long/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "lu/float32/*/*": "raises ShapeError: linalg.inv_ex: a batch of square matrices is expe",
     "masked_fill/bool/*/*": "raises ShapeError: masked_fill: the mask [N,N] does not broadcast to",
     "masked_fill/float32/*/*": (
@@ -376,9 +305,6 @@ KNOWN: dict[str, str] = {
     "repeat_interleave/int64/*/compile": "a data-dependent shape (eager only)",
     "searchsorted/float32/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "searchsorted/int64/*/*": "an argument form kiln does not implement (NotImplementedError)",
-    "short/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "short/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "short/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "softmax/float32/*/*": "raises ShapeError: zero-size array to reduction operation max which",
     "softmax.with_dtype/bool/*/*": (
         "raises ShapeError: zero-size array to reduction operation max which"
@@ -393,7 +319,6 @@ KNOWN: dict[str, str] = {
     "special.polygamma.special_polygamma_n_0/float32/*/*": (
         "PyTorch's float32 polygamma is less accurate near the poles (SciPy a"
     ),
-    "square/bool/*/*": "kiln's int8 where PyTorch gives int64",
     "std_mean.unbiased/float32/0/*": "raises DimTypeError: axis must be an int, got True",
     "std_mean.unbiased/float32/1/*": "raises DimTypeError: axis must be an int, got False",
     "std_mean.unbiased/float32/2/*": "raises DimTypeError: axis must be an int, got False",
@@ -458,9 +383,6 @@ KNOWN: dict[str, str] = {
     ),
     "tensordot/float32/*/*": "raises ShapeMismatchError: contracted dimensions need to match, but",
     "tensordot/int64/*/*": "raises ShapeMismatchError: contracted dimensions need to match, but",
-    "to/bool/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "to/float32/*/*": "memory_format= is not accepted (kiln has one layout)",
-    "to/int64/*/*": "memory_format= is not accepted (kiln has one layout)",
     "topk/int64/*/*": "which index among equal values is implementation-defined",
     "trace/float32/*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
     "trace/int64/*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",

@@ -37,7 +37,8 @@ def _is_device(value) -> bool:
     return False
 
 
-def to(self, device=None, dtype=None, copy: bool = False) -> Tensor:
+def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = False,
+       memory_format=None) -> Tensor:  # fmt: skip
     """This tensor on `device` and/or as `dtype` (`t.to("cuda")`, `t.to(kn.float64)`), itself
     when nothing changes; a dtype change is an op that gradients flow through.
 

@@ -139,9 +139,12 @@ def _to(self, *args, **kwargs):
     changes nothing."""
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("device", None), kwargs.pop("copy", None), kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)  # kiln has one layout
     if kwargs:
         raise ArgumentTypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
+        if isinstance(a, bool):
+            continue  # non_blocking, copy
         if (
             isinstance(a, Symbol)
             or not isinstance(a, (np.dtype, str, type))
@@ -179,7 +182,7 @@ def _device(self) -> device:
 
 
 def _cast_to(dtype):
-    return lambda self: m.cast(self, dtype) if self.dtype != dtype else self
+    return lambda self, memory_format=None: m.cast(self, dtype) if self.dtype != dtype else self
 
 
 def _view(self, *shape, size=None, dtype=None):

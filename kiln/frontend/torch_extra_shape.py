@@ -393,9 +393,9 @@ TYPE_METHODS = {
     "type_as": lambda self, other: self.to(other.dtype),
     "view_as": lambda self, other: self.view(tuple(other.shape)),
     "reshape_as": lambda self, other: s.reshape(self, tuple(other.shape)),
-    "short": lambda self: self.to(dt.as_dtype("int16")),
-    "char": lambda self: self.to(dt.as_dtype("int8")),
-    "byte": lambda self: self.to(dt.as_dtype("uint8")),
+    "short": lambda self, memory_format=None: self.to(dt.as_dtype("int16")),
+    "char": lambda self, memory_format=None: self.to(dt.as_dtype("int8")),
+    "byte": lambda self, memory_format=None: self.to(dt.as_dtype("uint8")),
     "get_device": lambda self: -1 if self.device.type == "cpu" else (self.device.index or 0),
 }  # fmt: skip
 

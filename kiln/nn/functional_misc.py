@@ -25,10 +25,12 @@ def _alpha_dropout(name: str, x, p: float, training: bool, feature: bool):
     zero mean and unit variance are kept: `x * a * keep + a * alpha * (p - 1 + keep)`."""
     if not 0.0 <= p <= 1.0:
         raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training:
+        return x  # PyTorch checks nothing more without training
     if feature and x.ndim < 2:
         raise call_error(ShapeMismatchError, "Feature dropout requires at least 2 dimensions "
                          "in the input", name, x)  # fmt: skip
-    if not training or p == 0.0 or 0 in tuple(x.shape):
+    if p == 0.0 or 0 in tuple(x.shape):
         return x
     if p == 1.0:
         return F.mul(x, 0)  # PyTorch's: multiply, so the graph stays connected

@@ -40,6 +40,41 @@ def _clones(module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
+def _build(
+    layer,
+    blocks: int,
+    d_model,
+    nhead,
+    dim_feedforward,
+    dropout,
+    activation,
+    eps,
+    batch_first,
+    norm_first,
+    bias,
+    dtype,
+) -> None:
+    """The submodules of an encoder (2 blocks) or decoder (3: with `multihead_attn` over the
+    memory) layer, made in PyTorch's order, so `state_dict` keys come in torch's order."""
+
+    def attention():
+        return MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                  batch_first=batch_first, dtype=dtype)  # fmt: skip
+
+    layer.self_attn = attention()
+    if blocks == 3:
+        layer.multihead_attn = attention()
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+    layer.norm_first = norm_first
+    for k in range(1, blocks + 1):
+        setattr(layer, f"norm{k}", LayerNorm(d_model, eps=eps, bias=bias))
+    for k in range(1, blocks + 1):
+        setattr(layer, f"dropout{k}", Dropout(dropout))
+    layer.activation = _activation(activation)
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with dropout, a residual connection and
     a LayerNorm (after the block, or before it with `norm_first`)."""
@@ -49,17 +84,8 @@ class TransformerEncoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):  # fmt: skip
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)  # fmt: skip
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build(self, 2, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+               batch_first, norm_first, bias, dtype)  # fmt: skip
         if device is not None:
             self.to(device)
 
@@ -89,21 +115,8 @@ class TransformerDecoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):  # fmt: skip
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)  # fmt: skip
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, dtype=dtype)  # fmt: skip
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build(self, 3, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+               batch_first, norm_first, bias, dtype)  # fmt: skip
         if device is not None:
             self.to(device)
 

@@ -23,6 +23,7 @@ from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
 from . import rebind
 from .alias import Aliases
+from .arena_pieces import nothing, pieces_of
 
 _ALIGN = 64
 # View ops whose kernel, called without `out`, is the array method of this name with the one
@@ -251,7 +252,7 @@ class Specialized:
             self.frees.setdefault(last[k], []).append(j)
         self._buffer_syms = {j: owners[k][0] for j, k in enumerate(keys)}
         placed = {renumber[k] for k in self.placed_keys}  # never merged away: inputs' own
-        self.pieces = _pieces(self.plan, placed) if self.placed and plan else None
+        self.pieces = pieces_of(self.plan, placed) if self.placed and plan else None
 
     def _floor(self, owners) -> int:
         """A lower bound on the arena of every order: while a node X runs, every buffer made
@@ -438,7 +439,7 @@ class Specialized:
             if not piece.placed:  # the caller made those holding placed feeds
                 pieces_made.setdefault(piece.first, []).append(p)
             pieces_freed.setdefault(piece.last, []).append(p)
-        ns["make"] = ns["free"] = _nothing  # a program bound to a whole arena
+        ns["make"] = ns["free"] = nothing  # a program bound to a whole arena
         self.slots = {}  # into: id(output) -> where in O a kernel writes it (first one)
         if self.into:
             for k, s in enumerate(g.outputs):
@@ -767,41 +768,6 @@ def _planned_tuples(nodes) -> dict:
         if n.op.name == "get" and id(n.inputs[0]) in found:
             found[id(n.inputs[0])][n.attrs["index"]].append(n)
     return found
-
-
-def _nothing(p) -> None:
-    pass
-
-
-class Piece:
-    """Bytes [lo, hi) of a plan's arena that no buffer straddles: `buffers` (their keys),
-    live from step `first` to step `last`; `placed` when one of them is a placed feed."""
-
-    __slots__ = ("lo", "hi", "first", "last", "buffers", "placed")
-
-    def __init__(self, lo, hi, first, last, buffers, placed):
-        self.lo, self.hi, self.first, self.last = lo, hi, first, last
-        self.buffers, self.placed = buffers, placed
-
-
-def _pieces(plan, placed) -> list:
-    """The arena cut wherever no buffer straddles the cut: each piece can be made when its
-    first buffer is written and let go after its last is read."""
-    order = sorted(range(len(plan.sizes)), key=lambda k: plan.offsets[k])
-    groups: list = []
-    for k in order:
-        lo, hi = plan.offsets[k], plan.offsets[k] + plan.sizes[k]
-        if groups and lo < groups[-1][1]:
-            groups[-1][1] = max(groups[-1][1], hi)
-            groups[-1][2].append(k)
-        else:
-            groups.append([lo, hi, [k]])
-    pieces = []
-    for lo, hi, keys in groups:
-        first = min(plan.starts[k] for k in keys)
-        last = max(plan.ends[k] for k in keys)
-        pieces.append(Piece(lo, hi, first, last, tuple(keys), any(k in placed for k in keys)))
-    return pieces
 
 
 _CUT_LIMIT = 4000  # nodes: up to here `_floor` counts what must cross each node (O(n^2) bits)

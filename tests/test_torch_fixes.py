@@ -351,3 +351,13 @@ def test_bool_and_empty_tensors_print_as_pytorch():
     assert repr(kn.zeros(0, dtype=kn.bool)) == "tensor([], dtype=kiln.bool)"
     assert repr(kn.tensor([])) == "tensor([])"
     assert repr(kn.zeros(2, 0)) == "tensor([], size=(2, 0))"
+
+
+def test_hardtanh_and_relu6_keep_integer_dtypes():
+    """PyTorch 2.13: hardtanh/relu6 of int64 give int64 (the bounds cast to the input's
+    dtype: hardtanh([-3, 0, 2, 9], -1.5, 2.5) is [-1, 0, 2, 2]); kiln gave float32."""
+    F = kn.nn.functional
+    x = kn.tensor([-3, 0, 2, 9])
+    assert F.hardtanh(x).dtype == np.int64 and F.hardtanh(x).tolist() == [-1, 0, 1, 1]
+    assert F.relu6(x).tolist() == [0, 0, 2, 6] and F.relu6(x).dtype == np.int64
+    assert F.hardtanh(x, -1.5, 2.5).tolist() == [-1, 0, 2, 2]

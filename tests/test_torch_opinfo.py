@@ -199,7 +199,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.embedding/float32/*/*": (
         "an argument form kiln does not implement (NotImplementedError)"
     ),
-    "nn.functional.hardtanh/int64/*/*": "kiln's float32 where PyTorch gives int64",
     "nn.functional.local_response_norm/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.max_pool2d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.max_pool3d/int64/*/*": "integer inputs refused (floats only)",
@@ -228,7 +227,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.prelu/float32/5/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
     "nn.functional.prelu/float32/6/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
     "nn.functional.prelu/float32/7/*": "a shape differs (0-d or size-1 edge case)",
-    "nn.functional.relu6/int64/*/*": "kiln's float32 where PyTorch gives int64",
     "nn.functional.softmin/float32/*/*": (
         "raises ShapeError: zero-size array to reduction operation max which"
     ),

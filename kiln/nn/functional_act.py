@@ -123,6 +123,9 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
 
 def _hardtanh(x, lo, hi):
     # NOTE: `where`, not `clip`: PyTorch's hardtanh has a zero gradient at its bounds, clamp 1.
+    (x,) = F.core.lift(x)
+    if x.dtype.kind in "iu":  # integers stay integers: the bounds are cast, as PyTorch's
+        lo, hi = int(lo), int(hi)
     return F.where(F.less_equal(x, lo), lo, F.where(F.greater_equal(x, hi), hi, x))
 
 

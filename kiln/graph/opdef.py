@@ -52,6 +52,10 @@ class OpDef:
     one signature, called as `kernel(xp, *arrays, out=None)` (attrs bound), or None for
     `impl`: a planned program calls it on every run, so the work that depends only on the
     signature is done once (the fused op's compiled loops).
+
+    `method` is `(name, attr)` for a view op whose kernel, called without `out`, is the array
+    method `name` with its one attr (`x.transpose(perm)`): the generated program calls the
+    method, a fifth of the kernel call's cost.
     """
 
     name: str
@@ -67,6 +71,7 @@ class OpDef:
     batch: Callable | None = None
     jvp: Callable | None = None
     prepare: Callable | None = None
+    method: tuple | None = None
 
     def __repr__(self):
         return f"OpDef({self.name})"

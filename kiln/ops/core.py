@@ -112,7 +112,7 @@ def scalar(value, like):
 
 def defop(
     name, shape_rule, dtype_rule, impl, *, vjp=None, tags=(), views=(), overwrites=(),
-    may_fail=False, lowering=None, batch=None, jvp=None, prepare=None,
+    may_fail=False, lowering=None, batch=None, jvp=None, prepare=None, method=None,
 ) -> OpDef:  # fmt: skip
     """Creates and registers one primitive (its effects: see `OpDef`). An op that `views` an
     input carries the "view" tag; an elementwise op batches elementwise unless given a rule."""
@@ -123,7 +123,7 @@ def defop(
         batch = batch_elementwise(name)
     return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, tags, tuple(views),
                           tuple(overwrites), bool(may_fail), lowering, batch, jvp,
-                          prepare))  # fmt: skip
+                          prepare, method))  # fmt: skip
 
 
 _BF16 = dt.bfloat16

@@ -67,6 +67,7 @@ reshape = defop(
     "reshape", lambda x, shape: sh.reshape_shape(x, shape), same_dtype, _reshape,
     vjp=lambda ct, y, x, shape: (apply("reshape", ct, shape=x.shape),), tags={"view"},
     batch=lambda args, batched, shape: apply("reshape", args[0], shape=(args[0].shape[0], *shape)),
+    method=("reshape", "shape"),
 )  # fmt: skip
 
 
@@ -91,7 +92,7 @@ def _transpose_batch(args, batched, *, perm):
 
 transpose = defop(
     "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"},
-    batch=_transpose_batch,
+    batch=_transpose_batch, method=("transpose", "perm"),
 )  # fmt: skip
 
 

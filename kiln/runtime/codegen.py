@@ -26,9 +26,6 @@ from .alias import Aliases
 from .arena_pieces import nothing, pieces_of
 
 _ALIGN = 64
-# View ops whose kernel, called without `out`, is the array method of this name with the one
-# attr: `xp.transpose(x, perm)` is `x.transpose(perm)`, `xp.reshape(x, shape)` `x.reshape(shape)`
-_VIEW_METHODS = {"transpose": ("transpose", "perm"), "reshape": ("reshape", "shape")}
 
 
 def concrete_attrs(node, bindings) -> dict:
@@ -557,7 +554,7 @@ class Specialized:
             elif key is None and id(n.out) in self.slots and not self._is_view(n):
                 self.written[id(n.out)] = self.slots[id(n.out)]
                 kwargs.append(f"out=O[{self.slots[id(n.out)]}]")
-        method = _VIEW_METHODS.get(n.op.name)
+        method = n.op.method  # (kiln/graph/opdef.py)
         if method is not None and kernel is None and kwargs == [f"{method[1]}=a{t}_{method[1]}"]:
             # a view made by the array's own method: the kernel's call and its NumPy
             # function's dispatch cost about 1 us, the method a fifth of that

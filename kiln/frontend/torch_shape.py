@@ -63,8 +63,9 @@ def _sizes(sizes) -> tuple:
 
 
 def _copy(x):
-    """A fresh copy of an eager result (PyTorch returns copies, not views, there)."""
-    return x if isinstance(x, Symbol) else call("cast", x, dtype=x.dtype)
+    """A fresh copy (PyTorch returns copies, not views, there): under kn.compile a Symbol
+    too, since a value changed in place retakes its views (kiln/frontend/functionalize.py)."""
+    return call("cast", x, dtype=x.dtype)
 
 
 # -- joining and splitting ---------------------------------------------------------------------

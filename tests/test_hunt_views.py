@@ -44,6 +44,25 @@ CASES = [
     ("rot90_0/result", _result_then_base(lambda m, y: m.rot90(y, 0)), A),
     ("roll0/base", _base_then_result(lambda m, y: y.roll(0, 0)), A),
     ("roll0/result", _result_then_base(lambda m, y: y.roll(0, 0)), A),
+    # views in PyTorch that only read: expand, broadcast_to, detach, a dtype view
+    ("expand/base", _base_then_result(lambda m, y: y[:, :1].expand(3, 4)),
+     np.repeat(A[:, :1] + 1, 4, 1)),
+    ("expand_as/base", _base_then_result(lambda m, y: y[:1].expand_as(y)),
+     np.repeat(A[:1] + 1, 3, 0)),
+    ("broadcast_to/base", _base_then_result(lambda m, y: m.broadcast_to(y[0], (3, 4))),
+     np.repeat(A[:1] + 1, 3, 0)),
+    ("detach/base", _base_then_result(lambda m, y: y.detach()), A + 1),
+    ("view_dtype/base", _base_then_result(lambda m, y: y.view(m.int32)),
+     (A + 1).view(np.int32)),
+    # detach shares its base's memory: a change through it is the base's
+    ("detach/result", _result_then_base(lambda m, y: y.detach()), A * 2),
+    # pieces of split and chunk are views
+    ("split/base", _base_then_result(lambda m, y: y.split([1, 3], 1)[1]), A[:, 1:] + 1),
+    ("split/result", _result_then_base(lambda m, y: y.split([1, 3], 1)[1]),
+     np.concatenate([A[:, :1], A[:, 1:] * 2], 1)),
+    ("chunk/base", _base_then_result(lambda m, y: y.chunk(3)[1]), A[1:2] + 1),
+    ("chunk/result", _result_then_base(lambda m, y: y.chunk(3)[1]),
+     np.concatenate([A[:1], A[1:2] * 2, A[2:]])),
 ]  # fmt: skip
 
 
@@ -55,8 +74,60 @@ def test_compiled_views_and_copies_share_memory_as_pytorchs(name, fn, want):
     np.testing.assert_array_equal(compiled.numpy(), want)
 
 
+def test_compiled_split_pieces_changed_then_base_read():
+    """A split piece filled in place (PyTorch: the base's columns change); torch 2.13 gives
+    [[0, 1, -1, -1], [4, 5, -1, -1], [8, 9, -1, -1]]."""
+
+    def fn(x):
+        y = x.clone()
+        _, q = y.split(2, dim=1)
+        q.fill_(-1)
+        return y, q + 0
+
+    want = A.copy()
+    want[:, 2:] = -1
+    y, q = kn.compile(fn)(kn.tensor(A))
+    np.testing.assert_array_equal(y.numpy(), want)
+    np.testing.assert_array_equal(q.numpy(), -np.ones((3, 2), np.float32))
+
+
+def test_compiled_detach_of_an_argument_changes_the_callers_tensor():
+    """`x.detach().mul_(2)` changes x (one memory in PyTorch): the compiled call writes it
+    back into the caller's tensor and reads the new value after."""
+
+    def fn(x):
+        x.detach().mul_(2)
+        return x + 0
+
+    x = kn.tensor(A)
+    out = kn.compile(fn)(x)
+    np.testing.assert_array_equal(out.numpy(), A * 2)
+    np.testing.assert_array_equal(x.numpy(), A * 2)
+
+
+def test_compiled_change_through_detach_keeps_the_bases_gradient():
+    """PyTorch: `y = a * 2; y.detach().zero_(); (y * 3).sum().backward()` leaves y's
+    gradient path as it was, so a.grad is 6 everywhere (torch 2.13)."""
+
+    def fn(a):
+        y = a * 2
+        y.detach().zero_()
+        return (y * 3).sum()
+
+    a = kn.tensor(A, requires_grad=True)
+    loss = kn.compile(fn)(a)
+    loss.backward()
+    assert float(loss) == 0.0
+    np.testing.assert_array_equal(a.grad.numpy(), np.full_like(A, 6.0))
+
+
 def test_the_cases_match_torch():
     torch = pytest.importorskip("torch")
     for name, fn, want in CASES:
         got = fn(torch, torch.tensor(A)).numpy()
         np.testing.assert_array_equal(got, want, err_msg=name)
+    a = torch.tensor(A, requires_grad=True)
+    y = a * 2
+    y.detach().zero_()
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full_like(A, 6.0))

@@ -9,9 +9,11 @@ value through x, code before it read the old one: what PyTorch's eager run compu
 
 Views share their base's memory in PyTorch, so a change through one is seen by the others:
 changing a view (basic indexing, `transpose`/`permute`/`T`, `reshape`/`view`/`squeeze`/
-`unsqueeze`, and views of views) writes the new elements back into its base (an `index_put`
-at the view's positions, or the inverse transpose or reshape), and every other view of that
-base taken before is taken again from the new base. Changing a base retakes its views too.
+`unsqueeze`, pieces of `split`/`chunk`, `detach`, and views of views) writes the new elements
+back into its base (an `index_put` at the view's positions, the inverse transpose or reshape,
+or for `detach` the new value with the base's gradient path kept), and every other view of
+that base taken before is taken again from the new base. Changing a base retakes its views
+too, the read-only ones (`expand`, `view(dtype)`) among them.
 
 An argument of a function `kn.compile` traces may change (as under torch.compile): the
 compiled call returns its new value and writes it into the caller's tensor.
@@ -19,7 +21,7 @@ compiled call returns its new value and writes it into the caller's tensor.
 Refused, with an error naming the op and the line: a graph-mode placeholder (a feed), a
 Variable (it changes only through `updates=`/`assign`), an argument of a compiled function
 that requires grad, views PyTorch cannot write through
-either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`, pieces of `split`),
+either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`),
 a result of another shape, and a result whose dtype the value cannot hold (PyTorch's "result
 type Float can't be cast to the desired output type Long").
 """
@@ -51,7 +53,9 @@ def allow_argument_changes(graph, arguments, requires_grad) -> dict:
     return record
 
 
-_WRITABLE_VIEWS = {"index", "transpose", "reshape"}
+_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient"}
+# views a change cannot go through, which still see their base's changes
+_READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
 
 
@@ -127,7 +131,10 @@ def _check_target(x: Symbol, op: str) -> None:
                 op,
                 x,
             )
-        if "view" not in node.node.op.tags or name in ("get", "stop_gradient", "after"):
+        if _is_split_piece(node):
+            node = node.node.inputs[0].node.inputs[0]
+            continue
+        if "view" not in node.node.op.tags or name in ("get", "after"):
             return
         if name not in _WRITABLE_VIEWS:
             why = (
@@ -172,11 +179,47 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
     return new
 
 
+def _is_split_piece(x: Symbol) -> bool:
+    """Whether x is one piece of a `split` (a `get` of its tuple): a view of split's input."""
+    node = x.node
+    return node.op.name == "get" and node.inputs[0].node.op.name == "split"
+
+
+def _base(view: Symbol) -> Symbol:
+    """The value a writable view shares its elements with."""
+    if _is_split_piece(view):
+        return view.node.inputs[0].node.inputs[0]
+    return view.node.inputs[0]
+
+
+class _Through:
+    """The `function` of the `custom_grad` node that writes a change made through `detach()`
+    into its base: the base's gradient path stays as it was (PyTorch changes the memory, not
+    the base's autograd history)."""
+
+    def __repr__(self):
+        return "detach_write"
+
+    def backward(self, ct, n_inputs: int) -> tuple:
+        return (ct,)
+
+
+_THROUGH = _Through()
+
+
 def _write_back(view: Symbol, new: Symbol) -> Symbol:
     """The new value of `view`'s base, with the view's elements replaced by `new`."""
     node = view.node
-    base = node.inputs[0]
+    base = _base(view)
     name = node.op.name
+    if _is_split_piece(view):
+        split = node.inputs[0].node
+        axis, k = split.attrs["axis"], node.attrs["index"]
+        lo = sum(split.attrs["sizes"][:k])
+        spec = (("slice", None, None, None),) * axis + (("slice", lo, lo + new.shape[axis], None),)
+        return core.call("index_put", base, new, spec=spec, axes=(), accumulate=False)
+    if name == "stop_gradient":
+        return core.call("custom_grad", new, base, function=_THROUGH)
     if name == "index":
         return core.call("index_put", base, new, spec=node.attrs["spec"], axes=(),
                          accumulate=False)  # fmt: skip
@@ -197,7 +240,7 @@ def _copies(x: Symbol) -> bool:
 
 
 def _is_writable_view(x: Symbol) -> bool:
-    return x.node.op.name in _WRITABLE_VIEWS and not _copies(x)
+    return _is_split_piece(x) or (x.node.op.name in _WRITABLE_VIEWS and not _copies(x))
 
 
 def _retake_views(base: Symbol, old_base: Symbol) -> None:
@@ -205,12 +248,27 @@ def _retake_views(base: Symbol, old_base: Symbol) -> None:
     the views of those views (PyTorch's views share the base's memory)."""
     graph = base.node.graph
     for node in list(graph.nodes):
-        if (node.op.name not in _WRITABLE_VIEWS or not node.inputs
-                or node.inputs[0] is not old_base or _copies(node.out)):  # fmt: skip
+        if not node.inputs or node.inputs[0] is not old_base:
+            continue
+        if node.op.name == "split":
+            _retake_pieces(node, base)
+            continue
+        if node.op.name not in _WRITABLE_VIEWS | _READ_ONLY_VIEWS or _copies(node.out):
             continue
         view = node.out
         again = core.call(node.op.name, base, *node.inputs[1:], **dict(node.attrs))
         old_view = rebind(view, again)
+        _retake_views(view, old_view)
+
+
+def _retake_pieces(split, base: Symbol) -> None:
+    """The pieces of `split` (of a base's old value) taken again of the base's new value."""
+    graph = base.node.graph
+    pieces = [n for n in graph.nodes if n.op.name == "get" and n.inputs[0] is split.out]
+    again = core.call("split", base, **dict(split.attrs))
+    for node in pieces:
+        view = node.out
+        old_view = rebind(view, core.call("get", again, **dict(node.attrs)))
         _retake_views(view, old_view)
 
 
@@ -221,7 +279,7 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     graph = x.node.graph
     new = _fit(x, new, op)
     if _is_writable_view(x):
-        base = x.node.inputs[0]
+        base = _base(x)
         start = len(graph.nodes)
         # the base's new value; its views, x among them, are then taken again from it
         assign_inplace(base, _write_back(x, new), op, start)

@@ -131,3 +131,17 @@ def test_the_cases_match_torch():
     y.detach().zero_()
     (y * 3).sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.full_like(A, 6.0))
+
+
+def test_compiled_copy_of_a_tensor_made_inside_into_a_view():
+    """`y[0].copy_(kn.arange(4.0))` in a compiled function (kiln raised an AttributeError on
+    the device check of a Symbol target); the row becomes 0, 1, 2, 3 (torch 2.13)."""
+
+    def fn(x):
+        y = x.clone()
+        y[0].copy_(kn.arange(4.0))
+        return y
+
+    want = A.copy()
+    want[0] = np.arange(4.0)
+    np.testing.assert_array_equal(kn.compile(fn)(kn.tensor(A)).numpy(), want)

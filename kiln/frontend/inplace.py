@@ -190,7 +190,7 @@ def _alpha(op):
 
 
 def _copy(t, src):
-    if isinstance(src, Tensor) and src._device != t._device:
+    if isinstance(src, Tensor) and isinstance(t, Tensor) and src._device != t._device:
         src = src.to(t._device)
     (src,) = core.lift(src)
     if src.dtype != t.dtype:

@@ -317,7 +317,8 @@ def setitem(self, index, value) -> None:
         value = core.constant(np.asarray(value), graph=self.node.graph)
     if value.dtype != self.dtype:
         value = m.cast(value, self.dtype)  # item assignment casts, as PyTorch's
-    mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    items = indexing.items_of(index)
+    mask = items[0] if len(items) == 1 else None
     if (isinstance(mask, Symbol) and mask.dtype == np.bool_ and tuple(mask.shape) == tuple(
             self.shape) and tuple(value.shape) == ()):  # fmt: skip
         # x[mask] = v with a mask of x's shape and one value: a select, of a static shape

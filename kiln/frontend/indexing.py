@@ -50,7 +50,7 @@ def getitem(x, index):
     array([ 1, 11])
     """
     (x,) = lift(x)
-    items = index if isinstance(index, tuple) else (index,)
+    items = items_of(index)
     if all(isinstance(i, _BASIC) and not isinstance(i, (bool, np.bool_)) for i in items):
         return _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))))
     spec, selects, arrays, axes = parse(x, items)
@@ -63,6 +63,26 @@ def getitem(x, index):
     if len(arrays) == 1:
         return call("gather", x, arrays[0], axis=axes[0], wrap_negative=True)  # x[-1]: the last
     return call("advanced_index", x, *arrays, axes=tuple(axes)) if arrays else x
+
+
+def items_of(index) -> tuple:
+    """The items of an index: a tuple's, and, as PyTorch reads it, those of a list shorter
+    than 32 that holds a sequence, a tensor, a slice, None or Ellipsis (`x[[[0, 1], [2, 2]]]`
+    is `x[[0, 1], [2, 2]]`); else the index alone.
+
+    >>> items_of([[0, 1], [2, 2]]), items_of([0, 2])
+    (([0, 1], [2, 2]), ([0, 2],))
+    """
+    if isinstance(index, tuple):
+        return index
+    sequence = (list, tuple, slice, Tensor, Symbol, np.ndarray)
+    if (
+        isinstance(index, list)
+        and len(index) < 32
+        and any(isinstance(i, sequence) or i is None or i is Ellipsis for i in index)
+    ):
+        return tuple(index)
+    return (index,)
 
 
 def _basic(x, spec):
@@ -111,7 +131,7 @@ def put(x, index, values, accumulate: bool, as_ints: bool = True):
     """`x` with `values` (lifted, of x's dtype) written at `x[index]`: the one `index_put` node
     of item assignment and of `index_put`. `as_ints`: 0-d integer tensors count as ints (item
     assignment; `index_put` takes them as 0-d index arrays)."""
-    items = index if isinstance(index, tuple) else (index,)
+    items = items_of(index)
     spec, selects, arrays, axes = parse(x, items, as_ints=as_ints, selects=False)
     (values,) = lift(values, context=(x,))
     arrays = lift(*arrays, context=(x,))

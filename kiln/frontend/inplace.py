@@ -236,8 +236,7 @@ def setitem(self, index, value) -> None:
         _commit(self, indexing.put(_snapshot(self), index, value, False), "setitem", True)
         return
     # not recorded: written straight into the data, by index_put's own kernel (no copy)
-    items = index if isinstance(index, tuple) else (index,)
-    spec, _, arrays, axes = indexing.parse(self, items, selects=False)
+    spec, _, arrays, axes = indexing.parse(self, indexing.items_of(index), selects=False)
     xp = np if self._device == "cpu" else get_backend(self._device).activate()
     datas = [a._data if isinstance(a, Tensor) else xp.asarray(a) for a in (value, *arrays)]
     attrs = {"spec": indexing.trim(spec, self.ndim), "axes": tuple(axes), "accumulate": False}

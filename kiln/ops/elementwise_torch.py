@@ -52,8 +52,12 @@ log10 = unary(
 
 
 def _atan2_vjp(ct, z, a, b):
+    # As PyTorch: times 1 / (a² + b²), taken as 0 where a² + b² is 0 (the gradient at the
+    # origin is 0, not NaN)
     r2 = a * a + b * b
-    return ct * b / r2, -ct * a / r2
+    zero = apply("equal", r2, scalar(0, r2))
+    recip = apply("where", zero, scalar(0, r2), 1 / apply("where", zero, scalar(1, r2), r2))
+    return ct * b * recip, ct * -a * recip
 
 
 def trunc(v):

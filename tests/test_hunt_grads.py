@@ -43,3 +43,48 @@ def test_the_expected_values_are_torchs():
     ga, gb = _atan2_grads(torch)
     np.testing.assert_allclose(ga, WANT_A, rtol=1e-15)
     np.testing.assert_allclose(gb, WANT_B, rtol=1e-15)
+
+
+# elu, selu and celu: the exp of the negative branch overflowed for large positive inputs
+# (celu(100, alpha=0.5) in float32), and 0 * inf made the gradient NaN where it is 1; NaN
+# inputs take the positive branch. Values and gradients from torch 2.13.
+ELU_X = np.array([100.0, 50.0, 0.0, -0.0, -3.0, np.nan], np.float32)
+ELU_CASES = {
+    "elu": (lambda F, x: F.elu(x), [100.0, 50.0, 0.0, -0.0, -0.9502129554748535, np.nan],
+            [1.0, 1.0, 1.0, 1.0, 0.049787066876888275, 1.0]),
+    "selu": (lambda F, x: F.selu(x),
+             [105.07009887695312, 52.53504943847656, 0.0, -0.0, -1.6705687046051025, np.nan],
+             [1.0507010221481323, 1.0507010221481323, 1.7580993175506592, 1.7580993175506592,
+              0.08753060549497604, 1.0507010221481323]),
+    "celu": (lambda F, x: F.celu(x, 0.5), [100.0, 50.0, 0.0, -0.0, -0.4987606108188629, np.nan],
+             [1.0, 1.0, 1.0, 1.0, 0.0024787522852420807, 1.0]),
+    "elu2": (lambda F, x: F.elu(x, 2.0), [100.0, 50.0, 0.0, -0.0, -1.900425910949707, np.nan],
+             [1.0, 1.0, 2.0, 2.0, 0.09957413375377655, 1.0]),
+}  # fmt: skip
+
+
+def _values_and_grads(m, fn, x, wrap=lambda f: f):
+    x = m.tensor(x, requires_grad=True)
+    y = wrap(lambda x: fn(m.nn.functional, x))(x)
+    y.sum().backward()
+    return y.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", sorted(ELU_CASES))
+def test_elu_family_gradients_stay_finite_for_large_inputs(name, compiled):
+    fn, want_y, want_g = ELU_CASES[name]
+    y, g = _values_and_grads(kn, fn, ELU_X, kn.compile if compiled else (lambda f: f))
+    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    np.testing.assert_array_equal(np.signbit(y[2:4]), [False, True])
+    # NOTE: the negative branch's gradient is expm1's, ct * (y + 1), as PyTorch's expm1 (its
+    # elu kernel takes exp(x)): they differ by an ulp of 1 at most
+    np.testing.assert_allclose(g, want_g, rtol=1e-6, atol=1e-7)
+
+
+def test_the_elu_values_are_torchs():
+    torch = pytest.importorskip("torch")
+    for name, (fn, want_y, want_g) in ELU_CASES.items():
+        y, g = _values_and_grads(torch, fn, ELU_X)
+        np.testing.assert_allclose(y, want_y, rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(g, want_g, rtol=1e-6, err_msg=name)

@@ -46,6 +46,7 @@ from .functional_act import (
     _underscored,
     celu,
     celu_,
+    exp_branch,
     glu,
     hardshrink,
     hardsigmoid,
@@ -257,7 +258,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     tensor([-0.6321,  2.0000])
     """
     return in_place(
-        "elu_", lambda x: F.where(F.greater(x, 0), x, F.mul(F.expm1(x), alpha)), input, inplace
+        "elu_", lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)), input, inplace
     )
 
 

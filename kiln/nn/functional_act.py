@@ -90,6 +90,15 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # n
     return in_place("leaky_relu_", lambda x: F.leaky_relu(x, negative_slope), input, inplace)
 
 
+def exp_branch(x, negative, scale: float = 1.0):
+    """`negative(x)` where x <= 0, else `x * scale` (elu, selu, celu). `negative` reads only
+    the non-positive x, so a large x neither overflows its exp nor makes the gradient
+    0 * inf = NaN; NaN takes the `x` branch, as PyTorch's."""
+    below = F.less_equal(x, 0)
+    above = x if scale == 1.0 else F.mul(x, scale)
+    return F.where(below, negative(F.where(below, x, 0.0)), above)
+
+
 def selu(input, inplace: bool = False):  # noqa: A002
     """`scale * (x if x > 0 else alpha * (exp(x) - 1))` with SELU's fixed alpha and scale.
 
@@ -99,8 +108,7 @@ def selu(input, inplace: bool = False):  # noqa: A002
     """
 
     def fn(x):
-        neg = F.mul(F.expm1(x), SELU_ALPHA * SELU_SCALE)
-        return F.where(F.greater(x, 0), F.mul(x, SELU_SCALE), neg)
+        return exp_branch(x, lambda v: F.mul(F.expm1(v), SELU_ALPHA * SELU_SCALE), SELU_SCALE)
 
     return in_place("selu_", fn, input, inplace)
 
@@ -116,7 +124,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
         raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
 
     def fn(x):
-        return F.where(F.greater(x, 0), x, F.mul(F.expm1(F.div(x, alpha)), alpha))
+        return exp_branch(x, lambda v: F.mul(F.expm1(F.div(v, alpha)), alpha))
 
     return in_place("celu_", fn, input, inplace)
 

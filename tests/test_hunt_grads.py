@@ -88,3 +88,52 @@ def test_the_elu_values_are_torchs():
         y, g = _values_and_grads(torch, fn, ELU_X)
         np.testing.assert_allclose(y, want_y, rtol=1e-6, err_msg=name)
         np.testing.assert_allclose(g, want_g, rtol=1e-6, err_msg=name)
+
+
+# p-norms at a zero vector: PyTorch's gradient is 0 there (and, for 0 < p < 1, 0 at the zero
+# elements of a nonzero vector); kiln's was NaN (the root's derivative at 0 times 0). Weights
+# 1, 2 on the two rows; values from torch 2.13.
+NORM_X = np.array([[0.0, 0.0, 0.0], [0.0, 3.0, -4.0]], np.float32)
+NORM_CASES = {
+    "vector_norm": (lambda m, x: m.linalg.vector_norm(x, dim=1), [0.0, 1.2, -1.6]),
+    "vector_norm3": (lambda m, x: m.linalg.vector_norm(x, 3, dim=1), [0.0, 0.8897, -1.58169]),
+    "vector_norm05": (lambda m, x: m.linalg.vector_norm(x, 0.5, dim=1), [0.0, 4.3094, -3.73205]),
+    "norm_p3": (lambda m, x: x.norm(p=3, dim=1), [0.0, 0.8897, -1.58169]),
+    "norm": (lambda m, x: m.norm(x, dim=1), [0.0, 1.2, -1.6]),
+    "dist": (lambda m, x: m.stack([m.dist(x[0], x[0] * 2), m.dist(x[1], x[1] * 0)]),
+             [0.0, 1.2, -1.6]),
+    "matrix_norm": (lambda m, x: m.linalg.matrix_norm(x.reshape(2, 3, 1)), [0.0, 1.2, -1.6]),
+}  # fmt: skip
+
+
+def _norm_grad(m, fn, wrap=lambda f: f):
+    x = m.tensor(NORM_X, requires_grad=True)
+    y = wrap(lambda x: fn(m, x))(x)
+    (y * m.tensor([1.0, 2.0])).sum().backward()
+    return y.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", sorted(NORM_CASES))
+def test_norm_gradient_at_a_zero_vector_is_zero(name, compiled):
+    fn, want_row = NORM_CASES[name]
+    y, g = _norm_grad(kn, fn, kn.compile if compiled else (lambda f: f))
+    assert y[0] == 0.0
+    np.testing.assert_allclose(g, [[0.0, 0.0, 0.0], want_row], rtol=1e-4, atol=0)
+
+
+def test_norm_of_nan_is_nan():
+    """A NaN element gives a NaN norm (kiln's norm() gave 0 for p=2)."""
+    x = kn.tensor([[np.nan, 1.0], [0.0, 0.0]])
+    for p in (2, 3, 0.5):
+        np.testing.assert_array_equal(kn.norm(x, p=p, dim=1).numpy(), [np.nan, 0.0])
+        np.testing.assert_array_equal(kn.linalg.vector_norm(x, p, dim=1).numpy(), [np.nan, 0.0])
+
+
+def test_the_norm_gradients_are_torchs():
+    torch = pytest.importorskip("torch")
+    for name, (fn, want_row) in NORM_CASES.items():
+        _, g = _norm_grad(torch, fn)
+        np.testing.assert_allclose(g, [[0.0, 0.0, 0.0], want_row], rtol=1e-4, atol=0, err_msg=name)
+    x = torch.tensor([[np.nan, 1.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(torch.norm(x, p=2, dim=1).numpy(), [np.nan, 0.0])

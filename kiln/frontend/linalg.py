@@ -34,7 +34,7 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
-from .torch_extra_linalg import matrix_power
+from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eigh", "eigvalsh",
@@ -69,18 +69,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     if not dt.is_float(x.dtype):
         raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
     dims = sh.normalize_axes(dim, x.ndim) if x.ndim else ()
-    a = m.abs(x)
-    if ord == math.inf:
-        return _reduce("reduce_max", a, dims, keepdim)
-    if ord == -math.inf:
-        return _reduce("reduce_min", a, dims, keepdim)
-    if ord == 0:
-        return _sum(call("cast", m.not_equal(x, 0), dtype=x.dtype), dims, keepdim)
-    if ord == 1:
-        return _sum(a, dims, keepdim)
-    if ord == 2:
-        return m.sqrt(_sum(m.mul(x, x), dims, keepdim))
-    return m.pow(_sum(m.pow(a, float(ord)), dims, keepdim), 1.0 / ord)
+    return p_norm(x, ord, dims, keepdim)
 
 
 @autocast_op(None, cuda="fp32")

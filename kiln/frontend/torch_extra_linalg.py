@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -166,6 +168,35 @@ def matrix_power(input, n: int):  # noqa: A002
     return result
 
 
+def p_norm(x, p, dims: tuple, keepdim: bool):
+    """The `p`-norm of x over `dims` (a number, `inf`, `-inf`, or 0: the count of nonzeros),
+    with PyTorch's gradient: 0 where the norm is 0 (not the NaN of the root's derivative at
+    0 times 0), and for 0 < p < 1 also at the zero elements. The one p-norm of `norm`,
+    `dist` and `linalg.vector_norm`.
+
+    >>> import kiln as kn
+    >>> p_norm(kn.tensor([[3.0, -4.0], [0.0, 0.0]]), 2, (1,), False)
+    tensor([5., 0.])
+    """
+    a = m.abs(x)
+    if p in (math.inf, -math.inf):
+        return m.amax(a, dims, keepdim) if p > 0 else m.amin(a, dims, keepdim)
+    if p == 0:
+        return m.sum(m.cast(m.not_equal(x, 0), x.dtype), dims, keepdim)
+    if p == 1:
+        return m.sum(a, dims, keepdim)
+    if p < 0:
+        return m.pow(m.sum(m.pow(a, float(p)), dims, keepdim), 1.0 / p)
+    if p == 2:
+        total = m.sum(m.mul(x, x), dims, keepdim)
+    else:
+        zero = m.equal(a, 0)
+        total = m.sum(m.where(zero, 0.0, m.pow(m.where(zero, 1.0, a), float(p))), dims, keepdim)
+    zero = m.equal(total, 0)
+    safe = m.where(zero, 1.0, total)
+    return m.where(zero, 0.0, m.sqrt(safe) if p == 2 else m.pow(safe, 1.0 / p))
+
+
 def dist(input, other, p: float = 2):  # noqa: A002
     """The p-norm of `input - other` (broadcast), over all elements.
 
@@ -173,12 +204,8 @@ def dist(input, other, p: float = 2):  # noqa: A002
     >>> kn.dist(kn.tensor([0.0, 0.0]), kn.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    d = m.abs(m.sub(input, other))
-    if p == float("inf"):
-        return m.amax(d)
-    if p == 0:
-        return m.sum(m.cast(m.not_equal(d, 0), d.dtype))
-    return m.pow(m.sum(m.pow(d, p)), 1.0 / p)
+    d = m.sub(input, other)
+    return p_norm(d, p, tuple(range(d.ndim)), False)
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
@@ -197,20 +224,10 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
             f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "
             "instead."
         )
-    a = m.abs(x)
-    if p in ("fro", 2, 2.0):
-        total = m.sum(m.square(x), dim, keepdim)
-        nonzero = m.greater(total, 0)
-        return m.where(nonzero, m.sqrt(m.where(nonzero, total, 1.0)), 0.0)
-    if p == float("inf"):
-        return m.amax(a, dim, keepdim)
-    if p == float("-inf"):
-        return m.amin(a, dim, keepdim)
-    if p == 0:
-        return m.sum(m.cast(m.not_equal(a, 0), x.dtype), dim, keepdim)
-    if isinstance(p, str):
+    if isinstance(p, str) and p != "fro":
         raise ArgumentError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
-    return m.pow(m.sum(m.pow(a, p), dim, keepdim), 1.0 / p)
+    dims = tuple(range(x.ndim)) if dim is None else sh.normalize_axes(dim, x.ndim)
+    return p_norm(x, 2 if p == "fro" else p, dims, keepdim)
 
 
 # -- statistics and searching -------------------------------------------------------------------

@@ -137,3 +137,42 @@ def test_the_norm_gradients_are_torchs():
         np.testing.assert_allclose(g, [[0.0, 0.0, 0.0], want_row], rtol=1e-4, atol=0, err_msg=name)
     x = torch.tensor([[np.nan, 1.0], [0.0, 0.0]])
     np.testing.assert_array_equal(torch.norm(x, p=2, dim=1).numpy(), [np.nan, 0.0])
+
+
+# fmax/fmin: a tie goes to the first argument, wholly (value, sign of zero and gradient), as
+# PyTorch's; kiln split the gradient 0.5/0.5 and took the second's zero. From torch 2.13.
+FM_A = np.array([1.0, 2.0, np.nan, 3.0, np.nan, -0.0, 0.0], np.float32)
+FM_B = np.array([1.0, 3.0, 1.0, np.nan, np.nan, 0.0, -0.0], np.float32)
+FM_CASES = {
+    "fmax": ([1.0, 3.0, 1.0, 3.0, np.nan, -0.0, 0.0], [1, 0, 0, 1, 1, 1, 1], [0, 1, 1, 0, 0, 0, 0]),
+    "fmin": ([1.0, 2.0, 1.0, 3.0, np.nan, -0.0, 0.0], [1, 1, 0, 1, 1, 1, 1], [0, 0, 1, 0, 0, 0, 0]),
+}  # fmt: skip
+
+
+def _fm(m, name, wrap=lambda f: f):
+    a = m.tensor(FM_A, requires_grad=True)
+    b = m.tensor(FM_B, requires_grad=True)
+    y = wrap(getattr(m, name))(a, b)
+    y.sum().backward()
+    return y.detach().numpy(), a.grad.numpy(), b.grad.numpy()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", sorted(FM_CASES))
+def test_fmax_fmin_ties_go_to_the_first_argument(name, compiled):
+    y, ga, gb = _fm(kn, name, kn.compile if compiled else (lambda f: f))
+    want_y, want_ga, want_gb = FM_CASES[name]
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(want_y))
+    np.testing.assert_array_equal(ga, want_ga)
+    np.testing.assert_array_equal(gb, want_gb)
+
+
+def test_the_fmax_fmin_values_are_torchs():
+    torch = pytest.importorskip("torch")
+    for name, (want_y, want_ga, want_gb) in FM_CASES.items():
+        y, ga, gb = _fm(torch, name)
+        np.testing.assert_array_equal(np.signbit(y), np.signbit(want_y))
+        np.testing.assert_array_equal(y, want_y)
+        np.testing.assert_array_equal(ga, want_ga)
+        np.testing.assert_array_equal(gb, want_gb)

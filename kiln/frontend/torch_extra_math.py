@@ -200,7 +200,8 @@ def fmax(input, other):  # noqa: A002
     tensor([2., 1.])
     """
     a, b = lift(input, other)
-    return m.where(m.isnan(a), b, m.where(m.isnan(b), a, m.maximum(a, b)))
+    # PyTorch's: a tie is the first argument's, value and gradient
+    return m.where(m.logical_or(m.greater_equal(a, b), m.isnan(b)), a, b)
 
 
 def fmin(input, other):  # noqa: A002
@@ -211,7 +212,8 @@ def fmin(input, other):  # noqa: A002
     tensor([2., 1.])
     """
     a, b = lift(input, other)
-    return m.where(m.isnan(a), b, m.where(m.isnan(b), a, m.minimum(a, b)))
+    # PyTorch's: a tie is the first argument's, value and gradient
+    return m.where(m.logical_or(m.less_equal(a, b), m.isnan(b)), a, b)
 
 
 def logaddexp2(input, other):  # noqa: A002

@@ -168,11 +168,11 @@ def matrix_power(input, n: int):  # noqa: A002
     return result
 
 
-def p_norm(x, p, dims: tuple, keepdim: bool):
-    """The `p`-norm of x over `dims` (a number, `inf`, `-inf`, or 0: the count of nonzeros),
-    with PyTorch's gradient: 0 where the norm is 0 (not the NaN of the root's derivative at
-    0 times 0), and for 0 < p < 1 also at the zero elements. The one p-norm of `norm`,
-    `dist` and `linalg.vector_norm`.
+def p_norm(x, p, dims, keepdim: bool):
+    """The `p`-norm of x over `dims` (as `sum` takes them; `p` a number, `inf`, `-inf`, or 0:
+    the count of nonzeros), with PyTorch's gradient: 0 where the norm is 0 (not the NaN of
+    the root's derivative at 0 times 0), and for 0 < p < 1 also at the zero elements. The one
+    p-norm of `norm`, `dist` and `linalg.vector_norm`.
 
     >>> import kiln as kn
     >>> p_norm(kn.tensor([[3.0, -4.0], [0.0, 0.0]]), 2, (1,), False)
@@ -204,8 +204,7 @@ def dist(input, other, p: float = 2):  # noqa: A002
     >>> kn.dist(kn.tensor([0.0, 0.0]), kn.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    d = m.sub(input, other)
-    return p_norm(d, p, tuple(range(d.ndim)), False)
+    return p_norm(m.sub(input, other), p, None, False)
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
@@ -226,8 +225,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
         )
     if isinstance(p, str) and p != "fro":
         raise ArgumentError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
-    dims = tuple(range(x.ndim)) if dim is None else sh.normalize_axes(dim, x.ndim)
-    return p_norm(x, 2 if p == "fro" else p, dims, keepdim)
+    return p_norm(x, 2 if p == "fro" else p, dim, keepdim)
 
 
 # -- statistics and searching -------------------------------------------------------------------

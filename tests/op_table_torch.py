@@ -376,6 +376,11 @@ rows(
            lambda a, b: np.arctan2(a.astype(np.float64), b).astype(a.dtype)),
     OpCase("atan2", "int", kn.atan2, given([1, -1, 0], [0, -2, 3]),
            lambda a, b: np.arctan2(a, b).astype(np.float32), ("int64",)),
+    OpCase("hypot", "basic", kn.hypot, normal((3, 5), (3, 5)), np.hypot),
+    OpCase("hypot", "broadcast", kn.hypot, normal((2, 1, 4), (3, 1)), np.hypot),
+    # values only (float32): where the squares overflow or underflow
+    OpCase("hypot", "extremes", kn.hypot, given([3e30, 3e-30, 0.0], [4e30, 4e-30, -2.0]),
+           lambda a, b: np.array([5e30, 5e-30, 2.0], a.dtype), ("float32",)),
     OpCase("fmod", "basic", kn.fmod, normal((3, 5), (3, 5)), np.fmod),
     OpCase("fmod", "int-scalar", lambda a: kn.fmod(a, 3), given([-7, -3, 0, 5, 7]),
            lambda a: np.array([-1, 0, 0, 2, 1], a.dtype), ("int32", "int64")),  # C's %

@@ -36,6 +36,7 @@ KEEPS |= {
     "tan": {"y"}, "asin": {"x0"}, "acos": {"x0"}, "atan": {"x0"}, "sinh": {"x0"},
     "cosh": {"x0"}, "asinh": {"x0"}, "acosh": {"x0"}, "atanh": {"x0"}, "exp2": {"y"},
     "log2": {"x0"}, "log10": {"x0"}, "atan2": {"x0", "x1"}, "fmod": {"x0", "x1"},
+    "hypot": {"x0", "x1", "y"},
     "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"},
     "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0", "y"},
     "solve": {"x0", "y"}, "cholesky": {"y"}, "logabsdet": {"x0"},

@@ -12,9 +12,10 @@ import numpy as np
 from .. import dtypes as dt
 from ..array_types import return_types
 from ..errors import ArgumentTypeError, IndexOutOfRangeError, UsageError
+from ..graph.opdef import REGISTRY
+from . import core, special
 from . import math as m
 from . import shape as s
-from . import special
 from . import torch_math as tm
 from .core import lift
 from .out import takes_out
@@ -183,13 +184,16 @@ xlogy = special.xlogy  # an op of its own: SciPy's values, PyTorch's gradients
 
 
 def hypot(input, other):  # noqa: A002
-    """`sqrt(a**2 + b**2)`.
+    """`sqrt(a**2 + b**2)`, without the overflow or underflow of the squares.
 
     >>> import kiln as kn
-    >>> kn.hypot(kn.tensor([3.0]), kn.tensor([4.0]))
-    tensor([5.])
+    >>> kn.hypot(kn.tensor([3.0, 3e30]), kn.tensor([4.0, 4e30]))
+    tensor([5.0000e+00, 5.0000e+30])
     """
-    return m.sqrt(m.add(m.square(input), m.square(other)))
+    a, b = lift(input, other)
+    if not (dt.is_float(a.dtype) or dt.is_float(b.dtype)):
+        a, b = tm._floating(a), tm._floating(b)
+    return core.lift_and_bind(REGISTRY["hypot"], a, b)
 
 
 def fmax(input, other):  # noqa: A002

@@ -282,6 +282,17 @@ def _copysign(ex, node, xs, out):
     return ex.emit("Where", [_negative(ex, b, dtype), ex.emit("Neg", [size]), size], out)
 
 
+def _hypot(ex, node, xs, out):
+    """m * sqrt((a / m)² + (b / m)²) with m = max(|a|, |b|) (0 where m is 0): no overflow."""
+    dtype = out_dtype(node)
+    a, b = (ex.emit("Abs", [x]) for x in cast_all(ex, node, xs, dtype))
+    big, small = ex.emit("Max", [a, b]), ex.emit("Min", [a, b])
+    zero = ex.emit("Equal", [big, scalar(ex, 0, dtype)])
+    ratio = ex.emit("Div", [small, ex.emit("Where", [zero, scalar(ex, 1, dtype), big])])
+    root = ex.emit("Sqrt", [ex.emit("Add", [scalar(ex, 1, dtype), ex.emit("Mul", [ratio, ratio])])])
+    return ex.emit("Mul", [big, root], out)
+
+
 def _atan2(ex, node, xs, out):
     """atan(a / b), moved by pi into b's half plane; signed zeros pick the side as NumPy."""
     dtype = out_dtype(node)
@@ -574,6 +585,7 @@ RULES = {
     "bitwise_right_shift": _shift("RIGHT"),
     "copysign": _copysign,
     "atan2": _atan2,
+    "hypot": _hypot,
     "where": _where,
     "clip": _clip,
     # reductions and linear algebra

@@ -1,5 +1,5 @@
 """Elementwise primitives beyond the core set: trigonometric and hyperbolic functions, base-2
-and base-10 exp/log, `atan2`, `fmod` and `copysign`, each NumPy's ufunc (kernel and dtype
+and base-10 exp/log, `atan2`, `hypot`, `fmod` and `copysign`, each NumPy's ufunc (kernel and dtype
 rule) with its derivative written with kiln ops, lowered to the libm function of the same
 name in fused kernels (float loops)."""
 
@@ -77,6 +77,10 @@ def _c_copysign(t, x, y):
 
 
 atan2 = binary("atan2", np.arctan2, vjp=_atan2_vjp, lowering=_libm("atan2"))
+# hypot: libm's, which neither overflows nor underflows where a² + b² would
+hypot = binary(
+    "hypot", np.hypot, vjp=lambda ct, z, a, b: (ct * a / z, ct * b / z), lowering=_libm("hypot")
+)
 # fmod: C's fmod on float loops (exact, as NumPy's); integer loops (NumPy warns on a zero
 # divisor, C's % is undefined there) run kernel by kernel
 fmod = binary(

@@ -168,7 +168,8 @@ def hardsigmoid(input, inplace: bool = False):  # noqa: A002
     """
 
     def fn(x):
-        mid = F.add(F.div(x, 6.0), 0.5)
+        # NaN reaches the innermost branch: NaN, with PyTorch's zero gradient
+        mid = F.where(F.greater(x, -3.0), F.add(F.div(x, 6.0), 0.5), F.mul(x, 0.0))
         return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.greater_equal(x, 3.0), 1.0, mid))
 
     return in_place("hardsigmoid_", fn, input, inplace)
@@ -183,8 +184,11 @@ def hardswish(input, inplace: bool = False):  # noqa: A002
     """
 
     def fn(x):
-        mid = F.div(F.mul(x, F.add(x, 3.0)), 6.0)
-        return F.where(F.less_equal(x, -3.0), F.mul(x, 0.0), F.where(F.less(x, 3.0), mid, x))
+        # the middle piece reads only x inside (-3, 3): at ±inf its gradient would be 0 * inf
+        inside = F.logical_and(F.greater(x, -3.0), F.less(x, 3.0))
+        safe = F.where(inside, x, 0.0)
+        mid = F.div(F.mul(safe, F.add(safe, 3.0)), 6.0)
+        return F.where(F.less_equal(x, -3.0), F.mul(x, 0.0), F.where(inside, mid, x))
 
     return in_place("hardswish_", fn, input, inplace)
 
@@ -262,7 +266,7 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):  # 
     >>> kn.nn.functional.threshold(kn.tensor([0.5, 2.0]), 1.0, -1.0)
     tensor([-1.,  2.])
     """
-    fn = lambda x: F.where(F.greater(x, threshold), x, value)  # noqa: E731
+    fn = lambda x: F.where(F.less_equal(x, threshold), value, x)  # noqa: E731 (NaN: x)
     return in_place("threshold_", fn, input, inplace)
 
 
@@ -273,7 +277,8 @@ def hardshrink(input, lambd: float = 0.5):  # noqa: A002
     >>> kn.nn.functional.hardshrink(kn.tensor([-1.0, 0.2, 0.7]))
     tensor([-1.0000,  0.0000,  0.7000])
     """
-    return F.where(F.greater(F.abs(input), lambd), input, 0.0)
+    band = F.logical_and(F.greater_equal(input, -lambd), F.less_equal(input, lambd))
+    return F.where(band, 0.0, input)  # NaN is outside the band: NaN, as PyTorch's
 
 
 def softshrink(input, lambd: float = 0.5):  # noqa: A002
@@ -285,8 +290,11 @@ def softshrink(input, lambd: float = 0.5):  # noqa: A002
     """
     if lambd < 0:
         raise UsageError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    inner = F.where(F.less(input, -lambd), F.add(input, lambd), 0.0)
-    return F.where(F.greater(input, lambd), F.sub(input, lambd), inner)
+    # PyTorch's: 0 times x in the band (a zero of x's sign), and NaN passes through
+    band = F.logical_and(F.greater_equal(input, -lambd), F.less_equal(input, lambd))
+    below = F.where(F.less(input, -lambd), F.add(input, lambd), input)
+    outside = F.where(F.greater(input, lambd), F.sub(input, lambd), below)
+    return F.where(band, F.mul(input, 0.0), outside)
 
 
 def tanhshrink(input):  # noqa: A002

@@ -284,10 +284,17 @@ def _tensor_state(t) -> tuple:
     return (t._version, t.shape, t.dtype, t._device, t._requires_grad)
 
 
+def _members(module: Module) -> tuple:
+    """What `module` holds: its parameters, buffers and submodules (replacing one retraces)."""
+    return (*module._parameters.values(), *module._buffers.values(),
+            *module._modules.values())  # fmt: skip
+
+
 class Guard:
     """The state of what a trace captured, taken after tracing: the tensors' (identity,
-    version, shape, dtype, device, requires_grad), the objects' identity, the Python values'
-    types (their values are in the cache key) or, with `by_value`, the values themselves."""
+    version, shape, dtype, device, requires_grad), the objects' identity, what the modules
+    hold (their parameters', buffers' and submodules' identity), the Python values' types
+    (their values are in the cache key) or, with `by_value`, the values themselves."""
 
     def __init__(self, captures: Captures, by_value: bool = False):
         self.captures = captures
@@ -297,6 +304,7 @@ class Guard:
             if isinstance(t, Tensor):
                 self.tensors.append((label, get, t, t._data, _tensor_state(t)))
         self.objects = captures.objects
+        self.members = [(m, _members(m)) for m in captures.modules]
         self.by_value = by_value
         self.values = captures.values()
         self.types = value_types(self.values)
@@ -318,6 +326,11 @@ class Guard:
         for label, get, obj in self.objects:
             if get() is not obj:
                 return f"captured '{label}' is another object", True
+        for module, held in self.members:
+            now = _members(module)
+            if len(now) != len(held) or any(a is not b for a, b in zip(now, held)):
+                what = f"{type(module).__name__} module"
+                return f"a {what} holds another parameter, buffer or submodule", True
         if self.by_value:
             values = self.captures.values()
             if values != self.values:

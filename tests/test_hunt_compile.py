@@ -73,3 +73,48 @@ def test_a_training_loop_with_batch_norm_traces_once():
     for _ in range(3):
         step(kn.tensor(X))
     assert step.last is first
+
+
+# What a compiled function reads through a dict, or a list or tuple of modules (torch.compile
+# guards their items): a changed number in a dict retraces, and modules in a list count as
+# reached (their train/eval flag, what they hold). kiln read neither and kept the first
+# trace's values. (A list of Python values only is not guarded: functions append to such.)
+CONFIG = {"scale": 2.0}
+LAYERS = [kn.nn.Linear(4, 4), kn.nn.Dropout(0.5)]
+
+
+def _scaled(x):
+    return x * CONFIG["scale"]
+
+
+def _stacked(x):
+    for layer in LAYERS:
+        x = layer(x)
+    return x
+
+
+def test_compiled_function_sees_a_changed_dict_value():
+    cf = kn.compile(_scaled)
+    np.testing.assert_array_equal(cf(kn.tensor(X)).numpy(), X * 2)
+    CONFIG["scale"] = 5.0
+    try:
+        np.testing.assert_array_equal(cf(kn.tensor(X)).numpy(), X * 5)
+    finally:
+        CONFIG["scale"] = 2.0
+
+
+def test_compiled_function_sees_modules_in_a_list():
+    cf = kn.compile(_stacked)
+    for layer in LAYERS:
+        layer.train()
+    cf(kn.tensor(X))
+    for layer in LAYERS:
+        layer.eval()
+    _same_as_eager(cf, lambda x: _stacked(x))
+    LAYERS[0] = kn.nn.Linear(4, 4)
+    _same_as_eager(cf, lambda x: _stacked(x))
+    LAYERS.append(kn.nn.Linear(4, 2))
+    try:
+        _same_as_eager(cf, lambda x: _stacked(x))
+    finally:
+        LAYERS.pop()

@@ -1,7 +1,9 @@
 """What a `kn.compile`d function reads besides its arguments, found by a walk of its code:
 its closure cells, the globals it names, and the attributes that code (or the methods of the
-object's class) names of the objects and modules it reaches. Python values there (numbers,
-strings, tuples of them) go into the cache key; tensors and objects there are guarded.
+object's class) names of the objects and modules it reaches, and the items of the dicts
+(and of the lists and tuples of more than Python values) there. Python values there
+(numbers, strings, tuples of them) go into the cache key; tensors and objects there are
+guarded, and so is what the modules reached hold.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 _MODULE_STATE = {"training", "_parameters", "_buffers", "_modules", "_name"}
 _MAX_DEPTH = 4  # objects reached through more globals or attributes than this are not walked
 _MAX_CODE = 500  # functions walked per Captures, at most
+_MAX_ITEMS = 64  # lists, tuples and dicts longer than this are not walked
 _EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
 
 
@@ -116,6 +119,26 @@ def _one(get, env) -> tuple:
     return (get(env),)
 
 
+def _item(env, key):
+    """`env[key]` (a dict, list or tuple), or `_EMPTY` where it is no longer there."""
+    try:
+        return env[key]
+    except (KeyError, IndexError):
+        return _EMPTY
+
+
+def _length(container, n: int) -> tuple:
+    """(n,) while `container` still has n items; else a ValueError, on which the caller
+    walks the function again (what it reaches through the container changed)."""
+    if len(container) != n:
+        raise ValueError("a captured container changed its length")
+    return (n,)
+
+
+def _is_container(value) -> bool:
+    return type(value) in (list, tuple, dict) and len(value) <= _MAX_ITEMS
+
+
 class Captures:
     """The sources `fn` (and `roots`: (label, object) pairs, a call's static arguments) read:
     `labels` and `values()` (the Python values), `tensors` (label, getter), `objects` (label,
@@ -130,6 +153,7 @@ class Captures:
         self._getters: list = []  # each gives a tuple of values, in `labels` order
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
+        self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
         self._names: dict[int, set] = {}  # id(holder) -> the attribute names its methods read
         self._seen: set[int] = set()
@@ -216,6 +240,9 @@ class Captures:
         for label, cell in cells:
             self._getters.append(functools.partial(_cell_values, cell))
             self.labels.append(label)
+        for label, container in self._lengths:
+            self._getters.append(functools.partial(_length, container, len(container)))
+            self.labels.append(label)
 
     def _attributes(self, label: str, obj, depth: int) -> bool:
         """Walks the methods of `obj` the code may call and queues the attributes it may
@@ -246,15 +273,18 @@ class Captures:
         self._sources.add((id(env), name))
         value = env[name]
         if isinstance(value, Tensor):
-            self.tensors.append((label, functools.partial(env.get, name, _EMPTY)))
+            self.tensors.append((label, functools.partial(_item, env, name)))
         elif _is_value(value):
             entry = groups.setdefault(id(env), (env, [], []))
             entry[1].append(name)
             entry[2].append(label)
         elif isinstance(value, np.ndarray):  # no version counter: its identity only
-            self.objects.append((label, functools.partial(env.get, name, _EMPTY), value))
+            self.objects.append((label, functools.partial(_item, env, name), value))
+        elif walk and _is_container(value):
+            self.objects.append((label, functools.partial(_item, env, name), value))
+            self._container(value, label, depth + 1)
         elif walk and self._walkable(value):
-            self.objects.append((label, functools.partial(env.get, name, _EMPTY), value))
+            self.objects.append((label, functools.partial(_item, env, name), value))
             self._walk(value, label, depth + 1)
 
     def _sort_cell(self, label, cell, depth: int, cells: list) -> None:
@@ -268,9 +298,27 @@ class Captures:
             cells.append((label, cell))
         elif isinstance(value, np.ndarray):
             self.objects.append((label, functools.partial(_cell_value, cell), value))
+        elif _is_container(value):
+            self.objects.append((label, functools.partial(_cell_value, cell), value))
+            self._container(value, label, depth + 1)
         elif self._walkable(value):
             self.objects.append((label, functools.partial(_cell_value, cell), value))
             self._walk(value, label, depth + 1)
+
+    def _container(self, container, label: str, depth: int) -> None:
+        """The items of a dict, or of a list or tuple that holds more than Python values (a
+        list of modules), sorted as sources (torch.compile guards them too); its length is
+        checked on each call. A list of Python values only is left alone: a function may
+        append to one each call (a log), which would make every call a new signature."""
+        if id(container) in self._seen or depth > _MAX_DEPTH:
+            return
+        if not isinstance(container, dict) and all(_is_value(v) for v in container):
+            return
+        self._seen.add(id(container))
+        self._lengths.append((f"len({label})", container))
+        keys = list(container) if isinstance(container, dict) else range(len(container))
+        for key in keys:
+            self._pending.append((f"{label}[{key!r}]", container, key, depth, True))
 
     def _walkable(self, value) -> bool:
         """Functions, modules and objects with attributes (not Python modules, classes)."""

@@ -102,7 +102,7 @@ class CompiledFunction:
         if self._captures is not None:
             try:
                 return self._captures.values()
-            except (KeyError, ValueError):  # a global deleted, a closure cell emptied
+            except (KeyError, IndexError, ValueError):  # a global deleted, a cell emptied
                 pass
         self._captures = Captures(self.fn)
         return self._captures.values()

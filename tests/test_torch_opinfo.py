@@ -40,21 +40,10 @@ DTYPES = (torch.float32, torch.int64, torch.bool) if FULL else (torch.float32,)
 
 # op/dtype/sample/mode patterns -> why kiln still differs from PyTorch
 KNOWN: dict[str, str] = {
-    "addmm/int64/0/compile": "raises KernelError: kernel failed: UFuncTypeError: Cannot cast ufunc",
-    "addmm/int64/0/eager": "raises UFuncTypeError: Cannot cast ufunc 'multiply' output from dtyp",
-    "addmm/int64/1/compile": "raises KernelError: kernel failed: UFuncTypeError: Cannot cast ufunc",
-    "addmm/int64/1/eager": "raises UFuncTypeError: Cannot cast ufunc 'multiply' output from dtyp",
-    "addmm/int64/2/compile": "raises KernelError: kernel failed: UFuncTypeError: Cannot cast ufunc",
-    "addmm/int64/2/eager": "raises UFuncTypeError: Cannot cast ufunc 'multiply' output from dtyp",
-    "addmm/int64/3/compile": "raises KernelError: kernel failed: UFuncTypeError: Cannot cast ufunc",
-    "addmm/int64/3/eager": "raises UFuncTypeError: Cannot cast ufunc 'multiply' output from dtyp",
-    "addmv/int64/*/*": "kiln's float32 where PyTorch gives int64",
-    "addr/bool/*/*": "kiln's int64 where PyTorch gives bool",
     "argsort/bool/*/*": "which index among equal values is implementation-defined",
     "argwhere/bool/*/compile": "a data-dependent shape (eager only)",
     "argwhere/float32/*/compile": "a data-dependent shape (eager only)",
     "argwhere/int64/*/compile": "a data-dependent shape (eager only)",
-    "baddbmm/int64/*/*": "kiln's float32 where PyTorch gives int64",
     "bfloat16/bool/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/float32/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/int64/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
@@ -70,15 +59,6 @@ KNOWN: dict[str, str] = {
     "gather/float32/5/*": "a shape differs (0-d or size-1 edge case)",
     "gather/int64/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
     "gather/int64/5/*": "a shape differs (0-d or size-1 edge case)",
-    "index_add/bool/*/*": "raises IndexError: list assignment index out of range",
-    "index_add/float32/*/*": "raises IndexError: list assignment index out of range",
-    "index_add/int64/*/*": "raises IndexError: list assignment index out of range",
-    "index_copy/bool/*/*": "raises IndexError: list assignment index out of range",
-    "index_copy/float32/*/*": "raises IndexError: list assignment index out of range",
-    "index_copy/int64/*/*": "raises IndexError: list assignment index out of range",
-    "index_fill/bool/*/*": "raises IndexError: tuple index out of range",
-    "index_fill/float32/*/*": "raises IndexError: tuple index out of range",
-    "index_fill/int64/*/*": "raises IndexError: tuple index out of range",
     "index_put/bool/*/compile": "a data-dependent shape (eager only)",
     "index_put/float32/1/compile": "a data-dependent shape (eager only)",
     "index_put/float32/3/compile": "a data-dependent shape (eager only)",
@@ -98,46 +78,6 @@ KNOWN: dict[str, str] = {
     ),
     "linalg.pinv/float32/5/eager": (
         "raises ArgumentTypeError: linalg.pinv: rtol must be a Python number"
-    ),
-    "logspace.tensor_overload/*/*/compile": "a traced start or end: the factory reads its value "
-    "(logspace, as linspace)",
-    "nn.functional.multilabel_margin_loss/*/0/*": "a 0-d input and target: kiln asks for 1-D or "
-    "2-D",
-    "linspace.tensor_overload/float32/0/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/float32/1/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/float32/2/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/float32/3/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/float32/4/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/float32/5/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/float32/6/compile": (
-        "raises ValueError: setting an array element with a sequence."
-    ),
-    "linspace.tensor_overload/float32/7/compile": (
-        "raises ValueError: setting an array element with a sequence."
-    ),
-    "linspace.tensor_overload/int64/0/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/int64/1/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/int64/2/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/int64/3/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/int64/4/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/int64/5/compile": "raises KeyError: 'O'",
-    "linspace.tensor_overload/int64/6/compile": (
-        "raises ValueError: setting an array element with a sequence."
-    ),
-    "linspace.tensor_overload/int64/7/compile": (
-        "raises ValueError: setting an array element with a sequence."
-    ),
-    "log_softmax/float32/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "log_softmax.with_dtype/bool/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "log_softmax.with_dtype/float32/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "log_softmax.with_dtype/int64/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
     ),
     "lu/float32/*/*": "raises ShapeError: linalg.inv_ex: a batch of square matrices is expe",
     "masked_fill/bool/*/*": "raises ShapeError: masked_fill: the mask [N,N] does not broadcast to",
@@ -202,8 +142,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.local_response_norm/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.max_pool2d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.max_pool3d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.multi_margin_loss/float32/*/*": "raises IndexError: tuple index out of range",
-    "nn.functional.normalize/float32/*/*": "raises ZeroDivisionError: float division by zero",
     "nn.functional.one_hot/int64/*/compile": (
         "raises ArgumentError: one_hot: num_classes=N needs the values of the"
     ),
@@ -227,15 +165,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.prelu/float32/5/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
     "nn.functional.prelu/float32/6/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
     "nn.functional.prelu/float32/7/*": "a shape differs (0-d or size-1 edge case)",
-    "nn.functional.softmin/float32/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "nn.functional.softmin.with_dtype/float32/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "nn.functional.softmin.with_dtype/int64/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
     "nn.functional.triplet_margin_with_distance_loss/float32/*/*": (
         "the sample's distance_function is PyTorch's (it refuses kiln tensors"
     ),
@@ -303,16 +232,6 @@ KNOWN: dict[str, str] = {
     "repeat_interleave/int64/*/compile": "a data-dependent shape (eager only)",
     "searchsorted/float32/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "searchsorted/int64/*/*": "an argument form kiln does not implement (NotImplementedError)",
-    "softmax/float32/*/*": "raises ShapeError: zero-size array to reduction operation max which",
-    "softmax.with_dtype/bool/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "softmax.with_dtype/float32/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
-    "softmax.with_dtype/int64/*/*": (
-        "raises ShapeError: zero-size array to reduction operation max which"
-    ),
     "sort/bool/*/*": "which index among equal values is implementation-defined",
     "special.polygamma.special_polygamma_n_0/float32/*/*": (
         "PyTorch's float32 polygamma is less accurate near the poles (SciPy a"
@@ -321,7 +240,6 @@ KNOWN: dict[str, str] = {
     "std_mean.unbiased/float32/1/*": "raises DimTypeError: axis must be an int, got False",
     "std_mean.unbiased/float32/2/*": "raises DimTypeError: axis must be an int, got False",
     "std_mean.unbiased/float32/3/*": "raises DimTypeError: axis must be an int, got True",
-    "sum_to_size/bool/*/*": "kiln's bool where PyTorch gives int64",
     "take_along_dim/bool/4/compile": (
         "raises IndexOutOfRangeError: index N is out of bounds for dimension"
     ),

@@ -164,6 +164,10 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
     >>> kn.linspace(0, 1, 5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
+    if isinstance(start, Symbol) or isinstance(end, Symbol):  # traced (`kn.compile`)
+        from ..frontend.torch_misc import traced_linspace  # NOTE: the frontend builds on eager
+
+        return traced_linspace(start, end, int(steps), _float(dtype))
     array = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype))
     return _finish(array, device, requires_grad)
 

@@ -77,11 +77,17 @@ def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     return _softmax(input, axis)
 
 
+def _shift(x, axis):
+    """The maximum along `axis` (kept), which cancels exactly in softmax, so no gradient flows
+    through it; 0 for an empty `x` (whose result is empty, and whose maximum is undefined)."""
+    if any(d == 0 for d in x.shape):
+        return 0.0
+    return call("stop_gradient", reduce_max(x, axis, keepdims=True))
+
+
 @in_float32
 def _softmax(x, axis):
-    # The shift cancels exactly in the ratio, so no gradient needs to flow through it.
-    shift = call("stop_gradient", reduce_max(x, axis, keepdims=True))
-    e = exp(sub(x, shift))
+    e = exp(sub(x, _shift(x, axis)))
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
@@ -102,7 +108,7 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
 def _log_softmax(x, axis):
     # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
     # m first would round it away (float32 has ~1e-4 spacing at 1000).
-    shifted = sub(x, call("stop_gradient", reduce_max(x, axis, keepdims=True)))
+    shifted = sub(x, _shift(x, axis))
     return sub(shifted, log(reduce_sum(exp(shifted), axis, keepdims=True)))
 
 

@@ -96,6 +96,8 @@ def cross(input, other, dim=None):  # noqa: A002
 
 def _scaled_sum(input, product, beta, alpha):  # noqa: A002
     """`beta * input + alpha * product`, input ignored (NaN included) when beta is 0."""
+    kind = dt.result_type(*lift(input, product))
+    beta, alpha = tm.coefficient(beta, kind), tm.coefficient(alpha, kind)
     scaled = product if alpha == 1 else m.mul(product, alpha)
     if beta == 0:
         (x,) = lift(input)

@@ -296,6 +296,12 @@ def _along(index, dim: int, like_shape):
     return s.broadcast_to(s.reshape(index, tuple(view)), tuple(like_shape))
 
 
+def _scalar_as_vector(fn, x, dim, idx, *rest, **kw):
+    """fn applied to a 0-d `x` seen as 1-element vector (as PyTorch does), back to 0-d."""
+    rest = tuple(s.reshape(r, (-1,)) if getattr(r, "ndim", 1) == 0 else r for r in rest)
+    return s.reshape(fn(s.reshape(x, (1,)), dim, idx, *rest, **kw), ())
+
+
 def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     """`input` with `alpha * source`'s slices along `dim` added at `index` (repeats add up).
 
@@ -304,6 +310,8 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     tensor([3., 0., 3.])
     """
     x, idx, src = lift(input, index, source)
+    if x.ndim == 0:
+        return _scalar_as_vector(index_add, x, dim, idx, src, alpha=alpha)
     d = _dim(x, dim)
     src = src if alpha == 1 else m.mul(src, alpha)
     src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
@@ -318,6 +326,8 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
     tensor([2., 0., 1.])
     """
     x, idx, src = lift(input, index, source)
+    if x.ndim == 0:
+        return _scalar_as_vector(index_copy, x, dim, idx, src)
     d = _dim(x, dim)
     return ti.scatter(x, d, _along(idx, d, src.shape), src)
 
@@ -331,6 +341,8 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
             [-1,  4]])
     """
     x, idx = lift(input, index)
+    if x.ndim == 0:
+        return _scalar_as_vector(index_fill, x, dim, idx, value)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "index_fill")
     positions = np.arange(n).reshape(-1, 1)
@@ -403,6 +415,8 @@ TYPE_METHODS = {
 def _sum_to_size(self, *size):
     """Sums the dims that `size` (broadcastable to self's shape) has as 1 or lacks."""
     size = tuple(ts._sizes(size))
+    if not size:  # PyTorch's: the sum of every element, even of a 0-d tensor (bools to int64)
+        return m.sum(self)
     lead = len(self.shape) - len(size)
     dims = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(size) if d == 1 and self.shape[lead + i] != 1

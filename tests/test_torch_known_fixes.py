@@ -143,7 +143,85 @@ CASES = {
         lambda t, a, b: t.logspace(a, b, 4, base=2.0),
         (np.array(-1.0, np.float32), np.array(2.0, np.float32)),
     ),
+    # a 1-D empty tensor is left out of cat, whatever the others' shapes (its dtype counts)
+    "cat-empty-1d": (
+        lambda t, a, b: t.cat([a, b], dim=1),
+        (np.zeros(0, np.float64), np.ones((2, 2), np.float32)),
+    ),
+    "cat-all-empty": (
+        lambda t, a, b: t.cat([a, b]),
+        (np.zeros(0, np.float32), np.zeros(0, np.float32)),
+    ),
+    # torch.lu's infos of non-square matrices: the first zero pivot of U
+    "lu-infos-wide": (
+        lambda t, a: t.lu(a, get_infos=True),
+        (np.array([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]], np.float32),),
+    ),
+    "lu-infos-tall": (
+        lambda t, a: t.lu(a, get_infos=True),
+        (np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]], np.float32),),
+    ),
+    # the mask and the input broadcast together (out of place)
+    "masked_fill-wider-mask": (
+        lambda t, x, k: t.masked_fill(x, k, -1.5),
+        (np.arange(3, dtype=np.float32), np.array([[True, False, True], [False, True, False]])),
+    ),
+    "masked_scatter-wider-mask": (
+        lambda t, x, k, s: t.masked_scatter(x, k, s),
+        (
+            np.arange(3, dtype=np.int64),
+            np.array([[True, False, True], [False, True, False]]),
+            np.array([10, 20, 30, 40], np.int64),
+        ),
+    ),
+    # negative widths crop (circular: crop, then wrap; replicate: clamped positions)
+    "pad-circular-negative": (
+        lambda t, x: t.nn.functional.pad(x, (-1, 2, 1, -1), "circular"),
+        (np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4),),
+    ),
+    "pad-replicate-negative": (
+        lambda t, x: t.nn.functional.pad(x, (-4, 5, 2, -3), "replicate"),
+        (np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4),),
+    ),
+    "take_along_dim-negative": (
+        lambda t, x, i: t.take_along_dim(x, i, 1),
+        (np.arange(6, dtype=np.float32).reshape(2, 3), np.array([[-1, 0], [-3, -2]])),
+    ),
+    # std_mean(x, unbiased) and var_mean(x, unbiased), the bool positional
+    "std_mean-unbiased": (
+        lambda t, x: t.std_mean(x, False),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),),
+    ),
+    "var_mean-unbiased": (
+        lambda t, x: t.var_mean(x, True),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),),
+    ),
+    # tensor tolerances of pinv (broadcast over the batch)
+    "pinv-rtol-tensor": (
+        lambda t, a, r: t.linalg.pinv(a, rtol=r),
+        (np.array([[2.0, 0.0, 0.0], [0.0, 1e-3, 0.0]], np.float32), np.array(0.01, np.float32)),
+    ),
+    "pinv-atol-tensor-batch": (
+        lambda t, a, r: t.linalg.pinv(a, atol=r),
+        (
+            np.array([[2.0, 0.0, 0.0], [0.0, 1e-3, 0.0]], np.float32),
+            np.array([0.5, 0.0], np.float32),
+        ),
+    ),
+    "pinv-hermitian-rtol-tensor": (
+        lambda t, a, r: t.linalg.pinv(a, rtol=r, hermitian=True),
+        (np.array([[2.0, 0.0], [0.0, -0.5]], np.float32), np.array(0.1, np.float32)),
+    ),
+    "pinv-empty-rtol-tensor": (
+        lambda t, a, r: t.linalg.pinv(a, rtol=r),
+        (np.zeros((0, 0), np.float32), np.array(1.0, np.float32)),
+    ),
 }
+
+
+def run_case(mode, case):
+    fn, arrays = CASES[case]
+    return run(mode, fn, *arrays)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -162,7 +240,7 @@ def test_addmm_of_int64_truncates_beta_and_alpha(mode):
     # beta 1.7 -> 1, alpha 2.9 -> 2 (PyTorch's integer coefficients); by hand:
     # A23 = [[-2,-1,0],[1,2,3]], B32 = [[-1,0],[1,2],[3,4]]
     # A23 @ B32 = [[2-1+0, 0-2+0], [-1+2+9, 0+4+12]] = [[1,-2],[10,16]]
-    got = run(mode, CASES["addmm-int64"][0], *CASES["addmm-int64"][1])
+    got = run_case(mode, "addmm-int64")
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, 5 + 2 * np.array([[1, -2], [10, 16]]))
 
@@ -170,7 +248,7 @@ def test_addmm_of_int64_truncates_beta_and_alpha(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_addr_of_bools_stays_bool(mode):
     # beta and alpha are True: input OR outer(a, b)
-    got = run(mode, CASES["addr-bool"][0], *CASES["addr-bool"][1])
+    got = run_case(mode, "addr-bool")
     want = np.eye(2, 3, dtype=bool) | np.outer(BOOLS[:2], BOOLS)
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, want)
@@ -178,7 +256,7 @@ def test_addr_of_bools_stays_bool(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_zero_d_index_add_is_one_element_vector(mode):
-    got = run(mode, CASES["index_add-0d"][0], *CASES["index_add-0d"][1])
+    got = run_case(mode, "index_add-0d")
     assert got.shape == () and got == np.float32(1.5 + 2 * 2.0)
 
 
@@ -191,13 +269,70 @@ def test_softmax_of_empty_is_empty(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_normalize_p0_divides_by_the_nonzero_count(mode):
     # row [1, 0, -2] has 2 nonzeros; the zero row stays zero (norm 0 clipped to eps)
-    got = run(mode, CASES["normalize-p0"][0], *CASES["normalize-p0"][1])
+    got = run_case(mode, "normalize-p0")
     np.testing.assert_allclose(got, [[0.5, 0.0, -1.0], [0.0, 0.0, 0.0]])
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_linspace_of_traced_bounds(mode):
-    got = run(mode, CASES["linspace-tensor"][0], *CASES["linspace-tensor"][1])
+    got = run_case(mode, "linspace-tensor")
     np.testing.assert_allclose(got, np.linspace(-2.0, 3.0, 7), rtol=1e-6)
-    got = run(mode, CASES["logspace-tensor"][0], *CASES["logspace-tensor"][1])
+    got = run_case(mode, "logspace-tensor")
     np.testing.assert_allclose(got, [0.5, 1.0, 2.0, 4.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cat_leaves_out_empty_vectors(mode):
+    got = run_case(mode, "cat-empty-1d")
+    assert got.dtype == np.float64  # float64 from the empty vector, float32 ones kept
+    np.testing.assert_array_equal(got, np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_negative_widths_crop(mode):
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 4)
+    # circular (-1, 1): crop 0 -> [1, 2, 3], then wrap its first element to the right
+    got = run(mode, lambda t, v: t.nn.functional.pad(v, (-1, 1), "circular"), x)
+    np.testing.assert_array_equal(got, [[[1, 2, 3, 1]]])
+    # replicate (-4, 5): output j reads input clamp(j + 4, 0, 3) = the last element
+    got = run(mode, lambda t, v: t.nn.functional.pad(v, (-4, 5), "replicate"), x)
+    np.testing.assert_array_equal(got, [[[3, 3, 3, 3, 3]]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_take_along_dim_counts_negative_indices_from_the_end(mode):
+    got = run_case(mode, "take_along_dim-negative")
+    np.testing.assert_array_equal(got, [[2, 0], [3, 4]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_masked_fill_broadcasts_input_and_mask(mode):
+    got = run_case(mode, "masked_fill-wider-mask")
+    np.testing.assert_array_equal(got, [[-1.5, 1, -1.5], [0, -1.5, 2]])
+
+
+def test_in_place_masked_fill_still_refuses_a_wider_mask():
+    x = kn.zeros(3)
+    with pytest.raises(RuntimeError, match="broadcast shape"):
+        x.masked_fill_(kn.ones((2, 3), dtype=kn.bool), 1.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lu_infos_of_a_wide_matrix(mode):
+    # U's diagonal is [0, 0] (no row swap: column 0 is zero): the first zero pivot is 1
+    got = run_case(mode, "lu-infos-wide")
+    assert got[2].dtype == np.int32 and int(got[2]) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_std_mean_takes_unbiased_positionally(mode):
+    # 0..5: mean 2.5, sum of squared deviations 17.5, / 6 (biased)
+    std, mean = run_case(mode, "std_mean-unbiased")
+    np.testing.assert_allclose([std, mean], [np.sqrt(17.5 / 6), 2.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pinv_with_a_tensor_rtol_cuts_small_singular_values(mode):
+    # singular values 2 and 1e-3; rtol 0.01 cuts 1e-3 (below 0.02): only 1/2 remains
+    got = run_case(mode, "pinv-rtol-tensor")
+    np.testing.assert_allclose(got, [[0.5, 0.0], [0.0, 0.0], [0.0, 0.0]], atol=1e-7)

@@ -48,9 +48,6 @@ KNOWN: dict[str, str] = {
     "bfloat16/float32/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/int64/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bincount/int64/*/compile": "a data-dependent shape (eager only)",
-    "cat/bool/*/*": "raises IndexOutOfBoundsError: axis N is out of bounds for an array o",
-    "cat/float32/*/*": "raises IndexOutOfBoundsError: axis N is out of bounds for an array o",
-    "cat/int64/*/*": "raises IndexOutOfBoundsError: axis N is out of bounds for an array o",
     "cov/float32/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "cov/int64/*/*": "an argument form kiln does not implement (NotImplementedError)",
     "gather/bool/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
@@ -67,33 +64,6 @@ KNOWN: dict[str, str] = {
     "linalg.eigh/float32/*/*": "eigen/singular vectors are defined up to sign",
     "linalg.lstsq/float32/*/*": "linalg.lstsq: only the 'gelsy' driver",
     "linalg.lstsq.grad_oriented/float32/*/*": "linalg.lstsq: only the 'gelsy' driver",
-    "linalg.pinv/float32/2/compile": (
-        "raises ArgumentTypeError: linalg.pinv: rtol must be a Python number"
-    ),
-    "linalg.pinv/float32/2/eager": (
-        "raises ArgumentTypeError: linalg.pinv: rtol must be a Python number"
-    ),
-    "linalg.pinv/float32/5/compile": (
-        "raises ArgumentTypeError: linalg.pinv: rtol must be a Python number"
-    ),
-    "linalg.pinv/float32/5/eager": (
-        "raises ArgumentTypeError: linalg.pinv: rtol must be a Python number"
-    ),
-    "lu/float32/*/*": "raises ShapeError: linalg.inv_ex: a batch of square matrices is expe",
-    "masked_fill/bool/*/*": "raises ShapeError: masked_fill: the mask [N,N] does not broadcast to",
-    "masked_fill/float32/*/*": (
-        "raises ShapeError: masked_fill: the mask [N,N] does not broadcast to"
-    ),
-    "masked_fill/int64/*/*": "raises ShapeError: masked_fill: the mask [N,N] does not broadcast to",
-    "masked_scatter/bool/*/*": (
-        "raises ShapeMismatchError: masked_scatter: the mask [N,N] does not b"
-    ),
-    "masked_scatter/float32/*/*": (
-        "raises ShapeMismatchError: masked_scatter: the mask [N,N] does not b"
-    ),
-    "masked_scatter/int64/*/*": (
-        "raises ShapeMismatchError: masked_scatter: the mask [N,N] does not b"
-    ),
     "masked_select/bool/*/compile": "a data-dependent shape (eager only)",
     "masked_select/float32/*/compile": "a data-dependent shape (eager only)",
     "masked_select/int64/*/compile": "a data-dependent shape (eager only)",
@@ -144,18 +114,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.max_pool3d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.one_hot/int64/*/compile": (
         "raises ArgumentError: one_hot: num_classes=N needs the values of the"
-    ),
-    "nn.functional.pad.circular/float32/*/*": (
-        "raises ShapeError: circular pad widths must be >= N, got (N, N)"
-    ),
-    "nn.functional.pad.circular/int64/*/*": (
-        "raises ShapeError: circular pad widths must be >= N, got (N, N)"
-    ),
-    "nn.functional.pad.replicate_negative/float32/*/*": (
-        "raises ShapeError: replicate pad widths must be >= N, got (N, N)"
-    ),
-    "nn.functional.pad.replicate_negative/int64/*/*": (
-        "raises ShapeError: replicate pad widths must be >= N, got (N, N)"
     ),
     "nn.functional.prelu/float32/0/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
     "nn.functional.prelu/float32/1/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
@@ -236,28 +194,6 @@ KNOWN: dict[str, str] = {
     "special.polygamma.special_polygamma_n_0/float32/*/*": (
         "PyTorch's float32 polygamma is less accurate near the poles (SciPy a"
     ),
-    "std_mean.unbiased/float32/0/*": "raises DimTypeError: axis must be an int, got True",
-    "std_mean.unbiased/float32/1/*": "raises DimTypeError: axis must be an int, got False",
-    "std_mean.unbiased/float32/2/*": "raises DimTypeError: axis must be an int, got False",
-    "std_mean.unbiased/float32/3/*": "raises DimTypeError: axis must be an int, got True",
-    "take_along_dim/bool/4/compile": (
-        "raises IndexOutOfRangeError: index N is out of bounds for dimension"
-    ),
-    "take_along_dim/bool/4/eager": (
-        "raises IndexOutOfRangeError: index N is out of bounds for dimension"
-    ),
-    "take_along_dim/float32/4/compile": (
-        "raises IndexOutOfRangeError: index N is out of bounds for dimension"
-    ),
-    "take_along_dim/float32/4/eager": (
-        "raises IndexOutOfRangeError: index N is out of bounds for dimension"
-    ),
-    "take_along_dim/int64/4/compile": (
-        "raises IndexOutOfRangeError: index N is out of bounds for dimension"
-    ),
-    "take_along_dim/int64/4/eager": (
-        "raises IndexOutOfRangeError: index N is out of bounds for dimension"
-    ),
     "tensor_split/bool/0/compile": (
         "raises GraphError: cannot iterate over Symbol 'argN' (iN[N]); index"
     ),
@@ -311,10 +247,6 @@ KNOWN: dict[str, str] = {
     "unique_consecutive/bool/*/compile": "a data-dependent shape (eager only)",
     "unique_consecutive/float32/*/compile": "a data-dependent shape (eager only)",
     "unique_consecutive/int64/*/compile": "a data-dependent shape (eager only)",
-    "var_mean.unbiased/float32/0/*": "raises DimTypeError: axis must be an int, got True",
-    "var_mean.unbiased/float32/1/*": "raises DimTypeError: axis must be an int, got False",
-    "var_mean.unbiased/float32/2/*": "raises DimTypeError: axis must be an int, got False",
-    "var_mean.unbiased/float32/3/*": "raises DimTypeError: axis must be an int, got True",
 }
 
 

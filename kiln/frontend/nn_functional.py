@@ -363,7 +363,8 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
     dims it does not reach stay as they are. `mode` is "constant" (filled with `value`, 0 by
     default; a negative width crops), "reflect" (mirrored without repeating the edge, each
     width less than its dim), "replicate" (the edge repeated) or "circular" (wrapped around,
-    each width at most its dim). (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
+    each width at most its dim); a negative width crops in every mode but "reflect".
+    (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
 
     >>> import kiln as kn, numpy as np
     >>> from kiln.frontend.nn_functional import pad
@@ -403,10 +404,11 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         raise _shape_error("pad", f"mode {mode!r} takes no value (got {value!r})", x)
     for d, b, a in pairs:
         n = x.shape[d]
-        if b < 0 or a < 0:
-            raise _shape_error("pad", f"{mode} pad widths must be >= 0, got {(b, a)}", x)
         if not isinstance(n, int) and (b or a):
             raise _shape_error("pad", f"{mode} pad along the symbolic dim {n} of dim {d}", x)
+        if b < 0 or a < 0:
+            x, b, a = _crop(x, d, b, a, mode)
+            n = x.shape[d]
         if (mode == "reflect" and max(b, a) >= n) or (mode == "circular" and max(b, a) > n):
             bound = "less than" if mode == "reflect" else "at most"
             raise _shape_error(
@@ -433,6 +435,21 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         if len(parts) > 1:
             x = call("concat", *parts, axis=d)
     return x
+
+
+def _crop(x, d: int, b: int, a: int, mode: str):
+    """PyTorch's negative pad widths on dim `d`: (x, b, a) left to pad. "circular" crops
+    first and wraps the rest; "replicate" takes each output position's input index clamped
+    to the dim (all of it, even where the crop would leave nothing)."""
+    n = x.shape[d]
+    if mode == "replicate":
+        if n + b + a <= 0:
+            raise _shape_error("pad", f"replicate pad {(b, a)} of dim {d} leaves no elements", x)
+        return gather(x, np.clip(np.arange(n + b + a) - b, 0, n - 1), d), 0, 0
+    if mode == "reflect":
+        raise _shape_error("pad", f"reflect pad widths must be >= 0, got {(b, a)}", x)
+    x = _slice_dim(x, d, -b if b < 0 else None, n + a if a < 0 else None)
+    return x, max(b, 0), max(a, 0)
 
 
 def _reps(ndim: int, dim: int, n: int) -> tuple:

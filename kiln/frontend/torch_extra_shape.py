@@ -244,8 +244,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
 
 
 def take_along_dim(input, indices, dim=None):  # noqa: A002
-    """Values at `indices` along `dim` (broadcast elsewhere); of the flattened tensor when dim
-    is None.
+    """Values at `indices` along `dim` (broadcast elsewhere; negative ones count from the end);
+    of the flattened tensor when dim is None.
 
     >>> import kiln as kn
     >>> kn.take_along_dim(kn.tensor([[10, 30, 20]]), kn.tensor([[1, 2]]), 1)
@@ -253,8 +253,10 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     """
     x, idx = lift(input, indices)
     if dim is None:
-        return s.take_along_axis(s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0)
+        x, idx, dim = s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0
     d = _dim(x, dim)
+    n = x.shape[d] if x.ndim else 1
+    idx = m.where(m.less(idx, 0), m.add(idx, n), idx)  # PyTorch's: negative ones from the end
     rest_x = tuple(x.shape[:d]) + tuple(x.shape[d + 1 :])
     rest_i = tuple(idx.shape[:d]) + tuple(idx.shape[d + 1 :])
     rest = sh.broadcast_shapes(rest_x, rest_i)

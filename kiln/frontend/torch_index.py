@@ -179,7 +179,7 @@ def scatter_reduce(
 
 def masked_fill(input, mask, value):  # noqa: A002
     """`input` with `value` (a number or a 0-d tensor, cast to input's dtype) where the bool
-    `mask` (broadcast to input) holds.
+    `mask` holds (the two broadcast together, as in PyTorch).
 
     >>> import kiln as kn
     >>> kn.tensor([1, 2, 3]).masked_fill(kn.tensor([True, False, True]), 0)
@@ -198,11 +198,7 @@ def masked_fill(input, mask, value):  # noqa: A002
                          f"{v.ndim} dimension(s)")  # fmt: skip
     if v.dtype != x.dtype:
         v = call("cast", v, dtype=x.dtype)
-    out = m.where(mask, v, x)
-    if tuple(out.shape) != tuple(x.shape):
-        raise ShapeError(f"masked_fill: the mask {sh.format_shape(mask.shape)} does not "
-                         f"broadcast to the input {sh.format_shape(x.shape)}")  # fmt: skip
-    return out
+    return m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
 
 
 def _eager_only(name: str, why: str):

@@ -83,6 +83,8 @@ def cat(tensors, dim: int = 0, *, axis=None):
     if not xs:
         raise ShapeError("cat expects a non-empty list of tensors")
     dim = dim_arg(dim, axis, "cat")
+    # PyTorch's rule: a 1-D tensor of size 0 is left out, whatever the others' shapes
+    xs = [x for x in xs if tuple(x.shape) != (0,)] or xs[:1]
     return call("concat", *xs, axis=sh.normalize_axis(dim, xs[0].ndim))
 
 

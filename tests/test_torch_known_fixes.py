@@ -216,6 +216,54 @@ CASES = {
         lambda t, a, r: t.linalg.pinv(a, rtol=r),
         (np.zeros((0, 0), np.float32), np.array(1.0, np.float32)),
     ),
+    # pooling argument forms: stride=() is the kernel size, a negative divisor divides
+    "avg_pool2d-empty-stride": (
+        lambda t, x: t.nn.functional.avg_pool2d(x, (2, 2), (), (0,), False, True, -2),
+        (np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4),),
+    ),
+    "avg_pool3d-negative-divisor": (
+        lambda t, x: t.nn.functional.avg_pool3d(x, 2, divisor_override=-3),
+        (np.arange(16, dtype=np.float32).reshape(1, 1, 2, 2, 4),),
+    ),
+    # batch_norm: an empty vector, and training with running statistics under kn.compile
+    "batch_norm-empty-vector": (
+        lambda t, x, m, v: t.nn.functional.batch_norm(x, m, v, training=True),
+        (np.zeros(0, np.float32), np.zeros(0, np.float32), np.ones(0, np.float32)),
+    ),
+    # weighted covariances
+    "cov-fweights": (
+        lambda t, x, f: t.cov(x, fweights=f),
+        (np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.5]], np.float32), np.array([1, 3, 2], np.int32)),
+    ),
+    "cov-aweights": (
+        lambda t, x, a: t.cov(x, correction=1, aweights=a),
+        (np.array([1.0, 2.0, 4.0], np.float32), np.array([0.5, 0.25, 1.0], np.float32)),
+    ),
+    "cov-both": (
+        lambda t, x, f, a: t.cov(x, correction=2, fweights=f, aweights=a),
+        (
+            np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.5]], np.float32),
+            np.array([1, 3, 2], np.int64),
+            np.array([0.5, 0.25, 1.0], np.float32),
+        ),
+    ),
+    "cov-int-aweights0": (
+        lambda t, x, a: t.cov(x, correction=0, aweights=a),
+        (np.array([[1, 2, 4], [3, 1, 0]], np.int64), np.array([0.5, 0.25, 1.0], np.float32)),
+    ),
+    # embedding's max_norm (rows renormed) and scale_grad_by_freq (values unchanged)
+    "embedding-max_norm": (
+        lambda t, i, w: t.nn.functional.embedding(i, w, max_norm=1.0),
+        (np.array([[0, 1], [0, 0]]), np.array([[3.0, 4.0], [0.3, 0.4], [6, 8]], np.float32)),
+    ),
+    "embedding-max_norm-l1": (
+        lambda t, i, w: t.nn.functional.embedding(i, w, max_norm=2.0, norm_type=1.0),
+        (np.array([2, 1]), np.array([[3.0, 4.0], [0.3, 0.4], [6, -8]], np.float32)),
+    ),
+    "embedding-freq": (
+        lambda t, i, w: t.nn.functional.embedding(i, w, scale_grad_by_freq=True),
+        (np.array([[0, 1], [0, 0]]), np.array([[3.0, 4.0], [0.3, 0.4], [6, 8]], np.float32)),
+    ),
 }
 
 
@@ -336,3 +384,49 @@ def test_pinv_with_a_tensor_rtol_cuts_small_singular_values(mode):
     # singular values 2 and 1e-3; rtol 0.01 cuts 1e-3 (below 0.02): only 1/2 remains
     got = run_case(mode, "pinv-rtol-tensor")
     np.testing.assert_allclose(got, [[0.5, 0.0], [0.0, 0.0], [0.0, 0.0]], atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_batch_norm_training_updates_running_statistics(mode):
+    # x (2, 1): batch mean 2, biased var 1, unbiased var 2; momentum 0.5 from (0, 1):
+    # running mean 0.5 * 0 + 0.5 * 2 = 1, running var 0.5 * 1 + 0.5 * 2 = 1.5
+    fn = lambda x, m, v: F.batch_norm(x, m, v, training=True, momentum=0.5, eps=0.0)  # noqa: E731
+    mean, var = kn.zeros(1), kn.ones(1)
+    y = (fn if mode == "eager" else kn.compile(fn))(kn.tensor([[1.0], [3.0]]), mean, var)
+    np.testing.assert_allclose(y.numpy(), [[-1.0], [1.0]])
+    np.testing.assert_allclose([mean.item(), var.item()], [1.0, 1.5])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cov_with_frequency_weights_repeats_observations(mode):
+    # fweights (1, 3, 2) weigh as the observations 1, 2, 2, 2, 4, 4 (NumPy's cov of those)
+    x = np.array([[1.0, 2.0, 4.0]], np.float32)
+    got = run(mode, lambda t, v, f: t.cov(v, fweights=f), x, np.array([1, 3, 2]))
+    np.testing.assert_allclose(got, np.cov([1, 2, 2, 2, 4, 4]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_embedding_max_norm_renorms_picked_rows(mode):
+    # row 0 (3, 4) has norm 5 > 1: (0.6, 0.8); row 1 (0.3, 0.4) has norm 0.5: kept
+    got = run_case(mode, "embedding-max_norm")
+    np.testing.assert_allclose(got[0], [[0.6, 0.8], [0.3, 0.4]], rtol=1e-6)
+
+
+def test_embedding_max_norm_changes_the_weight_in_place_eagerly():
+    w = kn.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    F.embedding(kn.tensor([0]), w, max_norm=1.0)
+    np.testing.assert_allclose(w.numpy(), [[0.6, 0.8], [0.3, 0.4], [6.0, 8.0]], rtol=1e-6)
+
+
+def test_embedding_scale_grad_by_freq_divides_by_the_count():
+    # index 0 occurs 3 times: its row's gradient 3 * (1/3) = 1; index 1 once: 1; 2: none
+    w = kn.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]], requires_grad=True)
+    F.embedding(kn.tensor([[0, 1], [0, 0]]), w, scale_grad_by_freq=True).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [[1, 1], [1, 1], [0, 0]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_avg_pool_negative_divisor(mode):
+    # windows of 2x2 over 0..15 (4x4): sums 10, 18, 42, 50 divided by -2
+    got = run_case(mode, "avg_pool2d-empty-stride")
+    np.testing.assert_allclose(got, [[[[-5.0, -9.0], [-21.0, -25.0]]]])

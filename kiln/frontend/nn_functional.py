@@ -293,6 +293,9 @@ def batch_norm(
            [ 1.,  1.]], dtype=float32)
     """
     (x,) = lift(input)
+    stats = [s for s in (running_mean, running_var) if s is not None]
+    if tuple(x.shape) == (0,) and all(0 in tuple(s.shape) for s in stats):
+        return mul(x, 1.0)  # PyTorch's: an empty vector (no channels) normalizes to itself
     if x.ndim < 2:
         raise _shape_error(
             "batch_norm", f"expected an input of 2 or more dims (N, C, ...), got "
@@ -320,17 +323,20 @@ def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, m
     stats = [s for s in (running_mean, running_var) if s is not None]
     if not stats:
         return
-    if isinstance(x, Symbol) or any(isinstance(s, Symbol) for s in stats):
+    if isinstance(x, Symbol) and not all(isinstance(s, Symbol) for s in stats):
         raise _shape_error(
-            "batch_norm", "training=True with running statistics updates them in place, which "
-            "a graph cannot do; use kn.nn.BatchNorm1d/BatchNorm2d (they declare the updates)", x,
+            "batch_norm", "training=True updates the running statistics in place: in a graph "
+            "they must be graph values too (kn.compile's arguments; kn.nn.BatchNorm1d/2d "
+            "declare the updates)", x,
         )  # fmt: skip
     n = int(np.prod([x.shape[a] for a in axes]))
     unbiased = mul(batch_var, n / max(n - 1, 1))
     for stat, batch in ((running_mean, batch_mean), (running_var, unbiased)):
         if stat is not None:
             new = add(mul(stat, 1.0 - momentum), mul(call("stop_gradient", batch), momentum))
-            if hasattr(stat, "copy_"):
+            if isinstance(stat, Symbol):  # an argument kn.compile writes back
+                stat.copy_(new)
+            elif hasattr(stat, "copy_"):
                 stat.detach().copy_(new.detach())
             else:
                 np.copyto(stat, np.asarray(new))

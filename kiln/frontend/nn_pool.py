@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import UsageError
 from .autocast import autocast_op
 from .core import call, lift
 from .math import argmax, div, matmul
@@ -65,7 +65,8 @@ def _out_size(op, x, size, k, s, p, d, ceil_mode) -> int:
 
 def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode, max_pool):
     kernel = ntuple(kernel_size, n, "kernel_size", op)
-    stride = kernel if stride is None or stride == [] else ntuple(stride, n, "stride", op)
+    empty = isinstance(stride, (list, tuple)) and not stride  # PyTorch's default: `()`
+    stride = kernel if stride is None or empty else ntuple(stride, n, "stride", op)
     pads = ntuple(padding, n, "padding", op)
     dilation = ntuple(dilation, n, "dilation", op)
     if min(kernel + stride + dilation) <= 0:
@@ -231,8 +232,8 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     (x,) = _floats(op, x)
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding, 1,
                                                    ceil_mode, False)  # fmt: skip
-    if divisor_override is not None and divisor_override <= 0:
-        raise ArgumentError(f"{op}: divisor must be not zero, got {divisor_override}")
+    if divisor_override is not None and divisor_override == 0:  # negative ones divide too
+        raise UsageError(f"{op}: divisor must be not zero, got {divisor_override}")
     plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode)
     if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)

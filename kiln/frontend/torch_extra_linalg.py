@@ -220,15 +220,14 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
 
 def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A002
     """The covariance matrix of the variables in the rows of `input` (observations in the
-    columns), divided by `n - correction`.
+    columns), divided by `n - correction`; observations weighted by integer `fweights`
+    and/or float `aweights` (as PyTorch's).
 
     >>> import kiln as kn
     >>> kn.cov(kn.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 7.0]]))
     tensor([[1.0000, 1.5000],
             [1.5000, 2.3333]])
     """
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov: fweights and aweights")
     (x,) = lift(input)
     if x.ndim > 2:
         raise ArgumentError(
@@ -236,11 +235,31 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
         )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
     x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
-    n = x.shape[1]
-    centred = m.sub(x, m.mean(x, 1, keepdim=True))
-    product = m.matmul(centred, s.transpose(centred, 0, 1))
-    out = m.div(product, max(n - correction, 0))
+    if fweights is not None or aweights is not None:
+        out = _weighted_cov(x, correction, fweights, aweights)
+    else:
+        centred = m.sub(x, m.mean(x, 1, keepdim=True))
+        product = m.matmul(centred, s.transpose(centred, 0, 1))
+        out = m.div(product, max(x.shape[1] - correction, 0))
     return s.reshape(out, ()) if x.shape[0] == 1 else out  # one variable: its variance
+
+
+def _weighted_cov(x, correction, fweights, aweights):
+    """`cov` of observations weighted by `fweights * aweights` (either may be None): the
+    weighted mean, divided by `sum(w) - correction * sum(w * aweights) / sum(w)` (by
+    `sum(w) - correction` without aweights), as PyTorch's and NumPy's `cov`."""
+    given = [m.cast(w, x.dtype) for w in lift(*(v for v in (fweights, aweights) if v is not None))]
+    w = given[0] if len(given) == 1 else m.mul(*given)
+    total = m.sum(w)
+    centred = m.sub(x, m.div(m.sum(m.mul(x, w), 1, keepdim=True), total))
+    if correction == 0:
+        norm = total
+    elif aweights is None:
+        norm = m.sub(total, correction)
+    else:
+        norm = m.sub(total, m.div(m.mul(m.sum(m.mul(w, given[-1])), correction), total))
+    product = m.matmul(m.mul(centred, w), s.transpose(centred, 0, 1))
+    return m.div(product, m.maximum(norm, 0))
 
 
 def corrcoef(input):  # noqa: A002

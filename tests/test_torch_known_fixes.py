@@ -264,6 +264,31 @@ CASES = {
         lambda t, i, w: t.nn.functional.embedding(i, w, scale_grad_by_freq=True),
         (np.array([[0, 1], [0, 0]]), np.array([[3.0, 4.0], [0.3, 0.4], [6, 8]], np.float32)),
     ),
+    # 0-d and empty edge cases of gather, unfold and prelu
+    "gather-empty-index": (
+        lambda t, x, i: t.gather(x, 0, i),
+        (np.arange(5, dtype=np.float32), np.zeros((2, 0), np.int64)),
+    ),
+    "gather-0d-input": (
+        lambda t, x, i: t.gather(x, 0, i),
+        (np.array(2.5, np.float32), np.array([0, 0])),
+    ),
+    "unfold-0d": (lambda t, x: x.unfold(0, 1, 1), (np.array(3.0, np.float32),)),
+    "prelu-0d-weight": (
+        lambda t, x, w: t.nn.functional.prelu(x, w),
+        (np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4), np.array(0.25, np.float32)),
+    ),
+    "prelu-0d-input": (
+        lambda t, x, w: t.nn.functional.prelu(x, w),
+        (np.array(-3.0, np.float32), np.array([0.5], np.float32)),
+    ),
+    "prelu-channels": (
+        lambda t, x, w: t.nn.functional.prelu(x, w),
+        (
+            np.linspace(-2, 2, 24, dtype=np.float32).reshape(2, 3, 4),
+            np.array([0.1, 0.2, 0.3], np.float32),
+        ),
+    ),
 }
 
 
@@ -430,3 +455,23 @@ def test_avg_pool_negative_divisor(mode):
     # windows of 2x2 over 0..15 (4x4): sums 10, 18, 42, 50 divided by -2
     got = run_case(mode, "avg_pool2d-empty-stride")
     np.testing.assert_allclose(got, [[[[-5.0, -9.0], [-21.0, -25.0]]]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gather_result_has_the_index_shape(mode):
+    got = run_case(mode, "gather-0d-input")
+    np.testing.assert_array_equal(got, [2.5, 2.5])
+    got = run_case(mode, "gather-empty-index")
+    assert got.shape == (2, 0) and got.dtype == np.float32
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_prelu_of_a_0d_input_and_one_weight(mode):
+    # -3 * 0.5, the shape the input's
+    got = run_case(mode, "prelu-0d-input")
+    assert got.shape == () and got == -1.5
+
+
+def test_prelu_refuses_a_weight_per_channel_of_a_vector():
+    with pytest.raises(RuntimeError, match="channel size"):
+        F.prelu(kn.ones(3), kn.ones(3))

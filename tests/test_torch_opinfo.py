@@ -48,12 +48,6 @@ KNOWN: dict[str, str] = {
     "bfloat16/float32/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bfloat16/int64/*/*": "a bfloat16 result (NumPy has no bfloat16 to compare with)",
     "bincount/int64/*/compile": "a data-dependent shape (eager only)",
-    "gather/bool/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
-    "gather/bool/5/*": "a shape differs (0-d or size-1 edge case)",
-    "gather/float32/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
-    "gather/float32/5/*": "a shape differs (0-d or size-1 edge case)",
-    "gather/int64/4/*": "raises ShapeError: gather: index [N,N] must have the same number of",
-    "gather/int64/5/*": "a shape differs (0-d or size-1 edge case)",
     "index_put/bool/*/compile": "a data-dependent shape (eager only)",
     "index_put/float32/1/compile": "a data-dependent shape (eager only)",
     "index_put/float32/3/compile": "a data-dependent shape (eager only)",
@@ -89,14 +83,6 @@ KNOWN: dict[str, str] = {
     "nn.functional.one_hot/int64/*/compile": (
         "raises ArgumentError: one_hot: num_classes=N needs the values of the"
     ),
-    "nn.functional.prelu/float32/0/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/1/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/2/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/3/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/4/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/5/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/6/*": "raises ShapeMismatchError: weight must be N-d, got N dims",
-    "nn.functional.prelu/float32/7/*": "a shape differs (0-d or size-1 edge case)",
     "nn.functional.triplet_margin_with_distance_loss/float32/*/*": (
         "the sample's distance_function is PyTorch's (it refuses kiln tensors"
     ),
@@ -212,9 +198,6 @@ KNOWN: dict[str, str] = {
     "topk/int64/*/*": "which index among equal values is implementation-defined",
     "trace/float32/*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
     "trace/int64/*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
-    "unfold/bool/*/*": "a shape differs (0-d or size-1 edge case)",
-    "unfold/float32/*/*": "a shape differs (0-d or size-1 edge case)",
-    "unfold/int64/*/*": "a shape differs (0-d or size-1 edge case)",
     "unique/bool/*/compile": "a data-dependent shape (eager only)",
     "unique/float32/*/compile": "a data-dependent shape (eager only)",
     "unique/int64/*/compile": "a data-dependent shape (eager only)",

@@ -58,7 +58,10 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     (idx,) = lift(index, context=(x,))
     if not dt.is_int(idx.dtype):
         raise DTypeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
-    zero_d = x.ndim == 0
+    if 0 in tuple(idx.shape):  # PyTorch's: an empty index gives an empty result, any shape
+        (empty,) = lift(np.zeros(tuple(idx.shape), x.dtype), context=(x,))
+        return empty
+    zero_d = idx.ndim == 0  # the result has index's shape (input 0-d: a 1-d of one element)
     x, idx = _one_d(x, idx)
     dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), x.ndim)
     check_index_shape("gather", x.shape, idx.shape, dim)

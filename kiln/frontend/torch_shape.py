@@ -338,8 +338,8 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     from .shape import gather as index_select
 
     (x,) = lift(input)
-    if x.ndim == 0:
-        x = call("reshape", x, shape=(1,))
+    if x.ndim == 0:  # PyTorch's: the windows of a 1-element vector, flat
+        return call("reshape", unfold(call("reshape", x, shape=(1,)), 0, size, step), shape=(-1,))
     dim = sh.normalize_axis(dimension, x.ndim)
     n = static_dim(x, dim, "unfold")
     if size < 0 or size > n or step <= 0:

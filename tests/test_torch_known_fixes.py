@@ -289,6 +289,34 @@ CASES = {
             np.array([0.1, 0.2, 0.3], np.float32),
         ),
     ),
+    # keyword forms PyTorch accepts
+    "split-split_size": (lambda t, x: x.split(split_size=2), (np.arange(5, dtype=np.float32),)),
+    "split-split_size_or_sections": (
+        lambda t, x: t.split(x, split_size_or_sections=[1, 4], dim=0),
+        (np.arange(5, dtype=np.float32),),
+    ),
+    "max-other": (
+        lambda t, x, y: t.max(x, other=y),
+        (np.array([1.0, 5.0, -2.0], np.float32), np.array([3.0, 2.0, -1.0], np.float32)),
+    ),
+    "min-other": (
+        lambda t, x, y: t.min(x, other=y),
+        (np.array([1.0, 5.0, -2.0], np.float32), np.array([3.0, 2.0, -1.0], np.float32)),
+    ),
+    "max-other-method": (
+        lambda t, x, y: x.max(other=y),
+        (np.array([1, 5, -2]), np.array([3, 2, -1])),
+    ),
+    "tensor_split-sections": (
+        lambda t, x: x.tensor_split(sections=3),
+        (np.arange(7, dtype=np.float32),),
+    ),
+    "tensor_split-indices": (
+        lambda t, x: t.tensor_split(x, indices=[1, 4], dim=0),
+        (np.arange(7, dtype=np.float32),),
+    ),
+    "zeros-size": (lambda t, x: t.add(x, t.zeros(size=(2, 3))), (np.ones(3, np.float32),)),
+    "ones-size": (lambda t, x: t.add(x, t.ones(size=[2, 3])), (np.ones(3, np.float32),)),
 }
 
 
@@ -475,3 +503,26 @@ def test_prelu_of_a_0d_input_and_one_weight(mode):
 def test_prelu_refuses_a_weight_per_channel_of_a_vector():
     with pytest.raises(RuntimeError, match="channel size"):
         F.prelu(kn.ones(3), kn.ones(3))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_split_and_max_keyword_forms(mode):
+    pieces = run_case(mode, "split-split_size")
+    assert [p.tolist() for p in pieces] == [[0, 1], [2, 3], [4]]
+    np.testing.assert_array_equal(run_case(mode, "max-other"), [3.0, 5.0, -1.0])
+    np.testing.assert_array_equal(run_case(mode, "min-other"), [1.0, 2.0, -2.0])
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_factories_take_size_as_a_keyword(name):
+    made = getattr(kn, name)(size=(2, 3), dtype=kn.float64)
+    assert tuple(made.shape) == (2, 3) and made.dtype == kn.float64
+    assert tuple(getattr(kn, name)(size=4).shape) == (4,)
+    with pytest.raises(TypeError):
+        getattr(kn, name)(2, size=(2, 3))  # the size twice (PyTorch's TypeError)
+
+
+def test_randint_takes_low_and_high_as_keywords():
+    drawn = kn.randint(low=3, high=5, size=(100,))
+    assert drawn.dtype == kn.int64 and set(drawn.tolist()) <= {3, 4}
+    assert set(kn.randint(high=2, size=(50,)).tolist()) <= {0, 1}

@@ -62,12 +62,6 @@ KNOWN: dict[str, str] = {
     "matrix_exp/float32/*/*": "float32 rounding on entries ~1e5 (relative error ~1e-6)",
     "mode/bool/*/*": "which index among equal values is implementation-defined",
     "mode/int64/*/*": "which index among equal values is implementation-defined",
-    "narrow/bool/*/compile": "Python control flow on a traced value",
-    "narrow/float32/1/compile": "Python control flow on a traced value",
-    "narrow/float32/3/compile": "Python control flow on a traced value",
-    "narrow/float32/5/compile": "Python control flow on a traced value",
-    "narrow/float32/7/compile": "Python control flow on a traced value",
-    "narrow/int64/*/compile": "Python control flow on a traced value",
     "nn.functional.avg_pool1d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.avg_pool2d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.avg_pool3d/int64/*/*": "integer inputs refused (floats only)",
@@ -81,7 +75,7 @@ KNOWN: dict[str, str] = {
     "nn.functional.max_pool2d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.max_pool3d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.one_hot/int64/*/compile": (
-        "raises ArgumentError: one_hot: num_classes=N needs the values of the"
+        "num_classes=-1 (the largest index + 1): a data-dependent shape (eager only)"
     ),
     "nn.functional.triplet_margin_with_distance_loss/float32/*/*": (
         "the sample's distance_function is PyTorch's (it refuses kiln tensors"

@@ -56,6 +56,11 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
     (x,) = lift(input)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "narrow")
+    if isinstance(start, Symbol):  # a traced 0-d start: the elements gathered (not a view)
+        if length < 0 or length > n:
+            raise ShapeError(f"narrow(): length ({length}) exceeds dimension size ({n}).")
+        first = m.where(m.less(start, 0), m.add(start, n), start)
+        return s.gather(x, m.add(first, np.arange(length)), d)
     start = start + n if start < 0 else start
     if not 0 <= start <= n or start + length > n or length < 0:
         raise ShapeError(
@@ -112,7 +117,8 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     return tuple(select(x, d, i) for i in range(ts.static_dim(x, d, "unbind")))
 
 
-def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002
+                 indices=None, tensor_indices_or_sections=None) -> tuple:  # fmt: skip
     """Splits into `n` parts as equal as possible (the first `size % n` one longer), or at
     the given indices.
 
@@ -120,6 +126,8 @@ def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A0
     >>> [t.tolist() for t in kn.tensor_split(kn.arange(5), 3)]
     [[0, 1], [2, 3], [4]]
     """
+    given = (indices_or_sections, sections, indices, tensor_indices_or_sections)
+    indices_or_sections = next((v for v in given if v is not None), None)  # PyTorch's names
     (x,) = lift(input)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "tensor_split")

@@ -113,7 +113,9 @@ def stack(tensors, dim: int = 0, *, axis=None):
     return call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
 
 
-def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
+def split(
+    tensor, split_size_or_sections=None, dim: int = 0, *, axis=None, split_size=None
+) -> tuple:
     """Pieces of `split_size_or_sections` along `dim` (an int: that size each, the last may be
     smaller; a list: those sizes), as views (PyTorch's `split`).
 
@@ -124,6 +126,8 @@ def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
     [(1, 2), (4, 2)]
     """
     (x,) = lift(tensor)
+    if split_size is not None:  # the name `Tensor.split` gives it
+        split_size_or_sections = split_size
     if x.ndim == 0:
         raise ShapeError("split expects at least a 1-dimensional tensor")
     dim = sh.normalize_axis(dim_arg(dim, axis, "split"), x.ndim)

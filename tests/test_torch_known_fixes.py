@@ -317,6 +317,39 @@ CASES = {
     ),
     "zeros-size": (lambda t, x: t.add(x, t.zeros(size=(2, 3))), (np.ones(3, np.float32),)),
     "ones-size": (lambda t, x: t.add(x, t.ones(size=[2, 3])), (np.ones(3, np.float32),)),
+    # integer pools and convolutions (PyTorch's CPU kernels take int64)
+    "avg_pool2d-int64": (
+        lambda t, x: t.nn.functional.avg_pool2d(x, 2, padding=1, count_include_pad=False),
+        (np.arange(-8, 17, dtype=np.int64).reshape(1, 1, 5, 5),),
+    ),
+    "avg_pool1d-int64-divisor": (
+        lambda t, x: t.nn.functional.avg_pool1d(x, 3, 2),
+        (np.array([[[-7, 2, 3, 10, -1]]], np.int64),),
+    ),
+    "avg_pool3d-int64-divisor": (
+        lambda t, x: t.nn.functional.avg_pool3d(x, 2, divisor_override=3),
+        (np.arange(-20, 12, dtype=np.int64).reshape(1, 1, 2, 4, 4),),
+    ),
+    "max_pool2d-int64-padded": (
+        lambda t, x: t.nn.functional.max_pool2d(x, 3, 2, padding=1),
+        (-np.arange(25, dtype=np.int64).reshape(1, 1, 5, 5),),
+    ),
+    "local_response_norm-int64": (
+        lambda t, x: t.nn.functional.local_response_norm(x, 2),
+        (np.arange(16, dtype=np.int64).reshape(1, 4, 2, 2),),
+    ),
+    "conv2d-int64": (
+        lambda t, x, w, b: t.nn.functional.conv2d(x, w, b, padding=1, groups=2),
+        (
+            np.arange(-16, 16, dtype=np.int64).reshape(1, 2, 4, 4),
+            np.arange(-9, 9, dtype=np.int64).reshape(2, 1, 3, 3),
+            np.array([5, -5], np.int64),
+        ),
+    ),
+    "conv_transpose1d-int64": (
+        lambda t, x, w: t.nn.functional.conv_transpose1d(x, w, stride=2),
+        (np.array([[[1, -2, 3]]], np.int64), np.array([[[2, 1, -1]]], np.int64)),
+    ),
 }
 
 
@@ -526,3 +559,20 @@ def test_randint_takes_low_and_high_as_keywords():
     drawn = kn.randint(low=3, high=5, size=(100,))
     assert drawn.dtype == kn.int64 and set(drawn.tolist()) <= {3, 4}
     assert set(kn.randint(high=2, size=(50,)).tolist()) <= {0, 1}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_integer_avg_pool_rounds_toward_zero(mode):
+    # windows of 3 with stride 2 over [-7, 2, 3, 10, -1]: sums -2 and 12, / 3 -> 0 and 4
+    got = run_case(mode, "avg_pool1d-int64-divisor")
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, [[[0, 4]]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_integer_conv_transpose_is_exact(mode):
+    # each input spreads x * [2, 1, -1] from position 2i: 1 -> [2, 1, -1] at 0, -2 -> [-4, -2,
+    # 2] at 2, 3 -> [6, 3, -3] at 4; summed: [2, 1, -5, -2, 8, 3, -3]
+    got = run_case(mode, "conv_transpose1d-int64")
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, [[[2, 1, -5, -2, 8, 3, -3]]])

@@ -62,18 +62,6 @@ KNOWN: dict[str, str] = {
     "matrix_exp/float32/*/*": "float32 rounding on entries ~1e5 (relative error ~1e-6)",
     "mode/bool/*/*": "which index among equal values is implementation-defined",
     "mode/int64/*/*": "which index among equal values is implementation-defined",
-    "nn.functional.avg_pool1d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.avg_pool2d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.avg_pool3d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.conv1d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.conv2d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.conv3d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.conv_transpose1d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.conv_transpose2d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.conv_transpose3d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.local_response_norm/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.max_pool2d/int64/*/*": "integer inputs refused (floats only)",
-    "nn.functional.max_pool3d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.one_hot/int64/*/compile": (
         "num_classes=-1 (the largest index + 1): a data-dependent shape (eager only)"
     ),

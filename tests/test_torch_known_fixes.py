@@ -350,6 +350,26 @@ CASES = {
         lambda t, x, w: t.nn.functional.conv_transpose1d(x, w, stride=2),
         (np.array([[[1, -2, 3]]], np.int64), np.array([[[2, 1, -1]]], np.int64)),
     ),
+    # more argument forms: searchsorted's sorter, tensordot's size-1 dims, norm "nuc"
+    "searchsorted-sorter": (
+        lambda t, s, v, o: t.searchsorted(s, v, sorter=o),
+        (
+            np.array([5.0, 1.0, 3.0], np.float32),
+            np.array([0.0, 3.0, 4.0, 9.0], np.float32),
+            np.array([1, 2, 0]),
+        ),
+    ),  # fmt: skip
+    "tensordot-size1": (
+        lambda t, a, b: t.tensordot(a, b, dims=([0, 1], [2, 0])),
+        (
+            np.arange(3, dtype=np.float32).reshape(1, 1, 3),
+            np.arange(8, dtype=np.float32).reshape(2, 2, 2),
+        ),
+    ),
+    "norm-nuc": (
+        lambda t, x: t.norm(x, "nuc", dim=[1, 2]),
+        (np.arange(18, dtype=np.float32).reshape(2, 3, 3) % 5,),
+    ),
 }
 
 
@@ -576,3 +596,26 @@ def test_integer_conv_transpose_is_exact(mode):
     got = run_case(mode, "conv_transpose1d-int64")
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, [[[2, 1, -5, -2, 8, 3, -3]]])
+
+
+def test_tensor_split_at_the_values_of_an_eager_tensor():
+    pieces = kn.tensor_split(kn.arange(5), kn.tensor([1, 3]))
+    assert [p.tolist() for p in pieces] == [[0], [1, 2], [3, 4]]
+    assert [p.tolist() for p in kn.arange(5).tensor_split(kn.tensor(2))] == [[0, 1, 2], [3, 4]]
+
+
+def test_tensor_split_refuses_traced_split_points_by_name():
+    f = kn.compile(lambda x, i: kn.tensor_split(x, i))
+    with pytest.raises(kn.GraphError, match="tensor_split"):
+        f(kn.arange(5), kn.tensor([1, 3]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_searchsorted_with_a_sorter(mode):
+    # sorted: [1, 3, 5]; 0 -> 0, 3 -> 1 (left), 4 -> 2, 9 -> 3
+    np.testing.assert_array_equal(run_case(mode, "searchsorted-sorter"), [0, 1, 2, 3])
+
+
+def test_normal_takes_layout():
+    drawn = kn.normal(1.6, 0.3, [2, 2], dtype=kn.float32, layout=None)
+    assert tuple(drawn.shape) == (2, 2)

@@ -185,7 +185,8 @@ def dist(input, other, p: float = 2):  # noqa: A002
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
-    "fro" is the 2-norm. Floats only, as PyTorch's; the gradient at zero is zero.
+    "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the
+    gradient at zero is zero.
 
     >>> import kiln as kn
     >>> kn.norm(kn.tensor([[3.0, 4.0]]), dim=1)
@@ -210,8 +211,12 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
         return m.amin(a, dim, keepdim)
     if p == 0:
         return m.sum(m.cast(m.not_equal(a, 0), x.dtype), dim, keepdim)
+    if p == "nuc":  # the sum of the singular values of the matrices in dims `dim`
+        from .linalg import matrix_norm  # NOTE: linalg imports this module
+
+        return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     if isinstance(p, str):
-        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
+        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number, 'fro' or 'nuc')")
     return m.pow(m.sum(m.pow(a, p), dim, keepdim), 1.0 / p)
 
 
@@ -309,16 +314,21 @@ def select_range(x, dim: int, start: int, stop: int):
 def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
                  side=None, sorter=None):  # fmt: skip
     """Where each value of `input` would go in the last dim of `sorted_sequence` to keep it
-    sorted: the number of elements below it (`right`: at most it).
+    sorted: the number of elements below it (`right`: at most it); with `sorter`, the
+    sequence is `sorted_sequence` in the order `sorter` gives (the count is the same).
 
     >>> import kiln as kn
     >>> kn.searchsorted(kn.tensor([1, 3, 5, 7]), kn.tensor([3, 6]), right=True)
     tensor([2, 3])
     """
-    if sorter is not None:
-        raise NotImplementedError("searchsorted: sorter")
     right = right or side == "right"
     seq, v = lift(sorted_sequence, input)
+    if sorter is not None:  # the count below each value is the same in any order
+        (order,) = lift(sorter, context=(seq,))
+        if tuple(order.shape) != tuple(seq.shape) or not dt.is_int(order.dtype):
+            raise ShapeError(f"searchsorted(): sorter must be an integer tensor of the "
+                             f"sequence's shape {list(seq.shape)}, got {order.dtype}"
+                             f"{list(order.shape)}")  # fmt: skip
     if not hasattr(v, "ndim") or v.ndim == 0:
         v, scalar = s.reshape(v, (1,)), True
     else:

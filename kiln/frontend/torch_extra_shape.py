@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import IndexOutOfBoundsError, ShapeError, UsageError
+from ..errors import GraphError, IndexOutOfBoundsError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -128,6 +128,14 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
     """
     given = (indices_or_sections, sections, indices, tensor_indices_or_sections)
     indices_or_sections = next((v for v in given if v is not None), None)  # PyTorch's names
+    if isinstance(indices_or_sections, Symbol):
+        raise GraphError(
+            "tensor_split: the split points are a traced tensor, whose values set the pieces' "
+            "shapes (data-dependent: eager only); pass an int or a list"
+        )
+    if hasattr(indices_or_sections, "ndim"):
+        held = np.asarray(indices_or_sections.tolist())  # an eager tensor: 0-d sections, or 1-d
+        indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
     (x,) = lift(input)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "tensor_split")

@@ -370,6 +370,28 @@ CASES = {
         lambda t, x: t.norm(x, "nuc", dim=[1, 2]),
         (np.arange(18, dtype=np.float32).reshape(2, 3, 3) % 5,),
     ),
+    # lstsq's other drivers: residuals of tall problems, SVD ranks and singular values
+    "lstsq-gels-tall": (
+        lambda t, a, b: t.linalg.lstsq(a, b, driver="gels"),
+        (
+            np.array([[2.0, 1.0], [1.0, 3.0], [0.0, 1.0]], np.float32),
+            np.array([[1.0, 0.0], [2.0, 1.0], [1.0, 4.0]], np.float32),
+        ),
+    ),  # fmt: skip
+    "lstsq-gelsd-tall": (
+        lambda t, a, b: t.linalg.lstsq(a, b, driver="gelsd"),
+        (
+            np.array([[2.0, 1.0], [1.0, 3.0], [0.0, 1.0]], np.float32),
+            np.array([1.0, 2.0, 1.0], np.float32),
+        ),
+    ),  # fmt: skip
+    "lstsq-gelss-wide": (
+        lambda t, a, b: t.linalg.lstsq(a, b, driver="gelss"),
+        (
+            np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0]], np.float32),
+            np.array([[1.0], [2.0]], np.float32),
+        ),
+    ),  # fmt: skip
 }
 
 
@@ -619,3 +641,11 @@ def test_searchsorted_with_a_sorter(mode):
 def test_normal_takes_layout():
     drawn = kn.normal(1.6, 0.3, [2, 2], dtype=kn.float32, layout=None)
     assert tuple(drawn.shape) == (2, 2)
+
+
+def test_lstsq_gelsd_of_a_rank_deficient_tall_matrix_has_no_residuals():
+    # the columns of A are equal: rank 1, singular values sqrt(2 * 14) and 0
+    a = kn.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    out = kn.linalg.lstsq(a, kn.tensor([[1.0], [2.0], [2.0]]), driver="gelsd")
+    assert int(out.rank) == 1 and tuple(out.residuals.shape) == (0,)
+    np.testing.assert_allclose(out.singular_values.numpy(), [np.sqrt(28.0), 0.0], atol=1e-5)

@@ -54,8 +54,6 @@ KNOWN: dict[str, str] = {
     "index_put/int64/*/compile": "a data-dependent shape (eager only)",
     "kthvalue/int64/*/*": "which index among equal values is implementation-defined",
     "linalg.eigh/float32/*/*": "eigen/singular vectors are defined up to sign",
-    "linalg.lstsq/float32/*/*": "linalg.lstsq: only the 'gelsy' driver",
-    "linalg.lstsq.grad_oriented/float32/*/*": "linalg.lstsq: only the 'gelsy' driver",
     "masked_select/bool/*/compile": "a data-dependent shape (eager only)",
     "masked_select/float32/*/compile": "a data-dependent shape (eager only)",
     "masked_select/int64/*/compile": "a data-dependent shape (eager only)",

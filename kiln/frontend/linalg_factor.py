@@ -472,9 +472,9 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     """The least-squares solutions of `A X = B` (minimum norm where A is rank-deficient), as
     PyTorch's CPU default driver "gelsy" gives them: a named tuple `(solution, residuals,
     rank, singular_values)` with `rank` LAPACK's gelsy rank (int64), `residuals` and
-    `singular_values` empty (gelsy computes neither). Singular values of A at or below
-    `rcond` (default eps * max(m, n)) times the largest count as zero. The solution is
-    A⁺ B, with A⁺'s gradient.
+    `singular_values` empty (gelsy computes neither; the other drivers' as PyTorch's).
+    Singular values of A at or below `rcond` (default eps * max(m, n)) times the largest
+    count as zero. The solution is A⁺ B, with A⁺'s gradient.
 
     >>> import kiln as kn
     >>> A = kn.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
@@ -482,9 +482,9 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     >>> out.solution.tolist(), int(out.rank)
     ([[1.0], [2.0]], 2)
     """
-    if driver not in (None, "gelsy"):
-        raise ArgumentError(f"linalg.lstsq: kiln implements the driver 'gelsy' (PyTorch's CPU "
-                            f"default), got {driver!r}")  # fmt: skip
+    if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
+        raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+                            f"gelsd, gelss), got {driver!r}")  # fmt: skip
     A, B = lift(A, B)
     A = _matrices(A, "lstsq")
     if B.ndim < 1:
@@ -494,10 +494,32 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
         raise ShapeError(f"linalg.lstsq: A {list(A.shape)} and B {list(B.shape)} have "
                          "different numbers of rows")  # fmt: skip
     rcond = _real_number(rcond, "rcond", "lstsq")  # None: eps * max(m, n), in the kernels
-    rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX form
+    if driver in (None, "gelsy"):
+        rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
     empty = _zeros((0,), A)
-    return return_types.linalg_lstsq(x, empty, rank, empty)
+    if driver in (None, "gelsy"):
+        return return_types.linalg_lstsq(x, empty, rank, empty)
+    return _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty)
+
+
+def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
+    """`lstsq`'s other results as PyTorch's drivers give them: "gels" no rank, "gelsd" and
+    "gelss" the SVD rank (singular values above rcond times the largest) and the singular
+    values; every driver but gelsy the squared residuals of tall full-rank problems (under
+    kn.compile or in graph mode the rank is not known: tall problems get them)."""
+    rows, cols = A.shape[-2], A.shape[-1]
+    rank, values = _zeros((0,), m.cast(A, dt.int64)), empty
+    if driver != "gels":
+        values = svdvals(A)
+        cut = float(np.finfo(A.dtype).eps) * max(rows, cols) if rcond is None else rcond
+        above = m.greater(values, m.mul(m.amax(values, -1, keepdim=True), cut))
+        rank = m.sum(m.cast(above, dt.int64), -1)
+    full = driver == "gels" or isinstance(rank, Symbol) or bool(m.all(m.equal(rank, cols)))
+    if rows > cols and full:
+        r = m.sub(m.matmul(A, x), B)
+        empty = m.sum(m.square(r), -1, keepdim=True) if vector else m.sum(m.square(r), -2)
+    return return_types.linalg_lstsq(x, empty, rank, values)
 
 
 @autocast_op("fp32")

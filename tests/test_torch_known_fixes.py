@@ -649,3 +649,20 @@ def test_lstsq_gelsd_of_a_rank_deficient_tall_matrix_has_no_residuals():
     out = kn.linalg.lstsq(a, kn.tensor([[1.0], [2.0], [2.0]]), driver="gelsd")
     assert int(out.rank) == 1 and tuple(out.residuals.shape) == (0,)
     np.testing.assert_allclose(out.singular_values.numpy(), [np.sqrt(28.0), 0.0], atol=1e-5)
+
+
+def test_narrow_with_a_traced_start_under_compile():
+    # start 3 of [0..4], length 2: [3, 4]; start -2 counts from the end: the same
+    f = kn.compile(lambda x, s: kn.narrow(x, 0, s, 2))
+    assert f(kn.arange(5), kn.tensor(3)).tolist() == [3, 4]
+    assert f(kn.arange(5), kn.tensor(-2)).tolist() == [3, 4]
+    with pytest.raises(RuntimeError):  # past the end, as PyTorch's
+        f(kn.arange(5), kn.tensor(4))
+
+
+def test_narrow_with_a_traced_start_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    want = torch.narrow(torch.from_numpy(x), -1, torch.tensor(1), 2).numpy()
+    got = kn.compile(lambda v, s: kn.narrow(v, -1, s, 2))(kn.tensor(x), kn.tensor(1))
+    assert_same(got.numpy(), want)

@@ -33,7 +33,6 @@ KNOWN = {
     "tensor-ops/masked_select-*/[gc]*": "masked_select gives a data-dependent shape",
     "nn.functional/one_hot-auto/[gc]*": "num_classes=-1 needs the values of the indices",
     "tensor-ops/trace-*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
-    "tensor-ops/addcmul-b/*": "addcmul of bools with value=0.5: kiln promotes to float",
     "tensor-ops/argwhere-*/[gc]*": "argwhere gives a data-dependent shape",
     "tensor-ops/bincount-*/[gc]*": "bincount gives a data-dependent shape",
     "data/*-eager-only/[gc]*": "a data-dependent shape (eager only)",

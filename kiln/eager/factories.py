@@ -57,6 +57,15 @@ def _shape(size) -> tuple:
     return size
 
 
+def _sizes(sizes: tuple, size) -> tuple:
+    """The shape given as varargs (`zeros(2, 3)`, `zeros((2, 3))`) or as `size=`."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise ArgumentTypeError("got the size both as arguments and as size=")
+    return (size,)
+
+
 def _float(dtype) -> np.dtype:
     return dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
 
@@ -92,24 +101,24 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return make(array)
 
 
-def zeros(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Zeros of shape `size` (ints, or one tuple).
 
     >>> import kiln as kn
     >>> kn.zeros(2, 3).shape, kn.zeros((2,), dtype=kn.int32).dtype
     (kiln.Size([2, 3]), dtype('int32'))
     """
-    return _finish(np.zeros(_shape(size), _float(dtype)), device, requires_grad)
+    return _finish(np.zeros(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 
 
-def ones(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Ones of shape `size`.
 
     >>> import kiln as kn
     >>> kn.ones(2)
     tensor([1., 1.])
     """
-    array = np.empty(_shape(size), _float(dtype))
+    array = np.empty(_shape(_sizes(sizes, size)), _float(dtype))
     array.fill(1)  # NOTE: as np.ones, which is this in Python plus a cast check (2x the time)
     return _finish(array, device, requires_grad)
 
@@ -164,6 +173,10 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
     >>> kn.linspace(0, 1, 5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
+    if isinstance(start, Symbol) or isinstance(end, Symbol):  # traced (`kn.compile`)
+        from ..frontend.torch_misc import traced_linspace  # NOTE: the frontend builds on eager
+
+        return traced_linspace(start, end, int(steps), _float(dtype))
     array = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype))
     return _finish(array, device, requires_grad)
 
@@ -203,7 +216,8 @@ def _traced(kind, shape, dtype, generator, **params):
     return traced_factory(kind, shape, dtype, generator, **params)
 
 
-def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
+          requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Samples of N(0, 1), drawn from `generator` (default: the stream `kn.manual_seed`
     seeds); the same after the same seed.
 
@@ -216,12 +230,13 @@ def randn(*size, generator=None, dtype=None, device="cpu", requires_grad: bool =
     """
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
     if in_trace():
-        return _traced("normal", _shape(size), dtype, generator)
+        return _traced("normal", _shape(_sizes(sizes, size)), dtype, generator)
     g = default_generator if generator is None else _generator(generator)
-    return _finish(g._normal(_shape(size), dtype), device, requires_grad)
+    return _finish(g._normal(_shape(_sizes(sizes, size)), dtype), device, requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def rand(*sizes, size=None, generator=None, dtype=None, device="cpu",
+          requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Samples of U[0, 1), drawn from `generator` (default: the `kn.manual_seed` stream).
 
     >>> import kiln as kn
@@ -230,12 +245,12 @@ def rand(*size, generator=None, dtype=None, device="cpu", requires_grad: bool = 
     """
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
     if in_trace():
-        return _traced("uniform", _shape(size), dtype, generator)
+        return _traced("uniform", _shape(_sizes(sizes, size)), dtype, generator)
     g = default_generator if generator is None else _generator(generator)
-    return _finish(g._uniform(_shape(size), dtype), device, requires_grad)
+    return _finish(g._uniform(_shape(_sizes(sizes, size)), dtype), device, requires_grad)
 
 
-def randint(*args, size=None, generator=None, dtype=None, device="cpu",
+def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, device="cpu",
             requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Integers drawn uniformly from [low, high): `randint(high, size)` or
     `randint(low, high, size)` (int64 unless `dtype` is given), from `generator` (default:
@@ -250,6 +265,7 @@ def randint(*args, size=None, generator=None, dtype=None, device="cpu",
         *bounds, size = args
     else:
         bounds = list(args)
+    bounds = ([] if low is None else [low]) + bounds + ([] if high is None else [high])
     if len(bounds) not in (1, 2):
         raise ArgumentTypeError("randint() takes (high, size) or (low, high, size)")
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
@@ -265,14 +281,14 @@ def randint(*args, size=None, generator=None, dtype=None, device="cpu",
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)
 
 
-def empty(*size, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """A tensor of shape `size` whose values are whatever the memory held (PyTorch's `empty`).
 
     >>> import kiln as kn
     >>> tuple(kn.empty(2, 3).shape), kn.empty((2,), dtype=kn.int32).dtype
     ((2, 3), dtype('int32'))
     """
-    return _finish(np.empty(_shape(size), _float(dtype)), device, requires_grad)
+    return _finish(np.empty(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 
 
 def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)

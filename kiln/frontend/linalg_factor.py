@@ -21,8 +21,10 @@ from ..errors import ArgumentError, ArgumentTypeError, LinAlgError, ShapeError
 from ..graph.core import Symbol
 from ..ops.linalg_factor import unpack
 from . import math as m
+from . import shape as s
 from .autocast import autocast_op
 from .core import call, lift
+from .torch_shape import diagonal
 
 __all__ = [
     "cholesky_ex", "eigh", "eigvalsh", "householder_product", "inv_ex", "lstsq", "lu",
@@ -283,7 +285,17 @@ def lu_old(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
     if not get_infos:
         return packed, piv
     (A,) = lift(A)
-    return packed, piv, call("inv_info", A)
+    if A.shape[-1] == A.shape[-2]:
+        return packed, piv, call("inv_info", A)
+    return packed, piv, _first_zero_pivot(packed)
+
+
+def _first_zero_pivot(packed):
+    """LAPACK's info of an m x n LU: the 1-based index of U's first zero diagonal entry, or
+    0 (int32, one per matrix)."""
+    zero = m.equal(diagonal(packed, 0, -2, -1), 0)
+    first = m.add(m.argmax(m.cast(zero, dt.int32), -1), 1)
+    return m.cast(m.where(m.any(zero, -1), first, 0), dt.int32)
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True):  # noqa: N803
@@ -415,8 +427,34 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
     [[0.5, 0.0], [0.0, 0.0]]
     """
     A = _matrices(A, "pinv")
+    if _is_tensor(atol) or _is_tensor(rtol):
+        return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
     atol, rtol = _tolerances(A, atol, rtol, "pinv")
     return call("pinv", A, atol=atol, rtol=rtol, hermitian=bool(hermitian))
+
+
+def _is_tensor(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _pinv_tensor_tolerances(A, atol, rtol, hermitian: bool):  # noqa: N803
+    """`pinv` with tensor tolerances (one per matrix, broadcast over A's batch), the cutoff
+    computed from A's singular values (|eigenvalues| with `hermitian`) when the graph runs."""
+    if 0 in (A.shape[-2], A.shape[-1]):  # nothing to cut: the empty pseudo-inverse
+        return call("pinv", A, atol=0.0, rtol=0.0, hermitian=hermitian)
+    if rtol is None:  # PyTorch's default, 0 beside a given atol
+        rtol = 0.0 if atol is not None else float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
+    bounds = [m.cast(t, A.dtype) if _is_tensor(t) else float(t or 0.0) for t in (atol, rtol)]
+    atol, rtol = (s.unsqueeze(t, -1) if _is_tensor(t) else t for t in bounds)
+    if hermitian:
+        w, v = eigh(A)
+        sigma, left, right = m.abs(w), v, _mT(v)
+    else:
+        left, sigma, right = svd(A, full_matrices=False)
+    cutoff = m.maximum(atol, m.mul(rtol, m.amax(sigma, -1, keepdim=True)))
+    keep = m.greater(sigma, cutoff)
+    weights = m.where(keep, m.div(1.0, m.where(keep, w if hermitian else sigma, 1.0)), 0.0)
+    return m.matmul(m.mul(_mT(right), s.unsqueeze(weights, -2)), _mT(left))
 
 
 def pinverse(input, rcond: float = 1e-15):  # noqa: A002
@@ -434,9 +472,9 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     """The least-squares solutions of `A X = B` (minimum norm where A is rank-deficient), as
     PyTorch's CPU default driver "gelsy" gives them: a named tuple `(solution, residuals,
     rank, singular_values)` with `rank` LAPACK's gelsy rank (int64), `residuals` and
-    `singular_values` empty (gelsy computes neither). Singular values of A at or below
-    `rcond` (default eps * max(m, n)) times the largest count as zero. The solution is
-    A⁺ B, with A⁺'s gradient.
+    `singular_values` empty (gelsy computes neither; the other drivers' as PyTorch's).
+    Singular values of A at or below `rcond` (default eps * max(m, n)) times the largest
+    count as zero. The solution is A⁺ B, with A⁺'s gradient.
 
     >>> import kiln as kn
     >>> A = kn.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
@@ -444,9 +482,9 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     >>> out.solution.tolist(), int(out.rank)
     ([[1.0], [2.0]], 2)
     """
-    if driver not in (None, "gelsy"):
-        raise ArgumentError(f"linalg.lstsq: kiln implements the driver 'gelsy' (PyTorch's CPU "
-                            f"default), got {driver!r}")  # fmt: skip
+    if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
+        raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+                            f"gelsd, gelss), got {driver!r}")  # fmt: skip
     A, B = lift(A, B)
     A = _matrices(A, "lstsq")
     if B.ndim < 1:
@@ -456,10 +494,32 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
         raise ShapeError(f"linalg.lstsq: A {list(A.shape)} and B {list(B.shape)} have "
                          "different numbers of rows")  # fmt: skip
     rcond = _real_number(rcond, "rcond", "lstsq")  # None: eps * max(m, n), in the kernels
-    rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX form
+    if driver in (None, "gelsy"):
+        rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
     empty = _zeros((0,), A)
-    return return_types.linalg_lstsq(x, empty, rank, empty)
+    if driver in (None, "gelsy"):
+        return return_types.linalg_lstsq(x, empty, rank, empty)
+    return _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty)
+
+
+def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
+    """`lstsq`'s other results as PyTorch's drivers give them: "gels" no rank, "gelsd" and
+    "gelss" the SVD rank (singular values above rcond times the largest) and the singular
+    values; every driver but gelsy the squared residuals of tall full-rank problems (under
+    kn.compile or in graph mode the rank is not known: tall problems get them)."""
+    rows, cols = A.shape[-2], A.shape[-1]
+    rank, values = _zeros((0,), m.cast(A, dt.int64)), empty
+    if driver != "gels":
+        values = svdvals(A)
+        cut = float(np.finfo(A.dtype).eps) * max(rows, cols) if rcond is None else rcond
+        above = m.greater(values, m.mul(m.amax(values, -1, keepdim=True), cut))
+        rank = m.sum(m.cast(above, dt.int64), -1)
+    full = driver == "gels" or isinstance(rank, Symbol) or bool(m.all(m.equal(rank, cols)))
+    if rows > cols and full:
+        r = m.sub(m.matmul(A, x), B)
+        empty = m.sum(m.square(r), -1, keepdim=True) if vector else m.sum(m.square(r), -2)
+    return return_types.linalg_lstsq(x, empty, rank, values)
 
 
 @autocast_op("fp32")

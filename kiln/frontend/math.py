@@ -607,26 +607,26 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
     return getattr(return_types, which)(values, indices)
 
 
-def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `max`: `max(x)` is the largest element (0-d); `max(x, dim)` is the named
-    tuple `(values, indices)` along `dim`; `max(x, other)` with a tensor is `maximum`.
+    tuple `(values, indices)` along `dim`; `max(x, other)` (or `other=`) is `maximum`.
 
     >>> import kiln as kn, numpy as np
     >>> values, indices = kn.max(np.array([[1, 5], [7, 2]]), 1)
     >>> values, indices
     (array([5, 7]), array([1, 0]))
     """
-    return _extremum("max", input, dim, keepdim, axis, keepdims)
+    return _extremum("max", input, dim if other is None else other, keepdim, axis, keepdims)
 
 
-def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `min`: the smallest element, `(values, indices)` along `dim`, or `minimum`.
 
     >>> import kiln as kn, numpy as np
     >>> kn.min(np.array([[1, 5], [7, 2]]), 1).values
     array([1, 2])
     """
-    return _extremum("min", input, dim, keepdim, axis, keepdims)
+    return _extremum("min", input, dim if other is None else other, keepdim, axis, keepdims)
 
 
 def _arg(op_name, x, dim, keepdim):

@@ -202,8 +202,21 @@ def _conv_windows(x, w, pairs, stride, dilation, groups, op):
     return reshape(y, (n, o, *outs))
 
 
+def _in_float64(conv, x, w, bias):
+    """An int64 convolution (PyTorch's CPU kernels take int64): in float64, exact while every
+    sum of products stays below 2**53 (where PyTorch's wraps around), rounded back."""
+    wide = [call("cast", v, dtype=dt.float64) for v in lift(x, w)]
+    if bias is not None:
+        (bias,) = lift(bias, context=(x,))
+        bias = call("cast", bias, dtype=dt.float64)
+    return call("cast", call("round", conv(*wide, bias)), dtype=dt.int64)
+
+
 def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002
     x, w = lift(input, weight)
+    if x.dtype == w.dtype == dt.int64:
+        return _in_float64(lambda a, b, c: _conv(op, n_sp, a, b, c, stride, padding, dilation,
+                                                 groups), x, w, bias)  # fmt: skip
     x, added = _batched(x, n_sp, op)
     x, w = _floats(op, x, w)
     if w.ndim != n_sp + 2:
@@ -279,6 +292,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_padding, groups,  # noqa: A002
                     dilation):  # fmt: skip
     x, w = lift(input, weight)
+    if x.dtype == w.dtype == dt.int64:
+        return _in_float64(lambda a, b, c: _conv_transpose(op, n_sp, a, b, c, stride, padding,
+                           output_padding, groups, dilation), x, w, bias)  # fmt: skip
     x, added = _batched(x, n_sp, op)
     x, w = _floats(op, x, w)
     if w.ndim != n_sp + 2:

@@ -77,11 +77,17 @@ def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     return _softmax(input, axis)
 
 
+def _shift(x, axis):
+    """The maximum along `axis` (kept), which cancels exactly in softmax, so no gradient flows
+    through it; 0 for an empty `x` (whose result is empty, and whose maximum is undefined)."""
+    if any(d == 0 for d in x.shape):
+        return 0.0
+    return call("stop_gradient", reduce_max(x, axis, keepdims=True))
+
+
 @in_float32
 def _softmax(x, axis):
-    # The shift cancels exactly in the ratio, so no gradient needs to flow through it.
-    shift = call("stop_gradient", reduce_max(x, axis, keepdims=True))
-    e = exp(sub(x, shift))
+    e = exp(sub(x, _shift(x, axis)))
     return div(e, reduce_sum(e, axis, keepdims=True))
 
 
@@ -102,7 +108,7 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
 def _log_softmax(x, axis):
     # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
     # m first would round it away (float32 has ~1e-4 spacing at 1000).
-    shifted = sub(x, call("stop_gradient", reduce_max(x, axis, keepdims=True)))
+    shifted = sub(x, _shift(x, axis))
     return sub(shifted, log(reduce_sum(exp(shifted), axis, keepdims=True)))
 
 
@@ -287,6 +293,9 @@ def batch_norm(
            [ 1.,  1.]], dtype=float32)
     """
     (x,) = lift(input)
+    stats = [s for s in (running_mean, running_var) if s is not None]
+    if tuple(x.shape) == (0,) and all(0 in tuple(s.shape) for s in stats):
+        return mul(x, 1.0)  # PyTorch's: an empty vector (no channels) normalizes to itself
     if x.ndim < 2:
         raise _shape_error(
             "batch_norm", f"expected an input of 2 or more dims (N, C, ...), got "
@@ -314,17 +323,20 @@ def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, m
     stats = [s for s in (running_mean, running_var) if s is not None]
     if not stats:
         return
-    if isinstance(x, Symbol) or any(isinstance(s, Symbol) for s in stats):
+    if isinstance(x, Symbol) and not all(isinstance(s, Symbol) for s in stats):
         raise _shape_error(
-            "batch_norm", "training=True with running statistics updates them in place, which "
-            "a graph cannot do; use kn.nn.BatchNorm1d/BatchNorm2d (they declare the updates)", x,
+            "batch_norm", "training=True updates the running statistics in place: in a graph "
+            "they must be graph values too (kn.compile's arguments; kn.nn.BatchNorm1d/2d "
+            "declare the updates)", x,
         )  # fmt: skip
     n = int(np.prod([x.shape[a] for a in axes]))
     unbiased = mul(batch_var, n / max(n - 1, 1))
     for stat, batch in ((running_mean, batch_mean), (running_var, unbiased)):
         if stat is not None:
             new = add(mul(stat, 1.0 - momentum), mul(call("stop_gradient", batch), momentum))
-            if hasattr(stat, "copy_"):
+            if isinstance(stat, Symbol):  # an argument kn.compile writes back
+                stat.copy_(new)
+            elif hasattr(stat, "copy_"):
                 stat.detach().copy_(new.detach())
             else:
                 np.copyto(stat, np.asarray(new))
@@ -357,7 +369,8 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
     dims it does not reach stay as they are. `mode` is "constant" (filled with `value`, 0 by
     default; a negative width crops), "reflect" (mirrored without repeating the edge, each
     width less than its dim), "replicate" (the edge repeated) or "circular" (wrapped around,
-    each width at most its dim). (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
+    each width at most its dim); a negative width crops in every mode but "reflect".
+    (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
 
     >>> import kiln as kn, numpy as np
     >>> from kiln.frontend.nn_functional import pad
@@ -397,10 +410,11 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         raise _shape_error("pad", f"mode {mode!r} takes no value (got {value!r})", x)
     for d, b, a in pairs:
         n = x.shape[d]
-        if b < 0 or a < 0:
-            raise _shape_error("pad", f"{mode} pad widths must be >= 0, got {(b, a)}", x)
         if not isinstance(n, int) and (b or a):
             raise _shape_error("pad", f"{mode} pad along the symbolic dim {n} of dim {d}", x)
+        if b < 0 or a < 0:
+            x, b, a = _crop(x, d, b, a, mode)
+            n = x.shape[d]
         if (mode == "reflect" and max(b, a) >= n) or (mode == "circular" and max(b, a) > n):
             bound = "less than" if mode == "reflect" else "at most"
             raise _shape_error(
@@ -427,6 +441,21 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         if len(parts) > 1:
             x = call("concat", *parts, axis=d)
     return x
+
+
+def _crop(x, d: int, b: int, a: int, mode: str):
+    """PyTorch's negative pad widths on dim `d`: (x, b, a) left to pad. "circular" crops
+    first and wraps the rest; "replicate" takes each output position's input index clamped
+    to the dim (all of it, even where the crop would leave nothing)."""
+    n = x.shape[d]
+    if mode == "replicate":
+        if n + b + a <= 0:
+            raise _shape_error("pad", f"replicate pad {(b, a)} of dim {d} leaves no elements", x)
+        return gather(x, np.clip(np.arange(n + b + a) - b, 0, n - 1), d), 0, 0
+    if mode == "reflect":
+        raise _shape_error("pad", f"reflect pad widths must be >= 0, got {(b, a)}", x)
+    x = _slice_dim(x, d, -b if b < 0 else None, n + a if a < 0 else None)
+    return x, max(b, 0), max(a, 0)
 
 
 def _reps(ndim: int, dim: int, n: int) -> tuple:

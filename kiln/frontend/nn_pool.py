@@ -15,10 +15,12 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError
+from .. import dtypes as dt
+from ..errors import UsageError
+from . import torch_math as tm
 from .autocast import autocast_op
 from .core import call, lift
-from .math import argmax, div, matmul
+from .math import argmax, cast, div, matmul
 from .math import sum as reduce_sum
 from .nn_conv import (
     _batched,
@@ -65,7 +67,8 @@ def _out_size(op, x, size, k, s, p, d, ceil_mode) -> int:
 
 def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode, max_pool):
     kernel = ntuple(kernel_size, n, "kernel_size", op)
-    stride = kernel if stride is None or stride == [] else ntuple(stride, n, "stride", op)
+    empty = isinstance(stride, (list, tuple)) and not stride  # PyTorch's default: `()`
+    stride = kernel if stride is None or empty else ntuple(stride, n, "stride", op)
     pads = ntuple(padding, n, "padding", op)
     dilation = ntuple(dilation, n, "dilation", op)
     if min(kernel + stride + dilation) <= 0:
@@ -148,14 +151,16 @@ def _like(array, context):
 def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):  # noqa: A002
     (x,) = lift(input)
     x, added = _batched(x, n, op)
-    (x,) = _floats(op, x)
+    integer = x.dtype == dt.int64  # PyTorch pools int64 too (by the composite here)
+    (x,) = (x,) if integer else _floats(op, x)
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
                                                    dilation, ceil_mode, True)  # fmt: skip
-    fast = n <= 2 and not return_indices and all(d == 1 for d in dilation)
+    fast = n <= 2 and not return_indices and all(d == 1 for d in dilation) and not integer
     if fast and _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode):
         result = _primitive("max_pool2d", x, n, kernel, stride, pads)
     else:
-        win, tables = _padded_windows(op, x, kernel, stride, pads, dilation, outs, -math.inf)
+        least = int(np.iinfo(x.dtype).min) if integer else -math.inf
+        win, tables = _padded_windows(op, x, kernel, stride, pads, dilation, outs, least)
         result = _max_windows(x, win, tables, pads, return_indices)
     if not added:
         return result
@@ -228,23 +233,25 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
               divisor_override):  # fmt: skip
     (x,) = lift(input)
     x, added = _batched(x, n, op)
-    (x,) = _floats(op, x)
+    integer = x.dtype == dt.int64  # PyTorch's: the int64 sum divided, rounded toward zero
+    (x,) = (x,) if integer else _floats(op, x)
+    divide = (lambda a, b: cast(tm.div(a, b, rounding_mode="trunc"), x.dtype)) if integer else div
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding, 1,
                                                    ceil_mode, False)  # fmt: skip
-    if divisor_override is not None and divisor_override <= 0:
-        raise ArgumentError(f"{op}: divisor must be not zero, got {divisor_override}")
-    plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:  # negative ones divide too
+        raise UsageError(f"{op}: divisor must be not zero, got {divisor_override}")
+    plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode) and not integer
     if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
     else:
-        win, _ = _padded_windows(op, x, kernel, stride, pads, dilation, outs, 0.0)
+        win, _ = _padded_windows(op, x, kernel, stride, pads, dilation, outs, 0)
         total = reduce_sum(win, 2)
         if divisor_override is not None:
-            y = div(total, float(divisor_override))
+            y = divide(total, divisor_override if integer else float(divisor_override))
         else:
             sizes = static_sizes(x, range(2, x.ndim), op)
             divisor = _divisor(sizes, kernel, stride, pads, outs, count_include_pad)
-            y = div(total, _like(divisor.astype(x.dtype), total))
+            y = divide(total, _like(divisor.astype(x.dtype), total))
     return squeeze(y, 0) if added else y
 
 

@@ -13,6 +13,7 @@ from ..array_types import return_types
 from ..errors import (
     GraphError,
     IndexOutOfRangeError,
+    ShapeError,
     ShapeMismatchError,
     UnsupportedDTypeError,
     call_error,
@@ -306,7 +307,7 @@ def histogram(input, bins, *, range=None, weight=None, density: bool = False):  
 
 
 def masked_scatter(input, mask, source):  # noqa: A002
-    """`input` with the elements where `mask` holds (broadcast to input's shape) replaced by
+    """`input` with the elements where `mask` holds (the two broadcast together) replaced by
     the first elements of `source`, in order. Gradients reach input and source.
 
     >>> import kiln as kn
@@ -318,14 +319,15 @@ def masked_scatter(input, mask, source):  # noqa: A002
     if mask.dtype != np.bool_:
         why = f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
         raise call_error(ShapeMismatchError, why, "masked_scatter", x, mask)
-    shape = tuple(x.shape)
-    if sh.broadcast_shapes(tuple(mask.shape), shape) != shape:
-        why = (
-            f"masked_scatter: the mask {sh.format_shape(mask.shape)} does not broadcast to the "
-            f"input {sh.format_shape(shape)}"
-        )
-        raise call_error(ShapeMismatchError, why, "masked_scatter", x, mask)
-    mask = s.broadcast_to(mask, shape)
+    why = (
+        f"masked_scatter: the mask {sh.format_shape(mask.shape)} and the input "
+        f"{sh.format_shape(x.shape)} do not broadcast together"
+    )
+    try:  # PyTorch's: the two broadcast (the in-place form checks the result's shape)
+        shape = sh.broadcast_shapes(tuple(mask.shape), tuple(x.shape))
+    except ShapeError:
+        raise call_error(ShapeMismatchError, why, "masked_scatter", x, mask) from None
+    x, mask = s.broadcast_to(x, shape), s.broadcast_to(mask, shape)
     n_src = sh.dim_product(tuple(src.shape)) if src.ndim else 1
     if not isinstance(mask, Symbol) and not isinstance(src, Symbol):
         if int(np.count_nonzero(_host(mask))) > n_src:

@@ -98,6 +98,8 @@ def cross(input, other, dim=None):  # noqa: A002
 
 def _scaled_sum(input, product, beta, alpha):  # noqa: A002
     """`beta * input + alpha * product`, input ignored (NaN included) when beta is 0."""
+    kind = dt.result_type(*lift(input, product))
+    beta, alpha = tm.coefficient(beta, kind), tm.coefficient(alpha, kind)
     scaled = product if alpha == 1 else m.mul(product, alpha)
     if beta == 0:
         (x,) = lift(input)
@@ -209,7 +211,8 @@ def dist(input, other, p: float = 2):  # noqa: A002
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
-    "fro" is the 2-norm. Floats only, as PyTorch's; the gradient at zero is zero.
+    "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the
+    gradient at zero is zero.
 
     >>> import kiln as kn
     >>> kn.norm(kn.tensor([[3.0, 4.0]]), dim=1)
@@ -223,8 +226,12 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
             f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "
             "instead."
         )
+    if p == "nuc":  # the sum of the singular values of the matrices in dims `dim`
+        from .linalg import matrix_norm  # NOTE: linalg imports this module
+
+        return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     if isinstance(p, str) and p != "fro":
-        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number or 'fro')")
+        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number, 'fro' or 'nuc')")
     return p_norm(x, 2 if p == "fro" else p, dim, keepdim)
 
 
@@ -233,15 +240,14 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
 
 def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A002
     """The covariance matrix of the variables in the rows of `input` (observations in the
-    columns), divided by `n - correction`.
+    columns), divided by `n - correction`; observations weighted by integer `fweights`
+    and/or float `aweights` (as PyTorch's).
 
     >>> import kiln as kn
     >>> kn.cov(kn.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 7.0]]))
     tensor([[1.0000, 1.5000],
             [1.5000, 2.3333]])
     """
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov: fweights and aweights")
     (x,) = lift(input)
     if x.ndim > 2:
         raise ArgumentError(
@@ -249,11 +255,31 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
         )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
     x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
-    n = x.shape[1]
-    centred = m.sub(x, m.mean(x, 1, keepdim=True))
-    product = m.matmul(centred, s.transpose(centred, 0, 1))
-    out = m.div(product, max(n - correction, 0))
+    if fweights is not None or aweights is not None:
+        out = _weighted_cov(x, correction, fweights, aweights)
+    else:
+        centred = m.sub(x, m.mean(x, 1, keepdim=True))
+        product = m.matmul(centred, s.transpose(centred, 0, 1))
+        out = m.div(product, max(x.shape[1] - correction, 0))
     return s.reshape(out, ()) if x.shape[0] == 1 else out  # one variable: its variance
+
+
+def _weighted_cov(x, correction, fweights, aweights):
+    """`cov` of observations weighted by `fweights * aweights` (either may be None): the
+    weighted mean, divided by `sum(w) - correction * sum(w * aweights) / sum(w)` (by
+    `sum(w) - correction` without aweights), as PyTorch's and NumPy's `cov`."""
+    given = [m.cast(w, x.dtype) for w in lift(*(v for v in (fweights, aweights) if v is not None))]
+    w = given[0] if len(given) == 1 else m.mul(*given)
+    total = m.sum(w)
+    centred = m.sub(x, m.div(m.sum(m.mul(x, w), 1, keepdim=True), total))
+    if correction == 0:
+        norm = total
+    elif aweights is None:
+        norm = m.sub(total, correction)
+    else:
+        norm = m.sub(total, m.div(m.mul(m.sum(m.mul(w, given[-1])), correction), total))
+    product = m.matmul(m.mul(centred, w), s.transpose(centred, 0, 1))
+    return m.div(product, m.maximum(norm, 0))
 
 
 def corrcoef(input):  # noqa: A002
@@ -303,16 +329,21 @@ def select_range(x, dim: int, start: int, stop: int):
 def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
                  side=None, sorter=None):  # fmt: skip
     """Where each value of `input` would go in the last dim of `sorted_sequence` to keep it
-    sorted: the number of elements below it (`right`: at most it).
+    sorted: the number of elements below it (`right`: at most it); with `sorter`, the
+    sequence is `sorted_sequence` in the order `sorter` gives (the count is the same).
 
     >>> import kiln as kn
     >>> kn.searchsorted(kn.tensor([1, 3, 5, 7]), kn.tensor([3, 6]), right=True)
     tensor([2, 3])
     """
-    if sorter is not None:
-        raise NotImplementedError("searchsorted: sorter")
     right = right or side == "right"
     seq, v = lift(sorted_sequence, input)
+    if sorter is not None:  # the count below each value is the same in any order
+        (order,) = lift(sorter, context=(seq,))
+        if tuple(order.shape) != tuple(seq.shape) or not dt.is_int(order.dtype):
+            raise ShapeError(f"searchsorted(): sorter must be an integer tensor of the "
+                             f"sequence's shape {list(seq.shape)}, got {order.dtype}"
+                             f"{list(order.shape)}")  # fmt: skip
     if not hasattr(v, "ndim") or v.ndim == 0:
         v, scalar = s.reshape(v, (1,)), True
     else:

@@ -413,6 +413,8 @@ def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     >>> kn.var_mean(kn.tensor([1.0, 2.0, 3.0]))
     (tensor(1.), tensor(2.))
     """
+    if isinstance(dim, bool):  # PyTorch's var_mean(x, unbiased)
+        dim, unbiased = None, dim
     v = m.var(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 
@@ -424,6 +426,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     >>> kn.std_mean(kn.tensor([1.0, 2.0, 3.0]))
     (tensor(1.), tensor(2.))
     """
+    if isinstance(dim, bool):  # PyTorch's std_mean(x, unbiased)
+        dim, unbiased = None, dim
     v = m.std(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 

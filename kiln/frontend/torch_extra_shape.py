@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import IndexOutOfBoundsError, ShapeError, UsageError
+from ..errors import GraphError, IndexOutOfBoundsError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -56,6 +56,11 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
     (x,) = lift(input)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "narrow")
+    if isinstance(start, Symbol):  # a traced 0-d start: the elements gathered (not a view)
+        if length < 0 or length > n:
+            raise ShapeError(f"narrow(): length ({length}) exceeds dimension size ({n}).")
+        first = m.where(m.less(start, 0), m.add(start, n), start)
+        return s.gather(x, m.add(first, np.arange(length)), d)
     start = start + n if start < 0 else start
     if not 0 <= start <= n or start + length > n or length < 0:
         raise ShapeError(
@@ -112,7 +117,8 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     return tuple(select(x, d, i) for i in range(ts.static_dim(x, d, "unbind")))
 
 
-def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002
+                 indices=None, tensor_indices_or_sections=None) -> tuple:  # fmt: skip
     """Splits into `n` parts as equal as possible (the first `size % n` one longer), or at
     the given indices.
 
@@ -120,6 +126,16 @@ def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A0
     >>> [t.tolist() for t in kn.tensor_split(kn.arange(5), 3)]
     [[0, 1], [2, 3], [4]]
     """
+    given = (indices_or_sections, sections, indices, tensor_indices_or_sections)
+    indices_or_sections = next((v for v in given if v is not None), None)  # PyTorch's names
+    if isinstance(indices_or_sections, Symbol):
+        raise GraphError(
+            "tensor_split: the split points are a traced tensor, whose values set the pieces' "
+            "shapes (data-dependent: eager only); pass an int or a list"
+        )
+    if hasattr(indices_or_sections, "ndim"):
+        held = np.asarray(indices_or_sections.tolist())  # an eager tensor: 0-d sections, or 1-d
+        indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
     (x,) = lift(input)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "tensor_split")
@@ -244,8 +260,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
 
 
 def take_along_dim(input, indices, dim=None):  # noqa: A002
-    """Values at `indices` along `dim` (broadcast elsewhere); of the flattened tensor when dim
-    is None.
+    """Values at `indices` along `dim` (broadcast elsewhere; negative ones count from the end);
+    of the flattened tensor when dim is None.
 
     >>> import kiln as kn
     >>> kn.take_along_dim(kn.tensor([[10, 30, 20]]), kn.tensor([[1, 2]]), 1)
@@ -253,8 +269,10 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     """
     x, idx = lift(input, indices)
     if dim is None:
-        return s.take_along_axis(s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0)
+        x, idx, dim = s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0
     d = _dim(x, dim)
+    n = x.shape[d] if x.ndim else 1
+    idx = m.where(m.less(idx, 0), m.add(idx, n), idx)  # PyTorch's: negative ones from the end
     rest_x = tuple(x.shape[:d]) + tuple(x.shape[d + 1 :])
     rest_i = tuple(idx.shape[:d]) + tuple(idx.shape[d + 1 :])
     rest = sh.broadcast_shapes(rest_x, rest_i)
@@ -296,6 +314,12 @@ def _along(index, dim: int, like_shape):
     return s.broadcast_to(s.reshape(index, tuple(view)), tuple(like_shape))
 
 
+def _scalar_as_vector(fn, x, dim, idx, *rest, **kw):
+    """fn applied to a 0-d `x` seen as 1-element vector (as PyTorch does), back to 0-d."""
+    rest = tuple(s.reshape(r, (-1,)) if getattr(r, "ndim", 1) == 0 else r for r in rest)
+    return s.reshape(fn(s.reshape(x, (1,)), dim, idx, *rest, **kw), ())
+
+
 def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     """`input` with `alpha * source`'s slices along `dim` added at `index` (repeats add up).
 
@@ -304,6 +328,8 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     tensor([3., 0., 3.])
     """
     x, idx, src = lift(input, index, source)
+    if x.ndim == 0:
+        return _scalar_as_vector(index_add, x, dim, idx, src, alpha=alpha)
     d = _dim(x, dim)
     src = src if alpha == 1 else m.mul(src, alpha)
     src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
@@ -318,6 +344,8 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
     tensor([2., 0., 1.])
     """
     x, idx, src = lift(input, index, source)
+    if x.ndim == 0:
+        return _scalar_as_vector(index_copy, x, dim, idx, src)
     d = _dim(x, dim)
     return ti.scatter(x, d, _along(idx, d, src.shape), src)
 
@@ -331,6 +359,8 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
             [-1,  4]])
     """
     x, idx = lift(input, index)
+    if x.ndim == 0:
+        return _scalar_as_vector(index_fill, x, dim, idx, value)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "index_fill")
     positions = np.arange(n).reshape(-1, 1)
@@ -403,6 +433,8 @@ TYPE_METHODS = {
 def _sum_to_size(self, *size):
     """Sums the dims that `size` (broadcastable to self's shape) has as 1 or lacks."""
     size = tuple(ts._sizes(size))
+    if not size:  # PyTorch's: the sum of every element, even of a 0-d tensor (bools to int64)
+        return m.sum(self)
     lead = len(self.shape) - len(size)
     dims = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(size) if d == 1 and self.shape[lead + i] != 1

@@ -58,7 +58,10 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     (idx,) = lift(index, context=(x,))
     if not dt.is_int(idx.dtype):
         raise DTypeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
-    zero_d = x.ndim == 0
+    if 0 in tuple(idx.shape):  # PyTorch's: an empty index gives an empty result, any shape
+        (empty,) = lift(np.zeros(tuple(idx.shape), x.dtype), context=(x,))
+        return empty
+    zero_d = idx.ndim == 0  # the result has index's shape (input 0-d: a 1-d of one element)
     x, idx = _one_d(x, idx)
     dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), x.ndim)
     check_index_shape("gather", x.shape, idx.shape, dim)
@@ -179,7 +182,7 @@ def scatter_reduce(
 
 def masked_fill(input, mask, value):  # noqa: A002
     """`input` with `value` (a number or a 0-d tensor, cast to input's dtype) where the bool
-    `mask` (broadcast to input) holds.
+    `mask` holds (the two broadcast together, as in PyTorch).
 
     >>> import kiln as kn
     >>> kn.tensor([1, 2, 3]).masked_fill(kn.tensor([True, False, True]), 0)
@@ -198,11 +201,7 @@ def masked_fill(input, mask, value):  # noqa: A002
                          f"{v.ndim} dimension(s)")  # fmt: skip
     if v.dtype != x.dtype:
         v = call("cast", v, dtype=x.dtype)
-    out = m.where(mask, v, x)
-    if tuple(out.shape) != tuple(x.shape):
-        raise ShapeError(f"masked_fill: the mask {sh.format_shape(mask.shape)} does not "
-                         f"broadcast to the input {sh.format_shape(x.shape)}")  # fmt: skip
-    return out
+    return m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
 
 
 def _eager_only(name: str, why: str):

@@ -79,6 +79,20 @@ def _floating(x):
     return x if dt.is_float(x.dtype) else call("cast", x, dtype=dt.DEFAULT_FLOAT)
 
 
+def coefficient(value, dtype):
+    """A Python scalar `beta`/`alpha` as PyTorch reads it for a tensor of `dtype`: truncated
+    to an int for integers, made a bool for bools (so an int64 `addmm` stays int64).
+
+    >>> import kiln as kn
+    >>> coefficient(2.9, kn.int64), coefficient(3, kn.bool), coefficient(2, kn.float32)
+    (2, True, 2.0)
+    """
+    dtype = dt.as_dtype(dtype)
+    if dtype == np.bool_:
+        return bool(value)
+    return int(value) if dt.is_int(dtype) else float(value)
+
+
 # -- matrix products -------------------------------------------------------------------------
 
 
@@ -132,7 +146,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     if x.dtype == dt.float16:  # as PyTorch's: accumulated in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(call("addmm", *wide, beta=float(beta), alpha=float(alpha)), x.dtype)
-    return call("addmm", x, a, b, beta=float(beta), alpha=float(alpha))
+    beta, alpha = coefficient(beta, x.dtype), coefficient(alpha, x.dtype)
+    return call("addmm", x, a, b, beta=beta, alpha=alpha)
 
 
 @autocast_op("lower")
@@ -150,6 +165,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     if x.dtype in (dt.bfloat16, dt.float16):  # as PyTorch's: in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(baddbmm(*wide, beta=beta, alpha=alpha), x.dtype)
+    beta, alpha = coefficient(beta, x.dtype), coefficient(alpha, x.dtype)
     product = bmm(a, b)
     if alpha != 1:
         product = m.mul(product, alpha)

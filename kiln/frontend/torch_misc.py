@@ -14,6 +14,7 @@ from ..eager.printing import get_printoptions, set_printoptions
 from ..eager.tensor import Tensor
 from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
+from . import math as m
 from . import random
 from .core import lift
 
@@ -197,12 +198,34 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
                                 f"{type(steps).__name__}")  # fmt: skip
     if steps < 0:
         raise UsageError(f"logspace: number of steps must be non-negative, got {steps}")
+    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
+    if isinstance(start, Symbol) or isinstance(end, Symbol):
+        values = m.pow(float(base), traced_linspace(start, end, int(steps)))
+        if dt.is_int(dtype) or dtype == dt.bool_:
+            values = m.trunc(values)
+        return m.cast(values, dtype)
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     values = np.power(float(base), exponents)
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
     if dt.is_int(dtype) or dtype == dt.bool_:
         values = np.trunc(values)
     return fa._finish(values.astype(dtype), device, requires_grad)
+
+
+def traced_linspace(start, end, steps: int, dtype=np.float64):
+    """`steps` values evenly spaced from `start` to `end` (both included; NumPy's rule, as
+    the eager `linspace` computes: float64, the last value `end` itself), built as graph ops
+    where `start` or `end` is a traced 0-d value (`kn.linspace` under `kn.compile`).
+
+    >>> import kiln as kn
+    >>> kn.compile(lambda a: kn.linspace(a, 1.0, 3))(kn.tensor(0.0))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    a, b = (m.cast(v, np.float64) for v in lift(start, end))
+    i = np.arange(steps, dtype=np.float64)
+    if steps < 2:
+        return m.cast(m.add(m.mul(i, m.sub(b, a)), a), dtype)
+    y = m.add(m.mul(i, m.div(m.sub(b, a), float(steps - 1))), a)
+    return m.cast(m.where(i == steps - 1, b, y), dtype)
 
 
 def _random_like(input, dtype, requires_grad, draw, graph_draw):  # noqa: A002

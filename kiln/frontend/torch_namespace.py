@@ -121,6 +121,11 @@ def tensordot(a, b, dims=2, out=None):
         raise call_error(UsageError, "both dimension lists should have same length",
                          "tensordot", x, y)  # fmt: skip
     for i, j in zip(da, db):
+        if x.shape[i] != y.shape[j] and 1 in (x.shape[i], y.shape[j]):  # PyTorch broadcasts:
+            if x.shape[i] == 1:  # a size-1 dim meets the other's sum over that dim
+                y = m.sum(y, j, keepdim=True)
+            else:
+                x = m.sum(x, i, keepdim=True)
         if x.shape[i] != y.shape[j]:
             raise call_error(ShapeMismatchError, f"contracted dimensions need to match, but "
                              f"first has size {x.shape[i]} in dim {i} and second has size "
@@ -388,8 +393,18 @@ def scalar_tensor(s_, *, dtype=None, device="cpu", requires_grad: bool = False):
                   device=device, requires_grad=requires_grad)  # fmt: skip
 
 
-def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
-           requires_grad: bool = False):  # fmt: skip
+def normal(
+    mean,
+    std=1.0,
+    size=None,
+    *,
+    generator=None,
+    out=None,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    layout=None,
+):  # fmt: skip  (layout: strided, kiln's)
     """Samples of N(mean, std²): elementwise for tensor `mean` and/or `std` (broadcast), or
     of `size` for numbers. The result is `mean + std * z` with z ~ N(0, 1), so gradients
     reach `mean` (1) and `std` (z), as PyTorch's do.

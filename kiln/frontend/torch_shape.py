@@ -84,6 +84,8 @@ def cat(tensors, dim: int = 0, *, axis=None):
     if not xs:
         raise ShapeError("cat expects a non-empty list of tensors")
     dim = dim_arg(dim, axis, "cat")
+    # PyTorch's rule: a 1-D tensor of size 0 is left out, whatever the others' shapes
+    xs = [x for x in xs if tuple(x.shape) != (0,)] or xs[:1]
     return call("concat", *xs, axis=sh.normalize_axis(dim, xs[0].ndim))
 
 
@@ -112,7 +114,9 @@ def stack(tensors, dim: int = 0, *, axis=None):
     return call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
 
 
-def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
+def split(
+    tensor, split_size_or_sections=None, dim: int = 0, *, axis=None, split_size=None
+) -> tuple:
     """Pieces of `split_size_or_sections` along `dim` (an int: that size each, the last may be
     smaller; a list: those sizes), as views (PyTorch's `split`).
 
@@ -123,6 +127,8 @@ def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
     [(1, 2), (4, 2)]
     """
     (x,) = lift(tensor)
+    if split_size is not None:  # the name `Tensor.split` gives it
+        split_size_or_sections = split_size
     if x.ndim == 0:
         raise ShapeError("split expects at least a 1-dimensional tensor")
     dim = sh.normalize_axis(dim_arg(dim, axis, "split"), x.ndim)
@@ -337,8 +343,8 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     from .shape import gather as index_select
 
     (x,) = lift(input)
-    if x.ndim == 0:
-        x = call("reshape", x, shape=(1,))
+    if x.ndim == 0:  # PyTorch's: the windows of a 1-element vector, flat
+        return call("reshape", unfold(call("reshape", x, shape=(1,)), 0, size, step), shape=(-1,))
     dim = sh.normalize_axis(dimension, x.ndim)
     n = static_dim(x, dim, "unfold")
     if size < 0 or size > n or step <= 0:

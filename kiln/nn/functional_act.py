@@ -316,10 +316,17 @@ def prelu(input, weight):  # noqa: A002
     tensor([[-0.5000,  1.0000]])
     """
     x, w = F.core.lift(input, weight)
-    if w.ndim != 1:
-        raise call_error(ShapeMismatchError, f"weight must be 1-d, got {w.ndim} dims", "prelu",
-                         x, w)  # fmt: skip
-    if w.shape[0] != 1 and x.ndim >= 2:
+    if w.ndim > 1:
+        raise call_error(ShapeMismatchError, f"prelu: expected `weight` to be a scalar or 1D "
+                         f"tensor, but got: ndim = {w.ndim}", "prelu", x, w)  # fmt: skip
+    channels = x.shape[1] if x.ndim >= 2 else 1
+    if w.ndim == 0 or w.shape[0] == 1:  # one weight: the shape stays x's (even 0-d)
+        w = F.reshape(w, ())
+    elif w.shape[0] != channels:
+        raise call_error(ShapeMismatchError, f"Mismatch of parameter numbers and input channel "
+                         f"size. Found parameter numbers = {w.shape[0]} and channel size = "
+                         f"{channels}.", "prelu", x, w)  # fmt: skip
+    else:
         w = F.reshape(w, (w.shape[0],) + (1,) * (x.ndim - 2))
     return F.where(F.greater(x, 0), x, F.mul(w, x))
 

@@ -4,8 +4,11 @@ signatures (`dim=None`, `dtype=`, `threshold=`, `inplace=`, `padding_idx=`) over
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import frontend as F
+from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
@@ -142,12 +145,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     tensor([[4., 5.],
             [0., 1.]])
     """
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError(
-            "embedding: max_norm, scale_grad_by_freq and sparse are not supported by kiln"
-        )
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients (kiln's gradients are dense)")
     ids, table = F.core.lift(input, weight)
+    if max_norm is not None:
+        table = _renormed(table, ids, float(max_norm), float(norm_type))
+        if isinstance(weight, Tensor):
+            weight.detach().copy_(table.detach())  # PyTorch's: the rows change in place
     rows = F.embedding(table, ids)
+    if scale_grad_by_freq:
+        # the same values; each row's gradient divided by how often its index occurs
+        counts = F.embedding(_occurrences(ids, table), ids)
+        frozen = F.stop_gradient(rows)
+        rows = F.add(frozen, F.div(F.sub(rows, frozen), F.unsqueeze(counts, -1)))
     if padding_idx is None:
         return rows
     n = table.shape[0]
@@ -156,6 +166,24 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     pad_id = padding_idx % n
     keep = F.unsqueeze(F.not_equal(ids, pad_id), -1)
     return F.where(keep, rows, F.stop_gradient(rows))
+
+
+def _occurrences(ids, table):
+    """How often each row index of `table` occurs in `ids` (V,), in table's dtype."""
+    flat = F.reshape(ids, (-1,))
+    zeros, ones = F.core.lift(np.zeros(table.shape[0], table.dtype),
+                              np.ones(flat.shape[0], table.dtype), context=(table,))  # fmt: skip
+    return F.index_add(zeros, 0, flat, ones)
+
+
+def _renormed(table, ids, max_norm: float, norm_type: float):
+    """`table` with the rows `ids` picks scaled to a `norm_type`-norm of at most `max_norm`
+    (PyTorch's `max_norm`: the scale, as its in-place renorm, takes no gradient)."""
+    norms = F.linalg.vector_norm(table, norm_type, -1, keepdim=True)
+    picked = F.unsqueeze(F.greater(_occurrences(ids, table), 0), -1)
+    over = F.logical_and(picked, F.greater(norms, max_norm))
+    scale = F.where(over, F.div(max_norm, F.add(norms, 1e-7)), 1.0)
+    return F.add(table, F.stop_gradient(F.sub(F.mul(table, scale), table)))
 
 
 def pixel_shuffle(input, upscale_factor: int):  # noqa: A002

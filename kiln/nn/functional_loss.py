@@ -107,9 +107,9 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if p not in (1, 2):
         raise ArgumentError("only p == 1 and p == 2 supported")
     x, y = F.core.lift(input, target)
-    squeeze = x.ndim == 1
+    squeeze = x.ndim <= 1  # one sample (a 0-d input: one sample of one class)
     if squeeze:
-        x, y = F.unsqueeze(x, 0), F.reshape(y, (1,))
+        x, y = F.reshape(x, (1, -1)), F.reshape(y, (1,))
     n_classes = x.shape[1]
     picked = F.gather(x, 1, F.unsqueeze(y, 1))
     terms = F.clip(F.add(F.sub(margin, picked), x), 0, None)

@@ -180,12 +180,12 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noq
     """
     reduction = reduction_of(size_average, reduce, reduction)
     x, y = F.core.lift(input, target)
-    if x.ndim not in (1, 2) or tuple(y.shape) != tuple(x.shape):
+    if x.ndim > 2 or tuple(y.shape) != tuple(x.shape):
         message = f"inconsistent target size: {list(y.shape)} for input of size: {list(x.shape)}"
         raise call_error(ShapeMismatchError, message, "multilabel_margin_loss", x, y)
-    squeeze = x.ndim == 1
+    squeeze = x.ndim <= 1  # one sample (a 0-d input: one sample of one class)
     if squeeze:
-        x, y = F.unsqueeze(x, 0), F.unsqueeze(y, 0)
+        x, y = F.reshape(x, (1, -1)), F.reshape(y, (1, -1))
     n_classes = x.shape[1]
     # the targets: the entries before the first -1 of each row
     valid = F.cast(F.cumprod(F.cast(F.not_equal(y, -1), dt.int64), 1), dt.bool_)

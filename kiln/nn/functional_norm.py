@@ -30,6 +30,10 @@ def _norm(x, p: float, dim):
     a = F.abs(x)
     if p == math.inf:
         return F.amax(a, dim, keepdim=True)
+    if p == -math.inf:
+        return F.amin(a, dim, keepdim=True)
+    if p == 0:  # the number of nonzero entries (as `vector_norm(ord=0)`)
+        return F.sum(F.cast(F.not_equal(x, 0), x.dtype), dim, keepdim=True)
     if p == 1:
         return F.sum(a, dim, keepdim=True)
     total = F.sum(F.mul(x, x) if p == 2 else F.pow(a, float(p)), dim, keepdim=True)

@@ -9,7 +9,7 @@ change sees the new shape, views taken before keep theirs, as PyTorch's share th
 
 from __future__ import annotations
 
-from ..eager.tensor import Tensor, describe
+from ..eager.tensor import Tensor, describe, make, version_of
 from ..errors import AutogradError, GraphError, node_error
 from ..graph.core import Symbol, user_site
 from . import functionalize
@@ -40,12 +40,22 @@ VIEWS = {
 del ts
 
 
+def _alias(t: Tensor) -> Tensor:
+    """Another tensor object for t's data, history and version counter: the view is taken of
+    it, so that the tape keeps t's old shape when t takes the view's."""
+    alias = make(t._data, t._device)
+    if t._meta is not None:
+        alias.grad_fn, alias._requires_grad = t.grad_fn, t._requires_grad
+        alias._vc, alias._inference = version_of(t), t._inference
+    return alias
+
+
 def _eager(name: str, view):
     def method(self, *args, **kwargs):
         from .inplace import _check
 
         recording = _check(self, name, False)
-        out = view(self, *args, **kwargs)
+        out = view(_alias(self), *args, **kwargs)
         self._data = out._data
         if recording:
             self.grad_fn, self._requires_grad = out.grad_fn, True

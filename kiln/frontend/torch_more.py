@@ -303,16 +303,60 @@ def fill_diagonal(input, fill_value, wrap: bool = False):  # noqa: A002
     return m.where(mask, value, x)
 
 
+def _inner_after(steps, shape, a: int, b: int) -> int:
+    """Whether dim a lies outside dim b in memory (1), inside it (-1), or either (0): a
+    greater stride is outer; an expanded dim (stride 0) is left where it is; of equal strides
+    the longer dim is outer."""
+    if steps[a] == 0 or steps[b] == 0:
+        return 0
+    if steps[a] == steps[b]:
+        return 0 if shape[b] >= shape[a] else 1
+    return 1 if steps[a] > steps[b] else -1
+
+
+def _dense_in(order, steps, shape) -> bool:
+    """Whether the elements fill memory densely with the dims nested in `order` (outermost
+    first); dims of size 1 have any stride (PyTorch's contiguity)."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for d in reversed(tuple(order)):
+        if shape[d] != 1:
+            if steps[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
 def dim_order(self, *, ambiguity_check: bool = False) -> tuple:
-    """The dims from the outermost in memory to the innermost (a greater stride first, ties in
-    dim order), as PyTorch's `dim_order`.
+    """The dims from the outermost in memory to the innermost, as PyTorch's `dim_order`: an
+    insertion sort from the last dim, which leaves expanded (stride 0) dims and dims it cannot
+    tell apart in their order; `ambiguity_check` raises where that order is not unique.
 
     >>> import kiln as kn
     >>> kn.zeros(2, 3, 4).permute(2, 0, 1).dim_order()
     (1, 2, 0)
     """
-    steps = self.stride()
-    return tuple(sorted(range(len(steps)), key=lambda d: -steps[d]))
+    steps, shape = self.stride(), tuple(self.shape)
+    plain = _dense_in(range(len(shape)), steps, shape)
+    last = len(shape) == 4 and _dense_in((0, 2, 3, 1), steps, shape)  # channels last
+    if plain != last:  # a layout of one name: its order
+        return (0, 2, 3, 1) if last else tuple(range(len(shape)))
+    order = list(reversed(range(len(steps))))  # the innermost first while sorting
+    for i in range(1, len(order)):
+        moving = i
+        for j in reversed(range(i)):
+            step = _inner_after(steps, shape, order[j], order[moving])
+            if step > 0:
+                order[j], order[moving] = order[moving], order[j]
+                moving = j
+            elif step < 0:
+                break
+    if ambiguity_check and any(_inner_after(steps, shape, order[k], order[k + 1]) != -1
+                               for k in range(len(order) - 1)):  # fmt: skip
+        raise call_error(UsageError, "The tensor does not have unique dim order.",
+                         "dim_order", self)  # fmt: skip
+    return tuple(reversed(order))
 
 
 # Flags that are False for every kiln tensor: kiln's tensors are dense and strided, in one

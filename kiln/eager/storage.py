@@ -43,24 +43,34 @@ def as_strided_view(t: Tensor, size, stride, storage_offset=None) -> Tensor:
     size, stride = _sizes("as_strided", size, stride, storage_offset, t)
     data = t._data
     root = _root(data)
-    if root.dtype != data.dtype or not root.flags.c_contiguous:
-        root = data  # memory kiln cannot address as one storage (a view of other bytes)
+    usable = root.dtype == data.dtype and root.flags.c_contiguous
+    if not usable:
+        root = data  # memory kiln cannot address as one storage: t's own elements are it
     own, own_offset = _storage_positions(data, root)
+    if own.size and int(own.min()) < 0:
+        raise call_error(UsageError, "as_strided of a tensor with negative strides: clone() it "
+                         "first", "as_strided", t)  # fmt: skip
+    extent = root.size if usable else (int(own.max()) + 1 if own.size else 0)
     offset = own_offset if storage_offset is None else int(storage_offset)
     wanted = strided_positions(size, stride, offset)
-    if wanted.size and int(wanted.max()) >= root.size:
+    if wanted.size and int(wanted.max()) >= extent:
         raise call_error(
             UsageError,
             f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
             f"and itemsize {data.itemsize} requiring a storage size of "
             f"{(int(wanted.max()) + 1) * data.itemsize} are out of bounds for storage of size "
-            f"{root.size * data.itemsize}",
+            f"{extent * data.itemsize}",
             "as_strided",
             t,
         )
-    xp = np if t._device == "cpu" else get_backend(t._device).activate()
-    flat = root.reshape(-1)[min(offset, root.size) :]
-    view = xp.lib.stride_tricks.as_strided(flat, size, [s * data.itemsize for s in stride])
+    item = data.itemsize
+    steps = [s * item for s in stride]
+    if t._device == "cpu" and usable:  # a view whose base is the storage
+        view = np.ndarray(size, data.dtype, root, offset * item, steps)
+    else:
+        xp = np if t._device == "cpu" else get_backend(t._device).activate()
+        memory = xp.lib.stride_tricks.as_strided(root, (extent,), (item,))
+        view = xp.lib.stride_tricks.as_strided(memory[min(offset, extent) :], size, steps)
     if t._requires_grad and state.grad:
         index = gather_positions("as_strided", t, own, wanted)
         out = ti.take(t, index)  # the tape's entry: a gather of t's elements

@@ -160,6 +160,21 @@ def test_gradients_match_torch(torch, name):
         np.testing.assert_allclose(h, w, rtol=1e-8, atol=1e-10)
 
 
+def test_cholesky_gradients_through_cholesky_are_pytorchs(torch):
+    # where the factor comes from `cholesky` (whose vjp reads the factor's triangle), the
+    # gradients reaching the matrix are PyTorch's, entries above the triangle included
+    r = RNG.standard_normal((3, 3))
+    a_np = r @ r.T + 3 * np.eye(3)
+    grads = []
+    for L in (torch, kn):
+        a, b = L.tensor(a_np, requires_grad=True), L.tensor(RHS, requires_grad=True)
+        f = L.linalg.cholesky(a)
+        ((f.cholesky_inverse() ** 2).sum() + (b.cholesky_solve(f) ** 2).sum()).backward()
+        grads.append((a.grad.numpy(), b.grad.numpy()))
+    for theirs, ours in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+
+
 def test_function_forms_match_torch(torch):
     t = lambda a: torch.tensor(a)  # noqa: E731
     pairs = [

@@ -10,6 +10,9 @@ import pytest
 
 import kiln as kn
 
+# PyTorch warns that its index_reduce is in beta
+pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+
 
 @pytest.fixture
 def torch():
@@ -254,6 +257,14 @@ def test_symbol_strides_and_offsets_are_pytorchs(torch, name):
         kn.tensor(X)
     )
     assert seen == [want[:2]]
+
+
+def test_dim_order_ambiguity_as_pytorchs(torch):
+    for L in (torch, kn):
+        t = L.zeros(4, 3)
+        assert t.T.dim_order(ambiguity_check=True) == (1, 0)
+        with pytest.raises(RuntimeError, match="unique dim order"):
+            t.unsqueeze(1).expand(4, 2, 3).dim_order(ambiguity_check=True)
 
 
 def test_symbol_layouts_kiln_does_not_track_raise():

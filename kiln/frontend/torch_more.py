@@ -303,7 +303,7 @@ def fill_diagonal(input, fill_value, wrap: bool = False):  # noqa: A002
     return m.where(mask, value, x)
 
 
-def _inner_after(steps, shape, a: int, b: int) -> int:
+def _outer_than(steps, shape, a: int, b: int) -> int:
     """Whether dim a lies outside dim b in memory (1), inside it (-1), or either (0): a
     greater stride is outer; an expanded dim (stride 0) is left where it is; of equal strides
     the longer dim is outer."""
@@ -346,13 +346,13 @@ def dim_order(self, *, ambiguity_check: bool = False) -> tuple:
     for i in range(1, len(order)):
         moving = i
         for j in reversed(range(i)):
-            step = _inner_after(steps, shape, order[j], order[moving])
+            step = _outer_than(steps, shape, order[j], order[moving])
             if step > 0:
                 order[j], order[moving] = order[moving], order[j]
                 moving = j
             elif step < 0:
                 break
-    if ambiguity_check and any(_inner_after(steps, shape, order[k], order[k + 1]) != -1
+    if ambiguity_check and any(_outer_than(steps, shape, order[k], order[k + 1]) != -1
                                for k in range(len(order) - 1)):  # fmt: skip
         raise call_error(UsageError, "The tensor does not have unique dim order.",
                          "dim_order", self)  # fmt: skip

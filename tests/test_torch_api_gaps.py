@@ -159,7 +159,6 @@ NOT_ON_SYMBOL = {
     "share_memory_": "memory shared between processes",
     "resize_": "reallocates memory: a graph value's shape is fixed by its op",
     "resize_as_": "reallocates memory: a graph value's shape is fixed by its op",
-    "new_empty_strided": "a fresh graph value is laid out in C order: no strides to choose",
     "as_strided_": "makes x a view of its own storage, which a graph value does not have "
     "(x.as_strided(...) gathers the elements; assign it)",
 }  # fmt: skip

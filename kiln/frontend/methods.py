@@ -247,6 +247,8 @@ SYMBOL_METHODS = {
     # graph value is the Function's
     "clone": functionalize.clone, "cpu": lambda self, memory_format=None: self,
     "stride": functionalize.stride, "storage_offset": functionalize.storage_offset,
+    # a fresh graph value is laid out in C order whatever strides are asked for
+    "new_empty_strided": lambda self, size, stride, **kwargs: self.new_empty(size, **kwargs),
     "cuda": lambda self, device=None, non_blocking=False, memory_format=None: self,
 }  # fmt: skip
 

@@ -267,8 +267,8 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: 
                          f"{list(size)}", "as_strided_scatter", x, v)  # fmt: skip
     n = int(np.prod(_static_shape("as_strided_scatter", x), dtype=np.int64))
     wanted = strided_positions(size, stride, int(storage_offset or 0))
-    index = gather_positions("as_strided_scatter", x, np.arange(n), wanted)
-    index = constant(index.reshape(-1), graph=x.graph) if isinstance(x, Symbol) else index
+    index = gather_positions("as_strided_scatter", x, np.arange(n), wanted).reshape(-1)
+    index = constant(index, graph=x.graph) if isinstance(x, Symbol) else index
     v = v if v.dtype == x.dtype else m.cast(v, x.dtype)
     flat = s.reshape(x, (-1,))
     from .indexing import index_put

@@ -72,6 +72,8 @@ CASES = {
     "as_strided-of-a-view": (lambda t: t.T.as_strided((2, 2), (3, 1), 1), (X,)),
     "as_strided_scatter": (lambda t, s: t.as_strided_scatter(s[0, :2], (2,), (3,), 1), (V, SRC)),
     "detach_": (lambda t: (t * 2).detach_() + 1, (X,)),
+    "resize_": (lambda t: (t * 1).resize_(2, 3) + 1, (X,)),  # the leading 6 elements
+    "resize_as_": (lambda t, v: (t * 1).resize_as_(v[:5]) * 2, (X, V)),
 }
 for _reduce in ("prod", "mean", "amax", "amin"):
     for _self in (True, False):
@@ -85,8 +87,8 @@ CASES["index_reduce_"] = (lambda t, s: t.clone().index_reduce_(1, t.new_tensor([
                                                                s, "prod"), (X, SRC))  # fmt: skip
 
 # the differentiable ones: gradients of sum(f(...)**2) with respect to the float inputs
-GRADS = [n for n in CASES
-         if not n.startswith(("gcd", "lcm", "unsafe", "fill_diagonal_-", "detach_"))]  # fmt: skip
+_NO_GRADS = ("gcd", "lcm", "unsafe", "fill_diagonal_-", "detach_", "resize_")
+GRADS = [n for n in CASES if not n.startswith(_NO_GRADS)]
 
 
 def _torch_grad(name, t, k, ts):

@@ -157,8 +157,6 @@ NOT_ON_SYMBOL = {
     "map_": "a Python function of each element's value",
     "data_ptr": "an address in memory", "pin_memory": "host memory",
     "share_memory_": "memory shared between processes",
-    "resize_": "reallocates memory: a graph value's shape is fixed by its op",
-    "resize_as_": "reallocates memory: a graph value's shape is fixed by its op",
     "as_strided_": "makes x a view of its own storage, which a graph value does not have "
     "(x.as_strided(...) gathers the elements; assign it)",
 }  # fmt: skip

@@ -1,6 +1,6 @@
 """PyTorch's in-place view methods, which change a tensor's shape rather than its values
 (`t_`, `transpose_`, `swapaxes_`, `swapdims_`, `squeeze_`, `unsqueeze_`, `as_strided_`), and
-`detach_`, on eager Tensors and on Symbols.
+`detach_`, on eager Tensors and on Symbols; `resize_` and `resize_as_` on Symbols.
 
 An eager tensor takes the view's data and history as its own (its memory stays the same). A
 Symbol then stands for the view of its old value (`functionalize.rebind`): code after the
@@ -8,6 +8,8 @@ change sees the new shape, views taken before keep theirs, as PyTorch's share th
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..eager.tensor import Tensor, describe, make, version_of
 from ..errors import AutogradError, GraphError, node_error
@@ -28,6 +30,18 @@ def _squeeze(x, dim=None):
     return s.squeeze(x) if dim is None else s.squeeze(x, dim)
 
 
+def _resize(x, *sizes, size=None):
+    """`resize_`'s new value: x's leading elements in row-major order, in the new shape (the
+    elements beyond x's are zeros; PyTorch leaves them uninitialized)."""
+    sizes = (size,) if size is not None else sizes
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    shape = tuple(int(d) for d in shape)
+    n, have = int(np.prod(shape, dtype=np.int64)), int(np.prod(x.shape, dtype=np.int64))
+    flat = s.reshape(x, (-1,))
+    flat = flat[:n] if n <= have else s.pad(flat, [(0, n - have)])
+    return s.reshape(flat, shape)
+
+
 VIEWS = {
     "t_": lambda x: s.t(x),
     "transpose_": _transpose,
@@ -36,6 +50,11 @@ VIEWS = {
     "squeeze_": _squeeze,
     "unsqueeze_": lambda x, dim: s.unsqueeze(x, dim),
     "as_strided_": tmore.as_strided,
+}
+# Symbols only (eager tensors reallocate their memory: kiln/eager/tensor.py)
+RESIZES = {
+    "resize_": _resize,
+    "resize_as_": lambda x, the_template, memory_format=None: _resize(x, tuple(the_template.shape)),
 }
 del ts
 
@@ -88,8 +107,8 @@ def _symbol(name: str, view):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (
-        f"`x.{name}(…)` on a Symbol: x then stands for the view `x.{name[:-1]}(…)` of its old "
-        "value (kiln/frontend/functionalize.py's rebind)."
+        f"`x.{name}(…)` on a Symbol: x then stands for its value in the new shape, made from "
+        "its old value (kiln/frontend/functionalize.py's rebind)."
     )
     return method
 
@@ -129,4 +148,6 @@ def install(tensor_cls=Tensor, symbol_cls=Symbol) -> None:
         if name != "as_strided_":
             setattr(symbol_cls, name, _symbol(name, view))
         setattr(tensor_cls, name, _eager(name, view))
+    for name, resize in RESIZES.items():
+        setattr(symbol_cls, name, _symbol(name, resize))
     tensor_cls.detach_ = symbol_cls.detach_ = detach_

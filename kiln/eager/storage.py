@@ -115,7 +115,13 @@ def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=Non
 
 
 def data_ptr(self) -> int:
-    """The address of the first element (PyTorch's `data_ptr`)."""
+    """The address of the first element (PyTorch's `data_ptr`).
+
+    >>> import kiln as kn
+    >>> t = kn.zeros(2, 3)
+    >>> t[1].data_ptr() - t.data_ptr()  # a row of 3 float32s further
+    12
+    """
     return int(_address(self._data))
 
 
@@ -180,14 +186,27 @@ def map_(self, tensor, callable) -> Tensor:  # noqa: A002
 
 
 def retains_grad(self) -> bool:
-    """Whether backward fills this non-leaf tensor's `.grad` (after `retain_grad()`)."""
+    """Whether backward fills this non-leaf tensor's `.grad` (after `retain_grad()`).
+
+    >>> import kiln as kn
+    >>> y = kn.ones(2, requires_grad=True) * 2
+    >>> before = y.retains_grad
+    >>> y.retain_grad()
+    >>> before, y.retains_grad
+    (False, True)
+    """
     node = self.grad_fn
     kept = None if node is None or node.retained is None else node.retained()
     return kept is self
 
 
 def resize_as_(self, the_template, *, memory_format=None) -> Tensor:
-    """`resize_(the_template.shape)`, as PyTorch's `resize_as_`."""
+    """`resize_(the_template.shape)`, as PyTorch's `resize_as_`.
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2, 3]).resize_as_(kn.zeros(2))
+    tensor([1, 2])
+    """
     return self.resize_(tuple(the_template.shape))
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, UnsupportedDTypeError, UsageError
 from ..graph.core import get_default_graph
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, bind_graph, scalar
@@ -141,13 +141,18 @@ RANDOM_FILLS = {
 
 def _positive(name: str, what: str, value) -> None:
     if not value > 0:
-        raise ArgumentError(f"{name} expects {what} > 0.0, but found {what}={value}")
+        raise UsageError(f"{name} expects {what} > 0.0, but found {what}={value}")
 
 
 def _continuous(name: str, dtype) -> None:
+    """PyTorch's refusal of an integer tensor: RuntimeError (NotImplementedError for
+    log_normal_, which has no integer kernel)."""
     if not dt.is_float(dtype):
-        raise ArgumentTypeError(f"{name}: the distribution is continuous, so the dtype must be "
-                                f"a floating point one, got {dtype}")  # fmt: skip
+        message = (f"{name}: the distribution is continuous, so the dtype must be a floating "
+                   f"point one, got {dtype}")  # fmt: skip
+        if name == "log_normal_":
+            raise UnsupportedDTypeError(message)
+        raise UsageError(message)
 
 
 def _exponential(u, dtype, lambd=1.0):
@@ -176,7 +181,7 @@ def _geometric(u, dtype, p):
     from . import math as m
 
     if not 0 < p < 1:
-        raise ArgumentError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        raise UsageError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     # floor(E) + 1 for E = log(1 - u) / log(1 - p), exponential: P(k) = (1 - p)^(k - 1) p
     return m.add(m.floor(m.div(m.log1p(m.neg(u)), math.log1p(-p))), 1.0)
 
@@ -199,12 +204,12 @@ def random_range(dtype, args, kwargs) -> tuple:
             high = 2 if dtype == dt.bool_ else int(np.iinfo(dtype).max) + 1
     high = int(high)
     if low >= high:
-        raise ArgumentError(f"random_ expects 'from' to be less than 'to', but got from={low} "
-                            f">= to={high}")  # fmt: skip
+        raise UsageError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                         f">= to={high}")  # fmt: skip
     if not dt.is_float(dtype) and dtype != dt.bool_:
         info = np.iinfo(dtype)
         if low < info.min or high - 1 > info.max:
-            raise ArgumentError(f"random_: [{low}, {high - 1}] is out of bounds for {dtype}")
+            raise UsageError(f"random_: [{low}, {high - 1}] is out of bounds for {dtype}")
     return low, high
 
 

@@ -29,9 +29,11 @@ from .array_types import (
     Size,
     contiguous_format,
     device,
+    layout,
     memory_format,
     preserve_format,
     return_types,
+    strided,
 )
 from .checkpoint import CheckpointError, load, save
 from .dtypes import (

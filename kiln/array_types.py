@@ -11,8 +11,8 @@ from . import shapes as sh
 from .errors import DeviceError, call_error
 
 __all__ = [
-    "Size", "contiguous_format", "device", "memory_format", "preserve_format", "return_types",
-    "size_attribute",
+    "Size", "contiguous_format", "device", "layout", "memory_format", "preserve_format",
+    "return_types", "size_attribute", "strided",
 ]  # fmt: skip
 
 
@@ -196,5 +196,24 @@ class memory_format:  # noqa: N801 — PyTorch's name
 
 preserve_format = memory_format("preserve_format")
 contiguous_format = memory_format("contiguous_format")
+
+
+class layout:  # noqa: N801 — PyTorch's name
+    """How a tensor's elements are stored, as PyTorch's `torch.layout`: every kiln tensor is
+    dense and strided (`kn.strided`, its `layout`).
+
+    >>> import kiln as kn
+    >>> kn.ones(2).layout
+    kiln.strided
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"kiln.{self.name}"
+
+
+strided = layout("strided")
 return_types.aminmax.__doc__ = "`aminmax(x)`: the least and the greatest values (`min`, `max`)."
 return_types.aminmax.__module__ = "kiln.return_types"

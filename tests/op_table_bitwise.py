@@ -45,3 +45,14 @@ CASES.extend([
            args(Arg((3,), "small", dtype="int8"), Arg((2, 3), "small")), np.bitwise_and,
            ("int32", "int64")),
 ])  # fmt: skip
+# gcd and lcm of integers: NumPy's ufuncs compute PyTorch's (non-negative, gcd(0, 0) = 0)
+_GCD = ("int8", "int32", "int64", "uint8")
+for _op, _fn, _ref in (("gcd", kn.gcd, np.gcd), ("lcm", kn.lcm, np.lcm)):
+    CASES.extend([
+        OpCase(_op, "basic", _fn, args(Arg((3, 5), "small"), Arg((3, 5), "small")), _ref, _GCD),
+        OpCase(_op, "broadcast", _fn, args(Arg((2, 1, 5), "small"), Arg((3, 1), "small")), _ref,
+               _GCD),
+        OpCase(_op, "0d", _fn, args(Arg((), "small"), Arg((), "small")), _ref, _GCD),
+        OpCase(_op, "strided", _fn, args(Arg((3, 5), "small", "T"), Arg((3, 5), "small", "S")),
+               _ref, _GCD),
+    ])  # fmt: skip

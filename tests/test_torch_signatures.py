@@ -34,6 +34,11 @@ ALLOWED = {
     ("torch", "adaptive_max_pool1d"): ({"input", "return_indices"}, "the stand-in says `inputs`"),
     ("torch", "split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),
     ("Tensor", "split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),
+    ("torch", "unsafe_split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),
+    ("Tensor", "unsafe_split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),
+    ("torch", "unsafe_split"): ({"split_size"}, "torch's C names: split_size= works"),
+    ("torch", "cholesky_solve"): ({"input"}, "torch's C names (input, input2): input= works"),
+    ("Tensor", "resize_as_"): ({"the_template"}, "torch's C name: the_template= works"),
     ("torch", "embedding"): (
         {"indices"},
         "torch.embedding(weight, indices): the stand-in is wrong",

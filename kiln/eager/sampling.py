@@ -1,5 +1,6 @@
 """Eager sampling functions with PyTorch's names and `generator=`: `randperm`, `bernoulli`,
-`multinomial`, and the in-place `Tensor.normal_`, `uniform_`, `bernoulli_`. Every draw is
+`multinomial`, and the in-place `Tensor.normal_`, `uniform_`, `bernoulli_`, `exponential_`,
+`cauchy_`, `log_normal_`, `geometric_`, `random_`. Every draw is
 seeded by `next_seed()`: from `kn.manual_seed`'s stream, or from `generator` when given."""
 
 from __future__ import annotations
@@ -122,6 +123,36 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     probs = _host(p) if isinstance(p, Tensor) else p
     draws = bernoulli(self, np.broadcast_to(probs, tuple(self.shape)), generator=generator)
     return _fill_(self, draws)
+
+
+def _distribution(name: str, kind: str, transform):
+    """`Tensor.<name>(*args, generator=None)`: the transform of a float64 draw of `kind`
+    (kiln/frontend/random.py's DISTRIBUTIONS), written into the tensor."""
+
+    def method(self, *args, generator=None, **kwargs):
+        if name == "random_":  # exact integers, where a float64 draw has too few bits
+            from ..frontend.random import random_range  # NOTE: the frontend builds on eager
+
+            low, high = random_range(self.dtype, args, kwargs)
+            kind_ = np.uint64 if high > 2**63 else np.int64
+            values = _rng(generator).integers(low, high, size=tuple(self.shape), dtype=kind_)
+            return _fill_(self, make(values.astype(self.dtype)))
+        with no_grad():
+            draw = (randn if kind == "normal" else rand)(*self.shape, generator=generator,
+                                                         dtype=np.float64)  # fmt: skip
+            values = transform(draw.to("cpu"), self.dtype, *args, **kwargs)
+        return _fill_(self, make(_host(values).astype(self.dtype)))
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In place: samples of PyTorch's `{name}` distribution (`generator=`)."
+    return method
+
+
+def install_distributions(cls, distributions: dict) -> None:
+    """The in-place distributions of `Tensor` (kiln/frontend/random.py's table, which the
+    frontend passes: it builds on this package)."""
+    for name, (kind, transform) in distributions.items():
+        setattr(cls, name, _distribution(name, kind, transform))
 
 
 def install(cls) -> None:

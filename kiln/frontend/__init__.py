@@ -3,8 +3,9 @@ eager's Tensor, which this package builds on), random, dumps."""
 
 # NOTE: the torch_* modules come after math and shape in this (sorted) order, so where a name
 # was NumPy's there (gather, split, equal, div), PyTorch's function is the one exported.
+from ..eager import sampling as _sampling
 from ..eager.tensor import Tensor
-from . import functionalize, inplace, linalg, methods, random
+from . import functionalize, inplace, inplace_views, linalg, methods, random
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .control import cond, fori_loop, scan, while_loop
@@ -48,6 +49,8 @@ from .torch_misc import *  # noqa: F403
 from .torch_misc import __all__ as _misc_all
 from .torch_misc_ops import *  # noqa: F403
 from .torch_misc_ops import __all__ as _misc_ops_all
+from .torch_more import *  # noqa: F403
+from .torch_more import __all__ as _more_all
 from .torch_namespace import *  # noqa: F403
 from .torch_namespace import __all__ as _namespace_all
 from .torch_shape import *  # noqa: F403
@@ -59,6 +62,8 @@ methods.install()  # Symbol
 methods.install(Tensor)
 inplace.install(Tensor)  # after methods: its `clamp` is the method form
 functionalize.install()  # Symbol: in-place methods and item assignment, functionalized
+inplace_views.install()  # in-place view methods (t_, squeeze_...), both
+_sampling.install_distributions(Tensor, random.DISTRIBUTIONS)  # exponential_, random_...
 
 __all__ = list(
     dict.fromkeys(
@@ -70,6 +75,6 @@ __all__ = list(
          "orgqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
-         *_misc_ops_all, *_namespace_all]
+         *_misc_ops_all, *_namespace_all, *_more_all]
     )
 )  # fmt: skip

@@ -355,20 +355,47 @@ def _probe(shape) -> np.ndarray:
     strides = [1] * len(dims)
     for k in range(len(dims) - 2, -1, -1):
         strides[k] = strides[k + 1] * max(dims[k + 1], 1)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), dims, strides, writeable=False)
+    return np.lib.stride_tricks.as_strided(_PROBE_BYTE, dims, strides, writeable=False)
 
 
-def _layout(x: Symbol):
+_PROBE_BYTE = np.zeros(1, np.uint8)  # every probe starts here: an offset from it is PyTorch's
+
+
+def _exact_view(x: Symbol):
+    """The layout of a view that `_layout` takes as fresh but `exact` follows: a piece of
+    `split` (a slice of its base), a `bitcast` to a dtype of the same size; raises for
+    a bitcast that changes the element size."""
+    node = x.node
+    if node.op.name == "bitcast":
+        if np.dtype(node.attrs["dtype"]).itemsize != np.dtype(node.attrs["source"]).itemsize:
+            raise GraphError(f"the layout of '{x.name}', a view of another element size "
+                             f"({node.attrs['source']} as {node.attrs['dtype']}), is not "
+                             "tracked: clone() it first")  # fmt: skip
+        return _layout(node.inputs[0], True)
+    split = node.inputs[0].node
+    base = _layout(split.inputs[0], True)
+    axis, sizes = split.attrs["axis"], split.attrs["sizes"]
+    start = sum(sizes[: node.attrs["index"]])
+    piece = [slice(None)] * base.ndim
+    piece[axis] = slice(start, start + sizes[node.attrs["index"]])
+    return base[tuple(piece)]
+
+
+def _layout(x: Symbol, exact: bool = False):
     """x's elements as PyTorch lays them out: a strided probe (`_probe`), following the views
     that share their base's memory (transpose, basic indexing, reshape, broadcast); None where
-    PyTorch would have copied (a reshape of a non-contiguous view)."""
+    PyTorch would have copied (a reshape of a non-contiguous view). `exact`: the copy's own
+    layout there instead, and the pieces of `split` and same-size `bitcast`s followed too (what
+    `stride()` reports)."""
     node = x.node
     name = node.op.name
+    if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
+        return _exact_view(x)
     if "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait"):
         return _probe(x.shape)
     if name == "index" and len(node.inputs) > 1:
         return _probe(x.shape)  # advanced indexing gives a fresh tensor
-    base = _layout(node.inputs[0])
+    base = _layout(node.inputs[0], exact)
     if base is None or name in ("stop_gradient", "after"):
         return base
     if name == "transpose":
@@ -383,8 +410,61 @@ def _layout(x: Symbol):
     try:
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
     except AttributeError:
-        return None
+        return _probe(x.shape) if exact else None
     return view
+
+
+def storage_layout(x: Symbol, op: str) -> tuple:
+    """(the storage positions of x's elements, an int64 array of x's shape; x's storage
+    offset), as PyTorch's tensor of the same history has them (`_layout`): what `stride()`,
+    `storage_offset()` and `as_strided` read. Raises for a symbolic shape."""
+    if not all(isinstance(d, int) for d in x.shape):
+        raise node_error(GraphError, f"the layout of '{x.name}' with shape {tuple(x.shape)} is "
+                         "known only when the graph runs (its dims are symbolic)", op=op,
+                         site=user_site(), inputs=[x])  # fmt: skip
+    layout = _layout(x, True)
+    offset = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
+    return strided_positions(layout.shape, layout.strides, offset), offset
+
+
+def strided_positions(size, stride, offset: int) -> np.ndarray:
+    """The storage positions (int64, of shape `size`) of the elements of a view with sizes
+    `size`, strides `stride` (in elements) and storage offset `offset`.
+
+    >>> strided_positions((2, 2), (1, 2), 1).tolist()
+    [[1, 3], [2, 4]]
+    """
+    positions = np.full(tuple(size), offset, np.int64)
+    for k, (n, step) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[k] = n
+        positions = positions + (np.arange(n, dtype=np.int64) * step).reshape(shape)
+    return positions
+
+
+def stride(x: Symbol, dim: int | None = None):
+    """`x.stride()` on a Symbol: PyTorch's strides (in elements) of the tensor of the same
+    history (a transpose swaps them, a slice steps, an `expand`ed dim has 0), or along `dim`.
+
+    >>> import kiln as kn
+    >>> with kn.Graph().as_default():
+    ...     a = kn.placeholder(kn.float32, (2, 3), name="a")
+    ...     a.stride(), a.T.stride(), a[:, ::2].stride(1), a[1].storage_offset()
+    ((3, 1), (1, 3), 2, 3)
+    """
+    storage_layout(x, "stride")  # the checks
+    steps = tuple(int(k) for k in _layout(x, True).strides)
+    if dim is None:
+        return steps
+    from ..shapes import normalize_axis
+
+    return steps[normalize_axis(dim, len(steps))]
+
+
+def storage_offset(x: Symbol) -> int:
+    """`x.storage_offset()` on a Symbol: where x's first element lies in the storage of the
+    tensor it views (0 for a value of its own), as PyTorch's of the same history."""
+    return storage_layout(x, "storage_offset")[1]
 
 
 def is_contiguous(x: Symbol, memory_format=None) -> bool:

@@ -22,6 +22,7 @@ from . import core, indexing
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
+from . import torch_more as tmore
 
 __all__ = ["install"]
 
@@ -210,6 +211,7 @@ INPLACE = {
     "zero_": lambda t: _copy(t, 0),
     "fill_": _copy,
     "copy_": _copy,
+    "fill_diagonal_": lambda t, fill_value, wrap=False: tmore.fill_diagonal(t, fill_value, wrap),
 }
 OPERATORS = {
     "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_",
@@ -281,6 +283,7 @@ SAME_SHAPE = (
 ).split()
 SAME_SHAPE += ["masked_scatter", "put", "nextafter", "renorm"]
 SAME_SHAPE += "digamma erfinv i0 igamma igammac lgamma mvlgamma polygamma".split()
+SAME_SHAPE += "addbmm gcd lcm ldexp index_reduce".split()
 
 
 def install(cls) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..array_types import Size, device
+from ..array_types import Size, device, strided
 from ..errors import ArgumentTypeError, GraphError
 from ..graph.core import Symbol
 from . import functionalize, indexing
@@ -23,6 +23,8 @@ from . import torch_extra_shape as xs
 from . import torch_index as ti
 from . import torch_math as tm
 from . import torch_misc_ops as tmo
+from . import torch_more as tmore
+from . import torch_namespace as tn
 from . import torch_shape as ts
 from . import torch_stats as tst
 
@@ -126,6 +128,27 @@ METHODS |= {
 }  # fmt: skip
 
 
+def _functional(name):
+    """`kn.nn.functional.<name>` as a method (nn.functional builds on the frontend)."""
+
+    def method(self, *args, **kwargs):
+        from ..nn import functional as F
+
+        return getattr(F, name)(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+METHODS |= {name: getattr(tmore, name) for name in tmore.__all__}
+METHODS |= {
+    "diagflat": tn.diagflat, "diagonal_scatter": tn.diagonal_scatter,
+    "select_scatter": tn.select_scatter, "slice_scatter": tn.slice_scatter,
+    "hardshrink": _functional("hardshrink"), "prelu": _functional("prelu"),
+    "dim_order": tmore.dim_order,
+}  # fmt: skip
+
+
 def _reshape_method(self, *args, shape=None):
     return s.reshape(self, s.varargs("reshape", args, shape, "shape"))
 
@@ -223,6 +246,9 @@ SYMBOL_METHODS = {
     # a clone is a value of its own (changing it in place leaves x as it is); the device of a
     # graph value is the Function's
     "clone": functionalize.clone, "cpu": lambda self, memory_format=None: self,
+    "stride": functionalize.stride, "storage_offset": functionalize.storage_offset,
+    # a fresh graph value is laid out in C order whatever strides are asked for
+    "new_empty_strided": lambda self, size, stride, **kwargs: self.new_empty(size, **kwargs),
     "cuda": lambda self, device=None, non_blocking=False, memory_format=None: self,
 }  # fmt: skip
 
@@ -237,6 +263,11 @@ def install(cls=Symbol) -> None:
         setattr(cls, name, fn)
     for name, fn in xs.TYPE_PROPERTIES.items():
         setattr(cls, name, property(fn))
+    for name in tmore.FALSE_FLAGS:
+        setattr(cls, name, property(lambda self: False))
+    cls.layout = property(lambda self: strided)
+    cls.is_pinned = lambda self: False
+    cls.is_shared = lambda self: False
     cls.reshape = _reshape_method
     cls.T = property(s.reverse_dims)
     cls.mT = cls.mH = property(s.matrix_transpose)  # mH: the conjugate of real values is themselves

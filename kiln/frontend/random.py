@@ -7,9 +7,13 @@ the sequence is the same for the same `kn.manual_seed`.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, UnsupportedDTypeError, UsageError
 from ..graph.core import get_default_graph
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, bind_graph, scalar
@@ -130,6 +134,114 @@ RANDOM_FILLS = {
         x.shape, kw.pop("from", from_), to, x.dtype)),
     "bernoulli_": _fill(lambda x, p=0.5: sample_bernoulli(x * 0.0 + p)),
 }  # fmt: skip
+
+
+# -- PyTorch's other in-place distributions, as transforms of float64 draws -----------------
+
+
+def _positive(name: str, what: str, value) -> None:
+    if not value > 0:
+        raise UsageError(f"{name} expects {what} > 0.0, but found {what}={value}")
+
+
+def _continuous(name: str, dtype) -> None:
+    """PyTorch's refusal of an integer tensor: RuntimeError (NotImplementedError for
+    log_normal_, which has no integer kernel)."""
+    if not dt.is_float(dtype):
+        message = (f"{name}: the distribution is continuous, so the dtype must be a floating "
+                   f"point one, got {dtype}")  # fmt: skip
+        if name == "log_normal_":
+            raise UnsupportedDTypeError(message)
+        raise UsageError(message)
+
+
+def _exponential(u, dtype, lambd=1.0):
+    from . import math as m
+
+    _continuous("exponential_", dtype), _positive("exponential_", "lambda", lambd)
+    return m.div(m.neg(m.log1p(m.neg(u))), float(lambd))
+
+
+def _cauchy(u, dtype, median=0.0, sigma=1.0):
+    from . import math as m
+    from .torch_math import tan
+
+    _continuous("cauchy_", dtype), _positive("cauchy_", "sigma", sigma)
+    return m.add(m.mul(tan(m.mul(m.sub(u, 0.5), math.pi)), float(sigma)), float(median))
+
+
+def _log_normal(z, dtype, mean=1.0, std=2.0):
+    from . import math as m
+
+    _continuous("log_normal_", dtype), _positive("log_normal_", "std", std)
+    return m.exp(m.add(m.mul(z, float(std)), float(mean)))
+
+
+def _geometric(u, dtype, p):
+    from . import math as m
+
+    if not 0 < p < 1:
+        raise UsageError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    # floor(E) + 1 for E = log(1 - u) / log(1 - p), exponential: P(k) = (1 - p)^(k - 1) p
+    return m.add(m.floor(m.div(m.log1p(m.neg(u)), math.log1p(-p))), 1.0)
+
+
+def random_range(dtype, args, kwargs) -> tuple:
+    """[low, high) of PyTorch's `random_(from=0, to=None)` (one positional argument is `to`)
+    for a tensor of `dtype`: without `to`, up to 2**mantissa bits for floats (included), the
+    dtype's greatest value for integers (included)."""
+    low, high = (0, args[0]) if len(args) == 1 else (tuple(args) + (0, None))[:2]
+    low = int(kwargs.pop("from", low))
+    high = kwargs.pop("to", high)
+    if kwargs:
+        raise ArgumentTypeError(f"random_() got unexpected keyword arguments {sorted(kwargs)}")
+    dtype = dt.as_dtype(dtype)
+    if high is None:
+        if dt.is_float(dtype):  # every integer up to 2**digits is a value of the dtype
+            digits = 8 if dtype == dt.bfloat16 else np.finfo(dtype).nmant + 1
+            high = 2**digits + 1
+        else:
+            high = 2 if dtype == dt.bool_ else int(np.iinfo(dtype).max) + 1
+    high = int(high)
+    if low >= high:
+        raise UsageError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                         f">= to={high}")  # fmt: skip
+    if not dt.is_float(dtype) and dtype != dt.bool_:
+        info = np.iinfo(dtype)
+        if low < info.min or high - 1 > info.max:
+            raise UsageError(f"random_: [{low}, {high - 1}] is out of bounds for {dtype}")
+    return low, high
+
+
+def _random_ints(u, dtype, *args, **kwargs):
+    from . import math as m
+
+    low, high = random_range(dtype, args, kwargs)
+    # NOTE: floor(u * n) < n for u < 1, but rounding may reach n for huge n: hence minimum
+    scaled = m.floor(m.mul(u, float(high - low)))
+    return m.add(m.minimum(scaled, float(high - low - 1)), float(low))
+
+
+# name: (the draw it transforms, "uniform" or "normal"; the transform (draw, dtype, *args))
+DISTRIBUTIONS = {
+    "exponential_": ("uniform", _exponential),
+    "cauchy_": ("uniform", _cauchy),
+    "log_normal_": ("normal", _log_normal),
+    "geometric_": ("uniform", _geometric),
+    "random_": ("uniform", _random_ints),
+}
+
+
+def _distribution_fill(kind: str, transform):
+    def draw(x, *args, **kwargs):
+        z = (normal if kind == "normal" else uniform)(x.shape, dtype=dt.float64)
+        values = transform(z, x.dtype, *args, **kwargs)
+        return bind(REGISTRY["cast"], values, dtype=x.dtype)
+
+    return _fill(draw)
+
+
+RANDOM_FILLS |= {name: _distribution_fill(*entry) for name, entry in DISTRIBUTIONS.items()}
 
 
 def sample_bernoulli(probs, p=None, *, generator=None):

@@ -38,7 +38,8 @@ METHOD_FORMS = (
     "index_put_ is_complex is_conj is_inference is_neg is_nonzero is_same_size is_signed isreal "
     "log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ "
     "resolve_conj resolve_neg round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ split_with_sizes sqrt_ "
-    "square_ tan_ tanh_ trunc_ vdot xlogy_ zero_"
+    "square_ tan_ tanh_ trunc_ vdot xlogy_ zero_ detach_ gcd_ lcm_ ldexp_ resize_as_ "
+    "as_strided_"
 ).split()
 
 # nn.functional functions PyTorch also has as `torch.X`, with the same arguments

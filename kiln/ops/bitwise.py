@@ -1,5 +1,6 @@
-"""Bitwise primitives on integers and bools: and, or, xor, not (`&`, `|`, `^`, `~`) and the
-shifts, each NumPy's ufunc (kernel and dtype rule); not differentiable (no float loops)."""
+"""Bitwise primitives on integers and bools: and, or, xor, not (`&`, `|`, `^`, `~`), the
+shifts, and `gcd`/`lcm` of integers, each NumPy's ufunc (kernel and dtype rule); not
+differentiable (no float loops)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,7 @@ bitwise_not = unary("bitwise_not", np.invert, lowering=Lowering(exact=True, cuda
 # whole-array calls.
 bitwise_left_shift = binary("bitwise_left_shift", np.left_shift, lowering=Lowering())
 bitwise_right_shift = binary("bitwise_right_shift", np.right_shift, lowering=Lowering())
+
+# PyTorch's `gcd` and `lcm` of integers (non-negative results; `gcd(0, 0) = 0`, `lcm(0, x) = 0`)
+gcd = binary("gcd", np.gcd, tags={"commutative"}, lowering=Lowering())
+lcm = binary("lcm", np.lcm, tags={"commutative"}, lowering=Lowering())

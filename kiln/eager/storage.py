@@ -1,0 +1,223 @@
+"""What an eager Tensor has from its memory, with PyTorch's names: `data_ptr`, `as_strided`
+(a view of the storage), `empty_strided`/`new_empty_strided`, pinning and
+sharing (`is_pinned`, `pin_memory`, `share_memory_`), the per-element `apply_`/`map_`, and the
+autograd facts `output_nr` and `retains_grad`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ArgumentTypeError, DeviceError, UsageError, call_error
+from ..runtime.backend import get_backend
+from .grad_mode import state
+from .tensor import Tensor, _address, make, meta_of
+
+__all__ = ["empty_strided"]
+
+
+def _root(data):
+    """The array that owns the memory `data` views (its storage)."""
+    root = data
+    while isinstance(root.base, type(data)):
+        root = root.base
+    return root
+
+
+def _storage_positions(data, root) -> tuple:
+    """(the storage positions of data's elements in root's, an int64 array; data's offset)."""
+    from ..frontend.functionalize import strided_positions
+
+    item = data.itemsize
+    offset = (_address(data) - _address(root)) // item
+    steps = [st // item for st in data.strides]
+    return strided_positions(data.shape, steps, offset), offset
+
+
+def as_strided_view(t: Tensor, size, stride, storage_offset=None) -> Tensor:
+    """`t.as_strided(size, stride, storage_offset)` of an eager tensor: a view of its memory
+    (writes through it change t), recorded for autograd as a gather of t's elements."""
+    from ..frontend import torch_index as ti
+    from ..frontend.functionalize import strided_positions
+    from ..frontend.torch_more import _sizes, gather_positions
+
+    size, stride = _sizes("as_strided", size, stride, storage_offset, t)
+    data = t._data
+    root = _root(data)
+    usable = root.dtype == data.dtype and root.flags.c_contiguous
+    if not usable:
+        root = data  # memory kiln cannot address as one storage: t's own elements are it
+    own, own_offset = _storage_positions(data, root)
+    if own.size and int(own.min()) < 0:
+        raise call_error(UsageError, "as_strided of a tensor with negative strides: clone() it "
+                         "first", "as_strided", t)  # fmt: skip
+    extent = root.size if usable else (int(own.max()) + 1 if own.size else 0)
+    offset = own_offset if storage_offset is None else int(storage_offset)
+    wanted = strided_positions(size, stride, offset)
+    if wanted.size and int(wanted.max()) >= extent:
+        raise call_error(
+            UsageError,
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
+            f"and itemsize {data.itemsize} requiring a storage size of "
+            f"{(int(wanted.max()) + 1) * data.itemsize} are out of bounds for storage of size "
+            f"{extent * data.itemsize}",
+            "as_strided",
+            t,
+        )
+    item = data.itemsize
+    steps = [s * item for s in stride]
+    if t._device == "cpu" and usable:  # a view whose base is the storage
+        view = np.ndarray(size, data.dtype, root, offset * item, steps)
+    else:
+        xp = np if t._device == "cpu" else get_backend(t._device).activate()
+        memory = xp.lib.stride_tricks.as_strided(root, (extent,), (item,))
+        view = xp.lib.stride_tricks.as_strided(memory[min(offset, extent) :], size, steps)
+    if t._requires_grad and state.grad:
+        index = gather_positions("as_strided", t, own, wanted)
+        out = ti.take(t, index)  # the tape's entry: a gather of t's elements
+        out.grad_fn.out = out._data = view
+    else:
+        out = make(view, t._device)
+    base = t._base if t._base is not None else t
+    meta = meta_of(out)
+    meta.base, meta.base_fn, meta.inference = base, base.grad_fn, base._inference
+    return out
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device="cpu",
+                  requires_grad: bool = False, pin_memory: bool = False) -> Tensor:  # fmt: skip
+    """A tensor of sizes `size` and strides `stride` (in elements) over fresh memory, as
+    PyTorch's `empty_strided` (kiln's holds zeros).
+
+    >>> import kiln as kn
+    >>> t = kn.empty_strided((2, 3), (1, 2))
+    >>> t.stride(), t.shape
+    ((1, 2), kiln.Size([2, 3]))
+    """
+    from .factories import _finish, zeros
+
+    size, stride = tuple(int(d) for d in size), tuple(int(d) for d in stride)
+    if len(size) != len(stride) or any(d < 0 for d in (*size, *stride)):
+        raise UsageError(f"empty_strided: sizes {list(size)} and strides {list(stride)}: as "
+                         "many of each, none negative")  # fmt: skip
+    extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    buffer = zeros(extent, dtype=dtype, device=device)
+    item = buffer.dtype.itemsize
+    xp = np if buffer._device == "cpu" else get_backend(buffer._device).activate()
+    data = xp.lib.stride_tricks.as_strided(buffer._data, size, [s * item for s in stride])
+    return _finish(data, buffer._device, False).requires_grad_(requires_grad)
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
+                      requires_grad: bool = False, pin_memory: bool = False) -> Tensor:  # fmt: skip
+    """`empty_strided(size, stride)` of self's dtype and device (unless given)."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype,
+                         device=device or self._device, requires_grad=requires_grad)  # fmt: skip
+
+
+def data_ptr(self) -> int:
+    """The address of the first element (PyTorch's `data_ptr`).
+
+    >>> import kiln as kn
+    >>> t = kn.zeros(2, 3)
+    >>> t[1].data_ptr() - t.data_ptr()  # a row of 3 float32s further
+    12
+    """
+    return int(_address(self._data))
+
+
+def _no_accelerator_pin(self) -> Tensor:
+    """`pin_memory()`: page-locked host memory for fast copies to a GPU. With a GPU, kiln's
+    copies need none, so it returns the tensor itself; without one it raises, as PyTorch's."""
+    from .. import cuda
+
+    if not cuda.is_available():
+        raise DeviceError("Cannot access accelerator device when none is available.")
+    if self._device != "cpu":
+        raise DeviceError(f"cannot pin '{self._device}' memory, only dense CPU tensors")
+    return self
+
+
+def share_memory_(self) -> Tensor:
+    """PyTorch moves the storage into shared memory for other processes; kiln's tensors live
+    in one process, so this returns the tensor as it is (`is_shared()` stays False)."""
+    return self
+
+
+def _per_element(self, name: str, fn, others=()) -> Tensor:
+    if self._device != "cpu":
+        raise DeviceError(f"{name} is only implemented on CPU tensors (got {self._device})")
+    if self._requires_grad and state.grad and self.grad_fn is None:
+        raise call_error(UsageError, f"{name}: a leaf Variable that requires grad is being "
+                         "used in an in-place operation", name, self)  # fmt: skip
+    data = self._data
+    columns = [np.asarray(a).reshape(-1) for a in (data, *others)]
+    values = [fn(*(c[i].item() for c in columns)) for i in range(data.size)]
+    data[...] = np.asarray(values, dtype=object).reshape(data.shape).astype(data.dtype)
+    from ..frontend.inplace import _bump
+
+    _bump(self, name)
+    return self
+
+
+def apply_(self, callable) -> Tensor:  # noqa: A002
+    """In place: each element replaced by `callable(element)` (a Python function; CPU only,
+    as PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2, 3]).apply_(lambda v: v * 10).tolist()
+    [10, 20, 30]
+    """
+    return _per_element(self, "apply_", callable)
+
+
+def map_(self, tensor, callable) -> Tensor:  # noqa: A002
+    """In place: each element replaced by `callable(element, other)` with `tensor` broadcast
+    to self's shape (CPU only, as PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2]).map_(kn.tensor([10, 20]), lambda a, b: a + b).tolist()
+    [11, 22]
+    """
+    if not isinstance(tensor, Tensor):
+        raise ArgumentTypeError(f"map_(): argument 'tensor' must be Tensor, not "
+                                f"{type(tensor).__name__}")  # fmt: skip
+    other = np.broadcast_to(tensor._host(), tuple(self.shape))
+    return _per_element(self, "map_", callable, (other,))
+
+
+def retains_grad(self) -> bool:
+    """Whether backward fills this non-leaf tensor's `.grad` (after `retain_grad()`).
+
+    >>> import kiln as kn
+    >>> y = kn.ones(2, requires_grad=True) * 2
+    >>> before = y.retains_grad
+    >>> y.retain_grad()
+    >>> before, y.retains_grad
+    (False, True)
+    """
+    node = self.grad_fn
+    kept = None if node is None or node.retained is None else node.retained()
+    return kept is self
+
+
+def resize_as_(self, the_template, *, memory_format=None) -> Tensor:
+    """`resize_(the_template.shape)`, as PyTorch's `resize_as_`.
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2, 3]).resize_as_(kn.zeros(2))
+    tensor([1, 2])
+    """
+    return self.resize_(tuple(the_template.shape))
+
+
+def install(cls) -> None:
+    """The memory methods of `Tensor`."""
+    for name, fn in {
+        "new_empty_strided": new_empty_strided,
+        "data_ptr": data_ptr, "pin_memory": _no_accelerator_pin,
+        "share_memory_": share_memory_, "apply_": apply_, "map_": map_,
+        "resize_as_": resize_as_,
+    }.items():  # fmt: skip
+        setattr(cls, name, fn)
+    cls.retains_grad = property(retains_grad)
+    cls.output_nr = property(lambda self: 0)  # each kiln tape entry has one output

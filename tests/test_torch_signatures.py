@@ -38,6 +38,15 @@ ALLOWED = {
         {"indices"},
         "torch.embedding(weight, indices): the stand-in is wrong",
     ),
+    ("torch", "convolution"): ({"output_padding"}, "the stand-in misspells it output_adding"),
+    ("torch", "embedding_bag"): (
+        {"indices", "include_last_offset"},
+        "torch.embedding_bag(weight, indices, offsets, ...): the stand-in is F.embedding_bag's",
+    ),
+    ("torch", "lstm"): (
+        {"input", "batch_first"},
+        "torch.lstm(input, hx, params, ..., batch_first): the stand-in is the packed overload",
+    ),
     ("torch", "log_softmax"): ({"dtype"}, "torch.log_softmax(x, 0, dtype=...) works"),
     ("Tensor", "log_softmax"): ({"dtype"}, "x.log_softmax(0, dtype=...) works"),
     **{

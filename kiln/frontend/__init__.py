@@ -50,6 +50,8 @@ from .torch_misc_ops import *  # noqa: F403
 from .torch_misc_ops import __all__ as _misc_ops_all
 from .torch_namespace import *  # noqa: F403
 from .torch_namespace import __all__ as _namespace_all
+from .torch_nn_forms import *  # noqa: F403
+from .torch_nn_forms import __all__ as _nn_forms_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
@@ -70,6 +72,6 @@ __all__ = list(
          "orgqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
-         *_misc_ops_all, *_namespace_all]
+         *_misc_ops_all, *_namespace_all, *_nn_forms_all]
     )
 )  # fmt: skip

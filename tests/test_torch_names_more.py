@@ -153,6 +153,26 @@ CASES = {
         lambda L, x, h, *w: L.rnn_relu(x, h, list(w), False, 1, 0.0, False, False, False),
         (X3[:, 0], H1[:, 0], *[w[:3] for w in GRU_W]),
     ),
+    "view_copy": (lambda L, x: L.view_copy(x, (8, 15)), (X4,)),
+    "view_copy-dtype": (lambda L, a: L.view_copy(a, L.int32), (A,)),
+    "permute_copy": (lambda L, x: L.permute_copy(x, (3, 1, 0, 2)), (X4,)),
+    "expand_copy": (lambda L, a: L.expand_copy(a[:1], (2, 4, 3)), (A,)),
+    "t_copy": (lambda L, a: L.t_copy(a), (A,)),
+    "transpose_copy": (lambda L, x: L.transpose_copy(x, 1, -1), (X4,)),
+    "squeeze_copy": (lambda L, a: L.squeeze_copy(a.reshape(1, 4, 1, 3)), (A,)),
+    "squeeze_copy-dim": (lambda L, a: L.squeeze_copy(a.reshape(1, 4, 1, 3), 2), (A,)),
+    "unsqueeze_copy": (lambda L, a: L.unsqueeze_copy(a, 1), (A,)),
+    "select_copy": (lambda L, x: L.select_copy(x, 2, -1), (X4,)),
+    "slice_copy": (lambda L, x: L.slice_copy(x, 3, 1, 5, 2), (X4,)),
+    "slice_copy-default": (lambda L, a: L.slice_copy(a), (A,)),
+    "diagonal_copy": (lambda L, x: L.diagonal_copy(x, -1, 1, 3), (X4,)),
+    "detach_copy": (lambda L, a: L.detach_copy(a), (A,)),
+    "alias_copy": (lambda L, a: L.alias_copy(a), (A,)),
+    "unbind_copy": (lambda L, a: L.unbind_copy(a, 1), (A,)),
+    "split_copy": (lambda L, x: L.split_copy(x, 2, -1), (X4,)),
+    "split_with_sizes_copy": (lambda L, x: L.split_with_sizes_copy(x, [1, 3], 1), (X4,)),
+    "unfold_copy": (lambda L, x: L.unfold_copy(x, 3, 2, 2), (X4,)),
+    "narrow_copy": (lambda L, x: L.narrow_copy(x, 1, 1, 2), (X4,)),
 }
 
 
@@ -221,6 +241,10 @@ GRADS = {
         lambda L, a, b: L.gru_cell(a, b, L.cat([b.T @ a] * 3), L.cat([a.T @ b] * 3)),
         (A, B),
     ),
+    "permute_copy": (lambda L, x: L.permute_copy(x, (3, 1, 0, 2)), (X4,)),
+    "split_copy": (lambda L, x: L.split_copy(x, 2, -1)[1], (X4,)),
+    "diagonal_copy": (lambda L, x: L.diagonal_copy(x, -1, 1, 3), (X4,)),
+    "expand_copy": (lambda L, a: L.expand_copy(a[:1], (2, 4, 3)), (A,)),
 }
 
 
@@ -284,3 +308,118 @@ def test_reduction_enum_is_checked():
     with pytest.raises(TypeError, match="packed-sequence"):
         kn.gru(kn.zeros(3, 2), kn.tensor([1, 1, 1]), kn.zeros(1, 1, 2), [], False, 1, 0.0,
                False, False)  # fmt: skip
+
+
+def test_copies_own_their_memory():
+    x = kn.arange(12.0).reshape(3, 4)
+    for y in (kn.t_copy(x), kn.slice_copy(x, 1, 0, 2), kn.expand_copy(x[:1], (2, 4)),
+              kn.alias_copy(x), kn.split_copy(x, 2)[0], kn.unbind_copy(x)[0]):  # fmt: skip
+        assert y.is_contiguous()
+        y.fill_(-1.0)
+    assert x.tolist() == np.arange(12.0).reshape(3, 4).tolist()
+    out = kn.zeros(4, 3)
+    assert kn.t_copy(x, out=out) is out and out.tolist() == x.T.tolist()
+
+
+def test_factories_match_torch():
+    with pytest.warns(UserWarning, match="deprecated"):
+        got = [kn.range(1, 4), kn.range(0, 1, 0.25), kn.range(5, 1, -2, dtype=kn.int64),
+               kn.range(0.5, 2.2, 0.5)]  # fmt: skip
+    with pytest.warns(UserWarning):
+        want = [torch.range(1, 4), torch.range(0, 1, 0.25),
+                torch.range(5, 1, -2, dtype=torch.int64), torch.range(0.5, 2.2, 0.5)]  # fmt: skip
+    _check(_np(got), _np(want), "range")
+    for size, stride in (((2, 3), (1, 2)), ((2, 3, 4), (12, 1, 3)), ((0, 3), (3, 1))):
+        t = kn.empty_strided(size, stride, dtype=kn.float64)
+        assert tuple(t.shape) == size and t.stride() == torch.empty_strided(size, stride).stride()
+        assert t.dtype == np.float64
+    for size, order in (((2, 3, 4), (0, 2, 1)), ((2, 3, 4, 5), (0, 2, 3, 1)), ((3,), (0,))):
+        assert kn.empty_permuted(size, order).stride() == torch.empty_permuted(size, order).stride()
+    assert kn.empty_strided((2,), (1,)).dtype == np.float32
+
+
+def test_asarray_shares_as_pytorchs():
+    a = np.arange(3.0)
+    for copy, shares in ((None, True), (True, False)):
+        t, w = kn.asarray(a, copy=copy), torch.asarray(a, copy=copy)
+        a[0] += 1
+        assert bool(t[0].item() == a[0]) is shares and bool(w[0].item() == a[0]) is shares
+    assert kn.asarray(a, dtype=kn.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="copy=False"):
+        kn.asarray(a, dtype=kn.float32, copy=False)
+    with pytest.raises(ValueError):  # PyTorch's refusal (a different message)
+        torch.asarray(a, dtype=torch.float32, copy=False)
+    for obj in ([1, 2], [1.0, 2], 3, 2.5, True, [[True, False]]):
+        assert kn.asarray(obj).numpy().dtype == torch.asarray(obj).numpy().dtype, obj
+    x = kn.ones(2)
+    assert kn.asarray(x) is x and kn.asarray(x, copy=True) is not x
+    assert kn.asarray(x, requires_grad=True).requires_grad
+    t = torch.arange(4.0)
+    shared = kn.asarray(t)  # DLPack: the same memory
+    t[1] = 9.0
+    assert shared.tolist() == [0.0, 9.0, 2.0, 3.0]
+
+
+def test_frombuffer_and_dlpack():
+    buf = bytearray(np.arange(6, dtype=np.float32).tobytes())
+    got = kn.frombuffer(buf, dtype=kn.float32, count=3, offset=4)
+    want = torch.frombuffer(bytearray(buf), dtype=torch.float32, count=3, offset=4)
+    assert got.tolist() == want.tolist() == [1.0, 2.0, 3.0]
+    got[0] = 7.0
+    assert np.frombuffer(buf, np.float32)[1] == 7.0
+    with pytest.raises(ValueError):
+        kn.frombuffer(buf, dtype=kn.float32, count=10)
+    t = torch.arange(3.0)
+    k = kn.from_dlpack(t)
+    t[0] = 5.0
+    assert k.tolist() == [5.0, 1.0, 2.0]
+    back = torch.from_dlpack(kn.to_dlpack(kn.arange(3.0)))
+    assert back.tolist() == [0.0, 1.0, 2.0]
+    assert kn.from_dlpack(kn.to_dlpack(k)).tolist() == [5.0, 1.0, 2.0]
+
+
+def test_typename_as_pytorchs():
+    for name in ("zeros", "ones"):
+        for dtype in ("float32", "float64", "int64", "int32", "bool", "uint8"):
+            want = torch.typename(getattr(torch, name)(1, dtype=getattr(torch, dtype)))
+            got = kn.typename(getattr(kn, name)(1, dtype=getattr(kn, "bool_" if dtype == "bool"
+                                                                else dtype)))  # fmt: skip
+            assert got == want.replace("torch.", "kiln."), (got, want)
+    assert kn.typename(1.5) == torch.typename(1.5) == "float"
+    assert kn.typename(np.zeros(1)) == torch.typename(np.zeros(1)) == "numpy.ndarray"
+
+
+def test_settings_read_back():
+    n = kn.get_num_threads()
+    try:
+        kn.set_num_threads(1)
+        assert kn.get_num_threads() == 1
+    finally:
+        kn.set_num_threads(n)
+    with pytest.raises(RuntimeError):
+        kn.set_num_threads(0)
+    for mode, level in (("error", 2), ("warn", 1), ("default", 0), (2, 2), (0, 0)):
+        kn.set_deterministic_debug_mode(mode)
+        torch.set_deterministic_debug_mode(mode)
+        assert kn.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == level
+        assert kn.are_deterministic_algorithms_enabled() == (level > 0)
+        assert kn.is_deterministic_algorithms_warn_only_enabled() == (level == 1)
+    with pytest.raises(ValueError):
+        kn.set_deterministic_debug_mode("loud")
+    kn.set_float32_matmul_precision("medium")
+    assert kn.get_float32_matmul_precision() == "medium"
+    kn.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError):
+        kn.set_float32_matmul_precision("low")
+    assert str(kn.get_default_device()) == str(torch.get_default_device()) == "cpu"
+    with pytest.raises(RuntimeError, match="device="):
+        kn.set_default_device("cuda")
+    kn.set_anomaly_enabled(True, check_nan=False)
+    try:
+        assert kn.is_anomaly_enabled() and not kn.is_anomaly_check_nan_enabled()
+        assert kn.eager.is_anomaly_enabled()
+    finally:
+        kn.set_anomaly_enabled(False)
+    kn.set_warn_always(True)
+    assert kn.is_warn_always_enabled()
+    kn.set_warn_always(False)

@@ -423,3 +423,196 @@ def test_settings_read_back():
     kn.set_warn_always(True)
     assert kn.is_warn_always_enabled()
     kn.set_warn_always(False)
+
+
+def _flat(hist):
+    return (hist[0], *hist[1])
+
+
+NUMERIC = {
+    "gradient": (lambda L, x: L.gradient(x), (X4,)),
+    "gradient-dim-spacing": (lambda L, x: L.gradient(x, spacing=[0.5, 2.0], dim=[1, 3]), (X4,)),
+    "gradient-edge2": (lambda L, x: L.gradient(x, spacing=0.25, dim=-1, edge_order=2), (X4,)),
+    "gradient-coordinates": (
+        lambda L, x, c: L.gradient(
+            x, spacing=(c[:4].cumsum(0), c[:5].cumsum(0)), dim=(1, 3), edge_order=2
+        ),
+        (X4, POS.reshape(-1)),
+    ),
+    "gradient-coordinates-1": (
+        lambda L, x, c: L.gradient(x, spacing=(c[:5].cumsum(0),), dim=-1),
+        (X4, POS.reshape(-1)),
+    ),
+    "histogramdd": (lambda L, a: _flat(L.histogramdd(a[:, :2], [3, 4])), (A,)),
+    "histogramdd-range-weight": (
+        lambda L, a, p: _flat(
+            L.histogramdd(
+                a, 2, range=[-1.0, 1.0, -2.0, 2.0, 0.0, 1.5], weight=p[:, 0], density=True
+            )
+        ),
+        (A, PROB),
+    ),
+    "histogramdd-edges": (
+        lambda L, a: _flat(
+            L.histogramdd(a[:, :2], [L.tensor([-2.0, 0.0, 2.0]), L.tensor([-1.0, 0.0, 0.5, 3.0])])
+        ),
+        (A,),
+    ),
+    "segment_reduce-sum": (
+        lambda L, x: L.segment_reduce(x, "sum", lengths=L.tensor([1, 0, 2, 1])),
+        (X4[0],),
+    ),
+    "segment_reduce-mean": (
+        lambda L, x: L.segment_reduce(x, "mean", lengths=L.tensor([2, 0, 1, 1])),
+        (X4[1],),
+    ),
+    "segment_reduce-max": (
+        lambda L, a: L.segment_reduce(a, "max", lengths=L.tensor([3, 1, 0])),
+        (A,),
+    ),
+    "segment_reduce-min-initial": (
+        lambda L, a: L.segment_reduce(a, "min", lengths=L.tensor([1, 3, 0]), initial=0.5),
+        (A,),
+    ),
+    "segment_reduce-prod-offsets": (
+        lambda L, a: L.segment_reduce(a, "prod", offsets=L.tensor([0, 2, 2, 4])),
+        (A,),
+    ),
+    "nuclear_norm": (lambda L, x: L.nuclear_norm(x), (X4,)),
+    "nuclear_norm-dim": (lambda L, x: L.nuclear_norm(x, [0, 2], True), (X4,)),
+    "frobenius_norm": (lambda L, x: L.frobenius_norm(x, [1, 3]), (X4,)),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMERIC))
+def test_numeric_matches_torch_in_every_mode(name):
+    fn, arrays = NUMERIC[name]
+    with warnings_ignored():
+        run_every_mode(fn, arrays, lambda g, w, what: _check(g, w, what, 1e-4, 1e-4))
+
+
+def warnings_ignored():
+    import warnings
+
+    catcher = warnings.catch_warnings()
+    catcher.__enter__()
+    warnings.simplefilter("ignore")  # torch's deprecation warnings for nuclear/frobenius_norm
+
+    class _Exit:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            catcher.__exit__(*exc)
+
+    return _Exit()
+
+
+NUMERIC_GRADS = {
+    "gradient": (lambda L, x: L.gradient(x, spacing=0.5, dim=[1, 3], edge_order=2)[1], (X4,)),
+    "gradient-coordinates": (
+        lambda L, x, c: L.gradient(x, spacing=(c[:5].cumsum(0) * 4,), dim=3, edge_order=2)[0],
+        (X4, POS.reshape(-1)),
+    ),
+    "segment_reduce-mean": (
+        lambda L, a: L.segment_reduce(a, "mean", lengths=L.tensor([3, 1])),
+        (A,),
+    ),
+    "segment_reduce-max": (lambda L, a: L.segment_reduce(a, "max", lengths=L.tensor([3, 1])), (A,)),
+    "nuclear_norm": (lambda L, x: L.nuclear_norm(x), (X4,)),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMERIC_GRADS))
+def test_numeric_gradients_match_torch(name):
+    with warnings_ignored():
+        _grads(*NUMERIC_GRADS[name])
+
+
+def _grads(fn, arrays):
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    (fn(torch, *ts) ** 2).sum().backward()
+    ks = [kn.tensor(a, requires_grad=True) for a in arrays]
+    (fn(kn, *ks) ** 2).sum().backward()
+    for t, k in zip(ts, ks):  # noqa: B007
+        if t.grad is None:
+            assert k.grad is None or not k.grad.numpy().any()
+            continue
+        scale = max(1.0, float(t.grad.abs().max()))  # float32 cancellation scales with it
+        np.testing.assert_allclose(k.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-6 * scale)
+
+
+def test_gradient_hand_computed():
+    # f = x^2 at x = 0, 1, 3: interior (3 - 0)... by NumPy's formula, which torch follows
+    f = kn.tensor([0.0, 1.0, 9.0])
+    x = kn.tensor([0.0, 1.0, 3.0])
+    (g,) = kn.gradient(f, spacing=(x,), edge_order=2)
+    np.testing.assert_allclose(g.numpy(), np.gradient([0.0, 1.0, 9.0], [0.0, 1.0, 3.0],
+                                                      edge_order=2), rtol=1e-6)  # fmt: skip
+    with pytest.raises(ValueError, match="edge_order"):
+        kn.gradient(f, edge_order=3)
+    with pytest.raises(RuntimeError, match="edge_order\\+1"):
+        kn.gradient(kn.ones(2), edge_order=2)
+    assert kn.gradient(kn.tensor([1, 4, 9]))[0].dtype == np.float32
+
+
+def test_low_rank_factorizations_reconstruct_as_torchs():
+    rng = np.random.default_rng(3)
+    low = (rng.standard_normal((7, 3)) @ rng.standard_normal((3, 5))).astype(np.float64)
+    for A in (low, low.T.copy(), np.stack([low, 2 * low])):
+        U, S, V = kn.svd_lowrank(kn.tensor(A), q=4)
+        Ut, St, Vt = torch.svd_lowrank(torch.tensor(A), q=4)
+        assert U.shape == Ut.shape and S.shape == St.shape and V.shape == Vt.shape
+        np.testing.assert_allclose(S.numpy()[..., :3], St.numpy()[..., :3], rtol=1e-8)
+        rebuilt = (U * S.unsqueeze(-2)) @ V.transpose(-2, -1)
+        np.testing.assert_allclose(rebuilt.numpy(), A, atol=1e-9)
+    U, S, V = kn.pca_lowrank(kn.tensor(low), q=3)
+    St = torch.pca_lowrank(torch.tensor(low), q=3)[1]
+    np.testing.assert_allclose(S.numpy(), St.numpy(), rtol=1e-8)
+    M = kn.tensor(low).mean(0, keepdim=True)
+    U2, S2, V2 = kn.svd_lowrank(kn.tensor(low), q=3, M=M)
+    np.testing.assert_allclose(S2.numpy(), St.numpy(), rtol=1e-8)
+    f = kn.compile(lambda a: kn.svd_lowrank(a, q=3))
+    U, S, V = f(kn.tensor(low))
+    np.testing.assert_allclose(((U * S) @ V.T).numpy(), low, atol=1e-9)
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float64, low.shape, name="a")
+        U, S, V = kn.function([a], list(kn.svd_lowrank(a, q=3)))(low)
+    np.testing.assert_allclose((U * S) @ V.T, low, atol=1e-9)
+    with pytest.raises(RuntimeError, match="removed"):
+        kn.matrix_rank(kn.eye(2))
+
+
+def test_poisson_and_binomial_by_moments():
+    kn.manual_seed(0)
+    rates = kn.full((20000,), 3.5)
+    x = kn.poisson(rates)
+    assert x.dtype == np.float32
+    # mean and variance 3.5; the standard error of the mean sqrt(3.5 / n)
+    assert abs(x.mean().item() - 3.5) < 6 * np.sqrt(3.5 / 20000)
+    assert abs(x.var().item() - 3.5) < 6 * 3.5 * np.sqrt(2 / 20000) * 1.5
+    n, p = 12.0, 0.3
+    b = kn.binomial(kn.full((20000,), n, dtype=kn.float64), kn.full((20000,), p,
+                                                                   dtype=kn.float64))  # fmt: skip
+    assert b.dtype == np.float64 and float(b.min()) >= 0 and float(b.max()) <= n
+    assert abs(b.mean().item() - n * p) < 6 * np.sqrt(n * p * (1 - p) / 20000)
+    g = kn.Generator().manual_seed(5)
+    first = kn.poisson(kn.full((50,), 4.0), generator=g)
+    again = kn.poisson(kn.full((50,), 4.0), generator=kn.Generator().manual_seed(5))
+    assert first.tolist() == again.tolist()
+    f = kn.compile(lambda r: kn.poisson(r))
+    assert f(kn.full((64,), 5.0)).tolist() != f(kn.full((64,), 5.0)).tolist()  # fresh per call
+    h = kn.compile(lambda c, q: kn.binomial(c, q))
+    c, q = kn.full((64,), 20.0), kn.full((64,), 0.5)
+    assert h(c, q).tolist() != h(c, q).tolist()
+    with kn.Graph().as_default():
+        r = kn.placeholder(kn.float32, (4000,), name="r")
+        fn = kn.function([r], kn.poisson(r))
+    one, two = fn(np.full(4000, 2.0, np.float32)), fn(np.full(4000, 2.0, np.float32))
+    assert (one != two).any() and abs(one.mean() - 2.0) < 6 * np.sqrt(2.0 / 4000)
+    y = kn.poisson(kn.full((3,), 2.0, requires_grad=True) * 1.0)
+    assert not y.requires_grad or y.grad_fn is not None
+    with pytest.raises(RuntimeError, match="non-negative"):
+        kn.poisson(kn.tensor([-1.0]))
+    with pytest.raises(TypeError, match="floating-point"):
+        kn.binomial(kn.tensor([5, 5]), kn.tensor([0.5, 0.5]))

@@ -52,6 +52,8 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
+from .layers_lazy import *  # noqa: F403
+from .layers_lazy import __all__ as _lazy_all
 from .layers_misc import (
     AlphaDropout,
     Bilinear,
@@ -193,5 +195,6 @@ __all__ = [
     "updates_for",
     "utils",
     *_torch_layers_all,
+    *_lazy_all,
     *_transformer_all,
 ]

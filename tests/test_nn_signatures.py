@@ -30,6 +30,14 @@ SIGNATURE_ALLOWED = {
 # Constructions kiln refuses, so left out below: Embedding(max_norm=...),
 # LSTM(proj_size=...) raise NotImplementedError.
 CONSTRUCTIONS = [
+    "nn.FractionalMaxPool2d(3, output_ratio=0.5)",
+    "nn.FractionalMaxPool3d(2, output_size=(3, 3, 3), return_indices=True)",
+    "nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 6])",
+    "nn.AdaptiveLogSoftmaxWithLoss(16, 20, [2, 10, 15], div_value=2.0, head_bias=True)",
+    "nn.SyncBatchNorm(4)",
+    "nn.SyncBatchNorm(4, momentum=None, affine=False)",
+    "nn.CrossMapLRN2d(3)",
+    "nn.CrossMapLRN2d(5, alpha=0.01, beta=0.5, k=2)",
     "nn.LazyLinear(3)",
     "nn.LazyLinear(3, bias=False)",
     "nn.LazyConv1d(4, 3, stride=2)",

@@ -63,6 +63,8 @@ from .layers_misc import (
     LPPool3d,
     MultiLabelMarginLoss,
 )
+from .layers_more import *  # noqa: F403
+from .layers_more import __all__ as _more_all
 from .layers_torch import *  # noqa: F403
 from .layers_torch import __all__ as _torch_layers_all
 from .loss import (
@@ -196,5 +198,6 @@ __all__ = [
     "utils",
     *_torch_layers_all,
     *_lazy_all,
+    *_more_all,
     *_transformer_all,
 ]

@@ -153,6 +153,25 @@ CASES = {
         lambda L, x, h, *w: L.rnn_relu(x, h, list(w), False, 1, 0.0, False, False, False),
         (X3[:, 0], H1[:, 0], *[w[:3] for w in GRU_W]),
     ),
+    "native_channel_shuffle": (lambda L, x: L.native_channel_shuffle(x, 2), (X4,)),
+    "norm_except_dim": (lambda L, x: L.norm_except_dim(x, 3, 2), (X4,)),
+    "norm_except_dim-all": (lambda L, x: L.norm_except_dim(x, 2, -1), (X4,)),
+    "conv_tbc": (
+        lambda L, x, w, a: L.conv_tbc(x, w.reshape(-1)[:30].reshape(2, 5, 3), a[0], 1),
+        (X3, X4, A),
+    ),
+    "grid_sampler": (
+        lambda L, x, g: L.grid_sampler(x, g[..., :2] * 0.7, 0, 2, False),
+        (X4, X4[:, :3, :, :2].transpose(0, 2, 3, 1).copy()),
+    ),
+    "grid_sampler_2d-nearest-border": (
+        lambda L, x, g: L.grid_sampler_2d(x, g[..., :2] * 1.3, 1, 1, True),
+        (X4, X4[:, :3, :, :2].transpose(0, 2, 3, 1).copy()),
+    ),
+    "affine_grid_generator": (
+        lambda L, a: L.affine_grid_generator(a[:2].reshape(1, 2, 3), [1, 3, 4, 5], False),
+        (A,),
+    ),
     "view_copy": (lambda L, x: L.view_copy(x, (8, 15)), (X4,)),
     "view_copy-dtype": (lambda L, a: L.view_copy(a, L.int32), (A,)),
     "permute_copy": (lambda L, x: L.permute_copy(x, (3, 1, 0, 2)), (X4,)),
@@ -300,6 +319,23 @@ def test_dropout_forms_draw_as_pytorchs():
     assert kn.dropout_(z, 1.0, True) is z and z.tolist() == [0.0] * 5
     f = kn.compile(lambda v: kn.native_dropout(v, 0.5, True)[1])
     assert not bool((f(kn.ones(64)) == f(kn.ones(64))).all())  # fresh draws per call
+
+
+def test_embedding_renorm_in_place_as_torchs():
+    w = RNG.standard_normal((6, 3)).astype(np.float32) * 2
+    t, k = torch.tensor(w), kn.tensor(w)
+    with torch.no_grad():
+        torch.embedding_renorm_(t, torch.tensor([0, 2, 2, 5]), 1.5, 2.0)
+    assert kn.embedding_renorm_(k, kn.tensor([0, 2, 2, 5]), 1.5, 2.0) is k
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_removed_functions_raise_as_torchs():
+    for name in ("eig", "symeig", "solve", "lstsq", "matrix_rank"):
+        with pytest.raises(RuntimeError, match="deprecated since version 1.9"):
+            getattr(torch, name)(*(torch.eye(2),) * (2 if name in ("solve", "lstsq") else 1))
+        with pytest.raises(RuntimeError, match="deprecated since version 1.9"):
+            getattr(kn, name)(*(kn.eye(2),) * (2 if name in ("solve", "lstsq") else 1))
 
 
 def test_reduction_enum_is_checked():

@@ -26,7 +26,9 @@ __all__ = [
     "feature_dropout_", "group_norm", "gru", "gru_cell", "hinge_embedding_loss",
     "instance_norm", "kl_div", "lstm", "lstm_cell", "margin_ranking_loss", "native_batch_norm",
     "native_dropout", "native_group_norm", "native_layer_norm", "poisson_nll_loss", "rnn_relu",
-    "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell", "triplet_margin_loss",
+    "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell", "triplet_margin_loss", "affine_grid_generator",
+    "conv_tbc", "embedding_renorm_", "grid_sampler", "grid_sampler_2d",
+    "native_channel_shuffle", "norm_except_dim",
 ]  # fmt: skip
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -647,3 +649,112 @@ def rnn_relu(input, hx, params, has_biases: bool, num_layers: int, dropout: floa
     """
     return _flat_rnn("RNN_RELU", input, [hx], params, has_biases, num_layers, dropout, train,
                      bidirectional, batch_first)  # fmt: skip
+
+
+# -- the remaining native nn helpers ---------------------------------------------------------
+
+
+def native_channel_shuffle(input, groups: int):  # noqa: A002
+    """`torch.native_channel_shuffle(input, groups)`: `channel_shuffle`.
+
+    >>> import kiln as kn
+    >>> kn.native_channel_shuffle(kn.arange(6.0).reshape(1, 6, 1), 2).reshape(-1).tolist()
+    [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    """
+    return _nnf().channel_shuffle(input, groups)
+
+
+def norm_except_dim(v, pow: float = 2, dim: int = 0):  # noqa: A002
+    """The `pow`-norm of `v` over every dim but `dim`, kept as size 1 (weight norm's helper);
+    `dim=-1` gives the norm of all of `v`.
+
+    >>> import kiln as kn
+    >>> kn.norm_except_dim(kn.tensor([[3.0, 0.0], [4.0, 1.0]]), 2, 1).tolist()
+    [[5.0, 1.0]]
+    """
+    (x,) = lift(v)
+    if dim == -1:
+        return K.linalg.vector_norm(x, pow)
+    d = dim % x.ndim
+    others = tuple(i for i in range(x.ndim) if i != d)
+    return K.linalg.vector_norm(x, pow, others, keepdim=True)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0):  # noqa: A002
+    """A 1-d convolution of a (time, batch, channels) input with a (kernel, in, out) weight
+    and an (out,) bias, padded by `pad` each side: (time', batch, out).
+
+    >>> import kiln as kn
+    >>> kn.conv_tbc(kn.ones(4, 1, 1), kn.ones(2, 1, 1), kn.zeros(1)).reshape(-1).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    x, w, b = lift(input, weight, bias)
+    y = _nnf().conv1d(K.permute(x, (1, 2, 0)), K.permute(w, (2, 1, 0)), b, padding=pad)
+    return K.permute(y, (2, 0, 1))
+
+
+_INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int,  # noqa: A002
+                 align_corners: bool):  # fmt: skip
+    """`torch.grid_sampler`: `F.grid_sample` with PyTorch's native enums (interpolation 0
+    bilinear, 1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection).
+
+    >>> import kiln as kn
+    >>> x = kn.arange(4.0).reshape(1, 1, 2, 2)
+    >>> kn.grid_sampler(x, kn.zeros(1, 1, 1, 2), 0, 0, False).item()
+    1.5
+    """
+    if interpolation_mode not in _INTERPOLATION or padding_mode not in _PADDING:
+        raise ArgumentError(f"grid_sampler: interpolation_mode must be 0, 1 or 2 and "
+                            f"padding_mode 0, 1 or 2, got {interpolation_mode} and "
+                            f"{padding_mode}")  # fmt: skip
+    return _nnf().grid_sample(input, grid, _INTERPOLATION[interpolation_mode],
+                              _PADDING[padding_mode], align_corners)  # fmt: skip
+
+
+def grid_sampler_2d(input, grid, interpolation_mode: int, padding_mode: int,  # noqa: A002
+                    align_corners: bool):  # fmt: skip
+    """`grid_sampler` of a 4-d input.
+
+    >>> import kiln as kn
+    >>> kn.grid_sampler_2d(kn.ones(1, 1, 2, 2), kn.zeros(1, 1, 1, 2), 1, 0, True).item()
+    1.0
+    """
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid_generator(theta, size, align_corners: bool):
+    """`torch.affine_grid_generator(theta, size, align_corners)`: `F.affine_grid`.
+
+    >>> import kiln as kn
+    >>> theta = kn.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    >>> kn.affine_grid_generator(theta, [1, 1, 1, 2], False).tolist()
+    [[[[-0.5, 0.0], [0.5, 0.0]]]]
+    """
+    return _nnf().affine_grid(theta, list(size), align_corners)
+
+
+def embedding_renorm_(input, indices, max_norm: float, norm_type: float):  # noqa: A002
+    """In place: rescales each row of the embedding table `input` that `indices` names and
+    whose `norm_type`-norm exceeds `max_norm` to norm `max_norm` (as `Embedding(max_norm=)`
+    does before a lookup).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> _ = kn.embedding_renorm_(w, kn.tensor([0, 1]), 1.0, 2.0)
+    >>> [round(v, 4) for v in w[0].tolist()], w[1].tolist()
+    ([0.6, 0.8], [0.30000001192092896, 0.4000000059604645])
+    """
+
+    def renorm(w):
+        (idx,) = lift(indices, context=(w,))
+        named = K.zeros_like(w[:, 0]).index_fill(0, idx.reshape(-1), 1.0) != 0
+        norms = K.linalg.vector_norm(w, norm_type, (1,), keepdim=True)
+        scale = max_norm / (norms + 1e-7)
+        shrink = (named.unsqueeze(1)) & (norms > max_norm)
+        return K.where(shrink, w * scale, w)
+
+    return _in_place("embedding_renorm_", renorm, input)

@@ -33,8 +33,8 @@ from .core import lift
 from .torch_data import _const, _count, _data_range
 
 __all__ = [
-    "binomial", "frobenius_norm", "gradient", "histogramdd", "matrix_rank", "nuclear_norm",
-    "pca_lowrank", "poisson", "segment_reduce", "svd_lowrank",
+    "binomial", "eig", "frobenius_norm", "gradient", "histogramdd", "lstsq", "matrix_rank",
+    "nuclear_norm", "pca_lowrank", "poisson", "segment_reduce", "solve", "svd_lowrank", "symeig",
 ]  # fmt: skip
 
 
@@ -454,3 +454,24 @@ def matrix_rank(input, tol=None, symmetric: bool = False, *, out=None):  # noqa:
         "`kn.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed in "
         "`kn.linalg.matrix_rank()` to 'hermitian'."
     )
+
+
+def _removed(name: str, instead: str):
+    def fn(*args, **kwargs):
+        raise UsageError(f"This function was deprecated since version 1.9 and is now removed. "
+                         f"`kn.{name}` is replaced by {instead}.")  # fmt: skip
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"Removed from PyTorch (it raises there): kiln raises too, naming {instead}."
+        f"\n\n    >>> import kiln as kn\n    >>> kn.{name}(kn.eye(2))  # doctest: "
+        "+ELLIPSIS\n    Traceback (most recent call last):\n    ...\n    "
+        "kiln.errors.UsageError: This function was deprecated since version 1.9 ...\n"
+    )
+    return fn
+
+
+eig = _removed("eig", "`kn.linalg.eig` (complex results: not in kiln) or `kn.linalg.eigh`")
+symeig = _removed("symeig", "`kn.linalg.eigh(A, UPLO='U' if upper else 'L')`")
+solve = _removed("solve", "`kn.linalg.solve(A, B)` (arguments reversed)")
+lstsq = _removed("lstsq", "`kn.linalg.lstsq(A, B)` (arguments reversed)")

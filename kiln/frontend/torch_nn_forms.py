@@ -28,7 +28,7 @@ __all__ = [
     "native_dropout", "native_group_norm", "native_layer_norm", "poisson_nll_loss", "rnn_relu",
     "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell", "triplet_margin_loss", "affine_grid_generator",
     "conv_tbc", "embedding_renorm_", "grid_sampler", "grid_sampler_2d",
-    "native_channel_shuffle", "norm_except_dim",
+    "max_pool1d_with_indices", "native_channel_shuffle", "norm_except_dim",
 ]  # fmt: skip
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -652,6 +652,21 @@ def rnn_relu(input, hx, params, has_biases: bool, num_layers: int, dropout: floa
 
 
 # -- the remaining native nn helpers ---------------------------------------------------------
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,  # noqa: A002
+                            ceil_mode: bool = False):  # fmt: skip
+    """`torch.max_pool1d_with_indices`: `(output, indices)` of `F.max_pool1d` (an empty
+    `stride`, PyTorch's default, is the kernel size).
+
+    >>> import kiln as kn
+    >>> kn.max_pool1d_with_indices(kn.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)[1].tolist()
+    [[1, 2]]
+    """
+    stride = (
+        None if stride is None or (isinstance(stride, (tuple, list)) and not stride) else stride
+    )
+    return _nnf().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def native_channel_shuffle(input, groups: int):  # noqa: A002

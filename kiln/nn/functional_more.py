@@ -22,7 +22,8 @@ from .functional_attention import linear
 
 __all__ = [
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-    "adaptive_max_pool3d_with_indices", "fractional_max_pool2d",
+    "adaptive_max_pool3d_with_indices", "conv_tbc", "linear_cross_entropy",
+    "native_channel_shuffle", "fractional_max_pool2d",
     "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
     "fractional_max_pool3d_with_indices", "gumbel_softmax", "max_pool1d_with_indices",
     "max_pool2d_with_indices", "max_pool3d_with_indices", "multi_head_attention_forward",
@@ -146,6 +147,54 @@ def pdist(input, p: float = 2):  # noqa: A002
     import kiln
 
     return kiln.pdist(input, p)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0):  # noqa: A002
+    """A 1-d convolution of a (time, batch, channels) input (`kn.conv_tbc`).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.conv_tbc(kn.ones(3, 1, 1), kn.ones(1, 1, 2), kn.zeros(2)).shape
+    kiln.Size([3, 1, 2])
+    """
+    import kiln
+
+    return kiln.conv_tbc(input, weight, bias, pad)
+
+
+def native_channel_shuffle(input, groups: int):  # noqa: A002
+    """`channel_shuffle` (`kn.native_channel_shuffle`).
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.native_channel_shuffle(kn.arange(4.0).reshape(1, 4), 2).tolist()
+    [[0.0, 2.0, 1.0, 3.0]]
+    """
+    import kiln
+
+    return kiln.native_channel_shuffle(input, groups)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,  # noqa: A002
+                         reduction: str = "mean", ignore_index=None, label_smoothing: float = 0.0,
+                         options=None):  # fmt: skip
+    """`cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`, PyTorch's
+    reference computation of this fused loss (`options`, its chunking strategy, changes
+    nothing here); `ignore_index=None` ignores no class.
+
+    >>> import kiln as kn
+    >>> x, w = kn.tensor([[1.0, 0.0]]), kn.tensor([[0.0, 0.0], [0.0, 0.0]])
+    >>> round(kn.nn.functional.linear_cross_entropy(x, w, kn.tensor([1])).item(), 4)
+    0.6931
+    """
+    from .functional import cross_entropy
+
+    (w,) = F.core.lift(linear_weight)
+    if w.ndim != 2:
+        why = "linear_cross_entropy: kiln takes a 2-d linear_weight (classes, in_features)"
+        raise call_error(ShapeMismatchError, why, "linear_cross_entropy", w)
+    logits = linear(input, w, linear_bias)
+    ignore = -(2**62) if ignore_index is None else ignore_index  # a class no target names
+    return cross_entropy(logits, target, weight, ignore_index=ignore, reduction=reduction,
+                         label_smoothing=label_smoothing)  # fmt: skip
 
 
 # -- fractional max pooling ------------------------------------------------------------------

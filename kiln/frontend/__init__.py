@@ -56,6 +56,8 @@ from .torch_nn_forms import *  # noqa: F403
 from .torch_nn_forms import __all__ as _nn_forms_all
 from .torch_numeric import *  # noqa: F403
 from .torch_numeric import __all__ as _numeric_all
+from .torch_rnn_forms import *  # noqa: F403
+from .torch_rnn_forms import __all__ as _rnn_forms_all
 from .torch_settings import *  # noqa: F403
 from .torch_settings import __all__ as _settings_all
 from .torch_shape import *  # noqa: F403
@@ -79,6 +81,6 @@ __all__ = list(
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_nn_forms_all, *_copies_all,
-         *_settings_all, *_numeric_all]
+         *_settings_all, *_numeric_all, *_rnn_forms_all]
     )
 )  # fmt: skip

@@ -1,5 +1,6 @@
 """PyTorch's top-level forms of nn functions (`torch.kl_div`, `torch.group_norm`,
-`torch.convolution`, `torch.native_layer_norm`, `torch.lstm_cell`, `torch.lstm`, ...), with
+`torch.convolution`, `torch.native_layer_norm`, ...; the recurrent ones are in
+torch_rnn_forms.py), with
 the arguments of PyTorch's native functions: `reduction` as an int (0 none, 1 mean, 2 sum;
 kiln takes the names too), `train` for dropout, the `native_*` functions' tuple results.
 As in PyTorch's Python bindings, `reduction` defaults to 0 (none): `torch.kl_div(x, y)` is
@@ -15,18 +16,17 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
-from ..graph.core import Symbol
+from ..errors import ArgumentError, ShapeMismatchError, call_error
 from .core import lift
 
 __all__ = [
     "alpha_dropout", "alpha_dropout_", "binary_cross_entropy_with_logits", "bilinear",
     "constant_pad_nd", "convolution", "cosine_embedding_loss", "ctc_loss", "dropout_",
     "embedding_bag", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
-    "feature_dropout_", "group_norm", "gru", "gru_cell", "hinge_embedding_loss",
-    "instance_norm", "kl_div", "lstm", "lstm_cell", "margin_ranking_loss", "native_batch_norm",
-    "native_dropout", "native_group_norm", "native_layer_norm", "poisson_nll_loss", "rnn_relu",
-    "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell", "triplet_margin_loss", "affine_grid_generator",
+    "feature_dropout_", "group_norm", "hinge_embedding_loss",
+    "instance_norm", "kl_div", "margin_ranking_loss", "native_batch_norm",
+    "native_dropout", "native_group_norm", "native_layer_norm", "poisson_nll_loss",
+    "triplet_margin_loss", "affine_grid_generator",
     "conv_tbc", "embedding_renorm_", "grid_sampler", "grid_sampler_2d",
     "max_pool1d_with_indices", "native_channel_shuffle", "norm_except_dim",
 ]  # fmt: skip
@@ -478,177 +478,6 @@ def native_group_norm(input, weight, bias, N: int, C: int, HxW: int, group: int,
     mean = K.mean(xf, 2)
     rstd = K.rsqrt(K.var(xf, 2, correction=0) + eps)
     return _nnf().group_norm(x, group, weight, bias, eps), mean, rstd
-
-
-# -- recurrent cells and layers --------------------------------------------------------------
-
-
-def _cell(mode, input, hx, w_ih, w_hh, b_ih, b_hh):  # noqa: A002
-    from ..nn.rnn import _CELLS
-
-    xw = K.matmul(input, K.t(w_ih))
-    if b_ih is not None:
-        xw = xw + b_ih
-    return _CELLS[mode](xw, hx, K.t(w_hh), b_hh)
-
-
-def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
-    """One Elman step, `tanh(input w_ih^T + b_ih + hx w_hh^T + b_hh)`.
-
-    >>> import kiln as kn
-    >>> kn.rnn_tanh_cell(kn.zeros(1, 2), kn.zeros(1, 3), kn.ones(3, 2), kn.ones(3, 3)).tolist()
-    [[0.0, 0.0, 0.0]]
-    """
-    return _cell("RNN_TANH", input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
-
-
-def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
-    """One Elman step with relu, `relu(input w_ih^T + b_ih + hx w_hh^T + b_hh)`.
-
-    >>> import kiln as kn
-    >>> kn.rnn_relu_cell(kn.ones(1, 2), kn.zeros(1, 1), kn.ones(1, 2), kn.ones(1, 1)).tolist()
-    [[2.0]]
-    """
-    return _cell("RNN_RELU", input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
-
-
-def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
-    """One LSTM step (gates i, f, g, o): `hx = (h, c)`, returns `(h', c')`.
-
-    >>> import kiln as kn
-    >>> h, c = kn.lstm_cell(kn.zeros(1, 2), (kn.zeros(1, 1), kn.ones(1, 1)),
-    ...                     kn.zeros(4, 2), kn.zeros(4, 1))
-    >>> round(c.item(), 4), round(h.item(), 4)
-    (0.5, 0.2311)
-    """
-    h, c = hx
-    return _cell("LSTM", input, (h, c), w_ih, w_hh, b_ih, b_hh)
-
-
-def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
-    """One GRU step (gates r, z, n): returns `h'`.
-
-    >>> import kiln as kn
-    >>> kn.gru_cell(kn.zeros(1, 2), kn.ones(1, 1), kn.zeros(3, 2), kn.zeros(3, 1)).tolist()
-    [[0.5]]
-    """
-    return _cell("GRU", input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
-
-
-def _flat_rnn(mode, input, states, params, has_biases, num_layers, dropout, train,  # noqa: A002
-              bidirectional, batch_first):  # fmt: skip
-    """The multi-layer recurrence of `torch.lstm`/`gru`/`rnn_*` on PyTorch's flat weight
-    list (per layer and direction: w_ih, w_hh[, b_ih, b_hh])."""
-    from ..nn.rnn import _CELLS
-
-    if isinstance(params, (Tensor, Symbol)) or any(isinstance(s, (Tensor, Symbol)) is False
-                                                   for s in states):  # fmt: skip
-        raise ArgumentTypeError(f"{mode.lower()}: the packed-sequence form (data, batch_sizes, "
-                                "...) is not supported; pass a padded input")  # fmt: skip
-    per = 4 if has_biases else 2
-    directions = 2 if bidirectional else 1
-    params = list(params)
-    if len(params) != per * directions * num_layers:
-        raise ArgumentError(f"{mode.lower()}: expected {per * directions * num_layers} weights "
-                            f"for {num_layers} layer(s), got {len(params)}")  # fmt: skip
-    (x,) = lift(input)
-    batched = x.ndim == 3
-    if not batched:
-        x, states = x.unsqueeze(1), [s.unsqueeze(1) for s in states]
-    elif batch_first:
-        x = K.transpose(x, 0, 1)
-    finals = [[] for _ in states]
-    for layer in range(num_layers):
-        outputs = []
-        for d in range(directions):
-            k = layer * directions + d
-            w_ih, w_hh, *biases = params[k * per : (k + 1) * per]
-            b_ih, b_hh = biases if biases else (None, None)
-            xw = K.matmul(x, K.t(w_ih))
-            xw = xw if b_ih is None else xw + b_ih
-            w_hh_t, cell = K.t(w_hh), _CELLS[mode]
-
-            def step(state, x_t, cell=cell, w_hh_t=w_hh_t, b_hh=b_hh):
-                new = cell(x_t, state, w_hh_t, b_hh)
-                return new, new[0]
-
-            carry, ys = K.scan(step, tuple(s[k] for s in states), xw, reverse=d == 1)
-            outputs.append(ys)
-            for f, c in zip(finals, carry):
-                f.append(c)
-        x = outputs[0] if len(outputs) == 1 else K.cat(outputs, -1)
-        if dropout and train and layer < num_layers - 1:
-            x = K.dropout(x, dropout, True)
-    if not batched:
-        return (x.squeeze(1), *[K.stack(f).squeeze(1) for f in finals])
-    if batch_first:
-        x = K.transpose(x, 0, 1)
-    return (x, *[K.stack(f) for f in finals])
-
-
-def lstm(input, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
-         bidirectional: bool, batch_first: bool):  # fmt: skip
-    """`torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-    batch_first)`: an LSTM over PyTorch's flat weights (`nn.LSTM`'s `_flat_weights`), `hx =
-    (h_0, c_0)` of shape (layers * directions, N, H); returns `(output, h_n, c_n)`.
-
-    >>> import kiln as kn
-    >>> h0 = kn.zeros(1, 2, 3)
-    >>> ws = [kn.zeros(12, 4), kn.zeros(12, 3), kn.zeros(12), kn.zeros(12)]
-    >>> out, h, c = kn.lstm(kn.ones(5, 2, 4), (h0, h0), ws, True, 1, 0.0, False, False, False)
-    >>> tuple(out.shape), tuple(h.shape), tuple(c.shape)
-    ((5, 2, 3), (1, 2, 3), (1, 2, 3))
-    """
-    h0, c0 = (None, None) if isinstance(hx, (Tensor, Symbol)) else hx
-    return _flat_rnn("LSTM", input, [h0, c0], params, has_biases, num_layers, dropout, train,
-                     bidirectional, batch_first)  # fmt: skip
-
-
-def gru(input, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
-        bidirectional: bool, batch_first: bool):  # fmt: skip
-    """`torch.gru(input, hx, params, ...)`: a GRU over PyTorch's flat weights; returns
-    `(output, h_n)`.
-
-    >>> import kiln as kn
-    >>> ws = [kn.zeros(9, 4), kn.zeros(9, 3)]
-    >>> out, h = kn.gru(kn.ones(5, 4), kn.ones(1, 3), ws, False, 1, 0.0, False, False, False)
-    >>> out[-1].tolist(), tuple(h.shape)
-    ([0.03125, 0.03125, 0.03125], (1, 3))
-    """
-    return _flat_rnn("GRU", input, [hx], params, has_biases, num_layers, dropout, train,
-                     bidirectional, batch_first)  # fmt: skip
-
-
-def rnn_tanh(input, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
-             bidirectional: bool, batch_first: bool):  # fmt: skip
-    """`torch.rnn_tanh(input, hx, params, ...)`: an Elman RNN (tanh) over PyTorch's flat
-    weights; returns `(output, h_n)`.
-
-    >>> import kiln as kn
-    >>> ws = [kn.zeros(3, 4), kn.zeros(3, 3)]
-    >>> out, h = kn.rnn_tanh(kn.ones(5, 4), kn.ones(1, 3), ws, False, 1, 0.0, False, False,
-    ...                      False)
-    >>> out[0].tolist()
-    [0.0, 0.0, 0.0]
-    """
-    return _flat_rnn("RNN_TANH", input, [hx], params, has_biases, num_layers, dropout, train,
-                     bidirectional, batch_first)  # fmt: skip
-
-
-def rnn_relu(input, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
-             bidirectional: bool, batch_first: bool):  # fmt: skip
-    """`torch.rnn_relu(input, hx, params, ...)`: an Elman RNN (relu) over PyTorch's flat
-    weights; returns `(output, h_n)`.
-
-    >>> import kiln as kn
-    >>> ws = [kn.ones(1, 1), kn.zeros(1, 1)]
-    >>> out, h = kn.rnn_relu(kn.ones(2, 1), kn.zeros(1, 1), ws, False, 1, 0.0, False, False,
-    ...                      False)
-    >>> out.tolist()
-    [[1.0], [1.0]]
-    """
-    return _flat_rnn("RNN_RELU", input, [hx], params, has_biases, num_layers, dropout, train,
-                     bidirectional, batch_first)  # fmt: skip
 
 
 # -- the remaining native nn helpers ---------------------------------------------------------

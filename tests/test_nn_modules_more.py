@@ -343,3 +343,16 @@ def test_cross_map_lrn2d_matches_torch():
         modes = ("eager", "compile", "graph") if size == 3 else ("eager",)
         # torch's backward fails for size 1 (it narrows past its padded buffer)
         _compare_module(k, t, (x,), tol=1e-5, modes=modes, grads=size > 1)
+
+
+def test_sync_batch_norm_on_two_ranks_is_batch_norm_of_the_whole_batch():
+    """tests/dist_sync_bn_worker.py on 2 ranks (mpiexec; skipped where MPI is unavailable)."""
+    from pathlib import Path
+
+    from test_distributed import _skip_reason, assert_all_ok, run_ranks
+
+    if _skip_reason() is not None:
+        pytest.skip(_skip_reason())
+    worker = Path(__file__).with_name("dist_sync_bn_worker.py")
+    code, output, _ = run_ranks(2, script=worker)
+    assert_all_ok(2, code, output)

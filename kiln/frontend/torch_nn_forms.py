@@ -14,6 +14,8 @@ True
 
 from __future__ import annotations
 
+import warnings
+
 from .. import dtypes as dt
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, call_error
@@ -88,7 +90,9 @@ def kl_div(input, target, reduction=0, *, log_target: bool = False):  # noqa: A0
     [0.0, 0.0]
     """
     r = _reduction("kl_div", reduction)
-    return _nnf().kl_div(input, target, reduction=r, log_target=log_target)
+    with warnings.catch_warnings():  # F.kl_div's 'mean' warning is nn.functional's alone
+        warnings.filterwarnings("ignore", message="reduction: 'mean' divides")
+        return _nnf().kl_div(input, target, reduction=r, log_target=log_target)
 
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=0):

@@ -356,3 +356,17 @@ def test_sync_batch_norm_on_two_ranks_is_batch_norm_of_the_whole_batch():
     worker = Path(__file__).with_name("dist_sync_bn_worker.py")
     code, output, _ = run_ranks(2, script=worker)
     assert_all_ok(2, code, output)
+
+
+def test_lazy_modules_load_a_state_dict_before_their_first_call():
+    for text, shape in (("LazyLinear(4)", (3, 6)), ("LazyConv2d(6, 3, groups=3)", (2, 3, 5, 5)),
+                        ("LazyConvTranspose1d(4, 2, groups=2)", (2, 6, 5)),
+                        ("LazyBatchNorm1d()", (4, 3)), ("LazyInstanceNorm2d()", (2, 3, 4, 4))):  # fmt: skip
+        x = RNG.standard_normal(shape).astype(np.float32)
+        t = eval(text, vars(torch.nn))
+        t(torch.tensor(x))
+        k = eval(text, vars(kn.nn))
+        _load(k, t)
+        assert repr(k) == repr(t) and type(k).__name__ == type(t).__name__
+        k.eval(), t.eval()
+        _check(_np(k(kn.tensor(x))), _np(t(torch.tensor(x))), text, 1e-5)

@@ -139,7 +139,9 @@ class LazyModuleMixin:
     def initialize_parameters(self, input) -> None:  # noqa: A002
         """Materializes the values from `input`'s size, with the initialization of the
         module the lazy one becomes."""
-        size = self._input_size(input)
+        self._materialize(self._input_size(input))
+
+    def _materialize(self, size: int) -> None:
         model = self.cls_to_become(size, **self._lazy_kwargs)
         for table in ("_parameters", "_buffers"):
             for name, value in getattr(self, table).items():
@@ -149,13 +151,37 @@ class LazyModuleMixin:
                     value.assign(source.numpy())
         setattr(self, self._size_attr, size)
 
+    def _become(self) -> None:
+        self.__class__ = self.cls_to_become
+        self.__dict__.pop("_lazy_kwargs", None)
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True):
+        """As PyTorch's lazy modules: an uninitialized module takes its input size from
+        `state_dict`'s values (then loads them, and becomes its class)."""
+        if self.has_uninitialized_params():
+            key = "weight" if "weight" in state_dict else "running_mean"
+            if key not in state_dict:
+                raise UsageError(f"{type(self).__name__}: cannot infer the input size from a "
+                                 "state_dict without weight or running_mean")  # fmt: skip
+            self._materialize(self._size_from(tuple(state_dict[key].shape), key))
+            self._become()
+        return Module.load_state_dict(self, state_dict, strict)
+
+    def _size_from(self, shape: tuple, key: str) -> int:
+        if key == "running_mean" or self._size_attr == "num_features":
+            return shape[0]
+        if self._size_attr == "in_features":
+            return shape[1]
+        if getattr(self, "transposed", False):  # (in, out / groups, *kernel)
+            return shape[0]
+        return shape[1] * self._lazy_kwargs.get("groups", 1)  # (out, in / groups, *kernel)
+
     def __call__(self, *args, **kwargs):
         if self.has_uninitialized_params():
             if not args:
                 raise UsageError(f"{type(self).__name__}: the first call needs the input")
             self.initialize_parameters(args[0])
-            self.__class__ = self.cls_to_become
-            self.__dict__.pop("_lazy_kwargs", None)
+            self._become()
         return Module.__call__(self, *args, **kwargs)  # the class it became: no super()
 
 

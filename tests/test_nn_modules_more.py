@@ -359,9 +359,10 @@ def test_sync_batch_norm_on_two_ranks_is_batch_norm_of_the_whole_batch():
 
 
 def test_lazy_modules_load_a_state_dict_before_their_first_call():
-    for text, shape in (("LazyLinear(4)", (3, 6)), ("LazyConv2d(6, 3, groups=3)", (2, 3, 5, 5)),
-                        ("LazyConvTranspose1d(4, 2, groups=2)", (2, 6, 5)),
-                        ("LazyBatchNorm1d()", (4, 3)), ("LazyInstanceNorm2d()", (2, 3, 4, 4))):  # fmt: skip
+    cases = [("LazyLinear(4)", (3, 6)), ("LazyConv2d(6, 3, groups=3)", (2, 3, 5, 5)),
+             ("LazyConvTranspose1d(4, 2, groups=2)", (2, 6, 5)), ("LazyBatchNorm1d()", (4, 3)),
+             ("LazyInstanceNorm2d()", (2, 3, 4, 4))]  # fmt: skip
+    for text, shape in cases:
         x = RNG.standard_normal(shape).astype(np.float32)
         t = eval(text, vars(torch.nn))
         t(torch.tensor(x))

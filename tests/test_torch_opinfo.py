@@ -190,6 +190,9 @@ KNOWN: dict[str, str] = {
     "nn.functional.batch_norm/float32/5/compile": (
         "raises ShapeError: training=True with running statistics updates the"
     ),
+    "native_batch_norm/float32/0/compile": (
+        "raises ShapeError: training=True with running statistics updates the"
+    ),
     "nn.functional.conv1d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.conv2d/int64/*/*": "integer inputs refused (floats only)",
     "nn.functional.conv3d/int64/*/*": "integer inputs refused (floats only)",
@@ -384,6 +387,7 @@ KNOWN: dict[str, str] = {
     "topk/int64/*/*": "which index among equal values is implementation-defined",
     "trace/float32/*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
     "trace/int64/*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
+    "unfold_copy/float32/0/*": "unfold's shape of a 0-d input (see unfold)",
     "unfold/bool/*/*": "a shape differs (0-d or size-1 edge case)",
     "unfold/float32/*/*": "a shape differs (0-d or size-1 edge case)",
     "unfold/int64/*/*": "a shape differs (0-d or size-1 edge case)",
@@ -464,13 +468,17 @@ def _replace(x, it):
 # ops whose values are random draws or uninitialized memory: dtypes and shapes compared only
 RANDOM = (
     "bernoulli", "multinomial", "normal*", "rand*", "empty*", "new_empty*", "uniform",
-    "nn.functional.*dropout*", "nn.functional.rrelu",
+    "nn.functional.*dropout*", "nn.functional.rrelu", "svd_lowrank", "pca_lowrank",
 )  # fmt: skip
 
 
 def _random(op, sample) -> bool:
     if any(fnmatch.fnmatchcase(op.name, p) for p in RANDOM):
         return True
+    if op.name.startswith("nn.functional.fractional_max_pool"):  # random windows unless given
+        return sample.kwargs.get("_random_samples") is None
+    if op.name == "nn.functional.multi_head_attention_forward":  # args: key ... dropout_p
+        return bool(sample.kwargs.get("training", True) and sample.args[9])
     return bool(sample.kwargs.get("dropout_p", 0))  # scaled_dot_product_attention's dropout
 
 

@@ -179,6 +179,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
                          "edge_order=2.", "gradient", f)  # fmt: skip
     dims = list(range(f.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [d % max(f.ndim, 1) for d in dims]
+    if spacing is None:
+        spacing = 1
     if isinstance(spacing, (list, tuple)):
         steps = list(spacing)
         if len(steps) != len(dims):
@@ -241,9 +243,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
             n = int(b)
             lo, hi = (0.0, 0.0) if range is None else (float(range[2 * k]), float(range[2 * k + 1]))
             lo, hi = _data_range(col, lo, hi, 0.5)
-            steps = _const(np.arange(n + 1, dtype=x.dtype), x)
-            e = m.cast(m.add(lo, m.mul(m.sub(hi, lo), m.div(steps, np.asarray(n, x.dtype)))),
-                       x.dtype)  # fmt: skip
+            e = _linspace(lo, hi, n, x)
         ok = m.logical_and(
             m.greater_equal(col, s.getitem(e, 0)), m.less_equal(col, s.getitem(e, -1))
         )
@@ -268,6 +268,17 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
             volume = width if volume is None else m.mul(volume, width)
         hist = m.div(hist, m.mul(m.sum(hist), volume))
     return return_types.histogramdd(hist, edges)
+
+
+def _linspace(lo, hi, n: int, like):
+    """n + 1 edges from lo to hi as PyTorch's linspace makes them: the first half stepped
+    up from lo, the rest down from hi, so both ends are exact."""
+    k = np.arange(n + 1)
+    up = k < (n + 1) // 2
+    step = m.div(m.sub(hi, lo), np.asarray(n, like.dtype))
+    from_lo = m.add(lo, m.mul(step, _const(k.astype(like.dtype), like)))
+    from_hi = m.sub(hi, m.mul(step, _const((n - k).astype(like.dtype), like)))
+    return m.cast(m.where(_const(up, like), from_lo, from_hi), like.dtype)
 
 
 _SEGMENT_EMPTY = {"sum": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf, "mean": np.nan}

@@ -177,7 +177,8 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                          reduction: str = "mean", ignore_index=None, label_smoothing: float = 0.0,
                          options=None):  # fmt: skip
     """`cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`, PyTorch's
-    reference computation of this fused loss (`options`, its chunking strategy, changes
+    reference computation of this fused loss (a weight (C, d_1, ..., d_K, in) gives the
+    K-dimensional loss) (`options`, its chunking strategy, changes
     nothing here); `ignore_index=None` ignores no class.
 
     >>> import kiln as kn
@@ -187,11 +188,13 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     """
     from .functional import cross_entropy
 
-    (w,) = F.core.lift(linear_weight)
-    if w.ndim != 2:
-        why = "linear_cross_entropy: kiln takes a 2-d linear_weight (classes, in_features)"
-        raise call_error(ShapeMismatchError, why, "linear_cross_entropy", w)
-    logits = linear(input, w, linear_bias)
+    x, w = F.core.lift(input, linear_weight)
+    if w.ndim == 2:
+        logits = linear(x, w, linear_bias)
+    else:  # weight (C, d_1, ..., d_K, in): logits (N, C, d_1, ..., d_K)
+        logits = F.tensordot(x, w, ([x.ndim - 1], [w.ndim - 1]))
+        if linear_bias is not None:
+            logits = F.add(logits, linear_bias)
     ignore = -(2**62) if ignore_index is None else ignore_index  # a class no target names
     return cross_entropy(logits, target, weight, ignore_index=ignore, reduction=reduction,
                          label_smoothing=label_smoothing)  # fmt: skip

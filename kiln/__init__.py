@@ -9,6 +9,7 @@
 array([6.], dtype=float32)
 """
 
+import builtins as _builtins
 import sys as _sys
 
 from . import (
@@ -123,4 +124,5 @@ def devices() -> list[str]:
     >>> kn.devices()[0]
     'cpu'
     """
-    return ["cpu", *(f"cuda:{i}" for i in range(cuda.device_count()))]
+    # NOTE: the builtin: `range` here is kn.range (PyTorch's inclusive, float one)
+    return ["cpu", *(f"cuda:{i}" for i in _builtins.range(cuda.device_count()))]

@@ -156,6 +156,8 @@ return_types = types.SimpleNamespace(
     mode=_named("mode", "`mode(x, dim)`: the most frequent values and where they are."),
     nanmedian=_named("nanmedian", "`nanmedian(x, dim)`: the medians of the non-NaN values."),
     histogram=_fields("histogram", ["hist", "bin_edges"], "`histogram(x, bins)`: counts, edges."),
+    histogramdd=_fields("histogramdd", ["hist", "bin_edges"],
+                        "`histogramdd(x, bins)`: counts over D dims, the edges of each."),
     frexp=_fields("frexp", ["mantissa", "exponent"], "`frexp(x)`: x = mantissa * 2**exponent."),
     # kn.linalg's factorizations (kiln/frontend/linalg_factor.py)
     linalg_qr=_fields("linalg_qr", ["Q", "R"], "`linalg.qr(A)`: A = Q R."),

@@ -217,7 +217,8 @@ def kaiming_uniform(
 
     def init(shape, dtype=None):
         gain = calculate_gain(nonlinearity, a)
-        bound = math.sqrt(3.0) * gain / math.sqrt(_fan(shape, mode))
+        fan = _fan(shape, mode)  # 0 only for a zero-element shape: nothing to draw
+        bound = math.sqrt(3.0) * gain / math.sqrt(fan) if fan else 0.0
         return _finish(_rng().uniform(-bound, bound, tuple(shape)), shape, dtype)
 
     return init

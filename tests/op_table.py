@@ -1077,6 +1077,31 @@ rows(
     ),
 )  # fmt: skip
 
+_COUNTS = [[0.0, 1.0, 5.0, 10.0], [3.0, 7.0, 2.0, 40.0]]
+_PROBS = [[0.1, 0.5, 0.9, 1.0], [0.0, 0.3, 0.7, 0.25]]
+rows(
+    OpCase(
+        "random_poisson", "basic", lambda x: kn.poisson(x), args(Arg((4, 5), kind="positive")),
+        lambda x: first_stream().poisson(x.astype(np.float64)).astype(x.dtype),
+        ("float32", "float64"),
+    ),
+    OpCase(
+        "random_poisson", "0d", lambda x: kn.poisson(x), args(Arg((), kind="positive")),
+        lambda x: np.asarray(first_stream().poisson(x.astype(np.float64))).astype(x.dtype),
+    ),
+    OpCase(
+        "random_binomial", "basic", lambda c, p: kn.binomial(c, p), fixed(_COUNTS, _PROBS),
+        lambda c, p: first_stream().binomial(c.astype(np.int64), p.astype(np.float64)).astype(
+            c.dtype), ("float32", "float64"),
+    ),
+    OpCase(
+        "random_binomial", "broadcast", lambda c, p: kn.binomial(c, p),
+        fixed(_COUNTS, [0.5, 0.2, 0.9, 0.6]),
+        lambda c, p: first_stream().binomial(
+            c.astype(np.int64), np.broadcast_to(p.astype(np.float64), c.shape)).astype(c.dtype),
+    ),
+)  # fmt: skip
+
 # -- state -------------------------------------------------------------------------------------
 # variable, assign and group have dedicated tests (test_ops.py: TESTED_ELSEWHERE).
 

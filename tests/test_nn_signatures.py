@@ -28,8 +28,31 @@ SIGNATURE_ALLOWED = {
 }
 
 # Constructions kiln refuses, so left out below: Embedding(max_norm=...),
-# InstanceNorm*(track_running_stats=True), LSTM(proj_size=...) raise NotImplementedError.
+# LSTM(proj_size=...) raise NotImplementedError.
 CONSTRUCTIONS = [
+    "nn.FractionalMaxPool2d(3, output_ratio=0.5)",
+    "nn.FractionalMaxPool3d(2, output_size=(3, 3, 3), return_indices=True)",
+    "nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 6])",
+    "nn.AdaptiveLogSoftmaxWithLoss(16, 20, [2, 10, 15], div_value=2.0, head_bias=True)",
+    "nn.SyncBatchNorm(4)",
+    "nn.SyncBatchNorm(4, momentum=None, affine=False)",
+    "nn.CrossMapLRN2d(3)",
+    "nn.CrossMapLRN2d(5, alpha=0.01, beta=0.5, k=2)",
+    "nn.LazyLinear(3)",
+    "nn.LazyLinear(3, bias=False)",
+    "nn.LazyConv1d(4, 3, stride=2)",
+    "nn.LazyConv2d(4, (3, 2), padding=1, groups=2)",
+    "nn.LazyConv3d(2, 3, dilation=2, bias=False)",
+    "nn.LazyConvTranspose1d(2, 3, output_padding=1, stride=2)",
+    "nn.LazyConvTranspose2d(4, 3)",
+    "nn.LazyConvTranspose3d(2, 3, groups=2)",
+    "nn.LazyBatchNorm1d()",
+    "nn.LazyBatchNorm2d(momentum=None)",
+    "nn.LazyBatchNorm3d(affine=False)",
+    "nn.LazyInstanceNorm1d()",
+    "nn.LazyInstanceNorm2d(affine=False, track_running_stats=False)",
+    "nn.LazyInstanceNorm3d(eps=1e-3)",
+    "nn.InstanceNorm2d(3, track_running_stats=True)",
     "nn.AdaptiveAvgPool1d(3)",
     "nn.AlphaDropout()",
     "nn.AlphaDropout(0.2, inplace=True)",

@@ -42,7 +42,7 @@ DTYPES = (torch.float32, torch.int64, torch.bool) if FULL else (torch.float32,)
 KNOWN: dict[str, str] = {
     "argsort/bool/*/*": "which index among equal values is implementation-defined",
     "argwhere/bool/*/compile": "a data-dependent shape (eager only)",
-    "as_strided.partial_views/float32/[12]/eager": "the sample views a larger storage, which "
+    "as_strided.partial_views/*/[12]/*": "the sample views a larger storage, which "
     "kiln's input (made from the sample's values) lacks: storage_offset= reads other memory",
     "argwhere/float32/*/compile": "a data-dependent shape (eager only)",
     "argwhere/int64/*/compile": "a data-dependent shape (eager only)",
@@ -207,13 +207,17 @@ def _replace(x, it):
 # ops whose values are random draws or uninitialized memory: dtypes and shapes compared only
 RANDOM = (
     "bernoulli", "multinomial", "normal*", "rand*", "empty*", "new_empty*", "uniform",
-    "nn.functional.*dropout*", "nn.functional.rrelu",
+    "nn.functional.*dropout*", "nn.functional.rrelu", "svd_lowrank", "pca_lowrank",
 )  # fmt: skip
 
 
 def _random(op, sample) -> bool:
     if any(fnmatch.fnmatchcase(op.name, p) for p in RANDOM):
         return True
+    if op.name.startswith("nn.functional.fractional_max_pool"):  # random windows unless given
+        return sample.kwargs.get("_random_samples") is None
+    if op.name == "nn.functional.multi_head_attention_forward":  # args: key ... dropout_p
+        return bool(sample.kwargs.get("training", True) and sample.args[9])
     return bool(sample.kwargs.get("dropout_p", 0))  # scaled_dot_product_attention's dropout
 
 

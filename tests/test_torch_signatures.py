@@ -43,6 +43,29 @@ ALLOWED = {
         {"indices"},
         "torch.embedding(weight, indices): the stand-in is wrong",
     ),
+    ("torch", "convolution"): ({"output_padding"}, "the stand-in misspells it output_adding"),
+    ("torch", "embedding_bag"): (
+        {"indices", "include_last_offset"},
+        "torch.embedding_bag(weight, indices, offsets, ...): the stand-in is F.embedding_bag's",
+    ),
+    ("torch", "lstm"): (
+        {"input", "batch_first"},
+        "torch.lstm(input, hx, params, ..., batch_first): the stand-in is the packed overload",
+    ),
+    **{
+        ("torch", f"{name}_copy"): (
+            {"input"},
+            "torch.X_copy(input=...) works: the stand-in says self",
+        )
+        for name in (
+            "alias detach diagonal expand permute select slice split split_with_sizes "
+            "squeeze t transpose unbind unfold unsqueeze"
+        ).split()
+    },  # fmt: skip
+    ("torch", "view_copy"): (
+        {"input", "size"},
+        "torch.view_copy(input, size): the stand-in is the dtype overload, naming self",
+    ),
     ("torch", "log_softmax"): ({"dtype"}, "torch.log_softmax(x, 0, dtype=...) works"),
     ("Tensor", "log_softmax"): ({"dtype"}, "x.log_softmax(0, dtype=...) works"),
     **{

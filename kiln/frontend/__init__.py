@@ -31,6 +31,8 @@ from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
+from .torch_copies import *  # noqa: F403
+from .torch_copies import __all__ as _copies_all
 from .torch_data import *  # noqa: F403
 from .torch_data import __all__ as _data_all
 from .torch_extra_linalg import *  # noqa: F403
@@ -53,6 +55,14 @@ from .torch_more import *  # noqa: F403
 from .torch_more import __all__ as _more_all
 from .torch_namespace import *  # noqa: F403
 from .torch_namespace import __all__ as _namespace_all
+from .torch_nn_forms import *  # noqa: F403
+from .torch_nn_forms import __all__ as _nn_forms_all
+from .torch_numeric import *  # noqa: F403
+from .torch_numeric import __all__ as _numeric_all
+from .torch_rnn_forms import *  # noqa: F403
+from .torch_rnn_forms import __all__ as _rnn_forms_all
+from .torch_settings import *  # noqa: F403
+from .torch_settings import __all__ as _settings_all
 from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
@@ -75,6 +85,7 @@ __all__ = list(
          "orgqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
-         *_misc_ops_all, *_namespace_all, *_more_all]
+         *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
+         *_settings_all, *_numeric_all, *_rnn_forms_all]
     )
 )  # fmt: skip

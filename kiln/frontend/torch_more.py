@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import ArgumentError, ShapeError, UsageError, call_error
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -75,6 +76,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """
     x, a, b = lift(input, batch1, batch2)
     product = m.sum(tm.bmm(a, b), 0)
+    kind = dt.result_type(x, product)  # integer coefficients are truncated, as PyTorch's
+    beta, alpha = tm.coefficient(beta, kind), tm.coefficient(alpha, kind)
     if alpha != 1:
         product = m.mul(product, alpha)
     if beta == 0:  # input is ignored (it only has to broadcast, as in PyTorch)

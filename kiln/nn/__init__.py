@@ -52,6 +52,8 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
+from .layers_lazy import *  # noqa: F403
+from .layers_lazy import __all__ as _lazy_all
 from .layers_misc import (
     AlphaDropout,
     Bilinear,
@@ -61,6 +63,8 @@ from .layers_misc import (
     LPPool3d,
     MultiLabelMarginLoss,
 )
+from .layers_more import *  # noqa: F403
+from .layers_more import __all__ as _more_all
 from .layers_torch import *  # noqa: F403
 from .layers_torch import __all__ as _torch_layers_all
 from .loss import (
@@ -193,5 +197,7 @@ __all__ = [
     "updates_for",
     "utils",
     *_torch_layers_all,
+    *_lazy_all,
+    *_more_all,
     *_transformer_all,
 ]

@@ -144,63 +144,69 @@ class MultiheadAttention(Module):
                 key_padding_mask = F.unsqueeze(F.core.lift(key_padding_mask)[0], 0)
         elif not self.batch_first:
             q, k, v = (F.transpose(t, 0, 1) for t in (q, k, v))
-        if is_causal and attn_mask is None:
-            raise UsageError("Need attn_mask if specifying the is_causal hint.")
-        (ws, bs) = self._projections()
-        q, k, v = (linear(t, w, b) for t, w, b in zip((q, k, v), ws, bs))
-        mask = _float_mask(attn_mask, "attn_mask", q)
-        padding = _float_mask(key_padding_mask, "key_padding_mask", q)
-        n = q.shape[0]
-        if self.bias_k is not None:
-            k = F.cat([k, F.expand(self.bias_k, n, 1, self.embed_dim)], 1)
-            v = F.cat([v, F.expand(self.bias_v, n, 1, self.embed_dim)], 1)
-            mask, padding = (None if m is None else pad(m, (0, 1)) for m in (mask, padding))
-        heads = [
-            F.transpose(F.reshape(t, (n, t.shape[1], self.num_heads, self.head_dim)), 1, 2)
-            for t in (q, k, v)
-        ]
-        q, k, v = heads
-        if self.add_zero_attn:
-            zeros = np.zeros((1, 1, 1, self.head_dim), dt.as_dtype(k.dtype))
-            k, v = (
-                F.cat(
-                    [
-                        t,
-                        F.expand(
-                            F.core.lift(zeros, context=(t,))[0], n, self.num_heads, 1, self.head_dim
-                        ),
-                    ],
-                    2,
-                )
-                for t in (k, v)
-            )
-            mask, padding = (None if m is None else pad(m, (0, 1)) for m in (mask, padding))
-        bias = self._merged_mask(mask, padding, n)
-        p = self.dropout if self.training else 0.0
-        if need_weights:
-            scores = F.mul(F.matmul(q, F.transpose(k, -2, -1)), 1.0 / math.sqrt(self.head_dim))
-            if bias is not None:
-                scores = F.add(scores, bias)
-            weights = F.softmax(scores, -1)
-            out = F.matmul(weights if p == 0 else dropout(weights, p), v)
-            if average_attn_weights:
-                weights = F.mean(weights, 1)
-        else:
-            out, weights = scaled_dot_product_attention(q, k, v, bias, p), None
-        out = self.out_proj(F.reshape(F.transpose(out, 1, 2), (n, q.shape[2], self.embed_dim)))
+        out, weights = attend(
+            q, k, v, self.num_heads, self._projections(), self.bias_k, self.bias_v,
+            self.add_zero_attn, self.dropout if self.training else 0.0, self.out_proj,
+            key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal,
+        )  # fmt: skip
         if unbatched:
             return F.squeeze(out, 0), None if weights is None else F.squeeze(weights, 0)
         if not self.batch_first:
             out = F.transpose(out, 0, 1)
         return out, weights
 
-    def _merged_mask(self, mask, padding, n):
-        """attn_mask (L, S) or (N * heads, L, S) plus key_padding_mask (N, S), as (N, H, L, S)."""
-        if mask is not None and mask.ndim == 3:
-            mask = F.reshape(mask, (n, self.num_heads, mask.shape[1], mask.shape[2]))
-        if padding is not None:
-            padding = F.reshape(padding, (n, 1, 1, padding.shape[1]))
-            return padding if mask is None else F.add(mask, padding)
-        return mask
-
     # NOTE: no extra_repr: PyTorch prints only the output projection
+
+
+def attend(q, k, v, num_heads, projections, bias_k, bias_v, add_zero_attn, p, project_out,
+           key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal,
+           static_k=None, static_v=None):  # fmt: skip
+    """Multi-head attention of batch-first (N, L, E) inputs: `projections` the q/k/v
+    (weights, biases), `project_out` the output projection; `(output, weights)`."""
+    if is_causal and attn_mask is None:
+        raise UsageError("Need attn_mask if specifying the is_causal hint.")
+    (ws, bs) = projections
+    q, k, v = (linear(t, w, b) for t, w, b in zip((q, k, v), ws, bs))
+    embed_dim = q.shape[2]
+    head_dim = embed_dim // num_heads
+    mask = _float_mask(attn_mask, "attn_mask", q)
+    padding = _float_mask(key_padding_mask, "key_padding_mask", q)
+    n = q.shape[0]
+    if bias_k is not None:
+        k = F.cat([k, F.expand(bias_k, n, 1, embed_dim)], 1)
+        v = F.cat([v, F.expand(bias_v, n, 1, embed_dim)], 1)
+        mask, padding = (None if m is None else pad(m, (0, 1)) for m in (mask, padding))
+    q, k, v = (
+        F.transpose(F.reshape(t, (n, t.shape[1], num_heads, head_dim)), 1, 2) for t in (q, k, v)
+    )
+    if static_k is not None:  # (N * heads, S, head_dim), used as the projected keys
+        k = F.reshape(F.core.lift(static_k, context=(q,))[0], (n, num_heads, -1, head_dim))
+    if static_v is not None:
+        v = F.reshape(F.core.lift(static_v, context=(q,))[0], (n, num_heads, -1, head_dim))
+    if add_zero_attn:
+        zeros = F.core.lift(np.zeros((1, 1, 1, head_dim), dt.as_dtype(k.dtype)), context=(k,))[0]
+        k, v = (F.cat([t, F.expand(zeros, n, num_heads, 1, head_dim)], 2) for t in (k, v))
+        mask, padding = (None if m is None else pad(m, (0, 1)) for m in (mask, padding))
+    bias = _merged_mask(mask, padding, n, num_heads)
+    if need_weights:
+        scores = F.mul(F.matmul(q, F.transpose(k, -2, -1)), 1.0 / math.sqrt(head_dim))
+        if bias is not None:
+            scores = F.add(scores, bias)
+        weights = F.softmax(scores, -1)
+        out = F.matmul(weights if p == 0 else dropout(weights, p), v)
+        if average_attn_weights:
+            weights = F.mean(weights, 1)
+    else:
+        out, weights = scaled_dot_product_attention(q, k, v, bias, p), None
+    out = project_out(F.reshape(F.transpose(out, 1, 2), (n, q.shape[2], embed_dim)))
+    return out, weights
+
+
+def _merged_mask(mask, padding, n, num_heads):
+    """attn_mask (L, S) or (N * heads, L, S) plus key_padding_mask (N, S), as (N, H, L, S)."""
+    if mask is not None and mask.ndim == 3:
+        mask = F.reshape(mask, (n, num_heads, mask.shape[1], mask.shape[2]))
+    if padding is not None:
+        padding = F.reshape(padding, (n, 1, 1, padding.shape[1]))
+        return padding if mask is None else F.add(mask, padding)
+    return mask

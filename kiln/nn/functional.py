@@ -114,6 +114,8 @@ from .functional_misc import (
     lp_pool3d,
     multilabel_margin_loss,
 )
+from .functional_more import *  # noqa: F403
+from .functional_more import __all__ as _more_all
 from .functional_norm import (
     cosine_similarity,
     group_norm,
@@ -244,6 +246,7 @@ __all__ = [
     "upsample",
     "upsample_bilinear",
     "upsample_nearest",
+    *_more_all,
 ]
 
 

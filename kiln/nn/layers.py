@@ -479,10 +479,6 @@ class _InstanceNorm(Module):
         bias: bool = True,
     ):
         super().__init__()
-        if track_running_stats:
-            raise NotImplementedError(
-                f"{type(self).__name__}: track_running_stats=True is not supported by kiln"
-            )
         self.num_features, self.eps, self.momentum, self.affine = (
             num_features,
             eps,
@@ -493,6 +489,10 @@ class _InstanceNorm(Module):
         dtype = dtype or dt.DEFAULT_FLOAT
         self.weight = _param(init.ones(), (num_features,), dtype) if affine else None
         self.bias = _param(init.zeros(), (num_features,), dtype) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros(num_features, dtype))
+            self.register_buffer("running_var", np.ones(num_features, dtype))
+            self.register_buffer("num_batches_tracked", np.array(0, np.int64))
         if device is not None:
             self.to(device)
 
@@ -502,8 +502,26 @@ class _InstanceNorm(Module):
             raise ArgumentError(f"expected {wanted} input (got {x.ndim}D input)")
         batched = x.ndim == self.ndims[1]
         x = x if batched else F.unsqueeze(x, 0)
-        y = functional_norm.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        if self.track_running_stats and not self.training:
+            stats = (self.running_mean, self.running_var)
+            y = functional_norm.instance_norm(x, *stats, self.weight, self.bias, False,
+                                              eps=self.eps)  # fmt: skip
+        else:
+            y = functional_norm.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+            if self.track_running_stats and self.momentum is not None:
+                self._record_updates(y, self._running_updates(x))
         return y if batched else F.squeeze(y, 0)
+
+    def _running_updates(self, x) -> dict:
+        """PyTorch's: the running statistics move towards the mean over the batch of each
+        instance's mean and unbiased variance (num_batches_tracked stays)."""
+        axes = tuple(range(2, x.ndim))
+        n = math.prod(x.shape[a] for a in axes)
+        mean = F.stop_gradient(F.mean(F.mean(x, axes), 0))
+        var = F.stop_gradient(F.mean(F.var(x, axes, correction=1 if n > 1 else 0), 0))
+        m = self.momentum
+        return {"running_mean": self.running_mean * (1 - m) + mean * m,
+                "running_var": self.running_var * (1 - m) + var * m}  # fmt: skip
 
     def extra_repr(self) -> str:
         return (

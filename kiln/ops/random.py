@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 from .. import dtypes as dt
+from .. import shapes as sh
 from .core import defop
 
 _state = {"base": 0, "count": 0}
@@ -136,4 +137,43 @@ random_uniform = defop("random_uniform", _shape_rule, _float_dtype, _uniform, ta
 random_bernoulli = defop(
     "random_bernoulli", _shape_rule, lambda **a: dt.as_dtype(a["dtype"]), _bernoulli,
     tags={"random"},
+)  # fmt: skip
+
+
+def _same_float(*dtypes, **attrs):
+    d = dtypes[0]
+    if not dt.is_float(d) or any(o != d for o in dtypes):
+        raise dt.DTypeError(
+            f"random counts need one float dtype, got {', '.join(map(str, dtypes))}"
+        )
+    return d
+
+
+def _poisson(xp, rate, out=None, *, key, seed):
+    draws = xp.asarray(generator(xp, key).poisson(xp.asarray(rate, dtype=np.float64)))
+    if out is None:
+        return draws.astype(rate.dtype)
+    out[...] = draws
+    return out
+
+
+def _binomial(xp, count, prob, out=None, *, key, seed):
+    shape = np.broadcast_shapes(count.shape, prob.shape)
+    n = xp.broadcast_to(xp.rint(count).astype(np.int64), shape)
+    p = xp.clip(xp.broadcast_to(prob.astype(np.float64), shape), 0.0, 1.0)
+    draws = xp.asarray(generator(xp, key).binomial(n, p))
+    if out is None:
+        return draws.astype(count.dtype)
+    out[...] = draws
+    return out
+
+
+# The counts are piecewise constant in their parameters: zero cotangents, as PyTorch's.
+random_poisson = defop(
+    "random_poisson", lambda s, **a: s, _same_float, _poisson,
+    vjp=lambda ct, y, rate, **a: (None,), tags={"random"},
+)  # fmt: skip
+random_binomial = defop(
+    "random_binomial", lambda a, b, **k: sh.broadcast_shapes(a, b), _same_float, _binomial,
+    vjp=lambda ct, y, count, prob, **a: (None, None), tags={"random"},
 )  # fmt: skip

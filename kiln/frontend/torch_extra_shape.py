@@ -118,7 +118,7 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
 
 
 def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002
-                 indices=None, tensor_indices_or_sections=None) -> tuple:  # fmt: skip
+                 indices=None) -> tuple:  # fmt: skip
     """Splits into `n` parts as equal as possible (the first `size % n` one longer), or at
     the given indices.
 
@@ -126,7 +126,7 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
     >>> [t.tolist() for t in kn.tensor_split(kn.arange(5), 3)]
     [[0, 1], [2, 3], [4]]
     """
-    given = (indices_or_sections, sections, indices, tensor_indices_or_sections)
+    given = (indices_or_sections, sections, indices)
     indices_or_sections = next((v for v in given if v is not None), None)  # PyTorch's names
     if isinstance(indices_or_sections, Symbol):
         raise GraphError(

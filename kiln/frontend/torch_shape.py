@@ -114,9 +114,7 @@ def stack(tensors, dim: int = 0, *, axis=None):
     return call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
 
 
-def split(
-    tensor, split_size_or_sections=None, dim: int = 0, *, axis=None, split_size=None
-) -> tuple:
+def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
     """Pieces of `split_size_or_sections` along `dim` (an int: that size each, the last may be
     smaller; a list: those sizes), as views (PyTorch's `split`).
 
@@ -127,8 +125,6 @@ def split(
     [(1, 2), (4, 2)]
     """
     (x,) = lift(tensor)
-    if split_size is not None:  # the name `Tensor.split` gives it
-        split_size_or_sections = split_size
     if x.ndim == 0:
         raise ShapeError("split expects at least a 1-dimensional tensor")
     dim = sh.normalize_axis(dim_arg(dim, axis, "split"), x.ndim)
@@ -150,6 +146,16 @@ def split(
         return tuple(elements(call("split", x, **attrs), "split", x, **attrs))
     bounds = np.cumsum([0, *sizes]).tolist()
     return tuple(_slice(x, dim, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
+def split_method(self, split_size, dim: int = 0, *, axis=None) -> tuple:
+    """`Tensor.split`: `split` under the method's argument name (`x.split(split_size=2)`).
+
+    >>> import kiln as kn
+    >>> [p.tolist() for p in kn.arange(3).split(split_size=2)]
+    [[0, 1], [2]]
+    """
+    return split(self, split_size, dim, axis=axis)
 
 
 def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A002

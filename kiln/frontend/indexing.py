@@ -21,7 +21,6 @@ from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentTypeError,
-    GraphError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
@@ -128,8 +127,8 @@ def parse(x, items, as_ints: bool = True, selects: bool = True):
     kinds = [_classify(i, as_ints) for i in items]
     if not selects:
         kinds = [("array", v) if k == "select" else (k, v) for k, v in kinds]
-    used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in ("int", "slice", "array", "select")
-               for k, v in kinds)  # fmt: skip
+    counted = ("int", "slice", "array", "select")
+    used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in counted for k, v in kinds)
     if sum(k == "ellipsis" for k, _ in kinds) > 1:
         raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:

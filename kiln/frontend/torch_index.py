@@ -263,7 +263,9 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     host = _host(x)
     found = np.argwhere(host).astype(np.int64)
     if as_tuple:
-        columns = [found[:, k] for k in range(host.ndim)] if host.ndim else [found[:, 0]]
+        columns = [found[:, k] for k in range(host.ndim)]
+        if not host.ndim:  # a 0-d input: one column of zeros, as long as the count (0 or 1)
+            columns = [np.zeros(len(found), np.int64)]
         return tuple(_like(x, np.ascontiguousarray(c)) for c in columns)
     return _like(x, found)
 

@@ -25,6 +25,7 @@ from . import torch_index as ti
 from . import torch_math as tm
 from .core import call, lift
 from .torch_index import _host, _like
+from .torch_shape import _arange_along
 
 __all__ = [
     "argwhere",
@@ -212,10 +213,13 @@ def _unique_graph(x, dim, sort: bool):
             step = tm.argsort(column, 0, stable=True)
             order = step if order is None else s.gather(order, step, 0)
         rows = s.gather(rows, order, 0)
-    differ = m.not_equal(s.getitem(rows, slice(1, None)), s.getitem(rows, slice(0, -1)))
+    # where a run starts: the first row, and each row unlike the one before
+    position = _arange_along(rows)
+    before = s.gather(rows, m.maximum(m.sub(position, 1), 0), 0)
+    differ = m.not_equal(rows, before)
     if rows.ndim > 1:
         differ = m.any(differ, 1)
-    starts = s.concat([_const(np.ones(1, np.bool_), x), differ], 0)
+    starts = m.logical_or(differ, m.equal(position, 0))
     first = ti.nonzero_columns(starts)[0]
     group = m.sub(tm.cumsum(m.cast(starts, dt.int64), 0), 1)  # each row's run
     if order is not None:  # back to the input's order

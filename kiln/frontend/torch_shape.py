@@ -293,11 +293,15 @@ def _host_counts(repeats) -> np.ndarray:
 
 
 def _arange_along(v):
-    """0, 1, … along 1-D graph value `v` (a cumsum of ones: its length may be symbolic)."""
+    """0, 1, … along axis 0 of graph value `v` (a cumsum of ones: its length may be a dim a
+    feed or the run binds)."""
     from . import math as m
     from .torch_math import cumsum
 
-    return m.sub(cumsum(m.add(m.mul(call("cast", v, dtype=np.dtype(np.int64)), 0), 1), 0), 1)
+    zeros = m.mul(call("cast", m.equal(v, v), dtype=np.dtype(np.int64)), 0)
+    if v.ndim > 1:
+        zeros = call("reduce_sum", zeros, axes=tuple(range(1, v.ndim)), keepdims=False)
+    return m.sub(cumsum(m.add(zeros, 1), 0), 1)
 
 
 def _repeat_by_graph_counts(x, repeats, dim: int, output_size):
@@ -311,6 +315,7 @@ def _repeat_by_graph_counts(x, repeats, dim: int, output_size):
     from .torch_math import cumsum
 
     (counts,) = lift(repeats, context=(x,))
+    (x,) = lift(x, context=(counts,))  # an eager input beside graph counts: a constant
     if counts.dtype.kind not in "iu":
         raise ShapeError(f"repeat_interleave: repeats must be integers, got {counts.dtype}")
     n = x.shape[dim]

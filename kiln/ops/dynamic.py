@@ -22,23 +22,63 @@ INT64 = np.dtype(np.int64)
 
 
 def data_atoms(graph) -> frozenset:
-    """The atoms of the dims that the graph's "data_shape" nodes bind when they run."""
-    size, found = _ATOMS.get(graph, (-1, None))
-    if size != len(graph.nodes):  # NOTE: found again where nodes were added since
-        found = frozenset(
-            a for n in graph.nodes if "data_shape" in n.op.tags for a in n.attrs["count"].atoms
-        )
-        _ATOMS[graph] = (len(graph.nodes), found)
+    """The atoms of the dims that a run of the graph binds (`run_bound`)."""
+    return frozenset(run_bound(graph))
+
+
+def run_bound(graph) -> dict:
+    """{atom: the node whose result first has it} for the dims the graph's runs bind: the
+    `count` of each "data_shape" node, and the new dims of the results of nodes that read a
+    value holding such a dim (`y[1:]` of a `y` of a count's length: its own length)."""
+    size, found = _BOUND.get(graph, (-1, None))
+    if size == len(graph.nodes):
+        return found
+    found, static = {}, set()
+    for n in graph.nodes:  # NOTE: found again where nodes were added since
+        shape = tuple(n.out.shape)
+        if "data_shape" in n.op.tags:
+            found.setdefault(n.attrs["count"].atoms[0], n)
+        elif found and any(holds(tuple(i.shape), found.keys()) for i in n.inputs):
+            for a in _atoms(shape):
+                if a not in static:
+                    found.setdefault(a, n)
+        else:
+            static.update(_atoms(shape))
+    _BOUND[graph] = (len(graph.nodes), found)
     return found
 
 
-_ATOMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def with_binders(nodes, seen, fed) -> list:
+    """The results of the nodes that bind the run-bound dims (`run_bound`) that the attrs of
+    the nodes in `seen` (ids) hold, where those are not in `seen` (nor fed)."""
+    if not nodes or not any("data_shape" in n.op.tags for n in nodes):
+        return []
+    bound = run_bound(nodes[0].out.graph)
+    return [
+        bound[a].out
+        for n in nodes
+        if id(n) in seen
+        for v in n.attrs.values()
+        for a in _atoms(v)
+        if a in bound and id(bound[a]) not in seen and id(bound[a].out) not in fed
+    ]
+
+
+def _atoms(value):
+    if isinstance(value, sh.Dim):
+        yield from value.atoms
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _atoms(v)
 
 
 def holds(value, atoms) -> bool:
     """Whether `value` (a dim, or a tuple of them, nested) holds one of `atoms`."""
     if isinstance(value, sh.Dim):
-        return not atoms.isdisjoint(value.atoms)
+        return any(a in atoms for a in value.atoms)
     return isinstance(value, tuple) and any(holds(v, atoms) for v in value)
 
 

@@ -88,13 +88,16 @@ def concrete_shapes(
         if id(node.out) in fed:
             shapes[id(node.out)] = fed[id(node.out)]
             continue
+        ins = [shapes[id(i)] for i in node.inputs]
+        if data and dynamic.unplanned(node, ins, a):  # a length the run gives: bound by then
+            shapes[id(node.out)] = dynamic.partial(tuple(node.out.shape), bindings)
+            continue
         try:
-            shape = node.op.shape_rule(*(shapes[id(i)] for i in node.inputs), **a)
+            shape = node.op.shape_rule(*ins, **a)
         except ShapeError as e:
             raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
                              site=node.site, inputs=node.inputs) from None  # fmt: skip
-        shapes[id(node.out)] = tuple(d if type(d) is sh.Dim and dynamic.holds(d, data) else int(d)
-                                     for d in shape)  # fmt: skip
+        shapes[id(node.out)] = tuple(int(d) for d in shape)
     return shapes, attrs
 
 
@@ -151,7 +154,7 @@ class Specialized:
         self.gets = _planned_tuples(nodes)
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         if self.dynamic:
-            after = dynamic.binders_first(nodes, self.attrs, after)
+            after = dynamic.binders_first(nodes, self.attrs, after, self.graph)
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
                  else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):

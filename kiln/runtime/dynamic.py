@@ -21,7 +21,7 @@ import math
 
 from .. import shapes as sh
 from ..errors import ShapeError, node_error
-from ..ops.dynamic import data_atoms, holds
+from ..ops.dynamic import _atoms, data_atoms, holds, run_bound
 
 __all__ = ["bind", "data_atoms", "dims", "holds", "partial"]
 
@@ -91,28 +91,28 @@ def _unbound(d, bound) -> frozenset:
     return frozenset(a for a in getattr(d, "atoms", ()) if a not in bound)
 
 
-def binders_first(nodes, attrs, after: dict) -> dict:
+def binders_first(nodes, attrs, after: dict, graph) -> dict:
     """`after` (node index -> indices that must run before it) with an edge from the node
-    that binds each dim to every node whose attrs hold that dim (a `broadcast_to` of a
-    gradient to the count's shape reads no value of the node that binds it)."""
-    binder = {}
-    for i, n in enumerate(nodes):
-        if "data_shape" in n.op.tags:
-            binder.setdefault(n.attrs["count"].atoms[0], i)
-    if not binder:
-        return after
+    that binds each dim (`run_bound`) to every node whose attrs hold that dim (a
+    `broadcast_to` of a gradient to the count's shape reads no value of that node)."""
+    bound = run_bound(graph)
+    index = {id(n): i for i, n in enumerate(nodes)}
     after = dict(after)
     for i, n in enumerate(nodes):
-        need = {binder[a] for v in attrs[id(n)].values() for a in _atoms(v) if a in binder}
+        need = {index[id(bound[a])] for v in attrs[id(n)].values() for a in _atoms(v)
+                if a in bound and id(bound[a]) in index}  # fmt: skip
         need.discard(i)
         if need:
             after[i] = set(after.get(i, ())) | need
     return after
 
 
-def _atoms(value):
-    if isinstance(value, sh.Dim):
-        yield from value.atoms
-    elif isinstance(value, tuple):
-        for v in value:
-            yield from _atoms(v)
+def unplanned(node, in_shapes, attrs) -> bool:
+    """Whether `node` gives a result whose shape only the run knows: an op of a data-dependent
+    length, or one reading a value of such a length or with such a length in its (concrete)
+    attrs (their dims the feeds bind are ints there)."""
+    return (
+        "data_shape" in node.op.tags
+        or any(type(d) is not int for s in in_shapes for d in s)
+        or any(True for v in attrs.values() for _ in _atoms(v))
+    )

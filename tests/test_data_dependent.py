@@ -228,7 +228,11 @@ def test_planned_equals_unplanned_and_values_stay_outside_the_arena():
     def build(x):
         h = kn.exp(x) * 2  # static: planned in the arena
         sel = h[x > 0]
-        return (sel * sel + 1).sum() + h.sum(), kn.unique(sel), kn.bincount(kn.cast(h, "int64").flatten())
+        return (
+            (sel * sel + 1).sum() + h.sum(),
+            kn.unique(sel),
+            kn.bincount(kn.cast(h, "int64").flatten()),
+        )
 
     rng = np.random.default_rng(1)
     for _ in range(3):
@@ -288,3 +292,31 @@ def test_errors_name_the_op():
         f = kn.function([x], [kn.bincount(kn.cast(x, "int64")[0])])
         with pytest.raises(IndexError, match="scatter"):  # a negative value: out of range
             f(np.array([[1, -1, 0]], np.float32))
+
+
+def test_lengths_derived_from_a_count():
+    # slices, joins and factories of a count's length: their lengths are bound by the run too
+    # (values from NumPy on y = v[v > 0])
+    v = np.array([1.0, -1.0, 2.0, 3.0, -4.0, 5.0], np.float32)
+    y_np = v[v > 0]
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (6,), name="x")
+        y = x[x > 0]
+        outs = [y[1:], y[::2], y.flip(0), kn.concat([y, x]), kn.zeros_like(y) + 1,
+                y[1:].reshape(1, -1), kn.grad((y[1:] ** 2).sum(), [x])[0]]  # fmt: skip
+        got = kn.function([x], outs)(v)
+    want = [y_np[1:], y_np[::2], y_np[::-1], np.concatenate([y_np, v]), np.ones_like(y_np),
+            y_np[1:].reshape(1, -1), np.where((v > 0) & (np.arange(6) > 0), 2 * v, 0)]  # fmt: skip
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("level", ["1", "2"])
+def test_under_kiln_checks(monkeypatch, level):
+    # KILN_CHECKS=1 checks kernels run in place, =2 numerics too: the same values
+    monkeypatch.setenv("KILN_CHECKS", level)
+    got = _graph(lambda x: ((x[x > 0] * 2).sum() + kn.exp(x).sum(), kn.unique(x[x != 0])), X)
+    want = _graph(lambda x: ((x[x > 0] * 2).sum() + kn.exp(x).sum(), kn.unique(x[x != 0])), X,
+                  plan=False)  # fmt: skip
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -18,12 +18,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import GraphError, NumericsError, ShapeError, node_error
+from ..errors import GraphError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
 from . import dynamic, rebind
 from .alias import Aliases
 from .arena_pieces import nothing, pieces_of
+from .checks import check_in_place, check_numerics
 
 _ALIGN = 64
 
@@ -441,8 +442,8 @@ class Specialized:
     def _generate(self):
         g = self.graph
         names = _Names(self.order, {id(s) for s in (*g.outputs, *g.updates.values())})
-        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": _check_numerics,
-              "check_in_place": _check_in_place}  # fmt: skip
+        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": check_numerics,
+              "check_in_place": check_in_place}  # fmt: skip
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
@@ -534,8 +535,7 @@ class Specialized:
     def _call(self, n, t, v, names, ns, var_index, rand) -> str:
         args = [names[id(i)] for i in n.inputs]
         kernel = None
-        shapes = [self.shapes[id(i)] for i in (*n.inputs, n.out)]
-        unplanned = any(type(d) is not int for s in shapes for d in s)  # a length the run gives
+        unplanned = id(n.out) in self.dynamic or any(id(i) in self.dynamic for i in n.inputs)
         if n.op.prepare is not None and not unplanned:  # for this signature, its attrs bound
             kernel = n.op.prepare(
                 self.backend, [self.shapes[id(i)] for i in n.inputs], [i.dtype for i in n.inputs],
@@ -708,33 +708,6 @@ class Specialized:
                 return self.lines.get(tb.tb_lineno)
             tb = tb.tb_next
         return None
-
-
-def _check_numerics(value, node) -> None:
-    """Raises NumericsError when `value` (the output of `node`) holds NaN or Inf."""
-    if bool((value - value == 0).all()):  # NOTE: x - x is NaN exactly where x is NaN or Inf
-        return
-    host = np.asarray(value.get() if hasattr(value, "get") else value)
-    nans = int(np.isnan(host).sum())
-    infs = int(np.isinf(host).sum())
-    raise node_error(
-        NumericsError, f"produced {nans} NaN and {infs} Inf values among {host.size} "
-        "(check_numerics)", op=node.op.name, name=node.name, site=node.site, inputs=node.inputs,
-    )  # fmt: skip
-
-
-def _check_in_place(xp, value, reference, node) -> None:
-    """KILN_CHECKS=1: raises GraphError when a kernel that wrote into an input's storage gave
-    other values than the same kernel writing into fresh memory (NaN equal to NaN)."""
-    if isinstance(value, tuple):  # the results of a fused node with several
-        for v, r in zip(value, reference):
-            _check_in_place(xp, v, r, node)
-        return
-    if not bool(xp.array_equal(value, reference, equal_nan=value.dtype.kind in "fc")):
-        raise node_error(GraphError, "the kernel run in place gave other values than out of "
-                         "place (KILN_CHECKS=1): an aliasing bug in the memory plan",
-                         op=node.op.name, name=node.name, site=node.site,
-                         inputs=node.inputs)  # fmt: skip
 
 
 class _Names:

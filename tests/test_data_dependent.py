@@ -320,3 +320,20 @@ def test_under_kiln_checks(monkeypatch, level):
                   plan=False)  # fmt: skip
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_onnx_export_runs_the_same(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    v = np.array([[1.0, -1.0, 2.0], [0.0, 3.0, -2.0]], np.float32)
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2, 3), name="x")
+        counts = kn.cast(kn.abs(x[0]), "int64")
+        outs = [x[x > 0] * 2, kn.nonzero(x), kn.bincount(counts), kn.nonzero(x.sum() > 0)]
+        outs += [kn.unique(x, return_counts=True)[1], kn.repeat_interleave(x, counts, dim=1)]
+        f = kn.function([x], outs)
+        want = f(v)
+        kn.export_onnx(f, str(tmp_path / "dyn.onnx"))
+    got = ort.InferenceSession(str(tmp_path / "dyn.onnx")).run(None, {"x": v})
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)

@@ -220,12 +220,16 @@ def masked_select(input, mask):  # noqa: A002
         raise DTypeError(f"masked_select: expected a boolean mask, got {mask.dtype}")
     shape = sh.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
     size = sh.dim_product(shape)
-    flat = call("reshape", call("broadcast_to", x, shape=shape), shape=(size,))
+    flat = call("reshape", _broadcast(x, shape), shape=(size,))
     if isinstance(x, Symbol) or isinstance(mask, Symbol):
-        flat_mask = call("reshape", call("broadcast_to", mask, shape=shape), shape=(size,))
+        flat_mask = call("reshape", _broadcast(mask, shape), shape=(size,))
         return s.gather(flat, nonzero_columns(flat_mask)[0], 0)
     keep = np.flatnonzero(np.broadcast_to(_host(mask), shape))
     return s.gather(flat, keep, 0)
+
+
+def _broadcast(x, shape):
+    return x if tuple(x.shape) == tuple(shape) else call("broadcast_to", x, shape=shape)
 
 
 def nonzero_columns(x) -> list:

@@ -150,3 +150,31 @@ CASES += [
     OpCase("index_put", "index_put", lambda x, i, v: kn.index_put(x, (i,), v, accumulate=True),
            inputs((4, 2), [3, 0, 3], values=(3, 2)), _added),
 ]  # fmt: skip
+
+
+# A mask the graph computes: `nonzero` gives its coordinates, as many as the run finds (a dim
+# it binds); `arange_of` a range as long as a value the graph computes. NumPy's references.
+def _counts(rng, dtype):
+    return [np.asarray(rng.integers(0, 5, 7), dtype)]
+
+
+def _put_zero(x):
+    out = x.copy()
+    out[x > 0] = 0
+    return out
+
+
+CASES += [
+    OpCase("nonzero", "graph-mask", lambda x: kn.getitem(x, x > 0), inputs((3, 4)),
+           lambda x: x[x > 0]),
+    OpCase("nonzero", "graph-mask-rows", lambda x: kn.getitem(x, (S, x[0] > 0)),
+           inputs((3, 4)), lambda x: x[:, x[0] > 0]),
+    OpCase("nonzero", "nonzero-2d", lambda x: kn.nonzero(x), inputs((3, 4)),
+           lambda x: np.argwhere(x), ("float32", "int64", "bool")),
+    OpCase("nonzero", "masked-put", lambda x: kn.index_put(x, (x > 0,), 0.0),
+           inputs((3, 4)), _put_zero),
+    OpCase("arange_of", "bincount", lambda x: kn.bincount(x), _counts,
+           lambda x: np.bincount(x).astype(np.int64), ("int64", "int32")),
+    OpCase("arange_of", "repeat_interleave", lambda x: kn.repeat_interleave(x),
+           _counts, lambda x: np.repeat(np.arange(7), x), ("int64",)),
+]  # fmt: skip

@@ -54,15 +54,16 @@ def test_the_same_function_runs_on_symbols_and_as_methods():
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_eager_only_functions_refuse_graph_mode_saying_why():
+def test_data_dependent_functions_build_graphs():
+    # their lengths are dims the run binds (tests/test_data_dependent.py has the rest)
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (3,), name="x")
-        with pytest.raises(kn.GraphError, match="nonzero .* depends on the data"):
-            kn.nonzero(x)
-        with pytest.raises(kn.GraphError, match="masked_select .* eager mode only"):
-            kn.masked_select(x, x > 0)
-        with pytest.raises(kn.GraphError, match="repeat_interleave .* data-dependent"):
-            kn.repeat_interleave(x, kn.placeholder(kn.int64, (3,)))
+        r = kn.placeholder(kn.int64, (3,), name="r")
+        f = kn.function([x, r], [kn.nonzero(x), kn.masked_select(x, x > 0),
+                                 kn.repeat_interleave(x, r)])  # fmt: skip
+        got = f(np.array([0.0, 2.0, -1.0], np.float32), np.array([1, 0, 2]))
+    # NumPy's argwhere, x[x > 0] and repeat
+    assert [g.tolist() for g in got] == [[[1], [2]], [2.0], [0.0, -1.0, -1.0]]
 
 
 def test_equal_and_allclose_give_bools_eagerly_and_symbols_in_graph_mode():

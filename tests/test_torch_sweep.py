@@ -28,14 +28,8 @@ from torch_sweep_cases import CASES  # noqa: E402
 # family/case/mode patterns -> why it still differs from PyTorch
 KNOWN = {
     "unary*/angle-*/*": "angle (complex numbers) is not built",
-    "indexing/bool-mask-*/compile": "a boolean mask gives a data-dependent shape",
-    "tensor-ops/nonzero-*/[gc]*": "nonzero gives a data-dependent shape",
-    "tensor-ops/masked_select-*/[gc]*": "masked_select gives a data-dependent shape",
     "nn.functional/one_hot-auto/[gc]*": "num_classes=-1 needs the values of the indices",
     "tensor-ops/trace-*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
-    "tensor-ops/argwhere-*/[gc]*": "argwhere gives a data-dependent shape",
-    "tensor-ops/bincount-*/[gc]*": "bincount gives a data-dependent shape",
-    "data/*-eager-only/[gc]*": "a data-dependent shape (eager only)",
     "dtypes/*cfloat/*": "complex dtypes are not supported",
     "dtypes/*complex64/*": "complex dtypes are not supported",
     "dtypes/is_floating_point-dtype/*": "kiln's dtypes are NumPy's, whose classes take no new "

@@ -559,40 +559,40 @@ case(
     modes=("eager",),
 )
 
-# counting, order statistics (kiln/frontend/torch_data.py, torch_stats.py); "-eager-only":
-# a data-dependent shape, refused in graph mode and under kn.compile (listed in KNOWN)
+# counting, order statistics (kiln/frontend/torch_data.py, torch_stats.py); "-dyn": a
+# data-dependent shape (in graph mode and under kn.compile, a dim the run binds)
 _TIES = np.array([[1.0, 2.0, 2.0, 3.0, 3.0, 1.0], [5.0, 5.0, 4.0, 4.0, 4.0, 5.0]], np.float32)
 _NAN = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, 0.5, np.nan, np.nan]], np.float32)
 _COUNTS = np.array([0, 1, 1, 3, 5, 1], np.int64)
 DATA = [
     (
-        "unique-eager-only",
+        "unique-dyn",
         lambda L, x: L.unique(x, return_inverse=True, return_counts=True),
         arr((2, 5), "i64"),
     ),
     (
-        "unique-dim-eager-only",
+        "unique-dim-dyn",
         lambda L, x: L.unique(x > 0, dim=1, return_inverse=True),
         arr((2, 5), "i64"),
     ),
-    ("unique-method-eager-only", lambda L, x: x.unique(sorted=True), arr((7,), "f32")),
+    ("unique-method-dyn", lambda L, x: x.unique(sorted=True), arr((7,), "f32")),
     (
-        "unique_consecutive-eager-only",
+        "unique_consecutive-dyn",
         lambda L, x: L.unique_consecutive(x, return_inverse=True, return_counts=True),
         _TIES,
     ),
     (
-        "unique_consecutive-dim-eager-only",
+        "unique_consecutive-dim-dyn",
         lambda L, x: L.unique_consecutive(x, dim=1, return_counts=True),
         _TIES,
     ),
     (
-        "bincount-weights-eager-only",
+        "bincount-weights-dyn",
         lambda L, x: L.bincount(x, weights=x.float() * 0.5, minlength=8),
         _COUNTS,
     ),
     ("bincount-neg", lambda L, x: L.bincount(x - 1), _COUNTS),
-    ("argwhere-0d-eager-only", lambda L, x: L.argwhere(x), np.asarray(3.0, np.float32)),
+    ("argwhere-0d-dyn", lambda L, x: L.argwhere(x), np.asarray(3.0, np.float32)),
     (
         "nonzero_static-pad",
         lambda L, x: L.nonzero_static(x > 0, size=9, fill_value=-2),

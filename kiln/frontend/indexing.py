@@ -21,7 +21,6 @@ from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentTypeError,
-    GraphError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
@@ -38,8 +37,8 @@ _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
 def getitem(x, index):
     """`x[index]` with PyTorch's rules: ints, slices, None, Ellipsis, integer arrays or
     tensors (several: their broadcast shape goes where they are when adjacent, else first)
-    and boolean masks (eager, or NumPy masks in graph mode: the shape must not depend on
-    values the graph computes).
+    and boolean masks (a mask the graph computes selects as many elements as it holds: a
+    dim the run binds, kiln/ops/dynamic.py).
 
     >>> import kiln as kn, numpy as np
     >>> kn.getitem(np.arange(12).reshape(3, 4), (slice(None), np.array([3, 0])))
@@ -148,8 +147,8 @@ def parse(x, items, as_ints: bool = True, selects: bool = True):
     kinds = [_classify(i, as_ints) for i in items]
     if not selects:
         kinds = [("array", v) if k == "select" else (k, v) for k, v in kinds]
-    used = sum(np.ndim(v) if k == "mask" else k in ("int", "slice", "array", "select")
-               for k, v in kinds)  # fmt: skip
+    counted = ("int", "slice", "array", "select")
+    used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in counted for k, v in kinds)
     if sum(k == "ellipsis" for k, _ in kinds) > 1:
         raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
@@ -162,10 +161,13 @@ def parse(x, items, as_ints: bool = True, selects: bool = True):
             n = x.ndim - used
             spec += [_FULL] * n
             axis, dim = axis + n, dim + n
-        elif kind in ("none", "bool"):
+        elif kind in ("none", "bool", "graph_bool"):
             spec.append(("newaxis",))
             if kind == "bool":  # a 0-d mask: a new dim of size 1 (True) or 0 (False)
                 arrays.append(np.zeros(int(v), np.int64))
+                axes.append(axis)
+            elif kind == "graph_bool":  # one the graph computes: its length the run binds
+                arrays.append(_graph_mask(v)[0])
                 axes.append(axis)
             axis += 1
         elif kind == "int":
@@ -174,11 +176,12 @@ def parse(x, items, as_ints: bool = True, selects: bool = True):
         elif kind == "slice":
             spec.append(_slice_spec(v))
             axis, dim = axis + 1, dim + 1
-        elif kind == "mask":
+        elif kind in ("mask", "graph_mask"):
             _check_mask(x, v, dim)
-            for k, i in enumerate(np.nonzero(v)):
+            found = np.nonzero(v) if kind == "mask" else _graph_mask(v)
+            for k, i in enumerate(found):
                 spec.append(_FULL)
-                arrays.append(i.astype(np.int64))
+                arrays.append(i.astype(np.int64) if kind == "mask" else i)
                 axes.append(axis + k)
             axis, dim = axis + v.ndim, dim + v.ndim
         elif kind == "select":
@@ -239,12 +242,9 @@ def _classify(item, as_ints: bool):
         return "int", int(item)
     if isinstance(item, Symbol):
         if item.dtype in (np.bool_, np.uint8):
-            raise GraphError(
-                f"indexing with the boolean Symbol '{item.name}' gives a shape that depends on "
-                "its values, which graph mode and kn.compile must know when the graph is "
-                "built: use kn.where(mask, x, other) or x.masked_fill(~mask, value) to keep "
-                "the shape, or index in eager mode (a NumPy mask is static and works here)"
-            )
+            if item.dtype == np.uint8:
+                _as_mask(np.zeros(0, np.uint8))  # PyTorch's deprecation warning
+            return ("graph_bool" if item.ndim == 0 else "graph_mask"), item
         _check_dtype(item.dtype)
         return ("select" if item.ndim == 0 and as_ints else "array"), item
     if _is_tensor(item):
@@ -294,13 +294,20 @@ def _check_dtype(dtype) -> None:
         )
 
 
-def _check_mask(x, mask: np.ndarray, dim: int) -> None:
+def _graph_mask(mask) -> list:
+    """The coordinates of a mask the graph computes, one 1-D index value per dim."""
+    from .torch_index import nonzero_columns
+
+    return nonzero_columns(mask)
+
+
+def _check_mask(x, mask, dim: int) -> None:
     shape = tuple(x.shape[dim : dim + mask.ndim])
-    for have, want in zip(shape, mask.shape):
-        if isinstance(have, int) and have != want:
+    for have, want in zip(shape, tuple(mask.shape)):
+        if isinstance(have, int) and isinstance(want, int) and have != want:
             raise IndexOutOfRangeError(
                 f"The shape of the mask {list(mask.shape)} at index {dim} does not match the "
                 f"shape of the indexed tensor {list(x.shape)} at index {dim} (at {user_site()})"
             )
-        if not isinstance(have, int):
+        if not isinstance(have, int) or not isinstance(want, int):
             sh.require_equal(have, want, f"the mask {list(mask.shape)} at index {dim}")

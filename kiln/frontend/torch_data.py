@@ -1,7 +1,9 @@
-"""PyTorch's counting and placing functions. Those whose result's shape depends on the data
-(`unique`, `unique_consecutive`, `bincount`, `argwhere`) run in eager mode only and name
-themselves in graph mode; those of a static shape (`histc`, `histogram`, `nonzero_static`,
-`masked_scatter`, `put`) are kiln ops, so they trace and compile, with gradients."""
+"""PyTorch's counting and placing functions. Those whose result's length depends on the data
+(`unique`, `unique_consecutive`, `bincount`, `argwhere`) compute eagerly on the host; in a
+graph (and under kn.compile) they are built from the `nonzero` and `arange_of` ops, whose
+lengths are dims the run binds (kiln/ops/dynamic.py), and ops of static shapes. Those of a
+static shape (`histc`, `histogram`, `nonzero_static`, `masked_scatter`, `put`) are kiln ops,
+so they trace and compile, with gradients."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import (
-    GraphError,
     IndexOutOfRangeError,
     ShapeError,
     ShapeMismatchError,
@@ -23,8 +24,9 @@ from . import math as m
 from . import shape as s
 from . import torch_index as ti
 from . import torch_math as tm
-from .core import lift
+from .core import call, lift
 from .torch_index import _host, _like
+from .torch_shape import _arange_along
 
 __all__ = [
     "argwhere",
@@ -39,22 +41,6 @@ __all__ = [
 ]
 
 
-def _eager_only(op: str, why: str, *values):
-    """The error of a data-dependent op given a graph value: its op, site and inputs."""
-    return call_error(
-        GraphError,
-        f"{op} gives a tensor whose shape depends on the data ({why}): it runs in eager mode "
-        "only, not in graph mode or under kn.compile",
-        op,
-        *values,
-    )
-
-
-def _eager(op: str, why: str, *values):
-    if any(isinstance(v, Symbol) for v in values):
-        raise _eager_only(op, why, *values)
-
-
 def unique(
     input,  # noqa: A002 -- PyTorch's argument names
     sorted: bool = True,  # noqa: A002
@@ -64,14 +50,15 @@ def unique(
 ):
     """The distinct elements, sorted (of the flattened input, or the distinct slices along
     `dim`), with where each element went (`return_inverse`) and how often each occurs
-    (`return_counts`). Eager only: the length depends on the data. NaNs stay distinct.
+    (`return_counts`). In a graph the length is a dim the run binds. NaNs stay distinct.
 
     >>> import kiln as kn
     >>> kn.unique(kn.tensor([3, 1, 2, 3, 1]), return_inverse=True, return_counts=True)
     (tensor([1, 2, 3]), tensor([2, 0, 1, 2, 0]), tensor([2, 1, 2]))
     """
     (x,) = lift(input)
-    _eager("unique", "its length is the number of distinct elements", x)
+    if isinstance(x, Symbol):
+        return _select(_unique_graph(x, dim, sort=True), return_inverse, return_counts)
     host = _host(x)
     if dim is None:
         out, inverse, counts = np.unique(
@@ -102,14 +89,16 @@ def unique_consecutive(
     return_counts: bool = False,
     dim=None,
 ):
-    """Each run of equal consecutive elements (or slices along `dim`) kept once. Eager only.
+    """Each run of equal consecutive elements (or slices along `dim`) kept once (in a graph,
+    as many as the run finds: a dim it binds).
 
     >>> import kiln as kn
     >>> kn.unique_consecutive(kn.tensor([1, 1, 2, 2, 3, 1, 1]), return_counts=True)
     (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 2]))
     """
     (x,) = lift(input)
-    _eager("unique_consecutive", "its length is the number of runs", x)
+    if isinstance(x, Symbol):
+        return _select(_unique_graph(x, dim, sort=False), return_inverse, return_counts)
     host = _host(x)
     flat = dim is None
     if flat:
@@ -129,7 +118,7 @@ def unique_consecutive(
 
 def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
     """How often each value 0, 1, … occurs in the 1-D non-negative integer `input` (with
-    `weights`: their sums), at least `minlength` long. Eager only.
+    `weights`: their sums), at least `minlength` long (in a graph: a dim the run binds).
 
     >>> import kiln as kn
     >>> kn.bincount(kn.tensor([0, 1, 1, 3])), kn.bincount(kn.tensor([1]), minlength=3)
@@ -137,7 +126,6 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
     """
     (x,) = lift(input)
     w = None if weights is None else lift(weights, context=(x,))[0]
-    _eager("bincount", "its length is the largest value plus one", x, w)
     if not dt.is_int(x.dtype) or x.dtype == np.bool_:
         raise call_error(
             UnsupportedDTypeError,
@@ -145,8 +133,7 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
             "bincount",
             x,
         )
-    host = _host(x)
-    if host.ndim != 1 or (host.size and host.min() < 0):
+    if x.ndim != 1 or not isinstance(x, Symbol) and (_host(x).size and _host(x).min() < 0):
         raise call_error(
             ShapeMismatchError,
             "bincount only supports 1-d non-negative integral inputs.",
@@ -155,6 +142,9 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
         )
     if minlength < 0:
         raise call_error(ShapeMismatchError, "minlength should be >= 0", "bincount", x)
+    if isinstance(x, Symbol) or isinstance(w, Symbol):
+        return _bincount_graph(x, w, minlength)
+    host = _host(x)
     if w is None:
         return _like(x, np.bincount(host, minlength=minlength).astype(np.int64))
     wh = _host(w)
@@ -171,7 +161,7 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
 
 
 def argwhere(input):  # noqa: A002
-    """The indices of the nonzero elements, one row each (`nonzero(input)`). Eager only.
+    """The indices of the nonzero elements, one row each (`nonzero(input)`).
 
     >>> import kiln as kn
     >>> kn.argwhere(kn.tensor([[0, 1], [2, 0]]))
@@ -179,8 +169,87 @@ def argwhere(input):  # noqa: A002
             [1, 0]])
     """
     (x,) = lift(input)
-    _eager("argwhere", "its length is the number of nonzero elements", x)
     return ti.nonzero(x)
+
+
+def _select(results, return_inverse, return_counts):
+    values, inverse, counts = results
+    picked = [values, *([inverse] if return_inverse else []), *([counts] if return_counts else [])]
+    return picked[0] if len(picked) == 1 else tuple(picked)
+
+
+def _unique_graph(x, dim, sort: bool):
+    """(values, inverse, counts) of `unique` (`sort`) or `unique_consecutive` of graph value
+    `x`: the runs of equal elements (or slices along `dim`) of x, sorted first when `sort`
+    (slices lexicographically: a stable sort by each column, the last first), found by
+    `nonzero` of where each run starts; their count is a dim the run binds."""
+    flat = dim is None
+    if flat:
+        dim, rows = 0, s.reshape(x, (-1,))
+    else:
+        dim = sh.normalize_axis(dim, max(x.ndim, 1))
+        perm = (dim, *(d for d in range(x.ndim) if d != dim))
+        moved = call("transpose", x, perm=perm) if x.ndim else s.reshape(x, (1,))
+        rows = s.reshape(moved, (moved.shape[0], -1))
+    n = rows.shape[0]
+    if isinstance(n, int) and n == 0:  # nothing to find: empty results of static shapes
+        none = _const(np.zeros(0, np.int64), x)
+        if flat:
+            return s.reshape(x, (0,)), m.cast(x, dt.int64), none
+        return s.reshape(x, tuple(x.shape)), none, none
+    order = None
+    if sort:
+        keys = s.reshape(rows, (n, 1)) if rows.ndim == 1 else rows
+        width = keys.shape[1]
+        if not isinstance(width, int):
+            why = (
+                f"unique along a dim of slices of a symbolic size ({width}): give them static sizes"
+            )
+            raise call_error(ShapeMismatchError, why, "unique", x)
+        order = _const(np.arange(n, dtype=np.int64), x) if isinstance(n, int) else None
+        for c in reversed(range(width)):  # a stable sort by each column: lexicographic
+            column = s.getitem(keys, (slice(None), c))
+            if order is not None:
+                column = s.gather(column, order, 0)
+            step = tm.argsort(column, 0, stable=True)
+            order = step if order is None else s.gather(order, step, 0)
+        rows = s.gather(rows, order, 0)
+    # where a run starts: the first row, and each row unlike the one before
+    position = _arange_along(rows)
+    before = s.gather(rows, m.maximum(m.sub(position, 1), 0), 0)
+    differ = m.not_equal(rows, before)
+    if rows.ndim > 1:
+        differ = m.any(differ, 1)
+    starts = m.logical_or(differ, m.equal(position, 0))
+    first = ti.nonzero_columns(starts)[0]
+    group = m.sub(tm.cumsum(m.cast(starts, dt.int64), 0), 1)  # each row's run
+    if order is not None:  # back to the input's order
+        group = s.gather(group, tm.argsort(order, 0, stable=True), 0)
+    counts = ti.scatter_add(m.mul(first, 0), 0, group, m.cast(m.greater_equal(group, 0), dt.int64))
+    if flat:
+        values = s.gather(rows, first, 0)
+        group = s.reshape(group, tuple(x.shape))
+    else:
+        picked = first if order is None else s.gather(order, first, 0)
+        values = s.gather(x, picked, dim) if x.ndim else s.reshape(x, (1,))
+    return values, group, counts
+
+
+def _bincount_graph(x, w, minlength: int):
+    """`bincount` of graph value `x`: its length, max(x) + 1 or `minlength`, is a dim the run
+    binds (`arange_of`); the counts (sums of `w`) are a scatter-add into zeros of it."""
+    top = m.amax(s.concat([x, _const(np.array([-1], x.dtype), x)], 0))  # -1 where x is empty
+    length = m.maximum(m.add(m.cast(top, dt.int64), 1), np.int64(minlength))
+    bins = call("arange_of", length, count=sh.Dim())
+    idx = m.cast(x, dt.int64)
+    if w is None:
+        return ti.scatter_add(m.mul(bins, 0), 0, idx, m.cast(m.greater_equal(idx, 0), dt.int64))
+    if w.ndim != 1 or sh.broadcast_shapes(tuple(w.shape), tuple(x.shape)) != tuple(x.shape):
+        why = "weights should be 1-d and have the same length as input"
+        raise call_error(ShapeMismatchError, why, "bincount", x, w)
+    dtype = np.dtype(np.float32) if w.dtype == np.float32 else np.dtype(np.float64)
+    zeros = m.cast(m.mul(bins, 0), dtype)
+    return ti.scatter_add(zeros, 0, idx, m.cast(w, dtype))
 
 
 def nonzero_static(input, *, size: int, fill_value: int = -1):  # noqa: A002

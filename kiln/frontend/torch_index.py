@@ -1,6 +1,8 @@
 """PyTorch's indexing functions: `gather`, `scatter` (and `scatter_add`, `scatter_reduce`),
-`index_select`, `masked_fill`, and the eager-only ones whose result's shape depends on the
-data (`masked_select`, `nonzero`). NumPy's `take` stays as `kn.take`."""
+`index_select`, `masked_fill`, and those whose result's shape depends on the data
+(`masked_select`, `nonzero`): eagerly computed on the host, in a graph built on the `nonzero`
+op, whose length is a dim the run binds (kiln/ops/dynamic.py). NumPy's `take` stays as
+`kn.take`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, GraphError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from ..graph.core import Symbol
 from ..ops.index import check_index_shape
 from . import math as m
@@ -204,29 +206,43 @@ def masked_fill(input, mask, value):  # noqa: A002
     return m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
 
 
-def _eager_only(name: str, why: str):
-    return GraphError(
-        f"{name} gives a tensor whose shape depends on the data ({why}): it works in eager "
-        "mode only, not in graph mode or under kn.compile"
-    )
-
-
 def masked_select(input, mask):  # noqa: A002
-    """The elements of `input` where `mask` holds (both broadcast), as a 1-D tensor. Eager only.
+    """The elements of `input` where `mask` holds (both broadcast), as a 1-D tensor (in a
+    graph, of a length the run binds). Gradients reach `input`.
 
     >>> import kiln as kn
     >>> kn.masked_select(kn.tensor([[1, 2], [3, 4]]), kn.tensor([True, False]))
     tensor([1, 3])
     """
     x, mask = lift(input, mask)
-    if isinstance(x, Symbol) or isinstance(mask, Symbol):
-        raise _eager_only("masked_select", "its length is the number of true mask elements")
     if mask.dtype != np.bool_:
         raise DTypeError(f"masked_select: expected a boolean mask, got {mask.dtype}")
     shape = sh.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
-    flat = call("reshape", call("broadcast_to", x, shape=shape), shape=(sh.dim_product(shape),))
+    size = sh.dim_product(shape)
+    flat = call("reshape", _broadcast(x, shape), shape=(size,))
+    if isinstance(x, Symbol) or isinstance(mask, Symbol):
+        flat_mask = call("reshape", _broadcast(mask, shape), shape=(size,))
+        return s.gather(flat, nonzero_columns(flat_mask)[0], 0)
     keep = np.flatnonzero(np.broadcast_to(_host(mask), shape))
     return s.gather(flat, keep, 0)
+
+
+def _broadcast(x, shape):
+    return x if tuple(x.shape) == tuple(shape) else call("broadcast_to", x, shape=shape)
+
+
+def nonzero_columns(x) -> list:
+    """The coordinates of graph value `x`'s nonzero elements, one 1-D int64 value per dim
+    (one for a 0-d `x`), all of one length: a dim the run binds (the `nonzero` op)."""
+    if x.ndim == 0:  # one column of zeros, as long as the count (0 or 1)
+        found = call("nonzero", call("reshape", x, shape=(1,)), count=sh.Dim())
+        return [m.mul(_column(found, 0), 0)]
+    found = call("nonzero", x, count=sh.Dim())
+    return [_column(found, k) for k in range(x.ndim)]
+
+
+def _column(found, k: int):
+    return call("index", found, spec=(("slice", None, None, None), ("int", k)))
 
 
 def _host(t) -> np.ndarray:
@@ -235,7 +251,7 @@ def _host(t) -> np.ndarray:
 
 def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     """The indices of the nonzero elements: an (n, ndim) int64 tensor, or with `as_tuple` one
-    1-D tensor per dim. Eager only.
+    1-D tensor per dim. In a graph the count is a dim the run binds.
 
     >>> import kiln as kn
     >>> kn.nonzero(kn.tensor([[0, 1], [2, 0]]))
@@ -244,11 +260,15 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     """
     (x,) = lift(input)
     if isinstance(x, Symbol):
-        raise _eager_only("nonzero", "its length is the number of nonzero elements")
+        if as_tuple:
+            return tuple(nonzero_columns(x))
+        return call("nonzero", x, count=sh.Dim())
     host = _host(x)
     found = np.argwhere(host).astype(np.int64)
     if as_tuple:
-        columns = [found[:, k] for k in range(host.ndim)] if host.ndim else [found[:, 0]]
+        columns = [found[:, k] for k in range(host.ndim)]
+        if not host.ndim:  # a 0-d input: one column of zeros, as long as the count (0 or 1)
+            columns = [np.zeros(len(found), np.int64)]
         return tuple(_like(x, np.ascontiguousarray(c)) for c in columns)
     return _like(x, found)
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import GraphError, ShapeError
+from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.multi import elements
@@ -249,9 +249,11 @@ def repeat(input, *args, repeats=None):  # noqa: A002
     return call("tile", x, reps=sizes)
 
 
-def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
     """Each element repeated `repeats` times (an int, or one count per element along `dim`),
-    consecutively; `dim=None` flattens first (PyTorch's `repeat_interleave`).
+    consecutively; `dim=None` flattens first (PyTorch's `repeat_interleave`). Counts the
+    graph computes give a length the run binds. `repeat_interleave(counts)`: the indices
+    0, 1, … each repeated its count times.
 
     >>> import kiln as kn
     >>> kn.repeat_interleave(kn.tensor([1, 2]), 2)
@@ -264,14 +266,20 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
     from .shape import gather as index_select  # NumPy's take along one dim, indices in range
 
     (x,) = lift(input)
+    if repeats is None:  # the counts alone: repeat their indices
+        if x.ndim != 1:
+            raise ShapeError(f"repeat_interleave: repeats must be 1-d, got {x.ndim}-d")
+        if not isinstance(x, Symbol):
+            from .torch_index import _like
+
+            return _like(x, np.repeat(np.arange(x.shape[0]), _host_counts(x)))
+        x, repeats = call("cast", _arange_along(x), dtype=np.dtype(np.int64)), x
     if dim is None:
         x, dim = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
     dim = sh.normalize_axis(dim, x.ndim)
     if isinstance(repeats, Symbol):
-        raise GraphError(
-            "repeat_interleave with a tensor of counts has a data-dependent shape: eager only"
-        )
-    counts = np.asarray(repeats.detach().cpu().numpy() if hasattr(repeats, "detach") else repeats)
+        return _repeat_by_graph_counts(x, repeats, dim, output_size)
+    counts = _host_counts(repeats)
     if counts.size == 1 and counts.ndim <= 1:  # one count for every element
         r = int(counts.reshape(-1)[0])
         if r < 0:
@@ -291,6 +299,58 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
     if output_size is not None and out.shape[dim] != output_size:
         raise ShapeError(f"repeat_interleave: output_size {output_size} != {out.shape[dim]}")
     return out
+
+
+def _host_counts(repeats) -> np.ndarray:
+    return np.asarray(repeats.detach().cpu().numpy() if hasattr(repeats, "detach") else repeats)
+
+
+def _arange_along(v):
+    """0, 1, … along axis 0 of graph value `v` (a cumsum of ones: its length may be a dim a
+    feed or the run binds)."""
+    from . import math as m
+    from .torch_math import cumsum
+
+    zeros = m.mul(call("cast", m.equal(v, v), dtype=np.dtype(np.int64)), 0)
+    if v.ndim > 1:
+        zeros = call("reduce_sum", zeros, axes=tuple(range(1, v.ndim)), keepdims=False)
+    return m.sub(cumsum(m.add(zeros, 1), 0), 1)
+
+
+def _repeat_by_graph_counts(x, repeats, dim: int, output_size):
+    """`repeat_interleave` by counts the graph computes: output position p takes the element
+    whose run holds p, found by marking where each element's run starts inside the output (a
+    scatter-add of ones into zeros of the output's length, a dim the run binds unless
+    `output_size` gives it) and counting the marks up to p."""
+    from . import math as m
+    from .shape import gather as index_gather
+    from .torch_index import masked_select, scatter_add
+    from .torch_math import cumsum
+
+    (counts,) = lift(repeats, context=(x,))
+    (x,) = lift(x, context=(counts,))  # an eager input beside graph counts: a constant
+    if counts.dtype.kind not in "iu":
+        raise ShapeError(f"repeat_interleave: repeats must be integers, got {counts.dtype}")
+    n = x.shape[dim]
+    if counts.ndim == 0 or counts.shape == (1,):  # one count for every element
+        counts = call("broadcast_to", call("reshape", counts, shape=()), shape=(n,))
+    if counts.ndim != 1:
+        raise ShapeError(f"repeat_interleave: repeats must be 0-d or 1-d, got {counts.ndim}-d")
+    sh.require_equal(counts.shape[0], n, "repeat_interleave: repeats and the input's dim")
+    counts = call("cast", counts, dtype=np.dtype(np.int64))
+    ends = cumsum(counts, 0)
+    total = call("reduce_sum", counts, axes=(0,), keepdims=False)
+    if output_size is None:
+        positions = call("arange_of", total, count=sh.Dim())
+    else:
+        positions = lift(np.arange(int(output_size), dtype=np.int64), context=(x,))[0]
+    zeros = m.mul(positions, 0)
+    if isinstance(n, int) and n <= 1:
+        return index_gather(x, zeros, dim)
+    starts = call("index", ends, spec=(("slice", 0, -1, None),))  # where element k + 1 starts
+    starts = masked_select(starts, m.less(starts, total))  # those inside the output
+    marks = scatter_add(zeros, 0, starts, m.add(m.mul(starts, 0), 1))
+    return index_gather(x, cumsum(marks, 0), dim)
 
 
 def flip(input, *args, dims=None):  # noqa: A002

@@ -503,8 +503,30 @@ def _constant_of_shape(imp, xs, attrs):
 
 
 def _range(imp, xs, attrs):
+    if not all(isinstance(x, Known) for x in xs):  # bounds the graph computes
+        return _range_of_values(imp, *(imp.symbol(x) for x in xs))
     start, limit, delta = (imp.known(x, "bounds").reshape(()) for x in xs)
     return Known(np.arange(start, limit, delta, dtype=start.dtype))
+
+
+def _range_of_values(imp, start, limit, delta):
+    """Range of computed bounds: `arange_of` the count, max(ceil((limit - start) / delta), 0),
+    a length the run binds (kiln/ops/dynamic.py), scaled and shifted."""
+    wide = np.dtype(np.float64)
+    lo, hi, step = (imp.apply("cast", v, dtype=wide) for v in (start, limit, delta))
+    steps = imp.apply("ceil", imp.apply("div", imp.apply("sub", hi, lo), step))
+    count = imp.apply("cast", imp.apply("maximum", steps, imp.scalar(0, wide)),
+                      dtype=np.dtype(np.int64))  # fmt: skip
+    ks = imp.apply("cast", imp.apply("arange_of", count, count=sh.Dim()), dtype=start.dtype)
+    steps_taken = imp.apply("mul", ks, imp.apply("cast", delta, dtype=start.dtype))
+    return imp.apply("add", steps_taken, imp.apply("cast", start, dtype=start.dtype))
+
+
+def _nonzero(imp, xs, attrs):
+    """ONNX's (ndim, count) coordinates: kiln's `nonzero`, whose count the run binds,
+    transposed."""
+    found = imp.apply("nonzero", imp.symbol(xs[0]), count=sh.Dim())
+    return imp.apply("transpose", found, perm=(1, 0))
 
 
 def _identity(imp, xs, attrs):
@@ -587,6 +609,7 @@ RULES = {
     "Constant": _constant,
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
+    "NonZero": _nonzero,
     "Conv": one_d(conv),
     "ConvTranspose": one_d(conv_transpose),
     "MaxPool": max_pool,

@@ -3,9 +3,11 @@ node's op, operands and attrs as metadata (`metadata_props` key `kiln`), so that
 gives a model kiln exported back as the program it came from: the same ops (a `log1p` stays
 `log1p`, not ONNX's composition of it; a `stop_gradient` stays one), the same attrs, and so
 identical values and gradients. A named dim in an attr (a random draw's shape) is written as
-its coefficient and names. The ONNX nodes stay a complete model for every other tool; a node
-without the metadata, or whose metadata does not fit the model (edited since, or an attr kiln
-cannot write as JSON, such as an anonymous dim), imports through the rules.
+its coefficient and names, an anonymous one (the length a `nonzero` binds when it runs) with
+its number in this model, which the import maps to one fresh dim. The ONNX nodes stay a
+complete model for every other tool; a node without the metadata, or whose metadata does not
+fit the model (edited since, or an attr kiln cannot write as JSON), imports through the
+rules.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class _NotPlain(Exception):
     pass
 
 
-def _encode(value):
+def _encode(value, anon: dict):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, np.dtype):
@@ -31,18 +33,21 @@ def _encode(value):
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (tuple, list)):
-        return [_encode(v) for v in value]
-    if isinstance(value, sh.Dim) and all(isinstance(a, str) for a in value.atoms):
-        return {"dim": [value.coeff, list(value.atoms)]}
+        return [_encode(v, anon) for v in value]
+    if isinstance(value, sh.Dim):
+        named = [a for a in value.atoms if isinstance(a, str)]
+        numbers = [anon.setdefault(a, len(anon)) for a in value.atoms if type(a) is int]
+        return {"dim": [value.coeff, named, *([numbers] if numbers else [])]}
     raise _NotPlain(type(value).__name__)
 
 
-def _decode(value):
+def _decode(value, anon: dict):
     if isinstance(value, list):
-        return tuple(_decode(v) for v in value)
+        return tuple(_decode(v, anon) for v in value)
     if isinstance(value, dict) and "dim" in value:
-        coeff, atoms = value["dim"]
-        return sh.Dim(coeff=int(coeff), atoms=tuple(str(a) for a in atoms))
+        coeff, atoms, *numbers = value["dim"]
+        fresh = [anon.setdefault(int(k), sh.Dim().atoms[0]) for k in (numbers or [[]])[0]]
+        return sh.Dim(coeff=int(coeff), atoms=(*(str(a) for a in atoms), *fresh))
     if isinstance(value, dict):
         return np.dtype(value["dtype"])
     return value
@@ -58,7 +63,8 @@ def tag(exporter, node, inputs, out, first: int) -> None:
     if not emitted or not multi and list(emitted[-1].output) != [out]:
         return
     try:
-        attrs = {k: _encode(v) for k, v in sorted(node.attrs.items())}
+        anon = exporter.__dict__.setdefault("anon_dims", {})  # atom -> its number here
+        attrs = {k: _encode(v, anon) for k, v in sorted(node.attrs.items())}
     except _NotPlain:
         return
     data = {"op": node.op.name, "inputs": list(inputs), "attrs": attrs}
@@ -81,7 +87,7 @@ def groups(graph) -> dict[int, tuple]:
         for name in n.input:
             readers.setdefault(name, set()).add(k)
     outputs = {o.name for o in graph.output}
-    found = {}
+    found, anon = {}, {}  # anon: a dim's number in the model -> this import's fresh atom
     for j, n in enumerate(nodes):
         meta = next((e.value for e in n.metadata_props if e.key == KEY), None)
         if meta is None or not n.doc_string:
@@ -92,7 +98,7 @@ def groups(graph) -> dict[int, tuple]:
         inner = set(range(i, j + 1))
         try:
             data = json.loads(meta)
-            attrs = {k: _decode(v) for k, v in data["attrs"].items()}
+            attrs = {k: _decode(v, anon) for k, v in data["attrs"].items()}
             elements = data.get("outputs")
             elements = None if elements is None else [str(e) for e in elements]
             entry = (j, data["op"], [str(x) for x in data["inputs"]], attrs, elements)

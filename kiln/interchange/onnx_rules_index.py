@@ -1,7 +1,8 @@
 """ONNX export rules for advanced indexing: `advanced_index` (a Gather of the row-major
 position the index arrays address, with Transpose/Reshape for NumPy's placement rule) and
 `index_put` (a ScatterND, reduction "add" when accumulating, into x flattened, at the flat
-positions `x[index]` reads). Rows of the one table in onnx_rules.py."""
+positions `x[index]` reads), and the ops of a data-dependent length: `nonzero` (NonZero,
+transposed) and `arange_of` (Range). Rows of the one table in onnx_rules.py."""
 
 from __future__ import annotations
 
@@ -103,4 +104,24 @@ def index_put(ex, node, xs, out):
     return ex.emit("Reshape", [flat, ex.shape(shape)], out, allowzero=1)
 
 
-RULES = {"advanced_index": advanced_index, "index_put": index_put}
+def nonzero(ex, node, xs, out):
+    """kiln's (count, ndim) coordinates; ONNX's NonZero gives them (ndim, count)."""
+    if node.inputs[0].ndim == 0:  # one element: (count, 1) cut to PyTorch's (count, 0)
+        found = ex.emit("NonZero", [ex.emit("Reshape", [xs[0], ex.ints([1])])])
+        rows = ex.emit("Transpose", [found], perm=[1, 0])
+        return ex.emit("Slice", [rows, ex.ints([0]), ex.ints([0]), ex.ints([1])], out)
+    return ex.emit("Transpose", [ex.emit("NonZero", [xs[0]])], out, perm=[1, 0])
+
+
+def arange_of(ex, node, xs, out):
+    """0, 1, … up to the 0-d length: ONNX's Range."""
+    n = ex.cast(xs[0], node.inputs[0].dtype, np.dtype(np.int64))
+    return ex.emit("Range", [ex.const(0, np.int64), n, ex.const(1, np.int64)], out)
+
+
+RULES = {
+    "advanced_index": advanced_index,
+    "index_put": index_put,
+    "nonzero": nonzero,
+    "arange_of": arange_of,
+}

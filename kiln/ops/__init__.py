@@ -3,6 +3,7 @@
 from ..graph.opdef import REGISTRY, OpDef
 from . import (
     control,
+    dynamic,
     elementwise,
     elementwise_special,
     elementwise_torch,
@@ -25,7 +26,7 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, elementwise, elementwise_special, elementwise_torch, fused, index, linalg,
+    control, dynamic, elementwise, elementwise_special, elementwise_torch, fused, index, linalg,
     linalg_decomp, linalg_factor, movement, multi, nn, nn_grad, random, reduce, scan, sort,
     state,
 )  # fmt: skip

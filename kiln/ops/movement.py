@@ -223,7 +223,7 @@ def _gather_shape(x, idx, *, axis, wrap_negative):
         raise IndexOutOfBoundsError(
             f"axis {axis} is out of bounds for an array of dimension {len(x)}"
         )
-    if x[axis] == 0 and sh.size(idx) != 0:
+    if x[axis] == 0 and isinstance(sh.size(idx), int) and sh.size(idx) != 0:
         raise ShapeError(f"cannot gather from axis {axis} of size 0")
     return (*x[:axis], *idx, *x[axis + 1 :])
 

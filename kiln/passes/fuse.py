@@ -9,6 +9,7 @@ import math
 from .. import dtypes as dt
 from ..graph.core import Graph, Node, Symbol
 from ..graph.opdef import REGISTRY
+from ..ops.dynamic import data_atoms, holds
 
 _NOT_FUSABLE = frozenset({"random", "source", "update", "fused"})
 
@@ -162,8 +163,9 @@ def find_groups(graph: Graph, several_results: bool = True) -> dict:
     position = {id(n): t for t, n in enumerate(graph.nodes)}
     result_of: dict[int, Node] = {}
     inputs: dict[int, dict] = {}  # id(last node) -> {id(value read from outside): its place}
+    data = data_atoms(graph)  # a value of a length the run gives has no fused kernel
     for node in reversed(graph.nodes):
-        if not fusable(node):
+        if not fusable(node) or data and holds(tuple(node.out.shape), data):
             continue
         node_users = users.get(id(node.out), ())
         result = node

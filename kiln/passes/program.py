@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..errors import GraphError, node_error
 from ..graph.core import Graph, Symbol, Variable
 from ..graph.opdef import REGISTRY
+from ..ops.dynamic import with_binders
 
 
 def prune(fetches, feeds, updates) -> list:
@@ -30,6 +31,9 @@ def prune(fetches, feeds, updates) -> list:
     if len(graphs) > 1:
         raise GraphError("fetches and updates come from different graphs")
     nodes = next(iter(graphs.values())).nodes if graphs else []
+    binders = with_binders(nodes, seen, fed)
+    if binders:  # a length the run binds, read by attrs only: what binds it runs too
+        return prune([*fetches, *binders], feeds, updates)
     return [n for n in nodes if id(n) in seen]
 
 
@@ -122,4 +126,6 @@ def live_nodes(graph: Graph) -> list:
         if id(s.node) not in keep:
             keep.add(id(s.node))
             stack.extend(s.node.inputs)
+        if not stack:  # a length the run binds, read by attrs only: what binds it stays
+            stack = with_binders(graph.nodes, keep, ())
     return [n for n in graph.nodes if id(n) in keep]

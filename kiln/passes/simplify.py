@@ -295,8 +295,8 @@ class _Rewriter:
         if not _mergeable(op):
             return None
         found = self.table.get(_key(op, inputs, attrs))
-        if found is not None:
-            return found
+        if found is not None and found.shape == tuple(shape):  # NOTE: a dim a shape rule made
+            return found  # afresh (a slice of a symbolic length) may be read by other attrs
         if _foldable(op, inputs, attrs, shape):
             return self._fold(op, inputs, attrs, shape, dtype)
         for rule in _RULES_BY_OP.get(op.name, ()):

@@ -18,23 +18,28 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import GraphError, NumericsError, ShapeError, node_error
+from ..errors import GraphError, ShapeError, node_error
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
-from . import rebind
+from . import dynamic, rebind
 from .alias import Aliases
 from .arena_pieces import nothing, pieces_of
+from .checks import check_in_place, check_numerics
 
 _ALIGN = 64
 
 
-def concrete_attrs(node, bindings) -> dict:
-    """The node's attrs with symbolic dims replaced by the ints the feeds bound."""
+def concrete_attrs(node, bindings, data=frozenset()) -> dict:
+    """The node's attrs with symbolic dims replaced by the ints the feeds bound; the dims
+    that the run binds (`data`: their atoms, kiln/runtime/dynamic.py) stay symbolic."""
     out = {}
     for k, v in node.attrs.items():
         try:
             out[k] = _evaluate(v, bindings)
         except KeyError:
+            if data and {a for d in _dims(v) for a in d.atoms if a not in bindings} <= data:
+                out[k] = dynamic.partial(v, bindings)
+                continue
             if node.op.name == "reshape" and k == "shape":
                 out[k] = tuple(_evaluate(d, bindings, unbound=-1) for d in v)
                 continue
@@ -75,16 +80,21 @@ def concrete_shapes(
     shapes = {} if known is None else dict(known.shapes)
     attrs = {} if known is None else dict(known.attrs)
     fed = {id(s): shape for s, shape in zip(graph.inputs, feed_shapes)}
+    data = dynamic.data_atoms(graph)
     for node in graph.nodes if nodes is None else nodes:
         if dim_attrs is None or id(node) in dim_attrs:
-            a = attrs[id(node)] = concrete_attrs(node, bindings)
+            a = attrs[id(node)] = concrete_attrs(node, bindings, data)
         else:
             a = attrs[id(node)]
         if id(node.out) in fed:
             shapes[id(node.out)] = fed[id(node.out)]
             continue
+        ins = [shapes[id(i)] for i in node.inputs]
+        if data and dynamic.unplanned(node, ins, a):  # a length the run gives: bound by then
+            shapes[id(node.out)] = dynamic.partial(tuple(node.out.shape), bindings)
+            continue
         try:
-            shape = node.op.shape_rule(*(shapes[id(i)] for i in node.inputs), **a)
+            shape = node.op.shape_rule(*ins, **a)
         except ShapeError as e:
             raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
                              site=node.site, inputs=node.inputs) from None  # fmt: skip
@@ -113,6 +123,8 @@ class Specialized:
         # no Variable, so no update runs in place (they are committed after the run).
         self.numerics = numerics
         self.shapes, self.attrs = rebind.concrete(graph, feed_shapes, bindings, template)
+        # values of a length the run binds (kiln/runtime/dynamic.py): fresh arrays, unplanned
+        self.dynamic = {k for k, s in self.shapes.items() if any(type(d) is not int for d in s)}
         # `template`: a planned program of this graph at other dims (kiln/runtime/rebind.py):
         # its schedule is reused, and its generated code when the storage decisions agree.
         self.template = template  # NOTE: dropped after planning, so no chain of programs lives on
@@ -128,6 +140,8 @@ class Specialized:
     # -- storage: which values own arena buffers, views, in-place reuse --------------------
 
     def _nbytes(self, sym) -> int:
+        if self.dynamic and id(sym) in self.dynamic:
+            return 0  # no buffer: a fresh array of the length the run gives
         return math.prod(self.shapes[id(sym)]) * sym.dtype.itemsize
 
     def _layout(self, plan: bool, template=None):
@@ -140,6 +154,8 @@ class Specialized:
         in_place = plan and not self.numerics
         self.gets = _planned_tuples(nodes)
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
+        if self.dynamic:
+            after = dynamic.binders_first(nodes, self.attrs, after, self.graph)
         sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
                  else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):
@@ -170,7 +186,7 @@ class Specialized:
         g, aliases = self.graph, self.aliases
         index = {id(n): i for i, n in enumerate(nodes)}
         var_node = {id(n.ref): n for n in nodes if n.op.name == "variable"}
-        may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail]
+        may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail or id(n.out) in self.dynamic]
         users = [[] for _ in nodes]
         for i, n in enumerate(nodes):
             for x in n.inputs:
@@ -426,11 +442,14 @@ class Specialized:
     def _generate(self):
         g = self.graph
         names = _Names(self.order, {id(s) for s in (*g.outputs, *g.updates.values())})
-        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": _check_numerics,
-              "check_in_place": _check_in_place}  # fmt: skip
+        ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": check_numerics,
+              "check_in_place": check_in_place}  # fmt: skip
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
+        if self.dynamic:
+            ns["dims"], ns["bind_dims"] = dynamic.dims, dynamic.bind
+            lines.append("    D = {}")  # the dims this run binds
         pieces_made, pieces_freed = {}, {}
         for p, piece in enumerate(self.pieces or ()):
             if not piece.placed:  # the caller made those holding placed feeds
@@ -461,6 +480,9 @@ class Specialized:
             dead = names.release(n, t)
             lines.append(f"    {code}")
             line_nodes[len(lines)] = n
+            if id(n.out) in self.dynamic:  # binds its dims the run gives, checks the others
+                ns[f"n{t}"], ns[f"s{t}"] = n, self.shapes[id(n.out)]
+                lines.append(f"    bind_dims({v}, s{t}, D, n{t})")
             if id(n.out) in self.early_copies and self.storage.get(id(n.out)) is not None:
                 lines.append(f"    {v} = {v}.copy()")
             if self.numerics and (dt.is_float(n.out.dtype) or n.out.dtype.kind == "c"):
@@ -513,7 +535,8 @@ class Specialized:
     def _call(self, n, t, v, names, ns, var_index, rand) -> str:
         args = [names[id(i)] for i in n.inputs]
         kernel = None
-        if n.op.prepare is not None:  # a kernel for this signature, its attrs bound
+        unplanned = id(n.out) in self.dynamic or any(id(i) in self.dynamic for i in n.inputs)
+        if n.op.prepare is not None and not unplanned:  # for this signature, its attrs bound
             kernel = n.op.prepare(
                 self.backend, [self.shapes[id(i)] for i in n.inputs], [i.dtype for i in n.inputs],
                 self.shapes[id(n.out)], **self.attrs[id(n)],
@@ -522,6 +545,9 @@ class Specialized:
         kwargs = []
         for key, value in self.attrs[id(n)].items() if kernel is None else ():
             ns[f"a{t}_{key}"] = value
+            if unplanned and next(_dims(value), None) is not None:
+                kwargs.append(f"{key}=dims(a{t}_{key}, D)")  # dims the run bound
+                continue
             kwargs.append(f"{key}=a{t}_{key}")
         if "random" in n.op.tags:
             kwargs.append(f"key=K[{rand}]")
@@ -682,33 +708,6 @@ class Specialized:
                 return self.lines.get(tb.tb_lineno)
             tb = tb.tb_next
         return None
-
-
-def _check_numerics(value, node) -> None:
-    """Raises NumericsError when `value` (the output of `node`) holds NaN or Inf."""
-    if bool((value - value == 0).all()):  # NOTE: x - x is NaN exactly where x is NaN or Inf
-        return
-    host = np.asarray(value.get() if hasattr(value, "get") else value)
-    nans = int(np.isnan(host).sum())
-    infs = int(np.isinf(host).sum())
-    raise node_error(
-        NumericsError, f"produced {nans} NaN and {infs} Inf values among {host.size} "
-        "(check_numerics)", op=node.op.name, name=node.name, site=node.site, inputs=node.inputs,
-    )  # fmt: skip
-
-
-def _check_in_place(xp, value, reference, node) -> None:
-    """KILN_CHECKS=1: raises GraphError when a kernel that wrote into an input's storage gave
-    other values than the same kernel writing into fresh memory (NaN equal to NaN)."""
-    if isinstance(value, tuple):  # the results of a fused node with several
-        for v, r in zip(value, reference):
-            _check_in_place(xp, v, r, node)
-        return
-    if not bool(xp.array_equal(value, reference, equal_nan=value.dtype.kind in "fc")):
-        raise node_error(GraphError, "the kernel run in place gave other values than out of "
-                         "place (KILN_CHECKS=1): an aliasing bug in the memory plan",
-                         op=node.op.name, name=node.name, site=node.site,
-                         inputs=node.inputs)  # fmt: skip
 
 
 class _Names:

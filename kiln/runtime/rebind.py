@@ -69,6 +69,8 @@ def adopt(spec, template) -> bool:
             name = f"a{t}_{key}"
             if name in ns:
                 ns[name] = value
+        if f"s{t}" in ns:  # the shape a result of a length the run gives is checked against
+            ns[f"s{t}"] = spec.shapes[id(n.out)]
     spec._ns = ns
     spec.source, spec._code, spec.lines = template.source, template._code, template.lines
     spec.slots, spec.written = template.slots, template.written

@@ -6,6 +6,9 @@ program gives the same bits fused (small loops, blocks, segments) and unfused, i
 (`KILN_EXACT`): NumPy's in exact mode, kiln's kernels' in the default mode; and eager and
 compiled results agreeing within `kn.testing`'s default tolerances in the default mode."""
 
+import platform
+import re
+
 import numpy as np
 import pytest
 
@@ -13,10 +16,11 @@ import kiln as kn
 from kiln.ops import fused as fused_ops
 from kiln.ops import vecmath
 from kiln.ops.elementwise import _sigmoid
+from kiln.ops.fused_codegen import loop_source
 from kiln.passes.fuse import fuse_elementwise
 from kiln.passes.program import extract
 
-pytest.importorskip("numba")
+numba = pytest.importorskip("numba")
 
 F32 = np.float32
 TINY, SUB_MAX = np.float32(1e-45), np.nextafter(np.finfo(F32).tiny, F32(0))
@@ -239,3 +243,30 @@ def test_eager_and_compiled_agree_within_the_default_tolerances(monkeypatch):
         np.testing.assert_array_equal(got, vecmath.run(op.__name__, wide))  # kiln's kernel
         assert ulps(got, eager).max() <= vecmath.NUMPY_ULP_BOUND
         kn.testing.assert_close(got, eager)
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 asm")
+def test_a_loop_of_many_kernels_vectorizes(monkeypatch):
+    """The compiled loop of issue 17's 100-op chain of tanh, exp and arithmetic on f32[16]
+    runs packed float32 instructions: one construct a kernel must avoid (numba's `min` on
+    floats in tanh) kept that loop scalar, 7x slower (checked: this test fails with it)."""
+    monkeypatch.delenv("KILN_EXACT", raising=False)
+    steps = (lambda v, a: v * a, lambda v, a: v + 0.5, lambda v, a: kn.tanh(v),
+             lambda v, a: v * 1.5, lambda v, a: v - a, lambda v, a: kn.exp(v))  # fmt: skip
+    with kn.Graph().as_default():
+        x, a = (kn.placeholder(kn.float32, (16,), name=n) for n in "xa")
+        y = x
+        for i in range(100):
+            y = steps[i % len(steps)](y, a)
+        f = kn.function([x, a], y)
+    node = next(n for n in f.graph.nodes if n.op.name == "fused")
+    prog = fused_ops.compiled(node.attrs["program"], node.attrs["outputs"])
+    text = loop_source(prog, prog.signature((np.dtype(F32),) * prog.n_in).dtypes, exact=False)
+    namespace = {"np": np, **vecmath.namespace()}
+    exec(compile(text, "<loop>", "exec"), namespace)  # compiled here: a cached one has no asm
+    loop = numba.njit(error_model="numpy", nogil=True)(namespace["kernel"])
+    v = np.linspace(-1, 1, 16, dtype=F32)
+    loop(np.empty(16, F32), v, v, np.array(F32(0.5)), np.array(F32(1.5)))
+    asm = "".join(loop.inspect_asm().values())
+    packed = re.findall(r"\bv?(?:mul|add|fmadd\d+)ps\b", asm)
+    assert len(packed) > 100, f"the loop is scalar ({len(packed)} packed float32 instructions)"

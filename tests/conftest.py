@@ -30,13 +30,3 @@ def fresh_default_graph():
     kn.reset_default_graph()
     kn.manual_seed(0)
     yield
-
-
-@pytest.fixture(autouse=True)
-def exact_unless_chosen(monkeypatch):
-    """Tests run in exact mode (`KILN_EXACT=1`: compiled programs give NumPy's bits), which
-    many compare bit for bit with eager mode or NumPy, unless the run sets KILN_EXACT itself
-    (`KILN_EXACT=0 pytest` runs them in the default mode); the default mode's own tests set or
-    unset it (tests/test_vecmath.py, test_fused_loops.py, test_fused_segments.py)."""
-    if "KILN_EXACT" not in os.environ:
-        monkeypatch.setenv("KILN_EXACT", "1")

@@ -1,16 +1,18 @@
-"""The error of kiln's own float32 kernels (kiln/ops/vecmath.py), in float32 ulps, over every
-float32 input (2**32 bit patterns, NaNs included) or every `--step`-th one.
+"""The error of float32 exp, log, tanh and sigmoid, in float32 ulps, over every float32 input
+(2**32 bit patterns, NaNs included; or every `--step`-th one): NumPy's kernels (exact mode's)
+and kiln's own (kiln/ops/vecmath.py, the default mode's, where kiln has one), each against the
+correctly rounded value and against each other.
 
-Each kernel's result is compared with (1) the float64 reference rounded once to float32
-(glibc's float64 function, itself within 1 float64 ulp: the rounded value is the correctly
-rounded one but for inputs within 2**-29 ulp of a rounding boundary) and (2) NumPy's float32
-kernel, the one exact mode (`KILN_EXACT=1`) runs (for sigmoid, kiln's NumPy kernel
-exp(-logaddexp(0, -x))); and NumPy's kernel with the reference, for scale. Ulps count the
-float32 values between two results (-0.0 and +0.0 are one apart; two NaNs agree).
+The reference is the float64 function (glibc's, within 1 float64 ulp) rounded once to float32:
+the correctly rounded value but for inputs within 2**-28 ulp of a rounding boundary (the
+inputs this script reports, checked with mpmath, are correctly rounded). NumPy's sigmoid is
+kiln's NumPy kernel, exp(-logaddexp(0, -x)). Ulps count the float32 values between two results
+(-0.0 and +0.0 are one apart; two NaNs agree; NaN against a number counts 2**40).
 
     python bench/vecmath_ulps.py [--step 1] [--names exp,log,tanh,sigmoid]
 
-Prints a Markdown table (docs/debugging.md holds the one from a full run).
+Prints a Markdown table (docs/debugging.md holds the one from a full run), then the inputs
+where kiln's kernel and NumPy's are more than `NUMPY_ULP_BOUND` ulps apart.
 """
 
 import argparse
@@ -24,6 +26,7 @@ from kiln.ops import vecmath
 from kiln.ops.elementwise import _sigmoid
 
 CHUNK = 1 << 24
+KEEP = 64  # inputs kept where kiln and NumPy are further apart than the bound
 
 
 @numba.njit(error_model="numpy", nogil=True)
@@ -48,48 +51,66 @@ def _reference(kind, x, out):
 
 
 @numba.njit(error_model="numpy", nogil=True)
-def _ulps(a, b, hist):
-    """Adds each pair's distance in ulps to `hist` (0, 1, 2, 3 or more); the max."""
-    worst = 0
+def _tally(x, a, b, hist, bound, kept):
+    """Adds each pair's distance in ulps to `hist` (0..7, then 8 or more; the largest in its
+    last slot); keeps in `kept` (count first) the bit patterns of x where it exceeds `bound`."""
+    ia, ib, ix = a.view(np.int32), b.view(np.int32), x.view(np.uint32)
     for i in range(a.size):
         if a[i] != a[i] and b[i] != b[i]:
             d = 0
         elif (a[i] != a[i]) != (b[i] != b[i]):
-            d = 1 << 32  # NaN against a number
+            d = 1 << 40
         else:
-            ia = np.int64(a[i : i + 1].view(np.int32)[0])
-            ib = np.int64(b[i : i + 1].view(np.int32)[0])
-            ia = -(1 << 31) - ia if ia < 0 else ia  # ordered: -0.0 next to +0.0
-            ib = -(1 << 31) - ib if ib < 0 else ib
-            d = abs(ia - ib)
-        hist[min(d, 3)] += 1
-        worst = max(worst, d)
-    return worst
+            p, q = np.int64(ia[i]), np.int64(ib[i])
+            p = -(1 << 31) - p if p < 0 else p  # ordered: -0.0 next to +0.0
+            q = -(1 << 31) - q if q < 0 else q
+            d = abs(p - q)
+        hist[min(d, 8)] += 1
+        hist[9] = max(hist[9], d)
+        if d > bound and kept[0] < kept.size - 1:
+            kept[0] += 1
+            kept[kept[0]] = ix[i]
 
 
 KINDS = {"exp": 0, "log": 1, "tanh": 2, "sigmoid": 3}
 NUMPY = {"exp": np.exp, "log": np.log, "tanh": np.tanh,
          "sigmoid": lambda x, out: _sigmoid(np, x, out=out)}  # fmt: skip
+PAIRS = ("numpy_ref", "kiln_ref", "kiln_numpy")
 
 
 def measure(name: str, step: int) -> dict:
+    """{pair: histogram of distances} and the inputs where kiln and NumPy differ by more than
+    the bound."""
+    own = vecmath.covers(name, "float32")
     bits = np.empty(CHUNK, np.uint32)
     x = bits.view(np.float32)
     ours, ref, theirs = (np.empty(CHUNK, np.float32) for _ in range(3))
-    worst = {"ref": 0, "numpy": 0, "numpy_ref": 0}
-    hist = {key: np.zeros(4, np.int64) for key in worst}
+    hist = {key: np.zeros(10, np.int64) for key in PAIRS}
+    kept = {key: np.zeros(KEEP + 1, np.int64) for key in PAIRS}
     total = (1 << 32) // step
     with np.errstate(all="ignore"):
         for start in range(0, total, CHUNK):
             n = min(CHUNK, total - start)
             _fill(bits[:n], start * step, step)
-            vecmath.run(name, x[:n], ours[:n])
             _reference(KINDS[name], x[:n], ref[:n])
             NUMPY[name](x[:n], out=theirs[:n])
-            for key, (a, b) in (("ref", (ours, ref)), ("numpy", (ours, theirs)),
-                                ("numpy_ref", (theirs, ref))):  # fmt: skip
-                worst[key] = max(worst[key], _ulps(a[:n], b[:n], hist[key]))
-    return {"worst": worst, "hist": hist, "count": total}
+            pairs = {"numpy_ref": (theirs, ref)}
+            if own:
+                vecmath.run(name, x[:n], ours[:n])
+                pairs.update(kiln_ref=(ours, ref), kiln_numpy=(ours, theirs))
+            for key, (a, b) in pairs.items():
+                _tally(x[:n], a[:n], b[:n], hist[key], vecmath.NUMPY_ULP_BOUND, kept[key])
+    far = kept["kiln_numpy"]
+    return {"hist": hist, "count": total, "own": own,
+            "far": np.array(far[1 : far[0] + 1], np.uint32).view(np.float32)}  # fmt: skip
+
+
+def _max(h) -> str:
+    return "-" if not h[:9].sum() else f"{h[9]}"
+
+
+def _over(h, bound) -> str:
+    return f"{int(h[bound + 1 : 9].sum()):,}"
 
 
 def main() -> None:
@@ -97,18 +118,26 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=1, help="every step-th bit pattern")
     parser.add_argument("--names", default=",".join(KINDS))
     args = parser.parse_args()
-    print(
-        "| op (float32) | inputs | max ulp vs reference | max ulp vs NumPy | NumPy vs "
-        "reference | kiln off reference (1 ulp) |"
-    )
-    print("|---|---|---|---|---|---|")
+    bound = vecmath.NUMPY_ULP_BOUND
+    print(f"| op (float32) | inputs | NumPy vs reference: max (inputs > 1, > {bound}) | kiln vs "
+          f"reference: max (inputs > 0) | kiln vs NumPy: max (inputs > {bound}) |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    notes = []
     for name in args.names.split(","):
         t = time.perf_counter()
         m = measure(name, args.step)
-        w, h = m["worst"], m["hist"]["ref"]
-        print(f"| {name} | {m['count']:,} | {w['ref']} | {w['numpy']} | {w['numpy_ref']} | "
-              f"{h[1] / m['count']:.2e} |  <!-- {time.perf_counter() - t:.0f} s -->",
+        h = m["hist"]
+        nr, kr, kn_ = h["numpy_ref"], h["kiln_ref"], h["kiln_numpy"]
+        kiln = (f"{_max(kr)} ({_over(kr, 0)})", f"{_max(kn_)} ({_over(kn_, bound)})") if m[
+            "own"] else ("no kernel", "no kernel")  # fmt: skip
+        print(f"| `{name}` | {m['count']:,} | {_max(nr)} ({_over(nr, 1)}, {_over(nr, bound)}) "
+              f"| {kiln[0]} | {kiln[1]} |  <!-- {time.perf_counter() - t:.0f} s -->",
               flush=True)  # fmt: skip
+        if len(m["far"]):
+            notes.append(f"{name}: kiln and NumPy more than {bound} ulps apart at "
+                         + ", ".join(f"{v!r}" for v in m["far"].tolist()))  # fmt: skip
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":

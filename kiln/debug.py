@@ -1,8 +1,8 @@
 """The environment flags, read when used (see docs/debugging.md for their levels):
 `KILN_DEBUG` (what kiln tells you, on stderr), `KILN_CHECKS` (what kiln verifies) and
-`KILN_EXACT` (on unless set to 0: compiled kernels give NumPy's bits; `KILN_EXACT=0` runs
-kiln's own float32 exp, log, tanh and sigmoid in every path of a planned program, and lets
-compiled fused loops call libm, within 2 ulp of NumPy)."""
+`KILN_EXACT` (off unless set to 1: planned programs run kiln's own float32 exp and tanh in
+every path and let compiled fused loops call libm, within 2 ulp of NumPy's kernels but for
+three inputs of exp, docs/debugging.md; `KILN_EXACT=1` gives NumPy's bits)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,13 @@ def checks_level() -> int:
 
 
 def exact_mode() -> bool:
-    """Whether KILN_EXACT is on (the default; `KILN_EXACT=0` turns it off): fused loops then
-    compile only ops that give NumPy's bits, and every other program runs NumPy's kernels
-    (read when a program is planned). Exact by default, so that two programs grouping the same
-    ops differently (a recomputation under a memory budget, an ONNX round trip) give the same
-    bits."""
-    value = os.environ.get("KILN_EXACT", "1").strip() or "1"
+    """Whether KILN_EXACT is on (`KILN_EXACT=1`; off by default, or set to 0), read when a
+    program is planned: fused loops then compile only ops that give NumPy's bits, and every
+    other program runs NumPy's kernels, so a compiled function gives eager mode's bits. Off,
+    float32 exp and tanh run kiln's own kernels (kiln/ops/vecmath.py) in every path of a
+    planned program, and fused loops may call libm functions (kiln/ops/fused_codegen.py's
+    LIBM): results within 2 ulp of NumPy's (docs/debugging.md)."""
+    value = os.environ.get("KILN_EXACT", "0").strip() or "0"
     return value != "0"
 
 

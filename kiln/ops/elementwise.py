@@ -180,7 +180,7 @@ exp = unary(
     "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp", True), tags=("vjp_arrays",)
 )
 log = unary(
-    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log", True), tags=("vjp_arrays",)
+    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"), tags=("vjp_arrays",)
 )
 log1p = unary(
     "log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"),
@@ -263,7 +263,7 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
 
 sigmoid = unary(
     "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
-    lowering=Lowering(transcendental=True, cuda=_sigmoid_c, vecmath="sigmoid"),
+    lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
     tags=("vjp_arrays",),
 )  # fmt: skip
 

@@ -187,4 +187,7 @@ def _runner(prog, steps, kernels, n_in, n_eq):
                 _into(np, partial[j], args, dest)
         return True
 
+    # One loop over every equation: it reads the inputs and writes the results only, so it
+    # runs on whole arrays, with no scratch (`fused._run_blocked`).
+    run.whole = len(steps) == 1 and steps[0][0] == "loop"
     return run

@@ -49,7 +49,8 @@ class Lowering:
 
     `vecmath`: the name of kiln's own float32 kernel of the op (kiln/ops/vecmath.py), which
     every CPU path (fused loops and blocks, the op's unfused kernel) runs outside exact mode
-    (`KILN_EXACT=0`) in place of NumPy's, so that grouping never changes the bits.
+    (the default; `KILN_EXACT=1` is exact) in place of NumPy's, so that grouping never changes
+    the bits.
 
     `not_lowered`: why the op has no scalar form at all (a deliberate declaration, so that a
     forgotten one is caught by tests/test_op_declarations.py); then every other field is empty.

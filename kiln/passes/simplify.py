@@ -319,7 +319,7 @@ class _Rewriter:
         arrays = [i.node.attrs["value"].array for i in inputs]
         try:
             # The kernel the program would run (`OpDef.prepare`: kiln's own float32 kernels
-            # with KILN_EXACT=0), so folding never changes the bits.
+            # outside exact mode), so folding never changes the bits.
             kernel = op.prepare and op.prepare(
                 _NUMPY, [a.shape for a in arrays], [a.dtype for a in arrays], shape, **attrs
             )

@@ -6,11 +6,13 @@ from . import (
     elementwise,
     elementwise_special,
     elementwise_torch,
+    epilogue,
     fused,
     index,
     linalg,
     linalg_decomp,
     linalg_factor,
+    losses,
     movement,
     multi,
     nn,
@@ -25,7 +27,7 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, elementwise, elementwise_special, elementwise_torch, fused, index, linalg,
-    linalg_decomp, linalg_factor, movement, multi, nn, nn_grad, random, reduce, scan, sort,
+    control, elementwise, elementwise_special, elementwise_torch, epilogue, fused, index, linalg,
+    linalg_decomp, linalg_factor, losses, movement, multi, nn, nn_grad, random, reduce, scan, sort,
     state,
 )  # fmt: skip

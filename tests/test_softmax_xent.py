@@ -19,13 +19,13 @@ def _ops(graph) -> list:
     return [n.op.name for n in graph.nodes]
 
 
-def _step(loss_fn, n, c, passes, dtype=np.float32, fetch_logp=False):
+def _step(loss_fn, n, c, passes, dtype=np.float32, fetch_logp=False, batch=None):
     """A graph-mode SGD step of a linear layer under `loss_fn(logits, labels)`: returns the
     function (fetching the loss, the logits' gradient and maybe the log-softmax)."""
     rng = np.random.default_rng(0)
     with kn.Graph().as_default():
-        x = kn.placeholder(dtype, (n, 6), name="x")
-        labels = kn.placeholder(kn.int64, (n,), name="labels")
+        x = kn.placeholder(dtype, (batch or n, 6), name="x")
+        labels = kn.placeholder(kn.int64, (batch or n,), name="labels")
         w = kn.Variable(rng.standard_normal((6, c)).astype(dtype), name="w")
         b = kn.Variable(np.zeros(c, dtype), name="b")
         logits = x @ w + b
@@ -82,6 +82,20 @@ def test_bits_outside_exact_mode(monkeypatch):
     assert "log_softmax_take_grad" in _ops(fused.graph)
     for g, w in zip(_run_twice(fused, fvars, x, labels), _run_twice(plain, pvars, x, labels)):
         assert g.tobytes() == w.tobytes()
+
+
+def test_symbolic_batch():
+    """One program for every batch size (a symbolic dim): rewritten, and the unfused bits at
+    each size."""
+    rng = np.random.default_rng(7)
+    fused, fvars = _step(kn.cross_entropy, None, 10, None, batch="batch")
+    plain, pvars = _step(kn.cross_entropy, None, 10, WITHOUT, batch="batch")
+    assert "log_softmax_take_grad" in _ops(fused.graph)
+    for n in (5, 64, 1):
+        x = rng.standard_normal((n, 6)).astype(np.float32)
+        labels = rng.integers(0, 10, n)
+        for g, w in zip(_run_twice(fused, fvars, x, labels), _run_twice(plain, pvars, x, labels)):
+            assert g.tobytes() == w.tobytes()
 
 
 def test_values_match_torch():

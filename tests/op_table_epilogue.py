@@ -79,16 +79,49 @@ BIAS_RELU_CASES = [
     )
 ]  # fmt: skip
 
-CASES = BIAS_RELU_CASES + [
-    row
-    for op in ("log_softmax_take", "log_softmax_take_grad")
-    for row in (
-        _row(op, "basic", (6, 5)),
-        _row(op, "large-logits", (4, 7), scale=300.0),  # exp(x) overflows unshifted
-        _row(op, "axis0", (5, 3), axis=0),
-        _row(op, "3d-middle-axis", (2, 4, 3), axis=1),
-        _row(op, "several-per-row", (3, 6), k=4),  # repeats among them: their cotangents add
-        _row(op, "one-class", (4, 1)),
-        _row(op, "empty-batch", (0, 5)),
+
+def _ref_relu_grad_bias(ct, y):
+    grad = np.where(y > 0, ct, np.zeros_like(ct))
+    return np.concatenate([grad, grad.sum(axis=0, keepdims=True)])
+
+
+def _make_grad(shape, special=False):
+    """ct and y of `shape`; `special` puts zeros in y (relu's edge) and NaN, -0.0 in ct."""
+
+    def make(rng, dtype):
+        ct, y = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+        if special:
+            y.reshape(-1)[::3] = 0
+            ct.reshape(-1)[1::4] = -0.0
+            ct.reshape(-1)[2] = np.nan
+        return [ct, y]
+
+    return make
+
+
+RELU_GRAD_BIAS_CASES = [
+    OpCase("relu_grad_bias", label, lambda ct, y: apply("relu_grad_bias", ct, y),
+           _make_grad(shape, special), _ref_relu_grad_bias, rtol=1e-6, atol=1e-6)
+    for label, shape, special in (
+        ("basic", (5, 4), False), ("wide", (6, 70), False), ("special", (4, 9), True),
+        ("one-row", (1, 8), False), ("empty", (0, 8), False),
     )
-]
+]  # fmt: skip
+
+CASES = (
+    BIAS_RELU_CASES
+    + RELU_GRAD_BIAS_CASES
+    + [
+        row
+        for op in ("log_softmax_take", "log_softmax_take_grad")
+        for row in (
+            _row(op, "basic", (6, 5)),
+            _row(op, "large-logits", (4, 7), scale=300.0),  # exp(x) overflows unshifted
+            _row(op, "axis0", (5, 3), axis=0),
+            _row(op, "3d-middle-axis", (2, 4, 3), axis=1),
+            _row(op, "several-per-row", (3, 6), k=4),  # repeats among them: their cotangents add
+            _row(op, "one-class", (4, 1)),
+            _row(op, "empty-batch", (0, 5)),
+        )
+    ]
+)

@@ -1,7 +1,8 @@
-"""`fuse_bias_relu` (kiln/passes/bias_relu.py) and the `bias_relu` kernel (kiln/ops/epilogue.py):
-the rewrite fires on the layers a user writes (graph mode, `kn.nn` modules under `kn.compile`),
-and the program gives the bits of the same program without the pass, by the compiled loop and
-by NumPy's kernels (the path without numba). Values against NumPy: tests/op_table_epilogue.py."""
+"""`fuse_bias_relu` and `fuse_relu_grad_bias` (kiln/passes/bias_relu.py) and their kernels
+`bias_relu` and `relu_grad_bias` (kiln/ops/epilogue.py): the rewrites fire on the layers a user
+writes (graph mode, `kn.nn` modules under `kn.compile`), and the program gives the bits of the
+same program without the passes, by the compiled loops and by NumPy's kernels (the path
+without numba). Values against NumPy: tests/op_table_epilogue.py."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ import kiln.ops.epilogue as epilogue
 from kiln.graph.opdef import REGISTRY
 from kiln.passes import PIPELINE
 
-WITHOUT = [p for p in PIPELINE if p[0] != "fuse_bias_relu"]
+MINE = ("fuse_bias_relu", "fuse_relu_grad_bias")
+WITHOUT = [p for p in PIPELINE if p[0] not in MINE]
 
 
 def _ops(graph) -> list:
@@ -48,9 +50,11 @@ def path(request, monkeypatch):
         pytest.importorskip("numba")
         monkeypatch.setattr(epilogue, "LOOP_SIZE", 1)
         monkeypatch.setattr(epilogue, "LOOP_AFTER", 1)
-        monkeypatch.setattr(epilogue, "_LOOPS", dict.fromkeys(epilogue._LOOPS, 0))
+        for table in ("_LOOPS", "_GRAD_LOOPS"):
+            monkeypatch.setattr(epilogue, table, dict.fromkeys(getattr(epilogue, table), 0))
     else:
-        monkeypatch.setattr(epilogue, "_LOOPS", dict.fromkeys(epilogue._LOOPS))
+        for table in ("_LOOPS", "_GRAD_LOOPS"):
+            monkeypatch.setattr(epilogue, table, dict.fromkeys(getattr(epilogue, table)))
     return request.param
 
 
@@ -61,8 +65,10 @@ def test_rewrite_fires_and_gives_the_unfused_bits(path, dtype):
     labels = rng.integers(0, 5, 64)
     fused, fparams = _mlp_step(None, 64, dtype)
     plain, pparams = _mlp_step(WITHOUT, 64, dtype)
-    assert _ops(fused.graph).count("bias_relu") == 2
-    assert "bias_relu" not in _ops(plain.graph) and "relu" not in _ops(fused.graph)
+    ops = _ops(fused.graph)
+    assert ops.count("bias_relu") == 2 and ops.count("relu_grad_bias") == 2
+    assert "relu" not in ops and "relu_grad" not in ops
+    assert not {"bias_relu", "relu_grad_bias"} & set(_ops(plain.graph))
     for _ in range(3):
         assert fused(x, labels).tobytes() == plain(x, labels).tobytes()
     for p, q in zip(fparams, pparams):
@@ -83,6 +89,23 @@ def test_kernel_special_values(path):
         inplace = y.copy()
         assert REGISTRY["bias_relu"].impl(np, inplace, b, out=inplace) is inplace
         assert inplace.tobytes() == want.tobytes()
+
+
+def test_relu_grad_bias_kernel_against_numpy_sums(path):
+    """The loop's row sums are NumPy's, bit for bit: a sum from 0 down the rows, in row
+    order (NaN and -0.0 included); below 8 columns NumPy's kernels run."""
+    rng = np.random.default_rng(4)
+    shapes = [(128, 512, np.float32), (3, 8, np.float64), (300, 9, np.float32),
+              (40, 1000, np.float64), (7, 3, np.float32), (100, 1, np.float32)]  # fmt: skip
+    for n, m, dtype in shapes:
+        ct = (rng.standard_normal((n, m)) * rng.choice([1e-4, 1, 1e4], (n, m))).astype(dtype)
+        y = rng.standard_normal((n, m)).astype(dtype)
+        ct.reshape(-1)[::5], y.reshape(-1)[::11], ct.reshape(-1)[3] = -0.0, 0.0, np.nan
+        grad = np.multiply(ct, y > 0)
+        want = np.concatenate([grad, np.add.reduce(grad, (0,), None, None, True)])
+        for _ in range(2):
+            got = REGISTRY["relu_grad_bias"].impl(np, ct, y)
+            assert got.tobytes() == want.tobytes(), (n, m, dtype)
 
 
 def test_not_rewritten_where_the_sum_is_read_elsewhere():
@@ -108,4 +131,5 @@ def test_compiled_module_step_is_rewritten():
     rng = np.random.default_rng(3)
     step(kn.tensor(rng.standard_normal((4, 8)).astype(np.float32)), kn.tensor([0, 1, 2, 0]))
     (traced,) = step.cache.values()
-    assert "bias_relu" in _ops(traced.function.graph)
+    ops = _ops(traced.function.graph)
+    assert "bias_relu" in ops and "relu_grad_bias" in ops

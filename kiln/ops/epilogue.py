@@ -121,3 +121,104 @@ bias_relu = defop(
     "bias_relu", _shape, _dtype, _bias_relu, vjp=_vjp, tags={"elementwise"},
     lowering=Lowering(exact=True, numba=_numba, cuda=_cuda),
 )  # fmt: skip
+
+
+# -- relu's backward and the bias gradient in one pass -------------------------------------------
+
+GRAD_MIN_COLUMNS = 8  # below, NumPy may sum a column pairwise (as a contiguous row): its kernels
+_GRAD_LOOPS: dict = {np.dtype(np.float32): 0, np.dtype(np.float64): 0}  # calls so far, or loop
+
+
+def _relu_grad_bias(xp, ct, y, out=None):
+    """[N + 1, M]: rows :N `relu_grad(ct, y)`, row N its sum over the rows (the bias's
+    gradient, `reduce_sum(axes=(0,))`), of a 2-D `ct` and `y`."""
+    n, m = ct.shape
+    if out is None:
+        out = xp.empty((n + 1, m), ct.dtype)
+    if xp is np and m >= GRAD_MIN_COLUMNS and ct.dtype in _GRAD_LOOPS and ct.size >= LOOP_SIZE:
+        loop = _grad_loop(ct.dtype)
+        if loop is not None and _takes(loop, ct, y, out):
+            loop(ct, y, out[:n], out[n])
+            return out
+    from ..graph.opdef import REGISTRY
+
+    grad = REGISTRY["relu_grad"].impl(xp, ct, y, out=out[:n])
+    REGISTRY["reduce_sum"].impl(xp, grad, out=out[n:], axes=(0,), keepdims=True)
+    return out
+
+
+def _takes(loop, ct, y, out) -> bool:
+    arrays = (ct, y, out)
+    if any(a.dtype != ct.dtype or not a.flags.c_contiguous for a in arrays) or ct.shape != y.shape:
+        return False
+    return not (np.may_share_memory(out, ct) or np.may_share_memory(out, y))
+
+
+def _grad_loop(dtype):
+    """The compiled loop (built on the LOOP_AFTER-th large call), or None: rows of `ct *
+    (y > 0)` and their running sum from 0, row after row, as NumPy sums along the rows of a
+    C-ordered array of 8 or more columns (an IEEE sum per row, in row order)."""
+    loop = _GRAD_LOOPS[dtype]
+    if type(loop) is int:
+        if loop + 1 < LOOP_AFTER:
+            _GRAD_LOOPS[dtype] = loop + 1
+            return None
+        loop = _GRAD_LOOPS[dtype] = _build_grad(dtype)
+    return loop
+
+
+def _build_grad(dtype):
+    try:
+        import numba
+    except ImportError:
+        return None
+    from .elementwise import _relu_grad_numba
+    from .fused_codegen import _jit
+
+    r = nb_type(dtype)
+    expr = _relu_grad_numba(["ct[i, j]", "y[i, j]"], (dtype, dtype), dtype, {})
+    text = (
+        "def kernel(ct, y, rows, total):\n"
+        f"    for j in range(ct.shape[1]):\n        total[j] = {r}(0)\n"
+        "    for i in range(ct.shape[0]):\n        for j in range(ct.shape[1]):\n"
+        f"            v = {expr}\n            rows[i, j] = v\n            total[j] += v\n"
+    )
+    loop = _jit(numba, text)
+    matrix, vector = numba.typeof(np.empty((1, 1), dtype)), numba.typeof(np.empty(1, dtype))
+    try:
+        loop.compile((matrix, matrix, matrix, vector))
+    except Exception:  # noqa: BLE001 - numba refused: NumPy's kernels run instead
+        return None
+    return loop
+
+
+def _grad_shape(ct, y):
+    if len(ct) != 2 or tuple(ct) != tuple(y):
+        from ..errors import ShapeError
+
+        raise ShapeError(f"relu_grad_bias: takes two matrices of one shape, got "
+                         f"{sh.format_shape(ct)} and {sh.format_shape(y)}")  # fmt: skip
+    n = ct[0]
+    return (n + 1 if isinstance(n, int) else sh.Dim(), ct[1])
+
+
+def _grad_dtype(ct, y):
+    if ct.kind != "f" or y != ct:
+        from ..errors import DTypeError
+
+        raise DTypeError(f"relu_grad_bias: takes floats of one dtype, got {ct} and {y}")
+    return ct
+
+
+def _grad_vjp(ct_packed, z, ct, y):
+    n = ct.shape[0]
+    rows = apply("index", ct_packed, spec=(("slice", 0, n, None),))
+    total = apply("index", ct_packed, spec=(("slice", n, n + 1, None),))
+    return apply("relu_grad", rows + total, y), None
+
+
+# `relu_grad_bias(ct, y)`: relu's backward and the bias's gradient packed in one [N + 1, M]
+# array (kiln/passes/bias_relu.py reads them through row views: static N only).
+relu_grad_bias = defop(
+    "relu_grad_bias", _grad_shape, _grad_dtype, _relu_grad_bias, vjp=_grad_vjp,
+)  # fmt: skip

@@ -69,3 +69,69 @@ def _live(graph):
 
     return SimpleNamespace(nodes=live_nodes(graph), inputs=graph.inputs, outputs=graph.outputs,
                            updates=graph.updates, source=graph.source)  # fmt: skip
+
+
+def fuse_relu_grad_bias(graph: Graph) -> Graph:
+    """A copy of the program graph `graph` where each `g = relu_grad(ct, y)` of static 2-D
+    matrices whose sum over the rows is taken (`reduce_sum(g, axes=(0,))`: a bias's gradient)
+    is one `relu_grad_bias(ct, y)` node, both read through row views of its [N + 1, M]
+    result: one pass over the cotangent instead of two; `graph` itself when it holds none.
+
+    >>> import kiln as kn, numpy as np
+    >>> from kiln.passes import extract
+    >>> with kn.Graph().as_default():
+    ...     ct = kn.placeholder(kn.float32, (4, 3), name="ct")
+    ...     y = kn.placeholder(kn.float32, (4, 3), name="y")
+    ...     g = kn.ops.bind(kn.ops.REGISTRY["relu_grad"], ct, y)
+    ...     gb = kn.sum(g, axis=0)
+    >>> [n.op.name for n in fuse_relu_grad_bias(extract([g, gb], [ct, y], {})).nodes]
+    ['placeholder', 'placeholder', 'relu_grad_bias', 'index', 'index', 'reshape']
+    """
+    sums = {}  # id(relu_grad node) -> the reduce_sum node reading it
+    for node in graph.nodes:
+        if node.op.name != "reduce_sum" or node.attrs["axes"] != (0,):
+            continue
+        grad = node.inputs[0].node
+        if grad.op.name == "relu_grad" and id(grad) not in sums and _packable(grad):
+            sums[id(grad)] = node
+    if not sums:
+        return graph
+    new: dict = {}
+    packed: dict = {}  # id(reduce_sum node) -> the packed value in the copy
+
+    def rule(node, inputs, copy):
+        if id(node) in sums:
+            n, m = node.out.shape
+            p = copy.add_node(REGISTRY["relu_grad_bias"], inputs, {}, f"{node.name}_bias",
+                              node.site, (n + 1, m), node.out.dtype).out  # fmt: skip
+            packed[id(sums[id(node)])] = p
+            return _rows(copy, p, 0, n, node, node.name, node.out.shape)
+        p = packed.get(id(node))
+        if p is None:
+            return None
+        n = p.shape[0] - 1
+        total = _rows(copy, p, n, n + 1, node, f"{node.name}_row", (1, p.shape[1]))
+        if node.attrs["keepdims"]:
+            return total
+        return copy.add_node(REGISTRY["reshape"], [total], {"shape": tuple(node.out.shape)},
+                             node.name, node.site, node.out.shape, node.out.dtype).out  # fmt: skip
+
+    return rebuild(graph, rule, new)
+
+
+def _packable(grad) -> bool:
+    ct, y = grad.inputs
+    shape = tuple(grad.out.shape)
+    if len(shape) != 2 or not all(isinstance(d, int) for d in shape):
+        return False  # static N: the rows' views are slices of known bounds
+    return (
+        tuple(ct.shape) == tuple(y.shape) == shape
+        and ct.dtype == y.dtype == grad.out.dtype
+        and ct.dtype.kind == "f"
+    )
+
+
+def _rows(copy, packed, start, stop, node, name, shape):
+    spec = (("slice", start, stop, None),)
+    return copy.add_node(REGISTRY["index"], [packed], {"spec": spec}, name, node.site, shape,
+                         packed.dtype).out  # fmt: skip

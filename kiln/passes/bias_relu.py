@@ -83,9 +83,9 @@ def fuse_relu_grad_bias(graph: Graph) -> Graph:
     ...     ct = kn.placeholder(kn.float32, (4, 3), name="ct")
     ...     y = kn.placeholder(kn.float32, (4, 3), name="y")
     ...     g = kn.ops.bind(kn.ops.REGISTRY["relu_grad"], ct, y)
-    ...     gb = kn.sum(g, axis=0)
+    ...     gb = kn.sum(g, axis=0, keepdims=True).reshape(3)
     >>> [n.op.name for n in fuse_relu_grad_bias(extract([g, gb], [ct, y], {})).nodes]
-    ['placeholder', 'placeholder', 'relu_grad_bias', 'index', 'index', 'reshape']
+    ['placeholder', 'placeholder', 'relu_grad_bias', 'index', 'index']
     """
     sums = {}  # id(relu_grad node) -> the reduce_sum node reading it
     for node in graph.nodes:
@@ -105,18 +105,20 @@ def fuse_relu_grad_bias(graph: Graph) -> Graph:
             p = copy.add_node(REGISTRY["relu_grad_bias"], inputs, {}, f"{node.name}_bias",
                               node.site, (n + 1, m), node.out.dtype).out  # fmt: skip
             packed[id(sums[id(node)])] = p
-            return _rows(copy, p, 0, n, node, node.name, node.out.shape)
+            return _rows(copy, p, ("slice", 0, n, None), node, node.out.shape)
+        if node.op.name == "reshape" and id(node.inputs[0].node) in packed:
+            p = packed[id(node.inputs[0].node)]
+            if tuple(node.out.shape) == (p.shape[1],):  # the bias's gradient: the row itself
+                return _rows(copy, p, ("int", p.shape[0] - 1), node, node.out.shape)
         p = packed.get(id(node))
         if p is None:
             return None
         n = p.shape[0] - 1
-        total = _rows(copy, p, n, n + 1, node, f"{node.name}_row", (1, p.shape[1]))
         if node.attrs["keepdims"]:
-            return total
-        return copy.add_node(REGISTRY["reshape"], [total], {"shape": tuple(node.out.shape)},
-                             node.name, node.site, node.out.shape, node.out.dtype).out  # fmt: skip
+            return _rows(copy, p, ("slice", n, n + 1, None), node, node.out.shape)
+        return _rows(copy, p, ("int", n), node, node.out.shape)  # the row itself, 1-D
 
-    return rebuild(graph, rule, new)
+    return rebuild(_live(rebuild(graph, rule, new)))  # the sums' views a reshape replaced
 
 
 def _packable(grad) -> bool:
@@ -131,7 +133,7 @@ def _packable(grad) -> bool:
     )
 
 
-def _rows(copy, packed, start, stop, node, name, shape):
-    spec = (("slice", start, stop, None),)
-    return copy.add_node(REGISTRY["index"], [packed], {"spec": spec}, name, node.site, shape,
-                         packed.dtype).out  # fmt: skip
+def _rows(copy, packed, item, node, shape):
+    """A view of rows of the packed [N + 1, M] value, standing for `node`."""
+    return copy.add_node(REGISTRY["index"], [packed], {"spec": (item,)}, node.name, node.site,
+                         shape, packed.dtype).out  # fmt: skip

@@ -108,9 +108,21 @@ RELU_GRAD_BIAS_CASES = [
     )
 ]  # fmt: skip
 
+# rows(x, start=, stop=): x[start:stop] (NumPy's slice)
+ROWS_CASES = [
+    OpCase("rows", label, lambda x, a=a, b=b: apply("rows", x, start=a, stop=b),
+           lambda rng, dtype, shape=shape: [rng.standard_normal(shape).astype(dtype)],
+           lambda x, a=a, b=b: x[a:b], rtol=0, atol=0)
+    for label, shape, a, b in (
+        ("leading", (5, 3), 0, 4), ("last", (5, 3), 4, 5), ("3d", (4, 2, 3), 1, 3),
+        ("empty", (3, 2), 2, 2),
+    )
+]  # fmt: skip
+
 CASES = (
     BIAS_RELU_CASES
     + RELU_GRAD_BIAS_CASES
+    + ROWS_CASES
     + [
         row
         for op in ("log_softmax_take", "log_softmax_take_grad")

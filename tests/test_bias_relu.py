@@ -10,10 +10,14 @@ import pytest
 import kiln as kn
 import kiln.ops.epilogue as epilogue
 from kiln.graph.opdef import REGISTRY
-from kiln.passes import PIPELINE
+from kiln.passes import PIPELINE, fuse_relu_grad_bias
 
 MINE = ("fuse_bias_relu", "fuse_relu_grad_bias")
 WITHOUT = [p for p in PIPELINE if p[0] not in MINE]
+# fuse_relu_grad_bias is not in the default pipeline (its packed buffer lives as long as the
+# bias gradient it holds: more memory under a budget): these programs add it before fusing
+_AT = [name for name, _ in PIPELINE].index("fuse_elementwise")
+WITH = [*PIPELINE[:_AT], ("fuse_relu_grad_bias", fuse_relu_grad_bias), *PIPELINE[_AT:]]
 
 
 def _ops(graph) -> list:
@@ -63,7 +67,7 @@ def test_rewrite_fires_and_gives_the_unfused_bits(path, dtype):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((64, 12)).astype(dtype)
     labels = rng.integers(0, 5, 64)
-    fused, fparams = _mlp_step(None, 64, dtype)
+    fused, fparams = _mlp_step(WITH, 64, dtype)
     plain, pparams = _mlp_step(WITHOUT, 64, dtype)
     ops = _ops(fused.graph)
     assert ops.count("bias_relu") == 2 and ops.count("relu_grad_bias") == 2
@@ -131,5 +135,4 @@ def test_compiled_module_step_is_rewritten():
     rng = np.random.default_rng(3)
     step(kn.tensor(rng.standard_normal((4, 8)).astype(np.float32)), kn.tensor([0, 1, 2, 0]))
     (traced,) = step.cache.values()
-    ops = _ops(traced.function.graph)
-    assert "bias_relu" in ops and "relu_grad_bias" in ops
+    assert "bias_relu" in _ops(traced.function.graph)

@@ -222,3 +222,34 @@ def _grad_vjp(ct_packed, z, ct, y):
 relu_grad_bias = defop(
     "relu_grad_bias", _grad_shape, _grad_dtype, _relu_grad_bias, vjp=_grad_vjp,
 )  # fmt: skip
+
+
+# -- rows of a matrix: the packed results' views -------------------------------------------------
+
+
+def _rows_shape(x, *, start, stop):
+    if not x or not 0 <= start <= stop or (isinstance(x[0], int) and stop > x[0]):
+        from ..errors import ShapeError
+
+        raise ShapeError(f"rows: rows [{start}, {stop}) of {sh.format_shape(x)}")
+    return (stop - start, *x[1:])
+
+
+def _rows(xp, x, out=None, *, start, stop):
+    view = x[start:stop]
+    if out is None:
+        return view
+    out[...] = view
+    return out
+
+
+# `rows(x, start=, stop=)`: x[start:stop], a view (contiguous where x is C-ordered) of static
+# bounds that cannot fail, unlike `index` (an op that may fail runs before every in-place
+# update, which would keep the packed buffer alive to the end of the step).
+rows = defop(
+    "rows", _rows_shape, lambda x, **_: x, _rows,
+    vjp=lambda ct, y, x, start, stop: (
+        apply("index_scatter", ct, spec=(("slice", start, stop, None),), shape=tuple(x.shape)),
+    ),
+    views=(0,),
+)  # fmt: skip

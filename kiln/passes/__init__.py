@@ -18,8 +18,7 @@ from .softmax_xent import fuse_softmax_xent
 # The optimizing passes, in order: (name, Graph -> Graph).
 PIPELINE: list = [
     ("simplify", simplify), ("fuse_gemm", fuse_gemm), ("fuse_softmax_xent", fuse_softmax_xent),
-    ("fuse_bias_relu", fuse_bias_relu), ("fuse_relu_grad_bias", fuse_relu_grad_bias),
-    ("fuse_elementwise", fuse_elementwise),
+    ("fuse_bias_relu", fuse_bias_relu), ("fuse_elementwise", fuse_elementwise),
 ]  # fmt: skip
 
 

@@ -75,7 +75,11 @@ def fuse_relu_grad_bias(graph: Graph) -> Graph:
     """A copy of the program graph `graph` where each `g = relu_grad(ct, y)` of static 2-D
     matrices whose sum over the rows is taken (`reduce_sum(g, axes=(0,))`: a bias's gradient)
     is one `relu_grad_bias(ct, y)` node, both read through row views of its [N + 1, M]
-    result: one pass over the cotangent instead of two; `graph` itself when it holds none.
+    result (`rows`): one pass over the cotangent instead of two; `graph` itself when it holds
+    none.
+    (The bias's gradient, reshaped to the bias's shape as autodiff does, is then a copy of
+    the row in a buffer of its own: the packed buffer dies after the gradient's last GEMM,
+    not at the bias's update, which a memory-minded order may put at the end.)
 
     >>> import kiln as kn, numpy as np
     >>> from kiln.passes import extract
@@ -85,7 +89,7 @@ def fuse_relu_grad_bias(graph: Graph) -> Graph:
     ...     g = kn.ops.bind(kn.ops.REGISTRY["relu_grad"], ct, y)
     ...     gb = kn.sum(g, axis=0, keepdims=True).reshape(3)
     >>> [n.op.name for n in fuse_relu_grad_bias(extract([g, gb], [ct, y], {})).nodes]
-    ['placeholder', 'placeholder', 'relu_grad_bias', 'index', 'index']
+    ['placeholder', 'placeholder', 'relu_grad_bias', 'rows', 'rows', 'reshape']
     """
     sums = {}  # id(relu_grad node) -> the reduce_sum node reading it
     for node in graph.nodes:
@@ -105,20 +109,18 @@ def fuse_relu_grad_bias(graph: Graph) -> Graph:
             p = copy.add_node(REGISTRY["relu_grad_bias"], inputs, {}, f"{node.name}_bias",
                               node.site, (n + 1, m), node.out.dtype).out  # fmt: skip
             packed[id(sums[id(node)])] = p
-            return _rows(copy, p, ("slice", 0, n, None), node, node.out.shape)
-        if node.op.name == "reshape" and id(node.inputs[0].node) in packed:
-            p = packed[id(node.inputs[0].node)]
-            if tuple(node.out.shape) == (p.shape[1],):  # the bias's gradient: the row itself
-                return _rows(copy, p, ("int", p.shape[0] - 1), node, node.out.shape)
+            return _rows(copy, p, 0, n, node, node.out.shape)
         p = packed.get(id(node))
         if p is None:
             return None
         n = p.shape[0] - 1
+        total = _rows(copy, p, n, n + 1, node, (1, p.shape[1]))
         if node.attrs["keepdims"]:
-            return _rows(copy, p, ("slice", n, n + 1, None), node, node.out.shape)
-        return _rows(copy, p, ("int", n), node, node.out.shape)  # the row itself, 1-D
+            return total
+        return copy.add_node(REGISTRY["reshape"], [total], {"shape": tuple(node.out.shape)},
+                             node.name, node.site, node.out.shape, node.out.dtype).out  # fmt: skip
 
-    return rebuild(_live(rebuild(graph, rule, new)))  # the sums' views a reshape replaced
+    return rebuild(graph, rule, new)
 
 
 def _packable(grad) -> bool:
@@ -133,7 +135,7 @@ def _packable(grad) -> bool:
     )
 
 
-def _rows(copy, packed, item, node, shape):
+def _rows(copy, packed, start, stop, node, shape):
     """A view of rows of the packed [N + 1, M] value, standing for `node`."""
-    return copy.add_node(REGISTRY["index"], [packed], {"spec": (item,)}, node.name, node.site,
-                         shape, packed.dtype).out  # fmt: skip
+    return copy.add_node(REGISTRY["rows"], [packed], {"start": start, "stop": stop}, node.name,
+                         node.site, shape, packed.dtype).out  # fmt: skip

@@ -1134,6 +1134,7 @@ NN_TABLES = (
     "op_table_control",
     "op_table_linalg",
     "op_table_special",
+    "op_table_epilogue",
 )
 
 

@@ -60,6 +60,15 @@ DIFFERENTIABLE_INPUTS = {"zeta": (1,), "gammainc": (1,), "gammaincc": (1,)}
 KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}
 # addmm(input, mat1, mat2) = beta * input + alpha * mat1 @ mat2: the two matrices, as matmul's
 KEEPS |= {"addmm": {"x1", "x2"}}
+# the epilogue kernels (kiln/ops/epilogue.py, losses.py): bias_relu's backward is relu's, from
+# its output; relu_grad_bias's is relu_grad's, from y; log_softmax_take's recomputes the
+# softmax from the logits and scatters at the indices
+KEEPS |= {
+    "bias_relu": {"y"},
+    "relu_grad_bias": {"x1"},
+    "log_softmax_take": {"x0", "x1"},
+    "rows": set(),
+}
 # multi-result ops (kiln/ops/multi.py): their tuple "y", for the indices element (split: none).
 # Their rows' result is a tuple, not a float, so _first_rows leaves them out of the check below
 KEEPS |= {"sort": {"y"}, "topk": {"y"}, "max_dim": {"y"}, "min_dim": {"y"}, "split": set()}

@@ -7,11 +7,13 @@ from . import (
     elementwise,
     elementwise_special,
     elementwise_torch,
+    epilogue,
     fused,
     index,
     linalg,
     linalg_decomp,
     linalg_factor,
+    losses,
     movement,
     multi,
     nn,
@@ -26,7 +28,8 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, dynamic, elementwise, elementwise_special, elementwise_torch, fused, index, linalg,
-    linalg_decomp, linalg_factor, movement, multi, nn, nn_grad, random, reduce, scan, sort,
+    control, dynamic, elementwise, elementwise_special, elementwise_torch, epilogue, fused, index,
+    linalg, linalg_decomp, linalg_factor, losses, movement, multi, nn, nn_grad, random, reduce,
+    scan, sort,
     state,
 )  # fmt: skip

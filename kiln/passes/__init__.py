@@ -6,16 +6,19 @@ import time
 
 from ..debug import checks_level, debug_level, log
 from ..graph.verify import verify
+from .bias_relu import fuse_bias_relu, fuse_relu_grad_bias
 from .fuse import fuse_elementwise
 from .gemm import fuse_gemm
 from .memory import MemoryPlan, PlanError, lower_bound, plan_offsets, validate_plan
 from .program import extract, live_nodes, rebuild
 from .schedule import schedule
 from .simplify import simplify
+from .softmax_xent import fuse_softmax_xent
 
 # The optimizing passes, in order: (name, Graph -> Graph).
 PIPELINE: list = [
-    ("simplify", simplify), ("fuse_gemm", fuse_gemm), ("fuse_elementwise", fuse_elementwise),
+    ("simplify", simplify), ("fuse_gemm", fuse_gemm), ("fuse_softmax_xent", fuse_softmax_xent),
+    ("fuse_bias_relu", fuse_bias_relu), ("fuse_elementwise", fuse_elementwise),
 ]  # fmt: skip
 
 
@@ -49,6 +52,6 @@ def _carry(before, after, name: str):
 
 __all__ = [
     "verify", "extract", "live_nodes", "rebuild", "optimize", "PIPELINE", "schedule", "simplify",
-    "fuse_elementwise", "fuse_gemm", "MemoryPlan", "PlanError", "lower_bound", "plan_offsets",
-    "validate_plan",
+    "fuse_elementwise", "fuse_gemm", "fuse_softmax_xent", "fuse_bias_relu", "fuse_relu_grad_bias",
+    "MemoryPlan", "PlanError", "lower_bound", "plan_offsets", "validate_plan",
 ]  # fmt: skip

@@ -68,10 +68,15 @@ def _analyse(graph) -> tuple[dict, set]:
             readers.setdefault(id(i), []).append(n)
     ends = {id(s.node) for s in [*graph.outputs, *graph.updates.values(), *graph.inputs]}
     threshold = max(8, len(nodes) // 64)
+    # NOTE: made after every fetched value (the loss): the backward pass (gradients wait for
+    # their updates), whatever the gaps in the readers of the forward values before it
+    last_fetch = max((pos[id(s.node)] for s in graph.outputs if id(s.node) in pos), default=-1)
     found = {}
     for n in nodes:
         users = readers.get(id(n))
         if not users or id(n) in ends or not recomputable(n):
+            continue
+        if graph.outputs and pos[id(n)] > last_fetch and graph.updates:
             continue
         points = [pos[id(n)], *sorted({pos[id(u)] for u in users})]
         gap, k = max((points[k + 1] - points[k], k) for k in range(len(points) - 1))

@@ -1,0 +1,138 @@
+"""`fuse_bias_relu` and `fuse_relu_grad_bias` (kiln/passes/bias_relu.py) and their kernels
+`bias_relu` and `relu_grad_bias` (kiln/ops/epilogue.py): the rewrites fire on the layers a user
+writes (graph mode, `kn.nn` modules under `kn.compile`), and the program gives the bits of the
+same program without the passes, by the compiled loops and by NumPy's kernels (the path
+without numba). Values against NumPy: tests/op_table_epilogue.py."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+import kiln.ops.epilogue as epilogue
+from kiln.graph.opdef import REGISTRY
+from kiln.passes import PIPELINE, fuse_relu_grad_bias
+
+MINE = ("fuse_bias_relu", "fuse_relu_grad_bias")
+WITHOUT = [p for p in PIPELINE if p[0] not in MINE]
+# fuse_relu_grad_bias is not in the default pipeline (its packed buffer lives as long as the
+# bias gradient it holds: more memory under a budget): these programs add it before fusing
+_AT = [name for name, _ in PIPELINE].index("fuse_elementwise")
+WITH = [*PIPELINE[:_AT], ("fuse_relu_grad_bias", fuse_relu_grad_bias), *PIPELINE[_AT:]]
+
+
+def _ops(graph) -> list:
+    return [n.op.name for n in graph.nodes]
+
+
+def _mlp_step(passes, batch, dtype=np.float32):
+    """A two-layer relu MLP's SGD step in graph mode: the function and its Variables."""
+    rng = np.random.default_rng(0)
+    sizes = [12, 96, 64, 5]
+    with kn.Graph().as_default():
+        x = kn.placeholder(dtype, (batch, sizes[0]), name="x")
+        labels = kn.placeholder(kn.int64, (batch,), name="labels")
+        params = []
+        h = x
+        for k, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            w = kn.Variable((rng.standard_normal((a, b)) / np.sqrt(a)).astype(dtype), name=f"w{k}")
+            bias = kn.Variable(rng.standard_normal(b).astype(dtype) * 0.1, name=f"b{k}")
+            params += [w, bias]
+            h = h @ w + bias
+            if k < len(sizes) - 2:
+                h = kn.relu(h)
+        loss = kn.cross_entropy(h, labels)
+        grads = kn.grad(loss, params)
+        updates = {p: p - 0.1 * g for p, g in zip(params, grads)}
+        return kn.function([x, labels], loss, updates=updates, passes=passes), params
+
+
+@pytest.fixture(params=["loop", "numpy"])
+def path(request, monkeypatch):
+    """The compiled loop (built at once, for every size; skipped without numba) or NumPy's
+    kernels (the loop refused, as without numba)."""
+    if request.param == "loop":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(epilogue, "LOOP_SIZE", 1)
+        monkeypatch.setattr(epilogue, "LOOP_AFTER", 1)
+        for table in ("_LOOPS", "_GRAD_LOOPS"):
+            monkeypatch.setattr(epilogue, table, dict.fromkeys(getattr(epilogue, table), 0))
+    else:
+        for table in ("_LOOPS", "_GRAD_LOOPS"):
+            monkeypatch.setattr(epilogue, table, dict.fromkeys(getattr(epilogue, table)))
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rewrite_fires_and_gives_the_unfused_bits(path, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 12)).astype(dtype)
+    labels = rng.integers(0, 5, 64)
+    fused, fparams = _mlp_step(WITH, 64, dtype)
+    plain, pparams = _mlp_step(WITHOUT, 64, dtype)
+    ops = _ops(fused.graph)
+    assert ops.count("bias_relu") == 2 and ops.count("relu_grad_bias") == 2
+    assert "relu" not in ops and "relu_grad" not in ops
+    assert not {"bias_relu", "relu_grad_bias"} & set(_ops(plain.graph))
+    for _ in range(3):
+        assert fused(x, labels).tobytes() == plain(x, labels).tobytes()
+    for p, q in zip(fparams, pparams):
+        assert p.numpy().tobytes() == q.numpy().tobytes()
+
+
+def test_kernel_special_values(path):
+    """NaN stays, infinities, and zeros (-0.0, sums cancelling to 0) as NumPy's maximum."""
+    rng = np.random.default_rng(2)
+    y = rng.standard_normal((16, 8)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    y[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, -b[5]]
+    b[6] = -0.0
+    want = np.maximum(y + b, np.float32(0))
+    for _ in range(2):
+        got = REGISTRY["bias_relu"].impl(np, y, b)
+        assert got.tobytes() == want.tobytes()
+        inplace = y.copy()
+        assert REGISTRY["bias_relu"].impl(np, inplace, b, out=inplace) is inplace
+        assert inplace.tobytes() == want.tobytes()
+
+
+def test_relu_grad_bias_kernel_against_numpy_sums(path):
+    """The loop's row sums are NumPy's, bit for bit: a sum from 0 down the rows, in row
+    order (NaN and -0.0 included); below 8 columns NumPy's kernels run."""
+    rng = np.random.default_rng(4)
+    shapes = [(128, 512, np.float32), (3, 8, np.float64), (300, 9, np.float32),
+              (40, 1000, np.float64), (7, 3, np.float32), (100, 1, np.float32)]  # fmt: skip
+    for n, m, dtype in shapes:
+        ct = (rng.standard_normal((n, m)) * rng.choice([1e-4, 1, 1e4], (n, m))).astype(dtype)
+        y = rng.standard_normal((n, m)).astype(dtype)
+        ct.reshape(-1)[::5], y.reshape(-1)[::11], ct.reshape(-1)[3] = -0.0, 0.0, np.nan
+        grad = np.multiply(ct, y > 0)
+        want = np.concatenate([grad, np.add.reduce(grad, (0,), None, None, True)])
+        for _ in range(2):
+            got = REGISTRY["relu_grad_bias"].impl(np, ct, y)
+            assert got.tobytes() == want.tobytes(), (n, m, dtype)
+
+
+def test_not_rewritten_where_the_sum_is_read_elsewhere():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (4, 3), name="x")
+        b = kn.Variable(np.ones(3, np.float32), name="b")
+        total = x + b
+        f = kn.function([x], [kn.relu(total), total])
+    assert "bias_relu" not in _ops(f.graph)
+
+
+def test_compiled_module_step_is_rewritten():
+    kn.manual_seed(0)
+    model = kn.nn.Sequential(kn.nn.Linear(8, 16), kn.nn.ReLU(), kn.nn.Linear(16, 3))
+    opt = kn.optim.SGD(lr=0.1)
+
+    @kn.compile
+    def step(x, t):
+        loss = kn.nn.functional.cross_entropy(model(x), t)
+        opt.minimize(loss)
+        return loss
+
+    rng = np.random.default_rng(3)
+    step(kn.tensor(rng.standard_normal((4, 8)).astype(np.float32)), kn.tensor([0, 1, 2, 0]))
+    (traced,) = step.cache.values()
+    assert "bias_relu" in _ops(traced.function.graph)

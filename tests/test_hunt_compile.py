@@ -118,3 +118,19 @@ def test_compiled_function_sees_modules_in_a_list():
         _same_as_eager(cf, lambda x: _stacked(x))
     finally:
         LAYERS.pop()
+
+
+def test_index_ops_on_a_tensor_made_inside_a_compiled_function():
+    """`kn.zeros(..).scatter_add(0, idx, x)` and friends with x traced (kiln raised 'argument
+    is not a Symbol'); expected: the eager call's values."""
+    idx = kn.tensor([[0, 1, 0, 1]])
+
+    def fn(x):
+        a = kn.zeros(2, 4).scatter_add(0, idx, x[:1])
+        b = kn.zeros(2, 4).scatter(0, idx, x[1:])
+        c = kn.tensor([1.0, 2.0, 3.0]).take(idx.flatten()[:2] + (x[0, :2] > 9).long())
+        d = kn.ones(2, 4).masked_fill(x > 0.3, 0.5)
+        return a, b, c, d
+
+    for got, want in zip(kn.compile(fn)(kn.tensor(X)), fn(kn.tensor(X))):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

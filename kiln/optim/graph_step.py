@@ -33,12 +33,35 @@ import weakref
 
 from ..errors import AutogradError, UsageError, call_error
 from ..frontend import autodiff
+from ..frontend.core import call
 from ..graph.core import Symbol, get_default_graph
 
 __all__ = ["backward", "pending_grads", "take_grads", "clear_grads"]
 
 # graph -> {id(Variable): [Variable, gradient Symbol]}: what `.grad` holds in that graph
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph -> {id(Variable): Symbol}: a parameter's value after `opt.step()` in that graph
+_STEPPED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_step(train_op: Symbol) -> None:
+    """After `opt.step()` on Symbols: later reads of the parameters it changed in the same
+    graph see their new values, as after PyTorch's in-place step (a GAN's generator loss
+    reads the discriminator just stepped). The new value is a leaf for backward: its
+    gradient goes to the parameter's Variable, as `.grad` of the changed tensor."""
+    from ..frontend.functionalize import THROUGH
+
+    found = _STEPPED.setdefault(train_op.graph, {})
+    for update in train_op.node.inputs:
+        var, value = update.node.inputs
+        if getattr(var, "trainable", False):
+            found[id(var)] = call("custom_grad", value, var, function=THROUGH)
+
+
+def stepped(var):
+    """What a read of the parameter Variable `var` gives (see `record_step`)."""
+    found = _STEPPED.get(var.graph)
+    return var if not found else found.get(id(var), var)
 
 
 def pending_grads(graph) -> dict:

@@ -118,3 +118,53 @@ def test_compiled_function_sees_modules_in_a_list():
         _same_as_eager(cf, lambda x: _stacked(x))
     finally:
         LAYERS.pop()
+
+
+def test_index_ops_on_a_tensor_made_inside_a_compiled_function():
+    """`kn.zeros(..).scatter_add(0, idx, x)` and friends with x traced (kiln raised 'argument
+    is not a Symbol'); expected: the eager call's values."""
+    idx = kn.tensor([[0, 1, 0, 1]])
+
+    def fn(x):
+        a = kn.zeros(2, 4).scatter_add(0, idx, x[:1])
+        b = kn.zeros(2, 4).scatter(0, idx, x[1:])
+        c = kn.tensor([1.0, 2.0, 3.0]).take(idx.flatten()[:2] + (x[0, :2] > 9).long())
+        d = kn.ones(2, 4).masked_fill(x > 0.3, 0.5)
+        return a, b, c, d
+
+    for got, want in zip(kn.compile(fn)(kn.tensor(X)), fn(kn.tensor(X))):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_compiled_step_reads_parameters_after_an_optimizer_step():
+    """A GAN-style step: the generator's loss reads the discriminator after `opt_d.step()`,
+    so it sees the new weights, as PyTorch's in-place step does (kiln read the old ones).
+    By hand: w1 = w0 - 0.1 * v0 * x; the generator's gradient is w1 * x."""
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    w0 = np.array([0.3, 0.2, -0.1], np.float32)
+    v0 = np.array([1.0, 0.5, 2.0], np.float32)
+    d = kn.nn.Linear(3, 1, bias=False)
+    g = kn.nn.Linear(1, 3, bias=False)
+    with kn.no_grad():
+        d.weight.copy_(kn.tensor(w0[None]))
+        g.weight.copy_(kn.tensor(v0[:, None]))
+    opt_d = kn.optim.SGD(d.parameters(), lr=0.1)
+    opt_g = kn.optim.SGD(g.parameters(), lr=0.1)
+
+    @kn.compile
+    def step(x, one):
+        fake = g(one) * x
+        opt_d.zero_grad()
+        d(fake.detach()).sum().backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_g = d(fake).sum()
+        loss_g.backward()
+        opt_g.step()
+        return loss_g
+
+    loss = step(kn.tensor(x), kn.ones(1, 1))
+    w1 = w0 - 0.1 * v0 * x
+    np.testing.assert_allclose(float(loss), (w1 * v0 * x).sum(), rtol=1e-6)
+    np.testing.assert_allclose(d.weight.detach().numpy()[0], w1, rtol=1e-6)
+    np.testing.assert_allclose(g.weight.detach().numpy()[:, 0], v0 - 0.1 * w1 * x, rtol=1e-6)

@@ -176,3 +176,53 @@ def test_the_fmax_fmin_values_are_torchs():
         np.testing.assert_array_equal(y, want_y)
         np.testing.assert_array_equal(ga, want_ga)
         np.testing.assert_array_equal(gb, want_gb)
+
+
+# cross_entropy / nll_loss with every target ignored (a batch of padding): the mean is NaN, as
+# PyTorch's, but the gradient is 0 (torch 2.13): kiln's was NaN, which an optimizer step then
+# wrote into every parameter.
+CE_LOGITS = np.array([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], np.float32)
+CE_CASES = {
+    "cross_entropy": lambda m, x: m.nn.functional.cross_entropy(
+        x, m.tensor([1, 1]), ignore_index=1),
+    "smoothed": lambda m, x: m.nn.functional.cross_entropy(
+        x, m.tensor([-100, -100]), label_smoothing=0.1),
+    "weighted": lambda m, x: m.nn.functional.cross_entropy(
+        x, m.tensor([2, 2]), weight=m.tensor([1.0, 2.0, 3.0]), ignore_index=2),
+    "nll_loss": lambda m, x: m.nn.functional.nll_loss(x.log_softmax(1), m.tensor([0, 0]),
+                                                      ignore_index=0),
+}  # fmt: skip
+
+
+def _ce(m, fn, wrap=lambda f: f):
+    x = m.tensor(CE_LOGITS, requires_grad=True)
+    loss = wrap(lambda x: fn(m, x))(x)
+    loss.backward()
+    return float(loss), x.grad.numpy()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", sorted(CE_CASES))
+def test_class_loss_of_only_ignored_targets_has_zero_gradient(name, compiled):
+    loss, grad = _ce(kn, CE_CASES[name], kn.compile if compiled else (lambda f: f))
+    assert np.isnan(loss)
+    np.testing.assert_array_equal(grad, np.zeros_like(CE_LOGITS))
+
+
+def test_class_loss_of_some_ignored_targets_is_unchanged():
+    """One target kept: the mean over it alone (log-softmax by hand)."""
+    x = kn.tensor(CE_LOGITS, requires_grad=True)
+    loss = kn.nn.functional.cross_entropy(x, kn.tensor([1, 0]), ignore_index=0)
+    loss.backward()
+    row = CE_LOGITS[0].astype(np.float64)
+    p = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+    np.testing.assert_allclose(float(loss), -np.log(p[1]), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy()[0], p - [0, 1, 0], rtol=1e-5, atol=1e-7)
+
+
+def test_the_ignored_target_gradients_are_torchs():
+    torch = pytest.importorskip("torch")
+    for name, fn in CE_CASES.items():
+        loss, grad = _ce(torch, fn)
+        assert np.isnan(loss), name
+        np.testing.assert_array_equal(grad, np.zeros_like(CE_LOGITS), err_msg=name)

@@ -204,7 +204,7 @@ class _Through:
         return (ct,)
 
 
-_THROUGH = _Through()
+THROUGH = _Through()
 
 
 def _write_back(view: Symbol, new: Symbol) -> Symbol:
@@ -219,7 +219,7 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
         spec = (("slice", None, None, None),) * axis + (("slice", lo, lo + new.shape[axis], None),)
         return core.call("index_put", base, new, spec=spec, axes=(), accumulate=False)
     if name == "stop_gradient":
-        return core.call("custom_grad", new, base, function=_THROUGH)
+        return core.call("custom_grad", new, base, function=THROUGH)
     if name == "index":
         return core.call("index_put", base, new, spec=node.attrs["spec"], axes=(),
                          accumulate=False)  # fmt: skip

@@ -47,6 +47,13 @@ def _one_d(*xs):
     return [call("reshape", x, shape=(1,)) if x.ndim == 0 else x for x in xs]
 
 
+def _operand(input, *others):  # noqa: A002
+    """`input` lifted as an op's first operand: a graph constant where another argument is a
+    Symbol (`kn.zeros(n).scatter_add(0, idx, src)` in a function kn.compile traces)."""
+    (x,) = lift(input, context=tuple(o for o in others if isinstance(o, Symbol)))
+    return x
+
+
 def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # noqa: A002
     """`out[i][j] = input[index[i][j]][j]` for `dim=0` (PyTorch's `gather`): values along `dim`
     at `index`, which has input's number of dims and may be smaller in the others.
@@ -56,7 +63,7 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     tensor([[1, 1],
             [4, 3]])
     """
-    (x,) = lift(input)
+    x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
     if not dt.is_int(idx.dtype):
         raise DTypeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
@@ -80,7 +87,7 @@ def take(input, index, axis=None):  # noqa: A002
     array([[2, 0],
            [5, 3]])
     """
-    (x,) = lift(input)
+    x = _operand(input, index)
     if axis is None:
         x, axis = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
     (idx,) = lift(index, context=(x,))
@@ -95,7 +102,7 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     tensor([[3, 4],
             [3, 4]])
     """
-    (x,) = lift(input)
+    x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
     if idx.ndim > 1:
         raise ShapeError(f"index_select(): Index is supposed to be a vector, got {idx.ndim}-d")
@@ -109,7 +116,7 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
 
 
 def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa: A002
-    (x,) = lift(input)
+    x = _operand(input, index, src)
     (idx,) = lift(index, context=(x,))
     if isinstance(src, (bool, int, float)):  # a value: src of index's shape
         (v,) = lift(np.asarray(src, x.dtype), context=(x,))
@@ -190,7 +197,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     >>> kn.tensor([1, 2, 3]).masked_fill(kn.tensor([True, False, True]), 0)
     tensor([0, 2, 0])
     """
-    (x,) = lift(input)
+    x = _operand(input, mask, value)
     (mask,) = lift(mask, context=(x,))
     if mask.dtype != np.bool_:
         raise DTypeError(f"masked_fill only supports boolean masks, but got mask with dtype "

@@ -536,8 +536,17 @@ def nll_loss(
         w = F.mul(w, F.take(weight, safe))
     loss = F.neg(F.mul(picked, w))
     if reduction == "mean":
-        return F.div(F.sum(loss), F.sum(w))
+        return _weighted_mean(F.sum(loss), w)
     return _reduce(loss, reduction)
+
+
+def _weighted_mean(total, weights):
+    """`total / sum(weights)`, PyTorch's mean of a class loss: NaN where every target is
+    ignored, as PyTorch's, with a zero gradient there (not the NaN of 0 / 0, which an
+    optimizer step would write into every parameter)."""
+    denominator = F.sum(weights)
+    empty = F.equal(denominator, 0)
+    return F.where(empty, float("nan"), F.div(total, F.where(empty, 1.0, denominator)))
 
 
 @autocast_op("fp32")
@@ -587,7 +596,7 @@ def cross_entropy(
     if reduction == "mean":
         safe = F.where(F.not_equal(target, ignore_index), target, 0)
         weights = keep if weight is None else F.mul(keep, F.take(weight, safe))
-        smooth = F.div(F.sum(smooth), F.sum(weights))
+        smooth = _weighted_mean(F.sum(smooth), weights)
     else:
         smooth = _reduce(smooth, reduction)
     return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / n_classes))

@@ -192,7 +192,10 @@ class Module:
             return value.tensor()
         if calls[-1] is None:
             return value.value
-        return value.variable(outermost(calls[-1]))  # a body captures its module's Variables
+        from ..optim.graph_step import stepped  # (optim imports nn)
+
+        # a body captures its module's Variables; after opt.step(), their new values
+        return stepped(value.variable(outermost(calls[-1])))
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers"):

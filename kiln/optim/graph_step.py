@@ -33,12 +33,41 @@ import weakref
 
 from ..errors import AutogradError, UsageError, call_error
 from ..frontend import autodiff
+from ..frontend.core import call
 from ..graph.core import Symbol, get_default_graph
 
 __all__ = ["backward", "pending_grads", "take_grads", "clear_grads"]
 
 # graph -> {id(Variable): [Variable, gradient Symbol]}: what `.grad` holds in that graph
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph -> {id(Variable): [new value, the node reading it]}: a parameter after `opt.step()`
+_STEPPED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_step(train_op: Symbol) -> None:
+    """After `opt.step()` on Symbols: later reads of the parameters it changed in the same
+    graph see their new values, as after PyTorch's in-place step (a GAN's generator loss
+    reads the discriminator just stepped). The new value is a leaf for backward: its
+    gradient goes to the parameter's Variable, as `.grad` of the changed tensor."""
+    found = _STEPPED.setdefault(train_op.graph, {})
+    for update in train_op.node.inputs:
+        var, value = update.node.inputs
+        if getattr(var, "trainable", False):
+            found[id(var)] = [value, None]  # the new value, and the node that reads it
+
+
+def stepped(var):
+    """What a read of the parameter Variable `var` gives (see `record_step`); the node that
+    reads the new value is made on the first read only (a step's graph keeps none)."""
+    from ..frontend.functionalize import THROUGH
+
+    found = _STEPPED.get(var.graph)
+    entry = found.get(id(var)) if found else None
+    if entry is None:
+        return var
+    if entry[1] is None:
+        entry[1] = call("custom_grad", entry[0], var, function=THROUGH)
+    return entry[1]
 
 
 def pending_grads(graph) -> dict:

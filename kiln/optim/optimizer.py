@@ -285,7 +285,9 @@ class Optimizer:
         if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
             if closure is not None:
                 raise graph_step.refuse_closure()
-            return self.apply_gradients(_average_over_ranks(grads))
+            train_op = self.apply_gradients(_average_over_ranks(grads))
+            graph_step.record_step(train_op)
+            return train_op
         loss = None
         if closure is not None:
             with enable_grad():

@@ -100,14 +100,12 @@ __all__ = [
     "softplus",
     "sqrt",
     "square",
-    "std",
     "sub",
     "subtract",
     "sum",
     "tanh",
     "true_divide",
     "trunc",
-    "var",
     "where",
 ]
 
@@ -661,69 +659,6 @@ def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "argmin")
     return _arg("argmin", input, dim, keepdim)
-
-
-def _count(x, axes):
-    """How many elements each reduction over `axes` takes: an int, or a 0-d value of x's
-    dtype computed when the graph runs (a symbolic dim)."""
-    n = sh.dim_product(x.shape[a] for a in axes)
-    if isinstance(n, int):
-        return n
-    ones = call("broadcast_to", core.constant(np.ones((), x.dtype), graph=x.graph),
-                shape=tuple(x.shape[a] for a in axes))  # fmt: skip
-    return call("reduce_sum", ones, axes=tuple(range(len(axes))), keepdims=False)
-
-
-@takes_out
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
-        keepdims=None, ddof=None):  # fmt: skip
-    """Variance over `dim` with PyTorch's Bessel correction: `sum((x - mean)^2) / (n -
-    correction)`, `correction=1` by default (`unbiased=False` or `correction=0`: divide by
-    n; NumPy's `ddof` is accepted as `correction`). Two passes, for accuracy.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32))
-    array(1.6666667, dtype=float32)
-    >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
-    array(1.25, dtype=float32)
-    """
-    if isinstance(dim, bool):  # PyTorch's var(x, unbiased)
-        dim, unbiased = None, dim
-    dim, keepdim = _dim(dim, axis, keepdim, keepdims, "var")
-    given = [c for c in (correction, ddof, None if unbiased is None else int(unbiased))
-             if c is not None]  # fmt: skip
-    if len(given) > 1:
-        raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
-    correction = given[0] if given else 1
-    input = _floating(input)
-    axes = _axes(dim, input.ndim)
-    centered = sub(input, _reduce("reduce_mean", input, axes, True))
-    if correction == 0:
-        return _reduce("reduce_mean", square(centered), axes, keepdim)
-    total = _reduce("reduce_sum", square(centered), axes, keepdim)
-    n = _count(input, axes)
-    if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
-        return mul(total, 1 / (n - correction) if n > correction else math.inf)
-    return div(total, sub(n, correction))
-
-
-@takes_out
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
-        keepdims=None, ddof=None):  # fmt: skip
-    """Standard deviation over `dim`: `sqrt(var(x))`, with var's arguments and PyTorch's
-    default `correction=1`.
-
-    >>> import kiln as kn, numpy as np
-    >>> kn.std(np.array([1.0, 3.0], np.float32))
-    array(1.4142135, dtype=float32)
-    """
-    v = var(input, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims,
-            ddof=ddof)  # fmt: skip
-    # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
-    # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
-    # sends that element's gradient to the constant 0.
-    zero = equal(v, 0)
-    return where(zero, 0, sqrt(where(zero, 1, v)))
 
 
 @takes_out

@@ -51,7 +51,7 @@ OPERATORS = {
 
 METHODS = {
     "sum": m.sum, "mean": m.mean, "max": m.max, "min": m.min, "prod": m.prod,
-    "argmax": m.argmax, "argmin": m.argmin, "var": m.var, "std": m.std,
+    "argmax": m.argmax, "argmin": m.argmin, "var": xm.var, "std": xm.std,
     "logsumexp": m.logsumexp, "amax": m.amax, "amin": m.amin, "all": m.all, "any": m.any,
     "exp": m.exp, "log": m.log, "sqrt": m.sqrt, "rsqrt": m.rsqrt, "abs": m.abs, "neg": m.neg,
     "log1p": m.log1p, "expm1": m.expm1, "square": m.square, "sin": m.sin, "cos": m.cos,

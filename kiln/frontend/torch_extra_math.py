@@ -10,6 +10,7 @@ import math as _math
 import numpy as np
 
 from .. import dtypes as dt
+from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import ArgumentTypeError, IndexOutOfRangeError, UsageError
 from ..graph.opdef import REGISTRY
@@ -28,7 +29,7 @@ __all__ = [
     "isposinf", "kthvalue", "logaddexp2", "logit", "median", "msort", "nan_to_num", "nanmean",
     "nansum",
     "negative", "positive", "rad2deg", "reciprocal", "round", "sgn", "signbit", "sinc",
-    "std_mean", "var_mean", "xlogy",
+    "std", "std_mean", "var", "var_mean", "xlogy",
 ]  # fmt: skip
 
 absolute, negative, sgn, fix = m.abs, m.neg, m.sign, m.trunc
@@ -415,7 +416,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     """
     if isinstance(dim, bool):  # PyTorch's var_mean(x, unbiased)
         dim, unbiased = None, dim
-    v = m.var(input, dim, unbiased, keepdim, correction=correction)
+    v = var(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 
 
@@ -428,7 +429,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     """
     if isinstance(dim, bool):  # PyTorch's std_mean(x, unbiased)
         dim, unbiased = None, dim
-    v = m.std(input, dim, unbiased, keepdim, correction=correction)
+    v = std(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 
 
@@ -441,3 +442,66 @@ def msort(input):  # noqa: A002
             [3, 4]])
     """
     return tm.sort(input, 0).values
+
+
+def _count(x, axes):
+    """How many elements each reduction over `axes` takes: an int, or a 0-d value of x's
+    dtype computed when the graph runs (a symbolic dim)."""
+    n = sh.dim_product(x.shape[a] for a in axes)
+    if isinstance(n, int):
+        return n
+    ones = core.call("broadcast_to", core.constant(np.ones((), x.dtype), graph=x.graph),
+                     shape=tuple(x.shape[a] for a in axes))  # fmt: skip
+    return core.call("reduce_sum", ones, axes=tuple(range(len(axes))), keepdims=False)
+
+
+@takes_out
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,  # noqa: A002
+        keepdims=None, ddof=None):  # fmt: skip
+    """Variance over `dim` with PyTorch's Bessel correction: `sum((x - mean)^2) / (n -
+    correction)`, `correction=1` by default (`unbiased=False` or `correction=0`: divide by
+    n; NumPy's `ddof` is accepted as `correction`). Two passes, for accuracy.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    array(1.6666667, dtype=float32)
+    >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
+    array(1.25, dtype=float32)
+    """
+    if isinstance(dim, bool):  # PyTorch's var(x, unbiased)
+        dim, unbiased = None, dim
+    dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "var")
+    given = [c for c in (correction, ddof, None if unbiased is None else int(unbiased))
+             if c is not None]  # fmt: skip
+    if len(given) > 1:
+        raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
+    correction = given[0] if given else 1
+    x = m._floating(input)
+    axes = m._axes(dim, x.ndim)
+    centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
+    if correction == 0:
+        return m._reduce("reduce_mean", m.square(centered), axes, keepdim)
+    total = m._reduce("reduce_sum", m.square(centered), axes, keepdim)
+    n = _count(x, axes)
+    if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
+        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf)
+    return m.div(total, m.sub(n, correction))
+
+
+@takes_out
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,  # noqa: A002
+        keepdims=None, ddof=None):  # fmt: skip
+    """Standard deviation over `dim`: `sqrt(var(x))`, with var's arguments and PyTorch's
+    default `correction=1`.
+
+    >>> import kiln as kn, numpy as np
+    >>> kn.std(np.array([1.0, 3.0], np.float32))
+    array(1.4142135, dtype=float32)
+    """
+    v = var(input, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims,
+            ddof=ddof)  # fmt: skip
+    # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
+    # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
+    # sends that element's gradient to the constant 0.
+    zero = m.equal(v, 0)
+    return m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))

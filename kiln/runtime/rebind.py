@@ -84,7 +84,7 @@ def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
     template of this graph, only the nodes whose shapes or attrs hold dims (`dynamic_nodes`)
     run their shape rules again, which still check these dims (an index past a dim's end);
     the others keep the template's shapes and attrs, which depend on no dim."""
-    from .codegen import concrete_shapes
+    from .concrete import concrete_shapes
 
     if template is None or template.graph is not graph:
         return concrete_shapes(graph, feed_shapes, bindings)

@@ -384,14 +384,49 @@ def test_shape_errors_name_op_and_site(op, shape, fn, text):
     assert op in message and HERE in message and text in message, message
 
 
-@pytest.mark.parametrize("op", ["conv2d", "max_pool2d", "avg_pool2d"])
+# PyTorch 2.13's CPU kernels refuse int32 for these (NotImplementedError "not implemented
+# for 'Int'"), while they take it for conv1d/2d/3d and max_pool2d/3d (the test below).
+@pytest.mark.parametrize("op", ["conv_transpose2d", "max_pool1d", "avg_pool2d"])
 def test_nn_ops_reject_integer_inputs(op):
-    call = _conv((1, 1, 2, 2)) if op == "conv2d" else lambda x: getattr(kn, op)(x, 2)
+    if op == "conv_transpose2d":
+        w = np.ones((1, 1, 2, 2), np.int32)
+        call = lambda x: kn.nn.functional.conv_transpose2d(x, w)  # noqa: E731
+    else:
+        call = lambda x: getattr(kn.nn.functional, op)(x, 2)  # noqa: E731
     with kn.Graph().as_default():
-        x = kn.placeholder(kn.int32, (1, 1, 4, 4))
+        x = kn.placeholder(kn.int32, (1, 1, 4) if op == "max_pool1d" else (1, 1, 4, 4))
         with pytest.raises(kn.DTypeError) as info:
             call(x)
     assert op in str(info.value) and HERE in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8])
+def test_integer_convolutions_and_max_pools_as_pytorch(dtype):
+    """PyTorch's CPU conv1d/2d/3d and max_pool2d/3d take every integer dtype; the sums
+    wrap around in the dtype. Expected: float64 by hand, wrapped through int64."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 100, (1, 2, 5, 5)).astype(dtype)
+    w = rng.integers(0, 100, (3, 2, 2, 2)).astype(dtype)
+    y = kn.nn.functional.conv2d(kn.tensor(x), kn.tensor(w))
+    expected = ref_conv2d(x.astype(np.float64), w.astype(np.float64)).astype(np.int64)
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(y), expected.astype(dtype))
+    pooled = kn.nn.functional.max_pool2d(kn.tensor(x), 2)
+    assert pooled.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(pooled), x[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2)
+                                  .max(axis=(3, 5)))  # fmt: skip
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x3 = np.ascontiguousarray(np.stack([x, x[..., ::-1]], axis=2))  # (1, 2, 2, 5, 5)
+    for theirs, ours, args in [
+        (F.conv1d, kn.nn.functional.conv1d, (x[:, :, 0], w[:, :, 0])),
+        (F.conv3d, kn.nn.functional.conv3d, (x3, w[:, :, None])),
+        (lambda a: F.max_pool3d(a, 2), lambda a: kn.nn.functional.max_pool3d(a, 2), (x3,)),
+    ]:
+        want = theirs(*[torch.tensor(a) for a in args]).numpy()
+        got = ours(*[kn.tensor(a) for a in args])
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_conv2d_symbolic_channels_are_checked_at_run_time():

@@ -203,18 +203,29 @@ def _conv_windows(x, w, pairs, stride, dilation, groups, op):
 
 
 def _in_float64(conv, x, w, bias):
-    """An int64 convolution (PyTorch's CPU kernels take int64): in float64, exact while every
-    sum of products stays below 2**53 (where PyTorch's wraps around), rounded back."""
+    """An integer convolution (PyTorch's CPU kernels take int64, and the plain, not
+    transposed, ones every integer dtype): in float64, exact while every sum of products
+    stays below 2**53, rounded back through int64, so a narrower dtype wraps around as
+    PyTorch's does."""
     wide = [call("cast", v, dtype=dt.float64) for v in lift(x, w)]
     if bias is not None:
         (bias,) = lift(bias, context=(x,))
         bias = call("cast", bias, dtype=dt.float64)
-    return call("cast", call("round", conv(*wide, bias)), dtype=dt.int64)
+    y = call("cast", call("round", conv(*wide, bias)), dtype=dt.int64)
+    return y if x.dtype == dt.int64 else call("cast", y, dtype=x.dtype)
+
+
+def _integer_conv(x, w, transposed: bool) -> bool:
+    """Whether PyTorch's CPU kernels convolve these integers (`conv1d/2d/3d` every integer
+    dtype, the transposed convolutions int64 only)."""
+    if x.dtype != w.dtype or not dt.is_int(x.dtype):
+        return False
+    return x.dtype == dt.int64 or not transposed
 
 
 def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002
     x, w = lift(input, weight)
-    if x.dtype == w.dtype == dt.int64:
+    if _integer_conv(x, w, transposed=False):
         return _in_float64(lambda a, b, c: _conv(op, n_sp, a, b, c, stride, padding, dilation,
                                                  groups), x, w, bias)  # fmt: skip
     x, added = _batched(x, n_sp, op)
@@ -292,7 +303,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_padding, groups,  # noqa: A002
                     dilation):  # fmt: skip
     x, w = lift(input, weight)
-    if x.dtype == w.dtype == dt.int64:
+    if _integer_conv(x, w, transposed=True):
         return _in_float64(lambda a, b, c: _conv_transpose(op, n_sp, a, b, c, stride, padding,
                            output_padding, groups, dilation), x, w, bias)  # fmt: skip
     x, added = _batched(x, n_sp, op)

@@ -151,7 +151,8 @@ def _like(array, context):
 def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):  # noqa: A002
     (x,) = lift(input)
     x, added = _batched(x, n, op)
-    integer = x.dtype == dt.int64  # PyTorch pools int64 too (by the composite here)
+    # PyTorch pools int64 too, and max_pool2d/3d every integer dtype (by the composite here)
+    integer = x.dtype == dt.int64 or (n >= 2 and dt.is_int(x.dtype))
     (x,) = (x,) if integer else _floats(op, x)
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
                                                    dilation, ceil_mode, True)  # fmt: skip

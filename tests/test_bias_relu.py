@@ -53,12 +53,12 @@ def path(request, monkeypatch):
     if request.param == "loop":
         pytest.importorskip("numba")
         monkeypatch.setattr(epilogue, "LOOP_SIZE", 1)
-        monkeypatch.setattr(epilogue, "LOOP_AFTER", 1)
-        for table in ("_LOOPS", "_GRAD_LOOPS"):
-            monkeypatch.setattr(epilogue, table, dict.fromkeys(getattr(epilogue, table), 0))
+        for table in (epilogue._LOOPS, epilogue._GRAD_LOOPS):
+            monkeypatch.setattr(table, "after", 1)
+            monkeypatch.setattr(table, "state", dict.fromkeys(table.state, 0))
     else:
-        for table in ("_LOOPS", "_GRAD_LOOPS"):
-            monkeypatch.setattr(epilogue, table, dict.fromkeys(getattr(epilogue, table)))
+        for table in (epilogue._LOOPS, epilogue._GRAD_LOOPS):
+            monkeypatch.setattr(table, "state", dict.fromkeys(table.state))
     return request.param
 
 

@@ -123,7 +123,9 @@ def test_small_fused_group_runs_straight_line(monkeypatch):
 def test_relu_grad_compiled_loop_gives_numpys_bits(dtype, monkeypatch):
     import kiln.ops.elementwise as elementwise
 
-    monkeypatch.setattr(elementwise, "_RELU_GRAD_AFTER", 1)  # built on the first large call
+    loops = elementwise._RELU_GRAD_LOOPS
+    monkeypatch.setattr(loops, "after", 1)  # built on the first large call
+    monkeypatch.setattr(loops, "state", dict.fromkeys(loops.state, 0))
     n = elementwise._RELU_GRAD_LOOP_SIZE + 13
     ct = RNG.standard_normal(n).astype(dtype)
     y = np.maximum(RNG.standard_normal(n), 0).astype(dtype)

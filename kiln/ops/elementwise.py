@@ -18,6 +18,7 @@ from .. import shapes as sh
 from ..errors import ArgumentError
 from . import vecmath
 from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
+from .lazy_loops import LazyLoops
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
 
@@ -352,23 +353,16 @@ def _relu_grad(xp, ct, y, out=None):
 # relu_grad of large float32/float64 arrays as one compiled pass (numba, its source in
 # kiln's kernel cache like the fused loops'): NumPy's comparison, then its product of a float
 # and a bool array (a casting loop), take 2.3x as long (f32[128, 512]: 19 us against 8).
-# Built on the `_RELU_GRAD_AFTER`-th large call (one-off runs never compile); the same
+# Built on the third large call (one-off runs never compile); the same
 # expression as the fused loops' (`_relu_grad_numba`), exact: NumPy's bits.
 _RELU_GRAD_LOOP_SIZE = 1 << 14  # elements: below, NumPy (f32[16, 512]: numba no faster)
-_RELU_GRAD_AFTER = 3
-_RELU_GRAD_LOOPS: dict = {np.dtype(np.float32): 0, np.dtype(np.float64): 0}  # calls, or loop
 
 
 def _relu_grad_compiled(ct, y, out):
     """`ct * (y > 0)` by the compiled loop, or None (not built yet, no numba, or arrays it
     does not take: NumPy's kernel then)."""
     dtype = ct.dtype
-    loop = _RELU_GRAD_LOOPS[dtype]
-    if type(loop) is int:
-        if loop + 1 < _RELU_GRAD_AFTER:
-            _RELU_GRAD_LOOPS[dtype] = loop + 1
-            return None
-        loop = _RELU_GRAD_LOOPS[dtype] = _build_relu_grad_loop(dtype)
+    loop = _RELU_GRAD_LOOPS.get(dtype)
     if loop is None or y.dtype != dtype or y.shape != ct.shape:
         return None
     if out is None:
@@ -411,6 +405,9 @@ def _build_relu_grad_loop(dtype):
     except Exception:  # noqa: BLE001 - numba refused: NumPy's kernel runs instead
         return None
     return loops
+
+
+_RELU_GRAD_LOOPS = LazyLoops(_build_relu_grad_loop)  # per dtype
 
 
 def _relu_grad_numba(xs, dtypes, out, attrs):  # ct * (y > 0), in ct's dtype: exact

@@ -15,11 +15,10 @@ import numpy as np
 from .. import shapes as sh
 from .core import apply, defop, ufunc_dtype
 from .elementwise import _relu_c, _relu_numba
+from .lazy_loops import LazyLoops
 from .lowering import Lowering, c_cast, c_rn, nb_type
 
 LOOP_SIZE = 1 << 12  # elements: below, NumPy's two calls (a loop's dispatch costs as much)
-LOOP_AFTER = 3  # the loop is built on this many-th large call: one-off runs never compile
-_LOOPS: dict = {np.dtype(np.float32): 0, np.dtype(np.float64): 0}  # calls so far, or loops
 
 
 def _bias_relu(xp, y, b, out=None):
@@ -37,12 +36,7 @@ def _compiled(y, b, out):
     """`relu(y + b)` by the compiled loop, or None (not built yet, no numba, or arrays it does
     not take: NumPy's kernels then)."""
     dtype = y.dtype
-    loops = _LOOPS[dtype]
-    if type(loops) is int:
-        if loops + 1 < LOOP_AFTER:
-            _LOOPS[dtype] = loops + 1
-            return None
-        loops = _LOOPS[dtype] = _build(dtype)
+    loops = _LOOPS.get(dtype)
     if loops is None or b.dtype != dtype or y.ndim < 1 or b.shape != y.shape[-1:]:
         return None
     if out is None:
@@ -87,6 +81,9 @@ def _build(dtype):
     return loops
 
 
+_LOOPS = LazyLoops(_build)  # per dtype; built on the third large call
+
+
 def _numba(xs, dtypes, out, attrs):  # relu(y + b): an IEEE sum, then NumPy's maximum(v, 0)
     r = nb_type(out)
     return _relu_numba([f"({r}({xs[0]}) + {r}({xs[1]}))"], (out,), out, attrs)
@@ -126,7 +123,6 @@ bias_relu = defop(
 # -- relu's backward and the bias gradient in one pass -------------------------------------------
 
 GRAD_MIN_COLUMNS = 8  # below, NumPy may sum a column pairwise (as a contiguous row): its kernels
-_GRAD_LOOPS: dict = {np.dtype(np.float32): 0, np.dtype(np.float64): 0}  # calls so far, or loop
 
 
 def _relu_grad_bias(xp, ct, y, out=None):
@@ -136,7 +132,7 @@ def _relu_grad_bias(xp, ct, y, out=None):
     if out is None:
         out = xp.empty((n + 1, m), ct.dtype)
     if xp is np and m >= GRAD_MIN_COLUMNS and ct.dtype in _GRAD_LOOPS and ct.size >= LOOP_SIZE:
-        loop = _grad_loop(ct.dtype)
+        loop = _GRAD_LOOPS.get(ct.dtype)
         if loop is not None and _takes(loop, ct, y, out):
             loop(ct, y, out[:n], out[n])
             return out
@@ -154,20 +150,10 @@ def _takes(loop, ct, y, out) -> bool:
     return not (np.may_share_memory(out, ct) or np.may_share_memory(out, y))
 
 
-def _grad_loop(dtype):
-    """The compiled loop (built on the LOOP_AFTER-th large call), or None: rows of `ct *
-    (y > 0)` and their running sum from 0, row after row, as NumPy sums along the rows of a
-    C-ordered array of 8 or more columns (an IEEE sum per row, in row order)."""
-    loop = _GRAD_LOOPS[dtype]
-    if type(loop) is int:
-        if loop + 1 < LOOP_AFTER:
-            _GRAD_LOOPS[dtype] = loop + 1
-            return None
-        loop = _GRAD_LOOPS[dtype] = _build_grad(dtype)
-    return loop
-
-
 def _build_grad(dtype):
+    """The loop over rows of `ct * (y > 0)` and their running sum from 0, row after row, as
+    NumPy sums along the rows of a C-ordered array of 8 or more columns (an IEEE sum per row,
+    in row order), or None."""
     try:
         import numba
     except ImportError:
@@ -190,6 +176,9 @@ def _build_grad(dtype):
     except Exception:  # noqa: BLE001 - numba refused: NumPy's kernels run instead
         return None
     return loop
+
+
+_GRAD_LOOPS = LazyLoops(_build_grad)  # per dtype; built on the third large call
 
 
 def _grad_shape(ct, y):

@@ -152,7 +152,6 @@ NOT_ON_SYMBOL = {
     "retain_grad": "autograd state", "retains_grad": "autograd state",
     "output_nr": "autograd state", "register_hook": "autograd state",
     "register_post_accumulate_grad_hook": "autograd state",
-    "item": "a value", "numpy": "a value", "tolist": "a value",
     "apply_": "a Python function of each element's value",
     "map_": "a Python function of each element's value",
     "data_ptr": "an address in memory", "pin_memory": "host memory",

@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import size_attribute
-from ..errors import GraphError
+from ..errors import ArgumentTypeError, GraphError
 from .opdef import REGISTRY, Attrs
 
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -156,15 +156,56 @@ class Symbol:
         )
 
     def __len__(self):
-        if not self.shape or not isinstance(self.shape[0], int):
+        if not self.shape:
+            raise ArgumentTypeError(f"len() of a 0-d Symbol '{self.name}'")  # PyTorch: TypeError
+        if not isinstance(self.shape[0], int):
             raise GraphError(f"len() of Symbol '{self.name}' with shape {self.shape} is unknown")
         return self.shape[0]
 
     def __iter__(self):
+        """PyTorch's iteration: `x[0], x[1], ...` along the first dim (`q, k, v = qkv`), when
+        the graph knows its length."""
+        if not self.shape:
+            raise ArgumentTypeError(f"iteration over a 0-d Symbol '{self.name}'")
+        if not isinstance(self.shape[0], int):
+            raise GraphError(
+                f"cannot iterate over Symbol '{self.name}' ({self.type_str()}): the length of "
+                "its first dim is known only when the program runs; index it, or use "
+                "kn.split / kn.unbind with a static count"
+            )
+        return (self[i] for i in range(self.shape[0]))
+
+    def _no_value(self, what: str):
         raise GraphError(
-            f"cannot iterate over Symbol '{self.name}' ({self.type_str()}); "
-            "index it or use kn.split / kn.unstack"
+            f"{what} of Symbol '{self.name}' ({self.op.name}, created at {self.site}) is not "
+            f"known while building a graph (asked at {user_site()}): a traced value has no "
+            "value until the program runs. Return it from the function (under kn.compile) or "
+            "fetch it (in graph mode), and read it from the result"
         )
+
+    def __array__(self, dtype=None, copy=None):
+        self._no_value("the array")
+
+    def item(self):
+        self._no_value(".item()")
+
+    def tolist(self):
+        self._no_value(".tolist()")
+
+    def numpy(self, *, force=False):
+        self._no_value(".numpy()")
+
+    def __float__(self):
+        self._no_value("float()")
+
+    def __int__(self):
+        self._no_value("int()")
+
+    def __index__(self):
+        self._no_value("the index value")
+
+    def __complex__(self):
+        self._no_value("complex()")
 
 
 class Node:

@@ -40,6 +40,10 @@ from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bfloat16,
     bool_,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
     double,
     float4_e2m1fn,
     float8_e4m3fn,

@@ -1135,6 +1135,7 @@ NN_TABLES = (
     "op_table_linalg",
     "op_table_special",
     "op_table_epilogue",
+    "op_table_complex",
 )
 
 

@@ -24,7 +24,7 @@ from ..errors import ArgumentTypeError, AutogradError, node_error
 from ..graph.core import format_code_site, user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
-from ..passes.differentiate import sum_to_shape
+from ..passes.differentiate import real_part_for, sum_to_shape
 from ..runtime.backend import get_backend
 from . import grad_mode
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
@@ -177,7 +177,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     frame it looks at costs)."""
     data = out._data
     dtype = data.dtype
-    if op is _STOP or (dtype.kind != "f" and dtype != _BFLOAT16):
+    if op is _STOP or (dtype.kind not in "fc" and dtype != _BFLOAT16):
         return
     # NOTE: every op on the tape passes here (the eager forward pass's per-op cost with grad):
     # ops of one or two inputs (nearly all) build their tuples directly, others by lists
@@ -385,7 +385,7 @@ def _fit(ct, meta, device: str) -> Tensor:
     if not isinstance(ct, Tensor):
         ct = make(get_backend(device).to_device(np.asarray(ct)), device)
     shape, dtype = meta
-    ct = sum_to_shape(ct, shape)
+    ct = real_part_for(sum_to_shape(ct, shape), dtype)
     return ct if ct.dtype == dtype else bind(REGISTRY["cast"], ct, dtype=dtype)
 
 
@@ -642,6 +642,11 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
 
 def _seed(i: int, t: Tensor, g) -> Tensor:
     if g is None:
+        if t.dtype.kind == "c":
+            raise node_error(
+                AutogradError, "grad can be implicitly created only for real scalar outputs",
+                op="backward", site=user_site(), called=True, inputs=[describe(t)],
+            )  # fmt: skip
         if t._data.size != 1:
             made = (
                 f"the output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"

@@ -219,7 +219,33 @@ grad_mode.inference_watchers.append(_inference_changed)
 
 def _ufunc(op):
     name = getattr(op.impl, "ufunc_name", None)
-    return None if name is None else getattr(np, name)
+    if name is None:
+        return None
+    ufunc = getattr(np, name)
+    if op.tags & {"complex", "complex_linear"} or not _takes_complex(ufunc):
+        return ufunc
+    return _real_only(ufunc)  # NumPy's loop for complex values, which the op refuses
+
+
+def _takes_complex(ufunc) -> bool:
+    try:
+        ufunc.resolve_dtypes((*[np.dtype(np.complex128)] * ufunc.nin, *[None] * ufunc.nout))
+    except TypeError:
+        return False
+    return True
+
+
+def _real_only(ufunc):
+    """`ufunc` raising on complex operands (maximum, comparisons: PyTorch refuses them), so
+    that the short paths leave them to the op's rules."""
+
+    def call(*args, **kwargs):
+        for a in args:
+            if type(a) is _ndarray and a.dtype.kind == "c":
+                raise TypeError(f"{ufunc.__name__} on complex values")
+        return ufunc(*args, **kwargs)
+
+    return call
 
 
 def unary_function(op, fallback):

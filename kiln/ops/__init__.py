@@ -2,6 +2,7 @@
 
 from ..graph.opdef import REGISTRY, OpDef
 from . import (
+    complex_values,
     control,
     dynamic,
     elementwise,
@@ -28,7 +29,8 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, dynamic, elementwise, elementwise_special, elementwise_torch, epilogue, fused, index,
+    complex_values, control, dynamic, elementwise, elementwise_special, elementwise_torch,
+    epilogue, fused, index,
     linalg, linalg_decomp, linalg_factor, losses, movement, multi, nn, nn_grad, random, reduce,
     scan, sort,
     state,

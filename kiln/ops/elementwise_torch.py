@@ -23,7 +23,9 @@ def _libm(name):
     return Lowering(transcendental=True, cuda=c_libm(name))
 
 
-tan = unary("tan", np.tan, vjp=lambda ct, y, x: (ct * (y * y + 1),), lowering=_libm("tan"))
+tan = unary(
+    "tan", np.tan, vjp=lambda ct, y, x: (ct * (y * y + 1),), lowering=_libm("tan"), tags={"complex"}
+)
 asin = unary(
     "asin", np.arcsin, vjp=lambda ct, y, x: (ct * _rsqrt(1 - x * x),), lowering=_libm("asin")
 )
@@ -31,8 +33,20 @@ acos = unary(
     "acos", np.arccos, vjp=lambda ct, y, x: (-ct * _rsqrt(1 - x * x),), lowering=_libm("acos")
 )
 atan = unary("atan", np.arctan, vjp=lambda ct, y, x: (ct / (x * x + 1),), lowering=_libm("atan"))
-sinh = unary("sinh", np.sinh, vjp=lambda ct, y, x: (ct * apply("cosh", x),), lowering=_libm("sinh"))
-cosh = unary("cosh", np.cosh, vjp=lambda ct, y, x: (ct * apply("sinh", x),), lowering=_libm("cosh"))
+sinh = unary(
+    "sinh",
+    np.sinh,
+    vjp=lambda ct, y, x: (ct * apply("cosh", x),),
+    lowering=_libm("sinh"),
+    tags={"complex"},
+)
+cosh = unary(
+    "cosh",
+    np.cosh,
+    vjp=lambda ct, y, x: (ct * apply("sinh", x),),
+    lowering=_libm("cosh"),
+    tags={"complex"},
+)
 asinh = unary(
     "asinh", np.arcsinh, vjp=lambda ct, y, x: (ct * _rsqrt(x * x + 1),), lowering=_libm("asinh")
 )

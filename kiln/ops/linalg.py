@@ -119,7 +119,7 @@ def _matmul_dtype(a, b):
 
 matmul = defop(
     "matmul", _matmul_shape, _matmul_dtype, _matmul,
-    vjp=_matmul_vjp, tags=("vjp_needs", "autocast_lower"), batch=_matmul_batch,
+    vjp=_matmul_vjp, tags=("complex", "vjp_needs", "autocast_lower"), batch=_matmul_batch,
 )  # fmt: skip
 
 

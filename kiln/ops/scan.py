@@ -65,6 +65,7 @@ cumsum = defop(
     "cumsum", _axis_shape, _accumulated_dtype, _cumsum,
     vjp=lambda ct, y, x, axis, reverse: (apply("cumsum", ct, axis=axis, reverse=not reverse),),
     batch=batch_along_axis("cumsum"),
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -93,6 +94,7 @@ def _cumprod_vjp(ct, y, x, *, axis):
 cumprod = defop(
     "cumprod", _axis_shape, _accumulated_dtype, _cumprod, vjp=_cumprod_vjp,
     batch=batch_along_axis("cumprod"),
+    tags={"complex"},
 )  # fmt: skip
 
 

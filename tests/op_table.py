@@ -1136,6 +1136,7 @@ NN_TABLES = (
     "op_table_special",
     "op_table_epilogue",
     "op_table_complex",
+    "op_table_fft",
 )
 
 

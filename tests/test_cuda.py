@@ -36,7 +36,8 @@ REAL = pytest.param(
 )
 # CUDA's libm is within a few ulps of the host's (transcendentals), cuBLAS and CuPy's
 # reductions sum in another order: float32 within ~80 ulps, float64 within 1e-12.
-TOLERANCES = {"float16": (2e-3, 2e-3), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+TOLERANCES = {"float16": (2e-3, 2e-3), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12),
+              "complex64": (1e-5, 1e-5), "complex128": (1e-12, 1e-12)}  # fmt: skip
 
 
 @pytest.fixture(params=[REAL, "simulated"])

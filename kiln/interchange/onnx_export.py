@@ -151,12 +151,6 @@ class Exporter:
             if node.op.name == "get":
                 reads.setdefault(id(node.inputs[0]), set()).add(node.attrs["index"])
         for node in nodes:
-            if node.out.dtype.kind == "c" or any(i.dtype.kind == "c" for i in node.inputs):
-                raise node_error(
-                    GraphError, "complex values have no ONNX form (ONNX's operators take no "
-                    "complex tensors)", op=node.op.name, name=node.name, site=node.site,
-                    inputs=node.inputs,
-                )  # fmt: skip
             if node.op.name == "placeholder":
                 continue
             if node.op.name in ("variable", "constant"):
@@ -168,6 +162,12 @@ class Exporter:
             if node.op.name == "get" and isinstance(self.names.get(id(node.inputs[0])), list):
                 self.bind(node.out, self.names[id(node.inputs[0])][node.attrs["index"]])
                 continue
+            if node.out.dtype.kind == "c" or any(i.dtype.kind == "c" for i in node.inputs):
+                raise node_error(
+                    GraphError, f"op {node.op.name} on a complex value has no ONNX form (ONNX's "
+                    "operators take no complex tensors)", op=node.op.name, name=node.name,
+                    site=node.site, inputs=node.inputs,
+                )  # fmt: skip
             rule = RULES.get(node.op.name)
             if rule is None:
                 raise node_error(

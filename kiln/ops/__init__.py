@@ -9,6 +9,7 @@ from . import (
     elementwise_special,
     elementwise_torch,
     epilogue,
+    fft,
     fused,
     index,
     linalg,
@@ -30,7 +31,7 @@ from .core import bind, defop
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
     complex_values, control, dynamic, elementwise, elementwise_special, elementwise_torch,
-    epilogue, fused, index,
+    epilogue, fft, fused, index,
     linalg, linalg_decomp, linalg_factor, losses, movement, multi, nn, nn_grad, random, reduce,
     scan, sort,
     state,

@@ -9,8 +9,6 @@ real map between the real and imaginary parts.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
@@ -27,6 +25,13 @@ def _complex_input(name):
         return dt.to_real(x)
 
     return rule
+
+
+def _copy_into(xp, result, out):
+    if out is None:
+        return result
+    out[...] = result
+    return out
 
 
 def _copy(xp, result, out):
@@ -110,11 +115,8 @@ def _complex_dtype(re, im):
 
 def _complex(xp, re, im, out=None):
     dtype = dt.to_complex(re.dtype)
-    if out is None:
-        out = xp.empty(np.broadcast_shapes(re.shape, im.shape), dtype)
-    out.real = re
-    out.imag = im
-    return out
+    result = xp.asarray(xp.add(re, xp.multiply(im, 1j))).astype(dtype, copy=False)
+    return _copy_into(xp, result, out)
 
 
 def _broadcast2(a, b):

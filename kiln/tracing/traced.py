@@ -596,6 +596,8 @@ class Traced:
         for y in ys:
             size = int(np.prod(y.shape, dtype=np.int64))
             data = ct._data if len(ys) == 1 else ct._data[offset : offset + size]
+            if data.dtype.kind == "c" and y.dtype.kind != "c":  # packed beside complex outputs
+                data = data.real
             cts.append(data.reshape(y.shape).astype(y.dtype, copy=False))
             offset += size
         for i in self.checked_slots:

@@ -61,4 +61,13 @@ CASES.extend([
            lambda z: np.stack([z.real, z.imag], -1), COMPLEX),
     OpCase("view_as_complex", "matrix", kn.view_as_complex, reals((3, 2)),
            lambda x: x[..., 0] + 1j * x[..., 1], FLOATS),
+    # LAPACK's geev through NumPy: the same order and normalization as kiln's kernel
+    OpCase("eig_values", "real", kn.linalg.eigvals, reals((3, 3)),
+           lambda a: np.linalg.eig(a)[0], FLOATS, 1e-5, 1e-5),
+    OpCase("eig_values", "complex-batch", kn.linalg.eigvals, complexes((2, 3, 3)),
+           lambda a: np.linalg.eig(a)[0], COMPLEX, 1e-5, 1e-5),
+    OpCase("eig_vectors", "real", lambda a: kn.linalg.eig(a).eigenvectors, reals((3, 3)),
+           lambda a: np.linalg.eig(a)[1], FLOATS, 1e-5, 1e-5),
+    OpCase("eig_vectors", "complex", lambda a: kn.linalg.eig(a).eigenvectors,
+           complexes((4, 4)), lambda a: np.linalg.eig(a)[1], COMPLEX, 1e-5, 1e-5),
 ])  # fmt: skip

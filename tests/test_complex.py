@@ -279,3 +279,51 @@ def test_compiled_call_with_complex_and_real_outputs_routes_both_cotangents():
     y, s = kn.compile(lambda v: f(kn, v))(z)
     ((y * kn.tensor(w)).real.sum() + s).backward()
     np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-12)
+
+
+# -- kn.linalg.eig ----------------------------------------------------------------------------
+
+
+def _phase(vectors):
+    """The phase of each eigenvector's (column's) first element."""
+    first = vectors[..., :1, :]
+    return first / np.abs(first)
+
+
+@pytest.mark.parametrize("kind", ["real", "complex"])
+def test_eig_values_vectors_and_gradient_match_pytorch_in_every_mode(kind):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 3, 3))
+    if kind == "complex":
+        a = a + 1j * rng.standard_normal((2, 3, 3))
+    w = rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))
+    u = np.abs(rng.standard_normal((2, 1, 3)))
+
+    def loss(values, vectors, lib):  # independent of each eigenvector's phase, as it must be
+        return (values * lib(w)).real.sum() + ((vectors * vectors.conj()).real * lib(u)).sum()
+
+    at = torch.tensor(a, requires_grad=True)
+    lt, vt = torch.linalg.eig(at)
+    loss(lt, vt, torch.tensor).backward()
+    want = (lt.detach().numpy(), vt.detach().numpy(), at.grad.numpy())
+
+    def f(x):
+        values, vectors = kn.linalg.eig(x)
+        lib = kn.constant if isinstance(x, kn.Symbol) else kn.tensor
+        return values, vectors, loss(values, vectors, lib)
+
+    def check(values, vectors, grad):  # eigenvectors up to each one's phase (LAPACK's choice)
+        vectors = vectors * _phase(want[1]) / _phase(vectors)
+        for got, expected in zip((values, vectors, grad), want):
+            assert got.dtype == expected.dtype
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+    for run in (f, kn.compile(f)):
+        x = kn.tensor(a, requires_grad=True)
+        values, vectors, total = run(x)
+        total.backward()
+        check(values.detach().numpy(), vectors.detach().numpy(), x.grad.numpy())
+    with kn.Graph().as_default():
+        p = kn.placeholder(a.dtype, a.shape)
+        values, vectors, total = f(p)
+        check(*kn.function([p], [values, vectors, kn.grad(total, [p])[0]])(a))

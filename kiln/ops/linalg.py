@@ -142,10 +142,10 @@ def _square_shape(name):
     return rule
 
 
-def _linalg_dtype(name):
+def _linalg_dtype(name, kinds=(np.float32, np.float64)):
     def rule(*dtypes):
         for d in dtypes:
-            if d not in (np.float32, np.float64):
+            if d not in kinds:
                 raise DTypeError(f"{name}: float32 or float64 matrices are expected, got {d}")
         return np.result_type(*dtypes)
 
@@ -225,8 +225,10 @@ def _solve_vjp(ct, x, a, b):
     return ga, gb
 
 
-solve = defop("solve", _solve_shape, _linalg_dtype("solve"), _solve, vjp=_solve_vjp,
-              tags=("autocast_fp32",))  # fmt: skip
+# complex matrices too (kn.linalg.eig's gradient solves with its eigenvectors)
+_SOLVE_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+solve = defop("solve", _solve_shape, _linalg_dtype("solve", _SOLVE_DTYPES), _solve,
+              vjp=_solve_vjp, tags=("autocast_fp32", "complex"))  # fmt: skip
 
 
 # -- addmm: beta * input + alpha * (mat1 @ mat2), one GEMM ------------------------------------

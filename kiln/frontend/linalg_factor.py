@@ -27,7 +27,8 @@ from .core import call, lift
 from .torch_shape import diagonal
 
 __all__ = [
-    "cholesky_ex", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv_ex", "lstsq", "lu",
+    "cholesky_ex", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv_ex",
+    "lstsq", "lu",
     "lu_factor", "lu_solve", "matrix_exp", "matrix_rank", "multi_dot", "pinv", "qr",
     "solve_triangular", "svd", "svdvals", "vecdot",
 ]  # fmt: skip

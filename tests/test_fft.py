@@ -152,3 +152,73 @@ def test_a_symbolic_batch_dim_transforms():
         f = kn.function([p], [kn.fft.irfft(kn.fft.rfft(p), n=6)])
     data = X.reshape(6, 10)[:, :6]
     np.testing.assert_allclose(f(data)[0], data, rtol=1e-12, atol=1e-12)
+
+
+# -- stft / istft ---------------------------------------------------------------------------------
+
+STFT_CASES = [
+    {"n_fft": 16},
+    {"n_fft": 16, "hop_length": 5, "win_length": 12, "normalized": True},
+    {"n_fft": 10, "onesided": False},
+    {"n_fft": 16, "pad_mode": "constant"},
+]
+
+
+@pytest.mark.parametrize("kwargs", STFT_CASES, ids=range(len(STFT_CASES)))
+def test_stft_and_istft_match_pytorch_in_every_mode(kwargs):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 50))
+    kwargs = dict(kwargs)
+    window = torch.hann_window(kwargs.get("win_length", kwargs["n_fft"]), dtype=torch.float64)
+    inverse = {k: v for k, v in kwargs.items() if k != "pad_mode"}
+    xt = torch.tensor(x, requires_grad=True)
+    spec = torch.stft(xt, window=window, return_complex=True, **kwargs)
+    w_spec = rng.standard_normal(spec.shape)
+    zt = spec.detach().requires_grad_()
+    signal = torch.istft(zt, window=window, length=50, **inverse)
+    w_signal = rng.standard_normal(signal.shape)
+    (spec.abs() * torch.tensor(w_spec)).sum().backward()
+    (signal * torch.tensor(w_signal)).sum().backward()
+    want = [spec.detach().numpy(), xt.grad.numpy(), signal.detach().numpy(), zt.grad.numpy()]
+    win = window.numpy()
+
+    def forward(x, const):
+        s = kn.stft(x, window=const(win), return_complex=True, **kwargs)
+        return s, (s.abs() * const(w_spec)).sum()
+
+    def backward(z, const):
+        y = kn.istft(z, window=win, length=50, **inverse)
+        return y, (y * const(w_signal)).sum()
+
+    def check(got):
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+    for run_f, run_b in ((forward, backward), (kn.compile(forward), kn.compile(backward))):
+        xk = kn.tensor(x, requires_grad=True)
+        zk = kn.tensor(want[0], requires_grad=True)
+        s, loss_s = run_f(xk, kn.tensor)
+        y, loss_y = run_b(zk, kn.tensor)
+        loss_s.backward()
+        loss_y.backward()
+        check([s.detach().numpy(), xk.grad.numpy(), y.detach().numpy(), zk.grad.numpy()])
+    with kn.Graph().as_default():
+        p, q = kn.placeholder(kn.float64, x.shape), kn.placeholder(kn.complex128, want[0].shape)
+        s, loss_s = forward(p, kn.constant)
+        y, loss_y = backward(q, kn.constant)
+        outs = [s, kn.grad(loss_s, [p])[0], y, kn.grad(loss_y, [q])[0]]
+        check(kn.function([p, q], outs)(x, want[0]))
+
+
+def test_stft_refusals_are_pytorchs():
+    with pytest.raises(RuntimeError, match="return_complex parameter be given"):
+        kn.stft(kn.ones(20), 8)
+    with pytest.raises(RuntimeError, match="NOLA"):  # hann with center=False: 0 at the ends
+        spec = kn.stft(kn.ones(20), 8, window=kn.hann_window(8), center=False,
+                       return_complex=True)  # fmt: skip
+        kn.istft(spec, 8, window=kn.hann_window(8), center=False)
+    rect = torch.ones(8, dtype=torch.float64)  # torch warns without a window
+    want = torch.ones(20, dtype=torch.float64).stft(8, window=rect, return_complex=True)
+    got = kn.ones(20, dtype=kn.float64).stft(8, return_complex=True)  # the method form
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)

@@ -190,7 +190,6 @@ NOT_ON_TENSOR = {
         "storage objects: kiln's tensors own arrays",
     ),
     **dict.fromkeys("eig lstsq solve symeig".split(), "removed from PyTorch (they raise)"),
-    **dict.fromkeys("istft stft".split(), "spectral transforms: kiln has no FFT"),
     **dict.fromkeys(
         "as_subclass grad_dtype hash_tensor index is_distributed map2_ module_load name new "
         "reinforce resize resize_as slice_inverse to_padded_tensor volatile geqrf "

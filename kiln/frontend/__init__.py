@@ -33,6 +33,7 @@ from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
+from .spectral import istft, stft
 from .torch_copies import *  # noqa: F403
 from .torch_copies import __all__ as _copies_all
 from .torch_data import *  # noqa: F403
@@ -90,6 +91,7 @@ __all__ = list(
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
-         *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all]
+         *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
+         "stft", "istft"]
     )
 )  # fmt: skip

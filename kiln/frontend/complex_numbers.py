@@ -153,7 +153,10 @@ inplace.INPLACE["conj_physical_"] = conj  # installed with the other in-place me
 
 def install(cls=None) -> None:
     """Puts the complex methods and properties on `cls` (Symbol, eager Tensor)."""
+    from . import spectral
+
     cls = Symbol if cls is None else cls
+    cls.stft, cls.istft = spectral.stft, spectral.istft
     for name, fn in METHODS.items():
         setattr(cls, name, fn)
     for name, fn in PROPERTIES.items():

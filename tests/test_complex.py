@@ -149,6 +149,18 @@ FNS = {
     ),
     "einsum": lambda m, z, r: m.einsum("ij,jk->ik", z.reshape(2, 3), z.reshape(3, 2)).abs().sum(),
     "python-complex": lambda m, z, r: ((r * (2 - 1j) + 1j) * z).abs().sum(),
+    "inverse-trig": lambda m, z, r: (
+        m.asin(z * 0.3) + m.acos(z * 0.3) + m.atan(z * 0.3) + m.asinh(z) + m.acosh(z + 3)
+        + m.atanh(z * 0.3) + m.tan(z * 0.3) + m.sinh(z) + m.cosh(z)
+    ).abs().sum(),
+    "exp2-log2-log10-reciprocal": lambda m, z, r: (
+        m.exp2(z) + m.log2(z) + m.log10(z) + m.reciprocal(z) + m.rsqrt(z) + z.square()
+    ).abs().sum(),
+    "sgn-vdot-norms": lambda m, z, r: m.sgn(z).real.sum() + m.vdot(z, z * r).imag
+    + m.linalg.vector_norm(z) + z.norm() + z.var() + z.std(dim=0),
+    "cumsum-cumprod-where": lambda m, z, r: (
+        z.cumsum(0) + (z * 0.5).cumprod(0) + m.where(r > 0, z, 2 * z)
+    ).abs().sum(),
 }
 
 

@@ -144,6 +144,7 @@ METHODS = {
     "conj": conj, "conj_physical": conj, "resolve_conj": lambda self: self,
     "angle": angle, "isreal": _isreal, "adjoint": _mH,
     "cfloat": _cast_to(dt.complex64), "cdouble": _cast_to(dt.complex128),
+    "vdot": lambda self, other: m.dot(conj(self), other),
 }  # fmt: skip
 PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": lambda self: conj(s.t(self))}
 

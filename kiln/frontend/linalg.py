@@ -68,6 +68,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     (x,) = lift(x)
     if dtype is not None:
         x = call("cast", x, dtype=dt.as_dtype(dtype))
+    if x.dtype.kind == "c":  # the norm of the magnitudes
+        x = call("abs", x)
     if not dt.is_float(x.dtype):
         raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
     dims = sh.normalize_axes(dim, x.ndim) if x.ndim else ()

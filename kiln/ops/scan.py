@@ -19,7 +19,7 @@ def _axis_shape(x, *, axis, **_):
 
 def _accumulated_dtype(x, **_):
     """PyTorch's cumsum/cumprod: integers and bools accumulate in int64, floats keep."""
-    return x if dt.is_float(x) else np.dtype(np.int64)
+    return x if dt.is_float(x) or x.kind == "c" else np.dtype(np.int64)
 
 
 def _float_only(name):

@@ -150,17 +150,38 @@ FNS = {
     "einsum": lambda m, z, r: m.einsum("ij,jk->ik", z.reshape(2, 3), z.reshape(3, 2)).abs().sum(),
     "python-complex": lambda m, z, r: ((r * (2 - 1j) + 1j) * z).abs().sum(),
     "inverse-trig": lambda m, z, r: (
-        m.asin(z * 0.3) + m.acos(z * 0.3) + m.atan(z * 0.3) + m.asinh(z) + m.acosh(z + 3)
-        + m.atanh(z * 0.3) + m.tan(z * 0.3) + m.sinh(z) + m.cosh(z)
-    ).abs().sum(),
+        (
+            m.asin(z * 0.3)
+            + m.acos(z * 0.3)
+            + m.atan(z * 0.3)
+            + m.asinh(z)
+            + m.acosh(z + 3)
+            + m.atanh(z * 0.3)
+            + m.tan(z * 0.3)
+            + m.sinh(z)
+            + m.cosh(z)
+        )
+        .abs()
+        .sum()
+    ),
     "exp2-log2-log10-reciprocal": lambda m, z, r: (
-        m.exp2(z) + m.log2(z) + m.log10(z) + m.reciprocal(z) + m.rsqrt(z) + z.square()
-    ).abs().sum(),
-    "sgn-vdot-norms": lambda m, z, r: m.sgn(z).real.sum() + m.vdot(z, z * r).imag
-    + m.linalg.vector_norm(z) + z.norm() + z.var() + z.std(dim=0),
+        (m.exp2(z) + m.log2(z) + m.log10(z) + m.reciprocal(z) + m.rsqrt(z) + z.square()).abs().sum()
+    ),
+    "sgn-vdot-norms": lambda m, z, r: (
+        m.sgn(z).real.sum()
+        + m.vdot(z, z * r).imag
+        + m.linalg.vector_norm(z)
+        + z.norm()
+        + z.var()
+        + z.std(dim=0)
+    ),
+    "det-inv-solve": lambda m, z, r: (
+        m.linalg.det(z[:4].reshape(2, 2)) * m.linalg.inv(z[:4].reshape(2, 2)).sum()
+        + m.linalg.solve(z[:4].reshape(2, 2), z[4:] * r[4:]).sum()
+    ).abs(),
     "cumsum-cumprod-where": lambda m, z, r: (
-        z.cumsum(0) + (z * 0.5).cumprod(0) + m.where(r > 0, z, 2 * z)
-    ).abs().sum(),
+        (z.cumsum(0) + (z * 0.5).cumprod(0) + m.where(r > 0, z, 2 * z)).abs().sum()
+    ),
 }
 
 
@@ -339,3 +360,15 @@ def test_eig_values_vectors_and_gradient_match_pytorch_in_every_mode(kind):
         p = kn.placeholder(a.dtype, a.shape)
         values, vectors, total = f(p)
         check(*kn.function([p], [values, vectors, kn.grad(total, [p])[0]])(a))
+
+
+def test_randn_of_a_complex_dtype_draws_each_part_from_n_0_half():
+    # PyTorch's complex randn: real and imaginary parts independent N(0, 1/2), E|z|^2 = 1
+    kn.manual_seed(0)
+    z = kn.randn(400, 300, dtype=kn.complex64)
+    assert z.dtype == kn.complex64 and z.shape == (400, 300)
+    for part in (z.real, z.imag):  # the variance of 120000 draws: within 10 sigma (0.002)
+        assert abs(float(part.var()) - 0.5) < 0.02 and abs(float(part.mean())) < 0.02
+    assert abs(float((z.real * z.imag).mean())) < 0.02  # uncorrelated
+    traced = kn.compile(lambda a: a + kn.randn(3, dtype=kn.complex128))
+    assert traced(kn.zeros(3, dtype=kn.complex128)).dtype == kn.complex128

@@ -228,6 +228,14 @@ def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
     >>> bool((a == b).all()), bool((kn.randn(3, generator=g) == a).all())
     (True, True)
     """
+    if dtype is not None and dt.as_dtype(dtype).kind == "c":  # PyTorch's: each part N(0, 1/2)
+        from ..frontend.complex_numbers import view_as_complex  # NOTE: the frontend builds on eager
+
+        real = dt.to_real(dt.as_dtype(dtype))
+        parts = randn(*_shape(_sizes(sizes, size)), 2, generator=generator, dtype=real,
+                      device=device)  # fmt: skip
+        z = view_as_complex(parts * 0.5**0.5)
+        return z.requires_grad_() if requires_grad else z
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
     if in_trace():
         return _traced("normal", _shape(_sizes(sizes, size)), dtype, generator)

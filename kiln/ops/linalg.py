@@ -160,11 +160,13 @@ def _inv(xp, a, out=None):
     return out
 
 
+# inv, det and solve take complex matrices too: analytic, their vjps conjugated (PyTorch's)
+_INEXACT = (np.float32, np.float64, np.complex64, np.complex128)
 inv = defop(
-    "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
+    "inv", _square_shape("inv"), _linalg_dtype("inv", _INEXACT), _inv,
     vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
     batch=lambda args, batched: apply("inv", args[0]),  # inv and det take stacks of matrices
-    tags=("autocast_fp32",),
+    tags=("autocast_fp32", "complex"),
 )  # fmt: skip
 
 
@@ -183,8 +185,8 @@ def _det_vjp(ct, y, a):
 
 
 det = defop(
-    "det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp,
-    batch=lambda args, batched: apply("det", args[0]),
+    "det", _square_shape("det"), _linalg_dtype("det", _INEXACT), _det, vjp=_det_vjp,
+    batch=lambda args, batched: apply("det", args[0]), tags={"complex"},
 )  # fmt: skip
 
 
@@ -225,9 +227,7 @@ def _solve_vjp(ct, x, a, b):
     return ga, gb
 
 
-# complex matrices too (kn.linalg.eig's gradient solves with its eigenvectors)
-_SOLVE_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
-solve = defop("solve", _solve_shape, _linalg_dtype("solve", _SOLVE_DTYPES), _solve,
+solve = defop("solve", _solve_shape, _linalg_dtype("solve", _INEXACT), _solve,
               vjp=_solve_vjp, tags=("autocast_fp32", "complex"))  # fmt: skip
 
 

@@ -49,14 +49,27 @@ def _imag_vjp(ct, y, x):
     return (apply("cast", ct, dtype=x.dtype) * scalar(1j, x),)  # i ct
 
 
-# `real` and `imag` of a complex value (PyTorch's are views; kiln's are values of their own).
+def _part(name):
+    """The kernel of `real` or `imag`: a view of the complex array's parts (PyTorch's are
+    views: writing into one writes into the complex value), copied into `out` if given."""
+
+    def kernel(xp, x, out=None):
+        part = getattr(xp, name)(x)
+        if out is None:
+            return part
+        out[...] = part
+        return out
+
+    return kernel
+
+
 real = defop(
-    "real", same_shape, _complex_input("real"), lambda xp, x, out=None: _copy(xp, xp.real(x), out),
-    vjp=_real_vjp, tags={"elementwise", "complex_linear"}, lowering=_NO_SCALAR_FORM,
+    "real", same_shape, _complex_input("real"), _part("real"), vjp=_real_vjp, views=(0,),
+    tags={"elementwise", "complex_linear"}, lowering=_NO_SCALAR_FORM,
 )  # fmt: skip
 imag = defop(
-    "imag", same_shape, _complex_input("imag"), lambda xp, x, out=None: _copy(xp, xp.imag(x), out),
-    vjp=_imag_vjp, tags={"elementwise", "complex_linear"}, lowering=_NO_SCALAR_FORM,
+    "imag", same_shape, _complex_input("imag"), _part("imag"), vjp=_imag_vjp, views=(0,),
+    tags={"elementwise", "complex_linear"}, lowering=_NO_SCALAR_FORM,
 )  # fmt: skip
 
 

@@ -22,7 +22,9 @@ __all__ = [
     "real",
     "imag",
     "view_as_complex",
+    "view_as_complex_copy",
     "view_as_real",
+    "view_as_real_copy",
 ]
 
 
@@ -124,6 +126,10 @@ def view_as_complex(input):  # noqa: A002
     tensor([1.+2.j])
     """
     return call("view_as_complex", _one(input))
+
+
+# PyTorch's copying forms: kiln's view_as_real and view_as_complex are copies already
+view_as_real_copy, view_as_complex_copy = view_as_real, view_as_complex
 
 
 def _isreal(self):

@@ -104,10 +104,11 @@ def test_parts_match_pytorch():
 
 
 def test_ops_that_pytorch_refuses_on_complex_values_raise():
-    z = kn.tensor(Z)
-    for fn in (kn.maximum, kn.greater, lambda a, b: kn.floor(a)):
-        with pytest.raises(kn.DTypeError, match="complex"):
-            fn(z, z)
+    z, w = kn.tensor(Z), kn.tensor(Z, requires_grad=True)  # the short path and the tape's
+    for fn in (kn.maximum, kn.greater, lambda a, b: kn.floor(a), lambda a, b: a < 1.0):
+        for a, b in ((z, z), (w, z), (z, w)):
+            with pytest.raises(kn.DTypeError, match="complex"):
+                fn(a, b)
     with kn.Graph().as_default():
         p = kn.placeholder(kn.complex64, (3,))
         with pytest.raises(kn.DTypeError, match="complex"):

@@ -478,6 +478,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             op = node.op
             vjp = op.vjp
             if arrays and op in _ARRAY_VJP and (args := array_args(node, ct)) is not None:
+                vjp = _ARRAY_VJP[op]
                 # on bare arrays: so are the cotangents, summed back to shape if need be
                 attrs = node.attrs
                 cts = vjp(*args, **attrs) if attrs else vjp(*args)
@@ -572,7 +573,10 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
 # inputs), computes what it computes on plain tensors of that dtype, bit for bit ("vjp_arrays":
 # tests/test_autograd_arrays.py holds each to it): backward on the CPU without create_graph
 # runs them so, without a Tensor around each value of the vjp (the per-op cost of backward).
-_ARRAY_VJP = frozenset(op for op in REGISTRY.values() if "vjp_arrays" in op.tags)
+# op -> its vjp for real values (a complex op's, without the conjugating wrapper: kiln/ops/core.py)
+_ARRAY_VJP = {
+    op: getattr(op.vjp, "for_real", op.vjp) for op in REGISTRY.values() if "vjp_arrays" in op.tags
+}
 _asarray = np.asarray
 
 

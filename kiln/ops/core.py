@@ -164,26 +164,17 @@ def conjugate_vjp(vjp):
     real vjp is `ct * f'(z)` with `f'` analytic of real coefficients. Real values pass
     straight through."""
 
+    # NOTE: an analytic op has a complex result exactly when it has a complex input, so the
+    # result's dtype decides (one check on every backward step of these ops)
     @functools.wraps(vjp)
     def complex_vjp(ct, out, *inputs, **attrs):
-        if not _any_complex(ct, out, inputs):
+        if out.dtype.kind != "c":
             return vjp(ct, out, *inputs, **attrs)
         cts = vjp(conj(ct), out, *inputs, **attrs)
         return tuple(None if c is None else conj(c) for c in cts)
 
+    complex_vjp.for_real = vjp  # what eager backward runs on bare float arrays
     return complex_vjp
-
-
-def _any_complex(ct, out, inputs) -> bool:
-    if getattr(ct, "dtype", None) is not None and ct.dtype.kind == "c":
-        return True
-    if getattr(out, "dtype", None) is not None and out.dtype.kind == "c":
-        return True
-    for x in inputs:
-        d = getattr(x, "dtype", None)
-        if d is not None and d.kind == "c":
-            return True
-    return False
 
 
 _BF16 = dt.bfloat16

@@ -390,3 +390,25 @@ def test_real_and_imag_are_views_as_pytorchs():
     y = kn.tensor(Z, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="in-place op on a view"):
         y.imag.mul_(3)
+
+
+def test_forward_mode_matches_torch_func_jvp_in_every_mode():
+    z, t = Z[:2], (R[:2] - 1j * R[2:4]).astype(np.complex128)
+    r, tr = R[4:], R[:2]
+
+    def f(m):
+        return lambda a, b: (
+            m.exp(a) * a + a.conj() * 2 + b * a + m.fft.fft(a)
+            + m.view_as_complex(m.stack([b, b * b], -1)) + (a * b).abs()
+        )  # fmt: skip
+
+    want = torch.func.jvp(f(torch), (torch.tensor(z), torch.tensor(r)),
+                          (torch.tensor(t), torch.tensor(tr)))[1].numpy()  # fmt: skip
+    got = kn.func.jvp(f(kn), (kn.tensor(z), kn.tensor(r)), (kn.tensor(t), kn.tensor(tr)))[1]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    traced = kn.compile(lambda a, b: kn.func.jvp(f(kn), (a, b), (kn.tensor(t), kn.tensor(tr)))[1])
+    np.testing.assert_allclose(traced(kn.tensor(z), kn.tensor(r)).numpy(), want, rtol=1e-12)
+    with kn.Graph().as_default():
+        a, b = kn.placeholder(kn.complex128, (2,)), kn.placeholder(kn.float64, (2,))
+        _, tangent = kn.func.jvp(f(kn), (a, b), (kn.constant(t), kn.constant(tr)))
+        np.testing.assert_allclose(kn.function([a, b], [tangent])(z, r)[0], want, rtol=1e-12)

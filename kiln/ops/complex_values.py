@@ -34,13 +34,6 @@ def _copy_into(xp, result, out):
     return out
 
 
-def _copy(xp, result, out):
-    if out is None:
-        return xp.array(result)  # a copy: the op's result owns its memory
-    out[...] = result
-    return out
-
-
 def _real_vjp(ct, y, x):
     return (apply("cast", ct, dtype=x.dtype),)  # ct + 0i
 
@@ -98,7 +91,7 @@ def _angle(xp, x, out=None):
     result = xp.asarray(xp.angle(x))
     if x.dtype.kind == "f":  # real values: 0 or pi, and NaN stays NaN (PyTorch's)
         result = xp.where(xp.isnan(x), x, result)
-    return _copy(xp, result.astype(_angle_dtype(x.dtype), copy=False), out)
+    return _copy_into(xp, result.astype(_angle_dtype(x.dtype), copy=False), out)
 
 
 def _angle_vjp(ct, y, x):
@@ -167,7 +160,7 @@ def _as_complex_dtype(x):
 
 def _view_as_real(xp, x, out=None):
     parts = xp.stack([xp.real(x), xp.imag(x)], axis=-1)
-    return parts if out is None else _copy(xp, parts, out)
+    return _copy_into(xp, parts, out)
 
 
 def _view_as_complex(xp, x, out=None):

@@ -412,3 +412,18 @@ def test_forward_mode_matches_torch_jvp_in_every_mode():
         a, b = kn.placeholder(kn.complex128, (2,)), kn.placeholder(kn.float64, (2,))
         _, tangent = kn.func.jvp(f(kn), (a, b), (kn.constant(t), kn.constant(tr)))
         np.testing.assert_allclose(kn.function([a, b], [tangent])(z, r)[0], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_optimizers_update_complex_parameters_as_pytorchs(name):
+    # PyTorch's optimizers treat a complex parameter as its pairs of reals (view_as_real)
+    def run(m):
+        p = m.tensor(Z[:3].copy(), requires_grad=True)
+        opt = getattr(m.optim, name)([p], lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            ((p * p).abs().sum() + p.real.sum()).backward()
+            opt.step()
+        return p.detach().numpy()
+
+    np.testing.assert_allclose(run(kn), run(torch), rtol=1e-12, atol=1e-14)

@@ -313,10 +313,16 @@ class Optimizer:
         step = np.array(count, np.int64)
         names, init = self._slot_names(group), self._slot_init
         if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
+            data, grad = t._data, t.grad._data
+            if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
+                data, grad = _as_real(data), _as_real(grad)
             slots = {s: state[s].numpy() if s in state
-                     else np.full_like(t._data, init(group, s)) for s in names}  # fmt: skip
-            new_param, new_slots = self._update(t._data, t.grad._data, slots, step, group)
-            new_param = make(np.asarray(new_param))
+                     else np.full_like(data, init(group, s)) for s in names}  # fmt: skip
+            new_param, new_slots = self._update(data, grad, slots, step, group)
+            new_param = np.asarray(new_param)
+            if t.dtype.kind == "c":
+                new_param = np.ascontiguousarray(new_param, data.dtype).view(t.dtype)[..., 0]
+            new_param = make(new_param)
             new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
         else:
             slots = {s: state[s] if s in state
@@ -328,14 +334,18 @@ class Optimizer:
 
     def _check_fits(self, i: int, t, what: str, value) -> None:
         """A new value or slot must have the parameter's shape, and a dtype that casts to
-        the parameter's within its kind (PyTorch refuses float updates of an int tensor)."""
+        the parameter's within its kind (PyTorch refuses float updates of an int tensor); the
+        slots of a complex parameter are those of its pairs of reals (CPU)."""
         where = (
             f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
             f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
         )
-        if tuple(value.shape) != tuple(t.shape):
+        shape, dtype = tuple(t.shape), t.dtype
+        if dtype.kind == "c" and what != "value" and t.device == "cpu":
+            shape, dtype = (*shape, 2), dt.to_real(dtype)
+        if tuple(value.shape) != shape:
             raise ShapeError(where)
-        if not np.can_cast(value.dtype, t.dtype, "same_kind"):
+        if not np.can_cast(value.dtype, dtype, "same_kind"):
             raise DTypeError(where)
 
     # -- graph mode --------------------------------------------------------------------------
@@ -510,3 +520,8 @@ def _average_over_ranks(grads_and_vars) -> list:
     from ..distributed.graph import average_gradients  # NOTE: lazy, distributed sits above
 
     return average_gradients(grads_and_vars)
+
+
+def _as_real(array):
+    """A complex array as its (real, imaginary) pairs, a last dim of 2 (a view)."""
+    return np.ascontiguousarray(array)[..., None].view(dt.to_real(array.dtype))

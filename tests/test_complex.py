@@ -426,4 +426,32 @@ def test_optimizers_update_complex_parameters_as_pytorchs(name):
             opt.step()
         return p.detach().numpy()
 
-    np.testing.assert_allclose(run(kn), run(torch), rtol=1e-12, atol=1e-14)
+    want = run(torch)
+    np.testing.assert_allclose(run(kn), want, rtol=1e-12, atol=1e-14)
+    with kn.Graph().as_default():  # graph mode: the train op
+        v = kn.Variable(Z[:3].copy(), name="v")
+        train = getattr(kn.optim, name)([v], lr=0.1).minimize((v * v).abs().sum() + v.real.sum())
+        session = kn.Session()
+        for _ in range(3):
+            session.run(train)
+        np.testing.assert_allclose(session.run(v), want, rtol=1e-12, atol=1e-14)
+
+    class Holder(kn.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = kn.nn.Parameter(kn.tensor(Z[:3].copy()))
+
+    m = Holder()
+    opt = getattr(kn.optim, name)(m.parameters(), lr=0.1)
+
+    @kn.compile
+    def step(x):  # kn.compile: a whole training step
+        opt.zero_grad()
+        loss = (m.p * m.p * x).abs().sum() + m.p.real.sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step(kn.ones(1, dtype=kn.float64))
+    np.testing.assert_allclose(m.p.detach().numpy(), want, rtol=1e-12, atol=1e-14)

@@ -118,7 +118,9 @@ def _group(xp, *arrays, out=None):
 
 
 # `group(*values)`: a train op; runs its inputs (and their updates), returns nothing useful.
-group = defop("group", lambda *shapes: (), lambda *dtypes: dt.bool_, _group, tags={"group"})
+group = defop(
+    "group", lambda *shapes: (), lambda *dtypes: dt.bool_, _group, tags={"group", "complex_linear"}
+)
 
 
 def _custom_value(xp, value, *inputs, out=None, function):

@@ -427,11 +427,14 @@ class Optimizer:
                 "step": Variable(np.array(start.get("step", 0), np.int64),
                                  name=f"{var.name}/step", trainable=False, graph=graph)
             }  # fmt: skip
+            shape, dtype = var.shape, var.dtype
+            if dtype.kind == "c":  # the slots of its pairs of reals (as the eager step's)
+                shape, dtype = (*shape, 2), dt.to_real(dtype)
             for slot in self._slot_names(group):
                 if slot in start:
-                    value = np.asarray(start[slot].numpy(), var.dtype)
+                    value = np.asarray(start[slot].numpy(), dtype)
                 else:
-                    value = np.full(var.shape, self._slot_init(group, slot), var.dtype)
+                    value = np.full(shape, self._slot_init(group, slot), dtype)
                 state[slot] = Variable(value, trainable=False, graph=graph,
                                        name=f"{var.name}/{self.slot_prefix}{slot}")  # fmt: skip
             if owner is not None:  # every graph of this Parameter (each kn.compile trace)
@@ -463,7 +466,12 @@ class Optimizer:
             state = self._slots_of(var, group)
             step = state["step"] + 1
             slots = {name: state[name] for name in self._slot_names(group)}
-            new_param, new_slots = self._update(var, g, slots, step, options)
+            if var.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
+                pair, pair_g = F.view_as_real(var), F.view_as_real(g)
+                new_pair, new_slots = self._update(pair, pair_g, slots, step, options)
+                new_param = F.view_as_complex(new_pair)
+            else:
+                new_param, new_slots = self._update(var, g, slots, step, options)
             assigns.append(apply("assign", var, new_param))
             assigns.extend(apply("assign", state[k], v) for k, v in new_slots.items())
             assigns.append(apply("assign", state["step"], step))

@@ -402,8 +402,8 @@ def test_forward_mode_matches_torch_jvp_in_every_mode():
             + m.view_as_complex(m.stack([b, b * b], -1)) + (a * b).abs()
         )  # fmt: skip
 
-    want = torch.autograd.functional.jvp(f(torch), (torch.tensor(z), torch.tensor(r)),
-                                         (torch.tensor(t), torch.tensor(tr)))[1].numpy()  # fmt: skip
+    primals, tangents = (torch.tensor(z), torch.tensor(r)), (torch.tensor(t), torch.tensor(tr))
+    want = torch.autograd.functional.jvp(f(torch), primals, tangents)[1].numpy()
     got = kn.func.jvp(f(kn), (kn.tensor(z), kn.tensor(r)), (kn.tensor(t), kn.tensor(tr)))[1]
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
     traced = kn.compile(lambda a, b: kn.func.jvp(f(kn), (a, b), (kn.tensor(t), kn.tensor(tr)))[1])

@@ -61,8 +61,9 @@ KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}
 # addmm(input, mat1, mat2) = beta * input + alpha * mat1 @ mat2: the two matrices, as matmul's
 KEEPS |= {"addmm": {"x1", "x2"}}
 # complex numbers and transforms (tests/op_table_complex.py, op_table_fft.py): angle's (of
-# the real row this test runs) is zero, i x / |x|^2 of complex x; eig's gradients read A (to recompute the other result) and the eigenvectors;
-# the parts, the conjugate and the Fourier transforms are linear: nothing
+# the real row this test runs) is zero, i x / |x|^2 of complex x; eig's gradients read A (to
+# recompute the other result) and the eigenvectors; the parts, the conjugate and the Fourier
+# transforms are linear: nothing
 KEEPS |= {
     "angle": set(), "complex": set(), "conj": set(), "real": set(), "imag": set(),
     "view_as_real": set(), "view_as_complex": set(), "eig_values": {"x0"},

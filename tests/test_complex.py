@@ -50,6 +50,8 @@ def test_dtype_names_and_factories():
     finally:
         kn.set_default_dtype(kn.float32)
     assert kn.ones(2).cfloat().dtype == kn.complex64 and kn.ones(2).cdouble().dtype == kn.complex128
+    assert complex(kn.tensor(1 + 2j)) == complex(torch.tensor(1 + 2j)) == 1 + 2j
+    assert kn.tensor([1 + 2j, 3j]).tolist() == torch.tensor([1 + 2j, 3j]).tolist()
 
 
 def torch_dtype_name(dtype):

@@ -398,6 +398,9 @@ class Tensor:
     def __float__(self):
         return float(self.item())
 
+    def __complex__(self):
+        return complex(self.item())
+
     def __int__(self):
         return int(self.item())
 

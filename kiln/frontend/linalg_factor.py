@@ -159,7 +159,8 @@ def eig(A):  # noqa: N803
     tensor([2.+0.j, 3.+0.j])
     """
     A = _matrices(A, "eig")
-    return return_types.linalg_eig(call("eig_values", A), call("eig_vectors", A))
+    vectors = call("eig_vectors", A)  # (first: a program of the vectors alone starts with it)
+    return return_types.linalg_eig(call("eig_values", A), vectors)
 
 
 def eigvals(A):  # noqa: N803

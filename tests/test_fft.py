@@ -42,6 +42,10 @@ CASES = [
     ("hfft", "complex", {"n": 5, "dim": 0, "norm": "ortho"}),
     ("ihfft", "real", {}),
     ("ihfft", "real", {"n": 6, "dim": 1, "norm": "forward"}),
+    ("hfft2", "complex", {}),
+    ("hfftn", "complex", {"s": (3, 4, 6), "norm": "ortho"}),
+    ("ihfft2", "real", {"s": (4, 6)}),
+    ("ihfftn", "real", {"dim": (0, 2), "norm": "forward"}),
     ("fftshift", "complex", {}),
     ("ifftshift", "real", {"dim": (0, 2)}),
 ]

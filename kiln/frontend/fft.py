@@ -16,7 +16,8 @@ from .core import call, lift
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
-    "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq",
+    "fftshift", "ifftshift",
 ]  # fmt: skip
 
 _SCALE = {  # norm -> (the forward transform's scale, the inverse's)
@@ -279,6 +280,54 @@ def ihfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     if norm not in _DUAL:
         raise ArgumentError(f'fft_ihfft: Invalid normalization mode: "{norm}"')
     return conj(_r2c(input, _one(n), dim, _DUAL[norm], "fft_ihfft"))
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
+    """The 2-D transform of a Hermitian-symmetric signal given by its half (see `hfftn`), as
+    PyTorch's `torch.fft.hfft2`.
+
+    >>> import kiln as kn
+    >>> kn.fft.hfft2(kn.ones(2, 2)).shape
+    kiln.Size([2, 2])
+    """
+    return hfftn(input, s, dim, norm)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
+    """The inverse of `hfft2`, as PyTorch's `torch.fft.ihfft2`.
+
+    >>> import kiln as kn
+    >>> kn.fft.ihfft2(kn.ones(2, 4)).shape
+    kiln.Size([2, 3])
+    """
+    return ihfftn(input, s, dim, norm)
+
+
+def hfftn(input, s=None, dim=None, norm=None):  # noqa: A002
+    """The N-D transform of a Hermitian-symmetric signal given by its half along the last of
+    `dim` (a real result, of 2 * (m - 1) points there unless `s` says), as PyTorch's
+    `torch.fft.hfftn`: the inverse real transform of its conjugate, scaled the other way.
+
+    >>> import kiln as kn
+    >>> kn.fft.hfftn(kn.ones(2, 3)).shape
+    kiln.Size([2, 4])
+    """
+    if norm not in _DUAL:
+        raise ArgumentError(f'fft_hfftn: Invalid normalization mode: "{norm}"')
+    return _c2r(conj(_input(input, "fft_hfftn")), s, dim, _DUAL[norm], "fft_hfftn")
+
+
+def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
+    """The inverse of `hfftn`: the half spectrum of a real signal, conjugated and scaled as an
+    inverse transform, as PyTorch's `torch.fft.ihfftn`.
+
+    >>> import kiln as kn
+    >>> kn.fft.ihfftn(kn.ones(2, 4))[0, 0]
+    tensor(1.-0.j)
+    """
+    if norm not in _DUAL:
+        raise ArgumentError(f'fft_ihfftn: Invalid normalization mode: "{norm}"')
+    return conj(_r2c(input, s, dim, _DUAL[norm], "fft_ihfftn"))
 
 
 def _freq_dtype(dtype):

@@ -365,7 +365,7 @@ def test_eig_values_vectors_and_gradient_match_pytorch_in_every_mode(kind):
         check(*kn.function([p], [values, vectors, kn.grad(total, [p])[0]])(a))
 
 
-def test_randn_of_a_complex_dtype_draws_each_part_from_n_0_half():
+def test_randn_and_rand_of_a_complex_dtype_draw_each_part_as_pytorchs():
     # PyTorch's complex randn: real and imaginary parts independent N(0, 1/2), E|z|^2 = 1
     kn.manual_seed(0)
     z = kn.randn(400, 300, dtype=kn.complex64)
@@ -373,6 +373,10 @@ def test_randn_of_a_complex_dtype_draws_each_part_from_n_0_half():
     for part in (z.real, z.imag):  # the variance of 120000 draws: within 10 sigma (0.002)
         assert abs(float(part.var()) - 0.5) < 0.02 and abs(float(part.mean())) < 0.02
     assert abs(float((z.real * z.imag).mean())) < 0.02  # uncorrelated
+    u = kn.rand(400, 300, dtype=kn.complex64)  # each part U[0, 1): variance 1/12
+    for part in (u.real, u.imag):
+        assert 0 <= float(part.min()) and float(part.max()) < 1
+        assert abs(float(part.mean()) - 0.5) < 0.01 and abs(float(part.var()) - 1 / 12) < 0.005
     traced = kn.compile(lambda a: a + kn.randn(3, dtype=kn.complex128))
     assert traced(kn.zeros(3, dtype=kn.complex128)).dtype == kn.complex128
 

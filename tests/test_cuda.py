@@ -200,6 +200,22 @@ def test_eager_autograd_on_the_gpu_matches_the_cpu(gpu):
         assert_same(got.detach().cpu().numpy(), want.detach().numpy())
 
 
+def test_adam_on_a_complex_parameter_on_the_gpu_matches_the_cpu(gpu):
+    # PyTorch's optimizers update a complex parameter as its pairs of reals, on every device
+    z = np.array([1 + 2j, -0.5 + 1j, 0.25 - 3j])
+
+    def run(device):
+        p = kn.tensor(z, device=device, requires_grad=True)
+        opt = kn.optim.Adam([p], lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            ((p * p).abs().sum() + p.real.sum()).backward()
+            opt.step()
+        return p.detach().cpu().numpy()
+
+    assert_same(run("cuda"), run("cpu"))
+
+
 def test_training_on_the_gpu_matches_the_cpu_and_variables_stay_there(gpu):
     rng = np.random.default_rng(0)
     xb, yb = rng.standard_normal((32, 20), np.float32), rng.integers(0, 5, 32)

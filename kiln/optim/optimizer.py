@@ -325,9 +325,14 @@ class Optimizer:
             new_param = make(new_param)
             new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
         else:
+            data, grad = t.detach(), t.grad.detach()
+            if data.dtype.kind == "c":  # a pair of reals, as on the CPU
+                data, grad = F.view_as_real(data), F.view_as_real(grad)
             slots = {s: state[s] if s in state
-                     else zeros_like(t) + init(group, s) for s in names}  # fmt: skip
-            new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step, group)
+                     else zeros_like(data) + init(group, s) for s in names}  # fmt: skip
+            new_param, new_slots = self._update(data, grad, slots, step, group)
+            if t.dtype.kind == "c":
+                new_param = F.view_as_complex(new_param)
         for what, value in (("value", new_param), *new_slots.items()):
             self._check_fits(i, t, what, value)
         return t, count, F.cast(new_param, t.dtype), new_slots
@@ -335,13 +340,13 @@ class Optimizer:
     def _check_fits(self, i: int, t, what: str, value) -> None:
         """A new value or slot must have the parameter's shape, and a dtype that casts to
         the parameter's within its kind (PyTorch refuses float updates of an int tensor); the
-        slots of a complex parameter are those of its pairs of reals (CPU)."""
+        slots of a complex parameter are those of its pairs of reals."""
         where = (
             f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
             f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
         )
         shape, dtype = tuple(t.shape), t.dtype
-        if dtype.kind == "c" and what != "value" and t.device == "cpu":
+        if dtype.kind == "c" and what != "value":
             shape, dtype = (*shape, 2), dt.to_real(dtype)
         if tuple(value.shape) != shape:
             raise ShapeError(where)

@@ -218,9 +218,14 @@ def compile(fn=None, *, device=None, cache_size=None, memory_budget=None):  # no
     """Compiles `fn` per input signature: on the first call with new shapes, dtypes, device,
     static arguments or module `training` flags, `fn` runs once on Symbols in place of its
     Tensors (Python control flow runs then; branching on a traced value raises), and the
-    graph is compiled; later calls run the compiled program. Module parameters become graph
-    Variables that share the parameters' memory. Tensors in give Tensors out (a call on
-    tensors that require grad is one tape entry); NumPy in gives NumPy out.
+    graph is compiled; later calls run the compiled program. `print` calls in `fn` are
+    recorded, not made, while tracing, and every call makes them with its values (as
+    PyTorch's compiled functions print on every call); other Python side effects (appending
+    to a list, setting an attribute) happen once, when `fn` is traced. Asking a traced value
+    for a Python value (`.item()`, `float()`, `if`) raises a GraphError that names it. Module
+    parameters become graph Variables that share the parameters' memory. Tensors in give
+    Tensors out (a call on tensors that require grad is one tape entry); NumPy in gives NumPy
+    out.
 
     What `fn` captures is checked on every call, as a guard: a Python value it reads from its
     closure, its globals or an attribute of an object or module it uses (numbers, strings,

@@ -33,6 +33,7 @@ from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
+from .prints import printed_symbols, recording, replay
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
 
@@ -222,7 +223,7 @@ class Traced:
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             try:
-                with tracing_on(device):
+                with tracing_on(device), recording(self.graph) as self.prints:
                     result = fn(*args, **kwargs)
             finally:
                 calls.pop()
@@ -260,8 +261,9 @@ class Traced:
         # gradient and the updates traced inside) recomputes under it as kn.function does.
         self.n_extras = len(extras)
         changed = [s for _, s in self.changed]
-        self.function = Function(self.inputs, outputs + extras + changed, self.updates, device,
-                                 memory_budget=memory_budget)  # fmt: skip
+        self.printed = printed_symbols(self.prints, self.graph)  # returned for `print` calls
+        self.function = Function(self.inputs, outputs + extras + changed + self.printed,
+                                 self.updates, device, memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
         self._placed = None  # the backward program whose arena holds the residuals
         self._placed_spec = self._out_shapes = None
@@ -448,6 +450,9 @@ class Traced:
         n = len(self.outputs)
         for (k, _), value in zip(self.changed, results[n + self.n_extras :]):
             _write_argument(leaves[k], value)
+        if self.prints:
+            shown = results[n + self.n_extras + len(self.changed) :]
+            replay(self.prints, self.printed, [make(r, self.device) for r in shown])
         results = results[: n + self.n_extras]
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))

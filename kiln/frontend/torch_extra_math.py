@@ -367,11 +367,28 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         flat = s.reshape(x, (-1,))
         n = flat.shape[0]
-        return select(tm.sort(flat, 0).values, 0, (n - 1) // 2)
+        value = select(tm.sort(flat, 0).values, 0, (n - 1) // 2)
+        if not dt.is_float(x.dtype):
+            return value
+        value = m.where(m.any(m.isnan(flat)), float("nan"), value)  # PyTorch: NaN if any is
+        # the gradient goes evenly to the elements equal to it, as PyTorch's
+        return core.call("share_ties", x, core.call("stop_gradient", value),
+                         axes=tuple(range(x.ndim)))  # fmt: skip
     if x.ndim == 0:
         return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
     n = x.shape[dim]
-    return _kth(x, (n - 1) // 2, dim, keepdim, "median")
+    if not dt.is_float(x.dtype):
+        return _kth(x, (n - 1) // 2, dim, keepdim, "median")
+    # PyTorch: a slice with a NaN has the median NaN at its first NaN; the value is taken
+    # at the index, so the gradient goes there
+    d = sh.normalize_axis(dim, x.ndim)
+    index = select(tm.sort(x, d, stable=True).indices, d, (n - 1) // 2)
+    nans = m.isnan(x)
+    index = m.where(m.any(nans, d), m.argmax(m.cast(nans, dt.int8), d), index)
+    value = s.squeeze(s.take_along_axis(x, s.unsqueeze(index, d), d), d)
+    if keepdim:
+        value, index = s.unsqueeze(value, d), s.unsqueeze(index, d)
+    return return_types.median(value, index)
 
 
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002

@@ -129,6 +129,51 @@ reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=T
 reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True)
 
 
+# -- a selected value whose cotangent goes evenly to its ties -----------------------------------
+
+
+def _tie_hits(x, y, axes):
+    """Where x's elements equal `y` (kept over `axes`), NaN matching NaN."""
+    yk = keep(y, x, axes)
+    both_nan = apply("logical_and", apply("isnan", x), apply("isnan", yk))
+    return apply("logical_or", apply("equal", x, yk), both_nan)
+
+
+def _share_ties_vjp(ct, out, x, y, *, axes):
+    hit = apply("cast", _tie_hits(x, y, axes), dtype=ct.dtype)
+    share = hit / apply("reduce_sum", hit, axes=axes, keepdims=True)
+    return (share * keep(ct, x, axes), None)
+
+
+def _share_ties_shape(x, y, *, axes):
+    if tuple(y) != _reduced_shape(x, axes=axes, keepdims=False):
+        raise ShapeError(f"share_ties: value of shape {y} is not {x} reduced over {axes}")
+    return tuple(y)
+
+
+def _share_ties_impl(xp, x, y, out=None, *, axes):
+    if out is None:
+        return xp.array(y, copy=True)
+    out[...] = y
+    return out
+
+
+def _share_ties_batch(args, batched, *, axes):
+    if not all(batched):
+        return None
+    return apply("share_ties", *args, axes=tuple(a + 1 for a in axes))
+
+
+# `share_ties(x, y)` is y, a value chosen among x's elements over `axes` (by a sort: the
+# median); its cotangent goes to the elements of x equal to it, shared evenly among them (NaN
+# to the NaNs), as PyTorch's gradient of `median()`/`nanmedian()` of all elements (its
+# evenly_distribute_backward). y itself gets none: pass it through stop_gradient.
+share_ties = defop(
+    "share_ties", _share_ties_shape, lambda x, y, *, axes: y, _share_ties_impl,
+    vjp=_share_ties_vjp, batch=_share_ties_batch,
+)  # fmt: skip
+
+
 def arg_reduction(name, fn):
     """argmax/argmin along one axis (`axis=None`: over the flattened array)."""
 

@@ -206,28 +206,19 @@ class _Call:
         return grad_input
 
 
-class _Inputs(Function):
+class BackwardHookFunction(Function):
+    """The identity on a hooked call's tensors, whose backward hands their gradients to
+    `done` (a `_Call`'s `outputs_done` or `inputs_done`) and passes on what it returns."""
+
     @staticmethod
-    def forward(ctx, call, *xs):
-        ctx.call = call
+    def forward(ctx, done, *xs):
+        ctx.done = done
         out = tuple(x.view_as(x) for x in xs)
         return out if len(out) != 1 else out[0]
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None, *ctx.call.inputs_done(grads))
-
-
-class _Outputs(Function):
-    @staticmethod
-    def forward(ctx, call, *ys):
-        ctx.call = call
-        out = tuple(y.view_as(y) for y in ys)
-        return out if len(out) != 1 else out[0]
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return (None, *ctx.call.outputs_done(grads))
+        return (None, *ctx.done(grads))
 
 
 def call_with_backward_hooks(module, args, run):
@@ -238,7 +229,7 @@ def call_with_backward_hooks(module, args, run):
         return run(args)
     call = _Call(module, args)
     if call.positions:
-        passed = _Inputs.apply(call, *(args[k] for k in call.positions))
+        passed = BackwardHookFunction.apply(call.inputs_done, *(args[k] for k in call.positions))
         passed = passed if isinstance(passed, tuple) else (passed,)
         args = list(args)
         for k, x in zip(call.positions, passed):
@@ -250,7 +241,7 @@ def call_with_backward_hooks(module, args, run):
     where = [k for k, y in enumerate(outputs) if _differentiable(y)]
     if not where:
         return output
-    passed = _Outputs.apply(call, *(outputs[k] for k in where))
+    passed = BackwardHookFunction.apply(call.outputs_done, *(outputs[k] for k in where))
     passed = passed if isinstance(passed, tuple) else (passed,)
     for k, y in zip(where, passed):
         outputs[k] = y

@@ -1,6 +1,6 @@
 """A module's backward hooks, as PyTorch's `register_full_backward_hook` and
 `register_full_backward_pre_hook`: a call of a module that has them passes its tensor
-arguments and its tensor results through two identity `kn.autograd.Function`s, whose
+arguments and its tensor results through an identity `kn.autograd.Function` twice, whose
 backwards see the gradients of the results (the pre-hooks run there, and may replace them)
 and then those of the arguments (the hooks run there, with both, and may replace the
 arguments'). In graph mode and under `kn.compile` the hooks run while the gradient graph is

@@ -69,11 +69,9 @@ def infer(node, args, attrs: dict, shape, bound: dict) -> None:
     shapes = [tuple(a.shape) for a in args]
     try:
         got = node.op.shape_rule(*shapes, **{k: dims(v, bound) for k, v in attrs.items()})
-    except ShapeError as e:
-        text = " and ".join(sh.format_shape(s) for s in shapes)
-        raise node_error(ShapeError, f"at run time, on operands of shapes {text}: {e}",
-                         op=node.op.name, name=node.name, site=node.site,
-                         inputs=node.inputs) from None  # fmt: skip
+    except ShapeError as e:  # the rules' message gives the operands' shapes
+        raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
+                         site=node.site, inputs=node.inputs) from None  # fmt: skip
     _bind_shape(tuple(got), shape, bound, node)
 
 

@@ -247,3 +247,20 @@ def test_static_graphs_keep_their_programs():
         f(np.ones((4, 3), np.float32))
         assert "infer_dims" not in f.program.last.source and "D = {}" not in f.program.last.source
         assert not any(n.op.name == "sum_to" for n in f.program.graph.nodes)
+
+
+def test_onnx_export_runs_the_same(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (6,), name="x")
+        y = kn.placeholder(kn.float32, (3,), name="y")
+        out = (_pos(x) + _neg(x)) * (_neg(x) - y[:1]) + _pos(x).sum(0, keepdim=True)
+        f = kn.function([x, y], [out, *kn.grad((out**2).sum(), [x, y])])
+        kn.export_onnx(f, str(tmp_path / "bcast.onnx"))
+    session = ort.InferenceSession(str(tmp_path / "bcast.onnx"))
+    for key in ("1-3", "3-1", "2-2", "1-1"):
+        want = f(XS[key], Y)
+        got = session.run(None, {"x": XS[key], "y": Y})
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -241,9 +241,13 @@ def _sum_to(xp, x, out=None, *, shape):
 # the run binds (kiln/passes/differentiate.py `sum_to_shape`): whether the operand was
 # broadcast there (its size 1) is known only then, so the kernel sums the leading dims and
 # those where `shape` (its attr, evaluated by the run) is 1 and `x` is not.
+def _sum_to_jvp(tangents, y, x, *, shape):
+    (t,) = tangents
+    return None if t is None else apply("sum_to", t, shape=shape)
+
+
 sum_to = defop(
     "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to),
     vjp=lambda ct, y, x, *, shape: (apply("broadcast_to", ct, shape=x.shape),),
-    jvp=lambda ins, y, x, *, shape: ins[0] if ins[0] is None else apply("sum_to", ins[0],
-                                                                         shape=shape),
+    jvp=_sum_to_jvp,
 )  # fmt: skip

@@ -132,7 +132,9 @@ def inferred(node, in_shapes, attrs) -> bool:
     if node.op.tags & {"data_shape", "region"} or node.out.dtype == TUPLE:
         return False
     held = sum(1 for s in in_shapes if any(type(d) is not int for d in s))
-    return held > 0 and len(node.inputs) > 1 or any(True for v in attrs.values() for _ in _atoms(v))
+    if held and len(node.inputs) > 1:
+        return True
+    return any(True for v in attrs.values() for _ in _atoms(v))
 
 
 def unplanned(node, in_shapes, attrs) -> bool:

@@ -258,6 +258,7 @@ class Traced:
                     "nested tuples, lists and dicts of them)"
                 )
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
+        self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
         self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
@@ -307,6 +308,9 @@ class Traced:
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
         self.grad_outputs = [k for k, o in enumerate(self.outputs) if id(o) in marked]
+        # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes
+        self.run_shaped = any(type(d) is not int for k in self.grad_outputs
+                              for d in self.outputs[k].shape)  # fmt: skip
         reached = _reached([self.outputs[k] for k in self.grad_outputs], marked)
         wrt = [s for s in sources if id(s) in reached]
         if not wrt:
@@ -577,7 +581,7 @@ class Traced:
         small entry that routes its cotangent into the call's packed one."""
         ys = [outs[k] for k in self.grad_outputs]
         attrs = {"traced": self, "residuals": list(residuals), "placed": placed}
-        if any(type(d) is not int for k in self.grad_outputs for d in self.outputs[k].shape):
+        if self.run_shaped:
             attrs["shapes"] = [tuple(y.shape) for y in ys]  # lengths this run bound
         if len(ys) == 1:
             autograd.record(CALL, saved, attrs, ys[0])

@@ -27,7 +27,7 @@ KEEPS = {
     "relu_grad": {"x1"},
     "reshape": set(), "rsqrt": {"y"}, "scatter_add": {"x1"}, "scatter_along_axis": {"x1"},
     "sigmoid": {"y"}, "sin": {"x0"}, "softplus": {"x0"}, "sqrt": {"y"}, "square": {"x0"},
-    "sub": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
+    "sub": set(), "sum_to": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
     "transpose": set(), "where": {"x0"},
 }  # fmt: skip
 # PyTorch's functions (kiln/ops/elementwise_torch.py, scan.py, index.py, linalg.py); scatter's

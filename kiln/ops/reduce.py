@@ -208,3 +208,46 @@ def arg_reduction(name, fn):
 
 argmax = arg_reduction("argmax", np.argmax)
 argmin = arg_reduction("argmin", np.argmin)
+
+
+# -- the sum back to an operand's shape of sizes only a run knows ----------------------------
+
+
+def _sum_to_shape(x, *, shape):
+    lead = len(x) - len(shape)
+    if lead < 0:
+        raise ShapeError(
+            f"sum_to: {sh.format_shape(x)} has fewer dims than {sh.format_shape(shape)}"
+        )
+    for d, t in zip(x[lead:], shape):
+        if t != 1 and d != t and isinstance(d, int) and isinstance(t, int):
+            raise ShapeError(f"sum_to: {sh.format_shape(x)} does not broadcast from "
+                             f"{sh.format_shape(shape)}")  # fmt: skip
+    return tuple(shape)
+
+
+def _sum_to(xp, x, out=None, *, shape):
+    lead = x.ndim - len(shape)
+    stretched = (lead + i for i, t in enumerate(shape) if t == 1 and x.shape[lead + i] != 1)
+    axes = (*range(lead), *stretched)
+    total = xp.sum(x, axis=axes, keepdims=True, dtype=x.dtype) if axes else x.copy()
+    if out is None:
+        return total.reshape(shape)
+    out[...] = total.reshape(shape)
+    return out
+
+
+# Autodiff's sum of a cotangent back to an operand's shape where a dim of either is a length
+# the run binds (kiln/passes/differentiate.py `sum_to_shape`): whether the operand was
+# broadcast there (its size 1) is known only then, so the kernel sums the leading dims and
+# those where `shape` (its attr, evaluated by the run) is 1 and `x` is not.
+def _sum_to_jvp(tangents, y, x, *, shape):
+    (t,) = tangents
+    return None if t is None else apply("sum_to", t, shape=shape)
+
+
+sum_to = defop(
+    "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to),
+    vjp=lambda ct, y, x, *, shape: (apply("broadcast_to", ct, shape=x.shape),),
+    jvp=_sum_to_jvp,
+)  # fmt: skip

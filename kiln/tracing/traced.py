@@ -29,6 +29,7 @@ from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of, shared_box
+from ..ops.dynamic import with_binders
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
@@ -154,6 +155,13 @@ def _backward_inputs(nodes, cts, grads) -> tuple[list, list]:
                 stack.extend(s.node.inputs)
             else:
                 use(s)
+    # a length the run binds that only attrs read (`sum_to`'s operand shape): the value that
+    # first has it is fed, so its shape binds it (kiln/ops/dynamic.py)
+    backward = {id(n) for n in nodes if id(n.out) in visited and id(n.out) in after}
+    for s in with_binders(nodes, backward, ()):
+        if id(s) not in after and id(s) not in seen:
+            seen.add(id(s))
+            feeds.append(s)
     return feeds, variables
 
 
@@ -177,8 +185,8 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
-def _call_vjp(ct, out, *saved, traced, residuals, placed=False):
-    return traced._backward(ct, saved, residuals, placed)
+def _call_vjp(ct, out, *saved, traced, residuals, placed=False, shapes=None):
+    return traced._backward(ct, saved, residuals, placed, shapes)
 
 
 def _output_vjp(ct, out, packed, *, offset):
@@ -250,6 +258,7 @@ class Traced:
                     "nested tuples, lists and dicts of them)"
                 )
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
+        self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
         self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
@@ -299,6 +308,9 @@ class Traced:
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
         self.grad_outputs = [k for k, o in enumerate(self.outputs) if id(o) in marked]
+        # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes
+        self.run_shaped = any(type(d) is not int for k in self.grad_outputs
+                              for d in self.outputs[k].shape)  # fmt: skip
         reached = _reached([self.outputs[k] for k in self.grad_outputs], marked)
         wrt = [s for s in sources if id(s) in reached]
         if not wrt:
@@ -569,6 +581,8 @@ class Traced:
         small entry that routes its cotangent into the call's packed one."""
         ys = [outs[k] for k in self.grad_outputs]
         attrs = {"traced": self, "residuals": list(residuals), "placed": placed}
+        if self.run_shaped:
+            attrs["shapes"] = [tuple(y.shape) for y in ys]  # lengths this run bound
         if len(ys) == 1:
             autograd.record(CALL, saved, attrs, ys[0])
             return
@@ -582,7 +596,7 @@ class Traced:
             autograd.record(OUTPUT, [packed], {"offset": offset}, y)
             offset += y._data.size
 
-    def _backward(self, ct, saved, residuals, placed=False) -> tuple:
+    def _backward(self, ct, saved, residuals, placed=False, shapes=None) -> tuple:
         if state.grad:
             raise call_error(
                 AutogradError,
@@ -594,10 +608,10 @@ class Traced:
             self.grad_function  # noqa: B018 — raises the call's AutogradError
         ys = [self.outputs[k] for k in self.grad_outputs]
         cts, offset = [], 0
-        for y in ys:
-            size = int(np.prod(y.shape, dtype=np.int64))
+        for y, shape in zip(ys, shapes or [y.shape for y in ys]):
+            size = int(np.prod(shape, dtype=np.int64))
             data = ct._data if len(ys) == 1 else ct._data[offset : offset + size]
-            cts.append(data.reshape(y.shape).astype(y.dtype, copy=False))
+            cts.append(data.reshape(shape).astype(y.dtype, copy=False))
             offset += size
         for i in self.checked_slots:
             saved[i]._data  # noqa: B018 — a Variable changed since the call raises here

@@ -4,6 +4,10 @@ A symbolic dim is a product `coeff * a * b ...` of atoms: named (`"batch"`, the 
 the name is used) or anonymous (from `None`, each one distinct). Rules unify symbolic dims
 assuming they do not broadcast (as in JAX's shape polymorphism): what cannot be proven at build
 time is recorded as a constraint that feeds check at run time.
+
+Dims that only a run binds (a data-dependent length, kiln/ops/dynamic.py, and dims made from
+one: `run_bound`) broadcast as PyTorch's do: two that may differ give a fresh such dim, the
+run computes it (equal sizes, or one of them 1, the other) before the op runs.
 """
 
 from __future__ import annotations
@@ -157,6 +161,13 @@ def require_equal(a, b, why: str):
         items.append((a, b, why))
 
 
+def require_stretch(d, t, why: str):
+    """Records that dim `d` must broadcast to `t` (be 1 or `t`) once feeds bind them; a dim
+    the run binds (`run_bound`) may be 1 there, which the op checks when it runs."""
+    if d != 1 and not run_bound((d, t)):
+        require_equal(d, t, why)
+
+
 def _provably_unequal(a, b) -> bool:
     ac, aa = _factors(a)
     bc, ba = _factors(b)
@@ -173,7 +184,15 @@ def _provably_unequal(a, b) -> bool:
 
 
 def unify_dims(a, b, why: str):
-    """The broadcast of two dims: 1 stretches; symbolic dims must match (checked at run time)."""
+    """The broadcast of two dims: 1 stretches; symbolic dims must match (checked at run time),
+    but for a dim the run binds (`run_bound`): it may be 1 there, so the result is the other
+    when that is an int, else a fresh dim the run binds (its operands' sizes, broadcast).
+
+    >>> n = Dim()
+    >>> mark_run_bound(n)
+    >>> unify_dims(n, 3, "add"), run_bound(unify_dims(n, Dim(), "add")), unify_dims(n, n, "add")
+    (3, True, _)
+    """
     if a == b:
         return a
     if a == 1:
@@ -182,8 +201,51 @@ def unify_dims(a, b, why: str):
         return a
     if isinstance(a, int) and isinstance(b, int):
         raise ShapeError(f"{why}: dims {a} and {b} cannot be broadcast together")
+    if _RUN_BOUND and (run_bound(a) or run_bound(b)):
+        if isinstance(a, int) or isinstance(b, int):
+            return a if isinstance(a, int) else b  # the other is 1 or this int at run time
+        fresh = Dim()
+        mark_run_bound(fresh)
+        return fresh
     require_equal(a, b, why)
     return b if isinstance(b, int) else a
+
+
+# -- dims only a run binds -------------------------------------------------------------------
+
+# The atoms of such dims (anonymous ones: their ids are unique in the process); an atom is
+# marked when an op's rules first give it, so a graph loaded from a file marks its own.
+_RUN_BOUND: set = set()
+
+
+def mark_run_bound(value) -> None:
+    """Marks the atoms of `value` (a dim, or tuples of them) as bound by a run, not by feeds."""
+    _RUN_BOUND.update(atoms_of(value))
+
+
+def run_bound(value) -> bool:
+    """Whether `value` (a dim, or tuples of them) holds an atom that only a run binds."""
+    return bool(_RUN_BOUND) and any(a in _RUN_BOUND for a in atoms_of(value))
+
+
+def atoms_of(value):
+    """The atoms of the dims in `value` (a dim, or tuples of them, nested)."""
+    if isinstance(value, Dim):
+        yield from value.atoms
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from atoms_of(v)
+
+
+def mark_derived(in_shapes, attrs, shape) -> None:
+    """After an op's rules gave `shape` on `in_shapes`: where an operand holds a dim a run
+    binds, the new atoms of `shape` (in no operand's shape nor attr: a slice's length) are
+    bound by the run too."""
+    if not _RUN_BOUND or not any(run_bound(tuple(s)) for s in in_shapes):
+        return
+    new = set(atoms_of(tuple(shape))) - set(atoms_of(tuple(tuple(s) for s in in_shapes)))
+    new -= set(atoms_of(tuple(attrs.values())))
+    _RUN_BOUND.update(new)
 
 
 def broadcast_shapes(*shapes, why: str = "operands could not be broadcast together"):

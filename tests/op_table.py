@@ -507,6 +507,26 @@ reduce_rows("reduce_max", "max", "small", empty_axis=False, int_dtypes=("int8", 
 reduce_rows("reduce_min", "min", "small", empty_axis=False)
 
 
+def sum_to_row(label, shape, target, layout="c"):
+    """autodiff's sum of a cotangent back to an operand's shape where a size is known only at
+    run time (kiln/ops/reduce.py); on static shapes, NumPy's sums over the same axes"""
+    lead = len(shape) - len(target)
+    axes = (*range(lead), *(lead + i for i, t in enumerate(target) if t == 1 != shape[lead + i]))
+    return OpCase(
+        "sum_to", label, lambda x: bind(REGISTRY["sum_to"], x, shape=target),
+        args(Arg(shape, layout=layout)),
+        lambda x: np.sum(x, axis=axes, keepdims=True).reshape(target), FLOATS16,
+    )  # fmt: skip
+
+
+rows(
+    sum_to_row("lead-and-stretched", (2, 5, 3), (5, 1)),
+    sum_to_row("same", (3, 5), (3, 5), "T"),
+    sum_to_row("to-0d", (2, 3), ()),
+    sum_to_row("empty", (0, 3), (1, 3)),
+)
+
+
 def arg_rows(op, name):
     f, ref = getattr(kn, name), getattr(np, name)
 

@@ -559,6 +559,11 @@ rows(
            lambda a: np.linalg.norm(a, axis=-1)),
     OpCase("reduce_max", "linalg.matrix_norm-inf", lambda a: kn.linalg.matrix_norm(a, np.inf),
            normal((2, 3, 4), kind="distinct"), lambda a: np.linalg.norm(a, np.inf, (1, 2))),
+    # median of all elements: value from a sort, its gradient shared among ties (torch 2.13)
+    OpCase("share_ties", "median-all", lambda a: kn.median(a), normal((3, 4), kind="distinct"),
+           lambda a: np.sort(a, axis=None)[(a.size - 1) // 2]),
+    OpCase("share_ties", "nanmedian-all", lambda a: kn.nanmedian(a),
+           normal((3, 4), kind="distinct"), lambda a: np.sort(a, axis=None)[(a.size - 1) // 2]),
     OpCase("floordiv", "div-floor", lambda a, b: kn.div(a, b, rounding_mode="floor"),
            normal((3, 4), (3, 4), kind="positive"), np.floor_divide),
     OpCase("floordiv", "div-trunc-int", lambda a, b: kn.div(a, b, rounding_mode="trunc"),

@@ -262,3 +262,18 @@ def test_check_numerics_names_the_op_inside_a_small_group():
         f = kn.function([x], kn.log(x) * 2.0, check_numerics=True)
     with pytest.raises(kn.NumericsError, match="op log"):
         f(np.array([-1.0, 0.0, 1.0], np.float32))  # log(-1) = NaN, log(0) = -Inf
+
+
+def test_a_program_past_the_loop_bound_runs_on_numpy(monkeypatch):
+    """A program of more equations than MAX_LOOP_EQUATIONS gets no numba loop (its compile
+    time grows faster than its length) and gives NumPy's chain's values all the same."""
+    monkeypatch.setattr("kiln.ops.fused_codegen.MAX_LOOP_EQUATIONS", 20)
+    f = chain_function(n_ops=30)
+    node = next(n for n in f.graph.nodes if n.op.name == "fused")
+    prog = fused_ops.compiled(node.attrs["program"], node.attrs["outputs"])
+    dtypes = prog.signature((np.dtype(np.float32),) * prog.n_in).dtypes
+    assert loop_source(prog, dtypes, exact=False) is None
+    x, a = inputs()
+    for _ in range(3):  # past the call that builds a loop
+        got = f(x, a)
+    kn.testing.assert_close(got, chain(np, x, a, 30))

@@ -63,3 +63,17 @@ def test_item_under_compile_names_the_value_and_the_line():
 
     with pytest.raises(GraphError, match=r"\.item\(\) of Symbol .*test_symbol_iteration\.py"):
         step(kn.tensor([1.0, 2.0]))
+
+
+def test_a_symbols_shape_is_a_size_as_a_tensors_is():
+    # PyTorch: x.shape is a torch.Size (a tuple with numel()); kiln's eager and traced alike
+    @kn.compile
+    def f(x):
+        assert isinstance(x.shape, kn.Size) and x.shape == (2, 3)
+        return x.reshape(x.shape.numel()) * x.shape[1:].numel()
+
+    np.testing.assert_array_equal(f(kn.ones(2, 3)).numpy(), np.full(6, 3.0, np.float32))
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, ("batch", 3))
+        assert isinstance(x.shape, kn.Size) and repr(x.shape) == "kiln.Size([batch, 3])"
+        assert (x + 1).shape == x.shape and x.shape[1:].numel() == 3

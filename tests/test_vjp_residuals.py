@@ -27,7 +27,7 @@ KEEPS = {
     "relu_grad": {"x1"},
     "reshape": set(), "rsqrt": {"y"}, "scatter_add": {"x1"}, "scatter_along_axis": {"x1"},
     "sigmoid": {"y"}, "sin": {"x0"}, "softplus": {"x0"}, "sqrt": {"y"}, "square": {"x0"},
-    "sub": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
+    "sub": set(), "sum_to": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
     "transpose": set(), "where": {"x0"},
 }  # fmt: skip
 # PyTorch's functions (kiln/ops/elementwise_torch.py, scan.py, index.py, linalg.py); scatter's
@@ -37,7 +37,7 @@ KEEPS |= {
     "cosh": {"x0"}, "asinh": {"x0"}, "acosh": {"x0"}, "atanh": {"x0"}, "exp2": {"y"},
     "log2": {"x0"}, "log10": {"x0"}, "atan2": {"x0", "x1"}, "fmod": {"x0", "x1"},
     "hypot": {"x0", "x1", "y"},
-    "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"},
+    "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"}, "share_ties": {"x0", "x1"},
     "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0", "y"},
     "solve": {"x0", "y"}, "cholesky": {"y"}, "logabsdet": {"x0"},
     "lgamma": {"x0"}, "digamma": {"x0"}, "polygamma": {"x0"}, "erfinv": {"y"}, "i0": {"x0"},

@@ -68,12 +68,13 @@ def eager_dispatch(op, args, attrs):
 
 def _kernel(op, xp, datas, attrs):
     """`op`'s kernel on `datas`. Kernels run with floating-point errors ignored, as PyTorch's
-    do: under `np.seterr(...="raise")` a kernel that raised FloatingPointError runs again
-    with errors ignored (eager kernels write no input, so running again is safe; the
-    common path pays nothing)."""
+    do: under `np.seterr(...="raise")`, or a warnings filter that makes NumPy's warnings
+    errors (`-W error`), a kernel that raised runs again with errors ignored (eager kernels
+    write no input, so running again is safe; the common path pays nothing; NumPy's
+    warnings themselves are filtered out in kiln/runtime/backend.py)."""
     try:
         return op.impl(xp, *datas, **attrs)
-    except FloatingPointError:
+    except (FloatingPointError, RuntimeWarning):
         token = ignore_fp_errors()
         try:
             return op.impl(xp, *datas, **attrs)

@@ -335,15 +335,29 @@ def sign(input):
     return where(isnan(input), 0, s) if dt.is_float(input.dtype) else s
 
 
+_NOT_GIVEN = object()
+
+
 @takes_out
-def where(condition, input, other):
+def where(condition, input=_NOT_GIVEN, other=_NOT_GIVEN):  # noqa: A002
     """`a` where `cond` is true, else `b` (broadcasting), as PyTorch's `where` (a and b
-    promoted as by `kn.result_type`).
+    promoted as by `kn.result_type`). With the condition alone, `nonzero(condition,
+    as_tuple=True)`, as PyTorch's.
 
     >>> import kiln as kn, numpy as np
     >>> kn.where(np.array([True, False]), 1.0, np.float32(-1.0))
     array([ 1., -1.], dtype=float32)
+    >>> kn.where(kn.tensor([[0, 3], [5, 0]]))
+    (tensor([0, 1]), tensor([1, 0]))
     """
+    if input is _NOT_GIVEN and other is _NOT_GIVEN:
+        from .torch_index import nonzero  # NOTE: torch_index builds on this module
+
+        return nonzero(condition, as_tuple=True)
+    if input is _NOT_GIVEN or other is _NOT_GIVEN:
+        raise ArgumentTypeError(
+            "where() takes the condition alone, or the condition, input and other"
+        )
     (condition,) = lift(condition, context=(input, other))
     input, other = promote(REGISTRY["where"], input, other, context=(condition,))
     return call("where", condition, input, other)

@@ -373,6 +373,19 @@ def _kth(x, k: int, dim, keepdim, name):
     return getattr(return_types, name)(v, i)
 
 
+def _lower_middle(order, d: int):
+    """The entry at (n - 1) // 2 along dim `d` of the int64 `order` (n its length there,
+    known or bound at run time), kept as a size-1 dim."""
+    n = order.shape[d]
+    if isinstance(n, int):
+        return s.unsqueeze(select(order, d, (n - 1) // 2), d)
+    line = s.getitem(order, tuple(slice(None) if k == d else 0 for k in range(order.ndim)))
+    count = m.sum(m.add(m.mul(line, 0), 1))  # n, as a value of the run
+    at = m.floordiv(m.sub(count, 1), 2)
+    shape = tuple(1 if k == d else size for k, size in enumerate(order.shape))
+    return s.take_along_axis(order, s.broadcast_to(s.reshape(at, (1,) * order.ndim), shape), d)
+
+
 def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     """The lower median: of all elements (0-d), or `(values, indices)` along `dim`.
 
@@ -383,12 +396,31 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     (x,) = lift(input)
     if dim is None:
         flat = s.reshape(x, (-1,))
-        n = flat.shape[0]
-        return select(tm.sort(flat, 0).values, 0, (n - 1) // 2)
+        at = _lower_middle(tm.sort(flat, 0, stable=True).indices, 0)
+        value = s.reshape(s.take_along_axis(flat, at, 0), ())
+        if not dt.is_float(x.dtype):
+            return value
+        value = m.where(m.any(m.isnan(flat)), float("nan"), value)  # PyTorch: NaN if any is
+        # the gradient goes evenly to the elements equal to it, as PyTorch's
+        return core.call("share_ties", x, core.call("stop_gradient", value),
+                         axes=tuple(range(x.ndim)))  # fmt: skip
     if x.ndim == 0:
         return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
-    n = x.shape[dim]
-    return _kth(x, (n - 1) // 2, dim, keepdim, "median")
+    d = sh.normalize_axis(dim, x.ndim)
+    index = s.squeeze(_lower_middle(tm.sort(x, d, stable=True).indices, d), d)
+    if not dt.is_float(x.dtype):
+        value = s.squeeze(s.take_along_axis(x, s.unsqueeze(index, d), d), d)
+        if keepdim:
+            value, index = s.unsqueeze(value, d), s.unsqueeze(index, d)
+        return return_types.median(value, index)
+    # PyTorch: a slice with a NaN has the median NaN at its first NaN; the value is taken
+    # at the index, so the gradient goes there
+    nans = m.isnan(x)
+    index = m.where(m.any(nans, d), m.argmax(m.cast(nans, dt.int8), d), index)
+    value = s.squeeze(s.take_along_axis(x, s.unsqueeze(index, d), d), d)
+    if keepdim:
+        value, index = s.unsqueeze(value, d), s.unsqueeze(index, d)
+    return return_types.median(value, index)
 
 
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002

@@ -17,6 +17,7 @@ from ..errors import (
     call_error,
 )
 from ..graph.core import Symbol
+from . import core
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -104,7 +105,12 @@ def nanmedian(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         values = tm.sort(s.reshape(x, (-1,)), -1).values
         k = _kth(values)
-        return s.reshape(s.take_along_axis(values, k, -1), ())
+        value = s.reshape(s.take_along_axis(values, k, -1), ())
+        if not dt.is_float(x.dtype):
+            return value
+        # the gradient goes evenly to the elements equal to it, as PyTorch's
+        return core.call("share_ties", x, core.call("stop_gradient", value),
+                         axes=tuple(range(x.ndim)))  # fmt: skip
     d = _int_dim("nanmedian", dim, x.ndim)
     if x.ndim == 0:
         return return_types.nanmedian(x, _zero_index(x))

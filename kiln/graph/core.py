@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..array_types import size_attribute
+from ..array_types import Size, size_attribute
 from ..errors import ArgumentTypeError, GraphError
 from .opdef import REGISTRY, Attrs
 
@@ -107,7 +107,7 @@ class Symbol:
 
     def __init__(self, node: Node, shape: tuple, dtype):
         self.node = node
-        self.shape = shape
+        self.shape = shape if type(shape) is Size else Size(shape)  # PyTorch's `x.shape`
         self.dtype = dtype
 
     __hash__ = object.__hash__

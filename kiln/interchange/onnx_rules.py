@@ -371,6 +371,28 @@ def reduce(op_type):
     return rule
 
 
+def _sum_to(ex, node, xs, out):
+    """Sums the leading axes and those where the target is 1 and the value is not; where the
+    target's size is a length the run binds, the sum is taken when it is 1 there (Where),
+    the value then sliced to that size."""
+    x, have, target = xs[0], node.inputs[0].shape, node.attrs["shape"]
+    lead = len(have) - len(target)
+    if lead:
+        x = ex.emit("ReduceSum", [x, ex.ints(range(lead))], keepdims=0)
+    axes = [i for i, t in enumerate(target) if t == 1 and have[lead + i] != 1]
+    if axes:
+        x = ex.emit("ReduceSum", [x, ex.ints(axes)], keepdims=1)
+    for i, t in enumerate(target):
+        if isinstance(t, int) or t == have[lead + i]:
+            continue
+        size = ex.dim(t)
+        one = ex.emit("Equal", [size, ex.ints([1])])
+        summed = ex.emit("ReduceSum", [x, ex.ints([i])], keepdims=1)
+        x = ex.emit("Where", [one, summed, x])  # the sum, stretched back: its first row kept
+        x = ex.emit("Slice", [x, ex.ints([0]), size, ex.ints([i])])
+    return ex.emit("Reshape", [x, ex.shape(target)], out)
+
+
 def arg_reduce(op_type):
     def rule(ex, node, xs, out):
         x, axis, keepdims = xs[0], node.attrs["axis"], node.attrs["keepdims"]
@@ -558,6 +580,7 @@ RULES = {
     "xlog1py": _xlogy(True),
     "cast": cast_rules.cast,
     "stop_gradient": _identity,
+    "share_ties": lambda ex, node, xs, out: ex.emit("Identity", xs[1:], out),
     # binary
     "add": binary("Add", bool_op="Or"),
     "sub": binary("Sub"),
@@ -594,6 +617,7 @@ RULES = {
     "reduce_max": reduce("ReduceMax"),
     "reduce_min": reduce("ReduceMin"),
     "reduce_prod": reduce("ReduceProd"),
+    "sum_to": _sum_to,
     "argmax": arg_reduce("ArgMax"),
     "argmin": arg_reduce("ArgMin"),
     "matmul": binary("MatMul", narrow_ints=False),

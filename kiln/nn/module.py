@@ -23,7 +23,14 @@ from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
-from .module_state import cast_values, load_state, parse_to
+from .module_hooks import (
+    ModuleHooks,
+    RemovableHandle,
+    _add_hook,
+    _HookDict,
+    call_with_backward_hooks,
+)
+from .module_state import cast_values, load_state, parse_to, save_state
 from .parameter import Buffer, ModuleValue, Parameter
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
@@ -41,17 +48,6 @@ def _active() -> list:
     return _local.calls
 
 
-def _add_hook(hooks: dict, hook, prepend: bool) -> RemovableHandle:
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    if prepend:
-        hooks_now = dict(hooks)
-        hooks.clear()
-        hooks[handle.id] = hook
-        hooks.update((k, v) for k, v in hooks_now.items() if k != handle.id)
-    return handle
-
-
 def _graph_of(args) -> object | None:
     for a in args:
         if isinstance(a, Symbol):
@@ -65,34 +61,7 @@ def _graph_of(args) -> object | None:
     return None
 
 
-class RemovableHandle:
-    """What `register_forward_hook` and `register_forward_pre_hook` return: `remove()` takes
-    the hook off (also on leaving a `with` block)."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict):
-        self.hooks_ref = weakref.ref(hooks)
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        hooks = self.hooks_ref()
-        if hooks is not None:
-            hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
-class _HookDict(dict):
-    """A dict that a `RemovableHandle` can refer to weakly."""
-
-
-class Module:
+class Module(ModuleHooks):
     """Base class of layers and models, as PyTorch's `nn.Module`.
 
     Assigning a `Parameter`, `Buffer` or `Module` to an attribute registers it. Inside
@@ -120,13 +89,21 @@ class Module:
             object.__setattr__(self, name, {})
         object.__setattr__(self, "_forward_hooks", _HookDict())
         object.__setattr__(self, "_forward_pre_hooks", _HookDict())
+        for name in ("_backward_hooks", "_backward_pre_hooks", "_state_dict_pre_hooks",
+                     "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                     "_load_state_dict_post_hooks"):  # fmt: skip
+            object.__setattr__(self, name, _HookDict())
+        object.__setattr__(self, "_compiled_call", None)
         object.__setattr__(self, "_name", None)
         object.__setattr__(self, "training", True)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, _compiled=True, **kwargs):
+        compiled = self.__dict__.get("_compiled_call")
+        if compiled is not None and _compiled:
+            return compiled(*args, **kwargs)
         calls = _active()
         graph = _graph_of((*args, *kwargs.values()))
         if graph is None and calls:
@@ -145,6 +122,12 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+            return call_with_backward_hooks(self, args, lambda a: self._forward(a, kwargs))
+        return self._forward(args, kwargs)
+
+    def _forward(self, args, kwargs):
+        """forward, then the forward hooks."""
         output = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, output)
@@ -288,6 +271,67 @@ class Module:
                 raise AttributeError(f"{type(module).__name__} has no attribute `{part}`")
             module = module._modules[part]
         return module
+
+    def _member(self, target: str, table: str, what: str):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name in getattr(module, table):
+            value = getattr(module, table)[name]
+            if value is not None:
+                return value
+        if name in module.__dict__ or name in module._parameters or name in module._buffers:
+            raise AttributeError(f"`{name}` is not {what}")
+        raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The Parameter at the dotted path `target`, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> kn.nn.Sequential(kn.nn.Linear(2, 1)).get_parameter("0.bias").shape
+        kiln.Size([1])
+        """
+        return self._member(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target: str) -> Buffer:
+        """The buffer at the dotted path `target`, as PyTorch's."""
+        return self._member(target, "_buffers", "a buffer")
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Puts `module` at the dotted path `target` (its parent must exist; with `strict`,
+        the attribute too), as PyTorch's."""
+        if not target:
+            raise ValueError("Cannot set the submodule without a target name!")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        setattr(parent, name, module)
+
+    def to_empty(self, *, device=None, recurse: bool = True) -> Module:
+        """Gives every parameter and buffer fresh, uninitialised memory of its shape and
+        dtype on `device` (PyTorch's, for modules built on the meta device): initialise
+        them afterwards (`reset_parameters()`, `load_state_dict`)."""
+        from ..eager.factories import empty_like
+
+        modules = self.modules() if recurse else [self]
+        for module in modules:
+            for table in (module._parameters, module._buffers):
+                for value in table.values():
+                    if value is not None:
+                        value.assign(empty_like(value.tensor(), device=device))
+        return self
+
+    def compile(self, *args, **kwargs) -> None:  # noqa: A003 (PyTorch's name)
+        """Compiles this module's calls in place, as PyTorch's `Module.compile`: later calls
+        run `kn.compile(module, *args, **kwargs)`."""
+        from ..tracing.trace import compile as compile_
+
+        object.__setattr__(self, "_compiled_call", compile_(self._uncompiled, *args, **kwargs))
+
+    def _uncompiled(self, *args, **kwargs):
+        return Module.__call__(self, *args, _compiled=False, **kwargs)
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -461,10 +505,7 @@ class Module:
         True
         """
         out = OrderedDict() if destination is None else destination
-        for name, value in self._state_items():
-            value = value.tensor()  # NOTE: syncs from the graph that used it last
-            out[prefix + name] = value if keep_vars else value.detach()
-        return out
+        return save_state(self, out, prefix, keep_vars)
 
     def load_state_dict(self, state_dict: dict, strict: bool = True):
         """Copies values from `state_dict` (Tensors or arrays, cast to each value's dtype)

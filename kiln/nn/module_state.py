@@ -14,7 +14,7 @@ from ..eager import Tensor
 from ..eager.devices import canonical_device
 from ..errors import ArgumentTypeError, DTypeError, call_error
 
-__all__ = ["IncompatibleKeys", "cast_values", "load_state", "parse_to"]
+__all__ = ["IncompatibleKeys", "cast_values", "load_state", "parse_to", "save_state"]
 
 _SIGNATURES = (
     "to(device=None, dtype=None, non_blocking=False), to(dtype, non_blocking=False) or "
@@ -134,12 +134,84 @@ class IncompatibleKeys(NamedTuple):
         return f"IncompatibleKeys(missing_keys={missing}, unexpected_keys={unexpected})"
 
 
+def _tree(module, prefix: str = ""):
+    """(module, prefix) of `module` and every submodule, depth first, a shared one under each
+    path: the order of PyTorch's state_dict and of its hooks."""
+    yield module, prefix
+    for name, child in module._modules.items():
+        if child is not None:
+            yield from _tree(child, f"{prefix}{name}.")
+
+
+def has_extra_state(module) -> bool:
+    """Whether the module's class defines `get_extra_state` (its state_dict then has an
+    `_extra_state` entry, as PyTorch's)."""
+    from .module import Module
+
+    return type(module).get_extra_state is not Module.get_extra_state
+
+
+def save_state(module, out, prefix: str, keep_vars: bool):
+    """`module.state_dict()` into `out`, as PyTorch's: per module, depth first, its
+    state-dict pre-hooks, its parameters, persistent buffers and extra state, its children,
+    then its post-hooks (`hook(module, state_dict, prefix, local_metadata)`)."""
+    hooked = any(m._state_dict_pre_hooks or m._state_dict_hooks or has_extra_state(m)
+                 for m, _ in _tree(module))  # fmt: skip
+    if not hooked:  # the common case: one flat walk
+        for name, value in module._state_items():
+            value = value.tensor()  # NOTE: syncs from the graph that used it last
+            out[prefix + name] = value if keep_vars else value.detach()
+        return out
+    _save(module, out, prefix, keep_vars)
+    return out
+
+
+def _save(module, out, prefix, keep_vars) -> None:
+    for hook in list(module._state_dict_pre_hooks.values()):
+        hook(module, prefix, keep_vars)
+    own = [*module._parameters.items()]
+    own += [(k, b) for k, b in module._buffers.items() if b is None or b.persistent]
+    for name, value in own:
+        if value is not None:
+            value = value.tensor()
+            out[prefix + name] = value if keep_vars else value.detach()
+    if has_extra_state(module):
+        out[prefix + "_extra_state"] = module.get_extra_state()
+    for name, child in module._modules.items():
+        if child is not None:
+            _save(child, out, f"{prefix}{name}.", keep_vars)
+    for hook in list(module._state_dict_hooks.values()):
+        hook(module, out, prefix, {"version": 1})
+
+
 def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:
     """Sets `own` (key -> Parameter or Buffer) from `state` (Tensors or arrays), after checking
-    every key and shape; nothing changes on error."""
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
-    errors = [
+    every key and shape; nothing changes on error. The modules' load pre-hooks run first
+    (`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+    unexpected_keys, error_msgs)`, on a copy of `state` they may change), and their post-hooks
+    (`hook(module, incompatible_keys)`, which may empty its lists) before the strict check."""
+    tree = list(_tree(module))
+    extra = {f"{p}_extra_state": m for m, p in tree if has_extra_state(m)}
+    hook_errors: list = []
+    if any(m._load_state_dict_pre_hooks for m, _ in tree):
+        state = dict(state)
+        for m, p in tree:
+            for hook in list(m._load_state_dict_pre_hooks.values()):
+                hook(m, state, p, {"version": 1}, strict, [], [], hook_errors)
+    missing = [k for k in [*own, *extra] if k not in state]
+    unexpected = [k for k in state if k not in own and k not in extra]
+    keys = IncompatibleKeys(missing, unexpected)
+    for m, _ in tree:
+        for hook in list(m._load_state_dict_post_hooks.values()):
+            if hook(m, keys) is not None:
+                raise call_error(
+                    StateDictError,
+                    "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                    "expected to return new values, if incompatible_keys need to be modified, "
+                    "it should be done inplace.",
+                    "load_state_dict",
+                )
+    errors = list(hook_errors) + [
         f"size mismatch for {k}: copying a param with shape {tuple(np.shape(state[k]))} from "
         f"checkpoint, the shape in current model is {tuple(own[k].shape)}"
         for k in own
@@ -159,4 +231,7 @@ def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:
     for key, p in own.items():
         if key in state:
             p.assign(state[key])
-    return IncompatibleKeys(missing, unexpected)
+    for key, m in extra.items():
+        if key in state:
+            m.set_extra_state(state[key])
+    return keys

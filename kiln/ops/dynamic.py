@@ -85,6 +85,7 @@ def holds(value, atoms) -> bool:
 def _count_dim(count):
     if not isinstance(count, sh.Dim) or not count.is_atom:
         raise ShapeError(f"the attr count must be one symbolic dim, got {count!r}")
+    sh.mark_run_bound(count)  # it broadcasts as PyTorch's sizes do (kiln/shapes.py)
 
 
 def _nonzero_shape(x, *, count):

@@ -99,6 +99,13 @@ LIBM = {
 ULP_BOUND = 2  # what LIBM's entries are measured (and tested) to stay within
 
 _LOOPS: dict = {}  # (source text, exact) -> numba dispatcher: equal programs share one
+# What bounds a loop's compile time, which grows faster than its length (LLVM on one long
+# loop body): programs of more equations run on NumPy (measured cold, kiln's float32 tanh
+# every other op: 400 equations took 2.4 s to compile, 1,000 took 9.8 s, 2,000 ran out of
+# memory), and past INLINE_KERNELS calls of kiln's own kernels a loop calls them rather
+# than inlining each (50 inlined tanh calls took 10 s to compile, called 2 s).
+MAX_LOOP_EQUATIONS = 400
+INLINE_KERNELS = 8
 
 
 def numba_loop(prog, dtypes, arrays, exact=True):
@@ -167,15 +174,17 @@ def specialize(loop, arrays) -> bool:
 
 def loop_source(prog, dtypes, exact=True):
     """The source text of the loop for these input and equation dtypes, or None."""
-    if any(d not in NB_TYPES for d in dtypes):
+    if any(d not in NB_TYPES for d in dtypes) or len(prog.ops) > MAX_LOOP_EQUATIONS:
         return None
     n_in = prog.n_in
     names = [f"v{k}" for k in range(n_in)] + [f"e{j}" for j in range(len(prog.ops))]
+    kernels = sum(1 for op in prog.ops if op.lowering is not None and op.lowering.vecmath)
+    inline = kernels <= INLINE_KERNELS
     body = []
     for j, (op, slots, attrs) in enumerate(zip(prog.ops, prog.slots, prog.attrs)):
         args = [names[s] for s in slots]
         arg_dtypes = [dtypes[s] for s in slots]
-        expr = _expr(op.lowering, args, arg_dtypes, dtypes[n_in + j], attrs, exact)
+        expr = _expr(op.lowering, args, arg_dtypes, dtypes[n_in + j], attrs, exact, inline)
         if expr is None:
             return None
         body.append(f"        e{j} = {expr}")
@@ -202,7 +211,7 @@ def loop_source(prog, dtypes, exact=True):
     return "\n".join(lines) + "\n"
 
 
-def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True):
+def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True, inline=True):
     """One equation as a scalar expression that rounds as NumPy's kernel does (arguments cast
     to the ufunc loop's dtypes, the result to its dtype), or None. Exact ops are always
     lowered (`Lowering.exact`); with `exact` False, the libm functions of `LIBM` too, which
@@ -212,7 +221,7 @@ def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True):
     if lowering is None:
         return None
     if lowering.vecmath and len(args) == 1 and vecmath.covers(lowering.vecmath, arg_dtypes[0]):
-        return None if exact else vecmath.expr(lowering.vecmath, args[0])
+        return None if exact else vecmath.expr(lowering.vecmath, args[0], inline)
     if lowering.ufunc is None:
         ok = lowering.exact and lowering.numba
         return lowering.numba(args, arg_dtypes, dtype, attrs) if ok else None

@@ -302,7 +302,7 @@ def _put_shape(x, values, *idxs, spec, axes, accumulate):
             continue
         if isinstance(v, int) and isinstance(t, int):
             raise ShapeError(why)
-        sh.require_equal(v, t, why)  # checked when the feeds bind the dims
+        sh.require_stretch(v, t, why)  # checked when the feeds bind the dims
     return tuple(x)
 
 

@@ -109,7 +109,7 @@ def _broadcast_to_shape(x, *, shape):
                 raise ShapeError(
                     f"cannot broadcast {sh.format_shape(x)} to {sh.format_shape(shape)}"
                 )
-            sh.require_equal(d, t, "broadcast_to")
+            sh.require_stretch(d, t, "broadcast_to")
     return tuple(shape)
 
 

@@ -66,7 +66,7 @@ def elements(t, op: str, x, **attrs) -> list:
     ...     pieces = elements(apply("split", x, axis=0, sizes=(1, 3)), "split", x, axis=0,
     ...                       sizes=(1, 3))
     >>> [p.shape for p in pieces]
-    [(1,), (3,)]
+    [kiln.Size([1]), kiln.Size([3])]
     """
     return [bind(REGISTRY["get"], t, index=k, shape=s, dtype=d)
             for k, (s, d) in enumerate(element_types(op, x.shape, x.dtype, **attrs))]  # fmt: skip

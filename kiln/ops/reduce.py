@@ -131,6 +131,51 @@ reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=T
 reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True)
 
 
+# -- a selected value whose cotangent goes evenly to its ties -----------------------------------
+
+
+def _tie_hits(x, y, axes):
+    """Where x's elements equal `y` (kept over `axes`), NaN matching NaN."""
+    yk = keep(y, x, axes)
+    both_nan = apply("logical_and", apply("isnan", x), apply("isnan", yk))
+    return apply("logical_or", apply("equal", x, yk), both_nan)
+
+
+def _share_ties_vjp(ct, out, x, y, *, axes):
+    hit = apply("cast", _tie_hits(x, y, axes), dtype=ct.dtype)
+    share = hit / apply("reduce_sum", hit, axes=axes, keepdims=True)
+    return (share * keep(ct, x, axes), None)
+
+
+def _share_ties_shape(x, y, *, axes):
+    if tuple(y) != _reduced_shape(x, axes=axes, keepdims=False):
+        raise ShapeError(f"share_ties: value of shape {y} is not {x} reduced over {axes}")
+    return tuple(y)
+
+
+def _share_ties_impl(xp, x, y, out=None, *, axes):
+    if out is None:
+        return xp.array(y, copy=True)
+    out[...] = y
+    return out
+
+
+def _share_ties_batch(args, batched, *, axes):
+    if not all(batched):
+        return None
+    return apply("share_ties", *args, axes=tuple(a + 1 for a in axes))
+
+
+# `share_ties(x, y)` is y, a value chosen among x's elements over `axes` (by a sort: the
+# median); its cotangent goes to the elements of x equal to it, shared evenly among them (NaN
+# to the NaNs), as PyTorch's gradient of `median()`/`nanmedian()` of all elements (its
+# evenly_distribute_backward). y itself gets none: pass it through stop_gradient.
+share_ties = defop(
+    "share_ties", _share_ties_shape, lambda x, y, *, axes: y, _share_ties_impl,
+    vjp=_share_ties_vjp, batch=_share_ties_batch,
+)  # fmt: skip
+
+
 def arg_reduction(name, fn):
     """argmax/argmin along one axis (`axis=None`: over the flattened array)."""
 
@@ -165,3 +210,46 @@ def arg_reduction(name, fn):
 
 argmax = arg_reduction("argmax", np.argmax)
 argmin = arg_reduction("argmin", np.argmin)
+
+
+# -- the sum back to an operand's shape of sizes only a run knows ----------------------------
+
+
+def _sum_to_shape(x, *, shape):
+    lead = len(x) - len(shape)
+    if lead < 0:
+        raise ShapeError(
+            f"sum_to: {sh.format_shape(x)} has fewer dims than {sh.format_shape(shape)}"
+        )
+    for d, t in zip(x[lead:], shape):
+        if t != 1 and d != t and isinstance(d, int) and isinstance(t, int):
+            raise ShapeError(f"sum_to: {sh.format_shape(x)} does not broadcast from "
+                             f"{sh.format_shape(shape)}")  # fmt: skip
+    return tuple(shape)
+
+
+def _sum_to(xp, x, out=None, *, shape):
+    lead = x.ndim - len(shape)
+    stretched = (lead + i for i, t in enumerate(shape) if t == 1 and x.shape[lead + i] != 1)
+    axes = (*range(lead), *stretched)
+    total = xp.sum(x, axis=axes, keepdims=True, dtype=x.dtype) if axes else x.copy()
+    if out is None:
+        return total.reshape(shape)
+    out[...] = total.reshape(shape)
+    return out
+
+
+# Autodiff's sum of a cotangent back to an operand's shape where a dim of either is a length
+# the run binds (kiln/passes/differentiate.py `sum_to_shape`): whether the operand was
+# broadcast there (its size 1) is known only then, so the kernel sums the leading dims and
+# those where `shape` (its attr, evaluated by the run) is 1 and `x` is not.
+def _sum_to_jvp(tangents, y, x, *, shape):
+    (t,) = tangents
+    return None if t is None else apply("sum_to", t, shape=shape)
+
+
+sum_to = defop(
+    "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to),
+    vjp=lambda ct, y, x, *, shape: (apply("broadcast_to", ct, shape=x.shape),),
+    jvp=_sum_to_jvp,
+)  # fmt: skip

@@ -32,7 +32,7 @@ import numpy as np
 
 __all__ = ["ULPS", "active", "available", "covers", "prepare_for", "run"]
 
-VERSION = 3  # in every loop text that calls these kernels: a change recompiles the cached ones
+VERSION = 4  # in every loop text that calls these kernels: a change recompiles the cached ones
 
 _F32 = np.dtype("float32")
 
@@ -97,11 +97,9 @@ def _build():
         import numba.extending
     except ImportError:
         return None
-    inline = numba.njit(inline="always", error_model="numpy", nogil=True)
     fma = _fma_intrinsic(numba)
     i64, f64, f32, i32 = np.int64, np.float64, np.float32, np.int32
 
-    @inline
     def exp_f32(x):
         # In float64, rounded once: exp(d) = 2**k * exp(r), |r| <= ln2 / 2, exp(r) by Taylor
         # to degree 8 (relative error below 3e-10, far under half a float32 ulp); d clamped to
@@ -123,7 +121,6 @@ def _build():
         scale = i64((f64(t).view(i64) - _SHIFT_BITS + 1023) << 52).view(f64)  # 2**k
         return f32(p * scale)  # overflows to inf, underflows to 0 or a subnormal, rounding once
 
-    @inline
     def tanh_f32(x):
         # In float32 arithmetic (twice float64's lanes), both branches computed, one selected,
         # on a = |x|, with x's sign: below 0.55, a + a**3 * P(a**2); above, 1 - 2 / (exp(2a) + 1)
@@ -152,7 +149,16 @@ def _build():
         big = _ONE32 - _TWO32 / fma(s, m, s + _ONE32)
         return math.copysign(small if a < _SMALL32 else big, x)  # -0.0 stays -0.0
 
-    return {"exp": exp_f32, "tanh": tanh_f32}
+    # Each kernel twice: inlined into the loop by numba (the loop vectorizes across it), and
+    # called (a loop with many kernel calls compiles in time linear in their number; inlined,
+    # 50 tanh calls took 10 s to compile, 2 s called).
+    python = {"exp": exp_f32, "tanh": tanh_f32}
+    inline = numba.njit(inline="always", error_model="numpy", nogil=True)
+    called = numba.njit(error_model="numpy", nogil=True)
+    return {
+        **{name: inline(fn) for name, fn in python.items()},
+        **{f"{name}_call": called(fn) for name, fn in python.items()},
+    }
 
 
 def _array_loop(numba, fn):
@@ -176,7 +182,14 @@ def _kernels():
         else:
             import numba
 
-            _BUILT = (scalar, {name: _array_loop(numba, fn) for name, fn in scalar.items()})
+            _BUILT = (
+                scalar,
+                {
+                    name: _array_loop(numba, fn)
+                    for name, fn in scalar.items()
+                    if not name.endswith("_call")
+                },
+            )
     return _BUILT
 
 
@@ -222,9 +235,10 @@ def namespace() -> dict:
     return {f"vm{VERSION}_{name}": fn for name, fn in _kernels()[0].items()}
 
 
-def expr(name: str, arg: str) -> str:
-    """The numba expression of op `name` on the float32 expression `arg`."""
-    return f"vm{VERSION}_{name}(np.float32({arg}))"
+def expr(name: str, arg: str, inline: bool = True) -> str:
+    """The numba expression of op `name` on the float32 expression `arg` (`inline`: the
+    kernel inlined into the loop, else called)."""
+    return f"vm{VERSION}_{name}{'' if inline else '_call'}(np.float32({arg}))"
 
 
 def run(name: str, x, out=None):

@@ -7,6 +7,7 @@ and one place adds up the cotangents of a value used more than once; vjp rules s
 from __future__ import annotations
 
 from .. import dtypes as dt
+from .. import shapes as sh
 from ..errors import ArgumentError, GraphError
 from ..graph.core import Symbol
 from ..graph.region import Region
@@ -219,12 +220,17 @@ def real_part_for(ct, dtype):
 
 
 def sum_to_shape(ct, shape):
-    """Sums `ct` over the axes that broadcasting added or stretched, to get `shape`."""
+    """Sums `ct` over the axes that broadcasting added or stretched, to get `shape`. Where
+    a dim of either is a length the run binds (kiln/shapes.py `run_bound`) and they may
+    differ, the run decides: the op `sum_to` sums where the operand's size was 1."""
     if tuple(ct.shape) == tuple(shape):
         return ct
     lead = ct.ndim - len(shape)
     if lead < 0:
         raise GraphError(f"cotangent of shape {ct.shape} is smaller than its value's {shape}")
+    if any(d != c and not isinstance(d, int) and sh.run_bound((d, c))
+           for d, c in zip(shape, ct.shape[lead:])):  # fmt: skip
+        return apply("sum_to", ct, shape=tuple(shape))
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1
     )

@@ -64,7 +64,7 @@ def vectorize(outputs, batched: dict) -> list:
     ...     y = kn.sum(kn.exp(x) * 2.0)
     ...     (ys,) = vectorize([y], {id(x): xs})
     >>> ys.shape
-    (4,)
+    kiln.Size([4])
     """
     env = dict(batched)
     for node in ancestors(outputs, stop=env.keys()):

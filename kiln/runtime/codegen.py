@@ -113,7 +113,8 @@ class Specialized:
         g, aliases = self.graph, self.aliases
         index = {id(n): i for i, n in enumerate(nodes)}
         var_node = {id(n.ref): n for n in nodes if n.op.name == "variable"}
-        may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail or id(n.out) in self.dynamic]
+        may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail or self.dynamic and (
+            id(n.out) in self.dynamic or any(id(x) in self.dynamic for x in n.inputs))]  # fmt: skip
         users = [[] for _ in nodes]
         for i, n in enumerate(nodes):
             for x in n.inputs:
@@ -376,6 +377,7 @@ class Specialized:
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
         if self.dynamic:
             ns["dims"], ns["bind_dims"] = dynamic.dims, dynamic.bind
+            ns["infer_dims"] = dynamic.infer
             lines.append("    D = {}")  # the dims this run binds
         pieces_made, pieces_freed = {}, {}
         for p, piece in enumerate(self.pieces or ()):
@@ -396,6 +398,12 @@ class Specialized:
                 ns[f"c{t}"] = self.backend.to_device(n.attrs["value"].array)
                 names.bind(n.out, f"c{t}")
                 continue
+            if self.dynamic and dynamic.inferred(n, [self.shapes[id(i)] for i in n.inputs],
+                                                 self.attrs[id(n)]):  # fmt: skip
+                # sizes the run bound: the op's rules on them bind its result's, or refuse
+                ns[f"n{t}"], ns[f"s{t}"], ns[f"r{t}"] = n, self.shapes[id(n.out)], self.attrs[id(n)]
+                operands = "".join(f"{names[id(i)]}, " for i in n.inputs)
+                lines.append(f"    infer_dims(n{t}, ({operands}), r{t}, s{t}, D)")
             v = names.define(n.out)
             if id(n.out) in inputs:  # X lets go: a feed handed over is freed after its last read
                 code = f"{v} = X[{inputs[id(n.out)]}]; X[{inputs[id(n.out)]}] = None"

@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 
 from .. import shapes as sh
+from ..dtypes import TUPLE
 from ..errors import ShapeError, node_error
 from ..ops.dynamic import _atoms, data_atoms, holds, run_bound
 
-__all__ = ["bind", "data_atoms", "dims", "holds", "partial"]
+__all__ = ["bind", "data_atoms", "dims", "holds", "infer", "partial"]
 
 
 def partial(value, bindings):
@@ -57,7 +58,24 @@ def bind(value, shape, bound: dict, node) -> None:
     """Binds the dims of `shape` (the node's result's, partly symbolic) that are not yet bound
     from the array `value`, and checks the others: a result of another shape than its rules
     gave (two counts that differ where the graph assumed them equal) is a ShapeError there."""
-    got = tuple(value.shape)
+    _bind_shape(tuple(value.shape), shape, bound, node)
+
+
+def infer(node, args, attrs: dict, shape, bound: dict) -> None:
+    """Before `node` runs on `args` (arrays, some of lengths this run bound): its shape rules
+    on their shapes, which bind the dims of its result's `shape` that the run gives (a
+    broadcast of two such lengths: equal, or one of them 1) and check the operands agree
+    (a ShapeError naming the node and the operands' shapes where they do not)."""
+    shapes = [tuple(a.shape) for a in args]
+    try:
+        got = node.op.shape_rule(*shapes, **{k: dims(v, bound) for k, v in attrs.items()})
+    except ShapeError as e:  # the rules' message gives the operands' shapes
+        raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
+                         site=node.site, inputs=node.inputs) from None  # fmt: skip
+    _bind_shape(tuple(got), shape, bound, node)
+
+
+def _bind_shape(got, shape, bound: dict, node) -> None:
     if len(got) == len(shape):
         for axis, d in enumerate(shape):
             if not isinstance(d, sh.Dim):
@@ -105,6 +123,18 @@ def binders_first(nodes, attrs, after: dict, graph) -> dict:
         if need:
             after[i] = set(after.get(i, ())) | need
     return after
+
+
+def inferred(node, in_shapes, attrs) -> bool:
+    """Whether the program runs `node`'s shape rules again on its operands' shapes (`infer`):
+    an op of several operands, or of attrs holding dims, where one of those has a length the
+    run binds (in_shapes and attrs: the concrete ones, the feeds' dims bound)."""
+    if node.op.tags & {"data_shape", "region"} or node.out.dtype == TUPLE:
+        return False
+    held = sum(1 for s in in_shapes if any(type(d) is not int for d in s))
+    if held and len(node.inputs) > 1:
+        return True
+    return any(True for v in attrs.values() for _ in _atoms(v))
 
 
 def unplanned(node, in_shapes, attrs) -> bool:

@@ -71,6 +71,8 @@ def adopt(spec, template) -> bool:
                 ns[name] = value
         if f"s{t}" in ns:  # the shape a result of a length the run gives is checked against
             ns[f"s{t}"] = spec.shapes[id(n.out)]
+        if f"r{t}" in ns:  # the attrs its shape rules rerun on (kiln/runtime/dynamic.py)
+            ns[f"r{t}"] = spec.attrs[id(n)]
     spec._ns = ns
     spec.source, spec._code, spec.lines = template.source, template._code, template.lines
     spec.slots, spec.written = template.slots, template.written

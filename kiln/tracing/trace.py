@@ -17,7 +17,7 @@ from collections import OrderedDict
 from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor
-from ..errors import ArgumentTypeError, DeviceError
+from ..errors import ArgumentError, ArgumentTypeError, DeviceError, UsageError
 from ..frontend.autocast import autocast_key
 from ..graph.core import Symbol
 from ..nn.module import Module
@@ -214,13 +214,26 @@ def _hashable(value) -> bool:
     return True
 
 
-def compile(fn=None, *, device=None, cache_size=None, memory_budget=None):  # noqa: A001
+_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+_BACKENDS = ("inductor", "cudagraphs", "eager", "aot_eager")
+
+
+def compile(  # noqa: A001
+    fn=None, *, device=None, cache_size=None, memory_budget=None, fullgraph=False,
+    dynamic=None, backend=None, mode=None, options=None, name=None, disable=False,
+    recompile_limit=None, isolate_recompiles=False, shapes_spec=None,
+):  # fmt: skip
     """Compiles `fn` per input signature: on the first call with new shapes, dtypes, device,
     static arguments or module `training` flags, `fn` runs once on Symbols in place of its
     Tensors (Python control flow runs then; branching on a traced value raises), and the
-    graph is compiled; later calls run the compiled program. Module parameters become graph
-    Variables that share the parameters' memory. Tensors in give Tensors out (a call on
-    tensors that require grad is one tape entry); NumPy in gives NumPy out.
+    graph is compiled; later calls run the compiled program. `print` calls in `fn` are
+    recorded, not made, while tracing, and every call makes them with its values (as
+    PyTorch's compiled functions print on every call); other Python side effects (appending
+    to a list, setting an attribute) happen once, when `fn` is traced. Asking a traced value
+    for a Python value (`.item()`, `float()`, `if`) raises a GraphError that names it. Module
+    parameters become graph Variables that share the parameters' memory. Tensors in give
+    Tensors out (a call on tensors that require grad is one tape entry); NumPy in gives NumPy
+    out.
 
     What `fn` captures is checked on every call, as a guard: a Python value it reads from its
     closure, its globals or an attribute of an object or module it uses (numbers, strings,
@@ -251,10 +264,40 @@ def compile(fn=None, *, device=None, cache_size=None, memory_budget=None):  # no
     (tensor(5., grad_fn=<CompiledBackward0>), tensor([2., 4.]))
     >>> f(np.array([1.0, 2.0], np.float32), 3)
     array(9., dtype=float32)
+
+    PyTorch's `torch.compile` arguments are taken, so that ported code runs: `disable=True`
+    returns `fn` itself and `backend="eager"` (or "aot_eager") a function that runs `fn`
+    eagerly, as PyTorch's do; `mode` is checked against PyTorch's modes (and not given with
+    `options`). The others change nothing in kiln: it always compiles the whole function
+    (`fullgraph`; where PyTorch would break the graph, kiln raises a GraphError that says
+    why), traces once per signature (`dynamic`, `recompile_limit`; `cache_size` bounds the
+    traces kept), and has no tuning options (`mode`, `options`, `name`,
+    `isolate_recompiles`, `shapes_spec`).
+
+    >>> kn.compile(abs, disable=True) is abs
+    True
     """
-    if fn is None:
-        return lambda f: CompiledFunction(f, device, cache_size, memory_budget)
-    return CompiledFunction(fn, device, cache_size, memory_budget)
+    if mode is not None and mode not in _MODES:
+        raise UsageError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
+    if mode is not None and options is not None:
+        raise UsageError(
+            "Either mode or options can be specified, but both can't be specified at the same time."
+        )
+    if backend is not None and backend not in _BACKENDS:
+        raise ArgumentError(
+            f"kn.compile: backend={backend!r}: kiln compiles with its own compiler; the "
+            f"backends it takes are {', '.join(map(repr, _BACKENDS))} (eager ones run fn as it is)"
+        )
+    eager = backend in ("eager", "aot_eager")
+
+    def wrap(f):
+        if disable:
+            return f
+        if eager:
+            return functools.wraps(f)(lambda *args, **kwargs: f(*args, **kwargs))
+        return CompiledFunction(f, device, cache_size, memory_budget)
+
+    return wrap if fn is None else wrap(fn)
 
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:

@@ -29,10 +29,12 @@ from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of, shared_box
+from ..ops.dynamic import with_binders
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
+from .prints import printed_symbols, recording, replay
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
 
@@ -155,6 +157,13 @@ def _backward_inputs(nodes, cts, grads) -> tuple[list, list]:
                 stack.extend(s.node.inputs)
             else:
                 use(s)
+    # a length the run binds that only attrs read (`sum_to`'s operand shape): the value that
+    # first has it is fed, so its shape binds it (kiln/ops/dynamic.py)
+    backward = {id(n) for n in nodes if id(n.out) in visited and id(n.out) in after}
+    for s in with_binders(nodes, backward, ()):
+        if id(s) not in after and id(s) not in seen:
+            seen.add(id(s))
+            feeds.append(s)
     return feeds, variables
 
 
@@ -178,8 +187,8 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
-def _call_vjp(ct, out, *saved, traced, residuals, placed=False):
-    return traced._backward(ct, saved, residuals, placed)
+def _call_vjp(ct, out, *saved, traced, residuals, placed=False, shapes=None):
+    return traced._backward(ct, saved, residuals, placed, shapes)
 
 
 def _output_vjp(ct, out, packed, *, offset):
@@ -224,7 +233,7 @@ class Traced:
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             try:
-                with tracing_on(device):
+                with tracing_on(device), recording(self.graph) as self.prints:
                     result = fn(*args, **kwargs)
             finally:
                 calls.pop()
@@ -251,6 +260,7 @@ class Traced:
                     "nested tuples, lists and dicts of them)"
                 )
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
+        self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
         self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
@@ -264,8 +274,9 @@ class Traced:
         # gradient and the updates traced inside) recomputes under it as kn.function does.
         self.n_extras = len(extras)
         changed = [s for _, s in self.changed]
-        self.function = Function(self.inputs, outputs + extras + changed, self.updates, device,
-                                 memory_budget=memory_budget)  # fmt: skip
+        self.printed = printed_symbols(self.prints, self.graph)  # returned for `print` calls
+        self.function = Function(self.inputs, outputs + extras + changed + self.printed,
+                                 self.updates, device, memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
         self._placed = None  # the backward program whose arena holds the residuals
         self._placed_spec = self._out_shapes = None
@@ -301,6 +312,9 @@ class Traced:
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
         self.grad_outputs = [k for k, o in enumerate(self.outputs) if id(o) in marked]
+        # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes
+        self.run_shaped = any(type(d) is not int for k in self.grad_outputs
+                              for d in self.outputs[k].shape)  # fmt: skip
         reached = _reached([self.outputs[k] for k in self.grad_outputs], marked)
         wrt = [s for s in sources if id(s) in reached]
         if not wrt:
@@ -452,6 +466,9 @@ class Traced:
         n = len(self.outputs)
         for (k, _), value in zip(self.changed, results[n + self.n_extras :]):
             _write_argument(leaves[k], value)
+        if self.prints:
+            shown = results[n + self.n_extras + len(self.changed) :]
+            replay(self.prints, self.printed, [make(r, self.device) for r in shown])
         results = results[: n + self.n_extras]
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))
@@ -568,6 +585,8 @@ class Traced:
         small entry that routes its cotangent into the call's packed one."""
         ys = [outs[k] for k in self.grad_outputs]
         attrs = {"traced": self, "residuals": list(residuals), "placed": placed}
+        if self.run_shaped:
+            attrs["shapes"] = [tuple(y.shape) for y in ys]  # lengths this run bound
         if len(ys) == 1:
             autograd.record(CALL, saved, attrs, ys[0])
             return
@@ -581,7 +600,7 @@ class Traced:
             autograd.record(OUTPUT, [packed], {"offset": offset}, y)
             offset += y._data.size
 
-    def _backward(self, ct, saved, residuals, placed=False) -> tuple:
+    def _backward(self, ct, saved, residuals, placed=False, shapes=None) -> tuple:
         if state.grad:
             raise call_error(
                 AutogradError,
@@ -593,12 +612,12 @@ class Traced:
             self.grad_function  # noqa: B018 — raises the call's AutogradError
         ys = [self.outputs[k] for k in self.grad_outputs]
         cts, offset = [], 0
-        for y in ys:
-            size = int(np.prod(y.shape, dtype=np.int64))
+        for y, shape in zip(ys, shapes or [y.shape for y in ys]):
+            size = int(np.prod(shape, dtype=np.int64))
             data = ct._data if len(ys) == 1 else ct._data[offset : offset + size]
             if data.dtype.kind == "c" and y.dtype.kind != "c":  # packed beside complex outputs
                 data = data.real
-            cts.append(data.reshape(y.shape).astype(y.dtype, copy=False))
+            cts.append(data.reshape(shape).astype(y.dtype, copy=False))
             offset += size
         for i in self.checked_slots:
             saved[i]._data  # noqa: B018 — a Variable changed since the call raises here

@@ -1,0 +1,250 @@
+"""A module's backward hooks, as PyTorch's `register_full_backward_hook` and
+`register_full_backward_pre_hook`: a call of a module that has them passes its tensor
+arguments and its tensor results through an identity `kn.autograd.Function` twice, whose
+backwards see the gradients of the results (the pre-hooks run there, and may replace them)
+and then those of the arguments (the hooks run there, with both, and may replace the
+arguments'). In graph mode and under `kn.compile` the hooks run while the gradient graph is
+built, on Symbols: what they return is compiled; their side effects happen then, once.
+
+>>> import kiln as kn
+>>> lin = kn.nn.Linear(2, 1)
+>>> seen = []
+>>> handle = lin.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape))
+>>> lin(kn.ones(3, 2, requires_grad=True)).sum().backward()
+>>> seen
+[kiln.Size([3, 1])]
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from .. import dtypes as dt
+from ..eager.grad_mode import is_grad_enabled
+from ..eager.tensor import Tensor
+from ..frontend.custom_function import Function
+from ..graph.core import Symbol
+
+
+def _add_hook(hooks: dict, hook, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks_now = dict(hooks)
+        hooks.clear()
+        hooks[handle.id] = hook
+        hooks.update((k, v) for k, v in hooks_now.items() if k != handle.id)
+    return handle
+
+
+class RemovableHandle:
+    """What `register_forward_hook` and `register_forward_pre_hook` return: `remove()` takes
+    the hook off (also on leaving a `with` block)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict):
+        self.hooks_ref = weakref.ref(hooks)
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self) -> None:
+        hooks = self.hooks_ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that a `RemovableHandle` can refer to weakly."""
+
+
+class ModuleHooks:
+    """The hooks of `Module` beside the forward ones: backward hooks (this module) and
+    state-dict hooks (kiln/nn/module_state.py runs them), with PyTorch's names and calls."""
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` runs when the gradients with respect to the
+        module's positional arguments are computed (`grad_input`: one per argument, None
+        for those that are not tensors; `grad_output`: one per tensor result); a tuple it
+        returns replaces `grad_input`. As PyTorch's (kiln/nn/module_hooks.py).
+
+        >>> import kiln as kn
+        >>> lin = kn.nn.Linear(2, 1)
+        >>> handle = lin.register_full_backward_hook(lambda m, gi, go: (kn.zeros_like(gi[0]),))
+        >>> x = kn.ones(1, 2, requires_grad=True)
+        >>> lin(x).sum().backward()
+        >>> x.grad
+        tensor([[0., 0.]])
+        """
+        return _add_hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_output)` runs when the gradients with respect to the module's
+        results are computed; a tuple it returns replaces `grad_output`. As PyTorch's.
+
+        >>> import kiln as kn
+        >>> lin = kn.nn.Linear(2, 1)
+        >>> handle = lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 2,))
+        >>> x = kn.ones(1, 2, requires_grad=True)
+        >>> lin(x).sum().backward()
+        >>> x.grad.shape
+        kiln.Size([1, 2])
+        """
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """`hook(module, prefix, keep_vars)` runs before `state_dict` adds this module's
+        entries. As PyTorch's."""
+        return _add_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata)` runs after `state_dict` added
+        this module's entries and its children's; it may change `state_dict` in place.
+
+        >>> import kiln as kn
+        >>> m = kn.nn.Linear(2, 1)
+        >>> h = m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: sd.pop("bias"))
+        >>> list(m.state_dict())
+        ['weight']
+        """
+        return _add_hook(self._state_dict_hooks, hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` runs before `load_state_dict` checks the keys; it may
+        change `state_dict` (a copy of the one given), and errors it appends to
+        `error_msgs` fail the load. As PyTorch's.
+
+        >>> import kiln as kn
+        >>> m = kn.nn.Linear(2, 1)
+        >>> def rename(mod, sd, prefix, *rest):
+        ...     if "b" in sd:
+        ...         sd["bias"] = sd.pop("b")
+        >>> h = m.register_load_state_dict_pre_hook(rename)
+        >>> m.load_state_dict({"weight": kn.zeros(1, 2), "b": kn.ones(1)})
+        <All keys matched successfully>
+        """
+        return _add_hook(self._load_state_dict_pre_hooks, hook, False)
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """`hook(module, incompatible_keys)` runs before a strict `load_state_dict` refuses
+        missing or unexpected keys; emptying its lists in place accepts them. As PyTorch's
+        (where it runs after loading)."""
+        return _add_hook(self._load_state_dict_post_hooks, hook, False)
+
+    def get_extra_state(self):
+        """The module's state beyond its parameters and buffers, saved in `state_dict` under
+        `_extra_state` when a subclass defines this method (PyTorch's protocol), and given
+        back to `set_extra_state` by `load_state_dict`."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called."
+        )
+
+    def set_extra_state(self, state) -> None:
+        """Restores what `get_extra_state` returned (see there)."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called."
+        )
+
+
+def _differentiable(x) -> bool:
+    if isinstance(x, Symbol):
+        return dt.is_float(x.dtype)
+    return isinstance(x, Tensor) and x.requires_grad
+
+
+class _Call:
+    """One call of a hooked module: which arguments were passed through, and the results'
+    gradients once the backward reached them."""
+
+    def __init__(self, module, args):
+        self.module = module
+        self.n_args = len(args)
+        self.positions = [k for k, a in enumerate(args) if _differentiable(a)]
+        self.zeros = {
+            k: a for k, a in enumerate(args)
+            if isinstance(a, Tensor) and not a.requires_grad and dt.is_float(a.dtype)
+        }  # fmt: skip
+        self.grad_output = None
+
+    def outputs_done(self, grads: tuple) -> tuple:
+        for hook in list(self.module._backward_pre_hooks.values()):
+            result = hook(self.module, grads)
+            if result is not None:
+                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        self.grad_output = grads
+        if not self.positions:  # no argument takes a gradient: PyTorch runs the hooks here
+            self._run_hooks((None,) * self.n_args)
+        return grads
+
+    def inputs_done(self, grads: tuple) -> tuple:
+        grad_input = [None] * self.n_args
+        for k, a in self.zeros.items():
+            grad_input[k] = a.new_zeros(a.shape)  # as PyTorch gives them
+        for k, g in zip(self.positions, grads):
+            grad_input[k] = g
+        grad_input = self._run_hooks(tuple(grad_input))
+        return tuple(grad_input[k] for k in self.positions)
+
+    def _run_hooks(self, grad_input: tuple) -> tuple:
+        for hook in list(self.module._backward_hooks.values()):
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grad_input):
+                    raise RuntimeError(
+                        f"Backward hook returned an invalid number of grad_input, got "
+                        f"{len(result)}, but expected {len(grad_input)}"
+                    )
+                grad_input = result
+        return grad_input
+
+
+class BackwardHookFunction(Function):
+    """The identity on a hooked call's tensors, whose backward hands their gradients to
+    `done` (a `_Call`'s `outputs_done` or `inputs_done`) and passes on what it returns."""
+
+    @staticmethod
+    def forward(ctx, done, *xs):
+        ctx.done = done
+        out = tuple(x.view_as(x) for x in xs)
+        return out if len(out) != 1 else out[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.done(grads))
+
+
+def call_with_backward_hooks(module, args, run):
+    """`run(args)` (the module's forward hooks and forward) with the module's backward hooks
+    attached to this call's gradient, where one may flow (grad mode, or Symbols)."""
+    symbolic = any(isinstance(a, Symbol) for a in args)
+    if not (symbolic or is_grad_enabled()):
+        return run(args)
+    call = _Call(module, args)
+    if call.positions:
+        passed = BackwardHookFunction.apply(call.inputs_done, *(args[k] for k in call.positions))
+        passed = passed if isinstance(passed, tuple) else (passed,)
+        args = list(args)
+        for k, x in zip(call.positions, passed):
+            args[k] = x
+        args = tuple(args)
+    output = run(args)
+    single = not isinstance(output, (tuple, list))
+    outputs = [output] if single else list(output)
+    where = [k for k, y in enumerate(outputs) if _differentiable(y)]
+    if not where:
+        return output
+    passed = BackwardHookFunction.apply(call.outputs_done, *(outputs[k] for k in where))
+    passed = passed if isinstance(passed, tuple) else (passed,)
+    for k, y in zip(where, passed):
+        outputs[k] = y
+    if single:
+        return outputs[0]
+    return type(output)(*outputs) if hasattr(output, "_fields") else type(output)(outputs)

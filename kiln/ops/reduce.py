@@ -251,5 +251,5 @@ def _sum_to_jvp(tangents, y, x, *, shape):
 sum_to = defop(
     "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to),
     vjp=lambda ct, y, x, *, shape: (apply("broadcast_to", ct, shape=x.shape),),
-    jvp=_sum_to_jvp,
+    jvp=_sum_to_jvp, tags={"complex_linear"},
 )  # fmt: skip

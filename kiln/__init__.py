@@ -40,6 +40,10 @@ from .checkpoint import CheckpointError, load, save
 from .dtypes import (
     bfloat16,
     bool_,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
     double,
     float4_e2m1fn,
     float8_e4m3fn,
@@ -88,7 +92,7 @@ from .errors import (
 )
 from .frontend import *  # noqa: F403
 from .frontend import custom_function as _custom_function
-from .frontend import random
+from .frontend import fft, random
 from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
@@ -114,6 +118,7 @@ autograd.function = _custom_function
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
+_sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 special = _special_namespace(_sys.modules[__name__])  # `kn.special`, torch.special's names
 
 

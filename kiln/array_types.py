@@ -162,6 +162,8 @@ return_types = types.SimpleNamespace(
     # kn.linalg's factorizations (kiln/frontend/linalg_factor.py)
     linalg_qr=_fields("linalg_qr", ["Q", "R"], "`linalg.qr(A)`: A = Q R."),
     qr=_fields("qr", ["Q", "R"], "`qr(A)`: A = Q R."),
+    linalg_eig=_fields("linalg_eig", ["eigenvalues", "eigenvectors"],
+                       "`linalg.eig(A)`: A V = V diag(eigenvalues), complex."),
     linalg_eigh=_fields("linalg_eigh", ["eigenvalues", "eigenvectors"],
                         "`linalg.eigh(A)`: A = V diag(eigenvalues) Vᵀ."),
     linalg_svd=_fields("linalg_svd", ["U", "S", "Vh"], "`linalg.svd(A)`: A = U diag(S) Vh."),

@@ -24,6 +24,10 @@ uint16 = np.dtype("uint16")
 uint32 = np.dtype("uint32")
 uint64 = np.dtype("uint64")
 bool_ = np.dtype("bool")
+# Complex numbers (PyTorch's complex64/complex128): NumPy's complex dtypes, two floats an
+# element. Their NumPy kind is "c": ask `is_complex`.
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
 # Storage dtypes (PyTorch's float8 family and its shell int4/uint4/int2/uint2; ml_dtypes gives
 # NumPy the arrays, unpacked: one byte an element): casts to and from them work, promotion with
 # another dtype does not (PyTorch: "Promotion for Float8 Types is not supported"). They are not
@@ -41,11 +45,15 @@ uint2 = np.dtype(ml_dtypes.uint2)
 
 # PyTorch's names for them (kiln/__init__.py also exports `float`, `int` and `bool`).
 long, half, double = int64, float16, float64
+cfloat, cdouble = complex64, complex128
 
 SUPPORTED = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
     float64,
 )  # fmt: skip
+# The complex dtypes: every op that takes them says so in its dtype rule; the others refuse
+# them (not in SUPPORTED, the dtypes every op is checked on).
+COMPLEX = (complex64, complex128)
 STORAGE_ONLY = (
     float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn,
     int4, uint4, int2, uint2,
@@ -60,7 +68,8 @@ TUPLE = np.dtype([])
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
     uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32",
-    float64: "f64", TUPLE: "tuple", float8_e4m3fn: "f8e4m3fn", float8_e5m2: "f8e5m2",
+    float64: "f64", TUPLE: "tuple", complex64: "c64", complex128: "c128",
+    float8_e4m3fn: "f8e4m3fn", float8_e5m2: "f8e5m2",
     float8_e4m3fnuz: "f8e4m3fnuz", float8_e5m2fnuz: "f8e5m2fnuz", float8_e8m0fnu: "f8e8m0fnu",
     float4_e2m1fn: "f4e2m1fn", int4: "i4", uint4: "u4", int2: "i2", uint2: "u2",
 }  # fmt: skip
@@ -80,7 +89,7 @@ def as_dtype(value) -> np.dtype:
     except TypeError as e:
         raise DTypeError(f"not a dtype: {value!r}") from e
     if dt not in _SHORT:
-        supported = ", ".join(d.name for d in SUPPORTED + STORAGE_ONLY)
+        supported = ", ".join(d.name for d in SUPPORTED + COMPLEX + STORAGE_ONLY)
         raise DTypeError(f"dtype {dt} is not supported by kiln (supported: {supported})")
     return dt
 
@@ -93,6 +102,15 @@ def short_name(dtype: np.dtype) -> str:
 def is_float(dtype: np.dtype) -> bool:
     """Floating point, bfloat16 included (whose NumPy kind is "V")."""
     return dtype.kind == "f" or dtype == bfloat16
+
+
+def is_differentiable(dtype: np.dtype) -> bool:
+    """A float or complex dtype: values of it have gradients (PyTorch's rule).
+
+    >>> is_differentiable(complex64), is_differentiable(int64)
+    (True, False)
+    """
+    return dtype.kind in "fc" or dtype == bfloat16
 
 
 def is_int(dtype: np.dtype) -> bool:
@@ -116,6 +134,8 @@ def weak_marker(value):
         return int
     if isinstance(value, float):
         return float
+    if isinstance(value, complex):
+        return complex
     raise DTypeError(f"not a Python scalar: {value!r}")
 
 
@@ -129,15 +149,15 @@ def promote(*dtypes_or_scalars) -> np.dtype:
     """
     args = []
     for v in dtypes_or_scalars:
-        if v is int or v is float or v is bool:  # NOTE: `v in (int,)` is True for dtype int64
-            args.append(v(0))
-        elif isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
+        if v is int or v is float or v is bool or v is complex:  # NOTE: `v in (int,)` is True
+            args.append(v(0))  # for dtype int64
+        elif isinstance(v, (bool, int, float, complex)) and not isinstance(v, np.generic):
             args.append(type(v)(0))
         else:
             args.append(as_dtype(v))
     if all(not isinstance(a, np.dtype) for a in args):
         # Only weak scalars: the widest kind wins, at kiln's default width.
-        return scalar_dtype(max(args, key=lambda a: (bool, int, float).index(type(a))))
+        return scalar_dtype(max(args, key=lambda a: (bool, int, float, complex).index(type(a))))
     stored = [a for a in args if isinstance(a, np.dtype) and a in _STORAGE]
     if stored:  # one storage dtype, maybe with weak scalars, stays; with another dtype, raises
         other = [a for a in args if isinstance(a, np.dtype) and a != stored[0]]
@@ -158,8 +178,11 @@ def _promote_bfloat16(args) -> np.dtype:
 
 
 def scalar_dtype(value) -> np.dtype:
-    """The dtype a lone Python scalar gets: bool, int64, or the default float (float32)."""
+    """The dtype a lone Python scalar gets: bool, int64, the default float (float32), or the
+    default complex dtype (complex64)."""
     marker = weak_marker(value)
+    if marker is complex:
+        return default_complex()
     return {bool: bool_, int: DEFAULT_INT, float: DEFAULT_FLOAT}[marker]
 
 
@@ -194,7 +217,36 @@ def set_default_dtype(dtype) -> None:
 # and wrapped numbers (Python and NumPy scalars); a lower class only counts where its
 # category (bool < integer < float) is higher than every operand's of the classes above.
 
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2}  # "V": bfloat16, the only such dtype
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # "V": bfloat16, the only such
+
+
+def is_complex(dtype) -> bool:
+    """complex64 or complex128.
+
+    >>> is_complex(complex64), is_complex(float64)
+    (True, False)
+    """
+    return np.dtype(dtype).kind == "c"
+
+
+def to_complex(dtype: np.dtype) -> np.dtype:
+    """The complex dtype of a float's precision (float64: complex128; float32, bfloat16:
+    complex64), a complex dtype itself; float16's (PyTorch's complex32) kiln lacks."""
+    if dtype.kind == "c":
+        return dtype
+    if dtype == float16:
+        raise DTypeError("complex32 (the complex dtype of float16) is not supported by kiln")
+    return complex128 if dtype == float64 else complex64
+
+
+def to_real(dtype: np.dtype) -> np.dtype:
+    """The float dtype of a complex dtype's parts (complex64: float32); others unchanged."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def default_complex() -> np.dtype:
+    """The dtype of Python complex numbers: the complex dtype of the default float."""
+    return to_complex(DEFAULT_FLOAT)
 
 
 def _is_higher_float(a: np.dtype) -> bool:
@@ -213,6 +265,9 @@ def _pair(a: np.dtype, b: np.dtype) -> np.dtype:
             " is a storage dtype (cast it first, as PyTorch's float8 types)"
         )
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if 3 in (ca, cb) and 2 in (ca, cb):  # PyTorch: float64 with complex64 is complex128
+        c, f = (a, b) if ca == 3 else (b, a)
+        return complex128 if f == float64 else c
     if ca != cb:
         return a if ca > cb else b
     if bfloat16 in (a, b):  # PyTorch: bfloat16 with float16 is float32; wider floats win
@@ -226,6 +281,10 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher.kind == "c":
+        return higher
+    if lower.kind == "c":  # a float keeps its precision: float64 with a 0-d complex64
+        return to_complex(higher) if _is_higher_float(higher) else lower
     if _is_higher_float(higher):
         return higher
     if higher.kind == "b" or _is_higher_float(lower):
@@ -239,6 +298,8 @@ def _wrapped(value) -> np.dtype:
         return bool_
     if isinstance(value, (int, np.integer)):
         return DEFAULT_INT
+    if isinstance(value, (complex, np.complexfloating)):
+        return default_complex()
     return DEFAULT_FLOAT
 
 
@@ -261,7 +322,7 @@ def result_type(*operands) -> np.dtype:
         if isinstance(v, np.generic):
             numpy_scalars.append(v)
             continue
-        if isinstance(v, (bool, int, float)):
+        if isinstance(v, (bool, int, float, complex)):
             d = _wrapped(v)
             wrapped = d if wrapped is None else _pair(wrapped, d)
             continue
@@ -289,7 +350,7 @@ def result_type(*operands) -> np.dtype:
 def to_float(dtype: np.dtype) -> np.dtype:
     """`dtype` if it is a float, else the default float: what PyTorch's float functions
     (exp, sqrt, true division…) compute integers and bools in."""
-    return dtype if is_float(dtype) else DEFAULT_FLOAT
+    return dtype if is_float(dtype) or dtype.kind == "c" else DEFAULT_FLOAT
 
 
 def is_dtype(value) -> bool:
@@ -340,11 +401,13 @@ def as_array(value, dtype=None) -> np.ndarray:
     """
     if dtype is not None:
         return np.asarray(value, dtype=as_dtype(dtype))
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         return np.asarray(value, dtype=scalar_dtype(value))
     array = np.asarray(value)
     if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(DEFAULT_FLOAT)  # nested Python floats: kiln's default float
+    if array.dtype == np.complex128 and not isinstance(value, (np.ndarray, np.generic)):
+        array = array.astype(default_complex())  # nested Python complex numbers
     if array.dtype.kind in "OUSV" and array.dtype != bfloat16 and array.dtype not in _STORAGE:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     as_dtype(array.dtype)

@@ -1155,6 +1155,8 @@ NN_TABLES = (
     "op_table_linalg",
     "op_table_special",
     "op_table_epilogue",
+    "op_table_complex",
+    "op_table_fft",
 )
 
 

@@ -36,7 +36,8 @@ REAL = pytest.param(
 )
 # CUDA's libm is within a few ulps of the host's (transcendentals), cuBLAS and CuPy's
 # reductions sum in another order: float32 within ~80 ulps, float64 within 1e-12.
-TOLERANCES = {"float16": (2e-3, 2e-3), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+TOLERANCES = {"float16": (2e-3, 2e-3), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12),
+              "complex64": (1e-5, 1e-5), "complex128": (1e-12, 1e-12)}  # fmt: skip
 
 
 @pytest.fixture(params=[REAL, "simulated"])
@@ -197,6 +198,22 @@ def test_eager_autograd_on_the_gpu_matches_the_cpu(gpu):
     for got, want in zip(step("cuda"), step("cpu")):
         assert got.device == "cuda:0" and want.device == "cpu"
         assert_same(got.detach().cpu().numpy(), want.detach().numpy())
+
+
+def test_adam_on_a_complex_parameter_on_the_gpu_matches_the_cpu(gpu):
+    # PyTorch's optimizers update a complex parameter as its pairs of reals, on every device
+    z = np.array([1 + 2j, -0.5 + 1j, 0.25 - 3j])
+
+    def run(device):
+        p = kn.tensor(z, device=device, requires_grad=True)
+        opt = kn.optim.Adam([p], lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            ((p * p).abs().sum() + p.real.sum()).backward()
+            opt.step()
+        return p.detach().cpu().numpy()
+
+    assert_same(run("cuda"), run("cpu"))
 
 
 def test_training_on_the_gpu_matches_the_cpu_and_variables_stay_there(gpu):

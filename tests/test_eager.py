@@ -113,7 +113,7 @@ def test_random_factories_follow_manual_seed_and_draw_fresh_values():
 
 
 def test_requires_grad_only_for_floats():
-    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype"):
         kn.zeros(2, dtype=kn.int64, requires_grad=True)
 
 

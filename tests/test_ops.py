@@ -16,7 +16,8 @@ from kiln.graph.opdef import REGISTRY
 from kiln.ops.core import bind
 
 # (rtol, atol) when a row gives none: each float dtype against its own rounding error.
-TOLERANCES = {"float16": (2e-3, 2e-3), "float32": (2e-6, 2e-6), "float64": (1e-12, 1e-12)}
+TOLERANCES = {"float16": (2e-3, 2e-3), "float32": (2e-6, 2e-6), "float64": (1e-12, 1e-12),
+              "complex64": (2e-6, 2e-6), "complex128": (1e-12, 1e-12)}  # fmt: skip
 
 # Rows whose op cannot take a symbolic leading dim, with the reason (test (c) skips them).
 NO_SYMBOLIC = {

@@ -679,7 +679,6 @@ def _names(*text):
     return " ".join(text).split()
 
 
-_COMPLEX = "complex numbers: kiln has no complex dtypes"
 _SPARSE = "sparse layouts: kiln's tensors are dense"
 _QUANTIZED = "quantized tensors: kiln has no quantized dtypes"
 _VENDOR = "a cuDNN/MIOpen/MKLDNN/FBGEMM/Vulkan kernel entry point or CUDA SyncBatchNorm kernel"
@@ -692,9 +691,6 @@ _BUILD = "an internal of PyTorch's build, runtime or module machinery"
 _ELSEWHERE = "another helper's task (Tensor methods, data-dependent shapes, linalg)"
 
 OUT_OF_SCOPE = {
-    **dict.fromkeys(_names(
-        "angle complex imag real polar view_as_complex view_as_complex_copy view_as_real",
-        "view_as_real_copy stft istft"), _COMPLEX),
     **dict.fromkeys(_names(
         "ccol_indices_copy col_indices_copy crow_indices_copy indices_copy row_indices_copy",
         "values_copy dsmm hsmm hspmm smm spmm saddmm sspaddmm sparse_bsc_tensor",

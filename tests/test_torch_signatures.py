@@ -59,7 +59,7 @@ ALLOWED = {
         )
         for name in (
             "alias detach diagonal expand permute select slice split split_with_sizes "
-            "squeeze t transpose unbind unfold unsqueeze"
+            "squeeze t transpose unbind unfold unsqueeze view_as_real view_as_complex"
         ).split()
     },  # fmt: skip
     ("torch", "view_copy"): (

@@ -60,6 +60,15 @@ DIFFERENTIABLE_INPUTS = {"zeta": (1,), "gammainc": (1,), "gammaincc": (1,)}
 KEEPS |= {"advanced_index": {"x1", "x2"}, "index_put": {"x2", "x3"}}
 # addmm(input, mat1, mat2) = beta * input + alpha * mat1 @ mat2: the two matrices, as matmul's
 KEEPS |= {"addmm": {"x1", "x2"}}
+# complex numbers and transforms (tests/op_table_complex.py, op_table_fft.py): angle's (of
+# the real row this test runs) is zero, i x / |x|^2 of complex x; eig's gradients read A (to
+# recompute the other result) and the eigenvectors; the parts, the conjugate and the Fourier
+# transforms are linear: nothing
+KEEPS |= {
+    "angle": set(), "complex": set(), "conj": set(), "real": set(), "imag": set(),
+    "view_as_real": set(), "view_as_complex": set(), "eig_values": {"x0"},
+    "eig_vectors": {"x0", "y"}, "fft_c2c": set(), "fft_r2c": set(), "fft_c2r": set(),
+}  # fmt: skip
 # the epilogue kernels (kiln/ops/epilogue.py, losses.py): bias_relu's backward is relu's, from
 # its output; relu_grad_bias's is relu_grad's, from y; log_softmax_take's recomputes the
 # softmax from the logits and scatters at the indices

@@ -24,7 +24,7 @@ from ..errors import ArgumentTypeError, AutogradError, node_error
 from ..graph.core import format_code_site, user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
-from ..passes.differentiate import sum_to_shape
+from ..passes.differentiate import real_part_for, sum_to_shape
 from ..runtime.backend import get_backend
 from . import grad_mode
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
@@ -177,7 +177,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     frame it looks at costs)."""
     data = out._data
     dtype = data.dtype
-    if op is _STOP or (dtype.kind != "f" and dtype != _BFLOAT16):
+    if op is _STOP or (dtype.kind not in "fc" and dtype != _BFLOAT16):
         return
     # NOTE: every op on the tape passes here (the eager forward pass's per-op cost with grad):
     # ops of one or two inputs (nearly all) build their tuples directly, others by lists
@@ -385,7 +385,7 @@ def _fit(ct, meta, device: str) -> Tensor:
     if not isinstance(ct, Tensor):
         ct = make(get_backend(device).to_device(np.asarray(ct)), device)
     shape, dtype = meta
-    ct = sum_to_shape(ct, shape)
+    ct = real_part_for(sum_to_shape(ct, shape), dtype)
     return ct if ct.dtype == dtype else bind(REGISTRY["cast"], ct, dtype=dtype)
 
 
@@ -478,6 +478,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             op = node.op
             vjp = op.vjp
             if arrays and op in _ARRAY_VJP and (args := array_args(node, ct)) is not None:
+                vjp = _ARRAY_VJP[op]
                 # on bare arrays: so are the cotangents, summed back to shape if need be
                 attrs = node.attrs
                 cts = vjp(*args, **attrs) if attrs else vjp(*args)
@@ -572,7 +573,10 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
 # inputs), computes what it computes on plain tensors of that dtype, bit for bit ("vjp_arrays":
 # tests/test_autograd_arrays.py holds each to it): backward on the CPU without create_graph
 # runs them so, without a Tensor around each value of the vjp (the per-op cost of backward).
-_ARRAY_VJP = frozenset(op for op in REGISTRY.values() if "vjp_arrays" in op.tags)
+# op -> its vjp for real values (a complex op's, without the conjugating wrapper: kiln/ops/core.py)
+_ARRAY_VJP = {
+    op: getattr(op.vjp, "for_real", op.vjp) for op in REGISTRY.values() if "vjp_arrays" in op.tags
+}
 _asarray = np.asarray
 
 
@@ -642,6 +646,11 @@ def _roots(tensors, grad_tensors) -> tuple[list, list]:
 
 def _seed(i: int, t: Tensor, g) -> Tensor:
     if g is None:
+        if t.dtype.kind == "c":
+            raise node_error(
+                AutogradError, "grad can be implicitly created only for real scalar outputs",
+                op="backward", site=user_site(), called=True, inputs=[describe(t)],
+            )  # fmt: skip
         if t._data.size != 1:
             made = (
                 f"the output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"

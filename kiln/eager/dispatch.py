@@ -207,6 +207,7 @@ _KILN_DTYPES = frozenset(dt.SUPPORTED)
 _FLOATS = frozenset(d for d in dt.SUPPORTED if dt.is_float(d))
 _HALF = frozenset({dt.bfloat16, dt.float16})  # the dtypes PyTorch's opmath widens
 _SCALARS = frozenset({float, int, bool})
+_COMPLEX = frozenset(dt.COMPLEX)
 _plain = Tensor  # None while a thread is in inference mode (its results must be marked)
 
 
@@ -221,6 +222,37 @@ grad_mode.inference_watchers.append(_inference_changed)
 def _ufunc(op):
     name = getattr(op.impl, "ufunc_name", None)
     return None if name is None else getattr(np, name)
+
+
+def refuses_complex(op, ufunc) -> bool:
+    """Whether NumPy's `ufunc` has a loop for complex values where the op refuses them
+    (maximum, comparisons: PyTorch refuses them): the short paths then leave complex operands
+    to the op's rules (one dtype check, on those ops only)."""
+    if op.tags & {"complex", "complex_linear"}:
+        return False
+    try:
+        ufunc.resolve_dtypes((*[np.dtype(np.complex128)] * ufunc.nin, *[None] * ufunc.nout))
+    except TypeError:
+        return False
+    return True
+
+
+def _complex_operand(x, y=None) -> bool:
+    return (type(x) is _ndarray and x.dtype.kind == "c") or (
+        type(y) is _ndarray and y.dtype.kind == "c"
+    )
+
+
+def _real_only(ufunc):
+    """`ufunc` raising on complex operands: what the tape paths of an op that refuses them
+    call (they leave for the op's rules on any error)."""
+
+    def call(*args, **kwargs):
+        if _complex_operand(*args):
+            raise TypeError(f"{ufunc.__name__} of complex values")
+        return ufunc(*args, **kwargs)
+
+    return call
 
 
 def unary_function(op, fallback):
@@ -238,11 +270,15 @@ def unary_function(op, fallback):
         return fn
     ndarray, new = _ndarray, _new  # NOTE: closure cells (`_plain` stays global: see above)
     numpy_dtypes = _FLOATS if ops_core.computes_float(op) else _KILN_DTYPES
+    real_only = refuses_complex(op, ufunc)
+    tape_ufunc = _real_only(ufunc) if real_only else ufunc
 
     def fn(input, out=None):  # noqa: A002
         if out is not None:
             return _out(name, out, fn, (input,))
         if type(input) is _plain:
+            if real_only and input._data.dtype in _COMPLEX:
+                return fallback(input)
             if input._meta is None:
                 try:
                     data = ufunc(input._data, casting="no")
@@ -254,7 +290,7 @@ def unary_function(op, fallback):
                 t._data = data
                 t._meta = None
                 return t
-            return _unary_tape(op, ufunc, input, fallback)
+            return _unary_tape(op, tape_ufunc, input, fallback)
         elif type(input) is ndarray and input.dtype in numpy_dtypes:
             try:
                 data = ufunc(input, casting="no")
@@ -281,21 +317,25 @@ def binary_function(op, fallback):
         return fn
     ndarray, new = _ndarray, _new
     opmath, opmath_first = op in OPMATH, OPMATH.get(op, False)
+    real_only = refuses_complex(op, ufunc)
+    tape_ufunc = _real_only(ufunc) if real_only else ufunc
 
     def fn(input, other, out=None):  # noqa: A002
         if out is not None:
             return _out(name, out, fn, (input, other))
         if type(input) is _plain:
             x = input._data
+            if real_only and x.dtype in _COMPLEX:  # (a complex other fails casting="no")
+                return fallback(input, other)
             if type(other) is _plain:
                 if input._meta is not None or other._meta is not None:
-                    return _binary_tape(op, ufunc, input, other, fallback)
+                    return _binary_tape(op, tape_ufunc, input, other, fallback)
                 y = other._data
             elif type(other) in _SCALARS:
                 if opmath and x.dtype in _HALF and type(other) is float:
                     return fallback(input, other)  # see `OPMATH`
                 if input._meta is not None:
-                    return _binary_tape(op, ufunc, input, other, fallback)
+                    return _binary_tape(op, tape_ufunc, input, other, fallback)
                 y = other
             else:
                 return fallback(input, other)
@@ -303,8 +343,10 @@ def binary_function(op, fallback):
             if opmath_first and other._data.dtype in _HALF and type(input) is float:
                 return fallback(input, other)
             if other._meta is not None:
-                return _binary_tape(op, ufunc, input, other, fallback)
+                return _binary_tape(op, tape_ufunc, input, other, fallback)
             x, y = input, other._data
+            if real_only and y.dtype in _COMPLEX:
+                return fallback(input, other)
         else:
             return fallback(input, other)
         try:

@@ -228,6 +228,10 @@ def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
     >>> bool((a == b).all()), bool((kn.randn(3, generator=g) == a).all())
     (True, True)
     """
+    if dtype is not None and dt.as_dtype(dtype).kind == "c":  # PyTorch's: each part N(0, 1/2)
+        parts = randn(*_shape(_sizes(sizes, size)), 2, generator=generator,
+                      dtype=dt.to_real(dt.as_dtype(dtype)), device=device)  # fmt: skip
+        return _pairs_as_complex(parts * 0.5**0.5, requires_grad)
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
     if in_trace():
         return _traced("normal", _shape(_sizes(sizes, size)), dtype, generator)
@@ -243,11 +247,23 @@ def rand(*sizes, size=None, generator=None, dtype=None, device="cpu",
     >>> bool(((kn.rand(100) >= 0) & (kn.rand(100) < 1)).all())
     True
     """
+    if dtype is not None and dt.as_dtype(dtype).kind == "c":  # PyTorch's: each part U[0, 1)
+        parts = rand(*_shape(_sizes(sizes, size)), 2, generator=generator,
+                     dtype=dt.to_real(dt.as_dtype(dtype)), device=device)  # fmt: skip
+        return _pairs_as_complex(parts, requires_grad)
     dtype = dt.DEFAULT_FLOAT if dtype is None else _random_float(dtype)  # (set_default_dtype's)
     if in_trace():
         return _traced("uniform", _shape(_sizes(sizes, size)), dtype, generator)
     g = default_generator if generator is None else _generator(generator)
     return _finish(g._uniform(_shape(_sizes(sizes, size)), dtype), device, requires_grad)
+
+
+def _pairs_as_complex(parts, requires_grad: bool):
+    """Random (real, imaginary) pairs in a last dim of 2 as complex values."""
+    from ..frontend.complex_numbers import view_as_complex  # NOTE: the frontend builds on eager
+
+    z = view_as_complex(parts)
+    return z.requires_grad_() if requires_grad else z
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, device="cpu",

@@ -92,6 +92,24 @@ def float_format(array: np.ndarray):
     return lambda x: fmt(float(x)).rjust(width)
 
 
+def complex_format(array: np.ndarray):
+    """How `repr` writes complex elements, as PyTorch's printing does: the real parts as
+    `float_format` writes them (padded to one width), then the imaginary part with its sign,
+    unpadded, and `j`.
+
+    >>> fmt = complex_format(np.array([1 + 2j, -13.5 - 4j]))
+    >>> fmt(1 + 2j), fmt(-13.5 - 4j)
+    ('  1.0000+2.j', '-13.5000-4.j')
+    """
+    real, imag = float_format(np.real(array)), float_format(np.imag(array))
+
+    def fmt(z) -> str:
+        im = imag(z.imag).strip()
+        return f"{real(z.real)}{im if im.startswith('-') else '+' + im}j"
+
+    return fmt
+
+
 def _integral(x: float) -> str:
     text = f"{x:.0f}"
     return text if math.isinf(x) or math.isnan(x) else text + "."

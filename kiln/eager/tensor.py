@@ -277,10 +277,10 @@ class Tensor:
                 called=True,
                 inputs=[describe(self)],
             )
-        if requires_grad and not dt.is_float(self.dtype):
+        if requires_grad and not dt.is_differentiable(self.dtype):
             raise node_error(
                 AutogradError,
-                "only Tensors of floating point dtype can require gradients",
+                "only Tensors of floating point and complex dtype can require gradients",
                 op="requires_grad_",
                 site=user_site(),
                 called=True,
@@ -397,6 +397,9 @@ class Tensor:
 
     def __float__(self):
         return float(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
 
     def __int__(self):
         return int(self.item())
@@ -632,6 +635,8 @@ class Tensor:
             host = host.astype(np.float32 if as_float else np.int8)
         if as_float:
             formatter = {"float_kind": printing.float_format(host)}
+        elif host.dtype.kind == "c":
+            formatter = {"complex_kind": printing.complex_format(host)}
         elif host.dtype == np.bool_:  # PyTorch pads to "False" only where one is printed
             width = 4 if host.all() else 5
             formatter = {"bool": lambda b: str(bool(b)).rjust(width)}
@@ -646,7 +651,7 @@ class Tensor:
         if host.size == 0 and host.ndim != 1:
             extra.append(f"size={tuple(host.shape)}")
         # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
-        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_) or (
+        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_, dt.default_complex()) or (
             host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
         ):
             extra.append(f"dtype=kiln.{self.dtype.name}")

@@ -5,9 +5,11 @@ eager's Tensor, which this package builds on), random, dumps."""
 # was NumPy's there (gather, split, equal, div), PyTorch's function is the one exported.
 from ..eager import sampling as _sampling
 from ..eager.tensor import Tensor
-from . import functionalize, inplace, inplace_views, linalg, methods, random
+from . import complex_numbers, functionalize, inplace, inplace_views, linalg, methods, random
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
+from .complex_numbers import *  # noqa: F403
+from .complex_numbers import __all__ as _complex_all
 from .control import cond, fori_loop, scan, while_loop
 from .core import Variable, constant, placeholder
 from .einsum import einsum
@@ -31,6 +33,7 @@ from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
+from .spectral import istft, stft
 from .torch_copies import *  # noqa: F403
 from .torch_copies import __all__ as _copies_all
 from .torch_data import *  # noqa: F403
@@ -70,6 +73,8 @@ from .torch_stats import __all__ as _stats_all
 
 methods.install()  # Symbol
 methods.install(Tensor)
+complex_numbers.install()  # Symbol (after methods: conj, mH... of complex values)
+complex_numbers.install(Tensor)
 inplace.install(Tensor)  # after methods: its `clamp` is the method form
 functionalize.install()  # Symbol: in-place methods and item assignment, functionalized
 inplace_views.install()  # in-place view methods (t_, squeeze_...), both
@@ -86,6 +91,7 @@ __all__ = list(
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
-         *_settings_all, *_numeric_all, *_rnn_forms_all]
+         *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
+         "stft", "istft"]
     )
 )  # fmt: skip

@@ -256,7 +256,7 @@ def jacobian(y, x):
     (y, x) = _symbols(y, "y") + _symbols(x, "x")
     if not isinstance(y.size, int):
         raise ShapeError(f"jacobian needs a static shape for '{y.name}', got {y.shape}")
-    if not dt.is_float(y.dtype):
+    if not dt.is_differentiable(y.dtype):
         raise GraphError(f"cannot differentiate '{y.name}' of dtype {y.dtype} ({y.site})")
     with y.graph.name_scope("jacobian"):
         if isinstance(x.size, int) and x.size < y.size:

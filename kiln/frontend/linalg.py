@@ -16,7 +16,9 @@ from .autocast import autocast_op
 from .core import call, lift
 from .linalg_factor import (
     cholesky_ex,
+    eig,
     eigh,
+    eigvals,
     eigvalsh,
     householder_product,
     inv_ex,
@@ -37,7 +39,7 @@ from .linalg_factor import (
 from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eigh", "eigvalsh",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh",
     "householder_product", "inv", "inv_ex",
     "logdet", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_exp", "matrix_norm", "matrix_power",
     "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
@@ -66,6 +68,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     (x,) = lift(x)
     if dtype is not None:
         x = call("cast", x, dtype=dt.as_dtype(dtype))
+    if x.dtype.kind == "c":  # the norm of the magnitudes
+        x = call("abs", x)
     if not dt.is_float(x.dtype):
         raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
     dims = sh.normalize_axes(dim, x.ndim) if x.ndim else ()

@@ -27,7 +27,8 @@ from .core import call, lift
 from .torch_shape import diagonal
 
 __all__ = [
-    "cholesky_ex", "eigh", "eigvalsh", "householder_product", "inv_ex", "lstsq", "lu",
+    "cholesky_ex", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv_ex",
+    "lstsq", "lu",
     "lu_factor", "lu_solve", "matrix_exp", "matrix_rank", "multi_dot", "pinv", "qr",
     "solve_triangular", "svd", "svdvals", "vecdot",
 ]  # fmt: skip
@@ -144,6 +145,33 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     A = _matrices(A, "eigh")
     lam, v = _factor("eigh", A, upper=_uplo(UPLO, "eigh"))
     return return_types.linalg_eigh(lam, v)
+
+
+def eig(A):  # noqa: N803
+    """The eigenvalues and eigenvectors (the columns, each of unit norm) of each square
+    matrix in the last two dims, complex whatever A's dtype: a named tuple
+    `(eigenvalues, eigenvectors)` with A V = V diag(eigenvalues), as PyTorch's
+    `torch.linalg.eig` (LAPACK's geev, unsorted). Its gradient is PyTorch's, defined for
+    distinct eigenvalues and losses that do not depend on each eigenvector's phase.
+
+    >>> import kiln as kn
+    >>> kn.linalg.eig(kn.tensor([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
+    tensor([2.+0.j, 3.+0.j])
+    """
+    A = _matrices(A, "eig")
+    vectors = call("eig_vectors", A)  # (first: a program of the vectors alone starts with it)
+    return return_types.linalg_eig(call("eig_values", A), vectors)
+
+
+def eigvals(A):  # noqa: N803
+    """The eigenvalues of each square matrix in the last two dims (complex), as PyTorch's
+    `torch.linalg.eigvals` (see `eig`).
+
+    >>> import kiln as kn
+    >>> kn.linalg.eigvals(kn.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    tensor([0.+1.j, 0.-1.j])
+    """
+    return call("eig_values", _matrices(A, "eigvals"))
 
 
 @autocast_op("fp32")

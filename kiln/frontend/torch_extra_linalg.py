@@ -221,6 +221,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     (x,) = lift(input)
     if dtype is not None:
         x = m.cast(x, dtype)
+    if x.dtype.kind == "c" and p != "nuc":  # the norm of the magnitudes
+        x = m.abs(x)
     if not dt.is_float(x.dtype):
         raise UsageError(
             f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "

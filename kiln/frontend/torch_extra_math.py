@@ -32,7 +32,24 @@ __all__ = [
     "std", "std_mean", "var", "var_mean", "xlogy",
 ]  # fmt: skip
 
-absolute, negative, sgn, fix = m.abs, m.neg, m.sign, m.trunc
+absolute, negative, fix = m.abs, m.neg, m.trunc
+
+
+def sgn(input):  # noqa: A002
+    """`sign(x)` for real values; `x / |x|` (0 at 0) for complex ones, as PyTorch's `sgn`.
+
+    >>> import kiln as kn
+    >>> kn.sgn(kn.tensor([3 + 4j, 0j]))
+    tensor([0.6000+0.8000j, 0.0000+0.0000j])
+    """
+    (x,) = lift(input)
+    if x.dtype.kind != "c":
+        return m.sign(x)
+    r = m.abs(x)
+    zero = m.equal(r, 0)
+    return m.where(zero, 0, m.div(x, m.cast(m.where(zero, 1, r), x.dtype)))
+
+
 arccos, arccosh, arcsin, arcsinh = tm.acos, tm.acosh, tm.asin, tm.asinh
 arctan, arctan2, arctanh = tm.atan, tm.atan2, tm.atanh
 
@@ -40,7 +57,7 @@ arctan, arctan2, arctanh = tm.atan, tm.atan2, tm.atanh
 def _float(x):
     """x in the default float dtype when it is an integer or bool (PyTorch's float functions)."""
     (x,) = lift(x)
-    return x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    return x if dt.is_differentiable(x.dtype) else m.cast(x, dt.get_default_dtype())
 
 
 # -- elementwise ------------------------------------------------------------------------------
@@ -511,9 +528,13 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     x = m._floating(input)
     axes = m._axes(dim, x.ndim)
     centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
+    if centered.dtype.kind == "c":  # |x - mean|^2: the variance of complex values is real
+        squared = core.call("real", m.mul(centered, core.call("conj", centered)))
+    else:
+        squared = m.square(centered)
     if correction == 0:
-        return m._reduce("reduce_mean", m.square(centered), axes, keepdim)
-    total = m._reduce("reduce_sum", m.square(centered), axes, keepdim)
+        return m._reduce("reduce_mean", squared, axes, keepdim)
+    total = m._reduce("reduce_sum", squared, axes, keepdim)
     n = _count(x, axes)
     if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
         return m.mul(total, 1 / (n - correction) if n > correction else _math.inf)

@@ -74,9 +74,9 @@ remainder = m.mod
 
 def _floating(x):
     """`x` as a float tensor: integers and bools become the default float (PyTorch's rule for
-    functions that are defined on floats)."""
+    functions that are defined on floats); complex values stay (the op takes them or refuses)."""
     (x,) = lift(x)
-    return x if dt.is_float(x.dtype) else call("cast", x, dtype=dt.DEFAULT_FLOAT)
+    return x if dt.is_differentiable(x.dtype) else call("cast", x, dtype=dt.DEFAULT_FLOAT)
 
 
 def coefficient(value, dtype):

@@ -33,7 +33,7 @@ from .core import lift
 # Tensor methods PyTorch also has as `torch.X(input, ...)`
 METHOD_FORMS = (
     "abs_ acos_ acosh_ addmv_ adjoint arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ "
-    "asinh_ atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ clone conj conj_physical cos_ "
+    "asinh_ atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ clone cos_ "
     "cosh_ deg2rad_ detach erf_ erfc_ exp2_ exp_ expm1_ fix_ floor_ frac_ get_device "
     "index_put_ is_complex is_conj is_inference is_neg is_nonzero is_same_size is_signed isreal "
     "log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ "

@@ -482,7 +482,7 @@ def _removed(name: str, instead: str):
     return fn
 
 
-eig = _removed("eig", "`kn.linalg.eig` (complex results: not in kiln) or `kn.linalg.eigh`")
+eig = _removed("eig", "`kn.linalg.eig`")
 symeig = _removed("symeig", "`kn.linalg.eigh(A, UPLO='U' if upper else 'L')`")
 solve = _removed("solve", "`kn.linalg.solve(A, B)` (arguments reversed)")
 lstsq = _removed("lstsq", "`kn.linalg.lstsq(A, B)` (arguments reversed)")

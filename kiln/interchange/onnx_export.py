@@ -162,6 +162,12 @@ class Exporter:
             if node.op.name == "get" and isinstance(self.names.get(id(node.inputs[0])), list):
                 self.bind(node.out, self.names[id(node.inputs[0])][node.attrs["index"]])
                 continue
+            if node.out.dtype.kind == "c" or any(i.dtype.kind == "c" for i in node.inputs):
+                raise node_error(
+                    GraphError, f"op {node.op.name} on a complex value has no ONNX form (ONNX's "
+                    "operators take no complex tensors)", op=node.op.name, name=node.name,
+                    site=node.site, inputs=node.inputs,
+                )  # fmt: skip
             rule = RULES.get(node.op.name)
             if rule is None:
                 raise node_error(

@@ -2,16 +2,19 @@
 
 from ..graph.opdef import REGISTRY, OpDef
 from . import (
+    complex_values,
     control,
     dynamic,
     elementwise,
     elementwise_special,
     elementwise_torch,
     epilogue,
+    fft,
     fused,
     index,
     linalg,
     linalg_decomp,
+    linalg_eig,
     linalg_factor,
     losses,
     movement,
@@ -28,8 +31,10 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    control, dynamic, elementwise, elementwise_special, elementwise_torch, epilogue, fused, index,
-    linalg, linalg_decomp, linalg_factor, losses, movement, multi, nn, nn_grad, random, reduce,
+    complex_values, control, dynamic, elementwise, elementwise_special, elementwise_torch,
+    epilogue, fft, fused, index,
+    linalg, linalg_decomp, linalg_eig, linalg_factor, losses, movement, multi, nn, nn_grad,
+    random, reduce,
     scan, sort,
     state,
 )  # fmt: skip

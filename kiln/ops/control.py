@@ -93,6 +93,7 @@ get = defop(
     lambda xp, t, *, index, shape, dtype: t[index],
     views=(0,),
     batch=_get_batch,
+    tags={"complex_linear"},
 )
 
 
@@ -175,7 +176,7 @@ def _static(shape) -> tuple:
     return tuple(shape)
 
 
-scan = defop("scan", _scan_shape, _scan_dtype, _scan_impl, tags=("region",))
+scan = defop("scan", _scan_shape, _scan_dtype, _scan_impl, tags=("region", "complex_linear"))
 
 
 # -- while_loop ------------------------------------------------------------------------------
@@ -231,7 +232,9 @@ def _while_impl(xp, *arrays, cond, body, num_carry):
     return tuple(carry)
 
 
-while_loop = defop("while_loop", _while_shape, _while_dtype, _while_impl, tags=("region",))
+while_loop = defop(
+    "while_loop", _while_shape, _while_dtype, _while_impl, tags=("region", "complex_linear")
+)
 
 
 # -- cond ------------------------------------------------------------------------------------
@@ -285,4 +288,4 @@ def _cond_impl(xp, pred, *arrays, branch_true, branch_false, num_operands):
         ) from None
 
 
-cond = defop("cond", _cond_shape, _cond_dtype, _cond_impl, tags=("region",))
+cond = defop("cond", _cond_shape, _cond_dtype, _cond_impl, tags=("region", "complex_linear"))

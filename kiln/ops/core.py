@@ -122,9 +122,60 @@ def defop(
         views = (0,)
     if batch is None and "elementwise" in tags and "fused" not in tags:
         batch = batch_elementwise(name)
+    if tags & _COMPLEX_TAGS:
+        if "complex" in tags and vjp is not None:
+            vjp = conjugate_vjp(vjp)
+    else:
+        dtype_rule = real_only(name, dtype_rule)
     return register(OpDef(name, shape_rule, dtype_rule, impl, vjp, tags, tuple(views),
                           tuple(overwrites), bool(may_fail), lowering, batch, jvp,
                           prepare, method))  # fmt: skip
+
+
+# -- complex values --------------------------------------------------------------------------
+# An op takes complex inputs only when its record says so, by one of two tags: "complex" (an
+# analytic op whose vjp, written for real values, holds for complex ones as PyTorch's gradient
+# when conjugated: `conjugate_vjp`) or "complex_linear" (its vjp is used as it is: real-linear
+# ops such as movements, sums and additions, whose transposes have real coefficients, and ops
+# with a vjp of their own for complex values, such as abs, real and conj).
+_COMPLEX_TAGS = frozenset({"complex", "complex_linear"})
+
+
+def real_only(name: str, rule):
+    """`rule` refusing complex input dtypes (an op without a complex tag)."""
+
+    @functools.wraps(rule)
+    def checked(*dtypes, **attrs):
+        for d in dtypes:
+            if d.kind == "c":
+                raise UnsupportedDTypeError(f"{name} does not support complex dtype {d}")
+        return rule(*dtypes, **attrs)
+
+    return checked
+
+
+def conj(x):
+    """The complex conjugate of `x`; `x` itself when it is real."""
+    return apply("conj", x) if x.dtype.kind == "c" else x
+
+
+def conjugate_vjp(vjp):
+    """The vjp of an analytic op on complex values, from its vjp for real ones: PyTorch's
+    gradient of a real loss is `ct * conj(f'(z))`, which is `conj(vjp(conj(ct)))` when the
+    real vjp is `ct * f'(z)` with `f'` analytic of real coefficients. Real values pass
+    straight through."""
+
+    # NOTE: an analytic op has a complex result exactly when it has a complex input, so the
+    # result's dtype decides (one check on every backward step of these ops)
+    @functools.wraps(vjp)
+    def complex_vjp(ct, out, *inputs, **attrs):
+        if out.dtype.kind != "c":
+            return vjp(ct, out, *inputs, **attrs)
+        cts = vjp(conj(ct), out, *inputs, **attrs)
+        return tuple(None if c is None else conj(c) for c in cts)
+
+    complex_vjp.for_real = vjp  # what eager backward runs on bare float arrays
+    return complex_vjp
 
 
 _BF16 = dt.bfloat16

@@ -172,52 +172,77 @@ def _c_float_test(name, other):
 
 
 neg = unary(
-    "neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg), tags=("vjp_arrays",)
-)
+    "neg", np.negative, vjp=lambda ct, y, x: (-ct,), lowering=_exact(_c_neg),
+    tags=("vjp_arrays", "complex_linear"),
+)  # fmt: skip
+
+
+def _sgn(x):
+    """The derivative of |x|: sign(x) for real values; x / |x| (0 at 0) for complex ones,
+    the gradient PyTorch gives for the magnitude."""
+    if x.dtype.kind != "c":
+        return apply("sign", x)
+    r = apply("abs", x)
+    zero = scalar(0, r)
+    safe = apply("where", apply("equal", r, zero), scalar(1, r), r)
+    return apply(
+        "where", apply("equal", r, zero), scalar(0, x), x / apply("cast", safe, dtype=x.dtype)
+    )
+
+
 abs_ = unary(
-    "abs", np.absolute, vjp=lambda ct, y, x: (ct * apply("sign", x),), lowering=_exact(_c_abs)
-)
+    "abs", np.absolute, vjp=lambda ct, y, x: (ct * _sgn(x),), lowering=_exact(_c_abs),
+    tags=("complex_linear",),
+)  # fmt: skip
 exp = unary(
-    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp", True), tags=("vjp_arrays",)
-)
+    "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp", True),
+    tags=("vjp_arrays", "complex"),
+)  # fmt: skip
 log = unary(
-    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"), tags=("vjp_arrays",)
-)
+    "log", np.log, vjp=lambda ct, y, x: (ct / x,), lowering=_libm("log"),
+    tags=("vjp_arrays", "complex"),
+)  # fmt: skip
 log1p = unary(
     "log1p", np.log1p, vjp=lambda ct, y, x: (ct / (x + 1),), lowering=_libm("log1p"),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 expm1 = unary(
     "expm1", np.expm1, vjp=lambda ct, y, x: (ct * (y + 1),), lowering=_libm("expm1"),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 sqrt = unary(
     "sqrt", np.sqrt, vjp=lambda ct, y, x: (ct / (y * 2),), lowering=_exact(_c_sqrt),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 square = unary(
     "square", np.square, vjp=lambda ct, y, x: (ct * x * 2,),
-    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)), tags=("vjp_arrays",),
+    lowering=_exact(lambda t, x: _c_arith("*", "&&")(t, x, x)), tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 sin = unary(
     "sin", np.sin, vjp=lambda ct, y, x: (ct * apply("cos", x),), lowering=_libm("sin"),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 cos = unary(
     "cos", np.cos, vjp=lambda ct, y, x: (-ct * apply("sin", x),), lowering=_libm("cos"),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 tanh = unary(
     "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh", True),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
 floor = unary("floor", np.floor, tags={"nondiff"}, lowering=_exact(_c_rounding("floor")))
 ceil = unary("ceil", np.ceil, tags={"nondiff"}, lowering=_exact(_c_rounding("ceil")))
 logical_not = unary("logical_not", np.logical_not, lowering=_exact(lambda t, x: f"(({x}) == 0)"))
 # Exact scalar forms too, not declared so: their programs stay on NumPy, off numba loops.
-isnan = unary("isnan", np.isnan, lowering=Lowering(cuda=_c_float_test("isnan", "false")))
-isfinite = unary("isfinite", np.isfinite, lowering=Lowering(cuda=_c_float_test("isfinite", "true")))
+isnan = unary(
+    "isnan", np.isnan, lowering=Lowering(cuda=_c_float_test("isnan", "false")),
+    tags=("complex_linear",),
+)  # fmt: skip
+isfinite = unary(
+    "isfinite", np.isfinite, lowering=Lowering(cuda=_c_float_test("isfinite", "true")),
+    tags=("complex_linear",),
+)  # fmt: skip
 
 
 def _rsqrt(xp, x, out=None):
@@ -239,7 +264,8 @@ def _rsqrt_c(k, xs, dtypes, out, attrs):  # NumPy: sqrt, then reciprocal (two ro
 
 rsqrt = unary(
     "rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,),
-    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c), tags=("vjp_arrays",),
+    lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 
 
@@ -248,6 +274,11 @@ def _as_float(xp, x):
 
 
 def _sigmoid(xp, x, out=None):
+    if x.dtype.kind == "c":  # 1 / (1 + exp(-x)): logaddexp has no complex loop
+        out = xp.asarray(xp.negative(x, out=out))
+        xp.exp(out, out=out)
+        xp.add(out, 1, out=out)
+        return xp.reciprocal(out, out=out)
     # exp(-log(1 + exp(-x))): no overflow for large |x| of either sign.
     out = xp.asarray(xp.negative(_as_float(xp, x), out=out))  # 0-d: ufuncs return scalars
     xp.logaddexp(0, out, out=out)
@@ -265,7 +296,7 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
 sigmoid = unary(
     "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
     lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 
 
@@ -536,8 +567,13 @@ def _cast(xp, x, out=None, *, dtype):
 
 
 def _cast_vjp(ct, y, x, *, dtype):
-    # Only float-to-float casts carry a gradient; autodiff skips integer and bool values.
-    return (apply("cast", ct, dtype=x.dtype) if dt.is_float(x.dtype) else None,)
+    # Only float and complex casts carry a gradient; autodiff skips integer and bool values.
+    # A real value cast to complex gets the real part of the cotangent (PyTorch's).
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        return (None,)
+    if ct.dtype.kind == "c" and x.dtype.kind != "c":
+        ct = apply("real", ct)
+    return (ct if ct.dtype == x.dtype else apply("cast", ct, dtype=x.dtype),)
 
 
 def _cast_numba(xs, dtypes, out, attrs):
@@ -550,7 +586,8 @@ def _cast_c(k, xs, dtypes, out, attrs):
 
 cast = defop(
     "cast", same_shape, lambda x, dtype: dt.as_dtype(dtype), _cast, vjp=_cast_vjp,
-    tags={"elementwise"}, lowering=Lowering(exact=True, numba=_cast_numba, cuda=_cast_c),
+    tags={"elementwise", "complex_linear"},
+    lowering=Lowering(exact=True, numba=_cast_numba, cuda=_cast_c),
 )  # fmt: skip
 
 # -- binary ----------------------------------------------------------------------------------
@@ -560,7 +597,10 @@ def _pow_vjp(ct, z, a, b):
     # As PyTorch: d/da is 0 where b == 0 (not 0 * inf), d/db is 0 where a == 0 and b >= 0.
     zero = scalar(0, z)
     da = apply("where", apply("equal", b, zero), zero, b * a ** (b - 1))
-    db_mask = apply("logical_and", apply("equal", a, zero), apply("greater_equal", b, zero))
+    b_real = apply("real", b) if b.dtype.kind == "c" else b  # complex: Re(b) >= 0
+    db_mask = apply(
+        "logical_and", apply("equal", a, zero), apply("greater_equal", b_real, scalar(0, b_real))
+    )
     db = apply("where", db_mask, zero, z * apply("log", a))
     return ct * da, ct * db
 
@@ -581,21 +621,22 @@ def _c_logical(op):
 
 
 add = binary(
-    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct), tags={"commutative", "vjp_arrays"},
+    "add", np.add, vjp=lambda ct, z, a, b: (ct, ct),
+    tags={"commutative", "vjp_arrays", "complex_linear"},
     lowering=_exact(_c_arith("+", "||")),
 )  # fmt: skip
 sub = binary(
     "sub", np.subtract, vjp=lambda ct, z, a, b: (ct, -ct), lowering=_exact(_c_arith("-")),
-    tags=("vjp_arrays",),
+    tags=("vjp_arrays", "complex_linear"),
 )  # fmt: skip
 mul = binary(
     "mul", np.multiply, vjp=lambda ct, z, a, b: (ct * b, ct * a),
-    tags={"commutative", "vjp_arrays"},
+    tags={"commutative", "vjp_arrays", "complex"},
     lowering=_exact(_c_arith("*", "&&")),
 )  # fmt: skip
 div = binary(
     "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
-    lowering=_exact(_c_arith("/")), tags=("vjp_arrays",),
+    lowering=_exact(_c_arith("/")), tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 
 
@@ -621,7 +662,8 @@ _power.ufunc_name = "power"  # the eager fast path calls the ufunc and comes her
 # raise or differ for negative exponents) are never made.
 pow_ = defop(
     "pow", _broadcast2, lambda a, b: ufunc_dtype(np.power, a, b), _power, vjp=_pow_vjp,
-    tags={"elementwise"}, may_fail=True, lowering=_ufunc_lowering(_libm("pow"), np.power),
+    tags={"elementwise", "complex"}, may_fail=True,
+    lowering=_ufunc_lowering(_libm("pow"), np.power),
 )  # fmt: skip
 # Integer loops raise or warn in NumPy (division by zero), a C or numba loop would not: the
 # fused kernels call the ufunc; not lowered to CUDA.
@@ -638,8 +680,13 @@ minimum = binary(
     "minimum", np.minimum, vjp=_select_vjp("less"), tags={"commutative"},
     lowering=_exact(_c_select("<=")),
 )  # fmt: skip
-equal = binary("equal", np.equal, tags={"commutative"}, lowering=_exact(c_infix("==")))
-not_equal = binary("not_equal", np.not_equal, tags={"commutative"}, lowering=_exact(c_infix("!=")))
+equal = binary(
+    "equal", np.equal, tags={"commutative", "complex_linear"}, lowering=_exact(c_infix("=="))
+)
+not_equal = binary(
+    "not_equal", np.not_equal, tags={"commutative", "complex_linear"},
+    lowering=_exact(c_infix("!=")),
+)  # fmt: skip
 less = binary("less", np.less, lowering=_exact(c_infix("<")))
 less_equal = binary("less_equal", np.less_equal, lowering=_exact(c_infix("<=")))
 greater = binary("greater", np.greater, lowering=_exact(c_infix(">")))
@@ -685,7 +732,7 @@ where = defop(
     lambda c, a, b: dt.promote(a, b),
     _where,
     vjp=_where_vjp,
-    tags={"elementwise", "no_inplace"},  # its kernel writes `out` before reading `a`
+    tags={"elementwise", "no_inplace", "complex_linear"},  # its kernel writes `out` first
     lowering=Lowering(exact=True, numba=_where_numba, cuda=_where_c),
 )
 

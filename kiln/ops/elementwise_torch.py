@@ -23,31 +23,85 @@ def _libm(name):
     return Lowering(transcendental=True, cuda=c_libm(name))
 
 
-tan = unary("tan", np.tan, vjp=lambda ct, y, x: (ct * (y * y + 1),), lowering=_libm("tan"))
+tan = unary(
+    "tan", np.tan, vjp=lambda ct, y, x: (ct * (y * y + 1),), lowering=_libm("tan"), tags={"complex"}
+)
 asin = unary(
-    "asin", np.arcsin, vjp=lambda ct, y, x: (ct * _rsqrt(1 - x * x),), lowering=_libm("asin")
+    "asin",
+    np.arcsin,
+    vjp=lambda ct, y, x: (ct * _rsqrt(1 - x * x),),
+    lowering=_libm("asin"),
+    tags={"complex"},
 )
 acos = unary(
-    "acos", np.arccos, vjp=lambda ct, y, x: (-ct * _rsqrt(1 - x * x),), lowering=_libm("acos")
+    "acos",
+    np.arccos,
+    vjp=lambda ct, y, x: (-ct * _rsqrt(1 - x * x),),
+    lowering=_libm("acos"),
+    tags={"complex"},
 )
-atan = unary("atan", np.arctan, vjp=lambda ct, y, x: (ct / (x * x + 1),), lowering=_libm("atan"))
-sinh = unary("sinh", np.sinh, vjp=lambda ct, y, x: (ct * apply("cosh", x),), lowering=_libm("sinh"))
-cosh = unary("cosh", np.cosh, vjp=lambda ct, y, x: (ct * apply("sinh", x),), lowering=_libm("cosh"))
+atan = unary(
+    "atan",
+    np.arctan,
+    vjp=lambda ct, y, x: (ct / (x * x + 1),),
+    lowering=_libm("atan"),
+    tags={"complex"},
+)
+sinh = unary(
+    "sinh",
+    np.sinh,
+    vjp=lambda ct, y, x: (ct * apply("cosh", x),),
+    lowering=_libm("sinh"),
+    tags={"complex"},
+)
+cosh = unary(
+    "cosh",
+    np.cosh,
+    vjp=lambda ct, y, x: (ct * apply("sinh", x),),
+    lowering=_libm("cosh"),
+    tags={"complex"},
+)
 asinh = unary(
-    "asinh", np.arcsinh, vjp=lambda ct, y, x: (ct * _rsqrt(x * x + 1),), lowering=_libm("asinh")
+    "asinh",
+    np.arcsinh,
+    vjp=lambda ct, y, x: (ct * _rsqrt(x * x + 1),),
+    lowering=_libm("asinh"),
+    tags={"complex"},
 )
 acosh = unary(
-    "acosh", np.arccosh, vjp=lambda ct, y, x: (ct * _rsqrt(x * x - 1),), lowering=_libm("acosh")
+    "acosh",
+    np.arccosh,
+    vjp=lambda ct, y, x: (ct * _rsqrt(x * x - 1),),
+    lowering=_libm("acosh"),
+    tags={"complex"},
 )
 atanh = unary(
-    "atanh", np.arctanh, vjp=lambda ct, y, x: (ct / (1 - x * x),), lowering=_libm("atanh")
+    "atanh",
+    np.arctanh,
+    vjp=lambda ct, y, x: (ct / (1 - x * x),),
+    lowering=_libm("atanh"),
+    tags={"complex"},
 )
-exp2 = unary("exp2", np.exp2, vjp=lambda ct, y, x: (ct * y * math.log(2),), lowering=_libm("exp2"))
+exp2 = unary(
+    "exp2",
+    np.exp2,
+    vjp=lambda ct, y, x: (ct * y * math.log(2),),
+    lowering=_libm("exp2"),
+    tags={"complex"},
+)
 log2 = unary(
-    "log2", np.log2, vjp=lambda ct, y, x: (ct / (x * math.log(2)),), lowering=_libm("log2")
+    "log2",
+    np.log2,
+    vjp=lambda ct, y, x: (ct / (x * math.log(2)),),
+    lowering=_libm("log2"),
+    tags={"complex"},
 )
 log10 = unary(
-    "log10", np.log10, vjp=lambda ct, y, x: (ct / (x * math.log(10)),), lowering=_libm("log10")
+    "log10",
+    np.log10,
+    vjp=lambda ct, y, x: (ct / (x * math.log(10)),),
+    lowering=_libm("log10"),
+    tags={"complex"},
 )
 
 

@@ -217,6 +217,7 @@ def _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter):
 
 scatter = defop(
     "scatter", _scatter_shape, _scatter_dtype, _scatter, vjp=_scatter_vjp, may_fail=True,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -276,6 +277,7 @@ def _advanced_vjp(ct, y, x, *idxs, axes):
 advanced_index = defop(
     "advanced_index", lambda x, *idxs, axes: advanced_shape(x, idxs, axes), _advanced_dtype,
     _advanced, vjp=_advanced_vjp, may_fail=True,  # indices out of range
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -362,4 +364,5 @@ def _put_vjp(ct, y, x, values, *idxs, spec, axes, accumulate):
 # PyTorch's `index_put`, and item assignment `x[index] = values` computed out of place.
 index_put = defop(
     "index_put", _put_shape, _put_dtype, _put, vjp=_put_vjp, may_fail=True,
+    tags={"complex_linear"},
 )  # fmt: skip

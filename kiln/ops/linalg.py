@@ -119,7 +119,7 @@ def _matmul_dtype(a, b):
 
 matmul = defop(
     "matmul", _matmul_shape, _matmul_dtype, _matmul,
-    vjp=_matmul_vjp, tags=("vjp_needs", "autocast_lower"), batch=_matmul_batch,
+    vjp=_matmul_vjp, tags=("complex", "vjp_needs", "autocast_lower"), batch=_matmul_batch,
 )  # fmt: skip
 
 
@@ -142,10 +142,10 @@ def _square_shape(name):
     return rule
 
 
-def _linalg_dtype(name):
+def _linalg_dtype(name, kinds=(np.float32, np.float64)):
     def rule(*dtypes):
         for d in dtypes:
-            if d not in (np.float32, np.float64):
+            if d not in kinds:
                 raise DTypeError(f"{name}: float32 or float64 matrices are expected, got {d}")
         return np.result_type(*dtypes)
 
@@ -160,11 +160,13 @@ def _inv(xp, a, out=None):
     return out
 
 
+# inv, det and solve take complex matrices too: analytic, their vjps conjugated (PyTorch's)
+_INEXACT = (np.float32, np.float64, np.complex64, np.complex128)
 inv = defop(
-    "inv", _square_shape("inv"), _linalg_dtype("inv"), _inv,
+    "inv", _square_shape("inv"), _linalg_dtype("inv", _INEXACT), _inv,
     vjp=lambda ct, y, a: (-apply("matmul", _swap_last(y), apply("matmul", ct, _swap_last(y))),),
     batch=lambda args, batched: apply("inv", args[0]),  # inv and det take stacks of matrices
-    tags=("autocast_fp32",),
+    tags=("autocast_fp32", "complex"),
 )  # fmt: skip
 
 
@@ -183,8 +185,8 @@ def _det_vjp(ct, y, a):
 
 
 det = defop(
-    "det", _square_shape("det"), _linalg_dtype("det"), _det, vjp=_det_vjp,
-    batch=lambda args, batched: apply("det", args[0]),
+    "det", _square_shape("det"), _linalg_dtype("det", _INEXACT), _det, vjp=_det_vjp,
+    batch=lambda args, batched: apply("det", args[0]), tags={"complex"},
 )  # fmt: skip
 
 
@@ -225,8 +227,8 @@ def _solve_vjp(ct, x, a, b):
     return ga, gb
 
 
-solve = defop("solve", _solve_shape, _linalg_dtype("solve"), _solve, vjp=_solve_vjp,
-              tags=("autocast_fp32",))  # fmt: skip
+solve = defop("solve", _solve_shape, _linalg_dtype("solve", _INEXACT), _solve,
+              vjp=_solve_vjp, tags=("autocast_fp32", "complex"))  # fmt: skip
 
 
 # -- addmm: beta * input + alpha * (mat1 @ mat2), one GEMM ------------------------------------

@@ -65,7 +65,8 @@ def _reshape(xp, x, out=None, *, shape):
 
 reshape = defop(
     "reshape", lambda x, shape: sh.reshape_shape(x, shape), same_dtype, _reshape,
-    vjp=lambda ct, y, x, shape: (apply("reshape", ct, shape=x.shape),), tags={"view"},
+    vjp=lambda ct, y, x, shape: (apply("reshape", ct, shape=x.shape),),
+    tags={"complex_linear", "view"},
     batch=lambda args, batched, shape: apply("reshape", args[0], shape=(args[0].shape[0], *shape)),
     method=("reshape", "shape"),
 )  # fmt: skip
@@ -91,7 +92,8 @@ def _transpose_batch(args, batched, *, perm):
 
 
 transpose = defop(
-    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp, tags={"view"},
+    "transpose", _transpose_shape, same_dtype, _transpose, vjp=_transpose_vjp,
+    tags={"complex_linear", "view"},
     batch=_transpose_batch, method=("transpose", "perm"),
 )  # fmt: skip
 
@@ -118,7 +120,7 @@ def _broadcast_to(xp, x, out=None, *, shape):
 # Its vjp passes the cotangent through: autodiff sums it back to the input's shape.
 broadcast_to = defop(
     "broadcast_to", _broadcast_to_shape, same_dtype, _broadcast_to,
-    vjp=lambda ct, y, x, shape: (ct,), tags={"view"},
+    vjp=lambda ct, y, x, shape: (ct,), tags={"complex_linear", "view"},
     batch=lambda args, batched, shape: apply(
         "broadcast_to", lead(args[0], len(shape)), shape=(args[0].shape[0], *shape)
     ),
@@ -189,7 +191,8 @@ _ALL = ("slice", None, None, None)
 index = defop(
     "index", _index_shape, same_dtype, _index,
     vjp=lambda ct, y, x, spec: (apply("index_scatter", ct, spec=spec, shape=x.shape),),
-    tags={"view"}, may_fail=True,  # an int index into a symbolic dim is checked when it runs
+    tags={"complex_linear", "view"},
+    may_fail=True,  # an int index into a symbolic dim is checked when it runs
     batch=lambda args, batched, spec: apply("index", args[0], spec=(_ALL, *spec)),
 )  # fmt: skip
 
@@ -208,6 +211,7 @@ index_scatter = defop(
     batch=lambda args, batched, spec, shape: apply(
         "index_scatter", args[0], spec=(_ALL, *spec), shape=(args[0].shape[0], *shape)
     ),
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -288,6 +292,7 @@ gather = defop(
     ),
     may_fail=True,  # indices out of range
     batch=_gather_batch,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -325,6 +330,7 @@ scatter_add = defop(
     ),
     may_fail=True,  # indices out of range
     batch=_scatter_add_batch,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -381,6 +387,7 @@ take_along_axis = defop(
     ),
     may_fail=True,  # indices out of range
     batch=_take_along_batch,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -420,6 +427,7 @@ scatter_along_axis = defop(
     vjp=lambda ct, y, c, idx, axis, shape: (apply("take_along_axis", ct, idx, axis=axis), None),
     may_fail=True,  # indices out of range
     batch=_scatter_along_batch,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 # -- building arrays ---------------------------------------------------------------------------
@@ -482,6 +490,7 @@ def _concat_batch(args, batched, *, axis):
 concat = defop(
     "concat", _concat_shape, lambda *ds, axis: dt.promote(*ds), _concat, vjp=_concat_vjp,
     batch=_concat_batch,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -517,6 +526,7 @@ pad = defop(
     batch=lambda args, batched, pad_width, value: apply(
         "pad", args[0], pad_width=((0, 0), *pad_width), value=value
     ),
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -543,7 +553,7 @@ def _tile_vjp(ct, y, x, *, reps):
     return (apply("reshape", summed, shape=x.shape),)
 
 
-tile = defop("tile", _tile_shape, same_dtype, _tile, vjp=_tile_vjp)
+tile = defop("tile", _tile_shape, same_dtype, _tile, vjp=_tile_vjp, tags={"complex_linear"})
 
 
 def _one_hot_dtype(ids, *, depth, dtype):

@@ -276,4 +276,4 @@ def _split_batch(args, batched, *, axis, sizes):
 
 
 split = defop("split", _split_shape, _tuple_dtype, _split, vjp=_split_vjp, jvp=_split_jvp,
-              batch=_split_batch, views=(0,), tags=("multi",))  # fmt: skip
+              batch=_split_batch, views=(0,), tags=("multi", "complex_linear"))  # fmt: skip

@@ -122,9 +122,11 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=()):
                  batch=batch)  # fmt: skip
 
 
-reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp, tags=("vjp_arrays",))
-reduce_mean = reduction("reduce_mean", np.mean, vjp=_mean_vjp, tags=("vjp_arrays",))
-reduce_prod = reduction("reduce_prod", np.prod, vjp=_prod_vjp, tags=("autocast_fp32",))
+reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp, tags=("vjp_arrays", "complex_linear"))
+reduce_mean = reduction(
+    "reduce_mean", np.mean, vjp=_mean_vjp, tags=("vjp_arrays", "complex_linear")
+)
+reduce_prod = reduction("reduce_prod", np.prod, vjp=_prod_vjp, tags=("autocast_fp32", "complex"))
 reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=True)
 reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True)
 
@@ -249,5 +251,5 @@ def _sum_to_jvp(tangents, y, x, *, shape):
 sum_to = defop(
     "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to),
     vjp=lambda ct, y, x, *, shape: (apply("broadcast_to", ct, shape=x.shape),),
-    jvp=_sum_to_jvp,
+    jvp=_sum_to_jvp, tags={"complex_linear"},
 )  # fmt: skip

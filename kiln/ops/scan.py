@@ -19,7 +19,7 @@ def _axis_shape(x, *, axis, **_):
 
 def _accumulated_dtype(x, **_):
     """PyTorch's cumsum/cumprod: integers and bools accumulate in int64, floats keep."""
-    return x if dt.is_float(x) else np.dtype(np.int64)
+    return x if dt.is_float(x) or x.kind == "c" else np.dtype(np.int64)
 
 
 def _float_only(name):
@@ -65,6 +65,7 @@ cumsum = defop(
     "cumsum", _axis_shape, _accumulated_dtype, _cumsum,
     vjp=lambda ct, y, x, axis, reverse: (apply("cumsum", ct, axis=axis, reverse=not reverse),),
     batch=batch_along_axis("cumsum"),
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -93,6 +94,7 @@ def _cumprod_vjp(ct, y, x, *, axis):
 cumprod = defop(
     "cumprod", _axis_shape, _accumulated_dtype, _cumprod, vjp=_cumprod_vjp,
     batch=batch_along_axis("cumprod"),
+    tags={"complex"},
 )  # fmt: skip
 
 

@@ -56,7 +56,7 @@ def _identity(xp, x, out=None):
 
 
 stop_gradient = defop(
-    "stop_gradient", same_shape, same_dtype, _identity, tags={"view", "nondiff"},
+    "stop_gradient", same_shape, same_dtype, _identity, tags={"complex_linear", "view", "nondiff"},
     batch=lambda args, batched: apply("stop_gradient", args[0]),
 )  # fmt: skip
 
@@ -77,6 +77,7 @@ def _after(xp, x, token, out=None):
 after = defop(
     "after", lambda x, token: x, lambda x, token: x, _after,
     vjp=lambda ct, y, x, token: (ct, None), views=(0,), batch=_after_batch,
+    tags={"complex_linear"},
 )  # fmt: skip
 
 
@@ -104,7 +105,9 @@ def _assign(xp, var, value, out=None):
     return _identity(xp, value, out)
 
 
-assign = defop("assign", _assign_shape, _assign_dtype, _assign, tags={"update", "nondiff"})
+assign = defop(
+    "assign", _assign_shape, _assign_dtype, _assign, tags={"complex_linear", "update", "nondiff"}
+)
 
 
 def _group(xp, *arrays, out=None):
@@ -115,7 +118,9 @@ def _group(xp, *arrays, out=None):
 
 
 # `group(*values)`: a train op; runs its inputs (and their updates), returns nothing useful.
-group = defop("group", lambda *shapes: (), lambda *dtypes: dt.bool_, _group, tags={"group"})
+group = defop(
+    "group", lambda *shapes: (), lambda *dtypes: dt.bool_, _group, tags={"group", "complex_linear"}
+)
 
 
 def _custom_value(xp, value, *inputs, out=None, function):
@@ -133,4 +138,5 @@ def _custom_vjp(ct, y, value, *inputs, function):
 custom_grad = defop(
     "custom_grad", lambda value, *inputs, function: value,
     lambda value, *inputs, function: value, _custom_value, vjp=_custom_vjp, views=(0,),
+    tags={"complex_linear"},
 )  # fmt: skip

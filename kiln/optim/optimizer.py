@@ -313,29 +313,44 @@ class Optimizer:
         step = np.array(count, np.int64)
         names, init = self._slot_names(group), self._slot_init
         if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
+            data, grad = t._data, t.grad._data
+            if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
+                data, grad = _as_real(data), _as_real(grad)
             slots = {s: state[s].numpy() if s in state
-                     else np.full_like(t._data, init(group, s)) for s in names}  # fmt: skip
-            new_param, new_slots = self._update(t._data, t.grad._data, slots, step, group)
-            new_param = make(np.asarray(new_param))
+                     else np.full_like(data, init(group, s)) for s in names}  # fmt: skip
+            new_param, new_slots = self._update(data, grad, slots, step, group)
+            new_param = np.asarray(new_param)
+            if t.dtype.kind == "c":
+                new_param = np.ascontiguousarray(new_param, data.dtype).view(t.dtype)[..., 0]
+            new_param = make(new_param)
             new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
         else:
+            data, grad = t.detach(), t.grad.detach()
+            if data.dtype.kind == "c":  # a pair of reals, as on the CPU
+                data, grad = F.view_as_real(data), F.view_as_real(grad)
             slots = {s: state[s] if s in state
-                     else zeros_like(t) + init(group, s) for s in names}  # fmt: skip
-            new_param, new_slots = self._update(t.detach(), t.grad.detach(), slots, step, group)
+                     else zeros_like(data) + init(group, s) for s in names}  # fmt: skip
+            new_param, new_slots = self._update(data, grad, slots, step, group)
+            if t.dtype.kind == "c":
+                new_param = F.view_as_complex(new_param)
         for what, value in (("value", new_param), *new_slots.items()):
             self._check_fits(i, t, what, value)
         return t, count, F.cast(new_param, t.dtype), new_slots
 
     def _check_fits(self, i: int, t, what: str, value) -> None:
         """A new value or slot must have the parameter's shape, and a dtype that casts to
-        the parameter's within its kind (PyTorch refuses float updates of an int tensor)."""
+        the parameter's within its kind (PyTorch refuses float updates of an int tensor); the
+        slots of a complex parameter are those of its pairs of reals."""
         where = (
             f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
             f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
         )
-        if tuple(value.shape) != tuple(t.shape):
+        shape, dtype = tuple(t.shape), t.dtype
+        if dtype.kind == "c" and what != "value":
+            shape, dtype = (*shape, 2), dt.to_real(dtype)
+        if tuple(value.shape) != shape:
             raise ShapeError(where)
-        if not np.can_cast(value.dtype, t.dtype, "same_kind"):
+        if not np.can_cast(value.dtype, dtype, "same_kind"):
             raise DTypeError(where)
 
     # -- graph mode --------------------------------------------------------------------------
@@ -417,11 +432,14 @@ class Optimizer:
                 "step": Variable(np.array(start.get("step", 0), np.int64),
                                  name=f"{var.name}/step", trainable=False, graph=graph)
             }  # fmt: skip
+            shape, dtype = var.shape, var.dtype
+            if dtype.kind == "c":  # the slots of its pairs of reals (as the eager step's)
+                shape, dtype = (*shape, 2), dt.to_real(dtype)
             for slot in self._slot_names(group):
                 if slot in start:
-                    value = np.asarray(start[slot].numpy(), var.dtype)
+                    value = np.asarray(start[slot].numpy(), dtype)
                 else:
-                    value = np.full(var.shape, self._slot_init(group, slot), var.dtype)
+                    value = np.full(shape, self._slot_init(group, slot), dtype)
                 state[slot] = Variable(value, trainable=False, graph=graph,
                                        name=f"{var.name}/{self.slot_prefix}{slot}")  # fmt: skip
             if owner is not None:  # every graph of this Parameter (each kn.compile trace)
@@ -453,7 +471,12 @@ class Optimizer:
             state = self._slots_of(var, group)
             step = state["step"] + 1
             slots = {name: state[name] for name in self._slot_names(group)}
-            new_param, new_slots = self._update(var, g, slots, step, options)
+            if var.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
+                pair, pair_g = F.view_as_real(var), F.view_as_real(g)
+                new_pair, new_slots = self._update(pair, pair_g, slots, step, options)
+                new_param = F.view_as_complex(new_pair)
+            else:
+                new_param, new_slots = self._update(var, g, slots, step, options)
             assigns.append(apply("assign", var, new_param))
             assigns.extend(apply("assign", state[k], v) for k, v in new_slots.items())
             assigns.append(apply("assign", state["step"], step))
@@ -510,3 +533,8 @@ def _average_over_ranks(grads_and_vars) -> list:
     from ..distributed.graph import average_gradients  # NOTE: lazy, distributed sits above
 
     return average_gradients(grads_and_vars)
+
+
+def _as_real(array):
+    """A complex array as its (real, imaginary) pairs, a last dim of 2 (a view)."""
+    return np.ascontiguousarray(array)[..., None].view(dt.to_real(array.dtype))

@@ -59,9 +59,14 @@ def _seeds(ys, grad_ys):
         raise GraphError(f"grad_ys has {len(grad_ys)} entries for {len(ys)} ys")
     seeds = []
     for y, g in zip(ys, grad_ys):
-        if not dt.is_float(y.dtype):
+        if not dt.is_differentiable(y.dtype):
             raise GraphError(f"cannot differentiate '{y.name}' of dtype {y.dtype} ({y.site})")
         if g is None:
+            if y.dtype.kind == "c":
+                raise GraphError(
+                    f"grad can be implicitly created only for real scalar outputs: '{y.name}' "
+                    f"({y.op.name}, created at {y.site}) is {y.dtype}; pass grad_ys="
+                )
             if y.shape != ():
                 raise GraphError(
                     f"grad can be implicitly created only for scalar outputs: '{y.name}' "
@@ -99,7 +104,7 @@ def _relevant(graph, ys, xs, since=0):
 
 def _carries_ct(dtype) -> bool:
     """Floats have cotangents; so does a tuple (a region op's result), element by element."""
-    return dt.is_float(dtype) or dtype == dt.TUPLE
+    return dt.is_differentiable(dtype) or dtype == dt.TUPLE
 
 
 def _backward(graph, ys, xs, seeds, since=0) -> dict:
@@ -199,11 +204,19 @@ class _Recompute:
 
 
 def _accumulate(cts, x, ct):
-    ct = sum_to_shape(ct, x.shape)
+    ct = real_part_for(sum_to_shape(ct, x.shape), x.dtype)
     if ct.dtype != x.dtype:
         ct = apply("cast", ct, dtype=x.dtype)
     prev = cts.get(id(x))
     cts[id(x)] = ct if prev is None else apply("add", prev, ct)
+
+
+def real_part_for(ct, dtype):
+    """`ct`, or its real part when it is complex and its value of real `dtype`: the
+    cotangent of a real value that became complex (PyTorch's)."""
+    if ct.dtype.kind == "c" and dtype.kind != "c":
+        return apply("real", ct)
+    return ct
 
 
 def sum_to_shape(ct, shape):
@@ -256,6 +269,6 @@ def _blocking_node(graph, x, ys):
             stack.extend(i for i in s.node.inputs if id(i) in reach)
     for node in graph.nodes[: last + 1]:
         if id(node.out) in to_y and any(id(i) in to_y for i in node.inputs):
-            if node.op.vjp is None or not dt.is_float(node.out.dtype):
+            if node.op.vjp is None or not dt.is_differentiable(node.out.dtype):
                 return node
     return None

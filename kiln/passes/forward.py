@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from ..errors import GraphError
 from ..ops.core import apply, scalar
-from .differentiate import _relevant, differentiate, sum_to_shape
+from .differentiate import _relevant, differentiate, real_part_for, sum_to_shape
 from .region_jvp import TupleTangent, region_jvp
 
 
@@ -95,10 +95,10 @@ def _transposed_vjp(node, ins):
     for x, ct, t in zip(node.inputs, cts, ins):
         if t is None or ct is None:
             continue
-        ct = sum_to_shape(ct, x.shape)
+        ct = real_part_for(sum_to_shape(ct, x.shape), x.dtype)
         pieces.append(ct if ct.dtype == x.dtype else apply("cast", ct, dtype=x.dtype))
         seeds.append(t if t.dtype == x.dtype else apply("cast", t, dtype=x.dtype))
-    pieces = [(p, s) for p, s in zip(pieces, seeds) if dt.is_float(p.dtype)]
+    pieces = [(p, s) for p, s in zip(pieces, seeds) if dt.is_differentiable(p.dtype)]
     if not pieces:
         return None
     ps, ss = zip(*pieces)

@@ -16,15 +16,20 @@ _NOT_FUSABLE = frozenset({"random", "source", "update", "fused"})
 
 def fusable(node) -> bool:
     """An elementwise node that a group may hold (not random, not a source, not fused, and
-    nothing in bfloat16, which the fused kernels' scalar code has no type for; nor an op that
-    may fail, which the planner orders before in-place updates and a fused node would hide)."""
+    nothing in bfloat16 or complex, which the fused kernels' scalar code has no type for; nor an
+    op that may fail, which the planner orders before in-place updates and a fused node would
+    hide)."""
     return (
         "elementwise" in node.op.tags
         and not node.op.tags & _NOT_FUSABLE
         and not node.op.may_fail
-        and node.out.dtype != dt.bfloat16
-        and all(i.dtype != dt.bfloat16 for i in node.inputs)
+        and _scalar_typed(node.out.dtype)
+        and all(_scalar_typed(i.dtype) for i in node.inputs)
     )
+
+
+def _scalar_typed(dtype) -> bool:
+    return dtype != dt.bfloat16 and dtype.kind != "c"
 
 
 def fuse_elementwise(

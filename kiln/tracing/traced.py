@@ -102,7 +102,9 @@ def _requiring_grad(nodes, sources) -> set:
     marked = {id(s) for s in sources}
     for node in nodes:
         out = node.out
-        differentiable = dt.is_float(out.dtype) or out.dtype == dt.TUPLE  # a region op's result
+        differentiable = (
+            dt.is_differentiable(out.dtype) or out.dtype == dt.TUPLE
+        )  # a region op's result
         if node.op.name == "stop_gradient" or not differentiable or id(out) in marked:
             continue
         if any(id(i) in marked for i in node.inputs):
@@ -262,7 +264,9 @@ class Traced:
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
         self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
-        leaf_grad = [s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_float(s.dtype)]
+        leaf_grad = [
+            s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_differentiable(s.dtype)
+        ]
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
@@ -611,6 +615,8 @@ class Traced:
         for y, shape in zip(ys, shapes or [y.shape for y in ys]):
             size = int(np.prod(shape, dtype=np.int64))
             data = ct._data if len(ys) == 1 else ct._data[offset : offset + size]
+            if data.dtype.kind == "c" and y.dtype.kind != "c":  # packed beside complex outputs
+                data = data.real
             cts.append(data.reshape(shape).astype(y.dtype, copy=False))
             offset += size
         for i in self.checked_slots:

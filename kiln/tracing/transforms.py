@@ -68,14 +68,14 @@ def _jvp_graph(f, primals, tangents):
     leaves, structure = _leaves(out, "output")
     ts = [lift(t, context=xs, dtype=x.dtype)[0] for t, x in zip(tangents, xs)]
     ts = [t if t.dtype == x.dtype else call("cast", t, dtype=x.dtype) for t, x in zip(ts, xs)]
-    pairs = [(x, t) for x, t in zip(xs, ts) if dt.is_float(x.dtype)]
-    ys = [y for y in leaves if dt.is_float(y.dtype)]
+    pairs = [(x, t) for x, t in zip(xs, ts) if dt.is_differentiable(x.dtype)]
+    ys = [y for y in leaves if dt.is_differentiable(y.dtype)]
     primals: dict = {}  # a loop's result read from the loop that also gives its tangent
     found = iter(jvp_graph(ys, [x for x, _ in pairs], [t for _, t in pairs], primals)
                  if ys else [])  # fmt: skip
     out_tangents = []
     for y in leaves:
-        jv = next(found) if dt.is_float(y.dtype) else None
+        jv = next(found) if dt.is_differentiable(y.dtype) else None
         out_tangents.append(jv if jv is not None else call("broadcast_to", _zero(y), shape=y.shape))
     if primals:
         out = _unflatten(structure, iter(primals.get(id(y), y) for y in leaves))
@@ -92,7 +92,7 @@ def _jvp_eager(f, primals, tangents):
     numpy_in = not any(isinstance(p, Tensor) for p in primals)
     xs = [_tensor(p).detach() for p in primals]
     for x in xs:
-        if dt.is_float(x.dtype):
+        if dt.is_differentiable(x.dtype):
             x.requires_grad_(True)
     with enable_grad():
         out = f(*xs)

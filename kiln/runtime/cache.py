@@ -29,10 +29,13 @@ __all__ = [
 CACHE_SIZE = 64
 # The pool of output memory (kiln/runtime/host_pool.py), read at each use but MIN_BYTES (read
 # when a program is planned): the free bytes it may hold (0: no recycling, every output is
-# fresh memory), the size from which an output's memory is recycled, and how long a free
-# block may wait to be taken again before the pool lets it go (at its next take or return).
+# fresh memory); the size from which an output's memory is recycled (below it the allocator's
+# heap serves a repeated size without page faults, where taking a block costs a few us; from
+# 32 MiB on glibc maps fresh pages for each array: 64 MiB cost 6 ms of faults); and how long a
+# free block may wait to be taken again before the pool lets it go (at its next take or
+# return; `host_pool.empty_cache()` lets go of all now).
 OUTPUT_POOL_BYTES = 256 << 20
-OUTPUT_POOL_MIN_BYTES = 1 << 20
+OUTPUT_POOL_MIN_BYTES = 4 << 20
 OUTPUT_POOL_IDLE_S = 10.0
 
 

@@ -108,14 +108,16 @@ class Specialized:
             if (id(out) not in self.fetched or self.storage.get(id(out)) is not None
                     or "source" in n.op.tags or self._is_view(n) or id(n) in self.inplace
                     or out.dtype == dt.TUPLE or n.op.name == "get" or id(out) in self.gets
-                    or id(out) in self.dynamic or self._nbytes(out) < least):  # fmt: skip
+                    or id(out) in self.dynamic or not isinstance(out.dtype, np.dtype)
+                    or out.dtype.hasobject or self._nbytes(out) < least):  # fmt: skip
                 continue
             pooled[t] = (tuple(self.shapes[id(out)]), out.dtype)
         return pooled
 
     def pool_makers(self) -> dict:
         """The namespace's `p{t}`: a call making output t's array from the pool."""
-        return {f"p{t}": functools.partial(host_pool.empty, shape, dtype)
+        return {f"p{t}": functools.partial(host_pool.array, math.prod(shape) * dtype.itemsize,
+                                           shape, dtype)
                 for t, (shape, dtype) in self.pooled.items()}  # fmt: skip
 
     def _is_view(self, node) -> bool:

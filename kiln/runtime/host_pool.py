@@ -3,7 +3,7 @@
 A fresh output of tens of MiB is fresh memory on every call: the allocator maps new pages and
 the kernel pays a page fault (and zeroing) on each first touch, about 6 ms for 64 MiB here,
 a third of the 8-op chain of bench/rows/row_fusion.py. A planned program instead takes the
-memory of each output of at least `OUTPUT_POOL_MIN_BYTES` from this pool, and the memory
+memory of each output of at least `OUTPUT_POOL_MIN_BYTES` (4 MiB) from this pool, and the memory
 comes back to the pool when the output is garbage-collected.
 
 Soundness: the array handed out does not own its memory; its base is a `PoolBlock`, a small
@@ -34,7 +34,8 @@ the user's and is never counted or held back.
 
 from __future__ import annotations
 
-import collections
+import math
+import os
 import threading
 import time
 
@@ -42,7 +43,7 @@ import numpy as np
 
 from . import cache
 
-__all__ = ["PoolBlock", "empty", "empty_cache", "owns", "stats"]
+__all__ = ["PoolBlock", "array", "empty", "empty_cache", "owns", "stats"]
 
 # Blocks start at a page: a loop's stores then never run a little ahead of its loads modulo
 # 4 KiB (inputs of NumPy's large arrays start 16 B into a page), which stalls loads on a
@@ -53,21 +54,20 @@ _ALIGN = 4096
 
 class PoolBlock:
     """The owner of a pooled output's memory, the base of the array handed out: it holds the
-    memory (`raw`, a uint8 array) while any array, view or buffer of it lives, and returns it
-    to the pool when collected. NumPy builds the array from its `__array_interface__`."""
+    memory (`entry`, the pool's record of a uint8 array) while any array, view or buffer of
+    it lives, and returns it to the pool when collected. NumPy builds the array from its
+    `__array_interface__`."""
 
-    __slots__ = ("__array_interface__", "raw", "nbytes")
+    __slots__ = ("__array_interface__", "entry")
 
-    def __init__(self, raw, nbytes, shape, dtype):
-        self.raw, self.nbytes = raw, nbytes
-        address = raw.ctypes.data
-        address += -address % _ALIGN
+    def __init__(self, entry, shape, dtype):
+        self.entry = entry
         self.__array_interface__ = {"shape": shape, "typestr": dtype.str,
-                                    "data": (address, False), "version": 3}  # fmt: skip
+                                    "data": (entry[2], False), "version": 3}  # fmt: skip
 
     def __del__(self):
         try:
-            _POOL.give(self.nbytes, self.raw)
+            _POOL.give(self.entry)
         except Exception:  # noqa: BLE001 - at interpreter exit the module may be gone
             pass
 
@@ -77,51 +77,61 @@ class PoolBlock:
 
 
 class _Pool:
-    """Free blocks by size; thread-safe. `give` runs from `PoolBlock.__del__`, which may run
-    while this thread holds the lock (a collection inside `take`): it never waits, and a
-    block it cannot return now is freed as any array's memory is."""
+    """Free blocks by size; thread-safe. A block's record is a list [nbytes, raw uint8 array,
+    aligned address, when it was last returned]. `give` runs from `PoolBlock.__del__`, which
+    may run while this thread holds the lock (a collection inside `take`): it never waits,
+    and a block it cannot return now is freed as any array's memory is."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._free: dict[int, list] = {}  # nbytes -> blocks, the most recently returned last
-        self._order: collections.OrderedDict = collections.OrderedDict()  # id -> (n, block, t)
+        self._free: dict[int, list] = {}  # nbytes -> records, the most recently returned last
+        self._order: dict[int, list] = {}  # id(record) -> record, the least recently returned first
         self.free_bytes = 0
         self.hits = self.misses = 0
 
-    def take(self, nbytes: int):
+    def take(self, nbytes: int) -> list:
         with self._lock:
-            self._trim(time.monotonic())
+            if self._order:
+                self._trim(time.monotonic())
             blocks = self._free.get(nbytes)
             if blocks:
-                raw = blocks.pop()
-                del self._order[id(raw)]
+                entry = blocks.pop()
+                del self._order[id(entry)]
                 self.free_bytes -= nbytes
                 self.hits += 1
-                return raw
+                return entry
             self.misses += 1
-        return np.empty(nbytes + _ALIGN, np.uint8)
+        raw = np.empty(nbytes + _ALIGN, np.uint8)
+        address = raw.__array_interface__["data"][0]
+        return [nbytes, raw, address + -address % _ALIGN, 0.0]
 
-    def give(self, nbytes: int, raw) -> None:
+    def give(self, entry: list) -> None:
+        nbytes = entry[0]
         if nbytes > cache.OUTPUT_POOL_BYTES or not self._lock.acquire(blocking=False):
-            return  # freed with `raw`
+            return  # freed with the record
         try:
-            self._free.setdefault(nbytes, []).append(raw)
-            self._order[id(raw)] = (nbytes, raw, time.monotonic())
+            entry[3] = now = time.monotonic()
+            self._free.setdefault(nbytes, []).append(entry)
+            self._order[id(entry)] = entry
             self.free_bytes += nbytes
-            self._trim(time.monotonic())
+            self._trim(now)
         finally:
             self._lock.release()
 
     def _trim(self, now: float) -> None:
         """Lets go of the oldest free blocks while over the bound or idle too long (locked)."""
         idle = now - cache.OUTPUT_POOL_IDLE_S
-        while self._order:
-            key, (nbytes, raw, returned) = next(iter(self._order.items()))
-            if self.free_bytes <= cache.OUTPUT_POOL_BYTES and returned >= idle:
+        order = self._order
+        while order:
+            entry = next(iter(order.values()))
+            nbytes = entry[0]
+            if self.free_bytes <= cache.OUTPUT_POOL_BYTES and entry[3] >= idle:
                 break
-            del self._order[key]
+            del order[id(entry)]
             blocks = self._free[nbytes]
-            blocks.remove(raw)  # NOTE: a few blocks of one size at most: a short list
+            # the oldest of its size, so first in its list (found by identity: records hold
+            # arrays, which `==` would compare element by element)
+            del blocks[next(i for i, e in enumerate(blocks) if e is entry)]
             if not blocks:
                 del self._free[nbytes]
             self.free_bytes -= nbytes
@@ -132,8 +142,21 @@ class _Pool:
             self._order.clear()
             self.free_bytes = 0
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: a new lock (another thread may have held the old one)."""
+        self._lock = threading.Lock()
+
 
 _POOL = _Pool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL.reset_after_fork)
+
+
+def array(nbytes: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """`empty` for a caller that knows the bytes and has a NumPy dtype (a program's `p{t}`)."""
+    if cache.OUTPUT_POOL_BYTES <= 0:
+        return np.empty(shape, dtype)
+    return np.asarray(PoolBlock(_POOL.take(nbytes), shape, dtype))
 
 
 def empty(shape: tuple, dtype) -> np.ndarray:
@@ -141,13 +164,10 @@ def empty(shape: tuple, dtype) -> np.ndarray:
     taken from the pool when it holds a free block of that size, and returned to it once no
     reference to the array (a view, a buffer) is left. Pooling off (`OUTPUT_POOL_BYTES` 0):
     `np.empty`."""
-    dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize
-    for d in shape:
-        nbytes *= d
-    if cache.OUTPUT_POOL_BYTES <= 0 or dtype.hasobject:
+    dtype, shape = np.dtype(dtype), tuple(shape)
+    if dtype.hasobject:
         return np.empty(shape, dtype)
-    return np.asarray(PoolBlock(_POOL.take(nbytes), nbytes, tuple(shape), dtype))
+    return array(dtype.itemsize * math.prod(shape), shape, dtype)
 
 
 def owns(array) -> bool:

@@ -271,3 +271,15 @@ def test_compiled_function_outputs_and_eager_views():
     z.resize_(5)  # as a tensor owning its memory
     assert z.shape == (5,)
     np.testing.assert_allclose(z.numpy(), (np.tanh(a) * 2).reshape(-1)[:5], rtol=1e-6, atol=1e-6)
+
+
+def test_dtypes_numpy_cannot_rebuild_from_a_type_string_are_not_pooled():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.bfloat16, SHAPE, name="x")
+        f = kn.function([x], [x * 2.0, (x > 0.0)])
+    a = _inputs(80)[0].astype(kn.bfloat16)
+    doubled, positive = f(a)
+    assert doubled.dtype == kn.bfloat16 and not host_pool.owns(doubled)  # bfloat16's is <V2
+    assert positive.dtype == np.bool_ and host_pool.owns(positive)
+    np.testing.assert_array_equal(doubled.astype(np.float32), a.astype(np.float32) * 2)
+    np.testing.assert_array_equal(positive, a.astype(np.float32) > 0)

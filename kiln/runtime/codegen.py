@@ -108,8 +108,8 @@ class Specialized:
             if (id(out) not in self.fetched or self.storage.get(id(out)) is not None
                     or "source" in n.op.tags or self._is_view(n) or id(n) in self.inplace
                     or out.dtype == dt.TUPLE or n.op.name == "get" or id(out) in self.gets
-                    or id(out) in self.dynamic or not isinstance(out.dtype, np.dtype)
-                    or out.dtype.hasobject or self._nbytes(out) < least):  # fmt: skip
+                    or id(out) in self.dynamic
+                    or not host_pool.poolable(out.dtype) or self._nbytes(out) < least):  # fmt: skip
                 continue
             pooled[t] = (tuple(self.shapes[id(out)]), out.dtype)
         return pooled

@@ -43,7 +43,7 @@ import numpy as np
 
 from . import cache
 
-__all__ = ["PoolBlock", "array", "empty", "empty_cache", "owns", "stats"]
+__all__ = ["PoolBlock", "array", "empty", "empty_cache", "owns", "poolable", "stats"]
 
 # Blocks start at a page: a loop's stores then never run a little ahead of its loads modulo
 # 4 KiB (inputs of NumPy's large arrays start 16 B into a page), which stalls loads on a
@@ -165,9 +165,21 @@ def empty(shape: tuple, dtype) -> np.ndarray:
     reference to the array (a view, a buffer) is left. Pooling off (`OUTPUT_POOL_BYTES` 0):
     `np.empty`."""
     dtype, shape = np.dtype(dtype), tuple(shape)
-    if dtype.hasobject:
+    if not poolable(dtype):
         return np.empty(shape, dtype)
     return array(dtype.itemsize * math.prod(shape), shape, dtype)
+
+
+def poolable(dtype) -> bool:
+    """Whether arrays of `dtype` can be pooled: NumPy must rebuild the dtype from its type
+    string (`__array_interface__`), which bfloat16's (`<V2`) and object arrays do not.
+
+    >>> import numpy as np
+    >>> poolable(np.float32), poolable(object)
+    (True, False)
+    """
+    dtype = np.dtype(dtype)
+    return not dtype.hasobject and np.dtype(dtype.str) == dtype
 
 
 def owns(array) -> bool:

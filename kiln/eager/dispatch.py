@@ -150,7 +150,13 @@ def _link_view(out: Tensor, x) -> None:
     if not isinstance(x, Tensor):
         return
     a, b = out._data, x._data
-    if (a.base if a.base is not None else a) is (b.base if b.base is not None else b):
+    # Each one's storage: its base where that is an array (NumPy collapses a view's base to
+    # the array owning the memory, or to the first array whose base is some other object: a
+    # compiled program's pooled output, kiln/runtime/host_pool.py, or a buffer's array).
+    base_a, base_b = a.base, b.base
+    if (base_a if isinstance(base_a, type(a)) else a) is (
+        base_b if isinstance(base_b, type(b)) else b
+    ):
         base = x._base if x._base is not None else x
         meta = meta_of(out)
         meta.base = base  # its version counter is base's (`version_of`)

@@ -561,7 +561,7 @@ class Tensor:
             )
         if shape == self._data.shape:
             return self
-        if self._base is not None or self._data.base is not None:
+        if self._base is not None or not _owns_memory(self._data):
             raise node_error(
                 ShapeMismatchError,
                 f"resize_ of a view to {list(shape)}: kiln resizes tensors "
@@ -662,6 +662,15 @@ class Tensor:
         elif self._requires_grad:
             extra.append("requires_grad=True")
         return f"tensor({', '.join([body, *extra])})"
+
+
+def _owns_memory(data) -> bool:
+    """Whether `data` is an array that views no other: it owns its memory, or it is a
+    compiled program's output whose memory is recycled once it is gone
+    (kiln/runtime/host_pool.py)."""
+    from ..runtime.host_pool import owns
+
+    return data.base is None or owns(data)
 
 
 def _address(array) -> int:

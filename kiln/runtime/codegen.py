@@ -9,6 +9,7 @@ kernels, attrs and constants are bound as values in the function's namespace.
 from __future__ import annotations
 
 import collections
+import functools
 import math
 import threading
 import time
@@ -20,7 +21,7 @@ from .. import dtypes as dt
 from ..errors import GraphError
 from ..passes.memory import MemoryPlan
 from ..passes.schedule import schedule
-from . import dynamic, rebind
+from . import cache, dynamic, host_pool, rebind
 from .alias import Aliases
 from .arena_pieces import nothing, pieces_of
 from .checks import check_in_place, check_numerics
@@ -90,6 +91,34 @@ class Specialized:
         else:
             self.order = schedule(nodes, sizes, after) if plan else list(nodes)
         self._assign_storage(plan)
+        self.pooled = self._pooled()
+
+    def _pooled(self) -> dict:
+        """{position in the order: (shape, dtype)} of the outputs whose memory comes from the
+        pool of recycled host memory (kiln/runtime/host_pool.py): on the CPU, fetched values
+        of a static shape of at least `OUTPUT_POOL_MIN_BYTES` that a kernel makes as fresh
+        arrays (not views, sources, updates in place or tuples), handed out as they are. Their
+        kernel is called with `out=` a pooled array, as a buffer's is with its arena view."""
+        if self.backend.name != "cpu" or self.into:
+            return {}
+        least = max(cache.OUTPUT_POOL_MIN_BYTES, 1)
+        pooled = {}
+        for t, n in enumerate(self.order):
+            out = n.out
+            if (id(out) not in self.fetched or self.storage.get(id(out)) is not None
+                    or "source" in n.op.tags or self._is_view(n) or id(n) in self.inplace
+                    or out.dtype == dt.TUPLE or n.op.name == "get" or id(out) in self.gets
+                    or id(out) in self.dynamic
+                    or not host_pool.poolable(out.dtype) or self._nbytes(out) < least):  # fmt: skip
+                continue
+            pooled[t] = (tuple(self.shapes[id(out)]), out.dtype)
+        return pooled
+
+    def pool_makers(self) -> dict:
+        """The namespace's `p{t}`: a call making output t's array from the pool."""
+        return {f"p{t}": functools.partial(host_pool.array, math.prod(shape) * dtype.itemsize,
+                                           shape, dtype)
+                for t, (shape, dtype) in self.pooled.items()}  # fmt: skip
 
     def _is_view(self, node) -> bool:
         return bool(node.op.views)
@@ -371,7 +400,7 @@ class Specialized:
         g = self.graph
         names = _Names(self.order, {id(s) for s in (*g.outputs, *g.updates.values())})
         ns = {"xp": self.backend.xp, "nan": float("nan"), "check_numerics": check_numerics,
-              "check_in_place": check_in_place}  # fmt: skip
+              "check_in_place": check_in_place, **self.pool_makers()}  # fmt: skip
         inputs = {id(s): k for k, s in enumerate(g.inputs)}
         var_index = {}
         lines, line_nodes = [f"def program(X, V, K{', O' if self.into else ''}):"], {}
@@ -515,6 +544,8 @@ class Specialized:
             elif key is None and id(n.out) in self.slots and not self._is_view(n):
                 self.written[id(n.out)] = self.slots[id(n.out)]
                 kwargs.append(f"out=O[{self.slots[id(n.out)]}]")
+            elif key is None and t in self.pooled:  # an output's memory, recycled
+                kwargs.append(f"out=p{t}()")
         method = n.op.method  # (kiln/graph/opdef.py)
         if method is not None and kernel is None and kwargs == [f"{method[1]}=a{t}_{method[1]}"]:
             # a view made by the array's own method: the kernel's call and its NumPy

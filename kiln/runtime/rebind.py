@@ -59,11 +59,13 @@ def adopt(spec, template) -> bool:
         and template.frees == spec.frees
         and template.checks == spec.checks
         and template.into == spec.into
+        and template.pooled.keys() == spec.pooled.keys()
         and template.backend is spec.backend
         and hasattr(template, "_code")
     ):
         return False
     ns = dict(template._ns)
+    ns.update(spec.pool_makers())  # the outputs' arrays of this signature's shapes
     for t, n in enumerate(spec.order):
         for key, value in spec.attrs[id(n)].items():
             name = f"a{t}_{key}"

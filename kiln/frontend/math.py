@@ -582,8 +582,8 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         return (maximum if which == "max" else minimum)(x, dim)
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, which)
     (x,) = lift(x)
-    if dim is None:  # ties share the gradient, as PyTorch's max() of everything
-        return _reduce(f"reduce_{which}", x, None, False)
+    if dim is None:  # ties share the gradient, NaNs with a NaN result: PyTorch's max()
+        return call(f"reduce_{which}", x, axes=_axes(None, x.ndim), keepdims=False, nan_ties=True)
     if isinstance(x, Symbol) and x.ndim:  # one node computes both (kiln/ops/multi.py)
         attrs = {"axis": sh.normalize_axis(int(dim), x.ndim), "keepdims": bool(keepdim)}
         t = call(f"{which}_dim", x, **attrs)

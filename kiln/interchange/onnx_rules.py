@@ -138,10 +138,20 @@ def _relu(ex, node, xs, out):
     return ex.emit("Max", [x, scalar(ex, 0, out_dtype(node))], out)
 
 
-def _relu_grad(ex, node, xs, out):  # ct * (y > 0)
+def _relu_grad(ex, node, xs, out):  # ct * !(y <= 0): the cotangent passes at NaN
     ct = ex.cast(xs[0], in_dtype(node), out_dtype(node))
-    mask = ex.emit("Greater", [xs[1], scalar(ex, 0, in_dtype(node, 1))])
+    mask = ex.emit("Not", [ex.emit("LessOrEqual", [xs[1], scalar(ex, 0, in_dtype(node, 1))])])
     return ex.emit("Mul", [ct, ex.cast(mask, np.bool_, out_dtype(node))], out)
+
+
+def _logaddexp(ex, node, xs, out):
+    """max(a, b) + log1p(exp(-|a - b|)), no gap between equal infinities (NumPy's)."""
+    dtype = out_dtype(node)
+    a, b = cast_all(ex, node, xs, dtype)
+    gap = ex.emit("Abs", [ex.emit("Sub", [a, b])])
+    gap = ex.emit("Where", [ex.emit("IsNaN", [gap]), scalar(ex, 0, dtype), gap])
+    tail = _log1p_of(ex, ex.emit("Exp", [ex.emit("Neg", [gap])]), dtype)
+    return ex.emit("Add", [_nan_select(ex, "Max", a, b, dtype), tail], out)
 
 
 def _softplus(ex, node, xs, out):
@@ -546,6 +556,7 @@ RULES = {
     "relu": _relu,
     "relu_grad": _relu_grad,
     "softplus": _softplus,
+    "logaddexp": _logaddexp,
     "rsqrt": _rsqrt,
     "square": _square,
     "log2": _scaled_log(1 / math.log(2)),

@@ -361,8 +361,17 @@ def smooth_l1_loss(
     d = F.abs(F.sub(input, target))
     if beta == 0:
         return _reduce(d, reduction)
-    loss = F.where(F.less(d, beta), F.mul(F.square(d), 0.5 / beta), F.sub(d, 0.5 * beta))
+    near = F.logical_not(F.greater_equal(d, beta))
+    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5 / beta), F.sub(d, 0.5 * beta))
     return _reduce(loss, reduction)
+
+
+def _near(near, d):
+    """`d` where `near` holds, else 0: the square's input in the quadratic branch of a
+    smooth loss, so that the branch not taken sends no 0 * inf = NaN into the gradient at an
+    infinite `d` (PyTorch's gradient there is ±1). NaN takes the quadratic branch, whose
+    gradient is NaN, as PyTorch's."""
+    return F.where(near, d, 0.0)
 
 
 @autocast_op("fp32")
@@ -375,9 +384,8 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     """
     reduction = _reduction(None, None, reduction)
     d = F.abs(F.sub(input, target))
-    loss = F.where(
-        F.less_equal(d, delta), F.mul(F.square(d), 0.5), F.mul(F.sub(d, 0.5 * delta), delta)
-    )
+    near = F.logical_not(F.greater(d, delta))
+    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 

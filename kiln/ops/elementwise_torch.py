@@ -66,10 +66,10 @@ def trunc(v):
 
 
 def _copysign_vjp(ct, z, a, b):
-    # As PyTorch: d/da is z / a (the sign flip, +-1), and 0 where a == 0; b gets none.
+    # As PyTorch: d/da is z / a (the sign flip, +-1), and 0 where a == 0; b's is 0.
     zero = apply("equal", a, scalar(0, a))
     ratio = apply("where", zero, scalar(0, z), z / apply("where", zero, scalar(1, a), a))
-    return ct * ratio, None
+    return ct * ratio, apply("broadcast_to", scalar(0, ct), shape=ct.shape)
 
 
 def _c_copysign(t, x, y):
@@ -90,3 +90,9 @@ fmod = binary(
 copysign = binary(
     "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)
 )
+# logaddexp: NumPy's (max + log1p(exp(-|a - b|)); equal infinities give that infinity). The
+# gradient is PyTorch's, ct / (1 + exp(b - a)): NaN where a - b is (a NaN, equal infinities)
+logaddexp = binary(
+    "logaddexp", np.logaddexp, lowering=Lowering(),
+    vjp=lambda ct, z, a, b: (ct * apply("sigmoid", a - b), ct * apply("sigmoid", b - a)),
+)  # fmt: skip

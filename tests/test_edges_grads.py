@@ -32,6 +32,10 @@ CASES = {
     "logaddexp": (lambda m, x, y: m.logaddexp(x, y), 2),
     "logaddexp-same": (lambda m, x: m.logaddexp(x, x), 1),
     "copysign": (lambda m, x, y: m.copysign(x, y), 2),
+    "logit": (lambda m, x: m.logit(x * 0.1), 1),
+    "logit-near-one": (lambda m, x: m.logit(1 - x * 0.1), 1),
+    "logit-eps": (lambda m, x: m.logit(x * 0.1, eps=0.08), 1),
+    "logit-eps-near-one": (lambda m, x: m.logit(1 - x * 0.1, eps=0.08), 1),
 }  # fmt: skip
 
 WANT = {
@@ -75,6 +79,26 @@ WANT = {
     "copysign": [
         [NAN, NAN, NAN, 0.0, 0.0, 6.0, -7.0, -8.0, 9.0],
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    ],
+    "logit": [
+        [NAN, NAN, NAN, INF, INF, 6.666667461395264, NAN, 3.333333730697632, 18.947370529174805]
+    ],
+    "logit-near-one": [
+        [
+            NAN,
+            NAN,
+            NAN,
+            -INF,
+            -INF,
+            -6.666665554046631,
+            NAN,
+            -3.333333730697632,
+            -18.947364807128906,
+        ]
+    ],
+    "logit-eps": [[NAN, 0.0, 0.0, 0.0, 0.0, 6.666667461395264, 0.0, 3.333333730697632, 0.0]],
+    "logit-eps-near-one": [
+        [NAN, -0.0, -0.0, -0.0, -0.0, -6.666665554046631, -0.0, -3.333333730697632, -0.0]
     ],
 }
 

@@ -144,6 +144,17 @@ def _relu_grad(ex, node, xs, out):  # ct * !(y <= 0): the cotangent passes at Na
     return ex.emit("Mul", [ct, ex.cast(mask, np.bool_, out_dtype(node))], out)
 
 
+def _logit(ex, node, xs, out):
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] where eps >= 0."""
+    dtype, eps = out_dtype(node), node.attrs["eps"]
+    x = ex.cast(xs[0], in_dtype(node), dtype)
+    if eps >= 0:
+        x = _nan_select(ex, "Max", x, scalar(ex, eps, dtype), dtype)
+        x = _nan_select(ex, "Min", x, scalar(ex, 1 - eps, dtype), dtype)
+    ratio = ex.emit("Div", [x, ex.emit("Sub", [scalar(ex, 1, dtype), x])])
+    return ex.emit("Log", [ratio], out)
+
+
 def _logaddexp(ex, node, xs, out):
     """max(a, b) + log1p(exp(-|a - b|)), no gap between equal infinities (NumPy's)."""
     dtype = out_dtype(node)
@@ -557,6 +568,7 @@ RULES = {
     "relu_grad": _relu_grad,
     "softplus": _softplus,
     "logaddexp": _logaddexp,
+    "logit": _logit,
     "rsqrt": _rsqrt,
     "square": _square,
     "log2": _scaled_log(1 / math.log(2)),

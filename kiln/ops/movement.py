@@ -112,7 +112,32 @@ def _broadcast_to_shape(x, *, shape):
 
 
 def _broadcast_to(xp, x, out=None, *, shape):
-    return _copy_into(out, xp.broadcast_to(x, shape))
+    view = xp.broadcast_to(x, shape)
+    if out is None and xp is np and x.ndim and 1 in shape:  # a 0-d x: all 0, as PyTorch's
+        view = _expand_strides(x, view)
+    return _copy_into(out, view)
+
+
+def _expand_strides(x, view):
+    """`view` (NumPy's broadcast of `x`) with PyTorch's strides for `expand`: a dim of size 1
+    that stays 1 keeps its stride (NumPy's is 0), a new leading dim of size 1 takes the next
+    dim's extent. Strides of size-1 dims address nothing: the same elements, read-only.
+
+    >>> x = np.zeros((3, 1))
+    >>> _expand_strides(x, np.broadcast_to(x, (1, 3, 1))).strides
+    (24, 8, 8)
+    """
+    strides, lead = list(view.strides), view.ndim - x.ndim
+    for i in range(view.ndim - 1, -1, -1):
+        if view.shape[i] != 1:
+            continue
+        if i >= lead:
+            strides[i] = x.strides[i - lead]
+        else:
+            strides[i] = view.shape[i + 1] * strides[i + 1]
+    if tuple(strides) == view.strides:
+        return view
+    return np.lib.stride_tricks.as_strided(x, view.shape, strides, writeable=False)
 
 
 # Its vjp passes the cotangent through: autodiff sums it back to the input's shape.

@@ -199,6 +199,11 @@ def _copy(t, src):
     return s.broadcast_to(src, t.shape) if src.shape != t.shape else src
 
 
+def _fill(t, value):
+    m.check_fits(value, t.dtype, "fill_", t)
+    return _copy(t, value)
+
+
 INPLACE = {
     "add_": _alpha(m.add),
     "sub_": _alpha(m.sub),
@@ -209,7 +214,7 @@ INPLACE = {
     "addcdiv_": tm.addcdiv,
     "lerp_": tm.lerp,
     "zero_": lambda t: _copy(t, 0),
-    "fill_": _copy,
+    "fill_": _fill,
     "copy_": _copy,
     "fill_diagonal_": lambda t, fill_value, wrap=False: tmore.fill_diagonal(t, fill_value, wrap),
 }

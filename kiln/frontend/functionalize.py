@@ -292,9 +292,66 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     return x
 
 
+def _storage(x: Symbol):
+    """(the value whose memory x shares, x's elements in it as a strided probe): `_layout`'s
+    walk through the views, split pieces included; a value of its own is its own root."""
+    node = x.node
+    name = node.op.name
+    if name == "get" and node.inputs[0].node.op.name == "split":
+        split = node.inputs[0].node
+        root, base = _storage(split.inputs[0])
+        axis, sizes = split.attrs["axis"], split.attrs["sizes"]
+        start = sum(sizes[: node.attrs["index"]])
+        piece = [slice(None)] * base.ndim
+        piece[axis] = slice(start, start + sizes[node.attrs["index"]])
+        return root, base[tuple(piece)]
+    fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
+    if fresh or name == "index" and len(node.inputs) > 1:
+        return x, _probe(x.shape)
+    root, base = _storage(node.inputs[0])
+    if name in ("stop_gradient", "after"):
+        return root, base
+    if name == "transpose":
+        return root, base.transpose(node.attrs["perm"])
+    if name == "index":
+        from ..ops.movement import index_tuple
+
+        return root, base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
+    if name == "broadcast_to":
+        return root, np.broadcast_to(base, _probe(x.shape).shape)
+    view = base.view()
+    try:
+        view.shape = _probe(x.shape).shape
+    except AttributeError:
+        return x, _probe(x.shape)  # PyTorch's reshape copies here
+    return root, view
+
+
+def check_no_overlap(x: Symbol, values, op: str) -> None:
+    """Refuses a change of x that reads a value among `values` sharing part of x's memory
+    (PyTorch's "unsupported operation", under torch.compile too): eager's rule
+    (`kiln.eager.out.check_no_overlap`) on the layouts PyTorch's tensors would have."""
+    from ..eager.out import overlap_error, partial_overlap
+
+    if not any(isinstance(v, Symbol) and v is not x for v in values):
+        return
+    root, layout = _storage(x)
+    for v in values:
+        if isinstance(v, Symbol) and v is not x:
+            other, place = _storage(v)
+            if other is root and partial_overlap(layout, place):
+                raise overlap_error(op, x, v)
+
+
 def _method(name: str, compute):
+    from .inplace import OVERLAP_ALLOWED
+
+    checks = name not in OVERLAP_ALLOWED
+
     def method(self, *args, **kwargs):
         _check_target(self, name)
+        if checks:
+            check_no_overlap(self, (*args, *kwargs.values()), name)
         since = len(self.node.graph.nodes)
         return assign_inplace(self, compute(self, *args, **kwargs), name, since)
 
@@ -306,12 +363,20 @@ def _method(name: str, compute):
     return method
 
 
+def is_basic_index(index) -> bool:
+    """Whether `index` is basic (ints, slices, None, ...): `t[index]` is then a view."""
+    items = index if type(index) is tuple else (index,)
+    return all(i is None or i is Ellipsis or type(i) in (int, slice) for i in items)
+
+
 def setitem(self, index, value) -> None:
     """`x[index] = value` on a Symbol: x then stands for `index_put(x, index, value)`, and the
     views of x for their parts of it."""
     from . import indexing
 
     _check_target(self, "setitem")
+    if isinstance(value, Symbol):
+        check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     since = len(self.node.graph.nodes)
     if not isinstance(value, Symbol):
         value = core.constant(np.asarray(value), graph=self.node.graph)

@@ -42,3 +42,59 @@ def test_the_expand_strides_are_torchs():
     torch = pytest.importorskip("torch")
     for name, (make, expand, want) in EXPAND_CASES.items():
         assert expand(make(torch)).stride() == want, name
+
+
+def _unfold_story(m):
+    """x.unfold as a view: a write through it reaches x, a later write to x shows through it;
+    torch 2.13's values and strides below."""
+    x = m.arange(8.0)
+    u = x.unfold(0, 3, 2)
+    u[1, 0] = 100.0
+    x[1] = -1.0
+    y = m.arange(12.0).reshape(3, 4)
+    v = y.t().unfold(1, 2, 1)
+    y[0, 0] = 50.0
+    return x.tolist(), u.tolist(), u.stride(), v.tolist(), v.stride()
+
+
+UNFOLD_WANT = (
+    [0.0, -1.0, 100.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+    [[0.0, -1.0, 100.0], [100.0, 3.0, 4.0], [4.0, 5.0, 6.0]],
+    (2, 1),
+    [[[50.0, 4.0], [4.0, 8.0]], [[1.0, 5.0], [5.0, 9.0]], [[2.0, 6.0], [6.0, 10.0]],
+     [[3.0, 7.0], [7.0, 11.0]]],
+    (1, 4, 4),
+)  # fmt: skip
+
+
+def test_eager_unfold_is_a_view():
+    assert _unfold_story(kn) == UNFOLD_WANT
+
+
+def _unfold_grads(m):
+    z = m.arange(6.0, requires_grad=True)
+    (z.unfold(0, 2, 2) * m.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+    first = z.grad.tolist()
+    z = m.arange(6.0, requires_grad=True)
+    w = z * 1
+    w.unfold(0, 2, 2).mul_(m.tensor([2.0, 3.0]))  # in place through the view: recorded
+    (w * m.arange(6.0)).sum().backward()
+    return first, w.tolist(), z.grad.tolist()
+
+
+def test_eager_unfold_gradients_and_in_place_changes_through_it():
+    assert _unfold_grads(kn) == (
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [0.0, 3.0, 4.0, 9.0, 8.0, 15.0],
+        [0.0, 3.0, 4.0, 9.0, 8.0, 15.0],
+    )
+
+
+def test_the_unfold_values_are_torchs():
+    torch = pytest.importorskip("torch")
+    assert _unfold_story(torch) == UNFOLD_WANT
+    assert _unfold_grads(torch) == (
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [0.0, 3.0, 4.0, 9.0, 8.0, 15.0],
+        [0.0, 3.0, 4.0, 9.0, 8.0, 15.0],
+    )

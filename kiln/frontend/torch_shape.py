@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import shapes as sh
+from ..eager.tensor import Tensor, meta_of
 from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -421,7 +422,28 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     starts = np.arange((n - size) // step + 1) * step
     windows = index_select(x, starts[:, None] + np.arange(size), dim)  # (.., count, size, ..)
     perm = (*range(dim + 1), *range(dim + 2, x.ndim + 1), dim + 1)
-    return call("transpose", windows, perm=perm)
+    out = call("transpose", windows, perm=perm)
+    if isinstance(x, Tensor) and x._device == "cpu":
+        _as_view(out, x, dim, size, step)
+    return out
+
+
+def _as_view(out, x, dim: int, size: int, step: int) -> None:
+    """Makes the eager result `out` of `x.unfold(dim, size, step)` a view of x's memory, as
+    PyTorch's is (writes through it reach x, later writes to x show through it): the windows'
+    strides over x's data (its history stays the gather's)."""
+    data = x._data
+    strides = list(data.strides)
+    strides[dim] *= step
+    view = np.lib.stride_tricks.as_strided(
+        data, out.shape, (*strides, data.strides[dim]), writeable=data.flags.writeable
+    )
+    if out.grad_fn is not None:
+        out.grad_fn.out = view
+    out._data = view
+    base = x._base if x._base is not None else x
+    meta = meta_of(out)
+    meta.base, meta.base_fn, meta.inference = base, base.grad_fn, base._inference
 
 
 # -- triangles and diagonals ---------------------------------------------------------------------

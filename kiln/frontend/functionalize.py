@@ -53,6 +53,12 @@ def allow_argument_changes(graph, arguments, requires_grad) -> dict:
     return record
 
 
+def is_compiled_argument(x: Symbol) -> bool:
+    """Whether x is an argument of a function kn.compile traces (it may change in place)."""
+    argument = _ARGUMENTS.get(x.node.graph, {}).get(id(x))
+    return argument is not None and argument[0] is x
+
+
 _WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient"}
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}

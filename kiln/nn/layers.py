@@ -315,9 +315,16 @@ class Embedding(Module):
                                          self.norm_type, self.scale_grad_by_freq)  # fmt: skip
 
     def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
-            return f"{self.num_embeddings}, {self.embedding_dim}, padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        return text
 
 
 class BatchNorm1d(Module):

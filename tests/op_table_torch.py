@@ -537,8 +537,10 @@ rows(
            normal((2, 3)), lambda x: np.repeat(x, 2, 1)),
     OpCase("reshape", "unflatten", lambda x: kn.unflatten(x, -1, (2, -1)), normal((3, 6)),
            lambda x: x.reshape(3, 2, 3)),
-    OpCase("gather", "unfold", lambda x: kn.unfold(x, 1, 2, 2), normal((2, 5, 3)),
+    OpCase("unfold", "unfold", lambda x: kn.unfold(x, 1, 2, 2), normal((2, 5, 3)),
            lambda x: _ref_unfold(x, 1, 2, 2)),
+    OpCase("unfold", "overlapping", lambda x: kn.unfold(x, 1, 3, 1), normal((2, 5)),
+           lambda x: _ref_unfold(x, 1, 3, 1)),
     OpCase("gather", "index_select", lambda x, i: kn.index_select(x, -1, i),
            then_index(normal((3, 4)), [3, 0, 3]), lambda x, i: x[:, i]),
     OpCase("gather", "repeat_interleave-counts", lambda x: kn.repeat_interleave(

@@ -98,3 +98,41 @@ def test_the_unfold_values_are_torchs():
         [0.0, 3.0, 4.0, 9.0, 8.0, 15.0],
         [0.0, 3.0, 4.0, 9.0, 8.0, 15.0],
     )
+
+
+def _unfold_story_compiled(x):
+    y = x * 1
+    u = y.unfold(0, 3, 2)
+    u[1, 0] = 100.0  # reaches y
+    y[1] = -1.0  # shows through u
+    w = y * 1
+    w.unfold(0, 2, 2).mul_(2.0)  # every element of w, through the view
+    return y, u * 1, w
+
+
+def test_compiled_unfold_is_a_view():
+    y, u, w = kn.compile(_unfold_story_compiled)(kn.arange(8.0))
+    assert y.tolist() == UNFOLD_WANT[0] and u.tolist() == UNFOLD_WANT[1]
+    assert w.tolist() == [0.0, -2.0, 200.0, 6.0, 8.0, 10.0, 12.0, 14.0]  # torch 2.13
+
+
+def test_compiled_unfold_gradients_are_eagers():
+    def f(z):
+        w = z * 1
+        w.unfold(0, 2, 2).mul_(kn.tensor([2.0, 3.0]))
+        return (w * kn.arange(6.0)).sum() + (z.unfold(0, 3, 1) ** 2).sum()
+
+    grads = []
+    for fn in (f, kn.compile(f)):
+        z = kn.arange(6.0, requires_grad=True)
+        fn(z).backward()
+        grads.append(z.grad.tolist())
+    # (w * arange)'s [0, 3, 4, 9, 8, 15] plus 2 z times how many of the 4 windows hold z
+    assert grads[0] == grads[1] == [0.0, 7.0, 16.0, 27.0, 24.0, 25.0]
+
+
+def test_the_compiled_unfold_values_are_torchs():
+    torch = pytest.importorskip("torch")
+    y, u, w = _unfold_story_compiled(torch.arange(8.0))
+    assert y.tolist() == UNFOLD_WANT[0] and u.tolist() == UNFOLD_WANT[1]
+    assert w.tolist() == [0.0, -2.0, 200.0, 6.0, 8.0, 10.0, 12.0, 14.0]

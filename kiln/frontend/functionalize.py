@@ -59,7 +59,7 @@ def is_compiled_argument(x: Symbol) -> bool:
     return argument is not None and argument[0] is x
 
 
-_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient"}
+_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"}
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
@@ -233,7 +233,23 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
         perm = node.attrs["perm"]
         return core.call("transpose", new, perm=tuple(int(np.argsort(perm)[k])
                                                       for k in range(len(perm))))  # fmt: skip
+    if name == "unfold":
+        return _write_windows(base, new, **node.attrs)
     return core.call("reshape", new, shape=tuple(base.shape))
+
+
+def _write_windows(base: Symbol, new: Symbol, *, dim: int, size: int, step: int) -> Symbol:
+    """`base` with the elements of its windows `base.unfold(dim, size, step)` replaced by
+    `new`'s (where windows overlap, one of them: PyTorch leaves that order unspecified)."""
+    from ..ops.movement import window_positions
+    from .torch_extra_shape import index_copy
+
+    last = base.ndim  # new's window dim
+    windows = core.call("transpose", new, perm=(*range(dim + 1), last, *range(dim + 1, last)))
+    flat = (*base.shape[:dim], windows.shape[dim] * size, *base.shape[dim + 1 :])
+    positions = window_positions(base.shape[dim], size, step).reshape(-1)
+    (positions,) = core.lift(positions, context=(base,))
+    return index_copy(base, dim, positions, core.call("reshape", windows, shape=flat))
 
 
 def _copies(x: Symbol) -> bool:
@@ -325,6 +341,8 @@ def _storage(x: Symbol):
         return root, base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
     if name == "broadcast_to":
         return root, np.broadcast_to(base, _probe(x.shape).shape)
+    if name == "unfold":
+        return root, _unfolded(base, **node.attrs)
     view = base.view()
     try:
         view.shape = _probe(x.shape).shape
@@ -477,12 +495,23 @@ def _layout(x: Symbol, exact: bool = False):
         return base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
     if name == "broadcast_to":
         return np.broadcast_to(base, _probe(x.shape).shape)
+    if name == "unfold":
+        return _unfolded(base, **node.attrs)
     view = base.view()
     try:
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
     except AttributeError:
         return _probe(x.shape) if exact else None
     return view
+
+
+def _unfolded(base, *, dim: int, size: int, step: int):
+    """The probe `base`'s windows, as the unfold op lays them out (a view)."""
+    strides = list(base.strides)
+    strides[dim] *= step
+    shape = (*base.shape[:dim], (base.shape[dim] - size) // step + 1, *base.shape[dim + 1 :], size)
+    return np.lib.stride_tricks.as_strided(base, shape, (*strides, base.strides[dim]),
+                                           writeable=False)  # fmt: skip
 
 
 def storage_layout(x: Symbol, op: str) -> tuple:

@@ -9,7 +9,6 @@ import math
 import numpy as np
 
 from .. import shapes as sh
-from ..eager.tensor import Tensor, meta_of
 from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -407,8 +406,6 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     tensor([[0, 1],
             [2, 3]])
     """
-    from .shape import gather as index_select
-
     (x,) = lift(input)
     if x.ndim == 0:  # PyTorch's: the windows of a 1-element vector, flat
         return call("reshape", unfold(call("reshape", x, shape=(1,)), 0, size, step), shape=(-1,))
@@ -419,31 +416,9 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
             f"unfold: size {size} must be in [0, {n}] (the size of dimension {dim}) and step "
             f"{step} > 0"
         )
-    starts = np.arange((n - size) // step + 1) * step
-    windows = index_select(x, starts[:, None] + np.arange(size), dim)  # (.., count, size, ..)
-    perm = (*range(dim + 1), *range(dim + 2, x.ndim + 1), dim + 1)
-    out = call("transpose", windows, perm=perm)
-    if isinstance(x, Tensor) and x._device == "cpu":
-        _as_view(out, x, dim, size, step)
-    return out
-
-
-def _as_view(out, x, dim: int, size: int, step: int) -> None:
-    """Makes the eager result `out` of `x.unfold(dim, size, step)` a view of x's memory, as
-    PyTorch's is (writes through it reach x, later writes to x show through it): the windows'
-    strides over x's data (its history stays the gather's)."""
-    data = x._data
-    strides = list(data.strides)
-    strides[dim] *= step
-    view = np.lib.stride_tricks.as_strided(
-        data, out.shape, (*strides, data.strides[dim]), writeable=data.flags.writeable
-    )
-    if out.grad_fn is not None:
-        out.grad_fn.out = view
-    out._data = view
-    base = x._base if x._base is not None else x
-    meta = meta_of(out)
-    meta.base, meta.base_fn, meta.inference = base, base.grad_fn, base._inference
+    # one view op (kiln/ops/movement.py): eagerly a view of x's memory, in graphs a view that
+    # functionalization writes through and takes again (PyTorch's unfold is a view)
+    return call("unfold", x, dim=dim, size=size, step=step)
 
 
 # -- triangles and diagonals ---------------------------------------------------------------------

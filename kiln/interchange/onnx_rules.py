@@ -472,6 +472,18 @@ def _gather(ex, node, xs, out):
     return ex.emit("Gather", xs, out, axis=node.attrs["axis"])
 
 
+def _unfold(ex, node, xs, out):
+    """Gather of the windows' positions (count, size) along dim, the window dim moved last."""
+    from ..ops.movement import window_positions
+
+    dim, size, step = (node.attrs[k] for k in ("dim", "size", "step"))
+    n = node.inputs[0].ndim
+    positions = window_positions(node.inputs[0].shape[dim], size, step).astype(np.int64)
+    windows = ex.emit("Gather", [xs[0], ex.const(positions, np.int64)], axis=dim)
+    return ex.emit("Transpose", [windows], out,
+                   perm=[*range(dim + 1), *range(dim + 2, n + 1), dim + 1])  # fmt: skip
+
+
 def _take_along_axis(ex, node, xs, out):
     """GatherElements, after broadcasting the dims off the axis (NumPy's rule)."""
     axis, (x, idx) = node.attrs["axis"], node.inputs
@@ -629,6 +641,7 @@ RULES = {
     "broadcast_to": _broadcast_to,
     "index": _index,
     "gather": _gather,
+    "unfold": _unfold,
     "take_along_axis": _take_along_axis,
     "concat": _concat,
     "pad": _pad,

@@ -398,7 +398,7 @@ def kl_div(
     reduction="mean",
     log_target: bool = False,
 ):
-    """The KL divergence of `target` from log-probabilities `input`: `t * (log(t) - input)`
+    """The KL divergence of `target` from log-probabilities `input`: `xlogy(t, t) - t * input`
     (0 where t = 0), or `exp(t) * (t - input)` with `log_target`; reductions as PyTorch's,
     with "batchmean" (the sum over the batch size) besides "mean", "sum" and "none".
 
@@ -424,9 +424,9 @@ def kl_div(
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
-        positive = F.greater(target, 0)
-        safe = F.where(positive, target, 1.0)
-        loss = F.where(positive, F.mul(target, F.sub(F.log(safe), input)), F.mul(target, 0.0))
+        # PyTorch's formula, xlogy(t, t) - t * input: NaN for a negative target, and its
+        # gradients (input's is -t everywhere; t's NaN at 0, from xlogy's)
+        loss = F.sub(F.xlogy(target, target), F.mul(target, input))
     if mode == "batchmean":
         total = F.sum(loss)
         return F.div(total, input.shape[0]) if input.ndim else total
@@ -452,9 +452,17 @@ def binary_cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy", input, target)
-    log_p = F.clip(F.log(input), -100.0, None)
-    log_q = F.clip(F.log(F.sub(1.0, input)), -100.0, None)
+    # the value (and target's gradient) from the clamped logs of p taken as a constant; p's
+    # gradient PyTorch's, (p - t) / max(p (1 - p), 1e-12): finite at p = 0 and 1, where the
+    # clamp's zero times log's infinite slope gave NaN (sigmoid(20) is 1.0 in float32)
+    p = F.stop_gradient(input)
+    log_p = F.clip(F.log(p), -100.0, None)
+    log_q = F.clip(F.log(F.sub(1.0, p)), -100.0, None)
     loss = F.neg(F.add(F.mul(target, log_p), F.mul(F.sub(1.0, target), log_q)))
+    slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
+    # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
+    half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)
+    loss = F.add(loss, F.mul(F.sub(input, p), half))
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 

@@ -28,6 +28,8 @@ CASES = {
     "uint8 == 300": ("uint8", [44, 2, 250], lambda m, x: x == 300, [True, False, False]),
     "uint8 < 300": ("uint8", [44, 2, 250], lambda m, x: x < 300, [False, True, False]),
     "int8 < -200": ("int8", [44, 2, 100], lambda m, x: x < -200, [True, True, False]),
+    "uint8 < -2": ("uint8", [0, 2, 255], lambda m, x: x < -2, [True, True, False]),
+    "-1 == uint8": ("uint8", [0, 255, 1], lambda m, x: -1 == x, [False, True, False]),
     "int8 // 300": ("int8", [44, 2, 100], lambda m, x: x // 300, [1, 0, 2]),
     "int8 % 300": ("int8", [44, 2, 100], lambda m, x: x % 300, [0, 2, 12]),
     "int8 & 300": ("int8", [44, 2, 100], lambda m, x: x & 300, [44, 0, 36]),

@@ -136,3 +136,9 @@ def test_the_compiled_unfold_values_are_torchs():
     y, u, w = _unfold_story_compiled(torch.arange(8.0))
     assert y.tolist() == UNFOLD_WANT[0] and u.tolist() == UNFOLD_WANT[1]
     assert w.tolist() == [0.0, -2.0, 200.0, 6.0, 8.0, 10.0, 12.0, 14.0]
+
+
+def test_unfold_under_vmap():
+    x = kn.arange(15.0).reshape(3, 5)
+    y = kn.vmap(lambda r: r.unfold(0, 2, 2))(x)
+    np.testing.assert_array_equal(y.numpy(), x.unfold(1, 2, 2).numpy())

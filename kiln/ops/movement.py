@@ -146,6 +146,8 @@ def _unfold_vjp(ct, y, x, *, dim, size, step):
 # starting at a multiple of `step`, as a new last dim: a view of x (its windows may overlap)
 unfold = defop(
     "unfold", _unfold_shape, same_dtype, _unfold, vjp=_unfold_vjp, tags={"view"},
+    batch=lambda args, batched, *, dim, size, step: apply(
+        "unfold", args[0], dim=dim + 1, size=size, step=step),
 )  # fmt: skip
 
 

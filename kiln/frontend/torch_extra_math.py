@@ -20,7 +20,7 @@ from . import shape as s
 from . import torch_math as tm
 from .core import call, lift
 from .out import takes_out
-from .torch_extra_shape import movedim, select
+from .torch_extra_shape import select
 
 __all__ = [
     "absolute", "aminmax", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
@@ -367,39 +367,11 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         flat = s.reshape(x, (-1,))
         n = flat.shape[0]
-        value = select(tm.sort(flat, 0).values, 0, (n - 1) // 2)
-        if dt.is_float(x.dtype):  # a NaN anywhere: NaN (sorted last, it was never picked)
-            value = m.where(m.any(m.isnan(flat)), float("nan"), value)
-        return evenly_distributed(flat, value)
+        return select(tm.sort(flat, 0).values, 0, (n - 1) // 2)
     if x.ndim == 0:
         return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
     n = x.shape[dim]
-    if not dt.is_float(x.dtype):
-        return _kth(x, (n - 1) // 2, dim, keepdim, "median")
-    # PyTorch's: a slice holding a NaN has the NaN as its median, at its first NaN's index
-    d = sh.normalize_axis(dim, x.ndim)
-    values, order = tm.sort(movedim(x, d, -1), -1, stable=True)
-    nans = m.sum(m.cast(m.isnan(values), dt.int64), -1, True)
-    k = m.where(m.greater(nans, 0), m.sub(n, nans), (n - 1) // 2)  # NaNs sort last
-    v, i = s.take_along_axis(values, k, -1), s.take_along_axis(order, k, -1)
-    if keepdim:
-        v, i = movedim(v, -1, d), movedim(i, -1, d)
-    else:
-        v, i = s.squeeze(v, -1), s.squeeze(i, -1)
-    return return_types.median(v, i)
-
-
-def evenly_distributed(flat, value):
-    """`value` (a reduction of the vector `flat` to one of its elements), whose gradient is
-    shared evenly by the elements equal to it, or by the NaNs where it is NaN: PyTorch's
-    gradient of median(), nanmedian(), max() and min() of everything."""
-    value = call("stop_gradient", value)
-    if not dt.is_float(flat.dtype):
-        return value
-    ties = m.logical_or(m.equal(flat, value), m.logical_and(m.isnan(flat), m.isnan(value)))
-    # the largest of the ties is the value; reduce_max's gradient shares it among them
-    candidates = m.where(ties, flat, float("-inf"))
-    return call("reduce_max", candidates, axes=(0,), keepdims=False, nan_ties=True)
+    return _kth(x, (n - 1) // 2, dim, keepdim, "median")
 
 
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002

@@ -102,12 +102,9 @@ def nanmedian(input, dim=None, keepdim: bool = False):  # noqa: A002
             UnsupportedDTypeError, "\"nanmedian_cpu\" not implemented for 'Bool'", "nanmedian", x
         )
     if dim is None:
-        from .torch_extra_math import evenly_distributed
-
-        flat = s.reshape(x, (-1,))
-        values = tm.sort(flat, -1).values
+        values = tm.sort(s.reshape(x, (-1,)), -1).values
         k = _kth(values)
-        return evenly_distributed(flat, s.reshape(s.take_along_axis(values, k, -1), ()))
+        return s.reshape(s.take_along_axis(values, k, -1), ())
     d = _int_dim("nanmedian", dim, x.ndim)
     if x.ndim == 0:
         return return_types.nanmedian(x, _zero_index(x))

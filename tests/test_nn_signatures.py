@@ -27,8 +27,8 @@ SIGNATURE_ALLOWED = {
     "Bilinear": "kiln's Bilinear lacks device= (to do in layers_misc.py)",
 }
 
-# Constructions kiln refuses, so left out below: Embedding(max_norm=...),
-# LSTM(proj_size=...) raise NotImplementedError.
+# Constructions kiln refuses, so left out below: LSTM(proj_size=...) raises
+# NotImplementedError.
 CONSTRUCTIONS = [
     "nn.FractionalMaxPool2d(3, output_ratio=0.5)",
     "nn.FractionalMaxPool3d(2, output_size=(3, 3, 3), return_indices=True)",
@@ -115,6 +115,7 @@ CONSTRUCTIONS = [
     "nn.ELU(alpha=0.5, inplace=True)",
     "nn.Embedding(10, 3)",
     "nn.Embedding(10, 3, padding_idx=0)",
+    "nn.Embedding(10, 3, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True)",
     "nn.EmbeddingBag(10, 3)",
     "nn.EmbeddingBag(10, 3, mode='sum')",
     "nn.Flatten()",

@@ -64,7 +64,8 @@ def test_relu_values_are_numpys_maximum(mode, dtype):
 def test_relu_gradient_is_pytorchs_at_zero_and_nan(mode, dtype):
     x = np.array([-INF, -1.0, -0.0, 0.0, 1e-30, 2.0, INF, NAN], dtype)
     (g,) = grads(mode, kn.relu, x)
-    assert_same(g, np.array([0, 0, 0, 0, 1, 1, 1, 0], dtype))
+    # torch 2.13: 1 at NaN (its threshold_backward passes the gradient unless y <= 0)
+    assert_same(g, np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype))
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "int64"])

@@ -45,7 +45,7 @@ KEEPS |= {
     "i0e": {"x0", "y"}, "i1e": {"x0", "y"}, "ndtr": {"x0"}, "ndtri": {"y"},
     "erfc": {"x0"}, "log_ndtr": {"x0", "y"}, "erfcx": {"x0", "y"}, "entr": {"x0"},
     "xlogy": {"x0", "x1"}, "xlog1py": {"x0", "x1"}, "zeta": {"x0", "x1"}, "gammainc": {"x0", "x1"},
-    "gammaincc": {"x0", "x1"},
+    "gammaincc": {"x0", "x1"}, "logaddexp": {"x0", "x1"}, "logit": {"x0"}, "unfold": set(),
 }  # fmt: skip
 # kn.linalg's factorizations (tests/op_table_linalg.py): their packed results y (qr of a wide
 # matrix reads x0's last columns too, not in its first row); the solves X = A⁻¹ B read A and

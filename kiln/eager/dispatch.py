@@ -340,6 +340,10 @@ def binary_function(op, fallback):
             elif type(other) in _SCALARS:
                 if opmath and x.dtype in _HALF and type(other) is float:
                     return fallback(input, other)  # see `OPMATH`
+                if type(other) is int and (
+                    not -128 <= other <= 127 or other < 0 and x.dtype.kind == "u"
+                ):
+                    return fallback(input, other)  # may not fit x's dtype: see `_WRAPPING`
                 if input._meta is not None:
                     return _binary_tape(op, tape_ufunc, input, other, fallback)
                 y = other
@@ -347,6 +351,10 @@ def binary_function(op, fallback):
                 return fallback(input, other)
         elif type(other) is _plain and type(input) in _SCALARS:
             if opmath_first and other._data.dtype in _HALF and type(input) is float:
+                return fallback(input, other)
+            if type(input) is int and (
+                not -128 <= input <= 127 or input < 0 and other._data.dtype.kind == "u"
+            ):
                 return fallback(input, other)
             if other._meta is not None:
                 return _binary_tape(op, tape_ufunc, input, other, fallback)

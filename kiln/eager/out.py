@@ -8,12 +8,25 @@ import warnings
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, AutogradError, DTypeMismatchError, node_error
+from ..errors import (
+    ArgumentTypeError,
+    AutogradError,
+    DTypeMismatchError,
+    UsageError,
+    call_error,
+    node_error,
+)
 from ..graph.core import Symbol, user_site
 from .grad_mode import no_grad, state
-from .tensor import describe
+from .tensor import Tensor, describe
 
-__all__ = ["write_out"]
+__all__ = ["check_no_overlap", "write_out"]
+
+# out= functions whose PyTorch kernels write an out that overlaps an input (the matrix
+# products); the others refuse it, as their in-place forms do
+_OUT_OVERLAP_ALLOWED = frozenset(
+    {"mm", "bmm", "matmul", "mv", "addmm", "addmv", "baddbmm", "addbmm"}
+)
 
 
 def write_out(name: str, out, compute, inputs):
@@ -39,6 +52,8 @@ def write_out(name: str, out, compute, inputs):
             called=True,
             inputs=[describe(v) for v in (out, *inputs) if hasattr(v, "requires_grad")],
         )
+    if name not in _OUT_OVERLAP_ALLOWED:
+        check_no_overlap(out, inputs, name)
     result = compute()
     if not np.can_cast(result.dtype, out.dtype, "same_kind"):
         raise node_error(
@@ -62,3 +77,55 @@ def write_out(name: str, out, compute, inputs):
     with no_grad():
         out.copy_(result)
     return out
+
+
+def _dense(a: np.ndarray) -> bool:
+    """Whether `a`'s elements fill a block of memory without gaps or repeats (PyTorch's
+    non-overlapping and dense): its strides, by size, are each the previous extent."""
+    step = a.itemsize
+    for stride, size in sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n != 1):
+        if stride != step:
+            return False
+        step *= size
+    return True
+
+
+def partial_overlap(a, b) -> bool:
+    """PyTorch's partial overlap of two CPU arrays: both dense, their memory blocks meet, and
+    they are not one block with one layout (the same elements in the same order: allowed).
+    Arrays that are not dense are not checked (PyTorch's "too hard")."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.size == 0 or b.size == 0:
+        return False
+    if not _dense(a) or not _dense(b):
+        return False
+    (a0, a1), (b0, b1) = np.lib.array_utils.byte_bounds(a), np.lib.array_utils.byte_bounds(b)
+    if (a0, a1) == (b0, b1):
+        return a.strides != b.strides or a.shape != b.shape
+    return a0 < b1 and b0 < a1
+
+
+def check_no_overlap(t, values, op: str) -> None:
+    """Refuses an in-place write into `t` that reads a tensor among `values` whose memory
+    partly overlaps t's: PyTorch's RuntimeError (NumPy would compute a buffered result). The
+    same tensor (`x.add_(x)`) and disjoint views are allowed.
+
+    >>> import kiln as kn
+    >>> y = kn.arange(4.0)
+    >>> y[1:].add_(y[:-1])
+    Traceback (most recent call last):
+    kiln.errors.UsageError: unsupported operation: some elements of the input tensor and the ...
+    """
+    for v in values:
+        if isinstance(v, Tensor) and v is not t and partial_overlap(t._data, v._data):
+            raise overlap_error(op, t, v)
+
+
+def overlap_error(op: str, t, v) -> UsageError:
+    """PyTorch's refusal of a write into `t` that reads `v`, part of whose memory t shares."""
+    return call_error(
+        UsageError,
+        "unsupported operation: some elements of the input tensor and the written-to tensor "
+        "refer to a single memory location. Please clone() the tensor before performing the "
+        "operation.",
+        op, t, v,
+    )  # fmt: skip

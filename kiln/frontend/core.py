@@ -184,30 +184,40 @@ def lift(*args, context=(), op=None, dtype=None):
                                                else dt.as_array(b) for b in strong], a)  # fmt: skip
             else:
                 scalar_type = dtype
-            array = np.asarray(a, dtype=_scalar_dtype(a, scalar_type, op))
+            array = _scalar_array(a, scalar_type, op)
         else:
             array = dt.as_array(a)
         out.append(array if graph is None else constant(array, graph=graph))
     return out
 
 
-_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+# The ops whose Python int operand PyTorch wraps into the tensor's integer dtype (it is a 0-d
+# int64 tensor there, cast to the result dtype): `int8 - 128`, `uint8 + 300`, `uint8 == 300`
+# (300 is 44 in uint8). Others (clamp, where, fill, pow's exponent, alpha) refuse a value the
+# dtype cannot hold, as NumPy's OverflowError does.
+_WRAPPING = frozenset({
+    "add", "sub", "mul", "floordiv", "mod", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm",
+    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+})  # fmt: skip
 
 
-def _scalar_dtype(value, dtype, op):
-    """The dtype for a weak scalar. An int that `dtype` cannot hold: comparisons compare it
-    exactly (the smallest dtype holding both); other ops keep `dtype`, and NumPy's
-    OverflowError says why.
+def _scalar_array(value, dtype, op):
+    """A weak scalar as a 0-d array of `dtype`. An int that an integer `dtype` cannot hold
+    wraps around into it for `_WRAPPING` ops (as a 64-bit integer first, as PyTorch's); other
+    ops raise NumPy's OverflowError.
 
-    >>> _scalar_dtype(-3, np.dtype(np.uint8), REGISTRY["less"])
-    dtype('int16')
+    >>> _scalar_array(300, np.dtype(np.uint8), REGISTRY["add"])
+    array(44, dtype=uint8)
+    >>> _scalar_array(-129, np.dtype(np.int8), REGISTRY["less"])
+    array(127, dtype=int8)
     """
-    if type(value) is not int or dtype.kind not in "iu" or op is None:
-        return dtype
-    info = np.iinfo(dtype)
-    if info.min <= value <= info.max or op.name not in _COMPARISONS:
-        return dtype
-    return np.promote_types(dtype, np.min_scalar_type(value))
+    if type(value) is int and dtype.kind in "iu" and op is not None and op.name in _WRAPPING:
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max and -(1 << 63) <= value < 1 << 64:
+            wide = value - (1 << 64) if value >= 1 << 63 else value
+            return np.asarray(wide, np.int64).astype(dtype)
+    return np.asarray(value, dtype=dtype)
 
 
 def _tensor_value(t) -> np.ndarray:

@@ -53,7 +53,13 @@ def allow_argument_changes(graph, arguments, requires_grad) -> dict:
     return record
 
 
-_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient"}
+def is_compiled_argument(x: Symbol) -> bool:
+    """Whether x is an argument of a function kn.compile traces (it may change in place)."""
+    argument = _ARGUMENTS.get(x.node.graph, {}).get(id(x))
+    return argument is not None and argument[0] is x
+
+
+_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"}
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
@@ -227,7 +233,23 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
         perm = node.attrs["perm"]
         return core.call("transpose", new, perm=tuple(int(np.argsort(perm)[k])
                                                       for k in range(len(perm))))  # fmt: skip
+    if name == "unfold":
+        return _write_windows(base, new, **node.attrs)
     return core.call("reshape", new, shape=tuple(base.shape))
+
+
+def _write_windows(base: Symbol, new: Symbol, *, dim: int, size: int, step: int) -> Symbol:
+    """`base` with the elements of its windows `base.unfold(dim, size, step)` replaced by
+    `new`'s (where windows overlap, one of them: PyTorch leaves that order unspecified)."""
+    from ..ops.movement import window_positions
+    from .torch_extra_shape import index_copy
+
+    last = base.ndim  # new's window dim
+    windows = core.call("transpose", new, perm=(*range(dim + 1), last, *range(dim + 1, last)))
+    flat = (*base.shape[:dim], windows.shape[dim] * size, *base.shape[dim + 1 :])
+    positions = window_positions(base.shape[dim], size, step).reshape(-1)
+    (positions,) = core.lift(positions, context=(base,))
+    return index_copy(base, dim, positions, core.call("reshape", windows, shape=flat))
 
 
 def _copies(x: Symbol) -> bool:
@@ -292,9 +314,68 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     return x
 
 
+def _storage(x: Symbol):
+    """(the value whose memory x shares, x's elements in it as a strided probe): `_layout`'s
+    walk through the views, split pieces included; a value of its own is its own root."""
+    node = x.node
+    name = node.op.name
+    if name == "get" and node.inputs[0].node.op.name == "split":
+        split = node.inputs[0].node
+        root, base = _storage(split.inputs[0])
+        axis, sizes = split.attrs["axis"], split.attrs["sizes"]
+        start = sum(sizes[: node.attrs["index"]])
+        piece = [slice(None)] * base.ndim
+        piece[axis] = slice(start, start + sizes[node.attrs["index"]])
+        return root, base[tuple(piece)]
+    fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
+    if fresh or name == "index" and len(node.inputs) > 1:
+        return x, _probe(x.shape)
+    root, base = _storage(node.inputs[0])
+    if name in ("stop_gradient", "after"):
+        return root, base
+    if name == "transpose":
+        return root, base.transpose(node.attrs["perm"])
+    if name == "index":
+        from ..ops.movement import index_tuple
+
+        return root, base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
+    if name == "broadcast_to":
+        return root, np.broadcast_to(base, _probe(x.shape).shape)
+    if name == "unfold":
+        return root, _unfolded(base, **node.attrs)
+    view = base.view()
+    try:
+        view.shape = _probe(x.shape).shape
+    except AttributeError:
+        return x, _probe(x.shape)  # PyTorch's reshape copies here
+    return root, view
+
+
+def check_no_overlap(x: Symbol, values, op: str) -> None:
+    """Refuses a change of x that reads a value among `values` sharing part of x's memory
+    (PyTorch's "unsupported operation", under torch.compile too): eager's rule
+    (`kiln.eager.out.check_no_overlap`) on the layouts PyTorch's tensors would have."""
+    from ..eager.out import overlap_error, partial_overlap
+
+    if not any(isinstance(v, Symbol) and v is not x for v in values):
+        return
+    root, layout = _storage(x)
+    for v in values:
+        if isinstance(v, Symbol) and v is not x:
+            other, place = _storage(v)
+            if other is root and partial_overlap(layout, place):
+                raise overlap_error(op, x, v)
+
+
 def _method(name: str, compute):
+    from .inplace import OVERLAP_ALLOWED
+
+    checks = name not in OVERLAP_ALLOWED
+
     def method(self, *args, **kwargs):
         _check_target(self, name)
+        if checks:
+            check_no_overlap(self, (*args, *kwargs.values()), name)
         since = len(self.node.graph.nodes)
         return assign_inplace(self, compute(self, *args, **kwargs), name, since)
 
@@ -306,12 +387,20 @@ def _method(name: str, compute):
     return method
 
 
+def is_basic_index(index) -> bool:
+    """Whether `index` is basic (ints, slices, None, ...): `t[index]` is then a view."""
+    items = index if type(index) is tuple else (index,)
+    return all(i is None or i is Ellipsis or type(i) in (int, slice) for i in items)
+
+
 def setitem(self, index, value) -> None:
     """`x[index] = value` on a Symbol: x then stands for `index_put(x, index, value)`, and the
     views of x for their parts of it."""
     from . import indexing
 
     _check_target(self, "setitem")
+    if isinstance(value, Symbol):
+        check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     since = len(self.node.graph.nodes)
     if not isinstance(value, Symbol):
         value = core.constant(np.asarray(value), graph=self.node.graph)
@@ -406,12 +495,23 @@ def _layout(x: Symbol, exact: bool = False):
         return base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
     if name == "broadcast_to":
         return np.broadcast_to(base, _probe(x.shape).shape)
+    if name == "unfold":
+        return _unfolded(base, **node.attrs)
     view = base.view()
     try:
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
     except AttributeError:
         return _probe(x.shape) if exact else None
     return view
+
+
+def _unfolded(base, *, dim: int, size: int, step: int):
+    """The probe `base`'s windows, as the unfold op lays them out (a view)."""
+    strides = list(base.strides)
+    strides[dim] *= step
+    shape = (*base.shape[:dim], (base.shape[dim] - size) // step + 1, *base.shape[dim + 1 :], size)
+    return np.lib.stride_tricks.as_strided(base, shape, (*strides, base.strides[dim]),
+                                           writeable=False)  # fmt: skip
 
 
 def storage_layout(x: Symbol, op: str) -> tuple:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..eager.grad_mode import state
+from ..eager.out import check_no_overlap
 from ..eager.tensor import Tensor, describe, make, meta_of, version_of
 from ..errors import AutogradError, DTypeMismatchError, ShapeMismatchError, node_error
 from ..graph.core import user_site
@@ -23,6 +24,7 @@ from . import math as m
 from . import shape as s
 from . import torch_math as tm
 from . import torch_more as tmore
+from .functionalize import is_basic_index
 
 __all__ = ["install"]
 
@@ -170,8 +172,20 @@ def _snapshot(t: Tensor) -> Tensor:
     return s
 
 
+# In-place methods whose PyTorch kernels read an overlapping input without refusing it (a 0-d
+# fill value, the matrix products, composites that read a fresh tensor)
+OVERLAP_ALLOWED = frozenset({
+    "fill_", "masked_fill_", "masked_scatter_", "index_fill_", "addmm_", "addmv_", "baddbmm_",
+    "addbmm_", "ldexp_", "float_power_",
+})  # fmt: skip
+
+
 def _inplace(name: str, compute):
+    checks = name not in OVERLAP_ALLOWED
+
     def method(self, *args, **kwargs):
+        if checks:
+            check_no_overlap(self, (*args, *kwargs.values()), name)
         value_grad = any(isinstance(a, Tensor) and a._requires_grad
                          for a in (*args, *kwargs.values()))  # fmt: skip
         recording = _check(self, name, value_grad)
@@ -199,6 +213,11 @@ def _copy(t, src):
     return s.broadcast_to(src, t.shape) if src.shape != t.shape else src
 
 
+def _fill(t, value):
+    m.check_fits(value, t.dtype, "fill_", t)
+    return _copy(t, value)
+
+
 INPLACE = {
     "add_": _alpha(m.add),
     "sub_": _alpha(m.sub),
@@ -209,7 +228,7 @@ INPLACE = {
     "addcdiv_": tm.addcdiv,
     "lerp_": tm.lerp,
     "zero_": lambda t: _copy(t, 0),
-    "fill_": _copy,
+    "fill_": _fill,
     "copy_": _copy,
     "fill_diagonal_": lambda t, fill_value, wrap=False: tmore.fill_diagonal(t, fill_value, wrap),
 }
@@ -237,6 +256,9 @@ def setitem(self, index, value) -> None:
     """`t[index] = value` in place, with PyTorch's indexing rules (`kn.getitem`). Recorded for
     autograd as `index_put` (gradients reach t's earlier value and value) when either needs it;
     a leaf that requires grad refuses it, as PyTorch's does."""
+    if isinstance(value, Tensor):
+        # the written elements: t[index] for a basic index, else t (PyTorch's index_put_)
+        check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     recording = _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad)
     value = _values(self, value)
     if recording:

@@ -174,6 +174,22 @@ _add = _make_binary("add")
 _sub = _make_binary("sub")
 
 
+def check_fits(value, dtype, op, *inputs):
+    """Refuses a Python int `value` that an integer `dtype` cannot hold, as PyTorch refuses a
+    Scalar argument (alpha, fill_'s value) there (its binary ops wrap their operand instead).
+
+    >>> import kiln as kn
+    >>> check_fits(300, kn.int8, "fill_")
+    Traceback (most recent call last):
+    kiln.errors.UsageError: value cannot be converted to type int8 without overflow (op fill_, ...
+    """
+    if type(value) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise call_error(UsageError, f"value cannot be converted to type {dtype} without "
+                             "overflow", op, *inputs)  # fmt: skip
+
+
 def _with_alpha(binary):
     """PyTorch's `add`/`sub`: `input ± alpha * other`, `alpha` a Python number that takes the
     operands' dtype (integral and bool results refuse a float alpha)."""
@@ -188,6 +204,7 @@ def _with_alpha(binary):
                              "be a floating point number.", op, a, b)  # fmt: skip
         if a.dtype == np.bool_:  # bools: alpha counts as true or false
             return binary(a, b if alpha else logical_and(b, False), out=out)
+        check_fits(alpha, a.dtype, op, a, b)
         return binary(a, binary_mul(b, alpha), out=out)
 
     fn.__name__ = fn.__qualname__ = binary.__name__
@@ -596,8 +613,8 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         return (maximum if which == "max" else minimum)(x, dim)
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, which)
     (x,) = lift(x)
-    if dim is None:  # ties share the gradient, as PyTorch's max() of everything
-        return _reduce(f"reduce_{which}", x, None, False)
+    if dim is None:  # ties share the gradient, NaNs with a NaN result: PyTorch's max()
+        return call(f"reduce_{which}", x, axes=_axes(None, x.ndim), keepdims=False, nan_ties=True)
     if isinstance(x, Symbol) and x.ndim:  # one node computes both (kiln/ops/multi.py)
         attrs = {"axis": sh.normalize_axis(int(dim), x.ndim), "keepdims": bool(keepdim)}
         t = call(f"{which}_dim", x, **attrs)

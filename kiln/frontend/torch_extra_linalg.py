@@ -372,7 +372,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
         return m.amax(diff, -1)
     if p == 2:
         total = m.sum(m.square(diff), -1)
-        nonzero = m.greater(total, 0)
+        nonzero = m.not_equal(total, 0)  # NaN too: a NaN distance, as PyTorch's
         return m.where(nonzero, m.sqrt(m.where(nonzero, total, 1.0)), 0.0)
     return m.pow(m.sum(m.pow(diff, p), -1), 1.0 / p)
 

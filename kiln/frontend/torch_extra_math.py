@@ -18,7 +18,7 @@ from . import core, special
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
-from .core import lift
+from .core import call, lift
 from .out import takes_out
 from .torch_extra_shape import select
 
@@ -193,9 +193,9 @@ def logit(input, eps=None):  # noqa: A002
     tensor([ 0.0000, -1.0986])
     """
     x = _float(input)
-    if eps is not None:
-        x = m.clip(x, eps, 1 - eps)
-    return m.log(m.div(x, m.sub(1.0, x)))
+    # one op: its gradient is PyTorch's (NaN outside [0, 1], inf at 0 and 1, 0 outside
+    # [eps, 1 - eps]), which the composition log(p / (1 - p)) does not give
+    return call("logit", x, eps=-1.0 if eps is None else float(eps))
 
 
 xlogy = special.xlogy  # an op of its own: SciPy's values, PyTorch's gradients

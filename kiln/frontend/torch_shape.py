@@ -406,8 +406,6 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     tensor([[0, 1],
             [2, 3]])
     """
-    from .shape import gather as index_select
-
     (x,) = lift(input)
     if x.ndim == 0:  # PyTorch's: the windows of a 1-element vector, flat
         return call("reshape", unfold(call("reshape", x, shape=(1,)), 0, size, step), shape=(-1,))
@@ -418,10 +416,9 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
             f"unfold: size {size} must be in [0, {n}] (the size of dimension {dim}) and step "
             f"{step} > 0"
         )
-    starts = np.arange((n - size) // step + 1) * step
-    windows = index_select(x, starts[:, None] + np.arange(size), dim)  # (.., count, size, ..)
-    perm = (*range(dim + 1), *range(dim + 2, x.ndim + 1), dim + 1)
-    return call("transpose", windows, perm=perm)
+    # one view op (kiln/ops/movement.py): eagerly a view of x's memory, in graphs a view that
+    # functionalization writes through and takes again (PyTorch's unfold is a view)
+    return call("unfold", x, dim=dim, size=size, step=step)
 
 
 # -- triangles and diagonals ---------------------------------------------------------------------

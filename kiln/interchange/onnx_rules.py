@@ -138,10 +138,31 @@ def _relu(ex, node, xs, out):
     return ex.emit("Max", [x, scalar(ex, 0, out_dtype(node))], out)
 
 
-def _relu_grad(ex, node, xs, out):  # ct * (y > 0)
+def _relu_grad(ex, node, xs, out):  # ct * !(y <= 0): the cotangent passes at NaN
     ct = ex.cast(xs[0], in_dtype(node), out_dtype(node))
-    mask = ex.emit("Greater", [xs[1], scalar(ex, 0, in_dtype(node, 1))])
+    mask = ex.emit("Not", [ex.emit("LessOrEqual", [xs[1], scalar(ex, 0, in_dtype(node, 1))])])
     return ex.emit("Mul", [ct, ex.cast(mask, np.bool_, out_dtype(node))], out)
+
+
+def _logit(ex, node, xs, out):
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] where eps >= 0."""
+    dtype, eps = out_dtype(node), node.attrs["eps"]
+    x = ex.cast(xs[0], in_dtype(node), dtype)
+    if eps >= 0:
+        x = _nan_select(ex, "Max", x, scalar(ex, eps, dtype), dtype)
+        x = _nan_select(ex, "Min", x, scalar(ex, 1 - eps, dtype), dtype)
+    ratio = ex.emit("Div", [x, ex.emit("Sub", [scalar(ex, 1, dtype), x])])
+    return ex.emit("Log", [ratio], out)
+
+
+def _logaddexp(ex, node, xs, out):
+    """max(a, b) + log1p(exp(-|a - b|)), no gap between equal infinities (NumPy's)."""
+    dtype = out_dtype(node)
+    a, b = cast_all(ex, node, xs, dtype)
+    gap = ex.emit("Abs", [ex.emit("Sub", [a, b])])
+    gap = ex.emit("Where", [ex.emit("IsNaN", [gap]), scalar(ex, 0, dtype), gap])
+    tail = _log1p_of(ex, ex.emit("Exp", [ex.emit("Neg", [gap])]), dtype)
+    return ex.emit("Add", [_nan_select(ex, "Max", a, b, dtype), tail], out)
 
 
 def _softplus(ex, node, xs, out):
@@ -473,6 +494,18 @@ def _gather(ex, node, xs, out):
     return ex.emit("Gather", xs, out, axis=node.attrs["axis"])
 
 
+def _unfold(ex, node, xs, out):
+    """Gather of the windows' positions (count, size) along dim, the window dim moved last."""
+    from ..ops.movement import window_positions
+
+    dim, size, step = (node.attrs[k] for k in ("dim", "size", "step"))
+    n = node.inputs[0].ndim
+    positions = window_positions(node.inputs[0].shape[dim], size, step).astype(np.int64)
+    windows = ex.emit("Gather", [xs[0], ex.const(positions, np.int64)], axis=dim)
+    return ex.emit("Transpose", [windows], out,
+                   perm=[*range(dim + 1), *range(dim + 2, n + 1), dim + 1])  # fmt: skip
+
+
 def _take_along_axis(ex, node, xs, out):
     """GatherElements, after broadcasting the dims off the axis (NumPy's rule)."""
     axis, (x, idx) = node.attrs["axis"], node.inputs
@@ -568,6 +601,8 @@ RULES = {
     "relu": _relu,
     "relu_grad": _relu_grad,
     "softplus": _softplus,
+    "logaddexp": _logaddexp,
+    "logit": _logit,
     "rsqrt": _rsqrt,
     "square": _square,
     "log2": _scaled_log(1 / math.log(2)),
@@ -630,6 +665,7 @@ RULES = {
     "broadcast_to": _broadcast_to,
     "index": _index,
     "gather": _gather,
+    "unfold": _unfold,
     "take_along_axis": _take_along_axis,
     "concat": _concat,
     "pad": _pad,

@@ -361,8 +361,17 @@ def smooth_l1_loss(
     d = F.abs(F.sub(input, target))
     if beta == 0:
         return _reduce(d, reduction)
-    loss = F.where(F.less(d, beta), F.mul(F.square(d), 0.5 / beta), F.sub(d, 0.5 * beta))
+    near = F.logical_not(F.greater_equal(d, beta))
+    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5 / beta), F.sub(d, 0.5 * beta))
     return _reduce(loss, reduction)
+
+
+def _near(near, d):
+    """`d` where `near` holds, else 0: the square's input in the quadratic branch of a
+    smooth loss, so that the branch not taken sends no 0 * inf = NaN into the gradient at an
+    infinite `d` (PyTorch's gradient there is ±1). NaN takes the quadratic branch, whose
+    gradient is NaN, as PyTorch's."""
+    return F.where(near, d, 0.0)
 
 
 @autocast_op("fp32")
@@ -375,9 +384,8 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     """
     reduction = _reduction(None, None, reduction)
     d = F.abs(F.sub(input, target))
-    loss = F.where(
-        F.less_equal(d, delta), F.mul(F.square(d), 0.5), F.mul(F.sub(d, 0.5 * delta), delta)
-    )
+    near = F.logical_not(F.greater(d, delta))
+    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 
@@ -390,7 +398,7 @@ def kl_div(
     reduction="mean",
     log_target: bool = False,
 ):
-    """The KL divergence of `target` from log-probabilities `input`: `t * (log(t) - input)`
+    """The KL divergence of `target` from log-probabilities `input`: `xlogy(t, t) - t * input`
     (0 where t = 0), or `exp(t) * (t - input)` with `log_target`; reductions as PyTorch's,
     with "batchmean" (the sum over the batch size) besides "mean", "sum" and "none".
 
@@ -416,9 +424,9 @@ def kl_div(
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
-        positive = F.greater(target, 0)
-        safe = F.where(positive, target, 1.0)
-        loss = F.where(positive, F.mul(target, F.sub(F.log(safe), input)), F.mul(target, 0.0))
+        # PyTorch's formula, xlogy(t, t) - t * input: NaN for a negative target, and its
+        # gradients (input's is -t everywhere; t's NaN at 0, from xlogy's)
+        loss = F.sub(F.xlogy(target, target), F.mul(target, input))
     if mode == "batchmean":
         total = F.sum(loss)
         return F.div(total, input.shape[0]) if input.ndim else total
@@ -444,9 +452,17 @@ def binary_cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy", input, target)
-    log_p = F.clip(F.log(input), -100.0, None)
-    log_q = F.clip(F.log(F.sub(1.0, input)), -100.0, None)
+    # the value (and target's gradient) from the clamped logs of p taken as a constant; p's
+    # gradient PyTorch's, (p - t) / max(p (1 - p), 1e-12): finite at p = 0 and 1, where the
+    # clamp's zero times log's infinite slope gave NaN (sigmoid(20) is 1.0 in float32)
+    p = F.stop_gradient(input)
+    log_p = F.clip(F.log(p), -100.0, None)
+    log_q = F.clip(F.log(F.sub(1.0, p)), -100.0, None)
     loss = F.neg(F.add(F.mul(target, log_p), F.mul(F.sub(1.0, target), log_q)))
+    slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
+    # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
+    half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)
+    loss = F.add(loss, F.mul(F.sub(input, p), half))
     return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 

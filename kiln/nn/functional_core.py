@@ -8,10 +8,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..eager.factories import ones_like
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
+from ..graph.core import Symbol
 from .functional_act import implicit_softmax_dim, in_place
 
 __all__ = [
@@ -152,6 +154,32 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         table = _renormed(table, ids, float(max_norm), float(norm_type))
         if isinstance(weight, Tensor):
             weight.detach().copy_(table.detach())  # PyTorch's: the rows change in place
+    rows = _looked_up(table, ids, padding_idx, scale_grad_by_freq)
+    if max_norm is not None and isinstance(weight, Symbol):
+        _write_renormed(weight, table, rows)
+    return rows
+
+
+def _write_renormed(weight, table, rows) -> None:
+    """PyTorch's in-place renorm of `weight` by `max_norm`, in a graph: a Variable (a module's
+    parameter, in graph mode or under kn.compile) gets an `assign` of the renormed table, which
+    applies with the updates of `rows` (`kn.nn.updates_for`, `opt.minimize`; kn.compile's
+    program updates), as BatchNorm's running statistics do; an argument of a compiled function
+    changes in place (kiln/frontend/functionalize.py). A feed or a computed value holds nothing
+    between runs: only the result's rows are renormed."""
+    from ..frontend.functionalize import is_compiled_argument
+    from ..graph.core import Variable
+    from ..ops.core import apply
+    from .module import record_assigns
+
+    new = F.stop_gradient(table)
+    if isinstance(weight, Variable):
+        record_assigns(rows, [apply("assign", weight, new)])
+    elif is_compiled_argument(weight):
+        weight.copy_(new)
+
+
+def _looked_up(table, ids, padding_idx, scale_grad_by_freq):
     rows = F.embedding(table, ids)
     if scale_grad_by_freq:
         # the same values; each row's gradient divided by how often its index occurs
@@ -171,9 +199,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
 def _occurrences(ids, table):
     """How often each row index of `table` occurs in `ids` (V,), in table's dtype."""
     flat = F.reshape(ids, (-1,))
-    zeros, ones = F.core.lift(np.zeros(table.shape[0], table.dtype),
-                              np.ones(flat.shape[0], table.dtype), context=(table,))  # fmt: skip
-    return F.index_add(zeros, 0, flat, ones)
+    (zeros,) = F.core.lift(np.zeros(table.shape[0], table.dtype), context=(table,))
+    return F.index_add(zeros, 0, flat, ones_like(flat, dtype=table.dtype))  # any length
 
 
 def _renormed(table, ids, max_norm: float, norm_type: float):

@@ -37,7 +37,7 @@ def _norm(x, p: float, dim):
     if p == 1:
         return F.sum(a, dim, keepdim=True)
     total = F.sum(F.mul(x, x) if p == 2 else F.pow(a, float(p)), dim, keepdim=True)
-    nonzero = F.greater(total, 0)
+    nonzero = F.not_equal(total, 0)  # NaN too: the norm of a NaN is NaN, as PyTorch's
     # NOTE: the root of a stand-in 1 where the sum is 0, so no inf * 0 reaches the gradient.
     safe = F.where(nonzero, total, 1.0)
     root = F.sqrt(safe) if p == 2 else F.pow(safe, 1.0 / p)

@@ -285,11 +285,11 @@ class Embedding(Module):
                  sparse: bool = False, _weight=None, _freeze: bool = False, device=None,
                  dtype=None):  # fmt: skip
         super().__init__()
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError(
-                "Embedding: max_norm, scale_grad_by_freq and sparse are not supported by kiln"
-            )
+        if sparse:
+            raise NotImplementedError("Embedding: sparse gradients (kiln's gradients are dense)")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -309,12 +309,22 @@ class Embedding(Module):
             self.to(device)
 
     def forward(self, ids):
-        return functional_core.embedding(ids, self.weight, self.padding_idx)
+        # max_norm renormalises the looked-up rows of the weight in place, as PyTorch's: in a
+        # graph an `assign` tied to the output (functional_core._write_renormed)
+        return functional_core.embedding(ids, self.weight, self.padding_idx, self.max_norm,
+                                         self.norm_type, self.scale_grad_by_freq)  # fmt: skip
 
     def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
-            return f"{self.num_embeddings}, {self.embedding_dim}, padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        return text
 
 
 class BatchNorm1d(Module):

@@ -580,9 +580,7 @@ class Module(ModuleHooks):
             apply("assign", self._value_named(name).variable(graph), value)
             for name, value in new_values.items()
         ]
-        _UPDATES.setdefault(graph, []).append(
-            (weakref.ref(output), list(map(weakref.ref, assigns)))
-        )
+        record_assigns(output, assigns)
 
     # -- printing ----------------------------------------------------------------------------
 
@@ -600,6 +598,14 @@ class Module(ModuleHooks):
 # graph -> [(weakref to a module's output, [weakrefs to its assign nodes])]. Weak throughout,
 # so this registry never keeps a graph alive.
 _UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_assigns(output: Symbol, assigns: list) -> None:
+    """Ties the `assign` Symbols `assigns` to `output`: they apply with its updates
+    (`updates_for`, `opt.minimize`), as a module's buffer updates do."""
+    _UPDATES.setdefault(output.graph, []).append(
+        (weakref.ref(output), list(map(weakref.ref, assigns)))
+    )
 
 
 def pending_updates(*outputs) -> list:

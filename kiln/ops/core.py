@@ -101,11 +101,15 @@ def apply(op_name: str, *args, **attrs):
 
 def scalar(value, like):
     """A 0-d constant `value` of `like`'s dtype, beside `like` (in its graph, or eager)."""
-    array = np.asarray(value, dtype=like.dtype)
+    return constant_like(np.asarray(value, dtype=like.dtype), like)
+
+
+def constant_like(array: np.ndarray, like):
+    """The constant `array` beside `like` (in its graph, or eager: the array itself)."""
     if isinstance(like, Symbol):
         node = like.graph.add_node(
             REGISTRY["constant"], (), {"value": ArrayValue(array)}, "constant",
-            shape=(), dtype=array.dtype,
+            shape=array.shape, dtype=array.dtype,
         )  # fmt: skip
         return node.out
     return array

@@ -178,10 +178,11 @@ neg = unary(
 
 
 def _sgn(x):
-    """The derivative of |x|: sign(x) for real values; x / |x| (0 at 0) for complex ones,
-    the gradient PyTorch gives for the magnitude."""
+    """The derivative of |x|, PyTorch's sgn: sign(x) for real values with 0 at NaN; x / |x|
+    (0 at 0) for complex ones, the gradient PyTorch gives for the magnitude."""
     if x.dtype.kind != "c":
-        return apply("sign", x)
+        s = apply("sign", x)
+        return apply("where", apply("isnan", x), scalar(0, s), s) if dt.is_float(x.dtype) else s
     r = apply("abs", x)
     zero = scalar(0, r)
     safe = apply("where", apply("equal", r, zero), scalar(1, r), r)
@@ -191,9 +192,12 @@ def _sgn(x):
 
 
 abs_ = unary(
-    "abs", np.absolute, vjp=lambda ct, y, x: (ct * _sgn(x),), lowering=_exact(_c_abs),
+    "abs",
+    np.absolute,
+    vjp=lambda ct, y, x: (ct * _sgn(x),),
+    lowering=_exact(_c_abs),
     tags=("complex_linear",),
-)  # fmt: skip
+)  # fmt: skip  (the gradient at NaN is 0, as PyTorch's: its sgn(NaN) is 0)
 exp = unary(
     "exp", np.exp, vjp=lambda ct, y, x: (ct * y,), lowering=_libm("exp", True),
     tags=("vjp_arrays", "complex"),
@@ -350,8 +354,8 @@ def _masked(ct, mask):
 
 
 def _relu_vjp(ct, y, x):
-    # The cotangent passes only where x > 0 (not at 0), which is where y > 0: reading y, not
-    # x, lets x die in the forward pass, and `relu_grad` keeps no mask between the passes.
+    # The cotangent passes where x > 0 or x is NaN (not at 0), which is where y is: reading y,
+    # not x, lets x die in the forward pass, and `relu_grad` keeps no mask between the passes.
     return (apply("relu_grad", ct, y),)
 
 
@@ -372,13 +376,13 @@ def _relu_grad(xp, ct, y, out=None):
     # One product with the comparison (NumPy's multiply of a float and a bool array), as
     # `_masked`'s cast and product but without the float mask.
     if xp is not np:
-        return xp.multiply(ct, xp.greater(y, 0), out=out)
+        return xp.multiply(ct, xp.logical_not(xp.less_equal(y, 0)), out=out)
     if ct.size >= _RELU_GRAD_LOOP_SIZE and ct.dtype in _RELU_GRAD_LOOPS:
         done = _relu_grad_compiled(ct, y, out)
         if done is not None:
             return done
-    mask = xp.greater(y, 0, out=_mask_scratch(y.shape))
-    return xp.multiply(ct, mask, out=out)
+    mask = xp.less_equal(y, 0, out=_mask_scratch(y.shape))
+    return xp.multiply(ct, xp.logical_not(mask, out=mask), out=out)
 
 
 # relu_grad of large float32/float64 arrays as one compiled pass (numba, its source in
@@ -390,7 +394,7 @@ _RELU_GRAD_LOOP_SIZE = 1 << 14  # elements: below, NumPy (f32[16, 512]: numba no
 
 
 def _relu_grad_compiled(ct, y, out):
-    """`ct * (y > 0)` by the compiled loop, or None (not built yet, no numba, or arrays it
+    """`ct * !(y <= 0)` by the compiled loop, or None (not built yet, no numba, or arrays it
     does not take: NumPy's kernel then)."""
     dtype = ct.dtype
     loop = _RELU_GRAD_LOOPS.get(dtype)
@@ -441,18 +445,18 @@ def _build_relu_grad_loop(dtype):
 _RELU_GRAD_LOOPS = LazyLoops(_build_relu_grad_loop)  # per dtype
 
 
-def _relu_grad_numba(xs, dtypes, out, attrs):  # ct * (y > 0), in ct's dtype: exact
+def _relu_grad_numba(xs, dtypes, out, attrs):  # ct * !(y <= 0), in ct's dtype: exact
     r = nb_type(out)
-    return f"{r}({r}({xs[0]}) * {r}({xs[1]} > 0))"
+    return f"{r}({r}({xs[0]}) * {r}(not ({xs[1]} <= 0)))"
 
 
 def _relu_grad_c(k, xs, dtypes, out, attrs):  # a product by 1 or 0: exact, NaN and inf as NumPy's
     ct = c_cast(xs[0], dtypes[0], out)
-    return f"{c_rn('mul', out)}({ct}, (({CTYPES[out]})({xs[1]} > 0)))"
+    return f"{c_rn('mul', out)}({ct}, (({CTYPES[out]})!({xs[1]} <= 0)))"
 
 
-# `relu_grad(ct, y)`: relu's backward from its output y, `ct * (y > 0)` (0 where relu was not
-# active, NaN included, as the mask relu's vjp always used).
+# `relu_grad(ct, y)`: relu's backward from its output y, `ct * !(y <= 0)`: 0 where relu was
+# not active, and the cotangent at NaN (PyTorch's threshold_backward: NaN <= 0 is false).
 relu_grad = defop(
     "relu_grad", _broadcast2, lambda ct, y: ufunc_dtype(np.multiply, ct, np.dtype(bool)),
     _relu_grad, vjp=lambda ct2, z, ct, y: (apply("relu_grad", ct2, y), None),
@@ -606,12 +610,15 @@ def _pow_vjp(ct, z, a, b):
 
 
 def _select_vjp(wins):
-    """maximum/minimum: the winner takes the cotangent; ties share it equally (as PyTorch)."""
+    """maximum/minimum: the winner takes the cotangent; ties share it equally; where either is
+    NaN both take it whole (as PyTorch: each loses it only where the other wins)."""
+    loses = {"greater": "less", "less": "greater"}[wins]
 
     def vjp(ct, z, a, b):
-        share = apply("cast", apply(wins, a, b), dtype=ct.dtype)
-        share = share + apply("cast", apply("equal", a, b), dtype=ct.dtype) * 0.5
-        return ct * share, ct * (1 - share)
+        tie = apply("cast", apply("equal", a, b), dtype=ct.dtype) * 0.5
+        a_loses = apply("cast", apply(loses, a, b), dtype=ct.dtype)
+        b_loses = apply("cast", apply(wins, a, b), dtype=ct.dtype)
+        return ct * (1 - a_loses - tie), ct * (1 - b_loses - tie)
 
     return vjp
 

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .core import apply, scalar
+from .core import apply, defop, in_float32, same_shape, scalar, ufunc_dtype
 from .elementwise import binary, unary
 from .lowering import Lowering, c_fn, c_libm
 
@@ -120,10 +120,10 @@ def trunc(v):
 
 
 def _copysign_vjp(ct, z, a, b):
-    # As PyTorch: d/da is z / a (the sign flip, +-1), and 0 where a == 0; b gets none.
+    # As PyTorch: d/da is z / a (the sign flip, +-1), and 0 where a == 0; b's is 0.
     zero = apply("equal", a, scalar(0, a))
     ratio = apply("where", zero, scalar(0, z), z / apply("where", zero, scalar(1, a), a))
-    return ct * ratio, None
+    return ct * ratio, apply("broadcast_to", scalar(0, ct), shape=ct.shape)
 
 
 def _c_copysign(t, x, y):
@@ -144,3 +144,37 @@ fmod = binary(
 copysign = binary(
     "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)
 )
+# logaddexp: NumPy's (max + log1p(exp(-|a - b|)); equal infinities give that infinity). The
+# gradient is PyTorch's, ct / (1 + exp(b - a)): NaN where a - b is (a NaN, equal infinities)
+logaddexp = binary(
+    "logaddexp", np.logaddexp, lowering=Lowering(),
+    vjp=lambda ct, z, a, b: (ct * apply("sigmoid", a - b), ct * apply("sigmoid", b - a)),
+)  # fmt: skip
+
+
+def _logit(xp, x, out=None, *, eps):
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] where eps >= 0 (NaN stays NaN)."""
+    if eps >= 0:
+        x = xp.clip(x, eps, 1 - eps)
+    return xp.log(xp.divide(x, xp.subtract(1, x, dtype=x.dtype)), out=out)
+
+
+def _logit_vjp(ct, y, x, *, eps):
+    # PyTorch's: ct / (p (1 - p)) (±inf at 0 and 1); outside [eps, 1 - eps] 0 (the clamp's),
+    # and without eps NaN outside [0, 1]
+    width = x * (1 - x)
+    zero = apply("equal", width, scalar(0, width))
+    slope = apply("where", zero, ct * np.inf, ct / apply("where", zero, scalar(1, width), width))
+    if eps >= 0:
+        outside = apply("logical_or", x < eps, x > 1 - eps)
+        return (apply("where", outside, scalar(0, slope), slope),)
+    outside = apply("logical_or", x < 0, x > 1)
+    return (apply("where", outside, scalar(np.nan, slope), slope),)
+
+
+# logit(p, eps): eps < 0 is PyTorch's eps=None (no clamp)
+logit = defop(
+    "logit", same_shape, lambda x, eps: ufunc_dtype(np.log, x), in_float32(_logit),
+    vjp=_logit_vjp, tags={"elementwise"},
+    lowering=Lowering(not_lowered="three ufuncs and a clamp by an attr: runs kernel by kernel"),
+)  # fmt: skip

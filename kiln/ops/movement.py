@@ -15,7 +15,7 @@ from ..errors import (
     node_error,
 )
 from ..graph.core import user_site
-from .core import apply, batch_size, defop, lead, same_dtype, unbatched_to
+from .core import apply, batch_size, constant_like, defop, lead, same_dtype, unbatched_to
 
 
 def _copy_into(out, value):
@@ -98,6 +98,61 @@ transpose = defop(
 )  # fmt: skip
 
 
+def _unfold_shape(x, *, dim, size, step):
+    n = x[dim]
+    if not isinstance(n, int):
+        raise ShapeError(f"unfold: dimension {dim} must be static, got {n}")
+    if size < 0 or size > n or step <= 0:
+        raise ShapeError(
+            f"unfold: size {size} must be in [0, {n}] (the size of dimension {dim}) and step "
+            f"{step} > 0"
+        )
+    return (*x[:dim], (n - size) // step + 1, *x[dim + 1 :], size)
+
+
+def _unfold(xp, x, out=None, *, dim, size, step):
+    # a view of x's memory: the windows' strides over it (overlapping where size > step)
+    strides = list(x.strides)
+    strides[dim] *= step
+    shape = _unfold_shape(x.shape, dim=dim, size=size, step=step)
+    return _copy_into(out, _strided_view(xp, x, shape, (*strides, x.strides[dim])))
+
+
+def _strided_view(xp, x, shape, strides):
+    """A view of x's memory with `shape` and `strides` (bytes) whose `base` is x's (NumPy's
+    as_strided gives another base, which eager mode would not see as x's view)."""
+    root = x.base if isinstance(x.base, np.ndarray) else x
+    if xp is np and root.flags.c_contiguous:
+        offset = x.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        view = np.ndarray(shape, x.dtype, buffer=root, offset=offset, strides=strides)
+        view.flags.writeable = bool(x.flags.writeable)
+        return view
+    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=bool(x.flags.writeable))
+
+
+def window_positions(n: int, size: int, step: int) -> np.ndarray:
+    """[count, size]: the positions along the unfolded dim of each window's elements."""
+    return np.arange((n - size) // step + 1)[:, None] * step + np.arange(size)
+
+
+def _unfold_vjp(ct, y, x, *, dim, size, step):
+    # the windows' cotangents summed back at their positions (windows overlap where size > step)
+    last = x.ndim  # ct's window dim
+    windows = apply("transpose", ct, perm=(*range(dim + 1), last, *range(dim + 1, last)))
+    positions = constant_like(window_positions(x.shape[dim], size, step), ct)
+    return (apply("scatter_add", windows, positions, axis=dim, shape=tuple(x.shape),
+                  wrap_negative=False),)  # fmt: skip
+
+
+# `unfold(x, dim, size, step)`: PyTorch's `Tensor.unfold`, every window of `size` along `dim`
+# starting at a multiple of `step`, as a new last dim: a view of x (its windows may overlap)
+unfold = defop(
+    "unfold", _unfold_shape, same_dtype, _unfold, vjp=_unfold_vjp, tags={"view"},
+    batch=lambda args, batched, *, dim, size, step: apply(
+        "unfold", args[0], dim=dim + 1, size=size, step=step),
+)  # fmt: skip
+
+
 def _broadcast_to_shape(x, *, shape):
     if len(shape) < len(x):
         raise ShapeError(
@@ -114,7 +169,32 @@ def _broadcast_to_shape(x, *, shape):
 
 
 def _broadcast_to(xp, x, out=None, *, shape):
-    return _copy_into(out, xp.broadcast_to(x, shape))
+    view = xp.broadcast_to(x, shape)
+    if out is None and xp is np and x.ndim and 1 in shape:  # a 0-d x: all 0, as PyTorch's
+        view = _expand_strides(x, view)
+    return _copy_into(out, view)
+
+
+def _expand_strides(x, view):
+    """`view` (NumPy's broadcast of `x`) with PyTorch's strides for `expand`: a dim of size 1
+    that stays 1 keeps its stride (NumPy's is 0), a new leading dim of size 1 takes the next
+    dim's extent. Strides of size-1 dims address nothing: the same elements, read-only.
+
+    >>> x = np.zeros((3, 1))
+    >>> _expand_strides(x, np.broadcast_to(x, (1, 3, 1))).strides
+    (24, 8, 8)
+    """
+    strides, lead = list(view.strides), view.ndim - x.ndim
+    for i in range(view.ndim - 1, -1, -1):
+        if view.shape[i] != 1:
+            continue
+        if i >= lead:
+            strides[i] = x.strides[i - lead]
+        else:
+            strides[i] = view.shape[i + 1] * strides[i + 1]
+    if tuple(strides) == view.strides:
+        return view
+    return np.lib.stride_tricks.as_strided(x, view.shape, strides, writeable=False)
 
 
 # Its vjp passes the cotangent through: autodiff sums it back to the input's shape.

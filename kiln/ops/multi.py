@@ -203,7 +203,9 @@ def _extremum(name, arg):
             return values.reshape(()), idx.reshape(())
         if not keepdims:
             values, idx = xp.squeeze(values, axis), xp.squeeze(idx, axis)
-        return xp.ascontiguousarray(values), xp.ascontiguousarray(idx)
+        # NOTE: reshaped back: ascontiguousarray makes a 0-d result (max(x, 0) of a vector) 1-d
+        return (xp.ascontiguousarray(values).reshape(values.shape),
+                xp.ascontiguousarray(idx).reshape(idx.shape))  # fmt: skip
 
     def kept(v, x, axis, keepdims):
         """`v` (of the reduced shape) with the reduced axis back, to index along it."""

@@ -58,9 +58,15 @@ def _prod_vjp(ct, y, x, *, axes, keepdims):
     return (keep(ct, x, axes) * others,)
 
 
-def _extremum_vjp(ct, y, x, *, axes, keepdims):
-    """Max/min: the cotangent goes to the elements equal to the result, shared among ties."""
-    hit = apply("cast", apply("equal", x, keep(y, x, axes)), dtype=ct.dtype)
+def _extremum_vjp(ct, y, x, *, axes, keepdims, nan_ties=False):
+    """Max/min: the cotangent goes to the elements equal to the result, shared among ties
+    (a NaN result: NaN throughout, as PyTorch's amax). `nan_ties` (PyTorch's max() and min()
+    of everything): a NaN result ties with the NaN elements, which share the cotangent."""
+    y = keep(y, x, axes)
+    hit = apply("equal", x, y)
+    if nan_ties:
+        hit = apply("logical_or", hit, apply("logical_and", apply("isnan", x), apply("isnan", y)))
+    hit = apply("cast", hit, dtype=ct.dtype)
     share = hit / apply("reduce_sum", hit, axes=axes, keepdims=True)
     return (share * keep(ct, x, axes),)
 
@@ -92,8 +98,9 @@ def _mean(x, axes, out, keepdims):
     return total.dtype.type(total / count)
 
 
-def reduction(name, fn, *, vjp, needs_identity=False, tags=()):
-    """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`."""
+def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
+    """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`.
+    `nan_ties`: the op takes a `nan_ties` attr (read by its gradient alone)."""
 
     ufunc = _UFUNCS.get(fn)
 
@@ -108,15 +115,21 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=()):
     if fn in _ACCUMULATING:  # bfloat16 sums in float32, rounded once (as PyTorch)
         impl = in_float32(impl)
 
-    def shape_rule(x, *, axes, keepdims):
+    def shape_rule(x, *, axes, keepdims, nan_ties=False):
         return _reduced_shape(x, axes=axes, keepdims=keepdims, needs_identity=needs_identity,
                               name=fn.__name__)  # fmt: skip
 
-    def dtype_rule(x, *, axes, keepdims):
+    def dtype_rule(x, *, axes, keepdims, nan_ties=False):
         return probe_dtype(fn, x)
 
-    def batch(args, batched, *, axes, keepdims):
-        return apply(name, args[0], axes=tuple(a + 1 for a in axes), keepdims=keepdims)
+    def batch(args, batched, *, axes, keepdims, **flags):
+        return apply(name, args[0], axes=tuple(a + 1 for a in axes), keepdims=keepdims, **flags)
+
+    if nan_ties:
+        plain = impl
+
+        def impl(xp, x, out=None, *, axes, keepdims, nan_ties=False):
+            return plain(xp, x, out, axes=axes, keepdims=keepdims)
 
     return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction", *tags},
                  batch=batch)  # fmt: skip
@@ -127,8 +140,8 @@ reduce_mean = reduction(
     "reduce_mean", np.mean, vjp=_mean_vjp, tags=("vjp_arrays", "complex_linear")
 )
 reduce_prod = reduction("reduce_prod", np.prod, vjp=_prod_vjp, tags=("autocast_fp32", "complex"))
-reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=True)
-reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True)
+reduce_max = reduction("reduce_max", np.max, vjp=_extremum_vjp, needs_identity=True, nan_ties=True)
+reduce_min = reduction("reduce_min", np.min, vjp=_extremum_vjp, needs_identity=True, nan_ties=True)
 
 
 # -- a selected value whose cotangent goes evenly to its ties -----------------------------------

@@ -328,11 +328,13 @@ _SUM_LOOPS = LazyLoops(_build_sum)  # per dtype; built on the third call
 
 
 def _colsum_shape(x, g, *, alpha):
-    if len(g) != 2 or tuple(x) != tuple(g[1:]):
+    why = (f"add_colsum: takes a vector and a matrix of its length's columns, got "
+           f"{sh.format_shape(x)} and {sh.format_shape(g)}")  # fmt: skip
+    if len(g) != 2 or len(x) != 1:
         from ..errors import ShapeError
 
-        raise ShapeError(f"add_colsum: takes a vector and a matrix of its length's columns, got "
-                         f"{sh.format_shape(x)} and {sh.format_shape(g)}")  # fmt: skip
+        raise ShapeError(why)
+    sh.require_equal(x[0], g[1], why)
     return tuple(x)
 
 

@@ -1,5 +1,6 @@
 """Op-table rows for the epilogue kernels, with NumPy/SciPy references that share no code with
-them. `bias_relu(y, b)` (kiln/ops/epilogue.py) is `maximum(y + b, 0)`. Softmax cross-entropy's
+them. `bias_relu(y, b)` (kiln/ops/epilogue.py) is `maximum(y + b, 0)`, `add_colsum(x, g, alpha=)`
+`x + alpha * g.sum(axis=0)`. Softmax cross-entropy's
 kernels (kiln/ops/losses.py): `log_softmax_take(x, idx)` is SciPy's log_softmax
 read at idx, and its gradient in x is the cotangent scattered to idx less the softmax times
 each row's total cotangent (d log_softmax(x)_k / dx_j = [j == k] - softmax(x)_j)."""
@@ -119,10 +120,23 @@ ROWS_CASES = [
     )
 ]  # fmt: skip
 
+# add_colsum(x, g, alpha=): x + alpha * (g's column sums), by NumPy's sum
+ADD_COLSUM_CASES = [
+    OpCase("add_colsum", label, lambda x, g, a=alpha: apply("add_colsum", x, g, alpha=a),
+           lambda rng, dtype, shape=shape: [rng.standard_normal(shape[1:]).astype(dtype),
+                                            rng.standard_normal(shape).astype(dtype)],
+           lambda x, g, a=alpha: x + a * g.sum(axis=0), rtol=1e-5, atol=1e-6)
+    for label, shape, alpha in (
+        ("sgd", (5, 4), -0.01), ("wide", (6, 70), 0.5), ("unscaled", (3, 9), 1.0),
+        ("one-row", (1, 8), -1.0), ("empty", (0, 8), -0.5),
+    )
+]  # fmt: skip
+
 CASES = (
     BIAS_RELU_CASES
     + RELU_GRAD_BIAS_CASES
     + ROWS_CASES
+    + ADD_COLSUM_CASES
     + [
         row
         for op in ("log_softmax_take", "log_softmax_take_grad")

@@ -12,12 +12,14 @@ import kiln.ops.epilogue as epilogue
 from kiln.graph.opdef import REGISTRY
 from kiln.passes import PIPELINE, fuse_relu_grad_bias
 
-MINE = ("fuse_bias_relu", "fuse_relu_grad_bias")
+MINE = ("fuse_bias_relu", "fuse_relu_grad_bias", "fuse_bias_update")
 WITHOUT = [p for p in PIPELINE if p[0] not in MINE]
 # fuse_relu_grad_bias is not in the default pipeline (its packed buffer lives as long as the
 # bias gradient it holds: more memory under a budget): these programs add it before fusing
 _AT = [name for name, _ in PIPELINE].index("fuse_elementwise")
-WITH = [*PIPELINE[:_AT], ("fuse_relu_grad_bias", fuse_relu_grad_bias), *PIPELINE[_AT:]]
+# (without fuse_bias_update, which would take the bias gradients' sums first)
+WITH = [*(p for p in PIPELINE[:_AT] if p[0] != "fuse_bias_update"),
+        ("fuse_relu_grad_bias", fuse_relu_grad_bias), *PIPELINE[_AT:]]  # fmt: skip
 
 
 def _ops(graph) -> list:
@@ -53,11 +55,11 @@ def path(request, monkeypatch):
     if request.param == "loop":
         pytest.importorskip("numba")
         monkeypatch.setattr(epilogue, "LOOP_SIZE", 1)
-        for table in (epilogue._LOOPS, epilogue._GRAD_LOOPS):
+        for table in (epilogue._LOOPS, epilogue._GRAD_LOOPS, epilogue._SUM_LOOPS):
             monkeypatch.setattr(table, "after", 1)
             monkeypatch.setattr(table, "state", dict.fromkeys(table.state, 0))
     else:
-        for table in (epilogue._LOOPS, epilogue._GRAD_LOOPS):
+        for table in (epilogue._LOOPS, epilogue._GRAD_LOOPS, epilogue._SUM_LOOPS):
             monkeypatch.setattr(table, "state", dict.fromkeys(table.state))
     return request.param
 
@@ -136,3 +138,71 @@ def test_compiled_module_step_is_rewritten():
     step(kn.tensor(rng.standard_normal((4, 8)).astype(np.float32)), kn.tensor([0, 1, 2, 0]))
     (traced,) = step.cache.values()
     assert "bias_relu" in _ops(traced.function.graph)
+
+
+# -- fuse_bias_update / add_colsum -------------------------------------------------------------
+
+NO_UPDATE = [p for p in PIPELINE if p[0] != "fuse_bias_update"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bias_update_fires_and_gives_the_unfused_bits(path, dtype):
+    """Every bias's SGD step is one add_colsum (the last layer's sums the cross-entropy's
+    gradient, the others relu_grad's), written into the bias; the bits of the program
+    without the pass, step after step, and no larger arena."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 12)).astype(dtype)
+    labels = rng.integers(0, 5, 64)
+    fused, fparams = _mlp_step(PIPELINE, 64, dtype)
+    plain, pparams = _mlp_step(NO_UPDATE, 64, dtype)
+    assert _ops(fused.graph).count("add_colsum") == 3
+    assert "add_colsum" not in _ops(plain.graph)
+    for _ in range(3):
+        assert fused(x, labels).tobytes() == plain(x, labels).tobytes()
+    for p, q in zip(fparams, pparams):
+        assert p.numpy().tobytes() == q.numpy().tobytes()
+    assert fused.plan.arena_bytes <= plain.plan.arena_bytes
+    assert fused.source.count("alpha=") == 6 and fused.source.count("out=V[") == 6
+
+
+def test_add_colsum_kernel_against_numpy(path):
+    """x + alpha * (NumPy's column sums), bit for bit: the sums from 0 down the rows (NaN and
+    -0.0 included), the scaled sum added (the reference: NumPy's reduce, multiply, add, as
+    the unfused nodes); below 8 columns NumPy's kernels run; in place into x too."""
+    rng = np.random.default_rng(6)
+    shapes = [(128, 512, np.float32), (3, 8, np.float64), (300, 9, np.float32),
+              (1, 10, np.float32), (7, 3, np.float32), (100, 1, np.float64)]  # fmt: skip
+    for n, m, dtype in shapes:
+        g = (rng.standard_normal((n, m)) * rng.choice([1e-4, 1, 1e4], (n, m))).astype(dtype)
+        g.reshape(-1)[::5] = -0.0
+        g.reshape(-1)[3] = np.nan if n * m > 3 else g.reshape(-1)[3]
+        x = rng.standard_normal(m).astype(dtype)
+        x[0] = -0.0
+        for alpha in (-0.01, 1.0, 0.5):
+            c = dtype(alpha)
+            want = np.add(x, np.multiply(c, np.add.reduce(g, (0,))) if alpha != 1 else
+                          np.add.reduce(g, (0,)))  # fmt: skip
+            for _ in range(2):
+                got = REGISTRY["add_colsum"].impl(np, x, g, alpha=float(c))
+                assert got.tobytes() == want.tobytes(), (n, m, dtype, alpha)
+                inplace = x.copy()
+                assert (
+                    REGISTRY["add_colsum"].impl(np, inplace, g, out=inplace, alpha=float(c))
+                    is inplace
+                )
+                assert inplace.tobytes() == want.tobytes()
+
+
+def test_bias_update_not_rewritten_where_the_gradient_is_read_elsewhere():
+    with kn.Graph().as_default():
+        g = kn.placeholder(kn.float32, (4, 3), name="g")
+        b = kn.Variable(np.ones(3, np.float32), name="b")
+        total = kn.sum(g, axis=0)
+        f = kn.function([g], [total], updates={b: b - 0.5 * total})
+        scaled = kn.function([g], [], updates={b: b - kn.sum(g, axis=0) * kn.sum(g)})
+    assert "add_colsum" not in _ops(f.graph)
+    assert "add_colsum" not in _ops(scaled.graph)  # a scale known only at run time
+    value = np.arange(12, dtype=np.float32).reshape(4, 3)
+    (got,) = f(value)
+    np.testing.assert_array_equal(got, value.sum(axis=0))  # by hand: the column sums
+    np.testing.assert_array_equal(b.numpy(), 1 - 0.5 * value.sum(axis=0))

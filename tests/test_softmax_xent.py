@@ -181,3 +181,79 @@ def test_label_out_of_range_raises_as_unfused():
     x = np.zeros((4, 6), np.float32)
     with pytest.raises(kn.IndexOutOfRangeError, match="index 3 is out of bounds"):
         f(x, np.array([0, 1, 2, 3]))
+
+
+@pytest.fixture
+def row_loops(monkeypatch):
+    """The compiled row loops built on the first call (skipped without numba), outside exact
+    mode (kiln's exp: the loops' condition)."""
+    pytest.importorskip("numba")
+    from kiln.ops import losses
+
+    monkeypatch.setenv("KILN_EXACT", "0")
+    monkeypatch.setattr(losses._ROW_LOOPS, "after", 1)
+    monkeypatch.setattr(losses._ROW_LOOPS, "state", dict.fromkeys(losses._ROW_LOOPS.state, 0))
+    return losses
+
+
+# rows x classes: classes below 8 (a plain sum), of 8 running sums with a rest, one block of
+# 128, and above 128 (NumPy's halves: 129 splits 64 + 65, 300 into 144 + 156, 1000 deeper)
+SHAPES = [(64, 10), (7, 1), (5, 3), (33, 8), (9, 128), (9, 129), (4, 300), (3, 1000)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_compiled_rows_give_the_numpy_calls_bits(row_loops, shape):
+    """The loops against the kernels' NumPy calls (which give the unfused bits, above), on
+    wide logits (terms underflowing to 0), a NaN row, an infinite logit, signed zeros and a
+    zero or negative-zero cotangent."""
+    from kiln.ops.vecmath import array_fn
+
+    losses = row_loops
+    rng = np.random.default_rng(8)
+    n, c = shape
+    from kiln.ops import REGISTRY
+
+    exp, log = (lambda xp, x, out=None: array_fn("exp")(x, out)), REGISTRY["log"].impl
+    for scale in (1.0, 30.0, 300.0):
+        x = (rng.standard_normal(shape) * scale).astype(np.float32)
+        x[-1, :] = 0.0
+        x[-1, ::2] = -0.0  # a row of signed zeros: its maximum is a zero
+        if c > 2:
+            x[0, 1] = np.nan
+            x[1, 2] = np.inf
+        idx = rng.integers(0, c, (n, 1))
+        ct = rng.standard_normal((n, 1)).astype(np.float32)
+        ct[0], ct[-1] = 0.0, -0.0
+        rows = losses._rows_for(x.dtype, 1, 2, exp)
+        assert rows is not None and rows._loops(x, idx) is not None
+        with np.errstate(all="ignore"):
+            want = losses._forward(np, x, idx, None, 1, exp, log)
+            want_grad = losses._backward(np, ct, x, idx, None, 1, exp, log)
+            got = rows.forward(np, x, idx, np.empty((n, 1), np.float32), log)
+            got_grad = rows.backward(np, ct, x, idx, None)
+        assert got.tobytes() == want.tobytes()
+        assert got_grad.tobytes() == want_grad.tobytes()
+
+
+def test_compiled_rows_in_a_step_give_the_unfused_bits(row_loops):
+    """The prepared kernels of a planned program run the loops: the bits of the program
+    without the pass, step after step (the gradient feeds the updates)."""
+    losses = row_loops
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((48, 6)) * 10).astype(np.float32)
+    labels = rng.integers(0, 10, 48)
+    fused, fvars = _step(kn.cross_entropy, 48, 10, None)
+    plain, pvars = _step(kn.cross_entropy, 48, 10, WITHOUT)
+    outs = [_run_twice(f, v, x, labels) for f, v in ((fused, fvars), (plain, pvars))]
+    for g, w in zip(*outs):
+        assert g.tobytes() == w.tobytes()
+    assert type(losses._ROW_LOOPS.state[np.dtype(np.float32)]) is tuple  # the loops ran
+
+
+def test_compiled_rows_check_their_indices(row_loops):
+    f, _ = _step(kn.cross_entropy, 4, 3, None)
+    x = np.zeros((4, 6), np.float32)
+    f(x, np.array([0, 1, 2, 0]))
+    for bad in ([0, 1, 2, 3], [0, -1, 2, 0]):
+        with pytest.raises(kn.IndexOutOfRangeError, match=f"index {bad[1] if bad[1] < 0 else 3}"):
+            f(x, np.array(bad))

@@ -71,8 +71,10 @@ KEEPS |= {
 }  # fmt: skip
 # the epilogue kernels (kiln/ops/epilogue.py, losses.py): bias_relu's backward is relu's, from
 # its output; relu_grad_bias's is relu_grad's, from y; log_softmax_take's recomputes the
-# softmax from the logits and scatters at the indices
+# softmax from the logits and scatters at the indices; add_colsum's keeps nothing (the
+# cotangent, spread over g's rows and scaled)
 KEEPS |= {
+    "add_colsum": set(),
     "bias_relu": {"y"},
     "relu_grad_bias": {"x1"},
     "log_softmax_take": {"x0", "x1"},

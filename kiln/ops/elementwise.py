@@ -390,7 +390,7 @@ def _relu_grad(xp, ct, y, out=None):
 # and a bool array (a casting loop), take 2.3x as long (f32[128, 512]: 19 us against 8).
 # Built on the third large call (one-off runs never compile); the same
 # expression as the fused loops' (`_relu_grad_numba`), exact: NumPy's bits.
-_RELU_GRAD_LOOP_SIZE = 1 << 14  # elements: below, NumPy (f32[16, 512]: numba no faster)
+_RELU_GRAD_LOOP_SIZE = 1 << 12  # elements: below, NumPy (a loop's dispatch costs as much)
 
 
 def _relu_grad_compiled(ct, y, out):
@@ -400,6 +400,11 @@ def _relu_grad_compiled(ct, y, out):
     loop = _RELU_GRAD_LOOPS.get(dtype)
     if loop is None or y.dtype != dtype or y.shape != ct.shape:
         return None
+    if out is ct:  # in place (a planned program's usual call): the checks below, fewer
+        if not (ct.flags.c_contiguous and y.flags.c_contiguous) or np.may_share_memory(y, ct):
+            return None
+        loop[1](ct.reshape(-1), y.reshape(-1))
+        return ct
     if out is None:
         out = np.empty(ct.shape, dtype)
     elif out.dtype != dtype or out.shape != ct.shape or not out.flags.c_contiguous:

@@ -10,10 +10,12 @@ bits (an IEEE sum, then NumPy's `maximum(v, 0)`: NaN stays, -0.0 becomes 0.0).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .. import shapes as sh
-from .core import apply, defop, ufunc_dtype
+from .core import apply, defop, scalar, ufunc_dtype
 from .elementwise import _relu_c, _relu_numba
 from .lazy_loops import LazyLoops
 from .lowering import Lowering, c_cast, c_rn, nb_type
@@ -39,6 +41,11 @@ def _compiled(y, b, out):
     loops = _LOOPS.get(dtype)
     if loops is None or b.dtype != dtype or y.ndim < 1 or b.shape != y.shape[-1:]:
         return None
+    if out is y:  # in place (a planned program's usual call): the checks below, fewer
+        if not (y.flags.c_contiguous and b.flags.c_contiguous) or np.may_share_memory(b, y):
+            return None
+        loops[1](y.reshape(-1, y.shape[-1]), b)
+        return y
     if out is None:
         out = np.empty(y.shape, dtype)
     elif out.dtype != dtype or out.shape != y.shape or not out.flags.c_contiguous:
@@ -241,4 +248,113 @@ rows = defop(
         apply("index_scatter", ct, spec=(("slice", start, stop, None),), shape=tuple(x.shape)),
     ),
     views=(0,),
+)  # fmt: skip
+
+
+# -- a bias's gradient step: x + alpha * (the column sums of g) in one pass ------------------------
+
+
+def _add_colsum(xp, x, g, out=None, *, alpha):
+    """`x + alpha * sum(g, axis=0)` of a vector `x` and a matrix `g` [N, M]: the bits of
+    `reduce_sum` then `mul` then `add` (alpha = -c gives `x - c * sum`: the same bits, a
+    product's sign being exact)."""
+    dtype = g.dtype
+    if xp is np and dtype in _SUM_LOOPS and g.shape[1] >= GRAD_MIN_COLUMNS and g.shape[0]:
+        loop = _SUM_LOOPS.get(dtype)
+        if (
+            loop is not None
+            and g.flags.c_contiguous
+            and x.dtype == dtype
+            and x.shape == g.shape[1:]
+        ):
+            if out is None:
+                out = np.empty(x.shape, dtype)
+            if (
+                out.dtype == dtype
+                and out.shape == x.shape
+                and (out is x or not np.may_share_memory(out, g))
+            ):
+                loop(x, g, dtype.type(alpha), out, _colsum_scratch(g.shape[1], dtype))
+                return out
+    from ..graph.opdef import REGISTRY
+
+    total = REGISTRY["reduce_sum"].impl(xp, g, axes=(0,), keepdims=False)
+    if alpha != 1:
+        total = xp.multiply(total, g.dtype.type(alpha), out=total)
+    return xp.add(x, total, out=out)
+
+
+_COLSUM = threading.local()
+
+
+def _colsum_scratch(m: int, dtype):
+    """This thread's vector of m sums (grown as needed)."""
+    buffers = getattr(_COLSUM, "buffers", None)
+    if buffers is None:
+        buffers = _COLSUM.buffers = {}
+    buf = buffers.get(dtype)
+    if buf is None or buf.size < m:
+        buf = buffers[dtype] = np.empty(max(m, 64), dtype)
+    return buf[:m]
+
+
+def _build_sum(dtype):
+    """The loop of `x + alpha * (g's rows summed from 0 in row order)`, as NumPy sums along the
+    rows of a C-ordered array of 8 or more columns, or None."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    from .fused_codegen import _jit
+
+    r = nb_type(dtype)
+    text = (
+        "def kernel(x, g, alpha, out, total):\n"
+        f"    for j in range(g.shape[1]):\n        total[j] = {r}(0)\n"
+        "    for i in range(g.shape[0]):\n        for j in range(g.shape[1]):\n"
+        "            total[j] += g[i, j]\n"
+        "    for j in range(g.shape[1]):\n        out[j] = x[j] + alpha * total[j]\n"
+    )
+    loop = _jit(numba, text)
+    vector, matrix = numba.typeof(np.empty(1, dtype)), numba.typeof(np.empty((1, 1), dtype))
+    try:
+        loop.compile((vector, matrix, numba.typeof(dtype.type(0)), vector, vector))
+    except Exception:  # noqa: BLE001 - numba refused: NumPy's kernels run instead
+        return None
+    return loop
+
+
+_SUM_LOOPS = LazyLoops(_build_sum)  # per dtype; built on the third call
+
+
+def _colsum_shape(x, g, *, alpha):
+    why = (f"add_colsum: takes a vector and a matrix of its length's columns, got "
+           f"{sh.format_shape(x)} and {sh.format_shape(g)}")  # fmt: skip
+    if len(g) != 2 or len(x) != 1:
+        from ..errors import ShapeError
+
+        raise ShapeError(why)
+    sh.require_equal(x[0], g[1], why)
+    return tuple(x)
+
+
+def _colsum_dtype(x, g, *, alpha):
+    if x.kind != "f" or g != x:
+        from ..errors import DTypeError
+
+        raise DTypeError(f"add_colsum: takes floats of one dtype, got {x} and {g}")
+    return x
+
+
+def _colsum_vjp(ct, z, x, g, *, alpha):
+    row = apply("reshape", ct, shape=(1, *ct.shape))
+    spread = apply("broadcast_to", row, shape=tuple(g.shape))
+    return ct, spread if alpha == 1 else apply("mul", spread, scalar(alpha, spread))
+
+
+# `add_colsum(x, g, alpha=)`: `x + alpha * sum(g, axis=0)`, a bias's gradient step
+# `b - lr * sum(g, axis=0)` in one pass over g (kiln/passes/bias_relu.py `fuse_bias_update`),
+# written into x's storage when x is an updated Variable, as addmm's weight step.
+add_colsum = defop(
+    "add_colsum", _colsum_shape, _colsum_dtype, _add_colsum, vjp=_colsum_vjp, overwrites=(0,),
 )  # fmt: skip

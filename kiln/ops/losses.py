@@ -9,6 +9,14 @@ planned program's, `OpDef.prepare`), so a planned program gives the bits of the 
 what it saves is the nodes' dispatch, the one-hot array's scatter and a broadcast copy. The
 gradient recomputes the softmax from `x` (a max, an exp and a sum more) rather than keeping
 it from the forward pass: one result per kernel, planned as any other.
+
+Float32 logits along their last axis with one index per row, outside exact mode (kiln's own
+`exp`, kiln/ops/vecmath.py), run as one compiled loop over the rows (numba, built on the third
+call, in kiln's kernel cache like the fused loops'): NumPy's row reductions over rows of a few
+classes cost about 0.1 us a row, the loop a few ns. It computes what the NumPy calls compute,
+in their order: the row's maximum (a NaN wins), `exp(x - max)` by the same scalar kernel, and
+their sum in NumPy's pairwise order (`_pairwise`: blocks of 8 partial sums, halves above 128
+elements), so the bits stay the unfused program's; `log` stays NumPy's, on one value a row.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import apply, defop
+from .lazy_loops import LazyLoops
 from .movement import _scatter_along, _take_along, check_indices
 
 
@@ -132,6 +141,223 @@ def _backward(xp, ct, x, idx, out, axis, exp, log):
     return xp.add(onehot, e, out=onehot)
 
 
+# -- the compiled loops (float32, kiln's exp) ---------------------------------------------------
+
+_BLOCK = 128  # NumPy's pairwise sum: blocks of up to this many elements, halves above
+
+
+def _pairwise(lo: int, n: int, leaves: list, tree: list) -> None:
+    """NumPy's pairwise sum of n elements from `lo` as leaves (start, length) of at most
+    `_BLOCK` elements, summed by the loop, and `tree`, the postfix order combining them (a
+    leaf's index, or -1: the sum of the two values on top)."""
+    if n <= _BLOCK:
+        tree.append(len(leaves))
+        leaves.append((lo, n))
+        return
+    half = n // 2
+    half -= half % 8
+    _pairwise(lo, half, leaves, tree)
+    _pairwise(lo + half, n - half, leaves, tree)
+    tree.append(-1)
+
+
+# The row's sum of `row[:c]` (non-negative float32: no signed zeros) into `s`, as NumPy's
+# add.reduce along a C-ordered row: each leaf below 8 elements a sum from 0 in order, else 8
+# running sums (stride 8), combined ((0+1)+(2+3))+((4+5)+(6+7)), then the rest in order.
+_ROW_SUM = """
+        for p in range(leaves.shape[0]):
+            lo = leaves[p, 0]
+            n = leaves[p, 1]
+            if n < 8:
+                r = np.float32(0)
+                for t in range(n):
+                    r += row[lo + t]
+            else:
+                r0, r1, r2, r3 = row[lo], row[lo + 1], row[lo + 2], row[lo + 3]
+                r4, r5, r6, r7 = row[lo + 4], row[lo + 5], row[lo + 6], row[lo + 7]
+                t = 8
+                while t < n - n % 8:
+                    r0 += row[lo + t]
+                    r1 += row[lo + t + 1]
+                    r2 += row[lo + t + 2]
+                    r3 += row[lo + t + 3]
+                    r4 += row[lo + t + 4]
+                    r5 += row[lo + t + 5]
+                    r6 += row[lo + t + 6]
+                    r7 += row[lo + t + 7]
+                    t += 8
+                r = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+                while t < n:
+                    r += row[lo + t]
+                    t += 1
+            partial[p] = r
+        top = 0
+        for op in tree:
+            if op >= 0:
+                stack[top] = partial[op]
+                top += 1
+            else:
+                top -= 1
+                stack[top - 1] = stack[top - 1] + stack[top]
+        s = stack[0]
+"""
+
+# Per row: the index checked (the loop returns the first row out of range, else -1), the
+# maximum (NumPy's maximum.reduce: a NaN wins), exp(x - max) into `row`, their sum.
+_ROWS = (
+    """
+    c = x.shape[1]
+    for i in range(x.shape[0]):
+        k = idx[i]
+        if k < 0 or k >= c:
+            return i
+        m = x[i, 0]
+        for j in range(1, c):
+            v = x[i, j]
+            if v > m or v != v:
+                m = v
+        {row}
+        for j in range(c):
+            row[j] = {exp}
+"""
+    + _ROW_SUM
+)
+
+_FORWARD = (
+    "def kernel(x, idx, picked, sums, row, leaves, tree, partial, stack):"
+    + _ROWS
+    + """
+        sums[i] = s
+        picked[i] = np.float32(x[i, k] - m)
+    return -1
+"""
+)
+
+# The gradient, as `_backward`'s NumPy calls: 0 + e * q off the index, (ct + 0) + e * q at
+# it, q = -ct / s (a -0.0 product becomes 0.0, as NumPy's sum with the zeros gives).
+_BACKWARD = (
+    "def kernel(ct, x, idx, out, leaves, tree, partial, stack):"
+    + _ROWS
+    + """
+        q = np.float32(-ct[i]) / s
+        ek = row[k]
+        for j in range(c):
+            row[j] = np.float32(0) + row[j] * q
+        row[k] = (ct[i] + np.float32(0)) + ek * q
+    return -1
+"""
+)
+
+
+def _build_rows(dtype):
+    """(forward loop, backward loop) of float32 rows, or None (no numba, or it refused)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    from . import vecmath
+    from .fused_codegen import _jit
+
+    exp = vecmath.expr("exp", "x[i, j] - m")
+    forward = _FORWARD.format(row="", exp=exp)
+    backward = _BACKWARD.format(row="row = out[i]", exp=exp)
+    loops = (_jit(numba, forward), _jit(numba, backward))
+    try:
+        f32, i64 = numba.typeof(np.empty(1, np.float32)), numba.typeof(np.empty(1, np.int64))
+        m32, m64 = (
+            numba.typeof(np.empty((1, 1), np.float32)),
+            numba.typeof(np.empty((1, 1), np.int64)),
+        )
+        loops[0].compile((m32, i64, f32, f32, f32, m64, i64, f32, f32))
+        loops[1].compile((f32, m32, i64, m32, m64, i64, f32, f32))
+    except Exception:  # noqa: BLE001 - numba refused: NumPy's calls run instead
+        return None
+    return loops
+
+
+_ROW_LOOPS = LazyLoops(_build_rows, dtypes=(np.float32,))  # built on the third call
+
+
+class _Rows:
+    """The compiled row loops for logits along their last axis with one index per row (`idx`
+    of shape [..., 1]): the pairwise plan of each row length met and the loops' scratch. A
+    prepared kernel serves other dims too (a program planned again at another batch size
+    reuses its kernels), so nothing here is fixed to one shape."""
+
+    def __init__(self):
+        self._plans: dict = {}  # row length -> (leaves, tree)
+        self._local = threading.local()  # each thread's scratch
+
+    def _plan(self, c: int) -> tuple:
+        plan = self._plans.get(c)
+        if plan is None:
+            leaves, tree = [], []
+            _pairwise(0, c, leaves, tree)
+            plan = self._plans[c] = (np.array(leaves, np.int64).reshape(-1, 2),
+                                     np.array(tree, np.int64))  # fmt: skip
+        return plan
+
+    def _scratch(self, rows: int, c: int, leaves: int) -> tuple:
+        """This thread's (picked, sums, row, partial sums, their stack), grown as needed."""
+        arrays = getattr(self._local, "arrays", None)
+        if arrays is None or arrays[0].size < rows or arrays[2].size < c or arrays[3].size < leaves:
+            sizes = (rows, rows, c, leaves, leaves + 1)
+            if arrays is not None:
+                sizes = tuple(max(k, a.size) for k, a in zip(sizes, arrays))
+            arrays = self._local.arrays = tuple(np.empty(k, np.float32) for k in sizes)
+        return arrays
+
+    def _loops(self, x, idx):
+        """The loops, or None (not built yet, no numba, or arrays they were not built for)."""
+        if idx.dtype != np.int64 or x.dtype != np.float32 or not x.ndim or not x.shape[-1]:
+            return None
+        if idx.shape != (*x.shape[:-1], 1):
+            return None
+        return _ROW_LOOPS.get(x.dtype)
+
+    def forward(self, xp, x, idx, out, log):
+        loops = self._loops(x, idx)
+        if loops is None:
+            return None
+        c = x.shape[-1]
+        x2 = np.ascontiguousarray(x).reshape(-1, c)
+        rows = x2.shape[0]
+        leaves, tree = self._plan(c)
+        picked, sums, row, partial, stack = self._scratch(rows, c, len(leaves))
+        picked, sums = picked[:rows], sums[:rows]
+        bad = loops[0](x2, idx.reshape(-1), picked, sums, row, leaves, tree, partial, stack)
+        if bad >= 0:
+            check_indices(idx, c, op="log_softmax_take", dim=x.ndim - 1)
+        s = log(xp, sums, out=sums)
+        return xp.subtract(picked.reshape(idx.shape), s.reshape(idx.shape), out=out)
+
+    def backward(self, xp, ct, x, idx, out):
+        loops = self._loops(x, idx)
+        if loops is None or ct.dtype != x.dtype or ct.shape != idx.shape:
+            return None
+        if out is None:
+            out = np.empty(x.shape, x.dtype)
+        elif not out.flags.c_contiguous:
+            return None
+        c = x.shape[-1]
+        x2 = np.ascontiguousarray(x).reshape(-1, c)
+        leaves, tree = self._plan(c)
+        *_, partial, stack = self._scratch(0, 0, len(leaves))
+        bad = loops[1](np.ascontiguousarray(ct).reshape(-1), x2, idx.reshape(-1),
+                       out.reshape(x2.shape), leaves, tree, partial, stack)  # fmt: skip
+        if bad >= 0:
+            check_indices(idx, c, op="log_softmax_take_grad", dim=x.ndim - 1)
+        return out
+
+
+def _rows_for(x_dtype, axis, ndim, exp):
+    """A `_Rows` where the compiled loops compute the op's bits (float32 logits, kiln's own
+    exp, the last axis), else None."""
+    if x_dtype != np.float32 or exp is REGISTRY["exp"].impl or axis != ndim - 1:
+        return None
+    return _Rows()
+
+
 def _kernel(fn, name):
     """(impl, prepare) of an op whose kernel is `fn(xp, *arrays, out, axis, exp, log)`, its
     indices checked first."""
@@ -152,6 +378,18 @@ def _kernel(fn, name):
         log = _unary("log", [reduced], [x_dtype], backend)
         if exp is REGISTRY["exp"].impl and log is REGISTRY["log"].impl:
             return None  # `impl`: the ops' own kernels
+        rows = None
+        if backend.xp is np:
+            rows = _rows_for(x_dtype, axis, len(x_shape), exp)
+        if rows is not None:
+            loop = rows.forward if name == "log_softmax_take" else rows.backward
+            more = (log,) if name == "log_softmax_take" else ()
+
+            def compiled(xp, *arrays, out=None):
+                done = loop(xp, *arrays, out, *more)  # checks its indices
+                return run(xp, arrays, out, axis, exp, log) if done is None else done
+
+            return compiled
 
         def kernel(xp, *arrays, out=None):
             return run(xp, arrays, out, axis, exp, log)

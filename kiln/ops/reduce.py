@@ -98,6 +98,25 @@ def _mean(x, axes, out, keepdims):
     return total.dtype.type(total / count)
 
 
+def _mean_kernel(impl, axes, keepdims, scalar):
+    """`_mean` with the axes bound: a float32/float64 mean as NumPy computes it (a sum in the
+    dtype, then the division by the count: of a 0-d sum in float64, rounded once)."""
+
+    def kernel(xp, x, out=None):
+        count = 1
+        if type(x) is np.ndarray:
+            for a in axes:
+                count *= x.shape[a]
+        if count == 0 or type(x) is not np.ndarray:
+            return impl(xp, x, out=out, axes=axes, keepdims=keepdims)
+        total = np.add.reduce(x, axes, None, out, keepdims)
+        if type(total) is np.ndarray:
+            return np.true_divide(total, np.intp(count), out=total, casting="unsafe", subok=False)
+        return scalar(float(total) / count)  # NumPy's float64 quotient (count < 2**53)
+
+    return kernel
+
+
 def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
     """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`.
     `nan_ties`: the op takes a `nan_ties` attr (read by its gradient alone)."""
@@ -114,6 +133,30 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
 
     if fn in _ACCUMULATING:  # bfloat16 sums in float32, rounded once (as PyTorch)
         impl = in_float32(impl)
+
+    def prepare(backend, in_shapes, in_dtypes, out_shape, *, axes, keepdims, nan_ties=False):
+        """On NumPy, the ufunc's reduce called directly, without `impl`'s tests of the dtype
+        (a planned signature's dtypes are fixed; its dims may not be: a program planned at
+        other dims reuses its kernels, so the count is taken from the array); else None."""
+        dtype = in_dtypes[0]
+        if backend.xp is not np or dtype.kind not in "fiub" or dtype.itemsize < 2:
+            return None
+        if fn is np.mean:
+            if dtype not in _MEAN_DTYPES:
+                return None
+            return _mean_kernel(impl, axes, keepdims, dtype.type)
+        if ufunc is None or (
+            fn in _ACCUMULATING and dtype.kind == "f" and dtype not in _MEAN_DTYPES
+        ):
+            return None  # (float16 and narrower floats: `impl`, as eager mode)
+        reduce = ufunc.reduce
+
+        def kernel(xp, x, out=None):
+            if type(x) is not np.ndarray:
+                return impl(xp, x, out=out, axes=axes, keepdims=keepdims)
+            return reduce(x, axes, None, out, keepdims)
+
+        return kernel
 
     def shape_rule(x, *, axes, keepdims, nan_ties=False):
         return _reduced_shape(x, axes=axes, keepdims=keepdims, needs_identity=needs_identity,
@@ -132,7 +175,7 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
             return plain(xp, x, out, axes=axes, keepdims=keepdims)
 
     return defop(name, shape_rule, dtype_rule, impl, vjp=vjp, tags={"reduction", *tags},
-                 batch=batch)  # fmt: skip
+                 batch=batch, prepare=prepare)  # fmt: skip
 
 
 reduce_sum = reduction("reduce_sum", np.sum, vjp=_sum_vjp, tags=("vjp_arrays", "complex_linear"))

@@ -6,7 +6,7 @@ import time
 
 from ..debug import checks_level, debug_level, log
 from ..graph.verify import verify
-from .bias_relu import fuse_bias_relu, fuse_relu_grad_bias
+from .bias_relu import fuse_bias_relu, fuse_bias_update, fuse_relu_grad_bias
 from .fuse import fuse_elementwise
 from .gemm import fuse_gemm
 from .memory import MemoryPlan, PlanError, lower_bound, plan_offsets, validate_plan
@@ -18,7 +18,8 @@ from .softmax_xent import fuse_softmax_xent
 # The optimizing passes, in order: (name, Graph -> Graph).
 PIPELINE: list = [
     ("simplify", simplify), ("fuse_gemm", fuse_gemm), ("fuse_softmax_xent", fuse_softmax_xent),
-    ("fuse_bias_relu", fuse_bias_relu), ("fuse_elementwise", fuse_elementwise),
+    ("fuse_bias_relu", fuse_bias_relu), ("fuse_bias_update", fuse_bias_update),
+    ("fuse_elementwise", fuse_elementwise),
 ]  # fmt: skip
 
 
@@ -52,6 +53,7 @@ def _carry(before, after, name: str):
 
 __all__ = [
     "verify", "extract", "live_nodes", "rebuild", "optimize", "PIPELINE", "schedule", "simplify",
-    "fuse_elementwise", "fuse_gemm", "fuse_softmax_xent", "fuse_bias_relu", "fuse_relu_grad_bias",
+    "fuse_elementwise", "fuse_gemm", "fuse_softmax_xent", "fuse_bias_relu", "fuse_bias_update",
+    "fuse_relu_grad_bias",
     "MemoryPlan", "PlanError", "lower_bound", "plan_offsets", "validate_plan",
 ]  # fmt: skip

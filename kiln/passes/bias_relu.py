@@ -139,3 +139,85 @@ def _rows(copy, packed, start, stop, node, shape):
     """A view of rows of the packed [N + 1, M] value, standing for `node`."""
     return copy.add_node(REGISTRY["rows"], [packed], {"start": start, "stop": stop}, node.name,
                          node.site, shape, packed.dtype).out  # fmt: skip
+
+
+def fuse_bias_update(graph: Graph) -> Graph:
+    """A copy of the program graph `graph` where each `x - c * sum(g, axis=0)` (also `+`,
+    without `c`, with the sum's kept dim reshaped away: a bias's gradient step; `g` a float
+    matrix [N, M], `x` of shape [M] and g's dtype, `c` a constant scalar, every value in
+    between read there alone) is one `add_colsum(x, g, alpha=∓c)` node: one pass over `g`
+    and one kernel call instead of three or four, written into the bias's storage when it is
+    the bias's update; `graph` itself when it holds none.
+
+    >>> import kiln as kn, numpy as np
+    >>> from kiln.passes import extract
+    >>> with kn.Graph().as_default():
+    ...     g = kn.placeholder(kn.float32, (4, 3), name="g")
+    ...     b = kn.Variable(np.zeros(3, np.float32), name="b")
+    ...     step = b - 0.5 * kn.sum(g, axis=0)
+    >>> [n.op.name for n in fuse_bias_update(extract([step], [g], {})).nodes]
+    ['placeholder', 'variable', 'add_colsum']
+    """
+    from .gemm import _scalar_constant, _sole_reader
+
+    sole = _sole_reader(graph)
+    found = {}  # id(add/sub node) -> (x, g, alpha)
+    for node in graph.nodes:
+        if node.op.name not in ("add", "sub") or node.out.ndim != 1:
+            continue
+        pairs = [(0, 1)] if node.op.name == "sub" else [(0, 1), (1, 0)]
+        for xi, si in pairs:
+            x, scaled = node.inputs[xi], node.inputs[si]
+            hit = _scaled_colsum(scaled, sole, _scalar_constant)
+            if hit is None or not (x.dtype == node.out.dtype == hit[1].dtype):
+                continue
+            if tuple(x.shape) != tuple(node.out.shape) or x.dtype.kind != "f":
+                continue
+            c, g = hit
+            found[id(node)] = (x, g, -c if node.op.name == "sub" else c)
+            break
+    if not found:
+        return graph
+    new: dict = {}
+
+    def rule(node, inputs, copy):
+        if id(node) not in found:
+            return None
+        x, g, alpha = found[id(node)]
+        return copy.add_node(REGISTRY["add_colsum"], [new[id(x)], new[id(g)]], {"alpha": alpha},
+                             node.name, node.site, node.out.shape, node.out.dtype).out  # fmt: skip
+
+    result = rebuild(graph, rule, new)
+    return rebuild(_live(result))
+
+
+def _scaled_colsum(s, sole, constant):
+    """(c, g) where `s` is `sum(g, axis=0)` (maybe kept and reshaped), or that times a
+    constant scalar `c` of its dtype, each value read only here; else None."""
+    if not sole(s):
+        return None
+    c = 1.0
+    if s.node.op.name == "mul":
+        for k, v in (s.node.inputs, s.node.inputs[::-1]):
+            value = constant(k)
+            if value is not None and k.dtype == s.dtype and tuple(v.shape) == tuple(s.shape):
+                c, s = value, v
+                break
+        else:
+            return None
+        if not sole(s):
+            return None
+    if s.node.op.name == "reshape":
+        kept = s.node.inputs[0]
+        if not sole(kept) or tuple(kept.shape) != (1, *s.shape):
+            return None
+        s = kept
+    node = s.node
+    if node.op.name != "reduce_sum" or node.attrs["axes"] != (0,):
+        return None
+    g = node.inputs[0]
+    if g.ndim != 2 or g.dtype != s.dtype or g.dtype.kind != "f":
+        return None
+    if tuple(g.shape[1:]) != tuple(s.shape[-1:]):
+        return None
+    return c, g

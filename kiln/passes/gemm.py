@@ -179,6 +179,8 @@ def _scalar_constant(s):
     if s.node.op.name != "constant" or s.shape != ():
         return None
     value = s.node.attrs["value"].array
+    if value.dtype.kind == "c":  # a complex scale is not folded into the GEMM
+        return None
     return float(value) if np.isfinite(value) else None
 
 

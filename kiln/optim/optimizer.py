@@ -170,6 +170,38 @@ class Optimizer:
         """Every group's params in order; None for an optimizer made without params."""
         return None if self._adopt else [p for g in self.param_groups for p in g["params"]]
 
+    def _compile_key(self) -> tuple:
+        """What a compiled step bakes in of the param groups, which `kn.compile` adds to its
+        cache key (kiln/tracing/guards.py): each group's parameter count and its options but
+        those the step reads from Variables (`lr`, `betas`; of `momentum` whether it is on).
+        So a weight decay set between calls, or a group added, retraces, as the next torch
+        step would use them; a scheduler's lr does not.
+
+        >>> import kiln as kn
+        >>> opt = kn.optim.SGD([kn.zeros(2, requires_grad=True)], lr=0.1, weight_decay=0.01)
+        >>> key = opt._compile_key()
+        >>> opt.param_groups[0]["lr"] = 0.05
+        >>> opt._compile_key() == key
+        True
+        >>> opt.param_groups[0]["weight_decay"] = 0.0
+        >>> opt._compile_key() == key
+        False
+        """
+        key = []
+        for group in self.param_groups:
+            options = []
+            for name in self.defaults:
+                value = group.get(name)
+                if name in ("lr", "betas"):
+                    continue
+                if name == "momentum":
+                    value = nonzero(value)
+                elif not isinstance(value, (bool, int, float, str, type(None))):
+                    value = (type(value).__name__, id(value))  # a graph value: by identity
+                options.append((name, value))
+            key.append((len(group["params"]), tuple(options)))
+        return tuple(key)
+
     @property
     def slot_names(self) -> tuple:
         return self._slot_names(self.param_groups[0])

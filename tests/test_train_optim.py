@@ -118,3 +118,90 @@ def test_scheduled_lr_and_momentum_do_not_retrace():
         step(kn.tensor(X), kn.tensor(Y))
         sched.step()
     assert len(step.cache) == 1
+
+
+# -- state_dict layout ------------------------------------------------------------------------
+
+LAYOUTS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)),
+    ("Adam", dict(lr=0.1, amsgrad=True)),
+    ("AdamW", dict(lr=0.1)),
+    ("RMSprop", dict(lr=0.1, momentum=0.5, centered=True)),
+    ("RMSprop", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, initial_accumulator_value=0.25)),
+]
+
+
+def _layout_run(lib, name, hyper, steps):
+    """Three parameters, the last never used by the loss (its grad stays None)."""
+    a, b = _linear(lib, W), _linear(lib, W2)
+    unused = lib.nn.Parameter(lib.ones(2))
+    opt = getattr(lib.optim, name)([*a.parameters(), *b.parameters(), unused], **hyper)
+    for _ in range(steps):
+        opt.zero_grad()
+        ((b(a(lib.tensor(X))) - lib.tensor(Y)) ** 2).mean().backward()
+        opt.step()
+    return opt.state_dict()["state"]
+
+
+@pytest.mark.parametrize("steps", [0, 2])
+@pytest.mark.parametrize("name, hyper", LAYOUTS, ids=lambda v: str(v))
+def test_optimizer_state_dict_layout_is_torchs(name, hyper, steps):
+    """The same entries, keys in the same order, dtypes and values: SGD keeps no step
+    count (and no entry without momentum); Adagrad has an entry for every parameter from
+    the start; RMSprop's momentum_buffer comes before grad_avg."""
+    want = _layout_run(torch, name, hyper, steps)
+    got = _layout_run(kn, name, hyper, steps)
+    assert list(got) == list(want)
+    for index, entry in want.items():
+        assert list(got[index]) == list(entry), index
+        for key, value in entry.items():
+            assert str(got[index][key].dtype) == str(value.dtype).replace("torch.", "")
+            scale = float(value.abs().max()) if value.numel() else 0.0
+            np.testing.assert_allclose(got[index][key].numpy(), value.numpy(), rtol=1e-5,
+                                       atol=1e-6 * scale)  # fmt: skip
+
+
+def _steps(lib, m, opt, n):
+    for _ in range(n):
+        opt.zero_grad()
+        ((m(lib.tensor(X)) - lib.tensor(Y)) ** 2).mean().backward()
+        opt.step()
+
+
+def _convert(sd, lib):
+    """A state_dict with its tensors made by `lib` (a checkpoint moved between them)."""
+    move = lambda v: lib.tensor(v.numpy()) if hasattr(v, "numpy") else v  # noqa: E731
+    state = {i: {k: move(v) for k, v in entry.items()} for i, entry in sd["state"].items()}
+    return {"state": state, "param_groups": [dict(g) for g in sd["param_groups"]]}
+
+
+@pytest.mark.parametrize("source", ["torch", "kiln"])
+@pytest.mark.parametrize(
+    "name, hyper",
+    [("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)), ("Adam", dict(lr=0.1, amsgrad=True)),
+     ("RMSprop", dict(lr=0.1, momentum=0.5, centered=True)),
+     ("Adagrad", dict(lr=0.1, lr_decay=0.1))],
+    ids=lambda v: str(v),
+)  # fmt: skip
+def test_a_state_dict_moved_between_torch_and_kiln_resumes_the_same_trajectory(name, hyper, source):
+    """Three steps in one library, its state_dict (and weights) loaded into the other, three
+    more steps in both: the same weights."""
+    mt, mk = _linear(torch, W), _linear(kn, W)
+    ot, ok = (
+        getattr(lib.optim, name)(m.parameters(), **hyper) for lib, m in ((torch, mt), (kn, mk))
+    )
+    if source == "torch":
+        _steps(torch, mt, ot, 3)
+        ok.load_state_dict(_convert(ot.state_dict(), kn))
+        with kn.no_grad():
+            mk.weight.copy_(kn.tensor(mt.weight.detach().numpy()))
+    else:
+        _steps(kn, mk, ok, 3)
+        ot.load_state_dict(_convert(ok.state_dict(), torch))
+        with torch.no_grad():
+            mt.weight.copy_(torch.tensor(mk.weight.detach().numpy()))
+    _steps(torch, mt, ot, 3)
+    _steps(kn, mk, ok, 3)
+    np.testing.assert_allclose(mk.weight.detach().numpy(), mt.weight.detach().numpy(), rtol=1e-5)

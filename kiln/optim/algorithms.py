@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
+from ..eager.tensor import make
 from ..errors import ArgumentError
 from .optimizer import Optimizer, _check, like, nonzero
 
@@ -26,6 +27,7 @@ class SGD(Optimizer):
 
     slot_prefix = "sgd_"
     torch_slot_names = {"momentum": "momentum_buffer"}
+    saves_step = False  # PyTorch's SGD keeps only the momentum buffer
 
     def __init__(
         self,
@@ -195,7 +197,7 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
-        names = ("square_avg",)
+        names = ("square_avg",)  # in PyTorch's state_dict order
         names += ("momentum_buffer",) if nonzero(group["momentum"]) else ()
         return names + (("grad_avg",) if group["centered"] else ())
 
@@ -253,6 +255,10 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, eps=eps,
                         maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
+        if not self._adopt:  # as PyTorch's: every parameter has state from the start
+            for _, t, group in self._tensors():
+                init = np.full(tuple(t.shape), group["initial_accumulator_value"], t.dtype)
+                self._state[t] = {"step": 0, "sum": make(init).to(t.device)}
 
     def _slot_names(self, group) -> tuple:
         return ("sum",)

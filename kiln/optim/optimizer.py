@@ -116,6 +116,7 @@ class Optimizer:
 
     slot_prefix = ""
     torch_slot_names: dict = {}  # kiln slot name -> the name in PyTorch's state_dict
+    saves_step = True  # whether state_dict holds the step count (PyTorch's SGD: no)
 
     def __init__(self, params, defaults: dict):
         self.__dict__.update(defaults=dict(defaults), param_groups=[], _state=defaultdict(dict))
@@ -516,8 +517,8 @@ class Optimizer:
         >>> opt = kn.optim.SGD([w], lr=0.1, momentum=0.9)
         >>> (w * w).sum().backward(); opt.step()
         >>> sd = opt.state_dict()
-        >>> sd["state"]
-        {0: {'step': tensor(1.), 'momentum_buffer': tensor([2., 4.])}}
+        >>> sd["state"]  # PyTorch's SGD keeps no step count
+        {0: {'momentum_buffer': tensor([2., 4.])}}
         >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
         ([0], 0.1)
         """

@@ -13,9 +13,13 @@ from ..errors import NumericsError, UsageError, call_error
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
 
+def _listed(parameters) -> list:
+    """The parameters as a list, read once: a generator (`model.parameters()`) is looked
+    at twice, for graph gradients and for eager ones."""
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+
+
 def _grads(parameters) -> list:
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
 
 
@@ -28,7 +32,6 @@ def _graph_entries(parameters) -> list:
     pending = _PENDING.get(get_default_graph())
     if not pending:
         return []
-    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     graph = get_default_graph()
     found = []
     for p in parameters:
@@ -39,11 +42,10 @@ def _graph_entries(parameters) -> list:
 
 
 def _total_norm(grads, norm_type: float):
-    if math.isinf(norm_type):
-        norms = [F.amax(F.abs(g)) for g in grads]
-        return norms[0] if len(norms) == 1 else F.amax(F.stack(norms))
-    parts = [F.sum(F.pow(F.abs(g), norm_type)) for g in grads]
-    return F.pow(F.sum(F.stack(parts)), 1.0 / norm_type)
+    """As PyTorch's: the `norm_type`-norm of each gradient, then the same norm of those
+    norms (inf: the largest |g|, -inf: the smallest, 0: the count of nonzero norms)."""
+    norms = [F.linalg.vector_norm(g, norm_type) for g in grads]
+    return F.linalg.vector_norm(F.stack(norms), norm_type)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
@@ -61,6 +63,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     tensor([3.0000, 4.0000])
     """
     norm_type = float(norm_type)
+    parameters = _listed(parameters)
     entries = _graph_entries(parameters)
     if entries:  # inside kn.compile or graph mode: the graph's gradients, as nodes
         if error_if_nonfinite:
@@ -100,6 +103,7 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     tensor([ 1.5000, -1.5000])
     """
     clip_value = float(clip_value)
+    parameters = _listed(parameters)
     for entry in _graph_entries(parameters):  # inside kn.compile or graph mode
         entry[1] = F.clip(entry[1], -clip_value, clip_value)
     with no_grad():

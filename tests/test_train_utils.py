@@ -74,3 +74,30 @@ def test_clipping_a_generator_of_eager_parameters_beside_graph_gradients():
         np.testing.assert_allclose(w.grad.numpy(), [3.0, 4.0], rtol=1e-6)
         kn.nn.utils.clip_grad_value_((p for p in [w]), 3.5)
         np.testing.assert_allclose(w.grad.numpy(), [3.0, 3.5], rtol=1e-6)
+
+
+# -- default initialisation -----------------------------------------------------------------
+
+
+def _xavier_bound(shape) -> float:
+    """nn.init.xavier_uniform_'s bound, sqrt(6 / (fan_in + fan_out)), from torch's formula."""
+    receptive = math.prod(shape[2:])
+    return math.sqrt(6.0 / (shape[1] * receptive + shape[0] * receptive))
+
+
+def test_transformer_initialises_its_matrices_as_torch():
+    """torch's nn.Transformer redraws every parameter of 2 or more dims with
+    xavier_uniform_ (encoder and decoder alike); kiln kept each layer's own default (a
+    linear1 bound of 1/sqrt(32) instead of sqrt(6/96)). Checked on torch's module too."""
+    kn.manual_seed(0)
+    torch.manual_seed(0)
+    for lib in (torch, kn):
+        model = lib.nn.Transformer(32, 4, 2, 1, 64, batch_first=True)
+        matrices = [(n, p) for n, p in model.named_parameters() if p.dim() > 1]
+        assert len(matrices) == 14  # 4 per encoder layer, 6 per decoder layer
+        for name, p in matrices:
+            bound = _xavier_bound(tuple(p.shape))
+            w = p.detach().numpy()
+            assert np.abs(w).max() <= bound, name
+            assert np.abs(w).max() > 0.9 * bound, name  # at least 1024 draws of U(-b, b)
+            assert abs(w.std() / (bound / math.sqrt(3)) - 1) < 0.1, name

@@ -27,18 +27,22 @@ def _graph_entries(parameters) -> list:
     """The [Variable, gradient] entries `loss.backward()` left in the default graph for
     `parameters` (Parameters), which clipping there replaces."""
     from ..graph.core import get_default_graph
-    from ..optim.graph_step import _PENDING
+    from ..optim.graph_step import _PENDING, enter, variable_of
 
-    pending = _PENDING.get(get_default_graph())
+    graph = get_default_graph()
+    variables = [variable_of(p, graph) if hasattr(p, "variable_in") else p for p in parameters]
+    enter(variables)  # in a kn.compile trace: the `.grad`s the call starts with
+    pending = _PENDING.get(graph)
     if not pending:
         return []
-    graph = get_default_graph()
-    found = []
-    for p in parameters:
-        var = p.variable_in(graph) if hasattr(p, "variable_in") else p
-        if var is not None and id(var) in pending:
-            found.append(pending[id(var)])
-    return found
+    return [pending[id(v)] for v in variables if v is not None and id(v) in pending]
+
+
+def _tracing() -> bool:
+    from ..graph.core import get_default_graph
+    from ..optim.graph_step import traces_grads
+
+    return traces_grads(get_default_graph())
 
 
 def _total_norm(grads, norm_type: float):
@@ -106,6 +110,8 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     parameters = _listed(parameters)
     for entry in _graph_entries(parameters):  # inside kn.compile or graph mode
         entry[1] = F.clip(entry[1], -clip_value, clip_value)
+    if _tracing():
+        return  # kn.compile: the program clips the `.grad`s on each call
     with no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)

@@ -274,13 +274,13 @@ class Optimizer:
 
     def _graph_variables(self) -> list:
         """The Variables of this optimizer's parameters in the default graph (None for a
-        parameter that has none there)."""
+        parameter that has none there; in a kn.compile trace, one that has a `.grad` has)."""
         graph = get_default_graph()
         found = []
         for group in self.param_groups:
             for p in group["params"]:
                 if isinstance(p, Parameter):
-                    found.append(p.variable_in(graph))
+                    found.append(graph_step.variable_of(p, graph))
                 elif isinstance(p, Variable):
                     found.append(p if p.graph is graph else None)
         return found
@@ -288,7 +288,13 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward;
         in a graph (kn.compile, graph mode), also the gradients `loss.backward()` left there."""
-        graph_step.clear_grads(self._graph_variables())
+        graph = get_default_graph()
+        graph_step.clear_grads(self._graph_variables(), set_to_none)
+        if graph_step.traces_grads(graph):  # kn.compile: each call clears the `.grad`s
+            if set_to_none:
+                owners = [p for g in self.param_groups for p in g["params"]]
+                graph_step.cleared_first(graph, [p for p in owners if isinstance(p, Parameter)])
+            return
         for _, t, _ in self._tensors():
             grad = t.grad
             if grad is None:

@@ -118,9 +118,15 @@ class CompiledFunction:
         """The Traced of this signature, traced and compiled on first use or when what it
         captured changed (logged)."""
         key, modules = self._key(leaves, statics, structure)
-        traced = self.cache.get(key)
-        stale = None
+        traced, asked = self.cache.get(key), key
+        stale, variants = None, None
         if traced is not None:
+            if traced.grad_inputs:  # another trace of this key for the `.grad`s set now
+                variants, now = traced.grad_variants, traced.grad_now()
+                traced = self.cache[key] = variants.get(now, traced)
+                if now != traced.grad_guard:
+                    stale = (f"which parameters have a .grad changed ({now})", False)
+        if traced is not None and stale is None:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
                 stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
@@ -145,6 +151,9 @@ class CompiledFunction:
             key, modules = self._key(leaves, statics, structure)
             traced.key, traced.statics = key, statics
             traced.captured = self._guard(statics)
+            if variants is not None and key == asked:
+                traced.grad_variants = variants  # the other `.grad` states keep their traces
+                variants[traced.grad_guard] = traced
             self.cache[key] = traced
             self.cache.move_to_end(key)
             log(1, f"kn.compile: traced {traced.name} ({reason}): "

@@ -205,3 +205,61 @@ def test_a_state_dict_moved_between_torch_and_kiln_resumes_the_same_trajectory(n
     _steps(torch, mt, ot, 3)
     _steps(kn, mk, ok, 3)
     np.testing.assert_allclose(mk.weight.detach().numpy(), mt.weight.detach().numpy(), rtol=1e-5)
+
+
+# -- Adadelta, Adamax, RAdam ----------------------------------------------------------------
+
+NEW_OPTIMIZERS = [
+    ("Adadelta", dict(lr=1.0)),
+    ("Adadelta", dict(lr=0.5, rho=0.5, eps=1e-3, weight_decay=0.1, maximize=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.01, betas=(0.5, 0.9), weight_decay=0.1, maximize=True, eps=1e-3)),
+    ("RAdam", dict(lr=0.01)),  # rho_t passes 5 at the 6th step: both branches
+    ("RAdam", dict(lr=0.01, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, betas=(0.8, 0.9))),
+    ("RAdam", dict(lr=0.01, maximize=True)),
+]
+
+
+def _trajectory(lib, name, hyper, mode):
+    """Ten float64 steps of a two-layer model, two groups (the second at a third of the
+    lr); mode: "eager", "compile" (backward and step inside) or "minimize"."""
+    a, b = _linear(lib, W).double(), _linear(lib, W2).double()
+    lr2 = hyper["lr"] / 3
+    opt = getattr(lib.optim, name)(
+        [{"params": a.parameters()}, {"params": b.parameters(), "lr": lr2}], **hyper
+    )
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((b(a(x)) - y) ** 2).mean()
+        if mode == "minimize":
+            opt.minimize(loss)
+        else:
+            loss.backward()
+            opt.step()
+        return loss
+
+    step = step if mode == "eager" else kn.compile(step)
+    x, y = lib.tensor(X.astype(np.float64)), lib.tensor(Y.astype(np.float64))
+    for _ in range(10):
+        step(x, y)
+    return [m.weight.detach().numpy().copy() for m in (a, b)], opt.state_dict()
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "minimize"])
+@pytest.mark.parametrize("name, hyper", NEW_OPTIMIZERS, ids=lambda v: str(v))
+def test_new_optimizers_follow_torchs_trajectory(name, hyper, mode):
+    """The weights and every state slot after ten steps, as torch's (float64)."""
+    want, want_sd = _trajectory(torch, name, hyper, "eager")
+    got, got_sd = _trajectory(kn, name, hyper, mode)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+    assert list(got_sd["state"]) == list(want_sd["state"])
+    for index, entry in want_sd["state"].items():
+        assert list(got_sd["state"][index]) == list(entry)
+        for key, value in entry.items():
+            np.testing.assert_allclose(got_sd["state"][index][key].numpy(), value.numpy(),
+                                       rtol=1e-11, atol=1e-13)  # fmt: skip
+    for got_group, want_group in zip(got_sd["param_groups"], want_sd["param_groups"]):
+        assert {k: v for k, v in want_group.items() if k in got_group} == got_group

@@ -207,7 +207,7 @@ def test_a_state_dict_moved_between_torch_and_kiln_resumes_the_same_trajectory(n
     np.testing.assert_allclose(mk.weight.detach().numpy(), mt.weight.detach().numpy(), rtol=1e-5)
 
 
-# -- Adadelta, Adamax, RAdam ----------------------------------------------------------------
+# -- Adadelta, Adamax, RAdam; Adam's decoupled_weight_decay -------------------------------------
 
 NEW_OPTIMIZERS = [
     ("Adadelta", dict(lr=1.0)),
@@ -218,6 +218,8 @@ NEW_OPTIMIZERS = [
     ("RAdam", dict(lr=0.01, weight_decay=0.1)),
     ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, betas=(0.8, 0.9))),
     ("RAdam", dict(lr=0.01, maximize=True)),
+    ("Adam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),  # torch 2.13's flag
+    ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
 ]
 
 

@@ -72,7 +72,8 @@ class SGD(Optimizer):
 
 class Adam(Optimizer):
     """Adam with bias correction, as PyTorch's `Adam`: `weight_decay` adds L2 to the
-    gradient; `amsgrad` keeps the maximum second moment.
+    gradient (or, `decoupled_weight_decay`, shrinks the weights as AdamW's); `amsgrad` keeps
+    the maximum second moment.
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -85,7 +86,6 @@ class Adam(Optimizer):
     """
 
     slot_prefix = "adam_"
-    decoupled = False
 
     def __init__(
         self,
@@ -97,6 +97,7 @@ class Adam(Optimizer):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        decoupled_weight_decay: bool = False,
     ):
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
@@ -105,7 +106,8 @@ class Adam(Optimizer):
                 raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize)  # fmt: skip
+                        amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -117,7 +119,7 @@ class Adam(Optimizer):
         lr = o["lr"]
         g = -grad if o["maximize"] else grad
         if o["weight_decay"] != 0:
-            if self.decoupled:
+            if o["decoupled_weight_decay"]:
                 param = param * like(1 - lr * o["weight_decay"], param)
             else:
                 g = g + param * o["weight_decay"]
@@ -146,7 +148,6 @@ class AdamW(Adam):
     """
 
     slot_prefix = "adamw_"
-    decoupled = True
 
     def __init__(
         self,
@@ -159,7 +160,8 @@ class AdamW(Adam):
         *,
         maximize: bool = False,
     ):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)  # fmt: skip
 
 
 class RMSprop(Optimizer):

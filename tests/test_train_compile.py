@@ -53,8 +53,11 @@ def _pattern(lib, name, compiled):
         loss.backward()
         return loss
 
+    traces = []
+
     @wrap
     def whole_step(xb, yb):
+        traces.append(1)  # a Python side effect: runs once per trace
         opt.zero_grad()
         loss = ((m(xb) - yb) ** 2).mean()
         loss.backward()
@@ -93,6 +96,19 @@ def _pattern(lib, name, compiled):
     elif name == "grad after a compiled step":
         for i in range(3):
             whole_step(x[i], y[i])
+        assert len(traces) == (1 if compiled else 3)  # zero_grad() first: .grad on entry unused
+    elif name == "module zero_grad":  # model.zero_grad() in place of the optimizer's
+
+        @wrap
+        def step(xb, yb):
+            traces.append(1)  # a Python side effect: runs once per trace
+            m.zero_grad()
+            ((m(xb) - yb) ** 2).mean().backward()
+            opt.step()
+
+        for i in range(4):
+            step(x[i], y[i])
+        assert len(traces) == (1 if compiled else 4)
     elif name == "zero_grad to zeros":  # the bias is unused every other step
         sgd = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
 
@@ -114,6 +130,7 @@ PATTERNS = [
     "eager backward first",
     "step compiled",
     "grad after a compiled step",
+    "module zero_grad",
     "zero_grad to zeros",
 ]
 

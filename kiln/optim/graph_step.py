@@ -56,6 +56,7 @@ __all__ = [
     "traces_grads",
     "untrace_grads",
     "variable_of",
+    "zero_grads",
 ]
 
 # graph -> {id(Variable): [Variable, gradient Symbol]}: what `.grad` holds in that graph
@@ -76,6 +77,20 @@ def trace_grads(graph) -> dict:
     to, zero_grad clears and step applies). Returns what `enter` records, which the trace
     makes into the program's inputs and outputs (kiln/tracing/traced.py)."""
     return _ENTERED.setdefault(graph, {})
+
+
+def zero_grads(parameters, set_to_none: bool) -> bool:
+    """`zero_grad()` of these Parameters in the default graph: the gradients backward() left
+    there are gone (or zeros); in a kn.compile trace, also the `.grad` each call starts
+    with. Returns whether the graph is such a trace (then the eager `.grad`s are the
+    program's to change, not the tracing's)."""
+    graph = get_default_graph()
+    clear_grads([variable_of(p, graph) for p in parameters], set_to_none)
+    if graph not in _ENTERED:
+        return False
+    if set_to_none:
+        cleared_first(graph, parameters)
+    return True
 
 
 def cleared_first(graph, parameters) -> None:

@@ -288,13 +288,13 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward;
         in a graph (kn.compile, graph mode), also the gradients `loss.backward()` left there."""
-        graph = get_default_graph()
-        graph_step.clear_grads(self._graph_variables(), set_to_none)
-        if graph_step.traces_grads(graph):  # kn.compile: each call clears the `.grad`s
-            if set_to_none:
-                owners = [p for g in self.param_groups for p in g["params"]]
-                graph_step.cleared_first(graph, [p for p in owners if isinstance(p, Parameter)])
-            return
+        params = [p for group in self.param_groups for p in group["params"]]
+        variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
+        graph_step.clear_grads(
+            [v for v in variables if v.graph is get_default_graph()], set_to_none
+        )
+        if graph_step.zero_grads([p for p in params if isinstance(p, Parameter)], set_to_none):
+            return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for _, t, _ in self._tensors():
             grad = t.grad
             if grad is None:

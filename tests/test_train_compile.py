@@ -109,6 +109,19 @@ def _pattern(lib, name, compiled):
         for i in range(4):
             step(x[i], y[i])
         assert len(traces) == (1 if compiled else 4)
+    elif name == "grads set to None by hand":  # torch's fast zero_grad idiom
+
+        @wrap
+        def step(xb, yb):
+            traces.append(1)
+            for p in m.parameters():
+                p.grad = None
+            ((m(xb) - yb) ** 2).mean().backward()
+            opt.step()
+
+        for i in range(4):
+            step(x[i], y[i])
+        assert len(traces) <= (2 if compiled else 4)  # the first call had no .grad yet
     elif name == "zero_grad to zeros":  # the bias is unused every other step
         sgd = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
 
@@ -131,6 +144,7 @@ PATTERNS = [
     "step compiled",
     "grad after a compiled step",
     "module zero_grad",
+    "grads set to None by hand",
     "zero_grad to zeros",
 ]
 

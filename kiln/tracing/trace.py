@@ -121,11 +121,13 @@ class CompiledFunction:
         traced, asked = self.cache.get(key), key
         stale, variants = None, None
         if traced is not None:
-            if traced.grad_inputs:  # another trace of this key for the `.grad`s set now
+            if traced.grad_inputs:  # the trace of this key for the `.grad`s set now
                 variants, now = traced.grad_variants, traced.grad_now()
-                traced = self.cache[key] = variants.get(now, traced)
-                if now != traced.grad_guard:
+                found = variants.get(now)
+                if found is None:
                     stale = (f"which parameters have a .grad changed ({now})", False)
+                else:
+                    traced = self.cache[key] = found
         if traced is not None and stale is None:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
@@ -144,6 +146,8 @@ class CompiledFunction:
                 key, modules = self._key(leaves, statics, structure)
             reason = f"retrace: {stale[0]}" if stale else self._reason(key, modules, statics, paths)
             start = time.perf_counter()
+            had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
+                   if p is not None}  # fmt: skip
             traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3],
                             self.memory_budget)  # fmt: skip
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
@@ -153,7 +157,7 @@ class CompiledFunction:
             traced.captured = self._guard(statics)
             if variants is not None and key == asked:
                 traced.grad_variants = variants  # the other `.grad` states keep their traces
-                variants[traced.grad_guard] = traced
+            _file_by_grads(traced, had)
             self.cache[key] = traced
             self.cache.move_to_end(key)
             log(1, f"kn.compile: traced {traced.name} ({reason}): "
@@ -203,6 +207,18 @@ class CompiledFunction:
             else:
                 found.append("what the function captures changed")
         return "; ".join(found) or "a parameter's requires_grad changed"
+
+
+def _file_by_grads(traced, had: dict) -> None:
+    """Files `traced` among the traces of its key by which parameters have a `.grad`: as it
+    saw them (`grad_guard`) and as they were when the call came (`had`), where the traced
+    code changed them (`p.grad = None` in it) and the trace reads no `.grad` that was None."""
+    variants = traced.grad_variants
+    variants[traced.grad_guard] = traced
+    inputs = traced.grad_inputs
+    came = tuple(had.get(id(o), seen) for (o, _), seen in zip(inputs, traced.grad_guard))
+    if all(was or start is None for was, (_, start) in zip(came, inputs)):
+        variants[came] = traced
 
 
 def _canonical(device: str) -> str:

@@ -101,3 +101,27 @@ def test_transformer_initialises_its_matrices_as_torch():
             assert np.abs(w).max() <= bound, name
             assert np.abs(w).max() > 0.9 * bound, name  # at least 1024 draws of U(-b, b)
             assert abs(w.std() / (bound / math.sqrt(3)) - 1) < 0.1, name
+
+
+def test_parameters_to_vector_and_back_as_torch():
+    """The vector (and its gradient to every parameter) and the parameters set from a
+    vector, as torch's; a vector too short is refused (torch: a RuntimeError too)."""
+    got, want = {}, {}
+    for lib, out in ((torch, want), (kn, got)):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.Conv1d(2, 2, 2))
+        with torch.no_grad() if lib is torch else kn.no_grad():
+            for i, p in enumerate(m.parameters()):
+                p.copy_(lib.arange(p.numel(), dtype=p.dtype).reshape(p.shape) * (i + 1) / 10)
+        vec = lib.nn.utils.parameters_to_vector(m.parameters())
+        (vec * lib.arange(vec.numel(), dtype=vec.dtype)).sum().backward()
+        out["vec"] = vec.detach().numpy().copy()
+        out["grads"] = [p.grad.numpy().copy() for p in m.parameters()]
+        lib.nn.utils.vector_to_parameters(lib.arange(20.0) / 7, m.parameters())
+        out["params"] = [p.detach().numpy().copy() for p in m.parameters()]
+    np.testing.assert_array_equal(got["vec"], want["vec"])
+    for key in ("grads", "params"):
+        for g, w in zip(got[key], want[key]):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(kn.ShapeError, match="at least 15 elements"):
+        kn.nn.utils.vector_to_parameters(kn.zeros(5), kn.nn.Linear(4, 3).parameters())

@@ -1,5 +1,6 @@
 """`kn.nn.utils`: PyTorch's gradient clipping, of eager `.grad`s, and inside `kn.compile` or
-graph mode of the gradients `loss.backward()` left there (kiln/optim/graph_step.py)."""
+graph mode of the gradients `loss.backward()` left there (kiln/optim/graph_step.py); the
+parameters as one vector and back."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import math
 from .. import frontend as F
 from ..eager import Tensor, no_grad
 from ..eager.factories import tensor as _tensor
-from ..errors import NumericsError, UsageError, call_error
+from ..errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "parameters_to_vector",
+    "vector_to_parameters",
+]
 
 
 def _listed(parameters) -> list:
@@ -115,3 +121,46 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     with no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)
+
+
+def parameters_to_vector(parameters) -> Tensor:
+    """The parameters flattened and joined, in order, into one vector (differentiable), as
+    PyTorch's.
+
+    >>> import kiln as kn
+    >>> a, b = kn.tensor([[1.0, 2.0]]), kn.tensor([3.0])
+    >>> kn.nn.utils.parameters_to_vector([a, b])
+    tensor([1., 2., 3.])
+    """
+    return F.cat([p.reshape(-1) for p in _listed(parameters)])
+
+
+def vector_to_parameters(vec, parameters) -> None:
+    """Sets the parameters, in order, to consecutive slices of `vec` (each its `numel()`
+    elements; the rest of `vec` is left unused), as PyTorch's. The values are copied: the
+    parameters do not share `vec`'s memory, as PyTorch's do after `param.data = ...`.
+
+    >>> import kiln as kn
+    >>> a, b = kn.zeros(1, 2), kn.zeros(1)
+    >>> kn.nn.utils.vector_to_parameters(kn.tensor([1.0, 2.0, 3.0]), [a, b]); a, b
+    (tensor([[1., 2.]]), tensor([3.]))
+    """
+    if not isinstance(vec, Tensor):
+        raise call_error(
+            ArgumentTypeError, f"expected a kn.Tensor, but got: {type(vec).__name__}",
+            "vector_to_parameters",
+        )  # fmt: skip
+    parameters = _listed(parameters)
+    sizes = [p.numel() for p in parameters]
+    if vec.ndim != 1 or sum(sizes) > vec.shape[0]:
+        raise call_error(
+            ShapeError,
+            f"the vector is {list(vec.shape)}; the parameters need a 1-D vector of at least "
+            f"{sum(sizes)} elements ({len(parameters)} parameters)",
+            "vector_to_parameters",
+        )
+    offset = 0
+    with no_grad():
+        for p, n in zip(parameters, sizes):
+            p.copy_(vec.detach()[offset : offset + n].reshape(p.shape))
+            offset += n

@@ -45,6 +45,7 @@ class CompiledFunction:
         self.last: Traced | None = None
         self._lock = threading.Lock()
         self._captures: Captures | None = None  # what fn reads: found on first call
+        self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
         try:
             params = inspect.signature(fn).parameters.values()
             self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
@@ -118,16 +119,16 @@ class CompiledFunction:
         """The Traced of this signature, traced and compiled on first use or when what it
         captured changed (logged)."""
         key, modules = self._key(leaves, statics, structure)
-        traced, asked = self.cache.get(key), key
-        stale, variants = None, None
-        if traced is not None:
-            if traced.grad_inputs:  # the trace of this key for the `.grad`s set now
-                variants, now = traced.grad_variants, traced.grad_now()
-                found = variants.get(now)
-                if found is None:
-                    stale = (f"which parameters have a .grad changed ({now})", False)
-                else:
-                    traced = self.cache[key] = found
+        traced = self.cache.get(key)
+        stale, by_grads = None, False
+        if traced is not None and traced.grad_inputs:  # this key's trace for the `.grad`s now
+            found = next((t for t in self._by_grads.get(key, ()) if t.grad_now() in t.grad_keys),
+                         None)  # fmt: skip
+            if found is None:
+                now = traced.grad_now()
+                stale, by_grads = (f"which parameters have a .grad changed ({now})", False), True
+            else:
+                traced = self.cache[key] = found
         if traced is not None and stale is None:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
@@ -155,15 +156,16 @@ class CompiledFunction:
             key, modules = self._key(leaves, statics, structure)
             traced.key, traced.statics = key, statics
             traced.captured = self._guard(statics)
-            if variants is not None and key == asked:
-                traced.grad_variants = variants  # the other `.grad` states keep their traces
-            _file_by_grads(traced, had)
+            variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
+            self._by_grads[key] = variants
+            _file_by_grads(traced, had, variants)
             self.cache[key] = traced
             self.cache.move_to_end(key)
             log(1, f"kn.compile: traced {traced.name} ({reason}): "
                    f"{len(traced.graph.nodes)} nodes, "
                    f"{(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
             for old, dropped in evict(self.cache, self.cache_size):
+                self._by_grads.pop(old, None)
                 log(1, f"kn.compile: {dropped.name}: cache full ({len(self.cache)} traces): "
                        f"dropped the least recently used, for {_signature_text(old)}")  # fmt: skip
         self.last = traced
@@ -209,16 +211,18 @@ class CompiledFunction:
         return "; ".join(found) or "a parameter's requires_grad changed"
 
 
-def _file_by_grads(traced, had: dict) -> None:
-    """Files `traced` among the traces of its key by which parameters have a `.grad`: as it
-    saw them (`grad_guard`) and as they were when the call came (`had`), where the traced
-    code changed them (`p.grad = None` in it) and the trace reads no `.grad` that was None."""
-    variants = traced.grad_variants
-    variants[traced.grad_guard] = traced
+def _file_by_grads(traced, had: dict, variants: list) -> None:
+    """Files `traced` among the traces of its key (`variants`) by which parameters have a
+    `.grad` (`grad_keys`): as it saw them (`grad_guard`) and as they were when the call came
+    (`had`), where the traced code changed them (`p.grad = None` in it) and the trace reads
+    no `.grad` that was None."""
     inputs = traced.grad_inputs
     came = tuple(had.get(id(o), seen) for (o, _), seen in zip(inputs, traced.grad_guard))
+    traced.grad_keys = {traced.grad_guard}
     if all(was or start is None for was, (_, start) in zip(came, inputs)):
-        variants[came] = traced
+        traced.grad_keys.add(came)
+    if inputs:
+        variants.append(traced)
 
 
 def _canonical(device: str) -> str:

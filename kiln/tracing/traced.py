@@ -304,7 +304,7 @@ class Traced:
                 self.grad_writes.append((owner, "new" if start is None else "out"))
                 outs.append(entry[1])
         self.grad_guard = tuple(start is not None for _, start in self.grad_inputs)
-        self.grad_variants = {self.grad_guard: self}  # the traces of this key, by grad_guard
+        self.grad_keys = {self.grad_guard}  # the `.grad` states it serves (trace.py)
         return outs
 
     def grad_now(self) -> tuple:

@@ -71,6 +71,7 @@ def graph_unscale(scaler, optimizer) -> None:
         )
     scale, _ = _variables(scaler, graph)
     inv = F.cast(1.0 / F.cast(scale, np.float64), np.float32)  # as PyTorch: via float64
+    graph_step.enter(optimizer._graph_variables())  # in a trace: the `.grad`s on entry
     pending = graph_step.pending_grads(graph)
     found = None
     for var in optimizer._graph_variables():

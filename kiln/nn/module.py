@@ -467,7 +467,12 @@ class Module(ModuleHooks):
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clears the `.grad` of every parameter (PyTorch's default: to None)."""
+        """Clears the `.grad` of every parameter (PyTorch's default: to None); in a graph
+        (kn.compile, graph mode), also the gradients `loss.backward()` left there."""
+        from ..optim.graph_step import zero_grads  # NOTE: lazy, optim imports nn
+
+        if zero_grads(list(self.parameters()), set_to_none):
+            return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for p in self.parameters():
             grad = p.grad
             if grad is None:

@@ -19,6 +19,7 @@ from ..errors import ArgumentError
 from . import functional as F
 from .attention import MultiheadAttention
 from .containers import ModuleList
+from .init import xavier_uniform_
 from .layers import Dropout, LayerNorm, Linear
 from .module import Module
 
@@ -196,7 +197,8 @@ class TransformerDecoder(Module):
 
 class Transformer(Module):
     """PyTorch's `Transformer`: an encoder of `num_encoder_layers` and a decoder of
-    `num_decoder_layers`, each ending in a LayerNorm."""
+    `num_decoder_layers`, each ending in a LayerNorm; every parameter of 2 or more dims is
+    drawn by `xavier_uniform_`, as PyTorch's."""
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
@@ -214,6 +216,9 @@ class Transformer(Module):
             TransformerDecoderLayer(d_model, nhead, **options), num_decoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias))  # fmt: skip
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():  # as PyTorch's: every matrix redrawn, custom parts too
+            if p.dim() > 1:
+                xavier_uniform_(p)
         if device is not None:
             self.to(device)
 

@@ -1,5 +1,6 @@
 """`kn.nn.utils`: PyTorch's gradient clipping, of eager `.grad`s, and inside `kn.compile` or
-graph mode of the gradients `loss.backward()` left there (kiln/optim/graph_step.py)."""
+graph mode of the gradients `loss.backward()` left there (kiln/optim/graph_step.py); the
+parameters as one vector and back."""
 
 from __future__ import annotations
 
@@ -8,14 +9,23 @@ import math
 from .. import frontend as F
 from ..eager import Tensor, no_grad
 from ..eager.factories import tensor as _tensor
-from ..errors import NumericsError, UsageError, call_error
+from ..errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "parameters_to_vector",
+    "vector_to_parameters",
+]
+
+
+def _listed(parameters) -> list:
+    """The parameters as a list, read once: a generator (`model.parameters()`) is looked
+    at twice, for graph gradients and for eager ones."""
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
 
 
 def _grads(parameters) -> list:
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
 
 
@@ -23,27 +33,29 @@ def _graph_entries(parameters) -> list:
     """The [Variable, gradient] entries `loss.backward()` left in the default graph for
     `parameters` (Parameters), which clipping there replaces."""
     from ..graph.core import get_default_graph
-    from ..optim.graph_step import _PENDING
+    from ..optim.graph_step import _PENDING, enter, variable_of
 
-    pending = _PENDING.get(get_default_graph())
+    graph = get_default_graph()
+    variables = [variable_of(p, graph) if hasattr(p, "variable_in") else p for p in parameters]
+    enter(variables)  # in a kn.compile trace: the `.grad`s the call starts with
+    pending = _PENDING.get(graph)
     if not pending:
         return []
-    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    graph = get_default_graph()
-    found = []
-    for p in parameters:
-        var = p.variable_in(graph) if hasattr(p, "variable_in") else p
-        if var is not None and id(var) in pending:
-            found.append(pending[id(var)])
-    return found
+    return [pending[id(v)] for v in variables if v is not None and id(v) in pending]
+
+
+def _tracing() -> bool:
+    from ..graph.core import get_default_graph
+    from ..optim.graph_step import traces_grads
+
+    return traces_grads(get_default_graph())
 
 
 def _total_norm(grads, norm_type: float):
-    if math.isinf(norm_type):
-        norms = [F.amax(F.abs(g)) for g in grads]
-        return norms[0] if len(norms) == 1 else F.amax(F.stack(norms))
-    parts = [F.sum(F.pow(F.abs(g), norm_type)) for g in grads]
-    return F.pow(F.sum(F.stack(parts)), 1.0 / norm_type)
+    """As PyTorch's: the `norm_type`-norm of each gradient, then the same norm of those
+    norms (inf: the largest |g|, -inf: the smallest, 0: the count of nonzero norms)."""
+    norms = [F.linalg.vector_norm(g, norm_type) for g in grads]
+    return F.linalg.vector_norm(F.stack(norms), norm_type)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
@@ -61,6 +73,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     tensor([3.0000, 4.0000])
     """
     norm_type = float(norm_type)
+    parameters = _listed(parameters)
     entries = _graph_entries(parameters)
     if entries:  # inside kn.compile or graph mode: the graph's gradients, as nodes
         if error_if_nonfinite:
@@ -100,8 +113,54 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     tensor([ 1.5000, -1.5000])
     """
     clip_value = float(clip_value)
+    parameters = _listed(parameters)
     for entry in _graph_entries(parameters):  # inside kn.compile or graph mode
         entry[1] = F.clip(entry[1], -clip_value, clip_value)
+    if _tracing():
+        return  # kn.compile: the program clips the `.grad`s on each call
     with no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)
+
+
+def parameters_to_vector(parameters) -> Tensor:
+    """The parameters flattened and joined, in order, into one vector (differentiable), as
+    PyTorch's.
+
+    >>> import kiln as kn
+    >>> a, b = kn.tensor([[1.0, 2.0]]), kn.tensor([3.0])
+    >>> kn.nn.utils.parameters_to_vector([a, b])
+    tensor([1., 2., 3.])
+    """
+    return F.cat([p.reshape(-1) for p in _listed(parameters)])
+
+
+def vector_to_parameters(vec, parameters) -> None:
+    """Sets the parameters, in order, to consecutive slices of `vec` (each its `numel()`
+    elements; the rest of `vec` is left unused), as PyTorch's. The values are copied: the
+    parameters do not share `vec`'s memory, as PyTorch's do after `param.data = ...`.
+
+    >>> import kiln as kn
+    >>> a, b = kn.zeros(1, 2), kn.zeros(1)
+    >>> kn.nn.utils.vector_to_parameters(kn.tensor([1.0, 2.0, 3.0]), [a, b]); a, b
+    (tensor([[1., 2.]]), tensor([3.]))
+    """
+    if not isinstance(vec, Tensor):
+        raise call_error(
+            ArgumentTypeError, f"expected a kn.Tensor, but got: {type(vec).__name__}",
+            "vector_to_parameters",
+        )  # fmt: skip
+    parameters = _listed(parameters)
+    sizes = [p.numel() for p in parameters]
+    if vec.ndim != 1 or sum(sizes) > vec.shape[0]:
+        raise call_error(
+            ShapeError,
+            f"the vector is {list(vec.shape)}; the parameters need a 1-D vector of at least "
+            f"{sum(sizes)} elements ({len(parameters)} parameters)",
+            "vector_to_parameters",
+        )
+    offset = 0
+    with no_grad():
+        for p, n in zip(parameters, sizes):
+            p.copy_(vec.detach()[offset : offset + n].reshape(p.shape))
+            offset += n

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
+from ..eager.tensor import make
 from ..errors import ArgumentError
 from .optimizer import Optimizer, _check, like, nonzero
 
@@ -26,6 +27,7 @@ class SGD(Optimizer):
 
     slot_prefix = "sgd_"
     torch_slot_names = {"momentum": "momentum_buffer"}
+    saves_step = False  # PyTorch's SGD keeps only the momentum buffer
 
     def __init__(
         self,
@@ -70,7 +72,8 @@ class SGD(Optimizer):
 
 class Adam(Optimizer):
     """Adam with bias correction, as PyTorch's `Adam`: `weight_decay` adds L2 to the
-    gradient; `amsgrad` keeps the maximum second moment.
+    gradient (or, `decoupled_weight_decay`, shrinks the weights as AdamW's); `amsgrad` keeps
+    the maximum second moment.
 
     >>> import kiln as kn, numpy as np
     >>> with kn.Graph().as_default():
@@ -83,7 +86,6 @@ class Adam(Optimizer):
     """
 
     slot_prefix = "adam_"
-    decoupled = False
 
     def __init__(
         self,
@@ -95,6 +97,7 @@ class Adam(Optimizer):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        decoupled_weight_decay: bool = False,
     ):
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
@@ -103,7 +106,8 @@ class Adam(Optimizer):
                 raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize)  # fmt: skip
+                        amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -115,7 +119,7 @@ class Adam(Optimizer):
         lr = o["lr"]
         g = -grad if o["maximize"] else grad
         if o["weight_decay"] != 0:
-            if self.decoupled:
+            if o["decoupled_weight_decay"]:
                 param = param * like(1 - lr * o["weight_decay"], param)
             else:
                 g = g + param * o["weight_decay"]
@@ -144,7 +148,6 @@ class AdamW(Adam):
     """
 
     slot_prefix = "adamw_"
-    decoupled = True
 
     def __init__(
         self,
@@ -157,7 +160,8 @@ class AdamW(Adam):
         *,
         maximize: bool = False,
     ):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)  # fmt: skip
 
 
 class RMSprop(Optimizer):
@@ -195,7 +199,7 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
-        names = ("square_avg",)
+        names = ("square_avg",)  # in PyTorch's state_dict order
         names += ("momentum_buffer",) if nonzero(group["momentum"]) else ()
         return names + (("grad_avg",) if group["centered"] else ())
 
@@ -253,6 +257,10 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, eps=eps,
                         maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
+        if not self._adopt:  # as PyTorch's: every parameter has state from the start
+            for _, t, group in self._tensors():
+                init = np.full(tuple(t.shape), group["initial_accumulator_value"], t.dtype)
+                self._state[t] = {"step": 0, "sum": make(init).to(t.device)}
 
     def _slot_names(self, group) -> tuple:
         return ("sum",)

@@ -7,8 +7,13 @@ depends on (the module parameters that require grad) and keeps the gradients, pe
 the values `.grad` would hold: a second backward adds to them, `zero_grad()` clears them.
 `opt.step()` then builds the optimizer's update of its parameters from them, the same train
 op `opt.minimize(loss)` builds; under `kn.compile` the updates are the compiled program's,
-applied after each call, all or nothing. The eager parameters' `.grad` is not set by a
-compiled step (the gradients live in the program).
+applied after each call, all or nothing.
+
+Under `kn.compile` these gradients are the parameters' `.grad`, as in PyTorch: a call starts
+from the `.grad` each parameter has then (which backward adds to, `zero_grad()` clears and
+`step()` or clipping applies) and leaves the result there. So an eager `opt.step()` after a
+compiled backward applies it, and backward calls over several compiled calls accumulate.
+Which parameters have a `.grad` on entry keys the trace, unless `zero_grad()` comes first.
 
 >>> import kiln as kn, numpy as np
 >>> kn.manual_seed(0)
@@ -25,23 +30,118 @@ compiled step (the gradients live in the program).
 >>> first = step(x, y).item()
 >>> step(x, y).item() < first  # the parameters changed after the first call
 True
+>>> model.bias.grad is not None  # the gradient of the last call, as PyTorch leaves it
+True
 """
 
 from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from ..errors import AutogradError, UsageError, call_error
 from ..frontend import autodiff
 from ..frontend.core import call
 from ..graph.core import Symbol, get_default_graph
 
-__all__ = ["backward", "pending_grads", "take_grads", "clear_grads"]
+__all__ = [
+    "backward",
+    "clear_grads",
+    "cleared_first",
+    "enter",
+    "pending_grads",
+    "take_grads",
+    "trace_grads",
+    "traces_grads",
+    "untrace_grads",
+    "variable_of",
+    "zero_grads",
+]
 
 # graph -> {id(Variable): [Variable, gradient Symbol]}: what `.grad` holds in that graph
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # graph -> {id(Variable): [new value, the node reading it]}: a parameter after `opt.step()`
 _STEPPED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph of a kn.compile trace -> {id(Variable): (Variable, Parameter, Variable or None)}: the
+# parameters whose `.grad` the traced code used, and the Variable that reads, on each call,
+# the `.grad` the parameter has then (None where it was None when traced)
+_ENTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph of a kn.compile trace -> ids of the Parameters zero_grad() set to None before use
+_CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_grads(graph) -> dict:
+    """Makes the gradients in `graph` (a kn.compile trace) the parameters' `.grad`: each
+    starts from the `.grad` the parameter has when the program is called (what backward adds
+    to, zero_grad clears and step applies). Returns what `enter` records, which the trace
+    makes into the program's inputs and outputs (kiln/tracing/traced.py)."""
+    return _ENTERED.setdefault(graph, {})
+
+
+def zero_grads(parameters, set_to_none: bool) -> bool:
+    """`zero_grad()` of these Parameters in the default graph: the gradients backward() left
+    there are gone (or zeros); in a kn.compile trace, also the `.grad` each call starts
+    with. Returns whether the graph is such a trace (then the eager `.grad`s are the
+    program's to change, not the tracing's)."""
+    graph = get_default_graph()
+    clear_grads([variable_of(p, graph) for p in parameters], set_to_none)
+    if graph not in _ENTERED:
+        return False
+    if set_to_none:
+        cleared_first(graph, parameters)
+    return True
+
+
+def cleared_first(graph, parameters) -> None:
+    """`zero_grad()` in a trace before the code used these parameters' gradients: their
+    `.grad` on entry does not matter (`enter`), so one trace serves every call."""
+    _CLEARED.setdefault(graph, set()).update(id(p) for p in parameters)
+
+
+def variable_of(p, graph):
+    """The Variable of Parameter `p` in `graph`, or None if it has none there; in a
+    kn.compile trace one is made where `p` has a `.grad`, which the program then reads,
+    changes or applies on every call (a step or clip the code calls: torch's semantics)."""
+    var = p.variable_in(graph)
+    if var is None and graph in _ENTERED and p.grad is not None:
+        var = p.variable(graph)
+    return var
+
+
+def traces_grads(graph) -> bool:
+    """Whether `graph` is a kn.compile trace being made (`trace_grads`)."""
+    return graph in _ENTERED
+
+
+def untrace_grads(graph) -> None:
+    """The trace of `graph` ended: later graph-mode use of it starts from no gradients."""
+    _ENTERED.pop(graph, None)
+    _CLEARED.pop(graph, None)
+
+
+def enter(variables, cleared: bool = False) -> None:
+    """In a trace (`trace_grads`): the first time the traced code uses the gradient of a
+    parameter's Variable, its `.grad` at the call (a Variable the program reads) is where
+    the gradient starts, where it is not None; unless that first use sets it to None
+    (`cleared`: `zero_grad()`), after which the `.grad` on entry does not matter."""
+    from ..graph.core import Variable
+    from ..nn.parameter import owner_of
+
+    for var in variables:
+        entered = _ENTERED.get(var.graph) if isinstance(var, Variable) else None
+        if entered is None or id(var) in entered:
+            continue
+        owner = owner_of(var)
+        if owner is None:  # a Variable of no Parameter: no `.grad` to start from
+            continue
+        cleared = cleared or id(owner) in _CLEARED.get(var.graph, ())
+        grad, start = owner.grad, None
+        if grad is not None and not cleared:
+            start = Variable(np.array(grad.numpy()), name=f"{var.name}/grad", trainable=False,
+                             graph=var.graph)  # fmt: skip
+            pending_grads(var.graph)[id(var)] = [var, start]
+        entered[id(var)] = (var, owner, start, cleared)
 
 
 def record_step(train_op: Symbol) -> None:
@@ -97,6 +197,7 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     else:
         variables, _ = _trainable_ancestors(self)
     variables = [v for v in variables if v is not None]
+    enter(variables)
     if not variables:
         raise call_error(
             AutogradError,
@@ -121,6 +222,7 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 def take_grads(variables) -> list | None:
     """[(gradient, Variable)] of `variables` that backward() left in the default graph, or
     None when it left none for any of them (then the optimizer steps eagerly)."""
+    enter(variables)
     pending = _PENDING.get(get_default_graph())
     if not pending:
         return None
@@ -128,13 +230,20 @@ def take_grads(variables) -> list | None:
     return found or None
 
 
-def clear_grads(variables) -> None:
-    """`zero_grad()` in a graph: the gradients backward() left for `variables` are gone."""
+def clear_grads(variables, set_to_none: bool = True) -> None:
+    """`zero_grad()` in a graph: the gradients backward() left for `variables` are gone, or
+    (`set_to_none=False`) zeros, which the next step applies as PyTorch's does."""
+    variables = [v for v in variables if v is not None]
+    enter(variables, cleared=set_to_none)
     pending = _PENDING.get(get_default_graph())
     if pending:
         for v in variables:
-            if v is not None:
+            if set_to_none:
                 pending.pop(id(v), None)
+            elif id(v) in pending:
+                from ..eager.factories import zeros_like
+
+                pending[id(v)][1] = zeros_like(pending[id(v)][1])
 
 
 def refuse_closure() -> UsageError:

@@ -116,6 +116,7 @@ class Optimizer:
 
     slot_prefix = ""
     torch_slot_names: dict = {}  # kiln slot name -> the name in PyTorch's state_dict
+    saves_step = True  # whether state_dict holds the step count (PyTorch's SGD: no)
 
     def __init__(self, params, defaults: dict):
         self.__dict__.update(defaults=dict(defaults), param_groups=[], _state=defaultdict(dict))
@@ -169,6 +170,38 @@ class Optimizer:
     def params(self) -> list | None:
         """Every group's params in order; None for an optimizer made without params."""
         return None if self._adopt else [p for g in self.param_groups for p in g["params"]]
+
+    def _compile_key(self) -> tuple:
+        """What a compiled step bakes in of the param groups, which `kn.compile` adds to its
+        cache key (kiln/tracing/guards.py): each group's parameter count and its options but
+        those the step reads from Variables (`lr`, `betas`; of `momentum` whether it is on).
+        So a weight decay set between calls, or a group added, retraces, as the next torch
+        step would use them; a scheduler's lr does not.
+
+        >>> import kiln as kn
+        >>> opt = kn.optim.SGD([kn.zeros(2, requires_grad=True)], lr=0.1, weight_decay=0.01)
+        >>> key = opt._compile_key()
+        >>> opt.param_groups[0]["lr"] = 0.05
+        >>> opt._compile_key() == key
+        True
+        >>> opt.param_groups[0]["weight_decay"] = 0.0
+        >>> opt._compile_key() == key
+        False
+        """
+        key = []
+        for group in self.param_groups:
+            options = []
+            for name in self.defaults:
+                value = group.get(name)
+                if name in ("lr", "betas"):
+                    continue
+                if name == "momentum":
+                    value = nonzero(value)
+                elif not isinstance(value, (bool, int, float, str, type(None))):
+                    value = (type(value).__name__, id(value))  # a graph value: by identity
+                options.append((name, value))
+            key.append((len(group["params"]), tuple(options)))
+        return tuple(key)
 
     @property
     def slot_names(self) -> tuple:
@@ -241,13 +274,13 @@ class Optimizer:
 
     def _graph_variables(self) -> list:
         """The Variables of this optimizer's parameters in the default graph (None for a
-        parameter that has none there)."""
+        parameter that has none there; in a kn.compile trace, one that has a `.grad` has)."""
         graph = get_default_graph()
         found = []
         for group in self.param_groups:
             for p in group["params"]:
                 if isinstance(p, Parameter):
-                    found.append(p.variable_in(graph))
+                    found.append(graph_step.variable_of(p, graph))
                 elif isinstance(p, Variable):
                     found.append(p if p.graph is graph else None)
         return found
@@ -255,7 +288,13 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward;
         in a graph (kn.compile, graph mode), also the gradients `loss.backward()` left there."""
-        graph_step.clear_grads(self._graph_variables())
+        params = [p for group in self.param_groups for p in group["params"]]
+        variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
+        graph_step.clear_grads(
+            [v for v in variables if v.graph is get_default_graph()], set_to_none
+        )
+        if graph_step.zero_grads([p for p in params if isinstance(p, Parameter)], set_to_none):
+            return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for _, t, _ in self._tensors():
             grad = t.grad
             if grad is None:
@@ -507,8 +546,8 @@ class Optimizer:
         >>> opt = kn.optim.SGD([w], lr=0.1, momentum=0.9)
         >>> (w * w).sum().backward(); opt.step()
         >>> sd = opt.state_dict()
-        >>> sd["state"]
-        {0: {'step': tensor(1.), 'momentum_buffer': tensor([2., 4.])}}
+        >>> sd["state"]  # PyTorch's SGD keeps no step count
+        {0: {'momentum_buffer': tensor([2., 4.])}}
         >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
         ([0], 0.1)
         """

@@ -56,11 +56,13 @@ def export_state(opt) -> dict:
                 continue
             entry = _state_of(opt, p)
             if entry is not None:
-                out = {"step": make(np.array(float(entry.pop("step")), np.float32))}
-                out.update(
-                    (names.get(k, k), make(np.array(v, copy=True))) for k, v in entry.items()
-                )
-                state[index] = out
+                step = entry.pop("step")
+                out = {"step": make(np.array(float(step), np.float32))} if opt.saves_step else {}
+                order = [k for k in opt._slot_names(group) if k in entry]  # PyTorch's order
+                out.update((names.get(k, k), make(np.array(entry[k], copy=True)))
+                           for k in order + [k for k in entry if k not in order])  # fmt: skip
+                if out:  # an SGD without momentum keeps nothing
+                    state[index] = out
             ids.append(index)
             index += 1
         options = {k: v for k, v in group.items() if k != "params"}

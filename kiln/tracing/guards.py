@@ -3,7 +3,9 @@ its closure cells, the globals it names, and the attributes that code (or the me
 object's class) names of the objects and modules it reaches, and the items of the dicts
 (and of the lists and tuples of more than Python values) there. Python values there
 (numbers, strings, tuples of them) go into the cache key; tensors and objects there are
-guarded, and so is what the modules reached hold.
+guarded, and so is what the modules reached hold. An object reached whose class has a
+`_compile_key()` method (an optimizer: the group options its compiled step bakes in) adds
+what that returns, a Python value, to the cache key.
 """
 
 from __future__ import annotations
@@ -135,6 +137,10 @@ def _length(container, n: int) -> tuple:
     return (n,)
 
 
+def _compile_key(obj) -> tuple:
+    return (obj._compile_key(),)
+
+
 def _is_container(value) -> bool:
     return type(value) in (list, tuple, dict) and len(value) <= _MAX_ITEMS
 
@@ -155,6 +161,7 @@ class Captures:
         self._cells: list[tuple] = []  # (label, cell, depth)
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
+        self._keyed: list[tuple] = []  # (label, object): objects with a `_compile_key()`
         self._names: dict[int, set] = {}  # id(holder) -> the attribute names its methods read
         self._seen: set[int] = set()
         self._sources: set[tuple] = set()
@@ -192,6 +199,8 @@ class Captures:
                 self._seen.add(id(m))
                 self._holder(m, path, depth)
         elif _attributes_of(value) is not None and not isinstance(value, types.ModuleType):
+            if callable(getattr(type(value), "_compile_key", None)):
+                self._keyed.append((label, value))
             self._holder(value, label, depth)
 
     def _function(self, fn: types.FunctionType, depth: int) -> None:
@@ -243,6 +252,9 @@ class Captures:
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
+        for label, obj in self._keyed:
+            self._getters.append(functools.partial(_compile_key, obj))
+            self.labels.append(f"{label}._compile_key()")
 
     def _attributes(self, label: str, obj, depth: int) -> bool:
         """Walks the methods of `obj` the code may call and queues the attributes it may

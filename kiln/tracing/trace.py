@@ -45,6 +45,7 @@ class CompiledFunction:
         self.last: Traced | None = None
         self._lock = threading.Lock()
         self._captures: Captures | None = None  # what fn reads: found on first call
+        self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
         try:
             params = inspect.signature(fn).parameters.values()
             self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
@@ -119,8 +120,16 @@ class CompiledFunction:
         captured changed (logged)."""
         key, modules = self._key(leaves, statics, structure)
         traced = self.cache.get(key)
-        stale = None
-        if traced is not None:
+        stale, by_grads = None, False
+        if traced is not None and traced.grad_inputs:  # this key's trace for the `.grad`s now
+            found = next((t for t in self._by_grads.get(key, ()) if t.grad_now() in t.grad_keys),
+                         None)  # fmt: skip
+            if found is None:
+                now = traced.grad_now()
+                stale, by_grads = (f"which parameters have a .grad changed ({now})", False), True
+            else:
+                traced = self.cache[key] = found
+        if traced is not None and stale is None:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
                 stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
@@ -138,6 +147,8 @@ class CompiledFunction:
                 key, modules = self._key(leaves, statics, structure)
             reason = f"retrace: {stale[0]}" if stale else self._reason(key, modules, statics, paths)
             start = time.perf_counter()
+            had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
+                   if p is not None}  # fmt: skip
             traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3],
                             self.memory_budget)  # fmt: skip
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
@@ -145,12 +156,16 @@ class CompiledFunction:
             key, modules = self._key(leaves, statics, structure)
             traced.key, traced.statics = key, statics
             traced.captured = self._guard(statics)
+            variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
+            self._by_grads[key] = variants
+            _file_by_grads(traced, had, variants)
             self.cache[key] = traced
             self.cache.move_to_end(key)
             log(1, f"kn.compile: traced {traced.name} ({reason}): "
                    f"{len(traced.graph.nodes)} nodes, "
                    f"{(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
             for old, dropped in evict(self.cache, self.cache_size):
+                self._by_grads.pop(old, None)
                 log(1, f"kn.compile: {dropped.name}: cache full ({len(self.cache)} traces): "
                        f"dropped the least recently used, for {_signature_text(old)}")  # fmt: skip
         self.last = traced
@@ -194,6 +209,20 @@ class CompiledFunction:
             else:
                 found.append("what the function captures changed")
         return "; ".join(found) or "a parameter's requires_grad changed"
+
+
+def _file_by_grads(traced, had: dict, variants: list) -> None:
+    """Files `traced` among the traces of its key (`variants`) by which parameters have a
+    `.grad` (`grad_keys`): as it saw them (`grad_guard`) and as they were when the call came
+    (`had`), where the traced code changed them (`p.grad = None` in it) and the trace reads
+    no `.grad` that was None."""
+    inputs = traced.grad_inputs
+    came = tuple(had.get(id(o), seen) for (o, _), seen in zip(inputs, traced.grad_guard))
+    traced.grad_keys = {traced.grad_guard}
+    if all(was or start is None for was, (_, start) in zip(came, inputs)):
+        traced.grad_keys.add(came)
+    if inputs:
+        variants.append(traced)
 
 
 def _canonical(device: str) -> str:

@@ -30,6 +30,7 @@ from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of, shared_box
 from ..ops.dynamic import with_binders
+from ..optim import graph_step
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
@@ -232,11 +233,13 @@ class Traced:
             args, kwargs = _unflatten(structure, iter(self.inputs))
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
+            entered = graph_step.trace_grads(self.graph)  # the parameters' `.grad`s
             try:
                 with tracing_on(device), recording(self.graph) as self.prints:
                     result = fn(*args, **kwargs)
             finally:
                 calls.pop()
+                graph_step.untrace_grads(self.graph)
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed = []
@@ -275,11 +278,42 @@ class Traced:
         self.n_extras = len(extras)
         changed = [s for _, s in self.changed]
         self.printed = printed_symbols(self.prints, self.graph)  # returned for `print` calls
-        self.function = Function(self.inputs, outputs + extras + changed + self.printed,
+        grads = self._grad_state(entered)
+        self.function = Function(self.inputs, outputs + extras + changed + self.printed + grads,
                                  self.updates, device, memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
         self._placed = None  # the backward program whose arena holds the residuals
         self._placed_spec = self._out_shapes = None
+
+    def _grad_state(self, entered: dict) -> list:
+        """The `.grad` of each parameter the traced code used the gradient of: what a call
+        starts from (`grad_inputs`: the Variables reading `.grad`, None where it was None
+        when traced, the guard `grad_guard`) and what it leaves (`grad_writes`: each a
+        parameter and what to write: "none", "new" or "out" (a new `.grad`, or into the
+        one there), the outputs returned for these, or "keep"). As PyTorch's `.grad` across
+        calls: an eager step after a compiled backward applies it, a second backward adds
+        to it."""
+        pending = graph_step.pending_grads(self.graph)
+        self.grad_inputs, self.grad_writes, outs = [], [], []
+        for var, owner, start, cleared in entered.values():
+            if not cleared:  # zero_grad() first: the `.grad` on entry does not matter
+                self.grad_inputs.append((owner, start))
+            entry = pending.get(id(var))
+            if entry is None:
+                cleared = cleared or start is not None
+                self.grad_writes.append((owner, "none" if cleared else "keep"))
+            elif entry[1] is start:
+                self.grad_writes.append((owner, "keep"))
+            else:  # added to the `.grad` the call started with, else a new one
+                self.grad_writes.append((owner, "new" if start is None else "out"))
+                outs.append(entry[1])
+        self.grad_guard = tuple(start is not None for _, start in self.grad_inputs)
+        self.grad_keys = {self.grad_guard}  # the `.grad` states it serves (trace.py)
+        return outs
+
+    def grad_now(self) -> tuple:
+        """Which of the parameters in `grad_inputs` have a `.grad` now (as `grad_guard`)."""
+        return tuple(owner.grad is not None for owner, _ in self.grad_inputs)
 
     def _collect_state(self):
         """Module parameters become the graph's Variables, sharing the Parameters' memory (so
@@ -453,6 +487,9 @@ class Traced:
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
         for var, box in self.shared:
             var._value = box[0]
+        for owner, start in self.grad_inputs:
+            if start is not None:  # the `.grad` this call starts from (the guard: not None)
+                self._read_grad(owner, start)
         record = tensors and state.grad and bool(self.grad_outputs)
         placed = self.placement() if record else None
         outs = arena = None
@@ -466,9 +503,10 @@ class Traced:
         n = len(self.outputs)
         for (k, _), value in zip(self.changed, results[n + self.n_extras :]):
             _write_argument(leaves[k], value)
+        shown = results[n + self.n_extras + len(self.changed) :]
         if self.prints:
-            shown = results[n + self.n_extras + len(self.changed) :]
             replay(self.prints, self.printed, [make(r, self.device) for r in shown])
+        self._write_grads(shown[len(self.printed) :])
         results = results[: n + self.n_extras]
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))
@@ -484,6 +522,32 @@ class Traced:
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
         return _unflatten(self.out_structure, iter(outs))
+
+    def _read_grad(self, owner, var) -> None:
+        """The Variable reads the parameter's `.grad`: its memory on the cpu, else a copy."""
+        grad = owner.grad
+        if self.device == "cpu":
+            var._value, var.device = grad._data, "cpu"
+        else:
+            var.assign(grad._data)
+
+    def _write_grads(self, values) -> None:
+        """Each parameter's `.grad` after the call: None, the value the program returned
+        (into the `.grad` tensor itself where there is one, as backward accumulates), or
+        as it was."""
+        values = iter(values)
+        for owner, write in self.grad_writes:
+            if write == "none":
+                owner.grad = None
+            elif write != "keep":
+                value, grad = next(values), owner.grad
+                if isinstance(value, np.ndarray) and not value.flags.writeable:
+                    value = value.copy()  # a broadcast constant (zeros): a `.grad` of its own
+                if write == "new" or grad is None or grad.device != self.device:
+                    owner.grad = make(value, self.device)
+                else:  # in place, as backward adds to a `.grad`
+                    grad._data[...] = value
+                    version_of(grad).value += 1
 
     def _share(self, param, var, t) -> None:
         """The Variable reads the Parameter's current value: on the cpu it is the Parameter's

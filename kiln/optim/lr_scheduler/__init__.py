@@ -6,24 +6,34 @@ the group's value assigns, so a compiled step follows the schedule without recom
 """
 
 from .basic import (
+    ConstantLR,
     CosineAnnealingLR,
     ExponentialLR,
     LambdaLR,
     LinearLR,
     LRScheduler,
+    MultiplicativeLR,
     MultiStepLR,
+    PolynomialLR,
     StepLR,
 )
+from .cycles import ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR
 from .policies import OneCycleLR, ReduceLROnPlateau, SequentialLR
 
 __all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
     "MultiStepLR",
+    "MultiplicativeLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",

@@ -17,12 +17,15 @@ from ...errors import ArgumentError, ArgumentTypeError
 from ..optimizer import Optimizer
 
 __all__ = [
+    "ConstantLR",
     "CosineAnnealingLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
     "MultiStepLR",
+    "MultiplicativeLR",
+    "PolynomialLR",
     "StepLR",
 ]
 
@@ -336,3 +339,87 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self) -> list:
         cos = 1 + math.cos(math.pi * self.last_epoch / self.T_max)
         return [self.eta_min + (base - self.eta_min) * cos / 2 for base in self.base_lrs]
+
+
+class MultiplicativeLR(LambdaLR):
+    """Multiplies the lr by `lr_lambda(last_epoch)` at every step after the first (one
+    function, or one per group).
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.5)
+    >>> for _ in range(3):
+    ...     opt.step(); sched.step()
+    >>> sched.get_last_lr()
+    [0.125]
+    """
+
+    def get_lr(self) -> list:
+        if self.last_epoch <= 0:
+            return self._group_lrs()
+        return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._group_lrs())]
+
+
+class ConstantLR(LRScheduler):
+    """Scales the lr by `factor` for the first `total_iters` steps, then restores it.
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
+    >>> lrs
+    [0.5, 0.5, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1):  # fmt: skip
+        if factor > 1.0 or factor < 0:
+            raise ArgumentError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._group_lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._group_lrs()
+        return [lr * (1.0 / self.factor) for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        factor = self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
+        return [base * factor for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decays the lr as `initial_lr * (1 - epoch / total_iters) ** power` up to
+    `total_iters` (0 there), then keeps it.
+
+    >>> import kiln as kn
+    >>> opt = kn.optim.SGD([kn.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = kn.optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=2.0)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
+    >>> lrs
+    [1.0, 0.5625, 0.25, 0.0625, 0.0]
+    """
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1):  # fmt: skip
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._group_lrs()
+        now = 1.0 - self.last_epoch / self.total_iters
+        before = 1.0 - (self.last_epoch - 1) / self.total_iters
+        return [lr * (now / before) ** self.power for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list:
+        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * (1.0 - done) ** self.power for base in self.base_lrs]

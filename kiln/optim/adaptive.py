@@ -1,0 +1,152 @@
+"""More per-coordinate adaptive optimizers: Adadelta, Adamax and RAdam with PyTorch's update
+math, each written once with kiln ops in `_update` (graph nodes for Symbols, values for
+arrays), as those of kiln/optim/algorithms.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import frontend as F
+from ..errors import ArgumentError
+from .optimizer import Optimizer, _check, like
+
+__all__ = ["Adadelta", "Adamax", "RAdam"]
+
+
+def _check_betas(betas) -> tuple:
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
+    return tuple(betas)
+
+
+def _signed(grad, param, o):
+    """The gradient to descend: negated to `maximize`, plus L2 `weight_decay`."""
+    g = -grad if o["maximize"] else grad
+    if o["weight_decay"] != 0 and not o.get("decoupled_weight_decay"):
+        g = g + param * o["weight_decay"]
+    return g
+
+
+class Adadelta(Optimizer):
+    """Adadelta, as PyTorch's: steps of `lr * sqrt(acc_delta + eps) / sqrt(square_avg + eps)
+    * g`, both averages decaying by `rho`; `weight_decay` adds L2 to the gradient.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.Adadelta([w], lr=1.0, rho=0.0, eps=1e-6)
+    >>> (w * w).sum().backward(); opt.step(); w  # rho 0: a step of sqrt(eps) * sign(g)
+    tensor([ 0.9990, -1.9990], requires_grad=True)
+    """
+
+    slot_prefix = "adadelta_"
+
+    def __init__(self, params=None, lr=1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0.0, *, maximize: bool = False):  # fmt: skip
+        _check(lr, "learning rate")
+        if not 0.0 <= rho <= 1.0:
+            raise ArgumentError(f"Invalid rho value: {rho}")
+        _check(eps, "epsilon value")
+        _check(weight_decay, "weight_decay value")
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("square_avg", "acc_delta")
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        rho, eps = o["rho"], o["eps"]
+        g = _signed(grad, param, o)
+        square_avg = slots["square_avg"] * rho + F.square(g) * (1 - rho)
+        delta = F.sqrt(slots["acc_delta"] + eps) / F.sqrt(square_avg + eps) * g
+        acc_delta = slots["acc_delta"] * rho + F.square(delta) * (1 - rho)
+        new_param = param - delta * like(o["lr"], param)
+        return new_param, {"square_avg": square_avg, "acc_delta": acc_delta}
+
+
+class Adamax(Optimizer):
+    """Adamax, as PyTorch's: Adam with the infinity norm, `exp_inf = max(beta2 * exp_inf,
+    |g| + eps)`, and steps of `lr / (1 - beta1**t) * exp_avg / exp_inf`.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.Adamax([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w  # the first step: lr * sign(g)
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    slot_prefix = "adamax_"
+
+    def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, *, maximize: bool = False):  # fmt: skip
+        _check(lr, "learning rate")
+        _check(eps, "epsilon value")
+        _check(weight_decay, "weight_decay value")
+        defaults = dict(lr=lr, betas=_check_betas(betas), eps=eps, weight_decay=weight_decay,
+                        maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("exp_avg", "exp_inf")
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        beta1, beta2 = o["betas"]
+        g = _signed(grad, param, o)
+        exp_avg = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
+        exp_inf = F.maximum(slots["exp_inf"] * like(beta2, param), F.abs(g) + o["eps"])
+        clr = o["lr"] / (1 - beta1 ** F.cast(step, np.float64))
+        new_param = param - like(clr, param) * (exp_avg / exp_inf)
+        return new_param, {"exp_avg": exp_avg, "exp_inf": exp_inf}
+
+
+class RAdam(Optimizer):
+    """RAdam, as PyTorch's: Adam whose adaptive step is rectified by the variance of its
+    second moment, and taken only once that is tractable (`rho_t > 5`; before, steps of
+    `lr` times the bias-corrected first moment); `decoupled_weight_decay` as AdamW's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.RAdam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w  # the first step: lr * g
+    tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
+
+    slot_prefix = "radam_"
+
+    def __init__(self, params=None, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
+                 maximize: bool = False):  # fmt: skip
+        _check(lr, "learning rate")
+        _check(eps, "epsilon value")
+        _check(weight_decay, "weight_decay value")
+        defaults = dict(lr=lr, betas=_check_betas(betas), eps=eps, weight_decay=weight_decay,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("exp_avg", "exp_avg_sq")
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        beta1, beta2 = o["betas"]
+        lr = o["lr"]
+        if o["weight_decay"] != 0 and o["decoupled_weight_decay"]:
+            param = param * like(1 - lr * o["weight_decay"], param)
+        g = _signed(grad, param, o)
+        exp_avg = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
+        exp_avg_sq = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
+        t = F.cast(step, np.float64)
+        bias_correction1, bias_correction2 = 1 - beta1**t, 1 - beta2**t
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
+        # the rectification, where the variance is tractable (else not used: clipped at 0)
+        rect = F.sqrt(F.maximum((rho_t - 4) * (rho_t - 2) * rho_inf, 0.0)
+                      / ((rho_inf - 4) * (rho_inf - 2) * rho_t))  # fmt: skip
+        adaptive = like(F.sqrt(bias_correction2), param) / (F.sqrt(exp_avg_sq) + o["eps"])
+        scale = like(lr / bias_correction1, param)
+        update = F.where(F.gt(rho_t, 5.0), like(rect, param) * adaptive, 1.0)
+        new_param = param - exp_avg * scale * update
+        return new_param, {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}

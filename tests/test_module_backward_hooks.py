@@ -79,3 +79,20 @@ def test_hooks_compile_in_graph_mode():
         (g,) = kn.grad(lin(x).sum(), [x])
         f = kn.function([x], [g])
     assert f(np.ones((3, 2), np.float32))[0].tolist() == want
+
+
+def test_hooks_under_compile():
+    lin = _linear(kn)
+    lin.register_full_backward_pre_hook(lambda mod, go: (go[0] * 10,))
+    lin.register_full_backward_hook(lambda mod, gi, go: (gi[0] * 0.5,))
+
+    @kn.compile
+    def step(x):
+        y = lin(x).sum()
+        y.backward()
+        return y
+
+    x = kn.ones(3, 2, requires_grad=True)
+    step(x)
+    assert x.grad.tolist() == [[5.0, 10.0]] * 3  # 10 * W, halved
+    assert lin.weight.grad.tolist() == [[30.0, 30.0]]  # 10 * the sum of x's rows

@@ -71,6 +71,16 @@ _ENTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+# graph of a kn.compile trace -> the placeholders of its arguments that require grad (leaf
+# Tensors): backward() there also gives their gradients, which each call adds to `.grad`
+_LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_leaves(graph, placeholders) -> None:
+    """The arguments of a kn.compile trace whose `.grad` backward() inside it sets."""
+    _LEAVES[graph] = list(placeholders)
+
+
 def trace_grads(graph) -> dict:
     """Makes the gradients in `graph` (a kn.compile trace) the parameters' `.grad`: each
     starts from the `.grad` the parameter has when the program is called (what backward adds
@@ -198,6 +208,8 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
         variables, _ = _trainable_ancestors(self)
     variables = [v for v in variables if v is not None]
     enter(variables)
+    if inputs is None:  # the compiled function's arguments that require grad, as PyTorch's
+        variables += [s for s in _LEAVES.get(self.graph, ()) if s is not self]
     if not variables:
         raise call_error(
             AutogradError,

@@ -234,6 +234,9 @@ class Traced:
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             entered = graph_step.trace_grads(self.graph)  # the parameters' `.grad`s
+            leaves = [(k, s) for k, (s, sig) in enumerate(zip(self.inputs, key[1]))
+                      if sig[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
+            graph_step.trace_leaves(self.graph, [s for _, s in leaves])
             try:
                 with tracing_on(device), recording(self.graph) as self.prints:
                     result = fn(*args, **kwargs)
@@ -279,6 +282,10 @@ class Traced:
         changed = [s for _, s in self.changed]
         self.printed = printed_symbols(self.prints, self.graph)  # returned for `print` calls
         grads = self._grad_state(entered)
+        # the arguments' gradients from backward() inside: added to their `.grad` each call
+        pending = graph_step.pending_grads(self.graph)
+        self.leaf_grads = [k for k, s in leaves if id(s) in pending]
+        grads += [pending[id(s)][1] for k, s in leaves if id(s) in pending]
         self.function = Function(self.inputs, outputs + extras + changed + self.printed + grads,
                                  self.updates, device, memory_budget=memory_budget)  # fmt: skip
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
@@ -506,7 +513,10 @@ class Traced:
         shown = results[n + self.n_extras + len(self.changed) :]
         if self.prints:
             replay(self.prints, self.printed, [make(r, self.device) for r in shown])
-        self._write_grads(shown[len(self.printed) :])
+        written = shown[len(self.printed) :]
+        self._write_grads(written[: len(written) - len(self.leaf_grads)])
+        if self.leaf_grads:
+            self._write_leaf_grads(leaves, written[len(written) - len(self.leaf_grads) :])
         results = results[: n + self.n_extras]
         if not tensors:
             return _unflatten(self.out_structure, iter(results[:n]))
@@ -548,6 +558,22 @@ class Traced:
                 else:  # in place, as backward adds to a `.grad`
                     grad._data[...] = value
                     version_of(grad).value += 1
+
+    def _write_leaf_grads(self, leaves, values) -> None:
+        """The gradients backward() inside the call gave its arguments, added to their `.grad`
+        (a new one where it is None), as backward does to leaf Tensors; from an argument that
+        is not a leaf, backward goes on through the history it came with, as PyTorch's."""
+        for k, value in zip(self.leaf_grads, values):
+            leaf = leaves[k]
+            if not isinstance(leaf, Tensor):
+                continue
+            if not leaf.is_leaf:
+                leaf.backward(make(np.array(value, copy=True), self.device))
+            elif leaf.grad is None:
+                leaf.grad = make(np.array(value, copy=True), self.device)
+            else:
+                leaf.grad._data[...] += value
+                version_of(leaf.grad).value += 1
 
     def _share(self, param, var, t) -> None:
         """The Variable reads the Parameter's current value: on the cpu it is the Parameter's

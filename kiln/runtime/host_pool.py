@@ -179,7 +179,10 @@ def poolable(dtype) -> bool:
     (True, False)
     """
     dtype = np.dtype(dtype)
-    return not dtype.hasobject and np.dtype(dtype.str) == dtype
+    try:
+        return not dtype.hasobject and np.dtype(dtype.str) == dtype
+    except TypeError:  # a type string NumPy cannot read back (ml_dtypes' float8_e5m2: '<f1')
+        return False
 
 
 def owns(array) -> bool:

@@ -205,8 +205,8 @@ class Tensor:
         return Size(self._data.shape)
 
     @property
-    def dtype(self) -> np.dtype:
-        return self._data.dtype
+    def dtype(self) -> dt.DType:
+        return dt._PUBLIC[self._data.dtype]
 
     @property
     def device(self) -> device:

@@ -150,7 +150,7 @@ class _Writer:
             return int(v)
         if isinstance(v, (float, np.floating)):
             return {"float": repr(float(v))}  # repr round-trips exactly; covers nan and inf
-        if isinstance(v, np.dtype):
+        if isinstance(v, (np.dtype, dt.DType)):
             return {"dtype": dt.as_dtype(v).name}
         if isinstance(v, sh.Dim):
             anon = [self.anon.setdefault(a, len(self.anon)) for a in v.atoms if type(a) is int]

@@ -85,7 +85,7 @@ def infer(op: OpDef, args, attrs, site):
     pending = sh.collect_constraints()
     try:
         shape = op.shape_rule(*(a.shape for a in args), **attrs)
-        dtype = op.dtype_rule(*(a.dtype for a in args), **attrs)
+        dtype = op.dtype_rule(*(a._dtype for a in args), **attrs)
         sh.mark_derived([a.shape for a in args], attrs, shape)
     except (ShapeError, DTypeError) as e:
         raise node_error(type(e), str(e), op=op.name, name=None, site=site, inputs=args) from None

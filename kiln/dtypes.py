@@ -376,7 +376,12 @@ class DType:
     (True, True, dtype('int8'))
     """
 
-    __slots__ = ("dtype", "_hash", "is_floating_point", "is_complex", "is_signed", "itemsize")
+    # NumPy's `kind`, `name`, `char` and `type` are kept here too: kiln's code asks them on
+    # every op (the rest of NumPy's dtype attributes go through `__getattr__`).
+    __slots__ = (
+        "dtype", "_hash", "is_floating_point", "is_complex", "is_signed", "itemsize", "kind",
+        "name", "char", "type",
+    )  # fmt: skip
 
     def __init__(self, np_dtype):
         np_dtype = np.dtype(np_dtype)
@@ -390,6 +395,8 @@ class DType:
         signed = signed or np_dtype in (int4, int2)
         object.__setattr__(self, "is_signed", bool(signed))
         object.__setattr__(self, "itemsize", np_dtype.itemsize)
+        for name in ("kind", "name", "char", "type"):
+            object.__setattr__(self, name, getattr(np_dtype, name))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"kiln dtypes are immutable (cannot set {name!r})")

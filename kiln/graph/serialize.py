@@ -330,7 +330,7 @@ def _rules(op, inputs, attrs, where):
     pending = sh.collect_constraints()
     try:
         shape = tuple(op.shape_rule(*(s.shape for s in inputs), **attrs))
-        dtype = dt.as_dtype(op.dtype_rule(*(s.dtype for s in inputs), **attrs))
+        dtype = dt.as_dtype(op.dtype_rule(*(s._dtype for s in inputs), **attrs))
         sh.mark_derived([s.shape for s in inputs], attrs, shape)
     except Exception as e:  # NOTE: the rules run on untrusted attrs: any failure is the file's
         why = f"{where}: op {op.name} rejects its inputs or attrs: {type(e).__name__}"

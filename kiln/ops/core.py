@@ -234,6 +234,7 @@ def computes_float(op: OpDef) -> bool:
 @functools.cache
 def ufunc_dtype(ufunc, *dtypes):
     """The output dtype NumPy's ufunc gives for these input dtypes (NumPy 2 promotion)."""
+    dtypes = tuple(d.dtype if type(d) is dt.DType else d for d in dtypes)  # kn.dtype objects
     try:
         return ufunc.resolve_dtypes((*dtypes, None))[-1]
     except TypeError as e:  # NumPy: no loop for these dtypes

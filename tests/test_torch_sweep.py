@@ -32,9 +32,6 @@ KNOWN = {
     "tensor-ops/trace-*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
     "dtypes/*cfloat/*": "complex dtypes are not supported",
     "dtypes/*complex64/*": "complex dtypes are not supported",
-    "dtypes/is_floating_point-dtype/*": "kiln's dtypes are NumPy's, whose classes take no new "
-    "attribute and no subclass (kn.is_floating_point(x) and x.is_floating_point() work)",
-    "printing/dtype-repr/*": "kiln's dtypes are NumPy dtypes: repr is dtype('float32')",
 }
 
 # calls PyTorch refuses and kiln answers -> why

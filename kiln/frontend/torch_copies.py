@@ -347,7 +347,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     >>> t = kn.asarray(a)
     >>> a[0] = 7.0
     >>> t.tolist(), kn.asarray([1, 2]).dtype, kn.asarray(a, copy=True) is t
-    ([7.0, 0.0], dtype('int64'), False)
+    ([7.0, 0.0], kiln.int64, False)
     """
     want = None if dtype is None else dt.as_dtype(dtype)
     if isinstance(obj, Symbol):

@@ -257,7 +257,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  #
     >>> import kiln as kn
     >>> t = kn.rand_like(kn.zeros(2, 3, dtype=kn.float64))
     >>> t.shape, t.dtype, bool(((t >= 0) & (t < 1)).all())
-    (kiln.Size([2, 3]), dtype('float64'), True)
+    (kiln.Size([2, 3]), kiln.float64, True)
     """
 
     def draw(shape, d):
@@ -292,7 +292,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     >>> import kiln as kn
     >>> t = kn.randint_like(kn.zeros(4, dtype=kn.int32), 3, 6)
     >>> t.dtype, bool(((t >= 3) & (t < 6)).all())
-    (dtype('int32'), True)
+    (kiln.int32, True)
     """
     if high is None:
         low, high = 0, low

@@ -37,6 +37,7 @@ from .array_types import (
     strided,
 )
 from .checkpoint import CheckpointError, load, save
+from .dtypes import DType as dtype
 from .dtypes import (
     bfloat16,
     bool_,
@@ -64,7 +65,6 @@ from .dtypes import (
     int64,
     long,
     promote,
-    result_type,
     set_default_dtype,
     uint2,
     uint4,
@@ -73,9 +73,9 @@ from .dtypes import (
     uint32,
     uint64,
 )  # fmt: skip
-from .dtypes import bool_ as bool  # noqa: A004 -- PyTorch's dtype names
-from .dtypes import float32 as float  # noqa: A004
-from .dtypes import int32 as int  # noqa: A004
+from .dtypes import (
+    public as _dtypes_public,
+)
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
 from .errors import (
@@ -107,6 +107,19 @@ from .shapes import Dim
 from .tracing import compile, trace  # noqa: A004 (the API's name)
 from .tracing import func as func  # `kn.func`: torch.func's transforms
 from .tracing.transforms import jacfwd, jacrev, jvp, vmap
+
+# The public dtypes are `kn.dtype` objects (kiln keeps NumPy's dtypes inside).
+# fmt: off
+(bfloat16, bool_, double, float4_e2m1fn, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+ float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int2, int4, int8, int16, int32,
+ int64, long, uint2, uint4, uint8, uint16, uint32, uint64) = map(_dtypes_public, (
+    bfloat16, bool_, double, float4_e2m1fn, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+    float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int2, int4, int8, int16,
+    int32, int64, long, uint2, uint4, uint8, uint16, uint32, uint64))
+cdouble, cfloat, complex64, complex128 = map(_dtypes_public, (cdouble, cfloat, complex64,
+                                                              complex128))
+# fmt: on
+bool, float, int = bool_, float32, int32  # noqa: A001 -- PyTorch's dtype names
 
 __version__ = "0.1.0"
 

@@ -82,6 +82,8 @@ def as_dtype(value) -> np.dtype:
     >>> as_dtype("float32"), as_dtype("f32"), as_dtype(bool), as_dtype("bfloat16")
     (dtype('float32'), dtype('float32'), dtype('bool'), dtype(bfloat16))
     """
+    if type(value) is DType:
+        return value.dtype
     if isinstance(value, str) and value in _FROM_SHORT:
         return _FROM_SHORT[value]
     try:
@@ -190,9 +192,9 @@ def get_default_dtype() -> np.dtype:
     """The dtype of Python floats in tensors and of integer-to-float promotion (PyTorch's).
 
     >>> get_default_dtype()
-    dtype('float32')
+    kiln.float32
     """
-    return DEFAULT_FLOAT
+    return _PUBLIC[DEFAULT_FLOAT]
 
 
 def set_default_dtype(dtype) -> None:
@@ -200,7 +202,7 @@ def set_default_dtype(dtype) -> None:
     dtype of factories without `dtype=`, of Python floats and of `int / int`.
 
     >>> set_default_dtype(float64); get_default_dtype()
-    dtype('float64')
+    kiln.float64
     >>> set_default_dtype(float32)
     """
     global DEFAULT_FLOAT
@@ -326,10 +328,12 @@ def result_type(*operands) -> np.dtype:
             d = _wrapped(v)
             wrapped = d if wrapped is None else _pair(wrapped, d)
             continue
-        if isinstance(v, np.dtype) or not hasattr(v, "dtype"):
+        if isinstance(v, (np.dtype, DType)) or not hasattr(v, "dtype"):
             d, nd = as_dtype(v), 1
         else:
             d, nd = v.dtype, v.ndim
+            if type(d) is DType:
+                d = d.dtype
         if nd:
             dims = d if dims is None else _pair(dims, d)
         else:
@@ -355,6 +359,8 @@ def to_float(dtype: np.dtype) -> np.dtype:
 
 def is_dtype(value) -> bool:
     """Whether `value` names a dtype (not a size): `view(dtype)` against `view(n)`."""
+    if type(value) is DType:
+        return True
     if isinstance(value, (np.dtype, type)) and not isinstance(value, (int, np.integer)):
         return value not in (int, float, bool) or isinstance(value, np.dtype)
     if isinstance(value, str):
@@ -412,3 +418,125 @@ def as_array(value, dtype=None) -> np.ndarray:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     as_dtype(array.dtype)
     return array
+
+
+# -- kiln's dtype objects ------------------------------------------------------------------
+# The public constants (`kn.float32`…) and `Tensor.dtype`/`Symbol.dtype` are `kn.dtype`
+# objects, PyTorch's dtype attributes on one NumPy dtype each. Inside, kiln keeps the NumPy
+# dtype (`as_dtype` unwraps): NumPy takes a `kn.dtype` anywhere it takes a dtype, through its
+# `.dtype` attribute, and it compares and hashes as its NumPy dtype, so dicts keyed by either
+# find both.
+
+
+class DType:
+    """A kiln dtype (`kn.float32`, `kn.int64`…): PyTorch's dtype attributes over one NumPy
+    dtype, which NumPy accepts wherever it takes a dtype.
+
+    >>> import kiln as kn
+    >>> kn.float32, kn.float32.is_floating_point, kn.int8.is_signed, kn.float16.itemsize
+    (kiln.float32, True, True, 2)
+    >>> kn.zeros(2).dtype is kn.float32, kn.float32 == np.float32, np.zeros(1, kn.int8).dtype
+    (True, True, dtype('int8'))
+    """
+
+    # NumPy's `kind`, `name`, `char` and `type` are kept here too: kiln's code asks them on
+    # every op (the rest of NumPy's dtype attributes go through `__getattr__`).
+    __slots__ = (
+        "dtype", "_hash", "is_floating_point", "is_complex", "is_signed", "itemsize", "kind",
+        "name", "char", "type",
+    )  # fmt: skip
+
+    def __init__(self, np_dtype):
+        np_dtype = np.dtype(np_dtype)
+        object.__setattr__(self, "dtype", np_dtype)
+        object.__setattr__(self, "_hash", hash(np_dtype))
+        floating = np_dtype.kind in "fV" and np_dtype not in (int4, uint4, int2, uint2)
+        object.__setattr__(self, "is_floating_point", bool(floating))
+        object.__setattr__(self, "is_complex", np_dtype.kind == "c")
+        # float8_e8m0fnu is an exponent alone: no sign bit (PyTorch: not signed)
+        signed = (floating and np_dtype != float8_e8m0fnu) or np_dtype.kind in "ic"
+        signed = signed or np_dtype in (int4, int2)
+        object.__setattr__(self, "is_signed", bool(signed))
+        object.__setattr__(self, "itemsize", np_dtype.itemsize)
+        for name in ("kind", "name", "char", "type"):
+            object.__setattr__(self, name, getattr(np_dtype, name))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"kiln dtypes are immutable (cannot set {name!r})")
+
+    def __getattr__(self, name):  # NumPy's dtype attributes: kind, name, char, type…
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "dtype"), name)
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        if type(other) is DType:
+            return False
+        try:
+            return self.dtype == other
+        except TypeError:
+            return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return f"kiln.{self.dtype.name}"
+
+    def __str__(self):  # the bare name, as kiln's messages print dtypes (PyTorch: with prefix)
+        return self.dtype.name
+
+    def __reduce__(self):
+        return (_dtype_named, (self.dtype.name,))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def to_real(self):
+        """The real dtype of the same width: itself for a real dtype (PyTorch's `to_real`).
+
+        >>> import kiln as kn
+        >>> kn.float64.to_real()
+        kiln.float64
+        """
+        if self.is_complex:
+            return public(np.dtype(np.float32 if self.itemsize == 8 else np.float64))
+        return self
+
+    def to_complex(self):
+        """The complex dtype of twice the width: itself for a complex dtype (PyTorch's
+        `to_complex`; float16 has none in kiln).
+
+        >>> import kiln as kn
+        >>> kn.float32.to_complex()
+        kiln.complex64
+        """
+        if self.is_complex:
+            return self
+        return public(to_complex(self.dtype))
+
+
+def _dtype_named(name: str) -> DType:
+    """The kiln dtype of a NumPy name (unpickling)."""
+    return public(as_dtype(name))
+
+
+def public(np_dtype) -> DType:
+    """The `kn.dtype` object of a NumPy dtype (or of a kiln dtype: itself)."""
+    try:
+        return _PUBLIC[np_dtype]
+    except KeyError:
+        return _PUBLIC[as_dtype(np_dtype)]
+
+
+_PUBLIC = {d: DType(d) for d in _SHORT if d is not TUPLE}
+_PUBLIC[TUPLE] = TUPLE  # a region node's type: internal, not a dtype of arrays

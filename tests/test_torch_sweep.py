@@ -29,9 +29,6 @@ from torch_sweep_cases import CASES  # noqa: E402
 KNOWN = {
     "nn.functional/one_hot-auto/[gc]*": "num_classes=-1 needs the values of the indices",
     "tensor-ops/trace-*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
-    "dtypes/is_floating_point-dtype/*": "kiln's dtypes are NumPy's, whose classes take no new "
-    "attribute and no subclass (kn.is_floating_point(x) and x.is_floating_point() work)",
-    "printing/dtype-repr/*": "kiln's dtypes are NumPy dtypes: repr is dtype('float32')",
 }
 
 # calls PyTorch refuses and kiln answers -> why

@@ -45,7 +45,7 @@ def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = F
     >>> import kiln as kn
     >>> t = kn.ones(2)
     >>> t.to("cpu") is t, t.to(kn.float64).dtype
-    (True, dtype('float64'))
+    (True, kiln.float64)
     """
     if dtype is None and device is not None and not _is_device(device):
         device, dtype = None, device

@@ -185,7 +185,7 @@ def _unavailable(op, args, attrs) -> Unavailable:
     device = next(a._device for a in args if isinstance(a, Tensor))
     shape = op.shape_rule(*(np.shape(a) if not isinstance(a, Tensor) else a.shape for a in args),
                           **attrs)  # fmt: skip
-    dtype = op.dtype_rule(*(a.dtype if isinstance(a, Tensor) else np.asarray(a).dtype
+    dtype = op.dtype_rule(*(dt.as_dtype(a.dtype) if isinstance(a, Tensor) else np.asarray(a).dtype
                             for a in args), **attrs)  # fmt: skip
     return Unavailable(shape, dtype, device, reason)
 

@@ -77,7 +77,7 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     >>> import kiln as kn
     >>> t = kn.tensor([[1.0, 2.0]], requires_grad=True)
     >>> t.shape, t.dtype, t.device, t.requires_grad, t.is_leaf
-    (kiln.Size([1, 2]), dtype('float32'), device(type='cpu'), True, True)
+    (kiln.Size([1, 2]), kiln.float32, device(type='cpu'), True, True)
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
@@ -106,7 +106,7 @@ def zeros(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
 
     >>> import kiln as kn
     >>> kn.zeros(2, 3).shape, kn.zeros((2,), dtype=kn.int32).dtype
-    (kiln.Size([2, 3]), dtype('int32'))
+    (kiln.Size([2, 3]), kiln.int32)
     """
     return _finish(np.zeros(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 
@@ -275,7 +275,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
     >>> import kiln as kn
     >>> kn.manual_seed(0); a = kn.randint(3, 10, (2, 4))
     >>> tuple(a.shape), a.dtype, bool(((a >= 3) & (a < 10)).all())
-    ((2, 4), dtype('int64'), True)
+    ((2, 4), kiln.int64, True)
     """
     if size is None:
         *bounds, size = args
@@ -302,7 +302,7 @@ def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
 
     >>> import kiln as kn
     >>> tuple(kn.empty(2, 3).shape), kn.empty((2,), dtype=kn.int32).dtype
-    ((2, 3), dtype('int32'))
+    ((2, 3), kiln.int32)
     """
     return _finish(np.empty(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 

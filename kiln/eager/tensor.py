@@ -205,8 +205,8 @@ class Tensor:
         return Size(self._data.shape)
 
     @property
-    def dtype(self) -> np.dtype:
-        return self._data.dtype
+    def dtype(self) -> dt.DType:
+        return dt._PUBLIC[self._data.dtype]
 
     @property
     def device(self) -> device:
@@ -533,7 +533,7 @@ class Tensor:
         >>> import kiln as kn
         >>> t = kn.zeros(2)
         >>> t.type(), t.type(kn.int64).dtype, t.type("kiln.DoubleTensor").dtype
-        ('kiln.FloatTensor', dtype('int64'), dtype('float64'))
+        ('kiln.FloatTensor', kiln.int64, kiln.float64)
         """
         if dtype is None:
             return dt.type_name(self.dtype, self._device != "cpu")

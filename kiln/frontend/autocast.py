@@ -82,7 +82,7 @@ class autocast:  # noqa: N801 — PyTorch's name
     ...     y = kn.nn.functional.linear(x, w)
     ...     loss = kn.nn.functional.mse_loss(y, kn.zeros(2, 4))
     >>> y.dtype, loss.dtype
-    (dtype(bfloat16), dtype('float32'))
+    (kiln.bfloat16, kiln.float32)
     """
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None):
@@ -213,7 +213,7 @@ def autocast_op(policy: str | None, *, cuda=_SAME):
     ...     return x.sum()
     >>> with kn.autocast("cpu"):
     ...     total(kn.ones(3, dtype=kn.bfloat16)).dtype
-    dtype('float32')
+    kiln.float32
     """
     policies = {"cpu": policy, "cuda": policy if cuda is _SAME else cuda}
 

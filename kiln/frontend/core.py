@@ -256,7 +256,7 @@ def half_in_float32(fn):
 
     >>> import kiln as kn
     >>> kn.batch_norm(kn.ones(2, 1, dtype=kn.float16), kn.zeros(1), kn.ones(1)).dtype
-    dtype('float16')
+    kiln.float16
     """
     return in_float32(fn, (dt.bfloat16, np.dtype(np.float16)))
 

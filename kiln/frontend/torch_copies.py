@@ -273,7 +273,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device="cpu",
     if len(stride) != len(size):
         raise ArgumentError(f"empty_strided: mismatch in length of strides and shape: size "
                             f"{size}, stride {stride}")  # fmt: skip
-    dtype = dt.as_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+    dtype = dt.as_dtype(dtype) if dtype is not None else dt.DEFAULT_FLOAT
     extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     buffer = np.empty(extent, dtype)
     data = np.lib.stride_tricks.as_strided(
@@ -330,7 +330,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         raise UsageError(f"range: upper bound and larger bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip
     n = int(np.floor((float(end) - float(start)) / float(step))) + 1
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
     values = (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dtype)
     result = fa.tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
     return result if out is None else out.copy_(result)
@@ -347,7 +347,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     >>> t = kn.asarray(a)
     >>> a[0] = 7.0
     >>> t.tolist(), kn.asarray([1, 2]).dtype, kn.asarray(a, copy=True) is t
-    ([7.0, 0.0], dtype('int64'), False)
+    ([7.0, 0.0], kiln.int64, False)
     """
     want = None if dtype is None else dt.as_dtype(dtype)
     if isinstance(obj, Symbol):

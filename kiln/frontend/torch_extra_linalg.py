@@ -256,7 +256,7 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
             f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
         )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
-    x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    x = x if dt.is_float(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
     if fweights is not None or aweights is not None:
         out = _weighted_cov(x, correction, fweights, aweights)
     else:
@@ -397,5 +397,5 @@ def ldexp(input, other):  # noqa: A002
     tensor([ 4., 16.])
     """
     (x,) = lift(input)
-    x = x if dt.is_float(x.dtype) else m.cast(x, dt.get_default_dtype())
+    x = x if dt.is_float(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
     return m.mul(x, tm.exp2(other))

@@ -57,7 +57,7 @@ arctan, arctan2, arctanh = tm.atan, tm.atan2, tm.atanh
 def _float(x):
     """x in the default float dtype when it is an integer or bool (PyTorch's float functions)."""
     (x,) = lift(x)
-    return x if dt.is_differentiable(x.dtype) else m.cast(x, dt.get_default_dtype())
+    return x if dt.is_differentiable(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
 
 
 # -- elementwise ------------------------------------------------------------------------------

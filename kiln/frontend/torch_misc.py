@@ -21,7 +21,7 @@ from .core import lift
 __all__ = [
     "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",
     "is_tensor", "logspace", "numel", "promote_types", "rand_like", "randint_like",
-    "randn_like", "set_printoptions", "tril_indices", "triu_indices",
+    "randn_like", "result_type", "set_printoptions", "tril_indices", "triu_indices",
 ]  # fmt: skip
 
 _TORCH_NAMES = {"bool": "Bool", "float32": "Float", "float64": "Double", "int64": "Long"}
@@ -48,7 +48,7 @@ class finfo:
     """
 
     def __init__(self, type=None):  # noqa: A002 -- PyTorch's argument name
-        dtype = dt.get_default_dtype() if type is None else _dtype_arg("finfo", type)
+        dtype = dt.DEFAULT_FLOAT if type is None else _dtype_arg("finfo", type)
         if not dt.is_float(dtype) or dt.is_storage_only(dtype):
             raise ArgumentTypeError(
                 "kiln.finfo() requires a floating point input type. Use kiln.iinfo to handle "
@@ -97,15 +97,27 @@ class iinfo:
         return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
-def promote_types(type1, type2) -> np.dtype:
+def promote_types(type1, type2) -> dt.DType:
     """The dtype two dtypes promote to, as PyTorch's `promote_types` (a float beats any
     integer, whatever its width).
 
     >>> import kiln as kn
     >>> kn.promote_types(kn.int32, kn.float16), kn.promote_types(kn.uint8, kn.int8)
-    (dtype('float16'), dtype('int16'))
+    (kiln.float16, kiln.int16)
     """
-    return dt.result_type(_dtype_arg("promote_types", type1), _dtype_arg("promote_types", type2))
+    a, b = _dtype_arg("promote_types", type1), _dtype_arg("promote_types", type2)
+    return dt.public(dt.result_type(a, b))
+
+
+def result_type(*operands) -> dt.DType:
+    """The dtype an op on `operands` (tensors, arrays, dtypes, Python and NumPy scalars)
+    computes in, as PyTorch's `result_type`.
+
+    >>> import kiln as kn
+    >>> kn.result_type(kn.ones(2, dtype=kn.int8), 2.5), kn.result_type(kn.int8, kn.uint8)
+    (kiln.float32, kiln.int16)
+    """
+    return dt.public(dt.result_type(*operands))
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
@@ -198,7 +210,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
                                 f"{type(steps).__name__}")  # fmt: skip
     if steps < 0:
         raise UsageError(f"logspace: number of steps must be non-negative, got {steps}")
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
+    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
     if isinstance(start, Symbol) or isinstance(end, Symbol):
         values = m.pow(float(base), traced_linspace(start, end, int(steps)))
         if dt.is_int(dtype) or dtype == dt.bool_:
@@ -245,7 +257,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  #
     >>> import kiln as kn
     >>> t = kn.rand_like(kn.zeros(2, 3, dtype=kn.float64))
     >>> t.shape, t.dtype, bool(((t >= 0) & (t < 1)).all())
-    (kiln.Size([2, 3]), dtype('float64'), True)
+    (kiln.Size([2, 3]), kiln.float64, True)
     """
 
     def draw(shape, d):
@@ -280,7 +292,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     >>> import kiln as kn
     >>> t = kn.randint_like(kn.zeros(4, dtype=kn.int32), 3, 6)
     >>> t.dtype, bool(((t >= 3) & (t < 6)).all())
-    (dtype('int32'), True)
+    (kiln.int32, True)
     """
     if high is None:
         low, high = 0, low

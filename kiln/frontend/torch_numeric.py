@@ -191,7 +191,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
     else:
         steps = [spacing] * len(dims)
     if not dt.is_float(f.dtype):
-        f = m.cast(f, dt.get_default_dtype())
+        f = m.cast(f, dt.DEFAULT_FLOAT)
     out = []
     for d, h in zip(dims, steps):
         if f.shape[d] < edge_order + 1:

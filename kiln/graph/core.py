@@ -102,7 +102,7 @@ class Symbol:
     Operators (`+`, `@`, `<`, indexing…) are installed by the frontend.
     """
 
-    __slots__ = ("node", "shape", "dtype", "__weakref__")
+    __slots__ = ("node", "shape", "_dtype", "__weakref__")
     __array_priority__ = 1000  # NumPy defers `ndarray + Symbol` to Symbol.__radd__
 
     def __init__(self, node: Node, shape: tuple, dtype):
@@ -111,6 +111,15 @@ class Symbol:
         self.dtype = dtype
 
     __hash__ = object.__hash__
+
+    @property
+    def dtype(self) -> dt.DType:
+        """The value's dtype (a `kn.dtype`; kiln keeps its NumPy dtype inside)."""
+        return dt._PUBLIC[self._dtype]
+
+    @dtype.setter
+    def dtype(self, value) -> None:
+        self._dtype = value if type(value) is not dt.DType else value.dtype
 
     @property
     def name(self) -> str:

@@ -56,7 +56,7 @@ def _literal(array: np.ndarray) -> str:
 
 
 def format_value(value, names: _Names) -> str:
-    if isinstance(value, np.dtype):
+    if isinstance(value, (np.dtype, dt.DType)):
         return dt.short_name(value)
     if isinstance(value, sh.Dim):
         return names.dim(value)

@@ -150,7 +150,7 @@ class _Writer:
             return int(v)
         if isinstance(v, (float, np.floating)):
             return {"float": repr(float(v))}  # repr round-trips exactly; covers nan and inf
-        if isinstance(v, np.dtype):
+        if isinstance(v, (np.dtype, dt.DType)):
             return {"dtype": dt.as_dtype(v).name}
         if isinstance(v, sh.Dim):
             anon = [self.anon.setdefault(a, len(self.anon)) for a in v.atoms if type(a) is int]
@@ -330,7 +330,7 @@ def _rules(op, inputs, attrs, where):
     pending = sh.collect_constraints()
     try:
         shape = tuple(op.shape_rule(*(s.shape for s in inputs), **attrs))
-        dtype = dt.as_dtype(op.dtype_rule(*(s.dtype for s in inputs), **attrs))
+        dtype = dt.as_dtype(op.dtype_rule(*(s._dtype for s in inputs), **attrs))
         sh.mark_derived([s.shape for s in inputs], attrs, shape)
     except Exception as e:  # NOTE: the rules run on untrusted attrs: any failure is the file's
         why = f"{where}: op {op.name} rejects its inputs or attrs: {type(e).__name__}"

@@ -63,7 +63,7 @@ def _check_types(node, where):
     pending = sh.collect_constraints()
     try:
         shape = tuple(node.op.shape_rule(*(i.shape for i in node.inputs), **node.attrs))
-        dtype = node.op.dtype_rule(*(i.dtype for i in node.inputs), **node.attrs)
+        dtype = node.op.dtype_rule(*(i._dtype for i in node.inputs), **node.attrs)
     except KilnError as e:
         raise GraphError(f"{where}: its rules now fail: {e}") from None
     finally:

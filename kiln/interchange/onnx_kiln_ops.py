@@ -17,6 +17,7 @@ import json
 import numpy as np
 
 from .. import shapes as sh
+from ..dtypes import DType
 
 KEY = "kiln"
 
@@ -28,7 +29,7 @@ class _NotPlain(Exception):
 def _encode(value, anon: dict):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, np.dtype):
+    if isinstance(value, (np.dtype, DType)):
         return {"dtype": value.name}
     if isinstance(value, np.generic):
         return value.item()

@@ -530,7 +530,7 @@ class Module(ModuleHooks):
         >>> import kiln as kn
         >>> bn = kn.nn.BatchNorm1d(2).to("cpu", kn.float16)
         >>> bn.weight.dtype, bn.num_batches_tracked.dtype
-        (dtype('float16'), dtype('int64'))
+        (kiln.float16, kiln.int64)
         """
         _, dtype, _ = parse_to(*args, **kwargs)
         if dtype is not None:

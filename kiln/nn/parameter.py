@@ -13,6 +13,7 @@ import weakref
 
 import numpy as np
 
+from .. import dtypes
 from ..array_types import Size
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, ArgumentTypeError, GraphError
@@ -111,8 +112,8 @@ class ModuleValue(Tensor):
         return Size(self.__dict__["_value"].shape)
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.__dict__["_value"].dtype
+    def dtype(self) -> dtypes.DType:
+        return dtypes._PUBLIC[self.__dict__["_value"].dtype]
 
     @property
     def ndim(self) -> int:

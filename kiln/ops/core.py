@@ -85,7 +85,7 @@ def infer(op: OpDef, args, attrs, site):
     pending = sh.collect_constraints()
     try:
         shape = op.shape_rule(*(a.shape for a in args), **attrs)
-        dtype = op.dtype_rule(*(a.dtype for a in args), **attrs)
+        dtype = op.dtype_rule(*(a._dtype for a in args), **attrs)
         sh.mark_derived([a.shape for a in args], attrs, shape)
     except (ShapeError, DTypeError) as e:
         raise node_error(type(e), str(e), op=op.name, name=None, site=site, inputs=args) from None
@@ -289,6 +289,7 @@ def computes_float(op: OpDef) -> bool:
 @functools.cache
 def ufunc_dtype(ufunc, *dtypes):
     """The output dtype NumPy's ufunc gives for these input dtypes (NumPy 2 promotion)."""
+    dtypes = tuple(d.dtype if type(d) is dt.DType else d for d in dtypes)  # kn.dtype objects
     try:
         return ufunc.resolve_dtypes((*dtypes, None))[-1]
     except TypeError as e:  # NumPy: no loop for these dtypes

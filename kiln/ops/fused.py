@@ -155,6 +155,7 @@ class Program:
         found = self._signatures.get(in_dtypes)
         if found is None:
             dtypes = self.run_rules(list(in_dtypes), "dtype_rule", DTypeError)
+            dtypes = [d.dtype if type(d) is dt.DType else d for d in dtypes]  # NumPy's, inside
             found = self._signatures[in_dtypes] = Signature(dtypes, self.n_in, self.outputs)
         return found
 

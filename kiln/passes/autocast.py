@@ -60,7 +60,7 @@ def autocast(graph: Graph, dtype) -> Graph:
         if not any(eligible):
             return None
         ins = [cast(copy, i, target, node) if e else i for i, e in zip(inputs, eligible)]
-        out_dtype = dt.as_dtype(node.op.dtype_rule(*(i.dtype for i in ins), **node.attrs))
+        out_dtype = dt.as_dtype(node.op.dtype_rule(*(i._dtype for i in ins), **node.attrs))
         new = copy.add_node(node.op, ins, node.attrs, node.name, node.site, node.out.shape,
                             out_dtype).out  # fmt: skip
         return new if out_dtype == node.out.dtype else cast(copy, new, node.out.dtype, node)

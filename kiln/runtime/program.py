@@ -71,7 +71,7 @@ class Program:
         static = all(all(type(d) is int for d in s.shape) for s in self.feeds)
         self._exact_feeds = None
         if backend.name == "cpu" and static and not self.constraints:
-            self._exact_feeds = [(s.dtype, tuple(s.shape)) for s in self.feeds]
+            self._exact_feeds = [(dt.as_dtype(s.dtype), tuple(s.shape)) for s in self.feeds]
         self._specialized: OrderedDict = OrderedDict()  # least recently used first
         self.cache_size = None  # its bound; None: kiln.runtime.cache.CACHE_SIZE
         self._lock = threading.Lock()

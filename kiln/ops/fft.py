@@ -20,9 +20,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
-from ..graph.core import Symbol
-from ..graph.opdef import REGISTRY, ArrayValue
-from .core import apply, defop
+from .core import apply, constant_like, defop
 
 _SCALES = ("none", "n", "sqrt")
 
@@ -192,18 +190,7 @@ def _c2r_vjp(ct, y, x, *, axes, n, scale):
     weights[1 : 1 + twice] = 2
     shape = [1] * g.ndim
     shape[axes[-1]] = m
-    return (g * _constant(weights.reshape(shape), g),)
-
-
-def _constant(array, like):
-    """`array` as a constant beside `like` (in its graph, or eager)."""
-    if isinstance(like, Symbol):
-        node = like.graph.add_node(
-            REGISTRY["constant"], (), {"value": ArrayValue(array)}, "constant",
-            shape=array.shape, dtype=array.dtype,
-        )  # fmt: skip
-        return node.out
-    return array
+    return (g * constant_like(weights.reshape(shape), g),)
 
 
 fft_c2r = defop(

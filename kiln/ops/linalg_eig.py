@@ -18,7 +18,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
 from .core import apply, defop, scalar
-from .fft import _constant
+from .core import constant_like as _constant
 
 _DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 

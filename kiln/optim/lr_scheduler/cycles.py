@@ -8,7 +8,7 @@ import types
 
 from ...errors import ArgumentError, ArgumentTypeError
 from .basic import LRScheduler, _check_optimizer, _per_group
-from .policies import ReduceLROnPlateau
+from .policies import Composite, ReduceLROnPlateau
 
 __all__ = ["ChainedScheduler", "CosineAnnealingWarmRestarts", "CyclicLR"]
 
@@ -175,7 +175,7 @@ class CyclicLR(LRScheduler):
             self._scale_fn_custom.__dict__.update(fn)
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(Composite, LRScheduler):
     """Steps every scheduler in `schedulers` at each `step()`, in order: their changes to
     the lr compose (a warm-up factor on top of a decay).
 
@@ -222,15 +222,3 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = self._group_lrs()
-
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state = dict(state_dict)
-        saved = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for scheduler, s in zip(self._schedulers, saved):
-            scheduler.load_state_dict(s)

@@ -13,7 +13,24 @@ from .basic import _EPOCH_DEPRECATED, LRScheduler, _check_optimizer, _per_group
 __all__ = ["OneCycleLR", "ReduceLROnPlateau", "SequentialLR"]
 
 
-class SequentialLR(LRScheduler):
+class Composite:
+    """The state of a scheduler made of schedulers (`_schedulers`): its own, and each one's,
+    as PyTorch's SequentialLR and ChainedScheduler save them."""
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, s in zip(self._schedulers, saved):
+            scheduler.load_state_dict(s)
+
+
+class SequentialLR(Composite, LRScheduler):
     """Runs `schedulers` one after another, switching at the `milestones` epochs (each
     scheduler starts there from its epoch 0).
 
@@ -81,18 +98,6 @@ class SequentialLR(LRScheduler):
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
-
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state = dict(state_dict)
-        saved = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for scheduler, s in zip(self._schedulers, saved):
-            scheduler.load_state_dict(s)
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -28,6 +28,7 @@ from ..nn.parameter import owner_of, share
 from ..ops.core import apply as _apply
 from ..ops.core import bind_graph
 from . import graph_step
+from .hooks import OptimizerHooks
 
 __all__ = ["Optimizer", "ParamGroup"]
 
@@ -104,7 +105,7 @@ class ParamGroup(dict):
             self[key] = value
 
 
-class Optimizer:
+class Optimizer(OptimizerHooks):
     """Base class, as PyTorch's: `param_groups`, `add_param_group`, `state_dict`,
     `load_state_dict`, eager `zero_grad`/`step`; graph mode `minimize`, `compute_gradients`,
     `apply_gradients`.
@@ -120,6 +121,7 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict):
         self.__dict__.update(defaults=dict(defaults), param_groups=[], _state=defaultdict(dict))
+        self._init_hooks()
         self._adopt = params is None  # graph mode: minimize adopts the Variables it finds
         if params is None:
             groups = [{"params": []}]
@@ -553,14 +555,14 @@ class Optimizer:
         """
         from .state import export_state
 
-        return export_state(self)
+        return self._state_dict_with_hooks(lambda: export_state(self))
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Sets the state and the groups' options from `state_dict` (from `state_dict()`,
         here or in another process). Checked first: on error nothing changes."""
         from .state import import_state
 
-        import_state(self, state_dict)
+        self._load_with_hooks(state_dict, lambda state: import_state(self, state))
 
     def __repr__(self):
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)

@@ -41,6 +41,12 @@ def fuse_bias_relu(graph: Graph) -> Graph:
             if _is_bias(y, b, total):
                 found[id(node)] = (y, b)
                 break
+    return _replace(graph, {k: ("bias_relu", v, {}) for k, v in found.items()})
+
+
+def _replace(graph, found: dict) -> Graph:
+    """`graph` with each node in `found` (by id: (op name, inputs, attrs)) made that op of
+    those inputs, of the node's name, site, shape and dtype; what it no longer reads goes."""
     if not found:
         return graph
     new: dict = {}
@@ -48,12 +54,11 @@ def fuse_bias_relu(graph: Graph) -> Graph:
     def rule(node, inputs, copy):
         if id(node) not in found:
             return None
-        y, b = found[id(node)]
-        return copy.add_node(REGISTRY["bias_relu"], [new[id(y)], new[id(b)]], {}, node.name,
+        op, args, attrs = found[id(node)]
+        return copy.add_node(REGISTRY[op], [new[id(a)] for a in args], attrs, node.name,
                              node.site, node.out.shape, node.out.dtype).out  # fmt: skip
 
-    result = rebuild(graph, rule, new)
-    return rebuild(_live(result))
+    return rebuild(_live(rebuild(graph, rule, new)))
 
 
 def _is_bias(y, b, total) -> bool:
@@ -174,21 +179,9 @@ def fuse_bias_update(graph: Graph) -> Graph:
             if tuple(x.shape) != tuple(node.out.shape) or x.dtype.kind != "f":
                 continue
             c, g = hit
-            found[id(node)] = (x, g, -c if node.op.name == "sub" else c)
+            found[id(node)] = ("add_colsum", (x, g), {"alpha": -c if node.op.name == "sub" else c})
             break
-    if not found:
-        return graph
-    new: dict = {}
-
-    def rule(node, inputs, copy):
-        if id(node) not in found:
-            return None
-        x, g, alpha = found[id(node)]
-        return copy.add_node(REGISTRY["add_colsum"], [new[id(x)], new[id(g)]], {"alpha": alpha},
-                             node.name, node.site, node.out.shape, node.out.dtype).out  # fmt: skip
-
-    result = rebuild(graph, rule, new)
-    return rebuild(_live(result))
+    return _replace(graph, found)
 
 
 def _scaled_colsum(s, sole, constant):

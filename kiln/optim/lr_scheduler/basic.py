@@ -35,6 +35,16 @@ _EPOCH_DEPRECATED = (
 )
 
 
+def _cycles_beta1(optimizer) -> bool:
+    """Whether a scheduler cycling the momentum (`cycle_momentum`) cycles Adam's beta1 rather
+    than SGD's momentum; an optimizer with neither is refused, as PyTorch refuses it."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ArgumentError(
+            "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+        )
+    return "betas" in optimizer.defaults
+
+
 def _per_group(name: str, optimizer, value) -> list:
     """`value` for each param group: a list or tuple of one per group, or one for all."""
     if isinstance(value, (list, tuple)):

@@ -7,7 +7,7 @@ import math
 import types
 
 from ...errors import ArgumentError, ArgumentTypeError
-from .basic import LRScheduler, _check_optimizer, _per_group
+from .basic import LRScheduler, _check_optimizer, _cycles_beta1, _per_group
 from .policies import Composite, ReduceLROnPlateau
 
 __all__ = ["ChainedScheduler", "CosineAnnealingWarmRestarts", "CyclicLR"]
@@ -111,11 +111,7 @@ class CyclicLR(LRScheduler):
             "iterations" if mode == "exp_range" else "cycle")  # fmt: skip
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ArgumentError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _cycles_beta1(optimizer)
             self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
             self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:

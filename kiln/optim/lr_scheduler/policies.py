@@ -8,7 +8,7 @@ import warnings
 from bisect import bisect_right
 
 from ...errors import ArgumentError, UsageError
-from .basic import _EPOCH_DEPRECATED, LRScheduler, _check_optimizer, _per_group
+from .basic import _EPOCH_DEPRECATED, LRScheduler, _check_optimizer, _cycles_beta1, _per_group
 
 __all__ = ["OneCycleLR", "ReduceLROnPlateau", "SequentialLR"]
 
@@ -264,11 +264,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ArgumentError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _cycles_beta1(optimizer)
             tops = _per_group("max_momentum", optimizer, max_momentum)
             bases = _per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:

@@ -135,12 +135,13 @@ def numba_loop(prog, dtypes, arrays, exact=True):
     return loop
 
 
-def _jit(numba, text):
-    """The numba dispatcher of a loop's text: from a module in the disk cache (numba then
-    caches its machine code beside it), or from the text in memory where there is none."""
+def _jit(numba, text, kind="loop"):
+    """The numba dispatcher of a loop's text: from a module in the disk cache's folder `kind`
+    (numba then caches its machine code beside it), or from the text in memory where there is
+    none."""
     from ..disk_cache import load_module
 
-    module = load_module("loop", text, {"np": np, **vecmath.namespace()})
+    module = load_module(kind, text, {"np": np, **vecmath.namespace()})
     if module is not None:
         fn, cache = module["kernel"], True
     else:

@@ -207,7 +207,9 @@ def _kernels():
 
             _BUILT = (scalar, {})  # namespace(), which the loops' texts run in, reads it
             for name in scalar:
-                _BUILT[1][name] = _jit(numba, _ARRAY_LOOP.format(fn=f"vm{VERSION}_{name}"))
+                _BUILT[1][name] = _jit(
+                    numba, _ARRAY_LOOP.format(fn=f"vm{VERSION}_{name}"), "vecmath"
+                )
     return _BUILT
 
 

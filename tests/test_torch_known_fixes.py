@@ -778,3 +778,15 @@ def test_narrow_with_a_traced_start_matches_pytorch():
     want = torch.narrow(torch.from_numpy(x), -1, torch.tensor(1), 2).numpy()
     got = kn.compile(lambda v, s: kn.narrow(v, -1, s, 2))(kn.tensor(x), kn.tensor(1))
     assert_same(got.numpy(), want)
+
+
+def test_one_hot_inferred_exports_to_onnx(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    with kn.Graph().as_default():
+        ids = kn.placeholder(kn.int64, (3,), "ids")
+        f = kn.function([ids], kn.nn.functional.one_hot(ids))
+    kn.export_onnx(f, tmp_path / "one_hot.onnx")
+    session = ort.InferenceSession(str(tmp_path / "one_hot.onnx"))
+    # [0, 3, 1]: 4 classes (the largest index + 1), read at run time
+    (got,) = session.run(None, {"ids": np.array([0, 3, 1], np.int64)})
+    np.testing.assert_array_equal(got, np.eye(4, dtype=np.int64)[[0, 3, 1]])

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..eager.grad_mode import state
 from ..eager.out import check_no_overlap
+from ..eager.sampling import on_traced
 from ..eager.tensor import Tensor, describe, make, meta_of, version_of
 from ..errors import AutogradError, DTypeMismatchError, ShapeMismatchError, node_error
 from ..graph.core import user_site
@@ -314,7 +315,7 @@ def install(cls) -> None:
         if not hasattr(cls, f"{name}_"):
             INPLACE[f"{name}_"] = getattr(cls, name)
     for name, compute in INPLACE.items():
-        setattr(cls, name, _inplace(name, compute))
+        setattr(cls, name, on_traced(_inplace(name, compute)))
     for name, method in OPERATORS.items():
         setattr(cls, name, getattr(cls, method))
     cls.__setitem__ = setitem

@@ -1,14 +1,16 @@
 """Optimizers (PyTorch's `torch.optim`) for eager and graph mode."""
 
 from . import graph_step, lr_scheduler
-from .adaptive import Adadelta, Adamax, RAdam
+from .adaptive import Adadelta, Adamax, NAdam, RAdam
 from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
+from .classic import ASGD, Rprop
 from .lbfgs import LBFGS
 from .optimizer import Optimizer, ParamGroup
 
 graph_step.install()  # Symbol.backward: PyTorch's training step in kn.compile and graph mode
 
 __all__ = [
+    "ASGD",
     "SGD",
     "Adadelta",
     "Adagrad",
@@ -16,9 +18,11 @@ __all__ = [
     "AdamW",
     "Adamax",
     "LBFGS",
+    "NAdam",
     "Optimizer",
     "ParamGroup",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "lr_scheduler",
 ]

@@ -150,3 +150,63 @@ class RAdam(Optimizer):
         update = F.where(F.gt(rho_t, 5.0), like(rect, param) * adaptive, 1.0)
         new_param = param - exp_avg * scale * update
         return new_param, {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+
+
+class NAdam(Optimizer):
+    """NAdam, as PyTorch's: Adam with Nesterov momentum whose coefficient `mu_t = beta1 *
+    (1 - 0.5 * 0.96 ** (t * momentum_decay))` warms up; its running product `mu_product` is
+    state (a float32 scalar, as PyTorch keeps it). `decoupled_weight_decay` as AdamW's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.NAdam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w
+    tensor([ 0.8944, -1.8944], requires_grad=True)
+    >>> opt.state_dict()["state"][0]["mu_product"]
+    tensor(0.4501)
+    """
+
+    slot_prefix = "nadam_"
+    scalar_slots = ("mu_product",)
+
+    def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, maximize: bool = False):  # fmt: skip
+        _check(lr, "learning rate")
+        _check(eps, "epsilon value")
+        betas = _check_betas(betas)
+        _check(weight_decay, "weight_decay value")
+        _check(momentum_decay, "momentum_decay value")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("mu_product", "exp_avg", "exp_avg_sq")  # PyTorch's state_dict order
+
+    def _slot_init(self, group, slot: str) -> float:
+        return 1.0 if slot == "mu_product" else 0.0
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        beta1, beta2 = o["betas"]
+        lr, decay = o["lr"], o["momentum_decay"]
+        if o["weight_decay"] != 0 and o["decoupled_weight_decay"]:
+            param = param * like(1 - lr * o["weight_decay"], param)
+        g = _signed(grad, param, o)
+        t = F.cast(step, np.float64)
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * decay))
+        mu_product = slots["mu_product"] * F.cast(mu, np.float32)  # float32, as PyTorch's
+        exp_avg = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
+        exp_avg_sq = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
+        denom = F.sqrt(exp_avg_sq / like(1 - beta2**t, param)) + o["eps"]
+        product = F.cast(mu_product, np.float64)
+        grad_scale = -lr * (1.0 - mu) / (1.0 - product)
+        avg_scale = -lr * mu_next / (1.0 - product * mu_next)
+        new_param = param + like(grad_scale, param) * g / denom
+        new_param = new_param + like(avg_scale, param) * exp_avg / denom
+        slots = {"mu_product": mu_product, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+        return new_param, slots

@@ -102,12 +102,15 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
         if key == "step":
             step = int(round(float(array)))
             continue
-        if array.shape != tuple(p.shape):
+        name = kiln_names.get(key, key)
+        shape, dtype = opt._slot_layout(name, tuple(p.shape), p.dtype)
+        if array.shape != shape:
             raise ArgumentError(
                 f"{type(opt).__name__}.load_state_dict: state {key!r} of parameter {index} has "
-                f"shape {array.shape}, the parameter has {tuple(p.shape)}; nothing was changed"
+                f"shape {array.shape}, it needs {shape} (the parameter has {tuple(p.shape)}); "
+                "nothing was changed"
             )
-        slots[kiln_names.get(key, key)] = np.asarray(array, dtype=p.dtype)
+        slots[name] = np.asarray(array, dtype=dtype)
     if step is None:  # PyTorch's SGD keeps no step: a saved buffer means steps were taken
         step = 1 if slots else 0
     return step, slots
@@ -133,7 +136,8 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
         state = opt._slots_of(var, group)
         state["step"].assign(np.int64(step))
         for name in opt._slot_names(group):
-            init = np.full(var.shape, opt._slot_init(group, name), var.dtype)
+            shape, dtype = opt._slot_layout(name, tuple(var.shape), var.dtype)
+            init = np.full(shape, opt._slot_init(group, name), dtype)
             state[name].assign(slots.get(name, init))
 
 

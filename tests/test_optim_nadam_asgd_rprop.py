@@ -1,0 +1,201 @@
+"""NAdam, ASGD and Rprop against PyTorch 2.13 (skipped without torch): the same weights and
+state_dicts (keys in torch's order, dtypes, values) after the same steps, eagerly, under
+kn.compile and in graph mode; state_dicts moved between the two libraries and through
+kn.save/kn.load resume the same trajectory. Every expected value is torch's, on the same data."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+torch = pytest.importorskip("torch")
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((6, 4))
+Y = rng.standard_normal((6, 3))
+W = rng.standard_normal((3, 4))
+W2 = rng.standard_normal((3, 3))
+
+CASES = [
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("ASGD", dict(lr=0.05, lambd=0.01, t0=3, weight_decay=0.1)),  # averaging from step 4 on
+    ("ASGD", dict(lr=0.002, alpha=0.5, maximize=True)),
+    ("Rprop", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.01, etas=(0.3, 1.7), step_sizes=(1e-3, 0.02), maximize=True)),
+]
+IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
+
+
+def _model(lib, dtype=np.float64):
+    """Two bias-free layers with fixed weights."""
+    layers = []
+    for w in (W, W2):
+        m = lib.nn.Linear(w.shape[1], w.shape[0], bias=False)
+        m = m.double() if dtype == np.float64 else m
+        with torch.no_grad() if lib is torch else kn.no_grad():
+            m.weight.copy_(lib.tensor(w.astype(dtype)))
+        layers.append(m)
+    return layers
+
+
+def _optimizer(lib, name, hyper, a, b):
+    """Two groups, the second at a third of the lr."""
+    groups = [{"params": a.parameters()}, {"params": b.parameters(), "lr": hyper["lr"] / 3}]
+    return getattr(lib.optim, name)(groups, **hyper)
+
+
+def _train(lib, a, b, opt, steps, mode="eager", dtype=np.float64):
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((b(a(x)) - y) ** 2).mean()
+        if mode == "minimize":
+            opt.minimize(loss)
+        else:
+            loss.backward()
+            opt.step()
+        return loss
+
+    step = step if mode == "eager" else kn.compile(step)
+    x, y = lib.tensor(X.astype(dtype)), lib.tensor(Y.astype(dtype))
+    for _ in range(steps):
+        step(x, y)
+    return [m.weight.detach().numpy().copy() for m in (a, b)]
+
+
+SCALARS = {"mu_product", "eta", "mu"}
+
+
+def _compare_state(got, want, rtol, scalars_cast=False):
+    """Entries, their keys in order, dtypes and values of two state_dicts' 'state'.
+    `scalars_cast`: torch loaded them, and its load_state_dict casts every floating state
+    value but 'step' to the parameter's dtype: its float32 scalars became float64."""
+    assert list(got) == list(want)
+    for index, entry in want.items():
+        assert list(got[index]) == list(entry), index
+        for key, value in entry.items():
+            if scalars_cast and key in SCALARS:
+                assert value.dtype == torch.float64 and str(got[index][key].dtype) == "float32"
+                np.testing.assert_allclose(got[index][key].numpy(), value.numpy(), rtol=1e-6)
+                continue
+            assert str(got[index][key].dtype) == str(value.dtype).replace("torch.", ""), key
+            scale = float(value.abs().max())
+            np.testing.assert_allclose(got[index][key].numpy(), value.numpy(), rtol=rtol,
+                                       atol=rtol * scale, err_msg=key)  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "minimize"])
+@pytest.mark.parametrize("name, hyper", CASES, ids=IDS)
+def test_trajectory_and_state_dict_are_torchs(name, hyper, mode):
+    """Ten float64 steps: weights and every state value to 1e-10 (ASGD's eta and mu, and
+    NAdam's mu_product, are float32 scalars in both); the groups' options as torch's."""
+    a, b = _model(torch)
+    opt = _optimizer(torch, name, hyper, a, b)
+    want = _train(torch, a, b, opt, 10)
+    want_sd = opt.state_dict()
+    a, b = _model(kn)
+    opt = _optimizer(kn, name, hyper, a, b)
+    got = _train(kn, a, b, opt, 10, mode)
+    got_sd = opt.state_dict()
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    _compare_state(got_sd["state"], want_sd["state"], 1e-10)
+    for got_group, want_group in zip(got_sd["param_groups"], want_sd["param_groups"]):
+        assert {k: v for k, v in want_group.items() if k in got_group} == got_group
+        assert set(want_group) - set(got_group) <= {"foreach", "capturable", "differentiable"}
+
+
+@pytest.mark.parametrize("name, hyper", CASES[::2], ids=IDS[::2])
+def test_float32_trajectory_is_torchs(name, hyper):
+    """float32 weights: float32 state (the scalars too), weights to 1e-6 of torch's."""
+    a, b = _model(torch, np.float32)
+    opt = _optimizer(torch, name, hyper, a, b)
+    want = _train(torch, a, b, opt, 6, dtype=np.float32)
+    want_sd = opt.state_dict()
+    a, b = _model(kn, np.float32)
+    opt = _optimizer(kn, name, hyper, a, b)
+    got = _train(kn, a, b, opt, 6, dtype=np.float32)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    _compare_state(opt.state_dict()["state"], want_sd["state"], 1e-5)
+
+
+def _convert(sd, lib):
+    """A state_dict with its tensors made by `lib` (a checkpoint moved between them)."""
+    move = lambda v: lib.tensor(v.numpy()) if hasattr(v, "numpy") else v  # noqa: E731
+    state = {i: {k: move(v) for k, v in entry.items()} for i, entry in sd["state"].items()}
+    return {"state": state, "param_groups": [dict(g) for g in sd["param_groups"]]}
+
+
+@pytest.mark.parametrize("source", ["torch", "kiln"])
+@pytest.mark.parametrize("name, hyper", CASES[1::2], ids=IDS[1::2])
+def test_a_state_dict_moved_between_torch_and_kiln_resumes_the_same_trajectory(name, hyper, source):
+    """Four steps in one library, its state_dict and weights loaded into the other, four
+    more steps in both: the same weights and state (to 1e-10; torch's float32 scalars made
+    float64 by its load, to 1e-6, a difference that moves the weights by ~1e-12)."""
+    models = {lib: _model(lib) for lib in (torch, kn)}
+    opts = {lib: _optimizer(lib, name, hyper, *models[lib]) for lib in (torch, kn)}
+    first, second = (torch, kn) if source == "torch" else (kn, torch)
+    _train(first, *models[first], opts[first], 4)
+    opts[second].load_state_dict(_convert(opts[first].state_dict(), second))
+    for m_from, m_to in zip(models[first], models[second]):
+        with torch.no_grad() if second is torch else kn.no_grad():
+            m_to.weight.copy_(second.tensor(m_from.weight.detach().numpy()))
+    want = _train(torch, *models[torch], opts[torch], 4)
+    got = _train(kn, *models[kn], opts[kn], 4)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    _compare_state(opts[kn].state_dict()["state"], opts[torch].state_dict()["state"], 1e-10,
+                   scalars_cast=second is torch)  # fmt: skip
+
+
+@pytest.mark.parametrize("name, hyper", CASES[::3], ids=IDS[::3])
+def test_resume_through_kn_save_is_bit_identical(name, hyper, tmp_path):
+    """Eight steps straight, or four, kn.save of weights and optimizer, kn.load into a new
+    model and optimizer, four more: the same bits."""
+    a, b = _model(kn)
+    straight = _train(kn, a, b, _optimizer(kn, name, hyper, a, b), 8)
+    a, b = _model(kn)
+    opt = _optimizer(kn, name, hyper, a, b)
+    _train(kn, a, b, opt, 4)
+    path = tmp_path / "ckpt.safetensors"
+    kn.save({"a": a.state_dict(), "b": b.state_dict(), "opt": opt.state_dict()}, path)
+    saved = kn.load(path)
+    a, b = _model(kn)
+    a.load_state_dict(saved["a"])
+    b.load_state_dict(saved["b"])
+    opt = _optimizer(kn, name, hyper, a, b)
+    opt.load_state_dict(saved["opt"])
+    for got, want in zip(_train(kn, a, b, opt, 4), straight):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["NAdam", "ASGD", "Rprop"])
+def test_step_hooks_run_around_step(name):
+    """The base class's step pre/post hooks (kiln/optim/hooks.py) wrap these steps too."""
+    w = kn.tensor([1.0, -2.0], requires_grad=True)
+    opt = getattr(kn.optim, name)([w], lr=0.1)
+    seen = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: seen.append(("pre", w.tolist())))
+    opt.register_step_post_hook(lambda o, args, kwargs: seen.append(("post", w.tolist())))
+    (w * w).sum().backward()
+    opt.step()
+    assert seen[0] == ("pre", [1.0, -2.0]) and seen[1][0] == "post"
+    assert seen[1][1] != [1.0, -2.0]
+
+
+@pytest.mark.parametrize(
+    "name, hyper, message",
+    [("NAdam", dict(momentum_decay=-1.0), "Invalid momentum_decay value: -1.0"),
+     ("NAdam", dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0: 1.0"),
+     ("ASGD", dict(weight_decay=-0.1), "Invalid weight_decay value: -0.1"),
+     ("Rprop", dict(etas=(1.5, 1.2)), "Invalid eta values: 1.5, 1.2"),
+     ("Rprop", dict(lr=-1.0), "Invalid learning rate: -1.0")],
+)  # fmt: skip
+def test_bad_options_raise_torchs_messages(name, hyper, message):
+    """torch raises ValueError with these messages; kiln's ArgumentError is a ValueError."""
+    with pytest.raises(ValueError, match=message):
+        getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], **hyper)
+    with pytest.raises(kn.errors.ArgumentError, match=message):
+        getattr(kn.optim, name)([kn.zeros(1, requires_grad=True)], **hyper)

@@ -199,3 +199,62 @@ def test_bad_options_raise_torchs_messages(name, hyper, message):
         getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], **hyper)
     with pytest.raises(kn.errors.ArgumentError, match=message):
         getattr(kn.optim, name)([kn.zeros(1, requires_grad=True)], **hyper)
+
+
+# -- SparseAdam: kiln's gradients are all dense, which torch's SparseAdam refuses ------------
+
+
+def _error(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the error itself is compared
+        return e
+    return None
+
+
+def test_sparse_adam_refuses_dense_gradients_as_torch():
+    """torch: RuntimeError at step() for a dense gradient, the weights unchanged; kiln's
+    UsageError is a RuntimeError with the same message."""
+    errors = {}
+    for lib in (torch, kn):
+        w = lib.tensor([1.0, -2.0], requires_grad=True)
+        opt = lib.optim.SparseAdam([w], lr=0.1)
+        (w * w).sum().backward()
+        errors[lib] = _error(opt.step)
+        assert w.tolist() == [1.0, -2.0]
+        assert opt.state_dict()["state"] == {}
+    assert isinstance(errors[torch], RuntimeError) and isinstance(errors[kn], RuntimeError)
+    assert isinstance(errors[kn], kn.errors.UsageError)
+    assert str(errors[kn]).startswith(str(errors[torch]))
+
+
+def test_sparse_adam_without_gradients_returns_the_closure_loss_as_torch():
+    got = {}
+    for lib in (torch, kn):
+        w = lib.tensor([1.0, -2.0], requires_grad=True)
+        opt = lib.optim.SparseAdam([w, lib.zeros(2, requires_grad=True)], betas=(0.8, 0.9))
+        got[lib] = (opt.step(lambda: lib.tensor(3.5)).item(), w.tolist(), opt.state_dict())
+    assert got[kn][:2] == got[torch][:2]
+    assert got[kn][2]["param_groups"] == got[torch][2]["param_groups"]
+
+
+@pytest.mark.parametrize(
+    "make, hyper",
+    [(lambda lib: lib.zeros(2, dtype=lib.complex64, requires_grad=True), {}),
+     (lambda lib: lib.zeros(2, requires_grad=True), dict(lr=0.0)),
+     (lambda lib: lib.zeros(2, requires_grad=True), dict(eps=0.0)),
+     (lambda lib: lib.zeros(2, requires_grad=True), dict(betas=(0.9, 1.0)))],
+)  # fmt: skip
+def test_sparse_adam_checks_as_torch(make, hyper):
+    """The same ValueErrors with the same messages (complex params, lr and eps > 0)."""
+    want = _error(lambda: torch.optim.SparseAdam([make(torch)], **hyper))
+    got = _error(lambda: kn.optim.SparseAdam([make(kn)], **hyper))
+    assert isinstance(want, ValueError) and isinstance(got, kn.errors.ArgumentError)
+    assert str(got).startswith(str(want))
+
+
+def test_sparse_adam_in_a_graph_refuses_the_dense_gradients():
+    with kn.Graph().as_default():
+        w = kn.Variable(np.float32([1.0, 2.0]), name="w")
+        with pytest.raises(kn.errors.UsageError, match="does not support dense gradients"):
+            kn.optim.SparseAdam([w]).minimize((w * w).sum())

@@ -1,7 +1,7 @@
 """Optimizers (PyTorch's `torch.optim`) for eager and graph mode."""
 
 from . import graph_step, lr_scheduler
-from .adaptive import Adadelta, Adamax, NAdam, RAdam
+from .adaptive import Adadelta, Adamax, NAdam, RAdam, SparseAdam
 from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
 from .classic import ASGD, Rprop
 from .lbfgs import LBFGS
@@ -24,5 +24,6 @@ __all__ = [
     "RAdam",
     "RMSprop",
     "Rprop",
+    "SparseAdam",
     "lr_scheduler",
 ]

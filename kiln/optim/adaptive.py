@@ -1,5 +1,5 @@
-"""More per-coordinate adaptive optimizers: Adadelta, Adamax and RAdam with PyTorch's update
-math, each written once with kiln ops in `_update` (graph nodes for Symbols, values for
+"""More per-coordinate adaptive optimizers: Adadelta, Adamax, RAdam and NAdam with PyTorch's
+update math, each written once with kiln ops in `_update` (graph nodes for Symbols, values for
 arrays), as those of kiln/optim/algorithms.py."""
 
 from __future__ import annotations
@@ -7,10 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
-from ..errors import ArgumentError
+from ..eager import enable_grad
+from ..errors import ArgumentError, UsageError
+from ..graph.core import Symbol
+from . import graph_step
 from .optimizer import Optimizer, _check, like
 
-__all__ = ["Adadelta", "Adamax", "RAdam"]
+__all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
 
 
 def _check_betas(betas) -> tuple:
@@ -210,3 +213,61 @@ class NAdam(Optimizer):
         new_param = new_param + like(avg_scale, param) * exp_avg / denom
         slots = {"mu_product": mu_product, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
         return new_param, slots
+
+
+class SparseAdam(Optimizer):
+    """PyTorch's `SparseAdam` (the lazy Adam for sparse gradients), as far as kiln can have
+    it: every kiln gradient is dense (kiln has no sparse tensors; `Embedding(sparse=True)`
+    raises), and PyTorch's SparseAdam refuses dense gradients, so `step()` raises PyTorch's
+    error for any parameter that has a gradient, and takes no step. The options, their
+    checks, the parameter checks and `state_dict` are PyTorch's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.SparseAdam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step()
+    Traceback (most recent call last):
+    ...
+    kiln.errors.UsageError: SparseAdam does not support dense gradients, please consider Adam ...
+    """
+
+    def __init__(self, params=None, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False):  # fmt: skip
+        if not isinstance(lr, Symbol) and not lr > 0.0:
+            raise ArgumentError(f"Invalid learning rate: {lr}")
+        if not eps > 0.0:
+            raise ArgumentError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, betas=_check_betas(betas), eps=eps, maximize=maximize)
+        super().__init__(params, defaults)
+        complex_params = [
+            [i, j]
+            for i, group in enumerate(self.param_groups)
+            for j, p in enumerate(group["params"])
+            if p.dtype.kind == "c"
+        ]
+        if complex_params:
+            raise ArgumentError(
+                f"Complex params at indices {complex_params}: SparseAdam does not support "
+                "complex parameters"
+            )
+
+    def step(self, closure=None):
+        """Raises PyTorch's error if any parameter has a gradient (kiln's are dense);
+        otherwise, as PyTorch's, does nothing but return `closure()`'s loss."""
+        if graph_step.take_grads(self._graph_variables()) is not None:
+            raise _dense_gradients()
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        if any(t.grad is not None for _, t, _ in self._tensors()):
+            raise _dense_gradients()
+        return loss
+
+    def apply_gradients(self, grads_and_vars, extra_updates=(), skip=None):
+        """Graph mode: the gradients `minimize` computes are dense, which SparseAdam refuses."""
+        raise _dense_gradients()
+
+
+def _dense_gradients() -> UsageError:
+    return UsageError("SparseAdam does not support dense gradients, please consider Adam instead")

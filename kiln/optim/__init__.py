@@ -1,6 +1,6 @@
 """Optimizers (PyTorch's `torch.optim`) for eager and graph mode."""
 
-from . import graph_step, lr_scheduler
+from . import graph_step, lr_scheduler, swa_utils
 from .adaptive import Adadelta, Adamax, NAdam, RAdam, SparseAdam
 from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
 from .classic import ASGD, Rprop
@@ -26,4 +26,5 @@ __all__ = [
     "Rprop",
     "SparseAdam",
     "lr_scheduler",
+    "swa_utils",
 ]

@@ -516,6 +516,7 @@ class Optimizer(OptimizerHooks):
         `extra_updates`) after the run's outputs, all or nothing; the fetch returns None.
         `skip` (a bool Symbol): where it is true at run time, every value this step would
         change keeps its value (GradScaler's step skipped after an inf or NaN gradient)."""
+        self._opt_called = True  # the step a scheduler's step() should follow
         assigns = []
 
         def apply(op, target, value):

@@ -221,9 +221,14 @@ class Optimizer(OptimizerHooks):
         """The value a slot starts from (Adagrad's `initial_accumulator_value`)."""
         return 0.0
 
-    def _slot_layout(self, slot: str, shape: tuple, dtype) -> tuple:
-        """(shape, dtype) of `slot` for a parameter whose slots have `shape` and `dtype`."""
+    def _slot_layout(self, slot: str, shape: tuple, dtype) -> tuple | None:
+        """(shape, dtype) of `slot` for a parameter whose slots have `shape` and `dtype`;
+        None if such a parameter keeps no such slot (Adafactor's by the parameter's rank)."""
         return ((), np.dtype(np.float32)) if slot in self.scalar_slots else (shape, dtype)
+
+    def _slots_for(self, group, shape: tuple, dtype) -> list:
+        """The slots of a parameter whose slots have `shape` and `dtype`, in order."""
+        return [s for s in self._slot_names(group) if self._slot_layout(s, shape, dtype)]
 
     def _update(self, param, grad, slots: dict, step, group=None):
         """(new_param, new_slots) from the current values; `step` counts this update (1…);
@@ -368,11 +373,11 @@ class Optimizer(OptimizerHooks):
         state = self._state.get(t) or {}
         count = state.get("step", 0) + 1
         step = np.array(count, np.int64)
-        names = self._slot_names(group)
         if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
             data, grad = t._data, t.grad._data
             if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 data, grad = _as_real(data), _as_real(grad)
+            names = self._slots_for(group, tuple(data.shape), data.dtype)
             slots = {s: state[s].numpy() if s in state else self._fresh_slot(group, s, data)
                      for s in names}  # fmt: skip
             new_param, new_slots = self._update(data, grad, slots, step, group)
@@ -385,6 +390,7 @@ class Optimizer(OptimizerHooks):
             data, grad = t.detach(), t.grad.detach()
             if data.dtype.kind == "c":  # a pair of reals, as on the CPU
                 data, grad = F.view_as_real(data), F.view_as_real(grad)
+            names = self._slots_for(group, tuple(data.shape), data.dtype)
             slots = {s: state[s] if s in state else self._fresh_slot(group, s, data)
                      for s in names}  # fmt: skip
             new_param, new_slots = self._update(data, grad, slots, step, group)
@@ -494,7 +500,7 @@ class Optimizer(OptimizerHooks):
             shape, dtype = var.shape, var.dtype
             if dtype.kind == "c":  # the slots of its pairs of reals (as the eager step's)
                 shape, dtype = (*shape, 2), dt.to_real(dtype)
-            for slot in self._slot_names(group):
+            for slot in self._slots_for(group, shape, dtype):
                 slot_shape, slot_dtype = self._slot_layout(slot, shape, dtype)
                 if slot in start:
                     value = np.asarray(start[slot].numpy(), slot_dtype)
@@ -531,7 +537,7 @@ class Optimizer(OptimizerHooks):
             options = self._graph_options(index, group, var.graph)
             state = self._slots_of(var, group)
             step = state["step"] + 1
-            slots = {name: state[name] for name in self._slot_names(group)}
+            slots = {name: state[name] for name in self._slot_names(group) if name in state}
             if var.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 pair, pair_g = F.view_as_real(var), F.view_as_real(g)
                 new_pair, new_slots = self._update(pair, pair_g, slots, step, options)

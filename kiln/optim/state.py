@@ -103,7 +103,13 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
             step = int(round(float(array)))
             continue
         name = kiln_names.get(key, key)
-        shape, dtype = opt._slot_layout(name, tuple(p.shape), p.dtype)
+        layout = opt._slot_layout(name, tuple(p.shape), p.dtype)
+        if layout is None:
+            raise ArgumentError(
+                f"{type(opt).__name__}.load_state_dict: parameter {index} "
+                f"({tuple(p.shape)}) keeps no state {key!r}; nothing was changed"
+            )
+        shape, dtype = layout
         if array.shape != shape:
             raise ArgumentError(
                 f"{type(opt).__name__}.load_state_dict: state {key!r} of parameter {index} has "
@@ -135,7 +141,7 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
     for var in _graph_vars(opt, p):
         state = opt._slots_of(var, group)
         state["step"].assign(np.int64(step))
-        for name in opt._slot_names(group):
+        for name in opt._slots_for(group, tuple(var.shape), var.dtype):
             shape, dtype = opt._slot_layout(name, tuple(var.shape), var.dtype)
             init = np.full(shape, opt._slot_init(group, name), dtype)
             state[name].assign(slots.get(name, init))

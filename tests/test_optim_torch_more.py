@@ -1,7 +1,8 @@
-"""NAdam, ASGD and Rprop against PyTorch 2.13 (skipped without torch): the same weights and
-state_dicts (keys in torch's order, dtypes, values) after the same steps, eagerly, under
-kn.compile and in graph mode; state_dicts moved between the two libraries and through
-kn.save/kn.load resume the same trajectory. Every expected value is torch's, on the same data."""
+"""NAdam, ASGD, Rprop, Adafactor and SparseAdam against PyTorch 2.13 (skipped without
+torch): the same weights and state_dicts (keys in torch's order, dtypes, values) after the
+same steps, eagerly, under kn.compile and in graph mode; state_dicts moved between the two
+libraries and through kn.save/kn.load resume the same trajectory. Every expected value is
+torch's, on the same data."""
 
 import numpy as np
 import pytest
@@ -24,6 +25,8 @@ CASES = [
     ("ASGD", dict(lr=0.002, alpha=0.5, maximize=True)),
     ("Rprop", dict(lr=0.01)),
     ("Rprop", dict(lr=0.01, etas=(0.3, 1.7), step_sizes=(1e-3, 0.02), maximize=True)),
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
+    ("Adafactor", dict(lr=0.2, beta2_decay=-0.5, eps=(1e-4, 1e-2), d=1.5, maximize=True)),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
 
@@ -104,6 +107,39 @@ def test_trajectory_and_state_dict_are_torchs(name, hyper, mode):
     for got_group, want_group in zip(got_sd["param_groups"], want_sd["param_groups"]):
         assert {k: v for k, v in want_group.items() if k in got_group} == got_group
         assert set(want_group) - set(got_group) <= {"foreach", "capturable", "differentiable"}
+
+
+def _adafactor_run(lib, hyper, dtype):
+    """A rank-3 weight (a row_var and col_var per matrix), a vector (variance) and a
+    matrix in a second group, eight steps."""
+    r = np.random.default_rng(2)
+    values = [r.standard_normal((2, 3, 4)), r.standard_normal(4), r.standard_normal((3, 4))]
+    w3, b, w2 = (lib.nn.Parameter(lib.tensor(v.astype(dtype))) for v in values)
+    groups = [{"params": [w3, b]}, {"params": [w2], "lr": hyper["lr"] / 2}]
+    opt = lib.optim.Adafactor(groups, **hyper)
+    x = lib.tensor(X.astype(dtype))
+    for _ in range(8):
+        opt.zero_grad()
+        loss = (((x * b) @ w2.T) ** 2).mean() + (w3**2 * (w3 - 0.3)).sum()
+        loss.backward()
+        opt.step()
+    return [p.detach().numpy().copy() for p in (w3, b, w2)], opt.state_dict()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("hyper", [c[1] for c in CASES if c[0] == "Adafactor"])
+def test_adafactor_factored_and_vector_state_is_torchs(hyper, dtype):
+    """Parameters of rank 3 and 1 (the other test's are matrices): the state's keys by rank,
+    their shapes (row_var (2, 3, 1), col_var (2, 1, 4)) and values; float64 to 1e-10,
+    float32 to 1e-5."""
+    want, want_sd = _adafactor_run(torch, hyper, dtype)
+    got, got_sd = _adafactor_run(kn, hyper, dtype)
+    rtol = 1e-10 if dtype == np.float64 else 1e-5
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol)
+    _compare_state(got_sd["state"], want_sd["state"], rtol)
+    assert tuple(got_sd["state"][0]["row_var"].shape) == (2, 3, 1)
+    assert list(got_sd["state"][1]) == ["step", "variance"]
 
 
 @pytest.mark.parametrize("name, hyper", CASES[::2], ids=IDS[::2])

@@ -1,4 +1,4 @@
-"""NAdam, ASGD, Rprop, Adafactor and SparseAdam against PyTorch 2.13 (skipped without
+"""NAdam, ASGD, Rprop, Adafactor, Muon and SparseAdam against PyTorch 2.13 (skipped without
 torch): the same weights and state_dicts (keys in torch's order, dtypes, values) after the
 same steps, eagerly, under kn.compile and in graph mode; state_dicts moved between the two
 libraries and through kn.save/kn.load resume the same trajectory. Every expected value is
@@ -27,6 +27,8 @@ CASES = [
     ("Rprop", dict(lr=0.01, etas=(0.3, 1.7), step_sizes=(1e-3, 0.02), maximize=True)),
     ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
     ("Adafactor", dict(lr=0.2, beta2_decay=-0.5, eps=(1e-4, 1e-2), d=1.5, maximize=True)),
+    ("Muon", dict(lr=0.02)),  # bfloat16 Newton-Schulz: the same roundings as torch's
+    ("Muon", dict(lr=0.05, momentum=0.8, nesterov=False, adjust_lr_fn="match_rms_adamw")),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CASES)]
 
@@ -227,7 +229,11 @@ def test_step_hooks_run_around_step(name):
      ("NAdam", dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0: 1.0"),
      ("ASGD", dict(weight_decay=-0.1), "Invalid weight_decay value: -0.1"),
      ("Rprop", dict(etas=(1.5, 1.2)), "Invalid eta values: 1.5, 1.2"),
-     ("Rprop", dict(lr=-1.0), "Invalid learning rate: -1.0")],
+     ("Rprop", dict(lr=-1.0), "Invalid learning rate: -1.0"),
+     ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
+     ("Adafactor", dict(beta2_decay=0.1), "beta2_decay should be <= 0 but is: 0.1"),
+     ("Muon", dict(adjust_lr_fn="x"), "Adjust learning rate function x is not supported"),
+     ("Muon", dict(), "Muon only supports 2D parameters whereas we found a parameter with size")],
 )  # fmt: skip
 def test_bad_options_raise_torchs_messages(name, hyper, message):
     """torch raises ValueError with these messages; kiln's ArgumentError is a ValueError."""

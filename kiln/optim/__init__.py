@@ -5,7 +5,7 @@ from .adaptive import Adadelta, Adamax, NAdam, RAdam, SparseAdam
 from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
 from .classic import ASGD, Rprop
 from .lbfgs import LBFGS
-from .matrix import Adafactor
+from .matrix import Adafactor, Muon
 from .optimizer import Optimizer, ParamGroup
 
 graph_step.install()  # Symbol.backward: PyTorch's training step in kn.compile and graph mode
@@ -20,6 +20,7 @@ __all__ = [
     "AdamW",
     "Adamax",
     "LBFGS",
+    "Muon",
     "NAdam",
     "Optimizer",
     "ParamGroup",

@@ -1,17 +1,24 @@
 """Optimizers whose state or step is shaped by the parameter's matrices, with PyTorch's math,
 each written once with kiln ops in `_update` (graph nodes for Symbols, values for arrays), as
 those of kiln/optim/algorithms.py: Adafactor (second moments kept factored, one row and one
-column statistic per matrix)."""
+column statistic per matrix) and Muon (momentum orthogonalized by Newton-Schulz steps)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, UsageError
-from .optimizer import Optimizer, like
+from ..graph.core import Symbol
+from .optimizer import Optimizer, like, nonzero
 
-__all__ = ["Adafactor"]
+__all__ = ["Adafactor", "Muon"]
+
+# Muon's Newton-Schulz coefficients (a, b, c), steps and epsilon: PyTorch's defaults
+_NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
+_NS_STEPS = 5
+_NS_EPS = 1e-7
 
 
 class Adafactor(Optimizer):
@@ -100,3 +107,100 @@ class Adafactor(Optimizer):
         norm = F.cast(F.sqrt(F.sum(F.square(update))), np.float64)
         denom = F.maximum(norm / (np.sqrt(size) * o["d"]), 1.0)
         return param - update * like(alpha / denom, param), new_slots
+
+
+def _bf16(x):
+    """`x` (float32) rounded to bfloat16, kept in float32: PyTorch's Newton-Schulz runs in
+    bfloat16, each op's float32-accumulated result rounded once, as here."""
+    return F.cast(F.cast(x, dt.bfloat16), np.float32)
+
+
+def orthogonalize(update, coefficients, steps: int, eps: float):
+    """Muon's quintic Newton-Schulz iteration towards the nearest semi-orthogonal matrix
+    (`U V^T` of the SVD, approximately), in bfloat16 as PyTorch's; a float32 result."""
+    a, b, c = coefficients
+    x = _bf16(F.cast(update, np.float32))
+    tall = update.shape[0] > update.shape[1]
+    if tall:
+        x = F.transpose(x, 0, 1)
+    norm = _bf16(F.sqrt(F.sum(F.square(x))))
+    x = _bf16(x / F.maximum(norm, _bf16(np.float32(eps))))
+    for _ in range(steps):
+        gram = _bf16(F.matmul(x, F.transpose(x, 0, 1)))
+        poly = _bf16(gram * b + F.matmul(gram, gram) * c)
+        x = _bf16(x * a + F.matmul(poly, x))
+    return F.transpose(x, 0, 1) if tall else x
+
+
+class Muon(Optimizer):
+    """Muon, as PyTorch's, for 2-D parameters (hidden layers' weights): the momentum
+    buffer (`lerp` towards the gradient by `1 - momentum`; Nesterov's look-ahead by
+    default) orthogonalized by `ns_steps` Newton-Schulz steps in bfloat16, applied with
+    the lr scaled for the matrix's shape (`adjust_lr_fn`: "original", `sqrt(max(1, A/B))`,
+    or "match_rms_adamw", `0.2 sqrt(max(A, B))`), after decoupled weight decay. Its
+    state is `momentum_buffer` alone (no step count), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([[1.0, -2.0], [3.0, 0.5]], requires_grad=True)
+    >>> opt = kn.optim.Muon([w], lr=0.1, weight_decay=0.0)
+    >>> (w * w).sum().backward(); opt.step(); w
+    tensor([[ 0.9635, -1.9324],
+            [ 2.8937,  0.4844]], requires_grad=True)
+    """
+
+    slot_prefix = "muon_"
+    torch_slot_names = {"momentum": "momentum_buffer"}
+    saves_step = False
+
+    def __init__(self, params=None, lr=1e-3, weight_decay: float = 0.1, momentum: float = 0.95,
+                 nesterov: bool = True, ns_coefficients=_NS_COEFFICIENTS, eps: float = _NS_EPS,
+                 ns_steps: int = _NS_STEPS, adjust_lr_fn: str | None = None):  # fmt: skip
+        checks = [
+            (isinstance(lr, Symbol) or lr >= 0.0, f"Learning rate should be >= 0 but is: {lr}"),
+            (momentum >= 0.0, f"momentum should be >= 0 but is: {momentum}"),
+            (weight_decay >= 0.0, f"weight decay should be >= 0 but is: {weight_decay}"),
+            (adjust_lr_fn in (None, "original", "match_rms_adamw"),
+             f"Adjust learning rate function {adjust_lr_fn} is not supported"),
+        ]  # fmt: skip
+        for ok, message in checks:
+            if not ok:
+                raise ArgumentError(message)
+        defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum, nesterov=nesterov,
+                        ns_coefficients=tuple(ns_coefficients), eps=eps, ns_steps=ns_steps,
+                        adjust_lr_fn=adjust_lr_fn)  # fmt: skip
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if len(p.shape) != 2:
+                    raise ArgumentError(
+                        "Muon only supports 2D parameters whereas we found a parameter with "
+                        f"size: {p.shape}"
+                    )
+
+    def _slot_names(self, group) -> tuple:
+        return ("momentum",)
+
+    def _new_values(self, i: int, t, group) -> tuple:
+        if t.dtype.kind == "c":
+            raise UsageError("Muon does not support complex parameters")
+        return super()._new_values(i, t, group)
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        if o["ns_steps"] >= 100:
+            raise ArgumentError(
+                "Number of steps must be less than 100 for computational efficiency"
+            )
+        momentum = o["momentum"] if nonzero(o["momentum"]) else 0.0
+        buf = F.lerp(slots["momentum"], grad, like(1 - momentum, param))
+        update = F.lerp(grad, buf, like(momentum, param)) if o["nesterov"] else buf
+        update = orthogonalize(update, o["ns_coefficients"], o["ns_steps"], o["eps"])
+        rows, cols = param.shape
+        if o["adjust_lr_fn"] in (None, "original"):
+            ratio = float(np.sqrt(max(1.0, rows / cols)))
+        else:
+            ratio = 0.2 * float(np.sqrt(max(rows, cols)))
+        lr = o["lr"]
+        param = param * like(1 - lr * o["weight_decay"], param)
+        new_param = param - F.cast(update, param.dtype) * like(lr * ratio, param)
+        return new_param, {"momentum": buf}

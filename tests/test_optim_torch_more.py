@@ -300,3 +300,61 @@ def test_sparse_adam_in_a_graph_refuses_the_dense_gradients():
         w = kn.Variable(np.float32([1.0, 2.0]), name="w")
         with pytest.raises(kn.errors.UsageError, match="does not support dense gradients"):
             kn.optim.SparseAdam([w]).minimize((w * w).sum())
+
+
+# -- swap_in_optimizer_params_and_state --------------------------------------------------------
+
+
+def _clone_sd(sd, lib):
+    """A state_dict's deep copy made of `lib`'s tensors."""
+    move = lambda v: lib.tensor(v.numpy().copy()) if hasattr(v, "numpy") else v  # noqa: E731
+    state = {i: {k: move(v) for k, v in entry.items()} for i, entry in sd["state"].items()}
+    groups = [
+        {k: (list(v) if k == "params" else v) for k, v in g.items()} for g in sd["param_groups"]
+    ]
+    return {"state": state, "param_groups": groups}
+
+
+@pytest.mark.parametrize("name, hyper", [CASES[1], CASES[3]], ids=[IDS[1], IDS[3]])
+def test_swap_in_params_and_state_as_torch(name, hyper):
+    """Three steps; then, inside the context, two steps on other tensors and a copy of the
+    state_dict (other options too); after it, three more live steps. The swap-in tensors,
+    the copy's state tensors (changed in place) and the live weights all as torch's."""
+    out = {}
+    for lib in (torch, kn):
+        a, b = _model(lib)
+        opt = _optimizer(lib, name, hyper, a, b)
+        _train(lib, a, b, opt, 3)
+        sd = _clone_sd(opt.state_dict(), lib)
+        sd["param_groups"][0]["lr"] = hyper["lr"] * 2
+        others = {"a": a.weight.detach() * 0.5 + 0.1, "b": b.weight.detach() * -0.5}
+        for t in others.values():
+            t.requires_grad_(True)
+        with lib.optim.swap_in_optimizer_params_and_state(opt, others, sd):
+            for _ in range(2):
+                opt.zero_grad()
+                x = lib.tensor(X)
+                ((x @ others["a"].T @ others["b"].T - lib.tensor(Y)) ** 2).mean().backward()
+                opt.step()
+        live = _train(lib, a, b, opt, 3)
+        swapped = [t.detach().numpy().copy() for t in others.values()]
+        state = {i: {k: v.numpy().copy() for k, v in e.items()} for i, e in sd["state"].items()}
+        out[lib] = live, swapped, state, opt.param_groups[0]["lr"]
+    (live_k, swap_k, state_k, lr_k), (live_t, swap_t, state_t, lr_t) = out[kn], out[torch]
+    assert lr_k == lr_t == hyper["lr"]
+    for g, w in zip(live_k + swap_k, live_t + swap_t):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    assert list(state_k) == list(state_t)
+    for i in state_t:
+        assert list(state_k[i]) == list(state_t[i])
+        for key in state_t[i]:
+            np.testing.assert_allclose(state_k[i][key], state_t[i][key], rtol=1e-10, err_msg=key)
+
+
+def test_swap_in_checks_as_torch():
+    for lib, error in ((torch, RuntimeError), (kn, kn.errors.UsageError)):
+        w = lib.tensor([1.0], requires_grad=True)
+        opt = lib.optim.SGD([w], lr=0.1, momentum=0.9)
+        with pytest.raises(error, match="requires initialized optimizer state"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, {"w": w}, opt.state_dict()):
+                pass

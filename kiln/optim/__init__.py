@@ -7,6 +7,7 @@ from .classic import ASGD, Rprop
 from .lbfgs import LBFGS
 from .matrix import Adafactor, Muon
 from .optimizer import Optimizer, ParamGroup
+from .state import swap_in_optimizer_params_and_state
 
 graph_step.install()  # Symbol.backward: PyTorch's training step in kn.compile and graph mode
 
@@ -30,4 +31,5 @@ __all__ = [
     "SparseAdam",
     "lr_scheduler",
     "swa_utils",
+    "swap_in_optimizer_params_and_state",
 ]

@@ -265,3 +265,41 @@ def test_profile_hook_step_runs_the_hooks_once_around_a_custom_step(lib):
     opt.register_step_post_hook(lambda *a: seen.append("post"))
     opt.step()
     assert seen == ["pre", "pre", "step", "post", "post"]
+
+
+class _Factor:
+    """A callable object: LambdaLR's state_dict saves its __dict__ (a function: None)."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, epoch):
+        return self.k**epoch
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda S, opt: S.LambdaLR(opt, [lambda e: 0.9**e, _Factor(0.8)]),
+     lambda S, opt: S.MultiplicativeLR(opt, [_Factor(0.95), lambda e: 0.9]),
+     lambda S, opt: S.PolynomialLR(opt, total_iters=4, power=2.0),
+     lambda S, opt: S.ReduceLROnPlateau(opt, mode="max", factor=0.5, patience=1,
+                                        threshold=0.1, threshold_mode="abs", cooldown=1,
+                                        min_lr=[0.01, 0.02], eps=1e-3)],
+    ids=["lambda", "multiplicative", "polynomial", "plateau"],
+)  # fmt: skip
+def test_scheduler_state_dicts_equal_torchs(make):
+    """Two groups, nine steps: the whole state_dict as torch's (lambdas: None for a
+    function, the __dict__ of a callable object), and the learning rates on the way."""
+    got = {}
+    for lib in (torch, kn):
+        p, q = lib.zeros(1, requires_grad=True), lib.zeros(1, requires_grad=True)
+        opt = lib.optim.SGD([{"params": [p]}, {"params": [q], "lr": 0.05}], lr=0.1)
+        sched = make(lib.optim.lr_scheduler, opt)
+        lrs = []
+        for metric in [1, 2, 2, 2, 3, 3, 3, 3, 1]:
+            opt.step()
+            sched.step(metric) if "Plateau" in type(sched).__name__ else sched.step()
+            lrs.append([g["lr"] for g in opt.param_groups])
+        got[lib] = lrs, sched.state_dict()
+    assert got[kn][0] == got[torch][0]
+    assert got[kn][1] == got[torch][1]

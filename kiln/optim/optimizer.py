@@ -404,19 +404,18 @@ class Optimizer(OptimizerHooks):
         """A new value or slot must have the parameter's shape, and a dtype that casts to
         the parameter's within its kind (PyTorch refuses float updates of an int tensor); the
         slots of a complex parameter are those of its pairs of reals."""
-        where = (
-            f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
-            f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
-        )
         shape, dtype = tuple(t.shape), t.dtype
         if dtype.kind == "c" and what != "value":
             shape, dtype = (*shape, 2), dt.to_real(dtype)
         if what != "value":
             shape, dtype = self._slot_layout(what, shape, dtype)
-        if tuple(value.shape) != shape:
-            raise ShapeError(where)
-        if not np.can_cast(value.dtype, dtype, "same_kind"):
-            raise DTypeError(where)
+        bad_shape = tuple(value.shape) != shape
+        if bad_shape or not np.can_cast(value.dtype, dtype, "same_kind"):
+            where = (
+                f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
+                f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
+            )
+            raise (ShapeError if bad_shape else DTypeError)(where)
 
     # -- graph mode --------------------------------------------------------------------------
 

@@ -148,3 +148,76 @@ def test_a_view_of_a_leaf_that_requires_grad_refuses_inplace_writes():
         x = m.tensor(Z, requires_grad=True)
         with pytest.raises(RuntimeError, match="leaf"):
             x.real.mul_(2)
+
+
+# -- graph mode and kn.compile: the same writes, functionalized ---------------------------------
+
+
+def _writes(m, x, w):
+    y = x * 2
+    y.real.mul_(3)
+    y.imag[1:3] *= 2
+    r = y.real
+    r += w * w
+    v = m.view_as_real(y)
+    v[:, 1] *= 2
+    v[0, 0] = 1.0
+    c = m.view_as_complex(v)  # a view of a view
+    c.mul_(1j)
+    y.imag.add_(y.real)
+    return _loss(y), y
+
+
+def test_writes_through_complex_views_trace_as_pytorchs_eager_run():
+    xt, wt = torch.tensor(Z, requires_grad=True), torch.tensor(Z.real.copy(), requires_grad=True)
+    loss, y = _writes(torch, xt, wt)
+    loss.backward()
+    want = [loss.detach().numpy(), y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()]
+    for run in (lambda a, b: _writes(kn, a, b), kn.compile(lambda a, b: _writes(kn, a, b))):
+        x, w = kn.tensor(Z, requires_grad=True), kn.tensor(Z.real.copy(), requires_grad=True)
+        loss, y = run(x, w)
+        loss.backward()
+        got = [loss.detach().numpy(), y.detach().numpy(), x.grad.numpy(), w.grad.numpy()]
+        for g, e in zip(got, want):
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+    with kn.Graph().as_default():
+        x, w = kn.placeholder(kn.complex128, (4,)), kn.placeholder(kn.float64, (4,))
+        a, b = x * 1, w * 1  # placeholders (feeds) cannot change in place
+        loss, y = _writes(kn, a, b)
+        gx, gw = kn.grad(loss, [x, w])
+        got = kn.function([x, w], [loss, y, gx, gw])(Z, Z.real.copy())
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+
+
+def test_symbols_report_the_strides_of_pytorchs_views():
+    def layouts(m, z, x):
+        views = (z.real, z.imag, m.view_as_real(z), m.view_as_real(z.T)[1:], z[1].imag,
+                 m.view_as_complex(x), m.view_as_complex(x[1:]))  # fmt: skip
+        return [(v.stride(), v.storage_offset(), v.is_contiguous()) for v in views]
+
+    want = layouts(torch, torch.zeros(2, 3, dtype=torch.complex64), torch.zeros(3, 2))
+    with kn.Graph().as_default():
+        z, x = kn.placeholder(kn.complex64, (2, 3)), kn.placeholder(kn.float32, (3, 2))
+        assert layouts(kn, z, x) == want
+        with pytest.raises(RuntimeError, match="stride 1"):
+            kn.view_as_complex(kn.view_as_real(z).transpose(0, 2))  # last stride 6
+
+
+def test_a_compiled_function_writes_through_its_arguments_views_as_eager():
+    # torch.compile's rule: an argument changed in place (here through its views) is changed
+    # for the caller too; expected: the eager run of the same function
+    def f(z, x):
+        z.real.mul_(2)
+        z.imag[0] = -1.0
+        kn.view_as_complex(x).mul_(1j)
+        return z.abs().sum()
+
+    runs = []
+    for fn in (f, kn.compile(f), kn.compile(f)):  # the second compiled call: the cached program
+        z, x = kn.tensor(Z), kn.tensor(P.copy())
+        runs.append([fn(z, x).numpy(), z.numpy(), x.numpy()])
+    for run in runs[1:]:
+        for got, want in zip(run, runs[0]):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(runs[0][2], np.stack([-Z.imag, Z.real], -1))  # Z * 1j, by hand

@@ -159,3 +159,58 @@ def test_module_state_dict_with_complex_parameters_round_trips_as_torchs(tmp_pat
         assert session.run(v).dtype == np.complex128
         np.testing.assert_array_equal(session.run(v), Z)
         np.testing.assert_array_equal(session.run(w), Z.astype(np.complex64))
+
+
+# -- PyTorch's other complex names --------------------------------------------------------------
+
+INF, NAN = float("inf"), float("nan")
+W = np.array([complex(INF, 1), complex(NAN, NAN), complex(-INF, INF), complex(1, NAN)])
+SAME = {  # each compared with torch's result: dtype and values
+    "nan_to_num": lambda m: m.nan_to_num(m.tensor(W)),
+    "nan_to_num-given": lambda m: m.nan_to_num(m.tensor(W), nan=2.0, posinf=5.0, neginf=-5.0),
+    "nan_to_num-complex64": lambda m: m.nan_to_num(m.tensor(W, dtype=m.complex64)),
+    "dist": lambda m: m.dist(m.tensor(Z), m.tensor(Z[::-1].copy())),
+    "dist-p1-mixed": lambda m: m.dist(m.tensor(Z), m.tensor(R), p=1),
+    "norm-inf": lambda m: m.norm(m.tensor(Z), p=float("inf")),
+    "linspace-complex-ends": lambda m: m.linspace(0, 1 + 2j, 5),
+    "linspace-complex-dtype": lambda m: m.linspace(1j, 2, 3, dtype=m.complex128),
+    "conj_physical_": lambda m: m.conj_physical_(m.tensor(Z)),
+    "sgn": lambda m: m.sgn(m.tensor([0j, 3 - 4j])),
+    "resolve_conj-of-conj": lambda m: m.tensor(Z).conj().resolve_conj(),
+    "polar": lambda m: m.polar(m.tensor(np.abs(R)), m.tensor(R)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME))
+def test_complex_functions_match_torch(name):
+    want, got = SAME[name](torch), SAME[name](kn)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda m: m.tensor(Z).abs_(), "In-place abs is not supported for complex"),
+        (lambda m: m.arange(3, dtype=m.complex64), "not implemented for"),
+        (lambda m: m.randint(0, 3, (2,), dtype=m.complex64), "check_random_bounds"),
+        (lambda m: m.linspace(0, 1j, 3, dtype=m.float32), "can't be safely cast"),
+        (lambda m: m.sign(m.tensor(Z)), "sign .*support complex"),
+    ],
+)
+def test_complex_calls_torch_refuses_raise(call, error):
+    with pytest.raises((RuntimeError, NotImplementedError), match=error):
+        call(torch)
+    with pytest.raises((RuntimeError, NotImplementedError, TypeError), match=error):
+        call(kn)
+
+
+def test_conj_is_physical_and_says_so():
+    # kiln's conj is a new value (NumPy has no lazy-conjugate view): is_conj() is False and
+    # resolve_conj() is the value itself; torch's conj is a lazy view with is_conj() True
+    z = kn.tensor(Z)
+    c = z.conj()
+    assert not c.is_conj() and c.resolve_conj() is c and not c.is_neg()
+    z[0] = 5.0
+    np.testing.assert_array_equal(c.numpy(), np.conj(Z))  # unchanged: memory of its own
+    assert torch.tensor(Z).conj().is_conj()  # the difference, pinned

@@ -8,7 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import GraphError, ShapeError, UnsupportedDTypeError, call_error
+from ..errors import (
+    DTypeMismatchError,
+    GraphError,
+    ShapeError,
+    UnsupportedDTypeError,
+    call_error,
+)
 from ..graph.core import Symbol
 from . import inplace
 from . import math as m
@@ -20,6 +26,7 @@ __all__ = [
     "complex",
     "conj",
     "conj_physical",
+    "conj_physical_",
     "polar",
     "real",
     "imag",
@@ -239,7 +246,29 @@ METHODS = {
 PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": lambda self: conj(s.t(self))}
 
 
-inplace.INPLACE["conj_physical_"] = conj  # installed with the other in-place methods
+def _abs(x):
+    """`abs_`'s new value: PyTorch refuses it for complex values (a real result in place)."""
+    if x.dtype.kind == "c":
+        raise call_error(
+            DTypeMismatchError, "In-place abs is not supported for complex tensors.", "abs_", x
+        )
+    return m.abs(x)
+
+
+def conj_physical_(input):  # noqa: A002
+    """PyTorch's `torch.conj_physical_`: `input` conjugated in place (a real `input` stays).
+
+    >>> import kiln as kn
+    >>> z = kn.tensor([1 + 2j])
+    >>> kn.conj_physical_(z) is z, z
+    (True, tensor([1.-2.j]))
+    """
+    return input.conj_physical_()
+
+
+# installed with the other in-place methods
+inplace.INPLACE["conj_physical_"] = conj
+inplace.INPLACE["abs_"] = _abs
 
 
 def install(cls=None) -> None:

@@ -373,7 +373,7 @@ def install(cls) -> None:
     cls.clamp = lambda self, min=None, max=None: m.clip(self, min, max)  # noqa: A006
     for name in SAME_SHAPE:
         if not hasattr(cls, f"{name}_"):
-            INPLACE[f"{name}_"] = getattr(cls, name)
+            INPLACE.setdefault(f"{name}_", getattr(cls, name))
     for name, compute in INPLACE.items():
         setattr(cls, name, _inplace(name, compute))
     for name, method in OPERATORS.items():

@@ -214,3 +214,46 @@ def test_conj_is_physical_and_says_so():
     z[0] = 5.0
     np.testing.assert_array_equal(c.numpy(), np.conj(Z))  # unchanged: memory of its own
     assert torch.tensor(Z).conj().is_conj()  # the difference, pinned
+
+
+# -- printing -----------------------------------------------------------------------------------
+
+PRINTED = [  # each printed by torch and kiln under each print option below
+    lambda m: m.arange(120, dtype=m.float64).reshape(3, 40).to(m.complex128) * (1 + 1j),
+    lambda m: m.arange(1200, dtype=m.float64).reshape(30, 40).to(m.complex128) * (1 - 1j),
+    lambda m: m.tensor([[1.5 + 100j, 2 - 3j] * 6]),
+    lambda m: m.tensor([1e-5 + 1j, 1e5 - 1j] * 7),
+    lambda m: m.tensor([complex(NAN, 1), complex(1, INF), -0.0 - 0.0j]),
+    lambda m: m.arange(1001) * 1j,
+    lambda m: m.zeros(0, dtype=m.complex64),
+    lambda m: m.tensor(1.5 - 2j),
+    lambda m: m.ones(20, requires_grad=True, dtype=m.complex128) * 2,
+    # the layout is every dtype's: real values print by the same rules
+    lambda m: m.arange(30, dtype=m.float64).reshape(3, 10) * 1.5,
+    lambda m: m.arange(8, dtype=m.float64) * 1.5,
+    lambda m: m.arange(2000).reshape(2, 10, 100),
+    lambda m: m.tensor([True, False] * 30),
+    lambda m: m.tensor([[NAN, 1.0], [INF, -INF]]),
+    lambda m: m.tensor(-0.0),
+    lambda m: m.arange(40, dtype=m.int16).reshape(2, 20) * 1000,
+    lambda m: m.zeros(2, 0),
+]
+OPTIONS = [{}, {"linewidth": 50}, {"precision": 2}, {"threshold": 5, "edgeitems": 1},
+           {"edgeitems": 0, "threshold": 3}, {"sci_mode": True}, {"profile": "short"}]  # fmt: skip
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
+def test_tensors_print_as_pytorchs(options):
+    # PyTorch's layout: elements per line from the widest element (a complex one counted as
+    # its two parts' widths and a `j`), suffixes such as dtype= on a line of their own where
+    # the last line is full, `size=` where edgeitems is 0; the text read with kiln for torch
+    try:
+        for m in (torch, kn):
+            m.set_printoptions(profile="default")
+            m.set_printoptions(**options)
+        for k, make in enumerate(PRINTED):
+            want = repr(make(torch)).replace("torch.", "kiln.")
+            assert repr(make(kn)) == want, k
+    finally:
+        for m in (torch, kn):
+            m.set_printoptions(profile="default")

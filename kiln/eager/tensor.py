@@ -647,23 +647,12 @@ class Tensor:
         as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
         if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
             host = host.astype(np.float32 if as_float else np.int8)
-        if as_float:
-            formatter = {"float_kind": printing.float_format(host)}
-        elif host.dtype.kind == "c":
-            formatter = {"complex_kind": printing.complex_format(host)}
-        elif host.dtype == np.bool_:  # PyTorch pads to "False" only where one is printed
-            width = 4 if host.all() else 5
-            formatter = {"bool": lambda b: str(bool(b)).rjust(width)}
-        else:
-            formatter = None
-        body = np.array2string(
-            host, separator=", ", prefix="tensor(", **printing.array2string_options(),
-            formatter=formatter,
-        )  # fmt: skip
-        body = body.replace(", ..., ", ",  ..., ")  # PyTorch's summary: `2,  ..., 1997`
+        if as_float and host.dtype.kind != "f":
+            host = host.astype(np.float32)
+        body = printing.body_text(host, len("tensor("))
         extra = []
-        if host.size == 0 and host.ndim != 1:
-            extra.append(f"size={tuple(host.shape)}")
+        if host.size == 0 and host.ndim != 1 or host.size and not printing.OPTIONS["edgeitems"]:
+            extra.append(f"size={tuple(host.shape)}")  # PyTorch's: where the body hides it
         # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
         if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_, dt.default_complex()) or (
             host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
@@ -675,7 +664,7 @@ class Tensor:
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             extra.append("requires_grad=True")
-        return f"tensor({', '.join([body, *extra])})"
+        return printing.with_suffixes("tensor(", body, extra)
 
 
 def _owns_memory(data) -> bool:

@@ -144,3 +144,18 @@ def devices() -> list[str]:
     """
     # NOTE: the builtin: `range` here is kn.range (PyTorch's inclusive, float one)
     return ["cpu", *(f"cuda:{i}" for i in _builtins.range(cuda.device_count()))]
+
+
+# PyTorch's names of dtypes kiln does not have, and why (an AttributeError says so)
+_MISSING_DTYPES = {
+    name: "complex32 (PyTorch's chalf: float16 real and imaginary parts) is not supported: "
+    "NumPy and CuPy, whose arrays hold kiln's values, have no complex32 type to compute "
+    "with; use kn.complex64, or keep the parts as float16 values (a last dim of 2)"
+    for name in ("complex32", "chalf")
+}
+
+
+def __getattr__(name: str):
+    if name in _MISSING_DTYPES:
+        raise AttributeError(f"module 'kiln' has no attribute '{name}': {_MISSING_DTYPES[name]}")
+    raise AttributeError(f"module 'kiln' has no attribute '{name}'")

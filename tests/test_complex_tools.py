@@ -257,3 +257,16 @@ def test_tensors_print_as_pytorchs(options):
     finally:
         for m in (torch, kn):
             m.set_printoptions(profile="default")
+
+
+def test_complex32_is_refused_with_the_reason():
+    # kiln leaves PyTorch's complex32 (chalf) out: NumPy and CuPy have no complex32 type
+    assert torch.zeros(1, dtype=torch.chalf).dtype == torch.complex32  # torch has it
+    for name in ("complex32", "chalf"):
+        assert not hasattr(kn, name)
+        with pytest.raises(AttributeError, match="no complex32 type"):
+            getattr(kn, name)
+    with pytest.raises(TypeError, match="complex32"):
+        kn.float16.to_complex()
+    with pytest.raises(TypeError, match="no complex32"):
+        kn.view_as_complex(kn.zeros(2, 2, dtype=kn.float16))

@@ -221,3 +221,26 @@ def test_a_compiled_function_writes_through_its_arguments_views_as_eager():
         for got, want in zip(run, runs[0]):
             np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(runs[0][2], np.stack([-Z.imag, Z.real], -1))  # Z * 1j, by hand
+
+
+def test_assigning_real_and_imag_writes_through_as_pytorchs_setters():
+    def run(m, w, y0):
+        y = y0 * 1
+        y.real = w * 2  # PyTorch's setter: y.real.copy_(w * 2)
+        y.imag = 3.0
+        x = m.tensor([1.0, 2.0])
+        x.real = m.tensor([5.0, 6.0])  # a real tensor is its own real part
+        return (y.abs().sum() + x.sum(), y)
+
+    wt = torch.tensor(Z.real.copy(), requires_grad=True)
+    total, y = run(torch, wt, torch.tensor(Z))
+    total.backward()
+    want = [total.detach().numpy(), y.detach().numpy(), wt.grad.numpy()]
+    for fn in (lambda w, y0: run(kn, w, y0), kn.compile(lambda w, y0: run(kn, w, y0))):
+        w = kn.tensor(Z.real.copy(), requires_grad=True)
+        total, y = fn(w, kn.tensor(Z))
+        total.backward()
+        for got, e in zip([total.detach().numpy(), y.detach().numpy(), w.grad.numpy()], want):
+            np.testing.assert_allclose(got, e, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        kn.ones(2).imag = 1.0

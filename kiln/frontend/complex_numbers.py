@@ -244,6 +244,11 @@ METHODS = {
     "vdot": lambda self, other: m.dot(conj(self), other),
 }  # fmt: skip
 PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": lambda self: conj(s.t(self))}
+# `z.real = value`, `z.imag = value`: written through the view, as PyTorch's setters
+SETTERS = {
+    "real": lambda self, value: real(self).copy_(value),
+    "imag": lambda self, value: imag(self).copy_(value),
+}
 
 
 def _abs(x):
@@ -280,4 +285,4 @@ def install(cls=None) -> None:
     for name, fn in METHODS.items():
         setattr(cls, name, fn)
     for name, fn in PROPERTIES.items():
-        setattr(cls, name, property(fn))
+        setattr(cls, name, property(fn, SETTERS.get(name)))

@@ -14,6 +14,7 @@ import sys as _sys
 
 from . import (
     amp,
+    autograd_check,
     autograd_functional,
     cuda,
     distributed,
@@ -125,6 +126,8 @@ __version__ = "0.1.0"
 
 # `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
 autograd.functional = autograd_functional
+# `kn.autograd.gradcheck` and `gradgradcheck` (torch.autograd's; eager functions)
+autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
 autograd.Function = _custom_function.Function
 autograd.function = _custom_function

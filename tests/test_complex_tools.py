@@ -270,3 +270,46 @@ def test_complex32_is_refused_with_the_reason():
         kn.float16.to_complex()
     with pytest.raises(TypeError, match="no complex32"):
         kn.view_as_complex(kn.zeros(2, 2, dtype=kn.float16))
+
+
+# -- kn.autograd.gradcheck: torch.autograd.gradcheck's eager form --------------------------------
+
+
+def _square_with_cut_second_derivative(m):
+    class Square(m.autograd.Function):  # first derivative right, its own derivative cut
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2 * x.detach()
+
+    return Square.apply
+
+
+EAGER_CHECKS = {  # name: (fn of (m, z, r), whether its gradients are right, second order too)
+    "complex-in-real-out": (lambda m, z, r: (z * z + 1j).abs(), True, True),
+    "complex-out-two-outputs": (lambda m, z, r: (m.exp(z) * r, (z * r).abs().sum()), True, True),
+    "views": (lambda m, z, r: m.view_as_real(z * z).sum(-1) + z.real * r, True, True),
+    "cut-imaginary": (lambda m, z, r: z.real + z.imag.detach() * r, False, False),
+    "cut-second-order": (lambda m, z, r: _square_with_cut_second_derivative(m)(r), True, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EAGER_CHECKS))
+def test_autograd_gradcheck_and_gradgradcheck_agree_with_torchs(name):
+    fn, first, second = EAGER_CHECKS[name]
+    for m in (torch, kn):
+        z = m.tensor(Z, requires_grad=True)
+        r = m.tensor(R, requires_grad=True)
+        f = lambda a, b, m=m: fn(m, a, b)  # noqa: E731
+        assert m.autograd.gradcheck(f, (z, r), raise_exception=False) is first, m.__name__
+        if first:
+            assert m.autograd.gradgradcheck(f, (z, r), raise_exception=False) is second
+    if not first:
+        with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0"):
+            inputs = (kn.tensor(Z, requires_grad=True), kn.tensor(R, requires_grad=True))
+            kn.autograd.gradcheck(lambda a, b: fn(kn, a, b), inputs)

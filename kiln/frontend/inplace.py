@@ -115,8 +115,14 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
 
 def _as_reals(array):
     """A complex array's memory as its pairs of reals (a view, a last dim of 2); a real
-    array itself. Positions in complex values' memory are counted in their parts."""
-    return array[..., None].view(array.real.dtype) if array.dtype.kind == "c" else array
+    array itself; None where the array module cannot view it so. Positions in complex
+    values' memory are counted in their parts."""
+    if array.dtype.kind != "c":
+        return array
+    try:
+        return array[..., None].view(array.real.dtype)
+    except (ValueError, TypeError):  # CuPy's view of some strides
+        return None
 
 
 def _positions(t: Tensor, base: Tensor):
@@ -127,6 +133,8 @@ def _positions(t: Tensor, base: Tensor):
     b, v = base._data, t._data
     if b.dtype.kind == "c" or v.dtype.kind == "c":
         b, v = _as_reals(b), _as_reals(v)
+        if b is None or v is None:
+            return None
     if b.dtype != v.dtype or not b.flags.c_contiguous:
         return None
     ptr = (

@@ -287,7 +287,14 @@ def pow(input, exponent, out=None):  # noqa: A002
     if type(exponent) is int and exponent < 0 and getattr(input, "dtype", dt.float32).kind in "biu":
         raise UsageError(f"pow: Integers to negative integer powers are not allowed (a tensor "
                          f"of {input.dtype} to the power {exponent})")  # fmt: skip
+    if type(exponent) is float and (exponent == 0.5 or exponent == -0.5):
+        return _root_pow(input, exponent, out=out)  # not NumPy's power: see `_power`
     return _numpy_pow(input, exponent, out)
+
+
+@takes_out
+def _root_pow(input, exponent):  # noqa: A002
+    return core.lift_and_bind(REGISTRY["pow"], input, exponent)
 
 
 negative, absolute, subtract, multiply, divide, power = neg, abs, sub, mul, div, pow

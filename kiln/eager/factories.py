@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentTypeError, UsageError
+from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..ops.random import in_trace
@@ -150,6 +150,7 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
     """
     if end is None:
         start, end = 0, start
+    start, end, step = _real(start), _real(end), _real(step)
     if step == 0:
         raise UsageError("arange: step must be nonzero")
     if (end - start) * step < 0:
@@ -163,7 +164,26 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
             dtype = dt.DEFAULT_FLOAT
     else:
         dtype = dt.as_dtype(dtype)
+        if dt.is_complex(dtype):
+            raise UnsupportedDTypeError(f"arange: not implemented for {dtype} (as PyTorch's)")
     return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
+
+
+def _real(value):
+    """A complex bound or step of `arange` as a float, as PyTorch takes it: refused with an
+    imaginary part.
+
+    >>> _real(2 + 0j), _real(3)
+    (2.0, 3)
+    """
+    if isinstance(value, (Tensor, np.ndarray, np.generic)) and value.dtype.kind == "c":
+        value = complex(value.item())  # (a 0-d tensor; others fail `item` as they should)
+    if not isinstance(value, complex):
+        return value
+    if value.imag != 0:
+        raise UsageError(f"arange: value cannot be converted to type double without overflow "
+                         f"({value} has an imaginary part)")  # fmt: skip
+    return value.real
 
 
 def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:

@@ -81,8 +81,40 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
-    array = np.array(dt.as_array(data, dtype), copy=True)
+    try:
+        array = np.array(dt.as_array(data, dtype), copy=True)
+    except (OverflowError, dt.DTypeError) as e:
+        array = _with_python_ints(data, dtype, e)
     return _finish(array, device, requires_grad)
+
+
+def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
+    """`data` holding Python ints NumPy would not take, as PyTorch's `tensor` takes them:
+    beyond int64, ValueError for an integer (or int64 by default) tensor, a float for a
+    floating one; within it, `dt.python_int` (RuntimeError outside an integer dtype, bar an
+    unsigned one's negatives, which wrap). Data without such ints raises `error` again."""
+    ints, floats = [], []
+
+    def walk(item):
+        if isinstance(item, (list, tuple)):
+            return type(item)(walk(i) for i in item)
+        (ints if type(item) is int else floats).append(item)
+        return item
+
+    walk(data)
+    if not ints:
+        raise error
+    target = dt.as_dtype(dtype) if dtype is not None else (None if floats else dt.int64)
+    floating = target is None or target.kind not in "iub"
+
+    def convert(item):
+        if isinstance(item, (list, tuple)):
+            return [convert(i) for i in item]
+        if type(item) is not int:
+            return item
+        return float(item) if floating else dt.int64_item(item, target, "tensor")
+
+    return np.array(dt.as_array(convert(data), dtype), copy=True)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -134,6 +166,8 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
         dtype = dt.as_dtype(dtype)
     else:
         dtype = _SCALAR_DTYPES.get(type(fill_value)) or dt.as_array(fill_value).dtype
+    if type(fill_value) is int:
+        fill_value = dt.python_int(fill_value, dtype, "full")
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
 
 
@@ -339,7 +373,7 @@ def _graph_like(t, fill, dtype):
     from ..frontend.shape import broadcast_to
 
     dtype = t.dtype if dtype is None else dt.as_dtype(dtype)
-    value = constant(np.asarray(fill, dtype), graph=t.graph)
+    value = constant(dt.number_array(fill, dtype, "full_like", t), graph=t.graph)
     return broadcast_to(value, t.shape) if t.shape else value
 
 

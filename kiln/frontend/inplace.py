@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..eager.grad_mode import state
 from ..eager.out import check_no_overlap
 from ..eager.tensor import Tensor, describe, make, meta_of, version_of
@@ -266,6 +267,8 @@ def _values(t: Tensor, value):
         if value._device != t._device:
             value = value.to(t._device)
         return value if value.dtype == t.dtype else m.cast(value, t.dtype)
+    if type(value) is int:  # an int64 first, whatever t's dtype
+        value = dt.int64_item(value, dt.as_dtype(t.dtype), "setitem", t)
     return np.asarray(value, t.dtype)
 
 

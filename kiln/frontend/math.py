@@ -175,19 +175,18 @@ _sub = _make_binary("sub")
 
 
 def check_fits(value, dtype, op, *inputs):
-    """Refuses a Python int `value` that an integer `dtype` cannot hold, as PyTorch refuses a
-    Scalar argument (alpha, fill_'s value) there (its binary ops wrap their operand instead).
+    """Refuses a Python int `value` that `dtype` does not take, as PyTorch refuses a Scalar
+    argument (alpha, fill_'s value) there: one an integer dtype cannot hold (RuntimeError; an
+    unsigned dtype takes a negative down to minus its greatest, wrapped), one beyond 64 bits
+    in any dtype (OverflowError). Its binary ops wrap their operand instead (`dt.python_int`).
 
     >>> import kiln as kn
     >>> check_fits(300, kn.int8, "fill_")
     Traceback (most recent call last):
-    kiln.errors.UsageError: value cannot be converted to type int8 without overflow (op fill_, ...
+    kiln.errors.UsageError: value cannot be converted to type int8 without overflow: 300 is ...
     """
-    if type(value) is int and dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:
-            raise call_error(UsageError, f"value cannot be converted to type {dtype} without "
-                             "overflow", op, *inputs)  # fmt: skip
+    if type(value) is int:
+        dt.python_int(value, dt.as_dtype(dtype), op, *inputs)
 
 
 def _with_alpha(binary):

@@ -55,9 +55,19 @@ def _wide(dtype):
     return dtype, None
 
 
+def _running(xp, ufunc: str, a, axis, dtype):
+    """`a` accumulated by the ufunc along `axis`: on NumPy its `accumulate`, called from here
+    so that its floating-point warnings are kiln's, which kiln's filter silences
+    (kiln/runtime/backend.py; np.cumsum's come from NumPy's own module); elsewhere (CuPy)
+    `cumsum` or `cumprod`."""
+    if xp is np:
+        return getattr(np, ufunc).accumulate(a, axis=axis, dtype=dtype)
+    return (xp.cumsum if ufunc == "add" else xp.cumprod)(a, axis=axis, dtype=dtype)
+
+
 def _cumsum(xp, x, out=None, *, axis, reverse):
     acc, dtype = _wide(x.dtype)
-    fn = lambda a, k: xp.cumsum(a, axis=k, dtype=acc)  # noqa: E731
+    fn = lambda a, k: _running(xp, "add", a, k, acc)  # noqa: E731
     return _scan(xp, fn, x, out, axis, reverse, dtype)
 
 
@@ -71,7 +81,8 @@ cumsum = defop(
 
 def _cumprod(xp, x, out=None, *, axis):
     acc, dtype = _wide(x.dtype)
-    return _scan(xp, lambda a, k: xp.cumprod(a, axis=k, dtype=acc), x, out, axis, False, dtype)
+    fn = lambda a, k: _running(xp, "multiply", a, k, acc)  # noqa: E731
+    return _scan(xp, fn, x, out, axis, False, dtype)
 
 
 def _cumprod_vjp(ct, y, x, *, axis):

@@ -50,6 +50,9 @@ CASES = {
     "pow-half": (lambda m, t: m.pow(t, 0.5), [-INF, -0.0, 0.0, INF, -1.0, 4.0], "float32"),
     "pow-minus-half": (lambda m, t: m.pow(t, -0.5), [-INF, -0.0, 0.0, INF, 4.0], "float32"),
     "pow-operator-half": (lambda m, t: t**0.5, [-INF, -0.0, INF, 4.0], "float64"),
+    # float16: C's pow in PyTorch too (inf at -inf, 0.0 at -0.0)
+    "pow-half-float16": (lambda m, t: m.pow(t, 0.5), [-INF, -0.0, INF, 4.0], "float16"),
+    "pow-minus-half-float16": (lambda m, t: m.pow(t, -0.5), [-INF, -0.0, 4.0], "float16"),
     "pow-one-and-half": (lambda m, t: t**1.5, [-INF, 0.0, INF, 4.0], "float32"),
     "sqrt": (lambda m, t: m.sqrt(t), [-INF, -0.0, 0.0, INF, -1.0], "float32"),
     # float64: torch's float32 gelu gives NaN at +inf in its vectorized loop only (inf on
@@ -86,6 +89,8 @@ WANT = {
     "pow-half": ([NAN, -0.0, 0.0, INF, NAN, 2.0], [NAN, -INF, INF, 0.0, NAN, 0.25]),
     "pow-minus-half": ([NAN, -INF, INF, 0.0, 0.5], [-0.0, -INF, -INF, -0.0, -0.0625]),
     "pow-operator-half": ([NAN, -0.0, INF, 2.0], [NAN, -INF, 0.0, 0.25]),
+    "pow-half-float16": ([INF, 0.0, INF, 2.0], [0.0, INF, 0.0, 0.25]),
+    "pow-minus-half-float16": ([0.0, INF, 0.5], [-0.0, -INF, -0.0625]),
     "pow-one-and-half": ([INF, 0.0, INF, 8.0], [NAN, 0.0, INF, 3.0]),
     "sqrt": ([NAN, -0.0, 0.0, INF, NAN], [NAN, -INF, INF, 0.0, NAN]),
     "gelu": ([NAN, INF, NAN, 0.0], [NAN, NAN, NAN, 0.5]),
@@ -148,3 +153,23 @@ def test_pow_with_a_tensor_exponent_of_a_half_is_cs_pow_in_graphs():
     (torch 2.13: `torch.tensor([-inf]) ** torch.tensor([0.5, 0.5])` is [inf, inf])."""
     x = kn.tensor([-INF, -INF])
     np.testing.assert_array_equal((x ** kn.tensor([0.5, 0.5])).numpy(), [INF, INF])
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "compiled"])
+def test_bfloat16_takes_a_half_power_as_sqrt(mode):
+    """torch 2.13: bfloat16 `x ** 0.5` and `x ** -0.5` are sqrt and rsqrt, as in float32
+    (NaN at -inf), where float16's are C's pow."""
+    x = np.array([-INF, -0.0, 4.0], np.float32)
+    got = []
+    for e in (0.5, -0.5):
+        if mode == "graph":
+            with kn.Graph().as_default():
+                p = kn.placeholder(kn.bfloat16, (3,))
+                f = kn.function([p], p**e)
+            got.append(np.asarray(f(kn.tensor(x, dtype=kn.bfloat16).numpy()), np.float32))
+            continue
+        run = (lambda t: t**e) if mode == "eager" else kn.compile(lambda t: t**e)
+        got.append(run(kn.tensor(x, dtype=kn.bfloat16)).float().numpy())
+    np.testing.assert_array_equal(got[0], [NAN, -0.0, 2.0])
+    np.testing.assert_array_equal(got[1], [NAN, -INF, 0.5])
+    assert np.signbit(got[0][1]) and np.signbit(got[1][1])

@@ -652,13 +652,16 @@ div = binary(
 )  # fmt: skip
 
 
+_ROOTS = (dt.float32, dt.float64, dt.bfloat16)
+
+
 def _power(xp, a, b, out=None):
     """NumPy's `power`, with PyTorch's integer powers where NumPy raises: a negative exponent
     gives 1 for a base of 1, -1 or 1 for -1 (by the exponent's parity), else 0."""
     a, b = xp.asarray(a), xp.asarray(b)
-    if b.ndim == 0 and a.dtype.kind == "f" and b.dtype == a.dtype and (b == 0.5 or b == -0.5):
+    if b.ndim == 0 and b.dtype == a.dtype and a.dtype in _ROOTS and (b == 0.5 or b == -0.5):
         # a scalar exponent of 1/2 or -1/2 is PyTorch's sqrt or rsqrt: NaN at -inf (C's pow
-        # gives inf and 0) and -0.0 and -inf at -0.0 (C's: 0.0 and inf)
+        # gives inf and 0) and -0.0 and -inf at -0.0 (C's: 0.0 and inf); not in float16
         root = xp.sqrt(a, out=out)
         return root if b > 0 else xp.divide(1, root, out=root)
     negative = b < 0 if b.dtype.kind == "i" and a.dtype.kind in "biu" else None

@@ -287,19 +287,17 @@ def pow(input, exponent, out=None):  # noqa: A002
         raise UsageError(f"pow: Integers to negative integer powers are not allowed (a tensor "
                          f"of {input.dtype} to the power {exponent})")  # fmt: skip
     if type(exponent) is float and (exponent == 0.5 or exponent == -0.5):
-        if _bound_root(input, exponent):
-            return _root_pow(input, exponent, out=out)  # PyTorch's sqrt or rsqrt: `_power`
+        # NOTE: NumPy's power (the short path's) takes 1/2 as sqrt itself in float32 and
+        # float64, and -1/2 as C's pow, as PyTorch takes both in float16; others are bound,
+        # for `_power`'s sqrt and rsqrt. (A Tensor's array: its dtype compares fastest.)
+        data = getattr(input, "_data", None)
+        if (
+            data is None
+            or (exponent == -0.5 or data.dtype not in _SQRT_POWER)
+            and (data.dtype != _FLOAT16)
+        ):
+            return _root_pow(input, exponent, out=out)
     return _numpy_pow(input, exponent, out)
-
-
-def _bound_root(input, exponent) -> bool:  # noqa: A002
-    """Whether `input ** exponent` (1/2 or -1/2) is bound, for `_power`'s sqrt or rsqrt, or
-    may take the short path's NumPy power: which takes 1/2 as sqrt itself in float32 and
-    float64, and -1/2 as C's pow, as PyTorch takes both in float16."""
-    data = getattr(input, "_data", None)  # (a Tensor's array: its dtype compares fastest)
-    if data is None or data.dtype == _FLOAT16:
-        return data is None
-    return exponent == -0.5 or data.dtype not in _SQRT_POWER
 
 
 _FLOAT16 = np.dtype(np.float16)

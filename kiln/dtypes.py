@@ -6,7 +6,14 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from .errors import ArgumentError, ArgumentTypeError, DTypeError
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    ScalarOverflowError,
+    UsageError,
+    call_error,
+)
 
 float16 = np.dtype("float16")
 # bfloat16 through ml_dtypes: NumPy's ufuncs on it compute each element in float32 and round
@@ -188,6 +195,13 @@ def scalar_dtype(value) -> np.dtype:
     return {bool: bool_, int: DEFAULT_INT, float: DEFAULT_FLOAT}[marker]
 
 
+# the integer dtypes' (least, greatest) values: np.iinfo is slow to make
+_INT_RANGES = {
+    d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
+    for d in (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+}
+
+
 def python_int(value: int, dtype, op: str, *inputs, wraps: bool = False) -> int:
     """The Python int `value` as PyTorch takes it for `op`'s number in `dtype` (`inputs`: the
     op's tensors, for the message). One that no 64-bit integer holds raises OverflowError
@@ -202,22 +216,19 @@ def python_int(value: int, dtype, op: str, *inputs, wraps: bool = False) -> int:
     Traceback (most recent call last):
     kiln.errors.UsageError: value cannot be converted to type int8 without overflow: 300 is ...
     """
-    from .errors import ScalarOverflowError, UsageError, call_error
-
     if not -(1 << 63) <= value < 1 << 64:
         text = f"int too big to convert: {short_int(value)} is outside the 64-bit integers"
         raise call_error(ScalarOverflowError, f"{text}, for {op} in {dtype}", op, *inputs)
-    if dtype.kind not in "iu":
+    bounds = _INT_RANGES.get(dtype.dtype if isinstance(dtype, DType) else dtype)
+    if bounds is None or bounds[0] <= value <= bounds[1]:  # (not an integer dtype, or fits)
         return value
-    info = np.iinfo(dtype)
-    if info.min <= value <= info.max:
-        return value
-    if wraps or (info.min == 0 and -info.max <= value < 0):
-        span = 1 << info.bits
+    low, high = bounds
+    if wraps or (low == 0 and -high <= value < 0):
+        span = high - low + 1
         value %= span
-        return value - span if value > info.max else value
+        return value - span if value > high else value
     raise call_error(UsageError, f"value cannot be converted to type {dtype} without overflow: "
-                     f"{value} is outside {info.min}..{info.max}", op, *inputs)  # fmt: skip
+                     f"{value} is outside {low}..{high}", op, *inputs)  # fmt: skip
 
 
 def int64_item(value: int, dtype, op: str, *inputs) -> int:
@@ -227,8 +238,6 @@ def int64_item(value: int, dtype, op: str, *inputs) -> int:
     >>> int64_item(-1, uint8, "setitem")
     255
     """
-    from .errors import call_error
-
     if not -(1 << 63) <= value < 1 << 63:
         raise call_error(ArgumentError, f"Overflow when unpacking long long: {short_int(value)} "
                          f"is outside int64, for {op} in {dtype}", op, *inputs)  # fmt: skip

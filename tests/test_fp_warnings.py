@@ -1,9 +1,9 @@
 """Eager ops give inf and nan without NumPy's RuntimeWarnings, as PyTorch's do (torch 2.13:
 `torch.tensor([0.]).log()` warns nothing), and under `-W error` they still return inf and
-nan rather than raising. (kiln's filter for those warnings is set when kiln is imported; an
-import inside `warnings.catch_warnings()`, as pytest's collection is, loses it when that
-block ends, so in-process the warnings show again, as errors when filters say so: the
-dispatch then runs the kernel again with errors ignored.) Expected values: IEEE 754
+nan rather than raising. (kiln's filter for those warnings is set when kiln is imported, and
+put back when a `warnings.catch_warnings()` block that imported kiln, as pytest's collection
+does, drops it at its end; where the user's filters make the warnings errors, the dispatch
+runs the kernel again with errors ignored.) Expected values: IEEE 754
 (log 0 = -inf, log -1 = nan, 1/0 = inf, sqrt -1 = nan, 1e38 * 1e38 = inf in float32)."""
 
 import subprocess

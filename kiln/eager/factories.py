@@ -93,18 +93,19 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
     beyond int64, ValueError for an integer (or int64 by default) tensor, a float for a
     floating one; within it, `dt.python_int` (RuntimeError outside an integer dtype, bar an
     unsigned one's negatives, which wrap). Data without such ints raises `error` again."""
-    ints, floats = [], []
 
-    def walk(item):
+    def leaves(item):
         if isinstance(item, (list, tuple)):
-            return type(item)(walk(i) for i in item)
-        (ints if type(item) is int else floats).append(item)
-        return item
+            for i in item:
+                yield from leaves(i)
+        else:
+            yield item
 
-    walk(data)
+    ints = [v for v in leaves(data) if type(v) is int]
     if not ints:
         raise error
-    target = dt.as_dtype(dtype) if dtype is not None else (None if floats else dt.int64)
+    others = any(type(v) is not int for v in leaves(data))
+    target = dt.as_dtype(dtype) if dtype is not None else (None if others else dt.int64)
     floating = target is None or target.kind not in "iub"
 
     def convert(item):

@@ -173,3 +173,12 @@ def test_bfloat16_takes_a_half_power_as_sqrt(mode):
     np.testing.assert_array_equal(got[0], [NAN, -0.0, 2.0])
     np.testing.assert_array_equal(got[1], [NAN, -INF, 0.5])
     assert np.signbit(got[0][1]) and np.signbit(got[1][1])
+
+
+def test_a_half_power_of_a_0d_tensor():
+    """NumPy's sqrt of a 0-d array is a scalar, which cannot take rsqrt's `out=` (norm with
+    p=0.5 raised TypeError)."""
+    for e, want in ((0.5, 2.0), (-0.5, 0.5)):
+        assert (kn.tensor(4.0) ** e).item() == want
+        assert kn.compile(lambda t, e=e: t**e)(kn.tensor(4.0)).item() == want
+    np.testing.assert_allclose(kn.linalg.norm(kn.tensor([1.0, 4.0]), 0.5).item(), 9.0)

@@ -663,7 +663,7 @@ def _power(xp, a, b, out=None):
         # a scalar exponent of 1/2 or -1/2 is PyTorch's sqrt or rsqrt: NaN at -inf (C's pow
         # gives inf and 0) and -0.0 and -inf at -0.0 (C's: 0.0 and inf); not in float16
         root = xp.sqrt(a, out=out)
-        return root if b > 0 else xp.divide(1, root, out=root)
+        return root if b > 0 else xp.divide(1, root, out=out)  # (root: a scalar if 0-d)
     negative = b < 0 if b.dtype.kind == "i" and a.dtype.kind in "biu" else None
     if negative is None or not negative.any():
         return xp.power(a, b, out=out)

@@ -6,7 +6,14 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from .errors import ArgumentError, ArgumentTypeError, DTypeError
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    ScalarOverflowError,
+    UsageError,
+    call_error,
+)
 
 float16 = np.dtype("float16")
 # bfloat16 through ml_dtypes: NumPy's ufuncs on it compute each element in float32 and round
@@ -186,6 +193,76 @@ def scalar_dtype(value) -> np.dtype:
     if marker is complex:
         return default_complex()
     return {bool: bool_, int: DEFAULT_INT, float: DEFAULT_FLOAT}[marker]
+
+
+# the integer dtypes' (least, greatest) values: np.iinfo is slow to make
+_INT_RANGES = {
+    d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
+    for d in (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+}
+
+
+def python_int(value: int, dtype, op: str, *inputs, wraps: bool = False) -> int:
+    """The Python int `value` as PyTorch takes it for `op`'s number in `dtype` (`inputs`: the
+    op's tensors, for the message). One that no 64-bit integer holds raises OverflowError
+    (ScalarOverflowError), in any dtype. In an integer dtype that cannot hold it: `wraps`
+    (the binary ops' operand) wraps it around, as does an unsigned dtype a negative value
+    down to minus its greatest (uint8's -1 is 255); any other raises RuntimeError
+    (UsageError: "value cannot be converted to type int8 without overflow").
+
+    >>> python_int(-1, uint8, "full"), python_int(300, uint8, "add", wraps=True)
+    (255, 44)
+    >>> python_int(300, int8, "fill_")
+    Traceback (most recent call last):
+    kiln.errors.UsageError: value cannot be converted to type int8 without overflow: 300 is ...
+    """
+    if not -(1 << 63) <= value < 1 << 64:
+        text = f"int too big to convert: {short_int(value)} is outside the 64-bit integers"
+        raise call_error(ScalarOverflowError, f"{text}, for {op} in {dtype}", op, *inputs)
+    bounds = _INT_RANGES.get(dtype.dtype if isinstance(dtype, DType) else dtype)
+    if bounds is None or bounds[0] <= value <= bounds[1]:  # (not an integer dtype, or fits)
+        return value
+    low, high = bounds
+    if wraps or (low == 0 and -high <= value < 0):
+        span = high - low + 1
+        value %= span
+        return value - span if value > high else value
+    raise call_error(UsageError, f"value cannot be converted to type {dtype} without overflow: "
+                     f"{value} is outside {low}..{high}", op, *inputs)  # fmt: skip
+
+
+def int64_item(value: int, dtype, op: str, *inputs) -> int:
+    """A Python int written into a tensor of `dtype` (item assignment, `tensor` data), as
+    PyTorch reads it: as an int64 first (ValueError beyond), then as `python_int` takes it.
+
+    >>> int64_item(-1, uint8, "setitem")
+    255
+    """
+    if not -(1 << 63) <= value < 1 << 63:
+        raise call_error(ArgumentError, f"Overflow when unpacking long long: {short_int(value)} "
+                         f"is outside int64, for {op} in {dtype}", op, *inputs)  # fmt: skip
+    return python_int(value, dtype, op, *inputs)
+
+
+def number_array(value, dtype, op: str, *inputs) -> np.ndarray:
+    """A Python number as a 0-d array of `dtype`, an int taken by `python_int`.
+
+    >>> number_array(-1, uint8, "full"), number_array(2.5, float32, "full")
+    (array(255, dtype=uint8), array(2.5, dtype=float32))
+    """
+    if type(value) is int:
+        value = python_int(value, as_dtype(dtype), op, *inputs)
+    return np.asarray(value, dtype)
+
+
+def short_int(value: int) -> str:
+    """An int for a message: its digits, or their first ones and its size in bits.
+
+    >>> short_int(300), short_int(2**200)
+    ('300', '160693804425... (an int of 201 bits)')
+    """
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}... (an int of {value.bit_length()} bits)"
 
 
 def get_default_dtype() -> np.dtype:

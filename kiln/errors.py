@@ -102,7 +102,8 @@ class _CalledAt:
         from .graph.core import user_site  # errors.py is imported by every layer: on use
 
         self.site = user_site()
-        super().__init__(f"{message} (called at {self.site})" if self.site else message)
+        known = not self.site or f"called at {self.site}" in message  # (`call_error`'s)
+        super().__init__(message if known else f"{message} (called at {self.site})")
 
     def __reduce__(self):  # pickled and rebuilt with the message it has, site included
         return (_rebuilt, (type(self), str(self), self.site))
@@ -125,6 +126,11 @@ class ArgumentTypeError(_CalledAt, KilnError, TypeError):
     """A Python argument of a type the function does not take (a string where a number goes,
     a `gradient=` that is not a tensor), or an unknown keyword. PyTorch raises TypeError
     there: this is one."""
+
+
+class ScalarOverflowError(_CalledAt, KilnError, OverflowError):
+    """A Python int that no 64-bit integer holds (below -2**63, or 2**64 and above) given as
+    an op's number: PyTorch raises OverflowError converting it, whatever the tensor's dtype."""
 
 
 class UsageError(_CalledAt, KilnError, RuntimeError):

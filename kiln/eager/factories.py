@@ -81,8 +81,41 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
-    array = np.array(dt.as_array(data, dtype), copy=True)
+    try:
+        array = np.array(dt.as_array(data, dtype), copy=True)
+    except (OverflowError, dt.DTypeError) as e:
+        array = _with_python_ints(data, dtype, e)
     return _finish(array, device, requires_grad)
+
+
+def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
+    """`data` holding Python ints NumPy would not take, as PyTorch's `tensor` takes them:
+    beyond int64, ValueError for an integer (or int64 by default) tensor, a float for a
+    floating one; within it, `dt.python_int` (RuntimeError outside an integer dtype, bar an
+    unsigned one's negatives, which wrap). Data without such ints raises `error` again."""
+
+    def leaves(item):
+        if isinstance(item, (list, tuple)):
+            for i in item:
+                yield from leaves(i)
+        else:
+            yield item
+
+    ints = [v for v in leaves(data) if type(v) is int]
+    if not ints:
+        raise error
+    others = any(type(v) is not int for v in leaves(data))
+    target = dt.as_dtype(dtype) if dtype is not None else (None if others else dt.int64)
+    floating = target is None or target.kind not in "iub"
+
+    def convert(item):
+        if isinstance(item, (list, tuple)):
+            return [convert(i) for i in item]
+        if type(item) is not int:
+            return item
+        return float(item) if floating else dt.int64_item(item, target, "tensor")
+
+    return np.array(dt.as_array(convert(data), dtype), copy=True)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -134,6 +167,8 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
         dtype = dt.as_dtype(dtype)
     else:
         dtype = _SCALAR_DTYPES.get(type(fill_value)) or dt.as_array(fill_value).dtype
+    if type(fill_value) is int:
+        fill_value = dt.python_int(fill_value, dtype, "full")
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
 
 
@@ -150,6 +185,7 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
     """
     if end is None:
         start, end = 0, start
+    start, end, step = _real(start), _real(end), _real(step)
     if step == 0:
         raise UsageError("arange: step must be nonzero")
     if (end - start) * step < 0:
@@ -163,9 +199,26 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
             dtype = dt.DEFAULT_FLOAT
     else:
         dtype = dt.as_dtype(dtype)
-        if dtype.kind == "c":  # PyTorch's arange has no complex kernel
-            raise UnsupportedDTypeError(f"arange is not implemented for {dtype}")
+        if dt.is_complex(dtype):
+            raise UnsupportedDTypeError(f"arange: not implemented for {dtype} (as PyTorch's)")
     return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
+
+
+def _real(value):
+    """A complex bound or step of `arange` as a float, as PyTorch takes it: refused with an
+    imaginary part.
+
+    >>> _real(2 + 0j), _real(3)
+    (2.0, 3)
+    """
+    if isinstance(value, (Tensor, np.ndarray, np.generic)) and value.dtype.kind == "c":
+        value = complex(value.item())  # (a 0-d tensor; others fail `item` as they should)
+    if not isinstance(value, complex):
+        return value
+    if value.imag != 0:
+        raise UsageError(f"arange: value cannot be converted to type double without overflow "
+                         f"({value} has an imaginary part)")  # fmt: skip
+    return value.real
 
 
 def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:
@@ -337,7 +390,7 @@ def _graph_like(t, fill, dtype):
     from ..frontend.shape import broadcast_to
 
     dtype = t.dtype if dtype is None else dt.as_dtype(dtype)
-    value = constant(np.asarray(fill, dtype), graph=t.graph)
+    value = constant(dt.number_array(fill, dtype, "full_like", t), graph=t.graph)
     return broadcast_to(value, t.shape) if t.shape else value
 
 

@@ -64,9 +64,12 @@ def get_autocast_dtype(device_type: str):
 
     >>> import kiln as kn
     >>> kn.get_autocast_dtype("cpu")
-    dtype(bfloat16)
+    kiln.bfloat16
     """
-    return _state.dtypes[device_type]
+    if device_type not in DEVICE_TYPES:
+        raise UsageError(f"get_autocast_dtype: expected one of {', '.join(DEVICE_TYPES)} "
+                         f"device type, got {device_type!r}")  # fmt: skip
+    return dt.public(_state.dtypes[device_type])
 
 
 class autocast:  # noqa: N801 — PyTorch's name
@@ -91,7 +94,7 @@ class autocast:  # noqa: N801 — PyTorch's name
         if device_type not in DEVICE_TYPES:
             raise UsageError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
-        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dt.as_dtype(dtype)
+        self.fast_dtype = _state.dtypes[device_type] if dtype is None else dt.as_dtype(dtype)
         self._cache_enabled = _state.cache_enabled if cache_enabled is None else cache_enabled
         self._args = (device_type, dtype, enabled, cache_enabled)
         if enabled and self.fast_dtype not in (dt.bfloat16, np.dtype(np.float16)):

@@ -194,7 +194,7 @@ def lift(*args, context=(), op=None, dtype=None):
 # The ops whose Python int operand PyTorch wraps into the tensor's integer dtype (it is a 0-d
 # int64 tensor there, cast to the result dtype): `int8 - 128`, `uint8 + 300`, `uint8 == 300`
 # (300 is 44 in uint8). Others (clamp, where, fill, pow's exponent, alpha) refuse a value the
-# dtype cannot hold, as NumPy's OverflowError does.
+# dtype cannot hold with RuntimeError, bar an unsigned dtype's negatives (`dt.python_int`).
 _WRAPPING = frozenset({
     "add", "sub", "mul", "floordiv", "mod", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm",
@@ -205,18 +205,17 @@ _WRAPPING = frozenset({
 def _scalar_array(value, dtype, op):
     """A weak scalar as a 0-d array of `dtype`. An int that an integer `dtype` cannot hold
     wraps around into it for `_WRAPPING` ops (as a 64-bit integer first, as PyTorch's); other
-    ops raise NumPy's OverflowError.
+    ops refuse it (RuntimeError), and every op one beyond 64 bits (OverflowError), as
+    PyTorch's: `dt.python_int`.
 
     >>> _scalar_array(300, np.dtype(np.uint8), REGISTRY["add"])
     array(44, dtype=uint8)
     >>> _scalar_array(-129, np.dtype(np.int8), REGISTRY["less"])
     array(127, dtype=int8)
     """
-    if type(value) is int and dtype.kind in "iu" and op is not None and op.name in _WRAPPING:
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max and -(1 << 63) <= value < 1 << 64:
-            wide = value - (1 << 64) if value >= 1 << 63 else value
-            return np.asarray(wide, np.int64).astype(dtype)
+    if type(value) is int:
+        name = "scalar" if op is None else op.name
+        value = dt.python_int(value, dtype, name, wraps=name in _WRAPPING)
     return np.asarray(value, dtype=dtype)
 
 

@@ -32,6 +32,7 @@ import weakref
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import DTypeMismatchError, GraphError, ShapeMismatchError, node_error
 from ..graph.core import Symbol, Variable, user_site
 from . import core
@@ -414,6 +415,10 @@ def setitem(self, index, value) -> None:
     if isinstance(value, Symbol):
         check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     since = len(self.node.graph.nodes)
+    if type(value) is int:  # an int64 first, whatever x's dtype (as eager's `setitem`)
+        value = np.asarray(
+            dt.int64_item(value, dt.as_dtype(self.dtype), "setitem", self), self.dtype
+        )
     if not isinstance(value, Symbol):
         value = core.constant(np.asarray(value), graph=self.node.graph)
     if value.dtype != self.dtype:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..eager.grad_mode import enable_grad, state
 from ..eager.out import check_no_overlap
 from ..eager.sampling import on_traced
@@ -22,7 +23,14 @@ from ..eager.tensor import (
     retake_views_by,
     version_of,
 )
-from ..errors import AutogradError, DTypeMismatchError, ShapeMismatchError, node_error
+from ..errors import (
+    AutogradError,
+    DTypeMismatchError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+    node_error,
+)
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, check_rules
@@ -286,7 +294,17 @@ def _fill(t, value):
     return _copy(t, value)
 
 
+def _abs(t):
+    """abs written back: refused on complex tensors, whose abs is real (as PyTorch refuses)."""
+    if t.dtype.kind == "c":
+        raise call_error(UsageError, "In-place abs is not supported for complex tensors.",
+                         "abs_", t)  # fmt: skip
+    return m.abs(t)
+
+
 INPLACE = {
+    "abs_": _abs,
+    "absolute_": _abs,
     "add_": _alpha(m.add),
     "sub_": _alpha(m.sub),
     "mul_": m.mul,
@@ -317,6 +335,8 @@ def _values(t: Tensor, value):
         if value._device != t._device:
             value = value.to(t._device)
         return value if value.dtype == t.dtype else m.cast(value, t.dtype)
+    if type(value) is int:  # an int64 first, whatever t's dtype
+        value = dt.int64_item(value, dt.as_dtype(t.dtype), "setitem", t)
     return np.asarray(value, t.dtype)
 
 
@@ -361,7 +381,7 @@ INPLACE["index_put_"] = _index_put
 # PyTorch's in-place forms of methods that keep the shape: `t.name_(...)` is `t.name(...)`
 # written into t (its dtype kept), by the one `_inplace` path above.
 SAME_SHAPE = (
-    "abs absolute acos acosh addcdiv addcmul addmm addmv addr arccos arccosh arcsin arcsinh "
+    "acos acosh addcdiv addcmul addmm addmv addr arccos arccosh arcsin arcsinh "
     "arctan2 arctan arctanh asin asinh atan2 atan atanh baddbmm bitwise_and bitwise_left_shift "
     "bitwise_not bitwise_or bitwise_right_shift bitwise_xor ceil clamp_max clamp_min clip "
     "copysign cos cosh cumprod cumsum deg2rad divide eq erf erfc exp2 exp expm1 fix "

@@ -175,19 +175,18 @@ _sub = _make_binary("sub")
 
 
 def check_fits(value, dtype, op, *inputs):
-    """Refuses a Python int `value` that an integer `dtype` cannot hold, as PyTorch refuses a
-    Scalar argument (alpha, fill_'s value) there (its binary ops wrap their operand instead).
+    """Refuses a Python int `value` that `dtype` does not take, as PyTorch refuses a Scalar
+    argument (alpha, fill_'s value) there: one an integer dtype cannot hold (RuntimeError; an
+    unsigned dtype takes a negative down to minus its greatest, wrapped), one beyond 64 bits
+    in any dtype (OverflowError). Its binary ops wrap their operand instead (`dt.python_int`).
 
     >>> import kiln as kn
     >>> check_fits(300, kn.int8, "fill_")
     Traceback (most recent call last):
-    kiln.errors.UsageError: value cannot be converted to type int8 without overflow (op fill_, ...
+    kiln.errors.UsageError: value cannot be converted to type int8 without overflow: 300 is ...
     """
-    if type(value) is int and dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:
-            raise call_error(UsageError, f"value cannot be converted to type {dtype} without "
-                             "overflow", op, *inputs)  # fmt: skip
+    if type(value) is int:
+        dt.python_int(value, dt.as_dtype(dtype), op, *inputs)
 
 
 def _with_alpha(binary):
@@ -287,7 +286,27 @@ def pow(input, exponent, out=None):  # noqa: A002
     if type(exponent) is int and exponent < 0 and getattr(input, "dtype", dt.float32).kind in "biu":
         raise UsageError(f"pow: Integers to negative integer powers are not allowed (a tensor "
                          f"of {input.dtype} to the power {exponent})")  # fmt: skip
+    if type(exponent) is float and (exponent == 0.5 or exponent == -0.5):
+        # NOTE: NumPy's power (the short path's) takes 1/2 as sqrt itself in float32 and
+        # float64, and -1/2 as C's pow, as PyTorch takes both in float16; others are bound,
+        # for `_power`'s sqrt and rsqrt. (A Tensor's array: its dtype compares fastest.)
+        data = getattr(input, "_data", None)
+        if (
+            data is None
+            or (exponent == -0.5 or data.dtype not in _SQRT_POWER)
+            and (data.dtype != _FLOAT16)
+        ):
+            return _root_pow(input, exponent, out=out)
     return _numpy_pow(input, exponent, out)
+
+
+_FLOAT16 = np.dtype(np.float16)
+_SQRT_POWER = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@takes_out
+def _root_pow(input, exponent):  # noqa: A002
+    return core.lift_and_bind(REGISTRY["pow"], input, exponent)
 
 
 negative, absolute, subtract, multiply, divide, power = neg, abs, sub, mul, div, pow

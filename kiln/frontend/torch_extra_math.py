@@ -322,8 +322,15 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """
     (x,) = lift(input)
     if dt.is_float(x.dtype):
-        x = m.where(m.isnan(x), 0.0, x)
+        x = _nan_as_zero(x, m.logical_not(m.isnan(x)))
     return m.sum(x, dim, keepdim, dtype=dtype)
+
+
+def _nan_as_zero(x, ok):
+    """`x` with NaN made 0, and the gradient PyTorch's nansum has, `ct * ok`: at a NaN that is
+    `ct * 0`, NaN where ct is inf (nanmean of a slice of NaNs divides by a count of 0)."""
+    # NOTE: x ** 0 - 1 is 0 at NaN too, and its gradient is ct * 0 (pow's, where b == 0)
+    return m.where(ok, x, m.sub(m.pow(x, 0), 1))
 
 
 def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
@@ -339,7 +346,7 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A00
     if not dt.is_float(x.dtype):
         raise NotImplementedError(f"nanmean(): expected a floating point input, got {x.dtype}")
     ok = m.logical_not(m.isnan(x))
-    total = m.sum(m.where(ok, x, 0.0), dim, keepdim)
+    total = m.sum(_nan_as_zero(x, ok), dim, keepdim)
     return m.div(total, m.sum(m.cast(ok, x.dtype), dim, keepdim))
 
 

@@ -401,7 +401,7 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
     shape = [1] * x.ndim
     shape[d] = n
     fill = (
-        np.asarray(value, x.dtype)
+        dt.number_array(value, x.dtype, "index_fill", x)
         if isinstance(value, (int, float, bool))
         else m.cast(value, x.dtype)
     )
@@ -430,7 +430,8 @@ def _constant_like(self, value: np.ndarray, requires_grad=False):
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
     """`full(size, fill_value)` of self's dtype and device."""
-    value = np.full(ts._sizes((size,)), fill_value, dt.as_dtype(dtype or self.dtype))
+    dtype = dt.as_dtype(dtype or self.dtype)
+    value = np.full(ts._sizes((size,)), dt.number_array(fill_value, dtype, "new_full", self), dtype)
     return _constant_like(self, value, requires_grad)
 
 

@@ -203,7 +203,7 @@ def masked_fill(input, mask, value):  # noqa: A002
         raise DTypeError(f"masked_fill only supports boolean masks, but got mask with dtype "
                          f"{mask.dtype}")  # fmt: skip
     if isinstance(value, (bool, int, float)):
-        value = np.asarray(value, x.dtype)
+        value = dt.number_array(value, x.dtype, "masked_fill", x)
     (v,) = lift(value, context=(x,))
     if v.ndim != 0:
         raise ShapeError(f"masked_fill only supports a 0-dimensional value tensor, but got "

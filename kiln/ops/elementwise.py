@@ -605,7 +605,7 @@ cast = defop(
 def _pow_vjp(ct, z, a, b):
     # As PyTorch: d/da is 0 where b == 0 (not 0 * inf), d/db is 0 where a == 0 and b >= 0.
     zero = scalar(0, z)
-    da = apply("where", apply("equal", b, zero), zero, b * a ** (b - 1))
+    da = apply("where", apply("equal", b, zero), zero, b * apply("pow", a, b - 1))  # (`_power`)
     b_real = apply("real", b) if b.dtype.kind == "c" else b  # complex: Re(b) >= 0
     db_mask = apply(
         "logical_and", apply("equal", a, zero), apply("greater_equal", b_real, scalar(0, b_real))
@@ -652,10 +652,18 @@ div = binary(
 )  # fmt: skip
 
 
+_ROOTS = (dt.float32, dt.float64, dt.bfloat16)
+
+
 def _power(xp, a, b, out=None):
     """NumPy's `power`, with PyTorch's integer powers where NumPy raises: a negative exponent
     gives 1 for a base of 1, -1 or 1 for -1 (by the exponent's parity), else 0."""
     a, b = xp.asarray(a), xp.asarray(b)
+    if b.ndim == 0 and b.dtype == a.dtype and a.dtype in _ROOTS and (b == 0.5 or b == -0.5):
+        # a scalar exponent of 1/2 or -1/2 is PyTorch's sqrt or rsqrt: NaN at -inf (C's pow
+        # gives inf and 0) and -0.0 and -inf at -0.0 (C's: 0.0 and inf); not in float16
+        root = xp.sqrt(a, out=out)
+        return root if b > 0 else xp.divide(1, root, out=out)  # (root: a scalar if 0-d)
     negative = b < 0 if b.dtype.kind == "i" and a.dtype.kind in "biu" else None
     if negative is None or not negative.any():
         return xp.power(a, b, out=out)
@@ -669,7 +677,9 @@ def _power(xp, a, b, out=None):
     return out
 
 
-_power.ufunc_name = "power"  # the eager fast path calls the ufunc and comes here where it raises
+# the eager short path calls the ufunc, and comes here where it raises (the frontend's `pow`
+# sends a Python float exponent of 1/2 or -1/2 here itself)
+_power.ufunc_name = "power"
 # `may_fail`: never fused, so the loops that would run NumPy's or C's integer power (which
 # raise or differ for negative exponents) are never made.
 pow_ = defop(

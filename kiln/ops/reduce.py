@@ -44,17 +44,53 @@ def _mean_vjp(ct, y, x, *, axes, keepdims):
     return (_spread(ct, x, axes) / apply("reduce_sum", ones, axes=axes, keepdims=True),)
 
 
+_ALL = ("slice", None, None, None)
+
+
+def _exclusive_cumprod(x, axis):
+    """prod_{j < i} x_j along `axis` (1 at the first), in the order the cumprod takes them."""
+    width = tuple((1, 0) if a == axis else (0, 0) for a in range(len(x.shape)))
+    padded = apply("pad", x, pad_width=width, value=1)
+    spec = (_ALL,) * axis + (("slice", None, -1, None),)
+    return apply("index", apply("cumprod", padded, axis=axis), spec=spec)
+
+
+def _product_of_others(x, axes):
+    """prod_{j != i} x_j over the slice along `axes`, as the product of the elements before
+    i and of those after it (so that a zero gives 0 or, beside an inf or NaN, NaN, by where
+    it stands, as PyTorch's)."""
+    rank = len(x.shape)
+    kept = tuple(a for a in range(rank) if a not in axes)
+    perm = kept + tuple(axes)
+    moved = x if perm == tuple(range(rank)) else apply("transpose", x, perm=perm)
+    if len(axes) > 1:
+        n = sh.dim_product(x.shape[a] for a in axes)
+        moved_shape = moved.shape
+        moved = apply("reshape", moved, shape=(*moved_shape[: len(kept)], n))
+    last = len(moved.shape) - 1
+    flip = (_ALL,) * last + (("slice", None, None, -1),)
+    after = apply("index", _exclusive_cumprod(apply("index", moved, spec=flip), last), spec=flip)
+    others = _exclusive_cumprod(moved, last) * after
+    if len(axes) > 1:
+        others = apply("reshape", others, shape=moved_shape)
+    if perm == tuple(range(rank)):
+        return others
+    return apply("transpose", others, perm=tuple(int(i) for i in np.argsort(perm)))
+
+
 def _prod_vjp(ct, y, x, *, axes, keepdims):
-    """d prod / d x_i is the product of the others: y / x_i where x_i != 0; where x_i == 0,
-    the product of the rest of its slice if it is the slice's only zero, else 0 (finite
-    everywhere, as PyTorch's)."""
-    zero = apply("equal", x, scalar(0, x))
-    one = scalar(1, x)
-    nonzero = apply("where", zero, one, x)  # x with its zeros made ones
-    rest = apply("reduce_prod", nonzero, axes=axes, keepdims=True)
-    zeros = apply("reduce_sum", apply("cast", zero, dtype=x.dtype), axes=axes, keepdims=True)
-    at_zero = apply("where", apply("equal", zeros, one), rest, scalar(0, x))
-    others = apply("where", zero, at_zero, keep(y, x, axes) / nonzero)
+    """d prod / d x_i is the product of the others, as PyTorch's: y / x_i where x has no
+    zero; where it has one, the products of the elements before and after x_i (along one
+    axis: everywhere, each slice; of everything: 0 where x has two zeros or more)."""
+    if not axes:
+        return (ct,)
+    zeros = apply("reduce_sum", apply("cast", apply("equal", x, scalar(0, x)), dtype=np.int64),
+                  axes=tuple(range(len(x.shape))), keepdims=False)  # fmt: skip
+    plain = keep(y, x, axes) / x
+    others = apply("where", apply("equal", zeros, scalar(0, zeros)), plain,
+                   _product_of_others(x, axes))  # fmt: skip
+    if len(axes) == len(x.shape):
+        others = apply("where", apply("greater", zeros, scalar(1, zeros)), scalar(0, x), others)
     return (keep(ct, x, axes) * others,)
 
 

@@ -55,9 +55,19 @@ def _wide(dtype):
     return dtype, None
 
 
+def _running(xp, ufunc: str, a, axis, dtype):
+    """`a` accumulated by the ufunc along `axis`: on NumPy its `accumulate`, called from here
+    so that its floating-point warnings are kiln's, which kiln's filter silences
+    (kiln/runtime/backend.py; np.cumsum's come from NumPy's own module); elsewhere (CuPy)
+    `cumsum` or `cumprod`."""
+    if xp is np:
+        return getattr(np, ufunc).accumulate(a, axis=axis, dtype=dtype)
+    return (xp.cumsum if ufunc == "add" else xp.cumprod)(a, axis=axis, dtype=dtype)
+
+
 def _cumsum(xp, x, out=None, *, axis, reverse):
     acc, dtype = _wide(x.dtype)
-    fn = lambda a, k: xp.cumsum(a, axis=k, dtype=acc)  # noqa: E731
+    fn = lambda a, k: _running(xp, "add", a, k, acc)  # noqa: E731
     return _scan(xp, fn, x, out, axis, reverse, dtype)
 
 
@@ -71,23 +81,32 @@ cumsum = defop(
 
 def _cumprod(xp, x, out=None, *, axis):
     acc, dtype = _wide(x.dtype)
-    return _scan(xp, lambda a, k: xp.cumprod(a, axis=k, dtype=acc), x, out, axis, False, dtype)
+    fn = lambda a, k: _running(xp, "multiply", a, k, acc)  # noqa: E731
+    return _scan(xp, fn, x, out, axis, False, dtype)
 
 
 def _cumprod_vjp(ct, y, x, *, axis):
-    """d y_j / d x_i = prod_{k <= j, k != i} x_k. Before a slice's first zero that is y_j / x_i
-    (the reverse cumsum of ct * y over x); at the first zero z it is the product with x_z taken
-    as 1 (the cumprod of that x); after it, every term holds x_z and is 0 (as PyTorch's)."""
+    """d y_j / d x_i = prod_{k <= j, k != i} x_k, as PyTorch computes it. Before a slice's
+    first zero that is y_j / x_i: the reverse cumsum over x of ct * y up to that zero (terms
+    past it left out, so that an inf or NaN there does not reach it). At the first zero z: the
+    products of the x between z and each j up to the next zero, weighted by ct_j (0 from the
+    next zero on) and summed, times y_{z-1}. After it, every term holds x_z and is 0. A dim of
+    size 1 (or none: 0-d) passes ct on."""
+    if x.shape[axis : axis + 1] in ((), (1,)):
+        return (ct,)
     zero = apply("equal", x, scalar(0, x))
     zeros_so_far = apply("cumsum", apply("cast", zero, dtype=np.int64), axis=axis, reverse=False)
     before = apply("equal", zeros_so_far, scalar(0, zeros_so_far))
-    first = apply("logical_and", zero, apply("equal", zeros_so_far, scalar(1, zeros_so_far)))
-    one = scalar(1, x)
-    safe = apply("where", zero, one, x)
-    plain = apply("cumsum", ct * y, axis=axis, reverse=True) / safe
-    skipped = apply("cumprod", apply("where", first, one, x), axis=axis)
-    at_first = apply("cumsum", ct * skipped, axis=axis, reverse=True)
-    zero_ct = scalar(0, ct)
+    up_to_next = apply("equal", zeros_so_far, scalar(1, zeros_so_far))
+    first = apply("logical_and", zero, up_to_next)
+    one, zero_ct = scalar(1, x), scalar(0, ct)
+    plain = apply("cumsum", apply("where", before, ct * y, zero_ct), axis=axis, reverse=True)
+    plain = plain / apply("where", zero, one, x)
+    between = apply("where", apply("logical_and", up_to_next, apply("logical_not", first)), x, one)
+    weighted = apply("cumprod", between, axis=axis) * apply("where", up_to_next, ct, zero_ct)
+    at_first = apply("cumsum", weighted, axis=axis, reverse=True) * apply(
+        "cumprod", apply("where", before, x, one), axis=axis
+    )
     return (apply("where", before, plain, apply("where", first, at_first, zero_ct)),)
 
 

@@ -39,16 +39,40 @@ except ImportError:  # another NumPy layout: the public, slower context manager
         token.__exit__(None, None, None)
 
 
-# Eager kernels run in the caller's NumPy error state (setting it on every op would cost a
-# fifth of the op), so NumPy's floating-point warnings raised inside kiln's modules are
-# silenced by this filter, which matches only their messages; where the user's filters turn
-# them into errors (`-W error`), the eager dispatch runs the kernel again with errors ignored.
+# Eager kernels that are one ufunc run in the caller's NumPy error state (setting it on every
+# op would cost a fifth of the op), so NumPy's floating-point warnings raised inside kiln's
+# modules are silenced by this filter, which matches only their messages; where the user's
+# filters turn them into errors (`-W error`), the eager dispatch runs the kernel again with
+# errors ignored. A `warnings.catch_warnings()` block restores, when it ends, the filters it
+# saved when it began: kiln imported inside one (as pytest's collection imports it) would
+# lose the filter there, so `warnings`' hook run after every change of the filters
+# (`_filters_mutated`: the block's entry and exit, `filterwarnings`, `resetwarnings`) is
+# wrapped to put the filter back wherever it is missing. That costs the ops nothing.
 warnings.filterwarnings(
     "ignore",
     message=r"(divide by zero|invalid value|overflow|underflow) encountered",
     category=RuntimeWarning,
     module=r"kiln\.",
 )
+_FILTER = warnings.filters[0]
+
+
+def _keeping_the_filter(mutated):
+    def filters_mutated(*args, **kwargs):
+        done = mutated(*args, **kwargs)
+        if _FILTER not in warnings.filters:
+            warnings.filters.insert(0, _FILTER)
+            mutated(*args, **kwargs)
+        return done
+
+    filters_mutated.kiln_filter = _FILTER
+    return filters_mutated
+
+
+for _name in ("_filters_mutated", "_filters_mutated_lock_held"):  # (Python 3.13 has both)
+    _hook = getattr(warnings, _name, None)
+    if _hook is not None and not hasattr(_hook, "kiln_filter"):  # once, on a reload too
+        setattr(warnings, _name, _keeping_the_filter(_hook))
 
 
 class Backend:

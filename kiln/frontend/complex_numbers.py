@@ -9,7 +9,6 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import (
-    DTypeMismatchError,
     GraphError,
     ShapeError,
     UnsupportedDTypeError,
@@ -251,15 +250,6 @@ SETTERS = {
 }
 
 
-def _abs(x):
-    """`abs_`'s new value: PyTorch refuses it for complex values (a real result in place)."""
-    if x.dtype.kind == "c":
-        raise call_error(
-            DTypeMismatchError, "In-place abs is not supported for complex tensors.", "abs_", x
-        )
-    return m.abs(x)
-
-
 def conj_physical_(input):  # noqa: A002
     """PyTorch's `torch.conj_physical_`: `input` conjugated in place (a real `input` stays).
 
@@ -273,7 +263,6 @@ def conj_physical_(input):  # noqa: A002
 
 # installed with the other in-place methods
 inplace.INPLACE["conj_physical_"] = conj
-inplace.INPLACE["abs_"] = _abs
 
 
 def install(cls=None) -> None:

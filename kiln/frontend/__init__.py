@@ -6,6 +6,7 @@ eager's Tensor, which this package builds on), random, dumps."""
 from ..eager import sampling as _sampling
 from ..eager.tensor import Tensor
 from . import complex_numbers, functionalize, inplace, inplace_views, linalg, methods, random
+from . import sparse as sparse
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .complex_numbers import *  # noqa: F403
@@ -33,6 +34,7 @@ from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
+from .sparse_coo import sparse_coo_tensor
 from .spectral import istft, stft
 from .torch_copies import *  # noqa: F403
 from .torch_copies import __all__ as _copies_all
@@ -79,6 +81,7 @@ inplace.install(Tensor)  # after methods: its `clamp` is the method form
 functionalize.install()  # Symbol: in-place methods and item assignment, functionalized
 inplace_views.install()  # in-place view methods (t_, squeeze_...), both
 _sampling.install_distributions(Tensor, random.DISTRIBUTIONS)  # exponential_, random_...
+sparse.install()  # the sparse COO layout's ops and methods (after methods: to_dense...)
 
 __all__ = list(
     dict.fromkeys(
@@ -92,6 +95,6 @@ __all__ = list(
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
          *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
-         "stft", "istft"]
+         "stft", "istft", "sparse_coo_tensor"]
     )
 )  # fmt: skip

@@ -1,0 +1,105 @@
+"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`,
+`softmax`, `log_softmax`), and `install`, which puts the layout's methods on the tensors."""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from .. import shapes as sh
+from ..eager.sparse import SparseTensor, on_values, unique_entries, wrap
+from ..eager.tensor import Tensor, make, version_of
+from ..errors import ArgumentError, call_error
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
+from . import sparse_coo as coo
+from . import sparse_ops
+
+__all__ = ["log_softmax", "mm", "softmax", "sum"]
+
+
+def sum(input, dim=None, dtype=None):  # noqa: A001 — PyTorch's name
+    """The sum of a sparse tensor's entries: all of them (a 0-d strided tensor), or along
+    `dim` (an int or a tuple): a sparse tensor of the other dims, strided once every sparse
+    dim is summed.
+
+    >>> import kiln as kn
+    >>> s = kn.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3))
+    >>> kn.sparse.sum(s), kn.sparse.sum(s, 0).to_dense()
+    (tensor(12.), tensor([4., 0., 8.]))
+    """
+    coo._require_sparse("sparse.sum", input)
+    s = input if dtype is None else sparse_ops._cast(input, dtype=dt.as_dtype(dtype))
+    if dim is None:
+        with on_values():
+            out = bind(REGISTRY["reduce_sum"], s, axes=tuple(range(s._data.ndim)),
+                       keepdims=False)  # fmt: skip
+        return coo._label(out, "SumBackward0")
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = sorted({sh.normalize_axis(d, s.ndim) for d in dims})
+    sd = s.sparse_dim()
+    value_axes = tuple(d - sd + 1 for d in dims if d >= sd)
+    keep = [d for d in range(sd) if d not in dims]
+    if not keep:  # every sparse dim summed: strided
+        with on_values():
+            out = bind(REGISTRY["reduce_sum"], s, axes=(0, *value_axes), keepdims=False)
+        return coo._label(out, "SparseSumBackward0")
+    shape = tuple(n for d, n in enumerate(s._shape) if d not in dims)
+    index, _, inverse = unique_entries(s._index[keep], tuple(s._shape[d] for d in keep))
+    out = coo._segment_sum(s, inverse, index.shape[1])
+    if value_axes:
+        out = bind(REGISTRY["reduce_sum"], out, axes=value_axes, keepdims=False)
+    return coo._label(wrap(out, index, shape, True), "SparseSumBackward0")
+
+
+def mm(mat1, mat2):
+    """The product of a sparse matrix and a strided one (a strided result) or two sparse ones
+    (a sparse result); the gradient of the sparse operand is sparse, on its pattern.
+
+    >>> import kiln as kn
+    >>> s = kn.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+    >>> kn.sparse.mm(s, kn.ones(2, 1))
+    tensor([[2.],
+            [3.]])
+    """
+    if not isinstance(mat1, SparseTensor):
+        from .torch_math import mm as dense_mm
+
+        return dense_mm(mat1, mat2)
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise call_error(ArgumentError, f"sparse.mm: both arguments must be matrices, got "
+                         f"{mat1.ndim}-d and {mat2.ndim}-d", "sparse.mm", mat1, mat2)  # fmt: skip
+    return sparse_ops._matmul(mat1, mat2)
+
+
+# -- the methods ------------------------------------------------------------------------------
+
+
+def _detach(self):
+    out = wrap(make(self._data), self._index, self._shape, self._coalesced)
+    out._vc = version_of(self)
+    return out
+
+
+def _data(self):
+    return wrap(make(self._data), self._index, self._shape, self._coalesced)
+
+
+def _deepcopy(self, memo):
+    out = wrap(make(self._data.copy()), self._index.copy(), self._shape, self._coalesced)
+    out._requires_grad = self._requires_grad
+    memo[id(self)] = out
+    return out
+
+
+def install() -> None:
+    """The layout's ops in `bind`'s table, and its methods on the tensors: `to_dense` and
+    `to_sparse` on every tensor, the rest on sparse ones."""
+    sparse_ops.install()
+    Tensor.to_dense = coo.to_dense
+    Tensor.to_sparse = Tensor.to_sparse_coo = coo.to_sparse
+    for name, fn in {
+        "coalesce": coo.coalesce, "indices": coo.indices, "values": coo.values,
+        "_indices": coo._indices_, "_values": coo._values_, "detach": _detach,
+        "__deepcopy__": _deepcopy,
+    }.items():  # fmt: skip
+        setattr(SparseTensor, name, fn)
+    SparseTensor.data = property(_data)

@@ -37,6 +37,7 @@ from .hooks import (
     register_post_accumulate_grad_hook,
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
+from .sparse import SparseTensor, grad_of
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -334,6 +335,8 @@ class _LeafWaits:
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
     if leaf._requires_grad:
         ct = _tensor(ct)
+        if type(leaf) is SparseTensor:
+            ct = grad_of(leaf, ct)  # its values' cotangent, as its sparse gradient
         _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
         for hook in _hooks_of(leaf, 2):
             hook(leaf)
@@ -382,6 +385,8 @@ def _check_nan(node: Node, cts) -> None:
 
 def _fit(ct, meta, device: str) -> Tensor:
     """`ct` summed back to the input's shape (after broadcasting) and in its dtype."""
+    if type(ct) is SparseTensor and tuple(ct.shape) == tuple(meta[0]):  # a sparse gradient
+        return ct if ct.dtype == meta[1] else bind(REGISTRY["cast"], ct, dtype=meta[1])
     if not isinstance(ct, Tensor):
         ct = make(get_backend(device).to_device(np.asarray(ct)), device)
     shape, dtype = meta
@@ -494,6 +499,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     key = id(edge)
                     if key in pending:
                         total = pending[key]
+                        if type(total) is SparseTensor:
+                            pending[key] = add_grads(total, _tensor(c))
+                            continue
                         if key in owned:  # a sum made here: add in place (see `owned`)
                             t = total if type(total) is _ndarray else total._data
                             _add(t, c, out=t)
@@ -538,7 +546,10 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 key = id(edge)
                 if key in pending:
                     total = pending[key]
-                    if key in owned:  # a sum made here: add in place (see `owned`)
+                    if type(c) is SparseTensor or type(total) is SparseTensor:
+                        pending[key] = add_grads(_tensor(total), c)  # out of place
+                        owned.discard(key)
+                    elif key in owned:  # a sum made here: add in place (see `owned`)
                         t = total if type(total) is _ndarray else total._data
                         _add(t, c._data, out=t)
                     elif type(total) is _ndarray:  # an array path's (so on the CPU, plain)
@@ -562,7 +573,11 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node.saved = node.out = None
     if targets is not None:
         captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
-        return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+        found = {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+        for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
+            if type(t) is SparseTensor and found[id(t)] is not None:
+                found[id(t)] = grad_of(t, found[id(t)])
+        return found
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
             _finish_leaf(leaf, pending[id(leaf)], create_graph)
@@ -605,12 +620,32 @@ def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:
 
 def _accumulate(t: Tensor, ct: Tensor, create_graph: bool) -> None:
     """`t.grad += ct`: in place as PyTorch does, unless recording (create_graph)."""
+    if type(t) is SparseTensor or type(ct) is SparseTensor or type(t._grad) is SparseTensor:
+        _accumulate_sparse(t, ct)
+        return
     if t._grad is None:  # NOTE: a copy unless recorded: cotangents may be shared (add's)
         t._grad = ct if create_graph and ct._requires_grad else make(ct._data.copy(), ct._device)
     elif create_graph or t._grad._requires_grad:
         t._grad = t._grad + ct
     else:
         t._grad._data += ct._data
+
+
+def _accumulate_sparse(t: Tensor, ct: Tensor) -> None:
+    """`t.grad += ct` where a sparse tensor is involved: a sparse leaf's gradient is sparse (its
+    values' cotangent on its pattern, `grad_of`), and sums stay sparse while both are."""
+    if type(t) is SparseTensor:
+        ct = grad_of(t, ct)
+    if t._grad is None:
+        t._grad = ct.detach().clone() if not ct._requires_grad else ct
+    else:
+        t._grad = add_grads(t._grad, ct)
+
+
+def add_grads(a: Tensor, b: Tensor) -> Tensor:
+    """The sum of two gradients of one tensor, a sparse one among them: strided plus sparse is
+    strided (PyTorch refuses sparse + strided in that order, so the strided one goes first)."""
+    return b + a if type(a) is SparseTensor and type(b) is not SparseTensor else a + b
 
 
 # -- the API ---------------------------------------------------------------------------------------

@@ -221,6 +221,10 @@ def _scalar_array(value, dtype, op):
 
 
 def _tensor_value(t) -> np.ndarray:
+    if t.is_sparse:
+        from .sparse_coo import graph_error
+
+        raise graph_error("a sparse tensor as a graph constant", t)
     if t.requires_grad:
         raise GraphError(
             f"a Tensor that requires grad ({t.dtype}{list(t.shape)}) is used in graph mode, "

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.sparse import SparseTensor, on_values, unique_entries, wrap
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import ArgumentError, call_error
+from ..errors import ArgumentError, UsageError, call_error
+from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from . import sparse_coo as coo
@@ -68,6 +73,57 @@ def mm(mat1, mat2):
         raise call_error(ArgumentError, f"sparse.mm: both arguments must be matrices, got "
                          f"{mat1.ndim}-d and {mat2.ndim}-d", "sparse.mm", mat1, mat2)  # fmt: skip
     return sparse_ops._matmul(mat1, mat2)
+
+
+def embedding(ids, weight, padding_idx=None, max_norm=None, scale_grad_by_freq=False):
+    """`nn.functional.embedding(..., sparse=True)`: the rows of `weight` that `ids` picks,
+    whose gradient for `weight` is sparse as PyTorch's: uncoalesced, one entry per id (in
+    order; none for `padding_idx`), the output's gradient row its value. An optimizer reads
+    it with `grad.coalesce()`, `grad._indices()`, `grad._values()` (what `SparseAdam` needs).
+    """
+    if isinstance(weight, Symbol) or isinstance(ids, Symbol):
+        raise call_error(UsageError, "embedding(sparse=True) in a graph (kn.compile, graph "
+                         "mode): kiln's graph gradients are strided; use sparse=False there",
+                         "embedding", weight)  # fmt: skip
+    if max_norm is not None or scale_grad_by_freq:
+        raise call_error(UsageError, "embedding(sparse=True) with max_norm or "
+                         "scale_grad_by_freq: kiln's sparse gradient has neither",
+                         "embedding", weight)  # fmt: skip
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    return _rows_function().apply(weight, ids, padding_idx)
+
+
+@functools.cache
+def _rows_function():
+    """The lookup as a `kn.autograd.Function` whose backward gives the sparse gradient (made on
+    first use: custom_function imports this package's modules)."""
+    from . import shape as s
+    from .custom_function import Function
+    from .nn_functional import embedding as lookup
+
+    class EmbeddingBackward(Function):
+        @staticmethod
+        def forward(ctx, weight, ids, padding_idx):
+            ctx.ids, ctx.shape, ctx.padding_idx = ids, tuple(weight.shape), padding_idx
+            return lookup(weight, ids)
+
+        @staticmethod
+        def backward(ctx, grad):
+            flat = np.asarray(ctx.ids.detach().numpy() if isinstance(ctx.ids, Tensor)
+                              else ctx.ids).reshape(-1).astype(np.int64)  # fmt: skip
+            rows = s.reshape(grad, (flat.size, *ctx.shape[1:]))
+            if ctx.padding_idx is not None:
+                keep = np.nonzero(flat != ctx.padding_idx)[0]
+                flat = flat[keep]
+                rows = bind(REGISTRY["advanced_index"], rows, keep, axes=(0,))
+            index = flat.reshape(1, -1)
+            return wrap(rows, index, ctx.shape, False), None, None
+
+    return EmbeddingBackward
 
 
 # -- the methods ------------------------------------------------------------------------------

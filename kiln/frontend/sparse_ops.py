@@ -171,6 +171,20 @@ def _reduce_sum(s, *, axes, keepdims, **attrs):
     return sparse_sum(s, None if len(axes) == s.ndim else axes)
 
 
+def _matmul_op(a, b):
+    """`kn.mm`, `kn.matmul` and `@` with a sparse operand. PyTorch gives a sparse operand that
+    requires grad a strided gradient there (and a sparse one in `torch.sparse.mm`); kiln's
+    gradients of a sparse tensor are sparse, so it refuses that case rather than differ."""
+    from ..eager.grad_mode import is_grad_enabled
+
+    if isinstance(a, SparseTensor) and a.requires_grad and is_grad_enabled():
+        raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad: "
+                         "PyTorch gives it a strided gradient, which kiln does not; use "
+                         "kn.sparse.mm (a sparse gradient, on its pattern) or to_dense() first",
+                         "matmul", a, b)  # fmt: skip
+    return _matmul(a, b)
+
+
 def _matmul(a, b):
     if not isinstance(a, SparseTensor):
         raise layout_error("matmul (of a strided matrix and a sparse one)", a, b)
@@ -218,5 +232,5 @@ def install() -> None:
     """Fills the layout's table (kiln/eager/sparse.py `SPARSE_OPS`)."""
     for name in ZERO_KEEPING:
         SPARSE_OPS[name] = _on_values(REGISTRY[name])
-    SPARSE_OPS.update(cast=_cast, mul=_mul, div=_div, add=_add, sub=_sub, matmul=_matmul,
+    SPARSE_OPS.update(cast=_cast, mul=_mul, div=_div, add=_add, sub=_sub, matmul=_matmul_op,
                       transpose=_transpose, reduce_sum=_reduce_sum)  # fmt: skip

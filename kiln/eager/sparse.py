@@ -112,6 +112,7 @@ def grad_of(leaf: SparseTensor, ct) -> SparseTensor:
     else:
         indices, first, _ = unique_entries(leaf._index, leaf._shape)
         data = data[first]
+    # (PyTorch's flag here depends on the op that made the gradient; kiln's is the truth)
     return wrap(make(data), indices, leaf._shape, True)
 
 

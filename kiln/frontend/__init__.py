@@ -33,8 +33,8 @@ from .nn_pool import *  # noqa: F403
 from .nn_pool import __all__ as _pool_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
-from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
 from .sparse_coo import sparse_coo_tensor
+from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
 from .spectral import istft, stft
 from .torch_copies import *  # noqa: F403
 from .torch_copies import __all__ as _copies_all

@@ -1,5 +1,6 @@
-"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`,
-`softmax`, `log_softmax`), and `install`, which puts the layout's methods on the tensors."""
+"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`), the
+sparse-gradient embedding lookup, and `install`, which puts the layout's methods on the
+tensors."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from ..ops.core import bind
 from . import sparse_coo as coo
 from . import sparse_ops
 
-__all__ = ["log_softmax", "mm", "softmax", "sum"]
+__all__ = ["embedding", "mm", "sum"]
 
 
-def sum(input, dim=None, dtype=None):  # noqa: A001 — PyTorch's name
+def sum(input, dim=None, dtype=None):  # noqa: A001, A002 — PyTorch's names
     """The sum of a sparse tensor's entries: all of them (a 0-d strided tensor), or along
     `dim` (an int or a tuple): a sparse tensor of the other dims, strided once every sparse
     dim is summed.

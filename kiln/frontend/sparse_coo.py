@@ -14,7 +14,6 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager.sparse import (
-    SPARSE_OPS,
     SparseTensor,
     layout_error,
     on_values,
@@ -84,8 +83,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     sparse_dim, nnz = index.shape
     if values.ndim == 0 or values.shape[0] != nnz:
         got = values.shape[0] if values.ndim else "none (values is 0-d)"
-        raise call_error(ShapeError, "indices and values must have same nnz, but got nnz from "
-                         f"indices: {nnz}, nnz from values: {got}", "sparse_coo_tensor")  # fmt: skip
+        raise call_error(ShapeError, "indices and values must have same nnz, but got nnz "
+                         f"from indices: {nnz}, nnz from values: {got}",
+                         "sparse_coo_tensor")  # fmt: skip
     dense = tuple(values.shape[1:])
     if size is None:
         top = index.max(axis=1) + 1 if nnz else np.zeros(sparse_dim, np.int64)

@@ -23,12 +23,16 @@ _GATHER, _INDEX_PUT = REGISTRY["advanced_index"], REGISTRY["index_put"]
 # that are not stored stay zeros).
 ZERO_KEEPING = (
     "neg", "abs", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh", "sqrt",
-    "sign", "floor", "ceil", "expm1", "log1p", "relu", "erf", "square",
+    "floor", "ceil", "expm1", "log1p", "relu", "erf", "square",
 )  # fmt: skip
 
 
 def _on_values(op):
+    linear = op.name == "neg"  # others act on the sum of repeated entries: coalesce first
+
     def impl(s, **attrs):
+        if not linear:
+            s = coalesce(s)
         with on_values():
             out = bind(op, s, **attrs)
         return wrap(out, s._index, s._shape, s._coalesced)
@@ -67,7 +71,8 @@ def _mul(a, b):
 
 
 def _mul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
-    """The entries both hold, multiplied (coalesced, as PyTorch's)."""
+    """The entries both hold, multiplied: coalesced, as PyTorch's for coalesced operands (for
+    uncoalesced ones PyTorch keeps one operand's pattern, zeros included; the values agree)."""
     if a._shape != b._shape:
         raise call_error(ShapeError, f"mul of sparse tensors of sizes {list(a._shape)} and "
                          f"{list(b._shape)}", "mul", a, b)  # fmt: skip
@@ -191,7 +196,8 @@ def _matmul(a, b):
     if a.ndim != 2 or a.sparse_dim() != 2 or b.ndim not in (1, 2):
         raise call_error(ShapeError, "matmul of a sparse tensor: kiln multiplies a 2-D sparse "
                          f"matrix (sparse_dim 2) by a 1-D or 2-D tensor, got {list(a._shape)} "
-                         f"(sparse_dim {a.sparse_dim()}) and {list(b.shape)}", "matmul", a, b)  # fmt: skip
+                         f"(sparse_dim {a.sparse_dim()}) and {list(b.shape)}",
+                         "matmul", a, b)  # fmt: skip
     if a._shape[1] != b.shape[0]:
         raise call_error(ShapeError, f"mat1 and mat2 shapes cannot be multiplied "
                          f"({a._shape[0]}x{a._shape[1]} and {'x'.join(map(str, b.shape))})",

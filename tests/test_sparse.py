@@ -1,0 +1,264 @@
+"""Sparse COO tensors against PyTorch: construction, conversion, coalescing, printing,
+arithmetic, reductions, products, gradients (values, layouts, nnz) and the errors."""
+
+import re
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse:UserWarning")
+
+IDX = [[0, 1, 1, 0], [2, 0, 2, 2]]  # uncoalesced: (0, 2) twice
+V = [3.0, 4.0, 5.0, 6.0]
+D = np.arange(6.0, dtype=np.float32).reshape(2, 3) - 2.0
+M = np.arange(6.0, dtype=np.float32).reshape(3, 2) - 1.5
+
+
+def pair(indices=IDX, values=V, size=(2, 3), **kw):
+    """The same sparse tensor in kiln and in PyTorch."""
+    k = kn.sparse_coo_tensor(indices, values, size, **kw)
+    t = torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor(values), size, **kw)
+    return k, t
+
+
+def same(k, t, flag=True):
+    """Equal values, dtype, layout, shape, nnz, coalesced flag (unless not `flag`: PyTorch's
+    flag on a sparse gradient depends on the op that made it) and stored entries."""
+    assert tuple(k.shape) == tuple(t.shape)
+    assert str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    assert k.is_sparse == t.is_sparse
+    if t.is_sparse:
+        assert k.layout is kn.sparse_coo
+        assert k._nnz() == t._nnz()
+        assert k.is_coalesced() == t.is_coalesced() or not flag
+        assert (k.sparse_dim(), k.dense_dim()) == (t.sparse_dim(), t.dense_dim())
+        np.testing.assert_array_equal(k._indices().numpy(), t._indices().numpy())
+        np.testing.assert_allclose(k._values().numpy(), t._values().detach().numpy(), 1e-6)
+    else:
+        assert k.layout is kn.strided
+        np.testing.assert_allclose(k.detach().numpy(), t.detach().numpy(), 1e-6)
+
+
+def kiln_repr(text: str) -> str:
+    return text.replace("torch.", "kiln.")
+
+
+def test_sparse_construct_and_properties():
+    k, t = pair()
+    same(k, t)
+    same(k.to_dense(), t.to_dense())
+    same(k.coalesce(), t.coalesce())
+    assert k.coalesce().is_coalesced() and not k.is_coalesced()
+    assert kn.ones(2).layout is kn.strided and not kn.ones(2).is_sparse
+    # size inferred from the indices, as PyTorch's
+    same(kn.sparse_coo_tensor(IDX, V), torch.sparse_coo_tensor(torch.tensor(IDX), torch.tensor(V)))
+    # dtype=, requires_grad=
+    k = kn.sparse_coo_tensor(IDX, V, (2, 3), dtype=kn.float64, requires_grad=True)
+    t = torch.sparse_coo_tensor(IDX, V, (2, 3), dtype=torch.float64, requires_grad=True)
+    same(k.detach(), t.detach())
+    assert k.requires_grad and k.is_leaf
+
+
+def test_sparse_hybrid_and_to_sparse():
+    values = [[1.0, 2.0], [3.0, 4.0]]
+    k, t = pair([[0, 2]], values, (3, 2))
+    same(k, t)
+    same(k.to_dense(), t.to_dense())
+    x = np.array([[0, 1.5, 0], [2, 0, 0], [0, 0, 0]], np.float32)
+    for sparse_dim in (None, 1, 2):
+        args = () if sparse_dim is None else (sparse_dim,)
+        same(kn.tensor(x).to_sparse(*args), torch.tensor(x).to_sparse(*args))
+    same(kn.zeros(2, 3).to_sparse(), torch.zeros(2, 3).to_sparse())
+    same(kn.tensor([[0, 1], [2, 0]]).to_sparse(), torch.tensor([[0, 1], [2, 0]]).to_sparse())
+
+
+def test_sparse_repr_matches_pytorch():
+    cases = [
+        pair(),
+        pair([[0, 2]], [[1.0, 2.0], [3.0, 4.0]], (3, 2)),
+        (kn.zeros(2, 3).to_sparse(), torch.zeros(2, 3).to_sparse()),
+        (kn.tensor([[0.0, 1]], dtype=kn.float64).to_sparse(),
+         torch.tensor([[0.0, 1]], dtype=torch.float64).to_sparse()),
+        (kn.tensor([[0, 1]], dtype=kn.int32).to_sparse(),
+         torch.tensor([[0, 1]], dtype=torch.int32).to_sparse()),
+        pair(requires_grad=True),
+    ]  # fmt: skip
+    for k, t in cases:
+        assert repr(k) == kiln_repr(repr(t))
+    k, t = pair(requires_grad=True)
+    assert repr(k.coalesce()) == kiln_repr(repr(t.coalesce()))
+
+
+def test_sparse_indices_values():
+    k, t = pair()
+    for name in ("indices", "values"):
+        with pytest.raises(RuntimeError, match="uncoalesced"):
+            getattr(t, name)()
+        with pytest.raises(RuntimeError, match="please call .coalesce"):
+            getattr(k, name)()
+    np.testing.assert_array_equal(k.coalesce().indices().numpy(), t.coalesce().indices())
+    np.testing.assert_array_equal(k.coalesce().values().numpy(), t.coalesce().values())
+    np.testing.assert_array_equal(k._indices().numpy(), t._indices())
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "sin", "tanh", "sqrt", "relu", "square",
+                                  "floor", "expm1", "log1p"])  # fmt: skip
+def test_sparse_zero_keeping_unary(name):
+    k, t = pair()
+    same(getattr(kn, name)(k), getattr(torch, name)(t))
+
+
+def test_sparse_arithmetic():
+    k, t = pair()
+    same(k * 2, t * 2)
+    same(2.5 * k, 2.5 * t)
+    same(-k, -t)
+    same(k / 4, t / 4)
+    same(k * kn.tensor(D), t * torch.tensor(D))
+    same(kn.tensor(D) * k, torch.tensor(D) * t)
+    same(kn.tensor(D) + k, torch.tensor(D) + t)
+    same(k.coalesce() * k.coalesce(), t.coalesce() * t.coalesce())
+    # uncoalesced operands: PyTorch keeps one operand's pattern; the values agree
+    same((k * k).to_dense(), (t * t).to_dense())
+    same(k.double(), t.double())
+    same(k.clone(), t.clone())
+    same(k.t(), t.t())
+    # addition: PyTorch's merge, coalesced and not
+    k2, t2 = pair([[1, 0], [1, 2]], [1.0, 2.0])
+    for a, b in [(k, k2), (k.coalesce(), k2), (k.coalesce(), k2.coalesce()), (k2, k2), (k, k)]:
+        ta = t.coalesce() if a.is_coalesced() and a is not k2 else (t2 if a is k2 else t)
+        tb = t2.coalesce() if b.is_coalesced() and b is not k else (t if b is k else t2)
+        same(a + b, ta + tb)
+    same(k - k2, t - t2)
+
+
+def test_sparse_sum_and_products():
+    k, t = pair()
+    same(kn.sparse.sum(k), torch.sparse.sum(t))
+    for dim in (0, 1, (0, 1), -1):
+        same(kn.sparse.sum(k, dim), torch.sparse.sum(t, dim))
+    same(k.sum(), t.sum())
+    same(k.sum(0), t.sum(0))
+    h, th = pair([[0, 2, 0]], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], (3, 2))
+    for dim in (0, 1, (0, 1)):
+        same(kn.sparse.sum(h, dim), torch.sparse.sum(th, dim))
+    same(kn.sparse.mm(k, kn.tensor(M)), torch.sparse.mm(t, torch.tensor(M)))
+    same(kn.mm(k, kn.tensor(M)), torch.mm(t, torch.tensor(M)))
+    same(k @ kn.tensor(M), t @ torch.tensor(M))
+    same(kn.matmul(k, kn.tensor(M[:, 0])), torch.matmul(t, torch.tensor(M[:, 0])))
+    same(kn.sparse.mm(k, k.t()), torch.sparse.mm(t, t.t()))
+
+
+def grads(k_fn, t_fn, **kw):
+    """The gradients (sparse leaf and strided operand) of one computation, both libraries."""
+    k, t = pair(requires_grad=True, **kw)
+    kd = kn.tensor(M, requires_grad=True)
+    td = torch.tensor(M, requires_grad=True)
+    k_fn(k, kd).backward()
+    t_fn(t, td).backward()
+    return (k.grad, t.grad), (kd.grad, td.grad)
+
+
+@pytest.mark.parametrize("case", ["to_dense", "mul_dense", "sparse_mm", "sum", "sum_dim",
+                                  "coalesce_values", "scale", "add"])  # fmt: skip
+def test_sparse_gradients(case):
+    w = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    fns = {
+        "to_dense": lambda lib, s, d: (s.to_dense() * lib.tensor(w)).sum(),
+        "mul_dense": lambda lib, s, d: (s * lib.tensor(w)).to_dense().sum(),
+        "sparse_mm": lambda lib, s, d: (lib.sparse.mm(s, d) * lib.tensor(w[:, :2])).sum(),
+        "sum": lambda lib, s, d: lib.sparse.sum(s) * 3,
+        "sum_dim": lambda lib, s, d: (lib.sparse.sum(s, 1).to_dense() * lib.tensor(w[:, 0])).sum(),
+        "coalesce_values": lambda lib, s, d: (s.coalesce().values() ** 2).sum(),
+        "scale": lambda lib, s, d: (-(s * 2.0)).to_dense().sum(),
+        "add": lambda lib, s, d: ((s + s.coalesce()).to_dense() * lib.tensor(w)).sum(),
+    }
+    fn = fns[case]
+    (kg, tg), (kdg, tdg) = grads(lambda s, d: fn(kn, s, d), lambda s, d: fn(torch, s, d))
+    same(kg, tg, flag=False)
+    if tdg is None:
+        assert kdg is None
+    else:
+        same(kdg, tdg)
+
+
+def test_sparse_grad_accumulates_and_autograd_grad():
+    k, t = pair([[0, 1]], [1.0, 2.0], (2,), requires_grad=True)
+    for _ in range(2):
+        k.to_dense().sum().backward()
+        t.to_dense().sum().backward()
+    same(k.grad, t.grad, flag=False)
+    (gk,) = kn.autograd.grad((k.to_dense() * 3).sum(), k)
+    (gt,) = torch.autograd.grad((t.to_dense() * 3).sum(), t)
+    same(gk, gt, flag=False)
+    # a strided leaf through to_sparse: its gradient is masked, as PyTorch's
+    x = np.array([[0, 1.0], [2.0, 0]], np.float32)
+    kx, tx = kn.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    kx.to_sparse().to_dense().sum().backward()
+    tx.to_sparse().to_dense().sum().backward()
+    same(kx.grad, tx.grad)
+    assert kx.to_sparse().grad_fn.name() == tx.to_sparse().grad_fn.name()
+
+
+def test_sparse_embedding_grad_matches_pytorch():
+    ids = [[1, 3], [1, 0]]
+    w = np.arange(10.0, dtype=np.float32).reshape(5, 2)
+    for padding_idx in (None, 1):
+        ke = kn.nn.Embedding(5, 2, sparse=True, padding_idx=padding_idx, _weight=w)
+        te = torch.nn.Embedding(5, 2, sparse=True, padding_idx=padding_idx,
+                                _weight=torch.tensor(w))  # fmt: skip
+        scale = np.arange(8.0, dtype=np.float32).reshape(2, 2, 2)
+        (ke(kn.tensor(ids)) * kn.tensor(scale)).sum().backward()
+        (te(torch.tensor(ids)) * torch.tensor(scale)).sum().backward()
+        same(ke.weight.grad, te.weight.grad)
+        same(ke.weight.grad.coalesce(), te.weight.grad.coalesce())
+        # a second backward accumulates (compared coalesced: PyTorch's nnz depends on strides)
+        ke(kn.tensor(ids)).sum().backward()
+        te(torch.tensor(ids)).sum().backward()
+        same(ke.weight.grad.coalesce(), te.weight.grad.coalesce())
+
+
+def test_sparse_errors():
+    k, t = pair()
+    for fn in (kn.exp, lambda s: s.mean(), lambda s: s.view(6), lambda s: s[0]):
+        with pytest.raises(NotImplementedError, match="sparse_coo"):
+            fn(k)
+    with pytest.raises(TypeError, match="Use Tensor.to_dense"):
+        t.numpy()
+    with pytest.raises(RuntimeError, match=re.escape("Use Tensor.to_dense() first")):
+        k.numpy()
+    for a, b in [(k, 1), (k, kn.tensor(D))]:
+        with pytest.raises(RuntimeError, match=re.escape("add(sparse, dense) is not supported")):
+            a + b
+    bad = [([[0, 2]], [1.0, 2.0], (2,), "size is inconsistent with indices: for dim 0, size is 2 "
+             "but found index 2"),
+           ([[0, -1]], [1.0, 2.0], (2,), "found negative index -1 for dim 0"),
+           ([[0, 1]], [1.0, 2.0, 3.0], (2,), "indices and values must have same nnz"),
+           ([[0, 1]], [1.0, 2.0], (2, 3), "'len(size) == sparse_dim + dense_dim' is not satisfied"),
+           ([0, 1], [1.0, 2.0], (2,), "indices must be sparse_dim x nnz")]  # fmt: skip
+    for indices, values, size, message in bad:
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor(values), size,
+                                    check_invariants=True)  # fmt: skip
+        with pytest.raises((ValueError, RuntimeError), match=re.escape(message)):
+            kn.sparse_coo_tensor(indices, values, size)
+    # PyTorch gives a strided gradient to a sparse operand of mm: kiln refuses (sparse.mm works)
+    s = kn.sparse_coo_tensor(IDX, V, (2, 3), requires_grad=True)
+    with pytest.raises(NotImplementedError, match="kn.sparse.mm"):
+        kn.mm(s, kn.tensor(M))
+
+
+def test_sparse_at_the_graph_boundary():
+    k, _ = pair()
+    f = kn.compile(lambda x: x * 2)
+    with pytest.raises(kn.KilnError, match="to_dense"):
+        f(k)
+    np.testing.assert_array_equal(f(k.to_dense()).numpy(), k.to_dense().numpy() * 2)
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, (2, 3))
+        with pytest.raises(kn.KilnError, match="to_dense"):
+            p + k

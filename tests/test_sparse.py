@@ -186,6 +186,26 @@ def test_sparse_gradients(case):
         same(kdg, tdg)
 
 
+def test_sparse_mm_gives_a_strided_grad_as_pytorch():
+    """mm/matmul/@ give a sparse leaf a strided gradient, sparse.mm a sparse one; mixed, they
+    sum to a strided one."""
+    w = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    runs = [
+        lambda lib, s, d: (lib.mm(s, d) * lib.tensor(w)).sum(),
+        lambda lib, s, d: (s @ d).sum() + lib.sparse.mm(s, d).sum(),
+        lambda lib, s, d: lib.matmul(s, d[:, 0]).sum(),
+    ]
+    for fn in runs:
+        (kg, tg), (kdg, tdg) = grads(lambda s, d: fn(kn, s, d), lambda s, d: fn(torch, s, d))
+        same(kg, tg)
+        same(kdg, tdg)
+    k, t = pair(requires_grad=True)
+    (gk,) = kn.autograd.grad(kn.mm(k, kn.tensor(M)).sum(), k)
+    (gt,) = torch.autograd.grad(torch.mm(t, torch.tensor(M)).sum(), t)
+    same(gk, gt)
+    assert kn.mm(k, kn.tensor(M)).grad_fn.name() == torch.mm(t, torch.tensor(M)).grad_fn.name()
+
+
 def test_sparse_grad_accumulates_and_autograd_grad():
     k, t = pair([[0, 1]], [1.0, 2.0], (2,), requires_grad=True)
     for _ in range(2):
@@ -246,8 +266,8 @@ def test_sparse_errors():
                                     check_invariants=True)  # fmt: skip
         with pytest.raises((ValueError, RuntimeError), match=re.escape(message)):
             kn.sparse_coo_tensor(indices, values, size)
-    # PyTorch gives a strided gradient to a sparse operand of mm: kiln refuses (sparse.mm works)
-    s = kn.sparse_coo_tensor(IDX, V, (2, 3), requires_grad=True)
+    # mm gives a sparse operand a strided gradient (as PyTorch's): kiln carries it to leaves only
+    s = kn.sparse_coo_tensor(IDX, V, (2, 3), requires_grad=True) * 2.0
     with pytest.raises(NotImplementedError, match="kn.sparse.mm"):
         kn.mm(s, kn.tensor(M))
 

@@ -37,7 +37,7 @@ from .hooks import (
     register_post_accumulate_grad_hook,
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
-from .sparse import SparseTensor, grad_of
+from .sparse import SparseTensor, StridedGrad, add_grads, grad_of
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -268,6 +268,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
 
 
 _ZEROS = ((), (0,), (0, 0), (0, 0, 0))
+_SPARSE_GRADS = (SparseTensor, StridedGrad)  # cotangents that sum by `add_grads`
 
 
 def _input(op, i: int, a) -> tuple:
@@ -385,6 +386,8 @@ def _check_nan(node: Node, cts) -> None:
 
 def _fit(ct, meta, device: str) -> Tensor:
     """`ct` summed back to the input's shape (after broadcasting) and in its dtype."""
+    if type(ct) is StridedGrad:  # of a sparse leaf: its full shape, not its values'
+        return ct
     if type(ct) is SparseTensor and tuple(ct.shape) == tuple(meta[0]):  # a sparse gradient
         return ct if ct.dtype == meta[1] else bind(REGISTRY["cast"], ct, dtype=meta[1])
     if not isinstance(ct, Tensor):
@@ -499,8 +502,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     key = id(edge)
                     if key in pending:
                         total = pending[key]
-                        if type(total) is SparseTensor:
-                            pending[key] = add_grads(total, _tensor(c))
+                        if type(total) in _SPARSE_GRADS:
+                            leaf = edge if type(edge) is SparseTensor else None
+                            pending[key] = add_grads(total, _tensor(c), leaf)
                             continue
                         if key in owned:  # a sum made here: add in place (see `owned`)
                             t = total if type(total) is _ndarray else total._data
@@ -546,8 +550,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 key = id(edge)
                 if key in pending:
                     total = pending[key]
-                    if type(c) is SparseTensor or type(total) is SparseTensor:
-                        pending[key] = add_grads(_tensor(total), c)  # out of place
+                    if type(c) in _SPARSE_GRADS or type(total) in _SPARSE_GRADS:
+                        leaf = edge if type(edge) is SparseTensor else None
+                        pending[key] = add_grads(_tensor(total), c, leaf)  # out of place
                         owned.discard(key)
                     elif key in owned:  # a sum made here: add in place (see `owned`)
                         t = total if type(total) is _ndarray else total._data
@@ -576,7 +581,8 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
         found = {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
         for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
             if type(t) is SparseTensor and found[id(t)] is not None:
-                found[id(t)] = grad_of(t, found[id(t)])
+                g = grad_of(t, found[id(t)])
+                found[id(t)] = make(g._data, g._device) if type(g) is StridedGrad else g
         return found
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
@@ -633,19 +639,16 @@ def _accumulate(t: Tensor, ct: Tensor, create_graph: bool) -> None:
 
 def _accumulate_sparse(t: Tensor, ct: Tensor) -> None:
     """`t.grad += ct` where a sparse tensor is involved: a sparse leaf's gradient is sparse (its
-    values' cotangent on its pattern, `grad_of`), and sums stay sparse while both are."""
+    values' cotangent on its pattern, `grad_of`) unless an op gave it a strided one
+    (`StridedGrad`), and sums stay sparse while both are."""
     if type(t) is SparseTensor:
         ct = grad_of(t, ct)
+    if type(ct) is StridedGrad:
+        ct = make(ct._data, ct._device) if not ct._requires_grad else ct.view_as(ct)
     if t._grad is None:
         t._grad = ct.detach().clone() if not ct._requires_grad else ct
     else:
         t._grad = add_grads(t._grad, ct)
-
-
-def add_grads(a: Tensor, b: Tensor) -> Tensor:
-    """The sum of two gradients of one tensor, a sparse one among them: strided plus sparse is
-    strided (PyTorch refuses sparse + strided in that order, so the strided one goes first)."""
-    return b + a if type(a) is SparseTensor and type(b) is not SparseTensor else a + b
 
 
 # -- the API ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..errors import LayoutError, node_error
 from ..graph.core import user_site
 from .tensor import Tensor, make
 
-__all__ = ["SPARSE_OPS", "SparseTensor", "sparse_coo"]
+__all__ = ["SPARSE_OPS", "SparseTensor", "StridedGrad", "sparse_coo"]
 
 sparse_coo = layout("sparse_coo")
 
@@ -100,11 +100,39 @@ def unique_entries(indices: np.ndarray, shape) -> tuple:
     return indices[:, first], first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
+class StridedGrad(Tensor):
+    """A strided gradient of a sparse leaf (its full shape, not its values'): what PyTorch's
+    `mm(sparse, strided)` gives the sparse operand. The tape carries it as is to the leaf,
+    where it becomes a strided `.grad` (`grad_of`, `add_grads`)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def of(t: Tensor) -> StridedGrad:
+        g = _new(StridedGrad)
+        g._data, g._meta = t._data, t._meta
+        return g
+
+
+def add_grads(a, b, leaf=None):
+    """The sum of two gradients of one tensor where a sparse or strided-of-sparse one is among
+    them (values' cotangents of the sparse `leaf` become its sparse gradient first): strided
+    plus sparse is strided (PyTorch refuses sparse + strided in that order, so the strided
+    one goes first); a strided gradient of a sparse leaf stays one."""
+    if leaf is not None:
+        a, b = grad_of(leaf, a), grad_of(leaf, b)
+    strided = type(a) is StridedGrad or type(b) is StridedGrad
+    a = make(a._data) if type(a) is StridedGrad else a
+    b = make(b._data) if type(b) is StridedGrad else b
+    total = b + a if type(a) is SparseTensor and type(b) is not SparseTensor else a + b
+    return StridedGrad.of(total) if strided else total
+
+
 def grad_of(leaf: SparseTensor, ct) -> SparseTensor:
     """The `.grad` of a sparse leaf from the cotangent of its values: sparse, on the leaf's
     coalesced pattern, as PyTorch's. Every op reads a sparse tensor through its dense value,
     so the entries at one position have one cotangent: the first one's stands for it."""
-    if isinstance(ct, SparseTensor):
+    if isinstance(ct, (SparseTensor, StridedGrad)):
         return ct
     data = ct._data if isinstance(ct, Tensor) else ct
     if leaf._coalesced:

@@ -7,10 +7,20 @@ of a sparse matrix and a strided or sparse one; `reduce_sum`; `cast`; `transpose
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import dtypes as dt
-from ..eager.sparse import SPARSE_OPS, SparseTensor, layout_error, on_values, unique_entries, wrap
+from ..eager.sparse import (
+    SPARSE_OPS,
+    SparseTensor,
+    StridedGrad,
+    layout_error,
+    on_values,
+    unique_entries,
+    wrap,
+)
 from ..eager.tensor import Tensor, make
 from ..errors import DTypeMismatchError, LayoutError, ShapeError, call_error
 from ..graph.opdef import REGISTRY
@@ -177,17 +187,48 @@ def _reduce_sum(s, *, axes, keepdims, **attrs):
 
 
 def _matmul_op(a, b):
-    """`kn.mm`, `kn.matmul` and `@` with a sparse operand. PyTorch gives a sparse operand that
-    requires grad a strided gradient there (and a sparse one in `torch.sparse.mm`); kiln's
-    gradients of a sparse tensor are sparse, so it refuses that case rather than differ."""
+    """`kn.mm`, `kn.matmul` and `@` with a sparse operand. As PyTorch's, a sparse leaf that
+    requires grad gets a strided gradient here (`kn.sparse.mm` gives a sparse one); a sparse
+    operand made by other ops (not a leaf) is refused there, as kiln carries a strided
+    gradient only to a leaf."""
     from ..eager.grad_mode import is_grad_enabled
 
-    if isinstance(a, SparseTensor) and a.requires_grad and is_grad_enabled():
-        raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad: "
-                         "PyTorch gives it a strided gradient, which kiln does not; use "
-                         "kn.sparse.mm (a sparse gradient, on its pattern) or to_dense() first",
-                         "matmul", a, b)  # fmt: skip
-    return _matmul(a, b)
+    if not (isinstance(a, SparseTensor) and a.requires_grad and is_grad_enabled()):
+        return _matmul(a, b)
+    if a.grad_fn is not None:
+        raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad and is "
+                         "not a leaf: PyTorch gives it a strided gradient, which kiln carries "
+                         "to sparse leaves only; use kn.sparse.mm (a sparse gradient, on its "
+                         "pattern) or to_dense() first", "matmul", a, b)  # fmt: skip
+    with on_values():  # the tape entry's input is a's values: its edge is a itself
+        out = _mm_function().apply(a, b)
+    return _label(out, "MmBackward0" if b.ndim == 2 else "MvBackward0")
+
+
+@functools.cache
+def _mm_function():
+    """sparse @ strided as a `kn.autograd.Function` whose gradient of the sparse operand is
+    strided (`StridedGrad`), as PyTorch's `mm`."""
+    from .custom_function import Function
+
+    class SparseMm(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return _matmul(a, b)
+
+        @staticmethod
+        def backward(ctx, ct):
+            a, b = ctx.saved_tensors
+            if b.ndim == 1:
+                grad_a = bind(REGISTRY["mul"], bind(REGISTRY["reshape"], ct, shape=(-1, 1)),
+                              bind(REGISTRY["reshape"], b, shape=(1, -1)))  # fmt: skip
+            else:
+                grad_a = bind(REGISTRY["matmul"], ct, bind(REGISTRY["transpose"], b, perm=(1, 0)))
+            grad_b = _matmul(_transpose(a, perm=(1, 0)), ct)
+            return StridedGrad.of(grad_a), grad_b
+
+    return SparseMm
 
 
 def _matmul(a, b):

@@ -20,6 +20,7 @@ from .. import dtypes as dt
 from ..array_types import Size, layout, size_attribute
 from ..errors import LayoutError, node_error
 from ..graph.core import user_site
+from . import printing
 from .tensor import Tensor, make
 
 __all__ = ["SPARSE_OPS", "SparseTensor", "StridedGrad", "sparse_coo"]
@@ -278,11 +279,23 @@ class SparseTensor(Tensor):
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             extra.append("requires_grad=True")
-        return (
-            "tensor(indices=" + _indent(indices, 15) + ",\n"
-            "       values=" + _indent(values, 14) + ",\n"
-            "       " + ", ".join(extra) + ")"
-        )
+        body = "indices=" + _indent(indices, 15) + ",\n       values=" + _indent(values, 14)
+        return "tensor(" + _add_suffixes(body, extra)
+
+
+def _add_suffixes(body: str, suffixes: list) -> str:
+    """`body` then the suffixes (`size=...`, `nnz=...`), the first on a line of its own and
+    each next one on the same line while it fits the print options' line width."""
+    width = int(printing.OPTIONS["linewidth"])
+    parts, line = [body], 0
+    for i, suffix in enumerate(suffixes):
+        if i == 0 or line + len(suffix) + 2 > width:
+            parts.append(",\n       " + suffix)
+            line = 7 + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            line += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def _inner(array: np.ndarray) -> str:

@@ -1,6 +1,6 @@
-"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`), the
-sparse-gradient embedding lookup, and `install`, which puts the layout's methods on the
-tensors."""
+"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`,
+`softmax`, `log_softmax`), the sparse-gradient embedding lookup, and `install`, which puts
+the layout's methods on the tensors."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..ops.core import bind
 from . import sparse_coo as coo
 from . import sparse_ops
 
-__all__ = ["embedding", "mm", "sum"]
+__all__ = ["embedding", "log_softmax", "mm", "softmax", "sum"]
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001, A002 — PyTorch's names
@@ -74,6 +74,73 @@ def mm(mat1, mat2):
         raise call_error(ArgumentError, f"sparse.mm: both arguments must be matrices, got "
                          f"{mat1.ndim}-d and {mat2.ndim}-d", "sparse.mm", mat1, mat2)  # fmt: skip
     return sparse_ops._matmul(mat1, mat2)
+
+
+def softmax(input, dim: int, dtype=None):  # noqa: A002 — PyTorch's name
+    """Softmax along `dim` over the stored entries only (the others count as -inf, so they
+    stay unstored zeros): a sparse tensor on `input`'s coalesced pattern.
+
+    >>> import kiln as kn
+    >>> s = kn.sparse_coo_tensor([[0, 0, 1], [0, 2, 1]], [1.0, 1.0, 5.0], (2, 3))
+    >>> kn.sparse.softmax(s, 1).to_dense()
+    tensor([[0.5000, 0.0000, 0.5000],
+            [0.0000, 1.0000, 0.0000]])
+    """
+    return _softmax("softmax", input, dim, dtype, log=False)
+
+
+def log_softmax(input, dim: int, dtype=None):  # noqa: A002 — PyTorch's name
+    """The logarithm of `softmax(input, dim)`, computed stably, on the stored entries.
+
+    >>> import kiln as kn
+    >>> s = kn.sparse_coo_tensor([[0, 1]], [0.0, 0.0], (3,))
+    >>> kn.sparse.log_softmax(s, 0).values()
+    tensor([-0.6931, -0.6931])
+    """
+    return _softmax("log_softmax", input, dim, dtype, log=True)
+
+
+def _softmax(name: str, input, dim, dtype, log: bool):  # noqa: A002
+    coo._require_sparse(f"sparse.{name}", input)
+    s = input if dtype is None else sparse_ops._cast(input, dtype=dt.as_dtype(dtype))
+    s = coo.coalesce(s)
+    dim = sh.normalize_axis(dim, s.ndim)
+    sd = s.sparse_dim()
+    if dim >= sd:  # a dense dim: along each value's own axis
+        with on_values():
+            values = _softmax_values(s, None, dim - sd + 1, log)
+    else:  # along a sparse dim: over the entries that agree on every other sparse dim
+        others = [d for d in range(sd) if d != dim]
+        shape = tuple(s._shape[d] for d in others)
+        _, _, group = unique_entries(s._index[others], shape)
+        if not others:
+            group = np.zeros(s._nnz(), np.int64)
+        with on_values():
+            values = _softmax_values(s, group, 0, log)
+    label = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
+    return coo._label(wrap(values, s._index, s._shape, True), label)
+
+
+def _softmax_values(s, group, axis: int, log: bool):
+    """(log-)softmax of `s`'s values along `axis`, or over the entries of each `group`."""
+    data = s._data
+    if group is None:
+        shift = data.max(axis=axis, keepdims=True) if data.size else data
+        e = bind(REGISTRY["exp"], bind(REGISTRY["sub"], s, shift))
+        total = bind(REGISTRY["reduce_sum"], e, axes=(axis,), keepdims=True)
+        shifted = bind(REGISTRY["sub"], s, shift)
+    else:
+        n = int(group.max()) + 1 if group.size else 0
+        top = np.full((n, *data.shape[1:]), -np.inf, data.dtype)
+        np.maximum.at(top, group, data)  # a constant shift: no gradient flows through it
+        shifted = bind(REGISTRY["sub"], s, top[group])
+        e = bind(REGISTRY["exp"], shifted)
+        zeros = make(np.zeros((n, *data.shape[1:]), data.dtype))
+        sums = bind(REGISTRY["index_put"], zeros, e, group, spec=(), axes=(0,), accumulate=True)
+        total = bind(REGISTRY["advanced_index"], sums, group, axes=(0,))
+    if log:
+        return bind(REGISTRY["sub"], shifted, bind(REGISTRY["log"], total))
+    return bind(REGISTRY["div"], e, total)
 
 
 def embedding(ids, weight, padding_idx=None, max_norm=None, scale_grad_by_freq=False):

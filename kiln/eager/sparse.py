@@ -23,12 +23,15 @@ from ..graph.core import user_site
 from . import printing
 from .tensor import Tensor, make
 
-__all__ = ["SPARSE_OPS", "SparseTensor", "StridedGrad", "sparse_coo"]
+__all__ = ["LAYOUTS", "SPARSE_OPS", "SparseTensor", "StridedGrad", "sparse_coo"]
 
 sparse_coo = layout("sparse_coo")
 
 # op name -> `impl(*args, **attrs)`: what `bind(op, ...)` does when an argument is sparse
 SPARSE_OPS: dict = {}
+# Tensor subclass of another layout (sparse, quantized) -> `dispatch(op, args, attrs)`: what
+# `bind` does with an argument of it (kiln/eager/dispatch.py)
+LAYOUTS: dict = {}
 
 _local = threading.local()
 _new = object.__new__
@@ -312,3 +315,6 @@ def _inner(array: np.ndarray) -> str:
 
 def _indent(text: str, width: int) -> str:
     return text.replace("\n", "\n" + " " * width)
+
+
+LAYOUTS[SparseTensor] = dispatch

@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.sparse import SparseTensor, on_values, unique_entries, wrap
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import ArgumentError, UsageError, call_error
+from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -71,8 +71,9 @@ def mm(mat1, mat2):
 
         return dense_mm(mat1, mat2)
     if mat1.ndim != 2 or mat2.ndim != 2:
-        raise call_error(ArgumentError, f"sparse.mm: both arguments must be matrices, got "
-                         f"{mat1.ndim}-d and {mat2.ndim}-d", "sparse.mm", mat1, mat2)  # fmt: skip
+        raise ArgumentError(
+            f"sparse.mm: both arguments must be matrices, got {mat1.ndim}-d and {mat2.ndim}-d"
+        )
     return sparse_ops._matmul(mat1, mat2)
 
 
@@ -150,13 +151,15 @@ def embedding(ids, weight, padding_idx=None, max_norm=None, scale_grad_by_freq=F
     it with `grad.coalesce()`, `grad._indices()`, `grad._values()` (what `SparseAdam` needs).
     """
     if isinstance(weight, Symbol) or isinstance(ids, Symbol):
-        raise call_error(UsageError, "embedding(sparse=True) in a graph (kn.compile, graph "
-                         "mode): kiln's graph gradients are strided; use sparse=False there",
-                         "embedding", weight)  # fmt: skip
+        raise UsageError(
+            "embedding(sparse=True) in a graph (kn.compile, graph "
+            "mode): kiln's graph gradients are strided; use sparse=False there"
+        )
     if max_norm is not None or scale_grad_by_freq:
-        raise call_error(UsageError, "embedding(sparse=True) with max_norm or "
-                         "scale_grad_by_freq: kiln's sparse gradient has neither",
-                         "embedding", weight)  # fmt: skip
+        raise UsageError(
+            "embedding(sparse=True) with max_norm or "
+            "scale_grad_by_freq: kiln's sparse gradient has neither"
+        )
     n = weight.shape[0]
     if padding_idx is not None:
         if not -n <= padding_idx < n:

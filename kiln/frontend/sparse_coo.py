@@ -68,8 +68,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
            size=(2, 3), nnz=4, layout=kiln.sparse_coo)
     """
     if device is not None and str(device) != "cpu":
-        raise call_error(UsageError, f"sparse tensors are CPU-only in kiln (device={device})",
-                         "sparse_coo_tensor")  # fmt: skip
+        raise UsageError(f"sparse tensors are CPU-only in kiln (device={device})")
     index = _as_indices(indices)
     if isinstance(values, SparseTensor):
         raise layout_error("sparse_coo_tensor (values)", values)
@@ -112,12 +111,10 @@ def _check_bounds(index: np.ndarray, size) -> None:
     for d in range(index.shape[0]):
         row = index[d]
         if row.size and row.min() < 0:
-            raise call_error(ArgumentError, f"found negative index {int(row.min())} for dim {d}",
-                             "sparse_coo_tensor")  # fmt: skip
+            raise ArgumentError(f"found negative index {int(row.min())} for dim {d}")  # fmt: skip
         if row.size and row.max() >= size[d]:
-            raise call_error(ArgumentError, f"size is inconsistent with indices: for dim {d}, "
-                             f"size is {size[d]} but found index {int(row.max())}",
-                             "sparse_coo_tensor")  # fmt: skip
+            raise ArgumentError(f"size is inconsistent with indices: for dim {d}, "
+                             f"size is {size[d]} but found index {int(row.max())}")  # fmt: skip
 
 
 # -- conversions -------------------------------------------------------------------------------
@@ -163,21 +160,22 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
            size=(2, 2), nnz=2, layout=kiln.sparse_coo)
     """
     if layout is not None and str(layout) != "kiln.sparse_coo":
-        raise call_error(ArgumentError, f"to_sparse: layout {layout} is not supported (kiln "
-                         "has sparse_coo only)", "to_sparse")  # fmt: skip
+        raise ArgumentError(
+            f"to_sparse: layout {layout} is not supported (kiln has sparse_coo only)"
+        )
     if isinstance(self, SparseTensor):
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
-            raise call_error(UsageError, "to_sparse: conversion from sparse_coo with sparse_dim "
-                             f"{self.sparse_dim()} to sparse_dim {sparse_dim} is not supported",
-                             "to_sparse", self)  # fmt: skip
+            raise UsageError(
+                "to_sparse: conversion from sparse_coo with sparse_dim "
+                f"{self.sparse_dim()} to sparse_dim {sparse_dim} is not supported"
+            )
         return self
     if isinstance(self, Symbol):
         raise graph_error("to_sparse", self)
     ndim = self.ndim
     sd = ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= ndim:
-        raise call_error(ArgumentError, f"sparse_dim argument must be in [0, {ndim}] range, but "
-                         f"{sd} is given", "to_sparse", self)  # fmt: skip
+        raise ArgumentError(f"sparse_dim argument must be in [0, {ndim}] range, but {sd} is given")
     data = self.detach()._host()
     mask = data != 0
     if ndim > sd:
@@ -219,15 +217,15 @@ def _segment_sum(s: SparseTensor, segment: np.ndarray, n: int) -> Tensor:
 def _require_sparse(name: str, t) -> None:
     if not isinstance(t, SparseTensor):
         what = describe(t) if isinstance(t, Tensor) else type(t).__name__
-        raise call_error(UsageError, f"{name} expected a sparse_coo tensor, got a strided "
-                         f"{what}", name)  # fmt: skip
+        raise UsageError(f"{name} expected a sparse_coo tensor, got a strided {what}")
 
 
 def _require_coalesced(name: str, s) -> None:
     _require_sparse(name, s)
     if not s._coalesced:
-        raise call_error(UsageError, f"Cannot get {name} on an uncoalesced tensor, please call "
-                         ".coalesce() first", name, s)  # fmt: skip
+        raise UsageError(
+            f"Cannot get {name} on an uncoalesced tensor, please call .coalesce() first"
+        )
 
 
 def indices(self) -> Tensor:
@@ -257,8 +255,11 @@ def _values_(self) -> Tensor:
 
 
 def graph_error(name: str, value) -> UsageError:
-    """The error for a sparse tensor where a graph (placeholder, constant, kn.compile) needs
-    a strided value."""
-    return call_error(UsageError, f"{name}: kiln's graphs (kn.compile, placeholders, "
-                      "constants) hold strided tensors only; call to_dense() on the sparse "
-                      "tensor before it enters the graph", name, value)  # fmt: skip
+    """The error for a sparse or quantized tensor where a graph (placeholder, constant,
+    kn.compile) needs a strided value of a plain dtype."""
+    what = "to_dense() on the sparse" if value.is_sparse else "dequantize() on the quantized"
+    return UsageError(
+        f"{name}: kiln's graphs (kn.compile, placeholders, "
+        f"constants) hold strided tensors only; call {what} tensor before it "
+        "enters the graph"
+    )

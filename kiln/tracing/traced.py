@@ -83,7 +83,7 @@ def name_of(fn) -> str:
 
 def signature(leaf) -> tuple:
     if isinstance(leaf, Tensor):
-        if leaf.is_sparse:
+        if leaf.is_sparse or leaf.is_quantized:
             from ..frontend.sparse_coo import graph_error
 
             raise graph_error("kn.compile", leaf)

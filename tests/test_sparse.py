@@ -299,3 +299,74 @@ def test_sparse_softmax_matches_pytorch(log):
         same(getattr(kn.sparse, name)(h, dim), getattr(torch.sparse, name)(th, dim))
     got = getattr(kn.sparse, name)(k.detach(), 1, dtype=kn.float64)
     same(got, getattr(torch.sparse, name)(t.detach(), 1, dtype=torch.float64))
+
+
+def test_sparse_in_place_and_like():
+    """In-place ops change a sparse tensor's entries (their number too), as PyTorch's."""
+    k, t = pair()
+    k2, t2 = pair([[1], [1]], [7.0])
+    runs = [
+        lambda lib, a, b: a.clone().zero_(),
+        lambda lib, a, b: a.clone().add_(b),
+        lambda lib, a, b: a.clone().sub_(b),
+        lambda lib, a, b: a.clone().mul_(2),
+        lambda lib, a, b: a.clone().div_(2),
+        lambda lib, a, b: a.clone().neg_(),
+        lambda lib, a, b: a.clone().copy_(b),
+        lambda lib, a, b: lib.zeros_like(a),
+        lambda lib, a, b: lib.empty_like(a, dtype=lib.float64),
+        lambda lib, a, b: lib.zeros(2, 3).add_(a, alpha=2),
+        lambda lib, a, b: lib.tensor(D).sparse_mask(a),
+        lambda lib, a, b: lib.tensor(D).sparse_mask(a.coalesce()),
+    ]
+    for fn in runs:
+        same(fn(kn, k, k2), fn(torch, t, t2))
+    for fn in (kn.ones_like, lambda a: kn.full_like(a, 2.0)):
+        with pytest.raises(NotImplementedError, match="fill_ does not support the sparse_coo"):
+            fn(k)
+
+
+def sparse_adam_step(lib, param, state, lr=0.01, betas=(0.9, 0.999), eps=1e-8):
+    """PyTorch's SparseAdam update, written with the sparse gradient's public interface
+    (coalesce, _indices, _values, sparse_mask, dense add_ of a sparse tensor): what an
+    optimizer over kiln's sparse gradients reads."""
+    beta1, beta2 = betas
+    state["step"] += 1
+    grad = param.grad.coalesce()
+    indices, values, size = grad._indices(), grad._values(), grad.size()
+
+    def make_sparse(v):
+        return lib.sparse_coo_tensor(indices, v, size)
+
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    old_avg = exp_avg.sparse_mask(grad)._values()
+    avg_update = (values - old_avg) * (1 - beta1)
+    exp_avg.add_(make_sparse(avg_update))
+    old_sq = exp_avg_sq.sparse_mask(grad)._values()
+    sq_update = (values**2 - old_sq) * (1 - beta2)
+    exp_avg_sq.add_(make_sparse(sq_update))
+    numer = avg_update + old_avg
+    denom = (sq_update + old_sq).sqrt() + eps
+    step_size = lr * (1 - beta2 ** state["step"]) ** 0.5 / (1 - beta1 ** state["step"])
+    with lib.no_grad():
+        param.add_(make_sparse(-step_size * (numer / denom)))
+
+
+def test_sparse_embedding_grad_drives_sparse_adam_as_pytorch():
+    """Embedding(sparse=True)'s gradient has what SparseAdam reads: three steps of its update
+    on kiln match torch.optim.SparseAdam on PyTorch."""
+    w = np.arange(12.0, dtype=np.float32).reshape(6, 2) / 7
+    ke = kn.nn.Embedding(6, 2, sparse=True, _weight=w)
+    te = torch.nn.Embedding(6, 2, sparse=True, _weight=torch.tensor(w))
+    opt = torch.optim.SparseAdam(te.parameters(), lr=0.01)
+    state = {"step": 0, "exp_avg": kn.zeros(6, 2), "exp_avg_sq": kn.zeros(6, 2)}
+    for ids in ([[1, 3], [1, 0]], [[5, 5], [2, 3]], [[0, 1], [4, 4]]):
+        target = np.arange(8.0, dtype=np.float32).reshape(2, 2, 2)
+        ke.weight.grad = None
+        ((ke(kn.tensor(ids)) - kn.tensor(target)) ** 2).sum().backward()
+        sparse_adam_step(kn, ke.weight, state)
+        opt.zero_grad()
+        ((te(torch.tensor(ids)) - torch.tensor(target)) ** 2).sum().backward()
+        opt.step()
+        np.testing.assert_allclose(ke.weight.detach().numpy(), te.weight.detach().numpy(),
+                                   rtol=1e-6, atol=1e-7)  # fmt: skip

@@ -148,6 +148,22 @@ def grad_of(leaf: SparseTensor, ct) -> SparseTensor:
     return wrap(make(data), indices, leaf._shape, True)
 
 
+def zeros_like(s: SparseTensor, dtype=None, requires_grad: bool = False) -> SparseTensor:
+    """A sparse tensor of `s`'s shape and dims with no entries (PyTorch's `zeros_like` and
+    `empty_like` of a sparse tensor)."""
+    dtype = s._data.dtype if dtype is None else dt.as_dtype(dtype)
+    sd = s._index.shape[0]
+    values = make(np.zeros((0, *s._shape[sd:]), dtype))
+    out = wrap(values, np.zeros((sd, 0), np.int64), s._shape, True)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def replace(t: SparseTensor, result: SparseTensor) -> None:
+    """Makes `t` hold `result`'s entries (an in-place op's commit: its nnz may change)."""
+    t._data, t._index, t._shape = result._data, result._index, result._shape
+    t._coalesced = result._coalesced
+
+
 class SparseTensor(Tensor):
     """A sparse COO tensor: `kn.sparse_coo_tensor(indices, values, size)` or
     `dense.to_sparse()`; `to_dense()` gives the strided tensor back.

@@ -223,6 +223,7 @@ def install() -> None:
     sparse_ops.install()
     Tensor.to_dense = coo.to_dense
     Tensor.to_sparse = Tensor.to_sparse_coo = coo.to_sparse
+    Tensor.sparse_mask = coo.sparse_mask
     for name, fn in {
         "coalesce": coo.coalesce, "indices": coo.indices, "values": coo.values,
         "_indices": coo._indices_, "_values": coo._values_, "detach": _detach,

@@ -189,6 +189,26 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     return _label(wrap(values, index, self.shape, True), name)
 
 
+def sparse_mask(self, mask) -> SparseTensor:
+    """This strided tensor's values at the positions `mask` (sparse) stores, in a sparse
+    tensor of mask's indices (PyTorch's `sparse_mask`); gradients flow to `self` there.
+
+    >>> import kiln as kn
+    >>> mask = kn.sparse_coo_tensor([[1]], [9.0], (3,))
+    >>> kn.tensor([1.0, 2.0, 3.0]).sparse_mask(mask)._values()
+    tensor([2.])
+    """
+    _require_sparse("sparse_mask (mask)", mask)
+    if isinstance(self, SparseTensor):
+        self = self.to_dense()  # noqa: PLW0642 — PyTorch's: a sparse self is read densely
+    if tuple(self.shape) != mask._shape:
+        raise call_error(ShapeError, f"sparse_mask(): operands have incompatible sizes; self "
+                         f"has size {list(self.shape)} but mask has size {list(mask._shape)}",
+                         "sparse_mask", self, mask)  # fmt: skip
+    values = bind(_GATHER, self, *mask._index, axes=tuple(range(mask.sparse_dim())))
+    return _label(wrap(values, mask._index, mask._shape, mask._coalesced), "SparseMaskBackward0")
+
+
 def coalesce(self) -> SparseTensor:
     """The tensor with its indices sorted and distinct, repeated entries summed (itself when
     it is coalesced already).

@@ -90,7 +90,7 @@ def _dispatch(op, args, attrs):
         for a in args:
             if isinstance(a, Tensor):
                 a._data  # noqa: B018 — an Unavailable (saved value) raises here
-                if type(a) in _LAYOUTS and not sparse.values_mode():
+                if type(a) is not Tensor and type(a) in _LAYOUTS and not sparse.values_mode():
                     return _LAYOUTS[type(a)](op, args, attrs)  # the layout's own op
                 meta = a._meta
                 if meta is None:

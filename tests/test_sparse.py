@@ -186,6 +186,17 @@ def test_sparse_gradients(case):
         same(kdg, tdg)
 
 
+def test_sparse_coo_tensor_of_values_that_require_grad():
+    """Gradients reach the values a sparse tensor was made of: one per stored entry."""
+    results = []
+    for lib in (kn, torch):
+        v = lib.tensor(V, requires_grad=True)
+        s = lib.sparse_coo_tensor(lib.tensor(IDX), v, (2, 3))
+        (s.to_dense() * lib.tensor(D)).sum().backward()
+        results.append((s.grad_fn.name(), s.is_leaf, v.grad.numpy().tolist()))
+    assert results[0] == results[1]
+
+
 def test_sparse_mm_gives_a_strided_grad_as_pytorch():
     """mm/matmul/@ give a sparse leaf a strided gradient, sparse.mm a sparse one; mixed, they
     sum to a strided one."""
@@ -215,6 +226,12 @@ def test_sparse_grad_accumulates_and_autograd_grad():
     (gk,) = kn.autograd.grad((k.to_dense() * 3).sum(), k)
     (gt,) = torch.autograd.grad((t.to_dense() * 3).sum(), t)
     same(gk, gt, flag=False)
+    # a sparse non-leaf that retains its gradient: sparse too
+    kr, tr = k * 2, t * 2
+    kr.retain_grad(), tr.retain_grad()
+    (kr.to_dense() * 3).sum().backward()
+    (tr.to_dense() * 3).sum().backward()
+    same(kr.grad, tr.grad, flag=False)
     # a strided leaf through to_sparse: its gradient is masked, as PyTorch's
     x = np.array([[0, 1.0], [2.0, 0]], np.float32)
     kx, tx = kn.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)

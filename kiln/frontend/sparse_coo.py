@@ -100,6 +100,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     _check_bounds(index, size)
     target = dt.as_dtype(dtype) if dtype is not None else values.dtype
     copied = bind(REGISTRY["cast"], values, dtype=target)  # a copy, on the tape if values is
+    _label(copied, "SparseCooTensorWithDimsAndTensorsBackward0")
     coalesced = nnz < 2 if is_coalesced is None else bool(is_coalesced)
     out = wrap(copied, index.copy(), size, coalesced)
     if requires_grad:

@@ -253,9 +253,14 @@ def test_sparse_embedding_grad_matches_pytorch():
         (te(torch.tensor(ids)) * torch.tensor(scale)).sum().backward()
         same(ke.weight.grad, te.weight.grad)
         same(ke.weight.grad.coalesce(), te.weight.grad.coalesce())
-        # a second backward accumulates (compared coalesced: PyTorch's nnz depends on strides)
+        # a second backward accumulates: a broadcast gradient's entries are concatenated, a
+        # contiguous one's merged (PyTorch's rule, which depends on the values' strides)
         ke(kn.tensor(ids)).sum().backward()
         te(torch.tensor(ids)).sum().backward()
+        same(ke.weight.grad, te.weight.grad)
+        (ke(kn.tensor(ids)) * 2).sum().backward()
+        (te(torch.tensor(ids)) * 2).sum().backward()
+        same(ke.weight.grad, te.weight.grad)
         same(ke.weight.grad.coalesce(), te.weight.grad.coalesce())
 
 

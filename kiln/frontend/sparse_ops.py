@@ -142,8 +142,14 @@ def _add_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
     if a.dtype != b.dtype:
         common = dt.result_type(a.dtype, b.dtype)
         a, b = _cast(a, dtype=common), _cast(b, dtype=common)
-    slots, sa, sb, coalesced = _merge(a, b)
     sd = a.sparse_dim()
+    if not (a._data.flags.c_contiguous and b._data.flags.c_contiguous):
+        # PyTorch's rule: values not contiguous (a broadcast gradient, say) are concatenated
+        with on_values():
+            out = bind(REGISTRY["concat"], a, b, axis=0)
+        index = np.concatenate([a._index, b._index], axis=1)
+        return _label(wrap(out, index, a._shape, False), "AddBackward0")
+    slots, sa, sb, coalesced = _merge(a, b)
     index = np.stack(np.unravel_index(slots, a._shape[:sd])).astype(np.int64).reshape(sd, -1)
     zeros = make(np.zeros((slots.size, *a._data.shape[1:]), a._data.dtype))
     with on_values():

@@ -138,3 +138,18 @@ def test_quantized_errors():
     f = kn.compile(lambda a: a * 2)
     with pytest.raises(kn.KilnError, match="dequantize"):
         f(q)
+
+
+def test_quantized_functions_and_strided_tensors():
+    x = np.array([0.5, -1.25, 3.0], np.float32)
+    k = kn.quantize_per_tensor(kn.tensor(x), 0.25, 4, kn.qint8)
+    t = torch.quantize_per_tensor(torch.tensor(x), 0.25, 4, torch.qint8)
+    for name in ("int_repr", "q_scale", "q_zero_point"):
+        got, want = getattr(kn, name)(k), getattr(torch, name)(t)
+        assert np.asarray(got).tolist() == np.asarray(want).tolist()
+    for name in ("int_repr", "q_scale", "qscheme"):
+        with pytest.raises(NotImplementedError):
+            getattr(torch.ones(2), name)()
+        with pytest.raises(NotImplementedError, match=f"{name} needs a quantized tensor"):
+            getattr(kn.ones(2), name)()
+    assert kn.ones(2).dequantize().numpy().tolist() == torch.ones(2).dequantize().tolist()

@@ -392,3 +392,18 @@ def test_sparse_embedding_grad_drives_sparse_adam_as_pytorch():
         opt.step()
         np.testing.assert_allclose(ke.weight.detach().numpy(), te.weight.detach().numpy(),
                                    rtol=1e-6, atol=1e-7)  # fmt: skip
+
+
+def test_sparse_methods_on_strided_tensors_as_pytorch():
+    x, tx = kn.ones(2, 3), torch.ones(2, 3)
+    assert (x.sparse_dim(), x.dense_dim()) == (tx.sparse_dim(), tx.dense_dim())
+    assert x.to_dense() is x and tx.to_dense() is tx
+    for name in ("coalesce", "indices", "values", "is_coalesced"):
+        message = f"{name} expected sparse"
+        with pytest.raises(RuntimeError, match=message):
+            getattr(tx, name)()
+        with pytest.raises(RuntimeError, match=message):
+            getattr(x, name)()
+    # a strided value is its own dense form in a graph too
+    f = kn.compile(lambda a: a.to_dense() * a.dense_dim())
+    np.testing.assert_array_equal(f(x).numpy(), np.full((2, 3), 2.0, np.float32))

@@ -213,14 +213,6 @@ class SparseTensor(Tensor):
             raise layout_error("len", self)
         return self._shape[0]
 
-    def sparse_dim(self) -> int:
-        """The number of dims the indices index (the leading ones)."""
-        return self._index.shape[0]
-
-    def dense_dim(self) -> int:
-        """The number of trailing dims each stored value has (a hybrid tensor's)."""
-        return len(self._shape) - self._index.shape[0]
-
     def _nnz(self) -> int:
         """The number of stored entries (duplicates count until `coalesce()`)."""
         return self._index.shape[1]

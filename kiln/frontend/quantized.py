@@ -27,8 +27,9 @@ from ..errors import (
 from ..graph.core import user_site
 
 __all__ = [
-    "dequantize", "per_channel_affine", "per_tensor_affine", "qint8", "qint32", "qscheme",
-    "quantize_per_channel", "quantize_per_tensor", "quint8",
+    "dequantize", "int_repr", "per_channel_affine", "per_tensor_affine", "q_per_channel_axis",
+    "q_per_channel_scales", "q_per_channel_zero_points", "q_scale", "q_zero_point", "qint8",
+    "qint32", "qscheme", "quantize_per_channel", "quantize_per_tensor", "quint8",
 ]  # fmt: skip
 
 
@@ -357,6 +358,43 @@ def dequantize(tensor):
     return tensor.dequantize() if isinstance(tensor, QuantizedTensor) else tensor
 
 
+_METHODS = ("int_repr", "q_scale", "q_zero_point", "qscheme", "q_per_channel_scales",
+            "q_per_channel_zero_points", "q_per_channel_axis")  # fmt: skip
+
+
+def _function(name: str):
+    def fn(input):  # noqa: A002 — PyTorch's name
+        return getattr(input, name)()
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"`input.{name}()` of a quantized tensor (PyTorch's `torch.{name}`)."
+    return fn
+
+
+def _strided(name: str):
+    def method(self, *args, **kwargs):
+        raise node_error(
+            LayoutError,
+            f"{name} needs a quantized tensor (kn.quantize_per_tensor), got a strided one of "
+            f"{self.dtype!r}",
+            op=name, site=user_site(), called=True,
+        )  # fmt: skip
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+int_repr, q_scale, q_zero_point, q_per_channel_scales, q_per_channel_zero_points = map(
+    _function, ("int_repr", "q_scale", "q_zero_point", "q_per_channel_scales",
+                "q_per_channel_zero_points"))  # fmt: skip
+q_per_channel_axis = _function("q_per_channel_axis")
+
+
 def install() -> None:
-    """`dequantize()` on every tensor: a float one is its own (PyTorch's)."""
-    Tensor.dequantize = lambda self: self
+    """`dequantize()` on every tensor (a float one is its own, as PyTorch's; Symbols too);
+    the quantized methods on strided tensors raise, naming the op, as PyTorch's."""
+    from ..graph.core import Symbol
+
+    Tensor.dequantize = Symbol.dequantize = lambda self: self
+    for name in _METHODS:
+        setattr(Tensor, name, _strided(name))

@@ -19,7 +19,7 @@ from ..ops.core import bind
 from . import sparse_coo as coo
 from . import sparse_ops
 
-__all__ = ["embedding", "log_softmax", "mm", "softmax", "sum"]
+__all__ = ["log_softmax", "mm", "softmax", "sum"]
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001, A002 — PyTorch's names
@@ -144,7 +144,7 @@ def _softmax_values(s, group, axis: int, log: bool):
     return bind(REGISTRY["div"], e, total)
 
 
-def embedding(ids, weight, padding_idx=None, max_norm=None, scale_grad_by_freq=False):
+def _embedding(ids, weight, padding_idx=None, max_norm=None, scale_grad_by_freq=False):
     """`nn.functional.embedding(..., sparse=True)`: the rows of `weight` that `ids` picks,
     whose gradient for `weight` is sparse as PyTorch's: uncoalesced, one entry per id (in
     order; none for `padding_idx`), the output's gradient row its value. An optimizer reads
@@ -221,13 +221,26 @@ def install() -> None:
     """The layout's ops in `bind`'s table, and its methods on the tensors: `to_dense` and
     `to_sparse` on every tensor, the rest on sparse ones."""
     sparse_ops.install()
-    Tensor.to_dense = coo.to_dense
+    for cls in (Tensor, Symbol):  # a strided value is its own dense form
+        cls.to_dense, cls.sparse_dim, cls.dense_dim = coo.to_dense, coo.sparse_dim, coo.dense_dim
     Tensor.to_sparse = Tensor.to_sparse_coo = coo.to_sparse
     Tensor.sparse_mask = coo.sparse_mask
+    # on a strided tensor these raise PyTorch's error (`_require_sparse`)
     for name, fn in {
         "coalesce": coo.coalesce, "indices": coo.indices, "values": coo.values,
-        "_indices": coo._indices_, "_values": coo._values_, "detach": _detach,
-        "__deepcopy__": _deepcopy,
+        "_indices": coo._indices_, "_values": coo._values_, "is_coalesced": _is_coalesced,
+        "_nnz": _nnz,
     }.items():  # fmt: skip
-        setattr(SparseTensor, name, fn)
+        setattr(Tensor, name, fn)
+    SparseTensor.detach, SparseTensor.__deepcopy__ = _detach, _deepcopy
     SparseTensor.data = property(_data)
+
+
+def _is_coalesced(self) -> bool:
+    coo._require_sparse("is_coalesced", self)
+    return self._coalesced
+
+
+def _nnz(self) -> int:
+    coo._require_sparse("_nnz", self)
+    return self._index.shape[1]

@@ -238,7 +238,8 @@ def _segment_sum(s: SparseTensor, segment: np.ndarray, n: int) -> Tensor:
 def _require_sparse(name: str, t) -> None:
     if not isinstance(t, SparseTensor):
         what = describe(t) if isinstance(t, Tensor) else type(t).__name__
-        raise UsageError(f"{name} expected a sparse_coo tensor, got a strided {what}")
+        raise UsageError(f"{name} expected sparse coordinate tensor layout but got Strided "
+                         f"({what})")  # fmt: skip
 
 
 def _require_coalesced(name: str, s) -> None:
@@ -273,6 +274,16 @@ def _values_(self) -> Tensor:
     """The values as stored, outside autograd (PyTorch's `_values`)."""
     _require_sparse("_values", self)
     return make(self._data)
+
+
+def sparse_dim(self) -> int:
+    """The number of sparse dims: 0 for a strided tensor (PyTorch's)."""
+    return self._index.shape[0] if isinstance(self, SparseTensor) else 0
+
+
+def dense_dim(self) -> int:
+    """The number of dense dims: all of a strided tensor's (PyTorch's)."""
+    return self.ndim - sparse_dim(self)
 
 
 def graph_error(name: str, value) -> UsageError:

@@ -407,3 +407,20 @@ def test_sparse_methods_on_strided_tensors_as_pytorch():
     # a strided value is its own dense form in a graph too
     f = kn.compile(lambda a: a.to_dense() * a.dense_dim())
     np.testing.assert_array_equal(f(x).numpy(), np.full((2, 3), 2.0, np.float32))
+
+
+def test_sparse_times_sparse_gradients_agree_with_pytorch_as_values():
+    """sparse.mm of two sparse tensors: the product as PyTorch's; the gradients' values as
+    PyTorch's (PyTorch's hold explicit zeros off the operand's pattern too: compared dense)."""
+    out = []
+    for lib in (kn, torch):
+        a = lib.sparse_coo_tensor(lib.tensor([[0, 1, 1], [2, 0, 2]]), lib.tensor([3.0, 4.0, 5.0]),
+                                  (2, 3), requires_grad=True)  # fmt: skip
+        b = lib.sparse_coo_tensor(lib.tensor([[2, 0, 2], [1, 1, 0]]), lib.tensor([1.0, 2.0, 7.0]),
+                                  (3, 2), requires_grad=True)  # fmt: skip
+        r = lib.sparse.mm(a, b)
+        (r.to_dense() * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        out.append((r, a.grad.to_dense(), b.grad.to_dense()))
+    same(out[0][0], out[1][0])
+    same(out[0][1], out[1][1])
+    same(out[0][2], out[1][2])

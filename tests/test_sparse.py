@@ -304,6 +304,20 @@ def test_sparse_at_the_graph_boundary():
         p = kn.placeholder(kn.float32, (2, 3))
         with pytest.raises(kn.KilnError, match="to_dense"):
             p + k
+    # kn.sparse.mm of a constant sparse tensor and a graph value compiles (symbolic dims too)
+    c = k.coalesce()
+    g = kn.compile(lambda x: kn.sparse.mm(c, x) * 2)
+    x = kn.tensor(M, requires_grad=True)
+    g(x).sum().backward()
+    x2 = torch.tensor(M, requires_grad=True)
+    (torch.sparse.mm(torch.sparse_coo_tensor(IDX, V, (2, 3)), x2) * 2).sum().backward()
+    np.testing.assert_allclose(g(kn.tensor(M)).numpy(), (c.to_dense().numpy() @ M) * 2)
+    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy())
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, (3, "n"))
+        fn = kn.function([p], kn.sparse.mm(c, p))
+    ones = np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(fn(ones), c.to_dense().numpy() @ ones)
 
 
 @pytest.mark.parametrize("log", [False, True])

@@ -290,8 +290,8 @@ def graph_error(name: str, value) -> UsageError:
     """The error for a sparse or quantized tensor where a graph (placeholder, constant,
     kn.compile) needs a strided value of a plain dtype."""
     what = "to_dense() on the sparse" if value.is_sparse else "dequantize() on the quantized"
+    also = " (kn.sparse.mm(s, x) takes a sparse s that does not require grad)" * value.is_sparse
     return UsageError(
-        f"{name}: kiln's graphs (kn.compile, placeholders, "
-        f"constants) hold strided tensors only; call {what} tensor before it "
-        "enters the graph"
+        f"{name}: kiln's graphs (kn.compile, placeholders, constants) hold strided tensors "
+        f"only; call {what} tensor before it enters the graph{also}"
     )

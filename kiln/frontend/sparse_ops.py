@@ -23,6 +23,7 @@ from ..eager.sparse import (
 )
 from ..eager.tensor import Tensor, make
 from ..errors import DTypeMismatchError, LayoutError, ShapeError, call_error
+from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from .sparse_coo import _label, _segment_sum, coalesce, to_dense
@@ -245,7 +246,7 @@ def _matmul(a, b):
                          f"matrix (sparse_dim 2) by a 1-D or 2-D tensor, got {list(a._shape)} "
                          f"(sparse_dim {a.sparse_dim()}) and {list(b.shape)}",
                          "matmul", a, b)  # fmt: skip
-    if a._shape[1] != b.shape[0]:
+    if isinstance(b.shape[0], int) and a._shape[1] != b.shape[0]:
         raise call_error(ShapeError, f"mat1 and mat2 shapes cannot be multiplied "
                          f"({a._shape[0]}x{a._shape[1]} and {'x'.join(map(str, b.shape))})",
                          "matmul", a, b)  # fmt: skip
@@ -254,6 +255,8 @@ def _matmul(a, b):
                          f"got: {a.dtype} != {b.dtype}", "matmul", a, b)  # fmt: skip
     if isinstance(b, SparseTensor):
         return _sparse_product(a, b)
+    if isinstance(b, Symbol):
+        return _graph_product(a, b)
     rows, cols = a._index
     taken = bind(_GATHER, b, cols, axes=(0,))  # (nnz, n) or (nnz,)
     with on_values():
@@ -262,6 +265,25 @@ def _matmul(a, b):
     out = bind(_INDEX_PUT, zeros, bind(REGISTRY["mul"], v, taken), rows, spec=(), axes=(0,),
                accumulate=True)  # fmt: skip
     return _label(out, "SparseAddmmBackward0")
+
+
+def _graph_product(a: SparseTensor, b: Symbol) -> Symbol:
+    """sparse @ a graph value (`kn.sparse.mm` under `kn.compile`): the sparse tensor's entries
+    are constants of the graph, so it may not require grad."""
+    from .core import lift
+    from .shape import broadcast_to
+    from .sparse_coo import graph_error
+
+    if a.requires_grad:
+        raise graph_error("sparse.mm of a sparse tensor that requires grad", a)
+    rows, cols = a._index
+    values = a._data.reshape(a._nnz(), *(1,) * (b.ndim - 1))
+    rows, cols, values, zero = lift(rows, cols, values, np.zeros((), values.dtype),
+                                    context=(b,))  # fmt: skip
+    taken = bind(_GATHER, b, cols, axes=(0,))
+    zeros = broadcast_to(zero, (a._shape[0], *b.shape[1:]))
+    return bind(_INDEX_PUT, zeros, bind(REGISTRY["mul"], values, taken), rows, spec=(),
+                axes=(0,), accumulate=True)  # fmt: skip
 
 
 def _sparse_product(a: SparseTensor, b: SparseTensor) -> SparseTensor:

@@ -438,3 +438,23 @@ def test_sparse_times_sparse_gradients_agree_with_pytorch_as_values():
     same(out[0][0], out[1][0])
     same(out[0][1], out[1][1])
     same(out[0][2], out[1][2])
+
+
+@pytest.mark.parametrize("case", ["scale", "square", "mul_dense"])
+def test_sparse_second_order_gradients_match_pytorch(case):
+    """create_graph=True through sparse ops: the gradient's own gradient, as PyTorch's."""
+    fns = {
+        "scale": lambda lib, s, d: (s * 2).to_dense().pow(2).sum(),
+        "square": lambda lib, s, d: (s * s).to_dense().pow(2).sum(),
+        "mul_dense": lambda lib, s, d: (s * d).to_dense().pow(3).sum(),
+    }
+    got = []
+    for lib in (kn, torch):
+        s = lib.sparse_coo_tensor(lib.tensor([[0, 1, 0]]), lib.tensor([1.0, 2.0, 4.0]), (3,),
+                                  requires_grad=True)  # fmt: skip
+        d = lib.tensor([1.0, 2.0, 3.0])
+        (g,) = lib.autograd.grad(fns[case](lib, s, d), s, create_graph=True)
+        (h,) = lib.autograd.grad((g.to_dense() ** 2).sum(), s)
+        got.append((g.to_dense().tolist(), h.to_dense().tolist(), g.layout, h.layout))
+    assert got[0][:2] == got[1][:2]
+    assert [repr(x) for x in got[0][2:]] == [repr(x).replace("torch", "kiln") for x in got[1][2:]]

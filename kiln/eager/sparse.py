@@ -138,6 +138,13 @@ def grad_of(leaf: SparseTensor, ct) -> SparseTensor:
     so the entries at one position have one cotangent: the first one's stands for it."""
     if isinstance(ct, (SparseTensor, StridedGrad)):
         return ct
+    if isinstance(ct, Tensor) and ct._requires_grad:  # create_graph: keep its history
+        from ..graph.opdef import REGISTRY
+        from ..ops.core import bind
+
+        indices, first, _ = unique_entries(leaf._index, leaf._shape)
+        values = bind(REGISTRY["advanced_index"], ct, first, axes=(0,))  # a fresh node
+        return wrap(values, indices, leaf._shape, True)
     data = ct._data if isinstance(ct, Tensor) else ct
     if leaf._coalesced:
         indices = leaf._index

@@ -153,3 +153,16 @@ def test_quantized_functions_and_strided_tensors():
         with pytest.raises(NotImplementedError, match=f"{name} needs a quantized tensor"):
             getattr(kn.ones(2), name)()
     assert kn.ones(2).dequantize().numpy().tolist() == torch.ones(2).dequantize().tolist()
+
+
+def test_quantized_copies_and_devices():
+    import copy
+
+    q = kn.quantize_per_channel(kn.tensor([[1.0, 2.0]]), kn.tensor([0.5]), kn.tensor([1]), 0,
+                                kn.qint8)  # fmt: skip
+    for c in (copy.deepcopy(q), q.clone(), q.detach()):
+        assert c.is_quantized and repr(c) == repr(q)
+    from kiln.eager.devices import _move
+
+    with pytest.raises(kn.DeviceError, match="CPU-only"):
+        _move(q, "cuda:0")

@@ -160,6 +160,11 @@ class QuantizedTensor(Tensor):
     def detach(self) -> QuantizedTensor:
         return _make(self._data, self._qdtype, self._scale, self._zero_point, self._axis)
 
+    def __deepcopy__(self, memo):
+        copied = self.clone()
+        memo[id(self)] = copied
+        return copied
+
     def requires_grad_(self, requires_grad: bool = True) -> QuantizedTensor:
         if requires_grad:
             raise node_error(AutogradError, "only Tensors of floating point dtype can require "

@@ -458,3 +458,18 @@ def test_sparse_second_order_gradients_match_pytorch(case):
         got.append((g.to_dense().tolist(), h.to_dense().tolist(), g.layout, h.layout))
     assert got[0][:2] == got[1][:2]
     assert [repr(x) for x in got[0][2:]] == [repr(x).replace("torch", "kiln") for x in got[1][2:]]
+
+
+def test_sparse_without_entries_as_pytorch():
+    e, te = pair(np.zeros((2, 0), np.int64), np.zeros(0, np.float32))
+    o, to = pair([[0], [1]], [5.0])
+    runs = [
+        lambda lib, a, b: a.to_dense(), lambda lib, a, b: a.coalesce(),
+        lambda lib, a, b: lib.sparse.sum(a), lambda lib, a, b: lib.sparse.sum(a, 0),
+        lambda lib, a, b: lib.sparse.mm(a, lib.ones(3, 2)), lambda lib, a, b: a + b,
+        lambda lib, a, b: b + a, lambda lib, a, b: a * 2, lambda lib, a, b: a * a,
+        lambda lib, a, b: lib.sparse.softmax(a, 1), lambda lib, a, b: a.t(),
+        lambda lib, a, b: b.t(), lambda lib, a, b: -a,
+    ]  # fmt: skip
+    for fn in runs:
+        same(fn(kn, e, o), fn(torch, te, to))

@@ -182,7 +182,7 @@ def _transpose(s, *, perm):
         dense_perm = (0, *(p - sd + 1 for p in perm[sd:]))
         out = bind(REGISTRY["transpose"], s, perm=dense_perm)
     shape = tuple(s._shape[p] for p in perm)
-    return _label(wrap(out, s._index[list(perm[:sd])], shape, False), "TransposeBackward0")
+    return _label(wrap(out, s._index[list(perm[:sd])], shape, s._nnz() == 0), "TransposeBackward0")
 
 
 def _reduce_sum(s, *, axes, keepdims, **attrs):

@@ -473,3 +473,17 @@ def test_sparse_without_entries_as_pytorch():
     ]  # fmt: skip
     for fn in runs:
         same(fn(kn, e, o), fn(torch, te, to))
+
+
+def test_sparse_addmm_matches_pytorch():
+    got = []
+    for lib in (kn, torch):
+        m = lib.ones(2, 2, requires_grad=True)
+        s = lib.sparse_coo_tensor(lib.tensor([[0, 1], [1, 0]]), lib.tensor([2.0, 3.0]), (2, 2),
+                                  requires_grad=True)  # fmt: skip
+        d = lib.tensor([[0.0, 1.0], [2.0, 3.0]], requires_grad=True)
+        r = lib.sparse.addmm(m, s, d, beta=0.5, alpha=2.0)
+        (r * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        got.append((r, m.grad, s.grad, d.grad))
+    for k, t in zip(*got):
+        same(k, t, flag=False)

@@ -1,4 +1,4 @@
-"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`,
+"""`kn.sparse`: PyTorch's `torch.sparse` functions on sparse COO tensors (`sum`, `mm`, `addmm`,
 `softmax`, `log_softmax`), the sparse-gradient embedding lookup, and `install`, which puts
 the layout's methods on the tensors."""
 
@@ -19,7 +19,7 @@ from ..ops.core import bind
 from . import sparse_coo as coo
 from . import sparse_ops
 
-__all__ = ["log_softmax", "mm", "softmax", "sum"]
+__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001, A002 — PyTorch's names
@@ -195,6 +195,22 @@ def _rows_function():
             return wrap(rows, index, ctx.shape, False), None, None
 
     return EmbeddingBackward
+
+
+def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
+    """`beta * mat + alpha * (mat1 @ mat2)` with a sparse `mat1` (sparse_dim 2), whose
+    gradient is sparse on its pattern, as `mm`.
+
+    >>> import kiln as kn
+    >>> s = kn.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+    >>> kn.sparse.addmm(kn.ones(2, 2), s, kn.ones(2, 2), beta=0.5, alpha=2.0)
+    tensor([[4.5000, 4.5000],
+            [6.5000, 6.5000]])
+    """
+    product = mm(mat1, mat2)
+    out = product if alpha == 1 else product * alpha
+    out = mat + out if beta == 1 else mat * beta + out
+    return coo._label(out, "SparseAddmmBackward0")
 
 
 # -- the methods ------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
-"""Sparse COO tensors' ops, as PyTorch's: making them (`sparse_coo_tensor`, `to_sparse`),
-reading them (`to_dense`, `indices`, `values`, `coalesce`), and the ops that `bind` sends
-here for a sparse argument (`SPARSE_OPS`: elementwise ops that keep zeros, `mul`, `add`,
-`matmul`, `reduce_sum`, `cast`).
+"""Sparse COO tensors, as PyTorch's: making them (`sparse_coo_tensor`, `to_sparse`) and
+reading them (`to_dense`, `indices`, `values`, `coalesce`, `sparse_mask`); the ops that
+`bind` sends to the layout are in `sparse_ops`, `kn.sparse` in `sparse`.
 
 Each one computes its result's values with kiln's ops on the input's values (inside
 `on_values`, where `bind` reads a sparse tensor as its values), so the tape records them as

@@ -250,13 +250,24 @@ def _require_coalesced(name: str, s) -> None:
 
 
 def indices(self) -> Tensor:
-    """The indices (sparse_dim x nnz, int64) of a coalesced tensor."""
+    """The indices (sparse_dim x nnz, int64) of a coalesced tensor.
+
+    >>> import kiln as kn
+    >>> kn.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse().indices()
+    tensor([[0, 1],
+            [1, 0]])
+    """
     _require_coalesced("indices", self)
     return make(self._index)
 
 
 def values(self) -> Tensor:
-    """The values (nnz x dense dims) of a coalesced tensor; gradients flow through them."""
+    """The values (nnz x dense dims) of a coalesced tensor; gradients flow through them.
+
+    >>> import kiln as kn
+    >>> kn.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse().values()
+    tensor([2., 3.])
+    """
     _require_coalesced("values", self)
     with on_values():
         out = bind(REGISTRY["reshape"], self, shape=tuple(self._data.shape))
@@ -276,7 +287,12 @@ def _values_(self) -> Tensor:
 
 
 def sparse_dim(self) -> int:
-    """The number of sparse dims: 0 for a strided tensor (PyTorch's)."""
+    """The number of sparse dims: 0 for a strided tensor (PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.ones(2, 3).sparse_dim(), kn.ones(2, 3).to_sparse(1).sparse_dim()
+    (0, 1)
+    """
     return self._index.shape[0] if isinstance(self, SparseTensor) else 0
 
 

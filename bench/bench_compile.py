@@ -1,8 +1,9 @@
-"""(d) Compile time: from `kn.function(...)` to the first result, for graphs of about 2,000 and
-20,000 ops (a residual stack of small matmuls and elementwise ops, so running is negligible);
-and the compiled loops of fused groups (built on a program's second call, numba), cold: the
-first three calls of elementwise chains on f32[16] of 100, 400 and 2,000 ops (tanh, exp and
-arithmetic, bench_fusion.py's chain) with an empty kernel cache directory.
+"""(d) Compile time: from `kn.function(...)` to the first result, for graphs of about 2,000 ops
+(cold: the process's first graph; warm: a second one) and 20,000 ops (a residual stack of
+small matmuls and elementwise ops, so running is negligible); and the compiled loops of fused
+groups (built on a program's second call, numba), cold: the first three calls of elementwise
+chains on f32[16] of 100, 400 and 2,000 ops (tanh, exp and arithmetic, bench_fusion.py's
+chain) with an empty kernel cache directory.
 
     python bench/bench_compile.py [--quick]
 """
@@ -37,7 +38,7 @@ def build(n_blocks):
     return g, x, y
 
 
-def case(n_blocks):
+def case(n_blocks, label=""):
     start = time.perf_counter()
     g, x, y = build(n_blocks)
     built = time.perf_counter() - start
@@ -51,7 +52,7 @@ def case(n_blocks):
     f(xv)
     again = time.perf_counter() - start
     print(
-        f"{ops:>8} ops: build {built:7.3f} s; kn.function + first call {first:7.3f} s "
+        f"{ops:>8} ops{label}: build {built:7.3f} s; kn.function + first call {first:7.3f} s "
         f"({first / ops * 1e6:.1f} us/op); next call {again * 1e3:.2f} ms",
         flush=True,
     )
@@ -82,7 +83,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the small graph only")
     args = parser.parse_args()
-    results = [case(200)]
+    case(200, " (cold: the process's first graph, numba's import included)")
+    results = [case(200, " (warm: a second graph of the same size)")]
     if not args.quick:
         results.append(case(2000))
         (n1, t1), (n2, t2) = results

@@ -52,6 +52,18 @@ def format_row(row: dict) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def compiled_loops() -> str:
+    """One line saying whether kiln's compiled loops run here: they need numba (the `fast`
+    extra, also in `test`); without it every fused group runs on NumPy."""
+    try:
+        from importlib.metadata import version
+
+        return f"compiled loops: numba {version('numba')}"
+    except Exception:  # noqa: BLE001 - not installed (PackageNotFoundError) or unreadable
+        return ("compiled loops: OFF, numba is not installed (pip install 'kiln[fast]'); fused "
+                "groups run on NumPy and the fused rows measure that")  # fmt: skip
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repeats: checks, not timings")
@@ -62,6 +74,7 @@ def main(argv=None) -> int:
     if not rows:
         print(f"no rows match {' '.join(args.names)}", file=sys.stderr)
         return 2
+    print(compiled_loops() + "\n")
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS), flush=True)
     for row in rows:

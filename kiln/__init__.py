@@ -14,6 +14,7 @@ import sys as _sys
 
 from . import (
     amp,
+    autograd_check,
     autograd_functional,
     cuda,
     distributed,
@@ -127,6 +128,8 @@ __version__ = "0.1.0"
 
 # `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
 autograd.functional = autograd_functional
+# `kn.autograd.gradcheck` and `gradgradcheck` (torch.autograd's; eager functions)
+autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
 autograd.Function = _custom_function.Function
 autograd.function = _custom_function
@@ -147,3 +150,18 @@ def devices() -> list[str]:
     """
     # NOTE: the builtin: `range` here is kn.range (PyTorch's inclusive, float one)
     return ["cpu", *(f"cuda:{i}" for i in _builtins.range(cuda.device_count()))]
+
+
+# PyTorch's names of dtypes kiln does not have, and why (an AttributeError says so)
+_MISSING_DTYPES = {
+    name: "complex32 (PyTorch's chalf: float16 real and imaginary parts) is not supported: "
+    "NumPy and CuPy, whose arrays hold kiln's values, have no complex32 type to compute "
+    "with; use kn.complex64, or keep the parts as float16 values (a last dim of 2)"
+    for name in ("complex32", "chalf")
+}
+
+
+def __getattr__(name: str):
+    if name in _MISSING_DTYPES:
+        raise AttributeError(f"module 'kiln' has no attribute '{name}': {_MISSING_DTYPES[name]}")
+    raise AttributeError(f"module 'kiln' has no attribute '{name}'")

@@ -53,7 +53,11 @@ _FILE_DTYPES = {
     "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
     "BF16": dt.bfloat16, "F32": np.float32, "F64": np.float64, "C64": np.complex64,
 }  # fmt: skip
-SUPPORTED_DTYPES = frozenset(np.dtype(d) for d in _FILE_DTYPES.values())
+# safetensors has no complex128: kiln writes one as float64 pairs (a last dim of 2, real then
+# imaginary: the array's own bytes) and names it in this metadata entry (a JSON list), which
+# its loader reads back as complex128; other readers see the float64 pairs.
+PAIRS_KEY = "kiln.complex128"
+SUPPORTED_DTYPES = frozenset(np.dtype(d) for d in _FILE_DTYPES.values()) | {np.dtype(np.complex128)}
 _NUMPY_DTYPES = set(_FILE_DTYPES)
 _HEADER_LIMIT = 100_000_000  # the largest header safetensors itself accepts
 # write_atomic's temporaries: `.{name}.{12 hex digits}.tmp` beside the target; removed by a
@@ -173,6 +177,13 @@ def save_arrays(state: Mapping, path, metadata: Mapping[str, str] | None = None)
 def _serialize(arrays: dict, metadata, where) -> bytes:
     import safetensors.numpy
 
+    if metadata and PAIRS_KEY in metadata:
+        raise CheckpointError(f"metadata key {PAIRS_KEY!r} is kiln's own (complex128 entries)")
+    pairs = sorted(name for name, a in arrays.items() if a.dtype == np.complex128)
+    if pairs:  # as float64 pairs (`PAIRS_KEY`)
+        arrays = {name: _as_pairs(a) if a.dtype == np.complex128 else a
+                  for name, a in arrays.items()}  # fmt: skip
+        metadata = {**(metadata or {}), PAIRS_KEY: json.dumps(pairs)}
     try:
         return safetensors.numpy.save(arrays, metadata=metadata)
     except Exception as e:  # the Rust side's errors are not ours to expose
@@ -203,6 +214,33 @@ def _arrays_to_save(state) -> dict:
         # NOTE: safetensors.numpy copies from the data pointer: non-contiguous arrays would be
         # written in memory order, silently scrambled. (ascontiguousarray makes 0-d 1-d.)
         arrays[name] = np.asarray(array, dtype=native, order="C")
+    return arrays
+
+
+def _as_pairs(array: np.ndarray) -> np.ndarray:
+    """A C-ordered complex128 array's memory as float64 pairs (real, imaginary) in a last
+    dim of 2 (0-d arrays too)."""
+    return array.reshape(*array.shape, 1).view(np.float64)
+
+
+def _from_pairs(path: str, header: dict, arrays: dict) -> dict:
+    """`arrays` with the entries that `PAIRS_KEY` names read back as complex128."""
+    metadata = header.get("__metadata__")
+    names = metadata.get(PAIRS_KEY) if isinstance(metadata, dict) else None
+    if names is None:
+        return arrays
+    try:
+        names = json.loads(names)
+    except (TypeError, json.JSONDecodeError):
+        names = None
+    if not isinstance(names, list):
+        raise _invalid(path, f"its {PAIRS_KEY} metadata is not a JSON list of names")
+    for name in names:
+        a = arrays.get(name) if isinstance(name, str) else None
+        if a is None or a.dtype != np.float64 or a.ndim == 0 or a.shape[-1] != 2:
+            raise _invalid(path, f"its {PAIRS_KEY} metadata names {name!r}, which is not a "
+                           "float64 tensor with a last dim of 2")  # fmt: skip
+        arrays[name] = np.ascontiguousarray(a).view(np.complex128)[..., 0]
     return arrays
 
 
@@ -364,7 +402,7 @@ def _parse(path: str, data: bytes) -> tuple[dict, dict]:
         arrays = _arrays_of(safetensors.deserialize(data))
     except Exception as e:  # SafetensorError (Rust), KeyError for a dtype NumPy lacks, ...
         raise _invalid(path, f"{type(e).__name__}: {e}") from None
-    return header, arrays
+    return header, _from_pairs(path, header, arrays)
 
 
 def _refuse_pickles(path: str, data: bytes) -> None:
@@ -412,7 +450,7 @@ def load_metadata(path) -> dict[str, str]:
     metadata = header.get("__metadata__", {})
     if not isinstance(metadata, dict):
         raise _invalid(path, "its __metadata__ is not a JSON object")
-    return {k: v for k, v in metadata.items() if k != TREE_KEY}
+    return {k: v for k, v in metadata.items() if k not in (TREE_KEY, PAIRS_KEY)}
 
 
 def _invalid(path: str, what: str) -> CheckpointError:

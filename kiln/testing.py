@@ -145,15 +145,20 @@ def _report(a, e, ok, rtol, atol) -> str:
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3) -> bool:
     """Checks kiln's gradient of `fn` against central finite differences, in float64.
 
-    `fn` maps Symbols (float64 placeholders shaped like `inputs`; int and bool inputs keep
-    their dtype and are not differentiated) to one Symbol y. The analytic gradient of
-    `sum(y * r)` for a fixed random `r` (of y itself when y is a scalar) is compared, element
-    by element, with `(f(x + eps) - f(x - eps)) / (2 eps)`: each element must satisfy
-    `|analytic - numeric| <= atol + rtol * |numeric|`. Returns True, or raises
-    AssertionError reporting the worst element.
+    `fn` maps Symbols (float64 placeholders shaped like `inputs`, complex128 ones for complex
+    inputs; int and bool inputs keep their dtype and are not differentiated) to one Symbol y.
+    The analytic gradient of `sum(y * r)` for a fixed random `r` (of y itself when y is a
+    real scalar; `sum(real(y) * r + imag(y) * s)` for a complex y) is compared, element by
+    element, with `(f(x + eps) - f(x - eps)) / (2 eps)`: each element must satisfy
+    `|analytic - numeric| <= atol + rtol * |numeric|`. A complex input is perturbed in its
+    real and its imaginary part, as PyTorch's gradcheck does: its numeric gradient is
+    `d/dRe + i d/dIm` of that real value, PyTorch's (conjugate Wirtinger) convention.
+    Returns True, or raises AssertionError reporting the worst element.
 
     >>> import kiln as kn, numpy as np
     >>> gradcheck(lambda x, w: kn.tanh(x @ w), [np.ones((2, 3)), np.full((3, 2), 0.1)])
+    True
+    >>> gradcheck(lambda z: kn.abs(z * z + 1j), [np.array([1 + 2j, -0.5j])])
     True
     >>> gradcheck(lambda x: kn.sum(kn.stop_gradient(x) * x), [np.array([1.0, 2.0])])
     Traceback (most recent call last):
@@ -179,9 +184,10 @@ def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3) -> bool:
     rng = np.random.default_rng(1)
 
     def first_order(*xs):
-        floats = [x for x in xs if dt.is_float(x.dtype)]
+        floats = [x for x in xs if dt.is_differentiable(x.dtype)]
         grads = _grad(_directional(_output(fn, xs)), floats)
-        terms = [_fe.sum(g * _fe.constant(rng.standard_normal(g.shape))) for g in grads]
+        terms = [_fe.sum(_fe.real(g * _fe.constant(rng.standard_normal(g.shape))))
+                 for g in grads]  # fmt: skip
         return sum(terms[1:], terms[0])
 
     return _check(first_order, inputs, eps, atol, rtol, "gradient of the gradient, ")
@@ -191,16 +197,27 @@ def _output(fn, xs) -> Symbol:
     y = fn(*xs)
     if not isinstance(y, Symbol):
         raise ArgumentTypeError(f"gradcheck: fn must return one Symbol, got {type(y).__name__}")
-    if not dt.is_float(y.dtype):
-        raise ArgumentTypeError(f"gradcheck: fn must return a float Symbol, got {y.dtype}")
+    if not dt.is_differentiable(y.dtype):
+        raise ArgumentTypeError(
+            f"gradcheck: fn must return a float Symbol (or a complex one), got {y.dtype}"
+        )
     return y
 
 
 def _directional(y) -> Symbol:
-    """`y` itself when it is a scalar, else `sum(y * r)` for a fixed random r."""
+    """`y` itself when it is a real scalar, else `sum(y * r)` for a fixed random r; for a
+    complex y, `sum(real(y) * r + imag(y) * s)` (both parts checked, in one direction)."""
+    rng = np.random.default_rng(0)
+    if y.dtype.kind == "c":
+        real = _fe.real(y)
+        r, s = rng.standard_normal((2, *y.shape))
+        parts = real * _fe.constant(r, dtype=real.dtype) + _fe.imag(y) * _fe.constant(
+            s, dtype=real.dtype
+        )
+        return _fe.sum(parts)
     if y.shape == ():
         return y
-    r = np.random.default_rng(0).standard_normal(tuple(y.shape))
+    r = rng.standard_normal(tuple(y.shape))
     return _fe.sum(y * _fe.constant(r, dtype=y.dtype))
 
 
@@ -210,10 +227,11 @@ def _grad(target, xs) -> list:
 
 def _check(fn, inputs, eps, atol, rtol, what) -> bool:
     arrays = [np.asarray(x) for x in inputs]
-    arrays = [a.astype(np.float64) if dt.is_float(a.dtype) else a for a in arrays]
-    wrt = [i for i, a in enumerate(arrays) if dt.is_float(a.dtype)]
+    arrays = [a.astype(np.float64) if dt.is_float(a.dtype) else
+              a.astype(np.complex128) if a.dtype.kind == "c" else a for a in arrays]  # fmt: skip
+    wrt = [i for i, a in enumerate(arrays) if dt.is_differentiable(a.dtype)]
     if not wrt:
-        raise ArgumentError("gradcheck needs at least one float input")
+        raise ArgumentError("gradcheck needs at least one float input (or a complex one)")
     with Graph().as_default():
         xs = [_fe.placeholder(a.dtype, a.shape, name=f"input{i}") for i, a in enumerate(arrays)]
         y = _output(fn, xs)
@@ -230,7 +248,7 @@ def _check(fn, inputs, eps, atol, rtol, what) -> bool:
     analytic = analytic_fn(*arrays)
     for i, g in zip(wrt, analytic):
         numeric = _numeric_gradient(value_fn, arrays, i, eps)
-        g = np.asarray(g, dtype=np.float64)
+        g = np.asarray(g, dtype=numeric.dtype)
         ok = np.abs(g - numeric) <= atol + rtol * np.abs(numeric)
         if not ok.all():
             shape = tuple(y.shape)
@@ -239,19 +257,22 @@ def _check(fn, inputs, eps, atol, rtol, what) -> bool:
 
 
 def _numeric_gradient(value_fn, arrays, i, eps) -> np.ndarray:
-    """Central differences of the scalar `value_fn` in each element of input i."""
+    """Central differences of the scalar `value_fn` in each element of input i; for a
+    complex input, `d/dRe + i d/dIm` (each part perturbed in turn, as PyTorch's gradcheck)."""
     args = [a.copy() for a in arrays]
     x = args[i]
     flat = x.reshape(-1)  # a view: writes through to args[i]
-    out = np.zeros(x.size)
+    steps = (eps, 1j * eps) if x.dtype.kind == "c" else (eps,)
+    out = np.zeros(x.size, x.dtype)
     for j in range(x.size):
         saved = flat[j]
-        flat[j] = saved + eps
-        plus = float(value_fn(*args))
-        flat[j] = saved - eps
-        minus = float(value_fn(*args))
+        for unit, step in zip((1, 1j), steps):
+            flat[j] = saved + step
+            plus = float(value_fn(*args))
+            flat[j] = saved - step
+            minus = float(value_fn(*args))
+            out[j] += unit * (plus - minus) / (2 * eps)
         flat[j] = saved
-        out[j] = (plus - minus) / (2 * eps)
     return out.reshape(x.shape)
 
 

@@ -40,7 +40,8 @@ def test_kiln_bench_prints_the_table_from_one_run():
     result = run_kiln("bench", "--quick", env={"KILN_BENCH_ROWS": "b16 new_batch"})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "table.py" in lines[0] and lines[1].startswith("| workload | kiln | NumPy by hand")
+    assert "table.py" in lines[0] and lines[1].startswith("compiled loops: ")
+    assert lines[2] == "" and lines[3].startswith("| workload | kiln | NumPy by hand")
     rows = [ln for ln in lines if ln.startswith("| MLP") or ln.startswith("| first call")]
     assert len(rows) == 2, result.stdout
     assert re.search(r"\| [\d.]+ ms \| [\d.]+ ms \| [\d.]+ ms \| [\d.]+x \|", rows[0])

@@ -96,3 +96,52 @@ def test_a_function_without_prints_returns_only_its_outputs():
     f = kn.compile(lambda x: x * 2)
     f(kn.tensor([1.0]))
     assert len(f.last.function.outputs) == 1
+
+
+def test_formatted_values_print_every_call_as_eagerly(capsys):
+    """f-strings and str.format of traced values, with and without a spec: the text printed
+    is what the same function prints eagerly (PyTorch's compiled functions graph-break there
+    and print the values)."""
+
+    def step(x):
+        loss = (x * x).mean()
+        print(f"loss {loss:.4f} | x {x}", "{:>8.3f}".format(x.sum()), sep=" ; ")  # noqa: UP032
+        return loss
+
+    compiled = kn.compile(step)
+    for data in ([1.0, 2.0], [0.5, -3.0], [10.0, 20.0]):
+        step(kn.tensor(data))
+        eager = capsys.readouterr().out
+        compiled(kn.tensor(data))
+        assert capsys.readouterr().out == eager
+    assert eager.startswith("loss 250.0000 | x tensor([10., 20.]) ;   30.000")  # by hand
+    assert len(compiled.cache) == 1
+
+
+def test_a_formatted_value_prints_through_nested_compiled_calls(capsys):
+    inner = kn.compile(lambda x: print(f"inner {x.max():.1f}") or x * 2)
+    outer = kn.compile(lambda x: print(f"outer {inner(x).sum():g}") or x)
+    outer(kn.tensor([1.0, 3.0]))
+    assert capsys.readouterr().out == "inner 3.0\nouter 8\n"
+    outer(kn.tensor([2.0, 5.0]))
+    assert capsys.readouterr().out == "inner 5.0\nouter 14\n"
+
+
+def test_a_formatted_value_that_is_not_printed_keeps_its_marker():
+    kept = []
+
+    @kn.compile
+    def f(x):
+        kept.append(f"{x.sum():.2f}")  # runs once, when traced: no value exists then
+        return x
+
+    f(kn.tensor([1.0]))
+    assert kept == ["<kiln traced value 0>"]
+
+
+def test_formatting_a_symbol_outside_a_trace_is_unchanged():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2,), name="x")
+        assert f"{x}" == repr(x)
+        with pytest.raises(TypeError):
+            format(x, ".2f")

@@ -33,8 +33,9 @@ DOCS = ROOT / "docs"
 NAMESPACES = [
     "kiln", "kiln.autograd", "kiln.checkpoint", "kiln.cuda", "kiln.errors", "kiln.init",
     "kiln.linalg", "kiln.nn", "kiln.nn.functional", "kiln.nn.init", "kiln.nn.utils",
-    "kiln.optim", "kiln.optim.lr_scheduler", "kiln.passes", "kiln.plot", "kiln.random",
-    "kiln.testing", "kiln.utils.data", "kiln.distributed", "kiln.nn.parallel",
+    "kiln.optim", "kiln.optim.lr_scheduler", "kiln.optim.swa_utils", "kiln.passes",
+    "kiln.plot", "kiln.random", "kiln.testing", "kiln.utils.data", "kiln.distributed",
+    "kiln.nn.parallel",
 ]  # fmt: skip
 
 

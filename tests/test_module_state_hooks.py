@@ -101,9 +101,6 @@ NOT_ON_MODULE = {
     "call_super_init": "a class flag of torch's __init__ machinery",
     "dump_patches": "a legacy serialization flag",
     "ipu": "a device kiln lacks", "mtia": "a device kiln lacks", "xpu": "a device kiln lacks",
-    "register_backward_hook": "deprecated in torch, whose grad_input for it is the last "
-    "op's, not the module's: register_full_backward_hook is the supported form",
-    "share_memory": "memory shared between processes",
 }  # fmt: skip
 
 

@@ -36,9 +36,15 @@ def run(mode, fn, *arrays):
 def torch_result(fn, *arrays):
     torch = pytest.importorskip("torch")
     out = fn(torch, *(torch.from_numpy(np.array(a)) for a in arrays))
+
+    def host(o):
+        if o.dtype == torch.bfloat16:  # NumPy has no bfloat16: through float32, exactly
+            return o.float().numpy().astype(kn.bfloat16)
+        return o.numpy()
+
     if isinstance(out, (tuple, list)):
-        return tuple(o.numpy() for o in out)
-    return out.numpy()
+        return tuple(host(o) for o in out)
+    return host(out)
 
 
 def assert_same(got, want, rtol=1e-6):
@@ -392,6 +398,51 @@ CASES = {
             np.array([[1.0], [2.0]], np.float32),
         ),
     ),  # fmt: skip
+    # nonzero_static of a 0-d input: `size` rows of no coordinates
+    "nonzero_static-0d": (lambda t, x: t.nonzero_static(x, size=3), (np.array(2.5, np.float32),)),
+    "nonzero_static-0d-zero": (
+        lambda t, x: t.nonzero_static(x, size=2, fill_value=7),
+        (np.array(0, np.int64),),
+    ),
+    "nonzero_static-pad": (
+        lambda t, x: t.nonzero_static(x, size=4, fill_value=-9),
+        (np.array([[0, 1], [2, 0]], np.int64),),
+    ),
+    # tensor_split at split points in a tensor (traced: lengths the run binds), Python's
+    # slices between them (negative points count from the end, past the end clips)
+    "tensor_split-tensor-points": (
+        lambda t, x, i: t.tensor_split(x, i, 1),
+        (np.arange(15, dtype=np.float32).reshape(3, 5), np.array([-2, 4, 1, 7])),
+    ),
+    "tensor_split-tensor-points-bool": (
+        lambda t, x, i: t.tensor_split(x, i),
+        (BOOLS, np.array([1, -1])),
+    ),
+    "tensor_split-negative-list": (
+        lambda t, x: t.tensor_split(x, [2, -1], 0),
+        (np.arange(5, dtype=np.int64),),
+    ),
+    # one_hot's num_classes=-1: the largest index + 1 (traced: a length the run binds)
+    "one_hot-inferred": (lambda t, i: t.nn.functional.one_hot(i), (np.array([[3, 0], [1, 1]]),)),
+    "one_hot-inferred-then-used": (
+        lambda t, i: t.nn.functional.one_hot(i).sum(0) * 2,
+        (np.array([2, 0, 2]),),
+    ),
+    # unbound Tensor methods on a traced value (as PyTorch's OpInfo lambdas call them)
+    "Tensor.normal_-unbound": (
+        lambda t, x: t.Tensor.normal_(x * 1, 2.5, 0.0),
+        (np.zeros((2, 3), np.float32),),
+    ),
+    "Tensor.add_-unbound": (
+        lambda t, x: t.Tensor.add_(x * 1, 2, alpha=3),
+        (np.ones(3, np.float32),),
+    ),
+    # bfloat16 results (compared through float32, exactly): round to nearest, ties to even
+    "bfloat16-cast": (
+        lambda t, x: x.bfloat16(),
+        (np.array([1 / 3, 1.00390625, 1.01171875, -2.5e-3, 3.0e5, np.inf], np.float32),),
+    ),
+    "bfloat16-of-int64": (lambda t, x: x.bfloat16(), (np.array([257, -3, 65535], np.int64),)),
 }
 
 
@@ -626,10 +677,71 @@ def test_tensor_split_at_the_values_of_an_eager_tensor():
     assert [p.tolist() for p in kn.arange(5).tensor_split(kn.tensor(2))] == [[0, 1, 2], [3, 4]]
 
 
-def test_tensor_split_refuses_traced_split_points_by_name():
+def test_tensor_split_refuses_traced_sections_by_name():
+    # a 0-d tensor is a number of sections: its value is how many results there are
     f = kn.compile(lambda x, i: kn.tensor_split(x, i))
     with pytest.raises(kn.GraphError, match="tensor_split"):
-        f(kn.arange(5), kn.tensor([1, 3]))
+        f(kn.arange(5), kn.tensor(2))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tensor_split_at_tensor_points_is_slicing(mode):
+    # points [-2, 4, 1, 7] of 5 columns: [0:-2] = cols 0..2, [-2:4] = col 3, [4:1] none,
+    # [1:7] = cols 1..4, [7:5] none
+    got = run_case(mode, "tensor_split-tensor-points")
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    want = (x[:, 0:3], x[:, 3:4], x[:, 4:4], x[:, 1:5], x[:, 5:5])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == np.float32
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nonzero_static_of_a_0d_input(mode):
+    # a 0-d input has no coordinates: `size` rows of width 0, whatever its value
+    got = run_case(mode, "nonzero_static-0d")
+    assert (got.dtype, got.shape) == (np.int64, (3, 0))
+    # [[0, 1], [2, 0]]: nonzeros at (0, 1) and (1, 0), then fill_value rows up to size 4
+    got = run_case(mode, "nonzero_static-pad")
+    np.testing.assert_array_equal(got, [[0, 1], [1, 0], [-9, -9], [-9, -9]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_hot_infers_the_number_of_classes(mode):
+    # largest index 3: 4 classes; rows [3, 0], [1, 1]
+    got = run_case(mode, "one_hot-inferred")
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.eye(4, dtype=np.int64)[[[3, 0], [1, 1]]])
+    # [2, 0, 2]: 3 classes, counts per class [1, 0, 2], doubled
+    np.testing.assert_array_equal(run_case(mode, "one_hot-inferred-then-used"), [2, 0, 4])
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_one_hot_inferred_refuses_negative_and_empty_indices(mode):
+    f = kn.nn.functional.one_hot
+    f = f if mode == "eager" else kn.compile(f)
+    for ids in ([-1, 2], [-3]):  # PyTorch: "Class values must be non-negative."
+        with pytest.raises(kn.IndexOutOfRangeError, match="non-negative"):
+            f(kn.tensor(ids))
+    with pytest.raises(kn.errors.UsageError, match="empty"):  # a RuntimeError, as PyTorch's
+        f(kn.tensor(np.zeros(0, np.int64)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unbound_tensor_methods_on_traced_values(mode):
+    # N(2.5, 0²) draws are all 2.5; 1 + 3 * 2 = 7
+    np.testing.assert_array_equal(run_case(mode, "Tensor.normal_-unbound"), np.full((2, 3), 2.5))
+    np.testing.assert_array_equal(run_case(mode, "Tensor.add_-unbound"), [7.0, 7.0, 7.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bfloat16_rounds_to_nearest_even(mode):
+    # bfloat16 keeps 8 significant bits: 1.00390625 = 1 + 2^-8 is a tie -> 1 (even),
+    # 1.01171875 = 1 + 3 * 2^-8 is a tie -> 1 + 2^-6 (even); 1/3 -> 0.333984375
+    got = run_case(mode, "bfloat16-cast")
+    assert got.dtype == kn.bfloat16
+    np.testing.assert_array_equal(got.astype(np.float32)[:3], [0.333984375, 1.0, 1.015625])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -666,3 +778,15 @@ def test_narrow_with_a_traced_start_matches_pytorch():
     want = torch.narrow(torch.from_numpy(x), -1, torch.tensor(1), 2).numpy()
     got = kn.compile(lambda v, s: kn.narrow(v, -1, s, 2))(kn.tensor(x), kn.tensor(1))
     assert_same(got.numpy(), want)
+
+
+def test_one_hot_inferred_exports_to_onnx(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    with kn.Graph().as_default():
+        ids = kn.placeholder(kn.int64, (3,), "ids")
+        f = kn.function([ids], kn.nn.functional.one_hot(ids))
+    kn.export_onnx(f, tmp_path / "one_hot.onnx")
+    session = ort.InferenceSession(str(tmp_path / "one_hot.onnx"))
+    # [0, 3, 1]: 4 classes (the largest index + 1), read at run time
+    (got,) = session.run(None, {"ids": np.array([0, 3, 1], np.int64)})
+    np.testing.assert_array_equal(got, np.eye(4, dtype=np.int64)[[0, 3, 1]])

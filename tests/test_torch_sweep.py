@@ -27,7 +27,6 @@ from torch_sweep_cases import CASES  # noqa: E402
 
 # family/case/mode patterns -> why it still differs from PyTorch
 KNOWN = {
-    "nn.functional/one_hot-auto/[gc]*": "num_classes=-1 needs the values of the indices",
     "tensor-ops/trace-*/*": "kn.trace is kiln's tracer (API contract); x.trace() is PyTorch's",
 }
 

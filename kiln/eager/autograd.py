@@ -33,7 +33,9 @@ from .hooks import (
     RemovableHandle,  # noqa: F401 — kn.autograd.RemovableHandle, as before
     _apply_hooks,
     _hooks_of,
+    apply_node_hooks,
     register_hook,
+    register_node_hook,
     register_post_accumulate_grad_hook,
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
@@ -83,6 +85,20 @@ class Node:
         if label is not None:
             return label
         return backward_name(self.op.name, self.attrs, list(self.shapes[:-1]))
+
+    def register_hook(self, hook):
+        """`hook(grad_inputs, grad_outputs)` runs when backward has computed this op's
+        inputs' gradients (one per input, None where none flows) from its output's; a tuple
+        it returns replaces them. As PyTorch's `grad_fn.register_hook`.
+
+        >>> import kiln as kn
+        >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> h = y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, None))
+        >>> y.sum().backward(); x.grad
+        tensor([30., 30.])
+        """
+        return register_node_hook(self, hook)
 
     @property
     def next_functions(self) -> tuple:
@@ -485,7 +501,13 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                         continue
             op = node.op
             vjp = op.vjp
-            if arrays and op in _ARRAY_VJP and (args := array_args(node, ct)) is not None:
+            post = _hooks_of(node, 3) if _HOOKS else ()  # `Node.register_hook`'s
+            if (
+                arrays
+                and not post
+                and op in _ARRAY_VJP
+                and (args := array_args(node, ct)) is not None
+            ):
                 vjp = _ARRAY_VJP[op]
                 # on bare arrays: so are the cotangents, summed back to shape if need be
                 attrs = node.attrs
@@ -534,6 +556,8 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
+            if post:
+                cts = _node_hooked(node, post, cts, ct)
             for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:
                     continue
@@ -610,6 +634,16 @@ def _tensor(ct):
     t._data = ct
     t._meta = None
     return t
+
+
+def _node_hooked(node, hooks, cts, ct) -> tuple:
+    """The inputs' cotangents of `node` after its hooks (`Node.register_hook`): they see them
+    summed back to the inputs' shapes, None where no gradient flows, as PyTorch's do."""
+    grad_inputs = tuple(
+        None if edge is None or c is None else _fit(c, (shape, dtype), node.device)
+        for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes)
+    )
+    return apply_node_hooks(node, hooks, grad_inputs, (ct,))
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:

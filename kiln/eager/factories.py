@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentTypeError, UsageError
+from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..ops.random import in_trace
@@ -164,21 +164,34 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
             dtype = dt.DEFAULT_FLOAT
     else:
         dtype = dt.as_dtype(dtype)
+        if dtype.kind == "c":  # PyTorch's arange has no complex kernel
+            raise UnsupportedDTypeError(f"arange is not implemented for {dtype}")
     return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
 
 
 def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:
-    """`steps` evenly spaced values from `start` to `end`, both included.
+    """`steps` evenly spaced values from `start` to `end`, both included (complex values, of
+    the default complex dtype, between complex ends).
 
     >>> import kiln as kn
     >>> kn.linspace(0, 1, 5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    >>> kn.linspace(0, 1 + 2j, 3)
+    tensor([0.0000+0.j, 0.5000+1.j, 1.0000+2.j])
     """
     if isinstance(start, Symbol) or isinstance(end, Symbol):  # traced (`kn.compile`)
         from ..frontend.torch_misc import traced_linspace  # NOTE: the frontend builds on eager
 
         return traced_linspace(start, end, int(steps), _float(dtype))
-    array = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype))
+    inferred = dt.default_complex() if np.iscomplexobj(start) or np.iscomplexobj(end) else None
+    if inferred is not None and dtype is not None and dt.as_dtype(dtype).kind != "c":
+        raise UsageError(
+            f"linspace(): inferred dtype {inferred} can't be safely cast to passed dtype "
+            f"{dt.as_dtype(dtype)}"
+        )
+    dtype = _float(dtype if dtype is not None else inferred)
+    wide = np.complex128 if dtype.kind == "c" else np.float64
+    array = np.linspace(start, end, int(steps), dtype=wide).astype(dtype)
     return _finish(array, device, requires_grad)
 
 
@@ -292,6 +305,11 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
     dtype = dt.int64 if dtype is None else dt.as_dtype(dtype)
+    if dtype.kind == "c":
+        raise UsageError(
+            f"randint: check_random_bounds handles only integral, floating-point and boolean "
+            f"types, not {dtype}"
+        )
     if in_trace():
         return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)
     values = _generator(generator)._integers(low, high, _shape((size,)))

@@ -13,7 +13,8 @@ from .tensor import Tensor, describe
 
 __all__ = ["RemovableHandle", "register_hook", "register_post_accumulate_grad_hook"]
 
-# id(leaf tensor or Node) -> [weakref to it, {handle id: gradient hook}, {handle id: post hook}]
+# id(leaf tensor or Node) -> [weakref to it, {handle id: gradient hook}, {handle id: post
+# accumulate hook}, {handle id: a Node's hook on its inputs' gradients (`Node.register_hook`)}]
 _HOOKS: dict[int, list] = {}
 _handles = itertools.count()
 
@@ -28,7 +29,7 @@ class RemovableHandle:
         entry = _HOOKS.get(self._key)
         if entry is not None:
             entry[self._kind].pop(self.id, None)
-            if not entry[1] and not entry[2]:
+            if not entry[1] and not entry[2] and not entry[3]:
                 del _HOOKS[self._key]
 
 
@@ -36,7 +37,8 @@ def _add_hook(owner, kind: int, hook) -> RemovableHandle:
     key = id(owner)
     entry = _HOOKS.get(key)
     if entry is None or entry[0]() is not owner:
-        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {}]
+        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {},
+                               {}]  # fmt: skip
     number = next(_handles)
     entry[kind][number] = hook
     return RemovableHandle(key, kind, number)
@@ -97,6 +99,32 @@ def _hook_error(tensor: Tensor, op: str) -> AutogradError:
         called=True,
         inputs=[describe(tensor)],
     )
+
+
+def register_node_hook(node, hook) -> RemovableHandle:
+    """`node.register_hook(hook)` (PyTorch's hook on a `grad_fn`): `hook(grad_inputs,
+    grad_outputs)` runs when backward has computed the gradients of the node's inputs
+    (`grad_inputs`, one per input, None where none flows; `grad_outputs`, those of its
+    output); a tuple it returns replaces `grad_inputs`."""
+    return _add_hook(node, 3, hook)
+
+
+def apply_node_hooks(node, hooks, grad_inputs: tuple, grad_outputs: tuple) -> tuple:
+    for hook in hooks:
+        result = hook(grad_inputs, grad_outputs)
+        if result is None:
+            continue
+        result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        if len(result) != len(grad_inputs):
+            raise node_error(
+                AutogradError,
+                f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number "
+                f"of values (got {len(result)}, but expected {len(grad_inputs)})",
+                op=node.op.name,
+                site=node.site,
+            )
+        grad_inputs = result
+    return grad_inputs
 
 
 def _apply_hooks(owner, ct):

@@ -76,7 +76,7 @@ def float_format(array: np.ndarray):
     magnitudes = np.abs(values)
     integral = bool(np.all(values == np.ceil(values)))
     precision = int(OPTIONS["precision"])
-    scientific = OPTIONS["sci_mode"]
+    scientific = OPTIONS["sci_mode"] if magnitudes.size else False  # zeros: `0.` (PyTorch's)
     if scientific is None:
         scientific = False
         if magnitudes.size:
@@ -88,8 +88,13 @@ def float_format(array: np.ndarray):
         fmt = _integral
     else:
         fmt = f"{{:.{precision}f}}".format
-    width = max([1, *(len(fmt(v)) for v in values)])
-    return lambda x: fmt(float(x)).rjust(width)
+    width = max([1, *(len(fmt(v)) for v in values)])  # of the nonzero finite values
+
+    def padded(x) -> str:
+        return fmt(float(x)).rjust(width)
+
+    padded.width = width  # what a line counts an element as (`body_text`)
+    return padded
 
 
 def complex_format(array: np.ndarray):
@@ -113,3 +118,108 @@ def complex_format(array: np.ndarray):
 def _integral(x: float) -> str:
     text = f"{x:.0f}"
     return text if math.isinf(x) or math.isnan(x) else text + "."
+
+
+# -- the layout of a tensor's text, as PyTorch's printing lays it out --------------------------
+
+
+def _summarized(array: np.ndarray, edge: int) -> np.ndarray:
+    """The elements a summarized print shows (`edge` at each end of every long dim): the
+    values its element format is made from."""
+    for axis, n in enumerate(array.shape):
+        if n > 2 * edge:
+            keep = np.r_[0:edge, n - edge : n]
+            array = np.take(array, keep, axis=axis)
+    return array
+
+
+def _padded(texts: list[str]):
+    width = max([0, *(len(t) for t in texts)])
+    return width, lambda text: text.rjust(width)
+
+
+def element_format(values: np.ndarray):
+    """(how one element is written, the width a line counts for it): `float_format`'s for
+    floats, the real part's and the imaginary part's (PyTorch's: the imaginary part written
+    by its own float format, unpadded, with its sign) for complex values, `str` padded to one
+    width for ints and bools.
+
+    >>> fmt, width = element_format(np.array([1 + 2j, -13.5 - 4j]))
+    >>> fmt(-13.5 - 4j), width
+    ('-13.5000-4.j', 12)
+    """
+    if values.dtype.kind == "c":
+        real, imag = float_format(np.real(values)), float_format(np.imag(values))
+        width = real.width + imag.width + 1  # PyTorch counts the `j`, not the sign
+
+        def fmt(z) -> str:
+            im = imag(z.imag).strip()
+            return f"{real(z.real)}{im if im.startswith('-') else '+' + im}j"
+
+        return fmt, width
+    if values.dtype.kind == "f":
+        fmt = float_format(values)
+        return fmt, fmt.width
+    width, pad = _padded([str(v) for v in values.reshape(-1).tolist()])
+    return (lambda x: pad(str(x.item() if hasattr(x, "item") else x))), width
+
+
+def body_text(host: np.ndarray, indent: int) -> str:
+    """The text of `host`'s elements in nested brackets, laid out as PyTorch's printing does:
+    each innermost row broken into lines of as many elements as fit in `linewidth` after the
+    `indent` (all counted at the widest element's width), rows and blocks on lines of their
+    own (a blank line between blocks of 3 dims and more), and where the tensor has more
+    elements than `threshold`, `edgeitems` at each end of a dim around `...`.
+
+    >>> print(body_text(np.arange(4.0).reshape(2, 2), 7))
+    [[0., 1.],
+            [2., 3.]]
+    """
+    if host.size == 0:
+        return "[]"
+    edge = int(OPTIONS["edgeitems"])
+    summarize = host.size > OPTIONS["threshold"]
+    fmt, width = element_format(_summarized(host, edge) if summarize else host)
+    if host.ndim == 0:
+        return fmt(host[()])
+    per_line_width = width + 2  # the element and its ", "
+
+    def row(a: np.ndarray, indent: int) -> str:
+        per_line = max(1, int((OPTIONS["linewidth"] - indent) // per_line_width))
+        if summarize and not edge:
+            items = ["..."]
+        elif summarize and len(a) > 2 * edge:
+            items = [*map(fmt, a[:edge]), " ...", *map(fmt, a[len(a) - edge :])]
+        else:
+            items = [fmt(v) for v in a]
+        lines = [", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+    def block(a: np.ndarray, indent: int) -> str:
+        if a.ndim == 1:
+            return row(a, indent)
+        n = a.shape[0]
+        if summarize and n > 2 * edge:
+            parts = [*(block(a[k], indent + 1) for k in range(edge)), "...",
+                     *(block(a[k], indent + 1) for k in range(n - edge, n))]  # fmt: skip
+        else:
+            parts = [block(a[k], indent + 1) for k in range(n)]
+        return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+
+    return block(host, indent)
+
+
+def with_suffixes(prefix: str, body: str, suffixes: list[str]) -> str:
+    """`prefix(body, suffix, ...)`: each suffix (`dtype=...`, `grad_fn=...`) after a comma on
+    the body's last line, or on a line of its own (indented past the prefix) where that line
+    would pass `linewidth`, by PyTorch's count of the last line's length."""
+    text = body
+    last = len(prefix + body) - (prefix + body).rfind("\n") + 1  # the last line's, and 2
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > OPTIONS["linewidth"]:
+            text += ",\n" + " " * len(prefix) + suffix
+            last = len(prefix) + len(suffix)
+        else:
+            text += ", " + suffix
+            last += len(suffix) + 2
+    return f"{prefix}{text})"

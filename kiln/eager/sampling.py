@@ -148,15 +148,35 @@ def _distribution(name: str, kind: str, transform):
     return method
 
 
+def on_traced(method):
+    """`method` of `Tensor` that, called unbound on a traced value (`kn.Tensor.normal_(x)`
+    inside kn.compile, as PyTorch's own code calls `torch.Tensor.normal_`), does what that
+    value's own method of the name does.
+
+    >>> import kiln as kn
+    >>> kn.compile(lambda x: kn.Tensor.uniform_(x, 2.0, 2.0))(kn.zeros(2)).tolist()
+    [2.0, 2.0]
+    """
+
+    def call(self, *args, **kwargs):
+        if isinstance(self, Symbol):
+            return getattr(self, method.__name__)(*args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    call.__name__ = call.__qualname__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
 def install_distributions(cls, distributions: dict) -> None:
     """The in-place distributions of `Tensor` (kiln/frontend/random.py's table, which the
     frontend passes: it builds on this package)."""
     for name, (kind, transform) in distributions.items():
-        setattr(cls, name, _distribution(name, kind, transform))
+        setattr(cls, name, on_traced(_distribution(name, kind, transform)))
 
 
 def install(cls) -> None:
     """The sampling methods of `Tensor`."""
-    cls.normal_, cls.uniform_, cls.bernoulli_ = normal_, uniform_, bernoulli_
+    cls.normal_, cls.uniform_, cls.bernoulli_ = map(on_traced, (normal_, uniform_, bernoulli_))
     cls.bernoulli = lambda self, p=None, *, generator=None: bernoulli(self, p, generator=generator)
     cls.multinomial = multinomial

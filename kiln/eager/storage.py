@@ -5,6 +5,9 @@ autograd facts `output_nr` and `retains_grad`."""
 
 from __future__ import annotations
 
+import mmap
+import sys
+
 import numpy as np
 
 from ..errors import ArgumentTypeError, DeviceError, UsageError, call_error
@@ -137,9 +140,65 @@ def _no_accelerator_pin(self) -> Tensor:
     return self
 
 
+def _shared(data) -> bool:
+    """Whether `data`'s memory is a shared mapping that `share_memory_` made."""
+    root = _root(data)
+    return isinstance(root.base, memoryview) and isinstance(root.base.obj, mmap.mmap)
+
+
+def is_shared(self) -> bool:
+    """Whether the tensor's memory is shared with the processes forked after
+    `share_memory_()` (PyTorch's name).
+
+    >>> import kiln as kn
+    >>> t = kn.zeros(3)
+    >>> t.is_shared(), t.share_memory_().is_shared()
+    (False, True)
+    """
+    return self._device == "cpu" and _shared(self._data)
+
+
 def share_memory_(self) -> Tensor:
-    """PyTorch moves the storage into shared memory for other processes; kiln's tensors live
-    in one process, so this returns the tensor as it is (`is_shared()` stays False)."""
+    """Moves the tensor's memory into a shared mapping, as PyTorch's `share_memory_`: a
+    process forked afterwards (`multiprocessing` with the "fork" start method, a
+    DataLoader worker, a Hogwild trainer) reads and writes the same memory, so in-place
+    changes (`add_`, `copy_`, an optimizer's eager `step()`) on either side are seen on the
+    other. Values are unchanged; a no-op when already shared, and on devices other than the
+    CPU (their memory stays the process's own: `is_shared()` is False there).
+
+    What kiln cannot share it refuses (UsageError), rather than give a copy that silently
+    parts from the original: a view (share the tensor that owns the memory), and a tensor
+    whose memory other arrays or tensors use (its views, a NumPy array it was made from).
+    A pickled or spawned copy is a copy; graph-mode and `kn.compile` programs keep their
+    own copies of values between runs (their Variables): use it with eager code.
+
+    >>> import kiln as kn
+    >>> t = kn.zeros(2).share_memory_()
+    >>> t.add_(1); t.is_shared()  # in place: still the shared memory
+    tensor([1., 1.])
+    True
+    """
+    if self._device != "cpu":
+        return self
+    data = self._data
+    if _shared(data):
+        return self
+    if data.base is not None:
+        raise call_error(UsageError, "share_memory_ of a view or of a tensor made from a NumPy "
+                         "array: kiln moves memory the tensor owns; call it on the tensor that "
+                         "owns the memory, or on a clone()", "share_memory_", self)  # fmt: skip
+    node = self.grad_fn
+    tape = 1 if node is not None and node.out is data else 0  # its op's entry keeps its output
+    if sys.getrefcount(data) > 3 + tape:  # `data`, the tensor's own and the call's argument
+        raise call_error(UsageError, "share_memory_ of a tensor whose memory other arrays use "
+                         "(views of it made before, or the graph Variable of a module value "
+                         "that graph mode or kn.compile used): kiln cannot move theirs too; "
+                         "call share_memory_ first, or on a clone()",
+                         "share_memory_", self)  # fmt: skip
+    buffer = memoryview(mmap.mmap(-1, max(data.nbytes, 1)))  # anonymous, MAP_SHARED
+    shared = np.frombuffer(buffer, dtype=data.dtype, count=data.size).reshape(data.shape)
+    shared[...] = data
+    self._data = shared
     return self
 
 
@@ -215,7 +274,7 @@ def install(cls) -> None:
     for name, fn in {
         "new_empty_strided": new_empty_strided,
         "data_ptr": data_ptr, "pin_memory": _no_accelerator_pin,
-        "share_memory_": share_memory_, "apply_": apply_, "map_": map_,
+        "share_memory_": share_memory_, "is_shared": is_shared, "apply_": apply_, "map_": map_,
         "resize_as_": resize_as_,
     }.items():  # fmt: skip
         setattr(cls, name, fn)

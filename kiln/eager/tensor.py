@@ -68,22 +68,36 @@ class Meta:
         self.grad_fn = self.grad = self.vc = self.base = self.base_fn = None
 
 
+# Takes a view's history again from its base's; returns whether it could (installed by
+# kiln/frontend/inplace.py with `retake_views_by`: the frontend builds on eager).
+RETAKE_VIEW = None
+
+
+def retake_views_by(fn) -> None:
+    """Makes `fn(view) -> bool` what `check_view` calls on a view whose history is stale."""
+    global RETAKE_VIEW
+    RETAKE_VIEW = fn
+
+
 def check_view(t, meta: Meta) -> None:
-    """Raises if `t` is a view whose base has had an in-place op recorded (a new history)
-    since the view was taken: the view's own history is then out of date. (PyTorch rebuilds
-    it; kiln refuses rather than give a wrong gradient.) `meta.base_fn`: the base's grad_fn
-    when the view was taken."""
+    """A view whose base has had an in-place op recorded (a new history) since the view's
+    history was made takes it again from the base's, as PyTorch's views do
+    (`RETAKE_VIEW`); where it cannot (a base that is not contiguous), this raises rather
+    than give a wrong gradient. `meta.base_fn`: the base's grad_fn the view's history is of."""
     base = meta.base
     if base is None:
         return
     now = base.grad_fn
     if now is not meta.base_fn:
+        if RETAKE_VIEW is not None and RETAKE_VIEW(t):
+            return
         vc = version_of(base)
         raise node_error(
             AutogradError,
             f"a view of a tensor that was changed in place after the view was taken (by {vc.op} "
-            f"at {vc.site}) is used: the view's autograd history is out of date, and kiln does "
-            "not rebuild it; take the view after the in-place change, or clone() it",
+            f"at {vc.site}) is used: the view's autograd history is out of date, and kiln "
+            "cannot take it again from a base that is not contiguous; take the view after the "
+            "in-place change, or clone() it",
             op="view",
             site=user_site(),
             called=True,
@@ -633,23 +647,12 @@ class Tensor:
         as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
         if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
             host = host.astype(np.float32 if as_float else np.int8)
-        if as_float:
-            formatter = {"float_kind": printing.float_format(host)}
-        elif host.dtype.kind == "c":
-            formatter = {"complex_kind": printing.complex_format(host)}
-        elif host.dtype == np.bool_:  # PyTorch pads to "False" only where one is printed
-            width = 4 if host.all() else 5
-            formatter = {"bool": lambda b: str(bool(b)).rjust(width)}
-        else:
-            formatter = None
-        body = np.array2string(
-            host, separator=", ", prefix="tensor(", **printing.array2string_options(),
-            formatter=formatter,
-        )  # fmt: skip
-        body = body.replace(", ..., ", ",  ..., ")  # PyTorch's summary: `2,  ..., 1997`
+        if as_float and host.dtype.kind != "f":
+            host = host.astype(np.float32)
+        body = printing.body_text(host, len("tensor("))
         extra = []
-        if host.size == 0 and host.ndim != 1:
-            extra.append(f"size={tuple(host.shape)}")
+        if host.size == 0 and host.ndim != 1 or host.size and not printing.OPTIONS["edgeitems"]:
+            extra.append(f"size={tuple(host.shape)}")  # PyTorch's: where the body hides it
         # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
         if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_, dt.default_complex()) or (
             host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
@@ -661,7 +664,7 @@ class Tensor:
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             extra.append("requires_grad=True")
-        return f"tensor({', '.join([body, *extra])})"
+        return printing.with_suffixes("tensor(", body, extra)
 
 
 def _owns_memory(data) -> bool:

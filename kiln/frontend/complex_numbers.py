@@ -5,8 +5,16 @@ through their own functions (their ops' records say so)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
-from ..errors import UnsupportedDTypeError, call_error
+from ..errors import (
+    DTypeMismatchError,
+    GraphError,
+    ShapeError,
+    UnsupportedDTypeError,
+    call_error,
+)
 from ..graph.core import Symbol
 from . import inplace
 from . import math as m
@@ -18,6 +26,7 @@ __all__ = [
     "complex",
     "conj",
     "conj_physical",
+    "conj_physical_",
     "polar",
     "real",
     "imag",
@@ -108,28 +117,110 @@ def polar(abs, angle):  # noqa: A002
 
 def view_as_real(input):  # noqa: A002
     """The complex `input` as real values with a last dim of 2 (real, imaginary), as
-    PyTorch's `torch.view_as_real` (kiln's is a copy, not a view).
+    PyTorch's `torch.view_as_real`: a view, so a write through either changes the other
+    (its strides are input's doubled, with a last stride of 1).
 
     >>> import kiln as kn
-    >>> kn.view_as_real(kn.tensor([1 + 2j])).tolist()
-    [[1.0, 2.0]]
+    >>> z = kn.tensor([1 + 2j, 3 - 4j])
+    >>> r = kn.view_as_real(z)
+    >>> r[0, 1] = 5
+    >>> z, r.stride()
+    (tensor([1.+5.j, 3.-4.j]), (2, 1))
     """
-    return call("view_as_real", _one(input))
+    x = _one(input)
+    if x.dtype.kind != "c":
+        raise call_error(
+            UnsupportedDTypeError, "view_as_real is only supported for complex tensors",
+            "view_as_real", x,
+        )  # fmt: skip
+    return call("view_as_real", x)
+
+
+def _strides(x):
+    """(x's strides in elements, its storage offset) as PyTorch's tensor of the same history
+    has them; None where kiln does not know them (a graph value of symbolic shape)."""
+    if isinstance(x, Symbol):
+        from . import functionalize
+
+        try:
+            return functionalize.stride(x), functionalize.storage_offset(x)
+        except GraphError:
+            return None
+    if isinstance(x, np.ndarray):  # a NumPy argument: its own strides (its offset: 0)
+        return tuple(k // x.itemsize for k in x.strides), 0
+    return x.stride(), x.storage_offset()
+
+
+def _check_pairs(x) -> None:
+    """PyTorch's refusals of view_as_complex's input: its pairs must be neighbours in memory,
+    and each complex element must start at an even position."""
+    if x.dtype not in (dt.float32, dt.float64):
+        raise call_error(
+            UnsupportedDTypeError, "view_as_complex is only supported for float and double "
+            f"tensors, but got a tensor of dtype {x.dtype} (kiln has no complex32, the complex "
+            "dtype of half)", "view_as_complex", x,
+        )  # fmt: skip
+    if x.ndim == 0:
+        raise call_error(
+            ShapeError, "Input tensor must have one or more dimensions", "view_as_complex", x
+        )
+    if x.shape[-1] != 2:
+        raise call_error(
+            ShapeError, "Tensor must have a last dimension of size 2", "view_as_complex", x
+        )
+    layout = _strides(x)
+    if layout is None:
+        return
+    steps, offset = layout
+    why = None
+    if steps[-1] != 1:
+        why = "Tensor must have a last dimension with stride 1"
+    elif any(k % 2 for k in steps[:-1]):
+        why = "Tensor must have a stride divisible by 2 for all but last dimension"
+    elif offset % 2:
+        why = "Tensor must have a storage_offset divisible by 2"
+    if why is not None:
+        raise call_error(ShapeError, f"{why} (strides {steps}, storage offset {offset}); "
+                         "clone() it first", "view_as_complex", x)  # fmt: skip
 
 
 def view_as_complex(input):  # noqa: A002
     """Real `input` whose last dim has size 2 as complex values, as PyTorch's
-    `torch.view_as_complex` (kiln's is a copy, not a view).
+    `torch.view_as_complex`: a view, so `input`'s last dim must have stride 1 (and its other
+    strides and storage offset be even), as PyTorch requires.
 
     >>> import kiln as kn
-    >>> kn.view_as_complex(kn.tensor([[1.0, 2.0]]))
+    >>> x = kn.tensor([[1.0, 2.0]])
+    >>> z = kn.view_as_complex(x)
+    >>> z.mul_(1j)
+    tensor([-2.+1.j])
+    >>> x
+    tensor([[-2.,  1.]])
+    """
+    x = _one(input)
+    _check_pairs(x)
+    return call("view_as_complex", x)
+
+
+def view_as_real_copy(input):  # noqa: A002
+    """PyTorch's `torch.view_as_real_copy`: `view_as_real` in memory of its own.
+
+    >>> import kiln as kn
+    >>> kn.view_as_real_copy(kn.tensor([1 + 2j])).tolist()
+    [[1.0, 2.0]]
+    """
+    return m.cast(view_as_real(input), dt.to_real(_one(input).dtype))
+
+
+def view_as_complex_copy(input):  # noqa: A002
+    """PyTorch's `torch.view_as_complex_copy`: `view_as_complex` in memory of its own.
+
+    >>> import kiln as kn
+    >>> kn.view_as_complex_copy(kn.tensor([[1.0, 2.0]]))
     tensor([1.+2.j])
     """
-    return call("view_as_complex", _one(input))
-
-
-# PyTorch's copying forms: kiln's view_as_real and view_as_complex are copies already
-view_as_real_copy, view_as_complex_copy = view_as_real, view_as_complex
+    z = view_as_complex(input)
+    return m.cast(z, z.dtype)
 
 
 def _isreal(self):
@@ -153,9 +244,36 @@ METHODS = {
     "vdot": lambda self, other: m.dot(conj(self), other),
 }  # fmt: skip
 PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": lambda self: conj(s.t(self))}
+# `z.real = value`, `z.imag = value`: written through the view, as PyTorch's setters
+SETTERS = {
+    "real": lambda self, value: real(self).copy_(value),
+    "imag": lambda self, value: imag(self).copy_(value),
+}
 
 
-inplace.INPLACE["conj_physical_"] = conj  # installed with the other in-place methods
+def _abs(x):
+    """`abs_`'s new value: PyTorch refuses it for complex values (a real result in place)."""
+    if x.dtype.kind == "c":
+        raise call_error(
+            DTypeMismatchError, "In-place abs is not supported for complex tensors.", "abs_", x
+        )
+    return m.abs(x)
+
+
+def conj_physical_(input):  # noqa: A002
+    """PyTorch's `torch.conj_physical_`: `input` conjugated in place (a real `input` stays).
+
+    >>> import kiln as kn
+    >>> z = kn.tensor([1 + 2j])
+    >>> kn.conj_physical_(z) is z, z
+    (True, tensor([1.-2.j]))
+    """
+    return input.conj_physical_()
+
+
+# installed with the other in-place methods
+inplace.INPLACE["conj_physical_"] = conj
+inplace.INPLACE["abs_"] = _abs
 
 
 def install(cls=None) -> None:
@@ -167,4 +285,4 @@ def install(cls=None) -> None:
     for name, fn in METHODS.items():
         setattr(cls, name, fn)
     for name, fn in PROPERTIES.items():
-        setattr(cls, name, property(fn))
+        setattr(cls, name, property(fn, SETTERS.get(name)))

@@ -59,7 +59,10 @@ def is_compiled_argument(x: Symbol) -> bool:
     return argument is not None and argument[0] is x
 
 
-_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"}
+_WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"} | {
+    "real", "imag", "view_as_real", "view_as_complex"}  # fmt: skip
+# views of another element type: the parts of complex values, or complex values of pairs
+_PARTS_VIEWS = frozenset({"real", "imag", "view_as_real", "view_as_complex"})
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
@@ -235,6 +238,12 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
                                                       for k in range(len(perm))))  # fmt: skip
     if name == "unfold":
         return _write_windows(base, new, **node.attrs)
+    if name == "real":
+        return core.call("complex", new, core.call("imag", base))
+    if name == "imag":
+        return core.call("complex", core.call("real", base), new)
+    if name in ("view_as_real", "view_as_complex"):  # each the other's inverse
+        return core.call("view_as_complex" if name == "view_as_real" else "view_as_real", new)
     return core.call("reshape", new, shape=tuple(base.shape))
 
 
@@ -328,7 +337,10 @@ def _storage(x: Symbol):
         piece[axis] = slice(start, start + sizes[node.attrs["index"]])
         return root, base[tuple(piece)]
     fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
-    if fresh or name == "index" and len(node.inputs) > 1:
+    # NOTE: a view of another element type (the parts of complex values) counts as a value of
+    # its own here: its positions are not comparable with its base's (a missed overlap error,
+    # never a false one)
+    if fresh or name in _PARTS_VIEWS or name == "index" and len(node.inputs) > 1:
         return x, _probe(x.shape)
     root, base = _storage(node.inputs[0])
     if name in ("stop_gradient", "after"):
@@ -487,6 +499,8 @@ def _layout(x: Symbol, exact: bool = False):
     base = _layout(node.inputs[0], exact)
     if base is None or name in ("stop_gradient", "after"):
         return base
+    if name in _PARTS_VIEWS:
+        return _parts_layout(base, name)
     if name == "transpose":
         return base.transpose(node.attrs["perm"])
     if name == "index":
@@ -503,6 +517,23 @@ def _layout(x: Symbol, exact: bool = False):
     except AttributeError:
         return _probe(x.shape) if exact else None
     return view
+
+
+def _parts_layout(base, name: str):
+    """PyTorch's layout of `real`, `imag` or `view_as_real` of complex values laid out as the
+    probe `base` (counted in their parts: strides and offset doubled), or of `view_as_complex`
+    of pairs laid out as `base` (halved)."""
+    start = base.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
+    if name == "view_as_complex":
+        shape, strides, start = base.shape[:-1], [k // 2 for k in base.strides[:-1]], start // 2
+    else:
+        shape, strides = base.shape, [2 * k for k in base.strides]
+        start = 2 * start + (name == "imag")
+        if name == "view_as_real":
+            shape, strides = (*shape, 2), [*strides, 1]
+    as_strided = np.lib.stride_tricks.as_strided
+    origin = as_strided(_PROBE_BYTE, (start + 1,), (1,), writeable=False)[start:]
+    return as_strided(origin, shape, strides, writeable=False)
 
 
 def _unfolded(base, *, dim: int, size: int, step: int):

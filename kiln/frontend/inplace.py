@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..eager.grad_mode import state
+from ..eager.grad_mode import enable_grad, state
 from ..eager.out import check_no_overlap
+from ..eager.sampling import on_traced
 from ..eager.sparse import SparseTensor, layout_error, replace
 from ..eager.sparse import zeros_like as sparse_zeros_like
-from ..eager.tensor import Tensor, describe, make, meta_of, version_of
+from ..eager.tensor import (
+    Tensor,
+    check_view,
+    describe,
+    make,
+    meta_of,
+    retake_views_by,
+    version_of,
+)
 from ..errors import AutogradError, DTypeMismatchError, ShapeMismatchError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, check_rules
 from ..ops.index import write_index
 from ..runtime.backend import get_backend
+from . import complex_numbers as cn
 from . import core, indexing
 from . import math as m
 from . import shape as s
@@ -108,11 +118,28 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
     return t
 
 
+def _as_reals(array):
+    """A complex array's memory as its pairs of reals (a view, a last dim of 2); a real
+    array itself; None where the array module cannot view it so. Positions in complex
+    values' memory are counted in their parts."""
+    if array.dtype.kind != "c":
+        return array
+    try:
+        return array[..., None].view(array.real.dtype)
+    except (ValueError, TypeError):  # CuPy's view of some strides
+        return None
+
+
 def _positions(t: Tensor, base: Tensor):
     """The flat positions in `base` (whose data is contiguous) of the view t's elements, read
     from their addresses; None where they cannot be (a base that is not contiguous, a view
-    of another dtype)."""
+    of another element type). Where t or its base is complex, the positions are those of
+    t's real parts in base's (`_as_reals`: a view `z.real` of a complex z, say)."""
     b, v = base._data, t._data
+    if b.dtype.kind == "c" or v.dtype.kind == "c":
+        b, v = _as_reals(b), _as_reals(v)
+        if b is None or v is None:
+            return None
     if b.dtype != v.dtype or not b.flags.c_contiguous:
         return None
     ptr = (
@@ -129,22 +156,61 @@ def _positions(t: Tensor, base: Tensor):
     return np.lib.stride_tricks.as_strided(flat[offset // item :], v.shape, strides).copy()
 
 
+def _reals(x: Tensor) -> Tensor:
+    """x as pairs of reals (`view_as_real`) where it is complex: the domain of `_positions`."""
+    return cn.view_as_real(x) if x.dtype.kind == "c" else x
+
+
+def _read_view(t: Tensor, base: Tensor, positions) -> Tensor:
+    """t's elements read from base at `positions` (`_positions`), with the history that
+    gives: a view's history taken again from its base's current one."""
+    flat = s.reshape(_reals(base), (-1,))
+    elements = indexing.getitem(flat, positions)
+    return cn.view_as_complex(elements) if t.dtype.kind == "c" else elements
+
+
 def _commit_view(t: Tensor, result: Tensor, op: str) -> Tensor:
     """An in-place change of the view t that autograd records, as PyTorch's (CopySlices):
     the base's new value is its old one with t's elements replaced (an `index_put` at their
     positions, so gradients reach the old base and the new values), and t's history is read
-    back from the new base."""
+    back from the new base. A view of another dtype than its base's (`z.real`,
+    `view_as_real(z)`, `view_as_complex(x)`) is written in the parts of complex values."""
     base = t._base
     positions = _positions(t, base)
     if result.dtype != t.dtype:
         result = m.cast(result, t.dtype)
-    flat = s.reshape(_snapshot(base), (-1,))
-    new_base = s.reshape(indexing.index_put(flat, (positions,), result, False), base.shape)
-    _commit(base, new_base, op, True)  # writes the base's memory, which t shares
-    history = indexing.getitem(s.reshape(base, (-1,)), positions)
+    old = _reals(_snapshot(base))
+    flat = s.reshape(old, (-1,))
+    new = s.reshape(indexing.index_put(flat, (positions,), _reals(result), False), old.shape)
+    _commit(base, cn.view_as_complex(new) if base.dtype.kind == "c" else new, op, True)
+    history = _read_view(t, base, positions)  # of the base's memory, which t shares
     t.grad_fn, t._requires_grad = history.grad_fn, True
     meta_of(t).base_fn = base.grad_fn  # t's history is the new base's: not out of date
     return t
+
+
+def _retake(t: Tensor) -> bool:
+    """The history of the view t, whose base was changed in place (a new history) since t's
+    was made, taken again from the base's, as PyTorch's views do; False where it cannot be
+    (a base that is not contiguous). (`kiln.eager.tensor.RETAKE_VIEW`.)"""
+    meta = t._meta
+    base = meta.base
+    positions = _positions(t, base)
+    if positions is None:
+        return False
+    with enable_grad():
+        history = _read_view(t, base, positions)
+    t.grad_fn, t._requires_grad = history.grad_fn, history._requires_grad
+    meta.base_fn = base.grad_fn
+    return True
+
+
+def _refresh(t: Tensor) -> None:
+    """t's history taken again where t is a view whose base's history changed since (else its
+    own change would be recorded on its old value)."""
+    meta = t._meta
+    if meta is not None and meta.base is not None:
+        check_view(t, meta)
 
 
 def _shared_memory_error(op: str, t: Tensor, e: ValueError) -> ShapeMismatchError:
@@ -214,6 +280,8 @@ def _inplace(name: str, compute):
         value_grad = any(isinstance(a, Tensor) and a._requires_grad
                          for a in (*args, *kwargs.values()))  # fmt: skip
         recording = _check(self, name, value_grad)
+        if recording:
+            _refresh(self)
         source = _snapshot(self) if recording else self.detach()
         result = compute(source, *args, **kwargs)
         if recording and source.requires_grad and getattr(result, "grad_fn", None) is None:
@@ -287,6 +355,7 @@ def setitem(self, index, value) -> None:
     recording = _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad)
     value = _values(self, value)
     if recording:
+        _refresh(self)
         _commit(self, indexing.put(_snapshot(self), index, value, False), "setitem", True)
         return
     # not recorded: written straight into the data, by index_put's own kernel (no copy)
@@ -334,12 +403,13 @@ SAME_SHAPE += "addbmm gcd lcm ldexp index_reduce".split()
 
 
 def install(cls) -> None:
+    retake_views_by(_retake)
     cls.clamp = lambda self, min=None, max=None: m.clip(self, min, max)  # noqa: A006
     for name in SAME_SHAPE:
         if not hasattr(cls, f"{name}_"):
-            INPLACE[f"{name}_"] = getattr(cls, name)
+            INPLACE.setdefault(f"{name}_", getattr(cls, name))
     for name, compute in INPLACE.items():
-        setattr(cls, name, _inplace(name, compute))
+        setattr(cls, name, on_traced(_inplace(name, compute)))
     for name, method in OPERATORS.items():
         setattr(cls, name, getattr(cls, method))
     cls.__setitem__ = setitem

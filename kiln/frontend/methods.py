@@ -268,7 +268,8 @@ def install(cls=Symbol) -> None:
         setattr(cls, name, property(lambda self: False))
     cls.layout = property(lambda self: strided)
     cls.is_pinned = lambda self: False
-    cls.is_shared = lambda self: False
+    if "is_shared" not in cls.__dict__:  # a Symbol's; an eager Tensor's: kiln/eager/storage.py
+        cls.is_shared = lambda self: False
     cls.reshape = _reshape_method
     cls.T = property(s.reverse_dims)
     cls.mT = cls.mH = property(s.matrix_transpose)  # mH: the conjugate of real values is themselves

@@ -314,7 +314,8 @@ def one_hot(ids, num_classes: int, dtype=dt.float32):
            [0., 0., 1.]], dtype=float32)
     """
     (ids,) = lift(ids)
-    return call("one_hot", ids, depth=int(num_classes), dtype=dt.as_dtype(dtype))
+    depth = num_classes if isinstance(num_classes, sh.Dim) else int(num_classes)  # run-bound
+    return call("one_hot", ids, depth=depth, dtype=dt.as_dtype(dtype))
 
 
 def gather(x, indices, axis: int = 0):

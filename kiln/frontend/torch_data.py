@@ -276,7 +276,7 @@ def nonzero_static(input, *, size: int, fill_value: int = -1):  # noqa: A002
         m.mod(m.floordiv(first, int(np.prod(shape[d + 1 :], dtype=np.int64))), shape[d])
         for d in range(len(shape))
     ]
-    cols = s.stack(coords, 1) if coords else s.reshape(m.mul(first, 0), (size, 0))
+    cols = s.stack(coords, 1) if coords else _const(np.zeros((size, 0), np.int64), x)
     count = m.sum(m.cast(flat, dt.int64))
     rows = _const(np.arange(size, dtype=np.int64).reshape(size, 1), x)
     return m.where(m.less(rows, count), cols, np.int64(fill_value))

@@ -179,7 +179,11 @@ def p_norm(x, p, dims, keepdim: bool):
     >>> import kiln as kn
     >>> p_norm(kn.tensor([[3.0, -4.0], [0.0, 0.0]]), 2, (1,), False)
     tensor([5., 0.])
+    >>> p_norm(kn.tensor([3j, 4.0]), 2, None, False)
+    tensor(5.)
     """
+    if x.dtype.kind == "c":  # the norm of complex values is that of their magnitudes
+        x = m.abs(x)
     a = m.abs(x)
     if p in (math.inf, -math.inf):
         return m.amax(a, dims, keepdim) if p > 0 else m.amin(a, dims, keepdim)

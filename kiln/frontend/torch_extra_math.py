@@ -145,13 +145,17 @@ def rad2deg(input):  # noqa: A002
 
 def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):  # noqa: A002
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default the dtype's
-    greatest and least finite values); integers are returned as they are.
+    greatest and least finite values; in the real and imaginary parts of complex values);
+    integers are returned as they are.
 
     >>> import kiln as kn, numpy as np
     >>> kn.nan_to_num(kn.tensor([np.nan, np.inf, -np.inf, 1.0]), posinf=9.0, neginf=-9.0)
     tensor([ 0.,  9., -9.,  1.])
     """
     (x,) = lift(input)
+    if x.dtype.kind == "c":  # each part on its own, as PyTorch's
+        parts = (call("real", x), call("imag", x))
+        return call("complex", *(nan_to_num(v, nan, posinf, neginf) for v in parts))
     if not dt.is_float(x.dtype):
         return x
     info = np.finfo(x.dtype)

@@ -15,7 +15,7 @@ from . import math as m
 from . import shape as s
 from . import torch_index as ti
 from . import torch_shape as ts
-from .core import constant, lift
+from .core import call, constant, lift
 
 __all__ = [
     "diag_embed", "diff", "dsplit", "fliplr", "flipud", "hsplit", "index_add", "index_copy",
@@ -129,10 +129,8 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
     given = (indices_or_sections, sections, indices)
     indices_or_sections = next((v for v in given if v is not None), None)  # PyTorch's names
     if isinstance(indices_or_sections, Symbol):
-        raise GraphError(
-            "tensor_split: the split points are a traced tensor, whose values set the pieces' "
-            "shapes (data-dependent: eager only); pass an int or a list"
-        )
+        (x,) = lift(input, context=(indices_or_sections,))
+        return _split_at_graph_points(x, indices_or_sections, _dim(x, dim))
     if hasattr(indices_or_sections, "ndim"):
         held = np.asarray(indices_or_sections.tolist())  # an eager tensor: 0-d sections, or 1-d
         indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
@@ -144,11 +142,44 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
         if k <= 0:
             raise UsageError(f"number of sections must be larger than 0, got {k}")
         sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
-        cuts = list(np.cumsum([0, *sizes]))
-    else:
-        cuts = [0, *(min(int(i), n) for i in indices_or_sections), n]
-    return tuple(s.getitem(x, (slice(None),) * d + (slice(a, max(a, b)),))
+        cuts = [int(c) for c in np.cumsum([0, *sizes])]
+    else:  # each piece is Python's slice [a:b] (negative points count from the end)
+        cuts = [0, *(int(i) for i in indices_or_sections), n]
+    return tuple(s.getitem(x, (slice(None),) * d + (slice(a, b),))
                  for a, b in zip(cuts[:-1], cuts[1:]))  # fmt: skip
+
+
+def _split_at_graph_points(x, points, d: int) -> tuple:
+    """`tensor_split` of `x` at split points the graph computes (a 1-d integer tensor): the
+    pieces are Python's slices [a:b] along `d` between consecutive points, gathered, each of
+    a length (a dim the run binds: `arange_of`) that the points' values give."""
+    if not dt.is_int(points.dtype) or points.ndim > 1:
+        raise UsageError(
+            "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+            f"one-dimensional integer tensor, but got a tensor with {points.ndim} dims of "
+            f"{points.dtype}"
+        )
+    if points.ndim == 0:
+        raise GraphError(
+            "tensor_split: the number of sections is a traced 0-d tensor, whose value sets how "
+            "many pieces there are (a graph has a fixed number of results); pass an int"
+        )
+    n = ts.static_dim(x, d, "tensor_split")
+    k = ts.static_dim(points, 0, "tensor_split")
+    points = m.cast(points, dt.int64)
+    bounds = []
+    for j in range(k):  # as a slice reads them: from the end where negative, then clipped
+        p = select(points, 0, j)
+        bounds.append(m.minimum(m.maximum(m.where(m.less(p, 0), m.add(p, n), p), 0), n))
+    if not bounds:
+        return (s.getitem(x, (slice(None),) * (d + 1)),)
+    cuts = [0, *bounds, n]
+    pieces = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        length = m.maximum(m.sub(b, a), np.int64(0))
+        positions = call("arange_of", length, count=sh.Dim())
+        pieces.append(s.gather(x, m.add(positions, a), d))
+    return tuple(pieces)
 
 
 def _split_dim(name, x, sections, dim):

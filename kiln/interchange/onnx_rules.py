@@ -550,7 +550,8 @@ def _one_hot(ex, node, xs, out):
         return ex.emit("Expand", [empty, ex.shape(node.out.shape)], out)
     # int64 indices and values, then a Cast: the one typing every runtime has a kernel for
     index = ex.cast(xs[0], in_dtype(node), np.int64)
-    depth = ex.const(node.attrs["depth"], np.int64)
+    depth = node.attrs["depth"]  # a dim the run binds where num_classes was inferred
+    depth = ex.const(depth, np.int64) if isinstance(depth, int) else ex.dim(depth)
     values = ex.const([0, 1], np.int64)
     if node.inputs[0].ndim == 0:  # OneHot needs indices of rank >= 1
         index = ex.emit("Unsqueeze", [index, ex.ints([0])])

@@ -9,8 +9,9 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from .. import shapes as sh
 from ..eager import Tensor
-from ..errors import ArgumentError, DTypeMismatchError, UsageError, call_error
+from ..errors import DTypeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..graph.core import Symbol
 
@@ -101,7 +102,7 @@ _HALF = (dt.bfloat16, dt.float16)
 
 def one_hot(tensor, num_classes: int = -1):
     """int64 one-hot rows of integer class indices; `num_classes=-1` takes the largest index
-    plus one (eager only: a Symbol has no value yet).
+    plus one (in a graph and under kn.compile, a length the run binds: `arange_of`).
 
     >>> import kiln as kn
     >>> kn.nn.functional.one_hot(kn.tensor([0, 2]))
@@ -113,11 +114,14 @@ def one_hot(tensor, num_classes: int = -1):
         raise call_error(DTypeMismatchError, "one_hot is only applicable to index tensor of "
                          "type LongTensor.", "one_hot", ids)  # fmt: skip
     if num_classes == -1:
-        if isinstance(ids, Symbol):
-            raise ArgumentError(
-                "one_hot: num_classes=-1 needs the values of the indices; give num_classes "
-                "when building a graph or tracing"
-            )
-        host = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
-        num_classes = int(host.max()) + 1 if host.size else 0
+        if any(isinstance(d, int) and d == 0 for d in ids.shape):  # empty (at run time: amax)
+            raise call_error(UsageError, "Can not infer total number of classes from empty "
+                             "tensor.", "one_hot", ids)  # fmt: skip
+        if isinstance(ids, Symbol):  # max + 1 (0 where all are negative: the op refuses them)
+            top = F.cast(F.amax(ids), dt.int64)
+            length = F.maximum(F.add(top, 1), np.int64(0))
+            num_classes = F.core.call("arange_of", length, count=sh.Dim()).shape[0]
+        else:
+            host = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+            num_classes = max(int(host.max()) + 1, 0)  # the op refuses negative ones
     return F.one_hot(ids, num_classes, dtype=dt.int64)

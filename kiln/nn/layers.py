@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
+from ..eager import no_grad
 from ..errors import ArgumentError
 from . import functional_attention, functional_core, functional_norm
 from .activation import GELU, ReLU, Sigmoid, Tanh
@@ -362,6 +363,21 @@ class BatchNorm1d(Module):
             self.to(device)
 
     ndims: tuple = (2, 3)  # the input ranks the class takes
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches tracked (PyTorch's).
+
+        >>> import kiln as kn
+        >>> bn = kn.nn.BatchNorm1d(2)
+        >>> _ = bn(kn.tensor([[1.0, 2.0], [3.0, 6.0]])); bn.reset_running_stats()
+        >>> bn.running_mean.tolist(), bn.running_var.tolist(), bn.num_batches_tracked.item()
+        ([0.0, 0.0], [1.0, 1.0], 0)
+        """
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
 
     def forward(self, x):
         if x.ndim not in self.ndims:

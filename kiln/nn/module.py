@@ -28,7 +28,9 @@ from .module_hooks import (
     RemovableHandle,
     _add_hook,
     _HookDict,
+    attach_legacy_hooks,
     call_with_backward_hooks,
+    has_legacy_hooks,
 )
 from .module_state import cast_values, load_state, parse_to, save_state
 from .parameter import Buffer, ModuleValue, Parameter
@@ -123,7 +125,15 @@ class Module(ModuleHooks):
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
         if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
-            return call_with_backward_hooks(self, args, lambda a: self._forward(a, kwargs))
+            if not has_legacy_hooks(self):
+                return call_with_backward_hooks(self, args, lambda a: self._forward(a, kwargs))
+            # register_backward_hook's (deprecated): on the last op's grad_fn, as PyTorch's
+            if self._backward_pre_hooks:
+                output = call_with_backward_hooks(self, args, lambda a: self._forward(a, kwargs))
+            else:
+                output = self._forward(args, kwargs)
+            attach_legacy_hooks(self, args, output)
+            return output
         return self._forward(args, kwargs)
 
     def _forward(self, args, kwargs):
@@ -464,6 +474,22 @@ class Module(ModuleHooks):
         """Freezes (False) or unfreezes every Parameter; returns this module."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
+        return self
+
+    def share_memory(self) -> Module:
+        """`share_memory_()` of every parameter, buffer and parameter `.grad`: processes
+        forked afterwards train the same weights (Hogwild), as PyTorch's; see
+        `Tensor.share_memory_` for what kiln shares. Returns this module.
+
+        >>> import kiln as kn
+        >>> lin = kn.nn.Linear(2, 1).share_memory()
+        >>> all(p.is_shared() for p in lin.parameters())
+        True
+        """
+        for value in (*self.parameters(), *self.buffers()):
+            value.share_memory_()
+            if value.grad is not None:
+                value.grad.share_memory_()
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:

@@ -17,11 +17,14 @@ built, on Symbols: what they return is compiled; their side effects happen then,
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 from .. import dtypes as dt
+from ..eager.autograd import Node
 from ..eager.grad_mode import is_grad_enabled
 from ..eager.tensor import Tensor
+from ..errors import UsageError
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
 
@@ -82,7 +85,32 @@ class ModuleHooks:
         >>> x.grad
         tensor([[0., 0.]])
         """
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            raise UsageError(_BOTH_KINDS)
+        object.__setattr__(self, "_is_full_backward_hook", True)
         return _add_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook) -> RemovableHandle:
+        """PyTorch's deprecated backward hook: `hook(module, grad_input, grad_output)` runs
+        with the gradients of the inputs and of the output of the *last op* of each call
+        (its first tensor result's `grad_fn`), which are the module's own only for a module
+        of one op (ReLU, Sigmoid); a tuple it returns replaces that op's input gradients.
+        As in PyTorch, a call warns (FutureWarning) where they cannot be the module's, and a
+        module takes these or `register_full_backward_hook`'s, not both. The hooks attach to
+        the eager tape: in graph mode and under `kn.compile` they do not run (a warning says
+        so); the full hooks do.
+
+        >>> import kiln as kn
+        >>> relu, seen = kn.nn.ReLU(), []
+        >>> h = relu.register_backward_hook(lambda m, gi, go: seen.append((gi, go)))
+        >>> relu(kn.tensor([-1.0, 2.0], requires_grad=True) * 1).sum().backward()
+        >>> seen
+        [((tensor([0., 1.]),), (tensor([1., 1.]),))]
+        """
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise UsageError(_BOTH_KINDS)
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        return _add_hook(self._backward_hooks, hook, False)
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """`hook(module, grad_output)` runs when the gradients with respect to the module's
@@ -193,6 +221,8 @@ class _Call:
         return tuple(grad_input[k] for k in self.positions)
 
     def _run_hooks(self, grad_input: tuple) -> tuple:
+        if self.module.__dict__.get("_is_full_backward_hook") is False:
+            return grad_input  # the deprecated kind's: `attach_legacy_hooks`
         for hook in list(self.module._backward_hooks.values()):
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
@@ -248,3 +278,86 @@ def call_with_backward_hooks(module, args, run):
     if single:
         return outputs[0]
     return type(output)(*outputs) if hasattr(output, "_fields") else type(output)(outputs)
+
+
+_BOTH_KINDS = (
+    "Cannot use both regular backward hooks and full backward hooks on a single Module. "
+    "Please use only one of them."
+)
+_DEPRECATED = "is deprecated and will be removed in future versions."
+_USE_FULL = "Please use register_full_backward_hook to get the documented behavior."
+
+
+def has_legacy_hooks(module) -> bool:
+    """Whether `module` has hooks of the deprecated `register_backward_hook`."""
+    return bool(module._backward_hooks) and module.__dict__.get("_is_full_backward_hook") is False
+
+
+def attach_legacy_hooks(module, args: tuple, result) -> None:
+    """`register_backward_hook`'s hooks on the `grad_fn` of the first tensor in `result`
+    (PyTorch's rule), with PyTorch's warnings where they cannot see the module's gradients."""
+    var = result
+    while not isinstance(var, (Tensor, Symbol)):
+        if isinstance(var, dict):
+            var = next(v for v in var.values() if isinstance(v, (Tensor, Symbol)))
+        else:
+            var = var[0]
+    if isinstance(var, Symbol):
+        warnings.warn(
+            f"{type(module).__name__}: hooks of register_backward_hook attach to the eager "
+            "tape and do not run in graph mode or under kn.compile; "
+            "register_full_backward_hook's do",
+            UserWarning,
+            stacklevel=4,
+        )
+        return
+    grad_fn = var.grad_fn
+    if grad_fn is None:
+        return
+    owner = weakref.ref(module)
+    for hook in list(module._backward_hooks.values()):
+        grad_fn.register_hook(
+            lambda gi, go, hook=hook: hook(owner(), gi, go) if owner() is not None else None
+        )
+    _warn_legacy(args, result, grad_fn)
+
+
+def _warn_legacy(inputs: tuple, result, grad_fn) -> None:
+    """PyTorch's FutureWarnings of a deprecated module backward hook, in its order."""
+
+    def warn(what: str) -> None:
+        warnings.warn(f"Using a non-full backward hook {what}", FutureWarning, stacklevel=6)
+
+    if isinstance(result, Tensor):
+        result = (result,)
+    elif not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+        warnings.warn(
+            f"Using non-full backward hooks on a Module that does not return a single Tensor "
+            f"or a tuple of Tensors {_DEPRECATED} This hook will be missing some of the "
+            f"grad_output. {_USE_FULL}",
+            FutureWarning,
+            stacklevel=5,
+        )
+        return
+    if not all(isinstance(i, Tensor) for i in inputs):
+        warnings.warn(
+            f"Using non-full backward hooks on a Module that does not take as input a single "
+            f"Tensor or a tuple of Tensors {_DEPRECATED} This hook will be missing some of "
+            f"the grad_input. {_USE_FULL}",
+            FutureWarning,
+            stacklevel=5,
+        )
+        return
+    out_fns = {id(r.grad_fn) for r in result if r.grad_fn is not None}
+    if not out_fns or (len(out_fns) == 1 and id(grad_fn) not in out_fns):
+        warn(f"when outputs are nested in python data structure {_DEPRECATED} This hook will "
+             "be missing some grad_output.")  # fmt: skip
+    elif len(out_fns) > 1:
+        warn(f"when outputs are generated by different autograd Nodes {_DEPRECATED} This "
+             f"hook will be missing some grad_output. {_USE_FULL}")  # fmt: skip
+    else:
+        inputs_fns = {id(i.grad_fn) for i in inputs if i.grad_fn is not None}
+        next_fns = {id(f) if isinstance(f, Node) else f for f, _ in grad_fn.next_functions}
+        if inputs_fns != next_fns:
+            warn(f"when the forward contains multiple autograd Nodes {_DEPRECATED} This hook "
+                 f"will be missing some grad_input. {_USE_FULL}")  # fmt: skip

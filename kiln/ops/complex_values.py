@@ -159,19 +159,33 @@ def _as_complex_dtype(x):
 
 
 def _view_as_real(xp, x, out=None):
-    parts = xp.stack([xp.real(x), xp.imag(x)], axis=-1)
+    """The complex array x read as pairs of reals: a view of x's memory (PyTorch's), each
+    element's two parts a last dim of stride 1; a copy only where the array module cannot
+    view it (CuPy on some strides)."""
+    try:
+        parts = x[..., None].view(x.real.dtype)
+    except (ValueError, TypeError):
+        parts = xp.stack([xp.real(x), xp.imag(x)], axis=-1)
     return _copy_into(xp, parts, out)
 
 
 def _view_as_complex(xp, x, out=None):
+    """The real pairs of x's last dim read as complex values: a view of x's memory when the
+    pair's two elements are neighbours (as PyTorch requires of its input; the frontend checks
+    the user's), else a copy (a cotangent, say, broadcast along that dim)."""
+    if x.strides[-1] == x.itemsize:
+        try:
+            return _copy_into(xp, x.view(dt.to_complex(x.dtype))[..., 0], out)
+        except (ValueError, TypeError):
+            pass
     return _complex(xp, x[..., 0], x[..., 1], out=out)
 
 
 view_as_real = defop(
     "view_as_real", _as_real_shape, _as_real_dtype, _view_as_real,
-    vjp=lambda ct, y, x: (apply("view_as_complex", ct),), tags={"complex_linear"},
+    vjp=lambda ct, y, x: (apply("view_as_complex", ct),), tags={"complex_linear"}, views=(0,),
 )  # fmt: skip
 view_as_complex = defop(
     "view_as_complex", _as_complex_shape, _as_complex_dtype, _view_as_complex,
-    vjp=lambda ct, y, x: (apply("view_as_real", ct),),
+    vjp=lambda ct, y, x: (apply("view_as_real", ct),), views=(0,),
 )  # fmt: skip

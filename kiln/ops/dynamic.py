@@ -1,7 +1,8 @@
 """Ops whose result's length depends on the data: `nonzero` (the coordinates of the nonzero
 elements) and `arange_of` (0, 1, … up to a 0-d integer value the graph computes). Every
 other data-dependent function (`masked_select`, `x[mask]`, `unique`, `bincount`,
-`repeat_interleave` with tensor counts) is built from these two and ops of static shapes.
+`repeat_interleave` with tensor counts, `tensor_split` at tensor split points, `one_hot` with
+num_classes=-1) is built from these two and ops of static shapes.
 
 Each carries the "data_shape" tag and the attr `count`: the fresh symbolic dim of its
 result's length, which no feed binds; the program binds it when the op runs

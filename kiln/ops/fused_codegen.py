@@ -102,10 +102,8 @@ _LOOPS: dict = {}  # (source text, exact) -> numba dispatcher: equal programs sh
 # What bounds a loop's compile time, which grows faster than its length (LLVM on one long
 # loop body): programs of more equations run on NumPy (measured cold, kiln's float32 tanh
 # every other op: 400 equations took 2.4 s to compile, 1,000 took 9.8 s, 2,000 ran out of
-# memory), and past INLINE_KERNELS calls of kiln's own kernels a loop calls them rather
-# than inlining each (50 inlined tanh calls took 10 s to compile, called 2 s).
+# memory).
 MAX_LOOP_EQUATIONS = 400
-INLINE_KERNELS = 8
 
 
 def numba_loop(prog, dtypes, arrays, exact=True):
@@ -137,12 +135,13 @@ def numba_loop(prog, dtypes, arrays, exact=True):
     return loop
 
 
-def _jit(numba, text):
-    """The numba dispatcher of a loop's text: from a module in the disk cache (numba then
-    caches its machine code beside it), or from the text in memory where there is none."""
+def _jit(numba, text, kind="loop"):
+    """The numba dispatcher of a loop's text: from a module in the disk cache's folder `kind`
+    (numba then caches its machine code beside it), or from the text in memory where there is
+    none."""
     from ..disk_cache import load_module
 
-    module = load_module("loop", text, {"np": np, **vecmath.namespace()})
+    module = load_module(kind, text, {"np": np, **vecmath.namespace()})
     if module is not None:
         fn, cache = module["kernel"], True
     else:
@@ -178,13 +177,11 @@ def loop_source(prog, dtypes, exact=True):
         return None
     n_in = prog.n_in
     names = [f"v{k}" for k in range(n_in)] + [f"e{j}" for j in range(len(prog.ops))]
-    kernels = sum(1 for op in prog.ops if op.lowering is not None and op.lowering.vecmath)
-    inline = kernels <= INLINE_KERNELS
     body = []
     for j, (op, slots, attrs) in enumerate(zip(prog.ops, prog.slots, prog.attrs)):
         args = [names[s] for s in slots]
         arg_dtypes = [dtypes[s] for s in slots]
-        expr = _expr(op.lowering, args, arg_dtypes, dtypes[n_in + j], attrs, exact, inline)
+        expr = _expr(op.lowering, args, arg_dtypes, dtypes[n_in + j], attrs, exact)
         if expr is None:
             return None
         body.append(f"        e{j} = {expr}")
@@ -219,7 +216,7 @@ def loop_source(prog, dtypes, exact=True):
 _SELECT = {"maximum": ">", "minimum": "<"}
 
 
-def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True, inline=True):
+def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True):
     """One equation as a scalar expression that rounds as NumPy's kernel does (arguments cast
     to the ufunc loop's dtypes, the result to its dtype), or None. Exact ops are always
     lowered (`Lowering.exact`); with `exact` False, the libm functions of `LIBM` too, which
@@ -229,7 +226,7 @@ def _expr(lowering, args, arg_dtypes, dtype, attrs, exact=True, inline=True):
     if lowering is None:
         return None
     if lowering.vecmath and len(args) == 1 and vecmath.covers(lowering.vecmath, arg_dtypes[0]):
-        return None if exact else vecmath.expr(lowering.vecmath, args[0], inline)
+        return None if exact else vecmath.expr(lowering.vecmath, args[0])
     if lowering.ufunc is None:
         ok = lowering.exact and lowering.numba
         return lowering.numba(args, arg_dtypes, dtype, attrs) if ok else None

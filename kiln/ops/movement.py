@@ -642,7 +642,7 @@ def _one_hot_dtype(ids, *, depth, dtype):
 
 
 def _one_hot_shape(ids, *, depth, dtype):
-    if depth < 0:
+    if isinstance(depth, int) and depth < 0:  # else a dim the run binds (>= 0)
         raise ShapeError(f"one_hot depth must be >= 0, got {depth}")
     return (*ids, depth)
 

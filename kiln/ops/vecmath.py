@@ -16,8 +16,10 @@ give NumPy's bits. Float32 `log` and `sigmoid` have no kernel here: NumPy's log 
 from the correctly rounded value (at 4,626 inputs), kiln's NumPy sigmoid up to 10, so no
 accurate kernel stays within 2 ulp of them; both run NumPy's kernels in every mode.
 
-The kernels are scalar functions, inlined by numba into the loops that call them. Without
-numba there are none (`available()` is False) and every path runs NumPy's kernels.
+Each kernel is written once, as LLVM IR (llvmlite, numba's own dependency), and reaches numba
+as an intrinsic of one float32: a loop that calls it gets its instructions in place, so LLVM
+vectorizes the loop across them and numba's compiler sees one call. Without numba there are
+none (`available()` is False) and every path runs NumPy's kernels.
 
 >>> import numpy as np
 >>> x = np.array([0.0, 1.0, -2.5], np.float32)
@@ -32,7 +34,7 @@ import numpy as np
 
 __all__ = ["ULPS", "active", "available", "covers", "prepare_for", "run"]
 
-VERSION = 4  # in every loop text that calls these kernels: a change recompiles the cached ones
+VERSION = 5  # in every loop text that calls these kernels: a change recompiles the cached ones
 
 _F32 = np.dtype("float32")
 
@@ -67,108 +69,127 @@ _ONE32, _TWO32 = _f(1.0), _f(2.0)
 _SMALL32, _CLAMP32 = _f(0.55), _f(9.1)
 
 
-def _fma_intrinsic(numba):
-    """`fma(a, b, c)`: a * b + c rounded once (LLVM's fma: one instruction where the CPU has
-    FMA; the same bits everywhere). numba does not contract a * b + c on its own."""
+class _Emitter:
+    """Writes float arithmetic at an llvmlite IR builder: the kernels below are spelled with
+    it, instruction for instruction (constants as IR constants of the value's type)."""
+
+    def __init__(self, builder):
+        self.b = builder
+
+    def const(self, ty, value):
+        from llvmlite import ir
+
+        return value if isinstance(value, ir.Value) else ir.Constant(ty, value)
+
+    def intrinsic(self, name, *args):
+        from llvmlite import ir
+
+        ty = args[0].type
+        args = [self.const(ty, a) for a in args]
+        fn = self.b.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * len(args)))
+        return self.b.call(fn, args)
+
+    def fma(self, a, b, c):
+        """a * b + c rounded once (one instruction where the CPU has FMA, the same bits
+        everywhere)."""
+        return self.intrinsic("llvm.fma", a, b, c)
+
+    def select_if(self, cmp, a, bound, then):
+        """`then` where `a cmp bound` (an ordered compare: false on NaN), else a."""
+        bound, then = self.const(a.type, bound), self.const(a.type, then)
+        return self.b.select(self.b.fcmp_ordered(cmp, a, bound), then, a)
+
+
+def _emit_exp_f32(builder, x):
+    """float32 exp of x, computed in float64 and rounded once: exp(d) = 2**k * exp(r),
+    |r| <= ln2 / 2, exp(r) by Taylor to degree 8 (relative error below 3e-10, far under half a
+    float32 ulp); d clamped to [-110, 110], beyond which float32's result is 0 or inf anyway
+    (NaN passes both clamps)."""
     from llvmlite import ir
-    from numba.core import types
 
-    @numba.extending.intrinsic
-    def fma(typingctx, a, b, c):
-        if not (isinstance(a, types.Float) and a == b == c):
-            return None
+    e, b, f64, i64 = _Emitter(builder), builder, ir.DoubleType(), ir.IntType(64)
+    d = b.fpext(x, f64)
+    d = e.select_if(">", d, 110.0, 110.0)
+    d = e.select_if("<", d, -110.0, -110.0)
+    t = e.fma(d, _LOG2E, _SHIFT)  # k in the low bits of t's mantissa
+    k = b.fsub(t, e.const(f64, _SHIFT))
+    r = e.fma(k, -_LN2, d)
+    p = e.fma(r, _E8, _E7)
+    for c in (_E6, _E5, _E4, _E3, _E2, 1.0, 1.0):
+        p = e.fma(r, p, c)
+    bits = b.sub(b.bitcast(t, i64), e.const(i64, _SHIFT_BITS - 1023))
+    scale = b.bitcast(b.shl(bits, e.const(i64, 52)), f64)  # 2**k
+    # overflows to inf, underflows to 0 or a subnormal, rounding once
+    return b.fptrunc(b.fmul(p, scale), ir.FloatType())
 
-        def codegen(context, builder, signature, args):
-            t = args[0].type
-            fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t] * 3))
-            return builder.call(fn, args)
 
-        return a(a, b, c), codegen
+def _emit_tanh_f32(builder, x):
+    """float32 tanh of x in float32 arithmetic (twice float64's lanes): both branches
+    computed, one selected, on a = |x| with x's sign. Below 0.55, a + a**3 * P(a**2); above,
+    1 - 2 / (exp(2a) + 1) (tanh > 1/2 there: the subtraction loses nothing), with
+    exp(y) = 2**k * (1 + m), m = expm1(r) = r + r**2 * Q(r), r = y - k * ln2 in
+    [-ln2/2, ln2/2]; the one-word ln2's error (2e-9 * k) shrinks slower than tanh's
+    sensitivity to it, 4 * exp(-y)."""
+    from llvmlite import ir
 
-    return fma
+    e, b, f32, i32 = _Emitter(builder), builder, ir.FloatType(), ir.IntType(32)
+    one = e.const(f32, float(_ONE32))
+    a = e.intrinsic("llvm.fabs", x)
+    z = b.fmul(a, a)
+    p = e.fma(z, float(_P4), float(_P3))
+    for c in (_P2, _P1, _P0):
+        p = e.fma(z, p, float(c))
+    small = e.fma(b.fmul(a, z), p, a)  # a itself below 2**-12
+    y = e.select_if(">", a, float(_CLAMP32), float(_CLAMP32))  # tanh(9.1) rounds to 1
+    y = b.fadd(y, y)
+    t = e.fma(y, float(_LOG2E32), float(_SHIFT32))  # k in the low bits of t's mantissa
+    k = b.fsub(t, e.const(f32, float(_SHIFT32)))
+    r = e.fma(k, -float(_LN2_32), y)
+    q = e.fma(r, float(_Q4), float(_Q3))
+    for c in (_Q2, _Q1, _Q0):
+        q = e.fma(r, q, float(c))
+    m = e.fma(b.fmul(r, r), q, r)
+    bits = b.add(b.shl(b.bitcast(t, i32), e.const(i32, 23)), e.const(i32, _ONE32_BITS))
+    s = b.bitcast(bits, f32)  # 2**k, 0 <= k <= 27
+    big = b.fsub(one, b.fdiv(e.const(f32, float(_TWO32)), e.fma(s, m, b.fadd(s, one))))
+    picked = b.select(b.fcmp_ordered("<", a, e.const(f32, float(_SMALL32))), small, big)
+    return e.intrinsic("llvm.copysign", picked, x)  # -0.0 stays -0.0
+
+
+_EMIT = {"exp": _emit_exp_f32, "tanh": _emit_tanh_f32}
 
 
 def _build():
-    """The numba-compiled kernels by name, or None without numba."""
+    """The kernels as numba intrinsics of one float32 by name, or None without numba. Each
+    call writes the kernel's instructions into the calling function itself (no call: LLVM
+    vectorizes a loop across them), and costs numba's compiler one typed call, so a loop's
+    compile time is LLVM's. Inlined by numba instead, the 100-op chain's 34 kernels took 3.7 s
+    to compile; called, 1.2 s but the loop stayed scalar (10 us a call, 1.1 here)."""
     try:
-        import math
-
-        import numba
         import numba.extending
+        from numba.core import types
     except ImportError:
         return None
-    fma = _fma_intrinsic(numba)
-    i64, f64, f32, i32 = np.int64, np.float64, np.float32, np.int32
 
-    def exp_f32(x):
-        # In float64, rounded once: exp(d) = 2**k * exp(r), |r| <= ln2 / 2, exp(r) by Taylor
-        # to degree 8 (relative error below 3e-10, far under half a float32 ulp); d clamped to
-        # [-110, 110], beyond which float32's result is 0 or inf anyway (NaN passes both).
-        d = f64(x)
-        d = 110.0 if d > 110.0 else d
-        d = -110.0 if d < -110.0 else d
-        t = fma(d, _LOG2E, _SHIFT)
-        k = t - _SHIFT
-        r = fma(k, -_LN2, d)
-        p = fma(r, _E8, _E7)
-        p = fma(r, p, _E6)
-        p = fma(r, p, _E5)
-        p = fma(r, p, _E4)
-        p = fma(r, p, _E3)
-        p = fma(r, p, _E2)
-        p = fma(r, p, 1.0)
-        p = fma(r, p, 1.0)
-        scale = i64((f64(t).view(i64) - _SHIFT_BITS + 1023) << 52).view(f64)  # 2**k
-        return f32(p * scale)  # overflows to inf, underflows to 0 or a subnormal, rounding once
+    def kernel(emit):
+        @numba.extending.intrinsic
+        def fn(typingctx, x):
+            if x != types.float32:
+                return None
+            return types.float32(types.float32), lambda ctx, b, sig, args: emit(b, args[0])
 
-    def tanh_f32(x):
-        # In float32 arithmetic (twice float64's lanes), both branches computed, one selected,
-        # on a = |x|, with x's sign: below 0.55, a + a**3 * P(a**2); above, 1 - 2 / (exp(2a) + 1)
-        # (tanh > 1/2 there: the subtraction loses nothing). exp(y) = 2**k * (1 + m),
-        # m = expm1(r) = r + r**2 * Q(r), r = y - k * ln2 in [-ln2/2, ln2/2]; the one-word ln2's
-        # error (2e-9 * k) shrinks slower than tanh's sensitivity to it, 4 * exp(-y).
-        a = abs(x)
-        z = a * a
-        p = fma(z, _P4, _P3)
-        p = fma(z, p, _P2)
-        p = fma(z, p, _P1)
-        p = fma(z, p, _P0)
-        small = fma(a * z, p, a)  # a itself below 2**-12
-        y = _CLAMP32 if a > _CLAMP32 else a  # tanh(9.1) rounds to 1; NaN passes (`min`
-        # would keep a loop of many kernels from vectorizing: 100-op chain, 9 us, not 1.3)
-        y = y + y
-        t = fma(y, _LOG2E32, _SHIFT32)  # k in the low bits of t's mantissa
-        k = t - _SHIFT32
-        r = fma(k, -_LN2_32, y)
-        q = fma(r, _Q4, _Q3)
-        q = fma(r, q, _Q2)
-        q = fma(r, q, _Q1)
-        q = fma(r, q, _Q0)
-        m = fma(r * r, q, r)
-        s = i32((f32(t).view(i32) << 23) + _ONE32_BITS).view(f32)  # 2**k, 0 <= k <= 27
-        big = _ONE32 - _TWO32 / fma(s, m, s + _ONE32)
-        return math.copysign(small if a < _SMALL32 else big, x)  # -0.0 stays -0.0
+        return fn
 
-    # Each kernel twice: inlined into the loop by numba (the loop vectorizes across it), and
-    # called (a loop with many kernel calls compiles in time linear in their number; inlined,
-    # 50 tanh calls took 10 s to compile, 2 s called).
-    python = {"exp": exp_f32, "tanh": tanh_f32}
-    inline = numba.njit(inline="always", error_model="numpy", nogil=True)
-    called = numba.njit(error_model="numpy", nogil=True)
-    return {
-        **{name: inline(fn) for name, fn in python.items()},
-        **{f"{name}_call": called(fn) for name, fn in python.items()},
-    }
+    return {name: kernel(emit) for name, emit in _EMIT.items()}
 
 
-def _array_loop(numba, fn):
-    @numba.njit(error_model="numpy", nogil=True)
-    def loop(x, out):
-        for i in range(x.size):
-            out[i] = fn(x[i])
-
-    return loop
-
+# An array loop of one kernel, by its name in `namespace()`: compiled from kiln's disk cache
+# like a fused program's loop (kiln/ops/fused_codegen.py), so a new process loads its machine
+# code instead of compiling it (0.9 s, paid on a program's first call).
+_ARRAY_LOOP = """def kernel(x, out):
+    for i in range(x.size):
+        out[i] = {fn}(x[i])
+"""
 
 _BUILT = None
 
@@ -182,14 +203,13 @@ def _kernels():
         else:
             import numba
 
-            _BUILT = (
-                scalar,
-                {
-                    name: _array_loop(numba, fn)
-                    for name, fn in scalar.items()
-                    if not name.endswith("_call")
-                },
-            )
+            from .fused_codegen import _jit
+
+            _BUILT = (scalar, {})  # namespace(), which the loops' texts run in, reads it
+            for name in scalar:
+                _BUILT[1][name] = _jit(
+                    numba, _ARRAY_LOOP.format(fn=f"vm{VERSION}_{name}"), "vecmath"
+                )
     return _BUILT
 
 
@@ -235,10 +255,9 @@ def namespace() -> dict:
     return {f"vm{VERSION}_{name}": fn for name, fn in _kernels()[0].items()}
 
 
-def expr(name: str, arg: str, inline: bool = True) -> str:
-    """The numba expression of op `name` on the float32 expression `arg` (`inline`: the
-    kernel inlined into the loop, else called)."""
-    return f"vm{VERSION}_{name}{'' if inline else '_call'}(np.float32({arg}))"
+def expr(name: str, arg: str) -> str:
+    """The numba expression of op `name` on the float32 expression `arg`."""
+    return f"vm{VERSION}_{name}(np.float32({arg}))"
 
 
 def run(name: str, x, out=None):

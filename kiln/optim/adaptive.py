@@ -1,5 +1,5 @@
-"""More per-coordinate adaptive optimizers: Adadelta, Adamax and RAdam with PyTorch's update
-math, each written once with kiln ops in `_update` (graph nodes for Symbols, values for
+"""More per-coordinate adaptive optimizers: Adadelta, Adamax, RAdam and NAdam with PyTorch's
+update math, each written once with kiln ops in `_update` (graph nodes for Symbols, values for
 arrays), as those of kiln/optim/algorithms.py."""
 
 from __future__ import annotations
@@ -7,10 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
-from ..errors import ArgumentError
+from ..eager import enable_grad
+from ..errors import ArgumentError, UsageError
+from ..graph.core import Symbol
+from . import graph_step
 from .optimizer import Optimizer, _check, like
 
-__all__ = ["Adadelta", "Adamax", "RAdam"]
+__all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
 
 
 def _check_betas(betas) -> tuple:
@@ -150,3 +153,121 @@ class RAdam(Optimizer):
         update = F.where(F.gt(rho_t, 5.0), like(rect, param) * adaptive, 1.0)
         new_param = param - exp_avg * scale * update
         return new_param, {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+
+
+class NAdam(Optimizer):
+    """NAdam, as PyTorch's: Adam with Nesterov momentum whose coefficient `mu_t = beta1 *
+    (1 - 0.5 * 0.96 ** (t * momentum_decay))` warms up; its running product `mu_product` is
+    state (a float32 scalar, as PyTorch keeps it). `decoupled_weight_decay` as AdamW's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.NAdam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w
+    tensor([ 0.8944, -1.8944], requires_grad=True)
+    >>> opt.state_dict()["state"][0]["mu_product"]
+    tensor(0.4501)
+    """
+
+    slot_prefix = "nadam_"
+    scalar_slots = ("mu_product",)
+
+    def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, maximize: bool = False):  # fmt: skip
+        _check(lr, "learning rate")
+        _check(eps, "epsilon value")
+        betas = _check_betas(betas)
+        _check(weight_decay, "weight_decay value")
+        _check(momentum_decay, "momentum_decay value")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _slot_names(self, group) -> tuple:
+        return ("mu_product", "exp_avg", "exp_avg_sq")  # PyTorch's state_dict order
+
+    def _slot_init(self, group, slot: str) -> float:
+        return 1.0 if slot == "mu_product" else 0.0
+
+    def _update(self, param, grad, slots, step, group=None):
+        o = self.param_groups[0] if group is None else group
+        beta1, beta2 = o["betas"]
+        lr, decay = o["lr"], o["momentum_decay"]
+        if o["weight_decay"] != 0 and o["decoupled_weight_decay"]:
+            param = param * like(1 - lr * o["weight_decay"], param)
+        g = _signed(grad, param, o)
+        t = F.cast(step, np.float64)
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * decay))
+        mu_product = slots["mu_product"] * F.cast(mu, np.float32)  # float32, as PyTorch's
+        exp_avg = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
+        exp_avg_sq = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
+        denom = F.sqrt(exp_avg_sq / like(1 - beta2**t, param)) + o["eps"]
+        product = F.cast(mu_product, np.float64)
+        grad_scale = -lr * (1.0 - mu) / (1.0 - product)
+        avg_scale = -lr * mu_next / (1.0 - product * mu_next)
+        new_param = param + like(grad_scale, param) * g / denom
+        new_param = new_param + like(avg_scale, param) * exp_avg / denom
+        slots = {"mu_product": mu_product, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+        return new_param, slots
+
+
+class SparseAdam(Optimizer):
+    """PyTorch's `SparseAdam` (the lazy Adam for sparse gradients), as far as kiln can have
+    it: every kiln gradient is dense (kiln has no sparse tensors; `Embedding(sparse=True)`
+    raises), and PyTorch's SparseAdam refuses dense gradients, so `step()` raises PyTorch's
+    error for any parameter that has a gradient, and takes no step. The options, their
+    checks, the parameter checks and `state_dict` are PyTorch's.
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = kn.optim.SparseAdam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step()
+    Traceback (most recent call last):
+    ...
+    kiln.errors.UsageError: SparseAdam does not support dense gradients, please consider Adam ...
+    """
+
+    def __init__(self, params=None, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False):  # fmt: skip
+        if not isinstance(lr, Symbol) and not lr > 0.0:
+            raise ArgumentError(f"Invalid learning rate: {lr}")
+        if not eps > 0.0:
+            raise ArgumentError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, betas=_check_betas(betas), eps=eps, maximize=maximize)
+        super().__init__(params, defaults)
+        complex_params = [
+            [i, j]
+            for i, group in enumerate(self.param_groups)
+            for j, p in enumerate(group["params"])
+            if p.dtype.kind == "c"
+        ]
+        if complex_params:
+            raise ArgumentError(
+                f"Complex params at indices {complex_params}: SparseAdam does not support "
+                "complex parameters"
+            )
+
+    def step(self, closure=None):
+        """Raises PyTorch's error if any parameter has a gradient (kiln's are dense);
+        otherwise, as PyTorch's, does nothing but return `closure()`'s loss."""
+        if graph_step.take_grads(self._graph_variables()) is not None:
+            raise _dense_gradients()
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        if any(t.grad is not None for _, t, _ in self._tensors()):
+            raise _dense_gradients()
+        return loss
+
+    def apply_gradients(self, grads_and_vars, extra_updates=(), skip=None):
+        """Graph mode: the gradients `minimize` computes are dense, which SparseAdam refuses."""
+        raise _dense_gradients()
+
+
+def _dense_gradients() -> UsageError:
+    return UsageError("SparseAdam does not support dense gradients, please consider Adam instead")

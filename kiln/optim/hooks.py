@@ -31,6 +31,7 @@ def _hooked(step):
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
         self = args[0]  # PyTorch's hooks see the optimizer among step's arguments too
+        self._opt_called = True  # a scheduler stepped before any step warns (PyTorch's)
         for hook in list(self._hooks("_step_pre_hooks")):
             result = hook(self, args, kwargs)
             if result is not None:
@@ -54,6 +55,15 @@ class OptimizerHooks:
 
     OptimizerPreHook = Callable  # PyTorch's type names of the step hooks
     OptimizerPostHook = Callable
+
+    @staticmethod
+    def profile_hook_step(step):
+        """PyTorch's decorator of a step: `step` with the step hooks around it. As in
+        PyTorch, the class's step is wrapped once more when its first instance is made, so
+        the hooks of a step decorated with it run twice."""
+        wrapper = _hooked(step)
+        del wrapper.hooked
+        return wrapper
 
     def _init_hooks(self) -> None:
         for name in _TABLES:

@@ -52,8 +52,10 @@ def nonzero(value) -> bool:
 
 def like(value, x):
     """`value` (a scalar that may be a float64 Symbol or array) in `x`'s dtype, so that float32
-    parameters stay float32 (PyTorch computes these scalars in double, then applies them)."""
-    if isinstance(value, (int, float)) or not dt.is_float(x.dtype):
+    parameters stay float32 (PyTorch computes these scalars in double, then applies them).
+    A NumPy float64 scalar is cast too: unlike a Python float it would make the result
+    float64."""
+    if type(value) in (int, float) or not dt.is_float(x.dtype):
         return value
     return F.cast(value, x.dtype)
 
@@ -118,6 +120,9 @@ class Optimizer(OptimizerHooks):
     slot_prefix = ""
     torch_slot_names: dict = {}  # kiln slot name -> the name in PyTorch's state_dict
     saves_step = True  # whether state_dict holds the step count (PyTorch's SGD: no)
+    # Slots that are 0-d float32 values, not of the parameter's shape and dtype: PyTorch's
+    # scalar state (NAdam's mu_product, ASGD's eta and mu), kept and saved as it keeps them.
+    scalar_slots: tuple = ()
 
     def __init__(self, params, defaults: dict):
         self.__dict__.update(defaults=dict(defaults), param_groups=[], _state=defaultdict(dict))
@@ -215,6 +220,15 @@ class Optimizer(OptimizerHooks):
     def _slot_init(self, group, slot: str) -> float:
         """The value a slot starts from (Adagrad's `initial_accumulator_value`)."""
         return 0.0
+
+    def _slot_layout(self, slot: str, shape: tuple, dtype) -> tuple | None:
+        """(shape, dtype) of `slot` for a parameter whose slots have `shape` and `dtype`;
+        None if such a parameter keeps no such slot (Adafactor's by the parameter's rank)."""
+        return ((), np.dtype(np.float32)) if slot in self.scalar_slots else (shape, dtype)
+
+    def _slots_for(self, group, shape: tuple, dtype) -> list:
+        """The slots of a parameter whose slots have `shape` and `dtype`, in order."""
+        return [s for s in self._slot_names(group) if self._slot_layout(s, shape, dtype)]
 
     def _update(self, param, grad, slots: dict, step, group=None):
         """(new_param, new_slots) from the current values; `step` counts this update (1…);
@@ -346,19 +360,26 @@ class Optimizer(OptimizerHooks):
                 self._state.setdefault(t, {}).update({"step": count, **new_slots})
         return loss
 
+    def _fresh_slot(self, group, slot: str, data):
+        """A slot's first value for a parameter whose (real) values are `data`: an array for
+        an array, a Tensor on its device for a Tensor."""
+        shape, dtype = self._slot_layout(slot, tuple(data.shape), data.dtype)
+        value = np.full(shape, self._slot_init(group, slot), dtype)
+        return value if isinstance(data, np.ndarray) else make(value).to(data.device)
+
     def _new_values(self, i: int, t, group) -> tuple:
         """(t, step count, new value, new slots) of parameter `i`, computed and checked
         without writing anything."""
         state = self._state.get(t) or {}
         count = state.get("step", 0) + 1
         step = np.array(count, np.int64)
-        names, init = self._slot_names(group), self._slot_init
         if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
             data, grad = t._data, t.grad._data
             if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 data, grad = _as_real(data), _as_real(grad)
-            slots = {s: state[s].numpy() if s in state
-                     else np.full_like(data, init(group, s)) for s in names}  # fmt: skip
+            names = self._slots_for(group, tuple(data.shape), data.dtype)
+            slots = {s: state[s].numpy() if s in state else self._fresh_slot(group, s, data)
+                     for s in names}  # fmt: skip
             new_param, new_slots = self._update(data, grad, slots, step, group)
             new_param = np.asarray(new_param)
             if t.dtype.kind == "c":
@@ -369,8 +390,9 @@ class Optimizer(OptimizerHooks):
             data, grad = t.detach(), t.grad.detach()
             if data.dtype.kind == "c":  # a pair of reals, as on the CPU
                 data, grad = F.view_as_real(data), F.view_as_real(grad)
-            slots = {s: state[s] if s in state
-                     else zeros_like(data) + init(group, s) for s in names}  # fmt: skip
+            names = self._slots_for(group, tuple(data.shape), data.dtype)
+            slots = {s: state[s] if s in state else self._fresh_slot(group, s, data)
+                     for s in names}  # fmt: skip
             new_param, new_slots = self._update(data, grad, slots, step, group)
             if t.dtype.kind == "c":
                 new_param = F.view_as_complex(new_param)
@@ -382,17 +404,18 @@ class Optimizer(OptimizerHooks):
         """A new value or slot must have the parameter's shape, and a dtype that casts to
         the parameter's within its kind (PyTorch refuses float updates of an int tensor); the
         slots of a complex parameter are those of its pairs of reals."""
-        where = (
-            f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
-            f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
-        )
         shape, dtype = tuple(t.shape), t.dtype
         if dtype.kind == "c" and what != "value":
             shape, dtype = (*shape, 2), dt.to_real(dtype)
-        if tuple(value.shape) != shape:
-            raise ShapeError(where)
-        if not np.can_cast(value.dtype, dtype, "same_kind"):
-            raise DTypeError(where)
+        if what != "value":
+            shape, dtype = self._slot_layout(what, shape, dtype)
+        bad_shape = tuple(value.shape) != shape
+        if bad_shape or not np.can_cast(value.dtype, dtype, "same_kind"):
+            where = (
+                f"{type(self).__name__}.step: parameter {i} ({describe(t)}, its grad "
+                f"{describe(t.grad)}): the new {what} is {describe(value)}; nothing was updated"
+            )
+            raise (ShapeError if bad_shape else DTypeError)(where)
 
     # -- graph mode --------------------------------------------------------------------------
 
@@ -476,11 +499,12 @@ class Optimizer(OptimizerHooks):
             shape, dtype = var.shape, var.dtype
             if dtype.kind == "c":  # the slots of its pairs of reals (as the eager step's)
                 shape, dtype = (*shape, 2), dt.to_real(dtype)
-            for slot in self._slot_names(group):
+            for slot in self._slots_for(group, shape, dtype):
+                slot_shape, slot_dtype = self._slot_layout(slot, shape, dtype)
                 if slot in start:
-                    value = np.asarray(start[slot].numpy(), dtype)
+                    value = np.asarray(start[slot].numpy(), slot_dtype)
                 else:
-                    value = np.full(shape, self._slot_init(group, slot), dtype)
+                    value = np.full(slot_shape, self._slot_init(group, slot), slot_dtype)
                 state[slot] = Variable(value, trainable=False, graph=graph,
                                        name=f"{var.name}/{self.slot_prefix}{slot}")  # fmt: skip
             if owner is not None:  # every graph of this Parameter (each kn.compile trace)
@@ -497,6 +521,7 @@ class Optimizer(OptimizerHooks):
         `extra_updates`) after the run's outputs, all or nothing; the fetch returns None.
         `skip` (a bool Symbol): where it is true at run time, every value this step would
         change keeps its value (GradScaler's step skipped after an inf or NaN gradient)."""
+        self._opt_called = True  # the step a scheduler's step() should follow
         assigns = []
 
         def apply(op, target, value):
@@ -511,7 +536,7 @@ class Optimizer(OptimizerHooks):
             options = self._graph_options(index, group, var.graph)
             state = self._slots_of(var, group)
             step = state["step"] + 1
-            slots = {name: state[name] for name in self._slot_names(group)}
+            slots = {name: state[name] for name in self._slot_names(group) if name in state}
             if var.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 pair, pair_g = F.view_as_real(var), F.view_as_real(g)
                 new_pair, new_slots = self._update(pair, pair_g, slots, step, options)

@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections import defaultdict
+
 import numpy as np
 
 from ..checkpoint import as_numpy
+from ..eager import no_grad
 from ..eager.tensor import Tensor, make
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from ..graph.core import Symbol, Variable
 from ..nn.module import Parameter
 
-__all__ = ["export_state", "import_state"]
+__all__ = ["export_state", "import_state", "swap_in_optimizer_params_and_state"]
 
 
 def _graph_state(opt, p):
@@ -102,12 +106,21 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
         if key == "step":
             step = int(round(float(array)))
             continue
-        if array.shape != tuple(p.shape):
+        name = kiln_names.get(key, key)
+        layout = opt._slot_layout(name, tuple(p.shape), p.dtype)
+        if layout is None:
+            raise ArgumentError(
+                f"{type(opt).__name__}.load_state_dict: parameter {index} "
+                f"({tuple(p.shape)}) keeps no state {key!r}; nothing was changed"
+            )
+        shape, dtype = layout
+        if array.shape != shape:
             raise ArgumentError(
                 f"{type(opt).__name__}.load_state_dict: state {key!r} of parameter {index} has "
-                f"shape {array.shape}, the parameter has {tuple(p.shape)}; nothing was changed"
+                f"shape {array.shape}, it needs {shape} (the parameter has {tuple(p.shape)}); "
+                "nothing was changed"
             )
-        slots[kiln_names.get(key, key)] = np.asarray(array, dtype=p.dtype)
+        slots[name] = np.asarray(array, dtype=dtype)
     if step is None:  # PyTorch's SGD keeps no step: a saved buffer means steps were taken
         step = 1 if slots else 0
     return step, slots
@@ -132,8 +145,9 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
     for var in _graph_vars(opt, p):
         state = opt._slots_of(var, group)
         state["step"].assign(np.int64(step))
-        for name in opt._slot_names(group):
-            init = np.full(var.shape, opt._slot_init(group, name), var.dtype)
+        for name in opt._slots_for(group, tuple(var.shape), var.dtype):
+            shape, dtype = opt._slot_layout(name, tuple(var.shape), var.dtype)
+            init = np.full(shape, opt._slot_init(group, name), dtype)
             state[name].assign(slots.get(name, init))
 
 
@@ -182,3 +196,97 @@ def import_state(opt, state_dict: dict) -> None:
             if _graph_vars(opt, p):
                 _write(opt, p, group, 0, {})
                 opt._state.pop(p, None)
+
+
+def _swap_error(message: str) -> UsageError:
+    return UsageError(f"swap_in_optimizer_params_and_state requires {message}")
+
+
+def _swap_groups(optimizer, parameters: dict, state_dict) -> tuple[dict, list]:
+    """(the swap-in state by packed id, [(live group, swap-in group, its params)]), with
+    PyTorch's checks."""
+    if not optimizer.state:
+        raise _swap_error("initialized optimizer state.")
+    if not isinstance(state_dict, dict):
+        raise _swap_error("a DCP-style optimizer state_dict.")
+    state, groups = state_dict.get("state"), state_dict.get("param_groups")
+    if not isinstance(state, dict) or any(not isinstance(v, dict) for v in state.values()):
+        raise _swap_error("swapin_optim_state['state'] to be a dict mapping packed parameter ids "
+                          "to per-param state dicts.")  # fmt: skip
+    if not isinstance(groups, list) or len(groups) != len(optimizer.param_groups):
+        raise _swap_error("swapin_optim_state['param_groups'] to be a list of one param-group "
+                          "dict per group of the live optimizer.")  # fmt: skip
+    flat, offset, seen, found = list(parameters.values()), 0, set(), []
+    for index, (group, saved) in enumerate(zip(optimizer.param_groups, groups)):
+        ids = saved.get("params") if isinstance(saved, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise _swap_error("optimizer.state_dict()-style param_groups[*]['params'] entries "
+                              "keyed by packed parameter ids.")  # fmt: skip
+        if len(ids) != len(group["params"]) or offset + len(ids) > len(flat):
+            raise _swap_error(f"param group {index} to have as many params as the live one.")
+        if set(saved) != set(group):
+            raise _swap_error(f"the param group keys of group {index} to match the live "
+                              f"group's: {sorted(set(saved) ^ set(group))} differ.")  # fmt: skip
+        seen.update(ids)
+        found.append((group, saved, flat[offset : offset + len(ids)]))
+        offset += len(ids)
+    extra = [k for k in state if k not in seen]
+    if extra:
+        raise _swap_error(f"swapin_optim_state['state'] keyed only by packed parameter ids "
+                          f"from param_groups[*]['params']; got extra keys {extra!r}.")  # fmt: skip
+    return state, found
+
+
+@contextlib.contextmanager
+def swap_in_optimizer_params_and_state(optimizer, swapin_parameters: dict, swapin_optim_state):
+    """Within the block, `optimizer` works on `swapin_parameters` (tensors in the order of
+    its params, as `model.named_parameters()` gives them) and the state and group options of
+    `swapin_optim_state` (a `state_dict()`-shaped dict); on leaving, the optimizer's own
+    params, options and state are back, as PyTorch's context manager of that name. A
+    `step()` inside changes the swap-in parameters in place, and the state's tensors too
+    (their new values are written into them on leaving, 'step' counts included).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([1.0], requires_grad=True)
+    >>> opt = kn.optim.SGD([w], lr=0.5, momentum=0.9)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> other = kn.tensor([4.0], requires_grad=True)
+    >>> other.grad = kn.tensor([1.0])
+    >>> sd = opt.state_dict()
+    >>> with kn.optim.swap_in_optimizer_params_and_state(opt, {"w": other}, sd):
+    ...     opt.step()
+    >>> other, sd["state"][0]["momentum_buffer"], w  # 0.9 * 2 + 1; w as it was
+    (tensor([2.6000], requires_grad=True), tensor([2.8000]), tensor([0.], requires_grad=True))
+    """
+    state, groups = _swap_groups(optimizer, swapin_parameters, swapin_optim_state)
+    original_state = optimizer._state
+    snapshots = [dict(group) for group in optimizer.param_groups]
+    swapped, where = defaultdict(dict), []
+    for group, saved, params in groups:
+        group["params"] = params
+        group.update((k, v) for k, v in saved.items() if k != "params")
+        for p, pid in zip(params, saved["params"]):
+            entry = state.get(pid, {})
+            if optimizer.custom:
+                swapped[p] = dict(entry)
+            elif entry:
+                step, slots = _checked_entry(optimizer, pid, p, entry)
+                swapped[p] = {"step": step, **{k: make(v) for k, v in slots.items()}}
+            where.append((p, entry))
+    optimizer.__dict__["_state"] = swapped
+    try:
+        yield
+    finally:
+        if not optimizer.custom:  # the new values into the swap-in state's tensors
+            kiln_names = {v: k for k, v in optimizer.torch_slot_names.items()}
+            for p, entry in where:
+                new = swapped.get(p, {})
+                for key, value in entry.items():
+                    name = "step" if key == "step" else kiln_names.get(key, key)
+                    if isinstance(value, Tensor) and name in new:
+                        with no_grad():
+                            value.copy_(make(np.asarray(as_numpy(new[name]), value.dtype)))
+        for group, snapshot in zip(optimizer.param_groups, snapshots):
+            group.clear()
+            group.update(snapshot)  # graph-mode options' Variables too
+        optimizer.__dict__["_state"] = original_state

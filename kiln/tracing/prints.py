@@ -6,6 +6,12 @@ once and later calls nothing.
 Only `print` is replayed. Other Python side effects of a traced function (appending to a list,
 changing an attribute) run once, when it is traced.
 
+A traced value formatted into a string (`f"{loss:.4f}"`, `"{}".format(x)`) becomes a marker,
+`<kiln traced value N>`, that a replayed `print` replaces with the value of each call,
+formatted with the same spec. A string that never reaches `print` keeps the marker: a value
+it would need exists only when the compiled function runs (`str(x)` and `%` keep the
+Symbol's description, as before).
+
 >>> import kiln as kn
 >>> f = kn.compile(lambda x: print("twice:", x * 2) or x + 1)
 >>> f(kn.tensor([1.0, 2.0]))
@@ -14,12 +20,18 @@ tensor([2., 3.])
 >>> f(kn.tensor([5.0, 6.0]))
 twice: tensor([10., 12.])
 tensor([6., 7.])
+>>> g = kn.compile(lambda x: print(f"sum {x.sum():.2f}") or x)
+>>> _ = g(kn.tensor([1.0, 2.0]))
+sum 3.00
+>>> _ = g(kn.tensor([0.25, 0.5]))
+sum 0.75
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import re
 import threading
 
 from ..graph.core import Symbol
@@ -28,6 +40,26 @@ _local = threading.local()  # .calls: the recording list of this thread's trace,
 _lock = threading.Lock()
 _active = 0  # traces recording now, all threads: print stays patched while any is
 _saved = builtins.print  # the print that was there when the first of them began
+_MARKER = re.compile(r"<kiln traced value (\d+)>")
+
+
+class Recorded(list):
+    """The recorded `print` calls, (args, kwargs) each, and in `formatted` the (Symbol, format
+    spec) of each marker the trace made, by number."""
+
+    def __init__(self):
+        super().__init__()
+        self.formatted: list = []
+
+
+def _format(symbol, spec: str) -> str:
+    """Symbol.__format__ while a trace records: a marker of (symbol, spec) where this thread
+    traces, else what formatting a Symbol gives otherwise (its description)."""
+    calls = getattr(_local, "calls", None)
+    if calls is None:
+        return object.__format__(symbol, spec)
+    calls.formatted.append((symbol, spec))
+    return f"<kiln traced value {len(calls.formatted) - 1}>"
 
 
 def _print(*args, **kwargs):
@@ -45,11 +77,12 @@ def recording(graph):
     (a compiled function called while tracing) records into the outer list."""
     global _active, _saved
     outer = getattr(_local, "calls", None)
-    calls = outer if outer is not None else []
+    calls = outer if outer is not None else Recorded()
     with _lock:
         if not _active:
             _saved = builtins.print
             builtins.print = _print
+            Symbol.__format__ = _format
         _active += 1
     _local.calls = calls
     try:
@@ -60,24 +93,48 @@ def recording(graph):
             _active -= 1
             if not _active:
                 builtins.print = _saved
+                del Symbol.__format__
+
+
+def _printed(calls):
+    """Each value the recorded calls print: their arguments, and the Symbols whose markers
+    their strings hold."""
+    for args, kwargs in calls:
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, str):
+                for m in _MARKER.finditer(value):
+                    yield calls.formatted[int(m.group(1))][0]
+            else:
+                yield value
 
 
 def printed_symbols(calls, graph) -> list:
     """The Symbols of `graph` the recorded calls print, each once, in order of first use."""
     seen, symbols = set(), []
-    for args, kwargs in calls:
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, Symbol) and value.graph is graph and id(value) not in seen:
-                seen.add(id(value))
-                symbols.append(value)
+    for value in _printed(calls):
+        if isinstance(value, Symbol) and value.graph is graph and id(value) not in seen:
+            seen.add(id(value))
+            symbols.append(value)
     return symbols
 
 
 def replay(calls, symbols, values) -> None:
-    """Makes the recorded calls with each Symbol replaced by its value in this call."""
+    """Makes the recorded calls with each Symbol replaced by its value in this call, and each
+    marker in their strings by its Symbol's value formatted with the marker's spec."""
     value_of = {id(s): v for s, v in zip(symbols, values)}
+
+    def fill(a):
+        if isinstance(a, Symbol):
+            return value_of.get(id(a), a)
+        if isinstance(a, str) and "<kiln traced value " in a:
+            return _MARKER.sub(lambda m: _filled(calls.formatted[int(m.group(1))], value_of), a)
+        return a
+
     for args, kwargs in calls:
-        args = [value_of.get(id(a), a) if isinstance(a, Symbol) else a for a in args]
-        kwargs = {k: value_of.get(id(v), v) if isinstance(v, Symbol) else v
-                  for k, v in kwargs.items()}  # fmt: skip
-        builtins.print(*args, **kwargs)
+        builtins.print(*map(fill, args), **{k: fill(v) for k, v in kwargs.items()})
+
+
+def _filled(marked, value_of) -> str:
+    symbol, spec = marked
+    value = value_of.get(id(symbol))
+    return f"<kiln traced value of {symbol.name}>" if value is None else format(value, spec)

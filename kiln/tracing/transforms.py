@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from ..eager import autograd
 from ..eager.grad_mode import enable_grad
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
 from ..frontend.core import call, lift
 from ..graph.core import Symbol
@@ -235,12 +235,18 @@ def _argnums(argnums, n_args: int) -> tuple:
 def _jacobian_transform(f, argnums, name, build):
     def graph_form(*args):
         nums = _argnums(argnums, len(args))
-        for k in nums:
+        for i, k in enumerate(nums):
             if not isinstance(args[k], Symbol):
                 raise GraphError(f"{name}: argument {k} is a {type(args[k]).__name__}")
+            if args[k].dtype.kind == "c":  # PyTorch's torch.func refuses complex values
+                raise UsageError(f"{name}: Expected all inputs to be real but received complex "
+                                 f"tensor at flattened input idx: {i}")  # fmt: skip
         y = f(*args)
         if not isinstance(y, Symbol):
             raise GraphError(f"{name}: the function must return one Symbol, got {type(y).__name__}")
+        if y.dtype.kind == "c":
+            raise UsageError(f"{name}: Expected all outputs to be real but received complex "
+                             "tensor at flattened input idx: 0")  # fmt: skip
         if not dt.is_float(y.dtype):
             raise GraphError(f"{name}: cannot differentiate an output of dtype {y.dtype}")
         with y.graph.name_scope(name):

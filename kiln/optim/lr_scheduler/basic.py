@@ -7,6 +7,8 @@ the group's value assigns, so a compiled step follows the schedule without recom
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import types
 import warnings
@@ -57,6 +59,40 @@ def _per_group(name: str, optimizer, value) -> list:
     return [value] * len(optimizer.param_groups)
 
 
+_GET_LR_OUTSIDE_STEP = (
+    "To get the last learning rate computed by the scheduler, please use `get_last_lr()`."
+)
+_STEP_BEFORE_OPTIMIZER = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call them in the "
+    "opposite order, `optimizer.step()` before `lr_scheduler.step()` (as in PyTorch 1.1.0 and "
+    "later): otherwise the first value of the learning rate schedule is skipped."
+)
+
+
+def _warns_outside_step(get_lr):
+    """A subclass's `get_lr`, warning as PyTorch's when called other than by `step()` (it
+    computes the next rates from the current ones: `get_last_lr()` gives the current)."""
+
+    @functools.wraps(get_lr)
+    def wrapper(self):
+        if not self.__dict__.get("_get_lr_called_within_step", False):
+            warnings.warn(_GET_LR_OUTSIDE_STEP, UserWarning, stacklevel=2)
+        return get_lr(self)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def within_step(scheduler):
+    """`get_lr()` called by the scheduler's own step (PyTorch's `_get_lr_called_within_step`,
+    which its state_dict holds)."""
+    scheduler._get_lr_called_within_step = True
+    try:
+        yield
+    finally:
+        scheduler._get_lr_called_within_step = False
+
+
 def _check_optimizer(optimizer) -> None:
     if not isinstance(optimizer, Optimizer):
         raise ArgumentTypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -69,6 +105,11 @@ class LRScheduler:
     already advanced), and may give `_get_closed_form_lr()`: those of `last_epoch` from
     `base_lrs` alone.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "get_lr" in cls.__dict__:
+            cls.get_lr = _warns_outside_step(cls.__dict__["get_lr"])
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         _check_optimizer(optimizer)
@@ -108,20 +149,25 @@ class LRScheduler:
 
     def step(self, epoch: int | None = None) -> None:
         """Advances `last_epoch` by one and sets every group's `lr` for it. Call it after
-        `optimizer.step()` (per epoch or per batch, as the schedule is defined)."""
+        `optimizer.step()` (per epoch or per batch, as the schedule is defined): the first
+        call warns, as PyTorch's, if the optimizer took no step (nor built a graph-mode train
+        op) before it."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(_STEP_BEFORE_OPTIMIZER, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(_EPOCH_DEPRECATED, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
+        with within_step(self):
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = self._group_lrs()

@@ -7,7 +7,7 @@ import math
 import types
 
 from ...errors import ArgumentError, ArgumentTypeError
-from .basic import LRScheduler, _check_optimizer, _cycles_beta1, _per_group
+from .basic import LRScheduler, _check_optimizer, _cycles_beta1, _per_group, within_step
 from .policies import Composite, ReduceLROnPlateau
 
 __all__ = ["ChainedScheduler", "CosineAnnealingWarmRestarts", "CyclicLR"]
@@ -66,7 +66,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
             self.T_i = self.T_0 * self.T_mult**n
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+        with within_step(self):
+            values = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = self._group_lrs()
 

@@ -79,6 +79,7 @@ from .dtypes import (
 )
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
+from .eager.sparse import sparse_coo
 from .errors import (
     AutogradError,
     DeviceError,
@@ -87,13 +88,14 @@ from .errors import (
     GraphFormatError,
     IndexOutOfRangeError,
     KilnError,
+    LayoutError,
     NumericsError,
     SavedTensorError,
     ShapeError,
 )
 from .frontend import *  # noqa: F403
 from .frontend import custom_function as _custom_function
-from .frontend import fft, random
+from .frontend import fft, random, sparse
 from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
@@ -135,6 +137,7 @@ cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torc
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
+_sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
 special = _special_namespace(_sys.modules[__name__])  # `kn.special`, torch.special's names
 
 

@@ -222,3 +222,8 @@ def call_error(cls, message: str, op: str, *values):
     error = node_error(cls, message, op=op, site=site, called=True, inputs=inputs)
     error.site = site
     return error
+
+
+class LayoutError(KilnError, NotImplementedError):
+    """An op given a tensor of a layout it has no form for (a sparse tensor where only strided
+    ones work): PyTorch raises NotImplementedError (a RuntimeError) there."""

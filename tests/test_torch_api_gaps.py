@@ -167,6 +167,12 @@ NOT_ON_SYMBOL = {
     "share_memory_": "memory shared between processes",
     "as_strided_": "makes x a view of its own storage, which a graph value does not have "
     "(x.as_strided(...) gathers the elements; assign it)",
+    **dict.fromkeys(
+        "coalesce indices values is_coalesced to_sparse to_sparse_coo sparse_mask int_repr "
+        "q_scale q_zero_point qscheme q_per_channel_scales q_per_channel_zero_points "
+        "q_per_channel_axis".split(),
+        "sparse and quantized tensors are eager-only: kiln's graphs hold strided values",
+    ),
 }  # fmt: skip
 
 
@@ -182,16 +188,10 @@ def test_symbols_have_every_tensor_method_that_needs_no_value():
 NOT_ON_TENSOR = {
     "chalf": "complex32 (the complex dtype of float16): kiln has complex64 and complex128",
     **dict.fromkeys(
-        "ccol_indices coalesce col_indices crow_indices dense_dim indices is_coalesced "
-        "resize_as_sparse_ row_indices smm sparse_dim sparse_mask sparse_resize_ "
-        "sparse_resize_and_clear_ sspaddmm to_dense to_sparse to_sparse_bsc to_sparse_bsr "
-        "to_sparse_coo to_sparse_csc to_sparse_csr values".split(),
-        "sparse layouts",
-    ),
-    **dict.fromkeys(
-        "dequantize int_repr q_per_channel_axis q_per_channel_scales q_per_channel_zero_points "
-        "q_scale q_zero_point qscheme".split(),
-        "quantized tensors",
+        "ccol_indices col_indices crow_indices resize_as_sparse_ row_indices smm "
+        "sparse_resize_ sparse_resize_and_clear_ sspaddmm to_sparse_bsc to_sparse_bsr "
+        "to_sparse_csc to_sparse_csr".split(),
+        "sparse layouts other than COO (kiln has sparse_coo), and their products",
     ),
     **dict.fromkeys("ipu mtia xpu record_stream to_mkldnn".split(), "devices kiln lacks"),
     **dict.fromkeys(

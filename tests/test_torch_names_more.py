@@ -679,8 +679,8 @@ def _names(*text):
     return " ".join(text).split()
 
 
-_SPARSE = "sparse layouts: kiln's tensors are dense"
-_QUANTIZED = "quantized tensors: kiln has no quantized dtypes"
+_SPARSE = "sparse layouts other than COO, and their products: kiln has sparse_coo"
+_QUANTIZED = "quantized kernels: kiln's quantized tensors only quantize and dequantize"
 _VENDOR = "a cuDNN/MIOpen/MKLDNN/FBGEMM/Vulkan kernel entry point or CUDA SyncBatchNorm kernel"
 _JIT = "TorchScript/IR parsing and its futures: kiln traces with kn.compile instead"
 _SYM = "symbolic-shape (SymInt) internals of torch.compile"
@@ -694,13 +694,12 @@ OUT_OF_SCOPE = {
     **dict.fromkeys(_names(
         "ccol_indices_copy col_indices_copy crow_indices_copy indices_copy row_indices_copy",
         "values_copy dsmm hsmm hspmm smm spmm saddmm sspaddmm sparse_bsc_tensor",
-        "sparse_bsr_tensor sparse_compressed_tensor sparse_coo_tensor sparse_csc_tensor",
+        "sparse_bsr_tensor sparse_compressed_tensor sparse_csc_tensor",
         "sparse_csr_tensor resize_as_sparse_ native_norm"), _SPARSE),
     **dict.fromkeys(_names(
-        "choose_qparams_optimized dequantize empty_quantized fake_quantize_per_channel_affine",
-        "fake_quantize_per_tensor_affine fused_moving_avg_obs_fake_quant int_repr",
-        "q_per_channel_axis q_per_channel_scales q_per_channel_zero_points q_scale",
-        "q_zero_point quantize_per_channel quantize_per_tensor quantize_per_tensor_dynamic",
+        "choose_qparams_optimized empty_quantized fake_quantize_per_channel_affine",
+        "fake_quantize_per_tensor_affine fused_moving_avg_obs_fake_quant",
+        "quantize_per_tensor_dynamic",
         "quantized_batch_norm quantized_gru quantized_gru_cell quantized_lstm",
         "quantized_lstm_cell quantized_max_pool1d quantized_max_pool2d quantized_max_pool3d",
         "quantized_rnn_relu_cell quantized_rnn_tanh_cell"), _QUANTIZED),

@@ -39,6 +39,10 @@ ALLOWED = {
     ("torch", "unsafe_split"): ({"split_size"}, "torch's C names: split_size= works"),
     ("torch", "cholesky_solve"): ({"input"}, "torch's C names (input, input2): input= works"),
     ("Tensor", "resize_as_"): ({"the_template"}, "torch's C name: the_template= works"),
+    ("Tensor", "to_sparse"): (
+        {"sparse_dim"},
+        "torch's C name (its docstring: sparseDims): sparse_dim= works",
+    ),
     ("torch", "embedding"): (
         {"indices"},
         "torch.embedding(weight, indices): the stand-in is wrong",

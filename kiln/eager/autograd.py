@@ -39,6 +39,7 @@ from .hooks import (
     register_post_accumulate_grad_hook,
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
+from .sparse import SparseTensor, StridedGrad, add_grads, grad_of
 from .tensor import Meta, Tensor, check_view, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -283,6 +284,7 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
 
 
 _ZEROS = ((), (0,), (0, 0), (0, 0, 0))
+_SPARSE_GRADS = (SparseTensor, StridedGrad)  # cotangents that sum by `add_grads`
 
 
 def _input(op, i: int, a) -> tuple:
@@ -350,6 +352,8 @@ class _LeafWaits:
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
     if leaf._requires_grad:
         ct = _tensor(ct)
+        if type(leaf) is SparseTensor:
+            ct = grad_of(leaf, ct)  # its values' cotangent, as its sparse gradient
         _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
         for hook in _hooks_of(leaf, 2):
             hook(leaf)
@@ -398,6 +402,10 @@ def _check_nan(node: Node, cts) -> None:
 
 def _fit(ct, meta, device: str) -> Tensor:
     """`ct` summed back to the input's shape (after broadcasting) and in its dtype."""
+    if type(ct) is StridedGrad:  # of a sparse leaf: its full shape, not its values'
+        return ct
+    if type(ct) is SparseTensor and tuple(ct.shape) == tuple(meta[0]):  # a sparse gradient
+        return ct if ct.dtype == meta[1] else bind(REGISTRY["cast"], ct, dtype=meta[1])
     if not isinstance(ct, Tensor):
         ct = make(get_backend(device).to_device(np.asarray(ct)), device)
     shape, dtype = meta
@@ -516,6 +524,10 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     key = id(edge)
                     if key in pending:
                         total = pending[key]
+                        if type(total) in _SPARSE_GRADS:
+                            leaf = edge if type(edge) is SparseTensor else None
+                            pending[key] = add_grads(total, _tensor(c), leaf)
+                            continue
                         if key in owned:  # a sum made here: add in place (see `owned`)
                             t = total if type(total) is _ndarray else total._data
                             _add(t, c, out=t)
@@ -562,7 +574,11 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 key = id(edge)
                 if key in pending:
                     total = pending[key]
-                    if key in owned:  # a sum made here: add in place (see `owned`)
+                    if type(c) in _SPARSE_GRADS or type(total) in _SPARSE_GRADS:
+                        leaf = edge if type(edge) is SparseTensor else None
+                        pending[key] = add_grads(_tensor(total), c, leaf)  # out of place
+                        owned.discard(key)
+                    elif key in owned:  # a sum made here: add in place (see `owned`)
                         t = total if type(total) is _ndarray else total._data
                         _add(t, c._data, out=t)
                     elif type(total) is _ndarray:  # an array path's (so on the CPU, plain)
@@ -586,7 +602,12 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node.saved = node.out = None
     if targets is not None:
         captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
-        return {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+        found = {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+        for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
+            if type(t) is SparseTensor and found[id(t)] is not None:
+                g = grad_of(t, found[id(t)])
+                found[id(t)] = make(g._data, g._device) if type(g) is StridedGrad else g
+        return found
     for leaf in leaves:
         if waits is None or id(leaf) not in waits.done:
             _finish_leaf(leaf, pending[id(leaf)], create_graph)
@@ -639,12 +660,29 @@ def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:
 
 def _accumulate(t: Tensor, ct: Tensor, create_graph: bool) -> None:
     """`t.grad += ct`: in place as PyTorch does, unless recording (create_graph)."""
+    if type(t) is SparseTensor or type(ct) is SparseTensor or type(t._grad) is SparseTensor:
+        _accumulate_sparse(t, ct)
+        return
     if t._grad is None:  # NOTE: a copy unless recorded: cotangents may be shared (add's)
         t._grad = ct if create_graph and ct._requires_grad else make(ct._data.copy(), ct._device)
     elif create_graph or t._grad._requires_grad:
         t._grad = t._grad + ct
     else:
         t._grad._data += ct._data
+
+
+def _accumulate_sparse(t: Tensor, ct: Tensor) -> None:
+    """`t.grad += ct` where a sparse tensor is involved: a sparse leaf's gradient is sparse (its
+    values' cotangent on its pattern, `grad_of`) unless an op gave it a strided one
+    (`StridedGrad`), and sums stay sparse while both are."""
+    if type(t) is SparseTensor:
+        ct = grad_of(t, ct)
+    if type(ct) is StridedGrad:
+        ct = make(ct._data, ct._device) if not ct._requires_grad else ct.view_as(ct)
+    if t._grad is None:
+        t._grad = ct.detach().clone() if not ct._requires_grad else ct
+    else:
+        t._grad = add_grads(t._grad, ct)
 
 
 # -- the API ---------------------------------------------------------------------------------------

@@ -66,6 +66,10 @@ def _move(t: Tensor, device: str) -> Tensor:
     if t._requires_grad and state.grad:
         raise DeviceError(f"moving a tensor that requires grad across devices is not supported "
                           f"yet ({describe(t)} to {device})")  # fmt: skip
+    if t.is_sparse or t.is_quantized:  # kiln keeps these on the CPU
+        raise DeviceError(f"sparse and quantized tensors are CPU-only in kiln: to_dense() or "
+                          f"dequantize() first ({t.dtype!r}{list(t.shape)} to "
+                          f"{device})")  # fmt: skip
     if device == "cpu":
         return make(get_backend(t._device).to_host(t._data), device)
     return make(get_backend(device).to_device(t._data), device)

@@ -17,10 +17,11 @@ from ..graph.core import Symbol, user_site
 from ..ops import core as ops_core
 from ..ops.random import next_seed
 from ..runtime.backend import get_backend, ignore_fp_errors, restore_fp_errors
-from . import autograd, grad_mode
+from . import autograd, grad_mode, sparse
 from .grad_mode import state
 from .out import write_out
 from .saved import SavedTensorError, Unavailable
+from .sparse import LAYOUTS as _LAYOUTS
 from .tensor import Tensor, check_view, describe, make, meta_of
 
 __all__ = ["binary_function", "eager_dispatch", "unary_function"]
@@ -89,6 +90,8 @@ def _dispatch(op, args, attrs):
         for a in args:
             if isinstance(a, Tensor):
                 a._data  # noqa: B018 — an Unavailable (saved value) raises here
+                if type(a) is not Tensor and type(a) in _LAYOUTS and not sparse.values_mode():
+                    return _LAYOUTS[type(a)](op, args, attrs)  # the layout's own op
                 meta = a._meta
                 if meta is None:
                     here = _CPU

@@ -12,6 +12,7 @@ from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..ops.random import in_trace
 from ..runtime.backend import get_backend
+from . import sparse
 from .devices import canonical_device
 from .tensor import Tensor, make
 
@@ -379,8 +380,14 @@ def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
 
 
 def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)
+    if type(t) in sparse.LAYOUTS:  # a sparse or quantized tensor: no fill of its layout
+        sparse.LAYOUTS[type(t)](_FILL, (t,), {})
     return (t.shape, t.dtype if dtype is None else dt.as_dtype(dtype),
             t.device if device is None else device)  # fmt: skip
+
+
+class _FILL:  # what a layout's refusal names: PyTorch's kernel there (`fill_`)
+    name = "fill_"
 
 
 def _graph_like(t, fill, dtype):
@@ -409,6 +416,8 @@ def zeros_like(
     """
     if isinstance(input, Symbol):
         return _graph_like(input, 0, dtype)
+    if input.is_sparse:  # no entries, as PyTorch's
+        return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
@@ -438,6 +447,8 @@ def empty_like(
     zeros."""
     if isinstance(input, Symbol):
         return _graph_like(input, 0, dtype)
+    if input.is_sparse:
+        return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 

@@ -12,6 +12,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import SavedTensorError, node_message
 from . import grad_mode
+from .sparse import SparseTensor, on_values
 from .tensor import Tensor, describe, make, meta_of
 
 __all__ = ["SavedTensorError", "Unavailable", "array_args", "unpack"]
@@ -112,8 +113,10 @@ def unpack(node, create_graph: bool, plain: bool = False):
                 inputs.append(
                     _stale(node, i, a._vc, version, (node.shapes[i], node.dtypes[i]), device)
                 )
+            elif plain:
+                inputs.append(make(a._data, device))
             else:
-                inputs.append(make(a._data, device) if plain else a)
+                inputs.append(values_of(a) if type(a) is SparseTensor else a)
     if vc is not None and vc.value != made:
         return _stale(node, None, vc, made, (node.shapes[-1], node.dtypes[-1]), device), inputs
     out = make(data, device)
@@ -121,6 +124,16 @@ def unpack(node, create_graph: bool, plain: bool = False):
         meta = meta_of(out)
         meta.vc, meta.grad_fn, meta.requires_grad = vc, node, True
     return out, inputs
+
+
+def values_of(s: SparseTensor) -> Tensor:
+    """A sparse tensor's values as a strided tensor whose history leads to it: what a vjp that
+    records its own ops (create_graph) reads of a sparse input."""
+    from ..graph.opdef import REGISTRY
+    from ..ops.core import bind
+
+    with on_values():
+        return bind(REGISTRY["reshape"], s, shape=tuple(s._data.shape))
 
 
 def array_args(node, ct):

@@ -5,7 +5,17 @@ eager's Tensor, which this package builds on), random, dumps."""
 # was NumPy's there (gather, split, equal, div), PyTorch's function is the one exported.
 from ..eager import sampling as _sampling
 from ..eager.tensor import Tensor
-from . import complex_numbers, functionalize, inplace, inplace_views, linalg, methods, random
+from . import (
+    complex_numbers,
+    functionalize,
+    inplace,
+    inplace_views,
+    linalg,
+    methods,
+    quantized,
+    random,
+    sparse,
+)
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .complex_numbers import *  # noqa: F403
@@ -30,8 +40,11 @@ from .nn_functional import *  # noqa: F403
 from .nn_functional import __all__ as _nn_all
 from .nn_pool import *  # noqa: F403
 from .nn_pool import __all__ as _pool_all
+from .quantized import *  # noqa: F403
+from .quantized import __all__ as _quantized_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .sparse_coo import sparse_coo_tensor
 from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
 from .spectral import istft, stft
 from .torch_copies import *  # noqa: F403
@@ -79,6 +92,8 @@ inplace.install(Tensor)  # after methods: its `clamp` is the method form
 functionalize.install()  # Symbol: in-place methods and item assignment, functionalized
 inplace_views.install()  # in-place view methods (t_, squeeze_...), both
 _sampling.install_distributions(Tensor, random.DISTRIBUTIONS)  # exponential_, random_...
+sparse.install()  # the sparse COO layout's ops and methods (after methods: to_dense...)
+quantized.install()
 
 __all__ = list(
     dict.fromkeys(
@@ -92,6 +107,6 @@ __all__ = list(
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
          *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
-         "stft", "istft"]
+         "stft", "istft", "sparse_coo_tensor", *_quantized_all]
     )
 )  # fmt: skip

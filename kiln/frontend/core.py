@@ -9,11 +9,13 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager import dispatch
+from ..eager.sparse import LAYOUTS
 from ..eager.tensor import Tensor
 from ..errors import GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef
 from ..ops.core import bind, computes_float
+from .quantized import QuantizedTensor
 
 __all__ = ["placeholder", "constant", "Variable"]
 
@@ -127,6 +129,9 @@ def promote(op: OpDef, *args, context=()) -> list:
     else:
         if not context and (args[0].dtype.kind == "f" or not computes_float(op)):
             return list(args)
+    for a in args:
+        if type(a) is QuantizedTensor:  # its dtype does not promote: kiln has no such kernels
+            LAYOUTS[QuantizedTensor](op, args, {})
     typed = [a if _is_scalar(a) or isinstance(a, _KEPT) or _is_value(a) else dt.as_array(a)
              for a in args]  # fmt: skip
     target = dt.result_type(*typed)
@@ -220,6 +225,10 @@ def _scalar_array(value, dtype, op):
 
 
 def _tensor_value(t) -> np.ndarray:
+    if t.is_sparse or t.is_quantized:
+        from .sparse_coo import graph_error
+
+        raise graph_error("a sparse or quantized tensor as a graph constant", t)
     if t.requires_grad:
         raise GraphError(
             f"a Tensor that requires grad ({t.dtype}{list(t.shape)}) is used in graph mode, "

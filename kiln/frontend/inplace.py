@@ -14,6 +14,8 @@ from .. import dtypes as dt
 from ..eager.grad_mode import enable_grad, state
 from ..eager.out import check_no_overlap
 from ..eager.sampling import on_traced
+from ..eager.sparse import SparseTensor, layout_error, replace
+from ..eager.sparse import zeros_like as sparse_zeros_like
 from ..eager.tensor import (
     Tensor,
     check_view,
@@ -109,6 +111,8 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
         )
     if recording and t._base is not None:
         return _commit_view(t, result, op)
+    if type(t) is SparseTensor or type(result) is SparseTensor:
+        return _commit_sparse(t, result, op, recording)
     try:
         xp = np if t._device == "cpu" else get_backend(t._device).activate()
         xp.copyto(t._data, result._data, casting="unsafe")
@@ -231,6 +235,27 @@ def _shared_memory_error(op: str, t: Tensor, e: ValueError) -> ShapeMismatchErro
     )
 
 
+def _commit_sparse(t: Tensor, result: Tensor, op: str, recording: bool) -> Tensor:
+    """`_commit` where a sparse tensor is involved: a sparse `t` takes the result's entries
+    (their number may change, as PyTorch's); a strided `t` its strided value."""
+    if type(t) is not SparseTensor:
+        return _commit(t, result.to_dense(), op, recording)
+    if type(result) is not SparseTensor:
+        raise layout_error(f"{op} (a strided result into a sparse tensor)", t, result)
+    if result.dtype != t.dtype:
+        result = bind(REGISTRY["cast"], result, dtype=t.dtype)
+    replace(t, result)
+    _bump(t, op)
+    if recording and result._requires_grad:
+        t.grad_fn, t._requires_grad = result.grad_fn, True
+    return t
+
+
+def _zero(t):
+    """`zero_()`: no entries for a sparse tensor (PyTorch's), zeros for a strided one."""
+    return sparse_zeros_like(t) if type(t) is SparseTensor else _copy(t, 0)
+
+
 def _bump(t: Tensor, op: str) -> None:
     """One more in-place change of t's data (and its views'), by `op` here."""
     vc = version_of(t)
@@ -313,7 +338,7 @@ INPLACE = {
     "addcmul_": tm.addcmul,
     "addcdiv_": tm.addcdiv,
     "lerp_": tm.lerp,
-    "zero_": lambda t: _copy(t, 0),
+    "zero_": _zero,
     "fill_": _fill,
     "copy_": _copy,
     "fill_diagonal_": lambda t, fill_value, wrap=False: tmore.fill_diagonal(t, fill_value, wrap),

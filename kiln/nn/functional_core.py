@@ -148,7 +148,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
             [0., 1.]])
     """
     if sparse:
-        raise NotImplementedError("embedding: sparse gradients (kiln's gradients are dense)")
+        return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     ids, table = F.core.lift(input, weight)
     if max_norm is not None:
         table = _renormed(table, ids, float(max_norm), float(norm_type))

@@ -286,8 +286,6 @@ class Embedding(Module):
                  sparse: bool = False, _weight=None, _freeze: bool = False, device=None,
                  dtype=None):  # fmt: skip
         super().__init__()
-        if sparse:
-            raise NotImplementedError("Embedding: sparse gradients (kiln's gradients are dense)")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
@@ -313,7 +311,8 @@ class Embedding(Module):
         # max_norm renormalises the looked-up rows of the weight in place, as PyTorch's: in a
         # graph an `assign` tied to the output (functional_core._write_renormed)
         return functional_core.embedding(ids, self.weight, self.padding_idx, self.max_norm,
-                                         self.norm_type, self.scale_grad_by_freq)  # fmt: skip
+                                         self.norm_type, self.scale_grad_by_freq,
+                                         self.sparse)  # fmt: skip
 
     def extra_repr(self) -> str:
         text = f"{self.num_embeddings}, {self.embedding_dim}"

@@ -83,6 +83,10 @@ def name_of(fn) -> str:
 
 def signature(leaf) -> tuple:
     if isinstance(leaf, Tensor):
+        if leaf.is_sparse or leaf.is_quantized:
+            from ..frontend.sparse_coo import graph_error
+
+            raise graph_error("kn.compile", leaf)
         return (leaf.shape, leaf.dtype, leaf._device, leaf._requires_grad)
     return (np.shape(leaf), np.asarray(leaf).dtype, "cpu", False)
 

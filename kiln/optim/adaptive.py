@@ -4,10 +4,13 @@ arrays), as those of kiln/optim/algorithms.py."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import frontend as F
-from ..eager import enable_grad
+from ..eager import enable_grad, no_grad
+from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from . import graph_step
@@ -216,16 +219,22 @@ class NAdam(Optimizer):
 
 
 class SparseAdam(Optimizer):
-    """PyTorch's `SparseAdam` (the lazy Adam for sparse gradients), as far as kiln can have
-    it: every kiln gradient is dense (kiln has no sparse tensors; `Embedding(sparse=True)`
-    raises), and PyTorch's SparseAdam refuses dense gradients, so `step()` raises PyTorch's
-    error for any parameter that has a gradient, and takes no step. The options, their
-    checks, the parameter checks and `state_dict` are PyTorch's.
+    """PyTorch's `SparseAdam`, the lazy Adam of sparse gradients (`nn.Embedding(sparse=True)`):
+    only the elements a gradient stores move, with their moments; the rest, moments included,
+    stay as they are. A dense gradient is refused, as PyTorch refuses it. The options, their
+    checks, the parameter checks and `state_dict` (`step` an int) are PyTorch's.
 
     >>> import kiln as kn
+    >>> emb = kn.nn.Embedding(3, 2, sparse=True, _weight=kn.ones(3, 2))
+    >>> opt = kn.optim.SparseAdam(emb.parameters(), lr=0.1)
+    >>> emb(kn.tensor([1])).sum().backward(); opt.step()
+    >>> emb.weight
+    Parameter containing:
+    tensor([[1.0000, 1.0000],
+            [0.9000, 0.9000],
+            [1.0000, 1.0000]], requires_grad=True)
     >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
-    >>> opt = kn.optim.SparseAdam([w], lr=0.1)
-    >>> (w * w).sum().backward(); opt.step()
+    >>> (w * w).sum().backward(); kn.optim.SparseAdam([w]).step()
     Traceback (most recent call last):
     ...
     kiln.errors.UsageError: SparseAdam does not support dense gradients, please consider Adam ...
@@ -252,17 +261,50 @@ class SparseAdam(Optimizer):
             )
 
     def step(self, closure=None):
-        """Raises PyTorch's error if any parameter has a gradient (kiln's are dense);
-        otherwise, as PyTorch's, does nothing but return `closure()`'s loss."""
+        """One update of every parameter that has a (sparse) `.grad`, as PyTorch's: all
+        computed and checked first, then written, so a step that raises (a dense gradient)
+        changes nothing. Returns `closure()`'s loss where given."""
         if graph_step.take_grads(self._graph_variables()) is not None:
             raise _dense_gradients()
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        if any(t.grad is not None for _, t, _ in self._tensors()):
-            raise _dense_gradients()
+        with no_grad(), np.errstate(all="ignore"):
+            updates = [self._sparse_update(t, group)
+                       for _, t, group in self._tensors() if t.grad is not None]  # fmt: skip
+            for t, new_param, state in updates:
+                t.copy_(make(new_param))
+                self._state[t] = state
         return loss
+
+    def _sparse_update(self, t, group) -> tuple:
+        """(t, its new value, its new state): PyTorch's lazy Adam on the coalesced gradient's
+        elements, in the parameter's dtype."""
+        grad = t.grad
+        if not getattr(grad, "is_sparse", False):
+            raise _dense_gradients()
+        grad = grad.coalesce()
+        where = tuple(grad._indices().numpy())
+        values = grad._values().numpy()
+        if group["maximize"]:
+            values = -values
+        state = self._state.get(t) or {}
+        step = int(state.get("step", 0)) + 1
+        data = t.numpy()
+        avg, sq = (np.array(np.asarray(state[k]) if k in state else np.zeros_like(data))
+                   for k in ("exp_avg", "exp_avg_sq"))  # fmt: skip
+        (beta1, beta2), lr, eps = group["betas"], group["lr"], group["eps"]
+        old_avg, old_sq = avg[where], sq[where]
+        avg_update = (values - old_avg) * (1 - beta1)
+        sq_update = (values * values - old_sq) * (1 - beta2)
+        avg[where] += avg_update
+        sq[where] += sq_update
+        denom = np.sqrt(sq_update + old_sq) + np.asarray(eps, data.dtype)
+        step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+        new_param = np.array(data)
+        new_param[where] += -step_size * ((avg_update + old_avg) / denom)
+        return t, new_param, {"step": step, "exp_avg": make(avg), "exp_avg_sq": make(sq)}
 
     def apply_gradients(self, grads_and_vars, extra_updates=(), skip=None):
         """Graph mode: the gradients `minimize` computes are dense, which SparseAdam refuses."""

@@ -26,6 +26,8 @@ class SGD(Optimizer):
     (None, array(1.5, dtype=float32))
     """
 
+    sparse_grads = True  # as PyTorch's, without weight decay (Optimizer._grad)
+
     slot_prefix = "sgd_"
     torch_slot_names = {"momentum": "momentum_buffer"}
     saves_step = False  # PyTorch's SGD keeps only the momentum buffer
@@ -235,6 +237,8 @@ class Adagrad(Optimizer):
     >>> (w * w).sum().backward(); opt.step(); w  # g / sqrt(g^2) = sign(g): a step of 0.5
     tensor([ 0.5000, -1.5000], requires_grad=True)
     """
+
+    sparse_grads = True  # as PyTorch's, without weight decay (Optimizer._grad)
 
     slot_prefix = "adagrad_"
 

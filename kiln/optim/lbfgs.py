@@ -56,7 +56,8 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        views = [zeros(p.numel(), dtype=p.dtype) if p.grad is None else p.grad.reshape(-1)
+        views = [zeros(p.numel(), dtype=p.dtype) if p.grad is None
+                 else p.grad.to_dense().reshape(-1)  # (a sparse gradient, as PyTorch's)
                  for p in self._params]  # fmt: skip
         return F.cat(views, 0)
 

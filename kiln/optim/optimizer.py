@@ -20,7 +20,14 @@ from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor, enable_grad, no_grad, zeros_like
 from ..eager.tensor import describe, make
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, GraphError, ShapeError
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    GraphError,
+    ShapeError,
+    UsageError,
+)
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
@@ -367,14 +374,39 @@ class Optimizer(OptimizerHooks):
         value = np.full(shape, self._slot_init(group, slot), dtype)
         return value if isinstance(data, np.ndarray) else make(value).to(data.device)
 
+    # Whether this optimizer takes sparse gradients, as PyTorch's SGD and Adagrad do (without
+    # weight decay): their update of the gradient made dense is PyTorch's sparse one, as a zero
+    # of the gradient leaves its element (and slots) as they were. The others refuse them.
+    sparse_grads = False
+
+    def _grad(self, t, group):
+        """The gradient `_new_values` reads: a sparse one made dense where this optimizer takes
+        sparse gradients, else refused with PyTorch's RuntimeError (its step would read only
+        the stored values and update the wrong elements)."""
+        grad = t.grad
+        if not getattr(grad, "is_sparse", False):
+            return grad
+        name = type(self).__name__
+        if not self.sparse_grads:
+            if isinstance(self, _adam_family()):
+                raise UsageError(
+                    "Adam does not support sparse gradients, please consider SparseAdam instead"
+                )  # (PyTorch says Adam for AdamW too)
+            raise UsageError(f"{name} does not support sparse gradients")
+        if group.get("weight_decay", 0) != 0:
+            raise UsageError(f"{name}: weight_decay option is not compatible with sparse gradients")
+        with no_grad():
+            return grad.to_dense()
+
     def _new_values(self, i: int, t, group) -> tuple:
         """(t, step count, new value, new slots) of parameter `i`, computed and checked
         without writing anything."""
+        grad_tensor = self._grad(t, group)
         state = self._state.get(t) or {}
         count = state.get("step", 0) + 1
         step = np.array(count, np.int64)
         if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
-            data, grad = t._data, t.grad._data
+            data, grad = t._data, grad_tensor._data
             if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 data, grad = _as_real(data), _as_real(grad)
             names = self._slots_for(group, tuple(data.shape), data.dtype)
@@ -387,7 +419,7 @@ class Optimizer(OptimizerHooks):
             new_param = make(new_param)
             new_slots = {k: make(np.asarray(v)) for k, v in new_slots.items()}
         else:
-            data, grad = t.detach(), t.grad.detach()
+            data, grad = t.detach(), grad_tensor.detach()
             if data.dtype.kind == "c":  # a pair of reals, as on the CPU
                 data, grad = F.view_as_real(data), F.view_as_real(grad)
             names = self._slots_for(group, tuple(data.shape), data.dtype)
@@ -604,3 +636,9 @@ def _average_over_ranks(grads_and_vars) -> list:
 def _as_real(array):
     """A complex array as its (real, imaginary) pairs, a last dim of 2 (a view)."""
     return np.ascontiguousarray(array)[..., None].view(dt.to_real(array.dtype))
+
+
+def _adam_family() -> tuple:
+    from .algorithms import Adam
+
+    return (Adam,)

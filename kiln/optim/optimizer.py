@@ -64,6 +64,8 @@ def like(value, x):
     float64."""
     if type(value) in (int, float) or not dt.is_float(x.dtype):
         return value
+    if isinstance(x, np.ndarray) and isinstance(value, (np.generic, np.ndarray)):
+        return np.asarray(value).astype(x.dtype)  # the CPU step's arrays stay NumPy's
     return F.cast(value, x.dtype)
 
 
@@ -430,7 +432,9 @@ class Optimizer(OptimizerHooks):
                 new_param = F.view_as_complex(new_param)
         for what, value in (("value", new_param), *new_slots.items()):
             self._check_fits(i, t, what, value)
-        return t, count, F.cast(new_param, t.dtype), new_slots
+        if new_param.dtype != t.dtype:
+            new_param = F.cast(new_param, t.dtype)
+        return t, count, new_param, new_slots
 
     def _check_fits(self, i: int, t, what: str, value) -> None:
         """A new value or slot must have the parameter's shape, and a dtype that casts to

@@ -201,24 +201,9 @@ class QuantizedTensor(Tensor):
         else:
             suffixes += [f"scale={make(self._scale)!r}", f"zero_point={make(self._zero_point)!r}",
                          f"axis={self._axis}"]  # fmt: skip
-        return "tensor(" + _add_suffixes("tensor(" + body, suffixes)[len("tensor(") :]
+        from ..eager import printing
 
-
-def _add_suffixes(text: str, suffixes: list) -> str:
-    """PyTorch's layout of a repr's suffixes: each on the line while it fits the line width."""
-    from ..eager import printing
-
-    width = int(printing.OPTIONS["linewidth"])
-    line = len(text) - text.rfind("\n") + 1  # (PyTorch's count: two more than the line)
-    parts = [text]
-    for suffix in suffixes:
-        if line + len(suffix) + 2 > width:
-            parts.append(",\n       " + suffix)
-            line = 7 + len(suffix)
-        else:
-            parts.append(", " + suffix)
-            line += len(suffix) + 2
-    return "".join(parts) + ")"
+        return printing.with_suffixes("tensor(", body, suffixes)
 
 
 def _torch_scalar_type(qdtype) -> str:

@@ -43,8 +43,9 @@ DTYPES = (torch.float32, torch.int64, torch.bool) if FULL else (torch.float32,)
 
 # op/dtype/sample/mode patterns -> why kiln still differs from PyTorch
 KNOWN: dict[str, str] = {
-    "as_strided.partial_views/*/[12]/compile": "the input views a larger storage; a traced "
-    "input is its own elements alone, so storage_offset= counts from the view's first element",
+    "as_strided.partial_views/*/[12]/compile": "storage_offset= on an input that views a "
+    "larger storage: a traced input is its own elements alone, so kn.compile refuses the call "
+    "(UsageError) rather than count from the view's first element",
     "matrix_exp/float32/*/*": (
         "float32 rounding: kiln's and PyTorch's errors are ~1e-6 of the largest entry (~1e5), "
         "beyond the tolerance on the small entries"

@@ -498,6 +498,8 @@ def _layout(x: Symbol, exact: bool = False):
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
         return _exact_view(x)
     if "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait"):
+        if name == "placeholder":  # kn.compile checks such an argument's layout each call
+            layout_read(x.graph).setdefault(id(node), False)
         return _probe(x.shape)
     if name == "index" and len(node.inputs) > 1:
         return _probe(x.shape)  # advanced indexing gives a fresh tensor
@@ -522,6 +524,33 @@ def _layout(x: Symbol, exact: bool = False):
     except AttributeError:
         return _probe(x.shape) if exact else None
     return view
+
+
+def layout_read(graph) -> dict:
+    """{id of a placeholder of `graph` whose memory layout a traced function read: whether
+    its storage offset too}. A placeholder answers `stride()`, `is_contiguous()`,
+    `storage_offset()` and `as_strided` as a contiguous tensor of its own, so `kn.compile`
+    refuses a call that passes a non-contiguous argument there, or one that does not start
+    its storage where the offset was read."""
+    found = getattr(graph, "_layout_read", None)
+    if found is None:
+        found = graph._layout_read = {}
+    return found
+
+
+def _mark_offset_read(x: Symbol) -> None:
+    """Records that x's storage offset was read: on the placeholder x views, if any (the
+    views `_layout` follows)."""
+    while True:
+        node = x.node
+        name = node.op.name
+        if name == "placeholder":
+            layout_read(x.graph)[id(node)] = True
+            return
+        fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast")
+        if fresh or name == "index" and len(node.inputs) > 1:
+            return
+        x = node.inputs[0]
 
 
 def _parts_layout(base, name: str):
@@ -550,15 +579,18 @@ def _unfolded(base, *, dim: int, size: int, step: int):
                                            writeable=False)  # fmt: skip
 
 
-def storage_layout(x: Symbol, op: str) -> tuple:
+def storage_layout(x: Symbol, op: str, absolute: bool = False) -> tuple:
     """(the storage positions of x's elements, an int64 array of x's shape; x's storage
     offset), as PyTorch's tensor of the same history has them (`_layout`): what `stride()`,
-    `storage_offset()` and `as_strided` read. Raises for a symbolic shape."""
+    `storage_offset()` and `as_strided` read (`absolute`: the offset itself is used). Raises
+    for a symbolic shape."""
     if not all(isinstance(d, int) for d in x.shape):
         raise node_error(GraphError, f"the layout of '{x.name}' with shape {tuple(x.shape)} is "
                          "known only when the graph runs (its dims are symbolic)", op=op,
                          site=user_site(), inputs=[x])  # fmt: skip
     layout = _layout(x, True)
+    if absolute:
+        _mark_offset_read(x)
     offset = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
     return strided_positions(layout.shape, layout.strides, offset), offset
 
@@ -600,7 +632,7 @@ def stride(x: Symbol, dim: int | None = None):
 def storage_offset(x: Symbol) -> int:
     """`x.storage_offset()` on a Symbol: where x's first element lies in the storage of the
     tensor it views (0 for a value of its own), as PyTorch's of the same history."""
-    return storage_layout(x, "storage_offset")[1]
+    return storage_layout(x, "storage_offset", absolute=True)[1]
 
 
 def is_contiguous(x: Symbol, memory_format=None) -> bool:

@@ -246,7 +246,7 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
         return as_strided_view(input, size, stride, storage_offset)
     x = input
     size, stride = _sizes("as_strided", size, stride, storage_offset, x)
-    own, offset = storage_layout(x, "as_strided")
+    own, offset = storage_layout(x, "as_strided", absolute=storage_offset is not None)
     offset = offset if storage_offset is None else int(storage_offset)
     wanted = strided_positions(size, stride, offset)
     index = gather_positions("as_strided", x, own, wanted)

@@ -20,11 +20,11 @@ from ..eager import autograd
 from ..eager.grad_mode import state
 from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import AutogradError, GraphError, SavedTensorError, call_error
+from ..errors import AutogradError, GraphError, SavedTensorError, UsageError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
 from ..frontend.core import constant, placeholder
-from ..frontend.functionalize import allow_argument_changes
+from ..frontend.functionalize import allow_argument_changes, layout_read
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
@@ -192,6 +192,28 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
+def _check_own_layout(name: str, path: str, x, offset: bool) -> None:
+    """Refuses an argument whose layout the traced function read (`stride()`,
+    `is_contiguous()`, `as_strided`) where it is not contiguous, or (`offset`: its storage
+    offset read too) not from its storage's start: the compiled program holds only its
+    elements, contiguous, so it would answer for that layout and differ from eager mode
+    without a word."""
+    if isinstance(x, Tensor):  # (a position past its elements fails the trace, loudly)
+        own = x.is_contiguous() and (not offset or x.storage_offset() == 0)
+    else:
+        own = getattr(x, "flags", None) is not None and x.flags.c_contiguous
+    if not own:
+        where = " from its storage's start" if offset else ""
+        raise UsageError(
+            f"kn.compile: {name} reads the memory layout of its argument {path} (stride(), "
+            "is_contiguous(), storage_offset() or as_strided on it), and this call passes a "
+            f"view there ({type(x).__name__} of shape {tuple(x.shape)}, not contiguous{where}): "
+            "a compiled function's argument holds only its own elements, contiguous, so the "
+            "result would differ from eager mode. Pass a tensor of its own (x.clone()), or "
+            "call the function uncompiled"
+        )
+
+
 def _call_vjp(ct, out, *saved, traced, residuals, placed=False, shapes=None):
     return traced._backward(ct, saved, residuals, placed, shapes)
 
@@ -247,6 +269,10 @@ class Traced:
             finally:
                 calls.pop()
                 graph_step.untrace_grads(self.graph)
+        read = layout_read(self.graph)  # arguments whose layout the trace read: checked
+        self.layout_args = [(k, p, read[id(s.node)])
+                            for k, (s, p) in enumerate(zip(self.inputs, paths))
+                            if id(s.node) in read]  # fmt: skip
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed = []
@@ -492,6 +518,8 @@ class Traced:
         """Runs on arrays or Tensors (of this signature); records the tape entry if needed."""
         # Tensors in (or no arguments at all), Tensors out; NumPy arrays in, arrays out
         tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
+        for k, path, offset in self.layout_args:
+            _check_own_layout(self.name, path, leaves[k], offset)
         params = [p.tensor() for p in self.params]  # NOTE: syncs values from other graphs
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)

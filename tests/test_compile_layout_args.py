@@ -17,7 +17,9 @@ def test_as_strided_with_an_offset_refuses_a_view_argument():
     f = kn.compile(lambda a: a.as_strided((2,), (1,), 1))
     view = kn.arange(6.0)[2:5]
     assert view.as_strided((2,), (1,), 1).tolist() == [1.0, 2.0]  # eager: the storage's
-    with pytest.raises(kn.errors.UsageError, match=r"memory layout of its argument .*from its storage"):
+    with pytest.raises(
+        kn.errors.UsageError, match=r"memory layout of its argument .*from its storage"
+    ):
         f(view)
     np.testing.assert_array_equal(f(view.clone()).numpy(), [3.0, 4.0])  # a tensor of its own
 

@@ -36,8 +36,8 @@ _CHECKED_MAX = 1 << 16
 
 def eager_dispatch(op, args, attrs):
     """Runs `op` on `args` now: Tensors give a Tensor, anything else goes to NumPy."""
-    if len(args) == 1 and type(args[0]) is Tensor:  # the common case, kept short
-        x = args[0]
+    if len(args) == 1 and (type(x := args[0]) is Tensor or type(x) in tensor_types):
+        # the common case, kept short
         data = x._data
         try:
             key = (
@@ -218,11 +218,26 @@ _HALF = frozenset({dt.bfloat16, dt.float16})  # the dtypes PyTorch's opmath wide
 _SCALARS = frozenset({float, int, bool})
 _COMPLEX = frozenset(dt.COMPLEX)
 _plain = Tensor  # None while a thread is in inference mode (its results must be marked)
+# Tensor subclasses whose ops are a Tensor's (kn.nn's Parameter and Buffer: `same_ops`), which
+# the short paths take too; empty while a thread is in inference mode, as `_plain` is None
+_same_ops: set = set()
+tensor_types: frozenset = frozenset()
+
+
+def same_ops(cls: type) -> type:
+    """Lets the eager short paths take instances of `cls`, a Tensor subclass that adds no op
+    behaviour of its own (a module's Parameter: every layer's ops read one), as Tensors."""
+    global tensor_types
+    _same_ops.add(cls)
+    if _plain is not None:
+        tensor_types = frozenset(_same_ops)
+    return cls
 
 
 def _inference_changed(inference: bool) -> None:
-    global _plain
+    global _plain, tensor_types
     _plain = None if inference else Tensor
+    tensor_types = frozenset() if inference else frozenset(_same_ops)
 
 
 grad_mode.inference_watchers.append(_inference_changed)
@@ -306,6 +321,8 @@ def unary_function(op, fallback):
             except Exception:
                 return fallback(input)
             return data if type(data) is ndarray else np.asarray(data)
+        elif type(input) in tensor_types and input._meta is not None:  # a Parameter
+            return _unary_tape(op, tape_ufunc, input, fallback)
         return fallback(input)
 
     return fn
@@ -350,6 +367,8 @@ def binary_function(op, fallback):
                 if input._meta is not None:
                     return _binary_tape(op, tape_ufunc, input, other, fallback)
                 y = other
+            elif type(other) in tensor_types:  # a Parameter
+                return _binary_tape(op, tape_ufunc, input, other, fallback)
             else:
                 return fallback(input, other)
         elif type(other) is _plain and type(input) in _SCALARS:
@@ -364,6 +383,10 @@ def binary_function(op, fallback):
             x, y = input, other._data
             if real_only and y.dtype in _COMPLEX:
                 return fallback(input, other)
+        elif type(input) in tensor_types and (
+            type(other) is _plain or type(other) in tensor_types
+        ):  # a Parameter and a tensor
+            return _binary_tape(op, tape_ufunc, input, other, fallback)
         else:
             return fallback(input, other)
         try:
@@ -434,7 +457,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
     grad) run the ufunc, then the tape entry."""
     # NOTE: `_operand` of each, inline (this is the per-op path of every op that records)
     grad = False
-    if type(a) is Tensor:
+    if type(a) is Tensor or type(a) in tensor_types:
         meta = a._meta
         if meta is None:
             x = a._data
@@ -446,7 +469,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
             return fallback(a, b)  # a GPU tensor
     else:
         x = a
-    if type(b) is Tensor:
+    if type(b) is Tensor or type(b) in tensor_types:
         meta = b._meta
         if meta is None:
             y = b._data

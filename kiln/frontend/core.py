@@ -124,7 +124,9 @@ def promote(op: OpDef, *args, context=()) -> list:
     [dtype('float32'), dtype('float32')]
     """
     for a in args:  # NOTE: tensors of one dtype (the common case) need nothing
-        if type(a) is not Tensor or a.dtype is not args[0].dtype:
+        if (type(a) is not Tensor and type(a) not in dispatch.tensor_types) or (
+            a.dtype is not args[0].dtype
+        ):
             break
     else:
         if not context and (args[0].dtype.kind == "f" or not computes_float(op)):
@@ -168,7 +170,7 @@ def lift(*args, context=(), op=None, dtype=None):
     become NumPy arrays.
     """
     for a in args:  # NOTE: the fast path of every eager op on Tensors
-        if type(a) is not Tensor:
+        if type(a) is not Tensor and type(a) not in dispatch.tensor_types:
             break
     else:
         if not context:

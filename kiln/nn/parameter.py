@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..array_types import Size
+from ..eager.dispatch import same_ops
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, ArgumentTypeError, GraphError
 from ..graph.core import Variable
@@ -234,6 +235,7 @@ class ModuleValue(Tensor):
         return f"{type(self).__name__} containing:\n{super().__repr__()}"
 
 
+@same_ops
 class Parameter(ModuleValue):
     """A trainable module value, as PyTorch's `nn.Parameter`: a Tensor that requires grad
     (unless `requires_grad=False`), registered by assigning it to a Module attribute.
@@ -250,6 +252,7 @@ class Parameter(ModuleValue):
         super().__init__(data, requires_grad, name)
 
 
+@same_ops
 class Buffer(ModuleValue):
     """A module value that is not trained (a running mean), as PyTorch's `nn.Buffer`: in
     `state_dict`, not in `parameters()`. `Module.register_buffer` makes one.

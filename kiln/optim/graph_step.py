@@ -50,6 +50,7 @@ __all__ = [
     "clear_grads",
     "cleared_first",
     "enter",
+    "idle",
     "pending_grads",
     "take_grads",
     "trace_grads",
@@ -87,6 +88,12 @@ def trace_grads(graph) -> dict:
     to, zero_grad clears and step applies). Returns what `enter` records, which the trace
     makes into the program's inputs and outputs (kiln/tracing/traced.py)."""
     return _ENTERED.setdefault(graph, {})
+
+
+def idle(graph) -> bool:
+    """Whether `graph` is no kn.compile trace being made and holds no gradients backward()
+    left there: then zero_grad() and step() have nothing to do in it (eager training's case)."""
+    return graph not in _ENTERED and not _PENDING.get(graph)
 
 
 def zero_grads(parameters, set_to_none: bool) -> bool:

@@ -28,6 +28,7 @@ from ..errors import (
     ShapeError,
     UsageError,
 )
+from ..frontend.inplace import overwrite
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
@@ -313,13 +314,14 @@ class Optimizer(OptimizerHooks):
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's `.grad` (PyTorch's default: to None), before a backward;
         in a graph (kn.compile, graph mode), also the gradients `loss.backward()` left there."""
-        params = [p for group in self.param_groups for p in group["params"]]
-        variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
-        graph_step.clear_grads(
-            [v for v in variables if v.graph is get_default_graph()], set_to_none
-        )
-        if graph_step.zero_grads([p for p in params if isinstance(p, Parameter)], set_to_none):
-            return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
+        graph = get_default_graph()
+        if not graph_step.idle(graph):
+            params = [p for group in self.param_groups for p in group["params"]]
+            variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
+            graph_step.clear_grads([v for v in variables if v.graph is graph], set_to_none)
+            parameters = [p for p in params if isinstance(p, Parameter)]
+            if graph_step.zero_grads(parameters, set_to_none):
+                return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for _, t, _ in self._tensors():
             grad = t.grad
             if grad is None:
@@ -345,7 +347,8 @@ class Optimizer(OptimizerHooks):
         >>> (w * w).backward(); opt.step(); w
         tensor(1.5000, requires_grad=True)
         """
-        grads = graph_step.take_grads(self._graph_variables())
+        graph = get_default_graph()
+        grads = None if graph_step.idle(graph) else graph_step.take_grads(self._graph_variables())
         if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
             if closure is not None:
                 raise graph_step.refuse_closure()
@@ -365,7 +368,7 @@ class Optimizer(OptimizerHooks):
             updates = [self._new_values(i, t, g) for i, t, g in params]
             # NOTE: from here on nothing can fail: same shapes, same dtypes, plain writes.
             for t, count, new_param, new_slots in updates:
-                t.copy_(new_param)
+                overwrite(t, new_param)  # t.copy_(new_param): checked in `_new_values`
                 self._state.setdefault(t, {}).update({"step": count, **new_slots})
         return loss
 
@@ -440,6 +443,13 @@ class Optimizer(OptimizerHooks):
         """A new value or slot must have the parameter's shape, and a dtype that casts to
         the parameter's within its kind (PyTorch refuses float updates of an int tensor); the
         slots of a complex parameter are those of its pairs of reals."""
+        data = t._data
+        if type(value) is Tensor and data.dtype.kind != "c":  # NOTE: the common case, cheaply
+            v, layout = value._data, (data.shape, data.dtype)
+            if what != "value":
+                layout = self._slot_layout(what, data.shape, data.dtype)
+            if layout is not None and v.shape == layout[0] and v.dtype == layout[1]:
+                return
         shape, dtype = tuple(t.shape), t.dtype
         if dtype.kind == "c" and what != "value":
             shape, dtype = (*shape, 2), dt.to_real(dtype)

@@ -90,6 +90,9 @@ def _make(coeff: int, atoms: Counter):
 
 def dim_product(dims):
     """The product of ints and Dims, as an int when no symbol remains."""
+    dims = dims if type(dims) is tuple else tuple(dims)  # (a generator is read once)
+    if all(type(d) is int for d in dims):  # NOTE: eager shapes: no Counter per dim
+        return math.prod(dims)
     coeff, atoms = 1, Counter()
     for d in dims:
         c, a = _factors(d)
@@ -279,6 +282,24 @@ def normalize_axis(axis: int, ndim: int) -> int:
     return axis % ndim if ndim else 0
 
 
+def _static_reshape(in_shape, target):
+    """`reshape_shape` of int shapes that fit (sizes >= 0, at most one -1), else None (the
+    general path, which also says what is wrong). Eager reshapes all come here."""
+    if not all(type(d) is int for d in in_shape) or not all(type(d) is int for d in target):
+        return None
+    total = math.prod(in_shape)
+    if -1 in target:
+        if target.count(-1) > 1 or any(d < -1 for d in target):
+            return None
+        known = -math.prod(target)
+        if known == 0 or total % known:
+            return None
+        return tuple(total // known if d == -1 else d for d in target)
+    if any(d < 0 for d in target) or math.prod(target) != total:
+        return None
+    return tuple(target)
+
+
 def normalize_axes(axis, ndim: int) -> tuple:
     """Canonical reduction axes: a sorted tuple of non-negative ints (None means all)."""
     if axis is None:
@@ -292,6 +313,9 @@ def normalize_axes(axis, ndim: int) -> tuple:
 
 def reshape_shape(in_shape, target):
     """The output of reshaping `in_shape` to `target` (which may hold one -1)."""
+    found = _static_reshape(in_shape, target)
+    if found is not None:
+        return found
     target = tuple(-1 if (isinstance(d, int) and d == -1) else d for d in target)
     if sum(1 for d in target if isinstance(d, int) and d == -1) > 1:
         raise ShapeError(f"can only specify one unknown dimension in {format_shape(target)}")

@@ -97,3 +97,30 @@ def test_step_of_a_float64_parameter_keeps_its_dtype():
     assert w.dtype == kn.float64
     move = 0.1 * 3.0 / (3.0 + 1e-8)
     np.testing.assert_allclose(w.detach().numpy(), [1.0 - move, -1.0 - move], rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "shape, target, expected",
+    [
+        ((2, 3), (3, -1), (3, 2)),
+        ((2, 3), (6,), (6,)),
+        ((4,), (2, 2), (2, 2)),
+        ((0, 3), (3, 0), (3, 0)),
+        ((2, 0), (0, -1), None),  # PyTorch: the -1 of an empty tensor beside a 0 is refused
+        ((2, 3), (4, -1), None),
+        ((2, 3), (-1, -1), None),
+        ((2, 3), (5,), None),
+        ((2, 3), (-2, 3), None),
+    ],
+)
+def test_reshape_shape_of_int_shapes(shape, target, expected):
+    # the int fast path (kiln/shapes.py `_static_reshape`) gives what the general path gives
+    from kiln import shapes as sh
+    from kiln.errors import ShapeError
+
+    if expected is None:
+        with pytest.raises(ShapeError):
+            sh.reshape_shape(shape, target)
+    else:
+        assert sh.reshape_shape(shape, target) == expected
+    assert sh.dim_product(d for d in shape) == int(np.prod(shape))  # a generator, read once

@@ -54,14 +54,17 @@ TRANSCENDENTAL_NS, VECMATH_NS, CHEAP_NS = 12.0, 2.0, 0.5
 class Signature:
     """What running a program needs for one tuple of input dtypes."""
 
-    __slots__ = ("dtypes", "dtype", "out_dtypes", "itemsize", "loop", "fast", "plans", "codes",
-                 "limits")  # fmt: skip
+    __slots__ = ("dtypes", "dtype", "out_dtypes", "itemsize", "eq_itemsize", "loop", "fast",
+                 "plans", "codes", "limits")  # fmt: skip
 
     def __init__(self, dtypes, n_in, outputs):
         self.dtypes = dtypes  # every input's and equation's
         self.dtype = dtypes[-1]
         self.out_dtypes = [dtypes[n_in + j] for j in outputs]  # each result's
         self.itemsize = max(d.itemsize for d in dtypes)
+        # the widest result (a float64 scalar, an input or a 0-d value in the group, takes
+        # no room of the results' size)
+        self.eq_itemsize = max((d.itemsize for d in self.out_dtypes), default=self.itemsize)
         # The numba loops: False until built, None where there is none. `loop` gives NumPy's
         # bits (KILN_EXACT=1); `fast` may call libm functions within 2 ulp of NumPy's (the
         # default; the same loop where the program has none).
@@ -314,7 +317,7 @@ def _run_cpu(prog, sig, inputs, outs, exact) -> list:
         shape = _broadcast_shape(inputs)
         outs = [np.empty(shape, d) if o is None else o for o, d in zip(outs, sig.out_dtypes)]
     out = outs[0]
-    nbytes = out.size * sig.itemsize
+    nbytes = out.size * sig.eq_itemsize
     if nbytes > UNBLOCKED_BYTES:
         _run_blocked(prog, inputs, outs, sig, BLOCK_BYTES, exact)
         return outs
@@ -414,6 +417,15 @@ def _has_numba() -> bool:
 
 
 _HAVE_NUMBA = _has_numba()
+
+
+def has_compiled_loops() -> bool:
+    """Whether fused groups can run as compiled loops here (numba is installed).
+
+    >>> has_compiled_loops() in (True, False)
+    True
+    """
+    return _HAVE_NUMBA
 
 
 def _broadcast_shape(inputs) -> tuple:

@@ -38,6 +38,7 @@ def fuse_elementwise(
     min_ops: int = 2,
     small_bytes: int = 0,
     several_results: bool = True,
+    small_min_ops: int = 2,
 ) -> Graph:
     """A copy of the program graph `graph` where each group of two or more fusable nodes is one
     `fused` node, with the site of the group's last node.
@@ -68,7 +69,8 @@ def fuse_elementwise(
     big = lambda sym: not min_bytes or _static_bytes(sym) >= min_bytes  # noqa: E731
     small = lambda sym: _is_static(sym) and _static_bytes(sym) <= small_bytes  # noqa: E731
     groups = {k: m for k, m in groups.items()
-              if (len(m) >= min_ops and big(m[-1].out)) or small(m[-1].out)}  # fmt: skip
+              if (len(m) >= min_ops and big(m[-1].out))
+              or (len(m) >= small_min_ops and small(m[-1].out))}  # fmt: skip
     copy = Graph()
     copy.source = graph.source
     new: dict[int, Symbol] = {}

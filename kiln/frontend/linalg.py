@@ -270,7 +270,8 @@ def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     lower = call("cholesky", A)
     if not upper:
         return lower
-    return call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+    upper_ = call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+    return call("conj", upper_) if A.dtype.kind == "c" else upper_  # Lᴴ
 
 
 def cholesky_method(A, upper: bool = False):  # noqa: N803

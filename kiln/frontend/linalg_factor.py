@@ -38,6 +38,17 @@ def _mT(x):  # noqa: N802
     return call("transpose", x, perm=(*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
 
 
+def _mH(x):  # noqa: N802
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    return call("conj", _mT(x)) if x.dtype.kind == "c" else _mT(x)
+
+
+def _real_part(x, A):  # noqa: N803
+    """The real values (eigenvalues, singular values) a complex A's packed result holds
+    as complex numbers, as their real dtype (PyTorch's)."""
+    return call("real", x) if A.dtype.kind == "c" else x
+
+
 def _matrices(A, name):  # noqa: N803
     (A,) = lift(A)
     if A.ndim < 2:
@@ -80,7 +91,7 @@ def _tolerances(A, atol, rtol, name):  # noqa: N803
     if rtol is None and atol is not None and atol > 0:
         rtol = 0.0
     if rtol is None and isinstance(A.shape[-2], int) and isinstance(A.shape[-1], int):
-        eps = float(np.finfo(A.dtype).eps) if dt.is_float(A.dtype) else 0.0
+        eps = float(np.finfo(A.dtype).eps) if dt.is_differentiable(A.dtype) else 0.0
         rtol = eps * max(A.shape[-2], A.shape[-1])
     return (atol or 0.0), rtol  # rtol None: the kernel's eps * max(m, n), the dims symbolic
 
@@ -144,7 +155,7 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     """
     A = _matrices(A, "eigh")
     lam, v = _factor("eigh", A, upper=_uplo(UPLO, "eigh"))
-    return return_types.linalg_eigh(lam, v)
+    return return_types.linalg_eigh(_real_part(lam, A), v)
 
 
 def eig(A):  # noqa: N803
@@ -184,7 +195,7 @@ def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
     [-1.0, 2.0]
     """
     A = _matrices(A, "eigvalsh")
-    return _factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0]
+    return _real_part(_factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0], A)
 
 
 # -- SVD ---------------------------------------------------------------------------------------
@@ -213,7 +224,7 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     _driver(driver, "svd")
     A = _matrices(A, "svd")
     u, s, vh = _factor("svd", A, full_matrices=bool(full_matrices))
-    return return_types.linalg_svd(u, s, vh)
+    return return_types.linalg_svd(u, _real_part(s, A), vh)
 
 
 @autocast_op("fp32")
@@ -227,7 +238,7 @@ def svdvals(A, *, driver=None):  # noqa: N803
     """
     _driver(driver, "svdvals")
     A = _matrices(A, "svdvals")
-    return _factor("svd", A, full_matrices=False)[1]
+    return _real_part(_factor("svd", A, full_matrices=False)[1], A)
 
 
 def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
@@ -244,7 +255,7 @@ def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
         v = _zeros((*A.shape[:-2], A.shape[-1], A.shape[-1]), A)
         return return_types.svd(u, svdvals(A), v)
     u, s, vh = svd(A, full_matrices=not some)
-    return return_types.svd(u, s, _mT(vh))
+    return return_types.svd(u, s, _mH(vh))
 
 
 # -- LU ----------------------------------------------------------------------------------------
@@ -472,17 +483,18 @@ def _pinv_tensor_tolerances(A, atol, rtol, hermitian: bool):  # noqa: N803
         return call("pinv", A, atol=0.0, rtol=0.0, hermitian=hermitian)
     if rtol is None:  # PyTorch's default, 0 beside a given atol
         rtol = 0.0 if atol is not None else float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
-    bounds = [m.cast(t, A.dtype) if _is_tensor(t) else float(t or 0.0) for t in (atol, rtol)]
+    real = dt.to_real(A.dtype)  # (the singular values' dtype)
+    bounds = [m.cast(t, real) if _is_tensor(t) else float(t or 0.0) for t in (atol, rtol)]
     atol, rtol = (s.unsqueeze(t, -1) if _is_tensor(t) else t for t in bounds)
     if hermitian:
         w, v = eigh(A)
-        sigma, left, right = m.abs(w), v, _mT(v)
+        sigma, left, right = m.abs(w), v, _mH(v)
     else:
         left, sigma, right = svd(A, full_matrices=False)
     cutoff = m.maximum(atol, m.mul(rtol, m.amax(sigma, -1, keepdim=True)))
     keep = m.greater(sigma, cutoff)
     weights = m.where(keep, m.div(1.0, m.where(keep, w if hermitian else sigma, 1.0)), 0.0)
-    return m.matmul(m.mul(_mT(right), s.unsqueeze(weights, -2)), _mT(left))
+    return m.matmul(m.mul(_mH(right), s.unsqueeze(weights, -2)), _mH(left))
 
 
 def pinverse(input, rcond: float = 1e-15):  # noqa: A002
@@ -746,4 +758,4 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
             _raise_on_info(info, "cholesky_ex", lambda k: f"The factorization could not be "
                            f"completed because the input is not positive-definite (the leading "
                            f"minor of order {k} is not positive-definite).")  # fmt: skip
-    return return_types.linalg_cholesky_ex(_mT(lower) if upper else lower, info)
+    return return_types.linalg_cholesky_ex(_mH(lower) if upper else lower, info)

@@ -376,7 +376,24 @@ def logaddexp(input, other):  # noqa: A002
     a, b = lift(input, other)
     target = dt.to_float(dt.result_type(a, b))  # promoted first: float16 with int64 is float16
     a, b = (v if v.dtype == target else m.cast(v, target) for v in (a, b))
+    if dt.is_complex(target):
+        return _complex_logaddexp(a, b)
     return call("logaddexp", a, b)
+
+
+def _complex_logaddexp(a, b):
+    """logaddexp of complex values, PyTorch's rule: with `hi` the one of the larger real
+    part, `hi + log1p(exp(lo - hi))`; where both real parts are the same infinity, `lo` (-inf)
+    or `log(exp(lo) + exp(hi))` (+inf). Its gradient, that of the composite, is
+    conj(1 / (1 + exp(b - a))) times the cotangent for `a`, as PyTorch's."""
+    a_re, b_re = call("real", a), call("real", b)
+    b_higher = m.greater(b_re, a_re)
+    hi, lo = m.where(b_higher, b, a), m.where(b_higher, a, b)
+    hi_re, lo_re = m.where(b_higher, b_re, a_re), m.where(b_higher, a_re, b_re)
+    general = m.add(m.log1p(m.exp(m.sub(lo, hi))), hi)
+    same_infinity = m.logical_and(m.logical_not(m.isfinite(lo_re)), m.equal(lo_re, hi_re))
+    infinite = m.where(m.less(lo_re, 0), lo, m.log(m.add(m.exp(lo), m.exp(hi))))
+    return m.where(same_infinity, infinite, general)
 
 
 def _float_unary(name, example, expected):

@@ -146,7 +146,8 @@ def _linalg_dtype(name, kinds=(np.float32, np.float64)):
     def rule(*dtypes):
         for d in dtypes:
             if d not in kinds:
-                raise DTypeError(f"{name}: float32 or float64 matrices are expected, got {d}")
+                expected = "float or complex" if len(kinds) > 2 else "float32 or float64"
+                raise DTypeError(f"{name}: {expected} matrices are expected, got {d}")
         return np.result_type(*dtypes)
 
     return rule

@@ -323,6 +323,36 @@ def test_a_loss_of_the_vectors_phases_raises_as_pytorch(op):
     assert np.isfinite(x.grad.numpy()).all()
 
 
+@needs_torch
+@pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
+def test_functions_built_on_the_factorizations_take_complex_matrices_as_pytorch():
+    """cholesky_solve, cholesky_inverse and householder_product (conjugate transposes),
+    lstsq (its residuals |r|², real), matrix_rank, the 2- and nuclear norms and cond."""
+    a, b, hpd = TALL[0], _complex(4, 2), HPD[0]
+    lower = np.linalg.cholesky(hpd)
+    cases = {
+        "cholesky_solve": lambda lib, t: lib.cholesky_solve(t(b[:3]), t(lower)),
+        "cholesky_solve-upper": lambda lib, t: lib.cholesky_solve(
+            t(b[:3]), t(lower.conj().T), upper=True
+        ),
+        "cholesky_inverse": lambda lib, t: lib.cholesky_inverse(t(lower)),
+        "triangular_solve": lambda lib, t: (
+            lib.triangular_solve(t(b[:3]), t(np.triu(hpd)), transpose=True).solution
+        ),
+        "lstsq": lambda lib, t: lib.linalg.lstsq(t(a), t(b)).solution,
+        "lstsq-gelsd": lambda lib, t: lib.linalg.lstsq(t(a), t(b), driver="gelsd").residuals,
+        "householder_product": lambda lib, t: lib.linalg.householder_product(t(a), t(a[0])),
+        "matrix_rank": lambda lib, t: lib.linalg.matrix_rank(t(hpd), hermitian=True),
+        "norm-2": lambda lib, t: lib.linalg.matrix_norm(t(a), ord=2),
+        "norm-nuc": lambda lib, t: lib.linalg.matrix_norm(t(a), ord="nuc"),
+        "cond": lambda lib, t: lib.linalg.cond(t(a)),
+    }
+    for name, fn in cases.items():
+        got, want = fn(kn, kn.tensor).numpy(), fn(torch, torch.tensor).numpy()
+        assert got.dtype == want.dtype, name
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
 # -- logaddexp and unique ----------------------------------------------------------------------
 
 

@@ -259,7 +259,8 @@ def logdet(A):  # noqa: N803
 def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     """The lower (or, with `upper`, upper) Cholesky factor of each symmetric positive-definite
     matrix in the last two dims (only its lower triangle is read); a matrix that is not
-    positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's.
+    positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's. A
+    complex Hermitian A = L Lᴴ gives L (the upper factor Lᴴ), with PyTorch's gradient.
 
     >>> import kiln as kn
     >>> kn.linalg.cholesky(kn.tensor([[4.0, 2.0], [2.0, 5.0]]))

@@ -3,7 +3,9 @@
 `pinv`, `matrix_exp`, `matrix_rank`, `multi_dot`, `vecdot`, `inv_ex`, `cholesky_ex`; and the
 older top-level forms `svd` (with `some=`), `qr`, `pinverse`, `triangular_solve`,
 `lu_unpack`, `lu_solve`. Each works eagerly (with autograd), in graph mode and under
-`kn.compile`, batched over leading dims, on float32 and float64 matrices.
+`kn.compile`, batched over leading dims, on float32 and float64 matrices; `qr`, `eigh`,
+`eigvalsh`, `svd`, `svdvals`, `pinv`, `solve_triangular` and `cholesky_ex` on complex64 and
+complex128 ones too, with PyTorch's complex gradients (eigenvalues and singular values real).
 
 A factorization is one op whose results come packed in one array (kiln/ops/linalg_factor.py):
 the named tuple here holds views of it, and its gradient takes all of them at once.
@@ -147,7 +149,10 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     symmetric matrix in the last two dims, reading its lower (`UPLO="L"`) or upper triangle:
     a named tuple `(eigenvalues, eigenvectors)`. Each eigenvector's sign is LAPACK's choice;
     the gradient through the eigenvectors is finite only where the eigenvalues are distinct
-    (it divides by their differences), as PyTorch's, and is symmetric.
+    (it divides by their differences), as PyTorch's, and is symmetric. A complex Hermitian
+    matrix has real eigenvalues and eigenvectors each fixed up to a phase e^(iφ): a loss of
+    them must not depend on those phases (|v|², V diag(c) Vᴴ do not; v[0] does), or its
+    gradient raises AutogradError when it runs, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.linalg.eigh(kn.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues.tolist()
@@ -215,11 +220,16 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     The gradient through U and Vh divides by differences of squared singular values (and by
     the singular values when m != n): it is finite only where they are distinct and nonzero,
     as PyTorch's; losses that do not depend on the singular vectors' signs get the same
-    gradient from every sign choice.
+    gradient from every sign choice. A complex A's singular values are real, and each pair
+    of singular vectors (U's column, Vh's row) is fixed up to a phase e^(iφ): a loss that
+    depends on it (U[0, 0] rather than |U[0, 0]| or U Vh) raises AutogradError in its
+    backward, as PyTorch's raises.
 
     >>> import kiln as kn
     >>> kn.linalg.svd(kn.tensor([[3.0, 0.0], [0.0, -4.0]])).S.tolist()
     [4.0, 3.0]
+    >>> kn.linalg.svd(kn.tensor([[3j, 0.0], [0.0, 4.0]])).S  # |3i| = 3
+    tensor([4., 3.])
     """
     _driver(driver, "svd")
     A = _matrices(A, "svd")
@@ -242,7 +252,7 @@ def svdvals(A, *, driver=None):  # noqa: N803
 
 
 def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
-    """`torch.svd`: a named tuple `(U, S, V)` with V (not Vh) and `some` the reduced form;
+    """`torch.svd`: a named tuple `(U, S, V)` with V = Vhᴴ (not Vh) and `some` the reduced form;
     without `compute_uv`, U and V are zeros (PyTorch's).
 
     >>> import kiln as kn
@@ -460,6 +470,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
     eigendecomposition with `hermitian`): singular values at or below
     max(atol, rtol * the largest) count as zero (atol 0 and rtol eps * max(m, n) when not
     given; rtol 0 when only atol > 0 is). Its gradient is that of A⁺ where A's rank is fixed.
+    Complex matrices (Hermitian ones with `hermitian`) too.
 
     >>> import kiln as kn
     >>> kn.linalg.pinv(kn.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
@@ -558,7 +569,8 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
     full = driver == "gels" or isinstance(rank, Symbol) or bool(m.all(m.equal(rank, cols)))
     if rows > cols and full:
         r = m.sub(m.matmul(A, x), B)
-        empty = m.sum(m.square(r), -1, keepdim=True) if vector else m.sum(m.square(r), -2)
+        r2 = call("real", m.mul(r, call("conj", r))) if A.dtype.kind == "c" else m.square(r)
+        empty = m.sum(r2, -1, keepdim=True) if vector else m.sum(r2, -2)
     return return_types.linalg_lstsq(x, empty, rank, values)
 
 
@@ -605,9 +617,9 @@ def matrix_exp(A):  # noqa: N803
 @autocast_op("fp32")
 def householder_product(A, tau):  # noqa: N803
     """The first n columns of the product H₁ ⋯ H_k of Householder reflections
-    H_i = I - tau_i v_i v_iᵀ, v_i the i-th column of A below its diagonal with a 1 on it
-    (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a composite of matrix
-    products, differentiable in A and tau.
+    H_i = I - tau_i v_i v_iᴴ (v_iᵀ for real ones), v_i the i-th column of A below its
+    diagonal with a 1 on it (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a
+    composite of matrix products, differentiable in A and tau.
 
     >>> import kiln as kn
     >>> kn.linalg.householder_product(kn.tensor([[1.0], [1.0]]), kn.tensor([1.0])).tolist()
@@ -628,7 +640,7 @@ def householder_product(A, tau):  # noqa: N803
     for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I
         v = vectors[..., :, i : i + 1]
         t = tau[..., i : i + 1][..., None]
-        q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mT(v), q))))
+        q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mH(v), q))))
     return q
 
 

@@ -367,11 +367,14 @@ def lerp(input, end, weight):  # noqa: A002
 
 @takes_out
 def logaddexp(input, other):  # noqa: A002
-    """`log(exp(input) + exp(other))` without overflow or underflow.
+    """`log(exp(input) + exp(other))` without overflow or underflow; of complex values too
+    (the log's imaginary part that of the larger real part plus log1p's, PyTorch's).
 
     >>> import kiln as kn
     >>> kn.logaddexp(kn.tensor([1000.0, -1000.0]), kn.tensor([-1000.0, 1000.0])).tolist()
     [1000.0, 1000.0]
+    >>> kn.logaddexp(kn.tensor([1e3 + 1j]), kn.tensor([0j]))
+    tensor([1000.+1.j])
     """
     a, b = lift(input, other)
     target = dt.to_float(dt.result_type(a, b))  # promoted first: float16 with int64 is float16

@@ -26,6 +26,19 @@ singular values): where two are equal the gradient is not finite (inf or NaN), a
 Losses that do not depend on the vectors' signs (the gauge) get the same gradient from
 every sign choice.
 
+Complex matrices (qr, eigh, svd, pinv, solve_triangular, cholesky_ex; "complex_linear" ops,
+their vjps written for PyTorch's convention, the conjugate Wirtinger derivative): the same
+rules with ᴴ for ᵀ, and
+- qr: LAPACK's R has a real diagonal, so N's diagonal keeps its real part alone:
+  A̅ = (Q̅ + Q (T + Tᴴ)) R⁻ᴴ, T = triu(M, 1) + ½ I ∘ M.
+- eigh and svd: each vector is fixed only up to a phase e^(iφ) (U's column and Vh's row
+  together). A loss that does not depend on the phases has Im(diag(Vᴴ V̅)) = 0 (eigh) and
+  Im(diag(Uᴴ U̅)) = -Im(diag(Vᴴ V̅)) (svd); `phase_check` verifies that when the backward
+  runs (PyTorch's bounds, 1e-2) and raises AutogradError otherwise, as PyTorch raises. svd's
+  gradient then has the phases' share i Im(diag(Uᴴ U̅)) / S on its diagonal.
+The eigenvalues and singular values are real: the packed array of a complex matrix holds
+them as complex numbers with a zero imaginary part, and the frontend takes their real part.
+
 CUDA: qr, eigh, svd and pinv run CuPy's `linalg` there; the ops that need SciPy's LAPACK
 wrappers (lu, lu_pivots, solve_triangular, matrix_exp, lstsq_rank, cholesky_ex, inv_ex and
 their `info`s) copy their operands to the host and the result back (`_on_host`).
@@ -488,7 +501,9 @@ def _lu_pivots(xp, a, out=None):
 def _int_dtype(kind, name, kinds=(np.float32, np.float64)):
     def rule(d, **_):
         if d not in kinds:
-            expected = "float or complex" if len(kinds) > 2 else "float32 or float64"
+            expected = "float32 or float64" + (
+                " (or complex64 or complex128)" if len(kinds) > 2 else ""
+            )
             raise DTypeError(f"{name}: {expected} matrices are expected, got {d}")
         return np.dtype(kind)
 
@@ -717,8 +732,9 @@ def _lstsq_rank(xp, a, out=None, *, rcond):
     return out
 
 
-lstsq_rank = defop("lstsq_rank", _lstsq_rank_shape, _int_dtype(np.int64, "linalg.lstsq"),
-                   _lstsq_rank, tags=("nondiff",), batch=_batched("lstsq_rank"))  # fmt: skip
+lstsq_rank = defop("lstsq_rank", _lstsq_rank_shape, _int_dtype(np.int64, "linalg.lstsq", _INEXACT),
+                   _lstsq_rank, tags=("nondiff", "complex_linear"),
+                   batch=_batched("lstsq_rank"))  # fmt: skip
 
 
 # -- cholesky_ex and inv_ex: the factor and an info code, without raising ---------------------

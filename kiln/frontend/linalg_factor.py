@@ -560,7 +560,7 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
     values; every driver but gelsy the squared residuals of tall full-rank problems (under
     kn.compile or in graph mode the rank is not known: tall problems get them)."""
     rows, cols = A.shape[-2], A.shape[-1]
-    rank, values = _zeros((0,), m.cast(A, dt.int64)), empty
+    rank, values = _zeros((0,), m.cast(_real_part(A, A), dt.int64)), empty
     if driver != "gels":
         values = svdvals(A)
         cut = float(np.finfo(A.dtype).eps) * max(rows, cols) if rcond is None else rcond

@@ -296,31 +296,32 @@ def test_older_names_and_methods_match_pytorch():
 
 
 @needs_torch
-@pytest.mark.parametrize("op", ["svd", "eigh"])
+@pytest.mark.parametrize("op", ["svd", "eigh", "eig"])
 def test_a_loss_of_the_vectors_phases_raises_as_pytorch(op):
-    """U[0, 1] itself (not its modulus) depends on LAPACK's phase: PyTorch refuses its gradient
-    (RuntimeError), and so does kiln (AutogradError, a RuntimeError), in every mode."""
-    a = HERM if op == "eigh" else TALL[0]
+    """The sum of a vector's entries (not their moduli) depends on LAPACK's phase: PyTorch
+    refuses its gradient (RuntimeError), and so does kiln (AutogradError, a RuntimeError), in
+    every mode; the moduli get PyTorch's gradient."""
+    a = {"svd": TALL[0], "eigh": HERM, "eig": SQUARE}[op]
 
-    def loss(lib, x):
-        vectors = lib.linalg.svd(x)[0] if op == "svd" else lib.linalg.eigh(x)[1]
-        return vectors[1, 1].real
+    def vector(lib, x):
+        vectors = {"svd": lambda: lib.linalg.svd(x)[0], "eigh": lambda: lib.linalg.eigh(x)[1],
+                   "eig": lambda: lib.linalg.eig(x)[1]}[op]()  # fmt: skip
+        return vectors[:, 1]  # the second vector
 
     with pytest.raises(RuntimeError, match="e\\^{i phi}"):
-        loss(torch, torch.tensor(a, requires_grad=True)).backward()
-    for run in (lambda x: loss(kn, x), kn.compile(lambda x: loss(kn, x))):
+        vector(torch, torch.tensor(a, requires_grad=True)).sum().real.backward()
+    for run in (lambda x: vector(kn, x).sum().real, kn.compile(lambda x: vector(kn, x).sum().real)):
         with pytest.raises(kn.AutogradError, match=f"linalg.{op}: the .* phase"):
             run(kn.tensor(a, requires_grad=True)).backward()
     with kn.Graph().as_default() as g:
         p = kn.placeholder(kn.complex128, a.shape)
-        (grad,) = kn.grad(loss(kn, p), [p])
+        (grad,) = kn.grad(vector(kn, p).sum().real, [p])
     with kn.Session(graph=g) as sess, pytest.raises(kn.AutogradError, match="phase"):
         sess.run(grad, {p: a})
-    x = kn.tensor(a, requires_grad=True)  # its modulus is phase-free: a gradient
-    (
-        loss(kn, x) * 0 + (kn.linalg.svd(x)[0] if op == "svd" else kn.linalg.eigh(x)[1])[1, 1].abs()
-    ).backward()
-    assert np.isfinite(x.grad.numpy()).all()
+    at, x = torch.tensor(a, requires_grad=True), kn.tensor(a, requires_grad=True)
+    vector(torch, at).abs().sum().backward()
+    vector(kn, x).abs().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), at.grad.numpy(), rtol=1e-8, atol=1e-12)
 
 
 @needs_torch

@@ -266,6 +266,16 @@ def test_complex64_results_match_pytorch_and_keep_their_dtypes():
     x = kn.tensor(a, requires_grad=True)  # a complex64 gradient stays complex64
     kn.linalg.svdvals(x).sum().backward()
     assert x.grad.dtype == kn.complex64
+    with kn.Graph().as_default() as g:  # graph mode: the same dtypes and values
+        p = kn.placeholder(kn.complex64, a.shape)
+        u, s, vh = kn.linalg.svd(p, full_matrices=False)
+        lam = kn.linalg.eigvalsh(p[0] @ p[0].mH, UPLO="U")
+        assert (u.dtype, s.dtype, lam.dtype) == (kn.complex64, kn.float32, kn.float32)
+    with kn.Session(graph=g) as sess:
+        got_s, got_lam = sess.run([s, lam], {p: a})
+    np.testing.assert_allclose(got_s, torch.linalg.svdvals(torch.tensor(a)).numpy(), **tol)
+    want_lam = torch.linalg.eigvalsh(torch.tensor(a[0] @ a[0].conj().T), UPLO="U").numpy()
+    np.testing.assert_allclose(got_lam, want_lam, **tol)
 
 
 @needs_torch

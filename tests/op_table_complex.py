@@ -9,6 +9,7 @@ import numpy as np
 from op_case import OpCase
 
 import kiln as kn
+from kiln.ops.core import apply
 
 COMPLEX = ("complex64", "complex128")
 FLOATS = ("float32", "float64")
@@ -70,4 +71,39 @@ CASES.extend([
            lambda a: np.linalg.eig(a)[1], FLOATS, 1e-5, 1e-5),
     OpCase("eig_vectors", "complex", lambda a: kn.linalg.eig(a).eigenvectors,
            complexes((4, 4)), lambda a: np.linalg.eig(a)[1], COMPLEX, 1e-5, 1e-5),
+])  # fmt: skip
+
+
+def _phase_check(x, a, b):
+    return apply("phase_check", x, a, b, name="linalg.svd", what="singular vectors")
+
+
+def _close_parts(rng, dtype):
+    """A complex matrix, and two real vectors within the phase check's bounds of each other."""
+    a = rng.standard_normal(3).astype(np.dtype(dtype).type(0).real.dtype)
+    return [_complex(rng, (3, 3), dtype), a, a + np.asarray(0.005, a.dtype)]
+
+
+def _hermitian_pd(rng, dtype):
+    b = _complex(rng, (2, 3, 3), dtype)
+    return [(b @ np.swapaxes(b, -1, -2).conj() + 3 * np.eye(3)).astype(dtype)]
+
+
+# kn.linalg's factorizations of complex matrices (their results free of LAPACK's phase
+# choices: singular values, eigenvalues, Cholesky factors, QR's R, pseudo-inverses); their
+# gradients are checked against PyTorch's in tests/test_complex_linalg.py. phase_check (the
+# identity where a loss does not read the vectors' phases) is the backward's.
+CASES.extend([
+    OpCase("phase_check", "within-bounds", _phase_check, _close_parts, lambda x, a, b: x,
+           COMPLEX),
+    OpCase("svd", "complex-values", kn.linalg.svdvals, complexes((2, 4, 3)),
+           lambda a: np.linalg.svd(a, compute_uv=False), COMPLEX, 1e-5, 1e-5),
+    OpCase("eigh", "complex-values", lambda a: kn.linalg.eigvalsh(a, UPLO="U"),
+           complexes((2, 3, 3)), lambda a: np.linalg.eigvalsh(a, UPLO="U"), COMPLEX, 1e-5, 1e-5),
+    OpCase("cholesky", "complex", kn.linalg.cholesky, _hermitian_pd, np.linalg.cholesky,
+           COMPLEX, 1e-5, 1e-5),
+    OpCase("qr", "complex-r", lambda a: kn.linalg.qr(a).R, complexes((2, 4, 3)),
+           lambda a: np.linalg.qr(a)[1], COMPLEX, 1e-5, 1e-5),
+    OpCase("pinv", "complex", kn.linalg.pinv, complexes((3, 4)), np.linalg.pinv, COMPLEX,
+           1e-4, 1e-5),
 ])  # fmt: skip

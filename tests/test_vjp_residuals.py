@@ -68,6 +68,7 @@ KEEPS |= {
     "angle": set(), "complex": set(), "conj": set(), "real": set(), "imag": set(),
     "view_as_real": set(), "view_as_complex": set(), "eig_values": {"x0"},
     "eig_vectors": {"x0", "y"}, "fft_c2c": set(), "fft_r2c": set(), "fft_c2r": set(),
+    "phase_check": set(),  # the identity in x (its check is on the forward's operands)
 }  # fmt: skip
 # the epilogue kernels (kiln/ops/epilogue.py, losses.py): bias_relu's backward is relu's, from
 # its output; relu_grad_bias's is relu_grad's, from y; log_softmax_take's recomputes the

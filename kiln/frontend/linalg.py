@@ -259,7 +259,8 @@ def logdet(A):  # noqa: N803
 def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     """The lower (or, with `upper`, upper) Cholesky factor of each symmetric positive-definite
     matrix in the last two dims (only its lower triangle is read); a matrix that is not
-    positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's.
+    positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's. A
+    complex Hermitian A = L Lᴴ gives L (the upper factor Lᴴ), with PyTorch's gradient.
 
     >>> import kiln as kn
     >>> kn.linalg.cholesky(kn.tensor([[4.0, 2.0], [2.0, 5.0]]))
@@ -270,7 +271,8 @@ def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     lower = call("cholesky", A)
     if not upper:
         return lower
-    return call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+    upper_ = call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+    return call("conj", upper_) if A.dtype.kind == "c" else upper_  # Lᴴ
 
 
 def cholesky_method(A, upper: bool = False):  # noqa: N803

@@ -3,7 +3,9 @@
 `pinv`, `matrix_exp`, `matrix_rank`, `multi_dot`, `vecdot`, `inv_ex`, `cholesky_ex`; and the
 older top-level forms `svd` (with `some=`), `qr`, `pinverse`, `triangular_solve`,
 `lu_unpack`, `lu_solve`. Each works eagerly (with autograd), in graph mode and under
-`kn.compile`, batched over leading dims, on float32 and float64 matrices.
+`kn.compile`, batched over leading dims, on float32 and float64 matrices; `qr`, `eigh`,
+`eigvalsh`, `svd`, `svdvals`, `pinv`, `solve_triangular` and `cholesky_ex` on complex64 and
+complex128 ones too, with PyTorch's complex gradients (eigenvalues and singular values real).
 
 A factorization is one op whose results come packed in one array (kiln/ops/linalg_factor.py):
 the named tuple here holds views of it, and its gradient takes all of them at once.
@@ -36,6 +38,17 @@ __all__ = [
 
 def _mT(x):  # noqa: N802
     return call("transpose", x, perm=(*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+
+
+def _mH(x):  # noqa: N802
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    return call("conj", _mT(x)) if x.dtype.kind == "c" else _mT(x)
+
+
+def _real_part(x, A):  # noqa: N803
+    """The real values (eigenvalues, singular values) a complex A's packed result holds
+    as complex numbers, as their real dtype (PyTorch's)."""
+    return call("real", x) if A.dtype.kind == "c" else x
 
 
 def _matrices(A, name):  # noqa: N803
@@ -80,7 +93,7 @@ def _tolerances(A, atol, rtol, name):  # noqa: N803
     if rtol is None and atol is not None and atol > 0:
         rtol = 0.0
     if rtol is None and isinstance(A.shape[-2], int) and isinstance(A.shape[-1], int):
-        eps = float(np.finfo(A.dtype).eps) if dt.is_float(A.dtype) else 0.0
+        eps = float(np.finfo(A.dtype).eps) if dt.is_differentiable(A.dtype) else 0.0
         rtol = eps * max(A.shape[-2], A.shape[-1])
     return (atol or 0.0), rtol  # rtol None: the kernel's eps * max(m, n), the dims symbolic
 
@@ -136,7 +149,10 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     symmetric matrix in the last two dims, reading its lower (`UPLO="L"`) or upper triangle:
     a named tuple `(eigenvalues, eigenvectors)`. Each eigenvector's sign is LAPACK's choice;
     the gradient through the eigenvectors is finite only where the eigenvalues are distinct
-    (it divides by their differences), as PyTorch's, and is symmetric.
+    (it divides by their differences), as PyTorch's, and is symmetric. A complex Hermitian
+    matrix has real eigenvalues and eigenvectors each fixed up to a phase e^(iφ): a loss of
+    them must not depend on those phases (|v|², V diag(c) Vᴴ do not; v[0] does), or its
+    gradient raises AutogradError when it runs, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.linalg.eigh(kn.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues.tolist()
@@ -144,7 +160,7 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     """
     A = _matrices(A, "eigh")
     lam, v = _factor("eigh", A, upper=_uplo(UPLO, "eigh"))
-    return return_types.linalg_eigh(lam, v)
+    return return_types.linalg_eigh(_real_part(lam, A), v)
 
 
 def eig(A):  # noqa: N803
@@ -184,7 +200,7 @@ def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
     [-1.0, 2.0]
     """
     A = _matrices(A, "eigvalsh")
-    return _factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0]
+    return _real_part(_factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0], A)
 
 
 # -- SVD ---------------------------------------------------------------------------------------
@@ -204,16 +220,21 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     The gradient through U and Vh divides by differences of squared singular values (and by
     the singular values when m != n): it is finite only where they are distinct and nonzero,
     as PyTorch's; losses that do not depend on the singular vectors' signs get the same
-    gradient from every sign choice.
+    gradient from every sign choice. A complex A's singular values are real, and each pair
+    of singular vectors (U's column, Vh's row) is fixed up to a phase e^(iφ): a loss that
+    depends on it (U[0, 0] rather than |U[0, 0]| or U Vh) raises AutogradError in its
+    backward, as PyTorch's raises.
 
     >>> import kiln as kn
     >>> kn.linalg.svd(kn.tensor([[3.0, 0.0], [0.0, -4.0]])).S.tolist()
     [4.0, 3.0]
+    >>> kn.linalg.svd(kn.tensor([[3j, 0.0], [0.0, 4.0]])).S  # |3i| = 3
+    tensor([4., 3.])
     """
     _driver(driver, "svd")
     A = _matrices(A, "svd")
     u, s, vh = _factor("svd", A, full_matrices=bool(full_matrices))
-    return return_types.linalg_svd(u, s, vh)
+    return return_types.linalg_svd(u, _real_part(s, A), vh)
 
 
 @autocast_op("fp32")
@@ -227,11 +248,11 @@ def svdvals(A, *, driver=None):  # noqa: N803
     """
     _driver(driver, "svdvals")
     A = _matrices(A, "svdvals")
-    return _factor("svd", A, full_matrices=False)[1]
+    return _real_part(_factor("svd", A, full_matrices=False)[1], A)
 
 
 def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
-    """`torch.svd`: a named tuple `(U, S, V)` with V (not Vh) and `some` the reduced form;
+    """`torch.svd`: a named tuple `(U, S, V)` with V = Vhᴴ (not Vh) and `some` the reduced form;
     without `compute_uv`, U and V are zeros (PyTorch's).
 
     >>> import kiln as kn
@@ -244,7 +265,7 @@ def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
         v = _zeros((*A.shape[:-2], A.shape[-1], A.shape[-1]), A)
         return return_types.svd(u, svdvals(A), v)
     u, s, vh = svd(A, full_matrices=not some)
-    return return_types.svd(u, s, _mT(vh))
+    return return_types.svd(u, s, _mH(vh))
 
 
 # -- LU ----------------------------------------------------------------------------------------
@@ -449,6 +470,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
     eigendecomposition with `hermitian`): singular values at or below
     max(atol, rtol * the largest) count as zero (atol 0 and rtol eps * max(m, n) when not
     given; rtol 0 when only atol > 0 is). Its gradient is that of A⁺ where A's rank is fixed.
+    Complex matrices (Hermitian ones with `hermitian`) too.
 
     >>> import kiln as kn
     >>> kn.linalg.pinv(kn.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
@@ -472,17 +494,18 @@ def _pinv_tensor_tolerances(A, atol, rtol, hermitian: bool):  # noqa: N803
         return call("pinv", A, atol=0.0, rtol=0.0, hermitian=hermitian)
     if rtol is None:  # PyTorch's default, 0 beside a given atol
         rtol = 0.0 if atol is not None else float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
-    bounds = [m.cast(t, A.dtype) if _is_tensor(t) else float(t or 0.0) for t in (atol, rtol)]
+    real = dt.to_real(A.dtype)  # (the singular values' dtype)
+    bounds = [m.cast(t, real) if _is_tensor(t) else float(t or 0.0) for t in (atol, rtol)]
     atol, rtol = (s.unsqueeze(t, -1) if _is_tensor(t) else t for t in bounds)
     if hermitian:
         w, v = eigh(A)
-        sigma, left, right = m.abs(w), v, _mT(v)
+        sigma, left, right = m.abs(w), v, _mH(v)
     else:
         left, sigma, right = svd(A, full_matrices=False)
     cutoff = m.maximum(atol, m.mul(rtol, m.amax(sigma, -1, keepdim=True)))
     keep = m.greater(sigma, cutoff)
     weights = m.where(keep, m.div(1.0, m.where(keep, w if hermitian else sigma, 1.0)), 0.0)
-    return m.matmul(m.mul(_mT(right), s.unsqueeze(weights, -2)), _mT(left))
+    return m.matmul(m.mul(_mH(right), s.unsqueeze(weights, -2)), _mH(left))
 
 
 def pinverse(input, rcond: float = 1e-15):  # noqa: A002
@@ -537,7 +560,7 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
     values; every driver but gelsy the squared residuals of tall full-rank problems (under
     kn.compile or in graph mode the rank is not known: tall problems get them)."""
     rows, cols = A.shape[-2], A.shape[-1]
-    rank, values = _zeros((0,), m.cast(A, dt.int64)), empty
+    rank, values = _zeros((0,), m.cast(_real_part(A, A), dt.int64)), empty
     if driver != "gels":
         values = svdvals(A)
         cut = float(np.finfo(A.dtype).eps) * max(rows, cols) if rcond is None else rcond
@@ -546,7 +569,8 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
     full = driver == "gels" or isinstance(rank, Symbol) or bool(m.all(m.equal(rank, cols)))
     if rows > cols and full:
         r = m.sub(m.matmul(A, x), B)
-        empty = m.sum(m.square(r), -1, keepdim=True) if vector else m.sum(m.square(r), -2)
+        r2 = call("real", m.mul(r, call("conj", r))) if A.dtype.kind == "c" else m.square(r)
+        empty = m.sum(r2, -1, keepdim=True) if vector else m.sum(r2, -2)
     return return_types.linalg_lstsq(x, empty, rank, values)
 
 
@@ -593,9 +617,9 @@ def matrix_exp(A):  # noqa: N803
 @autocast_op("fp32")
 def householder_product(A, tau):  # noqa: N803
     """The first n columns of the product H₁ ⋯ H_k of Householder reflections
-    H_i = I - tau_i v_i v_iᵀ, v_i the i-th column of A below its diagonal with a 1 on it
-    (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a composite of matrix
-    products, differentiable in A and tau.
+    H_i = I - tau_i v_i v_iᴴ (v_iᵀ for real ones), v_i the i-th column of A below its
+    diagonal with a 1 on it (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a
+    composite of matrix products, differentiable in A and tau.
 
     >>> import kiln as kn
     >>> kn.linalg.householder_product(kn.tensor([[1.0], [1.0]]), kn.tensor([1.0])).tolist()
@@ -616,7 +640,7 @@ def householder_product(A, tau):  # noqa: N803
     for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I
         v = vectors[..., :, i : i + 1]
         t = tau[..., i : i + 1][..., None]
-        q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mT(v), q))))
+        q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mH(v), q))))
     return q
 
 
@@ -746,4 +770,4 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
             _raise_on_info(info, "cholesky_ex", lambda k: f"The factorization could not be "
                            f"completed because the input is not positive-definite (the leading "
                            f"minor of order {k} is not positive-definite).")  # fmt: skip
-    return return_types.linalg_cholesky_ex(_mT(lower) if upper else lower, info)
+    return return_types.linalg_cholesky_ex(_mH(lower) if upper else lower, info)

@@ -57,6 +57,7 @@ def unique(
     (tensor([1, 2, 3]), tensor([2, 0, 1, 2, 0]), tensor([2, 1, 2]))
     """
     (x,) = lift(input)
+    _no_complex(x, "unique")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=True), return_inverse, return_counts)
     host = _host(x)
@@ -72,6 +73,14 @@ def unique(
         )
         inverse = inverse.reshape(-1)
     return _results(x, out, inverse, counts, return_inverse, return_counts)
+
+
+def _no_complex(x, op):
+    """Complex values have no order: PyTorch's `unique` kernels refuse them
+    (NotImplementedError, as UnsupportedDTypeError is), and so does kiln."""
+    if dt.is_complex(x.dtype):
+        raise call_error(UnsupportedDTypeError, f"{op} does not support complex dtype {x.dtype}",
+                         op, x)  # fmt: skip
 
 
 def _results(x, out, inverse, counts, return_inverse, return_counts):
@@ -97,6 +106,7 @@ def unique_consecutive(
     (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 2]))
     """
     (x,) = lift(input)
+    _no_complex(x, "unique_consecutive")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=False), return_inverse, return_counts)
     host = _host(x)

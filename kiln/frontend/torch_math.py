@@ -367,16 +367,36 @@ def lerp(input, end, weight):  # noqa: A002
 
 @takes_out
 def logaddexp(input, other):  # noqa: A002
-    """`log(exp(input) + exp(other))` without overflow or underflow.
+    """`log(exp(input) + exp(other))` without overflow or underflow; of complex values too
+    (the log's imaginary part that of the larger real part plus log1p's, PyTorch's).
 
     >>> import kiln as kn
     >>> kn.logaddexp(kn.tensor([1000.0, -1000.0]), kn.tensor([-1000.0, 1000.0])).tolist()
     [1000.0, 1000.0]
+    >>> kn.logaddexp(kn.tensor([1e3 + 1j]), kn.tensor([0j]))
+    tensor([1000.+1.j])
     """
     a, b = lift(input, other)
     target = dt.to_float(dt.result_type(a, b))  # promoted first: float16 with int64 is float16
     a, b = (v if v.dtype == target else m.cast(v, target) for v in (a, b))
+    if dt.is_complex(target):
+        return _complex_logaddexp(a, b)
     return call("logaddexp", a, b)
+
+
+def _complex_logaddexp(a, b):
+    """logaddexp of complex values, PyTorch's rule: with `hi` the one of the larger real
+    part, `hi + log1p(exp(lo - hi))`; where both real parts are the same infinity, `lo` (-inf)
+    or `log(exp(lo) + exp(hi))` (+inf). Its gradient, that of the composite, is
+    conj(1 / (1 + exp(b - a))) times the cotangent for `a`, as PyTorch's."""
+    a_re, b_re = call("real", a), call("real", b)
+    b_higher = m.greater(b_re, a_re)
+    hi, lo = m.where(b_higher, b, a), m.where(b_higher, a, b)
+    hi_re, lo_re = m.where(b_higher, b_re, a_re), m.where(b_higher, a_re, b_re)
+    general = m.add(m.log1p(m.exp(m.sub(lo, hi))), hi)
+    same_infinity = m.logical_and(m.logical_not(m.isfinite(lo_re)), m.equal(lo_re, hi_re))
+    infinite = m.where(m.less(lo_re, 0), lo, m.log(m.add(m.exp(lo), m.exp(hi))))
+    return m.where(same_infinity, infinite, general)
 
 
 def _float_unary(name, example, expected):

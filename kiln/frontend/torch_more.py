@@ -97,8 +97,8 @@ def _factor(name: str, f, upper: bool):
 @takes_out
 def cholesky_solve(input, input2, upper: bool = False):  # noqa: A002
     """X with `A X = input`, where `A = L Lᵀ` is given by its Cholesky factor `input2` (lower
-    triangular L, or upper U with `A = Uᵀ U` when `upper`); batched, as PyTorch's
-    `cholesky_solve(B, L)`. Only the factor's triangle is read.
+    triangular L, or upper U with `A = Uᵀ U` when `upper`; Lᴴ and Uᴴ for complex ones);
+    batched, as PyTorch's `cholesky_solve(B, L)`. Only the factor's triangle is read.
 
     >>> import kiln as kn
     >>> L = kn.tensor([[2.0, 0.0], [1.0, 1.0]])  # A = [[4, 2], [2, 2]]
@@ -111,6 +111,7 @@ def cholesky_solve(input, input2, upper: bool = False):  # noqa: A002
         raise call_error(ShapeError, "cholesky_solve: b should have at least 2 dimensions, "
                          f"got shape {list(b.shape)}", "cholesky_solve", b)  # fmt: skip
     ft = s.matrix_transpose(f)
+    ft = core.call("conj", ft) if dt.is_complex(f.dtype) else ft  # A = L Lᴴ when complex
     first, second = (ft, f) if upper else (f, ft)
     y = lf.solve_triangular(first, b, upper=False)
     return lf.solve_triangular(second, y, upper=True)

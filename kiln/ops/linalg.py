@@ -146,7 +146,10 @@ def _linalg_dtype(name, kinds=(np.float32, np.float64)):
     def rule(*dtypes):
         for d in dtypes:
             if d not in kinds:
-                raise DTypeError(f"{name}: float32 or float64 matrices are expected, got {d}")
+                expected = "float32 or float64" + (
+                    " (or complex64 or complex128)" if len(kinds) > 2 else ""
+                )
+                raise DTypeError(f"{name}: {expected} matrices are expected, got {d}")
         return np.result_type(*dtypes)
 
     return rule

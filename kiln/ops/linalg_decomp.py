@@ -30,21 +30,25 @@ def _cholesky(xp, a, out=None):
     return out
 
 
-def _phi_mask(n: int, dtype):
-    """The lower triangle with a halved diagonal, as a mask (PyTorch's Φ in the vjp)."""
-    return (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(dtype)
+def _mh(x):
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    t = _swap_last(x)
+    return apply("conj", t) if x.dtype.kind == "c" else t
 
 
 def _cholesky_vjp(ct, lower, a):
-    """A = L Lᵀ: Ā = ½ (S + Sᵀ) with S = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹ (the gradient of a symmetric input,
-    as PyTorch's: the factorization reads one triangle, the perturbation is symmetric)."""
+    """A = L Lᴴ: Ā = L⁻ᴴ ½ (tril(X) + tril(X, -1)ᴴ) L⁻¹ with X = Lᴴ L̄ (PyTorch's: the
+    factorization reads one triangle; for a real A the gradient is symmetric, for a complex
+    one Hermitian but for the imaginary parts of X's diagonal, which PyTorch keeps)."""
     n = a.shape[-1]
     if not isinstance(n, int):
         raise ShapeError("cholesky's gradient needs a static matrix size, got a symbolic one")
-    phi = apply("mul", apply("matmul", _swap_last(lower), ct), _constant(_phi_mask(n, a.dtype), a))
+    x = apply("matmul", _mh(lower), ct)
+    tril = apply("mul", x, _constant(np.tril(np.ones((n, n))).astype(a.dtype), a))
+    strict = apply("mul", x, _constant(np.tril(np.ones((n, n)), -1).astype(a.dtype), a))
+    inner = apply("mul", apply("add", tril, _mh(strict)), scalar(0.5, a))
     inv = apply("inv", lower)
-    s = apply("matmul", _swap_last(inv), apply("matmul", phi, inv))
-    return (apply("mul", apply("add", s, _swap_last(s)), scalar(0.5, a)),)
+    return (apply("matmul", _mh(inv), apply("matmul", inner, inv)),)
 
 
 def _constant(array, like):
@@ -57,10 +61,11 @@ def _constant(array, like):
 
 
 cholesky = defop(
-    "cholesky", _square_shape("cholesky"), _linalg_dtype("cholesky"), _cholesky,
+    "cholesky", _square_shape("cholesky"),
+    _linalg_dtype("cholesky", (np.float32, np.float64, np.complex64, np.complex128)), _cholesky,
     vjp=_cholesky_vjp, may_fail=True,
     batch=lambda args, batched: apply("cholesky", args[0]),
-    tags=("autocast_fp32",),
+    tags=("autocast_fp32", "complex_linear"),
 )  # fmt: skip
 
 

@@ -7,7 +7,8 @@ gradient, linear in the two cotangents (with E_ij = conj(L_j - L_i), 1 on the di
     gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / E) V^H
 
 (the real part for a real A). As PyTorch's, it is defined only for losses that do not depend
-on the phase of each eigenvector, and only for distinct eigenvalues.
+on the phase of each eigenvector, and only for distinct eigenvalues: a loss that reads the
+phases raises AutogradError in its backward (`phase_check`, kiln/ops/linalg_factor.py).
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def _vectors_vjp(ct, vectors, a):
     n = ct.shape[-1]
     vh = _mh(vectors)
     vhgv = apply("matmul", vh, ct)
+    # each eigenvector's phase is LAPACK's choice: a loss that reads it has Im(diag) != 0
+    # (AutogradError when the backward runs, as PyTorch raises)
+    vhgv = apply("phase_check", vhgv, apply("imag", _diagonal(vhgv)),
+                 _constant(np.zeros(n, dt.to_real(ct.dtype)), ct), name="linalg.eig",
+                 what="eigenvectors")  # fmt: skip
     re_diag = apply("cast", apply("real", _diagonal(vhgv)), dtype=ct.dtype)
     scaled = vectors * apply("reshape", re_diag, shape=(*re_diag.shape[:-1], 1, n))
     projected = vhgv - apply("matmul", vh, scaled)

@@ -26,6 +26,19 @@ singular values): where two are equal the gradient is not finite (inf or NaN), a
 Losses that do not depend on the vectors' signs (the gauge) get the same gradient from
 every sign choice.
 
+Complex matrices (qr, eigh, svd, pinv, solve_triangular, cholesky_ex; "complex_linear" ops,
+their vjps written for PyTorch's convention, the conjugate Wirtinger derivative): the same
+rules with ᴴ for ᵀ, and
+- qr: LAPACK's R has a real diagonal, so N's diagonal keeps its real part alone:
+  A̅ = (Q̅ + Q (T + Tᴴ)) R⁻ᴴ, T = triu(M, 1) + ½ I ∘ M.
+- eigh and svd: each vector is fixed only up to a phase e^(iφ) (U's column and Vh's row
+  together). A loss that does not depend on the phases has Im(diag(Vᴴ V̅)) = 0 (eigh) and
+  Im(diag(Uᴴ U̅)) = -Im(diag(Vᴴ V̅)) (svd); `phase_check` verifies that when the backward
+  runs (PyTorch's bounds, 1e-2) and raises AutogradError otherwise, as PyTorch raises. svd's
+  gradient then has the phases' share i Im(diag(Uᴴ U̅)) / S on its diagonal.
+The eigenvalues and singular values are real: the packed array of a complex matrix holds
+them as complex numbers with a zero imaginary part, and the frontend takes their real part.
+
 CUDA: qr, eigh, svd and pinv run CuPy's `linalg` there; the ops that need SciPy's LAPACK
 wrappers (lu, lu_pivots, solve_triangular, matrix_exp, lstsq_rank, cholesky_ex, inv_ex and
 their `info`s) copy their operands to the host and the result back (`_on_host`).
@@ -126,10 +139,14 @@ def unpack(packed, op: str, m: int, n: int, **attrs) -> list:
     return out
 
 
-def _linalg_dtype(name):
-    """float32 or float64 operands (as `inv`'s rule), the op's attrs aside."""
-    rule = _matrices_dtype(name)
+def _linalg_dtype(name, kinds=(np.float32, np.float64)):
+    """Operands of `kinds` (float32 or float64 unless given; as `inv`'s rule), the op's attrs
+    aside."""
+    rule = _matrices_dtype(name, kinds)
     return lambda *dtypes, **_: rule(*dtypes)
+
+
+_INEXACT = (np.float32, np.float64, np.complex64, np.complex128)
 
 
 def _on_host(kernel):
@@ -160,6 +177,32 @@ def _batched(name):
 
 def _mm(a, b):
     return apply("matmul", a, b)
+
+
+def _mh(x):
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    t = _swap_last(x)
+    return apply("conj", t) if x.dtype.kind == "c" else t
+
+
+def _diagonal(x):
+    """The diagonal of each (static, square) matrix in the last two dims: every (n + 1)-th
+    element of its flattened form."""
+    n = x.shape[-1]
+    flat = apply("reshape", x, shape=(*x.shape[:-2], n * n))
+    return apply("index", flat, spec=(*(_ALL,) * (x.ndim - 2), ("slice", None, None, n + 1)))
+
+
+def _imag_diagonal(x):
+    """i Im(diag(x)) as a diagonal matrix of x's (complex) dtype: (D - D^H) / 2, D = I ∘ x."""
+    d = _diag_embed(_diagonal(x))
+    return apply("mul", _sub(d, _mh(d)), scalar(0.5, x))
+
+
+def _phase_checked(x, a, b, name, what):
+    """`x`, once the run finds `a` close to `b` (each imaginary part of a diagonal: a loss
+    that does not depend on the complex phases of the vectors has them equal)."""
+    return apply("phase_check", x, apply("imag", a), apply("imag", b), name=name, what=what)
 
 
 def _mask(x, upper: bool, k: int = 0):
@@ -194,8 +237,8 @@ def _tri_solve(a, b, upper, unit=False):
 
 
 def _right_inv_t(x, r, upper, unit=False):
-    """x R⁻ᵀ for triangular R: (R⁻¹ xᵀ)ᵀ."""
-    return _swap_last(_tri_solve(r, _swap_last(x), upper, unit))
+    """x R⁻ᴴ for triangular R: (R⁻¹ xᴴ)ᴴ (x R⁻ᵀ for real ones)."""
+    return _mh(_tri_solve(r, _mh(x), upper, unit))
 
 
 def _quotient(num, den):
@@ -222,10 +265,14 @@ def _qr(xp, a, out=None, *, mode):
 
 
 def _qr_square_vjp(q, r, gq, gr):
-    """A = QR with R square: A̅ = (Q̅ + Q N) R⁻ᵀ, N = triu(M) + triu(M, 1)ᵀ, M = R̅Rᵀ - QᵀQ̅."""
-    mm = _sub(_mm(gr, _swap_last(r)), _mm(_swap_last(q), gq))
-    nn = _add(_mask(mm, True), _swap_last(_mask(mm, True, 1)))
-    return _right_inv_t(_add(gq, _mm(q, nn)), r, upper=True)
+    """A = QR with R square: A̅ = (Q̅ + Q (T + Tᴴ)) R⁻ᴴ, T = triu(M, 1) + ½ I ∘ M,
+    M = R̅Rᴴ - QᴴQ̅ (for a real A, T + Tᵀ = triu(M) + triu(M, 1)ᵀ; for a complex one the
+    diagonal keeps M's real part: R's diagonal is real, Q's phases follow from it)."""
+    mm = _sub(_mm(gr, _mh(r)), _mm(_mh(q), gq))
+    n = mm.shape[-1]
+    half = (np.triu(np.ones((n, n)), 1) + 0.5 * np.eye(n)).astype(mm.dtype)
+    t = apply("mul", mm, _constant(half, mm))
+    return _right_inv_t(_add(gq, _mm(q, _add(t, _mh(t)))), r, upper=True)
 
 
 def _qr_vjp(ct, y, a, *, mode):
@@ -241,8 +288,8 @@ def _qr_vjp(ct, y, a, *, mode):
         return (_qr_square_vjp(q, r, gq, gr),)
     r1 = _cols(r, 0, m)
     gr1, gr2 = _cols(gr, 0, m), _cols(gr, m, n)
-    rest = _cols(a, m, n)  # Y = Q R₂: R₂'s cotangent reaches Q as Y R̅₂ᵀ, Y as Q R̅₂
-    ga1 = _qr_square_vjp(q, r1, _add(gq, _mm(rest, _swap_last(gr2))), gr1)
+    rest = _cols(a, m, n)  # Y = Q R₂: R₂'s cotangent reaches Q as Y R̅₂ᴴ, Y as Q R̅₂
+    ga1 = _qr_square_vjp(q, r1, _add(gq, _mm(rest, _mh(gr2))), gr1)
     return (_cat([ga1, _mm(q, gr2)], -1),)
 
 
@@ -252,8 +299,8 @@ def _qr_shape(a, *, mode):
     return _packed_shape("qr")(a, mode=mode)
 
 
-qr = defop("qr", _qr_shape, _linalg_dtype("linalg.qr"), _qr, vjp=_qr_vjp,
-           batch=_batched("qr"), tags=("autocast_fp32",))  # fmt: skip
+qr = defop("qr", _qr_shape, _linalg_dtype("linalg.qr", _INEXACT), _qr, vjp=_qr_vjp,
+           batch=_batched("qr"), tags=("autocast_fp32", "complex_linear"))  # fmt: skip
 
 
 # -- eigh --------------------------------------------------------------------------------------
@@ -268,16 +315,21 @@ def _eigh_vjp(ct, y, a, *, upper):
     n = a.shape[-1]
     lam, v = unpack(y, "eigh", n, n, upper=upper)
     glam, gv = unpack(ct, "eigh", n, n, upper=upper)
-    w = _mm(_swap_last(v), gv)
-    skew = apply("mul", _sub(w, _swap_last(w)), scalar(0.5, a))
-    # E_ij = λ_j - λ_i, with ones on the diagonal (where the skew part is 0)
+    w = _mm(_mh(v), gv)
+    if a.dtype.kind == "c":  # each column's phase is LAPACK's choice: the loss must not read it
+        w = _phase_checked(w, _diagonal(w), _constant(np.zeros(n, a.dtype), a), "linalg.eigh",
+                           "eigenvectors")  # fmt: skip
+    skew = apply("mul", _sub(w, _mh(w)), scalar(0.5, a))
+    # E_ij = λ_j - λ_i, with ones on the diagonal (where the skew part is 0, or i Im(W_ii),
+    # which the phase check bounds)
     gaps = _add(_sub(_unsqueeze(lam, -2), _unsqueeze(lam, -1)), _eye(n, a))
     inner = _add(_quotient(skew, gaps), _diag_embed(glam))
-    return (_mm(v, _mm(inner, _swap_last(v))),)
+    return (_mm(v, _mm(inner, _mh(v))),)
 
 
-eigh = defop("eigh", _packed_shape("eigh"), _linalg_dtype("linalg.eigh"), _eigh, vjp=_eigh_vjp,
-             batch=_batched("eigh"), tags=("autocast_fp32",))  # fmt: skip
+eigh = defop("eigh", _packed_shape("eigh"), _linalg_dtype("linalg.eigh", _INEXACT), _eigh,
+             vjp=_eigh_vjp, batch=_batched("eigh"),
+             tags=("autocast_fp32", "complex_linear"))  # fmt: skip
 
 
 # -- svd ---------------------------------------------------------------------------------------
@@ -296,26 +348,59 @@ def _svd_vjp(ct, y, a, *, full_matrices):
     if full_matrices and m != n:  # the extra columns of U (rows of Vh) are not A's function
         u, gu = _cols(u, 0, k), _cols(gu, 0, k)
         vh, gvh = _rows(vh, 0, k), _rows(gvh, 0, k)
-    j = _mm(_swap_last(u), gu)
-    kk = _mm(vh, _swap_last(gvh))
+    j = _mm(_mh(u), gu)
+    kk = _mm(vh, _mh(gvh))
+    complex_ = a.dtype.kind == "c"
+    if complex_:  # U e^{iφ} and V e^{iφ} are as good: the loss must not read φ
+        j = _phase_checked(j, _diagonal(j), apply("neg", _diagonal(kk)), "linalg.svd",
+                           "singular vectors")  # fmt: skip
     s_row, s_col = _unsqueeze(s, -2), _unsqueeze(s, -1)
     sq = apply("mul", s, s)
     gaps = _add(_sub(_unsqueeze(sq, -2), _unsqueeze(sq, -1)), _eye(k, a))  # s_j² - s_i²
-    inner = _add(apply("mul", _sub(j, _swap_last(j)), s_row),
-                 apply("mul", s_col, _sub(kk, _swap_last(kk))))  # fmt: skip
+    inner = _add(apply("mul", _sub(j, _mh(j)), s_row),
+                 apply("mul", s_col, _sub(kk, _mh(kk))))  # fmt: skip
     inner = _add(_quotient(inner, gaps), _diag_embed(gs))
+    if complex_:  # the phases' share: i Im(diag(Uᴴ U̅)) / S (the gauge V's phases fixed)
+        inner = _add(inner, _quotient(_imag_diagonal(j), s_row))
     ga = _mm(u, _mm(inner, vh))
     if m > n:
-        proj = _sub(gu, _mm(u, _mm(_swap_last(u), gu)))
+        proj = _sub(gu, _mm(u, _mm(_mh(u), gu)))
         ga = _add(ga, _mm(_quotient(proj, s_row), vh))
     elif m < n:
-        proj = _sub(gvh, _mm(_mm(gvh, _swap_last(vh)), vh))
+        proj = _sub(gvh, _mm(_mm(gvh, _mh(vh)), vh))
         ga = _add(ga, _mm(u, _quotient(proj, s_col)))
     return (ga,)
 
 
-svd = defop("svd", _packed_shape("svd"), _linalg_dtype("linalg.svd"), _svd, vjp=_svd_vjp,
-            batch=_batched("svd"), tags=("autocast_fp32",))  # fmt: skip
+svd = defop("svd", _packed_shape("svd"), _linalg_dtype("linalg.svd", _INEXACT), _svd,
+            vjp=_svd_vjp, batch=_batched("svd"),
+            tags=("autocast_fp32", "complex_linear"))  # fmt: skip
+
+
+# -- the phase check of complex singular vectors and eigenvectors ------------------------------
+
+
+def _phase_check(xp, x, a, b, out=None, *, name, what):
+    """`x`, or AutogradError where `a` and `b` differ by more than 1e-2 + 1e-2 |b| (PyTorch's
+    bounds): a loss that does not read the phase of each complex vector has them equal."""
+    if not bool(xp.all(xp.abs(a - b) <= 1e-2 + 1e-2 * xp.abs(b))):
+        raise AutogradError(
+            f"{name}: the {what} of a complex matrix are each defined only up to a phase "
+            "e^(i phi); this loss depends on those phases, so its gradient is ill-defined "
+            "(use a loss of the vectors that is the same for every phase, such as |v|² or "
+            "the reconstruction)"
+        )
+    if out is None:
+        return x.copy()
+    out[...] = x
+    return out
+
+
+phase_check = defop(
+    "phase_check", lambda x, a, b, **_: tuple(x), lambda x, a, b, **_: x, _phase_check,
+    vjp=lambda ct, y, x, a, b, **_: (ct, None, None), may_fail=True,
+    batch=_batched("phase_check"), tags=("complex_linear",),
+)  # fmt: skip
 
 
 # -- lu ----------------------------------------------------------------------------------------
@@ -413,10 +498,13 @@ def _lu_pivots(xp, a, out=None):
     return out
 
 
-def _int_dtype(kind, name):
+def _int_dtype(kind, name, kinds=(np.float32, np.float64)):
     def rule(d, **_):
-        if d not in (np.float32, np.float64):
-            raise DTypeError(f"{name}: float32 or float64 matrices are expected, got {d}")
+        if d not in kinds:
+            expected = "float32 or float64" + (
+                " (or complex64 or complex128)" if len(kinds) > 2 else ""
+            )
+            raise DTypeError(f"{name}: {expected} matrices are expected, got {d}")
         return np.dtype(kind)
 
     return rule
@@ -494,16 +582,17 @@ def _solve_triangular(xp, a, b, out=None, *, upper, unitriangular):
 
 
 def _solve_triangular_vjp(ct, x, a, b, *, upper, unitriangular):
-    """X = A⁻¹ B: B̅ = A⁻ᵀ X̅, A̅ = -B̅ Xᵀ on A's triangle (the only entries read)."""
-    gb = _tri_solve(_swap_last(a), ct, not upper, unitriangular)
-    ga = apply("neg", _mm(gb, _swap_last(x)))
+    """X = A⁻¹ B: B̅ = A⁻ᴴ X̅, A̅ = -B̅ Xᴴ on A's triangle (the only entries read)."""
+    gb = _tri_solve(_mh(a), ct, not upper, unitriangular)
+    ga = apply("neg", _mm(gb, _mh(x)))
     k = (1 if upper else -1) if unitriangular else 0
     return _mask(ga, upper, k), gb
 
 
 solve_triangular = defop(
-    "solve_triangular", _solve_triangular_shape, _linalg_dtype("linalg.solve_triangular"),
-    _solve_triangular, vjp=_solve_triangular_vjp, tags=("autocast_fp32",),
+    "solve_triangular", _solve_triangular_shape,
+    _linalg_dtype("linalg.solve_triangular", _INEXACT), _solve_triangular,
+    vjp=_solve_triangular_vjp, tags=("autocast_fp32", "complex_linear"),
     batch=_batched("solve_triangular"),  # leading batch dims broadcast
 )  # fmt: skip
 
@@ -564,6 +653,12 @@ def _pinv_shape(a, *, atol, rtol, hermitian):
     return (*a[:-2], a[-1], a[-2])
 
 
+def _host_mh(xp, x):
+    """The conjugate transpose of each matrix of array `x`."""
+    t = xp.swapaxes(x, -1, -2)
+    return xp.conj(t) if t.dtype.kind == "c" else t
+
+
 def _pinv(xp, a, out=None, *, atol, rtol, hermitian):
     """Singular values (|eigenvalues| when hermitian) above max(atol, rtol * the largest)
     are inverted, the others dropped (rtol None: eps * max(m, n))."""
@@ -581,12 +676,12 @@ def _pinv(xp, a, out=None, *, atol, rtol, hermitian):
         cutoff = xp.maximum(atol, rtol * s.max(axis=-1, keepdims=True))
         keep = s > cutoff
         with np.errstate(divide="ignore"):
-            if hermitian:
+            if hermitian:  # V diag(1/w) Vᴴ
                 inv = xp.where(keep, 1 / xp.where(keep, w, 1), 0).astype(a.dtype)
-                r = xp.matmul(v * inv[..., None, :], xp.swapaxes(v, -1, -2))
-            else:
+                r = xp.matmul(v * inv[..., None, :], _host_mh(xp, v))
+            else:  # V diag(1/s) Uᴴ
                 inv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(a.dtype)
-                r = xp.matmul(xp.swapaxes(vh, -1, -2) * inv[..., None, :], xp.swapaxes(u, -1, -2))
+                r = xp.matmul(_host_mh(xp, vh) * inv[..., None, :], _host_mh(xp, u))
     if out is None:
         return r
     out[...] = r
@@ -594,8 +689,8 @@ def _pinv(xp, a, out=None, *, atol, rtol, hermitian):
 
 
 def _pinv_vjp(ct, x, a, *, atol, rtol, hermitian):
-    """X = A⁺ (rank constant near A): A̅ = -Xᵀ G Xᵀ + (I - A X) Gᵀ X Xᵀ + Xᵀ X Gᵀ (I - X A)."""
-    xt, gt = _swap_last(x), _swap_last(ct)
+    """X = A⁺ (rank constant near A): A̅ = -Xᴴ G Xᴴ + (I - A X) Gᴴ X Xᴴ + Xᴴ X Gᴴ (I - X A)."""
+    xt, gt = _mh(x), _mh(ct)
     first = apply("neg", _mm(xt, _mm(ct, xt)))
     gxx = _mm(gt, _mm(x, xt))  # Gᵀ X Xᵀ
     second = _sub(gxx, _mm(a, _mm(x, gxx)))
@@ -604,8 +699,8 @@ def _pinv_vjp(ct, x, a, *, atol, rtol, hermitian):
     return (_add(first, _add(second, third)),)
 
 
-pinv = defop("pinv", _pinv_shape, _linalg_dtype("linalg.pinv"), _pinv, vjp=_pinv_vjp,
-             batch=_batched("pinv"), tags=("autocast_fp32",))  # fmt: skip
+pinv = defop("pinv", _pinv_shape, _linalg_dtype("linalg.pinv", _INEXACT), _pinv, vjp=_pinv_vjp,
+             batch=_batched("pinv"), tags=("autocast_fp32", "complex_linear"))  # fmt: skip
 
 
 # -- lstsq's rank ------------------------------------------------------------------------------
@@ -637,8 +732,9 @@ def _lstsq_rank(xp, a, out=None, *, rcond):
     return out
 
 
-lstsq_rank = defop("lstsq_rank", _lstsq_rank_shape, _int_dtype(np.int64, "linalg.lstsq"),
-                   _lstsq_rank, tags=("nondiff",), batch=_batched("lstsq_rank"))  # fmt: skip
+lstsq_rank = defop("lstsq_rank", _lstsq_rank_shape, _int_dtype(np.int64, "linalg.lstsq", _INEXACT),
+                   _lstsq_rank, tags=("nondiff", "complex_linear"),
+                   batch=_batched("lstsq_rank"))  # fmt: skip
 
 
 # -- cholesky_ex and inv_ex: the factor and an info code, without raising ---------------------
@@ -671,8 +767,9 @@ def _cholesky_ex(xp, a, out=None):
 
 
 cholesky_ex = defop(
-    "cholesky_ex", _square("linalg.cholesky_ex"), _linalg_dtype("linalg.cholesky_ex"),
-    _cholesky_ex, vjp=_cholesky_vjp, batch=_batched("cholesky_ex"), tags=("autocast_fp32",),
+    "cholesky_ex", _square("linalg.cholesky_ex"), _linalg_dtype("linalg.cholesky_ex", _INEXACT),
+    _cholesky_ex, vjp=_cholesky_vjp, batch=_batched("cholesky_ex"),
+    tags=("autocast_fp32", "complex_linear"),
 )  # fmt: skip
 
 
@@ -694,8 +791,9 @@ def _cholesky_info(xp, a, out=None):
 
 
 cholesky_info = defop(
-    "cholesky_info", _info_shape("linalg.cholesky_ex"), _int_dtype(np.int32, "linalg.cholesky_ex"),
-    _cholesky_info, tags=("nondiff",), batch=_batched("cholesky_info"),
+    "cholesky_info", _info_shape("linalg.cholesky_ex"),
+    _int_dtype(np.int32, "linalg.cholesky_ex", _INEXACT), _cholesky_info,
+    tags=("nondiff", "complex_linear"), batch=_batched("cholesky_info"),
 )  # fmt: skip
 
 

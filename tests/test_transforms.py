@@ -349,3 +349,17 @@ def test_transforms_compose():
         np.testing.assert_allclose(jac, np.diag(np.cos(v) * v.sum()) + np.sin(v)[:, None])
         np.testing.assert_allclose(h, np.diag(2 * np.cos(v) - v * np.sin(v)), atol=1e-15)
     np.testing.assert_allclose(kn.jacfwd(kn.jacrev(f))(vs[0]), hess[0], atol=1e-15)
+
+
+def test_vmap_of_grad_matches_torch_func():
+    # torch.vmap(torch.func.grad(lambda x: (x**3).sum()))(x) is 3 x**2 row by row (computed by
+    # torch 2.13: [[3, 12], [27, 48]]); kiln's symbolic grad under vmap passed an unknown
+    # `disconnected` option and raised ArgumentError
+    f = lambda x: (x**3).sum()  # noqa: E731
+    x = kn.tensor([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(
+        kn.vmap(kn.func.grad(f))(x).numpy(), np.array([[3.0, 12.0], [27.0, 48.0]], np.float32)
+    )
+    # an input the function does not read gets zeros, as torch.func.grad gives
+    g = kn.vmap(kn.func.grad(lambda a, b: (a * a).sum(), argnums=(0, 1)))(x, x)
+    np.testing.assert_array_equal(g[1].numpy(), np.zeros((2, 2), np.float32))

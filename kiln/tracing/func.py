@@ -89,7 +89,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                                  "to return a scalar Tensor, got tensor with "
                                  f"{len(getattr(out, 'shape', ()))} dims", "grad")  # fmt: skip
             if symbolic:
-                grads = graph_grad(out, inputs, disconnected="zeros")
+                grads = graph_grad(out, inputs, disconnected="zero")
             else:
                 grads = autograd.grad(out, inputs, create_graph=True, allow_unused=True)
                 grads = [g if g is not None else _zeros(x) for g, x in zip(grads, inputs)]

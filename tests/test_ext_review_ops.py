@@ -1,0 +1,102 @@
+"""Ops whose values or errors differed from PyTorch 2.13's, found by running an external op
+suite against eager mode: each case is checked eagerly, in graph mode and under kn.compile.
+
+Expected values: PyTorch's where torch is installed (`torch = pytest.importorskip("torch")`),
+else computed by hand as written next to each case.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+KF = kn.nn.functional
+
+
+def _three_ways(fn, *arrays):
+    """fn's result eagerly, from a graph of placeholders, and under kn.compile, as arrays."""
+    eager = fn(*[kn.tensor(a) for a in arrays])
+    compiled = kn.compile(fn)(*[kn.tensor(a) for a in arrays])
+    with kn.Graph().as_default():
+        ph = [kn.placeholder(kn.float32, a.shape, name=f"x{i}") for i, a in enumerate(arrays)]
+        graph = kn.function(ph, fn(*ph))(*arrays)
+    return [np.asarray(eager.detach().numpy()), np.asarray(compiled.numpy()), np.asarray(graph)]
+
+
+def test_max_unpool_fills_zeros_next_to_inf_and_nan():
+    # by hand: the 2x2 window [[inf, -inf], [1, 2]] has its max inf at flat index 0, so the
+    # unpooled 2x2 plane is [[inf, 0], [0, 0]] (PyTorch 2.13 agrees); zeros, not inf * 0
+    data = np.array([[[[math.inf, -math.inf, math.nan], [1.0, 2.0, 3.0]]]], np.float32)
+
+    def unpool(x):
+        values, indices = KF.max_pool2d(x, 2, return_indices=True)
+        return KF.max_unpool2d(values, indices, 2)
+
+    want = np.array([[[[math.inf, 0.0], [0.0, 0.0]]]], np.float32)
+    for got in _three_ways(unpool, data):
+        np.testing.assert_array_equal(got, want)
+    # 1-d: [nan, 1] pools to nan at index 0 (PyTorch's max propagates nan): [nan, 0]
+    v, i = KF.max_pool1d(kn.tensor([[[math.nan, 1.0]]]), 2, return_indices=True)
+    np.testing.assert_array_equal(KF.max_unpool1d(v, i, 2).numpy(), [[[math.nan, 0.0]]])
+
+
+def test_max_unpool_matches_torch_with_infinities():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((2, 3, 4, 6)).astype(np.float32)
+    data[0, 0, 0, 0], data[1, 2, 3, 5], data[0, 1, 2, 2] = np.inf, -np.inf, np.inf
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(data), 2, return_indices=True)
+    want = torch.nn.functional.max_unpool2d(tv, ti, 2).numpy()
+    kv, ki = KF.max_pool2d(kn.tensor(data), 2, return_indices=True)
+    np.testing.assert_array_equal(KF.max_unpool2d(kv, ki, 2).numpy(), want)
+
+
+@pytest.mark.parametrize("name", ["std_mean", "var_mean"])
+def test_std_mean_and_var_mean_take_the_axis_and_keepdims_aliases(name):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(1).standard_normal((3, 4, 5)).astype(np.float32)
+    for kw in ({"axis": (1, 2)}, {"axis": 0, "keepdims": True}, {"axis": -1, "correction": 0}):
+        want = getattr(torch, name)(torch.tensor(a), **kw)
+        got = getattr(kn, name)(kn.tensor(a), **kw)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+        got = kn.compile(lambda t, kw=kw: getattr(kn, name)(t, **kw)[0])(kn.tensor(a))
+        np.testing.assert_allclose(got.numpy(), want[0].numpy(), rtol=1e-5, atol=1e-6)
+        with kn.Graph().as_default():
+            x = kn.placeholder(kn.float32, a.shape, name="x")
+            f = kn.function([x], getattr(kn, name)(x, **kw)[0])
+        np.testing.assert_allclose(f(a), want[0].numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="dim= and axis="):
+        getattr(kn, name)(kn.tensor(a), 0, axis=1)
+
+
+def test_roll_of_several_shifts_without_dims_raises_as_pytorch():
+    # PyTorch 2.13: RuntimeError "shifts and dimensions must align. shifts: 2, dims:0"
+    x = kn.arange(8.0).reshape(2, 4)
+    with pytest.raises(RuntimeError, match="shifts and dimensions must align"):
+        x.roll((1, 2))
+    with kn.Graph().as_default(), pytest.raises(RuntimeError, match="must align"):
+        kn.roll(kn.placeholder(kn.float32, (2, 4), name="x"), (1, 2))
+    # one shift in a tuple is the flattened roll: by hand [0..7] rolled by 1 starts with 7
+    assert x.roll((1,)).reshape(-1).tolist() == [7.0, 0, 1, 2, 3, 4, 5, 6]
+
+
+def test_argument_errors_pytorch_raises_as_runtime_errors():
+    # each raises RuntimeError in PyTorch 2.13
+    x = kn.ones(4, 5)
+    idx = kn.zeros(4, 5, dtype=kn.int64)
+    with pytest.raises(RuntimeError, match="rounding_mode"):
+        x.div(x, rounding_mode="typo")
+    with pytest.raises(RuntimeError, match="reduce must be"):
+        x.scatter_reduce(0, idx, x, reduce="INVALID")
+    with pytest.raises(RuntimeError, match="expected the input's dtype"):
+        x.half().scatter(0, idx, x)
+    with pytest.raises(RuntimeError, match="index must be an integer"):
+        x.scatter(0, idx.float(), x)
+    with kn.Graph().as_default(), pytest.raises(RuntimeError, match="expected the input's dtype"):
+        p = kn.placeholder(kn.float16, (4, 5), name="x")
+        kn.scatter(p, 0, kn.constant(np.zeros((4, 5), np.int64)), kn.constant(np.ones((4, 5))))

@@ -100,3 +100,25 @@ def test_argument_errors_pytorch_raises_as_runtime_errors():
     with kn.Graph().as_default(), pytest.raises(RuntimeError, match="expected the input's dtype"):
         p = kn.placeholder(kn.float16, (4, 5), name="x")
         kn.scatter(p, 0, kn.constant(np.zeros((4, 5), np.int64)), kn.constant(np.ones((4, 5))))
+
+
+def test_ranges_refuse_bool_and_negative_steps_as_pytorch():
+    # PyTorch 2.13: NotImplementedError "linspace_cpu"/"logspace_cpu"/"arange_cpu" not
+    # implemented for 'Bool'; RuntimeError "number of steps must be non-negative"
+    for call in (
+        lambda: kn.linspace(5, 10, 3, dtype=kn.bool),
+        lambda: kn.logspace(1, 2, 3, dtype=kn.bool),
+        lambda: kn.arange(0, 2, dtype=kn.bool),
+        lambda: kn.arange(5, dtype=kn.bool),
+    ):
+        with pytest.raises(NotImplementedError, match="not implemented for bool"):
+            call()
+    for call in (lambda: kn.linspace(1, 2, -1), lambda: kn.logspace(1, 2, -1)):
+        with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+            call()
+    with pytest.raises(NotImplementedError, match="bool"):
+        kn.compile(lambda t: kn.linspace(t, 1.0, 3, dtype=kn.bool))(kn.tensor(0.0))
+    # by hand: 3 steps from 5 to 10 are 5, 7.5, 10 (int32 truncates to 5, 7, 10)
+    assert kn.linspace(5, 10, 3).tolist() == [5.0, 7.5, 10.0]
+    assert kn.linspace(5, 10, 3, dtype=kn.int32).tolist() == [5, 7, 10]
+    assert kn.linspace(5, 10, 0).shape == (0,)

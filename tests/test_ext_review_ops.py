@@ -122,3 +122,36 @@ def test_ranges_refuse_bool_and_negative_steps_as_pytorch():
     assert kn.linspace(5, 10, 3).tolist() == [5.0, 7.5, 10.0]
     assert kn.linspace(5, 10, 3, dtype=kn.int32).tolist() == [5, 7, 10]
     assert kn.linspace(5, 10, 0).shape == (0,)
+
+
+def test_a_tuple_inside_the_index_is_a_sequence_of_indices():
+    torch = pytest.importorskip("torch")
+    a = np.arange(2 * 5 * 6 * 3, dtype=np.float32).reshape(2, 5, 6, 3)
+    b = np.array([[0], [1]])
+    cases = [
+        lambda x, T: x[((0,),)],
+        lambda x, T: x[(((1,),),)],
+        lambda x, T: x[(1, 0, -1), :, 2],
+        lambda x, T: x[T(b), (4, 1, 0), :, (-2, 1, 0)],
+        lambda x, T: x[(T(b), (1, 1))],
+        lambda x, T: x[:, (True, False, True, False, False)],
+    ]
+    for case in cases:
+        want_t = torch.tensor(a, requires_grad=True)
+        want = case(want_t, torch.tensor)
+        (want_grad,) = torch.autograd.grad((want * want).sum(), want_t)
+        got_t = kn.tensor(a, requires_grad=True)
+        got = case(got_t, kn.tensor)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        (got_grad,) = kn.autograd.grad((got * got).sum(), [got_t])
+        np.testing.assert_array_equal(got_grad.numpy(), want_grad.numpy())
+        compiled = kn.compile(lambda x, case=case: case(x, kn.tensor))(kn.tensor(a))
+        np.testing.assert_array_equal(compiled.numpy(), want.detach().numpy())
+        with kn.Graph().as_default():
+            x = kn.placeholder(kn.float32, a.shape, name="x")
+            f = kn.function([x], case(x, kn.constant))
+        np.testing.assert_array_equal(f(a), want.detach().numpy())
+    # item assignment takes them too; by hand: rows 0 and 2 of a 3x2 zeros set to 1
+    z = kn.zeros(3, 2)
+    z[(0, 2),] = 1.0
+    assert z.tolist() == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]

@@ -155,3 +155,37 @@ def test_a_tuple_inside_the_index_is_a_sequence_of_indices():
     z = kn.zeros(3, 2)
     z[(0, 2),] = 1.0
     assert z.tolist() == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+
+
+def test_reflect_pad_takes_negative_widths_as_pytorch():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(2).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    cases = [
+        ((-1, 2, 2, -1), "reflect"),
+        ((3, -3, 0, -3), "reflect"),
+        ((3, -5, 1, -5), "reflect"),
+        ((-1, -1, -2, -1), "reflect"),
+        ((0, 0, 0, -5), "reflect"),  # an empty result
+        ((0, 0, 0, -5), "replicate"),
+    ]
+    for widths, mode in cases:
+        want_t = torch.tensor(a, requires_grad=True)
+        want = torch.nn.functional.pad(want_t, widths, mode=mode)
+        (want_grad,) = torch.autograd.grad((want * want).sum(), want_t)
+        got_t = kn.tensor(a, requires_grad=True)
+        got = KF.pad(got_t, widths, mode=mode)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        (got_grad,) = kn.autograd.grad((got * got).sum(), [got_t])
+        np.testing.assert_allclose(got_grad.numpy(), want_grad.numpy(), rtol=1e-6)
+        for mine in _three_ways(lambda x, w=widths, m=mode: KF.pad(x, w, mode=m), a)[1:]:
+            np.testing.assert_array_equal(mine, want.detach().numpy())
+    # by hand: [0, 1, 2, 3, 4] reflected by 2 on the right is [0..4, 3, 2]; cropping 1 on the
+    # left leaves [1, 2, 3, 4, 3, 2]
+    row = kn.arange(5.0).reshape(1, 5)
+    assert KF.pad(row, (-1, 2), mode="reflect").tolist() == [[1.0, 2.0, 3.0, 4.0, 3.0, 2.0]]
+    # still refused as PyTorch refuses (RuntimeError): a width not less than the dim
+    with pytest.raises(RuntimeError, match="less than the size 5"):
+        KF.pad(row, (5, -3), mode="reflect")
+    with pytest.raises(RuntimeError, match="negative size"):
+        KF.pad(row, (-6, 0), mode="reflect")

@@ -144,7 +144,8 @@ def interpolate(
     """Resamples the spatial dims of `input` (N, C, ...) to `size`, or scaled by
     `scale_factor`, as PyTorch's `interpolate`: `mode` "nearest", "nearest-exact", "linear"
     (3-d input), "bilinear"/"bicubic" (4-d), "trilinear" (5-d) or "area"; `align_corners`
-    for the linear and cubic modes (False when None).
+    for the linear and cubic modes (False when None). Floating-point inputs, and uint8 in
+    the nearest modes.
 
     >>> import kiln as kn
     >>> x = kn.tensor([[[1.0, 3.0]]])
@@ -171,11 +172,14 @@ def interpolate(
             "align_corners option can only be set with the interpolating modes: "
             "linear | bilinear | bicubic | trilinear"
         )
-    (x,) = _floats("interpolate", x)
+    # nearest modes only gather, so they take uint8 images as PyTorch does
+    byte_nearest = x.dtype == np.uint8 and mode in ("nearest", "nearest-exact")
+    if not byte_nearest:
+        (x,) = _floats("interpolate", x)
     outs, factors = _sizes(x, n, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         return _AREA[n](x, outs) if n in _AREA else _area_error(n)
-    ftype = np.dtype(x.dtype).type
+    ftype = np.float32 if byte_nearest else np.dtype(x.dtype).type
     sizes = x.shape[2:]
     for d, (s, o, f) in enumerate(zip(sizes, outs, factors)):
         if mode in ("nearest", "nearest-exact"):

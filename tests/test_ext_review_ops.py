@@ -215,3 +215,19 @@ def test_nearest_interpolate_takes_uint8_as_pytorch(mode):
     # own way); by hand: a uint8 input there is refused
     with pytest.raises(TypeError, match="floating-point"):
         KF.interpolate(kn.zeros(1, 1, 4, 4, dtype=kn.uint8), size=2, mode="bilinear")
+
+
+def test_loss_target_shape_errors_are_pytorchs_kinds():
+    # PyTorch 2.13: cross_entropy with a (32, 1) target raises RuntimeError ("multi-target
+    # not supported"), a (31,) target ValueError (batch sizes), binary_cross_entropy with a
+    # mismatched target ValueError; kiln's ShapeMismatchError is both kinds
+    x = kn.rand(32, 10)
+    for target in (kn.zeros(32, 1, dtype=kn.int64), kn.rand(32, 1), kn.zeros(31, dtype=kn.int64)):
+        for kind in (RuntimeError, ValueError):
+            with pytest.raises(kind, match="target|Target"):
+                KF.cross_entropy(x, target)
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        KF.binary_cross_entropy(kn.rand(4), kn.rand(4, 1))
+    with kn.Graph().as_default(), pytest.raises(RuntimeError, match="expected target of size"):
+        x = kn.placeholder(kn.float32, (32, 10), name="x")
+        KF.cross_entropy(x, kn.placeholder(kn.int64, (32, 1), name="y"))

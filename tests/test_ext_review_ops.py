@@ -231,3 +231,32 @@ def test_loss_target_shape_errors_are_pytorchs_kinds():
     with kn.Graph().as_default(), pytest.raises(RuntimeError, match="expected target of size"):
         x = kn.placeholder(kn.float32, (32, 10), name="x")
         KF.cross_entropy(x, kn.placeholder(kn.int64, (32, 1), name="y"))
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_float16_gelu_is_computed_in_float32_as_pytorch(approximate):
+    torch = pytest.importorskip("torch")
+    # x**3 of the tanh form overflows float16 past |x| ~ 40: PyTorch computes half gelu in
+    # float32, so its gradient there is 1 (x > 0) or 0 (x < 0), not 0 * inf = NaN
+    a = np.array([0.5, -2.1, 45.0, -45.0, 300.0, -400.0, 3.0], np.float16)
+    t = torch.tensor(a, requires_grad=True)
+    want = torch.nn.functional.gelu(t, approximate=approximate)
+    (want_grad,) = torch.autograd.grad(want.sum(), t)
+    x = kn.tensor(a, requires_grad=True)
+    got = KF.gelu(x, approximate=approximate)
+    (got_grad,) = kn.autograd.grad(got.sum(), [x])
+    assert got.dtype == kn.float16 and got_grad.dtype == kn.float16
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(got_grad.numpy(), want_grad.numpy())
+
+    # a compiled call's backward runs the compiled gradient graph
+    x = kn.tensor(a, requires_grad=True)
+    out = kn.compile(lambda v: KF.gelu(v, approximate=approximate))(x)
+    np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
+    (compiled_grad,) = kn.autograd.grad(out.sum(), [x])
+    np.testing.assert_array_equal(compiled_grad.numpy(), want_grad.numpy())
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float16, a.shape, name="x")
+        (g,) = kn.grad(KF.gelu(p, approximate=approximate).sum(), [p])
+        f = kn.function([p], g)
+    np.testing.assert_array_equal(f(a), want_grad.numpy())

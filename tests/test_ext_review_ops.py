@@ -260,3 +260,35 @@ def test_float16_gelu_is_computed_in_float32_as_pytorch(approximate):
         (g,) = kn.grad(KF.gelu(p, approximate=approximate).sum(), [p])
         f = kn.function([p], g)
     np.testing.assert_array_equal(f(a), want_grad.numpy())
+
+
+def test_bce_with_logits_keeps_the_input_dtype_under_float32_weights():
+    torch = pytest.importorskip("torch")
+    # PyTorch 2.13: a float16 input and target with float32 weight/pos_weight give a float16
+    # loss (the weights scale it in place); float32 with float64 weights stays float32
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((5, 4)), rng.random((5, 4))
+    w = rng.random(4)
+    for dtype, wdtype in ((np.float16, np.float32), (np.float32, np.float64)):
+        for key in ("weight", "pos_weight"):
+            xt = torch.tensor(x.astype(dtype), requires_grad=True)
+            want = torch.nn.functional.binary_cross_entropy_with_logits(
+                xt, torch.tensor(y.astype(dtype)), **{key: torch.tensor(w.astype(wdtype))}
+            )
+            (want_grad,) = torch.autograd.grad(want, xt)
+            xk = kn.tensor(x.astype(dtype), requires_grad=True)
+            got = KF.binary_cross_entropy_with_logits(
+                xk, kn.tensor(y.astype(dtype)), **{key: kn.tensor(w.astype(wdtype))}
+            )
+            (got_grad,) = kn.autograd.grad(got, [xk])
+            assert got.dtype == (kn.float16 if dtype == np.float16 else kn.float32)
+            assert str(want.dtype) == f"torch.{np.dtype(dtype).name}"
+            tol = 2e-3 if dtype == np.float16 else 1e-6
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=tol)
+            np.testing.assert_allclose(got_grad.numpy(), want_grad.numpy(), rtol=tol, atol=tol)
+            with kn.Graph().as_default():
+                p = kn.placeholder(kn.float16 if dtype == np.float16 else kn.float32, (5, 4))
+                loss = KF.binary_cross_entropy_with_logits(
+                    p, kn.constant(y.astype(dtype)), **{key: kn.constant(w.astype(wdtype))}
+                )
+            assert loss.dtype == got.dtype

@@ -494,8 +494,13 @@ def binary_cross_entropy_with_logits(
     soft = _softplus(F.neg(input))
     if pos_weight is not None:
         soft = F.mul(soft, F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0))
-    loss = F.add(F.mul(F.sub(1.0, target), input), soft)
-    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+    base = F.mul(F.sub(1.0, target), input)
+    loss = F.add(base, soft)
+    loss = loss if weight is None else F.mul(loss, weight)
+    # PyTorch's loss has input and target's dtype: the weights scale it in place
+    if loss.dtype != base.dtype:
+        loss = F.cast(loss, base.dtype)
+    return _reduce(loss, reduction)
 
 
 # -- class losses -------------------------------------------------------------------------------

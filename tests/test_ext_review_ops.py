@@ -292,3 +292,33 @@ def test_bce_with_logits_keeps_the_input_dtype_under_float32_weights():
                     p, kn.constant(y.astype(dtype)), **{key: kn.constant(w.astype(wdtype))}
                 )
             assert loss.dtype == got.dtype
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_precision_interpolate_places_samples_in_float32_as_pytorch(name):
+    torch = pytest.importorskip("torch")
+    # source positions computed in the input's half precision picked wrong neighbours (errors
+    # of the whole data range in nearest mode, several percent in linear); PyTorch computes
+    # them and the weighted sums in float32, rounding once
+    a = np.random.default_rng(5).uniform(-2, 2, (2, 3, 13, 17)).astype(np.float32)
+    tdt, kdt = getattr(torch, name), getattr(kn, name)
+    ulp = 2.0 ** (-10 if name == "float16" else -7)  # spacing of values in [1, 2)
+    for mode, kw in (
+        ("nearest", {"scale_factor": 1.37}),
+        ("nearest-exact", {"size": (29, 6)}),
+        ("bilinear", {"size": (29, 6)}),
+        ("bilinear", {"scale_factor": 0.57, "align_corners": True}),
+        ("bicubic", {"size": (7, 30)}),
+    ):
+        want = torch.nn.functional.interpolate(torch.tensor(a).to(tdt), mode=mode, **kw)
+        want = want.float().numpy()
+
+        def interp(x, mode=mode, kw=kw):
+            return KF.interpolate(x.to(kdt), mode=mode, **kw).float()
+
+        for got in _three_ways(interp, a):
+            assert got.shape == want.shape
+            if mode.startswith("nearest"):  # a gather: exactly torch's
+                np.testing.assert_array_equal(got, want)
+            else:  # rounded once from float32, as torch's: within an ulp or two
+                np.testing.assert_allclose(got, want, rtol=0, atol=2 * ulp)

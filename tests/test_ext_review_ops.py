@@ -322,3 +322,16 @@ def test_half_precision_interpolate_places_samples_in_float32_as_pytorch(name):
                 np.testing.assert_array_equal(got, want)
             else:  # rounded once from float32, as torch's: within an ulp or two
                 np.testing.assert_allclose(got, want, rtol=0, atol=2 * ulp)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_precision_logcumsumexp_accumulates_in_float32_as_pytorch(name):
+    torch = pytest.importorskip("torch")
+    # each step rounded to the half type drifted 8x further from the float64 value than
+    # PyTorch, which runs the scan in float32 and rounds each result once (as kiln's cumsum)
+    a = np.random.default_rng(6).uniform(-2, 2, (4, 300)).astype(np.float32)
+    for dim in (1, 0):
+        want = torch.logcumsumexp(torch.tensor(a).to(getattr(torch, name)), dim).float().numpy()
+        got = _three_ways(lambda x, d=dim: kn.logcumsumexp(x.to(getattr(kn, name)), d).float(), a)
+        for g in got:
+            np.testing.assert_array_equal(g, want)

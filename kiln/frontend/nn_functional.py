@@ -225,7 +225,7 @@ def _normalized_axes(x, normalized_shape, axis) -> tuple:
     return tuple(range(x.ndim - len(want), x.ndim))
 
 
-@in_float32
+@half_in_float32  # as PyTorch's: a half input (float32 or half parameters) in float32
 @autocast_op(None, cuda="fp32")
 def layer_norm(
     input,  # noqa: A002

@@ -200,7 +200,7 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
             dtype = dt.DEFAULT_FLOAT
     else:
         dtype = dt.as_dtype(dtype)
-        if dt.is_complex(dtype):
+        if dt.is_complex(dtype) or dtype == dt.bool_:
             raise UnsupportedDTypeError(f"arange: not implemented for {dtype} (as PyTorch's)")
     return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
 
@@ -232,6 +232,10 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
     >>> kn.linspace(0, 1 + 2j, 3)
     tensor([0.0000+0.j, 0.5000+1.j, 1.0000+2.j])
     """
+    if steps < 0:
+        raise UsageError(f"linspace: number of steps must be non-negative, got {steps}")
+    if dtype is not None and dt.as_dtype(dtype) == dt.bool_:
+        raise UnsupportedDTypeError("linspace: not implemented for bool (as PyTorch's)")
     if isinstance(start, Symbol) or isinstance(end, Symbol):  # traced (`kn.compile`)
         from ..frontend.torch_misc import traced_linspace  # NOTE: the frontend builds on eager
 

@@ -254,7 +254,7 @@ def _classify(item, as_ints: bool):
         if item.ndim == 0 and as_ints:
             return "int", int(item.item())
         return "array", item.detach()
-    if isinstance(item, (list, np.ndarray)):
+    if isinstance(item, (list, tuple, np.ndarray)):  # a tuple inside the index: a sequence
         array = np.asarray(item)
         if array.size == 0 and array.dtype.kind == "f":  # x[[]]: no index
             array = array.astype(np.int64)

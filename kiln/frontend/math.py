@@ -23,7 +23,7 @@ from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from ..ops.multi import elements
 from . import core
 from .autocast import autocast_op
-from .core import call, in_float32, lift, promote
+from .core import call, half_in_float32, in_float32, lift, promote
 from .out import takes_out
 
 __all__ = [
@@ -438,7 +438,7 @@ def softplus(x, beta: float = 1.0):
     return call("softplus", x, beta=float(beta))
 
 
-@in_float32
+@half_in_float32
 def gelu(input, approximate: str = "none"):
     """GELU: `x * Φ(x)`, exactly through erf, or PyTorch's tanh approximation.
 

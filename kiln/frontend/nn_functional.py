@@ -14,7 +14,7 @@ from ..graph.core import Symbol, user_site
 from ..ops.random import in_trace, next_seed
 from . import random
 from .autocast import autocast_op
-from .core import call, half_in_float32, in_float32, lift
+from .core import call, half_in_float32, lift
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
@@ -85,7 +85,7 @@ def _shift(x, axis):
     return call("stop_gradient", reduce_max(x, axis, keepdims=True))
 
 
-@in_float32
+@half_in_float32
 def _softmax(x, axis):
     e = exp(sub(x, _shift(x, axis)))
     return div(e, reduce_sum(e, axis, keepdims=True))
@@ -104,7 +104,7 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     return _log_softmax(input, axis)
 
 
-@in_float32
+@half_in_float32
 def _log_softmax(x, axis):
     # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
     # m first would round it away (float32 has ~1e-4 spacing at 1000).
@@ -225,7 +225,7 @@ def _normalized_axes(x, normalized_shape, axis) -> tuple:
     return tuple(range(x.ndim - len(want), x.ndim))
 
 
-@in_float32
+@half_in_float32  # as PyTorch's: a half input (float32 or half parameters) in float32
 @autocast_op(None, cuda="fp32")
 def layer_norm(
     input,  # noqa: A002
@@ -369,7 +369,7 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
     dims it does not reach stay as they are. `mode` is "constant" (filled with `value`, 0 by
     default; a negative width crops), "reflect" (mirrored without repeating the edge, each
     width less than its dim), "replicate" (the edge repeated) or "circular" (wrapped around,
-    each width at most its dim); a negative width crops in every mode but "reflect".
+    each width at most its dim); a negative width crops in every mode.
     (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
 
     >>> import kiln as kn, numpy as np
@@ -415,7 +415,9 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         if b < 0 or a < 0:
             x, b, a = _crop(x, d, b, a, mode)
             n = x.shape[d]
-        if (mode == "reflect" and max(b, a) >= n) or (mode == "circular" and max(b, a) > n):
+        if (b or a) and (
+            mode == "reflect" and max(b, a) >= n or mode == "circular" and max(b, a) > n
+        ):
             bound = "less than" if mode == "reflect" else "at most"
             raise _shape_error(
                 "pad", f"{mode} pad widths {(b, a)} must be {bound} the size {n} of dim {d}", x
@@ -446,14 +448,24 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
 def _crop(x, d: int, b: int, a: int, mode: str):
     """PyTorch's negative pad widths on dim `d`: (x, b, a) left to pad. "circular" crops
     first and wraps the rest; "replicate" takes each output position's input index clamped
-    to the dim (all of it, even where the crop would leave nothing)."""
+    to the dim, "reflect" that index mirrored at the dim's ends (both read all of x, even
+    where the crop would leave nothing; an empty result is allowed)."""
     n = x.shape[d]
-    if mode == "replicate":
-        if n + b + a <= 0:
-            raise _shape_error("pad", f"replicate pad {(b, a)} of dim {d} leaves no elements", x)
-        return gather(x, np.clip(np.arange(n + b + a) - b, 0, n - 1), d), 0, 0
-    if mode == "reflect":
-        raise _shape_error("pad", f"reflect pad widths must be >= 0, got {(b, a)}", x)
+    if mode in ("replicate", "reflect"):
+        if n + b + a < 0:
+            raise _shape_error("pad", f"{mode} pad {(b, a)} of dim {d} leaves a negative size", x)
+        if mode == "reflect" and max(b, a) >= n:
+            raise _shape_error(
+                "pad", f"reflect pad widths {(b, a)} must be less than the size {n} of dim {d}", x
+            )
+        source = np.arange(n + b + a) - b  # each output position's index in x
+        if mode == "replicate":
+            source = np.clip(source, 0, n - 1)
+        else:  # mirrored at both ends without repeating the edge
+            source = np.where(
+                source < 0, -source, np.where(source >= n, 2 * (n - 1) - source, source)
+            )
+        return gather(x, source, d), 0, 0
     x = _slice_dim(x, d, -b if b < 0 else None, n + a if a < 0 else None)
     return x, max(b, 0), max(a, 0)
 

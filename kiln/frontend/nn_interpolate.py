@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from .core import lift
-from .math import add, mul
+from .math import add, cast, mul
 from .nn_conv import _floats, static_sizes
 from .nn_functional import _shape_error
 from .nn_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
@@ -144,7 +144,8 @@ def interpolate(
     """Resamples the spatial dims of `input` (N, C, ...) to `size`, or scaled by
     `scale_factor`, as PyTorch's `interpolate`: `mode` "nearest", "nearest-exact", "linear"
     (3-d input), "bilinear"/"bicubic" (4-d), "trilinear" (5-d) or "area"; `align_corners`
-    for the linear and cubic modes (False when None).
+    for the linear and cubic modes (False when None). Floating-point inputs, and uint8 in
+    the nearest modes.
 
     >>> import kiln as kn
     >>> x = kn.tensor([[[1.0, 3.0]]])
@@ -171,11 +172,19 @@ def interpolate(
             "align_corners option can only be set with the interpolating modes: "
             "linear | bilinear | bicubic | trilinear"
         )
-    (x,) = _floats("interpolate", x)
+    # nearest modes only gather, so they take uint8 images as PyTorch does
+    byte_nearest = x.dtype == np.uint8 and mode in ("nearest", "nearest-exact")
+    if not byte_nearest:
+        (x,) = _floats("interpolate", x)
     outs, factors = _sizes(x, n, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         return _AREA[n](x, outs) if n in _AREA else _area_error(n)
-    ftype = np.dtype(x.dtype).type
+    # as PyTorch: source positions and weights in float32 (float64 for a float64 input), and
+    # a half-precision input interpolated in float32, rounded once
+    ftype = np.float64 if x.dtype == np.float64 else np.float32
+    narrow = None
+    if mode not in ("nearest", "nearest-exact") and x.dtype not in (np.float32, np.float64):
+        narrow, x = x.dtype, cast(x, np.float32)
     sizes = x.shape[2:]
     for d, (s, o, f) in enumerate(zip(sizes, outs, factors)):
         if mode in ("nearest", "nearest-exact"):
@@ -185,7 +194,7 @@ def interpolate(
         else:
             taps = _linear(ftype, s, o, bool(align_corners), f)
         x = _resample(x, 2 + d, taps)
-    return x
+    return x if narrow is None else cast(x, narrow)
 
 
 def _area_error(n):

@@ -467,8 +467,10 @@ def round(input, *, decimals: int = 0):  # noqa: A001, A002
     return m.div(m.round(m.mul(x, scale)), scale)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):  # noqa: A002
-    """`(var, mean)` over `dim`, with `var`'s correction (1 by default).
+def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None,  # noqa: A002
+             axis=None, keepdims=None):  # fmt: skip
+    """`(var, mean)` over `dim` (`axis`/`keepdims` alias `dim`/`keepdim`), with `var`'s
+    correction (1 by default).
 
     >>> import kiln as kn
     >>> kn.var_mean(kn.tensor([1.0, 2.0, 3.0]))
@@ -476,12 +478,15 @@ def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     """
     if isinstance(dim, bool):  # PyTorch's var_mean(x, unbiased)
         dim, unbiased = None, dim
+    dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "var_mean")
     v = var(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):  # noqa: A002
-    """`(std, mean)` over `dim`, with `std`'s correction (1 by default).
+def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None,  # noqa: A002
+             axis=None, keepdims=None):  # fmt: skip
+    """`(std, mean)` over `dim` (`axis`/`keepdims` alias `dim`/`keepdim`), with `std`'s
+    correction (1 by default).
 
     >>> import kiln as kn
     >>> kn.std_mean(kn.tensor([1.0, 2.0, 3.0]))
@@ -489,6 +494,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     """
     if isinstance(dim, bool):  # PyTorch's std_mean(x, unbiased)
         dim, unbiased = None, dim
+    dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "std_mean")
     v = std(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 

@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, UsageError
 from ..graph.core import Symbol
 from ..ops.index import check_index_shape
 from . import math as m
@@ -180,7 +180,7 @@ def scatter_reduce(
     tensor([9., 5.])
     """
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
-        raise ArgumentError(
+        raise UsageError(  # PyTorch's RuntimeError
             f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}"
         )
     return _scatter(input, dim, index, src, reduce, include_self, "scatter_reduce", axis)

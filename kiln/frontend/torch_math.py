@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, DTypeError, ShapeError, UsageError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.elementwise_torch import trunc
@@ -288,7 +288,7 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode == "floor":
         return m.floordiv(input, other)
     if rounding_mode != "trunc":
-        raise ArgumentError(
+        raise UsageError(  # PyTorch's RuntimeError
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
             f"{rounding_mode!r}"
         )

@@ -211,14 +211,16 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
     if steps < 0:
         raise UsageError(f"logspace: number of steps must be non-negative, got {steps}")
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    if dtype == dt.bool_:
+        raise UnsupportedDTypeError("logspace: not implemented for bool (as PyTorch's)")
     if isinstance(start, Symbol) or isinstance(end, Symbol):
         values = m.pow(float(base), traced_linspace(start, end, int(steps)))
-        if dt.is_int(dtype) or dtype == dt.bool_:
+        if dt.is_int(dtype):
             values = m.trunc(values)
         return m.cast(values, dtype)
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     values = np.power(float(base), exponents)
-    if dt.is_int(dtype) or dtype == dt.bool_:
+    if dt.is_int(dtype):
         values = np.trunc(values)
     return fa._finish(values.astype(dtype), device, requires_grad)
 

@@ -381,6 +381,11 @@ def roll(input, shifts, dims=None):  # noqa: A002
     (x,) = lift(input)
     if dims is None:
         if not isinstance(shifts, (int, np.integer)):
+            if len(shifts) != 1:
+                raise ShapeError(
+                    f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims:0 "
+                    f"(shifts {tuple(shifts)}, no dims)"
+                )
             (shifts,) = shifts
         flat = call("reshape", x, shape=(sh.dim_product(x.shape),))
         return call("reshape", roll(flat, shifts, 0), shape=x.shape)

@@ -12,7 +12,7 @@ import warnings
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError, DTypeMismatchError, call_error
+from ..errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
 from ..frontend import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -301,11 +301,15 @@ _reduction, _reduce = reduction_of, reduce_loss
 
 
 def _same_size(name: str, input, target) -> None:  # noqa: A002
+    # PyTorch raises ValueError (binary_cross_entropy) or RuntimeError (cross_entropy's
+    # probabilities) here: ShapeMismatchError is both
     if tuple(input.shape) != tuple(target.shape):
-        raise ArgumentError(
+        raise call_error(
+            ShapeMismatchError,
             f"{name}: Target size ({tuple(target.shape)}) must be the same as input size "
-            f"({tuple(input.shape)})"
-        )
+            f"({tuple(input.shape)})",
+            name, input, target,
+        )  # fmt: skip
 
 
 def _lift(*values):
@@ -490,8 +494,13 @@ def binary_cross_entropy_with_logits(
     soft = _softplus(F.neg(input))
     if pos_weight is not None:
         soft = F.mul(soft, F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0))
-    loss = F.add(F.mul(F.sub(1.0, target), input), soft)
-    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+    base = F.mul(F.sub(1.0, target), input)
+    loss = F.add(base, soft)
+    loss = loss if weight is None else F.mul(loss, weight)
+    # PyTorch's loss has input and target's dtype: the weights scale it in place
+    if loss.dtype != base.dtype:
+        loss = F.cast(loss, base.dtype)
+    return _reduce(loss, reduction)
 
 
 # -- class losses -------------------------------------------------------------------------------
@@ -505,11 +514,13 @@ def _class_dim(input, name: str) -> int:  # noqa: A002
 
 def _check_target(name, input, target, dim) -> None:  # noqa: A002
     want = tuple(d for i, d in enumerate(input.shape) if i != dim)
-    if tuple(target.shape) != want:
-        raise ArgumentError(
+    if tuple(target.shape) != want:  # PyTorch's ValueError or RuntimeError: this is both
+        raise call_error(
+            ShapeMismatchError,
             f"{name}: expected target of size {want} for input of size {tuple(input.shape)}, "
-            f"got {tuple(target.shape)}"
-        )
+            f"got {tuple(target.shape)}",
+            name, input, target,
+        )  # fmt: skip
 
 
 @autocast_op("fp32")

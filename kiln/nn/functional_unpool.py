@@ -42,7 +42,8 @@ def _unpool(name: str, n: int, input, indices, kernel_size, stride, padding, out
     lead = tuple(x.shape[:-n])
     flat_x = F.reshape(x, (*lead, -1))
     flat_i = F.reshape(F.cast(idx, "int64"), (*lead, -1))
-    zeros = F.broadcast_to(F.mul(F.getitem(flat_x, (Ellipsis, slice(0, 1))), 0.0),
+    # a fill, not a multiply by zero: inf or nan inputs must not leak into the zeros
+    zeros = F.broadcast_to(F.fill(F.getitem(flat_x, (Ellipsis, slice(0, 1))), 0),
                            (*lead, math.prod(size)))  # fmt: skip
     out = F.scatter(zeros, -1, flat_i, flat_x)
     return F.reshape(out, (*lead, *size))

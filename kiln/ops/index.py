@@ -55,10 +55,11 @@ def _scatter_shape(x, idx, src, *, axis, reduce, include_self):
 
 
 def _scatter_dtype(x, idx, src, **_):
+    # PyTorch raises RuntimeError for both: DTypeMismatchError is a DTypeError and one
     if not dt.is_int(idx):
-        raise DTypeError(f"scatter: index must be an integer tensor, got {idx}")
+        raise DTypeMismatchError(f"scatter: index must be an integer tensor, got {idx}")
     if src != x:
-        raise DTypeError(f"scatter: expected the input's dtype {x} for src, got {src}")
+        raise DTypeMismatchError(f"scatter: expected the input's dtype {x} for src, got {src}")
     return x
 
 

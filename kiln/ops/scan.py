@@ -128,7 +128,9 @@ def _accumulate(xp, ufunc: str, a, axis):
 
 
 def _logcumsumexp(xp, x, out=None, *, axis, reverse):
-    return _scan(xp, lambda a, k: _accumulate(xp, "logaddexp", a, k), x, out, axis, reverse)
+    acc, dtype = _wide(x.dtype)  # (half precision runs in float32, as cumsum's)
+    fn = lambda a, k: _accumulate(xp, "logaddexp", a.astype(acc, copy=False), k)  # noqa: E731
+    return _scan(xp, fn, x, out, axis, reverse, dtype)
 
 
 def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):

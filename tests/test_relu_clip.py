@@ -149,9 +149,20 @@ def test_clip_nan_and_inf_are_numpys(mode, dtype):
     assert_numpy_values(run(mode, kn.clip, x, lo, hi), np.clip(x, lo, hi))
 
 
-def test_clip_without_bounds_is_x():
-    x = np.float32([-1.0, 2.0])
-    assert_same(kn.clip(x), x)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: kn.clip(x),
+        lambda x: kn.clamp(x, None, None),
+        lambda x: kn.tensor(x).clamp(),
+        lambda x: kn.tensor(x).clip_(),
+    ],
+)
+def test_clip_without_bounds_raises_as_torch(call):
+    # torch 2.13: torch.clamp(x), x.clamp(), x.clip_() raise RuntimeError "torch.clamp: At
+    # least one of 'min' or 'max' must not be None" (NumPy's clip returned x: kiln did too)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        call(np.float32([-1.0, 2.0]))
 
 
 # -- clip: gradients -------------------------------------------------------------------------

@@ -457,7 +457,8 @@ def gelu(input, approximate: str = "none"):
 
 @takes_out
 def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's argument names
-    """`x` limited to `[min, max]` (either may be None), as PyTorch's `clamp` (NaN stays NaN).
+    """`x` limited to `[min, max]` (either may be None, not both), as PyTorch's `clamp` (NaN
+    stays NaN).
 
     Gradients as PyTorch's `clamp`: x's is 1 where min <= x <= max (bounds included), a
     tensor bound's is 1 where it is the value (x below min, x above max).
@@ -467,8 +468,9 @@ def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's arg
     array([-1. ,  0.5,  1. ], dtype=float32)
     """
     (input,) = lift(input)
-    if min is None and max is None:
-        return input
+    if min is None and max is None:  # PyTorch's RuntimeError (NumPy's clip returned x)
+        raise call_error(UsageError, "torch.clamp: At least one of 'min' or 'max' must not be "
+                         "None", "clamp", input)  # fmt: skip
     # NOTE: a missing bound is x's dtype's own extreme (an array, not a weak scalar), which
     # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
     lo = _extreme(input.dtype, "min") if min is None else min

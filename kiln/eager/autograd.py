@@ -761,6 +761,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     _run(roots, seeds, retain_graph, create_graph)
 
 
+# `grad` of graph values (Symbols: in a kn.compile trace or graph mode), by symbolic
+# differentiation: installed by kiln/optim/graph_step.py, which does `backward()` of Symbols
+SYMBOLIC_GRAD = None
+
+
+def _graph_values(outputs) -> bool:
+    values = outputs if isinstance(outputs, (list, tuple)) else (outputs,)
+    return any(not isinstance(v, Tensor) and hasattr(v, "graph") for v in values)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          allow_unused: bool = False) -> tuple:  # fmt: skip
     """The gradients of `outputs` with respect to each of `inputs`, without touching `.grad`
@@ -773,6 +783,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     >>> dx.item(), d2x.item()
     (27.0, 18.0)
     """
+    if SYMBOLIC_GRAD is not None and _graph_values(outputs):  # under kn.compile, graph mode
+        return SYMBOLIC_GRAD(outputs, inputs, grad_outputs, allow_unused, create_graph)
     roots, seeds = _roots(outputs, grad_outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     for i, x in enumerate(inputs):

@@ -46,6 +46,7 @@ from ..frontend.core import call
 from ..graph.core import Symbol, get_default_graph
 
 __all__ = [
+    "autograd_grad",
     "backward",
     "clear_grads",
     "cleared_first",
@@ -238,6 +239,41 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
             entry[1] = entry[1] + g  # accumulates, as `.grad` does
 
 
+def autograd_grad(outputs, inputs, grad_outputs=None, allow_unused: bool = False,
+                  create_graph: bool = False) -> tuple:  # fmt: skip
+    """`kn.autograd.grad` of Symbols (under kn.compile, in graph mode): the gradients of
+    `outputs` with respect to each of `inputs` (Symbols, or Parameters: their Variables in the
+    graph), as graph values, without touching `.grad`; an input they do not depend on is
+    None with `allow_unused`, else PyTorch's error. Without `create_graph` no gradient flows
+    back through them (their results do not require grad, as PyTorch's)."""
+    outputs = [outputs] if isinstance(outputs, Symbol) else list(outputs)
+    inputs = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
+    graph = next(o.graph for o in outputs if isinstance(o, Symbol))
+    xs = [p.variable_in(graph) if hasattr(p, "variable_in") else p for p in inputs]
+    if grad_outputs is not None and not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs]
+    for o, g in zip(outputs, grad_outputs or [None] * len(outputs)):
+        if g is None and tuple(o.shape) != ():
+            raise call_error(AutogradError, "grad can be implicitly created only for scalar "
+                             "outputs", "autograd.grad", o)  # fmt: skip
+    wrt = [x for x in xs if isinstance(x, Symbol)]
+    found = autodiff.grad(outputs, wrt, grad_outputs, disconnected="none") if wrt else []
+    by_id = {id(x): g for x, g in zip(wrt, found)}
+    results = []
+    for i, x in enumerate(xs):
+        g = by_id.get(id(x))
+        if g is None and not allow_unused:
+            raise call_error(
+                AutogradError,
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                f"Set allow_unused=True if this is the desired behavior (input {i})",
+                "autograd.grad",
+                *outputs,
+            )
+        results.append(g if g is None or create_graph else call("stop_gradient", g))
+    return tuple(results)
+
+
 def take_grads(variables) -> list | None:
     """[(gradient, Variable)] of `variables` that backward() left in the default graph, or
     None when it left none for any of them (then the optimizer steps eagerly)."""
@@ -273,4 +309,7 @@ def refuse_closure() -> UsageError:
 
 
 def install() -> None:
+    from ..eager import autograd
+
     Symbol.backward = backward
+    autograd.SYMBOLIC_GRAD = autograd_grad

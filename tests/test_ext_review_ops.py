@@ -385,3 +385,20 @@ def test_float16_softmax_is_computed_in_float32_as_pytorch():
     mine = mine.astype(np.float64)
     assert np.all(np.abs(mine - exact) <= np.abs(theirs - exact))
     np.testing.assert_allclose(mine, theirs, rtol=2.0**-10)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_binary_cross_entropy_keeps_a_half_input_dtype_under_a_float32_weight(reduction):
+    # torch 2.13 (CPU): F.binary_cross_entropy(float16 p, float16 t, weight=float32 w) is float16
+    torch = pytest.importorskip("torch")
+    p = np.array([0.25, 0.5, 0.9], np.float16)
+    t = np.array([0.0, 1.0, 1.0], np.float16)
+    w = np.array([0.5, 2.0, 1.5], np.float32)
+    expected = torch.nn.functional.binary_cross_entropy(
+        torch.tensor(p), torch.tensor(t), weight=torch.tensor(w), reduction=reduction
+    )
+    got = kn.nn.functional.binary_cross_entropy(
+        kn.tensor(p), kn.tensor(t), weight=kn.tensor(w), reduction=reduction
+    )
+    assert got.dtype == kn.float16 == getattr(kn, str(expected.dtype).split(".")[1])
+    np.testing.assert_allclose(got.numpy().astype(np.float32), expected.numpy(), rtol=2e-3)

@@ -467,7 +467,10 @@ def binary_cross_entropy(
     # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
     half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)
     loss = F.add(loss, F.mul(F.sub(input, p), half))
-    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+    if weight is not None:  # the loss keeps its dtype, as PyTorch's (it scales it in place)
+        weighted = F.mul(loss, weight)
+        loss = weighted if weighted.dtype == loss.dtype else F.cast(weighted, loss.dtype)
+    return _reduce(loss, reduction)
 
 
 @autocast_op("fp32")

@@ -129,3 +129,42 @@ def overlap_error(op: str, t, v) -> UsageError:
         "operation.",
         op, t, v,
     )  # fmt: skip
+
+
+def _share(xp, a, b) -> bool:
+    """Whether arrays `a` and `b` of `xp` have an element in common (where that is too hard
+    to tell, or on a GPU, whether their memory blocks meet)."""
+    if xp is not np:
+        return bool(xp.may_share_memory(a, b))
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np) -> None:
+    """Refuses a call of the compiled `fn_name`, which changes its arguments at positions
+    `changed` in place, where one of those shares memory with another argument (the same
+    tensor passed twice, or a view of another): the program reads each argument as it was
+    at the call, so it would not see the write through the other, as eager code does. `xp`:
+    the array module of the arguments.
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(2)
+    >>> check_arguments_apart("f", [0], [x, x[1:]], ["a", "b"])
+    Traceback (most recent call last):
+    kiln.errors.UsageError: kn.compile: f changes its argument 'a' in place, and argument 'b' ...
+    """
+    arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
+    for k in changed:
+        for j, other in enumerate(arrays):
+            if j != k and _share(xp, arrays[k], other):
+                raise call_error(
+                    UsageError,
+                    f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
+                    f"argument '{paths[j]}' shares memory with it (the same tensor twice, or "
+                    "a view of it): the compiled program reads each argument as it was at the "
+                    "call and would miss the write that eager code sees through the other; "
+                    "pass a clone() of one of them",
+                    "kn.compile", leaves[k], leaves[j],
+                )  # fmt: skip

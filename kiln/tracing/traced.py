@@ -18,6 +18,7 @@ from .. import shapes as sh
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
+from ..eager.out import check_arguments_apart
 from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import AutogradError, GraphError, SavedTensorError, UsageError, call_error
@@ -275,7 +276,7 @@ class Traced:
                             if id(s.node) in read]  # fmt: skip
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
-        self.changed = []
+        self.changed, self.paths = [], paths
         for k, s in enumerate(self.inputs):
             record = changes[id(s)]
             if record[2] is not None:
@@ -523,6 +524,9 @@ class Traced:
         params = [p.tensor() for p in self.params]  # NOTE: syncs values from other graphs
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)
+        if self.changed:
+            xp = get_backend(self.device).xp
+            check_arguments_apart(self.name, [k for k, _ in self.changed], leaves, self.paths, xp)
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
         for var, box in self.shared:
             var._value = box[0]

@@ -31,6 +31,7 @@ from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of, shared_box
 from ..ops.dynamic import with_binders
+from ..ops.random import draw_steps
 from ..optim import graph_step
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
@@ -277,6 +278,7 @@ class Traced:
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed, self.paths = [], paths
+        self.random_names = [n.name for n in self.graph.nodes if "random" in n.op.tags]
         for k, s in enumerate(self.inputs):
             record = changes[id(s)]
             if record[2] is not None:
@@ -538,6 +540,8 @@ class Traced:
         outs = arena = None
         if placed is not None:  # the residuals are written into this call's backward arena
             outs, arena = self._call_arena(arrays, placed)
+        if self.random_names:  # reproducible after kn.manual_seed, as eager draws are
+            draw_steps(self.graph, self.random_names)
         results = self.function.program.run(arrays, host=not tensors, outs=outs)
         for var, box in self.shared:
             box[0] = var._value

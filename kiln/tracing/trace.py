@@ -24,7 +24,7 @@ from ..nn.module import Module
 from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
-from .guards import Captures, Guard, value_changes, value_types
+from .guards import Captures, Guard, check_untouched, tensor_versions, value_changes, value_types
 from .traced import Traced, check_budget, describe, flatten, name_of, signature
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
@@ -149,8 +149,10 @@ class CompiledFunction:
             start = time.perf_counter()
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
+            before = tensor_versions(self._captures)
             traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3],
                             self.memory_budget)  # fmt: skip
+            check_untouched(traced.name, before)
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.
             key, modules = self._key(leaves, statics, structure)

@@ -14,6 +14,8 @@ import time
 import types
 from collections import OrderedDict
 
+import numpy as np
+
 from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor
@@ -47,10 +49,17 @@ class CompiledFunction:
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
         try:
-            params = inspect.signature(fn).parameters.values()
-            self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
+            params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
-            self._names = []
+            params = []
+        self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
+        # defaults that are arrays go in as arguments: each call reads their values then, as
+        # eager calls do (a trace would hold the values it saw)
+        self._array_defaults = [
+            (i, p.name, p.kind == p.KEYWORD_ONLY, p.default)
+            for i, p in enumerate(params)
+            if isinstance(p.default, _ARRAYS) and p.kind != p.POSITIONAL_ONLY
+        ]
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -59,6 +68,9 @@ class CompiledFunction:
         """(leaves, their paths, static (path, value) pairs, structure) of a call's arguments;
         `trace_for` takes them."""
         leaves, paths, statics = [], [], []
+        for i, name, keyword_only, default in self._array_defaults:
+            if name not in kwargs and (keyword_only or len(args) <= i):
+                kwargs = {**kwargs, name: default}
         names = [self._names[i] if i < len(self._names) else f"arg{i}" for i in range(len(args))]
         positional = tuple(flatten(a, n, leaves, paths, statics) for a, n in zip(args, names))
         named = tuple(flatten(v, k, leaves, paths, statics) for k, v in kwargs.items())
@@ -235,6 +247,9 @@ def _canonical(device: str) -> str:
 def _signature_text(key) -> str:
     """The arguments of a cache key, as log lines describe them."""
     return ", ".join(map(describe, key[1])) or "no array arguments"
+
+
+_ARRAYS = (Tensor, np.ndarray)
 
 
 def _hashable(value) -> bool:

@@ -60,3 +60,17 @@ def test_same_tensor_twice_matches_torch_when_cloned():
     x = kn.tensor([1.0, 2.0])
     np.testing.assert_allclose(kn.compile(_scale_then_add)(x, x.clone()).numpy(), expected)
     np.testing.assert_allclose(x.numpy(), t.numpy())
+
+
+def test_expanded_argument_changed_in_place_is_refused_before_any_change():
+    # regression: the write-back failed with NumPy's ValueError after the program ran, once
+    # the other arguments were already written (torch: RuntimeError before any change)
+    def bump_both(x, y):
+        x.add_(1)
+        y.add_(1)
+        return x
+
+    x = kn.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(UsageError, match="more than one element of the written-to tensor"):
+        kn.compile(bump_both)(x, kn.ones(1).expand(3))
+    assert x.tolist() == [1.0, 2.0, 3.0]

@@ -49,12 +49,18 @@ def _share(xp, a, b) -> bool:
         return True
 
 
+def _writable(a) -> bool:
+    flags = getattr(a, "flags", None)
+    return flags is None or getattr(flags, "writeable", True)
+
+
 def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np) -> None:
     """Refuses a call of the compiled `fn_name`, which changes its arguments at positions
-    `changed` in place, where one of those shares memory with another argument (the same
-    tensor passed twice, or a view of another): the program reads each argument as it was
-    at the call, so it would not see the write through the other, as eager code does. `xp`:
-    the array module of the arguments.
+    `changed` in place, where one of those cannot be written (an expanded or read-only
+    tensor: PyTorch's refusal, checked before anything changes) or shares memory with
+    another argument (the same tensor passed twice, or a view of another): the program
+    reads each argument as it was at the call, so it would not see the write through the
+    other, as eager code does. `xp`: the array module of the arguments.
 
     >>> import kiln as kn
     >>> x = kn.zeros(2)
@@ -64,6 +70,16 @@ def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np) -> None:
     """
     arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
     for k in changed:
+        a = arrays[k]
+        if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)) or not _writable(a):
+            raise call_error(
+                UsageError,
+                f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location (an expand()ed or read-only tensor). Please "
+                "clone() the tensor before performing the operation.",
+                "kn.compile", leaves[k],
+            )  # fmt: skip
         for j, other in enumerate(arrays):
             if j != k and _share(xp, arrays[k], other):
                 raise call_error(

@@ -69,3 +69,29 @@ def test_compiled_no_grad_block_keeps_in_place_updates():
     out = kn.compile(step)(w, g)
     np.testing.assert_allclose(w.numpy(), [0.0, 1.0])  # 1 - 1, 2 - 1
     assert out.item() == 1.0
+
+
+def test_enable_grad_inside_a_call_under_no_grad_records_gradients():
+    # regression: the trace under no_grad planned no gradient, so the result did not require
+    # grad (torch: it does, and backward gives d/dx sum(x * x) = 2x = [2, 4])
+    def f(x):
+        with kn.enable_grad():
+            return (x * x).sum()
+
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    with kn.no_grad():
+        eager = f(x)
+        out = kn.compile(f)(x)
+    assert eager.requires_grad and out.requires_grad
+    out.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_calls_under_no_grad_still_record_nothing():
+    lin = kn.nn.Linear(2, 2)
+    compiled = kn.compile(lambda x: lin(x).sum())
+    x = kn.ones(1, 2, requires_grad=True)
+    with kn.no_grad():
+        out = compiled(x)
+    assert not out.requires_grad and out.grad_fn is None
+    assert compiled(x).requires_grad  # and with grad on, as before

@@ -145,7 +145,7 @@ class CompiledFunction:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
                 stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
-            if stale is None and key[3]:
+            if stale is None and traced.plans_grad:
                 if traced.guard != tuple(p.tensor()._requires_grad for p in traced.params):
                     stale = ("a parameter's requires_grad changed", False)
             if stale is None:
@@ -162,7 +162,10 @@ class CompiledFunction:
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
             before = tensor_versions(self._captures)
-            traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3],
+            # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
+            # outputs that require grad, as in eager code (the others end in stop_gradient)
+            plans = any(isinstance(x, Tensor) for x in leaves)
+            traced = Traced(self.fn, key, leaves, paths, structure, key[2], plans,
                             self.memory_budget)  # fmt: skip
             check_untouched(traced.name, before)
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures

@@ -297,6 +297,7 @@ class Traced:
         ]
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip
+        self.plans_grad = wants_grad
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
         # NOTE: a budget also bounds each program's own arena: a whole training step (the
         # gradient and the updates traced inside) recomputes under it as kn.function does.
@@ -524,7 +525,8 @@ class Traced:
         for owner, start in self.grad_inputs:
             if start is not None:  # the `.grad` this call starts from (the guard: not None)
                 self._read_grad(owner, start)
-        record = tensors and state.grad and bool(self.grad_outputs)
+        # (a trace made under no_grad: its outputs from enable_grad blocks record, as eager)
+        record = tensors and bool(self.grad_outputs) and (state.grad or not self.key[3])
         placed = self.placement() if record else None
         outs = arena = None
         if placed is not None:  # the residuals are written into this call's backward arena

@@ -54,13 +54,15 @@ def _writable(a) -> bool:
     return flags is None or getattr(flags, "writeable", True)
 
 
-def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np) -> None:
+def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np, reads=()) -> None:
     """Refuses a call of the compiled `fn_name`, which changes its arguments at positions
     `changed` in place, where one of those cannot be written (an expanded or read-only
     tensor: PyTorch's refusal, checked before anything changes) or shares memory with
     another argument (the same tensor passed twice, or a view of another): the program
     reads each argument as it was at the call, so it would not see the write through the
-    other, as eager code does. `xp`: the array module of the arguments.
+    other, as eager code does. `xp`: the array module of the arguments. `reads`: (name,
+    Tensor) of the other tensors the program reads (parameters, captured tensors), which
+    an argument must not share memory with either, for the same reason.
 
     >>> import kiln as kn
     >>> x = kn.zeros(2)
@@ -90,6 +92,16 @@ def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np) -> None:
                     "call and would miss the write that eager code sees through the other; "
                     "pass a clone() of one of them",
                     "kn.compile", leaves[k], leaves[j],
+                )  # fmt: skip
+        for name, t in reads:
+            if _share(xp, arrays[k], t._data):
+                raise call_error(
+                    UsageError,
+                    f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
+                    f"it shares memory with '{name}', which the function reads: the compiled "
+                    "program reads that as it was at the call and would miss the write that "
+                    "eager code sees through the argument; pass a clone() of the argument",
+                    "kn.compile", leaves[k], t,
                 )  # fmt: skip
 
 

@@ -518,7 +518,13 @@ class Traced:
             self._share(p, var, t)
         if self.changed:
             xp = get_backend(self.device).xp
-            check_arguments_apart(self.name, [k for k, _ in self.changed], leaves, self.paths, xp)
+            guard = getattr(self, "captured", None)
+            reads = [(v.name, t) for v, t in zip(self.variables, params)]
+            # (tensors named in fn's code; those in a container may be arguments' structure)
+            reads += [(label, t) for label, _, t, _, _ in getattr(guard, "tensors", ())
+                      if "[" not in label]  # fmt: skip
+            changed = [k for k, _ in self.changed]
+            check_arguments_apart(self.name, changed, leaves, self.paths, xp, reads)
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
         for var, box in self.shared:
             var._value = box[0]

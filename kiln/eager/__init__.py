@@ -21,7 +21,7 @@ from .tensor import Tensor
 devices.install(Tensor)
 sampling.install(Tensor)
 storage.install(Tensor)
-_ops_core.use_eager(eager_dispatch)
+_ops_core.use_eager(eager_dispatch, grad_mode.state)
 
 __all__ = [
     "Tensor", "autograd", "empty_strided", *_factories_all, *_grad_mode_all, *_sampling_all,

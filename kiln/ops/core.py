@@ -41,12 +41,28 @@ def run_eager(op: OpDef, args, attrs):
 _eager = run_eager  # what `bind` runs ops on values that are not Symbols with (`use_eager`)
 
 
-def use_eager(dispatch) -> None:
+_grad_mode = None  # kiln.eager's grad-mode switches (`use_eager`): read by `_detached`
+
+
+def use_eager(dispatch, grad_mode=None) -> None:
     """Makes `dispatch(op, args, attrs)` the one eager path of `bind`: kiln.eager, which builds
     on this layer, gives its own when it is imported (Tensors in, a Tensor out, tape entries;
-    anything else to `run_eager`). Until then ops on NumPy values run by `run_eager`."""
-    global _eager
-    _eager = dispatch
+    anything else to `run_eager`), and its grad-mode state `grad_mode` (whose `grad` is False
+    under `no_grad`). Until then ops on NumPy values run by `run_eager`."""
+    global _eager, _grad_mode
+    _eager, _grad_mode = dispatch, grad_mode
+
+
+def _detached(op: OpDef, node) -> bool:
+    """Whether `node`, just traced by `kn.compile` under `no_grad` (or `set_grad_enabled(False)`,
+    `inference_mode`), must end in a stop_gradient: its value then carries no gradient, as
+    the eager op's result does not require grad (simplify removes the stop_gradient from the
+    program, so the values are the same)."""
+    if _grad_mode is None or _grad_mode.grad or not node.inputs or op.name == "stop_gradient":
+        return False
+    from .random import in_trace  # NOTE: here, not above: kiln.ops.random imports this module
+
+    return in_trace() and node.out is not None and dt.is_differentiable(node.out.dtype)
 
 
 def check_rules(op: OpDef, arrays, attrs):
@@ -77,6 +93,8 @@ def bind_graph(op: OpDef, args, attrs, name: str | None = None, graph=None) -> S
     shape, dtype, constraints = infer(op, args, attrs, site)
     node = graph.add_node(op, args, attrs, name or op.name, site=site, shape=shape, dtype=dtype)
     graph.constraints.extend((a, b, why, node) for a, b, why in constraints)
+    if _detached(op, node):
+        return bind_graph(REGISTRY["stop_gradient"], (node.out,), {})
     return node.out
 
 

@@ -28,6 +28,25 @@ def manual_seed(seed: int) -> None:
         default_generator.manual_seed(seed)
 
 
+def draw_steps(graph, names) -> None:
+    """Sets the next step of each random node named in `names` (of `graph`, a `kn.compile`
+    trace) to one value drawn from the default generator, so that a compiled call draws
+    fresh values each call and the same ones again after the same `kn.manual_seed`, as
+    PyTorch's compiled functions do (a graph's own steps only count its runs: TF1's rule).
+
+    >>> import kiln as kn
+    >>> g = kn.Graph()
+    >>> kn.manual_seed(0); draw_steps(g, ["r"]); first = g.rng_steps["r"]
+    >>> kn.manual_seed(0); draw_steps(g, ["r"]); g.rng_steps["r"] == first
+    True
+    """
+    from ..generator import default_generator
+
+    step = default_generator.next_seed()
+    with graph._lock:
+        graph.rng_steps.update(dict.fromkeys(names, step))
+
+
 def in_trace() -> bool:
     """Whether a `kn.compile` trace runs in this thread: the eager random factories (`randn`,
     `rand`, `randint`, `randperm`) then add random nodes, which draw fresh values on every

@@ -18,9 +18,10 @@ import types
 import numpy as np
 
 from ..eager.tensor import Tensor
+from ..errors import GraphError
 from ..nn.module import Module
 
-__all__ = ["Captures", "Guard"]
+__all__ = ["Captures", "Guard", "check_untouched", "tensor_versions"]
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -338,6 +339,56 @@ class Captures:
             return False
         return isinstance(value, (types.FunctionType, types.MethodType, functools.partial,
                                   Module)) or _attributes_of(value) is not None  # fmt: skip
+
+
+def tensor_versions(captures: Captures) -> list:
+    """(label, tensor, version, its `.grad`, a copy of each value) of each captured tensor:
+    what `check_untouched` compares after tracing (and restores)."""
+    found = []
+    for label, get in captures.tensors:
+        t = get()
+        if isinstance(t, Tensor):
+            grad = t._grad
+            saved = (t._data.copy(), None if grad is None else (grad._version, grad._data.copy()))
+            found.append((label, t, t._version, grad, saved))
+    return found
+
+
+def check_untouched(fn_name: str, before: list) -> None:
+    """Refuses a trace during which `fn_name` changed a tensor it captured (in place, or its
+    `.grad` by a backward() on eager values): that eager code ran once, while tracing, and
+    the compiled calls would not repeat it, where eager code changes the tensor each call.
+
+    >>> import kiln as kn
+    >>> c = kn.zeros(1)
+    >>> before = [("c", c, c._version, None, (c._data.copy(), None))]
+    >>> _ = c.add_(1)
+    >>> check_untouched("f", before)
+    Traceback (most recent call last):
+    kiln.errors.GraphError: kn.compile: f changed the tensor 'c' it captures in place ...
+    >>> c.tolist()  # as it was: the refused trace changed nothing
+    [0.0]
+    """
+    for label, t, version, grad, (data, grad_saved) in before:
+        now = t._grad
+        if t._version != version:
+            what = "in place"
+        elif now is not grad or (now is not None and now._version != grad_saved[0]):
+            what = "through its .grad (a backward() of values computed from captured tensors)"
+        else:
+            continue
+        for _, t, _, grad, (data, grad_saved) in before:  # as before the trace
+            t._data[...] = data
+            t.grad = grad
+            if grad is not None:
+                grad._data[...] = grad_saved[1]
+        raise GraphError(
+            f"kn.compile: {fn_name} changed the tensor '{label}' it captures {what} while it "
+            "was traced: that ran once, when tracing, and the compiled calls would not do it "
+            "again as each eager call does. Pass the tensor as an argument (a compiled call "
+            "writes the changes of its arguments back), keep it as a Module buffer or "
+            "parameter, or call the function uncompiled"
+        )
 
 
 def _tensor_state(t) -> tuple:

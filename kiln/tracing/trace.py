@@ -14,6 +14,8 @@ import time
 import types
 from collections import OrderedDict
 
+import numpy as np
+
 from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.tensor import Tensor
@@ -24,7 +26,7 @@ from ..nn.module import Module
 from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
-from .guards import Captures, Guard, value_changes, value_types
+from .guards import Captures, Guard, check_untouched, tensor_versions, value_changes, value_types
 from .traced import Traced, check_budget, describe, flatten, name_of, signature
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
@@ -47,10 +49,17 @@ class CompiledFunction:
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
         try:
-            params = inspect.signature(fn).parameters.values()
-            self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
+            params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
-            self._names = []
+            params = []
+        self._names = [p.name for p in params if p.kind <= p.POSITIONAL_OR_KEYWORD]
+        # defaults that are arrays go in as arguments: each call reads their values then, as
+        # eager calls do (a trace would hold the values it saw)
+        self._array_defaults = [
+            (i, p.name, p.kind == p.KEYWORD_ONLY, p.default)
+            for i, p in enumerate(params)
+            if isinstance(p.default, _ARRAYS) and p.kind != p.POSITIONAL_ONLY
+        ]
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -59,6 +68,9 @@ class CompiledFunction:
         """(leaves, their paths, static (path, value) pairs, structure) of a call's arguments;
         `trace_for` takes them."""
         leaves, paths, statics = [], [], []
+        for i, name, keyword_only, default in self._array_defaults:
+            if name not in kwargs and (keyword_only or len(args) <= i):
+                kwargs = {**kwargs, name: default}
         names = [self._names[i] if i < len(self._names) else f"arg{i}" for i in range(len(args))]
         positional = tuple(flatten(a, n, leaves, paths, statics) for a, n in zip(args, names))
         named = tuple(flatten(v, k, leaves, paths, statics) for k, v in kwargs.items())
@@ -133,7 +145,7 @@ class CompiledFunction:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
                 stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
-            if stale is None and key[3]:
+            if stale is None and traced.plans_grad:
                 if traced.guard != tuple(p.tensor()._requires_grad for p in traced.params):
                     stale = ("a parameter's requires_grad changed", False)
             if stale is None:
@@ -149,8 +161,13 @@ class CompiledFunction:
             start = time.perf_counter()
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
-            traced = Traced(self.fn, key, leaves, paths, structure, key[2], key[3],
+            before = tensor_versions(self._captures)
+            # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
+            # outputs that require grad, as in eager code (the others end in stop_gradient)
+            plans = any(isinstance(x, Tensor) for x in leaves)
+            traced = Traced(self.fn, key, leaves, paths, structure, key[2], plans,
                             self.memory_budget)  # fmt: skip
+            check_untouched(traced.name, before)
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.
             key, modules = self._key(leaves, statics, structure)
@@ -233,6 +250,9 @@ def _canonical(device: str) -> str:
 def _signature_text(key) -> str:
     """The arguments of a cache key, as log lines describe them."""
     return ", ".join(map(describe, key[1])) or "no array arguments"
+
+
+_ARRAYS = (Tensor, np.ndarray)
 
 
 def _hashable(value) -> bool:

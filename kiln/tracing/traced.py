@@ -20,7 +20,7 @@ from ..eager import autograd
 from ..eager.grad_mode import state
 from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import AutogradError, GraphError, SavedTensorError, UsageError, call_error
+from ..errors import AutogradError, GraphError, SavedTensorError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad
 from ..frontend.core import constant, placeholder
@@ -30,11 +30,19 @@ from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.parameter import owner_of, shared_box
 from ..ops.dynamic import with_binders
+from ..ops.random import draw_steps
 from ..optim import graph_step
 from ..passes.remat import check_budget
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
+from .arguments import (
+    argument_views,
+    check_arguments_apart,
+    check_own_layout,
+    view_of_argument,
+    write_argument,
+)
 from .prints import printed_symbols, recording, replay
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
@@ -192,28 +200,6 @@ def _no_kernel(*args, **kwargs):
     raise RuntimeError("a compiled call is a tape entry only: it has no kernel")
 
 
-def _check_own_layout(name: str, path: str, x, offset: bool) -> None:
-    """Refuses an argument whose layout the traced function read (`stride()`,
-    `is_contiguous()`, `as_strided`) where it is not contiguous, or (`offset`: its storage
-    offset read too) not from its storage's start: the compiled program holds only its
-    elements, contiguous, so it would answer for that layout and differ from eager mode
-    without a word."""
-    if isinstance(x, Tensor):  # (a position past its elements fails the trace, loudly)
-        own = x.is_contiguous() and (not offset or x.storage_offset() == 0)
-    else:
-        own = getattr(x, "flags", None) is not None and x.flags.c_contiguous
-    if not own:
-        where = " from its storage's start" if offset else ""
-        raise UsageError(
-            f"kn.compile: {name} reads the memory layout of its argument {path} (stride(), "
-            "is_contiguous(), storage_offset() or as_strided on it), and this call passes a "
-            f"view there ({type(x).__name__} of shape {tuple(x.shape)}, not contiguous{where}): "
-            "a compiled function's argument holds only its own elements, contiguous, so the "
-            "result would differ from eager mode. Pass a tensor of its own (x.clone()), or "
-            "call the function uncompiled"
-        )
-
-
 def _call_vjp(ct, out, *saved, traced, residuals, placed=False, shapes=None):
     return traced._backward(ct, saved, residuals, placed, shapes)
 
@@ -275,7 +261,8 @@ class Traced:
                             if id(s.node) in read]  # fmt: skip
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
-        self.changed = []
+        self.changed, self.paths = [], paths
+        self.random_names = [n.name for n in self.graph.nodes if "random" in n.op.tags]
         for k, s in enumerate(self.inputs):
             record = changes[id(s)]
             if record[2] is not None:
@@ -296,6 +283,11 @@ class Traced:
                     "nested tuples, lists and dicts of them)"
                 )
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
+        arguments = {id(s): k for k, s in enumerate(self.inputs)}  # an unchanged argument,
+        arguments.update((id(s), k) for k, s in self.changed)  # a changed one's new value
+        for k, _ in self.changed:
+            arguments.pop(id(self.inputs[k]))  # (its value before the change)
+        self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
         self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
@@ -305,6 +297,7 @@ class Traced:
         ]
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip
+        self.plans_grad = wants_grad
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
         # NOTE: a budget also bounds each program's own arena: a whole training step (the
         # gradient and the updates traced inside) recomputes under it as kn.function does.
@@ -519,21 +512,33 @@ class Traced:
         # Tensors in (or no arguments at all), Tensors out; NumPy arrays in, arrays out
         tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
         for k, path, offset in self.layout_args:
-            _check_own_layout(self.name, path, leaves[k], offset)
+            check_own_layout(self.name, path, leaves[k], offset)
         params = [p.tensor() for p in self.params]  # NOTE: syncs values from other graphs
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)
+        if self.changed:
+            xp = get_backend(self.device).xp
+            guard = getattr(self, "captured", None)
+            reads = [(v.name, t) for v, t in zip(self.variables, params)]
+            # (tensors named in fn's code; those in a container may be arguments' structure)
+            reads += [(label, t) for label, _, t, _, _ in getattr(guard, "tensors", ())
+                      if "[" not in label]  # fmt: skip
+            changed = [k for k, _ in self.changed]
+            check_arguments_apart(self.name, changed, leaves, self.paths, xp, reads)
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
         for var, box in self.shared:
             var._value = box[0]
         for owner, start in self.grad_inputs:
             if start is not None:  # the `.grad` this call starts from (the guard: not None)
                 self._read_grad(owner, start)
-        record = tensors and state.grad and bool(self.grad_outputs)
+        # (a trace made under no_grad: its outputs from enable_grad blocks record, as eager)
+        record = tensors and bool(self.grad_outputs) and (state.grad or not self.key[3])
         placed = self.placement() if record else None
         outs = arena = None
         if placed is not None:  # the residuals are written into this call's backward arena
             outs, arena = self._call_arena(arrays, placed)
+        if self.random_names:  # reproducible after kn.manual_seed, as eager draws are
+            draw_steps(self.graph, self.random_names)
         results = self.function.program.run(arrays, host=not tensors, outs=outs)
         for var, box in self.shared:
             box[0] = var._value
@@ -541,7 +546,7 @@ class Traced:
             self._copy_back(p, var)
         n = len(self.outputs)
         for (k, _), value in zip(self.changed, results[n + self.n_extras :]):
-            _write_argument(leaves[k], value)
+            write_argument(leaves[k], value)
         shown = results[n + self.n_extras + len(self.changed) :]
         if self.prints:
             replay(self.prints, self.printed, [make(r, self.device) for r in shown])
@@ -560,6 +565,9 @@ class Traced:
             # last read, or (placed in its arena) reuses their bytes (`_backward`)
             residuals = results[n:] if arena is None else [*results[n:], *arena]
             self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
+        for i, k, chain in self.argument_views:
+            if isinstance(leaves[k], Tensor) and not (record and i in self.grad_outputs):
+                outs[i] = view_of_argument(leaves[k], chain, outs[i])
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
@@ -778,14 +786,3 @@ class Traced:
         for i in self.zero_slots:
             result[i] = make(xp.zeros(saved[i].shape, saved[i].dtype), self.device)
         return tuple(result)
-
-
-def _write_argument(target, value) -> None:
-    """The new value of an argument the compiled function changed in place, written into
-    the caller's tensor (or array), whose version counter then counts the change."""
-    if isinstance(target, Tensor):
-        xp = get_backend(target._device).xp
-        xp.copyto(target._data, value, casting="unsafe")
-        version_of(target).value += 1
-    else:
-        np.copyto(target, value, casting="unsafe")

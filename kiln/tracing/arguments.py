@@ -1,0 +1,146 @@
+"""The arguments of a compiled call: checks made before the program runs (their layout,
+their memory shared with one another), the write-back of those it changed in place, and
+the outputs that are an argument or a view of one, handed back as such (as PyTorch's
+compiled functions return them), not as copies."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..eager.tensor import Tensor, version_of
+from ..errors import KilnError, UsageError, call_error
+from ..ops.core import bind
+from ..runtime.backend import get_backend
+
+__all__ = ["argument_views", "check_arguments_apart", "check_own_layout", "view_of_argument",
+           "write_argument"]  # fmt: skip
+
+
+def check_own_layout(name: str, path: str, x, offset: bool) -> None:
+    """Refuses an argument whose layout the traced function read (`stride()`,
+    `is_contiguous()`, `as_strided`) where it is not contiguous, or (`offset`: its storage
+    offset read too) not from its storage's start: the compiled program holds only its
+    elements, contiguous, so it would answer for that layout and differ from eager mode
+    without a word."""
+    if isinstance(x, Tensor):  # (a position past its elements fails the trace, loudly)
+        own = x.is_contiguous() and (not offset or x.storage_offset() == 0)
+    else:
+        own = getattr(x, "flags", None) is not None and x.flags.c_contiguous
+    if not own:
+        where = " from its storage's start" if offset else ""
+        raise UsageError(
+            f"kn.compile: {name} reads the memory layout of its argument {path} (stride(), "
+            "is_contiguous(), storage_offset() or as_strided on it), and this call passes a "
+            f"view there ({type(x).__name__} of shape {tuple(x.shape)}, not contiguous{where}): "
+            "a compiled function's argument holds only its own elements, contiguous, so the "
+            "result would differ from eager mode. Pass a tensor of its own (x.clone()), or "
+            "call the function uncompiled"
+        )
+
+
+def _share(xp, a, b) -> bool:
+    """Whether arrays `a` and `b` of `xp` have an element in common (where that is too hard
+    to tell, or on a GPU, whether their memory blocks meet)."""
+    if xp is not np:
+        return bool(xp.may_share_memory(a, b))
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def _writable(a) -> bool:
+    flags = getattr(a, "flags", None)
+    return flags is None or getattr(flags, "writeable", True)
+
+
+def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np, reads=()) -> None:
+    """Refuses a call of the compiled `fn_name`, which changes its arguments at positions
+    `changed` in place, where one of those cannot be written (an expanded or read-only
+    tensor: PyTorch's refusal, checked before anything changes) or shares memory with
+    another argument (the same tensor passed twice, or a view of another): the program
+    reads each argument as it was at the call, so it would not see the write through the
+    other, as eager code does. `xp`: the array module of the arguments. `reads`: (name,
+    Tensor) of the other tensors the program reads (parameters, captured tensors), which
+    an argument must not share memory with either, for the same reason.
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(2)
+    >>> check_arguments_apart("f", [0], [x, x[1:]], ["a", "b"])
+    Traceback (most recent call last):
+    kiln.errors.UsageError: kn.compile: f changes its argument 'a' in place, and argument 'b' ...
+    """
+    arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]
+    for k in changed:
+        a = arrays[k]
+        if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)) or not _writable(a):
+            raise call_error(
+                UsageError,
+                f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location (an expand()ed or read-only tensor). Please "
+                "clone() the tensor before performing the operation.",
+                "kn.compile", leaves[k],
+            )  # fmt: skip
+        for j, other in enumerate(arrays):
+            if j != k and _share(xp, arrays[k], other):
+                raise call_error(
+                    UsageError,
+                    f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
+                    f"argument '{paths[j]}' shares memory with it (the same tensor twice, or "
+                    "a view of it): the compiled program reads each argument as it was at the "
+                    "call and would miss the write that eager code sees through the other; "
+                    "pass a clone() of one of them",
+                    "kn.compile", leaves[k], leaves[j],
+                )  # fmt: skip
+        for name, t in reads:
+            if _share(xp, arrays[k], t._data):
+                raise call_error(
+                    UsageError,
+                    f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
+                    f"it shares memory with '{name}', which the function reads: the compiled "
+                    "program reads that as it was at the call and would miss the write that "
+                    "eager code sees through the argument; pass a clone() of the argument",
+                    "kn.compile", leaves[k], t,
+                )  # fmt: skip
+
+
+def write_argument(target, value) -> None:
+    """The new value of an argument the compiled function changed in place, written into
+    the caller's tensor (or array), whose version counter then counts the change."""
+    if isinstance(target, Tensor):
+        xp = get_backend(target._device).xp
+        xp.copyto(target._data, value, casting="unsafe")
+        version_of(target).value += 1
+    else:
+        np.copyto(target, value, casting="unsafe")
+
+
+def argument_views(outputs, arguments: dict) -> list:
+    """(output index, argument index, the view nodes from the argument to the output, in
+    order) for each output that is an argument itself or a chain of single-input view nodes
+    (reshape, transpose, basic indexing, detach…) of one. `arguments`: id of a Symbol ->
+    its argument's index (an argument changed in place: the Symbol of its new value)."""
+    found = []
+    for i, out in enumerate(outputs):
+        chain, s = [], out
+        while id(s) not in arguments and s.node.op.views == (0,) and len(s.node.inputs) == 1:
+            chain.append(s.node)
+            s = s.node.inputs[0]
+        if id(s) in arguments:
+            found.append((i, arguments[id(s)], chain[::-1]))
+    return found
+
+
+def view_of_argument(leaf, chain, like):
+    """The argument Tensor `leaf` through the view nodes `chain`, run eagerly (so the result
+    is `leaf` itself or a view of it, as eager code returns); `like`, the program's copy,
+    where the views cannot be taken again on this call (a symbolic attribute)."""
+    t = leaf
+    try:
+        for node in chain:
+            t = bind(node.op, t, **node.attrs)
+    except (KilnError, TypeError, ValueError):  # an attribute of symbolic dims: the copy
+        return like
+    ok = isinstance(t, Tensor) and t.shape == like.shape and t.dtype == like.dtype
+    return t if ok else like

@@ -1,0 +1,47 @@
+"""A compiled function that changes a tensor it captures (in place, or its `.grad` by a
+backward() of captured values) is refused when traced, and the refused trace leaves the
+tensor as it was: that eager code ran once, while tracing, so the compiled calls silently
+skipped it (kn.compile returned [1, 1, 1] where eager code and PyTorch give [1, 2, 3])."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from kiln.errors import GraphError
+
+
+def test_captured_counter_changed_in_place_is_refused():
+    counter = kn.tensor([0.0])
+
+    def bump(x):
+        counter.add_(1)
+        return x + counter
+
+    eager = [bump(kn.zeros(1)).item() for _ in range(3)]
+    assert eager == [1.0, 2.0, 3.0] and counter.item() == 3.0  # by hand: 1, 2, 3
+    counter = kn.tensor([0.0])
+    with pytest.raises(GraphError, match="changed the tensor 'counter' it captures in place"):
+        kn.compile(bump)(kn.zeros(1))
+    assert counter.item() == 0.0  # the refused trace changed nothing
+
+
+def test_backward_of_captured_values_is_refused():
+    w = kn.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step(x):
+        (w * w).sum().backward()  # eager: adds 2w to w.grad on every call
+        return x * 2
+
+    with pytest.raises(GraphError, match="'w' it captures through its .grad"):
+        kn.compile(step)(kn.ones(1))
+    assert w.grad is None
+
+
+def test_captured_tensors_that_are_only_read_still_compile():
+    table = kn.tensor([1.0, 2.0])
+    f = kn.compile(lambda x: x * table)
+    np.testing.assert_array_equal(f(kn.ones(2)).numpy(), [1.0, 2.0])
+    table.mul_(3)  # changed between calls: retraces (the guard), as before
+    np.testing.assert_array_equal(f(kn.ones(2)).numpy(), [3.0, 6.0])
+    made = kn.compile(lambda x: x + kn.zeros(2).add_(1))  # a tensor made while tracing
+    np.testing.assert_array_equal(made(kn.ones(2)).numpy(), [2.0, 2.0])

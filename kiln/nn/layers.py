@@ -271,6 +271,19 @@ class LayerNorm(Module):
         )
 
 
+def _pretrained_table(embeddings, op: str) -> np.ndarray:
+    """The NumPy copy of a pretrained 2-D embedding table (a Tensor or an array)."""
+    if hasattr(embeddings, "detach"):
+        embeddings = embeddings.detach()
+    table = np.array(embeddings)
+    if table.ndim != 2:
+        raise ArgumentError(
+            f"{op}: embeddings must be 2-dimensional (num_embeddings, embedding_dim), got "
+            f"shape {tuple(table.shape)}"
+        )
+    return table
+
+
 class Embedding(Module):
     """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids; the
     row of `padding_idx` starts at zeros and gets no gradient, as PyTorch's `Embedding`.
@@ -306,6 +319,23 @@ class Embedding(Module):
             self.weight.requires_grad = False
         if device is not None:
             self.to(device)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False):  # fmt: skip
+        """An Embedding whose table is a copy of the 2-D `embeddings` (its rows kept as they
+        are, the `padding_idx` row included), frozen unless `freeze=False`.
+
+        >>> import kiln as kn
+        >>> emb = kn.nn.Embedding.from_pretrained(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> emb(kn.tensor([1])).tolist(), emb.weight.requires_grad
+        ([[3.0, 4.0]], False)
+        """
+        table = _pretrained_table(embeddings, "Embedding.from_pretrained")
+        return cls(table.shape[0], table.shape[1], padding_idx, max_norm, norm_type,
+                   scale_grad_by_freq, sparse, _weight=table, _freeze=freeze,
+                   dtype=table.dtype)  # fmt: skip
 
     def forward(self, ids):
         # max_norm renormalises the looked-up rows of the weight in place, as PyTorch's: in a

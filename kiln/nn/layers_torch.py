@@ -21,7 +21,7 @@ from .. import init
 from ..errors import ArgumentError, ArgumentTypeError
 from ..ops.core import scalar
 from . import functional as F
-from .layers import BatchNorm1d, _InstanceNorm
+from .layers import BatchNorm1d, _InstanceNorm, _pretrained_table
 from .loss import _Loss, _WeightedLoss
 from .module import Module, Parameter
 from .rnn import _CELLS
@@ -274,6 +274,13 @@ class EmbeddingBag(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.mode = max_norm, norm_type, mode
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ArgumentError(
+                    f"EmbeddingBag: padding_idx must be within num_embeddings "
+                    f"({num_embeddings}), got {padding_idx}"
+                )
+            padding_idx %= num_embeddings  # PyTorch keeps the index counted from the front
         self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
         if _weight is None:
             weight = init.normal(0.0, 1.0)((num_embeddings, embedding_dim),
@@ -283,6 +290,25 @@ class EmbeddingBag(Module):
         else:
             weight = _weight
         self.weight = Parameter(weight)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None):  # fmt: skip
+        """An EmbeddingBag whose table is a copy of the 2-D `embeddings`, frozen unless
+        `freeze=False`.
+
+        >>> import kiln as kn
+        >>> bag = kn.nn.EmbeddingBag.from_pretrained(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> bag(kn.tensor([[0, 1]])).tolist(), bag.weight.requires_grad
+        ([[2.0, 3.0]], False)
+        """
+        table = _pretrained_table(embeddings, "EmbeddingBag.from_pretrained")
+        bag = cls(table.shape[0], table.shape[1], max_norm, norm_type, scale_grad_by_freq,
+                  mode, sparse, table, include_last_offset, padding_idx)  # fmt: skip
+        bag.weight.requires_grad = not freeze
+        return bag
 
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,

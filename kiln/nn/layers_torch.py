@@ -14,6 +14,8 @@ kiln.Size([1, 1, 3, 3])
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Mapping
 
 from .. import dtypes as dt
 from .. import frontend as Fr
@@ -551,8 +553,7 @@ class ParameterList(Module):
         return (self[i] for i in range(self._size))
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{dt.type_name(p.dtype)} of size "
-                         f"{'x'.join(map(str, p.shape))}]" for i, p in enumerate(self))  # fmt: skip
+        return _parameter_lines(enumerate(self), lambda p: f"kiln.{dt.as_dtype(p.dtype).name}")
 
 
 class ParameterDict(Module):
@@ -606,7 +607,15 @@ class ParameterDict(Module):
         return [(k, self[k]) for k in self._keys]
 
     def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Puts in the (key, value) pairs of `parameters`: in their order from an
+        OrderedDict, a ParameterDict or an iterable of pairs, in sorted key order from any
+        other mapping (a plain dict), as PyTorch's."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = list(parameters.items())
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for k, v in items:
             self[k] = v
 
@@ -617,6 +626,23 @@ class ParameterDict(Module):
         value = self[key]
         del self[key]
         return value
+
+    def extra_repr(self) -> str:
+        return _parameter_lines(self.items(), lambda p: dt.type_name(p.dtype))
+
+
+def _parameter_lines(pairs, type_text) -> str:
+    """PyTorch's lines of a ParameterList (dtype named `kiln.float32`) or ParameterDict
+    (type named `kiln.FloatTensor`): `  (key): Parameter containing: [type of size 2x3]`."""
+    lines = []
+    for key, p in pairs:
+        if p is None:
+            lines.append(f"  ({key}): Object of type: NoneType")
+            continue
+        size = "x".join(str(n) for n in p.shape)
+        device = f" ({p.device})" if getattr(p.device, "type", "cpu") == "cuda" else ""
+        lines.append(f"  ({key}): Parameter containing: [{type_text(p)} of size {size}{device}]")
+    return "\n".join(lines)
 
 
 # -- recurrent cells ------------------------------------------------------------------------

@@ -686,11 +686,18 @@ class Module(ModuleHooks):
         return ""
 
     def __repr__(self):
-        lines = [
-            f"  ({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()
+        # PyTorch's layout: a one-line extra_repr alone stays on the first line; otherwise
+        # every extra_repr line and child goes on its own line, indented by 2
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        children = [
+            f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()
         ]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+        head = f"{type(self).__name__}("
+        if len(extra_lines) == 1 and not children:
+            return head + extra_lines[0] + ")"
+        lines = extra_lines + children
+        return head + ("\n  " + "\n  ".join(lines) + "\n)" if lines else ")")
 
 
 # graph -> [(weakref to a module's output, [weakrefs to its assign nodes])]. Weak throughout,

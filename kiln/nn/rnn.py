@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
@@ -22,6 +24,7 @@ from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
 from ..ops.core import scalar
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence, pack_steps, padded_steps
 
 __all__ = ["RNN", "LSTM", "GRU", "RNNBase"]
 
@@ -84,7 +87,10 @@ class RNNBase(Module):
 
     def _run(self, input, states):  # noqa: A002 -- PyTorch's name
         """(output, final states): `states` is one (layers * directions, N, H) value per state
-        (h; LSTM: h and c), or None for zeros."""
+        (h; LSTM: h and c), or None for zeros. A PackedSequence input gives a PackedSequence
+        output and each sequence's own final states (in the batch's original order)."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, states)
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
             raise ArgumentError(
@@ -94,40 +100,75 @@ class RNNBase(Module):
         (input,) = lower_precision(input)  # noqa: A001 -- under autocast: the low dtype
         if states is not None:
             states = list(lower_precision(*states))
+            if not batched:
+                states = [F.unsqueeze(s, 1) for s in states]
         x = input if batched else F.unsqueeze(input, 1)
         if batched and self.batch_first:
             x = F.transpose(x, 0, 1)  # (L, N, H_in)
+        x, finals = self._layers(x, states)
+        if batched and self.batch_first:
+            x = F.transpose(x, 0, 1)
+        if not batched:
+            x = F.squeeze(x, 1)
+            finals = [F.squeeze(f, 1) for f in finals]
+        return x, finals
+
+    def _run_packed(self, packed, states):
+        """The layers over a PackedSequence: its steps padded into (T, N, H_in) in sorted
+        batch order, each sequence's steps past its end masked (its state kept, its output
+        0), then packed again; `states` in and out are in the original batch order."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.ndim != 2:
+            raise ArgumentError(
+                f"{type(self).__name__}: expected packed data of 2 dims (steps, input_size), "
+                f"got shape {tuple(data.shape)}"
+            )
+        (data,) = lower_precision(data)
+        sizes = np.asarray(batch_sizes.tolist(), np.int64)
+        steps = len(sizes)
+        x = padded_steps(data, sizes, steps)
+        lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
+        mask = (np.arange(steps)[:, None] < lengths[None, :])[:, :, None]  # (T, N, 1)
+        if states is not None:
+            states = list(lower_precision(*states))
+            if sorted_indices is not None:
+                order = np.asarray(sorted_indices.tolist(), np.int64)
+                states = [s[:, order] for s in states]
+        x, finals = self._layers(x, states, mask)
+        if unsorted_indices is not None:
+            order = np.asarray(unsorted_indices.tolist(), np.int64)
+            finals = [f[:, order] for f in finals]
+        out = PackedSequence(pack_steps(x, sizes), batch_sizes, sorted_indices,
+                             unsorted_indices)  # fmt: skip
+        return out, finals
+
+    def _layers(self, x, states, mask=None):
+        """Every layer and direction over x (L, N, H_in): (output (L, N, D * H), finals)."""
         n = x.shape[1]
         total = self.num_layers * self._directions
         if states is None:
             zero = F.broadcast_to(scalar(0, x), (total, n, self.hidden_size))
             states = [zero] * (2 if self.mode == "LSTM" else 1)
-        elif not batched:
-            states = [F.unsqueeze(s, 1) for s in states]
         finals = [[] for _ in states]
         for layer in range(self.num_layers):
             outputs = []
             for d, suffix in enumerate(self._suffixes(layer)):
                 k = layer * self._directions + d
                 carry = tuple(s[k] for s in states)
-                carry, ys = self._direction(x, carry, suffix, reverse=d == 1)
+                carry, ys = self._direction(x, carry, suffix, reverse=d == 1, mask=mask)
                 outputs.append(ys)
                 for f, c in zip(finals, carry):
                     f.append(c)
             x = outputs[0] if len(outputs) == 1 else F.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = _dropout(x, self.dropout, True)
-        if batched and self.batch_first:
-            x = F.transpose(x, 0, 1)
-        finals = [F.stack(f) for f in finals]
-        if not batched:
-            x = F.squeeze(x, 1)
-            finals = [F.squeeze(f, 1) for f in finals]
-        return x, finals
+        return x, [F.stack(f) for f in finals]
 
-    def _direction(self, x, carry, suffix, reverse):
+    def _direction(self, x, carry, suffix, reverse, mask=None):
         """One layer in one direction: the input projections of every step at once, then
-        the recurrence as a scan."""
+        the recurrence as a scan; where `mask` (L, N, 1) is False a step keeps the state and
+        outputs 0 (a packed sequence past its end: the reverse direction then starts at
+        each sequence's own last step)."""
         w_ih, w_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
         b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
@@ -142,7 +183,15 @@ class RNNBase(Module):
             new = cell(x_t, state, w_hh_t, b_hh)
             return new, new[0]
 
-        return scan(step, carry, xw, reverse=reverse)
+        def masked_step(state, inputs):
+            x_t, live = inputs
+            new = cell(x_t, state, w_hh_t, b_hh)
+            new = tuple(F.where(live, a, b) for a, b in zip(new, state))
+            return new, F.where(live, new[0], 0.0)
+
+        if mask is None:
+            return scan(step, carry, xw, reverse=reverse)
+        return scan(masked_step, carry, (xw, mask), reverse=reverse)
 
 
 def _recurrent(h, w_hh_t, b_hh):

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 
-from .. import frontend as F
-from ..eager import Tensor, no_grad
-from ..eager.factories import tensor as _tensor
-from ..errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
+from ... import frontend as F
+from ...eager import Tensor, no_grad
+from ...eager.factories import tensor as _tensor
+from ...errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
+from . import rnn
 
 __all__ = [
     "clip_grad_norm_",
@@ -32,8 +33,8 @@ def _grads(parameters) -> list:
 def _graph_entries(parameters) -> list:
     """The [Variable, gradient] entries `loss.backward()` left in the default graph for
     `parameters` (Parameters), which clipping there replaces."""
-    from ..graph.core import get_default_graph
-    from ..optim.graph_step import _PENDING, enter, variable_of
+    from ...graph.core import get_default_graph
+    from ...optim.graph_step import _PENDING, enter, variable_of
 
     graph = get_default_graph()
     variables = [variable_of(p, graph) if hasattr(p, "variable_in") else p for p in parameters]
@@ -45,8 +46,8 @@ def _graph_entries(parameters) -> list:
 
 
 def _tracing() -> bool:
-    from ..graph.core import get_default_graph
-    from ..optim.graph_step import traces_grads
+    from ...graph.core import get_default_graph
+    from ...optim.graph_step import traces_grads
 
     return traces_grads(get_default_graph())
 

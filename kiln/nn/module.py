@@ -605,12 +605,14 @@ class Module(ModuleHooks):
         out = OrderedDict() if destination is None else destination
         return save_state(self, out, prefix, keep_vars)
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True):
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False):
         """Copies values from `state_dict` (Tensors or arrays, cast to each value's dtype)
         here and into every Variable made from them. Errors list every missing or unexpected
         key and every shape mismatch; nothing changes on error. Returns (missing_keys,
-        unexpected_keys), which `strict=False` tolerates."""
-        return load_state(self, dict(self._state_items()), state_dict, strict)
+        unexpected_keys), which `strict=False` tolerates. With `assign=True` the state's
+        values replace the Parameters and Buffers (new ones, of the state's dtype, keeping
+        requires_grad), as PyTorch's; build an optimizer after that."""
+        return load_state(self, dict(self._state_items()), state_dict, strict, assign)
 
     def to(self, *args, **kwargs) -> Module:
         """Casts the floating-point parameters and buffers (integer ones, as BatchNorm's

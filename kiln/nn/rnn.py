@@ -6,7 +6,10 @@ adds the recurrent term and applies the cell. Parameters are PyTorch's: `weight_
 (gates * hidden, input), `weight_hh_l{k}` (gates * hidden, hidden), `bias_ih_l{k}` and
 `bias_hh_l{k}` (with `_reverse` for the second direction), gates stacked in PyTorch's order
 (LSTM: input, forget, cell, output; GRU: reset, update, new), all drawn from
-U(-1/sqrt(hidden), 1/sqrt(hidden)); so a torch state_dict loads as it is.
+U(-1/sqrt(hidden), 1/sqrt(hidden)); so a torch state_dict loads as it is. An LSTM with
+`proj_size` also has `weight_hr_l{k}` (proj_size, hidden) and carries h_t = W_hr h'_t.
+A PackedSequence input (`kn.nn.utils.rnn`) is run padded, each sequence's steps past its
+end masked.
 """
 
 from __future__ import annotations
@@ -40,25 +43,35 @@ class RNNBase(Module):
         bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None,
     ):  # fmt: skip
         super().__init__()
-        if proj_size:
-            raise NotImplementedError("LSTM with proj_size is not supported by kiln")
+        if proj_size < 0:
+            raise ArgumentError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size and mode != "LSTM":
+            raise ArgumentError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise ArgumentError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1:
             raise ArgumentError(f"dropout should be a number in range [0, 1], got {dropout}")
         if hidden_size <= 0 or num_layers <= 0:
             raise ArgumentError("hidden_size and num_layers must be positive")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
-        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
+        self.dropout, self.bidirectional = float(dropout), bidirectional
+        self.proj_size = proj_size
         dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
         gate_size = _GATES[mode] * hidden_size
+        out_size = proj_size or hidden_size  # LSTM with proj_size: h_t = W_hr (o * tanh(c_t))
         bound = 1.0 / math.sqrt(hidden_size)
         draw = init.uniform(-bound, bound)
         for layer in range(num_layers):
             for suffix in self._suffixes(layer):
-                size = input_size if layer == 0 else hidden_size * self._directions
-                shapes = {"weight_ih": (gate_size, size), "weight_hh": (gate_size, hidden_size)}
+                size = input_size if layer == 0 else out_size * self._directions
+                shapes = {"weight_ih": (gate_size, size), "weight_hh": (gate_size, out_size)}
                 if bias:
                     shapes.update(bias_ih=(gate_size,), bias_hh=(gate_size,))
+                if proj_size:
+                    shapes.update(weight_hr=(proj_size, hidden_size))
                 for name, shape in shapes.items():
                     setattr(self, name + suffix, Parameter(draw(shape, dtype)))
         if device is not None:
@@ -73,6 +86,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -147,8 +162,10 @@ class RNNBase(Module):
         n = x.shape[1]
         total = self.num_layers * self._directions
         if states is None:
-            zero = F.broadcast_to(scalar(0, x), (total, n, self.hidden_size))
-            states = [zero] * (2 if self.mode == "LSTM" else 1)
+            zero = F.broadcast_to(scalar(0, x), (total, n, self.proj_size or self.hidden_size))
+            states = [zero]
+            if self.mode == "LSTM":
+                states.append(F.broadcast_to(scalar(0, x), (total, n, self.hidden_size)))
         finals = [[] for _ in states]
         for layer in range(self.num_layers):
             outputs = []
@@ -176,8 +193,16 @@ class RNNBase(Module):
         xw = F.matmul(x, F.t(w_ih))
         if b_ih is not None:
             xw = xw + b_ih
-        cell = _CELLS[self.mode]
+        base = _CELLS[self.mode]
         w_hh_t = F.t(w_hh)
+        cell = base
+        if self.proj_size:
+            (w_hr,) = lower_precision(getattr(self, "weight_hr" + suffix))
+            w_hr_t = F.t(w_hr)
+
+            def cell(x_t, state, w_hh_t, b_hh):
+                h, c = base(x_t, state, w_hh_t, b_hh)
+                return F.matmul(h, w_hr_t), c
 
         def step(state, x_t):
             new = cell(x_t, state, w_hh_t, b_hh)

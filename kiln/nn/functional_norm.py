@@ -119,6 +119,12 @@ def instance_norm(
         )
     per_channel = (x.shape[1],) + (1,) * (x.ndim - 2)
     if use_input_stats:
+        spatial = math.prod(int(n) for n in x.shape[2:] if isinstance(n, int))
+        if spatial == 1 and all(isinstance(n, int) for n in x.shape[2:]):
+            raise ArgumentError(  # as PyTorch's: one element has no spread to normalize by
+                f"Expected more than 1 spatial element when training, got input size "
+                f"{list(x.shape)}"
+            )
         axes = tuple(range(2, x.ndim))
         centered = F.sub(x, F.mean(x, axes, keepdim=True))
         var = F.mean(F.mul(centered, centered), axes, keepdim=True)

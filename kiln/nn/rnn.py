@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ShapeError
 from ..frontend.autocast import lower_precision
 from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
@@ -116,8 +116,18 @@ class RNNBase(Module):
         if states is not None:
             states = list(lower_precision(*states))
             if not batched:
+                for s in states:
+                    if s.ndim != 2:
+                        raise ShapeError(
+                            f"{type(self).__name__}: For unbatched 2-D input, hx should also "
+                            f"be 2-D but got {s.ndim}-D tensor"
+                        )
                 states = [F.unsqueeze(s, 1) for s in states]
         x = input if batched else F.unsqueeze(input, 1)
+        if batched and self.batch_first:
+            self._check_sizes(x.shape[-1], x.shape[0], states)
+        else:
+            self._check_sizes(x.shape[-1], x.shape[1], states)
         if batched and self.batch_first:
             x = F.transpose(x, 0, 1)  # (L, N, H_in)
         x, finals = self._layers(x, states)
@@ -144,6 +154,7 @@ class RNNBase(Module):
         x = padded_steps(data, sizes, steps)
         lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
         mask = (np.arange(steps)[:, None] < lengths[None, :])[:, :, None]  # (T, N, 1)
+        self._check_sizes(data.shape[-1], int(sizes[0]), states)
         if states is not None:
             states = list(lower_precision(*states))
             if sorted_indices is not None:
@@ -156,6 +167,27 @@ class RNNBase(Module):
         out = PackedSequence(pack_steps(x, sizes), batch_sizes, sorted_indices,
                              unsorted_indices)  # fmt: skip
         return out, finals
+
+    def _check_sizes(self, features, batch, states) -> None:
+        """PyTorch's checks of the input's feature size and of each initial state's shape
+        (layers * directions, batch, size): kiln would otherwise broadcast a wrong one."""
+        if isinstance(features, int) and features != self.input_size:
+            raise ShapeError(
+                f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
+                f"Expected {self.input_size}, got {features}"
+            )
+        if states is None:
+            return
+        total = self.num_layers * self._directions
+        sizes = [self.proj_size or self.hidden_size, self.hidden_size]
+        for k, (state, size) in enumerate(zip(states, sizes)):
+            want = (total, batch, size)
+            got = tuple(state.shape)
+            if all(isinstance(n, int) for n in (*want, *got)) and got != want:
+                which = f"hidden[{k}]" if len(states) > 1 else "hidden"
+                raise ShapeError(
+                    f"{type(self).__name__}: Expected {which} size {want}, got {list(got)}"
+                )
 
     def _layers(self, x, states, mask=None):
         """Every layer and direction over x (L, N, H_in): (output (L, N, D * H), finals)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from ... import dtypes as dt
 from ... import frontend as F
 from ...eager import Tensor, no_grad
 from ...eager.factories import tensor as _tensor
@@ -61,8 +62,16 @@ def _tracing() -> bool:
 def _total_norm(grads, norm_type: float):
     """As PyTorch's: the `norm_type`-norm of each gradient, then the same norm of those
     norms (inf: the largest |g|, -inf: the smallest, 0: the count of nonzero norms)."""
-    norms = [F.linalg.vector_norm(g, norm_type) for g in grads]
-    return F.linalg.vector_norm(F.stack(norms), norm_type)
+    norms = [_vector_norm(g, norm_type) for g in grads]
+    return _vector_norm(F.stack(norms), norm_type)
+
+
+def _vector_norm(x, norm_type: float):
+    """`vector_norm` of a float16 or bfloat16 `x` summed in float32, rounded back once, as
+    PyTorch's kernel accumulates (float16 gradients of norm above 256 overflow otherwise)."""
+    if x.dtype in (dt.float16, dt.bfloat16):
+        return F.cast(F.linalg.vector_norm(F.cast(x, dt.float32), norm_type), x.dtype)
+    return F.linalg.vector_norm(x, norm_type)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,

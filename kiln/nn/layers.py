@@ -389,6 +389,9 @@ class BatchNorm1d(Module):
             self.register_buffer("running_mean", np.zeros(num_features, dtype))
             self.register_buffer("running_var", np.ones(num_features, dtype))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        else:  # as PyTorch's: the names exist, as None (not in state_dict)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
         if device is not None:
             self.to(device)
 
@@ -413,7 +416,10 @@ class BatchNorm1d(Module):
         if x.ndim not in self.ndims:
             wanted = " or ".join(f"{d}D" for d in self.ndims)
             raise ArgumentError(f"expected {wanted} input (got {x.ndim}D input)")
-        if not self.training and self.track_running_stats:
+        # as PyTorch's: eval mode normalizes by the running statistics whenever the buffers
+        # exist (even with track_running_stats set False afterwards); training updates them
+        # when tracking and the buffers exist
+        if not self.training and not (self.running_mean is None and self.running_var is None):
             return F.batch_norm(
                 x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps
             )
@@ -421,9 +427,14 @@ class BatchNorm1d(Module):
         mean = F.mean(x, axes)
         var = F.var(x, axes, correction=0)
         y = F.batch_norm(x, mean, var, self.weight, self.bias, eps=self.eps)
-        if self.training and self.track_running_stats:
+        if self._tracks():
             self._record_updates(y, self._running_updates(x, axes, mean, var))
         return y
+
+    def _tracks(self) -> bool:
+        """Whether this training call updates the running statistics."""
+        return (self.training and self.track_running_stats
+                and self.running_mean is not None and self.running_var is not None)  # fmt: skip
 
     def _running_updates(self, x, axes, mean, var) -> dict:
         sizes = [x.shape[a] for a in axes]
@@ -548,6 +559,9 @@ class _InstanceNorm(Module):
             self.register_buffer("running_mean", np.zeros(num_features, dtype))
             self.register_buffer("running_var", np.ones(num_features, dtype))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        else:  # as PyTorch's: the names exist, as None (not in state_dict)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
         if device is not None:
             self.to(device)
 

@@ -90,3 +90,65 @@ def test_weight_norm_errors_and_compile():
     with pytest.raises(ValueError, match="not found"):
         kn.nn.utils.remove_weight_norm(kn.nn.Linear(2, 2))
     kn.testing.check_eager_vs_compiled(lambda a: m(a).pow(2).sum(), kn.randn(5, 4))
+
+
+SPECTRAL = [
+    (lambda nn: nn.Linear(5, 4), {}, (3, 5)),
+    (lambda nn: nn.Conv2d(2, 3, 3), {"n_power_iterations": 3}, (2, 2, 5, 5)),
+    (lambda nn: nn.ConvTranspose1d(2, 3, 3), {}, (2, 2, 5)),  # dim 1 by default
+    (lambda nn: nn.Linear(5, 4), {"dim": 1}, (3, 5)),
+]
+
+
+@pytest.mark.parametrize("build, kw, shape", SPECTRAL)
+def test_spectral_norm_like_torch(build, kw, shape):
+    # the power iteration's start vectors are random: kiln's are loaded from torch's
+    torch.manual_seed(0)
+    t = torch.nn.utils.spectral_norm(build(torch.nn), **kw)
+    k = kn.nn.utils.spectral_norm(build(kn.nn), **kw)
+    assert [(n, tuple(p.shape)) for n, p in k.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in t.named_parameters()
+    ]
+    assert list(k.state_dict()) == list(t.state_dict())  # bias, weight_orig, weight_u, weight_v
+    _copy(t, k)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    opts = (torch.optim.SGD(t.parameters(), lr=0.1), kn.optim.SGD(k.parameters(), lr=0.1))
+    for train in (True, True, False):
+        outs = []
+        for lib, m, opt in ((torch, t, opts[0]), (kn, k, opts[1])):
+            m.train(train)
+            opt.zero_grad()
+            y = m(lib.tensor(x))
+            y.pow(2).sum().backward()
+            opt.step()
+            outs.append([y, m.weight_u, m.weight_v] + [p.grad for p in m.parameters()])
+        for want, got in zip(*outs):
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
+                                       rtol=1e-4, atol=1e-5)  # fmt: skip
+    torch.nn.utils.remove_spectral_norm(t)
+    kn.nn.utils.remove_spectral_norm(k)
+    assert list(k.state_dict()) == list(t.state_dict())
+    want = t(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(k(kn.tensor(x)).detach().numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_spectral_norm_compiled_matches_eager():
+    import copy
+
+    kn.manual_seed(0)
+    eager = kn.nn.utils.spectral_norm(kn.nn.Linear(5, 4))
+    traced = copy.deepcopy(eager)
+    step = kn.compile(lambda a: traced(a).pow(2).sum())
+    x = kn.randn(3, 5)
+    for _ in range(3):
+        want, got = eager(x).pow(2).sum(), step(x)
+        want.backward()
+        got.backward()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        for name in ("weight_u", "weight_v"):  # the buffers advance in the compiled call too
+            np.testing.assert_allclose(getattr(traced, name).numpy(),
+                                       getattr(eager, name).numpy(), rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(traced.weight_orig.grad.numpy(), eager.weight_orig.grad.numpy(),
+                               rtol=1e-5)  # fmt: skip
+    with pytest.raises(RuntimeError, match="two spectral_norm hooks"):
+        kn.nn.utils.spectral_norm(eager)

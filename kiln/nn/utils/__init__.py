@@ -13,6 +13,7 @@ from ...eager import Tensor, no_grad
 from ...eager.factories import tensor as _tensor
 from ...errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
 from . import rnn
+from .spectral_norm_hook import remove_spectral_norm, spectral_norm
 from .weight_norm_hook import remove_weight_norm, weight_norm
 
 __all__ = [
@@ -21,7 +22,9 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "remove_spectral_norm",
     "remove_weight_norm",
+    "spectral_norm",
     "vector_to_parameters",
     "weight_norm",
 ]

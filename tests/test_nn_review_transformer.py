@@ -104,3 +104,23 @@ def test_encoder_padding_compiled_matches_eager():
     compiled = kn.compile(run)(kn.tensor(src), kn.tensor(pad)).detach().numpy()
     assert (eager[pad] == 0).all()
     np.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("average", [True, False])
+def test_mha_returns_dropped_out_weights_in_training_like_torch(average):
+    # torch returns the attention weights after dropout (zeros, the rest scaled by 1/(1-p));
+    # kiln returned them before. Statistics of one large draw, compared with torch's.
+    x = np.random.default_rng(0).standard_normal((20, 4, 8)).astype(np.float32)
+    stats = []
+    for lib in (torch, kn):
+        m = lib.nn.MultiheadAttention(8, 2, dropout=0.5)
+        _, w = m(lib.tensor(x), lib.tensor(x), lib.tensor(x), average_attn_weights=average)
+        w = w.detach().numpy()
+        stats.append(((w == 0).mean(), w.sum(-1).mean()))
+        m.eval()
+        _, w = m(lib.tensor(x), lib.tensor(x), lib.tensor(x), average_attn_weights=average)
+        np.testing.assert_allclose(w.detach().numpy().sum(-1), 1.0, rtol=1e-5)
+    (tz, ts), (kz, ks) = stats
+    if not average:  # 6400 weights: half dropped
+        assert abs(tz - 0.5) < 0.05 and abs(kz - 0.5) < 0.05
+    assert abs(ts - 1.0) < 0.1 and abs(ks - 1.0) < 0.1 and (kz > 0) == (tz > 0)

@@ -152,3 +152,47 @@ def test_spectral_norm_compiled_matches_eager():
                                rtol=1e-5)  # fmt: skip
     with pytest.raises(RuntimeError, match="two spectral_norm hooks"):
         kn.nn.utils.spectral_norm(eager)
+
+
+FUSE = [
+    ("conv", lambda nn: (nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3)), (2, 2, 5, 5), False),
+    ("conv_nobias", lambda nn: (nn.Conv1d(2, 3, 3, bias=False), nn.BatchNorm1d(3)), (2, 2, 6),
+     False),
+    ("convT", lambda nn: (nn.ConvTranspose2d(2, 3, 3), nn.BatchNorm2d(3)), (2, 2, 4, 4), True),
+    ("linear", lambda nn: (nn.Linear(4, 3), nn.BatchNorm1d(3)), (5, 4), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind, build, shape, transpose", FUSE)
+def test_fuse_bn_eval_like_torch(kind, build, shape, transpose):
+    torch.manual_seed(0)
+    (tl, tb), (kl, kb) = build(torch.nn), build(kn.nn)
+    rng = np.random.default_rng(3)
+    with torch.no_grad():  # running statistics away from 0 and 1
+        tb.running_mean.uniform_(-1, 1)
+        tb.running_var.uniform_(0.5, 2)
+        tb.weight.uniform_(0.5, 1.5)
+        tb.bias.uniform_(-1, 1)
+    _copy(tl, kl)
+    _copy(tb, kb)
+    x = rng.standard_normal(shape).astype(np.float32)
+    fused = []
+    for lib, layer, bn in ((torch, tl, tb), (kn, kl, kb)):
+        layer.eval()
+        bn.eval()
+        if kind == "linear":
+            f = lib.nn.utils.fuse_linear_bn_eval(layer, bn)
+        else:
+            f = lib.nn.utils.fuse_conv_bn_eval(layer, bn, transpose=transpose)
+        assert f is not layer and type(f) is type(layer)
+        fused.append(
+            (f, f(lib.tensor(x)).detach().numpy(), bn(layer(lib.tensor(x))).detach().numpy())
+        )
+    (tf, ty, tref), (kf, ky, kref) = fused
+    np.testing.assert_allclose(ky, ty, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ky, kref, rtol=1e-4, atol=1e-5)
+    assert [(n, p.requires_grad) for n, p in kf.named_parameters()] == [
+        (n, p.requires_grad) for n, p in tf.named_parameters()
+    ]
+    with pytest.raises(RuntimeError, match="Fusion only for eval"):
+        kn.nn.utils.fuse_conv_bn_eval(kn.nn.Conv2d(1, 1, 1), kn.nn.BatchNorm2d(1))

@@ -13,6 +13,12 @@ from ...eager import Tensor, no_grad
 from ...eager.factories import tensor as _tensor
 from ...errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
 from . import rnn
+from .fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
 from .spectral_norm_hook import remove_spectral_norm, spectral_norm
 from .weight_norm_hook import remove_weight_norm, weight_norm
 
@@ -20,6 +26,10 @@ __all__ = [
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_grads_with_norm_",
+    "fuse_conv_bn_eval",
+    "fuse_conv_bn_weights",
+    "fuse_linear_bn_eval",
+    "fuse_linear_bn_weights",
     "get_total_norm",
     "parameters_to_vector",
     "remove_spectral_norm",

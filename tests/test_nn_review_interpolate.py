@@ -1,0 +1,51 @@
+"""`interpolate(..., antialias=True)` (kiln raised NotImplementedError) against PyTorch's:
+bilinear and bicubic, down- and upsampling, sizes and scale factors, align_corners, values
+and gradients. Expected values are torch's on the same input."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+torch = pytest.importorskip("torch")
+
+X = np.random.default_rng(0).standard_normal((2, 3, 17, 13)).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"scale_factor": 0.5},
+        {"size": (5, 4)},
+        {"size": (9, 13)},
+        {"scale_factor": 0.3},
+        {"size": (30, 7)},
+        {"size": (6, 6), "align_corners": True},
+        {"scale_factor": (0.37, 1.6)},
+        {"scale_factor": 0.45, "recompute_scale_factor": True},
+        {"size": (1, 1)},
+    ],
+)
+def test_antialias_like_torch(mode, kw):
+    out, weights = [], None
+    for lib in (torch, kn):
+        x = lib.tensor(X, requires_grad=True)
+        y = lib.nn.functional.interpolate(x, mode=mode, antialias=True, **kw)
+        if weights is None:
+            weights = np.random.default_rng(1).standard_normal(tuple(y.shape)).astype(np.float32)
+        (y * lib.tensor(weights)).sum().backward()
+        out.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-5, atol=1e-5)
+
+
+def test_antialias_compiled_and_errors():
+    def run(x):
+        return kn.nn.functional.interpolate(x, scale_factor=0.4, mode="bicubic", antialias=True)
+
+    kn.testing.check_eager_vs_compiled(run, kn.tensor(X))
+    for lib in (torch, kn):
+        with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+            lib.nn.functional.interpolate(lib.ones(1, 1, 4), scale_factor=0.5, mode="linear",
+                                          antialias=True)  # fmt: skip

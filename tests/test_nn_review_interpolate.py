@@ -49,3 +49,23 @@ def test_antialias_compiled_and_errors():
         with pytest.raises(ValueError, match="Anti-alias option is restricted"):
             lib.nn.functional.interpolate(lib.ones(1, 1, 4), scale_factor=0.5, mode="linear",
                                           antialias=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bicubic_like_torch(padding_mode, align_corners):
+    # kiln raised NotImplementedError for mode="bicubic"; points reach past the borders
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(np.float32)
+    out, weights = [], None
+    for lib in (torch, kn):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(grid, requires_grad=True)
+        y = lib.nn.functional.grid_sample(xi, gi, mode="bicubic", padding_mode=padding_mode,
+                                          align_corners=align_corners)  # fmt: skip
+        if weights is None:
+            weights = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+        (y * lib.tensor(weights)).sum().backward()
+        out.append([y.detach().numpy(), xi.grad.numpy(), gi.grad.numpy()])
+    for want, got in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -63,6 +63,46 @@ def _source(coord, size: int, padding_mode: str, align_corners: bool):
     return c
 
 
+def _tap(coord, size: int, padding_mode: str, align_corners: bool):
+    """An integer tap position of bicubic sampling with the padding applied to it (PyTorch
+    pads each of the 16 taps, not the sampling point)."""
+    if padding_mode == "border":
+        return F.clip(coord, 0, size - 1)
+    if padding_mode == "reflection":
+        twice = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        return F.clip(_reflect(coord, *twice), 0, size - 1)
+    return coord
+
+
+def _cubic_weights(t):
+    """The 4 weights of cubic convolution (a = -0.75) at fractional offset t."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return F.add(F.mul(F.mul(F.sub(F.mul(x, a + 2), a + 3), x), x), 1.0)
+
+    def far(x):  # 1 < |x| < 2
+        return F.sub(F.mul(F.add(F.mul(F.sub(F.mul(x, a), 5 * a), x), 8 * a), x), 4 * a)
+
+    return far(F.add(t, 1.0)), near(t), near(F.sub(1.0, t)), far(F.sub(2.0, t))
+
+
+def _bicubic(flat, g, h: int, w: int, padding_mode: str, align: bool):
+    n = flat.shape[0]
+    gx = _unnormalize(F.select(g, 3, 0), w, align)
+    gy = _unnormalize(F.select(g, 3, 1), h, align)
+    x0, y0 = F.floor(gx), F.floor(gy)
+    wxs, wys = _cubic_weights(F.sub(gx, x0)), _cubic_weights(F.sub(gy, y0))
+    out = None
+    for j, wy in enumerate(wys):
+        cy = _tap(F.add(y0, float(j - 1)), h, padding_mode, align)
+        for i, wx in enumerate(wxs):
+            cx = _tap(F.add(x0, float(i - 1)), w, padding_mode, align)
+            term = F.mul(_corner(flat, cx, cy, h, w), F.reshape(F.mul(wx, wy), (n, 1, -1)))
+            out = term if out is None else F.add(out, term)
+    return out
+
+
 def _corner(flat, ix, iy, h: int, w: int):
     """Values of `flat` (N, C, H*W) at integer pixels (ix, iy) of shape (N, Ho, Wo), and
     whether each lies inside (outside ones read as 0: the "zeros" padding)."""
@@ -80,15 +120,19 @@ def _corner(flat, ix, iy, h: int, w: int):
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros",  # noqa: A002
                 align_corners=None):  # fmt: skip
     """Samples (N, C, H, W) `input` at the (N, Ho, Wo, 2) `grid` of (x, y) points in [-1, 1]:
-    bilinear or nearest (ties to even), outside points as zeros, the border, or reflected.
+    bilinear, nearest (ties to even) or bicubic (a = -0.75, each of its 16 taps padded),
+    outside points as zeros, the border, or reflected.
 
     >>> import kiln as kn
     >>> x = kn.tensor([[[[0.0, 1.0], [2.0, 3.0]]]])
     >>> kn.nn.functional.grid_sample(x, kn.zeros(1, 1, 1, 2), align_corners=True)
     tensor([[[[1.5000]]]])
     """
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode {mode!r} (bilinear and nearest are built)")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ArgumentError(
+            f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
+            f"'bicubic', but got: '{mode}'"
+        )
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ArgumentError(
             f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
@@ -106,6 +150,8 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     n, c, h, w = x.shape
     out_h, out_w = g.shape[1], g.shape[2]
     flat = F.reshape(x, (n, c, h * w))
+    if mode == "bicubic":
+        return F.reshape(_bicubic(flat, g, h, w, padding_mode, align), (n, c, out_h, out_w))
     gx = _source(F.select(g, 3, 0), w, padding_mode, align)
     gy = _source(F.select(g, 3, 1), h, padding_mode, align)
     if mode == "nearest":

@@ -69,3 +69,36 @@ def test_grid_sample_bicubic_like_torch(padding_mode, align_corners):
         out.append([y.detach().numpy(), xi.grad.numpy(), gi.grad.numpy()])
     for want, got in zip(*out):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_and_affine_grid_5d_like_torch(mode, padding_mode, align_corners):
+    # kiln built only 4-D; and a nearest sample's grid got no gradient (torch: zeros)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+    grid = rng.uniform(-1.3, 1.3, (2, 3, 2, 4, 3)).astype(np.float32)
+    theta = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    out, weights = [], None
+    for lib in (torch, kn):
+        F = lib.nn.functional
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(grid, requires_grad=True)
+        y = F.grid_sample(xi, gi, mode=mode, padding_mode=padding_mode,
+                          align_corners=align_corners)  # fmt: skip
+        if weights is None:
+            weights = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+        (y * lib.tensor(weights)).sum().backward()
+        g = F.affine_grid(lib.tensor(theta), (2, 3, 4, 5, 6), align_corners=align_corners)
+        out.append([y.detach().numpy(), xi.grad.numpy(), gi.grad.numpy(), g.numpy()])
+    for want, got in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sample_nearest_grid_gets_zero_gradient_like_torch():
+    x = np.random.default_rng(5).standard_normal((1, 1, 3, 3)).astype(np.float32)
+    for lib in (torch, kn):
+        g = lib.zeros(1, 2, 2, 2, requires_grad=True)
+        lib.nn.functional.grid_sample(lib.tensor(x), g, mode="nearest",
+                                      align_corners=False).sum().backward()  # fmt: skip
+        assert g.grad is not None and float(g.grad.abs().sum()) == 0.0

@@ -27,8 +27,6 @@ SIGNATURE_ALLOWED = {
     "Bilinear": "kiln's Bilinear lacks device= (to do in layers_misc.py)",
 }
 
-# Constructions kiln refuses, so left out below: LSTM(proj_size=...) raises
-# NotImplementedError.
 CONSTRUCTIONS = [
     "nn.FractionalMaxPool2d(3, output_ratio=0.5)",
     "nn.FractionalMaxPool3d(2, output_size=(3, 3, 3), return_indices=True)",
@@ -154,6 +152,7 @@ CONSTRUCTIONS = [
     "nn.L1Loss(reduction='sum')",
     "nn.LSTM(3, 4)",
     "nn.LSTM(3, 4, 2, dropout=0.5)",
+    "nn.LSTM(3, 4, 2, batch_first=True, bidirectional=True, proj_size=2)",
     "nn.LSTMCell(3, 4)",
     "nn.LayerNorm(5)",
     "nn.LayerNorm((4, 5), eps=1e-6, elementwise_affine=False)",

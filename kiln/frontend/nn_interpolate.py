@@ -79,6 +79,38 @@ def _cubic(ftype, size, out, align_corners, scale_factor, a=-0.75):
     return [(np.clip(base - 1 + k, 0, size - 1), w.astype(ftype)) for k, w in enumerate(weights)]
 
 
+def _antialiased(ftype, size, out, align_corners, scale_factor, cubic: bool):
+    """Taps of antialiased (bi)linear or bicubic resampling, as PyTorch's `antialias=True`:
+    when downsampling by `scale` the filter (a triangle, or the cubic with a = -0.5) is
+    stretched by `scale`, so each output averages every input row under it; the weights of
+    a row's window (cut at the borders) are normalized to sum to 1."""
+    scale = float(_scale(ftype, size, out, align_corners, scale_factor))
+    half = 2.0 if cubic else 1.0  # the filter's half-width
+    support = half * scale if scale >= 1.0 else half
+    stretch = 1.0 / scale if scale >= 1.0 else 1.0
+
+    def kernel(x):
+        x = np.abs(x)
+        if not cubic:
+            return np.maximum(1.0 - x, 0.0)
+        a = -0.5
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
+
+    centers = scale * (np.arange(out) + 0.5)
+    starts = np.maximum((centers - support + 0.5).astype(np.int64), 0)  # C's truncation
+    stops = np.minimum((centers + support + 0.5).astype(np.int64), size)
+    width = int(max((stops - starts).max(), 1))
+    rows = starts[:, None] + np.arange(width)[None, :]
+    weights = kernel((rows - centers[:, None] + 0.5) * stretch)
+    weights = np.where(rows < stops[:, None], weights, 0.0)
+    totals = weights.sum(1, keepdims=True)
+    weights = np.where(totals != 0, weights / np.where(totals != 0, totals, 1.0), 0.0)
+    idx = np.minimum(rows, size - 1)
+    return [(idx[:, k], weights[:, k].astype(ftype)) for k in range(width)]
+
+
 def _repeated(x, axis, idx):
     """`x[idx]` along `axis` when idx repeats each index r times in order (nearest
     upsampling by an integer factor), as a broadcast, whose gradient is a sum: or None."""
@@ -156,9 +188,12 @@ def interpolate(
     """
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate: mode {mode!r} is none of {_MODES}")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by kiln")
     (x,) = lift(input)
+    if antialias and (mode not in ("bilinear", "bicubic") or x.ndim != 4):
+        raise ArgumentError(
+            "Anti-alias option is restricted to bilinear and bicubic modes (kiln has no "
+            "lanczos) and requires a 4-D tensor as input"
+        )
     n = x.ndim - 2
     if n < 1:
         raise _shape_error("interpolate", f"expected an (N, C, ...) input of 3 to 5 dims, got "
@@ -187,7 +222,9 @@ def interpolate(
         narrow, x = x.dtype, cast(x, np.float32)
     sizes = x.shape[2:]
     for d, (s, o, f) in enumerate(zip(sizes, outs, factors)):
-        if mode in ("nearest", "nearest-exact"):
+        if antialias:
+            taps = _antialiased(ftype, s, o, bool(align_corners), f, cubic=mode == "bicubic")
+        elif mode in ("nearest", "nearest-exact"):
             taps = _nearest(ftype, s, o, f, exact=mode == "nearest-exact")
         elif mode == "bicubic":
             taps = _cubic(ftype, s, o, bool(align_corners), f)

@@ -193,7 +193,9 @@ def attend(q, k, v, num_heads, projections, bias_k, bias_v, add_zero_attn, p, pr
         if bias is not None:
             scores = F.add(scores, bias)
         weights = F.softmax(scores, -1)
-        out = F.matmul(weights if p == 0 else dropout(weights, p), v)
+        if p > 0:  # as PyTorch's: the weights returned are the ones used, dropped out
+            weights = dropout(weights, p)
+        out = F.matmul(weights, v)
         if average_attn_weights:
             weights = F.mean(weights, 1)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator, Mapping
 
-from ..errors import IndexOutOfRangeError
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRangeError
 from .module import Module
 
 __all__ = ["Identity", "ModuleDict", "ModuleList", "Sequential"]
@@ -72,11 +72,35 @@ class _Numbered(Module):
             del items[_index(index, len(self))]
         self._renumber(items)  # PyTorch renumbers after a deletion too
 
+    def pop(self, index):
+        """Removes and returns the child at `index` (or a container of a slice's children);
+        the rest are renumbered."""
+        value = self[index]
+        del self[index]
+        return value
+
     def __len__(self) -> int:
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+
+def _sequential_operand(other, op: str) -> None:
+    if not isinstance(other, Sequential):
+        raise ArgumentError(
+            f"{op} operator supports only objects of Sequential class, but {type(other)} is given."
+        )
+
+
+def _repeats(other, owner) -> int:
+    if not isinstance(other, int) or isinstance(other, bool):
+        raise ArgumentTypeError(
+            f"unsupported operand type(s) for *: {type(owner)} and {type(other)}"
+        )
+    if other <= 0:
+        raise ArgumentError(f"Non-positive multiplication factor {other} for {type(owner)}")
+    return other
 
 
 class Sequential(_Numbered):
@@ -125,6 +149,39 @@ class Sequential(_Numbered):
             x = m(x)
         return x
 
+    def __add__(self, other) -> Sequential:
+        """A new Sequential of this one's children, then `other`'s, renumbered (the modules
+        themselves are shared, not copied), as PyTorch's.
+
+        >>> import kiln as kn
+        >>> both = kn.nn.Sequential(kn.nn.ReLU()) + kn.nn.Sequential(kn.nn.Tanh())
+        >>> [type(m).__name__ for m in both], list(both._modules)
+        (['ReLU', 'Tanh'], ['0', '1'])
+        """
+        _sequential_operand(other, "add")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other) -> Sequential:
+        _sequential_operand(other, "add")
+        return self.extend(list(other))
+
+    def __mul__(self, other) -> Sequential:
+        """A new Sequential of `other` rounds of these children (the same modules each
+        round, so their parameters are shared), as PyTorch's.
+
+        >>> import kiln as kn
+        >>> twice = kn.nn.Sequential(kn.nn.Linear(2, 2)) * 2
+        >>> len(twice), twice[0] is twice[1], len(list(twice.parameters()))
+        (2, True, 2)
+        """
+        return Sequential(*(list(self) * _repeats(other, self)))
+
+    def __rmul__(self, other) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other) -> Sequential:
+        return self.extend(list(self) * (_repeats(other, self) - 1))
+
 
 class ModuleList(_Numbered):
     """A list of modules whose parameters the owner registers (a plain list hides them).
@@ -147,6 +204,10 @@ class ModuleList(_Numbered):
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        """A new ModuleList of these modules, then `other`'s (shared, renumbered)."""
+        return ModuleList([*self, *other])
 
     def insert(self, index: int, module: Module) -> None:
         self._insert(index, module)

@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError
+from ..frontend.custom_function import Function
 from ..graph.core import Symbol
 from .functional_norm import pairwise_distance
 
@@ -361,6 +362,32 @@ def _padded_targets(targets, target_lengths, n: int):
     return out
 
 
+class _CtcGradient(Function):
+    """Zeros (N,) whose gradient gives `ctc_loss` PyTorch's gradient over its log-probs.
+
+    The forward algorithm's own gradient of sample n's loss is minus the posterior of each
+    (t, c); PyTorch's adds exp(log_probs) at every t < input_length (its formula is the
+    gradient over logits under a log_softmax, so through a log_softmax both agree, as the
+    posteriors of each step sum to 1), and gives NaN there for an infinite loss (0 with
+    `zero_infinity`)."""
+
+    @staticmethod
+    def forward(ctx, lp, valid, infinite, zero_infinity):
+        ctx.save_for_backward(lp)
+        ctx.valid, ctx.infinite, ctx.zero_infinity = valid, infinite, zero_infinity
+        return F.cast(F.logical_and(infinite, F.logical_not(infinite)), lp.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (lp,) = ctx.saved_tensors
+        valid, infinite = ctx.valid, ctx.infinite
+        n = infinite.shape[0]
+        grad = F.mul(F.reshape(grad, (1, n, 1)), F.exp(lp))
+        broken = F.reshape(infinite, (1, n, 1))
+        grad = F.where(broken, 0.0 if ctx.zero_infinity else float("nan"), grad)
+        return F.where(valid, grad, 0.0)
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False):  # fmt: skip
     """The connectionist temporal classification loss: minus the log of the probability,
@@ -402,8 +429,12 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     prev = F.take_along_dim(alpha, F.clip(F.sub(last, 1), 0, None), 1)
     prev = F.where(F.greater(last, 0), prev, float("-inf"))
     loss = F.neg(F.reshape(_logsumexp([end, prev]), (n,)))
+    infinite = F.isinf(loss)
     if zero_infinity:
-        loss = F.where(F.isinf(loss), 0.0, loss)
+        loss = F.where(infinite, 0.0, loss)
+    valid = F.unsqueeze(F.less(np.arange(steps).reshape(steps, 1), in_len), 2)  # (T, N, 1)
+    loss = F.add(loss, _CtcGradient.apply(lp, valid=valid, infinite=infinite,
+                                          zero_infinity=zero_infinity))  # fmt: skip
     if reduction == "mean":
         return F.mean(F.div(loss, F.clip(F.cast(tgt_len, lp.dtype), 1, None)))
     if reduction == "sum":

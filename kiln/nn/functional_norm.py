@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
+from .. import dtypes as dt
 from .. import frontend as F
 from .. import shapes as sh
 from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
@@ -26,7 +28,11 @@ __all__ = [
 
 
 def _norm(x, p: float, dim):
-    """The p-norm along `dim` (kept), with PyTorch's gradient at a zero vector: 0, not NaN."""
+    """The p-norm along `dim` (kept), with PyTorch's gradient at a zero vector: 0, not NaN.
+    A float16 or bfloat16 `x` is summed in float32 and the norm rounded back once, as
+    PyTorch's norm kernels accumulate (in float16 the sum of squares overflows at 65504)."""
+    if x.dtype in (np.float16, dt.bfloat16):
+        return F.cast(_norm(F.cast(x, dt.float32), p, dim), x.dtype)
     a = F.abs(x)
     if p == math.inf:
         return F.amax(a, dim, keepdim=True)
@@ -119,6 +125,12 @@ def instance_norm(
         )
     per_channel = (x.shape[1],) + (1,) * (x.ndim - 2)
     if use_input_stats:
+        spatial = math.prod(int(n) for n in x.shape[2:] if isinstance(n, int))
+        if spatial == 1 and all(isinstance(n, int) for n in x.shape[2:]):
+            raise ArgumentError(  # as PyTorch's: one element has no spread to normalize by
+                f"Expected more than 1 spatial element when training, got input size "
+                f"{list(x.shape)}"
+            )
         axes = tuple(range(2, x.ndim))
         centered = F.sub(x, F.mean(x, axes, keepdim=True))
         var = F.mean(F.mul(centered, centered), axes, keepdim=True)
@@ -151,7 +163,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
             "rms_norm", x,
         )  # fmt: skip
     if eps is None:
-        eps = float(np.finfo(x.dtype).eps)
+        eps = float(ml_dtypes.finfo(x.dtype).eps)  # NumPy's finfo knows no bfloat16
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     y = F.mul(x, F.rsqrt(F.add(F.mean(F.mul(x, x), axes, keepdim=True), eps)))
     return y if weight is None else F.mul(y, weight)

@@ -7,6 +7,7 @@ returns it. On a Parameter the new value also reaches every graph Variable made 
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -15,18 +16,21 @@ from .. import init as _init
 from ..eager import Tensor, no_grad
 from ..eager.tensor import make
 from ..errors import ArgumentError, ArgumentTypeError
+from ..init import _rng
 from ..ops.random import seeds_from
 from .parameter import ModuleValue
 
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
     "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
     "orthogonal_",
+    "sparse_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
@@ -231,3 +235,79 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     if tensor.numel() == 0:
         return tensor
     return _fill(tensor, _init.orthogonal(gain), generator)
+
+
+def dirac_(tensor, groups: int = 1):
+    """Fills a 3-, 4- or 5-D convolution weight with the Dirac delta: each of the first
+    min(out/groups, in) output channels of every group passes its input channel through
+    unchanged (a 1 at the kernel's centre), everything else 0.
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.dirac_(kn.empty(2, 2, 3))
+    >>> w[:, :, 1].tolist(), float(w.sum())
+    ([[1.0, 0.0], [0.0, 1.0]], 2.0)
+    """
+    shape = tuple(tensor.shape)
+    if len(shape) not in (3, 4, 5):
+        raise ArgumentError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if shape[0] % groups != 0:
+        raise ArgumentError("dim 0 must be divisible by groups")
+    per_group = shape[0] // groups
+
+    def draw(shape, dtype):
+        values = np.zeros(shape, dtype)
+        centre = tuple(k // 2 for k in shape[2:])
+        for g in range(groups):
+            for d in range(min(per_group, shape[1])):
+                values[(g * per_group + d, d, *centre)] = 1
+        return values
+
+    return _fill(tensor, draw)
+
+
+def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
+    """Fills a 2-D tensor with N(0, std²) samples, then zeros ceil(sparsity * rows) randomly
+    chosen entries of every column (Martens, 2010).
+
+    >>> import kiln as kn
+    >>> w = kn.nn.init.sparse_(kn.empty(10, 4), sparsity=0.3)
+    >>> (w == 0).sum(0).tolist()
+    [3, 3, 3, 3]
+    """
+    if tensor.ndim != 2:
+        raise ArgumentError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    zeros = int(math.ceil(sparsity * rows))
+
+    def draw(shape, dtype):
+        values = _init.normal(0.0, std)(shape, dtype)
+        rng = _rng()
+        for col in range(cols):
+            values[rng.permutation(rows)[:zeros], col] = 0
+        return values
+
+    return _fill(tensor, draw, generator)
+
+
+def _deprecated(name: str):
+    """PyTorch's old name `name` of `name_`, which warns and calls it."""
+    target = globals()[name + "_"]
+
+    def old(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return target(*args, **kwargs)
+
+    old.__name__ = old.__qualname__ = name
+    old.__doc__ = f"Deprecated: warns, then calls `{name}_`."
+    return old
+
+
+for _name in ("uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+              "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal",
+              "sparse"):  # fmt: skip
+    globals()[_name] = _deprecated(_name)
+del _name

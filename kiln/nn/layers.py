@@ -271,6 +271,19 @@ class LayerNorm(Module):
         )
 
 
+def _pretrained_table(embeddings, op: str) -> np.ndarray:
+    """The NumPy copy of a pretrained 2-D embedding table (a Tensor or an array)."""
+    if hasattr(embeddings, "detach"):
+        embeddings = embeddings.detach()
+    table = np.array(embeddings)
+    if table.ndim != 2:
+        raise ArgumentError(
+            f"{op}: embeddings must be 2-dimensional (num_embeddings, embedding_dim), got "
+            f"shape {tuple(table.shape)}"
+        )
+    return table
+
+
 class Embedding(Module):
     """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids; the
     row of `padding_idx` starts at zeros and gets no gradient, as PyTorch's `Embedding`.
@@ -306,6 +319,23 @@ class Embedding(Module):
             self.weight.requires_grad = False
         if device is not None:
             self.to(device)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False):  # fmt: skip
+        """An Embedding whose table is a copy of the 2-D `embeddings` (its rows kept as they
+        are, the `padding_idx` row included), frozen unless `freeze=False`.
+
+        >>> import kiln as kn
+        >>> emb = kn.nn.Embedding.from_pretrained(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> emb(kn.tensor([1])).tolist(), emb.weight.requires_grad
+        ([[3.0, 4.0]], False)
+        """
+        table = _pretrained_table(embeddings, "Embedding.from_pretrained")
+        return cls(table.shape[0], table.shape[1], padding_idx, max_norm, norm_type,
+                   scale_grad_by_freq, sparse, _weight=table, _freeze=freeze,
+                   dtype=table.dtype)  # fmt: skip
 
     def forward(self, ids):
         # max_norm renormalises the looked-up rows of the weight in place, as PyTorch's: in a
@@ -359,6 +389,9 @@ class BatchNorm1d(Module):
             self.register_buffer("running_mean", np.zeros(num_features, dtype))
             self.register_buffer("running_var", np.ones(num_features, dtype))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        else:  # as PyTorch's: the names exist, as None (not in state_dict)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
         if device is not None:
             self.to(device)
 
@@ -383,7 +416,10 @@ class BatchNorm1d(Module):
         if x.ndim not in self.ndims:
             wanted = " or ".join(f"{d}D" for d in self.ndims)
             raise ArgumentError(f"expected {wanted} input (got {x.ndim}D input)")
-        if not self.training and self.track_running_stats:
+        # as PyTorch's: eval mode normalizes by the running statistics whenever the buffers
+        # exist (even with track_running_stats set False afterwards); training updates them
+        # when tracking and the buffers exist
+        if not self.training and not (self.running_mean is None and self.running_var is None):
             return F.batch_norm(
                 x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps
             )
@@ -391,9 +427,14 @@ class BatchNorm1d(Module):
         mean = F.mean(x, axes)
         var = F.var(x, axes, correction=0)
         y = F.batch_norm(x, mean, var, self.weight, self.bias, eps=self.eps)
-        if self.training and self.track_running_stats:
+        if self._tracks():
             self._record_updates(y, self._running_updates(x, axes, mean, var))
         return y
+
+    def _tracks(self) -> bool:
+        """Whether this training call updates the running statistics."""
+        return (self.training and self.track_running_stats
+                and self.running_mean is not None and self.running_var is not None)  # fmt: skip
 
     def _running_updates(self, x, axes, mean, var) -> dict:
         sizes = [x.shape[a] for a in axes]
@@ -518,6 +559,9 @@ class _InstanceNorm(Module):
             self.register_buffer("running_mean", np.zeros(num_features, dtype))
             self.register_buffer("running_var", np.ones(num_features, dtype))
             self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        else:  # as PyTorch's: the names exist, as None (not in state_dict)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
         if device is not None:
             self.to(device)
 

@@ -240,7 +240,7 @@ class SyncBatchNorm(BatchNorm1d):
         mean = F.div(totals[:c], n)
         var = F.sub(F.div(totals[c : 2 * c], n), F.mul(mean, mean))
         y = F.batch_norm(x, mean, var, self.weight, self.bias, eps=self.eps)
-        if self.track_running_stats:
+        if self._tracks():
             self._record_updates(y, self._running_updates_n(mean, var, n))
         return y
 

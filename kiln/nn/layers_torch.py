@@ -14,6 +14,8 @@ kiln.Size([1, 1, 3, 3])
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Mapping
 
 from .. import dtypes as dt
 from .. import frontend as Fr
@@ -21,7 +23,7 @@ from .. import init
 from ..errors import ArgumentError, ArgumentTypeError
 from ..ops.core import scalar
 from . import functional as F
-from .layers import BatchNorm1d, _InstanceNorm
+from .layers import BatchNorm1d, _InstanceNorm, _pretrained_table
 from .loss import _Loss, _WeightedLoss
 from .module import Module, Parameter
 from .rnn import _CELLS
@@ -274,6 +276,13 @@ class EmbeddingBag(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.mode = max_norm, norm_type, mode
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ArgumentError(
+                    f"EmbeddingBag: padding_idx must be within num_embeddings "
+                    f"({num_embeddings}), got {padding_idx}"
+                )
+            padding_idx %= num_embeddings  # PyTorch keeps the index counted from the front
         self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
         if _weight is None:
             weight = init.normal(0.0, 1.0)((num_embeddings, embedding_dim),
@@ -283,6 +292,25 @@ class EmbeddingBag(Module):
         else:
             weight = _weight
         self.weight = Parameter(weight)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None):  # fmt: skip
+        """An EmbeddingBag whose table is a copy of the 2-D `embeddings`, frozen unless
+        `freeze=False`.
+
+        >>> import kiln as kn
+        >>> bag = kn.nn.EmbeddingBag.from_pretrained(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> bag(kn.tensor([[0, 1]])).tolist(), bag.weight.requires_grad
+        ([[2.0, 3.0]], False)
+        """
+        table = _pretrained_table(embeddings, "EmbeddingBag.from_pretrained")
+        bag = cls(table.shape[0], table.shape[1], max_norm, norm_type, scale_grad_by_freq,
+                  mode, sparse, table, include_last_offset, padding_idx)  # fmt: skip
+        bag.weight.requires_grad = not freeze
+        return bag
 
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
@@ -525,8 +553,7 @@ class ParameterList(Module):
         return (self[i] for i in range(self._size))
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{dt.type_name(p.dtype)} of size "
-                         f"{'x'.join(map(str, p.shape))}]" for i, p in enumerate(self))  # fmt: skip
+        return _parameter_lines(enumerate(self), lambda p: f"kiln.{dt.as_dtype(p.dtype).name}")
 
 
 class ParameterDict(Module):
@@ -580,7 +607,15 @@ class ParameterDict(Module):
         return [(k, self[k]) for k in self._keys]
 
     def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Puts in the (key, value) pairs of `parameters`: in their order from an
+        OrderedDict, a ParameterDict or an iterable of pairs, in sorted key order from any
+        other mapping (a plain dict), as PyTorch's."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = list(parameters.items())
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for k, v in items:
             self[k] = v
 
@@ -591,6 +626,23 @@ class ParameterDict(Module):
         value = self[key]
         del self[key]
         return value
+
+    def extra_repr(self) -> str:
+        return _parameter_lines(self.items(), lambda p: dt.type_name(p.dtype))
+
+
+def _parameter_lines(pairs, type_text) -> str:
+    """PyTorch's lines of a ParameterList (dtype named `kiln.float32`) or ParameterDict
+    (type named `kiln.FloatTensor`): `  (key): Parameter containing: [type of size 2x3]`."""
+    lines = []
+    for key, p in pairs:
+        if p is None:
+            lines.append(f"  ({key}): Object of type: NoneType")
+            continue
+        size = "x".join(str(n) for n in p.shape)
+        device = f" ({p.device})" if getattr(p.device, "type", "cpu") == "cuda" else ""
+        lines.append(f"  ({key}): Parameter containing: [{type_text(p)} of size {size}{device}]")
+    return "\n".join(lines)
 
 
 # -- recurrent cells ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ arrays, it computes at once with the current values (no graph).
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import Tensor, no_grad, zeros_like
-from ..errors import ArgumentError, ArgumentTypeError, GraphError
+from ..errors import ArgumentError, ArgumentTypeError, GraphError, UsageError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
@@ -42,6 +43,16 @@ __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
 # EAGER: Tensors).
 _local = threading.local()
 EAGER = "eager"
+
+
+def _flag_hook(module, table: str, handle) -> None:
+    """Marks hook `handle` in `module`'s set `table` (a hook registered `with_kwargs` or
+    `always_call`); made on first use, so modules built before keep working."""
+    flags = module.__dict__.get(table)
+    if flags is None:
+        flags = set()
+        object.__setattr__(module, table, flags)
+    flags.add(handle.id)
 
 
 def _active() -> list:
@@ -120,27 +131,71 @@ class Module(ModuleHooks):
             calls.pop()
 
     def _call_with_hooks(self, args, kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
+        always = self.__dict__.get("_forward_hooks_always_called")
+        if not always:
+            return self._hooked_call(args, kwargs, None)
+        called: set = set()
+        try:
+            return self._hooked_call(args, kwargs, called)
+        except Exception:
+            # as PyTorch's: the `always_call` hooks not run yet run with output None; what
+            # they raise in turn is only warned about, and forward's error goes on
+            for key, hook in list(self._forward_hooks.items()):
+                if key in always and key not in called:
+                    try:
+                        hook(self, args, None)
+                    except Exception as error:  # noqa: BLE001 (forward's error wins)
+                        warnings.warn(
+                            "module forward hook with ``always_call=True`` raised an "
+                            f"exception that was silenced as another error was raised in "
+                            f"forward: {error}",
+                            stacklevel=2,
+                        )
+            raise
+
+    def _hooked_call(self, args, kwargs, called):
+        with_kwargs = self.__dict__.get("_forward_pre_hooks_with_kwargs", ())
+        for key, hook in list(self._forward_pre_hooks.items()):
+            if key in with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise UsageError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {result}."
+                        )
+                    args, kwargs = result
+                continue
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
         if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
             if not has_legacy_hooks(self):
-                return call_with_backward_hooks(self, args, lambda a: self._forward(a, kwargs))
+                return call_with_backward_hooks(
+                    self, args, lambda a: self._forward(a, kwargs, called)
+                )
             # register_backward_hook's (deprecated): on the last op's grad_fn, as PyTorch's
             if self._backward_pre_hooks:
-                output = call_with_backward_hooks(self, args, lambda a: self._forward(a, kwargs))
+                output = call_with_backward_hooks(
+                    self, args, lambda a: self._forward(a, kwargs, called)
+                )
             else:
-                output = self._forward(args, kwargs)
+                output = self._forward(args, kwargs, called)
             attach_legacy_hooks(self, args, output)
             return output
-        return self._forward(args, kwargs)
+        return self._forward(args, kwargs, called)
 
-    def _forward(self, args, kwargs):
-        """forward, then the forward hooks."""
+    def _forward(self, args, kwargs, called=None):
+        """forward, then the forward hooks (noting in `called` the `always_call` ones run)."""
         output = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            result = hook(self, args, output)
+        with_kwargs = self.__dict__.get("_forward_hooks_with_kwargs", ())
+        for key, hook in list(self._forward_hooks.items()):
+            if called is not None:
+                called.add(key)
+            if key in with_kwargs:
+                result = hook(self, args, kwargs, output)
+            else:
+                result = hook(self, args, output)
             if result is not None:
                 output = result
         return output
@@ -345,9 +400,11 @@ class Module(ModuleHooks):
 
     # -- hooks -------------------------------------------------------------------------------
 
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:  # fmt: skip
         """`hook(module, args)` runs before `forward`; a result other than None replaces the
-        positional arguments (a tuple, or one value).
+        positional arguments (a tuple, or one value). With `with_kwargs=True`,
+        `hook(module, args, kwargs)` instead, whose result is None or `(args, kwargs)`.
 
         >>> import kiln as kn
         >>> m = kn.nn.Identity()
@@ -357,11 +414,16 @@ class Module(ModuleHooks):
         >>> handle.remove(); m(kn.ones(2))
         tensor([1., 1.])
         """
-        return _add_hook(self._forward_pre_hooks, hook, prepend)
+        handle = _add_hook(self._forward_pre_hooks, hook, prepend)
+        if with_kwargs:
+            _flag_hook(self, "_forward_pre_hooks_with_kwargs", handle)
+        return handle
 
-    def register_forward_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:  # fmt: skip
         """`hook(module, args, output)` runs after `forward`; a result other than None
-        replaces the output.
+        replaces the output. With `with_kwargs=True`, `hook(module, args, kwargs, output)`;
+        with `always_call=True` it also runs (with output None) when forward raises.
 
         >>> import kiln as kn
         >>> seen = []
@@ -371,7 +433,12 @@ class Module(ModuleHooks):
         >>> seen
         [kiln.Size([2, 3])]
         """
-        return _add_hook(self._forward_hooks, hook, prepend)
+        handle = _add_hook(self._forward_hooks, hook, prepend)
+        if with_kwargs:
+            _flag_hook(self, "_forward_hooks_with_kwargs", handle)
+        if always_call:
+            _flag_hook(self, "_forward_hooks_always_called", handle)
+        return handle
 
     # -- traversal ---------------------------------------------------------------------------
 
@@ -538,12 +605,14 @@ class Module(ModuleHooks):
         out = OrderedDict() if destination is None else destination
         return save_state(self, out, prefix, keep_vars)
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True):
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False):
         """Copies values from `state_dict` (Tensors or arrays, cast to each value's dtype)
         here and into every Variable made from them. Errors list every missing or unexpected
         key and every shape mismatch; nothing changes on error. Returns (missing_keys,
-        unexpected_keys), which `strict=False` tolerates."""
-        return load_state(self, dict(self._state_items()), state_dict, strict)
+        unexpected_keys), which `strict=False` tolerates. With `assign=True` the state's
+        values replace the Parameters and Buffers (new ones, of the state's dtype, keeping
+        requires_grad), as PyTorch's; build an optimizer after that."""
+        return load_state(self, dict(self._state_items()), state_dict, strict, assign)
 
     def to(self, *args, **kwargs) -> Module:
         """Casts the floating-point parameters and buffers (integer ones, as BatchNorm's
@@ -619,11 +688,18 @@ class Module(ModuleHooks):
         return ""
 
     def __repr__(self):
-        lines = [
-            f"  ({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()
+        # PyTorch's layout: a one-line extra_repr alone stays on the first line; otherwise
+        # every extra_repr line and child goes on its own line, indented by 2
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        children = [
+            f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()
         ]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+        head = f"{type(self).__name__}("
+        if len(extra_lines) == 1 and not children:
+            return head + extra_lines[0] + ")"
+        lines = extra_lines + children
+        return head + ("\n  " + "\n  ".join(lines) + "\n)" if lines else ")")
 
 
 # graph -> [(weakref to a module's output, [weakrefs to its assign nodes])]. Weak throughout,

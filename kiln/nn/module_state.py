@@ -143,6 +143,32 @@ def _tree(module, prefix: str = ""):
             yield from _tree(child, f"{prefix}{name}.")
 
 
+def _assign_values(tree, state) -> None:
+    """`load_state_dict(assign=True)`, as PyTorch's: each value in `state` becomes a new
+    Parameter (keeping the old one's requires_grad) or Buffer (keeping persistence) of the
+    state's dtype, instead of being copied into the old one; a value shared by several
+    modules (tied weights) stays shared."""
+    from .parameter import Buffer, Parameter
+
+    made: dict = {}
+    for m, prefix in tree:
+        for table in (m._parameters, m._buffers):
+            for name, old in list(table.items()):
+                key = prefix + name
+                if old is None or key not in state:
+                    continue
+                new = made.get(id(old))
+                if new is None:
+                    value = state[key]
+                    value = value.detach() if isinstance(value, Tensor) else value
+                    if isinstance(old, Parameter):
+                        new = Parameter(value, requires_grad=old.requires_grad, name=old.name)
+                    else:
+                        new = Buffer(value, old.persistent, name=old.name)
+                    made[id(old)] = new
+                table[name] = new
+
+
 def has_extra_state(module) -> bool:
     """Whether the module's class defines `get_extra_state` (its state_dict then has an
     `_extra_state` entry, as PyTorch's)."""
@@ -184,7 +210,7 @@ def _save(module, out, prefix, keep_vars) -> None:
         hook(module, out, prefix, {"version": 1})
 
 
-def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:
+def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> IncompatibleKeys:
     """Sets `own` (key -> Parameter or Buffer) from `state` (Tensors or arrays), after checking
     every key and shape; nothing changes on error. The modules' load pre-hooks run first
     (`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -198,7 +224,12 @@ def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:
         for m, p in tree:
             for hook in list(m._load_state_dict_pre_hooks.values()):
                 hook(m, state, p, {"version": 1}, strict, [], [], hook_errors)
-    missing = [k for k in [*own, *extra] if k not in state]
+    # as PyTorch's norm layers on a state dict without a version (kiln's never carry one, nor
+    # do plain dicts): a missing num_batches_tracked keeps the module's own count
+    kept = {f"{p}num_batches_tracked" for m, p in tree
+            if getattr(m, "track_running_stats", False)
+            and m._buffers.get("num_batches_tracked") is not None}  # fmt: skip
+    missing = [k for k in [*own, *extra] if k not in state and k not in kept]
     unexpected = [k for k in state if k not in own and k not in extra]
     keys = IncompatibleKeys(missing, unexpected)
     for m, _ in tree:
@@ -228,9 +259,12 @@ def load_state(module, own: dict, state, strict: bool) -> IncompatibleKeys:
             + "\n\t".join(errors),
             "load_state_dict",
         )
-    for key, p in own.items():
-        if key in state:
-            p.assign(state[key])
+    if assign:
+        _assign_values(tree, state)
+    else:
+        for key, p in own.items():
+            if key in state:
+                p.assign(state[key])
     for key, m in extra.items():
         if key in state:
             m.set_extra_state(state[key])

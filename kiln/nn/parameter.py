@@ -138,6 +138,31 @@ class ModuleValue(Tensor):
         grad; kiln's modules read their values this way, so here it copies instead.)"""
         return np.array(self.value, copy=True)
 
+    @property
+    def data(self) -> Tensor:
+        """PyTorch's `.data`: the same data without history. Assigning a Tensor to it
+        (`p.data = t`, as PyTorch's) makes this value hold t's data, shared, of any shape
+        or dtype, keeping its identity, `requires_grad` and `.grad`.
+
+        >>> import kiln as kn
+        >>> lin = kn.nn.Linear(2, 1, bias=False)
+        >>> lin.weight.data = kn.ones(1, 2)
+        >>> lin(kn.ones(1, 2)).item(), type(lin.weight).__name__
+        (2.0, 'Parameter')
+        """
+        return Tensor.data.fget(self)
+
+    @data.setter
+    def data(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise ArgumentTypeError(
+                f"{self.describe_name()}: .data must be assigned a Tensor, got "
+                f"{type(value).__name__}"
+            )
+        array = value.detach().to(self.device)._data
+        self.__dict__.update(_value=array, _last=None)
+        version_of(self).value += 1
+
     def requires_grad_(self, requires_grad: bool = True) -> ModuleValue:
         """Marks it trained or frozen, here and in every graph Variable made from it."""
         super().requires_grad_(requires_grad)

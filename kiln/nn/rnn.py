@@ -6,22 +6,28 @@ adds the recurrent term and applies the cell. Parameters are PyTorch's: `weight_
 (gates * hidden, input), `weight_hh_l{k}` (gates * hidden, hidden), `bias_ih_l{k}` and
 `bias_hh_l{k}` (with `_reverse` for the second direction), gates stacked in PyTorch's order
 (LSTM: input, forget, cell, output; GRU: reset, update, new), all drawn from
-U(-1/sqrt(hidden), 1/sqrt(hidden)); so a torch state_dict loads as it is.
+U(-1/sqrt(hidden), 1/sqrt(hidden)); so a torch state_dict loads as it is. An LSTM with
+`proj_size` also has `weight_hr_l{k}` (proj_size, hidden) and carries h_t = W_hr h'_t.
+A PackedSequence input (`kn.nn.utils.rnn`) is run padded, each sequence's steps past its
+end masked.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ShapeError
 from ..frontend.autocast import lower_precision
 from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
 from ..ops.core import scalar
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence, pack_steps, padded_steps
 
 __all__ = ["RNN", "LSTM", "GRU", "RNNBase"]
 
@@ -37,25 +43,35 @@ class RNNBase(Module):
         bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None,
     ):  # fmt: skip
         super().__init__()
-        if proj_size:
-            raise NotImplementedError("LSTM with proj_size is not supported by kiln")
+        if proj_size < 0:
+            raise ArgumentError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size and mode != "LSTM":
+            raise ArgumentError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise ArgumentError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1:
             raise ArgumentError(f"dropout should be a number in range [0, 1], got {dropout}")
         if hidden_size <= 0 or num_layers <= 0:
             raise ArgumentError("hidden_size and num_layers must be positive")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
-        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
+        self.dropout, self.bidirectional = float(dropout), bidirectional
+        self.proj_size = proj_size
         dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
         gate_size = _GATES[mode] * hidden_size
+        out_size = proj_size or hidden_size  # LSTM with proj_size: h_t = W_hr (o * tanh(c_t))
         bound = 1.0 / math.sqrt(hidden_size)
         draw = init.uniform(-bound, bound)
         for layer in range(num_layers):
             for suffix in self._suffixes(layer):
-                size = input_size if layer == 0 else hidden_size * self._directions
-                shapes = {"weight_ih": (gate_size, size), "weight_hh": (gate_size, hidden_size)}
+                size = input_size if layer == 0 else out_size * self._directions
+                shapes = {"weight_ih": (gate_size, size), "weight_hh": (gate_size, out_size)}
                 if bias:
                     shapes.update(bias_ih=(gate_size,), bias_hh=(gate_size,))
+                if proj_size:
+                    shapes.update(weight_hr=(proj_size, hidden_size))
                 for name, shape in shapes.items():
                     setattr(self, name + suffix, Parameter(draw(shape, dtype)))
         if device is not None:
@@ -70,6 +86,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -84,7 +102,10 @@ class RNNBase(Module):
 
     def _run(self, input, states):  # noqa: A002 -- PyTorch's name
         """(output, final states): `states` is one (layers * directions, N, H) value per state
-        (h; LSTM: h and c), or None for zeros."""
+        (h; LSTM: h and c), or None for zeros. A PackedSequence input gives a PackedSequence
+        output and each sequence's own final states (in the batch's original order)."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, states)
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
             raise ArgumentError(
@@ -94,40 +115,109 @@ class RNNBase(Module):
         (input,) = lower_precision(input)  # noqa: A001 -- under autocast: the low dtype
         if states is not None:
             states = list(lower_precision(*states))
+            if not batched:
+                for s in states:
+                    if s.ndim != 2:
+                        raise ShapeError(
+                            f"{type(self).__name__}: For unbatched 2-D input, hx should also "
+                            f"be 2-D but got {s.ndim}-D tensor"
+                        )
+                states = [F.unsqueeze(s, 1) for s in states]
         x = input if batched else F.unsqueeze(input, 1)
         if batched and self.batch_first:
+            self._check_sizes(x.shape[-1], x.shape[0], states)
+        else:
+            self._check_sizes(x.shape[-1], x.shape[1], states)
+        if batched and self.batch_first:
             x = F.transpose(x, 0, 1)  # (L, N, H_in)
+        x, finals = self._layers(x, states)
+        if batched and self.batch_first:
+            x = F.transpose(x, 0, 1)
+        if not batched:
+            x = F.squeeze(x, 1)
+            finals = [F.squeeze(f, 1) for f in finals]
+        return x, finals
+
+    def _run_packed(self, packed, states):
+        """The layers over a PackedSequence: its steps padded into (T, N, H_in) in sorted
+        batch order, each sequence's steps past its end masked (its state kept, its output
+        0), then packed again; `states` in and out are in the original batch order."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.ndim != 2:
+            raise ArgumentError(
+                f"{type(self).__name__}: expected packed data of 2 dims (steps, input_size), "
+                f"got shape {tuple(data.shape)}"
+            )
+        (data,) = lower_precision(data)
+        sizes = np.asarray(batch_sizes.tolist(), np.int64)
+        steps = len(sizes)
+        x = padded_steps(data, sizes, steps)
+        lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
+        mask = (np.arange(steps)[:, None] < lengths[None, :])[:, :, None]  # (T, N, 1)
+        self._check_sizes(data.shape[-1], int(sizes[0]), states)
+        if states is not None:
+            states = list(lower_precision(*states))
+            if sorted_indices is not None:
+                order = np.asarray(sorted_indices.tolist(), np.int64)
+                states = [s[:, order] for s in states]
+        x, finals = self._layers(x, states, mask)
+        if unsorted_indices is not None:
+            order = np.asarray(unsorted_indices.tolist(), np.int64)
+            finals = [f[:, order] for f in finals]
+        out = PackedSequence(pack_steps(x, sizes), batch_sizes, sorted_indices,
+                             unsorted_indices)  # fmt: skip
+        return out, finals
+
+    def _check_sizes(self, features, batch, states) -> None:
+        """PyTorch's checks of the input's feature size and of each initial state's shape
+        (layers * directions, batch, size): kiln would otherwise broadcast a wrong one."""
+        if isinstance(features, int) and features != self.input_size:
+            raise ShapeError(
+                f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
+                f"Expected {self.input_size}, got {features}"
+            )
+        if states is None:
+            return
+        total = self.num_layers * self._directions
+        sizes = [self.proj_size or self.hidden_size, self.hidden_size]
+        for k, (state, size) in enumerate(zip(states, sizes)):
+            want = (total, batch, size)
+            got = tuple(state.shape)
+            if all(isinstance(n, int) for n in (*want, *got)) and got != want:
+                which = f"hidden[{k}]" if len(states) > 1 else "hidden"
+                raise ShapeError(
+                    f"{type(self).__name__}: Expected {which} size {want}, got {list(got)}"
+                )
+
+    def _layers(self, x, states, mask=None):
+        """Every layer and direction over x (L, N, H_in): (output (L, N, D * H), finals)."""
         n = x.shape[1]
         total = self.num_layers * self._directions
         if states is None:
-            zero = F.broadcast_to(scalar(0, x), (total, n, self.hidden_size))
-            states = [zero] * (2 if self.mode == "LSTM" else 1)
-        elif not batched:
-            states = [F.unsqueeze(s, 1) for s in states]
+            zero = F.broadcast_to(scalar(0, x), (total, n, self.proj_size or self.hidden_size))
+            states = [zero]
+            if self.mode == "LSTM":
+                states.append(F.broadcast_to(scalar(0, x), (total, n, self.hidden_size)))
         finals = [[] for _ in states]
         for layer in range(self.num_layers):
             outputs = []
             for d, suffix in enumerate(self._suffixes(layer)):
                 k = layer * self._directions + d
                 carry = tuple(s[k] for s in states)
-                carry, ys = self._direction(x, carry, suffix, reverse=d == 1)
+                carry, ys = self._direction(x, carry, suffix, reverse=d == 1, mask=mask)
                 outputs.append(ys)
                 for f, c in zip(finals, carry):
                     f.append(c)
             x = outputs[0] if len(outputs) == 1 else F.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = _dropout(x, self.dropout, True)
-        if batched and self.batch_first:
-            x = F.transpose(x, 0, 1)
-        finals = [F.stack(f) for f in finals]
-        if not batched:
-            x = F.squeeze(x, 1)
-            finals = [F.squeeze(f, 1) for f in finals]
-        return x, finals
+        return x, [F.stack(f) for f in finals]
 
-    def _direction(self, x, carry, suffix, reverse):
+    def _direction(self, x, carry, suffix, reverse, mask=None):
         """One layer in one direction: the input projections of every step at once, then
-        the recurrence as a scan."""
+        the recurrence as a scan; where `mask` (L, N, 1) is False a step keeps the state and
+        outputs 0 (a packed sequence past its end: the reverse direction then starts at
+        each sequence's own last step)."""
         w_ih, w_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
         b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
         b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
@@ -135,14 +225,30 @@ class RNNBase(Module):
         xw = F.matmul(x, F.t(w_ih))
         if b_ih is not None:
             xw = xw + b_ih
-        cell = _CELLS[self.mode]
+        base = _CELLS[self.mode]
         w_hh_t = F.t(w_hh)
+        cell = base
+        if self.proj_size:
+            (w_hr,) = lower_precision(getattr(self, "weight_hr" + suffix))
+            w_hr_t = F.t(w_hr)
+
+            def cell(x_t, state, w_hh_t, b_hh):
+                h, c = base(x_t, state, w_hh_t, b_hh)
+                return F.matmul(h, w_hr_t), c
 
         def step(state, x_t):
             new = cell(x_t, state, w_hh_t, b_hh)
             return new, new[0]
 
-        return scan(step, carry, xw, reverse=reverse)
+        def masked_step(state, inputs):
+            x_t, live = inputs
+            new = cell(x_t, state, w_hh_t, b_hh)
+            new = tuple(F.where(live, a, b) for a, b in zip(new, state))
+            return new, F.where(live, new[0], 0.0)
+
+        if mask is None:
+            return scan(step, carry, xw, reverse=reverse)
+        return scan(masked_step, carry, (xw, mask), reverse=reverse)
 
 
 def _recurrent(h, w_hh_t, b_hh):

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import copy
 
+from .. import dtypes as dt
 from .. import frontend as Fr
+from ..eager.grad_mode import is_grad_enabled
 from ..errors import ArgumentError
+from ..frontend.autocast import is_autocast_enabled
 from . import functional as F
 from .attention import MultiheadAttention
 from .containers import ModuleList
 from .init import xavier_uniform_
-from .layers import Dropout, LayerNorm, Linear
+from .layers import GELU, Dropout, LayerNorm, Linear, ReLU
 from .module import Module
 
 __all__ = ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
@@ -39,6 +42,31 @@ def _activation(activation):
 
 def _clones(module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def _packs_padding(layer) -> bool:
+    """Whether PyTorch's `TransformerEncoder` sets `use_nested_tensor` for this layer: a
+    post-norm `TransformerEncoderLayer`, batch first, with equal q/k/v sizes, projection
+    biases, a ReLU or GELU, equal LayerNorm eps and an even number of heads."""
+    if not isinstance(layer, TransformerEncoderLayer) or layer.norm_first:
+        return False
+    attn = layer.self_attn
+    if not attn.batch_first or not attn._qkv_same_embed_dim or attn.in_proj_bias is None:
+        return False
+    act = layer.activation
+    relu_or_gelu = act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))
+    return relu_or_gelu and layer.norm1.eps == layer.norm2.eps and attn.num_heads % 2 == 0
+
+
+def _zero_padded(x, key_padding_mask):
+    """`x` (N, S, E) with zeros where `key_padding_mask` (N, S; True or nonzero: padding)
+    marks padding, when every row's padding comes after its tokens (PyTorch's encoder packs
+    only such masks, and leaves the others' outputs as they are)."""
+    pad = key_padding_mask
+    if pad.dtype != dt.bool_:
+        pad = pad != 0
+    left_aligned = Fr.logical_not(Fr.any(pad[:, :-1] & Fr.logical_not(pad[:, 1:])))
+    return Fr.where(Fr.unsqueeze(pad, -1) & left_aligned, 0.0, x)
 
 
 def _build(
@@ -159,13 +187,38 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+        self.use_nested_tensor = enable_nested_tensor and _packs_padding(encoder_layer)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                       is_causal=bool(is_causal))  # fmt: skip
+        if self._drops_padding(src, mask, src_key_padding_mask):
+            x = _zero_padded(x, src_key_padding_mask)
         return self.norm(x) if self.norm is not None else x
+
+    def _drops_padding(self, src, mask, key_padding_mask) -> bool:
+        """Whether this call gives zeros at the padded positions, as PyTorch's encoder does
+        when it packs the unpadded tokens (its inference path: `use_nested_tensor`, eval mode,
+        a 3-D `src` with a key padding mask and no `mask`, and no gradient wanted of `src` or
+        of the first layer's parameters)."""
+        if not (getattr(self, "use_nested_tensor", False) and key_padding_mask is not None):
+            return False
+        first = self.layers[0]
+        if first.training or src.ndim != 3 or mask is not None:
+            return False
+        if is_autocast_enabled("cuda"):
+            return False
+        if not is_grad_enabled():
+            return True
+        attn, tensors = first.self_attn, [src]
+        tensors += [attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                    attn.out_proj.bias]  # fmt: skip
+        for sub in (first.norm1, first.norm2, first.linear1, first.linear2):
+            tensors += [sub.weight, sub.bias]
+        return not any(getattr(t, "requires_grad", True) for t in tensors if t is not None)
 
 
 class TransformerDecoder(Module):

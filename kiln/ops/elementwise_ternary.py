@@ -49,7 +49,21 @@ where = defop(
 
 
 def _clip(xp, x, lo, hi, out=None):
+    if x.dtype.kind == "V" and x.dtype == lo.dtype == hi.dtype:
+        # NumPy clips ml_dtypes' bfloat16 (and float8) in float32: the result is one of the
+        # operands, so rounding it back is exact (the dtype stays the input's, as PyTorch's)
+        result = xp.clip(x, lo, hi).astype(x.dtype)
+        if out is None:
+            return result
+        out[...] = result
+        return out
     return xp.clip(x, lo, hi, out=out)
+
+
+def _clip_dtype(x, lo, hi):
+    """The operands' dtype when they share one (NumPy's probe would widen bfloat16 to
+    float32), else NumPy's promotion."""
+    return x if x == lo == hi else probe_dtype(np.clip, x, lo, hi)
 
 
 def _clip_vjp(ct, y, x, lo, hi, *, needs):
@@ -86,7 +100,7 @@ def _clip_c(k, xs, dtypes, out, attrs):
 clip = defop(
     "clip",
     lambda x, lo, hi: sh.broadcast_shapes(x, lo, hi),
-    lambda x, lo, hi: probe_dtype(np.clip, x, lo, hi),
+    _clip_dtype,
     _clip,
     vjp=_clip_vjp,
     tags={"elementwise", "vjp_needs"},

@@ -32,8 +32,9 @@ def _same_type(elem, values):
 
 def default_collate(batch):
     """Stacks a list of samples into a batch: Tensors and NumPy arrays into one Tensor
-    (a new first dim), Python floats into float64 and ints into int64 Tensors, strings as a
-    list; dicts key by key, tuples and lists position by position (tuples give lists).
+    (a new first dim), Python floats into float64 and ints into int64 Tensors, strings as
+    given (a list, or a tuple for a field of tuples); dicts key by key, tuples and lists
+    position by position (tuples give lists).
 
     >>> import kiln as kn
     >>> from kiln.utils.data import default_collate
@@ -57,17 +58,17 @@ def default_collate(batch):
     if isinstance(elem, int):  # bools too: a bool Tensor
         return tensor(batch)
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as PyTorch's: as given (a field of tuples gives a tuple)
     if isinstance(elem, abc.Mapping):
         return _same_type(elem, [(k, default_collate([d[k] for d in batch])) for k in elem])
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, abc.Sequence):
         if any(len(b) != len(elem) for b in batch):
             sizes = sorted({len(b) for b in batch})
             raise call_error(ShapeMismatchError, "each element in list of batch should be of "
                              f"equal size (sizes {sizes})", "default_collate")  # fmt: skip
-        columns = [default_collate(list(s)) for s in zip(*batch)]
+        columns = [default_collate(s) for s in zip(*batch)]
         return columns if isinstance(elem, tuple) else _same_type(elem, columns)
     raise ArgumentTypeError(_FOUND.format(type(elem).__name__))
 

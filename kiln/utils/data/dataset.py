@@ -11,7 +11,16 @@ from itertools import accumulate
 from ...errors import ArgumentError, ArgumentTypeError
 from ...generator import Generator, seeded_generator
 
-__all__ = ["ConcatDataset", "Dataset", "IterableDataset", "Subset", "TensorDataset", "random_split"]
+__all__ = [
+    "ChainDataset",
+    "ConcatDataset",
+    "Dataset",
+    "IterableDataset",
+    "StackDataset",
+    "Subset",
+    "TensorDataset",
+    "random_split",
+]
 
 
 class Dataset:
@@ -112,6 +121,69 @@ class ConcatDataset(Dataset):
         which = bisect.bisect_right(self.cumulative_sizes, idx)
         start = self.cumulative_sizes[which - 1] if which else 0
         return self.datasets[which][idx - start]
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: sample i is the tuple of their i-th samples
+    (datasets given by position) or the dict of them (given by keyword), as PyTorch's.
+
+    >>> from kiln.utils.data import StackDataset
+    >>> StackDataset([1, 2], ["a", "b"])[1], StackDataset(x=[1, 2], y="ab")[0]
+    ((2, 'b'), {'x': 1, 'y': 'a'})
+    """
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ArgumentError(
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                "input/output, but both types are given."
+            )
+        if not args and not kwargs:
+            raise ArgumentError("At least one dataset should be passed")
+        self.datasets = dict(kwargs) if kwargs else tuple(args)
+        sizes = {len(d) for d in (kwargs.values() if kwargs else args)}
+        if len(sizes) != 1:
+            raise ArgumentError("Size mismatch between datasets")
+        self._length = sizes.pop()
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after another (PyTorch's `ChainDataset`).
+
+    >>> from kiln.utils.data import ChainDataset, IterableDataset
+    >>> class Count(IterableDataset):
+    ...     def __init__(self, n):
+    ...         self.n = n
+    ...     def __iter__(self):
+    ...         return iter(range(self.n))
+    >>> list(ChainDataset([Count(2), Count(3)]))
+    [0, 1, 0, 1, 2]
+    """
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise ArgumentTypeError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise ArgumentTypeError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 def _split_lengths(n: int, lengths) -> list[int]:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from ...errors import ArgumentError, ArgumentTypeError
+import numpy as np
+
+from ...errors import ArgumentError, ArgumentTypeError, UsageError
 from ...generator import Generator, seeded_generator
 
-__all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler"]
+__all__ = [
+    "BatchSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+]
 
 
 class Sampler:
@@ -92,6 +101,66 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights` (with
+    replacement unless `replacement=False`: then each index at most once), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> s = kn.utils.data.WeightedRandomSampler([0.0, 1.0, 3.0], 100,
+    ...                                        generator=kn.Generator().manual_seed(0))
+    >>> draws = list(s)
+    >>> len(s), 0 in draws, 40 < draws.count(2) < 95
+    (100, False, True)
+    """
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True,
+                 generator: Generator | None = None):  # fmt: skip
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ArgumentError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        if not isinstance(replacement, bool):
+            raise ArgumentError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        values = np.asarray(weights.tolist() if hasattr(weights, "tolist") else weights,
+                            np.float64)  # fmt: skip
+        if values.ndim != 1:
+            raise ArgumentError(
+                f"weights should be a 1d sequence but given weights have shape "
+                f"{tuple(values.shape)}"
+            )
+        self.weights, self.num_samples = values, num_samples
+        self.replacement, self.generator = replacement, generator
+
+    def __iter__(self):
+        values = self.weights  # checked when drawn, as PyTorch's multinomial does
+        if (values < 0).any() or not np.isfinite(values).all() or values.sum() <= 0:
+            raise UsageError(
+                "WeightedRandomSampler: invalid multinomial distribution (weights must be "
+                "finite, non-negative, and not all zero)"
+            )
+        if not self.replacement and self.num_samples > len(values):
+            raise UsageError(
+                "WeightedRandomSampler: cannot sample n_sample > prob_dist.size(-1) samples "
+                "without replacement"
+            )
+        generator = seeded_generator() if self.generator is None else self.generator
+        rng = np.random.default_rng(generator.next_seed())
+        if self.replacement:
+            draws = rng.choice(len(values), self.num_samples, p=values / values.sum())
+            return iter(draws.tolist())
+        # without replacement, as PyTorch's: the weighted draws in order (exponential keys
+        # over the weights), then the zero-weight indices, in a random order
+        with np.errstate(divide="ignore"):
+            keys = rng.exponential(size=len(values)) / values
+        order = np.lexsort((rng.random(len(values)), keys))
+        return iter(order[: self.num_samples].tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler):

@@ -5,17 +5,38 @@ parameters as one vector and back."""
 from __future__ import annotations
 
 import math
+import warnings
 
-from .. import frontend as F
-from ..eager import Tensor, no_grad
-from ..eager.factories import tensor as _tensor
-from ..errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
+from ... import dtypes as dt
+from ... import frontend as F
+from ...eager import Tensor, no_grad
+from ...eager.factories import tensor as _tensor
+from ...errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
+from . import rnn
+from .fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from .spectral_norm_hook import remove_spectral_norm, spectral_norm
+from .weight_norm_hook import remove_weight_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm_",
     "clip_grad_value_",
+    "clip_grads_with_norm_",
+    "fuse_conv_bn_eval",
+    "fuse_conv_bn_weights",
+    "fuse_linear_bn_eval",
+    "fuse_linear_bn_weights",
+    "get_total_norm",
     "parameters_to_vector",
+    "remove_spectral_norm",
+    "remove_weight_norm",
+    "spectral_norm",
     "vector_to_parameters",
+    "weight_norm",
 ]
 
 
@@ -32,8 +53,8 @@ def _grads(parameters) -> list:
 def _graph_entries(parameters) -> list:
     """The [Variable, gradient] entries `loss.backward()` left in the default graph for
     `parameters` (Parameters), which clipping there replaces."""
-    from ..graph.core import get_default_graph
-    from ..optim.graph_step import _PENDING, enter, variable_of
+    from ...graph.core import get_default_graph
+    from ...optim.graph_step import _PENDING, enter, variable_of
 
     graph = get_default_graph()
     variables = [variable_of(p, graph) if hasattr(p, "variable_in") else p for p in parameters]
@@ -45,8 +66,8 @@ def _graph_entries(parameters) -> list:
 
 
 def _tracing() -> bool:
-    from ..graph.core import get_default_graph
-    from ..optim.graph_step import traces_grads
+    from ...graph.core import get_default_graph
+    from ...optim.graph_step import traces_grads
 
     return traces_grads(get_default_graph())
 
@@ -54,8 +75,16 @@ def _tracing() -> bool:
 def _total_norm(grads, norm_type: float):
     """As PyTorch's: the `norm_type`-norm of each gradient, then the same norm of those
     norms (inf: the largest |g|, -inf: the smallest, 0: the count of nonzero norms)."""
-    norms = [F.linalg.vector_norm(g, norm_type) for g in grads]
-    return F.linalg.vector_norm(F.stack(norms), norm_type)
+    norms = [_vector_norm(g, norm_type) for g in grads]
+    return _vector_norm(F.stack(norms), norm_type)
+
+
+def _vector_norm(x, norm_type: float):
+    """`vector_norm` of a float16 or bfloat16 `x` summed in float32, rounded back once, as
+    PyTorch's kernel accumulates (float16 gradients of norm above 256 overflow otherwise)."""
+    if x.dtype in (dt.float16, dt.bfloat16):
+        return F.cast(F.linalg.vector_norm(F.cast(x, dt.float32), norm_type), x.dtype)
+    return F.linalg.vector_norm(x, norm_type)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
@@ -102,6 +131,66 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         for g in grads:
             g.mul_(F.cast(coef, g.dtype))
     return total
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None) -> Tensor:  # fmt: skip
+    """The `norm_type`-norm of the norms of `tensors` (gradients, say), as PyTorch's: what
+    `clip_grad_norm_` clips by; 0 for no tensors.
+
+    >>> import kiln as kn
+    >>> kn.nn.utils.get_total_norm([kn.tensor([3.0]), kn.tensor([4.0])])
+    tensor(5.)
+    """
+    tensors = [t for t in _listed(tensors) if t is not None]
+    if not tensors:
+        return _tensor(0.0)
+    with no_grad():
+        total = _total_norm(tensors, float(norm_type))
+    if error_if_nonfinite and isinstance(total, Tensor) and not math.isfinite(total.item()):
+        raise call_error(
+            NumericsError,
+            f"The total norm of order {float(norm_type)} for gradients from `parameters` is "
+            "non-finite, so it cannot be clipped. To disable this error and scale the "
+            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`",
+            "get_total_norm",
+        )
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
+    """Scales the `.grad` of `parameters` in place by `max_norm / (total_norm + 1e-6)`,
+    never above 1: the second half of `clip_grad_norm_`, with the norm given (PyTorch's).
+
+    >>> import kiln as kn
+    >>> w = kn.tensor([3.0, 4.0], requires_grad=True)
+    >>> (w * w).sum().backward()
+    >>> norm = kn.nn.utils.get_total_norm([w.grad])
+    >>> kn.nn.utils.clip_grads_with_norm_([w], 5.0, norm); w.grad
+    tensor([3.0000, 4.0000])
+    """
+    parameters = _listed(parameters)
+    coef = F.clip(F.div(max_norm, F.add(total_norm, 1e-6)), None, 1.0)
+    entries = _graph_entries(parameters)
+    if entries:  # inside kn.compile or graph mode: the graph's gradients, as nodes
+        for entry in entries:
+            entry[1] = F.mul(entry[1], F.cast(coef, entry[1].dtype))
+        return
+    with no_grad():
+        for g in _grads(parameters):
+            g.mul_(F.cast(coef, g.dtype))
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:  # fmt: skip
+    """PyTorch's deprecated name of `clip_grad_norm_`: warns, then clips."""
+    warnings.warn(
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+        "`torch.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:

@@ -170,6 +170,9 @@ def matrix_power(input, n: int):  # noqa: A002
     return result
 
 
+_HALF = (dt.bfloat16, np.dtype(np.float16))
+
+
 def p_norm(x, p, dims, keepdim: bool):
     """The `p`-norm of x over `dims` (as `sum` takes them; `p` a number, `inf`, `-inf`, or 0:
     the count of nonzeros), with PyTorch's gradient: 0 where the norm is 0 (not the NaN of
@@ -182,6 +185,9 @@ def p_norm(x, p, dims, keepdim: bool):
     >>> p_norm(kn.tensor([3j, 4.0]), 2, None, False)
     tensor(5.)
     """
+    if x.dtype in _HALF:  # as PyTorch's: summed in float32, rounded once (float16's sum of
+        # squares overflows past 65504: a norm of 269 was inf)
+        return m.cast(p_norm(m.cast(x, dt.float32), p, dims, keepdim), x.dtype)
     if x.dtype.kind == "c":  # the norm of complex values is that of their magnitudes
         x = m.abs(x)
     a = m.abs(x)

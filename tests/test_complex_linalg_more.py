@@ -1,7 +1,7 @@
 """Complex matrices in kiln's LU factorization and matrix exponential: `kn.linalg.lu`,
-`lu_factor`, `lu_solve` (every `left`/`adjoint`), `kn.lu_unpack` and `kn.linalg.matrix_exp`,
-forward and gradient, in eager mode, graph mode (a placeholder run by a Session) and under
-kn.compile.
+`lu_factor`, `lu_solve` (every `left`/`adjoint`), `kn.lu_unpack` (and `kn.lu` with its info
+codes), `kn.linalg.matrix_exp` and `kn.linalg.inv_ex`, forward and gradient, in eager mode,
+graph mode (a placeholder run by a Session) and under kn.compile.
 
 Expected values: the forward results from SciPy (LAPACK's getrf through `scipy.linalg.lu`
 and `lu_factor`, `scipy.linalg.expm`) and NumPy's `solve`; gradients from kiln's complex
@@ -84,6 +84,7 @@ def test_complex_gradients_pass_kilns_gradcheck():
             SQUARE,
         ),  # fmt: skip
         (lambda a: kn.linalg.matrix_exp(a) * w, SQUARE),
+        (lambda a: kn.linalg.inv_ex(a).inverse, SQUARE),
     ]
     for fn, a in cases:
         assert kn.autograd.gradcheck(fn, (kn.tensor(a, requires_grad=True),), atol=1e-6)
@@ -130,6 +131,7 @@ GRAD_CASES = {
     ),
     "matrix_exp": (SQUARE, _product_loss(lambda lib, a: [lib.linalg.matrix_exp(a)])),
     "matrix_exp-abs": (SQUARE, lambda lib, a: lib.linalg.matrix_exp(a).abs().sum()),
+    "inv_ex": (SQUARE, _product_loss(lambda lib, a: [lib.linalg.inv_ex(a).inverse])),
 }
 GRAD_CASES |= {
     f"lu_solve-left={left}-adjoint={adjoint}": (SQUARE, _product_loss(_lu_solve(left, adjoint)))
@@ -178,3 +180,16 @@ def test_complex64_results_match_pytorch_and_keep_their_dtypes():
         got, want = fn(kn, kn.tensor(a)), fn(torch, torch.tensor(a))
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_singular_matrices_report_their_first_zero_pivot():
+    """A complex singular matrix (second row 2 x the first): getrf's info 2, from SciPy's
+    LU; inv_ex's inverse is NaN in both parts (PyTorch's)."""
+    a = np.array([[1 + 1j, 2], [2 + 2j, 4]])
+    assert sla.lu_factor(a, check_finite=False)[0][1, 1] == 0  # U's second pivot
+    for dtype in (np.complex64, np.complex128):
+        x = kn.tensor(a.astype(dtype))
+        assert int(kn.lu(x, get_infos=True)[2]) == 2
+        inverse, info = kn.linalg.inv_ex(x)
+        assert int(info) == 2 and inverse.numpy().dtype == dtype
+        assert np.isnan(inverse.numpy().real).all() and np.isnan(inverse.numpy().imag).all()

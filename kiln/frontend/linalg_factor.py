@@ -4,9 +4,9 @@
 older top-level forms `svd` (with `some=`), `qr`, `pinverse`, `triangular_solve`,
 `lu_unpack`, `lu_solve`. Each works eagerly (with autograd), in graph mode and under
 `kn.compile`, batched over leading dims, on float32 and float64 matrices; `qr`, `eigh`,
-`eigvalsh`, `svd`, `svdvals`, `pinv`, `solve_triangular`, `cholesky_ex`, `lu`, `lu_factor`,
-`lu_solve`, `lu_unpack` and `matrix_exp` on complex64 and complex128 ones too, with
-PyTorch's complex gradients (eigenvalues and singular values real).
+`eigvalsh`, `svd`, `svdvals`, `pinv`, `solve_triangular`, `cholesky_ex`, `inv_ex`, `lu`,
+`lu_factor`, `lu_solve`, `lu_unpack` and `matrix_exp` on complex64 and complex128 ones too,
+with PyTorch's complex gradients (eigenvalues and singular values real).
 
 A factorization is one op whose results come packed in one array (kiln/ops/linalg_factor.py):
 the named tuple here holds views of it, and its gradient takes all of them at once.

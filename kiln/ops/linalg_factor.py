@@ -26,7 +26,7 @@ singular values): where two are equal the gradient is not finite (inf or NaN), a
 Losses that do not depend on the vectors' signs (the gauge) get the same gradient from
 every sign choice.
 
-Complex matrices (qr, eigh, svd, lu, pinv, solve_triangular, matrix_exp, cholesky_ex;
+Complex matrices (qr, eigh, svd, lu, pinv, solve_triangular, matrix_exp, cholesky_ex, inv_ex;
 "complex_linear" ops, their vjps written for PyTorch's convention, the conjugate Wirtinger
 derivative): the same rules with ᴴ for ᵀ (lu's; matrix_exp's Fréchet derivative at Aᴴ), and
 - qr: LAPACK's R has a real diagonal, so N's diagonal keeps its real part alone:
@@ -818,8 +818,8 @@ def _inv_ex(xp, a, out=None):
         for idx in np.ndindex(*a.shape[:-2]):
             try:
                 r[idx] = np.linalg.inv(a[idx])
-            except np.linalg.LinAlgError:
-                r[idx] = np.nan
+            except np.linalg.LinAlgError:  # NaN in each part of a complex one, as PyTorch's
+                r[idx] = complex(np.nan, np.nan) if r.dtype.kind == "c" else np.nan
     if out is None:
         return r
     out[...] = r
@@ -827,9 +827,9 @@ def _inv_ex(xp, a, out=None):
 
 
 inv_ex = defop(
-    "inv_ex", _square("linalg.inv_ex"), _linalg_dtype("linalg.inv_ex"), _inv_ex,
-    vjp=lambda ct, y, a: (apply("neg", _mm(_swap_last(y), _mm(ct, _swap_last(y)))),),
-    batch=_batched("inv_ex"), tags=("autocast_fp32",),
+    "inv_ex", _square("linalg.inv_ex"), _linalg_dtype("linalg.inv_ex", _INEXACT), _inv_ex,
+    vjp=lambda ct, y, a: (apply("neg", _mm(_mh(y), _mm(ct, _mh(y)))),),  # -Yᴴ Y̅ Yᴴ
+    batch=_batched("inv_ex"), tags=("autocast_fp32", "complex_linear"),
 )  # fmt: skip
 
 
@@ -843,6 +843,6 @@ def _inv_info(xp, a, out=None):
 
 
 inv_info = defop(
-    "inv_info", _info_shape("linalg.inv_ex"), _int_dtype(np.int32, "linalg.inv_ex"), _inv_info,
-    tags=("nondiff",), batch=_batched("inv_info"),
+    "inv_info", _info_shape("linalg.inv_ex"), _int_dtype(np.int32, "linalg.inv_ex", _INEXACT),
+    _inv_info, tags=("nondiff", "complex_linear"), batch=_batched("inv_info"),
 )  # fmt: skip

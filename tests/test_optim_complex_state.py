@@ -154,3 +154,30 @@ def test_compiled_steps_match_pytorch_and_save_its_layout(name):
     step(tm, topt, torch.tensor(GRADS[3]))
     np.testing.assert_allclose(q.p.detach().numpy(), tm.p.detach().numpy(), **tol)
     _same_state(eager.state_dict()["state"][0], topt.state_dict()["state"][0], tol)
+
+
+def test_adagrad_state_before_any_step_is_pytorchs():
+    """PyTorch's Adagrad makes its state at construction: a complex parameter's sum starts
+    at the initial value in both parts."""
+    torch = pytest.importorskip("torch")
+    for dtype in (np.complex64, np.complex128):
+        p = kn.tensor(P0.astype(dtype), requires_grad=True)
+        tp = torch.tensor(P0.astype(dtype), requires_grad=True)
+        got = kn.optim.Adagrad([p], initial_accumulator_value=0.25).state_dict()["state"][0]
+        want = torch.optim.Adagrad([tp], initial_accumulator_value=0.25).state_dict()["state"][0]
+        _same_state(got, want, dict(rtol=0, atol=0))
+
+
+def test_slots_saved_as_pairs_of_reals_still_load():
+    """kiln's earlier layout (a complex parameter's slot as pairs of reals, last dim 2) loads
+    as the complex values it holds. Expected values: the pairs built here by hand."""
+    p = kn.tensor(P0, requires_grad=True)
+    opt = kn.optim.SGD([p], lr=0.1, momentum=0.9)
+    pairs = np.stack([GRADS[0].real, GRADS[0].imag], -1)
+    groups = opt.state_dict()["param_groups"]
+    opt.load_state_dict(
+        {"state": {0: {"momentum_buffer": kn.tensor(pairs)}}, "param_groups": groups}
+    )
+    buf = opt.state[p]["momentum"].numpy()
+    assert buf.dtype == np.complex64 and buf.shape == (2, 3)
+    np.testing.assert_array_equal(buf, GRADS[0])

@@ -121,6 +121,9 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
                 f"({tuple(p.shape)}) keeps no state {key!r}; nothing was changed"
             )
         shape, dtype = layout
+        if dtype.kind == "c" and array.dtype.kind == "f" and array.shape == (*shape, 2):
+            # kiln's earlier layout of a complex parameter's slot: its pairs of reals
+            array = np.ascontiguousarray(array, dt.to_real(dtype)).view(dtype)[..., 0]
         if array.shape != shape:
             raise ArgumentError(
                 f"{type(opt).__name__}.load_state_dict: state {key!r} of parameter {index} has "

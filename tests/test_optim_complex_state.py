@@ -23,7 +23,12 @@ CASES = {
     "SGD": dict(lr=0.1, momentum=0.9, nesterov=True),
     "RMSprop": dict(lr=0.01, momentum=0.5, centered=True),
     "Adagrad": dict(lr=0.1, initial_accumulator_value=0.1),
-    "NAdam": dict(lr=0.1),
+    "NAdam": dict(lr=0.1),  # and a scalar slot, mu_product
+    "ASGD": dict(lr=0.1),  # scalar slots eta and mu
+    "Adamax": dict(lr=0.1),
+    "Adadelta": dict(lr=0.5),
+    "RAdam": dict(lr=0.1),
+    "Rprop": dict(lr=0.1),
 }
 
 

@@ -174,7 +174,9 @@ class Optimizer(OptimizerHooks):
     @property
     def state(self) -> defaultdict:
         """Per-parameter state, as PyTorch's `optimizer.state`: a `defaultdict(dict)` keyed
-        by the parameter, which a custom `step()` fills (`state = self.state[p]`)."""
+        by the parameter, which a custom `step()` fills (`state = self.state[p]`). A complex
+        parameter's slots are complex values of its shape and dtype, as PyTorch keeps them
+        (the update reads and writes them as its pairs of reals); scalar slots stay real."""
         return self._state
 
     @property

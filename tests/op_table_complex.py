@@ -107,3 +107,34 @@ CASES.extend([
     OpCase("pinv", "complex", kn.linalg.pinv, complexes((3, 4)), np.linalg.pinv, COMPLEX,
            1e-4, 1e-5),
 ])  # fmt: skip
+
+
+def _expm(a):
+    from scipy import linalg as sla
+
+    return np.stack([sla.expm(m) for m in a]).astype(a.dtype)
+
+
+def _lu_u(a):
+    from scipy import linalg as sla
+
+    return np.stack([sla.lu(m)[2] for m in a])
+
+
+def _lu_pivots(a):
+    from scipy import linalg as sla
+
+    return np.stack([sla.lu_factor(m)[1] + 1 for m in a]).astype(np.int32)
+
+
+# LU (SciPy's getrf, unique with partial pivoting) and the matrix exponential (SciPy's expm)
+# of complex matrices; their gradients are checked against PyTorch's in
+# tests/test_complex_linalg_more.py.
+CASES.extend([
+    OpCase("lu", "complex-u", lambda a: kn.linalg.lu(a).U, complexes((2, 3, 3)), _lu_u,
+           COMPLEX, 1e-5, 1e-5),
+    OpCase("lu_pivots", "complex", lambda a: kn.linalg.lu_factor(a).pivots,
+           complexes((2, 4, 4)), _lu_pivots, COMPLEX),
+    OpCase("matrix_exp", "complex", kn.linalg.matrix_exp, complexes((2, 3, 3)), _expm,
+           COMPLEX, 1e-5, 1e-5),
+])  # fmt: skip

@@ -4,8 +4,9 @@
 older top-level forms `svd` (with `some=`), `qr`, `pinverse`, `triangular_solve`,
 `lu_unpack`, `lu_solve`. Each works eagerly (with autograd), in graph mode and under
 `kn.compile`, batched over leading dims, on float32 and float64 matrices; `qr`, `eigh`,
-`eigvalsh`, `svd`, `svdvals`, `pinv`, `solve_triangular` and `cholesky_ex` on complex64 and
-complex128 ones too, with PyTorch's complex gradients (eigenvalues and singular values real).
+`eigvalsh`, `svd`, `svdvals`, `pinv`, `solve_triangular`, `cholesky_ex`, `inv_ex`, `lu`,
+`lu_factor`, `lu_solve`, `lu_unpack` and `matrix_exp` on complex64 and complex128 ones too,
+with PyTorch's complex gradients (eigenvalues and singular values real).
 
 A factorization is one op whose results come packed in one array (kiln/ops/linalg_factor.py):
 the named tuple here holds views of it, and its gradient takes all of them at once.
@@ -380,7 +381,7 @@ def _tri(x, upper, k):
 
 @autocast_op("fp32")
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noqa: N803
-    """X with `A X = B` (`left`; else `X A = B`), or with Aᵀ for `adjoint`, from A's compact
+    """X with `A X = B` (`left`; else `X A = B`), or with Aᴴ for `adjoint`, from A's compact
     LU factorization `(LU, pivots)` (`lu_factor`'s); gradients reach LU and B.
 
     >>> import kiln as kn
@@ -395,14 +396,14 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noq
     if B.ndim < 2:
         raise ShapeError(f"linalg.lu_solve: B must have at least 2 dims, got {list(B.shape)}")
     p, lower, upper = lu_unpack(LU, pivots)
-    if not left:  # X A = B <=> Aᵀ Xᵀ = Bᵀ
-        return _mT(lu_solve(LU, pivots, _mT(B), left=True, adjoint=not adjoint))
+    if not left:  # X A = B <=> Aᴴ Xᴴ = Bᴴ (ᴴ is ᵀ for real ones)
+        return _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=not adjoint))
     if not adjoint:  # X = U⁻¹ L⁻¹ Pᵀ B
         y = call("solve_triangular", lower, m.matmul(_mT(p), B), upper=False, unitriangular=True)
         return call("solve_triangular", upper, y, upper=True, unitriangular=False)
-    # Aᵀ = Uᵀ Lᵀ Pᵀ: X = P L⁻ᵀ U⁻ᵀ B
-    y = call("solve_triangular", _mT(upper), B, upper=False, unitriangular=False)
-    return m.matmul(p, call("solve_triangular", _mT(lower), y, upper=True, unitriangular=True))
+    # Aᴴ = Uᴴ Lᴴ Pᵀ: X = P L⁻ᴴ U⁻ᴴ B
+    y = call("solve_triangular", _mH(upper), B, upper=False, unitriangular=False)
+    return m.matmul(p, call("solve_triangular", _mH(lower), y, upper=True, unitriangular=True))
 
 
 def lu_solve_old(b, LU_data, LU_pivots):  # noqa: N803

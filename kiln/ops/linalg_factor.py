@@ -26,9 +26,9 @@ singular values): where two are equal the gradient is not finite (inf or NaN), a
 Losses that do not depend on the vectors' signs (the gauge) get the same gradient from
 every sign choice.
 
-Complex matrices (qr, eigh, svd, pinv, solve_triangular, cholesky_ex; "complex_linear" ops,
-their vjps written for PyTorch's convention, the conjugate Wirtinger derivative): the same
-rules with ᴴ for ᵀ, and
+Complex matrices (qr, eigh, svd, lu, pinv, solve_triangular, matrix_exp, cholesky_ex, inv_ex;
+"complex_linear" ops, their vjps written for PyTorch's convention, the conjugate Wirtinger
+derivative): the same rules with ᴴ for ᵀ (lu's; matrix_exp's Fréchet derivative at Aᴴ), and
 - qr: LAPACK's R has a real diagonal, so N's diagonal keeps its real part alone:
   A̅ = (Q̅ + Q (T + Tᴴ)) R⁻ᴴ, T = triu(M, 1) + ½ I ∘ M.
 - eigh and svd: each vector is fixed only up to a phase e^(iφ) (U's column and Vh's row
@@ -449,10 +449,10 @@ def _lu(xp, a, out=None):
 
 
 def _lu_square_vjp(lower, upper, gl, gu):
-    """L⁻ᵀ (tril(Lᵀ L̅, -1) + triu(U̅ Uᵀ)) U⁻ᵀ (the caller applies P)."""
-    inner = _add(_mask(_mm(_swap_last(lower), gl), False, -1),
-                 _mask(_mm(gu, _swap_last(upper)), True))  # fmt: skip
-    left = _tri_solve(_swap_last(lower), inner, upper=True, unit=True)
+    """L⁻ᴴ (tril(Lᴴ L̅, -1) + triu(U̅ Uᴴ)) U⁻ᴴ (the caller applies P; ᴴ is ᵀ for real ones)."""
+    inner = _add(_mask(_mm(_mh(lower), gl), False, -1),
+                 _mask(_mm(gu, _mh(upper)), True))  # fmt: skip
+    left = _tri_solve(_mh(lower), inner, upper=True, unit=True)
     return _right_inv_t(left, upper, upper=True)
 
 
@@ -465,23 +465,23 @@ def _lu_vjp(ct, y, a):
     elif m > n:  # L = [L1; L2]: A2 = L2 U
         l1, l2 = _rows(lower, 0, n), _rows(lower, n, m)
         gl1, gl2 = _rows(gl, 0, n), _rows(gl, n, m)
-        upper_part = _sub(_mm(gu, _swap_last(upper)), _mm(_swap_last(l2), gl2))
-        inner = _add(_mask(_mm(_swap_last(l1), gl1), False, -1), _mask(upper_part, True))
-        g1 = _right_inv_t(_tri_solve(_swap_last(l1), inner, upper=True, unit=True), upper, True)
+        upper_part = _sub(_mm(gu, _mh(upper)), _mm(_mh(l2), gl2))
+        inner = _add(_mask(_mm(_mh(l1), gl1), False, -1), _mask(upper_part, True))
+        g1 = _right_inv_t(_tri_solve(_mh(l1), inner, upper=True, unit=True), upper, True)
         g = _cat([g1, _right_inv_t(gl2, upper, True)], -2)
     else:  # U = [U1 U2]: A2 = P L U2
         u1, u2 = _cols(upper, 0, m), _cols(upper, m, n)
         gu1, gu2 = _cols(gu, 0, m), _cols(gu, m, n)
-        inner = _add(_mask(_sub(_mm(_swap_last(lower), gl), _mm(gu2, _swap_last(u2))), False, -1),
-                     _mask(_mm(gu1, _swap_last(u1)), True))  # fmt: skip
-        g1 = _right_inv_t(_tri_solve(_swap_last(lower), inner, upper=True, unit=True), u1, True)
-        g2 = _tri_solve(_swap_last(lower), gu2, upper=True, unit=True)
+        inner = _add(_mask(_sub(_mm(_mh(lower), gl), _mm(gu2, _mh(u2))), False, -1),
+                     _mask(_mm(gu1, _mh(u1)), True))  # fmt: skip
+        g1 = _right_inv_t(_tri_solve(_mh(lower), inner, upper=True, unit=True), u1, True)
+        g2 = _tri_solve(_mh(lower), gu2, upper=True, unit=True)
         g = _cat([g1, g2], -1)
     return (_mm(p, g),)
 
 
-lu = defop("lu", _packed_shape("lu"), _linalg_dtype("linalg.lu"), _lu, vjp=_lu_vjp,
-           batch=_batched("lu"), tags=("autocast_fp32",))  # fmt: skip
+lu = defop("lu", _packed_shape("lu"), _linalg_dtype("linalg.lu", _INEXACT), _lu, vjp=_lu_vjp,
+           batch=_batched("lu"), tags=("autocast_fp32", "complex_linear"))  # fmt: skip
 
 
 def _lu_pivots_shape(a):
@@ -510,8 +510,9 @@ def _int_dtype(kind, name, kinds=(np.float32, np.float64)):
     return rule
 
 
-lu_pivots = defop("lu_pivots", _lu_pivots_shape, _int_dtype(np.int32, "linalg.lu_factor"),
-                  _lu_pivots, tags=("nondiff",), batch=_batched("lu_pivots"))  # fmt: skip
+lu_pivots = defop("lu_pivots", _lu_pivots_shape,
+                  _int_dtype(np.int32, "linalg.lu_factor", _INEXACT), _lu_pivots,
+                  tags=("nondiff", "complex_linear"), batch=_batched("lu_pivots"))  # fmt: skip
 
 
 def _pivots_matrix_shape(piv, *, m, dtype):
@@ -627,18 +628,19 @@ def _matrix_exp(xp, a, out=None):
 
 
 def _matrix_exp_vjp(ct, y, a):
-    """The Fréchet derivative of exp at Aᵀ in the direction A̅: the upper right block of
-    exp([[Aᵀ, A̅], [0, Aᵀ]])."""
+    """The Fréchet derivative of exp at Aᴴ (Aᵀ for a real A) in the direction A̅: the upper
+    right block of exp([[Aᴴ, A̅], [0, Aᴴ]])."""
     n = a.shape[-1]
-    at = _swap_last(a)
+    at = _mh(a)
     zero = apply("broadcast_to", scalar(0, a), shape=tuple(a.shape))
     block = _cat([_cat([at, ct], -1), _cat([zero, at], -1)], -2)
     return (_rows(_cols(apply("matrix_exp", block), n, 2 * n), 0, n),)
 
 
-matrix_exp = defop("matrix_exp", _square("linalg.matrix_exp"), _linalg_dtype("linalg.matrix_exp"),
-                   _matrix_exp, vjp=_matrix_exp_vjp, batch=_batched("matrix_exp"),
-                   tags=("autocast_fp32",))  # fmt: skip
+matrix_exp = defop("matrix_exp", _square("linalg.matrix_exp"),
+                   _linalg_dtype("linalg.matrix_exp", _INEXACT), _matrix_exp,
+                   vjp=_matrix_exp_vjp, batch=_batched("matrix_exp"),
+                   tags=("autocast_fp32", "complex_linear"))  # fmt: skip
 
 
 # -- pinv --------------------------------------------------------------------------------------
@@ -816,8 +818,8 @@ def _inv_ex(xp, a, out=None):
         for idx in np.ndindex(*a.shape[:-2]):
             try:
                 r[idx] = np.linalg.inv(a[idx])
-            except np.linalg.LinAlgError:
-                r[idx] = np.nan
+            except np.linalg.LinAlgError:  # NaN in each part of a complex one, as PyTorch's
+                r[idx] = complex(np.nan, np.nan) if r.dtype.kind == "c" else np.nan
     if out is None:
         return r
     out[...] = r
@@ -825,9 +827,9 @@ def _inv_ex(xp, a, out=None):
 
 
 inv_ex = defop(
-    "inv_ex", _square("linalg.inv_ex"), _linalg_dtype("linalg.inv_ex"), _inv_ex,
-    vjp=lambda ct, y, a: (apply("neg", _mm(_swap_last(y), _mm(ct, _swap_last(y)))),),
-    batch=_batched("inv_ex"), tags=("autocast_fp32",),
+    "inv_ex", _square("linalg.inv_ex"), _linalg_dtype("linalg.inv_ex", _INEXACT), _inv_ex,
+    vjp=lambda ct, y, a: (apply("neg", _mm(_mh(y), _mm(ct, _mh(y)))),),  # -Yᴴ Y̅ Yᴴ
+    batch=_batched("inv_ex"), tags=("autocast_fp32", "complex_linear"),
 )  # fmt: skip
 
 
@@ -841,6 +843,6 @@ def _inv_info(xp, a, out=None):
 
 
 inv_info = defop(
-    "inv_info", _info_shape("linalg.inv_ex"), _int_dtype(np.int32, "linalg.inv_ex"), _inv_info,
-    tags=("nondiff",), batch=_batched("inv_info"),
+    "inv_info", _info_shape("linalg.inv_ex"), _int_dtype(np.int32, "linalg.inv_ex", _INEXACT),
+    _inv_info, tags=("nondiff", "complex_linear"), batch=_batched("inv_info"),
 )  # fmt: skip

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import frontend as F
 from ..eager.tensor import make
 from ..errors import ArgumentError
@@ -264,10 +263,10 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         if not self._adopt:  # as PyTorch's: every parameter has state from the start
             for _, t, group in self._tensors():
-                shape, dtype = tuple(t.shape), t.dtype
-                if dtype.kind == "c":  # a complex parameter's slots are of its pairs of reals
-                    shape, dtype = (*shape, 2), dt.to_real(dtype)
-                init = np.full(shape, group["initial_accumulator_value"], dtype)
+                value = group["initial_accumulator_value"]
+                init = np.full(tuple(t.shape), value, t.dtype)
+                if t.dtype.kind == "c":  # PyTorch's: each part of a complex one starts there
+                    init += np.asarray(1j * value, t.dtype)
                 self._state[t] = {"step": 0, "sum": make(init).to(t.device)}
 
     def _slot_names(self, group) -> tuple:

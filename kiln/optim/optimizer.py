@@ -174,7 +174,9 @@ class Optimizer(OptimizerHooks):
     @property
     def state(self) -> defaultdict:
         """Per-parameter state, as PyTorch's `optimizer.state`: a `defaultdict(dict)` keyed
-        by the parameter, which a custom `step()` fills (`state = self.state[p]`)."""
+        by the parameter, which a custom `step()` fills (`state = self.state[p]`). A complex
+        parameter's slots are complex values of its shape and dtype, as PyTorch keeps them
+        (the update reads and writes them as its pairs of reals); scalar slots stay real."""
         return self._state
 
     @property
@@ -415,8 +417,8 @@ class Optimizer(OptimizerHooks):
             if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 data, grad = _as_real(data), _as_real(grad)
             names = self._slots_for(group, tuple(data.shape), data.dtype)
-            slots = {s: state[s].numpy() if s in state else self._fresh_slot(group, s, data)
-                     for s in names}  # fmt: skip
+            slots = {s: _real_pairs(state[s].numpy()) if s in state
+                     else self._fresh_slot(group, s, data) for s in names}  # fmt: skip
             new_param, new_slots = self._update(data, grad, slots, step, group)
             new_param = np.asarray(new_param)
             if t.dtype.kind == "c":
@@ -428,13 +430,17 @@ class Optimizer(OptimizerHooks):
             if data.dtype.kind == "c":  # a pair of reals, as on the CPU
                 data, grad = F.view_as_real(data), F.view_as_real(grad)
             names = self._slots_for(group, tuple(data.shape), data.dtype)
-            slots = {s: state[s] if s in state else self._fresh_slot(group, s, data)
+            slots = {s: _real_pairs(state[s]) if s in state else self._fresh_slot(group, s, data)
                      for s in names}  # fmt: skip
             new_param, new_slots = self._update(data, grad, slots, step, group)
             if t.dtype.kind == "c":
                 new_param = F.view_as_complex(new_param)
         for what, value in (("value", new_param), *new_slots.items()):
             self._check_fits(i, t, what, value)
+        if t.dtype.kind == "c":  # PyTorch's state: complex values of the parameter's shape
+            pairs = (tuple(data.shape), data.dtype)
+            new_slots = {k: _complex_of(v) if self._slot_layout(k, *pairs) == pairs else v
+                         for k, v in new_slots.items()}  # fmt: skip
         if new_param.dtype != t.dtype:
             new_param = F.cast(new_param, t.dtype)
         return t, count, new_param, new_slots
@@ -547,8 +553,8 @@ class Optimizer(OptimizerHooks):
                 shape, dtype = (*shape, 2), dt.to_real(dtype)
             for slot in self._slots_for(group, shape, dtype):
                 slot_shape, slot_dtype = self._slot_layout(slot, shape, dtype)
-                if slot in start:
-                    value = np.asarray(start[slot].numpy(), slot_dtype)
+                if slot in start:  # a complex parameter's eager slot: its pairs of reals
+                    value = np.asarray(_real_pairs(start[slot].numpy()), slot_dtype)
                 else:
                     value = np.full(slot_shape, self._slot_init(group, slot), slot_dtype)
                 state[slot] = Variable(value, trainable=False, graph=graph,
@@ -650,6 +656,22 @@ def _average_over_ranks(grads_and_vars) -> list:
 def _as_real(array):
     """A complex array as its (real, imaginary) pairs, a last dim of 2 (a view)."""
     return np.ascontiguousarray(array)[..., None].view(dt.to_real(array.dtype))
+
+
+def _real_pairs(value):
+    """A slot value as the update reads it: a complex one (PyTorch's layout of a complex
+    parameter's slot) as its pairs of reals (a view); any other as it is."""
+    if value.dtype.kind != "c":
+        return value
+    return _as_real(value) if isinstance(value, np.ndarray) else F.view_as_real(value)
+
+
+def _complex_of(value):
+    """A slot of pairs of reals (a Tensor, last dim 2) as the complex Tensor that holds them,
+    the layout PyTorch keeps (a view on the CPU)."""
+    if value.device == "cpu":
+        return make(np.ascontiguousarray(value._data).view(dt.to_complex(value.dtype))[..., 0])
+    return F.view_as_complex(value.contiguous())
 
 
 def _adam_family() -> tuple:

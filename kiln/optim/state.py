@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..checkpoint import as_numpy
 from ..eager import no_grad
 from ..eager.tensor import Tensor, make
@@ -34,7 +35,13 @@ def _state_of(opt, p) -> dict | None:
     """{'step': int, slot: array} of parameter `p`, or None if it has no state yet."""
     graph = _graph_state(opt, p)
     if graph is not None:
-        return {k: (int(v.numpy()) if k == "step" else v.numpy()) for k, v in graph.items()}
+        state = {k: (int(v.numpy()) if k == "step" else v.numpy()) for k, v in graph.items()}
+        if p.dtype.kind == "c":  # slots of its pairs of reals: PyTorch's complex layout
+            pairs = ((*p.shape, 2), dt.to_real(p.dtype))
+            for k, v in state.items():
+                if k != "step" and (v.shape, v.dtype) == pairs:
+                    state[k] = np.ascontiguousarray(v).view(np.dtype(p.dtype))[..., 0]
+        return state
     eager = opt._state.get(p)
     if eager is None:
         return None
@@ -114,6 +121,9 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
                 f"({tuple(p.shape)}) keeps no state {key!r}; nothing was changed"
             )
         shape, dtype = layout
+        if dtype.kind == "c" and array.dtype.kind == "f" and array.shape == (*shape, 2):
+            # kiln's earlier layout of a complex parameter's slot: its pairs of reals
+            array = np.ascontiguousarray(array, dt.to_real(dtype)).view(dtype)[..., 0]
         if array.shape != shape:
             raise ArgumentError(
                 f"{type(opt).__name__}.load_state_dict: state {key!r} of parameter {index} has "
@@ -145,10 +155,15 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
     for var in _graph_vars(opt, p):
         state = opt._slots_of(var, group)
         state["step"].assign(np.int64(step))
-        for name in opt._slots_for(group, tuple(var.shape), var.dtype):
-            shape, dtype = opt._slot_layout(name, tuple(var.shape), var.dtype)
-            init = np.full(shape, opt._slot_init(group, name), dtype)
-            state[name].assign(slots.get(name, init))
+        pairs = tuple(var.shape), var.dtype
+        if var.dtype.kind == "c":  # its slots are those of its pairs of reals
+            pairs = (*var.shape, 2), dt.to_real(var.dtype)
+        for name in opt._slots_for(group, *pairs):
+            shape, dtype = opt._slot_layout(name, *pairs)
+            value = slots.get(name, np.full(shape, opt._slot_init(group, name), dtype))
+            if value.dtype.kind == "c":  # PyTorch's layout: the pairs of reals it holds
+                value = np.ascontiguousarray(value)[..., None].view(dtype)
+            state[name].assign(value)
 
 
 def _custom_entry(p, entry: dict) -> dict:

@@ -177,6 +177,8 @@ class Optimizer(OptimizerHooks):
         by the parameter, which a custom `step()` fills (`state = self.state[p]`). A complex
         parameter's slots are complex values of its shape and dtype, as PyTorch keeps them
         (the update reads and writes them as its pairs of reals); scalar slots stay real."""
+        for key in list(self.__dict__.get("_boxes", {})):  # steps taken under kn.compile
+            self._from_traces(key)
         return self._state
 
     @property
@@ -367,12 +369,49 @@ class Optimizer(OptimizerHooks):
                 raise ArgumentError(f"eager step() needs numbers, but {symbolic} are graph values")
         with no_grad(), np.errstate(all="ignore"):
             params = [(i, t, g) for i, t, g in self._tensors() if t.grad is not None]
+            for _, t, _ in params:
+                self._from_traces(t)
             updates = [self._new_values(i, t, g) for i, t, g in params]
             # NOTE: from here on nothing can fail: same shapes, same dtypes, plain writes.
             for t, count, new_param, new_slots in updates:
                 overwrite(t, new_param)  # t.copy_(new_param): checked in `_new_values`
                 self._state.setdefault(t, {}).update({"step": count, **new_slots})
+                self._to_traces(t)
         return loss
+
+    # A Parameter stepped under kn.compile keeps its slots in the traces' Variables, which share
+    # their values through boxes (`_slots_of`): eager steps read them from there and leave
+    # theirs there, so compiled and eager steps continue one state (SGD's momentum after three
+    # compiled steps, then eager ones, was restarted from zero: a silently different result).
+
+    def _from_traces(self, t) -> None:
+        """Parameter `t`'s eager state as its compiled steps left it (CPU)."""
+        boxes = self.__dict__.get("_boxes", {}).get(t)
+        if not boxes or t.device != "cpu":
+            return
+        state = self._state.setdefault(t, {})
+        for key, box in boxes.items():
+            value = box[0]
+            if key == "step":
+                state["step"] = int(value)
+                continue
+            tensor = make(value)
+            complex_pairs = t.dtype.kind == "c" and tuple(value.shape) == (*t.shape, 2)
+            state[key] = _complex_of(tensor) if complex_pairs else tensor
+
+    def _to_traces(self, t) -> None:
+        """Parameter `t`'s eager state into its traces' boxes, in place (the Variable a trace
+        ran last holds the box's array), so its next compiled step continues from it."""
+        boxes = self.__dict__.get("_boxes", {}).get(t)
+        if not boxes or t.device != "cpu":
+            return
+        state = self._state[t]
+        for key, box in boxes.items():
+            if key == "step":
+                box[0][...] = state["step"]
+            elif key in state:
+                box[0][...] = _real_pairs(state[key]._data)
+        self._from_traces(t)  # the eager state is the boxes' arrays again
 
     def _fresh_slot(self, group, slot: str, data):
         """A slot's first value for a parameter whose (real) values are `data`: an array for

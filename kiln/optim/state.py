@@ -152,6 +152,7 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
         if t.device != "cpu":
             tensors = {k: v.to(t.device) for k, v in tensors.items()}
         opt._state[t] = {"step": step, **tensors}
+        _write_boxes(opt, t, group, step, slots)
     for var in _graph_vars(opt, p):
         state = opt._slots_of(var, group)
         state["step"].assign(np.int64(step))
@@ -164,6 +165,27 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
             if value.dtype.kind == "c":  # PyTorch's layout: the pairs of reals it holds
                 value = np.ascontiguousarray(value)[..., None].view(dtype)
             state[name].assign(value)
+
+
+def _write_boxes(opt, t, group, step: int, slots: dict) -> None:
+    """The values the kn.compile traces of Parameter `t` share (`Optimizer._slots_of`), in
+    place: its next compiled step continues from the loaded state too."""
+    boxes = opt.__dict__.get("_boxes", {}).get(t)
+    if not boxes or t.device != "cpu":
+        return
+    for key, box in boxes.items():
+        if key == "step":
+            box[0][...] = step
+            continue
+        value = slots.get(key)
+        if value is None:  # not saved: it starts afresh
+            value = np.full(box[0].shape, opt._slot_init(group, key), box[0].dtype)
+        value = np.asarray(value)
+        box[0][...] = value if value.dtype.kind != "c" else _pairs(value)
+
+
+def _pairs(value: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(value)[..., None].view(dt.to_real(value.dtype))
 
 
 def _custom_entry(p, entry: dict) -> dict:

@@ -222,7 +222,14 @@ GRAD_CASES = {
 @needs_torch
 @pytest.mark.parametrize("name", GRAD_CASES)
 def test_loss_and_gradient_match_pytorch_in_every_mode(name):
-    a, loss = GRAD_CASES[name]
+    check_in_every_mode(*GRAD_CASES[name])
+
+
+def check_in_every_mode(a, loss):
+    """`loss(lib, a)` (a real loss of a complex128 matrix) and its gradient as PyTorch's,
+    eagerly, under kn.compile and in a Session (tests/test_complex_linalg_more.py too)."""
+    import torch
+
     at = torch.tensor(a, requires_grad=True)
     want = loss(torch, at)
     want.backward()

@@ -13,6 +13,7 @@ no phase needs fixing."""
 import numpy as np
 import pytest
 from scipy import linalg as sla
+from test_complex_linalg import check_in_every_mode
 
 import kiln as kn
 
@@ -142,29 +143,8 @@ GRAD_CASES |= {
 
 @pytest.mark.parametrize("name", GRAD_CASES)
 def test_loss_and_gradient_match_pytorch_in_every_mode(name):
-    torch = pytest.importorskip("torch")
-    a, loss = GRAD_CASES[name]
-    at = torch.tensor(a, requires_grad=True)
-    want = loss(torch, at)
-    want.backward()
-    want, want_grad = want.item(), at.grad.numpy()
-
-    def check(value, grad):
-        np.testing.assert_allclose(value, want, rtol=1e-10)
-        assert grad.dtype == np.complex128
-        np.testing.assert_allclose(grad, want_grad, rtol=1e-8, atol=1e-10)
-
-    for run in (lambda x: loss(kn, x), kn.compile(lambda x: loss(kn, x))):
-        x = kn.tensor(a, requires_grad=True)
-        total = run(x)
-        total.backward()
-        check(total.item(), x.grad.numpy())
-    with kn.Graph().as_default() as g:
-        p = kn.placeholder(kn.complex128, a.shape)
-        total = loss(kn, p)
-        (grad,) = kn.grad(total, [p])
-    with kn.Session(graph=g) as sess:
-        check(*sess.run([total, grad], {p: a}))
+    pytest.importorskip("torch")
+    check_in_every_mode(*GRAD_CASES[name])
 
 
 def test_complex64_results_match_pytorch_and_keep_their_dtypes():

@@ -12,6 +12,7 @@ from ...eager import no_grad
 from ...eager.factories import randn
 from ...errors import ArgumentError, UsageError, call_error
 from ..parameter import Parameter
+from .weight_norm_hook import remove_hook
 
 __all__ = ["SpectralNorm", "remove_spectral_norm", "spectral_norm"]
 
@@ -124,10 +125,4 @@ def remove_spectral_norm(module, name: str = "weight"):
     >>> [n for n, _ in m.named_parameters()], [n for n, _ in m.named_buffers()]
     (['bias', 'weight'], [])
     """
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise call_error(ArgumentError, f"spectral_norm of '{name}' not found in {module}",
-                     "remove_spectral_norm")  # fmt: skip
+    return remove_hook(module, SpectralNorm, name, "spectral_norm")

@@ -88,10 +88,16 @@ def remove_weight_norm(module, name: str = "weight"):
     >>> [name for name, _ in m.named_parameters()]
     ['bias', 'weight']
     """
+    return remove_hook(module, WeightNorm, name, "weight_norm")
+
+
+def remove_hook(module, kind: type, name: str, what: str):
+    """Removes the forward pre-hook of class `kind` on parameter `name` (weight_norm's or
+    spectral_norm's), undoing it; ArgumentError naming `what` where there is none."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise call_error(ArgumentError, f"weight_norm of '{name}' not found in {module}",
-                     "remove_weight_norm")  # fmt: skip
+    raise call_error(ArgumentError, f"{what} of '{name}' not found in {module}",
+                     f"remove_{what}")  # fmt: skip

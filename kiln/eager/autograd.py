@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentTypeError, AutogradError, node_error
+from ..errors import AutogradError, node_error
 from ..graph.core import format_code_site, user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -40,7 +40,7 @@ from .hooks import (
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
 from .sparse import SparseTensor, StridedGrad, add_grads, grad_of
-from .tensor import Meta, Tensor, check_view, describe, make, version_of
+from .tensor import Meta, Tensor, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
 
@@ -685,127 +685,6 @@ def _accumulate_sparse(t: Tensor, ct: Tensor) -> None:
         t._grad = add_grads(t._grad, ct)
 
 
-# -- the API ---------------------------------------------------------------------------------------
+# -- the API (kiln/eager/autograd_api.py: backward, grad), importable from here too ------------
 
-
-def _roots(tensors, grad_tensors) -> tuple[list, list]:
-    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
-    if grad_tensors is None:
-        grad_tensors = [None] * len(tensors)
-    elif isinstance(grad_tensors, Tensor):
-        grad_tensors = [grad_tensors]
-    if len(grad_tensors) != len(tensors):
-        raise node_error(AutogradError,
-                         f"got {len(grad_tensors)} gradients for {len(tensors)} tensors",
-                         op="backward", site=user_site(), called=True)  # fmt: skip
-    seeds = []
-    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
-        if not isinstance(t, Tensor):
-            raise ArgumentTypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
-        if t._meta is not None:
-            check_view(t, t._meta)
-        if not t._requires_grad:
-            made = ", made in inference_mode" if t._inference else ""
-            raise node_error(
-                AutogradError,
-                f"element {i} of tensors does not require grad and does not have a grad_fn{made}:"
-                " was it computed under no_grad, or only from tensors without requires_grad=True?",
-                op="backward", site=user_site(), called=True, inputs=[describe(t)],
-            )  # fmt: skip
-        seeds.append(_seed(i, t, g))
-    return tensors, seeds
-
-
-def _seed(i: int, t: Tensor, g) -> Tensor:
-    if g is None:
-        if t.dtype.kind == "c":
-            raise node_error(
-                AutogradError, "grad can be implicitly created only for real scalar outputs",
-                op="backward", site=user_site(), called=True, inputs=[describe(t)],
-            )  # fmt: skip
-        if t._data.size != 1:
-            made = (
-                f"the output of {t.grad_fn.op.name} at {t.grad_fn.site}" if t.grad_fn else "a leaf"
-            )
-            raise node_error(
-                AutogradError,
-                f"grad can be implicitly created only for scalar outputs (element {i} is {made}); "
-                "pass gradient= (a tensor of its shape)",
-                op="backward", site=user_site(), called=True, inputs=[describe(t)],
-            )  # fmt: skip
-        return make(get_backend(t._device).activate().ones(t.shape, t.dtype), t._device)
-    if not isinstance(g, Tensor):
-        g = make(get_backend(t._device).to_device(np.asarray(g, dtype=t.dtype)), t._device)
-    if g.shape != t.shape:
-        raise node_error(
-            AutogradError,
-            f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
-            f"output[{i}] has a shape of {list(t.shape)}",
-            op="backward", site=user_site(), called=True, inputs=[describe(t), describe(g)],
-        )  # fmt: skip
-    return g if g.dtype == t.dtype else bind(REGISTRY["cast"], g, dtype=t.dtype)
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
-    """Accumulates the gradients of `tensors` (weighted by `grad_tensors`) into the leaves'
-    `.grad`; the saved values are freed unless `retain_graph` (default: `create_graph`).
-
-    >>> import kiln as kn
-    >>> x = kn.tensor(2.0, requires_grad=True)
-    >>> kn.autograd.backward([x * x * x])
-    >>> x.grad
-    tensor(12.)
-    """
-    roots, seeds = _roots(tensors, grad_tensors)
-    retain_graph = create_graph if retain_graph is None else retain_graph
-    _run(roots, seeds, retain_graph, create_graph)
-
-
-# `grad` of graph values (Symbols: in a kn.compile trace or graph mode), by symbolic
-# differentiation: installed by kiln/optim/graph_step.py, which does `backward()` of Symbols
-SYMBOLIC_GRAD = None
-
-
-def _graph_values(outputs) -> bool:
-    values = outputs if isinstance(outputs, (list, tuple)) else (outputs,)
-    return any(not isinstance(v, Tensor) and hasattr(v, "graph") for v in values)
-
-
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool = False) -> tuple:  # fmt: skip
-    """The gradients of `outputs` with respect to each of `inputs`, without touching `.grad`
-    (PyTorch's `torch.autograd.grad`). `create_graph=True` records them for higher orders.
-
-    >>> import kiln as kn
-    >>> x = kn.tensor(3.0, requires_grad=True)
-    >>> (dx,) = kn.autograd.grad(x ** 3, x, create_graph=True)
-    >>> (d2x,) = kn.autograd.grad(dx, x)
-    >>> dx.item(), d2x.item()
-    (27.0, 18.0)
-    """
-    if SYMBOLIC_GRAD is not None and _graph_values(outputs):  # under kn.compile, graph mode
-        return SYMBOLIC_GRAD(outputs, inputs, grad_outputs, allow_unused, create_graph)
-    roots, seeds = _roots(outputs, grad_outputs)
-    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    for i, x in enumerate(inputs):
-        if not isinstance(x, Tensor) or not x._requires_grad:
-            raise node_error(
-                AutogradError,
-                f"One of the differentiated Tensors does not require grad (input {i})",
-                op="autograd.grad", site=user_site(), called=True,
-                inputs=[describe(x) if isinstance(x, Tensor) else type(x).__name__],
-            )  # fmt: skip
-    retain_graph = create_graph if retain_graph is None else retain_graph
-    found = _run(roots, seeds, retain_graph, create_graph, targets=inputs)
-    results = []
-    for i, x in enumerate(inputs):
-        g = found[id(x)]
-        if g is None and not allow_unused:
-            raise node_error(
-                AutogradError,
-                "One of the differentiated Tensors appears to not have been used in the graph. "
-                f"Set allow_unused=True if this is the desired behavior (input {i})",
-                op="autograd.grad", site=user_site(), called=True, inputs=[describe(x)],
-            )  # fmt: skip
-        results.append(g)
-    return tuple(results)
+from .autograd_api import _roots, backward, grad  # noqa: E402, F401

@@ -309,7 +309,7 @@ def refuse_closure() -> UsageError:
 
 
 def install() -> None:
-    from ..eager import autograd
+    from ..eager import autograd_api
 
     Symbol.backward = backward
-    autograd.SYMBOLIC_GRAD = autograd_grad
+    autograd_api.SYMBOLIC_GRAD = autograd_grad

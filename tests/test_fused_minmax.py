@@ -9,6 +9,7 @@ import pytest
 import kiln as kn
 from kiln.ops import fused as fused_ops
 from kiln.ops.fused_codegen import loop_source
+from kiln.runtime import program
 
 # every pair of: -0.0, 0.0, 1.0, -1.0, two NaNs of other signs and payloads, inf
 _SPECIAL = {
@@ -33,6 +34,7 @@ _SPECIAL = {
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_maximum_minimum_give_numpys_bits(monkeypatch, dtype):
     monkeypatch.setenv("KILN_EXACT", "1")  # exact ops only: the loop must give NumPy's bits
+    monkeypatch.setattr(program, "NUMPY_SMALL_MIN_OPS", 2)  # fused without numba too
     special = _SPECIAL[dtype]
     a = np.repeat(special, len(special))
     b = np.tile(special, len(special))
@@ -55,7 +57,8 @@ def test_fused_maximum_minimum_give_numpys_bits(monkeypatch, dtype):
         assert all(s.loop for s in prog._signatures.values())
 
 
-def test_the_loop_text_selects():
+def test_the_loop_text_selects(monkeypatch):
+    monkeypatch.setattr(program, "NUMPY_SMALL_MIN_OPS", 2)  # fused without numba too
     with kn.Graph().as_default():
         x, y = (kn.placeholder(kn.float32, (8,), name=n) for n in "xy")
         f = kn.function([x, y], kn.maximum(x * 2.0, y) + kn.minimum(x, y))

@@ -102,11 +102,13 @@ def test_small_fused_group_runs_straight_line(monkeypatch):
     # a softmax-like group on f32[128, 10] (5 KiB, transcendental: no numba loop) is fused
     # for being small; it runs as straight-line calls, not through the blocked path
     import kiln.ops.fused as fused
+    from kiln.runtime import program
 
     def blocked(*args):
         raise AssertionError("the blocked path ran")
 
     monkeypatch.setattr(fused, "_run_blocked", blocked)
+    monkeypatch.setattr(program, "NUMPY_SMALL_MIN_OPS", 2)  # fused without numba too
     with kn.Graph().as_default():
         z = kn.placeholder(kn.float32, (128, 10), name="z")
         s = kn.placeholder(kn.float32, (128, 1), name="s")

@@ -224,13 +224,13 @@ class Traced:
     use), `.dump(format)`; calling it runs the compiled program.
 
     >>> import kiln as kn, numpy as np
-    >>> tf = kn.trace(lambda x: kn.relu(x) * 2.0, np.zeros(3, np.float32))
+    >>> tf = kn.trace(lambda x: kn.maximum(x, 0.0), np.zeros(3, np.float32))
     >>> print(tf.dump("text"), end="")  # doctest: +ELLIPSIS
     { lambda x:f32[3] .
-        t0:f32[3] = fused[...] x 2.0:f32[]  # ...
+        t0:f32[3] = maximum x 0.0:f32[]  # ...
       in (t0) }
     >>> tf(np.array([-1.0, 0.5, 2.0], np.float32))
-    array([0., 1., 4.], dtype=float32)
+    array([0. , 0.5, 2. ], dtype=float32)
     """
 
     def __init__(self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None):

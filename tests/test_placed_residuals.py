@@ -15,6 +15,14 @@ from kiln.errors import SavedTensorError
 WIDTH, BATCH = 32, 16
 
 
+@pytest.fixture(autouse=True)
+def _place_small_residuals(monkeypatch):
+    """These small programs' residuals are placed too (by default only from 1 MiB)."""
+    from kiln.tracing import traced
+
+    monkeypatch.setattr(traced, "PLACED_MIN_BYTES", 0)
+
+
 def _model(depth=8, segment=None, budget=None, norm=False, width=WIDTH):
     kn.manual_seed(0)
     layers = [kn.nn.Linear(width, width) for _ in range(depth)]

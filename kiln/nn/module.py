@@ -131,7 +131,15 @@ class Module(ModuleHooks):
             calls.pop()
 
     def _call_with_hooks(self, args, kwargs):
-        always = self.__dict__.get("_forward_hooks_always_called")
+        d = self.__dict__
+        if not (  # NOTE: no hooks (the common case): forward alone
+            d.get("_forward_pre_hooks")
+            or d.get("_forward_hooks")
+            or d.get("_backward_hooks")
+            or d.get("_backward_pre_hooks")
+        ):
+            return self.forward(*args, **kwargs)
+        always = d.get("_forward_hooks_always_called")
         if not always:
             return self._hooked_call(args, kwargs, None)
         called: set = set()

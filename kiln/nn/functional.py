@@ -261,7 +261,11 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     tensor([-0.6321,  2.0000])
     """
     return in_place(
-        "elu_", lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)), input, inplace
+        "elu_",
+        lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
+        input,
+        inplace,
+        opmath=True,
     )
 
 
@@ -275,9 +279,10 @@ def silu(input, inplace: bool = False):  # noqa: A002
     >>> kn.nn.functional.silu(kn.tensor([0.0, 1.0]))
     tensor([0.0000, 0.7311])
     """
-    return in_place("silu_", lambda x: F.mul(x, F.sigmoid(x)), input, inplace)
+    return in_place("silu_", lambda x: F.mul(x, F.sigmoid(x)), input, inplace, opmath=True)
 
 
+@F.core.half_in_float32
 def logsigmoid(input):  # noqa: A002
     """`log(sigmoid(x))`, computed as `-softplus(-x)` (no overflow).
 

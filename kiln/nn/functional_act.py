@@ -57,8 +57,12 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def in_place(name: str, fn, input, inplace: bool):  # noqa: A002
-    """`fn(input)`, written into `input` when `inplace` (an eager Tensor, or a Symbol)."""
+def in_place(name: str, fn, input, inplace: bool, opmath: bool = False):  # noqa: A002
+    """`fn(input)`, written into `input` when `inplace` (an eager Tensor, or a Symbol). With
+    `opmath`, a float16 or bfloat16 input is computed in float32 and rounded once, as
+    PyTorch's kernels of these activations compute it (and their gradients)."""
+    if opmath:
+        fn = F.core.half_in_float32(fn)
     if inplace and isinstance(input, Tensor):
         return _inplace(name, fn)(input)
     if inplace and isinstance(input, Symbol) and input.node.op.name not in _FEEDS:
@@ -110,7 +114,7 @@ def selu(input, inplace: bool = False):  # noqa: A002
     def fn(x):
         return exp_branch(x, lambda v: F.mul(F.expm1(v), SELU_ALPHA * SELU_SCALE), SELU_SCALE)
 
-    return in_place("selu_", fn, input, inplace)
+    return in_place("selu_", fn, input, inplace, opmath=True)
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
@@ -126,7 +130,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
     def fn(x):
         return exp_branch(x, lambda v: F.mul(F.expm1(F.div(v, alpha)), alpha))
 
-    return in_place("celu_", fn, input, inplace)
+    return in_place("celu_", fn, input, inplace, opmath=True)
 
 
 def _hardtanh(x, lo, hi):
@@ -172,7 +176,7 @@ def hardsigmoid(input, inplace: bool = False):  # noqa: A002
         mid = F.where(F.greater(x, -3.0), F.add(F.div(x, 6.0), 0.5), F.mul(x, 0.0))
         return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.greater_equal(x, 3.0), 1.0, mid))
 
-    return in_place("hardsigmoid_", fn, input, inplace)
+    return in_place("hardsigmoid_", fn, input, inplace, opmath=True)
 
 
 def hardswish(input, inplace: bool = False):  # noqa: A002
@@ -190,7 +194,7 @@ def hardswish(input, inplace: bool = False):  # noqa: A002
         mid = F.div(F.mul(safe, F.add(safe, 3.0)), 6.0)
         return F.where(F.less_equal(x, -3.0), F.mul(x, 0.0), F.where(inside, mid, x))
 
-    return in_place("hardswish_", fn, input, inplace)
+    return in_place("hardswish_", fn, input, inplace, opmath=True)
 
 
 def mish(input, inplace: bool = False):  # noqa: A002
@@ -200,7 +204,8 @@ def mish(input, inplace: bool = False):  # noqa: A002
     >>> kn.nn.functional.mish(kn.tensor([-1.0, 0.0, 1.0]))
     tensor([-0.3034,  0.0000,  0.8651])
     """
-    return in_place("mish_", lambda x: F.mul(x, F.tanh(F.softplus(x))), input, inplace)
+    fn = lambda x: F.mul(x, F.tanh(F.softplus(x)))  # noqa: E731
+    return in_place("mish_", fn, input, inplace, opmath=True)
 
 
 def softsign(input):  # noqa: A002

@@ -65,6 +65,7 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A00
     return F.log_softmax(x, dim)
 
 
+@F.core.half_in_float32  # as PyTorch's kernel: a half input in float32, rounded once
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
     """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`.
 

@@ -24,6 +24,7 @@ from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
+from ..ops.random import in_trace
 from .module_hooks import (
     ModuleHooks,
     RemovableHandle,
@@ -684,10 +685,14 @@ class Module(ModuleHooks):
                 for name, value in new_values.items():
                     self._value_named(name).assign(value)
             return
-        assigns = [
-            apply("assign", self._value_named(name).variable(graph), value)
-            for name, value in new_values.items()
-        ]
+        assigns = []
+        for name, value in new_values.items():
+            var = self._value_named(name).variable(graph)
+            assigns.append(apply("assign", var, value))
+            if in_trace():  # a later read in this call sees it (BatchNorm used twice)
+                from ..optim.graph_step import note_update  # (optim imports nn)
+
+                note_update(var, value)
         record_assigns(output, assigns)
 
     # -- printing ----------------------------------------------------------------------------

@@ -52,6 +52,7 @@ __all__ = [
     "cleared_first",
     "enter",
     "idle",
+    "note_update",
     "pending_grads",
     "take_grads",
     "trace_grads",
@@ -172,6 +173,13 @@ def record_step(train_op: Symbol) -> None:
         var, value = update.node.inputs
         if getattr(var, "trainable", False):
             found[id(var)] = [value, None]  # the new value, and the node that reads it
+
+
+def note_update(var, value) -> None:
+    """A buffer's new value assigned in a kn.compile trace: later reads of `var` in the same
+    trace give `value` (`stepped`), as the eager module's next call reads its buffer after
+    the first call's in-place update (a BatchNorm called twice)."""
+    _STEPPED.setdefault(var.graph, {})[id(var)] = [value, None]
 
 
 def stepped(var):

@@ -33,6 +33,7 @@ from ..ops.dynamic import with_binders
 from ..ops.random import draw_steps
 from ..optim import graph_step
 from ..passes.remat import check_budget
+from ..passes.vectorize import ancestors
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
@@ -366,7 +367,8 @@ class Traced:
         for node in self.graph.nodes:
             if node.op.name == "assign":
                 var, value = node.inputs
-                if var in self.updates:
+                earlier = self.updates.get(var)  # a later one made from it (chained) wins
+                if earlier is not None and earlier.node not in ancestors([value]):
                     raise GraphError(f"kn.compile: {self.name} assigns '{var.name}' twice")
                 self.updates[var] = value
         self.updated = [(p, v) for p, v in zip(self.params, self.variables) if v in self.updates]

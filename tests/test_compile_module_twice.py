@@ -25,21 +25,14 @@ def _run(lib, compiled):
     return y.detach().numpy(), [s.detach().numpy() for s in state], int(bn.num_batches_tracked)
 
 
-def test_batchnorm_twice_under_compile_matches_eager():
-    (y, stats, count), (ey, estats, ecount) = _run(kn, True), _run(kn, False)
-    np.testing.assert_allclose(y, ey, rtol=1e-5, atol=1e-6)
-    for a, b in zip(stats, estats):
+@pytest.mark.parametrize("reference", ["kiln eager", "torch"])
+def test_batchnorm_twice_under_compile_matches_eager_and_torch(reference):
+    lib = kn if reference == "kiln eager" else pytest.importorskip("torch")
+    (y, stats, count), (ry, rstats, rcount) = _run(kn, True), _run(lib, False)
+    np.testing.assert_allclose(y, ry, rtol=1e-5, atol=1e-6)
+    for a, b in zip(stats, rstats):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
-    assert count == ecount == 4
-
-
-def test_batchnorm_twice_under_compile_matches_torch():
-    torch = pytest.importorskip("torch")
-    (y, stats, count), (ty, tstats, tcount) = _run(kn, True), _run(torch, False)
-    np.testing.assert_allclose(y, ty, rtol=1e-5, atol=1e-6)
-    for a, b in zip(stats, tstats):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
-    assert count == tcount == 4
+    assert count == rcount == 4
 
 
 def test_two_unrelated_assigns_of_one_variable_still_refused():

@@ -15,7 +15,7 @@ import kiln as kn
 from kiln.graph.opdef import REGISTRY
 from kiln.graph.printer import format_graph
 from kiln.ops import fused as fused_ops
-from kiln.ops.fused_codegen import loop_source, numba_loop
+from kiln.ops.fused_codegen import FULL, ONE, loop_source, numba_loop
 from kiln.passes.fuse import find_groups, fuse_elementwise
 from kiln.passes.program import extract
 
@@ -321,9 +321,11 @@ def test_numba_loop_is_built_when_hot_and_gives_numpys_bits():
     assert signature.loop is False, "a one-off run never compiles"
     second = kernel(program, a, b)
     assert signature.loop is not None and signature.loop is not False
+    ((pattern, loop),) = signature.loop.items()
+    assert pattern == (FULL, ONE), "b, one element, is read once before the loop"
     b.flags.writeable = False  # a constant's array: numba types it apart
     third = kernel(program, a, b)
-    assert len(signature.loop.signatures) == 2, "compiled again for the new array types"
+    assert len(loop.signatures) == 2, "compiled again for the new array types"
     strided = kernel(program, np.repeat(a, 2)[::2], b)  # non-contiguous: NumPy runs it
     for got in (first, second, third, strided):
         np.testing.assert_array_equal(got, want)  # bit for bit, on every call

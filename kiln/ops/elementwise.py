@@ -659,7 +659,7 @@ def _power(xp, a, b, out=None):
     """NumPy's `power`, with PyTorch's integer powers where NumPy raises: a negative exponent
     gives 1 for a base of 1, -1 or 1 for -1 (by the exponent's parity), else 0."""
     a, b = xp.asarray(a), xp.asarray(b)
-    if b.ndim == 0 and b.dtype == a.dtype and a.dtype in _ROOTS and (b == 0.5 or b == -0.5):
+    if b.ndim == 0 and b.dtype == a.dtype and a.dtype in _ROOTS and abs(float(b)) == 0.5:
         # a scalar exponent of 1/2 or -1/2 is PyTorch's sqrt or rsqrt: NaN at -inf (C's pow
         # gives inf and 0) and -0.0 and -inf at -0.0 (C's: 0.0 and inf); not in float16
         root = xp.sqrt(a, out=out)

@@ -25,7 +25,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
 from . import vecmath
 from .core import defop
-from .fused_codegen import numba_loop, python_code, specialize
+from .fused_codegen import loop_pattern, numba_loop, python_code, specialize
 from .fused_cuda import run_fused
 from .fused_segments import segmented_block
 
@@ -45,10 +45,15 @@ SEGMENT_BLOCK_BYTES = 512 * 1024
 # as a softmax's on f32[128, 10], took 10 us blocked against 1.3-2.1 straight (issue 17).
 SMALL_BYTES = 16 * 1024
 NUMBA_AFTER_CALLS = 2  # a program gets its numba loop on this call: one-off runs never compile
-# What one element of an equation costs a numba loop, in ns, by the op's cost class
-# (`Lowering.transcendental`: a libm call; kiln's own kernels, kiln/ops/vecmath.py, outside
-# exact mode: vectorized); NumPy's SIMD loops take < 1 ns either way.
-TRANSCENDENTAL_NS, VECMATH_NS, CHEAP_NS = 12.0, 2.0, 0.5
+# What one element of an equation costs a numba loop beyond what NumPy's kernel takes, in ns,
+# by the op's cost class: a libm call (`Lowering.transcendental`), scalar in the loop where
+# NumPy's kernel is SIMD; kiln's own kernels (kiln/ops/vecmath.py, outside exact mode) and
+# the other ops, which LLVM vectorizes in the loop (its inputs read as `loop_pattern` says:
+# one-element inputs hoisted, an input in place read through its result), nothing: such
+# loops took 0.2-0.7x the time of NumPy's calls at every size from 256 elements to 1 MiB
+# (float32 and float64 chains, Adam's update, casts, where, maximum; float32 sin with a mul
+# took 1.25x at 256 elements, 4.3x at 16,384: 2-3 ns more per element).
+TRANSCENDENTAL_NS, VECMATH_NS, CHEAP_NS = 3.0, 0.0, 0.0
 
 
 class Signature:
@@ -65,9 +70,11 @@ class Signature:
         # the widest result (a float64 scalar, an input or a 0-d value in the group, takes
         # no room of the results' size)
         self.eq_itemsize = max((d.itemsize for d in self.out_dtypes), default=self.itemsize)
-        # The numba loops: False until built, None where there is none. `loop` gives NumPy's
-        # bits (KILN_EXACT=1); `fast` may call libm functions within 2 ulp of NumPy's (the
-        # default; the same loop where the program has none).
+        # The numba loops: False until the first is built, then a dict from the pattern of
+        # the arrays (`fused_codegen.loop_pattern`) to its loop (None: numba refused them or
+        # the program has no loop). `loop` gives NumPy's bits (KILN_EXACT=1); `fast` may call
+        # libm functions within 2 ulp of NumPy's (the default; the same loops where the
+        # program has none).
         self.loop = False
         self.fast = False
         self.plans: dict = {}  # shapes -> BlockPlan
@@ -123,15 +130,15 @@ class Program:
         self._signatures: dict = {}
         self._code: dict = {}
         # The numba loop runs outputs up to this many elements: past it, a NumPy call per
-        # equation (~250 ns each) costs less than the loop's per-element work (measured).
+        # equation (~250 ns each) costs less than the loop's extra per-element work.
         cost = sum(TRANSCENDENTAL_NS if _transcendental(op) else CHEAP_NS for op in self.ops)
-        self.numba_limit = 250.0 * len(self.ops) / cost
+        self.numba_limit = 250.0 * len(self.ops) / cost if cost else math.inf
         # Outside exact mode, where kiln's own kernels replace libm calls (float32).
         cost = sum(
             (VECMATH_NS if op.lowering.vecmath else TRANSCENDENTAL_NS) if _transcendental(op)
             else CHEAP_NS for op in self.ops
         )  # fmt: skip
-        self.fast_limit = 250.0 * len(self.ops) / cost
+        self.fast_limit = 250.0 * len(self.ops) / cost if cost else math.inf
 
     def limit(self, sig, exact: bool) -> float:
         """The largest output the numba loop runs, in this mode for this signature."""
@@ -321,16 +328,10 @@ def _run_cpu(prog, sig, inputs, outs, exact) -> list:
     if nbytes > UNBLOCKED_BYTES:
         _run_blocked(prog, inputs, outs, sig, BLOCK_BYTES, exact)
         return outs
-    built = sig.loop if exact or prog.all_exact else sig.fast
-    if out.size <= prog.limit(sig, exact) and built is not None:
-        loop = built or _numba_loop(prog, sig, inputs, outs, exact)
-        try:
-            if loop and loop(*outs, *inputs):
-                return outs
-        except TypeError:  # array types it was not compiled for: new ones, or non-contiguous
-            loop = _numba_loop(prog, sig, inputs, outs, exact)
-            if loop and loop(*outs, *inputs):
-                return outs
+    if _HAVE_NUMBA and out.size <= prog.limit(sig, exact):
+        loop = _numba_loop(prog, sig, inputs, outs, exact)
+        if loop is not None and loop(*outs, *inputs):
+            return outs
     if nbytes <= SMALL_BYTES:  # a few KiB: allocating is cheaper than managing scratch
         prog.code(np, sig, exact)[0](*outs, *inputs)
         return outs
@@ -372,12 +373,12 @@ def _prepare(backend, in_shapes, in_dtypes, out_shape, *, program, outputs):
             if out is None:
                 out = np.empty(shape, dtype)
             try:
-                loop(out, *inputs)  # shapes checked above: it returns True
-                return out
+                if loop(out, *inputs):  # False: out no longer the input it took
+                    return out
             except TypeError:  # array types it was not compiled for (a strided view...)
                 pass
         result = _run_cpu(prog, sig, inputs, [out], exact)[0]
-        box[0] = (sig.loop if exact or prog.all_exact else sig.fast) or None
+        box[0] = _built_loop(prog, sig, inputs, [result], exact)
         return result
 
     return kernel
@@ -399,12 +400,12 @@ def _prepare_multi(prog, sig, exact, shape, loopable):
         if loop is not None:
             outs = [np.empty(shape, d) if o is None else o for o, d in zip(outs, sig.out_dtypes)]
             try:
-                loop(*outs, *inputs)  # shapes checked above: it returns True
-                return tuple(outs)
+                if loop(*outs, *inputs):  # False: an out no longer the input it took
+                    return tuple(outs)
             except TypeError:  # array types it was not compiled for (a strided view...)
                 pass
         result = _run_cpu(prog, sig, inputs, outs, exact)
-        box[0] = (sig.loop if exact or prog.all_exact else sig.fast) or None
+        box[0] = _built_loop(prog, sig, inputs, result, exact)
         return tuple(result)
 
     return kernel
@@ -595,12 +596,14 @@ def _allocate(prog, shapes, dtypes) -> tuple[list, list]:
 
 
 def _numba_loop(prog, sig, inputs, outs, exact=True):
-    """The signature's loop (`exact`: `sig.loop`, else `sig.fast`) for these arrays, or None.
-    It is built on the program's NUMBA_AFTER_CALLS-th call, and compiled again for a new
-    pattern of array types (ndim, read-only flags: at most 4 a signature), for arrays it can
-    take: C-contiguous, inputs of the results' size or of one element."""
+    """The signature's loop (`exact`: in `sig.loop`, else in `sig.fast`) for these arrays and
+    their pattern (`loop_pattern`: which inputs are one element, which take a result's
+    buffer), compiled for their types, or None. The first is built on the program's
+    NUMBA_AFTER_CALLS-th call; a pattern's loop is compiled again for a new pattern of array
+    types (ndim, read-only flags: at most 4 a pattern), for arrays it can take: C-contiguous,
+    inputs of the results' size or of one element."""
     size = outs[0].size
-    if not all(o.flags.c_contiguous for o in outs):
+    if not all(type(o) is np.ndarray and o.flags.c_contiguous for o in outs):
         return None
     for a in inputs:
         if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size not in (1, size):
@@ -610,16 +613,27 @@ def _numba_loop(prog, sig, inputs, outs, exact=True):
         prog.calls += 1
         if prog.calls < NUMBA_AFTER_CALLS:
             return None
+    pattern = loop_pattern(sig, outs, inputs)
+    arrays = (*outs, *inputs)
     with _LOCK:
-        loop = getattr(sig, attr)
+        loops = getattr(sig, attr)
+        if loops is False:
+            loops = {}
+            setattr(sig, attr, loops)
+        loop = loops.get(pattern, False)
         if loop is False:
-            setattr(sig, attr, numba_loop(prog, sig.dtypes, (*outs, *inputs), exact))
-        elif loop is not None and len(loop.signatures) < 4:
-            if not specialize(loop, (*outs, *inputs)):
-                setattr(sig, attr, None)  # never try again
-        else:
+            loop = loops[pattern] = numba_loop(prog, sig.dtypes, arrays, exact, pattern)
+        elif loop is not None and not specialize(loop, arrays, limit=4):
             return None
-    return getattr(sig, attr)
+    return loop
+
+
+def _built_loop(prog, sig, inputs, outs, exact):
+    """The loop `_numba_loop` built for these arrays' pattern, or None (nothing is built)."""
+    loops = sig.loop if exact or prog.all_exact else sig.fast
+    if not loops:
+        return None
+    return loops.get(loop_pattern(sig, outs, inputs)) or None
 
 
 fused = defop(

@@ -106,13 +106,13 @@ _LOOPS: dict = {}  # (source text, exact) -> numba dispatcher: equal programs sh
 MAX_LOOP_EQUATIONS = 400
 
 
-def numba_loop(prog, dtypes, arrays, exact=True):
+def numba_loop(prog, dtypes, arrays, exact=True, pattern=None):
     """A numba function `loop(*outs, *inputs) -> bool` (one array per result) compiled for
     the types of `arrays` only (other types raise TypeError, as a non-contiguous array's
-    does); it returns False, doing nothing, where an input is partly broadcast (only
-    one-element inputs broadcast). None without numba or where the program has an op or
-    dtype that is not lowered. With `exact` False, libm functions (`LIBM`) are lowered too:
-    within `ULP_BOUND` of NumPy's.
+    does), reading its inputs as `pattern` says (`loop_pattern`; None: all of the results'
+    size); it returns False, doing nothing, where the arrays do not fit the pattern. None
+    without numba or where the program has an op or dtype that is not lowered. With `exact`
+    False, libm functions (`LIBM`) are lowered too: within `ULP_BOUND` of NumPy's.
 
     The loop's text is written to kiln's cache directory (kiln/disk_cache.py) and
     compiled by numba with `cache=True`: another process loads the machine code from there
@@ -121,7 +121,7 @@ def numba_loop(prog, dtypes, arrays, exact=True):
         import numba
     except ImportError:
         return None
-    text = loop_source(prog, dtypes, exact)
+    text = loop_source(prog, dtypes, exact, pattern)
     if text is None:
         return None
     loop = _LOOPS.get(text)
@@ -151,14 +151,16 @@ def _jit(numba, text, kind="loop"):
     return numba.njit(error_model="numpy", nogil=True, cache=cache)(fn)
 
 
-def specialize(loop, arrays) -> bool:
+def specialize(loop, arrays, limit=None) -> bool:
     """Compiles `loop` for the types of `arrays` too (nothing when it has them); False where
-    numba refuses them."""
+    numba refuses them, or where it has `limit` compiled signatures already."""
     import numba
 
     types = tuple(numba.typeof(a) for a in arrays)
     if types in loop.overloads:
         return True
+    if limit is not None and len(loop.signatures) >= limit:
+        return False
     loop.disable_compile(False)
     try:
         loop.compile(types)
@@ -171,40 +173,88 @@ def specialize(loop, arrays) -> bool:
             loop.disable_compile()
 
 
-def loop_source(prog, dtypes, exact=True):
-    """The source text of the loop for these input and equation dtypes, or None."""
+# How a loop reads each input (`loop_pattern`): every element (FULL), one element read once
+# before the loop (ONE: a scalar, with the equations that need only such values hoisted out
+# of the loop), or j >= 0: the memory of result j, read from that result's array, so that
+# LLVM sees one pointer where a result takes an input's buffer (an update in place) and
+# vectorizes without a runtime overlap check that such a pair always fails.
+FULL, ONE = -1, -2
+
+
+def loop_pattern(sig, outs, inputs) -> tuple:
+    """The pattern (FULL, ONE or a result's number per input) of a loop for these arrays:
+    a one-element input of a larger result is ONE; an input that is one of `outs` (the same
+    array object) of that result's dtype is that result; any other is FULL. The loop checks
+    its pattern on every call (sizes, and an aliased input's data pointer) and returns False
+    where the arrays do not fit it."""
+    n = outs[0].size
+    pattern = []
+    for k, a in enumerate(inputs):
+        kind = FULL
+        if a.size == 1 and n != 1:
+            kind = ONE
+        else:
+            for j, o in enumerate(outs):
+                if a is o and sig.dtypes[k] == sig.out_dtypes[j]:
+                    kind = j
+                    break
+        pattern.append(kind)
+    return tuple(pattern)
+
+
+def loop_source(prog, dtypes, exact=True, pattern=None):
+    """The source text of the loop for these input and equation dtypes, reading its inputs
+    as `pattern` says (`loop_pattern`; None: every input FULL), or None."""
     if any(d not in NB_TYPES for d in dtypes) or len(prog.ops) > MAX_LOOP_EQUATIONS:
         return None
     n_in = prog.n_in
+    pattern = (FULL,) * n_in if pattern is None else tuple(pattern)
     names = [f"v{k}" for k in range(n_in)] + [f"e{j}" for j in range(len(prog.ops))]
-    body = []
+    # a slot is invariant where it is a ONE input or an equation of invariant arguments only
+    invariant = [kind == ONE for kind in pattern]
+    hoisted, body = [], []
     for j, (op, slots, attrs) in enumerate(zip(prog.ops, prog.slots, prog.attrs)):
         args = [names[s] for s in slots]
         arg_dtypes = [dtypes[s] for s in slots]
         expr = _expr(op.lowering, args, arg_dtypes, dtypes[n_in + j], attrs, exact)
         if expr is None:
             return None
-        body.append(f"        e{j} = {expr}")
+        invariant.append(all(invariant[s] for s in slots))
+        (hoisted if invariant[-1] else body).append(f"e{j} = {expr}")
     params = "".join(f", a{k}" for k in range(n_in))
     if not prog.multi:  # one result: `out`, flat as `o`
+        out_names, flat = ["out"], ["o"]
         lines = [f"def kernel(out{params}):", "    o = out.reshape(-1)", "    n = o.size"]
-        stores = [f"        o[i] = e{len(prog.ops) - 1}"]
     else:  # results `out0, out1…`, flat as `o0, o1…`, all of one size
-        outs = ", ".join(f"out{k}" for k in range(len(prog.outputs)))
-        lines = [f"def kernel({outs}{params}):"]
+        out_names = [f"out{k}" for k in range(len(prog.outputs))]
+        flat = [f"o{k}" for k in range(len(prog.outputs))]
+        lines = [f"def kernel({', '.join(out_names)}{params}):"]
         lines += [f"    o{k} = out{k}.reshape(-1)" for k in range(len(prog.outputs))]
         lines.append("    n = o0.size")
         for k in range(1, len(prog.outputs)):
             lines += [f"    if o{k}.size != n:", "        return False"]
-        # every equation of element i runs before any result of element i is stored: a
-        # result may take an input's buffer (of its size, read at i only)
-        stores = [f"        o{k}[i] = e{j}" for k, j in enumerate(prog.outputs)]
-    for k in range(n_in):
-        lines += [f"    f{k} = a{k}.reshape(-1)", f"    s{k} = 1 if f{k}.size == n else 0"]
-        lines += [f"    if f{k}.size != n and f{k}.size != 1:", "        return False"]
+    # every equation of element i runs before any result of element i is stored: a result
+    # may take an input's buffer (of its size, read at i only)
+    stores = [f"        {flat[k]}[i] = e{j}" for k, j in enumerate(prog.outputs)]
+    reads = []
+    for k, kind in enumerate(pattern):
+        if kind == ONE:
+            lines += [f"    if a{k}.size != 1:", "        return False"]
+            lines.append(f"    v{k} = a{k}.reshape(-1)[0]")
+        elif kind == FULL:
+            lines += [
+                f"    f{k} = a{k}.reshape(-1)",
+                f"    if f{k}.size != n:",
+                "        return False",
+            ]
+            reads.append(f"        v{k} = f{k}[i]")
+        else:
+            same = f"a{k}.size != n or a{k}.ctypes.data != {out_names[kind]}.ctypes.data"
+            lines += [f"    if {same}:", "        return False"]
+            reads.append(f"        v{k} = {flat[kind]}[i]")
+    lines += [f"    {line}" for line in hoisted]
     lines.append("    for i in range(n):")
-    lines += [f"        v{k} = f{k}[i * s{k}]" for k in range(n_in)]
-    lines += [*body, *stores, "    return True"]
+    lines += [*reads, *(f"        {line}" for line in body), *stores, "    return True"]
     return "\n".join(lines) + "\n"
 
 

@@ -169,6 +169,12 @@ def _broadcast_to_shape(x, *, shape):
 
 
 def _broadcast_to(xp, x, out=None, *, shape):
+    if out is None and xp is np and type(x) is np.ndarray and not x.ndim and x.dtype.isbuiltin:
+        # a 0-d x (a loss's seed gradient): the view made directly, 0.7 us where NumPy's
+        # broadcast_to takes 2.3
+        view = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+        view.flags.writeable = False
+        return view
     view = xp.broadcast_to(x, shape)
     if out is None and xp is np and x.ndim and 1 in shape:  # a 0-d x: all 0, as PyTorch's
         view = _expand_strides(x, view)

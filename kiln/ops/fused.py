@@ -25,7 +25,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph.opdef import REGISTRY
 from . import vecmath
 from .core import defop
-from .fused_codegen import loop_pattern, numba_loop, python_code, specialize
+from .fused_codegen import loop_pattern, loop_source, numba_loop, python_code, specialize
 from .fused_cuda import run_fused
 from .fused_segments import segmented_block
 
@@ -71,8 +71,8 @@ class Signature:
         # no room of the results' size)
         self.eq_itemsize = max((d.itemsize for d in self.out_dtypes), default=self.itemsize)
         # The numba loops: False until the first is built, then a dict from the pattern of
-        # the arrays (`fused_codegen.loop_pattern`) to its loop (None: numba refused them or
-        # the program has no loop). `loop` gives NumPy's bits (KILN_EXACT=1); `fast` may call
+        # the arrays (`fused_codegen.loop_pattern`) to its loop (None: numba refused them),
+        # or None where the program has no loop (an op or dtype not lowered). `loop` gives NumPy's bits (KILN_EXACT=1); `fast` may call
         # libm functions within 2 ulp of NumPy's (the default; the same loops where the
         # program has none).
         self.loop = False
@@ -328,7 +328,8 @@ def _run_cpu(prog, sig, inputs, outs, exact) -> list:
     if nbytes > UNBLOCKED_BYTES:
         _run_blocked(prog, inputs, outs, sig, BLOCK_BYTES, exact)
         return outs
-    if _HAVE_NUMBA and out.size <= prog.limit(sig, exact):
+    loops = sig.loop if exact or prog.all_exact else sig.fast
+    if _HAVE_NUMBA and loops is not None and out.size <= prog.limit(sig, exact):
         loop = _numba_loop(prog, sig, inputs, outs, exact)
         if loop is not None and loop(*outs, *inputs):
             return outs
@@ -617,9 +618,11 @@ def _numba_loop(prog, sig, inputs, outs, exact=True):
     arrays = (*outs, *inputs)
     with _LOCK:
         loops = getattr(sig, attr)
-        if loops is False:
-            loops = {}
+        if loops is False:  # no loop at all where an op or dtype is not lowered
+            loops = {} if loop_source(prog, sig.dtypes, exact) is not None else None
             setattr(sig, attr, loops)
+        if loops is None:
+            return None
         loop = loops.get(pattern, False)
         if loop is False:
             loop = loops[pattern] = numba_loop(prog, sig.dtypes, arrays, exact, pattern)

@@ -234,3 +234,19 @@ def test_state_dict_round_trip_with_torch_and_deepcopy():
     assert type(twin) is type(m) and twin.parametrizations.weight.original is not (
         m.parametrizations.weight.original)  # fmt: skip
     np.testing.assert_allclose(_as_numpy(twin.weight), _as_numpy(m.weight))
+
+
+def test_transfer_parametrizations_and_params_as_torch():
+    torch = _torch()
+    results = []
+    for lib in (kn, torch):
+        symmetric, scale, _ = _parametrizations(lib)
+        source = _linear(lib, symmetric(), scale())
+        with lib.no_grad():
+            source.parametrizations.weight.original.mul_(2)
+        target = lib.nn.Linear(3, 3)
+        lib.nn.utils.parametrize.transfer_parametrizations_and_params(source, target)
+        assert target.parametrizations.weight.original is source.parametrizations.weight.original
+        results.append(([n for n, _ in target.named_parameters()], _as_numpy(target.weight)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[0][1], results[1][1], **TOL)

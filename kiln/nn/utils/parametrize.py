@@ -363,25 +363,33 @@ def type_before_parametrizations(module) -> type:
 
 
 def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
-    """Gives `to_module` the parametrizations of `from_module` (of `tensor_name`, else all)
-    and their `original` values (copied), as PyTorch's; returns `to_module`."""
+    """Parametrizes `to_module`'s `tensor_name` (else every parametrized tensor of
+    `from_module`) with `from_module`'s parametrizations, sharing them and their `original`
+    Parameters, as PyTorch's; a tensor `to_module` lacks is made first (a Parameter of the
+    parametrized value). Returns `to_module`.
+
+    >>> import kiln as kn
+    >>> class Double(kn.nn.Module):
+    ...     def forward(self, x):
+    ...         return 2 * x
+    >>> a = kn.nn.utils.parametrize.register_parametrization(kn.nn.Linear(2, 2), "weight",
+    ...                                                      Double())
+    >>> b = kn.nn.utils.parametrize.transfer_parametrizations_and_params(a, kn.nn.Linear(2, 2))
+    >>> b.parametrizations.weight.original is a.parametrizations.weight.original
+    True
+    """
     if not is_parametrized(from_module):
         return to_module
     names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
     for name in names:
         source = from_module.parametrizations[name]
-        if not hasattr(to_module, name) and name not in to_module.__dict__:
-            value = source.original if source.is_tensor else source.original0
-            setattr(to_module, name, Parameter(value.detach().clone()))
-        if not is_parametrized(to_module, name):
-            for parametrization in source:
-                register_parametrization(to_module, name, parametrization)
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name).detach()))
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
         target = to_module.parametrizations[name]
-        with no_grad():
-            if source.is_tensor:
-                _set(target.original, source.original.detach().clone())
-            else:
-                for i in range(source.ntensors):
-                    value = getattr(source, f"original{i}").detach().clone()
-                    _set(getattr(target, f"original{i}"), value)
+        originals = ["original"] if source.is_tensor else [
+            f"original{i}" for i in range(source.ntensors)]  # fmt: skip
+        for original in originals:
+            _register(target, original, getattr(source, original))
     return to_module

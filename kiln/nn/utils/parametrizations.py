@@ -1,7 +1,10 @@
 """Parametrizations built on `kn.nn.utils.parametrize`, as PyTorch's
 `torch.nn.utils.parametrizations`: `orthogonal` (a matrix, or a batch of them, kept
 orthogonal or unitary through the matrix exponential, the Cayley map or Householder
-reflectors of an unconstrained `original`)."""
+reflectors of an unconstrained `original`), `weight_norm` (a magnitude `original0` times the
+direction of `original1`) and `spectral_norm` (divided by its largest singular value, found
+by power iteration on the buffers `_u` and `_v`). The hook forms of the last two are
+kiln/nn/utils/weight_norm_hook.py and spectral_norm_hook.py."""
 
 from __future__ import annotations
 
@@ -11,11 +14,13 @@ from ... import frontend as F
 from ...eager import Tensor, no_grad
 from ...eager.factories import eye, randn, zeros, zeros_like
 from ...eager.tensor import make
-from ...errors import ArgumentError
+from ...errors import ArgumentError, IndexOutOfRangeError
 from ..module import Module
 from . import parametrize
+from .spectral_norm_hook import _unit
+from .weight_norm_hook import norm_except_dim
 
-__all__ = ["orthogonal"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 _MAPS = ("matrix_exp", "cayley", "householder")
 
@@ -153,4 +158,127 @@ def orthogonal(module, name: str = "weight", orthogonal_map: str | None = None, 
                             f'"householder". Got: {orthogonal_map}')  # fmt: skip
     orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
+
+
+class _WeightNorm(Module):
+    """`original1 * (original0 / ||original1||)`, the norm over every dim but `dim`."""
+
+    def __init__(self, dim: int | None = 0):
+        super().__init__()
+        self.dim = -1 if dim is None else dim
+
+    def forward(self, weight_g, weight_v):
+        return F.mul(weight_v, F.div(weight_g, norm_except_dim(weight_v, 2, self.dim)))
+
+    def right_inverse(self, weight):
+        return norm_except_dim(weight, 2, self.dim), weight
+
+
+def weight_norm(module, name: str = "weight", dim: int | None = 0):
+    """Reparametrizes `module.<name>` as a magnitude `parametrizations.<name>.original0`
+    (PyTorch's `g`, the norm over every dim but `dim`; dim=None: of the whole tensor) times
+    the direction of `original1` (`v`), as PyTorch's
+    `torch.nn.utils.parametrizations.weight_norm`; a state_dict of the hook form
+    (`<name>_g`, `<name>_v`) loads into it. Returns the module.
+
+    >>> import kiln as kn
+    >>> m = kn.nn.utils.parametrizations.weight_norm(kn.nn.Linear(3, 2))
+    >>> [(n, tuple(p.shape)) for n, p in m.named_parameters()]  # doctest: +NORMALIZE_WHITESPACE
+    [('bias', (2,)), ('parametrizations.weight.original0', (2, 1)),
+     ('parametrizations.weight.original1', (2, 3))]
+    """
+    parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def old_names(module, state_dict, prefix, *rest) -> None:
+        g, v = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g in state_dict and v in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v)
+
+    module.register_load_state_dict_pre_hook(old_names)
+    return module
+
+
+class _SpectralNorm(Module):
+    """The weight over its largest singular value `u . (W v)`; each training-mode forward
+    first takes `n_power_iterations` power-iteration steps on the buffers `_u` and `_v` (no
+    gradient flows through them). A vector is normalized instead."""
+
+    def __init__(self, weight, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12):
+        super().__init__()
+        ndim = weight.ndim
+        if not -ndim <= dim < ndim:
+            raise IndexOutOfRangeError(f"Dimension out of range (expected to be in range of "
+                                       f"[-{ndim}, {ndim - 1}] but got {dim})")  # fmt: skip
+        if n_power_iterations <= 0:
+            raise ArgumentError("Expected n_power_iterations to be positive, but got "
+                                f"n_power_iterations={n_power_iterations}")  # fmt: skip
+        self.dim = dim % ndim
+        self.eps = eps
+        if ndim > 1:
+            self.n_power_iterations = n_power_iterations
+            with no_grad():
+                matrix = self._matrix(weight.detach())
+                h, w = matrix.shape
+                self.register_buffer("_u", _unit(randn(h, dtype=weight.dtype), eps))
+                self.register_buffer("_v", _unit(randn(w, dtype=weight.dtype), eps))
+                u, v = self._power_method(matrix, self._u, self._v, 15)
+                self._u.copy_(u)
+                self._v.copy_(v)
+
+    def _matrix(self, weight):
+        if self.dim != 0:
+            weight = F.permute(
+                weight, [self.dim, *(d for d in range(weight.ndim) if d != self.dim)]
+            )
+        return F.reshape(weight, (weight.shape[0], -1))
+
+    def _power_method(self, matrix, u, v, steps: int) -> tuple:
+        fixed = F.stop_gradient(matrix)
+        for _ in range(steps):
+            u = _unit(F.mv(fixed, v), self.eps)
+            v = _unit(F.mv(F.t(fixed), u), self.eps)
+        return F.stop_gradient(u), F.stop_gradient(v)
+
+    def forward(self, weight):
+        if weight.ndim == 1:
+            return _unit(weight, self.eps)
+        matrix = self._matrix(weight)
+        u, v = self._u, self._v
+        if self.training:
+            u, v = self._power_method(matrix, u, v, self.n_power_iterations)
+        out = F.div(weight, F.dot(u, F.mv(matrix, v)))
+        if self.training:  # the buffers keep the new vectors (graphs: tied to `out`)
+            self._record_updates(out, {"_u": u, "_v": v})
+        return out
+
+    def right_inverse(self, value):
+        return value
+
+
+def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1,
+                  eps: float = 1e-12, dim: int | None = None):  # fmt: skip
+    """Divides `module.<name>` by its spectral norm, estimated by `n_power_iterations`
+    power-iteration steps on each training-mode read, as PyTorch's
+    `torch.nn.utils.parametrizations.spectral_norm` (the vectors: the buffers
+    `parametrizations.<name>[0]._u` and `_v`; `dim` defaults to 1 for transposed
+    convolutions, else 0). Returns the module.
+
+    >>> import kiln as kn
+    >>> m = kn.nn.utils.parametrizations.spectral_norm(kn.nn.Linear(4, 3))
+    >>> [n for n, _ in m.named_buffers()]
+    ['parametrizations.weight.0._u', 'parametrizations.weight.0._v']
+    >>> round(float(kn.linalg.matrix_norm(m.weight.detach(), 2)), 3)
+    1.0
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ArgumentError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if dim is None:
+        transposed = type(module).__name__ in ("ConvTranspose1d", "ConvTranspose2d",
+                                               "ConvTranspose3d")  # fmt: skip
+        dim = 1 if transposed else 0
+    norm = _SpectralNorm(weight, n_power_iterations, dim, eps)
+    parametrize.register_parametrization(module, name, norm)
     return module

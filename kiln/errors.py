@@ -122,6 +122,12 @@ class ArgumentError(_CalledAt, KilnError, ValueError):
     PyTorch raises ValueError there: this is one."""
 
 
+class UnknownModeError(ArgumentError, NotImplementedError):
+    """A mode name the function does not know where PyTorch raises NotImplementedError
+    (`F.pad(x, p, mode="typo")`: "Unrecognised padding mode typo"): an ArgumentError (a
+    ValueError) and a NotImplementedError (a RuntimeError) both."""
+
+
 class ArgumentTypeError(_CalledAt, KilnError, TypeError):
     """A Python argument of a type the function does not take (a string where a number goes,
     a `gradient=` that is not a tensor), or an unknown keyword. PyTorch raises TypeError

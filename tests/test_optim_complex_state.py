@@ -183,6 +183,6 @@ def test_slots_saved_as_pairs_of_reals_still_load():
     opt.load_state_dict(
         {"state": {0: {"momentum_buffer": kn.tensor(pairs)}}, "param_groups": groups}
     )
-    buf = opt.state[p]["momentum"].numpy()
+    buf = opt.state[p]["momentum_buffer"].numpy()
     assert buf.dtype == np.complex64 and buf.shape == (2, 3)
     np.testing.assert_array_equal(buf, GRADS[0])

@@ -9,7 +9,15 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, node_error
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    ShapeError,
+    UnknownModeError,
+    UsageError,
+    node_error,
+)
 from ..graph.core import Symbol, user_site
 from ..ops.random import in_trace, next_seed
 from . import random
@@ -380,12 +388,14 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
     array([[3., 2., 1., 2., 3., 2.]])
     """
     (x,) = lift(input)
-    widths = tuple(int(p) for p in pad)
-    if len(widths) % 2 or len(widths) // 2 > x.ndim:
+    widths = _pad_arguments(pad, mode, value)
+    if len(widths) % 2:
+        raise _shape_error("pad", "Padding length must be divisible by 2", x)
+    if len(widths) // 2 > x.ndim:
         raise _shape_error(
             "pad",
-            f"pad {tuple(pad)} must hold (before, after) pairs for at most the {x.ndim} dims "
-            f"of {sh.format_shape(x.shape)}",
+            "Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(widths)} and input of dimension {x.ndim}",
             x,
         )
     pairs = [(x.ndim - 1 - k, widths[2 * k], widths[2 * k + 1]) for k in range(len(widths) // 2)]
@@ -402,12 +412,8 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
             return x
         fill = float(fill) if dt.is_float(x.dtype) else int(fill)
         return call("pad", x, pad_width=tuple(width), value=fill)
-    if mode not in ("reflect", "replicate", "circular"):
-        raise _shape_error(
-            "pad", f"mode {mode!r} is none of 'constant', 'reflect', 'replicate', 'circular'", x
-        )
     if value is not None and value != 0:
-        raise _shape_error("pad", f"mode {mode!r} takes no value (got {value!r})", x)
+        raise UsageError(f'Padding mode "{mode}" doesn\'t take in value argument')
     for d, b, a in pairs:
         n = x.shape[d]
         if not isinstance(n, int) and (b or a):
@@ -443,6 +449,33 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         if len(parts) > 1:
             x = call("concat", *parts, axis=d)
     return x
+
+
+def _pad_arguments(pad, mode, value) -> tuple:
+    """`pad`'s widths as ints, after PyTorch's checks of the three arguments and in its
+    order: each argument's type (TypeError, as its argument parser), then the mode's name
+    (NotImplementedError: "Unrecognised padding mode")."""
+
+    def where(name: str, position: int) -> str:
+        return f"pad(): argument '{name}' (position {position}) must be"
+
+    if not isinstance(pad, (tuple, list)):
+        raise ArgumentTypeError(f"{where('pad', 2)} tuple of ints, not {type(pad).__name__}")
+    widths = []
+    for i, p in enumerate(pad):
+        integer = isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
+        if not integer and not (getattr(p, "ndim", None) == 0 and dt.is_int(p.dtype)):
+            raise ArgumentTypeError(f"{where('pad', 2)} tuple of ints, but found element of "
+                                    f"type {type(p).__name__} at pos {i}")  # fmt: skip
+        widths.append(int(p))
+    if not isinstance(mode, str):
+        raise ArgumentTypeError(f"{where('mode', 3)} str, not {type(mode).__name__}")
+    number = isinstance(value, (int, float, np.integer, np.floating, np.bool_))
+    if value is not None and not number and getattr(value, "ndim", None) != 0:
+        raise ArgumentTypeError(f"{where('value', 4)} float, not {type(value).__name__}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise UnknownModeError(f"Unrecognised padding mode {mode}")
+    return tuple(widths)
 
 
 def _crop(x, d: int, b: int, a: int, mode: str):

@@ -18,6 +18,7 @@ from .core import lift
 from .math import add, cast, mul
 from .nn_conv import _floats, static_sizes
 from .nn_functional import _shape_error
+from .nn_interpolate_uint8 import byte_taps, resample_bytes
 from .nn_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from .shape import broadcast_to, gather, reshape, unsqueeze
 
@@ -177,7 +178,8 @@ def interpolate(
     `scale_factor`, as PyTorch's `interpolate`: `mode` "nearest", "nearest-exact", "linear"
     (3-d input), "bilinear"/"bicubic" (4-d), "trilinear" (5-d) or "area"; `align_corners`
     for the linear and cubic modes (False when None). Floating-point inputs, and uint8 in
-    the nearest modes.
+    the nearest, bilinear and bicubic modes (antialiased too), rounded as PyTorch's CPU
+    kernels round them.
 
     >>> import kiln as kn
     >>> x = kn.tensor([[[1.0, 3.0]]])
@@ -207,11 +209,14 @@ def interpolate(
             "align_corners option can only be set with the interpolating modes: "
             "linear | bilinear | bicubic | trilinear"
         )
-    # nearest modes only gather, so they take uint8 images as PyTorch does
-    byte_nearest = x.dtype == np.uint8 and mode in ("nearest", "nearest-exact")
-    if not byte_nearest:
+    # nearest modes only gather, so they take uint8 images as PyTorch does; bilinear and
+    # bicubic ones too, in PyTorch's fixed-point arithmetic (kiln/frontend/nn_interpolate_uint8.py)
+    byte = x.dtype == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic")
+    if not byte:
         (x,) = _floats("interpolate", x)
     outs, factors = _sizes(x, n, size, scale_factor, recompute_scale_factor)
+    if byte and mode in ("bilinear", "bicubic"):
+        return _bytes(x, outs, factors, mode == "bicubic", bool(align_corners), antialias)
     if mode == "area":
         return _AREA[n](x, outs) if n in _AREA else _area_error(n)
     # as PyTorch: source positions and weights in float32 (float64 for a float64 input), and
@@ -232,6 +237,18 @@ def interpolate(
             taps = _linear(ftype, s, o, bool(align_corners), f)
         x = _resample(x, 2 + d, taps)
     return x if narrow is None else cast(x, narrow)
+
+
+def _bytes(x, outs, factors, cubic: bool, align_corners: bool, antialias: bool):
+    """A uint8 image resampled as PyTorch's CPU kernels do: the width first, then the height,
+    each a fixed-point pass rounded to uint8; a dim whose size stays is not resampled."""
+    for axis in (3, 2):
+        size, out = x.shape[axis], outs[axis - 2]
+        if size != out:
+            taps, precision = byte_taps(size, out, align_corners, factors[axis - 2], cubic,
+                                        antialias)  # fmt: skip
+            x = resample_bytes(x, axis, taps, precision)
+    return x
 
 
 def _area_error(n):

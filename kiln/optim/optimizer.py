@@ -172,14 +172,44 @@ class Optimizer(OptimizerHooks):
             super().__setattr__(name, value)
 
     @property
-    def state(self) -> defaultdict:
-        """Per-parameter state, as PyTorch's `optimizer.state`: a `defaultdict(dict)` keyed
-        by the parameter, which a custom `step()` fills (`state = self.state[p]`). A complex
-        parameter's slots are complex values of its shape and dtype, as PyTorch keeps them
-        (the update reads and writes them as its pairs of reals); scalar slots stay real."""
+    def state(self):
+        """Per-parameter state, as PyTorch's `optimizer.state`, keyed by the parameter.
+
+        A built-in optimizer's shows PyTorch's names and types over kiln's state
+        (kiln/optim/state_view.py): `opt.state[p]['exp_avg']` is the Tensor the next step
+        reads, eager or compiled, `step` a 0-d float Tensor (absent for SGD and Muon, as in
+        PyTorch), and writes (`.zero_()`, assignment, `del`) reach that step. A complex
+        parameter's slots are complex values of its shape and dtype, as PyTorch keeps them;
+        scalar slots stay real. An optimizer with a PyTorch-style `step()` of its own gets
+        the `defaultdict(dict)` that step fills (`state = self.state[p]`).
+
+        >>> import kiln as kn
+        >>> w = kn.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = kn.optim.RMSprop([w], lr=0.01, momentum=0.9)
+        >>> (w * w).sum().backward(); opt.step()
+        >>> list(opt.state[w]), opt.state[w]["step"].dtype
+        (['step', 'square_avg', 'momentum_buffer'], kiln.float32)
+        """
         for key in list(self.__dict__.get("_boxes", {})):  # steps taken under kn.compile
             self._from_traces(key)
-        return self._state
+        if self.custom:
+            return self._state
+        from .state_view import OptimizerState
+
+        return OptimizerState(self)
+
+    @state.setter
+    def state(self, value) -> None:
+        """`opt.state = defaultdict(dict)` (PyTorch's reset) or any {param: state}: the
+        state is that, and every step after starts from it."""
+        if self.custom:
+            self.__dict__["_state"] = defaultdict(dict, value)
+            return
+        view = self.state
+        for p in list(view):
+            del view[p]
+        for p, entry in dict(value).items():
+            view[p] = entry
 
     @property
     def custom(self) -> bool:
@@ -375,7 +405,7 @@ class Optimizer(OptimizerHooks):
             # NOTE: from here on nothing can fail: same shapes, same dtypes, plain writes.
             for t, count, new_param, new_slots in updates:
                 overwrite(t, new_param)  # t.copy_(new_param): checked in `_new_values`
-                self._state.setdefault(t, {}).update({"step": count, **new_slots})
+                _write_slots(self._state.setdefault(t, {}), count, new_slots)
                 self._to_traces(t)
         return loss
 
@@ -389,6 +419,8 @@ class Optimizer(OptimizerHooks):
         boxes = self.__dict__.get("_boxes", {}).get(t)
         if not boxes or t.device != "cpu":
             return
+        if t not in self._state and "step" in boxes and int(boxes["step"][0]) == 0:
+            return  # no step since its state was cleared (`del opt.state[p]`): none to show
         state = self._state.setdefault(t, {})
         for key, box in boxes.items():
             value = box[0]
@@ -683,6 +715,26 @@ class Optimizer(OptimizerHooks):
     def __repr__(self):
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
         return f"{type(self).__name__}({args})"
+
+
+def _write_slots(state: dict, count: int, new_slots: dict) -> None:
+    """A step's new slots into `state`: into its Tensors in place where they fit (on the
+    CPU), as PyTorch's steps write theirs, so a Tensor of `opt.state[p]` held across steps
+    follows them; else as new Tensors."""
+    state["step"] = count
+    for key, value in new_slots.items():
+        old = state.get(key)
+        if (
+            type(old) is Tensor
+            and type(value) is Tensor
+            and old._device == "cpu"
+            and value._device == "cpu"
+            and old._data.shape == value._data.shape
+            and old._data.dtype == value._data.dtype
+        ):
+            overwrite(old, value)
+        else:
+            state[key] = value
 
 
 def _average_over_ranks(grads_and_vars) -> list:

@@ -153,6 +153,11 @@ def _write(opt, p, group, step: int, slots: dict) -> None:
             tensors = {k: v.to(t.device) for k, v in tensors.items()}
         opt._state[t] = {"step": step, **tensors}
         _write_boxes(opt, t, group, step, slots)
+    _write_vars(opt, p, group, step, slots)
+
+
+def _write_vars(opt, p, group, step: int, slots: dict) -> None:
+    """Sets the state of `p`'s graph Variables (a slot not in `slots`: its first value)."""
     for var in _graph_vars(opt, p):
         state = opt._slots_of(var, group)
         state["step"].assign(np.int64(step))

@@ -1,6 +1,6 @@
 """`kn.nn.utils`: PyTorch's gradient clipping, of eager `.grad`s, and inside `kn.compile` or
 graph mode of the gradients `loss.backward()` left there (kiln/optim/graph_step.py); the
-parameters as one vector and back."""
+parameters as one vector and back; `skip_init`; `parametrize` and `parametrizations`."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from ... import frontend as F
 from ...eager import Tensor, no_grad
 from ...eager.factories import tensor as _tensor
 from ...errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
-from . import rnn
+from . import parametrizations, parametrize, rnn
 from .fusion import (
     fuse_conv_bn_eval,
     fuse_conv_bn_weights,
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
 )
+from .init import skip_init
 from .spectral_norm_hook import remove_spectral_norm, spectral_norm
 from .weight_norm_hook import remove_weight_norm, weight_norm
 
@@ -34,6 +35,7 @@ __all__ = [
     "parameters_to_vector",
     "remove_spectral_norm",
     "remove_weight_norm",
+    "skip_init",
     "spectral_norm",
     "vector_to_parameters",
     "weight_norm",

@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..eager import Tensor, no_grad, zeros_like
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, UsageError
-from ..graph.core import Symbol
+from ..graph.core import Graph, Symbol
 from ..graph.opdef import REGISTRY
 from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
@@ -63,16 +63,20 @@ def _active() -> list:
 
 
 def _graph_of(args) -> object | None:
+    """The graph of the first Symbol in `args` (nested lists and tuples too), else EAGER
+    where there is a Tensor, else None."""
+    found = None
     for a in args:
         if isinstance(a, Symbol):
             return a.graph
         if isinstance(a, Tensor):
-            return EAGER
-        if isinstance(a, (list, tuple)):
-            found = _graph_of(a)
-            if found is not None:
-                return found
-    return None
+            found = EAGER
+        elif isinstance(a, (list, tuple)):
+            inner = _graph_of(a)
+            if inner is not None and inner is not EAGER:
+                return inner
+            found = found or inner
+    return found
 
 
 class Module(ModuleHooks):
@@ -120,7 +124,9 @@ class Module(ModuleHooks):
             return compiled(*args, **kwargs)
         calls = _active()
         graph = _graph_of((*args, *kwargs.values()))
-        if graph is None and calls:
+        if calls and (graph is None or (graph is EAGER and isinstance(calls[-1], Graph))):
+            # no Symbol in the arguments: the graph being built or traced around the call
+            # (kn.compile of a step reading its batch from a closure), else as around it
             graph = calls[-1]
         calls.append(graph)
         try:

@@ -46,6 +46,7 @@ from .functional_act import (
     _underscored,
     celu,
     celu_,
+    elu_opmath,
     exp_branch,
     glu,
     hardshrink,
@@ -265,7 +266,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
         lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
         input,
         inplace,
-        opmath=True,
+        opmath=elu_opmath(alpha, 1.0, 1.0),
     )
 
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
+from .. import dtypes as dt
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
@@ -57,12 +60,14 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def in_place(name: str, fn, input, inplace: bool, opmath: bool = False):  # noqa: A002
+def in_place(name: str, fn, input, inplace: bool, opmath=False):  # noqa: A002
     """`fn(input)`, written into `input` when `inplace` (an eager Tensor, or a Symbol). With
     `opmath`, a float16 or bfloat16 input is computed in float32 and rounded once, as
-    PyTorch's kernels of these activations compute it (and their gradients)."""
+    PyTorch's kernels of these activations compute it (and their gradients); `opmath` a
+    function: that one is the float32 formula of half inputs (PyTorch's kernel's own, where
+    `fn`'s gradient would round differently)."""
     if opmath:
-        fn = F.core.half_in_float32(fn)
+        fn = _half_formula(fn, fn if opmath is True else opmath)
     if inplace and isinstance(input, Tensor):
         return _inplace(name, fn)(input)
     if inplace and isinstance(input, Symbol) and input.node.op.name not in _FEEDS:
@@ -71,6 +76,29 @@ def in_place(name: str, fn, input, inplace: bool, opmath: bool = False):  # noqa
 
 
 _FEEDS = ("placeholder", "variable")
+_HALF = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _half_formula(fn, wide):
+    """`fn`, but `wide` on float32 copies of a float16 or bfloat16 input, rounded once."""
+    half = F.core.half_in_float32(wide)
+    return lambda x: half(x) if getattr(x, "dtype", None) in _HALF else fn(x)
+
+
+def elu_opmath(alpha: float, scale: float, input_scale: float):
+    """PyTorch's float32 formula of elu, selu and celu for half inputs: `(exp(x * input_scale)
+    - 1) * (alpha * scale)` where x <= 0, else `x * scale`, its constants float32 as there.
+    Its gradient (`ct * (alpha * scale) * exp(..) * input_scale`) is theirs too, where kiln's
+    `expm1`-based one (`ct * (expm1(x) + 1)`) loses the small exp(x) of large negative x to
+    cancellation (an ulp of float16 at 5-9% of points)."""
+    negcoef = float(np.float32(alpha) * np.float32(scale))
+    inner, above = float(np.float32(input_scale)), float(np.float32(scale))
+
+    def negative(v):
+        v = v if inner == 1.0 else F.mul(v, inner)
+        return F.mul(F.sub(F.exp(v), 1.0), negcoef)
+
+    return lambda x: exp_branch(x, negative, above)
 
 
 def relu(input, inplace: bool = False):  # noqa: A002
@@ -114,7 +142,8 @@ def selu(input, inplace: bool = False):  # noqa: A002
     def fn(x):
         return exp_branch(x, lambda v: F.mul(F.expm1(v), SELU_ALPHA * SELU_SCALE), SELU_SCALE)
 
-    return in_place("selu_", fn, input, inplace, opmath=True)
+    half = elu_opmath(SELU_ALPHA, SELU_SCALE, 1.0)
+    return in_place("selu_", fn, input, inplace, opmath=half)
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
@@ -130,7 +159,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
     def fn(x):
         return exp_branch(x, lambda v: F.mul(F.expm1(F.div(v, alpha)), alpha))
 
-    return in_place("celu_", fn, input, inplace, opmath=True)
+    return in_place("celu_", fn, input, inplace, opmath=elu_opmath(alpha, 1.0, 1.0 / alpha))
 
 
 def _hardtanh(x, lo, hi):

@@ -17,7 +17,16 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError
 from . import vecmath
-from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
+from .core import (
+    apply,
+    defop,
+    half_opmath,
+    in_float32,
+    probe_dtype,
+    same_shape,
+    scalar,
+    ufunc_dtype,
+)
 from .lazy_loops import LazyLoops
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
@@ -231,7 +240,8 @@ cos = unary(
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 tanh = unary(
-    "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh", True),
+    "tanh", np.tanh, vjp=lambda ct, y, x: (half_opmath(lambda c, y: c * (1 - y * y), ct, y),),
+    lowering=_libm("tanh", True),
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
@@ -278,6 +288,12 @@ def _as_float(xp, x):
 
 
 def _sigmoid(xp, x, out=None):
+    if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
+        wide = _sigmoid(xp, x.astype(np.float32))
+        if out is None:
+            return wide.astype(np.float16)
+        out[...] = wide
+        return out
     if x.dtype.kind == "c":  # 1 / (1 + exp(-x)): logaddexp has no complex loop
         out = xp.asarray(xp.negative(x, out=out))
         xp.exp(out, out=out)
@@ -297,8 +313,18 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
     return f"{c_fn('exp', out)}(-{k.logaddexp(out)}(({c})0, -{x}))"
 
 
+def _sigmoid_vjp(ct, y, x):
+    # PyTorch's CPU kernels: float16 step by step as ct * (1 - y) * y, bfloat16 so in float32
+    # rounded once; float32 and float64 as kiln always computed them.
+    if y.dtype == np.float16:
+        return (ct * (1 - y) * y,)
+    if y.dtype == dt.bfloat16:
+        return (half_opmath(lambda c, y: c * (1 - y) * y, ct, y),)
+    return (ct * y * (1 - y),)
+
+
 sigmoid = unary(
-    "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
+    "sigmoid", np.sqrt, impl=_sigmoid, vjp=_sigmoid_vjp,
     lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip

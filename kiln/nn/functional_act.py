@@ -21,12 +21,14 @@ from .. import dtypes as dt
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
+from ..eager.grad_mode import is_grad_enabled
 from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.functionalize import symbol_inplace
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed
+from ..ops.state import GRAD_FORMULAS
 
 __all__ = [
     "celu",
@@ -83,6 +85,66 @@ def _half_formula(fn, wide):
     """`fn`, but `wide` on float32 copies of a float16 or bfloat16 input, rounded once."""
     half = F.core.half_in_float32(wide)
     return lambda x: half(x) if getattr(x, "dtype", None) in _HALF else fn(x)
+
+
+def with_grad(value, x, formula: tuple, *saved):
+    """`value`, whose gradient reaches `x` by `GRAD_FORMULAS[formula[0]]` (the `with_grad` op,
+    kiln/ops/state.py); `value` itself where no gradient can flow (an eager `x` that does not
+    require grad, or under no_grad)."""
+    if isinstance(x, Tensor) and not (x.requires_grad and is_grad_enabled()):
+        return value
+    return F.core.call("with_grad", value, x, *saved, formula=formula)
+
+
+def opmath_grad(fn, *formula):
+    """The float32 function of half inputs: `fn(x)`, its gradient PyTorch's backward kernel's
+    float32 formula `formula` (a name in `GRAD_FORMULAS` and its parameters)."""
+    return lambda x: with_grad(fn(x), x, formula, x)
+
+
+def _logsigmoid_grad(ct, x, buffer):
+    # the kernel's: (max_deriv - sign * buffer / (1 + buffer)) * ct, buffer = exp(-|x|)
+    negative = F.less(x, 0.0)
+    fraction = F.div(buffer, F.add(buffer, 1.0))
+    deriv = F.sub(F.where(negative, 1.0, 0.0), F.mul(F.where(negative, 1.0, -1.0), fraction))
+    return F.mul(deriv, ct)
+
+
+def _hardswish_grad(ct, x):  # 0 at -3 and ct at 3, as torch 2.13's kernel
+    mid = F.mul(ct, F.add(F.div(x, 3.0), 0.5))
+    return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.less(x, 3.0), mid, ct))
+
+
+def _sigmoid32(x):
+    return F.div(1.0, F.add(F.exp(F.neg(x)), 1.0))
+
+
+def _silu_grad(ct, x):
+    s = _sigmoid32(x)
+    return F.mul(F.mul(ct, s), F.add(F.mul(x, F.sub(1.0, s)), 1.0))
+
+
+def _mish_grad(ct, x):
+    s, t = _sigmoid32(x), F.tanh(F.log1p(F.exp(x)))
+    return F.mul(ct, F.add(t, F.mul(F.mul(x, s), F.sub(1.0, F.mul(t, t)))))
+
+
+def _softplus_grad(ct, x, beta, threshold):
+    bx = F.mul(x, beta)
+    above = F.greater(bx, threshold)
+    z = F.exp(F.where(above, 0.0, bx))  # NOTE: no inf above the threshold (second order)
+    return F.where(above, ct, F.div(F.mul(ct, z), F.add(z, 1.0)))
+
+
+# PyTorch's float32 backward formulas of half-precision activations, as its CPU kernels write
+# them (each step's order too); bound by `with_grad` on the float32 copies of half inputs.
+GRAD_FORMULAS.update(
+    logsigmoid=_logsigmoid_grad,
+    hardswish=_hardswish_grad,
+    silu=_silu_grad,
+    mish=_mish_grad,
+    softplus=_softplus_grad,
+)
 
 
 def elu_opmath(alpha: float, scale: float, input_scale: float):
@@ -223,7 +285,7 @@ def hardswish(input, inplace: bool = False):  # noqa: A002
         mid = F.div(F.mul(safe, F.add(safe, 3.0)), 6.0)
         return F.where(F.less_equal(x, -3.0), F.mul(x, 0.0), F.where(inside, mid, x))
 
-    return in_place("hardswish_", fn, input, inplace, opmath=True)
+    return in_place("hardswish_", fn, input, inplace, opmath=opmath_grad(fn, "hardswish"))
 
 
 def mish(input, inplace: bool = False):  # noqa: A002
@@ -234,7 +296,7 @@ def mish(input, inplace: bool = False):  # noqa: A002
     tensor([-0.3034,  0.0000,  0.8651])
     """
     fn = lambda x: F.mul(x, F.tanh(F.softplus(x)))  # noqa: E731
-    return in_place("mish_", fn, input, inplace, opmath=True)
+    return in_place("mish_", fn, input, inplace, opmath=opmath_grad(fn, "mish"))
 
 
 def softsign(input):  # noqa: A002

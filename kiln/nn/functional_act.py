@@ -21,11 +21,12 @@ from .. import dtypes as dt
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor
-from ..eager.grad_mode import is_grad_enabled
 from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
+from ..frontend.core import with_grad
 from ..frontend.functionalize import symbol_inplace
 from ..frontend.inplace import _inplace
+from ..frontend.math import exp32, fma32, log1p32, tanh32
 from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed
 from ..ops.state import GRAD_FORMULAS
@@ -87,15 +88,6 @@ def _half_formula(fn, wide):
     return lambda x: half(x) if getattr(x, "dtype", None) in _HALF else fn(x)
 
 
-def with_grad(value, x, formula: tuple, *saved):
-    """`value`, whose gradient reaches `x` by `GRAD_FORMULAS[formula[0]]` (the `with_grad` op,
-    kiln/ops/state.py); `value` itself where no gradient can flow (an eager `x` that does not
-    require grad, or under no_grad)."""
-    if isinstance(x, Tensor) and not (x.requires_grad and is_grad_enabled()):
-        return value
-    return F.core.call("with_grad", value, x, *saved, formula=formula)
-
-
 def opmath_grad(fn, *formula):
     """The float32 function of half inputs: `fn(x)`, its gradient PyTorch's backward kernel's
     float32 formula `formula` (a name in `GRAD_FORMULAS` and its parameters)."""
@@ -115,18 +107,24 @@ def _hardswish_grad(ct, x):  # 0 at -3 and ct at 3, as torch 2.13's kernel
     return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.less(x, 3.0), mid, ct))
 
 
+# NOTE: PyTorch's compiler fuses a product feeding a sum (`1 + x * (1 - s)`) into one
+# rounding: `fma32` does so here.
 def _sigmoid32(x):
-    return F.div(1.0, F.add(F.exp(F.neg(x)), 1.0))
+    return F.div(1.0, F.add(exp32(F.neg(x)), 1.0))
+
+
+def _tanh_softplus32(x):
+    return tanh32(log1p32(exp32(x)))
 
 
 def _silu_grad(ct, x):
     s = _sigmoid32(x)
-    return F.mul(F.mul(ct, s), F.add(F.mul(x, F.sub(1.0, s)), 1.0))
+    return F.mul(F.mul(ct, s), fma32(x, F.sub(1.0, s), 1.0))
 
 
 def _mish_grad(ct, x):
-    s, t = _sigmoid32(x), F.tanh(F.log1p(F.exp(x)))
-    return F.mul(ct, F.add(t, F.mul(F.mul(x, s), F.sub(1.0, F.mul(t, t)))))
+    s, t = _sigmoid32(x), _tanh_softplus32(x)
+    return F.mul(ct, fma32(F.mul(x, s), fma32(F.neg(t), t, 1.0), t))
 
 
 def _softplus_grad(ct, x, beta, threshold):
@@ -296,7 +294,8 @@ def mish(input, inplace: bool = False):  # noqa: A002
     tensor([-0.3034,  0.0000,  0.8651])
     """
     fn = lambda x: F.mul(x, F.tanh(F.softplus(x)))  # noqa: E731
-    return in_place("mish_", fn, input, inplace, opmath=opmath_grad(fn, "mish"))
+    half = opmath_grad(lambda x: F.mul(x, _tanh_softplus32(x)), "mish")
+    return in_place("mish_", fn, input, inplace, opmath=half)
 
 
 def softsign(input):  # noqa: A002

@@ -129,3 +129,28 @@ def test_float_gradients_keep_their_formula(name, dtype):
     v, one = y.detach().numpy(), x.dtype.type(1)
     want = c * v * (one - v) if name == "sigmoid" else c * (one - v * v)
     np.testing.assert_array_equal(t.grad.numpy(), want)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["elu", "selu", "celu", "silu", "mish", "hardswish"])
+def test_inplace_half_gradient_is_torchs(name, half, mode):
+    """In place, PyTorch's elu/selu/celu gradient reads the rounded result (is_result): it
+    differed at 1,773-1,797 of these points before."""
+
+    def step(lib, x):
+        y = getattr(lib.nn.functional, name)(x * 1, inplace=True)
+        return y
+
+    got, want = [], []
+    for lib, out in ((torch, want), (kn, got)):
+        x = lib.tensor(X).to(getattr(lib, half)).requires_grad_()
+        run = kn.compile(lambda v: step(kn, v)) if lib is kn and mode == "compile" else None
+        y = run(x) if run else step(lib, x)
+        y.backward(lib.tensor(CT).to(x.dtype))
+        out += [y.detach().float().numpy(), x.grad.float().numpy()]
+    if name == "mish" and half == "float16":  # the value's one tie (see above)
+        assert np.sum(got[0] != want[0]) <= 1
+    else:
+        np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

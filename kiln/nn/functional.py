@@ -270,7 +270,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
         lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
         input,
         inplace,
-        opmath=elu_opmath(alpha, 1.0, 1.0),
+        opmath=elu_opmath(alpha, 1.0, 1.0, input, inplace),
     )
 
 

@@ -145,12 +145,13 @@ GRAD_FORMULAS.update(
 )
 
 
-def elu_opmath(alpha: float, scale: float, input_scale: float):
+def elu_opmath(alpha, scale, input_scale, input=None, inplace=False):  # noqa: A002
     """PyTorch's float32 formula of elu, selu and celu for half inputs: `(exp(x * input_scale)
     - 1) * (alpha * scale)` where x <= 0, else `x * scale`, its constants float32 as there.
     Its gradient (`ct * (alpha * scale) * exp(..) * input_scale`) is theirs too, where kiln's
     `expm1`-based one (`ct * (expm1(x) + 1)`) loses the small exp(x) of large negative x to
-    cancellation (an ulp of float16 at 5-9% of points)."""
+    cancellation (an ulp of float16 at 5-9% of points). In place, PyTorch's gradient reads
+    the result, rounded to `input`'s dtype: `ct * input_scale * (y + alpha * scale)`."""
     negcoef = float(np.float32(alpha) * np.float32(scale))
     inner, above = float(np.float32(input_scale)), float(np.float32(scale))
 
@@ -158,7 +159,27 @@ def elu_opmath(alpha: float, scale: float, input_scale: float):
         v = v if inner == 1.0 else F.mul(v, inner)
         return F.mul(F.sub(F.exp(v), 1.0), negcoef)
 
-    return lambda x: exp_branch(x, negative, above)
+    def fn(x):
+        return exp_branch(x, negative, above)
+
+    dtype = getattr(input, "dtype", None)
+    if not inplace or dtype not in _HALF:
+        return fn
+
+    def from_result(x):
+        y = fn(x)
+        rounded = F.core.call("cast", F.core.call("cast", y, dtype=dtype), dtype=np.float32)
+        return with_grad(y, x, ("elu_result", negcoef, inner, above), rounded)
+
+    return from_result
+
+
+def _elu_result_grad(ct, y, negcoef, inner, above):
+    negative = F.mul(F.mul(ct, inner), F.add(y, negcoef))
+    return F.where(F.greater(y, 0.0), F.mul(ct, above), negative)
+
+
+GRAD_FORMULAS["elu_result"] = _elu_result_grad
 
 
 def relu(input, inplace: bool = False):  # noqa: A002
@@ -202,7 +223,7 @@ def selu(input, inplace: bool = False):  # noqa: A002
     def fn(x):
         return exp_branch(x, lambda v: F.mul(F.expm1(v), SELU_ALPHA * SELU_SCALE), SELU_SCALE)
 
-    half = elu_opmath(SELU_ALPHA, SELU_SCALE, 1.0)
+    half = elu_opmath(SELU_ALPHA, SELU_SCALE, 1.0, input, inplace)
     return in_place("selu_", fn, input, inplace, opmath=half)
 
 
@@ -219,7 +240,8 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
     def fn(x):
         return exp_branch(x, lambda v: F.mul(F.expm1(F.div(v, alpha)), alpha))
 
-    return in_place("celu_", fn, input, inplace, opmath=elu_opmath(alpha, 1.0, 1.0 / alpha))
+    half = elu_opmath(alpha, 1.0, 1.0 / alpha, input, inplace)
+    return in_place("celu_", fn, input, inplace, opmath=half)
 
 
 def _hardtanh(x, lo, hi):

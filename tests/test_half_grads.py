@@ -7,7 +7,8 @@ approximation) by PyTorch's float32 formulas (`with_grad`), gelu's erf Abramowit
 polynomial in fused multiply-adds as PyTorch's vectorized one. Before, float16 sigmoid's value
 differed at 995 of these 4,001 points, its gradient at 1,400; tanh's gradient at 966, elu's at
 156, selu's at 212, logsigmoid's at 502 (bfloat16: 577, 623, 96, 84, 511); float16 gelu's values
-at 85, its gradient at 14, the tanh approximation's at 135 and 138 (bfloat16: 94, 87). Expected
+at 85, its gradient at 14, the tanh approximation's at 135 and 138 (bfloat16: 94, 87);
+softsign's gradient (division's, in PyTorch's order) at 1,299 (bfloat16: 1,284). Expected
 values: torch 2.13 on the same points, with the same random cotangent. Each mode (eager, graph,
 kn.compile) runs the same op records.
 """
@@ -40,6 +41,7 @@ def _fn(lib, name):
         "hardswish": F.hardswish,
         "softplus": F.softplus,
         "softplus_beta": lambda x: F.softplus(x, beta=2.0, threshold=5.0),
+        "softsign": F.softsign,
         "gelu": F.gelu,
         "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     }
@@ -73,7 +75,7 @@ def _kiln(name, half, mode):
 
 NAMES = ["sigmoid", "tanh", "tanhshrink", "elu", "elu_alpha", "selu", "celu", "celu_alpha"]
 NAMES += ["logsigmoid", "silu", "mish", "hardswish", "softplus", "softplus_beta"]
-NAMES += ["gelu", "gelu_tanh"]
+NAMES += ["gelu", "gelu_tanh", "softsign"]
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph", "compile"])

@@ -672,8 +672,19 @@ mul = binary(
     tags={"commutative", "vjp_arrays", "complex"},
     lowering=_exact(_c_arith("*", "&&")),
 )  # fmt: skip
+
+
+def _div_vjp(ct, z, a, b):
+    if z.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded: -ct * ((a / b) / b)
+        return ct / b, -ct * (z / b)
+    return ct / b, -ct * z / b
+
+
+_HALF_DTYPES = (np.dtype(np.float16), dt.bfloat16)
+
+
 div = binary(
-    "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
+    "div", np.true_divide, vjp=_div_vjp,
     lowering=_exact(_c_arith("/")), tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 

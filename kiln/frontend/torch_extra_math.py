@@ -14,6 +14,7 @@ from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import ArgumentTypeError, IndexOutOfRangeError, UsageError
 from ..graph.opdef import REGISTRY
+from ..ops.state import GRAD_FORMULAS
 from . import core, special
 from . import math as m
 from . import shape as s
@@ -71,7 +72,17 @@ def reciprocal(input):  # noqa: A002
     tensor([0.5000, 0.2500])
     """
     x = _float(input)
-    return m.div(1.0, x)
+    y = m.div(1.0, x)
+    if x.dtype in (np.dtype(np.float16), dt.bfloat16):  # PyTorch's gradient: -ct * (y * y)
+        return core.with_grad(y, x, ("reciprocal",), y)
+    return y
+
+
+def _reciprocal_grad(ct, y):
+    return m.mul(m.neg(ct), m.mul(y, y))
+
+
+GRAD_FORMULAS["reciprocal"] = _reciprocal_grad
 
 
 erfc = special.erfc  # an op of its own: accurate where 1 - erf(x) cancels (x > 1)

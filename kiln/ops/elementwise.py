@@ -259,7 +259,19 @@ isfinite = unary(
 )  # fmt: skip
 
 
+_HALF_DTYPES = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _copy_result(result, out):
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 def _rsqrt(xp, x, out=None):
+    if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
+        return _copy_result(_rsqrt(xp, x.astype(np.float32)).astype(np.float16), out)
     out = xp.asarray(xp.sqrt(x, out=out))  # 0-d: ufuncs return scalars
     return xp.reciprocal(out, out=out)
 
@@ -276,8 +288,18 @@ def _rsqrt_c(k, xs, dtypes, out, attrs):  # NumPy: sqrt, then reciprocal (two ro
     return f"{c_rn('div', out)}(({c})1, {c_rn('sqrt', out)}({x}))"
 
 
+def _rsqrt_vjp(ct, y, x):
+    # PyTorch's: -0.5 * ct * y**3, its float16 cube in float32 rounded once, bfloat16's step
+    # by step; kiln's own order for float32 and float64
+    if y.dtype == np.float16:
+        return (ct * -0.5 * half_opmath(lambda y: y * y * y, y),)
+    if y.dtype == dt.bfloat16:
+        return (ct * -0.5 * (y * y * y),)
+    return (ct * y * y * y * -0.5,)
+
+
 rsqrt = unary(
-    "rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,),
+    "rsqrt", np.sqrt, impl=_rsqrt, vjp=_rsqrt_vjp,
     lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c),
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
@@ -289,11 +311,7 @@ def _as_float(xp, x):
 
 def _sigmoid(xp, x, out=None):
     if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
-        wide = _sigmoid(xp, x.astype(np.float32))
-        if out is None:
-            return wide.astype(np.float16)
-        out[...] = wide
-        return out
+        return _copy_result(_sigmoid(xp, x.astype(np.float32)).astype(np.float16), out)
     if x.dtype.kind == "c":  # 1 / (1 + exp(-x)): logaddexp has no complex loop
         out = xp.asarray(xp.negative(x, out=out))
         xp.exp(out, out=out)
@@ -554,6 +572,8 @@ def _erf_dtype(x):
 
 
 def _erf_vjp(ct, y, x):
+    if x.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded
+        return (apply("exp", -(x * x)) * float(2 / np.sqrt(np.pi)) * ct,)
     return (ct * apply("exp", -(x * x)) * (2 / np.sqrt(np.pi)),)
 
 
@@ -678,9 +698,6 @@ def _div_vjp(ct, z, a, b):
     if z.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded: -ct * ((a / b) / b)
         return ct / b, -ct * (z / b)
     return ct / b, -ct * z / b
-
-
-_HALF_DTYPES = (np.dtype(np.float16), dt.bfloat16)
 
 
 div = binary(

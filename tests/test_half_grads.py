@@ -159,7 +159,8 @@ def test_inplace_half_gradient_is_torchs(name, half, mode):
 
 
 # Unary ops whose half gradients followed kiln's own order of rounding steps (or a float16
-# rsqrt rounded twice): points of 4,001 (float16 / bfloat16) that differed before.
+# rsqrt rounded twice, sinc's pi x rounded to the half dtype, bfloat16 logit computed in
+# float32): points of 4,001 (float16 / bfloat16) that differed before.
 UNARY = {
     "rsqrt": ((0.01, 20), "values 1,117 / 0, gradients 2,370 / 1,835"),
     "reciprocal": ((0.1, 20), "gradients 956 / 856"),
@@ -169,6 +170,8 @@ UNARY = {
     "erf": ((-6, 6), "gradients 1,360 / 2,258"),
     "erfc": ((-6, 6), "gradients 1,360 / 2,258"),
     "erfinv": ((-0.99, 0.99), "gradients 1,359 / 1,357"),
+    "sinc": ((-6, 6), "values 2,998 / 2,926, gradients 2,703 / 2,569"),
+    "logit": ((0.01, 0.99), "values 0 / 1,450 (bfloat16 step by step there)"),
 }
 
 

@@ -272,9 +272,29 @@ def sinc(input):  # noqa: A002
     tensor([1.0000, 0.6366])
     """
     x = _float(input)
+    if x.dtype in (np.dtype(np.float16), dt.bfloat16):
+        # PyTorch's: sin(pi x) / (pi x) in float32 rounded once, its gradient in x's dtype
+        return core.with_grad(core.half_in_float32(_sinc32)(x), x, ("sinc",), x)
     zero = m.equal(x, 0)
     px = m.mul(m.where(zero, 1.0, x), _math.pi)
     return m.where(zero, 1.0, m.div(m.sin(px), px))
+
+
+def _sinc32(x):
+    zero = m.equal(x, 0)
+    px = m.mul(m.where(zero, 1.0, x), _math.pi)
+    return m.where(zero, 1.0, m.div(m._rounded32(m.sin, px), px))
+
+
+def _sinc_grad(ct, x):
+    # PyTorch's sinc_backward, each step rounded to x's dtype:
+    # ct * ((pi x cos(pi x) - sin(pi x)) / (x x pi)), 0 where x x pi is 0
+    px, pxx = m.mul(x, _math.pi), m.mul(m.mul(x, x), _math.pi)
+    out = m.mul(ct, m.div(m.sub(m.mul(px, m.cos(px)), m.sin(px)), pxx))
+    return m.where(m.equal(pxx, 0.0), 0.0, out)
+
+
+GRAD_FORMULAS["sinc"] = _sinc_grad
 
 
 def heaviside(input, values):  # noqa: A002

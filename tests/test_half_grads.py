@@ -203,3 +203,32 @@ def test_half_unary_gradient_is_torchs(name, half, mode):
     else:
         np.testing.assert_array_equal(got_y, want_y)
     np.testing.assert_array_equal(got_g, want_g)
+
+
+SM_X = np.random.default_rng(1).normal(size=(8, 9, 31)).astype(np.float32) * 3
+SM_CT = np.random.default_rng(2).normal(size=SM_X.shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name, dim", [("softmax", -1), ("log_softmax", -1), ("log_softmax", 1)])
+def test_half_softmax_is_torchs(name, dim, half):
+    """Along the last dim PyTorch's kernel keeps log_softmax's sum and its log in the half
+    dtype, and both backward kernels read the rounded result: y * (ct - sum(ct * y)) and
+    ct - exp(y) * sum(ct) in float32. Before, of these 2,232 points, float16 softmax's
+    gradient differed at 718, log_softmax's values at 183 and gradients at 227 (dim 1: 258;
+    bfloat16 829, 167, 211, 250). Softmax along another dim is PyTorch's own mix of two
+    kernels (a vectorized one, and a scalar one for the last inner positions that do not fill
+    a vector, which rounds exp(x - m) first): kiln's values there differ as before."""
+    out = []
+    for lib in (torch, kn):
+        x = lib.tensor(SM_X).to(getattr(lib, half)).requires_grad_()
+        y = getattr(lib, name)(x, dim)
+        y.backward(lib.tensor(SM_CT).to(x.dtype))
+        out.append((y.detach().float().numpy(), x.grad.float().numpy()))
+    (want_y, want_g), (got_y, got_g) = out
+    np.testing.assert_array_equal(got_y, want_y)
+    if name == "softmax" and half == "float16":  # 2 points: float32 sums in another order
+        assert np.sum(got_g != want_g) <= 2
+        np.testing.assert_allclose(got_g, want_g, rtol=2e-3, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got_g, want_g)

@@ -21,7 +21,6 @@ from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from ..ops.multi import elements
-from ..ops.state import GRAD_FORMULAS
 from . import core
 from .autocast import autocast_op
 from .core import call, half_in_float32, in_float32, lift, promote
@@ -452,9 +451,9 @@ def gelu(input, approximate: str = "none"):
     if approximate not in ("none", "tanh"):
         raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if input.dtype == np.float16 or (approximate == "tanh" and input.dtype == dt.bfloat16):
-        name = "gelu_" + approximate
-        fn = _gelu_erf32 if approximate == "none" else _gelu_tanh32
-        return half_in_float32(lambda x: core.with_grad(fn(x), x, (name,), x))(input)
+        from .half_formulas import gelu32  # NOTE: here: that module is written with these ops
+
+        return half_in_float32(lambda x: gelu32(x, approximate))(input)
     return half_in_float32(_gelu)(input, approximate)
 
 
@@ -463,91 +462,6 @@ def _gelu(x, approximate):
         return mul(mul(x, 0.5), add(erf(mul(x, 1 / math.sqrt(2))), 1.0))
     inner = mul(add(x, mul(pow(x, 3), 0.044715)), math.sqrt(2 / math.pi))
     return mul(mul(x, 0.5), add(tanh(inner), 1.0))
-
-
-# -- PyTorch's float32 gelu of half inputs (its CPU kernels' vectorized loops) ---------------
-# erf there is Abramowitz and Stegun's 7.1.26 (|error| < 1.5e-7) in fused multiply-adds, which
-# `fma32` computes in float64 (the product exact) and rounds to float32; its compiler fuses a
-# product that feeds a sum too (`1 - t * t`), so these formulas do.
-_F32 = np.float32
-_SQRT1_2 = float(_F32(math.sqrt(0.5)))
-_ERF_T = float(_F32(0.3275911))
-_ERF_P = [float(_F32(c)) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736)]
-_ERF_P1 = float(_F32(0.254829592))
-_GELU_BETA = float(_F32(2 / math.sqrt(math.pi) * math.sqrt(0.5) * 0.5))  # 1/sqrt(2 pi)
-_TANH_BETA, _TANH_KAPPA = float(_F32(math.sqrt(2) * 2 / math.sqrt(math.pi) * 0.5)), 0.044715
-_TANH_KAPPA3 = float(_F32(3) * _F32(_TANH_KAPPA))
-
-
-def fma32(a, b, c):
-    """`a * b + c` of float32 values rounded once (a fused multiply-add)."""
-    wide = [call("cast", v, dtype=np.dtype(np.float64)) if not isinstance(v, float) else v
-            for v in (a, b, c)]  # fmt: skip
-    return call("cast", add(mul(wide[0], wide[1]), wide[2]), dtype=np.dtype(np.float32))
-
-
-def _erf32(v):
-    t = div(1.0, fma32(_ERF_T, abs(v), 1.0))
-    r = fma32(_ERF_P[0], t, _ERF_P[1])
-    for c in (*_ERF_P[2:], _ERF_P1):
-        r = fma32(r, t, c)
-    e = exp(neg(mul(v, v)))
-    magnitude = fma32(mul(neg(e), t), r, 1.0)
-    return where(less(v, 0.0), neg(magnitude), magnitude)
-
-
-def _gelu_erf32(x):
-    return mul(mul(x, 0.5), add(_erf32(mul(x, _SQRT1_2)), 1.0))
-
-
-def _gelu_erf_grad(ct, x):
-    cdf = mul(add(_erf32(mul(x, _SQRT1_2)), 1.0), 0.5)
-    pdf = mul(exp(mul(mul(x, x), -0.5)), _GELU_BETA)
-    return mul(ct, fma32(x, pdf, cdf))
-
-
-def _rounded32(fn, v):
-    """`fn(v)` of float32 `v` computed in float64 and rounded to float32: the correctly
-    rounded value but at rare ties, as PyTorch's vectorized exp, log1p, tanh (SLEEF's, within
-    an ulp and nearly always correctly rounded) give it, where NumPy's float32 loops miss by
-    an ulp more often."""
-    wide = fn(call("cast", v, dtype=np.dtype(np.float64)))
-    return call("cast", wide, dtype=np.dtype(np.float32))
-
-
-def exp32(v):
-    """float32 exp, correctly rounded (`_rounded32`)."""
-    return _rounded32(exp, v)
-
-
-def log1p32(v):
-    """float32 log1p, correctly rounded (`_rounded32`)."""
-    return _rounded32(log1p, v)
-
-
-def tanh32(v):
-    """float32 tanh as PyTorch's vectorized one: correctly rounded (`_rounded32`), and ±1
-    from |v| > 8.664339742 (where the correctly rounded value is 1 - 2**-24 for a while)."""
-    return where(greater(abs(v), 8.664339742), where(less(v, 0.0), -1.0, 1.0), _rounded32(tanh, v))
-
-
-def _tanh_inner(x):
-    return mul(fma32(mul(mul(x, x), x), _TANH_KAPPA, x), _TANH_BETA)
-
-
-def _gelu_tanh32(x):
-    return mul(mul(x, 0.5), add(tanh32(_tanh_inner(x)), 1.0))
-
-
-def _gelu_tanh_grad(ct, x):
-    t = tanh32(_tanh_inner(x))
-    left, right = mul(x, 0.5), add(t, 1.0)
-    inner_derivative = mul(fma32(mul(x, x), _TANH_KAPPA3, 1.0), _TANH_BETA)
-    left_tanh = mul(left, fma32(neg(t), t, 1.0))
-    return mul(ct, fma32(left_tanh, inner_derivative, mul(right, 0.5)))
-
-
-GRAD_FORMULAS.update(gelu_none=_gelu_erf_grad, gelu_tanh=_gelu_tanh_grad)
 
 
 @takes_out

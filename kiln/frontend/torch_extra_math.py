@@ -20,6 +20,7 @@ from . import math as m
 from . import shape as s
 from . import torch_math as tm
 from .core import call, lift
+from .half_formulas import rounded32
 from .out import takes_out
 from .torch_extra_shape import select
 
@@ -283,7 +284,7 @@ def sinc(input):  # noqa: A002
 def _sinc32(x):
     zero = m.equal(x, 0)
     px = m.mul(m.where(zero, 1.0, x), _math.pi)
-    return m.where(zero, 1.0, m.div(m._rounded32(m.sin, px), px))
+    return m.where(zero, 1.0, m.div(rounded32(m.sin, px), px))
 
 
 def _sinc_grad(ct, x):

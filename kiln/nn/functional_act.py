@@ -25,8 +25,8 @@ from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.core import with_grad
 from ..frontend.functionalize import symbol_inplace
+from ..frontend.half_formulas import tanh_softplus32
 from ..frontend.inplace import _inplace
-from ..frontend.math import exp32, fma32, log1p32, tanh32
 from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed
 from ..ops.state import GRAD_FORMULAS
@@ -92,57 +92,6 @@ def opmath_grad(fn, *formula):
     """The float32 function of half inputs: `fn(x)`, its gradient PyTorch's backward kernel's
     float32 formula `formula` (a name in `GRAD_FORMULAS` and its parameters)."""
     return lambda x: with_grad(fn(x), x, formula, x)
-
-
-def _logsigmoid_grad(ct, x, buffer):
-    # the kernel's: (max_deriv - sign * buffer / (1 + buffer)) * ct, buffer = exp(-|x|)
-    negative = F.less(x, 0.0)
-    fraction = F.div(buffer, F.add(buffer, 1.0))
-    deriv = F.sub(F.where(negative, 1.0, 0.0), F.mul(F.where(negative, 1.0, -1.0), fraction))
-    return F.mul(deriv, ct)
-
-
-def _hardswish_grad(ct, x):  # 0 at -3 and ct at 3, as torch 2.13's kernel
-    mid = F.mul(ct, F.add(F.div(x, 3.0), 0.5))
-    return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.less(x, 3.0), mid, ct))
-
-
-# NOTE: PyTorch's compiler fuses a product feeding a sum (`1 + x * (1 - s)`) into one
-# rounding: `fma32` does so here.
-def _sigmoid32(x):
-    return F.div(1.0, F.add(exp32(F.neg(x)), 1.0))
-
-
-def _tanh_softplus32(x):
-    return tanh32(log1p32(exp32(x)))
-
-
-def _silu_grad(ct, x):
-    s = _sigmoid32(x)
-    return F.mul(F.mul(ct, s), fma32(x, F.sub(1.0, s), 1.0))
-
-
-def _mish_grad(ct, x):
-    s, t = _sigmoid32(x), _tanh_softplus32(x)
-    return F.mul(ct, fma32(F.mul(x, s), fma32(F.neg(t), t, 1.0), t))
-
-
-def _softplus_grad(ct, x, beta, threshold):
-    bx = F.mul(x, beta)
-    above = F.greater(bx, threshold)
-    z = F.exp(F.where(above, 0.0, bx))  # NOTE: no inf above the threshold (second order)
-    return F.where(above, ct, F.div(F.mul(ct, z), F.add(z, 1.0)))
-
-
-# PyTorch's float32 backward formulas of half-precision activations, as its CPU kernels write
-# them (each step's order too); bound by `with_grad` on the float32 copies of half inputs.
-GRAD_FORMULAS.update(
-    logsigmoid=_logsigmoid_grad,
-    hardswish=_hardswish_grad,
-    silu=_silu_grad,
-    mish=_mish_grad,
-    softplus=_softplus_grad,
-)
 
 
 def elu_opmath(alpha, scale, input_scale, input=None, inplace=False):  # noqa: A002
@@ -316,7 +265,7 @@ def mish(input, inplace: bool = False):  # noqa: A002
     tensor([-0.3034,  0.0000,  0.8651])
     """
     fn = lambda x: F.mul(x, F.tanh(F.softplus(x)))  # noqa: E731
-    half = opmath_grad(lambda x: F.mul(x, _tanh_softplus32(x)), "mish")
+    half = opmath_grad(lambda x: F.mul(x, tanh_softplus32(x)), "mish")
     return in_place("mish_", fn, input, inplace, opmath=half)
 
 

@@ -137,6 +137,11 @@ class _Index:
 IX = _Index()
 
 
+def _silu_with_grad(x):
+    value = kn.mul(x, kn.sigmoid(x))
+    return bind(REGISTRY["with_grad"], value, x, x, formula=("silu",))
+
+
 def stop_gradient(x):
     """kn.stop_gradient when the frontend has it; else the primitive through `bind`."""
     frontend = getattr(kn, "stop_gradient", None)
@@ -1130,6 +1135,8 @@ rows(
     OpCase("stop_gradient", "0d", stop_gradient, args(()), lambda x: x, ("float32", "int64")),
     OpCase("stop_gradient", "transposed", stop_gradient, args(Arg((3, 5), layout="T")),
            lambda x: x),
+    # with_grad: silu's value, its gradient by the silu formula (kiln/nn/functional_act.py)
+    OpCase("with_grad", "silu", _silu_with_grad, args((3, 5)), lambda x: x / (1 + np.exp(-x))),
     OpCase("placeholder", "identity", lambda x: x, args((3, 5)), lambda x: x,
            ("float32", "int8", "bool")),
     OpCase(

@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager import dispatch
+from ..eager.grad_mode import is_grad_enabled
 from ..eager.sparse import LAYOUTS
 from ..eager.tensor import Tensor
 from ..errors import GraphError
@@ -269,6 +270,22 @@ def half_in_float32(fn):
     kiln.float16
     """
     return in_float32(fn, (dt.bfloat16, np.dtype(np.float16)))
+
+
+def with_grad(value, x, formula: tuple, *saved):
+    """`value`, whose gradient reaches `x` by the backward formula `formula` (`(name,
+    *params)`, a name in `kiln.ops.state.GRAD_FORMULAS`, reading `saved`): the `with_grad`
+    op; `value` itself where no gradient can flow (an eager `x` that does not require grad,
+    or under no_grad).
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([1.0])
+    >>> with_grad(x * 2, x, ("silu",), x) is not None
+    True
+    """
+    if isinstance(x, Tensor) and not (x.requires_grad and is_grad_enabled()):
+        return value
+    return call("with_grad", value, x, *saved, formula=formula)
 
 
 def call(op_name: str, *args, **attrs):

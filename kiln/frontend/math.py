@@ -438,21 +438,30 @@ def softplus(x, beta: float = 1.0):
     return call("softplus", x, beta=float(beta))
 
 
-@half_in_float32
 def gelu(input, approximate: str = "none"):
-    """GELU: `x * Φ(x)`, exactly through erf, or PyTorch's tanh approximation.
+    """GELU: `x * Φ(x)`, exactly through erf, or PyTorch's tanh approximation. Half inputs
+    are computed in float32 and rounded once; float16's (and bfloat16's tanh approximation)
+    by the float32 formulas of PyTorch's CPU kernels, their gradients too (`with_grad`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.gelu(np.array([0.0, 1.0], np.float32))
     array([0.       , 0.8413447], dtype=float32)
     """
     (input,) = lift(input)
+    if approximate not in ("none", "tanh"):
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if input.dtype == np.float16 or (approximate == "tanh" and input.dtype == dt.bfloat16):
+        from .half_formulas import gelu32  # NOTE: here: that module is written with these ops
+
+        return half_in_float32(lambda x: gelu32(x, approximate))(input)
+    return half_in_float32(_gelu)(input, approximate)
+
+
+def _gelu(x, approximate):
     if approximate == "none":
-        return mul(mul(input, 0.5), add(erf(mul(input, 1 / math.sqrt(2))), 1.0))
-    if approximate == "tanh":
-        inner = mul(add(input, mul(pow(input, 3), 0.044715)), math.sqrt(2 / math.pi))
-        return mul(mul(input, 0.5), add(tanh(inner), 1.0))
-    raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        return mul(mul(x, 0.5), add(erf(mul(x, 1 / math.sqrt(2))), 1.0))
+    inner = mul(add(x, mul(pow(x, 3), 0.044715)), math.sqrt(2 / math.pi))
+    return mul(mul(x, 0.5), add(tanh(inner), 1.0))
 
 
 @takes_out

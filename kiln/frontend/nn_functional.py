@@ -20,7 +20,8 @@ from ..errors import (
 )
 from ..graph.core import Symbol, user_site
 from ..ops.random import in_trace, next_seed
-from . import random
+from ..ops.state import GRAD_FORMULAS
+from . import core, random
 from .autocast import autocast_op
 from .core import call, half_in_float32, lift
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
@@ -93,10 +94,32 @@ def _shift(x, axis):
     return call("stop_gradient", reduce_max(x, axis, keepdims=True))
 
 
-@half_in_float32
 def _softmax(x, axis):
+    if x.dtype in _HALF:  # in float32; the gradient PyTorch's, from the rounded result
+        return half_in_float32(lambda x32: _softmax32(x32, axis, x.dtype))(x)
+    return half_in_float32(_softmax_body)(x, axis)
+
+
+def _softmax_body(x, axis):
     e = exp(sub(x, _shift(x, axis)))
     return div(e, reduce_sum(e, axis, keepdims=True))
+
+
+_HALF = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _rounded(x, dtype):
+    """float32 `x` rounded to `dtype`, back in float32 (a value PyTorch's kernel stores)."""
+    return cast(cast(x, dtype), np.dtype(np.float32))
+
+
+def _softmax32(x, axis, dtype):
+    y = _softmax_body(x, axis)
+    return core.with_grad(y, x, ("softmax", axis), _rounded(y, dtype))
+
+
+def _softmax_grad(ct, y, axis):  # PyTorch's: y * (ct - sum(ct * y)), y the rounded result
+    return mul(y, sub(ct, reduce_sum(mul(ct, y), axis, keepdims=True)))
 
 
 @autocast_op(None, cuda="fp32")
@@ -112,12 +135,34 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     return _log_softmax(input, axis)
 
 
-@half_in_float32
 def _log_softmax(x, axis):
+    if x.dtype in _HALF:  # in float32, as PyTorch's kernel: its sum and log rounded to x's dtype
+        return half_in_float32(lambda x32: _log_softmax32(x32, axis, x.dtype))(x)
+    return half_in_float32(_log_softmax_body)(x, axis)
+
+
+def _log_softmax_body(x, axis):
     # (x - m) - log(sum(exp(x - m))) rather than x - (m + log(...)): adding the log to a large
     # m first would round it away (float32 has ~1e-4 spacing at 1000).
     shifted = sub(x, _shift(x, axis))
     return sub(shifted, log(reduce_sum(exp(shifted), axis, keepdims=True)))
+
+
+def _log_softmax32(x, axis, dtype):
+    if sh.normalize_axis(axis, x.ndim) != x.ndim - 1:  # PyTorch's other kernel: all float32
+        y = _log_softmax_body(x, axis)
+    else:  # its last-dim kernel keeps the sum and its log in x's dtype
+        shifted = sub(x, _shift(x, axis))
+        total = _rounded(reduce_sum(exp(shifted), axis, keepdims=True), dtype)
+        y = sub(shifted, _rounded(log(total), dtype))
+    return core.with_grad(y, x, ("log_softmax", axis), _rounded(y, dtype))
+
+
+def _log_softmax_grad(ct, y, axis):  # PyTorch's: ct - exp(y) * sum(ct), y the rounded result
+    return sub(ct, mul(exp(y), reduce_sum(ct, axis, keepdims=True)))
+
+
+GRAD_FORMULAS.update(softmax=_softmax_grad, log_softmax=_log_softmax_grad)
 
 
 @autocast_op("fp32")

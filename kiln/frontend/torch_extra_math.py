@@ -14,11 +14,13 @@ from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import ArgumentTypeError, IndexOutOfRangeError, UsageError
 from ..graph.opdef import REGISTRY
+from ..ops.state import GRAD_FORMULAS
 from . import core, special
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
 from .core import call, lift
+from .half_formulas import rounded32
 from .out import takes_out
 from .torch_extra_shape import select
 
@@ -71,7 +73,17 @@ def reciprocal(input):  # noqa: A002
     tensor([0.5000, 0.2500])
     """
     x = _float(input)
-    return m.div(1.0, x)
+    y = m.div(1.0, x)
+    if x.dtype in (np.dtype(np.float16), dt.bfloat16):  # PyTorch's gradient: -ct * (y * y)
+        return core.with_grad(y, x, ("reciprocal",), y)
+    return y
+
+
+def _reciprocal_grad(ct, y):
+    return m.mul(m.neg(ct), m.mul(y, y))
+
+
+GRAD_FORMULAS["reciprocal"] = _reciprocal_grad
 
 
 erfc = special.erfc  # an op of its own: accurate where 1 - erf(x) cancels (x > 1)
@@ -261,9 +273,29 @@ def sinc(input):  # noqa: A002
     tensor([1.0000, 0.6366])
     """
     x = _float(input)
+    if x.dtype in (np.dtype(np.float16), dt.bfloat16):
+        # PyTorch's: sin(pi x) / (pi x) in float32 rounded once, its gradient in x's dtype
+        return core.with_grad(core.half_in_float32(_sinc32)(x), x, ("sinc",), x)
     zero = m.equal(x, 0)
     px = m.mul(m.where(zero, 1.0, x), _math.pi)
     return m.where(zero, 1.0, m.div(m.sin(px), px))
+
+
+def _sinc32(x):
+    zero = m.equal(x, 0)
+    px = m.mul(m.where(zero, 1.0, x), _math.pi)
+    return m.where(zero, 1.0, m.div(rounded32(m.sin, px), px))
+
+
+def _sinc_grad(ct, x):
+    # PyTorch's sinc_backward, each step rounded to x's dtype:
+    # ct * ((pi x cos(pi x) - sin(pi x)) / (x x pi)), 0 where x x pi is 0
+    px, pxx = m.mul(x, _math.pi), m.mul(m.mul(x, x), _math.pi)
+    out = m.mul(ct, m.div(m.sub(m.mul(px, m.cos(px)), m.sin(px)), pxx))
+    return m.where(m.equal(pxx, 0.0), 0.0, out)
+
+
+GRAD_FORMULAS["sinc"] = _sinc_grad
 
 
 def heaviside(input, values):  # noqa: A002

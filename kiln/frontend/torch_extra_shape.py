@@ -364,7 +364,10 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     d = _dim(x, dim)
     src = src if alpha == 1 else m.mul(src, alpha)
     src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
-    return ti.scatter_add(x, d, _along(idx, d, src.shape), src)
+    # PyTorch's index_add of a 1-D input adds step by step in its dtype; of a wider one, as
+    # scatter_add (float16 and bfloat16 summed in float32, rounded once)
+    reduce = "add" if x.ndim == 1 else "sum"
+    return ti._scatter(x, d, _along(idx, d, src.shape), src, reduce, True, "index_add", None)
 
 
 def index_copy(input, dim: int, index, source):  # noqa: A002

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
@@ -46,6 +48,7 @@ from .functional_act import (
     _underscored,
     celu,
     celu_,
+    elu_opmath,
     exp_branch,
     glu,
     hardshrink,
@@ -57,6 +60,7 @@ from .functional_act import (
     leaky_relu,
     leaky_relu_,
     mish,
+    opmath_grad,
     prelu,
     relu,
     relu6,
@@ -71,6 +75,7 @@ from .functional_act import (
     tanhshrink,
     threshold,
     threshold_,
+    with_grad,
 )
 from .functional_attention import linear, one_hot, scaled_dot_product_attention
 from .functional_core import (
@@ -265,7 +270,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
         lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
         input,
         inplace,
-        opmath=True,
+        opmath=elu_opmath(alpha, 1.0, 1.0, input, inplace),
     )
 
 
@@ -279,18 +284,30 @@ def silu(input, inplace: bool = False):  # noqa: A002
     >>> kn.nn.functional.silu(kn.tensor([0.0, 1.0]))
     tensor([0.0000, 0.7311])
     """
-    return in_place("silu_", lambda x: F.mul(x, F.sigmoid(x)), input, inplace, opmath=True)
+    fn = lambda x: F.mul(x, F.sigmoid(x))  # noqa: E731
+    return in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
 
 
-@F.core.half_in_float32
 def logsigmoid(input):  # noqa: A002
-    """`log(sigmoid(x))`, computed as `-softplus(-x)` (no overflow).
+    """`log(sigmoid(x))`, computed as `-softplus(-x)` (no overflow). A half-precision input
+    is computed in float32, its gradient from `exp(-|x|)` rounded to the input's dtype (the
+    buffer PyTorch's kernel keeps, and its backward reads).
 
     >>> import kiln as kn
     >>> kn.nn.functional.logsigmoid(kn.tensor([-200.0, 0.0]))
     tensor([-200.0000,   -0.6931])
     """
-    return F.neg(_softplus(F.neg(input)))
+    dtype = getattr(input, "dtype", None)
+
+    def fn(x):
+        return F.neg(_softplus(F.neg(x)))
+
+    def wide(x):
+        buffer = F.core.call("cast", F.exp(F.neg(F.abs(x))), dtype=np.dtype(dtype))
+        buffer = F.core.call("cast", buffer, dtype=np.dtype(np.float32))
+        return with_grad(fn(x), x, ("logsigmoid",), x, buffer)
+
+    return in_place("logsigmoid", fn, input, False, opmath=wide)
 
 
 def _softplus(x):

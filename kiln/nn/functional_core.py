@@ -14,7 +14,7 @@ from ..errors import ArgumentError, ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
 from ..graph.core import Symbol
-from .functional_act import implicit_softmax_dim, in_place
+from .functional_act import implicit_softmax_dim, in_place, opmath_grad
 
 __all__ = [
     "channel_shuffle",
@@ -65,16 +65,20 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A00
     return F.log_softmax(x, dim)
 
 
-@F.core.half_in_float32  # as PyTorch's kernel: a half input in float32, rounded once
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
-    """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`.
+    """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`. A half
+    input is computed in float32 and rounded once, its gradient by PyTorch's kernel's formula.
 
     >>> import kiln as kn
     >>> kn.nn.functional.softplus(kn.tensor([0.0, 30.0]))
     tensor([ 0.6931, 30.0000])
     """
     (x,) = F.core.lift(input)
-    return F.where(F.greater(F.mul(x, beta), threshold), x, F.softplus(x, beta))
+
+    def fn(x):
+        return F.where(F.greater(F.mul(x, beta), threshold), x, F.softplus(x, beta))
+
+    return in_place("softplus", fn, x, False, opmath=opmath_grad(fn, "softplus", beta, threshold))
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002

@@ -230,6 +230,26 @@ def in_float32(impl):
     return kernel
 
 
+_HALF = (np.dtype(np.float16), _BF16)
+
+
+def half_opmath(fn, *args):
+    """`fn(*args)` (kiln ops on values of one dtype) computed on float32 copies of float16 or
+    bfloat16 `args` and rounded to their dtype once: how PyTorch's CPU kernels compute a
+    half-precision result of several steps (their "opmath"), such as a backward formula. Other
+    dtypes run `fn` as it is.
+
+    >>> import numpy as np
+    >>> half_opmath(lambda a: a * 3 / 3, np.array(0.1, np.float16)).dtype
+    dtype('float16')
+    """
+    dtype = args[0].dtype
+    if dtype not in _HALF:
+        return fn(*args)
+    wide = fn(*(apply("cast", a, dtype=np.dtype(np.float32)) for a in args))
+    return apply("cast", wide, dtype=np.dtype(dtype))
+
+
 # -- batching rules (kn.vmap): batched inputs carry one extra leading axis ---------------------
 
 

@@ -17,7 +17,16 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError
 from . import vecmath
-from .core import apply, defop, in_float32, probe_dtype, same_shape, scalar, ufunc_dtype
+from .core import (
+    apply,
+    defop,
+    half_opmath,
+    in_float32,
+    probe_dtype,
+    same_shape,
+    scalar,
+    ufunc_dtype,
+)
 from .lazy_loops import LazyLoops
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
 
@@ -231,7 +240,8 @@ cos = unary(
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 tanh = unary(
-    "tanh", np.tanh, vjp=lambda ct, y, x: (ct * (1 - y * y),), lowering=_libm("tanh", True),
+    "tanh", np.tanh, vjp=lambda ct, y, x: (half_opmath(lambda c, y: c * (1 - y * y), ct, y),),
+    lowering=_libm("tanh", True),
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
@@ -249,7 +259,19 @@ isfinite = unary(
 )  # fmt: skip
 
 
+_HALF_DTYPES = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _copy_result(result, out):
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 def _rsqrt(xp, x, out=None):
+    if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
+        return _copy_result(_rsqrt(xp, x.astype(np.float32)).astype(np.float16), out)
     out = xp.asarray(xp.sqrt(x, out=out))  # 0-d: ufuncs return scalars
     return xp.reciprocal(out, out=out)
 
@@ -266,8 +288,18 @@ def _rsqrt_c(k, xs, dtypes, out, attrs):  # NumPy: sqrt, then reciprocal (two ro
     return f"{c_rn('div', out)}(({c})1, {c_rn('sqrt', out)}({x}))"
 
 
+def _rsqrt_vjp(ct, y, x):
+    # PyTorch's: -0.5 * ct * y**3, its float16 cube in float32 rounded once, bfloat16's step
+    # by step; kiln's own order for float32 and float64
+    if y.dtype == np.float16:
+        return (ct * -0.5 * half_opmath(lambda y: y * y * y, y),)
+    if y.dtype == dt.bfloat16:
+        return (ct * -0.5 * (y * y * y),)
+    return (ct * y * y * y * -0.5,)
+
+
 rsqrt = unary(
-    "rsqrt", np.sqrt, impl=_rsqrt, vjp=lambda ct, y, x: (ct * y * y * y * -0.5,),
+    "rsqrt", np.sqrt, impl=_rsqrt, vjp=_rsqrt_vjp,
     lowering=Lowering(exact=True, numba=_rsqrt_numba, cuda=_rsqrt_c),
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
@@ -278,6 +310,8 @@ def _as_float(xp, x):
 
 
 def _sigmoid(xp, x, out=None):
+    if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
+        return _copy_result(_sigmoid(xp, x.astype(np.float32)).astype(np.float16), out)
     if x.dtype.kind == "c":  # 1 / (1 + exp(-x)): logaddexp has no complex loop
         out = xp.asarray(xp.negative(x, out=out))
         xp.exp(out, out=out)
@@ -297,8 +331,18 @@ def _sigmoid_c(k, xs, dtypes, out, attrs):  # exp(-logaddexp(0, -x)), as the ker
     return f"{c_fn('exp', out)}(-{k.logaddexp(out)}(({c})0, -{x}))"
 
 
+def _sigmoid_vjp(ct, y, x):
+    # PyTorch's CPU kernels: float16 step by step as ct * (1 - y) * y, bfloat16 so in float32
+    # rounded once; float32 and float64 as kiln always computed them.
+    if y.dtype == np.float16:
+        return (ct * (1 - y) * y,)
+    if y.dtype == dt.bfloat16:
+        return (half_opmath(lambda c, y: c * (1 - y) * y, ct, y),)
+    return (ct * y * (1 - y),)
+
+
 sigmoid = unary(
-    "sigmoid", np.sqrt, impl=_sigmoid, vjp=lambda ct, y, x: (ct * y * (1 - y),),
+    "sigmoid", np.sqrt, impl=_sigmoid, vjp=_sigmoid_vjp,
     lowering=Lowering(transcendental=True, cuda=_sigmoid_c),
     tags=("vjp_arrays", "complex"),
 )  # fmt: skip
@@ -528,6 +572,8 @@ def _erf_dtype(x):
 
 
 def _erf_vjp(ct, y, x):
+    if x.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded
+        return (apply("exp", -(x * x)) * float(2 / np.sqrt(np.pi)) * ct,)
     return (ct * apply("exp", -(x * x)) * (2 / np.sqrt(np.pi)),)
 
 
@@ -646,8 +692,16 @@ mul = binary(
     tags={"commutative", "vjp_arrays", "complex"},
     lowering=_exact(_c_arith("*", "&&")),
 )  # fmt: skip
+
+
+def _div_vjp(ct, z, a, b):
+    if z.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded: -ct * ((a / b) / b)
+        return ct / b, -ct * (z / b)
+    return ct / b, -ct * z / b
+
+
 div = binary(
-    "div", np.true_divide, vjp=lambda ct, z, a, b: (ct / b, -ct * z / b),
+    "div", np.true_divide, vjp=_div_vjp,
     lowering=_exact(_c_arith("/")), tags=("vjp_arrays", "complex"),
 )  # fmt: skip
 

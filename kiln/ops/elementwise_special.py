@@ -22,6 +22,14 @@ from .elementwise import special, unary
 from .lowering import Lowering, c_cast, c_fn
 
 
+def _half_order(ct, e, c):
+    """`ct * e * c` (c a number): for float16 and bfloat16 in PyTorch's order, `(c * e) * ct`,
+    each step rounded (c a float32 there); kiln's own `(ct * e) * c` for other dtypes."""
+    if e.dtype in (np.dtype(np.float16), dt.bfloat16):
+        return e * float(c) * ct  # NOTE: a Python float: kiln rounds a NumPy one to e's dtype
+    return ct * e * scalar(c, e)
+
+
 def _kernel(name: str, op: str | None = None):
     """The kernel of op `op` calling (cupyx.)scipy.special's `name`, float16 through float32.
     SciPy's gammaln(-inf) is -inf; C's lgamma and PyTorch's give +inf (a pole): kiln gives
@@ -103,7 +111,7 @@ lgamma = _op("lgamma", "gammaln", lambda ct, y, x: (ct * apply("digamma", x),), 
 digamma = _op("digamma", "digamma", lambda ct, y, x: (ct * apply("polygamma", x, n=1),))
 erfinv = _op(
     "erfinv", "erfinv",
-    lambda ct, y, x: (ct * apply("exp", y * y) * scalar(np.sqrt(np.pi) / 2, y),),
+    lambda ct, y, x: (_half_order(ct, apply("exp", y * y), np.sqrt(np.pi) / 2),),
 )  # fmt: skip
 i0 = _op("i0", "i0", lambda ct, y, x: (ct * apply("i1", x),))
 
@@ -178,7 +186,7 @@ erfcx = _op(
 )  # fmt: skip
 erfc = _op(
     "erfc", "erfc",
-    lambda ct, y, x: (ct * apply("exp", apply("neg", x * x)) * scalar(-2 / np.sqrt(np.pi), x),),
+    lambda ct, y, x: (_half_order(ct, apply("exp", apply("neg", x * x)), -2 / np.sqrt(np.pi)),),
 )  # fmt: skip
 entr = _op(
     "entr", "entr", lambda ct, y, x: (ct * apply("neg", scalar(1, x) + apply("log", x)),)

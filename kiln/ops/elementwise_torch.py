@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from .core import apply, defop, in_float32, same_shape, scalar, ufunc_dtype
+from .. import dtypes as dt
+from .core import apply, defop, same_shape, scalar, ufunc_dtype
 from .elementwise import binary, unary
 from .lowering import Lowering, c_fn, c_libm
 
@@ -154,7 +155,13 @@ logaddexp = binary(
 
 def _logit(xp, x, out=None, *, eps):
     """log(p / (1 - p)), p clamped to [eps, 1 - eps] where eps >= 0 (NaN stays NaN)."""
-    if eps >= 0:
+    if eps >= 0 and x.dtype in (np.dtype(np.float16), dt.bfloat16):
+        # bounds in x's dtype, as PyTorch's: eps and 1 - eps rounded there (clip would
+        # give bfloat16 float32 bounds and result)
+        lo = xp.asarray(eps, x.dtype)
+        hi = xp.subtract(xp.asarray(1, x.dtype), lo)
+        x = xp.where(x < lo, lo, xp.where(x > hi, hi, x)).astype(x.dtype, copy=False)
+    elif eps >= 0:
         x = xp.clip(x, eps, 1 - eps)
     return xp.log(xp.divide(x, xp.subtract(1, x, dtype=x.dtype)), out=out)
 
@@ -172,9 +179,10 @@ def _logit_vjp(ct, y, x, *, eps):
     return (apply("where", outside, scalar(np.nan, slope), slope),)
 
 
-# logit(p, eps): eps < 0 is PyTorch's eps=None (no clamp)
+# logit(p, eps): eps < 0 is PyTorch's eps=None (no clamp). Half precision step by step, each
+# ufunc rounding, as PyTorch's vectorized kernel of these dtypes computes it.
 logit = defop(
-    "logit", same_shape, lambda x, eps: ufunc_dtype(np.log, x), in_float32(_logit),
+    "logit", same_shape, lambda x, eps: ufunc_dtype(np.log, x), _logit,
     vjp=_logit_vjp, tags={"elementwise"},
     lowering=Lowering(not_lowered="three ufuncs and a clamp by an attr: runs kernel by kernel"),
 )  # fmt: skip

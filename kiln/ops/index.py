@@ -15,8 +15,11 @@ from .core import apply, defop, scalar
 from .movement import _copy_into, check_indices, index_tuple
 from .movement import _index_shape as index_shape
 
-REDUCTIONS = ("none", "sum", "prod", "mean", "amax", "amin")
-_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+# "add" is "sum" accumulated step by step in the input's dtype (PyTorch's index_add of a 1-D
+# input), where "sum", "prod" and "mean" of float16 and bfloat16 accumulate in float32.
+REDUCTIONS = ("none", "sum", "add", "prod", "mean", "amax", "amin")
+_UFUNCS = {"sum": "add", "add": "add", "mean": "add", "prod": "multiply", "amax": "maximum"}
+_UFUNCS["amin"] = "minimum"
 
 
 def _fits(small, big, why):
@@ -78,7 +81,7 @@ def grid(xp, idx, axis):
 
 
 def _identity(reduce, dtype):
-    if reduce in ("sum", "mean"):
+    if reduce in ("sum", "add", "mean"):
         return 0
     if reduce == "prod":
         return 1
@@ -107,7 +110,26 @@ def _ufunc_at(xp, name, out, index, values):
     out[...] = xp.asarray(host)
 
 
+_HALF = (np.dtype(np.float16), dt.bfloat16)
+
+
 def _scatter(xp, x, idx, src, out=None, *, axis, reduce, include_self):
+    if x.dtype in _HALF and reduce in ("sum", "prod", "mean"):
+        # PyTorch accumulates half-precision sums and products in float32 and rounds each
+        # result once; a mean divides that rounded sum by the count in the input's dtype
+        how = "sum" if reduce == "mean" else reduce
+        wide = _scatter(xp, x.astype(np.float32), idx, src.astype(np.float32), axis=axis,
+                        reduce=how, include_self=include_self)  # fmt: skip
+        result = wide.astype(x.dtype)
+        if reduce == "mean":
+            counts = xp.zeros(x.shape, np.float32)
+            _ufunc_at(xp, "add", counts, grid(xp, idx, axis), 1)
+            counts = xp.where(counts > 0, counts + int(include_self), 1).astype(x.dtype)
+            result = (result.astype(np.float32) / counts.astype(np.float32)).astype(x.dtype)
+        if out is None:
+            return result
+        out[...] = result
+        return out
     check_indices(idx, x.shape[axis], op="scatter", dim=axis)
     if out is None:
         out = x.copy()
@@ -167,13 +189,13 @@ def _scatter_vjp(ct, y, x, idx, src, *, axis, reduce, include_self):
 
     if reduce == "prod":
         return _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter)
-    if reduce == "sum" and include_self:
+    if reduce in ("sum", "add") and include_self:
         return ct, None, _padded(_taken(ct, idx, axis), src.shape)
     # how many src values land on each element of x (0 where none does)
     hits = scatter(_full(0, ct, x.shape), _full(1, ct, idx.shape), "sum")
     hit = apply("greater", hits, scalar(0, hits))
     zero = scalar(0, ct)
-    if reduce in ("none", "sum"):
+    if reduce in ("none", "sum", "add"):
         # x's own value is gone where something was written: no gradient reaches it there
         return apply("where", hit, zero, ct), None, _padded(_taken(ct, idx, axis), src.shape)
     if reduce == "mean":

@@ -484,6 +484,12 @@ def _scatter_target(ct, x, axis):
 
 
 def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
+    if ct.dtype in _HALF:  # summed in float32, rounded once: PyTorch's gather backward
+        wide = _scatter_along(xp, ct.astype(np.float32), idx, axis=axis, shape=shape)
+        if out is None:
+            return wide.astype(ct.dtype)
+        out[...] = wide
+        return out
     check_indices(idx, shape[axis], op="scatter_along_axis", dim=axis)
     out = xp.zeros(shape, ct.dtype) if out is None else out
     out.fill(0)
@@ -495,6 +501,9 @@ def _scatter_along(xp, ct, idx, out=None, *, axis, shape):
     index = tuple(xp.broadcast_to(idx, ct.shape) if a == axis else g for a, g in enumerate(grids))
     _add_at(xp, out, index, ct)
     return out
+
+
+_HALF = (np.dtype(np.float16), dt.bfloat16)
 
 
 # The transpose of `take_along_axis`: `ct` added into zeros where values were taken.

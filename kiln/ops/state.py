@@ -140,3 +140,37 @@ custom_grad = defop(
     lambda value, *inputs, function: value, _custom_value, vjp=_custom_vjp, views=(0,),
     tags={"complex_linear"},
 )  # fmt: skip
+
+
+# Backward formulas of `with_grad` nodes, by name: `GRAD_FORMULAS[name](ct, *saved, *params)`
+# gives the cotangent of the node's `x`, written with kiln ops (so gradients of gradients
+# follow them). Modules that bind `with_grad` register theirs (kiln/nn/functional_act.py).
+GRAD_FORMULAS: dict = {}
+
+
+def _with_grad_value(xp, value, x, *saved, out=None, formula):
+    return _identity(xp, value, out)
+
+
+def _with_grad_vjp(ct, y, value, x, *saved, formula):
+    name, *params = formula
+    return (None, GRAD_FORMULAS[name](ct, *saved, *params), *(None for _ in saved))
+
+
+def _with_grad_batch(args, batched, formula):
+    n = args[batched.index(True)].shape[0]
+    args = [a if b else unbatched_to(a, n) for a, b in zip(args, batched)]
+    return apply("with_grad", *args, formula=formula)
+
+
+# `with_grad(value, x, *saved, formula=(name, *params))`: `value` (computed from `x`, of its
+# shape), whose cotangent `ct` reaches `x` as `GRAD_FORMULAS[name](ct, *saved, *params)`
+# instead of through `value`'s own ops: a backward formula of PyTorch's kernels where
+# differentiating kiln's composite rounds differently (half-precision activations, whose
+# kernels round a saved buffer or order their float32 steps their own way). `saved` are
+# values of `x`'s shape that the formula reads; they take no cotangent of their own.
+with_grad = defop(
+    "with_grad", lambda value, x, *saved, formula: value,
+    lambda value, x, *saved, formula: value, _with_grad_value, vjp=_with_grad_vjp, views=(0,),
+    batch=_with_grad_batch,
+)  # fmt: skip

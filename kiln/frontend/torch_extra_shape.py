@@ -394,10 +394,13 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
         return _scalar_as_vector(index_fill, x, dim, idx, value)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "index_fill")
-    positions = np.arange(n).reshape(-1, 1)
-    if isinstance(x, Symbol):
-        positions = constant(positions, graph=x.graph)
-    hit = m.any(m.equal(positions, s.reshape(idx, (1, -1))), 1)
+    # NOTE: a negative index counts from the end, as PyTorch's (index_add and index_copy refuse
+    # one); scatter refuses what is out of range either way
+    flat = s.reshape(idx, (-1,))
+    wrapped = m.where(m.less(flat, 0), m.add(flat, n), flat)
+    none = np.zeros(n, bool)
+    hit = ti.scatter(constant(none, graph=x.graph) if isinstance(x, Symbol) else none, 0,
+                     wrapped, value=True)  # fmt: skip
     shape = [1] * x.ndim
     shape[d] = n
     fill = (

@@ -19,6 +19,20 @@ CASES = {
     # a negative index counts from the end (kiln ignored it)
     "index_fill-negative": (lambda t, x, i: t.index_fill(x, 1, i, -2.0), (X34, np.array([-1, 0]))),
     "index_fill-negative-0d-index": (lambda t, x, i: x.index_fill(0, i, 7.0), (X34, np.array(-3))),
+    # the missing bound is the result dtype's extreme, not x's (True, 127 clamped before)
+    "clamp-bool-int-min": (lambda t, x: t.clamp(x, min=3), (np.array([True, False]),)),
+    "clamp-bool-float-min": (
+        lambda t, x, b: t.clamp(x, min=b),
+        (np.array([True, False]), np.array([2.5, 0.5], np.float32)),
+    ),
+    "clamp-int8-uint8-min": (
+        lambda t, x, b: t.clamp(x, min=b),
+        (np.array([1, -2], np.int8), np.array([255, 0], np.uint8)),
+    ),
+    "clamp-int8-uint8-max": (
+        lambda t, x, b: x.clamp(max=b),
+        (np.array([1, -2], np.int8), np.array([255, 0], np.uint8)),
+    ),
 }
 
 

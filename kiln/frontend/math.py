@@ -471,10 +471,13 @@ def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's arg
     if min is None and max is None:  # PyTorch's RuntimeError (NumPy's clip returned x)
         raise call_error(UsageError, "torch.clamp: At least one of 'min' or 'max' must not be "
                          "None", "clamp", input)  # fmt: skip
-    # NOTE: a missing bound is x's dtype's own extreme (an array, not a weak scalar), which
-    # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
-    lo = _extreme(input.dtype, "min") if min is None else min
-    hi = _extreme(input.dtype, "max") if max is None else max
+    # NOTE: a missing bound is the result dtype's own extreme (an array, not a weak scalar),
+    # which changes neither the values, the result dtype, nor where x takes the gradient; the
+    # result dtype is x's and the given bounds' (a bool x with min=3 gives 3, not True)
+    given = [b for b in (min, max) if b is not None]
+    input, *given = promote(REGISTRY["clip"], input, *given)
+    lo = _extreme(input.dtype, "min") if min is None else given[0]
+    hi = _extreme(input.dtype, "max") if max is None else given[-1]
     return call("clip", *promote(REGISTRY["clip"], input, lo, hi))
 
 

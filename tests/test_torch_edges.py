@@ -48,3 +48,37 @@ def test_index_fill_out_of_range_raises():
     for bad in ([3], [-4]):
         with pytest.raises(IndexError):
             kn.zeros(3).index_fill(0, kn.tensor(bad), 1.0)
+
+
+# arange's arguments (start, end, step) and dtype -> PyTorch's integer counting: from the
+# truncated start by the truncated step; int64's length from the truncated bounds
+ARANGES = [
+    ((0, 5, 1.5), "int64"),
+    ((-1.5, 5, 1.5), "int64"),
+    ((5, 0, -1.5), "int64"),
+    ((5, 0, -1.5), "int32"),
+    ((5, 0, -1.5), "uint8"),
+    ((0, 10, 2.9), "int64"),
+    ((0, 5, 1.9), "int32"),
+    ((-2.5, 2.5, 1), "int16"),
+    ((0, 2.5, 0.5), "int8"),
+    ((250, 260), "uint8"),
+    ((0.5, 3, 0.5), "float16"),
+]
+
+
+@pytest.mark.parametrize("args, dtype", ARANGES, ids=[f"{a}-{d}" for a, d in ARANGES])
+def test_arange_integer_dtypes_as_torch(args, dtype):
+    torch = pytest.importorskip("torch")
+    want = torch.arange(*args, dtype=getattr(torch, dtype)).numpy()
+    assert_same(kn.arange(*args, dtype=dtype).numpy(), want)
+
+
+def test_arange_zero_integer_step_and_tensor_bounds():
+    """A step that truncates to 0 in int64 is PyTorch's ValueError (kiln gave zeros); 0-d
+    integer tensor bounds give int64, as Python ints do (kiln gave float32)."""
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        kn.arange(0, 2.5, 0.5, dtype=kn.int64)
+    got = kn.arange(kn.tensor(3))
+    assert got.dtype == kn.int64 and got.tolist() == [0, 1, 2]
+    assert kn.arange(kn.tensor(1), 4.0).dtype == kn.float32

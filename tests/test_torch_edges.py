@@ -33,6 +33,28 @@ CASES = {
         lambda t, x, b: x.clamp(max=b),
         (np.array([1, -2], np.int8), np.array([255, 0], np.uint8)),
     ),
+    # copysign promotes both operands first (an integer with float16 signs gave float32)
+    "copysign-uint8-float16": (
+        lambda t, x, y: t.copysign(x, y),
+        (np.array([0, 3, 200], np.uint8), np.array([1.0, -2.0, -0.0], np.float16)),
+    ),
+    "copysign-bool-0d-float64": (
+        lambda t, x, y: t.copysign(x, y),
+        (np.array([True, False]), np.array(-1.0)),
+    ),
+    "copysign-int-float": (
+        lambda t, x: t.copysign(x, -1.5),
+        (np.array([1, -2, 0], np.int64),),
+    ),
+    # float_power of complex values computes in complex128 (kiln dropped the imaginary part)
+    "float_power-complex-base": (
+        lambda t, x: t.float_power(x, 2),
+        (np.array([1j, 2.0, 1 - 1j], np.complex64),),
+    ),
+    "float_power-complex-exponent": (
+        lambda t, x, e: t.float_power(x, e),
+        (np.array([2.0, 3.0], np.float32), np.array([1j, 0.5], np.complex64)),
+    ),
 }
 
 
@@ -65,6 +87,12 @@ ARANGES = [
     ((250, 260), "uint8"),
     ((0.5, 3, 0.5), "float16"),
 ]
+
+
+def test_float_power_complex_scalar_exponent():
+    torch = pytest.importorskip("torch")
+    want = torch.float_power(torch.tensor([2, 3]), 1j).numpy()
+    assert_same(kn.float_power(kn.tensor([2, 3]), 1j).numpy(), want)
 
 
 @pytest.mark.parametrize("args, dtype", ARANGES, ids=[f"{a}-{d}" for a, d in ARANGES])

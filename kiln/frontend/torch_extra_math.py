@@ -279,15 +279,20 @@ def heaviside(input, values):  # noqa: A002
 
 
 def float_power(input, exponent):  # noqa: A002
-    """`x ** e` computed in float64, as PyTorch's.
+    """`x ** e` computed in float64 (complex128 when either is complex), as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.float_power(kn.tensor([2]), 3)
     tensor([8.], dtype=kiln.float64)
+    >>> kn.float_power(kn.tensor([1j]), 2)
+    tensor([-1.+0.j], dtype=kiln.complex128)
     """
     (x,) = lift(input)
-    e = exponent if isinstance(exponent, (int, float)) else m.cast(exponent, dt.float64)
-    return m.pow(m.cast(x, dt.float64), float(e) if isinstance(e, int) else e)
+    number = isinstance(exponent, (int, float, complex))
+    either = (x.dtype, type(exponent) if number else lift(exponent)[0].dtype)
+    wide = dt.complex128 if any(dt.is_complex(d) for d in either) else dt.float64
+    e = exponent if number else m.cast(exponent, wide)
+    return m.pow(m.cast(x, wide), float(e) if isinstance(e, int) else e)
 
 
 def clamp_min(input, min):  # noqa: A002

@@ -325,10 +325,9 @@ def copysign(input, other):  # noqa: A002
     >>> kn.copysign(kn.tensor([1.0, -2.0]), -0.0)
     tensor([-1., -2.])
     """
-    (x,) = lift(input)
-    if not dt.is_float(x.dtype):
-        x = _floating(x)
-    return core.lift_and_bind(REGISTRY["copysign"], x, other)
+    # NOTE: promote computes integers and bools in the default float, after PyTorch's
+    # promotion of both (a uint8 x with float16 signs gives float16)
+    return core.lift_and_bind(REGISTRY["copysign"], input, other)
 
 
 @takes_out

@@ -55,6 +55,22 @@ CASES = {
         lambda t, x, e: t.float_power(x, e),
         (np.array([2.0, 3.0], np.float32), np.array([1j, 0.5], np.complex64)),
     ),
+    # cumsum's and cumprod's dtype= is the result's (integers came back int64)
+    "cumsum-dtype-int32": (
+        lambda t, x: t.cumsum(x, 0, dtype=t.int32),
+        (np.array([2**31 - 1, 5, 7], np.int64),),
+    ),
+    "cumsum-bool-dtype-uint8": (lambda t, x: x.cumsum(0, dtype=t.uint8), (np.array([True, True]),)),
+    "cumprod-dtype-int16": (
+        lambda t, x: t.cumprod(x, 0, dtype=t.int16),
+        (np.array([100, 100, 3], np.int8),),
+    ),
+    # all and any of uint8 give uint8 (kiln gave bools)
+    "all-uint8": (lambda t, x: x.all(), (np.array([[2, 0], [1, 3]], np.uint8),)),
+    "any-uint8-dim": (
+        lambda t, x: t.any(x, 1, keepdim=True),
+        (np.array([[2, 0], [0, 0]], np.uint8),),
+    ),
 }
 
 

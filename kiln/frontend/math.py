@@ -736,7 +736,8 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
 
 @takes_out
 def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
-    """Whether every element (along `dim`) is nonzero, as bools (True for none).
+    """Whether every element (along `dim`) is nonzero, as bools (True for none; uint8 for a
+    uint8 input, as PyTorch's).
 
     >>> import kiln as kn, numpy as np
     >>> kn.all(np.array([[1, 0], [2, 3]]), dim=1), kn.all(np.zeros((0,)))
@@ -745,12 +746,13 @@ def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "all")
     (input,) = lift(input)
     zeros = cast(logical_not(input), dt.int64)
-    return equal(_reduce("reduce_sum", zeros, dim, keepdim), 0)
+    return _truth(equal(_reduce("reduce_sum", zeros, dim, keepdim), 0), input.dtype)
 
 
 @takes_out
 def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
-    """Whether some element (along `dim`) is nonzero, as bools (False for none).
+    """Whether some element (along `dim`) is nonzero, as bools (False for none; uint8 for a
+    uint8 input, as PyTorch's).
 
     >>> import kiln as kn, numpy as np
     >>> kn.any(np.array([[1, 0], [0, 0]]), dim=1)
@@ -759,7 +761,12 @@ def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "any")
     (input,) = lift(input)
     nonzero = cast(not_equal(input, False if input.dtype.kind == "b" else 0), dt.int64)
-    return greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0)
+    return _truth(greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0), input.dtype)
+
+
+def _truth(result, dtype):
+    """`all`'s and `any`'s answer: uint8 for uint8 inputs (PyTorch's legacy), bools else."""
+    return cast(result, dt.uint8) if dtype == dt.uint8 else result
 
 
 # The matrix products (kiln/frontend/products.py), still importable from here.

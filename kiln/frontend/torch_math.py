@@ -443,6 +443,14 @@ def _scan_input(x, dim, axis, name, dtype=None):
     return x, sh.normalize_axis(dim, max(x.ndim, 1))
 
 
+def _scan_result(y, dtype):
+    """A running sum or product in the `dtype` asked for: the scan ops accumulate integers in
+    int64, whose low bits are the narrower dtype's wrapped result."""
+    if dtype is None or y.dtype == dt.as_dtype(dtype):
+        return y
+    return call("cast", y, dtype=dt.as_dtype(dtype))
+
+
 @takes_out
 @autocast_op(None, cuda="fp32")
 def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
@@ -453,7 +461,7 @@ def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     tensor([1, 3, 6])
     """
     x, dim = _scan_input(input, dim, axis, "cumsum", dtype)
-    return call("cumsum", x, axis=dim, reverse=False)
+    return _scan_result(call("cumsum", x, axis=dim, reverse=False), dtype)
 
 
 @takes_out
@@ -467,7 +475,7 @@ def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     tensor([1., 2., 6.])
     """
     x, dim = _scan_input(input, dim, axis, "cumprod", dtype)
-    return call("cumprod", x, axis=dim)
+    return _scan_result(call("cumprod", x, axis=dim), dtype)
 
 
 @takes_out

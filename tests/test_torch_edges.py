@@ -71,6 +71,26 @@ CASES = {
         lambda t, x: t.any(x, 1, keepdim=True),
         (np.array([[2, 0], [0, 0]], np.uint8),),
     ),
+    # a NaN value goes after every element of the sequence (kiln put it first)
+    "searchsorted-nan-value": (
+        lambda t, q, v: t.searchsorted(q, v),
+        (
+            np.array([[1.0, 3.0, 5.0], [0.0, 2.0, 4.0]], np.float32),
+            np.array([[np.nan, 2.0]] * 2, np.float32),
+        ),
+    ),
+    "searchsorted-nan-value-right": (
+        lambda t, q, v: t.searchsorted(q, v, right=True),
+        (np.array([1.0, 3.0, 5.0]), np.array([np.nan, 3.0, -np.inf])),
+    ),
+    "searchsorted-nan-ends-sequence": (
+        lambda t, q, v: t.searchsorted(q, v),
+        (np.array([1.0, 3.0, np.nan], np.float32), np.array([np.nan, 2.0, np.inf], np.float32)),
+    ),
+    "bucketize-nan": (
+        lambda t, v, b: t.bucketize(v, b),
+        (np.array([[np.nan, 2.0], [0.5, np.nan]], np.float32), np.array([1.0, 3.0], np.float32)),
+    ),
 }
 
 

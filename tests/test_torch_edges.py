@@ -91,6 +91,11 @@ CASES = {
         lambda t, v, b: t.bucketize(v, b),
         (np.array([[np.nan, 2.0], [0.5, np.nan]], np.float32), np.array([1.0, 3.0], np.float32)),
     ),
+    # div(rounding_mode="trunc") of uint8 by a negative 0-d int8: -2 is 254 in uint8
+    "div-trunc-uint8-by-negative-0d": (
+        lambda t, a, b: t.div(a, b, rounding_mode="trunc"),
+        (np.array([0, 3, 7, 200, 255], np.uint8), np.array(-2, np.int8)),
+    ),
 }
 
 

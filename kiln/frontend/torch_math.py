@@ -296,7 +296,9 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     q = m.floordiv(a, b)
     if dt.is_float(q.dtype):
         return trunc(m.div(a, b))
-    # floor division rounds the other way where the signs differ and it is not exact
+    # floor division rounds the other way where the signs differ and it is not exact (the
+    # signs of the operands in the result dtype: a negative int8 divisor of uint8 wraps)
+    a, b = (v if v.dtype == q.dtype else call("cast", v, dtype=q.dtype) for v in (a, b))
     inexact = m.not_equal(m.mod(a, b), 0)
     signs_differ = m.not_equal(m.less(a, 0), m.less(b, 0))
     return m.add(q, call("cast", m.logical_and(inexact, signs_differ), dtype=q.dtype))

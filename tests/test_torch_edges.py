@@ -151,3 +151,14 @@ def test_arange_zero_integer_step_and_tensor_bounds():
     got = kn.arange(kn.tensor(3))
     assert got.dtype == kn.int64 and got.tolist() == [0, 1, 2]
     assert kn.arange(kn.tensor(1), 4.0).dtype == kn.float32
+
+
+def test_histogram_edges_of_a_given_range_are_a_tensor():
+    """The bin edges of `range=` were a NumPy array beside a Tensor of counts."""
+    torch = pytest.importorskip("torch")
+    data = [1.0, 2.0, 1.0, 4.0, 2.5]
+    got = kn.histogram(kn.tensor(data), bins=4, range=(0.0, 4.0), density=True)
+    want = torch.histogram(torch.tensor(data), bins=4, range=(0.0, 4.0), density=True)
+    assert isinstance(got.bin_edges, kn.Tensor) and isinstance(got.hist, kn.Tensor)
+    assert_same(got.bin_edges.numpy(), want.bin_edges.numpy())
+    assert_same(got.hist.numpy(), want.hist.numpy())

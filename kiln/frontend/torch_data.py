@@ -369,6 +369,8 @@ def histogram(input, bins, *, range=None, weight=None, density: bool = False):  
         steps = _const(np.arange(n + 1, dtype=x.dtype), x)
         edges = m.add(lo, m.mul(m.sub(hi, lo), m.div(steps, np.asarray(n, x.dtype))))
         edges = m.cast(edges, x.dtype)
+        if isinstance(edges, np.ndarray):  # a given range: computed from constants alone
+            edges = _like(x, edges)
     else:
         (edges,) = lift(bins, context=(x,))
         n = edges.shape[0] - 1

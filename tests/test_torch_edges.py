@@ -96,6 +96,26 @@ CASES = {
         lambda t, a, b: t.div(a, b, rounding_mode="trunc"),
         (np.array([0, 3, 7, 200, 255], np.uint8), np.array(-2, np.int8)),
     ),
+    # float16/bfloat16 variances compute in float32 (kiln's sum of squares overflowed: inf)
+    "var-float16": (lambda t, x: x.var(), (np.arange(100, dtype=np.float16),)),
+    "std-float16-dim": (
+        lambda t, x: t.std(x, 1, keepdim=True),
+        (np.arange(200, dtype=np.float16).reshape(2, 100) * 3,),
+    ),
+    "var_mean-float16": (
+        lambda t, x: t.var_mean(x, correction=0),
+        (np.arange(100, dtype=np.float16),),
+    ),
+    # running sums and products of float32 accumulate in float64 on the CPU, as PyTorch's
+    "cumsum-float32-long": (lambda t, x: x.cumsum(0)[-3:], (np.full(100_000, 0.1, np.float32),)),
+    "cumprod-float32-long": (
+        lambda t, x: t.cumprod(x, 1),
+        (1 + np.random.default_rng(0).standard_normal((3, 3000)).astype(np.float32) / 100,),
+    ),
+    "logcumsumexp-float32-long": (
+        lambda t, x: t.logcumsumexp(x, 0)[-1:],
+        (np.zeros(100_000, np.float32),),
+    ),
 }
 
 

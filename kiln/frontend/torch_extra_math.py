@@ -539,13 +539,13 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
     array(1.25, dtype=float32)
     """
-    v, dtype = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
-    return v if v.dtype == dtype else m.cast(v, dtype)
+    v, half = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
+    return v if half is None else m.cast(v, half)
 
 
 def _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof):  # noqa: A002
     """`var`'s value, float16 and bfloat16 computed in float32 (as PyTorch's, whose sums
-    of squares would overflow there), and the dtype to round it to."""
+    of squares would overflow there), and that half dtype to round it to (None for others)."""
     if isinstance(dim, bool):  # PyTorch's var(x, unbiased)
         dim, unbiased = None, dim
     dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "var")
@@ -555,8 +555,8 @@ def _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof): 
         raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
     correction = given[0] if given else 1
     x = m._floating(input)
-    dtype = x.dtype
-    if dtype in (dt.float16, dt.bfloat16):
+    half = x.dtype if x.dtype in (dt.float16, dt.bfloat16) else None
+    if half is not None:
         x = m.cast(x, dt.float32)
     axes = m._axes(dim, x.ndim)
     centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
@@ -565,12 +565,12 @@ def _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof): 
     else:
         squared = m.square(centered)
     if correction == 0:
-        return m._reduce("reduce_mean", squared, axes, keepdim), dtype
+        return m._reduce("reduce_mean", squared, axes, keepdim), half
     total = m._reduce("reduce_sum", squared, axes, keepdim)
     n = _count(x, axes)
     if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
-        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf), dtype
-    return m.div(total, m.sub(n, correction)), dtype
+        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf), half
+    return m.div(total, m.sub(n, correction)), half
 
 
 @takes_out
@@ -583,10 +583,10 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.std(np.array([1.0, 3.0], np.float32))
     array(1.4142135, dtype=float32)
     """
-    v, dtype = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
+    v, half = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
     # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
     # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
     # sends that element's gradient to the constant 0.
     zero = m.equal(v, 0)
     root = m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))
-    return root if root.dtype == dtype else m.cast(root, dtype)
+    return root if half is None else m.cast(root, half)

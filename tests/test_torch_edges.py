@@ -116,6 +116,23 @@ CASES = {
         lambda t, x: t.logcumsumexp(x, 0)[-1:],
         (np.zeros(100_000, np.float32),),
     ),
+    # rms_norm of float16/bfloat16: in float32 with float32's eps, the weight applied before
+    # rounding once (kiln used float16's eps, 0.26 for 0.46, and its squares overflowed: 0)
+    "rms_norm-float16-small": (
+        lambda t, x, w: t.nn.functional.rms_norm(x, (3,), w),
+        (np.array([[0.01, 0.02, -0.03]], np.float16), np.array([1.5, 2.0, 0.3], np.float16)),
+    ),
+    "rms_norm-float16-large": (
+        lambda t, x: t.nn.functional.rms_norm(x, (1000,)),
+        (np.full((1, 1000), 300.0, np.float16),),
+    ),
+    "rms_norm-bfloat16": (
+        lambda t, x, w: t.nn.functional.rms_norm(x.to(t.bfloat16), (4,), w),
+        (
+            np.arange(8, dtype=np.float32).reshape(2, 4) * 7.3 - 20,
+            np.array([0.7, -1.3, 2.1, 0.2], np.float32),
+        ),
+    ),
 }
 
 

@@ -133,6 +133,15 @@ CASES = {
             np.array([0.7, -1.3, 2.1, 0.2], np.float32),
         ),
     ),
+    # avg_pool of float16 sums in float32 (kiln's float16 window sum overflowed: inf for 300)
+    "avg_pool1d-float16-wide": (
+        lambda t, x: t.nn.functional.avg_pool1d(x, 1000),
+        (np.full((1, 1, 1000), 300.0, np.float16),),
+    ),
+    "avg_pool2d-float16-padded": (
+        lambda t, x: t.nn.functional.avg_pool2d(x, 40, stride=20, padding=20),
+        (np.full((1, 2, 60, 60), 200.0, np.float16),),
+    ),
 }
 
 

@@ -13,6 +13,7 @@ from test_torch_known_fixes import MODES, assert_same, run, torch_result
 import kiln as kn
 
 X34 = np.arange(12, dtype=np.float32).reshape(3, 4)
+_R = np.random.default_rng(0)
 
 # id -> (fn(lib, *tensors), arrays); lib is torch or kiln
 CASES = {
@@ -141,6 +142,21 @@ CASES = {
     "avg_pool2d-float16-padded": (
         lambda t, x: t.nn.functional.avg_pool2d(x, 40, stride=20, padding=20),
         (np.full((1, 2, 60, 60), 200.0, np.float16),),
+    ),
+    # attention of float16/bfloat16 computes in float32 (kiln's float16 scores overflowed: NaN)
+    "sdpa-float16-large": (
+        lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(q, k, v),
+        tuple(_R.standard_normal((3, 2, 3, 5, 16)).astype(np.float16) * np.float16(300)),
+    ),
+    "sdpa-float16-causal": (
+        lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+        tuple(_R.standard_normal((3, 2, 3, 5, 16)).astype(np.float16) * np.float16(300)),
+    ),
+    "sdpa-bfloat16": (
+        lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(
+            *(a.to(t.bfloat16) for a in (q, k, v))
+        ),
+        tuple(_R.standard_normal((3, 2, 3, 5, 16)).astype(np.float32) * 300),
     ),
 }
 

@@ -224,3 +224,15 @@ def test_histogram_edges_of_a_given_range_are_a_tensor():
     assert isinstance(got.bin_edges, kn.Tensor) and isinstance(got.hist, kn.Tensor)
     assert_same(got.bin_edges.numpy(), want.bin_edges.numpy())
     assert_same(got.hist.numpy(), want.hist.numpy())
+
+
+def test_full_of_a_0d_value_takes_its_kind_and_tile_takes_varargs():
+    """A 0-d tensor or NumPy scalar fills as a Python number would (int32 gave int32 for
+    PyTorch's int64, np.float64 float64 for float32); `x.tile(2, 1)` as `x.tile((2, 1))`."""
+    torch = pytest.importorskip("torch")
+    for make in (lambda L: L.tensor(3, dtype=L.int32), lambda L: L.tensor(2.5, dtype=L.float64)):
+        want = torch.full((2,), make(torch)).numpy()
+        assert_same(kn.full((2,), make(kn)).numpy(), want)
+    assert kn.full((2,), np.float64(2.5)).dtype == kn.float32
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert_same(kn.tensor(x).tile(2, 1, 2).numpy(), torch.tensor(x).tile(2, 1, 2).numpy())

@@ -164,6 +164,8 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     >>> kn.full((2,), 7)
     tensor([7, 7])
     """
+    if isinstance(fill_value, (Tensor, np.generic)) and fill_value.ndim == 0:
+        fill_value = fill_value.item()  # a number, as PyTorch takes it (its kind sets the dtype)
     if dtype is not None:
         dtype = dt.as_dtype(dtype)
     else:

@@ -236,3 +236,10 @@ def test_full_of_a_0d_value_takes_its_kind_and_tile_takes_varargs():
     assert kn.full((2,), np.float64(2.5)).dtype == kn.float32
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     assert_same(kn.tensor(x).tile(2, 1, 2).numpy(), torch.tensor(x).tile(2, 1, 2).numpy())
+
+
+def test_to_another_tensor_takes_its_dtype():
+    """`t.to(other)` is `t.to(other.dtype, other.device)`, as PyTorch's (kiln raised)."""
+    torch = pytest.importorskip("torch")
+    want = torch.tensor([1.5, -2.7]).to(torch.tensor([1], dtype=torch.int16)).numpy()
+    assert_same(kn.tensor([1.5, -2.7]).to(kn.tensor([1], dtype=kn.int16)).numpy(), want)

@@ -158,6 +158,15 @@ CASES = {
         ),
         tuple(_R.standard_normal((3, 2, 3, 5, 16)).astype(np.float32) * 300),
     ),
+    # empty reductions: logsumexp over a size-0 dim is log(0) = -inf, diff past the size is
+    # empty (kiln raised for both)
+    "logsumexp-empty-dim": (lambda t, x: t.logsumexp(x, 1), (np.zeros((3, 0), np.float32),)),
+    "logsumexp-empty-keepdim": (
+        lambda t, x: x.logsumexp((0, 2), keepdim=True),
+        (np.zeros((0, 2, 3)),),
+    ),
+    "diff-n-past-size": (lambda t, x: t.diff(x, n=5), (X34,)),
+    "diff-empty": (lambda t, x: t.diff(x > 1, dim=1), (np.zeros((3, 0), np.float32),)),
 }
 
 

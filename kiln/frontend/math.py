@@ -726,8 +726,11 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "logsumexp")
     input = _floating(input)
     axes = _axes(dim, input.ndim)
-    m = _reduce("reduce_max", input, axes, True)
-    m = call("stop_gradient", where(isfinite(m), m, 0))
+    if 0 in [input.shape[a] for a in axes]:  # nothing to shift by: log(0) = -inf
+        m = 0.0
+    else:
+        m = _reduce("reduce_max", input, axes, True)
+        m = call("stop_gradient", where(isfinite(m), m, 0))
     r = add(log(_reduce("reduce_sum", exp(sub(input, m)), axes, True)), m)
     if keepdim:
         return r

@@ -284,6 +284,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
         x = ts.cat(list(lift(*parts)), d)
     for _ in range(n):
         size = ts.static_dim(x, d, "diff")
+        if size == 0:  # nothing left to difference: empty, as PyTorch's (n past the size)
+            break
         hi = narrow(x, d, 1, size - 1)
         lo = narrow(x, d, 0, size - 1)
         x = m.not_equal(hi, lo) if x.dtype == np.bool_ else m.sub(hi, lo)

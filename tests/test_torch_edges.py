@@ -252,3 +252,23 @@ def test_to_another_tensor_takes_its_dtype():
     torch = pytest.importorskip("torch")
     want = torch.tensor([1.5, -2.7]).to(torch.tensor([1], dtype=torch.int16)).numpy()
     assert_same(kn.tensor([1.5, -2.7]).to(kn.tensor([1], dtype=kn.int16)).numpy(), want)
+
+
+def test_casts_within_a_category_as_torch():
+    """In-place ops and `out=` cast a signed result into unsigned (NumPy's "same_kind"
+    refused int64 into uint8); can_cast knows complex (it raised KeyError)."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, kn):
+        x = lib.tensor([1, 2], dtype=lib.uint8)
+        x.mul_(lib.tensor([3, 0]))
+        out = lib.empty(2, dtype=lib.uint8)
+        lib.add(lib.tensor([1, 2]), 1, out=out)
+        if lib is torch:
+            want = (x.numpy(), out.numpy())
+    assert_same(x.numpy(), want[0])
+    assert_same(out.numpy(), want[1])
+    names = ["bool", "uint8", "int64", "float16", "bfloat16", "float64", "complex64"]
+    for a in names:
+        for b in names:
+            want = torch.can_cast(getattr(torch, a), getattr(torch, b))
+            assert kn.can_cast(getattr(kn, a), getattr(kn, b)) == want, (a, b)

@@ -167,6 +167,14 @@ CASES = {
     ),
     "diff-n-past-size": (lambda t, x: t.diff(x, n=5), (X34,)),
     "diff-empty": (lambda t, x: t.diff(x > 1, dim=1), (np.zeros((3, 0), np.float32),)),
+    "unique_consecutive-empty": (
+        lambda t, x: t.unique_consecutive(x, return_inverse=True, return_counts=True),
+        (np.zeros((0, 4), np.float32),),
+    ),
+    "unique_consecutive-empty-dim": (
+        lambda t, x: t.unique_consecutive(x, dim=1),
+        (np.zeros((3, 0), np.int64),),
+    ),
 }
 
 

@@ -175,6 +175,10 @@ CASES = {
         lambda t, x: t.unique_consecutive(x, dim=1),
         (np.zeros((3, 0), np.int64),),
     ),
+    # the median of no elements is NaN, or an integer dtype's least value (kiln raised)
+    "median-empty": (lambda t, x: x.median(), (np.zeros((3, 0), np.float32),)),
+    "median-empty-int": (lambda t, x: t.median(x), (np.zeros(0, np.int64),)),
+    "nanmedian-empty": (lambda t, x: x.nanmedian(), (np.zeros((0, 2)),)),
 }
 
 

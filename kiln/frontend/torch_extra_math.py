@@ -410,6 +410,8 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     tensor(2.)
     """
     (x,) = lift(input)
+    if dim is None and 0 in list(x.shape):
+        return median_of_nothing(x)
     if dim is None:
         flat = s.reshape(x, (-1,))
         at = _lower_middle(tm.sort(flat, 0, stable=True).indices, 0)
@@ -437,6 +439,20 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     if keepdim:
         value, index = s.unsqueeze(value, d), s.unsqueeze(index, d)
     return return_types.median(value, index)
+
+
+def median_of_nothing(x):
+    """The median of an empty `x`, as PyTorch's: NaN, or the integer dtype's least value.
+
+    >>> import kiln as kn
+    >>> median_of_nothing(kn.zeros(0)), median_of_nothing(kn.zeros(2, 0, dtype=kn.int8))
+    (tensor(nan), tensor(-128, dtype=kiln.int8))
+    """
+    if dt.is_float(x.dtype):
+        fill = float("nan")
+    else:
+        fill = 0 if x.dtype == np.bool_ else int(np.iinfo(x.dtype).min)
+    return m.cast(m.add(m.mul(m.sum(x), 0), fill), x.dtype)  # (0-d, of x's kind and place)
 
 
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002

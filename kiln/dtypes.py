@@ -299,6 +299,16 @@ def set_default_dtype(dtype) -> None:
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # "V": bfloat16, the only such
 
 
+def can_cast(from_, to) -> bool:
+    """PyTorch's casting rule (`torch.can_cast`, and what in-place ops and `out=` accept):
+    never to a lower category (complex > float > integer > bool), any width within one.
+
+    >>> can_cast(int64, uint8), can_cast(float32, int64), can_cast(bfloat16, complex64)
+    (True, False, True)
+    """
+    return _CATEGORY[np.dtype(from_).kind] <= _CATEGORY[np.dtype(to).kind]
+
+
 def is_complex(dtype) -> bool:
     """complex64 or complex128.
 

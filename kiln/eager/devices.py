@@ -44,9 +44,11 @@ def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = F
 
     >>> import kiln as kn
     >>> t = kn.ones(2)
-    >>> t.to("cpu") is t, t.to(kn.float64).dtype
-    (True, kiln.float64)
+    >>> t.to("cpu") is t, t.to(kn.float64).dtype, t.to(kn.tensor([1])).dtype
+    (True, kiln.float64, kiln.int64)
     """
+    if isinstance(device, Tensor) and dtype is None:  # `t.to(other)`: other's dtype and device
+        device, dtype = device.device, device.dtype
     if dtype is None and device is not None and not _is_device(device):
         device, dtype = None, device
     out = self

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
+from ..errors import ArgumentError, ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..ops.random import in_trace
@@ -164,6 +164,8 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     >>> kn.full((2,), 7)
     tensor([7, 7])
     """
+    if isinstance(fill_value, (Tensor, np.generic)) and fill_value.ndim == 0:
+        fill_value = fill_value.item()  # a number, as PyTorch takes it (its kind sets the dtype)
     if dtype is not None:
         dtype = dt.as_dtype(dtype)
     else:
@@ -180,9 +182,15 @@ _SCALAR_DTYPES = {float: dt.DEFAULT_FLOAT, int: dt.int64, bool: np.dtype(bool)}
 def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`start, start + step, …` below `end` (`arange(n)` counts from 0); ints give int64.
 
+    An integer dtype counts from `start` by `step`, each truncated to an integer, as
+    PyTorch's: int64 takes its length from the truncated bounds, the other integer dtypes from
+    the exact ones.
+
     >>> import kiln as kn
     >>> kn.arange(3), kn.arange(0, 1, 0.5)
     (tensor([0, 1, 2]), tensor([0.0000, 0.5000]))
+    >>> kn.arange(-2.5, 2.5, 1.5, dtype=kn.int64)
+    tensor([-2, -1,  0,  1])
     """
     if end is None:
         start, end = 0, start
@@ -193,16 +201,35 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
         raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip
     if dtype is None:
-        ints = type(start) is int and type(end) is int and type(step) is int
-        if ints or all(isinstance(v, (int, np.integer)) for v in (start, end, step)):
-            dtype = dt.int64
-        else:
-            dtype = dt.DEFAULT_FLOAT
+        ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = dt.int64 if ints else dt.DEFAULT_FLOAT
     else:
         dtype = dt.as_dtype(dtype)
         if dt.is_complex(dtype) or dtype == dt.bool_:
             raise UnsupportedDTypeError(f"arange: not implemented for {dtype} (as PyTorch's)")
+    if dtype.kind in "iu":
+        return _finish(_int_range(start, end, step, dtype), device, requires_grad)
     return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
+
+
+def _int_range(start, end, step, dtype) -> np.ndarray:
+    """PyTorch's integer `arange`: int64 counts of the truncated bounds (floor division of
+    their span), other dtypes the exact span's ceiling; values from the truncated start and
+    step in int64, wrapped to `dtype`.
+
+    >>> _int_range(0, 5, 1.9, np.dtype("int64")), _int_range(0, 5, 1.9, np.dtype("int32"))
+    (array([0, 1, 2, 3, 4]), array([0, 1, 2], dtype=int32))
+    """
+    first, last, stride = int(start), int(end), int(step)
+    if dtype == dt.int64:
+        if stride == 0:
+            raise ArgumentError(f"arange: step must be nonzero (step={step} truncates to 0)")
+        sign = 1 if stride > 0 else -1
+        count = (last - first + stride - sign) // stride
+    else:
+        count = int(np.ceil((end - start) / step))
+    values = first + np.arange(max(count, 0), dtype=np.int64) * stride
+    return values.astype(dtype)
 
 
 def _real(value):
@@ -212,8 +239,8 @@ def _real(value):
     >>> _real(2 + 0j), _real(3)
     (2.0, 3)
     """
-    if isinstance(value, (Tensor, np.ndarray, np.generic)) and value.dtype.kind == "c":
-        value = complex(value.item())  # (a 0-d tensor; others fail `item` as they should)
+    if isinstance(value, (Tensor, np.ndarray, np.generic)):
+        value = value.item()  # (a 0-d tensor, an int one counting as an int; others fail)
     if not isinstance(value, complex):
         return value
     if value.imag != 0:

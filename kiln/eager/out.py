@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import (
     ArgumentTypeError,
     AutogradError,
@@ -55,7 +56,7 @@ def write_out(name: str, out, compute, inputs):
     if name not in _OUT_OVERLAP_ALLOWED:
         check_no_overlap(out, inputs, name)
     result = compute()
-    if not np.can_cast(result.dtype, out.dtype, "same_kind"):
+    if not dt.can_cast(result.dtype, out.dtype):
         raise node_error(
             DTypeMismatchError,
             f"result type {result.dtype} can't be cast to the desired output type {out.dtype}",

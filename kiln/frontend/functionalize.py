@@ -178,7 +178,7 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
             )
         new = core.call("broadcast_to", new, shape=tuple(x.shape))
     if new.dtype != x.dtype:
-        if not np.can_cast(new.dtype, x.dtype, "same_kind"):
+        if not dt.can_cast(new.dtype, x.dtype):
             raise _error(
                 DTypeMismatchError,
                 f"result type {new.dtype} can't be cast to the desired output type {x.dtype}",

@@ -101,7 +101,7 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
             site=user_site(),
             inputs=[describe(t)],
         )
-    if not np.can_cast(result.dtype, t.dtype, "same_kind"):
+    if not dt.can_cast(result.dtype, t.dtype):
         raise node_error(
             DTypeMismatchError,
             f"result type {result.dtype} can't be cast to the desired output type {t.dtype}",

@@ -480,10 +480,13 @@ def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's arg
     if min is None and max is None:  # PyTorch's RuntimeError (NumPy's clip returned x)
         raise call_error(UsageError, "torch.clamp: At least one of 'min' or 'max' must not be "
                          "None", "clamp", input)  # fmt: skip
-    # NOTE: a missing bound is x's dtype's own extreme (an array, not a weak scalar), which
-    # changes neither the values, NumPy's result dtype, nor where x takes the gradient.
-    lo = _extreme(input.dtype, "min") if min is None else min
-    hi = _extreme(input.dtype, "max") if max is None else max
+    # NOTE: a missing bound is the result dtype's own extreme (an array, not a weak scalar),
+    # which changes neither the values, the result dtype, nor where x takes the gradient; the
+    # result dtype is x's and the given bounds' (a bool x with min=3 gives 3, not True)
+    given = [b for b in (min, max) if b is not None]
+    input, *given = promote(REGISTRY["clip"], input, *given)
+    lo = _extreme(input.dtype, "min") if min is None else given[0]
+    hi = _extreme(input.dtype, "max") if max is None else given[-1]
     return call("clip", *promote(REGISTRY["clip"], input, lo, hi))
 
 
@@ -732,8 +735,11 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "logsumexp")
     input = _floating(input)
     axes = _axes(dim, input.ndim)
-    m = _reduce("reduce_max", input, axes, True)
-    m = call("stop_gradient", where(isfinite(m), m, 0))
+    if 0 in [input.shape[a] for a in axes]:  # nothing to shift by: log(0) = -inf
+        m = 0.0
+    else:
+        m = _reduce("reduce_max", input, axes, True)
+        m = call("stop_gradient", where(isfinite(m), m, 0))
     r = add(log(_reduce("reduce_sum", exp(sub(input, m)), axes, True)), m)
     if keepdim:
         return r
@@ -742,7 +748,8 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
 
 @takes_out
 def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
-    """Whether every element (along `dim`) is nonzero, as bools (True for none).
+    """Whether every element (along `dim`) is nonzero, as bools (True for none; uint8 for a
+    uint8 input, as PyTorch's).
 
     >>> import kiln as kn, numpy as np
     >>> kn.all(np.array([[1, 0], [2, 3]]), dim=1), kn.all(np.zeros((0,)))
@@ -751,12 +758,13 @@ def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "all")
     (input,) = lift(input)
     zeros = cast(logical_not(input), dt.int64)
-    return equal(_reduce("reduce_sum", zeros, dim, keepdim), 0)
+    return _truth(equal(_reduce("reduce_sum", zeros, dim, keepdim), 0), input.dtype)
 
 
 @takes_out
 def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
-    """Whether some element (along `dim`) is nonzero, as bools (False for none).
+    """Whether some element (along `dim`) is nonzero, as bools (False for none; uint8 for a
+    uint8 input, as PyTorch's).
 
     >>> import kiln as kn, numpy as np
     >>> kn.any(np.array([[1, 0], [0, 0]]), dim=1)
@@ -765,7 +773,12 @@ def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "any")
     (input,) = lift(input)
     nonzero = cast(not_equal(input, False if input.dtype.kind == "b" else 0), dt.int64)
-    return greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0)
+    return _truth(greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0), input.dtype)
+
+
+def _truth(result, dtype):
+    """`all`'s and `any`'s answer: uint8 for uint8 inputs (PyTorch's legacy), bools else."""
+    return cast(result, dt.uint8) if dtype == dt.uint8 else result
 
 
 # The matrix products (kiln/frontend/products.py), still importable from here.

@@ -114,6 +114,11 @@ def _sample(name):
     return method
 
 
+def _tile_method(self, *args, dims=None):
+    """`x.tile(2, 1)` or `x.tile((2, 1))`, as PyTorch's method takes its dims."""
+    return s.tile(self, s.varargs("tile", args, dims, "dims"))
+
+
 METHODS |= {"bernoulli": _sample("bernoulli"), "multinomial": _sample("multinomial")}
 METHODS |= {name: getattr(xm, name) for name in xm.__all__}
 METHODS |= {name: getattr(xl, name) for name in xl.__all__}
@@ -125,7 +130,7 @@ METHODS |= {
     "erf": m.erf, "isinf": xm.isinf, "multiply": m.mul, "subtract": m.sub,
     "true_divide": m.div, "floor_divide": m.floordiv, "greater": m.greater,
     "greater_equal": m.greater_equal, "less": m.less, "less_equal": m.less_equal,
-    "not_equal": m.not_equal, "tile": s.tile, "trace": lambda self: m.sum(ts.diagonal(self)),
+    "not_equal": m.not_equal, "tile": _tile_method, "trace": lambda self: m.sum(ts.diagonal(self)),
 }  # fmt: skip
 
 

@@ -236,6 +236,9 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     x, added = _batched(x, n, op)
     integer = x.dtype == dt.int64  # PyTorch's: the int64 sum divided, rounded toward zero
     (x,) = (x,) if integer else _floats(op, x)
+    half = x.dtype if x.dtype in (dt.float16, dt.bfloat16) else None
+    if half is not None:  # summed in float32 and rounded once, as PyTorch's (no overflow)
+        x = cast(x, dt.float32)
     divide = (lambda a, b: cast(tm.div(a, b, rounding_mode="trunc"), x.dtype)) if integer else div
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding, 1,
                                                    ceil_mode, False)  # fmt: skip
@@ -253,6 +256,7 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
             sizes = static_sizes(x, range(2, x.ndim), op)
             divisor = _divisor(sizes, kernel, stride, pads, outs, count_include_pad)
             y = divide(total, _like(divisor.astype(x.dtype), total))
+    y = y if half is None else cast(y, half)
     return squeeze(y, 0) if added else y
 
 

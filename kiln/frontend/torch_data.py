@@ -114,7 +114,8 @@ def unique_consecutive(
     if flat:
         host, dim = host.reshape(-1), 0
     dim = sh.normalize_axis(dim, host.ndim)
-    moved = np.moveaxis(host, dim, 0).reshape(host.shape[dim], -1)
+    moved = np.moveaxis(host, dim, 0)
+    moved = moved.reshape(moved.shape[0], moved[:1].size)  # (-1 cannot size an empty one)
     starts = np.ones(moved.shape[0], bool)
     starts[1:] = np.any(moved[1:] != moved[:-1], axis=1)
     first = np.flatnonzero(starts)
@@ -200,7 +201,7 @@ def _unique_graph(x, dim, sort: bool):
         dim = sh.normalize_axis(dim, max(x.ndim, 1))
         perm = (dim, *(d for d in range(x.ndim) if d != dim))
         moved = call("transpose", x, perm=perm) if x.ndim else s.reshape(x, (1,))
-        rows = s.reshape(moved, (moved.shape[0], -1))
+        rows = s.reshape(moved, (moved.shape[0], sh.dim_product(moved.shape[1:])))
     n = rows.shape[0]
     if isinstance(n, int) and n == 0:  # nothing to find: empty results of static shapes
         none = _const(np.zeros(0, np.int64), x)
@@ -369,6 +370,8 @@ def histogram(input, bins, *, range=None, weight=None, density: bool = False):  
         steps = _const(np.arange(n + 1, dtype=x.dtype), x)
         edges = m.add(lo, m.mul(m.sub(hi, lo), m.div(steps, np.asarray(n, x.dtype))))
         edges = m.cast(edges, x.dtype)
+        if isinstance(edges, np.ndarray):  # a given range: computed from constants alone
+            edges = _like(x, edges)
     else:
         (edges,) = lift(bins, context=(x,))
         n = edges.shape[0] - 1

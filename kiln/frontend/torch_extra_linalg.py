@@ -363,7 +363,15 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
     spread = s.unsqueeze(seq, -2)  # (..., 1, M)
     values = s.unsqueeze(v, -1)  # (..., N, 1)
     below = m.less_equal(spread, values) if right else m.less(spread, values)
-    out = m.cast(m.sum(m.cast(below, dt.int64), -1), dt.int32 if out_int32 else dt.int64)
+    count = m.sum(m.cast(below, dt.int64), -1)
+    if dt.is_float(v.dtype) or dt.is_float(seq.dtype):
+        # NOTE: PyTorch's binary search moves right past an element that is not at or above
+        # the value (above it, for `right`): a NaN value, or one that no element reaches
+        # when NaNs end the sequence, goes after every element, NaNs included
+        above = m.greater(spread, values) if right else m.greater_equal(spread, values)
+        past = m.sum(m.cast(m.logical_not(above), dt.int64), -1)
+        count = m.where(m.any(above, -1), count, past)
+    out = m.cast(count, dt.int32 if out_int32 else dt.int64)
     return s.reshape(out, ()) if scalar else out
 
 

@@ -311,15 +311,20 @@ def heaviside(input, values):  # noqa: A002
 
 
 def float_power(input, exponent):  # noqa: A002
-    """`x ** e` computed in float64, as PyTorch's.
+    """`x ** e` computed in float64 (complex128 when either is complex), as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.float_power(kn.tensor([2]), 3)
     tensor([8.], dtype=kiln.float64)
+    >>> kn.float_power(kn.tensor([1j]), 2)
+    tensor([-1.+0.j], dtype=kiln.complex128)
     """
     (x,) = lift(input)
-    e = exponent if isinstance(exponent, (int, float)) else m.cast(exponent, dt.float64)
-    return m.pow(m.cast(x, dt.float64), float(e) if isinstance(e, int) else e)
+    number = isinstance(exponent, (int, float, complex))
+    either = (x.dtype, type(exponent) if number else lift(exponent)[0].dtype)
+    wide = dt.complex128 if any(dt.is_complex(d) for d in either) else dt.float64
+    e = exponent if number else m.cast(exponent, wide)
+    return m.pow(m.cast(x, wide), float(e) if isinstance(e, int) else e)
 
 
 def clamp_min(input, min):  # noqa: A002
@@ -437,6 +442,8 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     tensor(2.)
     """
     (x,) = lift(input)
+    if dim is None and 0 in list(x.shape):
+        return median_of_nothing(x)
     if dim is None:
         flat = s.reshape(x, (-1,))
         at = _lower_middle(tm.sort(flat, 0, stable=True).indices, 0)
@@ -464,6 +471,20 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     if keepdim:
         value, index = s.unsqueeze(value, d), s.unsqueeze(index, d)
     return return_types.median(value, index)
+
+
+def median_of_nothing(x):
+    """The median of an empty `x`, as PyTorch's: NaN, or the integer dtype's least value.
+
+    >>> import kiln as kn
+    >>> median_of_nothing(kn.zeros(0)), median_of_nothing(kn.zeros(2, 0, dtype=kn.int8))
+    (tensor(nan), tensor(-128, dtype=kiln.int8))
+    """
+    if dt.is_float(x.dtype):
+        fill = float("nan")
+    else:
+        fill = 0 if x.dtype == np.bool_ else int(np.iinfo(x.dtype).min)
+    return m.cast(m.add(m.mul(m.sum(x), 0), fill), x.dtype)  # (0-d, of x's kind and place)
 
 
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
@@ -566,6 +587,13 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
     array(1.25, dtype=float32)
     """
+    v, half = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
+    return v if half is None else m.cast(v, half)
+
+
+def _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof):  # noqa: A002
+    """`var`'s value, float16 and bfloat16 computed in float32 (as PyTorch's, whose sums
+    of squares would overflow there), and that half dtype to round it to (None for others)."""
     if isinstance(dim, bool):  # PyTorch's var(x, unbiased)
         dim, unbiased = None, dim
     dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "var")
@@ -575,6 +603,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
         raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
     correction = given[0] if given else 1
     x = m._floating(input)
+    half = x.dtype if x.dtype in (dt.float16, dt.bfloat16) else None
+    if half is not None:
+        x = m.cast(x, dt.float32)
     axes = m._axes(dim, x.ndim)
     centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
     if centered.dtype.kind == "c":  # |x - mean|^2: the variance of complex values is real
@@ -582,12 +613,12 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     else:
         squared = m.square(centered)
     if correction == 0:
-        return m._reduce("reduce_mean", squared, axes, keepdim)
+        return m._reduce("reduce_mean", squared, axes, keepdim), half
     total = m._reduce("reduce_sum", squared, axes, keepdim)
     n = _count(x, axes)
     if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
-        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf)
-    return m.div(total, m.sub(n, correction))
+        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf), half
+    return m.div(total, m.sub(n, correction)), half
 
 
 @takes_out
@@ -600,10 +631,10 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.std(np.array([1.0, 3.0], np.float32))
     array(1.4142135, dtype=float32)
     """
-    v = var(input, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims,
-            ddof=ddof)  # fmt: skip
+    v, half = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
     # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
     # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
     # sends that element's gradient to the constant 0.
     zero = m.equal(v, 0)
-    return m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))
+    root = m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))
+    return root if half is None else m.cast(root, half)

@@ -284,6 +284,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
         x = ts.cat(list(lift(*parts)), d)
     for _ in range(n):
         size = ts.static_dim(x, d, "diff")
+        if size == 0:  # nothing left to difference: empty, as PyTorch's (n past the size)
+            break
         hi = narrow(x, d, 1, size - 1)
         lo = narrow(x, d, 0, size - 1)
         x = m.not_equal(hi, lo) if x.dtype == np.bool_ else m.sub(hi, lo)
@@ -397,10 +399,13 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
         return _scalar_as_vector(index_fill, x, dim, idx, value)
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "index_fill")
-    positions = np.arange(n).reshape(-1, 1)
-    if isinstance(x, Symbol):
-        positions = constant(positions, graph=x.graph)
-    hit = m.any(m.equal(positions, s.reshape(idx, (1, -1))), 1)
+    # NOTE: a negative index counts from the end, as PyTorch's (index_add and index_copy refuse
+    # one); scatter refuses what is out of range either way
+    flat = s.reshape(idx, (-1,))
+    wrapped = m.where(m.less(flat, 0), m.add(flat, n), flat)
+    none = np.zeros(n, bool)
+    hit = ti.scatter(constant(none, graph=x.graph) if isinstance(x, Symbol) else none, 0,
+                     wrapped, value=True)  # fmt: skip
     shape = [1] * x.ndim
     shape[d] = n
     fill = (

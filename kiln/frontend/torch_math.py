@@ -296,7 +296,9 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     q = m.floordiv(a, b)
     if dt.is_float(q.dtype):
         return trunc(m.div(a, b))
-    # floor division rounds the other way where the signs differ and it is not exact
+    # floor division rounds the other way where the signs differ and it is not exact (the
+    # signs of the operands in the result dtype: a negative int8 divisor of uint8 wraps)
+    a, b = (v if v.dtype == q.dtype else call("cast", v, dtype=q.dtype) for v in (a, b))
     inexact = m.not_equal(m.mod(a, b), 0)
     signs_differ = m.not_equal(m.less(a, 0), m.less(b, 0))
     return m.add(q, call("cast", m.logical_and(inexact, signs_differ), dtype=q.dtype))
@@ -325,10 +327,9 @@ def copysign(input, other):  # noqa: A002
     >>> kn.copysign(kn.tensor([1.0, -2.0]), -0.0)
     tensor([-1., -2.])
     """
-    (x,) = lift(input)
-    if not dt.is_float(x.dtype):
-        x = _floating(x)
-    return core.lift_and_bind(REGISTRY["copysign"], x, other)
+    # NOTE: promote computes integers and bools in the default float, after PyTorch's
+    # promotion of both (a uint8 x with float16 signs gives float16)
+    return core.lift_and_bind(REGISTRY["copysign"], input, other)
 
 
 @takes_out
@@ -444,6 +445,14 @@ def _scan_input(x, dim, axis, name, dtype=None):
     return x, sh.normalize_axis(dim, max(x.ndim, 1))
 
 
+def _scan_result(y, dtype):
+    """A running sum or product in the `dtype` asked for: the scan ops accumulate integers in
+    int64, whose low bits are the narrower dtype's wrapped result."""
+    if dtype is None or y.dtype == dt.as_dtype(dtype):
+        return y
+    return call("cast", y, dtype=dt.as_dtype(dtype))
+
+
 @takes_out
 @autocast_op(None, cuda="fp32")
 def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
@@ -454,7 +463,7 @@ def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     tensor([1, 3, 6])
     """
     x, dim = _scan_input(input, dim, axis, "cumsum", dtype)
-    return call("cumsum", x, axis=dim, reverse=False)
+    return _scan_result(call("cumsum", x, axis=dim, reverse=False), dtype)
 
 
 @takes_out
@@ -468,7 +477,7 @@ def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     tensor([1., 2., 6.])
     """
     x, dim = _scan_input(input, dim, axis, "cumprod", dtype)
-    return call("cumprod", x, axis=dim)
+    return _scan_result(call("cumprod", x, axis=dim), dtype)
 
 
 @takes_out

@@ -120,20 +120,15 @@ def result_type(*operands) -> dt.DType:
     return dt.public(dt.result_type(*operands))
 
 
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
-
-
 def can_cast(from_, to) -> bool:
     """Whether PyTorch's promotion allows casting `from_` to `to`: never to a lower category
-    (float to integer, integer or float to bool); any width within one.
+    (complex to float, float to integer, any to bool); any width within one.
 
     >>> import kiln as kn
     >>> kn.can_cast(kn.float32, kn.int32), kn.can_cast(kn.int64, kn.int8)
     (False, True)
     """
-    a, b = _dtype_arg("can_cast", from_), _dtype_arg("can_cast", to)
-    category = [2 if dt.is_float(d) else _CATEGORY[d.kind] for d in (a, b)]
-    return category[0] <= category[1]
+    return dt.can_cast(_dtype_arg("can_cast", from_), _dtype_arg("can_cast", to))
 
 
 def is_tensor(obj) -> bool:

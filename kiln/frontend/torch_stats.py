@@ -23,6 +23,7 @@ from . import shape as s
 from . import torch_math as tm
 from . import torch_shape as ts
 from .core import lift
+from .torch_extra_math import median_of_nothing
 from .torch_extra_shape import movedim
 
 __all__ = ["mode", "nanmedian", "nanquantile", "quantile"]
@@ -102,6 +103,8 @@ def nanmedian(input, dim=None, keepdim: bool = False):  # noqa: A002
         raise call_error(
             UnsupportedDTypeError, "\"nanmedian_cpu\" not implemented for 'Bool'", "nanmedian", x
         )
+    if dim is None and 0 in list(x.shape):
+        return median_of_nothing(x)
     if dim is None:
         values = tm.sort(s.reshape(x, (-1,)), -1).values
         k = _kth(values)

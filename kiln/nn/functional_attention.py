@@ -54,6 +54,9 @@ def scaled_dot_product_attention(
     tensor([1., 2.])
     """
     q, k, v = F.core.lift(query, key, value)
+    low = q.dtype if q.dtype in _HALF else None
+    if low is not None:  # in float32, rounded once, as PyTorch's CPU kernels (no overflow)
+        q, k, v = (F.cast(t, dt.float32) for t in (q, k, v))
     if enable_gqa and q.shape[-3] != k.shape[-3]:
         groups = q.shape[-3] // k.shape[-3]
         k = F.repeat_interleave(k, groups, -3)
@@ -77,7 +80,8 @@ def scaled_dot_product_attention(
     weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p)
-    return F.matmul(weights, v)
+    out = F.matmul(weights, v)
+    return out if low is None else F.cast(out, low)
 
 
 @autocast_op("lower")

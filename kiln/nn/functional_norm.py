@@ -162,11 +162,16 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
             f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}",
             "rms_norm", x,
         )  # fmt: skip
+    # NOTE: as PyTorch's, float16 and bfloat16 compute in float32 (their squares overflow),
+    # the default eps is that of the dtype computed in, and the result, weight applied, is
+    # rounded once to x's dtype
+    wide = F.cast(x, dt.float32) if x.dtype in (dt.float16, dt.bfloat16) else x
     if eps is None:
-        eps = float(ml_dtypes.finfo(x.dtype).eps)  # NumPy's finfo knows no bfloat16
+        eps = float(ml_dtypes.finfo(wide.dtype).eps)  # NumPy's finfo knows no bfloat16
     axes = tuple(range(x.ndim - len(shape), x.ndim))
-    y = F.mul(x, F.rsqrt(F.add(F.mean(F.mul(x, x), axes, keepdim=True), eps)))
-    return y if weight is None else F.mul(y, weight)
+    y = F.mul(wide, F.rsqrt(F.add(F.mean(F.mul(wide, wide), axes, keepdim=True), eps)))
+    y = y if weight is None else F.mul(y, weight)
+    return y if y.dtype == x.dtype else F.cast(y, x.dtype)
 
 
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):  # noqa: A002

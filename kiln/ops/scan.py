@@ -46,12 +46,15 @@ def _scan(xp, fn, x, out, axis, reverse, dtype=None):
     return out
 
 
-def _wide(dtype):
-    """(accumulator dtype, result dtype): PyTorch accumulates float16 and bfloat16 in float32
-    and rounds each partial result once."""
+def _wide(dtype, xp=np):
+    """(accumulator dtype, result dtype): PyTorch accumulates float16 and bfloat16 in float32,
+    and on the CPU float32 and complex64 in float64 and complex128 (its CPU accumulator type),
+    rounding each partial result once."""
     dtype = _accumulated_dtype(dtype)
     if dtype in (dt.float16, dt.bfloat16):
         return np.dtype(np.float32), dtype
+    if xp is np and dtype in (dt.float32, dt.complex64):
+        return np.dtype(np.float64 if dtype == dt.float32 else np.complex128), dtype
     return dtype, None
 
 
@@ -66,7 +69,7 @@ def _running(xp, ufunc: str, a, axis, dtype):
 
 
 def _cumsum(xp, x, out=None, *, axis, reverse):
-    acc, dtype = _wide(x.dtype)
+    acc, dtype = _wide(x.dtype, xp)
     fn = lambda a, k: _running(xp, "add", a, k, acc)  # noqa: E731
     return _scan(xp, fn, x, out, axis, reverse, dtype)
 
@@ -80,7 +83,7 @@ cumsum = defop(
 
 
 def _cumprod(xp, x, out=None, *, axis):
-    acc, dtype = _wide(x.dtype)
+    acc, dtype = _wide(x.dtype, xp)
     fn = lambda a, k: _running(xp, "multiply", a, k, acc)  # noqa: E731
     return _scan(xp, fn, x, out, axis, False, dtype)
 
@@ -128,7 +131,7 @@ def _accumulate(xp, ufunc: str, a, axis):
 
 
 def _logcumsumexp(xp, x, out=None, *, axis, reverse):
-    acc, dtype = _wide(x.dtype)  # (half precision runs in float32, as cumsum's)
+    acc, dtype = _wide(x.dtype, xp)  # (as cumsum's)
     fn = lambda a, k: _accumulate(xp, "logaddexp", a.astype(acc, copy=False), k)  # noqa: E731
     return _scan(xp, fn, x, out, axis, reverse, dtype)
 

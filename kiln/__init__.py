@@ -87,6 +87,7 @@ from .errors import (
     GraphError,
     GraphFormatError,
     IndexOutOfRangeError,
+    IntegerDivisionByZeroError,
     KilnError,
     LayoutError,
     NumericsError,

@@ -85,6 +85,15 @@ class IndexOutOfRangeError(KilnError, IndexError, RuntimeError):
     reason: str = ""
 
 
+class IntegerDivisionByZeroError(KilnError, ZeroDivisionError, RuntimeError):
+    """An integer `//`, `%`, `fmod` or `div(rounding_mode=...)` by zero, found when the kernel
+    runs on the CPU, where PyTorch raises `RuntimeError: ZeroDivisionError` (NumPy warns and
+    gives 0): this is both a ZeroDivisionError and a RuntimeError. `reason` is the message
+    without the node's context, which graph mode adds."""
+
+    reason: str = ""
+
+
 class IndexOutOfBoundsError(ShapeError, IndexOutOfRangeError):
     """An int index outside its dim, or more indices than dims, found when the op is built
     (`x[5]` of a dim of size 3). PyTorch raises IndexError there: this is one, and a

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .core import apply, defop, same_shape, scalar, ufunc_dtype
-from .elementwise import binary, unary
+from .elementwise import _integer_division_kernel, binary, unary
 from .lowering import Lowering, c_fn, c_libm
 
 
@@ -136,11 +136,12 @@ atan2 = binary("atan2", np.arctan2, vjp=_atan2_vjp, lowering=_libm("atan2"))
 hypot = binary(
     "hypot", np.hypot, vjp=lambda ct, z, a, b: (ct * a / z, ct * b / z), lowering=_libm("hypot")
 )
-# fmod: C's fmod on float loops (exact, as NumPy's); integer loops (NumPy warns on a zero
-# divisor, C's % is undefined there) run kernel by kernel
+# fmod: C's fmod on float loops (exact, as NumPy's); integer loops run kernel by kernel, and
+# a zero integer divisor raises on the CPU as PyTorch's (NumPy warns; C's % is undefined)
 fmod = binary(
     "fmod", np.fmod, vjp=lambda ct, z, a, b: (ct, -ct * trunc(a / b)),
-    lowering=Lowering(cuda=c_libm("fmod")),
+    lowering=Lowering(cuda=c_libm("fmod")), may_fail=True,
+    kernel=_integer_division_kernel("fmod", "fmod"),
 )  # fmt: skip
 copysign = binary(
     "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)

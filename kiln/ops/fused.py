@@ -72,9 +72,9 @@ class Signature:
         self.eq_itemsize = max((d.itemsize for d in self.out_dtypes), default=self.itemsize)
         # The numba loops: False until the first is built, then a dict from the pattern of
         # the arrays (`fused_codegen.loop_pattern`) to its loop (None: numba refused them),
-        # or None where the program has no loop (an op or dtype not lowered). `loop` gives NumPy's bits (KILN_EXACT=1); `fast` may call
-        # libm functions within 2 ulp of NumPy's (the default; the same loops where the
-        # program has none).
+        # or None where the program has no loop (an op or dtype not lowered). `loop` gives
+        # NumPy's bits (KILN_EXACT=1); `fast` may call libm functions within 2 ulp of NumPy's
+        # (the default; the same loops where the program has none).
         self.loop = False
         self.fast = False
         self.plans: dict = {}  # shapes -> BlockPlan

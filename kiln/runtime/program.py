@@ -17,7 +17,15 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..debug import checks_level, debug_level, log
-from ..errors import DTypeError, GraphError, IndexOutOfRangeError, KilnError, ShapeError, node_error
+from ..errors import (
+    DTypeError,
+    GraphError,
+    IndexOutOfRangeError,
+    IntegerDivisionByZeroError,
+    KilnError,
+    ShapeError,
+    node_error,
+)
 from ..graph.core import Symbol
 from ..ops import fused
 from ..passes import PIPELINE, optimize
@@ -320,7 +328,7 @@ class Program:
                         outputs, updates = fn(arrays, variables, keys, outs)
                     else:
                         outputs, updates = fn(arrays, variables, keys)
-                except IndexOutOfRangeError as e:  # a kernel's index check: add the node
+                except (IndexOutOfRangeError, IntegerDivisionByZeroError) as e:  # data checks
                     node = spec.failing_node(e.__traceback__)
                     if node is None:
                         raise
@@ -457,8 +465,8 @@ def _feed_error(cls, sym, message):
 
 
 def kernel_error(node, spec, e) -> KilnError:
-    if isinstance(e, IndexOutOfRangeError):  # data-dependent, not a broken kernel
-        return node_error(IndexOutOfRangeError, e.reason or str(e), op=node.op.name,
+    if isinstance(e, (IndexOutOfRangeError, IntegerDivisionByZeroError)):  # data-dependent
+        return node_error(type(e), e.reason or str(e), op=node.op.name,
                           name=node.name, site=node.site, inputs=node.inputs)  # fmt: skip
     got = ", ".join(f"{dt.short_name(i.dtype)}{list(spec.shapes[id(i)])}" for i in node.inputs)
     return node_error(

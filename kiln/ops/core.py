@@ -211,17 +211,17 @@ def in_float32(impl, half: bool = False):
     float16 sums, whose NumPy reductions along other than the last axis add in float16).
     Other dtypes run `impl` as it is. (`functools.wraps`: readers of the kernel's signature,
     such as the graph loader's attr check, see `impl`'s.)"""
-    narrow = (_BF16, np.dtype(np.float16)) if half else (_BF16,)
+    f16 = np.dtype(np.float16) if half else _BF16  # NOTE: dtypes by identity (a hot path)
 
     @functools.wraps(impl)
     def kernel(xp, *arrays, out=None, **attrs):
         for a in arrays:
-            if a.dtype in narrow:
+            if a.dtype is _BF16 or a.dtype is f16:
                 dtype = a.dtype
                 break
         else:
             return impl(xp, *arrays, out=out, **attrs)
-        wide = [a.astype(np.float32) if a.dtype in narrow else a for a in arrays]
+        wide = [a.astype(np.float32) if a.dtype is _BF16 or a.dtype is f16 else a for a in arrays]
         result = xp.asarray(impl(xp, *wide, **attrs))
         if result.dtype == np.float32:
             result = result.astype(dtype)

@@ -161,7 +161,8 @@ def _stepwise_prod(xp, x, out, axes, keepdims):
     by row in float16."""
     rest = tuple(a for a in range(x.ndim) if a not in axes)
     rows = xp.transpose(x, (*axes, *rest)).reshape(-1, *(x.shape[a] for a in rest))
-    result = xp.multiply.reduce(xp.ascontiguousarray(rows), axis=0)  # rows outermost
+    rows = xp.ascontiguousarray(rows)  # rows outermost: NumPy multiplies them in float16
+    result = np.multiply.reduce(rows, axis=0) if xp is np else xp.prod(rows, axis=0)
     shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else None
     result = xp.asarray(result).reshape(shape if keepdims else result.shape)
     if out is None:

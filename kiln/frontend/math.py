@@ -21,9 +21,10 @@ from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops import bitwise as _bitwise  # noqa: F401 -- registers the bitwise ops
 from ..ops.multi import elements
+from ..ops.state import GRAD_FORMULAS
 from . import core
 from .autocast import autocast_op
-from .core import call, half_in_float32, in_float32, lift, promote
+from .core import call, half_in_float32, lift, promote
 from .out import takes_out
 
 __all__ = [
@@ -723,10 +724,11 @@ def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
 
 
 @takes_out
-@in_float32
 @autocast_op(None, cuda="fp32")
 def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow.
+    """`log(sum(exp(x)))` over `dim`, shifted by the maximum so it cannot overflow. float16
+    and bfloat16 step by step in their dtype (each op rounding, the sum accumulated in
+    float32), their gradient `ct * exp(x - result)` so too: PyTorch's.
 
     >>> import kiln as kn, numpy as np
     >>> kn.logsumexp(np.array([1000.0, 1000.0], np.float32))
@@ -741,9 +743,18 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         m = _reduce("reduce_max", input, axes, True)
         m = call("stop_gradient", where(isfinite(m), m, 0))
     r = add(log(_reduce("reduce_sum", exp(sub(input, m)), axes, True)), m)
+    if input.dtype in (np.dtype(np.float16), dt.bfloat16):
+        r = core.with_grad(r, input, ("logsumexp",), input, r)
     if keepdim:
         return r
     return call("reshape", r, shape=tuple(d for i, d in enumerate(r.shape) if i not in axes))
+
+
+def _logsumexp_grad(ct, x, r):
+    return mul(ct, exp(sub(x, r)))  # r and ct keep the reduced dims: they broadcast
+
+
+GRAD_FORMULAS["logsumexp"] = _logsumexp_grad
 
 
 @takes_out

@@ -278,7 +278,6 @@ def _normalized_axes(x, normalized_shape, axis) -> tuple:
     return tuple(range(x.ndim - len(want), x.ndim))
 
 
-@half_in_float32  # as PyTorch's: a half input (float32 or half parameters) in float32
 @autocast_op(None, cuda="fp32")
 def layer_norm(
     input,  # noqa: A002
@@ -300,8 +299,48 @@ def layer_norm(
     """
     (x,) = lift(input)
     axes = _normalized_axes(x, normalized_shape, axis)
-    centered = sub(x, mean(x, axes, keepdims=True))
-    y = mul(centered, rsqrt(add(mean(square(centered), axes, keepdims=True), eps)))
+    if x.dtype in _HALF:  # as PyTorch's: a half input (float32 or half parameters) in float32
+        params = [lift(p)[0].dtype for p in (weight, bias) if p is not None]
+        stats = np.dtype(np.float32) if any(d != x.dtype for d in params) else x.dtype
+        wide = half_in_float32(lambda v: _layer_norm32(v, axes, weight, bias, eps, stats))
+        return wide(x)
+    return _affine(_normalized(x, axes, eps)[0], x, axes, weight, bias)
+
+
+def _normalized(x, axes, eps):
+    """(x - mean) * rstd over `axes`, and the mean and rstd (kept)."""
+    m = mean(x, axes, keepdims=True)
+    centered = sub(x, m)
+    rstd = rsqrt(add(mean(square(centered), axes, keepdims=True), eps))
+    return mul(centered, rstd), m, rstd
+
+
+def _layer_norm32(x, axes, weight, bias, eps, stats):
+    """layer_norm of float32 `x` (a half input's copy), its input's gradient PyTorch's
+    kernel's: from the mean and rstd it keeps in `stats` (the half dtype, unless a parameter
+    is float32), `rstd * ct + b * x + c` with b and c of the sums of ct and ct * x."""
+    y, m, rstd = _normalized(x, axes, eps)
+    if not all(isinstance(x.shape[a], int) for a in axes):  # a symbolic size: autodiff's
+        return _affine(y, x, axes, weight, bias)
+    if stats != np.float32:
+        m, rstd = cast(cast(m, stats), np.float32), cast(cast(rstd, stats), np.float32)
+    y = core.with_grad(y, x, ("layer_norm", axes), x, m, rstd)
+    return _affine(y, x, axes, weight, bias)
+
+
+def _layer_norm_grad(ct, x, m, rstd, axes):
+    scale = 1.0 / float(np.prod([x.shape[a] for a in axes]))
+    ds = reduce_sum(mul(ct, x), axes, keepdims=True)
+    db = reduce_sum(ct, axes, keepdims=True)
+    b = mul(mul(mul(mul(sub(mul(db, m), ds), rstd), rstd), rstd), scale)
+    c = sub(mul(neg(b), m), mul(mul(db, rstd), scale))
+    return add(add(mul(rstd, ct), mul(b, x)), c)
+
+
+GRAD_FORMULAS["layer_norm"] = _layer_norm_grad
+
+
+def _affine(y, x, axes, weight, bias):
     if weight is not None:
         y = mul(y, _param_at_axes(weight, x, axes, "weight"))
     if bias is not None:

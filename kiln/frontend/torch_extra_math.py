@@ -587,38 +587,51 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
     array(1.25, dtype=float32)
     """
-    v, half = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
-    return v if half is None else m.cast(v, half)
+    x, axes, keepdim, correction = _var_args(
+        "var", input, dim, unbiased, keepdim, correction, axis, keepdims, ddof
+    )
+    if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_var_grad`)
+        value = m.cast(_var(m.cast(x, np.float32), axes, keepdim, correction), x.dtype)
+        return core.with_grad(value, x, ("var", axes, keepdim, float(correction)), x)
+    return _var(x, axes, keepdim, correction)
 
 
-def _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof):  # noqa: A002
-    """`var`'s value, float16 and bfloat16 computed in float32 (as PyTorch's, whose sums
-    of squares would overflow there), and that half dtype to round it to (None for others)."""
+_HALF = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, ddof):  # noqa: A002
+    """var's and std's arguments: the float input, the axes, keepdim and the correction."""
     if isinstance(dim, bool):  # PyTorch's var(x, unbiased)
         dim, unbiased = None, dim
-    dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "var")
+    dim, keepdim = m._dim(dim, axis, keepdim, keepdims, name)
     given = [c for c in (correction, ddof, None if unbiased is None else int(unbiased))
              if c is not None]  # fmt: skip
     if len(given) > 1:
-        raise ArgumentTypeError("var(): give one of correction=, unbiased= and ddof=")
-    correction = given[0] if given else 1
+        raise ArgumentTypeError(f"{name}(): give one of correction=, unbiased= and ddof=")
     x = m._floating(input)
-    half = x.dtype if x.dtype in (dt.float16, dt.bfloat16) else None
-    if half is not None:
-        x = m.cast(x, dt.float32)
-    axes = m._axes(dim, x.ndim)
+    return x, m._axes(dim, x.ndim), keepdim, given[0] if given else 1
+
+
+def _half_var(x, axes, correction) -> bool:
+    """Whether var/std of `x` take PyTorch's half-precision path (a static count above the
+    correction; else kiln's own, whose inf and nan cases hold in any dtype)."""
+    n = sh.dim_product(x.shape[a] for a in axes)
+    return x.dtype in _HALF and isinstance(n, int) and n > correction
+
+
+def _var(x, axes, keepdim, correction):
     centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
     if centered.dtype.kind == "c":  # |x - mean|^2: the variance of complex values is real
         squared = core.call("real", m.mul(centered, core.call("conj", centered)))
     else:
         squared = m.square(centered)
     if correction == 0:
-        return m._reduce("reduce_mean", squared, axes, keepdim), half
+        return m._reduce("reduce_mean", squared, axes, keepdim)
     total = m._reduce("reduce_sum", squared, axes, keepdim)
     n = _count(x, axes)
     if isinstance(n, int):  # n <= correction: inf where the sum is positive, else nan
-        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf), half
-    return m.div(total, m.sub(n, correction)), half
+        return m.mul(total, 1 / (n - correction) if n > correction else _math.inf)
+    return m.div(total, m.sub(n, correction))
 
 
 @takes_out
@@ -631,10 +644,40 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.std(np.array([1.0, 3.0], np.float32))
     array(1.4142135, dtype=float32)
     """
-    v, half = _variance(input, dim, unbiased, keepdim, correction, axis, keepdims, ddof)
+    x, axes, keepdim, correction = _var_args(
+        "std", input, dim, unbiased, keepdim, correction, axis, keepdims, ddof
+    )
+    if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_std_grad`)
+        value = m.cast(_sqrt0(_var(m.cast(x, np.float32), axes, keepdim, correction)), x.dtype)
+        return core.with_grad(value, x, ("std", axes, keepdim, float(correction)), x, value)
+    return _sqrt0(_var(x, axes, keepdim, correction))
+
+
+def _sqrt0(v):
     # NOTE: PyTorch's std backward is 0 where the std is 0 (a constant row), where sqrt's
     # derivative is inf. Both branches stay finite: sqrt reads 1 there, and the outer where
     # sends that element's gradient to the constant 0.
     zero = m.equal(v, 0)
-    root = m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))
-    return root if half is None else m.cast(root, half)
+    return m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))
+
+
+def _var_grad(ct, x, axes, keepdim, correction):
+    # PyTorch's var_backward in x's dtype, each step rounded: (2 / (n - correction)) * ct *
+    # (x - mean(x))
+    if not keepdim:
+        ct = core.call(
+            "reshape", ct, shape=tuple(1 if a in axes else d for a, d in enumerate(x.shape))
+        )
+    n = sh.dim_product(x.shape[a] for a in axes)
+    centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
+    return m.mul(m.mul(ct, 2.0 / (n - correction)), centered)
+
+
+def _std_grad(ct, x, y, axes, keepdim, correction):
+    # PyTorch's std_backward: var's of ct / (2 y), 0 where y is 0
+    grad = m.div(ct, m.mul(y, 2.0))
+    grad = m.where(m.equal(y, 0), 0.0, grad)
+    return _var_grad(grad, x, axes, keepdim, correction)
+
+
+GRAD_FORMULAS.update(var=_var_grad, std=_std_grad)

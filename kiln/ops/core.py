@@ -203,25 +203,28 @@ def conjugate_vjp(vjp):
 _BF16 = dt.bfloat16
 
 
-def in_float32(impl):
+def in_float32(impl, half: bool = False):
     """The kernel `impl`, computing bfloat16 inputs on float32 copies and rounding a float32
     result to bfloat16 once: how PyTorch's CPU kernels compute bfloat16 (accumulating sums
     and products in float32). ml_dtypes' ufuncs do so per ufunc; a kernel of several ufuncs,
-    a reduction or a matrix product takes this. Other dtypes run `impl` as it is.
-    (`functools.wraps`: readers of the kernel's signature, such as the graph loader's attr
-    check, see `impl`'s.)"""
+    a reduction or a matrix product takes this. With `half`, float16 inputs too (PyTorch's
+    float16 sums, whose NumPy reductions along other than the last axis add in float16).
+    Other dtypes run `impl` as it is. (`functools.wraps`: readers of the kernel's signature,
+    such as the graph loader's attr check, see `impl`'s.)"""
+    f16 = np.dtype(np.float16) if half else _BF16  # NOTE: dtypes by identity (a hot path)
 
     @functools.wraps(impl)
     def kernel(xp, *arrays, out=None, **attrs):
         for a in arrays:
-            if a.dtype is _BF16:
+            if a.dtype is _BF16 or a.dtype is f16:
+                dtype = a.dtype
                 break
         else:
             return impl(xp, *arrays, out=out, **attrs)
-        wide = [a.astype(np.float32) if a.dtype is _BF16 else a for a in arrays]
+        wide = [a.astype(np.float32) if a.dtype is _BF16 or a.dtype is f16 else a for a in arrays]
         result = xp.asarray(impl(xp, *wide, **attrs))
         if result.dtype == np.float32:
-            result = result.astype(_BF16)
+            result = result.astype(dtype)
         if out is None:
             return result
         out[...] = result

@@ -107,7 +107,9 @@ def _extremum_vjp(ct, y, x, *, axes, keepdims, nan_ties=False):
     return (share * keep(ct, x, axes),)
 
 
-_ACCUMULATING = (np.sum, np.mean, np.prod)
+# Sums PyTorch accumulates in float32 for float16 and bfloat16 (a product it multiplies step
+# by step in the dtype, as NumPy's multiply.reduce does).
+_ACCUMULATING = (np.sum, np.mean)
 # The ufunc whose `reduce` NumPy's function calls (np.sum is add.reduce...): called directly
 # on a NumPy array, the same values, without the function's dispatch.
 _UFUNCS = {np.sum: np.add, np.prod: np.multiply, np.max: np.maximum, np.min: np.minimum}
@@ -153,6 +155,22 @@ def _mean_kernel(impl, axes, keepdims, scalar):
     return kernel
 
 
+def _stepwise_prod(xp, x, out, axes, keepdims):
+    """The float16 product over `axes` rounded at each step, in index order (PyTorch's):
+    NumPy multiplies a contiguous last axis in float32, the leading axis of a 2-d array row
+    by row in float16."""
+    rest = tuple(a for a in range(x.ndim) if a not in axes)
+    rows = xp.transpose(x, (*axes, *rest)).reshape(-1, *(x.shape[a] for a in rest))
+    rows = xp.ascontiguousarray(rows)  # rows outermost: NumPy multiplies them in float16
+    result = np.multiply.reduce(rows, axis=0) if xp is np else xp.prod(rows, axis=0)
+    shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else None
+    result = xp.asarray(result).reshape(shape if keepdims else result.shape)
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
     """A reduction computed by NumPy's (or CuPy's) function of the same name as `fn`.
     `nan_ties`: the op takes a `nan_ties` attr (read by its gradient alone)."""
@@ -160,6 +178,8 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
     ufunc = _UFUNCS.get(fn)
 
     def impl(xp, x, out=None, *, axes, keepdims):
+        if fn is np.prod and x.dtype == np.float16 and axes:
+            return _stepwise_prod(xp, x, out, axes, keepdims)
         if type(x) is np.ndarray:  # NOTE: NumPy's function less its Python layers (~2 us)
             if ufunc is not None:
                 return ufunc.reduce(x, axes, None, out, keepdims)
@@ -167,8 +187,8 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
                 return _mean(x, axes, out, keepdims)
         return getattr(xp, fn.__name__)(x, axis=axes, keepdims=keepdims, out=out)
 
-    if fn in _ACCUMULATING:  # bfloat16 sums in float32, rounded once (as PyTorch)
-        impl = in_float32(impl)
+    if fn in _ACCUMULATING:  # float16 and bfloat16 sums in float32, rounded once (PyTorch's)
+        impl = in_float32(impl, half=True)
 
     def prepare(backend, in_shapes, in_dtypes, out_shape, *, axes, keepdims, nan_ties=False):
         """On NumPy, the ufunc's reduce called directly, without `impl`'s tests of the dtype
@@ -182,7 +202,7 @@ def reduction(name, fn, *, vjp, needs_identity=False, tags=(), nan_ties=False):
                 return None
             return _mean_kernel(impl, axes, keepdims, dtype.type)
         if ufunc is None or (
-            fn in _ACCUMULATING and dtype.kind == "f" and dtype not in _MEAN_DTYPES
+            fn in (*_ACCUMULATING, np.prod) and dtype.kind == "f" and dtype not in _MEAN_DTYPES
         ):
             return None  # (float16 and narrower floats: `impl`, as eager mode)
         reduce = ufunc.reduce
@@ -341,7 +361,7 @@ def _sum_to_jvp(tangents, y, x, *, shape):
 
 
 sum_to = defop(
-    "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to),
+    "sum_to", _sum_to_shape, lambda x, **_: x, in_float32(_sum_to, half=True),
     vjp=lambda ct, y, x, *, shape: (apply("broadcast_to", ct, shape=x.shape),),
     jvp=_sum_to_jvp, tags={"complex_linear"},
 )  # fmt: skip

@@ -256,11 +256,12 @@ def _zero(t):
     return sparse_zeros_like(t) if type(t) is SparseTensor else _copy(t, 0)
 
 
-def overwrite(t: Tensor, value: Tensor, op: str = "copy_") -> None:
+def overwrite(t: Tensor, value: Tensor, op: str = "copy_", site: str | None = None) -> None:
     """`t.copy_(value)` under no_grad where `value` is a CPU tensor already known to fit
     (t's shape, a dtype t takes) and to share no memory with t: an optimizer's new value.
     The write and the version bump, without copy_'s checks (which cost more than the write
-    of a small parameter).
+    of a small parameter). `site`: the user's line that made the change (found from the
+    stack where not given: a caller writing several tensors finds it once).
 
     >>> import kiln as kn
     >>> w = kn.zeros(2)
@@ -272,14 +273,15 @@ def overwrite(t: Tensor, value: Tensor, op: str = "copy_") -> None:
             t.copy_(value)
         return
     np.copyto(t._data, value._data, casting="unsafe")
-    _bump(t, op)
+    _bump(t, op, site)
 
 
-def _bump(t: Tensor, op: str) -> None:
-    """One more in-place change of t's data (and its views'), by `op` here."""
+def _bump(t: Tensor, op: str, site: str | None = None) -> None:
+    """One more in-place change of t's data (and its views'), by `op` at `site` (None: the
+    user's line that called here)."""
     vc = version_of(t)
     vc.value += 1
-    vc.op, vc.site = op, user_site()
+    vc.op, vc.site = op, site if site is not None else user_site()
 
 
 def _snapshot(t: Tensor) -> Tensor:

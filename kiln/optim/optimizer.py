@@ -29,7 +29,7 @@ from ..errors import (
     UsageError,
 )
 from ..frontend.inplace import overwrite
-from ..graph.core import Symbol, Variable, get_default_graph
+from ..graph.core import Symbol, Variable, get_default_graph, user_site
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
 from ..nn.parameter import owner_of, share
@@ -403,9 +403,10 @@ class Optimizer(OptimizerHooks):
                 self._from_traces(t)
             updates = [self._new_values(i, t, g) for i, t, g in params]
             # NOTE: from here on nothing can fail: same shapes, same dtypes, plain writes.
+            site = user_site() if updates else None  # the step's line, for every write
             for t, count, new_param, new_slots in updates:
-                overwrite(t, new_param)  # t.copy_(new_param): checked in `_new_values`
-                _write_slots(self._state.setdefault(t, {}), count, new_slots)
+                overwrite(t, new_param, site=site)  # t.copy_(new_param): `_new_values` checked
+                _write_slots(self._state.setdefault(t, {}), count, new_slots, site)
                 self._to_traces(t)
         return loss
 
@@ -717,10 +718,10 @@ class Optimizer(OptimizerHooks):
         return f"{type(self).__name__}({args})"
 
 
-def _write_slots(state: dict, count: int, new_slots: dict) -> None:
+def _write_slots(state: dict, count: int, new_slots: dict, site: str | None = None) -> None:
     """A step's new slots into `state`: into its Tensors in place where they fit (on the
     CPU), as PyTorch's steps write theirs, so a Tensor of `opt.state[p]` held across steps
-    follows them; else as new Tensors."""
+    follows them; else as new Tensors. `site`: the step's line (`overwrite`'s)."""
     state["step"] = count
     for key, value in new_slots.items():
         old = state.get(key)
@@ -732,7 +733,7 @@ def _write_slots(state: dict, count: int, new_slots: dict) -> None:
             and old._data.shape == value._data.shape
             and old._data.dtype == value._data.dtype
         ):
-            overwrite(old, value)
+            overwrite(old, value, site=site)
         else:
             state[key] = value
 

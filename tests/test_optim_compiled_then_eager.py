@@ -7,6 +7,7 @@ holds to PyTorch, and torch 2.13 itself where installed."""
 
 import numpy as np
 import pytest
+from training_step import mse_step
 
 import kiln as kn
 
@@ -20,12 +21,7 @@ def _setup(lib, make_opt):
         m.weight.copy_(lib.tensor(W))
     opt = make_opt(lib, m.parameters())
 
-    def step(x):
-        opt.zero_grad()
-        loss = (m(x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
+    step = mse_step(m, opt)
 
     return m, opt, step
 

@@ -5,6 +5,7 @@ kn.compile'd. Expected values: torch 2.13 running the same steps and the same wr
 
 import numpy as np
 import pytest
+from training_step import mse_step
 
 import kiln as kn
 
@@ -38,12 +39,7 @@ def _setup(lib, name):
         m.weight.copy_(lib.tensor(W))
     opt = getattr(lib.optim, cls)(m.parameters(), **options)
 
-    def step(x):
-        opt.zero_grad()
-        loss = (m(x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
+    step = mse_step(m, opt)
 
     return m, opt, step
 

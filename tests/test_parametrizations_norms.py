@@ -7,6 +7,7 @@ spectral_norm's random starting vectors copied from torch's module into kiln's."
 
 import numpy as np
 import pytest
+from training_step import mse_step
 
 import kiln as kn
 
@@ -35,12 +36,7 @@ def _same_start(m, tm):
 def _train(lib, m, compiled: bool, steps: int = 3):
     opt = lib.optim.SGD(m.parameters(), lr=0.1)
 
-    def step(x):
-        opt.zero_grad()
-        loss = (m(x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
+    step = mse_step(m, opt)
 
     run = kn.compile(step) if compiled else step
     return [float(run(lib.tensor(X)).detach()) for _ in range(steps)]

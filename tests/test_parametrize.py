@@ -9,6 +9,7 @@ import copy
 
 import numpy as np
 import pytest
+from training_step import mse_step
 
 import kiln as kn
 
@@ -90,12 +91,7 @@ def _train(lib, compiled: bool, steps: int = 3):
     m = _linear(lib, symmetric(), scale())
     opt = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
 
-    def step(x):
-        opt.zero_grad()
-        loss = (m(x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
+    step = mse_step(m, opt)
 
     run = kn.compile(step) if compiled else step
     losses = [float(run(lib.tensor(X)).detach()) for _ in range(steps)]

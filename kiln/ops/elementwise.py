@@ -15,8 +15,7 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, IntegerDivisionByZeroError, node_error
-from ..graph.core import user_site
+from ..errors import ArgumentError
 from . import vecmath
 from .core import (
     apply,
@@ -49,30 +48,6 @@ def _ufunc_kernel(ufunc_name, own_rule: bool = True):
         return getattr(xp, ufunc_name)(*arrays, out=out)
 
     kernel.ufunc_name = ufunc_name if own_rule else None
-    return kernel
-
-
-def _integer_division_kernel(op_name, ufunc_name):
-    """The kernel of the integer-capable division `op_name` (`floordiv`, `mod`, `fmod`): xp's
-    ufunc, which on the CPU first refuses an integer division by zero as PyTorch does (NumPy
-    warns and gives 0; on a GPU neither checks, as PyTorch's CUDA kernels do not). The error
-    names the caller's line (an eager op runs there); graph mode's runtime replaces that with
-    the node's context."""
-
-    def kernel(xp, a, b, out=None):
-        if xp is np:
-            b = np.asarray(b)
-            if b.dtype.kind in "iu" and np.asarray(a).dtype.kind in "iub" and not b.all():
-                message = (f"ZeroDivisionError: integer division by zero; got "
-                           f"{np.result_type(a, b)} operands of shapes {list(np.shape(a))} "
-                           f"and {list(b.shape)}")  # fmt: skip
-                error = node_error(IntegerDivisionByZeroError, message, op=op_name, name=None,
-                                   site=user_site())  # fmt: skip
-                error.reason = message
-                raise error
-        return getattr(xp, ufunc_name)(a, b, out=out)
-
-    kernel.ufunc_name = None  # eager mode calls the kernel, with its check
     return kernel
 
 
@@ -768,16 +743,6 @@ pow_ = defop(
 )  # fmt: skip
 # Integer loops raise or warn in NumPy (division by zero), a C or numba loop would not: the
 # fused kernels call the ufunc; not lowered to CUDA.
-# `may_fail`: an integer division by zero raises (PyTorch's error) on the CPU; never fused,
-# and ordered before in-place updates so that a failed step changes nothing.
-floordiv = binary(
-    "floordiv", np.floor_divide, tags={"nondiff"}, lowering=Lowering(), may_fail=True,
-    kernel=_integer_division_kernel("floordiv", "floor_divide"),
-)  # fmt: skip
-mod = binary(
-    "mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)),
-    lowering=Lowering(), may_fail=True, kernel=_integer_division_kernel("mod", "remainder"),
-)  # fmt: skip
 maximum = binary(
     "maximum", np.maximum, vjp=_select_vjp("greater"), tags={"commutative"},
     lowering=_exact(_c_select(">=")),

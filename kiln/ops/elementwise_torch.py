@@ -1,7 +1,8 @@
 """Elementwise primitives beyond the core set: trigonometric and hyperbolic functions, base-2
-and base-10 exp/log, `atan2`, `hypot`, `fmod` and `copysign`, each NumPy's ufunc (kernel and dtype
-rule) with its derivative written with kiln ops, lowered to the libm function of the same
-name in fused kernels (float loops)."""
+and base-10 exp/log, `atan2`, `hypot`, the integer-capable divisions `floordiv`, `mod` and
+`fmod` (which refuse an integer division by zero on the CPU, as PyTorch), and `copysign`,
+each NumPy's ufunc (kernel and dtype rule) with its derivative written with kiln ops, lowered
+to the libm function of the same name in fused kernels (float loops)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import IntegerDivisionByZeroError, node_error
+from ..graph.core import user_site
 from .core import apply, defop, same_shape, scalar, ufunc_dtype
-from .elementwise import _integer_division_kernel, binary, unary
+from .elementwise import binary, unary
 from .lowering import Lowering, c_fn, c_libm
 
 
@@ -136,6 +139,42 @@ atan2 = binary("atan2", np.arctan2, vjp=_atan2_vjp, lowering=_libm("atan2"))
 hypot = binary(
     "hypot", np.hypot, vjp=lambda ct, z, a, b: (ct * a / z, ct * b / z), lowering=_libm("hypot")
 )
+
+
+def _integer_division_kernel(op_name, ufunc_name):
+    """The kernel of the integer-capable division `op_name` (`floordiv`, `mod`, `fmod`): xp's
+    ufunc, which on the CPU first refuses an integer division by zero as PyTorch does (NumPy
+    warns and gives 0; on a GPU neither checks, as PyTorch's CUDA kernels do not). The error
+    names the caller's line (an eager op runs there); graph mode's runtime replaces that with
+    the node's context."""
+
+    def kernel(xp, a, b, out=None):
+        if xp is np:
+            b = np.asarray(b)
+            if b.dtype.kind in "iu" and np.asarray(a).dtype.kind in "iub" and not b.all():
+                message = (f"ZeroDivisionError: integer division by zero; got "
+                           f"{np.result_type(a, b)} operands of shapes {list(np.shape(a))} "
+                           f"and {list(b.shape)}")  # fmt: skip
+                error = node_error(IntegerDivisionByZeroError, message, op=op_name, name=None,
+                                   site=user_site())  # fmt: skip
+                error.reason = message
+                raise error
+        return getattr(xp, ufunc_name)(a, b, out=out)
+
+    kernel.ufunc_name = None  # eager mode calls the kernel, with its check
+    return kernel
+
+
+# `may_fail`: an integer division by zero raises (PyTorch's error) on the CPU; never fused,
+# and ordered before in-place updates so that a failed step changes nothing.
+floordiv = binary(
+    "floordiv", np.floor_divide, tags={"nondiff"}, lowering=Lowering(), may_fail=True,
+    kernel=_integer_division_kernel("floordiv", "floor_divide"),
+)  # fmt: skip
+mod = binary(
+    "mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)),
+    lowering=Lowering(), may_fail=True, kernel=_integer_division_kernel("mod", "remainder"),
+)  # fmt: skip
 # fmod: C's fmod on float loops (exact, as NumPy's); integer loops run kernel by kernel, and
 # a zero integer divisor raises on the CPU as PyTorch's (NumPy warns; C's % is undefined)
 fmod = binary(

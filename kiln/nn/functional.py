@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..eager import Tensor
 from ..errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
 from ..frontend import (
     adaptive_avg_pool1d,
@@ -41,6 +42,7 @@ from ..frontend import (
     tanh,
 )
 from ..frontend.autocast import autocast_op
+from ..frontend.core import call
 from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
@@ -580,9 +582,27 @@ def nll_loss(
             target,
         )
     _check_target("nll_loss", input, target, dim)
+    return _nll(input, target, weight, ignore_index, reduction, dim)
+
+
+def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # noqa: A002
+    """nll_loss of checked arguments; with `logits`, of `log_softmax(input, dim)`, picked by
+    one `log_softmax_take` kernel (whose gradient is one kernel too): the same NumPy calls
+    as log_softmax then gather, the same bits (tests/test_cross_entropy_eager.py)."""
+    if (
+        logits and weight is None and reduction == "mean" and input._device == "cpu"
+        and 0 < target._data.size and not (target._data == ignore_index).any()
+    ):  # fmt: skip
+        # NOTE: eagerly, no target ignored (each weighs 1): the weighted mean is the sum over
+        # the count, the same bits in value and gradient as the general form below
+        picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(target, dim), axis=dim), dim)
+        return F.div(F.sum(F.neg(picked)), float(target._data.size))
     keep = F.not_equal(target, ignore_index)
     safe = F.where(keep, target, 0)
-    picked = F.squeeze(F.gather(input, dim, F.unsqueeze(safe, dim)), dim)
+    if logits:
+        picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(safe, dim), axis=dim), dim)
+    else:
+        picked = F.squeeze(F.gather(input, dim, F.unsqueeze(safe, dim)), dim)
     w = F.cast(keep, input.dtype)
     if weight is not None:
         w = F.mul(w, F.take(weight, safe))
@@ -628,6 +648,14 @@ def cross_entropy(
     dim = _class_dim(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ArgumentError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if (
+        label_smoothing == 0
+        and type(input) is Tensor
+        and input.dtype in (np.float32, np.float64)
+        and dt.is_int(target.dtype)
+    ):  # NOTE: eagerly, the common case: two kernels where log_softmax and gather are a dozen
+        _check_target("nll_loss", input, target, dim)  # (the message of the path below)
+        return _nll(input, target, weight, ignore_index, reduction, dim, logits=True)
     logp = log_softmax(input, dim)
     n_classes = input.shape[dim]
     if not dt.is_int(target.dtype):  # class probabilities

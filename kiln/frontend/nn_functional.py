@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -190,8 +191,14 @@ def cross_entropy(logits, labels, reduction: str = "mean"):
             f"size {sh.format_shape(logits.shape)}, got {sh.format_shape(labels.shape)}",
             logits, labels,
         )  # fmt: skip
-    logp = log_softmax(logits, axis=-1)
-    picked = take_along_axis(logp, unsqueeze(labels, -1), axis=-1)
+    if type(logits) is Tensor and logits.dtype in (np.float32, np.float64):
+        # NOTE: eagerly, one kernel (and one for its gradient) where log_softmax then
+        # take_along_axis are a dozen: the same NumPy calls, the same bits (as graph mode's
+        # fuse_softmax_xent; tests/test_cross_entropy_eager.py)
+        picked = call("log_softmax_take", logits, unsqueeze(labels, -1), axis=logits.ndim - 1)
+    else:
+        logp = log_softmax(logits, axis=-1)
+        picked = take_along_axis(logp, unsqueeze(labels, -1), axis=-1)
     return _reduce(neg(squeeze(picked, -1)), reduction)
 
 

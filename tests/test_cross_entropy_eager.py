@@ -1,7 +1,8 @@
-"""Eager `cross_entropy` of float32/float64 logits and class indices runs `log_softmax_take`
-(one kernel, and one for its gradient) in place of log_softmax then gather, and, when no
-target is ignored, the mean as the sum over the count. The expected values are kiln's general
-form, `nll_loss(log_softmax(x, dim), target, ...)`: bit for bit, values and gradients."""
+"""Eager `cross_entropy` (`kn.nn.functional`'s and `kn.cross_entropy`) of float32/float64
+logits and class indices runs `log_softmax_take` (one kernel, and one for its gradient) in
+place of log_softmax then gather, and, when no target is ignored, the mean as the sum over the
+count. The expected values are kiln's general form, `nll_loss(log_softmax(x, dim), target,
+...)` (and `take_along_axis` of `log_softmax`): bit for bit, values and gradients."""
 
 import numpy as np
 import pytest
@@ -38,6 +39,26 @@ def test_same_bits_as_log_softmax_then_nll_loss(dtype, shape, reduction, ignored
     ct = rng.standard_normal(out_shape).astype(dtype)
     got = _run(F.cross_entropy, x0, t0, ct, **kw)
     want = _run(lambda x, t, **k: F.nll_loss(F.log_softmax(x, 1), t, **k), x0, t0, ct, **kw)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(16, 10), (3, 4, 6)])
+def test_kiln_cross_entropy_same_bits_as_its_general_form(dtype, reduction, shape):
+    rng = np.random.default_rng(len(shape))
+    x0 = (rng.standard_normal(shape) * 4).astype(dtype)
+    t0 = rng.integers(0, shape[-1], shape[:-1])
+    ct = rng.standard_normal(() if reduction != "none" else shape[:-1]).astype(dtype)
+
+    def general(x, t, reduction):
+        picked = kn.take_along_axis(kn.log_softmax(x, axis=-1), kn.unsqueeze(t, -1), axis=-1)
+        loss = -kn.squeeze(picked, -1)
+        return {"mean": kn.mean, "sum": kn.sum, "none": lambda v: v}[reduction](loss)
+
+    got = _run(kn.cross_entropy, x0, t0, ct, reduction=reduction)
+    want = _run(general, x0, t0, ct, reduction=reduction)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 

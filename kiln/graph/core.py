@@ -42,6 +42,12 @@ def _file_name(filename: str) -> str | None:
     return name
 
 
+# What `.item()`/`.tolist()` of a Symbol give where a trace wants them deferred: set by
+# kn.compile's tracing (`kiln.tracing.scalars`), which sits above this layer; it answers None
+# where this thread does not trace, and then they raise.
+value_hook = None
+
+
 def user_site(skip: int = 1) -> str | None:
     """`file.py:12` of the innermost caller outside kiln (kiln's own frames are filtered out).
 
@@ -196,10 +202,12 @@ class Symbol:
         self._no_value("the array")
 
     def item(self):
-        self._no_value(".item()")
+        deferred = value_hook and value_hook(self, "item")
+        return deferred if deferred is not None else self._no_value(".item()")
 
     def tolist(self):
-        self._no_value(".tolist()")
+        deferred = value_hook and value_hook(self, "tolist")
+        return deferred if deferred is not None else self._no_value(".tolist()")
 
     def numpy(self, *, force=False):
         self._no_value(".numpy()")

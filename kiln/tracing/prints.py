@@ -35,6 +35,7 @@ import re
 import threading
 
 from ..graph.core import Symbol
+from .scalars import TracedScalar, python_value
 
 _local = threading.local()  # .calls: the recording list of this thread's trace, if any
 _lock = threading.Lock()
@@ -60,6 +61,11 @@ def _format(symbol, spec: str) -> str:
         return object.__format__(symbol, spec)
     calls.formatted.append((symbol, spec))
     return f"<kiln traced value {len(calls.formatted) - 1}>"
+
+
+def tracing_now() -> bool:
+    """Whether this thread records a trace now."""
+    return getattr(_local, "calls", None) is not None
 
 
 def _print(*args, **kwargs):
@@ -98,14 +104,18 @@ def recording(graph):
 
 def _printed(calls):
     """Each value the recorded calls print: their arguments, and the Symbols whose markers
-    their strings hold."""
+    their strings hold (a TracedScalar's: its Symbol)."""
     for args, kwargs in calls:
         for value in (*args, *kwargs.values()):
             if isinstance(value, str):
                 for m in _MARKER.finditer(value):
-                    yield calls.formatted[int(m.group(1))][0]
+                    yield _symbol(calls.formatted[int(m.group(1))][0])
             else:
-                yield value
+                yield _symbol(value)
+
+
+def _symbol(value):
+    return value.symbol if isinstance(value, TracedScalar) else value
 
 
 def printed_symbols(calls, graph) -> list:
@@ -126,6 +136,8 @@ def replay(calls, symbols, values) -> None:
     def fill(a):
         if isinstance(a, Symbol):
             return value_of.get(id(a), a)
+        if isinstance(a, TracedScalar) and id(a.symbol) in value_of:
+            return python_value(value_of[id(a.symbol)], a.kind)
         if isinstance(a, str) and "<kiln traced value " in a:
             return _MARKER.sub(lambda m: _filled(calls.formatted[int(m.group(1))], value_of), a)
         return a
@@ -136,5 +148,9 @@ def replay(calls, symbols, values) -> None:
 
 def _filled(marked, value_of) -> str:
     symbol, spec = marked
-    value = value_of.get(id(symbol))
-    return f"<kiln traced value of {symbol.name}>" if value is None else format(value, spec)
+    value = value_of.get(id(_symbol(symbol)))
+    if value is None:
+        return f"<kiln traced value of {_symbol(symbol).name}>"
+    if isinstance(symbol, TracedScalar):
+        value = python_value(value, symbol.kind)
+    return format(value, spec)

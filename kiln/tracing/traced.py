@@ -22,7 +22,7 @@ from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import AutogradError, GraphError, SavedTensorError, call_error
 from ..frontend.autocast import tracing_on
-from ..frontend.autodiff import auto_checkpoint, grad
+from ..frontend.autodiff import auto_checkpoint, grad, stop_gradient
 from ..frontend.core import constant, placeholder
 from ..frontend.functionalize import allow_argument_changes, layout_read
 from ..graph.core import Graph, Symbol
@@ -45,6 +45,7 @@ from .arguments import (
     write_argument,
 )
 from .prints import printed_symbols, recording, replay
+from .scalars import TracedScalar, python_value
 
 __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
 
@@ -54,6 +55,7 @@ __all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budge
 PLACED_MIN_BYTES = 1 << 20
 _LEAF = "<array>"  # an array's slot in a structure; other values are kept in it (static)
 _STATIC = "<static>"
+_SCALAR = "<python value>"  # a TracedScalar's slot: the call's array, as .item()/.tolist()
 _ARRAYS = (Tensor, np.ndarray, np.generic, Symbol)
 
 
@@ -64,6 +66,10 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
         leaves.append(value)
         paths.append(path)
         return _LEAF
+    if isinstance(value, TracedScalar):
+        leaves.append(value)
+        paths.append(path)
+        return (_SCALAR, value.kind)
     if type(value) in (list, tuple) or _is_namedtuple(value):
         items = (flatten(v, f"{path}_{i}", leaves, paths, statics) for i, v in enumerate(value))
         return (type(value), tuple(items))
@@ -84,6 +90,8 @@ def _unflatten(structure, leaves):
         return next(leaves)
     if structure[0] is _STATIC:
         return structure[1]
+    if structure[0] is _SCALAR:
+        return python_value(next(leaves), structure[1])
     if structure[0] is dict:
         return dict(zip(structure[1], (_unflatten(s, leaves) for s in structure[2])))
     items = (_unflatten(s, leaves) for s in structure[1])
@@ -276,6 +284,9 @@ class Traced:
         outputs, out_paths, statics = [], [], []
         self.out_structure = flatten(result, "output", outputs, out_paths, statics)
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
+            if isinstance(leaf, TracedScalar):  # `return loss.item()`: a number, no gradient
+                with self.graph.as_default():
+                    leaf = outputs[k] = stop_gradient(leaf.symbol)
             if type(leaf) is Tensor and not leaf._requires_grad:
                 # a value computed from constants alone: the program makes a fresh copy each
                 # call (as torch.compile returns a new tensor), never the one traced

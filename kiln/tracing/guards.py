@@ -10,6 +10,7 @@ what that returns, a Python value, to the cache key.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import functools
 import operator
@@ -21,7 +22,7 @@ from ..eager.tensor import Tensor
 from ..errors import GraphError
 from ..nn.module import Module
 
-__all__ = ["Captures", "Guard", "check_untouched", "tensor_versions"]
+__all__ = ["Captures", "Guard", "check_untouched", "rebindable", "rebound", "tensor_versions"]
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -112,6 +113,37 @@ def _cell_value(cell):
         return cell.cell_contents
     except ValueError:
         return _EMPTY
+
+
+def rebindable(get) -> bool:
+    """Whether the source a captured tensor's getter reads can be set (`rebound`): a dict
+    (globals, an object's attributes), a list, or a closure cell."""
+    if isinstance(get, functools.partial) and get.func is _item:
+        return isinstance(get.args[0], (dict, list))
+    return isinstance(get, functools.partial) and get.func is _cell_value
+
+
+@contextlib.contextmanager
+def rebound(getters, values):
+    """Sets each source that `getters` read (`rebindable`) to the matching value, and back
+    to what it held on the way out: while tracing, fn then reads the placeholder of each
+    captured tensor that it takes as an input."""
+    saved = [get() for get in getters]
+    try:
+        for get, value in zip(getters, values):
+            _set(get, value)
+        yield
+    finally:
+        for get, value in zip(getters, saved):
+            _set(get, value)
+
+
+def _set(get, value) -> None:
+    if get.func is _item:
+        env, key = get.args
+        env[key] = value
+    else:
+        get.args[0].cell_contents = value
 
 
 def _cell_values(cell) -> tuple:
@@ -407,13 +439,13 @@ class Guard:
     hold (their parameters', buffers' and submodules' identity), the Python values' types
     (their values are in the cache key) or, with `by_value`, the values themselves."""
 
-    def __init__(self, captures: Captures, by_value: bool = False):
+    def __init__(self, captures: Captures, by_value: bool = False, lifted=frozenset()):
         self.captures = captures
         self.tensors = []
         for label, get in captures.tensors:
             t = get()
             if isinstance(t, Tensor):
-                self.tensors.append((label, get, t, t._data, _tensor_state(t)))
+                self.tensors.append((label, get, t, t._data, _tensor_state(t), id(t) in lifted))
         self.objects = captures.objects
         self.members = [(m, _members(m)) for m in captures.modules]
         self.by_value = by_value
@@ -424,11 +456,16 @@ class Guard:
         """None if every captured tensor and object is as it was; else (what changed,
         whether an object was replaced: then what the function reaches is found again).
         `values`: the key's captured values (those of the function's own Captures)."""
-        for label, get, t, data, state in self.tensors:
+        for label, get, t, data, state, is_input in self.tensors:
             now = get()
             if now is not t:
                 what = "another tensor" if isinstance(now, Tensor) else "no longer a tensor"
                 return f"captured tensor '{label}' is {what}", True
+            if is_input:  # read by each call: its values and memory may change
+                new = _tensor_state(t)
+                if new[1:] != state[1:]:
+                    return f"captured tensor '{label}' changed ({_difference(state, new)})", False
+                continue
             # NOTE: the same array has the same shape, dtype and device: the cheap test first
             if t._data is not data or t._version != state[0] or t._requires_grad != state[4]:
                 new = _tensor_state(t)

@@ -26,7 +26,15 @@ from ..nn.module import Module
 from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
-from .guards import Captures, Guard, check_untouched, tensor_versions, value_changes, value_types
+from .guards import (
+    Captures,
+    Guard,
+    check_untouched,
+    rebindable,
+    tensor_versions,
+    value_changes,
+    value_types,
+)
 from .traced import Traced, check_budget, describe, flatten, name_of, signature
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
@@ -125,6 +133,8 @@ class CompiledFunction:
         if any(isinstance(x, Symbol) for x in leaves):  # inside another trace: inline
             return self.fn(*args, **kwargs)
         traced = self.trace_for(leaves, paths, statics, structure)
+        if traced.lifted:
+            leaves = leaves + [get() for _, get in traced.lifted]
         return traced.run(leaves)
 
     def trace_for(self, leaves, paths, statics, structure) -> Traced:
@@ -164,15 +174,20 @@ class CompiledFunction:
             before = tensor_versions(self._captures)
             # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
             # outputs that require grad, as in eager code (the others end in stop_gradient)
-            plans = any(isinstance(x, Tensor) for x in leaves)
-            traced = Traced(self.fn, key, leaves, paths, structure, key[2], plans,
-                            self.memory_budget)  # fmt: skip
+            lifted = self._lifted()
+            tensors = [get() for _, get in lifted]
+            plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
+            traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
+            traced = Traced(self.fn, traced_key, leaves + tensors,
+                            paths + [label for label, _ in lifted], structure, key[2], plans,
+                            self.memory_budget, lifted=lifted)  # fmt: skip
+            traced.lifted = lifted
             check_untouched(traced.name, before)
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.
             key, modules = self._key(leaves, statics, structure)
             traced.key, traced.statics = key, statics
-            traced.captured = self._guard(statics)
+            traced.captured = self._guard(statics, {id(t) for t in tensors})
             variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
             self._by_grads[key] = variants
             _file_by_grads(traced, had, variants)
@@ -188,13 +203,27 @@ class CompiledFunction:
         self.last = traced
         return traced
 
-    def _guard(self, statics) -> Guard:
+    def _guard(self, statics, lifted: set) -> Guard:
         """The guard of a trace just made: what fn captured, and what its static arguments
-        that are objects (a method's `self`, a module) hold, compared by value."""
+        that are objects (a method's `self`, a module) hold, compared by value. `lifted`:
+        the ids of the captured tensors it takes as inputs (their values may change)."""
         roots = [(p, v) for p, v in statics if not _hashable(v) or hasattr(v, "__dict__")]
         if not roots:
-            return Guard(self._captures)
-        return Guard(Captures(self.fn, roots), by_value=True)
+            return Guard(self._captures, lifted=lifted)
+        return Guard(Captures(self.fn, roots), by_value=True, lifted=lifted)
+
+    def _lifted(self) -> list:
+        """(label, getter) of each captured tensor that a trace takes as an input rather
+        than as a constant: the leaves that require grad (`w = kn.randn(3,
+        requires_grad=True)` read by fn), so that gradients reach them and their values may
+        change between calls, as eager code would see them."""
+        found = []
+        for label, get in self._captures.tensors:
+            t = get()
+            if (isinstance(t, Tensor) and t._requires_grad and t.grad_fn is None
+                    and not (t.is_sparse or t.is_quantized) and rebindable(get)):  # fmt: skip
+                found.append((label, get))
+        return found
 
     def _reason(self, key, modules, statics, paths) -> str:
         """What differs from the signature that ran last."""
@@ -278,16 +307,23 @@ def compile(  # noqa: A001
     graph is compiled; later calls run the compiled program. `print` calls in `fn` are
     recorded, not made, while tracing, and every call makes them with its values (as
     PyTorch's compiled functions print on every call); other Python side effects (appending
-    to a list, setting an attribute) happen once, when `fn` is traced. Asking a traced value
-    for a Python value (`.item()`, `float()`, `if`) raises a GraphError that names it. Module
-    parameters become graph Variables that share the parameters' memory. Tensors in give
-    Tensors out (a call on tensors that require grad is one tape entry); NumPy in gives NumPy
-    out.
+    to a list, setting an attribute) happen once, when `fn` is traced. `.item()` and
+    `.tolist()` of a traced value give a stand-in that the compiled function returns (and
+    `print` shows) as each call's Python value; any other use of a traced value's Python
+    value (`float()`, `if`, arithmetic on the stand-in) raises a GraphError that names it.
+    Module parameters become graph Variables that share the parameters' memory. A captured
+    leaf tensor that requires grad (`w = kn.randn(3, requires_grad=True)` read from fn's
+    globals, closure or an object's attributes) is an input of the program: each call reads
+    its value then, and gradients reach its `.grad`, as in eager code (while fn is traced,
+    the name holds its placeholder). Tensors in give Tensors out (a call on tensors that
+    require grad is one tape entry); NumPy in gives NumPy out.
 
     What `fn` captures is checked on every call, as a guard: a Python value it reads from its
     closure, its globals or an attribute of an object or module it uses (numbers, strings,
-    tuples of them) is part of the signature, and a captured tensor changed in place (its
-    version), replaced, reshaped or made to require grad retraces (logged at KILN_DEBUG>=1).
+    tuples of them) is part of the signature, and a captured tensor that is a constant of
+    the program (it requires no grad) changed in place (its version), replaced, reshaped or
+    made to require grad retraces (logged at KILN_DEBUG>=1); one taken as an input retraces
+    when replaced, reshaped or no longer requiring grad.
     The walk that finds them follows the names in fn's code (and in the functions and
     methods it reaches); a tensor or value reached only through a container (a list, a
     dict) is not guarded, nor a change made through `.numpy()` or `.data`, which no version

@@ -44,6 +44,7 @@ from .arguments import (
     view_of_argument,
     write_argument,
 )
+from .guards import rebound
 from .prints import printed_symbols, recording, replay
 from .scalars import TracedScalar, python_value
 
@@ -246,7 +247,9 @@ class Traced:
     array([0. , 0.5, 2. ], dtype=float32)
     """
 
-    def __init__(self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None):
+    def __init__(
+        self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None, lifted=()
+    ):
         self.key, self.device, self.name = key, device, name_of(fn)
         self.memory_budget, self.checkpointing = memory_budget, None
         self._probe = None  # (gradients, placed backward program) planned to meet the budget
@@ -255,6 +258,8 @@ class Traced:
             names = [re.sub(r"\W+", "_", p).strip("_") or "input" for p in paths]
             self.inputs = [placeholder(s[1], s[0], n) for s, n in zip(key[1], names)]
             changes = allow_argument_changes(self.graph, self.inputs, [k[3] for k in key[1]])
+            # captured tensors taken as inputs (the last ones): fn reads their placeholders
+            lifted_inputs = self.inputs[len(self.inputs) - len(lifted) :]
             args, kwargs = _unflatten(structure, iter(self.inputs))
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
@@ -264,7 +269,8 @@ class Traced:
             graph_step.trace_leaves(self.graph, [s for _, s in leaves])
             try:
                 with tracing_on(device), recording(self.graph) as self.prints:
-                    result = fn(*args, **kwargs)
+                    with rebound([get for _, get in lifted], lifted_inputs):
+                        result = fn(*args, **kwargs)
             finally:
                 calls.pop()
                 graph_step.untrace_grads(self.graph)
@@ -538,7 +544,7 @@ class Traced:
             guard = getattr(self, "captured", None)
             reads = [(v.name, t) for v, t in zip(self.variables, params)]
             # (tensors named in fn's code; those in a container may be arguments' structure)
-            reads += [(label, t) for label, _, t, _, _ in getattr(guard, "tensors", ())
+            reads += [(label, t) for label, _, t, *_ in getattr(guard, "tensors", ())
                       if "[" not in label]  # fmt: skip
             changed = [k for k, _ in self.changed]
             check_arguments_apart(self.name, changed, leaves, self.paths, xp, reads)

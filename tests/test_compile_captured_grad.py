@@ -109,3 +109,12 @@ def test_in_place_change_inside_is_refused_as_for_arguments():
     with pytest.raises(GraphError, match="in-place change of 'w'"):
         kn.compile(step)(kn.ones(2))
     assert w.tolist() == [1.0, 2.0] and type(w) is kn.Tensor  # unchanged, and rebound back
+
+
+def test_kn_trace_result_reads_the_captured_input_too():
+    w = kn.tensor([2.0, 3.0], requires_grad=True)
+    traced = kn.trace(lambda x: (w * x).sum(), kn.tensor([1.0, 1.0]))
+    out = traced(kn.tensor([1.0, 2.0]))
+    assert out.item() == 8.0
+    out.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0])

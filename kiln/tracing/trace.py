@@ -181,7 +181,6 @@ class CompiledFunction:
             traced = Traced(self.fn, traced_key, leaves + tensors,
                             paths + [label for label, _ in lifted], structure, key[2], plans,
                             self.memory_budget, lifted=lifted)  # fmt: skip
-            traced.lifted = lifted
             check_untouched(traced.name, before)
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.

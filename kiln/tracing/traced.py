@@ -251,6 +251,7 @@ class Traced:
         self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None, lifted=()
     ):
         self.key, self.device, self.name = key, device, name_of(fn)
+        self.lifted = list(lifted)  # (label, getter) of the captured tensors taken as inputs
         self.memory_budget, self.checkpointing = memory_budget, None
         self._probe = None  # (gradients, placed backward program) planned to meet the budget
         self.graph = Graph()
@@ -526,7 +527,7 @@ class Traced:
     def __call__(self, *args, **kwargs):
         leaves, paths, statics = [], [], []
         flatten((args, kwargs), "", leaves, paths, statics)
-        return self.run(leaves)
+        return self.run(leaves + [get() for _, get in self.lifted])
 
     # -- running -------------------------------------------------------------------------------
 

@@ -410,15 +410,21 @@ OPMATH = {ops_core.REGISTRY["mul"]: True, ops_core.REGISTRY["div"]: True}
 
 
 def opmath_operands(op, args):
-    """(tensor, scalar, scalar_first) when `op(*args)` is computed the opmath way, else None."""
+    """(tensor, scalar, scalar_first) when `op(*args)` is computed the opmath way, else None.
+    A NumPy float scalar (`np.sqrt(d)`) counts as the Python float it holds, as PyTorch's
+    argument parser reads it."""
     if op not in OPMATH:
         return None
     a, b = args
-    if type(b) is float and _is_bfloat16(a):
-        return a, b, False
-    if type(a) is float and OPMATH[op] and _is_bfloat16(b):
-        return b, a, True
+    if _is_float_scalar(b) and _is_bfloat16(a):
+        return a, float(b), False
+    if _is_float_scalar(a) and OPMATH[op] and _is_bfloat16(b):
+        return b, float(a), True
     return None
+
+
+def _is_float_scalar(x) -> bool:
+    return type(x) is float or isinstance(x, np.floating)
 
 
 def _is_bfloat16(x) -> bool:

@@ -183,9 +183,51 @@ def _det(xp, a, out=None):
 
 
 def _det_vjp(ct, y, a):
-    # d det(A) / dA = det(A) A^-T (A invertible)
-    scale = _unsqueeze(_unsqueeze(ct * y, -1), -1)
-    return (scale * _swap_last(apply("inv", a)),)
+    # d det(A) / dA = the cofactor matrix of A (det(A) A^-T where A is invertible)
+    return (_unsqueeze(_unsqueeze(ct, -1), -1) * apply("cofactor", a),)
+
+
+def _cofactor(xp, a, out=None):
+    """The cofactor matrix of each matrix, `det(A) A^-T`, from the SVD A = U S Vh so that it
+    holds at singular A too, where it is still the gradient of det (PyTorch's: [[1, 2], [2,
+    4]] gives [[4, -2], [-2, 1]]): det(U) det(Vh) conj(U) diag(p) conj(Vh), p_i the product
+    of the singular values other than s_i (exclusive prefix and suffix products, no
+    division)."""
+    n = a.shape[-1]
+    if n == 0 or a.size == 0:
+        r = xp.zeros(a.shape, a.dtype)
+    else:
+        with np.errstate(all="ignore"):
+            u, s, vh = xp.linalg.svd(a)
+            ones = xp.ones(s.shape[:-1] + (1,), s.dtype)
+            left = xp.concatenate([ones, xp.cumprod(s[..., :-1], axis=-1)], axis=-1)
+            right = xp.cumprod(s[..., ::-1][..., :-1], axis=-1)[..., ::-1]
+            right = xp.concatenate([right, ones], axis=-1)
+            sign = xp.linalg.det(u) * xp.linalg.det(vh)
+            r = xp.conj(u) * (left * right)[..., None, :]
+            r = (sign[..., None, None] * (r @ xp.conj(vh))).astype(a.dtype, copy=False)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+def _cofactor_vjp(ct, c, a):
+    # c = det(A) A^-T, dc = det(A) (tr(A^-1 dA) A^-T - A^-T dA^T A^-T): A invertible (a second
+    # derivative of det at a singular A raises, as inv does)
+    inv_t = _swap_last(apply("inv", a))
+    det_a = _unsqueeze(_unsqueeze(apply("det", a), -1), -1)
+    last = (len(ct.shape) - 2, len(ct.shape) - 1)
+    inner = apply("reduce_sum", ct * inv_t, axes=last, keepdims=True)
+    return (
+        det_a * (inner * inv_t - apply("matmul", apply("matmul", inv_t, _swap_last(ct)), inv_t)),
+    )
+
+
+cofactor = defop(
+    "cofactor", _square_shape("cofactor"), _linalg_dtype("cofactor", _INEXACT), _cofactor,
+    vjp=_cofactor_vjp, batch=lambda args, batched: apply("cofactor", args[0]), tags={"complex"},
+)  # fmt: skip
 
 
 det = defop(

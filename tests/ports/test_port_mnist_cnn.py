@@ -110,8 +110,7 @@ def test_mnist_cnn_learns():
 
 
 @pytest.mark.parametrize("wrap", ["eager", "compiled"])
-def test_mnist_cnn_matches_torch(wrap):
-    torch = pytest.importorskip("torch")
+def test_mnist_cnn_matches_torch(torch, wrap):
     torch.manual_seed(0)
     data = make_data()
     t_model = build(torch, p1=0.0, p2=0.0)

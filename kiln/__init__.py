@@ -18,6 +18,7 @@ from . import (
     autograd_functional,
     cuda,
     distributed,
+    distributions,
     eager,
     frontend,
     init,

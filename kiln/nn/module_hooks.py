@@ -208,7 +208,22 @@ class _Call:
                 grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         self.grad_output = grads
         if not self.positions:  # no argument takes a gradient: PyTorch runs the hooks here
-            self._run_hooks((None,) * self.n_args)
+            full = self.module.__dict__.get("_is_full_backward_hook") is not False
+            if full and self.module._backward_hooks:
+                warnings.warn(
+                    "Full backward hook is firing when gradients are computed with respect to "
+                    "module outputs since no inputs require gradients. See "
+                    "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                    "#torch.nn.Module.register_full_backward_hook for more details.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            result = self._run_hooks((None,) * self.n_args)
+            if any(g is not None for g in result):
+                raise RuntimeError(
+                    "Backward hook for Modules where no input requires gradient should always "
+                    "return None or None for all gradients."
+                )
         return grads
 
     def inputs_done(self, grads: tuple) -> tuple:

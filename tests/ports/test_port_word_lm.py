@@ -141,16 +141,7 @@ def test_word_lm_learns():
     assert np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.5
 
 
-@pytest.mark.parametrize(
-    "wrap",
-    [
-        "eager",
-        pytest.param(
-            "compiled",
-            marks=pytest.mark.xfail(reason="p.grad / p.data.add_ inside kn.compile", strict=True),
-        ),
-    ],
-)
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
 def test_word_lm_matches_torch(torch, wrap):
     torch.manual_seed(0)
     t_model = build(torch, dropout=0.0)

@@ -8,7 +8,8 @@ BCELoss with `torch.full` labels changed by `fill_`, two Adam optimizers with be
 """
 
 import numpy as np
-from port_common import assert_losses_close, assert_state_close, copy_weights
+import pytest
+from port_common import assert_losses_close, assert_state_close, copy_weights, identity
 
 import kiln as kn
 
@@ -74,29 +75,29 @@ def build(torch):
     return netG, netD
 
 
-def train(torch, netG, netD, data, noise):
+def train(torch, netG, netD, data, noise, wrap=identity):
     nn = torch.nn
     criterion = nn.BCELoss()
     real_label, fake_label = 1.0, 0.0
     optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-3, betas=(0.5, 0.999))
     optimizerG = torch.optim.Adam(netG.parameters(), lr=2e-3, betas=(0.5, 0.999))
-    history = []
-    for i in range(len(noise)):
+
+    @wrap
+    def train_step(real_cpu, z):
         # (1) Update D: maximize log(D(x)) + log(1 - D(G(z)))
         netD.zero_grad()
-        real_cpu = torch.from_numpy(data[(8 * i) % len(data) :][:8])
         b_size = real_cpu.size(0)
         label = torch.full((b_size,), real_label, dtype=torch.float)
         output = netD(real_cpu).view(-1)
         errD_real = criterion(output, label)
         errD_real.backward()
-        D_x = output.mean().item()
-        fake = netG(torch.from_numpy(noise[i]))
+        D_x = output.mean()
+        fake = netG(z)
         label.fill_(fake_label)
         output = netD(fake.detach()).view(-1)
         errD_fake = criterion(output, label)
         errD_fake.backward()
-        D_G_z1 = output.mean().item()
+        D_G_z1 = output.mean()
         errD = errD_real + errD_fake
         optimizerD.step()
         # (2) Update G: maximize log(D(G(z)))
@@ -105,9 +106,15 @@ def train(torch, netG, netD, data, noise):
         output = netD(fake).view(-1)
         errG = criterion(output, label)
         errG.backward()
-        D_G_z2 = output.mean().item()
+        D_G_z2 = output.mean()
         optimizerG.step()
-        history.append((errD.item(), errG.item(), D_x, D_G_z1, D_G_z2))
+        return errD, errG, D_x, D_G_z1, D_G_z2
+
+    history = []
+    for i in range(len(noise)):
+        real_cpu = torch.from_numpy(data[(8 * i) % len(data) :][:8])
+        values = train_step(real_cpu, torch.from_numpy(noise[i]))
+        history.append([v.item() for v in values])
     return np.array(history)
 
 
@@ -126,7 +133,8 @@ def test_dcgan_trains():
     assert netG(kn.from_numpy(make_noise(1)[0])).shape == (8, 1, 16, 16)
 
 
-def test_dcgan_matches_torch(torch):
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_dcgan_matches_torch(torch, wrap):
     torch.manual_seed(0)
     t_G, t_D = build(torch)
     k_G, k_D = build(kn)
@@ -134,7 +142,7 @@ def test_dcgan_matches_torch(torch):
     copy_weights(t_D, k_D)
     data, noise = make_data(), make_noise(5)
     t_hist = train(torch, t_G, t_D, data, noise)
-    k_hist = train(kn, k_G, k_D, data, noise)
+    k_hist = train(kn, k_G, k_D, data, noise, wrap=kn.compile if wrap == "compiled" else identity)
     assert_losses_close(k_hist.ravel(), t_hist.ravel())
     assert_state_close(t_G, k_G)
     assert_state_close(t_D, k_D)

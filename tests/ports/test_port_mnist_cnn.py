@@ -109,7 +109,7 @@ def test_mnist_cnn_learns():
     assert correct >= 20  # of 32 held-out images (chance: about 3)
 
 
-@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+@pytest.mark.parametrize("wrap", ["eager", "compiled", "compiled model"])
 def test_mnist_cnn_matches_torch(torch, wrap):
     torch.manual_seed(0)
     data = make_data()
@@ -117,9 +117,15 @@ def test_mnist_cnn_matches_torch(torch, wrap):
     k_model = build(kn, p1=0.0, p2=0.0)
     copy_weights(t_model, k_model)
     t_losses, t_lrs, t_test, t_correct = train(torch, t_model, data)
-    k_losses, k_lrs, k_test, k_correct = train(
-        kn, k_model, data, wrap=kn.compile if wrap == "compiled" else identity
-    )
+    if wrap == "compiled model":  # `model = torch.compile(model)`, then trained as it was
+        compiled = kn.compile(k_model)
+        assert list(compiled.state_dict()) == [f"_orig_mod.{k}" for k in t_model.state_dict()]
+        k_losses, k_lrs, k_test, k_correct = train(kn, compiled, data)
+        assert len(compiled._compiled_forward.cache) == 2  # a trace in train(), one in eval()
+    else:
+        k_losses, k_lrs, k_test, k_correct = train(
+            kn, k_model, data, wrap=kn.compile if wrap == "compiled" else identity
+        )
     assert_losses_close(k_losses, t_losses)
     np.testing.assert_allclose(k_lrs, t_lrs, rtol=1e-12)
     np.testing.assert_allclose(k_test, t_test, **LOSS_TOL)

@@ -10,6 +10,7 @@ kiln's run (`replay`) and compares the log-probabilities, entropies and losses.
 """
 
 import numpy as np
+import pytest
 from port_common import assert_losses_close, assert_state_close, copy_weights
 
 import kiln as kn
@@ -136,12 +137,15 @@ def test_categorical_like_torch(torch):
         assert k.batch_shape == t.batch_shape and k.event_shape == t.event_shape
 
 
-def test_reinforce_matches_torch(torch):
+@pytest.mark.parametrize("wrap", ["eager", "compiled model"])
+def test_reinforce_matches_torch(torch, wrap):
     torch.manual_seed(0)
     t_policy, k_policy = build(torch), build(kn)
     copy_weights(t_policy, k_policy)
     t_actions, t_losses, t_lengths, t_log_probs = run(torch, t_policy)
-    k_actions, k_losses, k_lengths, k_log_probs = run(kn, k_policy, replay=list(t_actions))
+    # `policy = torch.compile(policy)`: its lists (saved_log_probs...) are the original's
+    policy = kn.compile(k_policy) if wrap == "compiled model" else k_policy
+    k_actions, k_losses, k_lengths, k_log_probs = run(kn, policy, replay=list(t_actions))
     assert k_lengths == t_lengths
     assert_losses_close(k_log_probs, t_log_probs)
     assert_losses_close(k_losses, t_losses)

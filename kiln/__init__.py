@@ -16,6 +16,7 @@ from . import (
     amp,
     autograd_check,
     autograd_functional,
+    backends,
     cuda,
     distributed,
     distributions,

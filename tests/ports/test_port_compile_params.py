@@ -137,3 +137,33 @@ def test_hand_written_sgd_like_torch(torch):
     np.testing.assert_allclose(
         k_model.weight.grad.numpy(), t_model.weight.grad.numpy(), rtol=1e-5, atol=1e-6
     )
+
+
+def test_parameter_methods_in_a_compiled_step():
+    # a parameter from parameters() used through its methods, in a regularizer or a
+    # flattened copy; `p.view(-1)` raised (an eager check read the traced result as a Tensor)
+    uses = [
+        lambda p: kn.cat([q.view(-1) for q in p]).abs().sum(),
+        lambda p: kn.nn.utils.parameters_to_vector(p).pow(2).sum(),
+        lambda p: sum(q.norm(2) for q in p),
+        lambda p: sum((q[..., :1] ** 2).mean() for q in p),
+        lambda p: p[0].t().matmul(p[0]).diagonal().sum(),
+    ]
+    for use in uses:
+
+        def make(model, use=use):
+            def loss_of(x):
+                return model(x).pow(2).mean() + 0.1 * use(list(model.parameters()))
+
+            def step(x):
+                model.zero_grad()
+                loss = loss_of(x)
+                loss.backward()
+                with kn.no_grad():
+                    for p in model.parameters():
+                        p.sub_(0.1 * p.grad)
+                return loss
+
+            return step
+
+        check(make, calls=2)

@@ -23,8 +23,8 @@ from ..graph.region import outermost
 from ..ops.core import apply
 from ..ops.random import in_trace
 
-__all__ = ["Buffer", "ModuleData", "ModuleValue", "Parameter", "owner_of", "share", "shared_box",
-           "tracing_values"]  # fmt: skip
+__all__ = ["Buffer", "ModuleData", "ModuleValue", "Parameter", "module_data_of", "owner_of",
+           "share", "shared_box", "tracing_values"]  # fmt: skip
 
 # id(Variable) -> (weakref to the Variable, weakref to the value it was made from). Keyed by
 # id, not by the Variable: Symbols compare elementwise, so they cannot be dict keys here.
@@ -220,6 +220,10 @@ class ModuleValue(Tensor):
 
     @data.setter
     def data(self, value) -> None:
+        graph = _trace_graph()
+        if graph is not None and isinstance(value, (Symbol, Tensor)):  # the program's change
+            self._traced_assign(graph, _traced_operand(value), "data")
+            return
         if not isinstance(value, Tensor):
             raise ArgumentTypeError(
                 f"{self.describe_name()}: .data must be assigned a Tensor, got "
@@ -373,6 +377,28 @@ class ModuleData(Tensor):
 
     def _traced_assign(self, graph, value, op: str) -> None:
         self.owner._traced_assign(graph, value, op)
+
+
+def _traced_operand(value):
+    """`value` (a Tensor, a module's value or a Symbol) as what the trace reads for it."""
+    found = traced_value(value) if isinstance(value, Tensor) else None
+    return value if found is None else found
+
+
+def module_data_of(symbol) -> ModuleData | None:
+    """`.data` of a graph value that is a module's Variable in the kn.compile trace being made
+    (as `self.weight` reads inside it, after a step too): that Parameter's `.data` there;
+    else None."""
+    graph = _trace_graph()
+    if graph is None:
+        return None
+    var, node = symbol, symbol.node
+    if node.op.name == "custom_grad" and len(node.inputs) == 2:  # read after a step
+        var = node.inputs[1]
+    owner = owner_of(var) if isinstance(var, Variable) else None
+    if owner is None or owner.variable_in(graph) is not var:
+        return None
+    return ModuleData.of(owner)
 
 
 def traced_value(t):

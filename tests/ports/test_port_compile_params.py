@@ -13,6 +13,7 @@ same step run eagerly (whose agreement with torch the ported programs check), an
 """
 
 import numpy as np
+import pytest
 
 import kiln as kn
 
@@ -167,3 +168,36 @@ def test_parameter_methods_in_a_compiled_step():
             return step
 
         check(make, calls=2)
+
+
+def test_module_attribute_data_in_a_compiled_step():
+    # `self.fc.weight.data` inside the step: the weight read as a module attribute is a graph
+    # value there; its .data (AttributeError before) is the parameter's, changed every call
+    def make(model):
+        opt = kn.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            w = model[0].weight
+            w.data = w.data / w.data.norm(dim=1, keepdim=True)  # max-norm by hand, after the step
+            model[2].bias.data.copy_(model[2].bias.data.clamp(-0.05, 0.05))
+            return loss
+
+        return step
+
+    check(make)
+
+
+def test_module_attribute_view_change_in_a_compiled_step_says_what_to_do():
+    model = kn.nn.Embedding(4, 2)
+
+    @kn.compile
+    def step(ids):
+        model.weight.data[0].zero_()  # through a view: refused, with what works instead
+        return model(ids).sum()
+
+    with pytest.raises(kn.GraphError, match="changes in place whole, through its .data"):
+        step(kn.tensor([1, 2]))

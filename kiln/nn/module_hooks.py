@@ -17,6 +17,8 @@ built, on Symbols: what they return is compiled; their side effects happen then,
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 import weakref
 
@@ -187,6 +189,18 @@ def _differentiable(x) -> bool:
     return isinstance(x, Tensor) and x.requires_grad
 
 
+_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` of the caller's caller outside kiln (the user's `backward()` line),
+    for a warning raised by the caller."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_KILN_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class _Call:
     """One call of a hooked module: which arguments were passed through, and the results'
     gradients once the backward reached them."""
@@ -216,7 +230,7 @@ class _Call:
                     "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
                     "#torch.nn.Module.register_full_backward_hook for more details.",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=_user_stacklevel(),
                 )
             result = self._run_hooks((None,) * self.n_args)
             if any(g is not None for g in result):

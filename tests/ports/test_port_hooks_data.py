@@ -128,6 +128,7 @@ def train(torch, model, dataset_cls, collate, data, epochs=2):
     return losses, shapes, stats, grad_norms, calls
 
 
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # as torch warns
 def test_hooks_and_loader_train():
     model, dataset_cls, collate = build(kn)
     data = make_sequences()
@@ -157,6 +158,7 @@ def test_custom_functions_like_torch(torch):
     np.testing.assert_array_equal(found[1][1], np.where(x > 0, np.clip(upstream, -1, 1), 0))
 
 
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # as torch warns
 def test_hooks_and_loader_match_torch(torch):
     torch.manual_seed(0)
     t_model, t_ds, t_collate = build(torch)

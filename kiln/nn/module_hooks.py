@@ -185,8 +185,32 @@ class ModuleHooks:
 
 def _differentiable(x) -> bool:
     if isinstance(x, Symbol):
-        return dt.is_float(x.dtype)
+        return dt.is_float(x.dtype) and _traced_needs_grad(x)
     return isinstance(x, Tensor) and x.requires_grad
+
+
+def _traced_needs_grad(x: Symbol) -> bool:
+    """Whether a gradient can reach the graph value x: in a kn.compile trace, whether it
+    depends (not through a stop_gradient) on a trainable Variable or an argument that
+    requires grad, as an eager tensor requires grad; in graph mode, always (any value may be
+    differentiated there)."""
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    graph = x.graph
+    if not graph_step.traces_grads(graph):
+        return True
+    leaves = {id(s) for s in graph_step._LEAVES.get(graph, ())}
+    seen, stack = set(), [x]
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        if id(s) in leaves or getattr(s, "trainable", False):
+            return True
+        if s.node.op.name != "stop_gradient":
+            stack.extend(s.node.inputs)
+    return False
 
 
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

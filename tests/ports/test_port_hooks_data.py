@@ -195,3 +195,19 @@ def test_full_backward_hook_without_input_grads_warns_as_torch(torch):
             warnings.simplefilter("ignore")
             with pytest.raises(RuntimeError, match="should always return None"):
                 lin(fw.ones(3, 2)).sum().backward()
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_full_backward_hook_under_compile_without_input_grads():
+    # under kn.compile a hook runs while tracing (once per trace, on graph values); a module
+    # fed a batch that requires no grad took it as differentiable there, so its full
+    # backward hook waited for an input gradient that never came and never ran (eagerly it
+    # runs with grad_input (None,)); now it runs with (None,) as the eager one does
+    for requires_grad, expected in ((False, ["NoneType"]), (True, ["Symbol"])):
+        lin, seen = kn.nn.Linear(2, 1), []
+        lin.register_full_backward_hook(lambda m, gi, go: seen.append(type(gi[0]).__name__))
+        step = kn.compile(lambda x: lin(x).sum())
+        for _ in range(2):
+            step(kn.ones(3, 2, requires_grad=requires_grad)).backward()
+        assert seen == expected  # one trace
+        assert lin.weight.grad is not None

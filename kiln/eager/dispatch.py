@@ -84,6 +84,10 @@ def _kernel(op, xp, datas, attrs):
 
 
 def _dispatch(op, args, attrs):
+    if traced_value is not None:
+        node = _traced(op, args, attrs)
+        if node is not None:
+            return node
     device = None
     grad = False
     try:
@@ -223,13 +227,19 @@ _plain = Tensor  # None while a thread is in inference mode (its results must be
 _same_ops: set = set()
 tensor_types: frozenset = frozenset()
 
+# While kn.compile traces a function: `traced_value(t)`, the graph value a Tensor `t` stands
+# for in the trace (a module's Parameter or Buffer, or its `.data`: its Variable there), or
+# None for any other tensor. An op on such a tensor is then a node of the trace, as the
+# module's own reads of its parameters are (kiln/nn/parameter.py sets it).
+traced_value = None
+
 
 def same_ops(cls: type) -> type:
     """Lets the eager short paths take instances of `cls`, a Tensor subclass that adds no op
     behaviour of its own (a module's Parameter: every layer's ops read one), as Tensors."""
     global tensor_types
     _same_ops.add(cls)
-    if _plain is not None:
+    if _plain is not None and traced_value is None:
         tensor_types = frozenset(_same_ops)
     return cls
 
@@ -237,7 +247,31 @@ def same_ops(cls: type) -> type:
 def _inference_changed(inference: bool) -> None:
     global _plain, tensor_types
     _plain = None if inference else Tensor
-    tensor_types = frozenset() if inference else frozenset(_same_ops)
+    plain = not inference and traced_value is None
+    tensor_types = frozenset(_same_ops) if plain else frozenset()
+
+
+def set_traced_value(fn):
+    """Makes `fn` the `traced_value` (None: no trace); returns the one it replaces. While one
+    is set, the short paths leave the `same_ops` subclasses to `_dispatch`, which asks it."""
+    global traced_value, tensor_types
+    before, traced_value = traced_value, fn
+    plain = _plain is not None and fn is None
+    tensor_types = frozenset(_same_ops) if plain else frozenset()
+    return before
+
+
+def _traced(op, args, attrs):
+    """`op` on `args` as a node of the trace where an argument stands for a graph value
+    (`traced_value`), else None."""
+    found = [traced_value(a) if isinstance(a, Tensor) and type(a) is not Tensor else None
+             for a in args]  # fmt: skip
+    if all(f is None for f in found):
+        return None
+    from ..frontend.core import lift  # NOTE: lazy: the frontend builds on this package
+
+    values = lift(*[a if f is None else f for a, f in zip(args, found)])
+    return ops_core.bind(op, *values, **attrs)
 
 
 grad_mode.inference_watchers.append(_inference_changed)

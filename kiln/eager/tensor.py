@@ -505,6 +505,8 @@ class Tensor:
         if len(shape) == 1 and dt.is_dtype(shape[0]):
             return view_dtype(self, shape[0])
         out = self.reshape(*shape)
+        if not isinstance(out, Tensor):  # a module's value in a kn.compile trace: its Symbol's
+            return out
         if out._base is None and self._data.size > 1:
             raise node_error(
                 ShapeMismatchError,

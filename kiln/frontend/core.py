@@ -176,6 +176,8 @@ def lift(*args, context=(), op=None, dtype=None):
     else:
         if not context:
             return args
+    if dispatch.traced_value is not None:  # a module's values in a kn.compile trace
+        args = tuple(_traced(a) for a in args)
     kept = _KEPT_EAGER
     graph = next((a.graph for a in (*args, *context) if isinstance(a, Symbol)), None)
     out = []
@@ -225,6 +227,15 @@ def _scalar_array(value, dtype, op):
         name = "scalar" if op is None else op.name
         value = dt.python_int(value, dtype, name, wraps=name in _WRAPPING)
     return np.asarray(value, dtype=dtype)
+
+
+def _traced(a):
+    """`a`, or the graph value it stands for in a kn.compile trace (`dispatch.traced_value`)."""
+    if isinstance(a, Tensor) and type(a) is not Tensor:
+        value = dispatch.traced_value(a)
+        if value is not None:
+            return value
+    return a
 
 
 def _tensor_value(t) -> np.ndarray:

@@ -105,6 +105,12 @@ def _fresh(value: Symbol, since: int, graph) -> Symbol:
     return core.call("cast", value, dtype=value.dtype)  # a copy: an identity cast
 
 
+def _module_data_of(x: Symbol):
+    from ..nn.parameter import module_data_of  # NOTE: lazy: kiln.nn builds on the frontend
+
+    return module_data_of(x)
+
+
 def _error(cls, message: str, op: str, x: Symbol):
     return node_error(cls, message, op=op, site=user_site(), inputs=[x])
 
@@ -134,6 +140,12 @@ def _check_target(x: Symbol, op: str) -> None:
                 if what == "a Variable"
                 else "compute a new value (x = x + 1), or under kn.compile, return it"
             )
+            if what == "a Variable" and _module_data_of(node) is not None:
+                hint = (
+                    "inside kn.compile a module's parameter changes in place whole, through "
+                    "its .data or the Parameter itself (`m.weight.data.mul_(2)`, `for p in "
+                    "m.parameters(): p.data.clamp_(-c, c)`), not through a view of it"
+                )
             raise _error(
                 GraphError,
                 f"in-place change of '{node.name}', {what}{via}: a graph value of this kind "

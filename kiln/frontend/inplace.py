@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager import dispatch
 from ..eager.grad_mode import enable_grad, no_grad, state
 from ..eager.out import check_no_overlap
 from ..eager.sampling import on_traced
@@ -89,7 +90,11 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
 
 
 def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
-    """Writes `result` into `t` and makes its history t's own."""
+    """Writes `result` into `t` and makes its history t's own. A module's value (or its
+    `.data`) changed inside a kn.compile trace changes in the compiled program instead."""
+    if dispatch.traced_value is not None and type(t) is not Tensor:
+        if _commit_traced(t, result, op):
+            return t
     if not isinstance(result, Tensor):
         result = make(get_backend(t._device).to_device(np.asarray(result)), t._device)
     if result.shape != t.shape:
@@ -124,6 +129,30 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
             result = bind(REGISTRY["cast"], result, dtype=t.dtype)  # its tape entry
         t.grad_fn, t._requires_grad = result.grad_fn, True
     return t
+
+
+def _commit_traced(t: Tensor, result, op: str) -> bool:
+    """`_commit` of a module's Parameter or Buffer, or its `.data` (`dispatch.traced_value`),
+    in a kn.compile trace: the program assigns its new value on every call, as the eager
+    code changes it on every call (the trace writes nothing now). False for another `t`."""
+    graph_value = dispatch.traced_value(t)
+    if graph_value is None:
+        return False
+    shape = tuple(result.shape)
+    if shape != tuple(t.shape):
+        raise node_error(
+            ShapeMismatchError,
+            f"output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
+    if not dt.can_cast(result.dtype, t.dtype):
+        raise node_error(
+            DTypeMismatchError,
+            f"result type {result.dtype} can't be cast to the desired output type {t.dtype}",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
+    t._traced_assign(graph_value.graph, result, op)
+    return True
 
 
 def _as_reals(array):
@@ -312,6 +341,9 @@ def _inplace(name: str, compute):
         if recording:
             _refresh(self)
         source = _snapshot(self) if recording else self.detach()
+        if dispatch.traced_value is not None and type(self) is not Tensor:
+            traced = dispatch.traced_value(self)  # a module's value in a kn.compile trace
+            source = source if traced is None else traced
         result = compute(source, *args, **kwargs)
         if recording and source.requires_grad and getattr(result, "grad_fn", None) is None:
             result = m.where(False, source, result)  # keeps the history: zero grad to the old

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import Size, device, strided
-from ..errors import ArgumentTypeError, GraphError
+from ..errors import ArgumentTypeError, GraphError, call_error
 from ..graph.core import Symbol
 from . import functionalize, indexing
 from . import linalg as la
@@ -259,6 +259,31 @@ SYMBOL_METHODS = {
 }  # fmt: skip
 
 
+def _symbol_data(self):
+    """PyTorch's `.data` of a graph value: the value without gradient (`detach()`); of a
+    module's parameter inside a kn.compile trace (`self.weight.data`), the parameter's `.data`
+    there, whose in-place changes the compiled program makes on every call."""
+    from ..nn.parameter import module_data_of  # NOTE: lazy: kiln.nn builds on the frontend
+
+    found = module_data_of(self)
+    return m.core.call("stop_gradient", self) if found is None else found
+
+
+def _set_symbol_data(self, value) -> None:
+    """`self.weight.data = value` inside a kn.compile trace: the parameter's new value."""
+    from ..nn.parameter import module_data_of  # NOTE: lazy: kiln.nn builds on the frontend
+
+    found = module_data_of(self)
+    if found is None:
+        raise call_error(
+            GraphError,
+            f"cannot assign .data of '{self.name}': only a module's parameter or buffer inside "
+            "a kn.compile trace takes a new value so; compute a new value instead",
+            "data", self,
+        )  # fmt: skip
+    found.owner.data = value
+
+
 def install(cls=Symbol) -> None:
     """Puts the operators and methods on `cls` (Symbol now, eager Tensor later)."""
     for name, fn in OPERATORS.items():
@@ -285,6 +310,7 @@ def install(cls=Symbol) -> None:
         for name, fn in SYMBOL_METHODS.items():
             setattr(cls, name, fn)
         cls.view = _view
+        cls.data = property(_symbol_data, _set_symbol_data)
         cls.device = property(_device)
         cls.is_cuda = property(lambda self: self.device.type == "cuda")
         cls.is_inference = lambda self: False

@@ -17,6 +17,8 @@ built, on Symbols: what they return is compiled; their side effects happen then,
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 import weakref
 
@@ -183,8 +185,44 @@ class ModuleHooks:
 
 def _differentiable(x) -> bool:
     if isinstance(x, Symbol):
-        return dt.is_float(x.dtype)
+        return dt.is_float(x.dtype) and _traced_needs_grad(x)
     return isinstance(x, Tensor) and x.requires_grad
+
+
+def _traced_needs_grad(x: Symbol) -> bool:
+    """Whether a gradient can reach the graph value x: in a kn.compile trace, whether it
+    depends (not through a stop_gradient) on a trainable Variable or an argument that
+    requires grad, as an eager tensor requires grad; in graph mode, always (any value may be
+    differentiated there)."""
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    graph = x.graph
+    if not graph_step.traces_grads(graph):
+        return True
+    leaves = {id(s) for s in graph_step._LEAVES.get(graph, ())}
+    seen, stack = set(), [x]
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        if id(s) in leaves or getattr(s, "trainable", False):
+            return True
+        if s.node.op.name != "stop_gradient":
+            stack.extend(s.node.inputs)
+    return False
+
+
+_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` of the caller's caller outside kiln (the user's `backward()` line),
+    for a warning raised by the caller."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_KILN_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _Call:
@@ -208,7 +246,22 @@ class _Call:
                 grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         self.grad_output = grads
         if not self.positions:  # no argument takes a gradient: PyTorch runs the hooks here
-            self._run_hooks((None,) * self.n_args)
+            full = self.module.__dict__.get("_is_full_backward_hook") is not False
+            if full and self.module._backward_hooks:
+                warnings.warn(
+                    "Full backward hook is firing when gradients are computed with respect to "
+                    "module outputs since no inputs require gradients. See "
+                    "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                    "#torch.nn.Module.register_full_backward_hook for more details.",
+                    UserWarning,
+                    stacklevel=_user_stacklevel(),
+                )
+            result = self._run_hooks((None,) * self.n_args)
+            if any(g is not None for g in result):
+                raise RuntimeError(
+                    "Backward hook for Modules where no input requires gradient should always "
+                    "return None or None for all gradients."
+                )
         return grads
 
     def inputs_done(self, grads: tuple) -> tuple:

@@ -15,12 +15,16 @@ import numpy as np
 
 from .. import dtypes
 from ..array_types import Size
-from ..eager.dispatch import same_ops
+from ..eager.dispatch import same_ops, set_traced_value
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, ArgumentTypeError, GraphError
-from ..graph.core import Variable
+from ..graph.core import Symbol, Variable, get_default_graph
+from ..graph.region import outermost
+from ..ops.core import apply
+from ..ops.random import in_trace
 
-__all__ = ["Buffer", "ModuleValue", "Parameter", "owner_of", "share", "shared_box"]
+__all__ = ["Buffer", "ModuleData", "ModuleValue", "Parameter", "module_data_of", "owner_of",
+           "share", "shared_box", "tracing_values"]  # fmt: skip
 
 # id(Variable) -> (weakref to the Variable, weakref to the value it was made from). Keyed by
 # id, not by the Variable: Symbols compare elementwise, so they cannot be dict keys here.
@@ -142,7 +146,9 @@ class ModuleValue(Tensor):
     def data(self) -> Tensor:
         """PyTorch's `.data`: the same data without history. Assigning a Tensor to it
         (`p.data = t`, as PyTorch's) makes this value hold t's data, shared, of any shape
-        or dtype, keeping its identity, `requires_grad` and `.grad`.
+        or dtype, keeping its identity, `requires_grad` and `.grad`. Inside a kn.compile
+        trace it is the value in the compiled program (`ModuleData`): what an op on it reads,
+        and what an in-place change of it (`p.data.add_(...)`) changes on every call.
 
         >>> import kiln as kn
         >>> lin = kn.nn.Linear(2, 1, bias=False)
@@ -150,10 +156,74 @@ class ModuleValue(Tensor):
         >>> lin(kn.ones(1, 2)).item(), type(lin.weight).__name__
         (2.0, 'Parameter')
         """
+        if _trace_graph() is not None:
+            return ModuleData.of(self)
         return Tensor.data.fget(self)
+
+    def detach(self) -> Tensor:
+        """The same data without history; inside a kn.compile trace its value in the compiled
+        program, without gradient (as `.data`)."""
+        if _trace_graph() is not None:
+            return ModuleData.of(self)
+        return Tensor.detach(self)
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient backward accumulated. Inside a kn.compile trace, the gradient in the
+        compiled program (a graph value, or None where there is none): the one that
+        `loss.backward()` there gave, added to the `.grad` the call started with, as
+        `opt.step()` and `clip_grad_norm_` there see it."""
+        graph = _trace_graph()
+        if graph is None:
+            return self._grad
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+        var = graph_step.variable_of(self, graph)
+        if var is None:
+            return None
+        graph_step.enter([var])
+        entry = graph_step.pending_grads(graph).get(id(var))
+        return None if entry is None else entry[1]
+
+    @grad.setter
+    def grad(self, value) -> None:
+        graph = _trace_graph()
+        if graph is None:
+            Tensor.grad.fset(self, value)
+            return
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+        if value is None:
+            graph_step.zero_grads([self], set_to_none=True)
+            return
+        var = self.variable(graph)
+        graph_step.enter([var], cleared=True)
+        graph_step.pending_grads(graph)[id(var)] = [var, _graph_value(value, var, graph)]
+
+    def _traced_value(self, graph):
+        """Its value in the kn.compile trace `graph`: its Variable, as changed by the steps and
+        in-place changes traced before (`graph_step.stepped`)."""
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+        return graph_step.stepped(self.variable(graph))
+
+    def _traced_assign(self, graph, value, op: str) -> None:
+        """An in-place change of it traced in `graph`: the compiled program assigns `value`
+        (a graph value, or a tensor computed from constants) on each call, and later reads
+        in the trace see it."""
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+        var = self.variable(graph)
+        value = _graph_value(value, var, graph)
+        apply("assign", var, value)
+        graph_step.note_update(var, value)
 
     @data.setter
     def data(self, value) -> None:
+        graph = _trace_graph()
+        if graph is not None and isinstance(value, (Symbol, Tensor)):  # the program's change
+            self._traced_assign(graph, _traced_operand(value), "data")
+            return
         if not isinstance(value, Tensor):
             raise ArgumentTypeError(
                 f"{self.describe_name()}: .data must be assigned a Tensor, got "
@@ -258,6 +328,97 @@ class ModuleValue(Tensor):
 
     def __repr__(self):
         return f"{type(self).__name__} containing:\n{super().__repr__()}"
+
+
+def _graph_value(value, var, graph):
+    """`value` (a graph value, or a tensor computed from constants) as `var`'s new value in
+    `graph`: of its dtype and shape."""
+    if not isinstance(value, Symbol):
+        from ..frontend.core import constant  # NOTE: lazy: the frontend imports kiln.nn
+
+        return constant(
+            np.broadcast_to(np.asarray(_array(value), var.dtype), var.shape), graph=graph
+        )
+    if value.dtype != var.dtype:
+        value = apply("cast", value, dtype=var.dtype)
+    if tuple(value.shape) != tuple(var.shape):
+        value = apply("broadcast_to", value, shape=tuple(var.shape))
+    return value
+
+
+def _trace_graph():
+    """The graph of the kn.compile trace being made in this thread (where a module's values
+    are its Variables), else None."""
+    if not in_trace():
+        return None
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    graph = outermost(get_default_graph())
+    return graph if graph_step.traces_grads(graph) else None
+
+
+class ModuleData(Tensor):
+    """`p.data` of a Parameter or Buffer `p` inside a kn.compile trace: a Tensor holding p's
+    data whose value in the compiled program is p's, without gradient; an in-place change
+    of it changes p on every call (PyTorch's hand-written update `p.data.add_(g, alpha=-lr)`,
+    or `p.data.clamp_(-c, c)`)."""
+
+    __slots__ = ("owner",)
+
+    @classmethod
+    def of(cls, owner: ModuleValue) -> ModuleData:
+        t = object.__new__(cls)
+        base = Tensor.data.fget(owner)
+        t._data, t._meta, t.owner = base._data, base._meta, owner
+        return t
+
+    def _traced_value(self, graph):
+        return apply("stop_gradient", self.owner._traced_value(graph))
+
+    def _traced_assign(self, graph, value, op: str) -> None:
+        self.owner._traced_assign(graph, value, op)
+
+
+def _traced_operand(value):
+    """`value` (a Tensor, a module's value or a Symbol) as what the trace reads for it."""
+    found = traced_value(value) if isinstance(value, Tensor) else None
+    return value if found is None else found
+
+
+def module_data_of(symbol) -> ModuleData | None:
+    """`.data` of a graph value that is a module's Variable in the kn.compile trace being made
+    (as `self.weight` reads inside it, after a step too): that Parameter's `.data` there;
+    else None."""
+    graph = _trace_graph()
+    if graph is None:
+        return None
+    var, node = symbol, symbol.node
+    if node.op.name == "custom_grad" and len(node.inputs) == 2:  # read after a step
+        var = node.inputs[1]
+    owner = owner_of(var) if isinstance(var, Variable) else None
+    if owner is None or owner.variable_in(graph) is not var:
+        return None
+    return ModuleData.of(owner)
+
+
+def traced_value(t):
+    """The graph value of a module's value `t` (or of its `.data`) in the kn.compile trace
+    being made, else None: `kiln.eager.dispatch.traced_value` while a trace runs."""
+    if not isinstance(t, (ModuleValue, ModuleData)):
+        return None
+    graph = _trace_graph()
+    return None if graph is None else t._traced_value(graph)
+
+
+class tracing_values:  # noqa: N801
+    """While a kn.compile trace runs: ops on module values read their Variables there."""
+
+    def __enter__(self):
+        self.before = set_traced_value(traced_value)
+
+    def __exit__(self, *exc):
+        set_traced_value(self.before)
+        return False
 
 
 @same_ops

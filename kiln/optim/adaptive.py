@@ -14,7 +14,7 @@ from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from . import graph_step
-from .optimizer import Optimizer, _check, like
+from .optimizer import Optimizer, _check, implementation_flags, like
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
 
@@ -48,7 +48,11 @@ class Adadelta(Optimizer):
     slot_prefix = "adadelta_"
 
     def __init__(self, params=None, lr=1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, *, maximize: bool = False):  # fmt: skip
+                 weight_decay: float = 0.0, *, maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+        implementation_flags(
+            "Adadelta", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         if not 0.0 <= rho <= 1.0:
             raise ArgumentError(f"Invalid rho value: {rho}")
@@ -85,7 +89,11 @@ class Adamax(Optimizer):
     slot_prefix = "adamax_"
 
     def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, *, maximize: bool = False):  # fmt: skip
+                 weight_decay: float = 0.0, *, maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+        implementation_flags(
+            "Adamax", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
         _check(weight_decay, "weight_decay value")
@@ -123,7 +131,11 @@ class RAdam(Optimizer):
 
     def __init__(self, params=None, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
-                 maximize: bool = False):  # fmt: skip
+                 maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+        implementation_flags(
+            "RAdam", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
         _check(weight_decay, "weight_decay value")
@@ -177,7 +189,11 @@ class NAdam(Optimizer):
 
     def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False):  # fmt: skip
+                 decoupled_weight_decay: bool = False, *, maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+        implementation_flags(
+            "NAdam", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
         betas = _check_betas(betas)

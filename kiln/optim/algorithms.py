@@ -8,7 +8,7 @@ import numpy as np
 from .. import frontend as F
 from ..eager.tensor import make
 from ..errors import ArgumentError
-from .optimizer import Optimizer, _check, like, nonzero
+from .optimizer import Optimizer, _check, implementation_flags, like, nonzero
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 
@@ -41,7 +41,11 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach=None,
+        differentiable: bool = False,
+        fused=None,
     ):
+        implementation_flags("SGD", foreach=foreach, differentiable=differentiable, fused=fused)
         _check(lr, "learning rate")
         _check(momentum, "momentum value")
         _check(weight_decay, "weight_decay value")
@@ -99,8 +103,19 @@ class Adam(Optimizer):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach=None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused=None,
         decoupled_weight_decay: bool = False,
     ):
+        implementation_flags(
+            "Adam",
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+        )
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
         for i, beta in enumerate(betas):
@@ -161,7 +176,18 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach=None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused=None,
     ):
+        implementation_flags(
+            "AdamW",
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+        )
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          decoupled_weight_decay=True)  # fmt: skip
 
@@ -190,7 +216,13 @@ class RMSprop(Optimizer):
         centered: bool = False,
         *,
         maximize: bool = False,
+        foreach=None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ):
+        implementation_flags(
+            "RMSprop", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
         _check(momentum, "momentum value")
@@ -251,7 +283,11 @@ class Adagrad(Optimizer):
         eps: float = 1e-10,
         *,
         maximize: bool = False,
+        foreach=None,
+        differentiable: bool = False,
+        fused=None,
     ):
+        implementation_flags("Adagrad", foreach=foreach, differentiable=differentiable, fused=fused)
         _check(lr, "learning rate")
         _check(lr_decay, "lr_decay value")
         _check(weight_decay, "weight_decay value")

@@ -10,7 +10,7 @@ import numpy as np
 from .. import frontend as F
 from ..errors import ArgumentError
 from .adaptive import _signed
-from .optimizer import Optimizer, _check, like
+from .optimizer import Optimizer, _check, implementation_flags, like
 
 __all__ = ["ASGD", "Rprop"]
 
@@ -35,7 +35,11 @@ class ASGD(Optimizer):
 
     def __init__(self, params=None, lr=1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0.0, *,
-                 maximize: bool = False):  # fmt: skip
+                 maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+        implementation_flags(
+            "ASGD", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
@@ -80,7 +84,11 @@ class Rprop(Optimizer):
     slot_prefix = "rprop_"
 
     def __init__(self, params=None, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
-                 maximize: bool = False):  # fmt: skip
+                 maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+        implementation_flags(
+            "Rprop", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         _check(lr, "learning rate")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ArgumentError(f"Invalid eta values: {etas[0]}, {etas[1]}")

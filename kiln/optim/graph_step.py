@@ -123,7 +123,7 @@ def variable_of(p, graph):
     kn.compile trace one is made where `p` has a `.grad`, which the program then reads,
     changes or applies on every call (a step or clip the code calls: torch's semantics)."""
     var = p.variable_in(graph)
-    if var is None and graph in _ENTERED and p.grad is not None:
+    if var is None and graph in _ENTERED and p._grad is not None:
         var = p.variable(graph)
     return var
 
@@ -155,7 +155,7 @@ def enter(variables, cleared: bool = False) -> None:
         if owner is None:  # a Variable of no Parameter: no `.grad` to start from
             continue
         cleared = cleared or id(owner) in _CLEARED.get(var.graph, ())
-        grad, start = owner.grad, None
+        grad, start = owner._grad, None  # (`.grad` in the trace would be the graph's)
         if grad is not None and not cleared:
             start = Variable(np.array(grad.numpy()), name=f"{var.name}/grad", trainable=False,
                              graph=var.graph)  # fmt: skip

@@ -11,7 +11,7 @@ from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
-from .optimizer import Optimizer, like, nonzero
+from .optimizer import Optimizer, implementation_flags, like, nonzero
 
 __all__ = ["Adafactor", "Muon"]
 
@@ -43,7 +43,8 @@ class Adafactor(Optimizer):
 
     def __init__(self, params=None, lr=1e-2, beta2_decay: float = -0.8, eps=(None, 1e-3),
                  d: float = 1.0, weight_decay: float = 0.0, *,
-                 maximize: bool = False):  # fmt: skip
+                 maximize: bool = False, foreach=None):  # fmt: skip
+        implementation_flags("Adafactor", foreach=foreach)
         checks = [
             (lr >= 0.0, f"Learning rate should be >= 0 but is: {lr}"),
             (beta2_decay <= 0.0, f"beta2_decay should be <= 0 but is: {beta2_decay}"),

@@ -48,6 +48,31 @@ _SET_MESSAGE = (
 )
 
 
+def implementation_flags(name: str, foreach=None, capturable: bool = False,
+                         differentiable: bool = False, fused=None) -> None:  # fmt: skip
+    """PyTorch's optimizer arguments that pick its kernels (`foreach`, `fused`) or make the step
+    fit CUDA graphs (`capturable`), taken so that ported code runs: kiln has one step, the
+    same math, and these change nothing. PyTorch's refusals stay: `fused` with `foreach`, and
+    `differentiable=True` (a step that autograd records), which kiln does not have.
+
+    >>> import kiln as kn
+    >>> w = kn.zeros(2, requires_grad=True)
+    >>> kn.optim.AdamW([w], lr=1e-3, fused=True).defaults["lr"]
+    0.001
+    >>> kn.optim.Adam([w], foreach=True, fused=True)
+    Traceback (most recent call last):
+    kiln.errors.UsageError: `fused` and `foreach` cannot be `True` together. ...
+    """
+    if fused and foreach:
+        raise UsageError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise UsageError(
+            f"{name}(differentiable=True): kiln's optimizer steps run outside autograd, so a "
+            "gradient cannot flow through them; compute the update yourself with tensor ops "
+            "(or kn.func) to differentiate it"
+        )
+
+
 def _check(value, what: str, low: float = 0.0) -> None:
     if not isinstance(value, Symbol) and not value >= low:
         raise ArgumentError(f"Invalid {what}: {value}")

@@ -378,10 +378,43 @@ def compile(  # noqa: A001
         if disable:
             return f
         if eager:
-            return functools.wraps(f)(lambda *args, **kwargs: f(*args, **kwargs))
-        return CompiledFunction(f, device, cache_size, memory_budget)
+            compiled = functools.wraps(f)(lambda *args, **kwargs: f(*args, **kwargs))
+        else:
+            compiled = CompiledFunction(f, device, cache_size, memory_budget)
+        return OptimizedModule(f, compiled) if isinstance(f, Module) else compiled
 
     return wrap if fn is None else wrap(fn)
+
+
+class OptimizedModule(Module):
+    """What `kn.compile(module)` returns, as `torch.compile(module)` does: a Module that holds
+    the original as `_orig_mod` (so its parameters, `train()`/`eval()` and `state_dict()`,
+    whose keys start with `_orig_mod.`, are the original's) and runs it compiled when called;
+    other attributes are the original's.
+
+    >>> import kiln as kn
+    >>> model = kn.compile(kn.nn.Linear(3, 2))
+    >>> type(model).__name__, len(list(model.parameters())), model.out_features
+    ('OptimizedModule', 2, 2)
+    >>> list(model.state_dict())
+    ['_orig_mod.weight', '_orig_mod.bias']
+    >>> model(kn.ones(4, 3)).shape
+    kiln.Size([4, 2])
+    """
+
+    def __init__(self, mod: Module, compiled):
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled_forward", compiled)
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__["_compiled_forward"](*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:

@@ -28,7 +28,7 @@ from ..frontend.functionalize import allow_argument_changes, layout_read
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
-from ..nn.parameter import owner_of, shared_box
+from ..nn.parameter import owner_of, shared_box, tracing_values
 from ..ops.dynamic import with_binders
 from ..ops.random import draw_steps
 from ..optim import graph_step
@@ -269,7 +269,7 @@ class Traced:
                       if sig[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
             graph_step.trace_leaves(self.graph, [s for _, s in leaves])
             try:
-                with tracing_on(device), recording(self.graph) as self.prints:
+                with tracing_on(device), tracing_values(), recording(self.graph) as self.prints:
                     with rebound([get for _, get in lifted], lifted_inputs):
                         result = fn(*args, **kwargs)
             finally:

@@ -118,3 +118,23 @@ def test_kn_trace_result_reads_the_captured_input_too():
     assert out.item() == 8.0
     out.backward()
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0])
+
+
+def test_captured_parameter_updated_in_place_inside_as_eagerly():
+    # a Parameter is a Variable of the trace (kiln/nn/parameter.py), not a lifted input: an
+    # in-place update inside the compiled step is the program's update on every call
+    def run(compiled):
+        p = kn.nn.Parameter(kn.tensor([1.0, -1.0]))
+
+        def step(x):
+            loss = (p * x).sum()
+            loss.backward()
+            with kn.no_grad():
+                p.sub_(0.1 * p.grad)
+                p.grad = None
+            return loss
+
+        f = kn.compile(step) if compiled else step
+        return [f(kn.tensor([2.0, 3.0])).item() for _ in range(3)], p.tolist()
+
+    assert run(True) == run(False)

@@ -215,11 +215,12 @@ class CompiledFunction:
         """(label, getter) of each captured tensor that a trace takes as an input rather
         than as a constant: the leaves that require grad (`w = kn.randn(3,
         requires_grad=True)` read by fn), so that gradients reach them and their values may
-        change between calls, as eager code would see them."""
+        change between calls, as eager code would see them. (A Parameter or Buffer is a
+        Variable of the trace instead: kiln/nn/parameter.py.)"""
         found = []
         for label, get in self._captures.tensors:
             t = get()
-            if (isinstance(t, Tensor) and t._requires_grad and t.grad_fn is None
+            if (type(t) is Tensor and t._requires_grad and t.grad_fn is None
                     and not (t.is_sparse or t.is_quantized) and rebindable(get)):  # fmt: skip
                 found.append((label, get))
         return found

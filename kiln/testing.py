@@ -323,9 +323,9 @@ def check_eager_vs_compiled(fn, *inputs, grads=True, rtol=None, atol=None) -> bo
     mismatched elements: 3 / 3 (100.0%)
     ...
     """
-    from .tracing import compile as compile_
+    from .tracing import CompiledFunction
 
-    compiled = compile_(fn)
+    compiled = CompiledFunction(fn)  # (a Module too: kn.compile's OptimizedModule runs one)
     example = compiled.flatten_args([_leaf(x, grads) for x in inputs], {})
     params = compiled.trace_for(*example).params  # the module parameters `fn` uses
     c_outs, paths, c_grads = _run(compiled, inputs, grads, params)

@@ -419,6 +419,13 @@ rows(
            in64(np.linalg.det), rtol=1e-5, atol=1e-5),
     OpCase("det", "hand", kn.linalg.det, given([[2.0, 1.0], [1.0, 3.0]]),
            lambda a: np.array(5.0, a.dtype)),  # 2 * 3 - 1 * 1
+    # det's gradient: det(A) A^-T where A is invertible, [[d, -c], [-b, a]] for a 2x2 by hand
+    # (singular matrices: tests/test_det_cofactor_grad.py, as cofactor's own gradient needs inv)
+    OpCase("cofactor", "basic", lambda a: apply("cofactor", a), well_conditioned((2, 3, 3)),
+           in64(lambda a: np.linalg.det(a)[..., None, None] * np.linalg.inv(a).swapaxes(-1, -2)),
+           rtol=1e-5, atol=1e-5),
+    OpCase("cofactor", "hand", lambda a: apply("cofactor", a), given([[2.0, 1.0], [1.0, 3.0]]),
+           lambda a: np.array([[3.0, -1.0], [-1.0, 2.0]], a.dtype), rtol=1e-5, atol=1e-5),
     # cholesky reads one triangle: the rows factor a symmetrized input (S = (A + Aᵀ) / 2, near
     # 2I), so finite differences see the symmetric gradient PyTorch's rule gives
     OpCase("cholesky", "sym", lambda a: kn.linalg.cholesky((a + a.mT) * 0.5),

@@ -155,7 +155,6 @@ def test_sibling_views_taken_before_the_change_see_it_as_pytorchs():
 # autograd state answers (a graph value has none of them until it runs; gradients of a graph
 # are asked of kn.grad, not kept on values).
 NOT_ON_SYMBOL = {
-    "data": "the autograd-free alias of a value's memory: detach() is the graph's form",
     "grad": "autograd state", "grad_fn": "autograd state", "is_leaf": "autograd state",
     "requires_grad": "autograd state", "requires_grad_": "autograd state",
     "retain_grad": "autograd state", "retains_grad": "autograd state",

@@ -106,7 +106,9 @@ def _kiln_callable(op):
 def _as_kiln(fn):
     """fn (a lambda of PyTorch's OpInfo database) with torch and F meaning kiln's."""
     names = {**fn.__globals__, "torch": kn, "F": kn.nn.functional}
-    return types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    out = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    return out
 
 
 def _key(op):
@@ -116,16 +118,19 @@ def _key(op):
 MATCHED = [op for op in op_db if _kiln_callable(op) != (None, None)]
 
 
-def _to_kiln(x, leaves):
-    """x with torch tensors (and dtypes) replaced by kiln's; the tensors appended to leaves."""
+def _to_kiln(x, leaves, grad=False):
+    """x with torch tensors (and dtypes) replaced by kiln's; the tensors appended to leaves
+    (`grad`: those that require grad in torch require grad in kiln)."""
     if isinstance(x, torch.Tensor):
-        t = kn.tensor(x.detach().numpy().copy())
+        rg = bool(grad and x.requires_grad)
+        t = kn.tensor(x.detach().numpy().copy(), requires_grad=rg)
         size = x.untyped_storage().nbytes() // max(x.element_size(), 1)
         if x._base is not None and size > x.numel():
             # a view of a larger storage (what as_strided's storage_offset reads): kiln's
             # view of the same storage's values
             flat = torch.as_strided(x.detach(), (size,), (1,), 0).numpy().copy()
-            t = kn.tensor(flat).as_strided(tuple(x.shape), x.stride(), x.storage_offset())
+            base = kn.tensor(flat, requires_grad=rg)
+            t = base.as_strided(tuple(x.shape), x.stride(), x.storage_offset())
         leaves.append(t)
         return t
     if isinstance(x, torch.dtype):
@@ -142,9 +147,9 @@ def _to_kiln(x, leaves):
                 setattr(module, name, value)
         return module
     if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(_to_kiln(e, leaves) for e in x)
+        return type(x)(_to_kiln(e, leaves, grad) for e in x)
     if isinstance(x, dict):
-        return {k: _to_kiln(v, leaves) for k, v in x.items()}
+        return {k: _to_kiln(v, leaves, grad) for k, v in x.items()}
     return x
 
 

@@ -636,6 +636,9 @@ def householder_product(A, tau):  # noqa: N803
             f"tau's last dim, tau {list(tau.shape)} one dim fewer"
         )
     (eye,) = lift(np.eye(rows, cols, dtype=A.dtype), context=(A,))
+    if k == 0:  # no reflection: the identity's columns, requiring grad with gradient 0 as
+        # PyTorch's (sign(|A|) * 0 is 0 for every A, its derivative 0)
+        return m.add(m.mul(m.sign(m.abs(A)), 0), eye)
     vectors = m.add(_tri(A, False, -1), eye)
     q = m.add(_zeros(tuple(A.shape), A), eye)
     for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I

@@ -183,7 +183,9 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     tensor([2.5000, 5.0000])
     """
     t1, t2 = lift(tensor1, tensor2)
-    if isinstance(value, float) and not (dt.is_float(t1.dtype) or dt.is_float(t2.dtype)):
+    if isinstance(value, float) and not any(
+        dt.is_float(t.dtype) or dt.is_complex(t.dtype) for t in (t1, t2)
+    ):
         value = int(value)  # PyTorch's: value is a scalar of the integer dtype
     # (value * t1) * t2, rounded in PyTorch's order
     return m.add(input, m.mul(t1 if value == 1 else m.mul(t1, value), t2))

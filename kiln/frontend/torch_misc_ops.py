@@ -210,4 +210,8 @@ def nextafter(input, other):  # noqa: A002
     out = m.core.call("bitcast", stepped, dtype=dtype, source=bits)
     out = m.where(m.equal(a, 0), from_zero, out)
     out = m.where(m.equal(a, b), b, out)
-    return m.where(m.logical_or(m.isnan(a), m.isnan(b)), float("nan"), out)
+    out = m.where(m.logical_or(m.isnan(a), m.isnan(b)), float("nan"), out)
+    # PyTorch's gradient: 1 for input (0 for other, as the where above gives it away from
+    # ties): out - (a - a) with the first a detached, the same bits (x - +0.0 is x)
+    step = m.sub(m.core.call("stop_gradient", a), a)
+    return m.where(m.isfinite(a), m.sub(out, step), out)

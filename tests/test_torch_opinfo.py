@@ -123,7 +123,7 @@ def _to_kiln(x, leaves, grad=False):
     (`grad`: those that require grad in torch require grad in kiln)."""
     if isinstance(x, torch.Tensor):
         rg = bool(grad and x.requires_grad)
-        t = kn.tensor(x.detach().numpy().copy(), requires_grad=rg)
+        t = kn.tensor(x.detach().resolve_conj().resolve_neg().numpy().copy(), requires_grad=rg)
         size = x.untyped_storage().nbytes() // max(x.element_size(), 1)
         if x._base is not None and size > x.numel():
             # a view of a larger storage (what as_strided's storage_offset reads): kiln's

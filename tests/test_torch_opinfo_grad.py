@@ -54,7 +54,7 @@ except Exception:  # noqa: BLE001 -- a torch build without its test helpers (or 
     pytest.skip("torch's OpInfo database does not import", allow_module_level=True)
 
 FULL = bool(os.environ.get("KILN_OPINFO_FULL"))
-SAMPLES = 6 if FULL else 2  # the first samples of each OpInfo and dtype
+SAMPLES = 6 if FULL else 2  # the first samples of each OpInfo and real dtype
 COMPILED = SAMPLES if FULL else 1  # of which this many are also differentiated compiled
 
 # op/dtype/sample/mode patterns -> why kiln's gradient still differs from PyTorch's
@@ -70,15 +70,25 @@ KNOWN: dict[str, str] = {
         "overwrites and zero elsewhere, the finite differences' complement); kiln's passes "
         "kn.autograd.gradcheck"
     ),
-    "norm/*/1/eager": (
-        "p=0: PyTorch's norm gives None (an undefined gradient) where its vector_norm(ord=0) "
-        "gives zeros; kiln gives zeros for both (the count of nonzeros is on the tape)"
+    # ord/p = 0, the count of nonzeros: PyTorch's norm, linalg.norm and linalg.vector_norm
+    # give None (an undefined gradient) where its cdist and pdist give zeros; kiln's count is
+    # on the tape with gradient 0 for all of them (a user's .grad is zeros, not None)
+    "norm/*/1/*": "p=0: PyTorch's gradient is None, kiln's zeros (see above)",
+    "linalg.norm/*/2/*": "ord=0: PyTorch's gradient is None, kiln's zeros (see above)",
+    "linalg.norm.subgradients_at_zero/*/1/*": (
+        "ord=0: PyTorch's gradient is None, kiln's zeros (see above)"
     ),
-    "linalg.norm.subgradients_at_zero/*/1/eager": (
-        "ord=0: PyTorch's linalg.norm gives None (an undefined gradient) where its "
-        "vector_norm(ord=0) gives zeros; kiln gives zeros for both"
-    ),
+    "linalg.vector_norm/*/4/*": "ord=0: PyTorch's gradient is None, kiln's zeros (see above)",
+    "linalg.slogdet/complex128/*/*": "complex determinants: kiln's slogdet is real only",
+    "logdet/complex128/*/*": "complex determinants: kiln's slogdet is real only",
+    "logsumexp/complex128/*/*": "kiln's logsumexp is real only (its max shift has no order)",
+    "logcumsumexp/complex128/*/*": "kiln's logcumsumexp is real only",
+    "nn.functional.conv*/complex128/*/*": "kiln's convolutions take real inputs only",
     "sparse.mm.reduce/*/samples/torch": "CSR inputs and reduce=: kiln's sparse tensors are COO",
+    "tensor_split/*/1/compile": (
+        "a traced 0-d sections tensor: its value is the number of pieces, and a compiled "
+        "function has a fixed number of results (as in the value test)"
+    ),
     "to_sparse/*/*/compile": "sparse tensors are eager-only: kiln's graphs hold strided ones",
     "zero_/*/*/compile": (
         "under kn.compile an in-place zero_ on an input leaves no path from the input to the "
@@ -89,14 +99,16 @@ KNOWN: dict[str, str] = {
 
 
 def _dtypes(op):
+    """[(dtype, how many samples)]: float64 (float32 where the OpInfo lacks it), and
+    complex128 (its first sample only unless FULL)."""
     try:
         supported = op.supported_dtypes("cpu")
     except Exception:  # noqa: BLE001
         return ()
     real = torch.float64 if torch.float64 in supported else torch.float32
-    out = [real] if real in supported else []
-    if torch.complex128 in supported and (FULL or not out):
-        out.append(torch.complex128)
+    out = [(real, SAMPLES)] if real in supported else []
+    if torch.complex128 in supported:
+        out.append((torch.complex128, SAMPLES if FULL or not out else 1))
     return out
 
 
@@ -124,8 +136,10 @@ def _cotangent(t, seed):
 
 def _compare_grad(kg, tg):
     """None where kiln's gradient is PyTorch's, else what differs."""
+    if tg is None and kg is None:
+        return None
     if tg is None or kg is None:
-        if tg is None and kg is None:
+        if (tg if kg is None else kg).numel() == 0:  # None and an empty gradient: nothing
             return None
         if tg is None:
             return "a gradient where PyTorch gives None"
@@ -271,22 +285,25 @@ def sweep_op(key) -> tuple[dict, set]:
     found, ran = {}, set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for dtype in _dtypes(op):
+        for dtype, count in _dtypes(op):
             dname = str(dtype).split(".")[-1]
+            compiled = COMPILED if FULL or key in COMPILED_KEYS else 0
+            if dtype.is_complex and not FULL:
+                compiled = 0
             try:
                 samples = op.sample_inputs("cpu", dtype, requires_grad=True)
                 i = 0
-                while i < SAMPLES:
+                while i < count:
                     sample = next(samples, None)
                     if sample is None:
                         break
                     if _random(op, sample):
                         continue
-                    got = run_sample(op, sample, i < COMPILED)
+                    got = run_sample(op, sample, i < compiled)
                     if got is None:  # nothing to differentiate: the next sample
                         continue
                     ran.update(
-                        f"{key}/{dname}/{i}/{m}" for m in ("eager", "compile")[: 1 + (i < COMPILED)]
+                        f"{key}/{dname}/{i}/{m}" for m in ("eager", "compile")[: 1 + (i < compiled)]
                     )
                     for mode, why in got.items():
                         found[f"{key}/{dname}/{i}/{mode}"] = why
@@ -303,6 +320,7 @@ def _grad_op(op) -> bool:
 
 GRAD_OPS = [op for op in MATCHED if _grad_op(op)]
 KEYS = sorted({_key(op) for op in GRAD_OPS})
+COMPILED_KEYS = set(KEYS[::2])  # the default run compiles every other OpInfo's first sample
 
 
 def _listed(key):

@@ -249,7 +249,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
         x = m.cast(x, dtype)
     if x.dtype.kind == "c" and p != "nuc":  # the norm of the magnitudes
         x = m.abs(x)
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex: "nuc" only here
         raise UsageError(
             f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "
             "instead."

@@ -130,7 +130,7 @@ def renorm(input, p, dim: int, maxnorm):  # noqa: A002
         raise call_error(ShapeMismatchError, "renorm: input needs at least 2 dimensions, got "
                          f"{x.ndim} dimensions", "renorm", x)  # fmt: skip
     d = sh.normalize_axis(dim, x.ndim)
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex: norms of |x|
         name = _NAMES.get(x.dtype.name, x.dtype.name)
         raise call_error(UnsupportedDTypeError, "linalg.vector_norm: Expected a floating point "
                          f"or complex tensor as input. Got {name}", "renorm", x)  # fmt: skip

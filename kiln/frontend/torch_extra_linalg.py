@@ -182,8 +182,8 @@ def nonzero_count(a, dims, keepdim: bool):
     >>> x = kn.tensor([0.0, -2.0, 3.0], requires_grad=True)
     >>> n = nonzero_count(x.abs(), None, False)
     >>> n.backward()
-    >>> n, x.grad
-    (tensor(2., grad_fn=<SumBackward0>), tensor([0., 0., 0.]))
+    >>> n, bool((x.grad == 0).all())
+    (tensor(2., grad_fn=<SumBackward0>), True)
     """
     ones = m.where(m.isnan(a), 1.0, m.sign(a))
     return m.sum(ones, dims, keepdim)
@@ -327,7 +327,8 @@ def corrcoef(input):  # noqa: A002
     tensor([[ 1., -1.],
             [-1.,  1.]])
     """
-    from .complex_numbers import complex as complex_, imag, real
+    from .complex_numbers import complex as complex_
+    from .complex_numbers import imag, real
 
     c = cov(input)
     if c.ndim == 0:

@@ -49,9 +49,7 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise", since: int 
         if ct is None:
             if disconnected == "raise":
                 raise GraphError(_disconnected_message(graph, x, ys))
-            if disconnected == "none" or (
-                disconnected == "tape" and not _on_tape(x, ys, since)
-            ):
+            if disconnected == "none" or (disconnected == "tape" and not _on_tape(x, ys, since)):
                 results.append(None)
                 continue
             ct = apply("broadcast_to", scalar(0, x), shape=x.shape)

@@ -131,12 +131,20 @@ def _torch_tensors(x, out):
 
 
 def _cotangent(t, seed):
-    """Fixed random numbers of t's shape and dtype (NumPy's generator, seeded by position)."""
+    """Fixed random numbers of t's shape and dtype (NumPy's generator, seeded by position),
+    a torch tensor."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(tuple(t.shape))
     if t.dtype.is_complex:
         w = w + 1j * rng.standard_normal(tuple(t.shape))
-    return w.astype(str(t.dtype).split(".")[-1])
+    return torch.from_numpy(w).to(t.dtype)
+
+
+def _kiln_of(w):
+    """The kiln tensor of the torch tensor w (bfloat16 through float32, exactly)."""
+    if w.dtype == torch.bfloat16:
+        return kn.tensor(w.float().numpy()).to(kn.bfloat16)
+    return kn.tensor(w.numpy())
 
 
 def _compare_grad(kg, tg):
@@ -203,7 +211,7 @@ def run_sample(op, sample, compiled) -> dict | None:
         tgrads = torch.autograd.grad(
             [touts[i] for i in diff],
             unique,
-            [torch.from_numpy(w) for w in ws],
+            ws,
             allow_unused=True,
         )
         tgrad = {id(t): g for t, g in zip(unique, tgrads)}
@@ -230,7 +238,7 @@ def run_sample(op, sample, compiled) -> dict | None:
             for k in kins:
                 if not k.is_leaf:
                     k.retain_grad()
-            kn.autograd.backward([kouts[i] for i in diff], [kn.tensor(w) for w in ws])
+            kn.autograd.backward([kouts[i] for i in diff], [_kiln_of(w) for w in ws])
             why = _grads_differ([k.grad for k in kins], want)
     except Exception as e:  # noqa: BLE001
         why = f"raised {type(e).__name__}: {str(e)[:100]}"
@@ -245,7 +253,7 @@ def run_sample(op, sample, compiled) -> dict | None:
         return kn.autograd.grad(
             [outs[i] for i in diff],
             [ts[i] for i in picks],
-            [kn.tensor(w) for w in ws],
+            [_kiln_of(w) for w in ws],
             allow_unused=True,
         )
 

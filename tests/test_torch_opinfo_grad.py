@@ -503,6 +503,16 @@ def test_complex_addcmul_takes_a_float_value():
     assert _grads_differ(list(kn.autograd.grad(kout, ks, kn.tensor(w))), list(want)) is None
 
 
+@pytest.mark.parametrize("equal_nan", [False, True])
+def test_complex_isclose_compares_both_parts(equal_nan):
+    """isclose of complex values (found beside the sweep: it cast them to float32, dropping
+    the imaginary parts, so 1+1j was close to 1+2j); expected values from torch 2.13."""
+    a = np.array([1 + 1j, 1 + 1j, np.nan + 0j, np.inf + 0j, 1 + 1j])
+    b = np.array([1 + 2j, 1 + 1j + 1e-9, np.nan + 0j, np.inf + 0j, 1 + np.nan * 1j])
+    got = kn.isclose(kn.tensor(a), kn.tensor(b), equal_nan=equal_nan).tolist()
+    assert got == torch.isclose(torch.tensor(a), torch.tensor(b), equal_nan=equal_nan).tolist()
+
+
 if __name__ == "__main__":
     total, differing = 0, collections.Counter()
     for key in KEYS:

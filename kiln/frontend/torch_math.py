@@ -228,9 +228,10 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     close = m.equal(a, b)
     if a.dtype == np.bool_:
         return close
-    if equal_nan and dt.is_float(a.dtype):
+    inexact = dt.is_float(a.dtype) or dt.is_complex(a.dtype)  # complex: |a - b| is real
+    if equal_nan and inexact:
         close = m.logical_or(close, m.logical_and(m.isnan(a), m.isnan(b)))
-    if not dt.is_float(a.dtype):  # integers: the tolerance in floating point
+    if not inexact:  # integers: the tolerance in floating point
         a, b = (call("cast", v, dtype=dt.DEFAULT_FLOAT) for v in (a, b))
     error = m.abs(m.sub(a, b))
     within = m.less_equal(error, m.add(m.abs(m.mul(b, float(rtol))), float(atol)))

@@ -19,10 +19,12 @@ tests/test_torch_opinfo.py` to print every difference.
 from __future__ import annotations
 
 import collections
+import contextlib
 import fnmatch
 import functools
 import os
 import types
+import unittest.mock
 import warnings
 
 import numpy as np
@@ -106,7 +108,9 @@ def _kiln_callable(op):
 def _as_kiln(fn):
     """fn (a lambda of PyTorch's OpInfo database) with torch and F meaning kiln's."""
     names = {**fn.__globals__, "torch": kn, "F": kn.nn.functional}
-    return types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    out = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    return out
 
 
 def _key(op):
@@ -116,16 +120,19 @@ def _key(op):
 MATCHED = [op for op in op_db if _kiln_callable(op) != (None, None)]
 
 
-def _to_kiln(x, leaves):
-    """x with torch tensors (and dtypes) replaced by kiln's; the tensors appended to leaves."""
+def _to_kiln(x, leaves, grad=False):
+    """x with torch tensors (and dtypes) replaced by kiln's; the tensors appended to leaves
+    (`grad`: those that require grad in torch require grad in kiln)."""
     if isinstance(x, torch.Tensor):
-        t = kn.tensor(x.detach().numpy().copy())
+        rg = bool(grad and x.requires_grad)
+        t = kn.tensor(x.detach().resolve_conj().resolve_neg().numpy().copy(), requires_grad=rg)
         size = x.untyped_storage().nbytes() // max(x.element_size(), 1)
         if x._base is not None and size > x.numel():
             # a view of a larger storage (what as_strided's storage_offset reads): kiln's
             # view of the same storage's values
             flat = torch.as_strided(x.detach(), (size,), (1,), 0).numpy().copy()
-            t = kn.tensor(flat).as_strided(tuple(x.shape), x.stride(), x.storage_offset())
+            base = kn.tensor(flat, requires_grad=rg)
+            t = base.as_strided(tuple(x.shape), x.stride(), x.storage_offset())
         leaves.append(t)
         return t
     if isinstance(x, torch.dtype):
@@ -142,9 +149,9 @@ def _to_kiln(x, leaves):
                 setattr(module, name, value)
         return module
     if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(_to_kiln(e, leaves) for e in x)
+        return type(x)(_to_kiln(e, leaves, grad) for e in x)
     if isinstance(x, dict):
-        return {k: _to_kiln(v, leaves) for k, v in x.items()}
+        return {k: _to_kiln(v, leaves, grad) for k, v in x.items()}
     return x
 
 
@@ -351,6 +358,23 @@ def run_sample(op, sample, compiled) -> dict:
     return out
 
 
+@contextlib.contextmanager
+def quiet_samples():
+    """Warnings ignored, and torch's sample generators not looking for a unittest test on
+    the stack (`extract_test_fn`: none is here, so it finds None anyway; `inspect.stack()`
+    through pytest's deep stack cost most of this file's time)."""
+    from torch.testing._internal import common_utils
+    from torch.testing._internal.opinfo import core
+
+    with (
+        warnings.catch_warnings(),
+        unittest.mock.patch.object(common_utils, "extract_test_fn", lambda: None),
+        unittest.mock.patch.object(core, "extract_test_fn", lambda: None),
+    ):
+        warnings.simplefilter("ignore")
+        yield
+
+
 def _dtypes(op):
     try:
         supported = op.supported_dtypes("cpu")
@@ -365,8 +389,7 @@ def sweep_op(key) -> tuple[dict, int]:
     OpInfo."""
     op = next(o for o in MATCHED if _key(o) == key)
     found, ran, count = {}, set(), 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet_samples():
         for dtype in _dtypes(op):
             dname = str(dtype).split(".")[-1]
             try:

@@ -636,6 +636,9 @@ def householder_product(A, tau):  # noqa: N803
             f"tau's last dim, tau {list(tau.shape)} one dim fewer"
         )
     (eye,) = lift(np.eye(rows, cols, dtype=A.dtype), context=(A,))
+    if k == 0:  # no reflection: the identity's columns, requiring grad with gradient 0 as
+        # PyTorch's (sign(|A|) * 0 is 0 for every A, its derivative 0)
+        return m.add(m.mul(m.sign(m.abs(A)), 0), eye)
     vectors = m.add(_tri(A, False, -1), eye)
     q = m.add(_zeros(tuple(A.shape), A), eye)
     for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I
@@ -699,15 +702,20 @@ def multi_dot(tensors):
 
 
 def vecdot(x, y, *, dim: int = -1):
-    """The dot products of the vectors of `x` and `y` along `dim` (broadcast).
+    """The dot products of the vectors of `x` and `y` along `dim` (broadcast), x conjugated
+    where complex (`sum(conj(x) * y)`, as PyTorch's).
 
     >>> import kiln as kn
     >>> kn.linalg.vecdot(kn.tensor([[1.0, 2.0], [3.0, 4.0]]), kn.tensor([1.0, 1.0]))
     tensor([3., 7.])
+    >>> kn.linalg.vecdot(kn.tensor([1j]), kn.tensor([1j]))
+    tensor(1.+0.j)
     """
     x, y = lift(x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ShapeError("linalg.vecdot: the inputs must have at least 1 dim")
+    if x.dtype.kind == "c":
+        x = call("conj", x)
     return m.sum(m.mul(x, y), dim=dim)
 
 

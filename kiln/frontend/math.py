@@ -739,8 +739,9 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     axes = _axes(dim, input.ndim)
     if 0 in [input.shape[a] for a in axes]:  # nothing to shift by: log(0) = -inf
         m = 0.0
-    else:
-        m = _reduce("reduce_max", input, axes, True)
+    else:  # complex: shifted by the largest real part (a complex value has no order)
+        real = call("real", input) if input.dtype.kind == "c" else input
+        m = _reduce("reduce_max", real, axes, True)
         m = call("stop_gradient", where(isfinite(m), m, 0))
     r = add(log(_reduce("reduce_sum", exp(sub(input, m)), axes, True)), m)
     if input.dtype in (np.dtype(np.float16), dt.bfloat16):

@@ -501,7 +501,10 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
             width[d] = (max(b, 0), max(a, 0))
         if not any(b or a for b, a in width):
             return x
-        fill = float(fill) if dt.is_float(x.dtype) else int(fill)
+        if dt.is_complex(x.dtype):  # a complex tensor's fill as it is (not truncated)
+            fill = complex(fill)
+        else:
+            fill = float(fill) if dt.is_float(x.dtype) else int(fill)
         return call("pad", x, pad_width=tuple(width), value=fill)
     if value is not None and value != 0:
         raise UsageError(f'Padding mode "{mode}" doesn\'t take in value argument')

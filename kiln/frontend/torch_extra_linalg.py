@@ -173,6 +173,22 @@ def matrix_power(input, n: int):  # noqa: A002
 _HALF = (dt.bfloat16, np.dtype(np.float16))
 
 
+def nonzero_count(a, dims, keepdim: bool):
+    """The number of nonzero entries of `a` (magnitudes, a NaN counted) over `dims`: the
+    0-"norm", in a's dtype. As PyTorch's, it requires grad where `a` does, with gradient 0
+    (each entry is the sign of a magnitude, whose derivative is 0).
+
+    >>> import kiln as kn
+    >>> x = kn.tensor([0.0, -2.0, 3.0], requires_grad=True)
+    >>> n = nonzero_count(x.abs(), None, False)
+    >>> n.backward()
+    >>> n, bool((x.grad == 0).all())
+    (tensor(2., grad_fn=<SumBackward0>), True)
+    """
+    ones = m.where(m.isnan(a), 1.0, m.sign(a))
+    return m.sum(ones, dims, keepdim)
+
+
 def p_norm(x, p, dims, keepdim: bool):
     """The `p`-norm of x over `dims` (as `sum` takes them; `p` a number, `inf`, `-inf`, or 0:
     the count of nonzeros), with PyTorch's gradient: 0 where the norm is 0 (not the NaN of
@@ -194,7 +210,7 @@ def p_norm(x, p, dims, keepdim: bool):
     if p in (math.inf, -math.inf):
         return m.amax(a, dims, keepdim) if p > 0 else m.amin(a, dims, keepdim)
     if p == 0:
-        return m.sum(m.cast(m.not_equal(x, 0), x.dtype), dims, keepdim)
+        return nonzero_count(a, dims, keepdim)
     if p == 1:
         return m.sum(a, dims, keepdim)
     if p < 0:
@@ -233,7 +249,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
         x = m.cast(x, dtype)
     if x.dtype.kind == "c" and p != "nuc":  # the norm of the magnitudes
         x = m.abs(x)
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex: "nuc" only here
         raise UsageError(
             f"norm(): input dtype should be either floating point or complex. Got {x.dtype} "
             "instead."
@@ -266,12 +282,13 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
             f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
         )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
-    x = x if dt.is_float(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
+    complex_ = dt.is_complex(x.dtype)  # complex: centred @ centred.mH
+    x = x if dt.is_float(x.dtype) or complex_ else m.cast(x, dt.DEFAULT_FLOAT)
     if fweights is not None or aweights is not None:
         out = _weighted_cov(x, correction, fweights, aweights)
     else:
         centred = m.sub(x, m.mean(x, 1, keepdim=True))
-        product = m.matmul(centred, s.transpose(centred, 0, 1))
+        product = m.matmul(centred, _adjoint(centred))
         out = m.div(product, max(x.shape[1] - correction, 0))
     return s.reshape(out, ()) if x.shape[0] == 1 else out  # one variable: its variance
 
@@ -280,7 +297,8 @@ def _weighted_cov(x, correction, fweights, aweights):
     """`cov` of observations weighted by `fweights * aweights` (either may be None): the
     weighted mean, divided by `sum(w) - correction * sum(w * aweights) / sum(w)` (by
     `sum(w) - correction` without aweights), as PyTorch's and NumPy's `cov`."""
-    given = [m.cast(w, x.dtype) for w in lift(*(v for v in (fweights, aweights) if v is not None))]
+    real = dt.to_real(x.dtype) if dt.is_complex(x.dtype) else x.dtype  # real weights
+    given = [m.cast(w, real) for w in lift(*(v for v in (fweights, aweights) if v is not None))]
     w = given[0] if len(given) == 1 else m.mul(*given)
     total = m.sum(w)
     centred = m.sub(x, m.div(m.sum(m.mul(x, w), 1, keepdim=True), total))
@@ -290,8 +308,15 @@ def _weighted_cov(x, correction, fweights, aweights):
         norm = m.sub(total, correction)
     else:
         norm = m.sub(total, m.div(m.mul(m.sum(m.mul(w, given[-1])), correction), total))
-    product = m.matmul(m.mul(centred, w), s.transpose(centred, 0, 1))
+    product = m.matmul(m.mul(centred, w), _adjoint(centred))
     return m.div(product, m.maximum(norm, 0))
+
+
+def _adjoint(x):
+    """The transpose of a matrix, conjugated where it is complex."""
+    from .complex_numbers import conj
+
+    return s.transpose(conj(x), 0, 1)
 
 
 def corrcoef(input):  # noqa: A002
@@ -302,11 +327,18 @@ def corrcoef(input):  # noqa: A002
     tensor([[ 1., -1.],
             [-1.,  1.]])
     """
+    from .complex_numbers import complex as complex_
+    from .complex_numbers import imag, real
+
     c = cov(input)
     if c.ndim == 0:
         return m.div(c, c)
-    d = m.sqrt(diagonal(c))
-    return m.clip(m.div(m.div(c, s.reshape(d, (-1, 1))), s.reshape(d, (1, -1))), -1, 1)
+    d = diagonal(c)
+    d = m.sqrt(real(d) if dt.is_complex(d.dtype) else d)  # variances are real
+    r = m.div(m.div(c, s.reshape(d, (-1, 1))), s.reshape(d, (1, -1)))
+    if dt.is_complex(r.dtype):  # each part clipped, as PyTorch's
+        return complex_(m.clip(real(r), -1, 1), m.clip(imag(r), -1, 1))
+    return m.clip(r, -1, 1)
 
 
 def trapezoid(y, x=None, *, dx=None, dim: int = -1):
@@ -385,7 +417,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     a, b = lift(x1, x2)
     diff = m.abs(m.sub(s.unsqueeze(a, -2), s.unsqueeze(b, -3)))  # (..., P, R, M)
     if p == 0:
-        return m.sum(m.cast(m.not_equal(diff, 0), diff.dtype), -1)
+        return nonzero_count(diff, -1, False)
     if p == float("inf"):
         return m.amax(diff, -1)
     if p == 2:
@@ -408,12 +440,13 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
 
 
 def ldexp(input, other):  # noqa: A002
-    """`input * 2**other`, in a float dtype.
+    """`input * 2**other`, in a float dtype (a complex input stays complex).
 
     >>> import kiln as kn
     >>> kn.ldexp(kn.tensor([1.0, 2.0]), kn.tensor([2, 3]))
     tensor([ 4., 16.])
     """
     (x,) = lift(input)
-    x = x if dt.is_float(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
+    keep = dt.is_float(x.dtype) or dt.is_complex(x.dtype)
+    x = x if keep else m.cast(x, dt.DEFAULT_FLOAT)
     return m.mul(x, tm.exp2(other))

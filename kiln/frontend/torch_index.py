@@ -68,8 +68,9 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     if not dt.is_int(idx.dtype):
         raise DTypeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
     if 0 in tuple(idx.shape):  # PyTorch's: an empty index gives an empty result, any shape
-        (empty,) = lift(np.zeros(tuple(idx.shape), x.dtype), context=(x,))
-        return empty
+        # (none of x's elements, x's tensor: on its tape, a gradient of zeros)
+        none = call("reshape", x, shape=(-1,))[:0]
+        return call("reshape", none, shape=tuple(idx.shape))
     zero_d = idx.ndim == 0  # the result has index's shape (input 0-d: a 1-d of one element)
     x, idx = _one_d(x, idx)
     dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), x.ndim)

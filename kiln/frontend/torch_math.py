@@ -90,6 +90,8 @@ def coefficient(value, dtype):
     dtype = dt.as_dtype(dtype)
     if dtype == np.bool_:
         return bool(value)
+    if dt.is_complex(dtype):  # a complex tensor takes a complex coefficient as it is
+        return complex(value)
     return int(value) if dt.is_int(dtype) else float(value)
 
 
@@ -147,6 +149,13 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(call("addmm", *wide, beta=float(beta), alpha=float(alpha)), x.dtype)
     beta, alpha = coefficient(beta, x.dtype), coefficient(alpha, x.dtype)
+    if dt.is_complex(x.dtype):  # the fused op is real: the product, scaled, then added
+        product = m.matmul(a, b)
+        product = product if alpha == 1 else m.mul(product, alpha)
+        if beta == 0:  # input is ignored (it only has to broadcast, as in PyTorch)
+            sh.broadcast_shapes(x.shape, product.shape)
+            return product
+        return m.add(product, x if beta == 1 else m.mul(x, beta))
     return call("addmm", x, a, b, beta=beta, alpha=alpha)
 
 
@@ -183,7 +192,9 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     tensor([2.5000, 5.0000])
     """
     t1, t2 = lift(tensor1, tensor2)
-    if isinstance(value, float) and not (dt.is_float(t1.dtype) or dt.is_float(t2.dtype)):
+    if isinstance(value, float) and not any(
+        dt.is_float(t.dtype) or dt.is_complex(t.dtype) for t in (t1, t2)
+    ):
         value = int(value)  # PyTorch's: value is a scalar of the integer dtype
     # (value * t1) * t2, rounded in PyTorch's order
     return m.add(input, m.mul(t1 if value == 1 else m.mul(t1, value), t2))
@@ -217,9 +228,10 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     close = m.equal(a, b)
     if a.dtype == np.bool_:
         return close
-    if equal_nan and dt.is_float(a.dtype):
+    inexact = dt.is_float(a.dtype) or dt.is_complex(a.dtype)  # complex: |a - b| is real
+    if equal_nan and inexact:
         close = m.logical_or(close, m.logical_and(m.isnan(a), m.isnan(b)))
-    if not dt.is_float(a.dtype):  # integers: the tolerance in floating point
+    if not inexact:  # integers: the tolerance in floating point
         a, b = (call("cast", v, dtype=dt.DEFAULT_FLOAT) for v in (a, b))
     error = m.abs(m.sub(a, b))
     within = m.less_equal(error, m.add(m.abs(m.mul(b, float(rtol))), float(atol)))

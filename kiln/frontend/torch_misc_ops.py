@@ -130,7 +130,7 @@ def renorm(input, p, dim: int, maxnorm):  # noqa: A002
         raise call_error(ShapeMismatchError, "renorm: input needs at least 2 dimensions, got "
                          f"{x.ndim} dimensions", "renorm", x)  # fmt: skip
     d = sh.normalize_axis(dim, x.ndim)
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex: norms of |x|
         name = _NAMES.get(x.dtype.name, x.dtype.name)
         raise call_error(UnsupportedDTypeError, "linalg.vector_norm: Expected a floating point "
                          f"or complex tensor as input. Got {name}", "renorm", x)  # fmt: skip
@@ -210,4 +210,8 @@ def nextafter(input, other):  # noqa: A002
     out = m.core.call("bitcast", stepped, dtype=dtype, source=bits)
     out = m.where(m.equal(a, 0), from_zero, out)
     out = m.where(m.equal(a, b), b, out)
-    return m.where(m.logical_or(m.isnan(a), m.isnan(b)), float("nan"), out)
+    out = m.where(m.logical_or(m.isnan(a), m.isnan(b)), float("nan"), out)
+    # PyTorch's gradient: 1 for input (0 for other, as the where above gives it away from
+    # ties): out - (a - a) with the first a detached, the same bits (x - +0.0 is x)
+    step = m.sub(m.core.call("stop_gradient", a), a)
+    return m.where(m.isfinite(a), m.sub(out, step), out)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, call_error
@@ -218,6 +220,8 @@ def constant_pad_nd(input, pad, value=0):  # noqa: A002
     >>> kn.constant_pad_nd(kn.tensor([1.0, 2.0]), (1, 2), 9.0).tolist()
     [9.0, 1.0, 2.0, 9.0, 9.0]
     """
+    if isinstance(value, complex):  # F.pad takes real numbers (PyTorch's); this op complex
+        value = np.asarray(value)
     return _nnf().pad(input, tuple(pad), value=value)
 
 

@@ -33,13 +33,17 @@ def _norm(x, p: float, dim):
     PyTorch's norm kernels accumulate (in float16 the sum of squares overflows at 65504)."""
     if x.dtype in (np.float16, dt.bfloat16):
         return F.cast(_norm(F.cast(x, dt.float32), p, dim), x.dtype)
+    if x.dtype.kind == "c":  # the norm of complex values is that of their magnitudes
+        x = F.abs(x)
     a = F.abs(x)
     if p == math.inf:
         return F.amax(a, dim, keepdim=True)
     if p == -math.inf:
         return F.amin(a, dim, keepdim=True)
     if p == 0:  # the number of nonzero entries (as `vector_norm(ord=0)`)
-        return F.sum(F.cast(F.not_equal(x, 0), x.dtype), dim, keepdim=True)
+        from ..frontend.torch_extra_linalg import nonzero_count
+
+        return nonzero_count(a, dim, True)
     if p == 1:
         return F.sum(a, dim, keepdim=True)
     total = F.sum(F.mul(x, x) if p == 2 else F.pow(a, float(p)), dim, keepdim=True)

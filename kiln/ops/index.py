@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, DTypeMismatchError, ShapeError
-from .core import apply, defop, scalar
+from .core import apply, constant_like, defop, scalar
 from .movement import _copy_into, check_indices, index_tuple
 from .movement import _index_shape as index_shape
 
@@ -149,7 +149,7 @@ def _scatter(xp, x, idx, src, out=None, *, axis, reduce, include_self):
         counts = xp.zeros(out.shape, np.int64)
         _ufunc_at(xp, "add", counts, index, 1)
         counts = xp.where(counts > 0, counts + int(include_self), 1)
-        if dt.is_float(x.dtype):
+        if dt.is_float(x.dtype) or dt.is_complex(x.dtype):
             out /= counts
         else:
             out //= counts  # PyTorch's integer mean rounds down
@@ -191,8 +191,11 @@ def _scatter_vjp(ct, y, x, idx, src, *, axis, reduce, include_self):
         return _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter)
     if reduce in ("sum", "add") and include_self:
         return ct, None, _padded(_taken(ct, idx, axis), src.shape)
-    # how many src values land on each element of x (0 where none does)
-    hits = scatter(_full(0, ct, x.shape), _full(1, ct, idx.shape), "sum")
+    # how many src values land on each element of x (0 where none does), counted in ct's
+    # real dtype (a complex count has no order to compare)
+    real = dt.to_real(ct.dtype) if dt.is_complex(ct.dtype) else ct.dtype
+    like = constant_like(np.zeros((), real), ct)
+    hits = scatter(_full(0, like, x.shape), _full(1, like, idx.shape), "sum")
     hit = apply("greater", hits, scalar(0, hits))
     zero = scalar(0, ct)
     if reduce in ("none", "sum", "add"):

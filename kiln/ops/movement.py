@@ -147,7 +147,7 @@ def _unfold_vjp(ct, y, x, *, dim, size, step):
 # `unfold(x, dim, size, step)`: PyTorch's `Tensor.unfold`, every window of `size` along `dim`
 # starting at a multiple of `step`, as a new last dim: a view of x (its windows may overlap)
 unfold = defop(
-    "unfold", _unfold_shape, same_dtype, _unfold, vjp=_unfold_vjp, tags={"view"},
+    "unfold", _unfold_shape, same_dtype, _unfold, vjp=_unfold_vjp, tags={"view", "complex_linear"},
     batch=lambda args, batched, *, dim, size, step: apply(
         "unfold", args[0], dim=dim + 1, size=size, step=step),
 )  # fmt: skip

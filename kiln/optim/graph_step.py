@@ -252,7 +252,8 @@ def autograd_grad(outputs, inputs, grad_outputs=None, allow_unused: bool = False
     """`kn.autograd.grad` of Symbols (under kn.compile, in graph mode): the gradients of
     `outputs` with respect to each of `inputs` (Symbols, or Parameters: their Variables in the
     graph), as graph values, without touching `.grad`; an input they do not depend on is
-    None with `allow_unused`, else PyTorch's error. Without `create_graph` no gradient flows
+    None with `allow_unused`, else PyTorch's error (one they depend on only through ops with
+    no gradient, as floor, has zeros, as eagerly). Without `create_graph` no gradient flows
     back through them (their results do not require grad, as PyTorch's)."""
     outputs = [outputs] if isinstance(outputs, Symbol) else list(outputs)
     inputs = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
@@ -265,7 +266,7 @@ def autograd_grad(outputs, inputs, grad_outputs=None, allow_unused: bool = False
             raise call_error(AutogradError, "grad can be implicitly created only for scalar "
                              "outputs", "autograd.grad", o)  # fmt: skip
     wrt = [x for x in xs if isinstance(x, Symbol)]
-    found = autodiff.grad(outputs, wrt, grad_outputs, disconnected="none") if wrt else []
+    found = autodiff.grad(outputs, wrt, grad_outputs, disconnected="tape") if wrt else []
     by_id = {id(x): g for x, g in zip(wrt, found)}
     results = []
     for i, x in enumerate(xs):

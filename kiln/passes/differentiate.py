@@ -21,12 +21,17 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise", since: int 
     """Symbols for d(sum of ys · grad_ys)/dx for each x in `xs`, built into ys' graph.
 
     `disconnected="raise"` raises GraphError for an x the ys do not depend on (naming the
-    op that blocks the path when there is one); `"zero"` gives zeros instead, `"none"` None.
+    op that blocks the path when there is one); `"zero"` gives zeros instead, `"none"` None;
+    `"tape"` None where eager's tape would not reach x either (no path of floating values
+    without a stop_gradient) and zeros where it would (a path through ops with no gradient,
+    as floor's: PyTorch's zeros).
     `since`: the xs were made at or after this position of the graph, so no older node is
     visited (a local differentiation stays local).
     """
-    if disconnected not in ("raise", "zero", "none"):
-        raise ArgumentError(f"disconnected must be 'raise', 'zero' or 'none', got {disconnected!r}")
+    if disconnected not in ("raise", "zero", "none", "tape"):
+        raise ArgumentError(
+            f"disconnected must be 'raise', 'zero', 'none' or 'tape', got {disconnected!r}"
+        )
     graph = ys[0].graph
     if graph.optimized:
         passes = ", ".join(graph.optimized)
@@ -44,7 +49,7 @@ def differentiate(ys, xs, grad_ys=None, disconnected: str = "raise", since: int 
         if ct is None:
             if disconnected == "raise":
                 raise GraphError(_disconnected_message(graph, x, ys))
-            if disconnected == "none":
+            if disconnected == "none" or (disconnected == "tape" and not _on_tape(x, ys, since)):
                 results.append(None)
                 continue
             ct = apply("broadcast_to", scalar(0, x), shape=x.shape)
@@ -100,6 +105,24 @@ def _relevant(graph, ys, xs, since=0):
         to_y.add(id(s))
         stack.extend(i for i in s.node.inputs if id(i) in from_x)
     return [n for n in nodes if id(n.out) in to_y], to_y
+
+
+def _on_tape(x, ys, since=0) -> bool:
+    """Whether some y depends on x through floating values with no stop_gradient between
+    them: eager's tape records that path (every float output of an op with an input that
+    requires grad requires grad), so its gradient is zeros, not None, where no op on it has a
+    gradient."""
+    where = positions(x.graph)
+    since = max(since, where.get(id(x.node), 0))
+    reach = {id(x)}
+    for node in sorted(ancestors(ys, since=since), key=lambda n: where[id(n)]):
+        if (
+            node.op.name != "stop_gradient"
+            and _carries_ct(node.out.dtype)
+            and any(id(i) in reach for i in node.inputs)
+        ):
+            reach.add(id(node.out))
+    return any(id(y) in reach for y in ys)
 
 
 def _carries_ct(dtype) -> bool:

@@ -14,6 +14,7 @@ from ..ops.random import in_trace
 from ..runtime.backend import get_backend
 from . import sparse
 from .devices import canonical_device
+from .out import factory_out
 from .tensor import Tensor, make
 
 __all__ = [
@@ -135,6 +136,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return make(array)
 
 
+@factory_out
 def zeros(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Zeros of shape `size` (ints, or one tuple).
 
@@ -145,6 +147,7 @@ def zeros(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
     return _finish(np.zeros(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 
 
+@factory_out
 def ones(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Ones of shape `size`.
 
@@ -157,6 +160,7 @@ def ones(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fals
     return _finish(array, device, requires_grad)
 
 
+@factory_out
 def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """`fill_value` everywhere; the dtype follows the value (bool, int64, float32) if not given.
 
@@ -179,6 +183,7 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
 _SCALAR_DTYPES = {float: dt.DEFAULT_FLOAT, int: dt.int64, bool: np.dtype(bool)}
 
 
+@factory_out
 def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`start, start + step, …` below `end` (`arange(n)` counts from 0); ints give int64.
 
@@ -249,6 +254,7 @@ def _real(value):
     return value.real
 
 
+@factory_out
 def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included (complex values, of
     the default complex dtype, between complex ends).
@@ -279,6 +285,7 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
     return _finish(array, device, requires_grad)
 
 
+@factory_out
 def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """The `n` x `m` identity matrix.
 
@@ -314,6 +321,7 @@ def _traced(kind, shape, dtype, generator, **params):
     return traced_factory(kind, shape, dtype, generator, **params)
 
 
+@factory_out(pin_memory=True)
 def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
           requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Samples of N(0, 1), drawn from `generator` (default: the stream `kn.manual_seed`
@@ -337,6 +345,7 @@ def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
     return _finish(g._normal(_shape(_sizes(sizes, size)), dtype), device, requires_grad)
 
 
+@factory_out(pin_memory=True)
 def rand(*sizes, size=None, generator=None, dtype=None, device="cpu",
           requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Samples of U[0, 1), drawn from `generator` (default: the `kn.manual_seed` stream).
@@ -364,6 +373,7 @@ def _pairs_as_complex(parts, requires_grad: bool):
     return z.requires_grad_() if requires_grad else z
 
 
+@factory_out
 def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, device="cpu",
             requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Integers drawn uniformly from [low, high): `randint(high, size)` or
@@ -400,6 +410,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)
 
 
+@factory_out(pin_memory=True, memory_format=True)
 def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """A tensor of shape `size` whose values are whatever the memory held (PyTorch's `empty`).
 

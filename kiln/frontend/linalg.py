@@ -36,6 +36,7 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
+from .out import takes_out
 from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
@@ -275,6 +276,7 @@ def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     return call("conj", upper_) if A.dtype.kind == "c" else upper_  # Lᴴ
 
 
+@takes_out
 def cholesky_method(A, upper: bool = False):  # noqa: N803
     """`torch.cholesky(A, upper=False)` (the older name; `upper` positional)."""
     return cholesky(A, upper=upper)

@@ -27,6 +27,7 @@ from . import math as m
 from . import shape as s
 from .autocast import autocast_op
 from .core import call, lift
+from .out import takes_out
 from .torch_shape import diagonal
 
 __all__ = [
@@ -124,6 +125,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
     return return_types.linalg_qr(q, r)
 
 
+@takes_out
 def qr_old(input, some: bool = True):  # noqa: A002
     """`torch.qr(A, some=True)`: `linalg.qr` with mode "reduced" (`some`) or "complete".
 
@@ -252,6 +254,7 @@ def svdvals(A, *, driver=None):  # noqa: N803
     return _real_part(_factor("svd", A, full_matrices=False)[1], A)
 
 
+@takes_out
 def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
     """`torch.svd`: a named tuple `(U, S, V)` with V = Vhᴴ (not Vh) and `some` the reduced form;
     without `compute_uv`, U and V are zeros (PyTorch's).
@@ -322,6 +325,7 @@ def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     return return_types.linalg_lu_factor(packed, call("lu_pivots", A))
 
 
+@takes_out
 def lu_old(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
     """`torch.lu(A)`: `(LU, pivots)` as `linalg.lu_factor` gives them, and with `get_infos`
     the info codes of square matrices (0, or the 1-based index of U's first zero pivot).
@@ -348,6 +352,7 @@ def _first_zero_pivot(packed):
     return m.cast(m.where(m.any(zero, -1), first, 0), dt.int32)
 
 
+@takes_out
 def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True):  # noqa: N803
     """`(P, L, U)` of a compact LU factorization (`lu_factor`'s).
 
@@ -406,6 +411,7 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noq
     return m.matmul(p, call("solve_triangular", _mH(lower), y, upper=True, unitriangular=True))
 
 
+@takes_out
 def lu_solve_old(b, LU_data, LU_pivots):  # noqa: N803
     """`torch.lu_solve(b, LU_data, LU_pivots)`: `linalg.lu_solve` with b first.
 
@@ -443,6 +449,7 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
     return _mT(xt)
 
 
+@takes_out
 def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa: N803
                      unitriangular: bool = False):  # fmt: skip
     """`torch.triangular_solve(b, A)`: a named tuple `(solution, cloned_coefficient)`, the

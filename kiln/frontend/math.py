@@ -325,7 +325,8 @@ def _keeping_integers(rounding):
     return fn
 
 
-floor, ceil = _keeping_integers(floor), _keeping_integers(ceil)  # NumPy's round keeps them
+floor = takes_out(_keeping_integers(floor))  # NumPy's round keeps integers
+ceil = takes_out(_keeping_integers(ceil))
 
 
 @takes_out
@@ -667,6 +668,7 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
     return getattr(return_types, which)(values, indices)
 
 
+@takes_out
 def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `max`: `max(x)` is the largest element (0-d); `max(x, dim)` is the named
     tuple `(values, indices)` along `dim`; `max(x, other)` (or `other=`) is `maximum`.
@@ -679,6 +681,7 @@ def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None)
     return _extremum("max", input, dim if other is None else other, keepdim, axis, keepdims)
 
 
+@takes_out
 def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `min`: the smallest element, `(values, indices)` along `dim`, or `minimum`.
 

@@ -23,6 +23,7 @@ from ..eager import factories as fa
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from ..graph.core import Symbol
+from .out import factory_out
 
 __all__ = [
     "alias_copy", "asarray", "detach_copy", "diagonal_copy", "empty_permuted", "empty_strided",
@@ -307,7 +308,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device="cp
     return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device="cpu",  # noqa: A001
+@factory_out
+def range(start=0, end=None, step=1, *, dtype=None, device="cpu",  # noqa: A001
           requires_grad: bool = False):  # fmt: skip
     """Deprecated in PyTorch (use `arange`): `start, start + step, ...` up to `end`
     *included*, in the default float dtype unless `dtype` is given, with a UserWarning.
@@ -318,10 +320,13 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     ...     kn.range(1, 4), kn.range(0, 1, 0.5, dtype=kn.float64)
     (tensor([1., 2., 3., 4.]), tensor([0.0000, 0.5000, 1.0000], dtype=kiln.float64))
     """
-    warnings.warn("kn.range is deprecated and will be removed in a future release because its "
-                  "behavior is inconsistent with Python's range builtin. Instead, use "
-                  "kn.arange, which produces values in [start, end).", UserWarning,
-                  stacklevel=2)  # fmt: skip
+    warnings.warn(
+        "kn.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use "
+        "kn.arange, which produces values in [start, end).",
+        UserWarning,
+        stacklevel=3,
+    )  # fmt: skip  (3: past factory_out's frame)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -333,7 +338,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
     values = (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dtype)
     result = fa.tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):

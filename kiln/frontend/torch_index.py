@@ -18,6 +18,7 @@ from ..ops.index import check_index_shape
 from . import math as m
 from . import shape as s
 from .core import call, lift
+from .out import takes_out
 from .torch_shape import dim_arg
 
 __all__ = [
@@ -54,6 +55,7 @@ def _operand(input, *others):  # noqa: A002
     return x
 
 
+@takes_out
 def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # noqa: A002
     """`out[i][j] = input[index[i][j]][j]` for `dim=0` (PyTorch's `gather`): values along `dim`
     at `index`, which has input's number of dims and may be smaller in the others.
@@ -94,6 +96,7 @@ def take(input, index, axis=None):  # noqa: A002
     return call("gather", x, idx, axis=sh.normalize_axis(axis, x.ndim), wrap_negative=True)
 
 
+@takes_out
 def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     """The slices of `input` along `dim` at the 1-D `index` (in [0, size)).
 
@@ -213,6 +216,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     return m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
 
 
+@takes_out
 def masked_select(input, mask):  # noqa: A002
     """The elements of `input` where `mask` holds (both broadcast), as a 1-D tensor (in a
     graph, of a length the run binds). Gradients reach `input`.
@@ -256,6 +260,7 @@ def _host(t) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+@takes_out
 def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     """The indices of the nonzero elements: an (n, ndim) int64 tensor, or with `as_tuple` one
     1-D tensor per dim. In a graph the count is a dim the run binds.

@@ -175,6 +175,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return m.add(product, x if beta == 1 else m.mul(x, beta))
 
 
+@takes_out
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """`input + value * tensor1 * tensor2`, as PyTorch's `addcmul` (which optimizers use).
 
@@ -189,6 +190,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return m.add(input, m.mul(t1 if value == 1 else m.mul(t1, value), t2))
 
 
+@takes_out
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """`input + value * tensor1 / tensor2`, as PyTorch's `addcdiv` (which optimizers use).
 
@@ -414,7 +416,7 @@ def _float_unary(name, example, expected):
     >>> round(kn.{name}(kn.tensor([{example}])).item(), 4)
     {expected}
     """
-    return function
+    return takes_out(function)
 
 
 # The examples' values: NumPy's float32 results, rounded to 4 places.
@@ -507,6 +509,7 @@ def _running(name, input, dim, axis):  # noqa: A002
     return getattr(return_types, name)(_pick(x, idx, dim), idx)
 
 
+@takes_out
 def cummax(input, dim=None, *, axis=None):  # noqa: A002
     """Running maxima along `dim` and their indices (the latest among ties; NaN propagates), a
     `(values, indices)` named tuple.
@@ -519,6 +522,7 @@ def cummax(input, dim=None, *, axis=None):  # noqa: A002
     return _running("cummax", input, dim, axis)
 
 
+@takes_out
 def cummin(input, dim=None, *, axis=None):  # noqa: A002
     """Running minima along `dim` and their indices, a `(values, indices)` named tuple.
 
@@ -545,6 +549,7 @@ def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False
     return call("argsort", x, axis=dim, descending=bool(descending))
 
 
+@takes_out
 def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):  # noqa: A002
     """`input` sorted along `dim` and the indices it came from, a `(values, indices)` named
     tuple (PyTorch's `sort`; gradients flow to the values' positions).

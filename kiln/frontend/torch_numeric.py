@@ -30,6 +30,7 @@ from ..ops.random import in_trace, next_seed, seeds_from
 from . import math as m
 from . import shape as s
 from .core import lift
+from .out import takes_out
 from .torch_data import _const, _count, _data_range
 
 __all__ = [
@@ -206,6 +207,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
     return tuple(out)
 
 
+@takes_out
 def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):  # noqa: A002
     """The D-dimensional histogram of the points `input` (..., D): `bins` an int (each dim),
     D ints, or D 1-D edge tensors; `range` the flat (min, max) pairs (default: the data's);

@@ -188,7 +188,7 @@ def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = Fals
     `Tensor.pin_memory()` (no accelerator: PyTorch's error).
 
     >>> import kiln as kn
-    >>> o = kn.zeros(5, dtype=kn.int32)
+    >>> o = kn.zeros(0, dtype=kn.int32)
     >>> kn.arange(3, out=o) is o, o, kn.ones(2, layout=kn.strided)
     (True, tensor([0, 1, 2], dtype=kiln.int32), tensor([1., 1.]))
     """

@@ -568,6 +568,7 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
     return return_types.sort(_pick(x, idx, dim), idx)
 
 
+@takes_out
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis=None):  # noqa: A002
     """The `k` largest (or smallest) elements along `dim` and their indices, a
     `(values, indices)` named tuple, in sorted order.

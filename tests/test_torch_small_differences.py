@@ -1,0 +1,289 @@
+"""Small differences from PyTorch that would pass silently in ported code, and `out=` on the
+functions and factories that take it: comparisons with a list, tuple, str or None are
+Python's (PyTorch's operators return NotImplemented there), bool ** bool has PyTorch's
+dtypes, and a `range` indexes as a list. The expected values are written out by hand (from
+PyTorch 2.13's answers, which `test_*_match_torch` check against torch itself when it is
+installed), so the tests run without torch."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+# -- comparisons with what is not a tensor or a number ----------------------------------------
+
+NOT_OPERANDS = [[1, 2, 4], [1, 2, 3], (1, 2, 3), "abc", None, [1, 2], {1: 2}, range(3)]
+
+
+@pytest.mark.parametrize("other", NOT_OPERANDS, ids=repr)
+def test_eq_and_ne_with_sequences_are_pythons(other):
+    t = kn.tensor([1, 2, 3])
+    assert (t == other) is False and (t != other) is True  # identity: PyTorch's NotImplemented
+    assert (other == t) is False and (other != t) is True
+    with pytest.raises(TypeError, match="not supported between instances"):
+        t < other  # noqa: B015
+    with pytest.raises(TypeError, match="not supported between instances"):
+        t >= other  # noqa: B015
+
+
+def test_comparisons_with_numbers_and_arrays_stay_elementwise():
+    t = kn.tensor([1, 2, 3])
+    assert (t == 2).tolist() == [False, True, False]
+    assert (t != np.int64(2)).tolist() == [True, False, True]
+    assert (t == np.array([1, 2, 4])).tolist() == [True, True, False]
+    assert (t < kn.tensor(3)).tolist() == [True, True, False]
+
+
+def test_comparisons_of_graph_values_with_a_list_are_pythons():
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.int64, (3,))
+        assert (p == [1, 2, 3]) is False and (p != (1, 2, 3)) is True
+    f = kn.compile(lambda x: (x == [1, 2, 3], x + 1))
+    same, y = f(kn.tensor([1, 2, 3]))
+    assert same is False and y.tolist() == [2, 3, 4]
+
+
+# -- bool ** bool -------------------------------------------------------------------------------
+
+# (expression, dtype, values) from PyTorch 2.13; None: PyTorch raises NotImplementedError
+BOOL_POWERS = [
+    ("b ** True", "bool", [True, False]),
+    ("b ** False", "bool", [True, True]),
+    ("L.pow(b, True)", "bool", [True, False]),
+    ("b.pow(False)", "bool", [True, True]),
+    ("L.tensor(True) ** True", "bool", True),
+    ("b ** 2", "int64", [1, 0]),
+    ("b ** 0", "int64", [1, 1]),
+    ("b ** 2.0", "float32", [1.0, 0.0]),
+    ("2 ** b", "int64", [2, 1]),
+    ("2.0 ** b", "float32", [2.0, 1.0]),
+    ("b ** L.tensor(2)", "int64", [1, 0]),
+    ("b ** L.tensor([1.0, 2.0])", "float32", [1.0, 0.0]),
+    ("L.tensor([1, 2]) ** b", "int64", [1, 1]),
+    ("L.tensor([1, 2], dtype=L.uint8) ** b", "uint8", [1, 1]),
+    ("b ** L.tensor([1, 2], dtype=L.int8)", "int8", [1, 0]),
+    ("b ** b", None, None),
+    ("True ** b", None, None),
+    ("False ** b", None, None),
+    ("b ** L.tensor(True)", None, None),
+    ("L.tensor(True) ** b", None, None),
+    ("L.pow(True, b)", None, None),
+]
+
+
+def _bool_power(lib, expr):
+    return eval(expr, {"L": lib, "b": lib.tensor([True, False])})
+
+
+@pytest.mark.parametrize("expr, dtype, values", BOOL_POWERS, ids=[r[0] for r in BOOL_POWERS])
+def test_bool_powers_have_pytorchs_dtypes(expr, dtype, values):
+    if dtype is None:
+        with pytest.raises(NotImplementedError, match="\"pow\" not implemented for 'Bool'"):
+            _bool_power(kn, expr)
+        return
+    r = _bool_power(kn, expr)
+    assert r.dtype == np.dtype(dtype) and r.tolist() == values
+
+
+def test_bool_powers_in_graph_mode_and_compiled():
+    b = np.array([True, False])
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.bool, (2,))
+        f = kn.function([p], [p**True, p**False, p**2])
+    got = [(str(r.dtype), r.tolist()) for r in f(b)]
+    assert got == [("bool", [True, False]), ("bool", [True, True]), ("int64", [1, 0])]
+    g = kn.compile(lambda x: (x**True, x**False))
+    t, f_ = g(kn.tensor(b))
+    assert t.dtype == f_.dtype == kn.bool and t.tolist() == [True, False]
+    assert f_.tolist() == [True, True]
+
+
+def test_bool_powers_match_torch():
+    torch = pytest.importorskip("torch")
+    for expr, dtype, values in BOOL_POWERS:
+        if dtype is None:
+            with pytest.raises(NotImplementedError):
+                _bool_power(torch, expr)
+            continue
+        r = _bool_power(torch, expr)
+        assert str(r.dtype) == f"torch.{dtype}" and r.tolist() == values, expr
+
+
+# -- index kinds ---------------------------------------------------------------------------
+
+# (index expression, on a 1-d arange(10) or a 2-d arange(16).reshape(4, 4), expected x[index])
+INDEXES = [
+    ("range(3)", 1, [0, 1, 2]),
+    ("range(1, 6, 2)", 1, [1, 3, 5]),
+    ("range(0)", 1, []),
+    ("np.array([0, 2])", 1, [0, 2]),
+    ("np.array([True, False] * 5)", 1, [0, 2, 4, 6, 8]),
+    ("[True, False] * 5", 1, [0, 2, 4, 6, 8]),
+    ("L.tensor(3)", 1, 3),
+    ("np.int64(3)", 1, 3),
+    ("np.int32(-1)", 1, 9),
+    ("np.uint8(2)", 1, 2),
+    ("np.array(2)", 1, 2),
+    ("[np.int64(1), 2]", 1, [1, 2]),
+    ("L.tensor([True, False] * 5)", 1, [0, 2, 4, 6, 8]),
+    ("(range(2), 0)", 2, [0, 4]),
+    ("(0, range(2))", 2, [0, 1]),
+    ("(Ellipsis, range(2))", 2, [[0, 1], [4, 5], [8, 9], [12, 13]]),
+    ("(slice(None), np.array([1, 0]))", 2, [[1, 0], [5, 4], [9, 8], [13, 12]]),
+    ("(np.array([0, 1]), np.array([1, 2]))", 2, [1, 6]),
+    ("[[0, 1], [1, 2]]", 2, [1, 6]),
+    ("[range(2), range(1, 3)]", 2, [1, 6]),
+]
+
+
+def _base(lib, ndim):
+    return lib.arange(10) if ndim == 1 else lib.arange(16).reshape(4, 4)
+
+
+def _written(ndim, want):
+    """The base with -1 at the elements `want` names (their values are their positions)."""
+    base = np.arange(10) if ndim == 1 else np.arange(16).reshape(4, 4)
+    return np.where(np.isin(base, np.asarray(want, np.int64)), -1, base).tolist()
+
+
+@pytest.mark.parametrize("expr, ndim, want", INDEXES, ids=[r[0] for r in INDEXES])
+def test_index_kinds_read_and_write_as_pytorchs(expr, ndim, want):
+    index = eval(expr, {"L": kn, "np": np})
+    assert np.asarray(_base(kn, ndim)[index]).tolist() == want
+    x = _base(kn, ndim)
+    x[index] = -1
+    assert x.tolist() == _written(ndim, want)
+
+
+@pytest.mark.parametrize("expr, ndim, want", INDEXES, ids=[r[0] for r in INDEXES])
+def test_index_kinds_compiled(expr, ndim, want):
+    index = eval(expr, {"L": kn, "np": np})
+
+    def read_write(x):
+        y = x[index]
+        x = x.clone()
+        x[index] = -1
+        return y, x
+
+    y, x = kn.compile(read_write)(_base(kn, ndim))
+    assert np.asarray(y).tolist() == want and x.tolist() == _written(ndim, want)
+
+
+def test_index_kinds_match_torch():
+    torch = pytest.importorskip("torch")
+    for expr, ndim, want in INDEXES:
+        index = eval(expr, {"L": torch, "np": np})
+        assert _base(torch, ndim)[index].tolist() == want, expr
+        x = _base(torch, ndim)
+        x[index] = -1
+        assert x.tolist() == _written(ndim, want), expr
+
+
+def test_comparisons_match_torch():
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1, 2, 3])
+    for other in NOT_OPERANDS:
+        assert (t == other) is False and (t != other) is True
+        with pytest.raises(TypeError):
+            t < other  # noqa: B015
+
+
+# -- out= on the functions that return named tuples, and on factories -----------------------
+
+
+def test_out_of_named_tuple_functions():
+    x = kn.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    v, i = kn.zeros(0), kn.zeros(5, dtype=kn.int64)
+    with pytest.warns(UserWarning, match="was resized"):  # i had 5 elements
+        r = kn.max(x, 1, out=(v, i))
+    assert type(r).__name__ == "max_out" and r.values is v and r.indices is i
+    assert v.tolist() == [3.0, 5.0] and i.tolist() == [0, 1]
+    r = kn.sort(x, out=[kn.zeros(0), kn.zeros(0, dtype=kn.int64)])
+    assert type(r).__name__ == "sort_out"
+    assert r.values.tolist() == [[1.0, 2.0, 3.0], [0.0, 4.0, 5.0]]
+    assert r.indices.tolist() == [[1, 2, 0], [0, 2, 1]]
+    r = kn.topk(x, 1, out=(kn.zeros(0), kn.zeros(0, dtype=kn.int64)))
+    assert r.values.tolist() == [[3.0], [5.0]] and r.indices.tolist() == [[0], [1]]
+    r = kn.frexp(kn.tensor([3.0, 0.5]), out=(kn.zeros(0), kn.zeros(0, dtype=kn.int32)))
+    assert r.mantissa.tolist() == [0.75, 0.5] and r.exponent.tolist() == [2, 0]
+    # PyTorch: the values' dtype must be the result's, the indices int64
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float32, but got"):
+        kn.max(x, 1, out=(kn.zeros(0, dtype=kn.float64), kn.zeros(0, dtype=kn.int64)))
+    with pytest.raises(RuntimeError, match="dtype int64, but got int32"):
+        kn.sort(x, out=(kn.zeros(0), kn.zeros(0, dtype=kn.int32)))
+    with pytest.raises(TypeError, match="takes a tuple of 2 tensors"):
+        kn.max(x, 1, out=kn.zeros(0))
+
+
+def test_out_dtype_rules_as_pytorchs():
+    x = kn.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    wide = kn.zeros(0, dtype=kn.float64)
+    assert kn.acos(kn.tensor([1.0]), out=wide) is wide and wide.tolist() == [0.0]  # same kind
+    wide = kn.zeros(0, dtype=kn.float64)
+    assert kn.cumsum(kn.tensor([1, 2]), 0, out=wide).tolist() == [1.0, 3.0]  # int into float
+    for call in (  # PyTorch's kernels that want the result's own dtype
+        lambda o: kn.floor(x, out=o),
+        lambda o: kn.gather(x, 0, kn.tensor([[0]]), out=o),
+        lambda o: kn.mm(x, x.T, out=o),
+        lambda o: kn.tril(x, out=o),
+        lambda o: kn.index_select(x, 0, kn.tensor([0]), out=o),
+    ):
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float32"):
+            call(kn.zeros(0, dtype=kn.float64))
+    with pytest.raises(RuntimeError, match="int64, but got int32"):
+        kn.argmax(x, 1, out=kn.zeros(0, dtype=kn.int32))
+    got = kn.tril(x, out=kn.zeros(0))
+    assert got.tolist() == [[3.0, 0.0, 0.0], [0.0, 5.0, 0.0]]
+
+
+def test_factories_take_out_in_its_dtype():
+    o = kn.zeros(0, dtype=kn.int32)
+    assert kn.arange(3, out=o) is o and o.dtype == kn.int32 and o.tolist() == [0, 1, 2]
+    with pytest.warns(UserWarning, match="The number of elements in the out tensor of shape"):
+        kn.arange(3.5, out=kn.zeros(5, dtype=kn.int32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the other factories resize silently, as PyTorch's
+        assert kn.zeros(3, out=kn.ones(5, dtype=kn.int32)).tolist() == [0, 0, 0]
+        assert kn.full((2,), 1.5, out=kn.zeros(5, dtype=kn.int32)).tolist() == [1, 1]
+        assert kn.full((2,), 1.5, out=kn.zeros(0, dtype=kn.float64)).tolist() == [1.5, 1.5]
+        assert kn.eye(2, out=kn.zeros(0, dtype=kn.int32)).tolist() == [[1, 0], [0, 1]]
+        assert kn.linspace(0, 1, 3, out=kn.zeros(0, dtype=kn.float64)).tolist() == [0, 0.5, 1]
+        assert kn.ones(2, 3, out=kn.zeros(0, dtype=kn.int64)).shape == (2, 3)
+        assert kn.rand(4, out=kn.zeros(0, dtype=kn.float64)).dtype == kn.float64
+        r = kn.randint(5, (3,), out=kn.zeros(0, dtype=kn.float64))
+        assert r.dtype == kn.float64 and all(v in (0, 1, 2, 3, 4) for v in r.tolist())
+        assert sorted(kn.randperm(4, out=kn.zeros(0, dtype=kn.int64)).tolist()) == [0, 1, 2, 3]
+        assert kn.logspace(0, 2, 3, out=kn.zeros(0, dtype=kn.float64)).tolist() == [1, 10, 100]
+    with pytest.raises(RuntimeError, match=r"dtype float64 does not match dtype of out"):
+        kn.zeros(3, dtype=kn.float64, out=kn.zeros(0, dtype=kn.int32))
+    assert kn.ones(2, layout=kn.strided).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="strided"):
+        kn.zeros(2, layout=kn.sparse_coo)
+    assert kn.empty(2, memory_format=kn.contiguous_format, pin_memory=False).shape == (2,)
+
+
+def test_out_under_compile_is_refused_as_elsewhere():
+    def f(x, o):
+        return kn.sort(x, out=(o, o))
+
+    with pytest.raises(TypeError, match="out= takes an eager tensor"):
+        kn.compile(f)(kn.ones(2), kn.zeros(2))
+
+
+def test_out_matches_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, kn):
+        x = lib.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        r = lib.max(x, 1, out=(lib.zeros(0), lib.zeros(0, dtype=lib.int64)))
+        assert type(r).__name__ == "max_out" and r.values.tolist() == [3.0, 5.0]
+        o = lib.zeros(0, dtype=lib.int32)
+        assert lib.arange(3, out=o) is o and o.tolist() == [0, 1, 2]
+        with pytest.raises(RuntimeError):
+            lib.zeros(3, dtype=lib.float64, out=lib.zeros(0, dtype=lib.int32))
+        with pytest.raises(RuntimeError):
+            lib.floor(x, out=lib.zeros(0, dtype=lib.float64))
+        with pytest.raises(RuntimeError):
+            lib.sort(x, out=(lib.zeros(0), lib.zeros(0, dtype=lib.int32)))
+        assert lib.acos(lib.tensor([1.0]), out=lib.zeros(0, dtype=lib.float64)).tolist() == [0]

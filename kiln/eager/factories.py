@@ -72,7 +72,9 @@ def _float(dtype) -> np.dtype:
     return dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
 
 
-def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def tensor(
+    data, dtype=None, device="cpu", requires_grad: bool = False, pin_memory: bool = False
+) -> Tensor:
     """A tensor holding a copy of `data` (nested lists, scalars, arrays or a tensor); Python
     floats become float32, ints int64, as in PyTorch.
 
@@ -87,6 +89,8 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
         array = np.array(dt.as_array(data, dtype), copy=True)
     except (OverflowError, dt.DTypeError) as e:
         array = _with_python_ints(data, dtype, e)
+    if pin_memory:  # Tensor.pin_memory's rules (no accelerator: PyTorch's error)
+        return _finish(array, device, requires_grad).pin_memory()
     return _finish(array, device, requires_grad)
 
 
@@ -120,7 +124,7 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
     return np.array(dt.as_array(convert(data), dtype), copy=True)
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
+def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing `array`'s memory (no copy): changes to either show in both.
 
     >>> import kiln as kn, numpy as np
@@ -130,10 +134,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
     >>> t
     tensor([5., 0.])
     """
-    if not isinstance(array, np.ndarray):
-        raise ArgumentTypeError(f"expected np.ndarray (got {type(array).__name__})")
-    dt.as_dtype(array.dtype)
-    return make(array)
+    if not isinstance(ndarray, np.ndarray):
+        raise ArgumentTypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt.as_dtype(ndarray.dtype)
+    return make(ndarray)
 
 
 @factory_out
@@ -421,6 +425,19 @@ def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
     return _finish(np.empty(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 
 
+def _like_layout(t, layout):
+    """`t`, or for `layout=kn.strided` of a sparse `t` its dense form (the `*_like` factories
+    keep t's layout unless told); kiln's factories make no other layout from a dense one."""
+    if layout is None or layout == getattr(t, "layout", layout):
+        return t
+    from ..array_types import strided
+
+    if layout is strided and getattr(t, "is_sparse", False):
+        return t.to_dense()
+    raise ArgumentError(f"kiln's *_like factories make strided tensors (or t's own layout), "
+                        f"got layout={layout} for a {t.layout} tensor")  # fmt: skip
+
+
 def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)
     if type(t) in sparse.LAYOUTS:  # a sparse or quantized tensor: no fill of its layout
         sparse.LAYOUTS[type(t)](_FILL, (t,), {})
@@ -449,6 +466,7 @@ def zeros_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """Zeros of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value.
 
@@ -456,6 +474,8 @@ def zeros_like(
     >>> kn.zeros_like(kn.ones(2, dtype=kn.int32))
     tensor([0, 0], dtype=kiln.int32)
     """
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 0, dtype)
     if input.is_sparse:  # no entries, as PyTorch's
@@ -470,8 +490,11 @@ def ones_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """Ones of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value."""
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 1, dtype)
     shape, dtype, device = _like(input, dtype, device)
@@ -484,9 +507,12 @@ def empty_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """An uninitialized tensor of `t`'s shape, dtype and device (unless given); of a Symbol,
     zeros."""
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 0, dtype)
     if input.is_sparse:
@@ -502,9 +528,12 @@ def full_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """`fill_value` in `t`'s shape, dtype and device (unless given); of a Symbol, a graph
     value."""
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, fill_value, dtype)
     shape, dtype, device = _like(input, dtype, device)

@@ -159,6 +159,7 @@ def det(A):  # noqa: N803
     return call("det", A)
 
 
+@takes_out
 @autocast_op("fp32")
 def inv(A):  # noqa: N803
     """The inverses of the square matrices in the last two dims (singular ones raise).

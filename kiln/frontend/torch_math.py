@@ -129,6 +129,7 @@ def bmm(input, mat2):  # noqa: A002
     return call("matmul", a, b)
 
 
+@takes_out
 @autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * (mat1 @ mat2)` in one GEMM (`input` broadcasts to the product's
@@ -150,6 +151,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     return call("addmm", x, a, b, beta=beta, alpha=alpha)
 
 
+@takes_out
 @autocast_op("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * (batch1 @ batch2)` for 3-D batches (`input` broadcasts to the

@@ -104,6 +104,7 @@ ALLOWED = {
         (space, "view"): ({"size"}, "C signature view(size): x.view(size=(3, 2)) works")
         for space in ("torch", "Tensor")  # "torch": Symbol's view, reported under torch
     },
+    ("special", "round"): ({"decimals"}, "torch.special.round(x, decimals=1) works"),
     ("F", "scaled_dot_product_attention"): (
         {"is_causal", "scale", "enable_gqa"},
         "the overrides' stand-in lists 5 of torch's 8 parameters",
@@ -112,7 +113,7 @@ ALLOWED = {
     # matrix A as torch.linalg does): torch.X names it input. To do there.
     **{
         ("torch", name): ({"A"}, "kn.X is kn.linalg's function: to rename in linalg*.py")
-        for name in ("cholesky", "det", "inverse", "logdet", "orgqr", "slogdet")
+        for name in ("det", "inverse", "logdet", "slogdet")
     },
 }
 # kiln's elementwise functions take out= on every spelling (the Tensor methods are the same
@@ -152,6 +153,7 @@ def _pairs():
         ("F", F, kn.nn.functional),
         ("linalg", torch.linalg, kn.linalg),
         ("special", torch.special, kn.special),
+        ("fft", torch.fft, kn.fft),
         ("Tensor", torch.Tensor, kn.Tensor),
         ("Symbol", torch.Tensor, Symbol),
     ]
@@ -160,8 +162,10 @@ def _pairs():
         if name is None or name.startswith("__"):
             continue
         for label, tmod, kmod in spaces:
-            if getattr(tmod, name, None) is not f:
+            short = name.removeprefix(f"{label}_")  # torch.linalg.det is `linalg_det`
+            if getattr(tmod, short, None) is not f:
                 continue
+            name = short
             k = getattr(kmod, name, None)
             if k is None or not callable(k) or isinstance(k, type):
                 continue
@@ -268,12 +272,13 @@ def _factories():
     """PyTorch's functions outside the overrides (factories, `tensor`, ...) that kiln has:
     their names come from torch's docstring alone."""
     for f in torch.overrides.get_ignored_functions():
-        name = getattr(f, "__name__", None)
-        if not name or name.startswith("_") or getattr(torch, name, None) is not f:
-            continue
-        k = getattr(kn, name, None)
-        if k is not None and callable(k) and not isinstance(k, type):
-            yield "torch", name, f, None, k
+        for label, tmod, kmod in (("torch", torch, kn), ("fft", torch.fft, kn.fft)):
+            name = getattr(f, "__name__", "_").removeprefix(f"{label}_")
+            if name.startswith("_") or getattr(tmod, name, None) is not f:
+                continue
+            k = getattr(kmod, name, None)
+            if k is not None and callable(k) and not isinstance(k, type):
+                yield label, name, f, None, k
 
 
 def _missing():
@@ -308,9 +313,41 @@ NO_OUT = "the stand-in lists out=, but torch 2.13 refuses it (unexpected keyword
 NO_OUT_OR_SPELLING = NO_OUT + "; " + SPELLING
 INPLACE = "inplace= of F.relu/F.dropout in torch.X's stand-in; torch.X itself has none"
 KILN_OWN = "kiln's own API of that name (kn.compile, kn.cond, kn.vmap, kn.save)"
+TORCH_FORM = "kn.X is kn.linalg.X, which takes A as torch.linalg.X does; torch.X takes input"
+LINALG_A = "the stand-in says input; torch.linalg.X's parser takes A (input= refused), as kiln"
+LINALG_INPUT = "torch's docstring says A; its parser takes input (A= refused), as kiln"
 
 # (namespace, name): (PyTorch's parameters kiln does not take, why)
 MISSING = {
+    **{
+        ("linalg", name): ({"input"}, LINALG_A)
+        for name in ("det", "inv", "inv_ex", "lu", "lu_factor", "qr", "slogdet", "svd", "svdvals")
+    },
+    **{
+        ("linalg", name): ({"A"}, LINALG_INPUT)
+        for name in (
+            "cholesky",
+            "cholesky_ex",
+            "eig",
+            "eigvals",
+            "eigh",
+            "eigvalsh",
+            "householder_product",
+            "matrix_rank",
+            "matrix_exp",
+            "matrix_norm",
+            "solve_triangular",
+        )
+    },
+    ("linalg", "cond"): ({"A", "ord"}, LINALG_INPUT + "; ord: " + SPELLING),
+    ("linalg", "pinv"): ({"A", "rcond"}, LINALG_INPUT + "; rcond= (deprecated for rtol): to add"),
+    ("linalg", "vector_norm"): ({"input"}, "torch.linalg.vector_norm takes x (kiln's) and input"),
+    ("linalg", "vecdot"): ({"input", "other"}, SPELLING + " (torch.linalg.vecdot takes x, y)"),
+    ("linalg", "matrix_power"): ({"A"}, LINALG_INPUT),
+    ("linalg", "lstsq"): (
+        {"b", "cond"},
+        "torch's parser names (input, b), its docstring (A, B) as kiln's: to take both",
+    ),
     ("F", "l1_loss"): ({"weight"}, "PyTorch 2.13's new weight=: to add"),
     ("F", "mse_loss"): ({"weight"}, "PyTorch 2.13's new weight=: to add"),
     ("Tensor", "backward"): ({"inputs"}, "backward(inputs=) not taken yet"),
@@ -382,7 +419,6 @@ MISSING = {
     ("torch", "binary_cross_entropy_with_logits"): ({"reduce", "size_average"}, LEGACY),
     ("torch", "bmm"): ({"out_dtype"}, OUT_DTYPE),
     ("torch", "broadcast_to"): ({"shape"}, SPELLING),
-    ("torch", "cholesky"): ({"input"}, SPELLING),
     ("torch", "cholesky_inverse"): ({"L"}, SPELLING),
     ("torch", "cholesky_solve"): ({"L", "B", "input1"}, SPELLING),
     ("torch", "compile"): ({"model"}, KILN_OWN),
@@ -393,7 +429,7 @@ MISSING = {
         {"input", "tensors"},
         "the dequantize(tensors) list overload is not taken",
     ),
-    ("torch", "det"): ({"input"}, SPELLING),
+    ("torch", "det"): ({"input"}, TORCH_FORM),
     ("torch", "diag_embed"): ({"diagonal", "out"}, NO_OUT_OR_SPELLING),
     ("torch", "dot"): ({"other"}, SPELLING),
     ("torch", "dropout"): ({"inplace"}, INPLACE),
@@ -418,21 +454,21 @@ MISSING = {
     ("torch", "hsplit"): ({"indices_or_sections"}, SPELLING),
     ("torch", "imag"): ({"out"}, NO_OUT),
     ("torch", "index_reduce"): ({"include_input"}, SPELLING),
-    ("torch", "inverse"): ({"input"}, SPELLING),
+    ("torch", "inverse"): ({"input"}, TORCH_FORM),
     ("torch", "isfinite"): ({"tensor"}, SPELLING),
     ("torch", "isin"): ({"te", "e"}, SPELLING),
     ("torch", "isinf"): ({"tensor"}, SPELLING),
     ("torch", "kl_div"): ({"reduce", "size_average"}, LEGACY),
     ("torch", "kthvalue"): ({"values"}, SPELLING),
     ("torch", "layer_norm"): ({"cudnn_enabled"}, CUDNN),
-    ("torch", "logdet"): ({"input"}, SPELLING),
+    ("torch", "logdet"): ({"input"}, TORCH_FORM),
     ("torch", "logsumexp"): ({"names"}, SPELLING),
     ("torch", "lstm"): (
         {"data", "batch_sizes"},
         "torch.lstm's packed overload (data, batch_sizes): kiln has the padded one",
     ),
     ("torch", "margin_ranking_loss"): ({"reduce", "size_average"}, LEGACY),
-    ("torch", "matrix_exp"): ({"input"}, SPELLING),
+    ("torch", "matrix_exp"): ({"A"}, LINALG_INPUT),
     ("torch", "max"): ({"values"}, SPELLING),
     ("torch", "max_pool1d_with_indices"): ({"return_indices"}, SPELLING),
     ("torch", "median"): ({"values"}, SPELLING),
@@ -440,7 +476,6 @@ MISSING = {
     ("torch", "msort"): ({"descending"}, SPELLING),
     ("torch", "nanmedian"): ({"values"}, SPELLING),
     ("torch", "nuclear_norm"): ({"dtype", "p"}, "the docstring's p/dtype forms: not taken yet"),
-    ("torch", "orgqr"): ({"input"}, SPELLING),
     ("torch", "pca_lowrank"): ({"input"}, SPELLING),
     ("torch", "permute"): ({"dim"}, SPELLING),
     ("torch", "polar"): ({"ang"}, SPELLING),
@@ -459,7 +494,7 @@ MISSING = {
         KILN_OWN,
     ),
     ("torch", "searchsorted"): ({"values"}, SPELLING),
-    ("torch", "slogdet"): ({"input"}, SPELLING),
+    ("torch", "slogdet"): ({"input"}, TORCH_FORM),
     ("torch", "squeeze"): ({"out"}, NO_OUT),
     ("torch", "std_mean"): ({"out"}, NO_OUT),
     ("torch", "stft"): ({"align_to_window"}, "align_to_window (new in PyTorch): to add"),

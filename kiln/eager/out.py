@@ -46,7 +46,10 @@ _OUT_SAME_DTYPE = frozenset(
     "heaviside histc index_add index_copy index_reduce index_select inner isneginf isposinf "
     "lerp logcumsumexp lu_solve masked_select matmul matrix_power mm msort multinomial mv "
     "nan_to_num nanquantile nonzero norm polar quantile renorm round searchsorted sgn sign "
-    "signbit take_along_dim tril triu trunc where".split()
+    "signbit take_along_dim tril triu trunc where "
+    # kn.linalg's (linalg.cond, eigvals, householder_product, matrix_rank, pinv cast)
+    "cholesky det eigvalsh inv ldl_solve matrix_norm multi_dot solve solve_triangular svdvals "
+    "vecdot vector_norm".split()
 )
 
 

@@ -103,6 +103,7 @@ def _tolerances(A, atol, rtol, name):  # noqa: N803
 # -- QR ----------------------------------------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
 def qr(A, mode: str = "reduced"):  # noqa: N803
     """The QR factorization `A = Q R` of each matrix in the last two dims: Q with orthonormal
@@ -146,8 +147,9 @@ def _uplo(UPLO, name):  # noqa: N803
     return UPLO == "U"
 
 
+@takes_out
 @autocast_op("fp32")
-def eigh(A, UPLO: str = "L"):  # noqa: N803
+def eigh(input, UPLO: str = "L"):  # noqa: A002
     """The eigenvalues (ascending) and orthonormal eigenvectors (the columns) of each
     symmetric matrix in the last two dims, reading its lower (`UPLO="L"`) or upper triangle:
     a named tuple `(eigenvalues, eigenvectors)`. Each eigenvector's sign is LAPACK's choice;
@@ -161,12 +163,14 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     >>> kn.linalg.eigh(kn.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues.tolist()
     [1.0, 3.0]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eigh")
     lam, v = _factor("eigh", A, upper=_uplo(UPLO, "eigh"))
     return return_types.linalg_eigh(_real_part(lam, A), v)
 
 
-def eig(A):  # noqa: N803
+@takes_out
+def eig(input):  # noqa: A002
     """The eigenvalues and eigenvectors (the columns, each of unit norm) of each square
     matrix in the last two dims, complex whatever A's dtype: a named tuple
     `(eigenvalues, eigenvectors)` with A V = V diag(eigenvalues), as PyTorch's
@@ -177,12 +181,14 @@ def eig(A):  # noqa: N803
     >>> kn.linalg.eig(kn.tensor([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
     tensor([2.+0.j, 3.+0.j])
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eig")
     vectors = call("eig_vectors", A)  # (first: a program of the vectors alone starts with it)
     return return_types.linalg_eig(call("eig_values", A), vectors)
 
 
-def eigvals(A):  # noqa: N803
+@takes_out
+def eigvals(input):  # noqa: A002
     """The eigenvalues of each square matrix in the last two dims (complex), as PyTorch's
     `torch.linalg.eigvals` (see `eig`).
 
@@ -190,11 +196,13 @@ def eigvals(A):  # noqa: N803
     >>> kn.linalg.eigvals(kn.tensor([[0.0, -1.0], [1.0, 0.0]]))
     tensor([0.+1.j, 0.-1.j])
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     return call("eig_values", _matrices(A, "eigvals"))
 
 
+@takes_out
 @autocast_op("fp32")
-def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
+def eigvalsh(input, UPLO: str = "L"):  # noqa: A002
     """The eigenvalues (ascending) of each symmetric matrix in the last two dims (see `eigh`;
     their gradient, V diag(ḡ) Vᵀ, is finite at repeated eigenvalues too).
 
@@ -202,6 +210,7 @@ def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
     >>> kn.linalg.eigvalsh(kn.tensor([[2.0, 0.0], [0.0, -1.0]])).tolist()
     [-1.0, 2.0]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eigvalsh")
     return _real_part(_factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0], A)
 
@@ -215,6 +224,7 @@ def _driver(driver, name):
                             f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
 
 
+@takes_out
 @autocast_op("fp32")
 def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     """The singular value decomposition `A = U diag(S) Vh` of each matrix in the last two
@@ -240,6 +250,7 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     return return_types.linalg_svd(u, _real_part(s, A), vh)
 
 
+@takes_out
 @autocast_op("fp32")
 def svdvals(A, *, driver=None):  # noqa: N803
     """The singular values (descending) of each matrix in the last two dims; their gradient
@@ -286,6 +297,7 @@ def _pad(x, rows, cols):
                 value=0.0)  # fmt: skip
 
 
+@takes_out
 @autocast_op("fp32")
 def lu(A, *, pivot: bool = True):  # noqa: N803
     """The LU factorization with partial pivoting `A = P L U` of each matrix in the last two
@@ -304,6 +316,7 @@ def lu(A, *, pivot: bool = True):  # noqa: N803
     return return_types.linalg_lu(p, lower, upper)
 
 
+@takes_out
 @autocast_op("fp32")
 def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     """The compact LU factorization: a named tuple `(LU, pivots)`, L's strict lower part and
@@ -384,6 +397,7 @@ def _tri(x, upper, k):
     return m.mul(x, lift(mask, context=(x,))[0])
 
 
+@takes_out
 @autocast_op("fp32")
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noqa: N803
     """X with `A X = B` (`left`; else `X A = B`), or with Aᴴ for `adjoint`, from A's compact
@@ -426,8 +440,9 @@ def lu_solve_old(b, LU_data, LU_pivots):  # noqa: N803
 # -- triangular solves -------------------------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
-def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False):  # noqa: N803
+def solve_triangular(input, B, *, upper: bool, left: bool = True, unitriangular: bool = False):  # noqa: A002
     """X with `A X = B` (`left`; else `X A = B`) for triangular A, reading only its upper
     (`upper`) or lower triangle, and taking its diagonal as ones with `unitriangular`;
     batched and broadcast over leading dims. A's gradient lies on the triangle it read.
@@ -437,6 +452,7 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
     >>> kn.linalg.solve_triangular(A, kn.tensor([[4.0], [8.0]]), upper=True).tolist()
     [[1.0], [2.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A, B = lift(A, B)
     if left:
         return call("solve_triangular", A, B, upper=bool(upper),
@@ -472,8 +488,9 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa:
 # -- pseudo-inverse, least squares, rank -------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
-def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+def pinv(input, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: A002
     """The Moore-Penrose pseudo-inverse of each matrix in the last two dims, from its SVD (its
     eigendecomposition with `hermitian`): singular values at or below
     max(atol, rtol * the largest) count as zero (atol 0 and rtol eps * max(m, n) when not
@@ -484,6 +501,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
     >>> kn.linalg.pinv(kn.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "pinv")
     if _is_tensor(atol) or _is_tensor(rtol):
         return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
@@ -582,8 +600,9 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
     return return_types.linalg_lstsq(x, empty, rank, values)
 
 
+@takes_out
 @autocast_op("fp32")
-def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: N803
+def matrix_rank(input, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: A002
     """The number of singular values (|eigenvalues| with `hermitian`) of each matrix above
     max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`: the older atol).
 
@@ -591,6 +610,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, tol=None): 
     >>> int(kn.linalg.matrix_rank(kn.tensor([[1.0, 2.0], [2.0, 4.0]])))
     1
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "matrix_rank")
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -607,7 +627,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, tol=None): 
 
 
 @autocast_op("fp32")
-def matrix_exp(A):  # noqa: N803
+def matrix_exp(input):  # noqa: A002
     """The matrix exponential of each square matrix in the last two dims (SciPy's Padé
     approximation with scaling and squaring); its gradient is exp's Fréchet derivative.
 
@@ -615,6 +635,7 @@ def matrix_exp(A):  # noqa: N803
     >>> kn.linalg.matrix_exp(kn.tensor([[0.0, 1.0], [0.0, 0.0]])).tolist()  # I + N, N² = 0
     [[1.0, 1.0], [0.0, 1.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "matrix_exp")
     return call("matrix_exp", A)
 
@@ -622,8 +643,9 @@ def matrix_exp(A):  # noqa: N803
 # -- products ----------------------------------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
-def householder_product(A, tau):  # noqa: N803
+def householder_product(input, tau):  # noqa: A002
     """The first n columns of the product H₁ ⋯ H_k of Householder reflections
     H_i = I - tau_i v_i v_iᴴ (v_iᵀ for real ones), v_i the i-th column of A below its
     diagonal with a 1 on it (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a
@@ -633,6 +655,7 @@ def householder_product(A, tau):  # noqa: N803
     >>> kn.linalg.householder_product(kn.tensor([[1.0], [1.0]]), kn.tensor([1.0])).tolist()
     [[0.0], [-1.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A, tau = lift(A, tau)
     A = _matrices(A, "householder_product")
     rows, cols = A.shape[-2], A.shape[-1]
@@ -652,6 +675,7 @@ def householder_product(A, tau):  # noqa: N803
     return q
 
 
+@takes_out
 def multi_dot(tensors):
     """The product of the matrices in `tensors`, in the order that costs the fewest
     multiplications (the first may be a vector, as a row; the last a vector, as a column).
@@ -705,6 +729,7 @@ def multi_dot(tensors):
     return out
 
 
+@takes_out
 def vecdot(x, y, *, dim: int = -1):
     """The dot products of the vectors of `x` and `y` along `dim` (broadcast).
 
@@ -731,6 +756,7 @@ def _raise_on_info(info, name, what):
         raise LinAlgError(f"linalg.{name}{where}: {what(int(codes.reshape(-1)[bad[0]]))}")
 
 
+@takes_out
 @autocast_op("fp32")
 def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     """A named tuple `(inverse, info)`: the inverses, and per matrix 0 or (singular) the
@@ -758,8 +784,9 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     return return_types.linalg_inv_ex(call("inv_ex", A), info)
 
 
+@takes_out
 @autocast_op("fp32")
-def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa: N803
+def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):  # noqa: A002
     """A named tuple `(L, info)`: the Cholesky factors (lower, or upper with `upper`), and per
     matrix 0 or the order of its first leading minor that is not positive-definite (int32;
     L then holds what LAPACK left). With `check_errors` a failure raises `LinAlgError`.
@@ -768,6 +795,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
     >>> kn.linalg.cholesky_ex(kn.tensor([[4.0, 0.0], [0.0, -1.0]])).info
     tensor(2, dtype=kiln.int32)
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "cholesky_ex")
     info = call("cholesky_info", A)  # first: a graph's first node without ONNX form
     if check_errors and isinstance(A, Symbol):

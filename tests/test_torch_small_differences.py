@@ -287,3 +287,62 @@ def test_out_matches_torch():
         with pytest.raises(RuntimeError):
             lib.sort(x, out=(lib.zeros(0), lib.zeros(0, dtype=lib.int32)))
         assert lib.acos(lib.tensor([1.0]), out=lib.zeros(0, dtype=lib.float64)).tolist() == [0]
+
+
+def test_out_of_fft_and_linalg_functions():
+    o = kn.zeros(0, dtype=kn.complex128)  # complex64 into complex128: same kind, as PyTorch's
+    assert kn.fft.fft(kn.ones(4), out=o) is o and o.tolist() == [4, 0, 0, 0]
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type float32"):
+        kn.fft.fft(kn.ones(4), out=kn.zeros(0))
+    assert kn.fft.fftfreq(4, out=kn.zeros(0, dtype=kn.float64)).tolist() == [0, 0.25, -0.5, -0.25]
+    with pytest.raises(RuntimeError, match="fftfreq requires a floating point"):
+        kn.fft.fftfreq(4, out=kn.zeros(0, dtype=kn.int64))
+    a = kn.tensor([[2.0, 1.0], [1.0, 2.0]])  # eigenvalues 1 and 3, determinant 3
+    r = kn.linalg.eigh(a, out=(kn.zeros(0), kn.zeros(0)))
+    assert type(r).__name__ == "linalg_eigh_out" and r.eigenvalues.tolist() == [1.0, 3.0]
+    assert kn.linalg.det(a, out=kn.zeros(0)).item() == 3.0
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float32"):
+        kn.linalg.det(a, out=kn.zeros(0, dtype=kn.float64))
+
+
+def test_linalg_takes_the_names_torchs_parser_takes():
+    a = kn.tensor([[2.0, 1.0], [1.0, 2.0]])
+    assert kn.linalg.eigvalsh(input=a).tolist() == [1.0, 3.0]
+    assert kn.linalg.norm(input=kn.tensor([3.0, 4.0])).item() == 5.0
+    assert kn.linalg.det(A=a).item() == 3.0  # torch.linalg.det takes A
+    assert kn.cholesky(input=kn.eye(2)).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_weighted_l1_and_mse_losses():
+    F = kn.nn.functional
+    x, y = kn.tensor([1.0, 2.0, 3.0]), kn.tensor([0.0, 0.0, 1.0])
+    w = kn.tensor([1.0, 2.0, 0.5])
+    # by hand: squared errors 1, 4, 4; weighted 1, 8, 2 (sum 11, weights' sum 3.5)
+    assert F.mse_loss(x, y, weight=w, reduction="none").tolist() == [1.0, 8.0, 2.0]
+    assert F.mse_loss(x, y, weight=w, reduction="sum").item() == 11.0
+    assert F.mse_loss(x, y, weight=w).item() == pytest.approx(11 / 3.5)
+    assert F.l1_loss(x, y, weight=w).item() == pytest.approx(6 / 3.5)  # 1 + 4 + 1
+    with pytest.raises(ValueError, match="Weights and input must have the same size"):
+        F.mse_loss(x, y, weight=kn.tensor(2.0))
+
+
+def test_memory_format_force_and_pin_memory_keywords():
+    x = kn.ones(2, requires_grad=True)
+    assert x.clone(memory_format=kn.contiguous_format).tolist() == [1.0, 1.0]
+    assert x.numpy(force=True).tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="requires grad"):
+        x.numpy()
+    assert kn.ones(2).cpu(memory_format=kn.preserve_format).tolist() == [1.0, 1.0]
+    assert kn.tensor([1, 2]).resize_(3, memory_format=kn.contiguous_format).shape == (3,)
+    assert kn.hann_window(4, pin_memory=False).tolist() == [0.0, 0.5, 1.0, 0.5]
+    assert kn.zeros_like(x, layout=kn.strided).tolist() == [0.0, 0.0]
+
+
+def test_weighted_losses_match_torch():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x, y = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0, 1.0])
+    w = torch.tensor([1.0, 2.0, 0.5])
+    assert F.mse_loss(x, y, weight=w, reduction="none").tolist() == [1.0, 8.0, 2.0]
+    assert F.mse_loss(x, y, weight=w).item() == pytest.approx(11 / 3.5)
+    assert F.l1_loss(x, y, weight=w).item() == pytest.approx(6 / 3.5)

@@ -439,7 +439,8 @@ def normal(
     return result if out is None else out.copy_(result)
 
 
-def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad):
+def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad,
+            pin_memory: bool = False):  # fmt: skip
     from ..eager.factories import tensor
 
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
@@ -455,11 +456,12 @@ def _window(name: str, values, length: int, periodic: bool, dtype, device, requi
     else:
         n = length + 1 if periodic else length
         data = values(np.arange(n, dtype=np.float64), n)[:length]
-    return tensor(data.astype(dtype), device=device, requires_grad=requires_grad)
+    return tensor(data.astype(dtype), device=device, requires_grad=requires_grad,
+                  pin_memory=pin_memory)  # fmt: skip
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
-                requires_grad: bool = False, layout=None):  # fmt: skip
+                requires_grad: bool = False, layout=None, pin_memory: bool = False):  # fmt: skip
     """The Hann window `0.5 - 0.5 cos(2πk / (N - 1))` (N = length + 1 when `periodic`).
 
     >>> import kiln as kn
@@ -467,12 +469,12 @@ def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device
     [0.0, 0.5, 1.0, 0.5]
     """
     return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device,
-                          requires_grad=requires_grad)  # fmt: skip
+                          requires_grad=requires_grad, pin_memory=pin_memory)  # fmt: skip
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
                    beta: float = 0.46, *, dtype=None, device="cpu", requires_grad: bool = False,
-                   layout=None):  # fmt: skip
+                   layout=None, pin_memory: bool = False):  # fmt: skip
     """The generalized Hamming window `alpha - beta cos(2πk / (N - 1))`.
 
     >>> import kiln as kn
@@ -481,11 +483,12 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
     """
     return _window("hamming_window",
                    lambda k, n: alpha - beta * np.cos(2 * np.pi * k / (n - 1)),
-                   window_length, periodic, dtype, device, requires_grad)  # fmt: skip
+                   window_length, periodic, dtype, device, requires_grad, pin_memory)  # fmt: skip
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
-                    requires_grad: bool = False, layout=None):  # fmt: skip
+                    requires_grad: bool = False, layout=None,
+                    pin_memory: bool = False):  # fmt: skip
     """The Blackman window `0.42 - 0.5 cos(2πk/(N-1)) + 0.08 cos(4πk/(N-1))`.
 
     >>> import kiln as kn
@@ -494,11 +497,12 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, de
     """
     return _window("blackman_window", lambda k, n: 0.42 - 0.5 * np.cos(2 * np.pi * k / (n - 1))
                    + 0.08 * np.cos(4 * np.pi * k / (n - 1)), window_length, periodic, dtype,
-                   device, requires_grad)  # fmt: skip
+                   device, requires_grad, pin_memory)  # fmt: skip
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
-                    requires_grad: bool = False, layout=None):  # fmt: skip
+                    requires_grad: bool = False, layout=None,
+                    pin_memory: bool = False):  # fmt: skip
     """The triangular Bartlett window `1 - |2k/(N-1) - 1|`.
 
     >>> import kiln as kn
@@ -506,11 +510,12 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, de
     [0.0, 0.5, 1.0, 0.5]
     """
     return _window("bartlett_window", lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1),
-                   window_length, periodic, dtype, device, requires_grad)  # fmt: skip
+                   window_length, periodic, dtype, device, requires_grad, pin_memory)  # fmt: skip
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None,
-                  device="cpu", requires_grad: bool = False, layout=None):  # fmt: skip
+                  device="cpu", requires_grad: bool = False, layout=None,
+                  pin_memory: bool = False):  # fmt: skip
     """The Kaiser window `I0(beta sqrt(1 - (2k/(N-1) - 1)²)) / I0(beta)`.
 
     >>> import kiln as kn
@@ -519,7 +524,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     """
     return _window("kaiser_window", lambda k, n: np.i0(beta * np.sqrt(np.clip(
         1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta), window_length, periodic,
-        dtype, device, requires_grad)  # fmt: skip
+        dtype, device, requires_grad, pin_memory)  # fmt: skip
 
 
 # -- the random state -----------------------------------------------------------------------

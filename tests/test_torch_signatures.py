@@ -105,6 +105,10 @@ ALLOWED = {
         for space in ("torch", "Tensor")  # "torch": Symbol's view, reported under torch
     },
     ("special", "round"): ({"decimals"}, "torch.special.round(x, decimals=1) works"),
+    ("torch", "orgqr"): (
+        {"input2"},
+        "torch's parser names tau input2: torch.orgqr(a, input2=t) works",
+    ),
     ("F", "scaled_dot_product_attention"): (
         {"is_causal", "scale", "enable_gqa"},
         "the overrides' stand-in lists 5 of torch's 8 parameters",
@@ -313,6 +317,7 @@ NO_OUT = "the stand-in lists out=, but torch 2.13 refuses it (unexpected keyword
 NO_OUT_OR_SPELLING = NO_OUT + "; " + SPELLING
 INPLACE = "inplace= of F.relu/F.dropout in torch.X's stand-in; torch.X itself has none"
 KILN_OWN = "kiln's own API of that name (kn.compile, kn.cond, kn.vmap, kn.save)"
+ORGQR = "torch.orgqr's docstring says tau; its parser takes input2 (tau= refused), as kiln"
 TORCH_FORM = "kn.X is kn.linalg.X, which takes A as torch.linalg.X does; torch.X takes input"
 LINALG_A = "the stand-in says input; torch.linalg.X's parser takes A (input= refused), as kiln"
 LINALG_INPUT = "torch's docstring says A; its parser takes input (A= refused), as kiln"
@@ -340,7 +345,7 @@ MISSING = {
         )
     },
     ("linalg", "cond"): ({"A", "ord"}, LINALG_INPUT + "; ord: " + SPELLING),
-    ("linalg", "pinv"): ({"A", "rcond"}, LINALG_INPUT + "; rcond= (deprecated for rtol): to add"),
+    ("linalg", "pinv"): ({"A"}, LINALG_INPUT),
     ("linalg", "vector_norm"): ({"input"}, "torch.linalg.vector_norm takes x (kiln's) and input"),
     ("linalg", "vecdot"): ({"input", "other"}, SPELLING + " (torch.linalg.vecdot takes x, y)"),
     ("linalg", "matrix_power"): ({"A"}, LINALG_INPUT),
@@ -377,7 +382,8 @@ MISSING = {
     ("Tensor", "multiply"): ({"value"}, SPELLING),
     ("Tensor", "narrow"): ({"dimension"}, SPELLING),
     ("Tensor", "narrow_copy"): ({"length", "dimension", "start"}, SPELLING),
-    ("Tensor", "orgqr"): ({"input2"}, SPELLING),
+    ("Tensor", "orgqr"): ({"tau"}, ORGQR),
+    ("torch", "orgqr"): ({"tau"}, ORGQR),
     ("Tensor", "permute"): ({"dim"}, SPELLING),
     ("Tensor", "relu"): ({"inplace"}, INPLACE),
     ("Tensor", "remainder"): ({"divisor"}, SPELLING),
@@ -422,13 +428,12 @@ MISSING = {
     ("torch", "dropout"): ({"inplace"}, INPLACE),
     ("torch", "dsplit"): ({"indices_or_sections"}, SPELLING),
     ("torch", "embedding"): (
-        {"scale_grad_by_freq", "input", "max_norm", "sparse", "padding_idx", "norm_type"},
-        "F.embedding's max_norm/norm_type in the stand-in; torch.embedding's own "
-        "padding_idx, scale_grad_by_freq, sparse: to add",
+        {"input", "max_norm", "norm_type"},
+        "the stand-in is F.embedding's: torch.embedding refuses input=, max_norm=, norm_type=",
     ),
     ("torch", "embedding_bag"): (
         {"input", "max_norm", "norm_type"},
-        "the stand-in is F.embedding_bag's (max_norm, norm_type): to add",
+        "the stand-in is F.embedding_bag's: torch.embedding_bag refuses max_norm=, norm_type=",
     ),
     ("torch", "fmod"): ({"a", "b"}, SPELLING),
     ("torch", "full_like"): ({"out"}, NO_OUT),

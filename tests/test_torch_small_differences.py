@@ -346,3 +346,23 @@ def test_weighted_losses_match_torch():
     assert F.mse_loss(x, y, weight=w, reduction="none").tolist() == [1.0, 8.0, 2.0]
     assert F.mse_loss(x, y, weight=w).item() == pytest.approx(11 / 3.5)
     assert F.l1_loss(x, y, weight=w).item() == pytest.approx(6 / 3.5)
+
+
+def test_torch_forms_take_their_own_parameters():
+    # torch.embedding(weight, indices, padding_idx, scale_grad_by_freq): by hand, the row
+    # padding_idx gets no gradient; scale_grad_by_freq divides each row's by its count
+    w = kn.ones(4, 2, requires_grad=True)
+    kn.embedding(w, kn.tensor([0, 1, 1]), padding_idx=1).sum().backward()
+    assert w.grad.tolist() == [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
+    w.grad = None
+    kn.embedding(w, kn.tensor([0, 1, 1]), -1, True).sum().backward()
+    assert w.grad.tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+    # linalg.pinv's older form: rtol=rcond, atol 0 (1e-4 is below 1e-3 of the largest: cut)
+    a = kn.tensor([[1.0, 0.0], [0.0, 1e-4]])
+    assert kn.linalg.pinv(a, rcond=1e-3).tolist() == [[1.0, 0.0], [0.0, 0.0]]
+    assert kn.linalg.pinv(a, 1e-3).tolist() == [[1.0, 0.0], [0.0, 0.0]]
+    with pytest.raises(TypeError, match="rcond"):
+        kn.linalg.pinv(a, rcond=1e-3, atol=0.1)
+    # orgqr(input, input2): tau as torch.orgqr's parser names it; tau 0 gives the identity
+    q = kn.eye(2).orgqr(input2=kn.zeros(1))
+    assert q.tolist() == [[1.0, 0.0], [0.0, 1.0]]

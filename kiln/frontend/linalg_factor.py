@@ -490,18 +490,24 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa:
 
 @takes_out
 @autocast_op("fp32")
-def pinv(input, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: A002
+def pinv(input, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):  # noqa: A002
     """The Moore-Penrose pseudo-inverse of each matrix in the last two dims, from its SVD (its
     eigendecomposition with `hermitian`): singular values at or below
     max(atol, rtol * the largest) count as zero (atol 0 and rtol eps * max(m, n) when not
     given; rtol 0 when only atol > 0 is). Its gradient is that of A⁺ where A's rank is fixed.
-    Complex matrices (Hermitian ones with `hermitian`) too.
+    Complex matrices (Hermitian ones with `hermitian`) too. PyTorch's older form
+    `pinv(A, rcond, hermitian)` is `rtol=rcond` with atol 0.
 
     >>> import kiln as kn
     >>> kn.linalg.pinv(kn.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.0]]
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise ArgumentTypeError("linalg.pinv() takes rcond (the older form) or atol/rtol, "
+                                    "not both")  # fmt: skip
+        atol, rtol = 0.0, rcond
     A = _matrices(A, "pinv")
     if _is_tensor(atol) or _is_tensor(rtol):
         return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
@@ -673,6 +679,18 @@ def householder_product(input, tau):  # noqa: A002
         t = tau[..., i : i + 1][..., None]
         q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mH(v), q))))
     return q
+
+
+@takes_out
+def orgqr(input, input2):  # noqa: A002
+    """PyTorch's `torch.orgqr(input, input2)` (and `Tensor.orgqr`): `householder_product`
+    with tau named as torch.orgqr's parser names it.
+
+    >>> import kiln as kn
+    >>> kn.orgqr(kn.tensor([[1.0], [0.0]]), kn.tensor([0.0])).tolist()
+    [[1.0], [0.0]]
+    """
+    return householder_product(input, input2)
 
 
 @takes_out

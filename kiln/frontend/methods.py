@@ -111,7 +111,7 @@ METHODS |= {
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
     "svd": lf.svd_old, "qr": lf.qr_old, "pinverse": lf.pinverse, "matrix_exp": lf.matrix_exp,
     "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
-    "orgqr": lf.householder_product,
+    "orgqr": lf.orgqr,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
     "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
     "mvlgamma": sp.mvlgamma,

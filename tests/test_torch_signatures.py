@@ -353,7 +353,6 @@ MISSING = {
         {"b", "cond"},
         "torch's parser names (input, b), its docstring (A, B) as kiln's: to take both",
     ),
-    ("Tensor", "backward"): ({"inputs"}, "backward(inputs=) not taken yet"),
     ("Tensor", "bmm"): ({"out_dtype", "batch2"}, OUT_DTYPE_OR_SPELLING),
     ("Tensor", "broadcast_to"): ({"shape"}, SPELLING),
     ("Tensor", "cholesky_solve"): ({"input1"}, SPELLING),

@@ -366,3 +366,19 @@ def test_torch_forms_take_their_own_parameters():
     # orgqr(input, input2): tau as torch.orgqr's parser names it; tau 0 gives the identity
     q = kn.eye(2).orgqr(input2=kn.zeros(1))
     assert q.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_backward_into_the_given_inputs_alone():
+    # by hand: w = (x y)², dw/dx = 2 x y² = 36, dw/dy = 2 x² y = 24, dw/dz = 2 z = 12
+    x, y = kn.tensor(2.0, requires_grad=True), kn.tensor(3.0, requires_grad=True)
+    z = x * y
+    (z * z).backward(inputs=[x])
+    assert x.grad.item() == 36.0 and y.grad is None
+    z = x * y
+    (z * z).backward(inputs=[z, y])
+    assert (x.grad.item(), y.grad.item(), z.grad.item()) == (36.0, 24.0, 12.0)
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        (x * 2).backward(inputs=[])
+    unused = kn.tensor(1.0, requires_grad=True)
+    kn.autograd.backward([x * 2], inputs=[unused, x])
+    assert unused.grad is None and x.grad.item() == 38.0

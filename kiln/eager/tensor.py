@@ -605,11 +605,15 @@ class Tensor:
 
         retain(self)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
-        """Accumulates d self / d leaf into each leaf's `.grad` (PyTorch's `backward`)."""
+    def backward(
+        self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None
+    ) -> None:
+        """Accumulates d self / d leaf into each leaf's `.grad` (PyTorch's `backward`; with
+        `inputs`, into theirs alone)."""
         from .autograd import backward
 
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph)
+        gradients = None if gradient is None else [gradient]
+        backward([self], gradients, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
         """`hook(grad)` runs when backward has this tensor's whole gradient; a Tensor it

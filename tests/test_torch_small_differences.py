@@ -382,3 +382,11 @@ def test_backward_into_the_given_inputs_alone():
     unused = kn.tensor(1.0, requires_grad=True)
     kn.autograd.backward([x * 2], inputs=[unused, x])
     assert unused.grad is None and x.grad.item() == 38.0
+
+
+def test_view_copy_takes_a_dtype():
+    # 1.0 as float32 has the bits 0x3F800000 = 1065353216
+    assert kn.view_copy(kn.ones(1), dtype=kn.int32).tolist() == [1065353216]
+    assert kn.view_copy(kn.ones(1), kn.int32).tolist() == [1065353216]
+    with pytest.raises(TypeError, match="a size or a dtype"):
+        kn.view_copy(kn.ones(1))

@@ -67,14 +67,17 @@ def _fresh(op: str, value, out):
     return write_out(op, out, lambda: fresh, [value])
 
 
-def view_copy(input, size, *, out=None):  # noqa: A002
-    """`input.view(size)` (or `input.view(dtype)`) as a new tensor.
+def view_copy(input, size=None, *, dtype=None, out=None):  # noqa: A002
+    """`input.view(size)` (or `input.view(dtype)`, also as `dtype=`) as a new tensor.
 
     >>> import kiln as kn
-    >>> kn.view_copy(kn.arange(4.0), (2, 2)).tolist()
-    [[0.0, 1.0], [2.0, 3.0]]
+    >>> kn.view_copy(kn.arange(4.0), (2, 2)).tolist(), kn.view_copy(kn.ones(1), dtype=kn.int32)
+    ([[0.0, 1.0], [2.0, 3.0]], tensor([1065353216], dtype=kiln.int32))
     """
-    return _fresh("view_copy", _tensor("view_copy", input).view(size), out)
+    if (size is None) == (dtype is None):
+        raise ArgumentTypeError("view_copy() takes a size or a dtype (one of them)")
+    return _fresh("view_copy", _tensor("view_copy", input).view(size if dtype is None else dtype),
+                  out)  # fmt: skip
 
 
 def permute_copy(input, dims, *, out=None):  # noqa: A002

@@ -285,8 +285,8 @@ def pow(input, exponent, out=None):  # noqa: A002
     if type(exponent) is int and exponent < 0 and getattr(input, "dtype", dt.float32).kind in "biu":
         raise UsageError(f"pow: Integers to negative integer powers are not allowed (a tensor "
                          f"of {input.dtype} to the power {exponent})")  # fmt: skip
-    if type(exponent) is bool or getattr(exponent, "dtype", None) == _BOOL:
-        if type(input) is bool or getattr(input, "dtype", None) == _BOOL:
+    if type(exponent) is bool or getattr(exponent, "dtype", _FLOAT16) == _BOOL:
+        if type(input) is bool or getattr(input, "dtype", _FLOAT16) == _BOOL:
             return _bool_pow(input, exponent, out=out)
     if type(exponent) is float and (exponent == 0.5 or exponent == -0.5):
         # NOTE: NumPy's power (the short path's) takes 1/2 as sqrt itself in float32 and

@@ -390,3 +390,55 @@ def test_view_copy_takes_a_dtype():
     assert kn.view_copy(kn.ones(1), kn.int32).tolist() == [1065353216]
     with pytest.raises(TypeError, match="a size or a dtype"):
         kn.view_copy(kn.ones(1))
+
+
+# out= calls PyTorch takes that the signatures' sources do not list (its docstrings omit them):
+# (call, expected value by hand)
+MORE_OUT = [
+    ("L.take(x, L.tensor([0, 4]), out=o())", [3.0, 5.0]),
+    ("L.nansum(x, 1, out=o())", [6.0, 9.0]),
+    ("L.vdot(L.ones(2), L.ones(2), out=o())", 2.0),
+    ("L.softmax(L.zeros(2), 0, out=o())", [0.5, 0.5]),
+    ("L.log_softmax(L.zeros(1), 0, out=o())", [0.0]),
+    ("L.hardshrink(x, 2.5, out=o())", [[3.0, 0.0, 0.0], [0.0, 5.0, 4.0]]),
+    ("L.threshold(x, 2.5, -1.0, out=o())", [[3.0, -1.0, -1.0], [-1.0, 5.0, 4.0]]),
+    ("L.scatter_add(L.zeros(3), 0, L.tensor([0, 0]), L.ones(2), out=o())", [2.0, 0.0, 0.0]),
+    ("L.scatter(L.zeros(3), 0, L.tensor([2]), L.ones(1), out=o())", [0.0, 0.0, 1.0]),
+    ("L.scatter_reduce(L.ones(2), 0, L.tensor([0, 0]), L.ones(2) * 3, 'amax', out=o())", [3, 1]),
+    ("L.tensordot(L.ones(2), L.ones(2), 1, out=o())", 2.0),
+    ("L.chain_matmul(L.eye(2), L.eye(2) * 2, out=o())", [[2.0, 0.0], [0.0, 2.0]]),
+    ("L.row_stack([L.ones(1), L.zeros(1)], out=o())", [[1.0], [0.0]]),
+    ("L.argsort(x, dim=1, stable=True, out=o(L.int64))", [[1, 2, 0], [0, 2, 1]]),
+    ("L.bucketize(L.tensor([0.5, 2.0]), L.tensor([1.0]), out=o(L.int64))", [0, 1]),
+    ("L.isin(L.tensor([1, 2]), L.tensor([2]), out=o(L.bool))", [False, True]),
+]
+
+
+@pytest.mark.parametrize("call, want", MORE_OUT, ids=[c[0].split("(")[0] for c in MORE_OUT])
+def test_more_out_calls(call, want):
+    made = []
+
+    def o(dtype=kn.float32):
+        made.append(kn.zeros(3, 3, dtype=dtype))  # wrong-shaped: resized, with a warning
+        return made[-1]
+
+    x = kn.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    with pytest.warns(UserWarning, match="was resized"):
+        r = eval(call, {"L": kn, "x": x, "o": o})
+    assert r is made[0] and r.tolist() == want
+
+
+def test_more_out_calls_match_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    for call, want in MORE_OUT:
+        made = []
+
+        def o(dtype=torch.float32, made=made):
+            made.append(torch.zeros(3, 3, dtype=dtype))
+            return made[-1]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = eval(call, {"L": torch, "x": x, "o": o})
+        assert r is made[0] and r.tolist() == want, call

@@ -49,7 +49,9 @@ _OUT_SAME_DTYPE = frozenset(
     "signbit take_along_dim tril triu trunc where "
     # kn.linalg's (linalg.cond, eigvals, householder_product, matrix_rank, pinv cast)
     "cholesky det eigvalsh inv ldl_solve matrix_norm multi_dot solve solve_triangular svdvals "
-    "vecdot vector_norm".split()
+    "vecdot vector_norm "
+    "argsort bucketize chain_matmul hardshrink isin log_softmax scatter scatter_add "
+    "scatter_reduce softmax take tensordot vdot".split()
 )
 
 

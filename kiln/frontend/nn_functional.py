@@ -28,6 +28,7 @@ from .core import call, half_in_float32, lift
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
+from .out import takes_out
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
@@ -74,6 +75,7 @@ def _softmax_dim(dim, axis, dtype, x, name):
     return x, dim if axis is None else axis
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
 def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
@@ -123,6 +125,7 @@ def _softmax_grad(ct, y, axis):  # PyTorch's: y * (ct - sum(ct * y)), y the roun
     return mul(y, sub(ct, reduce_sum(mul(ct, y), axis, keepdims=True)))
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
 def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where

@@ -406,6 +406,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     return m.pow(m.sum(m.pow(diff, p), -1), 1.0 / p)
 
 
+@takes_out
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
     """Whether each element is among `test_elements`.
 

@@ -369,6 +369,7 @@ def clamp_max(input, max):  # noqa: A002
 # -- reductions -------------------------------------------------------------------------------
 
 
+@takes_out
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The sum with NaN counted as zero.
 

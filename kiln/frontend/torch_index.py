@@ -80,6 +80,7 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     return call("reshape", out, shape=()) if zero_d else out
 
 
+@takes_out
 def take(input, index, axis=None):  # noqa: A002
     """NumPy's `take`: elements at `index` along `axis` (None: of the flattened input, which
     is also PyTorch's `take`); negative indices count from the end.
@@ -136,6 +137,7 @@ def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa:
 _REDUCE = {None: "none", "add": "sum", "multiply": "prod"}
 
 
+@takes_out
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=None):  # noqa: A002
     """`input` with `src` (a tensor, or a number `value`) written at `index` along `dim`:
     `out[index[i][j]][j] = src[i][j]` for `dim=0` (PyTorch's `scatter`; `reduce="add"` or
@@ -154,6 +156,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=N
                     "scatter", axis)  # fmt: skip
 
 
+@takes_out
 def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
     """`input` with `src` added at `index` along `dim`, repeated indices accumulating.
 
@@ -164,6 +167,7 @@ def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
     return _scatter(input, dim, index, src, "sum", True, "scatter_add", axis)
 
 
+@takes_out
 def scatter_reduce(
     input,  # noqa: A002 — PyTorch's argument names
     dim: int,

@@ -538,6 +538,7 @@ def cummin(input, dim=None, *, axis=None):  # noqa: A002
 # -- sorting -------------------------------------------------------------------------------------
 
 
+@takes_out
 def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):  # noqa: A002
     """The indices that sort `input` along `dim` (NaN counts as the greatest value). The sort
     is always stable, which is one of the orders `stable=False` allows.

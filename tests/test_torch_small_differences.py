@@ -442,3 +442,19 @@ def test_more_out_calls_match_torch():
             warnings.simplefilter("ignore")
             r = eval(call, {"L": torch, "x": x, "o": o})
         assert r is made[0] and r.tolist() == want, call
+
+
+def test_out_of_copies_and_norms():
+    x = kn.tensor([[1.0, 2.0], [3.0, 4.0]])
+    parts = [kn.zeros(0), kn.zeros(5)]  # resized (the second with a warning)
+    with pytest.warns(UserWarning, match="was resized"):
+        assert kn.unbind_copy(x, out=parts) is None  # as PyTorch's list-valued out= forms
+    assert [p.tolist() for p in parts] == [[1.0, 2.0], [3.0, 4.0]]
+    o = kn.zeros(0)
+    assert kn.frobenius_norm(kn.tensor([[3.0, 4.0]]), [0, 1], out=o) is o and o.item() == 5.0
+    got = kn.slice_scatter(kn.zeros(2, 2), kn.ones(1, 2), 0, 0, 1, out=kn.zeros(0))
+    assert got.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    r = kn.linalg.lstsq(kn.eye(2), kn.eye(2) * 2)
+    outs = tuple(kn.zeros(0, dtype=t.dtype) for t in r)
+    r2 = kn.linalg.lstsq(kn.eye(2), kn.eye(2) * 2, out=outs)
+    assert type(r2).__name__ == "linalg_lstsq_out" and r2.solution.tolist() == [[2, 0], [0, 2]]

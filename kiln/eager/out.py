@@ -51,7 +51,8 @@ _OUT_SAME_DTYPE = frozenset(
     "cholesky det eigvalsh inv ldl_solve matrix_norm multi_dot solve solve_triangular svdvals "
     "vecdot vector_norm "
     "argsort bucketize chain_matmul hardshrink isin log_softmax scatter scatter_add "
-    "scatter_reduce softmax take tensordot vdot".split()
+    "scatter_reduce softmax take tensordot vdot frobenius_norm nuclear_norm slice_scatter "
+    "view_as_complex_copy view_as_real_copy".split()
 )
 
 

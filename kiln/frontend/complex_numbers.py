@@ -206,6 +206,7 @@ def view_as_complex(input):  # noqa: A002
     return call("view_as_complex", x)
 
 
+@takes_out
 def view_as_real_copy(input):  # noqa: A002
     """PyTorch's `torch.view_as_real_copy`: `view_as_real` in memory of its own.
 
@@ -216,6 +217,7 @@ def view_as_real_copy(input):  # noqa: A002
     return m.cast(view_as_real(input), dt.to_real(_one(input).dtype))
 
 
+@takes_out
 def view_as_complex_copy(input):  # noqa: A002
     """PyTorch's `torch.view_as_complex_copy`: `view_as_complex` in memory of its own.
 

@@ -550,6 +550,7 @@ def pinverse(input, rcond: float = 1e-15):  # noqa: A002
     return pinv(input, rtol=rcond)
 
 
+@takes_out
 @autocast_op("fp32")
 def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     """The least-squares solutions of `A X = B` (minimum norm where A is rank-deficient), as

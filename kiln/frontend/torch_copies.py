@@ -56,9 +56,13 @@ def _fresh(op: str, value, out):
         parts = [_new(v) for v in value]
         if out is None:
             return parts
-        for o, v in zip(out, parts):
-            o.copy_(v)
-        return None
+        from ..eager.out import write_out
+
+        if not isinstance(out, (tuple, list)) or len(out) != len(parts):
+            raise ArgumentTypeError(f"{op}(): out= takes a list of {len(parts)} tensors")
+        for o, v in zip(out, parts):  # each resized and dtype-checked as out= is
+            write_out(op, o, lambda v=v: v, list(value))
+        return None  # (PyTorch's list-valued out= forms return None)
     fresh = _new(value)
     if out is None:
         return fresh

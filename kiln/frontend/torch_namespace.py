@@ -324,6 +324,7 @@ def select_scatter(input, src, dim: int, index: int):  # noqa: A002
     return _written(x, (slice(None),) * d + (index,), src)
 
 
+@takes_out
 def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):  # noqa: A002
     """A copy of `input` with `src` written at `start:end:step` of `dim`.
 

@@ -524,6 +524,86 @@ def test_pytorchs_parameters_that_kiln_lacks_are_listed():
     assert not stale, f"MISSING entries kiln now takes (shorten the list): {stale}"
 
 
+# -- out= wherever PyTorch takes it, found by calling ----------------------------------------
+
+# Arguments tried in turn until torch's function accepts them (its docstrings omit out= on a
+# few functions, `take`, `softmax`, ...: calling finds them)
+_X = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], np.float32)
+_SQ = np.array([[4.0, 1.0], [1.0, 3.0]], np.float32)
+_V = np.array([0.5, 0.25], np.float32)
+_TRIALS = [
+    (_X,), (_X, 1), (_X, _X), (_X, _X, _X), (_SQ,), (_SQ, _SQ), (_V,), (_V, _V),
+    (_X, 0, np.array([[0, 1, 0]])), (_X, 0, np.array([0])), (_SQ, 2), (_X, 0.5), ([_X, _X],),
+    (np.abs(_X) + 0.5, 0.5), (np.array([0, 1]),), (np.array([0, 1]), np.array([0, 1])), (3,),
+    (2, 2),
+]  # fmt: skip
+_NOT_CALLED = {"manual_seed", "seed", "set_rng_state", "save", "load", "compile", "vmap", "cond"}
+
+
+def _lib_args(lib, args):
+    return [lib.tensor(a) if isinstance(a, np.ndarray) else
+            [lib.tensor(b) for b in a] if isinstance(a, list) else a for a in args]  # fmt: skip
+
+
+def _out_like(lib, r):
+    def empty(t):
+        return lib.empty(0, dtype=getattr(lib, str(t.dtype).split(".")[-1]))
+
+    return tuple(empty(t) for t in r) if isinstance(r, tuple) else empty(r)
+
+
+def _torch_out_calls():
+    """(label, name, torch's result, whether torch returns None with out=, kiln's function,
+    the arguments) of the calls torch answers with out= (an empty out of its result's dtype)."""
+    spaces = [("torch", torch, kn), ("special", torch.special, kn.special),
+              ("linalg", torch.linalg, kn.linalg), ("fft", torch.fft, kn.fft)]  # fmt: skip
+    for label, tmod, kmod in spaces:
+        for name in sorted(dir(tmod)):
+            f, k = getattr(tmod, name), getattr(kmod, name, None)
+            if name.startswith("_") or name in _NOT_CALLED or k is None or isinstance(f, type):
+                continue
+            for args in _TRIALS:
+                try:
+                    r = f(*_lib_args(torch, args))
+                except Exception:
+                    continue
+                if not isinstance(r, torch.Tensor) and not (
+                    isinstance(r, tuple) and r and all(isinstance(t, torch.Tensor) for t in r)
+                ):
+                    break
+                try:
+                    returned = f(*_lib_args(torch, args), out=_out_like(torch, r))
+                except Exception:
+                    break  # torch refuses out= here
+                yield label, name, r, returned is None, k, args
+                break
+
+
+def test_out_wherever_torch_takes_it():
+    import warnings
+
+    missing, wrong = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for label, name, r, returns_none, k, args in _torch_out_calls():
+            out = _out_like(kn, r)
+            try:
+                got = k(*_lib_args(kn, args), out=out)
+            except Exception as e:
+                missing.append(f"{label}.{name}: {type(e).__name__}: {e}"[:160])
+                continue
+            if returns_none:  # PyTorch's list-valued out= forms (unbind_copy...) return None
+                same = got is None
+            else:
+                same = got is out or (
+                    isinstance(out, tuple) and all(a is b for a, b in zip(got, out))
+                )
+            if not same:
+                wrong.append(f"{label}.{name}")
+    assert not missing, f"out= refused where torch takes it: {missing}"
+    assert not wrong, f"out= not returned: {wrong}"
+
+
 if __name__ == "__main__":  # print what kiln lacks, grouped by namespace
     found = _missing()
     print(f"{len(found)} functions lack {sum(map(len, found.values()))} of PyTorch's parameters")

@@ -266,8 +266,9 @@ def logdet(A):  # noqa: N803
     return m.where(sign == 0, float("-inf"), nan)
 
 
+@takes_out
 @autocast_op("fp32")
-def cholesky(input, *, upper: bool = False, out=None):  # noqa: A002
+def cholesky(input, *, upper: bool = False):  # noqa: A002
     """The lower (or, with `upper`, upper) Cholesky factor of each symmetric positive-definite
     matrix in the last two dims (only its lower triangle is read); a matrix that is not
     positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's. A

@@ -353,7 +353,7 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
 
 
 @takes_out
-def histogram(input, bins, *, range=None, weight=None, density: bool = False):  # noqa: A002
+def histogram(input, bins=100, *, range=None, weight=None, density: bool = False):  # noqa: A002
     """The histogram of `input`: `bins` equal bins over `range` (default: the data's), or the
     bin edges `bins` (a 1-D increasing tensor); with `weight`, the sums of the weights; with
     `density`, normalized to integrate to 1. Returns `(hist, bin_edges)`. Static shapes.

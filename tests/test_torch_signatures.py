@@ -105,6 +105,7 @@ ALLOWED = {
         for space in ("torch", "Tensor")  # "torch": Symbol's view, reported under torch
     },
     ("special", "round"): ({"decimals"}, "torch.special.round(x, decimals=1) works"),
+    ("linalg", "lstsq"): ({"input"}, "torch's parser names it input (stand-in self, docstring A)"),
     ("torch", "orgqr"): (
         {"input2"},
         "torch's parser names tau input2: torch.orgqr(a, input2=t) works",
@@ -354,8 +355,9 @@ MISSING = {
     ("linalg", "vecdot"): ({"input", "other"}, SPELLING + " (torch.linalg.vecdot takes x, y)"),
     ("linalg", "matrix_power"): ({"A"}, LINALG_INPUT),
     ("linalg", "lstsq"): (
-        {"b", "cond"},
-        "torch's parser names (input, b), its docstring (A, B) as kiln's: to take both",
+        {"A", "B", "cond"},
+        "torch's docstring says (A, B), its parser takes (input, b) as kiln (A=, B= and the "
+        "stand-in's cond= refused)",
     ),
     ("Tensor", "bmm"): ({"out_dtype", "batch2"}, OUT_DTYPE_OR_SPELLING),
     ("Tensor", "broadcast_to"): ({"shape"}, SPELLING),

@@ -552,7 +552,7 @@ def pinverse(input, rcond: float = 1e-15):  # noqa: A002
 
 @takes_out
 @autocast_op("fp32")
-def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     """The least-squares solutions of `A X = B` (minimum norm where A is rank-deficient), as
     PyTorch's CPU default driver "gelsy" gives them: a named tuple `(solution, residuals,
     rank, singular_values)` with `rank` LAPACK's gelsy rank (int64), `residuals` and
@@ -566,6 +566,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     >>> out.solution.tolist(), int(out.rank)
     ([[1.0], [2.0]], 2)
     """
+    A, B = input, b  # noqa: N806 (torch's parser names them input, b; its docstring A, B)
     if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
         raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
                             f"gelsd, gelss), got {driver!r}")  # fmt: skip

@@ -12,7 +12,7 @@ from .errors import DeviceError, call_error
 
 __all__ = [
     "Size", "contiguous_format", "device", "layout", "memory_format", "preserve_format",
-    "return_types", "size_attribute", "strided",
+    "named_out", "return_types", "size_attribute", "strided",
 ]  # fmt: skip
 
 
@@ -137,7 +137,7 @@ def _fields(name: str, fields: list, doc: str):
     cls.__module__ = "kiln.return_types"
     cls.__repr__ = lambda self: (
         f"kiln.return_types.{name}(\n"
-        + ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+        + ",\n".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         + ")"
     )
     return cls
@@ -179,6 +179,25 @@ return_types = types.SimpleNamespace(
     triangular_solve=_fields("triangular_solve", ["solution", "cloned_coefficient"],
                              "`triangular_solve(b, A)`: the solution and a copy of A."),
 )  # fmt: skip
+
+
+def named_out(cls):
+    """The named tuple a function returns when its results went to `out=` (PyTorch's
+    `return_types.max_out` beside `return_types.max`): `cls`'s fields under the name
+    `<name>_out`, a plain tuple for a plain tuple.
+
+    >>> named_out(return_types.sort)._fields, named_out(return_types.sort).__name__
+    (('values', 'indices'), 'sort_out')
+    """
+    fields = getattr(cls, "_fields", None)
+    if fields is None:
+        return lambda *values: tuple(values)
+    name = f"{cls.__name__}_out"
+    out = getattr(return_types, name, None)
+    if out is None:
+        out = _fields(name, list(fields), f"{cls.__name__}(..., out=...)'s results: {cls.__doc__}")
+        setattr(return_types, name, out)
+    return out
 
 
 class memory_format:  # noqa: N801 — PyTorch's name

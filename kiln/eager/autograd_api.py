@@ -75,19 +75,40 @@ def _seed(i: int, t: Tensor, g) -> Tensor:
     return g if g.dtype == t.dtype else bind(REGISTRY["cast"], g, dtype=t.dtype)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             inputs=None) -> None:  # fmt: skip
     """Accumulates the gradients of `tensors` (weighted by `grad_tensors`) into the leaves'
-    `.grad`; the saved values are freed unless `retain_graph` (default: `create_graph`).
+    `.grad` (with `inputs`, into theirs alone, leaves or not); the saved values are freed
+    unless `retain_graph` (default: `create_graph`).
 
     >>> import kiln as kn
     >>> x = kn.tensor(2.0, requires_grad=True)
-    >>> kn.autograd.backward([x * x * x])
-    >>> x.grad
-    tensor(12.)
+    >>> y = kn.tensor(3.0, requires_grad=True)
+    >>> kn.autograd.backward([x * x * y], inputs=[x])
+    >>> x.grad, y.grad
+    (tensor(12.), None)
     """
     roots, seeds = _roots(tensors, grad_tensors)
     retain_graph = create_graph if retain_graph is None else retain_graph
-    _run(roots, seeds, retain_graph, create_graph)
+    if inputs is None:
+        _run(roots, seeds, retain_graph, create_graph)
+        return
+    from .autograd import _accumulate, _finish_leaf
+
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise node_error(AutogradError, "`inputs` argument to `backward()` cannot be empty.",
+                         op="backward", site=user_site(), called=True)  # fmt: skip
+    _check_differentiable(inputs, "backward")
+    found = _run(roots, seeds, retain_graph, create_graph, targets=inputs)
+    for x in inputs:
+        g = found[id(x)]
+        if g is None:  # not reached: its .grad stays, as PyTorch's
+            continue
+        if x.grad_fn is None:  # a leaf: its hooks, then .grad, then its post-accumulate hooks
+            _finish_leaf(x, g, create_graph)
+        else:  # an intermediate value (its hooks ran in the propagation)
+            _accumulate(x, g, create_graph)
 
 
 # `grad` of graph values (Symbols: in a kn.compile trace or graph mode), by symbolic
@@ -116,14 +137,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         return SYMBOLIC_GRAD(outputs, inputs, grad_outputs, allow_unused, create_graph)
     roots, seeds = _roots(outputs, grad_outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    for i, x in enumerate(inputs):
-        if not isinstance(x, Tensor) or not x._requires_grad:
-            raise node_error(
-                AutogradError,
-                f"One of the differentiated Tensors does not require grad (input {i})",
-                op="autograd.grad", site=user_site(), called=True,
-                inputs=[describe(x) if isinstance(x, Tensor) else type(x).__name__],
-            )  # fmt: skip
+    _check_differentiable(inputs, "autograd.grad")
     retain_graph = create_graph if retain_graph is None else retain_graph
     found = _run(roots, seeds, retain_graph, create_graph, targets=inputs)
     results = []
@@ -138,3 +152,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
             )  # fmt: skip
         results.append(g)
     return tuple(results)
+
+
+def _check_differentiable(inputs, op: str) -> None:
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor) or not x._requires_grad:
+            raise node_error(
+                AutogradError,
+                f"One of the differentiated Tensors does not require grad (input {i})",
+                op=op, site=user_site(), called=True,
+                inputs=[describe(x) if isinstance(x, Tensor) else type(x).__name__],
+            )  # fmt: skip

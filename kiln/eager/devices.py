@@ -77,11 +77,14 @@ def _move(t: Tensor, device: str) -> Tensor:
     return make(get_backend(device).to_device(t._data), device)
 
 
-def cpu(self) -> Tensor:
+def cpu(self, memory_format=None) -> Tensor:
+    """`t.to("cpu")` (PyTorch's `memory_format=`: kiln's tensors are contiguous)."""
     return to(self, "cpu")
 
 
-def cuda(self, device=None) -> Tensor:
+def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """`t.to("cuda")`, or to the GPU `device` (`non_blocking` and `memory_format` as
+    PyTorch's take them: kiln's copies complete in order, its tensors are contiguous)."""
     return to(self, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int)
               else device)  # fmt: skip
 

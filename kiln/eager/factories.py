@@ -14,6 +14,7 @@ from ..ops.random import in_trace
 from ..runtime.backend import get_backend
 from . import sparse
 from .devices import canonical_device
+from .out import factory_out
 from .tensor import Tensor, make
 
 __all__ = [
@@ -71,7 +72,9 @@ def _float(dtype) -> np.dtype:
     return dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
 
 
-def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
+def tensor(
+    data, dtype=None, device="cpu", requires_grad: bool = False, pin_memory: bool = False
+) -> Tensor:
     """A tensor holding a copy of `data` (nested lists, scalars, arrays or a tensor); Python
     floats become float32, ints int64, as in PyTorch.
 
@@ -86,6 +89,8 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
         array = np.array(dt.as_array(data, dtype), copy=True)
     except (OverflowError, dt.DTypeError) as e:
         array = _with_python_ints(data, dtype, e)
+    if pin_memory:  # Tensor.pin_memory's rules (no accelerator: PyTorch's error)
+        return _finish(array, device, requires_grad).pin_memory()
     return _finish(array, device, requires_grad)
 
 
@@ -119,7 +124,7 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
     return np.array(dt.as_array(convert(data), dtype), copy=True)
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
+def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing `array`'s memory (no copy): changes to either show in both.
 
     >>> import kiln as kn, numpy as np
@@ -129,12 +134,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
     >>> t
     tensor([5., 0.])
     """
-    if not isinstance(array, np.ndarray):
-        raise ArgumentTypeError(f"expected np.ndarray (got {type(array).__name__})")
-    dt.as_dtype(array.dtype)
-    return make(array)
+    if not isinstance(ndarray, np.ndarray):
+        raise ArgumentTypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt.as_dtype(ndarray.dtype)
+    return make(ndarray)
 
 
+@factory_out
 def zeros(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Zeros of shape `size` (ints, or one tuple).
 
@@ -145,6 +151,7 @@ def zeros(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
     return _finish(np.zeros(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
 
 
+@factory_out
 def ones(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """Ones of shape `size`.
 
@@ -157,6 +164,7 @@ def ones(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fals
     return _finish(array, device, requires_grad)
 
 
+@factory_out
 def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """`fill_value` everywhere; the dtype follows the value (bool, int64, float32) if not given.
 
@@ -179,6 +187,7 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
 _SCALAR_DTYPES = {float: dt.DEFAULT_FLOAT, int: dt.int64, bool: np.dtype(bool)}
 
 
+@factory_out
 def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`start, start + step, …` below `end` (`arange(n)` counts from 0); ints give int64.
 
@@ -249,6 +258,7 @@ def _real(value):
     return value.real
 
 
+@factory_out
 def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included (complex values, of
     the default complex dtype, between complex ends).
@@ -279,6 +289,7 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
     return _finish(array, device, requires_grad)
 
 
+@factory_out
 def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """The `n` x `m` identity matrix.
 
@@ -314,6 +325,7 @@ def _traced(kind, shape, dtype, generator, **params):
     return traced_factory(kind, shape, dtype, generator, **params)
 
 
+@factory_out(pin_memory=True)
 def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
           requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Samples of N(0, 1), drawn from `generator` (default: the stream `kn.manual_seed`
@@ -337,6 +349,7 @@ def randn(*sizes, size=None, generator=None, dtype=None, device="cpu",
     return _finish(g._normal(_shape(_sizes(sizes, size)), dtype), device, requires_grad)
 
 
+@factory_out(pin_memory=True)
 def rand(*sizes, size=None, generator=None, dtype=None, device="cpu",
           requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Samples of U[0, 1), drawn from `generator` (default: the `kn.manual_seed` stream).
@@ -364,6 +377,7 @@ def _pairs_as_complex(parts, requires_grad: bool):
     return z.requires_grad_() if requires_grad else z
 
 
+@factory_out
 def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, device="cpu",
             requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Integers drawn uniformly from [low, high): `randint(high, size)` or
@@ -400,6 +414,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)
 
 
+@factory_out(pin_memory=True, memory_format=True)
 def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = False) -> Tensor:
     """A tensor of shape `size` whose values are whatever the memory held (PyTorch's `empty`).
 
@@ -408,6 +423,19 @@ def empty(*sizes, size=None, dtype=None, device="cpu", requires_grad: bool = Fal
     ((2, 3), kiln.int32)
     """
     return _finish(np.empty(_shape(_sizes(sizes, size)), _float(dtype)), device, requires_grad)
+
+
+def _like_layout(t, layout):
+    """`t`, or for `layout=kn.strided` of a sparse `t` its dense form (the `*_like` factories
+    keep t's layout unless told); kiln's factories make no other layout from a dense one."""
+    if layout is None or layout == getattr(t, "layout", layout):
+        return t
+    from ..array_types import strided
+
+    if layout is strided and getattr(t, "is_sparse", False):
+        return t.to_dense()
+    raise ArgumentError(f"kiln's *_like factories make strided tensors (or t's own layout), "
+                        f"got layout={layout} for a {t.layout} tensor")  # fmt: skip
 
 
 def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)
@@ -438,6 +466,7 @@ def zeros_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """Zeros of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value.
 
@@ -445,6 +474,8 @@ def zeros_like(
     >>> kn.zeros_like(kn.ones(2, dtype=kn.int32))
     tensor([0, 0], dtype=kiln.int32)
     """
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 0, dtype)
     if input.is_sparse:  # no entries, as PyTorch's
@@ -459,8 +490,11 @@ def ones_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """Ones of `t`'s shape, dtype and device (unless given); of a Symbol, a graph value."""
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 1, dtype)
     shape, dtype, device = _like(input, dtype, device)
@@ -473,9 +507,12 @@ def empty_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """An uninitialized tensor of `t`'s shape, dtype and device (unless given); of a Symbol,
     zeros."""
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 0, dtype)
     if input.is_sparse:
@@ -491,9 +528,12 @@ def full_like(
     device=None,
     requires_grad: bool = False,
     memory_format=None,
+    layout=None,
 ) -> Tensor:
     """`fill_value` in `t`'s shape, dtype and device (unless given); of a Symbol, a graph
     value."""
+    if layout is not None:
+        input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, fill_value, dtype)
     shape, dtype, device = _like(input, dtype, device)

@@ -1,15 +1,22 @@
-"""PyTorch's `out=` argument: the result written into a given eager tensor, with PyTorch's
-checks (no autograd through it; a result dtype that the out dtype cannot hold by a same-kind
-cast refuses; an out of another shape is resized, with PyTorch's warning unless empty)."""
+"""PyTorch's `out=` argument: the result written into a given eager tensor (a tuple of them
+for functions that return a named tuple), with PyTorch's checks (no autograd through it; a
+result dtype that the out dtype cannot hold by a same-kind cast refuses, and where PyTorch's
+kernel wants the result's own dtype, any other dtype; an out of another shape is resized, with
+PyTorch's warning unless empty). `takes_out` adds the keyword to a function, `factory_out` to
+a factory (`zeros`, `arange`, ...), whose dtype then defaults to the out's."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 
 import numpy as np
 
 from .. import dtypes as dt
+from ..array_types import strided
 from ..errors import (
+    ArgumentError,
     ArgumentTypeError,
     AutogradError,
     DTypeMismatchError,
@@ -21,7 +28,7 @@ from ..graph.core import Symbol, user_site
 from .grad_mode import no_grad, state
 from .tensor import Tensor, describe
 
-__all__ = ["check_no_overlap", "write_out"]
+__all__ = ["check_no_overlap", "factory_out", "takes_out", "write_out"]
 
 # out= functions whose PyTorch kernels write an out that overlaps an input (the matrix
 # products); the others refuse it, as their in-place forms do
@@ -30,20 +37,42 @@ _OUT_OVERLAP_ALLOWED = frozenset(
 )
 
 
+# out= functions whose PyTorch kernels want an out of the result's own dtype (the matrix
+# products, the indexing and sorting functions, the rounding ones...: PyTorch's "Expected out
+# tensor to have dtype float, but got double instead"), where the others cast by same kind
+_OUT_SAME_DTYPE = frozenset(
+    "addbmm addmm addmv all amax amin any argmax argmin baddbmm bmm ceil clamp clamp_max "
+    "clamp_min clip complex conj_physical cross diag dot fix float_power floor frac gather "
+    "heaviside histc index_add index_copy index_reduce index_select inner isneginf isposinf "
+    "lerp logcumsumexp lu_solve masked_select matmul matrix_power mm msort multinomial mv "
+    "nan_to_num nanquantile nonzero norm polar quantile renorm round searchsorted sgn sign "
+    "signbit take_along_dim tril triu trunc where "
+    # kn.linalg's (linalg.cond, eigvals, householder_product, matrix_rank, pinv cast)
+    "cholesky det eigvalsh inv ldl_solve matrix_norm multi_dot solve solve_triangular svdvals "
+    "vecdot vector_norm "
+    "argsort bucketize chain_matmul hardshrink isin log_softmax scatter scatter_add "
+    "scatter_reduce softmax take tensordot vdot frobenius_norm nuclear_norm slice_scatter "
+    "view_as_complex_copy view_as_real_copy".split()
+)
+
+
 def write_out(name: str, out, compute, inputs):
-    """`compute()` written into `out`, which is returned (PyTorch's `fn(..., out=out)`).
+    """`compute()` written into `out`, which is returned (PyTorch's `fn(..., out=out)`); a
+    named-tuple result goes into a tuple of outs, returned as `kiln.return_types.<name>_out`.
 
     >>> import kiln as kn
     >>> o = kn.zeros(2, dtype=kn.float64)
     >>> kn.add(kn.tensor([1, 2]), 1, out=o) is o, o
     (True, tensor([2., 3.], dtype=kiln.float64))
     """
-    if isinstance(out, Symbol) or not hasattr(out, "copy_"):
-        raise ArgumentTypeError(
-            f"{name}(): out= takes an eager tensor, got {type(out).__name__} (graph values "
-            f"never change: use the returned value) at {user_site()}"
-        )
-    if state.grad and any(getattr(v, "requires_grad", False) for v in (out, *inputs)):
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if isinstance(o, Symbol) or not hasattr(o, "copy_"):
+            raise ArgumentTypeError(
+                f"{name}(): out= takes an eager tensor, got {type(o).__name__} (graph values "
+                f"never change: use the returned value) at {user_site()}"
+            )
+    if state.grad and any(getattr(v, "requires_grad", False) for v in (*outs, *inputs)):
         raise node_error(
             AutogradError,
             "functions with out=... arguments don't support automatic differentiation, but "
@@ -51,11 +80,40 @@ def write_out(name: str, out, compute, inputs):
             op=name,
             site=user_site(),
             called=True,
-            inputs=[describe(v) for v in (out, *inputs) if hasattr(v, "requires_grad")],
+            inputs=[describe(v) for v in (*outs, *inputs) if hasattr(v, "requires_grad")],
         )
     if name not in _OUT_OVERLAP_ALLOWED:
-        check_no_overlap(out, inputs, name)
+        for o in outs:
+            check_no_overlap(o, inputs, name)
     result = compute()
+    if not isinstance(result, tuple):
+        if isinstance(out, (tuple, list)):
+            raise ArgumentTypeError(
+                f"{name}(): out= takes one tensor here, got a {type(out).__name__} of "
+                f"{len(outs)} at {user_site()}"
+            )
+        return _write_one(name, out, result, name in _OUT_SAME_DTYPE)
+    if len(outs) != len(result) or not isinstance(out, (tuple, list)):
+        fields = ", ".join(getattr(result, "_fields", ()))
+        raise ArgumentTypeError(
+            f"{name}(): out= takes a tuple of {len(result)} tensors ({fields}), got "
+            f"{type(out).__name__} at {user_site()}"
+        )
+    for o, r in zip(outs, result):
+        _write_one(name, o, r, True)  # PyTorch's named-tuple kernels want the result's dtypes
+    return _out_type(type(result))(*outs)
+
+
+def _write_one(name: str, out, result, same_dtype: bool):
+    if same_dtype and out.dtype != result.dtype:
+        raise node_error(
+            DTypeMismatchError,
+            f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead",
+            op=name,
+            site=user_site(),
+            called=True,
+            inputs=[describe(out)],
+        )
     if not dt.can_cast(result.dtype, out.dtype):
         raise node_error(
             DTypeMismatchError,
@@ -72,12 +130,145 @@ def write_out(name: str, out, compute, inputs):
                 f"{list(out.shape)}, which does not match the required output shape "
                 f"{list(result.shape)}. ({name} at {user_site()})",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         out.resize_(tuple(result.shape))
     with no_grad():
         out.copy_(result)
     return out
+
+
+@functools.cache
+def _out_type(cls):
+    """`kiln.return_types.max_out` for `max`: PyTorch's type of a named tuple written to out=."""
+    from ..array_types import named_out
+
+    return named_out(cls)
+
+
+def _with_out_signature(fn, wrapper) -> None:
+    """`wrapper.__signature__`: `fn`'s parameters with a keyword-only `out=None` (before a
+    `**kwargs`), so that `inspect.signature` and help() show the keyword."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    params = list(sig.parameters.values())
+    if "out" in sig.parameters:
+        return
+    kw = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    wrapper.__signature__ = sig.replace(parameters=[*params[:at], kw, *params[at:]])
+
+
+def takes_out(fn):
+    """`fn` with PyTorch's keyword `out=`, written by `write_out`. `.without_out` is `fn`
+    itself: the Tensor methods, which take no `out`, call it without the extra frame.
+
+    >>> import kiln as kn
+    >>> v, i = kn.zeros(0), kn.zeros(0, dtype=kn.int64)
+    >>> r = kn.max(kn.tensor([[1.0, 3.0], [4.0, 2.0]]), 1, out=(v, i))
+    >>> type(r).__name__, r.values is v, v.tolist(), i.tolist()
+    ('max_out', True, [3.0, 4.0], [1, 0])
+    """
+
+    @functools.wraps(fn)
+    def with_out(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        inputs = [a for a in (*args, *kwargs.values()) if not isinstance(a, (list, tuple))]
+        inputs += [b for a in args if isinstance(a, (list, tuple)) for b in a]  # cat's list
+        return write_out(fn.__name__, out, lambda: fn(*args, **kwargs), inputs)
+
+    with_out.without_out = fn
+    _with_out_signature(fn, with_out)
+    return with_out
+
+
+def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = False):
+    """The factory `fn` with PyTorch's keywords `out=` and `layout=` (and `pin_memory=`,
+    `memory_format=` where PyTorch's factory has them). With `out`, the values are made in the
+    out's dtype (a `dtype=` that differs refuses) and written into it, resized to the result's
+    shape. kiln's tensors are strided and contiguous: `layout` takes `kn.strided` (or None),
+    `memory_format` is accepted as the `*_like` factories accept it, and `pin_memory=True` is
+    `Tensor.pin_memory()` (no accelerator: PyTorch's error).
+
+    >>> import kiln as kn
+    >>> o = kn.zeros(0, dtype=kn.int32)
+    >>> kn.arange(3, out=o) is o, o, kn.ones(2, layout=kn.strided)
+    (True, tensor([0, 1, 2], dtype=kiln.int32), tensor([1., 1.]))
+    """
+    if fn is None:
+        return functools.partial(factory_out, pin_memory=pin_memory, memory_format=memory_format)
+    sig = inspect.signature(fn)
+    name = fn.__name__
+    takes = {"pin_memory": pin_memory, "memory_format": memory_format}
+
+    @functools.wraps(fn)
+    def with_out(*args, out=None, layout=None, **kwargs):
+        if layout is not None and layout is not strided:
+            raise call_error(
+                ArgumentError,
+                f"{name}(): kiln's factories make strided tensors, got layout={layout}",
+                name,
+            )
+        pin = kwargs.pop("pin_memory", False) if pin_memory else False
+        if memory_format:
+            kwargs.pop("memory_format", None)  # (kiln's new tensors: always contiguous)
+        result = fn(*args, **kwargs) if out is None else _factory_into(out, args, kwargs)
+        return result.pin_memory() if pin else result
+
+    def _factory_into(out, args, kwargs):
+        if isinstance(out, Symbol) or not hasattr(out, "copy_"):
+            raise ArgumentTypeError(
+                f"{name}(): out= takes an eager tensor, got {type(out).__name__} (graph values "
+                f"never change: use the returned value) at {user_site()}"
+            )
+        bound = sig.bind(*args, **kwargs)
+        dtype = bound.arguments.get("dtype")
+        if dtype is None:
+            bound.arguments["dtype"] = out.dtype
+        elif dt.as_dtype(dtype) != out.dtype:
+            raise call_error(
+                DTypeMismatchError,
+                f"dtype {dt.as_dtype(dtype)} does not match dtype of out parameter "
+                f"({out.dtype})",
+                name, out,
+            )  # fmt: skip
+        if getattr(out, "requires_grad", False) and state.grad:
+            raise call_error(
+                AutogradError,
+                "functions with out=... arguments don't support automatic differentiation, "
+                "but one of the arguments requires grad.",
+                name, out,
+            )  # fmt: skip
+        result = fn(*bound.args, **bound.kwargs)
+        if name == "arange" and out.numel() not in (0, result.numel()):  # PyTorch's warning
+            warnings.warn(
+                f"The number of elements in the out tensor of shape {list(out.shape)} is "
+                f"{out.numel()} which does not match the computed number of elements "
+                f"{result.numel()}. Note that this may occur as a result of rounding error. "
+                f"The out tensor will be resized to a tensor of shape ({result.numel()},).",
+                UserWarning,
+                stacklevel=3,
+            )
+        if tuple(out.shape) != tuple(result.shape):
+            out.resize_(tuple(result.shape))
+        with no_grad():
+            out.copy_(result)
+        return out
+
+    with_out.without_out = fn
+    params = list(sig.parameters.values())
+    added = [
+        inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=d)
+        for k, d in [("out", None), ("layout", None), ("pin_memory", False),
+                     ("memory_format", None)]
+        if k not in sig.parameters and takes.get(k, True)
+    ]  # fmt: skip
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    with_out.__signature__ = sig.replace(parameters=[*params[:at], *added, *params[at:]])
+    return with_out
 
 
 def _dense(a: np.ndarray) -> bool:

@@ -13,6 +13,7 @@ from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed, seeds_from
 from .factories import _finish, _traced, rand, randn
 from .grad_mode import no_grad
+from .out import factory_out, takes_out
 from .tensor import Tensor, make
 
 __all__ = ["bernoulli", "multinomial", "randperm"]
@@ -28,6 +29,7 @@ def _host(t: Tensor) -> np.ndarray:
     return data.get() if hasattr(data, "get") else np.asarray(data)  # NOTE: CuPy arrays
 
 
+@factory_out(pin_memory=True)
 def randperm(
     n: int, *, generator=None, dtype=dt.int64, device="cpu", requires_grad: bool = False
 ) -> Tensor:
@@ -47,6 +49,7 @@ def randperm(
     return _finish(values, device, requires_grad)
 
 
+@takes_out
 def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
     """0/1 samples, 1 with probability `input` (or `p`) per element, in `input`'s dtype, as
     PyTorch's `bernoulli`.
@@ -66,6 +69,7 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
     return _finish(draws.astype(input.dtype), str(input.device), False)
 
 
+@takes_out
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:  # noqa: A002
     """Indices drawn from the categories of each row of `input` (non-negative weights, 1-D
     or 2-D), without replacement unless `replacement`, as PyTorch's `multinomial` (int64).

@@ -357,8 +357,9 @@ class Tensor:
 
     # -- conversion --------------------------------------------------------------------------
 
-    def numpy(self) -> np.ndarray:
-        """The array itself (shared, not copied), as PyTorch's `numpy()`.
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The array itself (shared, not copied), as PyTorch's `numpy()`; `force=True` takes
+        it from a tensor that requires grad or lives on a GPU too (a host copy there).
 
         >>> import kiln as kn
         >>> try:
@@ -367,6 +368,8 @@ class Tensor:
         ...     print(type(e).__name__, str(e).partition(" (op")[0])
         AutogradError Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.
         """  # noqa: E501
+        if force and (self._requires_grad or self._device != "cpu"):
+            return self.detach().cpu().numpy()
         if self._requires_grad:
             raise node_error(
                 AutogradError,
@@ -470,8 +473,9 @@ class Tensor:
         t._inference = self._inference
         return t
 
-    def clone(self) -> Tensor:
-        """A copy that gradients flow through."""
+    def clone(self, *, memory_format=None) -> Tensor:
+        """A copy that gradients flow through (kiln's copies are contiguous, whatever the
+        `memory_format`)."""
         return bind(REGISTRY["cast"], self, dtype=self.dtype)
 
     def contiguous(self, memory_format=None) -> Tensor:
@@ -555,7 +559,7 @@ class Tensor:
             return dt.type_name(self.dtype, self._device != "cpu")
         return self.to(dt.dtype_of_type(dtype))
 
-    def resize_(self, *sizes, size=None) -> Tensor:
+    def resize_(self, *sizes, size=None, memory_format=None) -> Tensor:
         """Gives the tensor the shape `sizes`, keeping its leading elements in row-major order
         (new ones are uninitialized), as PyTorch's `resize_`; a tensor that requires grad or
         views another refuses.
@@ -603,11 +607,15 @@ class Tensor:
 
         retain(self)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
-        """Accumulates d self / d leaf into each leaf's `.grad` (PyTorch's `backward`)."""
+    def backward(
+        self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None
+    ) -> None:
+        """Accumulates d self / d leaf into each leaf's `.grad` (PyTorch's `backward`; with
+        `inputs`, into theirs alone)."""
         from .autograd import backward
 
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph)
+        gradients = None if gradient is None else [gradient]
+        backward([self], gradients, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
         """`hook(grad)` runs when backward has this tensor's whole gradient; a Tensor it

@@ -26,10 +26,9 @@ from .einsum import einsum
 from .indexing import index_put
 from .linalg import cholesky_method as cholesky
 from .linalg import det, inverse, logdet, slogdet
-from .linalg_factor import householder_product as orgqr
 from .linalg_factor import lu_old as lu
 from .linalg_factor import lu_solve_old as lu_solve
-from .linalg_factor import lu_unpack, matrix_exp, pinverse, triangular_solve
+from .linalg_factor import lu_unpack, matrix_exp, orgqr, pinverse, triangular_solve
 from .linalg_factor import qr_old as qr
 from .linalg_factor import svd_old as svd
 from .math import *  # noqa: F403

@@ -19,6 +19,7 @@ from . import inplace
 from . import math as m
 from . import shape as s
 from .core import call, lift
+from .out import takes_out
 
 __all__ = [
     "angle",
@@ -67,6 +68,7 @@ def imag(input):  # noqa: A002
     return call("imag", x)
 
 
+@takes_out
 def conj(input):  # noqa: A002
     """The complex conjugate (a real `input` itself), as PyTorch's `torch.conj`.
 
@@ -81,6 +83,7 @@ def conj(input):  # noqa: A002
 conj_physical = conj  # kiln's conj is physical: a value of its own, never a lazy view
 
 
+@takes_out
 def angle(input):  # noqa: A002
     """The argument of each element in radians (real values: 0, or pi for negative ones), as
     PyTorch's `torch.angle`.
@@ -92,6 +95,7 @@ def angle(input):  # noqa: A002
     return call("angle", _one(input))
 
 
+@takes_out
 def complex(real, imag):  # noqa: A001
     """The complex tensor `real + i imag` (parts of one dtype, float32 or float64), as
     PyTorch's `torch.complex`.
@@ -103,6 +107,7 @@ def complex(real, imag):  # noqa: A001
     return call("complex", *lift(real, imag))
 
 
+@takes_out
 def polar(abs, angle):  # noqa: A002
     """The complex tensor `abs * (cos(angle) + i sin(angle))`, as PyTorch's `torch.polar`.
 
@@ -201,6 +206,7 @@ def view_as_complex(input):  # noqa: A002
     return call("view_as_complex", x)
 
 
+@takes_out
 def view_as_real_copy(input):  # noqa: A002
     """PyTorch's `torch.view_as_real_copy`: `view_as_real` in memory of its own.
 
@@ -211,6 +217,7 @@ def view_as_real_copy(input):  # noqa: A002
     return m.cast(view_as_real(input), dt.to_real(_one(input).dtype))
 
 
+@takes_out
 def view_as_complex_copy(input):  # noqa: A002
     """PyTorch's `torch.view_as_complex_copy`: `view_as_complex` in memory of its own.
 
@@ -272,6 +279,6 @@ def install(cls=None) -> None:
     cls = Symbol if cls is None else cls
     cls.stft, cls.istft = spectral.stft, spectral.istft
     for name, fn in METHODS.items():
-        setattr(cls, name, fn)
+        setattr(cls, name, getattr(fn, "without_out", fn))  # methods take no out=
     for name, fn in PROPERTIES.items():
         setattr(cls, name, property(fn, SETTERS.get(name)))

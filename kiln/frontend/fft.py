@@ -8,11 +8,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, ShapeError, call_error
+from ..errors import ArgumentError, DTypeError, ShapeError, UnsupportedDTypeError, call_error
 from . import math as m
 from . import torch_shape as ts
 from .complex_numbers import conj
 from .core import call, lift
+from .out import factory_out, takes_out
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
@@ -130,6 +131,7 @@ def _one(n):
     return None if n is None else (n,)
 
 
+@takes_out
 def fft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """The discrete Fourier transform along `dim` (of `n` points: the signal cut or padded
     with zeros), as PyTorch's `torch.fft.fft`; real inputs give complex results.
@@ -141,6 +143,7 @@ def fft(input, n=None, dim=-1, norm=None):  # noqa: A002
     return _c2c(input, _one(n), dim, norm, True, "fft_fft")
 
 
+@takes_out
 def ifft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """The inverse discrete Fourier transform along `dim`, as PyTorch's `torch.fft.ifft`.
 
@@ -151,6 +154,7 @@ def ifft(input, n=None, dim=-1, norm=None):  # noqa: A002
     return _c2c(input, _one(n), dim, norm, False, "fft_ifft")
 
 
+@takes_out
 def fft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     """The 2-D discrete Fourier transform over `dim`, as PyTorch's `torch.fft.fft2`.
 
@@ -162,6 +166,7 @@ def fft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     return _c2c(input, s, dim, norm, True, "fft_fft2")
 
 
+@takes_out
 def ifft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     """The 2-D inverse discrete Fourier transform, as PyTorch's `torch.fft.ifft2`.
 
@@ -173,6 +178,7 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     return _c2c(input, s, dim, norm, False, "fft_ifft2")
 
 
+@takes_out
 def fftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """The N-D discrete Fourier transform over `dim` (all dims, or the last len(s)), as
     PyTorch's `torch.fft.fftn`.
@@ -184,6 +190,7 @@ def fftn(input, s=None, dim=None, norm=None):  # noqa: A002
     return _c2c(input, s, dim, norm, True, "fft_fftn")
 
 
+@takes_out
 def ifftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """The N-D inverse discrete Fourier transform, as PyTorch's `torch.fft.ifftn`.
 
@@ -194,6 +201,7 @@ def ifftn(input, s=None, dim=None, norm=None):  # noqa: A002
     return _c2c(input, s, dim, norm, False, "fft_ifftn")
 
 
+@takes_out
 def rfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """The Fourier transform of a real signal: its n // 2 + 1 non-negative frequencies, as
     PyTorch's `torch.fft.rfft`.
@@ -205,6 +213,7 @@ def rfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     return _r2c(input, _one(n), dim, norm, "fft_rfft")
 
 
+@takes_out
 def irfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """The real signal of `n` points (default 2 * (m - 1)) whose non-negative frequencies are
     `input`, as PyTorch's `torch.fft.irfft`.
@@ -216,6 +225,7 @@ def irfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     return _c2r(input, _one(n), dim, norm, "fft_irfft")
 
 
+@takes_out
 def rfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     """The 2-D transform of a real signal, halved along the last dim, as `torch.fft.rfft2`.
 
@@ -226,6 +236,7 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     return _r2c(input, s, dim, norm, "fft_rfft2")
 
 
+@takes_out
 def irfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     """The inverse of `rfft2`, as PyTorch's `torch.fft.irfft2`.
 
@@ -237,6 +248,7 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     return _c2r(input, s, dim, norm, "fft_irfft2")
 
 
+@takes_out
 def rfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """The N-D transform of a real signal, halved along the last transformed dim, as
     PyTorch's `torch.fft.rfftn`.
@@ -248,6 +260,7 @@ def rfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     return _r2c(input, s, dim, norm, "fft_rfftn")
 
 
+@takes_out
 def irfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """The inverse of `rfftn`, as PyTorch's `torch.fft.irfftn`.
 
@@ -258,6 +271,7 @@ def irfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     return _c2r(input, s, dim, norm, "fft_irfftn")
 
 
+@takes_out
 def hfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """The Fourier transform of a Hermitian-symmetric signal given by its first half (a real
     spectrum of `n` points), as PyTorch's `torch.fft.hfft`.
@@ -269,6 +283,7 @@ def hfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     return _c2r(conj(_input(input, "fft_hfft")), _one(n), dim, _DUAL[norm], "fft_hfft")
 
 
+@takes_out
 def ihfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """The inverse of `hfft`: the first half of the Hermitian spectrum of a real signal, as
     PyTorch's `torch.fft.ihfft`.
@@ -282,6 +297,7 @@ def ihfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     return conj(_r2c(input, _one(n), dim, _DUAL[norm], "fft_ihfft"))
 
 
+@takes_out
 def hfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     """The 2-D transform of a Hermitian-symmetric signal given by its half (see `hfftn`), as
     PyTorch's `torch.fft.hfft2`.
@@ -293,6 +309,7 @@ def hfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     return hfftn(input, s, dim, norm)
 
 
+@takes_out
 def ihfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     """The inverse of `hfft2`, as PyTorch's `torch.fft.ihfft2`.
 
@@ -303,6 +320,7 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None):  # noqa: A002
     return ihfftn(input, s, dim, norm)
 
 
+@takes_out
 def hfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """The N-D transform of a Hermitian-symmetric signal given by its half along the last of
     `dim` (a real result, of 2 * (m - 1) points there unless `s` says), as PyTorch's
@@ -317,6 +335,7 @@ def hfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     return _c2r(conj(_input(input, "fft_hfftn")), s, dim, _DUAL[norm], "fft_hfftn")
 
 
+@takes_out
 def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """The inverse of `hfftn`: the half spectrum of a real signal, conjugated and scaled as an
     inverse transform, as PyTorch's `torch.fft.ihfftn`.
@@ -332,10 +351,15 @@ def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
 
 def _freq_dtype(dtype):
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    if dtype.kind not in "fc":  # PyTorch's refusal (an int64 out= too)
+        raise UnsupportedDTypeError(
+            f"fftfreq requires a floating point or complex dtype, got {dtype}"
+        )
     return dtype
 
 
-def fftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False, **_):
+@factory_out
+def fftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False):
     """The frequencies of an `n`-point transform for sample spacing `d`, as PyTorch's
     `torch.fft.fftfreq`.
 
@@ -350,7 +374,8 @@ def fftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False, **_):
     return factories.tensor(values, device=device, requires_grad=requires_grad)
 
 
-def rfftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False, **_):
+@factory_out
+def rfftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False):
     """The non-negative frequencies of an `n`-point real transform, as PyTorch's
     `torch.fft.rfftfreq`.
 

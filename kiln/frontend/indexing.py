@@ -74,7 +74,7 @@ def items_of(index) -> tuple:
     """
     if isinstance(index, tuple):
         return index
-    sequence = (list, tuple, slice, Tensor, Symbol, np.ndarray)
+    sequence = (list, tuple, slice, Tensor, Symbol, np.ndarray, range)
     if (
         isinstance(index, list)
         and len(index) < 32
@@ -254,8 +254,8 @@ def _classify(item, as_ints: bool):
         if item.ndim == 0 and as_ints:
             return "int", int(item.item())
         return "array", item.detach()
-    if isinstance(item, (list, tuple, np.ndarray)):  # a tuple inside the index: a sequence
-        array = np.asarray(item)
+    if isinstance(item, (list, tuple, np.ndarray, range)):  # a tuple inside: a sequence
+        array = np.asarray(item, np.int64) if isinstance(item, range) else np.asarray(item)
         if array.size == 0 and array.dtype.kind == "f":  # x[[]]: no index
             array = array.astype(np.int64)
         _check_dtype(array.dtype)

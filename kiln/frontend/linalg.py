@@ -36,6 +36,7 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
+from .out import takes_out
 from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
@@ -55,6 +56,7 @@ def _reduce(op, x, dims, keepdim):
     return call(op, x, axes=dims, keepdims=bool(keepdim))
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The `ord`-norm of `x` over `dim` (None: all elements) as vectors: `ord` a number,
@@ -76,8 +78,9 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     return p_norm(x, ord, dims, keepdim)
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
+def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The `ord`-norm of the matrices in dims `dim`: "fro", 1 or -1 (max or min column sum
     of |A|), inf or -inf (max or min row sum), "nuc" (the sum of the singular values), 2 or
     -2 (the largest or smallest singular value).
@@ -86,6 +89,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     >>> kn.linalg.matrix_norm(kn.tensor([[1.0, -2.0], [3.0, 4.0]]), 1)
     tensor(6.)
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     if dtype is not None:
         A = call("cast", A, dtype=dt.as_dtype(dtype))
@@ -120,8 +124,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
                                               if i not in (rows, cols)))  # fmt: skip
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
-def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
+def norm(input, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """PyTorch's `linalg.norm`: with `ord=None`, the 2-norm of the flattened input (or over
     `dim`); otherwise a vector norm (`dim` an int, or a 1-D input) or a matrix norm (`dim` a
     pair, or a 2-D input).
@@ -130,7 +135,7 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: 
     >>> kn.linalg.norm(kn.tensor([[1.0, 2.0], [2.0, 4.0]]))
     tensor(5.)
     """
-    (A,) = lift(A)
+    (A,) = lift(input)  # (torch.linalg.norm names it input, its other functions A)
     if isinstance(dim, int):
         dim = (dim,)
     if ord is None:
@@ -147,6 +152,7 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: 
     return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
+@takes_out
 def det(A):  # noqa: N803
     """The determinants of the square matrices in the last two dims.
 
@@ -158,6 +164,7 @@ def det(A):  # noqa: N803
     return call("det", A)
 
 
+@takes_out
 @autocast_op("fp32")
 def inv(A):  # noqa: N803
     """The inverses of the square matrices in the last two dims (singular ones raise).
@@ -170,6 +177,7 @@ def inv(A):  # noqa: N803
     return call("inv", A)
 
 
+@takes_out
 @autocast_op("fp32")
 def solve(A, B, *, left: bool = True):  # noqa: N803
     """X with `A @ X = B` (B a batch of vectors when it has one dim fewer than A); with
@@ -189,8 +197,9 @@ def solve(A, B, *, left: bool = True):  # noqa: N803
     return call("transpose", xt, perm=swap_b)
 
 
+@takes_out
 @autocast_op("fp32")
-def cond(A, p=None):  # noqa: N803
+def cond(input, p=None):  # noqa: A002
     """The condition number of each matrix in the last two dims in the `p`-norm: with `p`
     None, 2 or -2 the ratio of its largest and smallest singular values (or its inverse, -2),
     any matrix; with "fro", "nuc", inf, -inf, 1 or -1, `matrix_norm(A, p) *
@@ -200,6 +209,7 @@ def cond(A, p=None):  # noqa: N803
     >>> kn.linalg.cond(kn.tensor([[2.0, 0.0], [0.0, 0.5]]))
     tensor(4.)
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     if A.ndim < 2:
         raise ShapeError(f"linalg.cond: the input must have at least 2 dims, got {A.ndim}")
@@ -229,6 +239,7 @@ class SlogdetResult(tuple):
     logabsdet = property(lambda self: self[1])
 
 
+@takes_out
 @autocast_op("fp32")
 def slogdet(A):  # noqa: N803
     """`(sign, logabsdet)` of the determinants of the square matrices in the last two dims:
@@ -255,8 +266,9 @@ def logdet(A):  # noqa: N803
     return m.where(sign == 0, float("-inf"), nan)
 
 
+@takes_out
 @autocast_op("fp32")
-def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
+def cholesky(input, *, upper: bool = False):  # noqa: A002
     """The lower (or, with `upper`, upper) Cholesky factor of each symmetric positive-definite
     matrix in the last two dims (only its lower triangle is read); a matrix that is not
     positive-definite raises `kn.linalg.LinAlgError` (a RuntimeError), as PyTorch's. A
@@ -267,6 +279,7 @@ def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     tensor([[2., 0.],
             [1., 2.]])
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     lower = call("cholesky", A)
     if not upper:
@@ -275,9 +288,10 @@ def cholesky(A, *, upper: bool = False, out=None):  # noqa: N803
     return call("conj", upper_) if A.dtype.kind == "c" else upper_  # Lᴴ
 
 
-def cholesky_method(A, upper: bool = False):  # noqa: N803
-    """`torch.cholesky(A, upper=False)` (the older name; `upper` positional)."""
-    return cholesky(A, upper=upper)
+@takes_out
+def cholesky_method(input, upper: bool = False):  # noqa: A002
+    """`torch.cholesky(input, upper=False)` (the older name; `upper` positional)."""
+    return cholesky(input, upper=upper)
 
 
 # Shorter names PyTorch keeps at the top level.

@@ -27,6 +27,7 @@ from . import math as m
 from . import shape as s
 from .autocast import autocast_op
 from .core import call, lift
+from .out import takes_out
 from .torch_shape import diagonal
 
 __all__ = [
@@ -102,6 +103,7 @@ def _tolerances(A, atol, rtol, name):  # noqa: N803
 # -- QR ----------------------------------------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
 def qr(A, mode: str = "reduced"):  # noqa: N803
     """The QR factorization `A = Q R` of each matrix in the last two dims: Q with orthonormal
@@ -124,6 +126,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
     return return_types.linalg_qr(q, r)
 
 
+@takes_out
 def qr_old(input, some: bool = True):  # noqa: A002
     """`torch.qr(A, some=True)`: `linalg.qr` with mode "reduced" (`some`) or "complete".
 
@@ -144,8 +147,9 @@ def _uplo(UPLO, name):  # noqa: N803
     return UPLO == "U"
 
 
+@takes_out
 @autocast_op("fp32")
-def eigh(A, UPLO: str = "L"):  # noqa: N803
+def eigh(input, UPLO: str = "L"):  # noqa: A002
     """The eigenvalues (ascending) and orthonormal eigenvectors (the columns) of each
     symmetric matrix in the last two dims, reading its lower (`UPLO="L"`) or upper triangle:
     a named tuple `(eigenvalues, eigenvectors)`. Each eigenvector's sign is LAPACK's choice;
@@ -159,12 +163,14 @@ def eigh(A, UPLO: str = "L"):  # noqa: N803
     >>> kn.linalg.eigh(kn.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues.tolist()
     [1.0, 3.0]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eigh")
     lam, v = _factor("eigh", A, upper=_uplo(UPLO, "eigh"))
     return return_types.linalg_eigh(_real_part(lam, A), v)
 
 
-def eig(A):  # noqa: N803
+@takes_out
+def eig(input):  # noqa: A002
     """The eigenvalues and eigenvectors (the columns, each of unit norm) of each square
     matrix in the last two dims, complex whatever A's dtype: a named tuple
     `(eigenvalues, eigenvectors)` with A V = V diag(eigenvalues), as PyTorch's
@@ -175,12 +181,14 @@ def eig(A):  # noqa: N803
     >>> kn.linalg.eig(kn.tensor([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
     tensor([2.+0.j, 3.+0.j])
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eig")
     vectors = call("eig_vectors", A)  # (first: a program of the vectors alone starts with it)
     return return_types.linalg_eig(call("eig_values", A), vectors)
 
 
-def eigvals(A):  # noqa: N803
+@takes_out
+def eigvals(input):  # noqa: A002
     """The eigenvalues of each square matrix in the last two dims (complex), as PyTorch's
     `torch.linalg.eigvals` (see `eig`).
 
@@ -188,11 +196,13 @@ def eigvals(A):  # noqa: N803
     >>> kn.linalg.eigvals(kn.tensor([[0.0, -1.0], [1.0, 0.0]]))
     tensor([0.+1.j, 0.-1.j])
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     return call("eig_values", _matrices(A, "eigvals"))
 
 
+@takes_out
 @autocast_op("fp32")
-def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
+def eigvalsh(input, UPLO: str = "L"):  # noqa: A002
     """The eigenvalues (ascending) of each symmetric matrix in the last two dims (see `eigh`;
     their gradient, V diag(ḡ) Vᵀ, is finite at repeated eigenvalues too).
 
@@ -200,6 +210,7 @@ def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
     >>> kn.linalg.eigvalsh(kn.tensor([[2.0, 0.0], [0.0, -1.0]])).tolist()
     [-1.0, 2.0]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eigvalsh")
     return _real_part(_factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0], A)
 
@@ -213,6 +224,7 @@ def _driver(driver, name):
                             f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
 
 
+@takes_out
 @autocast_op("fp32")
 def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     """The singular value decomposition `A = U diag(S) Vh` of each matrix in the last two
@@ -238,6 +250,7 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     return return_types.linalg_svd(u, _real_part(s, A), vh)
 
 
+@takes_out
 @autocast_op("fp32")
 def svdvals(A, *, driver=None):  # noqa: N803
     """The singular values (descending) of each matrix in the last two dims; their gradient
@@ -252,6 +265,7 @@ def svdvals(A, *, driver=None):  # noqa: N803
     return _real_part(_factor("svd", A, full_matrices=False)[1], A)
 
 
+@takes_out
 def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
     """`torch.svd`: a named tuple `(U, S, V)` with V = Vhᴴ (not Vh) and `some` the reduced form;
     without `compute_uv`, U and V are zeros (PyTorch's).
@@ -283,6 +297,7 @@ def _pad(x, rows, cols):
                 value=0.0)  # fmt: skip
 
 
+@takes_out
 @autocast_op("fp32")
 def lu(A, *, pivot: bool = True):  # noqa: N803
     """The LU factorization with partial pivoting `A = P L U` of each matrix in the last two
@@ -301,6 +316,7 @@ def lu(A, *, pivot: bool = True):  # noqa: N803
     return return_types.linalg_lu(p, lower, upper)
 
 
+@takes_out
 @autocast_op("fp32")
 def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     """The compact LU factorization: a named tuple `(LU, pivots)`, L's strict lower part and
@@ -322,6 +338,7 @@ def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     return return_types.linalg_lu_factor(packed, call("lu_pivots", A))
 
 
+@takes_out
 def lu_old(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
     """`torch.lu(A)`: `(LU, pivots)` as `linalg.lu_factor` gives them, and with `get_infos`
     the info codes of square matrices (0, or the 1-based index of U's first zero pivot).
@@ -348,6 +365,7 @@ def _first_zero_pivot(packed):
     return m.cast(m.where(m.any(zero, -1), first, 0), dt.int32)
 
 
+@takes_out
 def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True):  # noqa: N803
     """`(P, L, U)` of a compact LU factorization (`lu_factor`'s).
 
@@ -379,6 +397,7 @@ def _tri(x, upper, k):
     return m.mul(x, lift(mask, context=(x,))[0])
 
 
+@takes_out
 @autocast_op("fp32")
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noqa: N803
     """X with `A X = B` (`left`; else `X A = B`), or with Aᴴ for `adjoint`, from A's compact
@@ -406,6 +425,7 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noq
     return m.matmul(p, call("solve_triangular", _mH(lower), y, upper=True, unitriangular=True))
 
 
+@takes_out
 def lu_solve_old(b, LU_data, LU_pivots):  # noqa: N803
     """`torch.lu_solve(b, LU_data, LU_pivots)`: `linalg.lu_solve` with b first.
 
@@ -420,8 +440,9 @@ def lu_solve_old(b, LU_data, LU_pivots):  # noqa: N803
 # -- triangular solves -------------------------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
-def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False):  # noqa: N803
+def solve_triangular(input, B, *, upper: bool, left: bool = True, unitriangular: bool = False):  # noqa: A002
     """X with `A X = B` (`left`; else `X A = B`) for triangular A, reading only its upper
     (`upper`) or lower triangle, and taking its diagonal as ones with `unitriangular`;
     batched and broadcast over leading dims. A's gradient lies on the triangle it read.
@@ -431,6 +452,7 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
     >>> kn.linalg.solve_triangular(A, kn.tensor([[4.0], [8.0]]), upper=True).tolist()
     [[1.0], [2.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A, B = lift(A, B)
     if left:
         return call("solve_triangular", A, B, upper=bool(upper),
@@ -443,6 +465,7 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
     return _mT(xt)
 
 
+@takes_out
 def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa: N803
                      unitriangular: bool = False):  # fmt: skip
     """`torch.triangular_solve(b, A)`: a named tuple `(solution, cloned_coefficient)`, the
@@ -465,18 +488,26 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa:
 # -- pseudo-inverse, least squares, rank -------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
-def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+def pinv(input, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):  # noqa: A002
     """The Moore-Penrose pseudo-inverse of each matrix in the last two dims, from its SVD (its
     eigendecomposition with `hermitian`): singular values at or below
     max(atol, rtol * the largest) count as zero (atol 0 and rtol eps * max(m, n) when not
     given; rtol 0 when only atol > 0 is). Its gradient is that of A⁺ where A's rank is fixed.
-    Complex matrices (Hermitian ones with `hermitian`) too.
+    Complex matrices (Hermitian ones with `hermitian`) too. PyTorch's older form
+    `pinv(A, rcond, hermitian)` is `rtol=rcond` with atol 0.
 
     >>> import kiln as kn
     >>> kn.linalg.pinv(kn.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise ArgumentTypeError("linalg.pinv() takes rcond (the older form) or atol/rtol, "
+                                    "not both")  # fmt: skip
+        atol, rtol = 0.0, rcond
     A = _matrices(A, "pinv")
     if _is_tensor(atol) or _is_tensor(rtol):
         return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
@@ -519,8 +550,9 @@ def pinverse(input, rcond: float = 1e-15):  # noqa: A002
     return pinv(input, rtol=rcond)
 
 
+@takes_out
 @autocast_op("fp32")
-def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     """The least-squares solutions of `A X = B` (minimum norm where A is rank-deficient), as
     PyTorch's CPU default driver "gelsy" gives them: a named tuple `(solution, residuals,
     rank, singular_values)` with `rank` LAPACK's gelsy rank (int64), `residuals` and
@@ -534,6 +566,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     >>> out.solution.tolist(), int(out.rank)
     ([[1.0], [2.0]], 2)
     """
+    A, B = input, b  # noqa: N806 (torch's parser names them input, b; its docstring A, B)
     if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
         raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
                             f"gelsd, gelss), got {driver!r}")  # fmt: skip
@@ -575,8 +608,9 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
     return return_types.linalg_lstsq(x, empty, rank, values)
 
 
+@takes_out
 @autocast_op("fp32")
-def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: N803
+def matrix_rank(input, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: A002
     """The number of singular values (|eigenvalues| with `hermitian`) of each matrix above
     max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`: the older atol).
 
@@ -584,6 +618,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, tol=None): 
     >>> int(kn.linalg.matrix_rank(kn.tensor([[1.0, 2.0], [2.0, 4.0]])))
     1
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "matrix_rank")
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -600,7 +635,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, tol=None): 
 
 
 @autocast_op("fp32")
-def matrix_exp(A):  # noqa: N803
+def matrix_exp(input):  # noqa: A002
     """The matrix exponential of each square matrix in the last two dims (SciPy's Padé
     approximation with scaling and squaring); its gradient is exp's Fréchet derivative.
 
@@ -608,6 +643,7 @@ def matrix_exp(A):  # noqa: N803
     >>> kn.linalg.matrix_exp(kn.tensor([[0.0, 1.0], [0.0, 0.0]])).tolist()  # I + N, N² = 0
     [[1.0, 1.0], [0.0, 1.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "matrix_exp")
     return call("matrix_exp", A)
 
@@ -615,8 +651,9 @@ def matrix_exp(A):  # noqa: N803
 # -- products ----------------------------------------------------------------------------------
 
 
+@takes_out
 @autocast_op("fp32")
-def householder_product(A, tau):  # noqa: N803
+def householder_product(input, tau):  # noqa: A002
     """The first n columns of the product H₁ ⋯ H_k of Householder reflections
     H_i = I - tau_i v_i v_iᴴ (v_iᵀ for real ones), v_i the i-th column of A below its
     diagonal with a 1 on it (LAPACK's orgqr; A m x n with m >= n >= k, tau of k), batched; a
@@ -626,6 +663,7 @@ def householder_product(A, tau):  # noqa: N803
     >>> kn.linalg.householder_product(kn.tensor([[1.0], [1.0]]), kn.tensor([1.0])).tolist()
     [[0.0], [-1.0]]
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A, tau = lift(A, tau)
     A = _matrices(A, "householder_product")
     rows, cols = A.shape[-2], A.shape[-1]
@@ -648,6 +686,19 @@ def householder_product(A, tau):  # noqa: N803
     return q
 
 
+@takes_out
+def orgqr(input, input2):  # noqa: A002
+    """PyTorch's `torch.orgqr(input, input2)` (and `Tensor.orgqr`): `householder_product`
+    with tau named as torch.orgqr's parser names it.
+
+    >>> import kiln as kn
+    >>> kn.orgqr(kn.tensor([[1.0], [0.0]]), kn.tensor([0.0])).tolist()
+    [[1.0], [0.0]]
+    """
+    return householder_product(input, input2)
+
+
+@takes_out
 def multi_dot(tensors):
     """The product of the matrices in `tensors`, in the order that costs the fewest
     multiplications (the first may be a vector, as a row; the last a vector, as a column).
@@ -701,6 +752,7 @@ def multi_dot(tensors):
     return out
 
 
+@takes_out
 def vecdot(x, y, *, dim: int = -1):
     """The dot products of the vectors of `x` and `y` along `dim` (broadcast), x conjugated
     where complex (`sum(conj(x) * y)`, as PyTorch's).
@@ -732,6 +784,7 @@ def _raise_on_info(info, name, what):
         raise LinAlgError(f"linalg.{name}{where}: {what(int(codes.reshape(-1)[bad[0]]))}")
 
 
+@takes_out
 @autocast_op("fp32")
 def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     """A named tuple `(inverse, info)`: the inverses, and per matrix 0 or (singular) the
@@ -759,8 +812,9 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     return return_types.linalg_inv_ex(call("inv_ex", A), info)
 
 
+@takes_out
 @autocast_op("fp32")
-def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa: N803
+def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):  # noqa: A002
     """A named tuple `(L, info)`: the Cholesky factors (lower, or upper with `upper`), and per
     matrix 0 or the order of its first leading minor that is not positive-definite (int32;
     L then holds what LAPACK left). With `check_errors` a failure raises `LinAlgError`.
@@ -769,6 +823,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
     >>> kn.linalg.cholesky_ex(kn.tensor([[4.0, 0.0], [0.0, -1.0]])).info
     tensor(2, dtype=kiln.int32)
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "cholesky_ex")
     info = call("cholesky_info", A)  # first: a graph's first node without ONNX form
     if check_errors and isinstance(A, Symbol):

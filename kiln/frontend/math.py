@@ -14,6 +14,7 @@ from ..errors import (
     ArgumentError,
     ArgumentTypeError,
     IndexOutOfBoundsError,
+    UnsupportedDTypeError,
     UsageError,
     call_error,
 )
@@ -284,6 +285,9 @@ def pow(input, exponent, out=None):  # noqa: A002
     if type(exponent) is int and exponent < 0 and getattr(input, "dtype", dt.float32).kind in "biu":
         raise UsageError(f"pow: Integers to negative integer powers are not allowed (a tensor "
                          f"of {input.dtype} to the power {exponent})")  # fmt: skip
+    if type(exponent) is bool or getattr(exponent, "dtype", _FLOAT16) == _BOOL:
+        if type(input) is bool or getattr(input, "dtype", _FLOAT16) == _BOOL:
+            return _bool_pow(input, exponent, out=out)
     if type(exponent) is float and (exponent == 0.5 or exponent == -0.5):
         # NOTE: NumPy's power (the short path's) takes 1/2 as sqrt itself in float32 and
         # float64, and -1/2 as C's pow, as PyTorch takes both in float16; others are bound,
@@ -299,6 +303,19 @@ def pow(input, exponent, out=None):  # noqa: A002
 
 
 _FLOAT16 = np.dtype(np.float16)
+_BOOL = np.dtype(np.bool_)
+
+
+@takes_out
+def _bool_pow(input, exponent):  # noqa: A002
+    """bool ** bool, as PyTorch's: a bool tensor to a Python bool power is a bool tensor
+    (True: itself; False: all True), and the other pairs have no kernel."""
+    if type(exponent) in (bool, np.bool_) and type(input) is not bool:  # a tensor of bools
+        return cast(_numpy_pow(input, int(exponent), None), _BOOL)  # (0 or 1: bools)
+    raise call_error(UnsupportedDTypeError, '"pow" not implemented for \'Bool\'', "pow",
+                     input, exponent)  # fmt: skip
+
+
 _SQRT_POWER = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -325,7 +342,8 @@ def _keeping_integers(rounding):
     return fn
 
 
-floor, ceil = _keeping_integers(floor), _keeping_integers(ceil)  # NumPy's round keeps them
+floor = takes_out(_keeping_integers(floor))  # NumPy's round keeps integers
+ceil = takes_out(_keeping_integers(ceil))
 
 
 @takes_out
@@ -667,6 +685,7 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
     return getattr(return_types, which)(values, indices)
 
 
+@takes_out
 def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `max`: `max(x)` is the largest element (0-d); `max(x, dim)` is the named
     tuple `(values, indices)` along `dim`; `max(x, other)` (or `other=`) is `maximum`.
@@ -679,6 +698,7 @@ def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None)
     return _extremum("max", input, dim if other is None else other, keepdim, axis, keepdims)
 
 
+@takes_out
 def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):  # noqa: A001
     """PyTorch's `min`: the smallest element, `(values, indices)` along `dim`, or `minimum`.
 

@@ -33,6 +33,22 @@ def _swap(fn):
     return lambda self, other: fn(other, self)
 
 
+# operands PyTorch's comparison operators do not take (they return NotImplemented): so
+# `t == [1, 2]` is Python's False and `t != "a"` its True, `t < (1,)` a TypeError
+_NOT_COMPARED = (list, tuple, str, bytes, dict, set, frozenset, range, type(None))
+
+
+def _compared(fn):
+    def op(self, other):
+        if isinstance(other, _NOT_COMPARED):
+            return NotImplemented
+        return fn(self, other)
+
+    op.__name__ = op.__qualname__ = fn.__name__
+    op.__doc__ = fn.__doc__
+    return op
+
+
 OPERATORS = {
     "__add__": m.add, "__radd__": _swap(m.add), "__sub__": m.sub, "__rsub__": _swap(m.sub),
     "__mul__": m.mul, "__rmul__": _swap(m.mul), "__truediv__": m.div,
@@ -40,8 +56,9 @@ OPERATORS = {
     "__rfloordiv__": _swap(m.floordiv), "__mod__": m.mod, "__rmod__": _swap(m.mod),
     "__pow__": m.pow, "__rpow__": _swap(m.pow), "__matmul__": m.matmul,
     "__rmatmul__": _swap(m.matmul), "__neg__": m.neg, "__pos__": lambda x: x,
-    "__abs__": m.abs, "__lt__": m.less, "__le__": m.less_equal, "__gt__": m.greater,
-    "__ge__": m.greater_equal, "__eq__": m.equal, "__ne__": m.not_equal,
+    "__abs__": m.abs, "__lt__": _compared(m.less), "__le__": _compared(m.less_equal),
+    "__gt__": _compared(m.greater), "__ge__": _compared(m.greater_equal),
+    "__eq__": _compared(m.equal), "__ne__": _compared(m.not_equal),
     "__and__": m.bitwise_and, "__rand__": _swap(m.bitwise_and), "__or__": m.bitwise_or,
     "__ror__": _swap(m.bitwise_or), "__xor__": m.bitwise_xor, "__rxor__": _swap(m.bitwise_xor),
     "__invert__": m.bitwise_not, "__lshift__": m.bitwise_left_shift,
@@ -94,7 +111,7 @@ METHODS |= {
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
     "svd": lf.svd_old, "qr": lf.qr_old, "pinverse": lf.pinverse, "matrix_exp": lf.matrix_exp,
     "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
-    "orgqr": lf.householder_product,
+    "orgqr": lf.orgqr,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
     "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
     "mvlgamma": sp.mvlgamma,

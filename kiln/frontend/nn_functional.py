@@ -28,6 +28,7 @@ from .core import call, half_in_float32, lift
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
+from .out import takes_out
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
@@ -74,6 +75,7 @@ def _softmax_dim(dim, axis, dtype, x, name):
     return x, dim if axis is None else axis
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
 def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """`exp(x) / sum(exp(x))` along `dim` (`axis`: an alias), shifted by the maximum so it
@@ -123,6 +125,7 @@ def _softmax_grad(ct, y, axis):  # PyTorch's: y * (ct - sum(ct * y)), y the roun
     return mul(y, sub(ct, reduce_sum(mul(ct, y), axis, keepdims=True)))
 
 
+@takes_out
 @autocast_op(None, cuda="fp32")
 def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """`x - logsumexp(x)` along `dim` (`axis`: an alias): finite even where
@@ -444,16 +447,23 @@ def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, m
 # -- convolution, pooling, embedding ----------------------------------------------------------
 
 
-def embedding(weight, indices):
+def embedding(weight, indices, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False):  # fmt: skip
     """Rows of `weight` (V, D) picked by integer `indices` (...), giving (..., D), as PyTorch's
-    `torch.embedding` (weight first; `kn.nn.functional.embedding` takes indices first).
+    `torch.embedding` (weight first; `kn.nn.functional.embedding` takes indices first, and
+    computes with `padding_idx` (-1: none here), `scale_grad_by_freq` and `sparse`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.embedding(np.arange(6.0, dtype=np.float32).reshape(3, 2), np.array([2, 0]))
     array([[4., 5.],
            [0., 1.]], dtype=float32)
     """
-    return gather(weight, indices, axis=0)
+    if padding_idx == -1 and not scale_grad_by_freq and not sparse:
+        return gather(weight, indices, axis=0)
+    from ..nn import functional as F  # NOTE: kiln.nn builds on the frontend
+
+    return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)  # fmt: skip
 
 
 def _slice_dim(x, dim: int, start, stop, step=None):

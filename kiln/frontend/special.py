@@ -75,6 +75,7 @@ i0 = _unary(
 _i1 = _unary("i1", "The modified Bessel function of the first kind of order 1, elementwise.")
 
 
+@takes_out
 def polygamma(n: int, input):  # noqa: A002
     """The `n`-th derivative of `digamma`, elementwise (PyTorch's `polygamma(n, input)`).
     At its poles (0 and the negative integers) and at ±inf it gives SciPy's values (±inf, 0),

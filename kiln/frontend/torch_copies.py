@@ -23,6 +23,7 @@ from ..eager import factories as fa
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from ..graph.core import Symbol
+from .out import factory_out
 
 __all__ = [
     "alias_copy", "asarray", "detach_copy", "diagonal_copy", "empty_permuted", "empty_strided",
@@ -55,9 +56,13 @@ def _fresh(op: str, value, out):
         parts = [_new(v) for v in value]
         if out is None:
             return parts
-        for o, v in zip(out, parts):
-            o.copy_(v)
-        return None
+        from ..eager.out import write_out
+
+        if not isinstance(out, (tuple, list)) or len(out) != len(parts):
+            raise ArgumentTypeError(f"{op}(): out= takes a list of {len(parts)} tensors")
+        for o, v in zip(out, parts):  # each resized and dtype-checked as out= is
+            write_out(op, o, lambda v=v: v, list(value))
+        return None  # (PyTorch's list-valued out= forms return None)
     fresh = _new(value)
     if out is None:
         return fresh
@@ -66,14 +71,17 @@ def _fresh(op: str, value, out):
     return write_out(op, out, lambda: fresh, [value])
 
 
-def view_copy(input, size, *, out=None):  # noqa: A002
-    """`input.view(size)` (or `input.view(dtype)`) as a new tensor.
+def view_copy(input, size=None, *, dtype=None, out=None):  # noqa: A002
+    """`input.view(size)` (or `input.view(dtype)`, also as `dtype=`) as a new tensor.
 
     >>> import kiln as kn
-    >>> kn.view_copy(kn.arange(4.0), (2, 2)).tolist()
-    [[0.0, 1.0], [2.0, 3.0]]
+    >>> kn.view_copy(kn.arange(4.0), (2, 2)).tolist(), kn.view_copy(kn.ones(1), dtype=kn.int32)
+    ([[0.0, 1.0], [2.0, 3.0]], tensor([1065353216], dtype=kiln.int32))
     """
-    return _fresh("view_copy", _tensor("view_copy", input).view(size), out)
+    if (size is None) == (dtype is None):
+        raise ArgumentTypeError("view_copy() takes a size or a dtype (one of them)")
+    return _fresh("view_copy", _tensor("view_copy", input).view(size if dtype is None else dtype),
+                  out)  # fmt: skip
 
 
 def permute_copy(input, dims, *, out=None):  # noqa: A002
@@ -307,7 +315,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device="cp
     return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device="cpu",  # noqa: A001
+@factory_out
+def range(start=0, end=None, step=1, *, dtype=None, device="cpu",  # noqa: A001
           requires_grad: bool = False):  # fmt: skip
     """Deprecated in PyTorch (use `arange`): `start, start + step, ...` up to `end`
     *included*, in the default float dtype unless `dtype` is given, with a UserWarning.
@@ -318,10 +327,13 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     ...     kn.range(1, 4), kn.range(0, 1, 0.5, dtype=kn.float64)
     (tensor([1., 2., 3., 4.]), tensor([0.0000, 0.5000, 1.0000], dtype=kiln.float64))
     """
-    warnings.warn("kn.range is deprecated and will be removed in a future release because its "
-                  "behavior is inconsistent with Python's range builtin. Instead, use "
-                  "kn.arange, which produces values in [start, end).", UserWarning,
-                  stacklevel=2)  # fmt: skip
+    warnings.warn(
+        "kn.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use "
+        "kn.arange, which produces values in [start, end).",
+        UserWarning,
+        stacklevel=3,
+    )  # fmt: skip  (3: past factory_out's frame)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -333,7 +345,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
     values = (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dtype)
     result = fa.tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):

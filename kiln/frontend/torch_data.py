@@ -25,6 +25,7 @@ from . import shape as s
 from . import torch_index as ti
 from . import torch_math as tm
 from .core import call, lift
+from .out import takes_out
 from .torch_index import _host, _like
 from .torch_shape import _arange_along
 
@@ -324,6 +325,7 @@ def _count(pos, weight, bins: int, x):
     return s.getitem(total, slice(0, bins))
 
 
+@takes_out
 def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
     """The counts of the elements in `bins` equal bins from `min` to `max` (from the least to
     the greatest element where both are 0); elements outside are left out, `max` goes to the
@@ -350,7 +352,8 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
     return _count(pos, None, bins, x)
 
 
-def histogram(input, bins, *, range=None, weight=None, density: bool = False):  # noqa: A002
+@takes_out
+def histogram(input, bins=100, *, range=None, weight=None, density: bool = False):  # noqa: A002
     """The histogram of `input`: `bins` equal bins over `range` (default: the data's), or the
     bin edges `bins` (a 1-D increasing tensor); with `weight`, the sums of the weights; with
     `density`, normalized to integrate to 1. Returns `(hist, bin_edges)`. Static shapes.

@@ -15,6 +15,7 @@ from . import math as m
 from . import shape as s
 from . import torch_math as tm
 from .core import lift
+from .out import takes_out
 from .torch_extra_shape import select
 from .torch_shape import diagonal
 
@@ -25,6 +26,7 @@ __all__ = [
 ]  # fmt: skip
 
 
+@takes_out
 def outer(input, vec2):  # noqa: A002
     """The outer product of two vectors.
 
@@ -42,6 +44,7 @@ def outer(input, vec2):  # noqa: A002
 ger = outer
 
 
+@takes_out
 def inner(input, other):  # noqa: A002
     """The sum over the last dims of a and b of their products (`(..a, ..b)` for n-d).
 
@@ -59,6 +62,7 @@ def inner(input, other):  # noqa: A002
     return s.reshape(flat, (*a.shape[:-1], *b.shape[:-1]))
 
 
+@takes_out
 def kron(input, other):  # noqa: A002
     """The Kronecker product.
 
@@ -75,6 +79,7 @@ def kron(input, other):  # noqa: A002
     return s.reshape(m.mul(wide_a, wide_b), tuple(p * q for p, q in zip(a.shape, b.shape)))
 
 
+@takes_out
 def cross(input, other, dim=None):  # noqa: A002
     """The cross product of 3-vectors along `dim` (None: the first dim of size 3).
 
@@ -107,6 +112,7 @@ def _scaled_sum(input, product, beta, alpha):  # noqa: A002
     return m.add(input if beta == 1 else m.mul(input, beta), scaled)
 
 
+@takes_out
 def mv(input, vec):  # noqa: A002
     """Matrix times vector.
 
@@ -120,6 +126,7 @@ def mv(input, vec):  # noqa: A002
     return m.matmul(a, v)
 
 
+@takes_out
 def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * (mat @ vec)`.
 
@@ -130,6 +137,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
+@takes_out
 def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * outer(vec1, vec2)`.
 
@@ -141,6 +149,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
+@takes_out
 def matrix_power(input, n: int):  # noqa: A002
     """The n-th power of square matrices (batched); n = 0 gives identities, n < 0 powers of
     the inverse.
@@ -235,6 +244,7 @@ def dist(input, other, p: float = 2):  # noqa: A002
     return p_norm(m.sub(input, other), p, None, False)
 
 
+@takes_out
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
     "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the
@@ -370,6 +380,7 @@ def select_range(x, dim: int, start: int, stop: int):
     return s.getitem(x, (slice(None),) * d + (slice(start, stop),))
 
 
+@takes_out
 def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
                  side=None, sorter=None):  # fmt: skip
     """Where each value of `input` would go in the last dim of `sorted_sequence` to keep it
@@ -427,6 +438,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     return m.pow(m.sum(m.pow(diff, p), -1), 1.0 / p)
 
 
+@takes_out
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
     """Whether each element is among `test_elements`.
 
@@ -439,6 +451,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     return m.logical_not(hit) if invert else hit
 
 
+@takes_out
 def ldexp(input, other):  # noqa: A002
     """`input * 2**other`, in a float dtype (a complex input stays complex).
 

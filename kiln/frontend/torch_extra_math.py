@@ -37,6 +37,7 @@ __all__ = [
 absolute, negative, fix = m.abs, m.neg, m.trunc
 
 
+@takes_out
 def sgn(input):  # noqa: A002
     """`sign(x)` for real values; `x / |x|` (0 at 0) for complex ones, as PyTorch's `sgn`.
 
@@ -65,6 +66,7 @@ def _float(x):
 # -- elementwise ------------------------------------------------------------------------------
 
 
+@takes_out
 def reciprocal(input):  # noqa: A002
     """`1 / x`; integers give the default float dtype.
 
@@ -100,6 +102,7 @@ def isinf(input):  # noqa: A002
     return m.logical_not(m.logical_or(m.isfinite(x), m.isnan(x)))
 
 
+@takes_out
 def isposinf(input):  # noqa: A002
     """Whether each element is +inf.
 
@@ -111,6 +114,7 @@ def isposinf(input):  # noqa: A002
     return m.logical_and(isinf(x), m.greater(x, 0))
 
 
+@takes_out
 def isneginf(input):  # noqa: A002
     """Whether each element is -inf.
 
@@ -122,6 +126,7 @@ def isneginf(input):  # noqa: A002
     return m.logical_and(isinf(x), m.less(x, 0))
 
 
+@takes_out
 def signbit(input):  # noqa: A002
     """Whether the sign bit is set (True for -0.0, as PyTorch's).
 
@@ -135,6 +140,7 @@ def signbit(input):  # noqa: A002
     return m.less(tm.copysign(1.0, x), 0)
 
 
+@takes_out
 def deg2rad(input):  # noqa: A002
     """Degrees to radians.
 
@@ -145,6 +151,7 @@ def deg2rad(input):  # noqa: A002
     return m.mul(_float(input), _math.pi / 180)
 
 
+@takes_out
 def rad2deg(input):  # noqa: A002
     """Radians to degrees.
 
@@ -155,6 +162,7 @@ def rad2deg(input):  # noqa: A002
     return m.mul(_float(input), 180 / _math.pi)
 
 
+@takes_out
 def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):  # noqa: A002
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default the dtype's
     greatest and least finite values; in the real and imaginary parts of complex values);
@@ -177,6 +185,7 @@ def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):  # noqa: A002
     return m.where(isposinf(x), hi, m.where(isneginf(x), lo, out))
 
 
+@takes_out
 def frac(input):  # noqa: A002
     """The fractional part `x - trunc(x)`, with x's sign.
 
@@ -201,6 +210,7 @@ def positive(input):  # noqa: A002
     return x
 
 
+@takes_out
 def logit(input, eps=None):  # noqa: A002
     """`log(p / (1 - p))`, p clamped to `[eps, 1 - eps]` when eps is given.
 
@@ -217,6 +227,7 @@ def logit(input, eps=None):  # noqa: A002
 xlogy = special.xlogy  # an op of its own: SciPy's values, PyTorch's gradients
 
 
+@takes_out
 def hypot(input, other):  # noqa: A002
     """`sqrt(a**2 + b**2)`, without the overflow or underflow of the squares.
 
@@ -230,6 +241,7 @@ def hypot(input, other):  # noqa: A002
     return core.lift_and_bind(REGISTRY["hypot"], a, b)
 
 
+@takes_out
 def fmax(input, other):  # noqa: A002
     """Elementwise maximum that ignores NaN (NaN only where both are).
 
@@ -242,6 +254,7 @@ def fmax(input, other):  # noqa: A002
     return m.where(m.logical_or(m.greater_equal(a, b), m.isnan(b)), a, b)
 
 
+@takes_out
 def fmin(input, other):  # noqa: A002
     """Elementwise minimum that ignores NaN (NaN only where both are).
 
@@ -254,6 +267,7 @@ def fmin(input, other):  # noqa: A002
     return m.where(m.logical_or(m.less_equal(a, b), m.isnan(b)), a, b)
 
 
+@takes_out
 def logaddexp2(input, other):  # noqa: A002
     """`log2(2**a + 2**b)`, without overflow.
 
@@ -265,6 +279,7 @@ def logaddexp2(input, other):  # noqa: A002
     return m.div(tm.logaddexp(m.mul(_float(input), ln2), m.mul(_float(other), ln2)), ln2)
 
 
+@takes_out
 def sinc(input):  # noqa: A002
     """The normalized sinc `sin(pi x) / (pi x)`, 1 at 0.
 
@@ -298,6 +313,7 @@ def _sinc_grad(ct, x):
 GRAD_FORMULAS["sinc"] = _sinc_grad
 
 
+@takes_out
 def heaviside(input, values):  # noqa: A002
     """0 where x < 0, 1 where x > 0, `values` where x == 0.
 
@@ -310,6 +326,7 @@ def heaviside(input, values):  # noqa: A002
     return out
 
 
+@takes_out
 def float_power(input, exponent):  # noqa: A002
     """`x ** e` computed in float64 (complex128 when either is complex), as PyTorch's.
 
@@ -327,6 +344,7 @@ def float_power(input, exponent):  # noqa: A002
     return m.pow(m.cast(x, wide), float(e) if isinstance(e, int) else e)
 
 
+@takes_out
 def clamp_min(input, min):  # noqa: A002
     """`max(x, min)`.
 
@@ -337,6 +355,7 @@ def clamp_min(input, min):  # noqa: A002
     return m.clip(input, min, None)
 
 
+@takes_out
 def clamp_max(input, max):  # noqa: A002
     """`min(x, max)`.
 
@@ -350,6 +369,7 @@ def clamp_max(input, max):  # noqa: A002
 # -- reductions -------------------------------------------------------------------------------
 
 
+@takes_out
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The sum with NaN counted as zero.
 
@@ -370,6 +390,7 @@ def _nan_as_zero(x, ok):
     return m.where(ok, x, m.sub(m.pow(x, 0), 1))
 
 
+@takes_out
 def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The mean of the elements that are not NaN.
 
@@ -398,6 +419,7 @@ def count_nonzero(input, dim=None):  # noqa: A002
     return m.sum(m.cast(m.not_equal(x, 0), dt.int64), dim)
 
 
+@takes_out
 def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
     """The least and greatest values (`min`, `max`, a named tuple), of all or along `dim`.
 
@@ -434,6 +456,7 @@ def _lower_middle(order, d: int):
     return s.take_along_axis(order, s.broadcast_to(s.reshape(at, (1,) * order.ndim), shape), d)
 
 
+@takes_out
 def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     """The lower median: of all elements (0-d), or `(values, indices)` along `dim`.
 
@@ -487,6 +510,7 @@ def median_of_nothing(x):
     return m.cast(m.add(m.mul(m.sum(x), 0), fill), x.dtype)  # (0-d, of x's kind and place)
 
 
+@takes_out
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     """The k-th smallest element (k from 1) along `dim`, and its index.
 
@@ -552,6 +576,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     return v, m.mean(input, dim, keepdim)
 
 
+@takes_out
 def msort(input):  # noqa: A002
     """`input` sorted along dim 0 (the values of `sort(input, 0)`).
 

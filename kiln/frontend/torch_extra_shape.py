@@ -16,6 +16,7 @@ from . import shape as s
 from . import torch_index as ti
 from . import torch_shape as ts
 from .core import call, constant, lift
+from .out import takes_out
 
 __all__ = [
     "diag_embed", "diff", "dsplit", "fliplr", "flipud", "hsplit", "index_add", "index_copy",
@@ -269,6 +270,7 @@ def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002
     return s.transpose(flipped, a, b)
 
 
+@takes_out
 def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: A002
     """The n-th forward difference along `dim` (`!=` for bools), after joining `prepend` and
     `append`.
@@ -292,6 +294,7 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
     return x
 
 
+@takes_out
 def take_along_dim(input, indices, dim=None):  # noqa: A002
     """Values at `indices` along `dim` (broadcast elsewhere; negative ones count from the end);
     of the flattened tensor when dim is None.
@@ -353,6 +356,7 @@ def _scalar_as_vector(fn, x, dim, idx, *rest, **kw):
     return s.reshape(fn(s.reshape(x, (1,)), dim, idx, *rest, **kw), ())
 
 
+@takes_out
 def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     """`input` with `alpha * source`'s slices along `dim` added at `index` (repeats add up).
 
@@ -372,6 +376,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     return ti._scatter(x, d, _along(idx, d, src.shape), src, reduce, True, "index_add", None)
 
 
+@takes_out
 def index_copy(input, dim: int, index, source):  # noqa: A002
     """`input` with `source`'s slices along `dim` written at `index`.
 

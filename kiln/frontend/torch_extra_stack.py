@@ -14,6 +14,7 @@ from . import shape as s
 from . import torch_shape as ts
 from .core import lift
 from .nn_functional import pad
+from .out import takes_out
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
@@ -68,6 +69,7 @@ def _atleast(tensors, n: int):
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@takes_out
 def hstack(tensors):
     """Joins along dim 1 (dim 0 for vectors).
 
@@ -79,6 +81,7 @@ def hstack(tensors):
     return ts.cat(list(ts_), 0 if ts_[0].ndim == 1 else 1)
 
 
+@takes_out
 def vstack(tensors):
     """Joins along dim 0, vectors as rows.
 
@@ -89,6 +92,7 @@ def vstack(tensors):
     return ts.cat(list(_as_tuple(atleast_2d(*tensors))), 0)
 
 
+@takes_out
 def dstack(tensors):
     """Joins along dim 2, after `atleast_3d`.
 
@@ -99,6 +103,7 @@ def dstack(tensors):
     return ts.cat(list(_as_tuple(atleast_3d(*tensors))), 2)
 
 
+@takes_out
 def column_stack(tensors):
     """Joins along dim 1, vectors (and scalars) as columns.
 

@@ -18,6 +18,7 @@ from ..ops.index import check_index_shape
 from . import math as m
 from . import shape as s
 from .core import call, lift
+from .out import takes_out
 from .torch_shape import dim_arg
 
 __all__ = [
@@ -54,6 +55,7 @@ def _operand(input, *others):  # noqa: A002
     return x
 
 
+@takes_out
 def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # noqa: A002
     """`out[i][j] = input[index[i][j]][j]` for `dim=0` (PyTorch's `gather`): values along `dim`
     at `index`, which has input's number of dims and may be smaller in the others.
@@ -79,6 +81,7 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     return call("reshape", out, shape=()) if zero_d else out
 
 
+@takes_out
 def take(input, index, axis=None):  # noqa: A002
     """NumPy's `take`: elements at `index` along `axis` (None: of the flattened input, which
     is also PyTorch's `take`); negative indices count from the end.
@@ -95,6 +98,7 @@ def take(input, index, axis=None):  # noqa: A002
     return call("gather", x, idx, axis=sh.normalize_axis(axis, x.ndim), wrap_negative=True)
 
 
+@takes_out
 def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     """The slices of `input` along `dim` at the 1-D `index` (in [0, size)).
 
@@ -134,6 +138,7 @@ def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa:
 _REDUCE = {None: "none", "add": "sum", "multiply": "prod"}
 
 
+@takes_out
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=None):  # noqa: A002
     """`input` with `src` (a tensor, or a number `value`) written at `index` along `dim`:
     `out[index[i][j]][j] = src[i][j]` for `dim=0` (PyTorch's `scatter`; `reduce="add"` or
@@ -152,6 +157,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=N
                     "scatter", axis)  # fmt: skip
 
 
+@takes_out
 def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
     """`input` with `src` added at `index` along `dim`, repeated indices accumulating.
 
@@ -162,6 +168,7 @@ def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
     return _scatter(input, dim, index, src, "sum", True, "scatter_add", axis)
 
 
+@takes_out
 def scatter_reduce(
     input,  # noqa: A002 — PyTorch's argument names
     dim: int,
@@ -214,6 +221,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     return m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
 
 
+@takes_out
 def masked_select(input, mask):  # noqa: A002
     """The elements of `input` where `mask` holds (both broadcast), as a 1-D tensor (in a
     graph, of a length the run binds). Gradients reach `input`.
@@ -257,6 +265,7 @@ def _host(t) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+@takes_out
 def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     """The indices of the nonzero elements: an (n, ndim) int64 tensor, or with `as_tuple` one
     1-D tensor per dim. In a graph the count is a dim the run binds.

@@ -131,6 +131,7 @@ def bmm(input, mat2):  # noqa: A002
     return call("matmul", a, b)
 
 
+@takes_out
 @autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * (mat1 @ mat2)` in one GEMM (`input` broadcasts to the product's
@@ -159,6 +160,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     return call("addmm", x, a, b, beta=beta, alpha=alpha)
 
 
+@takes_out
 @autocast_op("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """`beta * input + alpha * (batch1 @ batch2)` for 3-D batches (`input` broadcasts to the
@@ -184,6 +186,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return m.add(product, x if beta == 1 else m.mul(x, beta))
 
 
+@takes_out
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """`input + value * tensor1 * tensor2`, as PyTorch's `addcmul` (which optimizers use).
 
@@ -200,6 +203,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return m.add(input, m.mul(t1 if value == 1 else m.mul(t1, value), t2))
 
 
+@takes_out
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """`input + value * tensor1 / tensor2`, as PyTorch's `addcdiv` (which optimizers use).
 
@@ -426,7 +430,7 @@ def _float_unary(name, example, expected):
     >>> round(kn.{name}(kn.tensor([{example}])).item(), 4)
     {expected}
     """
-    return function
+    return takes_out(function)
 
 
 # The examples' values: NumPy's float32 results, rounded to 4 places.
@@ -519,6 +523,7 @@ def _running(name, input, dim, axis):  # noqa: A002
     return getattr(return_types, name)(_pick(x, idx, dim), idx)
 
 
+@takes_out
 def cummax(input, dim=None, *, axis=None):  # noqa: A002
     """Running maxima along `dim` and their indices (the latest among ties; NaN propagates), a
     `(values, indices)` named tuple.
@@ -531,6 +536,7 @@ def cummax(input, dim=None, *, axis=None):  # noqa: A002
     return _running("cummax", input, dim, axis)
 
 
+@takes_out
 def cummin(input, dim=None, *, axis=None):  # noqa: A002
     """Running minima along `dim` and their indices, a `(values, indices)` named tuple.
 
@@ -544,6 +550,7 @@ def cummin(input, dim=None, *, axis=None):  # noqa: A002
 # -- sorting -------------------------------------------------------------------------------------
 
 
+@takes_out
 def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):  # noqa: A002
     """The indices that sort `input` along `dim` (NaN counts as the greatest value). The sort
     is always stable, which is one of the orders `stable=False` allows.
@@ -557,6 +564,7 @@ def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False
     return call("argsort", x, axis=dim, descending=bool(descending))
 
 
+@takes_out
 def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):  # noqa: A002
     """`input` sorted along `dim` and the indices it came from, a `(values, indices)` named
     tuple (PyTorch's `sort`; gradients flow to the values' positions).
@@ -575,6 +583,7 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
     return return_types.sort(_pick(x, idx, dim), idx)
 
 
+@takes_out
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis=None):  # noqa: A002
     """The `k` largest (or smallest) elements along `dim` and their indices, a
     `(values, indices)` named tuple, in sorted order.

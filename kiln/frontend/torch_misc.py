@@ -17,6 +17,7 @@ from ..graph.core import Symbol
 from . import math as m
 from . import random
 from .core import lift
+from .out import factory_out
 
 __all__ = [
     "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",
@@ -191,6 +192,7 @@ def as_tensor(data, dtype=None, device=None):
     return fa.tensor(data, dtype=dtype, device="cpu" if device is None else device)
 
 
+@factory_out
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="cpu",
              requires_grad: bool = False):  # fmt: skip
     """`steps` values `base ** v` for `v` evenly spaced from `start` to `end`, both included

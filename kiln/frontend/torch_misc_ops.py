@@ -28,6 +28,7 @@ from . import torch_math as tm
 from . import torch_shape as ts
 from .autodiff import stop_gradient
 from .core import lift
+from .out import takes_out
 
 __all__ = ["combinations", "frexp", "nextafter", "renorm", "vander"]
 
@@ -85,6 +86,7 @@ def _pow2(e):
     return tm.exp2(half), tm.exp2(m.sub(e, half))
 
 
+@takes_out
 def frexp(input):  # noqa: A002
     """`x = mantissa * 2 ** exponent` with `0.5 <= |mantissa| < 1` (0, inf and NaN are their
     own mantissa, with exponent 0): a `(mantissa, exponent)` named tuple, the exponent int32.
@@ -116,6 +118,7 @@ def frexp(input):  # noqa: A002
     return return_types.frexp(mantissa, exponent)
 
 
+@takes_out
 def renorm(input, p, dim: int, maxnorm):  # noqa: A002
     """Each slice along `dim` whose `p`-norm exceeds `maxnorm`, scaled to norm `maxnorm`
     (times `maxnorm / (norm + 1e-7)`); the others unchanged.
@@ -182,6 +185,7 @@ def vander(x, N=None, increasing: bool = False):  # noqa: N803 -- PyTorch's argu
 _BITS = {2: dt.int16, 4: dt.int32, 8: dt.int64}
 
 
+@takes_out
 def nextafter(input, other):  # noqa: A002
     """The next float after `input` towards `other`, elementwise, in their promoted float
     dtype (`other` itself where they are equal; NaN where either is NaN).

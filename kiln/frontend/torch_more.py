@@ -134,6 +134,7 @@ def cholesky_inverse(input, upper: bool = False):  # noqa: A002
     return cholesky_solve.without_out(eye, f, upper)
 
 
+@takes_out
 def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True):  # noqa: A002
     """`input` with `source`'s slices along `dim` reduced into the slices at `index` (1-D)
     with `reduce` ("prod", "mean", "amax" or "amin"; input's own values counted unless

@@ -29,6 +29,7 @@ from . import torch_index as ti
 from . import torch_math as tm
 from . import torch_shape as ts
 from .core import lift
+from .out import takes_out
 
 # Tensor methods PyTorch also has as `torch.X(input, ...)`
 METHOD_FORMS = (
@@ -84,13 +85,19 @@ def _functional_form(name: str):
     return forward
 
 
+# the forms whose torch.X takes out= (`torch.vdot(a, b, out=o)`)
+_OUT_FORMS = {"vdot", "hardshrink", "threshold"}
+
 for _name in METHOD_FORMS:
     globals()[_name] = _method_form(_name)
+    if _name in _OUT_FORMS:
+        globals()[_name] = takes_out(globals()[_name])
 
 
 def __getattr__(name):  # nn.functional imports the frontend: its forms are made on first use
     if name in FUNCTIONAL_FORMS:
-        globals()[name] = _functional_form(name)
+        form = _functional_form(name)
+        globals()[name] = takes_out(form) if name in _OUT_FORMS else form
         return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -98,7 +105,8 @@ def __getattr__(name):  # nn.functional imports the frontend: its forms are made
 # -- linear algebra and calculus ------------------------------------------------------------
 
 
-def tensordot(a, b, dims=2, out=None):
+@takes_out
+def tensordot(a, b, dims=2):
     """Sums the products of `a`'s last `dims` dims with `b`'s first `dims` (an int), or of
     the dims listed in `dims = (dims_a, dims_b)`; the free dims of a, then of b.
 
@@ -138,10 +146,11 @@ def tensordot(a, b, dims=2, out=None):
     right = s.reshape(s.permute(y, *db, *free_b), (k, -1))
     shape = tuple(x.shape[d] for d in free_a) + tuple(y.shape[d] for d in free_b)
     result = s.reshape(m.matmul(left, right), shape)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def chain_matmul(*matrices, out=None):
+@takes_out
+def chain_matmul(*matrices):
     """The product of 2-D matrices, left to right (PyTorch's deprecated `chain_matmul`;
     `kn.linalg.multi_dot` chooses the order).
 
@@ -159,7 +168,7 @@ def chain_matmul(*matrices, out=None):
     result = xs_[0]
     for x in xs_[1:]:
         result = m.matmul(result, x)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
@@ -197,7 +206,8 @@ def trapz(y, x=None, *, dx=None, dim: int = -1):
     return xl.trapezoid(y, x, dx=dx, dim=dim)
 
 
-def row_stack(tensors, *, out=None):
+@takes_out
+def row_stack(tensors):
     """PyTorch's alias of `vstack`.
 
     >>> import kiln as kn
@@ -207,7 +217,7 @@ def row_stack(tensors, *, out=None):
     from . import torch_extra_stack
 
     result = torch_extra_stack.vstack(tensors)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def pdist(input, p: float = 2.0):  # noqa: A002
@@ -243,7 +253,8 @@ def diagflat(input, offset: int = 0):  # noqa: A002
     return ts.diag(s.reshape(x, (-1,)), offset)
 
 
-def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False, out=None):  # noqa: A002
+@takes_out
+def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False):  # noqa: A002
     """The index of the bucket of `boundaries` (1-D, ascending) each value falls in:
     `boundaries[i-1] < v <= boundaries[i]` (with `right`: `boundaries[i-1] <= v <
     boundaries[i]`).
@@ -257,7 +268,7 @@ def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False
         raise call_error(ShapeMismatchError, f"boundaries tensor must be 1 dimension, but got "
                          f"dim({b.ndim})", "bucketize", b)  # fmt: skip
     result = xl.searchsorted(b, input, out_int32=out_int32, right=right)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def unravel_index(indices, shape):
@@ -313,6 +324,7 @@ def select_scatter(input, src, dim: int, index: int):  # noqa: A002
     return _written(x, (slice(None),) * d + (index,), src)
 
 
+@takes_out
 def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):  # noqa: A002
     """A copy of `input` with `src` written at `start:end:step` of `dim`.
 
@@ -394,13 +406,13 @@ def scalar_tensor(s_, *, dtype=None, device="cpu", requires_grad: bool = False):
                   device=device, requires_grad=requires_grad)  # fmt: skip
 
 
+@takes_out
 def normal(
     mean,
     std=1.0,
     size=None,
     *,
     generator=None,
-    out=None,
     dtype=None,
     device=None,
     requires_grad: bool = False,
@@ -436,10 +448,11 @@ def normal(
             dt.is_float(t.dtype) for t in tensors) else dt.DEFAULT_FLOAT  # fmt: skip
         z = randn(*shape, generator=generator, dtype=float_dtype)
         result = m.add(mu, m.mul(sigma, z))
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad):
+def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad,
+            pin_memory: bool = False):  # fmt: skip
     from ..eager.factories import tensor
 
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
@@ -455,11 +468,12 @@ def _window(name: str, values, length: int, periodic: bool, dtype, device, requi
     else:
         n = length + 1 if periodic else length
         data = values(np.arange(n, dtype=np.float64), n)[:length]
-    return tensor(data.astype(dtype), device=device, requires_grad=requires_grad)
+    return tensor(data.astype(dtype), device=device, requires_grad=requires_grad,
+                  pin_memory=pin_memory)  # fmt: skip
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
-                requires_grad: bool = False, layout=None):  # fmt: skip
+                requires_grad: bool = False, layout=None, pin_memory: bool = False):  # fmt: skip
     """The Hann window `0.5 - 0.5 cos(2πk / (N - 1))` (N = length + 1 when `periodic`).
 
     >>> import kiln as kn
@@ -467,12 +481,12 @@ def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device
     [0.0, 0.5, 1.0, 0.5]
     """
     return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device,
-                          requires_grad=requires_grad)  # fmt: skip
+                          requires_grad=requires_grad, pin_memory=pin_memory)  # fmt: skip
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
                    beta: float = 0.46, *, dtype=None, device="cpu", requires_grad: bool = False,
-                   layout=None):  # fmt: skip
+                   layout=None, pin_memory: bool = False):  # fmt: skip
     """The generalized Hamming window `alpha - beta cos(2πk / (N - 1))`.
 
     >>> import kiln as kn
@@ -481,11 +495,12 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
     """
     return _window("hamming_window",
                    lambda k, n: alpha - beta * np.cos(2 * np.pi * k / (n - 1)),
-                   window_length, periodic, dtype, device, requires_grad)  # fmt: skip
+                   window_length, periodic, dtype, device, requires_grad, pin_memory)  # fmt: skip
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
-                    requires_grad: bool = False, layout=None):  # fmt: skip
+                    requires_grad: bool = False, layout=None,
+                    pin_memory: bool = False):  # fmt: skip
     """The Blackman window `0.42 - 0.5 cos(2πk/(N-1)) + 0.08 cos(4πk/(N-1))`.
 
     >>> import kiln as kn
@@ -494,11 +509,12 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, de
     """
     return _window("blackman_window", lambda k, n: 0.42 - 0.5 * np.cos(2 * np.pi * k / (n - 1))
                    + 0.08 * np.cos(4 * np.pi * k / (n - 1)), window_length, periodic, dtype,
-                   device, requires_grad)  # fmt: skip
+                   device, requires_grad, pin_memory)  # fmt: skip
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
-                    requires_grad: bool = False, layout=None):  # fmt: skip
+                    requires_grad: bool = False, layout=None,
+                    pin_memory: bool = False):  # fmt: skip
     """The triangular Bartlett window `1 - |2k/(N-1) - 1|`.
 
     >>> import kiln as kn
@@ -506,11 +522,12 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, de
     [0.0, 0.5, 1.0, 0.5]
     """
     return _window("bartlett_window", lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1),
-                   window_length, periodic, dtype, device, requires_grad)  # fmt: skip
+                   window_length, periodic, dtype, device, requires_grad, pin_memory)  # fmt: skip
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None,
-                  device="cpu", requires_grad: bool = False, layout=None):  # fmt: skip
+                  device="cpu", requires_grad: bool = False, layout=None,
+                  pin_memory: bool = False):  # fmt: skip
     """The Kaiser window `I0(beta sqrt(1 - (2k/(N-1) - 1)²)) / I0(beta)`.
 
     >>> import kiln as kn
@@ -519,7 +536,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     """
     return _window("kaiser_window", lambda k, n: np.i0(beta * np.sqrt(np.clip(
         1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta), window_length, periodic,
-        dtype, device, requires_grad)  # fmt: skip
+        dtype, device, requires_grad, pin_memory)  # fmt: skip
 
 
 # -- the random state -----------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ..ops.random import in_trace, next_seed, seeds_from
 from . import math as m
 from . import shape as s
 from .core import lift
+from .out import takes_out
 from .torch_data import _const, _count, _data_range
 
 __all__ = [
@@ -206,6 +207,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
     return tuple(out)
 
 
+@takes_out
 def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):  # noqa: A002
     """The D-dimensional histogram of the points `input` (..., D): `bins` an int (each dim),
     D ints, or D 1-D edge tensors; `range` the flat (min, max) pairs (default: the data's);
@@ -421,7 +423,8 @@ def pca_lowrank(A, q: int | None = None, center: bool = True, niter: int = 2):
 # -- deprecated norms ------------------------------------------------------------------------
 
 
-def nuclear_norm(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+@takes_out
+def nuclear_norm(input, dim=None, keepdim: bool = False):  # noqa: A002
     """The sum of the singular values of the matrices of `input` (its last two dims, or the
     two `dim`); `nuclear_norm(input, keepdim)` is PyTorch's other overload. Deprecated in
     PyTorch for `linalg.matrix_norm(input, "nuc")`.
@@ -434,10 +437,11 @@ def nuclear_norm(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: 
         dim, keepdim = None, dim
     dims = (-2, -1) if dim is None else tuple(dim)
     result = K.linalg.matrix_norm(input, "nuc", dims, keepdim)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def frobenius_norm(input, dim, keepdim: bool = False, *, out=None):  # noqa: A002
+@takes_out
+def frobenius_norm(input, dim, keepdim: bool = False):  # noqa: A002
     """The square root of the sum of squares over `dim` (required, as PyTorch's). Deprecated
     in PyTorch for `linalg.vector_norm(input, 2, dim)`.
 
@@ -447,7 +451,7 @@ def frobenius_norm(input, dim, keepdim: bool = False, *, out=None):  # noqa: A00
     """
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     result = K.linalg.vector_norm(input, 2, dims, keepdim)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def matrix_rank(input, tol=None, symmetric: bool = False, *, out=None):  # noqa: A002

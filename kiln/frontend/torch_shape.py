@@ -439,6 +439,7 @@ def _triangle(x, diagonal, keep, name):
     return call("where", mask, x, zero)
 
 
+@takes_out
 def tril(input, diagonal: int = 0):  # noqa: A002
     """The lower triangle of the last two dims (on and below `diagonal`), zeros above.
 
@@ -450,6 +451,7 @@ def tril(input, diagonal: int = 0):  # noqa: A002
     return _triangle(input, diagonal, np.tril, "tril")
 
 
+@takes_out
 def triu(input, diagonal: int = 0):  # noqa: A002
     """The upper triangle of the last two dims (on and above `diagonal`), zeros below.
 
@@ -487,6 +489,7 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
 _diagonal = diagonal  # as `diag`'s argument `diagonal` hides it
 
 
+@takes_out
 def diag(input, diagonal: int = 0):  # noqa: A002
     """A 1-D input: the square matrix with it on the `diagonal`-th diagonal; a 2-D input: its
     `diagonal`-th diagonal (PyTorch's `diag`).

@@ -23,6 +23,7 @@ from . import shape as s
 from . import torch_math as tm
 from . import torch_shape as ts
 from .core import lift
+from .out import takes_out
 from .torch_extra_math import median_of_nothing
 from .torch_extra_shape import movedim
 
@@ -44,6 +45,7 @@ def _zero_index(x):
     return m.cast(m.mul(m.cast(x, dt.int8), 0), dt.int64)
 
 
+@takes_out
 def mode(input, dim: int = -1, keepdim: bool = False):  # noqa: A002
     """The most frequent value along `dim` (the least of those tied) and the index of its last
     occurrence, a `(values, indices)` named tuple, as PyTorch's.
@@ -90,6 +92,7 @@ def _non_nan(values):
     return m.sum(m.cast(m.logical_not(m.isnan(values)), dt.int64), -1, True)
 
 
+@takes_out
 def nanmedian(input, dim=None, keepdim: bool = False):  # noqa: A002
     """The lower median of the values that are not NaN (NaN where all are): of all elements
     (0-d), or a `(values, indices)` named tuple along `dim`.
@@ -140,6 +143,7 @@ def _kth(values):
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+@takes_out
 def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear"):  # noqa: A002
     """The `q`-th quantiles (q a number or a 1-D tensor in [0, 1]) of all elements or along
     `dim`, between the two nearest ranks by `interpolation` ("linear", "lower", "higher",
@@ -152,6 +156,7 @@ def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = 
     return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
+@takes_out
 def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear"):  # noqa: A002
     """`quantile` of the values that are not NaN (NaN where all are).
 

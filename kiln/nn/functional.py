@@ -344,27 +344,45 @@ def _lift(*values):
 
 
 @autocast_op("fp32")
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    """Squared error `(input - target)**2` (broadcasting), reduced.
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    """Squared error `(input - target)**2` (broadcasting), reduced; with `weight` (input's
+    shape) each error is weighted and "mean" is the weighted mean, sum(w e) / sum(w).
 
     >>> import kiln as kn
     >>> kn.nn.functional.mse_loss(kn.tensor([1.0, 2.0]), kn.tensor([1.0, 4.0]))
     tensor(2.)
+    >>> kn.nn.functional.mse_loss(kn.tensor([1.0, 2.0]), kn.tensor([0.0, 4.0]),
+    ...                           weight=kn.tensor([3.0, 1.0]))
+    tensor(1.7500)
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _reduce(F.square(F.sub(input, target)), reduction)
+    return _weighted(F.square(F.sub(input, target)), input, weight, reduction)
 
 
 @autocast_op("fp32")
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    """Absolute error `|input - target|` (broadcasting), reduced.
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    """Absolute error `|input - target|` (broadcasting), reduced; `weight` as `mse_loss`'s.
 
     >>> import kiln as kn
     >>> kn.nn.functional.l1_loss(kn.tensor([1.0, 2.0]), kn.tensor([0.0, 5.0]), reduction="sum")
     tensor(4.)
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _reduce(F.abs(F.sub(input, target)), reduction)
+    return _weighted(F.abs(F.sub(input, target)), input, weight, reduction)
+
+
+def _weighted(errors, input, weight, reduction: str):  # noqa: A002
+    """`errors` reduced, each times its `weight` when given (PyTorch's weighted mse_loss and
+    l1_loss: the mean is divided by the weights' sum)."""
+    if weight is None:
+        return _reduce(errors, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise call_error(ShapeMismatchError, "Weights and input must have the same size.",
+                         "loss", input, weight)  # fmt: skip
+    errors = F.mul(errors, weight)
+    if reduction == "mean":
+        return F.div(F.sum(errors), F.sum(weight))
+    return _reduce(errors, reduction)
 
 
 @autocast_op("fp32")

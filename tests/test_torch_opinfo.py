@@ -39,7 +39,21 @@ except Exception:  # noqa: BLE001 -- a torch build without its test helpers (or 
 FULL = bool(os.environ.get("KILN_OPINFO_FULL"))
 SAMPLES = 8  # the first samples of each OpInfo and dtype
 COMPILED = SAMPLES if FULL else 1  # of which this many run under kn.compile
-DTYPES = (torch.float32, torch.int64, torch.bool) if FULL else (torch.float32,)
+# every dtype of PyTorch's CPU kernels that kiln has (an OpInfo runs those it supports on the
+# CPU); the default run takes float32 as above and the first EXTRA_SAMPLES samples of the
+# others eagerly
+DTYPES = (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64,
+    torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+)  # fmt: skip
+EXTRA_SAMPLES = SAMPLES if FULL else 1
+
+
+def _plan(dtype) -> tuple[int, int]:
+    """(samples, of which compiled) of one OpInfo in `dtype`."""
+    if FULL or dtype == torch.float32:
+        return SAMPLES, COMPILED
+    return EXTRA_SAMPLES, 0
 
 # op/dtype/sample/mode patterns -> why kiln still differs from PyTorch
 KNOWN: dict[str, str] = {
@@ -116,15 +130,24 @@ def _key(op):
 MATCHED = [op for op in op_db if _kiln_callable(op) != (None, None)]
 
 
+def _numpy(x):
+    """A NumPy copy of torch tensor x; bfloat16 (which torch's numpy() refuses) through
+    float32, exactly, to kiln's bfloat16."""
+    x = x.detach().resolve_conj().resolve_neg()
+    if x.dtype == torch.bfloat16:
+        return x.float().numpy().astype(kn.bfloat16)
+    return x.numpy().copy()
+
+
 def _to_kiln(x, leaves):
     """x with torch tensors (and dtypes) replaced by kiln's; the tensors appended to leaves."""
     if isinstance(x, torch.Tensor):
-        t = kn.tensor(x.detach().numpy().copy())
+        t = kn.tensor(_numpy(x))
         size = x.untyped_storage().nbytes() // max(x.element_size(), 1)
         if x._base is not None and size > x.numel():
             # a view of a larger storage (what as_strided's storage_offset reads): kiln's
             # view of the same storage's values
-            flat = torch.as_strided(x.detach(), (size,), (1,), 0).numpy().copy()
+            flat = _numpy(torch.as_strided(x.detach(), (size,), (1,), 0))
             t = kn.tensor(flat).as_strided(tuple(x.shape), x.stride(), x.storage_offset())
         leaves.append(t)
         return t
@@ -225,7 +248,7 @@ def _tied(op, sample, got, want):
         return got, want
     k = np.asarray(got[at].numpy() if isinstance(got[at], kn.Tensor) else got[at])
     t = want[at].detach().numpy()
-    x = sample.input.detach().numpy()
+    x = _numpy(sample.input)
 
     def arg(name, i, default):
         given = sample.args[i] if i is not None and len(sample.args) > i else default
@@ -248,14 +271,39 @@ def _flat(x):
     return [x]
 
 
-def _compare(kv, tv, values=True):
+# float16 and bfloat16 results: where kiln computes as PyTorch's CPU kernel does (in float32,
+# rounded once, or step by step in the dtype), its bits are PyTorch's: these OpInfos (fnmatch
+# patterns over op names) are compared exactly; the others may differ by one unit in the last
+# place of the dtype (one rounding of a value computed another way, in float32 or float64).
+HALF_BITS = ()
+
+
+def _half_ulps(k, t):
+    """The largest distance of float16 or bfloat16 values k from t (float32 copies), in units
+    of the last place of the dtype at the larger magnitude of the two; 0 where both are equal
+    or NaN, inf where one alone is NaN or infinite."""
+    mantissa, least = (10, -14) if k.dtype == np.float16 else (7, -126)
+    k, t = k.astype(np.float64), t.astype(np.float64)
+    same = (k == t) | (np.isnan(k) & np.isnan(t))
+    if same.all():
+        return 0.0
+    k, t = k[~same], t[~same]
+    top = np.maximum(np.abs(k), np.abs(t))
+    ulp = 2.0 ** (np.floor(np.log2(np.maximum(top, 2.0**least))) - mantissa)
+    with np.errstate(invalid="ignore"):
+        far = np.abs(k - t) / ulp
+    return float(np.nan_to_num(far, nan=np.inf).max())
+
+
+def _compare(kv, tv, values=True, ulps=1):
     """None where kiln's result is PyTorch's (`values`: not only its dtype and shape), else
-    what differs."""
+    what differs. float16 and bfloat16 values may differ by `ulps` units in the last place
+    (see HALF_BITS)."""
     if isinstance(tv, torch.Tensor) and tv.layout == torch.sparse_coo:  # compared densely
         if not getattr(kv, "is_sparse", False):
             return f"layout {getattr(kv, 'layout', type(kv).__name__)} vs sparse_coo"
         nnz = None if kv._nnz() == tv._nnz() else f"nnz {kv._nnz()} vs {tv._nnz()}"
-        return nnz or _compare(kv.to_dense(), tv.to_dense(), values)
+        return nnz or _compare(kv.to_dense(), tv.to_dense(), values, ulps)
     if isinstance(tv, torch.Tensor):
         if not isinstance(kv, (kn.Tensor, np.ndarray, np.generic)):
             return f"type {type(kv).__name__} vs Tensor"
@@ -263,13 +311,14 @@ def _compare(kv, tv, values=True):
         if tv.dtype == torch.bfloat16:  # NumPy has no bfloat16: through float32, exactly
             t = tv.detach().float().numpy().astype(kn.bfloat16)
         else:
-            t = tv.detach().resolve_conj().numpy()
+            t = tv.detach().resolve_conj().resolve_neg().numpy()
         if t.dtype != k.dtype or t.shape != k.shape:
             return f"{k.dtype}{list(k.shape)} vs {t.dtype}{list(t.shape)}"
         if not values:
             return None
-        if t.dtype == kn.bfloat16:  # every bfloat16 is a float32: the float32 comparison
-            k, t = k.astype(np.float32), t.astype(np.float32)
+        if t.dtype in (kn.bfloat16, kn.float16):  # every half value is a float32
+            far = _half_ulps(k, t)
+            return None if far <= ulps else f"values ({far:.3g} ulp)"
         if t.dtype.kind in "fc":
             k64, t64 = k.astype(np.complex128), t.astype(np.complex128)
             ok = np.allclose(k64, t64, rtol=1e-5, atol=1e-5, equal_nan=True)
@@ -279,7 +328,7 @@ def _compare(kv, tv, values=True):
     if isinstance(tv, (tuple, list)):
         if not isinstance(kv, (tuple, list)) or len(kv) != len(tv):
             return f"{type(kv).__name__} vs {type(tv).__name__} of {len(tv)}"
-        diffs = (_compare(k, t, values) for k, t in zip(kv, tv))
+        diffs = (_compare(k, t, values, ulps) for k, t in zip(kv, tv))
         return next((r for r in diffs if r), None)
     if isinstance(tv, torch.dtype):
         return None if str(kv).split(".")[-1] == str(tv).split(".")[-1] else f"{kv} vs {tv}"
@@ -300,6 +349,7 @@ def _call(fn, method, x, args, kwargs):
 def run_sample(op, sample, compiled) -> dict:
     """{mode: what differs} for one sample ("superset": PyTorch raised and kiln did not)."""
     fn, method = _kiln_callable(op)
+    ulps = 0 if any(fnmatch.fnmatchcase(_key(op), p) for p in HALF_BITS) else 1
     leaves = []
     kx, kargs, kkwargs = _to_kiln((sample.input, sample.args, sample.kwargs), leaves)
     try:
@@ -320,7 +370,7 @@ def run_sample(op, sample, compiled) -> dict:
     if k_error is not None:
         out["eager"] = f"raised {type(k_error).__name__}: {str(k_error)[:100]}"
     elif (
-        why := _compare(*_tied(op, sample, *_phased(op, got, want)), not _random(op, sample))
+        why := _compare(*_tied(op, sample, *_phased(op, got, want)), not _random(op, sample), ulps)
     ) is not None:
         out["eager"] = why
     wanted = _flat(want)
@@ -341,7 +391,9 @@ def run_sample(op, sample, compiled) -> dict:
     why = next(
         (
             r
-            for r in (_compare(k, t, not _random(op, sample)) for k, t in zip(results, wanted))
+            for r in (
+                _compare(k, t, not _random(op, sample), ulps) for k, t in zip(results, wanted)
+            )
             if r
         ),
         None,
@@ -371,15 +423,16 @@ def sweep_op(key) -> tuple[dict, int]:
             dname = str(dtype).split(".")[-1]
             try:
                 samples = op.sample_inputs("cpu", dtype)
-                for i in range(SAMPLES):
+                n, compiled = _plan(dtype)
+                for i in range(n):
                     sample = next(samples, None)
                     if sample is None:
                         break
                     count += 1
                     ran.update(
-                        f"{key}/{dname}/{i}/{m}" for m in ("eager", "compile")[: 1 + (i < COMPILED)]
+                        f"{key}/{dname}/{i}/{m}" for m in ("eager", "compile")[: 1 + (i < compiled)]
                     )
-                    for mode, why in run_sample(op, sample, i < COMPILED).items():
+                    for mode, why in run_sample(op, sample, i < compiled).items():
                         found[f"{key}/{dname}/{i}/{mode}"] = why
             except Exception as e:  # noqa: BLE001 -- torch cannot build its own samples
                 found[f"{key}/{dname}/samples/torch"] = f"{type(e).__name__}: {e}"[:100]

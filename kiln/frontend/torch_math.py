@@ -90,6 +90,8 @@ def coefficient(value, dtype):
     dtype = dt.as_dtype(dtype)
     if dtype == np.bool_:
         return bool(value)
+    if dt.is_complex(dtype):
+        return complex(value) if isinstance(value, complex) else float(value)
     return int(value) if dt.is_int(dtype) else float(value)
 
 
@@ -147,6 +149,13 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(call("addmm", *wide, beta=float(beta), alpha=float(alpha)), x.dtype)
     beta, alpha = coefficient(beta, x.dtype), coefficient(alpha, x.dtype)
+    if dt.is_complex(x.dtype):  # the addmm op is real: its terms (complex coefficients too)
+        product = call("matmul", a, b)
+        product = product if alpha == 1 else m.mul(product, alpha)
+        if beta == 0:  # input is ignored (it only has to broadcast, as in PyTorch)
+            sh.broadcast_shapes(x.shape, product.shape)
+            return product
+        return m.add(product, x if beta == 1 else m.mul(x, beta))
     return call("addmm", x, a, b, beta=beta, alpha=alpha)
 
 

@@ -172,7 +172,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     """
     (v,) = lift(y)
     n = v.shape[dim]
-    mid = m.div(m.add(xl.select_range(v, dim, 1, n), xl.select_range(v, dim, 0, n - 1)), 2.0)
+    # PyTorch's formulas: (dx * (y[:-1] + y[1:])) / 2 with sample points, (dx / 2) * (y[:-1] +
+    # y[1:]) with a spacing, the integer steps in y's dtype (wrapping as PyTorch's)
+    pairs = m.add(xl.select_range(v, dim, 0, n - 1), xl.select_range(v, dim, 1, n))
     if x is not None:
         (t,) = lift(x)
         axis = -1 if t.ndim == 1 else dim
@@ -181,9 +183,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
             shape = [1] * v.ndim
             shape[dim] = n - 1
             steps = s.reshape(steps, tuple(shape))
-        mid = m.mul(mid, steps)
-    elif dx is not None:
-        mid = m.mul(mid, dx)
+        mid = m.div(m.mul(steps, pairs), 2.0)
+    else:
+        mid = m.mul(pairs, (1.0 if dx is None else dx) / 2.0)
     return tm.cumsum(mid, dim)
 
 

@@ -699,7 +699,8 @@ def multi_dot(tensors):
 
 
 def vecdot(x, y, *, dim: int = -1):
-    """The dot products of the vectors of `x` and `y` along `dim` (broadcast).
+    """The dot products of the vectors of `x` and `y` along `dim` (broadcast): the sums of
+    `conj(x) * y`, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.linalg.vecdot(kn.tensor([[1.0, 2.0], [3.0, 4.0]]), kn.tensor([1.0, 1.0]))
@@ -708,6 +709,8 @@ def vecdot(x, y, *, dim: int = -1):
     x, y = lift(x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ShapeError("linalg.vecdot: the inputs must have at least 1 dim")
+    if x.dtype.kind == "c":
+        x = call("conj", x)
     return m.sum(m.mul(x, y), dim=dim)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError, ShapeError, UsageError
+from . import complex_numbers as cx
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -274,12 +275,15 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
             f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
         )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
-    x = x if dt.is_float(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        x = m.cast(x, dt.DEFAULT_FLOAT)
+    if aweights is not None:  # PyTorch's: x * aweights, promoted (float64 weights, say)
+        x = m.cast(x, dt.result_type(*lift(x, aweights)))
     if fweights is not None or aweights is not None:
         out = _weighted_cov(x, correction, fweights, aweights)
     else:
         centred = m.sub(x, m.mean(x, 1, keepdim=True))
-        product = m.matmul(centred, s.transpose(centred, 0, 1))
+        product = m.matmul(centred, s.transpose(cx.conj(centred), 0, 1))
         out = m.div(product, max(x.shape[1] - correction, 0))
     return s.reshape(out, ()) if x.shape[0] == 1 else out  # one variable: its variance
 
@@ -288,7 +292,8 @@ def _weighted_cov(x, correction, fweights, aweights):
     """`cov` of observations weighted by `fweights * aweights` (either may be None): the
     weighted mean, divided by `sum(w) - correction * sum(w * aweights) / sum(w)` (by
     `sum(w) - correction` without aweights), as PyTorch's and NumPy's `cov`."""
-    given = [m.cast(w, x.dtype) for w in lift(*(v for v in (fweights, aweights) if v is not None))]
+    real = dt.to_real(x.dtype) if dt.is_complex(x.dtype) else x.dtype  # real weights
+    given = [m.cast(w, real) for w in lift(*(v for v in (fweights, aweights) if v is not None))]
     w = given[0] if len(given) == 1 else m.mul(*given)
     total = m.sum(w)
     centred = m.sub(x, m.div(m.sum(m.mul(x, w), 1, keepdim=True), total))
@@ -298,7 +303,7 @@ def _weighted_cov(x, correction, fweights, aweights):
         norm = m.sub(total, correction)
     else:
         norm = m.sub(total, m.div(m.mul(m.sum(m.mul(w, given[-1])), correction), total))
-    product = m.matmul(m.mul(centred, w), s.transpose(centred, 0, 1))
+    product = m.matmul(m.mul(centred, w), s.transpose(cx.conj(centred), 0, 1))
     return m.div(product, m.maximum(norm, 0))
 
 
@@ -313,8 +318,11 @@ def corrcoef(input):  # noqa: A002
     c = cov(input)
     if c.ndim == 0:
         return m.div(c, c)
-    d = m.sqrt(diagonal(c))
-    return m.clip(m.div(m.div(c, s.reshape(d, (-1, 1))), s.reshape(d, (1, -1))), -1, 1)
+    d = m.sqrt(cx.real(diagonal(c)))
+    c = m.div(m.div(c, s.reshape(d, (-1, 1))), s.reshape(d, (1, -1)))
+    if dt.is_complex(c.dtype):  # each part clipped, as PyTorch's
+        return cx.complex(m.clip(cx.real(c), -1, 1), m.clip(cx.imag(c), -1, 1))
+    return m.clip(c, -1, 1)
 
 
 def trapezoid(y, x=None, *, dx=None, dim: int = -1):
@@ -429,5 +437,6 @@ def ldexp(input, other):  # noqa: A002
     tensor([ 4., 16.])
     """
     (x,) = lift(input)
-    x = x if dt.is_float(x.dtype) else m.cast(x, dt.DEFAULT_FLOAT)
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex values stay complex
+        x = m.cast(x, dt.DEFAULT_FLOAT)
     return m.mul(x, tm.exp2(other))

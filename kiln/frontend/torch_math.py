@@ -192,7 +192,12 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     tensor([2.5000, 5.0000])
     """
     t1, t2 = lift(tensor1, tensor2)
-    if isinstance(value, float) and not (dt.is_float(t1.dtype) or dt.is_float(t2.dtype)):
+    if _half_triple(input, t1, t2):  # PyTorch's kernel: in float32, rounded once
+        x, a, b = (m.cast(v, dt.float32) for v in lift(input, t1, t2))
+        return m.cast(m.add(x, m.mul(m.mul(a, float(value)), b)), t1.dtype)
+    if isinstance(value, float) and not any(
+        dt.is_float(t.dtype) or dt.is_complex(t.dtype) for t in (t1, t2)
+    ):
         value = int(value)  # PyTorch's: value is a scalar of the integer dtype
     # (value * t1) * t2, rounded in PyTorch's order
     return m.add(input, m.mul(t1 if value == 1 else m.mul(t1, value), t2))
@@ -205,8 +210,19 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     >>> kn.addcdiv(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([4.0, 4.0]), value=-2)
     tensor([0.5000, 0.0000])
     """
+    if _half_triple(input, tensor1, tensor2):  # PyTorch's kernel: in float32, rounded once
+        x, a, b = lift(input, tensor1, tensor2)
+        half = a.dtype
+        x, a, b = (m.cast(v, dt.float32) for v in (x, a, b))
+        return m.cast(m.add(x, div(m.mul(a, float(value)), b)), half)
     quotient = div(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
     return m.add(input, quotient)
+
+
+def _half_triple(*args) -> bool:
+    """Whether addcmul's/addcdiv's operands are all tensors of one half-precision dtype."""
+    dtypes = {getattr(a, "dtype", None) for a in args}
+    return len(dtypes) == 1 and dtypes <= {dt.float16, dt.bfloat16}
 
 
 # -- closeness ---------------------------------------------------------------------------------

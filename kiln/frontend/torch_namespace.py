@@ -123,10 +123,11 @@ def tensordot(a, b, dims=2, out=None):
                          "tensordot", x, y)  # fmt: skip
     for i, j in zip(da, db):
         if x.shape[i] != y.shape[j] and 1 in (x.shape[i], y.shape[j]):  # PyTorch broadcasts:
-            if x.shape[i] == 1:  # a size-1 dim meets the other's sum over that dim
-                y = m.sum(y, j, keepdim=True)
+            # a size-1 dim meets the other's sum over that dim (in its dtype: integers wrap)
+            if x.shape[i] == 1:
+                y = m.sum(y, j, keepdim=True, dtype=y.dtype)
             else:
-                x = m.sum(x, i, keepdim=True)
+                x = m.sum(x, i, keepdim=True, dtype=x.dtype)
         if x.shape[i] != y.shape[j]:
             raise call_error(ShapeMismatchError, f"contracted dimensions need to match, but "
                              f"first has size {x.shape[i]} in dim {i} and second has size "

@@ -190,7 +190,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
                              f"dim argument of length {len(dims)}.", "gradient", f)  # fmt: skip
     else:
         steps = [spacing] * len(dims)
-    if not dt.is_float(f.dtype):
+    if not (dt.is_float(f.dtype) or dt.is_complex(f.dtype)):  # complex values stay complex
         f = m.cast(f, dt.DEFAULT_FLOAT)
     out = []
     for d, h in zip(dims, steps):

@@ -501,7 +501,10 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
             width[d] = (max(b, 0), max(a, 0))
         if not any(b or a for b, a in width):
             return x
-        fill = float(fill) if dt.is_float(x.dtype) else int(fill)
+        if dt.is_complex(x.dtype):
+            fill = complex(fill)
+        else:
+            fill = float(fill) if dt.is_float(x.dtype) else int(fill)
         return call("pad", x, pad_width=tuple(width), value=fill)
     if value is not None and value != 0:
         raise UsageError(f'Padding mode "{mode}" doesn\'t take in value argument')
@@ -561,7 +564,7 @@ def _pad_arguments(pad, mode, value) -> tuple:
         widths.append(int(p))
     if not isinstance(mode, str):
         raise ArgumentTypeError(f"{where('mode', 3)} str, not {type(mode).__name__}")
-    number = isinstance(value, (int, float, np.integer, np.floating, np.bool_))
+    number = isinstance(value, (int, float, complex, np.number, np.bool_))
     if value is not None and not number and getattr(value, "ndim", None) != 0:
         raise ArgumentTypeError(f"{where('value', 4)} float, not {type(value).__name__}")
     if mode not in ("constant", "reflect", "replicate", "circular"):

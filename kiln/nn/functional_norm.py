@@ -33,6 +33,8 @@ def _norm(x, p: float, dim):
     PyTorch's norm kernels accumulate (in float16 the sum of squares overflows at 65504)."""
     if x.dtype in (np.float16, dt.bfloat16):
         return F.cast(_norm(F.cast(x, dt.float32), p, dim), x.dtype)
+    if dt.is_complex(x.dtype):  # the norm of the magnitudes (real), as PyTorch's
+        x = F.abs(x)
     a = F.abs(x)
     if p == math.inf:
         return F.amax(a, dim, keepdim=True)

@@ -124,7 +124,12 @@ def _strided_view(xp, x, shape, strides):
     root = x.base if isinstance(x.base, np.ndarray) else x
     if xp is np and root.flags.c_contiguous:
         offset = x.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        view = np.ndarray(shape, x.dtype, buffer=root, offset=offset, strides=strides)
+        if x.dtype.kind == "V":  # ml_dtypes' (bfloat16...): no buffer export; through uints
+            bits = np.dtype(f"u{x.dtype.itemsize}")
+            view = np.ndarray(shape, bits, buffer=root.view(bits), offset=offset, strides=strides)
+            view = view.view(x.dtype)
+        else:
+            view = np.ndarray(shape, x.dtype, buffer=root, offset=offset, strides=strides)
         view.flags.writeable = bool(x.flags.writeable)
         return view
     return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=bool(x.flags.writeable))
@@ -147,7 +152,8 @@ def _unfold_vjp(ct, y, x, *, dim, size, step):
 # `unfold(x, dim, size, step)`: PyTorch's `Tensor.unfold`, every window of `size` along `dim`
 # starting at a multiple of `step`, as a new last dim: a view of x (its windows may overlap)
 unfold = defop(
-    "unfold", _unfold_shape, same_dtype, _unfold, vjp=_unfold_vjp, tags={"view"},
+    "unfold", _unfold_shape, same_dtype, _unfold, vjp=_unfold_vjp,
+    tags={"view", "complex_linear"},
     batch=lambda args, batched, *, dim, size, step: apply(
         "unfold", args[0], dim=dim + 1, size=size, step=step),
 )  # fmt: skip

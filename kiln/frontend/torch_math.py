@@ -381,6 +381,8 @@ def lerp(input, end, weight):  # noqa: A002
     [5.0, 15.0]
     """
     a, b = lift(input, end)
+    if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype:
+        return _lerp_half(a, b, weight)
     diff = m.sub(b, a)
     if isinstance(weight, (int, float)):
         if abs(weight) < 0.5:
@@ -389,6 +391,27 @@ def lerp(input, end, weight):  # noqa: A002
     (w,) = lift(weight, context=(a,))
     low = m.less(m.abs(w), 0.5)
     return m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
+
+
+def _lerp_half(a, b, weight):
+    """float16/bfloat16 lerp as PyTorch's vectorized kernel: in float32, `base + coeff * (b -
+    a)` in one fused multiply-add (coeff the weight, or weight - 1 from `b` when |weight| >=
+    0.5), rounded to the dtype once."""
+    from .half_formulas import fma32
+
+    half = a.dtype
+    a32, b32 = m.cast(a, dt.float32), m.cast(b, dt.float32)
+    diff = m.sub(b32, a32)
+    if isinstance(weight, (int, float)):
+        w = float(np.float32(weight))
+        small = abs(w) < 0.5
+        coeff = w if small else float(np.float32(w) - np.float32(1))
+        return m.cast(fma32(coeff, diff, a32 if small else b32), half)
+    (w,) = lift(weight, context=(a,))
+    w = m.cast(w, dt.float32)
+    small = m.less(m.abs(w), 0.5)
+    coeff, base = m.where(small, w, m.sub(w, 1.0)), m.where(small, a32, b32)
+    return m.cast(fma32(coeff, diff, base), half)
 
 
 @takes_out

@@ -56,6 +56,7 @@ def _plan(dtype) -> tuple[int, int]:
         return SAMPLES, COMPILED
     return EXTRA_SAMPLES, 0
 
+
 # op/dtype/sample/mode patterns -> why kiln still differs from PyTorch
 KNOWN: dict[str, str] = {
     "as_strided.partial_views/*/[12]/compile": "storage_offset= on an input that views a "

@@ -193,8 +193,10 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """
     t1, t2 = lift(tensor1, tensor2)
     if _half_triple(input, t1, t2):  # PyTorch's kernel: in float32, rounded once
+        from .half_formulas import fma32  # (its compiler fuses the last product into the sum)
+
         x, a, b = (m.cast(v, dt.float32) for v in lift(input, t1, t2))
-        return m.cast(m.add(x, m.mul(m.mul(a, float(value)), b)), t1.dtype)
+        return m.cast(fma32(m.mul(a, float(np.float32(value))), b, x), t1.dtype)
     if isinstance(value, float) and not any(
         dt.is_float(t.dtype) or dt.is_complex(t.dtype) for t in (t1, t2)
     ):

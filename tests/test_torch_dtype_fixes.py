@@ -189,3 +189,9 @@ def test_half_lerp_addcmul_addcdiv_are_pytorchs_bits(dtype):
         _same(kn.lerp(ka, kb, kweight), torch.lerp(a, b, weight))
     _same(kn.addcmul(ka, kb, kc, value=0.3), torch.addcmul(a, b, c, value=0.3))
     _same(kn.addcdiv(ka, kb, kc, value=0.3), torch.addcdiv(a, b, c, value=0.3))
+
+
+def test_compiled_bincount_of_uint8():  # raised OverflowError (a -1 of uint8) when traced
+    x = np.array([1, 3, 3, 0, 7], np.uint8)
+    want = torch.bincount(torch.from_numpy(x))
+    _same(kn.compile(lambda v: kn.bincount(v))(kn.tensor(x)), want)

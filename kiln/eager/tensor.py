@@ -688,8 +688,9 @@ def _owns_memory(data) -> bool:
 
 def _address(array) -> int:
     """The address of an array's first element (NumPy or CuPy)."""
-    data = array.data
-    return data.ptr if hasattr(data, "ptr") else array.__array_interface__["data"][0]
+    if hasattr(array, "__array_interface__"):  # NumPy (bfloat16 has no buffer to export)
+        return array.__array_interface__["data"][0]
+    return array.data.ptr
 
 
 def view_dtype(t, dtype):

@@ -3,6 +3,8 @@ reshapes and batched `matmul`s, so it is differentiable and runs wherever they d
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import shapes as sh
 from ..errors import ShapeError
 from .autocast import autocast_op
@@ -62,7 +64,10 @@ def _sum_out(x, labels, keep):
     axes = tuple(k for k, c in enumerate(labels) if c not in keep)
     if not axes:
         return x, labels
+    unsigned = x.dtype.kind == "u"
     x = call("reduce_sum", x, axes=axes, keepdims=False)
+    if unsigned:  # PyTorch's sums of unsigned integers are int64 (NumPy's uint64: same bits)
+        x = call("cast", x, dtype=np.dtype(np.int64))
     return x, [c for c in labels if c in keep]
 
 

@@ -582,7 +582,7 @@ def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     if driver in (None, "gelsy"):
         rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
-    empty = _zeros((0,), A)
+    empty = _zeros((0,), _real_part(A, A))  # residuals and singular values: real
     if driver in (None, "gelsy"):
         return return_types.linalg_lstsq(x, empty, rank, empty)
     return _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty)

@@ -574,7 +574,7 @@ def _pad_arguments(pad, mode, value) -> tuple:
         widths.append(int(p))
     if not isinstance(mode, str):
         raise ArgumentTypeError(f"{where('mode', 3)} str, not {type(mode).__name__}")
-    number = isinstance(value, (int, float, np.integer, np.floating, np.bool_))
+    number = isinstance(value, (int, float, complex, np.number, np.bool_))
     if value is not None and not number and getattr(value, "ndim", None) != 0:
         raise ArgumentTypeError(f"{where('value', 4)} float, not {type(value).__name__}")
     if mode not in ("constant", "reflect", "replicate", "circular"):

@@ -250,8 +250,10 @@ def _unique_graph(x, dim, sort: bool):
 def _bincount_graph(x, w, minlength: int):
     """`bincount` of graph value `x`: its length, max(x) + 1 or `minlength`, is a dim the run
     binds (`arange_of`); the counts (sums of `w`) are a scatter-add into zeros of it."""
-    top = m.amax(s.concat([x, _const(np.array([-1], x.dtype), x)], 0))  # -1 where x is empty
-    length = m.maximum(m.add(m.cast(top, dt.int64), 1), np.int64(minlength))
+    # -1 where x is empty (in int64: a uint8 x has no -1)
+    wide = m.cast(x, dt.int64)
+    top = m.amax(s.concat([wide, _const(np.array([-1], np.int64), x)], 0))
+    length = m.maximum(m.add(top, 1), np.int64(minlength))
     bins = call("arange_of", length, count=sh.Dim())
     idx = m.cast(x, dt.int64)
     if w is None:

@@ -146,6 +146,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     tensor([[1., 0.],
             [2., 0.]])
     """
+    a, b = lift(vec1, vec2)
+    if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype and a.ndim == b.ndim == 1:
+        # as PyTorch's kernel: beta * input + (alpha * vec1) * vec2 with beta and alpha
+        # rounded to the dtype, each step rounded to the dtype
+        kind = dt.result_type(*lift(input, a))
+        beta, alpha = (float(np.asarray(tm.coefficient(c, kind), kind)) for c in (beta, alpha))
+        scaled = m.mul(s.reshape(m.mul(a, alpha), (-1, 1)), b)
+        return _scaled_sum(input, scaled, beta, 1)
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
@@ -292,8 +300,10 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
             f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
         )
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
-    complex_ = dt.is_complex(x.dtype)  # complex: centred @ centred.mH
-    x = x if dt.is_float(x.dtype) or complex_ else m.cast(x, dt.DEFAULT_FLOAT)
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        x = m.cast(x, dt.DEFAULT_FLOAT)
+    if aweights is not None:  # PyTorch's: x * aweights, promoted (float64 weights, say)
+        x = m.cast(x, dt.result_type(*lift(x, aweights)))
     if fweights is not None or aweights is not None:
         out = _weighted_cov(x, correction, fweights, aweights)
     else:
@@ -358,13 +368,19 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
     >>> kn.trapezoid(kn.tensor([1.0, 2.0, 4.0]))
     tensor(4.5000)
     """
+    # PyTorch's formulas step by step, in the input's dtype where it takes them there (an
+    # integer y's pair sums wrap as PyTorch's)
     (v,) = lift(y)
     n = v.shape[dim]
     hi = select_range(v, dim, 1, n)
     lo = select_range(v, dim, 0, n - 1)
-    mid = m.div(m.add(hi, lo), 2.0)
     if x is None:
-        return m.mul(m.sum(mid, dim), 1.0 if dx is None else dx)
+        if n == 0:
+            return m.mul(m.sum(m.div(m.add(hi, lo), 2.0), dim), 1.0 if dx is None else dx)
+        d = dim % v.ndim
+        ends = m.add(s.getitem(v, (slice(None),) * d + (0,)),
+                     s.getitem(v, (slice(None),) * d + (n - 1,)))  # fmt: skip
+        return m.mul(m.sub(m.sum(v, dim), m.mul(ends, 0.5)), 1.0 if dx is None else dx)
     (t,) = lift(x)
     steps = m.sub(select_range(t, -1 if t.ndim == 1 else dim, 1, n),
                   select_range(t, -1 if t.ndim == 1 else dim, 0, n - 1))  # fmt: skip
@@ -372,7 +388,7 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
         shape = [1] * v.ndim
         shape[dim] = n - 1
         steps = s.reshape(steps, tuple(shape))
-    return m.sum(m.mul(mid, steps), dim)
+    return m.div(m.sum(m.mul(steps, m.add(hi, lo)), dim), 2.0)
 
 
 def select_range(x, dim: int, start: int, stop: int):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math as _math
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
@@ -178,7 +179,7 @@ def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):  # noqa: A002
         return call("complex", *(nan_to_num(v, nan, posinf, neginf) for v in parts))
     if not dt.is_float(x.dtype):
         return x
-    info = np.finfo(x.dtype)
+    info = ml_dtypes.finfo(x.dtype)  # (NumPy's finfo does not know bfloat16)
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf
     out = m.where(m.isnan(x), nan, x)

@@ -195,6 +195,11 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     tensor([2.5000, 5.0000])
     """
     t1, t2 = lift(tensor1, tensor2)
+    if _half_triple(input, t1, t2):  # PyTorch's kernel: in float32, rounded once
+        from .half_formulas import fma32  # (its compiler fuses the last product into the sum)
+
+        x, a, b = (m.cast(v, dt.float32) for v in lift(input, t1, t2))
+        return m.cast(fma32(m.mul(a, float(np.float32(value))), b, x), t1.dtype)
     if isinstance(value, float) and not any(
         dt.is_float(t.dtype) or dt.is_complex(t.dtype) for t in (t1, t2)
     ):
@@ -211,8 +216,19 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     >>> kn.addcdiv(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([4.0, 4.0]), value=-2)
     tensor([0.5000, 0.0000])
     """
+    if _half_triple(input, tensor1, tensor2):  # PyTorch's kernel: in float32, rounded once
+        x, a, b = lift(input, tensor1, tensor2)
+        half = a.dtype
+        x, a, b = (m.cast(v, dt.float32) for v in (x, a, b))
+        return m.cast(m.add(x, div(m.mul(a, float(value)), b)), half)
     quotient = div(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
     return m.add(input, quotient)
+
+
+def _half_triple(*args) -> bool:
+    """Whether addcmul's/addcdiv's operands are all tensors of one half-precision dtype."""
+    dtypes = {getattr(a, "dtype", None) for a in args}
+    return len(dtypes) == 1 and dtypes <= {dt.float16, dt.bfloat16}
 
 
 # -- closeness ---------------------------------------------------------------------------------
@@ -372,6 +388,8 @@ def lerp(input, end, weight):  # noqa: A002
     [5.0, 15.0]
     """
     a, b = lift(input, end)
+    if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype:
+        return _lerp_half(a, b, weight)
     diff = m.sub(b, a)
     if isinstance(weight, (int, float)):
         if abs(weight) < 0.5:
@@ -380,6 +398,27 @@ def lerp(input, end, weight):  # noqa: A002
     (w,) = lift(weight, context=(a,))
     low = m.less(m.abs(w), 0.5)
     return m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
+
+
+def _lerp_half(a, b, weight):
+    """float16/bfloat16 lerp as PyTorch's vectorized kernel: in float32, `base + coeff * (b -
+    a)` in one fused multiply-add (coeff the weight, or weight - 1 from `b` when |weight| >=
+    0.5), rounded to the dtype once."""
+    from .half_formulas import fma32
+
+    half = a.dtype
+    a32, b32 = m.cast(a, dt.float32), m.cast(b, dt.float32)
+    diff = m.sub(b32, a32)
+    if isinstance(weight, (int, float)):
+        w = float(np.float32(weight))
+        small = abs(w) < 0.5
+        coeff = w if small else float(np.float32(w) - np.float32(1))
+        return m.cast(fma32(coeff, diff, a32 if small else b32), half)
+    (w,) = lift(weight, context=(a,))
+    w = m.cast(w, dt.float32)
+    small = m.less(m.abs(w), 0.5)
+    coeff, base = m.where(small, w, m.sub(w, 1.0)), m.where(small, a32, b32)
+    return m.cast(fma32(coeff, diff, base), half)
 
 
 @takes_out

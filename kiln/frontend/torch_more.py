@@ -75,7 +75,14 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     [[12.5, 12.5], [12.5, 12.5]]
     """
     x, a, b = lift(input, batch1, batch2)
-    product = m.sum(tm.bmm(a, b), 0)
+    if a.dtype in (dt.float16, dt.bfloat16) and x.dtype == a.dtype and a.shape[0] > 0:
+        # as PyTorch's: one addmm a batch (each in float32, rounded once to the dtype)
+        out = x
+        for i in range(a.shape[0]):
+            out = tm.addmm(out, a[i], b[i], beta=beta if i == 0 else 1, alpha=alpha)
+        return out
+    # the sum in the batch's dtype: integers wrap as PyTorch's (not summed to int64)
+    product = m.sum(tm.bmm(a, b), 0, dtype=a.dtype)
     kind = dt.result_type(x, product)  # integer coefficients are truncated, as PyTorch's
     beta, alpha = tm.coefficient(beta, kind), tm.coefficient(alpha, kind)
     if alpha != 1:

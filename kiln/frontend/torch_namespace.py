@@ -131,10 +131,11 @@ def tensordot(a, b, dims=2):
                          "tensordot", x, y)  # fmt: skip
     for i, j in zip(da, db):
         if x.shape[i] != y.shape[j] and 1 in (x.shape[i], y.shape[j]):  # PyTorch broadcasts:
-            if x.shape[i] == 1:  # a size-1 dim meets the other's sum over that dim
-                y = m.sum(y, j, keepdim=True)
+            # a size-1 dim meets the other's sum over that dim (in its dtype: integers wrap)
+            if x.shape[i] == 1:
+                y = m.sum(y, j, keepdim=True, dtype=y.dtype)
             else:
-                x = m.sum(x, i, keepdim=True)
+                x = m.sum(x, i, keepdim=True, dtype=x.dtype)
         if x.shape[i] != y.shape[j]:
             raise call_error(ShapeMismatchError, f"contracted dimensions need to match, but "
                              f"first has size {x.shape[i]} in dim {i} and second has size "
@@ -181,7 +182,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     """
     (v,) = lift(y)
     n = v.shape[dim]
-    mid = m.div(m.add(xl.select_range(v, dim, 1, n), xl.select_range(v, dim, 0, n - 1)), 2.0)
+    # PyTorch's formulas: (dx * (y[:-1] + y[1:])) / 2 with sample points, (dx / 2) * (y[:-1] +
+    # y[1:]) with a spacing, the integer steps in y's dtype (wrapping as PyTorch's)
+    pairs = m.add(xl.select_range(v, dim, 0, n - 1), xl.select_range(v, dim, 1, n))
     if x is not None:
         (t,) = lift(x)
         axis = -1 if t.ndim == 1 else dim
@@ -190,9 +193,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
             shape = [1] * v.ndim
             shape[dim] = n - 1
             steps = s.reshape(steps, tuple(shape))
-        mid = m.mul(mid, steps)
-    elif dx is not None:
-        mid = m.mul(mid, dx)
+        mid = m.div(m.mul(steps, pairs), 2.0)
+    else:
+        mid = m.mul(pairs, (1.0 if dx is None else dx) / 2.0)
     return tm.cumsum(mid, dim)
 
 

@@ -439,7 +439,17 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps: float):  # noq
     mean = K.mean(xf, dims, keepdim=True)
     rstd = K.rsqrt(K.var(xf, dims, correction=0, keepdim=True) + eps)
     out = _nnf().layer_norm(x, tuple(normalized_shape), weight, bias, eps)
-    return out, mean, rstd
+    stats = _stats_dtype(x, weight)
+    return out, mean.to(stats), rstd.to(stats)
+
+
+def _stats_dtype(x, weight):
+    """The dtype of PyTorch's saved layer/group norm statistics: a half input's own, or
+    float32 with float32 parameters (computed in float32 and rounded once)."""
+    if x.dtype in (dt.float16, dt.bfloat16) and weight is not None:
+        (w,) = lift(weight)
+        return w.dtype if w.dtype == dt.float32 else x.dtype
+    return x.dtype
 
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training: bool,  # noqa: A002
@@ -485,7 +495,8 @@ def native_group_norm(input, weight, bias, N: int, C: int, HxW: int, group: int,
     xf = grouped.float() if x.dtype in (dt.float16, dt.bfloat16) else grouped
     mean = K.mean(xf, 2)
     rstd = K.rsqrt(K.var(xf, 2, correction=0) + eps)
-    return _nnf().group_norm(x, group, weight, bias, eps), mean, rstd
+    stats = _stats_dtype(x, weight)
+    return _nnf().group_norm(x, group, weight, bias, eps), mean.to(stats), rstd.to(stats)
 
 
 # -- the remaining native nn helpers ---------------------------------------------------------

@@ -291,18 +291,20 @@ def implicit_softmax_dim(ndim: int, name: str, stacklevel: int = 4) -> int:
 
 
 def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
-    """`softmax(-x)` along `dim` (cast to `dtype` first when given).
+    """`softmax(-x)` along `dim` (-x cast to `dtype` when given: as PyTorch's, an unsigned
+    input's negation wraps in its dtype first).
 
     >>> import kiln as kn
     >>> kn.nn.functional.softmin(kn.tensor([1.0, 1.0, 2.0]), dim=0)
     tensor([0.4223, 0.4223, 0.1554])
     """
     (x,) = F.core.lift(input)
+    x = F.neg(x)
     if dtype is not None:
         x = F.cast(x, dtype)
     if dim is None:
         dim = implicit_softmax_dim(x.ndim, "softmin")
-    return F.softmax(F.neg(x), dim)
+    return F.softmax(x, dim)
 
 
 def glu(input, dim: int = -1):  # noqa: A002

@@ -88,6 +88,8 @@ def _angle_dtype(x):
 
 
 def _angle(xp, x, out=None):
+    if x.dtype.kind in "biu":  # in float32 (NumPy's angle of int8 is a float16 pi)
+        x = x.astype(dt.float32)
     result = xp.asarray(xp.angle(x))
     if x.dtype.kind == "f":  # real values: 0 or pi, and NaN stays NaN (PyTorch's)
         result = xp.where(xp.isnan(x), x, result)

@@ -105,7 +105,7 @@ def _nonzero(xp, x, out=None, *, count):
 
 
 nonzero = defop(
-    "nonzero", _nonzero_shape, lambda x, **_: INT64, _nonzero, tags=("data_shape",)
+    "nonzero", _nonzero_shape, lambda x, **_: INT64, _nonzero, tags=("data_shape", "complex_linear")
 )  # fmt: skip
 
 

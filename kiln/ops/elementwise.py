@@ -247,7 +247,10 @@ tanh = unary(
 sign = unary("sign", np.sign, tags={"nondiff"}, lowering=_exact(_c_sign))
 floor = unary("floor", np.floor, tags={"nondiff"}, lowering=_exact(_c_rounding("floor")))
 ceil = unary("ceil", np.ceil, tags={"nondiff"}, lowering=_exact(_c_rounding("ceil")))
-logical_not = unary("logical_not", np.logical_not, lowering=_exact(lambda t, x: f"(({x}) == 0)"))
+logical_not = unary(
+    "logical_not", np.logical_not, lowering=_exact(lambda t, x: f"(({x}) == 0)"),
+    tags=("complex_linear",),
+)  # fmt: skip
 # Exact scalar forms too, not declared so: their programs stay on NumPy, off numba loops.
 isnan = unary(
     "isnan", np.isnan, lowering=Lowering(cuda=_c_float_test("isnan", "false")),
@@ -762,12 +765,15 @@ less = binary("less", np.less, lowering=_exact(c_infix("<")))
 less_equal = binary("less_equal", np.less_equal, lowering=_exact(c_infix("<=")))
 greater = binary("greater", np.greater, lowering=_exact(c_infix(">")))
 greater_equal = binary("greater_equal", np.greater_equal, lowering=_exact(c_infix(">=")))
+# complex values are true where nonzero, as PyTorch's (no gradient: "complex_linear")
 logical_and = binary(
-    "logical_and", np.logical_and, tags={"commutative"}, lowering=_exact(_c_logical("&&"))
-)
+    "logical_and", np.logical_and, tags={"commutative", "complex_linear"},
+    lowering=_exact(_c_logical("&&")),
+)  # fmt: skip
 logical_or = binary(
-    "logical_or", np.logical_or, tags={"commutative"}, lowering=_exact(_c_logical("||"))
-)
+    "logical_or", np.logical_or, tags={"commutative", "complex_linear"},
+    lowering=_exact(_c_logical("||")),
+)  # fmt: skip
 
 
 # where and clip (kiln/ops/elementwise_ternary.py), registered here in this order as before

@@ -151,8 +151,9 @@ def _scatter(xp, x, idx, src, out=None, *, axis, reduce, include_self):
         counts = xp.where(counts > 0, counts + int(include_self), 1)
         if dt.is_float(x.dtype) or dt.is_complex(x.dtype):
             out /= counts
-        else:
-            out //= counts  # PyTorch's integer mean rounds down
+        else:  # PyTorch's integer mean rounds down, its count in the dtype (uint8: wraps)
+            counts = counts.astype(out.dtype)
+            out[...] = out // xp.where(counts == 0, 1, counts).astype(out.dtype)
     return out
 
 

@@ -124,7 +124,12 @@ def _strided_view(xp, x, shape, strides):
     root = x.base if isinstance(x.base, np.ndarray) else x
     if xp is np and root.flags.c_contiguous:
         offset = x.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        view = np.ndarray(shape, x.dtype, buffer=root, offset=offset, strides=strides)
+        if x.dtype.kind == "V":  # ml_dtypes' (bfloat16...): no buffer export; through uints
+            bits = np.dtype(f"u{x.dtype.itemsize}")
+            view = np.ndarray(shape, bits, buffer=root.view(bits), offset=offset, strides=strides)
+            view = view.view(x.dtype)
+        else:
+            view = np.ndarray(shape, x.dtype, buffer=root, offset=offset, strides=strides)
         view.flags.writeable = bool(x.flags.writeable)
         return view
     return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=bool(x.flags.writeable))

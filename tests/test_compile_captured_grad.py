@@ -138,3 +138,13 @@ def test_captured_parameter_updated_in_place_inside_as_eagerly():
         return [f(kn.tensor([2.0, 3.0])).item() for _ in range(3)], p.tolist()
 
     assert run(True) == run(False)
+
+
+def test_a_captured_tensor_passed_as_an_argument_too_is_one_input():
+    w = kn.tensor([1.0, 2.0], requires_grad=True)
+
+    def f(x):  # x is w: eager code sees one tensor, whose gradient sums both uses
+        return kn.autograd.grad((w * x).sum(), [x])
+
+    want = f(w)[0].tolist()
+    assert kn.compile(f)(w)[0].tolist() == want == [2.0, 4.0]

@@ -253,9 +253,11 @@ def test_python_scalars_are_weak_as_in_pytorch(op, side, scalar):
         pair = (lambda a: (a, scalar)) if side == "rhs" else (lambda a: (scalar, a))
         want = _pytorch_dtype(op, d, scalar)
         if d == "bool" and scalar is True and op in ("sub", "floordiv", "mod", "pow"):
-            # PyTorch refuses -, // and % of two bools and gives bool for **; kiln keeps
-            # NumPy's kernels there: - is refused, //, % and ** compute in int8
+            # PyTorch refuses -, // and % of two bools; kiln keeps NumPy's kernels for // and %
+            # (int8) and refuses -. ** is PyTorch's: bool ** True is bool, True ** bool refused
             want = None if op == "sub" else np.dtype(np.int8)
+            if op == "pow":
+                want = np.dtype(np.bool_) if side == "rhs" else None
         with kn.Graph().as_default():
             x = kn.placeholder(d, (2,))
             for mode, operand in (("graph", x), ("eager", kn.tensor(array))):

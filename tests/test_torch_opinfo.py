@@ -100,18 +100,10 @@ _NO_COMPLEX = {
     "nn.functional.conv_transpose[123]d": (
         "kiln's convolutions are real: complex inputs raise DTypeError"
     ),
-    "logsumexp": "kiln's reductions have no complex max (UnsupportedDTypeError)",
     "logcumsumexp/*/[012345]": "kiln's logcumsumexp is real-only (UnsupportedDTypeError)",
     "linalg.slogdet": "kiln's slogdet is real-only (UnsupportedDTypeError)",
     "logdet": "kiln's slogdet is real-only (UnsupportedDTypeError)",
-    "norm.nuc/*/[01]": "kiln's nuclear norm is real-only (UsageError)",
-    "renorm/*/[0123]": "kiln's renorm is real-only (UnsupportedDTypeError)",
     "istft/*/[7]": "istft with a complex output signal (return_complex): kiln refuses it",
-    "rand_like/*/[01235]": "kiln draws real random values only (DTypeError for complex)",
-    "randn_like/*/[01235]": "kiln draws real random values only (DTypeError for complex)",
-    "normal.in_place/*/[01]": "kiln draws real random values only (DTypeError for complex)",
-    "svd_lowrank": "kiln draws real random values only (DTypeError for complex)",
-    "pca_lowrank": "kiln draws real random values only (DTypeError for complex)",
 }
 for _op, _why in _NO_COMPLEX.items():
     _op, _, _samples = _op.partition("/*/")

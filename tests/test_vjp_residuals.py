@@ -38,7 +38,7 @@ KEEPS |= {
     "log2": {"x0"}, "log10": {"x0"}, "atan2": {"x0", "x1"}, "fmod": {"x0", "x1"},
     "hypot": {"x0", "x1", "y"},
     "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"}, "share_ties": {"x0", "x1"},
-    "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0"},
+    "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0"}, "cofactor": {"x0"},
     "solve": {"x0", "y"}, "cholesky": {"y"}, "logabsdet": {"x0"},
     "lgamma": {"x0"}, "digamma": {"x0"}, "polygamma": {"x0"}, "erfinv": {"y"}, "i0": {"x0"},
     "i1": {"x0", "y"},

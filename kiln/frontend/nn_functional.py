@@ -577,6 +577,8 @@ def _pad_arguments(pad, mode, value) -> tuple:
     number = isinstance(value, (int, float, complex, np.number, np.bool_))
     if value is not None and not number and getattr(value, "ndim", None) != 0:
         raise ArgumentTypeError(f"{where('value', 4)} float, not {type(value).__name__}")
+    if isinstance(value, (complex, np.complexfloating)):  # PyTorch's F.pad takes a float
+        raise ArgumentTypeError(f"{where('value', 4)} float, not complex")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise UnknownModeError(f"Unrecognised padding mode {mode}")
     return tuple(widths)

@@ -174,19 +174,25 @@ class CompiledFunction:
             before = tensor_versions(self._captures)
             # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
             # outputs that require grad, as in eager code (the others end in stop_gradient)
-            lifted = self._lifted()
+            lifted, aliased = self._lifted(), []
+            for label, get in list(lifted):  # an argument too: its placeholder, one input
+                k = next((k for k, x in enumerate(leaves) if x is get()), None)
+                if k is not None:
+                    lifted.remove((label, get))
+                    aliased.append((get, k))
             tensors = [get() for _, get in lifted]
             plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
             traced = Traced(self.fn, traced_key, leaves + tensors,
                             paths + [label for label, _ in lifted], structure, key[2], plans,
-                            self.memory_budget, lifted=lifted)  # fmt: skip
+                            self.memory_budget, lifted=lifted, aliased=aliased)  # fmt: skip
             check_untouched(traced.name, before)
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.
             key, modules = self._key(leaves, statics, structure)
             traced.key, traced.statics = key, statics
-            traced.captured = self._guard(statics, {id(t) for t in tensors})
+            inputs = {id(t) for t in tensors} | {id(get()) for get, _ in aliased}
+            traced.captured = self._guard(statics, inputs)
             variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
             self._by_grads[key] = variants
             _file_by_grads(traced, had, variants)
@@ -215,11 +221,15 @@ class CompiledFunction:
         """(label, getter) of each captured tensor that a trace takes as an input rather
         than as a constant: the leaves that require grad (`w = kn.randn(3,
         requires_grad=True)` read by fn), so that gradients reach them and their values may
-        change between calls, as eager code would see them. (A Parameter or Buffer is a
+        change between calls, as eager code would see them. Tensors reached through a list or
+        dict stay constants (guarded), and one passed as an argument too is that argument's
+        placeholder. (A Parameter or Buffer is a
         Variable of the trace instead: kiln/nn/parameter.py.)"""
         found = []
         for label, get in self._captures.tensors:
             t = get()
+            if "[" in label:  # reached through a list or dict: a constant, as before
+                continue
             if (type(t) is Tensor and t._requires_grad and t.grad_fn is None
                     and not (t.is_sparse or t.is_quantized) and rebindable(get)):  # fmt: skip
                 found.append((label, get))

@@ -248,8 +248,9 @@ class Traced:
     """
 
     def __init__(
-        self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None, lifted=()
-    ):
+        self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None, lifted=(),
+        aliased=(),
+    ):  # fmt: skip
         self.key, self.device, self.name = key, device, name_of(fn)
         self.lifted = list(lifted)  # (label, getter) of the captured tensors taken as inputs
         self.memory_budget, self.checkpointing = memory_budget, None
@@ -270,7 +271,9 @@ class Traced:
             graph_step.trace_leaves(self.graph, [s for _, s in leaves])
             try:
                 with tracing_on(device), tracing_values(), recording(self.graph) as self.prints:
-                    with rebound([get for _, get in lifted], lifted_inputs):
+                    getters = [get for _, get in lifted] + [get for get, _ in aliased]
+                    values = lifted_inputs + [self.inputs[k] for _, k in aliased]
+                    with rebound(getters, values):  # (captured arguments: theirs)
                         result = fn(*args, **kwargs)
             finally:
                 calls.pop()

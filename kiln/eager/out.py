@@ -106,22 +106,16 @@ def write_out(name: str, out, compute, inputs):
 
 def _write_one(name: str, out, result, same_dtype: bool):
     if same_dtype and out.dtype != result.dtype:
-        raise node_error(
-            DTypeMismatchError,
+        _dtype_error(
+            name,
+            out,
             f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead",
-            op=name,
-            site=user_site(),
-            called=True,
-            inputs=[describe(out)],
         )
     if not dt.can_cast(result.dtype, out.dtype):
-        raise node_error(
-            DTypeMismatchError,
+        _dtype_error(
+            name,
+            out,
             f"result type {result.dtype} can't be cast to the desired output type {out.dtype}",
-            op=name,
-            site=user_site(),
-            called=True,
-            inputs=[describe(out)],
         )
     if tuple(out.shape) != tuple(result.shape):
         if out.numel():
@@ -321,3 +315,9 @@ def overlap_error(op: str, t, v) -> UsageError:
         "operation.",
         op, t, v,
     )  # fmt: skip
+
+
+def _dtype_error(name: str, out, message: str):
+    raise node_error(
+        DTypeMismatchError, message, op=name, site=user_site(), called=True, inputs=[describe(out)]
+    )

@@ -35,7 +35,8 @@ from .guards import (
     value_changes,
     value_types,
 )
-from .traced import Traced, check_budget, describe, flatten, name_of, signature
+from .structure import describe, flatten, name_of, signature
+from .traced import Traced, check_budget
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
 

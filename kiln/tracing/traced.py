@@ -14,7 +14,6 @@ import re
 import numpy as np
 
 from .. import dtypes as dt
-from .. import shapes as sh
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
@@ -46,78 +45,15 @@ from .arguments import (
 )
 from .guards import rebound
 from .prints import printed_symbols, recording, replay
-from .scalars import TracedScalar, python_value
+from .scalars import TracedScalar
+from .structure import _unflatten, flatten, name_of
 
-__all__ = ["Traced", "flatten", "signature", "describe", "name_of", "check_budget"]
+__all__ = ["Traced", "check_budget"]  # (structure.py)
 
 # Residuals go straight into the backward arena (`Traced.placement`) from this many bytes: a
 # memory saving, which costs each call its arena's pieces and views (the digits demo's
 # compiled step, about 60 KiB of residuals: 54.3 ms an epoch placed, 47.1 not, in thread time)
 PLACED_MIN_BYTES = 1 << 20
-_LEAF = "<array>"  # an array's slot in a structure; other values are kept in it (static)
-_STATIC = "<static>"
-_SCALAR = "<python value>"  # a TracedScalar's slot: the call's array, as .item()/.tolist()
-_ARRAYS = (Tensor, np.ndarray, np.generic, Symbol)
-
-
-def flatten(value, path: str, leaves: list, paths: list, statics: list):
-    """`value`'s structure (hashable): arrays and Tensors go to `leaves` (their names to
-    `paths`); any other value stays in the structure, static (`statics`: (path, value))."""
-    if isinstance(value, _ARRAYS):
-        leaves.append(value)
-        paths.append(path)
-        return _LEAF
-    if isinstance(value, TracedScalar):
-        leaves.append(value)
-        paths.append(path)
-        return (_SCALAR, value.kind)
-    if type(value) in (list, tuple) or _is_namedtuple(value):
-        items = (flatten(v, f"{path}_{i}", leaves, paths, statics) for i, v in enumerate(value))
-        return (type(value), tuple(items))
-    if type(value) is dict:
-        items = (flatten(v, f"{path}_{k}", leaves, paths, statics) for k, v in value.items())
-        return (dict, tuple(value), tuple(items))
-    statics.append((path, value))
-    return (_STATIC, value)
-
-
-def _is_namedtuple(value) -> bool:
-    """`sort(x)`'s `(values, indices)` and the like: a tuple class with named fields."""
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
-
-
-def _unflatten(structure, leaves):
-    if structure is _LEAF:
-        return next(leaves)
-    if structure[0] is _STATIC:
-        return structure[1]
-    if structure[0] is _SCALAR:
-        return python_value(next(leaves), structure[1])
-    if structure[0] is dict:
-        return dict(zip(structure[1], (_unflatten(s, leaves) for s in structure[2])))
-    items = (_unflatten(s, leaves) for s in structure[1])
-    return structure[0](*items) if hasattr(structure[0], "_fields") else structure[0](items)
-
-
-def name_of(fn) -> str:
-    return getattr(fn, "__name__", None) or type(fn).__name__
-
-
-def signature(leaf) -> tuple:
-    if isinstance(leaf, Tensor):
-        if leaf.is_sparse or leaf.is_quantized:
-            from ..frontend.sparse_coo import graph_error
-
-            raise graph_error("kn.compile", leaf)
-        return (leaf.shape, leaf.dtype, leaf._device, leaf._requires_grad)
-    return (np.shape(leaf), np.asarray(leaf).dtype, "cpu", False)
-
-
-def describe(sig) -> str:
-    """`f32[2,3] on cpu, requires grad`: an input's signature in messages."""
-    shape, dtype, device, requires_grad = sig
-    grad = ", requires grad" if requires_grad else ""
-    return f"{dt.short_name(dtype)}{sh.format_shape(shape)} on {device}{grad}"
 
 
 # -- which values require grad, and the split into forward and backward programs ---------------

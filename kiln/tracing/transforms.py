@@ -18,8 +18,8 @@ from ..frontend.core import call, lift
 from ..graph.core import Symbol
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
+from .structure import _unflatten, flatten
 from .trace import CompiledFunction
-from .traced import _unflatten, flatten
 
 __all__ = ["jvp", "vmap", "jacrev", "jacfwd"]
 

@@ -31,6 +31,7 @@ _MAX_DEPTH = 4  # objects reached through more globals or attributes than this a
 _MAX_CODE = 500  # functions walked per Captures, at most
 _MAX_ITEMS = 64  # lists, tuples and dicts longer than this are not walked
 _EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
+_HOOKS = ("_forward_pre_hooks", "_forward_hooks")  # a Module's, run by its calls
 
 
 def _is_value(v) -> bool:
@@ -183,8 +184,10 @@ class Captures:
     `labels` and `values()` (the Python values), `tensors` (label, getter), `objects` (label,
     getter, object: functions, modules, objects walked) and `modules` (with descendants)."""
 
-    def __init__(self, fn, roots=()):
+    def __init__(self, fn, roots=(), exclude=frozenset()):
         self.read: set = set()  # names used by the user's code walked (not kiln's)
+        self.envs: list[tuple] = []  # (globals, the names code walked reads or writes there)
+        self._exclude = exclude  # (id(dict or list), key): what the trace stores (`stores`)
         self.labels: list[str] = []
         self.tensors: list[tuple] = []
         self.objects: list[tuple] = []
@@ -231,6 +234,9 @@ class Captures:
                 self._modules.setdefault(id(m), m)
                 self._seen.add(id(m))
                 self._holder(m, path, depth)
+                for kind in _HOOKS:  # what its forward hooks read (and store: `stores`)
+                    for key, hook in (m.__dict__.get(kind) or {}).items():
+                        self._walk(hook, f"{path}.{kind}[{key}]", depth + 1)
         elif _attributes_of(value) is not None and not isinstance(value, types.ModuleType):
             if callable(getattr(type(value), "_compile_key", None)):
                 self._keyed.append((label, value))
@@ -244,6 +250,7 @@ class Captures:
         read = _code_names(fn.__code__)
         self.read |= read
         env = fn.__globals__
+        self.envs.append((env, _global_names(fn.__code__)))
         for name in _global_names(fn.__code__):
             if name in env:
                 self._pending.append((name, env, name, depth, True))
@@ -313,7 +320,7 @@ class Captures:
         return len(own) > size
 
     def _sort(self, label, env: dict, name: str, depth: int, walk: bool, groups: dict) -> None:
-        if (id(env), name) in self._sources:
+        if (id(env), name) in self._sources or (id(env), name) in self._exclude:
             return
         self._sources.add((id(env), name))
         value = env[name]
@@ -360,9 +367,15 @@ class Captures:
         if not isinstance(container, dict) and all(_is_value(v) for v in container):
             return
         self._seen.add(id(container))
-        self._lengths.append((f"len({label})", container))
+        stored = {k for i, k in self._exclude if i == id(container)}
+        if None in stored:  # appended to by each call
+            return
+        if not stored:  # (one whose items each call stores may grow)
+            self._lengths.append((f"len({label})", container))
         keys = list(container) if isinstance(container, dict) else range(len(container))
         for key in keys:
+            if key in stored:
+                continue
             self._pending.append((f"{label}[{key!r}]", container, key, depth, True))
 
     def _walkable(self, value) -> bool:

@@ -3,8 +3,8 @@ compiled function makes it on every call with that call's values, as PyTorch's c
 functions print on every call. Without this, the trace would print a Symbol's description
 once and later calls nothing.
 
-Only `print` is replayed. Other Python side effects of a traced function (appending to a list,
-changing an attribute) run once, when it is traced.
+Besides `print`, only the storing of traced values in Python state is made by each call
+(`stores`). Other Python side effects of a traced function run once, when it is traced.
 
 A traced value formatted into a string (`f"{loss:.4f}"`, `"{}".format(x)`) becomes a marker,
 `<kiln traced value N>`, that a replayed `print` replaces with the value of each call,

@@ -35,6 +35,7 @@ from .guards import (
     value_changes,
     value_types,
 )
+from .stores import Watch, stored_keys
 from .structure import describe, flatten, name_of, signature
 from .traced import Traced, check_budget
 
@@ -57,6 +58,7 @@ class CompiledFunction:
         self._lock = threading.Lock()
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
+        self._stored: set = set()  # what its traces store in Python state: not guarded
         try:
             params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
@@ -126,7 +128,7 @@ class CompiledFunction:
                 return self._captures.values()
             except (KeyError, IndexError, ValueError):  # a global deleted, a cell emptied
                 pass
-        self._captures = Captures(self.fn)
+        self._captures = Captures(self.fn, exclude=self._stored)
         return self._captures.values()
 
     def __call__(self, *args, **kwargs):
@@ -184,10 +186,15 @@ class CompiledFunction:
             tensors = [get() for _, get in lifted]
             plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
+            watch = Watch(self._captures, modules)
             traced = Traced(self.fn, traced_key, leaves + tensors,
                             paths + [label for label, _ in lifted], structure, key[2], plans,
-                            self.memory_budget, lifted=lifted, aliased=aliased)  # fmt: skip
+                            self.memory_budget, lifted=lifted, aliased=aliased,
+                            watch=watch)  # fmt: skip
             check_untouched(traced.name, before)
+            if traced.stores:  # stored each call: not guarded (what fn reaches, again)
+                self._stored |= stored_keys(traced.stores)
+                self._captures = None
             # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
             # (a counter), the next call must find this trace, not trace again.
             key, modules = self._key(leaves, statics, structure)
@@ -216,7 +223,7 @@ class CompiledFunction:
         roots = [(p, v) for p, v in statics if not _hashable(v) or hasattr(v, "__dict__")]
         if not roots:
             return Guard(self._captures, lifted=lifted)
-        return Guard(Captures(self.fn, roots), by_value=True, lifted=lifted)
+        return Guard(Captures(self.fn, roots, self._stored), by_value=True, lifted=lifted)
 
     def _lifted(self) -> list:
         """(label, getter) of each captured tensor that a trace takes as an input rather
@@ -317,8 +324,10 @@ def compile(  # noqa: A001
     Tensors (Python control flow runs then; branching on a traced value raises), and the
     graph is compiled; later calls run the compiled program. `print` calls in `fn` are
     recorded, not made, while tracing, and every call makes them with its values (as
-    PyTorch's compiled functions print on every call); other Python side effects (appending
-    to a list, setting an attribute) happen once, when `fn` is traced. `.item()` and
+    PyTorch's compiled functions print on every call). A traced value stored in Python state
+    it reaches (`self.last = y`, a forward hook's `acts[name] = out`, `log.append(loss)`) is
+    stored by every call with that call's value (kiln/tracing/stores.py); other Python side
+    effects happen once, when `fn` is traced. `.item()` and
     `.tolist()` of a traced value give a stand-in that the compiled function returns (and
     `print` shows) as each call's Python value; any other use of a traced value's Python
     value (`float()`, `if`, arithmetic on the stand-in) raises a GraphError that names it.

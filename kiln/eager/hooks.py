@@ -127,6 +127,18 @@ def apply_node_hooks(node, hooks, grad_inputs: tuple, grad_outputs: tuple) -> tu
     return grad_inputs
 
 
+def hook_state(owners) -> tuple:
+    """The handles of the gradient and post-accumulate hooks on each of `owners` (a compiled
+    step that applies them is stale when they change); () when no tensor has hooks."""
+    if not _HOOKS:
+        return ()
+    found = tuple(
+        (tuple(e[1]), tuple(e[2])) if (e := _HOOKS.get(id(o))) and e[0]() is o else None
+        for o in owners
+    )
+    return found if any(found) else ()
+
+
 def _apply_hooks(owner, ct):
     for hook in _hooks_of(owner, 1):
         result = hook(ct)

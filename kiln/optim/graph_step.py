@@ -240,11 +240,49 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     for var, g in zip(variables, grads):
         if g is None:
             continue
+        g = _parameter_hooks(var, g)
         entry = pending.get(id(var))
         if entry is None:
             pending[id(var)] = [var, g]
         else:
             entry[1] = entry[1] + g  # accumulates, as `.grad` does
+
+
+def _parameter_hooks(var, g):
+    """`g`, the gradient of a parameter's Variable, through the hooks registered on the
+    Parameter (`p.register_hook(lambda g: g.clamp(-1, 1))`), traced as eager backward runs
+    them; a post-accumulate hook, which needs the `.grad` of a call, is refused."""
+    from ..eager.hooks import _hooks_of
+    from ..nn.parameter import owner_of
+
+    owner = owner_of(var)
+    if owner is None:
+        return g
+    if _hooks_of(owner, 2):
+        raise call_error(
+            UsageError,
+            f"{owner.describe_name()} has a post-accumulate-grad hook, which runs on the "
+            "parameter's .grad after each backward(): under kn.compile a backward() inside "
+            "the compiled function has no such .grad to show it. Call backward() outside "
+            "the compiled function (the hook then runs), or remove the hook",
+            "backward",
+            g,
+        )
+    for hook in _hooks_of(owner, 1):
+        result = hook(g)
+        if result is not None:
+            if not isinstance(result, Symbol) or tuple(result.shape) != tuple(g.shape):
+                raise call_error(
+                    AutogradError,
+                    f"hook {getattr(hook, '__name__', hook)!r} of {owner.describe_name()} "
+                    f"returned {type(result).__name__} "
+                    f"{getattr(result, 'shape', '')}: it must return None or a tensor of the "
+                    f"gradient's shape {tuple(g.shape)}",
+                    "backward",
+                    g,
+                )
+            g = result
+    return g
 
 
 def autograd_grad(outputs, inputs, grad_outputs=None, allow_unused: bool = False,

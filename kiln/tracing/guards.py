@@ -18,6 +18,7 @@ import types
 
 import numpy as np
 
+from ..eager.hooks import _hooks_of
 from ..eager.tensor import Tensor
 from ..errors import GraphError
 from ..nn.module import Module
@@ -237,6 +238,9 @@ class Captures:
                 for kind in _HOOKS:  # what its forward hooks read (and store: `stores`)
                     for key, hook in (m.__dict__.get(kind) or {}).items():
                         self._walk(hook, f"{path}.{kind}[{key}]", depth + 1)
+                for name, p in m._parameters.items():  # and its parameters' gradient hooks
+                    for k, hook in enumerate(_hooks_of(p, 1) if p is not None else ()):
+                        self._walk(hook, f"{path}.{name}.hooks[{k}]", depth + 1)
         elif _attributes_of(value) is not None and not isinstance(value, types.ModuleType):
             if callable(getattr(type(value), "_compile_key", None)):
                 self._keyed.append((label, value))

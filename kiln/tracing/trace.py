@@ -18,6 +18,7 @@ import numpy as np
 
 from ..debug import log
 from ..eager.grad_mode import state
+from ..eager.hooks import hook_state
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, DeviceError, UsageError
 from ..frontend.autocast import autocast_key
@@ -158,6 +159,8 @@ class CompiledFunction:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
                 stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
+            if stale is None and traced.param_hooks != hook_state(traced.params):
+                stale = ("a parameter's gradient hooks changed", False)
             if stale is None and traced.plans_grad:
                 if traced.guard != tuple(p.tensor()._requires_grad for p in traced.params):
                     stale = ("a parameter's requires_grad changed", False)
@@ -186,7 +189,9 @@ class CompiledFunction:
             tensors = [get() for _, get in lifted]
             plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
-            watch = Watch(self._captures, modules)
+            roots = _roots(statics)  # the objects passed as arguments: what they reach too
+            watch = Watch(Captures(self.fn, roots, self._stored) if roots else self._captures,
+                          modules)  # fmt: skip
             traced = Traced(self.fn, traced_key, leaves + tensors,
                             paths + [label for label, _ in lifted], structure, key[2], plans,
                             self.memory_budget, lifted=lifted, aliased=aliased,
@@ -220,7 +225,7 @@ class CompiledFunction:
         """The guard of a trace just made: what fn captured, and what its static arguments
         that are objects (a method's `self`, a module) hold, compared by value. `lifted`:
         the ids of the captured tensors it takes as inputs (their values may change)."""
-        roots = [(p, v) for p, v in statics if not _hashable(v) or hasattr(v, "__dict__")]
+        roots = _roots(statics)
         if not roots:
             return Guard(self._captures, lifted=lifted)
         return Guard(Captures(self.fn, roots, self._stored), by_value=True, lifted=lifted)
@@ -287,6 +292,11 @@ def _file_by_grads(traced, had: dict, variants: list) -> None:
         traced.grad_keys.add(came)
     if inputs:
         variants.append(traced)
+
+
+def _roots(statics) -> list:
+    """The static arguments that are objects (a method's `self`, a module): (path, value)."""
+    return [(p, v) for p, v in statics if not _hashable(v) or hasattr(v, "__dict__")]
 
 
 def _canonical(device: str) -> str:

@@ -17,6 +17,7 @@ from .. import dtypes as dt
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
+from ..eager.hooks import hook_state
 from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import AutogradError, GraphError, SavedTensorError, call_error
@@ -257,6 +258,7 @@ class Traced:
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
         self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
+        self.param_hooks = hook_state(self.params)  # a backward() inside applied them
         leaf_grad = [
             s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_differentiable(s.dtype)
         ]

@@ -1,0 +1,83 @@
+"""kn.compile: gradient hooks registered on a parameter (`p.register_hook(fn)`) apply when
+the compiled function calls backward() itself (a whole training step), as they do eagerly.
+Before, the compiled step ignored them silently: a hook clamping the gradient to 1.5 left
+it at 6. Expected values: the same step run eagerly (the hooks' eager semantics are PyTorch's,
+tests/test_autograd.py), and by hand where stated."""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from kiln.errors import UsageError
+
+NORMS: list = []
+
+
+def _model(hook=None):
+    kn.manual_seed(0)
+    m = kn.nn.Linear(3, 1)
+    if hook is not None:
+        m.weight.register_hook(hook)
+    return m
+
+
+def clip_and_log(g):
+    NORMS.append(g.norm().item())
+    return g.clamp(-1.5, 1.5)
+
+
+def step(m, x, opt):
+    opt.zero_grad()
+    loss = m(x).sum()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _train(m, fn):
+    opt = kn.optim.SGD(m.parameters(), lr=0.1)
+    seen = []
+    for k in range(3):
+        fn(m, kn.ones(2, 3) * (k + 1), opt)
+        seen.append((m.weight.detach().clone(), m.weight.grad.clone()))
+    return seen
+
+
+def test_parameter_hook_applies_inside_a_compiled_step():
+    NORMS.clear()
+    expected = _train(_model(clip_and_log), step)
+    eager_norms = list(NORMS)
+    NORMS.clear()
+    compiled = kn.compile(step)
+    got = _train(_model(clip_and_log), compiled)
+    assert len(compiled.cache) == 1
+    # by hand: the weight's gradient is 2 (k + 1) per entry, clamped to 1.5
+    assert got[1][1].tolist() == [[1.5, 1.5, 1.5]]
+    for (w0, g0), (w1, g1) in zip(expected, got):
+        np.testing.assert_allclose(w1.numpy(), w0.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(g1.numpy(), g0.numpy(), rtol=1e-6)
+    assert NORMS == pytest.approx(eager_norms, rel=1e-6) and len(NORMS) == 3
+
+
+def test_a_hook_added_or_removed_later_retraces():
+    m = _model()
+    compiled = kn.compile(step)
+    opt = kn.optim.SGD(m.parameters(), lr=0.0)
+    compiled(m, kn.ones(2, 3), opt)
+    assert m.weight.grad.tolist() == [[2.0, 2.0, 2.0]]
+    handle = m.weight.register_hook(lambda g: g * 10)
+    compiled(m, kn.ones(2, 3), opt)
+    assert m.weight.grad.tolist() == [[20.0, 20.0, 20.0]]
+    handle.remove()
+    compiled(m, kn.ones(2, 3), opt)
+    assert m.weight.grad.tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_post_accumulate_hook_refused_and_nothing_changes():
+    m = _model()
+    m.weight.register_post_accumulate_grad_hook(lambda p: None)
+    before = m.weight.detach().clone()
+    opt = kn.optim.SGD(m.parameters(), lr=0.1)
+    with pytest.raises(UsageError, match="post-accumulate-grad hook"):
+        kn.compile(step)(m, kn.ones(2, 3), opt)
+    assert kn.equal(m.weight.detach(), before) and m.weight.grad is None

@@ -81,3 +81,35 @@ def test_post_accumulate_hook_refused_and_nothing_changes():
     with pytest.raises(UsageError, match="post-accumulate-grad hook"):
         kn.compile(step)(m, kn.ones(2, 3), opt)
     assert kn.equal(m.weight.detach(), before) and m.weight.grad is None
+
+
+def square_sum_backward(x):
+    loss = (x * x).sum()
+    loss.backward()
+    return loss
+
+
+W = kn.tensor([1.0, -2.0], requires_grad=True)
+SEEN: list = []
+
+
+def uses_captured():
+    loss = (W * 3).sum()
+    loss.backward()
+    return loss
+
+
+def test_argument_and_captured_leaf_hooks_apply_each_call():
+    # by hand: d/dx sum(x^2) = 2x, times the hook's 100; each call a new tensor and hook
+    compiled = kn.compile(square_sum_backward)
+    for k in range(2):
+        x = kn.tensor([1.0, 2.0 + k], requires_grad=True)
+        x.register_hook(lambda g: g * 100)
+        x.register_post_accumulate_grad_hook(lambda t: SEEN.append(t.grad.tolist()))
+        compiled(x)
+        assert x.grad.tolist() == [200.0, 400.0 + 200.0 * k]
+    assert SEEN == [[200.0, 400.0], [200.0, 600.0]]
+    handle = W.register_hook(lambda g: -g)
+    kn.compile(uses_captured)()
+    handle.remove()
+    assert W.grad.tolist() == [-3.0, -3.0]

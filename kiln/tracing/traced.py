@@ -17,7 +17,7 @@ from .. import dtypes as dt
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
-from ..eager.hooks import hook_state
+from ..eager.hooks import _apply_hooks, _hooks_of, hook_state
 from ..eager.saved import Unavailable
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import AutogradError, GraphError, SavedTensorError, call_error
@@ -607,11 +607,16 @@ class Traced:
                 continue
             if not leaf.is_leaf:
                 leaf.backward(make(np.array(value, copy=True), self.device))
-            elif leaf.grad is None:
+                continue
+            if _hooks_of(leaf, 1):  # its hooks, on this call's gradient (as eager backward)
+                value = _apply_hooks(leaf, make(np.array(value, copy=True), self.device))._data
+            if leaf.grad is None:
                 leaf.grad = make(np.array(value, copy=True), self.device)
             else:
                 leaf.grad._data[...] += value
                 version_of(leaf.grad).value += 1
+            for hook in _hooks_of(leaf, 2):
+                hook(leaf)
 
     def _share(self, param, var, t) -> None:
         """The Variable reads the Parameter's current value: on the cpu it is the Parameter's

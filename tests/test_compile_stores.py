@@ -111,3 +111,37 @@ def test_numpy_in_stores_arrays():
         assert isinstance(ACTS["scaled"], np.ndarray)
         np.testing.assert_array_equal(ACTS["scaled"], np.full(3, 0.5 * k, np.float32))
     assert len(f.cache) == 1
+
+
+class Stateful(kn.nn.Module):
+    """Truncated BPTT's idiom: the hidden state lives on the module between calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = kn.nn.RNNCell(2, 3)
+        self.hidden = None
+
+    def forward(self, x):
+        TRACES[0] += 1
+        if self.hidden is None:
+            self.hidden = kn.zeros(x.shape[0], 3)
+        self.hidden = self.cell(x, self.hidden).detach()
+        return self.hidden.sum()
+
+
+def test_state_read_and_stored_each_call_is_an_input():
+    kn.manual_seed(0)
+    eager, model = Stateful(), Stateful()
+    model.load_state_dict(eager.state_dict())
+    f = kn.compile(model)
+    TRACES[0] = 0
+    xs = [kn.ones(2, 2) * (k + 1) for k in range(4)] + [kn.ones(5, 2)]
+    for k, x in enumerate(xs):
+        if k >= 3:  # a new sequence: both start again from None
+            eager.hidden = model.hidden = None
+        want, got = eager(x), f(x)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        np.testing.assert_allclose(model.hidden.numpy(), eager.hidden.numpy(), rtol=1e-6)
+    # traces: None, then a tensor (an input from then on); the reset reuses the first; a
+    # batch of 5 is a new signature (the eager model's calls count too)
+    assert TRACES[0] - len(xs) == 3

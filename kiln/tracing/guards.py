@@ -135,9 +135,10 @@ def rebound(getters, values):
         for get, value in zip(getters, values):
             _set(get, value)
         yield
-    finally:
-        for get, value in zip(getters, saved):
-            _set(get, value)
+    finally:  # (a source fn stored a new value in is left to `stores`, which undoes it)
+        for get, value, placeholder in zip(getters, saved, values):
+            if get() is placeholder:
+                _set(get, value)
 
 
 def _set(get, value) -> None:
@@ -172,6 +173,15 @@ def _length(container, n: int) -> tuple:
     return (n,)
 
 
+def _stored_kind(get) -> tuple:
+    """What a source that the traces store in holds: a tensor (an input of the program),
+    nothing, or another type (a program traced with what was there before)."""
+    value = get()
+    if isinstance(value, Tensor):
+        return ("a tensor",)
+    return ("nothing",) if value is _EMPTY else (type(value).__name__,)
+
+
 def _compile_key(obj) -> tuple:
     return (obj._compile_key(),)
 
@@ -188,6 +198,7 @@ class Captures:
     def __init__(self, fn, roots=(), exclude=frozenset()):
         self.read: set = set()  # names used by the user's code walked (not kiln's)
         self.envs: list[tuple] = []  # (globals, the names code walked reads or writes there)
+        self.stored: list[tuple] = []  # (label, getter): what the traces store, found again
         self._exclude = exclude  # (id(dict or list), key): what the trace stores (`stores`)
         self.labels: list[str] = []
         self.tensors: list[tuple] = []
@@ -296,6 +307,9 @@ class Captures:
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
+        for label, get in self.stored:  # a tensor there is an input (trace.py, `_lifted`)
+            self._getters.append(functools.partial(_stored_kind, get))
+            self.labels.append(f"kind of {label}")
         for label, obj in self._keyed:
             self._getters.append(functools.partial(_compile_key, obj))
             self.labels.append(f"{label}._compile_key()")
@@ -324,9 +338,12 @@ class Captures:
         return len(own) > size
 
     def _sort(self, label, env: dict, name: str, depth: int, walk: bool, groups: dict) -> None:
-        if (id(env), name) in self._sources or (id(env), name) in self._exclude:
+        if (id(env), name) in self._sources:
             return
         self._sources.add((id(env), name))
+        if (id(env), name) in self._exclude:  # stored by each call: its kind is keyed
+            self.stored.append((label, functools.partial(_item, env, name)))
+            return
         value = env[name]
         if isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_item, env, name)))
@@ -379,6 +396,7 @@ class Captures:
         keys = list(container) if isinstance(container, dict) else range(len(container))
         for key in keys:
             if key in stored:
+                self.stored.append((f"{label}[{key!r}]", functools.partial(_item, container, key)))
                 continue
             self._pending.append((f"{label}[{key!r}]", container, key, depth, True))
 
@@ -464,6 +482,8 @@ class Guard:
             if isinstance(t, Tensor):
                 self.tensors.append((label, get, t, t._data, _tensor_state(t), id(t) in lifted))
         self.objects = captures.objects
+        self.stored = [(label, get, _tensor_state(t)) for label, get in captures.stored
+                       if isinstance(t := get(), Tensor)]  # fmt: skip
         self.members = [(m, _members(m)) for m in captures.modules]
         self.by_value = by_value
         self.values = captures.values()
@@ -491,6 +511,11 @@ class Guard:
         for label, get, obj in self.objects:
             if get() is not obj:
                 return f"captured '{label}' is another object", True
+        for label, get, state in self.stored:  # another tensor each call: the same kind
+            now = get()
+            new = _tensor_state(now) if isinstance(now, Tensor) else None
+            if new is not None and new[1:] != state[1:]:
+                return f"stored tensor '{label}' changed ({_difference(state, new)})", False
         for module, held in self.members:
             now = _members(module)
             if len(now) != len(held) or any(a is not b for a, b in zip(now, held)):

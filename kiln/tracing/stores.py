@@ -10,8 +10,10 @@ globals it names) is compared before and after the trace: each new value that ho
 values becomes a store. The trace's change is undone, the values join the program's outputs,
 and every call (the first one included) makes the store again with that call's values:
 `setattr`, `d[key] = ...`, `lst[i] = ...` or `lst.append(...)`. A call that fails stores
-nothing. The guards (`guards.Captures`) skip what is stored, so a stored value that changes
-each call does not retrace.
+nothing. The guards (`guards.Captures`) do not compare what is stored by identity (it changes
+each call): the cache key holds its kind (nothing, None, a tensor...), and a tensor stored
+there is an input of the next call's program, so state carried from call to call (an RNN's
+`self.hidden`) is read as eager code reads it.
 
 >>> import kiln as kn
 >>> class Net(kn.nn.Module):

@@ -246,6 +246,10 @@ class CompiledFunction:
             if (type(t) is Tensor and t._requires_grad and t.grad_fn is None
                     and not (t.is_sparse or t.is_quantized) and rebindable(get)):  # fmt: skip
                 found.append((label, get))
+        for label, get in self._captures.stored:  # each call stores another: read as input
+            t = get()
+            if isinstance(t, Tensor) and not (t.is_sparse or t.is_quantized) and rebindable(get):
+                found.append((label, get))
         return found
 
     def _reason(self, key, modules, statics, paths) -> str:

@@ -30,7 +30,8 @@ there is an input of the next call's program, so state carried from call to call
 from __future__ import annotations
 
 from ..graph.core import Symbol
-from .guards import _attributes_of
+from ..nn.module import Module
+from .guards import _attributes_of, _is_kiln
 from .scalars import TracedScalar
 from .structure import _unflatten, flatten
 
@@ -95,6 +96,8 @@ class Watch:
         for m in [*captures.modules, *modules]:
             self._add_dict(m.__dict__, m, None, seen)
         for _, obj, _ in captures._holders:
+            if _is_kiln(type(obj)) and not isinstance(obj, Module):
+                continue  # an optimizer, a scaler: their state is the program's updates
             attrs = _attributes_of(obj)
             if attrs is not None:
                 self._add_dict(attrs, obj, None, seen)

@@ -145,3 +145,28 @@ def test_state_read_and_stored_each_call_is_an_input():
     # traces: None, then a tensor (an input from then on); the reset reuses the first; a
     # batch of 5 is a new signature (the eager model's calls count too)
     assert TRACES[0] - len(xs) == 3
+
+
+class KeepsLoss(kn.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = kn.nn.Linear(2, 2)
+
+    def forward(self, x):
+        self.aux = self.fc(x).pow(2).mean()  # set before it is read: its old value unused
+        return self.aux * 2
+
+
+def test_a_stored_tensor_does_not_keep_the_calls_before_alive():
+    import gc
+    import weakref
+
+    m = KeepsLoss()
+    f = kn.compile(m)
+    f(kn.ones(1, 2)).backward()
+    f(kn.ones(1, 2)).backward()  # the second trace: `aux` is an input now (unread)
+    first = weakref.ref(m.aux)
+    for _ in range(3):
+        f(kn.ones(1, 2)).backward()
+    gc.collect()
+    assert first() is None  # as eagerly: the old value went when `aux` was replaced

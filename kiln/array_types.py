@@ -176,6 +176,9 @@ return_types = types.SimpleNamespace(
                          "`linalg.lstsq(A, B)`: least-squares solutions."),
     linalg_inv_ex=_fields("linalg_inv_ex", ["inverse", "info"], "`linalg.inv_ex(A)`."),
     linalg_cholesky_ex=_fields("linalg_cholesky_ex", ["L", "info"], "`linalg.cholesky_ex(A)`."),
+    linalg_solve_ex=_fields("linalg_solve_ex", ["result", "info"], "`linalg.solve_ex(A, B)`."),
+    linalg_lu_factor_ex=_fields("linalg_lu_factor_ex", ["LU", "pivots", "info"],
+                                "`linalg.lu_factor_ex(A)`: `lu_factor`'s and the info codes."),
     triangular_solve=_fields("triangular_solve", ["solution", "cloned_coefficient"],
                              "`triangular_solve(b, A)`: the solution and a copy of A."),
 )  # fmt: skip

@@ -36,15 +36,26 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
+from .linalg_more import (
+    cross,
+    diagonal,
+    lu_factor_ex,
+    matmul,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
 from .out import takes_out
 from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh",
-    "householder_product", "inv", "inv_ex",
-    "logdet", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_exp", "matrix_norm", "matrix_power",
-    "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
-    "svd", "svdvals", "vecdot", "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex",
+    "logdet", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp",
+    "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet",
+    "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",
+    "vander", "vecdot", "vector_norm",
 ]  # fmt: skip
 
 

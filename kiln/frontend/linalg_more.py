@@ -1,0 +1,202 @@
+"""`kn.linalg`'s forms of other kiln functions, PyTorch's `torch.linalg` ones: `cross`,
+`matmul`, `diagonal`, `vander`, `tensorinv`, `tensorsolve`, and the `_ex` forms `solve_ex` and
+`lu_factor_ex` (an info code per matrix instead of an error). Compositions of kiln's ops, so
+they work eagerly (with autograd), in graph mode and under `kn.compile`."""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes as dt
+from ..array_types import return_types
+from ..errors import ArgumentError, ShapeError, UnsupportedDTypeError
+from ..graph.core import Symbol
+from . import math as m
+from . import shape as s
+from .core import call, lift
+from .linalg_factor import _first_zero_pivot, _matrices, _raise_on_info, inv_ex, lu_factor
+from .out import takes_out
+from .products import matmul as _matmul
+from .torch_extra_linalg import cross as _cross
+from .torch_shape import diagonal as _diagonal
+
+__all__ = [
+    "cross", "diagonal", "lu_factor_ex", "matmul", "solve_ex", "tensorinv", "tensorsolve",
+    "vander",
+]  # fmt: skip
+
+
+@takes_out
+def cross(input, other, *, dim: int = -1):  # noqa: A002
+    """The cross product of 3-vectors along `dim` (default the last), the other dims
+    broadcast; both inputs need the same number of dims (PyTorch's `linalg.cross`).
+
+    >>> import kiln as kn
+    >>> kn.linalg.cross(kn.tensor([[1.0, 0.0, 0.0]]), kn.tensor([[0.0, 1.0, 0.0]]))
+    tensor([[0., 0., 1.]])
+    """
+    a, b = lift(input, other)
+    if a.ndim != b.ndim:
+        raise ShapeError(
+            f"linalg.cross: inputs must have the same number of dimensions, got shapes "
+            f"{list(a.shape)} and {list(b.shape)}"
+        )
+    return _cross(a, b, dim)
+
+
+@takes_out
+def matmul(input, other):  # noqa: A002
+    """`kn.matmul` under `torch.linalg`'s name.
+
+    >>> import kiln as kn
+    >>> kn.linalg.matmul(kn.tensor([[1.0, 2.0]]), kn.tensor([[3.0], [4.0]]))
+    tensor([[11.]])
+    """
+    return _matmul(input, other)
+
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: N803
+    """The `offset` diagonal of each matrix in dims `dim1`, `dim2` (default the last two), a
+    view as `kn.diagonal`'s.
+
+    >>> import kiln as kn
+    >>> kn.linalg.diagonal(kn.tensor([[1.0, 2.0], [3.0, 4.0]]), offset=1)
+    tensor([2.])
+    """
+    return _diagonal(A, offset, dim1, dim2)
+
+
+def vander(x, *, N=None):  # noqa: N803
+    """The Vandermonde matrices of the vectors in `x`'s last dim: column j holds x**j for
+    j < N (default x's length), increasing powers (PyTorch's `linalg.vander`).
+
+    >>> import kiln as kn
+    >>> kn.linalg.vander(kn.tensor([1.0, 2.0, 3.0]), N=3)
+    tensor([[1., 1., 1.],
+            [1., 2., 4.],
+            [1., 3., 9.]])
+    """
+    (x,) = lift(x)
+    if x.ndim == 0:
+        raise ShapeError("linalg.vander: x must have at least one dimension, got a 0-d tensor")
+    n = x.shape[-1] if N is None else N
+    if not isinstance(n, int) or n <= 1:
+        raise ArgumentError(f"linalg.vander: N must be greater than 1, got {N!r}")
+    if x.dtype.kind == "b":
+        raise UnsupportedDTypeError("linalg.vander supports floating point, complex, and integer "
+                                    "tensors, but got Bool")  # fmt: skip
+    if x.dtype.kind in "iu":  # integers: int64, as PyTorch's
+        x = m.cast(x, dt.int64)
+    ones = m.add(m.mul(s.unsqueeze(x, -1), 0), 1)  # (..., n, 1) of x's dtype
+    powers = s.unsqueeze(x, -1)
+    columns = [ones]
+    for _ in range(n - 1):  # running products: exact for integers, x**j's gradient by chain
+        columns.append(m.mul(columns[-1], powers))
+    return s.concat(columns, -1)
+
+
+def tensorinv(A, ind: int = 2):  # noqa: N803
+    """The inverse of `A` seen as a matrix with `prod(A.shape[:ind])` rows: a tensor of shape
+    `A.shape[ind:] + A.shape[:ind]` whose `tensordot` with A over `ind` dims is the identity.
+
+    >>> import kiln as kn
+    >>> kn.linalg.tensorinv(kn.tensor([[2.0, 0.0], [0.0, 4.0]]), ind=1)
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    (A,) = lift(A)
+    if not isinstance(ind, int) or ind <= 0:
+        raise ArgumentError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
+                            f"but got {ind!r}")  # fmt: skip
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise ShapeError(
+            f"linalg.tensorinv: Expected self to satisfy the requirement "
+            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} != {rows} "
+            f"(shape {list(A.shape)}, ind {ind})"
+        )
+    from .linalg import inv
+
+    square = call("reshape", A, shape=(rows, cols))
+    return call("reshape", inv(square), shape=(*A.shape[ind:], *A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None):  # noqa: N803
+    """X with `tensordot(A, X, X.ndim) == B`: A's dims in `dims` move to the end first; then
+    A's leading dims (B's shape) and trailing dims (X's shape) must hold as many elements.
+
+    >>> import kiln as kn
+    >>> kn.linalg.tensorsolve(kn.tensor([[2.0, 0.0], [0.0, 4.0]]), kn.tensor([2.0, 2.0]))
+    tensor([1.0000, 0.5000])
+    """
+    A, B = lift(A, B)
+    if dims is not None:
+        moved = [d % A.ndim for d in dims]
+        rest = [d for d in range(A.ndim) if d not in moved]
+        A = call("transpose", A, perm=(*rest, *moved))
+    rows = math.prod(A.shape[: B.ndim])
+    result_shape = tuple(A.shape[B.ndim :])
+    cols = math.prod(result_shape)
+    if tuple(A.shape[: B.ndim]) != tuple(B.shape) or rows != cols:
+        raise ShapeError(
+            f"linalg.tensorsolve: Expected self to satisfy the requirement "
+            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]) with "
+            f"self.shape[:other.ndim] == other.shape, got A {list(A.shape)} and B "
+            f"{list(B.shape)}"
+        )
+    from .linalg import solve
+
+    x = solve(call("reshape", A, shape=(rows, cols)), call("reshape", B, shape=(rows,)))
+    return call("reshape", x, shape=result_shape)
+
+
+def _singular(k) -> str:
+    return (f"The solver failed because the input matrix is singular (U[{k},{k}] is zero in "
+            "its LU factorization)")  # fmt: skip
+
+
+@takes_out
+def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N803
+    """A named tuple `(result, info)`: `linalg.solve(A, B, left=left)`, and per matrix 0 or
+    (singular) the 1-based index of the first zero pivot of A's LU factorization (int32). A
+    singular system's result is not finite; with `check_errors` it raises `LinAlgError` (in
+    graph mode, when the function runs).
+
+    >>> import kiln as kn
+    >>> kn.linalg.solve_ex(kn.tensor([[2.0, 0.0], [0.0, 4.0]]), kn.tensor([2.0, 2.0])).result
+    tensor([1.0000, 0.5000])
+    """
+    from .linalg import solve
+
+    A, B = lift(A, B)
+    A = _matrices(A, "solve_ex")
+    info = call("inv_info", A)
+    if check_errors:
+        _raise_on_info(info, "solve_ex", _singular)
+        return return_types.linalg_solve_ex(solve(A, B, left=left), info)
+    if not isinstance(info, Symbol) and not bool(m.any(info)):
+        return return_types.linalg_solve_ex(solve(A, B, left=left), info)
+    inverse = inv_ex(A).inverse  # a singular matrix's: NaN, as its solutions
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        x = s.squeeze(_matmul(inverse, s.unsqueeze(B, -1)), -1)
+    else:
+        x = _matmul(inverse, B) if left else _matmul(B, inverse)
+    return return_types.linalg_solve_ex(x, info)
+
+
+@takes_out
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa: N803
+    """A named tuple `(LU, pivots, info)`: `linalg.lu_factor`'s results, and per matrix 0 or
+    the 1-based index of U's first zero diagonal entry (int32); with `check_errors` a
+    nonzero info raises `LinAlgError` (in graph mode, when the function runs).
+
+    >>> import kiln as kn
+    >>> kn.linalg.lu_factor_ex(kn.tensor([[1.0, 2.0], [2.0, 4.0]])).info
+    tensor(2, dtype=kiln.int32)
+    """
+    packed, pivots = lu_factor(A, pivot=pivot)
+    info = _first_zero_pivot(packed)
+    if check_errors:
+        _raise_on_info(info, "lu_factor_ex", lambda k: f"U[{k},{k}] is zero")
+    return return_types.linalg_lu_factor_ex(packed, pivots, info)

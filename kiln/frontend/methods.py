@@ -25,8 +25,10 @@ from . import torch_math as tm
 from . import torch_misc_ops as tmo
 from . import torch_more as tmore
 from . import torch_namespace as tn
+from . import torch_numeric as tnum
 from . import torch_shape as ts
 from . import torch_stats as tst
+from .symbol_methods import install_symbol_methods
 
 
 def _swap(fn):
@@ -169,6 +171,8 @@ METHODS |= {
     "select_scatter": tn.select_scatter, "slice_scatter": tn.slice_scatter,
     "hardshrink": _functional("hardshrink"), "prelu": _functional("prelu"),
     "dim_order": tmore.dim_order,
+    # removed from PyTorch: its methods raise as its functions do (kiln/frontend/torch_numeric.py)
+    "eig": tnum.eig, "symeig": tnum.symeig, "solve": tnum.solve, "lstsq": tnum.lstsq,
 }  # fmt: skip
 
 
@@ -326,6 +330,7 @@ def install(cls=Symbol) -> None:
     if cls is Symbol:
         for name, fn in SYMBOL_METHODS.items():
             setattr(cls, name, fn)
+        install_symbol_methods(cls)
         cls.view = _view
         cls.data = property(_symbol_data, _set_symbol_data)
         cls.device = property(_device)

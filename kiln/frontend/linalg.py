@@ -266,13 +266,16 @@ def slogdet(A):  # noqa: N803
 
 @autocast_op("fp32")
 def logdet(A):  # noqa: N803
-    """log(det A): NaN where the determinant is negative, -inf where it is 0 (PyTorch's).
+    """log(det A): NaN where the determinant is negative, -inf where it is 0 (PyTorch's); of a
+    complex A the complex log, log|det| + i arg(det).
 
     >>> import kiln as kn
     >>> kn.logdet(kn.tensor([[2.0, 0.0], [0.0, 3.0]]))
     tensor(1.7918)
     """
     sign, log_abs = slogdet(A)
+    if sign.dtype.kind == "c":  # log(sign) + log|det|: the phase as the imaginary part
+        return m.add(m.log(sign), m.cast(log_abs, sign.dtype))
     nan = m.where(sign < 0, float("nan"), log_abs)
     return m.where(sign == 0, float("-inf"), nan)
 

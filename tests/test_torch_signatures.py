@@ -52,6 +52,8 @@ ALLOWED = {
         "torch.embedding(weight, indices): the stand-in is wrong",
     ),
     ("torch", "convolution"): ({"output_padding"}, "the stand-in misspells it output_adding"),
+    ("linalg", "tensorinv"): ({"input"}, "torch's parser names it input (A= refused)"),
+    ("linalg", "tensorsolve"): ({"input", "other"}, "torch's parser: input, other (A= refused)"),
     ("torch", "embedding_bag"): (
         {"indices", "include_last_offset"},
         "torch.embedding_bag(weight, indices, offsets, ...): the stand-in is F.embedding_bag's",
@@ -326,12 +328,30 @@ STFT_ALIGN = (
 TORCH_FORM = "kn.X is kn.linalg.X, which takes A as torch.linalg.X does; torch.X takes input"
 LINALG_A = "the stand-in says input; torch.linalg.X's parser takes A (input= refused), as kiln"
 LINALG_INPUT = "torch's docstring says A; its parser takes input (A= refused), as kiln"
+TENSOR_LINALG = (
+    "torch's docstring says A, B (its stand-in a, b); its parser takes input, other (A= "
+    "refused), as kiln"
+)
 
 # (namespace, name): (PyTorch's parameters kiln does not take, why)
 MISSING = {
+    ("linalg", "tensorinv"): ({"a", "A"}, TENSOR_LINALG),
+    ("linalg", "tensorsolve"): ({"a", "b", "A", "B"}, TENSOR_LINALG),
     **{
         ("linalg", name): ({"input"}, LINALG_A)
-        for name in ("det", "inv", "inv_ex", "lu", "lu_factor", "qr", "slogdet", "svd", "svdvals")
+        for name in (
+            "det",
+            "diagonal",
+            "inv",
+            "inv_ex",
+            "lu",
+            "lu_factor",
+            "lu_factor_ex",
+            "qr",
+            "slogdet",
+            "svd",
+            "svdvals",
+        )  # fmt: skip
     },
     **{
         ("linalg", name): ({"A"}, LINALG_INPUT)

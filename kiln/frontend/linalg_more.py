@@ -95,7 +95,8 @@ def vander(x, *, N=None):  # noqa: N803
     return s.concat(columns, -1)
 
 
-def tensorinv(A, ind: int = 2):  # noqa: N803
+@takes_out
+def tensorinv(input, ind: int = 2):  # noqa: A002
     """The inverse of `A` seen as a matrix with `prod(A.shape[:ind])` rows: a tensor of shape
     `A.shape[ind:] + A.shape[:ind]` whose `tensordot` with A over `ind` dims is the identity.
 
@@ -104,6 +105,7 @@ def tensorinv(A, ind: int = 2):  # noqa: N803
     tensor([[0.5000, 0.0000],
             [0.0000, 0.2500]])
     """
+    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     if not isinstance(ind, int) or ind <= 0:
         raise ArgumentError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
@@ -121,7 +123,8 @@ def tensorinv(A, ind: int = 2):  # noqa: N803
     return call("reshape", inv(square), shape=(*A.shape[ind:], *A.shape[:ind]))
 
 
-def tensorsolve(A, B, dims=None):  # noqa: N803
+@takes_out
+def tensorsolve(input, other, dims=None):  # noqa: A002
     """X with `tensordot(A, X, X.ndim) == B`: A's dims in `dims` move to the end first; then
     A's leading dims (B's shape) and trailing dims (X's shape) must hold as many elements.
 
@@ -129,7 +132,7 @@ def tensorsolve(A, B, dims=None):  # noqa: N803
     >>> kn.linalg.tensorsolve(kn.tensor([[2.0, 0.0], [0.0, 4.0]]), kn.tensor([2.0, 2.0]))
     tensor([1.0000, 0.5000])
     """
-    A, B = lift(A, B)
+    A, B = lift(input, other)  # noqa: N806 (torch's parser names them input, other)
     if dims is not None:
         moved = [d % A.ndim for d in dims]
         rest = [d for d in range(A.ndim) if d not in moved]

@@ -321,10 +321,6 @@ NO_OUT_OR_SPELLING = NO_OUT + "; " + SPELLING
 INPLACE = "inplace= of F.relu/F.dropout in torch.X's stand-in; torch.X itself has none"
 KILN_OWN = "kiln's own API of that name (kn.compile, kn.cond, kn.vmap, kn.save)"
 ORGQR = "torch.orgqr's docstring says tau; its parser takes input2 (tau= refused), as kiln"
-STFT_ALIGN = (
-    "align_to_window (undocumented in torch 2.13; with center=False and win_length < n_fft it "
-    "changes the frames): not taken yet"
-)
 TORCH_FORM = "kn.X is kn.linalg.X, which takes A as torch.linalg.X does; torch.X takes input"
 LINALG_A = "the stand-in says input; torch.linalg.X's parser takes A (input= refused), as kiln"
 LINALG_INPUT = "torch's docstring says A; its parser takes input (A= refused), as kiln"
@@ -415,10 +411,6 @@ MISSING = {
     ("Tensor", "resize_as_"): ({"tensor", "other"}, SPELLING),
     ("Tensor", "split"): ({"tensor", "split_size_or_sections"}, SPELLING),
     ("Tensor", "split_with_sizes"): ({"tensor", "split_size_or_sections"}, SPELLING),
-    ("Tensor", "stft"): (
-        {"align_to_window"},
-        STFT_ALIGN,
-    ),
     ("Tensor", "swapaxes"): ({"dim1", "dim0"}, SPELLING),
     ("Tensor", "swapdims"): ({"axis1", "axis0"}, SPELLING),
     ("Tensor", "take"): ({"indices"}, SPELLING),
@@ -446,10 +438,7 @@ MISSING = {
     ("torch", "cond"): ({"true_fn", "false_fn"}, KILN_OWN),
     ("torch", "convolution"): ({"output_adding"}, SPELLING),
     ("torch", "cosine_embedding_loss"): ({"reduce", "size_average"}, LEGACY),
-    ("torch", "dequantize"): (
-        {"input", "tensors"},
-        "the dequantize(tensors) list overload is not taken",
-    ),
+    ("torch", "dequantize"): ({"tensor"}, SPELLING),
     ("torch", "det"): ({"input"}, TORCH_FORM),
     ("torch", "diag_embed"): ({"diagonal", "out"}, NO_OUT_OR_SPELLING),
     ("torch", "dot"): ({"other"}, SPELLING),
@@ -516,10 +505,6 @@ MISSING = {
     ("torch", "slogdet"): ({"input"}, TORCH_FORM),
     ("torch", "squeeze"): ({"out"}, NO_OUT),
     ("torch", "std_mean"): ({"out"}, NO_OUT),
-    ("torch", "stft"): (
-        {"align_to_window"},
-        STFT_ALIGN,
-    ),
     ("torch", "svd_lowrank"): ({"input"}, SPELLING),
     ("torch", "swapaxes"): ({"dim1", "dim0"}, SPELLING),
     ("torch", "swapdims"): ({"axis1", "axis0"}, SPELLING),

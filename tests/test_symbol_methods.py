@@ -114,3 +114,37 @@ def test_tensor_methods_as_torchs():
         for name in ("solve", "lstsq"):
             with pytest.raises(RuntimeError, match="deprecated since version 1.9"):
                 getattr(L.eye(2), name)(L.eye(2))
+
+
+def test_legacy_new_and_resize_as_torchs():
+    import warnings
+
+    got = {}
+    for L in (torch, kn):
+        x = L.arange(4, dtype=L.float64)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = x.resize(2, 2)
+            ra = x.resize_as(L.ones(2, 2))
+        got[L] = (
+            tuple(x.new(2, 3).shape), str(x.new(2, 3).dtype).split(".")[-1], tuple(x.new().shape),
+            x.new([1.5, 2]).tolist(), tuple(x.new((2, 3)).shape),
+            tuple(x.new(L.Size([2, 3])).shape), L.tensor([1, 2, 3]).new([1.7]).tolist(),
+            x.new(x).data_ptr() == x.data_ptr(), r.tolist(), r.data_ptr() == x.data_ptr(),
+            tuple(ra.shape), sorted({str(w.message) for w in caught}),
+        )  # fmt: skip
+        with pytest.raises(TypeError):
+            x.new(L.tensor([1, 2]))  # another dtype
+        with pytest.raises(RuntimeError, match="preserving the number of elements"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (deprecated, as the warning above says)
+                x.resize(5)
+    assert got[kn] == got[torch]
+    with kn.Graph().as_default():  # graph values: the same methods
+        p = kn.placeholder(kn.float32, (4,), name="p")
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            r = p.resize(2, 2)
+        f = kn.function([p], [r, p.new([1, 2]), p.new(3)])
+        out = f(np.arange(4, dtype=np.float32))
+    assert out[0].tolist() == [[0, 1], [2, 3]] and out[1].dtype == np.float32
+    assert out[2].shape == (3,)

@@ -180,8 +180,8 @@ NOT_ON_TENSOR = {
         "storage objects: kiln's tensors own arrays",
     ),
     **dict.fromkeys(
-        "as_subclass grad_dtype hash_tensor index is_distributed module_load name new "
-        "reinforce resize resize_as slice_inverse to_padded_tensor volatile geqrf "
+        "as_subclass grad_dtype hash_tensor index is_distributed module_load name "
+        "reinforce slice_inverse to_padded_tensor volatile geqrf "
         "ormqr".split(),
         "internal, legacy or nested-tensor API, or LAPACK's raw forms",
     ),

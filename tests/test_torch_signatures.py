@@ -409,6 +409,7 @@ MISSING = {
     ("Tensor", "relu"): ({"inplace"}, INPLACE),
     ("Tensor", "remainder"): ({"divisor"}, SPELLING),
     ("Tensor", "resize_as_"): ({"tensor", "other"}, SPELLING),
+    ("Tensor", "resize_as"): ({"other"}, SPELLING),
     ("Tensor", "split"): ({"tensor", "split_size_or_sections"}, SPELLING),
     ("Tensor", "split_with_sizes"): ({"tensor", "split_size_or_sections"}, SPELLING),
     ("Tensor", "swapaxes"): ({"dim1", "dim0"}, SPELLING),

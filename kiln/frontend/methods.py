@@ -29,6 +29,7 @@ from . import torch_numeric as tnum
 from . import torch_shape as ts
 from . import torch_stats as tst
 from .symbol_methods import install_symbol_methods
+from .torch_legacy import LEGACY_METHODS
 
 
 def _swap(fn):
@@ -312,6 +313,8 @@ def install(cls=Symbol) -> None:
     for name, fn in METHODS.items():
         setattr(cls, name, getattr(fn, "without_out", fn))  # methods take no out=
     for name, fn in (xs.TYPE_METHODS | xs.REAL_METHODS).items():
+        setattr(cls, name, fn)
+    for name, fn in LEGACY_METHODS.items():
         setattr(cls, name, fn)
     for name, fn in xs.TYPE_PROPERTIES.items():
         setattr(cls, name, property(fn))

@@ -220,3 +220,14 @@ def test_linalg_forms_refuse_as_torch():
             case(torch)
         with pytest.raises((RuntimeError, TypeError, ValueError)):
             case(kn)
+
+
+def test_lu_factor_refuses_a_zero_pivot_as_torch():
+    """torch 2.13: linalg.lu_factor raises where U has a zero on its diagonal; torch.lu and
+    lu_factor_ex give the info code instead."""
+    singular = [[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [2.0, 4.0]]]  # batch element 1
+    for L in (torch, kn):
+        with pytest.raises(RuntimeError, match=r"atch element 1\): U\[2,2\] is zero"):
+            L.linalg.lu_factor(L.tensor(singular))
+        assert L.linalg.lu_factor_ex(L.tensor(singular)).info.tolist() == [0, 2]
+        assert L.lu(L.tensor(singular), get_infos=True)[2].tolist() == [0, 2]

@@ -299,13 +299,27 @@ def lu(A, *, pivot: bool = True):  # noqa: N803
 def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     """The compact LU factorization: a named tuple `(LU, pivots)`, L's strict lower part and
     U in one m x n matrix, and LAPACK's 1-based row interchanges (int32), as `lu_solve` and
-    `lu_unpack` take them.
+    `lu_unpack` take them. A zero on U's diagonal raises `LinAlgError` eagerly, as PyTorch's
+    (`lu_factor_ex` gives info codes instead; a graph does not check).
 
     >>> import kiln as kn
     >>> LU, pivots = kn.linalg.lu_factor(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
     >>> pivots.tolist()
     [2, 2]
     """
+    packed, pivots = lu_factor_unchecked(A, pivot=pivot)
+    if isinstance(packed, Symbol) or 0 in packed.shape[-2:]:  # nothing to check
+        return return_types.linalg_lu_factor(packed, pivots)
+    _raise_on_info(_first_zero_pivot(packed), "lu_factor", lambda k: (
+        f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. If "
+        "you still want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+        "linalg.lu_factor_ex(A, pivot)"))  # fmt: skip
+    return return_types.linalg_lu_factor(packed, pivots)
+
+
+def lu_factor_unchecked(A, *, pivot: bool = True):  # noqa: N803
+    """`lu_factor`'s results without its check for a zero pivot (`lu_factor_ex`, `torch.lu`
+    give info codes instead)."""
     _pivot(pivot, "lu_factor")
     A = _matrices(A, "lu_factor")
     _, lower, upper = _factor("lu", A)
@@ -326,7 +340,7 @@ def lu_old(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
     >>> pivots.tolist(), int(infos)
     ([2, 2], 2)
     """
-    packed, piv = lu_factor(A, pivot=pivot)
+    packed, piv = lu_factor_unchecked(A, pivot=pivot)
     if not get_infos:
         return packed, piv
     (A,) = lift(A)
@@ -609,7 +623,7 @@ def vecdot(x, y, *, dim: int = -1):
 def _raise_on_info(info, name, what):
     if isinstance(info, Symbol):
         return
-    codes = np.asarray(info.numpy() if hasattr(info, "numpy") else info)
+    codes = np.asarray(info.cpu().numpy() if hasattr(info, "cpu") else info)
     bad = np.flatnonzero(codes.reshape(-1))
     if bad.size:
         where = f" (batch element {int(bad[0])})" if codes.ndim else ""

@@ -14,7 +14,13 @@ from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
 from .core import call, lift
-from .linalg_factor import _first_zero_pivot, _matrices, _raise_on_info, inv_ex, lu_factor
+from .linalg_factor import (
+    _first_zero_pivot,
+    _matrices,
+    _raise_on_info,
+    inv_ex,
+    lu_factor_unchecked,
+)
 from .out import takes_out
 from .products import matmul as _matmul
 from .torch_extra_linalg import cross as _cross
@@ -198,7 +204,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa:
     >>> kn.linalg.lu_factor_ex(kn.tensor([[1.0, 2.0], [2.0, 4.0]])).info
     tensor(2, dtype=kiln.int32)
     """
-    packed, pivots = lu_factor(A, pivot=pivot)
+    packed, pivots = lu_factor_unchecked(A, pivot=pivot)
     info = _first_zero_pivot(packed)
     if check_errors:
         _raise_on_info(info, "lu_factor_ex", lambda k: f"U[{k},{k}] is zero")

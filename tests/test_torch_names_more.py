@@ -767,11 +767,7 @@ OUT_OF_SCOPE_NN = {
 }
 
 
-OUT_OF_SCOPE_LINALG = {
-    **dict.fromkeys(_names("ldl_factor ldl_factor_ex ldl_solve"),
-                    "LAPACK's Bunch-Kaufman LDLᵀ with its packed pivot format; kiln's symmetric "
-                    "solvers are cholesky and eigh (not in issue 11's list)"),
-}  # fmt: skip
+OUT_OF_SCOPE_LINALG: dict = {}
 
 OUT_OF_SCOPE_INIT = {"Literal": "typing.Literal, imported by torch.nn.init's module"}
 

@@ -91,6 +91,24 @@ CASES = {
     "linalg.solve_ex-right": (lambda L, t: L.linalg.solve_ex(t, t[:2], left=False), (SQ8,)),
     "linalg.solve_ex-singular": (lambda L: L.linalg.solve_ex(L.ones(2, 2), L.ones(2))[1], ()),
     "linalg.lu_factor_ex": (lambda L, t: L.linalg.lu_factor_ex(t), (SQ8,)),
+    "linalg.ldl_factor": (
+        lambda L, t: L.linalg.ldl_factor(t + t.mT),
+        (SQ8 - 4 * np.eye(8, dtype=np.float32),),
+    ),
+    "linalg.ldl_factor_ex-batch": (
+        lambda L, t: L.linalg.ldl_factor_ex((t + t.mT).reshape(2, 4, 8)[:, :, :4]),
+        (SQ8,),
+    ),  # fmt: skip
+    "linalg.ldl_solve": (
+        lambda L, t, b: L.linalg.ldl_solve(*L.linalg.ldl_factor(t + t.mT), b.reshape(8, 1)),
+        (SQ8 - 4 * np.eye(8, dtype=np.float32), V8),
+    ),  # fmt: skip
+    "linalg.ldl_solve-broadcast": (
+        lambda L, t, b: L.linalg.ldl_solve(
+            *L.linalg.ldl_factor(t[:4, :4] + t[:4, :4].mT), b.reshape(2, 4, 1)
+        ),
+        (SQ8 - 4 * np.eye(8, dtype=np.float32), V8),
+    ),  # fmt: skip
     "linalg.lu_factor_ex-singular": (
         lambda L: L.linalg.lu_factor_ex(L.tensor([[1.0, 2.0], [2.0, 4.0]])),
         (),
@@ -231,3 +249,27 @@ def test_lu_factor_refuses_a_zero_pivot_as_torch():
             L.linalg.lu_factor(L.tensor(singular))
         assert L.linalg.lu_factor_ex(L.tensor(singular)).info.tolist() == [0, 2]
         assert L.lu(L.tensor(singular), get_infos=True)[2].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_of_complex_matrices_as_torch(hermitian):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    a = a + (np.conj(np.swapaxes(a, -1, -2)) if hermitian else np.swapaxes(a, -1, -2))
+    b = rng.standard_normal((2, 4, 3)) + 1j * rng.standard_normal((2, 4, 3))
+    want = torch.linalg.ldl_factor_ex(torch.tensor(a), hermitian=hermitian)
+    got = kn.linalg.ldl_factor_ex(kn.tensor(a), hermitian=hermitian)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)
+        assert g.numpy().dtype == w.numpy().dtype
+    x = torch.linalg.ldl_solve(want.LD, want.pivots, torch.tensor(b), hermitian=hermitian)
+    got_x = kn.linalg.ldl_solve(got.LD, got.pivots, kn.tensor(b), hermitian=hermitian)
+    np.testing.assert_allclose(got_x.numpy(), x.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a @ got_x.numpy(), b, rtol=1e-10, atol=1e-10)  # it solves
+
+
+def test_ldl_has_no_gradient_as_torch():
+    for L in (torch, kn):
+        a = L.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)
+        with pytest.raises(RuntimeError):
+            L.linalg.ldl_factor(a).LD.sum().backward()

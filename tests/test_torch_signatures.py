@@ -359,6 +359,8 @@ MISSING = {
             "eigh",
             "eigvalsh",
             "householder_product",
+            "ldl_factor",
+            "ldl_factor_ex",
             "matrix_rank",
             "matrix_exp",
             "matrix_norm",

@@ -39,6 +39,9 @@ from .linalg_factor import (
 from .linalg_more import (
     cross,
     diagonal,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
     lu_factor_ex,
     matmul,
     solve_ex,
@@ -51,7 +54,8 @@ from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
-    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
+    "ldl_solve",
     "logdet", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp",
     "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet",
     "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",

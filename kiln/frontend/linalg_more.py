@@ -27,8 +27,8 @@ from .torch_extra_linalg import cross as _cross
 from .torch_shape import diagonal as _diagonal
 
 __all__ = [
-    "cross", "diagonal", "lu_factor_ex", "matmul", "solve_ex", "tensorinv", "tensorsolve",
-    "vander",
+    "cross", "diagonal", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lu_factor_ex", "matmul",
+    "solve_ex", "tensorinv", "tensorsolve", "vander",
 ]  # fmt: skip
 
 
@@ -83,8 +83,8 @@ def vander(x, *, N=None):  # noqa: N803
             [1., 3., 9.]])
     """
     (x,) = lift(x)
-    if x.ndim == 0:
-        raise ShapeError("linalg.vander: x must have at least one dimension, got a 0-d tensor")
+    if x.ndim == 0:  # one value: a vector of one (PyTorch's)
+        x = s.reshape(x, (1,))
     n = x.shape[-1] if N is None else N
     if not isinstance(n, int) or n <= 1:
         raise ArgumentError(f"linalg.vander: N must be greater than 1, got {N!r}")
@@ -132,7 +132,8 @@ def tensorinv(input, ind: int = 2):  # noqa: A002
 @takes_out
 def tensorsolve(input, other, dims=None):  # noqa: A002
     """X with `tensordot(A, X, X.ndim) == B`: A's dims in `dims` move to the end first; then
-    A's leading dims (B's shape) and trailing dims (X's shape) must hold as many elements.
+    A's leading dims (as many as B has) and trailing dims (X's shape) must hold as many
+    elements as B.
 
     >>> import kiln as kn
     >>> kn.linalg.tensorsolve(kn.tensor([[2.0, 0.0], [0.0, 4.0]]), kn.tensor([2.0, 2.0]))
@@ -143,15 +144,14 @@ def tensorsolve(input, other, dims=None):  # noqa: A002
         moved = [d % A.ndim for d in dims]
         rest = [d for d in range(A.ndim) if d not in moved]
         A = call("transpose", A, perm=(*rest, *moved))
-    rows = math.prod(A.shape[: B.ndim])
+    rows = math.prod(B.shape)
     result_shape = tuple(A.shape[B.ndim :])
     cols = math.prod(result_shape)
-    if tuple(A.shape[: B.ndim]) != tuple(B.shape) or rows != cols:
+    if cols != rows or math.prod(A.shape[: B.ndim]) != rows:
         raise ShapeError(
             f"linalg.tensorsolve: Expected self to satisfy the requirement "
-            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]) with "
-            f"self.shape[:other.ndim] == other.shape, got A {list(A.shape)} and B "
-            f"{list(B.shape)}"
+            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), but got {cols} "
+            f"!= {rows} (A {list(A.shape)}, B {list(B.shape)})"
         )
     from .linalg import solve
 
@@ -209,3 +209,58 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa:
     if check_errors:
         _raise_on_info(info, "lu_factor_ex", lambda k: f"U[{k},{k}] is zero")
     return return_types.linalg_lu_factor_ex(packed, pivots, info)
+
+
+@takes_out
+def ldl_factor_ex(input, *, hermitian: bool = False, check_errors: bool = False):  # noqa: A002
+    """A named tuple `(LD, pivots, info)`: LAPACK's Bunch-Kaufman factorization of each
+    symmetric (Hermitian, with `hermitian`) matrix from its lower triangle, as
+    `ldl_factor`'s, and LAPACK's info code (int32; nonzero: D is singular); with
+    `check_errors` a nonzero info raises `LinAlgError` (eagerly). No gradient (PyTorch has
+    none).
+
+    >>> import kiln as kn
+    >>> kn.linalg.ldl_factor_ex(kn.tensor([[4.0, 2.0], [2.0, 3.0]])).info
+    tensor(0, dtype=kiln.int32)
+    """
+    A = _matrices(input, "ldl_factor_ex")  # noqa: N806 (torch's parser names it input)
+    attrs = {"hermitian": bool(hermitian)}
+    info = call("ldl_info", A, **attrs)
+    if check_errors:
+        _raise_on_info(info, "ldl_factor_ex", lambda k: f"D[{k},{k}] is zero")
+    return return_types.linalg_ldl_factor_ex(
+        call("ldl_factor", A, **attrs), call("ldl_pivots", A, **attrs), info
+    )
+
+
+@takes_out
+def ldl_factor(input, *, hermitian: bool = False):  # noqa: A002
+    """A named tuple `(LD, pivots)`: the compact LDLᵀ (LDLᴴ with `hermitian`) factorization
+    of each symmetric matrix, read from its lower triangle, as LAPACK's sytrf/hetrf leaves it
+    (L below the diagonal, the 1 x 1 and 2 x 2 blocks of D on it, LD's upper part zero) and
+    its 1-based pivots (negative for a 2 x 2 block), as `ldl_solve` takes them. No gradient.
+
+    >>> import kiln as kn
+    >>> LD, pivots = kn.linalg.ldl_factor(kn.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> LD.tolist(), pivots.tolist()
+    ([[4.0, 0.0], [0.5, 2.0]], [1, 2])
+    """
+    A = _matrices(input, "ldl_factor")  # noqa: N806 (torch's parser names it input)
+    attrs = {"hermitian": bool(hermitian)}
+    return return_types.linalg_ldl_factor(
+        call("ldl_factor", A, **attrs), call("ldl_pivots", A, **attrs)
+    )
+
+
+@takes_out
+def ldl_solve(LD, pivots, B, *, hermitian: bool = False):  # noqa: N803
+    """X with `A X = B` from `ldl_factor`'s `(LD, pivots)` of A (LAPACK's sytrs/hetrs),
+    batched and broadcast over leading dims; B has at least 2 dims. No gradient.
+
+    >>> import kiln as kn
+    >>> A = kn.tensor([[4.0, 2.0], [2.0, 3.0]])
+    >>> kn.linalg.ldl_solve(*kn.linalg.ldl_factor(A), kn.tensor([[6.0], [5.0]])).tolist()
+    [[1.0], [1.0]]
+    """
+    LD, pivots, B = lift(LD, pivots, B)  # noqa: N806
+    return call("ldl_solve", LD, pivots, B, hermitian=bool(hermitian))

@@ -1,5 +1,6 @@
-"""Elementwise, reduction and linear-algebra functions: PyTorch's names and semantics (its
-argument names, defaults, return types and promotion), NumPy's where PyTorch has no such name."""
+"""Elementwise functions, PyTorch's names and semantics (its argument names, defaults, return
+types and promotion), NumPy's where PyTorch has no such name; the reductions
+(kiln/frontend/reductions.py) and matrix products (products.py) are importable from here."""
 
 from __future__ import annotations
 

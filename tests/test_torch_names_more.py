@@ -742,11 +742,6 @@ OUT_OF_SCOPE = {
     "ormqr": "multiplies by geqrf's compact Q, which kiln does not make (see geqrf)",
     "lobpcg": "an iterative eigensolver with a data-dependent loop; not in issue 11's list",
     "grid_sampler_3d": "kiln's grid_sample is 2-d only (grid_sampler and grid_sampler_2d work)",
-    **dict.fromkeys(_names(
-        "addbmm gcd gcd_ lcm lcm_ as_strided as_strided_ as_strided_copy as_strided_scatter",
-        "cholesky_inverse cholesky_solve index_reduce unsafe_chunk unsafe_split",
-        "unsafe_split_with_sizes detach_ resize_as_ ldexp_ i0_ fill_ conj_physical_"),
-        _ELSEWHERE),
 }  # fmt: skip
 
 OUT_OF_SCOPE_F = {

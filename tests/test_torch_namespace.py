@@ -68,6 +68,9 @@ CASES = {
     "clone": (lambda L, a: L.clone(a), (A,)),
     "square_": (lambda L, a: L.square_(a.clone()), (A,)),
     "vdot": (lambda L, v: L.vdot(v, v), (V,)),
+    "as_strided_copy": (lambda L, a: L.as_strided_copy(a, (2, 2), (1, 2), 1), (A,)),
+    "fill_": (lambda L, a: L.fill_(a.clone(), 2.5), (A,)),
+    "i0_": (lambda L, a: L.i0_(a.clone()), (A,)),
     # torch.linalg's forms (kiln/frontend/linalg_more.py)
     "linalg.cross": (lambda L, a, b: L.linalg.cross(a, b[:, :3].T[:1]), (A, B)),
     "linalg.cross-dim": (lambda L, a, b: L.linalg.cross(a.T, b[:, :4], dim=0), (A, B)),
@@ -156,6 +159,7 @@ GRADS = {
     "slice_scatter": (lambda L, a, b: L.slice_scatter(a, b[:2, :3], 0, 1, 4, 2), (A, B)),
     "cumulative_trapezoid": (lambda L, a: L.cumulative_trapezoid(a, dim=0), (A,)),
     "fill": (lambda L, a, v: L.fill(a, v[0]), (A, V)),
+    "as_strided_copy": (lambda L, a: L.as_strided_copy(a, (2, 3), (1, 2), 1), (A,)),
     "linalg.cross": (lambda L, a, b: L.linalg.cross(a, b[:, :3].T[:1]), (A, B)),
     "linalg.vander": (lambda L, v: L.linalg.vander(v, N=4), (V,)),
     "linalg.tensorinv": (lambda L, t: L.linalg.tensorinv(t.reshape(2, 4, 2, 4)), (SQ8,)),

@@ -53,6 +53,7 @@ ALLOWED = {
     ),
     ("torch", "convolution"): ({"output_padding"}, "the stand-in misspells it output_adding"),
     ("linalg", "tensorinv"): ({"input"}, "torch's parser names it input (A= refused)"),
+    ("torch", "as_strided_copy"): ({"input"}, "torch's parser: input= works (no stand-in)"),
     ("linalg", "tensorsolve"): ({"input", "other"}, "torch's parser: input, other (A= refused)"),
     ("torch", "embedding_bag"): (
         {"indices", "include_last_offset"},

@@ -176,6 +176,7 @@ return_types = types.SimpleNamespace(
                          "`linalg.lstsq(A, B)`: least-squares solutions."),
     linalg_inv_ex=_fields("linalg_inv_ex", ["inverse", "info"], "`linalg.inv_ex(A)`."),
     linalg_cholesky_ex=_fields("linalg_cholesky_ex", ["L", "info"], "`linalg.cholesky_ex(A)`."),
+    geqrf=_fields("geqrf", ["a", "tau"], "`geqrf(A)`: LAPACK's compact QR and its scales."),
     linalg_ldl_factor=_fields("linalg_ldl_factor", ["LD", "pivots"],
                               "`linalg.ldl_factor(A)`: LAPACK's compact LDLᵀ and pivots."),
     linalg_ldl_factor_ex=_fields("linalg_ldl_factor_ex", ["LD", "pivots", "info"],

@@ -287,3 +287,14 @@ rows(
            given([[4.0, 2.0], [2.0, 3.0]], [[6.0], [5.0]]),
            lambda a, b: np.ones((2, 1), a.dtype), rtol=1e-6, atol=1e-6),
 )  # fmt: skip
+
+
+# -- geqrf (kiln/ops/linalg_geqrf.py): the column (3, 4) by hand (a batch of one) --------------
+# the reflection maps (3, 4) to -5 e1: v = (1, 4 / (3 + 5)) = (1, 0.5), tau = 1 + 3 / 5
+rows(
+    OpCase("geqrf", "hand", lambda a: kn.geqrf(a).a, given([[[3.0], [4.0]]]),
+           lambda a: np.array([[[-5.0], [0.5]]], a.dtype), rtol=1e-6),
+    OpCase("geqrf_tau", "hand", lambda a: tuple(kn.geqrf(a)), given([[[3.0], [4.0]]]),
+           lambda a: (np.array([[[-5.0], [0.5]]], a.dtype), np.array([[1.6]], a.dtype)),
+           rtol=1e-6),
+)  # fmt: skip

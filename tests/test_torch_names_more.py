@@ -738,8 +738,6 @@ OUT_OF_SCOPE = {
     "is_storage": "kiln has no storage objects (a Tensor's memory is its NumPy array)",
     "set_default_tensor_type": "deprecated in PyTorch for set_default_dtype, which kiln has",
     "hash_tensor": "new in PyTorch 2.13 and not in issue 11's list",
-    "geqrf": "LAPACK's compact QR form; kiln's QR is kn.linalg.qr (not in issue 11's list)",
-    "ormqr": "multiplies by geqrf's compact Q, which kiln does not make (see geqrf)",
     "lobpcg": "an iterative eigensolver with a data-dependent loop; not in issue 11's list",
     "grid_sampler_3d": "kiln's grid_sample is 2-d only (grid_sampler and grid_sampler_2d work)",
 }  # fmt: skip

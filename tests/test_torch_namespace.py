@@ -71,6 +71,17 @@ CASES = {
     "as_strided_copy": (lambda L, a: L.as_strided_copy(a, (2, 2), (1, 2), 1), (A,)),
     "fill_": (lambda L, a: L.fill_(a.clone(), 2.5), (A,)),
     "i0_": (lambda L, a: L.i0_(a.clone()), (A,)),
+    "geqrf": (lambda L, a: L.geqrf(a), (A,)),
+    "geqrf-wide-batch": (lambda L, t: L.geqrf(t.transpose(-1, -2)), (T3,)),
+    "ormqr": (lambda L, a, b: L.ormqr(*L.geqrf(a), b[:, :4].T), (A, B)),
+    "ormqr-right-transpose": (
+        lambda L, a, b: L.ormqr(*L.geqrf(a), b[:, :4], left=False, transpose=True),
+        (A, B),
+    ),  # fmt: skip
+    "ormqr-square-method": (
+        lambda L, t: t[:, :3].geqrf()[0].ormqr(t[:, :3].geqrf()[1], t[:, :3]),
+        (T3,),
+    ),  # fmt: skip
     # torch.linalg's forms (kiln/frontend/linalg_more.py)
     "linalg.cross": (lambda L, a, b: L.linalg.cross(a, b[:, :3].T[:1]), (A, B)),
     "linalg.cross-dim": (lambda L, a, b: L.linalg.cross(a.T, b[:, :4], dim=0), (A, B)),
@@ -160,6 +171,7 @@ GRADS = {
     "cumulative_trapezoid": (lambda L, a: L.cumulative_trapezoid(a, dim=0), (A,)),
     "fill": (lambda L, a, v: L.fill(a, v[0]), (A, V)),
     "as_strided_copy": (lambda L, a: L.as_strided_copy(a, (2, 3), (1, 2), 1), (A,)),
+    "ormqr": (lambda L, a, t, c: L.ormqr(a, t[0, 0, :3], c, transpose=True), (A, T3, B[:, :4].T)),
     "linalg.cross": (lambda L, a, b: L.linalg.cross(a, b[:, :3].T[:1]), (A, B)),
     "linalg.vander": (lambda L, v: L.linalg.vander(v, N=4), (V,)),
     "linalg.tensorinv": (lambda L, t: L.linalg.tensorinv(t.reshape(2, 4, 2, 4)), (SQ8,)),
@@ -272,8 +284,10 @@ def test_ldl_of_complex_matrices_as_torch(hermitian):
     np.testing.assert_allclose(a @ got_x.numpy(), b, rtol=1e-10, atol=1e-10)  # it solves
 
 
-def test_ldl_has_no_gradient_as_torch():
+def test_ldl_and_geqrf_have_no_gradient_as_torch():
     for L in (torch, kn):
         a = L.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)
         with pytest.raises(RuntimeError):
             L.linalg.ldl_factor(a).LD.sum().backward()
+        with pytest.raises(RuntimeError):
+            L.geqrf(a).a.sum().backward()

@@ -408,6 +408,10 @@ MISSING = {
     ("Tensor", "narrow_copy"): ({"length", "dimension", "start"}, SPELLING),
     ("Tensor", "orgqr"): ({"tau"}, ORGQR),
     ("torch", "orgqr"): ({"tau"}, ORGQR),
+    ("torch", "ormqr"): (
+        {"tau", "other"},
+        "torch.ormqr's docstring says tau, other; its parser takes input2, input3 (as kiln)",
+    ),
     ("Tensor", "permute"): ({"dim"}, SPELLING),
     ("Tensor", "relu"): ({"inplace"}, INPLACE),
     ("Tensor", "remainder"): ({"divisor"}, SPELLING),

@@ -18,6 +18,8 @@ from .linalg_factor import (
     _first_zero_pivot,
     _matrices,
     _raise_on_info,
+    _zeros,
+    householder_product,
     inv_ex,
     lu_factor_unchecked,
 )
@@ -27,8 +29,8 @@ from .torch_extra_linalg import cross as _cross
 from .torch_shape import diagonal as _diagonal
 
 __all__ = [
-    "cross", "diagonal", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lu_factor_ex", "matmul",
-    "solve_ex", "tensorinv", "tensorsolve", "vander",
+    "cross", "diagonal", "geqrf", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lu_factor_ex",
+    "matmul", "ormqr", "solve_ex", "tensorinv", "tensorsolve", "vander",
 ]  # fmt: skip
 
 
@@ -264,3 +266,58 @@ def ldl_solve(LD, pivots, B, *, hermitian: bool = False):  # noqa: N803
     """
     LD, pivots, B = lift(LD, pivots, B)  # noqa: N806
     return call("ldl_solve", LD, pivots, B, hermitian=bool(hermitian))
+
+
+@takes_out
+def geqrf(input):  # noqa: A002
+    """A named tuple `(a, tau)`: LAPACK's compact QR of each matrix, R on and above the
+    diagonal and the Householder vectors below it, and the reflectors' scales (as
+    `householder_product` and `ormqr` take them). No gradient (PyTorch has none).
+
+    >>> import kiln as kn
+    >>> a, tau = kn.geqrf(kn.tensor([[3.0], [4.0]], dtype=kn.float64))
+    >>> a.tolist(), tau.tolist()  # R = -5, v = (1, 0.5), tau = 1 + 3/5
+    ([[-5.0], [0.5]], [1.6])
+    """
+    (A,) = lift(input)  # noqa: N806
+    if A.ndim < 2:
+        raise ShapeError(f"geqrf: input must have at least 2 dimensions, got {list(A.shape)}")
+    return return_types.geqrf(call("geqrf", A), call("geqrf_tau", A))
+
+
+@takes_out
+def ormqr(input, input2, input3, left: bool = True, transpose: bool = False):  # noqa: A002
+    """Q @ C (C @ Q with `left=False`; Qᴴ with `transpose`) for the full m x m Q that
+    `geqrf`'s `(input, input2)` = `(a, tau)` hold, C = `input3`, as PyTorch's `ormqr`: Q is
+    `householder_product` of a's first m columns and `tau`, both widened with zeros to m
+    (reflections scaled by 0 are the identity), so gradients reach all three.
+
+    >>> import kiln as kn
+    >>> a, tau = kn.geqrf(kn.tensor([[3.0], [4.0]], dtype=kn.float64))
+    >>> q1 = kn.ormqr(a, tau, kn.tensor([[1.0], [0.0]], dtype=kn.float64))  # -(3, 4)/5
+    >>> [round(v, 12) for v in q1.flatten().tolist()]
+    [-0.6, -0.8]
+    """
+    a, tau, other = lift(input, input2, input3)
+    if a.ndim < 2 or other.ndim < 2:
+        raise ShapeError(f"ormqr: input and input3 must have at least 2 dimensions, got "
+                         f"{list(a.shape)} and {list(other.shape)}")  # fmt: skip
+    m, n = a.shape[-2], a.shape[-1]
+    rows = other.shape[-2] if left else other.shape[-1]
+    if rows != m:
+        side = "input3.shape[-2]" if left else "input3.shape[-1]"
+        raise ShapeError(f"ormqr: {side} must equal input.shape[-2] ({m}), got {rows}")
+    # the m x m Q: a's first m columns (zeros added), tau's first m scales (zeros added)
+    square = s.concat([a, _zeros_beside(a, (*a.shape[:-1], m - n))], -1) if m > n else a[..., :m]
+    k = tau.shape[-1]
+    taus = s.concat([tau, _zeros_beside(tau, (*tau.shape[:-1], m - k))], -1) if m > k else tau
+    q = householder_product(square, taus)
+    if transpose:
+        q = call("transpose", q, perm=(*range(q.ndim - 2), q.ndim - 1, q.ndim - 2))
+        q = call("conj", q) if q.dtype.kind == "c" else q
+    return _matmul(q, other) if left else _matmul(other, q)
+
+
+def _zeros_beside(like, shape):
+    """Zeros of `shape` beside `like` (its dtype, graph or device)."""
+    return _zeros(tuple(shape), like)

@@ -12,6 +12,7 @@ from ..graph.core import Symbol
 from . import functionalize, indexing
 from . import linalg as la
 from . import linalg_factor as lf
+from . import linalg_more as lmore
 from . import math as m
 from . import nn_functional as nf
 from . import shape as s
@@ -114,7 +115,7 @@ METHODS |= {
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
     "svd": lf.svd_old, "qr": lf.qr_old, "pinverse": lf.pinverse, "matrix_exp": lf.matrix_exp,
     "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
-    "orgqr": lf.orgqr,
+    "orgqr": lf.orgqr, "geqrf": lmore.geqrf, "ormqr": lmore.ormqr,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
     "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
     "mvlgamma": sp.mvlgamma,

@@ -182,7 +182,7 @@ NOT_ON_TENSOR = {
     **dict.fromkeys(
         "as_subclass grad_dtype hash_tensor index is_distributed module_load name "
         "reinforce slice_inverse to_padded_tensor volatile".split(),
-        "internal, legacy or nested-tensor API, or LAPACK's raw forms",
+        "internal, legacy or nested-tensor API",
     ),
 }
 

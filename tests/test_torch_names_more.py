@@ -760,7 +760,6 @@ OUT_OF_SCOPE_NN = {
 }
 
 
-
 def _public_callables(module, classes: bool):
     names = set()
     for n in dir(module):

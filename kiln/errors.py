@@ -54,6 +54,11 @@ class GraphError(KilnError, RuntimeError):
     """A graph that is malformed, frozen, or cannot be run as asked."""
 
 
+class SymbolAttributeError(GraphError, AttributeError):
+    """A Tensor attribute a graph value (Symbol) cannot have, with why (`x.grad`: it has no
+    autograd tape): an AttributeError too, so `getattr(x, "grad", None)` still answers."""
+
+
 class AutogradError(KilnError, RuntimeError):
     """Eager autograd refused, where PyTorch's autograd raises RuntimeError: backward from a
     tensor without a grad_fn or from a non-scalar without a gradient, an in-place change of a

@@ -263,3 +263,38 @@ rows(
     OpCase("inv_info", "hand", lambda a: kn.linalg.inv_ex(a).info,
            given([[1.0, 2.0], [2.0, 4.0]]), lambda a: np.array(2, np.int32)),
 )  # fmt: skip
+
+
+# -- LDLᵀ (kiln/ops/linalg_ldl.py): Bunch-Kaufman by hand -----------------------------------------
+# [[4, 2], [2, 3]]: |a11| = 4 is the column's largest: no interchange, D = (4, 3 - 0.5 * 2),
+# L21 = 2 / 4. [[1, 2], [2, 4]]: |a11| = 1 < 0.64 * 2 and |a22| = 4 >= 0.64 * 2: rows 1 and 2
+# swap (pivot 2), then D = (4, 1 - 0.5 * 2 = 0): info 2. [[0, 1], [1, 0]]: a11 = 0, a22 = 0: one
+# 2 x 2 block (pivots -2, -2), D the matrix itself, L the identity.
+rows(
+    OpCase("ldl_factor", "hand", lambda a: kn.linalg.ldl_factor(a).LD,
+           given([[4.0, 2.0], [2.0, 3.0]]), lambda a: np.array([[4.0, 0.0], [0.5, 2.0]], a.dtype)),
+    OpCase("ldl_factor", "block", lambda a: kn.linalg.ldl_factor(a).LD,
+           given([[0.0, 1.0], [1.0, 0.0]]), lambda a: np.array([[0.0, 0.0], [1.0, 0.0]], a.dtype)),
+    OpCase("ldl_pivots", "hand", lambda a: tuple(kn.linalg.ldl_factor(a)),
+           given([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 1.0], [1.0, 0.0]]]),
+           lambda a: (np.array([[[4.0, 0.0], [0.5, 0.0]], [[0.0, 0.0], [1.0, 0.0]]], a.dtype),
+                      np.array([[2, 2], [-2, -2]], np.int32))),
+    OpCase("ldl_info", "hand", lambda a: kn.linalg.ldl_factor_ex(a).info,
+           given([[[1.0, 2.0], [2.0, 4.0]], [[4.0, 2.0], [2.0, 3.0]]]),
+           lambda a: np.array([2, 0], np.int32)),
+    # 4 + 2 = 6 and 2 + 3 = 5: X = 1
+    OpCase("ldl_solve", "hand", lambda a, b: kn.linalg.ldl_solve(*kn.linalg.ldl_factor(a), b),
+           given([[4.0, 2.0], [2.0, 3.0]], [[6.0], [5.0]]),
+           lambda a, b: np.ones((2, 1), a.dtype), rtol=1e-6, atol=1e-6),
+)  # fmt: skip
+
+
+# -- geqrf (kiln/ops/linalg_geqrf.py): the column (3, 4) by hand (a batch of one) --------------
+# the reflection maps (3, 4) to -5 e1: v = (1, 4 / (3 + 5)) = (1, 0.5), tau = 1 + 3 / 5
+rows(
+    OpCase("geqrf", "hand", lambda a: kn.geqrf(a).a, given([[[3.0], [4.0]]]),
+           lambda a: np.array([[[-5.0], [0.5]]], a.dtype), rtol=1e-6),
+    OpCase("geqrf_tau", "hand", lambda a: tuple(kn.geqrf(a)), given([[[3.0], [4.0]]]),
+           lambda a: (np.array([[[-5.0], [0.5]]], a.dtype), np.array([[1.6]], a.dtype)),
+           rtol=1e-6),
+)  # fmt: skip

@@ -226,3 +226,28 @@ def test_stft_refusals_are_pytorchs():
     want = torch.ones(20, dtype=torch.float64).stft(8, window=rect, return_complex=True)
     got = kn.ones(20, dtype=kn.float64).stft(8, return_complex=True)  # the method form
     np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("align", [None, False, True])
+def test_stft_align_to_window_as_pytorchs(align):
+    # center=False with a window shorter than n_fft: PyTorch's frames start where the window
+    # does with align_to_window=True, else the window sits mid-frame
+    x = np.random.default_rng(3).standard_normal((2, 40))
+    window = np.hanning(5)
+    kw = dict(n_fft=8, hop_length=3, win_length=5, center=False, return_complex=True,
+              align_to_window=align)  # fmt: skip
+    xt = torch.tensor(x, requires_grad=True)
+    spec = torch.stft(xt, window=torch.tensor(window), **kw)
+    spec.abs().sum().backward()
+    for fn in (kn.stft, kn.compile(kn.stft)):
+        xk = kn.tensor(x, requires_grad=True)
+        got = fn(xk, window=kn.tensor(window), **kw)
+        got.abs().sum().backward()
+        assert got.shape == spec.shape
+        np.testing.assert_allclose(got.detach().numpy(), spec.detach().numpy(), atol=1e-12)
+        np.testing.assert_allclose(xk.grad.numpy(), xt.grad.numpy(), atol=1e-12)
+    if align is not None:
+        with pytest.raises(RuntimeError, match="align_to_window should only be set"):
+            torch.stft(xt, 8, return_complex=True, align_to_window=align)
+        with pytest.raises(RuntimeError, match="align_to_window should only be set"):
+            kn.stft(kn.tensor(x), 8, return_complex=True, align_to_window=align)

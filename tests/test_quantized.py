@@ -166,3 +166,17 @@ def test_quantized_copies_and_devices():
 
     with pytest.raises(kn.DeviceError, match="CPU-only"):
         _move(q, "cuda:0")
+
+
+def test_dequantize_takes_torchs_names_and_list_overload():
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch 2.13 deprecates its quantized dtypes
+        qt = torch.quantize_per_tensor(torch.tensor([0.26, -1.0]), 0.1, 0, torch.qint8)
+    qk = kn.quantize_per_tensor(kn.tensor([0.26, -1.0]), 0.1, 0, kn.qint8)
+    for call in (lambda L, q: L.dequantize(input=q), lambda L, q: L.dequantize([q, q])[1],
+                 lambda L, q: L.dequantize(tensors=(q,))[0]):  # fmt: skip
+        np.testing.assert_array_equal(call(kn, qk).numpy(), call(torch, qt).numpy())
+    assert type(kn.dequantize([qk])) is type(torch.dequantize([qt])) is tuple

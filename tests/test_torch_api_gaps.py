@@ -151,28 +151,10 @@ def test_sibling_views_taken_before_the_change_see_it_as_pytorchs():
 
 # -- Symbols have every Tensor method that makes sense without a value ------------------------
 
-# Tensor methods a Symbol lacks, each with the reason: what a value, its memory or its
-# autograd state answers (a graph value has none of them until it runs; gradients of a graph
-# are asked of kn.grad, not kept on values).
-NOT_ON_SYMBOL = {
-    "grad": "autograd state", "grad_fn": "autograd state", "is_leaf": "autograd state",
-    "requires_grad": "autograd state", "requires_grad_": "autograd state",
-    "retain_grad": "autograd state", "retains_grad": "autograd state",
-    "output_nr": "autograd state", "register_hook": "autograd state",
-    "register_post_accumulate_grad_hook": "autograd state",
-    "apply_": "a Python function of each element's value",
-    "map_": "a Python function of each element's value",
-    "data_ptr": "an address in memory", "pin_memory": "host memory",
-    "share_memory_": "memory shared between processes",
-    "as_strided_": "makes x a view of its own storage, which a graph value does not have "
-    "(x.as_strided(...) gathers the elements; assign it)",
-    **dict.fromkeys(
-        "coalesce indices values is_coalesced to_sparse to_sparse_coo sparse_mask int_repr "
-        "q_scale q_zero_point qscheme q_per_channel_scales q_per_channel_zero_points "
-        "q_per_channel_axis".split(),
-        "sparse and quantized tensors are eager-only: kiln's graphs hold strided values",
-    ),
-}  # fmt: skip
+# Tensor methods a Symbol lacks, each with the reason. None now: the attributes a graph value
+# cannot have (its gradient, tape, memory, sparse or quantized forms) exist and raise kiln's
+# error saying why (kiln/frontend/symbol_methods.py; tests/test_symbol_methods.py).
+NOT_ON_SYMBOL: dict = {}
 
 
 def test_symbols_have_every_tensor_method_that_needs_no_value():
@@ -194,15 +176,13 @@ NOT_ON_TENSOR = {
     ),
     **dict.fromkeys("ipu mtia xpu record_stream to_mkldnn".split(), "devices kiln lacks"),
     **dict.fromkeys(
-        "storage storage_type untyped_storage set_ is_set_to const_data_ptr".split(),
+        "storage storage_type untyped_storage set_".split(),
         "storage objects: kiln's tensors own arrays",
     ),
-    **dict.fromkeys("eig lstsq solve symeig".split(), "removed from PyTorch (they raise)"),
     **dict.fromkeys(
-        "as_subclass grad_dtype hash_tensor index is_distributed map2_ module_load name new "
-        "reinforce resize resize_as slice_inverse to_padded_tensor volatile geqrf "
-        "ormqr".split(),
-        "internal, legacy or nested-tensor API, or LAPACK's raw forms",
+        "as_subclass grad_dtype hash_tensor index is_distributed module_load name "
+        "reinforce slice_inverse to_padded_tensor volatile".split(),
+        "internal, legacy or nested-tensor API",
     ),
 }
 

@@ -14,6 +14,8 @@ A = RNG.standard_normal((4, 3)).astype(np.float32)
 B = RNG.standard_normal((3, 5)).astype(np.float32)
 T3 = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 V = RNG.standard_normal(6).astype(np.float32)
+SQ8 = (RNG.standard_normal((8, 8)) + 4 * np.eye(8)).astype(np.float32)  # well conditioned
+V8 = RNG.standard_normal(8).astype(np.float32)
 
 # name -> (fn(L, *arrays), arrays); fn runs with L = torch or kn
 CASES = {
@@ -66,6 +68,65 @@ CASES = {
     "clone": (lambda L, a: L.clone(a), (A,)),
     "square_": (lambda L, a: L.square_(a.clone()), (A,)),
     "vdot": (lambda L, v: L.vdot(v, v), (V,)),
+    "as_strided_copy": (lambda L, a: L.as_strided_copy(a, (2, 2), (1, 2), 1), (A,)),
+    "fill_": (lambda L, a: L.fill_(a.clone(), 2.5), (A,)),
+    "i0_": (lambda L, a: L.i0_(a.clone()), (A,)),
+    "geqrf": (lambda L, a: L.geqrf(a), (A,)),
+    "geqrf-wide-batch": (lambda L, t: L.geqrf(t.transpose(-1, -2)), (T3,)),
+    "ormqr": (lambda L, a, b: L.ormqr(*L.geqrf(a), b[:, :4].T), (A, B)),
+    "ormqr-right-transpose": (
+        lambda L, a, b: L.ormqr(*L.geqrf(a), b[:, :4], left=False, transpose=True),
+        (A, B),
+    ),  # fmt: skip
+    "ormqr-square-method": (
+        lambda L, t: t[:, :3].geqrf()[0].ormqr(t[:, :3].geqrf()[1], t[:, :3]),
+        (T3,),
+    ),  # fmt: skip
+    # torch.linalg's forms (kiln/frontend/linalg_more.py)
+    "linalg.cross": (lambda L, a, b: L.linalg.cross(a, b[:, :3].T[:1]), (A, B)),
+    "linalg.cross-dim": (lambda L, a, b: L.linalg.cross(a.T, b[:, :4], dim=0), (A, B)),
+    "linalg.matmul": (lambda L, a, b: L.linalg.matmul(a, b), (A, B)),
+    "linalg.diagonal": (lambda L, t: L.linalg.diagonal(t, offset=1), (T3,)),
+    "linalg.diagonal-dims": (lambda L, t: L.linalg.diagonal(t, dim1=0, dim2=2), (T3,)),
+    "linalg.vander": (lambda L, a: L.linalg.vander(a), (A,)),
+    "linalg.vander-N": (lambda L, v: L.linalg.vander(v, N=4), (V,)),
+    "linalg.vander-int": (lambda L: L.linalg.vander(L.tensor([1, -2, 3], dtype=L.int32)), ()),
+    "linalg.tensorinv": (lambda L, t: L.linalg.tensorinv(t.reshape(8, 2, 4), 1), (SQ8,)),
+    "linalg.tensorinv-2": (lambda L, t: L.linalg.tensorinv(t.reshape(2, 4, 2, 4)), (SQ8,)),
+    "linalg.tensorsolve": (
+        lambda L, t, v: L.linalg.tensorsolve(t.reshape(8, 2, 4), v[:8]),
+        (SQ8, V8),
+    ),
+    "linalg.tensorsolve-dims": (
+        lambda L, t, v: L.linalg.tensorsolve(t.reshape(2, 4, 2, 4), v.reshape(4, 2), dims=(0,)),
+        (SQ8, V8),
+    ),  # fmt: skip
+    "linalg.solve_ex": (lambda L, t, v: L.linalg.solve_ex(t, v), (SQ8, V8)),
+    "linalg.solve_ex-right": (lambda L, t: L.linalg.solve_ex(t, t[:2], left=False), (SQ8,)),
+    "linalg.solve_ex-singular": (lambda L: L.linalg.solve_ex(L.ones(2, 2), L.ones(2))[1], ()),
+    "linalg.lu_factor_ex": (lambda L, t: L.linalg.lu_factor_ex(t), (SQ8,)),
+    "linalg.ldl_factor": (
+        lambda L, t: L.linalg.ldl_factor(t + t.mT),
+        (SQ8 - 4 * np.eye(8, dtype=np.float32),),
+    ),
+    "linalg.ldl_factor_ex-batch": (
+        lambda L, t: L.linalg.ldl_factor_ex((t + t.mT).reshape(2, 4, 8)[:, :, :4]),
+        (SQ8,),
+    ),  # fmt: skip
+    "linalg.ldl_solve": (
+        lambda L, t, b: L.linalg.ldl_solve(*L.linalg.ldl_factor(t + t.mT), b.reshape(8, 1)),
+        (SQ8 - 4 * np.eye(8, dtype=np.float32), V8),
+    ),  # fmt: skip
+    "linalg.ldl_solve-broadcast": (
+        lambda L, t, b: L.linalg.ldl_solve(
+            *L.linalg.ldl_factor(t[:4, :4] + t[:4, :4].mT), b.reshape(2, 4, 1)
+        ),
+        (SQ8 - 4 * np.eye(8, dtype=np.float32), V8),
+    ),  # fmt: skip
+    "linalg.lu_factor_ex-singular": (
+        lambda L: L.linalg.lu_factor_ex(L.tensor([[1.0, 2.0], [2.0, 4.0]])),
+        (),
+    ),  # fmt: skip
 }
 
 
@@ -109,6 +170,13 @@ GRADS = {
     "slice_scatter": (lambda L, a, b: L.slice_scatter(a, b[:2, :3], 0, 1, 4, 2), (A, B)),
     "cumulative_trapezoid": (lambda L, a: L.cumulative_trapezoid(a, dim=0), (A,)),
     "fill": (lambda L, a, v: L.fill(a, v[0]), (A, V)),
+    "as_strided_copy": (lambda L, a: L.as_strided_copy(a, (2, 3), (1, 2), 1), (A,)),
+    "ormqr": (lambda L, a, t, c: L.ormqr(a, t[0, 0, :3], c, transpose=True), (A, T3, B[:, :4].T)),
+    "linalg.cross": (lambda L, a, b: L.linalg.cross(a, b[:, :3].T[:1]), (A, B)),
+    "linalg.vander": (lambda L, v: L.linalg.vander(v, N=4), (V,)),
+    "linalg.tensorinv": (lambda L, t: L.linalg.tensorinv(t.reshape(2, 4, 2, 4)), (SQ8,)),
+    "linalg.tensorsolve": (lambda L, t, v: L.linalg.tensorsolve(t.reshape(8, 2, 4), v), (SQ8, V8)),
+    "linalg.solve_ex": (lambda L, t, v: L.linalg.solve_ex(t, v).result, (SQ8, V8)),
 }
 
 
@@ -169,3 +237,57 @@ def test_function_forms_of_methods_need_a_tensor():
         kn.abs_([1.0])
     with pytest.raises(RuntimeError, match="0-dimension value tensor"):
         kn.fill(kn.zeros(2), kn.ones(2))
+
+
+def test_linalg_forms_refuse_as_torch():
+    """torch 2.13 raises RuntimeError for each of these (checked alongside)."""
+    cases = [
+        lambda L: L.linalg.cross(L.ones(2, 3), L.ones(3)),  # different numbers of dims
+        lambda L: L.linalg.vander(L.tensor([True, False])),  # bool
+        lambda L: L.linalg.vander(L.ones(3), N=1),  # N must be greater than 1
+        lambda L: L.linalg.tensorinv(L.ones(2, 3)),  # 3 != 2 elements
+        lambda L: L.linalg.solve_ex(L.ones(2, 2), L.ones(2), check_errors=True),  # singular
+        lambda L: L.linalg.lu_factor_ex(L.ones(2, 2), check_errors=True),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError):
+            case(torch)
+        with pytest.raises((RuntimeError, TypeError, ValueError)):
+            case(kn)
+
+
+def test_lu_factor_refuses_a_zero_pivot_as_torch():
+    """torch 2.13: linalg.lu_factor raises where U has a zero on its diagonal; torch.lu and
+    lu_factor_ex give the info code instead."""
+    singular = [[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [2.0, 4.0]]]  # batch element 1
+    for L in (torch, kn):
+        with pytest.raises(RuntimeError, match=r"atch element 1\): U\[2,2\] is zero"):
+            L.linalg.lu_factor(L.tensor(singular))
+        assert L.linalg.lu_factor_ex(L.tensor(singular)).info.tolist() == [0, 2]
+        assert L.lu(L.tensor(singular), get_infos=True)[2].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_of_complex_matrices_as_torch(hermitian):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    a = a + (np.conj(np.swapaxes(a, -1, -2)) if hermitian else np.swapaxes(a, -1, -2))
+    b = rng.standard_normal((2, 4, 3)) + 1j * rng.standard_normal((2, 4, 3))
+    want = torch.linalg.ldl_factor_ex(torch.tensor(a), hermitian=hermitian)
+    got = kn.linalg.ldl_factor_ex(kn.tensor(a), hermitian=hermitian)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)
+        assert g.numpy().dtype == w.numpy().dtype
+    x = torch.linalg.ldl_solve(want.LD, want.pivots, torch.tensor(b), hermitian=hermitian)
+    got_x = kn.linalg.ldl_solve(got.LD, got.pivots, kn.tensor(b), hermitian=hermitian)
+    np.testing.assert_allclose(got_x.numpy(), x.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a @ got_x.numpy(), b, rtol=1e-10, atol=1e-10)  # it solves
+
+
+def test_ldl_and_geqrf_have_no_gradient_as_torch():
+    for L in (torch, kn):
+        a = L.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)
+        with pytest.raises(RuntimeError):
+            L.linalg.ldl_factor(a).LD.sum().backward()
+        with pytest.raises(RuntimeError):
+            L.geqrf(a).a.sum().backward()

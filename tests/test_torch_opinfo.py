@@ -96,13 +96,6 @@ KNOWN: dict[str, str] = {
 
 # the dtypes beyond float32, int64 and bool (each pattern: the samples that differ)
 _NO_COMPLEX = {
-    "nn.functional.conv[123]d": "kiln's convolutions are real: complex inputs raise DTypeError",
-    "nn.functional.conv_transpose[123]d": (
-        "kiln's convolutions are real: complex inputs raise DTypeError"
-    ),
-    "logcumsumexp/*/[012345]": "kiln's logcumsumexp is real-only (UnsupportedDTypeError)",
-    "linalg.slogdet": "kiln's slogdet is real-only (UnsupportedDTypeError)",
-    "logdet": "kiln's slogdet is real-only (UnsupportedDTypeError)",
     "istft/*/[7]": "istft with a complex output signal (return_complex): kiln refuses it",
 }
 for _op, _why in _NO_COMPLEX.items():

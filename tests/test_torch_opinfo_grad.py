@@ -86,10 +86,6 @@ KNOWN: dict[str, str] = {
         "tau empty (no reflection, the result the identity's columns): PyTorch's gradient of "
         "A is None, kiln's zeros (the result requires grad in both)"
     ),
-    "linalg.slogdet/complex128/*/*": "complex determinants: kiln's slogdet is real only",
-    "logdet/complex128/*/*": "complex determinants: kiln's slogdet is real only",
-    "logcumsumexp/complex128/*/*": "kiln's logcumsumexp is real only",
-    "nn.functional.conv*/complex128/*/*": "kiln's convolutions take real inputs only",
     "sparse.mm.reduce/*/samples/torch": "CSR inputs and reduce=: kiln's sparse tensors are COO",
     "tensor_split/*/1/compile": (
         "a traced 0-d sections tensor: its value is the number of pieces, and a compiled "

@@ -52,6 +52,9 @@ ALLOWED = {
         "torch.embedding(weight, indices): the stand-in is wrong",
     ),
     ("torch", "convolution"): ({"output_padding"}, "the stand-in misspells it output_adding"),
+    ("linalg", "tensorinv"): ({"input"}, "torch's parser names it input (A= refused)"),
+    ("torch", "as_strided_copy"): ({"input"}, "torch's parser: input= works (no stand-in)"),
+    ("linalg", "tensorsolve"): ({"input", "other"}, "torch's parser: input, other (A= refused)"),
     ("torch", "embedding_bag"): (
         {"indices", "include_last_offset"},
         "torch.embedding_bag(weight, indices, offsets, ...): the stand-in is F.embedding_bag's",
@@ -319,19 +322,33 @@ NO_OUT_OR_SPELLING = NO_OUT + "; " + SPELLING
 INPLACE = "inplace= of F.relu/F.dropout in torch.X's stand-in; torch.X itself has none"
 KILN_OWN = "kiln's own API of that name (kn.compile, kn.cond, kn.vmap, kn.save)"
 ORGQR = "torch.orgqr's docstring says tau; its parser takes input2 (tau= refused), as kiln"
-STFT_ALIGN = (
-    "align_to_window (undocumented in torch 2.13; with center=False and win_length < n_fft it "
-    "changes the frames): not taken yet"
-)
 TORCH_FORM = "kn.X is kn.linalg.X, which takes A as torch.linalg.X does; torch.X takes input"
 LINALG_A = "the stand-in says input; torch.linalg.X's parser takes A (input= refused), as kiln"
 LINALG_INPUT = "torch's docstring says A; its parser takes input (A= refused), as kiln"
+TENSOR_LINALG = (
+    "torch's docstring says A, B (its stand-in a, b); its parser takes input, other (A= "
+    "refused), as kiln"
+)
 
 # (namespace, name): (PyTorch's parameters kiln does not take, why)
 MISSING = {
+    ("linalg", "tensorinv"): ({"a", "A"}, TENSOR_LINALG),
+    ("linalg", "tensorsolve"): ({"a", "b", "A", "B"}, TENSOR_LINALG),
     **{
         ("linalg", name): ({"input"}, LINALG_A)
-        for name in ("det", "inv", "inv_ex", "lu", "lu_factor", "qr", "slogdet", "svd", "svdvals")
+        for name in (
+            "det",
+            "diagonal",
+            "inv",
+            "inv_ex",
+            "lu",
+            "lu_factor",
+            "lu_factor_ex",
+            "qr",
+            "slogdet",
+            "svd",
+            "svdvals",
+        )  # fmt: skip
     },
     **{
         ("linalg", name): ({"A"}, LINALG_INPUT)
@@ -343,6 +360,8 @@ MISSING = {
             "eigh",
             "eigvalsh",
             "householder_product",
+            "ldl_factor",
+            "ldl_factor_ex",
             "matrix_rank",
             "matrix_exp",
             "matrix_norm",
@@ -389,16 +408,17 @@ MISSING = {
     ("Tensor", "narrow_copy"): ({"length", "dimension", "start"}, SPELLING),
     ("Tensor", "orgqr"): ({"tau"}, ORGQR),
     ("torch", "orgqr"): ({"tau"}, ORGQR),
+    ("torch", "ormqr"): (
+        {"tau", "other"},
+        "torch.ormqr's docstring says tau, other; its parser takes input2, input3 (as kiln)",
+    ),
     ("Tensor", "permute"): ({"dim"}, SPELLING),
     ("Tensor", "relu"): ({"inplace"}, INPLACE),
     ("Tensor", "remainder"): ({"divisor"}, SPELLING),
     ("Tensor", "resize_as_"): ({"tensor", "other"}, SPELLING),
+    ("Tensor", "resize_as"): ({"other"}, SPELLING),
     ("Tensor", "split"): ({"tensor", "split_size_or_sections"}, SPELLING),
     ("Tensor", "split_with_sizes"): ({"tensor", "split_size_or_sections"}, SPELLING),
-    ("Tensor", "stft"): (
-        {"align_to_window"},
-        STFT_ALIGN,
-    ),
     ("Tensor", "swapaxes"): ({"dim1", "dim0"}, SPELLING),
     ("Tensor", "swapdims"): ({"axis1", "axis0"}, SPELLING),
     ("Tensor", "take"): ({"indices"}, SPELLING),
@@ -426,10 +446,7 @@ MISSING = {
     ("torch", "cond"): ({"true_fn", "false_fn"}, KILN_OWN),
     ("torch", "convolution"): ({"output_adding"}, SPELLING),
     ("torch", "cosine_embedding_loss"): ({"reduce", "size_average"}, LEGACY),
-    ("torch", "dequantize"): (
-        {"input", "tensors"},
-        "the dequantize(tensors) list overload is not taken",
-    ),
+    ("torch", "dequantize"): ({"tensor"}, SPELLING),
     ("torch", "det"): ({"input"}, TORCH_FORM),
     ("torch", "diag_embed"): ({"diagonal", "out"}, NO_OUT_OR_SPELLING),
     ("torch", "dot"): ({"other"}, SPELLING),
@@ -496,10 +513,6 @@ MISSING = {
     ("torch", "slogdet"): ({"input"}, TORCH_FORM),
     ("torch", "squeeze"): ({"out"}, NO_OUT),
     ("torch", "std_mean"): ({"out"}, NO_OUT),
-    ("torch", "stft"): (
-        {"align_to_window"},
-        STFT_ALIGN,
-    ),
     ("torch", "svd_lowrank"): ({"input"}, SPELLING),
     ("torch", "swapaxes"): ({"dim1", "dim0"}, SPELLING),
     ("torch", "swapdims"): ({"axis1", "axis0"}, SPELLING),

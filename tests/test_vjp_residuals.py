@@ -40,6 +40,7 @@ KEEPS |= {
     "copysign": {"x0", "y"}, "cumsum": set(), "cumprod": {"x0", "y"}, "share_ties": {"x0", "x1"},
     "logcumsumexp": {"x0", "y"}, "scatter": {"x1"}, "inv": {"y"}, "det": {"x0"}, "cofactor": {"x0"},
     "solve": {"x0", "y"}, "cholesky": {"y"}, "logabsdet": {"x0"},
+    "slogdet_sign": set(),  # a real sign has no gradient; a complex one reads x0 and y
     "lgamma": {"x0"}, "digamma": {"x0"}, "polygamma": {"x0"}, "erfinv": {"y"}, "i0": {"x0"},
     "i1": {"x0", "y"},
     "i0e": {"x0", "y"}, "i1e": {"x0", "y"}, "ndtr": {"x0"}, "ndtri": {"y"},

@@ -244,6 +244,42 @@ def map_(self, tensor, callable) -> Tensor:  # noqa: A002
     return _per_element(self, "map_", callable, (other,))
 
 
+def map2_(self, x, y, callable) -> Tensor:  # noqa: A002
+    """In place: each element replaced by `callable(element, x's, y's)` with `x` and `y`
+    broadcast to self's shape (CPU only, as PyTorch's).
+
+    >>> import kiln as kn
+    >>> kn.tensor([1, 2]).map2_(kn.tensor([10, 20]), kn.tensor(3), lambda a, b, c: a + b * c)
+    tensor([31, 62])
+    """
+    for name, t in (("x", x), ("y", y)):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"map2_(): argument '{name}' must be Tensor, not "
+                                    f"{type(t).__name__}")  # fmt: skip
+    others = tuple(np.broadcast_to(t._host(), tuple(self.shape)) for t in (x, y))
+    return _per_element(self, "map2_", callable, others)
+
+
+def is_set_to(self, tensor) -> bool:
+    """Whether both tensors view the same memory the same way: the same first element,
+    shape and strides (PyTorch's `is_set_to`).
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(4)
+    >>> x.is_set_to(x[:]), x.is_set_to(x.view(2, 2)), x.is_set_to(x.clone())
+    (True, False, False)
+    """
+    if not isinstance(tensor, Tensor):
+        raise ArgumentTypeError(f"is_set_to(): argument 'tensor' must be Tensor, not "
+                                f"{type(tensor).__name__}")  # fmt: skip
+    return (
+        self.data_ptr() == tensor.data_ptr()
+        and tuple(self.shape) == tuple(tensor.shape)
+        and tuple(self.stride()) == tuple(tensor.stride())
+        and self.dtype == tensor.dtype
+    )
+
+
 def retains_grad(self) -> bool:
     """Whether backward fills this non-leaf tensor's `.grad` (after `retain_grad()`).
 
@@ -273,7 +309,8 @@ def install(cls) -> None:
     """The memory methods of `Tensor`."""
     for name, fn in {
         "new_empty_strided": new_empty_strided,
-        "data_ptr": data_ptr, "pin_memory": _no_accelerator_pin,
+        "data_ptr": data_ptr, "const_data_ptr": data_ptr, "is_set_to": is_set_to,
+        "map2_": map2_, "pin_memory": _no_accelerator_pin,
         "share_memory_": share_memory_, "is_shared": is_shared, "apply_": apply_, "map_": map_,
         "resize_as_": resize_as_,
     }.items():  # fmt: skip

@@ -31,6 +31,7 @@ from .linalg_factor import lu_solve_old as lu_solve
 from .linalg_factor import lu_unpack, matrix_exp, orgqr, pinverse, triangular_solve
 from .linalg_factor import qr_old as qr
 from .linalg_factor import svd_old as svd
+from .linalg_more import geqrf, ormqr
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .nn_conv import *  # noqa: F403
@@ -101,7 +102,7 @@ __all__ = list(
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
          "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
-         "orgqr",
+         "orgqr", "geqrf", "ormqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,

@@ -36,15 +36,30 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
+from .linalg_more import (
+    cross,
+    diagonal,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+    lu_factor_ex,
+    matmul,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
 from .out import takes_out
 from .torch_extra_linalg import matrix_power, p_norm
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh",
-    "householder_product", "inv", "inv_ex",
-    "logdet", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_exp", "matrix_norm", "matrix_power",
-    "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
-    "svd", "svdvals", "vecdot", "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
+    "ldl_solve",
+    "logdet", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp",
+    "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet",
+    "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",
+    "vander", "vecdot", "vector_norm",
 ]  # fmt: skip
 
 
@@ -255,13 +270,16 @@ def slogdet(A):  # noqa: N803
 
 @autocast_op("fp32")
 def logdet(A):  # noqa: N803
-    """log(det A): NaN where the determinant is negative, -inf where it is 0 (PyTorch's).
+    """log(det A): NaN where the determinant is negative, -inf where it is 0 (PyTorch's); of a
+    complex A the complex log, log|det| + i arg(det).
 
     >>> import kiln as kn
     >>> kn.logdet(kn.tensor([[2.0, 0.0], [0.0, 3.0]]))
     tensor(1.7918)
     """
     sign, log_abs = slogdet(A)
+    if sign.dtype.kind == "c":  # log(sign) + log|det|: the phase as the imaginary part
+        return m.add(m.log(sign), m.cast(log_abs, sign.dtype))
     nan = m.where(sign < 0, float("nan"), log_abs)
     return m.where(sign == 0, float("-inf"), nan)
 

@@ -8,8 +8,10 @@ older top-level forms `svd` (with `some=`), `qr`, `pinverse`, `triangular_solve`
 `lu_factor`, `lu_solve`, `lu_unpack` and `matrix_exp` on complex64 and complex128 ones too,
 with PyTorch's complex gradients (eigenvalues and singular values real).
 
-A factorization is one op whose results come packed in one array (kiln/ops/linalg_factor.py):
-the named tuple here holds views of it, and its gradient takes all of them at once.
+`pinv`, `pinverse`, `lstsq` and `matrix_rank` live in kiln/frontend/linalg_lstsq.py
+(importable from here). A factorization is one op whose results come packed in one array
+(kiln/ops/linalg_factor.py): the named tuple here holds views of it, and its gradient takes
+all of them at once.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, ArgumentTypeError, LinAlgError, ShapeError
+from ..errors import ArgumentError, LinAlgError, ShapeError
 from ..graph.core import Symbol
 from ..ops.linalg_factor import unpack
 from . import math as m
-from . import shape as s
 from .autocast import autocast_op
 from .core import call, lift
 from .out import takes_out
@@ -75,29 +76,6 @@ def _factor(op, A, **attrs):  # noqa: N803
     """The results of factorization `op` of `A` (views of its one packed result)."""
     packed = call(op, A, **attrs)
     return unpack(packed, op, A.shape[-2], A.shape[-1], **attrs)
-
-
-def _real_number(value, what, name):
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise ArgumentTypeError(
-            f"linalg.{name}: {what} must be a Python number or None, got "
-            f"{type(value).__name__} (kiln takes no tensor tolerances)"
-        )
-    return float(value)
-
-
-def _tolerances(A, atol, rtol, name):  # noqa: N803
-    """PyTorch's defaults: atol 0; rtol eps * max(m, n) unless atol > 0 is given (then 0)."""
-    atol = _real_number(atol, "atol", name)
-    rtol = _real_number(rtol, "rtol", name)
-    if rtol is None and atol is not None and atol > 0:
-        rtol = 0.0
-    if rtol is None and isinstance(A.shape[-2], int) and isinstance(A.shape[-1], int):
-        eps = float(np.finfo(A.dtype).eps) if dt.is_differentiable(A.dtype) else 0.0
-        rtol = eps * max(A.shape[-2], A.shape[-1])
-    return (atol or 0.0), rtol  # rtol None: the kernel's eps * max(m, n), the dims symbolic
 
 
 # -- QR ----------------------------------------------------------------------------------------
@@ -321,13 +299,27 @@ def lu(A, *, pivot: bool = True):  # noqa: N803
 def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     """The compact LU factorization: a named tuple `(LU, pivots)`, L's strict lower part and
     U in one m x n matrix, and LAPACK's 1-based row interchanges (int32), as `lu_solve` and
-    `lu_unpack` take them.
+    `lu_unpack` take them. A zero on U's diagonal raises `LinAlgError` eagerly, as PyTorch's
+    (`lu_factor_ex` gives info codes instead; a graph does not check).
 
     >>> import kiln as kn
     >>> LU, pivots = kn.linalg.lu_factor(kn.tensor([[1.0, 2.0], [3.0, 4.0]]))
     >>> pivots.tolist()
     [2, 2]
     """
+    packed, pivots = lu_factor_unchecked(A, pivot=pivot)
+    if isinstance(packed, Symbol) or 0 in packed.shape[-2:]:  # nothing to check
+        return return_types.linalg_lu_factor(packed, pivots)
+    _raise_on_info(_first_zero_pivot(packed), "lu_factor", lambda k: (
+        f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. If "
+        "you still want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+        "linalg.lu_factor_ex(A, pivot)"))  # fmt: skip
+    return return_types.linalg_lu_factor(packed, pivots)
+
+
+def lu_factor_unchecked(A, *, pivot: bool = True):  # noqa: N803
+    """`lu_factor`'s results without its check for a zero pivot (`lu_factor_ex`, `torch.lu`
+    give info codes instead)."""
     _pivot(pivot, "lu_factor")
     A = _matrices(A, "lu_factor")
     _, lower, upper = _factor("lu", A)
@@ -348,7 +340,7 @@ def lu_old(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
     >>> pivots.tolist(), int(infos)
     ([2, 2], 2)
     """
-    packed, piv = lu_factor(A, pivot=pivot)
+    packed, piv = lu_factor_unchecked(A, pivot=pivot)
     if not get_infos:
         return packed, piv
     (A,) = lift(A)
@@ -483,152 +475,6 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa:
         x = solve_triangular(A, b, upper=upper, unitriangular=unitriangular)
     copy = A if isinstance(A, Symbol) else A.clone()
     return return_types.triangular_solve(x, copy)
-
-
-# -- pseudo-inverse, least squares, rank -------------------------------------------------------
-
-
-@takes_out
-@autocast_op("fp32")
-def pinv(input, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):  # noqa: A002
-    """The Moore-Penrose pseudo-inverse of each matrix in the last two dims, from its SVD (its
-    eigendecomposition with `hermitian`): singular values at or below
-    max(atol, rtol * the largest) count as zero (atol 0 and rtol eps * max(m, n) when not
-    given; rtol 0 when only atol > 0 is). Its gradient is that of A⁺ where A's rank is fixed.
-    Complex matrices (Hermitian ones with `hermitian`) too. PyTorch's older form
-    `pinv(A, rcond, hermitian)` is `rtol=rcond` with atol 0.
-
-    >>> import kiln as kn
-    >>> kn.linalg.pinv(kn.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
-    [[0.5, 0.0], [0.0, 0.0]]
-    """
-    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
-    if rcond is not None:
-        if atol is not None or rtol is not None:
-            raise ArgumentTypeError("linalg.pinv() takes rcond (the older form) or atol/rtol, "
-                                    "not both")  # fmt: skip
-        atol, rtol = 0.0, rcond
-    A = _matrices(A, "pinv")
-    if _is_tensor(atol) or _is_tensor(rtol):
-        return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
-    atol, rtol = _tolerances(A, atol, rtol, "pinv")
-    return call("pinv", A, atol=atol, rtol=rtol, hermitian=bool(hermitian))
-
-
-def _is_tensor(value) -> bool:
-    return hasattr(value, "shape") and hasattr(value, "dtype")
-
-
-def _pinv_tensor_tolerances(A, atol, rtol, hermitian: bool):  # noqa: N803
-    """`pinv` with tensor tolerances (one per matrix, broadcast over A's batch), the cutoff
-    computed from A's singular values (|eigenvalues| with `hermitian`) when the graph runs."""
-    if 0 in (A.shape[-2], A.shape[-1]):  # nothing to cut: the empty pseudo-inverse
-        return call("pinv", A, atol=0.0, rtol=0.0, hermitian=hermitian)
-    if rtol is None:  # PyTorch's default, 0 beside a given atol
-        rtol = 0.0 if atol is not None else float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
-    real = dt.to_real(A.dtype)  # (the singular values' dtype)
-    bounds = [m.cast(t, real) if _is_tensor(t) else float(t or 0.0) for t in (atol, rtol)]
-    atol, rtol = (s.unsqueeze(t, -1) if _is_tensor(t) else t for t in bounds)
-    if hermitian:
-        w, v = eigh(A)
-        sigma, left, right = m.abs(w), v, _mH(v)
-    else:
-        left, sigma, right = svd(A, full_matrices=False)
-    cutoff = m.maximum(atol, m.mul(rtol, m.amax(sigma, -1, keepdim=True)))
-    keep = m.greater(sigma, cutoff)
-    weights = m.where(keep, m.div(1.0, m.where(keep, w if hermitian else sigma, 1.0)), 0.0)
-    return m.matmul(m.mul(_mH(right), s.unsqueeze(weights, -2)), _mH(left))
-
-
-def pinverse(input, rcond: float = 1e-15):  # noqa: A002
-    """`torch.pinverse(A, rcond)`: `linalg.pinv(A, rtol=rcond)`.
-
-    >>> import kiln as kn
-    >>> kn.pinverse(kn.tensor([[4.0]])).tolist()
-    [[0.25]]
-    """
-    return pinv(input, rtol=rcond)
-
-
-@takes_out
-@autocast_op("fp32")
-def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
-    """The least-squares solutions of `A X = B` (minimum norm where A is rank-deficient), as
-    PyTorch's CPU default driver "gelsy" gives them: a named tuple `(solution, residuals,
-    rank, singular_values)` with `rank` LAPACK's gelsy rank (int64), `residuals` and
-    `singular_values` empty (gelsy computes neither; the other drivers' as PyTorch's).
-    Singular values of A at or below `rcond` (default eps * max(m, n)) times the largest
-    count as zero. The solution is A⁺ B, with A⁺'s gradient.
-
-    >>> import kiln as kn
-    >>> A = kn.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
-    >>> out = kn.linalg.lstsq(A, kn.tensor([[1.0], [2.0], [3.0]]))
-    >>> out.solution.tolist(), int(out.rank)
-    ([[1.0], [2.0]], 2)
-    """
-    A, B = input, b  # noqa: N806 (torch's parser names them input, b; its docstring A, B)
-    if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
-        raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
-                            f"gelsd, gelss), got {driver!r}")  # fmt: skip
-    A, B = lift(A, B)
-    A = _matrices(A, "lstsq")
-    if B.ndim < 1:
-        raise ShapeError("linalg.lstsq: B must have at least 1 dim")
-    vector = B.ndim == A.ndim - 1
-    if B.shape[-2 if not vector else -1] != A.shape[-2]:
-        raise ShapeError(f"linalg.lstsq: A {list(A.shape)} and B {list(B.shape)} have "
-                         "different numbers of rows")  # fmt: skip
-    rcond = _real_number(rcond, "rcond", "lstsq")  # None: eps * max(m, n), in the kernels
-    if driver in (None, "gelsy"):
-        rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX
-    x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
-    empty = _zeros((0,), _real_part(A, A))  # residuals and singular values: real
-    if driver in (None, "gelsy"):
-        return return_types.linalg_lstsq(x, empty, rank, empty)
-    return _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty)
-
-
-def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
-    """`lstsq`'s other results as PyTorch's drivers give them: "gels" no rank, "gelsd" and
-    "gelss" the SVD rank (singular values above rcond times the largest) and the singular
-    values; every driver but gelsy the squared residuals of tall full-rank problems (under
-    kn.compile or in graph mode the rank is not known: tall problems get them)."""
-    rows, cols = A.shape[-2], A.shape[-1]
-    rank, values = _zeros((0,), m.cast(_real_part(A, A), dt.int64)), empty
-    if driver != "gels":
-        values = svdvals(A)
-        cut = float(np.finfo(A.dtype).eps) * max(rows, cols) if rcond is None else rcond
-        above = m.greater(values, m.mul(m.amax(values, -1, keepdim=True), cut))
-        rank = m.sum(m.cast(above, dt.int64), -1)
-    full = driver == "gels" or isinstance(rank, Symbol) or bool(m.all(m.equal(rank, cols)))
-    if rows > cols and full:
-        r = m.sub(m.matmul(A, x), B)
-        r2 = call("real", m.mul(r, call("conj", r))) if A.dtype.kind == "c" else m.square(r)
-        empty = m.sum(r2, -1, keepdim=True) if vector else m.sum(r2, -2)
-    return return_types.linalg_lstsq(x, empty, rank, values)
-
-
-@takes_out
-@autocast_op("fp32")
-def matrix_rank(input, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: A002
-    """The number of singular values (|eigenvalues| with `hermitian`) of each matrix above
-    max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`: the older atol).
-
-    >>> import kiln as kn
-    >>> int(kn.linalg.matrix_rank(kn.tensor([[1.0, 2.0], [2.0, 4.0]])))
-    1
-    """
-    A = input  # noqa: N806 (torch's parser names it input, its docstring A)
-    A = _matrices(A, "matrix_rank")
-    if tol is not None:
-        atol, rtol = tol, 0.0
-    atol, rtol = _tolerances(A, atol, rtol, "matrix_rank")
-    if A.shape[-2] == 0 or A.shape[-1] == 0:
-        return m.cast(m.mul(m.sum(A, dim=(-2, -1)), 0), dt.int64)
-    s = m.abs(eigvalsh(A)) if hermitian else svdvals(A)
-    s = call("stop_gradient", s)
-    cutoff = m.maximum(m.mul(m.amax(s, dim=-1, keepdim=True), rtol), atol)
-    return m.sum(m.cast(m.greater(s, cutoff), dt.int64), dim=-1)
 
 
 # -- matrix exponential ------------------------------------------------------------------------
@@ -777,7 +623,7 @@ def vecdot(x, y, *, dim: int = -1):
 def _raise_on_info(info, name, what):
     if isinstance(info, Symbol):
         return
-    codes = np.asarray(info.numpy() if hasattr(info, "numpy") else info)
+    codes = np.asarray(info.cpu().numpy() if hasattr(info, "cpu") else info)
     bad = np.flatnonzero(codes.reshape(-1))
     if bad.size:
         where = f" (batch element {int(bad[0])})" if codes.ndim else ""
@@ -835,3 +681,7 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):  # n
                            f"completed because the input is not positive-definite (the leading "
                            f"minor of order {k} is not positive-definite).")  # fmt: skip
     return return_types.linalg_cholesky_ex(_mH(lower) if upper else lower, info)
+
+
+# The pseudo-inverse, least squares and rank (kiln/frontend/linalg_lstsq.py), importable here.
+from .linalg_lstsq import lstsq, matrix_rank, pinv, pinverse  # noqa: E402, F401

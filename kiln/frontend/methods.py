@@ -12,6 +12,7 @@ from ..graph.core import Symbol
 from . import functionalize, indexing
 from . import linalg as la
 from . import linalg_factor as lf
+from . import linalg_more as lmore
 from . import math as m
 from . import nn_functional as nf
 from . import shape as s
@@ -25,8 +26,11 @@ from . import torch_math as tm
 from . import torch_misc_ops as tmo
 from . import torch_more as tmore
 from . import torch_namespace as tn
+from . import torch_numeric as tnum
 from . import torch_shape as ts
 from . import torch_stats as tst
+from .symbol_methods import install_symbol_methods
+from .torch_legacy import LEGACY_METHODS
 
 
 def _swap(fn):
@@ -111,7 +115,7 @@ METHODS |= {
     "slogdet": la.slogdet, "logdet": la.logdet, "cholesky": la.cholesky_method,
     "svd": lf.svd_old, "qr": lf.qr_old, "pinverse": lf.pinverse, "matrix_exp": lf.matrix_exp,
     "triangular_solve": lf.triangular_solve, "lu_solve": lf.lu_solve_old, "lu": lf.lu_old,
-    "orgqr": lf.orgqr,
+    "orgqr": lf.orgqr, "geqrf": lmore.geqrf, "ormqr": lmore.ormqr,
     "lgamma": sp.lgamma, "digamma": sp.digamma, "erfinv": sp.erfinv, "i0": sp.i0,
     "polygamma": sp.polygamma_method, "igamma": sp.igamma, "igammac": sp.igammac,
     "mvlgamma": sp.mvlgamma,
@@ -169,6 +173,8 @@ METHODS |= {
     "select_scatter": tn.select_scatter, "slice_scatter": tn.slice_scatter,
     "hardshrink": _functional("hardshrink"), "prelu": _functional("prelu"),
     "dim_order": tmore.dim_order,
+    # removed from PyTorch: its methods raise as its functions do (kiln/frontend/torch_numeric.py)
+    "eig": tnum.eig, "symeig": tnum.symeig, "solve": tnum.solve, "lstsq": tnum.lstsq,
 }  # fmt: skip
 
 
@@ -309,6 +315,8 @@ def install(cls=Symbol) -> None:
         setattr(cls, name, getattr(fn, "without_out", fn))  # methods take no out=
     for name, fn in (xs.TYPE_METHODS | xs.REAL_METHODS).items():
         setattr(cls, name, fn)
+    for name, fn in LEGACY_METHODS.items():
+        setattr(cls, name, fn)
     for name, fn in xs.TYPE_PROPERTIES.items():
         setattr(cls, name, property(fn))
     for name in tmore.FALSE_FLAGS:
@@ -326,6 +334,7 @@ def install(cls=Symbol) -> None:
     if cls is Symbol:
         for name, fn in SYMBOL_METHODS.items():
             setattr(cls, name, fn)
+        install_symbol_methods(cls)
         cls.view = _view
         cls.data = property(_symbol_data, _set_symbol_data)
         cls.device = property(_device)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, node_error
+from ..errors import ArgumentError, DTypeError, DTypeMismatchError, node_error
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
@@ -215,6 +215,25 @@ def _in_float64(conv, x, w, bias):
     return y if x.dtype == dt.int64 else call("cast", y, dtype=x.dtype)
 
 
+def _complex_conv(conv, op: str, x, w, bias):
+    """A convolution of complex `x` and `w` (one dtype, as PyTorch requires): four real
+    convolutions of their real and imaginary parts, (xr*wr - xi*wi) + i(xr*wi + xi*wr), then
+    the complex bias; gradients are autodiff's through real, imag and complex."""
+    values = [x, w] if bias is None else [x, w, *lift(bias, context=(x,))]
+    if len({v.dtype for v in values}) != 1:
+        names = ", ".join(str(v.dtype) for v in values)
+        raise node_error(
+            DTypeMismatchError, f"{op}: input, weight and bias must have the same dtype, got "
+            f"{names}", op=op, name=None, site=user_site(),
+            inputs=[v for v in values if isinstance(v, Symbol)],
+        )  # fmt: skip
+    (xr, xi), (wr, wi) = ((call("real", v), call("imag", v)) for v in (x, w))
+    re = call("sub", conv(xr, wr, None), conv(xi, wi, None))
+    im = call("add", conv(xr, wi, None), conv(xi, wr, None))
+    y = call("complex", re, im)
+    return y if bias is None else add(y, reshape(values[2], (-1,) + (1,) * (y.ndim - 2)))
+
+
 def _integer_conv(x, w, transposed: bool) -> bool:
     """Whether PyTorch's CPU kernels convolve these integers (`conv1d/2d/3d` every integer
     dtype, the transposed convolutions int64 only)."""
@@ -228,6 +247,9 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
     if _integer_conv(x, w, transposed=False):
         return _in_float64(lambda a, b, c: _conv(op, n_sp, a, b, c, stride, padding, dilation,
                                                  groups), x, w, bias)  # fmt: skip
+    if x.dtype.kind == "c" or w.dtype.kind == "c":
+        return _complex_conv(lambda a, b, c: _conv(op, n_sp, a, b, c, stride, padding, dilation,
+                                                   groups), op, x, w, bias)  # fmt: skip
     x, added = _batched(x, n_sp, op)
     x, w = _floats(op, x, w)
     if w.ndim != n_sp + 2:
@@ -306,6 +328,9 @@ def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_paddi
     if _integer_conv(x, w, transposed=True):
         return _in_float64(lambda a, b, c: _conv_transpose(op, n_sp, a, b, c, stride, padding,
                            output_padding, groups, dilation), x, w, bias)  # fmt: skip
+    if x.dtype.kind == "c" or w.dtype.kind == "c":
+        return _complex_conv(lambda a, b, c: _conv_transpose(op, n_sp, a, b, c, stride, padding,
+                             output_padding, groups, dilation), op, x, w, bias)  # fmt: skip
     x, added = _batched(x, n_sp, op)
     x, w = _floats(op, x, w)
     if w.ndim != n_sp + 2:

@@ -17,6 +17,7 @@ from .. import dtypes as dt
 from ..eager.sparse import LAYOUTS
 from ..eager.tensor import Tensor, make
 from ..errors import (
+    ArgumentTypeError,
     AutogradError,
     DTypeMismatchError,
     LayoutError,
@@ -335,17 +336,22 @@ def quantize_per_channel(input, scales, zero_points, axis: int, dtype):  # noqa:
     return _make(_rounded(shifted, qdtype), qdtype, scale, zero, axis)
 
 
-def dequantize(tensor):
-    """The float32 values of a quantized tensor (a list of them gives a list); a float tensor
-    is its own.
+def dequantize(input=None, *, tensors=None):  # noqa: A002 — PyTorch's names
+    """The float32 values of a quantized tensor; a float tensor is its own. A list of them
+    (or `tensors=`) gives a tuple, as PyTorch's `dequantize(tensors)` overload.
 
     >>> import kiln as kn
     >>> kn.dequantize(kn.quantize_per_tensor(kn.tensor([0.26]), 0.1, 0, kn.qint8))
     tensor([0.3000])
+    >>> len(kn.dequantize(tensors=[kn.ones(1), kn.ones(2)]))
+    2
     """
-    if isinstance(tensor, (list, tuple)):
-        return [dequantize(t) for t in tensor]
-    return tensor.dequantize() if isinstance(tensor, QuantizedTensor) else tensor
+    if (input is None) == (tensors is None):
+        raise ArgumentTypeError("dequantize() takes a tensor (input=) or a list of them "
+                                "(tensors=)")  # fmt: skip
+    if tensors is not None or isinstance(input, (list, tuple)):
+        return tuple(dequantize(t) for t in (input if tensors is None else tensors))
+    return input.dequantize() if isinstance(input, QuantizedTensor) else input
 
 
 _METHODS = ("int_repr", "q_scale", "q_zero_point", "qscheme", "q_per_channel_scales",

@@ -47,10 +47,14 @@ def _lengths(n_fft, hop_length, win_length, fn):
 def stft(
     input, n_fft: int, hop_length=None, win_length=None, window=None, center: bool = True,  # noqa: A002
     pad_mode: str = "reflect", normalized: bool = False, onesided=None, return_complex=None,
+    align_to_window=None,
 ):  # fmt: skip
     """The short-time Fourier transform of a signal (L,) or batch (B, L): (B?, n_fft // 2 + 1
     or n_fft, frames), as PyTorch's `torch.stft` (frames every `hop_length` samples, windowed,
-    the signal padded by n_fft // 2 at both ends with `pad_mode` when `center`).
+    the signal padded by n_fft // 2 at both ends with `pad_mode` when `center`). Without
+    `center`, a window shorter than n_fft sits in the middle of each n_fft frame; with
+    `align_to_window` each frame's samples start where the window does instead (frame t
+    windows samples t * hop_length onwards).
 
     >>> import kiln as kn
     >>> kn.stft(kn.ones(8), 4, return_complex=True).shape  # 1 + 8 // hop frames, hop = 4 // 4
@@ -73,10 +77,16 @@ def stft(
     batched = x.ndim == 2
     if not batched:
         x = s.reshape(x, (1, x.shape[0]))
+    if center and align_to_window is not None:
+        raise call_error(UsageError, "stft align_to_window should only be set when center = "
+                         "false", "stft", x)  # fmt: skip
     if center:
         pad = n_fft // 2
         x = s.reshape(nnf.pad(s.reshape(x, (x.shape[0], 1, x.shape[1])), (pad, pad),
                               mode=pad_mode), (x.shape[0], -1))  # fmt: skip
+    if align_to_window and win < n_fft:  # zeros before and after: the window's slot reads t*hop
+        left = (n_fft - win) // 2
+        x = nnf.pad(x, (left, n_fft - win - left))
     length = x.shape[1]
     if not 0 < n_fft <= length:
         raise call_error(

@@ -27,6 +27,7 @@ from . import torch_extra_linalg as xl
 from . import torch_extra_shape as xs
 from . import torch_index as ti
 from . import torch_math as tm
+from . import torch_more as tmore
 from . import torch_shape as ts
 from .core import lift
 from .out import takes_out
@@ -40,7 +41,7 @@ METHOD_FORMS = (
     "log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ "
     "resolve_conj resolve_neg round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ split_with_sizes sqrt_ "
     "square_ tan_ tanh_ trunc_ vdot xlogy_ zero_ detach_ gcd_ lcm_ ldexp_ resize_as_ "
-    "as_strided_"
+    "as_strided_ fill_ i0_"
 ).split()
 
 # nn.functional functions PyTorch also has as `torch.X`, with the same arguments
@@ -50,7 +51,8 @@ FUNCTIONAL_FORMS = (
 ).split()
 
 __all__ = [
-    *METHOD_FORMS, *FUNCTIONAL_FORMS, "bartlett_window", "blackman_window", "bucketize",
+    *METHOD_FORMS, *FUNCTIONAL_FORMS, "as_strided_copy", "bartlett_window", "blackman_window",
+    "bucketize",
     "chain_matmul", "cumulative_trapezoid", "diagflat", "diagonal_scatter", "fill",
     "get_rng_state", "hamming_window", "hann_window", "initial_seed", "kaiser_window", "normal",
     "pdist", "row_stack", "rsub", "scalar_tensor", "seed", "select_scatter", "set_rng_state",
@@ -381,6 +383,18 @@ def fill(input, value):  # noqa: A002
     v = m.cast(v, x.dtype) if v.dtype != x.dtype else v
     # a select, so input's gradient is zeros (PyTorch's), not absent
     return m.where(lift(np.True_, context=(x,))[0], v, x)
+
+
+@takes_out
+def as_strided_copy(input, size, stride, storage_offset=None):  # noqa: A002
+    """`as_strided(input, size, stride, storage_offset)` as a tensor of its own (a copy, not
+    a view), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.as_strided_copy(kn.arange(6.0), (2, 2), (1, 2), 1).tolist()
+    [[1.0, 3.0], [2.0, 4.0]]
+    """
+    return tmore.as_strided(input, size, stride, storage_offset).clone()
 
 
 def rsub(input, other, *, alpha=1):  # noqa: A002

@@ -360,6 +360,9 @@ class Graph:
         self.optimized: tuple[str, ...] = ()
         # kn.checkpoint regions: the ids of the nodes each made, recomputed by kn.grad
         self.checkpoints: list[frozenset] = []
+        # id(Symbol) -> {handle id: hook(gradient)}: Symbol.register_hook's hooks, which
+        # differentiate runs on that value's whole gradient
+        self.grad_hooks: dict[int, dict] = {}
 
     # -- building --------------------------------------------------------------------------
 

@@ -152,6 +152,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     tensor([[4., 5.],
             [0., 1.]])
     """
+    if sparse and max_norm is not None and isinstance(weight, Tensor):
+        ids, table = F.core.lift(input, weight)  # PyTorch's: renorm in place, then look up
+        weight.detach().copy_(_renormed(table, ids, float(max_norm), float(norm_type)).detach())
+        max_norm = None
     if sparse:
         return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     ids, table = F.core.lift(input, weight)

@@ -13,9 +13,10 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UsageError
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
+from .functional_core import embedding
 from .functional_norm import pairwise_distance
 
 __all__ = [
@@ -255,7 +256,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                   padding_idx=None):  # fmt: skip
     """The sums, means or maxima of `weight`'s rows in bags: rows of a 2-D `input`, or runs of
     a 1-D `input` starting at `offsets`. An empty bag gives zeros, `padding_idx` rows are left
-    out, `per_sample_weights` scale rows ("sum" only).
+    out, `per_sample_weights` scale rows ("sum" only). The rows are `embedding`'s: `max_norm`
+    renorms the rows used in place, `scale_grad_by_freq` divides each row's gradient by how
+    often its index occurs in `input`, `sparse` gives `weight` a sparse gradient (eagerly);
+    "max" takes neither of the last two, as PyTorch's.
 
     >>> import kiln as kn
     >>> w = kn.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -265,8 +269,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     """
     if mode not in ("sum", "mean", "max"):
         raise ArgumentError(f"mode has to be one of sum, mean or max, got {mode!r}")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse")
+    if mode == "max" and scale_grad_by_freq:
+        raise ArgumentError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ArgumentError("max mode does not support sparse weights")
+    if sparse and scale_grad_by_freq:
+        raise UsageError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                         "gradients")  # fmt: skip
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -283,7 +292,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             per_sample_weights = F.reshape(per_sample_weights, (-1,))
     elif offsets is None:
         raise ArgumentError("offsets has to be a 1D Tensor but got None")
-    rows = F.index_select(w, 0, idx)  # (n, D)
+    rows = embedding(idx, w, None, max_norm, norm_type, scale_grad_by_freq, sparse)  # (n, D)
     member, _ = _bag_ids(idx.shape[0], offsets, include_last_offset)  # (n, bags)
     if padding_idx is not None:
         rows_n = w.shape[0]

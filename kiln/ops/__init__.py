@@ -16,6 +16,8 @@ from . import (
     linalg_decomp,
     linalg_eig,
     linalg_factor,
+    linalg_geqrf,
+    linalg_ldl,
     losses,
     movement,
     multi,
@@ -33,7 +35,8 @@ __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
     complex_values, control, dynamic, elementwise, elementwise_special, elementwise_torch,
     epilogue, fft, fused, index,
-    linalg, linalg_decomp, linalg_eig, linalg_factor, losses, movement, multi, nn, nn_grad,
+    linalg, linalg_decomp, linalg_eig, linalg_factor, linalg_geqrf, linalg_ldl, losses, movement,
+    multi, nn, nn_grad,
     random, reduce,
     scan, sort,
     state,

@@ -11,7 +11,7 @@ from ..errors import LinAlgError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY, ArrayValue
 from .core import apply, defop, scalar
-from .linalg import _linalg_dtype, _square_shape, _swap_last, _unsqueeze
+from .linalg import _INEXACT, _linalg_dtype, _square_shape, _swap_last, _unsqueeze
 
 
 def _cholesky(xp, a, out=None):
@@ -87,18 +87,50 @@ def _slogdet_part(k: int):
     return kernel
 
 
+def _inverse_h(a):
+    """A⁻ᴴ (A⁻ᵀ for a real A)."""
+    return _mh(apply("inv", a))
+
+
 def _logabsdet_vjp(ct, y, a):
-    # d log|det A| / dA = A⁻ᵀ
-    return (apply("mul", _unsqueeze(_unsqueeze(ct, -1), -1), _swap_last(apply("inv", a))),)
+    # d log|det A| = Re tr(A⁻¹ dA): Ā = ct A⁻ᴴ (A⁻ᵀ for a real A)
+    ct = _unsqueeze(_unsqueeze(ct, -1), -1)
+    if a.dtype.kind == "c":
+        ct = apply("cast", ct, dtype=a.dtype)
+    return (apply("mul", ct, _inverse_h(a)),)
 
 
+def _slogdet_sign_vjp(ct, sign, a):
+    # A complex A's sign s = det/|det| moves with its phase: d s = i s Im tr(A⁻¹ dA), so
+    # Ā = i Im(conj(s) ct) A⁻ᴴ (PyTorch's). A real A's sign is piecewise constant: no gradient.
+    if a.dtype.kind != "c":
+        return (None,)
+    turn = apply("imag", apply("mul", apply("conj", sign), ct))
+    turn = apply("complex", apply("mul", turn, scalar(0, turn)), turn)  # i Im(...)
+    return (apply("mul", _unsqueeze(_unsqueeze(turn, -1), -1), _inverse_h(a)),)
+
+
+def _real_result(name):
+    """slogdet's log |det|: real, of a complex matrix too (float32 for complex64)."""
+    rule = _linalg_dtype(name, _INEXACT)
+
+    def real(*dtypes):
+        d = np.dtype(rule(*dtypes))
+        return np.dtype(np.float32 if d == np.complex64 else np.float64) if d.kind == "c" else d
+
+    return real
+
+
+# slogdet's parts take complex matrices too: a complex sign, a real log |det| (PyTorch's);
+# their vjps are written for complex values ("complex_linear": used as they are)
 logabsdet = defop(
-    "logabsdet", _det_shape, _linalg_dtype("logabsdet"), _slogdet_part(1), vjp=_logabsdet_vjp,
-    batch=lambda args, batched: apply("logabsdet", args[0]),
+    "logabsdet", _det_shape, _real_result("logabsdet"), _slogdet_part(1), vjp=_logabsdet_vjp,
+    batch=lambda args, batched: apply("logabsdet", args[0]), tags=("complex_linear",),
 )  # fmt: skip
 
 
 slogdet_sign = defop(
-    "slogdet_sign", _det_shape, _linalg_dtype("slogdet"), _slogdet_part(0), tags=("nondiff",),
-    batch=lambda args, batched: apply("slogdet_sign", args[0]),
+    "slogdet_sign", _det_shape, _linalg_dtype("slogdet", _INEXACT), _slogdet_part(0),
+    vjp=_slogdet_sign_vjp, batch=lambda args, batched: apply("slogdet_sign", args[0]),
+    tags=("complex_linear",),
 )  # fmt: skip

@@ -31,6 +31,15 @@ def _float_only(name):
     return rule
 
 
+def _inexact_only(name):
+    def rule(x, **_):
+        if not dt.is_float(x) and x.kind != "c":
+            raise UnsupportedDTypeError(f"{name} needs a floating point tensor, got {x}")
+        return x
+
+    return rule
+
+
 def _scan(xp, fn, x, out, axis, reverse, dtype=None):
     """`fn(x, axis)` (an accumulate), from the end when `reverse`, into `out` if given."""
     x1 = x.reshape(1) if x.ndim == 0 else x
@@ -130,16 +139,47 @@ def _accumulate(xp, ufunc: str, a, axis):
         return xp.asarray(getattr(np, ufunc).accumulate(xp.asnumpy(a), axis=axis))
 
 
+def _complex_logaddexp_accumulate(xp, a, axis):
+    """Running log(exp(a_0) + ... + exp(a_k)) of complex values along `axis`, one step at a
+    time as PyTorch's: of the running value and the next, the one with the larger real part
+    m plus log1p(exp(other - m)), so nothing overflows (the imaginary part is m's plus a
+    principal angle, not wrapped); where both real parts are the same infinity, the new value
+    (-inf) or log(exp + exp) (+inf)."""
+    a = xp.moveaxis(a, axis, 0)
+    r = xp.empty_like(a)
+    if a.shape[0]:
+        r[0] = a[0]
+    with np.errstate(all="ignore"):
+        for k in range(1, a.shape[0]):
+            acc, new = r[k - 1], a[k]
+            larger = acc.real > new.real  # ties: the new value is the larger
+            hi, lo = xp.where(larger, acc, new), xp.where(larger, new, acc)
+            step = hi + xp.log1p(xp.exp(lo - hi))
+            same_inf = ~xp.isfinite(lo.real) & (lo.real == hi.real)
+            both = xp.where(lo.real < 0, new, xp.log(xp.exp(lo) + xp.exp(hi)))
+            r[k] = xp.where(same_inf, both, step)
+    return xp.moveaxis(r, 0, axis)
+
+
 def _logcumsumexp(xp, x, out=None, *, axis, reverse):
     acc, dtype = _wide(x.dtype, xp)  # (as cumsum's)
-    fn = lambda a, k: _accumulate(xp, "logaddexp", a.astype(acc, copy=False), k)  # noqa: E731
+    if x.dtype.kind == "c":
+        fn = lambda a, k: _complex_logaddexp_accumulate(xp, a.astype(acc), k)  # noqa: E731
+    else:
+        fn = lambda a, k: _accumulate(xp, "logaddexp", a.astype(acc, copy=False), k)  # noqa: E731
     return _scan(xp, fn, x, out, axis, reverse, dtype)
 
 
 def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):
     """d y_j / d x_i = exp(x_i - y_j) for i before j: the cotangent is a scan of
     ct_j exp(x_i - y_j) the other way, summed in log space for ct's positive and negative
-    parts separately so that nothing overflows."""
+    parts separately so that nothing overflows. For complex x (PyTorch's gradient, the
+    conjugate of the analytic one): conj(exp(x + logcumsumexp(log(conj(ct)) - y))) with the
+    scan reversed, the complex log carrying ct's phase."""
+    if x.dtype.kind == "c":
+        s = apply("logcumsumexp", apply("log", apply("conj", ct)) - y, axis=axis,
+                  reverse=not reverse)  # fmt: skip
+        return (apply("conj", apply("exp", s + x)),)
     zero = scalar(0, ct)
     parts = []
     for positive in (True, False):
@@ -153,8 +193,9 @@ def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):
 
 
 logcumsumexp = defop(
-    "logcumsumexp", _axis_shape, _float_only("logcumsumexp"), _logcumsumexp,
+    "logcumsumexp", _axis_shape, _inexact_only("logcumsumexp"), _logcumsumexp,
     vjp=_logcumsumexp_vjp, batch=batch_along_axis("logcumsumexp"),
+    tags=("complex_linear",),  # complex values: the vjp has its own branch
 )  # fmt: skip
 
 

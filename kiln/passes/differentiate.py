@@ -142,6 +142,8 @@ def _backward(graph, ys, xs, seeds, since=0) -> dict:
         ct = cts.pop(id(node.out), None)
         if ct is None:
             continue
+        if id(node.out) in graph.grad_hooks and not isinstance(ct, dict):
+            ct = _run_hooks(node.out, ct, graph.grad_hooks[id(node.out)])
         if id(node.out) in targets:
             results[id(node.out)] = ct
         if node.op.name == "get":  # one element of a tuple: collected for its region op or
@@ -180,6 +182,26 @@ def _backward(graph, ys, xs, seeds, since=0) -> dict:
                 if c is not None and id(inp) in relevant:
                     _accumulate(cts, inp, c)
     return results
+
+
+def _run_hooks(value, ct, hooks):
+    """`value`'s gradient `ct` after its `register_hook` hooks, in order: a value a hook
+    returns (of the same shape) replaces it."""
+    for hook in list(hooks.values()):
+        result = hook(ct)
+        if result is None:
+            continue
+        if not isinstance(result, Symbol):
+            from ..frontend.core import constant
+
+            result = constant(result, dtype=ct.dtype, graph=ct.graph)
+        if tuple(result.shape) != tuple(ct.shape):
+            raise GraphError(
+                f"hook of '{value.name}' ({value.op.name}, created at {value.site}) returned a "
+                f"gradient of shape {list(result.shape)}, expected {list(ct.shape)}"
+            )
+        ct = result
+    return ct
 
 
 def _region_outputs(node) -> int:

@@ -179,11 +179,13 @@ def _write_renormed(weight, table, rows) -> None:
     from ..frontend.functionalize import is_compiled_argument
     from ..graph.core import Variable
     from ..ops.core import apply
-    from .module import record_assigns
+    from .module import keeps_grad, record_assigns
 
     new = F.stop_gradient(table)
     if isinstance(weight, Variable):
-        record_assigns(rows, [apply("assign", weight, new)])
+        assign = apply("assign", weight, new)
+        keeps_grad(assign)  # the rows read the renormed table: the weight's gradient goes on
+        record_assigns(rows, [assign])
     elif is_compiled_argument(weight):
         weight.copy_(new)
 

@@ -726,6 +726,23 @@ class Module(ModuleHooks):
 _UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+_KEEPS_GRAD: dict = {}  # id -> weakref of each assign that leaves the gradient as it is
+
+
+def keeps_grad(assign) -> None:
+    """Marks an `assign` Symbol as PyTorch's in-place change under no_grad made before the
+    value is read (embedding's `max_norm` renorm): the outputs read the new value, so the
+    Variable's gradient flows on through them (kn.compile plans it; an optimizer's update,
+    made after the outputs read the old value, stops it)."""
+    key = id(assign)
+    _KEEPS_GRAD[key] = weakref.ref(assign, lambda _, k=key: _KEEPS_GRAD.pop(k, None))
+
+
+def keeps_gradient(assign) -> bool:
+    ref = _KEEPS_GRAD.get(id(assign))
+    return ref is not None and ref() is assign
+
+
 def record_assigns(output: Symbol, assigns: list) -> None:
     """Ties the `assign` Symbols `assigns` to `output`: they apply with its updates
     (`updates_for`, `opt.minimize`), as a module's buffer updates do."""

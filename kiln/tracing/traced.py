@@ -28,6 +28,7 @@ from ..frontend.functionalize import allow_argument_changes, layout_read
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
+from ..nn.module import keeps_gradient
 from ..nn.parameter import owner_of, shared_box, tracing_values
 from ..ops.dynamic import with_binders
 from ..ops.random import draw_steps
@@ -263,7 +264,7 @@ class Traced:
             s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_differentiable(s.dtype)
         ]
         trained = [v for p, v in zip(self.params, self.variables)
-                   if p.tensor()._requires_grad and v not in self.updates]  # fmt: skip
+                   if p.tensor()._requires_grad and v not in self.grad_blocked]  # fmt: skip
         self.plans_grad = wants_grad
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
         # NOTE: a budget also bounds each program's own arena: a whole training step (the
@@ -353,15 +354,18 @@ class Traced:
                 param._last = None
                 self.params.append(param)
                 self.variables.append(var)
-        self.updates = {}
+        self.updates, blocking = {}, set()  # (those after which no gradient flows on)
         for node in self.graph.nodes:
             if node.op.name == "assign":
                 var, value = node.inputs
+                if not keeps_gradient(node.out):
+                    blocking.add(var)
                 earlier = self.updates.get(var)  # a later one made from it (chained) wins
                 if earlier is not None and earlier.node not in ancestors([value]):
                     raise GraphError(f"kn.compile: {self.name} assigns '{var.name}' twice")
                 self.updates[var] = value
         self.updated = [(p, v) for p, v in zip(self.params, self.variables) if v in self.updates]
+        self.grad_blocked = blocking
         # Variables shared with other traces (an optimizer's slots): read from and left in
         # their box, so state goes on across traces (another batch size, a retrace)
         self.shared = [(v, box) for v in self.graph.variables

@@ -217,10 +217,6 @@ class Traced:
                 graph_step.untrace_grads(self.graph)
                 # traced values stored in Python state: undone, made by each call instead
                 self.stores = watch.collect(self.graph) if watch is not None else []
-        read = layout_read(self.graph)  # arguments whose layout the trace read: checked
-        self.layout_args = [(k, p, read[id(s.node)])
-                            for k, (s, p) in enumerate(zip(self.inputs, paths))
-                            if id(s.node) in read]  # fmt: skip
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed, self.paths = [], paths
@@ -230,6 +226,12 @@ class Traced:
             if record[2] is not None:
                 self.inputs[k] = record[2]
                 self.changed.append((k, s))
+        # arguments whose layout the trace read, checked each call: their placeholders (an
+        # argument changed in place stands for its new value now, self.inputs for its old)
+        read = layout_read(self.graph)
+        self.layout_args = [(k, p, read[id(s.node)])
+                            for k, (s, p) in enumerate(zip(self.inputs, paths))
+                            if id(s.node) in read]  # fmt: skip
         outputs, out_paths, statics = [], [], []
         self.out_structure = flatten(result, "output", outputs, out_paths, statics)
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):

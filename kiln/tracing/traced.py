@@ -41,6 +41,7 @@ from .arguments import (
     argument_views,
     check_arguments_apart,
     check_own_layout,
+    output_views,
     view_of_argument,
     write_argument,
 )
@@ -256,6 +257,7 @@ class Traced:
         for k, _ in self.changed:
             arguments.pop(id(self.inputs[k]))  # (its value before the change)
         self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
+        self.output_views = output_views(outputs, arguments)  # outputs viewing outputs: too
         self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
@@ -567,6 +569,9 @@ class Traced:
         for i, k, chain in self.argument_views:
             if isinstance(leaves[k], Tensor) and not (record and i in self.grad_outputs):
                 outs[i] = view_of_argument(leaves[k], chain, outs[i])
+        for i, j, chain in self.output_views:
+            if not (record and i in self.grad_outputs):
+                outs[i] = view_of_argument(outs[j], chain, outs[i])
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value

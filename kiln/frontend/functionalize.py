@@ -67,6 +67,24 @@ _PARTS_VIEWS = frozenset({"real", "imag", "view_as_real", "view_as_complex"})
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
+# graph -> {id(view): (the view, its base, the flat positions in the base of its elements)}:
+# the results of `as_strided` of a graph value, which gathers its elements (a `gather` node,
+# not a view op) but shares them with its base in PyTorch
+_STRIDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray) -> Symbol:
+    """Marks `view` (gathered from `base` at the flat `positions`, as_strided's) as a view of
+    base: a change through it is written back into base, and base's changes are seen by it.
+    Returns view."""
+    _STRIDED.setdefault(view.node.graph, {})[id(view)] = (view, base, np.asarray(positions))
+    return view
+
+
+def _strided(x: Symbol):
+    """(base, positions) where x is an as_strided view recorded by `record_strided_view`."""
+    entry = _STRIDED.get(x.node.graph, {}).get(id(x))
+    return entry[1:] if entry is not None and entry[0] is x else None
 
 
 def rebind(x: Symbol, new: Symbol) -> Symbol:
@@ -156,6 +174,14 @@ def _check_target(x: Symbol, op: str) -> None:
         if _is_split_piece(node):
             node = node.node.inputs[0].node.inputs[0]
             continue
+        strided = _strided(node)
+        if strided is not None:
+            if np.unique(strided[1]).size != strided[1].size:
+                raise _error(ShapeMismatchError, "unsupported operation: more than one element "
+                             "of the written-to tensor refers to a single memory location; "
+                             "clone() it first", op, x)  # fmt: skip
+            node = strided[0]
+            continue
         if "view" not in node.node.op.tags or name in ("get", "after"):
             return
         if name not in _WRITABLE_VIEWS:
@@ -209,6 +235,9 @@ def _is_split_piece(x: Symbol) -> bool:
 
 def _base(view: Symbol) -> Symbol:
     """The value a writable view shares its elements with."""
+    strided = _strided(view)
+    if strided is not None:
+        return strided[0]
     if _is_split_piece(view):
         return view.node.inputs[0].node.inputs[0]
     return view.node.inputs[0]
@@ -234,6 +263,14 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
     node = view.node
     base = _base(view)
     name = node.op.name
+    strided = _strided(view)
+    if strided is not None:
+        from .indexing import index_put
+
+        (positions,) = core.lift(strided[1].reshape(-1), context=(base,))
+        flat = core.call("reshape", base, shape=(-1,))
+        flat = index_put(flat, (positions,), core.call("reshape", new, shape=(-1,)), False)
+        return core.call("reshape", flat, shape=tuple(base.shape))
     if _is_split_piece(view):
         split = node.inputs[0].node
         axis, k = split.attrs["axis"], node.attrs["index"]
@@ -284,7 +321,11 @@ def _copies(x: Symbol) -> bool:
 
 
 def _is_writable_view(x: Symbol) -> bool:
-    return _is_split_piece(x) or (x.node.op.name in _WRITABLE_VIEWS and not _copies(x))
+    return (
+        _strided(x) is not None
+        or _is_split_piece(x)
+        or (x.node.op.name in _WRITABLE_VIEWS and not _copies(x))
+    )
 
 
 def _retake_views(base: Symbol, old_base: Symbol) -> None:
@@ -303,6 +344,13 @@ def _retake_views(base: Symbol, old_base: Symbol) -> None:
         again = core.call(node.op.name, base, *node.inputs[1:], **dict(node.attrs))
         old_view = rebind(view, again)
         _retake_views(view, old_view)
+    for view, of, positions in list(_STRIDED.get(graph, {}).values()):
+        if of is base and _strided(view) is not None:
+            from .torch_index import take
+
+            (index,) = core.lift(positions, context=(base,))
+            old_view = rebind(view, take(base, index))
+            _retake_views(view, old_view)
 
 
 def _retake_pieces(split, base: Symbol) -> None:

@@ -89,6 +89,21 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
     return recording
 
 
+def shares_elements(data) -> bool:
+    """Whether more than one element of the array `data` lies at one memory location (a dim
+    of stride 0 and size above 1: `expand`'s, `as_strided`'s), which PyTorch refuses to write
+    into, whether or not autograd records the write."""
+    return any(st == 0 and n > 1 for n, st in zip(data.shape, data.strides))
+
+
+def _check_shared(t: Tensor, op: str) -> None:
+    data = t._data
+    if shares_elements(data):
+        writeable = getattr(data, "flags", None) is None or data.flags.writeable
+        why = f"strides {t.stride()}" if writeable else "assignment destination is read-only"
+        raise _shared_memory_error(op, t, ValueError(why))
+
+
 def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
     """Writes `result` into `t` and makes its history t's own. A module's value (or its
     `.data`) changed inside a kn.compile trace changes in the compiled program instead."""
@@ -333,6 +348,7 @@ def _inplace(name: str, compute):
     checks = name not in OVERLAP_ALLOWED
 
     def method(self, *args, **kwargs):
+        _check_shared(self, name)
         if checks:
             check_no_overlap(self, (*args, *kwargs.values()), name)
         value_grad = any(isinstance(a, Tensor) and a._requires_grad
@@ -422,11 +438,18 @@ def setitem(self, index, value) -> None:
     """`t[index] = value` in place, with PyTorch's indexing rules (`kn.getitem`). Recorded for
     autograd as `index_put` (gradients reach t's earlier value and value) when either needs it;
     a leaf that requires grad refuses it, as PyTorch's does."""
+    if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
+        _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):
         # the written elements: t[index] for a basic index, else t (PyTorch's index_put_)
         check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     recording = _check(self, "setitem", isinstance(value, Tensor) and value._requires_grad)
     value = _values(self, value)
+    if recording and shares_elements(self._data) and is_basic_index(index):
+        # the written elements alone, a view of self's base: writing all of self back would
+        # put the unwritten copies of an element over the written one
+        self[index].copy_(value)
+        return
     if recording:
         _refresh(self)
         _commit(self, indexing.put(_snapshot(self), index, value, False), "setitem", True)

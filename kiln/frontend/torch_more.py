@@ -259,7 +259,9 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     offset = offset if storage_offset is None else int(storage_offset)
     wanted = strided_positions(size, stride, offset)
     index = gather_positions("as_strided", x, own, wanted)
-    return ti.take(x, constant(index, graph=x.graph))
+    from .functionalize import record_strided_view
+
+    return record_strided_view(ti.take(x, constant(index, graph=x.graph)), x, index)
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002

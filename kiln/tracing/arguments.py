@@ -12,8 +12,8 @@ from ..errors import KilnError, UsageError, call_error
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 
-__all__ = ["argument_views", "check_arguments_apart", "check_own_layout", "view_of_argument",
-           "write_argument"]  # fmt: skip
+__all__ = ["argument_views", "check_arguments_apart", "check_own_layout", "output_views",
+           "view_of_argument", "write_argument"]  # fmt: skip
 
 
 def check_own_layout(name: str, path: str, x, offset: bool) -> None:
@@ -130,6 +130,40 @@ def argument_views(outputs, arguments: dict) -> list:
         if id(s) in arguments:
             found.append((i, arguments[id(s)], chain[::-1]))
     return found
+
+
+def output_views(outputs, arguments: dict) -> list:
+    """(output index, index of the earlier-resolved output it views, the view nodes between)
+    for each output that is another output or a chain of single-input view nodes of one (and
+    not of an argument: `argument_views`), ordered so that an output's base comes before
+    it: `return y, y[0]` hands back y[0] as a view of the y it returns, as eager code does."""
+    first = {}
+    for i, out in enumerate(outputs):
+        first.setdefault(id(out), i)
+    bases = {}
+    for i, out in enumerate(outputs):
+        chain, s = [], out
+        while True:
+            j = first.get(id(s))
+            if j is not None and j != i:
+                bases[i] = (j, chain[::-1])
+                break
+            if id(s) in arguments or s.node.op.views != (0,) or len(s.node.inputs) != 1:
+                break
+            chain.append(s.node)
+            s = s.node.inputs[0]
+    ordered, done = [], set()
+
+    def resolve(i):
+        if i in done or i not in bases:
+            return
+        done.add(i)
+        resolve(bases[i][0])
+        ordered.append((i, *bases[i]))
+
+    for i in sorted(bases):
+        resolve(i)
+    return ordered
 
 
 def view_of_argument(leaf, chain, like):

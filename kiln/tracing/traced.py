@@ -42,6 +42,7 @@ from .arguments import (
     argument_views,
     check_arguments_apart,
     check_own_layout,
+    output_views,
     view_of_argument,
     write_argument,
 )
@@ -218,10 +219,6 @@ class Traced:
                 graph_step.untrace_grads(self.graph)
                 # traced values stored in Python state: undone, made by each call instead
                 self.stores = watch.collect(self.graph) if watch is not None else []
-        read = layout_read(self.graph)  # arguments whose layout the trace read: checked
-        self.layout_args = [(k, p, read[id(s.node)])
-                            for k, (s, p) in enumerate(zip(self.inputs, paths))
-                            if id(s.node) in read]  # fmt: skip
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed, self.paths = [], paths
@@ -231,6 +228,12 @@ class Traced:
             if record[2] is not None:
                 self.inputs[k] = record[2]
                 self.changed.append((k, s))
+        # arguments whose layout the trace read, checked each call: their placeholders (an
+        # argument changed in place stands for its new value now, self.inputs for its old)
+        read = layout_read(self.graph)
+        self.layout_args = [(k, p, read[id(s.node)])
+                            for k, (s, p) in enumerate(zip(self.inputs, paths))
+                            if id(s.node) in read]  # fmt: skip
         outputs, out_paths, statics = [], [], []
         self.out_structure = flatten(result, "output", outputs, out_paths, statics)
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
@@ -255,6 +258,7 @@ class Traced:
         for k, _ in self.changed:
             arguments.pop(id(self.inputs[k]))  # (its value before the change)
         self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
+        self.output_views = output_views(outputs, arguments)  # outputs viewing outputs: too
         self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
@@ -569,6 +573,9 @@ class Traced:
         for i, k, chain in self.argument_views:
             if isinstance(leaves[k], Tensor) and not (record and i in self.grad_outputs):
                 outs[i] = view_of_argument(leaves[k], chain, outs[i])
+        for i, j, chain in self.output_views:
+            if not (record and i in self.grad_outputs):
+                outs[i] = view_of_argument(outs[j], chain, outs[i])
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value

@@ -113,3 +113,36 @@ def test_argument_and_captured_leaf_hooks_apply_each_call():
     kn.compile(uses_captured)()
     handle.remove()
     assert W.grad.tolist() == [-3.0, -3.0]
+
+
+GRADS: list = []
+
+
+def hooked_square(x, inside):
+    y = x * 3
+    y.register_hook(lambda g: GRADS.append(g))
+    loss = (y * y).sum()
+    if inside:
+        loss.backward()
+    return loss
+
+
+def test_intermediate_hook_stores_each_call_when_backward_is_inside():
+    # by hand: y = 3x, d(sum y^2)/dy = 2y = 6x
+    GRADS.clear()
+    f = kn.compile(hooked_square)
+    for k in range(2):
+        x = kn.tensor([1.0, 2.0 + k], requires_grad=True)
+        f(x, True)
+        assert x.grad.tolist() == [18.0, 36.0 + 18.0 * k]
+    assert [g.tolist() for g in GRADS] == [[6.0, 12.0], [6.0, 18.0]]
+
+
+def test_intermediate_hook_store_refused_when_backward_is_outside():
+    GRADS.clear()
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    loss = kn.compile(hooked_square)(x, False)
+    assert GRADS == []  # built while tracing, undone
+    with pytest.raises(kn.errors.AutogradError, match="gradient hook stored"):
+        loss.backward()
+    assert x.grad is None and GRADS == []

@@ -51,6 +51,14 @@ class Store:
         self.kind, self.target, self.key = kind, target, key
         self.structure, self.leaves = structure, leaves
 
+    def describe(self) -> str:
+        """Where it stores, in words: `Net.last`, `item 'fc' of a dict`, `appended to a list`."""
+        if self.kind == "attr":
+            return f"{type(self.target).__name__}.{self.key}"
+        if self.kind == "item":
+            return f"item {self.key!r} of a {type(self.target).__name__}"
+        return "appended to a list"
+
     def make(self, values: dict) -> None:
         """Stores the value rebuilt from `values` (id(symbol) -> this call's value)."""
         value = _unflatten(self.structure, iter([values.get(id(x), x) for x in self.leaves]))

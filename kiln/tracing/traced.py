@@ -271,6 +271,16 @@ class Traced:
                    if p.tensor()._requires_grad and v not in self.grad_blocked]  # fmt: skip
         self.plans_grad = wants_grad
         extras = self._plan_grad(leaf_grad + trained) if wants_grad else []
+        late = watch.collect(self.graph) if watch is not None and wants_grad else []
+        if late and self.grad_error is None:  # a gradient hook's store, made while the
+            # gradients were built (undone): a backward() of the outputs would not make it
+            self.grad_error = GraphError(
+                f"a gradient hook stored a traced gradient ({late[0].describe()}) when kiln "
+                "built the gradient program; a backward() after the compiled call runs that "
+                "program, not the hook's Python code, so the store would not happen. Call "
+                "backward() inside the compiled function (its hooks' stores are then made by "
+                "each call), or return what the hook needs"
+            )
         # NOTE: a budget also bounds each program's own arena: a whole training step (the
         # gradient and the updates traced inside) recomputes under it as kn.function does.
         self.n_extras = len(extras)

@@ -248,8 +248,10 @@ def test_repr_and_grad_fn_names_are_pytorchs():
         "TBackward0": m.t(), "PermuteBackward0": m.reshape(1, 2, 2).permute(2, 0, 1),
         "TransposeBackward0": m.reshape(1, 2, 2).transpose(0, 2), "MaxBackward1": w.max(),
         "NegBackward0": -w, "ExpandBackward0": w.broadcast_to((2, 2)),
-        "ToCopyBackward0": w.double(),
+        "ToCopyBackward0": w.double(), "CloneBackward0": w.clone(),
     }  # fmt: skip
+    # (torch 2.13's names; a non-contiguous tensor's contiguous() copy is a clone there too)
+    assert m.t().contiguous().grad_fn.name() == "CloneBackward0"
     assert {name: t.grad_fn.name() for name, t in names.items()} == {n: n for n in names}
     assert repr(w * 2) == "tensor([2., 4.], grad_fn=<MulBackward0>)"
     assert repr(kn.zeros(0, 3)) == "tensor([], size=(0, 3))"

@@ -476,7 +476,10 @@ class Tensor:
     def clone(self, *, memory_format=None) -> Tensor:
         """A copy that gradients flow through (kiln's copies are contiguous, whatever the
         `memory_format`)."""
-        return bind(REGISTRY["cast"], self, dtype=self.dtype)
+        out = bind(REGISTRY["cast"], self, dtype=self.dtype)
+        if out.grad_fn is not None:
+            out.grad_fn.label = "CloneBackward0"  # PyTorch's name for a copy
+        return out
 
     def contiguous(self, memory_format=None) -> Tensor:
         """Itself if its data is in row-major (C) order, else a row-major copy that gradients
@@ -490,6 +493,7 @@ class Tensor:
             from .autograd import record
 
             record(REGISTRY["cast"], (self,), {"dtype": self.dtype}, out)
+            out.grad_fn.label = "CloneBackward0"  # PyTorch's name for a copy
         return out
 
     def is_contiguous(self, memory_format=None) -> bool:

@@ -4,20 +4,19 @@ run with torch 2.13 and with kiln from the same weights and batches, compared st
 
 import numpy as np
 import pytest
-from port_common import assert_losses_close, assert_state_close, copy_weights
+from port_common import assert_losses_close, assert_state_close, copy_weights, identity
 
 import kiln as kn
 
 torch = pytest.importorskip("torch")
 
 
-def program(fw, net, target, batches, tau=0.1, gamma=0.9):
+def program(fw, net, target, batches, tau=0.1, gamma=0.9, wrap=lambda f: f):
     target.load_state_dict(net.state_dict())
     opt = fw.optim.AdamW(net.parameters(), lr=1e-2, amsgrad=True)
     losses = []
-    for s, a, r, s2, done in batches:
-        s, s2, r, done = (fw.tensor(x) for x in (s, s2, r, done))
-        a = fw.tensor(a)
+
+    def step(s, a, r, s2, done):
         q = net(s).gather(1, a)
         with fw.no_grad():
             nxt = target(s2).max(1).values * (1 - done)
@@ -29,7 +28,11 @@ def program(fw, net, target, batches, tau=0.1, gamma=0.9):
         with fw.no_grad():
             for tp, p in zip(target.parameters(), net.parameters()):
                 tp.data.copy_(tau * p + (1 - tau) * tp)
-        losses.append(loss.item())
+        return loss
+
+    step = wrap(step)
+    for batch in batches:
+        losses.append(step(*(fw.tensor(x) for x in batch)).item())
     return losses
 
 
@@ -38,7 +41,8 @@ def make(fw):
     return nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
 
 
-def test_dqn_steps_match_torch():
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_dqn_steps_match_torch(wrap):
     rng = np.random.default_rng(0)
     batches = [
         (
@@ -56,7 +60,7 @@ def test_dqn_steps_match_torch():
     copy_weights(tn, kn_net)
     copy_weights(tt, kn_t)
     tl = program(torch, tn, tt, batches)
-    kl = program(kn, kn_net, kn_t, batches)
+    kl = program(kn, kn_net, kn_t, batches, wrap=kn.compile if wrap == "compiled" else identity)
     assert_losses_close(kl, tl, rtol=1e-5, atol=1e-6)
     assert_state_close(tn, kn_net, rtol=1e-5, atol=1e-6)
     assert_state_close(tt, kn_t, rtol=1e-5, atol=1e-6)

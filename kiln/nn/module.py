@@ -730,10 +730,8 @@ _KEEPS_GRAD: dict = {}  # id -> weakref of each assign that leaves the gradient 
 
 
 def keeps_grad(assign) -> None:
-    """Marks an `assign` Symbol as PyTorch's in-place change under no_grad made before the
-    value is read (embedding's `max_norm` renorm): the outputs read the new value, so the
-    Variable's gradient flows on through them (kn.compile plans it; an optimizer's update,
-    made after the outputs read the old value, stops it)."""
+    """Marks an `assign` as an in-place change made before the value is read (embedding's
+    `max_norm` renorm): kn.compile's gradients flow on through it (an optimizer's do not)."""
     key = id(assign)
     _KEEPS_GRAD[key] = weakref.ref(assign, lambda _, k=key: _KEEPS_GRAD.pop(k, None))
 

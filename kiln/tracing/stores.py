@@ -35,7 +35,7 @@ from .guards import _attributes_of, _is_kiln
 from .scalars import TracedScalar
 from .structure import _unflatten, flatten
 
-__all__ = ["Store", "Watch", "stored_keys"]
+__all__ = ["Store", "Watch", "make_stores", "store_outputs", "stored_keys"]
 
 _MISSING = object()
 
@@ -172,3 +172,34 @@ def stored_keys(stores) -> set:
         else:
             found.add((id(s.target), s.key))
     return found
+
+
+def store_outputs(stores, graph, outputs: list) -> list:
+    """(id(leaf), output index) of each traced value of `graph` the stores hold, added to
+    `outputs` (after the returned ones) where not returned already: each call's values,
+    recorded on the tape as the returned ones are. Builds into the default graph."""
+    from ..frontend.autodiff import stop_gradient
+
+    index = {id(s): k for k, s in enumerate(outputs)}
+    found = []
+    for store in stores:
+        for leaf in store.leaves:
+            if isinstance(leaf, TracedScalar):
+                symbol = stop_gradient(leaf.symbol)
+            elif isinstance(leaf, Symbol) and leaf.graph is graph:
+                symbol = leaf
+            else:
+                continue  # another object: stored as it is
+            if id(symbol) not in index:
+                index[id(symbol)] = len(outputs)
+                outputs.append(symbol)
+            found.append((id(leaf), index[id(symbol)]))
+    return found
+
+
+def make_stores(stores, index: list, values: list) -> None:
+    """Makes the stores with a call's output `values` (`index`: from `store_outputs`)."""
+    if stores:
+        by_id = {leaf: values[k] for leaf, k in index}
+        for store in stores:
+            store.make(by_id)

@@ -49,6 +49,7 @@ from .arguments import (
 from .guards import rebound
 from .prints import printed_symbols, recording, replay
 from .scalars import TracedScalar
+from .stores import make_stores, store_outputs
 from .structure import _unflatten, flatten, name_of
 
 __all__ = ["Traced", "check_budget"]  # (structure.py)
@@ -251,7 +252,8 @@ class Traced:
                     "compiled function returns values computed from its inputs (Tensors, or "
                     "nested tuples, lists and dicts of them)"
                 )
-        self.store_index = self._store_outputs(outputs)
+        with self.graph.as_default():  # the stores' values: outputs too (`stores`)
+            self.store_index = store_outputs(self.stores, self.graph, outputs)
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
         arguments = {id(s): k for k, s in enumerate(self.inputs)}  # an unchanged argument,
         arguments.update((id(s), k) for k, s in self.changed)  # a changed one's new value
@@ -296,34 +298,6 @@ class Traced:
         self._grad_function, self._synced = None, {}  # id(Variable) -> Parameter version
         self._placed = None  # the backward program whose arena holds the residuals
         self._placed_spec = self._out_shapes = None
-
-    def _store_outputs(self, outputs: list) -> list:
-        """(id(leaf), output index) of each traced value the stores hold (`stores`), added
-        to `outputs` (after the returned ones) where not returned already: each call's
-        values, recorded on the tape as the returned ones are."""
-        index = {id(s): k for k, s in enumerate(outputs)}
-        found = []
-        for store in self.stores:
-            for leaf in store.leaves:
-                if isinstance(leaf, TracedScalar):
-                    with self.graph.as_default():
-                        symbol = stop_gradient(leaf.symbol)
-                elif isinstance(leaf, Symbol) and leaf.graph is self.graph:
-                    symbol = leaf
-                else:
-                    continue  # another object: stored as it is
-                if id(symbol) not in index:
-                    index[id(symbol)] = len(outputs)
-                    outputs.append(symbol)
-                found.append((id(leaf), index[id(symbol)]))
-        return found
-
-    def _make_stores(self, values: list) -> None:
-        """Makes the stores (`stores`) with this call's output `values`."""
-        if self.stores:
-            by_id = {leaf: values[k] for leaf, k in self.store_index}
-            for store in self.stores:
-                store.make(by_id)
 
     def _grad_state(self, entered: dict) -> list:
         """The `.grad` of each parameter the traced code used the gradient of: what a call
@@ -570,7 +544,7 @@ class Traced:
             self._write_leaf_grads(leaves, written[len(written) - len(self.leaf_grads) :])
         results = results[: n + self.n_extras]
         if not tensors:
-            self._make_stores(results)
+            make_stores(self.stores, self.store_index, results)
             return _unflatten(self.out_structure, iter(results[:n]))
         outs = [make(r, self.device) for r in results[:n]]
         if record:
@@ -589,7 +563,7 @@ class Traced:
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
-        self._make_stores(outs)
+        make_stores(self.stores, self.store_index, outs)
         return _unflatten(self.out_structure, iter(outs))
 
     def _read_grad(self, owner, var) -> None:

@@ -297,10 +297,6 @@ rows(
         lambda c, a, b: np.where(c, a, b).astype(b.dtype),  # PyTorch: the float's dtype
     ),
     OpCase("where", "int", _where, args(Arg((3, 5), "bool"), (3, 5), (1, 5)), np.where, INTS),
-    OpCase(
-        "where", "float-cond", _where, args(Arg((3, 5), "small"), (3, 5), (5,)),
-        lambda c, a, b: np.where(c, a, b),
-    ),
     OpCase("where", "empty", _where, args(Arg((0, 5), "bool"), (1, 5), ()), np.where),
     OpCase(
         "where", "strided", _where,

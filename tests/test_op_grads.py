@@ -25,7 +25,6 @@ EPS = 1e-6
 NOT_SMOOTH_HERE = {
     "maximum-ties": "ties: maximum has no derivative where its operands are equal",
     "minimum-ties": "ties: minimum has no derivative where its operands are equal",
-    "where-float-cond": "the condition holds zeros, whose truth flips under any perturbation",
     "max_pool2d_grad-ties": "ties in the windows: the argmax moves under perturbation",
     "max_pool2d_gather-ties": "ties in the windows: the argmax moves under perturbation",
     "relu_grad-ties": "y holds zeros, where the mask flips under any perturbation",

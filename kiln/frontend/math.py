@@ -12,6 +12,7 @@ from .. import dtypes as dt
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
+    DTypeMismatchError,
     UnsupportedDTypeError,
     UsageError,
     call_error,
@@ -405,6 +406,14 @@ def where(condition, input=_NOT_GIVEN, other=_NOT_GIVEN):  # noqa: A002
             "where() takes the condition alone, or the condition, input and other"
         )
     (condition,) = lift(condition, context=(input, other))
+    if condition.dtype != dt.bool_:  # PyTorch's rule (NumPy would take any truth value)
+        raise call_error(
+            DTypeMismatchError,
+            "where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{dt._TYPE_NAMES.get(np.dtype(condition.dtype).name, condition.dtype)}",
+            "where",
+            condition,
+        )
     input, other = promote(REGISTRY["where"], input, other, context=(condition,))
     return call("where", condition, input, other)
 

@@ -159,7 +159,8 @@ class CompiledFunction:
             stale = traced.captured.check(key[5])
             if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
                 stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
-            if stale is None and traced.param_hooks != hook_state(traced.params):
+            if (stale is None and traced.grad_writes  # (a backward() inside: it ran them)
+                    and traced.param_hooks != hook_state(traced.params)):  # fmt: skip
                 stale = ("a parameter's gradient hooks changed", False)
             if stale is None and traced.plans_grad:
                 if traced.guard != tuple(p.tensor()._requires_grad for p in traced.params):

@@ -33,6 +33,21 @@ def _view_of_the_view(m, x):
     return y, v
 
 
+def _strided_of_strided(m, x):
+    y = x.clone()
+    v = y.as_strided((2, 2), (1, 4), 1)  # positions 1, 5, 2, 6
+    w = v.as_strided((3,), (2,), 0)  # of the storage, not of v: positions 0, 2, 4
+    w.add_(100)
+    return y, v
+
+
+def _past_the_view(m, x):
+    y = x.clone()
+    w = y[1].as_strided((2,), (1,), 0)  # row 1 is positions 4..7; w reads 0 and 1
+    w.mul_(-1)
+    return y, w
+
+
 # (program, expected: torch 2.13 on A, worked out by hand in the comments above)
 CASES = {
     "through": (_through, ([[0, 11, 12, 3], [4, 15, 16, 7], [8, 9, 10, 11]],)),
@@ -41,6 +56,14 @@ CASES = {
         _view_of_the_view,
         ([[0, 1, 2, 3], [4, -1, 6, 0], [8, -1, 10, 0]], [[-1, 6, 0], [-1, 10, 0]]),
     ),
+    # under kn.compile these gathered from the view's own elements as if they were the
+    # storage (the first gave v [[1, 5], [102, 6]] where a wrong element changed, the second
+    # raised a UsageError): found by a random eager-against-compiled comparison
+    "strided_of_strided": (
+        _strided_of_strided,
+        ([[100, 1, 102, 3], [104, 5, 6, 7], [8, 9, 10, 11]], [[1, 5], [102, 6]]),
+    ),
+    "past_the_view": (_past_the_view, ([[0, -1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]], [0, -1])),
 }
 
 
@@ -167,3 +190,13 @@ def test_the_expected_values_are_torchs():
     (a * torch.arange(6.0)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.float32(ROW_WRITES[2]))
     assert float(w.grad) == ROW_WRITES[3]
+
+
+def test_an_as_strided_view_of_a_graph_value_has_its_strides():
+    """stride() and storage_offset() of an as_strided view and of views of it are the ones
+    it was made with (they read as a fresh contiguous tensor's); torch 2.13 gives these."""
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float32, (3, 4), name="a")
+        v = a.as_strided((2, 2), (1, 4), 1)
+        assert v.stride() == (1, 4) and v.storage_offset() == 1
+        assert v.t().stride() == (4, 1) and v[1].storage_offset() == 2

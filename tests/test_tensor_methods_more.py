@@ -281,7 +281,9 @@ def test_symbol_layouts_kiln_does_not_track_raise():
         with pytest.raises(kn.GraphError, match="element size"):
             b.view(kn.float16).stride()
         with pytest.raises(RuntimeError, match="not elements of the tensor"):
-            b[1].as_strided((2,), (1,), 0)  # storage before the row: not the row's elements
+            b[1].as_strided((2,), (1,), 7)  # position 8: past b's storage (torch raises too)
+        # storage before the row is b's: the view reads it, as torch's does
+        assert b[1].as_strided((2,), (1,), 0).node.inputs[0].node.inputs[0] is b  # take(b)
 
 
 # -- flags and memory facts ------------------------------------------------------------------

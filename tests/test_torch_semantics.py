@@ -117,6 +117,29 @@ def test_contiguous_is_row_major_so_view_works():
     np.testing.assert_array_equal(w.grad.numpy(), np.arange(12.0).reshape(4, 3).T)
 
 
+def test_view_that_would_copy_is_refused_in_graph_mode_and_compiled_as_eagerly():
+    # Regression (found by a random eager-against-compiled comparison): a Symbol's view() was
+    # reshape(), so `x[::2].view(-1)` ran under kn.compile where eager kiln and torch 2.13
+    # raise; a view that needs no copy still works, and one of a single element always does
+    def f(x):
+        return x[::2].view(-1)
+
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        f(kn.ones(4, 4))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        kn.compile(f)(kn.ones(4, 4))
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float32, (3, 4), name="a")
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            a.T.view(12)
+        assert a.T.contiguous().view(12).shape == (12,) and a[1:].view(2, 2, 2).shape == (2, 2, 2)
+        assert a[1:2, 1:2].view(1).shape == (1,)
+    assert kn.compile(lambda x: x[1].view(2, 2))(kn.arange(8.0).reshape(2, 4)).tolist() == [
+        [4.0, 5.0],
+        [6.0, 7.0],
+    ]
+
+
 # -- promotion ------------------------------------------------------------------------------------
 
 

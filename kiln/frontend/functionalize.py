@@ -71,13 +71,18 @@ _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": 
 # the results of `as_strided` of a graph value, which gathers its elements (a `gather` node,
 # not a view op) but shares them with its base in PyTorch
 _STRIDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph -> {id(view): its layout probe}: where those views' elements lie in their base's
+# storage (`_layout` of a view of them, `stride()`, another `as_strided`)
+_STRIDED_LAYOUT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray) -> Symbol:
+def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray, layout=None) -> Symbol:
     """Marks `view` (gathered from `base` at the flat `positions`, as_strided's) as a view of
     base: a change through it is written back into base, and base's changes are seen by it.
-    Returns view."""
+    `layout`: its layout probe in base's storage (`_layout`). Returns view."""
     _STRIDED.setdefault(view.node.graph, {})[id(view)] = (view, base, np.asarray(positions))
+    if layout is not None:
+        _STRIDED_LAYOUT.setdefault(view.node.graph, {})[id(view)] = layout
     return view
 
 
@@ -192,7 +197,7 @@ def _check_target(x: Symbol, op: str) -> None:
                 else f"writing through a {name} view is not supported; clone() it first"
             )
             raise _error(ShapeMismatchError, f"unsupported operation: {why}", op, x)
-        if _copies(node):
+        if copies(node):
             return  # a copy in PyTorch (advanced indexing, reshape of a non-contiguous view)
         node = node.node.inputs[0]
 
@@ -311,7 +316,7 @@ def _write_windows(base: Symbol, new: Symbol, *, dim: int, size: int, step: int)
     return index_copy(base, dim, positions, core.call("reshape", windows, shape=flat))
 
 
-def _copies(x: Symbol) -> bool:
+def copies(x: Symbol) -> bool:
     """Whether x, made by a view op, is a copy in PyTorch: advanced indexing, and a reshape
     that cannot be a view (of a transpose, say)."""
     node = x.node
@@ -324,7 +329,7 @@ def _is_writable_view(x: Symbol) -> bool:
     return (
         _strided(x) is not None
         or _is_split_piece(x)
-        or (x.node.op.name in _WRITABLE_VIEWS and not _copies(x))
+        or (x.node.op.name in _WRITABLE_VIEWS and not copies(x))
     )
 
 
@@ -338,7 +343,7 @@ def _retake_views(base: Symbol, old_base: Symbol) -> None:
         if node.op.name == "split":
             _retake_pieces(node, base)
             continue
-        if node.op.name not in _WRITABLE_VIEWS | _READ_ONLY_VIEWS or _copies(node.out):
+        if node.op.name not in _WRITABLE_VIEWS | _READ_ONLY_VIEWS or copies(node.out):
             continue
         view = node.out
         again = core.call(node.op.name, base, *node.inputs[1:], **dict(node.attrs))
@@ -527,7 +532,7 @@ def _probe(shape) -> np.ndarray:
 _PROBE_BYTE = np.zeros(1, np.uint8)  # every probe starts here: an offset from it is PyTorch's
 
 
-def _exact_view(x: Symbol):
+def _exact_view(x: Symbol, roots):
     """The layout of a view that `_layout` takes as fresh but `exact` follows: a piece of
     `split` (a slice of its base), a `bitcast` to a dtype of the same size; raises for
     a bitcast that changes the element size."""
@@ -537,9 +542,9 @@ def _exact_view(x: Symbol):
             raise GraphError(f"the layout of '{x.name}', a view of another element size "
                              f"({node.attrs['source']} as {node.attrs['dtype']}), is not "
                              "tracked: clone() it first")  # fmt: skip
-        return _layout(node.inputs[0], True)
+        return _layout(node.inputs[0], True, roots)
     split = node.inputs[0].node
-    base = _layout(split.inputs[0], True)
+    base = _layout(split.inputs[0], True, roots)
     axis, sizes = split.attrs["axis"], split.attrs["sizes"]
     start = sum(sizes[: node.attrs["index"]])
     piece = [slice(None)] * base.ndim
@@ -547,23 +552,30 @@ def _exact_view(x: Symbol):
     return base[tuple(piece)]
 
 
-def _layout(x: Symbol, exact: bool = False):
+def _layout(x: Symbol, exact: bool = False, roots: list | None = None):
     """x's elements as PyTorch lays them out: a strided probe (`_probe`), following the views
-    that share their base's memory (transpose, basic indexing, reshape, broadcast); None where
-    PyTorch would have copied (a reshape of a non-contiguous view). `exact`: the copy's own
-    layout there instead, and the pieces of `split` and same-size `bitcast`s followed too (what
-    `stride()` reports)."""
+    that share their base's memory (transpose, basic indexing, reshape, broadcast, as_strided);
+    None where PyTorch would have copied (a reshape of a non-contiguous view). `exact`: the
+    copy's own layout there instead, and the pieces of `split` and same-size `bitcast`s
+    followed too (what `stride()` reports). `roots`: gets the value whose storage the probe
+    counts in (x, or the base its views lead to: `storage_root`)."""
+    strided = _STRIDED_LAYOUT.get(x.node.graph, {}).get(id(x))
+    if strided is not None and _strided(x) is not None:
+        if roots is not None:
+            roots.append(_strided(x)[0])
+        return strided
     node = x.node
     name = node.op.name
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
-        return _exact_view(x)
-    if "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait"):
+        return _exact_view(x, roots)
+    fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
+    if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
         if name == "placeholder":  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
+        if roots is not None:
+            roots.append(x)
         return _probe(x.shape)
-    if name == "index" and len(node.inputs) > 1:
-        return _probe(x.shape)  # advanced indexing gives a fresh tensor
-    base = _layout(node.inputs[0], exact)
+    base = _layout(node.inputs[0], exact, roots)
     if base is None or name in ("stop_gradient", "after"):
         return base
     if name in _PARTS_VIEWS:
@@ -582,6 +594,8 @@ def _layout(x: Symbol, exact: bool = False):
     try:
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
     except AttributeError:
+        if exact and roots is not None:
+            roots[:] = [x]  # a copy: storage of its own
         return _probe(x.shape) if exact else None
     return view
 
@@ -602,6 +616,10 @@ def _mark_offset_read(x: Symbol) -> None:
     """Records that x's storage offset was read: on the placeholder x views, if any (the
     views `_layout` follows)."""
     while True:
+        strided = _strided(x)
+        if strided is not None:
+            x = strided[0]
+            continue
         node = x.node
         name = node.op.name
         if name == "placeholder":
@@ -625,9 +643,23 @@ def _parts_layout(base, name: str):
         start = 2 * start + (name == "imag")
         if name == "view_as_real":
             shape, strides = (*shape, 2), [*strides, 1]
+    return strided_probe(shape, strides, start)
+
+
+def strided_probe(shape, strides, start: int):
+    """The probe of a view with sizes `shape` and strides `strides` (in elements) whose first
+    element lies `start` elements into its storage."""
     as_strided = np.lib.stride_tricks.as_strided
     origin = as_strided(_PROBE_BYTE, (start + 1,), (1,), writeable=False)[start:]
-    return as_strided(origin, shape, strides, writeable=False)
+    return as_strided(origin, tuple(shape), tuple(strides), writeable=False)
+
+
+def storage_root(x: Symbol) -> Symbol:
+    """The value whose storage x's elements lie in (x itself unless x is a view that shares
+    its base's memory, as PyTorch's would): what `as_strided` gathers from."""
+    roots: list = []
+    _layout(x, True, roots)
+    return roots[-1]
 
 
 def _unfolded(base, *, dim: int, size: int, step: int):

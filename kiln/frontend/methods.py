@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import Size, device, strided
-from ..errors import ArgumentTypeError, GraphError, call_error
+from ..errors import ArgumentTypeError, GraphError, ShapeMismatchError, call_error
 from ..graph.core import Symbol
 from . import functionalize, indexing
 from . import linalg as la
@@ -245,7 +245,19 @@ def _view(self, *shape, size=None, dtype=None):
     if len(shape) == 1 and dt.is_dtype(shape[0]):
         dtype = dt.as_dtype(shape[0])
         return m.core.call("bitcast", self, dtype=dtype, source=self.dtype)
-    return _reshape_method(self, *shape)
+    out = _reshape_method(self, *shape)
+    static = all(isinstance(d, int) for d in (*self.shape, *getattr(out, "shape", ())))
+    if isinstance(out, Symbol) and static and _numel(self) != 1 and functionalize.copies(out):
+        # as eagerly (PyTorch's view): a reshape that would copy is refused
+        raise call_error(
+            ShapeMismatchError,
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead "
+            f"(a view of shape {list(out.shape)} was asked for)",
+            "view",
+            self,
+        )
+    return out
 
 
 def _type(self, dtype=None, non_blocking=False, **kwargs):

@@ -25,7 +25,7 @@ from . import torch_index as ti
 from . import torch_math as tm
 from . import torch_shape as ts
 from .core import constant, lift
-from .functionalize import storage_layout, strided_positions
+from .functionalize import storage_layout, storage_root, strided_positions, strided_probe
 from .out import takes_out
 
 __all__ = [
@@ -255,13 +255,18 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
         return as_strided_view(input, size, stride, storage_offset)
     x = input
     size, stride = _sizes("as_strided", size, stride, storage_offset, x)
-    own, offset = storage_layout(x, "as_strided", absolute=storage_offset is not None)
+    _, offset = storage_layout(x, "as_strided", absolute=storage_offset is not None)
     offset = offset if storage_offset is None else int(storage_offset)
+    # the elements are gathered from the storage x lies in (a view's base), as PyTorch reads
+    # its storage: an as_strided of a view may reach past the view's own elements
+    root = storage_root(x)
+    own, _ = storage_layout(root, "as_strided")
     wanted = strided_positions(size, stride, offset)
     index = gather_positions("as_strided", x, own, wanted)
     from .functionalize import record_strided_view
 
-    return record_strided_view(ti.take(x, constant(index, graph=x.graph)), x, index)
+    view = ti.take(root, constant(index, graph=root.graph))
+    return record_strided_view(view, root, index, strided_probe(size, stride, offset))
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002

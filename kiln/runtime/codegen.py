@@ -468,10 +468,15 @@ class Specialized:
             self._ns = ns
             source = "\n".join(lines) + "\n"
             return source, compile(source, f"<kiln program {id(self):x}>", "exec"), line_nodes
-        outs = [self._fetch(s, names) for s in g.outputs]
-        # NOTE: an array handed out twice (fetched and committed, or committed to two
-        # Variables) is copied, so no two Variables and no output share storage.
-        handed = {id(s) for s in g.outputs}
+        # NOTE: an array handed out twice (fetched and committed, committed to two Variables,
+        # or fetched twice: two fetches that passes merged into one value, `y1 = a + b;
+        # y2 = a + b`) is copied, so no two Variables and no two outputs share storage, as in
+        # the unplanned program.
+        handed: set = set()
+        outs = []
+        for s in g.outputs:
+            outs.append(self._fetch(s, names, copy=id(s) in handed))
+            handed.add(id(s))
         ups = []
         for s in g.updates.values():
             if id(s.node) not in self.inplace:

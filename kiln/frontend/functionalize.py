@@ -392,6 +392,9 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
 def _storage(x: Symbol):
     """(the value whose memory x shares, x's elements in it as a strided probe): `_layout`'s
     walk through the views, split pieces included; a value of its own is its own root."""
+    strided = _strided_layout(x)
+    if strided is not None:  # an as_strided view: its elements in its base's storage
+        return _strided(x)[0], strided
     node = x.node
     name = node.op.name
     if name == "get" and node.inputs[0].node.op.name == "split":
@@ -532,7 +535,7 @@ def _probe(shape) -> np.ndarray:
 _PROBE_BYTE = np.zeros(1, np.uint8)  # every probe starts here: an offset from it is PyTorch's
 
 
-def _exact_view(x: Symbol, roots):
+def _exact_view(x: Symbol):
     """The layout of a view that `_layout` takes as fresh but `exact` follows: a piece of
     `split` (a slice of its base), a `bitcast` to a dtype of the same size; raises for
     a bitcast that changes the element size."""
@@ -542,9 +545,9 @@ def _exact_view(x: Symbol, roots):
             raise GraphError(f"the layout of '{x.name}', a view of another element size "
                              f"({node.attrs['source']} as {node.attrs['dtype']}), is not "
                              "tracked: clone() it first")  # fmt: skip
-        return _layout(node.inputs[0], True, roots)
+        return _layout(node.inputs[0], True)
     split = node.inputs[0].node
-    base = _layout(split.inputs[0], True, roots)
+    base = _layout(split.inputs[0], True)
     axis, sizes = split.attrs["axis"], split.attrs["sizes"]
     start = sum(sizes[: node.attrs["index"]])
     piece = [slice(None)] * base.ndim
@@ -552,30 +555,25 @@ def _exact_view(x: Symbol, roots):
     return base[tuple(piece)]
 
 
-def _layout(x: Symbol, exact: bool = False, roots: list | None = None):
+def _layout(x: Symbol, exact: bool = False):
     """x's elements as PyTorch lays them out: a strided probe (`_probe`), following the views
     that share their base's memory (transpose, basic indexing, reshape, broadcast, as_strided);
     None where PyTorch would have copied (a reshape of a non-contiguous view). `exact`: the
     copy's own layout there instead, and the pieces of `split` and same-size `bitcast`s
-    followed too (what `stride()` reports). `roots`: gets the value whose storage the probe
-    counts in (x, or the base its views lead to: `storage_root`)."""
-    strided = _STRIDED_LAYOUT.get(x.node.graph, {}).get(id(x))
-    if strided is not None and _strided(x) is not None:
-        if roots is not None:
-            roots.append(_strided(x)[0])
+    followed too (what `stride()` reports)."""
+    strided = _strided_layout(x)
+    if strided is not None:
         return strided
     node = x.node
     name = node.op.name
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
-        return _exact_view(x, roots)
+        return _exact_view(x)
     fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
     if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
         if name == "placeholder":  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
-        if roots is not None:
-            roots.append(x)
         return _probe(x.shape)
-    base = _layout(node.inputs[0], exact, roots)
+    base = _layout(node.inputs[0], exact)
     if base is None or name in ("stop_gradient", "after"):
         return base
     if name in _PARTS_VIEWS:
@@ -594,8 +592,6 @@ def _layout(x: Symbol, exact: bool = False, roots: list | None = None):
     try:
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
     except AttributeError:
-        if exact and roots is not None:
-            roots[:] = [x]  # a copy: storage of its own
         return _probe(x.shape) if exact else None
     return view
 
@@ -657,9 +653,13 @@ def strided_probe(shape, strides, start: int):
 def storage_root(x: Symbol) -> Symbol:
     """The value whose storage x's elements lie in (x itself unless x is a view that shares
     its base's memory, as PyTorch's would): what `as_strided` gathers from."""
-    roots: list = []
-    _layout(x, True, roots)
-    return roots[-1]
+    return _storage(x)[0]
+
+
+def _strided_layout(x: Symbol):
+    """The layout probe of an as_strided view (`record_strided_view`), else None."""
+    layout = _STRIDED_LAYOUT.get(x.node.graph, {}).get(id(x))
+    return layout if layout is not None and _strided(x) is not None else None
 
 
 def _unfolded(base, *, dim: int, size: int, step: int):

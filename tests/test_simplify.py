@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kiln as kn
+from kiln.frontend import core
+from kiln.frontend.functionalize import OVERWRITE
 from kiln.graph.opdef import REGISTRY, ArrayValue
 from kiln.graph.printer import format_program
 from kiln.ops.core import bind, infer
@@ -269,6 +271,22 @@ CASES = [
           in (t0) }
         """,
         IDENTITY_3,
+    ),
+    Case(
+        "custom_grad(x, ...) -> x",
+        lambda x: core.call("custom_grad", kn.sin(x), x, function=OVERWRITE),
+        kn.sin,
+        """
+        { lambda x:f32[3] .
+            t0:f32[3] = sin x
+            t1:f32[3] = custom_grad[function=overwrite] t0 x
+          in (t1) }
+        """,
+        """
+        { lambda x:f32[3] .
+            t0:f32[3] = sin x
+          in (t0) }
+        """,
     ),
     Case(
         "stop_gradient(x) -> x",

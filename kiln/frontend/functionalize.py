@@ -128,6 +128,21 @@ def _fresh(value: Symbol, since: int, graph) -> Symbol:
     return core.call("cast", value, dtype=value.dtype)  # a copy: an identity cast
 
 
+def _reads(value: Symbol, x: Symbol, since: int) -> bool:
+    """Whether `value`, made by the nodes from count `since` on, reads x."""
+    made = {id(n) for n in value.node.graph.nodes[since:]}
+    stack, seen = [value], set()
+    while stack:
+        s = stack.pop()
+        if s is x:
+            return True
+        if id(s) in seen or id(s.node) not in made:
+            continue
+        seen.add(id(s))
+        stack.extend(s.node.inputs)
+    return False
+
+
 def _module_data_of(x: Symbol):
     from ..nn.parameter import module_data_of  # NOTE: lazy: kiln.nn builds on the frontend
 
@@ -187,8 +202,8 @@ def _check_target(x: Symbol, op: str) -> None:
                              "clone() it first", op, x)  # fmt: skip
             node = strided[0]
             continue
-        if "view" not in node.node.op.tags or name in ("get", "after"):
-            return
+        if "view" not in node.node.op.tags or name in ("get", "after", "custom_grad"):
+            return  # (custom_grad: a value of its own, the result of an op with a gradient)
         if name not in _WRITABLE_VIEWS:
             why = (
                 "more than one element of the written-to tensor refers to a single memory "
@@ -261,6 +276,22 @@ class _Through:
 
 
 THROUGH = _Through()
+
+
+class _Overwrite:
+    """The `function` of the `custom_grad` node of a change that does not read the value it
+    changes (`assign_inplace`): the cotangent goes to the new value, zeros to the old one."""
+
+    def __repr__(self):
+        return "overwrite"
+
+    def backward(self, ct, n_inputs: int) -> tuple:
+        from ..eager.factories import zeros_like  # NOTE: lazy: eager builds on the frontend
+
+        return (ct, zeros_like(ct))
+
+
+OVERWRITE = _Overwrite()
 
 
 def _write_back(view: Symbol, new: Symbol) -> Symbol:
@@ -381,7 +412,13 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         # the base's new value; its views, x among them, are then taken again from it
         assign_inplace(base, _write_back(x, new), op, start)
         return x
-    old = rebind(x, _fresh(new, since, graph))
+    new = _fresh(new, since, graph)
+    if not _reads(new, x, since):
+        # a change that does not read x (`zero_`, `fill_`, `copy_` of another value) keeps
+        # x on the gradient path, as eager's tape does: x's new value requires grad where the
+        # old one did, and the old history gets a zero gradient (PyTorch's ZeroBackward0)
+        new = core.call("custom_grad", new, new, x, function=OVERWRITE)
+    old = rebind(x, new)
     argument = _ARGUMENTS.get(graph, {}).get(id(x))
     if argument is not None and argument[0] is x and argument[2] is None:
         argument[2] = old  # the argument's placeholder, now under a fresh Symbol

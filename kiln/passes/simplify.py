@@ -45,11 +45,11 @@ def simplify(graph: Graph) -> Graph:
     the nodes the outputs and updates need (DCE). Every node a rewrite adds takes the site
     and name scope of the node it replaces.
 
-    Choices: `stop_gradient(x) -> x`, because simplify runs on program graphs, after
-    differentiation (a program graph is never differentiated). `x + 0 -> x` keeps -0.0
-    where IEEE's `-0.0 + 0.0` gives +0.0 (as XLA's rule does; so does `x - (-0.0)`); `x - x`
-    is left alone, since it is NaN, not 0, where x is inf or NaN. Softmax cross-entropy
-    needs no rule here: `kn.cross_entropy` already computes `log_softmax` (see
+    Choices: `stop_gradient(x) -> x` and `custom_grad(x, ...) -> x`, because simplify runs on
+    program graphs, after differentiation (a program graph is never differentiated).
+    `x + 0 -> x` keeps -0.0 where IEEE's `-0.0 + 0.0` gives +0.0 (as XLA's rule does; so does
+    `x - (-0.0)`); `x - x` is left alone, since it is NaN, not 0, where x is inf or NaN.
+    Softmax cross-entropy needs no rule here: `kn.cross_entropy` already computes `log_softmax` (see
     kiln/frontend/nn_functional.py), and `log(softmax(x))` written by hand becomes the same
     form through `log(exp(c) / b) -> c - log(b)`.
 
@@ -180,6 +180,7 @@ RULES = (
     Rule("x @ diag(v) -> x * v", "matmul", _matmul_diagonal),
     Rule("cast(x, x.dtype) -> x", "cast", lambda r, x, dtype: x if x.dtype == dtype else None),
     Rule("stop_gradient(x) -> x", "stop_gradient", lambda r, x: x),
+    Rule("custom_grad(x, ...) -> x", "custom_grad", lambda r, x, *inputs, function: x),
     # stability
     Rule("log(1 + x) -> log1p(x)", "log", lambda r, y: r.emit("log1p", r.operand(y, "add", 1))),
     Rule("exp(x) - 1 -> expm1(x)", "sub",

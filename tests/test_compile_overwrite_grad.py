@@ -1,0 +1,88 @@
+"""A change that does not read the value it changes (`zero_`, `fill_`, `copy_` of a value
+that does not require grad) keeps the tensor on the gradient path, as eager's tape does.
+
+Under kn.compile and in graph mode, `v = a.clone(); v.zero_(); return v` returned a tensor
+that did not require grad, so `backward()` of it raised and `a.grad` stayed None, where
+eager kiln and torch 2.13 give `requires_grad=True` and a zero gradient (ZeroBackward0,
+FillBackward2, CopyBackwards). Found by a random eager-against-compiled comparison. The
+expected values are torch 2.13's, written out; the last test reruns them on torch.
+"""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+
+def _zero(lib, a):
+    v = a.clone()
+    v.zero_()
+    return v
+
+
+def _fill(lib, a):
+    return a.clone().fill_(3.0)
+
+
+def _copy(lib, a):
+    return a.clone().copy_(lib.full((3,), 5.0))
+
+
+def _zero_then_use(lib, a):
+    v = a * 2
+    v.zero_()
+    return (v + a) * a  # d/da = 2a, the zeroed history adding nothing
+
+
+# (program, its value at a = [1, 2, 3], a.grad after value.sum().backward())
+CASES = {
+    "zero_": (_zero, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]),
+    "fill_": (_fill, [3.0, 3.0, 3.0], [0.0, 0.0, 0.0]),
+    "copy_": (_copy, [5.0, 5.0, 5.0], [0.0, 0.0, 0.0]),
+    "zero_then_use": (_zero_then_use, [1.0, 4.0, 9.0], [2.0, 4.0, 6.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_an_overwritten_tensor_still_requires_grad(name, mode):
+    fn, value, grad = CASES[name]
+    f = (lambda a: fn(kn, a)) if mode == "eager" else kn.compile(lambda a: fn(kn, a))
+    for _ in range(2):  # the compiled program's second call too
+        a = kn.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out = f(a)
+        assert out.requires_grad
+        out.sum().backward()
+        assert out.tolist() == value
+        assert a.grad is not None and a.grad.tolist() == grad
+
+
+def test_graph_mode_gradient_and_exports_of_an_overwrite():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        y = x * 2
+        y.zero_()
+        z = (y + x) * x
+        (g,) = kn.grad(z.sum(), [x])
+        f = kn.function([x], [z, g])
+        value, grad = f(np.float32([1, 2, 3]))
+        np.testing.assert_array_equal(value, [1, 4, 9])
+        np.testing.assert_array_equal(grad, [2, 4, 6])
+        assert "custom_grad" not in kn.dump(f, "json")  # an identity in a program graph
+    onnx = pytest.importorskip("onnx")
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        y = x * 2
+        y.fill_(1.0)
+        f = kn.function([x], [y + x])
+    onnx.checker.check_model(kn.interchange.to_onnx(f))
+
+
+def test_the_expected_values_are_torchs():
+    torch = pytest.importorskip("torch")
+    for fn, value, grad in CASES.values():
+        a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out = fn(torch, a)
+        assert out.requires_grad
+        out.sum().backward()
+        assert out.tolist() == value and a.grad.tolist() == grad

@@ -633,6 +633,12 @@ def _layout(x: Symbol, exact: bool = False):
     return view
 
 
+def layout_known(x: Symbol) -> bool:
+    """Whether kiln follows x's elements to PyTorch's layout (`_layout`); not, for example,
+    through a reshape kiln made where PyTorch's op is a view (`diagonal` of an `expand`)."""
+    return _layout(x) is not None
+
+
 def layout_read(graph) -> dict:
     """{id of a placeholder of `graph` whose memory layout a traced function read: whether
     its storage offset too}. A placeholder answers `stride()`, `is_contiguous()`,

@@ -247,8 +247,10 @@ def _view(self, *shape, size=None, dtype=None):
         return m.core.call("bitcast", self, dtype=dtype, source=self.dtype)
     out = _reshape_method(self, *shape)
     static = all(isinstance(d, int) for d in (*self.shape, *getattr(out, "shape", ())))
-    if isinstance(out, Symbol) and static and _numel(self) != 1 and functionalize.copies(out):
-        # as eagerly (PyTorch's view): a reshape that would copy is refused
+    if (isinstance(out, Symbol) and static and _numel(self) != 1 and functionalize.copies(out)
+            and functionalize.layout_known(self)):  # fmt: skip
+        # as eagerly (PyTorch's view): a reshape that would copy is refused (where kiln knows
+        # self's layout: not where it made self by a reshape PyTorch would not need, `diagonal`)
         raise call_error(
             ShapeMismatchError,
             "view size is not compatible with input tensor's size and stride (at least one "

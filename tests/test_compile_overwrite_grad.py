@@ -57,6 +57,24 @@ def test_an_overwritten_tensor_still_requires_grad(name, mode):
         assert a.grad is not None and a.grad.tolist() == grad
 
 
+def _copy_from(lib, a, b):
+    v = a * 1
+    v.copy_(b * 2)
+    return v
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_copy_from_a_tensor_that_requires_grad_gives_the_old_history_zeros(mode):
+    # eager kiln gave v the history of b * 2 alone, so a.grad stayed None (torch 2.13:
+    # CopyBackwards, a.grad zeros); found by the random eager-against-compiled comparison
+    f = _copy_from if mode == "eager" else kn.compile(_copy_from)
+    for _ in range(2):
+        a = kn.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = kn.tensor([4.0, 5.0, 6.0], requires_grad=True)
+        f(kn, a, b).sum().backward()
+        assert a.grad.tolist() == [0.0, 0.0, 0.0] and b.grad.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_graph_mode_gradient_and_exports_of_an_overwrite():
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (3,), name="x")
@@ -86,3 +104,7 @@ def test_the_expected_values_are_torchs():
         assert out.requires_grad
         out.sum().backward()
         assert out.tolist() == value and a.grad.tolist() == grad
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = torch.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    _copy_from(torch, a, b).sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0, 0.0] and b.grad.tolist() == [2.0, 2.0, 2.0]

@@ -344,6 +344,10 @@ OVERLAP_ALLOWED = frozenset({
 })  # fmt: skip
 
 
+# in-place methods whose new value never reads the old one
+_OVERWRITES = frozenset({"copy_", "fill_", "zero_"})
+
+
 def _inplace(name: str, compute):
     checks = name not in OVERLAP_ALLOWED
 
@@ -361,8 +365,13 @@ def _inplace(name: str, compute):
             traced = dispatch.traced_value(self)  # a module's value in a kn.compile trace
             source = source if traced is None else traced
         result = compute(source, *args, **kwargs)
-        if recording and source.requires_grad and getattr(result, "grad_fn", None) is None:
-            result = m.where(False, source, result)  # keeps the history: zero grad to the old
+        if (
+            recording
+            and source.requires_grad
+            and (getattr(result, "grad_fn", None) is None or name in _OVERWRITES)
+        ):  # keeps the old history, with a zero gradient (PyTorch's CopyBackwards: a copy_
+            # from a tensor that requires grad too)
+            result = m.where(False, source, result)
         return _commit(self, result, name, recording)
 
     method.__name__ = method.__qualname__ = name

@@ -124,12 +124,23 @@ def argument_views(outputs, arguments: dict) -> list:
     found = []
     for i, out in enumerate(outputs):
         chain, s = [], out
-        while id(s) not in arguments and s.node.op.views == (0,) and len(s.node.inputs) == 1:
+        while id(s) not in arguments and (base := _viewed(s)) is not None:
             chain.append(s.node)
-            s = s.node.inputs[0]
+            s = base
         if id(s) in arguments:
             found.append((i, arguments[id(s)], chain[::-1]))
     return found
+
+
+def _viewed(s):
+    """The value the view s shares its elements with: the input of a single-input view node,
+    or the input of the `split` that s is a piece of; None for any other value."""
+    node = s.node
+    if node.op.name == "get" and node.inputs[0].node.op.name == "split":
+        return node.inputs[0].node.inputs[0]
+    if node.op.views == (0,) and len(node.inputs) == 1:
+        return node.inputs[0]
+    return None
 
 
 def output_views(outputs, arguments: dict) -> list:
@@ -148,10 +159,11 @@ def output_views(outputs, arguments: dict) -> list:
             if j is not None and j != i:
                 bases[i] = (j, chain[::-1])
                 break
-            if id(s) in arguments or s.node.op.views != (0,) or len(s.node.inputs) != 1:
+            base = _viewed(s)
+            if id(s) in arguments or base is None:
                 break
             chain.append(s.node)
-            s = s.node.inputs[0]
+            s = base
     ordered, done = [], set()
 
     def resolve(i):
@@ -173,7 +185,11 @@ def view_of_argument(leaf, chain, like):
     t = leaf
     try:
         for node in chain:
-            t = bind(node.op, t, **node.attrs)
+            if node.op.name == "get":  # a piece of a split: split again, eagerly
+                split = node.inputs[0].node
+                t = t.split(list(split.attrs["sizes"]), split.attrs["axis"])[node.attrs["index"]]
+            else:
+                t = bind(node.op, t, **node.attrs)
     except (KilnError, TypeError, ValueError):  # an attribute of symbolic dims: the copy
         return like
     ok = isinstance(t, Tensor) and t.shape == like.shape and t.dtype == like.dtype

@@ -555,11 +555,10 @@ class Traced:
             residuals = results[n:] if arena is None else [*results[n:], *arena]
             self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
         for i, k, chain in self.argument_views:
-            if isinstance(leaves[k], Tensor) and not (record and i in self.grad_outputs):
+            if isinstance(leaves[k], Tensor):
                 outs[i] = view_of_argument(leaves[k], chain, outs[i])
         for i, j, chain in self.output_views:
-            if not (record and i in self.grad_outputs):
-                outs[i] = view_of_argument(outs[j], chain, outs[i])
+            outs[i] = view_of_argument(outs[j], chain, outs[i])
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value

@@ -200,3 +200,26 @@ def test_an_as_strided_view_of_a_graph_value_has_its_strides():
         v = a.as_strided((2, 2), (1, 4), 1)
         assert v.stride() == (1, 4) and v.storage_offset() == 1
         assert v.t().stride() == (4, 1) and v[1].storage_offset() == 2
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_as_strided_of_a_recorded_view_reaches_its_base(mode):
+    """as_strided of a view that autograd records reads the storage past the view's own
+    elements, eagerly (it raised a UsageError) and compiled alike. Values: torch 2.13's.
+    The gradient is each read element's weight at its place in the storage ([1, 3, 2, 4],
+    by hand: v holds a[0], a[2], a[1], a[3]); torch 2.13 gives [0, 3, 0, 0], keeping only
+    the element inside the view's own geometry (its as_strided backward works in the
+    input's geometry), which is not the derivative: a deliberate difference."""
+
+    def fn(a):
+        y = a * 1
+        v = y[1].as_strided((2, 2), (1, 2), 0)
+        return (v * kn.tensor([[1.0, 2.0], [3.0, 4.0]])).sum(), v
+
+    f = fn if mode == "eager" else kn.compile(fn)
+    for _ in range(2):
+        a = kn.arange(4.0, requires_grad=True)
+        loss, v = f(a)
+        loss.backward()
+        assert v.tolist() == [[0.0, 2.0], [1.0, 3.0]]
+        assert a.grad.tolist() == [1.0, 3.0, 2.0, 4.0]

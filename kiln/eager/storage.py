@@ -75,8 +75,15 @@ def as_strided_view(t: Tensor, size, stride, storage_offset=None) -> Tensor:
         memory = xp.lib.stride_tricks.as_strided(root, (extent,), (item,))
         view = xp.lib.stride_tricks.as_strided(memory[min(offset, extent) :], size, steps)
     if t._requires_grad and state.grad:
-        index = gather_positions("as_strided", t, own, wanted)
-        out = ti.take(t, index)  # the tape's entry: a gather of t's elements
+        source = t
+        if t._base is not None and usable and not np.isin(wanted, own).all():
+            # positions of t's storage outside t: gathered from its base, which holds them
+            base_data = t._base._data
+            if _root(base_data) is root and base_data.dtype == data.dtype:
+                source = t._base
+                own, _ = _storage_positions(base_data, root)
+        index = gather_positions("as_strided", source, own, wanted)
+        out = ti.take(source, index)  # the tape's entry: a gather of the elements
         out.grad_fn.out = out._data = view
     else:
         out = make(view, t._device)

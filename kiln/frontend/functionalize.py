@@ -699,6 +699,16 @@ def storage_root(x: Symbol) -> Symbol:
     return _storage(x)[0]
 
 
+def strided_view(x: Symbol):
+    """(base, size, stride, storage offset) where x is an as_strided view of base (a value
+    whose storage it reads), else None."""
+    layout = _strided_layout(x)
+    if layout is None:
+        return None
+    offset = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
+    return _strided(x)[0], layout.shape, layout.strides, offset
+
+
 def _strided_layout(x: Symbol):
     """The layout probe of an as_strided view (`record_strided_view`), else None."""
     layout = _STRIDED_LAYOUT.get(x.node.graph, {}).get(id(x))

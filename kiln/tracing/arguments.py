@@ -9,6 +9,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor, version_of
 from ..errors import KilnError, UsageError, call_error
+from ..frontend.functionalize import strided_view
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 
@@ -134,7 +135,11 @@ def argument_views(outputs, arguments: dict) -> list:
 
 def _viewed(s):
     """The value the view s shares its elements with: the input of a single-input view node,
-    or the input of the `split` that s is a piece of; None for any other value."""
+    the input of the `split` that s is a piece of, or the base of an `as_strided` view;
+    None for any other value."""
+    strided = strided_view(s)
+    if strided is not None:
+        return strided[0]
     node = s.node
     if node.op.name == "get" and node.inputs[0].node.op.name == "split":
         return node.inputs[0].node.inputs[0]
@@ -185,7 +190,11 @@ def view_of_argument(leaf, chain, like):
     t = leaf
     try:
         for node in chain:
-            if node.op.name == "get":  # a piece of a split: split again, eagerly
+            strided = strided_view(node.out)
+            if strided is not None:  # as_strided of the base, eagerly (the trace's offset
+                size, stride, offset = strided[1:]  # counts from the argument's own start)
+                t = t.as_strided(size, stride, t.storage_offset() + offset)
+            elif node.op.name == "get":  # a piece of a split: split again, eagerly
                 split = node.inputs[0].node
                 t = t.split(list(split.attrs["sizes"]), split.attrs["axis"])[node.attrs["index"]]
             else:

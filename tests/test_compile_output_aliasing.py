@@ -121,3 +121,23 @@ def test_a_returned_as_strided_view_of_an_argument_is_a_view(compiled):
         x = kn.zeros(6)
         g(x).add_(1)
         assert x.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_views_after_a_copy_from_a_view_of_the_argument(compiled):
+    # a.copy_(a[:, 1]) then an as_strided view of that column, returned: a view of a, as in
+    # torch 2.13 (values by hand: column 1 of arange(16).reshape(4, 4) is 1, 5, 9, 13; after
+    # the copy every row is that column, so a's storage starts 1, 5, 9, 13, 1, 5, ...)
+    def f(a):
+        v = a[:, 1]
+        a.copy_(v)
+        return v.unsqueeze(0).as_strided((2, 2), (1, 2), 0), v
+
+    g = kn.compile(f) if compiled else f
+    for _ in range(2):
+        a = kn.arange(16.0).reshape(4, 4)
+        strided, column = g(a)
+        assert strided.tolist() == [[1.0, 9.0], [5.0, 13.0]] and column.tolist() == [5.0] * 4
+        strided.add_(1000)
+        assert a[0].tolist() == [1001.0, 1005.0, 1009.0, 1013.0]
+        assert column.tolist() == [1005.0, 5.0, 5.0, 5.0]

@@ -67,6 +67,10 @@ _PARTS_VIEWS = frozenset({"real", "imag", "view_as_real", "view_as_complex"})
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
+# view ops whose result is a tensor of its own memory for the layout walks (`_layout`,
+# `_storage`): pieces of a split and bitcasts (followed by `exact` only), a collective's
+# result, and a custom_grad (a custom Function's result, or an overwritten value)
+_OWN_MEMORY = ("get", "split", "bitcast", "all_reduce_wait", "custom_grad")
 # graph -> {id(view): (the view, its base, the flat positions in the base of its elements)}:
 # the results of `as_strided` of a graph value, which gathers its elements (a `gather` node,
 # not a view op) but shares them with its base in PyTorch
@@ -129,17 +133,21 @@ def _fresh(value: Symbol, since: int, graph) -> Symbol:
 
 
 def _reads(value: Symbol, x: Symbol, since: int) -> bool:
-    """Whether `value`, made by the nodes from count `since` on, reads x."""
+    """Whether `value`, made by the nodes from count `since` on, reads x (through those
+    nodes, and through views of x taken before: `x.copy_(x[:, 1])`)."""
     made = {id(n) for n in value.node.graph.nodes[since:]}
     stack, seen = [value], set()
     while stack:
         s = stack.pop()
         if s is x:
             return True
-        if id(s) in seen or id(s.node) not in made:
+        if id(s) in seen:
             continue
         seen.add(id(s))
-        stack.extend(s.node.inputs)
+        if id(s.node) in made:
+            stack.extend(s.node.inputs)
+        elif s.node.op.views == (0,) and s.node.inputs:  # an older view: of x?
+            stack.append(s.node.inputs[0])
     return False
 
 
@@ -442,7 +450,7 @@ def _storage(x: Symbol):
         piece = [slice(None)] * base.ndim
         piece[axis] = slice(start, start + sizes[node.attrs["index"]])
         return root, base[tuple(piece)]
-    fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
+    fresh = "view" not in node.op.tags or name in _OWN_MEMORY
     # NOTE: a view of another element type (the parts of complex values) counts as a value of
     # its own here: its positions are not comparable with its base's (a missed overlap error,
     # never a false one)
@@ -605,7 +613,7 @@ def _layout(x: Symbol, exact: bool = False):
     name = node.op.name
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
         return _exact_view(x)
-    fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast", "all_reduce_wait")
+    fresh = "view" not in node.op.tags or name in _OWN_MEMORY
     if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
         if name == "placeholder":  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
@@ -664,7 +672,7 @@ def _mark_offset_read(x: Symbol) -> None:
         if name == "placeholder":
             layout_read(x.graph)[id(node)] = True
             return
-        fresh = "view" not in node.op.tags or name in ("get", "split", "bitcast")
+        fresh = "view" not in node.op.tags or name in _OWN_MEMORY
         if fresh or name == "index" and len(node.inputs) > 1:
             return
         x = node.inputs[0]

@@ -30,6 +30,11 @@ def _pieces(lib, x):
     return y.split(1)[0], y, x.chunk(2)[1]  # a piece of an output, of an argument
 
 
+def _views_of_one_value(lib, x):
+    y = x * 2  # not returned: its two views are
+    return y[:, 1], y[0], y.detach()
+
+
 def _run(lib, fn, compiled):
     f = kn.compile(lambda x: fn(kn, x)) if compiled else (lambda x: fn(lib, x))
     grad = fn is not _pieces  # torch refuses to differentiate a changed split piece
@@ -62,6 +67,12 @@ EXPECTED = {
         [[5.0, 6.0, 5.0], [3.0, 4.0, 3.0]],
         [[1.0, 101.0, 1.0], [1.0, 101.0, 1.0]],
     ),
+    # y[:, 1] += 100 shows in y[0][1] and y.detach(); grad: 2 * (1 on column 1 + 2 on row 0)
+    "views_of_one_value": (
+        [[102.0, 102.0], [2.0, 102.0, 2.0], [[2.0, 102.0, 2.0], [2.0, 102.0, 2.0]]],
+        [[4.0, 6.0, 4.0], [0.0, 2.0, 0.0]],
+        [[1.0] * 3, [1.0] * 3],
+    ),
     # pieces of split/chunk are views too: outs[0] is y's row 0, which changes with it
     # (no grad: torch refuses to differentiate a split piece changed in place)
     "pieces": (
@@ -74,6 +85,7 @@ PROGRAMS = {
     "view_of_output": _view_of_output,
     "views_of_argument": _views_of_argument,
     "pieces": _pieces,
+    "views_of_one_value": _views_of_one_value,
 }
 
 

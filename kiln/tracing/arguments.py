@@ -13,8 +13,8 @@ from ..frontend.functionalize import strided_view
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 
-__all__ = ["argument_views", "check_arguments_apart", "check_own_layout", "output_views",
-           "view_of_argument", "write_argument"]  # fmt: skip
+__all__ = ["add_view_bases", "argument_views", "check_arguments_apart", "check_own_layout",
+           "output_views", "view_of_argument", "write_argument"]  # fmt: skip
 
 
 def check_own_layout(name: str, path: str, x, offset: bool) -> None:
@@ -131,6 +131,24 @@ def argument_views(outputs, arguments: dict) -> list:
         if id(s) in arguments:
             found.append((i, arguments[id(s)], chain[::-1]))
     return found
+
+
+def add_view_bases(outputs: list, arguments: dict) -> None:
+    """Adds to `outputs` (after the returned ones) each value that two or more outputs are
+    chains of views of (`_viewed`) and that is neither returned nor an argument: `return
+    y[:, 1], y.detach()` hands back two views of one y, as eager code does, not two copies
+    (`output_views` then takes them of the added y)."""
+    found, returned = {}, {id(s) for s in outputs}
+    for out in list(outputs):
+        s = out
+        while id(s) not in arguments and id(s) not in returned - {id(out)}:
+            base = _viewed(s)
+            if base is None:
+                break
+            s = base
+        if s is not out and id(s) not in arguments and id(s) not in returned:
+            found.setdefault(id(s), [s, 0])[1] += 1
+    outputs.extend(s for s, count in found.values() if count > 1)
 
 
 def _viewed(s):

@@ -39,6 +39,7 @@ from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
 from .arguments import (
+    add_view_bases,
     argument_views,
     check_arguments_apart,
     check_own_layout,
@@ -259,6 +260,7 @@ class Traced:
         arguments.update((id(s), k) for k, s in self.changed)  # a changed one's new value
         for k, _ in self.changed:
             arguments.pop(id(self.inputs[k]))  # (its value before the change)
+        add_view_bases(outputs, arguments)  # views of one value not returned: that value too
         self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
         self.output_views = output_views(outputs, arguments)  # outputs viewing outputs: too
         self.run_shaped = False  # see _plan_grad

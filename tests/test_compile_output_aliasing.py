@@ -153,3 +153,17 @@ def test_views_after_a_copy_from_a_view_of_the_argument(compiled):
         strided.add_(1000)
         assert a[0].tolist() == [1001.0, 1005.0, 1009.0, 1013.0]
         assert column.tolist() == [1005.0, 5.0, 5.0, 5.0]
+
+
+def test_a_returned_expand_of_a_value_not_returned_keeps_its_strides():
+    # eager kiln and torch 2.13: y.expand(...) shares y's elements (stride 0), so an in-place
+    # change of it is refused; compiled, it was a fresh copy, which took the change
+    def f(x):
+        return (x * 2).expand(3, 2)
+
+    for g in (f, kn.compile(f)):
+        for _ in range(2):
+            out = g(kn.ones(2))
+            assert out.stride() == (0, 1)
+            with pytest.raises(RuntimeError, match="single memory location"):
+                out.add_(1)

@@ -134,10 +134,10 @@ def argument_views(outputs, arguments: dict) -> list:
 
 
 def add_view_bases(outputs: list, arguments: dict) -> None:
-    """Adds to `outputs` (after the returned ones) each value that two or more outputs are
-    chains of views of (`_viewed`) and that is neither returned nor an argument: `return
-    y[:, 1], y.detach()` hands back two views of one y, as eager code does, not two copies
-    (`output_views` then takes them of the added y)."""
+    """Adds to `outputs` (after the returned ones) each value that an output is a chain of
+    views of (`_viewed`) and that is neither returned nor an argument: `return y[:, 1],
+    y.detach()` hands back two views of one y, as eager code does, not two copies, and
+    `return y.expand(4, 3)` a view with y's strides (`output_views` takes them of y)."""
     found, returned = {}, {id(s) for s in outputs}
     for out in list(outputs):
         s = out
@@ -147,8 +147,8 @@ def add_view_bases(outputs: list, arguments: dict) -> None:
                 break
             s = base
         if s is not out and id(s) not in arguments and id(s) not in returned:
-            found.setdefault(id(s), [s, 0])[1] += 1
-    outputs.extend(s for s, count in found.values() if count > 1)
+            found.setdefault(id(s), s)
+    outputs.extend(found.values())
 
 
 def _viewed(s):

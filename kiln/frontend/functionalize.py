@@ -707,6 +707,26 @@ def storage_root(x: Symbol) -> Symbol:
     return _storage(x)[0]
 
 
+def detached_from(x: Symbol, root: Symbol) -> bool:
+    """Whether the views from `root` (x's `storage_root`) to x pass a `detach()`: what x
+    reads of root then has no gradient path."""
+    while x is not root:
+        strided = _strided(x)
+        if strided is not None:
+            x = strided[0]
+            continue
+        node = x.node
+        if node.op.name == "stop_gradient":
+            return True
+        if _is_split_piece(x):
+            x = node.inputs[0].node.inputs[0]
+        elif node.inputs:
+            x = node.inputs[0]
+        else:
+            return False
+    return False
+
+
 def strided_view(x: Symbol):
     """(base, size, stride, storage offset) where x is an as_strided view of base (a value
     whose storage it reads), else None."""

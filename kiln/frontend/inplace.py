@@ -192,7 +192,20 @@ def _positions(t: Tensor, base: Tensor):
         b, v = _as_reals(b), _as_reals(v)
         if b is None or v is None:
             return None
-    if b.dtype != v.dtype or not b.flags.c_contiguous:
+    if b.dtype != v.dtype:
+        return None
+    # the flat position of the element in each memory slot of base: the slot itself where
+    # base is C-ordered; where it is another dense layout (a transpose's, the result of an
+    # elementwise op on one, as PyTorch keeps it), the positions laid out as base is
+    if b.flags.c_contiguous:
+        slots = np.arange(b.size, dtype=np.int64)
+    elif t._device == "cpu" and b.size and all(st > 0 for st in b.strides):
+        layout = np.empty_like(b, dtype=np.int64, order="K")
+        if tuple(st // 8 for st in layout.strides) != tuple(st // b.itemsize for st in b.strides):
+            return None  # not dense (a step, a broadcast)
+        layout[...] = np.arange(b.size, dtype=np.int64).reshape(b.shape)
+        slots = layout.ravel(order="K")
+    else:
         return None
     ptr = (
         (lambda a: a.__array_interface__["data"][0])
@@ -203,9 +216,8 @@ def _positions(t: Tensor, base: Tensor):
     offset = ptr(v) - ptr(b)
     if offset % item or any(st % item for st in v.strides):
         return None
-    flat = np.arange(b.size, dtype=np.int64)
-    strides = [st // item * flat.itemsize for st in v.strides]
-    return np.lib.stride_tricks.as_strided(flat[offset // item :], v.shape, strides).copy()
+    strides = [st // item * slots.itemsize for st in v.strides]
+    return np.lib.stride_tricks.as_strided(slots[offset // item :], v.shape, strides).copy()
 
 
 def _reals(x: Tensor) -> Tensor:

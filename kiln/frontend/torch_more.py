@@ -25,7 +25,13 @@ from . import torch_index as ti
 from . import torch_math as tm
 from . import torch_shape as ts
 from .core import constant, lift
-from .functionalize import storage_layout, storage_root, strided_positions, strided_probe
+from .functionalize import (
+    detached_from,
+    storage_layout,
+    storage_root,
+    strided_positions,
+    strided_probe,
+)
 from .out import takes_out
 
 __all__ = [
@@ -266,6 +272,8 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     from .functionalize import record_strided_view
 
     view = ti.take(root, constant(index, graph=root.graph))
+    if detached_from(x, root):  # x.detach().as_strided(...): no gradient path to root
+        view = core.call("stop_gradient", view)
     return record_strided_view(view, root, index, strided_probe(size, stride, offset))
 
 

@@ -133,22 +133,28 @@ def argument_views(outputs, arguments: dict) -> list:
     return found
 
 
-def add_view_bases(outputs: list, arguments: dict) -> None:
+def add_view_bases(outputs: list, arguments: dict) -> set:
     """Adds to `outputs` (after the returned ones) each value that an output is a chain of
     views of (`_viewed`) and that is neither returned nor an argument: `return y[:, 1],
     y.detach()` hands back two views of one y, as eager code does, not two copies, and
-    `return y.expand(4, 3)` a view with y's strides (`output_views` takes them of y)."""
+    `return y.expand(4, 3)` a view with y's strides (`output_views` takes them of y).
+    Returns the indices of the added values whose every view passes a `detach()`: they need
+    no gradient (one would reach the function's inputs, where eager's reaches none)."""
     found, returned = {}, {id(s) for s in outputs}
     for out in list(outputs):
-        s = out
+        s, detached = out, False
         while id(s) not in arguments and id(s) not in returned - {id(out)}:
             base = _viewed(s)
             if base is None:
                 break
+            detached = detached or s.node.op.name == "stop_gradient"
             s = base
         if s is not out and id(s) not in arguments and id(s) not in returned:
-            found.setdefault(id(s), s)
-    outputs.extend(found.values())
+            entry = found.setdefault(id(s), [s, True])
+            entry[1] = entry[1] and detached
+    start = len(outputs)
+    outputs.extend(s for s, _ in found.values())
+    return {start + k for k, (_, detached) in enumerate(found.values()) if detached}
 
 
 def _viewed(s):
@@ -159,8 +165,9 @@ def _viewed(s):
     if strided is not None:
         return strided[0]
     node = s.node
-    if node.op.name == "get" and node.inputs[0].node.op.name == "split":
-        return node.inputs[0].node.inputs[0]
+    if node.op.name == "get":  # a piece of a split; a result of another multi-output op is
+        split = node.inputs[0].node  # a value of its own
+        return split.inputs[0] if split.op.name == "split" else None
     if node.op.views == (0,) and len(node.inputs) == 1:
         return node.inputs[0]
     return None
@@ -212,6 +219,8 @@ def view_of_argument(leaf, chain, like):
             if strided is not None:  # as_strided of the base, eagerly (the trace's offset
                 size, stride, offset = strided[1:]  # counts from the argument's own start)
                 t = t.as_strided(size, stride, t.storage_offset() + offset)
+                if node.op.name == "stop_gradient":  # of a detach()ed view of the base
+                    t = t.detach()
             elif node.op.name == "get":  # a piece of a split: split again, eagerly
                 split = node.inputs[0].node
                 t = t.split(list(split.attrs["sizes"]), split.attrs["axis"])[node.attrs["index"]]

@@ -260,7 +260,8 @@ class Traced:
         arguments.update((id(s), k) for k, s in self.changed)  # a changed one's new value
         for k, _ in self.changed:
             arguments.pop(id(self.inputs[k]))  # (its value before the change)
-        add_view_bases(outputs, arguments)  # views of one value not returned: that value too
+        # views of a value not returned: that value too (`no_grad`: those of detached views)
+        self.no_grad_outputs = add_view_bases(outputs, arguments)
         self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
         self.output_views = output_views(outputs, arguments)  # outputs viewing outputs: too
         self.run_shaped = False  # see _plan_grad
@@ -365,7 +366,8 @@ class Traced:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
-        self.grad_outputs = [k for k, o in enumerate(self.outputs) if id(o) in marked]
+        self.grad_outputs = [k for k, o in enumerate(self.outputs)
+                             if id(o) in marked and k not in self.no_grad_outputs]  # fmt: skip
         # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes
         self.run_shaped = any(type(d) is not int for k in self.grad_outputs
                               for d in self.outputs[k].shape)  # fmt: skip

@@ -1,0 +1,243 @@
+"""Random eager-style programs, run eagerly and under kn.compile, must agree: their outputs,
+the arguments they change in place, which outputs and arguments share memory (each output
+is changed in place after the call, and every output and argument read again), and the
+gradients when the arguments require grad (to 1e-12 in float64: a compiled gradient may
+add its terms in another order).
+
+A program is a few steps over two float64 arguments a (4, 4) and b (4,): elementwise ops,
+views (slices, transposes, reshapes, split pieces, expand, detach, as_strided...) and
+in-place changes (add_, copy_, masked_fill_, item assignment...) of earlier values; it
+returns up to three of its values. The eager run is the reference (eager kiln follows
+torch 2.13, which tests/test_torch_* check op by op). This comparison found the silent
+differences fixed with tests in test_outputs_apart.py, test_compile_output_aliasing.py,
+test_compile_overwrite_grad.py and test_hunt_strided.py.
+
+Differences that are kiln's documented rules, not bugs, are accepted where they occur:
+- eager raises at backward() because a value the gradient needs was changed in place, where
+  the compiled program (which keeps every value) computes the gradient;
+- under kn.compile, an in-place change through `.detach()`/`.data` of an argument that
+  requires grad is refused (kiln/frontend/functionalize.py);
+- eager refuses `view()` of the result of an elementwise op on a non-contiguous view (the
+  result keeps its input's strides, as torch's), where a compiled value is C-ordered.
+Not drawn: in-place changes through `.data` of a value an earlier op saved for its gradient
+(`y = x.relu(); y.data.masked_fill_(...)`): eagerly, as in torch, backward then reads the
+changed values (`.data` writes are not counted by the version counter); a compiled gradient
+reads the values before the change. A known difference, not yet resolved.
+
+`KILN_RANDOM_PROGRAMS` sets how many programs each mode draws (default 120).
+"""
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+PROGRAMS = int(os.environ.get("KILN_RANDOM_PROGRAMS", "120"))
+
+UNARY = {
+    "neg": lambda x: -x,
+    "affine": lambda x: x * 0.5 + 1.0,
+    "relu": lambda x: x.relu(),
+    "tanh": lambda x: x.tanh(),
+    "clone": lambda x: x.clone(),
+}
+# name -> (view, whether it applies to a shape)
+VIEWS = {
+    "t": (lambda x: x.t(), lambda s: len(s) == 2),
+    "slice": (lambda x: x[1:3], lambda s: len(s) >= 1 and s[0] >= 3),
+    "step": (lambda x: x[::2], lambda s: len(s) >= 1 and s[0] >= 2),
+    "select": (lambda x: x[1], lambda s: len(s) >= 1 and s[0] >= 2),
+    "column": (lambda x: x[:, 1], lambda s: len(s) == 2),
+    "flat": (lambda x: x.view(-1), lambda s: True),
+    "diagonal": (lambda x: x.diagonal(), lambda s: len(s) == 2),
+    "unsqueeze": (lambda x: x.unsqueeze(0), lambda s: len(s) <= 2),
+    "detach": (lambda x: x.detach(), lambda s: True),
+    "narrow": (lambda x: x.narrow(0, 0, 2), lambda s: len(s) >= 1 and s[0] >= 2),
+    "as_strided": (lambda x: x.as_strided((2, 2), (1, 2), 0), lambda s: True),
+    "split": (lambda x: x.split(2)[0], lambda s: len(s) >= 1 and s[0] >= 3),
+    "unbind": (lambda x: x.unbind(0)[1], lambda s: len(s) >= 1 and s[0] >= 2),
+    "chunk": (lambda x: x.chunk(2)[1], lambda s: len(s) >= 1 and s[0] >= 2),
+    "expand": (lambda x: x.expand(4, *x.shape), lambda s: len(s) == 1),
+    "mT": (lambda x: x.mT, lambda s: len(s) == 2),
+}
+# name -> (change, whether it reads a second value of the target's shape)
+INPLACE = {
+    "add_": (lambda x, y: x.add_(1.5), False),
+    "mul_": (lambda x, y: x.mul_(2.0), False),
+    "relu_": (lambda x, y: x.relu_(), False),
+    "zero_": (lambda x, y: x.zero_(), False),
+    "masked_fill_": (lambda x, y: x.masked_fill_(x > 0, -1.0), False),
+    "clamp_": (lambda x, y: x.clamp_(-0.5, 0.5), False),
+    "set_first": (lambda x, y: x.__setitem__(0, 7.0), False),
+    "set_mask": (lambda x, y: x.__setitem__(x < 0, 0.0), False),
+    "copy_": (lambda x, y: x.copy_(y), True),
+    "add_value": (lambda x, y: x.add_(y), True),
+    "mul_value": (lambda x, y: x.mul_(y), True),
+}
+
+
+def _shape(name, shape):
+    if name == "as_strided":
+        return (2, 2)  # (of a tensor whose storage is too small: both modes raise)
+    return tuple(VIEWS[name][0](kn.zeros(shape)).shape)
+
+
+def draw(seed: int, grad: bool):
+    """(steps, returned value indices) of one program; values 0 and 1 are a and b."""
+    rng = random.Random(seed)
+    steps, shapes = [], [(4, 4), (4,)]
+    for _ in range(rng.randint(2, 8)):
+        kind = rng.choice(["unary", "binary", "view", "view", "inplace", "inplace"])
+        i = rng.randrange(len(shapes))
+        shape = shapes[i]
+        if kind == "unary":
+            name = rng.choice(sorted(UNARY))
+            steps.append((kind, name, i, None))
+            shapes.append(shape)
+        elif kind == "binary":
+            j = rng.randrange(len(shapes))
+            try:
+                out = np.broadcast_shapes(shape, shapes[j])
+            except ValueError:
+                continue
+            steps.append((kind, rng.choice(["add", "sub", "mul"]), i, j))
+            shapes.append(out)
+        elif kind == "view":
+            names = [n for n, (_, fits) in sorted(VIEWS.items()) if fits(shape)]
+            name = rng.choice(names)
+            steps.append((kind, name, i, None))
+            shapes.append(_shape(name, shape))
+        elif not (grad and i < 2):  # (a leaf that requires grad: refused in both)
+            name = rng.choice(sorted(INPLACE))
+            j = rng.randrange(len(shapes))
+            if INPLACE[name][1]:
+                try:
+                    if np.broadcast_shapes(shape, shapes[j]) != shape:
+                        continue
+                except ValueError:
+                    continue
+            if name == "set_first" and not shape:
+                continue
+            steps.append((kind, name, i, j))
+    outs = rng.sample(range(len(shapes)), rng.randint(1, min(3, len(shapes))))
+    return steps, outs
+
+
+def program(steps, outs):
+    def f(a, b):
+        values = [a, b]
+        for kind, name, i, j in steps:
+            x = values[i]
+            if kind == "unary":
+                values.append(UNARY[name](x))
+            elif kind == "binary":
+                y = values[j]
+                values.append(x + y if name == "add" else x - y if name == "sub" else x * y)
+            elif kind == "view":
+                values.append(VIEWS[name][0](x))
+            else:
+                INPLACE[name][0](x, values[j])
+        return tuple(values[k] for k in outs)
+
+    return f
+
+
+def _arguments(grad):
+    rng = np.random.default_rng(0)
+    a = kn.tensor(rng.standard_normal((4, 4)), requires_grad=grad)
+    b = kn.tensor(rng.standard_normal(4), requires_grad=grad)
+    return a, b
+
+
+def _state(outs, a, b):
+    return [o.detach().numpy().copy() for o in outs] + [
+        a.detach().numpy().copy(),
+        b.detach().numpy().copy(),
+    ]
+
+
+def observe(fn, grad):
+    """What a caller sees of one call: ("raises", error) or the record of `_state`s."""
+    a, b = _arguments(grad)
+    try:
+        outs = fn(a, b)
+    except Exception as e:  # noqa: BLE001 — the comparison is of what each mode raises
+        return ("raises", e)
+    record = {"values": _state(outs, a, b)}
+    if grad:
+        try:
+            total = kn.tensor(0.0, dtype=kn.float64)
+            for k, o in enumerate(outs):
+                if o.requires_grad:
+                    total = total + (o * (k + 1.0)).sum()
+            if total.requires_grad:
+                total.backward()
+            record["grads"] = [None if t.grad is None else t.grad.numpy().copy() for t in (a, b)]
+        except Exception as e:  # noqa: BLE001
+            record["grads"] = ("raises", type(e))
+    changes = []
+    with kn.no_grad():
+        for k, o in enumerate(outs):  # which outputs and arguments share memory
+            try:
+                o.add_(1000.0 * (k + 1))
+            except Exception as e:  # noqa: BLE001
+                changes.append(("raises", type(e)))
+                break
+            changes.append(_state(outs, a, b))
+    record["changes"] = changes
+    return record
+
+
+def _same(x, y) -> bool:
+    if x is None or y is None:
+        return x is y
+    if isinstance(y, np.ndarray) and not isinstance(x, np.ndarray):
+        return False
+    if isinstance(x, np.ndarray):  # (a compiled gradient may sum in another order)
+        return (isinstance(y, np.ndarray) and x.shape == y.shape
+                and np.allclose(x, y, rtol=1e-12, atol=1e-12, equal_nan=True))  # fmt: skip
+    if isinstance(x, (list, tuple)):
+        return (isinstance(y, (list, tuple)) and len(x) == len(y)
+                and all(_same(p, q) for p, q in zip(x, y)))  # fmt: skip
+    if isinstance(x, dict):
+        return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+    return x == y
+
+
+def _accepted(eager, compiled) -> bool:
+    """The documented differences (module docstring)."""
+    if isinstance(compiled, tuple) and not isinstance(eager, tuple):
+        message = str(compiled[1])
+        return isinstance(compiled[1], kn.GraphError) and "requires grad" in message
+    if isinstance(eager, tuple) and not isinstance(compiled, tuple):
+        return "view size is not compatible" in str(eager[1])
+    if isinstance(eager, dict) and isinstance(compiled, dict):
+        grads = eager.get("grads")
+        if isinstance(grads, tuple) and issubclass(grads[1], kn.errors.SavedTensorError):
+            rest = [k for k in eager if k != "grads"]
+            return all(_same(eager[k], compiled[k]) for k in rest)
+    return False
+
+
+def compare(seed: int, grad: bool) -> str | None:
+    steps, outs = draw(seed, grad)
+    eager = observe(program(steps, outs), grad)
+    compiled = kn.compile(program(steps, outs))
+    observe(compiled, grad)  # traces
+    got = observe(compiled, grad)  # the cached program
+    if isinstance(eager, tuple) and isinstance(got, tuple):
+        return None  # both refuse (not necessarily with one message)
+    if isinstance(eager, dict) and isinstance(got, dict) and _same(eager, got):
+        return None
+    if _accepted(eager, got):
+        return None
+    return f"program {seed} (grad={grad}): {steps} returning {outs}"
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_random_programs_agree_eagerly_and_compiled(grad):
+    failures = [why for seed in range(PROGRAMS) if (why := compare(seed, grad)) is not None]
+    assert not failures, "\n".join(failures[:10])

@@ -73,6 +73,13 @@ INPLACE = {
     "clamp_": (lambda x, y: x.clamp_(-0.5, 0.5), False),
     "set_first": (lambda x, y: x.__setitem__(0, 7.0), False),
     "set_mask": (lambda x, y: x.__setitem__(x < 0, 0.0), False),
+    "index_put_": (
+        lambda x, y: x.index_put_((kn.tensor([0, 2]),), kn.tensor(9.0, dtype=x.dtype)),
+        False,
+    ),
+    "index_add_": (lambda x, y: x.index_add_(0, kn.tensor([1, 1]), x[:2] * 1), False),
+    "fill_": (lambda x, y: x.fill_(2.5), False),
+    "sub_alpha": (lambda x, y: x.sub_(y, alpha=0.5), True),
     "copy_": (lambda x, y: x.copy_(y), True),
     "add_value": (lambda x, y: x.add_(y), True),
     "mul_value": (lambda x, y: x.mul_(y), True),
@@ -119,7 +126,7 @@ def draw(seed: int, grad: bool):
                         continue
                 except ValueError:
                     continue
-            if name == "set_first" and not shape:
+            if name in ("set_first", "index_put_", "index_add_") and (not shape or shape[0] < 3):
                 continue
             steps.append((kind, name, i, j))
     outs = rng.sample(range(len(shapes)), rng.randint(1, min(3, len(shapes))))

@@ -641,6 +641,18 @@ def _layout(x: Symbol, exact: bool = False):
     return view
 
 
+def whole_in_order(x: Symbol) -> bool:
+    """Whether the view x holds every element of the value whose memory it shares, in C
+    order from its start (a reshape, detach or unsqueeze of a whole value): laid out as a
+    fresh tensor of its own would be."""
+    if not all(isinstance(d, int) for d in x.shape):
+        return False
+    root, layout = _storage(x)
+    start = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
+    size = int(np.prod([d if isinstance(d, int) else -1 for d in root.shape]))
+    return start == 0 and layout.size == size and bool(layout.flags.c_contiguous)
+
+
 def layout_known(x: Symbol) -> bool:
     """Whether kiln follows x's elements to PyTorch's layout (`_layout`); not, for example,
     through a reshape kiln made where PyTorch's op is a view (`diagonal` of an `expand`)."""

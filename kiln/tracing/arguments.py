@@ -9,7 +9,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor, version_of
 from ..errors import KilnError, UsageError, call_error
-from ..frontend.functionalize import strided_view
+from ..frontend.functionalize import strided_view, whole_in_order
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 
@@ -150,11 +150,16 @@ def add_view_bases(outputs: list, arguments: dict) -> set:
             detached = detached or s.node.op.name == "stop_gradient"
             s = base
         if s is not out and id(s) not in arguments and id(s) not in returned:
-            entry = found.setdefault(id(s), [s, True])
+            entry = found.setdefault(id(s), [s, True, []])
             entry[1] = entry[1] and detached
+            entry[2].append(out)
+    # NOTE: one view holding all of its value in order (`return logits.view(n, -1)`) is
+    # what a fresh copy is: that value is not added (a call then takes no view, ~6 us)
+    found = [(s, detached) for s, detached, views in found.values()
+             if len(views) > 1 or not whole_in_order(views[0])]  # fmt: skip
     start = len(outputs)
-    outputs.extend(s for s, _ in found.values())
-    return {start + k for k, (_, detached) in enumerate(found.values()) if detached}
+    outputs.extend(s for s, _ in found)
+    return {start + k for k, (_, detached) in enumerate(found) if detached}
 
 
 def _viewed(s):

@@ -466,6 +466,16 @@ _TYPE_NAMES = {
 }  # fmt: skip
 
 
+def scalar_name(dtype) -> str:
+    """PyTorch's name of a dtype in its messages (`Long`, `Float`, `Bool`).
+
+    >>> scalar_name(np.int64), scalar_name(bool_)
+    ('Long', 'Bool')
+    """
+    name = np.dtype(dtype).name
+    return _TYPE_NAMES.get(name, name)
+
+
 def type_name(dtype, cuda: bool = False) -> str:
     """PyTorch's type name of a dtype, with kiln's prefix: `kiln.FloatTensor`."""
     name = _TYPE_NAMES.get(np.dtype(dtype).name)

@@ -16,6 +16,7 @@ from ..errors import (
     DTypeError,
     ShapeError,
     UnknownModeError,
+    UnsupportedDTypeError,
     UsageError,
     node_error,
 )
@@ -29,6 +30,7 @@ from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .out import takes_out
+from .reductions import require_floating
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
@@ -72,6 +74,7 @@ def _softmax_dim(dim, axis, dtype, x, name):
     (x,) = lift(x)
     if dtype is not None:
         x = cast(x, dt.as_dtype(dtype))
+    require_floating(name, x, f"\"{name}\" not implemented for '{{dtype}}'", UnsupportedDTypeError)
     return x, dim if axis is None else axis
 
 

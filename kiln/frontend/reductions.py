@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import ArgumentTypeError, IndexOutOfBoundsError
+from ..errors import ArgumentTypeError, DTypeMismatchError, IndexOutOfBoundsError, call_error
 from ..graph.core import Symbol
 from ..ops.multi import elements
 from ..ops.state import GRAD_FORMULAS
@@ -90,6 +90,15 @@ def _as_asked(result, dtype):
     return cast(result, dt.as_dtype(dtype))
 
 
+def require_floating(name: str, x, message: str, error=DTypeMismatchError) -> None:
+    """Refuses x unless its dtype is a floating or complex one, with PyTorch's `message`
+    (`{dtype}`: PyTorch's name of x's dtype) as `error` (a RuntimeError, or
+    UnsupportedDTypeError for PyTorch's NotImplementedError): mean, var, softmax... of
+    integers and bools, which PyTorch refuses."""
+    if not (dt.is_float(x.dtype) or x.dtype.kind == "c"):
+        raise call_error(error, message.format(dtype=dt.scalar_name(x.dtype)), name, x)
+
+
 def _floating(x, dtype=None):
     """`x` for a mean or variance: cast to `dtype` when given, integers and bools to the
     default float (PyTorch refuses them; kiln computes them as PyTorch's float functions do)."""
@@ -115,13 +124,22 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
 
 @takes_out
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    """Mean over `dim`, as PyTorch's `mean` (integers are computed in the default float).
+    """Mean over `dim`, as PyTorch's `mean` (integers and bools are refused, as PyTorch's:
+    pass `dtype=`).
 
     >>> import kiln as kn, numpy as np
     >>> kn.mean(np.arange(6.0).reshape(2, 3), 0)
     array([1.5, 2.5, 3.5])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "mean")
+    if dtype is None:
+        (input,) = lift(input)  # noqa: A001
+        require_floating(
+            "mean",
+            input,
+            "mean(): could not infer output dtype. Input dtype must be either "
+            "a floating point or complex dtype. Got: {dtype}",
+        )
     return _reduce("reduce_mean", _floating(input, dtype), dim, keepdim)
 
 

@@ -10,12 +10,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, ShapeError, UsageError
+from ..errors import ArgumentError, DTypeMismatchError, ShapeError, UsageError, call_error
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
 from .core import lift
 from .out import takes_out
+from .reductions import require_floating
 from .torch_extra_shape import select
 from .torch_shape import diagonal
 
@@ -249,7 +250,10 @@ def dist(input, other, p: float = 2):  # noqa: A002
     >>> kn.dist(kn.tensor([0.0, 0.0]), kn.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    return p_norm(m.sub(input, other), p, None, False)
+    a, b = lift(input, other)
+    require_floating("dist", a, "norm(): input dtype should be either floating point or complex. "
+                     "Got {dtype} instead.")  # fmt: skip
+    return p_norm(m.sub(a, b), p, None, False)
 
 
 @takes_out
@@ -295,6 +299,9 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
             [1.5000, 2.3333]])
     """
     (x,) = lift(input)
+    if x.dtype == dt.bool_:
+        raise call_error(DTypeMismatchError, "cov(): bool dtype is not supported for input",
+                         "cov", x)  # fmt: skip
     if x.ndim > 2:
         raise ArgumentError(
             f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"

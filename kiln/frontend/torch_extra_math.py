@@ -13,7 +13,13 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import ArgumentTypeError, IndexOutOfRangeError, UsageError
+from ..errors import (
+    ArgumentTypeError,
+    IndexOutOfRangeError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.opdef import REGISTRY
 from ..ops.state import GRAD_FORMULAS
 from . import core, special
@@ -23,6 +29,7 @@ from . import torch_math as tm
 from .core import call, lift
 from .half_formulas import rounded32
 from .out import takes_out
+from .reductions import require_floating
 from .torch_extra_shape import select
 
 __all__ = [
@@ -402,8 +409,8 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A00
     (x,) = lift(input)
     if dtype is not None:
         x = m.cast(x, dtype)
-    if not dt.is_float(x.dtype):
-        raise NotImplementedError(f"nanmean(): expected a floating point input, got {x.dtype}")
+    require_floating("nanmean", x, "nanmean(): expected input to have floating point or complex "
+                     "dtype but got {dtype}")  # fmt: skip
     ok = m.logical_not(m.isnan(x))
     total = m.sum(_nan_as_zero(x, ok), dim, keepdim)
     return m.div(total, m.sum(m.cast(ok, x.dtype), dim, keepdim))
@@ -466,6 +473,9 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
     tensor(2.)
     """
     (x,) = lift(input)
+    if x.dtype == dt.bool_:  # as PyTorch's
+        raise call_error(UnsupportedDTypeError, "\"median_cpu\" not implemented for 'Bool'",
+                         "median", x)  # fmt: skip
     if dim is None and 0 in list(x.shape):
         return median_of_nothing(x)
     if dim is None:
@@ -557,6 +567,8 @@ def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     if isinstance(dim, bool):  # PyTorch's var_mean(x, unbiased)
         dim, unbiased = None, dim
     dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "var_mean")
+    (input,) = lift(input)  # noqa: A001
+    require_floating("var_mean", input, "var_mean only support floating point and complex dtypes")
     v = var(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 
@@ -573,6 +585,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
     if isinstance(dim, bool):  # PyTorch's std_mean(x, unbiased)
         dim, unbiased = None, dim
     dim, keepdim = m._dim(dim, axis, keepdim, keepdims, "std_mean")
+    (input,) = lift(input)  # noqa: A001
+    require_floating("std_mean", input, "std_mean only support floating point and complex dtypes")
     v = std(input, dim, unbiased, keepdim, correction=correction)
     return v, m.mean(input, dim, keepdim)
 
@@ -634,7 +648,9 @@ def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, d
              if c is not None]  # fmt: skip
     if len(given) > 1:
         raise ArgumentTypeError(f"{name}(): give one of correction=, unbiased= and ddof=")
-    x = m._floating(input)
+    (x,) = lift(input)
+    require_floating(name, x, "std and var only support floating point and complex dtypes")
+    x = m._floating(x)
     return x, m._axes(dim, x.ndim), keepdim, given[0] if given else 1
 
 

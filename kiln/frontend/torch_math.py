@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
-from ..errors import ArgumentTypeError, DTypeError, ShapeError, UsageError
+from ..errors import ArgumentTypeError, DTypeError, ShapeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.elementwise_torch import trunc
@@ -19,6 +19,7 @@ from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
 from .out import takes_out
+from .reductions import require_floating
 from .torch_shape import dim_arg, static_dim
 
 __all__ = [
@@ -388,6 +389,8 @@ def lerp(input, end, weight):  # noqa: A002
     [5.0, 15.0]
     """
     a, b = lift(input, end)
+    require_floating("lerp", a, "\"lerp_kernel_scalar\" not implemented for '{dtype}'",
+                     UnsupportedDTypeError)  # fmt: skip
     if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype:
         return _lerp_half(a, b, weight)
     diff = m.sub(b, a)

@@ -455,12 +455,17 @@ class OptimizedModule(Module):
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:
     """`fn` traced and compiled for the signature of the example arguments (see `compile`).
+    `kn.trace(matrix)` alone is PyTorch's `torch.trace`: the sum of its diagonal.
 
     >>> import kiln as kn, numpy as np
     >>> tf = kn.trace(lambda x: x * 2.0, np.ones(2, np.float32))
     >>> tf.inputs[0].name, len(tf.graph.nodes)
     ('x', 3)
+    >>> kn.trace(kn.tensor([[1, 2], [3, 4]]))
+    tensor(5)
     """
+    if not callable(fn) and not example_args and not example_kwargs and device is None:
+        return fn.trace()  # torch.trace(input): the Tensor's (or Symbol's) method
     compiled = CompiledFunction(fn, device)
     leaves, paths, statics, structure = compiled.flatten_args(example_args, example_kwargs)
     return compiled.trace_for(leaves, paths, statics, structure)

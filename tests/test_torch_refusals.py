@@ -1,0 +1,71 @@
+"""Integer and bool inputs that PyTorch refuses are refused, with the built-in type it raises.
+
+kiln computed mean, var, std, var_mean, std_mean, softmax, log_softmax, lerp and dist of
+integers (and median, cov, corrcoef of bools) in the default float, where torch 2.13 raises:
+code that runs on kiln then failed on torch. With `dtype=` (mean, softmax) they are computed,
+as torch's. `kn.trace(matrix)` is torch.trace (the sum of the diagonal); `kn.trace(fn, *args)`
+stays kiln's tracing. Expected exception types and messages: torch 2.13's (the last test
+checks them on torch).
+"""
+
+import pytest
+
+import kiln as kn
+
+# name -> (call, the built-in torch raises, a piece of its message)
+CASES = {
+    "mean": (lambda L: L.tensor([1, 2, 3]).mean(), RuntimeError, "could not infer output dtype"),
+    "mean-bool": (lambda L: L.tensor([True]).mean(), RuntimeError, "Got: Bool"),
+    "nanmean": (lambda L: L.tensor([1, 2]).nanmean(), RuntimeError, "but got Long"),
+    "var": (lambda L: L.tensor([1, 2]).var(), RuntimeError, "std and var only support"),
+    "std": (lambda L: L.tensor([1, 2]).std(dim=0), RuntimeError, "std and var only support"),
+    "var_mean": (lambda L: L.var_mean(L.tensor([1, 2])), RuntimeError, "var_mean only"),
+    "std_mean": (lambda L: L.std_mean(L.tensor([1, 2])), RuntimeError, "std_mean only"),
+    "softmax": (lambda L: L.softmax(L.tensor([1, 2]), 0), NotImplementedError, "softmax"),
+    "log_softmax": (lambda L: L.log_softmax(L.tensor([1, 2]), 0), NotImplementedError, "Long"),
+    "lerp": (
+        lambda L: L.lerp(L.tensor([1, 2]), L.tensor([3, 4]), 0.5),
+        NotImplementedError,
+        "lerp",
+    ),  # fmt: skip
+    "dist": (lambda L: L.dist(L.tensor([1, 2]), L.tensor([3, 4])), RuntimeError, "Got Long"),
+    "median-bool": (lambda L: L.tensor([True, False]).median(), NotImplementedError, "Bool"),
+    "cov-bool": (lambda L: L.cov(L.tensor([True, False])), RuntimeError, "bool dtype"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_refused_as_torch_refuses(name):
+    call, error, message = CASES[name]
+    with pytest.raises(error, match=message):
+        call(kn)
+
+
+@pytest.mark.parametrize("name", ["mean", "softmax"])
+def test_refused_under_compile_and_in_graph_mode_too(name):
+    call, error, message = CASES[name]
+    with pytest.raises(error, match=message):
+        kn.compile(lambda x: x.mean() if name == "mean" else x.softmax(0))(kn.tensor([1, 2]))
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.int64, (2,), name="x")
+        with pytest.raises(error, match=message):
+            x.mean() if name == "mean" else x.softmax(0)
+
+
+def test_with_a_dtype_they_are_computed():
+    x = kn.tensor([1, 2, 4])
+    assert x.mean(dtype=kn.float32).item() == pytest.approx(7 / 3)
+    assert kn.softmax(x, 0, dtype=kn.float64).sum().item() == pytest.approx(1.0)
+    assert kn.logsumexp(x, 0).dtype == kn.float32  # torch accepts integers here
+
+
+def test_trace_of_a_matrix_is_torchs_trace():
+    assert kn.trace(kn.tensor([[1, 2], [3, 4]])).item() == 5
+    assert kn.trace(lambda v: v * 2, kn.ones(2)).graph is not None  # kiln's tracing
+
+
+def test_the_expected_refusals_are_torchs():
+    torch = pytest.importorskip("torch")
+    for call, error, message in CASES.values():
+        with pytest.raises(error, match=message):
+            call(torch)

@@ -4,8 +4,10 @@ kiln computed mean, var, std, var_mean, std_mean, softmax, log_softmax, lerp and
 integers (and median, cov, corrcoef of bools) in the default float, where torch 2.13 raises:
 code that runs on kiln then failed on torch. With `dtype=` (mean, softmax) they are computed,
 as torch's. `kn.trace(matrix)` is torch.trace (the sum of the diagonal); `kn.trace(fn, *args)`
-stays kiln's tracing. Expected exception types and messages: torch 2.13's (the last test
-checks them on torch).
+stays kiln's tracing. A piece of split, chunk or unbind that requires grad is not changed in
+place while autograd records (torch: "Output 0 of Split is a view and is being modified
+inplace"); tensor_split's pieces may be, as torch's. Expected exception types and
+messages: torch 2.13's (the last test checks them on torch).
 """
 
 import pytest
@@ -64,8 +66,36 @@ def test_trace_of_a_matrix_is_torchs_trace():
     assert kn.trace(lambda v: v * 2, kn.ones(2)).graph is not None  # kiln's tracing
 
 
+def _change_piece(L, split, requires_grad=True):
+    x = L.ones(4, requires_grad=requires_grad) * 1
+    piece = split(x)[0]
+    piece.mul_(2)
+    return x
+
+
+PIECES = {
+    "split": (lambda x: x.split(2), "Output 0 of Split is a view"),
+    "chunk": (lambda x: x.chunk(2), "Output 0 of Split is a view"),
+    "split_sizes": (lambda x: x.split([1, 3]), "Output 0 of SplitWithSizes is a view"),
+    "unbind": (lambda x: x.unbind(0), "Output 0 of Unbind is a view"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECES))
+def test_a_piece_of_a_multi_output_view_op_is_not_changed_in_place_while_recording(name):
+    split, message = PIECES[name]
+    with pytest.raises(RuntimeError, match=message):
+        _change_piece(kn, split)
+    assert _change_piece(kn, split, requires_grad=False).tolist()[0] == 2.0  # nothing records
+    assert kn.tensor_split(kn.ones(4, requires_grad=True) * 1, 2)[0].mul_(2).requires_grad
+
+
 def test_the_expected_refusals_are_torchs():
     torch = pytest.importorskip("torch")
     for call, error, message in CASES.values():
         with pytest.raises(error, match=message):
             call(torch)
+    for split, message in PIECES.values():
+        with pytest.raises(RuntimeError, match=message):
+            _change_piece(torch, split)
+        assert _change_piece(torch, split, requires_grad=False).tolist()[0] == 2.0

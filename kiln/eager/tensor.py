@@ -59,8 +59,10 @@ class Meta:
     makes them with two stores.
     """
 
+    # (`multi`, set only on pieces of split/chunk/unbind: (k, the op's name in PyTorch's
+    # messages), for PyTorch's refusal to change them in place, kiln/frontend/inplace.py)
     __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "base_fn",
-                 "inference")  # fmt: skip
+                 "inference", "multi")  # fmt: skip
 
     def __init__(self, device: str = "cpu"):
         self.device = device
@@ -71,6 +73,15 @@ class Meta:
 # Takes a view's history again from its base's; returns whether it could (installed by
 # kiln/frontend/inplace.py with `retake_views_by`: the frontend builds on eager).
 RETAKE_VIEW = None
+
+
+def mark_pieces(pieces, name: str) -> tuple:
+    """Marks the views `pieces`, the outputs of one multi-output view op (`name`: its name in
+    PyTorch's messages, "Split"), when they require grad; returns them."""
+    for k, p in enumerate(pieces):
+        if isinstance(p, Tensor) and p._requires_grad:
+            meta_of(p).multi = (k, name)
+    return pieces
 
 
 def retake_views_by(fn) -> None:

@@ -63,6 +63,16 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
         )  # fmt: skip
     if not state.grad:
         return False
+    multi = getattr(t._meta, "multi", None)
+    if multi is not None and t._requires_grad:
+        raise node_error(
+            AutogradError,
+            f"Output {multi[0]} of {multi[1]} is a view and is being modified inplace. This "
+            "view is the output of a function that returns multiple views. Such functions do "
+            "not allow the output views to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one.",
+            op=op, site=user_site(), inputs=[describe(t)],
+        )  # fmt: skip
     base = t._base
     if t._requires_grad and t.grad_fn is None:
         raise node_error(

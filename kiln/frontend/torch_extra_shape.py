@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.tensor import mark_pieces
 from ..errors import GraphError, IndexOutOfBoundsError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
@@ -115,7 +116,8 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     """
     (x,) = lift(input)
     d = _dim(x, dim)
-    return tuple(select(x, d, i) for i in range(ts.static_dim(x, d, "unbind")))
+    return mark_pieces(tuple(select(x, d, i) for i in range(ts.static_dim(x, d, "unbind"))),
+                       "Unbind")  # fmt: skip
 
 
 def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import shapes as sh
+from ..eager.tensor import mark_pieces
 from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -145,7 +146,9 @@ def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
         attrs = {"axis": dim, "sizes": tuple(sizes)}
         return tuple(elements(call("split", x, **attrs), "split", x, **attrs))
     bounds = np.cumsum([0, *sizes]).tolist()
-    return tuple(_slice(x, dim, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
+    pieces = tuple(_slice(x, dim, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
+    return mark_pieces(pieces, "Split" if isinstance(split_size_or_sections, (int, np.integer))
+                       else "SplitWithSizes")  # fmt: skip
 
 
 def split_method(self, split_size, dim: int = 0, *, axis=None) -> tuple:

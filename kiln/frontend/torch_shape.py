@@ -481,12 +481,29 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
         raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     n, m = static_dim(x, d1, "diagonal"), static_dim(x, d2, "diagonal")
     rest = [d for d in range(x.ndim) if d not in (d1, d2)]
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    if not _contiguous(x):  # a view of x's memory, as PyTorch's (the reshape below copies)
+        from .torch_more import as_strided
+
+        steps, at = x.stride(), x.storage_offset()
+        start = at + (offset * steps[d2] if offset >= 0 else -offset * steps[d1])
+        shape = [x.shape[d] for d in rest] + [length]
+        return as_strided(x, shape, [steps[d] for d in rest] + [steps[d1] + steps[d2]], start)
     x = call("transpose", x, perm=(*rest, d1, d2))
     x = call("reshape", x, shape=(*x.shape[:-2], n * m))
-    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
     start = offset if offset >= 0 else -offset * m
     stop = start + (length - 1) * (m + 1) + 1 if length else start
     return _slice(x, x.ndim - 1, start, stop, m + 1)
+
+
+def _contiguous(x) -> bool:
+    """Whether x's elements lie in C order in its memory (a Symbol: as PyTorch's tensor of
+    the same history would; one whose layout kiln does not follow counts as contiguous)."""
+    if isinstance(x, Symbol):
+        from .functionalize import is_contiguous  # NOTE: lazy: functionalize imports this
+
+        return is_contiguous(x) or not all(isinstance(d, int) for d in x.shape)
+    return bool(getattr(x, "_data", x).flags.c_contiguous) if hasattr(x, "_data") else True
 
 
 _diagonal = diagonal  # as `diag`'s argument `diagonal` hides it

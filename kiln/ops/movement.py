@@ -183,6 +183,11 @@ def _broadcast_to(xp, x, out=None, *, shape):
     view = xp.broadcast_to(x, shape)
     if out is None and xp is np and x.ndim and 1 in shape:  # a 0-d x: all 0, as PyTorch's
         view = _expand_strides(x, view)
+    if out is None and xp is np and x.flags.writeable and not view.flags.writeable:
+        # writable where x is, as PyTorch's expand: a part of it with no element twice (a
+        # row of x.expand(4, 3)) may change in place; the whole is refused by the in-place
+        # methods' check of shared elements, before anything is written
+        view = _strided_view(xp, x, view.shape, view.strides)
     return _copy_into(out, view)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ArgumentTypeError, DeviceError, UsageError, call_error
 from ..runtime.backend import get_backend
 from .grad_mode import state
-from .tensor import Tensor, _address, make, meta_of
+from .tensor import Tensor, _address, check_view, make, meta_of
 
 __all__ = ["empty_strided"]
 
@@ -44,6 +44,9 @@ def as_strided_view(t: Tensor, size, stride, storage_offset=None) -> Tensor:
     from ..frontend.torch_more import _sizes, gather_positions
 
     size, stride = _sizes("as_strided", size, stride, storage_offset, t)
+    meta = t._meta
+    if meta is not None and meta.base is not None:
+        check_view(t, meta)  # a view whose base changed since: its history taken again first
     data = t._data
     root = _root(data)
     usable = root.dtype == data.dtype and root.flags.c_contiguous

@@ -100,6 +100,18 @@ def check_view(t, meta: Meta) -> None:
         return
     now = base.grad_fn
     if now is not meta.base_fn:
+        multi = getattr(meta, "multi", None)
+        if multi is not None:  # a piece of split/unbind: PyTorch refuses to take it again
+            raise node_error(
+                AutogradError,
+                f"Output {multi[0]} of {multi[1]} is a view and its base or another view of "
+                "its base has been modified inplace. This view is the output of a function "
+                "that returns multiple views. Such functions do not allow the output views "
+                "to be modified inplace. You should replace the inplace operation by an "
+                "out-of-place one.",
+                op="view", site=user_site(), called=True,
+                inputs=[describe(t), f"base {describe(base)}"],
+            )  # fmt: skip
         if RETAKE_VIEW is not None and RETAKE_VIEW(t):
             return
         vc = version_of(base)

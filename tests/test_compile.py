@@ -305,3 +305,22 @@ def test_compiled_backward_refuses_a_parameter_changed_since_the_call():
         model[2].weight.tensor().mul_(2.0)  # read by the gradient of the first layer
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+@pytest.mark.parametrize("make", ["zeros_like", "ones_like", "full_like", "empty_like"])
+def test_compiled_like_factory_is_writable_in_place(make):
+    # `out = zeros_like(x); out.index_add_(0, rows, y)` (a mixture of experts combining its
+    # experts' outputs): torch 2.13 gives a tensor of its own, writable in place; compiled,
+    # kiln's was a broadcast view of one constant and the write was refused ("single memory
+    # location"). Expected values by hand: rows 0 and 2 get 1 + 1 and 1, from a start of fill.
+    fill = {"zeros_like": 0.0, "ones_like": 1.0, "full_like": 2.0, "empty_like": 0.0}[make]
+
+    def f(x, rows, y):
+        out = kn.full_like(x, 2.0) if make == "full_like" else getattr(kn, make)(x)
+        if make == "empty_like":
+            out.zero_()
+        out.index_add_(0, rows, y)
+        return out
+
+    out = kn.compile(f)(kn.ones(3, 2), kn.tensor([0, 2, 0]), kn.ones(3, 2))
+    assert out.tolist() == [[fill + 2] * 2, [fill] * 2, [fill + 1] * 2]

@@ -453,11 +453,14 @@ def _graph_like(t, fill, dtype):
     """`fill` in the shape of the Symbol t (graph mode, `kn.compile`): a constant broadcast to
     t's shape, which may have symbolic dims."""
     from ..frontend.core import constant
+    from ..frontend.functionalize import clone
     from ..frontend.shape import broadcast_to
 
     dtype = t.dtype if dtype is None else dt.as_dtype(dtype)
     value = constant(dt.number_array(fill, dtype, "full_like", t), graph=t.graph)
-    return broadcast_to(value, t.shape) if t.shape else value
+    # a tensor of its own, as PyTorch's: writable in place (`out = zeros_like(x);
+    # out.index_add_(...)`), which a broadcast view of one constant is not
+    return clone(broadcast_to(value, t.shape)) if t.shape else clone(value)
 
 
 def zeros_like(

@@ -91,9 +91,12 @@ def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray, layou
 
 
 def _strided(x: Symbol):
-    """(base, positions) where x is an as_strided view recorded by `record_strided_view`."""
+    """(base, positions) where x is an as_strided view recorded by `record_strided_view` (and
+    still is: an in-place change of its shape, `unsqueeze_`, makes x a view of it instead)."""
     entry = _STRIDED.get(x.node.graph, {}).get(id(x))
-    return entry[1:] if entry is not None and entry[0] is x else None
+    if entry is None or entry[0] is not x or entry[2].shape != tuple(x.shape):
+        return None
+    return entry[1:]
 
 
 def rebind(x: Symbol, new: Symbol) -> Symbol:
@@ -116,6 +119,9 @@ def rebind(x: Symbol, new: Symbol) -> Symbol:
     for node in x.node.graph.nodes:
         if any(i is x for i in node.inputs):
             node.inputs = tuple(old if i is x else i for i in node.inputs)
+    strided = _strided(x)
+    if strided is not None:  # the old value is the as_strided view now
+        record_strided_view(old, *strided, _STRIDED_LAYOUT.get(old.node.graph, {}).get(id(x)))
     producer = new.node
     x.node, x.shape, x.dtype = producer, new.shape, new.dtype
     producer.out = x

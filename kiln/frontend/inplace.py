@@ -100,10 +100,29 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
 
 
 def shares_elements(data) -> bool:
-    """Whether more than one element of the array `data` lies at one memory location (a dim
-    of stride 0 and size above 1: `expand`'s, `as_strided`'s), which PyTorch refuses to write
-    into, whether or not autograd records the write."""
-    return any(st == 0 and n > 1 for n, st in zip(data.shape, data.strides))
+    """Whether more than one element of the array `data` lies at one memory location: a dim
+    of stride 0 and size above 1 (`expand`'s, `as_strided`'s), which PyTorch refuses to write
+    into, whether or not autograd records the write, or steps that land on each other
+    (`unfold`'s overlapping windows), which PyTorch writes element by element in its loop's
+    order and kiln refuses too (its in-place ops compute the new values first).
+
+    >>> import numpy as np
+    >>> x = np.zeros(5)
+    >>> shares_elements(np.lib.stride_tricks.sliding_window_view(x, 2)), shares_elements(x[::2])
+    (True, False)
+    """
+    dims = sorted((abs(st), n) for n, st in zip(data.shape, data.strides) if n > 1)
+    extent = data.itemsize  # bytes spanned by the dims of smaller steps
+    for step, n in dims:
+        if step == 0:
+            return True
+        if step < extent:  # interleaved steps: the positions themselves tell
+            offsets = np.zeros((), np.int64)
+            for st, m in dims:
+                offsets = np.add.outer(offsets, np.arange(m, dtype=np.int64) * st)
+            return np.unique(offsets).size < offsets.size
+        extent = step * (n - 1) + extent
+    return False
 
 
 def _check_shared(t: Tensor, op: str) -> None:

@@ -78,6 +78,8 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     if s > e:
         raise ShapeError(f"flatten() has invalid args: start_dim {start_dim} cannot come after "
                          f"end_dim {end_dim}")  # fmt: skip
+    if s == e:  # nothing merged: input itself, as PyTorch's (an in-place shape change of the
+        return input  # result, `unsqueeze_`, is then input's)
     merged = sh.dim_product(input.shape[s : e + 1])
     return reshape(input, (*input.shape[:s], merged, *input.shape[e + 1 :]))
 

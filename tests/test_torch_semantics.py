@@ -313,3 +313,27 @@ def test_legacy_tensor_constructor_uses_the_default_float_dtype():
     assert kn.tensor([1, 2]).dtype == np.int64  # the factory keeps ints, as torch.tensor
     with pytest.raises(TypeError):
         kn.Tensor([1.0], [2.0])
+
+
+def test_flatten_that_merges_nothing_is_its_input():
+    # torch 2.13: "If no dimensions are flattened, then the original object input is
+    # returned", so an in-place shape change of the result is the input's (found by running
+    # random programs on kiln and on torch)
+    x = kn.ones(4)
+    assert x.flatten() is x and kn.flatten(x) is x
+    y = kn.ones(2, 3)
+    assert y.flatten(1) is y and y.flatten(0, 0) is y and y.flatten() is not y
+    x.flatten().unsqueeze_(0)
+    assert tuple(x.shape) == (1, 4)
+
+
+def test_in_place_change_of_overlapping_windows_is_refused():
+    # unfold's windows hold elements twice: torch 2.13 writes them in its loop's order (add_
+    # adds 2000 to an element in two windows twice); kiln computes new values first, so it
+    # refuses rather than give other numbers, as it and torch refuse an expand's
+    x = kn.zeros(4)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x.unfold(0, 2, 1).add_(1)
+    assert x.tolist() == [0.0] * 4
+    x.unfold(0, 2, 2).add_(1)  # windows apart: no element twice
+    assert x.tolist() == [1.0] * 4

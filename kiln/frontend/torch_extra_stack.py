@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError
+from ..errors import UsageError
 from . import math as m
 from . import shape as s
 from . import torch_shape as ts
@@ -158,7 +158,8 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
         tensors = tuple(tensors[0])
     values = list(lift(*tensors))
     if indexing not in ("ij", "xy"):
-        raise ArgumentError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
+        # PyTorch refuses an unknown indexing with RuntimeError, not ValueError
+        raise UsageError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
     # "xy" is "ij" with the first two inputs (and so the first two grids) exchanged: the
     # grids' shape is (len(y), len(x), ...) and grid 0 varies along dim 1
     swap = indexing == "xy" and len(values) >= 2

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import weakref
 
+from .. import shapes as sh
+
 __all__ = ["adopt", "crossing", "same_schedule", "shape_class"]
 
 
@@ -91,14 +93,22 @@ def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
     from .concrete import concrete_shapes
 
     if template is None or template.graph is not graph:
-        return concrete_shapes(graph, feed_shapes, bindings)
+        found = concrete_shapes(graph, feed_shapes, bindings)
+        if bindings:  # dims a later binding may change: found with the graph's first plan,
+            _dynamic(graph)  # so a first new batch size pays no more than a later one
+        return found
+    dynamic, dim_attrs = _dynamic(graph)
+    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template, dim_attrs)
+
+
+def _dynamic(graph) -> tuple:
+    """(`dynamic_nodes`, ids of those whose attrs hold dims), found once per graph."""
     found = _DYNAMIC.get(graph)
-    if found is None:  # NOTE: found once per graph, at its first new binding
+    if found is None:
         dynamic = dynamic_nodes(graph)
         dim_attrs = {id(n) for n in dynamic if any(_has_dim(v) for v in n.attrs.values())}
         found = _DYNAMIC[graph] = (dynamic, dim_attrs)
-    dynamic, dim_attrs = found
-    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template, dim_attrs)
+    return found
 
 
 # graph -> (its dynamic nodes, ids of those whose attrs hold dims); weak, so a dropped program
@@ -119,8 +129,6 @@ def dynamic_nodes(graph) -> list:
 
 
 def _has_dim(value) -> bool:
-    from .. import shapes as sh
-
     if isinstance(value, sh.Dim):
         return True
     return isinstance(value, tuple) and any(_has_dim(v) for v in value)

@@ -68,21 +68,33 @@ def adopt(spec, template) -> bool:
         return False
     ns = dict(template._ns)
     ns.update(spec.pool_makers())  # the outputs' arrays of this signature's shapes
-    for t, n in enumerate(spec.order):
-        for key, value in spec.attrs[id(n)].items():
-            name = f"a{t}_{key}"
-            if name in ns:
-                ns[name] = value
-        if f"s{t}" in ns:  # the shape a result of a length the run gives is checked against
-            ns[f"s{t}"] = spec.shapes[id(n.out)]
-        if f"r{t}" in ns:  # the attrs its shape rules rerun on (kiln/runtime/dynamic.py)
-            ns[f"r{t}"] = spec.attrs[id(n)]
-    spec._ns = ns
+    names = getattr(template, "bound_names", None)
+    if names is None:  # NOTE: found once per generated program; its rebindings share it
+        names = _bound_names(spec.order, spec.attrs, ns)
+    for name, kind, n, key in names:
+        if kind == "a":
+            ns[name] = spec.attrs[id(n)][key]
+        elif kind == "s":  # the shape a result of a length the run gives is checked against
+            ns[name] = spec.shapes[id(n.out)]
+        else:  # the attrs its shape rules rerun on (kiln/runtime/dynamic.py)
+            ns[name] = spec.attrs[id(n)]
+    spec._ns, template.bound_names, spec.bound_names = ns, names, names
     spec.source, spec._code, spec.lines = template.source, template._code, template.lines
     spec.slots, spec.written = template.slots, template.written
     spec.variables, spec.update_vars = template.variables, template.update_vars
     spec.random_nodes = template.random_nodes
     return True
+
+
+def _bound_names(order, attrs, ns) -> list:
+    """The names of the generated program's namespace that hold a node's attrs (`a{t}_key`),
+    the shape its result is checked against (`s{t}`) or the attrs its shape rules rerun on
+    (`r{t}`): (name, kind, node, attr key) for each that the program has."""
+    names = []
+    for t, n in enumerate(order):
+        names += [(f"a{t}_{key}", "a", n, key) for key in attrs[id(n)] if f"a{t}_{key}" in ns]
+        names += [(f"{kind}{t}", kind, n, None) for kind in "sr" if f"{kind}{t}" in ns]
+    return names
 
 
 def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:

@@ -62,6 +62,8 @@ class Specialized:
             return
         if template is None or not rebind.adopt(self, template):
             self.source, self._code, self.lines = self._generate()
+            if bindings:  # symbolic dims: a new binding rebinds this code (kiln/runtime/rebind.py)
+                self.bound_names = rebind.bound_names(self.order, self.attrs, self._ns)
         self._local = threading.local()
         self.timings = collections.defaultdict(float)  # line of the program -> seconds
 

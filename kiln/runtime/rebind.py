@@ -24,7 +24,7 @@ import weakref
 
 from .. import shapes as sh
 
-__all__ = ["adopt", "crossing", "same_schedule", "shape_class"]
+__all__ = ["adopt", "bound_names", "crossing", "same_schedule", "shape_class"]
 
 
 def shape_class(key) -> tuple:
@@ -70,7 +70,7 @@ def adopt(spec, template) -> bool:
     ns.update(spec.pool_makers())  # the outputs' arrays of this signature's shapes
     names = getattr(template, "bound_names", None)
     if names is None:  # NOTE: found once per generated program; its rebindings share it
-        names = _bound_names(spec.order, spec.attrs, ns)
+        names = bound_names(spec.order, spec.attrs, ns)
     for name, kind, n, key in names:
         if kind == "a":
             ns[name] = spec.attrs[id(n)][key]
@@ -86,7 +86,7 @@ def adopt(spec, template) -> bool:
     return True
 
 
-def _bound_names(order, attrs, ns) -> list:
+def bound_names(order, attrs, ns) -> list:
     """The names of the generated program's namespace that hold a node's attrs (`a{t}_key`),
     the shape its result is checked against (`s{t}`) or the attrs its shape rules rerun on
     (`r{t}`): (name, kind, node, attr key) for each that the program has."""

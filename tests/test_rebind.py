@@ -164,3 +164,24 @@ def test_small_and_large_placements_give_the_same_offsets(n, monkeypatch):
         large = memory.plan_offsets(sizes, starts.tolist(), ends, 64)
         monkeypatch.undo()
         assert small == large
+
+
+def test_dynamic_nodes_are_found_with_the_first_plan_not_the_first_new_batch(monkeypatch):
+    from kiln.runtime import rebind
+
+    f, params = _mlp_step()
+    g, params_g = _mlp_step()
+    f(*_feeds(8, 0))
+    g(*_feeds(8, 0))
+    assert f.program.graph in rebind._DYNAMIC  # found while planning b=8
+    found = _count(monkeypatch, rebind, "dynamic_nodes")
+    for k, b in enumerate((5, 8, 3, 5)):  # alternating sizes, one already planned
+        feeds = _feeds(b, k + 1)
+        out = f(*feeds)
+        g.program._specialized.clear()  # the reference: planned afresh at this size
+        ref = g(*feeds)
+        for a, r in zip(out, ref):
+            np.testing.assert_array_equal(a, r)
+        for p, q in zip(params, params_g):
+            np.testing.assert_array_equal(p.numpy(), q.numpy())
+    assert found == []  # no new binding looked for them again

@@ -62,6 +62,8 @@ class Specialized:
             return
         if template is None or not rebind.adopt(self, template):
             self.source, self._code, self.lines = self._generate()
+            if bindings:  # symbolic dims: a new binding rebinds this code (kiln/runtime/rebind.py)
+                self.bound_names = rebind.bound_names(self.order, self.attrs, self._ns)
         self._local = threading.local()
         self.timings = collections.defaultdict(float)  # line of the program -> seconds
 
@@ -84,12 +86,15 @@ class Specialized:
         self.inplace, after = self._inplace_updates(nodes) if in_place else ({}, {})
         if self.dynamic:
             after = dynamic.binders_first(nodes, self.attrs, after, self.graph)
-        sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
-                 else self._nbytes(n.out) + self._elements_nbytes(n) for n in nodes]  # fmt: skip
         if template is not None and rebind.same_schedule(self, template):
-            self.order = template.order
+            self.order = template.order  # no sizes to schedule by: a new batch size's case
+        elif plan:
+            sizes = [0 if self._is_view(n) or "source" in n.op.tags or id(n) in self.inplace
+                     else self._nbytes(n.out) + self._elements_nbytes(n)
+                     for n in nodes]  # fmt: skip
+            self.order = schedule(nodes, sizes, after)
         else:
-            self.order = schedule(nodes, sizes, after) if plan else list(nodes)
+            self.order = list(nodes)
         self._assign_storage(plan)
         self.pooled = self._pooled()
 

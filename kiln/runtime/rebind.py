@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import weakref
 
-__all__ = ["adopt", "crossing", "same_schedule", "shape_class"]
+from .. import shapes as sh
+
+__all__ = ["adopt", "bound_names", "crossing", "same_schedule", "shape_class"]
 
 
 def shape_class(key) -> tuple:
@@ -66,21 +68,33 @@ def adopt(spec, template) -> bool:
         return False
     ns = dict(template._ns)
     ns.update(spec.pool_makers())  # the outputs' arrays of this signature's shapes
-    for t, n in enumerate(spec.order):
-        for key, value in spec.attrs[id(n)].items():
-            name = f"a{t}_{key}"
-            if name in ns:
-                ns[name] = value
-        if f"s{t}" in ns:  # the shape a result of a length the run gives is checked against
-            ns[f"s{t}"] = spec.shapes[id(n.out)]
-        if f"r{t}" in ns:  # the attrs its shape rules rerun on (kiln/runtime/dynamic.py)
-            ns[f"r{t}"] = spec.attrs[id(n)]
-    spec._ns = ns
+    names = getattr(template, "bound_names", None)
+    if names is None:  # NOTE: found once per generated program; its rebindings share it
+        names = bound_names(spec.order, spec.attrs, ns)
+    for name, kind, n, key in names:
+        if kind == "a":
+            ns[name] = spec.attrs[id(n)][key]
+        elif kind == "s":  # the shape a result of a length the run gives is checked against
+            ns[name] = spec.shapes[id(n.out)]
+        else:  # the attrs its shape rules rerun on (kiln/runtime/dynamic.py)
+            ns[name] = spec.attrs[id(n)]
+    spec._ns, template.bound_names, spec.bound_names = ns, names, names
     spec.source, spec._code, spec.lines = template.source, template._code, template.lines
     spec.slots, spec.written = template.slots, template.written
     spec.variables, spec.update_vars = template.variables, template.update_vars
     spec.random_nodes = template.random_nodes
     return True
+
+
+def bound_names(order, attrs, ns) -> list:
+    """The names of the generated program's namespace that hold a node's attrs (`a{t}_key`),
+    the shape its result is checked against (`s{t}`) or the attrs its shape rules rerun on
+    (`r{t}`): (name, kind, node, attr key) for each that the program has."""
+    names = []
+    for t, n in enumerate(order):
+        names += [(f"a{t}_{key}", "a", n, key) for key in attrs[id(n)] if f"a{t}_{key}" in ns]
+        names += [(f"{kind}{t}", kind, n, None) for kind in "sr" if f"{kind}{t}" in ns]
+    return names
 
 
 def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
@@ -91,14 +105,22 @@ def concrete(graph, feed_shapes, bindings, template) -> tuple[dict, dict]:
     from .concrete import concrete_shapes
 
     if template is None or template.graph is not graph:
-        return concrete_shapes(graph, feed_shapes, bindings)
+        found = concrete_shapes(graph, feed_shapes, bindings)
+        if bindings:  # dims a later binding may change: found with the graph's first plan,
+            _dynamic(graph)  # so a first new batch size pays no more than a later one
+        return found
+    dynamic, dim_attrs = _dynamic(graph)
+    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template, dim_attrs)
+
+
+def _dynamic(graph) -> tuple:
+    """(`dynamic_nodes`, ids of those whose attrs hold dims), found once per graph."""
     found = _DYNAMIC.get(graph)
-    if found is None:  # NOTE: found once per graph, at its first new binding
+    if found is None:
         dynamic = dynamic_nodes(graph)
         dim_attrs = {id(n) for n in dynamic if any(_has_dim(v) for v in n.attrs.values())}
         found = _DYNAMIC[graph] = (dynamic, dim_attrs)
-    dynamic, dim_attrs = found
-    return concrete_shapes(graph, feed_shapes, bindings, dynamic, template, dim_attrs)
+    return found
 
 
 # graph -> (its dynamic nodes, ids of those whose attrs hold dims); weak, so a dropped program
@@ -119,8 +141,6 @@ def dynamic_nodes(graph) -> list:
 
 
 def _has_dim(value) -> bool:
-    from .. import shapes as sh
-
     if isinstance(value, sh.Dim):
         return True
     return isinstance(value, tuple) and any(_has_dim(v) for v in value)

@@ -56,6 +56,26 @@ _OUT_SAME_DTYPE = frozenset(
 )
 
 
+def _graph_value(o) -> bool:
+    """Whether `o` is a graph-mode value, which never changes; a value in a kn.compile trace
+    changes in place as the eager tensor it stands for (the program writes the argument)."""
+    if not isinstance(o, Symbol):
+        return False
+    from ..tracing.prints import tracing_now
+
+    return not tracing_now()
+
+
+def _requires_grad(v) -> bool:
+    """Whether v requires grad: an eager tensor's flag; a value of a kn.compile trace, as
+    eager code would see it (one computed from an argument or Parameter that requires grad)."""
+    if isinstance(v, Symbol):
+        from ..frontend.functionalize import traced_requires_grad
+
+        return not _graph_value(v) and traced_requires_grad(v)
+    return getattr(v, "requires_grad", False)
+
+
 def write_out(name: str, out, compute, inputs):
     """`compute()` written into `out`, which is returned (PyTorch's `fn(..., out=out)`); a
     named-tuple result goes into a tuple of outs, returned as `kiln.return_types.<name>_out`.
@@ -67,12 +87,12 @@ def write_out(name: str, out, compute, inputs):
     """
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     for o in outs:
-        if isinstance(o, Symbol) or not hasattr(o, "copy_"):
+        if _graph_value(o) or not hasattr(o, "copy_"):
             raise ArgumentTypeError(
                 f"{name}(): out= takes an eager tensor, got {type(o).__name__} (graph values "
                 f"never change: use the returned value) at {user_site()}"
             )
-    if state.grad and any(getattr(v, "requires_grad", False) for v in (*outs, *inputs)):
+    if state.grad and any(_requires_grad(v) for v in (*outs, *inputs)):
         raise node_error(
             AutogradError,
             "functions with out=... arguments don't support automatic differentiation, but "
@@ -213,7 +233,7 @@ def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = Fals
         return result.pin_memory() if pin else result
 
     def _factory_into(out, args, kwargs):
-        if isinstance(out, Symbol) or not hasattr(out, "copy_"):
+        if _graph_value(out) or not hasattr(out, "copy_"):
             raise ArgumentTypeError(
                 f"{name}(): out= takes an eager tensor, got {type(out).__name__} (graph values "
                 f"never change: use the returned value) at {user_site()}"
@@ -229,7 +249,7 @@ def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = Fals
                 f"({out.dtype})",
                 name, out,
             )  # fmt: skip
-        if getattr(out, "requires_grad", False) and state.grad:
+        if state.grad and _requires_grad(out):
             raise call_error(
                 AutogradError,
                 "functions with out=... arguments don't support automatic differentiation, "

@@ -60,6 +60,34 @@ def is_compiled_argument(x: Symbol) -> bool:
     return argument is not None and argument[0] is x
 
 
+def traced_requires_grad(x: Symbol) -> bool:
+    """Whether the value x of a kn.compile trace is what eager code would see as requiring
+    grad: it is computed (not through a `detach()`) from an argument that requires grad or a
+    module's Parameter that does."""
+    from ..nn.parameter import owner_of  # NOTE: lazy: kiln.nn builds on the frontend
+
+    arguments = _ARGUMENTS.get(x.node.graph, {})
+    stack, seen = [x], set()
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        argument = arguments.get(id(s))
+        if argument is not None and argument[0] is s:
+            if argument[1] and dt.is_differentiable(s.dtype):
+                return True
+            continue
+        if isinstance(s, Variable):
+            owner = owner_of(s)
+            if owner is not None and owner.tensor()._requires_grad:
+                return True
+            continue
+        if s.node.op.name != "stop_gradient" and dt.is_differentiable(s.dtype):
+            stack.extend(i for i in s.node.inputs if isinstance(i, Symbol))
+    return False
+
+
 _WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"} | {
     "real", "imag", "view_as_real", "view_as_complex"}  # fmt: skip
 # views of another element type: the parts of complex values, or complex values of pairs

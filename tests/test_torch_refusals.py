@@ -33,6 +33,32 @@ CASES = {
     "dist": (lambda L: L.dist(L.tensor([1, 2]), L.tensor([3, 4])), RuntimeError, "Got Long"),
     "median-bool": (lambda L: L.tensor([True, False]).median(), NotImplementedError, "Bool"),
     "cov-bool": (lambda L: L.cov(L.tensor([True, False])), RuntimeError, "bool dtype"),
+    "cdist": (
+        lambda L: L.cdist(L.ones(1, 2, dtype=L.int64), L.ones(1, 2)),
+        RuntimeError,
+        "X1 got: Long",
+    ),
+    "cdist-x2": (
+        lambda L: L.cdist(L.ones(1, 2), L.ones(1, 2, dtype=L.bool)),
+        RuntimeError,
+        "X2 got: Bool",
+    ),
+    "normalize": (
+        lambda L: L.nn.functional.normalize(L.tensor([3, 4]), dim=0),
+        RuntimeError,
+        "Got Long",
+    ),
+    "gelu": (lambda L: L.nn.functional.gelu(L.tensor([1, 2])), NotImplementedError, "'Long'"),
+    "gelu-bool": (lambda L: L.nn.functional.gelu(L.tensor([True])), NotImplementedError, "'Bool'"),
+    "silu": (lambda L: L.nn.functional.silu(L.tensor([1, 2])), NotImplementedError, "silu_cpu"),
+    "softplus": (
+        lambda L: L.nn.functional.softplus(L.tensor([1])),
+        NotImplementedError,
+        "softplus",
+    ),
+    "elu": (lambda L: L.nn.functional.elu(L.tensor([True])), NotImplementedError, "elu_cpu"),
+    "kthvalue-bool": (lambda L: L.tensor([True, False]).kthvalue(1), NotImplementedError, "Bool"),
+    "trapezoid-bool": (lambda L: L.trapezoid(L.tensor([True, False])), RuntimeError, "bool input"),
 }
 
 
@@ -41,6 +67,24 @@ def test_refused_as_torch_refuses(name):
     call, error, message = CASES[name]
     with pytest.raises(error, match=message):
         call(kn)
+
+
+def test_activations_and_distances_refused_under_compile_and_in_graph_mode_too():
+    F = kn.nn.functional
+    for fn in (F.gelu, F.silu, F.elu, F.softplus, lambda v: F.normalize(v, dim=0)):
+        with pytest.raises(RuntimeError, match="not implemented for|Got Long"):
+            kn.compile(fn)(kn.tensor([1, 2]))
+        with kn.Graph().as_default():
+            x = kn.placeholder(kn.int64, (1, 2), name="x")
+            with pytest.raises(RuntimeError, match=r"\(op (gelu|silu|elu|softplus|normalize)"):
+                fn(x)
+            with pytest.raises(RuntimeError, match="X1 got: Long"):
+                kn.cdist(x, kn.ones(1, 2))
+    # floats still compute (values by hand: silu(0) = 0, gelu(0) = 0, elu(0) = 0)
+    assert F.silu(kn.zeros(2)).tolist() == [0.0, 0.0]
+    assert F.gelu(kn.zeros(1)).tolist() == [0.0] and F.elu(kn.zeros(1)).tolist() == [0.0]
+    assert kn.kthvalue(kn.tensor([3, 1, 2]), 2).values.item() == 2  # integers: torch too
+    assert kn.trapezoid(kn.tensor([1, 2, 4])).item() == 4.5  # (1+2)/2 + (2+4)/2, torch too
 
 
 @pytest.mark.parametrize("name", ["mean", "softmax"])

@@ -143,3 +143,34 @@ def test_the_expected_refusals_are_torchs():
         with pytest.raises(RuntimeError, match=message):
             _change_piece(torch, split)
         assert _change_piece(torch, split, requires_grad=False).tolist()[0] == 2.0
+
+
+def _view_made_without_grad(L, base_grad, value_grad):
+    x = L.ones(4, requires_grad=base_grad) * 1
+    with L.no_grad():
+        piece = x[:2]
+    piece.mul_(L.full((2,), 2.0, requires_grad=value_grad))
+    return x
+
+
+def test_a_view_made_under_no_grad_is_not_changed_in_place_with_grad_on():
+    # torch 2.13: "A view was created in no_grad mode and is being modified inplace with grad
+    # mode enabled" when the base or the value requires grad; allowed when neither does
+    for base_grad, value_grad in ((True, False), (False, True)):
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            _view_made_without_grad(kn, base_grad, value_grad)
+    assert _view_made_without_grad(kn, False, False).tolist() == [2.0, 2.0, 1.0, 1.0]
+    x = kn.ones(4, requires_grad=True) * 1
+    with kn.no_grad():  # view and in-place op both under no_grad: allowed, not recorded
+        x.split(2)[0].mul_(2)
+    assert x.tolist() == [2.0, 2.0, 1.0, 1.0]
+    x.detach()[:2].add_(1)  # a detached tensor's views are not the base's autograd views
+    assert x.tolist() == [3.0, 3.0, 1.0, 1.0]
+
+
+def test_views_made_under_no_grad_as_torchs():
+    torch = pytest.importorskip("torch")
+    for base_grad, value_grad in ((True, False), (False, True)):
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            _view_made_without_grad(torch, base_grad, value_grad)
+    assert _view_made_without_grad(torch, False, False).tolist() == [2.0, 2.0, 1.0, 1.0]

@@ -33,6 +33,32 @@ CASES = {
     "dist": (lambda L: L.dist(L.tensor([1, 2]), L.tensor([3, 4])), RuntimeError, "Got Long"),
     "median-bool": (lambda L: L.tensor([True, False]).median(), NotImplementedError, "Bool"),
     "cov-bool": (lambda L: L.cov(L.tensor([True, False])), RuntimeError, "bool dtype"),
+    "cdist": (
+        lambda L: L.cdist(L.ones(1, 2, dtype=L.int64), L.ones(1, 2)),
+        RuntimeError,
+        "X1 got: Long",
+    ),
+    "cdist-x2": (
+        lambda L: L.cdist(L.ones(1, 2), L.ones(1, 2, dtype=L.bool)),
+        RuntimeError,
+        "X2 got: Bool",
+    ),
+    "normalize": (
+        lambda L: L.nn.functional.normalize(L.tensor([3, 4]), dim=0),
+        RuntimeError,
+        "Got Long",
+    ),
+    "gelu": (lambda L: L.nn.functional.gelu(L.tensor([1, 2])), NotImplementedError, "'Long'"),
+    "gelu-bool": (lambda L: L.nn.functional.gelu(L.tensor([True])), NotImplementedError, "'Bool'"),
+    "silu": (lambda L: L.nn.functional.silu(L.tensor([1, 2])), NotImplementedError, "silu_cpu"),
+    "softplus": (
+        lambda L: L.nn.functional.softplus(L.tensor([1])),
+        NotImplementedError,
+        "softplus",
+    ),
+    "elu": (lambda L: L.nn.functional.elu(L.tensor([True])), NotImplementedError, "elu_cpu"),
+    "kthvalue-bool": (lambda L: L.tensor([True, False]).kthvalue(1), NotImplementedError, "Bool"),
+    "trapezoid-bool": (lambda L: L.trapezoid(L.tensor([True, False])), RuntimeError, "bool input"),
 }
 
 
@@ -41,6 +67,24 @@ def test_refused_as_torch_refuses(name):
     call, error, message = CASES[name]
     with pytest.raises(error, match=message):
         call(kn)
+
+
+def test_activations_and_distances_refused_under_compile_and_in_graph_mode_too():
+    F = kn.nn.functional
+    for fn in (F.gelu, F.silu, F.elu, F.softplus, lambda v: F.normalize(v, dim=0)):
+        with pytest.raises(RuntimeError, match="not implemented for|Got Long"):
+            kn.compile(fn)(kn.tensor([1, 2]))
+        with kn.Graph().as_default():
+            x = kn.placeholder(kn.int64, (1, 2), name="x")
+            with pytest.raises(RuntimeError, match=r"\(op (gelu|silu|elu|softplus|normalize)"):
+                fn(x)
+            with pytest.raises(RuntimeError, match="X1 got: Long"):
+                kn.cdist(x, kn.ones(1, 2))
+    # floats still compute (values by hand: silu(0) = 0, gelu(0) = 0, elu(0) = 0)
+    assert F.silu(kn.zeros(2)).tolist() == [0.0, 0.0]
+    assert F.gelu(kn.zeros(1)).tolist() == [0.0] and F.elu(kn.zeros(1)).tolist() == [0.0]
+    assert kn.kthvalue(kn.tensor([3, 1, 2]), 2).values.item() == 2  # integers: torch too
+    assert kn.trapezoid(kn.tensor([1, 2, 4])).item() == 4.5  # (1+2)/2 + (2+4)/2, torch too
 
 
 @pytest.mark.parametrize("name", ["mean", "softmax"])
@@ -99,3 +143,34 @@ def test_the_expected_refusals_are_torchs():
         with pytest.raises(RuntimeError, match=message):
             _change_piece(torch, split)
         assert _change_piece(torch, split, requires_grad=False).tolist()[0] == 2.0
+
+
+def _view_made_without_grad(L, base_grad, value_grad):
+    x = L.ones(4, requires_grad=base_grad) * 1
+    with L.no_grad():
+        piece = x[:2]
+    piece.mul_(L.full((2,), 2.0, requires_grad=value_grad))
+    return x
+
+
+def test_a_view_made_under_no_grad_is_not_changed_in_place_with_grad_on():
+    # torch 2.13: "A view was created in no_grad mode and is being modified inplace with grad
+    # mode enabled" when the base or the value requires grad; allowed when neither does
+    for base_grad, value_grad in ((True, False), (False, True)):
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            _view_made_without_grad(kn, base_grad, value_grad)
+    assert _view_made_without_grad(kn, False, False).tolist() == [2.0, 2.0, 1.0, 1.0]
+    x = kn.ones(4, requires_grad=True) * 1
+    with kn.no_grad():  # view and in-place op both under no_grad: allowed, not recorded
+        x.split(2)[0].mul_(2)
+    assert x.tolist() == [2.0, 2.0, 1.0, 1.0]
+    x.detach()[:2].add_(1)  # a detached tensor's views are not the base's autograd views
+    assert x.tolist() == [3.0, 3.0, 1.0, 1.0]
+
+
+def test_views_made_under_no_grad_as_torchs():
+    torch = pytest.importorskip("torch")
+    for base_grad, value_grad in ((True, False), (False, True)):
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            _view_made_without_grad(torch, base_grad, value_grad)
+    assert _view_made_without_grad(torch, False, False).tolist() == [2.0, 2.0, 1.0, 1.0]

@@ -60,13 +60,15 @@ class Meta:
     """
 
     # (`multi`, set only on pieces of split/chunk/unbind: (k, the op's name in PyTorch's
-    # messages), for PyTorch's refusal to change them in place, kiln/frontend/inplace.py)
+    # messages), for PyTorch's refusal to change them in place, kiln/frontend/inplace.py;
+    # `no_grad_view`: a view made while grad mode was off, which PyTorch refuses to change in
+    # place with grad mode on when its base requires grad)
     __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "base_fn",
-                 "inference", "multi")  # fmt: skip
+                 "inference", "multi", "no_grad_view")  # fmt: skip
 
     def __init__(self, device: str = "cpu"):
         self.device = device
-        self.requires_grad = self.inference = False
+        self.requires_grad = self.inference = self.no_grad_view = False
         self.grad_fn = self.grad = self.vc = self.base = self.base_fn = None
 
 

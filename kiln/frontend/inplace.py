@@ -74,6 +74,14 @@ def _check(t: Tensor, op: str, value_grad: bool) -> bool:
             op=op, site=user_site(), inputs=[describe(t)],
         )  # fmt: skip
     base = t._base
+    if base is not None and (base._requires_grad or value_grad) and t._meta.no_grad_view:
+        raise node_error(
+            AutogradError,
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled: move both the view and the in-place op inside the no_grad block (not "
+            "recorded) or both outside (recorded)", op=op, site=user_site(),
+            inputs=[describe(t), f"base {describe(base)}"],
+        )  # fmt: skip
     if t._requires_grad and t.grad_fn is None:
         raise node_error(
             AutogradError,

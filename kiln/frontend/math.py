@@ -472,6 +472,9 @@ def gelu(input, approximate: str = "none"):
     (input,) = lift(input)
     if approximate not in ("none", "tanh"):
         raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if not (dt.is_float(input.dtype) or input.dtype.kind == "c"):  # PyTorch's kernel refuses
+        message = f"\"GeluKernelImpl\" not implemented for '{dt.scalar_name(input.dtype)}'"
+        raise call_error(UnsupportedDTypeError, message, "gelu", input)
     if input.dtype == np.float16 or (approximate == "tanh" and input.dtype == dt.bfloat16):
         from .half_formulas import gelu32  # NOTE: here: that module is written with these ops
 

@@ -378,6 +378,9 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
     # PyTorch's formulas step by step, in the input's dtype where it takes them there (an
     # integer y's pair sums wrap as PyTorch's)
     (v,) = lift(y)
+    if v.dtype == np.bool_:
+        raise call_error(DTypeMismatchError, "trapezoid: received a bool input for `y`, but bool "
+                         "is not supported", "trapezoid", v)  # fmt: skip
     n = v.shape[dim]
     hi = select_range(v, dim, 1, n)
     lo = select_range(v, dim, 0, n - 1)
@@ -449,6 +452,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     tensor([[5., 1.]])
     """
     a, b = lift(x1, x2)
+    for name, v in (("X1", a), ("X2", b)):  # PyTorch refuses integers and bools
+        require_floating(
+            "cdist", v, f"cdist only supports floating-point dtypes, {name} got: {{dtype}}"
+        )
     diff = m.abs(m.sub(s.unsqueeze(a, -2), s.unsqueeze(b, -3)))  # (..., P, R, M)
     if p == 0:
         return nonzero_count(diff, -1, False)

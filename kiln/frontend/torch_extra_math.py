@@ -530,6 +530,9 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     tensor(3.)
     """
     (x,) = lift(input)
+    if x.dtype == np.bool_:
+        raise call_error(UnsupportedDTypeError, "\"kthvalue_cpu\" not implemented for 'Bool'",
+                         "kthvalue", x)  # fmt: skip
     n = x.shape[dim] if x.ndim else 1
     if not 1 <= k <= n:
         raise IndexOutOfRangeError(

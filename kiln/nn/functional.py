@@ -90,6 +90,7 @@ from .functional_core import (
     log_softmax,
     pixel_shuffle,
     pixel_unshuffle,
+    refuse_integers,
     softmax,
     softplus,
     upsample,
@@ -267,6 +268,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     >>> kn.nn.functional.elu(kn.tensor([-1.0, 2.0]))
     tensor([-0.6321,  2.0000])
     """
+    refuse_integers("elu_cpu", F.core.lift(input)[0])
     return in_place(
         "elu_",
         lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
@@ -286,6 +288,7 @@ def silu(input, inplace: bool = False):  # noqa: A002
     >>> kn.nn.functional.silu(kn.tensor([0.0, 1.0]))
     tensor([0.0000, 0.7311])
     """
+    refuse_integers("silu_cpu", F.core.lift(input)[0])
     fn = lambda x: F.mul(x, F.sigmoid(x))  # noqa: E731
     return in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
 

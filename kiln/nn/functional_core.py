@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from .. import frontend as F
 from ..eager.factories import ones_like
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ShapeMismatchError, call_error
+from ..errors import ArgumentError, ShapeMismatchError, UnsupportedDTypeError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
 from ..graph.core import Symbol
@@ -65,6 +65,15 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A00
     return F.log_softmax(x, dim)
 
 
+def refuse_integers(kernel: str, x) -> None:
+    """Refuses an integer or bool `x` as PyTorch's activation kernels do (NotImplementedError
+    naming the kernel): softplus, silu, elu."""
+    from ..frontend.reductions import require_floating
+
+    message = f"\"{kernel}\" not implemented for '{{dtype}}'"
+    require_floating(kernel.removesuffix("_cpu"), x, message, UnsupportedDTypeError)
+
+
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
     """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`. A half
     input is computed in float32 and rounded once, its gradient by PyTorch's kernel's formula.
@@ -74,6 +83,7 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
     tensor([ 0.6931, 30.0000])
     """
     (x,) = F.core.lift(input)
+    refuse_integers("softplus_cpu", x)
 
     def fn(x):
         return F.where(F.greater(F.mul(x, beta), threshold), x, F.softplus(x, beta))

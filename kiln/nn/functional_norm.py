@@ -15,6 +15,7 @@ from .. import shapes as sh
 from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_functional import pad
+from ..frontend.reductions import require_floating
 
 __all__ = [
     "cosine_similarity",
@@ -65,6 +66,8 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     if out is not None:
         raise ArgumentTypeError("normalize: out= is not supported by kiln; use the returned tensor")
     (x,) = F.core.lift(input)
+    require_floating("normalize", x, "linalg.vector_norm: Expected a floating point or complex "
+                     "tensor as input. Got {dtype}")  # fmt: skip
     if x.ndim == 0:
         dim = None
     return F.div(x, F.clip(_norm(x, p, dim), eps, None))

@@ -147,3 +147,29 @@ def test_transposed_write_expected_values_are_torchs():
     loss.backward()
     assert loss.item() == TRANSPOSED[0]
     assert a.grad.tolist() == TRANSPOSED[1] and b.grad.tolist() == TRANSPOSED[2]
+
+
+def test_writing_a_traced_value_into_a_constant_buffer_says_what_to_write():
+    # `outs = kn.zeros(T, 3); outs[t] = h` inside kn.compile: the buffer is a constant of the
+    # program, which kiln cannot change; the error said "return it from the function", which
+    # does not help. It now names the idiom that works (a buffer made from an argument), and
+    # that idiom gives eager's values and gradients (the RNN below, by hand: tanh(2 + h) four
+    # times from h = 0; checked against the eager run)
+    def rnn(x, w, make):
+        outs, h = make(x), x.new_zeros(3)
+        for t in range(x.shape[0]):
+            h = kn.tanh(x[t] @ w + h)
+            outs[t] = h
+        return outs
+
+    constant = kn.compile(lambda x, w: rnn(x, w, lambda x: kn.zeros(x.shape[0], 3)))
+    with pytest.raises(kn.GraphError, match=r"x\.new_zeros"):
+        constant(kn.ones(4, 2), kn.ones(2, 3))
+    results = []
+    for f in (rnn, kn.compile(rnn)):
+        w = kn.ones(2, 3, requires_grad=True)
+        out = f(kn.ones(4, 2), w, lambda x: x.new_zeros((x.shape[0], 3)))
+        out.sum().backward()
+        results.append((out.detach().numpy(), w.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)

@@ -29,12 +29,13 @@ from ..eager.tensor import (
 from ..errors import (
     AutogradError,
     DTypeMismatchError,
+    GraphError,
     ShapeMismatchError,
     UsageError,
     call_error,
     node_error,
 )
-from ..graph.core import user_site
+from ..graph.core import Symbol, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, check_rules
 from ..ops.index import write_index
@@ -402,6 +403,7 @@ def _inplace(name: str, compute):
 
     def method(self, *args, **kwargs):
         _check_shared(self, name)
+        _refuse_traced_into_constant(self, name, (*args, *kwargs.values()))
         if checks:
             check_no_overlap(self, (*args, *kwargs.values()), name)
         value_grad = any(isinstance(a, Tensor) and a._requires_grad
@@ -492,10 +494,27 @@ def _values(t: Tensor, value):
     return np.asarray(value, t.dtype)
 
 
+def _refuse_traced_into_constant(t: Tensor, op: str, values) -> None:
+    """Refuses, with what to write instead, an in-place change of a plain eager tensor (one
+    a kn.compile'd function made from constants: `outs = kn.zeros(T, 3)`) by a traced value:
+    kiln's program cannot change such a tensor (it is a constant of the program)."""
+    if type(t) is not Tensor or not any(isinstance(v, Symbol) for v in values):
+        return
+    raise node_error(
+        GraphError,
+        f"{op} writes a traced value into a tensor the function made from constants (as "
+        "`outs = kn.zeros(T, n)` makes one), which the compiled program cannot change; make "
+        "the buffer from an argument so that it is a value of the program (`x.new_zeros((T, "
+        "n))`, `kn.zeros_like(x)`), or collect the pieces in a list and `kn.stack` them",
+        op=op, site=user_site(), inputs=[describe(t)],
+    )  # fmt: skip
+
+
 def setitem(self, index, value) -> None:
     """`t[index] = value` in place, with PyTorch's indexing rules (`kn.getitem`). Recorded for
     autograd as `index_put` (gradients reach t's earlier value and value) when either needs it;
     a leaf that requires grad refuses it, as PyTorch's does."""
+    _refuse_traced_into_constant(self, "setitem", (value, *indexing.items_of(index)))
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

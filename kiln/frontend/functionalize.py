@@ -37,6 +37,29 @@ from ..errors import DTypeMismatchError, GraphError, ShapeMismatchError, node_er
 from ..graph.core import Symbol, Variable, user_site
 from . import core
 from . import math as m
+from .layouts import (  # noqa: F401 (the layout names, importable from here as before)
+    _STRIDED,
+    _STRIDED_LAYOUT,
+    _is_split_piece,
+    _layout,
+    _storage,
+    _strided,
+    clone,
+    contiguous,
+    detached_from,
+    is_contiguous,
+    layout_known,
+    layout_read,
+    record_strided_view,
+    storage_layout,
+    storage_offset,
+    storage_root,
+    stride,
+    strided_positions,
+    strided_probe,
+    strided_view,
+    whole_in_order,
+)
 
 __all__ = ["assign_inplace", "install", "rebind"]
 
@@ -90,41 +113,9 @@ def traced_requires_grad(x: Symbol) -> bool:
 
 _WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"} | {
     "real", "imag", "view_as_real", "view_as_complex"}  # fmt: skip
-# views of another element type: the parts of complex values, or complex values of pairs
-_PARTS_VIEWS = frozenset({"real", "imag", "view_as_real", "view_as_complex"})
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
-# view ops whose result is a tensor of its own memory for the layout walks (`_layout`,
-# `_storage`): pieces of a split and bitcasts (followed by `exact` only), a collective's
-# result, and a custom_grad (a custom Function's result, or an overwritten value)
-_OWN_MEMORY = ("get", "split", "bitcast", "all_reduce_wait", "custom_grad")
-# graph -> {id(view): (the view, its base, the flat positions in the base of its elements)}:
-# the results of `as_strided` of a graph value, which gathers its elements (a `gather` node,
-# not a view op) but shares them with its base in PyTorch
-_STRIDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# graph -> {id(view): its layout probe}: where those views' elements lie in their base's
-# storage (`_layout` of a view of them, `stride()`, another `as_strided`)
-_STRIDED_LAYOUT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray, layout=None) -> Symbol:
-    """Marks `view` (gathered from `base` at the flat `positions`, as_strided's) as a view of
-    base: a change through it is written back into base, and base's changes are seen by it.
-    `layout`: its layout probe in base's storage (`_layout`). Returns view."""
-    _STRIDED.setdefault(view.node.graph, {})[id(view)] = (view, base, np.asarray(positions))
-    if layout is not None:
-        _STRIDED_LAYOUT.setdefault(view.node.graph, {})[id(view)] = layout
-    return view
-
-
-def _strided(x: Symbol):
-    """(base, positions) where x is an as_strided view recorded by `record_strided_view` (and
-    still is: an in-place change of its shape, `unsqueeze_`, makes x a view of it instead)."""
-    entry = _STRIDED.get(x.node.graph, {}).get(id(x))
-    if entry is None or entry[0] is not x or entry[2].shape != tuple(x.shape):
-        return None
-    return entry[1:]
 
 
 def rebind(x: Symbol, new: Symbol) -> Symbol:
@@ -287,12 +278,6 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
             )
         new = m.cast(new, x.dtype)
     return new
-
-
-def _is_split_piece(x: Symbol) -> bool:
-    """Whether x is one piece of a `split` (a `get` of its tuple): a view of split's input."""
-    node = x.node
-    return node.op.name == "get" and node.inputs[0].node.op.name == "split"
 
 
 def _base(view: Symbol) -> Symbol:
@@ -468,49 +453,6 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     return x
 
 
-def _storage(x: Symbol):
-    """(the value whose memory x shares, x's elements in it as a strided probe): `_layout`'s
-    walk through the views, split pieces included; a value of its own is its own root."""
-    strided = _strided_layout(x)
-    if strided is not None:  # an as_strided view: its elements in its base's storage
-        return _strided(x)[0], strided
-    node = x.node
-    name = node.op.name
-    if name == "get" and node.inputs[0].node.op.name == "split":
-        split = node.inputs[0].node
-        root, base = _storage(split.inputs[0])
-        axis, sizes = split.attrs["axis"], split.attrs["sizes"]
-        start = sum(sizes[: node.attrs["index"]])
-        piece = [slice(None)] * base.ndim
-        piece[axis] = slice(start, start + sizes[node.attrs["index"]])
-        return root, base[tuple(piece)]
-    fresh = "view" not in node.op.tags or name in _OWN_MEMORY
-    # NOTE: a view of another element type (the parts of complex values) counts as a value of
-    # its own here: its positions are not comparable with its base's (a missed overlap error,
-    # never a false one)
-    if fresh or name in _PARTS_VIEWS or name == "index" and len(node.inputs) > 1:
-        return x, _probe(x.shape)
-    root, base = _storage(node.inputs[0])
-    if name in ("stop_gradient", "after"):
-        return root, base
-    if name == "transpose":
-        return root, base.transpose(node.attrs["perm"])
-    if name == "index":
-        from ..ops.movement import index_tuple
-
-        return root, base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
-    if name == "broadcast_to":
-        return root, np.broadcast_to(base, _probe(x.shape).shape)
-    if name == "unfold":
-        return root, _unfolded(base, **node.attrs)
-    view = base.view()
-    try:
-        view.shape = _probe(x.shape).shape
-    except AttributeError:
-        return x, _probe(x.shape)  # PyTorch's reshape copies here
-    return root, view
-
-
 def check_no_overlap(x: Symbol, values, op: str) -> None:
     """Refuses a change of x that reads a value among `values` sharing part of x's memory
     (PyTorch's "unsupported operation", under torch.compile too): eager's rule
@@ -599,284 +541,3 @@ def symbol_inplace(name: str, fn, x: Symbol):
     _check_target(x, name)
     since = len(x.node.graph.nodes)
     return assign_inplace(x, fn(x), name, since)
-
-
-def _probe(shape) -> np.ndarray:
-    """A C-ordered array of `shape` (symbolic dims taken as 3) whose strides count elements,
-    over one byte: its views give PyTorch's strides without reading memory."""
-    dims = tuple(d if isinstance(d, int) else 3 for d in shape)
-    strides = [1] * len(dims)
-    for k in range(len(dims) - 2, -1, -1):
-        strides[k] = strides[k + 1] * max(dims[k + 1], 1)
-    return np.lib.stride_tricks.as_strided(_PROBE_BYTE, dims, strides, writeable=False)
-
-
-_PROBE_BYTE = np.zeros(1, np.uint8)  # every probe starts here: an offset from it is PyTorch's
-
-
-def _exact_view(x: Symbol):
-    """The layout of a view that `_layout` takes as fresh but `exact` follows: a piece of
-    `split` (a slice of its base), a `bitcast` to a dtype of the same size; raises for
-    a bitcast that changes the element size."""
-    node = x.node
-    if node.op.name == "bitcast":
-        if np.dtype(node.attrs["dtype"]).itemsize != np.dtype(node.attrs["source"]).itemsize:
-            raise GraphError(f"the layout of '{x.name}', a view of another element size "
-                             f"({node.attrs['source']} as {node.attrs['dtype']}), is not "
-                             "tracked: clone() it first")  # fmt: skip
-        return _layout(node.inputs[0], True)
-    split = node.inputs[0].node
-    base = _layout(split.inputs[0], True)
-    axis, sizes = split.attrs["axis"], split.attrs["sizes"]
-    start = sum(sizes[: node.attrs["index"]])
-    piece = [slice(None)] * base.ndim
-    piece[axis] = slice(start, start + sizes[node.attrs["index"]])
-    return base[tuple(piece)]
-
-
-def _layout(x: Symbol, exact: bool = False):
-    """x's elements as PyTorch lays them out: a strided probe (`_probe`), following the views
-    that share their base's memory (transpose, basic indexing, reshape, broadcast, as_strided);
-    None where PyTorch would have copied (a reshape of a non-contiguous view). `exact`: the
-    copy's own layout there instead, and the pieces of `split` and same-size `bitcast`s
-    followed too (what `stride()` reports)."""
-    strided = _strided_layout(x)
-    if strided is not None:
-        return strided
-    node = x.node
-    name = node.op.name
-    if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
-        return _exact_view(x)
-    fresh = "view" not in node.op.tags or name in _OWN_MEMORY
-    if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
-        if name == "placeholder":  # kn.compile checks such an argument's layout each call
-            layout_read(x.graph).setdefault(id(node), False)
-        return _probe(x.shape)
-    base = _layout(node.inputs[0], exact)
-    if base is None or name in ("stop_gradient", "after"):
-        return base
-    if name in _PARTS_VIEWS:
-        return _parts_layout(base, name)
-    if name == "transpose":
-        return base.transpose(node.attrs["perm"])
-    if name == "index":
-        from ..ops.movement import index_tuple
-
-        return base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
-    if name == "broadcast_to":
-        return np.broadcast_to(base, _probe(x.shape).shape)
-    if name == "unfold":
-        return _unfolded(base, **node.attrs)
-    view = base.view()
-    try:
-        view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
-    except AttributeError:
-        return _probe(x.shape) if exact else None
-    return view
-
-
-def whole_in_order(x: Symbol) -> bool:
-    """Whether the view x holds every element of the value whose memory it shares, in C
-    order from its start (a reshape, detach or unsqueeze of a whole value): laid out as a
-    fresh tensor of its own would be."""
-    if not all(isinstance(d, int) for d in x.shape):
-        return False
-    root, layout = _storage(x)
-    start = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
-    size = int(np.prod([d if isinstance(d, int) else -1 for d in root.shape]))
-    return start == 0 and layout.size == size and bool(layout.flags.c_contiguous)
-
-
-def layout_known(x: Symbol) -> bool:
-    """Whether kiln follows x's elements to PyTorch's layout (`_layout`); not, for example,
-    through a reshape kiln made where PyTorch's op is a view (`diagonal` of an `expand`)."""
-    return _layout(x) is not None
-
-
-def layout_read(graph) -> dict:
-    """{id of a placeholder of `graph` whose memory layout a traced function read: whether
-    its storage offset too}. A placeholder answers `stride()`, `is_contiguous()`,
-    `storage_offset()` and `as_strided` as a contiguous tensor of its own, so `kn.compile`
-    refuses a call that passes a non-contiguous argument there, or one that does not start
-    its storage where the offset was read."""
-    found = getattr(graph, "_layout_read", None)
-    if found is None:
-        found = graph._layout_read = {}
-    return found
-
-
-def _mark_offset_read(x: Symbol) -> None:
-    """Records that x's storage offset was read: on the placeholder x views, if any (the
-    views `_layout` follows)."""
-    while True:
-        strided = _strided(x)
-        if strided is not None:
-            x = strided[0]
-            continue
-        node = x.node
-        name = node.op.name
-        if name == "placeholder":
-            layout_read(x.graph)[id(node)] = True
-            return
-        fresh = "view" not in node.op.tags or name in _OWN_MEMORY
-        if fresh or name == "index" and len(node.inputs) > 1:
-            return
-        x = node.inputs[0]
-
-
-def _parts_layout(base, name: str):
-    """PyTorch's layout of `real`, `imag` or `view_as_real` of complex values laid out as the
-    probe `base` (counted in their parts: strides and offset doubled), or of `view_as_complex`
-    of pairs laid out as `base` (halved)."""
-    start = base.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
-    if name == "view_as_complex":
-        shape, strides, start = base.shape[:-1], [k // 2 for k in base.strides[:-1]], start // 2
-    else:
-        shape, strides = base.shape, [2 * k for k in base.strides]
-        start = 2 * start + (name == "imag")
-        if name == "view_as_real":
-            shape, strides = (*shape, 2), [*strides, 1]
-    return strided_probe(shape, strides, start)
-
-
-def strided_probe(shape, strides, start: int):
-    """The probe of a view with sizes `shape` and strides `strides` (in elements) whose first
-    element lies `start` elements into its storage."""
-    as_strided = np.lib.stride_tricks.as_strided
-    origin = as_strided(_PROBE_BYTE, (start + 1,), (1,), writeable=False)[start:]
-    return as_strided(origin, tuple(shape), tuple(strides), writeable=False)
-
-
-def storage_root(x: Symbol) -> Symbol:
-    """The value whose storage x's elements lie in (x itself unless x is a view that shares
-    its base's memory, as PyTorch's would): what `as_strided` gathers from."""
-    return _storage(x)[0]
-
-
-def detached_from(x: Symbol, root: Symbol) -> bool:
-    """Whether the views from `root` (x's `storage_root`) to x pass a `detach()`: what x
-    reads of root then has no gradient path."""
-    while x is not root:
-        strided = _strided(x)
-        if strided is not None:
-            x = strided[0]
-            continue
-        node = x.node
-        if node.op.name == "stop_gradient":
-            return True
-        if _is_split_piece(x):
-            x = node.inputs[0].node.inputs[0]
-        elif node.inputs:
-            x = node.inputs[0]
-        else:
-            return False
-    return False
-
-
-def strided_view(x: Symbol):
-    """(base, size, stride, storage offset) where x is an as_strided view of base (a value
-    whose storage it reads), else None."""
-    layout = _strided_layout(x)
-    if layout is None:
-        return None
-    offset = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
-    return _strided(x)[0], layout.shape, layout.strides, offset
-
-
-def _strided_layout(x: Symbol):
-    """The layout probe of an as_strided view (`record_strided_view`), else None."""
-    layout = _STRIDED_LAYOUT.get(x.node.graph, {}).get(id(x))
-    return layout if layout is not None and _strided(x) is not None else None
-
-
-def _unfolded(base, *, dim: int, size: int, step: int):
-    """The probe `base`'s windows, as the unfold op lays them out (a view)."""
-    strides = list(base.strides)
-    strides[dim] *= step
-    shape = (*base.shape[:dim], (base.shape[dim] - size) // step + 1, *base.shape[dim + 1 :], size)
-    return np.lib.stride_tricks.as_strided(base, shape, (*strides, base.strides[dim]),
-                                           writeable=False)  # fmt: skip
-
-
-def storage_layout(x: Symbol, op: str, absolute: bool = False) -> tuple:
-    """(the storage positions of x's elements, an int64 array of x's shape; x's storage
-    offset), as PyTorch's tensor of the same history has them (`_layout`): what `stride()`,
-    `storage_offset()` and `as_strided` read (`absolute`: the offset itself is used). Raises
-    for a symbolic shape."""
-    if not all(isinstance(d, int) for d in x.shape):
-        raise node_error(GraphError, f"the layout of '{x.name}' with shape {tuple(x.shape)} is "
-                         "known only when the graph runs (its dims are symbolic)", op=op,
-                         site=user_site(), inputs=[x])  # fmt: skip
-    layout = _layout(x, True)
-    if absolute:
-        _mark_offset_read(x)
-    offset = layout.__array_interface__["data"][0] - _PROBE_BYTE.__array_interface__["data"][0]
-    return strided_positions(layout.shape, layout.strides, offset), offset
-
-
-def strided_positions(size, stride, offset: int) -> np.ndarray:
-    """The storage positions (int64, of shape `size`) of the elements of a view with sizes
-    `size`, strides `stride` (in elements) and storage offset `offset`.
-
-    >>> strided_positions((2, 2), (1, 2), 1).tolist()
-    [[1, 3], [2, 4]]
-    """
-    positions = np.full(tuple(size), offset, np.int64)
-    for k, (n, step) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[k] = n
-        positions = positions + (np.arange(n, dtype=np.int64) * step).reshape(shape)
-    return positions
-
-
-def stride(x: Symbol, dim: int | None = None):
-    """`x.stride()` on a Symbol: PyTorch's strides (in elements) of the tensor of the same
-    history (a transpose swaps them, a slice steps, an `expand`ed dim has 0), or along `dim`.
-
-    >>> import kiln as kn
-    >>> with kn.Graph().as_default():
-    ...     a = kn.placeholder(kn.float32, (2, 3), name="a")
-    ...     a.stride(), a.T.stride(), a[:, ::2].stride(1), a[1].storage_offset()
-    ((3, 1), (1, 3), 2, 3)
-    """
-    storage_layout(x, "stride")  # the checks
-    steps = tuple(int(k) for k in _layout(x, True).strides)
-    if dim is None:
-        return steps
-    from ..shapes import normalize_axis
-
-    return steps[normalize_axis(dim, len(steps))]
-
-
-def storage_offset(x: Symbol) -> int:
-    """`x.storage_offset()` on a Symbol: where x's first element lies in the storage of the
-    tensor it views (0 for a value of its own), as PyTorch's of the same history."""
-    return storage_layout(x, "storage_offset", absolute=True)[1]
-
-
-def is_contiguous(x: Symbol, memory_format=None) -> bool:
-    """`x.is_contiguous()` on a Symbol: whether PyTorch's tensor of the same history is laid
-    out in C order (a transpose or a strided slice of a base is not; a fresh value is).
-
-    >>> import kiln as kn
-    >>> with kn.Graph().as_default():
-    ...     a = kn.placeholder(kn.float32, (2, 3), name="a")
-    ...     is_contiguous(a), is_contiguous(a.T), is_contiguous(a[1]), is_contiguous(a[:, 1])
-    (True, False, True, False)
-    """
-    layout = _layout(x)
-    return layout is None or bool(layout.flags.c_contiguous)
-
-
-def contiguous(x: Symbol, memory_format=None) -> Symbol:
-    """`x.contiguous()` on a Symbol: x itself where it is contiguous (a change through either
-    then changes both, as PyTorch's shared memory does), else a copy of its own."""
-    if is_contiguous(x):
-        return x
-    return core.call("cast", x, dtype=x.dtype)  # a copy: an identity cast
-
-
-def clone(x: Symbol, memory_format=None) -> Symbol:
-    """`x.clone()` on a Symbol: a value of its own, so changing it in place changes neither x
-    nor the caller's tensor of a compiled function's argument."""
-    return core.call("cast", x, dtype=x.dtype)

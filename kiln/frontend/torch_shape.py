@@ -500,7 +500,7 @@ def _contiguous(x) -> bool:
     """Whether x's elements lie in C order in its memory (a Symbol: as PyTorch's tensor of
     the same history would; one whose layout kiln does not follow counts as contiguous)."""
     if isinstance(x, Symbol):
-        from .functionalize import is_contiguous  # NOTE: lazy: functionalize imports this
+        from .layouts import is_contiguous  # NOTE: lazy: layouts imports the frontend
 
         return is_contiguous(x) or not all(isinstance(d, int) for d in x.shape)
     return bool(getattr(x, "_data", x).flags.c_contiguous) if hasattr(x, "_data") else True

@@ -23,39 +23,13 @@ import os
 
 import numpy as np
 import pytest
-from test_compile_fuzz import INPLACE, UNARY, VIEWS, draw
+from test_compile_fuzz import INPLACE, draw, program
 
 torch = pytest.importorskip("torch")
 
 import kiln as kn  # noqa: E402
 
 PROGRAMS = int(os.environ.get("KILN_RANDOM_PROGRAMS", "120"))
-
-
-def program(steps, outs, lib):
-    changes = dict(INPLACE)  # the index changes with the library's own index tensors
-    changes["index_put_"] = (
-        lambda x, y: x.index_put_((lib.tensor([0, 2]),), lib.tensor(9.0, dtype=x.dtype)),
-        False,
-    )
-    changes["index_add_"] = (lambda x, y: x.index_add_(0, lib.tensor([1, 1]), x[:2] * 1), False)
-
-    def f(a, b):
-        values = [a, b]
-        for kind, name, i, j in steps:
-            x = values[i]
-            if kind == "unary":
-                values.append(UNARY[name](x))
-            elif kind == "binary":
-                y = values[j]
-                values.append(x + y if name == "add" else x - y if name == "sub" else x * y)
-            elif kind == "view":
-                values.append(VIEWS[name][0](x))
-            else:
-                changes[name][0](x, values[j])
-        return tuple(values[k] for k in outs)
-
-    return f
 
 
 def observe(lib, fn, grad):
@@ -150,8 +124,8 @@ def compare(seed: int, grad: bool) -> str | None:
     steps, outs = draw(seed, grad)
     if _reads_its_own_memory(steps):
         return None
-    theirs = observe(torch, program(steps, outs, torch), grad)
-    ours = observe(kn, program(steps, outs, kn), grad)
+    theirs = observe(torch, program(steps, outs), grad)
+    ours = observe(kn, program(steps, outs), grad)
     if _same(theirs, ours) or _accepted(steps, theirs, ours):
         return None
     return f"program {seed} (grad={grad}): {steps} returning {outs}"

@@ -514,7 +514,8 @@ def setitem(self, index, value) -> None:
     """`t[index] = value` in place, with PyTorch's indexing rules (`kn.getitem`). Recorded for
     autograd as `index_put` (gradients reach t's earlier value and value) when either needs it;
     a leaf that requires grad refuses it, as PyTorch's does."""
-    _refuse_traced_into_constant(self, "setitem", (value, *indexing.items_of(index)))
+    _refuse_traced_into_constant(self, "setitem", (value, *(index if type(index) is tuple
+                                                             else (index,))))  # fmt: skip
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

@@ -120,6 +120,9 @@ def shares_elements(data) -> bool:
     >>> shares_elements(np.lib.stride_tricks.sliding_window_view(x, 2)), shares_elements(x[::2])
     (True, False)
     """
+    flags = getattr(data, "flags", None)
+    if flags is not None and (flags.c_contiguous or flags.f_contiguous):
+        return False  # (the common case, kept short: every in-place method asks)
     dims = sorted((abs(st), n) for n, st in zip(data.shape, data.strides) if n > 1)
     extent = data.itemsize  # bytes spanned by the dims of smaller steps
     for step, n in dims:

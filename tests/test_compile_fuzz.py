@@ -185,10 +185,10 @@ def program(steps, outs):
     return f
 
 
-def _arguments(grad):
+def _arguments(grad, lib):
     rng = np.random.default_rng(0)
-    a = kn.tensor(rng.standard_normal((4, 4)), requires_grad=grad)
-    b = kn.tensor(rng.standard_normal(4), requires_grad=grad)
+    a = lib.tensor(rng.standard_normal((4, 4)), requires_grad=grad)
+    b = lib.tensor(rng.standard_normal(4), requires_grad=grad)
     return a, b
 
 
@@ -199,17 +199,19 @@ def _state(outs, a, b):
     ]
 
 
-def observe(fn, grad):
-    """What a caller sees of one call: ("raises", error) or the record of `_state`s."""
-    a, b = _arguments(grad)
+def observe(fn, grad, lib=kn):
+    """What a caller sees of one call (`lib`: kiln, or torch in test_torch_fuzz.py): ("raises",
+    the error) or a record of the values, whether the outputs require grad, the gradients,
+    and the states after changing each output in place in turn (which values share memory)."""
+    a, b = _arguments(grad, lib)
     try:
         outs = fn(a, b)
     except Exception as e:  # noqa: BLE001 — the comparison is of what each mode raises
         return ("raises", e)
-    record = {"values": _state(outs, a, b)}
+    record = {"values": _state(outs, a, b), "requires_grad": [o.requires_grad for o in outs]}
     if grad:
         try:
-            total = kn.tensor(0.0, dtype=kn.float64)
+            total = lib.tensor(0.0, dtype=lib.float64)
             for k, o in enumerate(outs):
                 if o.requires_grad:
                     total = total + (o * (k + 1.0)).sum()
@@ -219,7 +221,7 @@ def observe(fn, grad):
         except Exception as e:  # noqa: BLE001
             record["grads"] = ("raises", type(e))
     changes = []
-    with kn.no_grad():
+    with lib.no_grad():
         for k, o in enumerate(outs):  # which outputs and arguments share memory
             try:
                 o.add_(1000.0 * (k + 1))

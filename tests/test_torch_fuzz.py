@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 import pytest
+import test_compile_fuzz as compile_fuzz
 from test_compile_fuzz import INPLACE, draw, program
 
 torch = pytest.importorskip("torch")
@@ -33,43 +34,19 @@ PROGRAMS = int(os.environ.get("KILN_RANDOM_PROGRAMS", "120"))
 
 
 def observe(lib, fn, grad):
-    rng = np.random.default_rng(0)
-    a = lib.tensor(rng.standard_normal((4, 4)), requires_grad=grad)
-    b = lib.tensor(rng.standard_normal(4), requires_grad=grad)
-    try:
-        outs = fn(a, b)
-    except Exception:  # noqa: BLE001 — whether each refuses is the comparison
+    """test_compile_fuzz's record of a call, its errors as "raises" (the libraries' error
+    types and messages differ; whether each refuses is what is compared)."""
+    return _plain(compile_fuzz.observe(fn, grad, lib))
+
+
+def _plain(x):
+    if isinstance(x, tuple) and x and x[0] == "raises":
         return "raises"
-
-    def state():
-        return [o.detach().numpy().copy() for o in outs] + [
-            a.detach().numpy().copy(),
-            b.detach().numpy().copy(),
-        ]
-
-    record = {"values": state(), "requires_grad": [bool(o.requires_grad) for o in outs]}
-    if grad:
-        try:
-            total = lib.tensor(0.0, dtype=lib.float64)
-            for k, o in enumerate(outs):
-                if o.requires_grad:
-                    total = total + (o * (k + 1.0)).sum()
-            if total.requires_grad:
-                total.backward()
-            record["grads"] = [None if t.grad is None else t.grad.numpy().copy() for t in (a, b)]
-        except Exception:  # noqa: BLE001
-            record["grads"] = "raises"
-    changes = []
-    with lib.no_grad():
-        for k, o in enumerate(outs):
-            try:
-                o.add_(1000.0 * (k + 1))
-            except Exception:  # noqa: BLE001
-                changes.append("raises")
-                break
-            changes.append(state())
-    record["changes"] = changes
-    return record
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    return x
 
 
 def _same(x, y) -> bool:

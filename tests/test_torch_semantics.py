@@ -337,3 +337,20 @@ def test_in_place_change_of_overlapping_windows_is_refused():
     assert x.tolist() == [0.0] * 4
     x.unfold(0, 2, 2).add_(1)  # windows apart: no element twice
     assert x.tolist() == [1.0] * 4
+
+
+def test_an_in_place_shape_change_counts_as_a_change_of_a_saved_value():
+    # `y.t_()` after `z = y * b` saved y: torch 2.13 refuses the backward ("modified by an
+    # inplace operation"); eager kiln computed a gradient from y in its new shape (silently
+    # wrong: b.grad came out transposed; found by running random programs on kiln and torch)
+    a = kn.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = kn.tensor([1.0, 10.0], requires_grad=True)
+    y = a.relu()
+    z = y * b
+    y.t_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    y2 = a * 1  # (relu would save its own result, and torch refuses then too)
+    y2.t_()  # a change before anything saved it is fine
+    (y2 * b).sum().backward()
+    assert b.grad.tolist() == [3.0, 7.0]  # y2 = a.T = [[1, 3], [2, 4]]: 1 + 2, 3 + 4 (torch too)

@@ -170,6 +170,9 @@ def _link_view(out: Tensor, x) -> None:
         meta.base_fn = base.grad_fn  # its history is out of date when base's changes
         meta.inference = base._inference  # a view of an inference tensor is one, and only it
         meta.no_grad_view = not state.grad
+        multi = getattr(x._meta, "multi", None)
+        if multi is not None:  # a view of a piece of split/unbind is one too, as PyTorch's
+            meta.multi = multi
 
 
 def _xp(device: str):

@@ -78,6 +78,12 @@ def _eager(name: str, view):
         self._data = out._data
         if recording:
             self.grad_fn, self._requires_grad = out.grad_fn, True
+        # an in-place op for the version counter too, as PyTorch's: a value saved for a
+        # gradient before the change (in its old shape) is then refused at backward, where
+        # the tape would read the new shape
+        from .inplace import _bump
+
+        _bump(self, name)
         return self
 
     method.__name__ = method.__qualname__ = name

@@ -499,11 +499,10 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
 def _contiguous(x) -> bool:
     """Whether x's elements lie in C order in its memory (a Symbol: as PyTorch's tensor of
     the same history would; one whose layout kiln does not follow counts as contiguous)."""
-    if isinstance(x, Symbol):
-        from .layouts import is_contiguous  # NOTE: lazy: layouts imports the frontend
-
-        return is_contiguous(x) or not all(isinstance(d, int) for d in x.shape)
-    return bool(getattr(x, "_data", x).flags.c_contiguous) if hasattr(x, "_data") else True
+    if isinstance(x, Symbol) and not all(isinstance(d, int) for d in x.shape):
+        return True
+    # a Tensor's or a Symbol's own is_contiguous (a NumPy array in: the reshape below serves)
+    return x.is_contiguous() if hasattr(x, "is_contiguous") else True
 
 
 _diagonal = diagonal  # as `diag`'s argument `diagonal` hides it

@@ -4,12 +4,15 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import ArgumentError, ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..generator import Generator, default_generator
-from ..graph.core import Symbol
+from ..graph.core import Symbol, get_default_graph
+from ..graph.region import outermost
 from ..ops.random import in_trace
 from ..runtime.backend import get_backend
 from . import sparse
@@ -39,11 +42,29 @@ __all__ = [
 
 def _finish(array, device, requires_grad: bool) -> Tensor:
     if device == "cpu" and type(device) is str and not requires_grad:
-        return make(array)  # the common case, without the checks below
-    device = canonical_device(device)
-    if device != "cpu":
-        array = get_backend(device).to_device(array)
-    return make(array, device).requires_grad_(requires_grad)
+        t = make(array)  # the common case, without the checks below
+    else:
+        device = canonical_device(device)
+        if device != "cpu":
+            array = get_backend(device).to_device(array)
+        t = make(array, device).requires_grad_(requires_grad)
+    if in_trace():
+        _note_made(t)
+    return t
+
+
+def _note_made(t: Tensor) -> None:
+    """Notes that the factory made `t` in the kn.compile trace being made: a traced value may
+    then be written into it (kiln/frontend/trace_locals.py), as into any value the traced
+    function computes."""
+    graph = outermost(get_default_graph())
+    graph.__dict__.setdefault("_made_in_trace", {})[id(t)] = weakref.ref(t)
+
+
+def made_in_trace(t: Tensor, graph) -> bool:
+    """Whether a factory made `t` in the kn.compile trace of `graph` (`_note_made`)."""
+    ref = graph.__dict__.get("_made_in_trace", {}).get(id(t))
+    return ref is not None and ref() is t
 
 
 def _shape(size) -> tuple:

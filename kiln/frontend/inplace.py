@@ -41,7 +41,7 @@ from ..ops.core import bind, check_rules
 from ..ops.index import write_index
 from ..runtime.backend import get_backend
 from . import complex_numbers as cn
-from . import core, indexing
+from . import core, indexing, trace_locals
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -405,8 +405,15 @@ def _inplace(name: str, compute):
     checks = name not in OVERLAP_ALLOWED
 
     def method(self, *args, **kwargs):
+        local = trace_locals.symbol_of(self)  # (called unbound: `kn.Tensor.add_(t, 1)`)
+        if local is not None:
+            getattr(local, name)(*args, **kwargs)
+            return self
         _check_shared(self, name)
-        _refuse_traced_into_constant(self, name, (*args, *kwargs.values()))
+        local = _traced_into_constant(self, name, (*args, *kwargs.values()))
+        if local is not None:
+            getattr(local, name)(*args, **kwargs)
+            return self
         if checks:
             check_no_overlap(self, (*args, *kwargs.values()), name)
         value_grad = any(isinstance(a, Tensor) and a._requires_grad
@@ -497,18 +504,25 @@ def _values(t: Tensor, value):
     return np.asarray(value, t.dtype)
 
 
-def _refuse_traced_into_constant(t: Tensor, op: str, values) -> None:
-    """Refuses, with what to write instead, an in-place change of a plain eager tensor (one
-    a kn.compile'd function made from constants: `outs = kn.zeros(T, 3)`) by a traced value:
-    kiln's program cannot change such a tensor (it is a constant of the program)."""
-    if type(t) is not Tensor or not any(isinstance(v, Symbol) for v in values):
-        return
+def _traced_into_constant(t: Tensor, op: str, values):
+    """The graph value to change instead of `t` when the in-place change `op` writes a traced
+    value into a plain eager tensor (one of constants): a tensor the kn.compile'd function
+    made itself (`outs = kn.zeros(T, n)`) becomes its graph value from now on
+    (kiln/frontend/trace_locals.py). A tensor from outside the function is refused, with what
+    to write instead (the compiled program cannot change it). None otherwise."""
+    if type(t) is not Tensor or t._requires_grad or not any(isinstance(v, Symbol)
+                                                            for v in values):  # fmt: skip
+        return None  # (a leaf that requires grad: the in-place change's own refusal)
+    value = trace_locals.promote(t, op)
+    if value is not None:
+        return value
     raise node_error(
         GraphError,
-        f"{op} writes a traced value into a tensor the function made from constants (as "
-        "`outs = kn.zeros(T, n)` makes one), which the compiled program cannot change; make "
-        "the buffer from an argument so that it is a value of the program (`x.new_zeros((T, "
-        "n))`, `kn.zeros_like(x)`), or collect the pieces in a list and `kn.stack` them",
+        f"{op} writes a traced value into a tensor made outside the compiled function (or "
+        "from another tensor of constants), which the compiled program cannot change; make "
+        "the buffer inside the function with a factory (`kn.zeros(T, n)`) or from an "
+        "argument (`x.new_zeros((T, n))`), or collect the pieces in a list and `kn.stack` "
+        "them",
         op=op, site=user_site(), inputs=[describe(t)],
     )  # fmt: skip
 
@@ -517,8 +531,11 @@ def setitem(self, index, value) -> None:
     """`t[index] = value` in place, with PyTorch's indexing rules (`kn.getitem`). Recorded for
     autograd as `index_put` (gradients reach t's earlier value and value) when either needs it;
     a leaf that requires grad refuses it, as PyTorch's does."""
-    _refuse_traced_into_constant(self, "setitem", (value, *(index if type(index) is tuple
-                                                             else (index,))))  # fmt: skip
+    local = _traced_into_constant(self, "setitem", (value, *(index if type(index) is tuple
+                                                              else (index,))))  # fmt: skip
+    if local is not None:
+        local[index] = value
+        return
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

@@ -18,6 +18,7 @@ from ..array_types import Size
 from ..eager.dispatch import same_ops, set_traced_value
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, ArgumentTypeError, GraphError
+from ..frontend.trace_locals import TracedLocal, symbol_of
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.region import outermost
 from ..ops.core import apply
@@ -404,6 +405,8 @@ def module_data_of(symbol) -> ModuleData | None:
 def traced_value(t):
     """The graph value of a module's value `t` (or of its `.data`) in the kn.compile trace
     being made, else None: `kiln.eager.dispatch.traced_value` while a trace runs."""
+    if type(t) is TracedLocal:  # a tensor the traced function made and wrote into
+        return symbol_of(t)
     if not isinstance(t, (ModuleValue, ModuleData)):
         return None
     graph = _trace_graph()

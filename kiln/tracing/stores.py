@@ -29,6 +29,7 @@ there is an input of the next call's program, so state carried from call to call
 
 from __future__ import annotations
 
+from ..frontend.trace_locals import symbol_of
 from ..graph.core import Symbol
 from ..nn.module import Module
 from .guards import _attributes_of, _is_kiln
@@ -70,8 +71,16 @@ class Store:
             self.target.append(value)
 
 
+def _resolved(value):
+    """`value`, or the graph value it stands for: a tensor the function made and wrote a
+    traced value into (kiln/frontend/trace_locals.py)."""
+    symbol = symbol_of(value)
+    return value if symbol is None else symbol
+
+
 def _traced(value, graph) -> list | None:
     """The leaves of `value` (flattened) if it holds a traced value of `graph`, else None."""
+    value = _resolved(value)
     if isinstance(value, (Symbol, TracedScalar)):
         symbol = value if isinstance(value, Symbol) else value.symbol
         return [value] if symbol.graph is graph else None
@@ -82,6 +91,7 @@ def _traced(value, graph) -> list | None:
         flatten(value, "", leaves, [], [])
     except RecursionError:
         return None
+    leaves = [_resolved(x) for x in leaves]
     ours = [x for x in leaves if isinstance(x, (Symbol, TracedScalar))]
     symbols = [x if isinstance(x, Symbol) else x.symbol for x in ours]
     return leaves if any(s.graph is graph for s in symbols) else None
@@ -89,7 +99,8 @@ def _traced(value, graph) -> list | None:
 
 def _structure(value) -> tuple:
     leaves: list = []
-    return flatten(value, "", leaves, [], []), leaves
+    structure = flatten(value, "", leaves, [], [])
+    return structure, [_resolved(x) for x in leaves]
 
 
 class Watch:

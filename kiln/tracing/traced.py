@@ -25,6 +25,7 @@ from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad, stop_gradient
 from ..frontend.core import constant, placeholder
 from ..frontend.functionalize import allow_argument_changes, layout_read
+from ..frontend.trace_locals import end_trace
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
@@ -221,6 +222,8 @@ class Traced:
                 graph_step.untrace_grads(self.graph)
                 # traced values stored in Python state: undone, made by each call instead
                 self.stores = watch.collect(self.graph) if watch is not None else []
+                # tensors fn made and wrote traced values into: plain ones again
+                promoted = end_trace(self.graph)
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed, self.paths = [], paths
@@ -239,6 +242,8 @@ class Traced:
         outputs, out_paths, statics = [], [], []
         self.out_structure = flatten(result, "output", outputs, out_paths, statics)
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
+            if id(leaf) in promoted:  # a buffer fn made: its graph value
+                leaf = outputs[k] = promoted[id(leaf)]
             if isinstance(leaf, TracedScalar):  # `return loss.item()`: a number, no gradient
                 with self.graph.as_default():
                     leaf = outputs[k] = stop_gradient(leaf.symbol)

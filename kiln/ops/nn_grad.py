@@ -11,7 +11,16 @@ from __future__ import annotations
 from .. import shapes as sh
 from ..errors import ShapeError
 from .core import apply, defop, in_float32
-from .nn import _check_4d, _conv2d_shape, _float_only, _into, _pad, _pool_shape, _windows
+from .nn import (
+    _check_4d,
+    _conv2d_shape,
+    _float_only,
+    _into,
+    _pad,
+    _pool_shape,
+    _windows,
+    window_taps,
+)
 
 # -- shared helpers --------------------------------------------------------------------------
 
@@ -51,12 +60,25 @@ def _scatter_windows(xp, cols, shape, stride, dilation, padding, out):
 def _argmax_windows(xp, x, kernel_size, stride, padding):
     """(N, C, OH, OW): the flat offset `a * KW + b` of each window's maximum.
 
-    `argmax` takes the first maximum in row-major window order (PyTorch's tie rule) and the
-    first NaN when there is one, the element that the forward max returned.
+    PyTorch's rule (its CPU kernel's `val > maxval || isnan(val)` in row-major window order):
+    the first maximum, or the last NaN where the window holds one. The element the forward
+    max returned either way.
     """
-    win = _windows(xp, _pad(xp, x, padding, -xp.inf), kernel_size, stride, (1, 1), "pos_first")
-    n, c, oh, ow, kh, kw = win.shape
-    return xp.argmax(win.reshape(n, c, oh, ow, kh * kw), axis=-1)
+    taps = window_taps(xp, _pad(xp, x, padding, -xp.inf), kernel_size, stride)
+    best = taps[0].copy()
+    kind = xp.int8 if len(taps) < 128 else xp.int32  # (small: the loop's passes are faster)
+    pick = xp.zeros(best.shape, kind)
+    for k, tap in enumerate(taps[1:], 1):
+        wins = (tap > best) | xp.isnan(tap)
+        xp.maximum(best, tap, out=best)  # the new maximum where tap wins; NaN stays NaN
+        pick = xp.where(wins, kind(k), pick)
+    if padding != (0, 0):  # a window of -inf alone: its first element inside the input
+        kw, (sy, sx), (ph, pw) = kernel_size[1], stride, padding
+        oh, ow = best.shape[2:]
+        rows = xp.maximum(ph - sy * xp.arange(oh), 0)[:, None]
+        cols = xp.maximum(pw - sx * xp.arange(ow), 0)[None, :]
+        xp.copyto(pick, rows * kw + cols, where=best == -xp.inf)
+    return pick
 
 
 # -- conv2d: the gradients with respect to the input and to the weights ----------------------
@@ -141,14 +163,16 @@ def _max_pool2d_grad_shape(x, gy, **attrs):
 
 
 def _max_pool2d_grad(xp, x, gy, out=None, *, kernel_size, stride, padding):
-    """Routes each window's cotangent to the window's (first) maximum; overlaps add up."""
+    """Routes each window's cotangent to the window's maximum (`_argmax_windows`); overlaps
+    add up, in kernel-offset order."""
     pick = _argmax_windows(xp, x, kernel_size, stride, padding)
-    (kh, kw), (n, c, oh, ow) = kernel_size, pick.shape
     gy = gy.astype(xp.result_type(x, gy), copy=False)
-    hit = pick[..., None] == xp.arange(kh * kw)  # (N, C, OH, OW, KH*KW), one-hot
-    cols = xp.where(hit, gy[..., None], 0).reshape(n, c, oh, ow, kh, kw)
-    cols = cols.transpose(0, 1, 4, 5, 2, 3)
-    return _scatter_windows(xp, cols, x.shape, stride, (1, 1), padding, out)
+    (ph, pw), (n, c, h, w) = padding, x.shape
+    plane = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), gy.dtype)
+    zero = gy.dtype.type(0)
+    for k, tap in enumerate(window_taps(xp, plane, kernel_size, stride)):
+        tap += xp.where(pick == k, gy, zero)
+    return _into(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
 
 
 max_pool2d_grad = defop(
@@ -169,10 +193,11 @@ def _max_pool2d_gather_shape(x, g, **attrs):
 def _max_pool2d_gather(xp, x, g, out=None, *, kernel_size, stride, padding):
     """Picks, in each window of `g`, the element where `x`'s window has its maximum."""
     pick = _argmax_windows(xp, x, kernel_size, stride, padding)
-    win = _windows(xp, _pad(xp, g, padding, 0), kernel_size, stride, (1, 1), "pos_first")
-    n, c, oh, ow, kh, kw = win.shape
-    picked = xp.take_along_axis(win.reshape(n, c, oh, ow, kh * kw), pick[..., None], axis=-1)
-    return _into(xp, out, picked.reshape(n, c, oh, ow))
+    taps = window_taps(xp, _pad(xp, g, padding, 0), kernel_size, stride)
+    picked = taps[0].copy()
+    for k, tap in enumerate(taps[1:], 1):
+        xp.copyto(picked, tap, where=pick == k)
+    return _into(xp, out, picked)
 
 
 max_pool2d_gather = defop(

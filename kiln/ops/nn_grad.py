@@ -8,6 +8,8 @@ Inputs named `gy` are cotangents of a forward op's output (the primal inputs of 
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import shapes as sh
 from ..errors import ShapeError
 from .core import apply, defop, in_float32
@@ -131,7 +133,17 @@ def _conv2d_weight_grad(xp, x, gy, out=None, *, w_shape, stride, padding, dilati
     cols = _windows(xp, _pad(xp, x, padding, 0), (kh, kw), stride, dilation, "kernel_first")
     n, _, _, _, oh, ow = cols.shape
     cols = cols.reshape(n, c * kh * kw, oh * ow)  # im2col, as in the forward kernel
-    grad = xp.tensordot(gy.reshape(n, o, oh * ow), cols, axes=((0, 2), (0, 2)))
+    gy = gy.reshape(n, o, oh * ow)
+    if xp is not np or n < 2:
+        grad = xp.tensordot(gy, cols, axes=((0, 2), (0, 2)))
+        return _into(xp, out, grad.reshape(o, c, kh, kw))
+    # one product per example, added up: tensordot's one product would first copy the whole
+    # im2col again, transposed to (N*OH*OW, C*KH*KW), and OpenBLAS runs that long, thin
+    # product slower (conv 32 -> 64 channels on 14x14, batch 64: 17.7 ms against 10.4)
+    grad, part = xp.matmul(gy[0], cols[0].T), None
+    for k in range(1, n):
+        part = xp.matmul(gy[k], cols[k].T, out=part)
+        grad += part
     return _into(xp, out, grad.reshape(o, c, kh, kw))
 
 

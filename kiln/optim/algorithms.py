@@ -140,16 +140,20 @@ class Adam(Optimizer):
                 param = param * like(1 - lr * o["weight_decay"], param)
             else:
                 g = g + param * o["weight_decay"]
+        # NOTE: the eager CPU step passes arrays: NumPy's own functions, the kernels that kiln's
+        # run on arrays (dispatching each, on a 0-d step count above all, cost 4x the math)
+        numbers = type(param) is np.ndarray and all(type(b) in (int, float) for b in (beta1, beta2))
+        xp = np if numbers else F
         m = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
-        v = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
+        v = slots["exp_avg_sq"] * like(beta2, param) + xp.square(g) * like(1 - beta2, param)
         new_slots = {"exp_avg": m, "exp_avg_sq": v}
         if o["amsgrad"]:
-            v = new_slots["max_exp_avg_sq"] = F.maximum(slots["max_exp_avg_sq"], v)
-        t = F.cast(step, np.float64)
+            v = new_slots["max_exp_avg_sq"] = xp.maximum(slots["max_exp_avg_sq"], v)
+        t = step.astype(np.float64) if xp is np else F.cast(step, np.float64)
         bias_correction1 = 1 - beta1**t
-        bias_correction2_sqrt = F.sqrt(1 - beta2**t)
+        bias_correction2_sqrt = xp.sqrt(1 - beta2**t)
         step_size = like(lr / bias_correction1, param)
-        denom = F.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
+        denom = xp.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
         return param - step_size * (m / denom), new_slots
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..eager import Tensor
+from ..eager import Tensor, fused
 from ..errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
 from ..frontend import (
     adaptive_avg_pool1d,
@@ -616,6 +616,9 @@ def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # 
     ):  # fmt: skip
         # NOTE: eagerly, no target ignored (each weighs 1): the weighted mean is the sum over
         # the count, the same bits in value and gradient as the general form below
+        loss = fused.cross_entropy(input, target, ignore_index) if input.ndim == 2 else None
+        if loss is not None:
+            return loss  # one tape entry, as PyTorch's NllLossBackward0 (on the CPU)
         picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(target, dim), axis=dim), dim)
         return F.div(F.sum(F.neg(picked)), float(target._data.size))
     keep = F.not_equal(target, ignore_index)

@@ -73,8 +73,9 @@ def _linear_vjp(ct, y, bias, x, weight, *, needs):
 
 
 def _linear_vjp_arrays(ct, y, bias, x, weight, *, needs):
+    # the bias's: `sum_to_shape`'s sum over the rows (keepdims there: the same sums)
     return (
-        ct if needs[0] else None,
+        _add.reduce(ct, (0,), None, None, False) if needs[0] else None,
         _matmul(ct, weight) if needs[1] else None,
         _matmul(x.T, ct).T if needs[2] else None,
     )

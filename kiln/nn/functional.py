@@ -616,9 +616,6 @@ def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # 
     ):  # fmt: skip
         # NOTE: eagerly, no target ignored (each weighs 1): the weighted mean is the sum over
         # the count, the same bits in value and gradient as the general form below
-        loss = fused.cross_entropy(input, target, ignore_index) if input.ndim == 2 else None
-        if loss is not None:
-            return loss  # one tape entry, as PyTorch's NllLossBackward0 (on the CPU)
         picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(target, dim), axis=dim), dim)
         return F.div(F.sum(F.neg(picked)), float(target._data.size))
     keep = F.not_equal(target, ignore_index)
@@ -667,6 +664,15 @@ def cross_entropy(
     >>> kn.nn.functional.cross_entropy(logits, kn.tensor([[0.5, 0.5], [0.0, 1.0]]))
     tensor(0.3466)
     """
+    if (
+        weight is None and size_average is None and reduce is None and reduction == "mean"
+        and label_smoothing == 0 and isinstance(input, Tensor) and isinstance(target, Tensor)
+    ):  # fmt: skip
+        # NOTE: eagerly on the CPU, (N, C) logits, no target ignored: one tape entry, as
+        # PyTorch's NllLossBackward0 (the composite's bits: kiln/eager/fused.py), else None
+        loss = fused.cross_entropy(input, target, ignore_index)
+        if loss is not None:
+            return loss
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "cross_entropy")

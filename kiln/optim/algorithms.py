@@ -143,6 +143,8 @@ class Adam(Optimizer):
         # NOTE: the eager CPU step passes arrays: NumPy's own functions, the kernels that kiln's
         # run on arrays (dispatching each, on a 0-d step count above all, cost 4x the math)
         numbers = type(param) is np.ndarray and all(type(b) in (int, float) for b in (beta1, beta2))
+        if numbers and _same_layout(param, g, *slots.values()) and type(lr) in (int, float):
+            return _adam_arrays(param, g, slots, step, beta1, beta2, lr, o)
         xp = np if numbers else F
         m = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
         v = slots["exp_avg_sq"] * like(beta2, param) + xp.square(g) * like(1 - beta2, param)
@@ -155,6 +157,43 @@ class Adam(Optimizer):
         step_size = like(lr / bias_correction1, param)
         denom = xp.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
         return param - step_size * (m / denom), new_slots
+
+
+def _same_layout(param, *arrays) -> bool:
+    """Whether the arrays are all float32 or all float64 ones of `param`'s shape."""
+    if param.dtype not in _FLOAT_ARRAYS:
+        return False
+    return all(type(a) is np.ndarray and a.dtype is param.dtype and a.shape == param.shape
+               for a in arrays)  # fmt: skip
+
+
+_FLOAT_ARRAYS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _adam_arrays(param, g, slots, step, beta1, beta2, lr, o):
+    """`Adam._update` on arrays of one float dtype, from the weight decay on (`param` and `g`
+    as it leaves them): its NumPy calls in its order, each into a buffer of the step's own
+    where the expression made a new array (the same bits, 3 arrays made rather than 11)."""
+    m = np.multiply(slots["exp_avg"], beta1)
+    scratch = np.multiply(g, 1 - beta1)
+    m += scratch
+    v = np.multiply(slots["exp_avg_sq"], beta2)
+    np.square(g, out=scratch)
+    scratch *= 1 - beta2
+    v += scratch
+    new_slots = {"exp_avg": m, "exp_avg_sq": v}
+    if o["amsgrad"]:
+        v = new_slots["max_exp_avg_sq"] = np.maximum(slots["max_exp_avg_sq"], v)
+    t = step.astype(np.float64)
+    bias_correction1 = 1 - beta1**t
+    bias_correction2_sqrt = np.sqrt(1 - beta2**t)
+    step_size = like(lr / bias_correction1, param)
+    denom = np.sqrt(v, out=scratch)
+    denom /= like(bias_correction2_sqrt, param)
+    denom += o["eps"]
+    update = np.divide(m, denom, out=denom)
+    update *= step_size  # (step_size * (m / denom): one product, either order)
+    return np.subtract(param, update, out=update), new_slots
 
 
 class AdamW(Adam):

@@ -127,9 +127,11 @@ def _nll_vjp(ct, y, x, target, *, n):
 
 
 def _nll_vjp_arrays(ct, y, x, target, *, n):
-    column = (*target.shape, 1)
-    g = np.negative(np.broadcast_to(ct / n, target.shape)).reshape(column)
-    return _TAKE_GRAD.impl(np, g, x, target.reshape(column), axis=1), None
+    # -(ct / n) in every row: the negation of the broadcast quotient (exact), without
+    # broadcast_to's Python layers
+    g = np.empty((*target.shape, 1), ct.dtype)
+    g.fill(-(ct / n))
+    return _TAKE_GRAD.impl(np, g, x, target.reshape(g.shape), axis=1), None
 
 
 NLL = OpDef("cross_entropy", None, None, None, vjp=_nll_vjp, tags=frozenset({"vjp_arrays_index"}))

@@ -137,7 +137,6 @@ def _nll_vjp_arrays(ct, y, x, target, *, n):
 NLL = OpDef("cross_entropy", None, None, None, vjp=_nll_vjp, tags=frozenset({"vjp_arrays_index"}))
 _TAKE = REGISTRY["log_softmax_take"]
 _TAKE_GRAD = REGISTRY["log_softmax_take_grad"]
-_SUM = REGISTRY["reduce_sum"]
 
 
 def cross_entropy(x, target, ignore_index: int):
@@ -150,14 +149,17 @@ def cross_entropy(x, target, ignore_index: int):
     if a.dtype not in _FLOATS or t.dtype.kind not in "iu" or a.ndim != 2 or t.ndim != 1:
         return None
     rows = t.shape[0]
-    if not 0 < rows == a.shape[0] or (t == ignore_index).any():
+    if not 0 < rows == a.shape[0]:
         return None
+    if 0 <= ignore_index < a.shape[1] and (t == ignore_index).any():
+        return None  # (an ignore_index off [0, C) is no index the kernel takes)
     try:
         picked = _TAKE.impl(np, a, t.reshape(rows, 1), axis=1)
     except IndexError:
-        return None  # an index out of range: the composite says which
+        return None  # an index out of range (or an ignored one): the composite says which
     n = float(rows)
-    total = _SUM.impl(np, np.negative(picked.reshape(rows)), axes=(0,), keepdims=False)
+    # reduce_sum's kernel on a float32/float64 array: add.reduce, called directly
+    total = _add.reduce(np.negative(picked.reshape(rows)), (0,), None, None, False)
     out = make(np.asarray(np.true_divide(total, n)))
     if _grad_needed((x,)):
         autograd.record(NLL, (x, target), {"n": n}, out, skip=3)

@@ -142,8 +142,8 @@ class Adam(Optimizer):
                 g = g + param * o["weight_decay"]
         # NOTE: the eager CPU step passes arrays: NumPy's own functions, the kernels that kiln's
         # run on arrays (dispatching each, on a 0-d step count above all, cost 4x the math)
-        numbers = type(param) is np.ndarray and all(type(b) in (int, float) for b in (beta1, beta2))
-        if numbers and _same_layout(param, g, *slots.values()) and type(lr) in (int, float):
+        numbers = type(param) is np.ndarray and type(beta1) in _NUMBERS and type(beta2) in _NUMBERS
+        if numbers and type(lr) in _NUMBERS and _same_layout(param, g, *slots.values()):
             return _adam_arrays(param, g, slots, step, beta1, beta2, lr, o)
         xp = np if numbers else F
         m = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
@@ -161,13 +161,17 @@ class Adam(Optimizer):
 
 def _same_layout(param, *arrays) -> bool:
     """Whether the arrays are all float32 or all float64 ones of `param`'s shape."""
-    if param.dtype not in _FLOAT_ARRAYS:
+    dtype, shape = param.dtype, param.shape
+    if dtype not in _FLOAT_ARRAYS:
         return False
-    return all(type(a) is np.ndarray and a.dtype is param.dtype and a.shape == param.shape
-               for a in arrays)  # fmt: skip
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+            return False
+    return True
 
 
 _FLOAT_ARRAYS = (np.dtype(np.float32), np.dtype(np.float64))
+_NUMBERS = (int, float)
 
 
 def _adam_arrays(param, g, slots, step, beta1, beta2, lr, o):

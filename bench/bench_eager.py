@@ -14,7 +14,8 @@ beside PyTorch eager (when importable) and the NumPy loop;
 (f) one AdamW training step written the PyTorch way (nn.Sequential(Linear(64, 128), ReLU(),
 Linear(128, 10)), F.cross_entropy, zero_grad / backward / step, batch 16, float32) beside
 PyTorch's, and its parts: one Linear's forward, cross_entropy's forward, the forward pass,
-backward(), opt.step() and opt.zero_grad().
+backward(), opt.step() and opt.zero_grad(); with --step-parts, each part timed within the
+step, kiln's and PyTorch's rounds alternating.
 Single-threaded; each time is the best of several repeats, in microseconds per call. In (d)
 and (e) the repeats of kiln and its peers alternate, and each row gives the spread of the
 per-repeat ratio kiln / PyTorch (the machine's load moves both alike).
@@ -273,6 +274,51 @@ def training_step_cases(torch, batch: int = 16, sizes=(64, 128, 10)):
             {peer: parts[part] for peer, parts in peers.items()} for part in k_parts}  # fmt: skip
 
 
+def step_parts(torch, rounds: int, steps: int = 100, batch: int = 16, sizes=(64, 128, 10)):
+    """(f) within the step: each part of the AdamW step (zero_grad, forward, loss, backward,
+    step) timed apart around its call, kiln's and PyTorch's rounds of `steps` steps
+    alternating in one process; the best round of each part, µs."""
+    rng = np.random.default_rng(0)
+    x_v = rng.standard_normal((batch, sizes[0]), np.float32)
+    y_v = rng.integers(0, sizes[-1], batch)
+    libs = {"kiln": kn} if torch is None else {"kiln": kn, "PyTorch": torch}
+    runs = {}
+    for name, lib in libs.items():
+        nn = lib.nn
+        model = nn.Sequential(
+            nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2])
+        )
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+        runs[name] = (nn.functional, lib.tensor(x_v), lib.tensor(y_v), model, opt)
+    parts = ("zero_grad", "forward", "loss", "backward", "step")
+    best = {name: dict.fromkeys(parts, float("inf")) for name in runs}
+    clock = time.perf_counter
+    for _ in range(rounds):
+        for name, (F, x, y, model, opt) in runs.items():
+            sums = dict.fromkeys(parts, 0.0)
+            for _ in range(steps):
+                t0 = clock()
+                opt.zero_grad()
+                t1 = clock()
+                z = model(x)
+                t2 = clock()
+                loss = F.cross_entropy(z, y)
+                t3 = clock()
+                loss.backward()
+                t4 = clock()
+                opt.step()
+                t5 = clock()
+                for part, t in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                    sums[part] += t
+            for part in parts:
+                best[name][part] = min(best[name][part], sums[part] / steps * 1e6)
+    print(f"\n(f) within the step, µs, best of {rounds} alternating rounds of {steps} steps")
+    print(f"{'':<8}" + "".join(f"{p:>11}" for p in (*parts, "sum")))
+    for name, b in best.items():
+        cells = "".join(f"{v:>11.1f}" for v in (*b.values(), sum(b.values())))
+        print(f"{name:<8}{cells}")
+
+
 def interleaved(row: dict, repeats: int, min_batch_s: float) -> dict:
     """{peer: [seconds per call of each repeat]}, the peers' repeats alternating."""
     numbers = {}
@@ -317,6 +363,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repeats: a smoke test")
     parser.add_argument("--only", metavar="TEXT", help="only rows (d)-(f) whose label holds TEXT")
+    parser.add_argument("--step-parts", metavar="ROUNDS", type=int, default=0,
+                        help="also time (f)'s parts within the step, best of ROUNDS")  # fmt: skip
     args = parser.parse_args()
     repeats, min_batch_s = (2, 0.002) if args.quick else (7, 0.05)
     print(f"kiln {kn.__version__}, NumPy {np.__version__}, Python {platform.python_version()}; "
@@ -330,6 +378,8 @@ def main() -> None:
     if args.only is not None:
         rows = {label: row for label, row in rows.items() if args.only in label}
     print_peers(rows, repeats, min_batch_s)
+    if args.step_parts:
+        step_parts(torch, args.step_parts)
 
 
 def numpy_rows(repeats: int, min_batch_s: float) -> None:

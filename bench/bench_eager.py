@@ -10,7 +10,12 @@ beside the same step written by hand in NumPy;
 (d) the tape: a 200-op elementwise chain on float32[16] (bench_fusion's chain: mul, add, tanh,
 mul, sub, exp), forward without grad and forward + backward() with requires_grad=True,
 beside PyTorch eager (when importable) and the NumPy loop;
-(e) factories and random numbers (`randn(1000)`, `zeros(1000)`, ...) beside PyTorch's.
+(e) factories and random numbers (`randn(1000)`, `zeros(1000)`, ...) beside PyTorch's;
+(f) one AdamW training step written the PyTorch way (nn.Sequential(Linear(64, 128), ReLU(),
+Linear(128, 10)), F.cross_entropy, zero_grad / backward / step, batch 16, float32) beside
+PyTorch's, and its parts: one Linear's forward, cross_entropy's forward, the forward pass,
+backward(), opt.step() and opt.zero_grad(); with --step-parts, each part timed within the
+step, kiln's and PyTorch's rounds alternating.
 Single-threaded; each time is the best of several repeats, in microseconds per call. In (d)
 and (e) the repeats of kiln and its peers alternate, and each row gives the spread of the
 per-repeat ratio kiln / PyTorch (the machine's load moves both alike).
@@ -209,6 +214,111 @@ def factory_cases(torch):
     return rows
 
 
+def training_step_cases(torch, batch: int = 16, sizes=(64, 128, 10)):
+    """{row: {peer: callable}}: (f), an AdamW step of nn.Sequential(Linear, ReLU, Linear) with
+    F.cross_entropy, in kiln and (when importable) PyTorch from the same weights, and its parts.
+    Both libraries' first two steps are checked to agree before anything is timed."""
+    rng = np.random.default_rng(0)
+    x_v = rng.standard_normal((batch, sizes[0]), np.float32)
+    y_v = rng.integers(0, sizes[-1], batch)
+
+    def build(lib, weights=None):
+        nn = lib.nn
+        model = nn.Sequential(
+            nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2])
+        )
+        if weights is not None:
+            with lib.no_grad():
+                for p, w in zip(model.parameters(), weights):
+                    p.copy_(lib.tensor(w))
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+        x, y = lib.tensor(x_v), lib.tensor(y_v)
+        F = nn.functional
+
+        def step():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        h_logits = model(x).detach()
+        parts = {
+            "step": step,
+            "Linear(64, 128) forward": lambda: model[0](x),
+            "F.cross_entropy forward": lambda: F.cross_entropy(h_logits, y),
+            "model(x) forward": lambda: model(x),
+            "forward + cross_entropy + backward()": lambda: F.cross_entropy(model(x), y).backward(),
+            "opt.step()": opt.step,
+            "opt.zero_grad()": opt.zero_grad,
+        }
+        return model, parts
+
+    kn.manual_seed(0)
+    k_model, k_parts = build(kn)
+    peers = {"kiln": k_parts}
+    if torch is not None:
+        weights = [p.detach().numpy().copy() for p in k_model.parameters()]
+        t_model, t_parts = build(torch, weights)
+        peers["PyTorch"] = t_parts
+        for _ in range(2):  # the same losses and the same updated weights, two steps
+            k_loss, t_loss = k_parts["step"](), t_parts["step"]()
+            np.testing.assert_allclose(k_loss.item(), t_loss.item(), rtol=1e-5)
+            for kp, tp in zip(k_model.parameters(), t_model.parameters()):
+                np.testing.assert_allclose(kp.detach().numpy(), tp.detach().numpy(),
+                                           rtol=1e-5, atol=1e-6)  # fmt: skip
+        ce = "F.cross_entropy forward"
+        np.testing.assert_allclose(k_parts[ce]().item(), t_parts[ce]().item(), rtol=1e-5)
+    label = f"(f) MLP {'-'.join(map(str, sizes))} AdamW, b{batch}"
+    return {f"{label}: {part}" if part == "step" else f"(f)   {part}":
+            {peer: parts[part] for peer, parts in peers.items()} for part in k_parts}  # fmt: skip
+
+
+def step_parts(torch, rounds: int, steps: int = 100, batch: int = 16, sizes=(64, 128, 10)):
+    """(f) within the step: each part of the AdamW step (zero_grad, forward, loss, backward,
+    step) timed apart around its call, kiln's and PyTorch's rounds of `steps` steps
+    alternating in one process; the best round of each part, µs."""
+    rng = np.random.default_rng(0)
+    x_v = rng.standard_normal((batch, sizes[0]), np.float32)
+    y_v = rng.integers(0, sizes[-1], batch)
+    libs = {"kiln": kn} if torch is None else {"kiln": kn, "PyTorch": torch}
+    runs = {}
+    for name, lib in libs.items():
+        nn = lib.nn
+        model = nn.Sequential(
+            nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2])
+        )
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+        runs[name] = (nn.functional, lib.tensor(x_v), lib.tensor(y_v), model, opt)
+    parts = ("zero_grad", "forward", "loss", "backward", "step")
+    best = {name: dict.fromkeys(parts, float("inf")) for name in runs}
+    clock = time.perf_counter
+    for _ in range(rounds):
+        for name, (F, x, y, model, opt) in runs.items():
+            sums = dict.fromkeys(parts, 0.0)
+            for _ in range(steps):
+                t0 = clock()
+                opt.zero_grad()
+                t1 = clock()
+                z = model(x)
+                t2 = clock()
+                loss = F.cross_entropy(z, y)
+                t3 = clock()
+                loss.backward()
+                t4 = clock()
+                opt.step()
+                t5 = clock()
+                for part, t in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                    sums[part] += t
+            for part in parts:
+                best[name][part] = min(best[name][part], sums[part] / steps * 1e6)
+    print(f"\n(f) within the step, µs, best of {rounds} alternating rounds of {steps} steps")
+    print(f"{'':<8}" + "".join(f"{p:>11}" for p in (*parts, "sum")))
+    for name, b in best.items():
+        cells = "".join(f"{v:>11.1f}" for v in (*b.values(), sum(b.values())))
+        print(f"{name:<8}{cells}")
+
+
 def interleaved(row: dict, repeats: int, min_batch_s: float) -> dict:
     """{peer: [seconds per call of each repeat]}, the peers' repeats alternating."""
     numbers = {}
@@ -252,10 +362,28 @@ def print_peers(rows: dict, repeats: int, min_batch_s: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repeats: a smoke test")
+    parser.add_argument("--only", metavar="TEXT", help="only rows (d)-(f) whose label holds TEXT")
+    parser.add_argument("--step-parts", metavar="ROUNDS", type=int, default=0,
+                        help="also time (f)'s parts within the step, best of ROUNDS")  # fmt: skip
     args = parser.parse_args()
     repeats, min_batch_s = (2, 0.002) if args.quick else (7, 0.05)
     print(f"kiln {kn.__version__}, NumPy {np.__version__}, Python {platform.python_version()}; "
           f"single-threaded; best of {repeats} repeats")  # fmt: skip
+    if args.only is None:
+        numpy_rows(repeats, min_batch_s)
+    torch = _torch()
+    print(f"\nµs per call; best of {repeats} alternating repeats"
+          + ("" if torch is None else f"; PyTorch {torch.__version__}"))  # fmt: skip
+    rows = {**tape_cases(torch), **factory_cases(torch), **training_step_cases(torch)}
+    if args.only is not None:
+        rows = {label: row for label, row in rows.items() if args.only in label}
+    print_peers(rows, repeats, min_batch_s)
+    if args.step_parts:
+        step_parts(torch, args.step_parts)
+
+
+def numpy_rows(repeats: int, min_batch_s: float) -> None:
+    """(a)-(c): kiln beside the NumPy loop."""
     print(f"{'case':<54} {'µs/call':>9} {'µs/op':>7} {'vs NumPy':>9}")
     for n in (1, 10, 100):
         cases = chain_cases(n)
@@ -281,10 +409,6 @@ def main() -> None:
         t = per_call_seconds(fn, repeats, min_batch_s)
         base = t if name.endswith("NumPy") else base
         print(f"{name:<54} {t * 1e6:>9.1f} {'':>7} {t / base:>8.2f}x")
-    torch = _torch()
-    print(f"\nµs per call; best of {repeats} alternating repeats"
-          + ("" if torch is None else f"; PyTorch {torch.__version__}"))  # fmt: skip
-    print_peers({**tape_cases(torch), **factory_cases(torch)}, repeats, min_batch_s)
 
 
 if __name__ == "__main__":

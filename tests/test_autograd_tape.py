@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
+from kiln.eager.autograd import _ARRAY_VJP
 from kiln.graph.opdef import REGISTRY
 
 ARRAY_OPS = sorted(
@@ -54,7 +55,7 @@ def test_array_vjp_matches_the_tensor_vjp_bit_for_bit(op, dtype):
     for inputs, attrs in _cases(op, rng, dtype):
         out = np.asarray(op.impl(np, *inputs, **attrs))
         ct = np.asarray(rng.uniform(-1.0, 1.0, out.shape), dtype=dtype)
-        on_arrays = op.vjp(ct, out, *inputs, **attrs)
+        on_arrays = _ARRAY_VJP[op](ct, out, *inputs, **attrs)  # what backward runs
         on_tensors = op.vjp(_plain(ct), _plain(out), *map(_plain, inputs), **attrs)
         assert len(on_arrays) == len(on_tensors)
         for a, t in zip(on_arrays, on_tensors):

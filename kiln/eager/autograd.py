@@ -618,9 +618,12 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
 # inputs), computes what it computes on plain tensors of that dtype, bit for bit ("vjp_arrays":
 # tests/test_autograd_arrays.py holds each to it): backward on the CPU without create_graph
 # runs them so, without a Tensor around each value of the vjp (the per-op cost of backward).
-# op -> its vjp for real values (a complex op's, without the conjugating wrapper: kiln/ops/core.py)
+# op -> its vjp for real values (a complex op's, without the conjugating wrapper: kiln/ops/core.py),
+# or the form for arrays it gives as `vjp.arrays` (relu's: its kernel, without a dispatch)
 _ARRAY_VJP = {
-    op: getattr(op.vjp, "for_real", op.vjp) for op in REGISTRY.values() if "vjp_arrays" in op.tags
+    op: getattr(op.vjp, "arrays", None) or getattr(op.vjp, "for_real", op.vjp)
+    for op in REGISTRY.values()
+    if "vjp_arrays" in op.tags
 }
 _asarray = np.asarray
 

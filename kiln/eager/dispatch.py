@@ -322,11 +322,15 @@ def unary_function(op, fallback):
     `fallback(input)` for everything else, `write_out` for `out=` (which may come by position
     too: a keyword-only default makes every call slower, 16 ns against 4 measured)."""
     ufunc, name = _ufunc(op), op.name
-    if ufunc is None:
+    if ufunc is None:  # a kernel of its own (relu's)
 
         def fn(input, out=None):  # noqa: A002
             if out is not None:
                 return _out(name, out, fallback, (input,))
+            if (type(input) is _plain or type(input) in tensor_types) and (
+                input._data.dtype.kind == "f"
+            ):  # NOTE: a float tensor: what `fallback` binds after its promotion, which keeps it
+                return eager_dispatch(op, (input,), {})
             return fallback(input)
 
         return fn

@@ -139,8 +139,8 @@ def values_of(s: SparseTensor) -> Tensor:
 def array_args(node, ct):
     """(ct, output, *inputs) for a vjp on bare arrays (a CPU node, without create_graph): the
     saved data itself, when the cotangent (a plain tensor or an array) and every value have
-    one dtype of `ARRAY_DTYPES`; None otherwise, or when a value is gone, stale or not an
-    array (then `unpack` says which)."""
+    one dtype of `ARRAY_DTYPES` (integer inputs too, for an op tagged "vjp_arrays_index");
+    None otherwise, or when a value is gone, stale or not an array (then `unpack` says which)."""
     ct = ct if type(ct) is _ndarray else ct._data if type(ct) is Tensor else None
     saved, dtypes = node.saved, node.dtypes
     if (
@@ -148,9 +148,12 @@ def array_args(node, ct):
         or saved is None
         or ct.dtype is not (dtype := dtypes[-1])
         or dtype not in ARRAY_DTYPES
-        or dtypes.count(dtype) != len(dtypes)
         or node.device != "cpu"
     ):
+        return None
+    if dtypes.count(dtype) != len(dtypes) and not (
+        "vjp_arrays_index" in node.op.tags and all(d is dtype or d.kind in "iu" for d in dtypes)
+    ):  # (an op tagged so takes integer indices beside its float values)
         return None
     vc = node.out_vc
     if vc is not None and vc.value != node.out_version:

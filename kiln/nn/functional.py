@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..eager import Tensor
+from ..eager import Tensor, fused
 from ..errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
 from ..frontend import (
     adaptive_avg_pool1d,
@@ -664,6 +664,15 @@ def cross_entropy(
     >>> kn.nn.functional.cross_entropy(logits, kn.tensor([[0.5, 0.5], [0.0, 1.0]]))
     tensor(0.3466)
     """
+    if (
+        weight is None and size_average is None and reduce is None and reduction == "mean"
+        and label_smoothing == 0 and isinstance(input, Tensor) and isinstance(target, Tensor)
+    ):  # fmt: skip
+        # NOTE: eagerly on the CPU, (N, C) logits, no target ignored: one tape entry, as
+        # PyTorch's NllLossBackward0 (the composite's bits: kiln/eager/fused.py), else None
+        loss = fused.cross_entropy(input, target, ignore_index)
+        if loss is not None:
+            return loss
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "cross_entropy")

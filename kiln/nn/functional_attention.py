@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import shapes as sh
-from ..eager import Tensor
+from ..eager import Tensor, fused
 from ..errors import DTypeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..graph.core import Symbol
@@ -92,6 +92,8 @@ def linear(input, weight, bias=None):  # noqa: A002
     >>> kn.nn.functional.linear(kn.ones(1, 2), kn.tensor([[1.0, 2.0]]), kn.tensor([0.5]))
     tensor([[3.5000]])
     """
+    if isinstance(input, Tensor) and (y := fused.linear(input, weight, bias)) is not None:
+        return y  # eagerly, a matrix with a bias: one tape entry, as PyTorch's addmm
     if bias is not None and getattr(input, "dtype", None) in _HALF:
         # as PyTorch's (addmm): the bias is added to the float32 product, rounded once
         low = input.dtype

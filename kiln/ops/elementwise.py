@@ -406,6 +406,10 @@ def _relu_vjp(ct, y, x):
     return (apply("relu_grad", ct, y),)
 
 
+# backward's array path (kiln/eager/autograd.py `_ARRAY_VJP`): the kernel on the bare arrays
+_relu_vjp.arrays = lambda ct, y, x: (_relu_grad(np, ct, y),)
+
+
 _MASKS = threading.local()
 
 
@@ -532,7 +536,7 @@ def _relu_c(k, xs, dtypes, out, attrs):  # NumPy's maximum(x, 0): NaN stays, -0.
 
 relu = unary(
     "relu", np.maximum, impl=_relu, dtype_rule=_relu_dtype, vjp=_relu_vjp,
-    lowering=Lowering(exact=True, numba=_relu_numba, cuda=_relu_c),
+    lowering=Lowering(exact=True, numba=_relu_numba, cuda=_relu_c), tags=("vjp_arrays",),
 )  # fmt: skip
 
 

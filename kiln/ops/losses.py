@@ -50,10 +50,17 @@ _SCRATCH = threading.local()
 
 def _scratch(xp, slot: int, shape, dtype):
     """An array of `shape` in this thread's scratch buffer `slot`, grown as needed and reused
-    by every later call (a steady-state step allocates no temporaries); a fresh array off
-    NumPy."""
+    by every later call (a steady-state step allocates no temporaries), the same view for the
+    same (slot, shape, dtype); a fresh array off NumPy."""
     if xp is not np:
         return xp.empty(shape, dtype)
+    views = getattr(_SCRATCH, "views", None)
+    if views is None:
+        views = _SCRATCH.views = {}
+    key = (slot, shape, dtype)
+    view = views.get(key)
+    if view is not None:  # NOTE: the view made last time (an eager step's kernels ask ~10)
+        return view
     buffers = getattr(_SCRATCH, "buffers", None)
     if buffers is None:
         buffers = _SCRATCH.buffers = {}
@@ -61,7 +68,11 @@ def _scratch(xp, slot: int, shape, dtype):
     buf = buffers.get(slot)
     if buf is None or buf.size < size:
         buf = buffers[slot] = np.empty(max(size, 1), np.uint8)
-    return buf[:size].view(dtype).reshape(shape)
+        views.clear()  # (views of the buffer let go)
+    if len(views) >= 64:
+        views.clear()
+    view = views[key] = buf[:size].view(dtype).reshape(shape)
+    return view
 
 
 def _offsets(xp, shape, idx, axis):

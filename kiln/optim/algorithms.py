@@ -140,17 +140,64 @@ class Adam(Optimizer):
                 param = param * like(1 - lr * o["weight_decay"], param)
             else:
                 g = g + param * o["weight_decay"]
+        # NOTE: the eager CPU step passes arrays: NumPy's own functions, the kernels that kiln's
+        # run on arrays (dispatching each, on a 0-d step count above all, cost 4x the math)
+        numbers = type(param) is np.ndarray and type(beta1) in _NUMBERS and type(beta2) in _NUMBERS
+        if numbers and type(lr) in _NUMBERS and _same_layout(param, g, *slots.values()):
+            return _adam_arrays(param, g, slots, step, beta1, beta2, lr, o)
+        xp = np if numbers else F
         m = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
-        v = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
+        v = slots["exp_avg_sq"] * like(beta2, param) + xp.square(g) * like(1 - beta2, param)
         new_slots = {"exp_avg": m, "exp_avg_sq": v}
         if o["amsgrad"]:
-            v = new_slots["max_exp_avg_sq"] = F.maximum(slots["max_exp_avg_sq"], v)
-        t = F.cast(step, np.float64)
+            v = new_slots["max_exp_avg_sq"] = xp.maximum(slots["max_exp_avg_sq"], v)
+        t = step.astype(np.float64) if xp is np else F.cast(step, np.float64)
         bias_correction1 = 1 - beta1**t
-        bias_correction2_sqrt = F.sqrt(1 - beta2**t)
+        bias_correction2_sqrt = xp.sqrt(1 - beta2**t)
         step_size = like(lr / bias_correction1, param)
-        denom = F.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
+        denom = xp.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
         return param - step_size * (m / denom), new_slots
+
+
+def _same_layout(param, *arrays) -> bool:
+    """Whether the arrays are all float32 or all float64 ones of `param`'s shape."""
+    dtype, shape = param.dtype, param.shape
+    if dtype not in _FLOAT_ARRAYS:
+        return False
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+            return False
+    return True
+
+
+_FLOAT_ARRAYS = (np.dtype(np.float32), np.dtype(np.float64))
+_NUMBERS = (int, float)
+
+
+def _adam_arrays(param, g, slots, step, beta1, beta2, lr, o):
+    """`Adam._update` on arrays of one float dtype, from the weight decay on (`param` and `g`
+    as it leaves them): its NumPy calls in its order, each into a buffer of the step's own
+    where the expression made a new array (the same bits, 3 arrays made rather than 11)."""
+    m = np.multiply(slots["exp_avg"], beta1)
+    scratch = np.multiply(g, 1 - beta1)
+    m += scratch
+    v = np.multiply(slots["exp_avg_sq"], beta2)
+    np.square(g, out=scratch)
+    scratch *= 1 - beta2
+    v += scratch
+    new_slots = {"exp_avg": m, "exp_avg_sq": v}
+    if o["amsgrad"]:
+        v = new_slots["max_exp_avg_sq"] = np.maximum(slots["max_exp_avg_sq"], v)
+    t = step.astype(np.float64)
+    bias_correction1 = 1 - beta1**t
+    bias_correction2_sqrt = np.sqrt(1 - beta2**t)
+    step_size = like(lr / bias_correction1, param)
+    denom = np.sqrt(v, out=scratch)
+    denom /= like(bias_correction2_sqrt, param)
+    denom += o["eps"]
+    update = np.divide(m, denom, out=denom)
+    update *= step_size  # (step_size * (m / denom): one product, either order)
+    return np.subtract(param, update, out=update), new_slots
 
 
 class AdamW(Adam):

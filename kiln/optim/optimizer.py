@@ -91,6 +91,8 @@ def like(value, x):
     if type(value) in (int, float) or not dt.is_float(x.dtype):
         return value
     if isinstance(x, np.ndarray) and isinstance(value, (np.generic, np.ndarray)):
+        if value.ndim == 0 and x.dtype.kind == "f":  # a NumPy scalar: a 0-d array's values
+            return x.dtype.type(value)
         return np.asarray(value).astype(x.dtype)  # the CPU step's arrays stay NumPy's
     return F.cast(value, x.dtype)
 
@@ -509,7 +511,7 @@ class Optimizer(OptimizerHooks):
         state = self._state.get(t) or {}
         count = state.get("step", 0) + 1
         step = np.array(count, np.int64)
-        if t.device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
+        if t._device == "cpu":  # the same ops on the arrays: NumPy's operators, no Tensors
             data, grad = t._data, grad_tensor._data
             if data.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 data, grad = _as_real(data), _as_real(grad)

@@ -1,0 +1,171 @@
+"""Eager tape entries for two composites PyTorch records as one node: `F.linear` with a bias on
+a matrix (`AddmmBackward0`) and `F.cross_entropy`'s common case (`NllLossBackward0`). On CPU
+tensors of one float32/float64 dtype they run the NumPy calls the composite's ops run (a
+matrix product and a sum; log_softmax_take, a negation, a sum and a division), in the same
+order, so values and gradients keep the composite's bits (tests/test_eager_fused.py); what
+they save is the composite's other tape entries (3 -> 1 and 5 -> 1) and their dispatch.
+
+Each op is an `OpDef` outside the registry (as `kn.checkpoint`'s): eager only. Graphs, traces
+(`kn.compile`), other devices, dtypes, layouts and every case the checks below do not take
+keep the composite. Its vjp is written with kiln ops (create_graph records them); backward on
+the CPU without create_graph runs its bare-array form (`autograd._ARRAY_VJP`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.opdef import REGISTRY, OpDef
+from ..ops.core import bind
+from . import autograd, dispatch, grad_mode
+from .grad_mode import state
+from .tensor import Tensor, check_view, make
+
+__all__ = ["cross_entropy", "linear"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_CPU = "cpu"
+_matmul = np.matmul
+_add = np.add
+
+
+def _plain_cpu(*tensors) -> bool:
+    """Whether every one is a CPU tensor the short paths take (not a sparse or traced one),
+    outside inference mode; views are checked as dispatch checks them."""
+    if grad_mode.inference_threads:
+        return False
+    kinds = dispatch.tensor_types
+    for t in tensors:
+        if type(t) is not Tensor and type(t) not in kinds:
+            return False
+        meta = t._meta
+        if meta is not None:
+            if meta.device != _CPU:
+                return False
+            if meta.base is not None:
+                check_view(t, meta)
+    return True
+
+
+def _grad_needed(tensors) -> bool:
+    if not state.grad:
+        return False
+    for t in tensors:
+        meta = t._meta
+        if meta is not None and meta.requires_grad:
+            return True
+    return False
+
+
+# -- linear: input @ weight.T + bias ------------------------------------------------------------
+
+
+def _linear_vjp(ct, y, bias, x, weight, *, needs):
+    """The composite's: the bias's cotangent is `ct` (autograd sums it to the bias's shape),
+    the input's `ct @ weight` and the weight's `(x.T @ ct).T`, as matmul's and transpose's."""
+    t = REGISTRY["transpose"]
+    mm = REGISTRY["matmul"]
+    return (
+        ct if needs[0] else None,
+        bind(mm, ct, weight) if needs[1] else None,
+        bind(t, bind(mm, bind(t, x, perm=(1, 0)), ct), perm=(1, 0)) if needs[2] else None,
+    )
+
+
+def _linear_vjp_arrays(ct, y, bias, x, weight, *, needs):
+    # the bias's: `sum_to_shape`'s sum over the rows (keepdims there: the same sums)
+    return (
+        _add.reduce(ct, (0,), None, None, False) if needs[0] else None,
+        _matmul(ct, weight) if needs[1] else None,
+        _matmul(x.T, ct).T if needs[2] else None,
+    )
+
+
+LINEAR = OpDef("linear", None, None, None, vjp=_linear_vjp)
+
+
+def linear(x, weight, bias):
+    """`F.linear(x, weight, bias)` of a matrix `x` as one tape entry, or None where the
+    composite runs (anything but CPU tensors of one float dtype with matching shapes)."""
+    if bias is None or not _plain_cpu(x, weight, bias):
+        return None
+    a, w, b = x._data, weight._data, bias._data
+    dtype = a.dtype
+    if (
+        dtype not in _FLOATS
+        or w.dtype is not dtype
+        or b.dtype is not dtype
+        or a.ndim != 2
+        or w.ndim != 2
+        or b.shape != (w.shape[0],)
+        or a.shape[1] != w.shape[1]
+    ):
+        return None
+    y = _matmul(a, w.T)  # NOTE: matmul's kernel, then add's, into the product: add's bits
+    _add(y, b, out=y)
+    out = make(y)
+    args = (bias, x, weight)  # PyTorch's addmm(bias, input, weight.t()) order
+    if _grad_needed(args):
+        needs = tuple(t._meta is not None and t._meta.requires_grad for t in args)
+        autograd.record(LINEAR, args, {"needs": needs}, out, skip=3)
+        out._meta.grad_fn.label = "AddmmBackward0"
+    return out
+
+
+# -- cross_entropy: mean of -log_softmax(x)[target], no weights, nothing ignored --------------
+
+
+def _nll_vjp(ct, y, x, target, *, n):
+    """The composite's chain backwards: div, sum, neg, reshape, then log_softmax_take's."""
+    g = ct / n
+    g = -bind(REGISTRY["broadcast_to"], g, shape=tuple(target.shape))
+    reshape = REGISTRY["reshape"]
+    column = (*target.shape, 1)
+    g = bind(reshape, g, shape=column)
+    idx = bind(reshape, target, shape=column)
+    return bind(REGISTRY["log_softmax_take_grad"], g, x, idx, axis=1), None
+
+
+def _nll_vjp_arrays(ct, y, x, target, *, n):
+    # -(ct / n) in every row: the negation of the broadcast quotient (exact), without
+    # broadcast_to's Python layers
+    g = np.empty((*target.shape, 1), ct.dtype)
+    g.fill(-(ct / n))
+    return _TAKE_GRAD.impl(np, g, x, target.reshape(g.shape), axis=1), None
+
+
+NLL = OpDef("cross_entropy", None, None, None, vjp=_nll_vjp, tags=frozenset({"vjp_arrays_index"}))
+_TAKE = REGISTRY["log_softmax_take"]
+_TAKE_GRAD = REGISTRY["log_softmax_take_grad"]
+
+
+def cross_entropy(x, target, ignore_index: int):
+    """The mean cross-entropy of logits `x` (N, C) at classes `target` (N,), none of them
+    `ignore_index`, as one tape entry; None where the composite runs (other shapes, devices,
+    dtypes, an index out of range: the composite raises its error)."""
+    if not _plain_cpu(x, target):
+        return None
+    a, t = x._data, target._data
+    if a.dtype not in _FLOATS or t.dtype.kind not in "iu" or a.ndim != 2 or t.ndim != 1:
+        return None
+    rows = t.shape[0]
+    if not 0 < rows == a.shape[0]:
+        return None
+    if 0 <= ignore_index < a.shape[1] and (t == ignore_index).any():
+        return None  # (an ignore_index off [0, C) is no index the kernel takes)
+    try:
+        picked = _TAKE.impl(np, a, t.reshape(rows, 1), axis=1)
+    except IndexError:
+        return None  # an index out of range (or an ignored one): the composite says which
+    n = float(rows)
+    # reduce_sum's kernel on a float32/float64 array: add.reduce, called directly
+    total = _add.reduce(np.negative(picked.reshape(rows)), (0,), None, None, False)
+    out = make(np.asarray(np.true_divide(total, n)))
+    if _grad_needed((x,)):
+        autograd.record(NLL, (x, target), {"n": n}, out, skip=3)
+        out._meta.grad_fn.label = "NllLossBackward0"
+    return out
+
+
+autograd._ARRAY_VJP[LINEAR] = _linear_vjp_arrays
+autograd._ARRAY_VJP[NLL] = _nll_vjp_arrays

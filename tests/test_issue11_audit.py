@@ -1,0 +1,195 @@
+"""Issue 11 ("PyTorch's array API, exactly"), bullet by bullet: one small check per item of the
+issue's lists, called the same way on torch 2.13 and on kiln, eagerly (`kn.tensor`), in graph
+mode (placeholders and `kn.Session`) and under `kn.compile` where a graph makes sense.
+
+Each check is `fn(L, *inputs)` with `L` torch or kiln; the test compares values, dtypes, shapes,
+return types (named tuples, `Size`, Python scalars) and exception types with torch's answer, which
+is the oracle for every value here. The wider sweep over dtypes is tests/test_torch_sweep.py;
+this module is the one place that maps the issue's bullets to checks. What still differs is
+marked `xfail(strict=True)` in `DIFFERS` with the reason.
+"""
+
+# ruff: noqa: E731
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+torch = pytest.importorskip("torch")
+
+import issue11_cases_more  # noqa: E402, F401 -- registers its cases
+import issue11_cases_nn  # noqa: E402, F401
+from issue11_cases import CASES  # noqa: E402
+
+# -- what still differs: "bullet/name/mode" -> why (each an xfail(strict=True)) --------------------
+DIFFERS: dict[str, str] = {}
+
+
+# -- the runner ------------------------------------------------------------------------------------
+def _builtin(error):
+    """The built-in exception class PyTorch's error is (torch's own classes subclass one)."""
+    return next(c for c in type(error).__mro__ if c.__module__ == "builtins")
+
+
+def _np(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().numpy() if x.dtype == torch.bfloat16 else x.detach().numpy()
+    if isinstance(x, kn.Tensor):
+        return np.asarray(x.detach().numpy())
+    return np.asarray(x)
+
+
+def _fields(x):
+    """A named tuple's field names (PyTorch's return types are struct sequences)."""
+    return getattr(type(x), "__match_args__", None) if isinstance(x, tuple) else None
+
+
+def _dtype_name(d):
+    return str(d).split(".")[-1]
+
+
+def _diff(k, t):
+    """None where kiln's value `k` is PyTorch's `t`, else what differs."""
+    if isinstance(t, torch.Tensor):
+        if not isinstance(k, (kn.Tensor, np.ndarray, np.generic)):
+            return f"type {type(k).__name__}, PyTorch's Tensor"
+        kv, tv = _np(k), _np(t)
+        kd = _dtype_name(k.dtype)
+        if kd != _dtype_name(t.dtype) or kv.shape != tv.shape:
+            return f"{kd}{list(kv.shape)}, PyTorch's {_dtype_name(t.dtype)}{list(tv.shape)}"
+        if tv.dtype.kind in "fc":
+            tol = 1e-2 if t.dtype in (torch.float16, torch.bfloat16) else 1e-5
+            kv, tv = kv.astype(np.complex128), tv.astype(np.complex128)
+            return None if np.allclose(kv, tv, tol, tol, equal_nan=True) else f"values {kv} vs {tv}"
+        return None if np.array_equal(kv, tv) else f"values {kv} vs {tv}"
+    if isinstance(t, torch.Size):
+        ok = type(k).__name__ == "Size" and tuple(k) == tuple(t)
+        return None if ok else f"{k!r}, PyTorch's {t!r}"
+    if isinstance(t, tuple) and _fields(t):  # torch.return_types.max: kiln.return_types.max
+        if _fields(k) != _fields(t) or type(k).__name__ != type(t).__name__:
+            return f"{type(k).__name__}{_fields(k)}, PyTorch's {type(t).__name__}{_fields(t)}"
+    if isinstance(t, (tuple, list)):
+        if (type(k) is not type(t) and not _fields(t)) or len(k) != len(t):
+            return f"{type(k).__name__} of {len(k)}, PyTorch's {type(t).__name__} of {len(t)}"
+        return next((f"[{i}] {d}" for i, d in enumerate(map(_diff, k, t)) if d), None)
+    if isinstance(t, (torch.dtype, torch.device)):
+        ok = str(k).replace("kiln.", "") == str(t).replace("torch.", "")
+        return None if ok else f"{k}, PyTorch's {t}"
+    if isinstance(t, str):
+        t = t.replace("torch", "kiln")
+    if type(k) is not type(t):
+        return f"type {type(k).__name__}, PyTorch's {type(t).__name__}"
+    if isinstance(t, float):
+        return None if np.isclose(k, t, rtol=1e-6, equal_nan=True) else f"{k!r}, PyTorch's {t!r}"
+    return None if k == t else f"{k!r}, PyTorch's {t!r}"
+
+
+def _call(fn, lib, arrays):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(
+                lib,
+                *[
+                    lib.tensor(a.copy()) if lib is kn else torch.from_numpy(a.copy())
+                    for a in arrays
+                ],
+            ), None
+        except Exception as e:  # noqa: BLE001 -- any error PyTorch raises is the oracle
+            return None, e
+
+
+@functools.cache
+def _torch(key):
+    fn, arrays, _ = CASES[key]
+    return _call(fn, torch, arrays)
+
+
+def _flat(x):
+    return [y for e in x for y in _flat(e)] if isinstance(x, (tuple, list)) else [x]
+
+
+def _structure(x):
+    """Container types and fields, without the leaves (graph mode returns arrays)."""
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, _fields(x), [_structure(e) for e in x])
+    return "leaf"
+
+
+def _graph(fn, arrays):
+    with kn.Graph().as_default():
+        xs = [kn.placeholder(a.dtype, a.shape) for a in arrays]
+        out = fn(kn, *xs)
+        with kn.Session() as sess:
+            return out, sess.run(_flat(out), dict(zip(xs, arrays)))
+
+
+def _compiled(fn, arrays):
+    return kn.compile(lambda *ts: fn(kn, *ts))(*[kn.tensor(a.copy()) for a in arrays])
+
+
+def check(key, mode):
+    """What differs from PyTorch for one case in one mode, or None."""
+    fn, arrays, _ = CASES[key]
+    want, t_error = _torch(key)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if mode == "eager":
+                got, k_error = _call(fn, kn, arrays)
+                if k_error is not None:
+                    raise k_error
+            elif mode == "compile":
+                got = _compiled(fn, arrays)
+            else:
+                out, got = _graph(fn, arrays)
+                if t_error is None and _structure(out) != _structure(want):
+                    return f"returns {_structure(out)}, PyTorch's {_structure(want)}"
+                want = _flat(want)
+    except Exception as e:  # noqa: BLE001
+        if t_error is None:
+            return f"raised {type(e).__name__}: {str(e)[:300]}"
+        if not isinstance(e, _builtin(t_error)):
+            return f"raised {type(e).__name__}, PyTorch {type(t_error).__name__}: {t_error}"
+        return None
+    if t_error is not None:
+        return f"answered {got!r:.200}, PyTorch raised {type(t_error).__name__}: {t_error}"
+    return _diff(got, want)
+
+
+def _params():
+    for key, (_, _, modes) in CASES.items():
+        for mode in modes:
+            why = DIFFERS.get(f"{key}/{mode}")
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(key, mode, id=f"{key}/{mode}", marks=marks)
+
+
+@pytest.mark.parametrize(("key", "mode"), list(_params()))
+def test_issue11_item_as_pytorch(key, mode):
+    why = check(key, mode)
+    assert why is None, f"{key} ({mode}): {why}"
+
+
+def test_every_listed_difference_is_a_case():
+    ids = {f"{k}/{m}" for k, (_, _, modes) in CASES.items() for m in modes}
+    assert not set(DIFFERS) - ids
+
+
+if __name__ == "__main__":  # prints every difference, and the counts per mode
+    import collections
+
+    counts, failing = collections.Counter(), collections.Counter()
+    for key, (_, _, modes) in CASES.items():
+        for mode in modes:
+            counts[mode] += 1
+            if (why := check(key, mode)) is not None:
+                failing[mode] += 1
+                print(f"{key}/{mode}\t{why}")
+    print({m: f"{failing[m]} of {counts[m]} differ" for m in counts})

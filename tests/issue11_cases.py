@@ -197,6 +197,8 @@ case(fm, "view-dtype", lambda L, a: a.view(L.int32), A23)
 case(fm, "view-dtype-narrower", lambda L, a: a.view(L.int16), A23)
 case(fm, "format-0d", lambda L, a: (format(a, ".2f"), f"{a:.3e}", f"{a}"), S0, modes=EAGER)
 case(fm, "format-nd-raises", lambda L, a: format(a, ".2f"), A23, modes=EAGER)
+case(fm, "format-1-element-spec-raises", lambda L, a: f"{a[:1]:.2f}", V3, modes=EAGER)
+case(fm, "format-nd-no-spec", lambda L, a: (f"{a}", format(a[:1])), A23, modes=EAGER)
 
 # -- arguments -------------------------------------------------------------------------------------
 ag = "arguments"

@@ -94,8 +94,8 @@ for fn in (
     "max_memory_allocated",
     "memory_reserved",
     "max_memory_reserved",
+    "memory_stats",
     "empty_cache",
-    "reset_peak_memory_stats",
     "is_available",
     "device_count",
 ):

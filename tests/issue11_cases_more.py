@@ -145,10 +145,17 @@ for n, f in GRAD_FNS.items():
     case(
         pr,
         f"grad_fn-{n}",
-        lambda L, x, f=f: (repr(f(x.requires_grad_())), type(f(x).grad_fn).__name__),
+        lambda L, x, f=f: (repr(f(x.requires_grad_())), f(x).grad_fn.name()),
         V3,
         modes=EAGER,
     )
+case(
+    pr,
+    "grad_fn-class-name",
+    lambda L, x: type((x.requires_grad_() + 1).grad_fn).__name__,
+    V3,
+    modes=EAGER,
+)
 case(pr, "grad_fn-Cat", lambda L, x: repr(L.cat([x.requires_grad_(), x])), V3, modes=EAGER)
 case(pr, "grad_fn-None-leaf", lambda L, x: x.requires_grad_().grad_fn, V3, modes=EAGER)
 case(

@@ -102,6 +102,19 @@ case(
     W2,
     modes=EAGER,
 )
+# the functional forms refuse these with RuntimeError (torch 2.13; nn.Conv2d(...) with ValueError)
+CONV_REFUSED = {
+    "conv1d-same-stride": lambda L, x, w: F(L).conv1d(
+        x[:, :, 0], w[:, :, 0], stride=2, padding="same", groups=2
+    ),
+    "conv2d-padding-string": lambda L, x, w: F(L).conv2d(x, w, padding="full", groups=2),
+    "conv2d-groups0": lambda L, x, w: F(L).conv2d(x, w, groups=0),
+    "conv_transpose2d-output_padding": lambda L, x, w: F(L).conv_transpose2d(
+        x, w[:2], output_padding=1
+    ),
+}
+for n, f in CONV_REFUSED.items():
+    case(nf, f"{n}-raises", f, X4, W2, modes=EAGER)
 WT1 = arr(4, 3, 3, seed=15)
 WT2 = arr(2, 3, 3, 3, seed=16)
 case(

@@ -379,3 +379,129 @@ case(ix, "setitem-autograd", _setitem_grad, A34, V34, np.array([2, 0], np.int64)
 case(ix, "index_put_-accumulate-autograd", _index_put_grad, A34, V34, IDX, modes=EAGER)
 case(ix, "index_put-bool-mask-autograd", _index_put_mask, A23, MASK, modes=EAGER)
 case(ix, "setitem-bool-mask-autograd", _setitem_mask_grad, A23, MASK, modes=EAGER)
+
+# -- edges of the items above: ties, NaNs, index dtypes, more reduce modes -------------------------
+eg = "edges"
+TIES = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, -1.0, 2.0], [0.0, 0.0, 0.0, 0.0]], np.float32)
+NANS = np.array(
+    [[1.0, np.nan, 0.5, -1.0], [np.nan, 2.0, 2.0, np.nan], [0.0, 1.0, 2.0, 3.0]], np.float32
+)
+for name, fn in {
+    "max-dim": lambda L, a: a.max(1),
+    "min-dim": lambda L, a: a.min(1),
+    "argmax": lambda L, a: a.argmax(1),
+    "argmin-dim0": lambda L, a: a.argmin(0),
+    "sort-stable": lambda L, a: a.sort(dim=1, stable=True),
+    "sort-descending-stable": lambda L, a: a.sort(dim=1, descending=True, stable=True),
+    "argsort-stable": lambda L, a: a.argsort(dim=1, stable=True),
+    "cummax": lambda L, a: a.cummax(1),
+    "cummin": lambda L, a: a.cummin(1),
+    "median-dim-values": lambda L, a: a.median(1).values,  # which tie: unspecified
+    "median-all": lambda L, a: a.median(),
+    "mode-values": lambda L, a: a.mode(1).values,
+    "kthvalue-values": lambda L, a: a.kthvalue(2, 1).values,
+    "topk-values": lambda L, a: a.topk(2, 1).values,
+}.items():
+    case(eg, f"ties-{name}", fn, TIES)
+    case(eg, f"nan-{name}", fn, NANS)
+case(eg, "nan-sort-values", lambda L, a: a.sort(1).values, NANS)
+case(eg, "nan-amax", lambda L, a: a.amax(1), NANS)
+case(eg, "nan-cumsum", lambda L, a: a.cumsum(1), NANS)
+case(eg, "nan-logcumsumexp", lambda L, a: a.logcumsumexp(1), NANS)
+case(eg, "cumsum-bool-int64", lambda L, m: m.cumsum(1), MASK)
+case(eg, "cumprod-int32-int64", lambda L, a: a.cumprod(1), I23.astype(np.int32))
+case(eg, "var-0d-nan", lambda L, s: (s.var(), s.std(0)), S0)
+for mode in ("sum", "prod", "mean", "amax", "amin"):
+    for inc in (True, False):
+        case(
+            eg,
+            f"scatter_reduce-{mode}-include_self-{inc}",
+            lambda L, a, i, s, m=mode, inc=inc: a.scatter_reduce(1, i, s, m, include_self=inc),
+            A23,
+            SIDX,
+            B23,
+        )
+case(
+    eg,
+    "scatter_reduce-mean-int",
+    lambda L, a, i, b: a.scatter_reduce(0, i, b, "mean"),
+    I23,
+    SIDX,
+    J23,
+)
+case(eg, "index_select-int32-index", lambda L, a, i: a.index_select(1, i.int()), A23, IDX)
+case(eg, "gather-int32-index-raises", lambda L, a, i: a.gather(1, i.int()), A23, SIDX, modes=EAGER)
+case(eg, "gather-out-of-range-raises", lambda L, a, i: a.gather(1, i + 3), A23, SIDX, modes=EAGER)
+case(eg, "masked_fill-0d-tensor-value", lambda L, a, m: a.masked_fill(m, L.tensor(2.5)), A23, MASK)
+case(
+    eg,
+    "masked_fill-1d-value-raises",
+    lambda L, a, m: a.masked_fill(m, L.ones(3)),
+    A23,
+    MASK,
+    modes=EAGER,
+)
+case(eg, "where-python-scalars", lambda L, m: L.where(m, 1.0, 0), MASK)
+case(eg, "where-int-tensor-float-scalar", lambda L, m, a: L.where(m, a, 0.5), MASK, I23)
+case(eg, "div-floor-scalar-int", lambda L, a: a.div(-3, rounding_mode="floor"), I23)
+case(eg, "div-trunc-scalar-float", lambda L, a: L.div(a, 0.7, rounding_mode="trunc"), A23)
+case(eg, "fmod-int-float-scalar", lambda L, a: a.fmod(2.5), I23)
+case(eg, "remainder-int-by-zero-raises", lambda L, a: a.remainder(0), I23, modes=EAGER)
+case(
+    eg,
+    "div-floor-int-by-zero-raises",
+    lambda L, a: a.div(0, rounding_mode="floor"),
+    I23,
+    modes=EAGER,
+)
+case(eg, "nonzero-bool-3d", lambda L, a: (a > 0).nonzero(), A234, modes=EAGER)
+case(
+    eg,
+    "linalg.norm-inf",
+    lambda L, a: (L.linalg.norm(a, float("inf")), L.linalg.norm(a, -float("inf"), dim=0)),
+    A23,
+)
+case(eg, "linalg.norm-nuc", lambda L, a: L.linalg.norm(a, "nuc"), SQ)
+case(eg, "linalg.norm-dtype", lambda L, a: L.linalg.norm(a, dtype=L.float64), A23)
+case(eg, "det-batched", lambda L, a: L.det(L.stack([a, a.T, a * 2])), SQ)
+case(eg, "inverse-batched", lambda L, a: L.stack([a, a.T]).inverse(), SQ)
+case(eg, "t-0d", lambda L, s: s.t(), S0)
+case(eg, "mT-1d-raises", lambda L, v: v.mT, V3, modes=EAGER)
+case(eg, "view-dtype-wider", lambda L, a: a.view(L.float64), A34)
+case(eg, "view-dtype-uint8", lambda L, a: a.view(L.uint8), A23)
+case(eg, "view-dtype-wider-odd-raises", lambda L, a: a.view(L.float64), A23, modes=EAGER)
+case(
+    eg,
+    "stride-expand-permute",
+    lambda L, v, a: (v.expand(2, 3).stride(), a.permute(2, 0, 1).stride()),
+    V3,
+    A234,
+    modes=EAGER,
+)
+case(
+    eg,
+    "repeat_interleave-output_size",
+    lambda L, a: a.repeat_interleave(L.tensor([1, 2]), dim=0, output_size=3),
+    A23,
+)
+case(eg, "roll-negative-dims", lambda L, a: a.roll((-1, 2), (-1, 0)), A234)
+case(eg, "chunk-more-than-size", lambda L, a: a.chunk(5, 0), A23)
+case(eg, "split-size-larger", lambda L, a: a.split(5, 1), A23)
+case(eg, "unflatten-bad-raises", lambda L, a: a.unflatten(1, (3, 2)), A34, modes=EAGER)
+case(eg, "expand-bad-raises", lambda L, v: v.expand(2, 4), V3, modes=EAGER)
+case(eg, "diag-2d-offset-out-of-range", lambda L, a: a.diag(5), A34)
+case(eg, "diagonal-neg-dims", lambda L, a: a.diagonal(-1, -1, -3), A234)
+case(eg, "einsum-ellipsis", lambda L, a, b: L.einsum("...ij,jk->...ik", a, b), A234, arr(4, 2))
+case(eg, "einsum-repeated-output-raises", lambda L, a: L.einsum("ij->ii", a), A23, modes=EAGER)
+case(eg, "cat-empty-1d-legacy", lambda L, a: L.cat([a, L.tensor([])]), A23)
+case(eg, "cat-dtype-promotes", lambda L, a, i: L.cat([a, i]), A23, I23)
+case(eg, "isclose-nan-equal", lambda L, a: L.isclose(a, a, equal_nan=True), NANS)
+case(
+    eg,
+    "allclose-nan",
+    lambda L, a: (L.allclose(a, a), L.allclose(a, a, equal_nan=True)),
+    NANS,
+    modes=EAGER,
+)
+case(eg, "equal-dtypes-differ", lambda L, a: L.equal(a, a.double()), A23, modes=EAGER)
+case(eg, "lerp-int-raises", lambda L, a: a.lerp(a, 0.5), I23, modes=EAGER)

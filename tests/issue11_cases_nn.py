@@ -380,3 +380,187 @@ for n, kw in ACTS.items():
 case(nf, "glu-default-dim-last", lambda L, x: F(L).glu(x), arr(3, 4))
 case(nf, "softmin-dtype", lambda L, x: F(L).softmin(x, 0, dtype=L.float64), AX)
 case(nf, "elu-inplace-flag", lambda L, x: F(L).elu(x * 1, inplace=True), AX)
+
+# -- edges of the items above ---------------------------------------------------------------------
+ed = "nn-edges"
+X55 = arr(1, 2, 5, 5, seed=27)
+case(ed, "interpolate-nearest-scale-1.7", lambda L, x: F(L).interpolate(x, scale_factor=1.7), X4)
+case(
+    ed,
+    "interpolate-bilinear-scale-1.7",
+    lambda L, x: F(L).interpolate(x, scale_factor=1.7, mode="bilinear"),
+    X4,
+)
+case(
+    ed,
+    "interpolate-bilinear-recompute",
+    lambda L, x: F(L).interpolate(
+        x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True
+    ),
+    X4,
+)
+case(
+    ed,
+    "interpolate-bilinear-antialias",
+    lambda L, x: F(L).interpolate(x, size=(3, 4), mode="bilinear", antialias=True),
+    X4,
+)
+case(
+    ed,
+    "interpolate-bicubic-align",
+    lambda L, x: F(L).interpolate(x, scale_factor=2, mode="bicubic", align_corners=True),
+    X4,
+)
+case(
+    ed,
+    "interpolate-nearest-exact-scale",
+    lambda L, x: F(L).interpolate(x, scale_factor=0.6, mode="nearest-exact"),
+    X4,
+)
+case(
+    ed,
+    "interpolate-both-raises",
+    lambda L, x: F(L).interpolate(x, size=3, scale_factor=2),
+    X4,
+    modes=EAGER,
+)
+case(
+    ed,
+    "pad-reflect-too-large-raises",
+    lambda L, x: F(L).pad(x, (7, 0), mode="reflect"),
+    X3,
+    modes=EAGER,
+)
+for mode in ("reflect", "replicate", "circular"):  # torch 2.13 pads 4-D input's last 2 or 3 dims
+    case(
+        ed,
+        f"pad-{mode}-one-pair-on-4d-raises",
+        lambda L, x, m=mode: F(L).pad(x, (1, 1), mode=m),
+        X4,
+    )
+case(ed, "pad-circular-1d", lambda L, x: F(L).pad(x, (2, 1), mode="circular"), X3)
+case(
+    ed,
+    "max_pool2d-ceil-last-window-rule",
+    lambda L, x: F(L).max_pool2d(x, 2, 2, padding=1, ceil_mode=True),
+    X55,
+)
+case(
+    ed,
+    "avg_pool2d-ceil-include-pad-edge",
+    lambda L, x: F(L).avg_pool2d(x, 2, 2, padding=1, ceil_mode=True),
+    X55,
+)
+case(
+    ed,
+    "avg_pool2d-ceil-exclude-pad-edge",
+    lambda L, x: F(L).avg_pool2d(x, 3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+    X55,
+)
+case(
+    ed,
+    "max_pool2d-padding-too-large-raises",
+    lambda L, x: F(L).max_pool2d(x, 2, padding=2),
+    X55,
+    modes=EAGER,
+)
+case(ed, "adaptive_avg_pool2d-larger-output", lambda L, x: F(L).adaptive_avg_pool2d(x, 7), X55)
+case(
+    ed,
+    "cross_entropy-all-ignored-nan",
+    lambda L, x, y: F(L).cross_entropy(x, y * 0 + 1, ignore_index=1),
+    LOGITS,
+    LAB,
+)
+case(
+    ed,
+    "cross_entropy-kdim",
+    lambda L, x, y: F(L).cross_entropy(x, y),
+    arr(2, 3, 4),
+    np.array([[0, 2, 1, 1], [2, 2, 0, 1]], np.int64),
+)
+case(
+    ed,
+    "cross_entropy-kdim-prob-smoothing",
+    lambda L, x: F(L).cross_entropy(x, x.softmax(1).detach(), label_smoothing=0.2),
+    arr(2, 3, 4),
+)
+case(
+    ed,
+    "cross_entropy-target-out-of-range-raises",
+    lambda L, x, y: F(L).cross_entropy(x, y + 5),
+    LOGITS,
+    LAB,
+    modes=EAGER,
+)
+case(
+    ed,
+    "nll_loss-ignore_index-negative",
+    lambda L, x, y: F(L).nll_loss(LSM(L, x), y - 1, ignore_index=-1),
+    LOGITS,
+    LAB,
+)
+case(
+    ed,
+    "binary_cross_entropy-clamps-log",
+    lambda L, p, t: F(L).binary_cross_entropy(p, t, reduction="none"),
+    np.array([0.0, 1.0, 0.5, 1.0], np.float32),
+    np.array([1.0, 0.0, 1.0, 1.0], np.float32),
+)
+case(
+    ed,
+    "binary_cross_entropy-out-of-range-raises",
+    lambda L, p, t: F(L).binary_cross_entropy(p * 3, t),
+    SIG,
+    PROB,
+    modes=EAGER,
+)
+case(
+    ed,
+    "binary_cross_entropy-nan-input-raises",
+    lambda L, p, t: F(L).binary_cross_entropy(p.log(), t),
+    np.array([-1.0, 0.5], np.float32),
+    np.array([1.0, 0.0], np.float32),
+    modes=EAGER,
+)
+case(
+    ed,
+    "bce_with_logits-weight-pos_weight",
+    lambda L, x, t, w: F(L).binary_cross_entropy_with_logits(x, t, weight=w[:1], pos_weight=w),
+    LOGITS,
+    PROB,
+    CW,
+)
+case(ed, "smooth_l1_loss-beta0", lambda L, a, b: F(L).smooth_l1_loss(a, b, beta=0.0), A23, B23)
+case(ed, "huber_loss-none", lambda L, a, b: F(L).huber_loss(a, b, reduction="none"), A23, B23)
+case(ed, "l1_loss-broadcast-warns", lambda L, a, b: F(L).l1_loss(a, b[0]), A23, B23)
+QH, KH = arr(1, 4, 3, 8, seed=28), arr(1, 2, 5, 8, seed=29)
+case(
+    ed,
+    "sdpa-enable_gqa",
+    lambda L, q, k, v: SDPA(L)(q, k, v, enable_gqa=True),
+    QH,
+    KH,
+    arr(1, 2, 5, 3),
+)
+case(
+    ed,
+    "sdpa-fully-masked-row",
+    lambda L, q, k, v, m: SDPA(L)(q, k, v, attn_mask=m & (L.arange(4) > 0)[:, None]),
+    Q,
+    K,
+    VV,
+    BMASK,
+)
+case(ed, "sdpa-causal-square", lambda L, q: SDPA(L)(q, q, q, is_causal=True), Q)
+case(ed, "one_hot-negative-raises", lambda L, y: F(L).one_hot(y - 2, 5), LAB, modes=EAGER)
+case(ed, "one_hot-float-raises", lambda L, y: F(L).one_hot(y.float(), 5), LAB, modes=EAGER)
+case(ed, "linear-3d", lambda L, x, w: F(L).linear(x, w), A234, arr(5, 4))
+case(ed, "glu-odd-raises", lambda L, x: F(L).glu(x, 1), A23, modes=EAGER)
+case(ed, "gelu-tanh", lambda L, x: F(L).gelu(x, approximate="tanh"), AX)
+case(ed, "softplus-beta-threshold", lambda L, x: F(L).softplus(x, beta=2.0, threshold=3.0), AX)
+case(ed, "leaky_relu-slope", lambda L, x: F(L).leaky_relu(x, 0.2), AX)
+case(ed, "hardtanh-default", lambda L, x: F(L).hardtanh(x), AX)
+case(ed, "elu-float16", lambda L, x: F(L).elu(x.half()), AX)
+case(ed, "silu-int-raises", lambda L, x: F(L).silu(x), np.array([1, 2], np.int64), modes=EAGER)
+case(ed, "normalize-zero-row", lambda L, a: F(L).normalize(a * L.tensor([[0.0], [1.0]])), A23)

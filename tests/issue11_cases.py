@@ -505,3 +505,47 @@ case(
 )
 case(eg, "equal-dtypes-differ", lambda L, a: L.equal(a, a.double()), A23, modes=EAGER)
 case(eg, "lerp-int-raises", lambda L, a: a.lerp(a, 0.5), I23, modes=EAGER)
+
+
+def _setitem(key):
+    def fn(L, a, v, i):
+        y = a.clone()
+        y[key(i)] = v[: y[key(i)].shape[-1]]  # broadcast along the rows set
+        return y
+
+    return fn
+
+
+SET_KEYS = {
+    "int-array": lambda i: i,
+    "two-arrays": lambda i: (i, i % 3),
+    "slice-array": lambda i: (slice(None), i % 3),
+    "int-slice": lambda i: (0, slice(1, 3)),
+    "ellipsis-none": lambda i: (Ellipsis, None, 1),
+}
+for n, key in SET_KEYS.items():
+    case(ix, f"setitem-{n}", _setitem(key), A34, V34, np.array([2, 0], np.int64))
+
+
+def _setitem_mask(L, a, m):
+    y = a.clone()
+    y[m] = 7.0
+    return y
+
+
+case(ix, "setitem-bool-mask-scalar", _setitem_mask, A23, MASK)
+case(
+    ix,
+    "index_put_-accumulate",
+    lambda L, a, v, i: a.clone().index_put_((i,), v, accumulate=True),
+    A34,
+    V34,
+    IDX,
+)
+case(
+    ix,
+    "index_put-two-indices",
+    lambda L, a, i: a.index_put((i, i % 3), L.tensor(1.5)),
+    A34,
+    np.array([2, 0], np.int64),
+)

@@ -42,6 +42,9 @@ DIFFERS = {
 }
 
 
+TUT_X = [[5.1, 3.5, 1.4], [4.9, 3.0, 1.4], [6.2, 3.4, 5.4], [5.9, 3.0, 5.1]]
+
+
 # -- the runner ------------------------------------------------------------------------------------
 def _builtin(error):
     """The built-in exception class PyTorch's error is (torch's own classes subclass one)."""
@@ -197,6 +200,68 @@ def test_cuda_memory_resets_do_nothing_without_cuda(name):
     # the issue's rule; torch 2.13's CPU build raises AttributeError here (no _cuda_* binding)
     assert getattr(kn.cuda, name)() is None
     assert getattr(kn.cuda, name)("cuda:0") is None
+
+
+def _default_dtype_fn(L, a):
+    return a / a, a + 0.5, a.sqrt(), L.zeros_like(a) * 1.5
+
+
+@pytest.mark.parametrize("mode", ["graph", "compile"])
+def test_default_dtype_sets_promotion_in_every_mode(mode):
+    """`set_default_dtype(float64)` makes `int / int`, `int + 0.5` and `sqrt(int)` float64
+    (torch 2.13's dtypes are the oracle); a function compiled before the change traces again."""
+    a = np.array([1, 2], np.int32)
+    compiled = kn.compile(lambda t: _default_dtype_fn(kn, t))
+    compiled(kn.tensor(a))  # traced under float32
+    for default in (torch.float64, torch.float32):
+        torch.set_default_dtype(default)
+        kn.set_default_dtype(getattr(kn, str(default).split(".")[1]))
+        try:
+            want = _default_dtype_fn(torch, torch.from_numpy(a))
+            if mode == "compile":
+                got = compiled(kn.tensor(a))
+            else:
+                out, got = _graph(_default_dtype_fn, [a])
+            assert not _diff(list(got), list(want)), _diff(list(got), list(want))
+        finally:
+            torch.set_default_dtype(torch.float32)
+            kn.set_default_dtype(kn.float32)
+
+
+def test_frozen_parameter_stays_frozen_under_compile():
+    """`p.requires_grad = False` on a module parameter (one of the five silent differences):
+    a compiled training step leaves it unchanged, as torch's eager step does."""
+
+    def train(L, compile_step):
+        L.manual_seed(0)
+        lin = L.nn.Linear(3, 2)
+        with L.no_grad():
+            lin.weight.copy_(L.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 10))
+            lin.bias.fill_(0.5)
+        lin.weight.requires_grad = False
+        opt = L.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        step = L.compile(step) if compile_step else step
+        for _ in range(3):
+            loss = step(L.tensor(np.asarray(TUT_X, np.float32)))
+        return loss, lin.weight.detach(), lin.bias.detach(), lin.weight.grad is None
+
+    want = train(torch, False)
+    assert not _diff(list(train(kn, True)), list(want))
+
+
+def test_symbol_shapes_are_sizes():
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (2, 3))
+        assert type(x.shape) is kn.Size and type(x.size()) is kn.Size
+        assert x.shape.numel() == 6 and x.size(1) == 3 and x.shape[1:] == (3,)
 
 
 def test_every_listed_difference_is_a_case():

@@ -117,9 +117,33 @@ PRINT_VALUES = {
     "whole-floats": np.array([1.0, 2.0, 3.0], np.float32),
     "nan-inf": np.array([np.nan, np.inf, -np.inf, 1.5], np.float32),
     "long-row": np.arange(1200, dtype=np.float32),
+    "3d": np.arange(12, dtype=np.float32).reshape(2, 2, 3) / 7,
+    "empty-int64": np.zeros((0,), np.int64),
+    "uint8": np.array([0, 255], np.uint8),
+    "complex": np.array([1 + 2j, -0.5j], np.complex64),
+    "big-ints-float": np.array([123456789.0, 1.0], np.float32),
+    "negative-zero": np.array([-0.0, 0.25], np.float32),
+    "long-2d": np.arange(2000, dtype=np.int64).reshape(40, 50),
 }
 for n, v in PRINT_VALUES.items():
     case(pr, f"repr-{n}", lambda L, x: repr(x), v, modes=EAGER)
+case(pr, "repr-bfloat16", lambda L, x: repr(x.to(L.bfloat16)), PRINT_VALUES["float"], modes=EAGER)
+case(pr, "repr-Parameter", lambda L, x: repr(L.nn.Parameter(x)), V3, modes=EAGER)
+case(pr, "repr-0d-grad_fn", lambda L, x: repr(x.requires_grad_().sum()), V3, modes=EAGER)
+case(
+    pr,
+    "repr-size",
+    lambda L, x: (repr(x.shape), str(x.shape), repr(x[0, 0].shape)),
+    PRINT_VALUES["float"],
+    modes=EAGER,
+)
+case(
+    pr,
+    "repr-dtype-device",
+    lambda L, x: (repr(x.dtype), str(x.dtype), repr(x.device)),
+    V3,
+    modes=EAGER,
+)
 case(pr, "str-float", lambda L, x: str(x), PRINT_VALUES["float"], modes=EAGER)
 case(pr, "repr-requires_grad", lambda L, x: repr(x.requires_grad_()), V3, modes=EAGER)
 GRAD_FNS = {

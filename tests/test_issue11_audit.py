@@ -32,6 +32,8 @@ DIFFERS = {
     "printing/grad_fn-class-name/eager": "every grad_fn is one slotted class, kiln's Node (a class "
     "per op would cost on the tape's hot path); grad_fn.name() and the repr give PyTorch's "
     "AddBackward0",
+    "printing/repr-dtype-device/eager": "str(kn.float32) is the bare 'float32', as kiln's messages "
+    "print dtypes (kiln/dtypes.py DType.__str__); repr is PyTorch's 'kiln.float32'",
     **{
         f"nn-edges/pad-{m}-one-pair-on-4d-raises/{mode}": "kiln's reflect/replicate/circular pad "
         "any number of trailing dims of any input (a superset); torch 2.13 refuses one pair on 4-D "

@@ -549,3 +549,32 @@ case(
     A34,
     np.array([2, 0], np.int64),
 )
+for name, fn in {
+    "numpy-array-index": lambda L, a: a[np.array([1, 0, 1])],
+    "list-of-lists": lambda L, a: a[[[0, 1], [1, 0]]],
+    "tuple-is-multi-dim": lambda L, a: a[(1, 2)],
+    "int32-tensor-index": lambda L, a: a[L.tensor([2, 0], dtype=L.int32)],
+    "step-slice-and-array": lambda L, a: a[::2, [0, 2]],
+    "0d-bool-true": lambda L, a: a[L.tensor(True)],
+    "none-ellipsis-int": lambda L, a: a[None, ..., 1],
+    "negative-int-out-of-range-raises": lambda L, a: a[-4],
+    "too-many-indices-raises": lambda L, a: a[0, 0, 0],
+    "negative-step-raises": lambda L, a: a[::-1],
+}.items():
+    case(ix, name, fn, A34, modes=EAGER if name.endswith("raises") else ALL)
+
+
+def _iadd_duplicates(L, a, i):
+    y = a.clone()
+    y[i] += 1.0  # rows 2, 0, 2: row 2 gets 1 once (a gather, an add, a scatter), as PyTorch
+    return y
+
+
+case(ix, "iadd-duplicate-indices", _iadd_duplicates, A34, IDX)
+case(
+    ix,
+    "index_put-duplicate-accumulate-false-unique-values",
+    lambda L, a, i: a.index_put((i,), L.tensor(2.0)),
+    A34,
+    IDX,
+)

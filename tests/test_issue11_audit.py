@@ -268,6 +268,50 @@ def test_symbol_shapes_are_sizes():
         assert x.shape.numel() == 6 and x.size(1) == 3 and x.shape[1:] == (3,)
 
 
+# Gradients of the items with their own vjp, eagerly, for the first input (backward of
+# sum(out * w) for fixed w):
+# a small sample, as tests/test_torch_opinfo_grad.py sweeps gradients more widely.
+GRAD_CASES = """functions/cummax functions/cummin functions/logcumsumexp functions/sort
+functions/topk
+functions/cumprod functions/flip functions/roll-dims functions/diagonal functions/unfold-step
+functions/repeat_interleave-tensor functions/lerp-tensor-weight functions/copysign
+functions/masked_fill functions/scatter-src functions/scatter_reduce-amax
+functions/scatter_reduce-mean-no-self functions/scatter_reduce-prod functions/gather
+functions/index_select functions/linalg.norm-ord2-matrix functions/det functions/inverse
+functions/linalg.solve indexing/two-arrays-then-slice
+indexing/slice-between-arrays indexing/setitem-two-arrays indexing/index_put_-accumulate
+nn.functional/pad-reflect nn.functional/pad-circular nn.functional/interpolate-bicubic
+nn.functional/interpolate-area nn.functional/conv1d-groups-dilation
+nn.functional/conv2d-groups-same-dilation nn.functional/conv_transpose2d-groups
+nn.functional/max_pool2d-dilation-padding nn.functional/avg_pool2d-count_include_pad-false
+nn.functional/adaptive_avg_pool2d-uneven nn.functional/cross_entropy-weight-smoothing-ignore
+nn.functional/cross_entropy-prob-targets-smoothing-weight nn.functional/kl_div-log_target
+nn.functional/binary_cross_entropy_with_logits-pos_weight nn.functional/sdpa-bool-mask
+nn.functional/sdpa-is_causal nn.functional/normalize-p1-dim0 nn.functional/glu
+nn.functional/mish nn.functional/hardswish nn.functional/celu""".split()
+
+
+def _grads(lib, key):
+    fn, arrays, _ = CASES[key]
+    ins = [lib.tensor(a.copy()) if lib is kn else torch.from_numpy(a.copy()) for a in arrays]
+    ins[0].requires_grad_()  # (PyTorch's losses take no gradient for weight=, pos_weight=)
+    loss = 0
+    for k, out in enumerate(_flat(fn(lib, *ins))):
+        if isinstance(out, (torch.Tensor, kn.Tensor)) and out.dtype.is_floating_point:
+            w = np.cos(np.arange(out.numel()) + k).reshape(tuple(out.shape)).astype(np.float32)
+            loss = loss + (out * lib.tensor(w).to(out.dtype)).sum()
+    loss.backward()
+    return [x.grad for x in ins if x.requires_grad]
+
+
+@pytest.mark.parametrize("key", GRAD_CASES)
+def test_gradient_as_pytorch(key):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = _grads(kn, key), _grads(torch, key)
+    assert not _diff(got, want), _diff(got, want)
+
+
 def test_every_listed_difference_is_a_case():
     ids = {f"{k}/{m}" for k, (_, _, modes) in CASES.items() for m in modes}
     assert not set(DIFFERS) - ids

@@ -578,3 +578,24 @@ case(
     A34,
     IDX,
 )
+for name, fn in {  # dims 0 and -1 of a 0-d tensor, as PyTorch wraps them (and what it refuses)
+    "transpose-0-neg1": lambda L, s: s.transpose(0, -1),
+    "transpose-fn-neg1-0": lambda L, s: L.transpose(s, -1, 0),
+    "swapaxes-0-neg1": lambda L, s: s.swapaxes(0, -1),
+    "movedim-0-neg1": lambda L, s: s.movedim(0, -1),
+    "narrow-raises": lambda L, s: s.narrow(0, 0, 1),
+    "diff-raises": lambda L, s: s.diff(),
+    "chunk-raises": lambda L, s: s.chunk(1, 0),
+}.items():
+    case(z0, name, fn, S0, modes=EAGER if name.endswith("raises") else ALL)
+E20 = np.ones((2, 0), np.float32)
+for name, fn in {  # reductions with no identity over an empty dim: IndexError (torch 2.13)
+    "max-dim": lambda L, e: e.max(1),
+    "min-dim": lambda L, e: L.min(e, 1),
+    "argmax-dim": lambda L, e: e.argmax(1),
+    "amax-dim": lambda L, e: e.amax(1),
+    "argmin-all": lambda L, e: e.argmin(),
+    "max-all": lambda L, e: e.max(),
+    "amin-all": lambda L, e: e.amin(),
+}.items():
+    case(eg, f"empty-dim-{name}-raises", fn, E20, modes=EAGER)

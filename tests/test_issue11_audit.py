@@ -312,6 +312,22 @@ def test_gradient_as_pytorch(key):
     assert not _diff(got, want), _diff(got, want)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a graph's rank is fixed when it is built: squeeze(d) of a placeholder's unknown dim "
+    "(None) keeps it, so a fed size 1 stays where torch 2.13 removes it (kiln/frontend/shape.py "
+    "squeeze: 'a named dim of another size stays')",
+)
+def test_squeeze_of_an_unknown_dim_fed_size_1():
+    a = np.ones((1, 3), np.float32)
+    with kn.Graph().as_default():
+        x = kn.placeholder(kn.float32, (None, 3))
+        y = x.squeeze(0)
+        with kn.Session() as sess:
+            got = sess.run(y, {x: a})
+    assert got.shape == tuple(torch.from_numpy(a).squeeze(0).shape)  # (3,)
+
+
 def test_every_listed_difference_is_a_case():
     ids = {f"{k}/{m}" for k, (_, _, modes) in CASES.items() for m in modes}
     assert not set(DIFFERS) - ids

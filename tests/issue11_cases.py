@@ -257,6 +257,20 @@ case(ag, "out-max-tuple", _out_tuple, A23, modes=EAGER)
 case(ag, "out-resizes-empty", _out_resize, A23, B23, modes=EAGER)
 case(ag, "out-matmul", lambda L, a, b: L.matmul(a, b, out=L.empty(2, 4)), A23, A34, modes=EAGER)
 case(ag, "out-cat", lambda L, a, b: L.cat([a, b], out=L.empty(4, 3)), A23, B23, modes=EAGER)
+Z23 = np.zeros((2, 3), np.float32)  # out= an argument: eagerly and under kn.compile
+EC = ("eager", "compile")
+case(ag, "out-argument-add", lambda L, a, b, o: (L.add(a, b, out=o), o), A23, B23, Z23, modes=EC)
+case(ag, "out-argument-cumsum", lambda L, a, o: (L.cumsum(a, 1, out=o), o), A23, Z23, modes=EC)
+case(
+    ag,
+    "out-argument-where",
+    lambda L, a, b, o: (L.where(a > 0, a, b, out=o), o),
+    A23,
+    B23,
+    Z23,
+    modes=EC,
+)
+case(ag, "out-argument-view", lambda L, a, o: (L.sum(a, 0, out=o[0]), o), A23, Z23, modes=EC)
 A213 = arr(2, 1, 3)
 case(ag, "squeeze-size>1-noop", lambda L, a: a.squeeze(0), A213)
 case(ag, "squeeze-size>1-fn", lambda L, a: L.squeeze(a, 2), A213)

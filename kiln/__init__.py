@@ -125,7 +125,7 @@ from .tracing.transforms import jacfwd, jacrev, jvp, vmap
 cdouble, cfloat, complex64, complex128 = map(_dtypes_public, (cdouble, cfloat, complex64,
                                                               complex128))
 # fmt: on
-bool, float, int = bool_, float32, int32  # noqa: A001 -- PyTorch's dtype names
+bool, float, int, short = bool_, float32, int32, int16  # noqa: A001 -- PyTorch's dtype names
 
 __version__ = "0.1.0"
 

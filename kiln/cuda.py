@@ -1,12 +1,15 @@
 """`kn.cuda`: whether CUDA is usable and, if it is, device names and memory statistics.
 
 Without a usable GPU, `is_available()` is False, `device_count()` is 0, the memory figures are
-0 and `empty_cache()` does nothing (as PyTorch's), and the rest raise DeviceError saying
+0, `memory_stats()` is empty and `empty_cache()` and the `reset_*` functions do nothing (as
+PyTorch's), and the rest raise DeviceError saying
 exactly why (no CuPy, no driver, no device). Memory figures come from
 CuPy's memory pool, per device: kiln's arenas and every array CuPy allocates live there.
 """
 
 from __future__ import annotations
+
+import collections
 
 from .errors import DeviceError
 from .runtime import cuda as _cuda  # NOTE: looked up per call, so tests can replace it
@@ -98,6 +101,40 @@ def max_memory_allocated(device=None) -> int:
     freed blocks instead of returning them, so this is the pool's high-water mark unless
     `empty_cache()` returned blocks since (CuPy tracks no exact peak)."""
     return memory_reserved(device)
+
+
+def max_memory_reserved(device=None) -> int:
+    """An upper bound of the peak of `memory_reserved`: the bytes the pool holds now (as
+    `max_memory_allocated`; CuPy tracks no peak). 0 without CUDA."""
+    return memory_reserved(device)
+
+
+def memory_stats(device=None) -> dict:
+    """PyTorch's keys for the figures kiln has (`allocated_bytes.all.current`,
+    `reserved_bytes.all.current` and their `.peak` bounds); an empty OrderedDict without CUDA,
+    as torch.cuda.memory_stats() on a machine without CUDA."""
+    if _unused(device):
+        return collections.OrderedDict()
+    used, held = memory_allocated(device), memory_reserved(device)
+    return collections.OrderedDict(
+        [
+            ("allocated_bytes.all.current", used),
+            ("allocated_bytes.all.peak", max_memory_allocated(device)),
+            ("reserved_bytes.all.current", held),
+            ("reserved_bytes.all.peak", max_memory_reserved(device)),
+        ]
+    )
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Nothing to reset: kiln's peaks are the bytes CuPy's pool holds, which only
+    `empty_cache()` lowers. Checks `device`; does nothing without CUDA (as PyTorch's)."""
+    if not _unused(device):
+        _backend(device)
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+reset_accumulated_memory_stats = reset_peak_memory_stats
 
 
 def empty_cache(device=None) -> None:

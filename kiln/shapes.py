@@ -273,9 +273,10 @@ def broadcast_shapes(*shapes, why: str = "operands could not be broadcast togeth
 
 
 def normalize_axis(axis: int, ndim: int) -> int:
+    """`axis` in [0, ndim); a 0-d array takes 0 and -1, as PyTorch wraps its dims."""
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise DimTypeError(f"axis must be an int, got {axis!r}")
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise IndexOutOfBoundsError(
             f"axis {axis} is out of bounds for an array of dimension {ndim}"
         )

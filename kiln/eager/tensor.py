@@ -467,10 +467,13 @@ class Tensor:
 
     def __format__(self, spec):
         """PyTorch's: a 0-d tensor formats as its value (`f"{t}"` is `3`, `f"{t:.2f}"`
-        `3.00`), as does any one-element tensor given a spec; others as their repr."""
-        if self._data.ndim == 0 or (self._data.size == 1 and spec):
+        `3.00`); others as their str, and a format spec for them is a TypeError (torch 2.13's
+        `object.__format__`), one-element tensors included."""
+        if self._data.ndim == 0:
             return format(self.item(), spec)
-        return repr(self)
+        if spec:
+            raise ArgumentTypeError("unsupported format string passed to Tensor.__format__")
+        return str(self)
 
     def __len__(self):
         if not self._data.ndim:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, DTypeMismatchError, node_error
+from ..errors import DTypeError, DTypeMismatchError, UsageError, node_error
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
@@ -122,9 +122,11 @@ def _add_bias(y, bias, out_channels, op: str, w):
     return add(y, reshape(bias, (1, bias.shape[0]) + (1,) * (y.ndim - 2)))
 
 
+# The functional forms refuse bad arguments with RuntimeError (torch 2.13's kernels check them);
+# the nn.Conv* constructors (kiln/nn/conv.py) with ValueError, as PyTorch's.
 def _same_padding(kernel, dilation, stride, op):
     if any(s != 1 for s in stride):
-        raise ArgumentError(f"{op}: padding='same' is not supported for strided convolutions")
+        raise UsageError(f"{op}: padding='same' is not supported for strided convolutions")
     pairs = []
     for k, d in zip(kernel, dilation):
         total = d * (k - 1)
@@ -138,9 +140,7 @@ def _padding_pairs(padding, n, kernel, dilation, stride, op):
             return ((0, 0),) * n
         if padding == "same":
             return _same_padding(kernel, dilation, stride, op)
-        raise ArgumentError(
-            f"{op}: invalid padding string {padding!r}, should be 'same' or 'valid'"
-        )
+        raise UsageError(f"{op}: invalid padding string {padding!r}, should be 'same' or 'valid'")
     pads = ntuple(padding, n, "padding", op)
     if any(p < 0 for p in pads):
         raise _shape_error(op, f"negative padding {pads} is not supported")
@@ -150,7 +150,7 @@ def _padding_pairs(padding, n, kernel, dilation, stride, op):
 def _check_channels(x, w, groups, op):
     c, o, cg = x.shape[1], w.shape[0], w.shape[1]
     if groups < 1:
-        raise ArgumentError(f"{op}: non-positive groups {groups} is not supported")
+        raise UsageError(f"{op}: non-positive groups {groups} is not supported")
     if isinstance(o, int) and o % groups:
         raise _shape_error(op, f"out_channels {o} must be divisible by groups {groups}", w)
     if isinstance(c, int) and isinstance(cg, int) and c != cg * groups:
@@ -345,7 +345,7 @@ def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_paddi
     if any(p < 0 for p in pads) or any(s <= 0 for s in stride) or any(d <= 0 for d in dilation):
         raise _shape_error(op, f"invalid stride {stride}, padding {pads} or dilation {dilation}")
     if any(e < 0 or (e >= s and e >= d) for e, s, d in zip(extra, stride, dilation)):
-        raise ArgumentError(
+        raise UsageError(
             f"{op}: output padding must be smaller than either stride or dilation, but got "
             f"output_padding={extra}, stride={stride}, dilation={dilation}"
         )

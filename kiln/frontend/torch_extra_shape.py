@@ -56,6 +56,8 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
     tensor([2, 3])
     """
     (x,) = lift(input)
+    if not x.ndim:
+        raise ShapeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "narrow")
     if isinstance(start, Symbol):  # a traced 0-d start: the elements gathered (not a view)
@@ -85,6 +87,8 @@ def movedim(input, source, destination):  # noqa: A002
         raise ShapeError("movedim: Invalid source or destination dims: lengths differ")
     src = [_dim(x, d) for d in src]
     dst = [_dim(x, d) for d in dst]
+    if not x.ndim:  # dims 0 and -1 of a 0-d tensor: itself, as PyTorch's
+        return x
     rest = [d for d in range(x.ndim) if d not in src]
     order = [None] * x.ndim
     for a, b in zip(src, dst):
@@ -282,6 +286,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
     tensor([3, 5, 7])
     """
     (x,) = lift(input)
+    if not x.ndim:
+        raise ShapeError("diff expects input to be at least one-dimensional")
     d = _dim(x, dim)
     parts = [p for p in (prepend, x, append) if p is not None]
     if len(parts) > 1:

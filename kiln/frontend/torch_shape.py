@@ -172,6 +172,8 @@ def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A00
     if chunks <= 0:
         raise ShapeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     (x,) = lift(input)
+    if not x.ndim:
+        raise ShapeError("chunk expects at least a 1-dimensional tensor")
     dim = sh.normalize_axis(dim_arg(dim, axis, "chunk"), max(x.ndim, 1))
     n = static_dim(x, dim, "chunk")
     return split(x, max(math.ceil(n / chunks), 1) if n else 0, dim)

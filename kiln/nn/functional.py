@@ -15,7 +15,13 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor, fused
-from ..errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
+from ..errors import (
+    ArgumentError,
+    DTypeMismatchError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+)
 from ..frontend import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -501,6 +507,12 @@ def binary_cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy", input, target)
+    if isinstance(input, Tensor):  # PyTorch's kernel checks it (NaN fails); a graph value
+        data = input._data  # has no value to check: out of [0, 1] its loss is NaN there
+        if not bool(((data >= 0) & (data <= 1)).all()):
+            raise UsageError(
+                "binary_cross_entropy: all elements of input should be between 0 and 1"
+            )
     # the value (and target's gradient) from the clamped logs of p taken as a constant; p's
     # gradient PyTorch's, (p - t) / max(p (1 - p), 1e-12): finite at p = 0 and 1, where the
     # clamp's zero times log's infinite slope gave NaN (sigmoid(20) is 1.0 in float32)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, LinAlgError, ShapeError
 from .core import apply, defop, in_float32, lead, scalar, ufunc_dtype
 
 
@@ -155,8 +155,17 @@ def _linalg_dtype(name, kinds=(np.float32, np.float64)):
     return rule
 
 
+def _singular(message):
+    """PyTorch's error for a singular matrix: a RuntimeError (kiln's LinAlgError), where
+    NumPy's LinAlgError is a ValueError."""
+    return LinAlgError(f"{message} because the input matrix is singular.")
+
+
 def _inv(xp, a, out=None):
-    r = xp.linalg.inv(a)
+    try:
+        r = xp.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise _singular("linalg.inv: The inversion could not be completed") from None
     if out is None:
         return r
     out[...] = r
@@ -251,12 +260,15 @@ def _solve_shape(a, b):
 
 
 def _solve(xp, a, b, out=None):
-    if b.ndim == a.ndim - 1:
-        r = xp.linalg.solve(a, b[..., None])[..., 0]
-    else:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        r = xp.linalg.solve(xp.broadcast_to(a, (*batch, *a.shape[-2:])),
-                            xp.broadcast_to(b, (*batch, *b.shape[-2:])))  # fmt: skip
+    try:
+        if b.ndim == a.ndim - 1:
+            r = xp.linalg.solve(a, b[..., None])[..., 0]
+        else:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            r = xp.linalg.solve(xp.broadcast_to(a, (*batch, *a.shape[-2:])),
+                                xp.broadcast_to(b, (*batch, *b.shape[-2:])))  # fmt: skip
+    except np.linalg.LinAlgError:
+        raise _singular("linalg.solve: The solver failed") from None
     if out is None:
         return r
     out[...] = r

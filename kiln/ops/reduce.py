@@ -15,8 +15,11 @@ def _reduced_shape(x, *, axes, keepdims, needs_identity=False, name=""):
             raise IndexOutOfBoundsError(
                 f"axis {a} is out of bounds for an array of dimension {len(x)}"
             )
-        if needs_identity and len(x) and x[a] == 0:
-            raise ShapeError(f"zero-size array to reduction operation {name} which has no identity")
+        if needs_identity and len(x) and x[a] == 0:  # PyTorch: IndexError (a RuntimeError too)
+            raise IndexOutOfBoundsError(
+                f"{name.removeprefix('reduce_')}(): Expected reduction dim {a} to have non-zero "
+                f"size (a zero-size array to reduction operation {name} which has no identity)"
+            )
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(x))
     return tuple(d for i, d in enumerate(x) if i not in axes)
@@ -302,8 +305,12 @@ def arg_reduction(name, fn):
         return getattr(xp, fn.__name__)(x, axis=axis, keepdims=keepdims, out=out)
 
     def shape_rule(x, *, axis, keepdims):
-        if sh.size(x) == 0 and (axis is None or x[axis] == 0):
-            raise ShapeError(f"attempt to get {fn.__name__} of an empty sequence")
+        if sh.size(x) == 0 and (axis is None or x[axis] == 0):  # PyTorch: IndexError
+            raise IndexOutOfBoundsError(
+                f"{fn.__name__}(): Expected reduction dim to be specified for input.numel() == 0"
+                if axis is None
+                else f"{fn.__name__}(): Expected reduction dim {axis} to have non-zero size"
+            )
         axes = tuple(range(len(x))) if axis is None else (axis,)
         return _reduced_shape(x, axes=axes, keepdims=keepdims)
 

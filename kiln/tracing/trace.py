@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.hooks import hook_state
@@ -106,8 +107,10 @@ class CompiledFunction:
         modules = self._captures.modules + [s for m in statics if isinstance(m[1], Module)
                                             for s in m[1].modules()]  # fmt: skip
         wants_grad = state.grad and any(isinstance(x, Tensor) for x in leaves)
+        # the default dtype sets promotion (`int / int`, `int + 0.5`) and factories' dtypes
         key = (structure, tuple(map(signature, leaves)), device, wants_grad,
-               tuple(m.training for m in modules), captured, autocast_key(device))  # fmt: skip
+               tuple(m.training for m in modules), captured, autocast_key(device),
+               dt.DEFAULT_FLOAT)  # fmt: skip
         try:
             hash(key)
         except TypeError:
@@ -272,6 +275,8 @@ class CompiledFunction:
             found.append("gradients needed" if key[3] else "no gradients (no_grad or NumPy in)")
         if old[6] != key[6]:
             found.append(f"autocast to {key[6]} (was {old[6]})")
+        if old[7] != key[7]:
+            found.append(f"default dtype {key[7]} (was {old[7]})")
         flipped = [(m, new) for m, new, was in zip(modules, key[4], old[4]) if new != was]
         if flipped:
             more = f" (and {len(flipped) - 1} more modules)" if len(flipped) > 1 else ""

@@ -167,3 +167,53 @@ def memory_summary(device=None) -> str:
     for kind, (copies, nbytes) in sorted(stats["transfers"].items()):
         lines.append(f"  {kind}: {copies} copies, {nbytes / mib:.1f} MiB")
     return "\n".join(lines)
+
+
+# -- seeding and the current device ------------------------------------------------------------
+# kiln draws the random numbers of every device from the CPU generator (`kn.manual_seed`,
+# `kn.Generator`): a GPU has no stream of its own to seed.
+
+
+def manual_seed(seed: int) -> None:
+    """PyTorch's seed of the current GPU's generator: nothing to do in kiln, whose random
+    numbers on every device come from the CPU generator that `kn.manual_seed` seeds (without
+    CUDA PyTorch's does nothing too). Scripts that seed both stay reproducible.
+
+    >>> import kiln as kn
+    >>> kn.cuda.manual_seed(0), kn.cuda.manual_seed_all(0)
+    (None, None)
+    """
+    int(seed)  # PyTorch's check: an int (or one that converts)
+
+
+def manual_seed_all(seed: int) -> None:
+    """`manual_seed` for every GPU: nothing to do (see `manual_seed`)."""
+    int(seed)
+
+
+def seed() -> None:
+    """PyTorch's random seed of the current GPU's generator: nothing to do (see
+    `manual_seed`)."""
+
+
+def seed_all() -> None:
+    """`seed` for every GPU: nothing to do (see `manual_seed`)."""
+
+
+def is_initialized() -> bool:
+    """Whether CUDA is set up for use: in kiln, whether it is usable (`is_available()`)."""
+    return is_available()
+
+
+def current_device() -> int:
+    """The index of the GPU that `"cuda"` means: kiln's is 0. DeviceError without CUDA (PyTorch
+    raises there too), saying why."""
+    _backend(0)
+    return 0
+
+
+def mem_get_info(device=None) -> tuple:
+    """(free, total) bytes of `device`'s memory, from the driver; DeviceError without CUDA."""
+    backend = _backend(device)
+    with backend.scope():
+        return tuple(int(v) for v in backend.xp.cuda.runtime.memGetInfo())

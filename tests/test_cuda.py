@@ -390,3 +390,25 @@ def test_tutorial_9_takes_its_gpu_branches_on_the_simulated_gpu(monkeypatch):
         assert namespace["x"].device == "cuda:0" and namespace["name"]
     finally:
         fake_cupy.reset_kiln()
+
+
+def test_seeding_and_current_device_as_torch_without_cuda(monkeypatch):
+    # torch 2.13's CPU build: manual_seed/manual_seed_all/seed/seed_all do nothing (they
+    # return None), is_initialized() is False, current_device() and mem_get_info() raise
+    assert kn.cuda.manual_seed(1) is None and kn.cuda.manual_seed_all(1) is None
+    assert kn.cuda.seed() is None and kn.cuda.seed_all() is None
+    if kn.cuda.is_available():
+        assert kn.cuda.is_initialized() and kn.cuda.current_device() == 0
+        free, total = kn.cuda.mem_get_info()
+        assert 0 < free <= total
+        return
+    assert kn.cuda.is_initialized() is False
+    for fn in (kn.cuda.current_device, kn.cuda.mem_get_info):
+        with pytest.raises(RuntimeError):
+            fn()
+    # seeding the GPU leaves the CPU stream alone, as torch's does
+    kn.manual_seed(0)
+    first = kn.rand(3)
+    kn.manual_seed(0)
+    kn.cuda.manual_seed_all(5)
+    assert kn.equal(kn.rand(3), first)

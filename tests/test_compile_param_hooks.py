@@ -146,3 +146,23 @@ def test_intermediate_hook_store_refused_when_backward_is_outside():
     with pytest.raises(kn.errors.AutogradError, match="gradient hook stored"):
         loss.backward()
     assert x.grad is None and GRADS == []
+
+
+def test_backward_inside_through_ops_without_a_gradient_gives_zeros():
+    # floor has no gradient: eagerly (and in torch 2.13) backward() leaves zeros in the .grad
+    # of what it reached through floor alone, and None where it reached nothing; under
+    # kn.compile the argument's .grad was None (found by the issue 11 audit)
+    reached, unused = kn.nn.Linear(2, 1), kn.nn.Linear(2, 1)
+
+    def step(x):
+        y = kn.floor(reached(x)).sum() + kn.floor(x).sum()
+        y.backward()
+        return y
+
+    for fn in (step, kn.compile(step)):
+        for p in (*reached.parameters(), *unused.parameters()):
+            p.grad = None
+        x = kn.tensor([[1.5, 2.5]], requires_grad=True)
+        fn(x)
+        assert x.grad.tolist() == [[0.0, 0.0]]
+        assert reached.weight.grad.tolist() == [[0.0, 0.0]] and unused.weight.grad is None

@@ -234,8 +234,10 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
             "backward",
             self,
         )
+    # "tape": zeros for a value reached only through ops without a gradient (floor), as
+    # eager backward leaves in `.grad`; None (no `.grad`) for one not reached at all
     grads = autodiff.grad(self, variables, None if gradient is None else [gradient],
-                          disconnected="none")  # fmt: skip
+                          disconnected="tape")  # fmt: skip
     pending = pending_grads(self.graph)
     for var, g in zip(variables, grads):
         if g is None:

@@ -13,6 +13,7 @@ import builtins as _builtins
 import sys as _sys
 
 from . import (
+    accelerator,
     amp,
     autograd_check,
     autograd_functional,

@@ -10,13 +10,15 @@ import pytest
 
 from tests.tutorial_harness import run_snippet
 from tests.tutorial_snippets_basics import SNIPPETS as BASICS
+from tests.tutorial_snippets_blitz import SNIPPETS as BLITZ
+from tests.tutorial_snippets_examples import SNIPPETS as EXAMPLES
 
 try:
     import torch
 except ImportError:  # the snippets still run, checking kiln's own invariants
     torch = None
 
-SNIPPETS = BASICS
+SNIPPETS = BASICS + EXAMPLES + BLITZ
 CASES = [(fn, False) for fn in SNIPPETS] + [(fn, True) for fn in SNIPPETS if fn.compiled]
 
 

@@ -48,7 +48,9 @@ def tensors_attributes(R, torch, **_):
     R.out("shape", str(tuple(tensor.shape)))
     R.out("dtype", str(tensor.dtype))
     R.out("device", str(tensor.device))
-    device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
+    device = (
+        torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
+    )
     R.out("accelerator", device == "cpu" or device == "cuda")
     if torch.accelerator.is_available():
         tensor = tensor.to(torch.accelerator.current_accelerator())
@@ -262,7 +264,7 @@ def autograd_jacobian_product(R, torch, **_):
     R.out("Call after zeroing gradients", inp.grad)
 
 
-def _fashion(R, torch, data, n=192):
+def _fashion(R, torch, data, n=128):
     x = torch.tensor(R.uniform(n, 1, 28, 28))
     y = torch.tensor(R.labels(n, 10))
     return data.TensorDataset(x, y)
@@ -272,7 +274,7 @@ def _optimization_loop(R, torch, nn, data):
     learning_rate, batch_size, epochs = 1e-3, 64, 2
     torch.manual_seed(0)
     train_dataloader = data.DataLoader(_fashion(R, torch, data), batch_size=batch_size)
-    test_dataloader = data.DataLoader(_fashion(R, torch, data, 64), batch_size=batch_size)
+    test_dataloader = data.DataLoader(_fashion(R, torch, data, 32), batch_size=batch_size)
     model = R.sync(_neural_network(nn)())
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)

@@ -136,6 +136,9 @@ autograd.functional = autograd_functional
 autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
 autograd.Function = _custom_function.Function
+# `kn.autograd.detect_anomaly` and `set_detect_anomaly` (context managers, as torch.autograd's)
+autograd.detect_anomaly = frontend.torch_settings.detect_anomaly
+autograd.set_detect_anomaly = frontend.torch_settings.set_detect_anomaly
 autograd.function = _custom_function
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)

@@ -415,3 +415,26 @@ def mechanics_retain_grad(R, torch, **_):
     g = torch.autograd.grad((x**3).sum(), x, create_graph=True)[0]
     (g2,) = torch.autograd.grad(g.sum(), x)
     R.out("second derivative", g2)
+
+
+@snippet()
+def mechanics_anomaly_detection(R, torch, **_):
+    import warnings
+
+    x = torch.tensor([0.0, 4.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch also warns with the forward traceback
+        try:
+            with torch.autograd.detect_anomaly():
+                (x.sqrt() * torch.tensor([0.0, 1.0])).sum().backward()
+            R.out("detect_anomaly", "no error")
+        except RuntimeError as e:
+            R.out("detect_anomaly", "returned nan values in its 0th output" in str(e))
+    R.out("after the block", torch.is_anomaly_enabled())
+    x.grad = None
+    with torch.autograd.set_detect_anomaly(False):
+        (x.sqrt() * torch.tensor([0.0, 1.0])).sum().backward()
+    R.out("unchecked grad", x.grad)
+    torch.autograd.set_detect_anomaly(True)
+    R.out("as a function", torch.is_anomaly_enabled())
+    torch.autograd.set_detect_anomaly(False)

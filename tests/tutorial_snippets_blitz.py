@@ -528,7 +528,7 @@ def nn_really_sequential_wrapped(R, torch, nn, F, optim, data):
 
 
 @snippet()
-def printing_tensors(R, torch, nn, **_):
+def printing_tensors(R, torch, nn, F, **_):
     # what the tutorials' print(tensor) and print(model) show (module names normalised)
     x_data = torch.tensor([[1, 2], [3, 4]])
     R.out("int", str(x_data))
@@ -542,6 +542,13 @@ def printing_tensors(R, torch, nn, **_):
     z = (w * 2).sum()
     R.out("Gradient function for z", str(z.grad_fn).split()[0])  # "<SumBackward0 object at 0x..>"
     R.out("grad_fn.name()", z.grad_fn.name())
+    logits = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+    target = torch.tensor([2, 0])
+    R.out("nn really: print(loss_func(preds, yb))", str(F.cross_entropy(logits, target)))
+    loss = F.binary_cross_entropy_with_logits(logits, torch.zeros(2, 3))
+    R.out("basics: loss.grad_fn", str(loss.grad_fn).split()[0])
+    R.out("blitz: loss.grad_fn", str(nn.MSELoss()(logits, torch.zeros(2, 3)).grad_fn).split()[0])
+    R.out("print(preds[0])", str(F.log_softmax(logits, -1)[0]))
     R.out("shape", str(x_data.shape))
     R.out("format 0-d", f"{torch.tensor(3.14159):.2f}")
     R.out("large", str(torch.arange(12.0).view(3, 4) * 1000))

@@ -123,7 +123,7 @@ _NAMES = {
     "conv2d": "ConvolutionBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
     "avg_pool2d": "AvgPool2DBackward0", "floordiv": "FloorDivideBackward0",
     "mod": "RemainderBackward0", "exp2": "Exp2Backward0", "log2": "Log2Backward0",
-    "log10": "Log10Backward0",
+    "log10": "Log10Backward0", "advanced_index": "IndexBackward0",
 }  # fmt: skip
 _REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_prod": "Prod",
                "reduce_max": "Max", "reduce_min": "Min"}  # fmt: skip
@@ -166,6 +166,24 @@ def backward_name(op_name: str, attrs, shapes) -> str:
     if op_name in _NAMES:
         return _NAMES[op_name]
     return "".join(w.capitalize() for w in op_name.split("_")) + "Backward0"
+
+
+def name_history(out, name: str, *inputs):
+    """`out`, its `grad_fn` named `name`: PyTorch's name for the function that made it (a
+    composite's history is otherwise named after its last primitive: softmax's a division).
+    `print(loss)` and `loss.grad_fn` then show `NllLossBackward0`, as in PyTorch's tutorials.
+    Only a node this call made is named, not one of `inputs`' own (a call that returns its
+    input as it is); graph values pass through.
+
+    >>> import kiln as kn
+    >>> x = kn.ones(2, requires_grad=True)
+    >>> name_history(x * 2, "MyBackward0").grad_fn.name()
+    'MyBackward0'
+    """
+    node = out.grad_fn if type(out) is Tensor else None
+    if node is not None and all(getattr(x, "grad_fn", None) is not node for x in inputs):
+        node.label = name
+    return out
 
 
 class AccumulateGrad:

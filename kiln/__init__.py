@@ -140,6 +140,9 @@ autograd.Function = _custom_function.Function
 autograd.detect_anomaly = frontend.torch_settings.detect_anomaly
 autograd.set_detect_anomaly = frontend.torch_settings.set_detect_anomaly
 autograd.function = _custom_function
+# `kn.autograd.graph.saved_tensors_hooks` and `save_on_cpu` (torch.autograd.graph's)
+autograd.graph = eager.saved_hooks
+_sys.modules[f"{__name__}.autograd.graph"] = eager.saved_hooks
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional

@@ -438,3 +438,64 @@ def mechanics_anomaly_detection(R, torch, **_):
     torch.autograd.set_detect_anomaly(True)
     R.out("as a function", torch.is_anomaly_enabled())
     torch.autograd.set_detect_anomaly(False)
+
+
+@snippet()
+def mechanics_saved_tensor_hooks(R, torch, **_):
+    import os
+    import tempfile
+    import uuid
+
+    packs, unpacks = [], []
+
+    def pack_hook(x):
+        packs.append(x.shape)
+        return x
+
+    def unpack_hook(x):
+        unpacks.append(x.shape)
+        return x
+
+    a = torch.ones(5, requires_grad=True)
+    b = torch.ones(5, requires_grad=True) * 2
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        y = a * b
+    y.sum().backward()
+    R.out("a.grad", a.grad)
+    # kiln also packs the product (its tape keeps each op's output): counts may differ
+    R.check(len(packs) >= 2 and len(unpacks) == len(packs), "every packed value unpacked")
+
+    a.grad = None
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x * 2):
+        y = a * b.detach()
+    y.sum().backward()
+    R.out("unpacked values are the ones used", a.grad)
+
+    with tempfile.TemporaryDirectory() as tmp_dir:
+
+        class SelfDeletingTempFile:
+            def __init__(self):
+                self.name = os.path.join(tmp_dir, str(uuid.uuid4()))
+
+            def __del__(self):
+                os.remove(self.name)
+
+        def pack_to_disk(tensor):
+            temp_file = SelfDeletingTempFile()
+            torch.save(tensor, temp_file.name)
+            return temp_file
+
+        def unpack_from_disk(temp_file):
+            return torch.load(temp_file.name, weights_only=True)
+
+        x = torch.tensor(R.data(5), requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack_to_disk, unpack_from_disk):
+            y = x.pow(2).sin().sum()
+        y.backward()
+        R.out("saved on disk: x.grad", x.grad)
+        del y
+    x.grad = None
+    with torch.autograd.graph.save_on_cpu(pin_memory=False):
+        y = (x.exp() * x).tanh().sum()
+    y.backward()
+    R.out("save_on_cpu: x.grad", x.grad)

@@ -26,7 +26,7 @@ from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..passes.differentiate import real_part_for, sum_to_shape
 from ..runtime.backend import get_backend
-from . import grad_mode
+from . import grad_mode, saved_hooks
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .hooks import (
     _HOOKS,
@@ -299,8 +299,13 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True
+    if _SAVED_HOOKS:  # torch.autograd.graph.saved_tensors_hooks
+        saved_hooks.pack(node, out)
 
 
+_SAVED_HOOKS = saved_hooks.STACK
+_PACKED = saved_hooks.PACKED
+_PACKED_DATA = _PACKED.data  # its dict: tested per backward node, at a dict's cost
 _ZEROS = ((), (0,), (0, 0), (0, 0, 0))
 _SPARSE_GRADS = (SparseTensor, StridedGrad)  # cotangents that sum by `add_grads`
 
@@ -504,6 +509,8 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node, nxt = pushpop(heap, nxt)[1], None
             ct = pending.pop(id(node))
             owned.discard(id(node))
+            if _PACKED_DATA and node in _PACKED:  # saved through saved_tensors_hooks
+                saved_hooks.unpack(node)
             retained = node.retained
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:

@@ -55,3 +55,12 @@ def test_save_on_cpu_gives_the_same_gradients():
         y = (x.sin() * x).sum()
     y.backward()
     kn.testing.assert_close(x.grad, want)
+
+
+def test_ops_inside_the_pack_hook_are_not_packed_again():
+    # torch 2.13 gives [2., 2., 2.]; kiln recursed (the hook's own op packed, and so on)
+    x = kn.ones(3, requires_grad=True)
+    with kn.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):
+        y = (x * x).sum()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]

@@ -66,11 +66,16 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 — PyTorch's name
 def pack(node, out) -> None:
     """Hands `node`'s saved values to the innermost pack hook; keeps what it returns."""
     pack_hook, unpack_hook = STACK[-1]
-    inputs = tuple(
-        (False, a) if version is None else (True, pack_hook(a))
-        for a, version in zip(node.saved, node.versions)
-    )
-    output = pack_hook(make(out._data, node.device))
+    active = STACK[:]
+    STACK.clear()  # the hook's own ops are recorded plainly, not packed again
+    try:
+        inputs = tuple(
+            (False, a) if version is None else (True, pack_hook(a))
+            for a, version in zip(node.saved, node.versions)
+        )
+        output = pack_hook(make(out._data, node.device))
+    finally:
+        STACK[:] = active
     PACKED[node] = (unpack_hook, inputs, output)
     node.saved = tuple(a if not packed else None for packed, a in inputs)
     node.out = None

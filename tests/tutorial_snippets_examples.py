@@ -499,3 +499,22 @@ def mechanics_saved_tensor_hooks(R, torch, **_):
         y = (x.exp() * x).tanh().sum()
     y.backward()
     R.out("save_on_cpu: x.grad", x.grad)
+
+
+@snippet()
+def mechanics_saved_tensors(R, torch, **_):
+    x = torch.tensor(R.data(5), requires_grad=True)
+    y = x.pow(2)
+    R.out("x.equal(y.grad_fn._saved_self)", x.equal(y.grad_fn._saved_self))
+    R.out("x is y.grad_fn._saved_self", x is y.grad_fn._saved_self)
+    y = x.exp()
+    R.out("y.equal(y.grad_fn._saved_result)", y.equal(y.grad_fn._saved_result))
+    R.out("y is y.grad_fn._saved_result", y is y.grad_fn._saved_result)
+    z = x * torch.tensor(R.data(5))
+    R.out("_saved_other", z.grad_fn._saved_other)
+    y.sum().backward()
+    try:
+        y.grad_fn._saved_result
+        R.out("after backward", "readable")
+    except RuntimeError as e:
+        R.out("after backward", "after they have already been freed" in str(e))

@@ -104,6 +104,31 @@ class Node:
     def next_functions(self) -> tuple:
         return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
 
+    # The values saved for backward, under PyTorch's names (the Autograd mechanics notes
+    # print them): the first and second input, and the output as a new tensor object
+    _saved_self = property(lambda self: self._saved(0))
+    _saved_other = property(lambda self: self._saved(1))
+    _saved_result = property(lambda self: self._saved(None))
+
+    def _saved(self, i: int | None):
+        if self in saved_hooks.PACKED:
+            unpack_hook, inputs, output = saved_hooks.PACKED[self]
+            return unpack_hook(output if i is None else inputs[i][1])
+        if self.saved is None:
+            raise AutogradError(
+                "Trying to backward through the graph a second time (or directly access "
+                "saved tensors after they have already been freed). Saved intermediate values "
+                "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                f"if you need to access saved tensors after calling backward ({self.name()})"
+            )
+        if i is None:
+            return make(self.out, self.device)
+        if i >= len(self.saved):
+            raise AttributeError(f"'{self.name()}' object has no attribute saved input {i}")
+        value = self.saved[i]
+        return value if isinstance(value, Tensor) else make(value, self.device)
+
     def release(self) -> None:
         self.saved = self.out = None
 

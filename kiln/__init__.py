@@ -13,6 +13,7 @@ import builtins as _builtins
 import sys as _sys
 
 from . import (
+    accelerator,
     amp,
     autograd_check,
     autograd_functional,
@@ -135,7 +136,13 @@ autograd.functional = autograd_functional
 autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
 autograd.Function = _custom_function.Function
+# `kn.autograd.detect_anomaly` and `set_detect_anomaly` (context managers, as torch.autograd's)
+autograd.detect_anomaly = frontend.torch_settings.detect_anomaly
+autograd.set_detect_anomaly = frontend.torch_settings.set_detect_anomaly
 autograd.function = _custom_function
+# `kn.autograd.graph.saved_tensors_hooks` and `save_on_cpu` (torch.autograd.graph's)
+autograd.graph = eager.saved_hooks
+_sys.modules[f"{__name__}.autograd.graph"] = eager.saved_hooks
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional

@@ -26,7 +26,7 @@ from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..passes.differentiate import real_part_for, sum_to_shape
 from ..runtime.backend import get_backend
-from . import grad_mode
+from . import grad_mode, saved_hooks
 from .grad_mode import is_anomaly_enabled, set_grad_enabled
 from .hooks import (
     _HOOKS,
@@ -104,6 +104,31 @@ class Node:
     def next_functions(self) -> tuple:
         return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
 
+    # The values saved for backward, under PyTorch's names (the Autograd mechanics notes
+    # print them): the first and second input, and the output as a new tensor object
+    _saved_self = property(lambda self: self._saved(0))
+    _saved_other = property(lambda self: self._saved(1))
+    _saved_result = property(lambda self: self._saved(None))
+
+    def _saved(self, i: int | None):
+        if self in saved_hooks.PACKED:
+            unpack_hook, inputs, output = saved_hooks.PACKED[self]
+            return unpack_hook(output if i is None else inputs[i][1])
+        if self.saved is None:
+            raise AutogradError(
+                "Trying to backward through the graph a second time (or directly access "
+                "saved tensors after they have already been freed). Saved intermediate values "
+                "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                f"if you need to access saved tensors after calling backward ({self.name()})"
+            )
+        if i is None:
+            return make(self.out, self.device)
+        if i >= len(self.saved):
+            raise AttributeError(f"'{self.name()}' object has no attribute saved input {i}")
+        value = self.saved[i]
+        return value if isinstance(value, Tensor) else make(value, self.device)
+
     def release(self) -> None:
         self.saved = self.out = None
 
@@ -123,7 +148,7 @@ _NAMES = {
     "conv2d": "ConvolutionBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
     "avg_pool2d": "AvgPool2DBackward0", "floordiv": "FloorDivideBackward0",
     "mod": "RemainderBackward0", "exp2": "Exp2Backward0", "log2": "Log2Backward0",
-    "log10": "Log10Backward0",
+    "log10": "Log10Backward0", "advanced_index": "IndexBackward0",
 }  # fmt: skip
 _REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_prod": "Prod",
                "reduce_max": "Max", "reduce_min": "Min"}  # fmt: skip
@@ -166,6 +191,24 @@ def backward_name(op_name: str, attrs, shapes) -> str:
     if op_name in _NAMES:
         return _NAMES[op_name]
     return "".join(w.capitalize() for w in op_name.split("_")) + "Backward0"
+
+
+def name_history(out, name: str, *inputs):
+    """`out`, its `grad_fn` named `name`: PyTorch's name for the function that made it (a
+    composite's history is otherwise named after its last primitive: softmax's a division).
+    `print(loss)` and `loss.grad_fn` then show `NllLossBackward0`, as in PyTorch's tutorials.
+    Only a node this call made is named, not one of `inputs`' own (a call that returns its
+    input as it is); graph values pass through.
+
+    >>> import kiln as kn
+    >>> x = kn.ones(2, requires_grad=True)
+    >>> name_history(x * 2, "MyBackward0").grad_fn.name()
+    'MyBackward0'
+    """
+    node = out.grad_fn if type(out) is Tensor else None
+    if node is not None and all(getattr(x, "grad_fn", None) is not node for x in inputs):
+        node.label = name
+    return out
 
 
 class AccumulateGrad:
@@ -281,8 +324,13 @@ def record(op, args, attrs, out: Tensor, skip: int = 2) -> None:
     node.retained = None
     meta.grad_fn = node
     meta.requires_grad = True
+    if _SAVED_HOOKS:  # torch.autograd.graph.saved_tensors_hooks
+        saved_hooks.pack(node, out)
 
 
+_SAVED_HOOKS = saved_hooks.STACK
+_PACKED = saved_hooks.PACKED
+_PACKED_DATA = _PACKED.data  # its dict: tested per backward node, at a dict's cost
 _ZEROS = ((), (0,), (0, 0), (0, 0, 0))
 _SPARSE_GRADS = (SparseTensor, StridedGrad)  # cotangents that sum by `add_grads`
 
@@ -486,6 +534,8 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node, nxt = pushpop(heap, nxt)[1], None
             ct = pending.pop(id(node))
             owned.discard(id(node))
+            if _PACKED_DATA and node in _PACKED:  # saved through saved_tensors_hooks
+                saved_hooks.unpack(node)
             retained = node.retained
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..errors import DTypeError, DTypeMismatchError, UsageError, node_error
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
@@ -275,7 +276,7 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
         y = squeeze(y, 2)
     else:
         y = _conv_windows(x, w, pairs, stride, dilation, groups, op)
-    y = _add_bias(y, bias, w.shape[0], op, w)
+    y = name_history(_add_bias(y, bias, w.shape[0], op, w), "ConvolutionBackward0", x)
     return squeeze(y, 0) if added else y
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
@@ -89,7 +90,7 @@ def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([0. , 0. , 0.5, 0.5], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "softmax")  # noqa: A001
-    return _softmax(input, axis)
+    return name_history(_softmax(input, axis), "SoftmaxBackward0", input)
 
 
 def _shift(x, axis):
@@ -139,7 +140,7 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([-1000.,     0.], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "log_softmax")  # noqa: A001
-    return _log_softmax(input, axis)
+    return name_history(_log_softmax(input, axis), "LogSoftmaxBackward0", input)
 
 
 def _log_softmax(x, axis):

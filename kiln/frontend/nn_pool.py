@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager.autograd import name_history
 from ..errors import UsageError
 from . import torch_math as tm
 from .autocast import autocast_op
@@ -359,7 +360,11 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     >>> list(kn.nn.functional.adaptive_avg_pool2d(kn.ones(1, 2, 5, 7), 1).shape)
     [1, 2, 1, 1]
     """
-    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+    out = _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    # PyTorch's names: a mean for a 1 x 1 output (AdaptiveAvgPool2d(1), ResNet's head)
+    name = "MeanBackward1" if sizes == (1, 1) else "AdaptiveAvgPool2DBackward0"
+    return name_history(out, name, input)
 
 
 @autocast_op("fp32")

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, ShapeError
 from .core import call, lift
 from .indexing import getitem
@@ -98,7 +99,7 @@ def permute(input, *args, dims=None):  # noqa: A002
         raise ShapeError(f"permute: the number of dims of the input ({input.ndim}) is not the "
                          f"length of the ordering {dims}")  # fmt: skip
     perm = tuple(sh.normalize_axis(int(d), input.ndim) for d in dims)
-    return call("transpose", input, perm=perm)
+    return name_history(call("transpose", input, perm=perm), "PermuteBackward0", input)
 
 
 def transpose(input, dim0: int, dim1: int):  # noqa: A002
@@ -116,7 +117,7 @@ def transpose(input, dim0: int, dim1: int):  # noqa: A002
         return call("transpose", input, perm=())
     a, b = sh.normalize_axis(dim0, input.ndim), sh.normalize_axis(dim1, input.ndim)
     perm[a], perm[b] = perm[b], perm[a]
-    return call("transpose", input, perm=tuple(perm))
+    return name_history(call("transpose", input, perm=tuple(perm)), "TransposeBackward0", input)
 
 
 swapdims = transpose
@@ -142,11 +143,12 @@ def t(input):  # noqa: A002
     (input,) = lift(input)  # noqa: A001
     if input.ndim > 2:
         raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return (
+    out = (
         transpose(input, 0, -1)
         if input.ndim == 2
         else call("transpose", input, perm=tuple(range(input.ndim)))
     )
+    return name_history(out, "TBackward0", input)
 
 
 def reverse_dims(x):
@@ -157,7 +159,8 @@ def reverse_dims(x):
     kiln.Size([4, 3, 2])
     """
     (x,) = lift(x)
-    return call("transpose", x, perm=tuple(reversed(range(x.ndim))))
+    out = call("transpose", x, perm=tuple(reversed(range(x.ndim))))
+    return name_history(out, "PermuteBackward0", x)  # PyTorch's x.T is a permute
 
 
 def matrix_transpose(x):
@@ -190,7 +193,10 @@ def squeeze(input, dim=None):  # noqa: A002
         if input.ndim == 0 and all(d in (0, -1) for d in dims):
             return reshape(input, ())
         axes = tuple(a for a in sh.normalize_axes(dims, input.ndim) if input.shape[a] == 1)
-    return reshape(input, tuple(d for i, d in enumerate(input.shape) if i not in axes))
+    out = reshape(input, tuple(d for i, d in enumerate(input.shape) if i not in axes))
+    # PyTorch's: squeeze() SqueezeBackward0, squeeze(int) 1, squeeze(tuple) 2
+    which = 0 if dim is None else 1 if isinstance(dim, (int, np.integer)) else 2
+    return name_history(out, f"SqueezeBackward{which}", input)
 
 
 def unsqueeze(input, dim: int):  # noqa: A002
@@ -202,7 +208,8 @@ def unsqueeze(input, dim: int):  # noqa: A002
     """
     (input,) = lift(input)  # noqa: A001
     dim = sh.normalize_axis(dim, input.ndim + 1)
-    return reshape(input, (*input.shape[:dim], 1, *input.shape[dim:]))
+    out = reshape(input, (*input.shape[:dim], 1, *input.shape[dim:]))
+    return name_history(out, "UnsqueezeBackward0", input)
 
 
 expand_dims = unsqueeze
@@ -251,7 +258,7 @@ def stack(xs, axis: int = 0):
             + ", ".join(sh.format_shape(x.shape) for x in xs)
         )
     axis = sh.normalize_axis(axis, xs[0].ndim + 1)
-    return concat([unsqueeze(x, axis) for x in xs], axis)
+    return name_history(concat([unsqueeze(x, axis) for x in xs], axis), "StackBackward0", *xs)
 
 
 def split(x, indices_or_sections, axis: int = 0) -> list:

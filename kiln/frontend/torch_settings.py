@@ -317,3 +317,54 @@ def is_anomaly_check_nan_enabled() -> bool:
     True
     """
     return _settings["check_nan"]
+
+
+class set_detect_anomaly:  # noqa: N801 — torch.autograd's name; a function and a context
+    """`kn.autograd.set_detect_anomaly(mode, check_nan=True)`: anomaly detection on or off,
+    called as a function or used as a context manager that restores the previous setting
+    on exit (torch.autograd.set_detect_anomaly).
+
+    >>> import kiln as kn
+    >>> with kn.autograd.set_detect_anomaly(True):
+    ...     kn.is_anomaly_enabled()
+    True
+    >>> kn.is_anomaly_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev = (is_anomaly_enabled(), is_anomaly_check_nan_enabled())
+        set_anomaly_enabled(mode, check_nan)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        set_anomaly_enabled(*self.prev)
+
+
+class detect_anomaly:  # noqa: N801 — torch.autograd's name
+    """`with kn.autograd.detect_anomaly():` (or `@kn.autograd.detect_anomaly()`): anomaly
+    detection on inside, the previous setting restored after (torch.autograd.detect_anomaly):
+    a backward step that returns NaN raises, naming the forward op and its line."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        self._prev: list = []
+
+    def __enter__(self) -> None:
+        self._prev.append((is_anomaly_enabled(), is_anomaly_check_nan_enabled()))
+        set_anomaly_enabled(True, self.check_nan)
+
+    def __exit__(self, *exc) -> None:
+        set_anomaly_enabled(*self._prev.pop())
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly(self.check_nan):
+                return fn(*args, **kwargs)
+
+        return wrapper

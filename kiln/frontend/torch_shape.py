@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..eager.tensor import mark_pieces
 from ..errors import ShapeError
 from ..graph.core import Symbol
@@ -112,7 +113,8 @@ def stack(tensors, dim: int = 0, *, axis=None):
         )
     dim = sh.normalize_axis(dim_arg(dim, axis, "stack"), xs[0].ndim + 1)
     shape = (*xs[0].shape[:dim], 1, *xs[0].shape[dim:])
-    return call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
+    out = call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
+    return name_history(out, "StackBackward0", *xs)
 
 
 def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:

@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..eager import Tensor, fused
+from ..eager.autograd import name_history
 from ..errors import (
     ArgumentError,
     DTypeMismatchError,
@@ -365,7 +366,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     tensor(1.7500)
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _weighted(F.square(F.sub(input, target)), input, weight, reduction)
+    loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
+    return name_history(loss, "MseLossBackward0", input, target)
 
 
 @autocast_op("fp32")
@@ -527,7 +529,7 @@ def binary_cross_entropy(
     if weight is not None:  # the loss keeps its dtype, as PyTorch's (it scales it in place)
         weighted = F.mul(loss, weight)
         loss = weighted if weighted.dtype == loss.dtype else F.cast(weighted, loss.dtype)
-    return _reduce(loss, reduction)
+    return name_history(_reduce(loss, reduction), "BinaryCrossEntropyBackward0", input, target)
 
 
 @autocast_op("fp32")
@@ -560,7 +562,8 @@ def binary_cross_entropy_with_logits(
     # PyTorch's loss has input and target's dtype: the weights scale it in place
     if loss.dtype != base.dtype:
         loss = F.cast(loss, base.dtype)
-    return _reduce(loss, reduction)
+    loss = _reduce(loss, reduction)
+    return name_history(loss, "BinaryCrossEntropyWithLogitsBackward0", input, target)
 
 
 # -- class losses -------------------------------------------------------------------------------
@@ -619,6 +622,17 @@ def nll_loss(
 
 
 def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # noqa: A002
+    """`_nll_loss`, its history named as PyTorch's: NllLossBackward0, NllLoss2DBackward0 for
+    inputs of 3 or more dims (PyTorch's view of 3-d and 5-d losses, unreduced, is not)."""
+    loss = _nll_loss(input, target, weight, ignore_index, reduction, dim, logits)
+    if input.ndim <= 2:
+        return name_history(loss, "NllLossBackward0", input)
+    if input.ndim == 4 or reduction != "none":
+        return name_history(loss, "NllLoss2DBackward0", input)
+    return loss
+
+
+def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False):  # noqa: A002
     """nll_loss of checked arguments; with `logits`, of `log_softmax(input, dim)`, picked by
     one `log_softmax_take` kernel (whose gradient is one kernel too): the same NumPy calls
     as log_softmax then gather, the same bits (tests/test_cross_entropy_eager.py)."""

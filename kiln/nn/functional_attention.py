@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from .. import frontend as F
 from .. import shapes as sh
 from ..eager import Tensor, fused
+from ..eager.autograd import name_history
 from ..errors import DTypeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..graph.core import Symbol
@@ -100,7 +101,14 @@ def linear(input, weight, bias=None):  # noqa: A002
         x, w, b = (F.cast(v, dt.float32) for v in (input, weight, bias))
         return F.cast(F.add(F.matmul(x, F.t(w)), b), low)
     y = F.matmul(input, F.t(weight))
-    return y if bias is None else F.add(y, bias)
+    y = y if bias is None else F.add(y, bias)
+    ndim = getattr(input, "ndim", 1)
+    if ndim < 2:  # PyTorch's name of a vector's depends on what requires grad: kiln's stays
+        return y
+    # PyTorch's (torch 2.13): the addmm or mm of a matrix, a view of that product for a batch
+    name = ("AddmmBackward0" if bias is not None else "MmBackward0") if ndim == 2 else (
+        "ViewBackward0" if bias is not None else "UnsafeViewBackward0")  # fmt: skip
+    return name_history(y, name, input)
 
 
 _HALF = (dt.bfloat16, dt.float16)

@@ -14,6 +14,7 @@ import contextlib
 import dis
 import functools
 import operator
+import random
 import types
 
 import numpy as np
@@ -456,6 +457,48 @@ def check_untouched(fn_name: str, before: list) -> None:
             "writes the changes of its arguments back), keep it as a Module buffer or "
             "parameter, or call the function uncompiled"
         )
+
+
+def host_random_states() -> tuple:
+    """Python's and NumPy's global random states, before a trace (see `check_no_host_draws`)."""
+    return random.getstate(), np.random.get_state()
+
+
+def check_no_host_draws(fn_name: str, before: tuple) -> None:
+    """Refuses a trace during which `fn_name` drew from Python's `random` module or NumPy's
+    global generator: the draws ran once, when tracing, and would be constants of the
+    compiled program, the same every call, where eager code draws afresh (torch.compile
+    replays them). The generators are put back as they were before the trace.
+
+    >>> import random
+    >>> before = host_random_states()
+    >>> _ = random.random()
+    >>> check_no_host_draws("f", before)
+    Traceback (most recent call last):
+    kiln.errors.GraphError: kn.compile: f drew from Python's random module while it was ...
+    >>> random.getstate() == before[0]
+    True
+    """
+    python, numpy = before
+    now = np.random.get_state()
+    drew = [name for name, changed in (
+        ("Python's random module", random.getstate() != python),
+        ("NumPy's global random generator",
+         now[2:] != numpy[2:] or not np.array_equal(now[1], numpy[1])),
+    ) if changed]  # fmt: skip
+    if not drew:
+        return
+    random.setstate(python)
+    np.random.set_state(numpy)
+    raise GraphError(
+        f"kn.compile: {fn_name} drew from {' and '.join(drew)} while it was traced "
+        "(random.randint, random.random, np.random.rand, ...): that ran once, when tracing, "
+        "and the compiled program would repeat those numbers every call, where eager code "
+        "draws new ones each call. Draw them outside the function and pass them in (a Python "
+        "number argument is static: one trace per value; a tensor argument is not), use "
+        "kiln's random functions (kn.rand, kn.randint, kn.randn: drawn afresh each call), or "
+        "call the function uncompiled"
+    )
 
 
 def _tensor_state(t) -> tuple:

@@ -31,7 +31,9 @@ from ..runtime.cache import evict, touch
 from .guards import (
     Captures,
     Guard,
+    check_no_host_draws,
     check_untouched,
+    host_random_states,
     rebindable,
     tensor_versions,
     value_changes,
@@ -182,6 +184,7 @@ class CompiledFunction:
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
             before = tensor_versions(self._captures)
+            host_before = host_random_states()
             # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
             # outputs that require grad, as in eager code (the others end in stop_gradient)
             lifted, aliased = self._lifted(), []
@@ -201,6 +204,7 @@ class CompiledFunction:
                             self.memory_budget, lifted=lifted, aliased=aliased,
                             watch=watch)  # fmt: skip
             check_untouched(traced.name, before)
+            check_no_host_draws(traced.name, host_before)
             if traced.stores:  # stored each call: not guarded (what fn reaches, again)
                 self._stored |= stored_keys(traced.stores)
                 self._captures = None

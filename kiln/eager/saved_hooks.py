@@ -1,0 +1,110 @@
+"""Hooks for saved tensors (PyTorch's `torch.autograd.graph.saved_tensors_hooks` and
+`save_on_cpu`): while one is active, every value an op on the tape keeps for its backward is
+handed to `pack_hook` as it is saved, the tape keeps what that returns instead of the value,
+and backward asks `unpack_hook` for the value back before it runs the op's vjp.
+
+kiln's tape keeps each op's inputs and output (PyTorch's keeps only those its formula
+reads), so the hooks see those values: the same gradients, possibly more pack calls than
+PyTorch makes. Values an op kept as constants (a lifted Python number) are not packed. A
+backward with `retain_graph=True` unpacks once and keeps the values for the next one."""
+
+from __future__ import annotations
+
+import weakref
+
+from .tensor import make
+
+__all__ = ["saved_tensors_hooks", "save_on_cpu"]
+
+STACK: list = []  # (pack_hook, unpack_hook), innermost last; `record` packs when non-empty
+PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # node -> what to unpack
+
+
+class saved_tensors_hooks:  # noqa: N801 — PyTorch's name
+    """`with kn.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):` — ops recorded
+    inside keep `pack_hook(t)` for each value they save; backward calls `unpack_hook` on it,
+    which must return a tensor of the saved value's shape and dtype.
+
+    >>> import kiln as kn
+    >>> packed = []
+    >>> a = kn.ones(3, requires_grad=True)
+    >>> with kn.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or len(packed) - 1,
+    ...                                            lambda i: packed[i]):
+    ...     y = (a * a).sum()
+    >>> y.backward(); a.grad
+    tensor([2., 2., 2.])
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        STACK.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        STACK.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 — PyTorch's name
+    """Saved values are copied to host memory as they are saved and moved back to their
+    device for backward (PyTorch's `save_on_cpu`; `pin_memory` is accepted, and kiln's
+    transfers stage through pinned memory already)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack(t):
+            return t.device, t.detach().cpu().clone()
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+def pack(node, out) -> None:
+    """Hands `node`'s saved values to the innermost pack hook; keeps what it returns."""
+    pack_hook, unpack_hook = STACK[-1]
+    active = STACK[:]
+    STACK.clear()  # the hook's own ops are recorded plainly, not packed again
+    try:
+        inputs = tuple(
+            (False, a) if version is None else (True, pack_hook(a))
+            for a, version in zip(node.saved, node.versions)
+        )
+        output = pack_hook(make(out._data, node.device))
+    finally:
+        STACK[:] = active
+    PACKED[node] = (unpack_hook, inputs, output)
+    node.saved = tuple(a if not packed else None for packed, a in inputs)
+    node.out = None
+
+
+def unpack(node) -> None:
+    """Puts back `node`'s saved values from the unpack hook, before backward reads them."""
+    unpack_hook, inputs, output = PACKED.pop(node)
+    saved, versions = [], []
+    for packed, value in inputs:
+        if not packed:
+            saved.append(value)
+            versions.append(None)
+            continue
+        t = _checked(unpack_hook(value), node)
+        saved.append(t)
+        meta = t._meta
+        versions.append(0 if meta is None or meta.vc is None else meta.vc.value)
+    out = _checked(unpack_hook(output), node)
+    node.saved, node.versions = tuple(saved), tuple(versions)
+    node.out, node.out_vc, node.out_version = out._data, None, 0
+
+
+def _checked(t, node):
+    from .tensor import Tensor
+
+    if not isinstance(t, Tensor):
+        raise TypeError(
+            f"Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+            f"type {type(t).__name__} (unpacking a value saved by {node.name()})"
+        )
+    return t

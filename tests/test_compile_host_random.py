@@ -1,0 +1,57 @@
+"""kn.compile and Python's or NumPy's global random numbers drawn inside the function: the
+trace runs the function's Python once, so its draws would be constants of the program, the
+same every call, where eager code draws afresh (the DynamicNet of PyTorch's "Learning PyTorch
+with Examples" picks 4, 5 or 6 terms with random.randint per forward; torch.compile replays
+such draws each call). kiln refuses the trace with a GraphError that says what to do, and
+leaves the generators as they were."""
+
+import random
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+
+class DynamicNet(kn.nn.Module):  # the tutorial's model, with fixed initial weights
+    def __init__(self):
+        super().__init__()
+        self.a = kn.nn.Parameter(kn.tensor(0.1))
+        self.e = kn.nn.Parameter(kn.tensor(0.01))
+
+    def forward(self, x, terms=None):
+        y = self.a * x
+        for exp in range(4, random.randint(4, 6) if terms is None else terms):
+            y = y + self.e * x**exp
+        return y
+
+
+def test_python_random_in_a_trace_is_refused():
+    model, x = DynamicNet(), kn.linspace(-1, 1, 5)
+    step = kn.compile(lambda x: model(x).sum())
+    random.seed(0)
+    state = random.getstate()
+    with pytest.raises(kn.GraphError, match=r"random.*each call"):
+        step(x)
+    assert random.getstate() == state  # the refused trace drew nothing
+
+
+def test_numpy_global_random_in_a_trace_is_refused():
+    state = np.random.get_state()
+    f = kn.compile(lambda x: x * float(np.random.rand()))
+    with pytest.raises(kn.GraphError, match="NumPy's global random"):
+        f(kn.ones(3))
+    after = np.random.get_state()
+    assert np.array_equal(after[1], state[1]) and after[2:] == state[2:]
+
+
+def test_draws_passed_in_agree_with_eager():
+    # what the error suggests: draw outside, pass the count in (a static argument)
+    model, x = DynamicNet(), kn.linspace(-1, 1, 5)
+    step = kn.compile(lambda x, terms: model(x, terms).sum())
+    random.seed(0)
+    draws = [random.randint(4, 6) for _ in range(6)]
+    assert len(set(draws)) > 1  # the check needs calls that differ
+    for terms in draws:
+        eager = model(x, terms).sum()
+        kn.testing.assert_close(step(x, terms), eager)

@@ -198,3 +198,42 @@ def test_view_of_a_transposed_result_is_refused_under_compile_as_in_torch():
         f(kn.ones(2, 3))
     g = kn.compile(lambda x: (x.t() * 2).contiguous().view(-1))
     np.testing.assert_array_equal(g(kn.ones(2, 3)).numpy(), np.full(6, 2.0))
+
+
+def _operand(rng, shape):
+    """(memory shape, a view of it broadcastable to `shape`): dims dropped or of size 1,
+    permuted, stepped."""
+    lead = int(rng.integers(0, len(shape) + 1)) if rng.random() < 0.3 else 0
+    own = [1 if rng.random() < 0.25 else n for n in shape[lead:]]
+    perm = rng.permutation(len(own)).tolist()
+    steps = [int(rng.integers(1, 3)) if rng.random() < 0.3 else 1 for _ in own]
+    inverse = tuple(int(k) for k in np.argsort(perm))
+    index = tuple(slice(None, None, k) for k in steps)
+    return [own[p] * steps[p] for p in perm], lambda t: t.permute(inverse)[index]
+
+
+def _program(kind):
+    return {
+        "add": lambda m, *xs: sum(xs[1:], xs[0]),
+        "where": lambda m, *xs: m.where(xs[0] > 2, xs[1], xs[-1]),
+        "clone": lambda m, *xs: xs[0].clone(),
+        "double": lambda m, *xs: xs[0].double(),
+        "mul 2": lambda m, *xs: xs[0] * 2,
+    }[kind]
+
+
+def test_random_layouts_match_torch():
+    # 200 random programs: graph mode's strides of the result are torch's, whatever the
+    # inputs' permutations, steps, broadcasts and size-1 dims (torch's ties among them)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        shape = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 5)))]
+        kind = str(rng.choice(["add", "where", "clone", "double", "mul 2"]))
+        count = {"add": int(rng.integers(2, 4)), "where": 3}.get(kind, 1)
+        operands = [_operand(rng, shape) for _ in range(count)]
+        tensors = [view(torch.zeros(memory)) for memory, view in operands]
+        want = _program(kind)(torch, *tensors).stride()
+        with kn.Graph().as_default():
+            xs = [view(kn.placeholder(kn.float32, tuple(memory))) for memory, view in operands]
+            got = _program(kind)(kn, *xs).stride()
+        assert got == want, (kind, shape, [t.stride() for t in tensors])

@@ -1,5 +1,7 @@
 """Where a graph value's elements lie in the memory PyTorch's tensor of the same history
-would have (its layout, as a strided probe over one byte), and the `as_strided` views of
+would have (its layout, as a strided probe over one byte: a view's in its base's memory, a
+fresh elementwise result's, clone's or cast's from its inputs' as torch's TensorIterator
+lays it out, another fresh value's in C order), and the `as_strided` views of
 graph values: what `stride()`, `storage_offset()`, `is_contiguous()`, `view()` and
 `as_strided` read in graph mode and under `kn.compile`, and what the in-place methods
 (kiln/frontend/functionalize.py) follow to write a view's change back into its base.
@@ -538,7 +540,8 @@ def storage_offset(x: Symbol) -> int:
 
 def is_contiguous(x: Symbol, memory_format=None) -> bool:
     """`x.is_contiguous()` on a Symbol: whether PyTorch's tensor of the same history is laid
-    out in C order (a transpose or a strided slice of a base is not; a fresh value is).
+    out in C order (a transpose or a strided slice of a base is not, nor an elementwise
+    result of a transpose; another fresh value is).
 
     >>> import kiln as kn
     >>> with kn.Graph().as_default():

@@ -237,3 +237,14 @@ def test_random_layouts_match_torch():
             xs = [view(kn.placeholder(kn.float32, tuple(memory))) for memory, view in operands]
             got = _program(kind)(kn, *xs).stride()
         assert got == want, (kind, shape, [t.stride() for t in tensors])
+
+
+def test_a_long_chain_of_elementwise_ops_keeps_the_layout():
+    # 3,000 ops after a transpose: the layout walk must not recurse once per op (Python's
+    # limit is 1,000 frames); torch's result keeps the transpose's column-major order
+    with kn.Graph().as_default():
+        h = kn.placeholder(kn.float32, (3, 4)).t()
+        for _ in range(1500):
+            h = (h * 0.5).tanh()
+        assert h.stride() == torch.zeros(3, 4).t().tanh().stride() == (1, 4)
+        assert not h.is_contiguous()

@@ -48,6 +48,7 @@ from .layouts import (  # noqa: F401 (the layout names, importable from here as 
     contiguous,
     detached_from,
     is_contiguous,
+    keep_layout,
     layout_known,
     layout_read,
     record_strided_view,
@@ -439,6 +440,7 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         # the base's new value; its views, x among them, are then taken again from it
         assign_inplace(base, _write_back(x, new), op, start)
         return x
+    layout = _layout(x, True, False)  # x's memory, which the change keeps: its layout too
     new = _fresh(new, since, graph)
     if not _reads(new, x, since):
         # a change that does not read x (`zero_`, `fill_`, `copy_` of another value) keeps
@@ -446,6 +448,7 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         # old one did, and the old history gets a zero gradient (PyTorch's ZeroBackward0)
         new = core.call("custom_grad", new, new, x, function=OVERWRITE)
     old = rebind(x, new)
+    keep_layout(x, layout)
     argument = _ARGUMENTS.get(graph, {}).get(id(x))
     if argument is not None and argument[0] is x and argument[2] is None:
         argument[2] = old  # the argument's placeholder, now under a fresh Symbol

@@ -1,5 +1,7 @@
 """Where a graph value's elements lie in the memory PyTorch's tensor of the same history
-would have (its layout, as a strided probe over one byte), and the `as_strided` views of
+would have (its layout, as a strided probe over one byte: a view's in its base's memory, a
+fresh elementwise result's, clone's or cast's from its inputs' as torch's TensorIterator
+lays it out, another fresh value's in C order), and the `as_strided` views of
 graph values: what `stride()`, `storage_offset()`, `is_contiguous()`, `view()` and
 `as_strided` read in graph mode and under `kn.compile`, and what the in-place methods
 (kiln/frontend/functionalize.py) follow to write a view's change back into its base.
@@ -31,6 +33,13 @@ _STRIDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # graph -> {id(view): its layout probe}: where those views' elements lie in their base's
 # storage (`_layout` of a view of them, `stride()`, another `as_strided`)
 _STRIDED_LAYOUT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph -> {id(node): (node, its output's layout probe)}: fresh values whose layout is set, not
+# taken from their inputs: `contiguous()` copies (C order), and the new value of an in-place
+# change (the memory, so the layout, of the value it changes: `keep_layout`)
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph -> {id(node): (node, its output's layout probe)}: the layouts of fresh elementwise
+# results computed so far (`_fresh_layout`; each follows its inputs' once, in graph order)
+_ITERATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray, layout=None) -> Symbol:
@@ -78,7 +87,9 @@ def _storage(x: Symbol):
     # NOTE: a view of another element type (the parts of complex values) counts as a value of
     # its own here: its positions are not comparable with its base's (a missed overlap error,
     # never a false one)
-    if fresh or name in _PARTS_VIEWS or name == "index" and len(node.inputs) > 1:
+    if fresh or name == "index" and len(node.inputs) > 1:
+        return x, _fresh_layout(x, read=False)
+    if name in _PARTS_VIEWS:
         return x, _probe(x.shape)
     root, base = _storage(node.inputs[0])
     if name in ("stop_gradient", "after"):
@@ -114,7 +125,7 @@ def _probe(shape) -> np.ndarray:
 _PROBE_BYTE = np.zeros(1, np.uint8)  # every probe starts here: an offset from it is PyTorch's
 
 
-def _exact_view(x: Symbol):
+def _exact_view(x: Symbol, read: bool = True):
     """The layout of a view that `_layout` takes as fresh but `exact` follows: a piece of
     `split` (a slice of its base), a `bitcast` to a dtype of the same size; raises for
     a bitcast that changes the element size."""
@@ -124,9 +135,9 @@ def _exact_view(x: Symbol):
             raise GraphError(f"the layout of '{x.name}', a view of another element size "
                              f"({node.attrs['source']} as {node.attrs['dtype']}), is not "
                              "tracked: clone() it first")  # fmt: skip
-        return _layout(node.inputs[0], True)
+        return _layout(node.inputs[0], True, read)
     split = node.inputs[0].node
-    base = _layout(split.inputs[0], True)
+    base = _layout(split.inputs[0], True, read)
     axis, sizes = split.attrs["axis"], split.attrs["sizes"]
     start = sum(sizes[: node.attrs["index"]])
     piece = [slice(None)] * base.ndim
@@ -134,25 +145,25 @@ def _exact_view(x: Symbol):
     return base[tuple(piece)]
 
 
-def _layout(x: Symbol, exact: bool = False):
+def _layout(x: Symbol, exact: bool = False, read: bool = True):
     """x's elements as PyTorch lays them out: a strided probe (`_probe`), following the views
-    that share their base's memory (transpose, basic indexing, reshape, broadcast, as_strided);
-    None where PyTorch would have copied (a reshape of a non-contiguous view). `exact`: the
-    copy's own layout there instead, and the pieces of `split` and same-size `bitcast`s
-    followed too (what `stride()` reports)."""
+    that share their base's memory (transpose, basic indexing, reshape, broadcast, as_strided)
+    and, to a fresh elementwise result, clone or cast, the layouts of its inputs
+    (`_fresh_layout`); None where PyTorch would have copied (a reshape of a non-contiguous
+    view). `exact`: the copy's own layout there instead, and the pieces of `split` and
+    same-size `bitcast`s followed too (what `stride()` reports). `read`: a placeholder reached
+    through views counts as one whose layout the trace read (`layout_read`)."""
     strided = _strided_layout(x)
     if strided is not None:
         return strided
     node = x.node
     name = node.op.name
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
-        return _exact_view(x)
+        return _exact_view(x, read)
     fresh = "view" not in node.op.tags or name in _OWN_MEMORY
     if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
-        if name == "placeholder":  # kn.compile checks such an argument's layout each call
-            layout_read(x.graph).setdefault(id(node), False)
-        return _probe(x.shape)
-    base = _layout(node.inputs[0], exact)
+        return _fresh_layout(x, read)
+    base = _layout(node.inputs[0], exact, read)
     if base is None or name in ("stop_gradient", "after"):
         return base
     if name in _PARTS_VIEWS:
@@ -173,6 +184,179 @@ def _layout(x: Symbol, exact: bool = False):
     except AttributeError:
         return _probe(x.shape) if exact else None
     return view
+
+
+def _fresh_layout(x: Symbol, read: bool = True):
+    """The layout of x, a value of its own (not a view): its set one (`keep_layout`), else
+    for an elementwise op the one PyTorch's TensorIterator gives it from its inputs' layouts
+    (`iterator_layout`), for a cast (`clone()`, `.float()`) of a dense value that value's
+    strides (PyTorch's `empty_like`), else C order.
+    `read`: as `_layout`'s, for a placeholder."""
+    node = x.node
+    kept = _KEPT.get(node.graph, {}).get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    if node.op.name == "placeholder":
+        if read:  # kn.compile checks such an argument's layout each call
+            layout_read(x.graph).setdefault(id(node), False)
+        return _probe(x.shape)
+    if not _follows_inputs(node):
+        return _probe(x.shape)
+    done = _ITERATED.setdefault(node.graph, {})
+    entry = done.get(id(node))
+    if entry is None or entry[0] is not node:
+        for n in _pending(node, done):  # each after the elementwise results it reads
+            operands = [_layout(i, True, False) for i in n.inputs]
+            if n.op.name == "cast" and _dense(operands[0]):  # PyTorch's clone() and .to():
+                layout = strided_probe(operands[0].shape, operands[0].strides, 0)  # its strides
+            else:
+                layout = iterator_layout(n.out.shape, operands)
+            done[id(n)] = (n, layout)
+        entry = done[id(node)]
+    return entry[1]
+
+
+def _follows_inputs(node) -> bool:
+    """Whether the value `node` makes is laid out as its inputs are (an elementwise op)."""
+    tags = node.op.tags
+    kept = _KEPT.get(node.graph, {}).get(id(node))
+    if kept is not None and kept[0] is node:
+        return False
+    return "elementwise" in tags and "view" not in tags and bool(node.inputs) and (
+        node.op.name not in _OWN_MEMORY)  # fmt: skip
+
+
+def _elementwise_under(s: Symbol):
+    """The elementwise node whose layout `_layout(s, True)` reads through s's views (None
+    where it reads none): the views walked without recursion."""
+    while _strided_layout(s) is None:
+        node = s.node
+        name = node.op.name
+        if name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split":
+            s = node.inputs[0] if name == "bitcast" else node.inputs[0].node.inputs[0]
+            continue
+        fresh = "view" not in node.op.tags or name in _OWN_MEMORY
+        if fresh or name == "index" and len(node.inputs) > 1:
+            return node if _follows_inputs(node) else None
+        s = node.inputs[0]
+    return None
+
+
+def _pending(node, done: dict) -> list:
+    """`node` and the elementwise nodes whose layouts it reads that are not in `done` yet,
+    each after those it reads (a walk without recursion: a chain of thousands of ops)."""
+    order, stack, seen = [], [(node, False)], set()
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            order.append(n)
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        for i in n.inputs:
+            m = _elementwise_under(i)
+            if m is not None and id(m) not in seen:
+                entry = done.get(id(m))
+                if entry is None or entry[0] is not m:
+                    stack.append((m, False))
+    return order
+
+
+def iterator_layout(shape, operands):
+    """The layout (a probe) PyTorch's TensorIterator gives the result of `shape` of an
+    elementwise op whose inputs are laid out as the probes `operands`: C order where every
+    input is C-ordered; where all have the result's shape and one dense layout, that one;
+    else the dims sorted by the inputs' strides, the first input whose strides differ
+    deciding (a broadcast dim skipped) and the smaller dim first among equal strides.
+
+    >>> import numpy as np
+    >>> t = _probe((3, 2)).T
+    >>> iterator_layout((2, 3), [t]).strides, iterator_layout((2, 3), [t, _probe(())]).strides
+    ((1, 2), (1, 2))
+    >>> iterator_layout((2, 3), [_probe((2, 3)), t]).strides  # the first input's order
+    (3, 1)
+    >>> iterator_layout((2, 3), [_probe((2, 1)), t]).strides  # a broadcast dim: the next's
+    (1, 2)
+    """
+    out = _probe(shape)
+    dims = out.shape
+    if not operands:
+        return out
+    if all(o.shape == operands[0].shape for o in operands):  # (torch's fast setup)
+        if all(o.flags.c_contiguous for o in operands):
+            return out
+        if len(dims) == 4 and all(_channels_last(o) for o in operands):
+            n, c, h, w = dims
+            return strided_probe(dims, (h * w * c, 1, w * c, c), 0)
+        last = operands[-1].strides
+        if all(_dense(o) and o.strides == last for o in operands):
+            return strided_probe(dims, last, 0)
+    steps = []
+    for o in operands:  # each input's strides along the result's dims (0: broadcast)
+        lead = len(dims) - o.ndim
+        own = zip(o.shape, o.strides)
+        steps.append([0] * lead + [0 if n == 1 and dims[lead + k] != 1 else st
+                                   for k, (n, st) in enumerate(own)])  # fmt: skip
+
+    def should_swap(d0: int, d1: int) -> int:
+        for st in steps:
+            if st[d0] == 0 or st[d1] == 0:
+                continue
+            if st[d0] != st[d1]:
+                return 1 if st[d0] > st[d1] else -1
+            if dims[d0] > dims[d1]:
+                return 1
+        return 0
+
+    perm = list(range(len(dims)))[::-1]  # fastest first; an insertion sort, as torch's
+    for i in range(1, len(dims)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            order = should_swap(perm[d0], perm[d1])
+            if order > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif order < 0:
+                break
+    strides, step = [0] * len(dims), 1
+    for d in perm:
+        strides[d], step = step, step * dims[d]
+    return strided_probe(dims, strides, 0)
+
+
+def _channels_last(p) -> bool:
+    """PyTorch's `is_contiguous(memory_format=torch.channels_last)` of a 4-D probe."""
+    expected = 1
+    for d in (1, 3, 2, 0):
+        if p.shape[d] != 1:
+            if p.strides[d] != expected:
+                return False
+            expected *= p.shape[d]
+    return True
+
+
+def _dense(p) -> bool:
+    """PyTorch's `is_non_overlapping_and_dense` of a probe."""
+    if p.ndim == 1:
+        return p.shape[0] < 2 or p.strides[0] == 1
+    required = 1
+    for d in sorted(range(p.ndim), key=lambda d: (p.shape[d] < 2, p.strides[d])):
+        if p.shape[d] < 2:
+            return True
+        if p.strides[d] != required:
+            return False
+        required *= p.shape[d]
+    return True
+
+
+def keep_layout(x: Symbol, layout) -> Symbol:
+    """Sets the layout of x, a value of its own, to the probe `layout` (a `contiguous()`
+    copy's C order, or the layout of the value an in-place change gives x's memory).
+    Returns x."""
+    _KEPT.setdefault(x.node.graph, {})[id(x.node)] = (x.node, layout)
+    return x
 
 
 def whole_in_order(x: Symbol) -> bool:
@@ -356,7 +540,8 @@ def storage_offset(x: Symbol) -> int:
 
 def is_contiguous(x: Symbol, memory_format=None) -> bool:
     """`x.is_contiguous()` on a Symbol: whether PyTorch's tensor of the same history is laid
-    out in C order (a transpose or a strided slice of a base is not; a fresh value is).
+    out in C order (a transpose or a strided slice of a base is not, nor an elementwise
+    result of a transpose; another fresh value is).
 
     >>> import kiln as kn
     >>> with kn.Graph().as_default():
@@ -373,10 +558,14 @@ def contiguous(x: Symbol, memory_format=None) -> Symbol:
     then changes both, as PyTorch's shared memory does), else a copy of its own."""
     if is_contiguous(x):
         return x
-    return core.call("cast", x, dtype=x.dtype)  # a copy: an identity cast
+    return keep_layout(core.call("cast", x, dtype=x.dtype), _probe(x.shape))  # a C-order copy
 
 
 def clone(x: Symbol, memory_format=None) -> Symbol:
     """`x.clone()` on a Symbol: a value of its own, so changing it in place changes neither x
-    nor the caller's tensor of a compiled function's argument."""
-    return core.call("cast", x, dtype=x.dtype)
+    nor the caller's tensor of a compiled function's argument; laid out as x where x is
+    dense (PyTorch's `preserve_format`), in C order with `memory_format=contiguous_format`."""
+    out = core.call("cast", x, dtype=x.dtype)
+    if getattr(memory_format, "name", None) == "contiguous_format":  # (kn.contiguous_format)
+        keep_layout(out, _probe(x.shape))
+    return out

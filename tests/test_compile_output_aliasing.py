@@ -201,3 +201,39 @@ def test_views_of_one_base_with_gradients_match_torch(name):
     want = run(torch, f)
     assert run(kn, f) == want
     assert run(kn, kn.compile(f)) == want
+
+
+def test_compiled_outputs_come_back_in_eagers_layout():
+    # the program computes in C order; an output eager code lays out otherwise is laid out
+    # again before it is returned: its strides are eager's and torch 2.13's (x.t().clone(),
+    # x.t() * 2: (1, 4) for a (3, 4) x), and views taken of it after the call read its storage
+    # as eager code's do
+    def f(x):
+        return x.t().clone(), x.t() * 2, x + 1
+
+    x = kn.arange(12.0).reshape(3, 4)
+    assert [o.stride() for o in kn.compile(f)(x)] == [(1, 4), (1, 4), (4, 1)]
+    assert [o.stride() for o in f(x)] == [(1, 4), (1, 4), (4, 1)]
+
+
+def test_as_strided_of_a_sum_with_a_changed_transposed_argument():
+    # found by the random programs (seed 2937): a transposed view of an argument changed in
+    # place, plus b, then as_strided. The compiled program's sum is C-ordered, and the
+    # as_strided output, taken again of it eagerly after the call, read C order: other
+    # elements than eager's. Expected values: the eager run's, which are torch 2.13's (the
+    # sum's (1, 0), (1, 1), (2, 0) and (2, 1) elements: storage positions 1, 5, 2, 6 of a
+    # column-major (4, 4))
+    def f(a, b):
+        v = a.t()
+        v.index_add_(0, kn.tensor([0, 2]), v[[1, 3]])
+        s = v + b
+        return s, s.as_strided((2, 2), (1, 4), 1)
+
+    a0 = np.arange(16.0).reshape(4, 4) / 7
+    b0 = np.array([0.5, -1.0, 2.0, 0.25])
+    eager = f(kn.tensor(a0), kn.tensor(b0))
+    compiled = kn.compile(f)(kn.tensor(a0), kn.tensor(b0))
+    s = eager[0].numpy()
+    np.testing.assert_array_equal(eager[1].numpy(), [[s[1, 0], s[1, 1]], [s[2, 0], s[2, 1]]])
+    for e, c in zip(eager, compiled):
+        np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-12)

@@ -10,6 +10,7 @@ import numpy as np
 from ..eager.tensor import Tensor, version_of
 from ..errors import KilnError, UsageError, call_error
 from ..frontend.functionalize import strided_view, whole_in_order
+from ..frontend.layouts import _layout
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 
@@ -235,3 +236,34 @@ def view_of_argument(leaf, chain, like):
         return like
     ok = isinstance(t, Tensor) and t.shape == like.shape and t.dtype == like.dtype
     return t if ok else like
+
+
+def output_orders(outputs) -> list:
+    """For each output (a Symbol), the order of its dims in memory, outermost first, where
+    eager code lays it out densely in another order than C (`x.t() * 2`: column-major, as
+    PyTorch's elementwise results follow their inputs); else None. The program computes
+    every value in C order, so such an output is laid out again before it is returned
+    (`laid_out`): its `stride()`, `view()` and the views taken of it (`as_strided`) are then
+    eager's."""
+    orders = []
+    for out in outputs:
+        try:
+            probe = _layout(out, True)
+        except KilnError:
+            probe = None
+        order = None
+        if probe is not None and probe.ndim > 1 and not probe.flags.c_contiguous:
+            steps = probe.strides
+            candidate = sorted(range(probe.ndim), key=lambda d: (-steps[d], d))
+            if probe.transpose(candidate).flags.c_contiguous:  # dense: a permutation
+                order = tuple(candidate)
+        orders.append(order)
+    return orders
+
+
+def laid_out(array, order):
+    """`array` (C-ordered) with the same values laid out in memory in `order` (outermost dim
+    first, `output_orders`); `array` itself for None."""
+    if order is None:
+        return array
+    return array.transpose(order).copy().transpose(np.argsort(order))

@@ -44,6 +44,8 @@ from .arguments import (
     argument_views,
     check_arguments_apart,
     check_own_layout,
+    laid_out,
+    output_orders,
     output_views,
     view_of_argument,
     write_argument,
@@ -269,6 +271,7 @@ class Traced:
         self.no_grad_outputs = add_view_bases(outputs, arguments)
         self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
         self.output_views = output_views(outputs, arguments)  # outputs viewing outputs: too
+        self.output_orders = output_orders(outputs)  # laid out as eager code lays them out
         self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
@@ -555,7 +558,7 @@ class Traced:
         if not tensors:
             make_stores(self.stores, self.store_index, results)
             return _unflatten(self.out_structure, iter(results[:n]))
-        outs = [make(r, self.device) for r in results[:n]]
+        outs = [make(laid_out(r, o), self.device) for r, o in zip(results, self.output_orders)]
         if record:
             leaf_tensors = [x if isinstance(x, Tensor) else make(np.asarray(x)) for x in leaves]
             # the residuals stay out of the tape's saved values: a backward without

@@ -39,6 +39,7 @@ reads the values before the change. A known difference, not yet resolved.
 `KILN_RANDOM_PROGRAMS` sets how many programs each mode draws (default 120).
 """
 
+import ast
 import os
 import random
 
@@ -46,6 +47,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
+from fuzz_ops import INPLACE2, INPLACE_INT, OPS1, OPS2, B, F, Z
 
 PROGRAMS = int(os.environ.get("KILN_RANDOM_PROGRAMS", "120"))
 
@@ -119,34 +121,99 @@ def _shape(name, shape):
     return tuple(VIEWS[name][0](kn.zeros(shape)).shape)
 
 
+KINDS = {"float64": F, "float32": F, "int64": Z, "int32": Z, "bool": B}
+_EXAMPLE = {F: kn.float64, Z: kn.int64, B: kn.bool_}
+# the arguments' dtypes: (a, b)
+ARGUMENT_DTYPES = [("float64", "float64")] * 2 + [("float32", "float32"), ("float32", "float64")]
+
+
+def _example(fn, *values):
+    """The shape and kind of fn's result on kiln ones of the values' (shape, kind), or None
+    where kiln refuses (the step is not drawn)."""
+    try:
+        out = fn(*(kn.ones(s, dtype=_EXAMPLE[k]) for s, k in values))
+    except Exception:  # noqa: BLE001
+        return None
+    return tuple(out.shape), KINDS[str(out.dtype).split(".")[-1]]
+
+
+def _op(name):
+    """(base, params) of an op step's name `base(params)`."""
+    base = name[: name.index("(")]
+    return base, ast.literal_eval(name[len(base) :])
+
+
 def draw(seed: int, grad: bool):
-    """(steps, returned value indices) of one program; values 0 and 1 are a and b."""
+    """(steps, returned value indices, the arguments' dtypes) of one program; values 0 and 1
+    are a and b."""
     rng = random.Random(seed)
-    steps, shapes = [], [(4, 4), (4,)]
+    dtypes = rng.choice(ARGUMENT_DTYPES)
+    steps, shapes, kinds = [], [(4, 4), (4,)], [F, F]
+    dead = set()  # values of a data-dependent shape (mask reads): returned, never read
+    kinds_of_step = ["unary", "binary", "view", "view", "inplace", "inplace"]
+    kinds_of_step += ["op1", "op1", "op1", "op2", "op2", "inplace2"]
     for _ in range(rng.randint(2, 8)):
-        kind = rng.choice(["unary", "binary", "view", "view", "inplace", "inplace"])
-        i = rng.randrange(len(shapes))
-        shape = shapes[i]
+        kind = rng.choice(kinds_of_step)
+        live = [k for k in range(len(shapes)) if k not in dead]
+        i = rng.choice(live)
+        shape, vkind = shapes[i], kinds[i]
+        j = rng.choice(live)
         if kind == "unary":
+            if vkind != F:
+                continue
             name = rng.choice(sorted(UNARY))
             steps.append((kind, name, i, None))
             shapes.append(shape)
+            kinds.append(vkind)
         elif kind == "binary":
-            j = rng.randrange(len(shapes))
             try:
                 out = np.broadcast_shapes(shape, shapes[j])
             except ValueError:
                 continue
-            steps.append((kind, rng.choice(["add", "sub", "mul"]), i, j))
+            name = rng.choice(["add", "sub", "mul"])
+            got = _example(BINARY[name], (shape, vkind), (shapes[j], kinds[j]))
+            if got is None:
+                continue
+            steps.append((kind, name, i, j))
             shapes.append(out)
+            kinds.append(got[1])
         elif kind == "view":
             names = [n for n, (_, fits) in sorted(VIEWS.items()) if fits(shape)]
             name = rng.choice(names)
             steps.append((kind, name, i, None))
             shapes.append(_shape(name, shape))
+            kinds.append(vkind)
+        elif kind in ("op1", "op2"):
+            table = OPS1 if kind == "op1" else OPS2
+            values = [(shape, vkind)] + ([(shapes[j], kinds[j])] if kind == "op2" else [])
+            flat = [v for pair in values for v in pair]
+            bases = [n for n, (_, fits) in sorted(table.items()) if fits(*flat)]
+            if not bases:
+                continue
+            base = rng.choice(bases)
+            params = rng.choice(table[base][1](*flat))
+            fn = table[base][0]
+            got = _example(lambda *xs, fn=fn, params=params: fn(*xs, *params), *values)
+            if got is None:
+                continue
+            steps.append((kind, f"{base}{params!r}", i, j if kind == "op2" else None))
+            if base.startswith("mask"):
+                dead.add(len(shapes))
+            shapes.append(got[0])
+            kinds.append(got[1])
+        elif kind == "inplace2":
+            if grad and i < 2:
+                continue
+            name = rng.choice(sorted(INPLACE2))
+            fits = [k for k in live if INPLACE2[name][1](shape, vkind, shapes[k], kinds[k])]
+            if fits:
+                steps.append((kind, name, i, rng.choice(fits)))
+        elif vkind != F:
+            names = [n for n, (_, ks) in sorted(INPLACE_INT.items()) if vkind in ks]
+            if names:
+                steps.append(("inplace_int", rng.choice(names), i, None))
         elif not (grad and i < 2):  # (a leaf that requires grad: refused in both)
             name = rng.choice(sorted(INPLACE))
-            j = rng.randrange(len(shapes))
             if INPLACE[name][1]:
                 try:
                     if np.broadcast_shapes(shape, shapes[j]) != shape:
@@ -163,7 +230,10 @@ def draw(seed: int, grad: bool):
                     name, tuple(d for d in shape if d != 1)
                 )
     outs = rng.sample(range(len(shapes)), rng.randint(1, min(3, len(shapes))))
-    return steps, outs
+    return steps, outs, dtypes
+
+
+BINARY = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}
 
 
 def program(steps, outs):
@@ -174,10 +244,19 @@ def program(steps, outs):
             if kind == "unary":
                 values.append(UNARY[name](x))
             elif kind == "binary":
-                y = values[j]
-                values.append(x + y if name == "add" else x - y if name == "sub" else x * y)
+                values.append(BINARY[name](x, values[j]))
             elif kind == "view":
                 values.append(VIEWS[name][0](x))
+            elif kind in ("op1", "op2"):
+                base, params = _op(name)
+                if kind == "op1":
+                    values.append(OPS1[base][0](x, *params))
+                else:
+                    values.append(OPS2[base][0](x, values[j], *params))
+            elif kind == "inplace2":
+                INPLACE2[name][0](x, values[j])
+            elif kind == "inplace_int":
+                INPLACE_INT[name][0](x)
             else:
                 INPLACE[name][0](x, values[j])
         return tuple(values[k] for k in outs)
@@ -185,11 +264,22 @@ def program(steps, outs):
     return f
 
 
-def _arguments(grad, lib):
+def _arguments(grad, lib, dtypes):
     rng = np.random.default_rng(0)
-    a = lib.tensor(rng.standard_normal((4, 4)), requires_grad=grad)
-    b = lib.tensor(rng.standard_normal(4), requires_grad=grad)
+    da, db = (getattr(lib, d) for d in dtypes)
+    a = lib.tensor(rng.standard_normal((4, 4)), dtype=da, requires_grad=grad)
+    b = lib.tensor(rng.standard_normal(4), dtype=db, requires_grad=grad)
     return a, b
+
+
+def _change(o, k):
+    """Changes o in place (which values share memory with it), as its dtype allows."""
+    if str(o.dtype).endswith("bool"):
+        o.logical_not_()
+    elif o.is_floating_point():
+        o.add_(1000.0 * (k + 1))
+    else:
+        o.add_(1000 * (k + 1))
 
 
 def _state(outs, a, b):
@@ -199,11 +289,11 @@ def _state(outs, a, b):
     ]
 
 
-def observe(fn, grad, lib=kn):
+def observe(fn, grad, lib=kn, dtypes=ARGUMENT_DTYPES[0]):
     """What a caller sees of one call (`lib`: kiln, or torch in test_torch_fuzz.py): ("raises",
     the error) or a record of the values, whether the outputs require grad, the gradients,
     and the states after changing each output in place in turn (which values share memory)."""
-    a, b = _arguments(grad, lib)
+    a, b = _arguments(grad, lib, dtypes)
     try:
         outs = fn(a, b)
     except Exception as e:  # noqa: BLE001 — the comparison is of what each mode raises
@@ -224,7 +314,7 @@ def observe(fn, grad, lib=kn):
     with lib.no_grad():
         for k, o in enumerate(outs):  # which outputs and arguments share memory
             try:
-                o.add_(1000.0 * (k + 1))
+                _change(o, k)
             except Exception as e:  # noqa: BLE001
                 changes.append(("raises", type(e)))
                 break
@@ -233,14 +323,24 @@ def observe(fn, grad, lib=kn):
     return record
 
 
+def close(x, y) -> bool:
+    """Arrays of one shape and dtype, equal up to rounding (1e-12 in float64, 1e-4 in float32:
+    a compiled program or torch may add terms in another order)."""
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    if x.dtype.kind != "f":
+        return np.array_equal(x, y)
+    tol = 1e-12 if x.dtype == np.float64 else 1e-4
+    return np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True)
+
+
 def _same(x, y) -> bool:
     if x is None or y is None:
         return x is y
     if isinstance(y, np.ndarray) and not isinstance(x, np.ndarray):
         return False
     if isinstance(x, np.ndarray):  # (a compiled gradient may sum in another order)
-        return (isinstance(y, np.ndarray) and x.shape == y.shape
-                and np.allclose(x, y, rtol=1e-12, atol=1e-12, equal_nan=True))  # fmt: skip
+        return isinstance(y, np.ndarray) and close(x, y)
     if isinstance(x, (list, tuple)):
         return (isinstance(y, (list, tuple)) and len(x) == len(y)
                 and all(_same(p, q) for p, q in zip(x, y)))  # fmt: skip
@@ -277,11 +377,11 @@ def _accepted(steps, eager, compiled) -> bool:
 
 
 def compare(seed: int, grad: bool) -> str | None:
-    steps, outs = draw(seed, grad)
-    eager = observe(program(steps, outs), grad)
+    steps, outs, dtypes = draw(seed, grad)
+    eager = observe(program(steps, outs), grad, dtypes=dtypes)
     compiled = kn.compile(program(steps, outs))
-    observe(compiled, grad)  # traces
-    got = observe(compiled, grad)  # the cached program
+    observe(compiled, grad, dtypes=dtypes)  # traces
+    got = observe(compiled, grad, dtypes=dtypes)  # the cached program
     if isinstance(eager, tuple) and isinstance(got, tuple):
         return None  # both refuse (not necessarily with one message)
     if isinstance(eager, dict) and isinstance(got, dict) and _same(eager, got):

@@ -35,10 +35,10 @@ import kiln as kn  # noqa: E402
 PROGRAMS = int(os.environ.get("KILN_RANDOM_PROGRAMS", "120"))
 
 
-def observe(lib, fn, grad):
+def observe(lib, fn, grad, dtypes):
     """test_compile_fuzz's record of a call, its errors as "raises" (the libraries' error
     types and messages differ; whether each refuses is what is compared)."""
-    return _plain(compile_fuzz.observe(fn, grad, lib))
+    return _plain(compile_fuzz.observe(fn, grad, lib, dtypes))
 
 
 def _plain(x):
@@ -55,8 +55,7 @@ def _same(x, y) -> bool:
     if x is None or y is None:
         return x is y
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape
-                and np.allclose(x, y, rtol=1e-12, atol=1e-12, equal_nan=True))  # fmt: skip
+        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and compile_fuzz.close(x, y)
     if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
         return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
     if isinstance(x, dict) and isinstance(y, dict):
@@ -94,21 +93,25 @@ def _reads_its_own_memory(steps) -> bool:
     neither library defines (kiln reads the input first, torch as its loop goes)."""
     roots = [0, 1]
     for kind, name, i, j in steps:
-        if kind == "view":
+        if kind in ("view", "op1"):  # (an op may return its input: x.long() of a long x)
             roots.append(roots[i])
-        elif kind in ("unary", "binary"):
+        elif kind in ("unary", "binary", "op2"):
             roots.append(len(roots))
-        elif INPLACE[name][1] and j != i and roots[j] == roots[i]:
+        elif (
+            (kind == "inplace2" or kind == "inplace" and INPLACE[name][1])
+            and j != i
+            and roots[j] == roots[i]
+        ):
             return True
     return False
 
 
 def compare(seed: int, grad: bool) -> str | None:
-    steps, outs = draw(seed, grad)
+    steps, outs, dtypes = draw(seed, grad)
     if _reads_its_own_memory(steps):
         return None
-    theirs = observe(torch, program(steps, outs), grad)
-    ours = observe(kn, program(steps, outs), grad)
+    theirs = observe(torch, program(steps, outs), grad, dtypes)
+    ours = observe(kn, program(steps, outs), grad, dtypes)
     if _same(theirs, ours) or _accepted(steps, theirs, ours):
         return None
     return f"program {seed} (grad={grad}): {steps} returning {outs}"

@@ -45,9 +45,9 @@ import random
 
 import numpy as np
 import pytest
+from fuzz_ops import INPLACE2, INPLACE_INT, OPS1, OPS2, B, F, Z
 
 import kiln as kn
-from fuzz_ops import INPLACE2, INPLACE_INT, OPS1, OPS2, B, F, Z
 
 PROGRAMS = int(os.environ.get("KILN_RANDOM_PROGRAMS", "120"))
 

@@ -43,3 +43,19 @@ def test_subtraction_of_two_bools_names_xor():
     m = kn.tensor([True, False])
     with pytest.raises(RuntimeError, match="with two bool tensors is not supported. Use the `"):
         m - m  # torch 2.13's message
+
+
+@pytest.mark.parametrize(
+    ("equation", "dtypes"),
+    [("ij,j->i", ("float32", "float64")), ("i,i->", ("float64", "int64")),
+     ("i,j->ij", ("int32", "int64"))],
+)  # fmt: skip
+def test_einsum_refuses_operands_of_two_dtypes(equation, dtypes):
+    # torch 2.13 refuses each ("expected scalar type Float but found Double"), as its matrix
+    # products do; kiln promoted them (float32 and float64 gave float64)
+    x = kn.ones(3, 3, dtype=dtypes[0])[0] if equation[1] == "," else kn.ones(3, 3, dtype=dtypes[0])
+    y = kn.ones(3, dtype=dtypes[1])
+    with pytest.raises(RuntimeError, match="einsum.*expected scalar type"):
+        kn.einsum(equation, x, y)
+    with pytest.raises(RuntimeError, match="einsum.*expected scalar type"):
+        kn.compile(lambda a, b: kn.einsum(equation, a, b))(x, y)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import DTypeMismatchError, ShapeError, node_error
+from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
 from .torch_shape import diagonal
@@ -126,6 +127,17 @@ def einsum(equation: str, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = list(lift(*operands))
+    for x in xs[1:]:  # PyTorch's einsum does not promote (nor its products: products.py)
+        if x.dtype != xs[0].dtype:
+            raise node_error(
+                DTypeMismatchError,
+                f"einsum(): expected scalar type {xs[0].dtype} but found {x.dtype} (the operands"
+                " of einsum have one dtype, as PyTorch's: cast one with .to(dtype))",
+                op="einsum",
+                name=None,
+                site=user_site(),
+                inputs=[v for v in xs if isinstance(v, Symbol)],
+            )
     labels, out = _parse(equation, [x.ndim for x in xs])
     pairs = [_take_diagonals(x, ls) for x, ls in zip(xs, labels)]
     xs, labels = [p[0] for p in pairs], [p[1] for p in pairs]

@@ -59,3 +59,26 @@ def test_einsum_refuses_operands_of_two_dtypes(equation, dtypes):
         kn.einsum(equation, x, y)
     with pytest.raises(RuntimeError, match="einsum.*expected scalar type"):
         kn.compile(lambda a, b: kn.einsum(equation, a, b))(x, y)
+
+
+def test_the_output_of_a_division_changes_in_place_before_backward():
+    # torch 2.13: x.grad [0.25, 0.375], b.grad [-0.0625, -0.09375] (its gradient of x / b
+    # reads x and b, not the quotient); kiln's read the quotient and refused backward
+    x = kn.tensor([1.0, 2.0], requires_grad=True)
+    b = kn.tensor([4.0, 8.0], requires_grad=True)
+    y = x / b
+    y.clamp_(0, 0.3)
+    (y * kn.tensor([1.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [0.25, 0.375]
+    assert b.grad.tolist() == [-0.0625, -0.09375]
+
+
+def test_a_division_refuses_backward_when_an_input_it_reads_changed():
+    # torch 2.13 refuses: b's gradient reads x, which changed in place
+    w = kn.tensor([1.0, 2.0], requires_grad=True)
+    x = w * 1
+    b = kn.tensor([4.0, 8.0], requires_grad=True)
+    y = x / b
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

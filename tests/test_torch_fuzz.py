@@ -55,7 +55,11 @@ def _same(x, y) -> bool:
     if x is None or y is None:
         return x is y
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and compile_fuzz.close(x, y)
+        return (
+            isinstance(x, np.ndarray)
+            and isinstance(y, np.ndarray)
+            and compile_fuzz.close(x, y, compile_fuzz.LOOSE[0])
+        )
     if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
         return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
     if isinstance(x, dict) and isinstance(y, dict):
@@ -70,6 +74,8 @@ def _accepted(steps, theirs, ours) -> bool:
         if differ == {"grads"}:
             # (torch refuses backward after `relu_`'s saved result changed: kiln's tape kept
             # what it needs)
+            if theirs["grads"] == "raises" and any(n.startswith("floordiv") for n in names):
+                return True  # torch has no derivative of floor_divide; kiln's is zero
             return "as_strided" in names or (theirs["grads"] == "raises" and "relu_" in names)
         if differ == {"changes"} and names & {"unfold", "expand", "as_strided"}:
             # kiln refuses an in-place change of a view with elements twice (unfold's
@@ -108,6 +114,7 @@ def _reads_its_own_memory(steps) -> bool:
 
 def compare(seed: int, grad: bool) -> str | None:
     steps, outs, dtypes = draw(seed, grad)
+    compile_fuzz.LOOSE[0] = "float32" in dtypes
     if _reads_its_own_memory(steps):
         return None
     theirs = observe(torch, program(steps, outs), grad, dtypes)

@@ -698,9 +698,12 @@ mul = binary(
 
 
 def _div_vjp(ct, z, a, b):
+    # NOTE: the quotient again, not the output z: as PyTorch's, the gradient reads the inputs,
+    # so a change of the output in place (`y = x / n; y.clamp_(0, 1)`) leaves it computable
+    q = a / b
     if z.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded: -ct * ((a / b) / b)
-        return ct / b, -ct * (z / b)
-    return ct / b, -ct * z / b
+        return ct / b, -ct * (q / b)
+    return ct / b, -ct * q / b
 
 
 div = binary(

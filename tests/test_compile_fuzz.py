@@ -309,7 +309,8 @@ def observe(fn, grad, lib=kn, dtypes=ARGUMENT_DTYPES[0]):
                 total.backward()
             record["grads"] = [None if t.grad is None else t.grad.numpy().copy() for t in (a, b)]
         except Exception as e:  # noqa: BLE001
-            record["grads"] = ("raises", type(e))
+            # (whether a value the gradient reads changed in place: test_torch_fuzz.py)
+            record["grads"] = ("raises", type(e), "modified by an inplace" in str(e))
     changes = []
     with lib.no_grad():
         for k, o in enumerate(outs):  # which outputs and arguments share memory

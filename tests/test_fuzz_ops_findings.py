@@ -45,20 +45,33 @@ def test_subtraction_of_two_bools_names_xor():
         m - m  # torch 2.13's message
 
 
-@pytest.mark.parametrize(
-    ("equation", "dtypes"),
-    [("ij,j->i", ("float32", "float64")), ("i,i->", ("float64", "int64")),
-     ("i,j->ij", ("int32", "int64"))],
-)  # fmt: skip
-def test_einsum_refuses_operands_of_two_dtypes(equation, dtypes):
-    # torch 2.13 refuses each ("expected scalar type Float but found Double"), as its matrix
-    # products do; kiln promoted them (float32 and float64 gave float64)
-    x = kn.ones(3, 3, dtype=dtypes[0])[0] if equation[1] == "," else kn.ones(3, 3, dtype=dtypes[0])
-    y = kn.ones(3, dtype=dtypes[1])
-    with pytest.raises(RuntimeError, match="einsum.*expected scalar type"):
-        kn.einsum(equation, x, y)
-    with pytest.raises(RuntimeError, match="einsum.*expected scalar type"):
-        kn.compile(lambda a, b: kn.einsum(equation, a, b))(x, y)
+EINSUMS = [  # (equation, x's shape and dtype, y's, torch 2.13's result dtype or None: refused)
+    ("ij,j->i", ((3, 3), "float32"), ((3,), "float64"), None),
+    ("ij,jk->ik", ((3, 3), "float32"), ((3, 3), "float64"), None),
+    ("ij,ij->i", ((3, 3), "float64"), ((3, 3), "float32"), None),
+    ("i,i->", ((3,), "float64"), ((3,), "int64"), None),
+    ("i,j->ij", ((3,), "float32"), ((3,), "float64"), "float64"),
+    ("i,i->i", ((3,), "float32"), ((3,), "float64"), "float64"),
+    ("i,j->", ((3,), "float32"), ((3,), "float64"), "float64"),
+    ("i,j->ij", ((3,), "float32"), ((3,), "int64"), "float32"),  # kiln: float64
+    ("i,j->", ((3,), "float32"), ((3,), "int64"), "float32"),  # kiln: float64
+    ("i,i->i", ((3,), "int64"), ((3,), "float32"), "float32"),  # kiln: float64
+    ("i,j->ij", ((3,), "int64"), ((3,), "bool"), "int64"),
+]
+
+
+@pytest.mark.parametrize(("equation", "x", "y", "want"), EINSUMS)
+def test_einsum_of_two_dtypes_refuses_a_contraction(equation, x, y, want):
+    # torch 2.13 sums a subscript the operands share with bmm, which refuses two dtypes
+    # ("expected scalar type Float but found Double"); without one it multiplies, promoting
+    # as its binary ops do. kiln promoted both, as NumPy (float32 with int64: float64)
+    x, y = kn.ones(x[0], dtype=x[1]), kn.ones(y[0], dtype=y[1])
+    for fn in (kn.einsum, kn.compile(lambda *a: kn.einsum(*a))):
+        if want is None:
+            with pytest.raises(RuntimeError, match="einsum.*expected scalar type"):
+                fn(equation, x, y)
+        else:
+            assert str(fn(equation, x, y).dtype) == want
 
 
 def test_the_output_of_a_division_changes_in_place_before_backward():

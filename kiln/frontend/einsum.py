@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeMismatchError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
@@ -83,6 +84,19 @@ def _contract(a, la, b, lb, keep):
     """a and b contracted over their shared labels that are not kept: one batched matmul."""
     batch = [c for c in la if c in lb and c in keep]
     summed = [c for c in la if c in lb and c not in keep]
+    if summed and a.dtype != b.dtype:  # PyTorch's bmm does not promote (its products.py)
+        raise node_error(
+            DTypeMismatchError,
+            f"einsum(): expected scalar type {a.dtype} but found {b.dtype} (operands summed over"
+            " a shared subscript have one dtype, as PyTorch's: cast one with .to(dtype))",
+            op="einsum",
+            name=None,
+            site=user_site(),
+            inputs=[v for v in (a, b) if isinstance(v, Symbol)],
+        )
+    if a.dtype != b.dtype:  # PyTorch's promotion (it multiplies them), not NumPy's matmul's
+        target = dt.result_type(a, b)
+        a, b = (v if v.dtype == target else call("cast", v, dtype=target) for v in (a, b))
     a_only = [c for c in la if c not in lb]
     b_only = [c for c in lb if c not in la]
     size = {**dict(zip(lb, b.shape)), **dict(zip(la, a.shape))}
@@ -127,17 +141,6 @@ def einsum(equation: str, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = list(lift(*operands))
-    for x in xs[1:]:  # PyTorch's einsum does not promote (nor its products: products.py)
-        if x.dtype != xs[0].dtype:
-            raise node_error(
-                DTypeMismatchError,
-                f"einsum(): expected scalar type {xs[0].dtype} but found {x.dtype} (the operands"
-                " of einsum have one dtype, as PyTorch's: cast one with .to(dtype))",
-                op="einsum",
-                name=None,
-                site=user_site(),
-                inputs=[v for v in xs if isinstance(v, Symbol)],
-            )
     labels, out = _parse(equation, [x.ndim for x in xs])
     pairs = [_take_diagonals(x, ls) for x, ls in zip(xs, labels)]
     xs, labels = [p[0] for p in pairs], [p[1] for p in pairs]

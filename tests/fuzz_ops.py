@@ -275,9 +275,7 @@ OPS2 = {
     ),
     "masked_fill_by": (
         lambda x, y: x.masked_fill(y, -0.5),
-        lambda sx, kx, sy, ky: (
-            [()] if ky == B and kx == F and np.broadcast_shapes(sx, sy) == sx else []
-        ),  # fmt: skip
+        lambda sx, kx, sy, ky: [()] if ky == B and kx == F and _broadcasts_to(sy, sx) else [],
     ),
 }
 

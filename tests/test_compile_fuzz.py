@@ -64,7 +64,7 @@ VIEWS = {
     "slice": (lambda x: x[1:3], lambda s: len(s) >= 1 and s[0] >= 3),
     "step": (lambda x: x[::2], lambda s: len(s) >= 1 and s[0] >= 2),
     "select": (lambda x: x[1], lambda s: len(s) >= 1 and s[0] >= 2),
-    "column": (lambda x: x[:, 1], lambda s: len(s) == 2),
+    "column": (lambda x: x[:, 1], lambda s: len(s) == 2 and s[1] >= 2),
     "flat": (lambda x: x.view(-1), lambda s: True),
     "diagonal": (lambda x: x.diagonal(), lambda s: len(s) == 2),
     "unsqueeze": (lambda x: x.unsqueeze(0), lambda s: len(s) <= 2),
@@ -143,6 +143,10 @@ def _op(name):
     return base, ast.literal_eval(name[len(base) :])
 
 
+MAKES_INTS = {"long3", "int3", "gt0", "le_half", "eq1", "argmax", "argmin", "argsort",
+              "sort_indices", "topk_indices", "max_indices", "min_indices"}  # fmt: skip
+
+
 def draw(seed: int, grad: bool):
     """(steps, returned value indices, the arguments' dtypes) of one program; values 0 and 1
     are a and b."""
@@ -155,7 +159,8 @@ def draw(seed: int, grad: bool):
     for _ in range(rng.randint(2, 8)):
         kind = rng.choice(kinds_of_step)
         live = [k for k in range(len(shapes)) if k not in dead]
-        i = rng.choice(live)
+        ints = [k for k in live if kinds[k] != F]  # (fewer: drawn as often as the floats)
+        i = rng.choice(ints if ints and kind != "unary" and rng.random() < 0.5 else live)
         shape, vkind = shapes[i], kinds[i]
         j = rng.choice(live)
         if kind == "unary":
@@ -185,12 +190,21 @@ def draw(seed: int, grad: bool):
             kinds.append(vkind)
         elif kind in ("op1", "op2"):
             table = OPS1 if kind == "op1" else OPS2
+            if kind == "op2":  # an op first, then a second value it takes
+                base = rng.choice(sorted(table))
+                fits = [k for k in live if table[base][1](shape, vkind, shapes[k], kinds[k])]
+                if not fits:
+                    continue
+                j = rng.choice(fits)
             values = [(shape, vkind)] + ([(shapes[j], kinds[j])] if kind == "op2" else [])
             flat = [v for pair in values for v in pair]
-            bases = [n for n, (_, fits) in sorted(table.items()) if fits(*flat)]
-            if not bases:
-                continue
-            base = rng.choice(bases)
+            if kind == "op1":
+                bases = [n for n, (_, fits) in sorted(table.items()) if fits(*flat)]
+                if vkind == F and rng.random() < 0.3:  # (integer and bool values, more often)
+                    bases = [n for n in bases if n in MAKES_INTS]
+                if not bases:
+                    continue
+                base = rng.choice(bases)
             params = rng.choice(table[base][1](*flat))
             fn = table[base][0]
             got = _example(lambda *xs, fn=fn, params=params: fn(*xs, *params), *values)

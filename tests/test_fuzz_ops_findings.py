@@ -95,3 +95,14 @@ def test_a_division_refuses_backward_when_an_input_it_reads_changed():
     x.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_topk_indices_are_a_tensor_of_their_own():
+    # torch 2.13: topk(1, dim=1).indices has strides (1, 1) and its storage is its 2
+    # elements (as_strided reads [0, 1]); kiln's was a view of the whole argsort (strides
+    # (3, 1): as_strided read [0, 2], the first row's other indices)
+    x = kn.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    t = x.topk(1, dim=1)
+    assert t.indices.stride() == (1, 1)
+    assert t.indices.as_strided((2,), (1,), 0).tolist() == [0, 1]
+    assert t.values.as_strided((2,), (1,), 0).tolist() == [3.0, 5.0]

@@ -106,3 +106,13 @@ def test_topk_indices_are_a_tensor_of_their_own():
     assert t.indices.stride() == (1, 1)
     assert t.indices.as_strided((2,), (1,), 0).tolist() == [0, 1]
     assert t.values.as_strided((2,), (1,), 0).tolist() == [3.0, 5.0]
+
+
+def test_gather_by_a_transposed_index_is_c_ordered():
+    # torch 2.13: strides (4, 1), and view(-1) reads [0, 13, 6, 11, 4, 9, 6, 11, 8, 5, 6, 11,
+    # 12, 1, 6, 11]; kiln's result took the index's layout (strides (1, 4)): view refused
+    x = kn.arange(16.0).reshape(4, 4)
+    i = kn.tensor([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 1, 1], [2, 2, 2, 2]])
+    g = x.gather(0, i.t())
+    assert g.stride() == (4, 1)
+    assert g.view(-1).tolist() == [0, 13, 6, 11, 4, 9, 6, 11, 8, 5, 6, 11, 12, 1, 6, 11]

@@ -1,16 +1,23 @@
-"""Random eager-style programs, run eagerly and under kn.compile, must agree: their outputs,
-the arguments they change in place, which outputs and arguments share memory (each output
-is changed in place after the call, and every output and argument read again), and the
-gradients when the arguments require grad (to 1e-12 in float64: a compiled gradient may
-add its terms in another order).
+"""Random eager-style programs, run eagerly and under kn.compile, must agree: their outputs
+(values and dtypes), the arguments they change in place, which outputs and arguments share
+memory (each output is changed in place after the call, and every output and argument read
+again), and the gradients when the arguments require grad (to 1e-12 in float64, 1e-4 in a
+program with a float32 argument: a compiled gradient may add its terms in another order).
 
-A program is a few steps over two float64 arguments a (4, 4) and b (4,): elementwise ops,
-views (slices, transposes, reshapes, split pieces, expand, detach, as_strided...) and
-in-place changes (add_, copy_, masked_fill_, item assignment...) of earlier values; it
-returns up to three of its values. The eager run is the reference (eager kiln follows
-torch 2.13, which tests/test_torch_* check op by op). This comparison found the silent
-differences fixed with tests in test_outputs_apart.py, test_compile_output_aliasing.py,
-test_compile_overwrite_grad.py and test_hunt_strided.py.
+A program is a few steps over two arguments a (4, 4) and b (4,), float64 or float32 (both,
+or a float32 and b float64): elementwise ops, views (slices, transposes, reshapes, split
+pieces, expand, detach, as_strided...), in-place changes (add_, copy_, masked_fill_, item
+assignment...) of earlier values, and the op steps of fuzz_ops.py: reductions along a dim
+(sum, mean, amax, max/min's values and indices, prod, logsumexp, var/std, norm, cumsum,
+cumprod, argmax), matmul/mm/einsum/outer, sort/topk/argsort (ties broken), flip, roll,
+tril/triu, indexing by integer tensors and masks (read, and written by index_put_, setitem,
+masked_fill_, scatter_, index_fill_), gather/scatter/scatter_add/index_select, broadcasting
+against (1, 4), (4, 1) and 0-d values and Python ints, floats and bools on either side,
+and integer and bool values (comparisons, .long(), .int(), //, %, & | ^ ~, where) with
+their in-place changes; it returns up to three of its values. The eager run is the
+reference (eager kiln follows torch 2.13, which tests/test_torch_* check op by op). This
+comparison found the silent differences fixed with tests in test_outputs_apart.py,
+test_compile_output_aliasing.py, test_compile_overwrite_grad.py and test_hunt_strided.py.
 
 Differences that are kiln's documented rules, not bugs, are accepted where they occur:
 - eager raises at backward() because a value the gradient needs was changed in place, where

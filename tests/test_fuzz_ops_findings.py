@@ -116,3 +116,17 @@ def test_gather_by_a_transposed_index_is_c_ordered():
     g = x.gather(0, i.t())
     assert g.stride() == (4, 1)
     assert g.view(-1).tolist() == [0, 13, 6, 11, 4, 9, 6, 11, 8, 5, 6, 11, 12, 1, 6, 11]
+
+
+def test_index_fill_and_index_copy_take_int64_indices_only():
+    # torch 2.13 refuses an int32 index: IndexError "index_fill_(): Expected dtype int64 for
+    # index." and RuntimeError "index_copy_(): Expected a long tensor for index, but got
+    # Int"; kiln took it
+    x, i = kn.zeros(3), kn.tensor([0, 1], dtype=kn.int32)
+    with pytest.raises(IndexError, match=r"index_fill_\(\): Expected dtype int64 for index"):
+        x.index_fill(0, i, 1.0)
+    with pytest.raises(IndexError, match="Expected dtype int64"):
+        x.index_fill_(0, i, 1.0)
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index, but got Int"):
+        x.index_copy(0, i, kn.ones(2))
+    assert x.index_fill(0, i.long(), 1.0).tolist() == [1.0, 1.0, 0.0]

@@ -4,15 +4,23 @@ grad, and gradients (to 1e-12 in float64). Skipped without torch.
 
 This comparison found two silent eager differences, fixed with tests of their own: diagonal()
 of a non-contiguous tensor was a copy (tests/test_diagonal_view.py), and a row of an expand
-could not change in place (tests/test_eager.py). Known differences, accepted by name:
+could not change in place (tests/test_eager.py). Its op steps (fuzz_ops.py) found those fixed
+in tests/test_fuzz_ops_findings.py: subtraction with a bool, einsum's dtypes, div's gradient
+after its output changed in place, topk's indices, gather's layout, index_fill's int32
+indices. Known differences, accepted by name:
 - as_strided of a view reaching past the view's elements: torch's gradient keeps only the
   element inside the view's geometry; kiln's is the derivative (test_hunt_strided.py);
 - torch changes an expanded tensor whole through `fill_`, `masked_fill_`, `index_put_` and
   `copy_`, and `add_` into `unfold`'s overlapping windows (its kernels do not check for
   elements that share memory); kiln refuses every in-place change of elements that share
   memory, as torch's other in-place ops do;
-- where torch refuses backward() because an in-place op changed a value an in-place op saved
-  (`x.relu_(); x[:2].mul_(b)`), kiln's tape kept what it needs and computes the gradient;
+- where torch refuses backward() because an in-place op changed a value one of its ops
+  saved (`x.relu_(); x[:2].mul_(b)`; `y = a.logsumexp(1); y.squeeze_()`; a value `norm`
+  saved, changed by `fill_` where no gradient flows through it), kiln's tape kept what it
+  needs, or its vjp reads other values (tests/test_vjp_residuals.py), and computes it;
+- torch refuses backward through `//` of floats ("derivative for aten::floor_divide is not
+  implemented"); kiln's floordiv is a "nondiff" op (kiln/graph/opdef.py): a zero gradient,
+  as torch gives for floor();
 - torch refuses an in-place shape change (`unsqueeze_`) of a tensor made by `detach()`;
   kiln makes it;
 - programs where an in-place change reads another view of the memory it writes are not

@@ -130,3 +130,13 @@ def test_index_fill_and_index_copy_take_int64_indices_only():
     with pytest.raises(RuntimeError, match="Expected a long tensor for index, but got Int"):
         x.index_copy(0, i, kn.ones(2))
     assert x.index_fill(0, i.long(), 1.0).tolist() == [1.0, 1.0, 0.0]
+
+
+def test_roll_and_masked_fill_of_a_transposed_tensor_are_c_ordered():
+    # torch 2.13: both results are C-ordered (strides (4, 1)), so view(-1) reads them in
+    # row order; kiln's kept the input's layout ((1, 4)): view(-1) refused
+    x = kn.arange(16.0).reshape(4, 4).t()
+    rolled, filled = x.roll(1, 0), x.masked_fill(x > 9, 0)
+    assert rolled.stride() == filled.stride() == x.roll(0, 0).stride() == (4, 1)
+    assert rolled.view(-1).tolist() == [3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14]
+    assert filled.view(-1).tolist() == [0, 4, 8, 0, 1, 5, 9, 0, 2, 6, 0, 0, 3, 7, 0, 0]

@@ -402,7 +402,9 @@ def roll(input, shifts, dims=None):  # noqa: A002
         s = int(shift) % n if n else 0
         if s:
             x = call("concat", _slice(x, dim, n - s, None), _slice(x, dim, 0, n - s), axis=dim)
-    return _copy(x)
+    out = _copy(x)
+    # PyTorch's roll is C-ordered (the copy keeps a transposed input's layout)
+    return out if isinstance(out, Symbol) or out.is_contiguous() else out.contiguous()
 
 
 def unfold(input, dimension: int, size: int, step: int):  # noqa: A002

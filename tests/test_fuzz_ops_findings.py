@@ -140,3 +140,39 @@ def test_roll_and_masked_fill_of_a_transposed_tensor_are_c_ordered():
     assert rolled.stride() == filled.stride() == x.roll(0, 0).stride() == (4, 1)
     assert rolled.view(-1).tolist() == [3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14]
     assert filled.view(-1).tolist() == [0, 4, 8, 0, 1, 5, 9, 0, 2, 6, 0, 0, 3, 7, 0, 0]
+
+
+@pytest.mark.parametrize(("row", "want"), [(0, [7.0, 7.0, 2.0, 3.0]), (1, [0.0, 7.0, 7.0, 3.0])])
+def test_compiled_write_of_a_row_of_overlapping_windows(row, want):
+    # torch 2.13 (and eager kiln): b.unfold(0, 2, 1)[row] = 7 writes both elements of that
+    # window into b; compiled, the next window's stale copy of the shared element was written
+    # after it (b came out [7, 1, 2, 3] for row 0)
+    def f(b):
+        b.unfold(0, 2, 1)[row] = 7.0
+        return b * 1
+
+    got = kn.compile(f)(kn.tensor([0.0, 1.0, 2.0, 3.0]))
+    assert got.tolist() == want
+    x = kn.arange(8.0).reshape(2, 4)
+
+    def g(x):
+        x.unfold(1, 3, 1)[:, row].mul_(10.0)
+        return x * 1
+
+    # torch 2.13: [[0, 10, 20, 30], [4, 50, 60, 70]] for row 1, [[0, 10, 20, 3], ...] row 0
+    want2 = {0: [[0, 10, 20, 3], [40, 50, 60, 7]], 1: [[0, 10, 20, 30], [4, 50, 60, 70]]}[row]
+    assert kn.compile(g)(x.clone()).tolist() == want2
+    assert g(x.clone()).tolist() == want2
+
+
+def test_compiled_gradient_through_a_write_of_a_row_of_overlapping_windows():
+    # torch 2.13 (and eager kiln): b.grad [0, 0, 4, 54] (b[0] and b[1] are overwritten by
+    # 2 * b[3]: 2 * 6 * 2 twice, plus 2 * 3 of v[3])
+    def f(b):
+        v = b * 1
+        v.unfold(0, 2, 1)[0] = b[3] * 2
+        return (v * v).sum()
+
+    b = kn.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
+    kn.compile(f)(b).backward()
+    assert b.grad.tolist() == [0.0, 0.0, 4.0, 54.0]

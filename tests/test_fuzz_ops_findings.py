@@ -176,3 +176,15 @@ def test_compiled_gradient_through_a_write_of_a_row_of_overlapping_windows():
     b = kn.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
     kn.compile(f)(b).backward()
     assert b.grad.tolist() == [0.0, 0.0, 4.0, 54.0]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_relu_gradient_is_zero_where_inactive_even_for_a_nan_cotangent(compiled):
+    # torch 2.13 (threshold_backward selects): b.grad [0, 1, 0]; kiln multiplied the
+    # cotangent by the mask, so inf * 0 and NaN * 0 gave NaN (found: a / relu(b) then max)
+    def f(b):
+        return (b.relu() * kn.tensor([float("inf"), 1.0, float("nan")])).sum()
+
+    b = kn.tensor([-1.0, 2.0, 0.0], requires_grad=True)
+    (kn.compile(f) if compiled else f)(b).backward()
+    assert b.grad.tolist() == [0.0, 1.0, 0.0]

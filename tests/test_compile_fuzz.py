@@ -17,7 +17,9 @@ and integer and bool values (comparisons, .long(), .int(), //, %, & | ^ ~, where
 their in-place changes; it returns up to three of its values. The eager run is the
 reference (eager kiln follows torch 2.13, which tests/test_torch_* check op by op). This
 comparison found the silent differences fixed with tests in test_outputs_apart.py,
-test_compile_output_aliasing.py, test_compile_overwrite_grad.py and test_hunt_strided.py.
+test_compile_output_aliasing.py, test_compile_overwrite_grad.py and test_hunt_strided.py;
+its op steps found a write through a row of unfold's overlapping windows written back
+wrong (test_fuzz_ops_findings.py).
 
 Differences that are kiln's documented rules, not bugs, are accepted where they occur:
 - eager raises at backward() because a value the gradient needs was changed in place, where

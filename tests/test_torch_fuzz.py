@@ -7,7 +7,8 @@ of a non-contiguous tensor was a copy (tests/test_diagonal_view.py), and a row o
 could not change in place (tests/test_eager.py). Its op steps (fuzz_ops.py) found those fixed
 in tests/test_fuzz_ops_findings.py: subtraction with a bool, einsum's dtypes, div's gradient
 after its output changed in place, topk's indices, gather's layout, index_fill's int32
-indices. Known differences, accepted by name:
+indices, roll's and masked_fill's layout, relu's gradient at a NaN cotangent. Known
+differences, accepted by name:
 - as_strided of a view reaching past the view's elements: torch's gradient keeps only the
   element inside the view's geometry; kiln's is the derivative (test_hunt_strided.py);
 - torch changes an expanded tensor whole through `fill_`, `masked_fill_`, `index_put_` and

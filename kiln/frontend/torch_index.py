@@ -220,7 +220,7 @@ def masked_fill(input, mask, value):  # noqa: A002
         v = call("cast", v, dtype=x.dtype)
     out = m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
     # PyTorch's is C-ordered (where keeps a transposed input's layout)
-    return out if isinstance(out, Symbol) or out.is_contiguous() else out.contiguous()
+    return out.contiguous() if type(out) is Tensor and not out.is_contiguous() else out
 
 
 @takes_out

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import shapes as sh
-from ..eager.tensor import mark_pieces
+from ..eager.tensor import Tensor, mark_pieces
 from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -404,7 +404,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
             x = call("concat", _slice(x, dim, n - s, None), _slice(x, dim, 0, n - s), axis=dim)
     out = _copy(x)
     # PyTorch's roll is C-ordered (the copy keeps a transposed input's layout)
-    return out if isinstance(out, Symbol) or out.is_contiguous() else out.contiguous()
+    return out.contiguous() if type(out) is Tensor and not out.is_contiguous() else out
 
 
 def unfold(input, dimension: int, size: int, step: int):  # noqa: A002

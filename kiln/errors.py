@@ -99,6 +99,11 @@ class IntegerDivisionByZeroError(KilnError, ZeroDivisionError, RuntimeError):
     reason: str = ""
 
 
+class IndexDTypeError(DTypeError, IndexError):
+    """An index tensor of a dtype the op does not take (index_fill's int32), where PyTorch
+    raises IndexError: this is one, and a DTypeError."""
+
+
 class IndexOutOfBoundsError(ShapeError, IndexOutOfRangeError):
     """An int index outside its dim, or more indices than dims, found when the op is built
     (`x[5]` of a dim of size 3). PyTorch raises IndexError there: this is one, and a

@@ -1,16 +1,25 @@
-"""Random eager-style programs, run eagerly and under kn.compile, must agree: their outputs,
-the arguments they change in place, which outputs and arguments share memory (each output
-is changed in place after the call, and every output and argument read again), and the
-gradients when the arguments require grad (to 1e-12 in float64: a compiled gradient may
-add its terms in another order).
+"""Random eager-style programs, run eagerly and under kn.compile, must agree: their outputs
+(values and dtypes), the arguments they change in place, which outputs and arguments share
+memory (each output is changed in place after the call, and every output and argument read
+again), and the gradients when the arguments require grad (to 1e-12 in float64, 1e-4 in a
+program with a float32 argument: a compiled gradient may add its terms in another order).
 
-A program is a few steps over two float64 arguments a (4, 4) and b (4,): elementwise ops,
-views (slices, transposes, reshapes, split pieces, expand, detach, as_strided...) and
-in-place changes (add_, copy_, masked_fill_, item assignment...) of earlier values; it
-returns up to three of its values. The eager run is the reference (eager kiln follows
-torch 2.13, which tests/test_torch_* check op by op). This comparison found the silent
-differences fixed with tests in test_outputs_apart.py, test_compile_output_aliasing.py,
-test_compile_overwrite_grad.py and test_hunt_strided.py.
+A program is a few steps over two arguments a (4, 4) and b (4,), float64 or float32 (both,
+or a float32 and b float64): elementwise ops, views (slices, transposes, reshapes, split
+pieces, expand, detach, as_strided...), in-place changes (add_, copy_, masked_fill_, item
+assignment...) of earlier values, and the op steps of fuzz_ops.py: reductions along a dim
+(sum, mean, amax, max/min's values and indices, prod, logsumexp, var/std, norm, cumsum,
+cumprod, argmax), matmul/mm/einsum/outer, sort/topk/argsort (ties broken), flip, roll,
+tril/triu, indexing by integer tensors and masks (read, and written by index_put_, setitem,
+masked_fill_, scatter_, index_fill_), gather/scatter/scatter_add/index_select, broadcasting
+against (1, 4), (4, 1) and 0-d values and Python ints, floats and bools on either side,
+and integer and bool values (comparisons, .long(), .int(), //, %, & | ^ ~, where) with
+their in-place changes; it returns up to three of its values. The eager run is the
+reference (eager kiln follows torch 2.13, which tests/test_torch_* check op by op). This
+comparison found the silent differences fixed with tests in test_outputs_apart.py,
+test_compile_output_aliasing.py, test_compile_overwrite_grad.py and test_hunt_strided.py;
+its op steps found a write through a row of unfold's overlapping windows written back
+wrong (test_fuzz_ops_findings.py).
 
 Differences that are kiln's documented rules, not bugs, are accepted where they occur:
 - eager raises at backward() because a value the gradient needs was changed in place, where
@@ -39,11 +48,13 @@ reads the values before the change. A known difference, not yet resolved.
 `KILN_RANDOM_PROGRAMS` sets how many programs each mode draws (default 120).
 """
 
+import ast
 import os
 import random
 
 import numpy as np
 import pytest
+from fuzz_ops import INPLACE2, INPLACE_INT, OPS1, OPS2, B, F, Z
 
 import kiln as kn
 
@@ -62,7 +73,7 @@ VIEWS = {
     "slice": (lambda x: x[1:3], lambda s: len(s) >= 1 and s[0] >= 3),
     "step": (lambda x: x[::2], lambda s: len(s) >= 1 and s[0] >= 2),
     "select": (lambda x: x[1], lambda s: len(s) >= 1 and s[0] >= 2),
-    "column": (lambda x: x[:, 1], lambda s: len(s) == 2),
+    "column": (lambda x: x[:, 1], lambda s: len(s) == 2 and s[1] >= 2),
     "flat": (lambda x: x.view(-1), lambda s: True),
     "diagonal": (lambda x: x.diagonal(), lambda s: len(s) == 2),
     "unsqueeze": (lambda x: x.unsqueeze(0), lambda s: len(s) <= 2),
@@ -119,34 +130,113 @@ def _shape(name, shape):
     return tuple(VIEWS[name][0](kn.zeros(shape)).shape)
 
 
+KINDS = {"float64": F, "float32": F, "int64": Z, "int32": Z, "bool": B}
+_EXAMPLE = {F: kn.float64, Z: kn.int64, B: kn.bool_}
+# the arguments' dtypes: (a, b)
+ARGUMENT_DTYPES = [("float64", "float64")] * 2 + [("float32", "float32"), ("float32", "float64")]
+
+
+def _example(fn, *values):
+    """The shape and kind of fn's result on kiln ones of the values' (shape, kind), or None
+    where kiln refuses (the step is not drawn)."""
+    try:
+        out = fn(*(kn.ones(s, dtype=_EXAMPLE[k]) for s, k in values))
+    except Exception:  # noqa: BLE001
+        return None
+    return tuple(out.shape), KINDS[str(out.dtype).split(".")[-1]]
+
+
+def _op(name):
+    """(base, params) of an op step's name `base(params)`."""
+    base = name[: name.index("(")]
+    return base, ast.literal_eval(name[len(base) :])
+
+
+MAKES_INTS = {"long3", "int3", "gt0", "le_half", "eq1", "argmax", "argmin", "argsort",
+              "sort_indices", "topk_indices", "max_indices", "min_indices"}  # fmt: skip
+
+
 def draw(seed: int, grad: bool):
-    """(steps, returned value indices) of one program; values 0 and 1 are a and b."""
+    """(steps, returned value indices, the arguments' dtypes) of one program; values 0 and 1
+    are a and b."""
     rng = random.Random(seed)
-    steps, shapes = [], [(4, 4), (4,)]
+    dtypes = rng.choice(ARGUMENT_DTYPES)
+    steps, shapes, kinds = [], [(4, 4), (4,)], [F, F]
+    dead = set()  # values of a data-dependent shape (mask reads): returned, never read
+    kinds_of_step = ["unary", "binary", "view", "view", "inplace", "inplace"]
+    kinds_of_step += ["op1", "op1", "op1", "op2", "op2", "inplace2"]
     for _ in range(rng.randint(2, 8)):
-        kind = rng.choice(["unary", "binary", "view", "view", "inplace", "inplace"])
-        i = rng.randrange(len(shapes))
-        shape = shapes[i]
+        kind = rng.choice(kinds_of_step)
+        live = [k for k in range(len(shapes)) if k not in dead]
+        ints = [k for k in live if kinds[k] != F]  # (fewer: drawn as often as the floats)
+        i = rng.choice(ints if ints and kind != "unary" and rng.random() < 0.5 else live)
+        shape, vkind = shapes[i], kinds[i]
+        j = rng.choice(live)
         if kind == "unary":
+            if vkind != F:
+                continue
             name = rng.choice(sorted(UNARY))
             steps.append((kind, name, i, None))
             shapes.append(shape)
+            kinds.append(vkind)
         elif kind == "binary":
-            j = rng.randrange(len(shapes))
             try:
                 out = np.broadcast_shapes(shape, shapes[j])
             except ValueError:
                 continue
-            steps.append((kind, rng.choice(["add", "sub", "mul"]), i, j))
+            name = rng.choice(["add", "sub", "mul"])
+            got = _example(BINARY[name], (shape, vkind), (shapes[j], kinds[j]))
+            if got is None:
+                continue
+            steps.append((kind, name, i, j))
             shapes.append(out)
+            kinds.append(got[1])
         elif kind == "view":
             names = [n for n, (_, fits) in sorted(VIEWS.items()) if fits(shape)]
             name = rng.choice(names)
             steps.append((kind, name, i, None))
             shapes.append(_shape(name, shape))
+            kinds.append(vkind)
+        elif kind in ("op1", "op2"):
+            table = OPS1 if kind == "op1" else OPS2
+            if kind == "op2":  # an op first, then a second value it takes
+                base = rng.choice(sorted(table))
+                fits = [k for k in live if table[base][1](shape, vkind, shapes[k], kinds[k])]
+                if not fits:
+                    continue
+                j = rng.choice(fits)
+            values = [(shape, vkind)] + ([(shapes[j], kinds[j])] if kind == "op2" else [])
+            flat = [v for pair in values for v in pair]
+            if kind == "op1":
+                bases = [n for n, (_, fits) in sorted(table.items()) if fits(*flat)]
+                if vkind == F and rng.random() < 0.3:  # (integer and bool values, more often)
+                    bases = [n for n in bases if n in MAKES_INTS]
+                if not bases:
+                    continue
+                base = rng.choice(bases)
+            params = rng.choice(table[base][1](*flat))
+            fn = table[base][0]
+            got = _example(lambda *xs, fn=fn, params=params: fn(*xs, *params), *values)
+            if got is None:
+                continue
+            steps.append((kind, f"{base}{params!r}", i, j if kind == "op2" else None))
+            if base.startswith("mask"):
+                dead.add(len(shapes))
+            shapes.append(got[0])
+            kinds.append(got[1])
+        elif kind == "inplace2":
+            if grad and i < 2:
+                continue
+            name = rng.choice(sorted(INPLACE2))
+            fits = [k for k in live if INPLACE2[name][1](shape, vkind, shapes[k], kinds[k])]
+            if fits:
+                steps.append((kind, name, i, rng.choice(fits)))
+        elif vkind != F:
+            names = [n for n, (_, ks) in sorted(INPLACE_INT.items()) if vkind in ks]
+            if names:
+                steps.append(("inplace_int", rng.choice(names), i, None))
         elif not (grad and i < 2):  # (a leaf that requires grad: refused in both)
             name = rng.choice(sorted(INPLACE))
-            j = rng.randrange(len(shapes))
             if INPLACE[name][1]:
                 try:
                     if np.broadcast_shapes(shape, shapes[j]) != shape:
@@ -163,7 +253,10 @@ def draw(seed: int, grad: bool):
                     name, tuple(d for d in shape if d != 1)
                 )
     outs = rng.sample(range(len(shapes)), rng.randint(1, min(3, len(shapes))))
-    return steps, outs
+    return steps, outs, dtypes
+
+
+BINARY = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}
 
 
 def program(steps, outs):
@@ -174,10 +267,19 @@ def program(steps, outs):
             if kind == "unary":
                 values.append(UNARY[name](x))
             elif kind == "binary":
-                y = values[j]
-                values.append(x + y if name == "add" else x - y if name == "sub" else x * y)
+                values.append(BINARY[name](x, values[j]))
             elif kind == "view":
                 values.append(VIEWS[name][0](x))
+            elif kind in ("op1", "op2"):
+                base, params = _op(name)
+                if kind == "op1":
+                    values.append(OPS1[base][0](x, *params))
+                else:
+                    values.append(OPS2[base][0](x, values[j], *params))
+            elif kind == "inplace2":
+                INPLACE2[name][0](x, values[j])
+            elif kind == "inplace_int":
+                INPLACE_INT[name][0](x)
             else:
                 INPLACE[name][0](x, values[j])
         return tuple(values[k] for k in outs)
@@ -185,11 +287,22 @@ def program(steps, outs):
     return f
 
 
-def _arguments(grad, lib):
+def _arguments(grad, lib, dtypes):
     rng = np.random.default_rng(0)
-    a = lib.tensor(rng.standard_normal((4, 4)), requires_grad=grad)
-    b = lib.tensor(rng.standard_normal(4), requires_grad=grad)
+    da, db = (getattr(lib, d) for d in dtypes)
+    a = lib.tensor(rng.standard_normal((4, 4)), dtype=da, requires_grad=grad)
+    b = lib.tensor(rng.standard_normal(4), dtype=db, requires_grad=grad)
     return a, b
+
+
+def _change(o, k):
+    """Changes o in place (which values share memory with it), as its dtype allows."""
+    if str(o.dtype).endswith("bool"):
+        o.logical_not_()
+    elif o.is_floating_point():
+        o.add_(1000.0 * (k + 1))
+    else:
+        o.add_(1000 * (k + 1))
 
 
 def _state(outs, a, b):
@@ -199,11 +312,11 @@ def _state(outs, a, b):
     ]
 
 
-def observe(fn, grad, lib=kn):
+def observe(fn, grad, lib=kn, dtypes=ARGUMENT_DTYPES[0]):
     """What a caller sees of one call (`lib`: kiln, or torch in test_torch_fuzz.py): ("raises",
     the error) or a record of the values, whether the outputs require grad, the gradients,
     and the states after changing each output in place in turn (which values share memory)."""
-    a, b = _arguments(grad, lib)
+    a, b = _arguments(grad, lib, dtypes)
     try:
         outs = fn(a, b)
     except Exception as e:  # noqa: BLE001 — the comparison is of what each mode raises
@@ -219,12 +332,13 @@ def observe(fn, grad, lib=kn):
                 total.backward()
             record["grads"] = [None if t.grad is None else t.grad.numpy().copy() for t in (a, b)]
         except Exception as e:  # noqa: BLE001
-            record["grads"] = ("raises", type(e))
+            # (whether a value the gradient reads changed in place: test_torch_fuzz.py)
+            record["grads"] = ("raises", type(e), "modified by an inplace" in str(e))
     changes = []
     with lib.no_grad():
         for k, o in enumerate(outs):  # which outputs and arguments share memory
             try:
-                o.add_(1000.0 * (k + 1))
+                _change(o, k)
             except Exception as e:  # noqa: BLE001
                 changes.append(("raises", type(e)))
                 break
@@ -233,14 +347,28 @@ def observe(fn, grad, lib=kn):
     return record
 
 
+LOOSE = [False]  # whether the program compared now has a float32 argument
+
+
+def close(x, y, loose=False) -> bool:
+    """Arrays of one shape and dtype, equal up to rounding (1e-12 in float64, 1e-4 in float32
+    and, `loose`, in a program with a float32 argument: a compiled program or torch may add
+    terms in another order)."""
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    if x.dtype.kind != "f":
+        return np.array_equal(x, y)
+    tol = 1e-12 if x.dtype == np.float64 and not loose else 1e-4
+    return np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True)
+
+
 def _same(x, y) -> bool:
     if x is None or y is None:
         return x is y
     if isinstance(y, np.ndarray) and not isinstance(x, np.ndarray):
         return False
     if isinstance(x, np.ndarray):  # (a compiled gradient may sum in another order)
-        return (isinstance(y, np.ndarray) and x.shape == y.shape
-                and np.allclose(x, y, rtol=1e-12, atol=1e-12, equal_nan=True))  # fmt: skip
+        return isinstance(y, np.ndarray) and close(x, y, LOOSE[0])
     if isinstance(x, (list, tuple)):
         return (isinstance(y, (list, tuple)) and len(x) == len(y)
                 and all(_same(p, q) for p, q in zip(x, y)))  # fmt: skip
@@ -277,11 +405,12 @@ def _accepted(steps, eager, compiled) -> bool:
 
 
 def compare(seed: int, grad: bool) -> str | None:
-    steps, outs = draw(seed, grad)
-    eager = observe(program(steps, outs), grad)
+    steps, outs, dtypes = draw(seed, grad)
+    LOOSE[0] = "float32" in dtypes
+    eager = observe(program(steps, outs), grad, dtypes=dtypes)
     compiled = kn.compile(program(steps, outs))
-    observe(compiled, grad)  # traces
-    got = observe(compiled, grad)  # the cached program
+    observe(compiled, grad, dtypes=dtypes)  # traces
+    got = observe(compiled, grad, dtypes=dtypes)  # the cached program
     if isinstance(eager, tuple) and isinstance(got, tuple):
         return None  # both refuse (not necessarily with one message)
     if isinstance(eager, dict) and isinstance(got, dict) and _same(eager, got):

@@ -134,7 +134,9 @@ def test_relu_grad_compiled_loop_gives_numpys_bits(dtype, monkeypatch):
     y = np.maximum(RNG.standard_normal(n), 0).astype(dtype)
     ct[:8] = [np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, -1, 1]
     y[:12] = [0, 1, 0, 1, 0, 0, 0, np.nan, -0.0, np.nan, -1, np.inf]
-    want = np.multiply(ct, ~(y <= 0))  # NumPy's product with the mask (NaN passes): the reference
+    # the reference: torch 2.13's threshold_backward, a select (0 where y <= 0, even for a NaN
+    # or inf cotangent; the cotangent where y is NaN)
+    want = np.where(y <= 0, dtype(0), ct)
     relu_grad = REGISTRY["relu_grad"].impl
     assert relu_grad(np, ct, y).tobytes() == want.tobytes()
     out = np.empty((n,), dtype)

@@ -18,7 +18,7 @@ from kiln.graph.opdef import REGISTRY
 KEEPS = {
     "abs": {"x0"}, "add": set(), "after": set(), "avg_pool2d": set(), "broadcast_to": set(),
     "cast": set(), "clip": {"x0", "x1", "x2"}, "concat": set(), "conv2d": {"x0", "x1"},
-    "cos": {"x0"}, "div": {"x1", "y"}, "erf": {"x0"}, "exp": {"y"}, "expm1": {"y"},
+    "cos": {"x0"}, "div": {"x0", "x1"}, "erf": {"x0"}, "exp": {"y"}, "expm1": {"y"},
     "gather": {"x1"}, "index": set(), "log": {"x0"}, "log1p": {"x0"}, "matmul": {"x0", "x1"},
     "max_pool2d": {"x0"}, "maximum": {"x0", "x1"}, "minimum": {"x0", "x1"},
     "mod": {"x0", "x1"}, "mul": {"x0", "x1"}, "neg": set(), "pad": set(),
@@ -30,6 +30,8 @@ KEEPS = {
     "sub": set(), "sum_to": set(), "take_along_axis": {"x1"}, "tanh": {"y"}, "tile": set(),
     "transpose": set(), "where": {"x0"},
 }  # fmt: skip
+# (div reads its inputs, as PyTorch's: its output may change in place before backward,
+# tests/test_fuzz_ops_findings.py)
 # PyTorch's functions (kiln/ops/elementwise_torch.py, scan.py, index.py, linalg.py); scatter's
 # first row writes (reduce "none"): only where it wrote, from the index
 KEEPS |= {

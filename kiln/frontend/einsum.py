@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ShapeError
+from ..errors import DTypeMismatchError, ShapeError, node_error
+from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
 from .torch_shape import diagonal
@@ -82,6 +84,19 @@ def _contract(a, la, b, lb, keep):
     """a and b contracted over their shared labels that are not kept: one batched matmul."""
     batch = [c for c in la if c in lb and c in keep]
     summed = [c for c in la if c in lb and c not in keep]
+    if summed and a.dtype != b.dtype:  # PyTorch's bmm does not promote (its products.py)
+        raise node_error(
+            DTypeMismatchError,
+            f"einsum(): expected scalar type {a.dtype} but found {b.dtype} (operands summed over"
+            " a shared subscript have one dtype, as PyTorch's: cast one with .to(dtype))",
+            op="einsum",
+            name=None,
+            site=user_site(),
+            inputs=[v for v in (a, b) if isinstance(v, Symbol)],
+        )
+    if a.dtype != b.dtype:  # PyTorch's promotion (it multiplies them), not NumPy's matmul's
+        target = dt.result_type(a, b)
+        a, b = (v if v.dtype == target else call("cast", v, dtype=target) for v in (a, b))
     a_only = [c for c in la if c not in lb]
     b_only = [c for c in lb if c not in la]
     size = {**dict(zip(lb, b.shape)), **dict(zip(la, a.shape))}

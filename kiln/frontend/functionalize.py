@@ -367,12 +367,43 @@ def _write_windows(base: Symbol, new: Symbol, *, dim: int, size: int, step: int)
     from ..ops.movement import window_positions
     from .torch_extra_shape import index_copy
 
+    if step < size:  # overlapping windows: each element from a window that changed it
+        return _write_overlapping_windows(base, new, dim=dim, size=size, step=step)
     last = base.ndim  # new's window dim
     windows = core.call("transpose", new, perm=(*range(dim + 1), last, *range(dim + 1, last)))
     flat = (*base.shape[:dim], windows.shape[dim] * size, *base.shape[dim + 1 :])
     positions = window_positions(base.shape[dim], size, step).reshape(-1)
     (positions,) = core.lift(positions, context=(base,))
     return index_copy(base, dim, positions, core.call("reshape", windows, shape=flat))
+
+
+def _write_overlapping_windows(base: Symbol, new: Symbol, *, dim: int, size: int, step: int):
+    """`base` with its overlapping windows `base.unfold(dim, size, step)` replaced by `new`'s:
+    an element of base takes the value of a window that changed it (the last such window),
+    else keeps its own, so another window's old copy of it does not undo a write through one
+    window (`b.unfold(0, 2, 1)[0] = 7` changes b[0] and b[1], as PyTorch's). Each element is
+    written once: the gradient reaches the value written, not the copies it replaced."""
+    from ..ops.movement import window_positions
+    from .indexing import index_put
+    from .torch_index import scatter_reduce
+    from .torch_shape import unfold
+
+    n = int(np.prod(base.shape, dtype=np.int64))
+    ids = np.take(np.arange(n).reshape(tuple(base.shape)),
+                  window_positions(base.shape[dim], size, step), axis=dim)  # fmt: skip
+    ids = np.moveaxis(ids, dim + 1, -1).reshape(-1)  # each element of `new`: its place in base
+    values = core.call("reshape", new, shape=(-1,))
+    old = core.call("reshape", unfold(base, dim, size, step), shape=(-1,))
+    order, places, none, slot = core.lift(np.arange(ids.size), ids, np.full(n, -1),
+                                          np.full(ids.size, n), context=(base,))  # fmt: skip
+    changed = m.not_equal(values, old)
+    key = m.where(changed, order, -1)  # the last window that changed each place wins
+    best = scatter_reduce(none, 0, places, key, "amax")
+    wins = m.logical_and(changed, m.equal(key, core.call("take_along_axis", best, places, axis=0)))
+    spare = core.call("concat", core.call("reshape", base, shape=(-1,)),
+                      core.call("reshape", base, shape=(-1,))[:1], axis=0)  # fmt: skip
+    flat = index_put(spare, (m.where(wins, places, slot),), values, False)  # the rest: to n
+    return core.call("reshape", flat[:n], shape=tuple(base.shape))
 
 
 def copies(x: Symbol) -> bool:

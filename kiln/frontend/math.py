@@ -183,11 +183,27 @@ def check_fits(value, dtype, op, *inputs):
         dt.python_int(value, dt.as_dtype(dtype), op, *inputs)
 
 
+def _is_bool(value) -> bool:
+    """Whether value is a bool: a Python or NumPy bool, or a tensor, Symbol or array of them."""
+    if type(value) in (bool, np.bool_):
+        return True
+    return getattr(getattr(value, "dtype", None), "kind", None) == "b"
+
+
 def _with_alpha(binary):
     """PyTorch's `add`/`sub`: `input ± alpha * other`, `alpha` a Python number that takes the
     operands' dtype (integral and bool results refuse a float alpha)."""
 
     def fn(input, other, *, alpha=1, out=None):  # noqa: A002
+        if binary is _sub and (_is_bool(input) or _is_bool(other)):
+            # (torch 2.13's messages)
+            if _is_bool(input) and _is_bool(other):
+                what = "two bool tensors is not supported. Use the `^` or `logical_xor()`"
+            else:
+                what = ("a bool tensor is not supported. If you are trying to invert a mask, "
+                        "use the `~` or `logical_not()`")  # fmt: skip
+            raise call_error(UnsupportedDTypeError, f"Subtraction, the `-` operator, with {what}"
+                             " operator instead.", "sub", input, other)  # fmt: skip
         if type(alpha) is int and alpha == 1:
             return binary(input, other, out=out)
         op = binary.__name__

@@ -10,7 +10,15 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import mark_pieces
-from ..errors import GraphError, IndexOutOfBoundsError, ShapeError, UsageError
+from ..errors import (
+    DTypeMismatchError,
+    GraphError,
+    IndexDTypeError,
+    IndexOutOfBoundsError,
+    ShapeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -393,6 +401,9 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
     tensor([2., 0., 1.])
     """
     x, idx, src = lift(input, index, source)
+    if idx.dtype != np.int64:  # (torch 2.13's message)
+        raise call_error(DTypeMismatchError, "index_copy_(): Expected a long tensor for index, "
+                         f"but got {dt.scalar_name(idx.dtype)}", "index_copy", x, idx)  # fmt: skip
     if x.ndim == 0:
         return _scalar_as_vector(index_copy, x, dim, idx, src)
     d = _dim(x, dim)
@@ -408,6 +419,9 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
             [-1,  4]])
     """
     x, idx = lift(input, index)
+    if idx.dtype != np.int64:  # (torch 2.13's message and class)
+        raise call_error(IndexDTypeError, "index_fill_(): Expected dtype int64 for index.",
+                         "index_fill", x, idx)  # fmt: skip
     if x.ndim == 0:
         return _scalar_as_vector(index_fill, x, dim, idx, value)
     d = _dim(x, dim)

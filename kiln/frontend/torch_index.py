@@ -218,7 +218,9 @@ def masked_fill(input, mask, value):  # noqa: A002
                          f"{v.ndim} dimension(s)")  # fmt: skip
     if v.dtype != x.dtype:
         v = call("cast", v, dtype=x.dtype)
-    return m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
+    out = m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
+    # PyTorch's is C-ordered (where keeps a transposed input's layout)
+    return out.contiguous() if type(out) is Tensor and not out.is_contiguous() else out
 
 
 @takes_out

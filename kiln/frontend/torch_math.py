@@ -646,5 +646,7 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     idx = call("argsort", x, axis=dim, descending=bool(largest))
     if x.ndim:
         spec = (("slice", None, None, None),) * dim + (("slice", 0, int(k), None),)
-        idx = call("index", idx, spec=spec)
+        # a copy (an identity cast): a tensor of its own, not a view of the whole argsort
+        # (as PyTorch's: as_strided of it reads its k elements a row)
+        idx = call("cast", call("index", idx, spec=spec), dtype=idx.dtype)
     return return_types.topk(_pick(x, idx, dim), idx)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import shapes as sh
 from ..eager.autograd import name_history
-from ..eager.tensor import mark_pieces
+from ..eager.tensor import Tensor, mark_pieces
 from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -406,7 +406,9 @@ def roll(input, shifts, dims=None):  # noqa: A002
         s = int(shift) % n if n else 0
         if s:
             x = call("concat", _slice(x, dim, n - s, None), _slice(x, dim, 0, n - s), axis=dim)
-    return _copy(x)
+    out = _copy(x)
+    # PyTorch's roll is C-ordered (the copy keeps a transposed input's layout)
+    return out.contiguous() if type(out) is Tensor and not out.is_contiguous() else out
 
 
 def unfold(input, dimension: int, size: int, step: int):  # noqa: A002

@@ -424,16 +424,26 @@ def _mask_scratch(shape):
 
 
 def _relu_grad(xp, ct, y, out=None):
-    # One product with the comparison (NumPy's multiply of a float and a bool array), as
-    # `_masked`'s cast and product but without the float mask.
+    # ct, with 0 where y <= 0: a select, not a product by the mask (PyTorch's
+    # threshold_backward: a NaN or inf cotangent gives 0 there too, not NaN)
+    dtype = np.result_type(ct.dtype, np.bool_)
     if xp is not np:
-        return xp.multiply(ct, xp.logical_not(xp.less_equal(y, 0)), out=out)
+        got = xp.where(xp.less_equal(y, 0), xp.zeros((), dtype), ct.astype(dtype, copy=False))
+        if out is None:
+            return got
+        out[...] = got
+        return out
     if ct.size >= _RELU_GRAD_LOOP_SIZE and ct.dtype in _RELU_GRAD_LOOPS:
         done = _relu_grad_compiled(ct, y, out)
         if done is not None:
             return done
     mask = xp.less_equal(y, 0, out=_mask_scratch(y.shape))
-    return xp.multiply(ct, xp.logical_not(mask, out=mask), out=out)
+    if out is None:
+        out = xp.empty(np.broadcast_shapes(ct.shape, y.shape), dtype)
+    if out is not ct:
+        xp.copyto(out, ct)
+    xp.copyto(out, 0, where=mask)
+    return out
 
 
 # relu_grad of large float32/float64 arrays as one compiled pass (numba, its source in
@@ -445,7 +455,7 @@ _RELU_GRAD_LOOP_SIZE = 1 << 12  # elements: below, NumPy (a loop's dispatch cost
 
 
 def _relu_grad_compiled(ct, y, out):
-    """`ct * !(y <= 0)` by the compiled loop, or None (not built yet, no numba, or arrays it
+    """`y <= 0 ? 0 : ct` by the compiled loop, or None (not built yet, no numba, or arrays it
     does not take: NumPy's kernel then)."""
     dtype = ct.dtype
     loop = _RELU_GRAD_LOOPS.get(dtype)
@@ -501,18 +511,19 @@ def _build_relu_grad_loop(dtype):
 _RELU_GRAD_LOOPS = LazyLoops(_build_relu_grad_loop)  # per dtype
 
 
-def _relu_grad_numba(xs, dtypes, out, attrs):  # ct * !(y <= 0), in ct's dtype: exact
+def _relu_grad_numba(xs, dtypes, out, attrs):  # y <= 0 ? 0 : ct, in ct's dtype: exact
     r = nb_type(out)
-    return f"{r}({r}({xs[0]}) * {r}(not ({xs[1]} <= 0)))"
+    return f"({r}(0) if {xs[1]} <= 0 else {r}({xs[0]}))"
 
 
-def _relu_grad_c(k, xs, dtypes, out, attrs):  # a product by 1 or 0: exact, NaN and inf as NumPy's
+def _relu_grad_c(k, xs, dtypes, out, attrs):  # a select: exact, 0 even for a NaN cotangent
     ct = c_cast(xs[0], dtypes[0], out)
-    return f"{c_rn('mul', out)}({ct}, (({CTYPES[out]})!({xs[1]} <= 0)))"
+    return f"(({xs[1]} <= 0) ? (({CTYPES[out]})0) : {ct})"
 
 
-# `relu_grad(ct, y)`: relu's backward from its output y, `ct * !(y <= 0)`: 0 where relu was
-# not active, and the cotangent at NaN (PyTorch's threshold_backward: NaN <= 0 is false).
+# `relu_grad(ct, y)`: relu's backward from its output y, `y <= 0 ? 0 : ct`: 0 where relu was
+# not active (even for a NaN or inf cotangent), and the cotangent at NaN (PyTorch's
+# threshold_backward: NaN <= 0 is false).
 relu_grad = defop(
     "relu_grad", _broadcast2, lambda ct, y: ufunc_dtype(np.multiply, ct, np.dtype(bool)),
     _relu_grad, vjp=lambda ct2, z, ct, y: (apply("relu_grad", ct2, y), None),
@@ -702,9 +713,12 @@ mul = binary(
 
 
 def _div_vjp(ct, z, a, b):
+    # NOTE: the quotient again, not the output z: as PyTorch's, the gradient reads the inputs,
+    # so a change of the output in place (`y = x / n; y.clamp_(0, 1)`) leaves it computable
+    q = a / b
     if z.dtype in _HALF_DTYPES:  # PyTorch's order, each step rounded: -ct * ((a / b) / b)
-        return ct / b, -ct * (z / b)
-    return ct / b, -ct * z / b
+        return ct / b, -ct * (q / b)
+    return ct / b, -ct * q / b
 
 
 div = binary(

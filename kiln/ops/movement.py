@@ -454,7 +454,10 @@ def _take_along(xp, x, idx, out=None, *, axis):
             xp.take(x.reshape(-1), flat, out=out.reshape(-1), mode="clip")
             return out
         return _copy_into(out, x.reshape(-1).take(flat).reshape(idx.shape))
-    return _copy_into(out, xp.take_along_axis(x, idx, axis=axis))
+    taken = xp.take_along_axis(x, idx, axis=axis)
+    if out is None and not taken.flags.c_contiguous:  # (NumPy's takes the index's layout;
+        taken = xp.ascontiguousarray(taken)  # PyTorch's gather is C-ordered)
+    return _copy_into(out, taken)
 
 
 def _flat_along(xp, shape, idx, axis):

@@ -237,3 +237,21 @@ def test_as_strided_of_a_sum_with_a_changed_transposed_argument():
     np.testing.assert_array_equal(eager[1].numpy(), [[s[1, 0], s[1, 1]], [s[2, 0], s[2, 1]]])
     for e, c in zip(eager, compiled):
         np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-12)
+
+
+def test_t_of_a_square_as_strided_view_of_an_argument():
+    # found by the random programs (seed 4945): v = a.as_strided((2, 2), (1, 2)); v.t_()
+    # kept v registered as the as_strided view (its shape did not change), so the compiled
+    # call handed back the untransposed view. Expected: the eager run's (torch 2.13's), a
+    # view of a's storage at positions [[0, 1], [2, 3]] after the transpose
+    def f(a):
+        v = a.as_strided((2, 2), (1, 2), 0)
+        v.t_()
+        return v
+
+    for fn in (f, kn.compile(f)):
+        a = kn.arange(16.0).reshape(4, 4)
+        v = fn(a)
+        assert v.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+        v.add_(100)  # a view of a, eagerly and compiled
+        assert a[0].tolist() == [100.0, 101.0, 102.0, 103.0]

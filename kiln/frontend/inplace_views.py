@@ -18,6 +18,7 @@ from . import functionalize
 from . import shape as s
 from . import torch_more as tmore
 from . import torch_shape as ts
+from .layouts import restrided
 
 __all__ = ["install"]
 
@@ -108,7 +109,9 @@ def _check_symbol(x: Symbol, name: str) -> None:
 def _symbol(name: str, view):
     def method(self, *args, **kwargs):
         _check_symbol(self, name)
-        functionalize.rebind(self, view(self, *args, **kwargs))
+        new = view(self, *args, **kwargs)
+        functionalize.rebind(self, new)
+        restrided(self, new)
         return self
 
     method.__name__ = method.__qualname__ = name

@@ -52,6 +52,19 @@ def record_strided_view(view: Symbol, base: Symbol, positions: np.ndarray, layou
     return view
 
 
+def restrided(x: Symbol, view: Symbol) -> None:
+    """After an in-place change of x's shape or strides (`t_`, `as_strided_`) made x stand
+    for `view` (a view of its old value): x is an as_strided view where `view` is one, and no
+    longer the one x was (its old value is, `rebind`), even where the shape stayed."""
+    graph = x.node.graph
+    entry = _STRIDED.get(graph, {}).pop(id(view), None)
+    _STRIDED.get(graph, {}).pop(id(x), None)
+    layout = _STRIDED_LAYOUT.get(graph, {}).pop(id(view), None)
+    _STRIDED_LAYOUT.get(graph, {}).pop(id(x), None)
+    if entry is not None:
+        record_strided_view(x, entry[1], entry[2], layout)
+
+
 def _strided(x: Symbol):
     """(base, positions) where x is an as_strided view recorded by `record_strided_view` (and
     still is: an in-place change of its shape, `unsqueeze_`, makes x a view of it instead)."""

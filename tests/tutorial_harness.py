@@ -145,3 +145,19 @@ def run_snippet(fn, compiled=False, torch=None, tol=None):
     assert list(got.outputs) == list(ref.outputs)
     for name, want in ref.outputs.items():
         compare(name, got.outputs[name], want, tol or TOL)
+
+
+def registry():
+    """(the list of a snippet file's snippets, the decorator `@snippet(compiled=False)` that
+    adds one to it; `compiled`: its training step also runs under kn.compile)."""
+    found = []
+
+    def snippet(compiled=False):
+        def register(fn):
+            fn.compiled = compiled
+            found.append(fn)
+            return fn
+
+        return register
+
+    return found, snippet

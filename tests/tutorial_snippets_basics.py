@@ -7,16 +7,9 @@ import tempfile
 
 import numpy as np
 
-SNIPPETS = []
+from tests.tutorial_harness import registry
 
-
-def snippet(compiled=False):
-    def register(fn):
-        fn.compiled = compiled
-        SNIPPETS.append(fn)
-        return fn
-
-    return register
+SNIPPETS, snippet = registry()
 
 
 @snippet()

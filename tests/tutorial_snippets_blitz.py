@@ -8,16 +8,9 @@ import math
 
 import numpy as np
 
-SNIPPETS = []
+from tests.tutorial_harness import registry
 
-
-def snippet(compiled=False):
-    def register(fn):
-        fn.compiled = compiled
-        SNIPPETS.append(fn)
-        return fn
-
-    return register
+SNIPPETS, snippet = registry()
 
 
 @snippet()

@@ -7,17 +7,10 @@ iterations instead of 2000 to stay fast; they print every 100th loss as the tuto
 import math
 import random
 
-SNIPPETS = []
+from tests.tutorial_harness import registry
+
+SNIPPETS, snippet = registry()
 STEPS = 200
-
-
-def snippet(compiled=False):
-    def register(fn):
-        fn.compiled = compiled
-        SNIPPETS.append(fn)
-        return fn
-
-    return register
 
 
 @snippet()

@@ -191,10 +191,12 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
         return np.broadcast_to(base, _probe(x.shape).shape)
     if name == "unfold":
         return _unfolded(base, **node.attrs)
+    if name == "rows":  # (a program's slice of leading rows)
+        return base[node.attrs["start"] : node.attrs["stop"]]
     view = base.view()
     try:
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
-    except AttributeError:
+    except (AttributeError, ValueError):  # (ValueError: a view of other size not walked here)
         return _probe(x.shape) if exact else None
     return view
 

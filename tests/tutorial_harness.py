@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 import kiln as kn
+from tests.ports.port_common import to_numpy as port_array
 
 # float32 training loops of a few steps; see tests/ports/port_common.py for the reasoning.
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
@@ -27,13 +28,9 @@ TOL = {"rtol": 2e-4, "atol": 2e-5}
 
 
 def to_numpy(v):
-    if hasattr(v, "detach"):
-        v = v.detach()
-    if hasattr(v, "cpu"):
-        v = v.cpu()
-    if hasattr(v, "numpy"):
-        return np.asarray(v.numpy()).copy()
-    return np.asarray(v)
+    """A snapshot of a torch or kiln tensor (or number) as a NumPy array: a copy, so that a
+    later in-place change of the tensor does not change what was printed."""
+    return port_array(v).copy()
 
 
 class Runner:

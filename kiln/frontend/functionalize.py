@@ -117,6 +117,24 @@ _WRITABLE_VIEWS = {"index", "transpose", "reshape", "stop_gradient", "unfold"} |
 # views a change cannot go through, which still see their base's changes
 _READ_ONLY_VIEWS = {"broadcast_to", "bitcast"}
 _REFUSED_INPUTS = {"placeholder": "an input of the graph (a feed)", "variable": "a Variable"}
+# graph -> {id(value): value}: the results of indexing by a 0-d integer Symbol (`a[i]`,
+# `a[:, i]`: one `gather` each), which PyTorch reads as an int, so they are views of the value
+# indexed: a change through one is written back at the index the program computes
+_SELECTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_select(view: Symbol) -> Symbol:
+    """Marks `view`, a `gather` of one 0-d integer Symbol, as the view that PyTorch's
+    `x[i]` is (kiln/frontend/indexing.py); returns it."""
+    _SELECTS.setdefault(view.node.graph, {})[id(view)] = view
+    return view
+
+
+def is_select(x: Symbol) -> bool:
+    """Whether x is a view `record_select` marked (the object keeps the mark when it is
+    taken again of its base's new value)."""
+    selects = _SELECTS.get(x.node.graph)
+    return selects is not None and selects.get(id(x)) is x
 
 
 def rebind(x: Symbol, new: Symbol) -> Symbol:
@@ -228,6 +246,9 @@ def _check_target(x: Symbol, op: str) -> None:
         if _is_split_piece(node):
             node = node.node.inputs[0].node.inputs[0]
             continue
+        if is_select(node):
+            node = node.node.inputs[0]
+            continue
         strided = _strided(node)
         if strided is not None:
             if np.unique(strided[1]).size != strided[1].size:
@@ -335,6 +356,11 @@ def _write_back(view: Symbol, new: Symbol) -> Symbol:
         flat = core.call("reshape", base, shape=(-1,))
         flat = index_put(flat, (positions,), core.call("reshape", new, shape=(-1,)), False)
         return core.call("reshape", flat, shape=tuple(base.shape))
+    if is_select(view):  # base[:, ..., i] = new, i as the program computes it
+        from .indexing import put
+
+        items = (slice(None),) * node.attrs["axis"] + (node.inputs[1],)
+        return put(base, items, new, False, as_ints=False)
     if _is_split_piece(view):
         split = node.inputs[0].node
         axis, k = split.attrs["axis"], node.attrs["index"]
@@ -419,6 +445,7 @@ def _is_writable_view(x: Symbol) -> bool:
     return (
         _strided(x) is not None
         or _is_split_piece(x)
+        or is_select(x)
         or (x.node.op.name in _WRITABLE_VIEWS and not copies(x))
     )
 
@@ -432,6 +459,11 @@ def _retake_views(base: Symbol, old_base: Symbol) -> None:
             continue
         if node.op.name == "split":
             _retake_pieces(node, base)
+            continue
+        if is_select(node.out):  # the object stays marked: it is rebound, not replaced
+            view = node.out
+            again = core.call("gather", base, *node.inputs[1:], **dict(node.attrs))
+            _retake_views(view, rebind(view, again))
             continue
         if node.op.name not in _WRITABLE_VIEWS | _READ_ONLY_VIEWS or copies(node.out):
             continue

@@ -57,6 +57,10 @@ def getitem(x, index):
     for axis, i in reversed(selects):  # highest first: the lower axes stay where they are
         (i,) = lift(i, context=(x,))
         x = call("gather", x, i, axis=axis, wrap_negative=True)
+        if isinstance(x, Symbol):  # a view, as PyTorch's x[i] (kiln/frontend/functionalize.py)
+            from .functionalize import record_select  # NOTE: lazy: functionalize reads indexing
+
+            record_select(x)
     axes = [a - sum(1 for s, _ in selects if s < a) for a in axes]
     arrays = lift(*arrays, context=(x,))
     if len(arrays) == 1:

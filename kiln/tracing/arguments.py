@@ -9,13 +9,14 @@ import numpy as np
 
 from ..eager.tensor import Tensor, version_of
 from ..errors import KilnError, UsageError, call_error
-from ..frontend.functionalize import strided_view, whole_in_order
+from ..frontend.functionalize import is_select, strided_view, whole_in_order
 from ..frontend.layouts import _layout
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 
-__all__ = ["add_view_bases", "argument_views", "check_arguments_apart", "check_own_layout",
-           "output_views", "view_of_argument", "write_argument"]  # fmt: skip
+__all__ = ["add_select_indices", "add_view_bases", "argument_views", "check_arguments_apart",
+           "check_own_layout", "hand_back_views", "output_views", "view_of_argument",
+           "write_argument"]  # fmt: skip
 
 
 def check_own_layout(name: str, path: str, x, offset: bool) -> None:
@@ -170,6 +171,8 @@ def _viewed(s):
     strided = strided_view(s)
     if strided is not None:
         return strided[0]
+    if is_select(s):  # x[i] by a 0-d integer the program computes: its index is an output
+        return s.node.inputs[0]
     node = s.node
     if node.op.name == "get":  # a piece of a split; a result of another multi-output op is
         split = node.inputs[0].node  # a value of its own
@@ -214,13 +217,35 @@ def output_views(outputs, arguments: dict) -> list:
     return ordered
 
 
-def view_of_argument(leaf, chain, like):
+def add_select_indices(outputs: list) -> dict:
+    """Adds to `outputs` the index of each `x[i]` by a 0-d integer Symbol (`is_select`) that
+    an output is a chain of views through: the call then takes that view again, eagerly,
+    at the index this call computed. Returns {id of the select's node: its index's place}."""
+    places, first = {}, {id(s): k for k, s in enumerate(outputs)}
+    for out in list(outputs):
+        s = out
+        while (base := _viewed(s)) is not None:
+            if is_select(s) and id(s.node) not in places:
+                index = s.node.inputs[1]
+                if id(index) not in first:
+                    first[id(index)] = len(outputs)
+                    outputs.append(index)
+                places[id(s.node)] = first[id(index)]
+            s = base
+    return places
+
+
+def view_of_argument(leaf, chain, like, selects=None):
     """The argument Tensor `leaf` through the view nodes `chain`, run eagerly (so the result
     is `leaf` itself or a view of it, as eager code returns); `like`, the program's copy,
-    where the views cannot be taken again on this call (a symbolic attribute)."""
+    where the views cannot be taken again on this call (a symbolic attribute). `selects`:
+    {id of a select node: the index this call computed} (`add_select_indices`)."""
     t = leaf
     try:
         for node in chain:
+            if selects and id(node) in selects:
+                t = t.select(node.attrs["axis"], selects[id(node)])
+                continue
             strided = strided_view(node.out)
             if strided is not None:  # as_strided of the base, eagerly (the trace's offset
                 size, stride, offset = strided[1:]  # counts from the argument's own start)
@@ -236,6 +261,19 @@ def view_of_argument(leaf, chain, like):
         return like
     ok = isinstance(t, Tensor) and t.shape == like.shape and t.dtype == like.dtype
     return t if ok else like
+
+
+def hand_back_views(outs: list, leaves, views, results) -> None:
+    """Replaces the outputs of a call that are views of its arguments or of other outputs
+    by those views, taken eagerly (`views`: the trace's `argument_views`, `output_views` and
+    `add_select_indices`; `results`: the program's, where the selects' indices are)."""
+    argument_chains, output_chains, select_places = views
+    picked = {k: int(results[p]) for k, p in select_places.items()}
+    for i, k, chain in argument_chains:
+        if isinstance(leaves[k], Tensor):
+            outs[i] = view_of_argument(leaves[k], chain, outs[i], picked)
+    for i, j, chain in output_chains:
+        outs[i] = view_of_argument(outs[j], chain, outs[i], picked)
 
 
 def output_orders(outputs) -> list:

@@ -40,14 +40,15 @@ from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
 from .arguments import (
+    add_select_indices,
     add_view_bases,
     argument_views,
     check_arguments_apart,
     check_own_layout,
+    hand_back_views,
     laid_out,
     output_orders,
     output_views,
-    view_of_argument,
     write_argument,
 )
 from .guards import rebound
@@ -269,6 +270,7 @@ class Traced:
             arguments.pop(id(self.inputs[k]))  # (its value before the change)
         # views of a value not returned: that value too (`no_grad`: those of detached views)
         self.no_grad_outputs = add_view_bases(outputs, arguments)
+        self.select_places = add_select_indices(outputs)  # the indices of views x[i] too
         self.argument_views = argument_views(outputs, arguments)  # returned as in eager code
         self.output_views = output_views(outputs, arguments)  # outputs viewing outputs: too
         self.output_orders = output_orders(outputs)  # laid out as eager code lays them out
@@ -566,11 +568,8 @@ class Traced:
             # last read, or (placed in its arena) reuses their bytes (`_backward`)
             residuals = results[n:] if arena is None else [*results[n:], *arena]
             self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
-        for i, k, chain in self.argument_views:
-            if isinstance(leaves[k], Tensor):
-                outs[i] = view_of_argument(leaves[k], chain, outs[i])
-        for i, j, chain in self.output_views:
-            outs[i] = view_of_argument(outs[j], chain, outs[i])
+        views = (self.argument_views, self.output_views, self.select_places)
+        hand_back_views(outs, leaves, views, results)
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value

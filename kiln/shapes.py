@@ -257,6 +257,8 @@ def broadcast_shapes(*shapes, why: str = "operands could not be broadcast togeth
     >>> broadcast_shapes((Dim("b"), 1, 3), (4, 1))
     (b, 4, 3)
     """
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])  # the common case: nothing to broadcast (ints or Dims alike)
     ndim = max((len(s) for s in shapes), default=0)
     result = []
     for i in range(ndim):

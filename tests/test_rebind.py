@@ -185,3 +185,31 @@ def test_dynamic_nodes_are_found_with_the_first_plan_not_the_first_new_batch(mon
         for p, q in zip(params, params_g):
             np.testing.assert_array_equal(p.numpy(), q.numpy())
     assert found == []  # no new binding looked for them again
+
+
+def test_kept_storage_decisions_are_those_found_afresh(monkeypatch):
+    """A new batch size of the template's order takes its buffer owners and lifetimes from
+    the template (`rebind.kept_storage`): the same decisions, frees and offsets as working
+    them out again for that order (the reference: the same signature with the copy refused)."""
+    from kiln.runtime import rebind
+
+    f, _ = _mlp_step()
+    f(*_feeds(8, 0))
+    owners = _count(monkeypatch, codegen.Specialized, "_owners")
+    for k, b in enumerate((5, 12, 3)):
+        feeds = _feeds(b, k + 1)
+        f(*feeds)
+        kept = f.program.last
+        assert owners == []  # taken from the template
+        f.program._specialized.pop(tuple(a.shape for a in feeds))
+        with monkeypatch.context() as m:
+            m.setattr(rebind, "kept_storage", lambda spec, plan: None)
+            f(*feeds)
+        again = f.program.last
+        assert owners == [1] and again.order is kept.order
+        owners.clear()
+        assert again.storage == kept.storage and again.owned == kept.owned
+        assert again.frees == kept.frees and again.plan.offsets == kept.plan.offsets
+        assert again.placed_keys == kept.placed_keys
+        assert again.early_copies == kept.early_copies
+        assert again.floor_bytes == kept.floor_bytes

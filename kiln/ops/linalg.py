@@ -16,12 +16,14 @@ def _matmul_shape(a, b):
         raise ShapeError("matmul: input operand does not have enough dimensions (0-d)")
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
-    why = f"matmul: contracting dims differ for {sh.format_shape(a)} @ {sh.format_shape(b)}"
     if a2[-1] != b2[-2]:
+        why = f"matmul: contracting dims differ for {sh.format_shape(a)} @ {sh.format_shape(b)}"
         if isinstance(a2[-1], int) and isinstance(b2[-2], int):
             raise ShapeError(f"{why} ({a2[-1]} vs {b2[-2]})")
         sh.require_equal(a2[-1], b2[-2], why)
-    batch = sh.broadcast_shapes(a2[:-2], b2[:-2], why="matmul: batch dims do not broadcast")
+    batch = ()  # (matrices: the common case)
+    if len(a2) > 2 or len(b2) > 2:
+        batch = sh.broadcast_shapes(a2[:-2], b2[:-2], why="matmul: batch dims do not broadcast")
     out = (*batch, a2[-2], b2[-1])
     if len(a) == 1:
         out = out[:-2] + out[-1:]
@@ -297,6 +299,8 @@ def _addmm_shape(x, a, b, *, beta=1.0, alpha=1.0):
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {sh.format_shape(a)} and "
                          f"{sh.format_shape(b)}")  # fmt: skip
     out = _matmul_shape(a, b)
+    if x == out or x == out[1:]:  # (the common cases: nothing to check)
+        return out
     why = f"addmm: input {sh.format_shape(x)} does not broadcast to {sh.format_shape(out)}"
     if sh.broadcast_shapes(x, out, why=why) != out:
         raise ShapeError(why)

@@ -34,13 +34,20 @@ def _require_shape(name, what, got, expected):
     anonymous Dims, which no feed binds.
     """
     _check_4d(name, got, what)
-    why = f"{name}: expected {what} of size {sh.format_shape(expected)}, got {sh.format_shape(got)}"
+    if tuple(got) == tuple(expected):
+        return
+
+    def why():
+        return f"{name}: expected {what} of size {sh.format_shape(expected)}, got " + (
+            sh.format_shape(got)
+        )
+
     for i, (g, e) in enumerate(zip(got, expected)):
         if isinstance(g, int) and isinstance(e, int):
             if g != e:
-                raise ShapeError(why)
+                raise ShapeError(why())
         elif i < 2:
-            sh.require_equal(g, e, why)
+            sh.require_equal(g, e, why())
 
 
 def _scatter_windows(xp, cols, shape, stride, dilation, padding, out):

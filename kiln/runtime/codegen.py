@@ -207,10 +207,15 @@ class Specialized:
 
     def _assign_storage(self, plan: bool):
         """Buffers, their lifetimes over the schedule, in-place reuse, and arena offsets."""
-        self.storage, owners = self._owners(plan)
+        kept = rebind.kept_storage(self, plan)  # a template's, where nothing can differ
+        if kept is None:
+            self.storage, owners = self._owners(plan)
+            last = self._last_uses(owners)
+            rebind.keep_storage(self, plan, owners, last)
+        else:
+            self.storage, owners, last = kept
         self.owned = dict(self.storage)  # before in-place reuse: which values own buffers
         self.floor_bytes = floor = self._floor(owners)  # uncapped, for tests
-        last = self._last_uses(owners)
         if plan:
             self._merge_in_place(owners, last)
         keys = sorted({k for k in self.storage.values() if k is not None})

@@ -78,5 +78,5 @@ def concrete_shapes(
         except ShapeError as e:
             raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
                              site=node.site, inputs=node.inputs) from None  # fmt: skip
-        shapes[id(node.out)] = tuple(int(d) for d in shape)
+        shapes[id(node.out)] = tuple(map(int, shape))
     return shapes, attrs

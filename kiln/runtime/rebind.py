@@ -24,7 +24,8 @@ import weakref
 
 from .. import shapes as sh
 
-__all__ = ["adopt", "bound_names", "crossing", "same_schedule", "shape_class"]
+__all__ = ["adopt", "bound_names", "crossing", "keep_storage", "kept_storage", "same_schedule",
+           "shape_class"]  # fmt: skip
 
 
 def shape_class(key) -> tuple:
@@ -50,6 +51,37 @@ def crossing(spec, owners):
     if rows is None or template.order is not spec.order or template.owned != spec.storage:
         return None
     return rows
+
+
+def _empty_values(spec) -> frozenset:
+    """The values of no elements (a dim of 0): the only sizes that change who owns a buffer."""
+    return frozenset(k for k, shape in spec.shapes.items() if 0 in shape)
+
+
+def keep_storage(spec, plan: bool, owners: dict, last: dict) -> None:
+    """Keeps a copy of `spec`'s storage decisions before in-place reuse (which values own
+    buffers, their first and last uses), for a later binding of its order (`kept_storage`)."""
+    if spec.dynamic:
+        return  # NOTE: a length the run binds owns no buffer: not kept
+    owned = {k: tuple(v) for k, v in owners.items()}
+    spec.kept = (plan, dict(spec.storage), owned, dict(last), frozenset(spec.placed_keys),
+                 frozenset(spec.early_copies), _empty_values(spec))  # fmt: skip
+
+
+def kept_storage(spec, plan: bool):
+    """(storage, owners, last uses) of `spec`'s template, copied, when `spec` runs the
+    template's order and the same values own buffers: the same in-place updates (the order
+    is the template's only then), no length the run binds, and the same values of no
+    elements; else None. What owns a buffer depends on the order and on those alone."""
+    template = spec.template
+    kept = getattr(template, "kept", None)
+    if kept is None or template.order is not spec.order or spec.dynamic or kept[0] != plan:
+        return None
+    _, storage, owners, last, placed_keys, early_copies, empty = kept
+    if spec.placed != template.placed or empty != _empty_values(spec):
+        return None
+    spec.placed_keys, spec.early_copies, spec.kept = set(placed_keys), set(early_copies), kept
+    return dict(storage), {k: list(v) for k, v in owners.items()}, dict(last)
 
 
 def adopt(spec, template) -> bool:

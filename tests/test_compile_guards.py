@@ -238,19 +238,20 @@ def test_optimizer_learning_rate_change_retraces_a_compiled_step():
     np.testing.assert_allclose(lin.weight.numpy(), w0 - 0.6, rtol=1e-6)
 
 
-def test_a_value_the_function_changes_while_tracing_does_not_retrace_each_call():
-    # fn updates `count` while tracing: the trace is keyed by the value after it.
+def test_a_value_the_function_changes_counts_each_call_as_eagerly():
+    # fn updates `count`: each call counts, as eager code and torch.compile (which guards on
+    # the value before and recompiles) do; the trace is keyed by the value before it.
     count = 0
 
     def f(x):
         nonlocal count
         count += 1
-        return x + 1.0
+        return x + count
 
     g = kn.compile(f)
-    for _ in range(3):
-        g(np.ones(2, np.float32))
-    assert count == 1 and len(g.cache) == 1
+    for k in range(1, 4):
+        np.testing.assert_array_equal(g(np.ones(2, np.float32)), np.float32([1 + k] * 2))
+    assert count == 3 and len(g.cache) == 3
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])

@@ -24,7 +24,8 @@ from ..eager.tensor import Tensor
 from ..errors import GraphError
 from ..nn.module import Module
 
-__all__ = ["Captures", "Guard", "check_untouched", "rebindable", "rebound", "tensor_versions"]
+__all__ = ["Captures", "Guard", "check_untouched", "put", "rebindable", "rebound",
+           "tensor_versions"]  # fmt: skip
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -33,6 +34,7 @@ _MAX_DEPTH = 4  # objects reached through more globals or attributes than this a
 _MAX_CODE = 500  # functions walked per Captures, at most
 _MAX_ITEMS = 64  # lists, tuples and dicts longer than this are not walked
 _EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
+_CELL = object()  # the key of a closure cell's place (`put`)
 _HOOKS = ("_forward_pre_hooks", "_forward_hooks")  # a Module's, run by its calls
 
 
@@ -142,6 +144,15 @@ def rebound(getters, values):
                 _set(get, value)
 
 
+def put(place, value) -> None:
+    """Stores `value` at a place `Captures.changes` names: a dict's key or a closure cell."""
+    holder, key = place
+    if key is _CELL:
+        holder.cell_contents = value
+    else:
+        holder[key] = value
+
+
 def _set(get, value) -> None:
     if get.func is _item:
         env, key = get.args
@@ -206,6 +217,7 @@ class Captures:
         self.objects: list[tuple] = []
         self._modules: dict[int, Module] = {}
         self._getters: list = []  # each gives a tuple of values, in `labels` order
+        self._places: list = []  # per getter of Python values: (dict, key) or (cell, _CELL)
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
@@ -227,6 +239,22 @@ class Captures:
     def values(self) -> tuple:
         """The captured Python values now: one tuple per dict or cell they are read from."""
         return tuple([g() for g in self._getters])
+
+    def changes(self, before: tuple) -> list:
+        """(label, place, value before, value now) of each captured Python value (an
+        attribute, a global, a closure cell) that differs from `before`, an earlier reading
+        of `values()`: what a trace of the function stored there (`self.count += 1`)."""
+        try:
+            now = self.values()
+        except (KeyError, IndexError, ValueError):  # a source went away: nothing to replay
+            return []
+        labels, found, k = self.labels, [], 0
+        for places, old, new in zip(self._places, before, now):
+            for place, a, b in zip(places, old, new):
+                if a is not b and (type(a) is not type(b) or a != b):
+                    found.append((labels[k], place, a, b))
+                k += 1
+        return found
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -302,9 +330,11 @@ class Captures:
             else:  # itemgetter of one name gives the value, not a tuple
                 self._getters.append(functools.partial(_one, get, env))
             self.labels.extend(labels)
+            self._places.append([(env, name) for name in names])
         for label, cell in cells:
             self._getters.append(functools.partial(_cell_values, cell))
             self.labels.append(label)
+            self._places.append([(cell, _CELL)])
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)

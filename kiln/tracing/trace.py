@@ -12,6 +12,7 @@ import inspect
 import threading
 import time
 import types
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -34,6 +35,7 @@ from .guards import (
     check_no_host_draws,
     check_untouched,
     host_random_states,
+    put,
     rebindable,
     tensor_versions,
     value_changes,
@@ -51,7 +53,7 @@ class CompiledFunction:
     `Traced` (least recently used first; at most `cache_size`); `.last` is the one the latest
     call ran."""
 
-    def __init__(self, fn, device=None, cache_size=None, memory_budget=None):
+    def __init__(self, fn, device=None, cache_size=None, memory_budget=None, retrace_limit=None):
         functools.update_wrapper(self, fn)
         self.fn, self.device = fn, device
         _cache_size(cache_size)  # refuses a bad bound now rather than at the first trace
@@ -63,6 +65,9 @@ class CompiledFunction:
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
         self._stored: set = set()  # what its traces store in Python state: not guarded
+        self._value_retraces = 0  # traces that changed a Python value fn reads (a counter)
+        self.retrace_limit = RETRACE_LIMIT if retrace_limit is None else int(retrace_limit)
+        self._warned = False
         try:
             params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
@@ -142,9 +147,14 @@ class CompiledFunction:
         if any(isinstance(x, Symbol) for x in leaves):  # inside another trace: inline
             return self.fn(*args, **kwargs)
         traced = self.trace_for(leaves, paths, statics, structure)
+        if traced is None:  # past the retrace limit: eagerly, as torch.compile falls back
+            return self.fn(*args, **kwargs)
         if traced.lifted:
             leaves = leaves + [get() for _, get in traced.lifted]
-        return traced.run(leaves)
+        out = traced.run(leaves)
+        for place, value in traced.replays:  # the Python values its code stores (a counter)
+            put(place, value)
+        return out
 
     def trace_for(self, leaves, paths, statics, structure) -> Traced:
         """The Traced of this signature, traced and compiled on first use or when what it
@@ -180,6 +190,17 @@ class CompiledFunction:
                 self._captures = None
                 key, modules = self._key(leaves, statics, structure)
             reason = f"retrace: {stale[0]}" if stale else self._reason(key, modules, statics, paths)
+            if self._value_retraces >= self.retrace_limit:
+                if not self._warned:
+                    self._warned = True
+                    warnings.warn(
+                        f"kn.compile: {name_of(self.fn)} changed a Python value it reads on "
+                        f"{self._value_retraces} calls, each traced again; calls that need "
+                        f"another trace now run eagerly (as torch.compile's recompile limit): "
+                        f"{reason}. Keep such state in a tensor, or outside the function",
+                        stacklevel=3,
+                    )
+                return None
             start = time.perf_counter()
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
@@ -197,8 +218,9 @@ class CompiledFunction:
             plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
             roots = _roots(statics)  # the objects passed as arguments: what they reach too
-            watch = Watch(Captures(self.fn, roots, self._stored) if roots else self._captures,
-                          modules)  # fmt: skip
+            seen = Captures(self.fn, roots, self._stored) if roots else self._captures
+            values_before = seen.values()
+            watch = Watch(seen, modules)
             traced = Traced(self.fn, traced_key, leaves + tensors,
                             paths + [label for label, _ in lifted], structure, key[2], plans,
                             self.memory_budget, lifted=lifted, aliased=aliased,
@@ -208,12 +230,23 @@ class CompiledFunction:
             if traced.stores:  # stored each call: not guarded (what fn reaches, again)
                 self._stored |= stored_keys(traced.stores)
                 self._captures = None
-            # NOTE: keyed by what fn captured after tracing: if fn changed a value it captures
-            # (a counter), the next call must find this trace, not trace again.
-            key, modules = self._key(leaves, statics, structure)
-            traced.key, traced.statics = key, statics
-            inputs = {id(t) for t in tensors} | {id(get()) for get, _ in aliased}
-            traced.captured = self._guard(statics, inputs)
+            # The Python values the trace changed (`self.count += 1`) are stored again by each
+            # call of it, and it is keyed and guarded by the values before: the next call
+            # finds them changed and traces again, as torch.compile recompiles (and as eager
+            # code, each call counts). Tensors it stores are left to `stores`.
+            changed = seen.changes(values_before)
+            traced.replays = tuple((place, new) for _, place, _, new in changed)
+            self._value_retraces += bool(changed)
+            for _, place, old, _ in changed:
+                put(place, old)
+            try:
+                key, modules = self._key(leaves, statics, structure)
+                traced.key, traced.statics = key, statics
+                inputs = {id(t) for t in tensors} | {id(get()) for get, _ in aliased}
+                traced.captured = self._guard(statics, inputs)
+            finally:
+                for place, new in traced.replays:
+                    put(place, new)
             variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
             self._by_grads[key] = variants
             _file_by_grads(traced, had, variants)
@@ -324,6 +357,9 @@ def _signature_text(key) -> str:
 
 
 _ARRAYS = (Tensor, np.ndarray)
+# traces that change a Python value the function reads, after which a call needing another
+# trace runs eagerly: torch.compile's default recompile_limit
+RETRACE_LIMIT = 8
 
 
 def _hashable(value) -> bool:
@@ -350,8 +386,12 @@ def compile(  # noqa: A001
     recorded, not made, while tracing, and every call makes them with its values (as
     PyTorch's compiled functions print on every call). A traced value stored in Python state
     it reaches (`self.last = y`, a forward hook's `acts[name] = out`, `log.append(loss)`) is
-    stored by every call with that call's value (kiln/tracing/stores.py); other Python side
-    effects happen once, when `fn` is traced. `.item()` and
+    stored by every call with that call's value (kiln/tracing/stores.py). So is a Python
+    value it changes where it reads it (an attribute, a global, a closure cell or a dict
+    item: `self.count += 1`): a trace is keyed by the value before it, so a call that finds
+    another value traces again, as torch.compile recompiles, and after `recompile_limit` (8)
+    such traces the calls that need another run `fn` eagerly, with a warning. Other Python
+    side effects (appending numbers to a list) happen once, when `fn` is traced. `.item()` and
     `.tolist()` of a traced value give a stand-in that the compiled function returns (and
     `print` shows) as each call's Python value; any other use of a traced value's Python
     value (`float()`, `if`, arithmetic on the stand-in) raises a GraphError that names it.
@@ -399,8 +439,8 @@ def compile(  # noqa: A001
     eagerly, as PyTorch's do; `mode` is checked against PyTorch's modes (and not given with
     `options`). The others change nothing in kiln: it always compiles the whole function
     (`fullgraph`; where PyTorch would break the graph, kiln raises a GraphError that says
-    why), traces once per signature (`dynamic`, `recompile_limit`; `cache_size` bounds the
-    traces kept), and has no tuning options (`mode`, `options`, `name`,
+    why), traces once per signature (`dynamic`; `cache_size` bounds the traces kept), and
+    has no tuning options (`mode`, `options`, `name`,
     `isolate_recompiles`, `shapes_spec`).
 
     >>> kn.compile(abs, disable=True) is abs
@@ -425,7 +465,7 @@ def compile(  # noqa: A001
         if eager:
             compiled = functools.wraps(f)(lambda *args, **kwargs: f(*args, **kwargs))
         else:
-            compiled = CompiledFunction(f, device, cache_size, memory_budget)
+            compiled = CompiledFunction(f, device, cache_size, memory_budget, recompile_limit)
         return OptimizedModule(f, compiled) if isinstance(f, Module) else compiled
 
     return wrap if fn is None else wrap(fn)

@@ -192,6 +192,8 @@ class Traced:
     array([0. , 0.5, 2. ], dtype=float32)
     """
 
+    replays: tuple = ()  # (place, value): Python values each call stores (kiln/tracing/trace.py)
+
     def __init__(
         self, fn, key, leaves, paths, structure, device, wants_grad, memory_budget=None, lifted=(),
         aliased=(), watch=None,

@@ -1,0 +1,148 @@
+"""Python values a compiled function changes (`self.count += 1`, a global step, a flag)
+change on every call, as in eager code: the trace is keyed and guarded by the values before
+it and each call stores the values after it again, so a call that finds them changed traces
+again, as torch.compile guards an int attribute of a module and recompiles. After
+`RETRACE_LIMIT` (8, torch.compile's default recompile_limit) such traces, calls that need
+another run eagerly, with one warning, as torch.compile falls back to eager code.
+
+Expected values: the same code run eagerly, and torch.compile (backend="eager": dynamo's
+guards and replays, no code generation) where torch is installed. Before, the compiled
+function counted once per trace and then kept returning the first call's result.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from kiln.tracing.trace import RETRACE_LIMIT
+
+
+def _counter(m):
+    class Counter(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+            self.lin = m.nn.Linear(3, 2)
+
+        def forward(self, x):
+            self.count += 1
+            return self.lin(x) * self.count
+
+    return Counter
+
+
+def _run(m, compile_, calls=5, **kw):
+    m.manual_seed(0)
+    model = _counter(m)()
+    with m.no_grad():
+        model.lin.weight.copy_(m.tensor(np.arange(6.0).reshape(2, 3) / 10, dtype=m.float32))
+        model.lin.bias.zero_()
+    f = compile_(model) if compile_ else model
+    x = m.ones(1, 3)
+    outs = []
+    for _ in range(calls):
+        outs.append(f(x).detach().numpy().copy())
+    return model.count, outs
+
+
+@pytest.mark.parametrize("calls", [5, RETRACE_LIMIT + 4])
+def test_a_module_counter_counts_each_call(calls):
+    want_count, want = _run(kn, None, calls)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        count, got = _run(kn, kn.compile, calls)
+    assert count == want_count == calls
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    limited = [w for w in caught if "run eagerly" in str(w.message)]
+    assert len(limited) == (calls > RETRACE_LIMIT)  # once, naming the value
+    if limited:
+        assert "count" in str(limited[0].message)
+    torch = pytest.importorskip("torch")
+    torch_count, ref = _run(torch, lambda mod: torch.compile(mod, backend="eager"), calls)
+    assert torch_count == count
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def test_a_flag_that_alternates_alternates():
+    class Toggle:
+        def __init__(self):
+            self.flip = False
+
+        @kn.compile
+        def step(self, x):
+            self.flip = not self.flip
+            return x * (2.0 if self.flip else -1.0)
+
+    t = Toggle()
+    x = kn.ones(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # past the retrace limit: eagerly
+        got = [float(t.step(x)[0]) for _ in range(2 * RETRACE_LIMIT)]
+    assert got == [2.0, -1.0] * RETRACE_LIMIT and t.flip is False
+
+
+def test_a_value_set_to_a_constant_traces_once_more():
+    state = {"mode": "warmup"}
+    traces = []
+
+    def f(x):
+        traces.append(state["mode"])
+        state["mode"] = "steady"
+        return x + 1.0
+
+    g = kn.compile(f)
+    for _ in range(4):
+        g(np.ones(2, np.float32))
+    assert traces == ["warmup", "steady"] and state["mode"] == "steady"
+
+
+STEP = 0
+
+
+def _global_step(x):
+    global STEP
+    STEP += 1
+    return x * STEP
+
+
+def test_a_global_counter_counts_each_call():
+    global STEP
+    STEP = 0
+    g = kn.compile(_global_step)
+    outs = [float(g(kn.ones(1))[0]) for _ in range(4)]
+    assert outs == [1.0, 2.0, 3.0, 4.0] and STEP == 4
+
+
+def test_a_forward_hook_counting_calls_counts_each_call():
+    calls = {"n": 0}
+    lin = kn.nn.Linear(2, 2)
+
+    def hook(module, inputs, output):
+        calls["n"] += 1
+
+    lin.register_forward_hook(hook)
+    f = kn.compile(lin)
+    for _ in range(3):
+        f(kn.ones(1, 2))
+    assert calls["n"] == 3
+
+
+def test_recompile_limit_is_torch_compiles():
+    class Holder:
+        def __init__(self):
+            self.n = 0
+
+    h = Holder()
+
+    def f(x):
+        h.n += 1
+        return x + h.n
+
+    g = kn.compile(f, recompile_limit=2)
+    with pytest.warns(UserWarning, match="run eagerly"):
+        outs = [float(g(kn.zeros(1))[0]) for _ in range(4)]
+    assert outs == [1.0, 2.0, 3.0, 4.0] and h.n == 4 and len(g.cache) == 2

@@ -11,9 +11,11 @@ from . import (
     inplace,
     inplace_views,
     linalg,
+    masked,
     methods,
     quantized,
     random,
+    signal,
     sparse,
 )
 from .autodiff import __all__ as _autodiff_all
@@ -100,7 +102,8 @@ __all__ = list(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
-         "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
+         "einsum", "index_put", "det", "inverse", "linalg", "masked", "signal", "slogdet",
+         "logdet", "cholesky",
          "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
          "orgqr", "geqrf", "ormqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",

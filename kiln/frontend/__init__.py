@@ -18,6 +18,8 @@ from . import (
     signal,
     sparse,
 )
+from .autocast_state import *  # noqa: F403
+from .autocast_state import __all__ as _autocast_state_all
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .complex_numbers import *  # noqa: F403
@@ -85,6 +87,8 @@ from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
 from .torch_stats import __all__ as _stats_all
+from .torch_symbolic import *  # noqa: F403
+from .torch_symbolic import __all__ as _symbolic_all
 
 methods.install()  # Symbol
 methods.install(Tensor)
@@ -110,6 +114,7 @@ __all__ = list(
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
          *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
-         "stft", "istft", "sparse_coo_tensor", *_quantized_all]
+         "stft", "istft", "sparse_coo_tensor", *_quantized_all, *_symbolic_all,
+         *_autocast_state_all]
     )
 )  # fmt: skip

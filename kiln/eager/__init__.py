@@ -16,7 +16,7 @@ from .grad_mode import __all__ as _grad_mode_all
 from .sampling import *  # noqa: F403
 from .sampling import __all__ as _sampling_all
 from .storage import empty_strided
-from .storage_objects import TypedStorage, UntypedStorage
+from .storage_objects import TypedStorage, UntypedStorage, is_storage
 from .tensor import Tensor
 
 devices.install(Tensor)
@@ -27,5 +27,5 @@ _ops_core.use_eager(eager_dispatch, grad_mode.state)
 
 __all__ = [
     "Tensor", "TypedStorage", "UntypedStorage", "autograd", "empty_strided", *_factories_all,
-    *_grad_mode_all, *_sampling_all,
+    *_grad_mode_all, *_sampling_all, "is_storage",
 ]  # fmt: skip

@@ -23,7 +23,7 @@ from .grad_mode import state
 from .storage import _root
 from .tensor import Tensor, _address
 
-__all__ = ["TypedStorage", "UntypedStorage"]
+__all__ = ["TypedStorage", "UntypedStorage", "is_storage"]
 
 
 def _memory(t: Tensor):
@@ -161,6 +161,18 @@ class TypedStorage:
         items = "\n".join(f" {v}" for v in self.tolist())
         return (f"{items}\n[kiln.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
                 f"of size {len(self)}]")  # fmt: skip
+
+
+def is_storage(obj) -> bool:
+    """Whether obj is a storage object (`kn.UntypedStorage` or `kn.TypedStorage`), as
+    PyTorch's `is_storage`.
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(2)
+    >>> kn.is_storage(x.untyped_storage()), kn.is_storage(x)
+    (True, False)
+    """
+    return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 def untyped_storage(self) -> UntypedStorage:

@@ -109,3 +109,12 @@ def test_sym_helpers_on_numbers_as_pytorchs(name, args):
     want = getattr(torch, name)(*args)
     got = getattr(kn, name)(*args)
     assert got == want and type(got) is type(want)
+
+
+def test_python2_division_operator_names_as_pytorchs():
+    # torch.Tensor keeps __div__, __rdiv__ and __idiv__ (true division); the OpInfo sweep
+    # compares __rdiv__'s samples
+    for lib in (torch, kn):
+        x = lib.tensor([1.0, 2.0])
+        assert x.__div__(2).tolist() == [0.5, 1.0] and x.__rdiv__(3).tolist() == [3.0, 1.5]
+        assert x.__idiv__(2) is x and x.tolist() == [0.5, 1.0]

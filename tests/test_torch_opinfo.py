@@ -7,7 +7,9 @@ and on kiln eagerly, comparing values, dtypes, shapes and exception types; a sub
 run under `kn.compile`. bfloat16 results are compared through float32 (exactly), eigenvectors
 up to a phase per column (`PHASED`), and the indices of equal values (`TIED`: sort, topk,
 mode...) by the values they pick; an input that views a larger storage is a kiln view of the
-same storage's values; `METHOD_ONLY` names run as Tensor methods (kn.trace is the tracer).
+same storage's values; `METHOD_ONLY` names run as Tensor methods (kn.trace is the tracer), and
+an OpInfo named after a property, method or in-place sampler of kiln's Tensor (`T`, `item`,
+`resize_`, `uniform` for `uniform_`) runs its own lambda on kiln's tensor.
 
 What still differs is data here (`KNOWN`, fnmatch patterns over `op/dtype/sample/mode` with the
 reason), so the test fails both on a new difference and on a listed one that went away.

@@ -99,7 +99,7 @@ from .errors import (
 )
 from .frontend import *  # noqa: F403
 from .frontend import custom_function as _custom_function
-from .frontend import fft, random, sparse
+from .frontend import fft, masked, random, signal, sparse
 from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
@@ -148,6 +148,9 @@ _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
+_sys.modules[f"{__name__}.masked"] = masked  # `import kiln.masked`, as torch.masked
+_sys.modules[f"{__name__}.signal"] = signal  # `import kiln.signal.windows`, as torch's
+_sys.modules[f"{__name__}.signal.windows"] = signal.windows
 special = _special_namespace(_sys.modules[__name__])  # `kn.special`, torch.special's names
 
 

@@ -35,7 +35,7 @@ NAMESPACES = [
     "kiln.linalg", "kiln.nn", "kiln.nn.functional", "kiln.nn.init", "kiln.nn.utils",
     "kiln.optim", "kiln.optim.lr_scheduler", "kiln.optim.swa_utils", "kiln.passes",
     "kiln.plot", "kiln.random", "kiln.testing", "kiln.utils.data", "kiln.distributed",
-    "kiln.nn.parallel",
+    "kiln.nn.parallel", "kiln.masked", "kiln.signal.windows",
 ]  # fmt: skip
 
 

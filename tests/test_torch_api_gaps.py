@@ -175,10 +175,8 @@ NOT_ON_TENSOR = {
         "sparse layouts other than COO (kiln has sparse_coo), and their products",
     ),
     **dict.fromkeys("ipu mtia xpu record_stream to_mkldnn".split(), "devices kiln lacks"),
-    **dict.fromkeys(
-        "storage storage_type untyped_storage set_".split(),
-        "storage objects: kiln's tensors own arrays",
-    ),
+    "storage_type": "storage classes per dtype (kiln.FloatStorage...): kiln has "
+    "kn.TypedStorage, whose dtype says it",
     **dict.fromkeys(
         "as_subclass grad_dtype hash_tensor index is_distributed module_load name "
         "reinforce slice_inverse to_padded_tensor volatile".split(),

@@ -684,7 +684,7 @@ _QUANTIZED = "quantized kernels: kiln's quantized tensors only quantize and dequ
 _VENDOR = "a cuDNN/MIOpen/MKLDNN/FBGEMM/Vulkan kernel entry point or CUDA SyncBatchNorm kernel"
 _JIT = "TorchScript/IR parsing and its futures: kiln traces with kn.compile instead"
 _SYM = "symbolic-shape (SymInt) internals of torch.compile"
-_AUTOCAST = "autocast internals: kn.autocast and kn.get_autocast_dtype are the API"
+_AUTOCAST = "autocast on devices kiln lacks (IPU, XLA)"
 _BUILD = "an internal of PyTorch's build, runtime or module machinery"
 # Kept by other helpers of issue 11 working at the same time: these may land in kiln before
 # this list is updated, so they alone may be present.
@@ -720,23 +720,16 @@ OUT_OF_SCOPE = {
         "fork wait import_ir_module import_ir_module_from_buffer parse_ir parse_schema",
         "parse_type_comment merge_type_from_type_comment unify_type_list"), _JIT),
     **dict.fromkeys(_names(
-        "sym_constrain_range sym_constrain_range_for_size sym_float sym_fresh_size sym_int",
-        "sym_ite sym_max sym_min sym_not sym_sqrt sym_sum"), _SYM),
+        "sym_constrain_range sym_constrain_range_for_size sym_fresh_size"), _SYM),
     **dict.fromkeys(_names(
-        "autocast_decrement_nesting autocast_increment_nesting clear_autocast_cache",
-        "get_autocast_cpu_dtype get_autocast_gpu_dtype get_autocast_ipu_dtype",
-        "get_autocast_xla_dtype is_autocast_cache_enabled is_autocast_cpu_enabled",
-        "is_autocast_ipu_enabled is_autocast_xla_enabled set_autocast_cache_enabled",
-        "set_autocast_cpu_dtype set_autocast_cpu_enabled set_autocast_dtype",
-        "set_autocast_enabled set_autocast_gpu_dtype set_autocast_ipu_dtype",
-        "set_autocast_ipu_enabled set_autocast_xla_dtype set_autocast_xla_enabled"), _AUTOCAST),
+        "get_autocast_ipu_dtype get_autocast_xla_dtype is_autocast_ipu_enabled",
+        "is_autocast_xla_enabled set_autocast_ipu_dtype set_autocast_ipu_enabled",
+        "set_autocast_xla_dtype set_autocast_xla_enabled"), _AUTOCAST),
     **dict.fromkeys(_names(
         "classproperty compiled_with_cxx11_abi get_device_module get_file_path",
         "prepare_multiprocessing_environment profiler_allow_cudagraph_cupti_lazy_reinit_cuda12",
         "init_num_threads thread_safe_generator is_distributed slice_inverse"), _BUILD),
-    "from_file": "maps a file as a storage: kiln has no storage objects",
-    "is_storage": "kiln has no storage objects (a Tensor's memory is its NumPy array)",
-    "set_default_tensor_type": "deprecated in PyTorch for set_default_dtype, which kiln has",
+    "from_file": "maps a file as a storage: kiln's storages are views of tensors' memory",
     "hash_tensor": "new in PyTorch 2.13 and not in issue 11's list",
     "lobpcg": "an iterative eigensolver with a data-dependent loop; not in issue 11's list",
     "grid_sampler_3d": "kiln's grid_sample is 2-d only (grid_sampler and grid_sampler_2d work)",

@@ -7,7 +7,9 @@ and on kiln eagerly, comparing values, dtypes, shapes and exception types; a sub
 run under `kn.compile`. bfloat16 results are compared through float32 (exactly), eigenvectors
 up to a phase per column (`PHASED`), and the indices of equal values (`TIED`: sort, topk,
 mode...) by the values they pick; an input that views a larger storage is a kiln view of the
-same storage's values; `METHOD_ONLY` names run as Tensor methods (kn.trace is the tracer).
+same storage's values; `METHOD_ONLY` names run as Tensor methods (kn.trace is the tracer), and
+an OpInfo named after a property, method or in-place sampler of kiln's Tensor (`T`, `item`,
+`resize_`, `uniform` for `uniform_`) runs its own lambda on kiln's tensor.
 
 What still differs is data here (`KNOWN`, fnmatch patterns over `op/dtype/sample/mode` with the
 reason), so the test fails both on a new difference and on a listed one that went away.
@@ -211,12 +213,25 @@ def _kiln_callable(op):
         if obj is None:
             break
     if obj is not None and callable(obj) and not isinstance(obj, type):
-        if getattr(op.op, "__name__", "") == "<lambda>":
+        if _is_lambda(op.op):
             return _as_kiln(op.op), None
         return obj, None
     if "." not in op.name and op.method_variant is not None and hasattr(kn.Tensor, op.name):
         return None, op.name
+    if "." not in op.name and _is_lambda(op.op) and _tensor_attribute(op.name):
+        # a property (`T`, `mH`), a method without a function (`item`) or an in-place sampler
+        # (`uniform` is `x.uniform_(...)`): the OpInfo's lambda, run on kiln's tensor
+        return _as_kiln(op.op), None
     return None, None
+
+
+def _is_lambda(fn) -> bool:
+    return getattr(fn, "__name__", "") == "<lambda>"
+
+
+def _tensor_attribute(name: str) -> bool:
+    """Whether kiln's Tensor has the property or method `name` (or its in-place `name_`)."""
+    return hasattr(kn.Tensor, name) or hasattr(kn.Tensor, f"{name}_")
 
 
 def _as_kiln(fn):
@@ -291,7 +306,8 @@ def _replace(x, it):
 
 # ops whose values are random draws or uninitialized memory: dtypes and shapes compared only
 RANDOM = (
-    "bernoulli", "multinomial", "normal*", "rand*", "empty*", "new_empty*", "uniform",
+    "bernoulli", "multinomial", "normal*", "rand*", "empty*", "new_empty*", "uniform", "cauchy",
+    "exponential", "geometric", "log_normal",
     "nn.functional.*dropout*", "nn.functional.rrelu", "svd_lowrank", "pca_lowrank",
 )  # fmt: skip
 

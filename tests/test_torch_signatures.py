@@ -332,6 +332,19 @@ TENSOR_LINALG = (
 
 # (namespace, name): (PyTorch's parameters kiln does not take, why)
 MISSING = {
+    **{
+        ("torch", name): (
+            names,
+            "the overrides' stand-in names them so; torch's own function "
+            "(which kiln's follows) takes a, or b, t, f",
+        )
+        for name, names in (
+            ("sym_float", {"input"}),
+            ("sym_int", {"input"}),
+            ("sym_not", {"input"}),
+            ("sym_ite", {"a", "c"}),
+        )
+    },  # fmt: skip
     ("linalg", "tensorinv"): ({"a", "A"}, TENSOR_LINALG),
     ("linalg", "tensorsolve"): ({"a", "b", "A", "B"}, TENSOR_LINALG),
     **{

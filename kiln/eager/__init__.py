@@ -6,7 +6,7 @@ frontend's functions: `kiln.frontend`, which builds on this package, installs th
 """
 
 from ..ops import core as _ops_core
-from . import autograd, devices, grad_mode, sampling, storage
+from . import autograd, devices, grad_mode, sampling, storage, storage_objects
 from .autograd import Node
 from .dispatch import eager_dispatch
 from .factories import *  # noqa: F403
@@ -16,13 +16,16 @@ from .grad_mode import __all__ as _grad_mode_all
 from .sampling import *  # noqa: F403
 from .sampling import __all__ as _sampling_all
 from .storage import empty_strided
+from .storage_objects import TypedStorage, UntypedStorage, is_storage
 from .tensor import Tensor
 
 devices.install(Tensor)
 sampling.install(Tensor)
 storage.install(Tensor)
+storage_objects.install(Tensor)
 _ops_core.use_eager(eager_dispatch, grad_mode.state)
 
 __all__ = [
-    "Tensor", "autograd", "empty_strided", *_factories_all, *_grad_mode_all, *_sampling_all,
+    "Tensor", "TypedStorage", "UntypedStorage", "autograd", "empty_strided", *_factories_all,
+    *_grad_mode_all, *_sampling_all, "is_storage",
 ]  # fmt: skip

@@ -116,10 +116,17 @@ def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Ten
 
 def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator=None, **kwargs) -> Tensor:
     """In place: samples of U[from, to) (PyTorch's `uniform_(from=0, to=1)`)."""
+    from ..frontend.random import uniform_bounds  # NOTE: the frontend builds on eager
+
     from_ = kwargs.pop("from", from_)
+    uniform_bounds(self.dtype, from_, to)
+    parts = 2 if dt.is_complex(dt.as_dtype(self.dtype)) else 1  # complex: real, imaginary
     with no_grad():
-        draw = rand(*self.shape, generator=generator, dtype=np.float64)
-    return _fill_(self, make(_host(draw) * (to - from_) + from_))
+        draw = rand(*self.shape, parts, generator=generator, dtype=np.float64)
+    values = _host(draw) * (to - from_) + from_
+    return _fill_(
+        self, make(values[..., 0] + 1j * values[..., 1] if parts == 2 else values[..., 0])
+    )
 
 
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:

@@ -9,6 +9,7 @@ ops run through `bind`, so eager and compiled code share every kernel.
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 
 import numpy as np
@@ -611,23 +612,36 @@ class Tensor:
                 called=True,
                 inputs=[describe(self)],
             )
-        if shape == self._data.shape:
+        data = self._data
+        if shape == data.shape:
             return self
-        if self._base is not None or not _owns_memory(self._data):
+        # PyTorch's: the elements from the tensor's storage offset on, contiguous; its
+        # storage grows (reallocated) only where they do not fit in it
+        root = _storage_of(data)
+        n = math.prod(shape)
+        usable = root.dtype == data.dtype and root.flags.c_contiguous
+        offset = (_address(data) - _address(root)) // data.itemsize if usable else 0
+        if usable and 0 <= offset and offset + n <= root.size:
+            self._data = root.reshape(-1)[offset : offset + n].reshape(shape)
+        elif self._base is None and _owns_memory(root):
+            xp = get_backend(self._device).activate()
+            new = xp.empty(shape, self.dtype)
+            old = root.reshape(-1)[offset:] if usable else data.reshape(-1)
+            k = min(new.size, old.size)
+            new.reshape(-1)[:k] = old[:k]
+            self._data = new
+        else:
             raise node_error(
                 ShapeMismatchError,
-                f"resize_ of a view to {list(shape)}: kiln resizes tensors "
-                "that own their data only",
+                f"resize_ of a view to {list(shape)}: it needs {n} elements from its storage "
+                "offset on, past the end of the memory it views (PyTorch reallocates the "
+                "storage under every tensor on it; kiln does not move memory other tensors "
+                "view): resize the tensor that owns the memory, or a clone()",
                 op="resize_",
                 site=user_site(),
                 called=True,
                 inputs=[describe(self)],
             )
-        xp = get_backend(self._device).activate()
-        new = xp.empty(shape, self.dtype)
-        n = min(new.size, self._data.size)
-        new.reshape(-1)[:n] = self._data.reshape(-1)[:n]
-        self._data = new
         vc = version_of(self)
         vc.value += 1
         vc.op, vc.site = "resize_", user_site()
@@ -707,6 +721,17 @@ class Tensor:
         elif self._requires_grad:
             extra.append("requires_grad=True")
         return printing.with_suffixes("tensor(", body, extra)
+
+
+def _storage_of(data):
+    """The array whose memory `data` views (`data` itself when it owns it): what a storage
+    of PyTorch's is to a tensor. A compiled program's recycled output counts as owning."""
+    from ..runtime.host_pool import owns
+
+    root = data
+    while not owns(root) and isinstance(root.base, type(data)):
+        root = root.base
+    return root
 
 
 def _owns_memory(data) -> bool:

@@ -11,11 +11,15 @@ from . import (
     inplace,
     inplace_views,
     linalg,
+    masked,
     methods,
     quantized,
     random,
+    signal,
     sparse,
 )
+from .autocast_state import *  # noqa: F403
+from .autocast_state import __all__ as _autocast_state_all
 from .autodiff import __all__ as _autodiff_all
 from .autodiff import grad, hessian, jacobian, stop_gradient
 from .complex_numbers import *  # noqa: F403
@@ -83,6 +87,8 @@ from .torch_shape import *  # noqa: F403
 from .torch_shape import __all__ as _torch_shape_all
 from .torch_stats import *  # noqa: F403
 from .torch_stats import __all__ as _stats_all
+from .torch_symbolic import *  # noqa: F403
+from .torch_symbolic import __all__ as _symbolic_all
 
 methods.install()  # Symbol
 methods.install(Tensor)
@@ -100,13 +106,15 @@ __all__ = list(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
          *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
-         "einsum", "index_put", "det", "inverse", "linalg", "slogdet", "logdet", "cholesky",
+         "einsum", "index_put", "det", "inverse", "linalg", "masked", "signal", "slogdet",
+         "logdet", "cholesky",
          "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",
          "orgqr", "geqrf", "ormqr",
          "lgamma", "digamma", "polygamma", "erfinv", "i0", "igamma", "igammac", "mvlgamma",
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
          *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
-         "stft", "istft", "sparse_coo_tensor", *_quantized_all]
+         "stft", "istft", "sparse_coo_tensor", *_quantized_all, *_symbolic_all,
+         *_autocast_state_all]
     )
 )  # fmt: skip

@@ -484,6 +484,7 @@ INPLACE = {
 }
 OPERATORS = {
     "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_",
+    "__idiv__": "div_",  # PyTorch's name too
     "__ifloordiv__": "floor_divide_", "__imod__": "remainder_", "__ipow__": "pow_",
     "__iand__": "bitwise_and_", "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
     "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",

@@ -56,7 +56,8 @@ def _compared(fn):
 OPERATORS = {
     "__add__": m.add, "__radd__": _swap(m.add), "__sub__": m.sub, "__rsub__": _swap(m.sub),
     "__mul__": m.mul, "__rmul__": _swap(m.mul), "__truediv__": m.div,
-    "__rtruediv__": _swap(m.div), "__floordiv__": m.floordiv,
+    "__rtruediv__": _swap(m.div), "__div__": m.div, "__rdiv__": _swap(m.div),  # PyTorch's too
+    "__floordiv__": m.floordiv,
     "__rfloordiv__": _swap(m.floordiv), "__mod__": m.mod, "__rmod__": _swap(m.mod),
     "__pow__": m.pow, "__rpow__": _swap(m.pow), "__matmul__": m.matmul,
     "__rmatmul__": _swap(m.matmul), "__neg__": m.neg, "__pos__": lambda x: x,

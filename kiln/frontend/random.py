@@ -117,6 +117,33 @@ def traced_factory(kind: str, shape, dtype, generator=None, **params):
         return order if order.dtype == dtype else bind(REGISTRY["cast"], order, dtype=dtype)
 
 
+def uniform_bounds(dtype, from_, to) -> None:
+    """PyTorch's checks of `uniform_(from, to)` on a tensor of dtype: a floating or complex
+    one (NotImplementedError otherwise) and from <= to (RuntimeError)."""
+    dtype = dt.as_dtype(dtype)
+    if not (dt.is_float(dtype) or dt.is_complex(dtype)):
+        raise UnsupportedDTypeError(
+            f"uniform_: not implemented for {dt.public(dtype)} tensors (floating and "
+            f"complex ones only)"
+        )
+    if from_ > to:
+        raise UsageError(
+            f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}"
+        )
+
+
+def _uniform_fill(x, from_, to):
+    """x.uniform_(from, to) as graph nodes: a complex x gets real and imaginary parts drawn
+    apart, as PyTorch's."""
+    uniform_bounds(x.dtype, from_, to)
+    if not dt.is_complex(x.dtype):
+        return uniform(x.shape, from_, to, x.dtype)
+    from .complex_numbers import complex as make_complex
+
+    real = dt.to_real(dt.as_dtype(x.dtype))
+    return make_complex(uniform(x.shape, from_, to, real), uniform(x.shape, from_, to, real))
+
+
 def _fill(draw):
     """A random in-place fill of a Symbol (`x.normal_()`, ...) as the value x then stands
     for (kiln/frontend/functionalize.py), drawn in x's graph and dtype."""
@@ -130,8 +157,8 @@ def _fill(draw):
 
 RANDOM_FILLS = {
     "normal_": _fill(lambda x, mean=0.0, std=1.0: normal(x.shape, mean, std, x.dtype)),
-    "uniform_": _fill(lambda x, from_=0.0, to=1.0, **kw: uniform(
-        x.shape, kw.pop("from", from_), to, x.dtype)),
+    "uniform_": _fill(lambda x, from_=0.0, to=1.0, **kw: _uniform_fill(
+        x, kw.pop("from", from_), to)),
     "bernoulli_": _fill(lambda x, p=0.5: sample_bernoulli(x * 0.0 + p)),
 }  # fmt: skip
 
@@ -179,6 +206,9 @@ def _log_normal(z, dtype, mean=1.0, std=2.0):
 
 def _geometric(u, dtype, p):
     from . import math as m
+
+    if dt.as_dtype(dtype) == dt.bool_ or dt.is_complex(dtype):
+        raise UnsupportedDTypeError(f"geometric_: not implemented for {dt.public(dtype)} tensors")
 
     if not 0 < p < 1:
         raise UsageError(f"geometric_ expects p to be in (0, 1), but got p={p}")

@@ -20,6 +20,7 @@ from ..errors import (
     call_error,
 )
 from ..graph.core import Symbol
+from ..ops.sort import sortable
 from . import math as m
 from . import shape as s
 from . import torch_index as ti
@@ -61,7 +62,7 @@ def unique(
     _no_complex(x, "unique")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=True), return_inverse, return_counts)
-    host = _host(x)
+    host = sortable(_host(x))  # bfloat16 through float32, which NumPy sorts with its NaNs
     if dim is None:
         out, inverse, counts = np.unique(
             host.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False

@@ -21,7 +21,8 @@ __all__ = [
     "get_float32_matmul_precision", "get_num_interop_threads", "get_num_threads",
     "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "is_warn_always_enabled",
-    "set_anomaly_enabled", "set_default_device", "set_deterministic_debug_mode",
+    "set_anomaly_enabled", "set_default_device", "set_default_tensor_type",
+    "set_deterministic_debug_mode",
     "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
     "set_num_threads", "set_warn_always", "use_deterministic_algorithms",
 ]  # fmt: skip
@@ -220,6 +221,43 @@ def set_default_device(device) -> None:
         raise UsageError(f"set_default_device: kiln creates tensors on the cpu unless a "
                          f"factory is given device=; pass device={name!r} there")  # fmt: skip
     _settings["device"] = name
+
+
+def set_default_tensor_type(t) -> None:
+    """Sets the default float dtype from a tensor type name ("kiln.DoubleTensor"; PyTorch's
+    "torch.DoubleTensor" is read the same), as PyTorch's deprecated `set_default_tensor_type`
+    (which warns so): a floating type only (TypeError otherwise); a CUDA type also asks for
+    the default device, which kiln keeps on the cpu (`set_default_device`).
+
+    >>> import kiln as kn, warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     kn.set_default_tensor_type("kiln.DoubleTensor")
+    >>> kn.ones(1).dtype
+    kiln.float64
+    >>> kn.set_default_dtype(kn.float32)
+    """
+    import warnings
+
+    from .. import dtypes as dt
+
+    warnings.warn(
+        "kn.set_default_tensor_type() is deprecated (as of PyTorch 2.1), please use "
+        "kn.set_default_dtype() and kn.set_default_device() as alternatives.",
+        UserWarning,
+        stacklevel=2,
+    )
+    if not isinstance(t, str):
+        raise ArgumentTypeError(
+            f"invalid type object {t!r}: set_default_tensor_type takes a type name such as "
+            "'kiln.DoubleTensor'"
+        )
+    if ".cuda." in t:
+        set_default_device("cuda")
+    dtype = dt.dtype_of_type(t)
+    if not dt.is_float(dtype):
+        raise ArgumentTypeError("only floating-point types are supported as the default type")
+    dt.set_default_dtype(dtype)
 
 
 _PRECISIONS = ("highest", "high", "medium")

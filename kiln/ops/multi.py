@@ -17,6 +17,7 @@ from ..errors import GraphError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import apply, bind, defop
 from .reduce import _reduced_shape
+from .sort import sortable
 
 INT64 = np.dtype(np.int64)
 
@@ -84,6 +85,7 @@ def _flat(x):
 
 def _argsort(xp, x, axis, descending):
     """PyTorch's order, stable in either direction (NaN the greatest): as argsort's kernel."""
+    x = sortable(x)
     if descending:
         n = x.shape[axis]
         return (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis), axis=axis, kind="stable"), axis)

@@ -16,8 +16,15 @@ def _argsort_shape(x, *, axis, descending):
     return tuple(x)
 
 
+def sortable(x):
+    """x as NumPy sorts it in PyTorch's order: bfloat16 and the float8 types (ml_dtypes' kind
+    "V", whose NumPy sort leaves NaN and the values after it in place) as their float32 values,
+    exactly."""
+    return x.astype(np.float32) if x.dtype.kind == "V" else x
+
+
 def _argsort(xp, x, out=None, *, axis, descending):
-    x1 = x.reshape(1) if x.ndim == 0 else x
+    x1 = sortable(x.reshape(1) if x.ndim == 0 else x)
     if descending:
         # A stable ascending sort of the reversed slice, read backwards: descending order with
         # equal elements in their original order, and NaN (last ascending) first.

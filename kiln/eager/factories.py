@@ -459,7 +459,31 @@ def _like_layout(t, layout):
                         f"got layout={layout} for a {t.layout} tensor")  # fmt: skip
 
 
-def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)
+def like_memory(t, out: Tensor, memory_format=None, fill: bool = False) -> Tensor:
+    """`out`, a `*_like` factory's result for the tensor `t`, laid out as PyTorch's
+    `memory_format=preserve_format` (the default) lays it: t's strides where t is dense,
+    else t's dims ordered by its strides (`like_layout`); C order for a C-ordered t or
+    `contiguous_format`. `fill`: out's values are a random draw, which then fills the
+    memory in order (as PyTorch's `empty_like(t).uniform_()`) instead of keeping places.
+
+    >>> import kiln as kn
+    >>> kn.zeros_like(kn.ones(3, 4).t()).stride()
+    (1, 4)
+    """
+    source = getattr(t, "_data", None)
+    if (source is None or source.flags.c_contiguous or type(out._data) is not np.ndarray
+            or getattr(memory_format, "name", "preserve_format") != "preserve_format"
+            or source.ndim < 2):  # fmt: skip
+        return out
+    from ..frontend.layouts import array_layout, laid_out, like_layout  # NOTE: lazy
+
+    layout = like_layout(array_layout(source))
+    data = out._data
+    out._data = laid_out(None, layout, data.reshape(-1)) if fill else laid_out(data, layout)
+    return out
+
+
+def _like(t, dtype, device):  # (every _like keeps t's layout: `like_memory`)
     if type(t) in sparse.LAYOUTS:  # a sparse or quantized tensor: no fill of its layout
         sparse.LAYOUTS[type(t)](_FILL, (t,), {})
     return (t.shape, t.dtype if dtype is None else dt.as_dtype(dtype),
@@ -505,7 +529,9 @@ def zeros_like(
     if input.is_sparse:  # no entries, as PyTorch's
         return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input, zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
+    )
 
 
 def ones_like(
@@ -522,7 +548,9 @@ def ones_like(
     if isinstance(input, Symbol):
         return _graph_like(input, 1, dtype)
     shape, dtype, device = _like(input, dtype, device)
-    return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input, ones(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
+    )
 
 
 def empty_like(
@@ -542,7 +570,9 @@ def empty_like(
     if input.is_sparse:
         return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
-    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input, empty(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
+    )
 
 
 def full_like(
@@ -561,4 +591,8 @@ def full_like(
     if isinstance(input, Symbol):
         return _graph_like(input, fill_value, dtype)
     shape, dtype, device = _like(input, dtype, device)
-    return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input,
+        full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad),
+        memory_format,
+    )

@@ -584,3 +584,83 @@ def clone(x: Symbol, memory_format=None) -> Symbol:
     if getattr(memory_format, "name", None) == "contiguous_format":  # (kn.contiguous_format)
         keep_layout(out, _probe(x.shape))
     return out
+
+
+# -- eager results: the same rules on NumPy arrays -----------------------------------------
+# Eager kiln's result is a NumPy array whose strides are what `stride()` reports, and NumPy
+# lays out some results otherwise than PyTorch: an elementwise op of operands in conflicting
+# orders (NumPy keeps C order there, PyTorch the first operand's), casts and copies of a
+# broadcast view, reductions (NumPy keeps the input's order; PyTorch allocates C order),
+# `*_like` factories (NumPy C order; PyTorch `empty_like`'s). These functions give eager
+# results PyTorch's layout with the probes above; they run where an input is not C-ordered.
+
+
+def array_layout(a) -> np.ndarray:
+    """The probe of a NumPy array `a`'s layout (its strides in elements)."""
+    size = a.itemsize
+    return strided_probe(a.shape, tuple(s // size for s in a.strides), 0)
+
+
+def like_layout(p) -> np.ndarray:
+    """PyTorch's layout of `empty_like(t)` (`preserve_format`, also clone's and sort's) for t
+    laid out as the probe `p`: t's own strides where t is dense, else its dims ordered by
+    its strides as TensorIterator orders one input's (`infer_dense_strides`).
+
+    >>> like_layout(_probe((3, 4))[:, ::2].T).strides, like_layout(_probe((3, 4)).T).strides
+    ((1, 2), (1, 4))
+    """
+    if _dense(p):
+        return strided_probe(p.shape, p.strides, 0)
+    return iterator_layout(p.shape, [p])
+
+
+def laid_out(values: np.ndarray, layout, flat=None) -> np.ndarray:
+    """A new array holding `values` laid out as the dense probe `layout`. `flat`: the 1-D
+    array to use as its memory instead, read in memory order (`values` is None then: a
+    random draw fills memory in order, as PyTorch's)."""
+    dtype = values.dtype if flat is None else flat.dtype
+    if flat is None:
+        flat = np.empty(layout.size, dtype)
+    strides = tuple(k * dtype.itemsize for k in layout.strides)
+    out = np.ndarray(layout.shape, dtype, buffer=flat, strides=strides)
+    if values is not None:
+        out[...] = values
+    return out
+
+
+def eager_layout(kind: str, out: np.ndarray, inputs) -> np.ndarray:
+    """`out`, an eager op's NumPy result from the arrays `inputs`, laid out as PyTorch lays
+    out that op's result (a copy where NumPy's layout is not PyTorch's): `kind` "c" (C order:
+    reductions, matmul, softmax, layer_norm), "like" (the first input's `like_layout`:
+    casts, clone, sort) or "iterator" (an elementwise op of several inputs: TensorIterator's,
+    `iterator_layout`). Only called where an input is not C-ordered (else each is C order)."""
+    if out.ndim < 2 or out.size < 2:
+        return out
+    if kind == "c":
+        layout = _probe(out.shape)
+    elif kind == "like":
+        layout = like_layout(array_layout(inputs[0]))
+    else:
+        layout = iterator_layout(out.shape, [array_layout(a) for a in inputs])
+    size = out.itemsize
+    if tuple(s // size for s in out.strides) == layout.strides:
+        return out
+    return laid_out(out, layout)
+
+
+def c_ordered(x):
+    """x, a fresh result (not a view) that PyTorch's kernel allocates in C order whatever
+    its input's layout (softmax, log_softmax, layer_norm, whose kiln forms end in an
+    elementwise op that would follow the input's): an eager Tensor's data made C-ordered,
+    a graph value's layout set to C order (`keep_layout`). Returns x.
+
+    >>> import kiln as kn
+    >>> c_ordered(kn.ones(3, 2).t() * 2).stride()
+    (3, 1)
+    """
+    if isinstance(x, Symbol):
+        return keep_layout(x, _probe(x.shape))
+    data = getattr(x, "_data", None)
+    if type(data) is np.ndarray and not data.flags.c_contiguous:
+        x._data = eager_layout("c", data, ())
+    return x

@@ -18,6 +18,7 @@ from . import core
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
+from .layouts import array_layout, laid_out
 from .out import takes_out
 from .reductions import require_floating
 from .torch_shape import dim_arg, static_dim
@@ -622,7 +623,10 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
         attrs = {"axis": dim, "descending": bool(descending)}
         return return_types.sort(*elements(call("sort", x, **attrs), "sort", x, **attrs))
     idx = call("argsort", x, axis=dim, descending=bool(descending))
-    return return_types.sort(_pick(x, idx, dim), idx)
+    values = _pick(x, idx, dim)  # (laid out as idx, as PyTorch's sort lays out both)
+    if type(getattr(idx, "_data", None)) is np.ndarray and not idx._data.flags.c_contiguous:
+        values._data = laid_out(values._data, array_layout(idx._data))
+    return return_types.sort(values, idx)
 
 
 @takes_out

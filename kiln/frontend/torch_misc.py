@@ -239,13 +239,14 @@ def traced_linspace(start, end, steps: int, dtype=np.float64):
     return m.cast(m.where(i == steps - 1, b, y), dtype)
 
 
-def _random_like(input, dtype, requires_grad, draw, graph_draw):  # noqa: A002
+def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=None):  # noqa: A002
     (x,) = (input,) if isinstance(input, (Tensor, Symbol)) else lift(input)
     dtype = x.dtype if dtype is None else dt.as_dtype(dtype)
     if isinstance(x, Symbol):
         with x.graph.as_default():
             return graph_draw(x.shape, dtype)
-    return draw(tuple(x.shape), dtype).requires_grad_(requires_grad)
+    out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
+    return out.requires_grad_(requires_grad)
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  # noqa: A002
@@ -263,7 +264,9 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  #
         where = getattr(input, "device", "cpu") if device is None else device
         return fa.rand(shape, generator=generator, dtype=d, device=where)
 
-    return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.uniform(s, dtype=d))
+    return _random_like(
+        input, dtype, requires_grad, draw, lambda s, d: random.uniform(s, dtype=d), memory_format
+    )
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,  # noqa: A002
@@ -280,7 +283,9 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,  
         where = getattr(input, "device", "cpu") if device is None else device
         return fa.randn(shape, generator=generator, dtype=d, device=where)
 
-    return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.normal(s, dtype=d))
+    return _random_like(
+        input, dtype, requires_grad, draw, lambda s, d: random.normal(s, dtype=d), memory_format
+    )
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None,  # noqa: A002
@@ -303,7 +308,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     def graph_draw(shape, d):
         return random.randint(low, high, shape, dtype=d)
 
-    return _random_like(input, dtype, requires_grad, draw, graph_draw)
+    return _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format)
 
 
 def _indices(op, row, col, offset, dtype, device, upper: bool):

@@ -30,22 +30,17 @@ _ndarray = np.ndarray
 _CPU = "cpu"
 _VIEWS = frozenset(op for op in ops_core.REGISTRY.values() if "view" in op.tags)
 _RANDOM = frozenset(op for op in ops_core.REGISTRY.values() if "random" in op.tags)
-_VIEW = "view"
+_VIEW, _ITERATOR, _C = "view", "iterator", "c"
 # op -> what eager does after its kernel: `_VIEW` (link the result to the tensor it views), or
 # the kind of PyTorch's layout of its result (`eager_layout`, where an input is not C-ordered;
 # NumPy's layout is PyTorch's where every input is): reductions and matmul are C-ordered,
 # casts and sort's indices `empty_like`'s, an elementwise result TensorIterator's
 _AFTER = {
-    **{
-        op: "iterator"
-        for op in ops_core.REGISTRY.values()
-        if "elementwise" in op.tags and "view" not in op.tags
-    },  # fmt: skip
-    **{op: "c" for op in ops_core.REGISTRY.values() if "reduction" in op.tags},
-    **{
-        ops_core.REGISTRY[name]: kind
-        for name, kind in (("matmul", "c"), ("cast", "like"), ("argsort", "like"))
-    },  # fmt: skip
+    **{op: _ITERATOR for op in ops_core.REGISTRY.values() if "elementwise" in op.tags},
+    **{op: _C for op in ops_core.REGISTRY.values() if "reduction" in op.tags},
+    ops_core.REGISTRY["matmul"]: _C,
+    ops_core.REGISTRY["cast"]: "like",
+    ops_core.REGISTRY["argsort"]: "like",
     **{op: _VIEW for op in _VIEWS},
 }
 _checked: set = set()  # signatures (op, shapes, dtypes, attrs) whose rules passed
@@ -81,8 +76,9 @@ def eager_dispatch(op, args, attrs):
         if after is not None:
             if after is _VIEW:
                 _link_view(out, x)
-            elif not x._data.flags.c_contiguous and device == _CPU:
-                out._data = _eager_layout(after, out._data, (x._data,))
+            elif after is not _ITERATOR and not x._data.flags.c_contiguous and device == _CPU:
+                # (one operand: NumPy's order is TensorIterator's)
+                out._data = _relaid(after, out._data, (x._data,))
         if meta is not None and meta.requires_grad and state.grad:
             autograd.record(op, args, attrs, out)
         return out
@@ -166,16 +162,23 @@ def _dispatch(op, args, attrs):
 
 def _relaid(kind, data, datas):
     """`data`, the result of an op of kind `kind` (`_AFTER`) on the arrays `datas`, in
-    PyTorch's layout: itself where every input is C-ordered (the common case: no more work)."""
+    PyTorch's layout: itself where every input is C-ordered (the common case: no more work),
+    or it has under 2 dims (NumPy's then is PyTorch's)."""
     for d in datas:
         if not d.flags.c_contiguous:
+            if data.ndim < 2 or kind is _ITERATOR and sum(a.ndim > 0 for a in datas) < 2:
+                return data
+            if kind is _C and data.flags.c_contiguous and 1 not in data.shape:
+                return data  # (C order, and no size-1 dim whose stride NumPy may set otherwise)
             return _eager_layout(kind, data, datas)
     return data
 
 
 def _eager_layout(kind, data, datas):
+    global _eager_layout
     from ..frontend.layouts import eager_layout  # NOTE: lazy: the frontend builds on this package
 
+    _eager_layout = eager_layout
     return eager_layout(kind, data, datas)
 
 
@@ -599,8 +602,10 @@ def _binary_tape(op, ufunc, a, b, fallback):
         return fallback(a, b)
     if type(data) is not _ndarray:
         data = np.asarray(data)
-    elif viewed:  # a view may be laid out otherwise than the other operand: PyTorch's order
-        data = _relaid("iterator", data, [d for d in (x, y) if type(d) is _ndarray])
+    elif viewed and type(x) is _ndarray and type(y) is _ndarray and x.ndim and y.ndim:
+        # a view may be laid out otherwise than the other operand: PyTorch's order (with one
+        # operand, or a scalar beside it, NumPy's order is PyTorch's)
+        data = _relaid(_ITERATOR, data, (x, y))
     out = _new(Tensor)
     out._data = data
     out._meta = None

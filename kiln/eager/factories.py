@@ -494,7 +494,7 @@ class _FILL:  # what a layout's refusal names: PyTorch's kernel there (`fill_`)
     name = "fill_"
 
 
-def _graph_like(t, fill, dtype):
+def _graph_like(t, fill, dtype, memory_format=None):
     """`fill` in the shape of the Symbol t (graph mode, `kn.compile`): a constant broadcast to
     t's shape, which may have symbolic dims."""
     from ..frontend.core import constant
@@ -505,7 +505,14 @@ def _graph_like(t, fill, dtype):
     value = constant(dt.number_array(fill, dtype, "full_like", t), graph=t.graph)
     # a tensor of its own, as PyTorch's: writable in place (`out = zeros_like(x);
     # out.index_add_(...)`), which a broadcast view of one constant is not
-    return clone(broadcast_to(value, t.shape)) if t.shape else clone(value)
+    if not t.shape:
+        return clone(value)
+    out = clone(broadcast_to(value, t.shape))
+    if getattr(memory_format, "name", "preserve_format") != "preserve_format":
+        return out
+    from ..frontend.layouts import keep_like
+
+    return keep_like(out, t)  # laid out as t (PyTorch's preserve_format)
 
 
 def zeros_like(
@@ -525,7 +532,7 @@ def zeros_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, 0, dtype)
+        return _graph_like(input, 0, dtype, memory_format)
     if input.is_sparse:  # no entries, as PyTorch's
         return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
@@ -546,7 +553,7 @@ def ones_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, 1, dtype)
+        return _graph_like(input, 1, dtype, memory_format)
     shape, dtype, device = _like(input, dtype, device)
     return like_memory(
         input, ones(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
@@ -566,7 +573,7 @@ def empty_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, 0, dtype)
+        return _graph_like(input, 0, dtype, memory_format)
     if input.is_sparse:
         return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
@@ -589,7 +596,7 @@ def full_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, fill_value, dtype)
+        return _graph_like(input, fill_value, dtype, memory_format)
     shape, dtype, device = _like(input, dtype, device)
     return like_memory(
         input,

@@ -633,19 +633,35 @@ def eager_layout(kind: str, out: np.ndarray, inputs) -> np.ndarray:
     out that op's result (a copy where NumPy's layout is not PyTorch's): `kind` "c" (C order:
     reductions, matmul, softmax, layer_norm), "like" (the first input's `like_layout`:
     casts, clone, sort) or "iterator" (an elementwise op of several inputs: TensorIterator's,
-    `iterator_layout`). Only called where an input is not C-ordered (else each is C order)."""
+    `iterator_layout`). Only called where an input is not C-ordered (else each is C order).
+    The strides found are remembered per shapes and strides (a walk costs tens of µs)."""
     if out.ndim < 2 or out.size < 2:
         return out
-    if kind == "c":
-        layout = _probe(out.shape)
-    elif kind == "like":
-        layout = like_layout(array_layout(inputs[0]))
-    else:
-        layout = iterator_layout(out.shape, [array_layout(a) for a in inputs])
-    size = out.itemsize
-    if tuple(s // size for s in out.strides) == layout.strides:
+    key = (kind, out.shape, out.strides, out.itemsize,
+           *[(a.shape, a.strides, a.itemsize) for a in inputs])  # fmt: skip
+    strides = _EAGER_STRIDES.get(key, _UNKNOWN)
+    if strides is _UNKNOWN:
+        if kind == "c":
+            layout = _probe(out.shape)
+        elif kind == "like":
+            layout = like_layout(array_layout(inputs[0]))
+        else:
+            layout = iterator_layout(out.shape, [array_layout(a) for a in inputs])
+        strides = tuple(k * out.itemsize for k in layout.strides)
+        if strides == out.strides:
+            strides = None  # NumPy's layout is PyTorch's
+        if len(_EAGER_STRIDES) >= 4096:
+            _EAGER_STRIDES.clear()
+        _EAGER_STRIDES[key] = strides
+    if strides is None:
         return out
-    return laid_out(out, layout)
+    copy = np.ndarray(out.shape, out.dtype, buffer=np.empty(out.size, out.dtype), strides=strides)
+    copy[...] = out
+    return copy
+
+
+_EAGER_STRIDES: dict = {}  # `eager_layout`'s key -> the strides (bytes) to copy to, or None
+_UNKNOWN = object()
 
 
 def c_ordered(x):
@@ -664,3 +680,10 @@ def c_ordered(x):
     if type(data) is np.ndarray and not data.flags.c_contiguous:
         x._data = eager_layout("c", data, ())
     return x
+
+
+def keep_like(x: Symbol, source: Symbol) -> Symbol:
+    """Sets the layout of the graph value x (a value of its own of source's shape) to
+    PyTorch's `empty_like(source)` (`like_layout`: a `*_like` factory's, sort's). Returns x."""
+    layout = _layout(source, True, False)
+    return keep_layout(x, like_layout(layout)) if layout.shape == tuple(x.shape) else x

@@ -17,6 +17,7 @@ from ..graph.core import Symbol
 from . import math as m
 from . import random
 from .core import lift
+from .layouts import keep_like
 from .out import factory_out
 
 __all__ = [
@@ -244,7 +245,10 @@ def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=No
     dtype = x.dtype if dtype is None else dt.as_dtype(dtype)
     if isinstance(x, Symbol):
         with x.graph.as_default():
-            return graph_draw(x.shape, dtype)
+            out = graph_draw(x.shape, dtype)
+        if getattr(memory_format, "name", "preserve_format") != "preserve_format":
+            return out
+        return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
     out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
     return out.requires_grad_(requires_grad)
 

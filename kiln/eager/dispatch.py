@@ -41,6 +41,7 @@ _AFTER = {
     ops_core.REGISTRY["matmul"]: _C,
     ops_core.REGISTRY["cast"]: "like",
     ops_core.REGISTRY["argsort"]: "like",
+    ops_core.REGISTRY["concat"]: "cat",
     **{op: _VIEW for op in _VIEWS},
 }
 _checked: set = set()  # signatures (op, shapes, dtypes, attrs) whose rules passed
@@ -176,7 +177,7 @@ def _relaid(kind, data, datas):
 
 def _eager_layout(kind, data, datas):
     global _eager_layout
-    from ..frontend.layouts import eager_layout  # NOTE: lazy: the frontend builds on this package
+    from ..frontend.result_layouts import eager_layout  # NOTE: lazy: the frontend is built on eager
 
     _eager_layout = eager_layout
     return eager_layout(kind, data, datas)

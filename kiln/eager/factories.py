@@ -475,7 +475,7 @@ def like_memory(t, out: Tensor, memory_format=None, fill: bool = False) -> Tenso
             or getattr(memory_format, "name", "preserve_format") != "preserve_format"
             or source.ndim < 2):  # fmt: skip
         return out
-    from ..frontend.layouts import array_layout, laid_out, like_layout  # NOTE: lazy
+    from ..frontend.result_layouts import array_layout, laid_out, like_layout  # NOTE: lazy
 
     layout = like_layout(array_layout(source))
     data = out._data
@@ -510,7 +510,7 @@ def _graph_like(t, fill, dtype, memory_format=None):
     out = clone(broadcast_to(value, t.shape))
     if getattr(memory_format, "name", "preserve_format") != "preserve_format":
         return out
-    from ..frontend.layouts import keep_like
+    from ..frontend.result_layouts import keep_like
 
     return keep_like(out, t)  # laid out as t (PyTorch's preserve_format)
 

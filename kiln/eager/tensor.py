@@ -506,7 +506,7 @@ class Tensor:
         dense (`preserve_format`, the default), in C order with `contiguous_format`."""
         out = bind(REGISTRY["cast"], self, dtype=self.dtype)
         if getattr(memory_format, "name", None) == "contiguous_format" and isinstance(out, Tensor):
-            from ..frontend.layouts import c_ordered  # NOTE: lazy: the frontend builds on eager
+            from ..frontend.result_layouts import c_ordered  # NOTE: lazy (frontend needs eager)
 
             c_ordered(out)
         if out.grad_fn is not None:

@@ -5,6 +5,8 @@ lays it out, another fresh value's in C order), and the `as_strided` views of
 graph values: what `stride()`, `storage_offset()`, `is_contiguous()`, `view()` and
 `as_strided` read in graph mode and under `kn.compile`, and what the in-place methods
 (kiln/frontend/functionalize.py) follow to write a view's change back into its base.
+Results laid out by other rules than TensorIterator's, and eager results (NumPy arrays) laid
+out anew as PyTorch's: kiln/frontend/result_layouts.py.
 """
 
 from __future__ import annotations
@@ -215,13 +217,16 @@ def _fresh_layout(x: Symbol, read: bool = True):
         if read:  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
         return _probe(x.shape)
+    if node.op.name == "concat" and len(x.shape) == 4:  # PyTorch's cat keeps channels-last
+        if all(_suggests_channels_last(_layout(i, True, False)) for i in node.inputs):
+            return _channels_last_probe(x.shape)
     if not _follows_inputs(node):
         return _probe(x.shape)
     done = _ITERATED.setdefault(node.graph, {})
     entry = done.get(id(node))
     if entry is None or entry[0] is not node:
         for n in _pending(node, done):  # each after the elementwise results it reads
-            operands = [_layout(i, True, False) for i in n.inputs]
+            operands = [_unflipped(_layout(i, True, False)) for i in n.inputs]
             if n.op.name == "cast" and _dense(operands[0]):  # PyTorch's clone() and .to():
                 layout = strided_probe(operands[0].shape, operands[0].strides, 0)  # its strides
             else:
@@ -303,8 +308,7 @@ def iterator_layout(shape, operands):
         if all(o.flags.c_contiguous for o in operands):
             return out
         if len(dims) == 4 and all(_channels_last(o) for o in operands):
-            n, c, h, w = dims
-            return strided_probe(dims, (h * w * c, 1, w * c, c), 0)
+            return _channels_last_probe(dims)
         last = operands[-1].strides
         if all(_dense(o) and o.strides == last for o in operands):
             return strided_probe(dims, last, 0)
@@ -349,6 +353,33 @@ def _channels_last(p) -> bool:
             if p.strides[d] != expected:
                 return False
             expected *= p.shape[d]
+    return True
+
+
+def _channels_last_probe(shape):
+    """The probe of a channels-last (N, C, H, W) tensor of `shape`."""
+    n, c, h, w = (d if isinstance(d, int) else 3 for d in shape)
+    return strided_probe((n, c, h, w), (h * w * c, 1, w * c, c), 0)
+
+
+def _unflipped(p):
+    """The probe p with its negative strides (NumPy's view of a flip, which PyTorch copies)
+    counted as their sizes: the order of p's memory, as a fresh copy of it is laid out."""
+    if all(k >= 0 for k in p.strides):
+        return p
+    return strided_probe(p.shape, tuple(abs(k) for k in p.strides), 0)
+
+
+def _suggests_channels_last(p) -> bool:
+    """PyTorch's `suggest_memory_format() == channels_last` of a probe (what its `cat`
+    keeps): 4-D strides ordered C, W, H, N, ambiguous cases taken as C order."""
+    if p.ndim != 4 or p.strides[1] == 0:
+        return False
+    low = 0
+    for d in (1, 3, 2, 0):
+        if p.shape[d] == 0 or p.strides[d] < low or d == 0 and low == p.strides[1]:
+            return False
+        low = p.strides[d] * (p.shape[d] if p.shape[d] > 1 else 1)
     return True
 
 
@@ -584,106 +615,3 @@ def clone(x: Symbol, memory_format=None) -> Symbol:
     if getattr(memory_format, "name", None) == "contiguous_format":  # (kn.contiguous_format)
         keep_layout(out, _probe(x.shape))
     return out
-
-
-# -- eager results: the same rules on NumPy arrays -----------------------------------------
-# Eager kiln's result is a NumPy array whose strides are what `stride()` reports, and NumPy
-# lays out some results otherwise than PyTorch: an elementwise op of operands in conflicting
-# orders (NumPy keeps C order there, PyTorch the first operand's), casts and copies of a
-# broadcast view, reductions (NumPy keeps the input's order; PyTorch allocates C order),
-# `*_like` factories (NumPy C order; PyTorch `empty_like`'s). These functions give eager
-# results PyTorch's layout with the probes above; they run where an input is not C-ordered.
-
-
-def array_layout(a) -> np.ndarray:
-    """The probe of a NumPy array `a`'s layout (its strides in elements)."""
-    size = a.itemsize
-    return strided_probe(a.shape, tuple(s // size for s in a.strides), 0)
-
-
-def like_layout(p) -> np.ndarray:
-    """PyTorch's layout of `empty_like(t)` (`preserve_format`, also clone's and sort's) for t
-    laid out as the probe `p`: t's own strides where t is dense, else its dims ordered by
-    its strides as TensorIterator orders one input's (`infer_dense_strides`).
-
-    >>> like_layout(_probe((3, 4))[:, ::2].T).strides, like_layout(_probe((3, 4)).T).strides
-    ((1, 2), (1, 4))
-    """
-    if _dense(p):
-        return strided_probe(p.shape, p.strides, 0)
-    return iterator_layout(p.shape, [p])
-
-
-def laid_out(values: np.ndarray, layout, flat=None) -> np.ndarray:
-    """A new array holding `values` laid out as the dense probe `layout`. `flat`: the 1-D
-    array to use as its memory instead, read in memory order (`values` is None then: a
-    random draw fills memory in order, as PyTorch's)."""
-    dtype = values.dtype if flat is None else flat.dtype
-    if flat is None:
-        flat = np.empty(layout.size, dtype)
-    strides = tuple(k * dtype.itemsize for k in layout.strides)
-    out = np.ndarray(layout.shape, dtype, buffer=flat, strides=strides)
-    if values is not None:
-        out[...] = values
-    return out
-
-
-def eager_layout(kind: str, out: np.ndarray, inputs) -> np.ndarray:
-    """`out`, an eager op's NumPy result from the arrays `inputs`, laid out as PyTorch lays
-    out that op's result (a copy where NumPy's layout is not PyTorch's): `kind` "c" (C order:
-    reductions, matmul, softmax, layer_norm), "like" (the first input's `like_layout`:
-    casts, clone, sort) or "iterator" (an elementwise op of several inputs: TensorIterator's,
-    `iterator_layout`). Only called where an input is not C-ordered (else each is C order).
-    The strides found are remembered per shapes and strides (a walk costs tens of µs)."""
-    if out.ndim < 2 or out.size < 2:
-        return out
-    key = (kind, out.shape, out.strides, out.itemsize,
-           *[(a.shape, a.strides, a.itemsize) for a in inputs])  # fmt: skip
-    strides = _EAGER_STRIDES.get(key, _UNKNOWN)
-    if strides is _UNKNOWN:
-        if kind == "c":
-            layout = _probe(out.shape)
-        elif kind == "like":
-            layout = like_layout(array_layout(inputs[0]))
-        else:
-            layout = iterator_layout(out.shape, [array_layout(a) for a in inputs])
-        strides = tuple(k * out.itemsize for k in layout.strides)
-        if strides == out.strides:
-            strides = None  # NumPy's layout is PyTorch's
-        if len(_EAGER_STRIDES) >= 4096:
-            _EAGER_STRIDES.clear()
-        _EAGER_STRIDES[key] = strides
-    if strides is None:
-        return out
-    copy = np.ndarray(out.shape, out.dtype, buffer=np.empty(out.size, out.dtype), strides=strides)
-    copy[...] = out
-    return copy
-
-
-_EAGER_STRIDES: dict = {}  # `eager_layout`'s key -> the strides (bytes) to copy to, or None
-_UNKNOWN = object()
-
-
-def c_ordered(x):
-    """x, a fresh result (not a view) that PyTorch's kernel allocates in C order whatever
-    its input's layout (softmax, log_softmax, layer_norm, whose kiln forms end in an
-    elementwise op that would follow the input's): an eager Tensor's data made C-ordered,
-    a graph value's layout set to C order (`keep_layout`). Returns x.
-
-    >>> import kiln as kn
-    >>> c_ordered(kn.ones(3, 2).t() * 2).stride()
-    (3, 1)
-    """
-    if isinstance(x, Symbol):
-        return keep_layout(x, _probe(x.shape))
-    data = getattr(x, "_data", None)
-    if type(data) is np.ndarray and not data.flags.c_contiguous:
-        x._data = eager_layout("c", data, ())
-    return x
-
-
-def keep_like(x: Symbol, source: Symbol) -> Symbol:
-    """Sets the layout of the graph value x (a value of its own of source's shape) to
-    PyTorch's `empty_like(source)` (`like_layout`: a `*_like` factory's, sort's). Returns x."""
-    layout = _layout(source, True, False)
-    return keep_layout(x, like_layout(layout)) if layout.shape == tuple(x.shape) else x

@@ -27,12 +27,12 @@ from ..ops.state import GRAD_FORMULAS
 from . import core, random
 from .autocast import autocast_op
 from .core import call, half_in_float32, lift
-from .layouts import c_ordered
 from .math import add, cast, div, exp, log, mean, mul, neg, rsqrt, square, sub
 from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .out import takes_out
 from .reductions import require_floating
+from .result_layouts import c_ordered
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [

@@ -18,8 +18,8 @@ from ..ops.index import check_index_shape
 from . import math as m
 from . import shape as s
 from .core import call, lift
-from .layouts import c_ordered
 from .out import takes_out
+from .result_layouts import c_ordered
 from .torch_shape import dim_arg
 
 __all__ = [

@@ -18,9 +18,9 @@ from . import core
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
-from .layouts import array_layout, keep_like, laid_out
 from .out import takes_out
 from .reductions import require_floating
+from .result_layouts import array_layout, keep_like, laid_out
 from .torch_shape import dim_arg, static_dim
 
 __all__ = [

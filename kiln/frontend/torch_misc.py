@@ -17,8 +17,8 @@ from ..graph.core import Symbol
 from . import math as m
 from . import random
 from .core import lift
-from .layouts import keep_like
 from .out import factory_out
+from .result_layouts import keep_like
 
 __all__ = [
     "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",

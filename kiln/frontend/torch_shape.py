@@ -405,9 +405,9 @@ def roll(input, shifts, dims=None):  # noqa: A002
         dim = sh.normalize_axis(dim, x.ndim)
         n = static_dim(x, dim, "roll")
         s = int(shift) % n if n else 0
-        if s:
+        if n:  # PyTorch's roll is a cat of two slices (one empty for a shift of 0), so its
+            # result is laid out as cat's: C order unless every piece is channels-last
             x = call("concat", _slice(x, dim, n - s, None), _slice(x, dim, 0, n - s), axis=dim)
-    # (laid out as PyTorch's: a cat of two slices, C-ordered unless channels-last)
     return _copy(x)
 
 

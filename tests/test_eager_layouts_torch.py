@@ -169,9 +169,9 @@ RANDOM = {"rand_like", "randn_like", "dropout_train"}
 
 # (op, layout) where eager kiln's layout is still not torch's, with the reason
 _SHORT = (
-    "an elementwise op of two plain tensors (results, not views, no grad) in conflicting "
-    "orders: the short ufunc path keeps NumPy's order (C) rather than pay a layout check "
-    "on every op"
+    "an elementwise op of two tensors that are not views (results, with or without grad) in "
+    "conflicting orders: the short ufunc paths keep NumPy's order (C there) rather than pay a "
+    "layout check on every op; views are checked"
 )
 # (op, layout) -> (the modes where kiln's layout is still not torch's, why)
 DIFFERS: dict = {

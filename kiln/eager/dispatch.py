@@ -30,6 +30,20 @@ _ndarray = np.ndarray
 _CPU = "cpu"
 _VIEWS = frozenset(op for op in ops_core.REGISTRY.values() if "view" in op.tags)
 _RANDOM = frozenset(op for op in ops_core.REGISTRY.values() if "random" in op.tags)
+_VIEW, _ITERATOR, _C = "view", "iterator", "c"
+# op -> what eager does after its kernel: `_VIEW` (link the result to the tensor it views), or
+# the kind of PyTorch's layout of its result (`eager_layout`, where an input is not C-ordered;
+# NumPy's layout is PyTorch's where every input is): reductions and matmul are C-ordered,
+# casts and sort's indices `empty_like`'s, an elementwise result TensorIterator's
+_AFTER = {
+    **{op: _ITERATOR for op in ops_core.REGISTRY.values() if "elementwise" in op.tags},
+    **{op: _C for op in ops_core.REGISTRY.values() if "reduction" in op.tags},
+    ops_core.REGISTRY["matmul"]: _C,
+    ops_core.REGISTRY["cast"]: "like",
+    ops_core.REGISTRY["argsort"]: "like",
+    ops_core.REGISTRY["concat"]: "cat",
+    **{op: _VIEW for op in _VIEWS},
+}
 _checked: set = set()  # signatures (op, shapes, dtypes, attrs) whose rules passed
 _CHECKED_MAX = 1 << 16
 
@@ -59,8 +73,13 @@ def eager_dispatch(op, args, attrs):
         if type(data) is not _ndarray:
             data = xp.asarray(data)  # 0-d: NumPy's ufuncs give scalars
         out = make(data, device)
-        if op in _VIEWS:
-            _link_view(out, x)
+        after = _AFTER.get(op)
+        if after is not None:
+            if after is _VIEW:
+                _link_view(out, x)
+            elif after is not _ITERATOR and not x._data.flags.c_contiguous and device == _CPU:
+                # (one operand: NumPy's order is TensorIterator's)
+                out._data = _relaid(after, out._data, (x._data,))
         if meta is not None and meta.requires_grad and state.grad:
             autograd.record(op, args, attrs, out)
         return out
@@ -131,11 +150,37 @@ def _dispatch(op, args, attrs):
     if type(data) is not _ndarray:
         data = xp.asarray(data)
     out = make(data, device)
-    if op in _VIEWS:
-        _link_view(out, args[0])
+    after = _AFTER.get(op)
+    if after is not None:
+        if after is _VIEW:
+            _link_view(out, args[0])
+        elif device == _CPU:
+            out._data = _relaid(after, out._data, datas)
     if grad and state.grad:
         autograd.record(op, args, attrs, out)
     return out
+
+
+def _relaid(kind, data, datas):
+    """`data`, the result of an op of kind `kind` (`_AFTER`) on the arrays `datas`, in
+    PyTorch's layout: itself where every input is C-ordered (the common case: no more work),
+    or it has under 2 dims (NumPy's then is PyTorch's)."""
+    for d in datas:
+        if not d.flags.c_contiguous:
+            if data.ndim < 2 or kind is _ITERATOR and sum(a.ndim > 0 for a in datas) < 2:
+                return data
+            if kind is _C and data.flags.c_contiguous and 1 not in data.shape:
+                return data  # (C order, and no size-1 dim whose stride NumPy may set otherwise)
+            return _eager_layout(kind, data, datas)
+    return data
+
+
+def _eager_layout(kind, data, datas):
+    global _eager_layout
+    from ..frontend.result_layouts import eager_layout  # NOTE: lazy: the frontend is built on eager
+
+    _eager_layout = eager_layout
+    return eager_layout(kind, data, datas)
 
 
 def _check(op, datas, attrs, args, key) -> None:
@@ -504,7 +549,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
     """`op(a, b)` where a tensor is not plain: CPU tensors (or one and a weak scalar, without
     grad) run the ufunc, then the tape entry."""
     # NOTE: `_operand` of each, inline (this is the per-op path of every op that records)
-    grad = False
+    grad = viewed = False
     if type(a) is Tensor or type(a) in tensor_types:
         meta = a._meta
         if meta is None:
@@ -512,6 +557,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
         elif meta.device is _CPU or meta.device == _CPU:
             if meta.base is not None:
                 check_view(a, meta)
+                viewed = True
             x, grad = a._data, meta.requires_grad
         else:
             return fallback(a, b)  # a GPU tensor
@@ -524,6 +570,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
         elif meta.device is _CPU or meta.device == _CPU:
             if meta.base is not None:
                 check_view(b, meta)
+                viewed = True
             y = b._data
             grad = grad or meta.requires_grad
         else:
@@ -556,6 +603,10 @@ def _binary_tape(op, ufunc, a, b, fallback):
         return fallback(a, b)
     if type(data) is not _ndarray:
         data = np.asarray(data)
+    elif viewed and type(x) is _ndarray and type(y) is _ndarray and x.ndim and y.ndim:
+        # a view may be laid out otherwise than the other operand: PyTorch's order (with one
+        # operand, or a scalar beside it, NumPy's order is PyTorch's)
+        data = _relaid(_ITERATOR, data, (x, y))
     out = _new(Tensor)
     out._data = data
     out._meta = None

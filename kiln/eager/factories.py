@@ -459,7 +459,31 @@ def _like_layout(t, layout):
                         f"got layout={layout} for a {t.layout} tensor")  # fmt: skip
 
 
-def _like(t, dtype, device):  # (every _like takes PyTorch's memory_format: always contiguous)
+def like_memory(t, out: Tensor, memory_format=None, fill: bool = False) -> Tensor:
+    """`out`, a `*_like` factory's result for the tensor `t`, laid out as PyTorch's
+    `memory_format=preserve_format` (the default) lays it: t's strides where t is dense,
+    else t's dims ordered by its strides (`like_layout`); C order for a C-ordered t or
+    `contiguous_format`. `fill`: out's values are a random draw, which then fills the
+    memory in order (as PyTorch's `empty_like(t).uniform_()`) instead of keeping places.
+
+    >>> import kiln as kn
+    >>> kn.zeros_like(kn.ones(3, 4).t()).stride()
+    (1, 4)
+    """
+    source = getattr(t, "_data", None)
+    if (source is None or source.flags.c_contiguous or type(out._data) is not np.ndarray
+            or getattr(memory_format, "name", "preserve_format") != "preserve_format"
+            or source.ndim < 2):  # fmt: skip
+        return out
+    from ..frontend.result_layouts import array_layout, laid_out, like_layout  # NOTE: lazy
+
+    layout = like_layout(array_layout(source))
+    data = out._data
+    out._data = laid_out(None, layout, data.reshape(-1)) if fill else laid_out(data, layout)
+    return out
+
+
+def _like(t, dtype, device):  # (every _like keeps t's layout: `like_memory`)
     if type(t) in sparse.LAYOUTS:  # a sparse or quantized tensor: no fill of its layout
         sparse.LAYOUTS[type(t)](_FILL, (t,), {})
     return (t.shape, t.dtype if dtype is None else dt.as_dtype(dtype),
@@ -470,7 +494,7 @@ class _FILL:  # what a layout's refusal names: PyTorch's kernel there (`fill_`)
     name = "fill_"
 
 
-def _graph_like(t, fill, dtype):
+def _graph_like(t, fill, dtype, memory_format=None):
     """`fill` in the shape of the Symbol t (graph mode, `kn.compile`): a constant broadcast to
     t's shape, which may have symbolic dims."""
     from ..frontend.core import constant
@@ -481,7 +505,14 @@ def _graph_like(t, fill, dtype):
     value = constant(dt.number_array(fill, dtype, "full_like", t), graph=t.graph)
     # a tensor of its own, as PyTorch's: writable in place (`out = zeros_like(x);
     # out.index_add_(...)`), which a broadcast view of one constant is not
-    return clone(broadcast_to(value, t.shape)) if t.shape else clone(value)
+    if not t.shape:
+        return clone(value)
+    out = clone(broadcast_to(value, t.shape))
+    if getattr(memory_format, "name", "preserve_format") != "preserve_format":
+        return out
+    from ..frontend.result_layouts import keep_like
+
+    return keep_like(out, t)  # laid out as t (PyTorch's preserve_format)
 
 
 def zeros_like(
@@ -501,11 +532,13 @@ def zeros_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, 0, dtype)
+        return _graph_like(input, 0, dtype, memory_format)
     if input.is_sparse:  # no entries, as PyTorch's
         return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input, zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
+    )
 
 
 def ones_like(
@@ -520,9 +553,11 @@ def ones_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, 1, dtype)
+        return _graph_like(input, 1, dtype, memory_format)
     shape, dtype, device = _like(input, dtype, device)
-    return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input, ones(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
+    )
 
 
 def empty_like(
@@ -538,11 +573,13 @@ def empty_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, 0, dtype)
+        return _graph_like(input, 0, dtype, memory_format)
     if input.is_sparse:
         return sparse.zeros_like(input, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
-    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input, empty(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
+    )
 
 
 def full_like(
@@ -559,6 +596,10 @@ def full_like(
     if layout is not None:
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
-        return _graph_like(input, fill_value, dtype)
+        return _graph_like(input, fill_value, dtype, memory_format)
     shape, dtype, device = _like(input, dtype, device)
-    return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_memory(
+        input,
+        full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad),
+        memory_format,
+    )

@@ -503,9 +503,13 @@ class Tensor:
         return t
 
     def clone(self, *, memory_format=None) -> Tensor:
-        """A copy that gradients flow through (kiln's copies are contiguous, whatever the
-        `memory_format`)."""
+        """A copy that gradients flow through, laid out as PyTorch's: as itself where it is
+        dense (`preserve_format`, the default), in C order with `contiguous_format`."""
         out = bind(REGISTRY["cast"], self, dtype=self.dtype)
+        if getattr(memory_format, "name", None) == "contiguous_format" and isinstance(out, Tensor):
+            from ..frontend.result_layouts import c_ordered  # NOTE: lazy (frontend needs eager)
+
+            c_ordered(out)
         if out.grad_fn is not None:
             out.grad_fn.label = "CloneBackward0"  # PyTorch's name for a copy
         return out

@@ -27,6 +27,7 @@ from ..errors import (
 )
 from ..graph.core import Symbol, user_site
 from .core import call, lift
+from .result_layouts import indexed
 
 __all__ = ["getitem", "index_put"]
 
@@ -63,9 +64,13 @@ def getitem(x, index):
             record_select(x)
     axes = [a - sum(1 for s, _ in selects if s < a) for a in axes]
     arrays = lift(*arrays, context=(x,))
-    if len(arrays) == 1:
-        return call("gather", x, arrays[0], axis=axes[0], wrap_negative=True)  # x[-1]: the last
-    return call("advanced_index", x, *arrays, axes=tuple(axes)) if arrays else x
+    if not arrays:
+        return x
+    if len(arrays) == 1:  # (x[-1]: the last)
+        out = call("gather", x, arrays[0], axis=axes[0], wrap_negative=True)
+    else:
+        out = call("advanced_index", x, *arrays, axes=tuple(axes))
+    return indexed(out, x, arrays, axes)  # laid out as PyTorch's index lays it out
 
 
 def items_of(index) -> tuple:

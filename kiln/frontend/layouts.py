@@ -5,6 +5,8 @@ lays it out, another fresh value's in C order), and the `as_strided` views of
 graph values: what `stride()`, `storage_offset()`, `is_contiguous()`, `view()` and
 `as_strided` read in graph mode and under `kn.compile`, and what the in-place methods
 (kiln/frontend/functionalize.py) follow to write a view's change back into its base.
+Results laid out by other rules than TensorIterator's, and eager results (NumPy arrays) laid
+out anew as PyTorch's: kiln/frontend/result_layouts.py.
 """
 
 from __future__ import annotations
@@ -215,13 +217,16 @@ def _fresh_layout(x: Symbol, read: bool = True):
         if read:  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
         return _probe(x.shape)
+    if node.op.name == "concat" and len(x.shape) == 4:  # PyTorch's cat keeps channels-last
+        if all(_suggests_channels_last(_layout(i, True, False)) for i in node.inputs):
+            return _channels_last_probe(x.shape)
     if not _follows_inputs(node):
         return _probe(x.shape)
     done = _ITERATED.setdefault(node.graph, {})
     entry = done.get(id(node))
     if entry is None or entry[0] is not node:
         for n in _pending(node, done):  # each after the elementwise results it reads
-            operands = [_layout(i, True, False) for i in n.inputs]
+            operands = [_unflipped(_layout(i, True, False)) for i in n.inputs]
             if n.op.name == "cast" and _dense(operands[0]):  # PyTorch's clone() and .to():
                 layout = strided_probe(operands[0].shape, operands[0].strides, 0)  # its strides
             else:
@@ -303,8 +308,7 @@ def iterator_layout(shape, operands):
         if all(o.flags.c_contiguous for o in operands):
             return out
         if len(dims) == 4 and all(_channels_last(o) for o in operands):
-            n, c, h, w = dims
-            return strided_probe(dims, (h * w * c, 1, w * c, c), 0)
+            return _channels_last_probe(dims)
         last = operands[-1].strides
         if all(_dense(o) and o.strides == last for o in operands):
             return strided_probe(dims, last, 0)
@@ -349,6 +353,33 @@ def _channels_last(p) -> bool:
             if p.strides[d] != expected:
                 return False
             expected *= p.shape[d]
+    return True
+
+
+def _channels_last_probe(shape):
+    """The probe of a channels-last (N, C, H, W) tensor of `shape`."""
+    n, c, h, w = (d if isinstance(d, int) else 3 for d in shape)
+    return strided_probe((n, c, h, w), (h * w * c, 1, w * c, c), 0)
+
+
+def _unflipped(p):
+    """The probe p with its negative strides (NumPy's view of a flip, which PyTorch copies)
+    counted as their sizes: the order of p's memory, as a fresh copy of it is laid out."""
+    if all(k >= 0 for k in p.strides):
+        return p
+    return strided_probe(p.shape, tuple(abs(k) for k in p.strides), 0)
+
+
+def _suggests_channels_last(p) -> bool:
+    """PyTorch's `suggest_memory_format() == channels_last` of a probe (what its `cat`
+    keeps): 4-D strides ordered C, W, H, N, ambiguous cases taken as C order."""
+    if p.ndim != 4 or p.strides[1] == 0:
+        return False
+    low = 0
+    for d in (1, 3, 2, 0):
+        if p.shape[d] == 0 or p.strides[d] < low or d == 0 and low == p.strides[1]:
+            return False
+        low = p.strides[d] * (p.shape[d] if p.shape[d] > 1 else 1)
     return True
 
 

@@ -32,6 +32,7 @@ from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .out import takes_out
 from .reductions import require_floating
+from .result_layouts import c_ordered
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
@@ -90,7 +91,8 @@ def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([0. , 0. , 0.5, 0.5], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "softmax")  # noqa: A001
-    return name_history(_softmax(input, axis), "SoftmaxBackward0", input)
+    # PyTorch's softmax kernels write a C-ordered result, whatever the input's layout
+    return name_history(c_ordered(_softmax(input, axis)), "SoftmaxBackward0", input)
 
 
 def _shift(x, axis):
@@ -140,7 +142,7 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([-1000.,     0.], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "log_softmax")  # noqa: A001
-    return name_history(_log_softmax(input, axis), "LogSoftmaxBackward0", input)
+    return name_history(c_ordered(_log_softmax(input, axis)), "LogSoftmaxBackward0", input)
 
 
 def _log_softmax(x, axis):
@@ -317,8 +319,9 @@ def layer_norm(
         params = [lift(p)[0].dtype for p in (weight, bias) if p is not None]
         stats = np.dtype(np.float32) if any(d != x.dtype for d in params) else x.dtype
         wide = half_in_float32(lambda v: _layer_norm32(v, axes, weight, bias, eps, stats))
-        return wide(x)
-    return _affine(_normalized(x, axes, eps)[0], x, axes, weight, bias)
+        return c_ordered(wide(x))
+    # PyTorch's layer_norm kernel writes a C-ordered result, whatever the input's layout
+    return c_ordered(_affine(_normalized(x, axes, eps)[0], x, axes, weight, bias))
 
 
 def _normalized(x, axes, eps):

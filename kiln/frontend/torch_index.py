@@ -19,6 +19,7 @@ from . import math as m
 from . import shape as s
 from .core import call, lift
 from .out import takes_out
+from .result_layouts import c_ordered
 from .torch_shape import dim_arg
 
 __all__ = [
@@ -219,8 +220,8 @@ def masked_fill(input, mask, value):  # noqa: A002
     if v.dtype != x.dtype:
         v = call("cast", v, dtype=x.dtype)
     out = m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
-    # PyTorch's is C-ordered (where keeps a transposed input's layout)
-    return out.contiguous() if type(out) is Tensor and not out.is_contiguous() else out
+    # PyTorch's is C-ordered (a C-ordered clone, filled; where keeps a transposed input's layout)
+    return c_ordered(out)
 
 
 @takes_out

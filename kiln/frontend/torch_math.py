@@ -20,6 +20,7 @@ from .autocast import autocast_op
 from .core import call, lift
 from .out import takes_out
 from .reductions import require_floating
+from .result_layouts import array_layout, keep_like, laid_out
 from .torch_shape import dim_arg, static_dim
 
 __all__ = [
@@ -620,9 +621,13 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
     dim = sh.normalize_axis(dim_arg(dim, axis, "sort"), max(x.ndim, 1))
     if isinstance(x, Symbol):  # one node computes both (kiln/ops/multi.py)
         attrs = {"axis": dim, "descending": bool(descending)}
-        return return_types.sort(*elements(call("sort", x, **attrs), "sort", x, **attrs))
+        parts = elements(call("sort", x, **attrs), "sort", x, **attrs)
+        return return_types.sort(*[keep_like(p, x) for p in parts])  # (laid out as x)
     idx = call("argsort", x, axis=dim, descending=bool(descending))
-    return return_types.sort(_pick(x, idx, dim), idx)
+    values = _pick(x, idx, dim)  # (laid out as idx, as PyTorch's sort lays out both)
+    if type(getattr(idx, "_data", None)) is np.ndarray and not idx._data.flags.c_contiguous:
+        values._data = laid_out(values._data, array_layout(idx._data))
+    return return_types.sort(values, idx)
 
 
 @takes_out

@@ -18,6 +18,7 @@ from . import math as m
 from . import random
 from .core import lift
 from .out import factory_out
+from .result_layouts import keep_like
 
 __all__ = [
     "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",
@@ -239,13 +240,17 @@ def traced_linspace(start, end, steps: int, dtype=np.float64):
     return m.cast(m.where(i == steps - 1, b, y), dtype)
 
 
-def _random_like(input, dtype, requires_grad, draw, graph_draw):  # noqa: A002
+def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=None):  # noqa: A002
     (x,) = (input,) if isinstance(input, (Tensor, Symbol)) else lift(input)
     dtype = x.dtype if dtype is None else dt.as_dtype(dtype)
     if isinstance(x, Symbol):
         with x.graph.as_default():
-            return graph_draw(x.shape, dtype)
-    return draw(tuple(x.shape), dtype).requires_grad_(requires_grad)
+            out = graph_draw(x.shape, dtype)
+        if getattr(memory_format, "name", "preserve_format") != "preserve_format":
+            return out
+        return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
+    out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
+    return out.requires_grad_(requires_grad)
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  # noqa: A002
@@ -263,7 +268,9 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,  #
         where = getattr(input, "device", "cpu") if device is None else device
         return fa.rand(shape, generator=generator, dtype=d, device=where)
 
-    return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.uniform(s, dtype=d))
+    return _random_like(
+        input, dtype, requires_grad, draw, lambda s, d: random.uniform(s, dtype=d), memory_format
+    )
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,  # noqa: A002
@@ -280,7 +287,9 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,  
         where = getattr(input, "device", "cpu") if device is None else device
         return fa.randn(shape, generator=generator, dtype=d, device=where)
 
-    return _random_like(input, dtype, requires_grad, draw, lambda s, d: random.normal(s, dtype=d))
+    return _random_like(
+        input, dtype, requires_grad, draw, lambda s, d: random.normal(s, dtype=d), memory_format
+    )
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None,  # noqa: A002
@@ -303,7 +312,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     def graph_draw(shape, d):
         return random.randint(low, high, shape, dtype=d)
 
-    return _random_like(input, dtype, requires_grad, draw, graph_draw)
+    return _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format)
 
 
 def _indices(op, row, col, offset, dtype, device, upper: bool):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import shapes as sh
 from ..eager.autograd import name_history
-from ..eager.tensor import Tensor, mark_pieces
+from ..eager.tensor import mark_pieces
 from ..errors import ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -18,6 +18,7 @@ from ..ops.multi import elements
 from .autocast import autocast_op
 from .core import call, lift, promote
 from .out import takes_out
+from .result_layouts import c_ordered
 from .shape import varargs
 
 __all__ = [
@@ -404,11 +405,10 @@ def roll(input, shifts, dims=None):  # noqa: A002
         dim = sh.normalize_axis(dim, x.ndim)
         n = static_dim(x, dim, "roll")
         s = int(shift) % n if n else 0
-        if s:
+        if n:  # PyTorch's roll is a cat of two slices (one empty for a shift of 0), so its
+            # result is laid out as cat's: C order unless every piece is channels-last
             x = call("concat", _slice(x, dim, n - s, None), _slice(x, dim, 0, n - s), axis=dim)
-    out = _copy(x)
-    # PyTorch's roll is C-ordered (the copy keeps a transposed input's layout)
-    return out.contiguous() if type(out) is Tensor and not out.is_contiguous() else out
+    return _copy(x)
 
 
 def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
@@ -445,7 +445,7 @@ def _triangle(x, diagonal, keep, name):
     n, m = static_dim(x, -2, name), static_dim(x, -1, name)
     (mask,) = lift(keep(np.ones((n, m), bool), int(diagonal)), context=(x,))
     (zero,) = lift(np.zeros((), x.dtype), context=(x,))
-    return call("where", mask, x, zero)
+    return c_ordered(call("where", mask, x, zero))  # (PyTorch's tril and triu: C order)
 
 
 @takes_out

@@ -1,0 +1,182 @@
+"""PyTorch's layouts of results that eager kiln's NumPy kernels lay out otherwise, and of
+results whose layout is not TensorIterator's (kiln/frontend/layouts.py holds that rule and the
+layout walk of graph values): C order for reductions, matmul, softmax, layer_norm, tril and
+masked_fill, `empty_like`'s for casts, clones, flips, sort and the `*_like` factories, cat's,
+and advanced indexing's. Each takes an eager Tensor (its NumPy data laid out anew) or, where
+graph mode has the same question, a graph value (its layout set: `keep_layout`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.core import Symbol
+from .layouts import (
+    _channels_last_probe,
+    _dense,
+    _layout,
+    _probe,
+    _suggests_channels_last,
+    iterator_layout,
+    keep_layout,
+    strided_probe,
+)
+
+# -- eager results: the same rules on NumPy arrays -----------------------------------------
+# Eager kiln's result is a NumPy array whose strides are what `stride()` reports, and NumPy
+# lays out some results otherwise than PyTorch: an elementwise op of operands in conflicting
+# orders (NumPy keeps C order there, PyTorch the first operand's), casts and copies of a
+# broadcast view, reductions (NumPy keeps the input's order; PyTorch allocates C order),
+# `*_like` factories (NumPy C order; PyTorch `empty_like`'s). These functions give eager
+# results PyTorch's layout with the probes above; they run where an input is not C-ordered.
+
+
+def array_layout(a) -> np.ndarray:
+    """The probe of a NumPy array `a`'s layout (its strides in elements; a negative one, of
+    NumPy's view of a flip, which PyTorch copies, counts as its size: `_unflipped`)."""
+    size = a.itemsize
+    return strided_probe(a.shape, tuple(abs(s) // size for s in a.strides), 0)
+
+
+def like_layout(p) -> np.ndarray:
+    """PyTorch's layout of `empty_like(t)` (`preserve_format`, also clone's and sort's) for t
+    laid out as the probe `p`: t's own strides where t is dense, else its dims ordered by
+    its strides as TensorIterator orders one input's (`infer_dense_strides`).
+
+    >>> like_layout(_probe((3, 4))[:, ::2].T).strides, like_layout(_probe((3, 4)).T).strides
+    ((1, 2), (1, 4))
+    """
+    if _dense(p):
+        return strided_probe(p.shape, p.strides, 0)
+    return iterator_layout(p.shape, [p])
+
+
+def laid_out(values: np.ndarray, layout, flat=None) -> np.ndarray:
+    """A new array holding `values` laid out as the dense probe `layout`. `flat`: the 1-D
+    array to use as its memory instead, read in memory order (`values` is None then: a
+    random draw fills memory in order, as PyTorch's)."""
+    dtype = values.dtype if flat is None else flat.dtype
+    if flat is None:
+        flat = np.empty(layout.size, dtype)
+    strides = tuple(k * dtype.itemsize for k in layout.strides)
+    out = np.ndarray(layout.shape, dtype, buffer=flat, strides=strides)
+    if values is not None:
+        out[...] = values
+    return out
+
+
+def eager_layout(kind: str, out: np.ndarray, inputs, axes=()) -> np.ndarray:
+    """`out`, an eager op's NumPy result from the arrays `inputs`, laid out as PyTorch lays
+    out that op's result (a copy where NumPy's layout is not PyTorch's): `kind` "c" (C order:
+    reductions, matmul, softmax, layer_norm, tril), "like" (the first input's `like_layout`:
+    casts, clone, flip, sort), "cat" (C order, channels-last where every input is so),
+    "index" (advanced indexing of inputs[0] by the rest at `axes`: `index_layout`) or
+    "iterator" (an elementwise op of several inputs: TensorIterator's, `iterator_layout`).
+    Only called where an input is not C-ordered (else each is C order). The strides found
+    are remembered per shapes and strides (a walk costs tens of µs)."""
+    if out.ndim < 2 or out.size < 2:
+        return out
+    key = (kind, out.shape, out.strides, out.itemsize, axes,
+           *[(a.shape, a.strides, a.itemsize) for a in inputs])  # fmt: skip
+    strides = _EAGER_STRIDES.get(key, _UNKNOWN)
+    if strides is _UNKNOWN:
+        probes = [array_layout(a) for a in inputs]
+        if kind == "c" or kind == "cat" and not all(_suggests_channels_last(p) for p in probes):
+            layout = _probe(out.shape)
+        elif kind == "cat":  # PyTorch's cat keeps a channels-last layout all inputs share
+            layout = _channels_last_probe(out.shape)
+        elif kind == "like":
+            layout = like_layout(probes[0])
+        elif kind == "index":
+            layout = index_layout(out.shape, probes[0], probes[1:], axes)
+        else:
+            layout = iterator_layout(out.shape, probes)
+        strides = tuple(k * out.itemsize for k in layout.strides)
+        if strides == out.strides:
+            strides = None  # NumPy's layout is PyTorch's
+        if len(_EAGER_STRIDES) >= 4096:
+            _EAGER_STRIDES.clear()
+        _EAGER_STRIDES[key] = strides
+    if strides is None:
+        return out
+    copy = np.ndarray(out.shape, out.dtype, buffer=np.empty(out.size, out.dtype), strides=strides)
+    copy[...] = out
+    return copy
+
+
+_EAGER_STRIDES: dict = {}  # `eager_layout`'s key -> the strides (bytes) to copy to, or None
+_UNKNOWN = object()
+
+
+def index_layout(shape, x, idxs, axes) -> np.ndarray:
+    """The layout PyTorch's `index` (advanced indexing) gives its result of `shape`: x laid
+    out as the probe `x`, indexed at the dims `axes` by arrays laid out as the probes `idxs`.
+    As PyTorch's: x's indexed dims moved first where they are not adjacent, replaced by the
+    indices' broadcast shape with stride 0, and that and the indices (broadcast, reshaped to
+    their place) laid out by TensorIterator (`iterator_layout`).
+
+    >>> x = _probe((2, 3, 4)).transpose(2, 1, 0)  # (4, 3, 2), strides (1, 4, 12)
+    >>> index_layout((2, 3, 2), x, [_probe((2,))], (0,)).strides
+    (6, 1, 3)
+    """
+    axes = tuple(axes)
+    if axes != tuple(range(axes[0], axes[0] + len(axes))):  # not adjacent: indexed dims first
+        x = x.transpose([*axes, *[d for d in range(x.ndim) if d not in axes]])
+        axes = tuple(range(len(axes)))
+    taken = np.broadcast_shapes(*[i.shape for i in idxs])
+    first, last = axes[0], axes[-1] + 1
+    src = strided_probe((*x.shape[:first], *taken, *x.shape[last:]),
+                        (*x.strides[:first], *[0] * len(taken), *x.strides[last:]), 0)  # fmt: skip
+    operands = [src]
+    ones, zeros = (1,) * first, (0,) * first
+    for i in idxs:  # each as PyTorch's reshape_indexer places it
+        i = np.broadcast_to(i, taken)
+        places = (*ones, *taken, *[1] * (x.ndim - last))
+        operands.append(strided_probe(places, (*zeros, *i.strides, *[0] * (x.ndim - last)), 0))
+    return iterator_layout(shape, operands)
+
+
+def indexed(out, x, idxs, axes):
+    """out, `x[...]` by the index arrays `idxs` at x's dims `axes` (advanced indexing, a
+    value of its own), laid out as PyTorch's `index` lays it out (`index_layout`): an eager
+    Tensor's data where x is not C-ordered, a graph value's layout. Returns out.
+
+    >>> import kiln as kn
+    >>> kn.ones(2, 3, 4).transpose(0, 2)[[0, 1]].stride()
+    (6, 1, 3)
+    """
+    if isinstance(out, Symbol):
+        if all(isinstance(d, int) for v in (out, x, *idxs) for d in v.shape):
+            probes = [_layout(i, True, False) for i in idxs]
+            keep_layout(out, index_layout(out.shape, _layout(x, True, False), probes, axes))
+        return out
+    data, source = getattr(out, "_data", None), getattr(x, "_data", None)
+    if type(data) is np.ndarray and type(source) is np.ndarray and not source.flags.c_contiguous:
+        arrays = [np.asarray(getattr(i, "_data", i)) for i in idxs]
+        out._data = eager_layout("index", data, (source, *arrays), tuple(axes))
+    return out
+
+
+def c_ordered(x):
+    """x, a fresh result (not a view) that PyTorch's kernel allocates in C order whatever
+    its input's layout (softmax, log_softmax, layer_norm, whose kiln forms end in an
+    elementwise op that would follow the input's): an eager Tensor's data made C-ordered,
+    a graph value's layout set to C order (`keep_layout`). Returns x.
+
+    >>> import kiln as kn
+    >>> c_ordered(kn.ones(3, 2).t() * 2).stride()
+    (3, 1)
+    """
+    if isinstance(x, Symbol):
+        return keep_layout(x, _probe(x.shape))
+    data = getattr(x, "_data", None)
+    if type(data) is np.ndarray and not data.flags.c_contiguous:
+        x._data = eager_layout("c", data, ())
+    return x
+
+
+def keep_like(x: Symbol, source: Symbol) -> Symbol:
+    """Sets the layout of the graph value x (a value of its own of source's shape) to
+    PyTorch's `empty_like(source)` (`like_layout`: a `*_like` factory's, sort's). Returns x."""
+    layout = _layout(source, True, False)
+    return keep_layout(x, like_layout(layout)) if layout.shape == tuple(x.shape) else x

@@ -349,3 +349,15 @@ case(
     A34,
     modes=EAGER,
 )
+
+# -- index dtypes: take and put take int64 indices only --------------------------------------------
+ix = "index-dtypes"
+_I32 = np.array([2, 0], np.int32)
+_SRC2 = np.array([7.0, 8.0], np.float32)
+case(ix, "take-int32-raises", lambda L, a, i: L.take(a, i), A23, _I32)
+case(ix, "take-method-int32-raises", lambda L, a, i: a.take(i), A23, _I32)
+case(ix, "take-int64", lambda L, a, i: a.take(i.long()), A23, _I32)
+case(ix, "put-int32-raises", lambda L, a, i, s: L.put(a, i, s), A23, _I32, _SRC2)
+case(ix, "put-method-int32-raises", lambda L, a, i, s: a.put(i, s), A23, _I32, _SRC2)
+case(ix, "put_-int32-raises", lambda L, a, i, s: a.clone().put_(i, s), A23, _I32, _SRC2)
+case(ix, "put_-int64", lambda L, a, i, s: a.clone().put_(i.long(), s), A23, _I32, _SRC2)

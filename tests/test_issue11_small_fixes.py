@@ -54,3 +54,39 @@ def test_numpy_take_along_an_axis_still_takes_int32_indices():
     # kn.take(array, index, axis=...) is NumPy's take, which takes any integer index
     got = kn.take(np.arange(6).reshape(2, 3), np.array([2, 0], np.int32), axis=1)
     assert np.asarray(got).tolist() == [[2, 0], [5, 3]]
+
+
+DUPLICATES = [  # (input, dims, torch 2.13's message)
+    (np.float32(1.5), (0, -1), "dim 0 appears multiple times in the list of dims"),
+    (np.float32(1.5), [0, 0], "dim 0 appears multiple times in the list of dims"),
+    (X, (0, 0), "dim 0 appears multiple times in the list of dims"),
+    (X, (1, -1), "dim 1 appears multiple times in the list of dims"),
+]
+REDUCTIONS = {
+    "sum": lambda L, x, d: x.sum(d),
+    "mean": lambda L, x, d: L.mean(x, d),
+    "amax": lambda L, x, d: x.amax(d),
+    "logsumexp": lambda L, x, d: x.logsumexp(d),
+    "vector_norm": lambda L, x, d: L.linalg.vector_norm(x, dim=d),
+    "var_mean": lambda L, x, d: L.var_mean(x, d),
+    "count_nonzero": lambda L, x, d: L.count_nonzero(x, d),
+    "flip": lambda L, x, d: x.flip(d),
+    "squeeze": lambda L, x, d: x.squeeze(d),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.parametrize(("array", "dims", "message"), DUPLICATES)
+def test_a_dim_named_twice_raises_as_torch(name, array, dims, message):
+    fn = REDUCTIONS[name]
+    with pytest.raises(RuntimeError, match=message):
+        fn(kn, kn.tensor(np.array(array)), dims)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match=message):
+        fn(torch, torch.tensor(np.array(array)), dims)
+
+
+def test_a_0d_reduction_over_its_one_dim_still_works():
+    x = kn.tensor(1.5)
+    assert x.sum((0,)).item() == 1.5 and x.mean([-1]).item() == 1.5
+    assert x.amax(0).item() == 1.5 and x.flip((0,)).item() == 1.5

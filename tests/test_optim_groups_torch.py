@@ -144,3 +144,38 @@ def test_a_torch_state_dict_loads_and_the_steps_go_on_as_torchs(name):
             opt.step(closure)
     for k, t in zip(kps, tps):
         np.testing.assert_allclose(k.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+SCHEDULERS = {
+    "StepLR": {"step_size": 2},
+    "MultiStepLR": {"milestones": [1, 2]},
+    "ConstantLR": {},
+    "LinearLR": {},
+    "ExponentialLR": {"gamma": 0.9},
+    "PolynomialLR": {},
+    "CosineAnnealingLR": {"T_max": 5},
+    "CosineAnnealingWarmRestarts": {"T_0": 2},
+    "CyclicLR": {"base_lr": 0.01, "max_lr": 0.1},
+    "OneCycleLR": {"max_lr": 0.1, "total_steps": 10},
+    "ReduceLROnPlateau": {},
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_lr_scheduler_state_dict_is_torchs(name):
+    def run(lib):
+        opt = lib.optim.SGD(_params(lib), lr=0.1, momentum=0.9)
+        sched = getattr(lib.optim.lr_scheduler, name)(opt, **SCHEDULERS[name])
+        for _ in range(3):
+            opt.step()
+            sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
+        return sched.state_dict(), opt.param_groups[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (want, want_group), (got, got_group) = run(torch), run(kn)
+    assert list(got) == list(want)
+    for key, value in want.items():
+        if key != "optimizer":
+            assert type(got[key]) is type(value) and str(got[key]) == str(value), key
+    assert list(got_group) == list(want_group)

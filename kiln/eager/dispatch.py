@@ -23,12 +23,28 @@ from .out import write_out
 from .saved import SavedTensorError, Unavailable
 from .sparse import LAYOUTS as _LAYOUTS
 from .tensor import Tensor, check_view, describe, make, meta_of
+from .trace_notes import note_derived
 
 __all__ = ["binary_function", "eager_dispatch", "unary_function"]
 
 _ndarray = np.ndarray
 _CPU = "cpu"
 _VIEWS = frozenset(op for op in ops_core.REGISTRY.values() if "view" in op.tags)
+
+
+class _Every:
+    """Holds every op: `_watched` while kn.compile traces."""
+
+    def __contains__(self, op) -> bool:
+        return True
+
+
+_EVERY = _Every()
+# The ops whose results `_after` sees: the views, or every op while kn.compile traces (then a
+# result of constants the traced function made is noted as made there too: a traced value may
+# be written into it, kiln/frontend/trace_locals.py). One membership test either way, as the
+# views' own was, so the eager paths pay nothing for it.
+_watched = _VIEWS
 _RANDOM = frozenset(op for op in ops_core.REGISTRY.values() if "random" in op.tags)
 _checked: set = set()  # signatures (op, shapes, dtypes, attrs) whose rules passed
 _CHECKED_MAX = 1 << 16
@@ -59,8 +75,8 @@ def eager_dispatch(op, args, attrs):
         if type(data) is not _ndarray:
             data = xp.asarray(data)  # 0-d: NumPy's ufuncs give scalars
         out = make(data, device)
-        if op in _VIEWS:
-            _link_view(out, x)
+        if op in _watched:
+            _after(op, out, args)
         if meta is not None and meta.requires_grad and state.grad:
             autograd.record(op, args, attrs, out)
         return out
@@ -131,8 +147,8 @@ def _dispatch(op, args, attrs):
     if type(data) is not _ndarray:
         data = xp.asarray(data)
     out = make(data, device)
-    if op in _VIEWS:
-        _link_view(out, args[0])
+    if op in _watched:
+        _after(op, out, args)
     if grad and state.grad:
         autograd.record(op, args, attrs, out)
     return out
@@ -150,6 +166,15 @@ def _check(op, datas, attrs, args, key) -> None:
         if len(_checked) >= _CHECKED_MAX:
             _checked.clear()
         _checked.add(key)
+
+
+def _after(op, out: Tensor, args) -> None:
+    """A view's result linked to its base (`_link_view`); while kn.compile traces, a result
+    that is not a view, of tensors the traced function made, noted as made there too."""
+    if op in _VIEWS:
+        _link_view(out, args[0])
+    if _watched is _EVERY and (out._meta is None or out._meta.base is None):
+        note_derived(out, args)
 
 
 def _link_view(out: Tensor, x) -> None:
@@ -225,7 +250,8 @@ _FLOATS = frozenset(d for d in dt.SUPPORTED if dt.is_float(d))
 _HALF = frozenset({dt.bfloat16, dt.float16})  # the dtypes PyTorch's opmath widens
 _SCALARS = frozenset({float, int, bool})
 _COMPLEX = frozenset(dt.COMPLEX)
-_plain = Tensor  # None while a thread is in inference mode (its results must be marked)
+_plain = Tensor  # None while a thread is in inference mode (its results must be marked) or
+# while kn.compile traces (`_short_paths`)
 # Tensor subclasses whose ops are a Tensor's (kn.nn's Parameter and Buffer: `same_ops`), which
 # the short paths take too; empty while a thread is in inference mode, as `_plain` is None
 _same_ops: set = set()
@@ -248,20 +274,32 @@ def same_ops(cls: type) -> type:
     return cls
 
 
+_inference = False  # whether this thread is in inference mode (`_inference_changed`)
+
+
 def _inference_changed(inference: bool) -> None:
-    global _plain, tensor_types
-    _plain = None if inference else Tensor
-    plain = not inference and traced_value is None
+    global _inference
+    _inference = inference
+    _short_paths()
+
+
+def _short_paths() -> None:
+    """The short paths' tensor types: none in inference mode (results must be marked) or
+    while kn.compile traces (every result goes through `_dispatch` and `_after`)."""
+    global _plain, tensor_types, _watched
+    plain = not _inference and traced_value is None
+    _plain = Tensor if plain else None
     tensor_types = frozenset(_same_ops) if plain else frozenset()
+    _watched = _VIEWS if traced_value is None else _EVERY
 
 
 def set_traced_value(fn):
     """Makes `fn` the `traced_value` (None: no trace); returns the one it replaces. While one
-    is set, the short paths leave the `same_ops` subclasses to `_dispatch`, which asks it."""
-    global traced_value, tensor_types
+    is set, the short paths leave every tensor to `_dispatch`, which asks it of the
+    `same_ops` subclasses (and `_after` notes the results of constants made in the trace)."""
+    global traced_value
     before, traced_value = traced_value, fn
-    plain = _plain is not None and fn is None
-    tensor_types = frozenset(_same_ops) if plain else frozenset()
+    _short_paths()
     return before
 
 

@@ -50,10 +50,11 @@ def test_take_and_put_refuse_an_int32_index_in_graph_mode_and_compiled():
         f(*_tensors(kn, X, I32))
 
 
-def test_numpy_take_along_an_axis_still_takes_int32_indices():
-    # kn.take(array, index, axis=...) is NumPy's take, which takes any integer index
+def test_numpy_take_still_takes_int32_indices():
+    # kn.take of NumPy arrays (or along an axis) is NumPy's take, which takes any int index
     got = kn.take(np.arange(6).reshape(2, 3), np.array([2, 0], np.int32), axis=1)
     assert np.asarray(got).tolist() == [[2, 0], [5, 3]]
+    assert kn.take(np.arange(6), np.array([1, -1], np.int32)).tolist() == [1, 5]
 
 
 DUPLICATES = [  # (input, dims, torch 2.13's message)

@@ -105,7 +105,7 @@ def check_long_index(op: str, x, idx) -> None:
 @takes_out
 def take(input, index, axis=None):  # noqa: A002
     """NumPy's `take`: elements at `index` along `axis` (None: of the flattened input, which
-    is PyTorch's `take`, and takes int64 indices only, as PyTorch's); negative indices count
+    is PyTorch's `take`: an index tensor must be int64, as PyTorch's); negative indices count
     from the end.
 
     >>> import kiln as kn, numpy as np
@@ -116,7 +116,8 @@ def take(input, index, axis=None):  # noqa: A002
     x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
     if axis is None:
-        check_long_index("take", x, idx)
+        if type(idx) is not np.ndarray:  # (a NumPy array: NumPy's take, any int index)
+            check_long_index("take", x, idx)
         x, axis = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
     return call("gather", x, idx, axis=sh.normalize_axis(axis, x.ndim), wrap_negative=True)
 

@@ -304,14 +304,24 @@ def _static_reshape(in_shape, target):
 
 
 def normalize_axes(axis, ndim: int) -> tuple:
-    """Canonical reduction axes: a sorted tuple of non-negative ints (None means all)."""
+    """Canonical reduction axes: a sorted tuple of non-negative ints (None means all). A dim
+    named twice raises PyTorch's RuntimeError; on a 0-d value (ndim 0) dims 0 and -1 name the
+    value itself, which has no axis: the answer is ().
+
+    >>> normalize_axes((1, -3), 3), normalize_axes((0,), 0)
+    ((0, 1), ())
+    >>> normalize_axes((0, -1), 0)
+    Traceback (most recent call last):
+    kiln.errors.ShapeError: dim 0 appears multiple times in the list of dims
+    """
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = tuple(sorted(normalize_axis(a, ndim) for a in axes))
-    if len(set(out)) != len(out):
-        raise ShapeError(f"repeated axis in {axis!r}")
-    return out
+    for a, b in zip(out, out[1:]):
+        if a == b:  # (torch 2.13's message)
+            raise ShapeError(f"dim {a} appears multiple times in the list of dims")
+    return out if ndim else ()
 
 
 def reshape_shape(in_shape, target):

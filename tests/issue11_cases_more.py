@@ -349,3 +349,45 @@ case(
     A34,
     modes=EAGER,
 )
+
+# -- index dtypes: take and put take int64 indices only --------------------------------------------
+ix = "index-dtypes"
+_I32 = np.array([2, 0], np.int32)
+_SRC2 = np.array([7.0, 8.0], np.float32)
+case(ix, "take-int32-raises", lambda L, a, i: L.take(a, i), A23, _I32)
+case(ix, "take-method-int32-raises", lambda L, a, i: a.take(i), A23, _I32)
+case(ix, "take-int64", lambda L, a, i: a.take(i.long()), A23, _I32)
+case(ix, "put-int32-raises", lambda L, a, i, s: L.put(a, i, s), A23, _I32, _SRC2)
+case(ix, "put-method-int32-raises", lambda L, a, i, s: a.put(i, s), A23, _I32, _SRC2)
+case(ix, "put_-int32-raises", lambda L, a, i, s: a.clone().put_(i, s), A23, _I32, _SRC2)
+case(ix, "put_-int64", lambda L, a, i, s: a.clone().put_(i.long(), s), A23, _I32, _SRC2)
+
+# -- reductions refuse a dim named twice (0-d tensors included) ------------------------------------
+dr = "duplicate-dims"
+_S0 = np.array(1.5, np.float32)
+_DUP = {
+    "sum": lambda L, x, d: x.sum(d),
+    "mean": lambda L, x, d: x.mean(d),
+    "amax": lambda L, x, d: x.amax(d),
+    "amin": lambda L, x, d: L.amin(x, d),
+    "var": lambda L, x, d: x.var(d),
+    "std": lambda L, x, d: L.std(x, d),
+    "logsumexp": lambda L, x, d: x.logsumexp(d),
+    "norm": lambda L, x, d: x.norm(dim=d),
+    "vector_norm": lambda L, x, d: L.linalg.vector_norm(x, dim=d),
+    "nansum": lambda L, x, d: x.nansum(d),
+    "nanmean": lambda L, x, d: x.nanmean(d),
+    "count_nonzero": lambda L, x, d: L.count_nonzero(x, d),
+    "var_mean": lambda L, x, d: L.var_mean(x, d),
+    "std_mean": lambda L, x, d: L.std_mean(x, d),
+    "all": lambda L, x, d: x.all(d),
+    "any": lambda L, x, d: L.any(x, d),
+    "flip": lambda L, x, d: x.flip(d),
+    "squeeze": lambda L, x, d: x.squeeze(d),
+}
+for _n, _f in _DUP.items():
+    case(dr, f"{_n}-0d-0-neg1", lambda L, x, f=_f: f(L, x, (0, -1)), _S0)
+    case(dr, f"{_n}-0d-list-0-0", lambda L, x, f=_f: f(L, x, [0, 0]), _S0)
+    case(dr, f"{_n}-0d-one-dim", lambda L, x, f=_f: f(L, x, (0,)), _S0)
+    case(dr, f"{_n}-2d-0-0", lambda L, x, f=_f: f(L, x, (0, 0)), A23)
+    case(dr, f"{_n}-2d-1-neg1", lambda L, x, f=_f: f(L, x, (1, -1)), A23)

@@ -23,12 +23,19 @@ from .out import write_out
 from .saved import SavedTensorError, Unavailable
 from .sparse import LAYOUTS as _LAYOUTS
 from .tensor import Tensor, check_view, describe, make, meta_of
+from .trace_notes import note_derived
 
 __all__ = ["binary_function", "eager_dispatch", "unary_function"]
 
 _ndarray = np.ndarray
 _CPU = "cpu"
 _VIEWS = frozenset(op for op in ops_core.REGISTRY.values() if "view" in op.tags)
+
+
+# While kn.compile traces, a result that is not a view, of tensors the traced function made,
+# is noted as made there too: a traced value may be written into it
+# (kiln/frontend/trace_locals.py). One global test per op (`_short_paths` sets it).
+_noting = False
 _RANDOM = frozenset(op for op in ops_core.REGISTRY.values() if "random" in op.tags)
 _VIEW, _ITERATOR, _C = "view", "iterator", "c"
 # op -> what eager does after its kernel: `_VIEW` (link the result to the tensor it views), or
@@ -80,6 +87,8 @@ def eager_dispatch(op, args, attrs):
             elif after is not _ITERATOR and not x._data.flags.c_contiguous and device == _CPU:
                 # (one operand: NumPy's order is TensorIterator's)
                 out._data = _relaid(after, out._data, (x._data,))
+        if _noting:
+            _note(out, args)
         if meta is not None and meta.requires_grad and state.grad:
             autograd.record(op, args, attrs, out)
         return out
@@ -156,6 +165,8 @@ def _dispatch(op, args, attrs):
             _link_view(out, args[0])
         elif device == _CPU:
             out._data = _relaid(after, out._data, datas)
+    if _noting:
+        _note(out, args)
     if grad and state.grad:
         autograd.record(op, args, attrs, out)
     return out
@@ -195,6 +206,13 @@ def _check(op, datas, attrs, args, key) -> None:
         if len(_checked) >= _CHECKED_MAX:
             _checked.clear()
         _checked.add(key)
+
+
+def _note(out: Tensor, args) -> None:
+    """While kn.compile traces: `out`, unless a view, noted as made in the trace where its
+    tensor inputs were (`note_derived`)."""
+    if out._meta is None or out._meta.base is None:
+        note_derived(out, args)
 
 
 def _link_view(out: Tensor, x) -> None:
@@ -270,7 +288,8 @@ _FLOATS = frozenset(d for d in dt.SUPPORTED if dt.is_float(d))
 _HALF = frozenset({dt.bfloat16, dt.float16})  # the dtypes PyTorch's opmath widens
 _SCALARS = frozenset({float, int, bool})
 _COMPLEX = frozenset(dt.COMPLEX)
-_plain = Tensor  # None while a thread is in inference mode (its results must be marked)
+_plain = Tensor  # None while a thread is in inference mode (its results must be marked) or
+# while kn.compile traces (`_short_paths`)
 # Tensor subclasses whose ops are a Tensor's (kn.nn's Parameter and Buffer: `same_ops`), which
 # the short paths take too; empty while a thread is in inference mode, as `_plain` is None
 _same_ops: set = set()
@@ -293,20 +312,32 @@ def same_ops(cls: type) -> type:
     return cls
 
 
+_inference = False  # whether this thread is in inference mode (`_inference_changed`)
+
+
 def _inference_changed(inference: bool) -> None:
-    global _plain, tensor_types
-    _plain = None if inference else Tensor
-    plain = not inference and traced_value is None
+    global _inference
+    _inference = inference
+    _short_paths()
+
+
+def _short_paths() -> None:
+    """The short paths' tensor types: none in inference mode (results must be marked) or
+    while kn.compile traces (every result goes through `_dispatch` and `_after`)."""
+    global _plain, tensor_types, _noting
+    plain = not _inference and traced_value is None
+    _plain = Tensor if plain else None
     tensor_types = frozenset(_same_ops) if plain else frozenset()
+    _noting = traced_value is not None
 
 
 def set_traced_value(fn):
     """Makes `fn` the `traced_value` (None: no trace); returns the one it replaces. While one
-    is set, the short paths leave the `same_ops` subclasses to `_dispatch`, which asks it."""
-    global traced_value, tensor_types
+    is set, the short paths leave every tensor to `_dispatch`, which asks it of the
+    `same_ops` subclasses (and `_after` notes the results of constants made in the trace)."""
+    global traced_value
     before, traced_value = traced_value, fn
-    plain = _plain is not None and fn is None
-    tensor_types = frozenset(_same_ops) if plain else frozenset()
+    _short_paths()
     return before
 
 

@@ -4,21 +4,19 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import ArgumentError, ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..generator import Generator, default_generator
-from ..graph.core import Symbol, get_default_graph
-from ..graph.region import outermost
+from ..graph.core import Symbol
 from ..ops.random import in_trace
 from ..runtime.backend import get_backend
 from . import sparse
 from .devices import canonical_device
 from .out import factory_out
 from .tensor import Tensor, make
+from .trace_notes import note_made
 
 __all__ = [
     "arange",
@@ -49,22 +47,8 @@ def _finish(array, device, requires_grad: bool) -> Tensor:
             array = get_backend(device).to_device(array)
         t = make(array, device).requires_grad_(requires_grad)
     if in_trace():
-        _note_made(t)
+        note_made(t)  # a traced value may be written into it (kiln/eager/trace_notes.py)
     return t
-
-
-def _note_made(t: Tensor) -> None:
-    """Notes that the factory made `t` in the kn.compile trace being made: a traced value may
-    then be written into it (kiln/frontend/trace_locals.py), as into any value the traced
-    function computes."""
-    graph = outermost(get_default_graph())
-    graph.__dict__.setdefault("_made_in_trace", {})[id(t)] = weakref.ref(t)
-
-
-def made_in_trace(t: Tensor, graph) -> bool:
-    """Whether a factory made `t` in the kn.compile trace of `graph` (`_note_made`)."""
-    ref = graph.__dict__.get("_made_in_trace", {}).get(id(t))
-    return ref is not None and ref() is t
 
 
 def _shape(size) -> tuple:

@@ -520,7 +520,7 @@ def _traced_into_constant(t: Tensor, op: str, values):
     raise node_error(
         GraphError,
         f"{op} writes a traced value into a tensor made outside the compiled function (or "
-        "from another tensor of constants), which the compiled program cannot change; make "
+        "from one made outside it), which the compiled program cannot change; make "
         "the buffer inside the function with a factory (`kn.zeros(T, n)`) or from an "
         "argument (`x.new_zeros((T, n))`), or collect the pieces in a list and `kn.stack` "
         "them",

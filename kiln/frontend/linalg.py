@@ -89,7 +89,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
         x = call("abs", x)
     if not dt.is_float(x.dtype):
         raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
-    dims = sh.normalize_axes(dim, x.ndim) if x.ndim else ()
+    dims = sh.normalize_axes(dim, x.ndim)
     return p_norm(x, ord, dims, keepdim)
 
 

@@ -56,12 +56,13 @@ def _axes(dim, ndim: int) -> tuple:
     if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return tuple(range(ndim))
     if ndim == 0:
-        for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+        dim = list((dim,) if isinstance(dim, (int, np.integer)) else dim)
+        for d in dim:
             if d not in (0, -1):
                 raise IndexOutOfBoundsError(
                     f"Dimension out of range (expected to be in range of [-1, 0], but got {d})"
                 )
-        return ()
+        dim = [int(d) for d in dim]  # (a dim named twice raises there)
     return sh.normalize_axes(dim, ndim)
 
 

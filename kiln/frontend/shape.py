@@ -190,7 +190,7 @@ def squeeze(input, dim=None):  # noqa: A002
         axes = tuple(i for i, d in enumerate(input.shape) if d == 1)
     else:
         dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-        if input.ndim == 0 and all(d in (0, -1) for d in dims):
+        if input.ndim == 0 and not sh.normalize_axes(dims, 0):
             return reshape(input, ())
         axes = tuple(a for a in sh.normalize_axes(dims, input.ndim) if input.shape[a] == 1)
     out = reshape(input, tuple(d for i, d in enumerate(input.shape) if i not in axes))

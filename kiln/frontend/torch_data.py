@@ -444,6 +444,7 @@ def put(input, index, source, accumulate: bool = False):  # noqa: A002
             [3, 8]])
     """
     x, idx, src = lift(input, index, source)
+    ti.check_long_index("put_", x, idx)
     n = sh.dim_product(tuple(x.shape)) if x.ndim else 1
     if not isinstance(idx, Symbol):
         host = _host(idx)

@@ -12,7 +12,15 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, UsageError
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    DTypeMismatchError,
+    ShapeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from ..ops.index import check_index_shape
 from . import math as m
@@ -82,10 +90,24 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     return call("reshape", out, shape=()) if zero_d else out
 
 
+def check_long_index(op: str, x, idx) -> None:
+    """PyTorch's refusal of an index tensor that is not int64 (`take`, `put_`).
+
+    >>> import kiln as kn
+    >>> check_long_index("take", kn.zeros(3), kn.tensor([0], dtype=kn.int32))
+    Traceback (most recent call last):
+    kiln.errors.DTypeMismatchError: take(): Expected a long tensor for index, but got Int ...
+    """
+    if idx.dtype != np.int64:  # (torch 2.13's message)
+        message = f"{op}(): Expected a long tensor for index, but got {dt.scalar_name(idx.dtype)}"
+        raise call_error(DTypeMismatchError, message, op, x, idx)
+
+
 @takes_out
 def take(input, index, axis=None):  # noqa: A002
     """NumPy's `take`: elements at `index` along `axis` (None: of the flattened input, which
-    is also PyTorch's `take`); negative indices count from the end.
+    is PyTorch's `take`: an index tensor must be int64, as PyTorch's); negative indices count
+    from the end.
 
     >>> import kiln as kn, numpy as np
     >>> kn.take(np.arange(6).reshape(2, 3), np.array([2, 0]), axis=1)
@@ -93,9 +115,11 @@ def take(input, index, axis=None):  # noqa: A002
            [5, 3]])
     """
     x = _operand(input, index)
-    if axis is None:
-        x, axis = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
     (idx,) = lift(index, context=(x,))
+    if axis is None:
+        if type(idx) is not np.ndarray:  # (a NumPy array: NumPy's take, any int index)
+            check_long_index("take", x, idx)
+        x, axis = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0
     return call("gather", x, idx, axis=sh.normalize_axis(axis, x.ndim), wrap_negative=True)
 
 

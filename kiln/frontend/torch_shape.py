@@ -371,7 +371,7 @@ def flip(input, *args, dims=None):  # noqa: A002
     """
     (x,) = lift(input)
     dims = varargs("flip", args, dims, "dims")
-    axes = sh.normalize_axes(dims, max(x.ndim, 1)) if x.ndim else ()
+    axes = sh.normalize_axes(dims, x.ndim)
     if not axes:
         return _copy(x)
     spec = tuple(("slice", None, None, -1 if d in axes else None) for d in range(x.ndim))

@@ -4,12 +4,13 @@ traced value into: the preallocated buffer of PyTorch code (`outs = torch.zeros(
 
 A factory (`kn.zeros`, `kn.full`, `kn.tensor`...) called in a trace makes an eager Tensor of
 constants, which the program cannot change. So the factories note the tensors they make in a
-trace (`note_made`), and the first in-place write of a traced value into one of them makes it
-a `TracedLocal` (`promote`): a graph constant of its values stands for it from then on, the
-write is that constant's in-place change (kiln/frontend/functionalize.py), and every later
-use of the tensor (its methods, operators, indexing, the ops it is passed to, returning it)
-is its graph value's. Each compiled call then starts from the constant again, as each eager
-call makes its buffer afresh.
+trace (`note_made`), and the results of ops on those only are noted too (`.to(dtype)`,
+`.clone()`, `.tril()`, `* 2`: kiln/eager/trace_notes.py). The first in-place write of a
+traced value into one of them makes it a `TracedLocal` (`promote`): a graph constant of its
+values stands for it from then on, the write is that constant's in-place change
+(kiln/frontend/functionalize.py), and every later use of the tensor (its methods, operators,
+indexing, the ops it is passed to, returning it) is its graph value's. Each compiled call
+then starts from the constant again, as each eager call makes its buffer afresh.
 
 A tensor made before the trace (a global, a captured one) is state of the caller's, and a
 traced value written into it is still refused, with what to write instead.
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 import gc
 
-from ..eager.factories import made_in_trace
 from ..eager.tensor import Meta, Tensor
+from ..eager.trace_notes import made_in_trace
 from ..errors import GraphError, node_error
 from ..graph.core import Symbol, get_default_graph, user_site
 from ..graph.region import outermost
@@ -87,7 +88,7 @@ def end_trace(graph) -> dict:
     locals_ = graph.__dict__.pop("_traced_locals", {})
     for t, _ in locals_.values():
         t.__class__ = Tensor
-    graph.__dict__.pop("_made_in_trace", None)  # (eager/factories.py's notes)
+    graph.__dict__.pop("_made_in_trace", None)  # (kiln/eager/trace_notes.py)
     return {key: value for key, (_, value) in locals_.items()}
 
 

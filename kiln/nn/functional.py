@@ -652,7 +652,7 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
         picked = F.squeeze(F.gather(input, dim, F.unsqueeze(safe, dim)), dim)
     w = F.cast(keep, input.dtype)
     if weight is not None:
-        w = F.mul(w, F.take(weight, safe))
+        w = F.mul(w, F.take(weight, safe, 0))  # (axis 0: any int target)
     loss = F.neg(F.mul(picked, w))
     if reduction == "mean":
         return _weighted_mean(F.sum(loss), w)
@@ -731,7 +731,7 @@ def cross_entropy(
     smooth = F.mul(F.neg(F.sum(terms, dim)), keep)
     if reduction == "mean":
         safe = F.where(F.not_equal(target, ignore_index), target, 0)
-        weights = keep if weight is None else F.mul(keep, F.take(weight, safe))
+        weights = keep if weight is None else F.mul(keep, F.take(weight, safe, 0))
         smooth = _weighted_mean(F.sum(smooth), weights)
     else:
         smooth = _reduce(smooth, reduction)

@@ -48,8 +48,8 @@ class Adadelta(Optimizer):
     slot_prefix = "adadelta_"
 
     def __init__(self, params=None, lr=1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, *, maximize: bool = False,
-                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+                 weight_decay: float = 0, foreach=None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False):  # fmt: skip
         implementation_flags(
             "Adadelta", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
@@ -58,7 +58,9 @@ class Adadelta(Optimizer):
             raise ArgumentError(f"Invalid rho value: {rho}")
         _check(eps, "epsilon value")
         _check(weight_decay, "weight_decay value")
-        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach,
+                        differentiable=differentiable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -89,8 +91,8 @@ class Adamax(Optimizer):
     slot_prefix = "adamax_"
 
     def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, *, maximize: bool = False,
-                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+                 weight_decay: float = 0, foreach=None, *, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False):  # fmt: skip
         implementation_flags(
             "Adamax", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
@@ -98,7 +100,8 @@ class Adamax(Optimizer):
         _check(eps, "epsilon value")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=_check_betas(betas), eps=eps, weight_decay=weight_decay,
-                        maximize=maximize)  # fmt: skip
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -130,9 +133,9 @@ class RAdam(Optimizer):
     slot_prefix = "radam_"
 
     def __init__(self, params=None, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
-                 maximize: bool = False,
-                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
+                 foreach=None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False):  # fmt: skip
         implementation_flags(
             "RAdam", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
@@ -140,8 +143,9 @@ class RAdam(Optimizer):
         _check(eps, "epsilon value")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=_check_betas(betas), eps=eps, weight_decay=weight_decay,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay,
-                        maximize=maximize)  # fmt: skip
+                        differentiable=differentiable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -188,9 +192,9 @@ class NAdam(Optimizer):
     scalar_slots = ("mu_product",)
 
     def __init__(self, params=None, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False,
-                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach=None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False):  # fmt: skip
         implementation_flags(
             "NAdam", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
@@ -201,8 +205,9 @@ class NAdam(Optimizer):
         _check(momentum_decay, "momentum_decay value")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay,
-                        decoupled_weight_decay=decoupled_weight_decay,
-                        maximize=maximize)  # fmt: skip
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable,
+                        differentiable=differentiable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:

@@ -35,9 +35,9 @@ class SGD(Optimizer):
         self,
         params=None,
         lr=1e-3,
-        momentum: float = 0.0,
-        dampening: float = 0.0,
-        weight_decay: float = 0.0,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
         nesterov: bool = False,
         *,
         maximize: bool = False,
@@ -52,7 +52,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ArgumentError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)  # fmt: skip
+                        nesterov=nesterov, maximize=maximize, foreach=foreach,
+                        differentiable=differentiable, fused=fused)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -99,11 +100,11 @@ class Adam(Optimizer):
         lr=1e-3,
         betas=(0.9, 0.999),
         eps: float = 1e-8,
-        weight_decay: float = 0.0,
+        weight_decay: float = 0,
         amsgrad: bool = False,
         *,
-        maximize: bool = False,
         foreach=None,
+        maximize: bool = False,
         capturable: bool = False,
         differentiable: bool = False,
         fused=None,
@@ -123,7 +124,8 @@ class Adam(Optimizer):
                 raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)  # fmt: skip
         super().__init__(params, defaults)
 
@@ -236,6 +238,7 @@ class AdamW(Adam):
             fused=fused,
         )
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, capturable=capturable, fused=fused,
                          decoupled_weight_decay=True)  # fmt: skip
 
 
@@ -258,13 +261,12 @@ class RMSprop(Optimizer):
         lr=1e-2,
         alpha: float = 0.99,
         eps: float = 1e-8,
-        weight_decay: float = 0.0,
-        momentum: float = 0.0,
+        weight_decay: float = 0,
+        momentum: float = 0,
         centered: bool = False,
-        *,
-        maximize: bool = False,
-        foreach=None,
         capturable: bool = False,
+        foreach=None,
+        maximize: bool = False,
         differentiable: bool = False,
     ):
         implementation_flags(
@@ -275,8 +277,9 @@ class RMSprop(Optimizer):
         _check(momentum, "momentum value")
         _check(weight_decay, "weight_decay value")
         _check(alpha, "alpha value")
-        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered, maximize=maximize)  # fmt: skip
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -324,13 +327,13 @@ class Adagrad(Optimizer):
         self,
         params=None,
         lr=1e-2,
-        lr_decay: float = 0.0,
-        weight_decay: float = 0.0,
-        initial_accumulator_value: float = 0.0,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
         eps: float = 1e-10,
+        foreach=None,
         *,
         maximize: bool = False,
-        foreach=None,
         differentiable: bool = False,
         fused=None,
     ):
@@ -340,9 +343,10 @@ class Adagrad(Optimizer):
         _check(weight_decay, "weight_decay value")
         _check(initial_accumulator_value, "initial_accumulator_value")
         _check(eps, "epsilon value")
-        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, eps=eps,
-                        maximize=maximize)  # fmt: skip
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable,
+                        fused=fused)  # fmt: skip
         super().__init__(params, defaults)
         if not self._adopt:  # as PyTorch's: every parameter has state from the start
             for _, t, group in self._tensors():

@@ -34,16 +34,16 @@ class ASGD(Optimizer):
     scalar_slots = ("eta", "mu")
 
     def __init__(self, params=None, lr=1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0.0, *,
-                 maximize: bool = False,
-                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+                 t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False):  # fmt: skip
         implementation_flags(
             "ASGD", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
         _check(lr, "learning rate")
         _check(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
-                        maximize=maximize)  # fmt: skip
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:
@@ -84,16 +84,17 @@ class Rprop(Optimizer):
     slot_prefix = "rprop_"
 
     def __init__(self, params=None, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
-                 maximize: bool = False,
-                 foreach=None, capturable: bool = False, differentiable: bool = False):  # fmt: skip
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False):  # fmt: skip
         implementation_flags(
             "Rprop", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
         _check(lr, "learning rate")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ArgumentError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes),
-                        maximize=maximize)  # fmt: skip
+        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach,
+                        maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:

@@ -43,7 +43,7 @@ class Adafactor(Optimizer):
 
     def __init__(self, params=None, lr=1e-2, beta2_decay: float = -0.8, eps=(None, 1e-3),
                  d: float = 1.0, weight_decay: float = 0.0, *,
-                 maximize: bool = False, foreach=None):  # fmt: skip
+                 foreach=None, maximize: bool = False):  # fmt: skip
         implementation_flags("Adafactor", foreach=foreach)
         checks = [
             (lr >= 0.0, f"Learning rate should be >= 0 but is: {lr}"),
@@ -57,7 +57,8 @@ class Adafactor(Optimizer):
             if not ok:
                 raise ArgumentError(message)
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=tuple(eps), d=d,
-                        weight_decay=weight_decay, maximize=maximize)  # fmt: skip
+                        weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
 
     def _slot_names(self, group) -> tuple:

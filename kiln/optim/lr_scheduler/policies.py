@@ -254,8 +254,8 @@ class OneCycleLR(LRScheduler):
             raise ArgumentError(
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
+        self._schedule_phases = self._phases(pct_start, three_phase)  # (torch's state_dict order)
         self._anneal_func_type = anneal_strategy
-        self._schedule_phases = self._phases(pct_start, three_phase)
         max_lrs = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for group, top in zip(optimizer.param_groups, max_lrs):

@@ -1,0 +1,54 @@
+"""The tensors a kn.compile'd function makes while it is traced: a factory's results
+(`kn.zeros`, `kn.full`, `kn.tensor`...) and the results of ops on those only (`.to(dtype)`,
+`.float()`, `.clone()`, `.tril()`, `* 2`: kiln/eager/dispatch.py's `_after` sees every eager
+result while a trace runs). Each call of the eager function makes them afresh, so a traced
+value may be written into one (kiln/frontend/trace_locals.py); a tensor from outside the
+function (a global, a captured one), or made from one, is the caller's and is not noted.
+
+>>> import kiln as kn
+>>> @kn.compile
+... def f(x):
+...     b = kn.zeros(3).to(kn.float64)  # a copy of a factory's result
+...     b[0] = x[0]
+...     return b
+>>> f(kn.ones(3)).tolist()
+[1.0, 0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ..graph.core import get_default_graph
+from ..graph.region import outermost
+from .tensor import Tensor
+
+__all__ = ["made_in_trace", "note_derived", "note_made"]
+
+
+def note_made(t: Tensor) -> None:
+    """Notes that a factory made `t` in the kn.compile trace being made."""
+    graph = outermost(get_default_graph())
+    graph.__dict__.setdefault("_made_in_trace", {})[id(t)] = weakref.ref(t)
+
+
+def made_in_trace(t: Tensor, graph) -> bool:
+    """Whether `t` was made in the kn.compile trace of `graph` (`note_made`, `note_derived`)."""
+    ref = graph.__dict__.get("_made_in_trace", {}).get(id(t))
+    return ref is not None and ref() is t
+
+
+def note_derived(out: Tensor, args) -> None:
+    """Notes `out`, the result of an op on `args` (not a view of one), as made in the trace
+    being made where every tensor among `args` was (other arguments are Python or NumPy
+    constants). Called while kn.compile traces only."""
+    graph = outermost(get_default_graph())
+    made = graph.__dict__.get("_made_in_trace")
+    if not made:
+        return
+    for a in args:
+        if isinstance(a, Tensor):
+            ref = made.get(id(a))
+            if ref is None or ref() is not a:
+                return
+    made[id(out)] = weakref.ref(out)

@@ -1,5 +1,4 @@
-"""Checkpoints: named arrays in safetensors files, written atomically, read with checks (a whole
-nn.Module is pickled, as `torch.save(model)`, and unpickled only with `weights_only=False`).
+"""Checkpoints: named arrays in safetensors files (no pickle), written atomically, read with checks.
 
 `save`/`load` take and give plain dicts of arrays; `save_variables`/`restore_variables` back
 `Session.save`/`Session.restore` and match Variables by name, all or nothing.
@@ -14,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pickle
 import secrets
 import struct
 import sys
@@ -38,7 +36,6 @@ from .graph.core import Symbol, Variable
 __all__ = [
     "CheckpointError",
     "StateDictError",
-    "WeightsOnlyError",
     "save",
     "load",
     "save_arrays",
@@ -78,11 +75,6 @@ class StateDictError(CheckpointError, RuntimeError):
     that differ): PyTorch raises RuntimeError there, so this is both."""
 
 
-class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
-    """A file holding a whole module (pickled) loaded with `weights_only=True`, the default:
-    PyTorch raises pickle.UnpicklingError ("Weights only load failed") there, so this is one."""
-
-
 def as_numpy(value) -> np.ndarray:
     """A NumPy array of `value`: an array-like, a kiln Variable, a Tensor or a device array.
 
@@ -104,14 +96,11 @@ def as_numpy(value) -> np.ndarray:
 def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     """Saves `obj` to `f` (a path, or a binary file object) as a safetensors file, as
     PyTorch scripts use `torch.save`: nested dicts, lists and tuples of Tensors, Parameters,
-    NumPy arrays and scalars, numbers, strings, bytes and None; and a whole nn.Module, which
-    is pickled as `torch.save(model)` pickles it (one entry of bytes), so that loading it
-    takes `kn.load(f, weights_only=False)`, as PyTorch's.
+    NumPy arrays and scalars, numbers, strings, bytes and None.
 
     Each tensor or array is one entry named by its path of keys (`model.fc1.weight`,
     `optimizer.state.0.exp_avg`); the structure and the Python values are typed JSON in the
-    header's metadata. Nothing else is pickled. A path is written atomically (see
-    `write_atomic`).
+    header's metadata. Nothing is pickled. A path is written atomically (see `write_atomic`).
     `metadata` is free text (str -> str) kept in the header too. Two references to one tensor
     are saved as two copies.
 
@@ -132,34 +121,19 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
         write_atomic(f, data)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
          **pickle_load_args):  # fmt: skip
     """What `save` saved in `f` (a path or a binary file object), as saved: Tensors (on
     their saved device, or as `map_location` says: a device, or a dict from saved device to
     device), Parameters, arrays, numbers, strings and containers. A safetensors file written
     elsewhere (no kiln structure) gives a dict of its NumPy arrays by name (sorted).
 
-    `weights_only` (None: True, as PyTorch's default since 2.6) refuses a whole module that
-    `save` pickled with WeightsOnlyError (a pickle.UnpicklingError, as PyTorch's); only
-    `weights_only=False` unpickles it, which can run any code: load only files you trust.
-    Nothing else in a file is ever unpickled. `mmap` and pickle arguments are accepted as
-    PyTorch's and change nothing. A PyTorch pickle or zip file (`.pt`, `.pth`) raises
-    CheckpointError saying it is not a safetensors file.
-
-    >>> import kiln as kn, os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.pt")
-    >>> kn.save(kn.nn.Linear(2, 1), path)
-    >>> kn.load(path, weights_only=False)
-    Linear(in_features=2, out_features=1, bias=True)
-    >>> kn.load(path)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    kiln.checkpoint.WeightsOnlyError: Weights only load failed for '...': it holds a whole ...
+    `weights_only`, `mmap` and pickle arguments are accepted as PyTorch's and change nothing:
+    kiln never unpickles, so every load is as safe as `weights_only=True`. A PyTorch pickle or
+    zip file (`.pt`, `.pth`) raises CheckpointError saying it is not a safetensors file.
     """
     if pickle_module is not None:
-        raise ArgumentTypeError(
-            "kn.load never unpickles through a pickle_module (only a whole module that kn.save "
-            "pickled, with weights_only=False): pickle_module cannot be used"
-        )
+        raise ArgumentTypeError("kn.load never unpickles: pickle_module cannot be used")
     if (
         map_location is not None
         and not isinstance(map_location, (str, dict))
@@ -180,7 +154,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     tree = metadata.get(TREE_KEY) if isinstance(metadata, dict) else None
     if tree is None:
         return dict(sorted(arrays.items()))
-    return unflatten(path, tree, arrays, map_location, weights_only is not False)
+    return unflatten(path, tree, arrays, map_location)
 
 
 def save_arrays(state: Mapping, path, metadata: Mapping[str, str] | None = None) -> None:

@@ -1,14 +1,11 @@
 """Nested checkpoint state (PyTorch's `torch.save` objects) as safetensors: every tensor or
 array becomes one named entry (its path of keys joined by '.'), and the structure becomes
-typed JSON kept in the header's metadata. Nothing is pickled but a whole nn.Module (as
-`torch.save(model)` pickles it), which is one entry of pickle bytes: loading builds only the
-types listed in `_SCALARS`, containers, Tensors, Parameters and NumPy arrays, and unpickles a
-module only when asked to (`weights_only=False`, as PyTorch's)."""
+typed JSON kept in the header's metadata. Nothing is pickled; loading builds only the types
+listed in `_SCALARS`, containers, Tensors, Parameters and NumPy arrays."""
 
 from __future__ import annotations
 
 import json
-import pickle
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -23,7 +20,7 @@ MAX_DEPTH = 200  # nesting refused beyond this when loading (hostile files)
 _SCALARS = {"none": type(None), "bool": bool, "int": int, "float": float, "str": str}
 _DICTS = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}
 _KINDS = """kn.save holds Tensors, Parameters, NumPy arrays and scalars, numbers, strings,
-bytes, None, whole nn.Modules, and dicts, lists and tuples of them""".replace("\n", " ")
+bytes, None, and dicts, lists and tuples of them (it never pickles)""".replace("\n", " ")
 
 
 def _is_numeric_numpy(obj) -> bool:
@@ -54,7 +51,6 @@ class _Flattener:
 
     def node(self, obj, path: list) -> dict:
         from .eager import Tensor
-        from .nn.module import Module
         from .nn.parameter import Parameter
 
         if obj is None:
@@ -80,14 +76,6 @@ class _Flattener:
             return self.array(path, "npscalar", np.asarray(obj))
         if isinstance(obj, bytes):
             return self.array(path, "bytes", np.frombuffer(obj, np.uint8))
-        if isinstance(obj, Module):  # PyTorch's torch.save(model): the module pickled
-            try:
-                data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as e:  # noqa: BLE001 -- a lambda, a lock... in the module
-                where = ".".join(map(str, path)) or "the module"
-                raise _error(f"cannot save {where}: pickling it failed ({e})") from e
-            cls = f"{type(obj).__module__}.{type(obj).__qualname__}"
-            return self.array(path, "module", np.frombuffer(data, np.uint8), cls=cls)
         if isinstance(obj, dict):
             kind = type(obj).__name__ if type(obj).__name__ in _DICTS else "dict"
             items = [[self.key(k, path), self.node(v, [*path, k])] for k, v in obj.items()]
@@ -116,9 +104,8 @@ def flatten(obj) -> tuple[dict, str]:
 
 
 class _Builder:
-    def __init__(self, path: str, arrays: dict, map_location, weights_only: bool = True):
+    def __init__(self, path: str, arrays: dict, map_location):
         self.path, self.arrays, self.map_location = path, arrays, map_location
-        self.weights_only = weights_only
         self.used: set = set()
 
     def fail(self, what: str):
@@ -186,8 +173,6 @@ class _Builder:
             return self.array(node)[()]
         if kind == "bytes":
             return self.array(node).tobytes()
-        if kind == "module":
-            return self.module(node)
         if kind == "parameter":
             return Parameter(self.array(node), requires_grad=bool(node.get("rg", True)))
         if kind == "tensor":
@@ -197,22 +182,6 @@ class _Builder:
                 t = _to_device(t, device, self.path)
             return t.requires_grad_(True) if node.get("rg") else t
         raise self.fail(f"has a node of unknown type {kind!r}")
-
-    def module(self, node):
-        """A whole nn.Module, unpickled only with `weights_only=False` (PyTorch's refusal
-        otherwise: a pickle can run any code)."""
-        data = self.array(node).tobytes()
-        if self.weights_only:
-            from .checkpoint import WeightsOnlyError
-
-            raise WeightsOnlyError(
-                f"Weights only load failed for '{self.path}': it holds a whole module "
-                f"({str(node.get('cls'))[:200]}), which kn.save pickled. Re-running kn.load "
-                "with weights_only=False will likely succeed, but it can result in arbitrary "
-                "code execution: do it only if you got the file from a trusted source. (Save "
-                "model.state_dict() instead to load it with weights_only=True.)"
-            )
-        return pickle.loads(data)  # noqa: S301 -- asked for: weights_only=False
 
 
 def _to_device(t, device: str, path: str):
@@ -225,10 +194,9 @@ def _to_device(t, device: str, path: str):
         ) from e  # fmt: skip
 
 
-def unflatten(path: str, tree_json: str, arrays: dict, map_location=None, weights_only=True):
-    """The object `flatten` saved, from its structure and arrays; a whole module only with
-    `weights_only=False`."""
-    builder = _Builder(path, arrays, map_location, weights_only)
+def unflatten(path: str, tree_json: str, arrays: dict, map_location=None):
+    """The object `flatten` saved, from its structure and arrays."""
+    builder = _Builder(path, arrays, map_location)
     try:
         tree = json.loads(tree_json)
     except (json.JSONDecodeError, RecursionError) as e:

@@ -103,10 +103,58 @@ def _conv2d_input_grad_shape(gy, w, *, x_shape, stride, padding, dilation):
 def _conv2d_input_grad(xp, gy, w, out=None, *, x_shape, stride, padding, dilation):
     n, o, oh, ow = gy.shape
     _, c, kh, kw = w.shape
+    if _shifted_products_fit(xp, gy, w, stride, dilation, padding):
+        return _into(xp, out, _full_correlation(xp, gy, w, padding))
     # (C*KH*KW, O) @ (N, O, OH*OW): every window's share of the input gradient, im2col layout.
     cols = xp.matmul(w.reshape(o, c * kh * kw).T, gy.reshape(n, o, oh * ow))
     cols = cols.reshape(n, c, kh, kw, oh, ow)
     return _scatter_windows(xp, cols, x_shape, stride, dilation, padding, out)
+
+
+def _shifted_products_fit(xp, gy, w, stride, dilation, padding) -> bool:
+    """Whether `_full_correlation` computes this input gradient: on the CPU, stride and
+    dilation 1, a kernel wider than one pixel, padding below the kernel size (the flipped
+    kernel's padding is then >= 0), and enough output channels that a product over them is
+    a GEMM worth its call (with fewer, im2col's one product is faster)."""
+    o, _, kh, kw = w.shape
+    return (
+        xp is np
+        and gy.dtype in (np.float32, np.float64)
+        and stride == (1, 1)
+        and dilation == (1, 1)
+        and kh * kw > 1
+        and o >= 8
+        and padding[0] < kh
+        and padding[1] < kw
+    )
+
+
+def _full_correlation(xp, gy, w, padding):
+    """conv2d's input gradient at stride 1: gy correlated with the flipped kernel, padded by
+    KH-1-PH and KW-1-PW, as one product per kernel offset. Each reads a shifted window of
+    the padded planes flattened: the output is computed over rows of the padded width (the
+    last KW-1 columns of each row wrap around and are dropped), so every window is a plain
+    strided matrix BLAS reads in place. No (N, C*KH*KW, OH*OW) buffer is made, nor scattered
+    back: about half the time of that path on the CNN benchmark's second layer."""
+    n, o, oh, ow = gy.shape
+    _, c, kh, kw = w.shape
+    py, px = kh - 1 - padding[0], kw - 1 - padding[1]
+    rows, width = oh + 2 * py, ow + 2 * px  # the padded planes
+    h, wd = rows - kh + 1, width - kw + 1  # the input's
+    planes = xp.zeros((n, o, rows * width + kw - 1), gy.dtype)  # (the last shift reads past)
+    planes[:, :, : rows * width].reshape(n, o, rows, width)[:, :, py : py + oh, px : px + ow] = gy
+    taps = xp.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 1, 0))  # (KH, KW, C, O)
+    span = h * width
+    total, part = xp.empty((n, c, span), gy.dtype), xp.empty((n, c, span), gy.dtype)
+    for a in range(kh):
+        for b in range(kw):
+            window = planes[:, :, a * width + b : a * width + b + span]
+            if a == b == 0:
+                xp.matmul(taps[a, b], window, out=total)
+            else:
+                xp.matmul(taps[a, b], window, out=part)
+                total += part
+    return total.reshape(n, c, h, width)[:, :, :, :wd]
 
 
 def _conv2d_input_grad_vjp(ct, gx, gy, w, *, x_shape, **attrs):

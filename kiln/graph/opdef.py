@@ -135,6 +135,16 @@ class Attrs(Mapping):
     def __len__(self):
         return len(self._items)
 
+    # the dict's own views: Mapping's iterate through __iter__ and __getitem__ (~5x slower)
+    def items(self):
+        return self._dict.items()
+
+    def keys(self):
+        return self._dict.keys()
+
+    def values(self):
+        return self._dict.values()
+
     def __hash__(self):
         return self._hash
 

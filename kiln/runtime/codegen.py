@@ -145,16 +145,12 @@ class Specialized:
         updates that read each other's variables) is committed after the run instead.
         """
         g, aliases = self.graph, self.aliases
-        index = {id(n): i for i, n in enumerate(nodes)}
-        var_node = {id(n.ref): n for n in nodes if n.op.name == "variable"}
-        may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail or self.dynamic and (
-            id(n.out) in self.dynamic or any(id(x) in self.dynamic for x in n.inputs))]  # fmt: skip
-        users = [[] for _ in nodes]
-        for i, n in enumerate(nodes):
-            for x in n.inputs:
-                users[index[id(x.node)]].append(i)
+        index, var_node, users, shared, may_fail = rebind.update_structure(g, nodes)
+        if self.dynamic:
+            may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail or id(n.out) in self.dynamic
+                        or any(id(x) in self.dynamic for x in n.inputs)]  # fmt: skip
+        users = [list(u) for u in users]
         inplace, after = {}, {}
-        shared = collections.Counter(id(v) for v in g.updates.values())  # one value, two updates
         shape_of = lambda s: self.shapes[id(s)]  # noqa: E731
         for var, value in g.updates.items():
             node, vn = value.node, var_node.get(id(var))

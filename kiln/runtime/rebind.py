@@ -20,12 +20,13 @@ False
 
 from __future__ import annotations
 
+import collections
 import weakref
 
 from .. import shapes as sh
 
 __all__ = ["adopt", "bound_names", "crossing", "keep_storage", "kept_storage", "same_schedule",
-           "shape_class"]  # fmt: skip
+           "shape_class", "update_structure"]  # fmt: skip
 
 
 def shape_class(key) -> tuple:
@@ -82,6 +83,30 @@ def kept_storage(spec, plan: bool):
         return None
     spec.placed_keys, spec.early_copies, spec.kept = set(placed_keys), set(early_copies), kept
     return dict(storage), {k: list(v) for k, v in owners.items()}, dict(last)
+
+
+def update_structure(graph, nodes) -> tuple:
+    """What `Specialized._inplace_updates` reads of the graph alone, found once per graph and
+    node list: (id(node) -> position, id(Variable) -> its node, each node's users' positions,
+    how many updates take each value, the positions of the ops that may fail)."""
+    found = _STRUCTURE.get(graph)
+    if found is not None and found[0] is nodes and found[1] == len(nodes):
+        return found[2]
+    index = {id(n): i for i, n in enumerate(nodes)}
+    var_node = {id(n.ref): n for n in nodes if n.op.name == "variable"}
+    users = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        for x in n.inputs:
+            users[index[id(x.node)]].append(i)
+    shared = collections.Counter(id(v) for v in graph.updates.values())  # one value, 2 updates
+    may_fail = [i for i, n in enumerate(nodes) if n.op.may_fail]
+    made = (index, var_node, tuple(map(tuple, users)), shared, may_fail)
+    _STRUCTURE[graph] = (nodes, len(nodes), made)
+    return made
+
+
+# graph -> (its node list, its length, `update_structure`'s tuple)
+_STRUCTURE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def adopt(spec, template) -> bool:

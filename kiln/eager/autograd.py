@@ -36,6 +36,7 @@ from .hooks import (
     apply_node_hooks,
     register_hook,
     register_node_hook,
+    register_node_prehook,
     register_post_accumulate_grad_hook,
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
@@ -63,8 +64,31 @@ class Node:
     # garbage collector's passes too (a fifth of the forward pass's time with grad, measured):
     # so flat tuples and slots here rather than lists of pairs
     __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
-                 "out_vc", "out_version", "device", "seq", "where", "retained", "label",
-                 "__weakref__")  # fmt: skip
+                 "out_vc", "out_version", "device", "seq", "where", "retained", "_label",
+                 "face", "host", "__weakref__")  # fmt: skip
+
+    # NOTE: the tape makes every node of this class (no name is worked out on the tape's hot
+    # path); the node user code reaches (`t.grad_fn`, `next_functions`) becomes, on first
+    # sight, an instance of its name's subclass (`MulBackward0`: `node_class`), as PyTorch's
+    # are. The engine tests nodes with isinstance.
+    _plain = True
+
+    @property
+    def label(self) -> str | None:
+        """The name a composite gave this node (see `name_history`), or None."""
+        return getattr(self, "_label", None)
+
+    @label.setter
+    def label(self, name: str) -> None:
+        self._label = name
+        if not self._plain:  # seen already under its op's name
+            self.__class__ = node_class(name)
+
+    def _seen(self):
+        """This node as user code sees it: an instance of its name's class."""
+        if self._plain:
+            self.__class__ = node_class(self.name())
+        return self
 
     @property
     def site(self) -> str | None:
@@ -81,7 +105,7 @@ class Node:
         """PyTorch's name for the backward of this op (`MulBackward0`, `SumBackward0`,
         `MmBackward0`): see `backward_name`; `label` when a composite set it (the values of
         `max(x, dim)` are MaxBackward0 there, a gather and a view here)."""
-        label = getattr(self, "label", None)
+        label = getattr(self, "_label", None)
         if label is not None:
             return label
         return backward_name(self.op.name, self.attrs, list(self.shapes[:-1]))
@@ -98,11 +122,43 @@ class Node:
         >>> y.sum().backward(); x.grad
         tensor([30., 30.])
         """
+        _mark_host(self)
         return register_node_hook(self, hook)
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
+        """((node, 0), ...) for the inputs PyTorch's node of this name lists: the node that
+        made each (its `grad_fn`), an `AccumulateGrad` for a leaf that requires grad, None for
+        one that does not. A composite lists its own inputs (`face`), not its steps';
+        integer inputs (indices, targets) and Python numbers an op takes as options (`x **
+        2`, `clamp(x, 0)`) are not listed, as in PyTorch.
+
+        >>> import kiln as kn
+        >>> x = kn.ones(2, requires_grad=True)
+        >>> (x * 2).grad_fn.next_functions
+        ((<AccumulateGrad>, 0), (None, 0))
+        """
+        return tuple(
+            (
+                AccumulateGrad(e) if isinstance(e, Tensor) else None if e is None else e._seen(),
+                0,
+            )
+            for e in face_edges(self)
+        )
+
+    def register_prehook(self, hook):
+        """`hook(grad_outputs)` runs before backward computes this op's inputs' gradients; a
+        tuple it returns replaces `grad_outputs`. As PyTorch's `grad_fn.register_prehook`.
+
+        >>> import kiln as kn
+        >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> h = y.grad_fn.register_prehook(lambda go: (go[0] * 2,))
+        >>> y.sum().backward(); x.grad
+        tensor([6., 6.])
+        """
+        _mark_host(self)
+        return register_node_prehook(self, hook)
 
     # The values saved for backward, under PyTorch's names (the Autograd mechanics notes
     # print them): the first and second input, and the output as a new tensor object
@@ -205,10 +261,102 @@ def name_history(out, name: str, *inputs):
     >>> name_history(x * 2, "MyBackward0").grad_fn.name()
     'MyBackward0'
     """
-    node = out.grad_fn if type(out) is Tensor else None
+    node = out._meta.grad_fn if type(out) is Tensor and out._meta is not None else None
     if node is not None and all(getattr(x, "grad_fn", None) is not node for x in inputs):
         node.label = name
+        node.face = face_of(*inputs)
     return out
+
+
+_CLASSES: dict = {}
+
+
+def node_class(name: str) -> type:
+    """The subclass of `Node` named `name` (`MulBackward0`), made on first use: the type of
+    the `grad_fn`s of that name, as PyTorch's.
+
+    >>> import kiln as kn
+    >>> type((kn.ones(2, requires_grad=True) * 2).grad_fn).__name__
+    'MulBackward0'
+    """
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = _CLASSES[name] = type(name, (Node,), {"__slots__": (), "_plain": False,
+                                                    "__module__": Node.__module__})  # fmt: skip
+    return cls
+
+
+# Ops whose Python-number inputs PyTorch's node of the same name does not list (its overload
+# takes them as Scalar options: `x ** 2`, `x.clamp(0, 1)`, `x.masked_fill(m, 0.)`)
+_SCALAR_OPTIONS = frozenset({"pow", "square", "clip", "masked_fill", "leaky_relu", "lerp"})
+
+
+def _listed(node) -> tuple:
+    """The edges of `node`'s inputs that PyTorch's node lists (see `next_functions`)."""
+    options = node.op.name in _SCALAR_OPTIONS
+    return tuple(
+        e
+        for e, dtype, version in zip(node.edges, node.dtypes, node.versions)
+        if dtype.kind in "fcV" and not (options and version is None)
+    )
+
+
+# op -> face(node): the edges `next_functions` lists for the nodes of an op that stands for
+# several of PyTorch's (kiln/eager/fused.py), with `virtual_node`s between; and op ->
+# hooked(node, hooks, grad_inputs, ct): its inputs' gradients after its hooks and those of
+# its virtual nodes (`_node_hooked`), each seeing PyTorch's gradients
+FACES: dict = {}
+FACE_HOOKS: dict = {}
+
+
+def face_edges(node) -> tuple:
+    """The edges `node.next_functions` lists (kept as `node.face`, made on first use)."""
+    face = getattr(node, "face", None)
+    if face is None:
+        maker = FACES.get(node.op)
+        face = node.face = _listed(node) if maker is None else maker(node)
+    return face
+
+
+def virtual_node(name: str, host, edges: tuple, metas: tuple) -> Node:
+    """A node of PyTorch's graph that kiln's tape computes inside `host` (the `TBackward0` of
+    a weight inside the node of `F.linear`): `next_functions` shows it, with `edges` (the
+    inputs' nodes); `metas` are its input's and output's (shape, dtype). Hooks on it run
+    when `host` runs (`FACE_HOOKS`)."""
+    node = _new(node_class(name))
+    node.op, node.attrs, node.saved, node.versions, node.edges = host.op, {}, None, (), edges
+    node.shapes, node.dtypes = tuple(m[0] for m in metas), tuple(m[1] for m in metas)
+    node.out = node.out_vc = node.retained = None
+    node.out_version, node.device, node.seq, node.where = 0, host.device, host.seq, host.where
+    node._label, node.face, node.host = name, edges, host
+    return node
+
+
+def _mark_host(node) -> None:
+    """A hook on a virtual node: its host takes the hooked path (`_node_hooked`)."""
+    host = getattr(node, "host", None)
+    if host is not None:
+        register_node_hook(host, _virtual_hooks)
+
+
+def _virtual_hooks(grad_inputs, grad_outputs):
+    """(A mark: the hooks of a host's virtual nodes run in its `FACE_HOOKS` entry.)"""
+
+
+def face_of(*inputs) -> tuple:
+    """The edges `next_functions` lists for a composite of `inputs`: each tensor's node, the
+    tensor itself (a leaf that requires grad) or None (for None too: an optional tensor not
+    given); integer tensors and other values are not listed."""
+    face = []
+    for x in inputs:
+        if x is None:
+            face.append(None)
+        elif isinstance(x, Tensor):
+            meta = x._meta
+            if x._data.dtype.kind not in "fcV":
+                continue
+            face.append((meta.grad_fn or x) if meta is not None and meta.requires_grad else None)
+    return tuple(face)
 
 
 class AccumulateGrad:
@@ -223,6 +371,9 @@ class AccumulateGrad:
     def __repr__(self):
         return "<AccumulateGrad>"
 
+
+saved_hooks.Node.register(Node)  # kn.autograd.graph.Node
+saved_hooks.Node.register(AccumulateGrad)
 
 _STOP = REGISTRY["stop_gradient"]
 _BFLOAT16 = dt.bfloat16
@@ -508,8 +659,8 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
     pending: dict = {}
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
-    target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
-    starts = [r.grad_fn for r in roots if r.grad_fn is not None]
+    target_ids = None if targets is None else {id(t._grad_fn or t) for t in targets}
+    starts = [r._grad_fn for r in roots if r._grad_fn is not None]
     needed = None if targets is None else _needed(_reachable(starts), target_ids)
     captured: dict = {}
     waits = _LeafWaits(starts) if _HOOKS and targets is None else None
@@ -525,7 +676,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
     arrays = plain and not anomaly and not grad_mode.inference_threads
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
-            _send(root.grad_fn or root, seed, pending, heap, leaves)
+            _send(root._grad_fn or root, seed, pending, heap, leaves)
         nxt = None  # the latest node sent last, not yet on the heap (`heappushpop` below)
         while heap or nxt is not None:
             if nxt is None:
@@ -587,7 +738,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                             owned.add(key)
                         continue
                     pending[key] = c
-                    if type(edge) is Node:
+                    if isinstance(edge, Node):
                         if nxt is not None:
                             push(heap, nxt)
                         nxt = (-edge.seq, edge)
@@ -640,7 +791,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                             owned.add(key)
                     continue
                 pending[key] = c
-                if type(edge) is Node:
+                if isinstance(edge, Node):
                     if nxt is not None:
                         push(heap, nxt)
                     nxt = (-edge.seq, edge)
@@ -652,7 +803,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node.saved = node.out = None
     if targets is not None:
         captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
-        found = {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+        found = {id(t): captured.get(id(t._grad_fn or t)) for t in targets}
         for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
             if type(t) is SparseTensor and found[id(t)] is not None:
                 g = grad_of(t, found[id(t)])
@@ -696,6 +847,9 @@ def _node_hooked(node, hooks, cts, ct) -> tuple:
         None if edge is None or c is None else _fit(c, (shape, dtype), node.device)
         for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes)
     )
+    hooked = FACE_HOOKS.get(node.op)
+    if hooked is not None:
+        return hooked(node, hooks, grad_inputs, ct)
     return apply_node_hooks(node, hooks, grad_inputs, (ct,))
 
 

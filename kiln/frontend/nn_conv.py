@@ -276,7 +276,8 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
         y = squeeze(y, 2)
     else:
         y = _conv_windows(x, w, pairs, stride, dilation, groups, op)
-    y = name_history(_add_bias(y, bias, w.shape[0], op, w), "ConvolutionBackward0", x)
+    y = _add_bias(y, bias, w.shape[0], op, w)
+    y = name_history(y, "ConvolutionBackward0", x, weight, bias)
     return squeeze(y, 0) if added else y
 
 

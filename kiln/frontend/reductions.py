@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, DTypeMismatchError, IndexOutOfBoundsError, call_error
 from ..graph.core import Symbol
 from ..ops.multi import elements
@@ -209,8 +210,7 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         kept = tuple(d for i, d in enumerate(values.shape) if i != axis)
         values = call("reshape", values, shape=kept)
         indices = call("reshape", indices, shape=kept)
-    if getattr(values, "grad_fn", None) is not None:  # eager: PyTorch's name for the history
-        values.grad_fn.label = f"{which.capitalize()}Backward0"
+    values = name_history(values, f"{which.capitalize()}Backward0", x)  # PyTorch's node
     return getattr(return_types, which)(values, indices)
 
 

@@ -123,6 +123,41 @@ def _idioms():
             "img k kb",
             lambda lib, F, t: F.conv2d(t["img"], t["k"], t["kb"]),
         ),
+        "torch.bmm": ("x3 a3", "x3 a3", lambda lib, F, t: lib.bmm(t["x3"], t["a3"])),
+        "x.std()": ("x", "x", lambda lib, F, t: t["x"].std()),
+        "x.prod()": ("p", "p", lambda lib, F, t: t["p"].prod()),
+        "x.square()": ("x", "x", lambda lib, F, t: t["x"].square()),
+        "2 / x": ("p", "p", lambda lib, F, t: 2 / t["p"]),
+        "2 ** x": ("x", "x", lambda lib, F, t: 2 ** t["x"]),
+        "x.sum() / x.numel()": ("x", "x", lambda lib, F, t: t["x"].sum() / t["x"].numel()),
+        "x.t().contiguous()": ("x", "x", lambda lib, F, t: t["x"].t().contiguous()),
+        "x.detach() * x": ("x", "x", lambda lib, F, t: t["x"].detach() * t["x"]),
+        "masked_fill": ("x", "x", lambda lib, F, t: t["x"].masked_fill(t["x"] > 0, 0.0)),
+        "gather": (
+            "x",
+            "x",
+            lambda lib, F, t: t["x"].gather(1, lib.tensor([[0], [3], [1]])),
+        ),
+        "index_select": ("x", "x", lambda lib, F, t: t["x"].index_select(0, lib.tensor([2, 0]))),
+        "torch.maximum": ("x y", "x y", lambda lib, F, t: lib.maximum(t["x"], t["y"])),
+        "lerp": ("x y", "x y", lambda lib, F, t: t["x"].lerp(t["y"], 0.5)),
+        "x.softmax(-1)": ("x", "x", lambda lib, F, t: t["x"].softmax(-1)),
+        "F.nll_loss": ("x", "x", lambda lib, F, t: F.nll_loss(t["x"], lib.tensor([0, 3, 1]))),
+        "F.embedding": ("x", "x", lambda lib, F, t: F.embedding(lib.tensor([2, 0]), t["x"])),
+        "F.softplus": ("x", "x", lambda lib, F, t: F.softplus(t["x"])),
+        "F.elu": ("x", "x", lambda lib, F, t: F.elu(t["x"])),
+        "F.mse_loss of two": ("x y", "x y", lambda lib, F, t: F.mse_loss(t["x"], t["y"] * 2)),
+        "F.bce_with_logits": (
+            "x p",
+            "x",
+            lambda lib, F, t: F.binary_cross_entropy_with_logits(t["x"], t["p"]),
+        ),
+        "F.layer_norm, no affine": ("x", "x", lambda lib, F, t: F.layer_norm(t["x"], (4,))),
+        "F.conv2d, no bias": ("img k", "img k", lambda lib, F, t: F.conv2d(t["img"], t["k"])),
+        "F.max_pool2d": ("img", "img", lambda lib, F, t: F.max_pool2d(t["img"], 2)),
+        "x.unbind(0)[1]": ("x", "x", lambda lib, F, t: t["x"].unbind(0)[1]),
+        "x.split(2)[1]": ("x", "x", lambda lib, F, t: t["x"].split(2)[1]),
+        "x.chunk(2, 1)[1]": ("x", "x", lambda lib, F, t: t["x"].chunk(2, 1)[1]),
         "MLP": (
             "x W b a",
             "W b a",
@@ -155,9 +190,139 @@ def _build(lib, case):
 
 IDIOMS = _idioms()
 
+# Trees that still differ from torch's, and why
+DIFFERENT = {
+    # torch's matmul of batches is a view of a bmm of views of expands of its inputs; kiln's
+    # is one BmmBackward0 of them (torch.bmm matches)
+    "bmm": "torch's matmul of batches shows its reshapes",
+    "F.linear of 3-d": "torch's is a view of an addmm of a view of the input",
+    # torch's 2 / x is 2 * reciprocal(x)
+    "2 / x": "torch's is MulBackward0 of ReciprocalBackward0",
+    # torch's pieces share one multi-output node (UnbindBackward0, SplitBackward0) and
+    # differ by input number; kiln's are one select or slice each
+    "x.unbind(0)[1]": "torch's pieces share one node",
+    "x.split(2)[1]": "torch's pieces share one node",
+    "x.chunk(2, 1)[1]": "torch's pieces share one node",
+}
 
-@pytest.mark.parametrize("name", list(IDIOMS))
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=DIFFERENT[n]))
+        if n in DIFFERENT
+        else n
+        for n in IDIOMS
+    ],
+)
 def test_grad_fn_tree_matches_torch(name):
     ours, leaves = _build(kn, IDIOMS[name])
     theirs, torch_leaves = _build(torch, IDIOMS[name])
     assert _tree(ours.grad_fn, leaves) == _tree(theirs.grad_fn, torch_leaves)
+
+
+def _np(t):
+    return None if t is None else np.asarray(t.detach().numpy(), np.float64)
+
+
+def _same(ours, theirs):
+    """Nested tuples of tensors (or None) hold the same shapes and values."""
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        if isinstance(b, tuple):
+            _same(a, b)
+        elif b is None:
+            assert a is None
+        else:
+            assert tuple(a.shape) == tuple(b.shape)
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+
+
+def _linear_hooks(lib, change: bool):
+    """Hooks on addmm and on the TBackward0 of its weight: what they see, and the gradients."""
+    F = lib.nn.functional
+    t = _leaves(lib, "x W b", "x W b")
+    y = F.linear(t["x"], t["W"], t["b"])
+    seen = []
+    addmm = y.grad_fn
+    transpose = addmm.next_functions[2][0]
+
+    def on_addmm(gi, go):
+        seen.append(("addmm", gi, go))
+        return (gi[0], gi[1] * 2, gi[2] * 3) if change else None
+
+    def on_t_pre(go):
+        seen.append(("t pre", go))
+        return (go[0] + 1,) if change else None
+
+    def on_t(gi, go):
+        seen.append(("t", gi, go))
+        return (gi[0] * 5,) if change else None
+
+    addmm.register_hook(on_addmm)
+    transpose.register_prehook(on_t_pre)
+    transpose.register_hook(on_t)
+    (y * y).sum().backward()
+    return seen, (t["x"].grad, t["W"].grad, t["b"].grad)
+
+
+@pytest.mark.parametrize("change", [False, True])
+def test_linear_node_hooks_see_torchs_gradients(change):
+    # torch's addmm(bias, input, weight.t()): its hooks see d(weight.t()), shaped as W.T;
+    # those of the TBackward0 of the weight see it as their output's and pass on dW
+    ours, our_grads = _linear_hooks(kn, change)
+    theirs, their_grads = _linear_hooks(torch, change)
+    assert [s[0] for s in ours] == [s[0] for s in theirs]
+    for a, b in zip(ours, theirs):
+        _same(a[1:], b[1:])
+    _same(our_grads, their_grads)
+
+
+def _xent_hooks(lib, change: bool):
+    F = lib.nn.functional
+    t = _leaves(lib, "x", "x")
+    loss = F.cross_entropy(t["x"] * 1.5, lib.tensor([0, 3, 1]))
+    seen = []
+    nll = loss.grad_fn
+    log_softmax = nll.next_functions[0][0]
+
+    def on_nll(gi, go):
+        seen.append(("nll", gi, go))
+        return (gi[0] * 3,) if change else None
+
+    def on_pre(go):
+        seen.append(("log_softmax pre", go))
+        return None
+
+    def on_log_softmax(gi, go):
+        seen.append(("log_softmax", gi, go))
+        return (gi[0] - 1,) if change else None
+
+    nll.register_hook(on_nll)
+    log_softmax.register_prehook(on_pre)
+    log_softmax.register_hook(on_log_softmax)
+    (loss * 2).backward()
+    return seen, (t["x"].grad,)
+
+
+@pytest.mark.parametrize("change", [False, True])
+def test_cross_entropy_node_hooks_see_torchs_gradients(change):
+    # torch's nll_loss(log_softmax(x)): nll's hooks see d(log_softmax), the LogSoftmaxBackward0's
+    # that as their output's and the logits' gradient
+    ours, our_grads = _xent_hooks(kn, change)
+    theirs, their_grads = _xent_hooks(torch, change)
+    assert [s[0] for s in ours] == [s[0] for s in theirs]
+    for a, b in zip(ours, theirs):
+        _same(a[1:], b[1:])
+    _same(our_grads, their_grads)
+
+
+def test_node_classes():
+    x = kn.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    assert type(y.grad_fn).__name__ == "SumBackward0"
+    assert isinstance(y.grad_fn, kn.autograd.graph.Node)
+    assert type(y.grad_fn) is type((x + 1).sum().grad_fn)  # one class per name
+    leaf = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    assert isinstance(leaf, kn.autograd.graph.Node) and leaf.variable is x
+    assert isinstance(torch.ones(1, requires_grad=True).sum().grad_fn, torch.autograd.graph.Node)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..graph.opdef import REGISTRY, OpDef
 from ..ops.core import bind
-from . import autograd, dispatch, grad_mode
+from . import autograd, dispatch, grad_mode, nodes
 from .grad_mode import state
 from .hooks import _hooks_of, apply_node_hooks
 from .tensor import Tensor, check_view, make
@@ -178,7 +178,7 @@ def _linear_face(node) -> tuple:
         return e_b, e_x, None
     shape, dtype = node.shapes[2], node.dtypes[2]
     metas = ((shape, dtype), (shape[::-1], dtype))
-    return e_b, e_x, autograd.virtual_node("TBackward0", node, (e_w,), metas)
+    return e_b, e_x, nodes.virtual_node("TBackward0", node, (e_w,), metas)
 
 
 def _virtual_step(node, g, vjp):
@@ -194,7 +194,7 @@ def _virtual_step(node, g, vjp):
 
 def _linear_hooked(node, hooks, grad_inputs, ct) -> tuple:
     """The hooks of addmm see d(weight.t()), as PyTorch's; those of its TBackward0 then."""
-    t = autograd.face_edges(node)[2]
+    t = nodes.face_edges(node)[2]
     gb, gx, gw = grad_inputs
     gb, gx, gwt = apply_node_hooks(node, hooks, (gb, gx, None if gw is None else gw.t()), (ct,))
     if gwt is None:
@@ -205,7 +205,7 @@ def _linear_hooked(node, hooks, grad_inputs, ct) -> tuple:
 def _nll_face(node) -> tuple:
     """(LogSoftmaxBackward0 of the logits,): a virtual node."""
     meta = (node.shapes[0], node.dtypes[0])
-    return (autograd.virtual_node("LogSoftmaxBackward0", node, node.edges[:1], (meta, meta)),)
+    return (nodes.virtual_node("LogSoftmaxBackward0", node, node.edges[:1], (meta, meta)),)
 
 
 def _nll_hooked(node, hooks, grad_inputs, ct) -> tuple:
@@ -213,7 +213,7 @@ def _nll_hooked(node, hooks, grad_inputs, ct) -> tuple:
     logits' gradient; where none changes them, the fused vjp's gradient stays (its bits)."""
     from ..nn import functional as F
 
-    log_softmax = autograd.face_edges(node)[0]
+    log_softmax = nodes.face_edges(node)[0]
     x, target = node.saved
     x = x.detach()
     dlogp = F.one_hot(target, x.shape[1]).to(x.dtype) * -(ct / node.attrs["n"])
@@ -231,5 +231,5 @@ def _nll_hooked(node, hooks, grad_inputs, ct) -> tuple:
 
 autograd._ARRAY_VJP[LINEAR] = _linear_vjp_arrays
 autograd._ARRAY_VJP[NLL] = _nll_vjp_arrays
-autograd.FACES.update({LINEAR: _linear_face, NLL: _nll_face})
-autograd.FACE_HOOKS.update({LINEAR: _linear_hooked, NLL: _nll_hooked})
+nodes.FACES.update({LINEAR: _linear_face, NLL: _nll_face})
+nodes.FACE_HOOKS.update({LINEAR: _linear_hooked, NLL: _nll_hooked})

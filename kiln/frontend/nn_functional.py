@@ -318,7 +318,8 @@ def layer_norm(
         stats = np.dtype(np.float32) if any(d != x.dtype for d in params) else x.dtype
         wide = half_in_float32(lambda v: _layer_norm32(v, axes, weight, bias, eps, stats))
         return wide(x)
-    return _affine(_normalized(x, axes, eps)[0], x, axes, weight, bias)
+    out = _affine(_normalized(x, axes, eps)[0], x, axes, weight, bias)
+    return name_history(out, "NativeLayerNormBackward0", x, weight, bias)  # PyTorch's node
 
 
 def _normalized(x, axes, eps):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import (
     ArgumentTypeError,
     IndexOutOfRangeError,
@@ -636,7 +637,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_var_grad`)
         value = m.cast(_var(m.cast(x, np.float32), axes, keepdim, correction), x.dtype)
         return core.with_grad(value, x, ("var", axes, keepdim, float(correction)), x)
-    return _var(x, axes, keepdim, correction)
+    return name_history(_var(x, axes, keepdim, correction), "VarBackward0", x)  # PyTorch's
 
 
 _HALF = (np.dtype(np.float16), dt.bfloat16)
@@ -695,7 +696,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_std_grad`)
         value = m.cast(_sqrt0(_var(m.cast(x, np.float32), axes, keepdim, correction)), x.dtype)
         return core.with_grad(value, x, ("std", axes, keepdim, float(correction)), x, value)
-    return _sqrt0(_var(x, axes, keepdim, correction))
+    return name_history(_sqrt0(_var(x, axes, keepdim, correction)), "StdBackward0", x)
 
 
 def _sqrt0(v):

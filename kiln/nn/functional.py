@@ -53,6 +53,7 @@ from ..frontend.core import call
 from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
+from ..ops.state import GRAD_FORMULAS
 from .functional_act import (
     _underscored,
     celu,
@@ -276,13 +277,14 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     tensor([-0.6321,  2.0000])
     """
     refuse_integers("elu_cpu", F.core.lift(input)[0])
-    return in_place(
+    out = in_place(
         "elu_",
         lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
         input,
         inplace,
         opmath=elu_opmath(alpha, 1.0, 1.0, input, inplace),
     )
+    return name_history(out, "EluBackward0", input)  # PyTorch's node
 
 
 elu_ = _underscored(elu, "elu_")
@@ -297,7 +299,8 @@ def silu(input, inplace: bool = False):  # noqa: A002
     """
     refuse_integers("silu_cpu", F.core.lift(input)[0])
     fn = lambda x: F.mul(x, F.sigmoid(x))  # noqa: E731
-    return in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
+    out = in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
+    return name_history(out, "SiluBackward0", input)  # PyTorch's node
 
 
 def logsigmoid(input):  # noqa: A002
@@ -490,6 +493,13 @@ def kl_div(
     return _reduce(loss, mode)
 
 
+def _bce_target_grad(ct, p):
+    return F.mul(ct, F.neg(F.log(F.div(p, F.sub(1.0, p)))))
+
+
+GRAD_FORMULAS["bce_target"] = _bce_target_grad
+
+
 @autocast_op("fp32")
 def binary_cross_entropy(
     input,  # noqa: A002
@@ -521,7 +531,10 @@ def binary_cross_entropy(
     p = F.stop_gradient(input)
     log_p = F.clip(F.log(p), -100.0, None)
     log_q = F.clip(F.log(F.sub(1.0, p)), -100.0, None)
-    loss = F.neg(F.add(F.mul(target, log_p), F.mul(F.sub(1.0, target), log_q)))
+    t = F.stop_gradient(target)
+    loss = F.neg(F.add(F.mul(t, log_p), F.mul(F.sub(1.0, t), log_q)))
+    # target's gradient PyTorch's, -logit(p), of the logs unclamped: +-inf at p = 0 and 1
+    loss = F.core.with_grad(loss, target, ("bce_target",), p)
     slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
     # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
     half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)

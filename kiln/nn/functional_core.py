@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..eager.autograd import name_history
 from ..eager.factories import ones_like
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, UnsupportedDTypeError, call_error
@@ -88,7 +89,8 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
     def fn(x):
         return F.where(F.greater(F.mul(x, beta), threshold), x, F.softplus(x, beta))
 
-    return in_place("softplus", fn, x, False, opmath=opmath_grad(fn, "softplus", beta, threshold))
+    out = in_place("softplus", fn, x, False, opmath=opmath_grad(fn, "softplus", beta, threshold))
+    return name_history(out, "SoftplusBackward0", x)  # PyTorch's node
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
@@ -176,7 +178,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     rows = _looked_up(table, ids, padding_idx, scale_grad_by_freq)
     if max_norm is not None and isinstance(weight, Symbol):
         _write_renormed(weight, table, rows)
-    return rows
+    return name_history(rows, "EmbeddingBackward0", table)  # PyTorch's node
 
 
 def _write_renormed(weight, table, rows) -> None:

@@ -326,3 +326,42 @@ def test_node_classes():
     leaf = y.grad_fn.next_functions[0][0].next_functions[0][0]
     assert isinstance(leaf, kn.autograd.graph.Node) and leaf.variable is x
     assert isinstance(torch.ones(1, requires_grad=True).sum().grad_fn, torch.autograd.graph.Node)
+
+
+def _nodes(fn, out: list) -> list:
+    """The nodes reached from `fn`, depth first (AccumulateGrad leaves left out)."""
+    if fn is not None and not hasattr(fn, "variable"):
+        out.append(fn)
+        for f, _ in fn.next_functions:
+            _nodes(f, out)
+    return out
+
+
+def _value(v):
+    if isinstance(v, (kn.Tensor, torch.Tensor)):
+        return ("tensor", tuple(v.shape), _np(v).round(5).tolist())
+    if isinstance(v, (tuple, list)):
+        return tuple(_value(a) for a in v)
+    return v
+
+
+@pytest.mark.parametrize("name", [n for n in IDIOMS if n not in DIFFERENT])
+def test_saved_attributes_are_torchs(name):
+    # every `_saved_*` attribute kiln's node of that name has (from kiln/eager/node_saved.py,
+    # and the `_saved_self`/`_other`/`_result` of every node where torch's has them) holds
+    # torch's value; ignore_index is torch's -100 (torch prints it as an unsigned number)
+    ours, _ = _build(kn, IDIOMS[name])
+    theirs, _ = _build(torch, IDIOMS[name])
+    checked = 0
+    for a, b in zip(_nodes(ours.grad_fn, []), _nodes(theirs.grad_fn, [])):
+        for attr in dir(b):
+            if not attr.startswith("_saved_") or attr.endswith("_raw") or "strides" in attr:
+                continue
+            if attr == "_saved_ignore_index" or not hasattr(a, attr):
+                continue
+            assert _value(getattr(a, attr)) == _value(getattr(b, attr)), (a.name(), attr)
+            checked += 1
+    SAVED_CHECKED[name] = checked
+
+
+SAVED_CHECKED: dict = {}

@@ -10,6 +10,7 @@ from ..errors import AutogradError
 from ..graph.core import format_code_site
 from . import saved_hooks
 from .hooks import register_node_hook, register_node_prehook
+from .node_saved import saved_properties
 from .tensor import Tensor, make
 
 __all__ = ["AccumulateGrad", "Node", "backward_name", "name_history", "node_class"]
@@ -33,7 +34,7 @@ class Node:
     # so flat tuples and slots here rather than lists of pairs
     __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
                  "out_vc", "out_version", "device", "seq", "where", "retained", "_label",
-                 "face", "host", "__weakref__")  # fmt: skip
+                 "face", "host", "composite", "__weakref__")  # fmt: skip
 
     # NOTE: the tape makes every node of this class (no name is worked out on the tape's hot
     # path); the node user code reaches (`t.grad_fn`, `next_functions`) becomes, on first
@@ -136,7 +137,9 @@ class Node:
     _saved_other = property(lambda self: self._saved(1))
     _saved_result = property(lambda self: self._saved(None))
 
-    def _saved(self, i: int | None):
+    def _saved(self, i: int | None, own: bool = False):
+        """Saved input `i` (the output for None) as a tensor; of a composite's node (see
+        `name_history`) only with `own` (node_saved.py's, which know which op made it)."""
         if self in saved_hooks.PACKED:
             unpack_hook, inputs, output = saved_hooks.PACKED[self]
             return unpack_hook(output if i is None else inputs[i][1])
@@ -148,6 +151,9 @@ class Node:
                 "retain_graph=True if you need to backward through the graph a second time or "
                 f"if you need to access saved tensors after calling backward ({self.name()})"
             )
+        if i is not None and not own and getattr(self, "composite", False):  # a step's input
+            which = ("_saved_self", "_saved_other")[i] if i < 2 else f"saved input {i}"
+            raise AttributeError(f"'{self.name()}' object has no attribute '{which}'")
         if i is None:
             return make(self.out, self.device)
         if i >= len(self.saved):
@@ -234,7 +240,10 @@ def name_history(out, name: str, *inputs):
     node = out._meta.grad_fn if type(out) is Tensor and out._meta is not None else None
     if node is not None and all(getattr(x, "grad_fn", None) is not node for x in inputs):
         node.label = name
-        node.face = face_of(*inputs)
+        node.face = face = face_of(*inputs)
+        own = _listed(node)
+        if len(face) != len(own) or any(x is not y for x, y in zip(face, own)):
+            node.composite = True  # its own inputs are a step's: `_saved_self` is not torch's
     return out
 
 
@@ -251,8 +260,8 @@ def node_class(name: str) -> type:
     """
     cls = _CLASSES.get(name)
     if cls is None:
-        cls = _CLASSES[name] = type(name, (Node,), {"__slots__": (), "_plain": False,
-                                                    "__module__": Node.__module__})  # fmt: skip
+        namespace = {"__slots__": (), "_plain": False, "__module__": Node.__module__}
+        cls = _CLASSES[name] = type(name, (Node,), {**namespace, **saved_properties(name)})
     return cls
 
 

@@ -41,7 +41,10 @@ from .nodes import (  # noqa: F401 — importable from here, as before
     FACE_HOOKS,
     AccumulateGrad,
     Node,
+    _composite,
     backward_name,
+    face_edges,
+    listed_inputs,
     name_history,
     node_class,
 )
@@ -332,7 +335,9 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
         _BACKWARD.retain = outer
 
 
-def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
+def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None,
+               raw: bool = False) -> dict:  # fmt: skip
+    # `raw`: the targets' cotangents as they arrive, before their hooks (`_composite_hooked`)
     # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them): a Tensor, or
     # on the CPU without create_graph a bare array (`_ARRAY_VJP`; `_tensor` wraps it)
     pending: dict = {}
@@ -370,6 +375,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:
                     ct = _tensor(ct)
+                if raw and id(node) in target_ids:
+                    captured[id(node)] = ct
+                    continue
                 if _HOOKS:
                     ct = _apply_hooks(node, ct)
                 if retained is not None and retained() is not None:
@@ -437,6 +445,11 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
             if post:
+                if _composite(node):  # hooks see its own inputs' gradients: past its steps
+                    _composite_hooked(node, post, cts, ct, create_graph, pending, heap, leaves)
+                    if not retain_graph:
+                        node.saved = node.out = None
+                    continue
                 cts = _node_hooked(node, post, cts, ct)
             for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:
@@ -529,7 +542,47 @@ def _node_hooked(node, hooks, cts, ct) -> tuple:
     hooked = FACE_HOOKS.get(node.op)
     if hooked is not None:
         return hooked(node, hooks, grad_inputs, ct)
-    return apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    listed = listed_inputs(node)
+    if len(listed) == len(grad_inputs):
+        return apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    # the hooks see those of the inputs PyTorch's node lists (not a constant or an index)
+    shown = apply_node_hooks(node, hooks, tuple(grad_inputs[i] for i in listed), (ct,))
+    grad_inputs = list(grad_inputs)
+    for i, g in zip(listed, shown):
+        grad_inputs[i] = g
+    return tuple(grad_inputs)
+
+
+def _composite_hooked(node, hooks, cts, ct, create_graph, pending, heap, leaves) -> None:
+    """A composite's node with hooks (`Node.register_hook`): they see PyTorch's grad_inputs,
+    the gradients of the composite's own inputs (`face_edges`). Those are taken here from its
+    step's (`cts`) back through the composite's other steps, and sent on to the inputs past
+    them (the steps lead nowhere else)."""
+    face = face_edges(node)
+    targets = [None if e is None else _stub(e) for e in face]
+    starts, seeds = [], []
+    for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
+        if edge is not None and c is not None:
+            starts.append(_stub(edge))
+            seeds.append(_fit(c, (shape, dtype), node.device))
+    found = _propagate(starts, seeds, True, create_graph, [t for t in targets if t is not None],
+                       raw=True)  # fmt: skip
+    grad_inputs = tuple(None if t is None else found.get(id(t)) for t in targets)
+    grad_inputs = apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    for edge, g in zip(face, grad_inputs):
+        if edge is not None and g is not None:
+            _send(edge, g, pending, heap, leaves)
+
+
+def _stub(edge):
+    """A tensor whose `grad_fn` is node `edge` (a leaf: itself), as `_propagate` takes them."""
+    if not isinstance(edge, Node):
+        return edge
+    t = _new(Tensor)
+    t._data = None
+    meta = t._meta = _new(Meta)
+    meta.grad_fn = edge
+    return t
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:

@@ -151,7 +151,7 @@ class Node:
                 "retain_graph=True if you need to backward through the graph a second time or "
                 f"if you need to access saved tensors after calling backward ({self.name()})"
             )
-        if i is not None and not own and getattr(self, "composite", False):  # a step's input
+        if i is not None and not own and (getattr(self, "composite", None) or _composite(self)):
             which = ("_saved_self", "_saved_other")[i] if i < 2 else f"saved input {i}"
             raise AttributeError(f"'{self.name()}' object has no attribute '{which}'")
         if i is None:
@@ -163,6 +163,20 @@ class Node:
 
     def release(self) -> None:
         self.saved = self.out = None
+
+    def __getattr__(self, name: str):
+        # (only for a name not found otherwise) a composite's `_saved_*` (`name_history`)
+        if name.startswith("_saved_"):
+            try:
+                kept = object.__getattribute__(self, "composite")
+            except AttributeError:
+                kept = None
+            if kept is not None and name in kept:
+                value = kept[name]
+                if isinstance(value, Tensor) and self.saved is None:
+                    self._saved(0)  # raises: freed by backward
+                return value
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __repr__(self):
         return f"<{self.name()} from {self.site}>"
@@ -225,26 +239,37 @@ def backward_name(op_name: str, attrs, shapes) -> str:
     return "".join(w.capitalize() for w in op_name.split("_")) + "Backward0"
 
 
-def name_history(out, name: str, *inputs):
+def name_history(out, name: str, *inputs, saved: dict | None = None):
     """`out`, its `grad_fn` named `name`: PyTorch's name for the function that made it (a
     composite's history is otherwise named after its last primitive: softmax's a division).
     `print(loss)` and `loss.grad_fn` then show `NllLossBackward0`, as in PyTorch's tutorials.
     Only a node this call made is named, not one of `inputs`' own (a call that returns its
-    input as it is); graph values pass through.
+    input as it is); graph values pass through. Its `next_functions` list `inputs`' nodes;
+    `saved` are its `_saved_*` attributes (PyTorch's names and values for that node).
 
     >>> import kiln as kn
     >>> x = kn.ones(2, requires_grad=True)
-    >>> name_history(x * 2, "MyBackward0").grad_fn.name()
-    'MyBackward0'
+    >>> y = name_history(x * 2, "MyBackward0", x, saved={"_saved_scale": 2})
+    >>> y.grad_fn.name(), y.grad_fn._saved_scale
+    ('MyBackward0', 2)
     """
     node = out._meta.grad_fn if type(out) is Tensor and out._meta is not None else None
-    if node is not None and all(getattr(x, "grad_fn", None) is not node for x in inputs):
+    if node is not None and all(getattr(x, "_grad_fn", None) is not node for x in inputs):
         node.label = name
-        node.face = face = face_of(*inputs)
-        own = _listed(node)
-        if len(face) != len(own) or any(x is not y for x, y in zip(face, own)):
-            node.composite = True  # its own inputs are a step's: `_saved_self` is not torch's
+        node.face = face_of(*inputs)
+        if saved is not None:
+            node.composite = saved
     return out
+
+
+def _composite(node) -> bool:
+    """Whether `node` is a composite's whose inputs are not the composite's (a step's, whose
+    saved inputs are not those PyTorch's node keeps)."""
+    face = getattr(node, "face", None)
+    if face is None or node.op in FACES:  # (a fused op's: its vjp gives what its hooks see)
+        return False
+    own = _listed(node)
+    return len(face) != len(own) or any(x is not y for x, y in zip(face, own))
 
 
 _CLASSES: dict = {}
@@ -272,10 +297,16 @@ _SCALAR_OPTIONS = frozenset({"pow", "square", "clip", "masked_fill", "leaky_relu
 
 def _listed(node) -> tuple:
     """The edges of `node`'s inputs that PyTorch's node lists (see `next_functions`)."""
+    edges = node.edges
+    return tuple(edges[i] for i in listed_inputs(node))
+
+
+def listed_inputs(node) -> tuple:
+    """The positions of the inputs PyTorch's node lists (see `next_functions`)."""
     options = node.op.name in _SCALAR_OPTIONS
     return tuple(
-        e
-        for e, dtype, version in zip(node.edges, node.dtypes, node.versions)
+        i
+        for i, (dtype, version) in enumerate(zip(node.dtypes, node.versions))
         if dtype.kind in "fcV" and not (options and version is None)
     )
 

@@ -90,7 +90,9 @@ def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([0. , 0. , 0.5, 0.5], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "softmax")  # noqa: A001
-    return name_history(_softmax(input, axis), "SoftmaxBackward0", input)
+    out = _softmax(input, axis)
+    saved = {"_saved_dim": axis if dim is None else dim}  # as given, as PyTorch keeps it
+    return name_history(out, "SoftmaxBackward0", input, saved=saved)
 
 
 def _shift(x, axis):
@@ -140,7 +142,9 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([-1000.,     0.], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "log_softmax")  # noqa: A001
-    return name_history(_log_softmax(input, axis), "LogSoftmaxBackward0", input)
+    out = _log_softmax(input, axis)
+    saved = {"_saved_dim": axis if dim is None else dim}  # as given, as PyTorch keeps it
+    return name_history(out, "LogSoftmaxBackward0", input, saved=saved)
 
 
 def _log_softmax(x, axis):
@@ -319,7 +323,9 @@ def layer_norm(
         wide = half_in_float32(lambda v: _layer_norm32(v, axes, weight, bias, eps, stats))
         return wide(x)
     out = _affine(_normalized(x, axes, eps)[0], x, axes, weight, bias)
-    return name_history(out, "NativeLayerNormBackward0", x, weight, bias)  # PyTorch's node
+    saved = {"_saved_input": x, "_saved_weight": weight, "_saved_bias": bias,
+             "_saved_normalized_shape": tuple(x.shape[a] for a in axes)}  # fmt: skip
+    return name_history(out, "NativeLayerNormBackward0", x, weight, bias, saved=saved)
 
 
 def _normalized(x, axes, eps):

@@ -210,7 +210,9 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         kept = tuple(d for i, d in enumerate(values.shape) if i != axis)
         values = call("reshape", values, shape=kept)
         indices = call("reshape", indices, shape=kept)
-    values = name_history(values, f"{which.capitalize()}Backward0", x)  # PyTorch's node
+    saved = {"_saved_dim": int(dim), "_saved_keepdim": bool(keepdim), "_saved_indices": indices,
+             "_saved_self_sym_sizes": tuple(x.shape)}  # fmt: skip
+    values = name_history(values, f"{which.capitalize()}Backward0", x, saved=saved)
     return getattr(return_types, which)(values, indices)
 
 

@@ -284,7 +284,10 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     if isinstance(p, str) and p != "fro":
         raise ArgumentError(f"norm(): p={p!r} is not supported (use a number, 'fro' or 'nuc')")
     out = p_norm(x, 2 if p == "fro" else p, dim, keepdim)
-    return name_history(out, "LinalgVectorNormBackward0", input)  # PyTorch's node
+    dims = None if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    saved = {"_saved_self": input, "_saved_ord": 2 if p == "fro" else p, "_saved_dim": dims,
+             "_saved_keepdim": keepdim}  # fmt: skip
+    return name_history(out, "LinalgVectorNormBackward0", input, saved=saved)  # PyTorch's
 
 
 # -- statistics and searching -------------------------------------------------------------------

@@ -284,7 +284,13 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
         inplace,
         opmath=elu_opmath(alpha, 1.0, 1.0, input, inplace),
     )
-    return name_history(out, "EluBackward0", input)  # PyTorch's node
+    saved = {
+        "_saved_self": input,
+        "_saved_alpha": alpha,
+        "_saved_scale": 1,
+        "_saved_input_scale": 1,
+    }
+    return name_history(out, "EluBackward0", input, saved=saved)  # PyTorch's node
 
 
 elu_ = _underscored(elu, "elu_")
@@ -300,7 +306,7 @@ def silu(input, inplace: bool = False):  # noqa: A002
     refuse_integers("silu_cpu", F.core.lift(input)[0])
     fn = lambda x: F.mul(x, F.sigmoid(x))  # noqa: E731
     out = in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
-    return name_history(out, "SiluBackward0", input)  # PyTorch's node
+    return name_history(out, "SiluBackward0", input, saved={"_saved_self": input})
 
 
 def logsigmoid(input):  # noqa: A002
@@ -356,6 +362,9 @@ def _lift(*values):
 # -- elementwise losses -------------------------------------------------------------------------
 
 
+_ENUM = {"none": 0, "mean": 1, "sum": 2}  # PyTorch's reduction codes (`_saved_reduction`)
+
+
 @autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
     """Squared error `(input - target)**2` (broadcasting), reduced; with `weight` (input's
@@ -370,7 +379,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     reduction = _reduction(size_average, reduce, reduction)
     loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
-    return name_history(loss, "MseLossBackward0", input, target)
+    saved = {
+        "_saved_self": input,
+        "_saved_target": target,
+        "_saved_reduction": _ENUM.get(reduction),
+    }
+    return name_history(loss, "MseLossBackward0", input, target, saved=saved)
 
 
 @autocast_op("fp32")
@@ -542,7 +556,10 @@ def binary_cross_entropy(
     if weight is not None:  # the loss keeps its dtype, as PyTorch's (it scales it in place)
         weighted = F.mul(loss, weight)
         loss = weighted if weighted.dtype == loss.dtype else F.cast(weighted, loss.dtype)
-    return name_history(_reduce(loss, reduction), "BinaryCrossEntropyBackward0", input, target)
+    saved = {"_saved_self": input, "_saved_target": target, "_saved_weight": weight,
+             "_saved_reduction": _ENUM.get(reduction)}  # fmt: skip
+    loss = _reduce(loss, reduction)
+    return name_history(loss, "BinaryCrossEntropyBackward0", input, target, saved=saved)
 
 
 @autocast_op("fp32")

@@ -2,7 +2,8 @@
 PyTorch's: each node is an instance of its name's class (`MulBackward0`), `next_functions`
 lists the inputs PyTorch's node lists (a composite's own inputs; for the ops that stand for
 several of PyTorch's nodes, `virtual_node`s between), and `_saved_*` are the saved values
-under PyTorch's names. The engine (`autograd`) reads none of this but `Node`'s slots."""
+under PyTorch's names. The engine (`autograd`) reads `Node`'s slots, and the rest only where
+hooks are on a node (they see the gradients of the inputs `next_functions` lists)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ class Node:
     and `dtypes` those of the inputs and, last, the output; `out` is the output's data,
     `out_vc` its version counter (None until it has one: see `version_of`) and `out_version`
     its version then; `where` the user's line that ran it (`site` formats it). Backward without
-    retain_graph sets `saved` and `out` to None.
+    retain_graph sets `saved` and `out` to None. Set only where needed: `_label` (the name a
+    composite gave it), `face` (the edges `next_functions` lists), `host` (of a virtual node:
+    the node that computes its gradient) and `composite` (a composite's `_saved_*`).
     """
 
     # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic

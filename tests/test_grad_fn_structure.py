@@ -158,6 +158,7 @@ def _idioms():
         "x.unbind(0)[1]": ("x", "x", lambda lib, F, t: t["x"].unbind(0)[1]),
         "x.split(2)[1]": ("x", "x", lambda lib, F, t: t["x"].split(2)[1]),
         "x.chunk(2, 1)[1]": ("x", "x", lambda lib, F, t: t["x"].chunk(2, 1)[1]),
+        "x.split(2)[1] * 2": ("x", "x", lambda lib, F, t: t["x"].split(2)[1] * 2),
         "MLP": (
             "x W b a",
             "W b a",
@@ -198,11 +199,9 @@ DIFFERENT = {
     "F.linear of 3-d": "torch's is a view of an addmm of a view of the input",
     # torch's 2 / x is 2 * reciprocal(x)
     "2 / x": "torch's is MulBackward0 of ReciprocalBackward0",
-    # torch's pieces share one multi-output node (UnbindBackward0, SplitBackward0) and
-    # differ by input number; kiln's are one select or slice each
-    "x.unbind(0)[1]": "torch's pieces share one node",
-    "x.split(2)[1]": "torch's pieces share one node",
-    "x.chunk(2, 1)[1]": "torch's pieces share one node",
+    # torch's pieces of split/unbind share one multi-output node, and a node of a piece lists
+    # it with the piece's number; kiln's pieces have a node each, of the same name
+    "x.split(2)[1] * 2": "torch's pieces share one node: (SplitBackward0, 1)",
 }
 
 
@@ -385,7 +384,20 @@ def _root_hooked(lib, name):
     return seen, tuple(t.grad for t in leaves)
 
 
-@pytest.mark.parametrize("name", [n for n in IDIOMS if n not in DIFFERENT])
+_PIECES = ("x.unbind(0)[1]", "x.split(2)[1]", "x.chunk(2, 1)[1]")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="torch's pieces share one "
+                                                "node: its grad_outputs are one per piece"))
+        if n in _PIECES
+        else n
+        for n in IDIOMS
+        if n not in DIFFERENT
+    ],
+)  # fmt: skip
 def test_node_hooks_see_torchs_gradients(name):
     # a composite's node (softmax, mse_loss, gelu, var, layer_norm...) too: its hooks see the
     # gradients of the composite's own inputs, and what they return goes on to them

@@ -256,12 +256,31 @@ def name_history(out, name: str, *inputs, saved: dict | None = None):
     >>> y.grad_fn.name(), y.grad_fn._saved_scale
     ('MyBackward0', 2)
     """
-    node = out._meta.grad_fn if type(out) is Tensor and out._meta is not None else None
-    if node is not None and all(getattr(x, "_grad_fn", None) is not node for x in inputs):
+    meta = out._meta if type(out) is Tensor else None
+    node = None if meta is None else meta.grad_fn
+    if node is None:
+        return out
+    # the edges `next_functions` lists: each tensor's node, the leaf itself or None (None for an
+    # optional tensor not given too); integer tensors and other values are not listed.
+    # NOTE: composites run this per call (a transpose, softmax...): kept short
+    face = []
+    for x in inputs:
+        if x is None:
+            face.append(None)
+        elif type(x) is Tensor or isinstance(x, Tensor):
+            meta = x._meta
+            edge = None if meta is None else meta.grad_fn
+            if edge is node:
+                return out  # the call returned its input as it is
+            if x._data.dtype.kind in "fcV":
+                face.append((edge or x) if meta is not None and meta.requires_grad else None)
+    if node._plain:
+        node._label = name
+    else:
         node.label = name
-        node.face = face_of(*inputs)
-        if saved is not None:
-            node.composite = saved
+    node.face = tuple(face)
+    if saved is not None:
+        node.composite = saved
     return out
 
 
@@ -356,24 +375,11 @@ def _virtual_hooks(grad_inputs, grad_outputs):
     """(A mark: the hooks of a host's virtual nodes run in its `FACE_HOOKS` entry.)"""
 
 
-def face_of(*inputs) -> tuple:
-    """The edges `next_functions` lists for a composite of `inputs`: each tensor's node, the
-    tensor itself (a leaf that requires grad) or None (for None too: an optional tensor not
-    given); integer tensors and other values are not listed."""
-    face = []
-    for x in inputs:
-        if x is None:
-            face.append(None)
-        elif isinstance(x, Tensor):
-            meta = x._meta
-            if x._data.dtype.kind not in "fcV":
-                continue
-            face.append((meta.grad_fn or x) if meta is not None and meta.requires_grad else None)
-    return tuple(face)
-
-
 class AccumulateGrad:
-    """Where the cotangent of a leaf goes (its `.grad`); `next_functions` shows it."""
+    """Where the cotangent of a leaf goes (its `.grad`); `next_functions` shows it. It leads
+    nowhere further (`next_functions` is empty), as PyTorch's."""
+
+    next_functions = ()
 
     def __init__(self, variable: Tensor):
         self.variable = variable

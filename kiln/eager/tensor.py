@@ -79,10 +79,14 @@ RETAKE_VIEW = None
 
 def mark_pieces(pieces, name: str) -> tuple:
     """Marks the views `pieces`, the outputs of one multi-output view op (`name`: its name in
-    PyTorch's messages, "Split"), when they require grad; returns them."""
+    PyTorch's messages, "Split"), when they require grad; returns them. Each piece's node is
+    named as PyTorch's shared one (`SplitBackward0`)."""
     for k, p in enumerate(pieces):
         if isinstance(p, Tensor) and p._requires_grad:
-            meta_of(p).multi = (k, name)
+            meta = meta_of(p)
+            meta.multi = (k, name)
+            if meta.grad_fn is not None:
+                meta.grad_fn.label = f"{name}Backward0"
     return pieces
 
 

@@ -104,6 +104,11 @@ def _idioms():
             "x",
             lambda lib, F, t: F.cross_entropy(t["x"], lib.tensor([0, 3, 1])),
         ),
+        "F.cross_entropy weight": (
+            "x",
+            "x",
+            lambda lib, F, t: F.cross_entropy(t["x"], lib.tensor([0, 3, 1]), weight=lib.ones(4)),
+        ),
         "F.mse_loss": ("x y", "x", lambda lib, F, t: F.mse_loss(t["x"], t["y"])),
         "F.binary_cross_entropy": (
             "p y",
@@ -197,6 +202,9 @@ DIFFERENT = {
     # is one BmmBackward0 of them (torch.bmm matches)
     "bmm": "torch's matmul of batches shows its reshapes",
     "F.linear of 3-d": "torch's is a view of an addmm of a view of the input",
+    # the unfused cross_entropy (weights, other reductions, ignored targets): kiln's node of
+    # nll_loss reads the logits (its kernel takes log_softmax inside)
+    "F.cross_entropy weight": "kiln's NllLossBackward0 lists the logits' node",
     # torch's 2 / x is 2 * reciprocal(x)
     "2 / x": "torch's is MulBackward0 of ReciprocalBackward0",
     # torch's pieces of split/unbind share one multi-output node, and a node of a piece lists

@@ -400,7 +400,8 @@ def lerp(input, end, weight):  # noqa: A002
             out = m.add(a, m.mul(diff, weight))
         else:
             out = m.sub(b, m.mul(diff, 1 - weight))
-        return name_history(out, "LerpBackward0", a, b)  # PyTorch's node
+        saved = {"_saved_weight": weight}
+        return name_history(out, "LerpBackward0", a, b, saved=saved)  # PyTorch's node
     (w,) = lift(weight, context=(a,))
     low = m.less(m.abs(w), 0.5)
     out = m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))

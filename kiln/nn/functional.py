@@ -592,8 +592,10 @@ def binary_cross_entropy_with_logits(
     # PyTorch's loss has input and target's dtype: the weights scale it in place
     if loss.dtype != base.dtype:
         loss = F.cast(loss, base.dtype)
+    saved = {"_saved_self": input, "_saved_target": target, "_saved_weight": weight,
+             "_saved_pos_weight": pos_weight, "_saved_reduction": _ENUM.get(reduction)}  # fmt: skip
     loss = _reduce(loss, reduction)
-    return name_history(loss, "BinaryCrossEntropyWithLogitsBackward0", input, target)
+    return name_history(loss, "BinaryCrossEntropyWithLogitsBackward0", input, target, saved=saved)
 
 
 # -- class losses -------------------------------------------------------------------------------
@@ -655,10 +657,13 @@ def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # 
     """`_nll_loss`, its history named as PyTorch's: NllLossBackward0, NllLoss2DBackward0 for
     inputs of 3 or more dims (PyTorch's view of 3-d and 5-d losses, unreduced, is not)."""
     loss = _nll_loss(input, target, weight, ignore_index, reduction, dim, logits)
+    saved = None if logits else {  # (of logits: not the log-probabilities PyTorch's keeps)
+        "_saved_self": input, "_saved_target": target, "_saved_weight": weight,
+        "_saved_reduction": _ENUM.get(reduction), "_saved_ignore_index": ignore_index}  # fmt: skip
     if input.ndim <= 2:
-        return name_history(loss, "NllLossBackward0", input)
+        return name_history(loss, "NllLossBackward0", input, saved=saved)
     if input.ndim == 4 or reduction != "none":
-        return name_history(loss, "NllLoss2DBackward0", input)
+        return name_history(loss, "NllLoss2DBackward0", input, saved=saved)
     return loss
 
 

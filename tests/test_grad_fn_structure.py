@@ -201,7 +201,6 @@ DIFFERENT = {
     # torch's matmul of batches is a view of a bmm of views of expands of its inputs; kiln's
     # is one BmmBackward0 of them (torch.bmm matches)
     "bmm": "torch's matmul of batches shows its reshapes",
-    "F.linear of 3-d": "torch's is a view of an addmm of a view of the input",
     # the unfused cross_entropy (weights, other reductions, ignored targets): kiln's node of
     # nll_loss reads the logits (its kernel takes log_softmax inside)
     "F.cross_entropy weight": "kiln's NllLossBackward0 lists the logits' node",

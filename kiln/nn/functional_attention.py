@@ -95,6 +95,11 @@ def linear(input, weight, bias=None):  # noqa: A002
     """
     if isinstance(input, Tensor) and (y := fused.linear(input, weight, bias)) is not None:
         return y  # eagerly, a matrix with a bias: one tape entry, as PyTorch's addmm
+    if isinstance(input, Tensor) and input.ndim > 2 and bias is not None and input.is_contiguous():
+        # a batch: PyTorch's view of the addmm of a view of it (its graph, and addmm's sums)
+        y = fused.linear(input.view(-1, input.shape[-1]), weight, bias)
+        if y is not None:
+            return y.view(*input.shape[:-1], y.shape[-1])
     if bias is not None and getattr(input, "dtype", None) in _HALF:
         # as PyTorch's (addmm): the bias is added to the float32 product, rounded once
         low = input.dtype

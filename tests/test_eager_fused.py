@@ -73,9 +73,13 @@ def test_fused_grad_fn_names_are_torchs():
     assert h.grad_fn.name() == "AddmmBackward0"
     assert loss.grad_fn.name() == "NllLossBackward0"
     assert "grad_fn=<NllLossBackward0>" in repr(loss)
-    assert loss.grad_fn.next_functions[0][0] is h.grad_fn
+    # torch's graph: nll_loss of log_softmax, addmm(bias, input, weight.t())
+    log_softmax = loss.grad_fn.next_functions[0][0]
+    assert type(log_softmax).__name__ == "LogSoftmaxBackward0"
+    assert log_softmax.next_functions[0][0] is h.grad_fn
     kinds = [type(f).__name__ if f is not None else None for f, _ in h.grad_fn.next_functions]
-    assert kinds == [None, "AccumulateGrad", "AccumulateGrad"]  # (bias, input, weight)
+    assert kinds == [None, "AccumulateGrad", "TBackward0"]  # (bias, input, weight.t())
+    assert h.grad_fn.next_functions[2][0].next_functions[0][0].variable is w
 
 
 def test_fused_linear_refuses_an_input_changed_in_place():

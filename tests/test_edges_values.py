@@ -119,3 +119,28 @@ def test_the_bce_values_are_torchs():
     np.testing.assert_allclose(loss, BCE_WANT[0], rtol=1e-6)
     np.testing.assert_allclose(grad, BCE_WANT[1], rtol=1e-6)
     np.testing.assert_allclose(second, BCE_WANT[2], rtol=1e-6)
+
+
+def _bce_target_grads(m, wrap=lambda f: f):
+    p = m.tensor([0.0, 1.0, 0.3, 0.5])
+    t = m.tensor([0.2, 0.7, 0.5, 1.0], requires_grad=True)
+    w = m.tensor([1.0, 2.0, 0.0, 3.0])
+    f = wrap(lambda t: m.nn.functional.binary_cross_entropy(p, t, weight=w, reduction="sum"))
+    f(t).backward()
+    return t.grad.tolist()
+
+
+# torch 2.13: the target's gradient is -logit(p) w, unclamped: +inf at p = 0, -inf at p = 1
+# (the loss's logs are clamped at -100, the gradient is not); 0 w where w is 0
+BCE_TARGET_WANT = [np.inf, -np.inf, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_binary_cross_entropy_target_gradient_is_torchs(compiled):
+    grads = _bce_target_grads(kn, kn.compile if compiled else (lambda f: f))
+    np.testing.assert_allclose(grads, BCE_TARGET_WANT, rtol=1e-6)
+
+
+def test_the_bce_target_gradients_are_torchs():
+    torch = pytest.importorskip("torch")
+    np.testing.assert_allclose(_bce_target_grads(torch), BCE_TARGET_WANT, rtol=1e-6)

@@ -29,9 +29,6 @@ from issue11_cases import CASES  # noqa: E402
 
 # -- what still differs: "bullet/name/mode" -> why (each an xfail(strict=True)) --------------------
 DIFFERS = {
-    "printing/grad_fn-class-name/eager": "every grad_fn is one slotted class, kiln's Node (a class "
-    "per op would cost on the tape's hot path); grad_fn.name() and the repr give PyTorch's "
-    "AddBackward0",
     "printing/repr-dtype-device/eager": "str(kn.float32) is the bare 'float32', as kiln's messages "
     "print dtypes (kiln/dtypes.py DType.__str__); repr is PyTorch's 'kiln.float32'",
     "indexing/negative-step-raises/eager": "negative slice steps are NumPy's (a superset, listed "

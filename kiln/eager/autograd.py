@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import AutogradError, node_error
-from ..graph.core import format_code_site, user_code_site, user_site
+from ..graph.core import user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..passes.differentiate import real_part_for, sum_to_shape
@@ -35,8 +35,18 @@ from .hooks import (
     _hooks_of,
     apply_node_hooks,
     register_hook,
-    register_node_hook,
     register_post_accumulate_grad_hook,
+)
+from .nodes import (  # noqa: F401 — importable from here, as before
+    FACE_HOOKS,
+    AccumulateGrad,
+    Node,
+    _composite,
+    backward_name,
+    face_edges,
+    listed_inputs,
+    name_history,
+    node_class,
 )
 from .saved import SavedTensorError, Unavailable, array_args, unpack
 from .sparse import SparseTensor, StridedGrad, add_grads, grad_of
@@ -46,183 +56,6 @@ __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulat
 
 _seq = itertools.count()
 _new = object.__new__
-
-
-class Node:
-    """The tape entry of one op, a tensor's `grad_fn`: what the op's vjp needs, and where each
-    input's cotangent goes (`edges`: the input's Node, the leaf tensor itself, or None).
-
-    `saved` are the inputs and `versions` their versions then (None for a constant); `shapes`
-    and `dtypes` those of the inputs and, last, the output; `out` is the output's data,
-    `out_vc` its version counter (None until it has one: see `version_of`) and `out_version`
-    its version then; `where` the user's line that ran it (`site` formats it). Backward without
-    retain_graph sets `saved` and `out` to None.
-    """
-
-    # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic
-    # garbage collector's passes too (a fifth of the forward pass's time with grad, measured):
-    # so flat tuples and slots here rather than lists of pairs
-    __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
-                 "out_vc", "out_version", "device", "seq", "where", "retained", "label",
-                 "__weakref__")  # fmt: skip
-
-    @property
-    def site(self) -> str | None:
-        """`file.py:12`: the user's line that ran the op (kept as `where`, unformatted)."""
-        where = self.where
-        return where if where is None or type(where) is str else format_code_site(where)
-
-    @property
-    def metas(self) -> list:
-        """[(shape, dtype)] of the inputs and, last, the output."""
-        return list(zip(self.shapes, self.dtypes))
-
-    def name(self) -> str:
-        """PyTorch's name for the backward of this op (`MulBackward0`, `SumBackward0`,
-        `MmBackward0`): see `backward_name`; `label` when a composite set it (the values of
-        `max(x, dim)` are MaxBackward0 there, a gather and a view here)."""
-        label = getattr(self, "label", None)
-        if label is not None:
-            return label
-        return backward_name(self.op.name, self.attrs, list(self.shapes[:-1]))
-
-    def register_hook(self, hook):
-        """`hook(grad_inputs, grad_outputs)` runs when backward has computed this op's
-        inputs' gradients (one per input, None where none flows) from its output's; a tuple
-        it returns replaces them. As PyTorch's `grad_fn.register_hook`.
-
-        >>> import kiln as kn
-        >>> x = kn.tensor([1.0, 2.0], requires_grad=True)
-        >>> y = x * 3
-        >>> h = y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, None))
-        >>> y.sum().backward(); x.grad
-        tensor([30., 30.])
-        """
-        return register_node_hook(self, hook)
-
-    @property
-    def next_functions(self) -> tuple:
-        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
-
-    # The values saved for backward, under PyTorch's names (the Autograd mechanics notes
-    # print them): the first and second input, and the output as a new tensor object
-    _saved_self = property(lambda self: self._saved(0))
-    _saved_other = property(lambda self: self._saved(1))
-    _saved_result = property(lambda self: self._saved(None))
-
-    def _saved(self, i: int | None):
-        if self in saved_hooks.PACKED:
-            unpack_hook, inputs, output = saved_hooks.PACKED[self]
-            return unpack_hook(output if i is None else inputs[i][1])
-        if self.saved is None:
-            raise AutogradError(
-                "Trying to backward through the graph a second time (or directly access "
-                "saved tensors after they have already been freed). Saved intermediate values "
-                "of the graph are freed when you call .backward() or autograd.grad(). Specify "
-                "retain_graph=True if you need to backward through the graph a second time or "
-                f"if you need to access saved tensors after calling backward ({self.name()})"
-            )
-        if i is None:
-            return make(self.out, self.device)
-        if i >= len(self.saved):
-            raise AttributeError(f"'{self.name()}' object has no attribute saved input {i}")
-        value = self.saved[i]
-        return value if isinstance(value, Tensor) else make(value, self.device)
-
-    def release(self) -> None:
-        self.saved = self.out = None
-
-    def __repr__(self):
-        return f"<{self.name()} from {self.site}>"
-
-
-# PyTorch's names where they are not the op's name in CamelCase (`exp` -> `ExpBackward0`).
-# NOTE: a display name for `grad_fn`, read by nothing else; it lives here, not on the OpDef,
-# because it is eager's PyTorch-facing vocabulary and some names depend on the call (a full
-# reduction or one along dims, a matrix product's ranks), which the op record cannot know.
-_NAMES = {
-    "cast": "ToCopyBackward0", "broadcast_to": "ExpandBackward0", "reshape": "ViewBackward0",
-    "square": "PowBackward0", "log1p": "Log1PBackward0", "clip": "ClampBackward1",
-    "concat": "CatBackward0", "pad": "ConstantPadNdBackward0", "tile": "RepeatBackward0",
-    "gather": "IndexBackward0", "take_along_axis": "GatherBackward0",
-    "conv2d": "ConvolutionBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
-    "avg_pool2d": "AvgPool2DBackward0", "floordiv": "FloorDivideBackward0",
-    "mod": "RemainderBackward0", "exp2": "Exp2Backward0", "log2": "Log2Backward0",
-    "log10": "Log10Backward0", "advanced_index": "IndexBackward0",
-}  # fmt: skip
-_REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_prod": "Prod",
-               "reduce_max": "Max", "reduce_min": "Min"}  # fmt: skip
-
-
-def backward_name(op_name: str, attrs, shapes) -> str:
-    """PyTorch's `grad_fn` name for an op on inputs of `shapes`: a table entry, one that
-    depends on the call, or the op's name in CamelCase.
-
-    >>> backward_name("reduce_sum", {"axes": (0, 1), "keepdims": False}, [(2, 3)])
-    'SumBackward0'
-    >>> backward_name("matmul", {}, [(2, 3), (3, 4)]), backward_name("log", {}, [(2,)])
-    ('MmBackward0', 'LogBackward0')
-    """
-    if op_name in _REDUCTIONS:
-        full = len(attrs["axes"]) == len(shapes[0]) and not attrs["keepdims"]
-        base = _REDUCTIONS[op_name]
-        if base in ("Max", "Min"):  # PyTorch: max() is MaxBackward1, max(dim) MaxBackward0
-            return f"{base}Backward{1 if full else 0}"
-        return f"{base}Backward{0 if full else 1}"
-    if op_name == "matmul":
-        ranks = tuple(len(s) for s in shapes)
-        return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
-            ranks, "BmmBackward0"
-        )
-    if op_name == "transpose":
-        perm = attrs["perm"]
-        moved = [i for i, p in enumerate(perm) if i != p]
-        if len(moved) == 2:
-            return "TBackward0" if len(perm) == 2 else "TransposeBackward0"
-        return "PermuteBackward0"
-    if op_name == "index":
-        return (
-            "SelectBackward0"
-            if any(item[0] == "int" for item in attrs["spec"])
-            else ("SliceBackward0")
-        )
-    if op_name == "pow":
-        return "PowBackward0" if len(shapes[1]) == 0 else "PowBackward1"
-    if op_name in _NAMES:
-        return _NAMES[op_name]
-    return "".join(w.capitalize() for w in op_name.split("_")) + "Backward0"
-
-
-def name_history(out, name: str, *inputs):
-    """`out`, its `grad_fn` named `name`: PyTorch's name for the function that made it (a
-    composite's history is otherwise named after its last primitive: softmax's a division).
-    `print(loss)` and `loss.grad_fn` then show `NllLossBackward0`, as in PyTorch's tutorials.
-    Only a node this call made is named, not one of `inputs`' own (a call that returns its
-    input as it is); graph values pass through.
-
-    >>> import kiln as kn
-    >>> x = kn.ones(2, requires_grad=True)
-    >>> name_history(x * 2, "MyBackward0").grad_fn.name()
-    'MyBackward0'
-    """
-    node = out.grad_fn if type(out) is Tensor else None
-    if node is not None and all(getattr(x, "grad_fn", None) is not node for x in inputs):
-        node.label = name
-    return out
-
-
-class AccumulateGrad:
-    """Where the cotangent of a leaf goes (its `.grad`); `next_functions` shows it."""
-
-    def __init__(self, variable: Tensor):
-        self.variable = variable
-
-    def name(self) -> str:
-        return "AccumulateGrad"
-
-    def __repr__(self):
-        return "<AccumulateGrad>"
-
 
 _STOP = REGISTRY["stop_gradient"]
 _BFLOAT16 = dt.bfloat16
@@ -502,14 +335,16 @@ def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> 
         _BACKWARD.retain = outer
 
 
-def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
+def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None,
+               raw: bool = False) -> dict:  # fmt: skip
+    # `raw`: the targets' cotangents as they arrive, before their hooks (`_composite_hooked`)
     # id(node or leaf) -> its summed cotangent (the heap and `leaves` hold them): a Tensor, or
     # on the CPU without create_graph a bare array (`_ARRAY_VJP`; `_tensor` wraps it)
     pending: dict = {}
     heap: list = []  # (-seq, node): the latest node first
     leaves: list = []
-    target_ids = None if targets is None else {id(t.grad_fn or t) for t in targets}
-    starts = [r.grad_fn for r in roots if r.grad_fn is not None]
+    target_ids = None if targets is None else {id(t._grad_fn or t) for t in targets}
+    starts = [r._grad_fn for r in roots if r._grad_fn is not None]
     needed = None if targets is None else _needed(_reachable(starts), target_ids)
     captured: dict = {}
     waits = _LeafWaits(starts) if _HOOKS and targets is None else None
@@ -525,7 +360,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
     arrays = plain and not anomaly and not grad_mode.inference_threads
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
-            _send(root.grad_fn or root, seed, pending, heap, leaves)
+            _send(root._grad_fn or root, seed, pending, heap, leaves)
         nxt = None  # the latest node sent last, not yet on the heap (`heappushpop` below)
         while heap or nxt is not None:
             if nxt is None:
@@ -540,6 +375,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:
                     ct = _tensor(ct)
+                if raw and id(node) in target_ids:
+                    captured[id(node)] = ct
+                    continue
                 if _HOOKS:
                     ct = _apply_hooks(node, ct)
                 if retained is not None and retained() is not None:
@@ -587,7 +425,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                             owned.add(key)
                         continue
                     pending[key] = c
-                    if type(edge) is Node:
+                    if isinstance(edge, Node):
                         if nxt is not None:
                             push(heap, nxt)
                         nxt = (-edge.seq, edge)
@@ -607,6 +445,11 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 attrs = node.attrs
                 cts = vjp(ct, out, *inputs, **attrs) if attrs else vjp(ct, out, *inputs)
             if post:
+                if _composite(node):  # hooks see its own inputs' gradients: past its steps
+                    _composite_hooked(node, post, cts, ct, create_graph, pending, heap, leaves)
+                    if not retain_graph:
+                        node.saved = node.out = None
+                    continue
                 cts = _node_hooked(node, post, cts, ct)
             for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:
@@ -640,7 +483,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                             owned.add(key)
                     continue
                 pending[key] = c
-                if type(edge) is Node:
+                if isinstance(edge, Node):
                     if nxt is not None:
                         push(heap, nxt)
                     nxt = (-edge.seq, edge)
@@ -652,7 +495,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 node.saved = node.out = None
     if targets is not None:
         captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
-        found = {id(t): captured.get(id(t.grad_fn or t)) for t in targets}
+        found = {id(t): captured.get(id(t._grad_fn or t)) for t in targets}
         for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
             if type(t) is SparseTensor and found[id(t)] is not None:
                 g = grad_of(t, found[id(t)])
@@ -696,7 +539,50 @@ def _node_hooked(node, hooks, cts, ct) -> tuple:
         None if edge is None or c is None else _fit(c, (shape, dtype), node.device)
         for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes)
     )
-    return apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    hooked = FACE_HOOKS.get(node.op)
+    if hooked is not None:
+        return hooked(node, hooks, grad_inputs, ct)
+    listed = listed_inputs(node)
+    if len(listed) == len(grad_inputs):
+        return apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    # the hooks see those of the inputs PyTorch's node lists (not a constant or an index)
+    shown = apply_node_hooks(node, hooks, tuple(grad_inputs[i] for i in listed), (ct,))
+    grad_inputs = list(grad_inputs)
+    for i, g in zip(listed, shown):
+        grad_inputs[i] = g
+    return tuple(grad_inputs)
+
+
+def _composite_hooked(node, hooks, cts, ct, create_graph, pending, heap, leaves) -> None:
+    """A composite's node with hooks (`Node.register_hook`): they see PyTorch's grad_inputs,
+    the gradients of the composite's own inputs (`face_edges`). Those are taken here from its
+    step's (`cts`) back through the composite's other steps, and sent on to the inputs past
+    them (the steps lead nowhere else)."""
+    face = face_edges(node)
+    targets = [None if e is None else _stub(e) for e in face]
+    starts, seeds = [], []
+    for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
+        if edge is not None and c is not None:
+            starts.append(_stub(edge))
+            seeds.append(_fit(c, (shape, dtype), node.device))
+    found = _propagate(starts, seeds, True, create_graph, [t for t in targets if t is not None],
+                       raw=True)  # fmt: skip
+    grad_inputs = tuple(None if t is None else found.get(id(t)) for t in targets)
+    grad_inputs = apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    for edge, g in zip(face, grad_inputs):
+        if edge is not None and g is not None:
+            _send(edge, g, pending, heap, leaves)
+
+
+def _stub(edge):
+    """A tensor whose `grad_fn` is node `edge` (a leaf: itself), as `_propagate` takes them."""
+    if not isinstance(edge, Node):
+        return edge
+    t = _new(Tensor)
+    t._data = None
+    meta = t._meta = _new(Meta)
+    meta.grad_fn = edge
+    return t
 
 
 def _send(edge, ct, pending: dict, heap: list, leaves: list) -> None:

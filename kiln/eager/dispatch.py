@@ -230,7 +230,7 @@ def _link_view(out: Tensor, x) -> None:
         base = x._base if x._base is not None else x
         meta = meta_of(out)
         meta.base = base  # its version counter is base's (`version_of`)
-        meta.base_fn = base.grad_fn  # its history is out of date when base's changes
+        meta.base_fn = base._grad_fn  # its history is out of date when base's changes
         meta.inference = base._inference  # a view of an inference tensor is one, and only it
         meta.no_grad_view = not state.grad
         multi = getattr(x._meta, "multi", None)

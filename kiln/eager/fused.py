@@ -17,8 +17,9 @@ import numpy as np
 
 from ..graph.opdef import REGISTRY, OpDef
 from ..ops.core import bind
-from . import autograd, dispatch, grad_mode
+from . import autograd, dispatch, grad_mode, nodes
 from .grad_mode import state
+from .hooks import _hooks_of, apply_node_hooks
 from .tensor import Tensor, check_view, make
 
 __all__ = ["cross_entropy", "linear"]
@@ -167,5 +168,68 @@ def cross_entropy(x, target, ignore_index: int):
     return out
 
 
+# -- the graph as PyTorch's: addmm(bias, input, weight.t()) and nll_loss(log_softmax(x)) ------
+
+
+def _linear_face(node) -> tuple:
+    """(bias, input, TBackward0 of the weight): the weight's transpose is a virtual node."""
+    e_b, e_x, e_w = node.edges
+    if e_w is None:
+        return e_b, e_x, None
+    shape, dtype = node.shapes[2], node.dtypes[2]
+    metas = ((shape, dtype), (shape[::-1], dtype))
+    return e_b, e_x, nodes.virtual_node("TBackward0", node, (e_w,), metas)
+
+
+def _virtual_step(node, g, vjp):
+    """The gradient `vjp(g)` that virtual `node` passes on, after its prehooks (on `g`, its
+    output's) and its hooks (on what it passes on)."""
+    for prehook in _hooks_of(node, 1):
+        result = prehook(g)
+        g = g if result is None else result
+    out = vjp(g)
+    hooks = _hooks_of(node, 3)
+    return apply_node_hooks(node, hooks, (out,), (g,))[0] if hooks else out
+
+
+def _linear_hooked(node, hooks, grad_inputs, ct) -> tuple:
+    """The hooks of addmm see d(weight.t()), as PyTorch's; those of its TBackward0 then."""
+    t = nodes.face_edges(node)[2]
+    gb, gx, gw = grad_inputs
+    gb, gx, gwt = apply_node_hooks(node, hooks, (gb, gx, None if gw is None else gw.t()), (ct,))
+    if gwt is None:
+        return gb, gx, None
+    return gb, gx, gwt.t() if t is None else _virtual_step(t, gwt, lambda g: g.t())
+
+
+def _nll_face(node) -> tuple:
+    """(LogSoftmaxBackward0 of the logits,): a virtual node."""
+    meta = (node.shapes[0], node.dtypes[0])
+    return (nodes.virtual_node("LogSoftmaxBackward0", node, node.edges[:1], (meta, meta)),)
+
+
+def _nll_hooked(node, hooks, grad_inputs, ct) -> tuple:
+    """nll_loss's hooks see d(log_softmax(x)), those of its LogSoftmaxBackward0 that and the
+    logits' gradient; where none changes them, the fused vjp's gradient stays (its bits)."""
+    from ..nn import functional as F
+
+    log_softmax = nodes.face_edges(node)[0]
+    x, target = node.saved
+    x = x.detach()
+    dlogp = F.one_hot(target, x.shape[1]).to(x.dtype) * -(ct / node.attrs["n"])
+    (g,) = apply_node_hooks(node, hooks, (dlogp,), (ct,))
+    if g is None:
+        return None, None
+
+    def vjp(g):
+        if g is dlogp and grad_inputs[0] is not None:
+            return grad_inputs[0]
+        return g - F.softmax(x, 1) * g.sum(1, keepdim=True)
+
+    return _virtual_step(log_softmax, g, vjp), None
+
+
 autograd._ARRAY_VJP[LINEAR] = _linear_vjp_arrays
 autograd._ARRAY_VJP[NLL] = _nll_vjp_arrays
+nodes.FACES.update({LINEAR: _linear_face, NLL: _nll_face})
+nodes.FACE_HOOKS.update({LINEAR: _linear_hooked, NLL: _nll_hooked})

@@ -109,6 +109,20 @@ def register_node_hook(node, hook) -> RemovableHandle:
     return _add_hook(node, 3, hook)
 
 
+def register_node_prehook(node, hook) -> RemovableHandle:
+    """`node.register_prehook(hook)` (PyTorch's): `hook(grad_outputs)` runs before backward
+    computes the gradients of the node's inputs; a tuple it returns replaces `grad_outputs`.
+    It runs with the hooks of the node's output tensor (`register_hook`), after them."""
+
+    def prehook(grad):
+        result = hook((grad,))
+        if result is None:
+            return None
+        return result[0] if isinstance(result, (tuple, list)) else result
+
+    return _add_hook(node, 1, prehook)
+
+
 def apply_node_hooks(node, hooks, grad_inputs: tuple, grad_outputs: tuple) -> tuple:
     for hook in hooks:
         result = hook(grad_inputs, grad_outputs)

@@ -10,11 +10,23 @@ backward with `retain_graph=True` unpacks once and keeps the values for the next
 
 from __future__ import annotations
 
+import abc
 import weakref
 
 from .tensor import make
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu"]
+
+
+class Node(abc.ABC):  # noqa: B024 — an abstract base without abstract methods, as PyTorch's
+    """`kn.autograd.graph.Node`: what every `grad_fn` (and `AccumulateGrad`) is an instance
+    of, as `torch.autograd.graph.Node` (the tape's nodes register with it).
+
+    >>> import kiln as kn
+    >>> isinstance((kn.ones(2, requires_grad=True) * 2).grad_fn, kn.autograd.graph.Node)
+    True
+    """
+
 
 STACK: list = []  # (pack_hook, unpack_hook), innermost last; `record` packs when non-empty
 PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # node -> what to unpack

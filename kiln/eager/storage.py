@@ -92,7 +92,7 @@ def as_strided_view(t: Tensor, size, stride, storage_offset=None) -> Tensor:
         out = make(view, t._device)
     base = t._base if t._base is not None else t
     meta = meta_of(out)
-    meta.base, meta.base_fn, meta.inference = base, base.grad_fn, base._inference
+    meta.base, meta.base_fn, meta.inference = base, base._grad_fn, base._inference
     meta.no_grad_view = not state.grad
     return out
 

@@ -80,10 +80,14 @@ RETAKE_VIEW = None
 
 def mark_pieces(pieces, name: str) -> tuple:
     """Marks the views `pieces`, the outputs of one multi-output view op (`name`: its name in
-    PyTorch's messages, "Split"), when they require grad; returns them."""
+    PyTorch's messages, "Split"), when they require grad; returns them. Each piece's node is
+    named as PyTorch's shared one (`SplitBackward0`)."""
     for k, p in enumerate(pieces):
         if isinstance(p, Tensor) and p._requires_grad:
-            meta_of(p).multi = (k, name)
+            meta = meta_of(p)
+            meta.multi = (k, name)
+            if meta.grad_fn is not None:
+                meta.grad_fn.label = f"{name}Backward0"
     return pieces
 
 
@@ -101,7 +105,7 @@ def check_view(t, meta: Meta) -> None:
     base = meta.base
     if base is None:
         return
-    now = base.grad_fn
+    now = base._grad_fn
     if now is not meta.base_fn:
         multi = getattr(meta, "multi", None)
         if multi is not None:  # a piece of split/unbind: PyTorch refuses to take it again
@@ -193,6 +197,16 @@ def _meta_property(name: str, default):
     return property(get, put)
 
 
+def _user_grad_fn(self):
+    """The node that made this tensor, as user code sees it (an instance of its name's class:
+    `Node._seen`); None for a leaf."""
+    meta = self._meta
+    if meta is None:
+        return None
+    node = meta.grad_fn
+    return node if node is None or not node._plain else node._seen()
+
+
 class Tensor:
     """An eager array with autograd: make one with `kn.tensor`, `kn.zeros`, `kn.from_numpy`…
 
@@ -210,7 +224,8 @@ class Tensor:
     # The state kept in `_meta` (see `Meta`), by the names the rest of kiln reads.
     _device = _meta_property("device", "cpu")
     _requires_grad = _meta_property("requires_grad", False)
-    grad_fn = _meta_property("grad_fn", None)
+    _grad_fn = _meta_property("grad_fn", None)  # as `grad_fn`, as the tape holds it
+    grad_fn = property(_user_grad_fn, _grad_fn.fset)
     _grad = _meta_property("grad", None)
     _vc = _meta_property("vc", None)
     _base = _meta_property("base", None)
@@ -294,7 +309,7 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         """True for tensors the user made (no `grad_fn`): the ones whose `.grad` fills."""
-        return self.grad_fn is None
+        return self._grad_fn is None
 
     @property
     def requires_grad(self) -> bool:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager.autograd import name_history
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -462,7 +463,9 @@ def leaky_relu(x, negative_slope: float = 0.01):
     array([-0.1,  2. ], dtype=float32)
     """
     (x,) = lift(x)
-    return where(greater(x, 0), x, mul(x, negative_slope))
+    out = where(greater(x, 0), x, mul(x, negative_slope))
+    saved = {"_saved_self": x, "_saved_negative_slope": negative_slope}
+    return name_history(out, "LeakyReluBackward0", x, saved=saved)  # PyTorch's node
 
 
 def softplus(x, beta: float = 1.0):
@@ -495,7 +498,9 @@ def gelu(input, approximate: str = "none"):
         from .half_formulas import gelu32  # NOTE: here: that module is written with these ops
 
         return half_in_float32(lambda x: gelu32(x, approximate))(input)
-    return half_in_float32(_gelu)(input, approximate)
+    out = half_in_float32(_gelu)(input, approximate)
+    saved = {"_saved_self": input, "_saved_approximate": approximate}
+    return name_history(out, "GeluBackward0", input, saved=saved)
 
 
 def _gelu(x, approximate):

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import Size, device, strided
+from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, GraphError, ShapeMismatchError, call_error
 from ..graph.core import Symbol
 from . import functionalize, indexing
@@ -37,6 +38,16 @@ def _swap(fn):
     return lambda self, other: fn(other, self)
 
 
+def _commuted(fn):
+    """`other + self` as `self + other` (the same values): PyTorch records the tensor first."""
+    return lambda self, other: fn(self, other)
+
+
+def _rsub(self, other):
+    """`other - self`; of a number, PyTorch's node is `RsubBackward1` of `self` alone."""
+    return name_history(m.sub(other, self), "RsubBackward1", self)
+
+
 # operands PyTorch's comparison operators do not take (they return NotImplemented): so
 # `t == [1, 2]` is Python's False and `t != "a"` its True, `t < (1,)` a TypeError
 _NOT_COMPARED = (list, tuple, str, bytes, dict, set, frozenset, range, type(None))
@@ -54,8 +65,8 @@ def _compared(fn):
 
 
 OPERATORS = {
-    "__add__": m.add, "__radd__": _swap(m.add), "__sub__": m.sub, "__rsub__": _swap(m.sub),
-    "__mul__": m.mul, "__rmul__": _swap(m.mul), "__truediv__": m.div,
+    "__add__": m.add, "__radd__": _commuted(m.add), "__sub__": m.sub, "__rsub__": _rsub,
+    "__mul__": m.mul, "__rmul__": _commuted(m.mul), "__truediv__": m.div,
     "__rtruediv__": _swap(m.div), "__div__": m.div, "__rdiv__": _swap(m.div),  # PyTorch's too
     "__floordiv__": m.floordiv,
     "__rfloordiv__": _swap(m.floordiv), "__mod__": m.mod, "__rmod__": _swap(m.mod),

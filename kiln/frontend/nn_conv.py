@@ -276,7 +276,14 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
         y = squeeze(y, 2)
     else:
         y = _conv_windows(x, w, pairs, stride, dilation, groups, op)
-    y = name_history(_add_bias(y, bias, w.shape[0], op, w), "ConvolutionBackward0", x)
+    y = _add_bias(y, bias, w.shape[0], op, w)
+    saved = {"_saved_input": x, "_saved_weight": w, "_saved_stride": stride,
+             "_saved_padding": tuple(b for b, _ in pairs) if symmetric else (0,) * n_sp,
+             "_saved_dilation": dilation, "_saved_groups": groups, "_saved_transposed": False,
+             "_saved_output_padding": (0,) * n_sp,
+             "_saved_bias_sym_sizes_opt": (0,) if bias is None else tuple(lift(bias)[0].shape),
+             }  # fmt: skip
+    y = name_history(y, "ConvolutionBackward0", x, weight, bias, saved=saved)
     return squeeze(y, 0) if added else y
 
 

@@ -92,7 +92,9 @@ def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "softmax")  # noqa: A001
     # PyTorch's softmax kernels write a C-ordered result, whatever the input's layout
-    return name_history(c_ordered(_softmax(input, axis)), "SoftmaxBackward0", input)
+    out = c_ordered(_softmax(input, axis))
+    saved = {"_saved_dim": axis if dim is None else dim}  # as given, as PyTorch keeps it
+    return name_history(out, "SoftmaxBackward0", input, saved=saved)
 
 
 def _shift(x, axis):
@@ -142,7 +144,9 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     array([-1000.,     0.], dtype=float32)
     """
     input, axis = _softmax_dim(dim, axis, dtype, input, "log_softmax")  # noqa: A001
-    return name_history(c_ordered(_log_softmax(input, axis)), "LogSoftmaxBackward0", input)
+    out = c_ordered(_log_softmax(input, axis))
+    saved = {"_saved_dim": axis if dim is None else dim}  # as given, as PyTorch keeps it
+    return name_history(out, "LogSoftmaxBackward0", input, saved=saved)
 
 
 def _log_softmax(x, axis):
@@ -321,7 +325,10 @@ def layer_norm(
         wide = half_in_float32(lambda v: _layer_norm32(v, axes, weight, bias, eps, stats))
         return c_ordered(wide(x))
     # PyTorch's layer_norm kernel writes a C-ordered result, whatever the input's layout
-    return c_ordered(_affine(_normalized(x, axes, eps)[0], x, axes, weight, bias))
+    out = c_ordered(_affine(_normalized(x, axes, eps)[0], x, axes, weight, bias))
+    saved = {"_saved_input": x, "_saved_weight": weight, "_saved_bias": bias,
+             "_saved_normalized_shape": tuple(x.shape[a] for a in axes)}  # fmt: skip
+    return name_history(out, "NativeLayerNormBackward0", x, weight, bias, saved=saved)
 
 
 def _normalized(x, axes, eps):

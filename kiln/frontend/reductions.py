@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, DTypeMismatchError, IndexOutOfBoundsError, call_error
 from ..graph.core import Symbol
 from ..ops.multi import elements
@@ -210,8 +211,9 @@ def _extremum(which, x, dim, keepdim, axis, keepdims):
         kept = tuple(d for i, d in enumerate(values.shape) if i != axis)
         values = call("reshape", values, shape=kept)
         indices = call("reshape", indices, shape=kept)
-    if getattr(values, "grad_fn", None) is not None:  # eager: PyTorch's name for the history
-        values.grad_fn.label = f"{which.capitalize()}Backward0"
+    saved = {"_saved_dim": int(dim), "_saved_keepdim": bool(keepdim), "_saved_indices": indices,
+             "_saved_self_sym_sizes": tuple(x.shape)}  # fmt: skip
+    values = name_history(values, f"{which.capitalize()}Backward0", x, saved=saved)
     return getattr(return_types, which)(values, indices)
 
 

@@ -209,7 +209,7 @@ def unsqueeze(input, dim: int):  # noqa: A002
     (input,) = lift(input)  # noqa: A001
     dim = sh.normalize_axis(dim, input.ndim + 1)
     out = reshape(input, (*input.shape[:dim], 1, *input.shape[dim:]))
-    return name_history(out, "UnsqueezeBackward0", input)
+    return name_history(out, "UnsqueezeBackward0", input, saved={"_saved_dim": dim})
 
 
 expand_dims = unsqueeze

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..errors import ArgumentError, DTypeMismatchError, ShapeError, UsageError, call_error
 from . import math as m
 from . import shape as s
@@ -282,7 +283,11 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
         return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     if isinstance(p, str) and p != "fro":
         raise ArgumentError(f"norm(): p={p!r} is not supported (use a number, 'fro' or 'nuc')")
-    return p_norm(x, 2 if p == "fro" else p, dim, keepdim)
+    out = p_norm(x, 2 if p == "fro" else p, dim, keepdim)
+    dims = None if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    saved = {"_saved_self": input, "_saved_ord": 2 if p == "fro" else p, "_saved_dim": dims,
+             "_saved_keepdim": keepdim}  # fmt: skip
+    return name_history(out, "LinalgVectorNormBackward0", input, saved=saved)  # PyTorch's
 
 
 # -- statistics and searching -------------------------------------------------------------------

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import (
     ArgumentTypeError,
     IndexOutOfRangeError,
@@ -630,16 +631,28 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.var(np.array([1.0, 2.0, 3.0, 4.0], np.float32), correction=0)
     array(1.25, dtype=float32)
     """
+    given = (dim, correction, unbiased, ddof)
     x, axes, keepdim, correction = _var_args(
         "var", input, dim, unbiased, keepdim, correction, axis, keepdims, ddof
     )
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_var_grad`)
         value = m.cast(_var(m.cast(x, np.float32), axes, keepdim, correction), x.dtype)
         return core.with_grad(value, x, ("var", axes, keepdim, float(correction)), x)
-    return _var(x, axes, keepdim, correction)
+    saved = _var_saved(x, keepdim, *given)
+    return name_history(_var(x, axes, keepdim, correction), "VarBackward0", x, saved=saved)
 
 
 _HALF = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _var_saved(x, keepdim, dim, correction, unbiased, ddof) -> dict:
+    """The `_saved_*` of PyTorch's VarBackward0 and StdBackward0: dim and correction as given."""
+    given = [c for c in (correction, ddof, None if unbiased is None else int(unbiased))
+             if c is not None and not isinstance(dim, bool)]  # fmt: skip
+    dims = None if dim is None or isinstance(dim, bool) else (
+        tuple(dim) if isinstance(dim, (tuple, list)) else (dim,))  # fmt: skip
+    return {"_saved_self": x, "_saved_dim": dims, "_saved_keepdim": bool(keepdim),
+            "_saved_correction": given[0] if given else None}  # fmt: skip
 
 
 def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, ddof):  # noqa: A002
@@ -689,13 +702,16 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     >>> kn.std(np.array([1.0, 3.0], np.float32))
     array(1.4142135, dtype=float32)
     """
+    given = (dim, correction, unbiased, ddof)
     x, axes, keepdim, correction = _var_args(
         "std", input, dim, unbiased, keepdim, correction, axis, keepdims, ddof
     )
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_std_grad`)
         value = m.cast(_sqrt0(_var(m.cast(x, np.float32), axes, keepdim, correction)), x.dtype)
         return core.with_grad(value, x, ("std", axes, keepdim, float(correction)), x, value)
-    return _sqrt0(_var(x, axes, keepdim, correction))
+    saved = _var_saved(x, keepdim, *given)
+    out = _sqrt0(_var(x, axes, keepdim, correction))
+    return name_history(out, "StdBackward0", x, saved=saved)
 
 
 def _sqrt0(v):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
 from ..errors import (
@@ -139,7 +140,8 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     zero_d = x.ndim == 0
     x, idx = _one_d(x, idx)
     out = s.gather(x, idx, sh.normalize_axis(dim_arg(dim, axis, "index_select"), x.ndim))
-    return call("reshape", out, shape=()) if zero_d else out
+    out = call("reshape", out, shape=()) if zero_d else out
+    return name_history(out, "IndexSelectBackward0", input)  # PyTorch's node
 
 
 # -- scatter -------------------------------------------------------------------------------------
@@ -245,7 +247,11 @@ def masked_fill(input, mask, value):  # noqa: A002
         v = call("cast", v, dtype=x.dtype)
     out = m.where(mask, v, x)  # of the broadcast shape (the in-place form checks it)
     # PyTorch's is C-ordered (a C-ordered clone, filled; where keeps a transposed input's layout)
-    return c_ordered(out)
+    out = c_ordered(out)
+    # PyTorch's node: of a number, or of a 0-d tensor too (MaskedFillBackward1)
+    if isinstance(value, Tensor):
+        return name_history(out, "MaskedFillBackward1", input, value)
+    return name_history(out, "MaskedFillBackward0", input)
 
 
 @takes_out

@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, DTypeError, ShapeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -397,11 +398,15 @@ def lerp(input, end, weight):  # noqa: A002
     diff = m.sub(b, a)
     if isinstance(weight, (int, float)):
         if abs(weight) < 0.5:
-            return m.add(a, m.mul(diff, weight))
-        return m.sub(b, m.mul(diff, 1 - weight))
+            out = m.add(a, m.mul(diff, weight))
+        else:
+            out = m.sub(b, m.mul(diff, 1 - weight))
+        saved = {"_saved_weight": weight}
+        return name_history(out, "LerpBackward0", a, b, saved=saved)  # PyTorch's node
     (w,) = lift(weight, context=(a,))
     low = m.less(m.abs(w), 0.5)
-    return m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
+    out = m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
+    return name_history(out, "LerpBackward1", a, b, w)
 
 
 def _lerp_half(a, b, weight):

@@ -53,6 +53,7 @@ from ..frontend.core import call
 from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
+from ..ops.state import GRAD_FORMULAS
 from .functional_act import (
     _underscored,
     celu,
@@ -276,13 +277,20 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     tensor([-0.6321,  2.0000])
     """
     refuse_integers("elu_cpu", F.core.lift(input)[0])
-    return in_place(
+    out = in_place(
         "elu_",
         lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
         input,
         inplace,
         opmath=elu_opmath(alpha, 1.0, 1.0, input, inplace),
     )
+    saved = {
+        "_saved_self": input,
+        "_saved_alpha": alpha,
+        "_saved_scale": 1,
+        "_saved_input_scale": 1,
+    }
+    return name_history(out, "EluBackward0", input, saved=saved)  # PyTorch's node
 
 
 elu_ = _underscored(elu, "elu_")
@@ -297,7 +305,8 @@ def silu(input, inplace: bool = False):  # noqa: A002
     """
     refuse_integers("silu_cpu", F.core.lift(input)[0])
     fn = lambda x: F.mul(x, F.sigmoid(x))  # noqa: E731
-    return in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
+    out = in_place("silu_", fn, input, inplace, opmath=opmath_grad(fn, "silu"))
+    return name_history(out, "SiluBackward0", input, saved={"_saved_self": input})
 
 
 def logsigmoid(input):  # noqa: A002
@@ -353,6 +362,9 @@ def _lift(*values):
 # -- elementwise losses -------------------------------------------------------------------------
 
 
+_ENUM = {"none": 0, "mean": 1, "sum": 2}  # PyTorch's reduction codes (`_saved_reduction`)
+
+
 @autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
     """Squared error `(input - target)**2` (broadcasting), reduced; with `weight` (input's
@@ -367,7 +379,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     reduction = _reduction(size_average, reduce, reduction)
     loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
-    return name_history(loss, "MseLossBackward0", input, target)
+    saved = {
+        "_saved_self": input,
+        "_saved_target": target,
+        "_saved_reduction": _ENUM.get(reduction),
+    }
+    return name_history(loss, "MseLossBackward0", input, target, saved=saved)
 
 
 @autocast_op("fp32")
@@ -490,6 +507,13 @@ def kl_div(
     return _reduce(loss, mode)
 
 
+def _bce_target_grad(ct, p):
+    return F.mul(ct, F.neg(F.log(F.div(p, F.sub(1.0, p)))))
+
+
+GRAD_FORMULAS["bce_target"] = _bce_target_grad
+
+
 @autocast_op("fp32")
 def binary_cross_entropy(
     input,  # noqa: A002
@@ -521,7 +545,10 @@ def binary_cross_entropy(
     p = F.stop_gradient(input)
     log_p = F.clip(F.log(p), -100.0, None)
     log_q = F.clip(F.log(F.sub(1.0, p)), -100.0, None)
-    loss = F.neg(F.add(F.mul(target, log_p), F.mul(F.sub(1.0, target), log_q)))
+    t = F.stop_gradient(target)
+    loss = F.neg(F.add(F.mul(t, log_p), F.mul(F.sub(1.0, t), log_q)))
+    # target's gradient PyTorch's, -logit(p), of the logs unclamped: +-inf at p = 0 and 1
+    loss = F.core.with_grad(loss, target, ("bce_target",), p)
     slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
     # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
     half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)
@@ -529,7 +556,10 @@ def binary_cross_entropy(
     if weight is not None:  # the loss keeps its dtype, as PyTorch's (it scales it in place)
         weighted = F.mul(loss, weight)
         loss = weighted if weighted.dtype == loss.dtype else F.cast(weighted, loss.dtype)
-    return name_history(_reduce(loss, reduction), "BinaryCrossEntropyBackward0", input, target)
+    saved = {"_saved_self": input, "_saved_target": target, "_saved_weight": weight,
+             "_saved_reduction": _ENUM.get(reduction)}  # fmt: skip
+    loss = _reduce(loss, reduction)
+    return name_history(loss, "BinaryCrossEntropyBackward0", input, target, saved=saved)
 
 
 @autocast_op("fp32")
@@ -562,8 +592,10 @@ def binary_cross_entropy_with_logits(
     # PyTorch's loss has input and target's dtype: the weights scale it in place
     if loss.dtype != base.dtype:
         loss = F.cast(loss, base.dtype)
+    saved = {"_saved_self": input, "_saved_target": target, "_saved_weight": weight,
+             "_saved_pos_weight": pos_weight, "_saved_reduction": _ENUM.get(reduction)}  # fmt: skip
     loss = _reduce(loss, reduction)
-    return name_history(loss, "BinaryCrossEntropyWithLogitsBackward0", input, target)
+    return name_history(loss, "BinaryCrossEntropyWithLogitsBackward0", input, target, saved=saved)
 
 
 # -- class losses -------------------------------------------------------------------------------
@@ -625,10 +657,13 @@ def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # 
     """`_nll_loss`, its history named as PyTorch's: NllLossBackward0, NllLoss2DBackward0 for
     inputs of 3 or more dims (PyTorch's view of 3-d and 5-d losses, unreduced, is not)."""
     loss = _nll_loss(input, target, weight, ignore_index, reduction, dim, logits)
+    saved = None if logits else {  # (of logits: not the log-probabilities PyTorch's keeps)
+        "_saved_self": input, "_saved_target": target, "_saved_weight": weight,
+        "_saved_reduction": _ENUM.get(reduction), "_saved_ignore_index": ignore_index}  # fmt: skip
     if input.ndim <= 2:
-        return name_history(loss, "NllLossBackward0", input)
+        return name_history(loss, "NllLossBackward0", input, saved=saved)
     if input.ndim == 4 or reduction != "none":
-        return name_history(loss, "NllLoss2DBackward0", input)
+        return name_history(loss, "NllLoss2DBackward0", input, saved=saved)
     return loss
 
 

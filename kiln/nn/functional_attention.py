@@ -95,20 +95,27 @@ def linear(input, weight, bias=None):  # noqa: A002
     """
     if isinstance(input, Tensor) and (y := fused.linear(input, weight, bias)) is not None:
         return y  # eagerly, a matrix with a bias: one tape entry, as PyTorch's addmm
+    if isinstance(input, Tensor) and input.ndim > 2 and bias is not None and input.is_contiguous():
+        # a batch: PyTorch's view of the addmm of a view of it (its graph, and addmm's sums)
+        y = fused.linear(input.view(-1, input.shape[-1]), weight, bias)
+        if y is not None:
+            return y.view(*input.shape[:-1], y.shape[-1])
     if bias is not None and getattr(input, "dtype", None) in _HALF:
         # as PyTorch's (addmm): the bias is added to the float32 product, rounded once
         low = input.dtype
         x, w, b = (F.cast(v, dt.float32) for v in (input, weight, bias))
         return F.cast(F.add(F.matmul(x, F.t(w)), b), low)
-    y = F.matmul(input, F.t(weight))
+    wt = F.t(weight)
+    y = F.matmul(input, wt)
     y = y if bias is None else F.add(y, bias)
     ndim = getattr(input, "ndim", 1)
     if ndim < 2:  # PyTorch's name of a vector's depends on what requires grad: kiln's stays
         return y
-    # PyTorch's (torch 2.13): the addmm or mm of a matrix, a view of that product for a batch
-    name = ("AddmmBackward0" if bias is not None else "MmBackward0") if ndim == 2 else (
-        "ViewBackward0" if bias is not None else "UnsafeViewBackward0")  # fmt: skip
-    return name_history(y, name, input)
+    if ndim == 2:  # PyTorch's (torch 2.13): addmm(bias, input, weight.t()) or mm
+        inputs = (input, wt) if bias is None else (bias, input, wt)
+        return name_history(y, "MmBackward0" if bias is None else "AddmmBackward0", *inputs)
+    # a view of that product for a batch (of a view of the input: not kiln's steps)
+    return name_history(y, "UnsafeViewBackward0" if bias is None else "ViewBackward0", input)
 
 
 _HALF = (dt.bfloat16, dt.float16)

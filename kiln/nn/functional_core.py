@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..eager.autograd import name_history
 from ..eager.factories import ones_like
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, UnsupportedDTypeError, call_error
@@ -88,7 +89,9 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
     def fn(x):
         return F.where(F.greater(F.mul(x, beta), threshold), x, F.softplus(x, beta))
 
-    return in_place("softplus", fn, x, False, opmath=opmath_grad(fn, "softplus", beta, threshold))
+    out = in_place("softplus", fn, x, False, opmath=opmath_grad(fn, "softplus", beta, threshold))
+    saved = {"_saved_self": x, "_saved_beta": beta, "_saved_threshold": threshold}
+    return name_history(out, "SoftplusBackward0", x, saved=saved)  # PyTorch's node
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
@@ -176,7 +179,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     rows = _looked_up(table, ids, padding_idx, scale_grad_by_freq)
     if max_norm is not None and isinstance(weight, Symbol):
         _write_renormed(weight, table, rows)
-    return rows
+    saved = {"_saved_indices": ids, "_saved_padding_idx": -1 if padding_idx is None else
+             padding_idx, "_saved_scale_grad_by_freq": scale_grad_by_freq,
+             "_saved_sparse": False, "_saved_weight_sym_argsize_0": table.shape[0]}  # fmt: skip
+    return name_history(rows, "EmbeddingBackward0", table, saved=saved)  # PyTorch's node
 
 
 def _write_renormed(weight, table, rows) -> None:

@@ -59,7 +59,7 @@ def _dims(dim_: tuple):
     return dim_ if dim_ else None
 
 
-def _input_mask(input, mask):
+def _mask_of(input, mask):
     """mask broadcast to input's shape, as bool (IndexError if it has more dims)."""
     kn = _kn()
     if tuple(mask.shape) != tuple(input.shape):
@@ -70,6 +70,16 @@ def _input_mask(input, mask):
             )
         mask = kn.broadcast_to(mask, input.shape)
     return mask.to(kn.bool)
+
+
+def _input_mask(input, *args, **kwargs):
+    """torch.masked's helper of the same name, which PyTorch's own wrappers of masked ops
+    call (its OpInfo tests' gradcheck wrapper): the `mask` keyword broadcast to input's
+    shape as bool, all True without one (the other arguments are the op's, unused)."""
+    mask = kwargs.get("mask")
+    if mask is None:
+        return _kn().ones_like(input, dtype=_kn().bool)
+    return _mask_of(input, mask)
 
 
 def _identity(op: str, input, *args):
@@ -103,7 +113,7 @@ def _combine(op: str, input, mask, *args):
     """input with its masked-out elements replaced by op's identity."""
     if mask is None:
         return input
-    return _kn().where(_input_mask(input, mask), input, _identity(op, input, *args))
+    return _kn().where(_mask_of(input, mask), input, _identity(op, input, *args))
 
 
 def _sum_dtype(input, dtype):
@@ -245,7 +255,7 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
         count = sum(kn.ones_like(input, dtype=kn.int64), dim, keepdim=keepdim)
         total = sum(input, dim, keepdim=keepdim, dtype=dtype)
     else:
-        inmask = _input_mask(input, mask)
+        inmask = _mask_of(input, mask)
         count = inmask.sum(dim=_dims(_canonical_dim(dim, input.ndim)), keepdim=bool(keepdim))
         total = sum(input, dim, keepdim=keepdim, dtype=dtype, mask=inmask)
     return total / count
@@ -346,7 +356,7 @@ def _std_var(input, dim, unbiased, correction_opt, keepdim, dtype, mask, take_sq
         count = sum(kn.ones_like(input, dtype=kn.int64), dim, keepdim=True)
         sample_total = sum(input, dim, keepdim=True, dtype=dtype)
     else:
-        inmask = _input_mask(input, mask)
+        inmask = _mask_of(input, mask)
         count = inmask.sum(dim=dims, keepdim=True)
         sample_total = sum(input, dim, keepdim=True, dtype=dtype, mask=inmask)
     x = input - sample_total / count

@@ -99,6 +99,8 @@ def permute(input, *args, dims=None):  # noqa: A002
         raise ShapeError(f"permute: the number of dims of the input ({input.ndim}) is not the "
                          f"length of the ordering {dims}")  # fmt: skip
     perm = tuple(sh.normalize_axis(int(d), input.ndim) for d in dims)
+    if len(set(perm)) != len(perm):
+        raise ShapeError("permute(): duplicate dims are not allowed.")
     return name_history(call("transpose", input, perm=perm), "PermuteBackward0", input)
 
 

@@ -50,6 +50,11 @@ class DeviceNotBuiltError(DeviceError, AssertionError):
     is both a DeviceError and an AssertionError."""
 
 
+class ArgumentAssertionError(KilnError, AssertionError):
+    """An argument of a type a function asserts against: PyTorch's `sym_max`, `sym_min` and
+    `sym_ite` check their arguments with `assert` (AssertionError), so this is one."""
+
+
 class GraphError(KilnError, RuntimeError):
     """A graph that is malformed, frozen, or cannot be run as asked."""
 

@@ -70,6 +70,11 @@ class AutogradError(KilnError, RuntimeError):
     leaf that requires grad, an inference tensor saved for backward, a missing derivative."""
 
 
+class UnrecordedStepError(AutogradError, NotImplementedError):
+    """An optimizer step that PyTorch records with `differentiable=True` (of a tensor with a
+    history), which kiln's autograd does not: NotImplementedError, a RuntimeError too."""
+
+
 class SavedTensorError(AutogradError):
     """A saved value that backward needs is gone (a second backward without `retain_graph`)
     or was changed in place since the op saved it."""

@@ -140,3 +140,61 @@ def test_sym_helpers_refuse_tensors_as_torch(name):
         getattr(torch, name)(torch.tensor(1.0), 2)
     with pytest.raises(AssertionError):
         getattr(kn, name)(kn.tensor(1.0), 2)
+
+
+# -- 4. param_groups after load_state_dict: the saved group's keys, in its order -------------------
+def _group_orders(L, name):
+    p, q = L.nn.Parameter(L.ones(2)), L.nn.Parameter(L.ones(3))
+    make = lambda: getattr(L.optim, name)([{"params": [p]}, {"params": [q], "lr": 0.5}], lr=0.1)  # noqa: E731
+    saved = make().state_dict()
+    opt = make()
+    opt.load_state_dict(saved)
+    return [list(g) for g in opt.param_groups], [list(g) for g in opt.state_dict()["param_groups"]]
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_param_group_keys_after_load_are_in_torchs_order(name):
+    assert _group_orders(kn, name) == _group_orders(torch, name)
+
+
+# -- 3. differentiable=True: accepted; the step of a leaf that requires grad raises, as torch's ----
+DIFF_OPTS = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "RAdam", "NAdam",
+             "ASGD", "Rprop"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", DIFF_OPTS)
+def test_differentiable_is_accepted_and_steps_as_torch(name):
+    results = []
+    for L in (torch, kn):
+        w = L.tensor([1.0, -2.0, 0.5])  # (no grad required: the step records nothing)
+        opt = getattr(L.optim, name)([w], lr=0.1, differentiable=True)
+        assert opt.defaults["differentiable"] is True
+        for g in ([0.5, -1.0, 2.0], [0.25, 0.5, -1.0]):
+            w.grad = L.tensor(g)
+            opt.step()
+        results.append(w.numpy().copy())
+    # (PyTorch's differentiable Adam family computes its bias corrections in float32 tensors,
+    # as its capturable step, where kiln keeps one step: the last float32 bits may differ)
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", DIFF_OPTS)
+def test_differentiable_step_of_a_leaf_that_requires_grad_raises_as_torch(name):
+    for L in (torch, kn):
+        w = L.tensor([1.0, -2.0], requires_grad=True)
+        opt = getattr(L.optim, name)([w], lr=0.1, differentiable=True)
+        (w * w).sum().backward()
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            opt.step()
+        np.testing.assert_array_equal(w.detach().numpy(), [1.0, -2.0])
+
+
+def test_differentiable_step_of_a_non_leaf_is_refused_not_silently_unrecorded():
+    # torch records the step (a gradient flows back through it); kiln's steps are not on the
+    # tape, so it refuses rather than give a gradient that misses the step
+    w = kn.tensor([1.0, -2.0], requires_grad=True)
+    p = w * 1.0
+    opt = kn.optim.SGD([p], lr=0.1, differentiable=True)
+    p.grad = kn.tensor([1.0, 1.0])
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        opt.step()

@@ -198,3 +198,23 @@ def test_differentiable_step_of_a_non_leaf_is_refused_not_silently_unrecorded():
     p.grad = kn.tensor([1.0, 1.0])
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         opt.step()
+
+
+# -- 5. stack of channels-last tensors: torch's cat along the dim, then that dim split -----------
+def _memory(L, seed):
+    return L.tensor(np.random.default_rng(seed).standard_normal((2, 4, 5, 3)).astype(np.float32))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize("dim", [0, 1, 2, 3, 4, -1])
+@pytest.mark.parametrize("mixed", [False, True])
+def test_stack_keeps_channels_last_as_torch(mode, dim, mixed):
+    def fn(L, a, b):  # (2, 3, 4, 5) views of channels-last memory; `mixed`: b made C-ordered
+        a, b = a.permute(0, 3, 1, 2), b.permute(0, 3, 1, 2)
+        return L.stack([a, b.contiguous() if mixed else b], dim)
+
+    want = fn(torch, _memory(torch, 0), _memory(torch, 1))
+    a, b = _memory(kn, 0), _memory(kn, 1)
+    got = fn(kn, a, b) if mode == "eager" else kn.compile(lambda a, b: fn(kn, a, b))(a, b)
+    assert tuple(got.stride()) == tuple(want.stride())
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -15,8 +15,11 @@ kiln can honour it:
 from __future__ import annotations
 
 from ..errors import AutogradError, UnrecordedStepError
+from ..graph.core import get_default_graph
+from ..nn.module import Parameter
+from . import graph_step
 
-__all__ = ["check_step"]
+__all__ = ["check_step", "check_traced_step"]
 
 
 def check_step(name: str, t) -> None:
@@ -41,3 +44,17 @@ def check_step(name: str, t) -> None:
         "are not recorded by autograd, so no gradient can flow back through them; compute the "
         "update with tensor ops (or kn.func) to differentiate it"
     )
+
+
+def check_traced_step(opt, grads) -> None:
+    """`check_step` of the Parameters a kn.compile trace steps (`grads`: [(gradient,
+    Variable)]) in `opt`'s groups made with `differentiable=True`: each is a leaf that
+    requires grad, which PyTorch's step refuses, compiled or not."""
+    groups = [g for g in opt.param_groups if g.get("differentiable")]
+    if not groups:
+        return
+    stepped, graph = {id(v) for _, v in grads}, get_default_graph()
+    for group in groups:
+        for p in group["params"]:
+            if isinstance(p, Parameter) and id(graph_step.variable_of(p, graph)) in stepped:
+                check_step(type(opt).__name__, p)

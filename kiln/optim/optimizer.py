@@ -405,6 +405,7 @@ class Optimizer(OptimizerHooks):
         graph = get_default_graph()
         grads = None if graph_step.idle(graph) else graph_step.take_grads(self._graph_variables())
         if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
+            differentiable.check_traced_step(self, grads)
             if closure is not None:
                 raise graph_step.refuse_closure()
             train_op = self.apply_gradients(_average_over_ranks(grads))

@@ -218,3 +218,20 @@ def test_stack_keeps_channels_last_as_torch(mode, dim, mixed):
     got = fn(kn, a, b) if mode == "eager" else kn.compile(lambda a, b: fn(kn, a, b))(a, b)
     assert tuple(got.stride()) == tuple(want.stride())
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_differentiable_step_of_parameters_under_compile_raises_as_eager():
+    # torch's step of a leaf that requires grad raises (RuntimeError); the compiled step too
+    model = kn.nn.Linear(3, 1)
+    opt = kn.optim.SGD(model.parameters(), lr=0.1, differentiable=True)
+
+    @kn.compile
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    before = model.weight.detach().clone()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        step(kn.ones(2, 3))
+    np.testing.assert_array_equal(model.weight.detach().numpy(), before.numpy())

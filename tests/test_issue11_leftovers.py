@@ -235,3 +235,23 @@ def test_differentiable_step_of_parameters_under_compile_raises_as_eager():
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         step(kn.ones(2, 3))
     np.testing.assert_array_equal(model.weight.detach().numpy(), before.numpy())
+
+
+# -- a dim out of range: torch's IndexError message ("Dimension out of range ...") ---------------
+OUT_OF_RANGE = {
+    "permute": lambda L, x: x.permute(0, 1, 5),
+    "movedim": lambda L, x: L.movedim(x, 0, -4),
+    "transpose": lambda L, x: x.transpose(0, 3),
+    "unsqueeze": lambda L, x: x.unsqueeze(5),
+    "flip": lambda L, x: x.flip(3),
+    "softmax": lambda L, x: L.softmax(x, 3),
+    "rot90": lambda L, x: L.rot90(x, 1, (0, 3)),
+    "tensordot": lambda L, x: L.tensordot(x, x, ([3], [0])),  # (kiln took dim 3 as dim 0)
+    "kthvalue": lambda L, x: x.kthvalue(1, 3),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(OUT_OF_RANGE))
+def test_dims_out_of_range_raise_as_torch(mode, name):
+    _raises_as_torch(mode, OUT_OF_RANGE[name], X234)

@@ -100,6 +100,8 @@ REPEATS = {
     "rot90-1d": lambda L, x: L.rot90(x[0, 0], 1, (0, 0)),
     "flip": lambda L, x: x.flip(1, -2),
     "sum": lambda L, x: x.sum((0, 0)),
+    "permute-no-dims": lambda L, x: x.permute(),
+    "permute-no-dims-0d": lambda L, x: x.sum().permute(),
 }
 
 

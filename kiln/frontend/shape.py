@@ -93,6 +93,8 @@ def permute(input, *args, dims=None):  # noqa: A002
     >>> kn.permute(np.zeros((2, 3, 4)), 2, 0, 1).shape
     (4, 2, 3)
     """
+    if not args and dims is None:  # (PyTorch's message)
+        raise ArgumentTypeError('permute() missing 1 required positional arguments: "dims"')
     (input,) = lift(input)  # noqa: A001
     dims = varargs("permute", args, dims, "dims")
     if len(dims) != input.ndim:

@@ -284,3 +284,30 @@ def test_long_class_indices_still_give_torchs_values(name):
     want = LONG_ONLY[name](torch, torch.from_numpy(X2), torch.from_numpy(Y1)).numpy()
     got = LONG_ONLY[name](kn, kn.tensor(X2), kn.tensor(Y1)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+# -- index tensors: int32 or int64 (take_along_dim: int64), as torch's -----------------------------
+INDEX_OPS = {
+    "gather": lambda L, x, t: x.gather(1, t[:, None]),
+    "gather-float": lambda L, x, t: x.gather(1, t[:, None].float()),
+    "index_select": lambda L, x, t: x.index_select(0, t),
+    "scatter": lambda L, x, t: x.scatter(1, t[:, None], 1.0),
+    "scatter_add": lambda L, x, t: x.scatter_add(1, t[:, None], x[:, :1]),
+    "scatter_reduce": lambda L, x, t: x.scatter_reduce(1, t[:, None], x[:, :1], "sum"),
+    "index_add": lambda L, x, t: x.index_add(0, t, x[:3]),
+    "embedding": lambda L, x, t: L.nn.functional.embedding(t, x),
+    "take_along_dim": lambda L, x, t: L.take_along_dim(x, t[:, None], 1),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(INDEX_OPS))
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "int32"])
+def test_index_dtypes_as_torch(mode, name, dtype):
+    fn, t = INDEX_OPS[name], np.array([1, 2, 0]).astype(dtype)
+    try:
+        want = fn(torch, torch.from_numpy(X2), torch.from_numpy(t)).numpy()
+    except RuntimeError:
+        _raises_as_torch(mode, fn, X2, t)
+        return
+    np.testing.assert_array_equal(np.asarray(_run(mode, fn, X2, t)), want)

@@ -650,6 +650,8 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
         # the count, the same bits in value and gradient as the general form below
         picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(target, dim), axis=dim), dim)
         return F.div(F.sum(F.neg(picked)), float(target._data.size))
+    if np.dtype(target.dtype) == np.uint8:  # (PyTorch's Byte class indices: as int64)
+        target = F.cast(target, dt.int64)
     keep = F.not_equal(target, ignore_index)
     safe = F.where(keep, target, 0)
     if logits:

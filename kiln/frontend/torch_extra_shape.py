@@ -335,7 +335,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     tensor([[30, 20]])
     """
     x, idx = lift(input, indices)
-    if np.dtype(idx.dtype) != np.int64:
+    if not ti.long_index(idx.dtype):
         message = (f"kiln.take_along_dim(): dtype of indices should be Long but got "
                    f"{dt.scalar_name(idx.dtype)}")  # fmt: skip
         raise call_error(DTypeMismatchError, message, "take_along_dim", x, idx)
@@ -400,7 +400,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     tensor([3., 0., 3.])
     """
     x, idx, src = lift(input, index, source)
-    if np.dtype(idx.dtype) not in ti.INT_INDEX:
+    if not ti.int_index(idx.dtype):
         name = dt.scalar_name(idx.dtype)
         message = f"index_add_(): Expected dtype int32/int64 for index but got: {name}"
         raise call_error(DTypeMismatchError, message, "index_add", x, idx)

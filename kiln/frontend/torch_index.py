@@ -90,7 +90,14 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     return call("reshape", out, shape=()) if zero_d else out
 
 
-INT_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+def int_index(dtype) -> bool:
+    """Whether `dtype` (NumPy's or kiln's) is int32 or int64, PyTorch's index dtypes."""
+    return dtype.kind == "i" and dtype.itemsize >= 4
+
+
+def long_index(dtype) -> bool:
+    """Whether `dtype` (NumPy's or kiln's) is int64."""
+    return dtype.kind == "i" and dtype.itemsize == 8
 
 
 def check_int_index(message: str, x, idx, op: str) -> None:
@@ -102,7 +109,7 @@ def check_int_index(message: str, x, idx, op: str) -> None:
     Traceback (most recent call last):
     kiln.errors.DTypeMismatchError: gather(): ... (op gather, ...
     """
-    if np.dtype(idx.dtype) not in INT_INDEX:
+    if not int_index(idx.dtype):
         raise call_error(DTypeMismatchError, message, op, x, idx)
 
 

@@ -588,12 +588,13 @@ def _check_target(name, input, target, dim) -> None:  # noqa: A002
 
 def _check_index_dtype(name, input, target) -> None:  # noqa: A002
     """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
-    kind = np.dtype(target.dtype).type
-    if kind is np.int64 or (kind is np.uint8 and input.ndim <= 2):
+    d = target.dtype
+    byte = d.kind == "u" and d.itemsize == 1
+    if (d.kind == "i" and d.itemsize == 8) or (byte and input.ndim <= 2):
         return
     message = (
         f"expected target dtype to be Long or Byte, but got {dt.scalar_name(target.dtype)}"
-        if kind is not np.uint8
+        if not byte
         else "expected scalar type Long but found Byte"
     )
     raise call_error(DTypeMismatchError, message, name, input, target)
@@ -650,7 +651,7 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
         # the count, the same bits in value and gradient as the general form below
         picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(target, dim), axis=dim), dim)
         return F.div(F.sum(F.neg(picked)), float(target._data.size))
-    if np.dtype(target.dtype) == np.uint8:  # (PyTorch's Byte class indices: as int64)
+    if target.dtype.kind == "u":  # (PyTorch's Byte class indices: as int64)
         target = F.cast(target, dt.int64)
     keep = F.not_equal(target, ignore_index)
     safe = F.where(keep, target, 0)

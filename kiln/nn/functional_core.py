@@ -19,7 +19,7 @@ from ..errors import (
 )
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
-from ..frontend.torch_index import INT_INDEX
+from ..frontend.torch_index import int_index
 from ..graph.core import Symbol
 from .functional_act import implicit_softmax_dim, in_place, opmath_grad
 
@@ -183,7 +183,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if sparse:
         return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     ids, table = F.core.lift(input, weight)
-    if np.dtype(ids.dtype) not in INT_INDEX:
+    if not int_index(ids.dtype):
         raise call_error(
             DTypeMismatchError,
             "Expected tensor for argument #1 'indices' to have one of the following scalar "

@@ -98,7 +98,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A00
 
 def long_targets(name: str, input, target) -> None:  # noqa: A002
     """PyTorch's int64-only class indices of the margin losses (RuntimeError otherwise)."""
-    if np.dtype(target.dtype) != np.int64:
+    if not (target.dtype.kind == "i" and target.dtype.itemsize == 8):
         message = f"expected scalar type Long but found {dt.scalar_name(target.dtype)}"
         raise call_error(DTypeMismatchError, message, name, input, target)
 

@@ -50,6 +50,11 @@ class DeviceNotBuiltError(DeviceError, AssertionError):
     is both a DeviceError and an AssertionError."""
 
 
+class ArgumentAssertionError(KilnError, AssertionError):
+    """An argument of a type a function asserts against: PyTorch's `sym_max`, `sym_min` and
+    `sym_ite` check their arguments with `assert` (AssertionError), so this is one."""
+
+
 class GraphError(KilnError, RuntimeError):
     """A graph that is malformed, frozen, or cannot be run as asked."""
 
@@ -63,6 +68,11 @@ class AutogradError(KilnError, RuntimeError):
     """Eager autograd refused, where PyTorch's autograd raises RuntimeError: backward from a
     tensor without a grad_fn or from a non-scalar without a gradient, an in-place change of a
     leaf that requires grad, an inference tensor saved for backward, a missing derivative."""
+
+
+class UnrecordedStepError(AutogradError, NotImplementedError):
+    """An optimizer step that PyTorch records with `differentiable=True` (of a tensor with a
+    history), which kiln's autograd does not: NotImplementedError, a RuntimeError too."""
 
 
 class SavedTensorError(AutogradError):

@@ -278,9 +278,10 @@ def normalize_axis(axis: int, ndim: int) -> int:
     """`axis` in [0, ndim); a 0-d array takes 0 and -1, as PyTorch wraps its dims."""
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise DimTypeError(f"axis must be an int, got {axis!r}")
-    if not -max(ndim, 1) <= axis < max(ndim, 1):
+    if not -max(ndim, 1) <= axis < max(ndim, 1):  # (PyTorch's message)
         raise IndexOutOfBoundsError(
-            f"axis {axis} is out of bounds for an array of dimension {ndim}"
+            f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
+            f"{max(ndim, 1) - 1}], but got {axis})"
         )
     return axis % ndim if ndim else 0
 

@@ -188,10 +188,6 @@ DIFFERS: dict = {
             "reshape_permute",
         )
     },  # fmt: skip
-    ("stack", "channels_last"): (
-        ("eager", "compile"),
-        "torch's stack keeps channels-last inputs' order; kiln's is C",
-    ),
 }
 
 

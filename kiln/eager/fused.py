@@ -140,6 +140,9 @@ _TAKE = REGISTRY["log_softmax_take"]
 _TAKE_GRAD = REGISTRY["log_softmax_take_grad"]
 
 
+_INDEX_TYPES = (np.int64, np.uint8)  # PyTorch's class indices (others: the composite raises)
+
+
 def cross_entropy(x, target, ignore_index: int):
     """The mean cross-entropy of logits `x` (N, C) at classes `target` (N,), none of them
     `ignore_index`, as one tape entry; None where the composite runs (other shapes, devices,
@@ -147,7 +150,7 @@ def cross_entropy(x, target, ignore_index: int):
     if not _plain_cpu(x, target):
         return None
     a, t = x._data, target._data
-    if a.dtype not in _FLOATS or t.dtype.kind not in "iu" or a.ndim != 2 or t.ndim != 1:
+    if a.dtype not in _FLOATS or t.dtype.type not in _INDEX_TYPES or a.ndim != 2 or t.ndim != 1:
         return None
     rows = t.shape[0]
     if not 0 < rows == a.shape[0]:

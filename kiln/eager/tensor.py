@@ -616,6 +616,13 @@ class Tensor:
         (new ones are uninitialized), as PyTorch's `resize_`; a tensor that requires grad or
         views another refuses.
 
+        Differs from PyTorch: where a tensor that owns its memory grows past it, kiln gives
+        it new memory, and views taken of it earlier keep the old memory (they no longer share
+        with it); PyTorch reallocates the storage under every tensor on it, so its views follow.
+        (kiln's tensors hold NumPy arrays, which cannot be moved, and no list of the views of
+        a memory is kept: that would cost every eager view op.) Take views after a growing
+        `resize_`.
+
         >>> import kiln as kn
         >>> kn.tensor([1, 2, 3]).resize_(2)
         tensor([1, 2])

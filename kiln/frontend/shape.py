@@ -93,12 +93,16 @@ def permute(input, *args, dims=None):  # noqa: A002
     >>> kn.permute(np.zeros((2, 3, 4)), 2, 0, 1).shape
     (4, 2, 3)
     """
+    if not args and dims is None:  # (PyTorch's message)
+        raise ArgumentTypeError('permute() missing 1 required positional arguments: "dims"')
     (input,) = lift(input)  # noqa: A001
     dims = varargs("permute", args, dims, "dims")
     if len(dims) != input.ndim:
         raise ShapeError(f"permute: the number of dims of the input ({input.ndim}) is not the "
                          f"length of the ordering {dims}")  # fmt: skip
     perm = tuple(sh.normalize_axis(int(d), input.ndim) for d in dims)
+    if len(set(perm)) != len(perm):
+        raise ShapeError("permute(): duplicate dims are not allowed.")
     return name_history(call("transpose", input, perm=perm), "PermuteBackward0", input)
 
 

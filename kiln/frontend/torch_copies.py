@@ -91,7 +91,7 @@ def permute_copy(input, dims, *, out=None):  # noqa: A002
     >>> kn.permute_copy(kn.zeros(2, 3, 4), (2, 0, 1)).shape
     kiln.Size([4, 2, 3])
     """
-    return _fresh("permute_copy", _tensor("permute_copy", input).permute(*dims), out)
+    return _fresh("permute_copy", _tensor("permute_copy", input).permute(tuple(dims)), out)
 
 
 def expand_copy(input, size, *, implicit: bool = False, out=None):  # noqa: A002

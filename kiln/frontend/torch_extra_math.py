@@ -534,7 +534,7 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     if x.dtype == np.bool_:
         raise call_error(UnsupportedDTypeError, "\"kthvalue_cpu\" not implemented for 'Bool'",
                          "kthvalue", x)  # fmt: skip
-    n = x.shape[dim] if x.ndim else 1
+    n = x.shape[sh.normalize_axis(int(dim), x.ndim)] if x.ndim else 1
     if not 1 <= k <= n:
         raise IndexOutOfRangeError(
             f"kthvalue(): selected number k out of range for dimension {dim}"

@@ -92,9 +92,16 @@ def movedim(input, source, destination):  # noqa: A002
     src = [source] if isinstance(source, (int, np.integer)) else list(source)
     dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
     if len(src) != len(dst):
-        raise ShapeError("movedim: Invalid source or destination dims: lengths differ")
+        raise ShapeError(
+            f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+            f"the same number of dims as destination ({dst} dims)"
+        )
+    given = (src, dst)
     src = [_dim(x, d) for d in src]
     dst = [_dim(x, d) for d in dst]
+    for name, dims, raw in (("source", src, given[0]), ("destination", dst, given[1])):
+        if len(set(dims)) != len(dims):
+            raise ShapeError(f"movedim: repeated dim in `{name}` ({raw})")
     if not x.ndim:  # dims 0 and -1 of a 0-d tensor: itself, as PyTorch's
         return x
     rest = [d for d in range(x.ndim) if d not in src]
@@ -274,7 +281,15 @@ def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002
             [1, 3]])
     """
     (x,) = lift(input)
+    if len(dims) != 2:
+        raise ShapeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise ShapeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
     a, b = (_dim(x, d) for d in dims)
+    if a == b:
+        raise ShapeError(
+            f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}"
+        )
     k %= 4
     if k == 0:
         return ts.flip(x, [])
@@ -320,6 +335,10 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     tensor([[30, 20]])
     """
     x, idx = lift(input, indices)
+    if not ti.long_index(idx.dtype):
+        message = (f"kiln.take_along_dim(): dtype of indices should be Long but got "
+                   f"{dt.scalar_name(idx.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, message, "take_along_dim", x, idx)
     if dim is None:
         x, idx, dim = s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0
     d = _dim(x, dim)
@@ -381,6 +400,10 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     tensor([3., 0., 3.])
     """
     x, idx, src = lift(input, index, source)
+    if not ti.int_index(idx.dtype):
+        name = dt.scalar_name(idx.dtype)
+        message = f"index_add_(): Expected dtype int32/int64 for index but got: {name}"
+        raise call_error(DTypeMismatchError, message, "index_add", x, idx)
     if x.ndim == 0:
         return _scalar_as_vector(index_add, x, dim, idx, src, alpha=alpha)
     d = _dim(x, dim)

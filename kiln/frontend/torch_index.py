@@ -77,8 +77,8 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     """
     x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
-    if not dt.is_int(idx.dtype):
-        raise DTypeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
+    if 0 not in tuple(idx.shape):  # (PyTorch's: an empty index of any integer dtype)
+        check_int_index("gather(): Expected dtype int32/int64 for index", x, idx, "gather")
     if 0 in tuple(idx.shape):  # PyTorch's: an empty index gives an empty result, any shape
         # (none of x's elements, x's tensor: on its tape, a gradient of zeros)
         none = call("reshape", x, shape=(-1,))[:0]
@@ -89,6 +89,29 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     check_index_shape("gather", x.shape, idx.shape, dim)
     out = call("take_along_axis", _corner(x, idx.shape, dim), idx, axis=dim)
     return call("reshape", out, shape=()) if zero_d else out
+
+
+def int_index(dtype) -> bool:
+    """Whether `dtype` (NumPy's or kiln's) is int32 or int64, PyTorch's index dtypes."""
+    return dtype.kind == "i" and dtype.itemsize >= 4
+
+
+def long_index(dtype) -> bool:
+    """Whether `dtype` (NumPy's or kiln's) is int64."""
+    return dtype.kind == "i" and dtype.itemsize == 8
+
+
+def check_int_index(message: str, x, idx, op: str) -> None:
+    """PyTorch's refusal of an index tensor that is not int32 or int64 (`gather`, `scatter`,
+    `index_select`, `index_add`, `embedding`), with its `message` (RuntimeError).
+
+    >>> import kiln as kn
+    >>> check_int_index("gather(): ...", kn.zeros(3), kn.tensor([0], dtype=kn.int16), "gather")
+    Traceback (most recent call last):
+    kiln.errors.DTypeMismatchError: gather(): ... (op gather, ...
+    """
+    if not int_index(idx.dtype):
+        raise call_error(DTypeMismatchError, message, op, x, idx)
 
 
 def check_long_index(op: str, x, idx) -> None:
@@ -135,6 +158,8 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     """
     x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
+    check_int_index("index_select(): Expected dtype int32 or int64 for index", x, idx,
+                    "index_select")  # fmt: skip
     if idx.ndim > 1:
         raise ShapeError(f"index_select(): Index is supposed to be a vector, got {idx.ndim}-d")
     zero_d = x.ndim == 0
@@ -150,6 +175,8 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
 def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa: A002
     x = _operand(input, index, src)
     (idx,) = lift(index, context=(x,))
+    if name != "index_add" and 0 not in tuple(idx.shape):  # (index_add: its own message)
+        check_int_index("scatter(): Expected dtype int32/int64 for index", x, idx, name)
     if isinstance(src, (bool, int, float)):  # a value: src of index's shape
         (v,) = lift(np.asarray(src, x.dtype), context=(x,))
         src = call("broadcast_to", v, shape=tuple(idx.shape))

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, UsageError, call_error
 from ..graph.core import Symbol
@@ -126,8 +127,8 @@ def tensordot(a, b, dims=2):
         db = list(range(int(dims)))
     else:
         da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
-    da = [d % x.ndim for d in da]
-    db = [d % y.ndim for d in db]
+    da = [sh.normalize_axis(int(d), x.ndim) for d in da]
+    db = [sh.normalize_axis(int(d), y.ndim) for d in db]
     if len(da) != len(db):
         raise call_error(UsageError, "both dimension lists should have same length",
                          "tensordot", x, y)  # fmt: skip

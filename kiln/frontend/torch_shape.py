@@ -113,6 +113,11 @@ def stack(tensors, dim: int = 0, *, axis=None):
             + ", ".join(sh.format_shape(x.shape) for x in xs)
         )
     dim = sh.normalize_axis(dim_arg(dim, axis, "stack"), xs[0].ndim + 1)
+    if dim < xs[0].ndim:  # PyTorch's: cat along dim (its layout: channels-last where every
+        # input is so), then that dim split in two, a view
+        shape = (*xs[0].shape[:dim], len(xs), *xs[0].shape[dim:])
+        out = call("reshape", call("concat", *xs, axis=dim), shape=shape)
+        return name_history(out, "StackBackward0", *xs)
     shape = (*xs[0].shape[:dim], 1, *xs[0].shape[dim:])
     out = call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
     return name_history(out, "StackBackward0", *xs)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import builtins
 import math
-import numbers
 
-from ..errors import ArgumentTypeError
+import numpy as np
+
+from ..errors import ArgumentAssertionError
 
 __all__ = [
     "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
@@ -35,12 +36,16 @@ def sym_float(a):
     return builtins.float(a)
 
 
+_NUMBERS = (np.integer, np.floating, builtins.int, builtins.float)
+
+
 def _numbers(name: str, *values) -> bool:
-    """Whether any of the values is a float (TypeError for one that is not a real number)."""
+    """Whether any of the values is a float (AssertionError for one that is not an int or a
+    float, NumPy's included, as PyTorch's assertion)."""
     for v in values:
-        if not isinstance(v, numbers.Real):
-            raise ArgumentTypeError(f"{name}: expected int or float, got {type(v).__name__}")
-    return any(not isinstance(v, numbers.Integral) for v in values)
+        if not isinstance(v, _NUMBERS):
+            raise ArgumentAssertionError(f"{name}: expected {_NUMBERS}, got {type(v)}")
+    return any(not isinstance(v, (np.integer, builtins.int)) for v in values)
 
 
 def sym_max(a, b):
@@ -83,10 +88,9 @@ def sym_ite(b, t, f):
     2
     """
     if not isinstance(b, builtins.bool):
-        raise ArgumentTypeError(f"sym_ite: expected a bool condition, got {type(b).__name__}")
+        raise ArgumentAssertionError(f"sym_ite: expected bool, got {type(b)}")
     if type(t) is not type(f):
-        raise ArgumentTypeError(f"sym_ite: type mismatch: {type(t).__name__} vs "
-                                f"{type(f).__name__}")  # fmt: skip
+        raise ArgumentAssertionError(f"sym_ite: type mismatch: {type(t)} vs {type(f)}")
     return t if b else f
 
 

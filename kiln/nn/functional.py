@@ -618,6 +618,20 @@ def _check_target(name, input, target, dim) -> None:  # noqa: A002
         )  # fmt: skip
 
 
+def _check_index_dtype(name, input, target) -> None:  # noqa: A002
+    """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
+    d = target.dtype
+    byte = d.kind == "u" and d.itemsize == 1
+    if (d.kind == "i" and d.itemsize == 8) or (byte and input.ndim <= 2):
+        return
+    message = (
+        f"expected target dtype to be Long or Byte, but got {dt.scalar_name(target.dtype)}"
+        if not byte
+        else "expected scalar type Long but found Byte"
+    )
+    raise call_error(DTypeMismatchError, message, name, input, target)
+
+
 @autocast_op("fp32")
 def nll_loss(
     input,  # noqa: A002
@@ -641,15 +655,8 @@ def nll_loss(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "nll_loss")
-    if not dt.is_int(target.dtype):
-        raise call_error(
-            DTypeMismatchError,
-            f"expected integer class indices as target, got {target.dtype}",
-            "nll_loss",
-            input,
-            target,
-        )
     _check_target("nll_loss", input, target, dim)
+    _check_index_dtype("nll_loss", input, target)
     return _nll(input, target, weight, ignore_index, reduction, dim)
 
 
@@ -679,6 +686,8 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
         # the count, the same bits in value and gradient as the general form below
         picked = F.squeeze(call("log_softmax_take", input, F.unsqueeze(target, dim), axis=dim), dim)
         return F.div(F.sum(F.neg(picked)), float(target._data.size))
+    if target.dtype.kind == "u":  # (PyTorch's Byte class indices: as int64)
+        target = F.cast(target, dt.int64)
     keep = F.not_equal(target, ignore_index)
     safe = F.where(keep, target, 0)
     if logits:
@@ -739,18 +748,27 @@ def cross_entropy(
     dim = _class_dim(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ArgumentError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    probabilities = tuple(target.shape) == tuple(input.shape)  # (PyTorch's test)
+    if probabilities and not dt.is_float(target.dtype):
+        raise call_error(
+            DTypeMismatchError,
+            "Expected floating point type for target with class probabilities, got "
+            f"{dt.scalar_name(target.dtype)}",
+            "cross_entropy", input, target,
+        )  # fmt: skip
+    if not probabilities:
+        _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)
+        _check_index_dtype("cross_entropy", input, target)
     if (
         label_smoothing == 0
         and type(input) is Tensor
         and input.dtype in (np.float32, np.float64)
-        and dt.is_int(target.dtype)
+        and not probabilities
     ):  # NOTE: eagerly, the common case: two kernels where log_softmax and gather are a dozen
-        _check_target("nll_loss", input, target, dim)  # (the message of the path below)
         return _nll(input, target, weight, ignore_index, reduction, dim, logits=True)
     logp = log_softmax(input, dim)
     n_classes = input.shape[dim]
-    if not dt.is_int(target.dtype):  # class probabilities
-        _same_size("cross_entropy", input, target)
+    if probabilities:
         if label_smoothing > 0:
             target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
         terms = F.mul(logp, target)

@@ -131,7 +131,7 @@ def one_hot(tensor, num_classes: int = -1):
             [0, 0, 1]])
     """
     (ids,) = F.core.lift(tensor)
-    if not dt.is_int(ids.dtype):
+    if not (ids.dtype.kind == "i" and ids.dtype.itemsize == 8):
         raise call_error(DTypeMismatchError, "one_hot is only applicable to index tensor of "
                          "type LongTensor.", "one_hot", ids)  # fmt: skip
     if num_classes == -1:

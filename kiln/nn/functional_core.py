@@ -11,9 +11,16 @@ from .. import frontend as F
 from ..eager.autograd import name_history
 from ..eager.factories import ones_like
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ShapeMismatchError, UnsupportedDTypeError, call_error
+from ..errors import (
+    ArgumentError,
+    DTypeMismatchError,
+    ShapeMismatchError,
+    UnsupportedDTypeError,
+    call_error,
+)
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
+from ..frontend.torch_index import int_index
 from ..graph.core import Symbol
 from .functional_act import implicit_softmax_dim, in_place, opmath_grad
 
@@ -155,6 +162,13 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     return _channel_dropout("dropout3d", 3, input, p, training, inplace)
 
 
+def _type_name(dtype) -> str:
+    try:
+        return dt.type_name(dtype)
+    except Exception:  # noqa: BLE001 -- a dtype without a tensor type name
+        return str(dtype)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,  # noqa: A002
               scale_grad_by_freq: bool = False, sparse: bool = False):  # fmt: skip
     """Rows of `weight` (V, D) picked by integer `input` (...), giving (..., D); the row of
@@ -172,6 +186,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if sparse:
         return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     ids, table = F.core.lift(input, weight)
+    if not int_index(ids.dtype):
+        raise call_error(
+            DTypeMismatchError,
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {_type_name(ids.dtype)} instead (while checking "
+            "arguments for embedding)", "embedding", table, ids,
+        )  # fmt: skip
     if max_norm is not None:
         table = _renormed(table, ids, float(max_norm), float(norm_type))
         if isinstance(weight, Tensor):

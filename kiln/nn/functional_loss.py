@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError, UsageError
+from ..errors import ArgumentError, DTypeMismatchError, UsageError, call_error
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
 from .functional_core import embedding
@@ -96,6 +96,13 @@ def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A00
     return reduce_loss(F.softplus(z), reduction)
 
 
+def long_targets(name: str, input, target) -> None:  # noqa: A002
+    """PyTorch's int64-only class indices of the margin losses (RuntimeError otherwise)."""
+    if not (target.dtype.kind == "i" and target.dtype.itemsize == 8):
+        message = f"expected scalar type Long but found {dt.scalar_name(target.dtype)}"
+        raise call_error(DTypeMismatchError, message, name, input, target)
+
+
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,  # noqa: A002
                       size_average=None, reduce=None, reduction: str = "mean"):  # fmt: skip
     """Per sample `sum_{i != y} max(0, margin - x[y] + x[i])**p / C`, times `weight[y]`.
@@ -109,6 +116,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if p not in (1, 2):
         raise ArgumentError("only p == 1 and p == 2 supported")
     x, y = F.core.lift(input, target)
+    long_targets("multi_margin_loss", x, y)
     squeeze = x.ndim <= 1  # one sample (a 0-d input: one sample of one class)
     if squeeze:
         x, y = F.reshape(x, (1, -1)), F.reshape(y, (1,))

@@ -239,7 +239,7 @@ class AdamW(Adam):
         )
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          foreach=foreach, capturable=capturable, fused=fused,
-                         decoupled_weight_decay=True)  # fmt: skip
+                         differentiable=differentiable, decoupled_weight_decay=True)  # fmt: skip
 
 
 class RMSprop(Optimizer):

@@ -35,7 +35,7 @@ from ..nn.module import Parameter, pending_updates
 from ..nn.parameter import owner_of, share
 from ..ops.core import apply as _apply
 from ..ops.core import bind_graph
-from . import graph_step
+from . import differentiable, graph_step
 from .hooks import OptimizerHooks
 
 __all__ = ["Optimizer", "ParamGroup"]
@@ -52,8 +52,8 @@ def implementation_flags(name: str, foreach=None, capturable: bool = False,
                          differentiable: bool = False, fused=None) -> None:  # fmt: skip
     """PyTorch's optimizer arguments that pick its kernels (`foreach`, `fused`) or make the step
     fit CUDA graphs (`capturable`), taken so that ported code runs: kiln has one step, the
-    same math, and these change nothing. PyTorch's refusals stay: `fused` with `foreach`, and
-    `differentiable=True` (a step that autograd records), which kiln does not have.
+    same math, and these change nothing. PyTorch's refusal stays: `fused` with `foreach`.
+    `differentiable=True`: kiln/optim/differentiable.py.
 
     >>> import kiln as kn
     >>> w = kn.zeros(2, requires_grad=True)
@@ -65,12 +65,6 @@ def implementation_flags(name: str, foreach=None, capturable: bool = False,
     """
     if fused and foreach:
         raise UsageError("`fused` and `foreach` cannot be `True` together.")
-    if differentiable:
-        raise UsageError(
-            f"{name}(differentiable=True): kiln's optimizer steps run outside autograd, so a "
-            "gradient cannot flow through them; compute the update yourself with tensor ops "
-            "(or kn.func) to differentiate it"
-        )
 
 
 def _check(value, what: str, low: float = 0.0) -> None:
@@ -333,7 +327,7 @@ class Optimizer(OptimizerHooks):
                 raise ArgumentTypeError(
                     f"optimizer params must be Parameters, Variables or Tensors, got {p!r}"
                 )
-            if isinstance(p, Tensor) and not p.is_leaf:
+            if isinstance(p, Tensor) and not p.is_leaf and not self.defaults.get("differentiable"):
                 raise ArgumentError("can't optimize a non-leaf Tensor")
         group = ParamGroup(param_group, params=params)
         for name, default in self.defaults.items():
@@ -411,6 +405,7 @@ class Optimizer(OptimizerHooks):
         graph = get_default_graph()
         grads = None if graph_step.idle(graph) else graph_step.take_grads(self._graph_variables())
         if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
+            differentiable.check_traced_step(self, grads)
             if closure is not None:
                 raise graph_step.refuse_closure()
             train_op = self.apply_gradients(_average_over_ranks(grads))
@@ -489,6 +484,8 @@ class Optimizer(OptimizerHooks):
         """The gradient `_new_values` reads: a sparse one made dense where this optimizer takes
         sparse gradients, else refused with PyTorch's RuntimeError (its step would read only
         the stored values and update the wrong elements)."""
+        if group.get("differentiable"):
+            differentiable.check_step(type(self).__name__, t)
         grad = t.grad
         if not getattr(grad, "is_sparse", False):
             return grad

@@ -206,6 +206,17 @@ def _custom_entry(p, entry: dict) -> dict:
     return out
 
 
+def _reorder(group: dict, saved_group: dict) -> None:
+    """`group`'s keys in `saved_group`'s order (`'params'` last, as state_dict saves it), its
+    other keys after them: PyTorch's group after a load is the saved one, its params put in.
+    In place, past the group's option hooks (the values are already set)."""
+    order = [k for k in saved_group if k in group] + [k for k in group if k not in saved_group]
+    items = [(k, dict.__getitem__(group, k)) for k in order]
+    dict.clear(group)
+    for key, value in items:
+        dict.__setitem__(group, key, value)
+
+
 def import_state(opt, state_dict: dict) -> None:
     groups, saved = state_dict["param_groups"], state_dict["state"]
     by_index = _params_by_index(opt, groups)
@@ -226,6 +237,7 @@ def import_state(opt, state_dict: dict) -> None:
             if key != "params":
                 default = opt.defaults.get(key)
                 group[key] = tuple(value) if isinstance(default, tuple) else value
+        _reorder(group, saved_group)
     for index, (p, group) in by_index.items():
         if opt.custom:
             opt._state.pop(p, None)

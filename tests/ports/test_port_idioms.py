@@ -52,8 +52,11 @@ def test_implementation_flag_refusals(torch):
         w = fw.zeros(2, requires_grad=True)
         with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
             fw.optim.AdamW([w], foreach=True, fused=True)
-    with pytest.raises(RuntimeError, match="differentiable=True"):
-        kn.optim.SGD([kn.zeros(2, requires_grad=True)], lr=0.1, differentiable=True)
+        # differentiable=True is taken; its step of a leaf that requires grad is refused
+        opt = fw.optim.SGD([w], lr=0.1, differentiable=True)
+        w.grad = fw.ones(2)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            opt.step()
 
 
 def test_utils_checkpoint_like_torch(torch):

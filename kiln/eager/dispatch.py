@@ -23,7 +23,7 @@ from .out import write_out
 from .saved import SavedTensorError, Unavailable
 from .sparse import LAYOUTS as _LAYOUTS
 from .tensor import Tensor, check_view, describe, make, meta_of
-from .trace_notes import note_derived
+from .trace_notes import note_derived, note_read
 
 __all__ = ["binary_function", "eager_dispatch", "unary_function"]
 
@@ -210,7 +210,8 @@ def _check(op, datas, attrs, args, key) -> None:
 
 def _note(out: Tensor, args) -> None:
     """While kn.compile traces: `out`, unless a view, noted as made in the trace where its
-    tensor inputs were (`note_derived`)."""
+    tensor inputs were (`note_derived`); its inputs noted as read (`note_read`)."""
+    note_read(args)
     if out._meta is None or out._meta.base is None:
         note_derived(out, args)
 

@@ -65,3 +65,49 @@ def test_a_tensor_held_before_the_first_call_and_stored_each_call_is_read_each_c
         want, got = eager_fn(x), f(x)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
         np.testing.assert_allclose(state().numpy(), eager_state().numpy(), rtol=1e-6)
+
+
+LERP_REFUSED = {
+    # torch 2.13's messages (RuntimeError), pinned
+    "end float64": (
+        lambda: kn.lerp(kn.ones(2), kn.ones(2, dtype=kn.float64), 0.5),
+        "expected dtype float for `end` but got dtype double",
+    ),
+    "method, end float64": (
+        lambda: kn.ones(2).lerp(kn.ones(2, dtype=kn.float64), 0.3),
+        "expected dtype float for `end` but got dtype double",
+    ),
+    "in place, end float32": (
+        lambda: kn.ones(2, dtype=kn.float64).lerp_(kn.ones(2), 0.5),
+        "expected dtype double for `end` but got dtype float",
+    ),
+    "end int64": (
+        lambda: kn.lerp(kn.ones(2), kn.ones(2, dtype=kn.int64), 0.5),
+        "expected dtype float for `end` but got dtype long int",
+    ),
+    "bfloat16 and float32": (
+        lambda: kn.lerp(kn.ones(2, dtype=kn.bfloat16), kn.ones(2), 0.5),
+        "expected dtype c10::BFloat16 for `end` but got dtype float",
+    ),
+    "weight float64": (
+        lambda: kn.lerp(kn.ones(2), kn.ones(2), kn.ones(2, dtype=kn.float64)),
+        "expected dtype float for `weight` but got dtype double",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LERP_REFUSED))
+def test_lerp_of_another_dtype_is_refused(case):
+    # Random programs (a float32 a and a float64 b: a.lerp(b, 0.3)) found kiln promoting
+    # (a float64 result) where torch 2.13 refuses
+    fn, message = LERP_REFUSED[case]
+    with pytest.raises(RuntimeError, match=message):
+        fn()
+
+
+def test_lerp_takes_a_0d_weight_of_another_dtype():
+    # torch 2.13: a 0-d weight of another dtype is taken (the result keeps input's dtype)
+    got = kn.lerp(kn.zeros(2), kn.full((2,), 4.0), kn.tensor(0.25, dtype=kn.float64))
+    assert got.dtype == kn.float32 and got.tolist() == [1.0, 1.0]
+    got = kn.lerp(kn.zeros(2, dtype=kn.float64), kn.ones(2, dtype=kn.float64), kn.tensor(1))
+    assert got.dtype == kn.float64 and got.tolist() == [1.0, 1.0]

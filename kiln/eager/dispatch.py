@@ -73,7 +73,7 @@ def eager_dispatch(op, args, attrs):
             _check(op, [data], attrs, args, key)
         meta = x._meta
         if meta is not None and meta.base is not None:
-            check_view(x, meta)
+            check_view(x, meta, op)
         device = _CPU if meta is None else meta.device
         xp = np if device == _CPU else _xp(device)
         data = _kernel(op, xp, (data,), attrs)
@@ -131,7 +131,7 @@ def _dispatch(op, args, attrs):
                     here = meta.device
                     grad = grad or meta.requires_grad
                     if meta.base is not None:
-                        check_view(a, meta)
+                        check_view(a, meta, op)
                 if device is None:
                     device = here
                 elif here is not device and here != device:
@@ -562,7 +562,7 @@ def _unary_tape(op, ufunc, x, fallback):
     if meta.device != _CPU:
         return fallback(x)
     if meta.base is not None:
-        check_view(x, meta)
+        check_view(x, meta, op)
     try:
         data = ufunc(x._data, casting="no")
     except Exception:
@@ -588,7 +588,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
             x = a._data
         elif meta.device is _CPU or meta.device == _CPU:
             if meta.base is not None:
-                check_view(a, meta)
+                check_view(a, meta, op)
                 viewed = True
             x, grad = a._data, meta.requires_grad
         else:
@@ -601,7 +601,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
             y = b._data
         elif meta.device is _CPU or meta.device == _CPU:
             if meta.base is not None:
-                check_view(b, meta)
+                check_view(b, meta, op)
                 viewed = True
             y = b._data
             grad = grad or meta.requires_grad

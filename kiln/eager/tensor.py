@@ -93,11 +93,13 @@ def retake_views_by(fn) -> None:
     RETAKE_VIEW = fn
 
 
-def check_view(t, meta: Meta) -> None:
+def check_view(t, meta: Meta, op=None) -> None:
     """A view whose base has had an in-place op recorded (a new history) since the view's
     history was made takes it again from the base's, as PyTorch's views do
     (`RETAKE_VIEW`); where it cannot (a base that is not contiguous), this raises rather
-    than give a wrong gradient. `meta.base_fn`: the base's grad_fn the view's history is of."""
+    than give a wrong gradient. `meta.base_fn`: the base's grad_fn the view's history is of.
+    `op`: the op t is an input of, where known: a piece of split/unbind is refused only
+    where that op records (`_records`), as PyTorch takes a view's history only there."""
     base = meta.base
     if base is None:
         return
@@ -105,6 +107,8 @@ def check_view(t, meta: Meta) -> None:
     if now is not meta.base_fn:
         multi = getattr(meta, "multi", None)
         if multi is not None:  # a piece of split/unbind: PyTorch refuses to take it again
+            if op is not None and not _records(op):
+                return  # (its values are its memory's: only its history is out of date)
             raise node_error(
                 AutogradError,
                 f"Output {multi[0]} of {multi[1]} is a view and its base or another view of "
@@ -129,6 +133,12 @@ def check_view(t, meta: Meta) -> None:
             called=True,
             inputs=[describe(t), f"base {describe(base)}"],
         )
+
+
+def _records(op) -> bool:
+    """Whether an eager op records its inputs' history: in grad mode, one with a gradient
+    (or a zero one, "nondiff": PyTorch records those as not implemented or as zero)."""
+    return state.grad and (op.vjp is not None or "nondiff" in op.tags)
 
 
 def make(data, device: str = "cpu") -> Tensor:

@@ -154,3 +154,38 @@ def test_a_piece_of_unbind_after_its_base_changed_in_a_differentiable_op_is_refu
     for fn in (lambda p: p * 2, lambda p: p.sign(), lambda p: p // 2):
         with pytest.raises(RuntimeError, match="Output 2 of Unbind is a view"):
             fn(_stale_piece()[1])
+
+
+def _select_then_reshaped(b, change):
+    v = b[b.new_tensor(1).long()]  # a view of b at a 0-d integer tensor index
+    change(v)  # an in-place view op of that view
+    return v
+
+
+RESHAPED_SELECTS = {
+    "unsqueeze_": (lambda v: v.unsqueeze_(0), (4,)),
+    "t_": (lambda v: v.t_(), (3, 4)),
+    "unsqueeze_ twice": (lambda v: v.unsqueeze_(0).unsqueeze_(-1), (4,)),
+    "squeeze_": (lambda v: v.squeeze_(), (3, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESHAPED_SELECTS))
+def test_a_select_by_a_traced_index_reshaped_in_place_is_a_view_under_compile(case):
+    # Random programs (`v = b[i]; v.unsqueeze_(0)`, i a 0-d integer tensor) found kn.compile
+    # failing with an IndexError in add_select_indices: the reshaped object kept the select's
+    # mark. Expected: the eager run (shape, values, and the output a view of the argument)
+    change, shape = RESHAPED_SELECTS[case]
+    start = np.arange(float(np.prod(shape))).reshape(shape)
+    want_b = kn.tensor(start)
+    want = _select_then_reshaped(want_b, change)
+    f = kn.compile(lambda b: _select_then_reshaped(b, change))
+    for _ in range(2):
+        b = kn.tensor(start)
+        got = f(b)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        got.add_(100.0)  # a view of b, as eagerly
+        want_b2 = kn.tensor(start)
+        _select_then_reshaped(want_b2, change).add_(100.0)
+        np.testing.assert_array_equal(b.numpy(), want_b2.numpy())

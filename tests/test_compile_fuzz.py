@@ -12,7 +12,9 @@ assignment...) of earlier values, and the op steps of fuzz_ops.py: reductions al
 (sum, mean, amax, max/min's values and indices, prod, logsumexp, var/std, norm, cumsum,
 cumprod, argmax), matmul/mm/einsum/outer, sort/topk/argsort (ties broken), flip, roll,
 tril/triu, indexing by integer tensors and masks (read, and written by index_put_, setitem,
-masked_fill_, scatter_, index_fill_), gather/scatter/scatter_add/index_select, broadcasting
+masked_fill_, scatter_, index_fill_), indexing by a 0-d integer tensor (a view, constant or
+computed), softmax, cat/stack, addcmul, atan2, minimum, where of tensors,
+gather/scatter/scatter_add/index_select, broadcasting
 against (1, 4), (4, 1) and 0-d values and Python ints, floats and bools on either side,
 and integer and bool values (comparisons, .long(), .int(), //, %, & | ^ ~, where) with
 their in-place changes; it returns up to three of its values. The eager run is the
@@ -38,7 +40,9 @@ Differences that are kiln's documented rules, not bugs, are accepted where they 
   argument is refused with a GraphError saying so.
 Seed 5096 found that indexing with a traced 0-d integer tensor (`a[i, i]`) was a copy under
 kn.compile, where eager code (as torch, which takes a 0-d integer tensor as an int there)
-returns a view; it is a view now (test_compile_select_view.py).
+returns a view; it is a view now (test_compile_select_view.py). With 0-d index steps
+drawn, it found such a view reshaped in place (`v = b[i]; v.unsqueeze_(0)`) failing under
+kn.compile (test_fuzz_hunt_findings.py).
 Layouts are compared too: a compiled value is laid out as eager code lays it out (an
 elementwise result as its inputs, `a.t() + b` as `a.t()`), for `stride()`, `view()` and
 `as_strided` alike, and returned so (kiln/frontend/layouts.py, tracing/arguments.py).

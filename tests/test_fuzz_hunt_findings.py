@@ -189,3 +189,27 @@ def test_a_select_by_a_traced_index_reshaped_in_place_is_a_view_under_compile(ca
         want_b2 = kn.tensor(start)
         _select_then_reshaped(want_b2, change).add_(100.0)
         np.testing.assert_array_equal(b.numpy(), want_b2.numpy())
+
+
+SELECT_LAYOUTS = {
+    "a column": lambda a: (a * 2)[:, a.new_tensor(3).long()],
+    "a row of a transpose": lambda a: (a * 2).t()[a.new_tensor(3).long()],
+    "two indices": lambda a: (a * 2).reshape(2, 2, 4)[a.new_tensor(1).long(), :, 1],
+    "unsqueezed": lambda a: (a * 2)[:, a.new_tensor(-1).long()].unsqueeze(0),
+    "its stride read": lambda a: (a * 2)[:, a.new_tensor(0).long()].stride()[0] + a,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SELECT_LAYOUTS))
+def test_a_select_by_a_traced_index_of_a_value_made_inside_is_laid_out_as_eagerly(case):
+    # Random programs (stride() of each output, eager vs kn.compile: `v = (a * 3).int();
+    # v[:, i]`) found the compiled output a compact copy (stride (1,)) where eager code
+    # (and torch) returns a view with the value's strides ((4,)), and stride() read while
+    # tracing giving 1. Expected: the eager run's strides and values
+    fn = SELECT_LAYOUTS[case]
+    f = kn.compile(fn)
+    for _ in range(2):
+        a = kn.arange(16.0).reshape(4, 4)
+        want, got = fn(a), f(kn.arange(16.0).reshape(4, 4))
+        assert got.stride() == want.stride()
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

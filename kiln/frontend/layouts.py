@@ -175,6 +175,9 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
     name = node.op.name
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
         return _exact_view(x, read)
+    if name == "gather" and _is_select(x):  # x[i] by a 0-d integer Symbol: a view there
+        base = _layout(node.inputs[0], exact, read)
+        return None if base is None else base[(slice(None),) * node.attrs["axis"] + (0,)]
     fresh = "view" not in node.op.tags or name in _OWN_MEMORY
     if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
         return _fresh_layout(x, read)
@@ -201,6 +204,12 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
     except (AttributeError, ValueError):  # (ValueError: a view of other size not walked here)
         return _probe(x.shape) if exact else None
     return view
+
+
+def _is_select(x: Symbol) -> bool:
+    from .functionalize import is_select  # NOTE: lazy: functionalize builds on layouts
+
+    return is_select(x)
 
 
 def _fresh_layout(x: Symbol, read: bool = True):

@@ -206,7 +206,6 @@ class CompiledFunction:
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
             before = tensor_versions(self._captures)
-            host_before = host_random_states()
             # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
             # outputs that require grad, as in eager code (the others end in stop_gradient)
             lifted, aliased = self._lifted(), []
@@ -220,6 +219,7 @@ class CompiledFunction:
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
             roots = _roots(statics)  # the objects passed as arguments: what they reach too
             seen = Captures(self.fn, roots, self._stored) if roots else self._captures
+            host_before = host_random_states(seen)
             values_before = seen.values()
             watch = Watch(seen, modules)
             READ_IN_TRACE.append(set())

@@ -239,3 +239,16 @@ def test_a_draw_from_a_captured_host_generator_is_refused_under_compile(name):
         kn.compile(fn)(kn.ones(2))
     if before is not None:
         assert owner.getstate() == before
+
+
+def test_the_storage_offset_of_a_select_by_a_traced_index_is_refused_under_compile():
+    # Probing the selects' layouts: `c[i].storage_offset()` (i a 0-d integer tensor) traced
+    # to 0 where eager code (and torch) gives i * 4 (8 for i = 2): a wrong Python int,
+    # silently. The offset is known only when the graph runs: refused, naming it
+    def f(a):
+        v = (a * 2)[a.new_tensor(2).long()]
+        return a.new_tensor(v.storage_offset())
+
+    assert f(kn.arange(16.0).reshape(4, 4)).item() == 8.0  # eagerly, as torch
+    with pytest.raises(kn.GraphError, match="storage offset of .* index the program computes"):
+        kn.compile(f)(kn.arange(16.0).reshape(4, 4))

@@ -589,7 +589,19 @@ def stride(x: Symbol, dim: int | None = None):
 
 def storage_offset(x: Symbol) -> int:
     """`x.storage_offset()` on a Symbol: where x's first element lies in the storage of the
-    tensor it views (0 for a value of its own), as PyTorch's of the same history."""
+    tensor it views (0 for a value of its own), as PyTorch's of the same history. Refused
+    for a view through `x[i]` by an index the program computes (its offset is known only
+    when the graph runs)."""
+    s = x
+    while s is not None:
+        if _is_select(s):
+            raise node_error(GraphError, f"the storage offset of '{x.name}', a view at an index "
+                             "the program computes (x[i] by a 0-d integer tensor), is known "
+                             "only when the graph runs", op="storage_offset", site=user_site(),
+                             inputs=[x])  # fmt: skip
+        node = s.node
+        views = "view" in node.op.tags and node.op.name not in _OWN_MEMORY and node.inputs
+        s = node.inputs[0] if views else None
     return storage_layout(x, "storage_offset", absolute=True)[1]
 
 

@@ -37,7 +37,10 @@ Differences that are kiln's documented rules, not bugs, are accepted where they 
 - eager refuses an in-place change of `unfold`'s overlapping windows (elements twice);
   the compiled program writes them, the last write of an element winning;
 - a compiled call changes its arguments' values, not their shapes: `a.unsqueeze_(0)` of an
-  argument is refused with a GraphError saying so.
+  argument is refused with a GraphError saying so;
+- `as_strided` of a view at an index the program computes (`c[:, i]`), reaching storage
+  outside the view's elements, is refused under kn.compile (where the view lies is known
+  only when the graph runs); eager code reads that storage (seed 489, grad).
 Seed 5096 found that indexing with a traced 0-d integer tensor (`a[i, i]`) was a copy under
 kn.compile, where eager code (as torch, which takes a 0-d integer tensor as an int there)
 returns a view; it is a view now (test_compile_select_view.py). With 0-d index steps
@@ -393,10 +396,13 @@ def _accepted(steps, eager, compiled) -> bool:
     """The documented differences (module docstring)."""
     if isinstance(compiled, tuple) and not isinstance(eager, tuple):
         message = str(compiled[1])
+        selects = any(name.startswith("index_0d") for _, name, _, _ in steps)
         return (
             (isinstance(compiled[1], kn.GraphError) and "requires grad" in message)
             or "single memory location" in message
             or "arguments' values, not their" in message
+            or selects
+            and "not elements of the tensor" in message
         )
     if isinstance(eager, tuple) and not isinstance(compiled, tuple):
         message = str(eager[1])

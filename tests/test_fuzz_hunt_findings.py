@@ -252,3 +252,18 @@ def test_the_storage_offset_of_a_select_by_a_traced_index_is_refused_under_compi
     assert f(kn.arange(16.0).reshape(4, 4)).item() == 8.0  # eagerly, as torch
     with pytest.raises(kn.GraphError, match="storage offset of .* index the program computes"):
         kn.compile(f)(kn.arange(16.0).reshape(4, 4))
+
+
+def test_cat_of_transposed_values_is_c_ordered_under_compile():
+    # Comparing eager and compiled output strides on the random programs found
+    # `kn.cat([a.t(), a.t()], 1)` compiled with strides (1, 4) (NumPy's concatenate keeps
+    # its inputs' Fortran order), where eager code and torch 2.13 give C order, (8, 1)
+    def f(a):
+        return kn.cat([a.t(), a.t()], 1)
+
+    a = kn.arange(16.0).reshape(4, 4)
+    want = f(a)
+    assert want.stride() == (8, 1)  # torch 2.13's
+    got = kn.compile(f)(kn.arange(16.0).reshape(4, 4))
+    assert got.stride() == (8, 1) and got.is_contiguous()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -267,3 +267,19 @@ def test_cat_of_transposed_values_is_c_ordered_under_compile():
     got = kn.compile(f)(kn.arange(16.0).reshape(4, 4))
     assert got.stride() == (8, 1) and got.is_contiguous()
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_of_a_transposed_value_is_laid_out_as_it_under_compile(descending):
+    # Comparing eager and compiled output strides on the random programs found argsort's
+    # indices C-ordered under kn.compile where eager code and torch 2.13 lay them out as
+    # the input (empty_like's), as sort's indices already were: a column of them had
+    # stride (4,) where torch's has (1,)
+    def f(a):
+        return (a.t() + 0).argsort(0, descending=descending)
+
+    want = f(kn.arange(16.0).reshape(4, 4))
+    assert want.stride() == (1, 4)  # torch 2.13's
+    got = kn.compile(f)(kn.arange(16.0).reshape(4, 4))
+    assert got.stride() == (1, 4)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -633,7 +633,8 @@ def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False
     """
     (x,) = lift(input)
     dim = sh.normalize_axis(dim_arg(dim, axis, "argsort"), max(x.ndim, 1))
-    return call("argsort", x, axis=dim, descending=bool(descending))
+    out = call("argsort", x, axis=dim, descending=bool(descending))
+    return keep_like(out, x) if isinstance(out, Symbol) else out  # (laid out as x, as sort's)
 
 
 @takes_out

@@ -1,6 +1,8 @@
 """The op steps of the random programs of test_compile_fuzz.py (and so test_torch_fuzz.py):
-reductions, products, sorting, indexing, broadcasting against Python scalars and 0-d
-values, and integer/bool values. Each op runs on kiln Tensors, kiln Symbols (under
+reductions, products, sorting, indexing (by constant index tensors, masks, and 0-d integer
+tensors, which index as ints do: views), softmax, cat/stack, ops of three values (addcmul,
+where) and of a value with its own transpose or flip, broadcasting against Python scalars
+and 0-d values, and integer/bool values. Each op runs on kiln Tensors, kiln Symbols (under
 kn.compile) and torch tensors alike: it reaches its library's functions through `_lib`.
 
 An op is drawn as `base(params)`: OPS1[base] = (fn(x, *params), params(shape, kind)) and
@@ -163,6 +165,28 @@ OPS1 = {
     ),
     "add_0d_long": (lambda x: x + x.new_tensor(3).long(), _when((F, Z, B))),
     "where_s": (lambda x, n: _lib(x).where(x > 0, x, n), _when((F, Z), params=((0,), (0.5,)))),
+    # indexing by a 0-d integer tensor (a view, as by an int), softmax, cat/stack, ops of
+    # three values and of a value with its transpose or flip (TensorIterator's layouts)
+    "index_0d": (
+        lambda x, i: x[x.new_tensor(i).long()],
+        _when((F, Z, B), lambda s: len(s) >= 1 and s[0] >= 2, ((1,), (-1,))),
+    ),
+    "index_0d_col": (
+        lambda x: x[:, x.new_tensor(-1).long()],
+        _when((F, Z, B), lambda s: len(s) == 2),
+    ),
+    "softmax": (lambda x, d: x.softmax(d), _reduce((F,), keep=False)),
+    "cat_self": (lambda x, d: _lib(x).cat([x, x * 2], d), _reduce((F, Z), keep=False)),
+    "stack_self": (lambda x: _lib(x).stack([x, x + 1], -1), _when((F, Z))),
+    "addcmul_self": (
+        lambda x: x.addcmul(x, x.flip(0), value=0.5),
+        _when((F,), lambda s: len(s) >= 1),
+    ),
+    "where_flip": (
+        lambda x: _lib(x).where(x > 0, x, x.flip(0)),
+        _when((F, Z), lambda s: len(s) >= 1),
+    ),
+    "t_plus": (lambda x: x.t() + x, _when((F, Z), lambda s: len(s) == 2 and s[0] == s[1])),
 }
 
 
@@ -205,6 +229,13 @@ def _matmul_fits(sx, kx, sy, ky):
     if kx != F or ky != F or not sx or not sy or sx[-1] != sy[-2 if len(sy) > 1 else 0]:
         return []
     return [()]
+
+
+def _cat_params(sx, kx, sy, ky):
+    if kx != ky or kx == B or len(sx) != len(sy) or not sx:
+        return []
+    return [(d,) for d in _dims(sx)
+            if all(a == b for k, (a, b) in enumerate(zip(sx, sy)) if k != d % len(sx))]  # fmt: skip
 
 
 def _binary(kinds):
@@ -277,6 +308,14 @@ OPS2 = {
         lambda x, y: x.masked_fill(y, -0.5),
         lambda sx, kx, sy, ky: [()] if ky == B and kx == F and _broadcasts_to(sy, sx) else [],
     ),
+    "index_0d_by": (  # a 0-d index the program computes
+        lambda x, y: x[(y.sum() % x.shape[0]).long()],
+        lambda sx, kx, sy, ky: [()] if ky == Z and len(sx) >= 1 and sx[0] >= 1 else [],
+    ),
+    "cat": (lambda x, y, d: _lib(x).cat([x, y], d), _cat_params),
+    "atan2": (lambda x, y: x.atan2(y), _binary((F,))),
+    "minimum": (lambda x, y: _lib(x).minimum(x, y), _binary((F, Z))),
+    "where_of": (lambda x, y: _lib(x).where(x > 0, x, y), _binary((F,))),
 }
 
 

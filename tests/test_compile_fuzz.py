@@ -2,7 +2,8 @@
 (values and dtypes), the arguments they change in place, which outputs and arguments share
 memory (each output is changed in place after the call, and every output and argument read
 again), and the gradients when the arguments require grad (to 1e-12 in float64, 1e-4 in a
-program with a float32 argument: a compiled gradient may add its terms in another order).
+program with a float32 argument or a `.float()` step: a compiled gradient may add its terms
+in another order).
 
 A program is a few steps over two arguments a (4, 4) and b (4,), float64 or float32 (both,
 or a float32 and b float64): elementwise ops, views (slices, transposes, reshapes, split
@@ -11,7 +12,9 @@ assignment...) of earlier values, and the op steps of fuzz_ops.py: reductions al
 (sum, mean, amax, max/min's values and indices, prod, logsumexp, var/std, norm, cumsum,
 cumprod, argmax), matmul/mm/einsum/outer, sort/topk/argsort (ties broken), flip, roll,
 tril/triu, indexing by integer tensors and masks (read, and written by index_put_, setitem,
-masked_fill_, scatter_, index_fill_), gather/scatter/scatter_add/index_select, broadcasting
+masked_fill_, scatter_, index_fill_), indexing by a 0-d integer tensor (a view, constant or
+computed), softmax, cat/stack, addcmul, atan2, minimum, where of tensors,
+gather/scatter/scatter_add/index_select, broadcasting
 against (1, 4), (4, 1) and 0-d values and Python ints, floats and bools on either side,
 and integer and bool values (comparisons, .long(), .int(), //, %, & | ^ ~, where) with
 their in-place changes; it returns up to three of its values. The eager run is the
@@ -34,10 +37,15 @@ Differences that are kiln's documented rules, not bugs, are accepted where they 
 - eager refuses an in-place change of `unfold`'s overlapping windows (elements twice);
   the compiled program writes them, the last write of an element winning;
 - a compiled call changes its arguments' values, not their shapes: `a.unsqueeze_(0)` of an
-  argument is refused with a GraphError saying so.
+  argument is refused with a GraphError saying so;
+- `as_strided` of a view at an index the program computes (`c[:, i]`), reaching storage
+  outside the view's elements, is refused under kn.compile (where the view lies is known
+  only when the graph runs); eager code reads that storage (seed 489, grad).
 Seed 5096 found that indexing with a traced 0-d integer tensor (`a[i, i]`) was a copy under
 kn.compile, where eager code (as torch, which takes a 0-d integer tensor as an int there)
-returns a view; it is a view now (test_compile_select_view.py).
+returns a view; it is a view now (test_compile_select_view.py). With 0-d index steps
+drawn, it found such a view reshaped in place (`v = b[i]; v.unsqueeze_(0)`) failing under
+kn.compile (test_fuzz_hunt_findings.py).
 Layouts are compared too: a compiled value is laid out as eager code lays it out (an
 elementwise result as its inputs, `a.t() + b` as `a.t()`), for `stride()`, `view()` and
 `as_strided` alike, and returned so (kiln/frontend/layouts.py, tracing/arguments.py).
@@ -348,13 +356,19 @@ def observe(fn, grad, lib=kn, dtypes=ARGUMENT_DTYPES[0]):
     return record
 
 
-LOOSE = [False]  # whether the program compared now has a float32 argument
+LOOSE = [False]  # whether the program compared now computes in float32 (`loose`)
+
+
+def loose(steps, dtypes) -> bool:
+    """Whether a program computes in float32: a float32 argument, or a `.float()` step (a
+    float64 gradient through float32 ops differs by float32's rounding: seed 27223)."""
+    return "float32" in dtypes or any(name == "float()" for _, name, _, _ in steps)
 
 
 def close(x, y, loose=False) -> bool:
     """Arrays of one shape and dtype, equal up to rounding (1e-12 in float64, 1e-4 in float32
-    and, `loose`, in a program with a float32 argument: a compiled program or torch may add
-    terms in another order)."""
+    and, `loose`, in a program with a float32 argument or step: a compiled program or torch
+    may add terms in another order)."""
     if x.shape != y.shape or x.dtype != y.dtype:
         return False
     if x.dtype.kind != "f":
@@ -382,10 +396,13 @@ def _accepted(steps, eager, compiled) -> bool:
     """The documented differences (module docstring)."""
     if isinstance(compiled, tuple) and not isinstance(eager, tuple):
         message = str(compiled[1])
+        selects = any(name.startswith("index_0d") for _, name, _, _ in steps)
         return (
             (isinstance(compiled[1], kn.GraphError) and "requires grad" in message)
             or "single memory location" in message
             or "arguments' values, not their" in message
+            or selects
+            and "not elements of the tensor" in message
         )
     if isinstance(eager, tuple) and not isinstance(compiled, tuple):
         message = str(eager[1])
@@ -403,7 +420,7 @@ def _accepted(steps, eager, compiled) -> bool:
 
 def compare(seed: int, grad: bool) -> str | None:
     steps, outs, dtypes = draw(seed, grad)
-    LOOSE[0] = "float32" in dtypes
+    LOOSE[0] = loose(steps, dtypes)
     eager = observe(program(steps, outs), grad, dtypes=dtypes)
     compiled = kn.compile(program(steps, outs))
     observe(compiled, grad, dtypes=dtypes)  # traces

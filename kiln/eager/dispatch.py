@@ -23,7 +23,7 @@ from .out import write_out
 from .saved import SavedTensorError, Unavailable
 from .sparse import LAYOUTS as _LAYOUTS
 from .tensor import Tensor, check_view, describe, make, meta_of
-from .trace_notes import note_derived
+from .trace_notes import note_derived, note_read
 
 __all__ = ["binary_function", "eager_dispatch", "unary_function"]
 
@@ -73,7 +73,7 @@ def eager_dispatch(op, args, attrs):
             _check(op, [data], attrs, args, key)
         meta = x._meta
         if meta is not None and meta.base is not None:
-            check_view(x, meta)
+            check_view(x, meta, op)
         device = _CPU if meta is None else meta.device
         xp = np if device == _CPU else _xp(device)
         data = _kernel(op, xp, (data,), attrs)
@@ -131,7 +131,7 @@ def _dispatch(op, args, attrs):
                     here = meta.device
                     grad = grad or meta.requires_grad
                     if meta.base is not None:
-                        check_view(a, meta)
+                        check_view(a, meta, op)
                 if device is None:
                     device = here
                 elif here is not device and here != device:
@@ -210,7 +210,8 @@ def _check(op, datas, attrs, args, key) -> None:
 
 def _note(out: Tensor, args) -> None:
     """While kn.compile traces: `out`, unless a view, noted as made in the trace where its
-    tensor inputs were (`note_derived`)."""
+    tensor inputs were (`note_derived`); its inputs noted as read (`note_read`)."""
+    note_read(args)
     if out._meta is None or out._meta.base is None:
         note_derived(out, args)
 
@@ -561,7 +562,7 @@ def _unary_tape(op, ufunc, x, fallback):
     if meta.device != _CPU:
         return fallback(x)
     if meta.base is not None:
-        check_view(x, meta)
+        check_view(x, meta, op)
     try:
         data = ufunc(x._data, casting="no")
     except Exception:
@@ -587,7 +588,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
             x = a._data
         elif meta.device is _CPU or meta.device == _CPU:
             if meta.base is not None:
-                check_view(a, meta)
+                check_view(a, meta, op)
                 viewed = True
             x, grad = a._data, meta.requires_grad
         else:
@@ -600,7 +601,7 @@ def _binary_tape(op, ufunc, a, b, fallback):
             y = b._data
         elif meta.device is _CPU or meta.device == _CPU:
             if meta.base is not None:
-                check_view(b, meta)
+                check_view(b, meta, op)
                 viewed = True
             y = b._data
             grad = grad or meta.requires_grad

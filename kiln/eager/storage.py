@@ -5,15 +5,25 @@ autograd facts `output_nr` and `retains_grad`."""
 
 from __future__ import annotations
 
+import math
 import mmap
 import sys
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, DeviceError, UsageError, call_error
+from ..errors import (
+    ArgumentTypeError,
+    AutogradError,
+    DeviceError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+    node_error,
+)
+from ..graph.core import user_site
 from ..runtime.backend import get_backend
 from .grad_mode import state
-from .tensor import Tensor, _address, check_view, make, meta_of
+from .tensor import Tensor, _address, check_view, describe, make, meta_of, version_of
 
 __all__ = ["empty_strided"]
 
@@ -328,3 +338,71 @@ def install(cls) -> None:
         setattr(cls, name, fn)
     cls.retains_grad = property(retains_grad)
     cls.output_nr = property(lambda self: 0)  # each kiln tape entry has one output
+
+
+def _storage_of(data):
+    """The array whose memory `data` views (`data` itself when it owns it): what a storage
+    of PyTorch's is to a tensor. A compiled program's recycled output counts as owning."""
+    from ..runtime.host_pool import owns
+
+    root = data
+    while not owns(root) and isinstance(root.base, type(data)):
+        root = root.base
+    return root
+
+
+def _owns_memory(data) -> bool:
+    """Whether `data` is an array that views no other: it owns its memory, or it is a
+    compiled program's output whose memory is recycled once it is gone
+    (kiln/runtime/host_pool.py)."""
+    from ..runtime.host_pool import owns
+
+    return data.base is None or owns(data)
+
+
+def resize(t: Tensor, sizes: tuple) -> Tensor:
+    """`t.resize_(*sizes)` (see `Tensor.resize_`): t in place, with its new shape."""
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    if t._requires_grad:
+        raise node_error(
+            AutogradError,
+            "cannot resize variables that require grad",
+            op="resize_",
+            site=user_site(),
+            called=True,
+            inputs=[describe(t)],
+        )
+    data = t._data
+    if shape == data.shape:
+        return t
+    # PyTorch's: the elements from the tensor's storage offset on, contiguous; its
+    # storage grows (reallocated) only where they do not fit in it
+    root = _storage_of(data)
+    n = math.prod(shape)
+    usable = root.dtype == data.dtype and root.flags.c_contiguous
+    offset = (_address(data) - _address(root)) // data.itemsize if usable else 0
+    if usable and 0 <= offset and offset + n <= root.size:
+        t._data = root.reshape(-1)[offset : offset + n].reshape(shape)
+    elif t._base is None and _owns_memory(root):
+        xp = get_backend(t._device).activate()
+        new = xp.empty(shape, t.dtype)
+        old = root.reshape(-1)[offset:] if usable else data.reshape(-1)
+        k = min(new.size, old.size)
+        new.reshape(-1)[:k] = old[:k]
+        t._data = new
+    else:
+        raise node_error(
+            ShapeMismatchError,
+            f"resize_ of a view to {list(shape)}: it needs {n} elements from its storage "
+            "offset on, past the end of the memory it views (PyTorch reallocates the "
+            "storage under every tensor on it; kiln does not move memory other tensors "
+            "view): resize the tensor that owns the memory, or a clone()",
+            op="resize_",
+            site=user_site(),
+            called=True,
+            inputs=[describe(t)],
+        )
+    vc = version_of(t)
+    vc.value += 1
+    vc.op, vc.site = "resize_", user_site()
+    return t

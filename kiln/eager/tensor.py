@@ -9,7 +9,6 @@ ops run through `bind`, so eager and compiled code share every kernel.
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 
 import numpy as np
@@ -97,11 +96,13 @@ def retake_views_by(fn) -> None:
     RETAKE_VIEW = fn
 
 
-def check_view(t, meta: Meta) -> None:
+def check_view(t, meta: Meta, op=None) -> None:
     """A view whose base has had an in-place op recorded (a new history) since the view's
     history was made takes it again from the base's, as PyTorch's views do
     (`RETAKE_VIEW`); where it cannot (a base that is not contiguous), this raises rather
-    than give a wrong gradient. `meta.base_fn`: the base's grad_fn the view's history is of."""
+    than give a wrong gradient. `meta.base_fn`: the base's grad_fn the view's history is of.
+    `op`: the op t is an input of, where known: a piece of split/unbind is refused only
+    where that op records (`_records`), as PyTorch takes a view's history only there."""
     base = meta.base
     if base is None:
         return
@@ -109,6 +110,8 @@ def check_view(t, meta: Meta) -> None:
     if now is not meta.base_fn:
         multi = getattr(meta, "multi", None)
         if multi is not None:  # a piece of split/unbind: PyTorch refuses to take it again
+            if op is not None and not _records(op):
+                return  # (its values are its memory's: only its history is out of date)
             raise node_error(
                 AutogradError,
                 f"Output {multi[0]} of {multi[1]} is a view and its base or another view of "
@@ -133,6 +136,12 @@ def check_view(t, meta: Meta) -> None:
             called=True,
             inputs=[describe(t), f"base {describe(base)}"],
         )
+
+
+def _records(op) -> bool:
+    """Whether an eager op records its inputs' history: in grad mode, one with a gradient
+    (or a zero one, "nondiff": PyTorch records those as not implemented or as zero)."""
+    return state.grad and (op.vjp is not None or "nondiff" in op.tags)
 
 
 def make(data, device: str = "cpu") -> Tensor:
@@ -627,51 +636,9 @@ class Tensor:
         >>> kn.tensor([1, 2, 3]).resize_(2)
         tensor([1, 2])
         """
-        sizes = (size,) if size is not None else sizes  # PyTorch's resize_(size=)
-        shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
-        if self._requires_grad:
-            raise node_error(
-                AutogradError,
-                "cannot resize variables that require grad",
-                op="resize_",
-                site=user_site(),
-                called=True,
-                inputs=[describe(self)],
-            )
-        data = self._data
-        if shape == data.shape:
-            return self
-        # PyTorch's: the elements from the tensor's storage offset on, contiguous; its
-        # storage grows (reallocated) only where they do not fit in it
-        root = _storage_of(data)
-        n = math.prod(shape)
-        usable = root.dtype == data.dtype and root.flags.c_contiguous
-        offset = (_address(data) - _address(root)) // data.itemsize if usable else 0
-        if usable and 0 <= offset and offset + n <= root.size:
-            self._data = root.reshape(-1)[offset : offset + n].reshape(shape)
-        elif self._base is None and _owns_memory(root):
-            xp = get_backend(self._device).activate()
-            new = xp.empty(shape, self.dtype)
-            old = root.reshape(-1)[offset:] if usable else data.reshape(-1)
-            k = min(new.size, old.size)
-            new.reshape(-1)[:k] = old[:k]
-            self._data = new
-        else:
-            raise node_error(
-                ShapeMismatchError,
-                f"resize_ of a view to {list(shape)}: it needs {n} elements from its storage "
-                "offset on, past the end of the memory it views (PyTorch reallocates the "
-                "storage under every tensor on it; kiln does not move memory other tensors "
-                "view): resize the tensor that owns the memory, or a clone()",
-                op="resize_",
-                site=user_site(),
-                called=True,
-                inputs=[describe(self)],
-            )
-        vc = version_of(self)
-        vc.value += 1
-        vc.op, vc.site = "resize_", user_site()
-        return self
+        from .storage import resize  # NOTE: lazy: storage builds on this module
+
+        return resize(self, (size,) if size is not None else sizes)  # PyTorch's resize_(size=)
 
     def retain_grad(self) -> None:
         """Keeps `.grad` of this non-leaf tensor at the next backward."""
@@ -747,26 +714,6 @@ class Tensor:
         elif self._requires_grad:
             extra.append("requires_grad=True")
         return printing.with_suffixes("tensor(", body, extra)
-
-
-def _storage_of(data):
-    """The array whose memory `data` views (`data` itself when it owns it): what a storage
-    of PyTorch's is to a tensor. A compiled program's recycled output counts as owning."""
-    from ..runtime.host_pool import owns
-
-    root = data
-    while not owns(root) and isinstance(root.base, type(data)):
-        root = root.base
-    return root
-
-
-def _owns_memory(data) -> bool:
-    """Whether `data` is an array that views no other: it owns its memory, or it is a
-    compiled program's output whose memory is recycled once it is gone
-    (kiln/runtime/host_pool.py)."""
-    from ..runtime.host_pool import owns
-
-    return data.base is None or owns(data)
 
 
 def _address(array) -> int:

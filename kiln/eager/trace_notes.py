@@ -23,7 +23,11 @@ from ..graph.core import get_default_graph
 from ..graph.region import outermost
 from .tensor import Tensor
 
-__all__ = ["made_in_trace", "note_derived", "note_made"]
+__all__ = ["READ_IN_TRACE", "made_in_trace", "note_derived", "note_made", "note_read"]
+
+# While kn.compile traces (kiln/tracing/trace.py): a set per trace of the ids of the eager
+# tensors it read (an eager op's operands, a graph constant's value: `note_read`).
+READ_IN_TRACE: list[set] = []
 
 
 def note_made(t: Tensor) -> None:
@@ -52,3 +56,10 @@ def note_derived(out: Tensor, args) -> None:
             if ref is None or ref() is not a:
                 return
     made[id(out)] = weakref.ref(out)
+
+
+def note_read(args) -> None:
+    """Notes the tensors among `args`, an eager op's operands, as read by the kn.compile trace
+    being made (`READ_IN_TRACE`), where one records them."""
+    if READ_IN_TRACE:
+        READ_IN_TRACE[-1].update(id(a) for a in args if isinstance(a, Tensor))

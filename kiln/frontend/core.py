@@ -12,6 +12,7 @@ from ..eager import dispatch
 from ..eager.grad_mode import is_grad_enabled
 from ..eager.sparse import LAYOUTS
 from ..eager.tensor import Tensor
+from ..eager.trace_notes import READ_IN_TRACE
 from ..errors import GraphError
 from ..graph.core import Symbol, Variable, get_default_graph
 from ..graph.opdef import REGISTRY, ArrayValue, OpDef
@@ -249,6 +250,8 @@ def _tensor_value(t) -> np.ndarray:
             "where it would be a constant that no gradient reaches; pass it as a placeholder "
             "or kn.Variable, or detach() it"
         )
+    if READ_IN_TRACE:
+        READ_IN_TRACE[-1].add(id(t))
     return t.detach().cpu().numpy()
 
 

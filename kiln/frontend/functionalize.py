@@ -160,6 +160,11 @@ def rebind(x: Symbol, new: Symbol) -> Symbol:
     strided = _strided(x)
     if strided is not None:  # the old value is the as_strided view now
         record_strided_view(old, *strided, _STRIDED_LAYOUT.get(old.node.graph, {}).get(id(x)))
+    selects = _SELECTS.get(x.node.graph)
+    if selects is not None and selects.get(id(x)) is x:  # the old value is the select now
+        selects[id(old)] = old
+        if new.node.op is not x.node.op:  # x a view of it (`x.unsqueeze_(0)`), not one again
+            del selects[id(x)]
     producer = new.node
     x.node, x.shape, x.dtype = producer, new.shape, new.dtype
     producer.out = x

@@ -175,6 +175,9 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
     name = node.op.name
     if exact and (name == "bitcast" or name == "get" and node.inputs[0].node.op.name == "split"):
         return _exact_view(x, read)
+    if name == "gather" and _is_select(x):  # x[i] by a 0-d integer Symbol: a view there
+        base = _layout(node.inputs[0], exact, read)
+        return None if base is None else base[(slice(None),) * node.attrs["axis"] + (0,)]
     fresh = "view" not in node.op.tags or name in _OWN_MEMORY
     if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
         return _fresh_layout(x, read)
@@ -201,6 +204,12 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
     except (AttributeError, ValueError):  # (ValueError: a view of other size not walked here)
         return _probe(x.shape) if exact else None
     return view
+
+
+def _is_select(x: Symbol) -> bool:
+    from .functionalize import is_select  # NOTE: lazy: functionalize builds on layouts
+
+    return is_select(x)
 
 
 def _fresh_layout(x: Symbol, read: bool = True):
@@ -580,7 +589,19 @@ def stride(x: Symbol, dim: int | None = None):
 
 def storage_offset(x: Symbol) -> int:
     """`x.storage_offset()` on a Symbol: where x's first element lies in the storage of the
-    tensor it views (0 for a value of its own), as PyTorch's of the same history."""
+    tensor it views (0 for a value of its own), as PyTorch's of the same history. Refused
+    for a view through `x[i]` by an index the program computes (its offset is known only
+    when the graph runs)."""
+    s = x
+    while s is not None:
+        if _is_select(s):
+            raise node_error(GraphError, f"the storage offset of '{x.name}', a view at an index "
+                             "the program computes (x[i] by a 0-d integer tensor), is known "
+                             "only when the graph runs", op="storage_offset", site=user_site(),
+                             inputs=[x])  # fmt: skip
+        node = s.node
+        views = "view" in node.op.tags and node.op.name not in _OWN_MEMORY and node.inputs
+        s = node.inputs[0] if views else None
     return storage_layout(x, "storage_offset", absolute=True)[1]
 
 

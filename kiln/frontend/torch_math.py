@@ -10,7 +10,16 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..eager.autograd import name_history
-from ..errors import ArgumentTypeError, DTypeError, ShapeError, UnsupportedDTypeError, UsageError
+from ..eager.tensor import Tensor
+from ..errors import (
+    ArgumentTypeError,
+    DTypeError,
+    DTypeMismatchError,
+    ShapeError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.elementwise_torch import trunc
@@ -391,6 +400,9 @@ def lerp(input, end, weight):  # noqa: A002
     [5.0, 15.0]
     """
     a, b = lift(input, end)
+    _same_dtype(a, b, "end")
+    if isinstance(weight, (Symbol, Tensor)) and weight.ndim:  # (a 0-d one is taken as is)
+        _same_dtype(a, weight, "weight")
     require_floating("lerp", a, "\"lerp_kernel_scalar\" not implemented for '{dtype}'",
                      UnsupportedDTypeError)  # fmt: skip
     if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype:
@@ -407,6 +419,23 @@ def lerp(input, end, weight):  # noqa: A002
     low = m.less(m.abs(w), 0.5)
     out = m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
     return name_history(out, "LerpBackward1", a, b, w)
+
+
+# PyTorch's C++ names of dtypes, as its "expected dtype" messages write them
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool"}  # fmt: skip
+
+
+def _same_dtype(a, b, what: str) -> None:
+    """Refuses lerp's `end` or `weight` b of another dtype than its input a, as PyTorch's
+    lerp (no promotion there)."""
+    if b.dtype != a.dtype:
+        want, got = (_CPP_NAMES.get(str(dt.as_dtype(x.dtype)), str(x.dtype)) for x in (a, b))
+        message = f"expected dtype {want} for `{what}` but got dtype {got}"
+        raise call_error(DTypeMismatchError, message, "lerp", a, b)
 
 
 def _lerp_half(a, b, weight):
@@ -609,7 +638,8 @@ def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False
     """
     (x,) = lift(input)
     dim = sh.normalize_axis(dim_arg(dim, axis, "argsort"), max(x.ndim, 1))
-    return call("argsort", x, axis=dim, descending=bool(descending))
+    out = call("argsort", x, axis=dim, descending=bool(descending))
+    return keep_like(out, x) if isinstance(out, Symbol) else out  # (laid out as x, as sort's)
 
 
 @takes_out

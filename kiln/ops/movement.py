@@ -574,7 +574,10 @@ def _concat_shape(*xs, axis):
 
 
 def _concat(xp, *xs, out=None, axis):
-    return xp.concatenate(xs, axis=axis, out=out)
+    result = xp.concatenate(xs, axis=axis, out=out)
+    if out is None and not result.flags.c_contiguous:  # (NumPy keeps inputs' Fortran order)
+        return xp.ascontiguousarray(result)  # a program's values are C-ordered
+    return result
 
 
 def _concat_vjp(ct, y, *xs, axis):

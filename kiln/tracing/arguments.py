@@ -144,21 +144,23 @@ def add_view_bases(outputs: list, arguments: dict) -> set:
     no gradient (one would reach the function's inputs, where eager's reaches none)."""
     found, returned = {}, {id(s) for s in outputs}
     for out in list(outputs):
-        s, detached = out, False
+        s, detached, selected = out, False, False
         while id(s) not in arguments and id(s) not in returned - {id(out)}:
             base = _viewed(s)
             if base is None:
                 break
             detached = detached or s.node.op.name == "stop_gradient"
+            selected = selected or is_select(s)  # (x[i]: one index, not the whole value)
             s = base
         if s is not out and id(s) not in arguments and id(s) not in returned:
-            entry = found.setdefault(id(s), [s, True, []])
+            entry = found.setdefault(id(s), [s, True, [], False])
             entry[1] = entry[1] and detached
             entry[2].append(out)
+            entry[3] = entry[3] or selected
     # NOTE: one view holding all of its value in order (`return logits.view(n, -1)`) is
     # what a fresh copy is: that value is not added (a call then takes no view, ~6 us)
-    found = [(s, detached) for s, detached, views in found.values()
-             if len(views) > 1 or not whole_in_order(views[0])]  # fmt: skip
+    found = [(s, detached) for s, detached, views, selected in found.values()
+             if len(views) > 1 or selected or not whole_in_order(views[0])]  # fmt: skip
     start = len(outputs)
     outputs.extend(s for s, _ in found)
     return {start + k for k, (_, detached) in enumerate(found) if detached}

@@ -215,6 +215,7 @@ class Captures:
         self.labels: list[str] = []
         self.tensors: list[tuple] = []
         self.objects: list[tuple] = []
+        self.generators: list[tuple] = []  # (label, a host random generator fn reaches)
         self._modules: dict[int, Module] = {}
         self._getters: list = []  # each gives a tuple of values, in `labels` order
         self._places: list = []  # per getter of Python values: (dict, key) or (cell, _CELL)
@@ -376,7 +377,9 @@ class Captures:
             self.stored.append((label, functools.partial(_item, env, name)))
             return
         value = env[name]
-        if isinstance(value, Tensor):
+        if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
+            self.generators.append((label, value))
+        elif isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_item, env, name)))
         elif _is_value(value):
             entry = groups.setdefault(id(env), (env, [], []))
@@ -396,7 +399,9 @@ class Captures:
             return
         self._sources.add((id(cell), None))
         value = _cell_value(cell)
-        if isinstance(value, Tensor):
+        if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
+            self.generators.append((label, value))
+        elif isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_cell_value, cell)))
         elif _is_value(value):
             cells.append((label, cell))
@@ -489,9 +494,41 @@ def check_untouched(fn_name: str, before: list) -> None:
         )
 
 
-def host_random_states() -> tuple:
-    """Python's and NumPy's global random states, before a trace (see `check_no_host_draws`)."""
-    return random.getstate(), np.random.get_state()
+_GENERATORS = (random.Random, np.random.Generator, np.random.RandomState)
+
+
+def _generator_state(g):
+    if isinstance(g, random.Random):
+        return g.getstate()
+    if isinstance(g, np.random.Generator):
+        return g.bit_generator.state
+    return g.get_state(legacy=False)
+
+
+def _set_generator_state(g, state) -> None:
+    if isinstance(g, random.Random):
+        g.setstate(state)
+    elif isinstance(g, np.random.Generator):
+        g.bit_generator.state = state
+    else:
+        g.set_state(state)
+
+
+def _same_state(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+def host_random_states(captures=None) -> tuple:
+    """Python's and NumPy's global random states, and those of the generators `captures`
+    (a `Captures`) found (`random.Random`, NumPy's `Generator` and `RandomState`), before a
+    trace (see `check_no_host_draws`)."""
+    found = [] if captures is None else captures.generators
+    return (random.getstate(), np.random.get_state(),
+            [(label, g, _generator_state(g)) for label, g in found])  # fmt: skip
 
 
 def check_no_host_draws(fn_name: str, before: tuple) -> None:
@@ -509,17 +546,21 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
     >>> random.getstate() == before[0]
     True
     """
-    python, numpy = before
+    python, numpy, generators = before
     now = np.random.get_state()
     drew = [name for name, changed in (
         ("Python's random module", random.getstate() != python),
         ("NumPy's global random generator",
          now[2:] != numpy[2:] or not np.array_equal(now[1], numpy[1])),
     ) if changed]  # fmt: skip
+    drew += [f"the generator '{label}' ({type(g).__name__})" for label, g, state in generators
+             if not _same_state(_generator_state(g), state)]  # fmt: skip
     if not drew:
         return
     random.setstate(python)
     np.random.set_state(numpy)
+    for _, g, state in generators:
+        _set_generator_state(g, state)
     raise GraphError(
         f"kn.compile: {fn_name} drew from {' and '.join(drew)} while it was traced "
         "(random.randint, random.random, np.random.rand, ...): that ran once, when tracing, "

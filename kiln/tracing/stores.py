@@ -44,13 +44,14 @@ _MISSING = object()
 class Store:
     """One store to make on each call: `kind` "attr" (`setattr(target, key, value)`), "item"
     (`target[key] = value`) or "append" (`target.append(value)`); `structure` rebuilds the
-    value from its leaves (the program's outputs `symbols` and any other objects it held)."""
+    value from its leaves (the program's outputs `symbols` and any other objects it held);
+    `old`: what the place held before the trace (None where nothing)."""
 
-    __slots__ = ("kind", "target", "key", "structure", "leaves")
+    __slots__ = ("kind", "target", "key", "structure", "leaves", "old")
 
-    def __init__(self, kind, target, key, structure, leaves):
+    def __init__(self, kind, target, key, structure, leaves, old=None):
         self.kind, self.target, self.key = kind, target, key
-        self.structure, self.leaves = structure, leaves
+        self.structure, self.leaves, self.old = structure, leaves, old
 
     def describe(self) -> str:
         """Where it stores, in words: `Net.last`, `item 'fc' of a dict`, `appended to a list`."""
@@ -145,11 +146,12 @@ class Watch:
                 if _traced(value, graph) is None:
                     continue
                 structure, leaves = _structure(value)
-                if owner is not None:
-                    stores.append(Store("attr", owner, key, structure, leaves))
-                else:
-                    stores.append(Store("item", d, key, structure, leaves))
                 old = before.get(key, _MISSING)
+                held = None if old is _MISSING else old
+                if owner is not None:
+                    stores.append(Store("attr", owner, key, structure, leaves, held))
+                else:
+                    stores.append(Store("item", d, key, structure, leaves, held))
                 if old is _MISSING:
                     del d[key]
                 else:
@@ -165,7 +167,7 @@ class Watch:
                 if old is _MISSING:
                     appended.append(Store("append", lst, None, structure, leaves))
                 else:
-                    stores.append(Store("item", lst, i, structure, leaves))
+                    stores.append(Store("item", lst, i, structure, leaves, old))
                     kept.append(old)
             lst[:] = kept
             stores += appended

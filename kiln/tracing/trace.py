@@ -22,6 +22,7 @@ from ..debug import log
 from ..eager.grad_mode import state
 from ..eager.hooks import hook_state
 from ..eager.tensor import Tensor
+from ..eager.trace_notes import READ_IN_TRACE
 from ..errors import ArgumentError, ArgumentTypeError, DeviceError, UsageError
 from ..frontend.autocast import autocast_key
 from ..graph.core import Symbol
@@ -205,7 +206,6 @@ class CompiledFunction:
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
             before = tensor_versions(self._captures)
-            host_before = host_random_states()
             # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
             # outputs that require grad, as in eager code (the others end in stop_gradient)
             lifted, aliased = self._lifted(), []
@@ -219,16 +219,30 @@ class CompiledFunction:
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
             roots = _roots(statics)  # the objects passed as arguments: what they reach too
             seen = Captures(self.fn, roots, self._stored) if roots else self._captures
+            host_before = host_random_states(seen)
             values_before = seen.values()
             watch = Watch(seen, modules)
-            traced = Traced(self.fn, traced_key, leaves + tensors,
-                            paths + [label for label, _ in lifted], structure, key[2], plans,
-                            self.memory_budget, lifted=lifted, aliased=aliased,
-                            watch=watch)  # fmt: skip
+            READ_IN_TRACE.append(set())
+            try:
+                traced = Traced(self.fn, traced_key, leaves + tensors,
+                                paths + [label for label, _ in lifted], structure, key[2], plans,
+                                self.memory_budget, lifted=lifted, aliased=aliased,
+                                watch=watch)  # fmt: skip
+            finally:
+                read = READ_IN_TRACE.pop()
             check_untouched(traced.name, before)
             check_no_host_draws(traced.name, host_before)
+            # A place this trace found it stores in, whose tensor before the trace it read (a
+            # constant: `self.buf = self.buf * 0.5 + x`): its program serves this call only;
+            # the next traces read the place as an input (`_lifted`), as each call stores anew.
+            once = False
             if traced.stores:  # stored each call: not guarded (what fn reaches, again)
-                self._stored |= stored_keys(traced.stores)
+                found = stored_keys(traced.stores)
+                once = not found <= self._stored and any(
+                    isinstance(store.old, Tensor) and id(store.old) in read
+                    for store in traced.stores
+                )
+                self._stored |= found
                 self._captures = None
             # The Python values the trace changed (`self.count += 1`) are stored again by each
             # call of it, and it is keyed and guarded by the values before: the next call
@@ -250,8 +264,9 @@ class CompiledFunction:
             variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
             self._by_grads[key] = variants
             _file_by_grads(traced, had, variants)
-            self.cache[key] = traced
-            self.cache.move_to_end(key)
+            if not once:
+                self.cache[key] = traced
+                self.cache.move_to_end(key)
             log(1, f"kn.compile: traced {traced.name} ({reason}): "
                    f"{len(traced.graph.nodes)} nodes, "
                    f"{(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip

@@ -122,7 +122,7 @@ GOLDEN_UPDATE = """\
     t2:f32[n] = square t1  # test_dumps.py
     t3:f32[] = reduce_mean[axes=(0,) keepdims=False] t2  # test_dumps.py
     t4:f32[] = reduce_mean[axes=(0,) keepdims=False] x  # test_dumps.py
-    t5:f32[] = mul 0.5:f32[] t4  # test_dumps.py
+    t5:f32[] = mul t4 0.5:f32[]  # test_dumps.py
     t6:f32[] = sub w t5  # test_dumps.py
   in (t3) updates (w:=t6) }
 """
@@ -150,7 +150,7 @@ GOLDEN_UPDATE_OPTIMIZED = """\
     t0:f32[n] = fused[outputs=(2,) program=(('mul',(('in',0),('in',1)),()),('sub',(('eq',0),('in',2)),()),('square',(('eq',1),),()))] x w 1.0:f32[]  # test_dumps.py
     t1:f32[] = reduce_mean[axes=(0,) keepdims=False] t0  # test_dumps.py
     t2:f32[] = reduce_mean[axes=(0,) keepdims=False] x  # test_dumps.py
-    t3:f32[] = fused[outputs=(1,) program=(('mul',(('in',0),('in',1)),()),('sub',(('in',2),('eq',0)),()))] 0.5:f32[] t2 w  # test_dumps.py
+    t3:f32[] = fused[outputs=(1,) program=(('mul',(('in',0),('in',1)),()),('sub',(('in',2),('eq',0)),()))] t2 0.5:f32[] w  # test_dumps.py
   in (t1) updates (w:=t3) }
 """  # noqa: E501
 

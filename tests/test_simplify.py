@@ -122,7 +122,11 @@ CASES = [
         "x * 1 -> x", lambda x: x * 1.0, lambda x: x, _binary("mul", "x", "1.0:f32[]"), IDENTITY_3
     ),
     Case(
-        "1 * x -> x", lambda x: 1.0 * x, lambda x: x, _binary("mul", "1.0:f32[]", "x"), IDENTITY_3
+        "1 * x -> x",
+        lambda x: _primitive("mul", np.float32(1.0), x),
+        lambda x: x,
+        _binary("mul", "1.0:f32[]", "x"),
+        IDENTITY_3,
     ),
     Case(
         "x / 1 -> x", lambda x: x / 1.0, lambda x: x, _binary("div", "x", "1.0:f32[]"), IDENTITY_3
@@ -131,7 +135,11 @@ CASES = [
         "x + 0 -> x", lambda x: x + 0.0, lambda x: x, _binary("add", "x", "0.0:f32[]"), IDENTITY_3
     ),
     Case(
-        "0 + x -> x", lambda x: 0.0 + x, lambda x: x, _binary("add", "0.0:f32[]", "x"), IDENTITY_3
+        "0 + x -> x",
+        lambda x: _primitive("add", np.float32(0.0), x),
+        lambda x: x,
+        _binary("add", "0.0:f32[]", "x"),
+        IDENTITY_3,
     ),
     Case(
         "x - 0 -> x", lambda x: x - 0.0, lambda x: x, _binary("sub", "x", "0.0:f32[]"), IDENTITY_3
@@ -305,7 +313,7 @@ CASES = [
         kn.log1p,
         """
         { lambda x:f32[3] .
-            t0:f32[3] = add 1.0:f32[] x
+            t0:f32[3] = add x 1.0:f32[]
             t1:f32[3] = log t0
           in (t1) }
         """,
@@ -575,7 +583,7 @@ UNCHANGED = [
         """
         { lambda x:f32[1] .
             t0:f32[2,1] = constant[value=[0.,0.]]
-            t1:f32[2,1] = add t0 x
+            t1:f32[2,1] = add x t0
             t2:f32[2,1] = log t1
           in (t2) }
         """,

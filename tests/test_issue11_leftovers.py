@@ -311,3 +311,20 @@ def test_index_dtypes_as_torch(mode, name, dtype):
         _raises_as_torch(mode, fn, X2, t)
         return
     np.testing.assert_array_equal(np.asarray(_run(mode, fn, X2, t)), want)
+
+
+def test_stack_of_symbolic_sizes_differentiates_in_graph_mode():
+    # a size the feeds bind along the stacked dim: stack joins size-1 slices (the gradient
+    # of a join needs static sizes); the LSTM example's graph mode raised ShapeError
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float32, ("batch", 3), name="a")
+        b = kn.placeholder(kn.float32, ("batch", 3), name="b")
+        w = kn.Variable(np.float32(2.0))
+        loss = kn.sum(kn.stack([a * w, b], 0) ** 2)
+        (gw,) = kn.grad(loss, [w])
+        f = kn.function([a, b], [loss, gw])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got_loss, got_gw = f(x, x + 1)
+    # by hand: sum((2a)^2) + sum(b^2); d/dw sum((w a)^2) = 2 w sum(a^2)
+    np.testing.assert_allclose(got_loss, 4 * (x**2).sum() + ((x + 1) ** 2).sum(), rtol=1e-6)
+    np.testing.assert_allclose(got_gw, 2 * 2.0 * (x**2).sum(), rtol=1e-6)

@@ -113,8 +113,10 @@ def stack(tensors, dim: int = 0, *, axis=None):
             + ", ".join(sh.format_shape(x.shape) for x in xs)
         )
     dim = sh.normalize_axis(dim_arg(dim, axis, "stack"), xs[0].ndim + 1)
-    if dim < xs[0].ndim:  # PyTorch's: cat along dim (its layout: channels-last where every
-        # input is so), then that dim split in two, a view
+    if dim < xs[0].ndim and all(type(x.shape[dim]) is int for x in xs):
+        # PyTorch's: cat along dim (its layout: channels-last where every input is so), then
+        # that dim split in two, a view (a symbolic size there: the joins below, whose
+        # gradient needs no static size)
         shape = (*xs[0].shape[:dim], len(xs), *xs[0].shape[dim:])
         out = call("reshape", call("concat", *xs, axis=dim), shape=shape)
         return name_history(out, "StackBackward0", *xs)

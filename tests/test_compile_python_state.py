@@ -146,3 +146,62 @@ def test_recompile_limit_is_torch_compiles():
     with pytest.warns(UserWarning, match="run eagerly"):
         outs = [float(g(kn.zeros(1))[0]) for _ in range(4)]
     assert outs == [1.0, 2.0, 3.0, 4.0] and h.n == 4 and len(g.cache) == 2
+
+
+
+def _list_program(m, compile_):
+    """A function that reads the length of a captured list of numbers, which the caller
+    appends to between calls."""
+    outside = [1]
+
+    def f(x):
+        return x * len(outside) + outside[-1]
+
+    g = compile_(f) if compile_ else f
+    outs = []
+    for i in range(4):
+        outs.append(g(m.ones(2) * (i + 1)).tolist())
+        outside.append(i + 2)
+    return outs, outside
+
+
+def test_a_captured_list_of_numbers_is_read_as_it_is_at_each_call():
+    # Before: the list was not guarded, and every call read len(outside) == 1.
+    want = _list_program(kn, None)
+    assert want[0] == [[2.0, 2.0], [6.0, 6.0], [12.0, 12.0], [20.0, 20.0]]  # (i+1)^2 + (i+1)
+    assert _list_program(kn, kn.compile) == want
+    torch = pytest.importorskip("torch")
+    assert _list_program(torch, lambda f: torch.compile(f, backend="eager")) == want
+
+
+def test_a_captured_list_changed_in_place_between_calls_retraces():
+    scale = [1.0, 2.0]
+    traces = []
+
+    @kn.compile
+    def f(x):
+        traces.append(1)  # (a list the function appends to: once per trace)
+        return x * scale[1]
+
+    assert f(kn.ones(1)).tolist() == [2.0]
+    scale[1] = 5.0
+    assert f(kn.ones(1)).tolist() == [5.0]
+    scale[1] = 2.0  # the first trace again
+    assert f(kn.ones(1)).tolist() == [2.0]
+    assert len(traces) == 2
+
+
+def test_a_list_the_function_appends_numbers_to_grows_once_per_trace():
+    # A documented difference (docs/tutorials/06-compile.md, kn.compile's docstring): eager
+    # code and torch.compile append on every call; kn.compile appends while it traces.
+    made = []
+
+    @kn.compile
+    def f(x):
+        made.append(7)
+        return x + 1
+
+    for _ in range(3):
+        f(kn.ones(2))
+    f(kn.ones(3))  # another signature: traced again
+    assert made == [7, 7]

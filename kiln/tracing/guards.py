@@ -24,7 +24,7 @@ from ..eager.tensor import Tensor
 from ..errors import GraphError
 from ..nn.module import Module
 
-__all__ = ["Captures", "Guard", "check_untouched", "put", "rebindable", "rebound",
+__all__ = ["ITEMS", "Captures", "Guard", "check_untouched", "put", "rebindable", "rebound",
            "tensor_versions"]  # fmt: skip
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
@@ -35,6 +35,7 @@ _MAX_CODE = 500  # functions walked per Captures, at most
 _MAX_ITEMS = 64  # lists, tuples and dicts longer than this are not walked
 _EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
 _CELL = object()  # the key of a closure cell's place (`put`)
+ITEMS = object()  # the key of a list's place: all its items (`put`)
 _HOOKS = ("_forward_pre_hooks", "_forward_hooks")  # a Module's, run by its calls
 
 
@@ -145,10 +146,13 @@ def rebound(getters, values):
 
 
 def put(place, value) -> None:
-    """Stores `value` at a place `Captures.changes` names: a dict's key or a closure cell."""
+    """Stores `value` at a place `Captures.changes` names: a dict's key, a closure cell, or
+    the items of a list (`value` a tuple of them)."""
     holder, key = place
     if key is _CELL:
         holder.cell_contents = value
+    elif key is ITEMS:
+        holder[:] = value
     else:
         holder[key] = value
 
@@ -167,6 +171,10 @@ def _cell_values(cell) -> tuple:
 
 def _one(get, env) -> tuple:
     return (get(env),)
+
+
+def _list_items(lst: list) -> tuple:
+    return (tuple(lst),)
 
 
 def _item(env, key):
@@ -199,7 +207,11 @@ def _compile_key(obj) -> tuple:
 
 
 def _is_container(value) -> bool:
-    return type(value) in (list, tuple, dict) and len(value) <= _MAX_ITEMS
+    """A dict, list or tuple of at most `_MAX_ITEMS` items, or a list of Python values of
+    any length (compared by its items on each call, as a tuple of them would be)."""
+    if type(value) not in (list, tuple, dict):
+        return False
+    return len(value) <= _MAX_ITEMS or type(value) is list and all(map(_is_value, value))
 
 
 class Captures:
@@ -222,6 +234,7 @@ class Captures:
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
+        self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
         self._keyed: list[tuple] = []  # (label, object): objects with a `_compile_key()`
         self._names: dict[int, set] = {}  # id(holder) -> the attribute names its methods read
@@ -336,6 +349,10 @@ class Captures:
             self._getters.append(functools.partial(_cell_values, cell))
             self.labels.append(label)
             self._places.append([(cell, _CELL)])
+        for label, lst in self._lists:
+            self._getters.append(functools.partial(_list_items, lst))
+            self.labels.append(label)
+            self._places.append([(lst, ITEMS)])
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
@@ -417,14 +434,18 @@ class Captures:
     def _container(self, container, label: str, depth: int) -> None:
         """The items of a dict, or of a list or tuple that holds more than Python values (a
         list of modules), sorted as sources (torch.compile guards them too); its length is
-        checked on each call. A list of Python values only is left alone: a function may
-        append to one each call (a log), which would make every call a new signature."""
+        checked on each call. A list of Python values only is one Python value, its items:
+        keyed, and put back by each call where a trace changed it (`made.append(7)`), as
+        torch.compile guards a list's length and replays its appends. But a list each call
+        stores a tensor's value in (`losses.append(loss.item())`) is left to `stores`."""
         if id(container) in self._seen or depth > _MAX_DEPTH:
-            return
-        if not isinstance(container, dict) and all(_is_value(v) for v in container):
             return
         self._seen.add(id(container))
         stored = {k for i, k in self._exclude if i == id(container)}
+        if not isinstance(container, dict) and all(_is_value(v) for v in container):
+            if type(container) is list and not stored:
+                self._lists.append((label, container))
+            return
         if None in stored:  # appended to by each call
             return
         if not stored:  # (one whose items each call stores may grow)

@@ -31,6 +31,7 @@ from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
 from .guards import (
+    ITEMS,
     Captures,
     Guard,
     check_no_host_draws,
@@ -249,6 +250,13 @@ class CompiledFunction:
             # finds them changed and traces again, as torch.compile recompiles (and as eager
             # code, each call counts). Tensors it stores are left to `stores`.
             changed = seen.changes(values_before)
+            # A list of Python values the trace changed (`log.append(1)`) keeps what the
+            # trace did, once per trace (documented): it is no longer keyed by its items.
+            lists = {id(place[0]) for _, place, _, _ in changed if place[1] is ITEMS}
+            if lists:
+                changed = [c for c in changed if c[1][1] is not ITEMS]
+                self._stored |= {(i, None) for i in lists}
+                self._captures = None
             traced.replays = tuple((place, new) for _, place, _, new in changed)
             self._value_retraces += bool(changed)
             for _, place, old, _ in changed:
@@ -405,8 +413,9 @@ def compile(  # noqa: A001
     value it changes where it reads it (an attribute, a global, a closure cell or a dict
     item: `self.count += 1`): a trace is keyed by the value before it, so a call that finds
     another value traces again, as torch.compile recompiles, and after `recompile_limit` (8)
-    such traces the calls that need another run `fn` eagerly, with a warning. Other Python
-    side effects (appending numbers to a list) happen once, when `fn` is traced. `.item()` and
+    such traces the calls that need another run `fn` eagerly, with a warning. A list of
+    Python values it reads is keyed by its items. Appending numbers to a list happens once
+    per trace (torch.compile appends on every call). `.item()` and
     `.tolist()` of a traced value give a stand-in that the compiled function returns (and
     `print` shows) as each call's Python value; any other use of a traced value's Python
     value (`float()`, `if`, arithmetic on the stand-in) raises a GraphError that names it.

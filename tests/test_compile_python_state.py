@@ -148,7 +148,6 @@ def test_recompile_limit_is_torch_compiles():
     assert outs == [1.0, 2.0, 3.0, 4.0] and h.n == 4 and len(g.cache) == 2
 
 
-
 def _list_program(m, compile_):
     """A function that reads the length of a captured list of numbers, which the caller
     appends to between calls."""
@@ -205,3 +204,62 @@ def test_a_list_the_function_appends_numbers_to_grows_once_per_trace():
         f(kn.ones(2))
     f(kn.ones(3))  # another signature: traced again
     assert made == [7, 7]
+
+
+def _class_level_program(m, compile_):
+    """Class attributes (a config class, a module's class body) and mutable defaults that
+    the caller changes between calls. Before: all unguarded, and every call read the first
+    call's values."""
+
+    class Cfg:
+        mult = 1.0
+
+    class Net(m.nn.Module):
+        scale = 1.0
+
+        def forward(self, x):
+            return x * self.scale
+
+    net = Net()
+
+    def f(x, k=[1.0], *, opts={"add": 0.0}):  # noqa: B006 (the mutable defaults are the test)
+        return x * k[0] * Cfg.mult + opts["add"]
+
+    g, h = (compile_(f), compile_(net)) if compile_ else (f, net)
+    outs = []
+    for i in range(3):
+        outs.append((g(m.ones(1)).tolist(), h(m.ones(1)).tolist()))
+        f.__defaults__[0][0] = 2.0 * (i + 2)
+        f.__kwdefaults__["opts"]["add"] = float(i + 1)
+        Cfg.mult = 10.0 * (i + 2)
+        Net.scale = 5.0 * (i + 2)
+    net.scale = -1.0  # an instance attribute now shadows the class's
+    outs.append(h(m.ones(1)).tolist())
+    return outs
+
+
+def test_class_attributes_and_mutable_defaults_are_read_at_each_call():
+    want = _class_level_program(kn, None)
+    assert want == [([1.0], [1.0]), ([81.0], [10.0]), ([182.0], [15.0]), [-1.0]]  # by hand
+    assert _class_level_program(kn, kn.compile) == want
+    torch = pytest.importorskip("torch")
+    assert _class_level_program(torch, lambda f: torch.compile(f, backend="eager")) == want
+
+
+def test_a_class_attribute_the_function_counts_in_counts_each_call():
+    class Stats:
+        calls = 0
+
+    class Net(kn.nn.Module):
+        seen = 0
+
+        def forward(self, x):
+            Stats.calls += 1
+            self.seen += 1  # (an instance attribute from the first call on, as in Python)
+            return x * Stats.calls + self.seen
+
+    net = Net()
+    f = kn.compile(net)
+    got = [f(kn.ones(1)).item() for _ in range(3)]
+    assert got == [2.0, 4.0, 6.0] and Stats.calls == 3 and net.seen == 3
+    assert Net.seen == 0

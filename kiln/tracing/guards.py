@@ -114,6 +114,47 @@ def _attributes_of(obj) -> dict | None:
     return attrs if isinstance(attrs, dict) else None
 
 
+class _ClassLevel:
+    """The attributes of `obj` (a class, or an instance) that its class or a base holds as
+    data (`Cfg.lr`, `self.scale` set in the class body), read as attribute lookup finds
+    them, as a dict: `Captures` keys what the code reads of them, and `put` sets them."""
+
+    __slots__ = ("obj", "classes", "instance")
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.instance = not isinstance(obj, type)
+        mro = type(obj).__mro__ if self.instance else obj.__mro__
+        self.classes = [c for c in mro if c not in (object, Module) and not _is_kiln(c)]
+
+    def __contains__(self, name) -> bool:
+        return any(name in vars(c) and not _is_method(vars(c)[name]) for c in self.classes)
+
+    def __getitem__(self, name):
+        if self.instance:
+            attrs = _attributes_of(self.obj)
+            if attrs is not None and name in attrs:
+                return attrs[name]
+        for c in self.classes:
+            if name in vars(c):
+                return vars(c)[name]
+        raise KeyError(name)
+
+    def __setitem__(self, name, value) -> None:
+        setattr(self.obj, name, value)
+
+
+def _is_method(member) -> bool:
+    """Whether a class member is code or a descriptor rather than data."""
+    return isinstance(member, (types.FunctionType, property, staticmethod, classmethod)) or (
+        hasattr(type(member), "__get__") and not isinstance(member, type)
+    )
+
+
+def _user_class(value) -> bool:
+    return isinstance(value, type) and not _is_kiln(value) and value.__module__ != "builtins"
+
+
 def _cell_value(cell):
     try:
         return cell.cell_contents
@@ -236,7 +277,9 @@ class Captures:
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
         self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
+        self._classes: list[tuple] = []  # (label, class, depth): class attributes maybe read
         self._keyed: list[tuple] = []  # (label, object): objects with a `_compile_key()`
+        self._class_level: dict[int, _ClassLevel] = {}  # id(object) -> its class attributes
         self._names: dict[int, set] = {}  # id(holder) -> the attribute names its methods read
         self._seen: set[int] = set()
         self._sources: set[tuple] = set()
@@ -314,6 +357,16 @@ class Captures:
                 self._pending.append((name, env, name, depth, True))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             self._cells.append((name, cell, depth))
+        # its mutable defaults (`k=[1.0]`, `cache={}`): what a call that does not pass them
+        # reads (an array default is an argument instead: trace.py)
+        names, defaults = fn.__code__.co_varnames[: fn.__code__.co_argcount], fn.__defaults__
+        for k, value in enumerate(defaults or ()):
+            if type(value) in (list, dict):
+                name = names[len(names) - len(defaults) + k]
+                self._pending.append((f"{name} (default)", defaults, k, depth, True))
+        for name, value in (fn.__kwdefaults__ or {}).items():
+            if type(value) in (list, dict):
+                self._pending.append((f"{name} (default)", fn.__kwdefaults__, name, depth, True))
 
     def _holder(self, obj, label: str, depth: int) -> None:
         """An object whose attributes the code may read (and whose methods it may call)."""
@@ -329,6 +382,8 @@ class Captures:
             grown = False
             for label, obj, depth in list(self._holders):
                 grown |= self._attributes(label, obj, depth)
+            for label, cls, depth in self._classes:
+                self._class_attributes(label, cls, depth, self.read)
             pending, self._pending = self._pending, []
             for label, env, name, depth, walk in pending:
                 self._sort(label, env, name, depth, walk, groups)
@@ -384,7 +439,19 @@ class Captures:
                 # them: kiln's methods read attributes such as `last` that change per call
                 walk = name in self.read or not _is_kiln(type(obj))
                 self._pending.append((f"{label}.{name}", attrs, name, depth + 1, walk))
+        if not _is_kiln(type(obj)):  # `self.scale` that the class body sets
+            self._class_attributes(label, obj, depth, (self.read | own) - attrs.keys())
         return len(own) > size
+
+    def _class_attributes(self, label: str, obj, depth: int, names) -> None:
+        """Queues the class-level data attributes of `obj` (a class, or an instance) that
+        `names` name, as attribute lookup finds them."""
+        level = self._class_level.get(id(obj))
+        if level is None:
+            level = self._class_level[id(obj)] = _ClassLevel(obj)
+        for name in sorted(n for n in names if (id(level), n) not in self._sources):
+            if name in level:
+                self._pending.append((f"{label}.{name}", level, name, depth + 1, True))
 
     def _sort(self, label, env: dict, name: str, depth: int, walk: bool, groups: dict) -> None:
         if (id(env), name) in self._sources:
@@ -410,6 +477,9 @@ class Captures:
         elif walk and self._walkable(value):
             self.objects.append((label, functools.partial(_item, env, name), value))
             self._walk(value, label, depth + 1)
+        elif walk and _user_class(value) and depth < _MAX_DEPTH:  # `Cfg.lr`: what it holds
+            self.objects.append((label, functools.partial(_item, env, name), value))
+            self._classes.append((label, value, depth + 1))
 
     def _sort_cell(self, label, cell, depth: int, cells: list) -> None:
         if (id(cell), None) in self._sources:
@@ -430,6 +500,9 @@ class Captures:
         elif self._walkable(value):
             self.objects.append((label, functools.partial(_cell_value, cell), value))
             self._walk(value, label, depth + 1)
+        elif _user_class(value) and depth < _MAX_DEPTH:  # `Cfg.lr`: what it holds
+            self.objects.append((label, functools.partial(_cell_value, cell), value))
+            self._classes.append((label, value, depth + 1))
 
     def _container(self, container, label: str, depth: int) -> None:
         """The items of a dict, or of a list or tuple that holds more than Python values (a

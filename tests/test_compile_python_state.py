@@ -263,3 +263,38 @@ def test_a_class_attribute_the_function_counts_in_counts_each_call():
     got = [f(kn.ones(1)).item() for _ in range(3)]
     assert got == [2.0, 4.0, 6.0] and Stats.calls == 3 and net.seen == 3
     assert Net.seen == 0
+
+
+def _module_and_partial_program(m, compile_):
+    """A configuration module's attribute and a dict that a functools.partial binds, both
+    changed between calls. Before: neither was captured, and calls kept the first values."""
+    import functools
+    import types
+
+    cfg = types.ModuleType("kiln_test_cfg")
+    cfg.scale = 1.0
+    d = {"w": 1.0}
+
+    def base(x, w):
+        return x * w["w"]
+
+    p = functools.partial(base, w=d)
+
+    def f(x):
+        return x * cfg.scale + p(x)
+
+    g = compile_(f) if compile_ else f
+    outs = []
+    for i in range(3):
+        outs.append(g(m.ones(1)).tolist())
+        cfg.scale = 2.0 * (i + 2)
+        d["w"] = 10.0 * (i + 2)
+    return outs
+
+
+def test_module_attributes_and_partial_arguments_are_read_at_each_call():
+    want = _module_and_partial_program(kn, None)
+    assert want == [[2.0], [24.0], [36.0]]  # by hand: 2(i+1) + 10(i+1) after the first
+    assert _module_and_partial_program(kn, kn.compile) == want
+    torch = pytest.importorskip("torch")
+    assert _module_and_partial_program(torch, lambda f: torch.compile(f, backend="eager")) == want

@@ -15,6 +15,7 @@ import dis
 import functools
 import operator
 import random
+import sys
 import types
 
 import numpy as np
@@ -155,6 +156,15 @@ def _user_class(value) -> bool:
     return isinstance(value, type) and not _is_kiln(value) and value.__module__ != "builtins"
 
 
+def _user_module(value) -> bool:
+    """A Python module whose attributes a program may change (`import cfg`): not kiln's,
+    nor the standard library's."""
+    if not isinstance(value, types.ModuleType):
+        return False
+    top = value.__name__.split(".")[0]
+    return top != "kiln" and top not in sys.stdlib_module_names
+
+
 def _cell_value(cell):
     try:
         return cell.cell_contents
@@ -278,6 +288,7 @@ class Captures:
         self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
         self._classes: list[tuple] = []  # (label, class, depth): class attributes maybe read
+        self._python_modules: list[tuple] = []  # (label, module, depth): `cfg.scale` read
         self._keyed: list[tuple] = []  # (label, object): objects with a `_compile_key()`
         self._class_level: dict[int, _ClassLevel] = {}  # id(object) -> its class attributes
         self._names: dict[int, set] = {}  # id(holder) -> the attribute names its methods read
@@ -325,6 +336,10 @@ class Captures:
             self._walk(value.__self__, "self", depth)
         elif isinstance(value, functools.partial):
             self._walk(value.func, label, depth)
+            for k in range(len(value.args)):  # and what it binds (`partial(f, w=d)`)
+                self._pending.append((f"{label}.args[{k}]", value.args, k, depth, True))
+            for k in value.keywords:
+                self._pending.append((f"{label}.keywords[{k!r}]", value.keywords, k, depth, True))
         elif isinstance(value, types.FunctionType):
             self._function(value, depth)
         elif isinstance(value, Module):
@@ -384,6 +399,11 @@ class Captures:
                 grown |= self._attributes(label, obj, depth)
             for label, cls, depth in self._classes:
                 self._class_attributes(label, cls, depth, self.read)
+            for label, module, depth in self._python_modules:
+                env = vars(module)
+                for name in sorted(env.keys() & self.read):
+                    if (id(env), name) not in self._sources:
+                        self._pending.append((f"{label}.{name}", env, name, depth, True))
             pending, self._pending = self._pending, []
             for label, env, name, depth, walk in pending:
                 self._sort(label, env, name, depth, walk, groups)
@@ -480,6 +500,9 @@ class Captures:
         elif walk and _user_class(value) and depth < _MAX_DEPTH:  # `Cfg.lr`: what it holds
             self.objects.append((label, functools.partial(_item, env, name), value))
             self._classes.append((label, value, depth + 1))
+        elif walk and _user_module(value) and depth < _MAX_DEPTH:  # `cfg.scale`, `import cfg`
+            self.objects.append((label, functools.partial(_item, env, name), value))
+            self._python_modules.append((label, value, depth + 1))
 
     def _sort_cell(self, label, cell, depth: int, cells: list) -> None:
         if (id(cell), None) in self._sources:
@@ -503,6 +526,9 @@ class Captures:
         elif _user_class(value) and depth < _MAX_DEPTH:  # `Cfg.lr`: what it holds
             self.objects.append((label, functools.partial(_cell_value, cell), value))
             self._classes.append((label, value, depth + 1))
+        elif _user_module(value) and depth < _MAX_DEPTH:
+            self.objects.append((label, functools.partial(_cell_value, cell), value))
+            self._python_modules.append((label, value, depth + 1))
 
     def _container(self, container, label: str, depth: int) -> None:
         """The items of a dict, or of a list or tuple that holds more than Python values (a

@@ -262,3 +262,14 @@ def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> 
 def install(cls) -> None:
     """The storage methods of `Tensor`."""
     cls.untyped_storage, cls.storage, cls.set_ = untyped_storage, storage, set_
+
+
+def set_data(self, value) -> None:
+    """`t.data = value` (Tensor.data's setter)."""
+    if not isinstance(value, Tensor):
+        raise ArgumentTypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+    if self._requires_grad and not (dt.is_float(value.dtype) or dt.is_complex(value.dtype)):
+        raise call_error(DTypeMismatchError, "data set to a tensor that requires gradients must be "
+                         "floating point or complex dtype", "data", self, value)  # fmt: skip
+    self._data = value._data
+    self._device = value._device

@@ -521,10 +521,25 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """PyTorch's `.data`: the same data without history (and its own version counter)."""
+        """PyTorch's `.data`: the same data without history (and its own version counter).
+        Assigning a tensor to it makes this one share that tensor's memory, shape and dtype,
+        keeping its own history and `.grad`, as PyTorch's (no version change).
+
+        >>> import kiln as kn
+        >>> w = kn.ones(2, requires_grad=True)
+        >>> w.data = kn.zeros(3)
+        >>> w
+        tensor([0., 0., 0.], requires_grad=True)
+        """
         t = make(self._data, self._device)
         t._inference = self._inference
         return t
+
+    @data.setter
+    def data(self, value) -> None:
+        from .storage_objects import set_data  # NOTE: lazy (it builds on this module)
+
+        set_data(self, value)
 
     def clone(self, *, memory_format=None) -> Tensor:
         """A copy that gradients flow through, laid out as PyTorch's: as itself where it is

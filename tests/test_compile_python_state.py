@@ -175,11 +175,9 @@ def test_a_captured_list_of_numbers_is_read_as_it_is_at_each_call():
 
 def test_a_captured_list_changed_in_place_between_calls_retraces():
     scale = [1.0, 2.0]
-    traces = []
 
     @kn.compile
     def f(x):
-        traces.append(1)  # (a list the function appends to: once per trace)
         return x * scale[1]
 
     assert f(kn.ones(1)).tolist() == [2.0]
@@ -187,23 +185,43 @@ def test_a_captured_list_changed_in_place_between_calls_retraces():
     assert f(kn.ones(1)).tolist() == [5.0]
     scale[1] = 2.0  # the first trace again
     assert f(kn.ones(1)).tolist() == [2.0]
-    assert len(traces) == 2
+    assert len(f.cache) == 2
 
 
-def test_a_list_the_function_appends_numbers_to_grows_once_per_trace():
-    # A documented difference (docs/tutorials/06-compile.md, kn.compile's docstring): eager
-    # code and torch.compile append on every call; kn.compile appends while it traces.
+def test_a_list_the_function_appends_numbers_to_grows_each_call():
+    # As eager code and torch.compile: before, the append ran once per trace ([7, 7] here).
     made = []
 
     @kn.compile
     def f(x):
         made.append(7)
+        made.extend([x.shape[0]])
         return x + 1
 
     for _ in range(3):
         f(kn.ones(2))
-    f(kn.ones(3))  # another signature: traced again
-    assert made == [7, 7]
+    f(kn.ones(3))  # another signature: traced again, appended once
+    assert made == [7, 2, 7, 2, 7, 2, 7, 3]
+    assert len(f.cache) == 2  # and not keyed by the list: one trace per signature
+
+
+def test_a_list_the_function_appends_to_and_reads_is_as_eager_past_the_limit():
+    def run(compile_):
+        seen = []
+
+        def f(x):
+            seen.append(len(seen))
+            return x + sum(seen)
+
+        g = compile_(f) if compile_ else f
+        return [g(kn.zeros(1)).item() for _ in range(RETRACE_LIMIT + 3)], seen
+
+    want = run(None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(kn.compile)
+    assert got == want
+    assert any("run eagerly" in str(w.message) for w in caught)  # a trace per call until then
 
 
 def _class_level_program(m, compile_):

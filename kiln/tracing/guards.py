@@ -25,8 +25,8 @@ from ..eager.tensor import Tensor
 from ..errors import GraphError
 from ..nn.module import Module
 
-__all__ = ["ITEMS", "Captures", "Guard", "check_untouched", "put", "rebindable", "rebound",
-           "tensor_versions"]  # fmt: skip
+__all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "check_untouched", "put", "rebindable",
+           "rebound", "tensor_versions"]  # fmt: skip
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -37,6 +37,7 @@ _MAX_ITEMS = 64  # lists, tuples and dicts longer than this are not walked
 _EMPTY = object()  # an empty closure cell's value, or a deleted global or attribute
 _CELL = object()  # the key of a closure cell's place (`put`)
 ITEMS = object()  # the key of a list's place: all its items (`put`)
+APPENDS = object()  # the key of a list's place where a call appends items (`put`)
 _HOOKS = ("_forward_pre_hooks", "_forward_hooks")  # a Module's, run by its calls
 
 
@@ -61,6 +62,28 @@ def _code_names(code: types.CodeType) -> frozenset:
 
 
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST",
+                    "LOAD_ATTR", "LOAD_METHOD"})  # fmt: skip
+_APPENDS = frozenset({"append", "extend"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_names(code: types.CodeType) -> frozenset:
+    """The names `code` (and the code nested in it) loads other than to call `.append` or
+    `.extend` on what it loads: `log` in `len(log)` or `x = log`, not in `log.append(1)`."""
+    ins = list(dis.get_instructions(code))
+    names = {
+        i.argval
+        for i, nxt in zip(ins, ins[1:])
+        if i.opname in _LOADS and isinstance(i.argval, str)
+        and not (nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval in _APPENDS)
+    }  # fmt: skip
+    if ins and ins[-1].opname in _LOADS and isinstance(ins[-1].argval, str):
+        names.add(ins[-1].argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _read_names(const)
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -204,6 +227,8 @@ def put(place, value) -> None:
         holder.cell_contents = value
     elif key is ITEMS:
         holder[:] = value
+    elif key is APPENDS:
+        holder.extend(value)
     else:
         holder[key] = value
 
@@ -272,6 +297,7 @@ class Captures:
 
     def __init__(self, fn, roots=(), exclude=frozenset()):
         self.read: set = set()  # names used by the user's code walked (not kiln's)
+        self.codes: list = []  # the code objects of the user's functions walked
         self.envs: list[tuple] = []  # (globals, the names code walked reads or writes there)
         self.stored: list[tuple] = []  # (label, getter): what the traces store, found again
         self._exclude = exclude  # (id(dict or list), key): what the trace stores (`stores`)
@@ -324,6 +350,15 @@ class Captures:
                 k += 1
         return found
 
+    def only_appended(self, label: str) -> bool:
+        """Whether the code walked uses what `label` names (a global, a closure cell, an
+        attribute: `log`, `self.log`) only to append to it (`log.append(x)`): a list it
+        does not read, whose appends each call can make again without a new trace."""
+        name = label.rsplit(".", 1)[-1]
+        if not name.isidentifier():  # an item of a container, a default: not by name
+            return False
+        return not any(name in _read_names(code) for code in self.codes)
+
     # -- the walk ----------------------------------------------------------------------------
 
     def _walk(self, value, label: str, depth: int) -> None:
@@ -363,6 +398,7 @@ class Captures:
         if _is_kiln(fn) or self._codes >= _MAX_CODE:
             return  # kiln's own functions read no user state but their arguments
         self._codes += 1
+        self.codes.append(fn.__code__)
         read = _code_names(fn.__code__)
         self.read |= read
         env = fn.__globals__

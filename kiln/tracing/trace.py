@@ -31,6 +31,7 @@ from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
 from .guards import (
+    APPENDS,
     ITEMS,
     Captures,
     Guard,
@@ -53,7 +54,15 @@ __all__ = ["compile", "trace", "CompiledFunction", "Traced"]
 class CompiledFunction:
     """`fn` compiled per input signature: see `compile`. `.cache` maps signatures to their
     `Traced` (least recently used first; at most `cache_size`); `.last` is the one the latest
-    call ran."""
+    call ran; `.trace_count` is how many times `fn` was traced (each new signature, each
+    change of what it captured).
+
+    >>> import kiln as kn
+    >>> f = kn.compile(lambda x: x * 2)
+    >>> _ = f(kn.ones(2)), f(kn.ones(2)), f(kn.ones(3))
+    >>> f.trace_count
+    2
+    """
 
     def __init__(self, fn, device=None, cache_size=None, memory_budget=None, retrace_limit=None):
         functools.update_wrapper(self, fn)
@@ -63,6 +72,7 @@ class CompiledFunction:
         self.cache_size = cache_size
         self.cache: OrderedDict = OrderedDict()
         self.last: Traced | None = None
+        self.trace_count = 0
         self._lock = threading.Lock()
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
@@ -250,14 +260,20 @@ class CompiledFunction:
             # finds them changed and traces again, as torch.compile recompiles (and as eager
             # code, each call counts). Tensors it stores are left to `stores`.
             changed = seen.changes(values_before)
-            # A list of Python values the trace changed (`log.append(1)`) keeps what the
-            # trace did, once per trace (documented): it is no longer keyed by its items.
-            lists = {id(place[0]) for _, place, _, _ in changed if place[1] is ITEMS}
-            if lists:
-                changed = [c for c in changed if c[1][1] is not ITEMS]
-                self._stored |= {(i, None) for i in lists}
-                self._captures = None
-            traced.replays = tuple((place, new) for _, place, _, new in changed)
+            # A list of Python values that the trace only appended to (`log.append(1)`) and
+            # that fn does not read is no longer keyed: each call appends the same items, as
+            # eager code and torch.compile do (the trace's own appends are undone: this
+            # call's replay makes them). One it reads, or changed otherwise, stays keyed by
+            # its items: the next call traces again, as for the values above.
+            appends = []
+            for label, place, old, new in [c for c in changed if c[1][1] is ITEMS]:
+                if new[: len(old)] == old and seen.only_appended(label):
+                    changed.remove((label, place, old, new))
+                    appends.append(((place[0], APPENDS), new[len(old) :]))
+                    put(place, old)
+                    self._stored.add((id(place[0]), None))
+                    self._captures = None
+            traced.replays = tuple([(place, new) for _, place, _, new in changed] + appends)
             self._value_retraces += bool(changed)
             for _, place, old, _ in changed:
                 put(place, old)
@@ -267,7 +283,7 @@ class CompiledFunction:
                 inputs = {id(t) for t in tensors} | {id(get()) for get, _ in aliased}
                 traced.captured = self._guard(statics, inputs)
             finally:
-                for place, new in traced.replays:
+                for place, new in traced.replays[: len(changed)]:
                     put(place, new)
             variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
             self._by_grads[key] = variants
@@ -275,6 +291,7 @@ class CompiledFunction:
             if not once:
                 self.cache[key] = traced
                 self.cache.move_to_end(key)
+            self.trace_count += 1
             log(1, f"kn.compile: traced {traced.name} ({reason}): "
                    f"{len(traced.graph.nodes)} nodes, "
                    f"{(time.perf_counter() - start) * 1e3:.1f} ms")  # fmt: skip
@@ -414,8 +431,8 @@ def compile(  # noqa: A001
     item: `self.count += 1`): a trace is keyed by the value before it, so a call that finds
     another value traces again, as torch.compile recompiles, and after `recompile_limit` (8)
     such traces the calls that need another run `fn` eagerly, with a warning. A list of
-    Python values it reads is keyed by its items. Appending numbers to a list happens once
-    per trace (torch.compile appends on every call). `.item()` and
+    Python values it reads is keyed by its items; one it only appends to (`log.append(1)`)
+    is appended to by every call, as torch.compile replays appends. `.item()` and
     `.tolist()` of a traced value give a stand-in that the compiled function returns (and
     `print` shows) as each call's Python value; any other use of a traced value's Python
     value (`float()`, `if`, arithmetic on the stand-in) raises a GraphError that names it.
@@ -518,6 +535,11 @@ class OptimizedModule(Module):
 
     def forward(self, *args, **kwargs):
         return self.__dict__["_compiled_forward"](*args, **kwargs)
+
+    @property
+    def trace_count(self) -> int:
+        """How many times the module was traced (`CompiledFunction.trace_count`)."""
+        return self.__dict__["_compiled_forward"].trace_count
 
     def __getattr__(self, name):
         try:

@@ -164,6 +164,12 @@ def _idioms():
         "x.split(2)[1]": ("x", "x", lambda lib, F, t: t["x"].split(2)[1]),
         "x.chunk(2, 1)[1]": ("x", "x", lambda lib, F, t: t["x"].chunk(2, 1)[1]),
         "x.split(2)[1] * 2": ("x", "x", lambda lib, F, t: t["x"].split(2)[1] * 2),
+        "x.unbind(1)[3] + x.unbind(1)[0]": (
+            "x",
+            "x",
+            lambda lib, F, t: t["x"].unbind(1)[3] + t["x"].unbind(1)[0],
+        ),
+        "x.chunk(3)[2].exp()": ("x", "x", lambda lib, F, t: t["x"].chunk(3)[2].exp()),
         "MLP": (
             "x W b a",
             "W b a",
@@ -180,9 +186,9 @@ def _tree(fn, leaves: list):
     `leaves`) of a leaf; None for no node."""
     if fn is None:
         return None
-    if hasattr(fn, "variable"):  # (torch names it torch::autograd::AccumulateGrad)
+    if hasattr(fn, "variable"):
         index = [i for i, t in enumerate(leaves) if t is fn.variable]
-        return ("AccumulateGrad", type(fn).__name__, index)
+        return (fn.name(), type(fn).__name__, fn.next_functions, index)
     children = tuple((_tree(f, leaves), nr) for f, nr in fn.next_functions)
     return (fn.name(), type(fn).__name__, children)
 
@@ -206,9 +212,6 @@ DIFFERENT = {
     "F.cross_entropy weight": "kiln's NllLossBackward0 lists the logits' node",
     # torch's 2 / x is 2 * reciprocal(x)
     "2 / x": "torch's is MulBackward0 of ReciprocalBackward0",
-    # torch's pieces of split/unbind share one multi-output node, and a node of a piece lists
-    # it with the piece's number; kiln's pieces have a node each, of the same name
-    "x.split(2)[1] * 2": "torch's pieces share one node: (SplitBackward0, 1)",
 }
 
 
@@ -413,3 +416,56 @@ def test_node_hooks_see_torchs_gradients(name):
     assert len(ours) == len(theirs) == 1
     _same(ours[0], theirs[0])
     _same(our_grads, their_grads)
+
+
+def _accumulator_hooks(lib):
+    """Hooks on a leaf, its AccumulateGrad (registered on an object then dropped: the graph
+    keeps it) and after accumulation: the order they run in and what each sees."""
+    import gc
+
+    z = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = z * 3
+    acc = w.grad_fn.next_functions[0][0]
+    seen = []
+    z.register_hook(lambda g: seen.append(("tensor", g.tolist())) or g * 2)
+    acc.register_prehook(lambda go: seen.append(("pre", [g.tolist() for g in go])))
+    handle = acc.register_prehook(lambda go: (go[0] * 10,))
+    z.register_post_accumulate_grad_hook(lambda t: seen.append(("post acc", t.grad.tolist())))
+    acc.register_hook(lambda gi, go: seen.append(("hook", gi, [g.tolist() for g in go])))
+    del acc
+    gc.collect()
+    w.sum().backward()
+    handle.remove()
+    z.grad = None
+    (z * 3).sum().backward()  # a new graph of the same leaf: the same AccumulateGrad
+    return seen, z.grad.tolist()
+
+
+def test_accumulate_grad_hooks_are_torchs():
+    assert _accumulator_hooks(kn) == _accumulator_hooks(torch)
+
+
+def test_accumulate_grad_is_one_object_per_leaf():
+    # torch 2.13: the same node from every graph of the leaf, its name and `variable`
+    for lib in (kn, torch):
+        x = lib.ones(2, requires_grad=True)
+        acc = (x * 2).grad_fn.next_functions[0][0]
+        assert acc is (x.exp() + 1).grad_fn.next_functions[0][0].next_functions[0][0]
+        assert acc.name() == "torch::autograd::AccumulateGrad" and acc.variable is x
+        assert acc.next_functions == () and acc.metadata == {}
+
+
+def test_accumulate_grad_does_not_keep_its_leaf():
+    # torch holds the node weakly from the leaf: an unhooked one does not keep the leaf alive
+    import gc
+    import weakref
+
+    x = kn.ones(2, requires_grad=True)
+    (x * 2).grad_fn.next_functions[0][0].register_hook(lambda gi, go: None)
+    y = kn.ones(2, requires_grad=True)
+    assert (y * 2).grad_fn.next_functions[0][0].variable is y
+    alive = weakref.ref(y), weakref.ref(x)
+    del x, y
+    assert alive[0]() is None  # (by reference counting alone)
+    gc.collect()
+    assert alive[1]() is None  # a hooked one: a cycle through the leaf, freed by the collector

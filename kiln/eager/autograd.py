@@ -44,6 +44,7 @@ from .nodes import (  # noqa: F401 — importable from here, as before
     _composite,
     backward_name,
     face_edges,
+    hooked_accumulator,
     listed_inputs,
     name_history,
     node_class,
@@ -217,7 +218,7 @@ class _LeafWaits:
         self.owed: dict = {}
         for node in _reachable(starts):
             for e in node.edges:
-                if isinstance(e, Tensor) and id(e) in _HOOKS:
+                if isinstance(e, Tensor) and (id(e) in _HOOKS or hooked_accumulator(e)):
                     self.owed[id(e)] = self.owed.get(id(e), 0) + 1
         self.done: set = set()
 
@@ -231,13 +232,22 @@ class _LeafWaits:
 
 
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
+    """The leaf's hooks, its AccumulateGrad's prehooks, `.grad += ct`, its post-accumulate
+    hooks and its AccumulateGrad's hooks, in PyTorch's order."""
     if leaf._requires_grad:
         ct = _tensor(ct)
         if type(leaf) is SparseTensor:
             ct = grad_of(leaf, ct)  # its values' cotangent, as its sparse gradient
-        _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
+        ct = _apply_hooks(leaf, ct)
+        acc = hooked_accumulator(leaf) if _HOOKS else None
+        if acc is not None:
+            ct = _apply_hooks(acc, ct)  # its prehooks (`register_node_prehook`)
+        _accumulate(leaf, ct, create_graph)
         for hook in _hooks_of(leaf, 2):
             hook(leaf)
+        if acc is not None:
+            for hook in _hooks_of(acc, 3):
+                hook((), (ct,))
 
 
 # -- the engine ----------------------------------------------------------------------------------

@@ -133,6 +133,8 @@ def _idioms():
         "x.prod()": ("p", "p", lambda lib, F, t: t["p"].prod()),
         "x.square()": ("x", "x", lambda lib, F, t: t["x"].square()),
         "2 / x": ("p", "p", lambda lib, F, t: 2 / t["p"]),
+        "0.37 / x": ("p", "p", lambda lib, F, t: 0.37 / t["p"]),
+        "x.reciprocal()": ("p", "p", lambda lib, F, t: t["p"].reciprocal()),
         "2 ** x": ("x", "x", lambda lib, F, t: 2 ** t["x"]),
         "x.sum() / x.numel()": ("x", "x", lambda lib, F, t: t["x"].sum() / t["x"].numel()),
         "x.t().contiguous()": ("x", "x", lambda lib, F, t: t["x"].t().contiguous()),
@@ -210,8 +212,6 @@ DIFFERENT = {
     # the unfused cross_entropy (weights, other reductions, ignored targets): kiln's node of
     # nll_loss reads the logits (its kernel takes log_softmax inside)
     "F.cross_entropy weight": "kiln's NllLossBackward0 lists the logits' node",
-    # torch's 2 / x is 2 * reciprocal(x)
-    "2 / x": "torch's is MulBackward0 of ReciprocalBackward0",
 }
 
 

@@ -6,6 +6,10 @@ them). Every node also has `_saved_self`, `_saved_other` and `_saved_result` (`N
 
 from __future__ import annotations
 
+import numpy as np
+
+from .tensor import make
+
 __all__ = ["saved_properties"]
 
 _INT64_MAX = 2**63 - 1  # PyTorch's end of an open slice (`x[1:]`)
@@ -105,9 +109,6 @@ def _indices(node) -> tuple:
 
 def _total_weight(node):
     """The summed weights of the fused cross-entropy's targets: their count."""
-    from .tensor import make
-    import numpy as np
-
     return make(np.asarray(node.attrs["n"], node.dtypes[0]), node.device)
 
 
@@ -187,7 +188,8 @@ _SAVED = {
 
 
 # what every node has (`Node`), for a node of a name whose entry is another op's
-_EVERY_NODE = {"_saved_self": lambda node: node._saved(0), "_saved_other": lambda node: node._saved(1),
+_EVERY_NODE = {"_saved_self": lambda node: node._saved(0),
+               "_saved_other": lambda node: node._saved(1),
                "_saved_result": lambda node: node._saved(None)}  # fmt: skip
 
 

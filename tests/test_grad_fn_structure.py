@@ -175,6 +175,10 @@ def _idioms():
             lambda lib, F, t: t["x"].unbind(1)[3] + t["x"].unbind(1)[0],
         ),
         "x.chunk(3)[2].exp()": ("x", "x", lambda lib, F, t: t["x"].chunk(3)[2].exp()),
+        "x.chunk(2, -1)[0]": ("x", "x", lambda lib, F, t: t["x"].chunk(2, -1)[0]),
+        "x.split([1, 3], 1)[1]": ("x", "x", lambda lib, F, t: t["x"].split([1, 3], 1)[1]),
+        "x.unbind(-1)[2]": ("x", "x", lambda lib, F, t: t["x"].unbind(-1)[2]),
+        "stack at -1": ("x y", "x y", lambda lib, F, t: lib.stack([t["x"], t["y"]], -1)),
         "MLP": (
             "x W b a",
             "W b a",
@@ -397,7 +401,14 @@ def _root_hooked(lib, name):
     return seen, tuple(t.grad for t in leaves)
 
 
-_PIECES = ("x.unbind(0)[1]", "x.split(2)[1]", "x.chunk(2, 1)[1]")
+_PIECES = (
+    "x.unbind(0)[1]",
+    "x.split(2)[1]",
+    "x.chunk(2, 1)[1]",
+    "x.chunk(2, -1)[0]",
+    "x.split([1, 3], 1)[1]",
+    "x.unbind(-1)[2]",
+)
 
 
 @pytest.mark.parametrize(

@@ -79,11 +79,12 @@ class Meta:
 RETAKE_VIEW = None
 
 
-def mark_pieces(pieces, name: str) -> tuple:
+def mark_pieces(pieces, name: str, saved: dict | None = None) -> tuple:
     """Marks the views `pieces`, the outputs of one multi-output view op (`name`: its name in
     PyTorch's messages, "Split"), when they require grad; returns them. Each piece's node is
     named as PyTorch's shared one (`SplitBackward0`), and `next_functions` list it with the
-    piece's number (`output_nr`), as that one's output."""
+    piece's number (`output_nr`), as that one's output; `saved` are that one's `_saved_*`
+    (`_saved_dim`...)."""
     for k, p in enumerate(pieces):
         if isinstance(p, Tensor) and p._requires_grad:
             meta = meta_of(p)
@@ -92,6 +93,8 @@ def mark_pieces(pieces, name: str) -> tuple:
             if node is not None:
                 node.label = f"{name}Backward0"
                 node.output_nr = k
+                if saved is not None:
+                    node.composite = saved
     return pieces
 
 

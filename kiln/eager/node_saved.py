@@ -85,6 +85,15 @@ def _log_softmax(node):
     return F.log_softmax(host._saved(0, True), 1)
 
 
+def _bmm_sizes(node) -> tuple:
+    """A batched matmul's UnsafeViewBackward0 (its own node): the bmm's output shape; one of
+    its operands' (virtual): the input's."""
+    if getattr(node, "host", None) is not None:
+        return tuple(node.shapes[0])
+    *batch, n, p = node.shapes[-1]
+    return (int(np.prod(batch)), n, p)
+
+
 def _one(node) -> int:
     return 1
 
@@ -118,8 +127,11 @@ _ALPHA = {"_saved_alpha": _one}
 
 # name -> (the kiln ops whose nodes of that name hold them, {attribute: its value of a node})
 _SAVED = {
-    "ViewBackward0": (("reshape",), _SHAPE),
-    "ExpandBackward0": (("broadcast_to",), _SHAPE),
+    # (a batched matmul's virtual nodes: kiln/eager/batched.py; its own node's, of the bmm)
+    "ViewBackward0": (("reshape", "batched_matmul"), _SHAPE),
+    "ReshapeAliasBackward0": (("batched_matmul",), _SHAPE),
+    "UnsafeViewBackward0": (("batched_matmul",), {"_saved_self_sym_sizes": _bmm_sizes}),
+    "ExpandBackward0": (("broadcast_to", "batched_matmul"), _SHAPE),
     "SumBackward0": (("reduce_sum",), _SHAPE),
     "SumBackward1": (("reduce_sum",), _DIMS),
     "MeanBackward0": (("reduce_mean",), {"_saved_self_sym_numel": _numel, **_SHAPE}),
@@ -200,7 +212,7 @@ def saved_properties(name: str) -> dict:
     def prop(attr, get):
         def read(node):
             if node.op.name not in ops:  # a node of this name made by another op
-                if attr in _EVERY_NODE:
+                if attr in _EVERY_NODE and getattr(node, "host", None) is None:
                     return _EVERY_NODE[attr](node)
                 raise AttributeError(f"'{name}' object has no attribute '{attr}'")
             return get(node)

@@ -134,6 +134,14 @@ def _idioms():
             lambda lib, F, t: F.conv2d(t["img"], t["k"], t["kb"]),
         ),
         "x4 @ a3": ("x4 a3", "x4 a3", lambda lib, F, t: t["x4"] @ t["a3"]),
+        "x3 @ a": ("x3 a", "x3 a", lambda lib, F, t: t["x3"] @ t["a"]),
+        "x3 @ v": ("x3 v", "x3 v", lambda lib, F, t: t["x3"] @ t["v"]),
+        "x3 @ a, x3 const": ("x3 a", "a", lambda lib, F, t: t["x3"] @ t["a"]),
+        "x3.transpose(0, 1) @ a": (
+            "x3 a",
+            "x3 a",
+            lambda lib, F, t: t["x3"].transpose(0, 1) @ t["a"],
+        ),
         "x3.transpose(1, 2) @ y3, y3 const": (
             "x3 y3",
             "x3",
@@ -531,7 +539,10 @@ def _batched_matmul_hooks(lib, a_shape, b_shape, change: bool):
 
 
 @pytest.mark.parametrize("change", [False, True])
-@pytest.mark.parametrize("shapes", [((2, 4, 3), (2, 4, 5)), ((3, 1, 4, 3), (2, 4, 5))])
+@pytest.mark.parametrize(
+    "shapes",
+    [((2, 4, 3), (2, 4, 5)), ((3, 1, 4, 3), (2, 4, 5)), ((2, 4, 3), (4, 5)), ((2, 4, 3), (4,))],
+)
 def test_batched_matmul_node_hooks_see_torchs_gradients(shapes, change):
     # torch 2.13's a @ b of batches: UnsafeViewBackward0 of BmmBackward0 of each operand's
     # view (ReshapeAliasBackward0 of the transposed one; a copy, CloneBackward0 and
@@ -542,3 +553,25 @@ def test_batched_matmul_node_hooks_see_torchs_gradients(shapes, change):
     for a, b in zip(ours[1], theirs[1]):
         _same(a, b)
     _same(ours[2], theirs[2])
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((2, 3, 4), (2, 4, 5)), ((5, 3, 7, 9), (3, 9, 6)), ((5, 3, 7, 9), (9, 6)), ((4, 3, 5), (5,))],
+)
+def test_batched_matmul_with_grad_keeps_values_and_strides(shapes):
+    # the one tape entry of a batched a @ b computes what the op computes without grad (its
+    # bits), laid out as torch 2.13's result (C order: a batch that is not contiguous once
+    # gave numpy's order)
+    rng = np.random.default_rng(4)
+    a_v, b_v = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    a_v = np.ascontiguousarray(np.swapaxes(a_v, 0, 1))
+    for grad in (False, True):
+        a = kn.tensor(a_v, requires_grad=grad).transpose(0, 1)
+        b = kn.tensor(b_v, requires_grad=grad)
+        ta, tb = torch.tensor(a_v).transpose(0, 1), torch.tensor(b_v)
+        y = a @ b
+        assert y.stride() == (ta @ tb).stride()
+        with kn.no_grad():
+            np.testing.assert_array_equal(y.detach().numpy(), (a @ b).numpy())
+        np.testing.assert_allclose(y.detach().numpy(), (ta @ tb).numpy(), rtol=1e-5, atol=1e-5)

@@ -86,12 +86,13 @@ def _log_softmax(node):
 
 
 def _bmm_sizes(node) -> tuple:
-    """A batched matmul's UnsafeViewBackward0 (its own node): the bmm's output shape; one of
+    """A batched matmul's UnsafeViewBackward0 (its own node): its product's shape; one of
     its operands' (virtual): the input's."""
     if getattr(node, "host", None) is not None:
         return tuple(node.shapes[0])
-    *batch, n, p = node.shapes[-1]
-    return (int(np.prod(batch)), n, p)
+    from .batched import product_shape
+
+    return product_shape(node)
 
 
 def _one(node) -> int:

@@ -42,7 +42,7 @@ def matmul(input, other):
     array([3., 3.], dtype=float32)
     """
     a, b = same_dtype_operands("matmul", input, other)
-    if type(a) is Tensor and type(b) is Tensor and a._data.ndim >= 3 and b._data.ndim >= 3:
+    if type(a) is Tensor and type(b) is Tensor and a._data.ndim >= 3 and b._data.ndim:
         out = batched.matmul(a, b)  # with grad: PyTorch's graph (None: the op's)
         if out is not None:
             return out

@@ -114,6 +114,21 @@ def _idioms():
             "x",
             lambda lib, F, t: F.cross_entropy(t["x"], lib.tensor([0, 3, 1]), weight=lib.ones(4)),
         ),
+        "F.cross_entropy sum": (
+            "x",
+            "x",
+            lambda lib, F, t: F.cross_entropy(t["x"], lib.tensor([0, 3, 1]), reduction="sum"),
+        ),
+        "F.cross_entropy ignored": (
+            "x",
+            "x",
+            lambda lib, F, t: F.cross_entropy(t["x"] * 2, lib.tensor([0, -100, 1])),
+        ),
+        "F.cross_entropy of 4-d": (
+            "img",
+            "img",
+            lambda lib, F, t: F.cross_entropy(t["img"], lib.zeros(1, 5, 5, dtype=lib.int64)),
+        ),
         "F.mse_loss": ("x y", "x", lambda lib, F, t: F.mse_loss(t["x"], t["y"])),
         "F.binary_cross_entropy": (
             "p y",
@@ -233,11 +248,7 @@ def _build(lib, case):
 IDIOMS = _idioms()
 
 # Trees that still differ from torch's, and why
-DIFFERENT = {
-    # the unfused cross_entropy (weights, other reductions, ignored targets): kiln's node of
-    # nll_loss reads the logits (its kernel takes log_softmax inside)
-    "F.cross_entropy weight": "kiln's NllLossBackward0 lists the logits' node",
-}
+DIFFERENT = {}
 
 
 @pytest.mark.parametrize(
@@ -312,10 +323,12 @@ def test_linear_node_hooks_see_torchs_gradients(change):
     _same(our_grads, their_grads)
 
 
-def _xent_hooks(lib, change: bool):
+def _xent_hooks(lib, change: bool, **options):
     F = lib.nn.functional
     t = _leaves(lib, "x", "x")
-    loss = F.cross_entropy(t["x"] * 1.5, lib.tensor([0, 3, 1]))
+    if "weight" in options:
+        options["weight"] = lib.tensor(options["weight"])
+    loss = F.cross_entropy(t["x"] * 1.5, lib.tensor([0, 3, 1]), **options)
     seen = []
     nll = loss.grad_fn
     log_softmax = nll.next_functions[0][0]
@@ -335,16 +348,26 @@ def _xent_hooks(lib, change: bool):
     nll.register_hook(on_nll)
     log_softmax.register_prehook(on_pre)
     log_softmax.register_hook(on_log_softmax)
-    (loss * 2).backward()
+    (loss * 2).sum().backward()
     return seen, (t["x"].grad,)
 
 
+_XENT_OPTIONS = {
+    "fused": {},
+    "weight": {"weight": [1.0, 0.5, 2.0, 1.5]},
+    "sum, ignored": {"reduction": "sum", "ignore_index": 3},
+    "none": {"reduction": "none"},
+}
+
+
+@pytest.mark.parametrize("options", _XENT_OPTIONS)
 @pytest.mark.parametrize("change", [False, True])
-def test_cross_entropy_node_hooks_see_torchs_gradients(change):
+def test_cross_entropy_node_hooks_see_torchs_gradients(change, options):
     # torch's nll_loss(log_softmax(x)): nll's hooks see d(log_softmax), the LogSoftmaxBackward0's
-    # that as their output's and the logits' gradient
-    ours, our_grads = _xent_hooks(kn, change)
-    theirs, their_grads = _xent_hooks(torch, change)
+    # that as their output's and the logits' gradient (kiln: one fused node, or the composite
+    # of weights, reductions and ignored targets, whose kernel reads the logits)
+    ours, our_grads = _xent_hooks(kn, change, **_XENT_OPTIONS[options])
+    theirs, their_grads = _xent_hooks(torch, change, **_XENT_OPTIONS[options])
     assert [s[0] for s in ours] == [s[0] for s in theirs]
     for a, b in zip(ours, theirs):
         _same(a[1:], b[1:])

@@ -569,6 +569,9 @@ def _composite_hooked(node, hooks, cts, ct, create_graph, pending, heap, leaves)
     step's (`cts`) back through the composite's other steps, and sent on to the inputs past
     them (the steps lead nowhere else)."""
     face = face_edges(node)
+    hooked = (getattr(node, "composite", None) or {}).get("_hooked")
+    if hooked is not None:  # its virtual nodes' inputs, past them
+        face = tuple(e.edges[0] if getattr(e, "host", None) is node else e for e in face)
     targets = [None if e is None else _stub(e) for e in face]
     starts, seeds = [], []
     for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
@@ -578,7 +581,10 @@ def _composite_hooked(node, hooks, cts, ct, create_graph, pending, heap, leaves)
     found = _propagate(starts, seeds, True, create_graph, [t for t in targets if t is not None],
                        raw=True)  # fmt: skip
     grad_inputs = tuple(None if t is None else found.get(id(t)) for t in targets)
-    grad_inputs = apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    if hooked is not None:
+        grad_inputs = hooked(node, hooks, grad_inputs, ct)
+    else:
+        grad_inputs = apply_node_hooks(node, hooks, grad_inputs, (ct,))
     for edge, g in zip(face, grad_inputs):
         if edge is not None and g is not None:
             _send(edge, g, pending, heap, leaves)

@@ -347,6 +347,11 @@ def listed_inputs(node) -> tuple:
 # several of PyTorch's (kiln/eager/fused.py), with `virtual_node`s between; and op ->
 # hooked(node, hooks, grad_inputs, ct): its inputs' gradients after its hooks and those of
 # its virtual nodes (`_node_hooked`), each seeing PyTorch's gradients
+# A composite's `saved` (`name_history`) may also hold "_face": face(node), the edges
+# `next_functions` lists (with virtual nodes between: made on first use), and "_hooked":
+# hooked(node, hooks, grad_inputs, ct), the gradients of the virtual nodes' inputs
+# (`grad_inputs`, past the composite's steps) after its hooks and theirs (kiln/eager/fused.py's
+# `nll_of_logits`)
 FACES: dict = {}
 FACE_HOOKS: dict = {}
 
@@ -357,6 +362,10 @@ def face_edges(node) -> tuple:
     if face is None:
         maker = FACES.get(node.op)
         face = node.face = _listed(node) if maker is None else maker(node)
+    else:
+        kept = getattr(node, "composite", None)
+        if kept and "_face" in kept:
+            face = node.face = kept.pop("_face")(node)
     return face
 
 

@@ -72,7 +72,7 @@ def test_tape_only_with_grad_mode_and_an_input_that_requires_grad():
     c = a * b
     assert c.requires_grad and not c.is_leaf and c.grad_fn.name() == "MulBackward0"
     (fn, _), (leaf, _) = c.grad_fn.next_functions
-    assert fn is None and leaf.name() == "AccumulateGrad" and leaf.variable is b
+    assert fn is None and leaf.name() == "torch::autograd::AccumulateGrad" and leaf.variable is b
     with kn.no_grad():
         d = a * b
         with kn.enable_grad():

@@ -72,14 +72,17 @@ def test_operators_and_methods_build_the_right_ops():
     with kn.Graph().as_default():
         x = kn.placeholder(kn.float32, (2, 3), name="x")
         exprs = {
-            "add": 1 + x, "sub": 1 - x, "mul": x * 2, "div": 2 / x, "pow": x**2,
+            "add": 1 + x, "sub": 1 - x, "mul": x * 2, "div": x / 2, "pow": x**2,
             "neg": -x, "abs": abs(x), "less": x < 1, "greater_equal": x >= 1,
             "matmul": x @ x.T, "transpose": x.T, "reduce_sum": x.sum(axis=0),
             "reduce_mean": x.mean(), "reshape": x.reshape(3, 2), "cast": x.astype("int32"),
             "index": x[:, 1], "argmax": x.argmax(axis=1),
         }  # fmt: skip
+        rdiv = 2 / x
     for op, sym in exprs.items():
         assert sym.op.name == op, op
+    # a number over a tensor is PyTorch's reciprocal(x) * 2 (its values, two roundings)
+    assert rdiv.op.name == "mul"
     assert x.ndim == 2 and x.size == 6 and exprs["reshape"].shape == (3, 2)
 
 

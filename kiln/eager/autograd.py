@@ -44,6 +44,7 @@ from .nodes import (  # noqa: F401 — importable from here, as before
     _composite,
     backward_name,
     face_edges,
+    hooked_accumulator,
     listed_inputs,
     name_history,
     node_class,
@@ -217,7 +218,7 @@ class _LeafWaits:
         self.owed: dict = {}
         for node in _reachable(starts):
             for e in node.edges:
-                if isinstance(e, Tensor) and id(e) in _HOOKS:
+                if isinstance(e, Tensor) and (id(e) in _HOOKS or hooked_accumulator(e)):
                     self.owed[id(e)] = self.owed.get(id(e), 0) + 1
         self.done: set = set()
 
@@ -231,13 +232,22 @@ class _LeafWaits:
 
 
 def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
+    """The leaf's hooks, its AccumulateGrad's prehooks, `.grad += ct`, its post-accumulate
+    hooks and its AccumulateGrad's hooks, in PyTorch's order."""
     if leaf._requires_grad:
         ct = _tensor(ct)
         if type(leaf) is SparseTensor:
             ct = grad_of(leaf, ct)  # its values' cotangent, as its sparse gradient
-        _accumulate(leaf, _apply_hooks(leaf, ct), create_graph)
+        ct = _apply_hooks(leaf, ct)
+        acc = hooked_accumulator(leaf) if _HOOKS else None
+        if acc is not None:
+            ct = _apply_hooks(acc, ct)  # its prehooks (`register_node_prehook`)
+        _accumulate(leaf, ct, create_graph)
         for hook in _hooks_of(leaf, 2):
             hook(leaf)
+        if acc is not None:
+            for hook in _hooks_of(acc, 3):
+                hook((), (ct,))
 
 
 # -- the engine ----------------------------------------------------------------------------------
@@ -559,6 +569,9 @@ def _composite_hooked(node, hooks, cts, ct, create_graph, pending, heap, leaves)
     step's (`cts`) back through the composite's other steps, and sent on to the inputs past
     them (the steps lead nowhere else)."""
     face = face_edges(node)
+    hooked = (getattr(node, "composite", None) or {}).get("_hooked")
+    if hooked is not None:  # its virtual nodes' inputs, past them
+        face = tuple(e.edges[0] if getattr(e, "host", None) is node else e for e in face)
     targets = [None if e is None else _stub(e) for e in face]
     starts, seeds = [], []
     for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
@@ -568,7 +581,10 @@ def _composite_hooked(node, hooks, cts, ct, create_graph, pending, heap, leaves)
     found = _propagate(starts, seeds, True, create_graph, [t for t in targets if t is not None],
                        raw=True)  # fmt: skip
     grad_inputs = tuple(None if t is None else found.get(id(t)) for t in targets)
-    grad_inputs = apply_node_hooks(node, hooks, grad_inputs, (ct,))
+    if hooked is not None:
+        grad_inputs = hooked(node, hooks, grad_inputs, ct)
+    else:
+        grad_inputs = apply_node_hooks(node, hooks, grad_inputs, (ct,))
     for edge, g in zip(face, grad_inputs):
         if edge is not None and g is not None:
             _send(edge, g, pending, heap, leaves)

@@ -13,6 +13,8 @@ the CPU without create_graph runs its bare-array form (`autograd._ARRAY_VJP`).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..graph.opdef import REGISTRY, OpDef
@@ -230,6 +232,48 @@ def _nll_hooked(node, hooks, grad_inputs, ct) -> tuple:
         return g - F.softmax(x, 1) * g.sum(1, keepdim=True)
 
     return _virtual_step(log_softmax, g, vjp), None
+
+
+def nll_of_logits(loss, name: str, x, dim: int, saved: dict, nll):
+    """`loss`, the nll_loss of `log_softmax(x, dim)` computed from the logits `x` by the
+    composite's one kernel, its history named `name` as PyTorch's, listing a virtual
+    LogSoftmaxBackward0 of `x` (PyTorch's node of the log-probabilities) whose hooks, and the
+    loss node's, see PyTorch's gradients; `nll(logp)`: the loss of log-probabilities."""
+    saved["_face"] = functools.partial(_nll_of_logits_face, dim, (tuple(x.shape), x.dtype))
+    saved["_hooked"] = functools.partial(_nll_of_logits_hooked, x, dim, nll)
+    return nodes.name_history(loss, name, x, saved=saved)
+
+
+def _nll_of_logits_face(dim, meta, node) -> tuple:
+    """(LogSoftmaxBackward0 of the logits,): a virtual node (None: the logits need none)."""
+    (edge,) = node.face
+    if edge is None:
+        return (None,)
+    log_softmax = nodes.virtual_node("LogSoftmaxBackward0", node, (edge,), (meta, meta))
+    log_softmax.composite = {"_saved_dim": dim}
+    return (log_softmax,)
+
+
+def _nll_of_logits_hooked(x, dim, nll, node, hooks, grad_inputs, ct) -> tuple:
+    """The loss node's hooks see d(log_softmax(x)), its LogSoftmaxBackward0's that and the
+    logits' gradient; where none changes them, the composite's gradient stays (its bits)."""
+    from ..nn import functional as F
+
+    (gx,) = grad_inputs
+    x = x.detach()
+    logp = F.log_softmax(x, dim).requires_grad_()
+    with grad_mode.set_grad_enabled(True):
+        (dlogp,) = autograd.grad(nll(logp), logp, ct)
+    (g,) = apply_node_hooks(node, hooks, (dlogp,), (ct,))
+    if g is None:
+        return (None,)
+
+    def vjp(g):
+        if g is dlogp and gx is not None:
+            return gx
+        return g - F.softmax(x, dim) * g.sum(dim, keepdim=True)
+
+    return (_virtual_step(nodes.face_edges(node)[0], g, vjp),)
 
 
 autograd._ARRAY_VJP[LINEAR] = _linear_vjp_arrays

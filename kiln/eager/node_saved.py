@@ -6,6 +6,10 @@ them). Every node also has `_saved_self`, `_saved_other` and `_saved_result` (`N
 
 from __future__ import annotations
 
+import numpy as np
+
+from .tensor import make
+
 __all__ = ["saved_properties"]
 
 _INT64_MAX = 2**63 - 1  # PyTorch's end of an open slice (`x[1:]`)
@@ -81,8 +85,41 @@ def _log_softmax(node):
     return F.log_softmax(host._saved(0, True), 1)
 
 
+def _bmm_sizes(node) -> tuple:
+    """A batched matmul's UnsafeViewBackward0 (its own node): its product's shape; one of
+    its operands' (virtual): the input's."""
+    if getattr(node, "host", None) is not None:
+        return tuple(node.shapes[0])
+    from .batched import product_shape
+
+    return product_shape(node)
+
+
 def _one(node) -> int:
     return 1
+
+
+def _strides(i: int):
+    """The strides of input `i` where its gradient is needed (PyTorch's mm and addmm save
+    them for it), else ()."""
+
+    def get(node):
+        if node.edges[i] is None:
+            return ()
+        return tuple(node._saved(i, True).stride())
+
+    return get
+
+
+def _indices(node) -> tuple:
+    """PyTorch's index list of `x[idx]` (an index along `axis` of a gather): None for each
+    dim before it."""
+    return (None,) * node.attrs["axis"] + (node._saved(1, True),)
+
+
+def _total_weight(node):
+    """The summed weights of the fused cross-entropy's targets: their count."""
+    return make(np.asarray(node.attrs["n"], node.dtypes[0]), node.device)
 
 
 _SHAPE = {"_saved_self_sym_sizes": _sizes(0)}
@@ -91,18 +128,21 @@ _ALPHA = {"_saved_alpha": _one}
 
 # name -> (the kiln ops whose nodes of that name hold them, {attribute: its value of a node})
 _SAVED = {
-    "ViewBackward0": (("reshape",), _SHAPE),
-    "ExpandBackward0": (("broadcast_to",), _SHAPE),
+    # (a batched matmul's virtual nodes: kiln/eager/batched.py; its own node's, of the bmm)
+    "ViewBackward0": (("reshape", "batched_matmul"), _SHAPE),
+    "ReshapeAliasBackward0": (("batched_matmul",), _SHAPE),
+    "UnsafeViewBackward0": (("batched_matmul",), {"_saved_self_sym_sizes": _bmm_sizes}),
+    "ExpandBackward0": (("broadcast_to", "batched_matmul"), _SHAPE),
     "SumBackward0": (("reduce_sum",), _SHAPE),
     "SumBackward1": (("reduce_sum",), _DIMS),
     "MeanBackward0": (("reduce_mean",), {"_saved_self_sym_numel": _numel, **_SHAPE}),
     "MeanBackward1": (("reduce_mean",), {"_saved_self_sym_numel": _numel, **_DIMS}),
     "CatBackward0": (("concat",), {"_saved_dim": _attr("axis")}),
-    "StackBackward0": (("concat",), {"_saved_dim": _attr("axis")}),
     "CumsumBackward0": (("cumsum",), {"_saved_dim": _attr("axis")}),
     "GatherBackward0": (("take_along_axis",), {
         "_saved_dim": _attr("axis"), "_saved_index": _input(1), "_saved_self": _input(0),
         "_saved_sparse_grad": lambda node: False}),
+    "IndexBackward0": (("gather",), {"_saved_indices": _indices, **_SHAPE}),
     "IndexSelectBackward0": (("gather",), {
         "_saved_dim": _attr("axis"), "_saved_index": _input(1), **_SHAPE}),
     "TransposeBackward0": (("transpose",), {
@@ -137,7 +177,8 @@ _SAVED = {
     "MaskedFillBackward0": (("where",), {"_saved_mask": _input(0)}),
     "MmBackward0": (("matmul",), {
         "_saved_self": _if_edge(0, 1), "_saved_mat2": _if_edge(1, 0),
-        "_saved_self_sym_sizes": _sizes(0), "_saved_mat2_sym_sizes": _sizes(1)}),
+        "_saved_self_sym_sizes": _sizes(0), "_saved_mat2_sym_sizes": _sizes(1),
+        "_saved_self_sym_strides": _strides(0), "_saved_mat2_sym_strides": _strides(1)}),
     "MvBackward0": (("matmul",), {"_saved_self": _if_edge(0, 1), "_saved_vec": _if_edge(1, 0)}),
     "DotBackward0": (("matmul",), {
         "_saved_self": _if_edge(0, 1), "_saved_tensor": _if_edge(1, 0)}),
@@ -147,14 +188,22 @@ _SAVED = {
         "_saved_mat1": _if_edge(1, 2),
         "_saved_mat2": lambda node: node._saved(2, True).t() if node.edges[1] is not None else None,
         "_saved_alpha": _one, "_saved_beta": _one, "_saved_mat1_sym_sizes": _sizes(1),
-        "_saved_mat2_sym_sizes": lambda node: tuple(node.shapes[2][::-1])}),
+        "_saved_mat2_sym_sizes": lambda node: tuple(node.shapes[2][::-1]),
+        "_saved_mat1_sym_strides": _strides(1),
+        "_saved_mat2_sym_strides": lambda node: _strides(2)(node)[::-1]}),
     "NllLossBackward0": (("cross_entropy",), {
         "_saved_self": _log_softmax, "_saved_target": _input(1),
         "_saved_weight": lambda node: None, "_saved_reduction": _one,
-        "_saved_ignore_index": lambda node: -100}),
+        "_saved_ignore_index": lambda node: -100, "_saved_total_weight": _total_weight}),
     "LogSoftmaxBackward0": (("cross_entropy",), {
         "_saved_dim": _one, "_saved_result": _log_softmax}),
 }  # fmt: skip
+
+
+# what every node has (`Node`), for a node of a name whose entry is another op's
+_EVERY_NODE = {"_saved_self": lambda node: node._saved(0),
+               "_saved_other": lambda node: node._saved(1),
+               "_saved_result": lambda node: node._saved(None)}  # fmt: skip
 
 
 def saved_properties(name: str) -> dict:
@@ -164,6 +213,8 @@ def saved_properties(name: str) -> dict:
     def prop(attr, get):
         def read(node):
             if node.op.name not in ops:  # a node of this name made by another op
+                if attr in _EVERY_NODE and getattr(node, "host", None) is None:
+                    return _EVERY_NODE[attr](node)
                 raise AttributeError(f"'{name}' object has no attribute '{attr}'")
             return get(node)
 

@@ -7,6 +7,8 @@ hooks are on a node (they see the gradients of the inputs `next_functions` lists
 
 from __future__ import annotations
 
+import weakref
+
 from ..errors import AutogradError
 from ..graph.core import format_code_site
 from . import saved_hooks
@@ -14,7 +16,7 @@ from .hooks import register_node_hook, register_node_prehook
 from .node_saved import saved_properties
 from .tensor import Tensor, make
 
-__all__ = ["AccumulateGrad", "Node", "backward_name", "name_history", "node_class"]
+__all__ = ["AccumulateGrad", "Node", "accumulator", "backward_name", "name_history", "node_class"]
 
 _new = object.__new__
 
@@ -29,7 +31,9 @@ class Node:
     its version then; `where` the user's line that ran it (`site` formats it). Backward without
     retain_graph sets `saved` and `out` to None. Set only where needed: `_label` (the name a
     composite gave it), `face` (the edges `next_functions` lists), `host` (of a virtual node:
-    the node that computes its gradient) and `composite` (a composite's `_saved_*`).
+    the node that computes its gradient), `composite` (a composite's `_saved_*`) and
+    `output_nr` (of a piece of split/chunk/unbind: its number among the pieces, which
+    PyTorch's one node of them all lists it by).
     """
 
     # NOTE: every op on the tape makes one, and each object the tape keeps costs the cyclic
@@ -37,7 +41,7 @@ class Node:
     # so flat tuples and slots here rather than lists of pairs
     __slots__ = ("op", "attrs", "saved", "versions", "edges", "shapes", "dtypes", "out",
                  "out_vc", "out_version", "device", "seq", "where", "retained", "_label",
-                 "face", "host", "composite", "__weakref__")  # fmt: skip
+                 "face", "host", "composite", "output_nr", "__weakref__")  # fmt: skip
 
     # NOTE: the tape makes every node of this class (no name is worked out on the tape's hot
     # path); the node user code reaches (`t.grad_fn`, `next_functions`) becomes, on first
@@ -113,10 +117,11 @@ class Node:
         ((<AccumulateGrad>, 0), (None, 0))
         """
         return tuple(
-            (
-                AccumulateGrad(e) if isinstance(e, Tensor) else None if e is None else e._seen(),
-                0,
-            )
+            (accumulator(e), 0)
+            if isinstance(e, Tensor)
+            else (None, 0)
+            if e is None
+            else (e._seen(), getattr(e, "output_nr", 0))
             for e in face_edges(self)
         )
 
@@ -342,6 +347,11 @@ def listed_inputs(node) -> tuple:
 # several of PyTorch's (kiln/eager/fused.py), with `virtual_node`s between; and op ->
 # hooked(node, hooks, grad_inputs, ct): its inputs' gradients after its hooks and those of
 # its virtual nodes (`_node_hooked`), each seeing PyTorch's gradients
+# A composite's `saved` (`name_history`) may also hold "_face": face(node), the edges
+# `next_functions` lists (with virtual nodes between: made on first use), and "_hooked":
+# hooked(node, hooks, grad_inputs, ct), the gradients of the virtual nodes' inputs
+# (`grad_inputs`, past the composite's steps) after its hooks and theirs (kiln/eager/fused.py's
+# `nll_of_logits`)
 FACES: dict = {}
 FACE_HOOKS: dict = {}
 
@@ -352,6 +362,10 @@ def face_edges(node) -> tuple:
     if face is None:
         maker = FACES.get(node.op)
         face = node.face = _listed(node) if maker is None else maker(node)
+    else:
+        kept = getattr(node, "composite", None)
+        if kept and "_face" in kept:
+            face = node.face = kept.pop("_face")(node)
     return face
 
 
@@ -381,19 +395,79 @@ def _virtual_hooks(grad_inputs, grad_outputs):
 
 
 class AccumulateGrad:
-    """Where the cotangent of a leaf goes (its `.grad`); `next_functions` shows it. It leads
-    nowhere further (`next_functions` is empty), as PyTorch's."""
+    """Where the cotangent of a leaf goes (its `.grad`); `next_functions` shows it, `variable`
+    is the leaf. It leads nowhere further (`next_functions` is empty), as PyTorch's. One object
+    per leaf while it is held (`accumulator`); hooks keep it for as long as the leaf lives.
+    Its prehooks see the leaf's gradient after the leaf's own hooks, before it reaches
+    `.grad`; its hooks, `hook((), (grad,))`, run after (and after the post-accumulate
+    hooks), as PyTorch's.
 
+    >>> import kiln as kn
+    >>> x = kn.ones(2, requires_grad=True)
+    >>> acc = (x * 2).grad_fn.next_functions[0][0]
+    >>> acc.name(), acc.variable is x, acc is (x + 1).grad_fn.next_functions[0][0]
+    ('torch::autograd::AccumulateGrad', True, True)
+    """
+
+    __slots__ = ("variable", "metadata", "__weakref__")
     next_functions = ()
 
     def __init__(self, variable: Tensor):
         self.variable = variable
+        self.metadata: dict = {}
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        """PyTorch's name of this node (its C++ class's)."""
+        return "torch::autograd::AccumulateGrad"
+
+    def register_hook(self, hook):
+        """`hook((), (grad,))` runs once the leaf's gradient is in its `.grad`."""
+        _pin(self)
+        return register_node_hook(self, hook)
+
+    def register_prehook(self, hook):
+        """`hook((grad,))` runs before the leaf's gradient goes into its `.grad`; a tuple it
+        returns replaces it."""
+        _pin(self)
+        return register_node_prehook(self, hook)
 
     def __repr__(self):
         return "<AccumulateGrad>"
+
+
+def accumulator(leaf: Tensor) -> AccumulateGrad:
+    """The `AccumulateGrad` node of `leaf` (a tensor that requires grad and has no
+    `grad_fn`): the same object each time while one is held, as PyTorch keeps it (weakly, on
+    the leaf: see `Meta.accumulator`).
+
+    >>> import kiln as kn
+    >>> w = kn.zeros(3, requires_grad=True)
+    >>> accumulator(w).variable is w
+    True
+    """
+    meta = leaf._meta
+    kept = getattr(meta, "accumulator", None)
+    acc = kept() if type(kept) is weakref.ref else kept
+    if acc is None:
+        acc = AccumulateGrad(leaf)
+        meta.accumulator = weakref.ref(acc)
+    return acc
+
+
+def hooked_accumulator(leaf: Tensor) -> AccumulateGrad | None:
+    """The `AccumulateGrad` of `leaf` where hooks were registered on it, else None."""
+    meta = leaf._meta
+    kept = None if meta is None else getattr(meta, "accumulator", None)
+    return kept if type(kept) is AccumulateGrad else None
+
+
+def _pin(acc: AccumulateGrad) -> None:
+    """The leaf holds its accumulator once it has hooks (PyTorch's graph holds it while it
+    refers to the leaf; kiln's refers to the leaf itself). NOTE: a cycle through the leaf
+    (`variable`), which the cyclic garbage collector frees with it."""
+    meta = acc.variable._meta
+    if meta is not None:
+        meta.accumulator = acc
 
 
 saved_hooks.Node.register(Node)  # kn.autograd.graph.Node

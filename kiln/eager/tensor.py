@@ -62,9 +62,11 @@ class Meta:
     # (`multi`, set only on pieces of split/chunk/unbind: (k, the op's name in PyTorch's
     # messages), for PyTorch's refusal to change them in place, kiln/frontend/inplace.py;
     # `no_grad_view`: a view made while grad mode was off, which PyTorch refuses to change in
-    # place with grad mode on when its base requires grad)
+    # place with grad mode on when its base requires grad; `accumulator`, set only on a leaf
+    # whose `AccumulateGrad` node was asked for: a weak reference to it, or the node itself
+    # once it has hooks, kiln/eager/nodes.py)
     __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "base_fn",
-                 "inference", "multi", "no_grad_view")  # fmt: skip
+                 "inference", "multi", "no_grad_view", "accumulator")  # fmt: skip
 
     def __init__(self, device: str = "cpu"):
         self.device = device
@@ -77,16 +79,22 @@ class Meta:
 RETAKE_VIEW = None
 
 
-def mark_pieces(pieces, name: str) -> tuple:
+def mark_pieces(pieces, name: str, saved: dict | None = None) -> tuple:
     """Marks the views `pieces`, the outputs of one multi-output view op (`name`: its name in
     PyTorch's messages, "Split"), when they require grad; returns them. Each piece's node is
-    named as PyTorch's shared one (`SplitBackward0`)."""
+    named as PyTorch's shared one (`SplitBackward0`), and `next_functions` list it with the
+    piece's number (`output_nr`), as that one's output; `saved` are that one's `_saved_*`
+    (`_saved_dim`...)."""
     for k, p in enumerate(pieces):
         if isinstance(p, Tensor) and p._requires_grad:
             meta = meta_of(p)
             meta.multi = (k, name)
-            if meta.grad_fn is not None:
-                meta.grad_fn.label = f"{name}Backward0"
+            node = meta.grad_fn
+            if node is not None:
+                node.label = f"{name}Backward0"
+                node.output_nr = k
+                if saved is not None:
+                    node.composite = saved
     return pieces
 
 

@@ -43,6 +43,12 @@ def _commuted(fn):
     return lambda self, other: fn(self, other)
 
 
+def _rdiv(self, other):
+    """`other / self`: PyTorch's `reciprocal(self) * other` (two roundings: its values, and its
+    graph, MulBackward0 of ReciprocalBackward0)."""
+    return m.mul(xm.reciprocal(self), other)
+
+
 def _rsub(self, other):
     """`other - self`; of a number, PyTorch's node is `RsubBackward1` of `self` alone."""
     return name_history(m.sub(other, self), "RsubBackward1", self)
@@ -67,7 +73,7 @@ def _compared(fn):
 OPERATORS = {
     "__add__": m.add, "__radd__": _commuted(m.add), "__sub__": m.sub, "__rsub__": _rsub,
     "__mul__": m.mul, "__rmul__": _commuted(m.mul), "__truediv__": m.div,
-    "__rtruediv__": _swap(m.div), "__div__": m.div, "__rdiv__": _swap(m.div),  # PyTorch's too
+    "__rtruediv__": _rdiv, "__div__": m.div, "__rdiv__": _rdiv,  # PyTorch's too
     "__floordiv__": m.floordiv,
     "__rfloordiv__": _swap(m.floordiv), "__mod__": m.mod, "__rmod__": _swap(m.mod),
     "__pow__": m.pow, "__rpow__": _swap(m.pow), "__matmul__": m.matmul,

@@ -3,6 +3,8 @@ products do not promote, so both operands must have one dtype."""
 
 from __future__ import annotations
 
+from ..eager import batched
+from ..eager.tensor import Tensor
 from ..errors import DTypeMismatchError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
@@ -39,7 +41,12 @@ def matmul(input, other):
     >>> kn.matmul(np.ones((2, 3), np.float32), np.ones((3,), np.float32))
     array([3., 3.], dtype=float32)
     """
-    return call("matmul", *same_dtype_operands("matmul", input, other))
+    a, b = same_dtype_operands("matmul", input, other)
+    if type(a) is Tensor and type(b) is Tensor and a._data.ndim >= 3 and b._data.ndim:
+        out = batched.matmul(a, b)  # with grad: PyTorch's graph (None: the op's)
+        if out is not None:
+            return out
+    return call("matmul", a, b)
 
 
 @takes_out

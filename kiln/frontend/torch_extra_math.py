@@ -86,8 +86,8 @@ def reciprocal(input):  # noqa: A002
     x = _float(input)
     y = m.div(1.0, x)
     if x.dtype in (np.dtype(np.float16), dt.bfloat16):  # PyTorch's gradient: -ct * (y * y)
-        return core.with_grad(y, x, ("reciprocal",), y)
-    return y
+        y = core.with_grad(y, x, ("reciprocal",), y)
+    return name_history(y, "ReciprocalBackward0", x)
 
 
 def _reciprocal_grad(ct, y):

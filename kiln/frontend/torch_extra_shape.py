@@ -136,7 +136,7 @@ def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
     (x,) = lift(input)
     d = _dim(x, dim)
     return mark_pieces(tuple(select(x, d, i) for i in range(ts.static_dim(x, d, "unbind"))),
-                       "Unbind")  # fmt: skip
+                       "Unbind", {"_saved_dim": int(dim)})  # fmt: skip
 
 
 def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002

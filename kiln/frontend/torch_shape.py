@@ -112,17 +112,18 @@ def stack(tensors, dim: int = 0, *, axis=None):
             "stack expects each tensor to be equal size, got "
             + ", ".join(sh.format_shape(x.shape) for x in xs)
         )
-    dim = sh.normalize_axis(dim_arg(dim, axis, "stack"), xs[0].ndim + 1)
+    given = dim_arg(dim, axis, "stack")  # (PyTorch's node keeps it as given: -1)
+    dim = sh.normalize_axis(given, xs[0].ndim + 1)
     if dim < xs[0].ndim and all(type(x.shape[dim]) is int for x in xs):
         # PyTorch's: cat along dim (its layout: channels-last where every input is so), then
         # that dim split in two, a view (a symbolic size there: the joins below, whose
         # gradient needs no static size)
         shape = (*xs[0].shape[:dim], len(xs), *xs[0].shape[dim:])
         out = call("reshape", call("concat", *xs, axis=dim), shape=shape)
-        return name_history(out, "StackBackward0", *xs)
+        return name_history(out, "StackBackward0", *xs, saved={"_saved_dim": given})
     shape = (*xs[0].shape[:dim], 1, *xs[0].shape[dim:])
     out = call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
-    return name_history(out, "StackBackward0", *xs)
+    return name_history(out, "StackBackward0", *xs, saved={"_saved_dim": given})
 
 
 def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
@@ -138,7 +139,8 @@ def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
     (x,) = lift(tensor)
     if x.ndim == 0:
         raise ShapeError("split expects at least a 1-dimensional tensor")
-    dim = sh.normalize_axis(dim_arg(dim, axis, "split"), x.ndim)
+    given = dim_arg(dim, axis, "split")  # (PyTorch's node keeps it as given: -1)
+    dim = sh.normalize_axis(given, x.ndim)
     n = static_dim(x, dim, "split")
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
@@ -157,8 +159,12 @@ def split(tensor, split_size_or_sections, dim: int = 0, *, axis=None) -> tuple:
         return tuple(elements(call("split", x, **attrs), "split", x, **attrs))
     bounds = np.cumsum([0, *sizes]).tolist()
     pieces = tuple(_slice(x, dim, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
-    return mark_pieces(pieces, "Split" if isinstance(split_size_or_sections, (int, np.integer))
-                       else "SplitWithSizes")  # fmt: skip
+    saved = {"_saved_dim": given, "_saved_self_sym_sizes": tuple(x.shape)}
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        saved["_saved_split_size"] = int(split_size_or_sections)
+        return mark_pieces(pieces, "Split", saved)
+    saved["_saved_split_sizes"] = tuple(sizes)
+    return mark_pieces(pieces, "SplitWithSizes", saved)
 
 
 def split_method(self, split_size, dim: int = 0, *, axis=None) -> tuple:
@@ -184,9 +190,9 @@ def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A00
     (x,) = lift(input)
     if not x.ndim:
         raise ShapeError("chunk expects at least a 1-dimensional tensor")
-    dim = sh.normalize_axis(dim_arg(dim, axis, "chunk"), max(x.ndim, 1))
-    n = static_dim(x, dim, "chunk")
-    return split(x, max(math.ceil(n / chunks), 1) if n else 0, dim)
+    given = dim_arg(dim, axis, "chunk")
+    n = static_dim(x, sh.normalize_axis(given, max(x.ndim, 1)), "chunk")
+    return split(x, max(math.ceil(n / chunks), 1) if n else 0, given)
 
 
 # -- repeating and reshaping ---------------------------------------------------------------------

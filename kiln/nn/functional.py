@@ -664,14 +664,15 @@ def _nll(input, target, weight, ignore_index, reduction, dim, logits=False):  # 
     """`_nll_loss`, its history named as PyTorch's: NllLossBackward0, NllLoss2DBackward0 for
     inputs of 3 or more dims (PyTorch's view of 3-d and 5-d losses, unreduced, is not)."""
     loss = _nll_loss(input, target, weight, ignore_index, reduction, dim, logits)
-    saved = None if logits else {  # (of logits: not the log-probabilities PyTorch's keeps)
-        "_saved_self": input, "_saved_target": target, "_saved_weight": weight,
-        "_saved_reduction": _ENUM.get(reduction), "_saved_ignore_index": ignore_index}  # fmt: skip
-    if input.ndim <= 2:
-        return name_history(loss, "NllLossBackward0", input, saved=saved)
-    if input.ndim == 4 or reduction != "none":
-        return name_history(loss, "NllLoss2DBackward0", input, saved=saved)
-    return loss
+    saved = {"_saved_target": target, "_saved_weight": weight, "_saved_reduction":
+             _ENUM.get(reduction), "_saved_ignore_index": ignore_index}  # fmt: skip
+    name = "NllLossBackward0" if input.ndim <= 2 else "NllLoss2DBackward0"
+    if input.ndim > 2 and input.ndim != 4 and reduction == "none":
+        return loss
+    if logits:  # (its node lists log_softmax's, a virtual node: kiln/eager/fused.py)
+        args = (target, weight, ignore_index, reduction, dim)
+        return fused.nll_of_logits(loss, name, input, dim, saved, lambda p: _nll_loss(p, *args))
+    return name_history(loss, name, input, saved={"_saved_self": input, **saved})
 
 
 def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False):  # noqa: A002

@@ -53,23 +53,32 @@ def values_mode() -> bool:
     return getattr(_local, "depth", 0) > 0
 
 
-def dispatch(op, args, attrs):
-    """`bind(op, *args)` where an argument is sparse: its layout's op, or a LayoutError."""
-    impl = SPARSE_OPS.get(op.name)
-    if impl is None:
-        raise layout_error(op.name, *args)
-    return impl(*args, **attrs)
+def layout_dispatch(table: dict, name: str):
+    """The `dispatch` of a layout whose ops are in `table` (op name -> impl): what `LAYOUTS`
+    holds for the layout's tensor class."""
+
+    def dispatch(op, args, attrs):
+        """`bind(op, *args)` where an argument is of the layout: its op, or a LayoutError."""
+        impl = table.get(op.name)
+        if impl is None:
+            raise layout_error(op.name, *args, layout=name)
+        return impl(*args, **attrs)
+
+    return dispatch
 
 
-def layout_error(name: str, *args) -> LayoutError:
-    """The error for op `name` given sparse arguments it has no sparse form for."""
+def layout_error(name: str, *args, layout: str = "sparse_coo") -> LayoutError:
+    """The error for op `name` given sparse arguments it has no form for in `layout`."""
     from .tensor import describe
 
-    inputs = [("sparse_coo " if isinstance(a, SparseTensor) else "") + describe(a)
-              for a in args if isinstance(a, Tensor)]  # fmt: skip
+    def label(a):
+        kind = getattr(a.layout, "name", "strided")
+        return "" if kind == "strided" else kind + " "
+
+    inputs = [label(a) + describe(a) for a in args if isinstance(a, Tensor)]
     return node_error(
         LayoutError,
-        f"{name} does not support the sparse_coo layout (kiln.sparse_coo): call to_dense() "
+        f"{name} does not support the {layout} layout (kiln.{layout}): call to_dense() "
         "first, or use a kiln.sparse function",
         op=name,
         site=user_site(),
@@ -301,13 +310,14 @@ class SparseTensor(Tensor):
         return "tensor(" + _add_suffixes(body, extra)
 
 
-def _add_suffixes(body: str, suffixes: list) -> str:
-    """`body` then the suffixes (`size=...`, `nnz=...`), the first on a line of its own and
-    each next one on the same line while it fits the print options' line width."""
+def _add_suffixes(body: str, suffixes: list, first_apart: bool = True) -> str:
+    """`body` then the suffixes (`size=...`, `nnz=...`), the first on a line of its own (unless
+    not `first_apart`: compressed layouts) and each next one on the same line while it fits
+    the print options' line width."""
     width = int(printing.OPTIONS["linewidth"])
-    parts, line = [body], 0
+    parts, line = [body], len("tensor(" + body) - ("tensor(" + body).rfind("\n") + 1
     for i, suffix in enumerate(suffixes):
-        if i == 0 or line + len(suffix) + 2 > width:
+        if (i == 0 and first_apart) or line + len(suffix) + 2 > width:
             parts.append(",\n       " + suffix)
             line = 7 + len(suffix)
         else:
@@ -332,4 +342,5 @@ def _indent(text: str, width: int) -> str:
     return text.replace("\n", "\n" + " " * width)
 
 
+dispatch = layout_dispatch(SPARSE_OPS, "sparse_coo")
 LAYOUTS[SparseTensor] = dispatch

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.sparse import SparseTensor, on_values, unique_entries, wrap
+from ..eager.sparse_compressed import SparseCompressedTensor
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
@@ -66,6 +67,10 @@ def mm(mat1, mat2):
     tensor([[2.],
             [3.]])
     """
+    if type(mat1) is SparseCompressedTensor:  # CSR, CSC: a gradient on its pattern
+        from .sparse_compressed_ops import sparse_mm
+
+        return sparse_mm(mat1, mat2)
     if not isinstance(mat1, SparseTensor):
         from .torch_math import mm as dense_mm
 

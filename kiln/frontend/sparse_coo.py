@@ -304,7 +304,8 @@ def dense_dim(self) -> int:
 def graph_error(name: str, value) -> UsageError:
     """The error for a sparse or quantized tensor where a graph (placeholder, constant,
     kn.compile) needs a strided value of a plain dtype."""
-    what = "to_dense() on the sparse" if value.is_sparse else "dequantize() on the quantized"
+    kind = value.layout.name  # sparse_coo, sparse_csr, sparse_csc; quantized ones are strided
+    what = "dequantize() on the quantized" if value.is_quantized else f"to_dense() on the {kind}"
     also = " (kn.sparse.mm(s, x) takes a sparse s that does not require grad)" * value.is_sparse
     return UsageError(
         f"{name}: kiln's graphs (kn.compile, placeholders, constants) hold strided tensors "

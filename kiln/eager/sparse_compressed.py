@@ -132,6 +132,14 @@ class SparseCompressedTensor(Tensor):
     def _get_grad(self):
         g = Tensor.grad.fget(self)
         if type(g) is Tensor and g.ndim != self.ndim:  # its values' cotangent: on its pattern
+            if self._csc:  # PyTorch's backward fails there (only strided ones reach CSC leaves)
+                raise node_error(
+                    LayoutError,
+                    "Sparse CSC tensors do not have is_contiguous (PyTorch cannot accumulate a "
+                    "gradient on a CSC leaf's pattern; mm and sum give it a strided one; or "
+                    "make the leaf CSR or strided)",
+                    op="grad", site=user_site(), called=True,
+                )  # fmt: skip
             with_grad = g._requires_grad or g.grad_fn is not None
             out = wrap(g if with_grad else make(g._data), self._compressed, self._plain,
                        self._shape, self._csc)  # fmt: skip

@@ -142,20 +142,20 @@ def _check(compressed, plain, nnz: int, n_outer: int, n_inner: int, csc: bool) -
                          f"by values.shape[0], but got {plain.shape[0]}", op)  # fmt: skip
     c = compressed.astype(np.int64)
     if c[0] != 0:
-        raise call_error(ArgumentError, f"`{comp}[..., 0] == 0` is not satisfied.", op)
+        raise call_error(UsageError, f"`{comp}[..., 0] == 0` is not satisfied.", op)
     if c[-1] != nnz:
-        raise call_error(ArgumentError, f"`{comp}[..., -1] == nnz` is not satisfied.", op)
+        raise call_error(UsageError, f"`{comp}[..., -1] == nnz` is not satisfied.", op)
     steps = np.diff(c)
     if (steps < 0).any() or (steps > n_inner).any():
-        raise call_error(ArgumentError, f"`0 <= {comp}[..., 1:] - {comp}[..., :-1] <= "
+        raise call_error(UsageError, f"`0 <= {comp}[..., 1:] - {comp}[..., :-1] <= "
                          f"{inner_dim}` is not satisfied.", op)  # fmt: skip
     p = plain.astype(np.int64)
     if p.size and (p.min() < 0 or p.max() >= n_inner):
-        raise call_error(ArgumentError, f"`0 <= {pl} < {inner_dim}` is not satisfied.", op)
+        raise call_error(UsageError, f"`0 <= {pl} < {inner_dim}` is not satisfied.", op)
     starts = np.zeros(p.size, bool)
     starts[c[:-1][steps > 0]] = True  # the first entry of each row (CSR) or column (CSC)
     if p.size > 1 and ((np.diff(p) <= 0) & ~starts[1:]).any():
-        raise call_error(ArgumentError, f"`{pl}[..., {comp}[..., i - 1]:{comp}[..., i]] for "
+        raise call_error(UsageError, f"`{pl}[..., {comp}[..., i - 1]:{comp}[..., i]] for "
                          f"all i = 1, ..., {outer_dim} are sorted and distinct along the last "
                          "dimension values` is not satisfied.", op)  # fmt: skip
 
@@ -312,7 +312,8 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
 
 
 def to_sparse_coo(self):
-    """This tensor as a sparse COO tensor (coalesced when it is compressed).
+    """This tensor as a sparse COO tensor (a compressed one's entries in its order: coalesced
+    from CSR, not from CSC, as PyTorch's).
 
     >>> import kiln as kn
     >>> kn.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csr().to_sparse_coo().indices()
@@ -322,11 +323,12 @@ def to_sparse_coo(self):
     if type(self) is not SparseCompressedTensor:
         return coo.to_sparse(self)
     rows, cols = coordinates(self)
-    order = np.lexsort((cols, rows))  # COO's coalesced order: row-major
     with on_values():
-        values = bind(_GATHER, self, order.astype(np.int64), axes=(0,))
-    index = np.stack([rows[order], cols[order]]).astype(np.int64).reshape(2, -1)
-    return coo._label(wrap_coo(values, index, self._shape, True), "ToSparseBackward1")
+        values = bind(REGISTRY["reshape"], self, shape=tuple(self._data.shape))
+    index = np.stack([rows, cols]).astype(np.int64).reshape(2, -1)
+    # in storage order, as PyTorch's: row-major (coalesced) from CSR, by column from CSC
+    out = wrap_coo(values, index, self._shape, not self._csc)
+    return coo._label(out, "ToSparseBackward1")
 
 
 def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:

@@ -73,6 +73,9 @@ def _mul(a, b):
         raise call_error(LayoutError, "mul of two compressed tensors is not supported in kiln: "
                          "to_dense() one of them", "mul", a, b)  # fmt: skip
     if not _scalar(other):
+        if s._csc:  # PyTorch's: a CSC tensor is multiplied by scalars only
+            raise call_error(UsageError, "Expected result Tensor to be of format CSR", "mul",
+                             a, b)  # fmt: skip
         if isinstance(other, Tensor) and type(other) is not Tensor:
             raise call_error(LayoutError, "mul of a compressed tensor and a "
                              f"{other.layout.name} one", "mul", a, b)  # fmt: skip
@@ -274,9 +277,8 @@ def _addmm(x, a, b, *, beta=1.0, alpha=1.0):
         raise call_error(LayoutError, "addmm takes a strided input and a compressed mat1 in "
                          "kiln", "addmm", x, a, b)  # fmt: skip
     product = _matmul(a, b)
-    out = product if alpha == 1 else bind(REGISTRY["mul"], product, alpha)
-    out = out if beta == 0 else bind(REGISTRY["add"], x if beta == 1 else
-                                     bind(REGISTRY["mul"], x, beta), out)  # fmt: skip
+    out = product if alpha == 1 else product * alpha
+    out = out if beta == 0 else (x if beta == 1 else x * beta) + out
     return _label(out, "AddmmBackward0")
 
 
@@ -286,10 +288,31 @@ def sparse_mm(a: SparseCompressedTensor, b):
     if getattr(b, "ndim", 2) != 2:
         raise call_error(ShapeError, f"sparse.mm: both arguments must be matrices, got 2-d and "
                          f"{b.ndim}-d", "sparse.mm", a, b)  # fmt: skip
+    from ..eager.grad_mode import is_grad_enabled
+
+    if a._csc and a.requires_grad and is_grad_enabled():  # PyTorch's backward refuses it
+        raise call_error(UsageError, "sparse_addmm_sparse_backward: unsupported combination of "
+                         "layouts, grad: Strided, mat1: SparseCsc, mat2: Strided",
+                         "sparse.mm", a, b)  # fmt: skip
     return _label(_product(a, b), "SparseAddmmBackward0")
 
 
 # -- the methods ------------------------------------------------------------------------------
+
+# Zero-keeping elementwise functions kiln composes of several ops (so `bind` never sees them
+# whole): as methods, they run on the values (`trunc` as `kn.trunc(c)` stays refused)
+COMPOSITE_METHODS = ("trunc", "frac", "sign", "sgn", "isinf", "signbit")
+
+
+def _composite(name: str):
+    def method(self, *args, **kwargs):
+        with on_values():
+            values = bind(REGISTRY["reshape"], self, shape=tuple(self._data.shape))
+        return _like(self, getattr(Tensor, name)(values, *args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"`{name}` of each stored value, on the same pattern (PyTorch's)."
+    return method
 
 
 def _detach(self):
@@ -322,3 +345,5 @@ def install() -> None:
 def install_methods() -> None:
     SparseCompressedTensor.detach, SparseCompressedTensor.__deepcopy__ = _detach, _deepcopy
     SparseCompressedTensor.data = property(_data)
+    for name in COMPOSITE_METHODS:
+        setattr(SparseCompressedTensor, name, _composite(name))

@@ -344,3 +344,43 @@ def test_grad_through_conversion_from_dense_matches_torch():
             m_fn(m, x).sum().backward()
             grads.append(x.grad)
         same(*grads)
+
+
+def test_in_place_ops_by_hand():
+    c = kn.tensor(D).to_sparse_csr()
+    z = c.clone().zero_()  # no entries (PyTorch's)
+    assert z._nnz() == 0 and z.crow_indices().tolist() == [0, 0, 0] and z.layout is kn.sparse_csr
+    a = c.clone()
+    a.add_(kn.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 5.0]]).to_sparse_csr())  # the union
+    assert a._nnz() == 4 and a._version == 1
+    assert a.to_dense().tolist() == [[1.0, 2.0, 0.0], [3.0, 0.0, 9.0]]
+    assert c.clone().mul_(2).values().tolist() == [4.0, 6.0, 8.0]
+    with pytest.raises(LayoutError, match="add_"):  # a strided result (torch: RuntimeError)
+        c.clone().add_(kn.ones(2, 3))
+
+
+def test_autograd_grad_and_mixed_gradients_by_hand():
+    c = kn.tensor(D).to_sparse_csr().requires_grad_()
+    (g,) = kn.autograd.grad((c.to_dense() * 2).sum(), c)
+    assert g.layout is kn.sparse_csr and g.values().tolist() == [2.0, 2.0, 2.0]
+    (g,) = kn.autograd.grad((c @ kn.ones(3, 2)).sum(), c)
+    assert g.layout is kn.strided and g.tolist() == [[2.0, 2.0, 2.0]] * 2
+    # a strided gradient (mm) and one on the pattern (to_dense) in one backward: refused,
+    # not added wrongly (PyTorch adds them densely)
+    with pytest.raises(LayoutError, match="both a strided gradient"):
+        (c.to_dense().sum() + (c @ kn.ones(3, 2)).sum()).backward()
+
+
+def test_in_place_and_autograd_grad_match_torch():
+    torch = _torch()
+    for m_fn in [lambda m: m.tensor(D).to_sparse_csr().zero_(),
+                 lambda m: m.tensor(D).to_sparse_csr().add_(
+                     m.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 5.0]]).to_sparse_csr()),
+                 lambda m: m.tensor(D).to_sparse_csr().mul_(3),
+                 lambda m: m.tensor(D).to_sparse_csr().abs_()]:  # fmt: skip
+        same(m_fn(kn), m_fn(torch))
+    got = []
+    for m in (kn, torch):
+        c = m.tensor(D).to_sparse_csr().requires_grad_()
+        got.append(m.autograd.grad((c.to_dense() * m.tensor(M).t()).sum(), c)[0])
+    same(*got)

@@ -137,6 +137,14 @@ def add_grads(a, b, leaf=None):
     strided = type(a) is StridedGrad or type(b) is StridedGrad
     a = make(a._data) if type(a) is StridedGrad else a
     b = make(b._data) if type(b) is StridedGrad else b
+    if a.ndim != b.ndim:  # a compressed leaf's: strided, and its values' (on its pattern)
+        raise node_error(
+            LayoutError,
+            "a sparse compressed tensor got both a strided gradient (from mm or sum) and one "
+            "on its pattern (from its other ops) in one backward: kiln cannot add them; "
+            "to_dense() it first",
+            op="backward", site=user_site(), called=True,
+        )  # fmt: skip
     total = b + a if type(a) is SparseTensor and type(b) is not SparseTensor else a + b
     return StridedGrad.of(total) if strided else total
 
@@ -176,8 +184,9 @@ def zeros_like(s: SparseTensor, dtype=None, requires_grad: bool = False) -> Spar
 
 def replace(t: SparseTensor, result: SparseTensor) -> None:
     """Makes `t` hold `result`'s entries (an in-place op's commit: its nnz may change)."""
-    t._data, t._index, t._shape = result._data, result._index, result._shape
-    t._coalesced = result._coalesced
+    t._data = result._data
+    for name in type(t).__slots__:  # the layout's indices and shape
+        setattr(t, name, getattr(result, name))
 
 
 class SparseTensor(Tensor):

@@ -66,6 +66,24 @@ def coordinates(s: SparseCompressedTensor) -> tuple:
     return (inner, outer) if s._csc else (outer, inner)
 
 
+def grad_of(leaf: SparseCompressedTensor, g):
+    """The gradient of a compressed leaf as `.grad` and `kn.autograd.grad` show it: its
+    values' cotangent on its pattern (a compressed tensor), or a strided one as it is."""
+    if type(g) is not Tensor or g.ndim == leaf.ndim:
+        return g
+    if leaf._csc:  # PyTorch's backward fails there (only strided ones reach CSC leaves)
+        raise node_error(
+            LayoutError,
+            "Sparse CSC tensors do not have is_contiguous (PyTorch cannot accumulate a "
+            "gradient on a CSC leaf's pattern; mm and sum give it a strided one; or make "
+            "the leaf CSR or strided)",
+            op="grad", site=user_site(), called=True,
+        )  # fmt: skip
+    with_grad = g._requires_grad or g.grad_fn is not None
+    return wrap(g if with_grad else make(g._data), leaf._compressed, leaf._plain, leaf._shape,
+                leaf._csc)  # fmt: skip
+
+
 def torch_name(t) -> str:
     """PyTorch's name of t's layout in its messages (`SparseCsr`)."""
     return TORCH_NAMES[getattr(t.layout, "name", "strided")]
@@ -131,21 +149,10 @@ class SparseCompressedTensor(Tensor):
 
     def _get_grad(self):
         g = Tensor.grad.fget(self)
-        if type(g) is Tensor and g.ndim != self.ndim:  # its values' cotangent: on its pattern
-            if self._csc:  # PyTorch's backward fails there (only strided ones reach CSC leaves)
-                raise node_error(
-                    LayoutError,
-                    "Sparse CSC tensors do not have is_contiguous (PyTorch cannot accumulate a "
-                    "gradient on a CSC leaf's pattern; mm and sum give it a strided one; or "
-                    "make the leaf CSR or strided)",
-                    op="grad", site=user_site(), called=True,
-                )  # fmt: skip
-            with_grad = g._requires_grad or g.grad_fn is not None
-            out = wrap(g if with_grad else make(g._data), self._compressed, self._plain,
-                       self._shape, self._csc)  # fmt: skip
+        out = grad_of(self, g)
+        if out is not g:
             self._grad = out  # accumulates in place into the same values from now on
-            return out
-        return g
+        return out
 
     grad = property(_get_grad, Tensor.grad.fset)
 

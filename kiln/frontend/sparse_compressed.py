@@ -170,8 +170,7 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
     >>> kn.sparse_csr_tensor([0, 1, 3], [1, 0, 2], [2.0, 3.0, 4.0], (2, 3))
     tensor(crow_indices=tensor([0, 1, 3]),
            col_indices=tensor([1, 0, 2]),
-           values=tensor([2., 3., 4.]), size=(2, 3), nnz=3,
-           layout=kiln.sparse_csr)
+           values=tensor([2., 3., 4.]), size=(2, 3), nnz=3, layout=kiln.sparse_csr)
     """
     return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype,
                                     layout=sparse_csr, device=device,
@@ -347,6 +346,14 @@ def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
     with on_values():
         out = bind(_INDEX_PUT, zeros, s, rows, cols, spec=(), axes=(0, 1), accumulate=False)
     return coo._label(out, "SparseCompressedToDenseBackward0")
+
+
+def empty_like_pattern(s: SparseCompressedTensor) -> SparseCompressedTensor:
+    """A compressed tensor of `s`'s shape, layout and dtypes with no entries (`zero_()`)."""
+    n_outer = s._shape[1] if s._csc else s._shape[0]
+    index = s._plain.dtype
+    return wrap(make(np.zeros(0, s._data.dtype)), np.zeros(n_outer + 1, index),
+                np.zeros(0, index), s._shape, s._csc)  # fmt: skip
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -384,3 +384,39 @@ def test_in_place_and_autograd_grad_match_torch():
         c = m.tensor(D).to_sparse_csr().requires_grad_()
         got.append(m.autograd.grad((c.to_dense() * m.tensor(M).t()).sum(), c)[0])
     same(*got)
+
+
+def test_products_of_two_compressed_tensors_match_torch():
+    torch = _torch()
+    a = [[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]
+    b = [[0.0, 4.0, 5.0], [6.0, 0.0, 0.0]]
+    m = [[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]]
+    cases = [
+        lambda x: x.tensor(a).to_sparse_csr() * x.tensor(b).to_sparse_csr(),
+        lambda x: x.tensor(a).to_sparse_csr() @ x.tensor(m).to_sparse_csr(),
+        lambda x: x.tensor(a).to_sparse_csc() @ x.tensor(m).to_sparse_csc(),
+        lambda x: x.tensor(a).to_sparse_csr() @ x.tensor(m).to_sparse_csc(),
+        lambda x: x.sparse.mm(x.tensor(a).to_sparse_csr(), x.tensor(m).to_sparse_csr()),
+        lambda x: (
+            x.tensor([[1.0, 1.0]]).to_sparse_csr() @ x.tensor([[1.0], [-1.0]]).to_sparse_csr()
+        ),
+    ]  # an explicit zero, as torch's
+    for f in cases:
+        same(f(kn), f(torch))
+    with pytest.raises(RuntimeError, match="Expected result Tensor to be of format CSR"):
+        kn.tensor(a).to_sparse_csc() * kn.tensor(b).to_sparse_csc()
+    grads = []
+    for x in (kn, torch):  # both operands' gradients on their patterns
+        p = x.tensor(a).to_sparse_csr().requires_grad_()
+        q = x.tensor(m).to_sparse_csr().requires_grad_()
+        ((p @ q).to_dense() * x.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        r = x.tensor(a).to_sparse_csr().requires_grad_()
+        (r * x.tensor(b).to_sparse_csr()).to_dense().sum().backward()
+        grads.append((p.grad, q.grad, r.grad))
+    (kp, kq, kr), (tp, tq, tr) = grads
+    same(kp, tp)
+    same(kq, tq)
+    # r * s: torch's gradient of r holds the entries both have; kiln's is on r's whole
+    # pattern, zeros where s has none (the same dense values)
+    assert kr.layout is kn.sparse_csr and kr._nnz() == 3
+    same(kr.to_dense(), tr.to_dense())

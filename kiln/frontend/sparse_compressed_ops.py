@@ -1,10 +1,11 @@
 """The ops `bind` sends to the sparse compressed layouts (`COMPRESSED_OPS`,
 kiln/eager/sparse_compressed.py), as PyTorch's CSR and CSC kernels compute them: the
-zero-keeping elementwise ops PyTorch runs on the values; `mul` by a scalar or a strided
-tensor of the same shape; `add` of two CSR tensors (the union of their patterns) or of a
-strided tensor and a compressed one; `matmul`/`addmm` of a compressed matrix and a strided
-one; the full `reduce_sum`; `cast` (`to(dtype)`, `clone`); `transpose` (CSR <-> CSC).
-Every other op raises LayoutError, naming the op and the layout.
+zero-keeping elementwise ops PyTorch runs on the values; `mul` by a scalar, a strided
+tensor of the same shape or a CSR tensor; `add` of two CSR tensors (the union of their
+patterns) or of a strided tensor and a compressed one; `matmul`/`addmm` of a compressed matrix
+and a strided one, `matmul` of two compressed ones (a CSR result); the full `reduce_sum`;
+`cast` (`to(dtype)`, `clone`); `transpose` (CSR <-> CSC). Every other op raises LayoutError,
+naming the op and the layout.
 
 Products are computed with kiln's ops on the values (a gather of the strided operand's rows,
 a product and a scatter-add, NumPy kernels) rather than with scipy.sparse: so the tape
@@ -69,13 +70,12 @@ def _scalar(x) -> bool:
 
 def _mul(a, b):
     s, other = (a, b) if type(a) is SparseCompressedTensor else (b, a)
-    if type(other) is SparseCompressedTensor:
-        raise call_error(LayoutError, "mul of two compressed tensors is not supported in kiln: "
-                         "to_dense() one of them", "mul", a, b)  # fmt: skip
     if not _scalar(other):
         if s._csc:  # PyTorch's: a CSC tensor is multiplied by scalars only
             raise call_error(UsageError, "Expected result Tensor to be of format CSR", "mul",
                              a, b)  # fmt: skip
+        if type(other) is SparseCompressedTensor:  # CSR * CSR: where both have entries
+            return _label(_by_coo(lambda x, y: x * y, a, b, "mul"), "MulBackward0")
         if isinstance(other, Tensor) and type(other) is not Tensor:
             raise call_error(LayoutError, "mul of a compressed tensor and a "
                              f"{other.layout.name} one", "mul", a, b)  # fmt: skip
@@ -196,8 +196,29 @@ def _matmul(a, b):
         bt = _transpose(b, perm=(1, 0))
         at = bind(REGISTRY["transpose"], a, perm=(1, 0))
         return bind(REGISTRY["transpose"], _product(bt, at), perm=(1, 0))
+    if type(b) is SparseCompressedTensor:  # CSR/CSC @ CSR/CSC: a CSR product
+        if a._shape[1] != b._shape[0]:
+            raise call_error(ShapeError, f"mat1 and mat2 shapes cannot be multiplied "
+                             f"({a._shape[0]}x{a._shape[1]} and {b._shape[0]}x{b._shape[1]})",
+                             "matmul", a, b)  # fmt: skip
+        from .sparse_ops import _matmul as coo_product  # its values on the tape
+
+        return _label(_by_coo(coo_product, a, b, "matmul"), "MmBackward0")
     name = "MmBackward0" if getattr(b, "ndim", 2) == 2 else "MvBackward0"
     return _label(_with_strided_grad(_mm_function, "matmul", a, b), name)
+
+
+def _by_coo(fn, a, b, name: str) -> SparseCompressedTensor:
+    """`fn` of two compressed tensors computed on their COO forms (kiln's sparse merge and
+    product), as a CSR tensor: the values stay on the tape, so each operand's gradient is on
+    its pattern (PyTorch's for `*` and `@` of two compressed tensors)."""
+    if a.dtype != b.dtype:
+        raise call_error(DTypeMismatchError, f"expected scalar type {_torch_dtype(a.dtype)} "
+                         f"but found {_torch_dtype(b.dtype)}", name, a, b)  # fmt: skip
+    out = fn(a.to_sparse_coo(), b.to_sparse_coo()).to_sparse_csr()
+    if a._plain.dtype == b._plain.dtype == np.int32:  # PyTorch keeps int32 indices
+        out._compressed, out._plain = out._compressed.astype(np.int32), out._plain.astype(np.int32)
+    return out
 
 
 def _with_strided_grad(function, name: str, a, *rest):
@@ -285,6 +306,8 @@ def _addmm(x, a, b, *, beta=1.0, alpha=1.0):
 def sparse_mm(a: SparseCompressedTensor, b):
     """`kn.sparse.mm` of a compressed matrix: its gradient is on its pattern (a compressed
     tensor), as PyTorch's `torch.sparse.mm`."""
+    if type(b) is SparseCompressedTensor:  # a CSR product, gradients on the patterns
+        return _matmul(a, b)
     if getattr(b, "ndim", 2) != 2:
         raise call_error(ShapeError, f"sparse.mm: both arguments must be matrices, got 2-d and "
                          f"{b.ndim}-d", "sparse.mm", a, b)  # fmt: skip

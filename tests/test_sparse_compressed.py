@@ -123,6 +123,9 @@ def test_ops_by_hand():
     assert (c * 2).values().tolist() == [4.0, 6.0, 8.0] and (c * 2).layout is kn.sparse_csr
     assert (-c).values().tolist() == [-2.0, -3.0, -4.0]
     assert (c @ x).tolist() == [[4.0, 6.0], [16.0, 23.0]]  # by hand: row 0 is 2 * M[1]
+    # the same through the tape (an operand that requires grad; scipy's kernel otherwise)
+    assert (c @ kn.tensor(M, requires_grad=True)).tolist() == [[4.0, 6.0], [16.0, 23.0]]
+    assert (c.to_sparse_csc() @ x).tolist() == [[4.0, 6.0], [16.0, 23.0]]
     assert kn.mv(c, kn.tensor([1.0, 1.0, 1.0])).tolist() == [2.0, 7.0]
     want = [[8.5, 12.5], [32.5, 46.5]]  # 0.5 + 2 * (c @ x)
     assert kn.addmm(kn.ones(2, 2), c, x, beta=0.5, alpha=2.0).tolist() == want

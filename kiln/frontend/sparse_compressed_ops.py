@@ -7,9 +7,11 @@ and a strided one, `matmul` of two compressed ones (a CSR result); the full `red
 `cast` (`to(dtype)`, `clone`); `transpose` (CSR <-> CSC). Every other op raises LayoutError,
 naming the op and the layout.
 
-Products are computed with kiln's ops on the values (a gather of the strided operand's rows,
-a product and a scatter-add, NumPy kernels) rather than with scipy.sparse: so the tape
-records them as any ops, and the gradients of both operands need no new rule. As PyTorch's
+Products that a gradient goes through are computed with kiln's ops on the values (a gather of
+the strided operand's rows, a product and a scatter-add, NumPy kernels): the tape records
+them as any ops, so the gradients of both operands need no new rule; the others (inference,
+no operand that requires grad) by scipy.sparse's kernel, about 10x faster (2000 x 2000 at 1%
+times 2000 x 64). As PyTorch's
 `mm`, a compressed leaf that requires grad gets a strided gradient there (`StridedGrad`);
 `kn.sparse.mm` gives one on its pattern.
 """
@@ -173,6 +175,8 @@ def _product(a: SparseCompressedTensor, b) -> Tensor:
     if a.dtype != b.dtype:
         raise call_error(DTypeMismatchError, f"expected scalar type {_torch_dtype(a.dtype)} "
                          f"but found {_torch_dtype(b.dtype)}", "matmul", a, b)  # fmt: skip
+    if a._data.dtype.kind in "fc" and a._data.dtype.itemsize >= 4 and not _recorded(a, b):
+        return make(_scipy_product(a, b._data))  # no tape entry: scipy's kernel, ~10x faster
     rows, cols = coordinates(a)
     taken = bind(_GATHER, b, cols, axes=(0,))  # (nnz, n) or (nnz,)
     with on_values():
@@ -180,6 +184,22 @@ def _product(a: SparseCompressedTensor, b) -> Tensor:
     zeros = make(np.zeros((a._shape[0], *b.shape[1:]), b._data.dtype))
     return bind(_INDEX_PUT, zeros, bind(REGISTRY["mul"], v, taken), rows, spec=(), axes=(0,),
                 accumulate=True)  # fmt: skip
+
+
+def _recorded(*tensors) -> bool:
+    """Whether an op of these tensors goes on the tape now."""
+    from ..eager.grad_mode import is_grad_enabled
+
+    return is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _scipy_product(a: SparseCompressedTensor, b: np.ndarray) -> np.ndarray:
+    """a @ b by scipy.sparse (for products no gradient goes through)."""
+    import scipy.sparse as sps
+
+    kind = sps.csc_matrix if a._csc else sps.csr_matrix
+    matrix = kind((a._data, a._plain, a._compressed), shape=a._shape)
+    return np.asarray(matrix @ b, dtype=b.dtype)
 
 
 def _matmul(a, b):

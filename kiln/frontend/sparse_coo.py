@@ -237,7 +237,10 @@ def _segment_sum(s: SparseTensor, segment: np.ndarray, n: int) -> Tensor:
 def _require_sparse(name: str, t) -> None:
     if not isinstance(t, SparseTensor):
         what = describe(t) if isinstance(t, Tensor) else type(t).__name__
-        raise UsageError(f"{name} expected sparse coordinate tensor layout but got Strided "
+        got = {"sparse_csr": "SparseCsr", "sparse_csc": "SparseCsc"}.get(
+            getattr(getattr(t, "layout", None), "name", None), "Strided"
+        )
+        raise UsageError(f"{name} expected sparse coordinate tensor layout but got {got} "
                          f"({what})")  # fmt: skip
 
 

@@ -423,3 +423,17 @@ def test_products_of_two_compressed_tensors_match_torch():
     # pattern, zeros where s has none (the same dense values)
     assert kr.layout is kn.sparse_csr and kr._nnz() == 3
     same(kr.to_dense(), tr.to_dense())
+
+
+def test_like_factories_match_torch():
+    torch = _torch()
+    for m_fn in [lambda m, s: m.zeros_like(s), lambda m, s: m.ones_like(s),
+                 lambda m, s: m.full_like(s, 7.0), lambda m, s: m.zeros_like(s, dtype=m.float64),
+                 lambda m, s: m.empty_like(s).shape]:  # fmt: skip
+        for to in ("to_sparse_csr", "to_sparse_csc"):
+            k = m_fn(kn, getattr(kn.tensor(D), to)())
+            t = m_fn(torch, getattr(torch.tensor(D), to)())
+            if isinstance(t, tuple):
+                assert tuple(k) == tuple(t)
+            else:
+                same(k, t)

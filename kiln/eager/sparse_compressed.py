@@ -84,6 +84,24 @@ def grad_of(leaf: SparseCompressedTensor, g):
                 leaf._csc)  # fmt: skip
 
 
+def like(s: SparseCompressedTensor, fill, dtype=None, requires_grad: bool = False):
+    """`s`'s pattern with every value `fill` (`ones_like`, `full_like`, `empty_like`), or
+    with no entries for `fill=None` (`zeros_like`), as PyTorch's."""
+    dtype = s._data.dtype if dtype is None else dt.as_dtype(dtype)
+    if fill is None:
+        n_outer = s._shape[1] if s._csc else s._shape[0]
+        index = s._plain.dtype
+        values, compressed, plain = (
+            np.zeros(0, dtype),
+            np.zeros(n_outer + 1, index),
+            np.zeros(0, index),
+        )
+    else:
+        values, compressed, plain = np.full(s._nnz(), fill, dtype), s._compressed, s._plain
+    out = wrap(make(values), compressed, plain, s._shape, s._csc)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def torch_name(t) -> str:
     """PyTorch's name of t's layout in its messages (`SparseCsr`)."""
     return TORCH_NAMES[getattr(t.layout, "name", "strided")]

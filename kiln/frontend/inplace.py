@@ -18,6 +18,7 @@ from ..eager.sampling import on_traced
 from ..eager.sparse import SparseTensor, layout_error, replace
 from ..eager.sparse import zeros_like as sparse_zeros_like
 from ..eager.sparse_compressed import SparseCompressedTensor
+from ..eager.sparse_compressed import like as compressed_like
 from ..eager.tensor import (
     Tensor,
     check_view,
@@ -355,9 +356,7 @@ def _commit_sparse(t: Tensor, result: Tensor, op: str, recording: bool) -> Tenso
 def _zero(t):
     """`zero_()`: no entries for a sparse tensor (PyTorch's), zeros for a strided one."""
     if type(t) is SparseCompressedTensor:
-        from .sparse_compressed import empty_like_pattern
-
-        return empty_like_pattern(t)
+        return compressed_like(t, None)  # no entries, as PyTorch's
     return sparse_zeros_like(t) if type(t) is SparseTensor else _copy(t, 0)
 
 

@@ -348,14 +348,6 @@ def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
     return coo._label(out, "SparseCompressedToDenseBackward0")
 
 
-def empty_like_pattern(s: SparseCompressedTensor) -> SparseCompressedTensor:
-    """A compressed tensor of `s`'s shape, layout and dtypes with no entries (`zero_()`)."""
-    n_outer = s._shape[1] if s._csc else s._shape[0]
-    index = s._plain.dtype
-    return wrap(make(np.zeros(0, s._data.dtype)), np.zeros(n_outer + 1, index),
-                np.zeros(0, index), s._shape, s._csc)  # fmt: skip
-
-
 # -- reading ------------------------------------------------------------------------------------
 
 

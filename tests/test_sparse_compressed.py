@@ -437,3 +437,18 @@ def test_like_factories_match_torch():
                 assert tuple(k) == tuple(t)
             else:
                 same(k, t)
+
+
+def test_products_in_dtypes_torch_refuses_raise():
+    torch = _torch()
+    for dtype in ("float16", "bfloat16", "int32", "int64"):
+        for f in [lambda m, d: m.tensor(D, dtype=d).to_sparse_csr() @ m.ones(3, 2, dtype=d),
+                  lambda m, d: m.ones(2, 2, dtype=d) @ m.tensor(D, dtype=d).to_sparse_csr(),
+                  lambda m, d: m.mv(m.tensor(D, dtype=d).to_sparse_csr(), m.ones(3, dtype=d)),
+                  lambda m, d: m.tensor(D, dtype=d).to_sparse_csr()
+                  @ m.tensor(D, dtype=d).t().to_sparse_csr()]:  # fmt: skip
+            with pytest.raises(NotImplementedError) as want:
+                f(torch, getattr(torch, dtype))
+            with pytest.raises(NotImplementedError) as got:
+                f(kn, getattr(kn, dtype))
+            assert str(want.value).split(" not implemented")[0] in str(got.value)

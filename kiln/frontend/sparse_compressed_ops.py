@@ -31,7 +31,14 @@ from ..eager.sparse_compressed import (
     wrap,
 )
 from ..eager.tensor import Tensor, make, version_of
-from ..errors import DTypeMismatchError, LayoutError, ShapeError, UsageError, call_error
+from ..errors import (
+    DTypeMismatchError,
+    LayoutError,
+    ShapeError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -175,6 +182,8 @@ def _product(a: SparseCompressedTensor, b) -> Tensor:
     if a.dtype != b.dtype:
         raise call_error(DTypeMismatchError, f"expected scalar type {_torch_dtype(a.dtype)} "
                          f"but found {_torch_dtype(b.dtype)}", "matmul", a, b)  # fmt: skip
+    _check_product_dtype(a, b, "addmv_out_sparse_csr_impl_mkl" if b.ndim == 1 else
+                         "addmm_out_sparse_csr_impl_mkl")  # fmt: skip
     if a._data.dtype.kind in "fc" and a._data.dtype.itemsize >= 4 and not _recorded(a, b):
         return make(_scipy_product(a, b._data))  # no tape entry: scipy's kernel, ~10x faster
     rows, cols = coordinates(a)
@@ -184,6 +193,17 @@ def _product(a: SparseCompressedTensor, b) -> Tensor:
     zeros = make(np.zeros((a._shape[0], *b.shape[1:]), b._data.dtype))
     return bind(_INDEX_PUT, zeros, bind(REGISTRY["mul"], v, taken), rows, spec=(), axes=(0,),
                 accumulate=True)  # fmt: skip
+
+
+# the dtypes PyTorch's CPU kernels (MKL) multiply compressed matrices in
+_PRODUCT_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+def _check_product_dtype(a, b, kernel: str) -> None:
+    """PyTorch's refusal of a compressed product in another dtype (float16, integers...)."""
+    if a.dtype.name not in _PRODUCT_DTYPES:
+        raise call_error(UnsupportedDTypeError, f'"{kernel}" not implemented for '
+                         f"'{_torch_dtype(a.dtype)}'", "matmul", a, b)  # fmt: skip
 
 
 def _recorded(*tensors) -> bool:
@@ -235,6 +255,8 @@ def _by_coo(fn, a, b, name: str) -> SparseCompressedTensor:
     if a.dtype != b.dtype:
         raise call_error(DTypeMismatchError, f"expected scalar type {_torch_dtype(a.dtype)} "
                          f"but found {_torch_dtype(b.dtype)}", name, a, b)  # fmt: skip
+    if name == "matmul":
+        _check_product_dtype(a, b, "addmm_out_sparse_csr_impl_mkl_sparse")
     out = fn(a.to_sparse_coo(), b.to_sparse_coo()).to_sparse_csr()
     if a._plain.dtype == b._plain.dtype == np.int32:  # PyTorch keeps int32 indices
         out._compressed, out._plain = out._compressed.astype(np.int32), out._plain.astype(np.int32)

@@ -41,7 +41,9 @@ def same(k, t):
     assert got[:4] == want[:4]
     if got[0] == "sparse_coo":
         assert k.is_coalesced() == t.is_coalesced()
-    np.testing.assert_allclose(np.asarray(got[4], float), np.asarray(want[4], float), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(got[4], float), np.asarray(want[4], float), rtol=1e-5, atol=1e-6
+    )  # float32 sums in another order
 
 
 def _flat(text: str) -> str:
@@ -278,6 +280,9 @@ def test_add_of_csr_matches_torch():
         kn.tensor(a).to_sparse_csr().add(kn.tensor(b).to_sparse_csr(), alpha=2),
         torch.tensor(a).to_sparse_csr().add(torch.tensor(b).to_sparse_csr(), alpha=2),
     )
+    for layout in ("to_sparse_csr", "to_sparse_csc"):  # a tensor plus itself: any layout
+        k, t = getattr(kn.tensor(a), layout)(), getattr(torch.tensor(a), layout)()
+        same(k + k, t + t)
     for f in [lambda m: m.tensor(a).to_sparse_csr() + m.tensor([[1.0, 2.0]]).to_sparse_csr(),
               lambda m: m.tensor(a).to_sparse_csc() + m.tensor(b).to_sparse_csc(),
               lambda m: m.tensor(a).to_sparse_csr() - m.tensor(b).to_sparse_csr(),
@@ -452,3 +457,51 @@ def test_products_in_dtypes_torch_refuses_raise():
             with pytest.raises(NotImplementedError) as got:
                 f(kn, getattr(kn, dtype))
             assert str(want.value).split(" not implemented")[0] in str(got.value)
+
+
+RANDOM_OPS = {
+    "to_dense": lambda m, s, x, v: s.to_dense(),
+    "to_sparse_coo": lambda m, s, x, v: s.to_sparse_coo(),
+    "to_sparse_csr": lambda m, s, x, v: s.to_sparse_csr(),
+    "to_sparse_csc": lambda m, s, x, v: s.to_sparse_csc(),
+    "mm": lambda m, s, x, v: s @ x,
+    "mv": lambda m, s, x, v: m.mv(s, v),
+    "t": lambda m, s, x, v: s.t(),
+    "sum": lambda m, s, x, v: s.sum(),
+    "mul": lambda m, s, x, v: s * 3,
+    "neg": lambda m, s, x, v: -s,
+    "sqrt_abs": lambda m, s, x, v: s.abs().sqrt(),
+    "add_self": lambda m, s, x, v: s + s,
+    "t_mm": lambda m, s, x, v: s.t() @ m.ones(s.shape[0], 2, dtype=s.dtype),
+    "strided_mm": lambda m, s, x, v: m.ones(2, s.shape[0], dtype=s.dtype) @ s,
+    "addmm": lambda m, s, x, v: m.addmm(
+        m.ones(s.shape[0], 3, dtype=s.dtype), s, x, beta=2, alpha=0.5
+    ),
+    # torch's product of two compressed matrices leaves a row's columns in its kernel's order
+    "spmm": lambda m, s, x, v: (s @ s.t()).to_dense(),
+}
+
+
+def test_random_matrices_match_torch():
+    torch = _torch()
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        rows, cols = (int(n) for n in rng.integers(0, 6, 2))  # empty dims too
+        a = (rng.random((rows, cols)) < rng.random()) * rng.standard_normal((rows, cols))
+        a = a.astype(np.float64 if trial % 3 == 0 else np.float32)
+        to = "to_sparse_csr" if trial % 2 else "to_sparse_csc"
+        x = rng.standard_normal((cols, 3)).astype(a.dtype)
+        v = rng.standard_normal(cols).astype(a.dtype)
+        for name, f in RANDOM_OPS.items():
+            results = []
+            for m in (kn, torch):
+                try:
+                    results.append(f(m, getattr(m.tensor(a), to)(), m.tensor(x), m.tensor(v)))
+                except RuntimeError as e:  # NotImplementedError too
+                    results.append(e)
+            k, t = results
+            if isinstance(t, Exception):
+                assert isinstance(k, Exception), (trial, name, to, a.shape)
+            else:
+                assert not isinstance(k, Exception), (trial, name, to, a.shape, k)
+                same(k, t)

@@ -326,7 +326,9 @@ def to_sparse_coo(self):
         values = bind(REGISTRY["reshape"], self, shape=tuple(self._data.shape))
     index = np.stack([rows, cols]).astype(np.int64).reshape(2, -1)
     # in storage order, as PyTorch's: row-major (coalesced) from CSR, by column from CSC
-    out = wrap_coo(values, index, self._shape, not self._csc)
+    # (flagged coalesced, as PyTorch's, only with one entry or no elements at all)
+    coalesced = not self._csc or self._nnz() == 1 or self.numel() == 0
+    out = wrap_coo(values, index, self._shape, coalesced)
     return coo._label(out, "ToSparseBackward1")
 
 

@@ -107,7 +107,10 @@ def _add(a, b):
             raise call_error(LayoutError, f"add of a compressed tensor and a {b.layout.name} "
                              "one", "add", a, b)  # fmt: skip
         return bind(REGISTRY["add"], a.to_dense(), b)
-    for t in (a, b):  # PyTorch adds CSR tensors only
+    if a is b:  # PyTorch's `s + s`, of any compressed layout: on its own pattern
+        with on_values():
+            return _label(_like(a, bind(REGISTRY["add"], a, a)), "AddBackward0")
+    for t in (a, b):  # PyTorch adds CSR tensors only (and a tensor to itself)
         if t._csc:
             raise call_error(UsageError, "crow_indices expected sparse row compressed tensor "
                              f"layout but got {torch_name(t)}", "add", a, b)  # fmt: skip

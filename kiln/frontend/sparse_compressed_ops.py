@@ -55,6 +55,21 @@ ZERO_KEEPING = (
 )  # fmt: skip
 
 
+# Of those, the ones PyTorch 2.13 computes but cannot differentiate on the layout (its
+# backward raises "unsupported tensor layout: SparseCsr" or a size mismatch): kiln refuses
+# them on a tensor that requires grad, when they are recorded
+NO_GRAD = frozenset(
+    "sin sinh tan tanh asin asinh atan atanh sqrt expm1 erf sgn".split()
+)  # fmt: skip
+
+
+def _refuse_grad(name: str, s: SparseCompressedTensor) -> None:
+    if name in NO_GRAD and _recorded(s):
+        raise call_error(LayoutError, f"the derivative of {name} on the {s.layout.name} layout "
+                         "is not supported (PyTorch's backward raises: unsupported tensor "
+                         "layout); to_dense() first, or detach()", name, s)  # fmt: skip
+
+
 def _like(s: SparseCompressedTensor, values: Tensor) -> SparseCompressedTensor:
     """`values` (just made) on `s`'s pattern."""
     return wrap(values, s._compressed, s._plain, s._shape, s._csc)
@@ -62,6 +77,7 @@ def _like(s: SparseCompressedTensor, values: Tensor) -> SparseCompressedTensor:
 
 def _on_values(op):
     def impl(s, **attrs):
+        _refuse_grad(op.name, s)
         with on_values():
             return _like(s, bind(op, s, **attrs))
 
@@ -374,6 +390,7 @@ COMPOSITE_METHODS = ("trunc", "frac", "sign", "sgn", "isinf", "signbit")
 
 def _composite(name: str):
     def method(self, *args, **kwargs):
+        _refuse_grad(name, self)
         with on_values():
             values = bind(REGISTRY["reshape"], self, shape=tuple(self._data.shape))
         return _like(self, getattr(Tensor, name)(values, *args, **kwargs))

@@ -59,7 +59,12 @@ def wrap(values: Tensor, compressed, plain, shape, csc: bool) -> SparseCompresse
 
 
 def coordinates(s: SparseCompressedTensor) -> tuple:
-    """(rows, cols) of each stored entry, in storage order (int64)."""
+    """(rows, cols) of each stored entry, in storage order (int64).
+
+    >>> import kiln as kn
+    >>> [a.tolist() for a in coordinates(kn.tensor([[0.0, 2.0], [3.0, 4.0]]).to_sparse_csc())]
+    [[1, 0, 1], [0, 1, 1]]
+    """
     counts = np.diff(s._compressed.astype(np.int64))
     outer = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
     inner = s._plain.astype(np.int64)
@@ -86,7 +91,13 @@ def grad_of(leaf: SparseCompressedTensor, g):
 
 def like(s: SparseCompressedTensor, fill, dtype=None, requires_grad: bool = False):
     """`s`'s pattern with every value `fill` (`ones_like`, `full_like`, `empty_like`), or
-    with no entries for `fill=None` (`zeros_like`), as PyTorch's."""
+    with no entries for `fill=None` (`zeros_like`), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> s = kn.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csr()
+    >>> like(s, 7.0).values(), like(s, None)._nnz()
+    (tensor([7., 7.]), 0)
+    """
     dtype = s._data.dtype if dtype is None else dt.as_dtype(dtype)
     if fill is None:
         n_outer = s._shape[1] if s._csc else s._shape[0]

@@ -361,9 +361,16 @@ def _reader(name: str, csc: bool, kind: str, attr: str):
                              f"layout but got {torch_name(self)}", name, self)  # fmt: skip
         return make(getattr(self, attr).copy())
 
+    to = "to_sparse_csc" if csc else "to_sparse_csr"
+    want = {"crow_indices": "[0, 1, 3]", "col_indices": "[1, 0, 2]",
+            "ccol_indices": "[0, 1, 2, 3]", "row_indices": "[1, 0, 1]"}[name]  # fmt: skip
     read.__name__ = name
-    read.__doc__ = (f"The {kind} indices of a {'CSC' if csc else 'CSR'} matrix (int64, or "
-                    "int32 where it was made with int32 indices).")  # fmt: skip
+    read.__doc__ = (
+        f"The {kind} indices of a {'CSC' if csc else 'CSR'} matrix (int64, or int32 where it "
+        "was made with int32 indices).\n\n    >>> import kiln as kn\n"
+        f"    >>> kn.tensor([[0.0, 2.0, 0.0], [3.0, 0.0, 4.0]]).{to}().{name}()\n"
+        f"    tensor({want})\n"
+    )
     return read
 
 

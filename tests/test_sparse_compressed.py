@@ -532,3 +532,27 @@ def test_unary_gradients_match_torch():
             same(k, t)
     with kn.no_grad():  # not recorded: computed
         assert kn.tensor(x).to_sparse_csr().requires_grad_().sin()._nnz() == 3
+
+
+def test_sparse_mm_reduce_matches_torch():
+    torch = _torch()
+    d = [[0.0, 2.0, 0.0], [3.0, 0.0, -4.0], [0.0, 0.0, 0.0]]  # an empty row: zeros
+    for reduce in ("sum", "mean"):
+        got = []
+        for m in (kn, torch):
+            c = m.tensor(d).to_sparse_csr().requires_grad_()
+            x = m.tensor(M, requires_grad=True)
+            y = m.sparse.mm(c, x, reduce)
+            (y * m.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+            got.append((y, c.grad, x.grad))
+        for k, t in zip(*got):
+            same(k, t)
+    for f in [lambda m: m.sparse.mm(m.tensor(d).to_sparse_csc(), m.tensor(M), "sum"),
+              lambda m: m.sparse.mm(m.tensor(d).to_sparse_csr(), m.tensor(M), "prod"),
+              lambda m: m.sparse.mm(m.tensor(d).to_sparse(), m.tensor(M), "sum")]:  # fmt: skip
+        with pytest.raises(RuntimeError):
+            f(torch)
+        with pytest.raises(RuntimeError):
+            f(kn)
+    with pytest.raises(LayoutError, match="amax"):  # torch has it; kiln does not
+        kn.sparse.mm(kn.tensor(d).to_sparse_csr(), kn.tensor(M), "amax")

@@ -364,9 +364,11 @@ def _addmm(x, a, b, *, beta=1.0, alpha=1.0):
     return _label(out, "AddmmBackward0")
 
 
-def sparse_mm(a: SparseCompressedTensor, b):
+def sparse_mm(a: SparseCompressedTensor, b, reduce=None):
     """`kn.sparse.mm` of a compressed matrix: its gradient is on its pattern (a compressed
-    tensor), as PyTorch's `torch.sparse.mm`."""
+    tensor), as PyTorch's `torch.sparse.mm`; `reduce` ("sum", "mean") of a CSR matrix."""
+    if reduce is not None:
+        return _mm_reduce(a, b, reduce)
     if type(b) is SparseCompressedTensor:  # a CSR product, gradients on the patterns
         return _matmul(a, b)
     if getattr(b, "ndim", 2) != 2:
@@ -379,6 +381,29 @@ def sparse_mm(a: SparseCompressedTensor, b):
                          "layouts, grad: Strided, mat1: SparseCsc, mat2: Strided",
                          "sparse.mm", a, b)  # fmt: skip
     return _label(_product(a, b), "SparseAddmmBackward0")
+
+
+def _mm_reduce(a, b, reduce: str):
+    """PyTorch's `sparse.mm(a, b, reduce)`: each row's products summed, or averaged over the
+    row's entries (rows without entries give zeros); amax and amin are not in kiln."""
+    if type(a) is not SparseCompressedTensor:
+        what = "Strided" if type(a) is Tensor else getattr(a.layout, "name", "?")
+        raise call_error(LayoutError, f"sparse.mm(reduce=) takes a CSR mat1, got {what}",
+                         "sparse.mm", a, b)  # fmt: skip
+    if a._csc:
+        raise call_error(UsageError, "sparse_mm_reduce: expect self to be SparseCsr, got "
+                         "SparseCsc", "sparse.mm", a, b)  # fmt: skip
+    if reduce not in ("sum", "mean", "amax", "amin"):
+        raise call_error(UsageError, f"sparse_mm_reduce: reduce type of {reduce} has not been "
+                         "enabled.", "sparse.mm", a, b)  # fmt: skip
+    if reduce in ("amax", "amin"):
+        raise call_error(LayoutError, f"sparse.mm(reduce={reduce!r}) is not supported in kiln "
+                         "(sum and mean are)", "sparse.mm", a, b)  # fmt: skip
+    out = sparse_mm(a, b)
+    if reduce == "mean":
+        counts = np.maximum(np.diff(a._compressed.astype(np.int64)), 1).astype(out._data.dtype)
+        out = bind(REGISTRY["div"], out, counts.reshape(-1, *(1,) * (out.ndim - 1)))
+    return _label(out, "SparseMmReduceImplBackward0")
 
 
 # -- the methods ------------------------------------------------------------------------------

@@ -83,6 +83,7 @@ from .dtypes import (
 from .eager import *  # noqa: F403
 from .eager import Tensor, autograd
 from .eager.sparse import sparse_coo
+from .eager.sparse_compressed import sparse_bsc, sparse_bsr, sparse_csc, sparse_csr
 from .errors import (
     AutogradError,
     DeviceError,

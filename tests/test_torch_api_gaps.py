@@ -169,10 +169,9 @@ def test_symbols_have_every_tensor_method_that_needs_no_value():
 NOT_ON_TENSOR = {
     "chalf": "complex32 (the complex dtype of float16): kiln has complex64 and complex128",
     **dict.fromkeys(
-        "ccol_indices col_indices crow_indices resize_as_sparse_ row_indices smm "
-        "sparse_resize_ sparse_resize_and_clear_ sspaddmm to_sparse_bsc to_sparse_bsr "
-        "to_sparse_csc to_sparse_csr".split(),
-        "sparse layouts other than COO (kiln has sparse_coo), and their products",
+        "resize_as_sparse_ smm sparse_resize_ sparse_resize_and_clear_ sspaddmm".split(),
+        "sparse layouts' in-place resizes and products kiln lacks (it has sparse_coo, "
+        "sparse_csr and sparse_csc)",
     ),
     **dict.fromkeys("ipu mtia xpu record_stream to_mkldnn".split(), "devices kiln lacks"),
     "storage_type": "storage classes per dtype (kiln.FloatStorage...): kiln has "

@@ -679,7 +679,7 @@ def _names(*text):
     return " ".join(text).split()
 
 
-_SPARSE = "sparse layouts other than COO, and their products: kiln has sparse_coo"
+_SPARSE = "block sparse layouts and sparse products: kiln has sparse_coo, sparse_csr, sparse_csc"
 _QUANTIZED = "quantized kernels: kiln's quantized tensors only quantize and dequantize"
 _VENDOR = "a cuDNN/MIOpen/MKLDNN/FBGEMM/Vulkan kernel entry point or CUDA SyncBatchNorm kernel"
 _JIT = "TorchScript/IR parsing and its futures: kiln traces with kn.compile instead"
@@ -694,8 +694,7 @@ OUT_OF_SCOPE = {
     **dict.fromkeys(_names(
         "ccol_indices_copy col_indices_copy crow_indices_copy indices_copy row_indices_copy",
         "values_copy dsmm hsmm hspmm smm spmm saddmm sspaddmm sparse_bsc_tensor",
-        "sparse_bsr_tensor sparse_compressed_tensor sparse_csc_tensor",
-        "sparse_csr_tensor resize_as_sparse_ native_norm"), _SPARSE),
+        "sparse_bsr_tensor resize_as_sparse_ native_norm"), _SPARSE),
     **dict.fromkeys(_names(
         "choose_qparams_optimized empty_quantized fake_quantize_per_channel_affine",
         "fake_quantize_per_tensor_affine fused_moving_avg_obs_fake_quant",

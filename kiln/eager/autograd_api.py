@@ -12,6 +12,8 @@ from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from ..runtime.backend import get_backend
 from .autograd import _run
+from .sparse_compressed import SparseCompressedTensor
+from .sparse_compressed import grad_of as compressed_grad
 from .tensor import Tensor, check_view, describe, make
 
 __all__ = ["backward", "grad"]
@@ -153,6 +155,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                 f"Set allow_unused=True if this is the desired behavior (input {i})",
                 op="autograd.grad", site=user_site(), called=True, inputs=[describe(x)],
             )  # fmt: skip
+        if type(x) is SparseCompressedTensor:  # its values' gradient: on its pattern
+            g = compressed_grad(x, g)
         results.append(g)
     return tuple(results)
 

@@ -13,6 +13,7 @@ from ..graph.core import Symbol
 from ..ops.random import in_trace
 from ..runtime.backend import get_backend
 from . import sparse
+from . import sparse_compressed as compressed
 from .devices import canonical_device
 from .out import factory_out
 from .tensor import Tensor, make
@@ -519,6 +520,8 @@ def zeros_like(
         return _graph_like(input, 0, dtype, memory_format)
     if input.is_sparse:  # no entries, as PyTorch's
         return sparse.zeros_like(input, dtype, requires_grad)
+    if type(input) is compressed.SparseCompressedTensor:
+        return compressed.like(input, None, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
     return like_memory(
         input, zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
@@ -538,6 +541,8 @@ def ones_like(
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, 1, dtype, memory_format)
+    if type(input) is compressed.SparseCompressedTensor:  # its pattern, as PyTorch's
+        return compressed.like(input, 1, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
     return like_memory(
         input, ones(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
@@ -560,6 +565,8 @@ def empty_like(
         return _graph_like(input, 0, dtype, memory_format)
     if input.is_sparse:
         return sparse.zeros_like(input, dtype, requires_grad)
+    if type(input) is compressed.SparseCompressedTensor:  # its pattern, as PyTorch's
+        return compressed.like(input, 0, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
     return like_memory(
         input, empty(shape, dtype=dtype, device=device, requires_grad=requires_grad), memory_format
@@ -581,6 +588,8 @@ def full_like(
         input = _like_layout(input, layout)  # noqa: A001
     if isinstance(input, Symbol):
         return _graph_like(input, fill_value, dtype, memory_format)
+    if type(input) is compressed.SparseCompressedTensor:  # its pattern, as PyTorch's
+        return compressed.like(input, fill_value, dtype, requires_grad)
     shape, dtype, device = _like(input, dtype, device)
     return like_memory(
         input,

@@ -53,23 +53,32 @@ def values_mode() -> bool:
     return getattr(_local, "depth", 0) > 0
 
 
-def dispatch(op, args, attrs):
-    """`bind(op, *args)` where an argument is sparse: its layout's op, or a LayoutError."""
-    impl = SPARSE_OPS.get(op.name)
-    if impl is None:
-        raise layout_error(op.name, *args)
-    return impl(*args, **attrs)
+def layout_dispatch(table: dict, name: str):
+    """The `dispatch` of a layout whose ops are in `table` (op name -> impl): what `LAYOUTS`
+    holds for the layout's tensor class."""
+
+    def dispatch(op, args, attrs):
+        """`bind(op, *args)` where an argument is of the layout: its op, or a LayoutError."""
+        impl = table.get(op.name)
+        if impl is None:
+            raise layout_error(op.name, *args, layout=name)
+        return impl(*args, **attrs)
+
+    return dispatch
 
 
-def layout_error(name: str, *args) -> LayoutError:
-    """The error for op `name` given sparse arguments it has no sparse form for."""
+def layout_error(name: str, *args, layout: str = "sparse_coo") -> LayoutError:
+    """The error for op `name` given sparse arguments it has no form for in `layout`."""
     from .tensor import describe
 
-    inputs = [("sparse_coo " if isinstance(a, SparseTensor) else "") + describe(a)
-              for a in args if isinstance(a, Tensor)]  # fmt: skip
+    def label(a):
+        kind = getattr(a.layout, "name", "strided")
+        return "" if kind == "strided" else kind + " "
+
+    inputs = [label(a) + describe(a) for a in args if isinstance(a, Tensor)]
     return node_error(
         LayoutError,
-        f"{name} does not support the sparse_coo layout (kiln.sparse_coo): call to_dense() "
+        f"{name} does not support the {layout} layout (kiln.{layout}): call to_dense() "
         "first, or use a kiln.sparse function",
         op=name,
         site=user_site(),
@@ -128,6 +137,14 @@ def add_grads(a, b, leaf=None):
     strided = type(a) is StridedGrad or type(b) is StridedGrad
     a = make(a._data) if type(a) is StridedGrad else a
     b = make(b._data) if type(b) is StridedGrad else b
+    if a.ndim != b.ndim:  # a compressed leaf's: strided, and its values' (on its pattern)
+        raise node_error(
+            LayoutError,
+            "a sparse compressed tensor got both a strided gradient (from mm or sum) and one "
+            "on its pattern (from its other ops) in one backward: kiln cannot add them; "
+            "to_dense() it first",
+            op="backward", site=user_site(), called=True,
+        )  # fmt: skip
     total = b + a if type(a) is SparseTensor and type(b) is not SparseTensor else a + b
     return StridedGrad.of(total) if strided else total
 
@@ -167,8 +184,9 @@ def zeros_like(s: SparseTensor, dtype=None, requires_grad: bool = False) -> Spar
 
 def replace(t: SparseTensor, result: SparseTensor) -> None:
     """Makes `t` hold `result`'s entries (an in-place op's commit: its nnz may change)."""
-    t._data, t._index, t._shape = result._data, result._index, result._shape
-    t._coalesced = result._coalesced
+    t._data = result._data
+    for name in type(t).__slots__:  # the layout's indices and shape
+        setattr(t, name, getattr(result, name))
 
 
 class SparseTensor(Tensor):
@@ -301,13 +319,14 @@ class SparseTensor(Tensor):
         return "tensor(" + _add_suffixes(body, extra)
 
 
-def _add_suffixes(body: str, suffixes: list) -> str:
-    """`body` then the suffixes (`size=...`, `nnz=...`), the first on a line of its own and
-    each next one on the same line while it fits the print options' line width."""
+def _add_suffixes(body: str, suffixes: list, first_apart: bool = True) -> str:
+    """`body` then the suffixes (`size=...`, `nnz=...`), the first on a line of its own (unless
+    not `first_apart`: compressed layouts) and each next one on the same line while it fits
+    the print options' line width."""
     width = int(printing.OPTIONS["linewidth"])
-    parts, line = [body], 0
+    parts, line = [body], len("tensor(" + body) - ("tensor(" + body).rfind("\n") + 1
     for i, suffix in enumerate(suffixes):
-        if i == 0 or line + len(suffix) + 2 > width:
+        if (i == 0 and first_apart) or line + len(suffix) + 2 > width:
             parts.append(",\n       " + suffix)
             line = 7 + len(suffix)
         else:
@@ -332,4 +351,5 @@ def _indent(text: str, width: int) -> str:
     return text.replace("\n", "\n" + " " * width)
 
 
+dispatch = layout_dispatch(SPARSE_OPS, "sparse_coo")
 LAYOUTS[SparseTensor] = dispatch

@@ -17,6 +17,7 @@ from . import (
     random,
     signal,
     sparse,
+    sparse_compressed,
 )
 from .autocast_state import *  # noqa: F403
 from .autocast_state import __all__ as _autocast_state_all
@@ -48,6 +49,7 @@ from .quantized import *  # noqa: F403
 from .quantized import __all__ as _quantized_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .sparse_compressed import sparse_compressed_tensor, sparse_csc_tensor, sparse_csr_tensor
 from .sparse_coo import sparse_coo_tensor
 from .special import digamma, erfinv, i0, igamma, igammac, lgamma, mvlgamma, polygamma
 from .spectral import istft, stft
@@ -99,6 +101,7 @@ functionalize.install()  # Symbol: in-place methods and item assignment, functio
 inplace_views.install()  # in-place view methods (t_, squeeze_...), both
 _sampling.install_distributions(Tensor, random.DISTRIBUTIONS)  # exponential_, random_...
 sparse.install()  # the sparse COO layout's ops and methods (after methods: to_dense...)
+sparse_compressed.install()  # CSR and CSC (after COO's: the methods both have branch there)
 quantized.install()
 
 __all__ = list(
@@ -114,7 +117,8 @@ __all__ = list(
          "cond", "while_loop", "fori_loop", "scan", *_data_all, *_stats_all, *_misc_all,
          *_misc_ops_all, *_namespace_all, *_more_all, *_nn_forms_all, *_copies_all,
          *_settings_all, *_numeric_all, *_rnn_forms_all, *_complex_all,
-         "stft", "istft", "sparse_coo_tensor", *_quantized_all, *_symbolic_all,
+         "stft", "istft", "sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+         "sparse_compressed_tensor", *_quantized_all, *_symbolic_all,
          *_autocast_state_all]
     )
 )  # fmt: skip

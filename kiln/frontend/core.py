@@ -240,7 +240,7 @@ def _traced(a):
 
 
 def _tensor_value(t) -> np.ndarray:
-    if t.is_sparse or t.is_quantized:
+    if type(t) in LAYOUTS:  # sparse (COO, CSR, CSC) or quantized
         from .sparse_coo import graph_error
 
         raise graph_error("a sparse or quantized tensor as a graph constant", t)

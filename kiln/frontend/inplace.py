@@ -17,6 +17,8 @@ from ..eager.out import check_no_overlap
 from ..eager.sampling import on_traced
 from ..eager.sparse import SparseTensor, layout_error, replace
 from ..eager.sparse import zeros_like as sparse_zeros_like
+from ..eager.sparse_compressed import SparseCompressedTensor
+from ..eager.sparse_compressed import like as compressed_like
 from ..eager.tensor import (
     Tensor,
     check_view,
@@ -172,7 +174,9 @@ def _commit(t: Tensor, result, op: str, recording: bool) -> Tensor:
         )
     if recording and t._base is not None:
         return _commit_view(t, result, op)
-    if type(t) is SparseTensor or type(result) is SparseTensor:
+    if (type(t) is not Tensor or type(result) is not Tensor) and (
+        type(t) in _SPARSE or type(result) in _SPARSE
+    ):
         return _commit_sparse(t, result, op, recording)
     try:
         xp = np if t._device == "cpu" else get_backend(t._device).activate()
@@ -335,10 +339,11 @@ def _shared_memory_error(op: str, t: Tensor, e: ValueError) -> ShapeMismatchErro
 def _commit_sparse(t: Tensor, result: Tensor, op: str, recording: bool) -> Tensor:
     """`_commit` where a sparse tensor is involved: a sparse `t` takes the result's entries
     (their number may change, as PyTorch's); a strided `t` its strided value."""
-    if type(t) is not SparseTensor:
+    if type(t) not in _SPARSE:
         return _commit(t, result.to_dense(), op, recording)
-    if type(result) is not SparseTensor:
-        raise layout_error(f"{op} (a strided result into a sparse tensor)", t, result)
+    if type(result) is not type(t) or t.layout is not result.layout:
+        raise layout_error(f"{op} (a {result.layout.name} result into a {t.layout.name} tensor)",
+                           t, result, layout=t.layout.name)  # fmt: skip
     if result.dtype != t.dtype:
         result = bind(REGISTRY["cast"], result, dtype=t.dtype)
     replace(t, result)
@@ -350,7 +355,12 @@ def _commit_sparse(t: Tensor, result: Tensor, op: str, recording: bool) -> Tenso
 
 def _zero(t):
     """`zero_()`: no entries for a sparse tensor (PyTorch's), zeros for a strided one."""
+    if type(t) is SparseCompressedTensor:
+        return compressed_like(t, None)  # no entries, as PyTorch's
     return sparse_zeros_like(t) if type(t) is SparseTensor else _copy(t, 0)
+
+
+_SPARSE = frozenset((SparseTensor, SparseCompressedTensor))  # tensors whose nnz may change
 
 
 def overwrite(t: Tensor, value: Tensor, op: str = "copy_", site: str | None = None) -> None:
@@ -365,7 +375,7 @@ def overwrite(t: Tensor, value: Tensor, op: str = "copy_", site: str | None = No
     >>> overwrite(w, kn.tensor([1.0, 2.0])); w, w._version
     (tensor([1., 2.]), 1)
     """
-    if t._device != "cpu" or type(t) is SparseTensor or type(value) is not Tensor:
+    if t._device != "cpu" or type(t) in _SPARSE or type(value) is not Tensor:
         with no_grad():
             t.copy_(value)
         return

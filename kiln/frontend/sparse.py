@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.sparse import SparseTensor, on_values, unique_entries, wrap
+from ..eager.sparse_compressed import SparseCompressedTensor
 from ..eager.tensor import Tensor, make, version_of
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
@@ -56,9 +57,10 @@ def sum(input, dim=None, dtype=None):  # noqa: A001, A002 — PyTorch's names
     return coo._label(wrap(out, index, shape, True), "SparseSumBackward0")
 
 
-def mm(mat1, mat2):
+def mm(mat1, mat2, reduce=None):
     """The product of a sparse matrix and a strided one (a strided result) or two sparse ones
-    (a sparse result); the gradient of the sparse operand is sparse, on its pattern.
+    (a sparse result); the gradient of the sparse operand is sparse, on its pattern. With a
+    CSR `mat1`, `reduce="sum"` or `"mean"` reduces each row's products so (PyTorch's).
 
     >>> import kiln as kn
     >>> s = kn.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
@@ -66,6 +68,10 @@ def mm(mat1, mat2):
     tensor([[2.],
             [3.]])
     """
+    if reduce is not None or type(mat1) is SparseCompressedTensor:  # CSR, CSC
+        from .sparse_compressed_ops import sparse_mm
+
+        return sparse_mm(mat1, mat2, reduce)
     if not isinstance(mat1, SparseTensor):
         from .torch_math import mm as dense_mm
 

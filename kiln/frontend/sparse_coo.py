@@ -237,7 +237,10 @@ def _segment_sum(s: SparseTensor, segment: np.ndarray, n: int) -> Tensor:
 def _require_sparse(name: str, t) -> None:
     if not isinstance(t, SparseTensor):
         what = describe(t) if isinstance(t, Tensor) else type(t).__name__
-        raise UsageError(f"{name} expected sparse coordinate tensor layout but got Strided "
+        got = {"sparse_csr": "SparseCsr", "sparse_csc": "SparseCsc"}.get(
+            getattr(getattr(t, "layout", None), "name", None), "Strided"
+        )
+        raise UsageError(f"{name} expected sparse coordinate tensor layout but got {got} "
                          f"({what})")  # fmt: skip
 
 
@@ -304,7 +307,8 @@ def dense_dim(self) -> int:
 def graph_error(name: str, value) -> UsageError:
     """The error for a sparse or quantized tensor where a graph (placeholder, constant,
     kn.compile) needs a strided value of a plain dtype."""
-    what = "to_dense() on the sparse" if value.is_sparse else "dequantize() on the quantized"
+    kind = value.layout.name  # sparse_coo, sparse_csr, sparse_csc; quantized ones are strided
+    what = "dequantize() on the quantized" if value.is_quantized else f"to_dense() on the {kind}"
     also = " (kn.sparse.mm(s, x) takes a sparse s that does not require grad)" * value.is_sparse
     return UsageError(
         f"{name}: kiln's graphs (kn.compile, placeholders, constants) hold strided tensors "

@@ -104,7 +104,31 @@ METHODS = {
         ),
     ),  # fmt: skip
     **dict.fromkeys(
-        ("to_sparse", "to_sparse_coo", "sparse_mask"),
+        ("crow_indices", "col_indices"),
+        (
+            UsageError,
+            "expected sparse row compressed tensor layout but got Strided (a graph value "
+            "is dense: kiln's sparse tensors are eager)",
+        ),
+    ),  # fmt: skip
+    **dict.fromkeys(
+        ("ccol_indices", "row_indices"),
+        (
+            UsageError,
+            "expected sparse column compressed tensor layout but got Strided (a graph value "
+            "is dense: kiln's sparse tensors are eager)",
+        ),
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "to_sparse",
+            "to_sparse_coo",
+            "to_sparse_csr",
+            "to_sparse_csc",
+            "to_sparse_bsr",
+            "to_sparse_bsc",
+            "sparse_mask",
+        ),
         (
             GraphError,
             "kiln's sparse tensors are eager: a graph value stays dense (convert the "

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.sparse import LAYOUTS
 from ..eager.tensor import Tensor
 from ..graph.core import Symbol
 from .scalars import TracedScalar, python_value
@@ -64,7 +65,7 @@ def name_of(fn) -> str:
 
 def signature(leaf) -> tuple:
     if isinstance(leaf, Tensor):
-        if leaf.is_sparse or leaf.is_quantized:
+        if type(leaf) is not Tensor and type(leaf) in LAYOUTS:  # sparse (any layout), quantized
             from ..frontend.sparse_coo import graph_error
 
             raise graph_error("kn.compile", leaf)

@@ -556,3 +556,21 @@ def test_sparse_mm_reduce_matches_torch():
             f(kn)
     with pytest.raises(LayoutError, match="amax"):  # torch has it; kiln does not
         kn.sparse.mm(kn.tensor(d).to_sparse_csr(), kn.tensor(M), "amax")
+
+
+def test_gradients_of_two_backward_passes_add_as_pytorchs():
+    # Before: a strided .grad (from mm) and a later one on the pattern (from to_dense) were
+    # added by broadcasting the pattern's values over every row: [[3, 3], [3, 3]].
+    c = kn.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse_csr().requires_grad_()
+    (c @ kn.ones(2, 2)).sum().backward()
+    c.to_dense().sum().backward()
+    assert c.grad.layout == kn.strided
+    assert c.grad.tolist() == [[2.0, 3.0], [3.0, 2.0]]  # by hand; torch 2.13 gives the same
+    d = kn.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse_csr().requires_grad_()
+    d.to_dense().sum().backward()
+    (d.to_dense() * 3).sum().backward()
+    assert d.grad.layout == kn.sparse_csr and d.grad.values().tolist() == [4.0, 4.0]
+    # the other order: torch raises ("Sparse CSR tensors do not have is_contiguous"); kiln
+    # gives the strided sum
+    (d @ kn.ones(2, 2)).sum().backward()
+    assert d.grad.layout == kn.strided and d.grad.tolist() == [[2.0, 6.0], [6.0, 2.0]]

@@ -49,8 +49,11 @@ from .nodes import (  # noqa: F401 — importable from here, as before
     name_history,
     node_class,
 )
+from .out import _dense
 from .saved import SavedTensorError, Unavailable, array_args, unpack
 from .sparse import SparseTensor, StridedGrad, add_grads, grad_of
+from .sparse_compressed import SparseCompressedTensor
+from .sparse_compressed import accumulate as accumulate_compressed
 from .tensor import Meta, Tensor, describe, make, version_of
 
 __all__ = ["Node", "backward", "grad", "register_hook", "register_post_accumulate_grad_hook"]
@@ -618,12 +621,29 @@ def _accumulate(t: Tensor, ct: Tensor, create_graph: bool) -> None:
     if type(t) is SparseTensor or type(ct) is SparseTensor or type(t._grad) is SparseTensor:
         _accumulate_sparse(t, ct)
         return
+    if type(t) is SparseCompressedTensor:
+        t._grad = accumulate_compressed(t, t._grad, ct, create_graph)
+        return
     if t._grad is None:  # NOTE: a copy unless recorded: cotangents may be shared (add's)
-        t._grad = ct if create_graph and ct._requires_grad else make(ct._data.copy(), ct._device)
+        if create_graph and ct._requires_grad:
+            t._grad = ct
+        else:  # laid out as the leaf where it is dense, else in C order (PyTorch's contract)
+            data, own = ct._data, t._data
+            if own.flags.c_contiguous or own.shape != data.shape or not _dense(own):
+                t._grad = make(data.copy(), ct._device)
+            else:
+                t._grad = make(_laid_out_as(own, data, ct._device), ct._device)
     elif create_graph or t._grad._requires_grad:
         t._grad = t._grad + ct
     else:
         t._grad._data += ct._data
+
+
+def _laid_out_as(like, data, device: str):
+    """A copy of `data` with the strides of `like`, a dense array of its shape."""
+    out = get_backend(device).activate().empty_like(like)  # (order "K": like's strides)
+    out[...] = data
+    return out
 
 
 def _accumulate_sparse(t: Tensor, ct: Tensor) -> None:

@@ -89,6 +89,37 @@ def grad_of(leaf: SparseCompressedTensor, g):
                 leaf._csc)  # fmt: skip
 
 
+def accumulate(leaf: SparseCompressedTensor, old, new, create_graph: bool):
+    """`leaf.grad + new`, where `old` (the gradient so far, or None) and `new` are each its
+    values' cotangent (on its pattern; or `grad_of`'s compressed tensor of it) or a strided
+    gradient: two of a kind add as they are, a strided one and one on the pattern give a
+    strided sum, as PyTorch's (which raises where the strided one comes second)."""
+    if old is None:
+        return new if create_graph and new._requires_grad else make(new._data.copy(), new._device)
+    on_pattern = [type(g) is SparseCompressedTensor or g.ndim != leaf.ndim for g in (old, new)]
+    if on_pattern[0] == on_pattern[1]:
+        if create_graph or old._requires_grad or new._requires_grad:
+            return Tensor.__add__(old, new) if not on_pattern[0] else _values_sum(old, new)
+        old._data += new._data
+        return old
+    dense = [_scattered(leaf, g) if p else g for g, p in zip((old, new), on_pattern)]
+    return dense[0] + dense[1]
+
+
+def _scattered(leaf: SparseCompressedTensor, g) -> Tensor:
+    """The strided tensor of `leaf`'s shape holding the values cotangent `g` on its pattern."""
+    rows, cols = coordinates(leaf)
+    out = np.zeros(leaf._shape, dtype=g._data.dtype)
+    np.add.at(out, (rows, cols), np.asarray(g._data))
+    return make(out, g._device)
+
+
+def _values_sum(old, new):
+    """The recorded sum of two values cotangents of a leaf, on its pattern."""
+    values = [make(g._data) if type(g) is SparseCompressedTensor else g for g in (old, new)]
+    return Tensor.__add__(values[0], values[1])
+
+
 def like(s: SparseCompressedTensor, fill, dtype=None, requires_grad: bool = False):
     """`s`'s pattern with every value `fill` (`ones_like`, `full_like`, `empty_like`), or
     with no entries for `fill=None` (`zeros_like`), as PyTorch's.

@@ -29,6 +29,7 @@ LAYOUTS = {
     "transpose3": ((2, 3, 4), lambda t: t.transpose(0, 2)),
     "perm4": ((2, 3, 4, 5), lambda t: t.permute(3, 1, 0, 2)),
     "channels_last": ((2, 4, 5, 3), lambda t: t.permute(0, 3, 1, 2)),
+    "channels_last_3d": ((2, 2, 3, 2, 3), lambda t: t.permute(0, 4, 1, 2, 3)),
     "steps": ((8, 6), lambda t: t[::2, ::2]),
     "t_steps": ((6, 8), lambda t: t.t()[::2, 1::2]),
     "expand": ((1, 3), lambda t: t.expand(4, 3)),
@@ -184,6 +185,7 @@ DIFFERS: dict = {
             "transpose3",
             "perm4",
             "channels_last",
+            "channels_last_3d",
             "t_steps",
             "reshape_permute",
         )

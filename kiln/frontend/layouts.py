@@ -226,7 +226,7 @@ def _fresh_layout(x: Symbol, read: bool = True):
         if read:  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
         return _probe(x.shape)
-    if node.op.name == "concat" and len(x.shape) == 4:  # PyTorch's cat keeps channels-last
+    if node.op.name == "concat" and len(x.shape) in (4, 5):  # PyTorch's cat keeps channels-last
         if all(_suggests_channels_last(_layout(i, True, False)) for i in node.inputs):
             return _channels_last_probe(x.shape)
     if not _follows_inputs(node):
@@ -366,9 +366,17 @@ def _channels_last(p) -> bool:
 
 
 def _channels_last_probe(shape):
-    """The probe of a channels-last (N, C, H, W) tensor of `shape`."""
-    n, c, h, w = (d if isinstance(d, int) else 3 for d in shape)
-    return strided_probe((n, c, h, w), (h * w * c, 1, w * c, c), 0)
+    """The probe of a channels-last tensor of `shape`: (N, C, H, W) laid out as PyTorch's
+    `channels_last`, (N, C, D, H, W) as its `channels_last_3d` (C fastest, then W, H, D, N).
+
+    >>> _channels_last_probe((2, 3, 4, 5)).strides, _channels_last_probe((1, 2, 1, 3, 4)).strides
+    ((60, 1, 15, 3), (24, 1, 24, 8, 2))
+    """
+    dims = [d if isinstance(d, int) else 3 for d in shape]
+    strides, step = [0] * len(dims), 1
+    for d in (1, *range(len(dims) - 1, 1, -1), 0):
+        strides[d], step = step, step * dims[d]
+    return strided_probe(dims, strides, 0)
 
 
 def _unflipped(p):
@@ -380,12 +388,13 @@ def _unflipped(p):
 
 
 def _suggests_channels_last(p) -> bool:
-    """PyTorch's `suggest_memory_format() == channels_last` of a probe (what its `cat`
-    keeps): 4-D strides ordered C, W, H, N, ambiguous cases taken as C order."""
-    if p.ndim != 4 or p.strides[1] == 0:
+    """PyTorch's `suggest_memory_format()` of a probe is `channels_last` (4-D strides ordered
+    C, W, H, N) or `channels_last_3d` (5-D, ordered C, W, H, D, N), ambiguous cases taken as
+    C order: what its `cat`, convolutions, pools and interpolations keep."""
+    if p.ndim not in (4, 5) or p.strides[1] == 0:
         return False
     low = 0
-    for d in (1, 3, 2, 0):
+    for d in (1, *range(p.ndim - 1, 1, -1), 0):
         if p.shape[d] == 0 or p.strides[d] < low or d == 0 and low == p.strides[1]:
             return False
         low = p.strides[d] * (p.shape[d] if p.shape[d] > 1 else 1)

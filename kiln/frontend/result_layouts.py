@@ -235,8 +235,28 @@ def suggested_layout(out, *inputs, as_2d: bool = False):
     data = getattr(out, "_data", None)
     if type(data) is not np.ndarray:
         return out
-    datas = [d for d in (getattr(i, "_data", None) for i in inputs) if type(d) is np.ndarray]
-    if all(d.flags.c_contiguous and 1 not in d.shape for d in (data, *datas)):
-        return out  # (every one C-ordered: no input suggests channels-last, out is C order)
-    out._data = eager_layout("suggested_2d" if as_2d else "suggested", data, datas)
+    datas, plain = [], _exact_c(data)
+    for i in inputs:
+        d = getattr(i, "_data", None)
+        if type(d) is np.ndarray:
+            datas.append(d)
+            # (C-ordered with no size-1 dim but N's: it suggests no channels-last)
+            plain = plain and d.flags.c_contiguous and 1 not in d.shape[1:]
+    if not plain:  # (else out is laid out as PyTorch's already: the common case)
+        out._data = eager_layout("suggested_2d" if as_2d else "suggested", data, datas)
     return out
+
+
+def _exact_c(a: np.ndarray) -> bool:
+    """Whether the array `a` has PyTorch's contiguous strides (those of its size-1 dims too,
+    which NumPy's `c_contiguous` does not read)."""
+    if not a.flags.c_contiguous or 0 in a.shape:
+        return False
+    if 1 not in a.shape:
+        return True
+    step = a.itemsize
+    for n, k in zip(reversed(a.shape), reversed(a.strides)):
+        if k != step:
+            return False
+        step *= n
+    return True

@@ -159,6 +159,11 @@ OPS = {
     # copies and joins
     "cat": lambda L, x: L.cat([x, x], 1),
     "stack": lambda L, x: L.stack([x, x]),
+    "stack_last": lambda L, x: L.stack([x, x], -1),
+    "unsqueeze_last": lambda L, x: x.unsqueeze(-1),
+    "unsqueeze1": lambda L, x: x.unsqueeze(1),
+    "index_none_last": lambda L, x: x[..., None],
+    "index_none1": lambda L, x: x[:, None],
     "flip": lambda L, x: x.flip(1),
     "roll": lambda L, x: x.roll(1, 1),
     "tril": lambda L, x: x.tril(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.core import Symbol
+from ..ops.core import REGISTRY, bind
 from . import core
 from .layouts import (
     _channels_last_probe,
@@ -18,9 +19,12 @@ from .layouts import (
     _layout,
     _probe,
     _suggests_channels_last,
+    format_layout,
+    in_format,
     iterator_layout,
     keep_layout,
     strided_probe,
+    suggests_format,
 )
 
 # -- eager results: the same rules on NumPy arrays -----------------------------------------
@@ -260,3 +264,32 @@ def _exact_c(a: np.ndarray) -> bool:
             return False
         step *= n
     return True
+
+
+def in_memory_format(x, memory_format, op: str, copy: bool = False, suggested: bool = False):
+    """The eager Tensor x in `memory_format` (`kn.channels_last`, `kn.channels_last_3d`,
+    `kn.contiguous_format`): x itself where it is contiguous in that format (where its layout
+    suggests that format, with `suggested`: `to()`'s rule) unless `copy`, else a copy that
+    gradients flow through (`CloneBackward0`) laid out so: PyTorch's `contiguous`, `clone`
+    and `to` with a memory format. A ShapeError for a rank the format does not take.
+
+    >>> import kiln as kn
+    >>> x = kn.ones(2, 3, 4, 5)
+    >>> y = in_memory_format(x, kn.channels_last, "contiguous")
+    >>> y.stride(), in_memory_format(y, kn.channels_last, "contiguous") is y
+    ((60, 1, 15, 3), True)
+    """
+    data = x._data
+    probe = array_layout(data) if type(data) is np.ndarray else _probe(data.shape)
+    if not copy and (suggests_format(probe, memory_format) if suggested
+                     else in_format(probe, memory_format)):  # fmt: skip
+        return x
+    layout = format_layout(tuple(data.shape), memory_format, op)
+    out = bind(REGISTRY["cast"], x, dtype=x.dtype)
+    if out.grad_fn is not None:
+        out.grad_fn.label = "CloneBackward0"  # PyTorch's name for a copy
+    if type(out._data) is np.ndarray:
+        strides = tuple(k * data.itemsize for k in layout.strides)
+        if out._data.strides != strides:
+            out._data = laid_out(out._data, layout)
+    return out

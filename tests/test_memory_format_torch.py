@@ -128,3 +128,40 @@ def test_wrong_rank_raises_as_torch(call):
     with pytest.raises(RuntimeError, match="required rank") as got:
         call(kn)
     assert str(want.value).split("required")[1] in str(got.value)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_module_to_memory_format_matches_torch(nd, mode):
+    """Module.to(memory_format=) lays out the module's 4-D (5-D) values channels-last, in
+    place: the conv's result is then channels-last, as torch's (values: the same weights)."""
+    seen = {}
+    for L in (torch, kn):
+        conv = getattr(L.nn, f"Conv{nd}d")(3, 4, 3, padding=1)
+        norm = getattr(L.nn, f"BatchNorm{nd}d")(4)
+        model = L.nn.Sequential(conv, norm)
+        if L is kn:
+            with kn.no_grad():
+                for mine, theirs in zip(model.parameters(), seen[torch][2]):
+                    mine.copy_(kn.tensor(theirs))
+        weight = conv.weight
+        fmt = L.channels_last if nd == 2 else L.channels_last_3d
+        assert model.to(memory_format=fmt) is model and conv.weight is weight
+        x = L.tensor(_memory((2, 3) + (5,) * nd))
+        if L is kn and mode == "compile":
+            strides = {}
+
+            def run(x):
+                y = model(x)
+                strides["y"] = tuple(y.stride())
+                return y
+
+            y = kn.compile(run)(x)
+            y_stride = strides["y"]
+        else:
+            y = model(x)
+            y_stride = tuple(y.stride())
+        params = [p.detach().numpy().copy() for p in model.parameters()]
+        seen[L] = ((tuple(conv.weight.stride()), y_stride), y.detach().numpy(), params)
+    assert seen[kn][0] == seen[torch][0]
+    np.testing.assert_allclose(seen[kn][1], seen[torch][1], rtol=1e-4, atol=1e-5)

@@ -40,6 +40,7 @@ OPS = {
     "zeros_like": lambda L, x, f: L.zeros_like(x, memory_format=f),
     "empty_like": lambda L, x, f: L.empty_like(x, memory_format=f).fill_(1.0),
     "full_like": lambda L, x, f: L.full_like(x, 2.0, memory_format=f),
+    "empty": lambda L, x, f: L.empty(*x.shape, memory_format=f).fill_(3.0),
     "then_add": lambda L, x, f: x.contiguous(memory_format=f) + 1,
     "then_conv": lambda L, x, f: (
         L.nn.functional.conv2d(x.contiguous(memory_format=f), L.ones(2, x.shape[1], 1, 1))
@@ -120,6 +121,7 @@ def test_requires_grad_copy_is_a_clone():
         lambda L: L.ones(2, 3).clone(memory_format=L.channels_last),
         lambda L: L.ones(2, 3).to(memory_format=L.channels_last),
         lambda L: L.zeros_like(L.ones(2, 3), memory_format=L.channels_last),
+        lambda L: L.empty(2, 3, memory_format=L.channels_last),
     ],
 )
 def test_wrong_rank_raises_as_torch(call):

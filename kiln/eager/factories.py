@@ -457,7 +457,7 @@ def like_memory(t, out: Tensor, memory_format=None, fill: bool = False) -> Tenso
     >>> kn.zeros_like(kn.ones(1, 2, 3, 4), memory_format=kn.channels_last).stride()
     (24, 1, 8, 2)
     """
-    if getattr(memory_format, "name", "").startswith("channels_last"):
+    if memory_format is not None and memory_format.name.startswith("channels_last"):
         from ..frontend.result_layouts import format_layout, laid_out  # NOTE: lazy
 
         layout = format_layout(tuple(out.shape), memory_format, "empty_like")

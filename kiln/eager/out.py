@@ -240,7 +240,7 @@ def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = Fals
         pin = kwargs.pop("pin_memory", False) if pin_memory else False
         fmt = kwargs.pop("memory_format", None) if memory_format else None
         result = fn(*args, **kwargs) if out is None else _factory_into(out, args, kwargs)
-        if out is None and getattr(fmt, "name", "").startswith("channels_last"):
+        if fmt is not None and out is None and fmt.name.startswith("channels_last"):
             result = _laid_out(result, fmt)  # (else C order: every other format's here)
         return result.pin_memory() if pin else result
 

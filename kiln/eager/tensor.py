@@ -548,7 +548,9 @@ class Tensor:
         """Itself if its data is in row-major (C) order, else a row-major copy that gradients
         flow through (PyTorch's `contiguous`), so `view` can reshape it; with `memory_format`
         `kn.channels_last` (`channels_last_3d`), itself or a copy laid out so."""
-        if getattr(memory_format, "name", "").startswith("channels_last"):
+        if memory_format is not None and getattr(memory_format, "name", "").startswith(
+            "channels_last"
+        ):
             from ..frontend.result_layouts import in_memory_format  # NOTE: lazy
 
             return in_memory_format(self, memory_format, "contiguous")
@@ -565,7 +567,9 @@ class Tensor:
         return out
 
     def is_contiguous(self, memory_format=None) -> bool:
-        if getattr(memory_format, "name", "").startswith("channels_last"):
+        if memory_format is not None and getattr(memory_format, "name", "").startswith(
+            "channels_last"
+        ):
             from ..frontend.layouts import in_format  # NOTE: lazy (frontend needs eager)
             from ..frontend.result_layouts import array_layout
 

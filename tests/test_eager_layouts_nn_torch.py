@@ -82,11 +82,17 @@ def _ops(nd):
         "pad_circular": lambda L, x, w: F(L).pad(x, (1, 1) * nd, mode="circular"),
         "local_response_norm": lambda L, x, w: F(L).local_response_norm(x, 2),
         "lp_pool": lambda L, x, w: getattr(F(L), f"lp_pool{nd}d")(x, 2, 2),
+        "max_unpool": lambda L, x, w: getattr(F(L), f"max_unpool{nd}d")(
+            *getattr(F(L), f"max_pool{nd}d")(x, 2, return_indices=True), 2
+        ),
+        "channel_shuffle": lambda L, x, w: F(L).channel_shuffle(x[:, :2], 2),
         "cat_channels": lambda L, x, w: L.cat([x, x * 2], 1),
         "cat_batch": lambda L, x, w: L.cat([x, x], 0),
     }
     if nd == 2:
         ops["bicubic"] = lambda L, x, w: F(L).interpolate(x, scale_factor=2, mode="bicubic")
+        ops["pixel_shuffle"] = lambda L, x, w: F(L).pixel_shuffle(L.cat([x, x[:, :1]], 1), 2)
+        ops["pixel_unshuffle"] = lambda L, x, w: F(L).pixel_unshuffle(x, 2)
     return ops
 
 

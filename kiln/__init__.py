@@ -32,6 +32,8 @@ from . import (
 )
 from .array_types import (
     Size,
+    channels_last,
+    channels_last_3d,
     contiguous_format,
     device,
     layout,

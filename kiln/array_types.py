@@ -11,7 +11,8 @@ from . import shapes as sh
 from .errors import DeviceError, call_error
 
 __all__ = [
-    "Size", "contiguous_format", "device", "layout", "memory_format", "preserve_format",
+    "Size", "channels_last", "channels_last_3d", "contiguous_format", "device", "layout",
+    "memory_format", "preserve_format",
     "named_out", "return_types", "size_attribute", "strided",
 ]  # fmt: skip
 
@@ -209,13 +210,17 @@ def named_out(cls):
 
 
 class memory_format:  # noqa: N801 — PyTorch's name
-    """A layout request, as PyTorch's `torch.memory_format`. kiln's new tensors are always
-    C-contiguous, which is what `preserve_format` gives for a dense contiguous tensor and
-    what `contiguous_format` asks for; factories accept both.
+    """A layout request, as PyTorch's `torch.memory_format`: `preserve_format` (a copy laid
+    out as its source where that is dense), `contiguous_format` (C order), `channels_last`
+    (a 4-D (N, C, H, W) tensor with C fastest, then W, H, N) and `channels_last_3d` (5-D,
+    C fastest, then W, H, D, N), as `contiguous()`, `clone()`, `to()` and `is_contiguous()`
+    take them.
 
     >>> import kiln as kn
     >>> kn.zeros_like(kn.ones(2), memory_format=kn.preserve_format)
     tensor([0., 0.])
+    >>> kn.ones(2, 3, 4, 5).contiguous(memory_format=kn.channels_last).stride()
+    (60, 1, 15, 3)
     """
 
     def __init__(self, name: str):
@@ -227,6 +232,8 @@ class memory_format:  # noqa: N801 — PyTorch's name
 
 preserve_format = memory_format("preserve_format")
 contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
 
 
 class layout:  # noqa: N801 — PyTorch's name

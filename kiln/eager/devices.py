@@ -58,6 +58,10 @@ def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = F
         target = canonical_device(device)
         if target != out._device:
             out = _move(out, target)
+    if getattr(memory_format, "name", "preserve_format") != "preserve_format":
+        from ..frontend.result_layouts import in_memory_format  # NOTE: lazy
+
+        return in_memory_format(out, memory_format, "to", suggested=True)
     return out.clone() if copy and out is self else out
 
 

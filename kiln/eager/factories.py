@@ -448,13 +448,24 @@ def like_memory(t, out: Tensor, memory_format=None, fill: bool = False) -> Tenso
     """`out`, a `*_like` factory's result for the tensor `t`, laid out as PyTorch's
     `memory_format=preserve_format` (the default) lays it: t's strides where t is dense,
     else t's dims ordered by its strides (`like_layout`); C order for a C-ordered t or
-    `contiguous_format`. `fill`: out's values are a random draw, which then fills the
-    memory in order (as PyTorch's `empty_like(t).uniform_()`) instead of keeping places.
+    `contiguous_format`; channels-last for `channels_last` (`channels_last_3d`). `fill`:
+    out's values are a random draw, which then fills the memory in order (as PyTorch's
+    `empty_like(t).uniform_()`) instead of keeping places.
 
     >>> import kiln as kn
     >>> kn.zeros_like(kn.ones(3, 4).t()).stride()
     (1, 4)
+    >>> kn.zeros_like(kn.ones(1, 2, 3, 4), memory_format=kn.channels_last).stride()
+    (24, 1, 8, 2)
     """
+    if memory_format is not None and memory_format.name.startswith("channels_last"):
+        from ..frontend.result_layouts import format_layout, laid_out  # NOTE: lazy
+
+        layout = format_layout(tuple(out.shape), memory_format, "empty_like")
+        data = out._data
+        if type(data) is np.ndarray:
+            out._data = laid_out(None, layout, data.reshape(-1)) if fill else laid_out(data, layout)
+        return out
     source = getattr(t, "_data", None)
     if (source is None or source.flags.c_contiguous or type(out._data) is not np.ndarray
             or getattr(memory_format, "name", "preserve_format") != "preserve_format"
@@ -494,7 +505,7 @@ def _graph_like(t, fill, dtype, memory_format=None):
         return clone(value)
     out = clone(broadcast_to(value, t.shape))
     if getattr(memory_format, "name", "preserve_format") != "preserve_format":
-        return out
+        return clone(out, memory_format) if memory_format.name != "contiguous_format" else out
     from ..frontend.result_layouts import keep_like
 
     return keep_like(out, t)  # laid out as t (PyTorch's preserve_format)

@@ -199,6 +199,17 @@ def takes_out(fn):
     return with_out
 
 
+def _laid_out(result, memory_format):
+    """A new tensor `result` laid out in the channels-last `memory_format`."""
+    if _graph_value(result):
+        from ..frontend.layouts import clone  # NOTE: lazy (the frontend builds on eager)
+
+        return clone(result, memory_format)
+    from .factories import like_memory  # NOTE: lazy (factories use this module)
+
+    return like_memory(result, result, memory_format)
+
+
 def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = False):
     """The factory `fn` with PyTorch's keywords `out=` and `layout=` (and `pin_memory=`,
     `memory_format=` where PyTorch's factory has them). With `out`, the values are made in the
@@ -227,9 +238,10 @@ def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = Fals
                 name,
             )
         pin = kwargs.pop("pin_memory", False) if pin_memory else False
-        if memory_format:
-            kwargs.pop("memory_format", None)  # (kiln's new tensors: always contiguous)
+        fmt = kwargs.pop("memory_format", None) if memory_format else None
         result = fn(*args, **kwargs) if out is None else _factory_into(out, args, kwargs)
+        if fmt is not None and out is None and fmt.name.startswith("channels_last"):
+            result = _laid_out(result, fmt)  # (else C order: every other format's here)
         return result.pin_memory() if pin else result
 
     def _factory_into(out, args, kwargs):

@@ -551,9 +551,15 @@ class Tensor:
 
     def clone(self, *, memory_format=None) -> Tensor:
         """A copy that gradients flow through, laid out as PyTorch's: as itself where it is
-        dense (`preserve_format`, the default), in C order with `contiguous_format`."""
+        dense (`preserve_format`, the default), in C order with `contiguous_format`,
+        channels-last with `channels_last` (4-D) or `channels_last_3d` (5-D)."""
+        name = getattr(memory_format, "name", None)
+        if name is not None and name.startswith("channels_last"):
+            from ..frontend.result_layouts import in_memory_format  # NOTE: lazy (as below)
+
+            return in_memory_format(self, memory_format, "clone", copy=True)
         out = bind(REGISTRY["cast"], self, dtype=self.dtype)
-        if getattr(memory_format, "name", None) == "contiguous_format" and isinstance(out, Tensor):
+        if name == "contiguous_format" and isinstance(out, Tensor):
             from ..frontend.result_layouts import c_ordered  # NOTE: lazy (frontend needs eager)
 
             c_ordered(out)
@@ -563,7 +569,14 @@ class Tensor:
 
     def contiguous(self, memory_format=None) -> Tensor:
         """Itself if its data is in row-major (C) order, else a row-major copy that gradients
-        flow through (PyTorch's `contiguous`), so `view` can reshape it."""
+        flow through (PyTorch's `contiguous`), so `view` can reshape it; with `memory_format`
+        `kn.channels_last` (`channels_last_3d`), itself or a copy laid out so."""
+        if memory_format is not None and getattr(memory_format, "name", "").startswith(
+            "channels_last"
+        ):
+            from ..frontend.result_layouts import in_memory_format  # NOTE: lazy
+
+            return in_memory_format(self, memory_format, "contiguous")
         data = self._data
         if data.flags.c_contiguous:
             return self
@@ -577,6 +590,13 @@ class Tensor:
         return out
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if memory_format is not None and getattr(memory_format, "name", "").startswith(
+            "channels_last"
+        ):
+            from ..frontend.layouts import in_format  # NOTE: lazy (frontend needs eager)
+            from ..frontend.result_layouts import array_layout
+
+            return in_format(array_layout(self._data), memory_format)
         return bool(self._data.flags.c_contiguous)
 
     def view(self, *shape, size=None, dtype=None) -> Tensor:

@@ -39,6 +39,9 @@ _STRIDED_LAYOUT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # taken from their inputs: `contiguous()` copies (C order), and the new value of an in-place
 # change (the memory, so the layout, of the value it changes: `keep_layout`)
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# graph -> {id(node): node}: reshapes that are `unsqueeze(x, x.ndim)`, whose new last dim has
+# stride 1 in PyTorch (a reshape's is NumPy's: the dim before's), `mark_appended`
+_APPENDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # graph -> {id(node): (node, its output's layout probe)}: the layouts of fresh elementwise
 # results computed so far (`_fresh_layout`; each follows its inputs' once, in graph order)
 _ITERATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -189,9 +192,7 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
     if name == "transpose":
         return base.transpose(node.attrs["perm"])
     if name == "index":
-        from ..ops.movement import index_tuple
-
-        return base[(*index_tuple(node.attrs["spec"]), Ellipsis)]
+        return _indexed(base, node.attrs["spec"])
     if name == "broadcast_to":
         return np.broadcast_to(base, _probe(x.shape).shape)
     if name == "unfold":
@@ -203,6 +204,21 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
         view.shape = _probe(x.shape).shape  # reshape: a view where NumPy's (and PyTorch's) is
     except (AttributeError, ValueError):  # (ValueError: a view of other size not walked here)
         return _probe(x.shape) if exact else None
+    appended = _APPENDED.get(node.graph, {}).get(id(node))
+    if appended is node:  # (`unsqueeze` at the end: PyTorch's new dim has stride 1)
+        return np.lib.stride_tricks.as_strided(view, view.shape, (*view.strides[:-1], 1),
+                                               writeable=False)  # fmt: skip
+    return view
+
+
+def _indexed(base, spec):
+    """The probe `base` indexed by the basic index `spec`, new dims given PyTorch's strides."""
+    from ..ops.movement import index_tuple, newaxis_strides
+
+    view = base[(*index_tuple(spec), Ellipsis)]
+    if 0 in view.strides:
+        steps = newaxis_strides(base.shape, base.strides, 1, spec, view.strides)
+        view = np.lib.stride_tricks.as_strided(view, view.shape, steps, writeable=False)
     return view
 
 
@@ -226,7 +242,7 @@ def _fresh_layout(x: Symbol, read: bool = True):
         if read:  # kn.compile checks such an argument's layout each call
             layout_read(x.graph).setdefault(id(node), False)
         return _probe(x.shape)
-    if node.op.name == "concat" and len(x.shape) == 4:  # PyTorch's cat keeps channels-last
+    if node.op.name == "concat" and len(x.shape) in (4, 5):  # PyTorch's cat keeps channels-last
         if all(_suggests_channels_last(_layout(i, True, False)) for i in node.inputs):
             return _channels_last_probe(x.shape)
     if not _follows_inputs(node):
@@ -355,9 +371,10 @@ def iterator_layout(shape, operands):
 
 
 def _channels_last(p) -> bool:
-    """PyTorch's `is_contiguous(memory_format=torch.channels_last)` of a 4-D probe."""
+    """PyTorch's `is_contiguous(memory_format=torch.channels_last)` of a 4-D probe (of
+    `channels_last_3d` of a 5-D one)."""
     expected = 1
-    for d in (1, 3, 2, 0):
+    for d in (1, *range(p.ndim - 1, 1, -1), 0):
         if p.shape[d] != 1:
             if p.strides[d] != expected:
                 return False
@@ -366,9 +383,17 @@ def _channels_last(p) -> bool:
 
 
 def _channels_last_probe(shape):
-    """The probe of a channels-last (N, C, H, W) tensor of `shape`."""
-    n, c, h, w = (d if isinstance(d, int) else 3 for d in shape)
-    return strided_probe((n, c, h, w), (h * w * c, 1, w * c, c), 0)
+    """The probe of a channels-last tensor of `shape`: (N, C, H, W) laid out as PyTorch's
+    `channels_last`, (N, C, D, H, W) as its `channels_last_3d` (C fastest, then W, H, D, N).
+
+    >>> _channels_last_probe((2, 3, 4, 5)).strides, _channels_last_probe((1, 2, 1, 3, 4)).strides
+    ((60, 1, 15, 3), (24, 1, 24, 8, 2))
+    """
+    dims = [d if isinstance(d, int) else 3 for d in shape]
+    strides, step = [0] * len(dims), 1
+    for d in (1, *range(len(dims) - 1, 1, -1), 0):
+        strides[d], step = step, step * dims[d]
+    return strided_probe(dims, strides, 0)
 
 
 def _unflipped(p):
@@ -380,12 +405,13 @@ def _unflipped(p):
 
 
 def _suggests_channels_last(p) -> bool:
-    """PyTorch's `suggest_memory_format() == channels_last` of a probe (what its `cat`
-    keeps): 4-D strides ordered C, W, H, N, ambiguous cases taken as C order."""
-    if p.ndim != 4 or p.strides[1] == 0:
+    """PyTorch's `suggest_memory_format()` of a probe is `channels_last` (4-D strides ordered
+    C, W, H, N) or `channels_last_3d` (5-D, ordered C, W, H, D, N), ambiguous cases taken as
+    C order: what its `cat`, convolutions, pools and interpolations keep."""
+    if p.ndim not in (4, 5) or p.strides[1] == 0:
         return False
     low = 0
-    for d in (1, 3, 2, 0):
+    for d in (1, *range(p.ndim - 1, 1, -1), 0):
         if p.shape[d] == 0 or p.strides[d] < low or d == 0 and low == p.strides[1]:
             return False
         low = p.strides[d] * (p.shape[d] if p.shape[d] > 1 else 1)
@@ -404,6 +430,14 @@ def _dense(p) -> bool:
             return False
         required *= p.shape[d]
     return True
+
+
+def mark_appended(x: Symbol) -> Symbol:
+    """Marks x, a reshape adding a last dim of size 1 (`unsqueeze(y, y.ndim)`), as PyTorch's
+    unsqueeze lays it out: that dim's stride is 1. Returns x."""
+    if x.node.op.name == "reshape":
+        _APPENDED.setdefault(x.node.graph, {})[id(x.node)] = x.node
+    return x
 
 
 def keep_layout(x: Symbol, layout) -> Symbol:
@@ -605,10 +639,53 @@ def storage_offset(x: Symbol) -> int:
     return storage_layout(x, "storage_offset", absolute=True)[1]
 
 
+# memory formats laid out channels-last -> the rank they take
+_CHANNELS_LAST = {"channels_last": 4, "channels_last_3d": 5}
+
+
+def format_layout(shape, memory_format, op: str):
+    """The probe of a tensor of `shape` laid out in `memory_format` (`kn.channels_last`,
+    `kn.channels_last_3d`; another: C order); a ShapeError, as PyTorch's RuntimeError, for a
+    rank the format does not take.
+
+    >>> import kiln as kn
+    >>> format_layout((2, 3, 4, 5), kn.channels_last, "contiguous").strides
+    (60, 1, 15, 3)
+    """
+    name = getattr(memory_format, "name", None)
+    rank = _CHANNELS_LAST.get(name)
+    if rank is None:
+        return _probe(shape)
+    if len(shape) != rank:
+        from ..errors import ShapeError
+
+        raise ShapeError(f"{op}: required rank {rank} tensor to use {name} format, got shape "
+                         f"{list(shape)}")  # fmt: skip
+    return _channels_last_probe(shape)
+
+
+def in_format(p, memory_format) -> bool:
+    """PyTorch's `is_contiguous(memory_format)` of a tensor laid out as the probe p."""
+    rank = _CHANNELS_LAST.get(getattr(memory_format, "name", None))
+    if rank is None:
+        return bool(p.flags.c_contiguous)
+    return p.ndim == rank and _channels_last(p)
+
+
+def suggests_format(p, memory_format) -> bool:
+    """Whether PyTorch's `suggest_memory_format()` of a tensor laid out as the probe p is
+    `memory_format` (what `to(memory_format=...)` keeps without a copy)."""
+    rank = _CHANNELS_LAST.get(getattr(memory_format, "name", None))
+    if rank is None:
+        return not _suggests_channels_last(p)
+    return p.ndim == rank and _suggests_channels_last(p)
+
+
 def is_contiguous(x: Symbol, memory_format=None) -> bool:
     """`x.is_contiguous()` on a Symbol: whether PyTorch's tensor of the same history is laid
     out in C order (a transpose or a strided slice of a base is not, nor an elementwise
-    result of a transpose; another fresh value is).
+    result of a transpose; another fresh value is), or in `memory_format`
+    (`kn.channels_last`).
 
     >>> import kiln as kn
     >>> with kn.Graph().as_default():
@@ -617,22 +694,29 @@ def is_contiguous(x: Symbol, memory_format=None) -> bool:
     (True, False, True, False)
     """
     layout = _layout(x)
+    if getattr(memory_format, "name", None) in _CHANNELS_LAST:
+        return in_format(_probe(x.shape) if layout is None else layout, memory_format)
     return layout is None or bool(layout.flags.c_contiguous)
 
 
 def contiguous(x: Symbol, memory_format=None) -> Symbol:
-    """`x.contiguous()` on a Symbol: x itself where it is contiguous (a change through either
-    then changes both, as PyTorch's shared memory does), else a copy of its own."""
-    if is_contiguous(x):
+    """`x.contiguous()` on a Symbol: x itself where it is contiguous (in `memory_format`:
+    `kn.channels_last`), a change through either then changing both, as PyTorch's shared
+    memory does; else a copy of its own laid out so."""
+    layout = format_layout(x.shape, memory_format, "contiguous")
+    if is_contiguous(x, memory_format):
         return x
-    return keep_layout(core.call("cast", x, dtype=x.dtype), _probe(x.shape))  # a C-order copy
+    return keep_layout(core.call("cast", x, dtype=x.dtype), layout)  # a copy laid out so
 
 
 def clone(x: Symbol, memory_format=None) -> Symbol:
     """`x.clone()` on a Symbol: a value of its own, so changing it in place changes neither x
     nor the caller's tensor of a compiled function's argument; laid out as x where x is
-    dense (PyTorch's `preserve_format`), in C order with `memory_format=contiguous_format`."""
+    dense (PyTorch's `preserve_format`), in C order with `memory_format=contiguous_format`,
+    channels-last with `channels_last` (`channels_last_3d`)."""
+    name = getattr(memory_format, "name", None)
+    layout = format_layout(x.shape, memory_format, "clone")
     out = core.call("cast", x, dtype=x.dtype)
-    if getattr(memory_format, "name", None) == "contiguous_format":  # (kn.contiguous_format)
-        keep_layout(out, _probe(x.shape))
+    if name == "contiguous_format" or name in _CHANNELS_LAST:  # (kn.contiguous_format)
+        keep_layout(out, layout)
     return out

@@ -10,7 +10,7 @@ from ..array_types import Size, device, strided
 from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, GraphError, ShapeMismatchError, call_error
 from ..graph.core import Symbol
-from . import functionalize, indexing
+from . import functionalize, indexing, layouts
 from . import linalg as la
 from . import linalg_factor as lf
 from . import linalg_more as lmore
@@ -209,9 +209,19 @@ def _to(self, *args, **kwargs):
     changes nothing."""
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("device", None), kwargs.pop("copy", None), kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)  # kiln has one layout
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise ArgumentTypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    out = _to_dtype(self, args, dtype)
+    if getattr(memory_format, "name", "preserve_format") == "preserve_format":
+        return out
+    # (PyTorch's: itself where its layout suggests that format, else a copy laid out so)
+    if layouts.suggests_format(layouts._layout(out, True), memory_format):
+        return out
+    return layouts.clone(out, memory_format)
+
+
+def _to_dtype(self, args, dtype):
     for a in args:
         if isinstance(a, bool):
             continue  # non_blocking, copy

@@ -26,6 +26,7 @@ from .autocast import autocast_op
 from .core import call, lift
 from .math import add
 from .nn_functional import _shape_error, pad
+from .result_layouts import suggested_layout
 from .shape import gather, permute, reshape, squeeze, stack, unsqueeze
 
 __all__ = [
@@ -284,6 +285,7 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
              "_saved_bias_sym_sizes_opt": (0,) if bias is None else tuple(lift(bias)[0].shape),
              }  # fmt: skip
     y = name_history(y, "ConvolutionBackward0", x, weight, bias, saved=saved)
+    y = suggested_layout(y, x, w)  # channels-last where the input or the weight is
     return squeeze(y, 0) if added else y
 
 
@@ -378,7 +380,7 @@ def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_paddi
     else:
         y = _transpose_windows(x, w, full, sizes, kernel, stride, dilation, groups)
     y = pad(y, torch_pad([(-p, e - p) for p, e in zip(pads, extra)]))
-    y = _add_bias(y, bias, c_out, op, w)
+    y = suggested_layout(_add_bias(y, bias, c_out, op, w), x, w)
     return squeeze(y, 0) if added else y
 
 

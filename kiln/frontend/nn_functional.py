@@ -32,7 +32,7 @@ from .math import amax as reduce_max
 from .math import sum as reduce_sum
 from .out import takes_out
 from .reductions import require_floating
-from .result_layouts import c_ordered
+from .result_layouts import c_ordered, suggested_layout
 from .shape import gather, reshape, squeeze, take_along_axis, unsqueeze
 
 __all__ = [
@@ -431,7 +431,7 @@ def batch_norm(
     y = mul(sub(x, _per_channel(running_mean, x, "running_mean")), scale)
     if bias is not None:
         y = add(y, _per_channel(bias, x, "bias"))
-    return y
+    return suggested_layout(y, x)  # (PyTorch's: C order unless the input is channels-last)
 
 
 def _update_running(x, axes, running_mean, running_var, batch_mean, batch_var, momentum):
@@ -529,9 +529,11 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
             fill = complex(fill)
         else:
             fill = float(fill) if dt.is_float(x.dtype) else int(fill)
-        return call("pad", x, pad_width=tuple(width), value=fill)
+        # (laid out as PyTorch's constant_pad_nd: channels-last where the input is)
+        return suggested_layout(call("pad", x, pad_width=tuple(width), value=fill), x)
     if value is not None and value != 0:
         raise UsageError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    source = x
     for d, b, a in pairs:
         n = x.shape[d]
         if not isinstance(n, int) and (b or a):
@@ -566,7 +568,10 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
                 parts.append(_slice_dim(x, d, 0, a))
         if len(parts) > 1:
             x = call("concat", *parts, axis=d)
-    return x
+    if not any(b > 0 or a > 0 for _, b, a in pairs):
+        return x
+    # (PyTorch's reflect and replicate kernels keep a channels-last layout, circular's not)
+    return c_ordered(x) if mode == "circular" else suggested_layout(x, source)
 
 
 def _pad_arguments(pad, mode, value) -> tuple:

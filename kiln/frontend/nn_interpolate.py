@@ -20,6 +20,7 @@ from .nn_conv import _floats, static_sizes
 from .nn_functional import _shape_error
 from .nn_interpolate_uint8 import byte_taps, resample_bytes
 from .nn_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
+from .result_layouts import suggested_layout
 from .shape import broadcast_to, gather, reshape, unsqueeze
 
 __all__ = ["interpolate"]
@@ -191,6 +192,13 @@ def interpolate(
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate: mode {mode!r} is none of {_MODES}")
     (x,) = lift(input)
+    out = _interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                       antialias)  # fmt: skip
+    # PyTorch's keep a channels-last input's layout ("area": as its adaptive_avg_pool's)
+    return out if mode == "area" else suggested_layout(out, x)
+
+
+def _interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
     if antialias and (mode not in ("bilinear", "bicubic") or x.ndim != 4):
         raise ArgumentError(
             "Anti-alias option is restricted to bilinear and bicubic modes (kiln has no "

@@ -33,6 +33,7 @@ from .nn_conv import (
     torch_pad,
 )
 from .nn_functional import _shape_error, pad
+from .result_layouts import suggested_layout
 from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose, unsqueeze
 
 __all__ = [
@@ -164,6 +165,8 @@ def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
         least = int(np.iinfo(x.dtype).min) if integer else -math.inf
         win, tables = _padded_windows(op, x, kernel, stride, pads, dilation, outs, least)
         result = _max_windows(x, win, tables, pads, return_indices)
+    if n >= 2 or return_indices:  # (PyTorch's max_pool2d and 3d keep a channels-last layout,
+        result = suggested_layout(result, x, as_2d=True)  # max_pool1d with indices is 2d's)
     if not added:
         return result
     if return_indices:
@@ -258,6 +261,8 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
             divisor = _divisor(sizes, kernel, stride, pads, outs, count_include_pad)
             y = divide(total, _like(divisor.astype(x.dtype), total))
     y = y if half is None else cast(y, half)
+    if n <= 2:  # (PyTorch's avg_pool2d keeps a channels-last input's layout, 3d not; 1d is 2d's)
+        y = suggested_layout(y, x, as_2d=True)
     return squeeze(y, 0) if added else y
 
 
@@ -330,6 +335,7 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
     x, added = _batched(x, n, op)
     (x,) = _floats(op, x)
     sizes, outs = _adaptive_sizes(op, x, n, output_size)
+    source = x
     for d, (size, out) in enumerate(zip(sizes, outs)):
         start, end = _bounds(size, out)
         cols = np.arange(size)
@@ -338,6 +344,9 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
         axis = 2 + d
         moved = transpose(x, axis, -1)
         x = transpose(matmul(moved, _like(weights, moved)), axis, -1)
+    # a value of its own, as PyTorch's: channels-last where the input is, in 2-D, or in 3-D
+    # where every output size is 1 (PyTorch's mean, restrided)
+    x = suggested_layout(x, *[source] * (n <= 2 or all(o == 1 for o in outs)), as_2d=True)
     return squeeze(x, 0) if added else x
 
 
@@ -394,6 +403,8 @@ def _adaptive_max(op, n, input, output_size, return_indices):  # noqa: A002
     win = reshape(win, (*win.shape[: 2 + n], math.prod(t.shape[1] for t in tables)))
     win = permute(win, (0, n + 1, n + 2, *range(1, n + 1)))  # (N, C, K, O1..On)
     result = _max_windows(x, win, tables, (0,) * n, return_indices)
+    if n <= 2:  # (PyTorch's adaptive_max_pool2d keeps a channels-last layout, 3d not; 1d is 2d's)
+        result = suggested_layout(result, x, as_2d=True)
     if not added:
         return result
     if return_indices:

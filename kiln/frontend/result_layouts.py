@@ -11,15 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.core import Symbol
+from ..ops.core import REGISTRY, bind
+from . import core
 from .layouts import (
     _channels_last_probe,
     _dense,
     _layout,
     _probe,
     _suggests_channels_last,
+    format_layout,
+    in_format,
     iterator_layout,
     keep_layout,
     strided_probe,
+    suggests_format,
 )
 
 # -- eager results: the same rules on NumPy arrays -----------------------------------------
@@ -70,6 +75,7 @@ def eager_layout(kind: str, out: np.ndarray, inputs, axes=()) -> np.ndarray:
     out that op's result (a copy where NumPy's layout is not PyTorch's): `kind` "c" (C order:
     reductions, matmul, softmax, layer_norm, tril), "like" (the first input's `like_layout`:
     casts, clone, flip, sort), "cat" (C order, channels-last where every input is so),
+    "suggested" (channels-last where an input of out's rank is so, else C: `suggested_layout`),
     "index" (advanced indexing of inputs[0] by the rest at `axes`: `index_layout`) or
     "iterator" (an elementwise op of several inputs: TensorIterator's, `iterator_layout`).
     Only called where an input is not C-ordered (else each is C order). The strides found
@@ -85,6 +91,8 @@ def eager_layout(kind: str, out: np.ndarray, inputs, axes=()) -> np.ndarray:
             layout = _probe(out.shape)
         elif kind == "cat":  # PyTorch's cat keeps a channels-last layout all inputs share
             layout = _channels_last_probe(out.shape)
+        elif kind in ("suggested", "suggested_2d"):
+            layout = _suggested(out.shape, probes, kind == "suggested_2d")
         elif kind == "like":
             layout = like_layout(probes[0])
         elif kind == "index":
@@ -180,3 +188,108 @@ def keep_like(x: Symbol, source: Symbol) -> Symbol:
     PyTorch's `empty_like(source)` (`like_layout`: a `*_like` factory's, sort's). Returns x."""
     layout = _layout(source, True, False)
     return keep_layout(x, like_layout(layout)) if layout.shape == tuple(x.shape) else x
+
+
+def _suggested(shape, probes, as_2d: bool = False):
+    """The layout of a result of `shape` that PyTorch's kernel allocates in the memory format
+    its inputs (the probes) suggest: channels-last where one of out's rank suggests it.
+    `as_2d`: a 3-D (N, C, L) result and inputs taken as (N, C, 1, L) (PyTorch's 1-D pools
+    are its 2-D ones of `unsqueeze(-2)`), channels-last then C fastest."""
+    if as_2d and len(shape) == 3:
+        n, c, size = shape
+        probes = [strided_probe((p.shape[0], p.shape[1], 1, p.shape[2]),
+                                (p.strides[0], p.strides[1], p.shape[2] * p.strides[2],
+                                 p.strides[2]), 0) for p in probes if p.ndim == 3]  # fmt: skip
+        if any(_suggests_channels_last(p) for p in probes):
+            return strided_probe(shape, (c * size, 1, c), 0)
+        return _probe(shape)
+    if any(p.ndim == len(shape) and _suggests_channels_last(p) for p in probes):
+        return _channels_last_probe(shape)
+    return _probe(shape)
+
+
+def suggested_layout(out, *inputs, as_2d: bool = False):
+    """out, a fresh result (or a tuple of them: values and indices) of an op whose PyTorch
+    kernel allocates it in the memory format its input suggests (`suggest_memory_format`):
+    convolutions (input or weight), 2-D and 3-D max pools, 2-D avg and adaptive pools,
+    interpolate, constant pad. A 4-D (5-D) out is laid out channels-last (`channels_last_3d`)
+    where one of `inputs` of its rank is, else in C order: an eager Tensor's data laid out
+    anew, a graph value's layout set (a view copied first). `as_2d`: a 3-D out of a 1-D pool
+    laid out as PyTorch's 2-D pool of the input's `unsqueeze(-2)` lays it out. Returns out.
+
+    >>> import kiln as kn
+    >>> x = kn.ones(1, 4, 4, 2).permute(0, 3, 1, 2)  # channels-last (N, C, H, W)
+    >>> kn.nn.functional.max_pool2d(x, 2).stride()
+    (8, 1, 4, 2)
+    """
+    if isinstance(out, tuple):
+        parts = [suggested_layout(o, *inputs, as_2d=as_2d) for o in out]
+        return tuple(parts) if type(out) is tuple else type(out)(*parts)
+    if isinstance(out, Symbol):
+        shapes = [out.shape, *[i.shape for i in inputs if isinstance(i, Symbol)]]
+        if all(isinstance(d, int) for s in shapes for d in s):
+            probes = [_layout(i, True, False) for i in inputs if isinstance(i, Symbol)]
+            layout = _suggested(out.shape, probes, as_2d)
+            if "view" in out.node.op.tags:  # (a transpose of a matmul: a value of its own)
+                if _layout(out, True, False).strides == layout.strides:
+                    return out
+                out = core.call("cast", out, dtype=out.dtype)
+            keep_layout(out, layout)
+        return out
+    data = getattr(out, "_data", None)
+    if type(data) is not np.ndarray:
+        return out
+    datas, plain = [], _exact_c(data)
+    for i in inputs:
+        d = getattr(i, "_data", None)
+        if type(d) is np.ndarray:
+            datas.append(d)
+            # (C-ordered with no size-1 dim but N's: it suggests no channels-last)
+            plain = plain and d.flags.c_contiguous and 1 not in d.shape[1:]
+    if not plain:  # (else out is laid out as PyTorch's already: the common case)
+        out._data = eager_layout("suggested_2d" if as_2d else "suggested", data, datas)
+    return out
+
+
+def _exact_c(a: np.ndarray) -> bool:
+    """Whether the array `a` has PyTorch's contiguous strides (those of its size-1 dims too,
+    which NumPy's `c_contiguous` does not read)."""
+    if not a.flags.c_contiguous or 0 in a.shape:
+        return False
+    if 1 not in a.shape:
+        return True
+    step = a.itemsize
+    for n, k in zip(reversed(a.shape), reversed(a.strides)):
+        if k != step:
+            return False
+        step *= n
+    return True
+
+
+def in_memory_format(x, memory_format, op: str, copy: bool = False, suggested: bool = False):
+    """The eager Tensor x in `memory_format` (`kn.channels_last`, `kn.channels_last_3d`,
+    `kn.contiguous_format`): x itself where it is contiguous in that format (where its layout
+    suggests that format, with `suggested`: `to()`'s rule) unless `copy`, else a copy that
+    gradients flow through (`CloneBackward0`) laid out so: PyTorch's `contiguous`, `clone`
+    and `to` with a memory format. A ShapeError for a rank the format does not take.
+
+    >>> import kiln as kn
+    >>> x = kn.ones(2, 3, 4, 5)
+    >>> y = in_memory_format(x, kn.channels_last, "contiguous")
+    >>> y.stride(), in_memory_format(y, kn.channels_last, "contiguous") is y
+    ((60, 1, 15, 3), True)
+    """
+    data = x._data
+    probe = array_layout(data) if type(data) is np.ndarray else _probe(data.shape)
+    if not copy and (suggests_format(probe, memory_format) if suggested
+                     else in_format(probe, memory_format)):  # fmt: skip
+        return x
+    layout = format_layout(tuple(data.shape), memory_format, op)
+    out = bind(REGISTRY["cast"], x, dtype=x.dtype)
+    if out.grad_fn is not None:
+        out.grad_fn.label = "CloneBackward0"  # PyTorch's name for a copy
+    if type(out._data) is np.ndarray:
+        strides = tuple(k * data.itemsize for k in layout.strides)
+        if out._data.strides != strides:
+            out._data = laid_out(out._data, layout)
+    return out

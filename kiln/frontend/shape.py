@@ -8,6 +8,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, ShapeError
+from ..graph.core import Symbol
 from .core import call, lift
 from .indexing import getitem
 
@@ -213,7 +214,23 @@ def unsqueeze(input, dim: int):  # noqa: A002
     (input,) = lift(input)  # noqa: A001
     dim = sh.normalize_axis(dim, input.ndim + 1)
     out = reshape(input, (*input.shape[:dim], 1, *input.shape[dim:]))
+    if dim == input.ndim:  # PyTorch's new last dim has stride 1 (NumPy's reshape: the one before's)
+        _appended(out)
     return name_history(out, "UnsqueezeBackward0", input, saved={"_saved_dim": dim})
+
+
+def _appended(out) -> None:
+    """`out`, an unsqueeze at the end, given stride 1 there (a view's eager data, a graph
+    value's layout), as PyTorch's."""
+    if isinstance(out, Symbol):
+        from .layouts import mark_appended  # NOTE: lazy (layouts builds on this module)
+
+        mark_appended(out)
+        return
+    data = getattr(out, "_data", None)
+    if type(data) is np.ndarray and data.ndim and data.strides[-1] != data.itemsize:
+        strides = (*data.strides[:-1], data.itemsize)
+        out._data = np.lib.stride_tricks.as_strided(data, data.shape, strides)
 
 
 expand_dims = unsqueeze

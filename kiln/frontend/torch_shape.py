@@ -19,7 +19,7 @@ from .autocast import autocast_op
 from .core import call, lift, promote
 from .out import takes_out
 from .result_layouts import c_ordered
-from .shape import varargs
+from .shape import _appended, varargs
 
 __all__ = [
     "cat",
@@ -122,7 +122,11 @@ def stack(tensors, dim: int = 0, *, axis=None):
         out = call("reshape", call("concat", *xs, axis=dim), shape=shape)
         return name_history(out, "StackBackward0", *xs, saved={"_saved_dim": given})
     shape = (*xs[0].shape[:dim], 1, *xs[0].shape[dim:])
-    out = call("concat", *(call("reshape", x, shape=shape) for x in xs), axis=dim)
+    parts = [call("reshape", x, shape=shape) for x in xs]
+    if dim == xs[0].ndim:  # (PyTorch's unsqueeze(-1) of each: stride 1 there)
+        for p in parts:
+            _appended(p)
+    out = call("concat", *parts, axis=dim)
     return name_history(out, "StackBackward0", *xs, saved={"_saved_dim": given})
 
 

@@ -20,6 +20,7 @@ from ..errors import (
 )
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_interpolate import interpolate
+from ..frontend.result_layouts import suggested_layout
 from ..frontend.torch_index import int_index
 from ..graph.core import Symbol
 from .functional_act import implicit_softmax_dim, in_place, opmath_grad
@@ -280,7 +281,8 @@ def pixel_shuffle(input, upscale_factor: int):  # noqa: A002
     k = len(lead)
     y = F.reshape(x, (*lead, c // (r * r), r, r, h, w))
     y = F.permute(y, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
-    return F.reshape(y, (*lead, c // (r * r), h * r, w * r))
+    # (PyTorch's: channels-last where the input is)
+    return suggested_layout(F.reshape(y, (*lead, c // (r * r), h * r, w * r)), x)
 
 
 def pixel_unshuffle(input, downscale_factor: int):  # noqa: A002
@@ -300,7 +302,8 @@ def pixel_unshuffle(input, downscale_factor: int):  # noqa: A002
     k = len(lead)
     y = F.reshape(x, (*lead, c, h // r, r, w // r, r))
     y = F.permute(y, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
-    return F.reshape(y, (*lead, c * r * r, h // r, w // r))
+    # (PyTorch's: channels-last where the input is)
+    return suggested_layout(F.reshape(y, (*lead, c * r * r, h // r, w // r)), x)
 
 
 def channel_shuffle(input, groups: int):  # noqa: A002
@@ -314,7 +317,8 @@ def channel_shuffle(input, groups: int):  # noqa: A002
     (x,) = F.core.lift(input)
     n, c, *rest = x.shape
     y = F.reshape(x, (n, groups, c // groups, *rest))
-    return F.reshape(F.transpose(y, 1, 2), x.shape)
+    # (PyTorch's: channels-last where the input is)
+    return suggested_layout(F.reshape(F.transpose(y, 1, 2), x.shape), x)
 
 
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):  # noqa: A002

@@ -16,6 +16,7 @@ from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_
 from ..frontend.autocast import autocast_op
 from ..frontend.nn_functional import pad
 from ..frontend.reductions import require_floating
+from ..frontend.result_layouts import c_ordered, suggested_layout
 
 __all__ = [
     "cosine_similarity",
@@ -103,7 +104,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         y = F.mul(y, F.reshape(weight, per_channel))
     if bias is not None:
         y = F.add(y, F.reshape(bias, per_channel))
-    return y
+    return suggested_layout(y, x)  # (PyTorch's: C order unless the input is channels-last)
 
 
 def instance_norm(
@@ -149,7 +150,7 @@ def instance_norm(
         y = F.mul(y, F.reshape(weight, per_channel))
     if bias is not None:
         y = F.add(y, F.reshape(bias, per_channel))
-    return y
+    return c_ordered(y)  # (PyTorch's batch_norm of a contiguous view of the input: C order)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002

@@ -8,6 +8,7 @@ import math
 from .. import frontend as F
 from ..errors import ArgumentError, ShapeMismatchError, call_error
 from ..frontend.core import lift
+from ..frontend.result_layouts import suggested_layout
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "triplet_margin_with_distance_loss"]
 
@@ -46,7 +47,8 @@ def _unpool(name: str, n: int, input, indices, kernel_size, stride, padding, out
     zeros = F.broadcast_to(F.fill(F.getitem(flat_x, (Ellipsis, slice(0, 1))), 0),
                            (*lead, math.prod(size)))  # fmt: skip
     out = F.scatter(zeros, -1, flat_i, flat_x)
-    return F.reshape(out, (*lead, *size))
+    # (PyTorch's max_unpool2d: channels-last where the input is; 1d and 3d: C order)
+    return suggested_layout(F.reshape(out, (*lead, *size)), *[x] * (n == 2))
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002

@@ -34,7 +34,7 @@ from .module_hooks import (
     call_with_backward_hooks,
     has_legacy_hooks,
 )
-from .module_state import cast_values, load_state, parse_to, save_state
+from .module_state import cast_values, lay_out_values, load_state, parse_to, save_state
 from .parameter import Buffer, ModuleValue, Parameter
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
@@ -650,7 +650,7 @@ class Module(ModuleHooks):
                     f"desired dtype={dtype}"
                 )
             cast_values(self, dtype)
-        return self
+        return lay_out_values(self, kwargs.get("memory_format"))  # (channels_last: 4-D ones)
 
     def cpu(self) -> Module:
         """`to("cpu")`."""

@@ -14,7 +14,8 @@ from ..eager import Tensor
 from ..eager.devices import canonical_device
 from ..errors import ArgumentTypeError, DTypeError, call_error
 
-__all__ = ["IncompatibleKeys", "cast_values", "load_state", "parse_to", "save_state"]
+__all__ = ["IncompatibleKeys", "cast_values", "lay_out_values", "load_state", "parse_to",
+           "save_state"]  # fmt: skip
 
 _SIGNATURES = (
     "to(device=None, dtype=None, non_blocking=False), to(dtype, non_blocking=False) or "
@@ -46,7 +47,7 @@ def parse_to(*args, **kwargs) -> tuple[str | None, np.dtype | None, bool]:
     >>> parse_to("cpu", kn.float16), parse_to(dtype="float32", non_blocking=True)
     (('cpu', dtype('float16'), False), (None, dtype('float32'), True))
     """
-    kwargs.pop("memory_format", None)  # NOTE: kiln's arrays have one layout
+    kwargs.pop("memory_format", None)  # (`lay_out_values`)
     kwargs.pop("copy", None)
     unknown = set(kwargs) - {"device", "dtype", "non_blocking"}
     if unknown or len(args) > 3:
@@ -110,6 +111,33 @@ def cast_values(module, dtype, only_floating: bool = True) -> None:
             seen.add(id(value))
             if not only_floating or _floating(value.dtype):
                 value._cast(dtype)
+
+
+def lay_out_values(module, memory_format):
+    """Lays out the parameters and buffers of `module` and its descendants whose rank
+    `memory_format` takes (4-D for `kn.channels_last`, 5-D for `kn.channels_last_3d`) in it,
+    each in place (PyTorch's `Module.to(memory_format=...)`); returns module.
+
+    >>> import kiln as kn
+    >>> conv = kn.nn.Conv2d(3, 4, 3).to(memory_format=kn.channels_last)
+    >>> conv.weight.stride(), conv.bias.stride()
+    ((27, 1, 9, 3), (1,))
+    """
+    rank = {"channels_last": 4, "channels_last_3d": 5}.get(getattr(memory_format, "name", None))
+    if rank is None:
+        return module
+    from ..frontend.layouts import format_layout  # NOTE: lazy (the frontend builds on nn)
+
+    seen: set[int] = set()
+    for m in module.modules():
+        for value in [*m._parameters.values(), *m._buffers.values()]:
+            if value is None or id(value) in seen or value.ndim != rank:
+                continue
+            seen.add(id(value))
+            layout = format_layout(tuple(value.shape), memory_format, "to")
+            if hasattr(value, "_lay_out"):
+                value._lay_out(layout)
+    return module
 
 
 class IncompatibleKeys(NamedTuple):

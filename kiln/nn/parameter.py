@@ -273,6 +273,16 @@ class ModuleValue(Tensor):
         if grad is not None and grad.dtype != dtype:
             self._grad = make(grad.detach()._data.astype(dtype), grad._device)
 
+    def _lay_out(self, layout) -> None:
+        """Lays the value out as the probe `layout` (`Module.to(memory_format=...)`), keeping
+        this object, as `_cast`."""
+        from ..frontend.result_layouts import laid_out  # NOTE: lazy (the frontend builds on nn)
+
+        array = self.tensor()._value
+        if array.strides != tuple(k * array.itemsize for k in layout.strides):
+            self.__dict__.update(_value=laid_out(array, layout), _last=None)
+            version_of(self).value += 1
+
     def variable_in(self, graph) -> Variable | None:
         """Its Variable in `graph`, or None if it has none there."""
         var = self._vars.get(id(graph))
@@ -293,6 +303,11 @@ class ModuleValue(Tensor):
             var = Variable(self.value, name=self.name, trainable=trainable, graph=graph)
             self._vars[id(graph)] = var
             _own(var, self)
+            if not self._value.flags.c_contiguous:  # (`Module.to(memory_format=...)`'s layout)
+                from ..frontend.layouts import keep_layout  # NOTE: lazy (as in `_lay_out`)
+                from ..frontend.result_layouts import array_layout
+
+                keep_layout(var, array_layout(self._value))
         if self._last is not var:
             self._data  # noqa: B018 (brings `_value` up to date with the graph used last)
             if not made:

@@ -279,7 +279,63 @@ def index_tuple(spec) -> tuple:
 
 def _index(xp, x, out=None, *, spec):
     # NOTE: the trailing Ellipsis keeps an all-int index a 0-d view (NumPy gives a scalar copy)
-    return _copy_into(out, x[(*index_tuple(spec), Ellipsis)])
+    view = x[(*index_tuple(spec), Ellipsis)]
+    if out is None and xp is np and 0 in view.strides:  # (NumPy's new dims: stride 0)
+        steps = newaxis_strides(x.shape, x.strides, x.itemsize, spec, view.strides)
+        if steps != view.strides and view.size:
+            view = _restrided(x, spec, view, steps)
+    return _copy_into(out, view)
+
+
+def newaxis_strides(shape, strides, itemsize: int, spec, result: tuple) -> tuple:
+    """The strides of x (of `shape`, `strides`) indexed by `spec` as PyTorch's indexing gives
+    them: `result` (NumPy's) but for each new dim (None), which has unsqueeze's stride where
+    it is inserted, the size times the stride of the dim it lands before (`itemsize` at the
+    end), where NumPy's is 0.
+
+    >>> newaxis_strides((3, 4), (16, 4), 4, (("slice", None, None, None), ("newaxis",)), (16, 0, 4))
+    (16, 16, 4)
+    """
+    shape, strides, new = list(shape), list(strides), [False] * len(shape)
+    dim = 0
+    for item in spec:
+        if item[0] == "newaxis":
+            step = shape[dim] * strides[dim] if dim < len(shape) else itemsize
+            shape.insert(dim, 1), strides.insert(dim, step), new.insert(dim, True)
+            dim += 1
+        elif item[0] == "int":
+            del shape[dim], strides[dim], new[dim]
+        else:
+            s = slice(*item[1:])
+            shape[dim] = len(range(*s.indices(shape[dim])))
+            strides[dim] *= s.step or 1
+            dim += 1
+    if len(new) != len(result):
+        return tuple(result)
+    return tuple(k if fresh else r for k, fresh, r in zip(strides, new, result))
+
+
+def _restrided(x: np.ndarray, spec, view: np.ndarray, strides) -> np.ndarray:
+    """`view` (x indexed by `spec`, not empty) with (size-1 dims') strides `strides`: a view
+    of the array owning the memory (so eager kiln links it to x's base), else `view`."""
+    start, dim = 0, 0  # view's first element, in bytes from x's
+    for item in spec:
+        if item[0] == "int":
+            start += item[1] % x.shape[dim] * x.strides[dim]
+            dim += 1
+        elif item[0] == "slice":
+            start += slice(*item[1:]).indices(x.shape[dim])[0] * x.strides[dim]
+            dim += 1
+    root = x.base if isinstance(x.base, np.ndarray) else x
+    try:
+        if root is not x:
+            start += x.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        out = np.ndarray(view.shape, view.dtype, buffer=root, offset=start, strides=strides)
+    except (TypeError, ValueError):  # (memory that is no buffer of its own)
+        return view
+    if not view.flags.writeable:
+        out.flags.writeable = False
+    return out
 
 
 _ALL = ("slice", None, None, None)

@@ -167,11 +167,10 @@ def test_compiled_nn_layout_matches_torch(nd, op, x_layout, w_layout):
 
 
 # A leaf's .grad is laid out as the leaf where it is dense (PyTorch's AccumulateGrad copies the
-# gradient to the leaf's strides: `clone_obey_contract`); kiln's accumulation copies it in C
-# order (kiln/eager/autograd.py's `_accumulate`), whatever layout the op's gradient has.
+# gradient to the leaf's strides: `clone_obey_contract`; kiln/eager/autograd.py's `_accumulate`
+# too), whatever layout the op's gradient has.
 _GRAD_OPS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg", "linear",
              "batch_norm", "cat_channels")  # fmt: skip
-_C_GRAD = "a leaf's .grad is C-ordered in kiln (`_accumulate`), laid out as the leaf in torch"
 
 
 def _grad_cases():
@@ -179,9 +178,8 @@ def _grad_cases():
     for nd in (2, 3):
         for op in _GRAD_OPS:
             for layout in LAYOUTS:
-                marks = [pytest.mark.xfail(strict=True, reason=_C_GRAD)] if layout != "c" else []
                 ident = f"{op}{nd}d-x_{layout}"
-                cases.append(pytest.param(nd, op, layout, id=ident, marks=marks))
+                cases.append(pytest.param(nd, op, layout, id=ident))
     return cases
 
 

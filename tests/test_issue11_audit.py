@@ -31,13 +31,6 @@ from issue11_cases import CASES  # noqa: E402
 DIFFERS = {
     "printing/repr-dtype-device/eager": "str(kn.float32) is the bare 'float32', as kiln's messages "
     "print dtypes (kiln/dtypes.py DType.__str__); repr is PyTorch's 'kiln.float32'",
-    **{
-        f"nn-edges/pad-{m}-one-pair-on-4d-raises/{mode}": "kiln's reflect/replicate/circular pad "
-        "any number of trailing dims of any input (a superset); torch 2.13 refuses one pair on 4-D "
-        "input with NotImplementedError"
-        for m in ("reflect", "replicate", "circular")
-        for mode in ("eager", "graph", "compile")
-    },
 }
 
 

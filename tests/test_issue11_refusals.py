@@ -63,3 +63,53 @@ def test_positive_and_zero_steps_still_work_or_raise_as_pytorch():
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         x[::0]
     assert x.flip(1).tolist() == A[:, ::-1].tolist()  # what x[:, ::-1] meant
+
+
+# -- F.pad's modes and ranks -----------------------------------------------------------------------
+
+
+def _pad_cases():
+    for ndim in range(6):
+        for mode in ("constant", "reflect", "replicate", "circular"):
+            for n in range(0, 12):
+                yield ndim, mode, n
+
+
+def _outcome(fn):
+    try:
+        return tuple(fn().shape)
+    except Exception as e:  # noqa: BLE001 -- compared with the oracle's
+        return e
+
+
+def test_pad_takes_the_widths_and_ranks_pytorch_takes():
+    # Regression: reflect/replicate/circular padded any trailing dims of any input; torch 2.13
+    # refuses other combinations with NotImplementedError ("Padding size 8 is not supported
+    # for 4D input tensor"), and constant pads with RuntimeError past 2 * ndim widths
+    torch = pytest.importorskip("torch")
+    shape = (2, 3, 4, 5, 3)
+    for ndim, mode, n in _pad_cases():
+        x = np.ones(shape[:ndim], np.float32)
+        widths = (1,) * n
+        want = _outcome(lambda: torch.nn.functional.pad(torch.from_numpy(x), widths, mode=mode))
+        got = _outcome(lambda: kn.nn.functional.pad(kn.tensor(x), widths, mode=mode))
+        case = (ndim, mode, n, want, got)
+        if isinstance(want, tuple):
+            assert got == want, case
+            continue
+        builtin = next(c for c in type(want).__mro__ if c.__module__ == "builtins")
+        assert isinstance(got, builtin), case
+        gist = str(want).splitlines()[0]
+        assert gist in str(got), case
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_of_one_pair_on_4d_raises_in_every_mode(mode):
+    def fn(x):
+        return kn.nn.functional.pad(x, (1, 1), mode=mode)
+
+    x4 = np.ones((1, 2, 3, 4), np.float32)
+    for _, run in _modes(fn, x4):
+        with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 4D"):
+            run()
+    assert kn.nn.functional.pad(kn.tensor(x4), (1, 1, 1, 1), mode=mode).shape == (1, 2, 5, 6)

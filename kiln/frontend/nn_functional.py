@@ -18,7 +18,9 @@ from ..errors import (
     ShapeError,
     UnknownModeError,
     UnsupportedDTypeError,
+    UnsupportedShapeError,
     UsageError,
+    call_error,
     node_error,
 )
 from ..graph.core import Symbol, user_site
@@ -486,13 +488,19 @@ def _slice_dim(x, dim: int, start, stop, step=None):
     return call("index", x, spec=spec)
 
 
+# PyTorch's reflect, replicate and circular pads: the number of widths -> the input's ranks
+# (unbatched or batched) that take them
+_PADDED_RANKS = {2: (2, 3), 4: (3, 4), 6: (4, 5)}
+
+
 def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorch's names
     """PyTorch's `nn.functional.pad`: `pad` holds (before, after) pairs for the LAST dims
     first, `(left, right)` of the last dim, then `(top, bottom)` of the one before, and so on;
     dims it does not reach stay as they are. `mode` is "constant" (filled with `value`, 0 by
     default; a negative width crops), "reflect" (mirrored without repeating the edge, each
     width less than its dim), "replicate" (the edge repeated) or "circular" (wrapped around,
-    each width at most its dim); a negative width crops in every mode.
+    each width at most its dim); a negative width crops in every mode. As PyTorch's, the
+    last three pad 1, 2 or 3 dims (2, 4 or 6 widths) of a 2-3, 3-4 or 4-5 dim input.
     (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
 
     >>> import kiln as kn, numpy as np
@@ -532,6 +540,16 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         return call("pad", x, pad_width=tuple(width), value=fill)
     if value is not None and value != 0:
         raise UsageError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if x.ndim not in _PADDED_RANKS.get(len(widths), ()):
+        raise call_error(
+            UnsupportedShapeError,
+            f"Padding size {len(widths)} is not supported for {x.ndim}D input tensor. "
+            "Supported combinations for non-constant padding: 2D or 3D input: padding size = 2 "
+            "(pads last dimension); 3D or 4D input: padding size = 4 (pads last 2 dimensions); "
+            "4D or 5D input: padding size = 6 (pads last 3 dimensions)",
+            "pad",
+            x,
+        )
     for d, b, a in pairs:
         n = x.shape[d]
         if not isinstance(n, int) and (b or a):

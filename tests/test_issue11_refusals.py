@@ -113,3 +113,27 @@ def test_pad_of_one_pair_on_4d_raises_in_every_mode(mode):
         with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 4D"):
             run()
     assert kn.nn.functional.pad(kn.tensor(x4), (1, 1, 1, 1), mode=mode).shape == (1, 2, 5, 6)
+
+
+# -- squeeze(d) of a symbolic dim ----------------------------------------------------------------
+
+
+def test_squeeze_of_a_symbolic_dim_raises_naming_the_input():
+    # Regression: squeeze(0) of a None dim kept it silently, so a run fed a batch of 1 gave
+    # shape (1, 3) where PyTorch's squeeze(0) gives (3,)
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, shape=(None, 3), name="p")
+        for squeeze in (lambda: p.squeeze(0), lambda: kn.squeeze(p, (0, 1)),
+                        lambda: kn.squeeze_copy(p, -2), lambda: (p * 1).squeeze_(0)):  # fmt: skip
+            with pytest.raises(kn.ShapeError, match=r"squeeze\(.*symbolic size.*p:f32\[_,3\]|"
+                               r"squeeze\(.*symbolic size.*mul:f32\[_,3\]"):  # fmt: skip
+                squeeze()
+        # a known dim squeezes as PyTorch's; squeeze() keeps the symbolic dim
+        assert p.squeeze(1).shape == (p.shape[0], 3) and p.squeeze().shape == p.shape
+        q = kn.placeholder(kn.float32, shape=("batch", 1, 3), name="q")
+        assert kn.function([q], q.squeeze(1))(np.ones((1, 1, 3), np.float32)).shape == (1, 3)
+
+
+def test_squeeze_under_compile_follows_the_sizes_of_the_call():
+    f = kn.compile(lambda t: t.squeeze(0))
+    assert f(kn.ones(1, 3)).shape == (3,) and f(kn.ones(2, 3)).shape == (2, 3)

@@ -137,3 +137,44 @@ def test_squeeze_of_a_symbolic_dim_raises_naming_the_input():
 def test_squeeze_under_compile_follows_the_sizes_of_the_call():
     f = kn.compile(lambda t: t.squeeze(0))
     assert f(kn.ones(1, 3)).shape == (3,) and f(kn.ones(2, 3)).shape == (2, 3)
+
+
+# -- resize_ past the storage ----------------------------------------------------------------------
+
+
+def _grown_views(L):
+    x = L.arange(6.0)
+    v, alias, wide = x[2:].view(2, 2), x.detach(), x[None].expand(3, 6)
+    x.resize_(20)
+    x[3] = 33.0
+    v[0, 0] = -2.0
+    return v.tolist(), alias.shape, alias[3].item(), wide[1, 3].item(), x[:6].tolist()
+
+
+def test_resize_past_the_storage_moves_the_earlier_views_as_pytorch():
+    # Regression: the views taken before a growing resize_ kept the old memory (writes through
+    # x no longer reached them); PyTorch reallocates the storage under all of them (torch 2.13)
+    torch = pytest.importorskip("torch")
+    assert _grown_views(kn) == _grown_views(torch)
+
+
+def test_resize_of_a_view_past_its_storage_grows_it_as_pytorch():
+    torch = pytest.importorskip("torch")
+
+    def grow(L):
+        base = L.arange(10.0)
+        x = base[4:]
+        x.resize_(20)
+        x[0] = -1.0
+        return x.storage_offset(), base.shape, base[4].item(), x.shape
+
+    assert grow(kn) == grow(torch)
+
+
+def test_resize_without_other_tensors_on_the_memory_does_not_scan(monkeypatch):
+    # the search for views runs only when something besides the tensor refers to its memory
+    import gc
+
+    monkeypatch.setattr(gc, "get_objects", lambda *a: pytest.fail("scanned"))
+    assert kn.arange(4.0).resize_(10)[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert kn.arange(4.0).resize_(2).resize_(3, 5).shape == (3, 5)

@@ -178,3 +178,50 @@ def test_resize_without_other_tensors_on_the_memory_does_not_scan(monkeypatch):
     monkeypatch.setattr(gc, "get_objects", lambda *a: pytest.fail("scanned"))
     assert kn.arange(4.0).resize_(10)[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert kn.arange(4.0).resize_(2).resize_(3, 5).shape == (3, 5)
+
+
+# -- the order of equal values in topk and kthvalue ------------------------------------------------
+
+
+def _ties(L, x):
+    out = []
+    for largest in (True, False):
+        for k in (1, 2, x.shape[-1] // 2, x.shape[-1]):
+            out += [v.tolist() for v in x.topk(k, largest=largest)]
+    for k in (1, 2, x.shape[-1] // 2, x.shape[-1]):
+        out += [v.tolist() for v in x.kthvalue(k)]
+        out += [v.tolist() for v in x.kthvalue(min(k, x.shape[0]), 0)]
+    return out
+
+
+@pytest.mark.parametrize("n", [5, 10, 17, 70, 130])
+def test_topk_and_kthvalue_pick_equal_values_as_pytorch_cpu(n):
+    # Regression: kiln took equal values in a stable order; PyTorch's CPU kernels (partial
+    # sort, nth_element then sort, its quickselect) leave them in another (torch 2.13)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 3, (4, n)).astype(np.float32)
+    x[0, :3] = np.nan  # NaN counts as the greatest, ties among NaNs too
+    want = _ties(torch, torch.from_numpy(x))
+    assert repr(_ties(kn, kn.tensor(x))) == repr(want)  # (repr: NaN reads as NaN)
+    ints = x[1:].astype(np.int64)
+    assert _ties(kn, kn.tensor(ints)) == _ties(torch, torch.from_numpy(ints))
+    with kn.Graph().as_default():
+        p = kn.placeholder(kn.float32, x.shape)
+        got = kn.function([p], [*p.topk(2), *p.kthvalue(2), *p.topk(3, largest=False)])(x)
+    t = torch.from_numpy(x)
+    expected = [*t.topk(2), *t.kthvalue(2), *t.topk(3, largest=False)]
+    assert repr([np.asarray(g).tolist() for g in got]) == repr([e.tolist() for e in expected])
+    f = kn.compile(lambda a: (*a.topk(2), *a.kthvalue(2)))
+    assert repr([g.tolist() for g in f(kn.tensor(x))]) == repr([e.tolist() for e in expected[:4]])
+
+
+def test_the_gradient_of_kthvalue_goes_to_the_element_pytorch_picks():
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 1.0]], np.float32)
+    grads = []
+    for L in (kn, torch):
+        t = L.tensor(x, requires_grad=True)
+        (t.kthvalue(3).values.sum() + t.topk(2).values.sum()).backward()
+        grads.append(t.grad.tolist())
+    assert grads[0] == grads[1]

@@ -433,7 +433,7 @@ def _same_dtype(a, b, what: str) -> None:
     """Refuses lerp's `end` or `weight` b of another dtype than its input a, as PyTorch's
     lerp (no promotion there)."""
     if b.dtype != a.dtype:
-        want, got = (_CPP_NAMES.get(str(dt.as_dtype(x.dtype)), str(x.dtype)) for x in (a, b))
+        want, got = (_CPP_NAMES.get(str(dt.as_dtype(x.dtype)), f"{x.dtype}") for x in (a, b))
         message = f"expected dtype {want} for `{what}` but got dtype {got}"
         raise call_error(DTypeMismatchError, message, "lerp", a, b)
 

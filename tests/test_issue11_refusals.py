@@ -225,3 +225,20 @@ def test_the_gradient_of_kthvalue_goes_to_the_element_pytorch_picks():
         (t.kthvalue(3).values.sum() + t.topk(2).values.sum()).backward()
         grads.append(t.grad.tolist())
     assert grads[0] == grads[1]
+
+
+@pytest.mark.parametrize("share", ["from_numpy", "as_tensor", "asarray"])
+def test_resize_past_a_numpy_arrays_memory_raises_as_pytorch(share):
+    # Regression: kiln gave the tensor new memory (no longer the array's); torch 2.13 raises
+    # RuntimeError "Trying to resize storage that is not resizable"
+    torch = pytest.importorskip("torch")
+    a = np.arange(4.0)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        getattr(torch, share)(a).resize_(10)
+    t = getattr(kn, share)(a)
+    with pytest.raises(RuntimeError, match="Trying to resize storage that is not resizable"):
+        t.resize_(10)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        t[1:].resize_(10)
+    assert t.resize_(2).resize_(4).tolist() == [0.0, 1.0, 2.0, 3.0]  # within it: as PyTorch
+    assert kn.tensor(a).resize_(10).shape == (10,)  # a copy's memory is kiln's

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import mmap
 import sys
+import weakref
 
 import numpy as np
 
@@ -360,6 +361,23 @@ def _owns_memory(data) -> bool:
     return data.base is None or owns(data)
 
 
+# The arrays whose memory is not kiln's to reallocate (`from_numpy`'s): id -> weak reference
+_NOT_RESIZABLE: dict = {}
+
+
+def mark_not_resizable(array) -> None:
+    """Marks the memory of NumPy `array` as its owner's: `resize_` past it refuses, as
+    PyTorch's storage of `from_numpy` ("Trying to resize storage that is not resizable")."""
+    root = _storage_of(array)
+    key = id(root)
+    _NOT_RESIZABLE[key] = weakref.ref(root, lambda _, key=key: _NOT_RESIZABLE.pop(key, None))
+
+
+def _resizable(root) -> bool:
+    ref = _NOT_RESIZABLE.get(id(root))
+    return ref is None or ref() is not root
+
+
 def _move_views(old, new, t: Tensor) -> None:
     """Every tensor but `t` on the memory of `old` (the array that owns it) views the same
     bytes of `new` instead: PyTorch reallocates a storage under all the tensors on it.
@@ -416,6 +434,11 @@ def resize(t: Tensor, sizes: tuple) -> Tensor:
     offset = (_address(data) - _address(root)) // data.itemsize if usable else 0
     if usable and 0 <= offset and offset + n <= root.size:
         t._data = root.reshape(-1)[offset : offset + n].reshape(shape)
+    elif not _resizable(root):
+        raise call_error(UsageError, "Trying to resize storage that is not resizable (the "
+                         f"tensor's memory is a NumPy array's, from from_numpy: {n} elements "
+                         "from its storage offset on do not fit in it); clone() it first",
+                         "resize_", t)  # fmt: skip
     elif usable and 0 <= offset and _owns_memory(root):
         # the storage grown, its elements kept, every tensor on it moved there (its views,
         # its base, detach()ed aliases), as PyTorch reallocates it

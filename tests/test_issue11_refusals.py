@@ -242,3 +242,23 @@ def test_resize_past_a_numpy_arrays_memory_raises_as_pytorch(share):
         t[1:].resize_(10)
     assert t.resize_(2).resize_(4).tolist() == [0.0, 1.0, 2.0, 3.0]  # within it: as PyTorch
     assert kn.tensor(a).resize_(10).shape == (10,)  # a copy's memory is kiln's
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+def test_pad_with_negative_widths_refuses_what_pytorch_refuses(mode):
+    # Regression: a crop past the dim (constant), or reflect/replicate pads leaving no element,
+    # gave empty results; torch 2.13 raises RuntimeError ("narrow(): length must be
+    # non-negative", "input (W: 3) is too small. Calculated output W: 0")
+    torch = pytest.importorskip("torch")
+    for shape in ((1, 2, 1), (1, 2, 3), (2, 3, 4, 5)):
+        x = np.ones(shape, np.float32)
+        for b in range(-5, 4):
+            for a in range(-5, 4):
+                widths = (b, a) if len(shape) == 3 else (1, 1, b, a)
+                want = _outcome(lambda: torch.nn.functional.pad(torch.from_numpy(x), widths,
+                                                                mode=mode))  # fmt: skip
+                got = _outcome(lambda: kn.nn.functional.pad(kn.tensor(x), widths, mode=mode))
+                if isinstance(want, tuple):
+                    assert got == want, (shape, widths)
+                else:
+                    assert isinstance(got, RuntimeError), (shape, widths, want, got)

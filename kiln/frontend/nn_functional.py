@@ -16,6 +16,7 @@ from ..errors import (
     ArgumentTypeError,
     DTypeError,
     ShapeError,
+    ShapeMismatchError,
     UnknownModeError,
     UnsupportedDTypeError,
     UnsupportedShapeError,
@@ -523,6 +524,7 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         )
     pairs = [(x.ndim - 1 - k, widths[2 * k], widths[2 * k + 1]) for k in range(len(widths) // 2)]
     if mode == "constant":
+        _check_cropped_sizes(x, pairs, mode)
         fill = 0 if value is None else value
         crop = [(d, -b if b < 0 else None, a if a < 0 else None) for d, b, a in pairs]
         for d, start, stop in crop:
@@ -550,6 +552,7 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
             "pad",
             x,
         )
+    _check_cropped_sizes(x, pairs, mode)
     for d, b, a in pairs:
         n = x.shape[d]
         if not isinstance(n, int) and (b or a):
@@ -585,6 +588,24 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         if len(parts) > 1:
             x = call("concat", *parts, axis=d)
     return x
+
+
+def _check_cropped_sizes(x, pairs, mode: str) -> None:
+    """PyTorch's refusals of negative widths: a constant pad whose crop leaves a negative size;
+    a reflect or replicate pad whose every padded dim ends with no size."""
+    sizes = [(d, x.shape[d], b, a) for d, b, a in pairs if isinstance(x.shape[d], int)]
+    if mode == "constant":
+        for d, n, b, a in sizes:
+            if n + min(b, 0) + min(a, 0) < 0:
+                message = f"narrow(): length must be non-negative (dim {d} of size {n} cropped"
+                raise call_error(ShapeMismatchError, f"{message} by {(b, a)})", "pad", x)
+    elif mode in ("reflect", "replicate") and sizes and len(sizes) == len(pairs):
+        if any(b < 0 or a < 0 for _, _, b, a in sizes) and all(
+            n + b + a < 1 for _, n, b, a in sizes
+        ):
+            d, n, b, a = sizes[0]
+            raise call_error(ShapeMismatchError, f"input (W: {n}) is too small. Calculated "
+                             f"output W: {n + b + a}", "pad", x)  # fmt: skip
 
 
 def _pad_arguments(pad, mode, value) -> tuple:

@@ -362,15 +362,20 @@ def _owns_memory(data) -> bool:
 
 
 # The arrays whose memory is not kiln's to reallocate (`from_numpy`'s): id -> weak reference
+# (dead ones dropped when the table has doubled since the last sweep)
 _NOT_RESIZABLE: dict = {}
+_SWEEP_AT = [1024]
 
 
 def mark_not_resizable(array) -> None:
     """Marks the memory of NumPy `array` as its owner's: `resize_` past it refuses, as
     PyTorch's storage of `from_numpy` ("Trying to resize storage that is not resizable")."""
-    root = _storage_of(array)
-    key = id(root)
-    _NOT_RESIZABLE[key] = weakref.ref(root, lambda _, key=key: _NOT_RESIZABLE.pop(key, None))
+    root = array if array.base is None else _storage_of(array)
+    _NOT_RESIZABLE[id(root)] = weakref.ref(root)
+    if len(_NOT_RESIZABLE) > _SWEEP_AT[0]:
+        for key in [k for k, ref in _NOT_RESIZABLE.items() if ref() is None]:
+            del _NOT_RESIZABLE[key]
+        _SWEEP_AT[0] = max(1024, 2 * len(_NOT_RESIZABLE))
 
 
 def _resizable(root) -> bool:

@@ -55,7 +55,10 @@ def _on_host(xp, fn, x, order, *args):
     host = isinstance(x, np.ndarray)  # else a device array (CuPy's): its values copied here
     xh = sortable(x if host else x.get())
     oh = order if host else order.get()
-    out = np.moveaxis(fn(np.moveaxis(xh, axis, -1), np.moveaxis(oh, axis, -1), *rest), -1, axis)
+    if axis == x.ndim - 1:
+        out = fn(xh, oh, *rest)
+    else:
+        out = np.moveaxis(fn(np.moveaxis(xh, axis, -1), np.moveaxis(oh, axis, -1), *rest), -1, axis)
     return np.ascontiguousarray(out) if host else xp.asarray(out)
 
 

@@ -586,8 +586,11 @@ class DType:
     def __repr__(self):
         return f"kiln.{self.dtype.name}"
 
-    def __str__(self):  # the bare name, as kiln's messages print dtypes (PyTorch: with prefix)
-        return self.dtype.name
+    def __str__(self):  # PyTorch's: str and repr alike ('torch.float32')
+        return f"kiln.{self.dtype.name}"
+
+    def __format__(self, spec: str) -> str:  # the bare name, as kiln's messages print dtypes
+        return format(self.dtype.name, spec)
 
     def __reduce__(self):
         return (_dtype_named, (self.dtype.name,))

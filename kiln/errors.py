@@ -19,6 +19,12 @@ class ShapeMismatchError(ShapeError, RuntimeError):
     of dims for a layer. Both a ShapeError and a RuntimeError."""
 
 
+class UnsupportedShapeError(ShapeError, NotImplementedError):
+    """A number of dims (or of sizes) a function has no form for where PyTorch raises
+    NotImplementedError (`F.pad` in reflect mode of one (left, right) pair on a 4-D input):
+    a ShapeError and a NotImplementedError (a RuntimeError) both."""
+
+
 class DTypeError(KilnError, TypeError):
     """A dtype an op does not accept, or a cast that would lose information."""
 

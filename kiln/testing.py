@@ -121,7 +121,7 @@ def _report(a, e, ok, rtol, atol) -> str:
         excess = np.where(ok, 0.0, abs_err / np.where(allowed > 0, allowed, 1e-300))
     worst = _argmax(excess)
     bad = int((~ok).sum())
-    dtypes = str(a.dtype) if a.dtype == e.dtype else f"{a.dtype} vs {e.dtype}"
+    dtypes = f"{a.dtype}" if a.dtype == e.dtype else f"{a.dtype} vs {e.dtype}"
     lines = [
         f"arrays are not close ({dtypes}, shape {a.shape}, rtol={rtol:g}, atol={atol:g})",
         f"mismatched elements: {bad} / {a.size} ({100 * bad / a.size:.1f}%)",

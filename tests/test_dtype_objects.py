@@ -32,8 +32,9 @@ def test_attributes_match_torch(name):
     if name != "float4_e2m1fn_x2":  # torch packs two float4s a byte; kiln unpacks them
         assert k.itemsize == t.itemsize, name
         assert repr(k) == repr(t).replace("torch.", "kiln."), name
-        # str is the bare name (kiln's messages print dtypes so); torch's str is its repr
-        assert str(k) == str(t).replace("torch.", ""), name
+        # str is repr, as torch's; format (f-strings: kiln's messages) the bare name
+        assert str(k) == str(t).replace("torch.", "kiln."), name
+        assert f"{k}" == str(t).replace("torch.", "") and f"{k:>12}" == f"{k.name:>12}", name
     assert k.to_real() is k and t.to_real() is t
 
 

@@ -28,19 +28,7 @@ import issue11_cases_nn  # noqa: E402, F401
 from issue11_cases import CASES  # noqa: E402
 
 # -- what still differs: "bullet/name/mode" -> why (each an xfail(strict=True)) --------------------
-DIFFERS = {
-    "printing/repr-dtype-device/eager": "str(kn.float32) is the bare 'float32', as kiln's messages "
-    "print dtypes (kiln/dtypes.py DType.__str__); repr is PyTorch's 'kiln.float32'",
-    "indexing/negative-step-raises/eager": "negative slice steps are NumPy's (a superset, listed "
-    "in tests/test_torch_sweep.py's SUPERSET); torch 2.13 raises ValueError",
-    **{
-        f"nn-edges/pad-{m}-one-pair-on-4d-raises/{mode}": "kiln's reflect/replicate/circular pad "
-        "any number of trailing dims of any input (a superset); torch 2.13 refuses one pair on 4-D "
-        "input with NotImplementedError"
-        for m in ("reflect", "replicate", "circular")
-        for mode in ("eager", "graph", "compile")
-    },
-}
+DIFFERS = {}
 
 
 TUT_X = [[5.1, 3.5, 1.4], [4.9, 3.0, 1.4], [6.2, 3.4, 5.4], [5.9, 3.0, 5.1]]

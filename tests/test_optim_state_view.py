@@ -51,7 +51,7 @@ def _same_state(ours, theirs):
         assert isinstance(got, kn.Tensor), key
         assert (tuple(got.shape), str(got.dtype)) == (
             tuple(want.shape),
-            str(want.dtype).removeprefix("torch."),
+            str(want.dtype).replace("torch.", "kiln."),
         ), key
         np.testing.assert_allclose(got.numpy(), want.numpy(), **TOL, err_msg=key)
 

@@ -81,10 +81,10 @@ def _compare_state(got, want, rtol, scalars_cast=False):
         assert list(got[index]) == list(entry), index
         for key, value in entry.items():
             if scalars_cast and key in SCALARS:
-                assert value.dtype == torch.float64 and str(got[index][key].dtype) == "float32"
+                assert value.dtype == torch.float64 and str(got[index][key].dtype) == "kiln.float32"
                 np.testing.assert_allclose(got[index][key].numpy(), value.numpy(), rtol=1e-6)
                 continue
-            assert str(got[index][key].dtype) == str(value.dtype).replace("torch.", ""), key
+            assert str(got[index][key].dtype) == str(value.dtype).replace("torch.", "kiln."), key
             scale = float(value.abs().max())
             np.testing.assert_allclose(got[index][key].numpy(), value.numpy(), rtol=rtol,
                                        atol=rtol * scale, err_msg=key)  # fmt: skip

@@ -34,7 +34,7 @@ def test_match_torch(name):
             call(kn, kn.tensor(x.astype(dtype))),
             call(torch, torch.tensor(x.astype(dtype))),
         )
-        assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+        assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "kiln.")
         np.testing.assert_allclose(
             ours.numpy(), theirs.numpy(), rtol=2e-6 if dtype == np.float32 else 1e-12
         )

@@ -39,7 +39,6 @@ SUPERSET = {
     "tensor-ops/var-correction-[ib]*/*": "std/var of integers (NumPy's)",
     "tensor-ops/mean-int-*/*": "mean of integers (NumPy's)",
     "reduce/logsumexp-*/*": "logsumexp without dim (all dims), and of integers and bools",
-    "indexing/step-*/*": "negative slice steps (NumPy's); PyTorch refuses them",
     "reduce/prod-*-tuple/*": "prod over a tuple of dims (NumPy's)",
     "reduce/median-*/*": "median of bools and float16 (sorted)",
     "reduce/*-b-*/*": "reductions of bools PyTorch has no kernel for",

@@ -157,7 +157,7 @@ def test_optimizer_state_dict_layout_is_torchs(name, hyper, steps):
     for index, entry in want.items():
         assert list(got[index]) == list(entry), index
         for key, value in entry.items():
-            assert str(got[index][key].dtype) == str(value.dtype).replace("torch.", "")
+            assert str(got[index][key].dtype) == str(value.dtype).replace("torch.", "kiln.")
             scale = float(value.abs().max()) if value.numel() else 0.0
             np.testing.assert_allclose(got[index][key].numpy(), value.numpy(), rtol=1e-5,
                                        atol=1e-6 * scale)  # fmt: skip

@@ -16,6 +16,7 @@ from . import sparse
 from . import sparse_compressed as compressed
 from .devices import canonical_device
 from .out import factory_out
+from .storage import mark_not_resizable
 from .tensor import Tensor, make
 from .trace_notes import note_made
 
@@ -143,6 +144,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise ArgumentTypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt.as_dtype(ndarray.dtype)
+    mark_not_resizable(ndarray)  # its memory is the array's, as PyTorch's from_numpy storage
     return make(ndarray)
 
 

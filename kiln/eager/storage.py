@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import mmap
 import sys
+import weakref
 
 import numpy as np
 
@@ -360,6 +361,61 @@ def _owns_memory(data) -> bool:
     return data.base is None or owns(data)
 
 
+# The arrays whose memory is not kiln's to reallocate (`from_numpy`'s): id -> weak reference
+# (dead ones dropped when the table has doubled since the last sweep)
+_NOT_RESIZABLE: dict = {}
+_SWEEP_AT = [1024]
+
+
+def mark_not_resizable(array) -> None:
+    """Marks the memory of NumPy `array` as its owner's: `resize_` past it refuses, as
+    PyTorch's storage of `from_numpy` ("Trying to resize storage that is not resizable")."""
+    root = array if array.base is None else _storage_of(array)
+    _NOT_RESIZABLE[id(root)] = weakref.ref(root)
+    if len(_NOT_RESIZABLE) > _SWEEP_AT[0]:
+        for key in [k for k, ref in _NOT_RESIZABLE.items() if ref() is None]:
+            del _NOT_RESIZABLE[key]
+        _SWEEP_AT[0] = max(1024, 2 * len(_NOT_RESIZABLE))
+
+
+def _resizable(root) -> bool:
+    ref = _NOT_RESIZABLE.get(id(root))
+    return ref is None or ref() is not root
+
+
+def _move_views(old, new, t: Tensor) -> None:
+    """Every tensor but `t` on the memory of `old` (the array that owns it) views the same
+    bytes of `new` instead: PyTorch reallocates a storage under all the tensors on it.
+    Tensors keep no list of their views (it would cost every view op), so they are found
+    among Python's objects, and only when something besides `t` refers to `old`."""
+    import gc
+
+    # NOTE: the references resize's frames hold: `root` there, `old` here, getrefcount's
+    # argument, and t's own array (`old` itself, or a view of it)
+    if sys.getrefcount(old) <= 4:
+        return
+    flat, slot = new.reshape(-1), Tensor.__dict__["_data"]
+    for o in gc.get_objects():
+        # (by type: no proxy's __class__ runs; tensors whose `_data` is a property, as a
+        # module's parameters, hold copies of their own)
+        if getattr(type(o), "_data", None) is not slot or o is t:
+            continue
+        d = o._data
+        if not isinstance(d, type(old)) or _storage_of(d) is not old:
+            continue
+        start = _address(d) - _address(old)
+        window = flat.view(np.uint8)[start:] if flat.dtype != d.dtype else None
+        if window is None:
+            window = flat[start // d.itemsize :]
+        else:
+            window = window[: window.size // d.itemsize * d.itemsize].view(d.dtype)
+        xp = type(old).__module__.split(".")[0] == "cupy" and get_backend(o._device).activate()
+        strided = (xp or np).lib.stride_tricks.as_strided
+        o._data = strided(window, d.shape, d.strides)
+        if isinstance(d, np.ndarray) and not d.flags.writeable:
+            o._data.flags.writeable = False  # (a broadcast view stays read-only)
+
+
 def resize(t: Tensor, sizes: tuple) -> Tensor:
     """`t.resize_(*sizes)` (see `Tensor.resize_`): t in place, with its new shape."""
     shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
@@ -383,20 +439,31 @@ def resize(t: Tensor, sizes: tuple) -> Tensor:
     offset = (_address(data) - _address(root)) // data.itemsize if usable else 0
     if usable and 0 <= offset and offset + n <= root.size:
         t._data = root.reshape(-1)[offset : offset + n].reshape(shape)
+    elif not _resizable(root):
+        raise call_error(UsageError, "Trying to resize storage that is not resizable (the "
+                         f"tensor's memory is a NumPy array's, from from_numpy: {n} elements "
+                         "from its storage offset on do not fit in it); clone() it first",
+                         "resize_", t)  # fmt: skip
+    elif usable and 0 <= offset and _owns_memory(root):
+        # the storage grown, its elements kept, every tensor on it moved there (its views,
+        # its base, detach()ed aliases), as PyTorch reallocates it
+        grown = get_backend(t._device).activate().empty(offset + n, t.dtype)
+        grown[: root.size] = root.reshape(-1)
+        del data
+        _move_views(root, grown, t)
+        t._data = grown[offset:].reshape(shape)
     elif t._base is None and _owns_memory(root):
-        xp = get_backend(t._device).activate()
-        new = xp.empty(shape, t.dtype)
-        old = root.reshape(-1)[offset:] if usable else data.reshape(-1)
-        k = min(new.size, old.size)
-        new.reshape(-1)[:k] = old[:k]
+        new = get_backend(t._device).activate().empty(shape, t.dtype)
+        old = data.reshape(-1)
+        new.reshape(-1)[: min(new.size, old.size)] = old[: new.size]
         t._data = new
     else:
         raise node_error(
             ShapeMismatchError,
             f"resize_ of a view to {list(shape)}: it needs {n} elements from its storage "
-            "offset on, past the end of the memory it views (PyTorch reallocates the "
-            "storage under every tensor on it; kiln does not move memory other tensors "
-            "view): resize the tensor that owns the memory, or a clone()",
+            "offset on, past the end of the memory it views, which is not kiln's to move "
+            "(an array of another layout, or memory kiln does not own): resize the tensor "
+            "that owns the memory, or a clone()",
             op="resize_",
             site=user_site(),
             called=True,

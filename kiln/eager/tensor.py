@@ -665,15 +665,11 @@ class Tensor:
 
     def resize_(self, *sizes, size=None, memory_format=None) -> Tensor:
         """Gives the tensor the shape `sizes`, keeping its leading elements in row-major order
-        (new ones are uninitialized), as PyTorch's `resize_`; a tensor that requires grad or
-        views another refuses.
-
-        Differs from PyTorch: where a tensor that owns its memory grows past it, kiln gives
-        it new memory, and views taken of it earlier keep the old memory (they no longer share
-        with it); PyTorch reallocates the storage under every tensor on it, so its views follow.
-        (kiln's tensors hold NumPy arrays, which cannot be moved, and no list of the views of
-        a memory is kept: that would cost every eager view op.) Take views after a growing
-        `resize_`.
+        (new ones are uninitialized), as PyTorch's `resize_`; a tensor that requires grad
+        refuses. Where the elements do not fit in its memory, that memory is reallocated under
+        every tensor on it, as PyTorch's storage: views taken earlier, its base and
+        `detach()`ed aliases see the grown memory (found among Python's objects then, since
+        no list of a memory's views is kept: it would cost every eager view op).
 
         >>> import kiln as kn
         >>> kn.tensor([1, 2, 3]).resize_(2)

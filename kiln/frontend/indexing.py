@@ -20,6 +20,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import (
+    ArgumentError,
     ArgumentTypeError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
@@ -228,7 +229,12 @@ def _slice_spec(item: slice):
             if _is_tensor(p) or isinstance(p, np.ndarray) and p.ndim == 0:
                 continue
             raise ShapeError(f"slice bounds must be ints or None in graph mode, got {p!r}")
-    return ("slice", *(None if p is None else int(p) for p in parts))
+    spec = ("slice", *(None if p is None else int(p) for p in parts))
+    if spec[3] is not None and spec[3] < 0:  # PyTorch's indexing has no negative steps
+        raise ArgumentError(
+            f"step must be greater than zero (got the slice {item}; flip() reverses a dim)"
+        )
+    return spec
 
 
 def _is_tensor(v) -> bool:

@@ -89,7 +89,7 @@ def _floats(op: str, *values):
     """The operands cast to their common float dtype (as the `conv2d` primitive promotes)."""
     for v in values:
         if not dt.is_float(v.dtype):
-            names = ", ".join(str(u.dtype) for u in values)
+            names = ", ".join(f"{u.dtype}" for u in values)
             symbols = [u for u in values if isinstance(u, Symbol)]
             raise node_error(
                 DTypeError, f"{op}: expected floating-point inputs, got {names}", op=op,
@@ -223,7 +223,7 @@ def _complex_conv(conv, op: str, x, w, bias):
     the complex bias; gradients are autodiff's through real, imag and complex."""
     values = [x, w] if bias is None else [x, w, *lift(bias, context=(x,))]
     if len({v.dtype for v in values}) != 1:
-        names = ", ".join(str(v.dtype) for v in values)
+        names = ", ".join(f"{v.dtype}" for v in values)
         raise node_error(
             DTypeMismatchError, f"{op}: input, weight and bias must have the same dtype, got "
             f"{names}", op=op, name=None, site=user_site(),

@@ -16,9 +16,12 @@ from ..errors import (
     ArgumentTypeError,
     DTypeError,
     ShapeError,
+    ShapeMismatchError,
     UnknownModeError,
     UnsupportedDTypeError,
+    UnsupportedShapeError,
     UsageError,
+    call_error,
     node_error,
 )
 from ..graph.core import Symbol, user_site
@@ -486,13 +489,19 @@ def _slice_dim(x, dim: int, start, stop, step=None):
     return call("index", x, spec=spec)
 
 
+# PyTorch's reflect, replicate and circular pads: the number of widths -> the input's ranks
+# (unbatched or batched) that take them
+_PADDED_RANKS = {2: (2, 3), 4: (3, 4), 6: (4, 5)}
+
+
 def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorch's names
     """PyTorch's `nn.functional.pad`: `pad` holds (before, after) pairs for the LAST dims
     first, `(left, right)` of the last dim, then `(top, bottom)` of the one before, and so on;
     dims it does not reach stay as they are. `mode` is "constant" (filled with `value`, 0 by
     default; a negative width crops), "reflect" (mirrored without repeating the edge, each
     width less than its dim), "replicate" (the edge repeated) or "circular" (wrapped around,
-    each width at most its dim); a negative width crops in every mode.
+    each width at most its dim); a negative width crops in every mode. As PyTorch's, the
+    last three pad 1, 2 or 3 dims (2, 4 or 6 widths) of a 2-3, 3-4 or 4-5 dim input.
     (`kn.pad` is NumPy's `pad`, with NumPy's `pad_width`.)
 
     >>> import kiln as kn, numpy as np
@@ -515,6 +524,7 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         )
     pairs = [(x.ndim - 1 - k, widths[2 * k], widths[2 * k + 1]) for k in range(len(widths) // 2)]
     if mode == "constant":
+        _check_cropped_sizes(x, pairs, mode)
         fill = 0 if value is None else value
         crop = [(d, -b if b < 0 else None, a if a < 0 else None) for d, b, a in pairs]
         for d, start, stop in crop:
@@ -533,6 +543,17 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         return suggested_layout(call("pad", x, pad_width=tuple(width), value=fill), x)
     if value is not None and value != 0:
         raise UsageError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if x.ndim not in _PADDED_RANKS.get(len(widths), ()):
+        raise call_error(
+            UnsupportedShapeError,
+            f"Padding size {len(widths)} is not supported for {x.ndim}D input tensor. "
+            "Supported combinations for non-constant padding: 2D or 3D input: padding size = 2 "
+            "(pads last dimension); 3D or 4D input: padding size = 4 (pads last 2 dimensions); "
+            "4D or 5D input: padding size = 6 (pads last 3 dimensions)",
+            "pad",
+            x,
+        )
+    _check_cropped_sizes(x, pairs, mode)
     source = x
     for d, b, a in pairs:
         n = x.shape[d]
@@ -572,6 +593,24 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         return x
     # (PyTorch's reflect and replicate kernels keep a channels-last layout, circular's not)
     return c_ordered(x) if mode == "circular" else suggested_layout(x, source)
+
+
+def _check_cropped_sizes(x, pairs, mode: str) -> None:
+    """PyTorch's refusals of negative widths: a constant pad whose crop leaves a negative size;
+    a reflect or replicate pad whose every padded dim ends with no size."""
+    sizes = [(d, x.shape[d], b, a) for d, b, a in pairs if isinstance(x.shape[d], int)]
+    if mode == "constant":
+        for d, n, b, a in sizes:
+            if n + min(b, 0) + min(a, 0) < 0:
+                message = f"narrow(): length must be non-negative (dim {d} of size {n} cropped"
+                raise call_error(ShapeMismatchError, f"{message} by {(b, a)})", "pad", x)
+    elif mode in ("reflect", "replicate") and sizes and len(sizes) == len(pairs):
+        if any(b < 0 or a < 0 for _, _, b, a in sizes) and all(
+            n + b + a < 1 for _, n, b, a in sizes
+        ):
+            d, n, b, a = sizes[0]
+            raise call_error(ShapeMismatchError, f"input (W: {n}) is too small. Calculated "
+                             f"output W: {n + b + a}", "pad", x)  # fmt: skip
 
 
 def _pad_arguments(pad, mode, value) -> tuple:

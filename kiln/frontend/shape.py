@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
-from ..errors import ArgumentTypeError, ShapeError
+from ..errors import ArgumentTypeError, ShapeError, call_error
 from ..graph.core import Symbol
 from .core import call, lift
 from .indexing import getitem
@@ -184,7 +184,9 @@ def matrix_transpose(x):
 
 def squeeze(input, dim=None):  # noqa: A002
     """Removes dims of size 1: all of them, or those of `dim` (an int or a tuple) that have
-    size 1; a named dim of another size stays (PyTorch's `squeeze`).
+    size 1; a dim of another size stays (PyTorch's `squeeze`). In graph mode a symbolic dim
+    (None, or a name) stays without `dim`, and `dim` naming one raises ShapeError: whether it
+    is 1 is known only when the graph runs.
 
     >>> import kiln as kn, numpy as np
     >>> kn.squeeze(np.zeros((1, 3, 1)), 0).shape, kn.squeeze(np.zeros((2, 3)), 0).shape
@@ -197,11 +199,28 @@ def squeeze(input, dim=None):  # noqa: A002
         dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
         if input.ndim == 0 and not sh.normalize_axes(dims, 0):
             return reshape(input, ())
-        axes = tuple(a for a in sh.normalize_axes(dims, input.ndim) if input.shape[a] == 1)
+        axes = sh.normalize_axes(dims, input.ndim)
+        for a in axes:
+            if not isinstance(input.shape[a], (int, np.integer)):
+                raise _symbolic_squeeze(input, dim, a)
+        axes = tuple(a for a in axes if input.shape[a] == 1)
     out = reshape(input, tuple(d for i, d in enumerate(input.shape) if i not in axes))
     # PyTorch's: squeeze() SqueezeBackward0, squeeze(int) 1, squeeze(tuple) 2
     which = 0 if dim is None else 1 if isinstance(dim, (int, np.integer)) else 2
     return name_history(out, f"SqueezeBackward{which}", input)
+
+
+def _symbolic_squeeze(x, dim, axis: int) -> ShapeError:
+    d = x.shape[axis]
+    return call_error(
+        ShapeError,
+        f"squeeze({dim}): dim {axis} has the symbolic size {d}, so whether it is 1 (which "
+        "PyTorch's squeeze removes) is known only when the graph runs, and the result's number "
+        "of dims must be known when it is built; give the dim a size (in the placeholder's "
+        f"shape), or remove it with x.select({axis}, 0) or a reshape",
+        "squeeze",
+        x,
+    )
 
 
 def unsqueeze(input, dim: int):  # noqa: A002

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import factories as fa
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, make
 from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from ..graph.core import Symbol
 from .out import factory_out
@@ -289,7 +289,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device="cpu",
     )
     if str(device) != "cpu":
         return fa.empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
-    t = fa.from_numpy(data)
+    t = make(data)  # (kiln's own memory: resizable, unlike from_numpy's)
     return t.requires_grad_(True) if requires_grad else t
 
 

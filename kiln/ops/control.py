@@ -272,7 +272,7 @@ def _cond_dtype(pred, *dtypes, branch_true, branch_false, num_operands):
     if any(x.dtype != y.dtype for x, y in zip(a, b)):
         raise DTypeError(
             "cond: true_fun and false_fun give different dtypes: "
-            f"{[str(x.dtype) for x in a]} and {[str(y.dtype) for y in b]}"
+            f"{[f'{x.dtype}' for x in a]} and {[f'{y.dtype}' for y in b]}"
         )
     return dt.TUPLE
 

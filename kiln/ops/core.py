@@ -334,7 +334,7 @@ def ufunc_dtype(ufunc, *dtypes):
     try:
         return ufunc.resolve_dtypes((*dtypes, None))[-1]
     except TypeError as e:  # NumPy: no loop for these dtypes
-        names = ", ".join(str(d) for d in dtypes)
+        names = ", ".join(f"{d}" for d in dtypes)
         raise UnsupportedDTypeError(f"{ufunc.__name__} does not support dtype(s) {names}") from e
 
 
@@ -344,7 +344,7 @@ def probe_dtype(fn, *dtypes, **kwargs):
     try:
         return np.asarray(fn(*(np.ones((1,), d) for d in dtypes), **kwargs)).dtype
     except TypeError as e:
-        names = ", ".join(str(d) for d in dtypes)
+        names = ", ".join(f"{d}" for d in dtypes)
         raise UnsupportedDTypeError(f"{fn.__name__} does not support dtype(s) {names}") from e
 
 

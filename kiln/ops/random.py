@@ -175,7 +175,7 @@ def _same_float(*dtypes, **attrs):
     d = dtypes[0]
     if not dt.is_float(d) or any(o != d for o in dtypes):
         raise dt.DTypeError(
-            f"random counts need one float dtype, got {', '.join(map(str, dtypes))}"
+            f"random counts need one float dtype, got {', '.join(f'{d}' for d in dtypes)}"
         )
     return d
 

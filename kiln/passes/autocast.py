@@ -38,7 +38,7 @@ def autocast(graph: Graph, dtype) -> Graph:
     ...     w = kn.Variable(np.ones((3, 4), np.float32), name="w")
     ...     y = kn.relu(x @ w)
     >>> g = autocast(extract([y], [x], {}), kn.bfloat16)
-    >>> [(n.op.name, str(n.out.dtype)) for n in g.nodes][2:]  # doctest: +NORMALIZE_WHITESPACE
+    >>> [(n.op.name, n.out.dtype.name) for n in g.nodes][2:]  # doctest: +NORMALIZE_WHITESPACE
     [('cast', 'bfloat16'), ('cast', 'bfloat16'), ('matmul', 'bfloat16'),
      ('cast', 'float32'), ('relu', 'float32')]
     """

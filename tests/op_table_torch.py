@@ -219,10 +219,6 @@ def ref_sort(axis, descending=False):
     return ref
 
 
-TIES = [[1, 1, 0, 0, 0, 0, 0, 0, 2, 1], [2, 1, 1, 2, 2, 1, 1, 1, 2, 0]]
-NAN_TIES = [3.0, np.nan, 1.0, 3.0, np.nan, 1.0]
-
-
 def ref_topk(k, axis, largest=True):
     def ref(x):
         idx = ref_argsort(axis, largest)(x)
@@ -252,31 +248,6 @@ rows(
            ref_topk(2, 1)),
     OpCase("topk", "topk-smallest-neg-dim", lambda x: kn.topk(x, 3, -1, largest=False),
            normal((2, 5), kind="distinct"), ref_topk(3, 1, False)),
-    # indices of top-k and k-th smallest with ties: torch 2.13's CPU answers, written down
-    # (PyTorch's selection algorithms decide which equal value comes first)
-    OpCase("topk_indices", "ties", lambda x: apply("topk_indices", x, axis=1, k=3, largest=True),
-           given(TIES), lambda x: np.array([[8, 1, 9], [0, 4, 3]]), ("float32", "int64")),
-    OpCase("topk_indices", "ties-smallest", lambda x: apply("topk_indices", x, axis=1, k=4,
-                                                            largest=False),
-           given(TIES), lambda x: np.array([[6, 5, 4, 7], [9, 6, 5, 7]])),
-    OpCase("topk_indices", "ties-axis0", lambda x: apply("topk_indices", x.T, axis=0, k=2,
-                                                         largest=True),
-           given(TIES), lambda x: np.array([[8, 0], [1, 4]])),
-    OpCase("topk_indices", "nan", lambda x: apply("topk_indices", x, axis=0, k=3, largest=True),
-           given(NAN_TIES), lambda x: np.array([1, 4, 3])),
-    OpCase("topk_indices", "0d", lambda x: apply("topk_indices", x, axis=0, k=1, largest=True),
-           normal(()), lambda x: np.int64(0)),
-    OpCase("kth_index", "ties", lambda x: apply("kth_index", x, axis=1, k=2), given(TIES),
-           lambda x: np.array([[6], [5]]), ("float32", "int64")),
-    OpCase("kth_index", "ties-middle", lambda x: apply("kth_index", x, axis=1, k=5),
-           given(TIES), lambda x: np.array([[5], [2]])),
-    OpCase("kth_index", "ties-axis0", lambda x: apply("kth_index", x.T, axis=0, k=0),
-           given(TIES), lambda x: np.array([[7, 9]])),
-    OpCase("kth_index", "nan", lambda x: apply("kth_index", x, axis=0, k=4), given(NAN_TIES),
-           lambda x: np.array([4])),
-    OpCase("kth_index", "distinct", lambda x: apply("kth_index", x, axis=0, k=1),
-           normal((2, 3), kind="distinct"),
-           lambda x: np.argsort(x, 0, kind="stable")[1:2]),
     # values and indices of max/min along a dim, NumPy's max/argmax (distinct values: no ties)
     OpCase("max_dim", "dim", lambda x: kn.max(x, 1), normal((3, 4), kind="distinct"),
            lambda x: (x.max(1), x.argmax(1))),

@@ -74,22 +74,11 @@ def assert_identical(actual, expected, what):
         np.testing.assert_array_equal(a, e, err_msg=f"{what} output {k}")
 
 
-# Rows of equal values whose indices ONNX's TopK gives by the lower index, where kiln keeps
-# PyTorch's CPU order (kiln/ops/sort_ties.py): their ONNX results are checked for dtype and
-# shape (their round trip through kiln's op metadata, for identical values)
-ONNX_TIES = {
-    f"{op}-{label}" for op, labels in (("topk_indices", ("ties", "ties-smallest", "ties-axis0",
-    "nan")), ("kth_index", ("ties", "ties-middle", "ties-axis0", "nan"))) for label in labels
-}  # fmt: skip
-
-
 def assert_same(actual, expected, case, what):
     """Equal dtypes and shapes; floats within the dtype's tolerance (the row's, if it has one)."""
     for k, (a, e) in enumerate(zip(actual, expected, strict=True)):
         a, e = np.asarray(a), np.asarray(e)
         assert (a.dtype, a.shape) == (e.dtype, e.shape), f"{what} output {k}: {a.dtype}{a.shape}"
-        if case is not None and case.id in ONNX_TIES:
-            continue
         if e.dtype.kind != "f":
             np.testing.assert_array_equal(a, e, err_msg=f"{what} output {k}")
             continue

@@ -5,7 +5,7 @@ Every OpInfo whose function kiln has under the same name (`kn.<name>`, `kn.nn.fu
 sample inputs for float32 (and int64 and bool where the OpInfo supports them) called on torch
 and on kiln eagerly, comparing values, dtypes, shapes and exception types; a subset is also
 run under `kn.compile`. bfloat16 results are compared through float32 (exactly), eigenvectors
-up to a phase per column (`PHASED`), and the indices of equal values (`TIED`: sort, argsort,
+up to a phase per column (`PHASED`), and the indices of equal values (`TIED`: sort, topk,
 mode...) by the values they pick; an input that views a larger storage is a kiln view of the
 same storage's values; `METHOD_ONLY` names run as Tensor methods (kn.trace is the tracer), and
 an OpInfo named after a property, method or in-place sampler of kiln's Tensor (`T`, `item`,
@@ -350,7 +350,8 @@ def _phased(op, got, want):
 # indices in the result or None for the result itself, the argument position of dim, that of
 # keepdim or None where the indices keep the dim)
 TIED = {
-    "sort": (1, 0, None), "argsort": (None, 0, None), "mode": (1, 0, 1),
+    "sort": (1, 0, None), "argsort": (None, 0, None), "topk": (1, 1, None),
+    "kthvalue": (1, 1, 2), "mode": (1, 0, 1),
 }  # fmt: skip
 
 

@@ -442,6 +442,14 @@ KINKS = {  # name -> f(library, x, y), run with library torch and kiln
     "unique_sum": lambda L, x, y: x.sum(),
 }  # fmt: skip
 KNOWN_KINKS = {
+    "kthvalue": (
+        "ties: the index each returns among equal values is the implementation's (the value "
+        "test's TIED), and the gradient goes to that element"
+    ),
+    "topk": (
+        "ties: the index each returns among equal values is the implementation's (the value "
+        "test's TIED), and the gradient goes to that element"
+    ),
     "det_rank_n_minus_1": (
         "an exactly singular matrix of rank n-1: kiln's det gradient is the cofactor matrix "
         "([[4, -2], [-2, 1]], the derivative: tests/test_det_cofactor_grad.py); PyTorch gives "

@@ -443,13 +443,12 @@ def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
 
 
 def _kth(x, k: int, dim, keepdim, name):
-    """The k-th smallest (0-based) along dim and its index: of equal values, the one PyTorch's
-    CPU kernel picks (kiln/ops/sort_ties.py)."""
-    d = sh.normalize_axis(int(dim), x.ndim)
-    i = call("kth_index", x, axis=d, k=int(k))
-    v = s.take_along_axis(x, i, d)
-    if not keepdim:
-        v, i = s.squeeze(v, d), s.squeeze(i, d)
+    """The k-th smallest (0-based) along dim and its index, from a stable sort."""
+    values, indices = tm.sort(x, dim, stable=True)
+    v = select(values, dim, k)
+    i = select(indices, dim, k)
+    if keepdim:
+        v, i = s.unsqueeze(v, dim), s.unsqueeze(i, dim)
     return getattr(return_types, name)(v, i)
 
 

@@ -683,6 +683,10 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     if isinstance(x, Symbol):  # one node computes both (kiln/ops/multi.py)
         attrs = {"axis": dim, "k": int(k), "largest": bool(largest)}
         return return_types.topk(*elements(call("topk", x, **attrs), "topk", x, **attrs))
-    # equal values in the order PyTorch's CPU kernel leaves them (kiln/ops/sort_ties.py)
-    idx = call("topk_indices", x, axis=dim, k=int(k), largest=bool(largest))
+    idx = call("argsort", x, axis=dim, descending=bool(largest))
+    if x.ndim:
+        spec = (("slice", None, None, None),) * dim + (("slice", 0, int(k), None),)
+        # a copy (an identity cast): a tensor of its own, not a view of the whole argsort
+        # (as PyTorch's: as_strided of it reads its k elements a row)
+        idx = call("cast", call("index", idx, spec=spec), dtype=idx.dtype)
     return return_types.topk(_pick(x, idx, dim), idx)

@@ -679,8 +679,6 @@ RULES = {
     "scatter_along_axis": scatter_rules.scatter_along_axis,
     "index_scatter": scatter_rules.index_scatter,
     "argsort": scatter_rules.argsort,
-    "topk_indices": scatter_rules.topk_indices,
-    "kth_index": scatter_rules.kth_index,
     **index_rules.RULES,
     # nn
     "conv2d": _conv2d,

@@ -115,33 +115,14 @@ def raise_no_form(node, why):
 def argsort(ex, node, xs, out):
     """TopK over the whole axis: ONNX breaks ties by the lower index, in either direction,
     as kiln's stable sort."""
-    n = node.inputs[0].shape[node.attrs["axis"]] if node.inputs[0].ndim else 1
-    return _top(ex, node, xs, out, n, bool(node.attrs["descending"]))
-
-
-def topk_indices(ex, node, xs, out):
-    """TopK's indices (ONNX breaks ties by the lower index, where kiln's eager kernel keeps
-    PyTorch's CPU order of equal values)."""
-    return _top(ex, node, xs, out, node.attrs["k"], bool(node.attrs["largest"]))
-
-
-def kth_index(ex, node, xs, out):
-    """The last index of the k + 1 smallest (TopK; ties as `topk_indices`)."""
-    k, axis = node.attrs["k"], node.attrs["axis"]
-    if not node.inputs[0].ndim:
-        return _top(ex, node, xs, out, 1, False)
-    first = _top(ex, node, xs, None, k + 1, False)
-    return ex.emit("Slice", [first, ex.ints([k]), ex.ints([k + 1]), ex.ints([axis])], out)
-
-
-def _top(ex, node, xs, out, n, largest: bool):
     x, dtype, axis = xs[0], base.in_dtype(node), node.attrs["axis"]
     if dtype == np.bool_ or np.dtype(dtype).itemsize < 4 and not dt.is_float(dtype):
         x = ex.cast(x, dtype, np.int32)
     if node.inputs[0].ndim == 0:
         x = ex.emit("Reshape", [x, ex.ints([1])])
-    _, index = ex.emit("TopK", [x, ex.dim(n)], n_outputs=2, axis=axis, largest=int(largest),
-                       sorted=1)  # fmt: skip
+    n = node.inputs[0].shape[axis] if node.inputs[0].ndim else 1
+    _, index = ex.emit("TopK", [x, ex.dim(n)], n_outputs=2, axis=axis,
+                       largest=int(node.attrs["descending"]), sorted=1)  # fmt: skip
     if node.inputs[0].ndim == 0:
         index = ex.emit("Reshape", [index, ex.ints([])])
     return ex.emit("Identity", [index], out)

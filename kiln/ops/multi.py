@@ -17,7 +17,7 @@ from ..errors import GraphError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import apply, bind, defop
 from .reduce import _reduced_shape
-from .sort import sortable, top_indices
+from .sort import sortable
 
 INT64 = np.dtype(np.int64)
 
@@ -163,7 +163,8 @@ def _topk_shape(x, *, axis, k, largest):
 
 def _topk(xp, x, *, axis, k, largest):
     x1 = _flat(x)
-    idx = top_indices(xp, x1, axis=axis, k=k, largest=largest)  # PyTorch's order of ties
+    idx = _argsort(xp, x1, axis, largest).astype(np.int64, copy=False)
+    idx = xp.ascontiguousarray(xp.take(idx, xp.arange(k), axis=axis))
     values = xp.take_along_axis(x1, idx, axis=axis)
     if x.ndim == 0:
         return values.reshape(()), idx.reshape(())

@@ -152,6 +152,10 @@ _sys.modules[f"{__name__}.masked"] = masked  # `import kiln.masked`, as torch.ma
 _sys.modules[f"{__name__}.signal"] = signal  # `import kiln.signal.windows`, as torch's
 _sys.modules[f"{__name__}.signal.windows"] = signal.windows
 special = _special_namespace(_sys.modules[__name__])  # `kn.special`, torch.special's names
+# PyTorch's legacy typed classes: `kn.FloatTensor`, `kn.LongTensor`, ..., `kn.cuda.FloatTensor`
+globals().update(eager.legacy_types.typed_classes(cuda=False))
+for _name, _cls in eager.legacy_types.typed_classes(cuda=True).items():
+    setattr(cuda, _name, _cls)
 
 
 def devices() -> list[str]:

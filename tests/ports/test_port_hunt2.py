@@ -244,3 +244,121 @@ def test_distribution_methods_match_torch(torch):
     for i, (k, t) in enumerate(zip(k_values, t_values)):
         np.testing.assert_allclose(k, t, rtol=1e-5, atol=1e-6, err_msg=str(i))
     assert k_shapes == t_shapes and k_flags == t_flags
+
+
+# -- WGAN-GP: the gradient penalty through torch.autograd.grad --------------------------------
+# The common WGAN-GP code passes `only_inputs=True` to torch.autograd.grad: kiln's grad took no
+# such keyword (TypeError), nor `materialize_grads` or `is_grads_batched`.
+
+
+def build_wgan(torch):
+    nn = torch.nn
+
+    class Critic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.main = nn.Sequential(
+                nn.Conv2d(1, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Conv2d(4, 8, 3, 2, 1),
+                nn.LayerNorm([8, 2, 2]), nn.LeakyReLU(0.2), nn.Flatten(), nn.Linear(32, 1),
+            )  # fmt: skip
+
+        def forward(self, x):
+            return self.main(x)
+
+    return Critic()
+
+
+def train_wgan(torch, critic, data):
+    real, fake, alpha = (torch.from_numpy(a) for a in data)
+    opt = torch.optim.RMSprop(critic.parameters(), lr=5e-4)
+
+    def gradient_penalty(real, fake, alpha):
+        interpolates = (alpha * real + ((1 - alpha) * fake)).requires_grad_(True)
+        d_interpolates = critic(interpolates)
+        gradients = torch.autograd.grad(
+            outputs=d_interpolates, inputs=interpolates,
+            grad_outputs=torch.ones(real.shape[0], 1), create_graph=True, retain_graph=True,
+            only_inputs=True,
+        )[0]  # fmt: skip
+        gradients = gradients.view(gradients.size(0), -1)
+        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+    out = []
+    for i in range(3):
+        opt.zero_grad()
+        gp = gradient_penalty(real[i], fake[i], alpha[i])
+        loss = -torch.mean(critic(real[i])) + torch.mean(critic(fake[i])) + 10 * gp
+        loss.backward()
+        opt.step()
+        for p in critic.parameters():
+            p.data.clamp_(-0.05, 0.05)
+        out += [loss.item(), gp.item()]
+    return out
+
+
+def test_wgan_gradient_penalty_matches_torch(torch):
+    torch.manual_seed(0)
+    rng = np.random.default_rng(23)
+    data = (
+        rng.normal(size=(3, 8, 1, 8, 8)).astype(np.float32),
+        rng.normal(size=(3, 8, 1, 8, 8)).astype(np.float32),
+        rng.random(size=(3, 8, 1, 1, 1)).astype(np.float32),
+    )
+    t_critic, k_critic = build_wgan(torch), build_wgan(kn)
+    copy_weights(t_critic, k_critic)
+    assert_losses_close(train_wgan(kn, k_critic, data), train_wgan(torch, t_critic, data))
+    assert_state_close(t_critic, k_critic)
+
+
+def test_autograd_grad_keywords(torch):
+    results = []
+    for lib in (torch, kn):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        unused = lib.tensor([3.0], requires_grad=True)
+        y = x**2
+        (gx, gu) = lib.autograd.grad(
+            y.sum(), [x, unused], retain_graph=True, materialize_grads=True
+        )
+        with pytest.raises(ValueError):
+            lib.autograd.grad(y.sum(), [x, unused], allow_unused=False, materialize_grads=True)
+        # one grad_outputs row per vector-Jacobian product: the Jacobian of y
+        (jac,) = lib.autograd.grad(y, x, lib.eye(2), retain_graph=True, is_grads_batched=True)
+        with pytest.warns(FutureWarning, match="only_inputs"):
+            (g,) = lib.autograd.grad(y.sum(), x, only_inputs=False)
+        results.append([v.tolist() for v in (gx, gu, jac, g)])
+    assert results[0] == results[1]
+
+
+# The WGAN-GP code flattens the input gradient with `gradients.view(n, -1)`: kiln's gradient of
+# a padded convolution was a view into its padded work plane (strides of the padded size), so
+# the view raised; torch's gradients (and transposed convolutions' outputs) are contiguous.
+IMAGE, SIGNAL, VOLUME = (2, 3, 8, 8), (2, 3, 8), (2, 3, 4, 4, 4)
+STRIDE_CASES = {  # name: (function name, weight shape or None, keywords, input shape)
+    "conv2d pad": ("conv2d", (4, 3, 3, 3), {"padding": 1}, IMAGE),
+    "conv2d stride 2": ("conv2d", (4, 3, 3, 3), {"stride": 2, "padding": 1}, IMAGE),
+    "conv2d 8 filters": ("conv2d", (8, 3, 3, 3), {"padding": 1}, IMAGE),
+    "conv_transpose2d": ("conv_transpose2d", (3, 4, 4, 4), {"stride": 2, "padding": 1}, IMAGE),
+    "conv_transpose2d 8": ("conv_transpose2d", (3, 8, 3, 3), {"padding": 1}, IMAGE),
+    "conv1d": ("conv1d", (4, 3, 3), {"padding": 1}, SIGNAL),
+    "conv_transpose1d": ("conv_transpose1d", (3, 4, 3), {"stride": 2, "padding": 1}, SIGNAL),
+    "conv3d": ("conv3d", (4, 3, 3, 3, 3), {"padding": 1}, VOLUME),
+    "max_pool2d pad": ("max_pool2d", None, {"kernel_size": 3, "stride": 2, "padding": 1}, IMAGE),
+    "avg_pool2d pad": ("avg_pool2d", None, {"kernel_size": 3, "stride": 2, "padding": 1}, IMAGE),
+    "adaptive_avg_pool2d": ("adaptive_avg_pool2d", None, {"output_size": (3, 3)}, IMAGE),
+    "pad": ("pad", None, {"pad": (1, 2, 1, 2)}, IMAGE),
+    "unfold": ("unfold", None, {"kernel_size": 3, "padding": 1}, IMAGE),
+}
+
+
+@pytest.mark.parametrize("case", list(STRIDE_CASES))
+def test_gradient_and_output_strides_match_torch(torch, case):
+    name, weight, kwargs, shape = STRIDE_CASES[case]
+    strides = []
+    for lib in (torch, kn):
+        x = lib.ones(*shape, requires_grad=True)
+        fn = getattr(lib.nn.functional, name)
+        y = fn(x, lib.ones(*weight), **kwargs) if weight else fn(x, **kwargs)
+        (gx,) = lib.autograd.grad(y, x, lib.ones(*y.shape))
+        gx.view(gx.size(0), -1)  # the WGAN-GP flattening
+        strides.append((tuple(y.stride()), tuple(gx.stride())))
+    assert strides[1] == strides[0]

@@ -362,3 +362,84 @@ def test_gradient_and_output_strides_match_torch(torch, case):
         gx.view(gx.size(0), -1)  # the WGAN-GP flattening
         strides.append((tuple(y.stride()), tuple(gx.stride())))
     assert strides[1] == strides[0]
+
+
+def test_pad_by_zero_is_a_copy(torch):
+    # `F.pad(x, (0, pad_len))` with pad_len 0 (padding to a multiple that x already has)
+    for lib in (torch, kn):
+        x = lib.zeros(2, 3)
+        y = lib.nn.functional.pad(x, (0, 0))
+        y.add_(1.0)
+        cropped = lib.nn.functional.pad(x, (0, -1))
+        cropped.add_(1.0)
+        assert x.tolist() == [[0.0] * 3] * 2 and cropped.is_contiguous()
+
+
+# -- a GCN in the style of pygcn: torch.spmm of the normalised sparse adjacency ---------------
+
+
+def make_graph(seed=24, n=12):
+    rng = np.random.default_rng(seed)
+    a = (rng.random((n, n)) < 0.25).astype(np.float32)
+    a = np.maximum(a, a.T)
+    np.fill_diagonal(a, 0)
+    return a, rng.random((n, 6)).astype(np.float32), rng.integers(0, 3, n)
+
+
+def build_gcn(torch):
+    nn = torch.nn
+
+    class GraphConvolution(nn.Module):
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.weight = nn.Parameter(torch.FloatTensor(in_features, out_features))
+            self.bias = nn.Parameter(torch.FloatTensor(out_features))
+            stdv = 1.0 / self.weight.size(1) ** 0.5
+            self.weight.data.uniform_(-stdv, stdv)
+            self.bias.data.uniform_(-stdv, stdv)
+
+        def forward(self, input, adj):
+            support = torch.mm(input, self.weight)
+            return torch.spmm(adj, support) + self.bias
+
+    class GCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gc1, self.gc2 = GraphConvolution(6, 8), GraphConvolution(8, 3)
+
+        def forward(self, x, adj):
+            x = torch.relu(self.gc1(x, adj))
+            return torch.log_softmax(self.gc2(x, adj), dim=1)
+
+    return GCN()
+
+
+def train_gcn(torch, model, graph):
+    a, features, labels = graph
+    adj = torch.from_numpy(a) + torch.eye(a.shape[0])
+    r_inv = adj.sum(1).pow(-1)
+    r_inv[torch.isinf(r_inv)] = 0.0
+    adj = torch.diag(r_inv).mm(adj)
+    index = torch.nonzero(adj).t()
+    adj = torch.sparse_coo_tensor(index, adj[index[0], index[1]], adj.shape)
+    x, y = torch.from_numpy(features), torch.from_numpy(labels)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    out = []
+    for _ in range(4):
+        opt.zero_grad()
+        output = model(x, adj)
+        loss = torch.nn.functional.nll_loss(output[:8], y[:8])
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    out.append(torch.spmm(adj.to_dense(), x).sum().item())  # dense operands too
+    return out
+
+
+def test_gcn_with_spmm_matches_torch(torch):
+    torch.manual_seed(0)
+    t_model, k_model = build_gcn(torch), build_gcn(kn)
+    copy_weights(t_model, k_model)
+    graph = make_graph()
+    assert_losses_close(train_gcn(kn, k_model, graph), train_gcn(torch, t_model, graph))
+    assert_state_close(t_model, k_model)

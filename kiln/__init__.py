@@ -148,7 +148,7 @@ _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
-spmm = sparse.mm  # `torch.spmm(sparse_or_dense, dense)`: PyTorch's name of the product
+spmm = sparse.spmm  # `torch.spmm(sparse_or_dense, dense)`: PyTorch's name of the product
 _sys.modules[f"{__name__}.masked"] = masked  # `import kiln.masked`, as torch.masked
 _sys.modules[f"{__name__}.signal"] = signal  # `import kiln.signal.windows`, as torch's
 _sys.modules[f"{__name__}.signal.windows"] = signal.windows

@@ -178,19 +178,26 @@ def _from_front(x, axis: int):
     return call("transpose", x, perm=perm)
 
 
-def vmap(f, in_axes=0, out_axes=0):
+def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_dims=None,
+         out_dims=None):  # fmt: skip
     """`f` mapped over an axis of its arguments (`in_axes`: an int for all, or one per
     positional argument, None for one that is not mapped) without a Python loop: `f` is built
     once on one example and the nodes between are vectorized by their ops' batching rules
     (`OpDef.batch`; an op without one raises, naming it). Its outputs carry the mapped axis at
     `out_axes`. On Tensors and arrays it runs compiled (see `kn.compile`), so `f` must be
-    traceable.
+    traceable. PyTorch's keywords `in_dims` and `out_dims` are `in_axes` and `out_axes`;
+    `randomness` and `chunk_size` change nothing (the whole batch is one vectorized graph).
 
     >>> import kiln as kn, numpy as np
     >>> dots = kn.vmap(lambda a, b: kn.sum(a * b))
     >>> dots(np.ones((3, 2), np.float32), np.full((3, 2), 2.0, np.float32))
     array([4., 4., 4.], dtype=float32)
     """
+
+    if in_dims is not None:
+        in_axes = in_dims
+    if out_dims is not None:
+        out_axes = out_dims
 
     def graph_form(*args):
         axes = _axes(in_axes, len(args))

@@ -443,3 +443,16 @@ def test_gcn_with_spmm_matches_torch(torch):
     graph = make_graph()
     assert_losses_close(train_gcn(kn, k_model, graph), train_gcn(torch, t_model, graph))
     assert_state_close(t_model, k_model)
+
+
+def test_vmap_takes_torchs_keywords(torch):
+    # torch.func.vmap(f, in_dims=..., out_dims=..., randomness=..., chunk_size=...): kiln's
+    # vmap took JAX's names (in_axes, out_axes) alone, a TypeError for the ported call
+    x, w = np.ones((3, 2), np.float32), np.array([1.0, 2.0], np.float32)
+    results = []
+    for lib in (torch, kn):
+        a, b = lib.from_numpy(x), lib.from_numpy(w)
+        dots = lib.func.vmap(lambda a, b: (a * b).sum(), in_dims=(0, None))
+        outer = lib.vmap(lambda a: a * b, in_dims=0, out_dims=1, randomness="error", chunk_size=2)
+        results.append((dots(a, b).tolist(), outer(a).tolist()))
+    assert results[1] == results[0]

@@ -23,6 +23,7 @@ from .nn import (
     _windows,
     window_taps,
 )
+from .nn_batch import batch_per_example
 
 # -- shared helpers --------------------------------------------------------------------------
 
@@ -179,6 +180,7 @@ conv2d_input_grad = defop(
     lambda gy, w, **_: _float_only("conv2d_input_grad", gy, w),
     in_float32(_conv2d_input_grad),
     vjp=_conv2d_input_grad_vjp,
+    batch=batch_per_example("conv2d_input_grad"),
     tags=("autocast_lower",),
 )
 
@@ -224,6 +226,7 @@ conv2d_weight_grad = defop(
     lambda x, gy, **_: _float_only("conv2d_weight_grad", x, gy),
     in_float32(_conv2d_weight_grad),
     vjp=_conv2d_weight_grad_vjp,
+    batch=batch_per_example("conv2d_weight_grad", (0, 1), per_example_result=False),
     tags=("autocast_lower",),
 )
 
@@ -256,6 +259,7 @@ max_pool2d_grad = defop(
     _max_pool2d_grad,
     # Piecewise constant in x: the routing changes only where a maximum changes.
     vjp=lambda ct, gx, x, gy, **attrs: (None, apply("max_pool2d_gather", x, ct, **attrs)),
+    batch=batch_per_example("max_pool2d_grad", (0, 1)),
 )
 
 
@@ -304,4 +308,5 @@ avg_pool2d_grad = defop(
     lambda gy, **_: _float_only("avg_pool2d_grad", gy),
     in_float32(_avg_pool2d_grad),
     vjp=lambda ct, gx, gy, *, x_shape, **attrs: (apply("avg_pool2d", ct, **attrs),),
+    batch=batch_per_example("avg_pool2d_grad"),
 )

@@ -204,22 +204,33 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
             raise ArgumentError("vmap: in_axes maps no argument")
-        batched, firsts, examples, n = {}, list(args), {}, None
-        for i, a in mapped:
-            if not isinstance(a, Symbol):
-                raise GraphError(f"vmap: mapped argument {i} is a {type(a).__name__}")
-            if a.ndim == 0:
-                raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
-            front = _to_front(a, axes[i])
-            size = front.shape[0]
-            if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
-                raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
-            n = size if n is None else n
-            if size == 0:
-                raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
-            firsts[i] = call("index", front, spec=(("int", 0),))
-            batched[id(firsts[i])] = front
-            examples[i] = front
+        batched, firsts, n = {}, list(args), None
+        for i, whole in mapped:
+            # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf
+            leaves, structure = [whole], None
+            if not isinstance(whole, Symbol):
+                leaves = []
+                structure = flatten(whole, f"argument {i}", leaves, [], [])
+            containers = (Symbol, list, tuple, dict)
+            if not isinstance(whole, containers) or not all(isinstance(a, Symbol) for a in leaves):
+                raise GraphError(f"vmap: mapped argument {i} is a {type(whole).__name__}")
+            fronts = []
+            for a in leaves:
+                if a.ndim == 0:
+                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
+                front = _to_front(a, axes[i])
+                size = front.shape[0]
+                if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
+                    raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
+                n = size if n is None else n
+                if size == 0:
+                    raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
+                first = call("index", front, spec=(("int", 0),))
+                batched[id(first)] = front
+                fronts.append(first)
+            firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
+        if n is None:
+            raise ArgumentError("vmap: in_axes maps no tensor")
         out = f(*firsts)
         leaves, structure = _leaves(out, "output")
         found = vectorize(leaves, batched)

@@ -7,7 +7,7 @@ with torch 2.13 as the oracle.
 
 import numpy as np
 import pytest
-from port_common import assert_losses_close, assert_state_close, copy_weights, identity
+from port_common import assert_losses_close, assert_state_close, copy_weights, identity, to_numpy
 
 import kiln as kn
 
@@ -456,3 +456,95 @@ def test_vmap_takes_torchs_keywords(torch):
         outer = lib.vmap(lambda a: a * b, in_dims=0, out_dims=1, randomness="error", chunk_size=2)
         results.append((dots(a, b).tolist(), outer(a).tolist()))
     assert results[1] == results[0]
+
+
+# -- the per-sample-gradients tutorial: vmap(grad(compute_loss)) over dicts of parameters ------
+# torch.func.grad differentiates dicts (pytrees) of tensors; kiln's took Tensors alone.
+
+
+def build_small_cnn(torch):
+    nn = torch.nn
+
+    class SimpleCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1)
+            self.fc1 = nn.Linear(16, 3)
+
+        def forward(self, x):
+            x = torch.nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+            return torch.log_softmax(self.fc1(torch.flatten(x, 1)), dim=1)
+
+    return SimpleCNN()
+
+
+def per_sample_grads(torch, model, data, targets):
+    func = torch.func
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def compute_loss(params, buffers, sample, target):
+        predictions = func.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
+        return torch.nn.functional.nll_loss(predictions, target.unsqueeze(0))
+
+    per_sample = func.vmap(func.grad(compute_loss), in_dims=(None, None, 0, 0))
+    grads = per_sample(params, buffers, data, targets)
+    first, value = func.grad_and_value(compute_loss)(params, buffers, data[0], targets[0])
+    pair = func.grad(compute_loss, argnums=(0, 2))(params, buffers, data[0], targets[0])
+    return grads, first, value, pair
+
+
+def test_per_sample_gradients_match_torch(torch):
+    torch.manual_seed(0)
+    rng = np.random.default_rng(25)
+    data = rng.normal(size=(5, 1, 6, 6)).astype(np.float32)
+    targets = rng.integers(0, 3, 5)
+    t_model, k_model = build_small_cnn(torch), build_small_cnn(kn)
+    copy_weights(t_model, k_model)
+    t = per_sample_grads(torch, t_model, torch.from_numpy(data), torch.from_numpy(targets))
+    k = per_sample_grads(kn, k_model, kn.from_numpy(data), kn.from_numpy(targets))
+    for t_grads, k_grads in ((t[0], k[0]), (t[1], k[1]), (t[3][0], k[3][0])):
+        assert list(k_grads) == list(t_grads)
+        for name in t_grads:
+            np.testing.assert_allclose(
+                to_numpy(k_grads[name]), to_numpy(t_grads[name]), rtol=1e-4, atol=1e-6
+            )
+    np.testing.assert_allclose(k[2].item(), t[2].item(), rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(k[3][1]), to_numpy(t[3][1]), rtol=1e-4, atol=1e-6)
+
+
+def test_model_ensembling_matches_torch(torch):
+    # the model-ensembling tutorial: stack_module_state, then vmap(functional_call) over the
+    # stacked weights (conv2d with a batched weight runs once per model); kiln had no
+    # stack_module_state, and no batching rule for conv2d or the pools
+    torch.manual_seed(0)
+    rng = np.random.default_rng(26)
+    data = rng.normal(size=(4, 1, 6, 6)).astype(np.float32)
+    t_model, k_model = build_small_cnn(torch), build_small_cnn(kn)  # one class each
+    t_models = [t_model, *(type(t_model)() for _ in range(2))]
+    k_models = [k_model, *(type(k_model)() for _ in range(2))]
+    for t, k in zip(t_models, k_models):
+        copy_weights(t, k)
+    results = []
+    for lib, models in ((torch, t_models), (kn, k_models)):
+        params, buffers = lib.func.stack_module_state(models)
+        base = models[0]
+
+        def fmodel(params, buffers, x, base=base, lib=lib):
+            return lib.func.functional_call(base, (params, buffers), (x,))
+
+        x = lib.from_numpy(data)
+        preds = lib.func.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, x)
+        minibatches = lib.from_numpy(np.stack([data, data[::-1].copy(), data]))
+        per_model = lib.func.vmap(fmodel)(params, buffers, minibatches)
+        pooled = lib.vmap(lambda a: lib.nn.functional.avg_pool2d(a, 2))(minibatches)
+        results.append(
+            (
+                sorted(params), params["conv1.weight"].shape, params["fc1.bias"].requires_grad,
+                to_numpy(preds), to_numpy(per_model), to_numpy(pooled),
+            )
+        )  # fmt: skip
+    (t_names, t_shape, t_rg, *t_values), (k_names, k_shape, k_rg, *k_values) = results
+    assert (k_names, tuple(k_shape), k_rg) == (t_names, tuple(t_shape), t_rg)
+    for k, t in zip(k_values, t_values):
+        np.testing.assert_allclose(k, t, rtol=1e-5, atol=1e-6)

@@ -136,6 +136,7 @@ autograd.functional = autograd_functional
 autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
 autograd.Function = _custom_function.Function
+autograd.Variable = eager.legacy_types.Variable  # `torch.autograd.Variable(t, requires_grad=)`
 # `kn.autograd.detect_anomaly` and `set_detect_anomaly` (context managers, as torch.autograd's)
 autograd.detect_anomaly = frontend.torch_settings.detect_anomaly
 autograd.set_detect_anomaly = frontend.torch_settings.set_detect_anomaly

@@ -1,6 +1,6 @@
 """`kn.distributions`: PyTorch's `torch.distributions` names for the distributions policy
-gradients and VAEs use, `Categorical`, `Normal`, `Bernoulli`, `MultivariateNormal` and
-`Independent`, and `kl_divergence` between them, with PyTorch's parameters, properties and
+gradients and VAEs use, `Categorical`, `Normal`, `Bernoulli`, `MultivariateNormal`, `Uniform`
+and `Independent`, and `kl_divergence` between them, with PyTorch's parameters, properties and
 formulas. Their methods are kiln ops on their parameters, so they work eagerly (gradients
 reach the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and under
 `kn.compile`; `sample()` draws from kiln's generator (`kn.manual_seed`), not PyTorch's.
@@ -21,7 +21,7 @@ from .errors import ArgumentError
 
 __all__ = [
     "Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal", "Normal",
-    "kl_divergence",
+    "Uniform", "kl_divergence",
 ]  # fmt: skip
 
 
@@ -321,6 +321,70 @@ class Bernoulli(Distribution):
         return f"Bernoulli({kind}: {self._param.shape})"
 
 
+class Uniform(Distribution):
+    """The uniform distribution on `[low, high)` (broadcast together), as PyTorch's; `rsample`
+    is `low + u * (high - low)` with `u` uniform on [0, 1).
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.Uniform(kn.tensor([0.0]), kn.tensor([4.0]))
+    >>> m.log_prob(kn.tensor([1.0])), m.entropy(), m.cdf(kn.tensor([1.0]))
+    (tensor([-1.3863]), tensor([1.3863]), tensor([0.2500]))
+    """
+
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None):
+        kn = _kn()
+        if isinstance(low, (kn.Tensor, kn.Symbol)):
+            high = _tensor(high, low)
+        else:
+            high = _tensor(float(high) if isinstance(high, (int, float)) else high)
+            low = _tensor(float(low), high)
+        self.low, self.high = kn.broadcast_tensors(low, high)
+        super().__init__(self.low.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return self.high * math.nan
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12**0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low).pow(2) / 12
+
+    def rsample(self, sample_shape=()):
+        kn = _kn()
+        shape = self._extended_shape(sample_shape)
+        u = kn.rand(shape, dtype=self.low.dtype, device=self.low.device)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        value = _tensor(value, self.low)
+        lb = (self.low <= value).to(self.low.dtype)
+        ub = (self.high > value).to(self.low.dtype)
+        return (lb * ub).log() - (self.high - self.low).log()
+
+    def cdf(self, value):
+        value = _tensor(value, self.low)
+        return ((value - self.low) / (self.high - self.low)).clamp(min=0, max=1)
+
+    def icdf(self, value):
+        return _tensor(value, self.low) * (self.high - self.low) + self.low
+
+    def entropy(self):
+        return (self.high - self.low).log()
+
+    def __repr__(self):
+        return f"Uniform(low: {self.low.shape}, high: {self.high.shape})"
+
+
 def _sum_rightmost(value, dim):
     return value.reshape(*value.shape[: value.dim() - dim], -1).sum(-1) if dim > 0 else value
 
@@ -513,6 +577,12 @@ def _kl_bernoulli(p, q):
     return t1 + t2
 
 
+def _kl_uniform(p, q):
+    kn = _kn()
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    return kn.where((q.low > p.low) | (q.high < p.high), math.inf, result)
+
+
 def _kl_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError("kl_divergence of Independent distributions of other ndims")
@@ -539,12 +609,13 @@ _KL = {
     (Bernoulli, Bernoulli): _kl_bernoulli,
     (Independent, Independent): _kl_independent,
     (MultivariateNormal, MultivariateNormal): _kl_mvn,
+    (Uniform, Uniform): _kl_uniform,
 }
 
 
 def kl_divergence(p, q):
     """`KL(p || q)` over the batch, for two distributions of one kind (Normal, Categorical,
-    Bernoulli, MultivariateNormal, Independent of those), as PyTorch's formulas.
+    Bernoulli, MultivariateNormal, Uniform, Independent of those), as PyTorch's formulas.
 
     >>> import kiln as kn
     >>> d = kn.distributions

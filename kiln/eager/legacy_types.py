@@ -5,13 +5,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import Size
 from ..errors import ArgumentTypeError
 
-__all__ = ["legacy_new", "typed_classes"]
+__all__ = ["Variable", "legacy_new", "typed_classes"]
 
 _TYPED = {
     "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
@@ -100,3 +102,38 @@ def typed_classes(cuda: bool) -> dict:
         )
         for kind, dtype in _TYPED.items()
     }
+
+
+class _VariableType(type):
+    def __call__(cls, data, requires_grad: bool = False, volatile: bool = False):
+        from .tensor import Tensor
+
+        if not isinstance(data, Tensor):
+            raise ArgumentTypeError(
+                f"Variable data has to be a tensor, but got {type(data).__name__}"
+            )
+        if volatile:
+            warnings.warn(
+                "volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                UserWarning,
+                stacklevel=2,
+            )
+        alias = data.detach()  # a new leaf on the same memory
+        return alias.requires_grad_(True) if requires_grad else alias
+
+    def __instancecheck__(cls, obj):
+        from .tensor import Tensor
+
+        return isinstance(obj, Tensor)
+
+
+class Variable(metaclass=_VariableType):
+    """PyTorch's legacy `torch.autograd.Variable` (`kn.autograd.Variable`): `Variable(t,
+    requires_grad=True)` is a leaf on `t`'s memory (`t.detach()`, requiring grad if asked);
+    every Tensor is an instance. (kiln's own `kn.Variable` is a graph-mode variable.)
+
+    >>> import kiln as kn
+    >>> w = kn.autograd.Variable(kn.ones(2), requires_grad=True)
+    >>> w.requires_grad, w.is_leaf, isinstance(w, kn.autograd.Variable)
+    (True, True, True)
+    """

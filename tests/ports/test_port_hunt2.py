@@ -548,3 +548,50 @@ def test_model_ensembling_matches_torch(torch):
     assert (k_names, tuple(k_shape), k_rg) == (t_names, tuple(t_shape), t_rg)
     for k, t in zip(k_values, t_values):
         np.testing.assert_allclose(k, t, rtol=1e-5, atol=1e-6)
+
+
+# -- names older or multi-GPU-ready scripts call on the CPU -----------------------------------
+
+
+def test_names_older_scripts_call(torch):
+    results = []
+    for lib in (torch, kn):
+        out = []
+        net = lib.nn.Linear(2, 1)
+        model = lib.nn.DataParallel(net)  # `if torch.cuda.device_count() > 1:` left out
+        out += [list(model.state_dict()), model.module is net, model.device_ids]
+        out.append(tuple(model(lib.ones(3, 2)).shape))
+        lstm = lib.nn.LSTM(2, 3)
+        lstm.flatten_parameters()  # (cuDNN's weight layout: nothing to do on the CPU)
+        t = lib.ones(2)
+        v = lib.autograd.Variable(t)
+        w = lib.autograd.Variable(lib.ones(2), requires_grad=True)
+        out += [v is t, v.requires_grad, w.requires_grad, w.is_leaf]
+        v.add_(1.0)
+        out.append(t.tolist())
+        call = lib.nn.utils.stateless.functional_call
+        with pytest.warns(FutureWarning):
+            y = call(net, {"weight": lib.ones(1, 2), "bias": lib.zeros(1)}, (lib.ones(1, 2),))
+        out.append(y.tolist())
+        results.append(out)
+    assert results[1] == results[0]
+
+
+def test_uniform_distribution_matches_torch(torch):
+    low, high, x = [[0.0, -1.0], [2.0, 0.5]], [[1.0, 3.0], [2.5, 0.75]], [[0.5, 3.5], [2.1, 0.6]]
+    results = []
+    for lib in (torch, kn):
+        D, t = lib.distributions, lib.tensor
+        u = D.Uniform(t(low), t(high), validate_args=False)  # x lies partly outside
+        wider = D.Uniform(t(low) - 1, t(high) + 1)
+        values = [
+            u.mean, u.variance, u.stddev, u.entropy(), u.cdf(t(x)),
+            u.icdf(t([[0.2, 0.5], [1.0, 0.0]])),
+            D.kl_divergence(u, wider), D.kl_divergence(wider, u), D.Uniform(0.0, 2.0).entropy(),
+        ]  # fmt: skip
+        values.append(u.log_prob(t(x)))
+        shapes = [tuple(u.sample((3,)).shape), tuple(u.batch_shape), u.has_rsample]
+        results.append(([np.asarray(v.tolist(), np.float64) for v in values], shapes))
+    for i, (k, t) in enumerate(zip(results[1][0], results[0][0])):
+        np.testing.assert_allclose(k, t, rtol=1e-6, atol=1e-7, err_msg=str(i))
+    assert results[1][1] == results[0][1]

@@ -139,6 +139,7 @@ autograd.functional = autograd_functional
 autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
 autograd.Function = _custom_function.Function
+autograd.Variable = eager.legacy_types.Variable  # `torch.autograd.Variable(t, requires_grad=)`
 # `kn.autograd.detect_anomaly` and `set_detect_anomaly` (context managers, as torch.autograd's)
 autograd.detect_anomaly = frontend.torch_settings.detect_anomaly
 autograd.set_detect_anomaly = frontend.torch_settings.set_detect_anomaly
@@ -151,10 +152,15 @@ _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
+spmm = sparse.spmm  # `torch.spmm(sparse_or_dense, dense)`: PyTorch's name of the product
 _sys.modules[f"{__name__}.masked"] = masked  # `import kiln.masked`, as torch.masked
 _sys.modules[f"{__name__}.signal"] = signal  # `import kiln.signal.windows`, as torch's
 _sys.modules[f"{__name__}.signal.windows"] = signal.windows
 special = _special_namespace(_sys.modules[__name__])  # `kn.special`, torch.special's names
+# PyTorch's legacy typed classes: `kn.FloatTensor`, `kn.LongTensor`, ..., `kn.cuda.FloatTensor`
+globals().update(eager.legacy_types.typed_classes(cuda=False))
+for _name, _cls in eager.legacy_types.typed_classes(cuda=True).items():
+    setattr(cuda, _name, _cls)
 
 
 def devices() -> list[str]:

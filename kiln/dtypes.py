@@ -486,6 +486,8 @@ def type_name(dtype, cuda: bool = False) -> str:
 
 def dtype_of_type(value):
     """The dtype of a type name (`'torch.FloatTensor'`, `'kiln.cuda.LongTensor'`) or dtype."""
+    if isinstance(value, type) and isinstance(getattr(value, "dtype", None), DType):
+        return value.dtype.dtype  # a legacy typed class: `kn.LongTensor`
     if isinstance(value, str) and value.endswith("Tensor"):
         kind = value.rsplit(".", 1)[-1][: -len("Tensor")]
         found = [d for d, n in _TYPE_NAMES.items() if n == kind]

@@ -356,7 +356,11 @@ def _run(run, inputs, grads, params) -> tuple[list, list, list]:
     if grads and ys:
         rngs = [np.random.default_rng(k) for k in range(len(ys))]
         autograd.backward(
-            ys, [Tensor(r.standard_normal(y.shape), dtype=y.dtype) for r, y in zip(rngs, ys)]
+            ys,
+            [
+                Tensor(np.asarray(r.standard_normal(y.shape)), dtype=y.dtype)
+                for r, y in zip(rngs, ys)
+            ],
         )
     wrt = [(f"input {i}", a) for i, a in enumerate(args) if isinstance(a, Tensor)]
     wrt += [(f"parameter '{p.name}'", p.tensor()) for p in params]

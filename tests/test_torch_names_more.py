@@ -693,7 +693,7 @@ _ELSEWHERE = "another helper's task (Tensor methods, data-dependent shapes, lina
 OUT_OF_SCOPE = {
     **dict.fromkeys(_names(
         "ccol_indices_copy col_indices_copy crow_indices_copy indices_copy row_indices_copy",
-        "values_copy dsmm hsmm hspmm smm spmm saddmm sspaddmm sparse_bsc_tensor",
+        "values_copy dsmm hsmm hspmm smm saddmm sspaddmm sparse_bsc_tensor",
         "sparse_bsr_tensor resize_as_sparse_ native_norm"), _SPARSE),
     **dict.fromkeys(_names(
         "choose_qparams_optimized empty_quantized fake_quantize_per_channel_affine",
@@ -745,7 +745,6 @@ OUT_OF_SCOPE_F = {
 
 OUT_OF_SCOPE_NN = {
     "Container": "deprecated and removed in PyTorch (it raises)",
-    "DataParallel": "single-process multi-GPU replication: kiln.distributed's DDP instead",
     "LinearCrossEntropyLoss": "new in PyTorch 2.13 with its chunking options "
     "(F.linear_cross_entropy is in kiln); not in issue 11's list",
     "LinearCrossEntropyOptions": "the chunking options of LinearCrossEntropyLoss",

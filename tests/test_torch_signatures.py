@@ -537,7 +537,7 @@ MISSING = {
     ("torch", "unsafe_split_with_sizes"): ({"tensor", "split_size_or_sections"}, SPELLING),
     ("torch", "unsqueeze"): ({"out"}, NO_OUT),
     ("torch", "var_mean"): ({"out"}, NO_OUT),
-    ("torch", "vmap"): ({"in_dims", "chunk_size", "randomness", "out_dims", "func"}, KILN_OWN),
+    ("torch", "vmap"): ({"func"}, "kiln names the function `f`, as its other transforms"),
     ("torch", "vsplit"): ({"indices_or_sections"}, SPELLING),
     ("torch", "where"): ({"y", "x"}, SPELLING),
     ("torch", "xlogy"): ({"y", "x"}, SPELLING),

@@ -6,7 +6,7 @@ frontend's functions: `kiln.frontend`, which builds on this package, installs th
 """
 
 from ..ops import core as _ops_core
-from . import autograd, devices, grad_mode, sampling, storage, storage_objects
+from . import autograd, devices, grad_mode, legacy_types, sampling, storage, storage_objects
 from .autograd import Node
 from .dispatch import eager_dispatch
 from .factories import *  # noqa: F403

@@ -4,9 +4,11 @@ values (under kn.compile, in graph mode) is symbolic differentiation (`SYMBOLIC_
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..errors import ArgumentTypeError, AutogradError, node_error
+from ..errors import ArgumentError, ArgumentTypeError, AutogradError, node_error
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -127,9 +129,13 @@ def _graph_values(outputs) -> bool:
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool = False) -> tuple:  # fmt: skip
+         only_inputs: bool = True, allow_unused=None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple:  # fmt: skip
     """The gradients of `outputs` with respect to each of `inputs`, without touching `.grad`
-    (PyTorch's `torch.autograd.grad`). `create_graph=True` records them for higher orders.
+    (PyTorch's `torch.autograd.grad`). `create_graph=True` records them for higher orders;
+    `materialize_grads=True` gives zeros for an unused input; `is_grads_batched=True` reads
+    the first dim of each of `grad_outputs` as a batch of them (one product per row, stacked);
+    `only_inputs` is PyTorch's deprecated flag (ignored, as there).
 
     >>> import kiln as kn
     >>> x = kn.tensor(3.0, requires_grad=True)
@@ -138,6 +144,31 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     >>> dx.item(), d2x.item()
     (27.0, 18.0)
     """
+    if not only_inputs:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
+            "accumulate gradient for other parts of the graph, please use "
+            "torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
+        )
+    if materialize_grads:
+        if allow_unused is False:
+            raise ArgumentError(
+                "Expected allow_unused to be True or not passed when materialize_grads=True, "
+                "but got: allow_unused=False."
+            )
+        single = isinstance(inputs, Tensor)
+        found = grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                     allow_unused=True, is_grads_batched=is_grads_batched)  # fmt: skip
+        inputs = [inputs] if single else list(inputs)
+        return tuple(
+            _zeros_for(x, g, grad_outputs, is_grads_batched) for x, g in zip(inputs, found)
+        )
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             bool(allow_unused))  # fmt: skip
+    allow_unused = bool(allow_unused)
     if SYMBOLIC_GRAD is not None and _graph_values(outputs):  # under kn.compile, graph mode
         return SYMBOLIC_GRAD(outputs, inputs, grad_outputs, allow_unused, create_graph)
     roots, seeds = _roots(outputs, grad_outputs)
@@ -159,6 +190,42 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
             g = compressed_grad(x, g)
         results.append(g)
     return tuple(results)
+
+
+def _zeros_for(x, g, grad_outputs, batched):
+    """`g`, or zeros of `x`'s shape (with the batch dim in front when `batched`) where None."""
+    if g is not None:
+        return g
+    from .factories import zeros  # NOTE: lazy, as the module's other factory uses
+
+    batch = ()
+    if batched:
+        first = grad_outputs if isinstance(grad_outputs, Tensor) else grad_outputs[0]
+        batch = (first.shape[0],)
+    return zeros(*batch, *x.shape, dtype=x.dtype, device=x.device)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
+    """`grad` once per row of the first dim of `grad_outputs`, stacked: PyTorch's
+    `is_grads_batched=True` (which vmaps over that dim)."""
+    from ..frontend.torch_shape import stack  # NOTE: lazy: the frontend builds on eager
+
+    if grad_outputs is None:
+        raise ArgumentError("autograd.grad: is_grads_batched=True needs grad_outputs")
+    single_out = isinstance(outputs, Tensor)
+    seeds = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    rows = {s.shape[0] for s in seeds if s is not None}
+    if len(rows) != 1:
+        raise ArgumentError(f"autograd.grad: is_grads_batched=True needs grad_outputs of one "
+                            f"batch size (a first dim), got sizes {sorted(rows)}")  # fmt: skip
+    (n,) = rows
+    per_row = []
+    for i in range(n):
+        seed = [None if s is None else s[i] for s in seeds]
+        keep = retain_graph if i == n - 1 else True
+        per_row.append(grad(outputs, inputs, seed[0] if single_out else seed, keep,
+                            create_graph, allow_unused=allow_unused))  # fmt: skip
+    return tuple(None if col[0] is None else stack(list(col)) for col in zip(*per_row, strict=True))
 
 
 def _check_differentiable(inputs, op: str) -> None:

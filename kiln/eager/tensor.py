@@ -249,24 +249,14 @@ class Tensor:
     _inference = _meta_property("inference", False)
 
     def __init__(self, *data, dtype=None, device="cpu", requires_grad: bool = False):
-        """PyTorch's legacy constructor: `Tensor(2, 3)` is a 2x3 tensor of the default float
-        dtype (zeros here; PyTorch leaves it uninitialized), `Tensor(data)` copies `data` into
-        the default float dtype whatever its own (`kn.tensor` keeps ints as int64), `Tensor()`
-        is empty. `dtype=` (a kiln extension) overrides the default."""
-        from .factories import tensor, zeros
+        """PyTorch's legacy constructor: `Tensor(2, 3)` or `Tensor(x.size())` is a 2x3 tensor
+        of the default float dtype (zeros here; PyTorch leaves it uninitialized), `Tensor(data)`
+        copies `data` into the default float dtype whatever its own (`kn.tensor` keeps ints as
+        int64), `Tensor(tensor)` is an alias of it, `Tensor()` is empty. `dtype=` (a kiln
+        extension) overrides the default."""
+        from .legacy_types import legacy_new
 
-        if not data or all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
-                           for d in data):  # fmt: skip
-            t = zeros(*(data or (0,)), dtype=dtype or dt.DEFAULT_FLOAT, device=device,
-                      requires_grad=requires_grad)  # fmt: skip
-        elif len(data) == 1:
-            t = tensor(data[0], dtype=dtype or dt.DEFAULT_FLOAT, device=device,
-                       requires_grad=requires_grad)  # fmt: skip
-        else:
-            raise ArgumentTypeError(
-                f"Tensor(): expected sizes (ints) or one data argument, got "
-                f"{', '.join(type(d).__name__ for d in data)}"
-            )
+        t = legacy_new(data, dtype or dt.DEFAULT_FLOAT, device, requires_grad, "Tensor")
         for name in Tensor.__slots__[:-1]:
             setattr(self, name, getattr(t, name))
 
@@ -652,7 +642,8 @@ class Tensor:
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The type's name (`'kiln.FloatTensor'`, `'kiln.cuda.LongTensor'`) without an
-        argument; with a dtype (or such a name) a tensor of that dtype (itself if it has it).
+        argument; with a dtype (or such a name, or a class `kn.LongTensor`) a tensor of that
+        dtype (itself if it has it).
 
         >>> import kiln as kn
         >>> t = kn.zeros(2)
@@ -661,6 +652,8 @@ class Tensor:
         """
         if dtype is None:
             return dt.type_name(self.dtype, self._device != "cpu")
+        if getattr(dtype, "is_cuda", False) and isinstance(dtype, type):  # kn.cuda.FloatTensor
+            return self.to("cuda" if self._device == "cpu" else self._device, dtype.dtype)
         return self.to(dt.dtype_of_type(dtype))
 
     def resize_(self, *sizes, size=None, memory_format=None) -> Tensor:

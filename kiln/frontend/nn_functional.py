@@ -533,8 +533,8 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 -- PyTorc
         width = [(0, 0)] * x.ndim
         for d, b, a in pairs:
             width[d] = (max(b, 0), max(a, 0))
-        if not any(b or a for b, a in width):
-            return x
+        if not any(b or a for b, a in width):  # crops alone: a copy, as PyTorch's (its
+            return call("cast", x, dtype=x.dtype)  # crop of a narrowed view `.clone()`s it)
         if dt.is_complex(x.dtype):  # a complex tensor's fill as it is (not truncated)
             fill = complex(fill)
         else:

@@ -342,8 +342,15 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
         inside = (cols >= start[:, None]) & (cols < end[:, None])
         weights = (inside / (end - start)[:, None]).T.astype(x.dtype)  # (size, out)
         axis = 2 + d
-        moved = transpose(x, axis, -1)
-        x = transpose(matmul(moved, _like(weights, moved)), axis, -1)
+        # the last two dims by a product on the right or the left: no transposes, so the
+        # input gradient is C-ordered, as PyTorch's
+        if axis == x.ndim - 1:
+            x = matmul(x, _like(weights, x))
+        elif axis == x.ndim - 2:
+            x = matmul(_like(np.ascontiguousarray(weights.T), x), x)
+        else:
+            moved = transpose(x, axis, -1)
+            x = transpose(matmul(moved, _like(weights, moved)), axis, -1)
     # a value of its own, as PyTorch's: channels-last where the input is, in 2-D, or in 3-D
     # where every output size is 1 (PyTorch's mean, restrided)
     x = suggested_layout(x, *[source] * (n <= 2 or all(o == 1 for o in outs)), as_2d=True)

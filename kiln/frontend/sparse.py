@@ -19,6 +19,7 @@ from ..graph.opdef import REGISTRY
 from ..ops.core import bind
 from . import sparse_coo as coo
 from . import sparse_ops
+from .out import takes_out
 
 __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 
@@ -81,6 +82,19 @@ def mm(mat1, mat2, reduce=None):
             f"sparse.mm: both arguments must be matrices, got {mat1.ndim}-d and {mat2.ndim}-d"
         )
     return sparse_ops._matmul(mat1, mat2)
+
+
+@takes_out
+def spmm(input, mat2):  # noqa: A002 — PyTorch's names
+    """`torch.spmm`: `sparse.mm` under PyTorch's top-level name (`kn.spmm`), as pygcn's
+    graph convolution calls it, with PyTorch's `out=`.
+
+    >>> import kiln as kn
+    >>> kn.spmm(kn.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2)), kn.ones(2, 1))
+    tensor([[2.],
+            [3.]])
+    """
+    return mm(input, mat2)
 
 
 def softmax(input, dim: int, dtype=None):  # noqa: A002 — PyTorch's name

@@ -79,6 +79,7 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Buffer, Module, Parameter, RemovableHandle, pending_updates, updates_for
+from .parallel import DataParallel
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -99,6 +100,7 @@ from .transformer import *  # noqa: F403
 from .transformer import __all__ as _transformer_all
 
 __all__ = [
+    "DataParallel",
     "GRU",
     "LSTM",
     "RNN",

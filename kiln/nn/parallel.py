@@ -26,7 +26,30 @@ from ..errors import DistError, call_error
 from ..runtime.backend import get_backend
 from .module import Module
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]
+
+
+class DataParallel(Module):
+    """PyTorch's single-process `nn.DataParallel`, on kiln's one device: it holds `module`
+    (state_dict keys `module.*`, as PyTorch's) and calls it. PyTorch splits each batch over
+    several GPUs; with none (`device_ids` empty) it calls the module as it is, which is what
+    kiln does. Scripts that wrap a model for several GPUs so run unchanged.
+
+    >>> import kiln as kn
+    >>> model = kn.nn.DataParallel(kn.nn.Linear(2, 1))
+    >>> list(model.state_dict()), model(kn.ones(3, 2)).shape
+    (['module.weight', 'module.bias'], kiln.Size([3, 1]))
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0):
+        super().__init__()
+        self.module = module
+        self.device_ids = [] if device_ids is None else list(device_ids)
+        self.output_device = output_device
+        self.dim = dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
 
 
 class _Bucket:

@@ -84,6 +84,10 @@ class RNNBase(Module):
     def _suffixes(self, layer: int) -> list:
         return [f"_l{layer}"] + ([f"_l{layer}_reverse"] if self.bidirectional else [])
 
+    def flatten_parameters(self) -> None:
+        """PyTorch's call that packs the weights for cuDNN: kiln keeps them as they are, so
+        there is nothing to do (as PyTorch on the CPU)."""
+
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         if self.proj_size:

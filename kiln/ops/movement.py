@@ -685,7 +685,10 @@ def _pad_vjp(ct, y, x, *, pad_width, value):
     spec = tuple(("slice", b, -a if a else None, None) for b, a in pad_width)
     if all(b == 0 and a == 0 for b, a in pad_width):
         return (ct,)
-    return (apply("reshape", apply("index", ct, spec=spec), shape=x.shape),)
+    crop = apply("reshape", apply("index", ct, spec=spec), shape=x.shape)
+    # a copy of the crop, as PyTorch's gradient: a view of `ct` would give `x.grad` the padded
+    # strides (`x.grad.view(n, -1)` then raises)
+    return (apply("cast", crop, dtype=crop.dtype),)
 
 
 pad = defop(

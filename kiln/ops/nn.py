@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
 from .core import apply, defop, in_float32
+from .nn_batch import batch_per_example
 
 # -- shared shape helpers --------------------------------------------------------------------
 
@@ -161,6 +162,7 @@ conv2d = defop(
     lambda x, w, **_: _float_only("conv2d", x, w),
     in_float32(_conv2d),
     vjp=_conv2d_vjp,
+    batch=batch_per_example("conv2d"),
     tags=("vjp_needs", "autocast_lower"),
 )
 
@@ -246,6 +248,7 @@ max_pool2d = defop(
     _pool_dtype("max_pool2d"),
     _max_pool2d,
     vjp=lambda ct, y, x, **attrs: (apply("max_pool2d_grad", x, ct, **attrs),),
+    batch=batch_per_example("max_pool2d"),
 )
 avg_pool2d = defop(
     "avg_pool2d",
@@ -253,4 +256,5 @@ avg_pool2d = defop(
     _pool_dtype("avg_pool2d"),
     in_float32(_avg_pool2d),
     vjp=lambda ct, y, x, **attrs: (apply("avg_pool2d_grad", ct, x_shape=tuple(x.shape), **attrs),),
+    batch=batch_per_example("avg_pool2d"),
 )

@@ -23,6 +23,7 @@ from .nn import (
     _windows,
     window_taps,
 )
+from .nn_batch import batch_per_example
 
 # -- shared helpers --------------------------------------------------------------------------
 
@@ -50,6 +51,13 @@ def _require_shape(name, what, got, expected):
             sh.require_equal(g, e, why())
 
 
+def _cropped(xp, out, view):
+    """The crop `view` of a padded work plane as the result, C-ordered where kiln makes the
+    array (`out` None): PyTorch's gradients and transposed convolutions are contiguous, and a
+    view would give `x.grad` the padded plane's strides (`x.grad.view(n, -1)` then raises)."""
+    return xp.ascontiguousarray(view) if out is None else _into(xp, out, view)
+
+
 def _scatter_windows(xp, cols, shape, stride, dilation, padding, out):
     """Adds window values `cols` (N, C, KH, KW, OH, OW) back onto a zero plane of the padded
     input and crops the padding: the adjoint of reading windows with `_windows` (col2im).
@@ -63,7 +71,7 @@ def _scatter_windows(xp, cols, shape, stride, dilation, padding, out):
         for b in range(kw):
             cols_b = slice(b * ex, b * ex + sx * (ow - 1) + 1, sx)
             plane[:, :, rows, cols_b] += cols[:, :, a, b]
-    return _into(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
+    return _cropped(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
 
 
 def _argmax_windows(xp, x, kernel_size, stride, padding):
@@ -104,7 +112,7 @@ def _conv2d_input_grad(xp, gy, w, out=None, *, x_shape, stride, padding, dilatio
     n, o, oh, ow = gy.shape
     _, c, kh, kw = w.shape
     if _shifted_products_fit(xp, gy, w, stride, dilation, padding):
-        return _into(xp, out, _full_correlation(xp, gy, w, padding))
+        return _cropped(xp, out, _full_correlation(xp, gy, w, padding))
     # (C*KH*KW, O) @ (N, O, OH*OW): every window's share of the input gradient, im2col layout.
     cols = xp.matmul(w.reshape(o, c * kh * kw).T, gy.reshape(n, o, oh * ow))
     cols = cols.reshape(n, c, kh, kw, oh, ow)
@@ -172,6 +180,7 @@ conv2d_input_grad = defop(
     lambda gy, w, **_: _float_only("conv2d_input_grad", gy, w),
     in_float32(_conv2d_input_grad),
     vjp=_conv2d_input_grad_vjp,
+    batch=batch_per_example("conv2d_input_grad"),
     tags=("autocast_lower",),
 )
 
@@ -217,6 +226,7 @@ conv2d_weight_grad = defop(
     lambda x, gy, **_: _float_only("conv2d_weight_grad", x, gy),
     in_float32(_conv2d_weight_grad),
     vjp=_conv2d_weight_grad_vjp,
+    batch=batch_per_example("conv2d_weight_grad", (0, 1), per_example_result=False),
     tags=("autocast_lower",),
 )
 
@@ -239,7 +249,7 @@ def _max_pool2d_grad(xp, x, gy, out=None, *, kernel_size, stride, padding):
     zero = gy.dtype.type(0)
     for k, tap in enumerate(window_taps(xp, plane, kernel_size, stride)):
         tap += xp.where(pick == k, gy, zero)
-    return _into(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
+    return _cropped(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
 
 
 max_pool2d_grad = defop(
@@ -249,6 +259,7 @@ max_pool2d_grad = defop(
     _max_pool2d_grad,
     # Piecewise constant in x: the routing changes only where a maximum changes.
     vjp=lambda ct, gx, x, gy, **attrs: (None, apply("max_pool2d_gather", x, ct, **attrs)),
+    batch=batch_per_example("max_pool2d_grad", (0, 1)),
 )
 
 
@@ -297,4 +308,5 @@ avg_pool2d_grad = defop(
     lambda gy, **_: _float_only("avg_pool2d_grad", gy),
     in_float32(_avg_pool2d_grad),
     vjp=lambda ct, gx, gy, *, x_shape, **attrs: (apply("avg_pool2d", ct, **attrs),),
+    batch=batch_per_example("avg_pool2d_grad"),
 )

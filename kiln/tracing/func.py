@@ -20,11 +20,12 @@ from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
 from ..frontend.autodiff import grad as graph_grad
 from ..graph.core import Symbol
+from .structure import _unflatten, flatten
 from .transforms import hessian_of as hessian
 from .transforms import jacfwd, jacrev, jvp, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "vjp", "vmap"]  # fmt: skip
+           "stack_module_state", "vjp", "vmap"]  # fmt: skip
 
 
 def _positions(argnums, n: int) -> tuple[tuple, bool]:
@@ -48,22 +49,41 @@ def _split_aux(out, has_aux: bool, what: str):
 
 
 def _traced(func, args, kwargs, positions):
-    """(args with the differentiated ones replaced, those inputs, whether on Symbols). On
-    Tensors each input becomes a fresh leaf that requires grad (of the same value, so an
-    outer transform's history stays connected through it)."""
-    if any(isinstance(args[k], Symbol) for k in positions):
-        return list(args), [args[k] for k in positions], True
+    """(args with the differentiated ones replaced, those inputs flat, whether on Symbols, the
+    structure of each differentiated argument). An argument may be a Tensor or a dict, list
+    or tuple of them (a pytree, as torch.func's: `grad(loss)(params_dict, x)`). On Tensors
+    each input becomes a fresh leaf that requires grad (of the same value, so an outer
+    transform's history stays connected through it)."""
     args = list(args)
-    inputs = []
+    structures, inputs = [], []
     for k in positions:
-        a = args[k]
-        if not isinstance(a, Tensor):
+        leaves = []
+        structures.append(flatten(args[k], f"argument {k}", leaves, [], []))
+        inputs.append(leaves)
+    if any(isinstance(x, Symbol) for leaves in inputs for x in leaves):
+        return args, [x for leaves in inputs for x in leaves], True, structures
+    flat = []
+    for k, structure, leaves in zip(positions, structures, inputs):
+        fresh = []
+        for a in leaves:
+            if not isinstance(a, Tensor):
+                raise ArgumentTypeError(
+                    f"expected argument {k} to be a Tensor (or a dict, list or tuple of "
+                    f"them), got {type(a).__name__}"
+                )
+            fresh.append(a if a.requires_grad else a.detach().requires_grad_(True))
+        if not leaves:
             raise ArgumentTypeError(f"expected argument {k} to be a Tensor, got "
-                                    f"{type(a).__name__}")  # fmt: skip
-        leaf = a if a.requires_grad else a.detach().requires_grad_(True)
-        args[k] = leaf
-        inputs.append(leaf)
-    return args, inputs, False
+                                    f"{type(args[k]).__name__}")  # fmt: skip
+        args[k] = _unflatten(structure, iter(fresh))
+        flat += fresh
+    return args, flat, False, structures
+
+
+def _grouped(grads, structures):
+    """The flat gradients in the structures of the differentiated arguments."""
+    found = iter(grads)
+    return [_unflatten(structure, found) for structure in structures]
 
 
 def grad_and_value(func, argnums=0, has_aux: bool = False):
@@ -81,7 +101,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         positions, single = _positions(argnums, len(args))
         # inside another transform (its inputs require grad): keep the history for it
         nested = any(isinstance(a, Tensor) and a.requires_grad for a in args)
-        args, inputs, symbolic = _traced(func, args, kwargs, positions)
+        args, inputs, symbolic, structures = _traced(func, args, kwargs, positions)
         with contextlib.nullcontext() if symbolic else enable_grad():
             out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
             if not isinstance(out, (Tensor, Symbol)) or _numel(out) != 1:
@@ -96,6 +116,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                 if not nested:  # the outermost transform: plain values, as torch.func's
                     grads = [g.detach() for g in grads]
                     out = out.detach()
+        grads = _grouped(grads, structures)
         grads = grads[0] if single else tuple(grads)
         return (grads, (out, aux)) if has_aux else (grads, out)
 
@@ -129,7 +150,7 @@ def vjp(func, *primals, has_aux: bool = False):
     >>> fn(kn.ones(2))
     (tensor([2., 6.]),)
     """
-    args, inputs, symbolic = _traced(func, primals, {}, tuple(range(len(primals))))
+    args, inputs, symbolic, structures = _traced(func, primals, {}, tuple(range(len(primals))))
     if symbolic:
         raise ArgumentTypeError("kn.func.vjp runs on eager Tensors; in graph mode use kn.grad "
                                 "with grad_ys")  # fmt: skip
@@ -142,7 +163,8 @@ def vjp(func, *primals, has_aux: bool = False):
         if len(cts) != len(flat):
             raise ArgumentError(f"Expected {len(flat)} cotangents, got {len(cts)}")
         grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True)
-        return tuple(g.detach() if g is not None else _zeros(x) for g, x in zip(grads, inputs))
+        grads = [g.detach() if g is not None else _zeros(x) for g, x in zip(grads, inputs)]
+        return tuple(_grouped(grads, structures))
 
     value = tuple(o.detach() for o in flat) if isinstance(out, (tuple, list)) else out.detach()
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
@@ -189,6 +211,40 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
     finally:
         for target, attr, where, old in reversed(saved):
             target.__dict__[where][attr] = old
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """`(params, buffers)` of `models` (modules of one class, all training or all evaluating):
+    each a dict by name of the models' tensors stacked along a new first dim, as torch.func's
+    (for `vmap(functional_call)` over an ensemble). The stacks are new leaves; a parameter's
+    requires grad where every model's does.
+
+    >>> import kiln as kn
+    >>> params, buffers = kn.func.stack_module_state([kn.nn.Linear(2, 1) for _ in range(3)])
+    >>> params["weight"].shape, params["bias"].requires_grad
+    (kiln.Size([3, 1, 2]), True)
+    """
+    from ..frontend.torch_shape import stack  # NOTE: lazy: the frontend builds on tracing
+
+    models = list(models)
+    if not models:
+        raise ArgumentError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise ArgumentError("stack_module_state: Expected all models to have the same "
+                            "training/eval mode.")  # fmt: skip
+    if len({type(m) for m in models}) != 1:
+        raise ArgumentError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(tensors):
+        leaf = stack([t.detach() for t in tensors])
+        return leaf.requires_grad_(True) if all(t.requires_grad for t in tensors) else leaf
+
+    params = [dict(m.named_parameters()) for m in models]
+    buffers = [dict(m.named_buffers()) for m in models]
+    return (
+        {name: stacked([p[name] for p in params]) for name in params[0]},
+        {name: stacked([b[name] for b in buffers]) for name in buffers[0]},
+    )
 
 
 def _table(module, attr: str) -> str:

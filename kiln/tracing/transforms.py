@@ -178,13 +178,15 @@ def _from_front(x, axis: int):
     return call("transpose", x, perm=perm)
 
 
-def vmap(f, in_axes=0, out_axes=0):
+def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_dims=None,
+         out_dims=None):  # fmt: skip
     """`f` mapped over an axis of its arguments (`in_axes`: an int for all, or one per
     positional argument, None for one that is not mapped) without a Python loop: `f` is built
     once on one example and the nodes between are vectorized by their ops' batching rules
     (`OpDef.batch`; an op without one raises, naming it). Its outputs carry the mapped axis at
     `out_axes`. On Tensors and arrays it runs compiled (see `kn.compile`), so `f` must be
-    traceable.
+    traceable. PyTorch's keywords `in_dims` and `out_dims` are `in_axes` and `out_axes`;
+    `randomness` and `chunk_size` change nothing (the whole batch is one vectorized graph).
 
     >>> import kiln as kn, numpy as np
     >>> dots = kn.vmap(lambda a, b: kn.sum(a * b))
@@ -192,27 +194,43 @@ def vmap(f, in_axes=0, out_axes=0):
     array([4., 4., 4.], dtype=float32)
     """
 
+    if in_dims is not None:
+        in_axes = in_dims
+    if out_dims is not None:
+        out_axes = out_dims
+
     def graph_form(*args):
         axes = _axes(in_axes, len(args))
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
             raise ArgumentError("vmap: in_axes maps no argument")
-        batched, firsts, examples, n = {}, list(args), {}, None
-        for i, a in mapped:
-            if not isinstance(a, Symbol):
-                raise GraphError(f"vmap: mapped argument {i} is a {type(a).__name__}")
-            if a.ndim == 0:
-                raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
-            front = _to_front(a, axes[i])
-            size = front.shape[0]
-            if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
-                raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
-            n = size if n is None else n
-            if size == 0:
-                raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
-            firsts[i] = call("index", front, spec=(("int", 0),))
-            batched[id(firsts[i])] = front
-            examples[i] = front
+        batched, firsts, n = {}, list(args), None
+        for i, whole in mapped:
+            # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf
+            leaves, structure = [whole], None
+            if not isinstance(whole, Symbol):
+                leaves = []
+                structure = flatten(whole, f"argument {i}", leaves, [], [])
+            containers = (Symbol, list, tuple, dict)
+            if not isinstance(whole, containers) or not all(isinstance(a, Symbol) for a in leaves):
+                raise GraphError(f"vmap: mapped argument {i} is a {type(whole).__name__}")
+            fronts = []
+            for a in leaves:
+                if a.ndim == 0:
+                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
+                front = _to_front(a, axes[i])
+                size = front.shape[0]
+                if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
+                    raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
+                n = size if n is None else n
+                if size == 0:
+                    raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
+                first = call("index", front, spec=(("int", 0),))
+                batched[id(first)] = front
+                fronts.append(first)
+            firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
+        if n is None:
+            raise ArgumentError("vmap: in_axes maps no tensor")
         out = f(*firsts)
         leaves, structure = _leaves(out, "output")
         found = vectorize(leaves, batched)

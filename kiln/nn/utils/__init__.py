@@ -12,7 +12,7 @@ from ... import frontend as F
 from ...eager import Tensor, no_grad
 from ...eager.factories import tensor as _tensor
 from ...errors import ArgumentTypeError, NumericsError, ShapeError, UsageError, call_error
-from . import parametrizations, parametrize, rnn
+from . import parametrizations, parametrize, rnn, stateless
 from .fusion import (
     fuse_conv_bn_eval,
     fuse_conv_bn_weights,

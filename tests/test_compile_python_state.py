@@ -316,3 +316,27 @@ def test_module_attributes_and_partial_arguments_are_read_at_each_call():
     assert _module_and_partial_program(kn, kn.compile) == want
     torch = pytest.importorskip("torch")
     assert _module_and_partial_program(torch, lambda f: torch.compile(f, backend="eager")) == want
+
+
+def test_a_trace_that_fails_changes_nothing_it_captured():
+    # The second call traces again (the first made new entries in `state`), and that trace
+    # raises: before, the Python value it had counted up (2) and the buffer it had scaled in
+    # place (x 0.9) stayed changed.
+    state = {}
+    w = kn.ones(2)
+
+    @kn.compile
+    def f(x):
+        if "buf" not in state:
+            state["n"] = 0
+            state["buf"] = kn.zeros(2) + 1.0
+        state["n"] += 1
+        state["buf"].mul_(0.9)
+        state["buf"].add_(x)  # a traced value into a tensor made outside: refused
+        return x * w
+
+    f(kn.ones(2))
+    n, buf = state["n"], state["buf"].clone()
+    with pytest.raises(kn.errors.GraphError, match="made outside the compiled function"):
+        f(kn.ones(2))
+    assert state["n"] == n and state["buf"].tolist() == buf.tolist()

@@ -10,6 +10,7 @@ what that returns, a Python value, to the cache key.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dis
 import functools
@@ -26,7 +27,7 @@ from ..errors import GraphError
 from ..nn.module import Module
 
 __all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "check_untouched", "put", "rebindable",
-           "rebound", "tensor_versions"]  # fmt: skip
+           "rebound", "tensor_versions", "undo"]  # fmt: skip
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -285,7 +286,7 @@ def _compile_key(obj) -> tuple:
 def _is_container(value) -> bool:
     """A dict, list or tuple of at most `_MAX_ITEMS` items, or a list of Python values of
     any length (compared by its items on each call, as a tuple of them would be)."""
-    if type(value) not in (list, tuple, dict):
+    if type(value) not in (list, tuple, dict, collections.defaultdict, collections.OrderedDict):
         return False
     return len(value) <= _MAX_ITEMS or type(value) is list and all(map(_is_value, value))
 
@@ -600,17 +601,33 @@ class Captures:
                                   Module)) or _attributes_of(value) is not None  # fmt: skip
 
 
-def tensor_versions(captures: Captures) -> list:
-    """(label, tensor, version, its `.grad`, a copy of each value) of each captured tensor:
-    what `check_untouched` compares after tracing (and restores)."""
+def tensor_versions(captures: Captures, stored: bool = False) -> list:
+    """(label, tensor, version, its `.grad`, a copy of each value) of each captured tensor
+    (`stored`: and of those in the places the traces store in): what `check_untouched`
+    compares after tracing (and restores), and `undo` puts back after a failed trace."""
     found = []
-    for label, get in captures.tensors:
+    for label, get in (*captures.tensors, *(captures.stored if stored else ())):
         t = get()
         if isinstance(t, Tensor):
             grad = t._grad
             saved = (t._data.copy(), None if grad is None else (grad._version, grad._data.copy()))
             found.append((label, t, t._version, grad, saved))
     return found
+
+
+def undo(captures: Captures, values: tuple, tensors: list) -> None:
+    """Puts back what a trace that failed changed of the Python values and the tensors that
+    `fn` captures (`values`: `captures.values()` before it; `tensors`: `tensor_versions`),
+    so a call that raises leaves them as they were."""
+    for _, place, old, _ in captures.changes(values):
+        put(place, old)
+    for _, t, version, grad, (data, grad_saved) in tensors:
+        if t._version != version and t._data.shape == data.shape:
+            t._data[...] = data
+        if t._grad is not grad or grad is not None and grad._version != grad_saved[0]:
+            t._grad = grad
+            if grad is not None and grad._data.shape == grad_saved[1].shape:
+                grad._data[...] = grad_saved[1]
 
 
 def check_untouched(fn_name: str, before: list) -> None:

@@ -41,6 +41,7 @@ from .guards import (
     put,
     rebindable,
     tensor_versions,
+    undo,
     value_changes,
     value_types,
 )
@@ -229,9 +230,10 @@ class CompiledFunction:
             plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
             traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
             roots = _roots(statics)  # the objects passed as arguments: what they reach too
-            seen = Captures(self.fn, roots, self._stored) if roots else self._captures
+            seen = Captures(self.fn, roots, self._stored)  # (afresh: what the calls stored since)
             host_before = host_random_states(seen)
             values_before = seen.values()
+            restore = tensor_versions(seen, stored=True)
             watch = Watch(seen, modules)
             READ_IN_TRACE.append(set())
             try:
@@ -239,6 +241,9 @@ class CompiledFunction:
                                 paths + [label for label, _ in lifted], structure, key[2], plans,
                                 self.memory_budget, lifted=lifted, aliased=aliased,
                                 watch=watch)  # fmt: skip
+            except BaseException:  # a failed call changes nothing it captured
+                undo(seen, values_before, restore)
+                raise
             finally:
                 read = READ_IN_TRACE.pop()
             check_untouched(traced.name, before)
@@ -255,6 +260,11 @@ class CompiledFunction:
                 )
                 self._stored |= found
                 self._captures = None
+            try:  # a container it reads grew or shrank (`self.state[p]["step"] = 0` made new
+                seen.values()  # entries): its Python changes cannot be replayed, so this
+            except (KeyError, IndexError, ValueError):  # trace serves this call only, and the
+                once, self._captures = True, None  # next traces from what it left
+                self._value_retraces += 1
             # The Python values the trace changed (`self.count += 1`) are stored again by each
             # call of it, and it is keyed and guarded by the values before: the next call
             # finds them changed and traces again, as torch.compile recompiles (and as eager

@@ -642,8 +642,10 @@ def run_custom_optimizer(lib, init, wrap):
 
 
 CUSTOM_STATE = (
-    "kn.compile: a user Optimizer subclass's self.state[p] (Python ints, in-place buffers) is "
-    "neither guarded nor stored back"
+    "kn.compile: a user Optimizer subclass's in-place update of a buffer it keeps in "
+    "self.state[p] (made by the first call) is refused with a GraphError on the second call "
+    "(a tensor made outside the compiled function); before, the state was not guarded and the "
+    "compiled step silently kept step == 1"
 )
 
 

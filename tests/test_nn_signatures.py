@@ -140,6 +140,7 @@ CONSTRUCTIONS = [
     "nn.HingeEmbeddingLoss(margin=2.0)",
     "nn.HuberLoss(delta=0.5)",
     "nn.Identity()",
+    "nn.DataParallel(nn.Linear(2, 3))",
     "nn.InstanceNorm1d(4)",
     "nn.InstanceNorm2d(4, affine=True)",
     "nn.InstanceNorm2d(4, affine=True, bias=False)",

@@ -340,3 +340,39 @@ def test_a_trace_that_fails_changes_nothing_it_captured():
     with pytest.raises(kn.errors.GraphError, match="made outside the compiled function"):
         f(kn.ones(2))
     assert state["n"] == n and state["buf"].tolist() == buf.tolist()
+
+
+def test_a_hand_written_optimizer_making_its_state_while_traced_is_refused_cleanly():
+    # Before: its step ran once, while tracing; the state kept step == 1 and a zero buffer
+    # (the buffer's traced values were never stored there) and later calls reused the trace.
+    model = kn.nn.Linear(3, 1)
+
+    class MySGD(kn.optim.Optimizer):
+        def __init__(self, params):
+            super().__init__(params, {"lr": 0.1})
+
+        @kn.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = 0
+                        state["buf"] = kn.zeros_like(p)
+                    state["step"] += 1
+                    state["buf"].mul_(0.9).add_(p.grad, alpha=0.1)
+                    p.add_(state["buf"], alpha=-group["lr"])
+
+    opt = MySGD(model.parameters())
+
+    @kn.compile
+    def step(x, y):
+        opt.zero_grad()
+        kn.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    w = model.weight.detach().clone()
+    with pytest.raises(kn.errors.GraphError, match="made and changed in place"):
+        step(kn.ones(2, 3), kn.ones(2, 1))
+    assert len(opt.state) == 0 and model.weight.grad is None  # the call changed nothing
+    assert model.weight.tolist() == w.tolist()

@@ -27,7 +27,8 @@ from ..errors import GraphError
 from ..nn.module import Module
 
 __all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "check_untouched", "put", "rebindable",
-           "rebound", "tensor_versions", "undo"]  # fmt: skip
+           "rebound", "tensor_versions", "undo",
+           "check_new_entries"]  # fmt: skip
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -360,6 +361,11 @@ class Captures:
             return False
         return not any(name in _read_names(code) for code in self.codes)
 
+    def container_keys(self) -> list:
+        """(container, its keys or length) of each dict, list or tuple walked: what
+        `check_new_entries` puts back after a trace that added entries."""
+        return [(c, set(c) if isinstance(c, dict) else len(c)) for _, c in self._lengths]
+
     # -- the walk ----------------------------------------------------------------------------
 
     def _walk(self, value, label: str, depth: int) -> None:
@@ -628,6 +634,33 @@ def undo(captures: Captures, values: tuple, tensors: list) -> None:
             t._grad = grad
             if grad is not None and grad._data.shape == grad_saved[1].shape:
                 grad._data[...] = grad_saved[1]
+
+
+def check_new_entries(fn_name, before, after, values, tensors, keys) -> None:
+    """Refuses a trace that left, in new entries of containers `fn_name` captures (`after`:
+    what it reaches after the trace; `before`: before it), a tensor it made and changed in
+    place with traced values (a hand-written optimizer's `self.state[p]["buf"]`): no call
+    would store that buffer's values there, and eager code keeps them. Puts back what the
+    trace changed first (`undo`; the new entries removed), so the call changes nothing."""
+    known = {id(get()) for _, get in (*before.tensors, *before.stored)}
+    for label, get in (*after.tensors, *after.stored):
+        t = get()
+        if isinstance(t, Tensor) and id(t) not in known and t._version > 0:
+            undo(before, values, tensors)
+            for container, old in keys:
+                if isinstance(container, dict):
+                    for k in [k for k in container if k not in old]:
+                        del container[k]
+                elif isinstance(container, list):
+                    del container[old:]
+            raise GraphError(
+                f"kn.compile: {fn_name} keeps a tensor it made and changed in place while it "
+                f"was traced in a new entry of its Python state ('{label}'): the compiled "
+                "calls would leave the values it had when traced there, where eager code "
+                "keeps each call's. Keep such state in a Module buffer, return it from the "
+                "function, or call the function uncompiled (a hand-written optimizer's "
+                "self.state[p] buffers: run its step eagerly)"
+            ) from None
 
 
 def check_untouched(fn_name: str, before: list) -> None:

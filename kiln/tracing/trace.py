@@ -35,6 +35,7 @@ from .guards import (
     ITEMS,
     Captures,
     Guard,
+    check_new_entries,
     check_no_host_draws,
     check_untouched,
     host_random_states,
@@ -234,6 +235,7 @@ class CompiledFunction:
             host_before = host_random_states(seen)
             values_before = seen.values()
             restore = tensor_versions(seen, stored=True)
+            shapes = seen.container_keys()
             watch = Watch(seen, modules)
             READ_IN_TRACE.append(set())
             try:
@@ -265,6 +267,8 @@ class CompiledFunction:
             except (KeyError, IndexError, ValueError):  # trace serves this call only, and the
                 once, self._captures = True, None  # next traces from what it left
                 self._value_retraces += 1
+                check_new_entries(traced.name, seen, Captures(self.fn, roots, self._stored),
+                                  values_before, restore, shapes)  # fmt: skip
             # The Python values the trace changed (`self.count += 1`) are stored again by each
             # call of it, and it is keyed and guarded by the values before: the next call
             # finds them changed and traces again, as torch.compile recompiles (and as eager

@@ -642,10 +642,10 @@ def run_custom_optimizer(lib, init, wrap):
 
 
 CUSTOM_STATE = (
-    "kn.compile: a user Optimizer subclass's in-place update of a buffer it keeps in "
-    "self.state[p] (made by the first call) is refused with a GraphError on the second call "
-    "(a tensor made outside the compiled function); before, the state was not guarded and the "
-    "compiled step silently kept step == 1"
+    "kn.compile: a user Optimizer subclass that makes its self.state[p] buffers in its first "
+    "step and updates them in place is refused with a GraphError at the first call, which "
+    "changes nothing (before, the state was unguarded and the compiled step silently kept "
+    "step == 1 and a zero buffer)"
 )
 
 

@@ -185,35 +185,15 @@ def zeros_like(s: SparseTensor, dtype=None, requires_grad: bool = False) -> Spar
 def replace(t: SparseTensor, result: SparseTensor) -> None:
     """Makes `t` hold `result`'s entries (an in-place op's commit: its nnz may change)."""
     t._data = result._data
-    for name in type(t).__slots__:  # the layout's indices and shape
+    for name in ("_shape", *type(t).__slots__):  # the layout's shape and indices
         setattr(t, name, getattr(result, name))
 
 
-class SparseTensor(Tensor):
-    """A sparse COO tensor: `kn.sparse_coo_tensor(indices, values, size)` or
-    `dense.to_sparse()`; `to_dense()` gives the strided tensor back.
+class ValuesLayout(Tensor):
+    """A tensor of a layout whose data (`_data`) is its stored values, not the whole tensor:
+    its shape is `_shape` (the sparse layouts' base)."""
 
-    >>> import kiln as kn
-    >>> s = kn.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3))
-    >>> s.layout, s.is_sparse, s.sparse_dim(), s.dense_dim(), s._nnz()
-    (kiln.sparse_coo, True, 2, 0, 3)
-    >>> s.to_dense()
-    tensor([[0., 0., 3.],
-            [4., 0., 5.]])
-    """
-
-    __slots__ = ("_index", "_shape", "_coalesced")
-
-    def __init__(self, *args, **kwargs):
-        raise LayoutError(
-            "SparseTensor is made by kiln.sparse_coo_tensor(indices, values, size) or "
-            "Tensor.to_sparse()"
-        )
-
-    # -- what it is --------------------------------------------------------------------------
-
-    layout = property(lambda self: sparse_coo)
-    is_sparse = property(lambda self: True)
+    __slots__ = ("_shape",)
 
     @property
     def shape(self) -> Size:
@@ -232,6 +212,33 @@ class SparseTensor(Tensor):
 
     def numel(self) -> int:
         return int(np.prod(self._shape, dtype=np.int64))
+
+
+class SparseTensor(ValuesLayout):
+    """A sparse COO tensor: `kn.sparse_coo_tensor(indices, values, size)` or
+    `dense.to_sparse()`; `to_dense()` gives the strided tensor back.
+
+    >>> import kiln as kn
+    >>> s = kn.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3))
+    >>> s.layout, s.is_sparse, s.sparse_dim(), s.dense_dim(), s._nnz()
+    (kiln.sparse_coo, True, 2, 0, 3)
+    >>> s.to_dense()
+    tensor([[0., 0., 3.],
+            [4., 0., 5.]])
+    """
+
+    __slots__ = ("_index", "_coalesced")
+
+    def __init__(self, *args, **kwargs):
+        raise LayoutError(
+            "SparseTensor is made by kiln.sparse_coo_tensor(indices, values, size) or "
+            "Tensor.to_sparse()"
+        )
+
+    # -- what it is --------------------------------------------------------------------------
+
+    layout = property(lambda self: sparse_coo)
+    is_sparse = property(lambda self: True)
 
     def __len__(self):
         if not self._shape:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..array_types import Size, layout, size_attribute
+from ..array_types import layout
 from ..errors import LayoutError, node_error
 from ..graph.core import user_site
-from .sparse import LAYOUTS, _add_suffixes, _indent, _inner, layout_dispatch
+from .sparse import LAYOUTS, ValuesLayout, _add_suffixes, _indent, _inner, layout_dispatch
 from .tensor import Tensor, make
 
 __all__ = [
@@ -149,7 +149,7 @@ def torch_name(t) -> str:
     return TORCH_NAMES[getattr(t.layout, "name", "strided")]
 
 
-class SparseCompressedTensor(Tensor):
+class SparseCompressedTensor(ValuesLayout):
     """A sparse CSR or CSC matrix: `kn.sparse_csr_tensor(crow_indices, col_indices, values)`,
     `kn.sparse_csc_tensor(...)` or `dense.to_sparse_csr()` / `to_sparse_csc()`; `to_dense()`
     gives the strided tensor back.
@@ -160,7 +160,7 @@ class SparseCompressedTensor(Tensor):
     (kiln.sparse_csr, True, tensor([0, 1, 3]), tensor([1, 0, 2]), tensor([2., 3., 4.]))
     """
 
-    __slots__ = ("_compressed", "_plain", "_shape", "_csc")
+    __slots__ = ("_compressed", "_plain", "_csc")
 
     def __init__(self, *args, **kwargs):
         raise LayoutError(
@@ -173,24 +173,6 @@ class SparseCompressedTensor(Tensor):
     layout = property(lambda self: sparse_csc if self._csc else sparse_csr)
     is_sparse = property(lambda self: False)  # PyTorch's: True for sparse_coo only
     is_sparse_csr = property(lambda self: not self._csc)
-
-    @property
-    def shape(self) -> Size:
-        return Size(self._shape)
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    def dim(self) -> int:
-        return len(self._shape)
-
-    @property
-    def size(self):
-        return size_attribute(self._shape)
-
-    def numel(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
 
     def __len__(self):
         return self._shape[0]

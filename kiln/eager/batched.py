@@ -19,7 +19,7 @@ import numpy as np
 
 from ..graph.opdef import REGISTRY, OpDef
 from . import autograd, nodes
-from .fused import _FLOATS, _grad_needed, _plain_cpu
+from .fused import _FLOATS, _grad_needed, _plain_cpu, _virtual_step
 from .hooks import _hooks_of, apply_node_hooks
 from .tensor import make
 
@@ -170,18 +170,8 @@ def _hooked(node, hooks, grad_inputs, ct) -> tuple:
         for step, vjp in chains[i]:
             if out[i] is None:
                 break
-            out[i] = _step(step, out[i], vjp)
+            out[i] = _virtual_step(step, out[i], vjp)
     return tuple(out)
-
-
-def _step(node, g, vjp):
-    """The gradient virtual `node` passes on: its prehooks, `vjp`, its hooks."""
-    for prehook in _hooks_of(node, 1):
-        result = prehook(g)
-        g = g if result is None else result
-    out = vjp(g)
-    hooks = _hooks_of(node, 3)
-    return apply_node_hooks(node, hooks, (out,), (g,))[0] if hooks else out
 
 
 nodes.FACES[BATCHED] = _face

@@ -1,0 +1,79 @@
+"""Differences found by porting more PyTorch programs by renaming `torch` to `kn` (MobileNet,
+EfficientNet and DenseNet blocks, a U-Net, BERT- and T5-style encoders, LoRA, gradient
+checkpointing, mixed precision, weight EMA, mixup, focal, box, CTC, distillation and contrastive
+losses, and a training loop with schedulers and checkpoints). Each test is the smallest form
+of one difference, with torch 2.13 as the oracle.
+"""
+
+import numpy as np
+import pytest
+from port_common import assert_losses_close, assert_state_close, copy_weights, identity, to_numpy
+
+import kiln as kn
+
+# -- mixed precision: BatchNorm in training mode on a bfloat16 input under autocast ----------
+# PyTorch's batch-norm kernel takes a bfloat16 input with float32 parameters, computes the batch
+# statistics and the normalization in float32 and rounds once; its backward likewise. kiln's
+# BatchNorm module took the batch mean and variance of the bfloat16 input in bfloat16 (a third
+# of the outputs one bfloat16 step off), and its input gradient was rounded once per use.
+
+
+def build_bn_mlp(torch):
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Linear(8, 16, bias=False), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4)
+    )
+
+
+def train_amp(torch, model, wrap=identity):
+    rng = np.random.default_rng(8)
+    xs = rng.normal(size=(4, 6, 8)).astype(np.float32)
+    ys = rng.integers(0, 4, size=(4, 6))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=2)
+
+    @wrap
+    def step(x, y):
+        opt.zero_grad()
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        scaler.step(opt)
+        scaler.update()
+        return loss.float(), out.float()
+
+    losses = []
+    for i in range(4):
+        loss, out = step(torch.from_numpy(xs[i]), torch.from_numpy(ys[i]))
+        losses += [loss.item()] + out.flatten().tolist()
+    return losses + [scaler.get_scale()]
+
+
+def test_batch_norm_of_bfloat16_matches_torch_bitwise(torch):
+    torch.manual_seed(0)
+    x = np.random.default_rng(3).normal(size=(6, 5, 4)).astype(np.float32)
+    results = []
+    for lib in (torch, kn):
+        bn = lib.nn.BatchNorm1d(5)
+        xb = lib.from_numpy(x).bfloat16().requires_grad_()
+        y = bn(xb)
+        (y.float() * lib.arange(4.0)).sum().backward()
+        results.append(
+            [y.float(), xb.grad.float(), bn.weight.grad, bn.running_mean, bn.running_var]
+        )
+    for t, k in zip(*results):
+        np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_autocast_bfloat16_training_matches_torch(torch, wrap):
+    torch.manual_seed(0)
+    t_model, k_model = build_bn_mlp(torch), build_bn_mlp(kn)
+    copy_weights(t_model, k_model)
+    t_out = train_amp(torch, t_model)
+    k_out = train_amp(kn, k_model, wrap=kn.compile if wrap == "compiled" else identity)
+    assert_losses_close(k_out, t_out, rtol=1e-5, atol=1e-6)
+    assert_state_close(t_model, k_model, rtol=1e-5, atol=1e-6)

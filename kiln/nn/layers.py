@@ -591,6 +591,7 @@ class _InstanceNorm(Module):
         instance's mean and unbiased variance (num_batches_tracked stays)."""
         axes = tuple(range(2, x.ndim))
         n = math.prod(x.shape[a] for a in axes)
+        x = F.cast(x, np.float32) if x.dtype in (dt.bfloat16, np.float16) else x
         mean = F.stop_gradient(F.mean(F.mean(x, axes), 0))
         var = F.stop_gradient(F.mean(F.var(x, axes, correction=1 if n > 1 else 0), 0))
         m = self.momentum

@@ -77,3 +77,32 @@ def test_autocast_bfloat16_training_matches_torch(torch, wrap):
     k_out = train_amp(kn, k_model, wrap=kn.compile if wrap == "compiled" else identity)
     assert_losses_close(k_out, t_out, rtol=1e-5, atol=1e-6)
     assert_state_close(t_model, k_model, rtol=1e-5, atol=1e-6)
+
+
+# InstanceNorm with affine parameters on a bfloat16 input (a style-transfer network under
+# autocast): kiln returned float32 where PyTorch keeps bfloat16, and normalized in bfloat16.
+
+
+@pytest.mark.parametrize("track", [False, True])
+def test_instance_norm_of_bfloat16_matches_torch(torch, track):
+    torch.manual_seed(0)
+    x = np.random.default_rng(4).normal(size=(2, 3, 5, 6)).astype(np.float32)
+    g = np.random.default_rng(5).normal(size=(2, 3, 5, 6)).astype(np.float32)
+    results = []
+    for lib in (torch, kn):
+        norm = lib.nn.InstanceNorm2d(3, affine=True, track_running_stats=track)
+        outs = []
+        for training in (True, False):
+            norm.train(training)
+            xb = lib.from_numpy(x).bfloat16().requires_grad_()
+            y = norm(xb)
+            y.backward(lib.from_numpy(g).bfloat16())
+            outs += [str(y.dtype).split(".")[-1], y.float(), xb.grad.float(), norm.weight.grad]
+        if track:
+            outs += [norm.running_mean, norm.running_var]
+        results.append(outs)
+    for t, k in zip(*results):
+        if isinstance(t, str):
+            assert k == t
+        else:  # (bfloat16's step is 4e-3: float32's summation orders differ by less)
+            np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=2e-5, atol=1e-6)

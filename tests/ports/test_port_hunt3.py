@@ -147,3 +147,88 @@ def test_half_smooth_losses_and_pooling_match_torch_bitwise(torch, dtype):
             np.testing.assert_allclose(to_numpy(k), to_numpy(t), 1e-6, 1e-7, err_msg=str(i))
         else:
             np.testing.assert_array_equal(to_numpy(k.float()), to_numpy(t.float()), err_msg=str(i))
+
+
+# -- weight EMA with torch._foreach_* ------------------------------------------------------
+# timm's ModelEmaV3 (and other EMA code) averages weights with `torch._foreach_lerp_` and
+# `torch._foreach_mul_`/`_foreach_add_`: kiln had no `_foreach_*` names.
+
+
+def build_bn_classifier(torch):
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Linear(8, 16, bias=False), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4)
+    )
+
+
+def train_with_foreach_ema(torch, model, wrap=identity, decay=0.9):
+    import copy
+
+    rng = np.random.default_rng(20)
+    xs = rng.normal(size=(3, 5, 8)).astype(np.float32)
+    ys = rng.integers(0, 4, size=(3, 5))
+    ema = copy.deepcopy(model).eval().requires_grad_(False)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    @wrap
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    @torch.no_grad()
+    def update_ema():
+        ema_params, params = tuple(ema.parameters()), tuple(model.parameters())
+        assert torch._foreach_lerp_(ema_params, params, weight=1.0 - decay) is ema_params
+        ema_bufs = [b for b in ema.buffers() if b.is_floating_point()]
+        bufs = [b for b in model.buffers() if b.is_floating_point()]
+        torch._foreach_mul_(ema_bufs, decay)
+        torch._foreach_add_(ema_bufs, bufs, alpha=1.0 - decay)
+
+    out = []
+    for i in range(3):
+        out.append(step(torch.from_numpy(xs[i]), torch.from_numpy(ys[i])).item())
+        update_ema()
+    with torch.no_grad():
+        out += ema(torch.from_numpy(xs[0])).flatten().tolist()
+    return out, ema
+
+
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_foreach_weight_ema_matches_torch(torch, wrap):
+    torch.manual_seed(0)
+    t_model, k_model = build_bn_classifier(torch), build_bn_classifier(kn)
+    copy_weights(t_model, k_model)
+    t_out, t_ema = train_with_foreach_ema(torch, t_model)
+    k_out, k_ema = train_with_foreach_ema(
+        kn, k_model, wrap=kn.compile if wrap == "compiled" else identity
+    )
+    assert_losses_close(k_out, t_out)
+    assert_state_close(t_ema, k_ema)
+
+
+def test_foreach_functions_match_torch(torch):
+    rng = np.random.default_rng(21)
+    data = [rng.random(3).astype(np.float32) + 0.5, rng.random((2, 2)).astype(np.float32) + 0.5]
+    results = []
+    for lib in (torch, kn):
+        xs = [lib.from_numpy(d.copy()) for d in data]
+        ys = [lib.from_numpy(d[::-1].copy()) for d in data]
+        out = [
+            *lib._foreach_add(xs, ys, alpha=2.0), *lib._foreach_mul(xs, [2.0, 3.0]),
+            *lib._foreach_sqrt(xs), *lib._foreach_addcdiv(xs, xs, ys, value=0.5),
+            *lib._foreach_addcmul(xs, ys, ys, [0.1, 0.2]), *lib._foreach_norm(xs),
+            *lib._foreach_norm(xs, ord=float("inf")), *lib._foreach_maximum(xs, ys),
+            *lib._foreach_lerp(xs, ys, [lib.tensor(0.3), lib.tensor(0.6)]),
+            *lib._foreach_clamp_max(xs, 1.0), *lib._foreach_max(xs),
+        ]  # fmt: skip
+        assert isinstance(lib._foreach_neg(xs), tuple)
+        lib._foreach_sub_(xs, 1.0)
+        lib._foreach_div_(xs, ys)
+        lib._foreach_copy_(ys, xs)
+        lib._foreach_zero_(xs)
+        results.append(out + xs + ys)
+    for t, k in zip(*results):
+        np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-6)

@@ -232,3 +232,84 @@ def test_foreach_functions_match_torch(torch):
         results.append(out + xs + ys)
     for t, k in zip(*results):
         np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-6)
+
+
+# -- gradient checkpointing of layers that return tuples (Hugging Face's encoder layers) -----
+# `self._gradient_checkpointing_func(layer.__call__, hidden, mask, ...)` with
+# functools.partial(checkpoint, use_reentrant=False): the layer returns a tuple
+# (hidden, attention summary). kiln's eager checkpoint took one tensor result only.
+
+
+def build_checkpointed_encoder(torch):
+    import functools
+    import importlib
+
+    nn = torch.nn
+    checkpoint = importlib.import_module(torch.__name__ + ".utils.checkpoint").checkpoint
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense, self.norm = nn.Linear(6, 6), nn.LayerNorm(6)
+
+        def forward(self, h, mask=None, scale=1.0, output_attentions=False):
+            y = self.norm(torch.tanh(self.dense(h)) * scale)
+            if mask is not None:
+                y = y.masked_fill(mask[..., None], 0.0)
+            return (y, y.square().mean()) if output_attentions else (y,)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Layer() for _ in range(3)])
+            self.head = nn.Linear(6, 2)
+            self._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=False)
+
+        def forward(self, x, mask):
+            aux = 0.0
+            for i, layer in enumerate(self.layers):
+                args = (x, mask if i else None, 0.5, i == 1)
+                if self.training:
+                    out = self._gradient_checkpointing_func(layer.__call__, *args)
+                else:
+                    out = layer(*args)
+                x, aux = out[0], aux + (out[1] if len(out) > 1 else 0.0)
+            return self.head(x), aux
+
+    return Encoder()
+
+
+def train_checkpointed_encoder(torch, model, wrap=identity):
+    rng = np.random.default_rng(24)
+    xs = rng.normal(size=(3, 2, 5, 6)).astype(np.float32)
+    masks = rng.random((3, 2, 5)) < 0.3
+    ys = rng.normal(size=(3, 2, 5, 2)).astype(np.float32)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    @wrap
+    def step(x, mask, y):
+        opt.zero_grad()
+        out, aux = model(x, mask)
+        loss = torch.nn.functional.mse_loss(out, y) + 0.1 * aux
+        loss.backward()
+        opt.step()
+        return loss
+
+    losses = [step(*(torch.from_numpy(a[i]) for a in (xs, masks, ys))).item() for i in range(3)]
+    model.eval()
+    with torch.no_grad():
+        out, _ = model(torch.from_numpy(xs[0]), torch.from_numpy(masks[0]))
+    return losses + out.flatten().tolist()
+
+
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_checkpointed_layers_returning_tuples_match_torch(torch, wrap):
+    torch.manual_seed(0)
+    t_model, k_model = build_checkpointed_encoder(torch), build_checkpointed_encoder(kn)
+    copy_weights(t_model, k_model)
+    t_out = train_checkpointed_encoder(torch, t_model)
+    k_out = train_checkpointed_encoder(
+        kn, k_model, wrap=kn.compile if wrap == "compiled" else identity
+    )
+    assert_losses_close(k_out, t_out)
+    assert_state_close(t_model, k_model)

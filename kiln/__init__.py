@@ -106,6 +106,7 @@ from .frontend import fft, masked, random, signal, sparse
 from .frontend.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .frontend.core import Variable, constant, placeholder
 from .frontend.dump import dump, load_graph
+from .frontend.foreach import *  # noqa: F403 (`kn._foreach_lerp_`..., torch's)
 from .frontend.special import namespace as _special_namespace
 from .generator import Generator
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph

@@ -3,7 +3,6 @@ it, eagerly, in graph mode and under kn.compile; in graph mode the region's valu
 recomputed in the backward pass, so a deep chain's arena shrinks."""
 
 import numpy as np
-import pytest
 
 import kiln as kn
 
@@ -38,11 +37,15 @@ def test_eager_checkpoint_records_one_tape_entry_and_no_inner_ops():
     np.testing.assert_allclose(w.grad.numpy(), [0.5 * np.exp(0.5), 0.25 * np.exp(0.5)])
 
 
-def test_eager_checkpoint_without_grad_is_the_plain_call_and_needs_one_tensor():
+def test_eager_checkpoint_without_grad_is_the_plain_call_and_takes_any_result():
     with kn.no_grad():
         assert not kn.checkpoint(lambda v: v * 2.0, kn.tensor([1.0])).requires_grad
-    with pytest.raises(TypeError, match="one Tensor"):
-        kn.checkpoint(lambda v: (v, v), kn.tensor([1.0], requires_grad=True))
+    # as PyTorch's (hand-computed): a tuple's tensors each get their gradient; no tensor, as is
+    x = kn.tensor([1.0], requires_grad=True)
+    a, b = kn.checkpoint(lambda v: (v * 2.0, {"c": v * 3.0}), x)
+    (a + b["c"]).sum().backward()
+    assert x.grad.tolist() == [5.0]
+    assert kn.checkpoint(lambda v: 3.0, x) == 3.0
 
 
 def _graph_step(weights, segment=None, batch=16):

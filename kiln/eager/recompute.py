@@ -5,7 +5,6 @@ recomputed by `kn.grad` in the backward pass (kiln/frontend/autodiff.py)."""
 
 from __future__ import annotations
 
-from ..errors import ArgumentTypeError
 from ..graph.core import Symbol
 from ..graph.opdef import OpDef
 from . import autograd
@@ -18,7 +17,8 @@ def checkpoint(fn, *args, use_reentrant=None, **kwargs):
     again: memory for time, as `torch.utils.checkpoint.checkpoint(fn, *args)`.
 
     Gradients reach `args` that require grad and the tensors `fn` uses (a layer's
-    parameters), as PyTorch's non-reentrant checkpoint gives them. `fn` returns one tensor.
+    parameters), as PyTorch's non-reentrant checkpoint gives them. `fn` returns a tensor, or
+    a tuple, list or dict holding tensors (a transformer layer's outputs).
     Differs from PyTorch: the result requires grad whenever grad mode is on (PyTorch: when
     something `fn` used requires grad), and random ops in `fn` draw again when recomputed
     eagerly (PyTorch restores the random state); in graph mode their draws are kept.
@@ -40,20 +40,38 @@ def checkpoint(fn, *args, use_reentrant=None, **kwargs):
         return fn(*args, **kwargs)
     with no_grad():
         out = fn(*args, **kwargs)
-    if not isinstance(out, Tensor):
-        raise ArgumentTypeError(
-            f"kn.checkpoint: fn must return one Tensor, got {type(out).__name__}"
-        )
+    leaves = _tensors(out)  # (none: nothing to differentiate, as PyTorch's)
+    # one tape entry per result tensor, whose backward runs `fn` again (a result's gradient
+    # through that run's same result)
+    seen = set()
+    for i, leaf in enumerate(leaves):
+        if id(leaf) not in seen:
+            seen.add(id(leaf))
+            op = OpDef("checkpoint", None, None, None, vjp=_recompute(fn, kwargs, i))
+            autograd.record(op, args, {}, leaf)
+    return out
 
+
+def _tensors(out) -> list:
+    """The tensors of a result (a Tensor, or tuples, lists and dicts of them), in order."""
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _tensors(item)]
+    return []
+
+
+def _recompute(fn, kwargs, index: int):
     def vjp(ct, y, *inputs):
         copies = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
                   for a in inputs]  # fmt: skip
         with enable_grad():
-            again = fn(*copies, **kwargs)
-            autograd.backward([again], [ct])
+            again = _tensors(fn(*copies, **kwargs))[index]
+            if again.requires_grad:
+                autograd.backward([again], [ct])
         return tuple(c.grad if isinstance(c, Tensor) and c.requires_grad else None
                      for c in copies)  # fmt: skip
 
-    op = OpDef("checkpoint", None, None, None, vjp=vjp)
-    autograd.record(op, args, {}, out)
-    return out
+    return vjp

@@ -336,6 +336,9 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
     (x,) = _floats(op, x)
     sizes, outs = _adaptive_sizes(op, x, n, output_size)
     source = x
+    half = x.dtype in (dt.bfloat16, np.float16)
+    if half:  # as PyTorch's: each window's exact mean, rounded once
+        x = cast(x, np.float64)
     for d, (size, out) in enumerate(zip(sizes, outs)):
         start, end = _bounds(size, out)
         cols = np.arange(size)
@@ -353,6 +356,7 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
             x = transpose(matmul(moved, _like(weights, moved)), axis, -1)
     # a value of its own, as PyTorch's: channels-last where the input is, in 2-D, or in 3-D
     # where every output size is 1 (PyTorch's mean, restrided)
+    x = cast(x, source.dtype) if half else x
     x = suggested_layout(x, *[source] * (n <= 2 or all(o == 1 for o in outs)), as_2d=True)
     return squeeze(x, 0) if added else x
 

@@ -112,12 +112,14 @@ from .functional_loss import (
     embedding_bag,
     gaussian_nll_loss,
     hinge_embedding_loss,
+    huber_loss,
     margin_ranking_loss,
     multi_margin_loss,
     multilabel_soft_margin_loss,
     poisson_nll_loss,
     reduce_loss,
     reduction_of,
+    smooth_l1_loss,
     soft_margin_loss,
     triplet_margin_loss,
 )
@@ -411,56 +413,6 @@ def _weighted(errors, input, weight, reduction: str):  # noqa: A002
     if reduction == "mean":
         return F.div(F.sum(errors), F.sum(weight))
     return _reduce(errors, reduction)
-
-
-@autocast_op("fp32")
-def smooth_l1_loss(
-    input,  # noqa: A002
-    target,
-    size_average=None,
-    reduce=None,
-    reduction="mean",
-    beta: float = 1.0,
-):
-    """`0.5 * d**2 / beta` where `|d| < beta`, else `|d| - 0.5 * beta` (d = input - target);
-    `beta=0` is the L1 loss.
-
-    >>> import kiln as kn
-    >>> kn.nn.functional.smooth_l1_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), reduction="none")
-    tensor([0.1250, 2.5000])
-    """
-    reduction = _reduction(size_average, reduce, reduction)
-    if beta < 0:
-        raise ArgumentError(f"smooth_l1_loss does not support negative values for beta ({beta})")
-    d = F.abs(F.sub(input, target))
-    if beta == 0:
-        return _reduce(d, reduction)
-    near = F.logical_not(F.greater_equal(d, beta))
-    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5 / beta), F.sub(d, 0.5 * beta))
-    return _reduce(loss, reduction)
-
-
-def _near(near, d):
-    """`d` where `near` holds, else 0: the square's input in the quadratic branch of a
-    smooth loss, so that the branch not taken sends no 0 * inf = NaN into the gradient at an
-    infinite `d` (PyTorch's gradient there is ±1). NaN takes the quadratic branch, whose
-    gradient is NaN, as PyTorch's."""
-    return F.where(near, d, 0.0)
-
-
-@autocast_op("fp32")
-def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None):  # noqa: A002
-    """`0.5 * d**2` where `|d| <= delta`, else `delta * (|d| - 0.5 * delta)`.
-
-    >>> import kiln as kn
-    >>> kn.nn.functional.huber_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), delta=2.0)
-    tensor(2.0625)
-    """
-    reduction = _reduction(None, None, reduction)
-    d = F.abs(F.sub(input, target))
-    near = F.logical_not(F.greater(d, delta))
-    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
-    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
 
 
 @autocast_op("fp32")

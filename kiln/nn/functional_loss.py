@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, DTypeMismatchError, UsageError, call_error
+from ..frontend.autocast import autocast_op
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
 from .functional_core import embedding
@@ -21,8 +22,8 @@ from .functional_norm import pairwise_distance
 
 __all__ = [
     "cosine_embedding_loss", "ctc_loss", "embedding_bag", "gaussian_nll_loss",
-    "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
-    "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+    "hinge_embedding_loss", "huber_loss", "margin_ranking_loss", "multi_margin_loss",
+    "multilabel_soft_margin_loss", "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss",
     "triplet_margin_loss",
 ]  # fmt: skip
 
@@ -50,6 +51,76 @@ def reduce_loss(loss, reduction: str):
     if reduction == "sum":
         return F.sum(loss)
     return loss
+
+
+@autocast_op("fp32")
+def smooth_l1_loss(
+    input,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+    beta: float = 1.0,
+):
+    """`0.5 * d**2 / beta` where `|d| < beta`, else `|d| - 0.5 * beta` (d = input - target);
+    `beta=0` is the L1 loss.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.smooth_l1_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), reduction="none")
+    tensor([0.1250, 2.5000])
+    """
+    reduction = reduction_of(size_average, reduce, reduction)
+    if beta < 0:
+        raise ArgumentError(f"smooth_l1_loss does not support negative values for beta ({beta})")
+    # (float16: PyTorch's loss is computed step by step with beta rounded to float16, its
+    # gradient in float32; kiln's takes beta unrounded: both equal PyTorch's at beta=1.0)
+    d, wide, _ = _distance(input, target, dt.bfloat16, beta)
+    if beta == 0:
+        return reduce_loss(_rounded(d, wide), reduction)
+    near = F.logical_not(F.greater_equal(d, beta))
+    quadratic = F.div(F.mul(F.square(_near(near, d)), 0.5), beta)  # (PyTorch's order)
+    loss = F.where(near, quadratic, F.sub(d, 0.5 * beta))
+    return reduce_loss(_rounded(loss, wide), reduction)
+
+
+def _near(near, d):
+    """`d` where `near` holds, else 0: the square's input in the quadratic branch of a
+    smooth loss, so that the branch not taken sends no 0 * inf = NaN into the gradient at an
+    infinite `d` (PyTorch's gradient there is ±1). NaN takes the quadratic branch, whose
+    gradient is NaN, as PyTorch's."""
+    return F.where(near, d, 0.0)
+
+
+@autocast_op("fp32")
+def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None):  # noqa: A002
+    """`0.5 * d**2` where `|d| <= delta`, else `delta * (|d| - 0.5 * delta)`.
+
+    >>> import kiln as kn
+    >>> kn.nn.functional.huber_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), delta=2.0)
+    tensor(2.0625)
+    """
+    reduction = reduction_of(None, None, reduction)
+    d, wide, delta = _distance(input, target, np.dtype(np.float16), delta)
+    near = F.logical_not(F.greater(d, delta))
+    loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
+    loss = _rounded(loss, wide)
+    return reduce_loss(loss if weight is None else F.mul(loss, weight), reduction)
+
+
+def _distance(input, target, wide, param: float):  # noqa: A002
+    """`|input - target|`, the dtype to round the loss to (else None), and `param` as PyTorch's
+    CPU kernels of the smooth losses take them: a loss of dtype `wide` in float32, rounded
+    once; one of the other half-precision dtype step by step in it, `param` rounded to it."""
+    dtype = F.result_type(input, target)
+    if dtype == wide:
+        return F.abs(F.sub(F.cast(input, np.float32), F.cast(target, np.float32))), dtype, param
+    if dtype in (dt.bfloat16, np.float16):
+        param = float(np.asarray(param, np.dtype(dtype)))
+    return F.abs(F.sub(input, target)), None, param
+
+
+def _rounded(loss, half):
+    return loss if half is None else F.cast(loss, half)
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None,

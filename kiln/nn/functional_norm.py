@@ -107,6 +107,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     return suggested_layout(y, x)  # (PyTorch's: C order unless the input is channels-last)
 
 
+@F.core.half_in_float32  # as PyTorch's: a half input normalized in float32, rounded once
 def instance_norm(
     input,  # noqa: A002
     running_mean=None,

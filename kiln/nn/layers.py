@@ -424,9 +424,14 @@ class BatchNorm1d(Module):
                 x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps
             )
         axes = (0, *range(2, x.ndim))
-        mean = F.mean(x, axes)
-        var = F.var(x, axes, correction=0)
-        y = F.batch_norm(x, mean, var, self.weight, self.bias, eps=self.eps)
+        # as PyTorch's kernel: a half-precision input normalized in float32 (its statistics
+        # too) and rounded once, its gradient summed in float32 and rounded once
+        half = x.dtype in (dt.bfloat16, np.float16)
+        wide = F.cast(x, np.float32) if half else x
+        mean = F.mean(wide, axes)
+        var = F.var(wide, axes, correction=0)
+        y = F.batch_norm(wide, mean, var, self.weight, self.bias, eps=self.eps)
+        y = F.cast(y, x.dtype) if half else y
         if self._tracks():
             self._record_updates(y, self._running_updates(x, axes, mean, var))
         return y
@@ -586,6 +591,7 @@ class _InstanceNorm(Module):
         instance's mean and unbiased variance (num_batches_tracked stays)."""
         axes = tuple(range(2, x.ndim))
         n = math.prod(x.shape[a] for a in axes)
+        x = F.cast(x, np.float32) if x.dtype in (dt.bfloat16, np.float16) else x
         mean = F.stop_gradient(F.mean(F.mean(x, axes), 0))
         var = F.stop_gradient(F.mean(F.var(x, axes, correction=1 if n > 1 else 0), 0))
         m = self.momentum

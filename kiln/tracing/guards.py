@@ -28,7 +28,7 @@ from ..nn.module import Module
 
 __all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "check_untouched", "put", "rebindable",
            "rebound", "tensor_versions", "undo",
-           "check_new_entries"]  # fmt: skip
+           "check_new_entries", "group_changes"]  # fmt: skip
 
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # keyed or walked apart
@@ -361,6 +361,13 @@ class Captures:
             return False
         return not any(name in _read_names(code) for code in self.codes)
 
+    def group_options(self) -> list:
+        """(group, a copy of it) of each param group of the optimizers reached (objects with
+        a `_compile_key()`): their learning rates are read when a call runs, not keyed, so a
+        change a trace makes (a scheduler's step) is `group_changes`'."""
+        return [(g, dict(g)) for _, obj in self._keyed
+                for g in getattr(obj, "param_groups", ()) if isinstance(g, dict)]  # fmt: skip
+
     def container_keys(self) -> list:
         """(container, its keys or length) of each dict, list or tuple walked: what
         `check_new_entries` puts back after a trace that added entries."""
@@ -618,6 +625,18 @@ def tensor_versions(captures: Captures, stored: bool = False) -> list:
             grad = t._grad
             saved = (t._data.copy(), None if grad is None else (grad._version, grad._data.copy()))
             found.append((label, t, t._version, grad, saved))
+    return found
+
+
+def group_changes(groups: list) -> list:
+    """(label, place, value before, value now) of each param group option that changed
+    since `Captures.group_options` gave `groups`, as `Captures.changes` gives them."""
+    found = []
+    for group, old in groups:
+        for k, v in group.items():
+            was = old.get(k, _EMPTY)
+            if k != "params" and was is not v and (type(was) is not type(v) or was != v):
+                found.append((f"param_groups[...][{k!r}]", (group, k), was, v))
     return found
 
 

@@ -38,6 +38,7 @@ from .guards import (
     check_new_entries,
     check_no_host_draws,
     check_untouched,
+    group_changes,
     host_random_states,
     put,
     rebindable,
@@ -236,6 +237,7 @@ class CompiledFunction:
             values_before = seen.values()
             restore = tensor_versions(seen, stored=True)
             shapes = seen.container_keys()
+            groups = seen.group_options()
             watch = Watch(seen, modules)
             READ_IN_TRACE.append(set())
             try:
@@ -245,6 +247,8 @@ class CompiledFunction:
                                 watch=watch)  # fmt: skip
             except BaseException:  # a failed call changes nothing it captured
                 undo(seen, values_before, restore)
+                for _, place, old, _ in group_changes(groups):
+                    put(place, old)
                 raise
             finally:
                 read = READ_IN_TRACE.pop()
@@ -291,14 +295,18 @@ class CompiledFunction:
             self._value_retraces += bool(changed)
             for _, place, old, _ in changed:
                 put(place, old)
-            try:
-                key, modules = self._key(leaves, statics, structure)
-                traced.key, traced.statics = key, statics
-                inputs = {id(t) for t in tensors} | {id(get()) for get, _ in aliased}
-                traced.captured = self._guard(statics, inputs)
-            finally:
-                for place, new in traced.replays[: len(changed)]:
-                    put(place, new)
+            # an optimizer's options the trace changed (a scheduler stepped inside): as they
+            # were while this call runs (its program reads them then), then set as each call
+            # of it sets them
+            for _, place, old, new in group_changes(groups):
+                put(place, old)
+                traced.replays += ((place, new),)
+            # (the values stay as before the trace until the call has run: its program may
+            # read them, a learning rate the scheduler it steps sets for the next call)
+            key, modules = self._key(leaves, statics, structure)
+            traced.key, traced.statics = key, statics
+            inputs = {id(t) for t in tensors} | {id(get()) for get, _ in aliased}
+            traced.captured = self._guard(statics, inputs)
             variants = self._by_grads.get(key, []) if by_grads else []  # others: stale
             self._by_grads[key] = variants
             _file_by_grads(traced, had, variants)

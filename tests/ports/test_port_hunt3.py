@@ -398,7 +398,7 @@ def train_scheduler_inside(torch, model, wrap=identity):
 
 @pytest.mark.parametrize(
     "wrap",
-    ["eager", pytest.param("compiled", marks=pytest.mark.xfail(strict=True, reason="tracing"))],
+    ["eager", "compiled"],
 )
 def test_scheduler_stepped_inside_compiled_step_matches_torch(torch, wrap):
     torch.manual_seed(0)

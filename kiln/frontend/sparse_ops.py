@@ -2,7 +2,7 @@
 PyTorch's sparse kernels compute them: elementwise ops that keep zeros act on the values;
 `mul` by a scalar, a strided tensor of the same shape or another sparse tensor; `add` and
 `sub` of two sparse tensors (PyTorch's merge) or a strided tensor and a sparse one; `matmul`
-of a sparse matrix and a strided or sparse one; `reduce_sum`; `cast`; `transpose`.
+of a sparse matrix and a strided or sparse one, and `addmm`; `reduce_sum`; `cast`; `transpose`.
 """
 
 from __future__ import annotations
@@ -267,6 +267,23 @@ def _matmul(a, b):
     return _label(out, "SparseAddmmBackward0")
 
 
+def _addmm(x, a, b, *, beta=1.0, alpha=1.0):
+    """`kn.addmm(input, sparse, strided)`: the product as `mm` gives it, scaled, plus the
+    scaled input; where beta is 0 the input is ignored, NaNs included, and its gradient is
+    zeros, as PyTorch's."""
+    from .math import where
+
+    if not isinstance(a, SparseTensor) or isinstance(x, SparseTensor):
+        raise layout_error("addmm (other than of a strided input and a sparse mat1)", x, a, b)
+    product = _matmul_op(a, b)
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:
+        scaled = where(make(np.zeros((), bool)), x, 0)
+    else:
+        scaled = x if beta == 1 else x * beta
+    return _label(out + scaled, "AddmmBackward0")
+
+
 def _graph_product(a: SparseTensor, b: Symbol) -> Symbol:
     """sparse @ a graph value (`kn.sparse.mm` under `kn.compile`): the sparse tensor's entries
     are constants of the graph, so it may not require grad."""
@@ -307,5 +324,5 @@ def install() -> None:
     """Fills the layout's table (kiln/eager/sparse.py `SPARSE_OPS`)."""
     for name in ZERO_KEEPING:
         SPARSE_OPS[name] = _on_values(REGISTRY[name])
-    SPARSE_OPS.update(cast=_cast, mul=_mul, div=_div, add=_add, sub=_sub, matmul=_matmul_op,
-                      transpose=_transpose, reduce_sum=_reduce_sum)  # fmt: skip
+    SPARSE_OPS.update(addmm=_addmm, cast=_cast, mul=_mul, div=_div, add=_add, sub=_sub,
+                      matmul=_matmul_op, transpose=_transpose, reduce_sum=_reduce_sum)  # fmt: skip

@@ -87,3 +87,25 @@ def test_autograd_functional_defaults_and_errors(torch):
             with pytest.raises(RuntimeError):
                 call()
     assert_same(results[1], results[0])
+
+
+# -- a graph convolution with kn.addmm of a sparse adjacency -----------------------------------
+# `torch.addmm(bias, adj, x @ w)` with a sparse COO `adj` (GCN layers written as one GEMM) raised
+# LayoutError: kn.addmm had a form for compressed (CSR) matrices only, kn.sparse.addmm for COO.
+
+
+def gcn_layer(lib, beta, alpha):
+    edges = lib.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
+    deg = lib.bincount(edges[0], minlength=3).float()
+    adj = lib.sparse_coo_tensor(edges, deg[edges[0]].rsqrt() * deg[edges[1]].rsqrt(), (3, 3))
+    x = lib.tensor([[1.0, -2.0], [0.5, 3.0], [-1.0, 0.25]])
+    w = lib.tensor([[1.0, 2.0], [-0.5, 1.5]], requires_grad=True)
+    b = lib.tensor([0.1, -0.2], requires_grad=True)
+    h = lib.addmm(b, adj, x @ w, beta=beta, alpha=alpha).relu()
+    h.pow(2).sum().backward()
+    return h, w.grad, b.grad
+
+
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, 2.0), (0, 1)])
+def test_addmm_of_a_sparse_coo_matrix(torch, beta, alpha):
+    assert_same(gcn_layer(kn, beta, alpha), gcn_layer(torch, beta, alpha))

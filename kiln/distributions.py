@@ -1,9 +1,11 @@
 """`kn.distributions`: PyTorch's `torch.distributions` names for the distributions policy
 gradients and VAEs use, `Categorical`, `Normal`, `Bernoulli`, `MultivariateNormal`, `Uniform`
-and `Independent`, and `kl_divergence` between them, with PyTorch's parameters, properties and
-formulas. Their methods are kiln ops on their parameters, so they work eagerly (gradients
-reach the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and under
-`kn.compile`; `sample()` draws from kiln's generator (`kn.manual_seed`), not PyTorch's.
+and `Independent` (and, from kiln/distributions_more.py, `Exponential`, `Laplace`,
+`LogNormal`, `Gamma`, `Beta`, `Dirichlet` and `Poisson`), and `kl_divergence` between them,
+with PyTorch's parameters, properties and formulas. Their methods are kiln ops on their
+parameters, so they work eagerly (gradients reach the parameters through `log_prob`,
+`entropy` and `rsample`), in graph mode and under `kn.compile`; `sample()` draws from kiln's
+generator (`kn.manual_seed`), not PyTorch's.
 
 >>> import kiln as kn
 >>> m = kn.distributions.Categorical(probs=kn.tensor([0.25, 0.75]))
@@ -615,7 +617,8 @@ _KL = {
 
 def kl_divergence(p, q):
     """`KL(p || q)` over the batch, for two distributions of one kind (Normal, Categorical,
-    Bernoulli, MultivariateNormal, Uniform, Independent of those), as PyTorch's formulas.
+    Bernoulli, MultivariateNormal, Uniform, Exponential, Gamma, Beta, Dirichlet, Poisson,
+    Independent of those), as PyTorch's formulas.
 
     >>> import kiln as kn
     >>> d = kn.distributions
@@ -628,3 +631,12 @@ def kl_divergence(p, q):
             f"No KL(p || q) is implemented for p = {type(p).__name__}, q = {type(q).__name__}"
         )
     return rule(p, q)
+
+
+# The priors and likelihoods of scientific code live in their own module (it imports this one).
+from .distributions_more import *  # noqa: E402, F403
+from .distributions_more import KL_RULES as _MORE_KL  # noqa: E402
+from .distributions_more import __all__ as _more_all  # noqa: E402
+
+_KL.update(_MORE_KL)
+__all__ += _more_all

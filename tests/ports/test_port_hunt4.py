@@ -166,3 +166,42 @@ def test_more_distributions_samples(torch):
     assert bool((d.Exponential(kn.ones(100)).sample() > 0).all())
     with pytest.raises(NotImplementedError):
         d.Gamma(1.0, 1.0).sample()
+
+
+# -- a Gaussian process fitted with Adam ----------------------------------------------------
+# Its hyperparameters are 0-d tensors (raw noise, raw outputscale): Adam's eager NumPy step
+# wrote into `out=` a 0-d product NumPy returns as a scalar, and raised "TypeError: return
+# arrays must be of ArrayType" at the first step.
+
+
+def fit_gp(lib, x, amsgrad):
+    x = lib.tensor(x)
+    y = lib.sin(3 * x[:, 0]) + 0.1 * x[:, 1]
+    raw_ls = lib.zeros(2, dtype=lib.float64, requires_grad=True)
+    raw_scale = lib.tensor(0.0, dtype=lib.float64, requires_grad=True)
+    raw_noise = lib.tensor(-2.0, dtype=lib.float64, requires_grad=True)
+    params = [raw_ls, raw_scale, raw_noise]
+    opt = lib.optim.Adam(params, lr=0.1, amsgrad=amsgrad)
+    softplus = lib.nn.functional.softplus
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        xs = x / softplus(raw_ls)
+        k = softplus(raw_scale) * lib.exp(-0.5 * lib.cdist(xs, xs).pow(2))
+        k = k + (softplus(raw_noise) + 1e-4) * lib.eye(len(x), dtype=lib.float64)
+        chol = lib.linalg.cholesky(k)
+        alpha = lib.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
+        loss = 0.5 * (y * alpha).sum() + chol.diagonal().log().sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, params
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_adam_on_zero_dim_parameters(torch, amsgrad):
+    x = np.random.default_rng(0).standard_normal((8, 2))
+    k_losses, k_params = fit_gp(kn, x, amsgrad)
+    t_losses, t_params = fit_gp(torch, x, amsgrad)
+    np.testing.assert_allclose(k_losses, t_losses, rtol=1e-9)
+    assert_same(tuple(k_params), tuple(t_params), rtol=1e-9)

@@ -205,3 +205,19 @@ def test_adam_on_zero_dim_parameters(torch, amsgrad):
     t_losses, t_params = fit_gp(torch, x, amsgrad)
     np.testing.assert_allclose(k_losses, t_losses, rtol=1e-9)
     assert_same(tuple(k_params), tuple(t_params), rtol=1e-9)
+
+
+# -- float16 products --------------------------------------------------------------------------
+# PyTorch rounds a float16 product to float16 at each step (300 * 300 overflows to inf); kiln
+# did so along a leading axis but multiplied a whole 1-d tensor (or the last axis) in float32.
+
+
+def test_float16_prod_rounds_each_step(torch):
+    values = [[300.0, 300.0, 0.001], [3e4, 6e4, 0.0], [0.5, 2.0, 4.0]]
+    for lib in (torch, kn):
+        x = lib.tensor(values, dtype=lib.float16)
+        got = [x[0].prod(), x[1].prod(), x[2].prod(), x.prod(1), x.prod(1, keepdim=True),
+               x.prod(0), x.prod(), x[0].prod(dtype=lib.float32)]  # fmt: skip
+        if lib is torch:
+            expected = got
+    assert_same(tuple(got), tuple(expected), rtol=0)

@@ -200,6 +200,8 @@ def _matmul_op(a, b):
     gradient only to a leaf."""
     from ..eager.grad_mode import is_grad_enabled
 
+    if not isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
+        return _strided_sparse(a, b, b.requires_grad and is_grad_enabled())
     if not (isinstance(a, SparseTensor) and a.requires_grad and is_grad_enabled()):
         return _matmul(a, b)
     if a.grad_fn is not None:
@@ -210,6 +212,51 @@ def _matmul_op(a, b):
     with on_values():  # the tape entry's input is a's values: its edge is a itself
         out = _mm_function().apply(a, b)
     return _label(out, "MmBackward0" if b.ndim == 2 else "MvBackward0")
+
+
+def _strided_sparse(a, b: SparseTensor, leaf_grad: bool):
+    """strided (1-D or 2-D) @ a sparse matrix, as `(b.T @ a.T).T`. A sparse leaf that requires
+    grad gets a strided gradient, as PyTorch's `mm`; a sparse tensor made by other ops gets
+    its values' gradient through the product's ops on them."""
+    if a.ndim not in (1, 2) or b.ndim != 2 or b.sparse_dim() != 2:
+        raise layout_error("matmul (of a strided tensor and a sparse one, other than matrices)",
+                           a, b)  # fmt: skip
+    if a.ndim == 1:
+        row = bind(REGISTRY["reshape"], a, shape=(1, a.shape[0]))
+        out = _strided_sparse(row, b, leaf_grad)
+        return _label(bind(REGISTRY["reshape"], out, shape=(b._shape[1],)), "SqueezeBackward4")
+    if leaf_grad and b.grad_fn is None:
+        with on_values():  # the tape entry's input is b's values: its edge is b itself
+            out = _right_mm_function().apply(a, b)
+        return _label(out, "MmBackward0")
+    return _label(_right_product(a, b), "MmBackward0")
+
+
+def _right_product(a, b: SparseTensor):
+    at = bind(REGISTRY["transpose"], a, perm=(1, 0))
+    return bind(REGISTRY["transpose"], _matmul(_transpose(b, perm=(1, 0)), at), perm=(1, 0))
+
+
+@functools.cache
+def _right_mm_function():
+    """strided @ sparse leaf as a `kn.autograd.Function` whose gradient of the sparse operand
+    is strided (`StridedGrad`), as PyTorch's `mm`."""
+    from .custom_function import Function
+
+    class StridedSparseMm(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return _right_product(a, b)
+
+        @staticmethod
+        def backward(ctx, ct):
+            a, b = ctx.saved_tensors
+            grad_a = _right_product(ct, _transpose(b, perm=(1, 0)))
+            grad_b = bind(REGISTRY["matmul"], bind(REGISTRY["transpose"], a, perm=(1, 0)), ct)
+            return grad_a, StridedGrad.of(grad_b)
+
+    return StridedSparseMm
 
 
 @functools.cache

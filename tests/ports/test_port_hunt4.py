@@ -221,3 +221,30 @@ def test_float16_prod_rounds_each_step(torch):
         if lib is torch:
             expected = got
     assert_same(tuple(got), tuple(expected), rtol=0)
+
+
+# -- features times a sparse operator: dense @ sparse ------------------------------------------
+# `x @ P` with a sparse COO `P` on the right (a sparse projection or smoothing operator applied
+# to row features) raised LayoutError; kiln multiplied sparse @ dense only.
+
+
+def right_sparse_product(lib, leaf):
+    index = lib.tensor([[0, 1, 1], [1, 0, 2]])
+    values = lib.tensor([1.0, 2.0, 3.0], requires_grad=not leaf)
+    p = lib.sparse_coo_tensor(index, values, (2, 3))
+    if leaf:
+        p = lib.sparse_coo_tensor(index, lib.tensor([1.0, 2.0, 3.0]), (2, 3)).requires_grad_()
+    x = lib.tensor([[1.0, 2.0], [3.0, -4.0], [0.5, 6.0]], requires_grad=True)
+    outs = [x @ p, lib.mm(x, p), x.matmul(p), x[0] @ p]
+    sum(o.pow(2).sum() for o in outs).backward()
+    grads = (x.grad, p.grad if leaf else values.grad)
+    return tuple(outs), grads
+
+
+@pytest.mark.parametrize("leaf", [False, True])
+def test_dense_times_sparse(torch, leaf):
+    k_outs, k_grads = right_sparse_product(kn, leaf)
+    t_outs, t_grads = right_sparse_product(torch, leaf)
+    assert_same(k_outs, t_outs)
+    assert_same(k_grads, t_grads)
+    assert k_grads[-1].layout == kn.strided

@@ -248,3 +248,20 @@ def test_dense_times_sparse(torch, leaf):
     assert_same(k_outs, t_outs)
     assert_same(k_grads, t_grads)
     assert k_grads[-1].layout == kn.strided
+
+
+# -- cdist of a set with itself, p other than 1, 2 and inf -------------------------------------
+# A kernel on cdist(x, x, p) (a Matern-like or Lp kernel) had NaN gradients: the zero distances
+# on the diagonal (and zero coordinate differences for p < 1) differentiate to inf * 0, which
+# PyTorch's cdist backward takes as 0.
+
+
+@pytest.mark.parametrize("p", [0.5, 1.5, 3.0])
+def test_cdist_gradient_at_zero_distance(torch, p):
+    results = []
+    for lib in (torch, kn):
+        x = lib.tensor([[0.0, 1.0], [0.0, 3.0], [2.0, -1.0]], requires_grad=True)
+        d = lib.cdist(x, x, p=p)
+        (g,) = lib.autograd.grad((d * lib.tensor([1.0, 2.0, 3.0])).sum(), x)
+        results.append((d, g))
+    assert_same(results[1], results[0], rtol=1e-5)

@@ -265,3 +265,20 @@ def test_cdist_gradient_at_zero_distance(torch, p):
         (g,) = lib.autograd.grad((d * lib.tensor([1.0, 2.0, 3.0])).sum(), x)
         results.append((d, g))
     assert_same(results[1], results[0], rtol=1e-5)
+
+
+# -- one right-hand side for a batch of systems ------------------------------------------------
+# `torch.linalg.solve(A, b)` with A (batch, n, n) and a 1-D b solves every system for the same
+# vector (PyTorch: a 1-D B is always a vector); kiln raised "B [n] has too few dims".
+
+
+def test_solve_batched_matrices_one_vector(torch):
+    a = np.random.default_rng(3).standard_normal((3, 4, 4)) + 4 * np.eye(4)
+    b = np.array([1.0, -2.0, 0.5, 3.0])
+    results = []
+    for lib in (torch, kn):
+        am, bv = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        x = lib.linalg.solve(am, bv)
+        grads = lib.autograd.grad((x * lib.arange(4.0, dtype=lib.float64)).sum(), (am, bv))
+        results.append((x, *grads))
+    assert_same(results[1], results[0], rtol=1e-10)

@@ -282,3 +282,34 @@ def test_solve_batched_matrices_one_vector(torch):
         grads = lib.autograd.grad((x * lib.arange(4.0, dtype=lib.float64)).sum(), (am, bv))
         results.append((x, *grads))
     assert_same(results[1], results[0], rtol=1e-10)
+
+
+# -- torch.random: a forked stream for a Monte Carlo estimate ----------------------------------
+# `with torch.random.fork_rng(): ...` (a Monte Carlo estimate or a random restart that must not
+# move the training stream) and `torch.random.get_rng_state()` raised AttributeError: kn.random
+# held kiln's graph-mode samplers only.
+
+
+def monte_carlo_then_train(lib):
+    lib.manual_seed(7)
+    with lib.random.fork_rng():
+        lib.manual_seed(123)
+        estimate = lib.rand(1000).mean()
+    after_fork = lib.rand(3)
+    lib.manual_seed(7)
+    plain = lib.rand(3)
+    with lib.random.fork_rng(enabled=False):
+        lib.rand(2)
+    state = lib.random.get_rng_state()
+    a = lib.rand(2)
+    lib.random.set_rng_state(state)
+    b = lib.rand(2)
+    lib.random.manual_seed(11)
+    return (bool((after_fork == plain).all()), 0.4 < float(estimate) < 0.6,
+            bool((a == b).all()), lib.random.initial_seed(),
+            isinstance(lib.random.default_generator, lib.Generator))  # fmt: skip
+
+
+def test_random_module_fork_rng(torch):
+    assert monte_carlo_then_train(kn) == monte_carlo_then_train(torch) == (
+        True, True, True, 11, True)  # fmt: skip

@@ -313,3 +313,27 @@ def monte_carlo_then_train(lib):
 def test_random_module_fork_rng(torch):
     assert monte_carlo_then_train(kn) == monte_carlo_then_train(torch) == (
         True, True, True, 11, True)  # fmt: skip
+
+
+# -- tensors from lists of NumPy float64 values ------------------------------------------------
+# `torch.tensor([np.float64(x) for x in ...])` (results of scipy/NumPy code collected in a
+# list) is float64 in PyTorch: a NumPy scalar or array in the data counts with its dtype.
+# kiln took np.float64 for a Python float (it subclasses float) and made float32. (kiln reads
+# the dtype of the first value; PyTorch promotes over all, so [1.0, np.float64(2.0)] or
+# [np.float32(1.0), np.float64(2.0)] are float64 in PyTorch and float32 in kiln.)
+
+
+def test_tensor_of_numpy_float64_scalars(torch):
+    cases = [
+        [np.float64(1.5), np.float64(2.0)], [[np.float64(1.0)], [2.0]],
+        (np.float64(1.0),), [np.array([1.0, 2.0])], [1 + 2j, np.complex128(1.0)],
+        [np.float32(1.0), 2.5], [np.int64(1), 2.5],
+        [np.float16(1.0), 2.0], [1.0, 2.0], [np.int32(3)],
+    ]  # fmt: skip
+    for data in cases:
+        t, k = torch.tensor(data), kn.tensor(data)
+        assert str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], data
+        assert str(kn.as_tensor(data).dtype) == str(k.dtype)
+        np.testing.assert_array_equal(k.numpy(), t.numpy())
+    t64 = [kn.tensor(1.0, dtype=kn.float64), kn.tensor(2.0, dtype=kn.float64)]
+    assert kn.tensor(t64).dtype == kn.float64

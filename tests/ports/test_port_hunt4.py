@@ -337,3 +337,24 @@ def test_tensor_of_numpy_float64_scalars(torch):
         np.testing.assert_array_equal(k.numpy(), t.numpy())
     t64 = [kn.tensor(1.0, dtype=kn.float64), kn.tensor(2.0, dtype=kn.float64)]
     assert kn.tensor(t64).dtype == kn.float64
+
+
+# -- einsum in sublist form --------------------------------------------------------------------
+# `torch.einsum(a, [0, 1], b, [1], [0])` (the NumPy-style sublist form, with Ellipsis for
+# broadcast dims) raised AttributeError: kiln's einsum read its first argument as the equation.
+
+
+def test_einsum_sublist_form(torch):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    b = np.arange(4.0) - 1.5
+    results = []
+    for lib in (torch, kn):
+        x, y = lib.tensor(a), lib.tensor(b)
+        results.append((
+            lib.einsum(x, [0, 1, 2], y, [2], [0, 1]),
+            lib.einsum(x, [0, 1, 2], y, [2]),  # no output: the labels seen once, in order
+            lib.einsum(x, [..., 2], y, [2], [...]),
+            lib.einsum(x[0], [0, 0][:1] + [1]),
+            lib.einsum(x[0, :, :3], [5, 5]),  # a trace
+        ))  # fmt: skip
+    assert_same(results[1], results[0])

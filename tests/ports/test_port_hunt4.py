@@ -358,3 +358,31 @@ def test_einsum_sublist_form(torch):
             lib.einsum(x[0, :, :3], [5, 5]),  # a trace
         ))  # fmt: skip
     assert_same(results[1], results[0])
+
+
+# -- quasi-Monte Carlo with SobolEngine --------------------------------------------------------
+# `torch.quasirandom.SobolEngine` (quasi-Monte Carlo integration, BoTorch-style acquisition
+# estimates) had no kiln counterpart. Unscrambled points are the standard Sobol sequence, the
+# same in both; scrambled ones come from another scrambling (kiln's seeds), as the samplers'.
+
+
+def test_sobol_engine(torch):
+    results = []
+    for lib in (torch, kn):
+        engine = lib.quasirandom.SobolEngine(5, scramble=False)
+        first = engine.draw(3)
+        engine.fast_forward(4)
+        rest = engine.draw(9, dtype=lib.float64)
+        count = engine.num_generated
+        engine.reset()
+        base2 = engine.draw_base2(3)
+        with pytest.raises(ValueError):
+            engine.draw_base2(1)  # 8 + 2 points: not a power of 2
+        with pytest.raises(ValueError):
+            lib.quasirandom.SobolEngine(21202)
+        estimate = lib.quasirandom.SobolEngine(2).draw(256).prod(-1).mean()  # E[xy] = 1/4
+        results.append((first, rest, lib.tensor(count), base2, estimate))
+    assert_same(results[1], results[0], rtol=0)
+    scrambled = kn.quasirandom.SobolEngine(3, scramble=True, seed=0).draw(1024)
+    assert abs(float(scrambled.mean()) - 0.5) < 0.01 and scrambled.dtype == kn.float32
+    assert repr(kn.quasirandom.SobolEngine(2)) == repr(torch.quasirandom.SobolEngine(2))

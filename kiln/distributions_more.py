@@ -1,5 +1,6 @@
 """More of PyTorch's `torch.distributions`, for the priors and likelihoods of scientific
-code: `Exponential`, `Laplace`, `LogNormal`, `Gamma`, `Beta`, `Dirichlet` and `Poisson`, with
+code: `Exponential`, `Laplace`, `LogNormal`, `HalfNormal`, `Cauchy`, `Gamma`, `Beta`,
+`Dirichlet` and `Poisson`, with
 PyTorch's parameters, properties and formulas (`kn.distributions` re-exports them). Gamma,
 Beta and Dirichlet have `log_prob`, moments and `entropy`; kiln has no gamma sampler, so their
 `sample` raises NotImplementedError.
@@ -11,9 +12,14 @@ tensor(0.0041)
 
 from __future__ import annotations
 
+import math
+
 from .distributions import Distribution, Normal, _kn, _tensor
 
-__all__ = ["Beta", "Dirichlet", "Exponential", "Gamma", "Laplace", "LogNormal", "Poisson"]
+__all__ = [
+    "Beta", "Cauchy", "Dirichlet", "Exponential", "Gamma", "HalfNormal", "Laplace", "LogNormal",
+    "Poisson",
+]  # fmt: skip
 
 
 def _params(*values):
@@ -144,6 +150,85 @@ class LogNormal(Distribution):
 
     def entropy(self):
         return self.base_dist.entropy() + self.loc
+
+
+class HalfNormal(Distribution):
+    """The distribution of `|x|` for `x ~ Normal(0, scale)`, as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.distributions.HalfNormal(kn.tensor(1.0)).log_prob(kn.tensor(0.5))
+    tensor(-0.3508)
+    """
+
+    has_rsample = True
+
+    def __init__(self, scale, validate_args=None):
+        (scale,) = _params(scale)
+        self.base_dist = Normal(scale * 0, scale)
+        self.scale = scale
+        super().__init__(scale.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
+    mode = property(lambda self: self.scale * 0)
+    variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
+    stddev = property(lambda self: self.variance.sqrt())
+
+    def rsample(self, sample_shape=()):
+        return self.base_dist.rsample(sample_shape).abs()
+
+    def log_prob(self, value):
+        kn = _kn()
+        value = _tensor(value, self.scale)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return kn.where(value >= 0, log_prob, -math.inf)
+
+    def cdf(self, value):
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((_tensor(prob, self.scale) + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
+
+
+class Cauchy(Distribution):
+    """The Cauchy distribution of `loc` (its median) and `scale`, as PyTorch's (its mean is
+    NaN and its variance inf).
+
+    >>> import kiln as kn
+    >>> kn.distributions.Cauchy(0.0, 1.0).log_prob(kn.tensor(0.0))
+    tensor(-1.1447)
+    """
+
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = _params(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.loc * math.nan)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: self.loc * 0 + math.inf)
+
+    def rsample(self, sample_shape=()):
+        kn = _kn()
+        shape = self._extended_shape(sample_shape)
+        u = kn.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + self.scale * kn.tan(math.pi * (u - 0.5))
+
+    def log_prob(self, value):
+        z = (_tensor(value, self.loc) - self.loc) / self.scale
+        return -math.log(math.pi) - self.scale.log() - z.pow(2).log1p()
+
+    def cdf(self, value):
+        return ((_tensor(value, self.loc) - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (_tensor(value, self.loc) - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
 
 
 def _no_sampler(dist):
@@ -343,7 +428,28 @@ def _kl_poisson(p, q):
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
 
 
+def _kl_laplace(p, q):
+    ratio = p.scale / q.scale
+    apart = (p.loc - q.loc).abs()
+    return -ratio.log() + apart / q.scale + ratio * (-apart / p.scale).exp() - 1
+
+
+def _kl_cauchy(p, q):
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    return t1 - (4 * p.scale * q.scale).log()
+
+
+def _kl_base(p, q):  # HalfNormal, LogNormal: the KL of their normal distributions
+    from .distributions import kl_divergence
+
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
 KL_RULES = {
+    (Laplace, Laplace): _kl_laplace,
+    (Cauchy, Cauchy): _kl_cauchy,
+    (HalfNormal, HalfNormal): _kl_base,
+    (LogNormal, LogNormal): _kl_base,
     (Exponential, Exponential): _kl_exponential,
     (Gamma, Gamma): _kl_gamma,
     (Dirichlet, Dirichlet): _kl_dirichlet,

@@ -114,7 +114,8 @@ def test_addmm_of_a_sparse_coo_matrix(torch, beta, alpha):
 # -- priors and likelihoods of a Bayesian model ------------------------------------------------
 # kn.distributions had Normal, MultivariateNormal, Categorical, Bernoulli, Uniform and
 # Independent only: a GP hyperparameter prior (Gamma), a Beta-Bernoulli or Dirichlet model, a
-# Poisson likelihood or a Laplace/LogNormal/Exponential prior stopped with an AttributeError.
+# Poisson likelihood or a Laplace/LogNormal/Exponential/HalfNormal/Cauchy prior stopped with an
+# AttributeError, and `@register_kl` (a rule for one's own distribution) did not exist.
 
 DIST_CASES = [
     ("Exponential", ([0.5, 2.0],), [0.3, 1.7]),
@@ -124,6 +125,8 @@ DIST_CASES = [
     ("Beta", ([2.0, 0.5], [3.0, 0.7]), [0.3, 0.9]),
     ("Dirichlet", ([[1.0, 2.0, 3.0], [0.5, 0.5, 4.0]],), [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]),
     ("Poisson", ([0.5, 4.0],), [0.0, 3.0]),
+    ("HalfNormal", ([1.0, 2.5],), [0.3, 1.7]),
+    ("Cauchy", ([0.0, 1.0], [1.0, 0.5]), [0.3, -1.7]),
 ]
 
 
@@ -135,16 +138,16 @@ def test_more_distributions(torch, name, params, value):
         qs = [lib.tensor(p, dtype=lib.float64).flip(0) for p in params]
         d, e = getattr(lib.distributions, name)(*ps), getattr(lib.distributions, name)(*qs)
         lp = d.log_prob(lib.tensor(value, dtype=lib.float64))
-        out = [lp, d.mean, d.variance, d.mode]
+        out = [lp, d.mode] + ([] if name == "Cauchy" else [d.mean, d.variance])
         if name != "Poisson":
             out.append(d.entropy())
-        if name in ("Exponential", "Laplace", "LogNormal"):
+        if name in ("Exponential", "Laplace", "LogNormal", "HalfNormal", "Cauchy"):
             out.append(d.cdf(lib.tensor(value, dtype=lib.float64)))
-        if name in ("Exponential", "Laplace", "LogNormal"):
+        if name in ("Exponential", "Laplace", "LogNormal", "HalfNormal", "Cauchy"):
             out.append(d.icdf(lib.tensor([0.25, 0.9], dtype=lib.float64)))
+        if name in ("Exponential", "Laplace", "LogNormal", "HalfNormal"):
             out.append(d.stddev)
-        if name not in ("Laplace", "LogNormal"):
-            out.append(lib.distributions.kl_divergence(d, e))
+        out.append(lib.distributions.kl_divergence(d, e))
         grads = lib.autograd.grad(sum(o.sum() for o in out if o.requires_grad), ps)
         assert tuple(d.batch_shape) == tuple(lp.shape) and len(d.event_shape) == (
             name == "Dirichlet"
@@ -156,12 +159,34 @@ def test_more_distributions(torch, name, params, value):
     assert_same(results[1], results[0], rtol=1e-8)
 
 
+def test_register_kl_and_subclass_rules(torch):
+    results = []
+    for lib in (torch, kn):
+
+        class Point(lib.distributions.Exponential):
+            pass
+
+        @lib.distributions.register_kl(Point, Point)
+        def _kl_point(p, q):
+            return (p.rate - q.rate).abs()
+
+        kl = lib.distributions.kl_divergence
+        a, b = Point(lib.tensor([1.0, 2.0])), Point(lib.tensor([3.0, 1.0]))
+        with pytest.raises(NotImplementedError):
+            kl(lib.distributions.Cauchy(0.0, 1.0), lib.distributions.Laplace(0.0, 1.0))
+        c = lib.distributions.Exponential(lib.tensor([3.0, 1.0]))
+        results.append((kl(a, b), kl(a, c)))  # the Exponential rule for a Point and a plain one
+    assert_same(results[1], results[0])
+
+
 def test_more_distributions_samples(torch):
     kn.manual_seed(0)
     d = kn.distributions
     assert tuple(d.Exponential(kn.ones(3)).rsample((4,)).shape) == (4, 3)
     assert tuple(d.Laplace(0.0, kn.ones(2)).sample((5,)).shape) == (5, 2)
     assert tuple(d.LogNormal(kn.zeros(2), 1.0).rsample().shape) == (2,)
+    assert bool((d.HalfNormal(kn.ones(50)).rsample() >= 0).all())
+    assert tuple(d.Cauchy(0.0, kn.ones(3)).sample((2,)).shape) == (2, 3)
     assert d.Poisson(kn.tensor([0.0, 0.0])).sample((3,)).tolist() == [[0.0, 0.0]] * 3
     assert bool((d.Exponential(kn.ones(100)).sample() > 0).all())
     with pytest.raises(NotImplementedError):

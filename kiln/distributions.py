@@ -2,11 +2,10 @@
 gradients and VAEs use, `Categorical`, `Normal`, `Bernoulli`, `MultivariateNormal`, `Uniform`
 and `Independent` (and, from kiln/distributions_more.py, `Exponential`, `Laplace`,
 `LogNormal`, `HalfNormal`, `Cauchy`, `Gamma`, `Beta`, `Dirichlet`, `Poisson`), `kl_divergence`
-between them and `register_kl` for one's own,
-with PyTorch's parameters, properties and formulas. Their methods are kiln ops on their
-parameters, so they work eagerly (gradients reach the parameters through `log_prob`,
-`entropy` and `rsample`), in graph mode and under `kn.compile`; `sample()` draws from kiln's
-generator (`kn.manual_seed`), not PyTorch's.
+between them and `register_kl` for one's own, with PyTorch's parameters, properties and
+formulas. Their methods are kiln ops on their parameters, so they work eagerly (gradients reach
+the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and under
+`kn.compile`; `sample()` draws from kiln's generator (`kn.manual_seed`), not PyTorch's.
 
 >>> import kiln as kn
 >>> m = kn.distributions.Categorical(probs=kn.tensor([0.25, 0.75]))

@@ -507,7 +507,8 @@ def _holds_wide(data) -> bool:
     value would double the time of making a tensor from a long list.)"""
     while isinstance(data, (list, tuple)) and data:
         data = data[0]
-    return type(data) is not float and getattr(data, "dtype", None) in _WIDE
+    dtype = getattr(data, "dtype", None)  # (None == np.dtype("float64") holds in NumPy)
+    return dtype is not None and type(data) is not float and dtype in _WIDE
 
 
 def as_array(value, dtype=None) -> np.ndarray:

@@ -196,8 +196,10 @@ def _reduce_sum(s, *, axes, keepdims, **attrs):
 def _matmul_op(a, b):
     """`kn.mm`, `kn.matmul` and `@` with a sparse operand. As PyTorch's, a sparse leaf that
     requires grad gets a strided gradient here (`kn.sparse.mm` gives a sparse one); a sparse
-    operand made by other ops (not a leaf) is refused there, as kiln carries a strided
-    gradient only to a leaf."""
+    operand made from values (`sparse_coo_tensor(indices, values)`, then sparse ops) passes
+    its gradient on to those values, as PyTorch's does (its own retained `.grad` is on its
+    pattern, where PyTorch's is strided); one made from a sparse or strided leaf is refused
+    (PyTorch gives that leaf a strided gradient, which kiln carries to sparse leaves only)."""
     from ..eager.grad_mode import is_grad_enabled
 
     if not isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
@@ -205,10 +207,15 @@ def _matmul_op(a, b):
     if not (isinstance(a, SparseTensor) and a.requires_grad and is_grad_enabled()):
         return _matmul(a, b)
     if a.grad_fn is not None:
-        raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad and is "
-                         "not a leaf: PyTorch gives it a strided gradient, which kiln carries "
-                         "to sparse leaves only; use kn.sparse.mm (a sparse gradient, on its "
-                         "pattern) or to_dense() first", "matmul", a, b)  # fmt: skip
+        if not _made_from_values(a.grad_fn):
+            raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad, made "
+                             "from a sparse or strided leaf: PyTorch gives that leaf a strided "
+                             "gradient, which kiln carries to sparse leaves only; use "
+                             "kn.sparse.mm (a sparse gradient, on its pattern) or to_dense() "
+                             "first", "matmul", a, b)  # fmt: skip
+        # made from values (sparse_coo_tensor(indices, values)): their gradient, through the
+        # product's ops on them, is PyTorch's
+        return _label(_matmul(a, b), "MmBackward0" if b.ndim == 2 else "MvBackward0")
     with on_values():  # the tape entry's input is a's values: its edge is a itself
         out = _mm_function().apply(a, b)
     return _label(out, "MmBackward0" if b.ndim == 2 else "MvBackward0")
@@ -235,6 +242,26 @@ def _strided_sparse(a, b: SparseTensor, leaf_grad: bool):
 def _right_product(a, b: SparseTensor):
     at = bind(REGISTRY["transpose"], a, perm=(1, 0))
     return bind(REGISTRY["transpose"], _matmul(_transpose(b, perm=(1, 0)), at), perm=(1, 0))
+
+
+def _made_from_values(node) -> bool:
+    """Whether the sparse tensor of autograd `node` is made, through sparse ops, from values
+    (`sparse_coo_tensor(indices, values)`) alone: no sparse leaf and no `to_sparse` of a
+    strided tensor, whose PyTorch gradient through `mm` is strided, off the pattern too."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        name = n.name()
+        if name == "SparseCooTensorWithDimsAndTensorsBackward0":
+            continue
+        if name.startswith("ToSparseBackward") or isinstance(getattr(n, "variable", None),
+                                                             SparseTensor):  # fmt: skip
+            return False
+        stack.extend(f for f, _ in n.next_functions)
+    return True
 
 
 @functools.cache

@@ -431,3 +431,15 @@ def learned_edges(lib):
 
 def test_sparse_non_leaf_times_dense(torch):
     assert_same(learned_edges(kn), learned_edges(torch), rtol=1e-5)
+
+
+# -- householder_product of mixed dtypes -------------------------------------------------------
+# PyTorch refuses tau of another dtype than A (RuntimeError); kiln promoted them silently (a
+# float64 Q rebuilt from float32 tau loses the precision the caller asked for without a word).
+
+
+def test_householder_product_dtype_mismatch(torch):
+    for lib in (torch, kn):
+        a = lib.tensor([[1.0, 0.5], [0.25, 2.0], [1.0, -1.0]], dtype=lib.float64)
+        with pytest.raises(RuntimeError, match="tau dtype"):
+            lib.linalg.householder_product(a, lib.tensor([1.0, 0.5]))

@@ -27,6 +27,7 @@ from . import (
     nn,
     optim,
     passes,
+    quasirandom,
     testing,
     utils,
 )

@@ -1,16 +1,25 @@
-"""`kn.autograd.functional.jacobian` and `hessian` of eager functions, as PyTorch's
-`torch.autograd.functional`: one reverse-mode pass per output element, through the tape."""
+"""`kn.autograd.functional` of eager functions, as PyTorch's `torch.autograd.functional`:
+`jacobian` and `hessian` (one reverse-mode pass per output element, through the tape), and the
+products `vjp`, `jvp`, `vhp` and `hvp` (one or two passes; `jvp` and `hvp` by the double-backward
+trick, as PyTorch computes them)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .eager import Tensor, enable_grad, zeros
+from .eager import Tensor, enable_grad, ones_like, zeros
 from .eager.autograd import grad as autograd_grad
-from .errors import ArgumentError, ArgumentTypeError, AutogradError, ShapeMismatchError, call_error
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AutogradError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+)
 from .frontend import reshape, stack
 
-__all__ = ["hessian", "jacobian"]
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 
 def _as_tuple(values, what: str, fn_name: str) -> tuple[bool, tuple]:
@@ -128,3 +137,157 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
                       strategy=outer_jacobian_strategy)  # fmt: skip
     return result[0][0] if in_single else result  # result[i][j]: d(d out/d x_i)/d x_j
+
+
+def _fresh(inputs, create_graph: bool) -> tuple:
+    """A new Tensor per input (PyTorch's rule), connected to the caller's when the result must
+    be differentiable with respect to it."""
+    return tuple(x.clone() if create_graph and x.requires_grad
+                 else x.detach().requires_grad_(True) for x in inputs)  # fmt: skip
+
+
+def _vectors(v, like: tuple, fn_name: str, what: str) -> tuple:
+    """`v` as a tuple matching `like` (a Tensor per entry, of its shape); `v=None` only where
+    `like` is one single-element Tensor (then v is 1)."""
+    if v is None:
+        if len(like) != 1 or like[0].numel() != 1:
+            raise call_error(
+                UsageError, f"The vector v can only be None if {what} a single Tensor "
+                "with a single element.", fn_name, *like,
+            )  # fmt: skip
+        return (ones_like(like[0]),)
+    _, v = _as_tuple(v, "v", fn_name)
+    if len(v) != len(like):
+        raise call_error(UsageError, f"v is a tuple of invalid length: should be "
+                         f"{len(like)} but got {len(v)}.", fn_name, *v)  # fmt: skip
+    for vi, x in zip(v, like):
+        if tuple(vi.shape) != tuple(x.shape):
+            raise call_error(
+                ShapeMismatchError, f"v has invalid size: should be {list(x.shape)} but got "
+                f"{list(vi.shape)}.", fn_name, vi, x,
+            )  # fmt: skip
+    return v
+
+
+def _backward(outs, xs, grads, create_graph: bool, strict: bool, fn_name: str) -> tuple:
+    """d(sum outs * grads)/d xs, zeros for an input the outputs do not depend on."""
+    pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
+    if strict and len(pairs) != len(outs):
+        raise call_error(
+            AutogradError, "Output 0 of the user-provided function does not require gradients. "
+            "The outputs must be computed in a differentiable manner from the input when "
+            "running in strict mode.", fn_name, *outs,
+        )  # fmt: skip
+    found = (None,) * len(xs)
+    if pairs:
+        found = autograd_grad([o for o, _ in pairs], xs, [g for _, g in pairs],
+                              create_graph=True, allow_unused=True)  # fmt: skip
+    if strict and any(g is None for g in found):
+        raise call_error(
+            AutogradError, "The output of the user-provided function is independent of an "
+            "input. This is not allowed in strict mode.", fn_name, *xs,
+        )  # fmt: skip
+    return tuple(zeros(tuple(x.shape), dtype=x.dtype, device=x.device) if g is None else g
+                 for g, x in zip(found, xs))  # fmt: skip
+
+
+def _finish(values: tuple, single: bool, create_graph: bool):
+    values = tuple(v if create_graph else v.detach() for v in values)
+    return values[0] if single else values
+
+
+def _call(func, inputs, fn_name: str, create_graph: bool):
+    in_single, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _fresh(inputs, create_graph)
+    out_single, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
+                                    fn_name)  # fmt: skip
+    return in_single, inputs, out_single, outputs
+
+
+def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(*inputs), the vector-Jacobian product v^T J): the gradient of the outputs
+    weighted by `v` (shaped as the outputs; `None` for one single-element output), shaped as
+    the inputs. Both are detached unless `create_graph`.
+
+    >>> import kiln as kn
+    >>> out, g = kn.autograd.functional.vjp(lambda x: x ** 2, kn.tensor([1.0, 3.0]), kn.ones(2))
+    >>> g
+    tensor([2., 6.])
+    """
+    with enable_grad():
+        in_single, inputs, out_single, outputs = _call(func, inputs, "vjp", create_graph)
+        v = _vectors(v, outputs, "vjp", "the user-provided function returns")
+        grads = _backward(outputs, inputs, v, create_graph, strict, "vjp")
+    return _finish(outputs, out_single, create_graph), _finish(grads, in_single, create_graph)
+
+
+def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(*inputs), the Jacobian-vector product J v): the directional derivative of the
+    outputs along `v` (shaped as the inputs; `None` for one single-element input), shaped as
+    the outputs, by differentiating v^T-weighted gradients twice as PyTorch does.
+
+    >>> import kiln as kn
+    >>> out, d = kn.autograd.functional.jvp(lambda x: x ** 2, kn.tensor([1.0, 3.0]), kn.ones(2))
+    >>> d
+    tensor([2., 6.])
+    """
+    with enable_grad():
+        in_single, inputs, out_single, outputs = _call(func, inputs, "jvp", create_graph)
+        v = _vectors(v, inputs, "jvp", "the input to the user-provided function is")
+        dummies = tuple(zeros(tuple(o.shape), dtype=o.dtype, device=o.device)
+                        .requires_grad_(True) for o in outputs)  # fmt: skip
+        grads = _backward(outputs, inputs, dummies, True, strict, "jvp")
+        directional = _backward([g for g in grads], dummies, v, create_graph, False, "jvp")
+    return (_finish(outputs, out_single, create_graph),
+            _finish(directional, out_single, create_graph))  # fmt: skip
+
+
+def _scalar_gradient(func, inputs, fn_name: str, create_graph: bool, strict: bool):
+    in_single, inputs, _, outputs = _call(func, inputs, fn_name, create_graph)
+    out = outputs[0]
+    if len(outputs) != 1 or out.numel() != 1:
+        raise call_error(
+            ShapeMismatchError, f"The Tensor returned by the function given to {fn_name} "
+            "should contain a single element", fn_name, *outputs,
+        )  # fmt: skip
+    grads = _backward((out,), inputs, (ones_like(out),), True, strict, fn_name)
+    return in_single, inputs, out, grads
+
+
+def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(*inputs), v^T H): the product of `v` (shaped as the inputs) with the Hessian of
+    `func`, which returns a single-element Tensor; shaped as the inputs.
+
+    >>> import kiln as kn
+    >>> out, p = kn.autograd.functional.vhp(lambda x: (x ** 3).sum(), kn.tensor([1.0, 2.0]),
+    ...                                     kn.ones(2))
+    >>> p
+    tensor([ 6., 12.])
+    """
+    with enable_grad():
+        in_single, inputs, out, grads = _scalar_gradient(func, inputs, "vhp", create_graph,
+                                                         strict)  # fmt: skip
+        v = _vectors(v, inputs, "vhp", "the input to the user-provided function is")
+        product = _backward(grads, inputs, v, create_graph, False, "vhp")
+    return _finish((out,), True, create_graph), _finish(product, in_single, create_graph)
+
+
+def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(*inputs), H v): the Hessian of `func` (which returns a single-element Tensor)
+    times `v` (shaped as the inputs), by the double-backward trick as PyTorch computes it.
+
+    >>> import kiln as kn
+    >>> out, p = kn.autograd.functional.hvp(lambda x: (x ** 3).sum(), kn.tensor([1.0, 2.0]),
+    ...                                     kn.ones(2))
+    >>> p
+    tensor([ 6., 12.])
+    """
+    with enable_grad():
+        in_single, inputs, out, grads = _scalar_gradient(func, inputs, "hvp", create_graph,
+                                                         strict)  # fmt: skip
+        v = _vectors(v, inputs, "hvp", "the input to the user-provided function is")
+        dummies = tuple(zeros(tuple(x.shape), dtype=x.dtype, device=x.device)
+                        .requires_grad_(True) for x in inputs)  # fmt: skip
+        vhp_dummy = _backward(grads, inputs, dummies, True, False, "hvp")
+        product = _backward(vhp_dummy, dummies, v, create_graph, False, "hvp")
+    return _finish((out,), True, create_graph), _finish(product, in_single, create_graph)

@@ -1,8 +1,10 @@
 """`kn.distributions`: PyTorch's `torch.distributions` names for the distributions policy
 gradients and VAEs use, `Categorical`, `Normal`, `Bernoulli`, `MultivariateNormal`, `Uniform`
-and `Independent`, and `kl_divergence` between them, with PyTorch's parameters, properties and
-formulas. Their methods are kiln ops on their parameters, so they work eagerly (gradients
-reach the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and under
+and `Independent` (and, from kiln/distributions_more.py, `Exponential`, `Laplace`,
+`LogNormal`, `HalfNormal`, `Cauchy`, `Gamma`, `Beta`, `Dirichlet`, `Poisson`), `kl_divergence`
+between them and `register_kl` for one's own, with PyTorch's parameters, properties and
+formulas. Their methods are kiln ops on their parameters, so they work eagerly (gradients reach
+the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and under
 `kn.compile`; `sample()` draws from kiln's generator (`kn.manual_seed`), not PyTorch's.
 
 >>> import kiln as kn
@@ -21,7 +23,7 @@ from .errors import ArgumentError
 
 __all__ = [
     "Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal", "Normal",
-    "Uniform", "kl_divergence",
+    "Uniform", "kl_divergence", "register_kl",
 ]  # fmt: skip
 
 
@@ -613,9 +615,31 @@ _KL = {
 }
 
 
+def register_kl(type_p, type_q):
+    """A decorator that makes `fn(p, q)` the `kl_divergence` of distributions of these types
+    (or subclasses of them), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> class Point(kn.distributions.Normal):
+    ...     pass
+    >>> @kn.distributions.register_kl(Point, Point)
+    ... def _kl_point(p, q):
+    ...     return (p.loc - q.loc).abs()
+    >>> kn.distributions.kl_divergence(Point(1.0, 1.0), Point(3.0, 1.0))
+    tensor(2.)
+    """
+
+    def decorator(fn):
+        _KL[(type_p, type_q)] = fn
+        return fn
+
+    return decorator
+
+
 def kl_divergence(p, q):
     """`KL(p || q)` over the batch, for two distributions of one kind (Normal, Categorical,
-    Bernoulli, MultivariateNormal, Uniform, Independent of those), as PyTorch's formulas.
+    Bernoulli, MultivariateNormal, Uniform, Exponential, Laplace, LogNormal, HalfNormal,
+    Cauchy, Gamma, Beta, Dirichlet, Poisson, Independent of those), as PyTorch's formulas.
 
     >>> import kiln as kn
     >>> d = kn.distributions
@@ -623,8 +647,20 @@ def kl_divergence(p, q):
     tensor([0.5000])
     """
     rule = _KL.get((type(p), type(q)))
+    if rule is None:  # a rule for base classes (subclasses, `register_kl`'s own classes)
+        pairs = ((a, b) for a in type(p).__mro__ for b in type(q).__mro__)
+        rule = next((_KL[pair] for pair in pairs if pair in _KL), None)
     if rule is None:
         raise NotImplementedError(
             f"No KL(p || q) is implemented for p = {type(p).__name__}, q = {type(q).__name__}"
         )
     return rule(p, q)
+
+
+# The priors and likelihoods of scientific code live in their own module (it imports this one).
+from .distributions_more import *  # noqa: E402, F403
+from .distributions_more import KL_RULES as _MORE_KL  # noqa: E402
+from .distributions_more import __all__ as _more_all  # noqa: E402
+
+_KL.update(_MORE_KL)
+__all__ += _more_all

@@ -497,6 +497,20 @@ def dtype_of_type(value):
     return as_dtype(value)
 
 
+_WIDE = (np.dtype(np.float64), np.dtype(np.complex128))
+
+
+def _holds_wide(data) -> bool:
+    """Whether nested lists `data` begin with a float64 or complex128 value that carries its
+    dtype (a NumPy scalar or array, a tensor): PyTorch's `tensor` keeps that dtype, where
+    Python floats give the default float. (The first value stands for all: a walk over every
+    value would double the time of making a tensor from a long list.)"""
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    dtype = getattr(data, "dtype", None)  # (None == np.dtype("float64") holds in NumPy)
+    return dtype is not None and type(data) is not float and dtype in _WIDE
+
+
 def as_array(value, dtype=None) -> np.ndarray:
     """`value` (Python data, NumPy) as an array of a kiln dtype: Python floats in kiln's
     default float, Python scalars by PyTorch's rules (`scalar_dtype`).
@@ -509,10 +523,10 @@ def as_array(value, dtype=None) -> np.ndarray:
     if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         return np.asarray(value, dtype=scalar_dtype(value))
     array = np.asarray(value)
-    if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
-        array = array.astype(DEFAULT_FLOAT)  # nested Python floats: kiln's default float
-    if array.dtype == np.complex128 and not isinstance(value, (np.ndarray, np.generic)):
-        array = array.astype(default_complex())  # nested Python complex numbers
+    wide = array.dtype == np.float64 or array.dtype == np.complex128
+    if wide and not isinstance(value, (np.ndarray, np.generic)) and not _holds_wide(value):
+        # nested Python floats (complex numbers): kiln's default float (complex)
+        array = array.astype(DEFAULT_FLOAT if array.dtype == np.float64 else default_complex())
     if array.dtype.kind in "OUSV" and array.dtype != bfloat16 and array.dtype not in _STORAGE:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     as_dtype(array.dtype)

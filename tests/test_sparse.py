@@ -288,7 +288,9 @@ def test_sparse_errors():
                                     check_invariants=True)  # fmt: skip
         with pytest.raises((ValueError, RuntimeError), match=re.escape(message)):
             kn.sparse_coo_tensor(indices, values, size)
-    # mm gives a sparse operand a strided gradient (as PyTorch's): kiln carries it to leaves only
+    # mm gives a sparse operand a strided gradient (as PyTorch's): kiln carries it to sparse
+    # leaves only, so a sparse non-leaf made from a sparse leaf is refused (one made from
+    # values is not: tests/ports/test_port_hunt4.py)
     s = kn.sparse_coo_tensor(IDX, V, (2, 3), requires_grad=True) * 2.0
     with pytest.raises(NotImplementedError, match="kn.sparse.mm"):
         kn.mm(s, kn.tensor(M))

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeMismatchError, ShapeError, node_error
+from ..errors import ArgumentError, DTypeMismatchError, ShapeError, node_error
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
@@ -128,16 +128,45 @@ def _broadcast(xs, labels):
 
 
 @autocast_op("lower")
+def _sublist_letters(labels) -> str:
+    """PyTorch's letters of sublist labels: 0-25 are A-Z, 26-51 a-z, Ellipsis `...`."""
+    out = []
+    for label in labels:
+        if label is Ellipsis:
+            out.append("...")
+        elif isinstance(label, int) and 0 <= label < 52:
+            out.append(chr(ord("A") + label) if label < 26 else chr(ord("a") + label - 26))
+        else:
+            raise ArgumentError(f"einsum(): subscript in subscript list is not within the valid "
+                                f"range [0, 52) (or Ellipsis), got {label!r}")  # fmt: skip
+    return "".join(out)
+
+
+def _from_sublists(args) -> tuple:
+    """`einsum(op0, sub0, op1, sub1, ..., [out])` as (equation, operands)."""
+    operands, inputs = args[0::2], args[1::2]
+    out = None
+    if len(args) % 2:  # an odd count: the last is the output's sublist
+        operands, out = operands[:-1], args[-1]
+    equation = ",".join(_sublist_letters(sub) for sub in inputs)
+    if out is not None:
+        equation += "->" + _sublist_letters(out)
+    return equation, tuple(operands)
+
+
 def einsum(equation: str, *operands):
     """Sums of products over the labelled dims of `operands`, as `equation` says (`"ij,jk->ik"`
     is a matrix product; `...` stands for broadcast dims; no `->`: the labels seen once, in
-    alphabetical order).
+    alphabetical order). PyTorch's sublist form, `einsum(a, [0, 1], b, [1, 2], [0, 2])`, is
+    taken too.
 
     >>> import kiln as kn
     >>> a, b = kn.ones(2, 3), kn.ones(3, 4)
     >>> tuple(kn.einsum("ij,jk->ik", a, b).shape), kn.einsum("ii", kn.eye(3))
     ((2, 4), tensor(3.))
     """
+    if not isinstance(equation, str):  # the sublist form: op, [labels], op, [labels]..., [out]
+        equation, operands = _from_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = list(lift(*operands))

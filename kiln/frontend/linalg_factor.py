@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, LinAlgError, ShapeError
+from ..errors import ArgumentError, DTypeMismatchError, LinAlgError, ShapeError
 from ..graph.core import Symbol
 from ..ops.linalg_factor import unpack
 from . import math as m
@@ -512,6 +512,11 @@ def householder_product(input, tau):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A, tau = lift(A, tau)
     A = _matrices(A, "householder_product")
+    if tau.dtype != A.dtype:  # PyTorch's refusal: no silent promotion of either
+        raise DTypeMismatchError(
+            f"linalg.householder_product: tau dtype {np.dtype(tau.dtype).name} does not match "
+            f"input dtype {np.dtype(A.dtype).name}"
+        )
     rows, cols = A.shape[-2], A.shape[-1]
     k = tau.shape[-1] if tau.ndim else -1
     if not (rows >= cols >= k >= 0) or tau.ndim != A.ndim - 1:

@@ -1,5 +1,6 @@
 """Random values: `kn.random.normal`, `uniform`, `bernoulli`, `randint`, seeded by
-`kn.manual_seed`.
+`kn.manual_seed`; and PyTorch's `torch.random` names for the random state (`fork_rng`,
+`get_rng_state`, `set_rng_state`, `initial_seed`, `seed`, `default_generator`, `Generator`).
 
 Each call adds a random node to the default graph; every run of it draws fresh values, and
 the sequence is the same for the same `kn.manual_seed`.
@@ -7,6 +8,7 @@ the sequence is the same for the same `kn.manual_seed`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -14,6 +16,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, UnsupportedDTypeError, UsageError
+from ..generator import Generator, default_generator
 from ..graph.core import get_default_graph
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind, bind_graph, scalar
@@ -28,7 +31,47 @@ __all__ = [
     "sample_bernoulli",
     "sample_multinomial",
     "traced_factory",
+    "fork_rng",
+    "default_generator",
+    "Generator",
 ]
+
+
+def __getattr__(name):
+    """`get_rng_state`, `set_rng_state`, `initial_seed` and `seed`: kiln's (imported late:
+    kiln builds this module before them)."""
+    if name in ("get_rng_state", "set_rng_state", "initial_seed", "seed"):
+        from . import torch_namespace
+
+        return getattr(torch_namespace, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):  # fmt: skip
+    """Runs its block with the random state of its start, and puts that state back after it
+    (draws inside do not move the stream outside), as PyTorch's `torch.random.fork_rng`;
+    kiln's one random state covers every device.
+
+    >>> import kiln as kn
+    >>> _ = kn.manual_seed(0)
+    >>> with kn.random.fork_rng():
+    ...     _ = kn.rand(5)
+    >>> a = kn.rand(2); _ = kn.manual_seed(0)
+    >>> bool((a == kn.rand(2)).all())
+    True
+    """
+    if not enabled:
+        yield
+        return
+    from .torch_namespace import get_rng_state, set_rng_state
+
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
 
 
 def _random(op_name, shape, dtype, name, **params):

@@ -2,7 +2,7 @@
 PyTorch's sparse kernels compute them: elementwise ops that keep zeros act on the values;
 `mul` by a scalar, a strided tensor of the same shape or another sparse tensor; `add` and
 `sub` of two sparse tensors (PyTorch's merge) or a strided tensor and a sparse one; `matmul`
-of a sparse matrix and a strided or sparse one; `reduce_sum`; `cast`; `transpose`.
+of a sparse matrix and a strided or sparse one, and `addmm`; `reduce_sum`; `cast`; `transpose`.
 """
 
 from __future__ import annotations
@@ -196,20 +196,94 @@ def _reduce_sum(s, *, axes, keepdims, **attrs):
 def _matmul_op(a, b):
     """`kn.mm`, `kn.matmul` and `@` with a sparse operand. As PyTorch's, a sparse leaf that
     requires grad gets a strided gradient here (`kn.sparse.mm` gives a sparse one); a sparse
-    operand made by other ops (not a leaf) is refused there, as kiln carries a strided
-    gradient only to a leaf."""
+    operand made from values (`sparse_coo_tensor(indices, values)`, then sparse ops) passes
+    its gradient on to those values, as PyTorch's does (its own retained `.grad` is on its
+    pattern, where PyTorch's is strided); one made from a sparse or strided leaf is refused
+    (PyTorch gives that leaf a strided gradient, which kiln carries to sparse leaves only)."""
     from ..eager.grad_mode import is_grad_enabled
 
+    if not isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
+        return _strided_sparse(a, b, b.requires_grad and is_grad_enabled())
     if not (isinstance(a, SparseTensor) and a.requires_grad and is_grad_enabled()):
         return _matmul(a, b)
     if a.grad_fn is not None:
-        raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad and is "
-                         "not a leaf: PyTorch gives it a strided gradient, which kiln carries "
-                         "to sparse leaves only; use kn.sparse.mm (a sparse gradient, on its "
-                         "pattern) or to_dense() first", "matmul", a, b)  # fmt: skip
+        if not _made_from_values(a.grad_fn):
+            raise call_error(LayoutError, "mm/matmul of a sparse tensor that requires grad, made "
+                             "from a sparse or strided leaf: PyTorch gives that leaf a strided "
+                             "gradient, which kiln carries to sparse leaves only; use "
+                             "kn.sparse.mm (a sparse gradient, on its pattern) or to_dense() "
+                             "first", "matmul", a, b)  # fmt: skip
+        # made from values (sparse_coo_tensor(indices, values)): their gradient, through the
+        # product's ops on them, is PyTorch's
+        return _label(_matmul(a, b), "MmBackward0" if b.ndim == 2 else "MvBackward0")
     with on_values():  # the tape entry's input is a's values: its edge is a itself
         out = _mm_function().apply(a, b)
     return _label(out, "MmBackward0" if b.ndim == 2 else "MvBackward0")
+
+
+def _strided_sparse(a, b: SparseTensor, leaf_grad: bool):
+    """strided (1-D or 2-D) @ a sparse matrix, as `(b.T @ a.T).T`. A sparse leaf that requires
+    grad gets a strided gradient, as PyTorch's `mm`; a sparse tensor made by other ops gets
+    its values' gradient through the product's ops on them."""
+    if a.ndim not in (1, 2) or b.ndim != 2 or b.sparse_dim() != 2:
+        raise layout_error("matmul (of a strided tensor and a sparse one, other than matrices)",
+                           a, b)  # fmt: skip
+    if a.ndim == 1:
+        row = bind(REGISTRY["reshape"], a, shape=(1, a.shape[0]))
+        out = _strided_sparse(row, b, leaf_grad)
+        return _label(bind(REGISTRY["reshape"], out, shape=(b._shape[1],)), "SqueezeBackward4")
+    if leaf_grad and b.grad_fn is None:
+        with on_values():  # the tape entry's input is b's values: its edge is b itself
+            out = _right_mm_function().apply(a, b)
+        return _label(out, "MmBackward0")
+    return _label(_right_product(a, b), "MmBackward0")
+
+
+def _right_product(a, b: SparseTensor):
+    at = bind(REGISTRY["transpose"], a, perm=(1, 0))
+    return bind(REGISTRY["transpose"], _matmul(_transpose(b, perm=(1, 0)), at), perm=(1, 0))
+
+
+def _made_from_values(node) -> bool:
+    """Whether the sparse tensor of autograd `node` is made, through sparse ops, from values
+    (`sparse_coo_tensor(indices, values)`) alone: no sparse leaf and no `to_sparse` of a
+    strided tensor, whose PyTorch gradient through `mm` is strided, off the pattern too."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        name = n.name()
+        if name == "SparseCooTensorWithDimsAndTensorsBackward0":
+            continue
+        if name.startswith("ToSparseBackward") or isinstance(getattr(n, "variable", None),
+                                                             SparseTensor):  # fmt: skip
+            return False
+        stack.extend(f for f, _ in n.next_functions)
+    return True
+
+
+@functools.cache
+def _right_mm_function():
+    """strided @ sparse leaf as a `kn.autograd.Function` whose gradient of the sparse operand
+    is strided (`StridedGrad`), as PyTorch's `mm`."""
+    from .custom_function import Function
+
+    class StridedSparseMm(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return _right_product(a, b)
+
+        @staticmethod
+        def backward(ctx, ct):
+            a, b = ctx.saved_tensors
+            grad_a = _right_product(ct, _transpose(b, perm=(1, 0)))
+            grad_b = bind(REGISTRY["matmul"], bind(REGISTRY["transpose"], a, perm=(1, 0)), ct)
+            return grad_a, StridedGrad.of(grad_b)
+
+    return StridedSparseMm
 
 
 @functools.cache
@@ -267,6 +341,23 @@ def _matmul(a, b):
     return _label(out, "SparseAddmmBackward0")
 
 
+def _addmm(x, a, b, *, beta=1.0, alpha=1.0):
+    """`kn.addmm(input, sparse, strided)`: the product as `mm` gives it, scaled, plus the
+    scaled input; where beta is 0 the input is ignored, NaNs included, and its gradient is
+    zeros, as PyTorch's."""
+    from .math import where
+
+    if not isinstance(a, SparseTensor) or isinstance(x, SparseTensor):
+        raise layout_error("addmm (other than of a strided input and a sparse mat1)", x, a, b)
+    product = _matmul_op(a, b)
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:
+        scaled = where(make(np.zeros((), bool)), x, 0)
+    else:
+        scaled = x if beta == 1 else x * beta
+    return _label(out + scaled, "AddmmBackward0")
+
+
 def _graph_product(a: SparseTensor, b: Symbol) -> Symbol:
     """sparse @ a graph value (`kn.sparse.mm` under `kn.compile`): the sparse tensor's entries
     are constants of the graph, so it may not require grad."""
@@ -307,5 +398,5 @@ def install() -> None:
     """Fills the layout's table (kiln/eager/sparse.py `SPARSE_OPS`)."""
     for name in ZERO_KEEPING:
         SPARSE_OPS[name] = _on_values(REGISTRY[name])
-    SPARSE_OPS.update(cast=_cast, mul=_mul, div=_div, add=_add, sub=_sub, matmul=_matmul_op,
-                      transpose=_transpose, reduce_sum=_reduce_sum)  # fmt: skip
+    SPARSE_OPS.update(addmm=_addmm, cast=_cast, mul=_mul, div=_div, add=_add, sub=_sub,
+                      matmul=_matmul_op, transpose=_transpose, reduce_sum=_reduce_sum)  # fmt: skip

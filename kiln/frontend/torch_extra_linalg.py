@@ -470,7 +470,12 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
         total = m.sum(m.square(diff), -1)
         nonzero = m.not_equal(total, 0)  # NaN too: a NaN distance, as PyTorch's
         return m.where(nonzero, m.sqrt(m.where(nonzero, total, 1.0)), 0.0)
-    return m.pow(m.sum(m.pow(diff, p), -1), 1.0 / p)
+    # zero differences and zero distances contribute zero gradients, as PyTorch's backward
+    # (not the inf * 0 of differentiating the powers there)
+    moved = m.not_equal(diff, 0)
+    total = m.sum(m.where(moved, m.pow(m.where(moved, diff, 1.0), p), 0.0), -1)
+    nonzero = m.not_equal(total, 0)
+    return m.where(nonzero, m.pow(m.where(nonzero, total, 1.0), 1.0 / p), 0.0)
 
 
 @takes_out

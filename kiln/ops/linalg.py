@@ -247,9 +247,15 @@ det = defop(
 )  # fmt: skip
 
 
+def _vector_rhs(a_ndim: int, b_ndim: int) -> bool:
+    """Whether `solve`'s B is a (batch of) vector(s): one dim fewer than A, or 1-D (one vector
+    for every matrix of a batch), as PyTorch's."""
+    return b_ndim == a_ndim - 1 or b_ndim == 1
+
+
 def _solve_shape(a, b):
     _square_shape("solve")(a)
-    vector = len(b) == len(a) - 1
+    vector = _vector_rhs(len(a), len(b))
     b2 = (*b, 1) if vector else b
     if len(b2) < 2:
         raise ShapeError(f"solve: B {sh.format_shape(b)} has too few dims")
@@ -263,7 +269,9 @@ def _solve_shape(a, b):
 
 def _solve(xp, a, b, out=None):
     try:
-        if b.ndim == a.ndim - 1:
+        if b.ndim == 1 and a.ndim > 2:
+            b = xp.broadcast_to(b, a.shape[:-1])
+        if _vector_rhs(a.ndim, b.ndim):
             r = xp.linalg.solve(a, b[..., None])[..., 0]
         else:
             batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -280,7 +288,7 @@ def _solve(xp, a, b, out=None):
 def _solve_vjp(ct, x, a, b):
     """X = A^-1 B: dB = A^-T ct, dA = -dB X^T (autodiff sums batch broadcasting back)."""
     gb = apply("solve", _swap_last(a), ct)
-    if b.ndim == a.ndim - 1:
+    if _vector_rhs(a.ndim, b.ndim):
         ga = -(_unsqueeze(gb, -1) * _unsqueeze(x, -2))
     else:
         ga = -apply("matmul", gb, _swap_last(x))

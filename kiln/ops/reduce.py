@@ -163,9 +163,12 @@ def _stepwise_prod(xp, x, out, axes, keepdims):
     NumPy multiplies a contiguous last axis in float32, the leading axis of a 2-d array row
     by row in float16."""
     rest = tuple(a for a in range(x.ndim) if a not in axes)
-    rows = xp.transpose(x, (*axes, *rest)).reshape(-1, *(x.shape[a] for a in rest))
-    rows = xp.ascontiguousarray(rows)  # rows outermost: NumPy multiplies them in float16
+    rows = xp.transpose(x, (*axes, *rest)).reshape(-1, *(x.shape[a] for a in rest), 1)
+    # rows outermost, each at least 2 wide (NumPy multiplies a 1-wide column, as a 1-d
+    # product, in float32): NumPy multiplies them in float16
+    rows = xp.concatenate([rows, xp.ones_like(rows)], axis=-1)
     result = np.multiply.reduce(rows, axis=0) if xp is np else xp.prod(rows, axis=0)
+    result = result[..., 0]
     shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else None
     result = xp.asarray(result).reshape(shape if keepdims else result.shape)
     if out is None:

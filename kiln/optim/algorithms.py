@@ -145,7 +145,13 @@ class Adam(Optimizer):
         # NOTE: the eager CPU step passes arrays: NumPy's own functions, the kernels that kiln's
         # run on arrays (dispatching each, on a 0-d step count above all, cost 4x the math)
         numbers = type(param) is np.ndarray and type(beta1) in _NUMBERS and type(beta2) in _NUMBERS
-        if numbers and type(lr) in _NUMBERS and _same_layout(param, g, *slots.values()):
+        # (a 0-d parameter takes the general path: NumPy makes scalars of 0-d products)
+        if (
+            numbers
+            and type(lr) in _NUMBERS
+            and param.ndim
+            and _same_layout(param, g, *slots.values())
+        ):
             return _adam_arrays(param, g, slots, step, beta1, beta2, lr, o)
         xp = np if numbers else F
         m = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)

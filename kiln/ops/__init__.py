@@ -2,6 +2,7 @@
 
 from ..graph.opdef import REGISTRY, OpDef
 from . import (
+    bitcast,
     complex_values,
     control,
     dynamic,
@@ -33,7 +34,7 @@ from .core import bind, defop
 
 __all__ = ["REGISTRY", "OpDef", "bind", "defop"]
 _FAMILIES = (
-    complex_values, control, dynamic, elementwise, elementwise_special, elementwise_torch,
+    bitcast, complex_values, control, dynamic, elementwise, elementwise_special, elementwise_torch,
     epilogue, fft, fused, index,
     linalg, linalg_decomp, linalg_eig, linalg_factor, linalg_geqrf, linalg_ldl, losses, movement,
     multi, nn, nn_grad,

@@ -30,25 +30,18 @@ from ..nn.module import Module
 from ..runtime.backend import parse_device
 from ..runtime.cache import cache_size as _cache_size
 from ..runtime.cache import evict, touch
-from .guards import (
-    APPENDS,
-    ITEMS,
-    Captures,
-    Guard,
+from .guards import APPENDS, ITEMS, Captures, Guard, put, rebindable, value_changes, value_types
+from .stores import Watch, stored_keys
+from .structure import describe, flatten, name_of, signature
+from .trace_checks import (
     check_new_entries,
     check_no_host_draws,
     check_untouched,
     group_changes,
     host_random_states,
-    put,
-    rebindable,
     tensor_versions,
     undo,
-    value_changes,
-    value_types,
 )
-from .stores import Watch, stored_keys
-from .structure import describe, flatten, name_of, signature
 from .traced import Traced, check_budget
 
 __all__ = ["compile", "trace", "CompiledFunction", "Traced"]

@@ -1,0 +1,199 @@
+"""What `kn.compile` checks and puts back around a trace of a function: the tensors it
+captures that the trace changed (`check_untouched`), the host random generators it drew from
+(`check_no_host_draws`), the optimizer options a scheduler it steps changed (`group_changes`),
+new entries of its Python state that keep traced tensors (`check_new_entries`), and, when a
+trace fails, what it changed of all that (`undo`). `Captures` (guards.py) finds the sources.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from ..eager.tensor import Tensor
+from ..errors import GraphError
+from .guards import _EMPTY, Captures, put
+
+__all__ = ["check_new_entries", "check_no_host_draws", "check_untouched", "group_changes",
+           "host_random_states", "tensor_versions", "undo"]  # fmt: skip
+
+
+def tensor_versions(captures: Captures, stored: bool = False) -> list:
+    """(label, tensor, version, its `.grad`, a copy of each value) of each captured tensor
+    (`stored`: and of those in the places the traces store in): what `check_untouched`
+    compares after tracing (and restores), and `undo` puts back after a failed trace."""
+    found = []
+    for label, get in (*captures.tensors, *(captures.stored if stored else ())):
+        t = get()
+        if isinstance(t, Tensor):
+            grad = t._grad
+            saved = (t._data.copy(), None if grad is None else (grad._version, grad._data.copy()))
+            found.append((label, t, t._version, grad, saved))
+    return found
+
+
+def group_changes(groups: list) -> list:
+    """(label, place, value before, value now) of each param group option that changed
+    since `Captures.group_options` gave `groups`, as `Captures.changes` gives them."""
+    found = []
+    for group, old in groups:
+        for k, v in group.items():
+            was = old.get(k, _EMPTY)
+            if k != "params" and was is not v and (type(was) is not type(v) or was != v):
+                found.append((f"param_groups[...][{k!r}]", (group, k), was, v))
+    return found
+
+
+def undo(captures: Captures, values: tuple, tensors: list) -> None:
+    """Puts back what a trace that failed changed of the Python values and the tensors that
+    `fn` captures (`values`: `captures.values()` before it; `tensors`: `tensor_versions`),
+    so a call that raises leaves them as they were."""
+    for _, place, old, _ in captures.changes(values):
+        put(place, old)
+    for _, t, version, grad, (data, grad_saved) in tensors:
+        if t._version != version and t._data.shape == data.shape:
+            t._data[...] = data
+        if t._grad is not grad or grad is not None and grad._version != grad_saved[0]:
+            t._grad = grad
+            if grad is not None and grad._data.shape == grad_saved[1].shape:
+                grad._data[...] = grad_saved[1]
+
+
+def check_new_entries(fn_name, before, after, values, tensors, keys) -> None:
+    """Refuses a trace that left, in new entries of containers `fn_name` captures (`after`:
+    what it reaches after the trace; `before`: before it), a tensor it made and changed in
+    place with traced values (a hand-written optimizer's `self.state[p]["buf"]`): no call
+    would store that buffer's values there, and eager code keeps them. Puts back what the
+    trace changed first (`undo`; the new entries removed), so the call changes nothing."""
+    known = {id(get()) for _, get in (*before.tensors, *before.stored)}
+    for label, get in (*after.tensors, *after.stored):
+        t = get()
+        if isinstance(t, Tensor) and id(t) not in known and t._version > 0:
+            undo(before, values, tensors)
+            for container, old in keys:
+                if isinstance(container, dict):
+                    for k in [k for k in container if k not in old]:
+                        del container[k]
+                elif isinstance(container, list):
+                    del container[old:]
+            raise GraphError(
+                f"kn.compile: {fn_name} keeps a tensor it made and changed in place while it "
+                f"was traced in a new entry of its Python state ('{label}'): the compiled "
+                "calls would leave the values it had when traced there, where eager code "
+                "keeps each call's. Keep such state in a Module buffer, return it from the "
+                "function, or call the function uncompiled (a hand-written optimizer's "
+                "self.state[p] buffers: run its step eagerly)"
+            ) from None
+
+
+def check_untouched(fn_name: str, before: list) -> None:
+    """Refuses a trace during which `fn_name` changed a tensor it captured (in place, or its
+    `.grad` by a backward() on eager values): that eager code ran once, while tracing, and
+    the compiled calls would not repeat it, where eager code changes the tensor each call.
+
+    >>> import kiln as kn
+    >>> c = kn.zeros(1)
+    >>> before = [("c", c, c._version, None, (c._data.copy(), None))]
+    >>> _ = c.add_(1)
+    >>> check_untouched("f", before)
+    Traceback (most recent call last):
+    kiln.errors.GraphError: kn.compile: f changed the tensor 'c' it captures in place ...
+    >>> c.tolist()  # as it was: the refused trace changed nothing
+    [0.0]
+    """
+    for label, t, version, grad, (data, grad_saved) in before:
+        now = t._grad
+        if t._version != version:
+            what = "in place"
+        elif now is not grad or (now is not None and now._version != grad_saved[0]):
+            what = "through its .grad (a backward() of values computed from captured tensors)"
+        else:
+            continue
+        for _, t, _, grad, (data, grad_saved) in before:  # as before the trace
+            t._data[...] = data
+            t.grad = grad
+            if grad is not None:
+                grad._data[...] = grad_saved[1]
+        raise GraphError(
+            f"kn.compile: {fn_name} changed the tensor '{label}' it captures {what} while it "
+            "was traced: that ran once, when tracing, and the compiled calls would not do it "
+            "again as each eager call does. Pass the tensor as an argument (a compiled call "
+            "writes the changes of its arguments back), keep it as a Module buffer or "
+            "parameter, or call the function uncompiled"
+        )
+
+
+def _generator_state(g):
+    if isinstance(g, random.Random):
+        return g.getstate()
+    if isinstance(g, np.random.Generator):
+        return g.bit_generator.state
+    return g.get_state(legacy=False)
+
+
+def _set_generator_state(g, state) -> None:
+    if isinstance(g, random.Random):
+        g.setstate(state)
+    elif isinstance(g, np.random.Generator):
+        g.bit_generator.state = state
+    else:
+        g.set_state(state)
+
+
+def _same_state(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+def host_random_states(captures=None) -> tuple:
+    """Python's and NumPy's global random states, and those of the generators `captures`
+    (a `Captures`) found (`random.Random`, NumPy's `Generator` and `RandomState`), before a
+    trace (see `check_no_host_draws`)."""
+    found = [] if captures is None else captures.generators
+    return (random.getstate(), np.random.get_state(),
+            [(label, g, _generator_state(g)) for label, g in found])  # fmt: skip
+
+
+def check_no_host_draws(fn_name: str, before: tuple) -> None:
+    """Refuses a trace during which `fn_name` drew from Python's `random` module or NumPy's
+    global generator: the draws ran once, when tracing, and would be constants of the
+    compiled program, the same every call, where eager code draws afresh (torch.compile
+    replays them). The generators are put back as they were before the trace.
+
+    >>> import random
+    >>> before = host_random_states()
+    >>> _ = random.random()
+    >>> check_no_host_draws("f", before)
+    Traceback (most recent call last):
+    kiln.errors.GraphError: kn.compile: f drew from Python's random module while it was ...
+    >>> random.getstate() == before[0]
+    True
+    """
+    python, numpy, generators = before
+    now = np.random.get_state()
+    drew = [name for name, changed in (
+        ("Python's random module", random.getstate() != python),
+        ("NumPy's global random generator",
+         now[2:] != numpy[2:] or not np.array_equal(now[1], numpy[1])),
+    ) if changed]  # fmt: skip
+    drew += [f"the generator '{label}' ({type(g).__name__})" for label, g, state in generators
+             if not _same_state(_generator_state(g), state)]  # fmt: skip
+    if not drew:
+        return
+    random.setstate(python)
+    np.random.set_state(numpy)
+    for _, g, state in generators:
+        _set_generator_state(g, state)
+    raise GraphError(
+        f"kn.compile: {fn_name} drew from {' and '.join(drew)} while it was traced "
+        "(random.randint, random.random, np.random.rand, ...): that ran once, when tracing, "
+        "and the compiled program would repeat those numbers every call, where eager code "
+        "draws new ones each call. Draw them outside the function and pass them in (a Python "
+        "number argument is static: one trace per value; a tensor argument is not), use "
+        "kiln's random functions (kn.rand, kn.randint, kn.randn: drawn afresh each call), or "
+        "call the function uncompiled"
+    )

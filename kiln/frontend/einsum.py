@@ -127,7 +127,6 @@ def _broadcast(xs, labels):
     return out
 
 
-@autocast_op("lower")
 def _sublist_letters(labels) -> str:
     """PyTorch's letters of sublist labels: 0-25 are A-Z, 26-51 a-z, Ellipsis `...`."""
     out = []
@@ -154,6 +153,7 @@ def _from_sublists(args) -> tuple:
     return equation, tuple(operands)
 
 
+@autocast_op("lower")
 def einsum(equation: str, *operands):
     """Sums of products over the labelled dims of `operands`, as `equation` says (`"ij,jk->ik"`
     is a matrix product; `...` stands for broadcast dims; no `->`: the labels seen once, in

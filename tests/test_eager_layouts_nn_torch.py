@@ -14,6 +14,7 @@ import pytest
 import kiln as kn
 
 torch = pytest.importorskip("torch")
+from torch_threads import two_torch_threads  # noqa: E402, F401 (autouse)
 
 F = lambda L: L.nn.functional
 

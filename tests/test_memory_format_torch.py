@@ -12,6 +12,7 @@ import pytest
 import kiln as kn
 
 torch = pytest.importorskip("torch")
+from torch_threads import two_torch_threads  # noqa: E402, F401 (autouse)
 
 
 def _memory(shape):

@@ -213,6 +213,26 @@ class ValuesLayout(Tensor):
     def numel(self) -> int:
         return int(np.prod(self._shape, dtype=np.int64))
 
+    # -- what its layout has no form for -----------------------------------------------------
+
+    def storage_offset(self):
+        raise layout_error("storage_offset", self, layout=self.layout.name)
+
+    def view(self, *shape, size=None, dtype=None):
+        raise layout_error("view", self, layout=self.layout.name)
+
+    def contiguous(self, memory_format=None):
+        raise layout_error("contiguous", self, layout=self.layout.name)
+
+    def resize_(self, *sizes, size=None):
+        raise layout_error("resize_", self, layout=self.layout.name)
+
+    def __getitem__(self, index):
+        raise layout_error("indexing", self, layout=self.layout.name)
+
+    def __setitem__(self, index, value):
+        raise layout_error("index assignment", self, layout=self.layout.name)
+
 
 class SparseTensor(ValuesLayout):
     """A sparse COO tensor: `kn.sparse_coo_tensor(indices, values, size)` or
@@ -289,24 +309,6 @@ class SparseTensor(ValuesLayout):
 
     def stride(self, dim=None):
         raise layout_error("stride", self)
-
-    def storage_offset(self):
-        raise layout_error("storage_offset", self)
-
-    def view(self, *shape, size=None, dtype=None):
-        raise layout_error("view", self)
-
-    def contiguous(self, memory_format=None):
-        raise layout_error("contiguous", self)
-
-    def resize_(self, *sizes, size=None):
-        raise layout_error("resize_", self)
-
-    def __getitem__(self, index):
-        raise layout_error("indexing", self)
-
-    def __setitem__(self, index, value):
-        raise layout_error("index assignment", self)
 
     # -- printing ----------------------------------------------------------------------------
 

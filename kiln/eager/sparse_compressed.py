@@ -238,26 +238,8 @@ class SparseCompressedTensor(ValuesLayout):
             "is_contiguous", self, f"Sparse {self._kind()} tensors do not have is_contiguous"
         )
 
-    def storage_offset(self):
-        raise _error("storage_offset", self)
-
-    def view(self, *shape, size=None, dtype=None):
-        raise _error("view", self)
-
     def reshape(self, *shape):
         raise _error("reshape", self, f"Sparse {self._kind()} tensors do not have is_contiguous")
-
-    def contiguous(self, memory_format=None):
-        raise _error("contiguous", self)
-
-    def resize_(self, *sizes, size=None):
-        raise _error("resize_", self)
-
-    def __getitem__(self, index):
-        raise _error("indexing", self)
-
-    def __setitem__(self, index, value):
-        raise _error("index assignment", self)
 
     # -- printing ----------------------------------------------------------------------------
 

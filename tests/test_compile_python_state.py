@@ -342,9 +342,10 @@ def test_a_trace_that_fails_changes_nothing_it_captured():
     assert state["n"] == n and state["buf"].tolist() == buf.tolist()
 
 
-def test_a_hand_written_optimizer_making_its_state_while_traced_is_refused_cleanly():
-    # Before: its step ran once, while tracing; the state kept step == 1 and a zero buffer
-    # (the buffer's traced values were never stored there) and later calls reused the trace.
+def _hand_written_sgd_steps(wrap, calls=5):
+    """A hand-written momentum SGD (`self.state[p]` made in its first step, a buffer updated
+    in place) trained by the step `wrap` makes: the losses, the weight, the state."""
+    kn.manual_seed(3)
     model = kn.nn.Linear(3, 1)
 
     class MySGD(kn.optim.Optimizer):
@@ -365,14 +366,67 @@ def test_a_hand_written_optimizer_making_its_state_while_traced_is_refused_clean
 
     opt = MySGD(model.parameters())
 
-    @kn.compile
     def step(x, y):
         opt.zero_grad()
-        kn.nn.functional.mse_loss(model(x), y).backward()
+        loss = kn.nn.functional.mse_loss(model(x), y)
+        loss.backward()
         opt.step()
+        return loss
 
-    w = model.weight.detach().clone()
-    with pytest.raises(kn.errors.GraphError, match="made and changed in place"):
-        step(kn.ones(2, 3), kn.ones(2, 1))
-    assert len(opt.state) == 0 and model.weight.grad is None  # the call changed nothing
-    assert model.weight.tolist() == w.tolist()
+    x, y = kn.randn(4, 3), kn.randn(4, 1)
+    stepped = wrap(step)
+    losses = [stepped(x, y).item() for _ in range(calls)]
+    state = opt.state[model.weight]
+    return losses, model.weight.tolist(), state["step"], state["buf"].tolist(), stepped
+
+
+def test_a_hand_written_optimizer_making_its_state_while_traced_matches_eager():
+    # Before: its step ran once, while tracing; the state kept step == 1 and a zero buffer
+    # (the buffer's traced values were never stored there) and later calls reused the trace.
+    # Then: refused with a GraphError. Now the call whose trace makes the state runs
+    # eagerly, and the later traces take the buffer as an input they write back, as
+    # torch.compile runs this optimizer (expected values: the same code run eagerly).
+    eager = _hand_written_sgd_steps(lambda f: f)
+    compiled = _hand_written_sgd_steps(kn.compile)
+    assert compiled[2] == eager[2] == 5
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-6)
+    np.testing.assert_allclose(compiled[1], eager[1], rtol=1e-6)
+    np.testing.assert_allclose(compiled[3], eager[3], rtol=1e-6)
+    assert compiled[4].trace_count >= 1  # (the first call ran eagerly; `step` is keyed)
+
+
+def test_a_captured_tensor_changed_in_place_is_written_back_each_call():
+    # eager code counts on every call (by hand: 1, 2, 3); the trace takes the counter as an
+    # input and each compiled call writes its new value back
+    counter = kn.zeros(1)
+
+    def bump(x):
+        counter.add_(1)
+        return x + counter
+
+    f = kn.compile(bump)
+    assert [f(kn.zeros(1)).item() for _ in range(3)] == [1.0, 2.0, 3.0]
+    assert counter.item() == 3.0 and f.trace_count == 1
+
+
+def test_a_captured_tensor_changed_with_a_value_that_requires_grad_is_refused():
+    # eager code gives `acc` the history of x * w (grad_fn AddBackward0); a compiled call
+    # writes values only, so it refuses rather than leave acc without that history
+    w = kn.ones(3, requires_grad=True)
+    acc = kn.zeros(3)
+
+    def f(x):
+        acc.add_(x * w)
+        return acc.sum()
+
+    with pytest.raises(kn.errors.GraphError, match="in place at .* requires grad"):
+        kn.compile(f)(kn.ones(3))
+    assert acc.tolist() == [0.0, 0.0, 0.0] and w.grad is None  # the call changed nothing
+
+    def g(acc, x):  # an argument changed so: the same refusal
+        acc.add_(x * w)
+        return acc.sum()
+
+    with pytest.raises(kn.errors.GraphError, match="changes 'acc'"):
+        kn.compile(g)(acc, kn.ones(3))
+    assert acc.tolist() == [0.0, 0.0, 0.0]

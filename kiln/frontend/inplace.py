@@ -527,7 +527,7 @@ def _traced_into_constant(t: Tensor, op: str, values):
     value = trace_locals.promote(t, op)
     if value is not None:
         return value
-    raise node_error(
+    error = node_error(
         GraphError,
         f"{op} writes a traced value into a tensor made outside the compiled function (or "
         "from one made outside it), which the compiled program cannot change; make "
@@ -536,6 +536,8 @@ def _traced_into_constant(t: Tensor, op: str, values):
         "them",
         op=op, site=user_site(), inputs=[describe(t)],
     )  # fmt: skip
+    error.written = t  # (kn.compile takes a captured one as an input and traces again)
+    raise error
 
 
 def setitem(self, index, value) -> None:

@@ -23,7 +23,7 @@ from ..eager.grad_mode import state
 from ..eager.hooks import hook_state
 from ..eager.tensor import Tensor
 from ..eager.trace_notes import READ_IN_TRACE
-from ..errors import ArgumentError, ArgumentTypeError, DeviceError, UsageError
+from ..errors import ArgumentError, ArgumentTypeError, DeviceError, GraphError, UsageError
 from ..frontend.autocast import autocast_key
 from ..graph.core import Symbol
 from ..nn.module import Module
@@ -73,6 +73,7 @@ class CompiledFunction:
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
         self._stored: set = set()  # what its traces store in Python state: not guarded
+        self._lift: set = set()  # labels of captured tensors fn writes into: inputs too
         self._value_retraces = 0  # traces that changed a Python value fn reads (a counter)
         self.retrace_limit = RETRACE_LIMIT if retrace_limit is None else int(retrace_limit)
         self._warned = False
@@ -212,40 +213,11 @@ class CompiledFunction:
             start = time.perf_counter()
             had = {id(p): p.grad is not None for m in modules for p in m._parameters.values()
                    if p is not None}  # fmt: skip
-            before = tensor_versions(self._captures)
-            # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
-            # outputs that require grad, as in eager code (the others end in stop_gradient)
-            lifted, aliased = self._lifted(), []
-            for label, get in list(lifted):  # an argument too: its placeholder, one input
-                k = next((k for k, x in enumerate(leaves) if x is get()), None)
-                if k is not None:
-                    lifted.remove((label, get))
-                    aliased.append((get, k))
-            tensors = [get() for _, get in lifted]
-            plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
-            traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
-            roots = _roots(statics)  # the objects passed as arguments: what they reach too
-            seen = Captures(self.fn, roots, self._stored)  # (afresh: what the calls stored since)
-            host_before = host_random_states(seen)
-            values_before = seen.values()
-            restore = tensor_versions(seen, stored=True)
-            shapes = seen.container_keys()
-            groups = seen.group_options()
-            watch = Watch(seen, modules)
-            READ_IN_TRACE.append(set())
-            try:
-                traced = Traced(self.fn, traced_key, leaves + tensors,
-                                paths + [label for label, _ in lifted], structure, key[2], plans,
-                                self.memory_budget, lifted=lifted, aliased=aliased,
-                                watch=watch)  # fmt: skip
-            except BaseException:  # a failed call changes nothing it captured
-                undo(seen, values_before, restore)
-                for _, place, old, _ in group_changes(groups):
-                    put(place, old)
-                raise
-            finally:
-                read = READ_IN_TRACE.pop()
-            check_untouched(traced.name, before)
+            found = None
+            while found is None:  # (again, after a trace wrote into a captured tensor)
+                found = self._trace(key, modules, leaves, paths, structure, statics)
+            (traced, read, seen, roots, host_before, values_before, restore, shapes, groups,
+             tensors, aliased) = found  # fmt: skip
             check_no_host_draws(traced.name, host_before)
             # A place this trace found it stores in, whose tensor before the trace it read (a
             # constant: `self.buf = self.buf * 0.5 + x`): its program serves this call only;
@@ -264,8 +236,13 @@ class CompiledFunction:
             except (KeyError, IndexError, ValueError):  # trace serves this call only, and the
                 once, self._captures = True, None  # next traces from what it left
                 self._value_retraces += 1
-                check_new_entries(traced.name, seen, Captures(self.fn, roots, self._stored),
-                                  values_before, restore, shapes)  # fmt: skip
+                label = check_new_entries(seen, Captures(self.fn, roots, self._stored),
+                                          values_before, restore, shapes)  # fmt: skip
+                if label is not None:  # (its trace undone): this call runs eagerly
+                    log(1, f"kn.compile: {traced.name} keeps a tensor it made and changed in "
+                           f"place in a new entry of its Python state ('{label}'): this call "
+                           "runs eagerly")  # fmt: skip
+                    return None
             # The Python values the trace changed (`self.count += 1`) are stored again by each
             # call of it, and it is keyed and guarded by the values before: the next call
             # finds them changed and traces again, as torch.compile recompiles (and as eager
@@ -317,6 +294,63 @@ class CompiledFunction:
         self.last = traced
         return traced
 
+    def _trace(self, key, modules, leaves, paths, structure, statics) -> tuple | None:
+        """One trace of fn for `trace_for`, with what `trace_for` checks after it; None
+        (what it changed put back) where it wrote into a captured tensor that the next trace
+        takes as an input (`_lift_written`)."""
+        before = tensor_versions(self._captures)
+        roots = _roots(statics)  # the objects passed as arguments: what they reach too
+        seen = Captures(self.fn, roots, self._stored)  # (afresh: what the calls stored since)
+        # NOTE: gradients are planned under no_grad too: an enable_grad block inside gives
+        # outputs that require grad, as in eager code (the others end in stop_gradient)
+        lifted, aliased = self._lifted(seen), []
+        for label, get in list(lifted):  # an argument too: its placeholder, one input
+            k = next((k for k, x in enumerate(leaves) if x is get()), None)
+            if k is not None:
+                lifted.remove((label, get))
+                aliased.append((get, k))
+        tensors = [get() for _, get in lifted]
+        plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
+        traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
+        host_before = host_random_states(seen)
+        values_before = seen.values()
+        restore = tensor_versions(seen, stored=True)
+        shapes = seen.container_keys()
+        groups = seen.group_options()
+        watch = Watch(seen, modules)
+        READ_IN_TRACE.append(set())
+        try:
+            traced = Traced(self.fn, traced_key, leaves + tensors,
+                            paths + [label for label, _ in lifted], structure, key[2], plans,
+                            self.memory_budget, lifted=lifted, aliased=aliased,
+                            watch=watch)  # fmt: skip
+            check_untouched(traced.name, before)
+        except BaseException as e:  # a failed call changes nothing it captured
+            undo(seen, values_before, restore, shapes)
+            for _, place, old, _ in group_changes(groups):
+                put(place, old)
+            if isinstance(e, GraphError) and self._lift_written(e, seen):
+                return None  # (trace again, taking that tensor as an input)
+            raise
+        finally:
+            read = READ_IN_TRACE.pop()
+        return (traced, read, seen, roots, host_before, values_before, restore, shapes, groups,
+                tensors, aliased)  # fmt: skip
+
+    def _lift_written(self, error: GraphError, seen: Captures) -> bool:
+        """Whether a failed trace wrote (in place) into a captured tensor that the next
+        trace can take as an input and write back after each call, as eager code changes
+        it (a hand-written optimizer's `self.state[p]["buf"].mul_(0.9)`): then that
+        tensor's label joins `_lift`, and `trace_for` traces again."""
+        t = getattr(error, "written", None)
+        if t is None:
+            return False
+        for label, get in seen.tensors:  # (`seen`: what fn and its arguments reach)
+            if get() is t and label not in self._lift and self._liftable(t, get):
+                self._lift.add(label)
+                return True
+        return False
+
     def _guard(self, statics, lifted: set) -> Guard:
         """The guard of a trace just made: what fn captured, and what its static arguments
         that are objects (a method's `self`, a module) hold, compared by value. `lifted`:
@@ -326,7 +360,7 @@ class CompiledFunction:
             return Guard(self._captures, lifted=lifted)
         return Guard(Captures(self.fn, roots, self._stored), by_value=True, lifted=lifted)
 
-    def _lifted(self) -> list:
+    def _lifted(self, seen: Captures) -> list:
         """(label, getter) of each captured tensor that a trace takes as an input rather
         than as a constant: the leaves that require grad (`w = kn.randn(3,
         requires_grad=True)` read by fn), so that gradients reach them and their values may
@@ -337,16 +371,24 @@ class CompiledFunction:
         found = []
         for label, get in self._captures.tensors:
             t = get()
-            if "[" in label:  # reached through a list or dict: a constant, as before
+            if "[" in label or label in self._lift:  # through a list or dict: a constant
                 continue
-            if (type(t) is Tensor and t._requires_grad and t.grad_fn is None
-                    and not (t.is_sparse or t.is_quantized) and rebindable(get)):  # fmt: skip
+            if t.grad_fn is None and t._requires_grad and self._liftable(t, get):
+                found.append((label, get))
+        for label, get in seen.tensors:  # one fn writes into (`_lift_written`)
+            if label in self._lift and self._liftable(get(), get):
                 found.append((label, get))
         for label, get in self._captures.stored:  # each call stores another: read as input
             t = get()
             if isinstance(t, Tensor) and not (t.is_sparse or t.is_quantized) and rebindable(get):
                 found.append((label, get))
         return found
+
+    @staticmethod
+    def _liftable(t, get) -> bool:
+        """Whether a trace can take the captured tensor `t` (read by `get`) as an input."""
+        return (type(t) is Tensor and not (t.is_sparse or t.is_quantized)
+                and rebindable(get))  # fmt: skip
 
     def _reason(self, key, modules, statics, paths) -> str:
         """What differs from the signature that ran last."""

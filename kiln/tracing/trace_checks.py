@@ -45,10 +45,11 @@ def group_changes(groups: list) -> list:
     return found
 
 
-def undo(captures: Captures, values: tuple, tensors: list) -> None:
+def undo(captures: Captures, values: tuple, tensors: list, keys: list = ()) -> None:
     """Puts back what a trace that failed changed of the Python values and the tensors that
-    `fn` captures (`values`: `captures.values()` before it; `tensors`: `tensor_versions`),
-    so a call that raises leaves them as they were."""
+    `fn` captures (`values`: `captures.values()` before it; `tensors`: `tensor_versions`;
+    `keys`: `Captures.container_keys`, whose new entries go), so a call that raises leaves
+    them as they were."""
     for _, place, old, _ in captures.changes(values):
         put(place, old)
     for _, t, version, grad, (data, grad_saved) in tensors:
@@ -58,33 +59,28 @@ def undo(captures: Captures, values: tuple, tensors: list) -> None:
             t._grad = grad
             if grad is not None and grad._data.shape == grad_saved[1].shape:
                 grad._data[...] = grad_saved[1]
+    for container, old in keys:
+        if isinstance(container, dict):
+            for k in [k for k in container if k not in old]:
+                del container[k]
+        elif isinstance(container, list):
+            del container[old:]
 
 
-def check_new_entries(fn_name, before, after, values, tensors, keys) -> None:
-    """Refuses a trace that left, in new entries of containers `fn_name` captures (`after`:
-    what it reaches after the trace; `before`: before it), a tensor it made and changed in
-    place with traced values (a hand-written optimizer's `self.state[p]["buf"]`): no call
-    would store that buffer's values there, and eager code keeps them. Puts back what the
-    trace changed first (`undo`; the new entries removed), so the call changes nothing."""
+def check_new_entries(before, after, values, tensors, keys) -> str | None:
+    """The label of a new entry of containers the function captures (`after`: what it
+    reaches after the trace; `before`: before it) that holds a tensor the trace made and
+    changed in place with traced values (a hand-written optimizer's `self.state[p]["buf"]`),
+    or None. No compiled call would store that buffer's values there, where eager code keeps
+    them: such a call runs eagerly instead (as torch.compile breaks its graph there), so what
+    the trace changed is put back first (`undo`; the new entries removed)."""
     known = {id(get()) for _, get in (*before.tensors, *before.stored)}
     for label, get in (*after.tensors, *after.stored):
         t = get()
         if isinstance(t, Tensor) and id(t) not in known and t._version > 0:
-            undo(before, values, tensors)
-            for container, old in keys:
-                if isinstance(container, dict):
-                    for k in [k for k in container if k not in old]:
-                        del container[k]
-                elif isinstance(container, list):
-                    del container[old:]
-            raise GraphError(
-                f"kn.compile: {fn_name} keeps a tensor it made and changed in place while it "
-                f"was traced in a new entry of its Python state ('{label}'): the compiled "
-                "calls would leave the values it had when traced there, where eager code "
-                "keeps each call's. Keep such state in a Module buffer, return it from the "
-                "function, or call the function uncompiled (a hand-written optimizer's "
-                "self.state[p] buffers: run its step eagerly)"
-            ) from None
+            undo(before, values, tensors, keys)
+            return label
+    return None
 
 
 def check_untouched(fn_name: str, before: list) -> None:
@@ -102,9 +98,9 @@ def check_untouched(fn_name: str, before: list) -> None:
     >>> c.tolist()  # as it was: the refused trace changed nothing
     [0.0]
     """
-    for label, t, version, grad, (data, grad_saved) in before:
-        now = t._grad
-        if t._version != version:
+    for label, changed, version, grad, (data, grad_saved) in before:
+        now = changed._grad
+        if changed._version != version:
             what = "in place"
         elif now is not grad or (now is not None and now._version != grad_saved[0]):
             what = "through its .grad (a backward() of values computed from captured tensors)"
@@ -115,13 +111,16 @@ def check_untouched(fn_name: str, before: list) -> None:
             t.grad = grad
             if grad is not None:
                 grad._data[...] = grad_saved[1]
-        raise GraphError(
+        error = GraphError(
             f"kn.compile: {fn_name} changed the tensor '{label}' it captures {what} while it "
             "was traced: that ran once, when tracing, and the compiled calls would not do it "
             "again as each eager call does. Pass the tensor as an argument (a compiled call "
             "writes the changes of its arguments back), keep it as a Module buffer or "
             "parameter, or call the function uncompiled"
         )
+        if what == "in place":
+            error.written = changed  # (kn.compile takes it as an input and traces again)
+        raise error
 
 
 def _generator_state(g):

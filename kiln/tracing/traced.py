@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from .. import dtypes as dt
+from .. import shapes as sh
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
@@ -378,6 +379,16 @@ class Traced:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
+        for k, value in self.changed:  # (value: what it was changed to)
+            if id(value) in marked:
+                raise GraphError(
+                    f"kn.compile: {self.name} changes '{self.paths[k]}' "
+                    f"({dt.short_name(value.dtype)}{sh.format_shape(value.shape)}) in "
+                    f"place at {value.site} with a value that requires grad: eager code gives "
+                    "the tensor that value's history (its grad_fn), which a compiled call "
+                    "cannot give a tensor it writes into; return the value instead, or change "
+                    "the tensor under kn.no_grad()"
+                )
         self.grad_outputs = [k for k, o in enumerate(self.outputs)
                              if id(o) in marked and k not in self.no_grad_outputs]  # fmt: skip
         # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes
@@ -525,8 +536,9 @@ class Traced:
             guard = getattr(self, "captured", None)
             reads = [(v.name, t) for v, t in zip(self.variables, params)]
             # (tensors named in fn's code; those in a container may be arguments' structure)
-            reads += [(label, t) for label, _, t, *_ in getattr(guard, "tensors", ())
-                      if "[" not in label]  # fmt: skip
+            # (one the program takes as an input is among `leaves`)
+            reads += [(label, t) for label, _, t, *_, is_input in getattr(guard, "tensors", ())
+                      if "[" not in label and not is_input]  # fmt: skip
             changed = [k for k, _ in self.changed]
             check_arguments_apart(self.name, changed, leaves, self.paths, xp, reads)
         arrays = [x._data if isinstance(x, Tensor) else x for x in leaves]

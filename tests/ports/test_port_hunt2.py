@@ -641,18 +641,9 @@ def run_custom_optimizer(lib, init, wrap):
     return losses, opt.state[model.weight]["step"]
 
 
-CUSTOM_STATE = (
-    "kn.compile: a user Optimizer subclass that makes its self.state[p] buffers in its first "
-    "step and updates them in place is refused with a GraphError at the first call, which "
-    "changes nothing (before, the state was unguarded and the compiled step silently kept "
-    "step == 1 and a zero buffer)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=CUSTOM_STATE)
 def test_compiled_custom_optimizer_state_matches_torch(torch):
     init = {k: to_numpy(v).copy() for k, v in torch.nn.Linear(3, 1).state_dict().items()}
     t_losses, t_steps = run_custom_optimizer(torch, init, identity)
     k_losses, k_steps = run_custom_optimizer(kn, init, kn.compile)
-    assert k_steps == t_steps == 4  # kiln: 1 (the step ran once, while tracing)
-    assert_losses_close(k_losses, t_losses)  # kiln: the third and fourth losses differ
+    assert k_steps == t_steps == 4
+    assert_losses_close(k_losses, t_losses)

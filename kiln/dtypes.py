@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import ml_dtypes
 import numpy as np
 
@@ -497,18 +499,45 @@ def dtype_of_type(value):
     return as_dtype(value)
 
 
-_WIDE = (np.dtype(np.float64), np.dtype(np.complex128))
+_PYTHON_SCALARS = frozenset((bool, int, float, complex))
 
 
-def _holds_wide(data) -> bool:
-    """Whether nested lists `data` begin with a float64 or complex128 value that carries its
-    dtype (a NumPy scalar or array, a tensor): PyTorch's `tensor` keeps that dtype, where
-    Python floats give the default float. (The first value stands for all: a walk over every
-    value would double the time of making a tensor from a long list.)"""
-    while isinstance(data, (list, tuple)) and data:
-        data = data[0]
-    dtype = getattr(data, "dtype", None)  # (None == np.dtype("float64") holds in NumPy)
-    return dtype is not None and type(data) is not float and dtype in _WIDE
+def _listed_dtype(data) -> np.dtype | None:
+    """PyTorch's `tensor` dtype of nested lists `data` whose values are not all Python
+    scalars (NumPy scalars, 0-d arrays or tensors among them): each value's dtype (a Python
+    float's is the default float, an int's int64) promoted by PyTorch's table, so
+    `[1.0, np.float64(2)]` is float64 and `[1, np.float16(2)]` float16. None for Python
+    scalars alone (and ragged data, which NumPy refuses). A rectangular nesting is walked a
+    level at a time (`set(map(type, ...))`), a few percent of making the tensor.
+
+    >>> _listed_dtype([[1.0, 2.0], [np.float64(3), 4.0]]), _listed_dtype([1.0, 2.0])
+    (dtype('float64'), None)
+    """
+    depth = 0
+    while True:
+        level = data
+        for _ in range(depth):
+            level = itertools.chain.from_iterable(level)
+        kinds = set(map(type, level))
+        if kinds <= _PYTHON_SCALARS:
+            return None
+        if not kinds - {list, tuple}:
+            depth += 1
+            continue
+        if list in kinds or tuple in kinds:
+            return None
+        break
+    level = data
+    for _ in range(depth):
+        level = itertools.chain.from_iterable(level)
+    out = None
+    for v in level:
+        d = scalar_dtype(v) if type(v) in _PYTHON_SCALARS else getattr(v, "dtype", None)
+        if d is None:
+            return None
+        d = as_dtype(d)
+        out = d if out is None else _pair(out, d)
+    return out
 
 
 def as_array(value, dtype=None) -> np.ndarray:
@@ -524,9 +553,13 @@ def as_array(value, dtype=None) -> np.ndarray:
         return np.asarray(value, dtype=scalar_dtype(value))
     array = np.asarray(value)
     wide = array.dtype == np.float64 or array.dtype == np.complex128
-    if wide and not isinstance(value, (np.ndarray, np.generic)) and not _holds_wide(value):
-        # nested Python floats (complex numbers): kiln's default float (complex)
-        array = array.astype(DEFAULT_FLOAT if array.dtype == np.float64 else default_complex())
+    if wide and not isinstance(value, (np.ndarray, np.generic)):
+        listed = (_listed_dtype(value) if isinstance(value, (list, tuple))
+                  else getattr(value, "dtype", None))  # fmt: skip
+        if listed is None:  # nested Python floats (complex numbers): the default float
+            array = array.astype(DEFAULT_FLOAT if array.dtype == np.float64 else default_complex())
+        elif listed != array.dtype:  # NumPy's promotion differs from PyTorch's
+            array = np.asarray(value, dtype=listed)
     if array.dtype.kind in "OUSV" and array.dtype != bfloat16 and array.dtype not in _STORAGE:
         raise DTypeError(f"cannot make a kiln value from {type(value).__name__} {value!r:.60}")
     as_dtype(array.dtype)

@@ -466,3 +466,32 @@ def test_out_of_copies_and_norms():
     outs = tuple(kn.zeros(0, dtype=t.dtype) for t in r)
     r2 = kn.linalg.lstsq(kn.eye(2), kn.eye(2) * 2, out=outs)
     assert type(r2).__name__ == "linalg_lstsq_out" and r2.solution.tolist() == [[2, 0], [0, 2]]
+
+
+# -- kn.tensor of lists that mix Python and NumPy scalars ----------------------------------------
+# PyTorch promotes every value's dtype (a Python float: the default float; int: int64; a NumPy
+# scalar: its own) by its own table; kiln read the first value alone and made float32 of
+# [1.0, np.float64(2)]. Expected dtypes: PyTorch 2.13's torch.tensor on the same data.
+
+LISTED = [
+    ([1.0, np.float64(2)], kn.float64),
+    ([[1.0, 2.0], [np.float64(3), 4.0]], kn.float64),
+    ((1, np.float64(2.5)), kn.float64),
+    ([np.float16(1), 2], kn.float16),
+    ([1, np.float16(2)], kn.float16),
+    ([[1, 2], [3, np.float16(4)]], kn.float16),
+    ([1 + 2j, np.float64(1)], kn.complex128),
+    ([np.int64(1), np.float64(2)], kn.float64),
+    ([True, np.float64(0.5)], kn.float64),
+    ([2.0, np.float32(1)], kn.float32),
+    ([1.0, 2.0], kn.float32),
+    ([[1.0], [2.0]], kn.float32),
+]
+
+
+@pytest.mark.parametrize("data, dtype", LISTED, ids=lambda v: repr(v)[:40])
+def test_tensor_of_mixed_scalars_promotes_every_value(data, dtype):
+    t = kn.tensor(data)
+    assert t.dtype == dtype
+    want = np.asarray(data, dtype=np.complex128)
+    np.testing.assert_array_equal(t.numpy().astype(np.complex128), want)

@@ -343,9 +343,10 @@ def test_random_module_fork_rng(torch):
 # -- tensors from lists of NumPy float64 values ------------------------------------------------
 # `torch.tensor([np.float64(x) for x in ...])` (results of scipy/NumPy code collected in a
 # list) is float64 in PyTorch: a NumPy scalar or array in the data counts with its dtype.
-# kiln took np.float64 for a Python float (it subclasses float) and made float32. (kiln reads
-# the dtype of the first value; PyTorch promotes over all, so [1.0, np.float64(2.0)] or
-# [np.float32(1.0), np.float64(2.0)] are float64 in PyTorch and float32 in kiln.)
+# kiln took np.float64 for a Python float (it subclasses float) and made float32. Then it read
+# the dtype of the first value alone, so [1.0, np.float64(2.0)] or [1, np.float16(2)] were
+# float32; PyTorch promotes every value's dtype (by its own table: int64 with float16 is
+# float16), and so does kiln now.
 
 
 def test_tensor_of_numpy_float64_scalars(torch):
@@ -354,6 +355,10 @@ def test_tensor_of_numpy_float64_scalars(torch):
         (np.float64(1.0),), [np.array([1.0, 2.0])], [np.complex128(1.0), 1 + 2j],
         [np.float32(1.0), 2.5], [np.int64(1), 2.5],
         [np.float16(1.0), 2.0], [1.0, 2.0], [np.int32(3)], [], [[]], [[], []],
+        [1.0, np.float64(2)], [[1.0, 2.0], [np.float64(3), 4.0]], (1, np.float64(2.5)),
+        [np.float16(1), 2], [1, np.float16(2)], [1 + 2j, np.float64(1)],
+        [np.int64(1), np.float64(2)], [np.float32(1), np.float64(2)], [2.0, np.float32(1)],
+        [[1, 2], [3, np.float16(4)]], [True, np.float64(0.5)],
     ]  # fmt: skip
     for data in cases:
         t, k = torch.tensor(data), kn.tensor(data)

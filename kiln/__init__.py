@@ -146,6 +146,9 @@ autograd.Variable = eager.legacy_types.Variable  # `torch.autograd.Variable(t, r
 autograd.detect_anomaly = frontend.torch_settings.detect_anomaly
 autograd.set_detect_anomaly = frontend.torch_settings.set_detect_anomaly
 autograd.function = _custom_function
+# torch.autograd's grad-mode names too (`@torch.autograd.no_grad()`): the same objects as kn's
+autograd.no_grad, autograd.enable_grad = eager.grad_mode.no_grad, eager.grad_mode.enable_grad
+autograd.inference_mode = eager.grad_mode.inference_mode
 # `kn.autograd.graph.saved_tensors_hooks` and `save_on_cpu` (torch.autograd.graph's)
 autograd.graph = eager.saved_hooks
 _sys.modules[f"{__name__}.autograd.graph"] = eager.saved_hooks

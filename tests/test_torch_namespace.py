@@ -291,3 +291,16 @@ def test_ldl_and_geqrf_have_no_gradient_as_torch():
             L.linalg.ldl_factor(a).LD.sum().backward()
         with pytest.raises(RuntimeError):
             L.geqrf(a).a.sum().backward()
+
+
+def test_autograd_has_the_grad_mode_names():
+    # torch.autograd.no_grad is torch.no_grad (and enable_grad, inference_mode): ported code
+    # writes `@torch.autograd.no_grad()`; kiln's raised AttributeError
+    assert kn.autograd.no_grad is kn.no_grad and kn.autograd.enable_grad is kn.enable_grad
+    assert kn.autograd.inference_mode is kn.inference_mode
+
+    @kn.autograd.no_grad()
+    def doubled(x):
+        return x * 2
+
+    assert not doubled(kn.ones(2, requires_grad=True)).requires_grad

@@ -118,6 +118,7 @@ from .runtime import Function, KernelError, Session, function
 from .shapes import Dim
 from .tracing import compile, trace  # noqa: A004 (the API's name)
 from .tracing import func as func  # `kn.func`: torch.func's transforms
+from .tracing.torch_compiler import compiler, jit  # torch.compiler's and torch.jit's names
 from .tracing.transforms import jacfwd, jacrev, jvp, vmap
 
 # The public dtypes are `kn.dtype` objects (kiln keeps NumPy's dtypes inside).
@@ -155,6 +156,8 @@ _sys.modules[f"{__name__}.autograd.graph"] = eager.saved_hooks
 cuda.amp = amp.cuda  # `kn.cuda.amp.autocast`, `kn.cuda.amp.GradScaler`, as torch.cuda.amp
 _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
+_sys.modules[f"{__name__}.compiler"] = compiler  # `import kiln.compiler`, as torch's
+_sys.modules[f"{__name__}.jit"] = jit
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
 spmm = sparse.spmm  # `torch.spmm(sparse_or_dense, dense)`: PyTorch's name of the product

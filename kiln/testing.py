@@ -13,8 +13,10 @@ from .checkpoint import as_numpy
 from .errors import ArgumentError, ArgumentTypeError
 from .graph.core import Graph, Symbol
 from .runtime import function
+from .testing_make import make_tensor
 
-__all__ = ["assert_close", "check_eager_vs_compiled", "gradcheck", "gradgradcheck", "strategies"]
+__all__ = ["assert_close", "check_eager_vs_compiled", "gradcheck", "gradgradcheck", "make_tensor",
+           "strategies"]  # fmt: skip
 
 # (rtol, atol) by dtype, as torch.testing.assert_close; exact for ints and bools.
 _TOLERANCES = {

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..frontend.autocast import autocast as _autocast
+from . import custom as _custom
 from .grad_scaler import GradScaler as _GradScaler
 
-__all__ = ["GradScaler", "autocast"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
 def autocast(enabled: bool = True, dtype=dt.float16, cache_enabled: bool = True):
@@ -28,3 +29,13 @@ class GradScaler(_GradScaler):
                  enabled: bool = True):  # fmt: skip
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval,
                          enabled)  # fmt: skip
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """`kn.amp.custom_fwd(device_type="cuda")` (`torch.cuda.amp.custom_fwd`)."""
+    return _custom.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """`kn.amp.custom_bwd(device_type="cuda")` (`torch.cuda.amp.custom_bwd`)."""
+    return _custom.custom_bwd(bwd, device_type="cuda")

@@ -47,10 +47,14 @@ class finfo:
     >>> f = kn.finfo(kn.float16)
     >>> f.bits, f.eps, f.max, f.tiny, f.resolution, f.dtype
     (16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001, 'float16')
+    >>> kn.finfo(kn.complex64).dtype  # a complex dtype's parts
+    'float32'
     """
 
     def __init__(self, type=None):  # noqa: A002 -- PyTorch's argument name
         dtype = dt.DEFAULT_FLOAT if type is None else _dtype_arg("finfo", type)
+        if dtype.kind == "c":  # a complex dtype: its parts' float (PyTorch's finfo too)
+            dtype = dt.as_dtype(np.float32 if dtype.itemsize == 8 else np.float64)
         if not dt.is_float(dtype) or dt.is_storage_only(dtype):
             raise ArgumentTypeError(
                 "kiln.finfo() requires a floating point input type. Use kiln.iinfo to handle "

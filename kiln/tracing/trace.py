@@ -33,6 +33,7 @@ from ..runtime.cache import evict, touch
 from .guards import APPENDS, ITEMS, Captures, Guard, put, rebindable, value_changes, value_types
 from .stores import Watch, stored_keys
 from .structure import describe, flatten, name_of, signature
+from .torch_compiler import COMPILED
 from .trace_checks import (
     check_new_entries,
     check_no_host_draws,
@@ -69,6 +70,7 @@ class CompiledFunction:
         self.cache: OrderedDict = OrderedDict()
         self.last: Traced | None = None
         self.trace_count = 0
+        COMPILED.add(self)  # (kn.compiler.reset)
         self._lock = threading.Lock()
         self._captures: Captures | None = None  # what fn reads: found on first call
         self._by_grads: dict = {}  # key -> its Traced for each `.grad` state (`_file_by_grads`)
@@ -89,6 +91,14 @@ class CompiledFunction:
             for i, p in enumerate(params)
             if isinstance(p.default, _ARRAYS) and p.kind != p.POSITIONAL_ONLY
         ]
+
+    def reset(self) -> None:
+        """Drops every trace (the next call traces again) and the recompile count."""
+        with self._lock:
+            self.cache.clear()
+            self._by_grads.clear()
+            self.last, self._captures = None, None
+            self._value_retraces, self._warned = 0, False
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -558,7 +568,7 @@ def compile(  # noqa: A001
     eager = backend in ("eager", "aot_eager")
 
     def wrap(f):
-        if disable:
+        if disable or getattr(f, "_kiln_compile_disabled", False):  # (kn.compiler.disable)
             return f
         if eager:
             compiled = functools.wraps(f)(lambda *args, **kwargs: f(*args, **kwargs))

@@ -113,6 +113,7 @@ from .generator import Generator
 from .graph import Graph, Node, Symbol, get_default_graph, name_scope, reset_default_graph
 from .graph.verify import verify
 from .interchange import export_onnx, import_onnx, to_networkx
+from .interchange.onnx_torch import onnx  # `kn.onnx.export`, torch.onnx's call
 from .ops.random import manual_seed
 from .runtime import Function, KernelError, Session, function
 from .shapes import Dim
@@ -158,6 +159,7 @@ _sys.modules.setdefault(f"{__name__}.autograd", autograd)
 _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.compiler"] = compiler  # `import kiln.compiler`, as torch's
 _sys.modules[f"{__name__}.jit"] = jit
+_sys.modules[f"{__name__}.onnx"] = onnx
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
 spmm = sparse.spmm  # `torch.spmm(sparse_or_dense, dense)`: PyTorch's name of the product

@@ -18,7 +18,7 @@ from ..errors import ArgumentTypeError, GraphError, node_error
 from ..graph.core import Graph, Symbol
 from ..passes.program import extract
 from ..runtime.function import Function
-from ..tracing import CompiledFunction, trace
+from ..tracing import CompiledFunction, Traced, trace
 from . import onnx_kiln_ops as kiln_ops
 
 # The default and the oldest opset kiln writes: Reduce* with axes as an input, Bitwise*.
@@ -67,6 +67,8 @@ def program_of(obj) -> Graph:
                 "on its first call), or export kn.trace(fn, *example_args)"
             )
         obj = obj.last
+    if isinstance(obj, Traced):  # its outputs: not the values its gradient program reads
+        return extract(list(obj.outputs), list(obj.inputs), {})
     if isinstance(getattr(obj, "function", None), Function):
         obj = obj.function
     if isinstance(obj, Function):

@@ -184,3 +184,254 @@ OPS = {
 def test_op_table(name):
     kfn, tfn, shapes, positive = OPS[name]
     _check(kfn, tfn, shapes, positive=positive)
+
+
+# -- programs: each runs on kiln and on torch (`lib`, `ad`: the library and its forward_ad)
+# and returns named values (None: no tangent), compared one by one
+
+
+def _np(t):
+    return None if t is None else t.detach().numpy().copy()
+
+
+def _programs_agree(prog, rtol=1e-6, atol=1e-7):
+    got, want = prog(kn, fwAD), prog(torch, tfwAD)
+    assert got.keys() == want.keys()
+    for key in want:
+        if want[key] is None:
+            assert got[key] is None, key
+        else:
+            assert got[key] is not None, key
+            np.testing.assert_allclose(got[key], want[key], rtol=rtol, atol=atol, err_msg=key)
+
+
+def _array(lib, *shape, seed=0):
+    rng = np.random.default_rng(seed + 7 * len(shape) + sum(shape))
+    return lib.tensor(rng.standard_normal(shape))
+
+
+def _mlp_weights(lib):
+    return [_array(lib, 8, 4, seed=1), _array(lib, 8, seed=2), _array(lib, 3, 8, seed=3),
+            _array(lib, 3, seed=4)]  # fmt: skip
+
+
+def _mlp(lib, x, w1, b1, w2, b2):
+    f = lib.nn.functional
+    return f.linear(lib.tanh(f.linear(x, w1, b1)), w2, b2)
+
+
+def prog_mlp_jvp(lib, ad):
+    """The jvp of an MLP in its input and in its weights at once."""
+    ws = _mlp_weights(lib)
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 5, 4), _array(lib, 5, 4, seed=9))
+        duals = [ad.make_dual(w, _array(lib, *w.shape, seed=11 + i)) for i, w in enumerate(ws)]
+        y, t = ad.unpack_dual(lib.nn.functional.softmax(_mlp(lib, x, *duals), -1))
+        return {"y": _np(y), "t": _np(t)}
+
+
+def prog_module_jvp(lib, ad):
+    """A module's forward on a dual input (its parameters not dual)."""
+    lib.manual_seed(0)
+    layers = lib.nn.Sequential(lib.nn.Linear(4, 6), lib.nn.ReLU(), lib.nn.LayerNorm(6),
+                               lib.nn.Linear(6, 2))  # fmt: skip
+    with lib.no_grad():
+        for i, p in enumerate(layers.parameters()):
+            p.copy_(_array(lib, *p.shape, seed=20 + i).float())
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 3, 4).float(), _array(lib, 3, 4, seed=5).float())
+        y, t = ad.unpack_dual(layers(x))
+        return {"y": _np(y), "t": _np(t), "requires_grad": np.array(y.requires_grad)}
+
+
+def prog_hvp_forward_over_reverse(lib, ad):
+    """A Hessian-vector product: the tangent of a gradient (backward run under a level)."""
+    ws = [w.requires_grad_() for w in _mlp_weights(lib)]
+    x = _array(lib, 5, 4)
+    v = [_array(lib, *w.shape, seed=30 + i) for i, w in enumerate(ws)]
+    with ad.dual_level():
+        duals = [ad.make_dual(w, t) for w, t in zip(ws, v)]
+        loss = (_mlp(lib, x, *duals) ** 2).mean()
+        grads = lib.autograd.grad(loss, ws)
+        found = {f"g{i}": _np(ad.unpack_dual(g).primal) for i, g in enumerate(grads)}
+        found.update({f"hv{i}": _np(ad.unpack_dual(g).tangent) for i, g in enumerate(grads)})
+        return found
+
+
+def prog_reverse_over_forward(lib, ad):
+    """Backward through a tangent: the gradient of <jvp, 1> in the primal and the tangent."""
+    p = _array(lib, 4).requires_grad_()
+    v = _array(lib, 4, seed=3).requires_grad_()
+    with ad.dual_level():
+        x = ad.make_dual(p, v)
+        y = lib.sin(x) * x.exp() + (x * x).sum()
+        _, t = ad.unpack_dual(y)
+        (t * lib.arange(4.0)).sum().backward()
+        return {"t": _np(t), "p.grad": _np(p.grad), "v.grad": _np(v.grad)}
+
+
+def prog_backward_through_dual(lib, ad):
+    """A dual tensor in a graph that is backpropagated: gradients as without tangents."""
+    p = _array(lib, 3, 3).requires_grad_()
+    with ad.dual_level():
+        x = ad.make_dual(p, _array(lib, 3, 3, seed=1))
+        (lib.tanh(x @ x).sum()).backward()
+        return {"p.grad": _np(p.grad)}
+
+
+def prog_no_grad(lib, ad):
+    with lib.no_grad(), ad.dual_level():
+        x = ad.make_dual(_array(lib, 4), _array(lib, 4, seed=1))
+        y, t = ad.unpack_dual(lib.exp(x) @ x)
+        return {"y": _np(y), "t": _np(t), "grad": np.array(t.requires_grad)}
+
+
+def prog_inplace_views(lib, ad):
+    """In-place ops on duals and their views, and duals written into plain tensors."""
+    found = {}
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 4), _array(lib, 4, seed=1))
+        y = x * 1.0
+        y.mul_(x).add_(2.0)  # in place on a dual
+        found["y"] = _np(ad.unpack_dual(y).tangent)
+        z = ad.make_dual(_array(lib, 3, 4, seed=2), _array(lib, 3, 4, seed=3))
+        row = z[1]  # a view: its tangent is a view of z's
+        row.mul_(x)  # reaches z's tangent
+        found["z"] = _np(ad.unpack_dual(z).tangent)
+        z.t()[0].sin_()  # a view's view, in place
+        found["z2"] = _np(ad.unpack_dual(z).tangent)
+        found["row"] = _np(ad.unpack_dual(row).tangent)  # sees z's change
+        plain = lib.zeros(6)
+        part = plain[1:5]  # a view of a tensor that is not dual
+        part.copy_(x)  # the base gets a tangent
+        found["plain"] = _np(ad.unpack_dual(plain).tangent)
+        found["part"] = _np(ad.unpack_dual(part).tangent)
+        w = lib.zeros(3, 4)
+        w[0] = x  # setitem of a dual
+        w[2, 1:3] = 5.0  # and of a constant into a dual
+        found["w"] = _np(ad.unpack_dual(w).tangent)
+        u = ad.make_dual(_array(lib, 4, seed=4), _array(lib, 4, seed=5))
+        u[1] = 0.0
+        u.relu_()
+        found["u"] = _np(ad.unpack_dual(u).tangent)
+        v = ad.make_dual(_array(lib, 2, 3, seed=6), _array(lib, 2, 3, seed=7))
+        v.transpose(0, 1).reshape(-1)  # views, unused
+        flat = v.view(-1)
+        flat[::2] *= 3.0
+        found["v"] = _np(ad.unpack_dual(v).tangent)
+        found["v.sum"] = _np(ad.unpack_dual(v.sum(0)).tangent)
+    return found
+
+
+def prog_int_and_nondiff(lib, ad):
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 5), _array(lib, 5, seed=1))
+        found = {
+            "floor": _np(ad.unpack_dual(lib.floor(x)).tangent),
+            "argmax": _np(ad.unpack_dual(x.argmax()).tangent),
+            "long": _np(ad.unpack_dual(x.long()).tangent),
+            "detach": _np(ad.unpack_dual(x.detach()).tangent),
+            "data": _np(ad.unpack_dual(x.data).tangent),
+            "item_sum": np.array((x * 2).sum().item()),
+        }
+    return found
+
+
+@pytest.mark.parametrize("prog", [
+    prog_mlp_jvp, prog_module_jvp, prog_hvp_forward_over_reverse, prog_reverse_over_forward,
+    prog_backward_through_dual, prog_no_grad, prog_inplace_views, prog_int_and_nondiff,
+], ids=lambda p: p.__name__[5:])  # fmt: skip
+def test_programs(prog):
+    _programs_agree(prog, rtol=1e-5, atol=1e-6)
+
+
+# -- levels and errors, as torch's (its exception types: RuntimeError, ValueError)
+
+
+def _raises_like(kfn, tfn):
+    with pytest.raises(Exception) as want:
+        tfn()
+    with pytest.raises(want.type) as got:
+        kfn()
+    # the message starts as torch's
+    assert str(got.value).startswith(str(want.value)[:40]), (got.value, want.value)
+
+
+def test_make_dual_outside_a_level():
+    _raises_like(lambda: fwAD.make_dual(kn.ones(2), kn.ones(2)),
+                 lambda: tfwAD.make_dual(torch.ones(2), torch.ones(2)))  # fmt: skip
+
+
+def test_unpack_dual_outside_a_level():
+    t = kn.ones(2)
+    primal, tangent = fwAD.unpack_dual(t)
+    assert primal is t and tangent is None
+
+
+@pytest.mark.parametrize("case", ["shape", "int_primal", "int_tangent", "dual_tangent",
+                                  "dual_primal", "level", "nested"])  # fmt: skip
+def test_refusals_inside_a_level(case):
+    def run(lib, ad):
+        x = ad.make_dual(lib.ones(2), lib.ones(2))
+        ones = lib.ones(2)
+        return {
+            "shape": lambda: ad.make_dual(lib.ones(2), lib.ones(3)),
+            "int_primal": lambda: ad.make_dual(lib.ones(2, dtype=lib.int64), ones),
+            "int_tangent": lambda: ad.make_dual(ones, lib.ones(2, dtype=lib.int64)),
+            "dual_tangent": lambda: ad.make_dual(ones, x),
+            "dual_primal": lambda: ad.make_dual(x, ones),
+            "level": lambda: ad.make_dual(ones, ones, level=5),
+            "nested": ad.enter_dual_level,
+        }[case]
+
+    with fwAD.dual_level(), tfwAD.dual_level():
+        _raises_like(run(kn, fwAD), run(torch, tfwAD))
+
+
+def test_exit_refusals():
+    _raises_like(fwAD.exit_dual_level, tfwAD.exit_dual_level)  # no level
+    with fwAD.dual_level(), tfwAD.dual_level():
+        _raises_like(lambda: fwAD.exit_dual_level(level=3),
+                     lambda: tfwAD.exit_dual_level(level=3))  # fmt: skip
+
+
+def test_levels_and_unpacking():
+    p, t = kn.tensor([1.0, 2.0]), kn.tensor([3.0, 4.0])
+    with fwAD.dual_level() as level:
+        assert level == 0
+        x = fwAD.make_dual(p, t)
+        assert x._base is p and not x.requires_grad  # a view of the primal, as torch's
+        unpacked = fwAD.unpack_dual(x)
+        assert type(unpacked).__name__ == "UnpackedDualTensor"
+        assert unpacked.tangent is t  # the tangent as given
+        assert fwAD.unpack_dual(unpacked.primal).tangent is None  # the primal is not dual
+        assert fwAD.unpack_dual(p).tangent is None
+        assert repr(x) == "tensor([1., 2.], tangent=tensor([3., 4.]))"  # torch's form
+        y = x * x
+        transposed = fwAD.make_dual(kn.ones(2, 3), kn.ones(3, 2).t())
+        # a tangent laid out otherwise than its primal is copied in the primal's layout
+        assert fwAD.unpack_dual(transposed).tangent.stride() == (3, 1)
+    assert fwAD.unpack_dual(y).tangent is None and fwAD.unpack_dual(x).tangent is None
+    assert repr(y) == "tensor([1., 4.])"
+    # the eager paths are back: a plain result is plain again
+    assert (kn.ones(2) + 1)._meta is None
+
+    @fwAD.dual_level()
+    def decorated():
+        return fwAD.unpack_dual(fwAD.make_dual(kn.ones(1), kn.ones(1)) * 3).tangent
+
+    np.testing.assert_array_equal(decorated().numpy(), [3.0])
+
+
+def test_error_inside_a_level_leaves_it():
+    with pytest.raises(ZeroDivisionError), fwAD.dual_level():
+        1 / 0
+    assert fwAD._level == -1
+    with fwAD.dual_level():  # a new one can be entered
+        pass
+
+
+def test_import_path():
+    import kiln.autograd.forward_ad as imported
+
+    assert imported is fwAD

@@ -746,6 +746,9 @@ class Tensor:
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             extra.append("requires_grad=True")
+        tangent = getattr(self._meta, "tangent", None)  # a dual tensor's (forward AD)
+        if isinstance(tangent, Tensor):
+            extra.append(f"tangent={tangent!r}")
         return printing.with_suffixes("tensor(", body, extra)
 
 

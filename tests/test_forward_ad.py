@@ -435,3 +435,55 @@ def test_import_path():
     import kiln.autograd.forward_ad as imported
 
     assert imported is fwAD
+
+
+# -- kn.func.jvp and jacfwd (and jacrev's pytree outputs) against torch.func
+
+_A = np.random.default_rng(1).standard_normal((3, 4))
+_B = np.random.default_rng(2).standard_normal(4)
+_V = np.random.default_rng(3).standard_normal((3, 4))
+_W = np.random.default_rng(4).standard_normal(4)
+
+
+def _leaves_np(value):
+    if isinstance(value, dict):
+        return [x for k in sorted(value) for x in _leaves_np(value[k])]
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _leaves_np(v)]
+    return [np.asarray(value.detach().numpy() if hasattr(value, "detach") else value)]
+
+
+FUNC_CASES = {
+    "jvp_two_args": lambda lib: lib.func.jvp(lambda x, b: lib.tanh(x @ b).sum() * x,
+                                             (lib.tensor(_A), lib.tensor(_B)),
+                                             (lib.tensor(_V), lib.tensor(_W))),
+    "jvp_tuple_output": lambda lib: lib.func.jvp(lambda x: (lib.sin(x), {"s": x.sum()}),
+                                                 (lib.tensor(_A),), (lib.tensor(_V),)),
+    "jvp_has_aux": lambda lib: lib.func.jvp(lambda x: (lib.sin(x).sum(), {"aux": x * 2}),
+                                            (lib.tensor(_A),), (lib.tensor(_V),), has_aux=True),
+    "jvp_of_grad": lambda lib: lib.func.jvp(lib.func.grad(lambda x: (lib.tanh(x) ** 2).sum()),
+                                            (lib.tensor(_B),), (lib.tensor(_W),)),
+    "jvp_inplace": lambda lib: lib.func.jvp(lambda x: x.clone().mul_(2).sin_()[1:],
+                                            (lib.tensor(_B),), (lib.tensor(_W),)),
+    "jacfwd": lambda lib: lib.func.jacfwd(lambda x: x @ x.t())(lib.tensor(_A)),
+    "jacfwd_argnums": lambda lib: lib.func.jacfwd(lambda x, b: lib.tanh(x @ b),
+                                                  argnums=(0, 1))(lib.tensor(_A), lib.tensor(_B)),
+    "jacfwd_tuple_output": lambda lib: lib.func.jacfwd(lambda x: (x.sin(), x.cos().sum()))(
+        lib.tensor(_B)),
+    "jacfwd_has_aux": lambda lib: lib.func.jacfwd(lambda x: (x.exp(), x.sum()),
+                                                  has_aux=True)(lib.tensor(_B)),
+    "jacrev_dict_output": lambda lib: lib.func.jacrev(lambda x: {"a": x.sin(), "b": x @ x},
+                                                      argnums=(0,))(lib.tensor(_B)),
+    "jacfwd_of_jacrev": lambda lib: lib.func.jacfwd(lib.func.jacrev(
+        lambda x: lib.tanh(x).sum()))(lib.tensor(_B)),
+    "hessian": lambda lib: lib.func.hessian(lambda x: (x**3).sum() * x[0])(lib.tensor(_B)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(FUNC_CASES))
+def test_func_transforms(case):
+    got, want = _leaves_np(FUNC_CASES[case](kn)), _leaves_np(FUNC_CASES[case](torch))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)

@@ -186,6 +186,108 @@ def test_op_table(name):
     _check(kfn, tfn, shapes, positive=positive)
 
 
+# A broader table: name -> (fn(lib, *inputs), input shapes). (torch refuses forward AD of
+# cdist, which kiln computes: not compared.)
+MORE_OPS = {
+    "index_select": (lambda lib, a: a.index_select(0, lib.tensor([2, 0])), [(3, 4)]),
+    "masked_fill": (lambda lib, a: a.masked_fill(a > 0, 1.0), [(3, 4)]),
+    "scatter_add": (
+        lambda lib, a, b: a.scatter_add(1, lib.tensor([[0, 1, 1, 2]] * 3), b),
+        [(3, 4), (3, 4)],
+    ),
+    "cumprod": (lambda lib, a: a.cumprod(1), [(3, 4)]),
+    "embedding": (lambda lib, w: lib.nn.functional.embedding(lib.tensor([1, 0, 2]), w), [(3, 4)]),
+    "max_pool2d": (lambda lib, a: lib.nn.functional.max_pool2d(a, 2), [(1, 2, 4, 4)]),
+    "avg_pool2d": (lambda lib, a: lib.nn.functional.avg_pool2d(a, 2), [(1, 2, 4, 4)]),
+    "batch_norm_train": (
+        lambda lib, a, w, b: lib.nn.functional.batch_norm(a, None, None, w, b, training=True),
+        [(4, 3), (3,), (3,)],
+    ),
+    "interpolate": (
+        lambda lib, a: lib.nn.functional.interpolate(a, scale_factor=2, mode="bilinear"),
+        [(1, 1, 3, 3)],
+    ),
+    "lerp": (lambda lib, a, b: lib.lerp(a, b, 0.3), [(4,), (4,)]),
+    "addmm": (lambda lib, c, a, b: lib.addmm(c, a, b), [(2, 2), (2, 3), (3, 2)]),
+    "baddbmm": (lambda lib, c, a, b: lib.baddbmm(c, a, b), [(2, 2, 2), (2, 2, 3), (2, 3, 2)]),
+    "outer": (lambda lib, a, b: lib.outer(a, b), [(3,), (2,)]),
+    "trace": (lambda lib, a: lib.trace(a), [(3, 3)]),
+    "diag": (lambda lib, a: lib.diag(a), [(3, 3)]),
+    "diagonal": (lambda lib, a: a.diagonal(), [(3, 3)]),
+    "tril": (lambda lib, a: lib.tril(a), [(3, 3)]),
+    "roll": (lambda lib, a: lib.roll(a, 1, 0), [(4,)]),
+    "repeat": (lambda lib, a: a.repeat(2, 1), [(2, 3)]),
+    "chunk": (lambda lib, a: a.chunk(2, 0), [(4, 3)]),
+    "split": (lambda lib, a: a.split([1, 3], 0), [(4, 3)]),
+    "unbind": (lambda lib, a: a.unbind(1), [(2, 3)]),
+    "narrow": (lambda lib, a: a.narrow(1, 1, 2), [(2, 3)]),
+    "select": (lambda lib, a: a.select(1, 2), [(2, 3)]),
+    "movedim": (lambda lib, a: a.movedim(0, 2), [(2, 3, 4)]),
+    "atan2": (lambda lib, a, b: lib.atan2(a, b), [(4,), (4,)]),
+    "erf": (lambda lib, a: lib.erf(a), [(4,)]),
+    "lgamma": (lambda lib, a: lib.lgamma(a.abs() + 1), [(4,)]),
+    "logaddexp": (lambda lib, a, b: lib.logaddexp(a, b), [(4,), (4,)]),
+    "softplus": (lambda lib, a: lib.nn.functional.softplus(a), [(4,)]),
+    "elu": (lambda lib, a: lib.nn.functional.elu(a), [(4,)]),
+    "leaky_relu": (lambda lib, a: lib.nn.functional.leaky_relu(a, 0.1), [(4,)]),
+    "hardtanh": (lambda lib, a: lib.nn.functional.hardtanh(a), [(4,)]),
+    "log1p": (lambda lib, a: lib.log1p(a.abs()), [(4,)]),
+    "rsqrt": (lambda lib, a: lib.rsqrt(a.abs() + 1), [(4,)]),
+    "std": (lambda lib, a: a.std(0), [(3, 4)]),
+    "linalg_norm": (lambda lib, a: lib.linalg.norm(a), [(3, 4)]),
+    "solve": (
+        lambda lib, a, b: lib.linalg.solve(a + 3 * lib.eye(3, dtype=a.dtype), b),
+        [(3, 3), (3,)],
+    ),
+    "det": (lambda lib, a: lib.linalg.det(a), [(3, 3)]),
+    "inv": (lambda lib, a: lib.linalg.inv(a + 3 * lib.eye(3, dtype=a.dtype)), [(3, 3)]),
+    "cholesky": (
+        lambda lib, a: lib.linalg.cholesky(a @ a.mT + lib.eye(3, dtype=a.dtype)),
+        [(3, 3)],
+    ),
+    "eigh_vals": (lambda lib, a: lib.linalg.eigvalsh(a + a.mT), [(3, 3)]),
+    "svdvals": (lambda lib, a: lib.linalg.svdvals(a), [(3, 3)]),
+    "qr_r": (lambda lib, a: lib.linalg.qr(a)[1], [(3, 3)]),
+    "fft": (lambda lib, a: lib.fft.rfft(a).abs(), [(8,)]),
+    "dropout_eval": (lambda lib, a: lib.nn.functional.dropout(a, 0.5, training=False), [(4,)]),
+    "group_norm": (lambda lib, a: lib.nn.functional.group_norm(a, 2), [(2, 4, 3)]),
+    "conv1d": (lambda lib, a, w: lib.nn.functional.conv1d(a, w), [(1, 2, 6), (3, 2, 3)]),
+    "conv_transpose2d": (
+        lambda lib, a, w: lib.nn.functional.conv_transpose2d(a, w),
+        [(1, 2, 3, 3), (2, 3, 2, 2)],
+    ),
+    "sdpa": (
+        lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v),
+        [(1, 3, 4), (1, 3, 4), (1, 3, 4)],
+    ),
+    "nll_loss": (
+        lambda lib, a: lib.nn.functional.nll_loss(lib.log_softmax(a, 1), lib.tensor([0, 2, 1])),
+        [(3, 4)],
+    ),
+    "bce_logits": (
+        lambda lib, a, b: lib.nn.functional.binary_cross_entropy_with_logits(a, b.sigmoid()),
+        [(4,), (4,)],
+    ),
+    "complex_mul": (lambda lib, a: (lib.view_as_complex(a) * (1 + 2j)).abs(), [(3, 2)]),
+    "where_scalar": (lambda lib, a: lib.where(a > 0, a, 0.0), [(4,)]),
+    "clamp_min_t": (lambda lib, a, b: lib.clamp(a, min=b), [(4,), (4,)]),
+    "pad": (lambda lib, a: lib.nn.functional.pad(a, (1, 2)), [(2, 3)]),
+    "flatten": (lambda lib, a: a.flatten(), [(2, 3)]),
+    "expand_as_sum": (lambda lib, a, b: (a.expand_as(b) * b).sum(), [(1, 3), (2, 3)]),
+    "einsum_batch": (lambda lib, a, b: lib.einsum("bij,bjk->bik", a, b), [(2, 2, 3), (2, 3, 2)]),
+    "kthvalue": (lambda lib, a: lib.kthvalue(a, 2).values, [(5,)]),
+    "median": (lambda lib, a: a.median(), [(5,)]),
+    "max_all": (lambda lib, a: a.max(), [(5,)]),
+    "cummax": (lambda lib, a: lib.cummax(a, 0).values, [(5,)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_OPS))
+def test_more_ops(name):
+    fn, shapes = MORE_OPS[name]
+    _check(lambda *a: fn(kn, *a), lambda *a: fn(torch, *a), shapes)
+
+
 # -- programs: each runs on kiln and on torch (`lib`, `ad`: the library and its forward_ad)
 # and returns named values (None: no tangent), compared one by one
 

@@ -589,3 +589,77 @@ def test_func_transforms(case):
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+
+
+def prog_tangents_not_shared(lib, ad):
+    """A result's tangent is its own: changing the result in place leaves the input's."""
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 4), _array(lib, 4, seed=1))
+        y = x + 1.0  # (its tangent equals x's)
+        y.mul_(3.0)
+        z = x.clone()
+        z.pow_(2)
+        w = lib.ones(4, requires_grad=True) * x
+        found = {"x": x, "y": y, "z": z, "w": w}
+        return {k: _np(ad.unpack_dual(v).tangent) for k, v in found.items()}
+
+
+def prog_custom_function(lib, ad):
+    """A custom Function's tangents are its jvp's (PyTorch's: zeros for a tensor argument
+    that is not dual, None for a number)."""
+
+    class Mul(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, k):
+            ctx.save_for_forward(x, y)
+            return x * y * k, x + y
+
+        @staticmethod
+        def jvp(ctx, tx, ty, tk):
+            x, y = ctx.saved_tensors
+            assert tk is None
+            return tx * y + x * ty, tx + ty
+
+        @staticmethod
+        def backward(ctx, g, h):
+            return None, None, None
+
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 3), _array(lib, 3, seed=1))
+        a, b = Mul.apply(x, _array(lib, 3, seed=2), 2.0)
+        return {"a": _np(ad.unpack_dual(a).tangent), "b": _np(ad.unpack_dual(b).tangent)}
+
+
+def prog_compiled(lib, ad):
+    """A compiled function called on a dual tensor: kiln runs it eagerly under a level (the
+    oracle: torch's eager function; torch.compile'd, torch 2.13 gives no tangent)."""
+    fn = lib.compile(lambda a: lib.sin(a) * a) if lib is kn else (lambda a: lib.sin(a) * a)
+    with ad.dual_level():
+        x = ad.make_dual(_array(lib, 3), _array(lib, 3, seed=1))
+        return {"t": _np(ad.unpack_dual(fn(x)).tangent)}
+
+
+@pytest.mark.parametrize("prog", [prog_tangents_not_shared, prog_custom_function, prog_compiled],
+                         ids=lambda p: p.__name__[5:])  # fmt: skip
+def test_more_programs(prog):
+    _programs_agree(prog)
+
+
+def test_custom_function_without_jvp():
+    class Square(kn.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class TorchSquare(torch.autograd.Function):
+        forward, backward = Square.forward, Square.backward
+
+    with fwAD.dual_level(), tfwAD.dual_level():
+        x = fwAD.make_dual(kn.ones(2), kn.ones(2))
+        tx = tfwAD.make_dual(torch.ones(2), torch.ones(2))
+        _raises_like(lambda: Square.apply(x), lambda: TorchSquare.apply(tx))
+        assert fwAD.unpack_dual(Square.apply(kn.ones(2))).tangent is None  # not dual: runs

@@ -430,6 +430,8 @@ def _dual_eager(op, args, attrs):
     tangents = _quiet(lambda: _tangent(op, args, attrs, out, ins))
     if type(out) is not tuple:
         tangents = (tangents,)
+    if op not in _VIEW_RULE:  # a tangent of its own, not an input's (which a rule may give)
+        tangents = [_own(t, ins) for t in tangents]
     for o, tangent in zip(outs, tangents):
         if (
             isinstance(o, Tensor)
@@ -440,6 +442,53 @@ def _dual_eager(op, args, attrs):
             node = o._meta.grad_fn
             if node is not None and node.out is o._data:
                 _out_tangents[node] = tangent  # for backward's vjps (`saved_output`)
+    return out
+
+
+def _own(tangent, ins):
+    """`tangent`, or a copy of it where it shares memory with one of the tangents `ins`
+    (the transposed vjp of `x + 1` gives x's tangent itself): an in-place change of the
+    result must not change an input's tangent."""
+    if not isinstance(tangent, Tensor):
+        return tangent
+    data = tangent._data
+    for t in ins:
+        if t is not None and np.may_share_memory(data, t._data):
+            return _quiet(lambda: tangent.clone())
+    return tangent
+
+
+def any_dual(values) -> bool:
+    """Whether one of `values` is a dual tensor (at the current level)."""
+    return any(isinstance(v, Tensor) and _tangent_of(v) is not None for v in values)
+
+
+def tangents_of(args):
+    """The tangents a custom Function's `jvp` takes for `args` (zeros for a tensor that is
+    not dual, None for anything else, as PyTorch's), or None where no argument is dual."""
+    tangents = [_tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    if _busy or all(t is None for t in tangents):
+        return None
+    return [
+        t if t is not None or not isinstance(a, Tensor) else _quiet(lambda a=a: _zeros(a))
+        for a, t in zip(args, tangents)
+    ]
+
+
+def custom_function(apply, jvp, ins):
+    """A custom Function's `apply()` on dual arguments (whose tangents are `ins`): its ops
+    give no tangents; its outputs get those of `jvp()` (one per output)."""
+    out = _quiet(apply)
+    tangents = _quiet(jvp)
+    outs, tangents = (out, tangents) if type(out) is tuple else ((out,), (tangents,))
+    if type(tangents) is not tuple or len(tangents) != len(outs):
+        raise UsageError(
+            f"custom Function's jvp returned {len(tangents) if type(tangents) is tuple else 1} "
+            f"tangents for {len(outs)} outputs"
+        )
+    for o, t in zip(outs, tangents):
+        if isinstance(o, Tensor) and isinstance(t, Tensor):
+            _set_tangent(o, _own(t, [a for a in ins if isinstance(a, Tensor)]))
     return out
 
 

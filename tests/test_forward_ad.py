@@ -288,6 +288,21 @@ def test_more_ops(name):
     _check(lambda *a: fn(kn, *a), lambda *a: fn(torch, *a), shapes)
 
 
+@pytest.mark.parametrize("name", sorted(OPS) + sorted(MORE_OPS))
+def test_ops_on_the_tape(name, monkeypatch):
+    """The same tangents by the tape's rules (what runs where a tangent's ops are recorded)
+    as by the compiled jvp (what runs otherwise)."""
+    from kiln.eager import forward_ad
+
+    monkeypatch.setattr(forward_ad, "_program", lambda *args: None)
+    if name in OPS:
+        kfn, tfn, shapes, positive = OPS[name]
+        _check(kfn, tfn, shapes, positive=positive)
+    else:
+        fn, shapes = MORE_OPS[name]
+        _check(lambda *a: fn(kn, *a), lambda *a: fn(torch, *a), shapes)
+
+
 # -- programs: each runs on kiln and on torch (`lib`, `ad`: the library and its forward_ad)
 # and returns named values (None: no tangent), compared one by one
 

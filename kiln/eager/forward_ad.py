@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import dtypes as dt
+from ..array_types import contiguous_format
 from ..errors import (
     ArgumentError,
     AutogradError,
@@ -223,7 +224,7 @@ def unpack_dual(tensor, *, level=None) -> UnpackedDualTensor:
         primal = tensor.view(tensor.shape)
     finally:
         _busy = False
-    meta_of(primal).tangent = _NOT_DUAL
+    _set_tangent(primal, _NOT_DUAL)  # (a view of a dual tensor, not dual itself)
     return UnpackedDualTensor(primal, tangent)
 
 
@@ -502,13 +503,13 @@ def saved_output(node, out):
 
 def _tangent(op, args, attrs, out, ins):
     """The tangent of `out = op(*args, **attrs)` for the inputs' tangents `ins` (None:
-    zero), as graph mode's `jvp` finds a node's (kiln/passes/forward.py)."""
+    zero), as graph mode's `jvp` finds a node's (kiln/passes/forward.py): by that `jvp`
+    itself, compiled once per signature (`_program`), where nothing need be recorded, else
+    by the same rules on the tape."""
     if op in _VIEW_RULE and ins[0] is not None and all(t is None for t in ins[1:]):
         return ops_core.bind(op, ins[0], *args[1:], **attrs)  # a view of the tangent
     ins = [t if t is None or t.dtype == a.dtype else t.to(a.dtype) for t, a in zip(ins, args)]
-    if op.jvp is not None:
-        return op.jvp(ins, out, *args, **attrs)
-    if op.vjp is None:
+    if op.jvp is None and op.vjp is None:
         if "nondiff" in op.tags:  # zero, as PyTorch's (floor, round, sign...)
             return _zeros(out)
         raise node_error(
@@ -517,12 +518,71 @@ def _tangent(op, args, attrs, out, ins):
             op=op.name, site=user_site(), inputs=[describe(a) for a in args
                                                   if isinstance(a, Tensor)],
         )  # fmt: skip
-    return _transposed_vjp(op, args, attrs, out, ins)
-
-
-def _transposed_vjp(op, args, attrs, out, ins):
-    """The tangent from the op's vjp, transposed on the tape (see the module's docstring)."""
     record = state.grad and any(isinstance(a, Tensor) and a._requires_grad for a in (*args, *ins))
+    if not record and type(out) is Tensor:
+        program = _program(op, args, attrs, ins)
+        if program is not None:
+            if program is _ZERO:
+                return _zeros(out)
+            arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+            return make(program(*arrays, *[t._data for t in ins if t is not None]))
+    if op.jvp is not None:
+        return op.jvp(ins, out, *args, **attrs)
+    return _transposed_vjp(op, args, attrs, out, ins, record)
+
+
+_programs: dict = {}  # signature -> its compiled tangent, _ZERO, or None (on the tape)
+_PROGRAMS_MAX = 4096
+_ZERO = "zero"
+_MISSING = object()
+
+
+def _program(op, args, attrs, ins):
+    """The compiled function `(*args, *tangents) -> tangent` of graph mode's `jvp` of one
+    node of `op` on CPU arrays of these shapes and dtypes (made once per signature); _ZERO
+    where the tangent is zero; None where it cannot be made (a random op, an argument that
+    is not an array, an op that refuses Symbols): the tape's rules then."""
+    try:
+        key = (op, tuple(t is not None for t in ins), *attrs.items(),
+               *[(a._data.shape, a._data.dtype, a._device) if isinstance(a, Tensor)
+                 else (type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
+                 for a in args])  # fmt: skip
+        found = _programs.get(key, _MISSING)
+    except TypeError:  # an unhashable attr
+        return None
+    if found is _MISSING:
+        if len(_programs) >= _PROGRAMS_MAX:
+            _programs.clear()
+        found = _programs[key] = _build(op, args, attrs, ins)
+    return found
+
+
+def _build(op, args, attrs, ins):
+    from ..frontend.core import placeholder  # NOTE: lazy: the frontend builds on eager
+    from ..graph import Graph
+    from ..passes.forward import jvp
+    from ..runtime import function
+
+    if "random" in op.tags or "key" in attrs or "region" in op.tags:
+        return None
+    if not all(type(a) is np.ndarray or isinstance(a, Tensor) and a._device == "cpu"
+               and type(a._data) is np.ndarray for a in args):  # fmt: skip
+        return None
+    try:
+        with Graph().as_default():
+            xs = [placeholder(a.dtype, tuple(a.shape)) for a in args]
+            y = ops_core.bind(op, *xs, **attrs)
+            pairs = [(x, placeholder(x.dtype, x.shape)) for x, t in zip(xs, ins) if t is not None]
+            (dy,) = jvp([y], [x for x, _ in pairs], [t for _, t in pairs])
+            if dy is None:
+                return _ZERO
+            return function([*xs, *[t for _, t in pairs]], dy)
+    except Exception:  # noqa: BLE001 — any refusal: the tape's rules give the tangent
+        return None
+
+
+def _transposed_vjp(op, args, attrs, out, ins, record):
+    """The tangent from the op's vjp, transposed on the tape (see the module's docstring)."""
     u = _zeros(out).requires_grad_(True)
     with enable_grad():
         if "vjp_needs" in op.tags:
@@ -560,15 +620,8 @@ def _contiguous(self, memory_format=None):
         and not self._data.flags.c_contiguous
         and _tangent_of(self) is not None
     ):
-        return self.clone(memory_format=_CONTIGUOUS)
+        return self.clone(memory_format=contiguous_format)
     return _saved["contiguous"](self, memory_format)
-
-
-class _Format:
-    name = "contiguous_format"
-
-
-_CONTIGUOUS = _Format()
 
 
 def _switch(on: bool) -> None:

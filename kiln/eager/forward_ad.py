@@ -5,13 +5,15 @@ A dual tensor is a tensor with a tangent at the current level (one level at a ti
 PyTorch's). Each op on dual tensors gives its result the tangent graph mode's forward pass
 gives its node (kiln/passes/forward.py): the op's `jvp` rule where it has one, else its vjp
 transposed (the vjp is linear in its cotangent u: differentiating it with respect to u,
-seeded with the inputs' tangents, gives the Jacobian-vector product), here on the tape
-(`autograd.grad` with respect to u). So every op with a vjp has exact tangents, with one
-rule per op. A view op's tangent is the same view of the input's tangent (as PyTorch's), so
-that an in-place change of a view reaches its base's tangent. The tangent's ops are recorded
-on the tape when grad mode is on and a primal or a tangent requires grad (backward through
-tangents); under a level, backward runs its vjps on the saved dual tensors themselves, so a
-gradient carries its tangent (forward-over-reverse).
+seeded with the inputs' tangents, gives the Jacobian-vector product). So every op with a vjp
+has exact tangents, with one rule per op. Where no tangent op need be recorded, that `jvp`
+of the op's one node runs compiled (once per signature: `_program`); where the tangent's ops
+must be recorded on the tape (grad mode on and a primal or a tangent requiring grad:
+backward through tangents), the same rules run eagerly, the transposition by
+`autograd.grad` with respect to u. A view op's tangent is the same view of the input's
+tangent (as PyTorch's), so that an in-place change of a view reaches its base's tangent.
+Under a level, backward runs its vjps on the saved dual tensors themselves, so a gradient
+carries its tangent (forward-over-reverse).
 
 While no level is entered nothing here runs: entering one switches the eager paths that do
 not go through `bind` (the short paths, the fused linear, cross_entropy and batched matmul)

@@ -353,18 +353,21 @@ def carry(t: Tensor, source: Tensor) -> None:
         _set_tangent(source, tangent)
 
 
-def commit(t: Tensor, result, write):
-    """An in-place method's `write()` of its new value `result` into t, then t's tangent
-    (`write_tangent`)."""
+def commit(t: Tensor, result, write, *args):
+    """An in-place method's `write(t, result, *args)` of its new value `result` into t, then
+    t's tangent (`write_tangent`)."""
     tangent = _tangent_of(result) if isinstance(result, Tensor) else None
-    out = _quiet(write)
+    out = _quiet(lambda: write(t, result, *args))
     write_tangent(t, tangent)
     return out
 
 
 def setitem(t: Tensor, index, value, write) -> bool:
     """`t[index] = value` (`write(t, index, value)`) where t or value is dual: t's tangent
-    gets value's (zero where it has none) at `index`; False (nothing done) where neither is."""
+    gets value's (zero where it has none) at `index`; False (nothing done) where neither is,
+    or where `write` itself asks (it calls this first)."""
+    if _busy:
+        return False
     given = _tangent_of(value) if isinstance(value, Tensor) else None
     tangent = _tangent_of(t)
     if given is None and tangent is None and (t._meta is None or t._meta.base is None or

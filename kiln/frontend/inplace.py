@@ -435,7 +435,8 @@ def _inplace(name: str, compute):
         if dispatch.traced_value is not None and type(self) is not Tensor:
             traced = dispatch.traced_value(self)  # a module's value in a kn.compile trace
             source = source if traced is None else traced
-        if dispatch.dual:  # a forward-AD level: the new value's tangent from self's
+        dual = dispatch.dual
+        if dual:  # a forward-AD level: the new value's tangent from self's
             forward_ad.carry(self, source)
         result = compute(source, *args, **kwargs)
         if (
@@ -445,8 +446,8 @@ def _inplace(name: str, compute):
         ):  # keeps the old history, with a zero gradient (PyTorch's CopyBackwards: a copy_
             # from a tensor that requires grad too)
             result = m.where(False, source, result)
-        if dispatch.dual:
-            return forward_ad.commit(self, result, lambda: _commit(self, result, name, recording))
+        if dual:  # (no lambda: it would make these closure cells, which costs every call)
+            return forward_ad.commit(self, result, _commit, name, recording)
         return _commit(self, result, name, recording)
 
     method.__name__ = method.__qualname__ = name
@@ -551,12 +552,8 @@ def setitem(self, index, value) -> None:
     if local is not None:
         local[index] = value
         return
-    if dispatch.dual and forward_ad.setitem(self, index, value, _setitem):
-        return
-    _setitem(self, index, value)
-
-
-def _setitem(self, index, value) -> None:
+    if dispatch.dual and forward_ad.setitem(self, index, value, setitem):
+        return  # (a forward-AD level: done with its tangent)
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

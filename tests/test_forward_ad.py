@@ -678,3 +678,31 @@ def test_custom_function_without_jvp():
         tx = tfwAD.make_dual(torch.ones(2), torch.ones(2))
         _raises_like(lambda: Square.apply(x), lambda: TorchSquare.apply(tx))
         assert fwAD.unpack_dual(Square.apply(kn.ones(2))).tangent is None  # not dual: runs
+
+
+NESTED = {
+    # kiln's eager jvp detached its results: jvp of jvp gave 0, grad of jvp raised
+    "jvp_of_jvp": lambda lib: lib.func.jvp(
+        lambda x: lib.func.jvp(lambda y: lib.sin(y) * y**2, (x,), (lib.tensor(_W),))[1],
+        (lib.tensor(_B),), (lib.tensor(_B),)),
+    "grad_of_jvp": lambda lib: lib.func.grad(
+        lambda x: lib.func.jvp(lambda y: (lib.tanh(y) * y).sum(), (x,), (lib.tensor(_W),))[1]
+    )(lib.tensor(_B)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(NESTED))
+def test_func_jvp_nested(case):
+    got, want = NESTED[case](kn), NESTED[case](torch)
+    for g, w in zip(_leaves_np(got), _leaves_np(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+
+
+def test_func_jvp_backward_through_requires_grad_primal():
+    results = []
+    for lib in (kn, torch):
+        p = lib.tensor(_B, requires_grad=True)
+        _, t = lib.func.jvp(lambda y: lib.exp(y) * y, (p,), (lib.tensor(_W),))
+        t.sum().backward()
+        results.append(p.grad.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)

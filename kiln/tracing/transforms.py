@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad
+from ..eager.grad_mode import enable_grad, is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
@@ -40,7 +40,9 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     lists and dicts of them; integer outputs get zero tangents. On Symbols it builds into
     the graph (forward mode node by node: kiln/passes/forward.py); on Tensors it runs
     eagerly, by the double-backward trick on the tape (as `torch.autograd.functional.jvp`),
-    and returns detached Tensors. With `has_aux` (torch.func's), `f` returns
+    and returns detached Tensors, or, where a primal or tangent requires grad (in grad mode:
+    inside `kn.func.grad` or another `jvp`), Tensors that keep their history, as
+    torch.func's. With `has_aux` (torch.func's), `f` returns
     `(output, aux)` and jvp `(output, tangent, aux)`, aux as `f` gave it (its Tensors
     detached). `strict` is torch.func's flag, which it does not implement either.
 
@@ -116,10 +118,21 @@ def _zero(y):
 
 def _jvp_eager(f, primals, tangents):
     numpy_in = not any(isinstance(p, Tensor) for p in primals)
-    xs = [_tensor(p).detach() for p in primals]
-    for x in xs:
-        if dt.is_differentiable(x.dtype):
-            x.requires_grad_(True)
+    # inside another transform (a primal or tangent that requires grad, in grad mode: jvp
+    # of jvp, grad of jvp) the results keep their history, as torch.func's do
+    outer = is_grad_enabled() and any(
+        isinstance(v, Tensor) and v.requires_grad for v in (*primals, *tangents)
+    )
+    xs = []
+    for p in primals:
+        x = _tensor(p)
+        if outer and x.requires_grad:
+            x = x.view_as(x)  # (the outer history runs through it)
+        else:
+            x = x.detach()
+            if dt.is_differentiable(x.dtype):
+                x.requires_grad_(True)
+        xs.append(x)
     with enable_grad():
         out = f(*xs)
         leaves, structure = _leaves(out, "output")
@@ -132,13 +145,17 @@ def _jvp_eager(f, primals, tangents):
     jvs = [None] * len(us)
     if pairs and us:
         gs, ts = zip(*pairs)
-        jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True)
+        with enable_grad():
+            jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True, create_graph=outer)
     found = {id(y): jv for y, jv in zip(ys, jvs)}
     outs, out_tangents = [], []
     for y in leaves:
         jv = found.get(id(y))
-        outs.append(y.detach() if isinstance(y, Tensor) else y)
-        out_tangents.append(jv.detach() if jv is not None else _zeros_like(_tensor(y)))
+        if not outer:
+            y, jv = (y.detach() if isinstance(y, Tensor) else y), (None if jv is None
+                                                                   else jv.detach())  # fmt: skip
+        outs.append(y)
+        out_tangents.append(jv if jv is not None else _zeros_like(_tensor(y)))
     if numpy_in:
         outs = [o.numpy() if isinstance(o, Tensor) else o for o in outs]
         out_tangents = [t.numpy() for t in out_tangents]

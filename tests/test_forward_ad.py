@@ -706,3 +706,24 @@ def test_func_jvp_backward_through_requires_grad_primal():
         t.sum().backward()
         results.append(p.grad.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def prog_inplace_view_methods(lib, ad):
+    """In-place view methods take the tangent along (t_, unsqueeze_...); detach_ drops it."""
+    with ad.dual_level():
+        y = ad.make_dual(_array(lib, 2, 3), _array(lib, 2, 3, seed=1)) * 1.0
+        y.t_()
+        y.unsqueeze_(0)
+        y.mul_(lib.arange(2.0))
+        found = {
+            "y": _np(ad.unpack_dual(y).tangent),
+            "y.sum": _np(ad.unpack_dual(y.sum(1)).tangent),
+        }
+        z = y * 2.0
+        z.detach_()
+        found["z"] = _np(ad.unpack_dual(z).tangent)
+        return found
+
+
+def test_inplace_view_methods():
+    _programs_agree(prog_inplace_view_methods)

@@ -464,6 +464,14 @@ def _own(tangent, ins):
     return tangent
 
 
+def view_tangent(t: Tensor, view, args, kwargs) -> None:
+    """After t became `view(t, *args, **kwargs)` in place (`t.transpose_(0, 1)`): its own
+    tangent becomes the same view of it; `view` None (`detach_`): t is no longer dual."""
+    tangent = getattr(t._meta, "tangent", None) if t._meta is not None else None
+    if isinstance(tangent, Tensor):
+        t._meta.tangent = None if view is None else _quiet(lambda: view(tangent, *args, **kwargs))
+
+
 def any_dual(values) -> bool:
     """Whether one of `values` is a dual tensor (at the current level)."""
     return any(isinstance(v, Tensor) and _tangent_of(v) is not None for v in values)

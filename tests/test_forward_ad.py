@@ -1,7 +1,7 @@
 """kn.autograd.forward_ad (eager forward-mode AD: dual tensors) against PyTorch 2.13's
 torch.autograd.forward_ad, the oracle of every expected value here: a table of ops, small
 programs (an MLP's jvp, a Hessian-vector product forward-over-reverse, in-place ops and
-views), levels, errors; and kn.func.jvp / jacfwd against torch.func."""
+views, custom Functions), levels, errors. Modules and kn.func: test_forward_ad_func.py."""
 
 import numpy as np
 import pytest
@@ -554,58 +554,6 @@ def test_import_path():
     assert imported is fwAD
 
 
-# -- kn.func.jvp and jacfwd (and jacrev's pytree outputs) against torch.func
-
-_A = np.random.default_rng(1).standard_normal((3, 4))
-_B = np.random.default_rng(2).standard_normal(4)
-_V = np.random.default_rng(3).standard_normal((3, 4))
-_W = np.random.default_rng(4).standard_normal(4)
-
-
-def _leaves_np(value):
-    if isinstance(value, dict):
-        return [x for k in sorted(value) for x in _leaves_np(value[k])]
-    if isinstance(value, (tuple, list)):
-        return [x for v in value for x in _leaves_np(v)]
-    return [np.asarray(value.detach().numpy() if hasattr(value, "detach") else value)]
-
-
-FUNC_CASES = {
-    "jvp_two_args": lambda lib: lib.func.jvp(lambda x, b: lib.tanh(x @ b).sum() * x,
-                                             (lib.tensor(_A), lib.tensor(_B)),
-                                             (lib.tensor(_V), lib.tensor(_W))),
-    "jvp_tuple_output": lambda lib: lib.func.jvp(lambda x: (lib.sin(x), {"s": x.sum()}),
-                                                 (lib.tensor(_A),), (lib.tensor(_V),)),
-    "jvp_has_aux": lambda lib: lib.func.jvp(lambda x: (lib.sin(x).sum(), {"aux": x * 2}),
-                                            (lib.tensor(_A),), (lib.tensor(_V),), has_aux=True),
-    "jvp_of_grad": lambda lib: lib.func.jvp(lib.func.grad(lambda x: (lib.tanh(x) ** 2).sum()),
-                                            (lib.tensor(_B),), (lib.tensor(_W),)),
-    "jvp_inplace": lambda lib: lib.func.jvp(lambda x: x.clone().mul_(2).sin_()[1:],
-                                            (lib.tensor(_B),), (lib.tensor(_W),)),
-    "jacfwd": lambda lib: lib.func.jacfwd(lambda x: x @ x.t())(lib.tensor(_A)),
-    "jacfwd_argnums": lambda lib: lib.func.jacfwd(lambda x, b: lib.tanh(x @ b),
-                                                  argnums=(0, 1))(lib.tensor(_A), lib.tensor(_B)),
-    "jacfwd_tuple_output": lambda lib: lib.func.jacfwd(lambda x: (x.sin(), x.cos().sum()))(
-        lib.tensor(_B)),
-    "jacfwd_has_aux": lambda lib: lib.func.jacfwd(lambda x: (x.exp(), x.sum()),
-                                                  has_aux=True)(lib.tensor(_B)),
-    "jacrev_dict_output": lambda lib: lib.func.jacrev(lambda x: {"a": x.sin(), "b": x @ x},
-                                                      argnums=(0,))(lib.tensor(_B)),
-    "jacfwd_of_jacrev": lambda lib: lib.func.jacfwd(lib.func.jacrev(
-        lambda x: lib.tanh(x).sum()))(lib.tensor(_B)),
-    "hessian": lambda lib: lib.func.hessian(lambda x: (x**3).sum() * x[0])(lib.tensor(_B)),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("case", sorted(FUNC_CASES))
-def test_func_transforms(case):
-    got, want = _leaves_np(FUNC_CASES[case](kn)), _leaves_np(FUNC_CASES[case](torch))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
-
-
 def prog_tangents_not_shared(lib, ad):
     """A result's tangent is its own: changing the result in place leaves the input's."""
     with ad.dual_level():
@@ -678,34 +626,6 @@ def test_custom_function_without_jvp():
         tx = tfwAD.make_dual(torch.ones(2), torch.ones(2))
         _raises_like(lambda: Square.apply(x), lambda: TorchSquare.apply(tx))
         assert fwAD.unpack_dual(Square.apply(kn.ones(2))).tangent is None  # not dual: runs
-
-
-NESTED = {
-    # kiln's eager jvp detached its results: jvp of jvp gave 0, grad of jvp raised
-    "jvp_of_jvp": lambda lib: lib.func.jvp(
-        lambda x: lib.func.jvp(lambda y: lib.sin(y) * y**2, (x,), (lib.tensor(_W),))[1],
-        (lib.tensor(_B),), (lib.tensor(_B),)),
-    "grad_of_jvp": lambda lib: lib.func.grad(
-        lambda x: lib.func.jvp(lambda y: (lib.tanh(y) * y).sum(), (x,), (lib.tensor(_W),))[1]
-    )(lib.tensor(_B)),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("case", sorted(NESTED))
-def test_func_jvp_nested(case):
-    got, want = NESTED[case](kn), NESTED[case](torch)
-    for g, w in zip(_leaves_np(got), _leaves_np(want)):
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
-
-
-def test_func_jvp_backward_through_requires_grad_primal():
-    results = []
-    for lib in (kn, torch):
-        p = lib.tensor(_B, requires_grad=True)
-        _, t = lib.func.jvp(lambda y: lib.exp(y) * y, (p,), (lib.tensor(_W),))
-        t.sum().backward()
-        results.append(p.grad.numpy())
-    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
 
 
 def prog_inplace_view_methods(lib, ad):

@@ -392,20 +392,12 @@ def setitem(t: Tensor, index, value, write) -> bool:
 # -- the op path -----------------------------------------------------------------------------------
 
 _eager_dispatch = dispatch.eager_dispatch
+# view ops whose tangent is the same view of their first input's tangent (linear in it)
 _VIEW_RULE = frozenset(
     ops_core.REGISTRY[name]
     for name in (
-        "reshape",
-        "transpose",
-        "unfold",
-        "broadcast_to",
-        "index",
-        "real",
-        "imag",
-        "view_as_real",
-        "view_as_complex",
-        "rows",
-    )  # fmt: skip
+        "reshape transpose unfold broadcast_to index real imag view_as_real view_as_complex rows"
+    ).split()  # fmt: skip
     if name in ops_core.REGISTRY
 )
 _NO_TANGENT = frozenset(

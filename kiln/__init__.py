@@ -139,6 +139,8 @@ __version__ = "0.1.0"
 
 # `kn.autograd.functional` (and `import kiln.autograd.functional`), as torch.autograd.functional
 autograd.functional = autograd_functional
+# `kn.autograd.forward_ad` (and `import kiln.autograd.forward_ad`), torch.autograd.forward_ad
+autograd.forward_ad = eager.forward_ad
 # `kn.autograd.gradcheck` and `gradgradcheck` (torch.autograd's; eager functions)
 autograd.gradcheck, autograd.gradgradcheck = autograd_check.gradcheck, autograd_check.gradgradcheck
 # `kn.autograd.Function` (torch.autograd.Function) and `kn.autograd.function.once_differentiable`
@@ -160,6 +162,7 @@ _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.compiler"] = compiler  # `import kiln.compiler`, as torch's
 _sys.modules[f"{__name__}.jit"] = jit
 _sys.modules[f"{__name__}.onnx"] = onnx
+_sys.modules[f"{__name__}.autograd.forward_ad"] = eager.forward_ad
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse
 spmm = sparse.spmm  # `torch.spmm(sparse_or_dense, dense)`: PyTorch's name of the product

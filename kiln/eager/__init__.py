@@ -6,7 +6,16 @@ frontend's functions: `kiln.frontend`, which builds on this package, installs th
 """
 
 from ..ops import core as _ops_core
-from . import autograd, devices, grad_mode, legacy_types, sampling, storage, storage_objects
+from . import (  # (forward_ad: kn.autograd.forward_ad)
+    autograd,
+    devices,
+    forward_ad,  # noqa: F401
+    grad_mode,
+    legacy_types,
+    sampling,
+    storage,
+    storage_objects,
+)
 from .autograd import Node
 from .dispatch import eager_dispatch
 from .factories import *  # noqa: F403

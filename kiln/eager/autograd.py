@@ -62,6 +62,9 @@ _seq = itertools.count()
 _new = object.__new__
 
 _STOP = REGISTRY["stop_gradient"]
+# whether a forward-AD level is entered (kiln/eager/forward_ad.py sets it): backward then runs
+# its vjps on the saved tensors themselves (their tangents: forward-over-reverse)
+dual = False
 _BFLOAT16 = dt.bfloat16
 _CPU = "cpu"
 _ndarray = np.ndarray
@@ -267,7 +270,10 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
         raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
                          op=op.name, site=node.site)  # fmt: skip
     # a primitive's vjp takes plain copies (see `unpack`)
-    out, inputs = unpack(node, create_graph, not create_graph and REGISTRY.get(op.name) is op)
+    out, inputs = unpack(node, create_graph,
+                         not create_graph and not dual and REGISTRY.get(op.name) is op)  # fmt: skip
+    if dual:
+        out = _dual_out(node, out)
     # NOTE: most vjps compute every input's cotangent, even those no one needs (the exponent's
     # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
     # checks the needed ones. Those whose unneeded cotangents cost (matmul…) take `needs`.
@@ -279,6 +285,13 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
     if is_anomaly_enabled():
         _check_nan(node, cts)
     return cts
+
+
+def _dual_out(node: Node, out):
+    """The saved output of `node` with its tangent (under a forward-AD level)."""
+    from . import forward_ad  # NOTE: lazy: it builds on this module
+
+    return forward_ad.saved_output(node, out)
 
 
 def _check_nan(node: Node, cts) -> None:
@@ -369,7 +382,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
     # no one else holds it, so later cotangents are added into it. (Others may be shared: add's
     # vjp gives one tensor to both inputs.)
     owned: set = set()
-    anomaly, plain = is_anomaly_enabled(), not create_graph
+    anomaly, plain = is_anomaly_enabled(), not create_graph and not dual
     arrays = plain and not anomaly and not grad_mode.inference_threads
     with set_grad_enabled(create_graph), quiet:
         for root, seed in zip(roots, seeds):
@@ -451,7 +464,7 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 continue
             if type(ct) is _ndarray:
                 ct = _tensor(ct)
-            if vjp is None or anomaly or "vjp_needs" in op.tags:
+            if vjp is None or anomaly or dual or "vjp_needs" in op.tags:
                 cts = _vjp(node, ct, create_graph)
             else:  # `_vjp`, inline
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)

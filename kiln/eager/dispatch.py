@@ -314,6 +314,7 @@ def same_ops(cls: type) -> type:
 
 
 _inference = False  # whether this thread is in inference mode (`_inference_changed`)
+dual = False  # whether a forward-AD level is entered (kiln/eager/forward_ad.py sets it)
 
 
 def _inference_changed(inference: bool) -> None:
@@ -323,10 +324,11 @@ def _inference_changed(inference: bool) -> None:
 
 
 def _short_paths() -> None:
-    """The short paths' tensor types: none in inference mode (results must be marked) or
-    while kn.compile traces (every result goes through `_dispatch` and `_after`)."""
+    """The short paths' tensor types: none in inference mode (results must be marked),
+    while kn.compile traces (every result goes through `_dispatch` and `_after`) or under a
+    forward-AD level (every op goes through `bind`, which gives tangents)."""
     global _plain, tensor_types, _noting
-    plain = not _inference and traced_value is None
+    plain = not _inference and traced_value is None and not dual
     _plain = Tensor if plain else None
     tensor_types = frozenset(_same_ops) if plain else frozenset()
     _noting = traced_value is not None

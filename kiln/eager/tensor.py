@@ -64,9 +64,10 @@ class Meta:
     # `no_grad_view`: a view made while grad mode was off, which PyTorch refuses to change in
     # place with grad mode on when its base requires grad; `accumulator`, set only on a leaf
     # whose `AccumulateGrad` node was asked for: a weak reference to it, or the node itself
-    # once it has hooks, kiln/eager/nodes.py)
+    # once it has hooks, kiln/eager/nodes.py; `tangent`, set only on a tensor given one under
+    # a forward-AD level: kiln/eager/forward_ad.py)
     __slots__ = ("device", "requires_grad", "grad_fn", "grad", "vc", "base", "base_fn",
-                 "inference", "multi", "no_grad_view", "accumulator")  # fmt: skip
+                 "inference", "multi", "no_grad_view", "accumulator", "tangent")  # fmt: skip
 
     def __init__(self, device: str = "cpu"):
         self.device = device
@@ -745,6 +746,9 @@ class Tensor:
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             extra.append("requires_grad=True")
+        tangent = getattr(self._meta, "tangent", None)  # a dual tensor's (forward AD)
+        if isinstance(tangent, Tensor):
+            extra.append(f"tangent={tangent!r}")
         return printing.with_suffixes("tensor(", body, extra)
 
 

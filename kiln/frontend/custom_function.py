@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as dt
+from ..eager import dispatch, forward_ad
 from ..eager.grad_mode import is_grad_enabled, no_grad
 from ..eager.tensor import Tensor
 from ..errors import AutogradError, ShapeMismatchError, UsageError, call_error
@@ -59,6 +60,10 @@ class FunctionCtx:
                                  f"argument is of type {type(t).__name__}",
                                  "save_for_backward")  # fmt: skip
         self._saved = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        """Tensors for `jvp` (forward mode), read there as `saved_tensors`, as PyTorch's."""
+        self.save_for_backward(*tensors)
 
     @property
     def saved_tensors(self) -> tuple:
@@ -159,11 +164,28 @@ class Function:
     def setup_context(ctx, inputs, output):
         raise NotImplementedError
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")  # fmt: skip
+
     vjp = backward
 
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx(tuple(_requires_grad(a) for a in args))
+        if dispatch.dual:  # a forward-AD level: dual arguments give tangents by `jvp`
+            tangents = forward_ad.tangents_of(args)
+            if tangents is not None:
+                return forward_ad.custom_function(
+                    lambda: cls._apply(ctx, args, kwargs),
+                    lambda: cls.jvp(ctx, *tangents),
+                    tangents,
+                )
+        return cls._apply(ctx, args, kwargs)
+
+    @classmethod
+    def _apply(cls, ctx, args, kwargs):
         symbolic = any(isinstance(a, Symbol) for a in args)
         separate = cls.setup_context is not Function.setup_context
         if symbolic:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..eager import dispatch
+from ..eager import dispatch, forward_ad
 from ..eager.grad_mode import enable_grad, no_grad, state
 from ..eager.out import check_no_overlap
 from ..eager.sampling import on_traced
@@ -435,6 +435,9 @@ def _inplace(name: str, compute):
         if dispatch.traced_value is not None and type(self) is not Tensor:
             traced = dispatch.traced_value(self)  # a module's value in a kn.compile trace
             source = source if traced is None else traced
+        dual = dispatch.dual
+        if dual:  # a forward-AD level: the new value's tangent from self's
+            forward_ad.carry(self, source)
         result = compute(source, *args, **kwargs)
         if (
             recording
@@ -443,6 +446,8 @@ def _inplace(name: str, compute):
         ):  # keeps the old history, with a zero gradient (PyTorch's CopyBackwards: a copy_
             # from a tensor that requires grad too)
             result = m.where(False, source, result)
+        if dual:  # (no lambda: it would make these closure cells, which costs every call)
+            return forward_ad.commit(self, result, _commit, name, recording)
         return _commit(self, result, name, recording)
 
     method.__name__ = method.__qualname__ = name
@@ -549,6 +554,8 @@ def setitem(self, index, value) -> None:
     if local is not None:
         local[index] = value
         return
+    if dispatch.dual and forward_ad.setitem(self, index, value, setitem):
+        return  # (a forward-AD level: done with its tangent)
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

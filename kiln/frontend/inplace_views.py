@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..eager import forward_ad
 from ..eager.tensor import Tensor, describe, make, version_of
 from ..errors import AutogradError, GraphError, node_error
 from ..graph.core import Symbol, user_site
@@ -77,6 +78,7 @@ def _eager(name: str, view):
         recording = _check(self, name, False)
         out = view(_alias(self), *args, **kwargs)
         self._data = out._data
+        forward_ad.view_tangent(self, view, args, kwargs)  # a dual's tangent: the same view
         if recording:
             self.grad_fn, self._requires_grad = out.grad_fn, True
         # an in-place op for the version counter too, as PyTorch's: a value saved for a
@@ -148,6 +150,7 @@ def detach_(self):
     if self._base is not None:
         raise _view_error(self, "detach_")
     self.grad_fn, self._requires_grad = None, False
+    forward_ad.view_tangent(self, None, (), {})  # (no longer dual, as PyTorch's)
     return self
 
 

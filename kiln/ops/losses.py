@@ -443,12 +443,28 @@ def _grad_dtype(ct, x, idx, **_):
 _take_impl, _take_prepare = _kernel(_forward, "log_softmax_take")
 _grad_impl, _grad_prepare = _kernel(_backward, "log_softmax_take_grad")
 
+
+def _take_jvp(ins, y, x, idx, *, axis):
+    """The tangent of log_softmax_take: t at idx less the softmax-weighted sum of t (its
+    vjp's kernel, log_softmax_take_grad, has no rule to transpose)."""
+    t = ins[0]
+    if t is None:
+        return None
+    axes = (axis,)
+    top = apply("stop_gradient", apply("reduce_max", x, axes=axes, keepdims=True))
+    e = apply("exp", apply("sub", x, top))
+    p = apply("div", e, apply("reduce_sum", e, axes=axes, keepdims=True))
+    mean = apply("reduce_sum", apply("mul", p, t), axes=axes, keepdims=True)
+    return apply("sub", apply("take_along_axis", t, idx, axis=axis), mean)
+
+
 # The log-softmax of `x` along `axis` at `idx` (one or more indices per row, as
 # take_along_axis takes them): `-log_softmax_take(logits, labels[:, None], axis=1)` is each
 # example's cross-entropy. Its gradient in `x` is `log_softmax_take_grad`.
 log_softmax_take = defop(
     "log_softmax_take", _take_shape, _take_dtype, _take_impl,
     vjp=lambda ct, y, x, idx, axis: (apply("log_softmax_take_grad", ct, x, idx, axis=axis), None),
+    jvp=_take_jvp,
     may_fail=True,  # indices out of range
     prepare=_take_prepare,
 )  # fmt: skip

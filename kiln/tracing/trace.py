@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..debug import log
+from ..eager import dispatch, forward_ad
 from ..eager.grad_mode import state
 from ..eager.hooks import hook_state
 from ..eager.tensor import Tensor
@@ -164,6 +165,8 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         leaves, paths, statics, structure = self.flatten_args(args, kwargs)
         if any(isinstance(x, Symbol) for x in leaves):  # inside another trace: inline
+            return self.fn(*args, **kwargs)
+        if dispatch.dual and forward_ad.any_dual(leaves):  # forward AD: eagerly (its tangents)
             return self.fn(*args, **kwargs)
         traced = self.trace_for(leaves, paths, statics, structure)
         if traced is None:  # past the retrace limit: eagerly, as torch.compile falls back

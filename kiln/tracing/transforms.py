@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad
+from ..eager.grad_mode import enable_grad, is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
@@ -34,13 +34,17 @@ def _tuple(values) -> tuple:
     return tuple(values) if isinstance(values, (tuple, list)) else (values,)
 
 
-def jvp(f, primals, tangents):
+def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     """`(f(*primals), tangent of f's outputs)` for the primals moving along `tangents`
     (forward mode: the Jacobian-vector product). `f` returns a Symbol, a Tensor, or tuples,
     lists and dicts of them; integer outputs get zero tangents. On Symbols it builds into
     the graph (forward mode node by node: kiln/passes/forward.py); on Tensors it runs
     eagerly, by the double-backward trick on the tape (as `torch.autograd.functional.jvp`),
-    and returns detached Tensors.
+    and returns detached Tensors, or, where a primal or tangent requires grad (in grad mode:
+    inside `kn.func.grad` or another `jvp`), Tensors that keep their history, as
+    torch.func's. With `has_aux` (torch.func's), `f` returns
+    `(output, aux)` and jvp `(output, tangent, aux)`, aux as `f` gave it (its Tensors
+    detached). `strict` is torch.func's flag, which it does not implement either.
 
     >>> import kiln as kn
     >>> y, dy = kn.jvp(lambda x: x ** 3, (kn.tensor(2.0),), (kn.tensor(1.0),))
@@ -57,9 +61,33 @@ def jvp(f, primals, tangents):
             raise ShapeError(
                 f"jvp: tangent {i} has shape {tuple(t.shape)}, its primal {tuple(p.shape)}"
             )
+    if strict:
+        raise UsageError("jvp: strict=True is not implemented (nor in torch.func)")
+    if has_aux:
+        found = []
+
+        def f(*args, _f=f):
+            out = _f(*args)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise ArgumentTypeError(
+                    "jvp(f, primals, tangents): output of function f "
+                    "should be a tuple: (output, aux) if has_aux is True"
+                )
+            found.append(out[1])
+            return out[0]
+
     if any(isinstance(p, Symbol) for p in primals):
-        return _jvp_graph(f, primals, tangents)
-    return _jvp_eager(f, primals, tangents)
+        out = _jvp_graph(f, primals, tangents)
+    else:
+        out = _jvp_eager(f, primals, tangents)
+    if not has_aux:
+        return out
+    aux = found[0]
+    if any(isinstance(p, Symbol) for p in primals):
+        return (*out, aux)
+    leaves, structure = _leaves(aux, "aux")
+    leaves = [a.detach() if isinstance(a, Tensor) else a for a in leaves]
+    return (*out, _unflatten(structure, iter(leaves)))
 
 
 def _jvp_graph(f, primals, tangents):
@@ -90,10 +118,21 @@ def _zero(y):
 
 def _jvp_eager(f, primals, tangents):
     numpy_in = not any(isinstance(p, Tensor) for p in primals)
-    xs = [_tensor(p).detach() for p in primals]
-    for x in xs:
-        if dt.is_differentiable(x.dtype):
-            x.requires_grad_(True)
+    # inside another transform (a primal or tangent that requires grad, in grad mode: jvp
+    # of jvp, grad of jvp) the results keep their history, as torch.func's do
+    outer = is_grad_enabled() and any(
+        isinstance(v, Tensor) and v.requires_grad for v in (*primals, *tangents)
+    )
+    xs = []
+    for p in primals:
+        x = _tensor(p)
+        if outer and x.requires_grad:
+            x = x.view_as(x)  # (the outer history runs through it)
+        else:
+            x = x.detach()
+            if dt.is_differentiable(x.dtype):
+                x.requires_grad_(True)
+        xs.append(x)
     with enable_grad():
         out = f(*xs)
         leaves, structure = _leaves(out, "output")
@@ -106,13 +145,17 @@ def _jvp_eager(f, primals, tangents):
     jvs = [None] * len(us)
     if pairs and us:
         gs, ts = zip(*pairs)
-        jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True)
+        with enable_grad():
+            jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True, create_graph=outer)
     found = {id(y): jv for y, jv in zip(ys, jvs)}
     outs, out_tangents = [], []
     for y in leaves:
         jv = found.get(id(y))
-        outs.append(y.detach() if isinstance(y, Tensor) else y)
-        out_tangents.append(jv.detach() if jv is not None else _zeros_like(_tensor(y)))
+        if not outer:
+            y, jv = (y.detach() if isinstance(y, Tensor) else y), (None if jv is None
+                                                                   else jv.detach())  # fmt: skip
+        outs.append(y)
+        out_tangents.append(jv if jv is not None else _zeros_like(_tensor(y)))
     if numpy_in:
         outs = [o.numpy() if isinstance(o, Tensor) else o for o in outs]
         out_tangents = [t.numpy() for t in out_tangents]
@@ -250,7 +293,7 @@ def _argnums(argnums, n_args: int) -> tuple:
     return tuple(k % n_args for k in nums)
 
 
-def _jacobian_transform(f, argnums, name, build):
+def _jacobian_transform(f, argnums, name, build, has_aux=False):
     def graph_form(*args):
         nums = _argnums(argnums, len(args))
         for i, k in enumerate(nums):
@@ -259,45 +302,60 @@ def _jacobian_transform(f, argnums, name, build):
             if args[k].dtype.kind == "c":  # PyTorch's torch.func refuses complex values
                 raise UsageError(f"{name}: Expected all inputs to be real but received complex "
                                  f"tensor at flattened input idx: {i}")  # fmt: skip
-        y = f(*args)
-        if not isinstance(y, Symbol):
-            raise GraphError(f"{name}: the function must return one Symbol, got {type(y).__name__}")
-        if y.dtype.kind == "c":
-            raise UsageError(f"{name}: Expected all outputs to be real but received complex "
-                             "tensor at flattened input idx: 0")  # fmt: skip
-        if not dt.is_float(y.dtype):
-            raise GraphError(f"{name}: cannot differentiate an output of dtype {y.dtype}")
-        with y.graph.name_scope(name):
-            jacs = build(y, [args[k] for k in nums])
-        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+        out = f(*args)
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise ArgumentTypeError(f"{name}(f)(*args): output of function f should be a "
+                                        "tuple: (output, aux) if has_aux is True")  # fmt: skip
+            out, aux = out
+        # one jacobian per output (a tuple, list or dict of them as torch.func's)
+        ys, structure = _leaves(out, "output")
+        for i, y in enumerate(ys):
+            if not isinstance(y, Symbol):
+                raise GraphError(f"{name}: the function must return Symbols, got "
+                                 f"{type(y).__name__}")  # fmt: skip
+            if y.dtype.kind == "c":
+                raise UsageError(f"{name}: Expected all outputs to be real but received complex "
+                                 f"tensor at flattened input idx: {i}")  # fmt: skip
+            if not dt.is_float(y.dtype):
+                raise GraphError(f"{name}: cannot differentiate an output of dtype {y.dtype}")
+        found = []
+        for y in ys:
+            with y.graph.name_scope(name):
+                jacs = build(y, [args[k] for k in nums])
+            found.append(jacs[0] if isinstance(argnums, int) else tuple(jacs))
+        jac = _unflatten(structure, iter(found))
+        return (jac, aux) if has_aux else jac
 
     return _transform(graph_form, name, f)
 
 
-def jacrev(f, argnums=0):
-    """The function giving the jacobian of `f` (one output) with respect to argument
-    `argnums` (or a tuple of them), shape `out.shape + arg.shape`, by reverse mode: one
-    backward pass with a batch of cotangents (the identity's rows), vectorized.
+def jacrev(f, argnums=0, *, has_aux=False):
+    """The function giving the jacobian of `f` with respect to argument `argnums` (or a
+    tuple of them), shape `out.shape + arg.shape`, by reverse mode: one backward pass with a
+    batch of cotangents (the identity's rows), vectorized. An `f` returning a tuple, list or
+    dict of outputs gives one jacobian per output, in that structure; with `has_aux`, `f`
+    returns `(output, aux)` and so does the function, aux as it is (torch.func's).
 
     >>> import kiln as kn, numpy as np
     >>> kn.jacrev(lambda x: x ** 2)(np.array([1.0, 3.0]))
     array([[2., 0.],
            [0., 6.]])
     """
-    return _jacobian_transform(f, argnums, "jacrev", jacobian_rev)
+    return _jacobian_transform(f, argnums, "jacrev", jacobian_rev, has_aux)
 
 
-def jacfwd(f, argnums=0):
+def jacfwd(f, argnums=0, has_aux=False, *, randomness="error"):
     """As `jacrev`, by forward mode: one forward pass (`kn.jvp`'s) with a batch of tangents
     (the identity's rows), vectorized; cheaper when the output has more elements than the
-    argument.
+    argument. `randomness` changes nothing (as `vmap`'s).
 
     >>> import kiln as kn, numpy as np
     >>> kn.jacfwd(lambda x: kn.stack([x[0] * x[1], x[0]]))(np.array([2.0, 5.0]))
     array([[5., 2.],
            [1., 0.]])
     """
-    return _jacobian_transform(f, argnums, "jacfwd", jacobian_fwd)
+    return _jacobian_transform(f, argnums, "jacfwd", jacobian_fwd, has_aux)
 
 
 def hessian_of(f, argnums=0):

@@ -11,6 +11,7 @@ array([6.], dtype=float32)
 
 import builtins as _builtins
 import sys as _sys
+import types as _types
 
 from . import (
     accelerator,
@@ -27,6 +28,7 @@ from . import (
     nn,
     optim,
     passes,
+    profiler,
     quasirandom,
     testing,
     utils,
@@ -153,6 +155,12 @@ autograd.function = _custom_function
 # torch.autograd's grad-mode names too (`@torch.autograd.no_grad()`): the same objects as kn's
 autograd.no_grad, autograd.enable_grad = eager.grad_mode.no_grad, eager.grad_mode.enable_grad
 autograd.inference_mode = eager.grad_mode.inference_mode
+# torch.autograd.profiler's legacy profile and record_function (kn.profiler's recorder)
+autograd.profiler = _types.ModuleType("kiln.autograd.profiler", "torch.autograd.profiler's names")
+autograd.profiler.profile, autograd.profiler.record_function = (
+    profiler.legacy_profile,
+    profiler.record_function,
+)
 # `kn.autograd.graph.saved_tensors_hooks` and `save_on_cpu` (torch.autograd.graph's)
 autograd.graph = eager.saved_hooks
 _sys.modules[f"{__name__}.autograd.graph"] = eager.saved_hooks
@@ -162,6 +170,7 @@ _sys.modules[f"{__name__}.autograd.functional"] = autograd_functional
 _sys.modules[f"{__name__}.compiler"] = compiler  # `import kiln.compiler`, as torch's
 _sys.modules[f"{__name__}.jit"] = jit
 _sys.modules[f"{__name__}.onnx"] = onnx
+_sys.modules[f"{__name__}.autograd.profiler"] = autograd.profiler
 _sys.modules[f"{__name__}.autograd.forward_ad"] = eager.forward_ad
 _sys.modules[f"{__name__}.fft"] = fft  # `import kiln.fft`, as torch.fft
 _sys.modules[f"{__name__}.sparse"] = sparse  # `import kiln.sparse`, as torch.sparse

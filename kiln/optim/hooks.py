@@ -19,6 +19,7 @@ import functools
 from collections.abc import Callable
 
 from ..nn.module_hooks import RemovableHandle, _add_hook, _HookDict
+from ..profiler import step_range as profiled
 
 _TABLES = ("_step_pre_hooks", "_step_post_hooks", "_state_dict_pre_hooks",
            "_state_dict_post_hooks", "_load_state_dict_pre_hooks",
@@ -41,7 +42,12 @@ def _hooked(step):
                         f"but got {result}."
                     )
                 args, kwargs = result
-        out = step(*args, **kwargs)
+        ranged = profiled(f"Optimizer.step#{type(self).__name__}.step")  # (kn.profiler)
+        if ranged is None:
+            out = step(*args, **kwargs)
+        else:
+            with ranged:
+                out = step(*args, **kwargs)
         for hook in list(self._hooks("_step_post_hooks")):
             hook(self, args, kwargs)
         return out

@@ -419,9 +419,11 @@ class record_function:  # noqa: N801 -- PyTorch's name
         return ranged
 
 
-def step_range(name: str):
-    """A `record_function` when a profile records, else None (for the optimizers' steps)."""
-    return record_function(name) if _ACTIVE else None
+def step_range(optimizer):
+    """The `record_function` of `optimizer`'s step when a profile records, else None."""
+    if not _ACTIVE:
+        return None
+    return record_function(f"Optimizer.step#{type(optimizer).__name__}.step")
 
 
 def legacy_profile(enabled: bool = True, use_cuda: bool = False, record_shapes: bool = False,

@@ -13,6 +13,7 @@ import numpy as np
 from .. import shapes as sh
 from ..errors import ShapeError
 from .core import apply, defop, in_float32
+from .elementwise import BITS_SELECT_SIZE, select_bits
 from .nn import (
     _check_4d,
     _conv2d_shape,
@@ -88,7 +89,9 @@ def _argmax_windows(xp, x, kernel_size, stride, padding):
     for k, tap in enumerate(taps[1:], 1):
         wins = (tap > best) | xp.isnan(tap)
         xp.maximum(best, tap, out=best)  # the new maximum where tap wins; NaN stays NaN
-        pick = xp.where(wins, kind(k), pick)
+        # k where tap wins, else the pick so far: every earlier pick is below k, so the
+        # larger of the two (SIMD passes; `where` on a mask without runs branches per element)
+        xp.maximum(pick, xp.multiply(wins, k, dtype=kind), out=pick)
     if padding != (0, 0):  # a window of -inf alone: its first element inside the input
         kw, (sy, sx), (ph, pw) = kernel_size[1], stride, padding
         oh, ow = best.shape[2:]
@@ -247,8 +250,17 @@ def _max_pool2d_grad(xp, x, gy, out=None, *, kernel_size, stride, padding):
     (ph, pw), (n, c, h, w) = padding, x.shape
     plane = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), gy.dtype)
     zero = gy.dtype.type(0)
+    # windows apart (stride >= kernel): each input element is in one window, so its tap is
+    # written once, as a bit select of gy (kiln/ops/elementwise.py `select_bits`)
+    apart = all(s >= k for s, k in zip(stride, kernel_size))
+    bits = xp is np and gy.dtype.kind == "f" and gy.size >= BITS_SELECT_SIZE
     for k, tap in enumerate(window_taps(xp, plane, kernel_size, stride)):
-        tap += xp.where(pick == k, gy, zero)
+        if bits and apart:
+            select_bits(gy, pick == k, tap)
+        elif bits:
+            tap += select_bits(gy, pick == k, xp.empty_like(gy))
+        else:
+            tap += xp.where(pick == k, gy, zero)
     return _cropped(xp, out, plane[:, :, ph : ph + h, pw : pw + w])
 
 

@@ -15,8 +15,11 @@ the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and u
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 
+from . import distributions_constraints as constraints
 from .array_types import Size
 from .eager.grad_mode import no_grad
 from .errors import ArgumentError
@@ -43,15 +46,93 @@ def _tensor(value, like=None):
 
 
 class Distribution:
-    """What the distributions share: `batch_shape`, `event_shape` and the sample shapes
-    (PyTorch's `Distribution`)."""
+    """What the distributions share: `batch_shape`, `event_shape`, the sample shapes,
+    `expand`, and argument validation (PyTorch's `Distribution`): with `validate_args` (on
+    unless `Distribution.set_default_validate_args(False)`), parameters outside their
+    `arg_constraints` and `log_prob`/`cdf` values outside the `support` raise ValueError, as
+    PyTorch's. Validation reads eager values only (a graph's symbols pass unchecked)."""
 
     has_rsample = False
     has_enumerate_support = False
+    arg_constraints: dict = {}
+    _validate_args = True
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        """Turns argument validation on or off for distributions created from now on."""
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args = value
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("log_prob", "cdf"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_validates", False):
+                setattr(cls, name, _validating(fn))
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape = Size(batch_shape)
         self._event_shape = Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if self._validate_args:
+            for name in self._checked_params():
+                self._check_param(name, getattr(self, name), self.arg_constraints[name])
+
+    def _checked_params(self):
+        """The parameters validation checks: those of `arg_constraints` set on the instance
+        (the one given, of `probs` and `logits`)."""
+        given = getattr(self, "_given", None)
+        return [k for k in self.arg_constraints if k in self.__dict__
+                and (given is None or k not in ("probs", "logits") or k == given)]  # fmt: skip
+
+    def _check_param(self, name, value, constraint):
+        kn = _kn()
+        if not isinstance(value, kn.Tensor) or constraints.is_dependent(constraint):
+            return
+        valid = constraint.check(value)
+        if isinstance(valid, kn.Tensor) and not bool(valid.all()):
+            raise ArgumentError(
+                f"Expected parameter {name} ({type(value).__name__} of shape "
+                f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
+                f"{constraint!r}, but found invalid values:\n{value}"
+            )
+
+    def _validate_sample(self, value):
+        """`value` (a number becomes a tensor) after PyTorch's checks of its shape and
+        support; ValueError for a value outside them."""
+        kn = _kn()
+        if not isinstance(value, kn.Tensor):
+            return value
+        shape, event = Size(value.shape), self._event_shape
+        if shape[len(shape) - len(event) :] != event:
+            raise ArgumentError(
+                f"The right-most size of value must match event_shape: {shape} vs {event}."
+            )
+        expected = self._batch_shape + event
+        for i, j in zip(reversed(shape), reversed(expected)):
+            if i != 1 and j != 1 and i != j:
+                raise ArgumentError(
+                    f"Value is not broadcastable with batch_shape+event_shape: {shape} vs "
+                    f"{expected}."
+                )
+        try:
+            support = self.support
+        except NotImplementedError:
+            return value
+        valid = support.check(value)
+        if isinstance(valid, kn.Tensor) and not bool(valid.all()):
+            raise ArgumentError(
+                f"Expected value argument ({type(value).__name__} of shape {tuple(shape)}) "
+                f"to be within the support ({support!r}) of the distribution {self!r}, but "
+                f"found invalid values:\n{value}"
+            )
+        return value
+
+    @property
+    def support(self):
+        raise NotImplementedError
 
     @property
     def batch_shape(self) -> Size:
@@ -64,20 +145,98 @@ class Distribution:
     def _extended_shape(self, sample_shape=()) -> Size:
         return Size((*Size(sample_shape), *self._batch_shape, *self._event_shape))
 
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over the larger `batch_shape`: its parameters (and inner
+        distributions) expanded, without copies, as PyTorch's `expand`.
+
+        >>> import kiln as kn
+        >>> kn.distributions.Exponential(kn.tensor(2.0)).expand((3,)).rate
+        tensor([2., 2., 2.])
+        """
+        kn = _kn()
+        batch_shape, n = Size(batch_shape), len(self._batch_shape)
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name, value in self.__dict__.items():
+            if isinstance(value, Distribution):
+                setattr(new, name, value.expand(batch_shape + value.batch_shape[n:]))
+            elif isinstance(value, (kn.Tensor, kn.Symbol)) and (
+                name in self.arg_constraints or name in self._expanded
+            ):
+                setattr(new, name, value.expand(batch_shape + value.shape[n:]))
+        new._batch_shape = batch_shape
+        return new
+
+    _expanded = ()  # tensors of the batch shape that `expand` expands beside the parameters
+
     def sample(self, sample_shape=()):
         """A draw of shape `sample_shape + batch_shape + event_shape`, without gradient."""
         with no_grad():
             return self.rsample(sample_shape)
 
+    def sample_n(self, n):
+        return self.sample(Size((n,)))
+
     def rsample(self, sample_shape=()):
         raise NotImplementedError(f"{type(self).__name__} has no reparameterized sample")
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self)} does not implement mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{type(self)} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self)} does not implement variance")
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
 
     def perplexity(self):
         """`exp(entropy())`."""
         return self.entropy().exp()
 
     def __repr__(self):
-        return f"{type(self).__name__}()"
+        kn = _kn()
+        names = [k for k in self.arg_constraints if k in self.__dict__]
+        parts = []
+        for p in names:
+            v = self.__dict__[p]
+            shown = v if isinstance(v, kn.Tensor) and v.numel() == 1 else getattr(v, "shape", v)
+            parts.append(f"{p}: {shown}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _validating(fn):
+    """`fn(self, value)` that validates `value` first when `self` validates."""
+
+    @functools.wraps(fn)
+    def method(self, value, *args, **kwargs):
+        if self._validate_args:
+            value = self._validate_sample(value)
+        return fn(self, value, *args, **kwargs)
+
+    method._validates = True
+    return method
 
 
 class Categorical(Distribution):
@@ -93,10 +252,15 @@ class Categorical(Distribution):
     (kiln.Size([2]), kiln.Size([3, 2]))
     """
 
+    arg_constraints = {
+        "probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1),
+    }  # fmt: skip
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ArgumentError("Either `probs` or `logits` must be specified, but not both.")
         kn = _kn()
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             probs = _tensor(probs)
             if probs.dim() < 1:
@@ -121,6 +285,10 @@ class Categorical(Distribution):
 
     has_enumerate_support = True
 
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
+
     @property
     def mode(self):
         return self.probs.argmax(dim=-1)
@@ -136,13 +304,6 @@ class Categorical(Distribution):
         kn = _kn()
         values = kn.arange(self._num_events).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1, *self._batch_shape)) if expand else values
-
-    def expand(self, batch_shape):
-        """The same distribution over the larger `batch_shape` (its parameters expanded)."""
-        shape = (*Size(batch_shape), self._num_events)
-        if self._param is self.probs:
-            return Categorical(probs=self.probs.expand(shape))
-        return Categorical(logits=self.logits.expand(shape))
 
     def sample(self, sample_shape=()):
         """Class indices (int64) of shape `sample_shape + batch_shape`."""
@@ -186,6 +347,8 @@ class Normal(Distribution):
     """
 
     has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
         kn = _kn()
@@ -238,11 +401,6 @@ class Normal(Distribution):
         value = _tensor(value, self.loc)
         return self.loc + self.scale * kn.erfinv(2 * value - 1) * math.sqrt(2)
 
-    def expand(self, batch_shape):
-        """The same distribution over the larger `batch_shape` (its parameters expanded)."""
-        batch_shape = Size(batch_shape)
-        return Normal(self.loc.expand(batch_shape), self.scale.expand(batch_shape))
-
     def __repr__(self):
         return f"Normal(loc: {self.loc.shape}, scale: {self.scale.shape})"
 
@@ -258,11 +416,14 @@ class Bernoulli(Distribution):
     """
 
     has_enumerate_support = True
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ArgumentError("Either `probs` or `logits` must be specified, but not both.")
         kn = _kn()
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = _tensor(float(probs) if isinstance(probs, (int, float)) else probs)
             eps = kn.finfo(self.probs.dtype).eps  # PyTorch's probs_to_logits (is_binary)
@@ -344,6 +505,18 @@ class Uniform(Distribution):
             low = _tensor(float(low), high)
         self.low, self.high = kn.broadcast_tensors(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
+        if self._validate_args and isinstance(self.low, kn.Tensor):
+            if not bool((self.low < self.high).all()):
+                raise ArgumentError("Uniform is not defined when low>= high")
+
+    arg_constraints = {
+        "low": constraints.dependent(is_discrete=False, event_dim=0),
+        "high": constraints.dependent(is_discrete=False, event_dim=0),
+    }
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     @property
     def mean(self):
@@ -412,7 +585,32 @@ class Independent(Distribution):
         self.base_dist = base_distribution
         self.reinterpreted_batch_ndims = n
         cut = len(shape) - n
-        super().__init__(shape[:cut], shape[cut:] + base_distribution.event_shape)
+        super().__init__(shape[:cut], shape[cut:] + base_distribution.event_shape,
+                         validate_args=validate_args)  # fmt: skip
+
+    arg_constraints: dict = {}
+
+    @constraints.dependent_property
+    def support(self):
+        support = self.base_dist.support
+        if self.reinterpreted_batch_ndims:
+            support = constraints.independent(support, self.reinterpreted_batch_ndims)
+        return support
+
+    @property
+    def has_enumerate_support(self):
+        return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over the larger `batch_shape`."""
+        batch_shape = Size(batch_shape)
+        base = self.base_dist.expand(
+            batch_shape + self._event_shape[: self.reinterpreted_batch_ndims]
+        )
+        return Independent(base, self.reinterpreted_batch_ndims, validate_args=False)
+
+    def cdf(self, value):
+        raise NotImplementedError
 
     @property
     def has_rsample(self):
@@ -473,6 +671,10 @@ class MultivariateNormal(Distribution):
                 "specified."
             )
         loc, matrix = _tensor(loc), _tensor(given[0])
+        if validate_args is not False and (validate_args or self._validate_args):
+            kind = ("scale_tril" if scale_tril is not None else "covariance_matrix"
+                    if covariance_matrix is not None else "precision_matrix")  # fmt: skip
+            self._check_param(kind, matrix, self.arg_constraints[kind])
         if loc.dim() < 1 or matrix.dim() < 2:
             raise ArgumentError(
                 "loc must be at least one-dimensional and the matrix at least two-dimensional"
@@ -490,6 +692,13 @@ class MultivariateNormal(Distribution):
         self._unbroadcasted_scale_tril = tril
         self.loc = loc.expand((*batch_shape, -1))
         super().__init__(batch_shape, loc.shape[-1:], validate_args=validate_args)
+
+    arg_constraints = {
+        "loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+        "precision_matrix": constraints.positive_definite,
+        "scale_tril": constraints.lower_cholesky,
+    }  # fmt: skip
+    support = constraints.real_vector
 
     @property
     def scale_tril(self):
@@ -556,111 +765,16 @@ def _mahalanobis(tril, x):
     return kn.linalg.solve_triangular(tril, x.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
 
 
-def _kl_normal(p, q):
-    var_ratio = (p.scale / q.scale).pow(2)
-    t1 = ((p.loc - q.loc) / q.scale).pow(2)
-    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
-
-
-def _kl_categorical(p, q):
-    kn = _kn()
-    t = p.probs * (p.logits - q.logits)
-    t = kn.where((q.probs == 0).expand_as(t), math.inf, t)
-    return kn.where((p.probs == 0).expand_as(t), 0.0, t).sum(-1)
-
-
-def _kl_bernoulli(p, q):
-    kn = _kn()
-    softplus = kn.nn.functional.softplus
-    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
-    t1 = kn.where(p.probs == 0, 0.0, kn.where(q.probs == 0, math.inf, t1))
-    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
-    t2 = kn.where(p.probs == 1, 0.0, kn.where(q.probs == 1, math.inf, t2))
-    return t1 + t2
-
-
-def _kl_uniform(p, q):
-    kn = _kn()
-    result = ((q.high - q.low) / (p.high - p.low)).log()
-    return kn.where((q.low > p.low) | (q.high < p.high), math.inf, result)
-
-
-def _kl_independent(p, q):
-    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-        raise NotImplementedError("kl_divergence of Independent distributions of other ndims")
-    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
-
-
-def _kl_mvn(p, q):
-    kn = _kn()
-    if p.event_shape != q.event_shape:
-        raise ArgumentError("KL-divergence between two Multivariate Normals with different "
-                            "event shapes cannot be computed")  # fmt: skip
-    half_term1 = q._half_log_det() - p._half_log_det()
-    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
-    shape = (*kn.broadcast_shapes(q_tril.shape[:-2], p_tril.shape[:-2]), *p_tril.shape[-2:])
-    solved = kn.linalg.solve_triangular(q_tril.expand(shape), p_tril.expand(shape), upper=False)
-    term2 = solved.pow(2).sum((-2, -1))
-    term3 = _mahalanobis(q_tril, q.loc - p.loc)
-    return half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
-
-
-_KL = {
-    (Normal, Normal): _kl_normal,
-    (Categorical, Categorical): _kl_categorical,
-    (Bernoulli, Bernoulli): _kl_bernoulli,
-    (Independent, Independent): _kl_independent,
-    (MultivariateNormal, MultivariateNormal): _kl_mvn,
-    (Uniform, Uniform): _kl_uniform,
-}
-
-
-def register_kl(type_p, type_q):
-    """A decorator that makes `fn(p, q)` the `kl_divergence` of distributions of these types
-    (or subclasses of them), as PyTorch's.
-
-    >>> import kiln as kn
-    >>> class Point(kn.distributions.Normal):
-    ...     pass
-    >>> @kn.distributions.register_kl(Point, Point)
-    ... def _kl_point(p, q):
-    ...     return (p.loc - q.loc).abs()
-    >>> kn.distributions.kl_divergence(Point(1.0, 1.0), Point(3.0, 1.0))
-    tensor(2.)
-    """
-
-    def decorator(fn):
-        _KL[(type_p, type_q)] = fn
-        return fn
-
-    return decorator
-
-
-def kl_divergence(p, q):
-    """`KL(p || q)` over the batch, for two distributions of one kind (Normal, Categorical,
-    Bernoulli, MultivariateNormal, Uniform, Exponential, Laplace, LogNormal, HalfNormal,
-    Cauchy, Gamma, Beta, Dirichlet, Poisson, Independent of those), as PyTorch's formulas.
-
-    >>> import kiln as kn
-    >>> d = kn.distributions
-    >>> d.kl_divergence(d.Normal(kn.tensor([1.0]), kn.tensor([1.0])), d.Normal(0.0, 1.0))
-    tensor([0.5000])
-    """
-    rule = _KL.get((type(p), type(q)))
-    if rule is None:  # a rule for base classes (subclasses, `register_kl`'s own classes)
-        pairs = ((a, b) for a in type(p).__mro__ for b in type(q).__mro__)
-        rule = next((_KL[pair] for pair in pairs if pair in _KL), None)
-    if rule is None:
-        raise NotImplementedError(
-            f"No KL(p || q) is implemented for p = {type(p).__name__}, q = {type(q).__name__}"
-        )
-    return rule(p, q)
-
-
-# The priors and likelihoods of scientific code live in their own module (it imports this one).
+# The priors and likelihoods of scientific code, the transforms and the KL rules live in their
+# own modules (which import this one); `import kiln.distributions.transforms` finds them too.
+from . import distributions_transforms as transforms  # noqa: E402
+from .distributions_extra import *  # noqa: E402, F403
+from .distributions_extra import __all__ as _extra_all  # noqa: E402
+from .distributions_kl import kl_divergence, register_kl  # noqa: E402
 from .distributions_more import *  # noqa: E402, F403
-from .distributions_more import KL_RULES as _MORE_KL  # noqa: E402
 from .distributions_more import __all__ as _more_all  # noqa: E402
+from .distributions_transforms import TransformedDistribution  # noqa: E402
 
-_KL.update(_MORE_KL)
-__all__ += _more_all
+for _name, _module in (("constraints", constraints), ("transforms", transforms)):
+    sys.modules[f"{__name__}.{_name}"] = _module
+__all__ += ["TransformedDistribution", "constraints", "transforms", *_more_all, *_extra_all]

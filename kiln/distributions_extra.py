@@ -1,0 +1,4 @@
+"""stub"""
+
+__all__ = []
+EXTRA_KL_RULES = {}

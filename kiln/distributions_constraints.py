@@ -14,7 +14,8 @@ tensor([False,  True])
 from __future__ import annotations
 
 __all__ = [
-    "Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "dependent",
+    "dependent_property", "greater_than",
     "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
     "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
     "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
@@ -115,6 +116,27 @@ class _IndependentConstraint(Constraint):
     def __repr__(self):
         return (f"{type(self).__name__[1:]}({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")  # fmt: skip
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """`base_constraint` of a mixture's components, checked with the component dim added
+    back: a value is in it when it is for every component."""
+
+    def __init__(self, base_constraint):
+        self.base_constraint = base_constraint
+
+    is_discrete = property(lambda self: self.base_constraint.is_discrete)
+    event_dim = property(lambda self: self.base_constraint.event_dim)
+
+    def check(self, value):
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.dim() - self.event_dim
+        return result.reshape(*result.shape[:keep], -1).all(-1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):

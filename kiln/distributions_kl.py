@@ -22,7 +22,7 @@ from .distributions import (
     _mahalanobis,
     _sum_rightmost,
 )  # fmt: skip
-from .distributions_extra import EXTRA_KL_RULES
+from .distributions_extra import _EULER, Binomial, Geometric, Gumbel, Pareto
 from .distributions_more import (
     Beta,
     Cauchy,
@@ -34,6 +34,8 @@ from .distributions_more import (
     LogNormal,
     Poisson,
 )  # fmt: skip
+from .distributions_multi import LowRankMultivariateNormal, OneHotCategorical, kl_lowrank
+from .distributions_transforms import TransformedDistribution
 from .errors import ArgumentError
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -135,6 +137,86 @@ def _kl_mvn(p, q):
     return half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
 
 
+def _kl_binomial(p, q):
+    kn = _kn()
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
+                          - (-q.probs).log1p())  # fmt: skip
+    return kn.where(p.total_count > q.total_count, math.inf, kl)
+
+
+def _kl_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+def _kl_gumbel(p, q):
+    ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t3 = (ct2 + _kn().lgamma(1 + ct1) - ct3).exp()
+    return t1 + ct1 * _EULER + t3 - (1 + _EULER)
+
+
+def _kl_onehot(p, q):
+    return _kl_categorical(p._categorical, q._categorical)
+
+
+def _kl_pareto(p, q):
+    scale_ratio, alpha_ratio = p.scale / q.scale, q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _kn().where(p.scale < q.scale, math.inf, result)
+
+
+def _kl_transformed(p, q):
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    t1 = -q.concentration * ratio.log()
+    return t1 + ratio + _kn().lgamma(q.concentration) + q.concentration * _EULER - (1 + _EULER)
+
+
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+def _kl_normal_gumbel(p, q):
+    mean_ratio, var_ratio = p.loc / q.scale, (p.scale / q.scale).pow(2)
+    loc_ratio = q.loc / q.scale
+    t3 = (-mean_ratio + 0.5 * var_ratio + loc_ratio).exp()
+    return -0.5 * var_ratio.log() + mean_ratio - loc_ratio + t3 - 0.5 * (1 + math.log(2 * math.pi))
+
+
+def _kl_uniform_normal(p, q):
+    width = p.high - p.low
+    t1 = (math.sqrt(math.pi * 2) * q.scale / width).log()
+    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return t1 + 0.5 * (width.pow(2) / 12 + t3) / q.scale.pow(2)
+
+
+def _kl_laplace_normal(p, q):
+    var = q.scale.pow(2)
+    ratio = p.scale.pow(2) / var
+    t1 = 0.5 * (2 * ratio / math.pi).log()
+    return -t1 + ratio + (0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)) / var - 1
+
+
+def _kl_exponential_normal(p, q):
+    var, rate_sqr = q.scale.pow(2), p.rate.pow(2)
+    t1 = 0.5 * (rate_sqr * var * 2 * math.pi).log()
+    return t1 - 1 + (rate_sqr.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5) / var
+
+
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _kn().where((q.low > 0) | (q.high < 1), math.inf, result)
+
+
 _KL = {
     (Normal, Normal): _kl_normal,
     (Categorical, Categorical): _kl_categorical,
@@ -151,8 +233,21 @@ _KL = {
     (Dirichlet, Dirichlet): _kl_dirichlet,
     (Beta, Beta): _kl_beta,
     (Poisson, Poisson): _kl_poisson,
+    (Binomial, Binomial): _kl_binomial,
+    (Geometric, Geometric): _kl_geometric,
+    (Gumbel, Gumbel): _kl_gumbel,
+    (OneHotCategorical, OneHotCategorical): _kl_onehot,
+    (Pareto, Pareto): _kl_pareto,
+    (TransformedDistribution, TransformedDistribution): _kl_transformed,
+    (LowRankMultivariateNormal, LowRankMultivariateNormal): kl_lowrank,
+    (Exponential, Gamma): _kl_exponential_gamma,
+    (Gamma, Exponential): _kl_gamma_exponential,
+    (Normal, Gumbel): _kl_normal_gumbel,
+    (Uniform, Normal): _kl_uniform_normal,
+    (Laplace, Normal): _kl_laplace_normal,
+    (Exponential, Normal): _kl_exponential_normal,
+    (Beta, Uniform): _kl_beta_uniform,
 }
-_KL.update(EXTRA_KL_RULES)
 
 
 def register_kl(type_p, type_q):

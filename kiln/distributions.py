@@ -671,15 +671,16 @@ class MultivariateNormal(Distribution):
                 "specified."
             )
         loc, matrix = _tensor(loc), _tensor(given[0])
-        if validate_args is not False and (validate_args or self._validate_args):
-            kind = ("scale_tril" if scale_tril is not None else "covariance_matrix"
-                    if covariance_matrix is not None else "precision_matrix")  # fmt: skip
-            self._check_param(kind, matrix, self.arg_constraints[kind])
         if loc.dim() < 1 or matrix.dim() < 2:
             raise ArgumentError(
                 "loc must be at least one-dimensional and the matrix at least two-dimensional"
             )
         batch_shape = kn.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
+        self.loc = loc.expand((*batch_shape, -1))
+        if validate_args is not False and (validate_args or self._validate_args):
+            kind = ("scale_tril" if scale_tril is not None else "covariance_matrix"
+                    if covariance_matrix is not None else "precision_matrix")  # fmt: skip
+            self._check_param(kind, matrix, self.arg_constraints[kind])
         if scale_tril is not None:
             tril = matrix
         elif covariance_matrix is not None:
@@ -690,7 +691,6 @@ class MultivariateNormal(Distribution):
             eye = kn.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
             tril = kn.linalg.solve_triangular(inverse, eye, upper=False)
         self._unbroadcasted_scale_tril = tril
-        self.loc = loc.expand((*batch_shape, -1))
         super().__init__(batch_shape, loc.shape[-1:], validate_args=validate_args)
 
     arg_constraints = {

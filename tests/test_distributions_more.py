@@ -76,7 +76,8 @@ CASES = {
         ([0.3, -0.7, 0.1], [[-1.0, 1.0], [0.0, 2.0], [1.0, 1.0]],
          [[1.0, 0.5], [2.0, 1.0], [0.3, 0.4]]), [0.3, -0.2]),
     "LowRankMultivariateNormal": (lambda lib, loc, w, d: getattr(
-        lib.distributions, "LowRankMultivariateNormal")(loc, w, d), ([0.0, 1.0, -1.0], [[1.0, 0.5], [0.2, 1.0], [0.0, -0.3]], [1.0, 2.0, 0.5]),
+        lib.distributions, "LowRankMultivariateNormal")(loc, w, d),
+        ([0.0, 1.0, -1.0], [[1.0, 0.5], [0.2, 1.0], [0.0, -0.3]], [1.0, 2.0, 0.5]),
         [0.3, -0.2, 0.1]),
     "LogNormal": (lambda lib, loc, s: lib.distributions.LogNormal(loc, s),
                   ([0.0, 0.5], [1.0, 0.3]), [0.3, 1.7]),

@@ -52,7 +52,7 @@ def gamma_grad_values(xp, alpha, x):
         pow_x_alpha = x**alpha
         pdf = x ** (alpha - 1) * xp.exp(-x)
         cdf = pow_x_alpha * series1
-        cdf_alpha = (xp.log(x) - special(xp).psi(alpha)) * cdf - pow_x_alpha * series2
+        cdf_alpha = (xp.log(x) - special(xp).digamma(alpha)) * cdf - pow_x_alpha * series2
         small = -cdf_alpha / pdf
         small = xp.where(xp.isnan(small), 0.0, small)
         # Rice's saddle point for large alpha

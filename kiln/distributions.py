@@ -19,6 +19,8 @@ import functools
 import math
 import sys
 
+import numpy as np
+
 from . import distributions_constraints as constraints
 from .array_types import Size
 from .eager.grad_mode import no_grad
@@ -91,8 +93,8 @@ class Distribution:
         kn = _kn()
         if not isinstance(value, kn.Tensor) or constraints.is_dependent(constraint):
             return
-        valid = constraint.check(value)
-        if isinstance(valid, kn.Tensor) and not bool(valid.all()):
+        valid = _check(constraint, value)
+        if not isinstance(valid, kn.Symbol) and not bool(valid.all()):
             raise ArgumentError(
                 f"Expected parameter {name} ({type(value).__name__} of shape "
                 f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
@@ -121,8 +123,8 @@ class Distribution:
             support = self.support
         except NotImplementedError:
             return value
-        valid = support.check(value)
-        if isinstance(valid, kn.Tensor) and not bool(valid.all()):
+        valid = _check(support, value)
+        if not isinstance(valid, kn.Symbol) and not bool(valid.all()):
             raise ArgumentError(
                 f"Expected value argument ({type(value).__name__} of shape {tuple(shape)}) "
                 f"to be within the support ({support!r}) of the distribution {self!r}, but "
@@ -224,6 +226,17 @@ class Distribution:
             shown = v if isinstance(v, kn.Tensor) and v.numel() == 1 else getattr(v, "shape", v)
             parts.append(f"{p}: {shown}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _check(constraint, value):
+    """`constraint.check(value)` for an eager tensor: on its NumPy data where the constraint
+    takes arrays (a few NumPy calls instead of kiln ops: validation runs on every
+    construction and log_prob)."""
+    if constraint.host:
+        data = value._data
+        if isinstance(data, np.ndarray):
+            return constraint.check(data)
+    return constraint.check(value)
 
 
 def _validating(fn):

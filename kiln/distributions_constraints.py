@@ -13,6 +13,8 @@ tensor([False,  True])
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = [
     "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "dependent",
     "dependent_property", "greater_than",
@@ -30,11 +32,20 @@ def _kn():
     return kiln
 
 
+def _b(bound, value):
+    """`bound` beside `value`: an eager tensor's data when `value` is a NumPy array."""
+    data = getattr(bound, "_data", None)
+    return data if data is not None and isinstance(value, np.ndarray) else bound
+
+
 class Constraint:
-    """A set of values: `check(value)` says which are in it (PyTorch's `Constraint`)."""
+    """A set of values: `check(value)` says which are in it (PyTorch's `Constraint`).
+    `host`: its check takes NumPy arrays too (operators and `all`/`sum`/`reshape` only),
+    which argument validation uses on eager tensors' data, at a fraction of the ops' cost."""
 
     is_discrete = False
     event_dim = 0
+    host = False
 
     def check(self, value):
         raise NotImplementedError
@@ -104,13 +115,15 @@ class _IndependentConstraint(Constraint):
     def event_dim(self):
         return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
 
+    host = property(lambda self: self.base_constraint.host)
+
     def check(self, value):
         result = self.base_constraint.check(value)
         n = self.reinterpreted_batch_ndims
-        if result.dim() < n:
-            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        if result.ndim < n:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.ndim}")
         if n:
-            result = result.reshape(*result.shape[: result.dim() - n], -1).all(-1)
+            result = result.reshape(*result.shape[: result.ndim - n], -1).all(-1)
         return result
 
     def __repr__(self):
@@ -141,6 +154,7 @@ class MixtureSameFamilyConstraint(Constraint):
 
 class _Boolean(Constraint):
     is_discrete = True
+    host = True
 
     def check(self, value):
         return (value == 0) | (value == 1)
@@ -148,6 +162,7 @@ class _Boolean(Constraint):
 
 class _OneHot(Constraint):
     is_discrete = True
+    host = True
     event_dim = 1
 
     def check(self, value):
@@ -156,6 +171,8 @@ class _OneHot(Constraint):
 
 
 class _Bounded(Constraint):
+    host = True
+
     def _fields(self):
         return ", ".join(f"{k}={v}" for k, v in self.__dict__.items())
 
@@ -170,7 +187,8 @@ class _IntegerInterval(_Bounded):
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
 
     def check(self, value):
-        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+        lower, upper = _b(self.lower_bound, value), _b(self.upper_bound, value)
+        return (value % 1 == 0) & (lower <= value) & (value <= upper)
 
 
 class _IntegerLessThan(_Bounded):
@@ -180,7 +198,7 @@ class _IntegerLessThan(_Bounded):
         self.upper_bound = upper_bound
 
     def check(self, value):
-        return (value % 1 == 0) & (value <= self.upper_bound)
+        return (value % 1 == 0) & (value <= _b(self.upper_bound, value))
 
 
 class _IntegerGreaterThan(_Bounded):
@@ -190,10 +208,12 @@ class _IntegerGreaterThan(_Bounded):
         self.lower_bound = lower_bound
 
     def check(self, value):
-        return (value % 1 == 0) & (value >= self.lower_bound)
+        return (value % 1 == 0) & (value >= _b(self.lower_bound, value))
 
 
 class _Real(Constraint):
+    host = True
+
     def check(self, value):
         return value == value  # noqa: PLR0124  (False at NaN)
 
@@ -203,12 +223,12 @@ class _GreaterThan(_Bounded):
         self.lower_bound = lower_bound
 
     def check(self, value):
-        return self.lower_bound < value
+        return _b(self.lower_bound, value) < value
 
 
 class _GreaterThanEq(_GreaterThan):
     def check(self, value):
-        return self.lower_bound <= value
+        return _b(self.lower_bound, value) <= value
 
 
 class _LessThan(_Bounded):
@@ -216,7 +236,7 @@ class _LessThan(_Bounded):
         self.upper_bound = upper_bound
 
     def check(self, value):
-        return value < self.upper_bound
+        return value < _b(self.upper_bound, value)
 
 
 class _Interval(_Bounded):
@@ -224,30 +244,32 @@ class _Interval(_Bounded):
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
 
     def check(self, value):
-        return (self.lower_bound <= value) & (value <= self.upper_bound)
+        return (_b(self.lower_bound, value) <= value) & (value <= _b(self.upper_bound, value))
 
 
 class _HalfOpenInterval(_Interval):
     def check(self, value):
-        return (self.lower_bound <= value) & (value < self.upper_bound)
+        return (_b(self.lower_bound, value) <= value) & (value < _b(self.upper_bound, value))
 
 
 class _Simplex(Constraint):
     event_dim = 1
+    host = True
 
     def check(self, value):
-        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+        return (value >= 0).all(-1) & (abs(value.sum(-1) - 1) < 1e-6)
 
 
 class _Multinomial(Constraint):
     is_discrete = True
     event_dim = 1
+    host = True
 
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
 
     def check(self, x):
-        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
+        return (x >= 0).all(-1) & (x.sum(-1) <= _b(self.upper_bound, x))
 
 
 class _LowerTriangular(Constraint):

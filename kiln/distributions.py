@@ -783,6 +783,8 @@ def _mahalanobis(tril, x):
 from . import distributions_transforms as transforms  # noqa: E402
 from .distributions_extra import *  # noqa: E402, F403
 from .distributions_extra import __all__ as _extra_all  # noqa: E402
+from .distributions_families import *  # noqa: E402, F403
+from .distributions_families import __all__ as _families_all  # noqa: E402
 from .distributions_kl import kl_divergence, register_kl  # noqa: E402
 from .distributions_more import *  # noqa: E402, F403
 from .distributions_more import __all__ as _more_all  # noqa: E402
@@ -793,4 +795,4 @@ from .distributions_transforms import TransformedDistribution  # noqa: E402
 for _name, _module in (("constraints", constraints), ("transforms", transforms)):
     sys.modules[f"{__name__}.{_name}"] = _module
 __all__ += ["TransformedDistribution", "constraints", "transforms", *_more_all, *_extra_all,
-            *_multi_all]  # fmt: skip
+            *_multi_all, *_families_all]  # fmt: skip

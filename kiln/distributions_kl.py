@@ -23,6 +23,7 @@ from .distributions import (
     _sum_rightmost,
 )  # fmt: skip
 from .distributions_extra import _EULER, Binomial, Geometric, Gumbel, Pareto
+from .distributions_families import ContinuousBernoulli, kl_continuous_bernoulli
 from .distributions_more import (
     Beta,
     Cauchy,
@@ -247,6 +248,7 @@ _KL = {
     (Laplace, Normal): _kl_laplace_normal,
     (Exponential, Normal): _kl_exponential_normal,
     (Beta, Uniform): _kl_beta_uniform,
+    (ContinuousBernoulli, ContinuousBernoulli): kl_continuous_bernoulli,
 }
 
 

@@ -87,6 +87,40 @@ CASES = {
     "Dirichlet": (lambda lib, c: lib.distributions.Dirichlet(c), ([[1.0, 2.0, 3.0]],),
                   [[0.2, 0.3, 0.5]]),
     "Poisson": (lambda lib, r: lib.distributions.Poisson(r), ([0.5, 4.0],), [0.0, 3.0]),
+    "HalfCauchy": (lambda lib, s: lib.distributions.HalfCauchy(s), ([1.0, 2.5],), [0.3, 1.7]),
+    "InverseGamma": (lambda lib, c, r: lib.distributions.InverseGamma(c, r),
+                     ([2.0, 3.5], [3.0, 1.0]), [0.3, 1.7]),
+    "Kumaraswamy": (lambda lib, a, b: lib.distributions.Kumaraswamy(a, b),
+                    ([2.0, 0.5], [3.0, 1.5]), [0.3, 0.9]),
+    "FisherSnedecor": (lambda lib, a, b: lib.distributions.FisherSnedecor(a, b),
+                       ([3.0, 1.5], [6.0, 3.0]), [0.3, 1.7]),
+    "NegativeBinomial": (lambda lib, p: lib.distributions.NegativeBinomial(
+        lib.tensor([3.0, 0.5], dtype=lib.float64), p), ([0.3, 0.6],), [2.0, 0.0]),
+    "NegativeBinomialLogits": (lambda lib, lg: lib.distributions.NegativeBinomial(
+        2.0, logits=lg), ([-0.5, 1.0],), [2.0, 5.0]),
+    "ContinuousBernoulli": (lambda lib, p: lib.distributions.ContinuousBernoulli(p),
+                            ([0.4995, 0.9],), [0.5, 0.7]),
+    "ContinuousBernoulliLogits": (lambda lib, lg: lib.distributions.ContinuousBernoulli(
+        logits=lg), ([0.001, -2.0],), [0.2, 0.7]),
+    # kiln's own distributions, through the same checks
+    "Normal": (lambda lib, loc, s: lib.distributions.Normal(loc, s), ([0.0, 1.0], [1.0, 2.0]),
+               [0.3, -1.7]),
+    "Exponential": (lambda lib, r: lib.distributions.Exponential(r), ([0.5, 2.0],), [0.3, 1.7]),
+    "Laplace": (lambda lib, loc, s: lib.distributions.Laplace(loc, s),
+                ([0.0, 1.0], [1.0, 2.0]), [0.3, -1.7]),
+    "Cauchy": (lambda lib, loc, s: lib.distributions.Cauchy(loc, s), ([0.0, 1.0], [1.0, 2.0]),
+               [0.3, -1.7]),
+    "Uniform": (lambda lib, lo, hi: lib.distributions.Uniform(lo, hi),
+                ([0.0, -1.0], [1.0, 2.0]), [0.3, 1.7]),
+    "Bernoulli": (lambda lib, p: lib.distributions.Bernoulli(p), ([0.3, 0.9],), [0.0, 1.0]),
+    "Categorical": (lambda lib, lg: lib.distributions.Categorical(logits=lg),
+                    ([[0.3, -0.9, 1.0], [0.0, 0.0, 2.0]],), [2.0, 0.0]),
+    "MultivariateNormal": (lambda lib, loc, tril: lib.distributions.MultivariateNormal(
+        loc, scale_tril=tril), ([[0.0, 1.0], [1.0, -1.0]], [[1.0, 0.0], [0.5, 2.0]]),
+        [0.3, -0.2]),
+    "Independent": (lambda lib, loc, s: lib.distributions.Independent(
+        lib.distributions.Normal(loc, s), 1), ([[0.0, 1.0], [2.0, 3.0]], [[1.0, 2.0], [3, 4]]),
+        [0.3, -0.2]),
     "AffineTanh": (_transformed(lambda T, lib: T.AffineTransform(0.5, 2.0),
                                 lambda T, lib: T.TanhTransform()),
                    ([0.0, 1.0], [1.0, 2.0]), [0.3, -0.2]),
@@ -141,7 +175,7 @@ def test_values_and_gradients_match_torch(name):
     # the gradients of every finite, differentiable quantity (backward of their sum); torch
     # has no derivative of igamma in the concentration (Gamma's cdf)
     finite = [q for q, t in tout.items() if t.requires_grad and bool(torch.isfinite(t).all())
-              and not (q == "cdf" and name in ("Gamma", "Chi2"))]  # fmt: skip
+              and not (q == "cdf" and name in ("Gamma", "Chi2", "InverseGamma"))]  # fmt: skip
     if not finite:
         return
     tg = torch.autograd.grad(sum(tout[q].sum() for q in finite), tps, allow_unused=True)
@@ -263,6 +297,7 @@ KL_PAIRS = [
     ("OneHotCategorical", "OneHotCategorical"),
     ("LowRankMultivariateNormal", "LowRankMultivariateNormal"), ("LogNormal", "LogNormal"),
     ("Sigmoid", "Sigmoid"), ("Beta", "Beta"), ("Dirichlet", "Dirichlet"),
+    ("ContinuousBernoulli", "ContinuousBernoulli"), ("HalfCauchy", "HalfCauchy"),
 ]  # fmt: skip
 CROSS = {
     "Exponential": (lambda lib, r: lib.distributions.Exponential(r), ([0.5, 2.0],)),

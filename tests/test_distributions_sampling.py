@@ -66,6 +66,13 @@ CONTINUOUS = [
     ("Pareto", lambda: D.Pareto(kn.tensor(1.5), 3.0), scipy.stats.pareto(3.0, 0, 1.5)),
     ("LogNormal", lambda: D.LogNormal(kn.tensor(0.3), 0.5), scipy.stats.lognorm(0.5, 0, 1.35)),
     ("HalfNormal", lambda: D.HalfNormal(kn.tensor(2.0)), scipy.stats.halfnorm(0, 2.0)),
+    ("HalfCauchy", lambda: D.HalfCauchy(kn.tensor(2.0)), scipy.stats.halfcauchy(0, 2.0)),
+    ("InverseGamma", lambda: D.InverseGamma(kn.tensor(3.0), 2.0),
+     scipy.stats.invgamma(3.0, 0, 2.0)),
+    ("FisherSnedecor", lambda: D.FisherSnedecor(kn.tensor(3.0), 7.0), scipy.stats.f(3.0, 7.0)),
+    ("Kumaraswamy", lambda: D.Kumaraswamy(kn.tensor(2.0), 3.0),
+     None),  # its CDF below: 1 - (1 - x^a)^b
+    ("ContinuousBernoulli", lambda: D.ContinuousBernoulli(kn.tensor(0.3)), None),
     ("Logistic", lambda: D.TransformedDistribution(D.Uniform(0.0, 1.0), [
         D.transforms.SigmoidTransform().inv, D.transforms.AffineTransform(1.0, 2.0)]),
         scipy.stats.logistic(1.0, 2.0)),
@@ -79,13 +86,21 @@ def test_continuous_samples_follow_their_laws(name, make, law):
     if name == "LogNormal":
         law = scipy.stats.lognorm(0.5, scale=math.exp(0.3))
     x = (m.rsample((N,)) if m.has_rsample else m.sample((N,))).numpy()
-    assert _ks(x, law.cdf) > 1e-3
+    cdf = law.cdf if law is not None else None
+    if name == "Kumaraswamy":
+        cdf = lambda v: 1 - (1 - np.clip(v, 0, 1) ** 2.0) ** 3.0  # noqa: E731
+    if name == "ContinuousBernoulli":  # its CDF in closed form (lambda = 0.3)
+        cdf = lambda v: (0.3**v * 0.7 ** (1 - v) + 0.3 - 1) / (2 * 0.3 - 1)  # noqa: E731
+    assert _ks(x, cdf) > 1e-3
 
 
 def test_discrete_and_vector_samples():
     kn.manual_seed(4)
     g = D.Geometric(kn.tensor(0.3)).sample((N,)).numpy()
     assert abs(g.mean() - 0.7 / 0.3) < 5 * math.sqrt(0.7 / 0.09 / N) and (g >= 0).all()
+    nb = D.NegativeBinomial(3.0, probs=kn.tensor(0.4)).sample((N,)).numpy()
+    nb_var = 3.0 * 0.4 / 0.6**2
+    assert abs(nb.mean() - 2.0) < 5 * math.sqrt(nb_var / N) and (nb % 1 == 0).all()
     b = D.Binomial(10, kn.tensor([0.2, 0.9])).sample((N,)).numpy()
     assert (np.abs(b.mean(0) - [2.0, 9.0]) < 5 * np.sqrt(np.array([1.6, 0.9]) / N)).all()
     probs = np.array([0.2, 0.3, 0.5])

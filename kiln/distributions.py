@@ -27,8 +27,8 @@ from .eager.grad_mode import no_grad
 from .errors import ArgumentError
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal", "Normal",
-    "Uniform", "kl_divergence", "register_kl",
+    "Bernoulli", "Categorical", "Distribution", "Independent", "Normal", "Uniform",
+    "kl_divergence", "register_kl",
 ]  # fmt: skip
 
 
@@ -661,126 +661,14 @@ class Independent(Distribution):
         return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
 
 
-class MultivariateNormal(Distribution):
-    """The normal distribution over vectors of mean `loc`, given by exactly one of
-    `covariance_matrix`, `precision_matrix` or `scale_tril` (its lower Cholesky factor),
-    batched, as PyTorch's.
-
-    >>> import kiln as kn
-    >>> m = kn.distributions.MultivariateNormal(kn.zeros(2), kn.eye(2))
-    >>> m.log_prob(kn.zeros(2)), m.entropy()
-    (tensor(-1.8379), tensor(2.8379))
-    """
-
-    has_rsample = True
-
-    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
-                 validate_args=None):  # fmt: skip
-        kn = _kn()
-        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
-        if len(given) != 1:
-            raise ArgumentError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
-        loc, matrix = _tensor(loc), _tensor(given[0])
-        if loc.dim() < 1 or matrix.dim() < 2:
-            raise ArgumentError(
-                "loc must be at least one-dimensional and the matrix at least two-dimensional"
-            )
-        batch_shape = kn.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
-        self.loc = loc.expand((*batch_shape, -1))
-        if validate_args is not False and (validate_args or self._validate_args):
-            kind = ("scale_tril" if scale_tril is not None else "covariance_matrix"
-                    if covariance_matrix is not None else "precision_matrix")  # fmt: skip
-            self._check_param(kind, matrix, self.arg_constraints[kind])
-        if scale_tril is not None:
-            tril = matrix
-        elif covariance_matrix is not None:
-            tril = kn.linalg.cholesky(matrix)
-        else:  # PyTorch's _precision_to_scale_tril
-            flipped = kn.linalg.cholesky(kn.flip(matrix, (-2, -1)))
-            inverse = kn.flip(flipped, (-2, -1)).transpose(-2, -1)
-            eye = kn.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
-            tril = kn.linalg.solve_triangular(inverse, eye, upper=False)
-        self._unbroadcasted_scale_tril = tril
-        super().__init__(batch_shape, loc.shape[-1:], validate_args=validate_args)
-
-    arg_constraints = {
-        "loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
-        "precision_matrix": constraints.positive_definite,
-        "scale_tril": constraints.lower_cholesky,
-    }  # fmt: skip
-    support = constraints.real_vector
-
-    @property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._batch_shape + self._event_shape * 2)
-
-    @property
-    def covariance_matrix(self):
-        tril = self._unbroadcasted_scale_tril
-        return (tril @ tril.mT).expand(self._batch_shape + self._event_shape * 2)
-
-    @property
-    def precision_matrix(self):
-        return (
-            _kn()
-            .cholesky_inverse(self._unbroadcasted_scale_tril)
-            .expand(self._batch_shape + self._event_shape * 2)
-        )
-
-    @property
-    def mean(self):
-        return self.loc
-
-    mode = mean
-
-    @property
-    def variance(self):
-        shape = self._batch_shape + self._event_shape
-        return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(shape)
-
-    @property
-    def stddev(self):
-        return self.variance.sqrt()
-
-    def rsample(self, sample_shape=()):
-        kn = _kn()
-        shape = self._extended_shape(sample_shape)
-        eps = kn.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
-
-    def _half_log_det(self):
-        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-
-    def log_prob(self, value):
-        diff = _tensor(value, self.loc) - self.loc
-        m = _mahalanobis(self._unbroadcasted_scale_tril, diff)
-        n = self._event_shape[0]
-        return -0.5 * (n * math.log(2 * math.pi) + m) - self._half_log_det()
-
-    def entropy(self):
-        n = self._event_shape[0]
-        h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
-        return h if not self._batch_shape else h.expand(self._batch_shape)
-
-    def __repr__(self):
-        return f"MultivariateNormal(loc: {self.loc.shape})"
-
-
-def _mahalanobis(tril, x):
-    """`|tril^-1 x|^2` over the last dim, batched: PyTorch's `_batch_mahalanobis`."""
-    kn = _kn()
-    shape = kn.broadcast_shapes(tril.shape[:-2], x.shape[:-1])
-    tril = tril.expand((*shape, *tril.shape[-2:]))
-    x = x.expand((*shape, x.shape[-1]))
-    return kn.linalg.solve_triangular(tril, x.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
-
-
 # The priors and likelihoods of scientific code, the transforms and the KL rules live in their
 # own modules (which import this one); `import kiln.distributions.transforms` finds them too.
-from . import distributions_transforms as transforms  # noqa: E402
+# isort: off
+from . import distributions_transforms as transforms  # noqa: E402  (first: it ends importing
+from . import distributions_bijections as constraint_registry  # noqa: E402  this one)
+
+# isort: on
+from .distributions_bijections import biject_to, transform_to  # noqa: E402
 from .distributions_extra import *  # noqa: E402, F403
 from .distributions_extra import __all__ as _extra_all  # noqa: E402
 from .distributions_families import *  # noqa: E402, F403
@@ -792,7 +680,9 @@ from .distributions_multi import *  # noqa: E402, F403
 from .distributions_multi import __all__ as _multi_all  # noqa: E402
 from .distributions_transforms import TransformedDistribution  # noqa: E402
 
-for _name, _module in (("constraints", constraints), ("transforms", transforms)):
+for _name, _module in (("constraints", constraints), ("transforms", transforms),
+                      ("constraint_registry", constraint_registry)):  # fmt: skip
     sys.modules[f"{__name__}.{_name}"] = _module
-__all__ += ["TransformedDistribution", "constraints", "transforms", *_more_all, *_extra_all,
+__all__ += ["TransformedDistribution", "biject_to", "constraint_registry", "constraints",
+            "transform_to", "transforms", *_more_all, *_extra_all,
             *_multi_all, *_families_all]  # fmt: skip

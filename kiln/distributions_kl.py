@@ -15,11 +15,9 @@ from .distributions import (
     Bernoulli,
     Categorical,
     Independent,
-    MultivariateNormal,
     Normal,
     Uniform,
     _kn,
-    _mahalanobis,
     _sum_rightmost,
 )  # fmt: skip
 from .distributions_extra import _EULER, Binomial, Geometric, Gumbel, Pareto
@@ -35,7 +33,13 @@ from .distributions_more import (
     LogNormal,
     Poisson,
 )  # fmt: skip
-from .distributions_multi import LowRankMultivariateNormal, OneHotCategorical, kl_lowrank
+from .distributions_multi import (
+    LowRankMultivariateNormal,
+    MultivariateNormal,
+    OneHotCategorical,
+    _mahalanobis,
+    kl_lowrank,
+)
 from .distributions_transforms import TransformedDistribution
 from .errors import ArgumentError
 

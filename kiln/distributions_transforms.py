@@ -615,3 +615,19 @@ class TransformedDistribution(Distribution):
         for t in self.transforms:
             value = t(value)
         return value
+
+
+# The structural transforms live beside the constraint registries (they import this module).
+from .distributions_bijections import (  # noqa: E402
+    CumulativeDistributionTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    StickBreakingTransform,
+)
+
+__all__ += [
+    "CumulativeDistributionTransform", "IndependentTransform", "LowerCholeskyTransform",
+    "PositiveDefiniteTransform", "ReshapeTransform", "StickBreakingTransform",
+]  # fmt: skip

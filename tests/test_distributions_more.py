@@ -222,6 +222,12 @@ TRANSFORMS = {
                                                   T.PowerTransform(lib.tensor(0.5,
                                                                               dtype=lib.float64))]),
     "Inverse": lambda T, lib: T.ComposeTransform([T.TanhTransform(), T.ExpTransform()]).inv,
+    "StickBreaking": lambda T, lib: T.StickBreakingTransform(),
+    "Independent": lambda T, lib: T.IndependentTransform(T.SigmoidTransform(), 1),
+    "Reshape": lambda T, lib: T.ReshapeTransform((2,), (1, 2)),
+    "CumulativeDistribution": lambda T, lib: T.CumulativeDistributionTransform(
+        lib.distributions.Normal(lib.tensor(0.5, dtype=lib.float64),
+                                 lib.tensor(2.0, dtype=lib.float64))),
 }  # fmt: skip
 X_FOR = {"Power": [0.7, 1.9], "Inverse": [1.2, 0.6]}
 
@@ -236,7 +242,7 @@ def test_transforms_match_torch(name):
         x_back = t.inv(y.detach())
         ladj = t.log_abs_det_jacobian(x, y)
         (g,) = lib.autograd.grad((y.sum() + ladj.sum()), [x])
-        sign = t.sign if t.bijective and name != "AffineEvent" else 1
+        sign = t.sign if t.bijective and t.domain.event_dim == 0 else 1
         sign = _np(sign) if hasattr(sign, "shape") else sign
         results.append((_np(y), _np(x_back), _np(ladj), _np(g), np.asarray(sign), t.bijective,
                         repr(t.domain).replace("kiln", "torch"),
@@ -267,11 +273,64 @@ def test_softmax_transform_and_cache_match_torch():
             assert a == b
 
 
+def test_matrix_transforms_match_torch():
+    results = []
+    for lib in (torch, kn):
+        T = lib.distributions.transforms
+        x = lib.tensor([[0.3, -0.8], [2.0, -0.1]], dtype=lib.float64)
+        lower = T.LowerCholeskyTransform()(x)
+        pd = T.PositiveDefiniteTransform()(x)
+        results.append((_np(lower), _np(T.LowerCholeskyTransform().inv(lower)), _np(pd),
+                        _np(T.PositiveDefiniteTransform().inv(pd))))  # fmt: skip
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+REGISTRY_CASES = [
+    lambda C: C.real, lambda C: C.positive, lambda C: C.nonnegative,
+    lambda C: C.greater_than(2.0), lambda C: C.greater_than_eq(-1.0), lambda C: C.less_than(1.0),
+    lambda C: C.unit_interval, lambda C: C.interval(-1.0, 3.0),
+    lambda C: C.half_open_interval(0.0, 2.0), lambda C: C.simplex, lambda C: C.real_vector,
+    lambda C: C.independent(C.positive, 1), lambda C: C.lower_cholesky,
+    lambda C: C.positive_definite, lambda C: C.boolean,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("which", ["biject_to", "transform_to"])
+@pytest.mark.parametrize("make", REGISTRY_CASES, ids=[str(i) for i in range(len(REGISTRY_CASES))])
+def test_constraint_registries_match_torch(which, make):
+    results = []
+    for lib in (torch, kn):
+        registry = getattr(lib.distributions, which)
+        try:
+            t = registry(make(lib.distributions.constraints))
+        except NotImplementedError:
+            results.append("NotImplementedError")
+            continue
+        c = make(lib.distributions.constraints)
+        x = lib.tensor([[0.3, -0.8], [1.5, 0.2]], dtype=lib.float64)
+        y = t(x)
+        ladj = None
+        if c.event_dim < 2 and not isinstance(t, lib.distributions.transforms.SoftmaxTransform):
+            ladj = _np(t.log_abs_det_jacobian(x, y))
+        results.append((_np(y), _np(t.inv(y)), ladj, bool(c.check(y).all())))
+    if results[0] == "NotImplementedError":
+        assert results[1] == "NotImplementedError"
+        return
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-10)
+        else:
+            assert a == b
+
+
 def test_import_forms_of_the_submodules():
+    import kiln.distributions.constraint_registry as registry
     import kiln.distributions.transforms as T
 
     from kiln.distributions import constraints
 
+    assert registry.biject_to is kn.distributions.biject_to
     assert T.ExpTransform().codomain is constraints.positive
     assert kn.distributions.constraints.real_vector.event_dim == 1
 

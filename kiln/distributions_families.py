@@ -1,5 +1,6 @@
 """Further families of PyTorch's `torch.distributions`: `HalfCauchy`, `InverseGamma`,
-`Kumaraswamy` (TransformedDistributions, as PyTorch builds them), `FisherSnedecor`,
+`Kumaraswamy`, `LogisticNormal`, `RelaxedOneHotCategorical` (TransformedDistributions, as
+PyTorch builds them), `ExpRelaxedCategorical`, `FisherSnedecor`, `GeneralizedPareto`,
 `NegativeBinomial` and `ContinuousBernoulli`, with PyTorch's parameters, constraints and
 formulas (ContinuousBernoulli's Taylor expansions near probs = 1/2 included).
 
@@ -14,20 +15,23 @@ from __future__ import annotations
 import math
 
 from . import distributions_constraints as constraints
-from .distributions import Distribution, Uniform, _kn, _tensor
+from .distributions import Categorical, Distribution, Normal, Uniform, _kn, _tensor
 from .distributions_extra import _EULER, _binary
 from .distributions_more import Cauchy, Gamma, _params
 from .distributions_transforms import (
     AbsTransform,
     AffineTransform,
+    ExpTransform,
     PowerTransform,
+    StickBreakingTransform,
     TransformedDistribution,
 )
 from .eager.grad_mode import no_grad
 
 __all__ = [
-    "ContinuousBernoulli", "FisherSnedecor", "HalfCauchy", "InverseGamma", "Kumaraswamy",
-    "NegativeBinomial",
+    "ContinuousBernoulli", "ExpRelaxedCategorical", "FisherSnedecor", "GeneralizedPareto",
+    "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal", "NegativeBinomial",
+    "RelaxedOneHotCategorical",
 ]  # fmt: skip
 
 
@@ -367,3 +371,166 @@ def kl_continuous_bernoulli(p, q):
     t1 = p.mean * (p.logits - q.logits)
     t2 = p._log_norm() + kn.log1p(-p.probs)
     return t1 + t2 - q._log_norm() - kn.log1p(-q.probs)
+
+
+class ExpRelaxedCategorical(Distribution):
+    """The log of a RelaxedOneHotCategorical draw (Gumbel-softmax scores in log space), of
+    `temperature` and `probs` or `logits`."""
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        self.temperature = temperature
+        shape = self._categorical.param_shape
+        super().__init__(shape[:-1], shape[-1:], validate_args=validate_args)
+
+    param_shape = property(lambda self: self._categorical.param_shape)
+    logits = property(lambda self: self._categorical.logits)
+    probs = property(lambda self: self._categorical.probs)
+
+    def rsample(self, sample_shape=()):
+        kn = _kn()
+        shape = self._extended_shape(sample_shape)
+        eps = kn.finfo(self.logits.dtype).eps
+        u = kn.rand(shape, dtype=self.logits.dtype, device=self.logits.device)
+        gumbels = -(-(u.clamp(min=eps, max=1 - eps).log())).log()
+        scores = (self.logits + gumbels) / self.temperature
+        return scores - scores.logsumexp(dim=-1, keepdim=True)
+
+    def log_prob(self, value):
+        kn = _kn()
+        k = self._categorical._num_events
+        temperature = _tensor(self.temperature, self.logits)
+        logits, value = kn.broadcast_tensors(self.logits, _tensor(value, self.logits))
+        log_scale = kn.full_like(temperature, float(k)).lgamma() + (k - 1) * temperature.log()
+        score = logits - value * temperature
+        score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
+        return score + log_scale
+
+
+class RelaxedOneHotCategorical(TransformedDistribution):
+    """The Concrete (Gumbel-softmax) relaxation of OneHotCategorical(`probs` or `logits`) at
+    `temperature`: points of the simplex with reparameterized draws.
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.RelaxedOneHotCategorical(kn.tensor(0.5), kn.tensor([0.3, 0.7]))
+    >>> m.log_prob(kn.tensor([0.2, 0.8]))
+    tensor(-0.2528)
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, ExpTransform(), validate_args=validate_args)
+
+    temperature = property(lambda self: self.base_dist.temperature)
+    logits = property(lambda self: self.base_dist.logits)
+    probs = property(lambda self: self.base_dist.probs)
+
+
+class LogisticNormal(TransformedDistribution):
+    """The distribution on the simplex of a stick-broken Normal(`loc`, `scale`) vector.
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.LogisticNormal(kn.zeros(2), kn.ones(2))
+    >>> m.event_shape, m.log_prob(kn.tensor([0.2, 0.3, 0.5]))
+    (kiln.Size([3]), tensor(1.2980))
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        base = Normal(*_params(loc, scale), validate_args=validate_args)
+        if not base.batch_shape:
+            base = base.expand([1])
+        super().__init__(base, StickBreakingTransform(), validate_args=validate_args)
+
+    loc = property(lambda self: self.base_dist.base_dist.loc)
+    scale = property(lambda self: self.base_dist.base_dist.scale)
+
+
+class GeneralizedPareto(Distribution):
+    """The generalized Pareto distribution of `loc`, `scale` and `concentration` (the
+    exponential at concentration 0); `rsample` inverts its CDF.
+
+    >>> import kiln as kn
+    >>> kn.distributions.GeneralizedPareto(0.0, 1.0, 0.5).log_prob(kn.tensor(1.0))
+    tensor(-1.2164)
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
+                       "concentration": constraints.real}  # fmt: skip
+    has_rsample = True
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = _params(loc, scale, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def rsample(self, sample_shape=()):
+        kn = _kn()
+        shape = self._extended_shape(sample_shape)
+        return self.icdf(kn.rand(shape, dtype=self.loc.dtype, device=self.loc.device))
+
+    def _safe(self):
+        kn = _kn()
+        eq_zero = kn.isclose(self.concentration, kn.zeros_like(self.concentration))
+        return eq_zero, kn.where(eq_zero, 1.0, self.concentration)
+
+    def log_prob(self, value):
+        kn = _kn()
+        z = (_tensor(value, self.loc) - self.loc) / self.scale
+        eq_zero, safe = self._safe()
+        y = 1 / safe + kn.ones_like(z)
+        nonzero = kn.where(y == 0, y, y * kn.log1p(safe * z))
+        return -self.scale.log() - kn.where(eq_zero, z, nonzero)
+
+    def log_survival_function(self, value):
+        kn = _kn()
+        z = (_tensor(value, self.loc) - self.loc) / self.scale
+        eq_zero, safe = self._safe()
+        return kn.where(eq_zero, -z, -kn.log1p(safe * z) / safe)
+
+    def log_cdf(self, value):
+        return _kn().log1p(-self.log_survival_function(value).exp())
+
+    def cdf(self, value):
+        return self.log_cdf(value).exp()
+
+    def icdf(self, value):
+        kn = _kn()
+        eq_zero, safe = self._safe()
+        logu = kn.log1p(-_tensor(value, self.loc))
+        nonzero = self.loc + self.scale / safe * kn.expm1(-safe * logu)
+        return kn.where(eq_zero, self.loc - self.scale * logu, nonzero)
+
+    @property
+    def mean(self):
+        kn, c = _kn(), self.concentration
+        safe = kn.where(c < 1, c, 0.5)
+        return kn.where(c < 1, self.loc + self.scale / (1 - safe), math.nan)
+
+    @property
+    def variance(self):
+        kn, c = _kn(), self.concentration
+        safe = kn.where(c < 0.5, c, 0.25)
+        result = self.scale**2 / ((1 - safe) ** 2 * (1 - 2 * safe))
+        return kn.where(c < 0.5, result, math.nan)
+
+    def entropy(self):
+        return (self.scale.log() + self.concentration + 1).broadcast_to(self._batch_shape)
+
+    mode = property(lambda self: self.loc)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        kn, c = _kn(), self.concentration
+        upper = kn.where(c < 0, self.loc - self.scale / c, math.inf)
+        return constraints.interval(self.loc, upper)

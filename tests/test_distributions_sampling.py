@@ -73,6 +73,8 @@ CONTINUOUS = [
     ("Kumaraswamy", lambda: D.Kumaraswamy(kn.tensor(2.0), 3.0),
      None),  # its CDF below: 1 - (1 - x^a)^b
     ("ContinuousBernoulli", lambda: D.ContinuousBernoulli(kn.tensor(0.3)), None),
+    ("GeneralizedPareto", lambda: D.GeneralizedPareto(kn.tensor(1.0), 2.0, 0.3),
+     scipy.stats.genpareto(0.3, 1.0, 2.0)),
     ("Logistic", lambda: D.TransformedDistribution(D.Uniform(0.0, 1.0), [
         D.transforms.SigmoidTransform().inv, D.transforms.AffineTransform(1.0, 2.0)]),
         scipy.stats.logistic(1.0, 2.0)),
@@ -110,6 +112,11 @@ def test_discrete_and_vector_samples():
     assert (mn.sum(-1) == 7).all() and (np.abs(mn.mean(0) - 7 * probs) < 0.15).all()
     rb = D.RelaxedBernoulli(kn.tensor(0.5), kn.tensor(0.3)).rsample((N,)).numpy()
     assert ((rb > 0) & (rb < 1)).all() and abs((rb > 0.5).mean() - 0.3) < 0.02
+    relaxed = D.RelaxedOneHotCategorical(kn.tensor(0.3), kn.tensor(probs)).rsample((N,)).numpy()
+    assert np.allclose(relaxed.sum(-1), 1.0) and (np.abs(
+        np.bincount(relaxed.argmax(-1), minlength=3) / N - probs) < 0.02).all()  # fmt: skip
+    ln = D.LogisticNormal(kn.zeros(2), kn.ones(2)).sample((N,)).numpy()
+    assert ln.shape == (N, 3) and np.allclose(ln.sum(-1), 1.0) and (ln > 0).all()
     mix = D.MixtureSameFamily(D.Categorical(kn.tensor([0.3, 0.7])),
                               D.Normal(kn.tensor([-2.0, 2.0]), kn.tensor([0.5, 0.5])))  # fmt: skip
     x = mix.sample((N,)).numpy()

@@ -22,6 +22,7 @@ from .distributions import (
 )  # fmt: skip
 from .distributions_extra import _EULER, Binomial, Geometric, Gumbel, Pareto
 from .distributions_families import ContinuousBernoulli, kl_continuous_bernoulli
+from .distributions_kl_cross import CROSS_RULES
 from .distributions_more import (
     Beta,
     Cauchy,
@@ -253,6 +254,7 @@ _KL = {
     (Exponential, Normal): _kl_exponential_normal,
     (Beta, Uniform): _kl_beta_uniform,
     (ContinuousBernoulli, ContinuousBernoulli): kl_continuous_bernoulli,
+    **CROSS_RULES,
 }
 
 

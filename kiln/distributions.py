@@ -678,11 +678,13 @@ from .distributions_more import *  # noqa: E402, F403
 from .distributions_more import __all__ as _more_all  # noqa: E402
 from .distributions_multi import *  # noqa: E402, F403
 from .distributions_multi import __all__ as _multi_all  # noqa: E402
+from .distributions_transforms import *  # noqa: E402, F403
 from .distributions_transforms import TransformedDistribution  # noqa: E402
+from .distributions_transforms import __all__ as _transforms_all  # noqa: E402
 
 for _name, _module in (("constraints", constraints), ("transforms", transforms),
                       ("constraint_registry", constraint_registry)):  # fmt: skip
     sys.modules[f"{__name__}.{_name}"] = _module
 __all__ += ["TransformedDistribution", "biject_to", "constraint_registry", "constraints",
             "transform_to", "transforms", *_more_all, *_extra_all,
-            *_multi_all, *_families_all]  # fmt: skip
+            *_multi_all, *_families_all, *_transforms_all]  # fmt: skip

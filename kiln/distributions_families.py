@@ -1,7 +1,7 @@
 """Further families of PyTorch's `torch.distributions`: `HalfCauchy`, `InverseGamma`,
 `Kumaraswamy`, `LogisticNormal`, `RelaxedOneHotCategorical` (TransformedDistributions, as
 PyTorch builds them), `ExpRelaxedCategorical`, `FisherSnedecor`, `GeneralizedPareto`,
-`NegativeBinomial` and `ContinuousBernoulli`, with PyTorch's parameters, constraints and
+`NegativeBinomial`, `VonMises` and `ContinuousBernoulli`, with PyTorch's parameters, constraints and
 formulas (ContinuousBernoulli's Taylor expansions near probs = 1/2 included).
 
 >>> import kiln as kn
@@ -31,7 +31,7 @@ from .eager.grad_mode import no_grad
 __all__ = [
     "ContinuousBernoulli", "ExpRelaxedCategorical", "FisherSnedecor", "GeneralizedPareto",
     "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal", "NegativeBinomial",
-    "RelaxedOneHotCategorical",
+    "RelaxedOneHotCategorical", "VonMises",
 ]  # fmt: skip
 
 
@@ -534,3 +534,84 @@ class GeneralizedPareto(Distribution):
         kn, c = _kn(), self.concentration
         upper = kn.where(c < 0, self.loc - self.scale / c, math.inf)
         return constraints.interval(self.loc, upper)
+
+
+# PyTorch's polynomial approximations of log I0 and log I1 (Abramowitz and Stegun 9.8),
+# so that VonMises agrees with it to rounding
+_BESSEL_SMALL = (
+    (1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.360768e-1, 0.45813e-2),
+    (0.5, 0.87890594, 0.51498869, 0.15084934, 0.2658733e-1, 0.301532e-2, 0.32411e-3),
+)
+_BESSEL_LARGE = (
+    (0.39894228, 0.1328592e-1, 0.225319e-2, -0.157565e-2, 0.916281e-2, -0.2057706e-1,
+     0.2635537e-1, -0.1647633e-1, 0.392377e-2),
+    (0.39894228, -0.3988024e-1, -0.362018e-2, 0.163801e-2, -0.1031555e-1, 0.2282967e-1,
+     -0.2895312e-1, 0.1787654e-1, -0.420059e-2),
+)  # fmt: skip
+
+
+def _poly(y, coef):
+    result = coef[-1]
+    for c in reversed(coef[:-1]):
+        result = c + y * result
+    return result
+
+
+def _log_bessel(x, order):
+    """log I_order(x) for x > 0, order 0 or 1 (PyTorch's `_log_modified_bessel_fn`)."""
+    small = _poly((x / 3.75) ** 2, _BESSEL_SMALL[order])
+    if order == 1:
+        small = x.abs() * small
+    large = x - 0.5 * x.log() + _poly(3.75 / x, _BESSEL_LARGE[order]).log()
+    return _kn().where(x < 3.75, small.log(), large)
+
+
+class VonMises(Distribution):
+    """The von Mises (circular normal) distribution of `loc` and `concentration`; `sample`
+    is Best and Fisher's rejection sampler (eager: a data-dependent loop).
+
+    >>> import kiln as kn
+    >>> kn.distributions.VonMises(kn.tensor(0.0), kn.tensor(2.0)).log_prob(kn.tensor(0.5))
+    tensor(-0.9067)
+    """
+
+    arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
+    support = constraints.real
+    has_rsample = False
+
+    def __init__(self, loc, concentration, validate_args=None):
+        self.loc, self.concentration = _params(loc, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def log_prob(self, value):
+        log_prob = self.concentration * (_tensor(value, self.loc) - self.loc).cos()
+        return log_prob - math.log(2 * math.pi) - _log_bessel(self.concentration, 0)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+
+    @property
+    def variance(self):
+        c = self.concentration
+        return 1 - (_log_bessel(c, 1) - _log_bessel(c, 0)).exp()
+
+    def sample(self, sample_shape=()):
+        kn = _kn()
+        shape = self._extended_shape(sample_shape)
+        with no_grad():
+            loc, kappa = self.loc.double(), self.concentration.double()
+            tau = 1 + (1 + 4 * kappa**2).sqrt()
+            rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
+            r = kn.where(kappa < 1e-5, 1 / kappa + kappa, (1 + rho**2) / (2 * rho))
+            x = kn.zeros(shape, dtype=kn.float64)
+            done = kn.zeros(shape, dtype=kn.bool)
+            while not bool(done.all()):
+                u1, u2, u3 = kn.rand((3, *shape), dtype=kn.float64).unbind()
+                z = (math.pi * u1).cos()
+                f = (1 + r * z) / (r + z)
+                c = kappa * (r - f)
+                accept = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
+                accept = accept & ~done
+                x = kn.where(accept, (u3 - 0.5).sign() * f.acos(), x)
+                done = done | accept
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)

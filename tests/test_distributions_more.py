@@ -113,6 +113,8 @@ CASES = {
                        [0.2, 0.3, 0.5]),
     "GeneralizedPareto": (lambda lib, loc, s, c: lib.distributions.GeneralizedPareto(loc, s, c),
                           ([1.0, -1.0], [2.0, 0.5], [0.5, 0.0]), [2.5, -0.5]),
+    "VonMises": (lambda lib, loc, c: lib.distributions.VonMises(loc, c),
+                 ([0.0, 1.0], [2.0, 5.0]), [0.5, -2.5]),
     # kiln's own distributions, through the same checks
     "Normal": (lambda lib, loc, s: lib.distributions.Normal(loc, s), ([0.0, 1.0], [1.0, 2.0]),
                [0.3, -1.7]),
@@ -351,6 +353,11 @@ def test_import_forms_of_the_submodules():
     from kiln.distributions import constraints
 
     assert registry.biject_to is kn.distributions.biject_to
+    # torch.distributions' own names, transforms included, are kn.distributions'
+    assert sorted(set(torch.distributions.__all__) - set(dir(kn.distributions))) == [
+        "CatTransform", "CorrCholeskyTransform", "ExponentialFamily", "LKJCholesky",
+        "StackTransform", "Wishart",
+    ]  # fmt: skip
     assert T.ExpTransform().codomain is constraints.positive
     assert kn.distributions.constraints.real_vector.event_dim == 1
 

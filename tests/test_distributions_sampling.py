@@ -75,6 +75,8 @@ CONTINUOUS = [
     ("ContinuousBernoulli", lambda: D.ContinuousBernoulli(kn.tensor(0.3)), None),
     ("GeneralizedPareto", lambda: D.GeneralizedPareto(kn.tensor(1.0), 2.0, 0.3),
      scipy.stats.genpareto(0.3, 1.0, 2.0)),
+    # (centred: SciPy's vonmises CDF with a loc spans [loc - pi, loc + pi])
+    ("VonMises", lambda: D.VonMises(kn.tensor(1.0), 2.0), scipy.stats.vonmises(2.0)),
     ("Logistic", lambda: D.TransformedDistribution(D.Uniform(0.0, 1.0), [
         D.transforms.SigmoidTransform().inv, D.transforms.AffineTransform(1.0, 2.0)]),
         scipy.stats.logistic(1.0, 2.0)),
@@ -89,6 +91,8 @@ def test_continuous_samples_follow_their_laws(name, make, law):
         law = scipy.stats.lognorm(0.5, scale=math.exp(0.3))
     x = (m.rsample((N,)) if m.has_rsample else m.sample((N,))).numpy()
     cdf = law.cdf if law is not None else None
+    if name == "VonMises":
+        x = (x - 1.0 + math.pi) % (2 * math.pi) - math.pi
     if name == "Kumaraswamy":
         cdf = lambda v: 1 - (1 - np.clip(v, 0, 1) ** 2.0) ** 3.0  # noqa: E731
     if name == "ContinuousBernoulli":  # its CDF in closed form (lambda = 0.3)

@@ -27,8 +27,8 @@ from .eager.grad_mode import no_grad
 from .errors import ArgumentError
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Independent", "Normal", "Uniform",
-    "kl_divergence", "register_kl",
+    "Bernoulli", "Categorical", "Distribution", "ExponentialFamily", "Independent", "Normal",
+    "Uniform", "kl_divergence", "register_kl",
 ]  # fmt: skip
 
 
@@ -228,6 +228,40 @@ class Distribution:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
+class ExponentialFamily(Distribution):
+    """A distribution of the form `exp(<t(x), theta> - F(theta) + k(x))` (PyTorch's
+    `ExponentialFamily`): subclasses give `_natural_params` (theta), `_log_normalizer` (F) and
+    `_mean_carrier_measure` (E[k(x)]); `entropy` and the KL between two of one family follow
+    from F's gradient (the Bregman divergence).
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.Poisson(kn.tensor(2.0))
+    >>> isinstance(m, kn.distributions.ExponentialFamily), m._log_normalizer(kn.tensor(0.0))
+    (True, tensor(1.))
+    """
+
+    @property
+    def _natural_params(self):
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError
+
+    def entropy(self):
+        kn = _kn()
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        log_norm = self._log_normalizer(*params)
+        grads = kn.autograd.grad(log_norm.sum(), params, create_graph=True)
+        result = log_norm - self._mean_carrier_measure
+        for p, g in zip(params, grads):
+            result = result - (p * g).reshape(*self._batch_shape, -1).sum(-1)
+        return result
+
+
 def _check(constraint, value):
     """`constraint.check(value)` for an eager tensor: on its NumPy data where the constraint
     takes arrays (a few NumPy calls instead of kiln ops: validation runs on every
@@ -347,7 +381,7 @@ class Categorical(Distribution):
         return f"Categorical({kind}: {self._param.shape})"
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """The normal distribution of mean `loc` and standard deviation `scale` (broadcast
     together), as PyTorch's; `rsample` is `loc + eps * scale` (the reparameterization).
 
@@ -404,6 +438,13 @@ class Normal(Distribution):
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.loc / self.scale.pow(2),
+                                             -0.5 * self.scale.pow(2).reciprocal()))  # fmt: skip
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
+
     def cdf(self, value):
         kn = _kn()
         value = _tensor(value, self.loc)
@@ -418,7 +459,7 @@ class Normal(Distribution):
         return f"Normal(loc: {self.loc.shape}, scale: {self.scale.shape})"
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """A distribution over {0, 1} given by `probs` or `logits` (exactly one), as PyTorch's;
     `log_prob` is minus `binary_cross_entropy_with_logits`.
 
@@ -485,6 +526,12 @@ class Bernoulli(Distribution):
         return kn.nn.functional.binary_cross_entropy_with_logits(
             self.logits, self.probs, reduction="none"
         )
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        return _kn().log1p(x.exp())
 
     def enumerate_support(self, expand=True):
         """0. and 1. along a new first dim (expanded over batch_shape)."""

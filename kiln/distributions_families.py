@@ -15,7 +15,15 @@ from __future__ import annotations
 import math
 
 from . import distributions_constraints as constraints
-from .distributions import Categorical, Distribution, Normal, Uniform, _kn, _tensor
+from .distributions import (
+    Categorical,
+    Distribution,
+    ExponentialFamily,
+    Normal,
+    Uniform,
+    _kn,
+    _tensor,
+)
 from .distributions_extra import _EULER, _binary
 from .distributions_more import Cauchy, Gamma, _params
 from .distributions_transforms import (
@@ -265,7 +273,7 @@ class NegativeBinomial(Distribution):
         return unnormalized - normalization
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     """The continuous Bernoulli distribution on [0, 1] of `probs` or `logits`, with
     Taylor expansions inside `lims` around 1/2, as PyTorch's.
 
@@ -363,6 +371,18 @@ class ContinuousBernoulli(Distribution):
     def entropy(self):
         log0, log1 = _kn().log1p(-self.probs), self.probs.log()
         return self.mean * (log0 - log1) - self._log_norm() - log0
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        kn = _kn()
+        lo, hi = self._lims[0] - 0.5, self._lims[1] - 0.5
+        outside = (x <= lo) | (x > hi)
+        cut = kn.where(outside, x, lo)
+        log_norm = kn.special.expm1(cut).abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return kn.where(outside, log_norm, taylor)
 
 
 def kl_continuous_bernoulli(p, q):

@@ -14,6 +14,7 @@ import math
 from .distributions import (
     Bernoulli,
     Categorical,
+    ExponentialFamily,
     Independent,
     Normal,
     Uniform,
@@ -256,6 +257,27 @@ _KL = {
     (ContinuousBernoulli, ContinuousBernoulli): kl_continuous_bernoulli,
     **CROSS_RULES,
 }
+
+
+def _kl_exponential_family(p, q):
+    """The Bregman divergence of the log-normalizer, for two of one exponential family."""
+    kn = _kn()
+    if type(p) is not type(q):
+        raise NotImplementedError(
+            "The cross KL-divergence between different exponential families cannot be "
+            "computed using Bregman divergences"
+        )
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    log_norm = p._log_normalizer(*p_params)
+    grads = kn.autograd.grad(log_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - log_norm
+    for pp, qp, g in zip(p_params, q_params, grads):
+        result = result - _sum_rightmost((qp - pp) * g, len(q.event_shape))
+    return result
+
+
+_KL[(ExponentialFamily, ExponentialFamily)] = _kl_exponential_family
 
 
 def register_kl(type_p, type_q):

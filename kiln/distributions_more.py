@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from . import distributions_constraints as constraints
-from .distributions import Distribution, Normal, _kn, _tensor
+from .distributions import Distribution, ExponentialFamily, Normal, _kn, _tensor
 from .distributions_transforms import AbsTransform, ExpTransform, TransformedDistribution
 
 __all__ = [
@@ -34,7 +34,7 @@ def _params(*values):
     return kn.broadcast_tensors(*values) if len(values) > 1 else values
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution of `rate`, as PyTorch's; `rsample` is an exponential
     draw divided by the rate.
 
@@ -74,6 +74,12 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (-self.rate,))
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
 
 
 class Laplace(Distribution):
@@ -236,7 +242,7 @@ def _tiny(value):
     return value + (value.clamp(min=tiny) - value).detach()
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution of `concentration` and `rate`, as PyTorch's; `rsample`
     differentiates with respect to both (the implicit reparameterization for the
     concentration).
@@ -280,8 +286,14 @@ class Gamma(Distribution):
         c = self.concentration
         return c - self.rate.log() + kn.lgamma(c) + (1.0 - c) * kn.digamma(c)
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.concentration - 1, -self.rate))
 
-class Dirichlet(Distribution):
+    def _log_normalizer(self, x, y):
+        return _kn().lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
+
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution over the simplex of the last dimension of `concentration`,
     as PyTorch's; `rsample` normalizes Gamma draws (differentiable in the concentration).
 
@@ -341,8 +353,14 @@ class Dirichlet(Distribution):
         return (kn.lgamma(c).sum(-1) - kn.lgamma(total) - (k - total) * kn.digamma(total)
                 - ((c - 1.0) * kn.digamma(c)).sum(-1))  # fmt: skip
 
+    _natural_params = property(lambda self: (self.concentration,))
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        kn = _kn()
+        return kn.lgamma(x).sum(-1) - kn.lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """The beta distribution of `concentration1` (alpha) and `concentration0` (beta), as
     PyTorch's: a Dirichlet over (x, 1 - x), whose `rsample` it takes.
 
@@ -387,8 +405,14 @@ class Beta(Distribution):
     def entropy(self):
         return self._dirichlet.entropy()
 
+    _natural_params = property(lambda self: (self.concentration1, self.concentration0))
 
-class Poisson(Distribution):
+    def _log_normalizer(self, x, y):
+        kn = _kn()
+        return kn.lgamma(x) + kn.lgamma(y) - kn.lgamma(x + y)
+
+
+class Poisson(ExponentialFamily):
     """The Poisson distribution of `rate`, as PyTorch's; `sample` draws with `kn.poisson`.
 
     >>> import kiln as kn
@@ -416,3 +440,8 @@ class Poisson(Distribution):
         kn = _kn()
         value = _tensor(value, self.rate)
         return kn.xlogy(value, self.rate) - self.rate - kn.lgamma(value + 1)
+
+    _natural_params = property(lambda self: (self.rate.log(),))
+
+    def _log_normalizer(self, x):
+        return x.exp()

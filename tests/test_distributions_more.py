@@ -355,8 +355,7 @@ def test_import_forms_of_the_submodules():
     assert registry.biject_to is kn.distributions.biject_to
     # torch.distributions' own names, transforms included, are kn.distributions'
     assert sorted(set(torch.distributions.__all__) - set(dir(kn.distributions))) == [
-        "CatTransform", "CorrCholeskyTransform", "ExponentialFamily", "LKJCholesky",
-        "StackTransform", "Wishart",
+        "CatTransform", "CorrCholeskyTransform", "LKJCholesky", "StackTransform", "Wishart",
     ]  # fmt: skip
     assert T.ExpTransform().codomain is constraints.positive
     assert kn.distributions.constraints.real_vector.event_dim == 1
@@ -511,3 +510,38 @@ def test_validate_args_false_skips_checks_like_torch():
         assert d.scale.item() == -1.0
         e = lib.distributions.Exponential(lib.tensor(1.0), validate_args=False)
         assert e.log_prob(lib.tensor(-1.0)).item() == 1.0
+
+
+# -- exponential families ------------------------------------------------------------------------
+
+EXP_FAMILIES = [
+    ("Normal", ([0.5, 1.0], [1.0, 2.0])), ("Bernoulli", ([0.3, 0.8],)),
+    ("Exponential", ([0.5, 2.0],)), ("Gamma", ([2.0, 0.5], [3.0, 1.0])),
+    ("Beta", ([2.0, 0.5], [3.0, 0.7])), ("Dirichlet", ([[1.0, 2.0, 3.0]],)),
+    ("Poisson", ([0.5, 4.0],)), ("ContinuousBernoulli", ([0.3, 0.8],)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, params", EXP_FAMILIES, ids=[c[0] for c in EXP_FAMILIES])
+def test_exponential_family_forms_match_torch(name, params):
+    from torch.distributions.kl import _kl_expfamily_expfamily
+
+    from kiln.distributions_kl import _kl_exponential_family
+
+    results = []
+    for lib, bregman in ((torch, _kl_expfamily_expfamily), (kn, _kl_exponential_family)):
+        make = getattr(lib.distributions, name)
+        ps = [_t(lib, p) for p in params]
+        p = make(*ps)
+        q = make(*[lib.tensor(v, dtype=lib.float64).flip(-1) for v in params])
+        assert isinstance(p, lib.distributions.ExponentialFamily)
+        out = [p._log_normalizer(*p._natural_params), bregman(p, q)]
+        try:  # the entropy from the log-normalizer, where the carrier measure is known
+            out.append(lib.distributions.ExponentialFamily.entropy(p))
+        except NotImplementedError:
+            pass
+        grads = lib.autograd.grad(sum(o.sum() for o in out), ps)
+        results.append((out, grads))
+    assert len(results[0][0]) == len(results[1][0])
+    for a, b in zip(results[1][0] + list(results[1][1]), results[0][0] + list(results[0][1])):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-12)

@@ -1,6 +1,7 @@
 """The structural transforms of PyTorch's `torch.distributions.transforms`
 (`StickBreakingTransform`, `IndependentTransform`, `ReshapeTransform`,
-`LowerCholeskyTransform`, `PositiveDefiniteTransform`, `CumulativeDistributionTransform`;
+`LowerCholeskyTransform`, `PositiveDefiniteTransform`, `CorrCholeskyTransform`,
+`CatTransform`, `StackTransform`, `CumulativeDistributionTransform`;
 `kn.distributions.transforms` re-exports them) and its constraint registries `biject_to` and
 `transform_to` (`kn.distributions.constraint_registry`): the transform from unconstrained
 reals onto a constraint's set, looked up by the constraint's class, with PyTorch's table.
@@ -16,7 +17,10 @@ tensor(2.)
 
 from __future__ import annotations
 
+import math
 import numbers
+
+import numpy as np
 
 from . import distributions_constraints as constraints
 from .array_types import Size
@@ -33,7 +37,8 @@ from .distributions_transforms import (
 )
 
 __all__ = [
-    "ConstraintRegistry", "CumulativeDistributionTransform", "IndependentTransform",
+    "CatTransform", "ConstraintRegistry", "CorrCholeskyTransform",
+    "CumulativeDistributionTransform", "IndependentTransform", "StackTransform",
     "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
     "StickBreakingTransform", "biject_to", "transform_to",
 ]  # fmt: skip
@@ -248,6 +253,175 @@ class CumulativeDistributionTransform(Transform):
         return self.distribution.log_prob(x)
 
 
+def _tril_selection(n, diag, like):
+    """The (N, n*n) 0/1 matrix taking the row-major lower triangle (below diagonal `diag`)
+    of an n x n matrix to a vector of N, as a constant of `like`'s dtype."""
+    rows, cols = np.tril_indices(n, k=diag)
+    select = np.zeros((len(rows), n * n))
+    select[np.arange(len(rows)), rows * n + cols] = 1.0
+    return _kn().tensor(select, dtype=like.dtype, device=like.device)
+
+
+def _vec_to_tril(vec, diag):
+    n = round((-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1]
+                                  + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2)  # fmt: skip
+    return (vec @ _tril_selection(n, diag, vec)).reshape(*vec.shape[:-1], n, n)
+
+
+def _tril_to_vec(mat, diag):
+    n = mat.shape[-1]
+    flat = mat.reshape(*mat.shape[:-2], n * n)
+    return flat @ _tril_selection(n, diag, mat).mT
+
+
+class CorrCholeskyTransform(Transform):
+    """Unconstrained vectors of D (D - 1) / 2 onto Cholesky factors of D x D correlation
+    matrices (tanh, then stick breaking along each row), as PyTorch's."""
+
+    domain, codomain, bijective = constraints.real_vector, constraints.corr_cholesky, True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        kn = _kn()
+        eps = kn.finfo(x.dtype).eps
+        r = _vec_to_tril(x.tanh().clamp(min=-1 + eps, max=1 - eps), -1)
+        z1m_cumprod_sqrt = (1 - r**2).sqrt().cumprod(-1)
+        r = r + kn.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * kn.nn.functional.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        kn = _kn()
+        y_cumsum = 1 - (y * y).cumsum(-1)
+        shifted = kn.nn.functional.pad(y_cumsum[..., :-1], [1, 0], value=1)
+        t = _tril_to_vec(y, -1) / _tril_to_vec(shifted, -1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        softplus = _kn().nn.functional.softplus
+        y1m_cumsum = 1 - (y * y).cumsum(-1)
+        stick = 0.5 * _tril_to_vec(y1m_cumsum, -2).log().sum(-1)
+        tanh = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return Size((*shape[:-1], d, d))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return Size((*shape[:-2], d * (d - 1) // 2))
+
+
+class CatTransform(Transform):
+    """`tseq[i]` applied to the `lengths[i]` slice of dim `dim` of its input, concatenated."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError(f"lengths ({len(self.lengths)}) must match transforms "
+                             f"({len(self.transforms)})")  # fmt: skip
+        self.dim = dim
+
+    event_dim = property(lambda self: max(t.event_dim for t in self.transforms))
+    length = property(lambda self: sum(self.lengths))
+    bijective = property(lambda self: all(t.bijective for t in self.transforms))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _map(self, x, fn):
+        kn, start, parts = _kn(), 0, []
+        for t, length in zip(self.transforms, self.lengths):
+            parts.append(fn(t, x.narrow(self.dim, start, length)))
+            start += length
+        return kn.cat(parts, self.dim)
+
+    def _call(self, x):
+        return self._map(x, lambda t, v: t(v))
+
+    def _inverse(self, y):
+        return self._map(y, lambda t, v: t.inv(v))
+
+    def log_abs_det_jacobian(self, x, y):
+        kn, start, parts = _kn(), 0, []
+        for t, length in zip(self.transforms, self.lengths):
+            ladj = t.log_abs_det_jacobian(x.narrow(self.dim, start, length),
+                                          y.narrow(self.dim, start, length))  # fmt: skip
+            if t.event_dim < self.event_dim:
+                ladj = _sum_rightmost(ladj, self.event_dim - t.event_dim)
+            parts.append(ladj)
+            start += length
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        return kn.cat(parts, dim) if dim < 0 else sum(parts)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """`tseq[i]` applied to index i of dim `dim` of its input, stacked."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms, self.dim = list(tseq), dim
+
+    bijective = property(lambda self: all(t.bijective for t in self.transforms))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z):
+        return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
+
+    def _call(self, x):
+        return _kn().stack([t(v) for v, t in zip(self._slices(x), self.transforms)], self.dim)
+
+    def _inverse(self, y):
+        parts = [t.inv(v) for v, t in zip(self._slices(y), self.transforms)]
+        return _kn().stack(parts, self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        parts = [t.log_abs_det_jacobian(a, b)
+                 for a, b, t in zip(self._slices(x), self._slices(y), self.transforms)]  # fmt: skip
+        return _kn().stack(parts, self.dim)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
 class ConstraintRegistry:
     """A table from constraint classes to factories of transforms (PyTorch's)."""
 
@@ -329,3 +503,30 @@ transform_to.register(constraints.simplex, lambda c: SoftmaxTransform())
 transform_to.register(constraints.lower_cholesky, lambda c: LowerCholeskyTransform())
 transform_to.register(constraints.positive_definite, lambda c: PositiveDefiniteTransform())
 transform_to.register(constraints.positive_semidefinite, lambda c: PositiveDefiniteTransform())
+
+
+@_both(constraints.corr_cholesky)
+def _to_corr_cholesky(constraint):
+    return CorrCholeskyTransform()
+
+
+@biject_to.register(constraints.cat)
+def _biject_cat(constraint):
+    return CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim,
+                        constraint.lengths)  # fmt: skip
+
+
+@transform_to.register(constraints.cat)
+def _transform_cat(constraint):
+    return CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim,
+                        constraint.lengths)  # fmt: skip
+
+
+@biject_to.register(constraints.stack)
+def _biject_stack(constraint):
+    return StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
+
+
+@transform_to.register(constraints.stack)
+def _transform_stack(constraint):
+    return StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "dependent",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
     "dependent_property", "greater_than",
     "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
     "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
@@ -287,6 +287,19 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """Lower-Cholesky factors of correlation matrices: positive diagonal, unit rows."""
+
+    event_dim = 2
+
+    def check(self, value):
+        kn = _kn()
+        tol = kn.finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = kn.linalg.norm(value.detach(), dim=-1)
+        unit = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -377,6 +390,7 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()

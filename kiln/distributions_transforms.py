@@ -619,15 +619,19 @@ class TransformedDistribution(Distribution):
 
 # The structural transforms live beside the constraint registries (they import this module).
 from .distributions_bijections import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
     CumulativeDistributionTransform,
     IndependentTransform,
     LowerCholeskyTransform,
     PositiveDefiniteTransform,
     ReshapeTransform,
+    StackTransform,
     StickBreakingTransform,
 )
 
 __all__ += [
-    "CumulativeDistributionTransform", "IndependentTransform", "LowerCholeskyTransform",
-    "PositiveDefiniteTransform", "ReshapeTransform", "StickBreakingTransform",
+    "CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "ReshapeTransform", "StackTransform", "StickBreakingTransform",
 ]  # fmt: skip

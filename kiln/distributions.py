@@ -721,6 +721,8 @@ from .distributions_extra import __all__ as _extra_all  # noqa: E402
 from .distributions_families import *  # noqa: E402, F403
 from .distributions_families import __all__ as _families_all  # noqa: E402
 from .distributions_kl import kl_divergence, register_kl  # noqa: E402
+from .distributions_matrix import *  # noqa: E402, F403
+from .distributions_matrix import __all__ as _matrix_all  # noqa: E402
 from .distributions_more import *  # noqa: E402, F403
 from .distributions_more import __all__ as _more_all  # noqa: E402
 from .distributions_multi import *  # noqa: E402, F403
@@ -734,4 +736,4 @@ for _name, _module in (("constraints", constraints), ("transforms", transforms),
     sys.modules[f"{__name__}.{_name}"] = _module
 __all__ += ["TransformedDistribution", "biject_to", "constraint_registry", "constraints",
             "transform_to", "transforms", *_more_all, *_extra_all,
-            *_multi_all, *_families_all, *_transforms_all]  # fmt: skip
+            *_multi_all, *_families_all, *_transforms_all, *_matrix_all]  # fmt: skip

@@ -115,6 +115,14 @@ CASES = {
                           ([1.0, -1.0], [2.0, 0.5], [0.5, 0.0]), [2.5, -0.5]),
     "VonMises": (lambda lib, loc, c: lib.distributions.VonMises(loc, c),
                  ([0.0, 1.0], [2.0, 5.0]), [0.5, -2.5]),
+    "Wishart": (lambda lib, df, cov: lib.distributions.Wishart(df, cov),
+                ([4.0, 5.5], [[2.0, 0.3], [0.3, 1.0]]), [[1.5, 0.2], [0.2, 0.8]]),
+    "WishartPrecision": (lambda lib, tril: lib.distributions.Wishart(
+        lib.tensor(3.5, dtype=lib.float64), precision_matrix=tril @ tril.mT),
+        ([[1.0, 0.0], [0.4, 0.7]],), [[1.5, 0.2], [0.2, 0.8]]),
+    "LKJCholesky": (lambda lib, c: lib.distributions.LKJCholesky(3, c), ([2.0, 0.5],),
+                    lambda lib: lib.distributions.transforms.CorrCholeskyTransform()(
+                        lib.tensor([0.3, -0.8, 1.5], dtype=lib.float64))),
     # kiln's own distributions, through the same checks
     "Normal": (lambda lib, loc, s: lib.distributions.Normal(loc, s), ([0.0, 1.0], [1.0, 2.0]),
                [0.3, -1.7]),
@@ -162,7 +170,7 @@ def _evaluate(lib, name):
     dtype = getattr(lib, FLOAT32.get(name, "float64"))
     ps = [lib.tensor(p, dtype=dtype, requires_grad=True) for p in params]
     dist = build(lib, *ps)
-    value = lib.tensor(value, dtype=dtype)
+    value = value(lib) if callable(value) else lib.tensor(value, dtype=dtype)
     out = {}
     for q in QUANTITIES:
         try:
@@ -220,7 +228,7 @@ def test_expand_matches_torch(name):
         dtype = getattr(lib, FLOAT32.get(name, "float64"))
         dist = build(lib, *[lib.tensor(p, dtype=dtype) for p in params])
         big = dist.expand((4, *dist.batch_shape))
-        lp = big.log_prob(lib.tensor(value, dtype=dtype))
+        lp = big.log_prob(value(lib) if callable(value) else lib.tensor(value, dtype=dtype))
         results.append((tuple(big.batch_shape), tuple(big.event_shape), _np(lp)))
     assert results[1][:2] == results[0][:2]
     np.testing.assert_allclose(
@@ -366,7 +374,6 @@ def test_import_forms_of_the_submodules():
     assert registry.biject_to is kn.distributions.biject_to
     # torch.distributions' own names, transforms included, are kn.distributions'
     assert sorted(set(torch.distributions.__all__) - set(dir(kn.distributions))) == [
-        "LKJCholesky", "Wishart",
     ]  # fmt: skip
     assert T.ExpTransform().codomain is constraints.positive
     assert kn.distributions.constraints.real_vector.event_dim == 1

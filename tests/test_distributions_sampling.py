@@ -132,6 +132,21 @@ def test_discrete_and_vector_samples():
     np.testing.assert_allclose(np.cov(s.T), lr.covariance_matrix.numpy(), atol=0.1)
 
 
+def test_matrix_samples():
+    kn.manual_seed(11)
+    cov = np.array([[2.0, 0.3], [0.3, 1.0]])
+    w = D.Wishart(kn.tensor(5.0, dtype=kn.float64), kn.tensor(cov)).rsample((N // 4,)).numpy()
+    assert np.allclose(w, w.transpose(0, 2, 1)) and (np.linalg.eigvalsh(w) > 0).all()
+    var = 5.0 * (cov**2 + np.outer(np.diag(cov), np.diag(cov)))
+    assert (np.abs(w.mean(0) - 5.0 * cov) < 5 * np.sqrt(var / (N // 4))).all()
+    for eta, law in ((1.0, scipy.stats.uniform(-1, 2)), (2.0, scipy.stats.beta(2, 2, -1, 2))):
+        lkj = D.LKJCholesky(2, kn.tensor(eta)).sample((N,))
+        assert bool(D.constraints.corr_cholesky.check(lkj).all())
+        assert _ks(lkj[:, 1, 0].numpy(), law.cdf) > 1e-3  # the correlation's marginal
+    big = D.LKJCholesky(4, kn.tensor(1.5, dtype=kn.float64)).sample((100,))
+    assert bool(D.constraints.corr_cholesky.check(big).all())
+
+
 # -- reparameterized gradients -----------------------------------------------------------------
 
 

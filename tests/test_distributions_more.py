@@ -373,8 +373,7 @@ def test_import_forms_of_the_submodules():
 
     assert registry.biject_to is kn.distributions.biject_to
     # torch.distributions' own names, transforms included, are kn.distributions'
-    assert sorted(set(torch.distributions.__all__) - set(dir(kn.distributions))) == [
-    ]  # fmt: skip
+    assert sorted(set(torch.distributions.__all__) - set(dir(kn.distributions))) == []
     assert T.ExpTransform().codomain is constraints.positive
     assert kn.distributions.constraints.real_vector.event_dim == 1
 

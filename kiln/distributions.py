@@ -52,7 +52,13 @@ class Distribution:
     `expand`, and argument validation (PyTorch's `Distribution`): with `validate_args` (on
     unless `Distribution.set_default_validate_args(False)`), parameters outside their
     `arg_constraints` and `log_prob`/`cdf` values outside the `support` raise ValueError, as
-    PyTorch's. Validation reads eager values only (a graph's symbols pass unchecked)."""
+    PyTorch's. Validation reads eager values only (a graph's symbols pass unchecked).
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.Normal(kn.zeros(3), 1.0)
+    >>> m.batch_shape, m.expand((2, 3)).sample().shape
+    (kiln.Size([3]), kiln.Size([2, 3]))
+    """
 
     has_rsample = False
     has_enumerate_support = False

@@ -374,7 +374,13 @@ class Binomial(Distribution):
 
 
 class LogitRelaxedBernoulli(Distribution):
-    """The logit of a RelaxedBernoulli draw, of `temperature` and `probs` or `logits`."""
+    """The logit of a RelaxedBernoulli draw, of `temperature` and `probs` or `logits`.
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.LogitRelaxedBernoulli(kn.tensor(0.5), logits=kn.tensor(0.0))
+    >>> m.log_prob(kn.tensor(0.0))
+    tensor(-2.0794)
+    """
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real

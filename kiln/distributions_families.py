@@ -395,7 +395,13 @@ def kl_continuous_bernoulli(p, q):
 
 class ExpRelaxedCategorical(Distribution):
     """The log of a RelaxedOneHotCategorical draw (Gumbel-softmax scores in log space), of
-    `temperature` and `probs` or `logits`."""
+    `temperature` and `probs` or `logits`.
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.ExpRelaxedCategorical(kn.tensor(1.0), kn.tensor([0.5, 0.5]))
+    >>> m.log_prob(kn.tensor([0.5, 0.5]).log())
+    tensor(-1.3863)
+    """
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.real_vector

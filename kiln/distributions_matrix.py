@@ -206,7 +206,13 @@ class Wishart(ExponentialFamily):
 
 class LKJCholesky(Distribution):
     """The LKJ distribution over Cholesky factors of `dim` x `dim` correlation matrices, of
-    `concentration`; `sample` is the onion method (Beta draws and uniform directions)."""
+    `concentration`; `sample` is the onion method (Beta draws and uniform directions).
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.LKJCholesky(2, kn.tensor(1.0))
+    >>> m.event_shape, bool(kn.distributions.constraints.corr_cholesky.check(m.sample()))
+    (kiln.Size([2, 2]), True)
+    """
 
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky

@@ -193,7 +193,14 @@ class OneHotCategorical(Distribution):
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
-    """A OneHotCategorical whose `rsample` passes gradients straight through to `probs`."""
+    """A OneHotCategorical whose `rsample` passes gradients straight through to `probs`.
+
+    >>> import kiln as kn
+    >>> p = kn.tensor([0.2, 0.8], requires_grad=True)
+    >>> m = kn.distributions.OneHotCategoricalStraightThrough(p)
+    >>> (m.rsample() * kn.tensor([1.0, 0.0])).sum().backward(); p.grad
+    tensor([ 0.8000, -0.2000])
+    """
 
     has_rsample = True
 

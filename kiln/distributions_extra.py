@@ -384,7 +384,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
-    has_rsample = True
+    has_rsample = False  # (PyTorch's flag, though its rsample is reparameterized)
     _expanded = ("probs", "logits")
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):

@@ -359,7 +359,10 @@ class MixtureSameFamily(Distribution):
         with no_grad():
             gather_dim = len(sample_shape) + len(self.batch_shape)
             es = self.event_shape
-            mix_sample = self.mixture_distribution.sample(sample_shape)
+            mixture = self.mixture_distribution
+            if mixture.batch_shape != self.batch_shape:  # a scalar mixture over a batch
+                mixture = mixture.expand(self.batch_shape)
+            mix_sample = mixture.sample(sample_shape)
             comp_samples = self.component_distribution.sample(sample_shape)
             index = mix_sample.reshape(*mix_sample.shape, *([1] * (len(es) + 1)))
             index = index.expand(*mix_sample.shape, 1, *es)

@@ -236,6 +236,35 @@ def test_expand_matches_torch(name):
     )
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_flags_sample_shapes_and_enumerate_support_match_torch(name):
+    results = []
+    for lib in (torch, kn):
+        lib.manual_seed(0)
+        build, params, _ = CASES[name]
+        dtype = getattr(lib, FLOAT32.get(name, "float64"))
+        dist = build(lib, *[lib.tensor(p, dtype=dtype) for p in params])
+        out = [dist.has_rsample, dist.has_enumerate_support, dist.support.is_discrete]
+        if name != "MixtureSameFamily":  # torch's sample fails when the batch shapes differ
+            draw = dist.sample((5,))
+            out += [tuple(draw.shape), str(draw.dtype).split(".")[-1]]
+        elif lib is kn:
+            assert tuple(dist.sample((5,)).shape) == (5, *dist.batch_shape, *dist.event_shape)
+        if dist.has_rsample:
+            out.append(tuple(dist.rsample((2, 1)).shape))
+        if dist.has_enumerate_support:
+            try:
+                out += [_np(dist.enumerate_support()), _np(dist.enumerate_support(False))]
+            except NotImplementedError:  # inhomogeneous Binomial counts, in both
+                out.append("NotImplementedError")
+        results.append(out)
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+        else:
+            assert a == b
+
+
 # -- transforms ------------------------------------------------------------------------------
 
 TRANSFORMS = {

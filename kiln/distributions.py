@@ -172,6 +172,8 @@ class Distribution:
                 name in self.arg_constraints or name in self._expanded
             ):
                 setattr(new, name, value.expand(batch_shape + value.shape[n:]))
+        if "_param" in self.__dict__:  # the parameter given, of probs and logits
+            new._param = getattr(new, self._given)
         new._batch_shape = batch_shape
         return new
 

@@ -229,10 +229,13 @@ def test_expand_matches_torch(name):
         dist = build(lib, *[lib.tensor(p, dtype=dtype) for p in params])
         big = dist.expand((4, *dist.batch_shape))
         lp = big.log_prob(value(lib) if callable(value) else lib.tensor(value, dtype=dtype))
-        results.append((tuple(big.batch_shape), tuple(big.event_shape), _np(lp)))
-    assert results[1][:2] == results[0][:2]
+        shapes = (tuple(big.batch_shape), tuple(big.event_shape))
+        if hasattr(big, "param_shape"):
+            shapes += (tuple(big.param_shape),)
+        results.append((*shapes, _np(lp)))
+    assert results[1][:-1] == results[0][:-1]  # the shapes (and param_shape)
     np.testing.assert_allclose(
-        results[1][2], results[0][2], rtol=1e-5 if name in FLOAT32 else 1e-10
+        results[1][-1], results[0][-1], rtol=1e-5 if name in FLOAT32 else 1e-10
     )
 
 

@@ -738,10 +738,12 @@ from .distributions_multi import __all__ as _multi_all  # noqa: E402
 from .distributions_transforms import *  # noqa: E402, F403
 from .distributions_transforms import TransformedDistribution  # noqa: E402
 from .distributions_transforms import __all__ as _transforms_all  # noqa: E402
+from .distributions_utils import install_submodules as _install_submodules  # noqa: E402
 
 for _name, _module in (("constraints", constraints), ("transforms", transforms),
                       ("constraint_registry", constraint_registry)):  # fmt: skip
     sys.modules[f"{__name__}.{_name}"] = _module
+_install_submodules(sys.modules[__name__])  # kn.distributions.normal, .kl, .utils...
 __all__ += ["TransformedDistribution", "biject_to", "constraint_registry", "constraints",
             "transform_to", "transforms", *_more_all, *_extra_all,
             *_multi_all, *_families_all, *_transforms_all, *_matrix_all]  # fmt: skip

@@ -594,3 +594,46 @@ def test_exponential_family_forms_match_torch(name, params):
     assert len(results[0][0]) == len(results[1][0])
     for a, b in zip(results[1][0] + list(results[1][1]), results[0][0] + list(results[0][1])):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-12)
+
+
+def test_submodule_imports_and_utils_match_torch():
+    import kiln.distributions.relaxed_categorical as rc
+    from kiln.distributions.kl import kl_divergence
+    from kiln.distributions.normal import Normal
+
+    assert Normal is kn.distributions.Normal and kl_divergence is kn.distributions.kl_divergence
+    assert rc.ExpRelaxedCategorical is kn.distributions.ExpRelaxedCategorical
+    import kiln.distributions.utils as ku
+    import torch.distributions.utils as tu
+
+    results = []
+    for lib, u in ((torch, tu), (kn, ku)):
+        p = lib.tensor([[0.2, 0.8], [0.0, 1.0]], dtype=lib.float64)
+        vec = lib.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=lib.float64)
+        tril = u.vec_to_tril_matrix(vec)
+        out = [*u.broadcast_all(lib.tensor([1.0, 2.0]), 0.5), u.probs_to_logits(p),
+               u.probs_to_logits(p, is_binary=True), u.logits_to_probs(p),
+               u.logits_to_probs(p, is_binary=True), u.clamp_probs(p), tril,
+               u.tril_matrix_to_vec(tril), u.vec_to_tril_matrix(vec[:3], diag=-1),
+               u.tril_matrix_to_vec(tril, diag=-1)]  # fmt: skip
+        results.append([_np(o) for o in out])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    calls = []
+
+    class Spread(kn.distributions.Distribution):  # a distribution of one's own, as ported
+        arg_constraints = {"width": kn.distributions.constraints.positive}
+
+        def __init__(self, width, validate_args=None):
+            (self.width,) = ku.broadcast_all(width)
+            super().__init__(self.width.shape, validate_args=validate_args)
+
+        @ku.lazy_property
+        def half(self):
+            calls.append(1)
+            return self.width / 2
+
+    s = Spread(kn.tensor([2.0, 4.0]))
+    assert s.half.tolist() == [1.0, 2.0] and s.half.tolist() == [1.0, 2.0] and calls == [1]
+    with pytest.raises(ValueError):
+        Spread(kn.tensor([-1.0]))

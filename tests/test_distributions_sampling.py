@@ -289,3 +289,24 @@ def test_compiled_beta_and_dirichlet_rsample_gradients():
     g(N).backward()
     expected = np.array([1 / 4.5 - 0.5 / 4.5**2, -0.5 / 4.5**2, -0.5 / 4.5**2])
     np.testing.assert_allclose(c.grad.numpy(), expected, atol=0.01)
+
+
+def test_graph_mode_log_prob_and_rsample():
+    """On placeholders (kn.function): log_prob equals the eager value, and the Gamma draws of
+    a Beta rsample are graph nodes with gradients."""
+    a_np, x_np = np.array([1.0, 2.0, 3.0], np.float32), np.array([0.5, 1.0, 2.0], np.float32)
+
+    def log_prob(a, x):
+        exp = D.transforms.ExpTransform()
+        return D.Gamma(a, 2.0).log_prob(x) + D.TransformedDistribution(
+            D.Normal(a, 1.0), [exp]).log_prob(x)  # fmt: skip
+
+    with kn.Graph().as_default():
+        a = kn.placeholder(kn.float32, (3,), name="a")
+        x = kn.placeholder(kn.float32, (3,), name="x")
+        draw = D.Beta(a, a).rsample()
+        (g,) = kn.grad(kn.sum(draw), [a])
+        f = kn.function([a, x], [log_prob(a, x), draw, g])
+        lp, s, grad = f(a_np, x_np)
+    np.testing.assert_allclose(lp, log_prob(kn.tensor(a_np), kn.tensor(x_np)).numpy(), rtol=1e-6)
+    assert ((s > 0) & (s < 1)).all() and np.isfinite(grad).all()

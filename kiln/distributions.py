@@ -108,8 +108,8 @@ class Distribution:
             )
 
     def _validate_sample(self, value):
-        """`value` (a number becomes a tensor) after PyTorch's checks of its shape and
-        support; ValueError for a value outside them."""
+        """`value` after PyTorch's checks of its shape and support (ValueError for a value
+        outside them); a Python number passes as it is (kiln's log_prob takes numbers)."""
         kn = _kn()
         if not isinstance(value, kn.Tensor):
             return value

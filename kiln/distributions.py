@@ -179,6 +179,15 @@ class Distribution:
 
     _expanded = ()  # tensors of the batch shape that `expand` expands beside the parameters
 
+    def _get_checked_instance(self, cls, _instance=None):
+        """A bare instance for a subclass's own `expand` (PyTorch's helper)."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(
+                f"Subclass {type(self).__name__} of {cls.__name__} that defines a custom "
+                "__init__ method must also define a custom .expand() method."
+            )
+        return object.__new__(type(self)) if _instance is None else _instance
+
     def sample(self, sample_shape=()):
         """A draw of shape `sample_shape + batch_shape + event_shape`, without gradient."""
         with no_grad():

@@ -633,6 +633,14 @@ def test_submodule_imports_and_utils_match_torch():
             calls.append(1)
             return self.width / 2
 
+        def expand(self, batch_shape, _instance=None):  # PyTorch's pattern, as written
+            new = self._get_checked_instance(Spread, _instance)
+            new.width = self.width.expand(batch_shape)
+            super(Spread, new).__init__(batch_shape, validate_args=False)
+            new._validate_args = self._validate_args
+            return new
+
+    assert Spread(kn.tensor(2.0)).expand((3,)).width.tolist() == [2.0, 2.0, 2.0]
     s = Spread(kn.tensor([2.0, 4.0]))
     assert s.half.tolist() == [1.0, 2.0] and s.half.tolist() == [1.0, 2.0] and calls == [1]
     with pytest.raises(ValueError):

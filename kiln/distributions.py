@@ -15,14 +15,19 @@ the parameters through `log_prob`, `entropy` and `rsample`), in graph mode and u
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 
+import numpy as np
+
+from . import distributions_constraints as constraints
 from .array_types import Size
 from .eager.grad_mode import no_grad
 from .errors import ArgumentError
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal", "Normal",
+    "Bernoulli", "Categorical", "Distribution", "ExponentialFamily", "Independent", "Normal",
     "Uniform", "kl_divergence", "register_kl",
 ]  # fmt: skip
 
@@ -43,15 +48,99 @@ def _tensor(value, like=None):
 
 
 class Distribution:
-    """What the distributions share: `batch_shape`, `event_shape` and the sample shapes
-    (PyTorch's `Distribution`)."""
+    """What the distributions share: `batch_shape`, `event_shape`, the sample shapes,
+    `expand`, and argument validation (PyTorch's `Distribution`): with `validate_args` (on
+    unless `Distribution.set_default_validate_args(False)`), parameters outside their
+    `arg_constraints` and `log_prob`/`cdf` values outside the `support` raise ValueError, as
+    PyTorch's. Validation reads eager values only (a graph's symbols pass unchecked).
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.Normal(kn.zeros(3), 1.0)
+    >>> m.batch_shape, m.expand((2, 3)).sample().shape
+    (kiln.Size([3]), kiln.Size([2, 3]))
+    """
 
     has_rsample = False
     has_enumerate_support = False
+    arg_constraints: dict = {}
+    _validate_args = True
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        """Turns argument validation on or off for distributions created from now on."""
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args = value
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("log_prob", "cdf"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_validates", False):
+                setattr(cls, name, _validating(fn))
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape = Size(batch_shape)
         self._event_shape = Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if self._validate_args:
+            for name in self._checked_params():
+                self._check_param(name, getattr(self, name), self.arg_constraints[name])
+
+    def _checked_params(self):
+        """The parameters validation checks: those of `arg_constraints` set on the instance
+        (the one given, of `probs` and `logits`)."""
+        given = getattr(self, "_given", None)
+        return [k for k in self.arg_constraints if k in self.__dict__
+                and (given is None or k not in ("probs", "logits") or k == given)]  # fmt: skip
+
+    def _check_param(self, name, value, constraint):
+        kn = _kn()
+        if not isinstance(value, kn.Tensor) or constraints.is_dependent(constraint):
+            return
+        valid = _check(constraint, value)
+        if not isinstance(valid, kn.Symbol) and not bool(valid.all()):
+            raise ArgumentError(
+                f"Expected parameter {name} ({type(value).__name__} of shape "
+                f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
+                f"{constraint!r}, but found invalid values:\n{value}"
+            )
+
+    def _validate_sample(self, value):
+        """`value` after PyTorch's checks of its shape and support (ValueError for a value
+        outside them); a Python number passes as it is (kiln's log_prob takes numbers)."""
+        kn = _kn()
+        if not isinstance(value, kn.Tensor):
+            return value
+        shape, event = Size(value.shape), self._event_shape
+        if shape[len(shape) - len(event) :] != event:
+            raise ArgumentError(
+                f"The right-most size of value must match event_shape: {shape} vs {event}."
+            )
+        expected = self._batch_shape + event
+        for i, j in zip(reversed(shape), reversed(expected)):
+            if i != 1 and j != 1 and i != j:
+                raise ArgumentError(
+                    f"Value is not broadcastable with batch_shape+event_shape: {shape} vs "
+                    f"{expected}."
+                )
+        try:
+            support = self.support
+        except NotImplementedError:
+            return value
+        valid = _check(support, value)
+        if not isinstance(valid, kn.Symbol) and not bool(valid.all()):
+            raise ArgumentError(
+                f"Expected value argument ({type(value).__name__} of shape {tuple(shape)}) "
+                f"to be within the support ({support!r}) of the distribution {self!r}, but "
+                f"found invalid values:\n{value}"
+            )
+        return value
+
+    @property
+    def support(self):
+        raise NotImplementedError
 
     @property
     def batch_shape(self) -> Size:
@@ -64,20 +153,154 @@ class Distribution:
     def _extended_shape(self, sample_shape=()) -> Size:
         return Size((*Size(sample_shape), *self._batch_shape, *self._event_shape))
 
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over the larger `batch_shape`: its parameters (and inner
+        distributions) expanded, without copies, as PyTorch's `expand`.
+
+        >>> import kiln as kn
+        >>> kn.distributions.Exponential(kn.tensor(2.0)).expand((3,)).rate
+        tensor([2., 2., 2.])
+        """
+        kn = _kn()
+        batch_shape, n = Size(batch_shape), len(self._batch_shape)
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name, value in self.__dict__.items():
+            if isinstance(value, Distribution):
+                setattr(new, name, value.expand(batch_shape + value.batch_shape[n:]))
+            elif isinstance(value, (kn.Tensor, kn.Symbol)) and (
+                name in self.arg_constraints or name in self._expanded
+            ):
+                setattr(new, name, value.expand(batch_shape + value.shape[n:]))
+        if "_param" in self.__dict__:  # the parameter given, of probs and logits
+            new._param = getattr(new, self._given)
+        new._batch_shape = batch_shape
+        return new
+
+    _expanded = ()  # tensors of the batch shape that `expand` expands beside the parameters
+
+    def _get_checked_instance(self, cls, _instance=None):
+        """A bare instance for a subclass's own `expand` (PyTorch's helper)."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(
+                f"Subclass {type(self).__name__} of {cls.__name__} that defines a custom "
+                "__init__ method must also define a custom .expand() method."
+            )
+        return object.__new__(type(self)) if _instance is None else _instance
+
     def sample(self, sample_shape=()):
         """A draw of shape `sample_shape + batch_shape + event_shape`, without gradient."""
         with no_grad():
             return self.rsample(sample_shape)
 
+    def sample_n(self, n):
+        return self.sample(Size((n,)))
+
     def rsample(self, sample_shape=()):
         raise NotImplementedError(f"{type(self).__name__} has no reparameterized sample")
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self)} does not implement mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{type(self)} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self)} does not implement variance")
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
 
     def perplexity(self):
         """`exp(entropy())`."""
         return self.entropy().exp()
 
     def __repr__(self):
-        return f"{type(self).__name__}()"
+        kn = _kn()
+        names = [k for k in self.arg_constraints if k in self.__dict__]
+        parts = []
+        for p in names:
+            v = self.__dict__[p]
+            shown = v if isinstance(v, kn.Tensor) and v.numel() == 1 else getattr(v, "shape", v)
+            parts.append(f"{p}: {shown}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+class ExponentialFamily(Distribution):
+    """A distribution of the form `exp(<t(x), theta> - F(theta) + k(x))` (PyTorch's
+    `ExponentialFamily`): subclasses give `_natural_params` (theta), `_log_normalizer` (F) and
+    `_mean_carrier_measure` (E[k(x)]); `entropy` and the KL between two of one family follow
+    from F's gradient (the Bregman divergence).
+
+    >>> import kiln as kn
+    >>> m = kn.distributions.Poisson(kn.tensor(2.0))
+    >>> isinstance(m, kn.distributions.ExponentialFamily), m._log_normalizer(kn.tensor(0.0))
+    (True, tensor(1.))
+    """
+
+    @property
+    def _natural_params(self):
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError
+
+    def entropy(self):
+        kn = _kn()
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        log_norm = self._log_normalizer(*params)
+        grads = kn.autograd.grad(log_norm.sum(), params, create_graph=True)
+        result = log_norm - self._mean_carrier_measure
+        for p, g in zip(params, grads):
+            result = result - (p * g).reshape(*self._batch_shape, -1).sum(-1)
+        return result
+
+
+def _check(constraint, value):
+    """`constraint.check(value)` for an eager tensor: on its NumPy data where the constraint
+    takes arrays (a few NumPy calls instead of kiln ops: validation runs on every
+    construction and log_prob)."""
+    if constraint.host:
+        data = value._data
+        if isinstance(data, np.ndarray):
+            return constraint.check(data)
+    return constraint.check(value)
+
+
+def _validating(fn):
+    """`fn(self, value)` that validates `value` first when `self` validates."""
+
+    @functools.wraps(fn)
+    def method(self, value, *args, **kwargs):
+        if self._validate_args:
+            value = self._validate_sample(value)
+        return fn(self, value, *args, **kwargs)
+
+    method._validates = True
+    return method
 
 
 class Categorical(Distribution):
@@ -93,10 +316,15 @@ class Categorical(Distribution):
     (kiln.Size([2]), kiln.Size([3, 2]))
     """
 
+    arg_constraints = {
+        "probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1),
+    }  # fmt: skip
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ArgumentError("Either `probs` or `logits` must be specified, but not both.")
         kn = _kn()
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             probs = _tensor(probs)
             if probs.dim() < 1:
@@ -121,6 +349,10 @@ class Categorical(Distribution):
 
     has_enumerate_support = True
 
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
+
     @property
     def mode(self):
         return self.probs.argmax(dim=-1)
@@ -136,13 +368,6 @@ class Categorical(Distribution):
         kn = _kn()
         values = kn.arange(self._num_events).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1, *self._batch_shape)) if expand else values
-
-    def expand(self, batch_shape):
-        """The same distribution over the larger `batch_shape` (its parameters expanded)."""
-        shape = (*Size(batch_shape), self._num_events)
-        if self._param is self.probs:
-            return Categorical(probs=self.probs.expand(shape))
-        return Categorical(logits=self.logits.expand(shape))
 
     def sample(self, sample_shape=()):
         """Class indices (int64) of shape `sample_shape + batch_shape`."""
@@ -173,7 +398,7 @@ class Categorical(Distribution):
         return f"Categorical({kind}: {self._param.shape})"
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """The normal distribution of mean `loc` and standard deviation `scale` (broadcast
     together), as PyTorch's; `rsample` is `loc + eps * scale` (the reparameterization).
 
@@ -186,6 +411,8 @@ class Normal(Distribution):
     """
 
     has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
         kn = _kn()
@@ -228,6 +455,13 @@ class Normal(Distribution):
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.loc / self.scale.pow(2),
+                                             -0.5 * self.scale.pow(2).reciprocal()))  # fmt: skip
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
+
     def cdf(self, value):
         kn = _kn()
         value = _tensor(value, self.loc)
@@ -238,16 +472,11 @@ class Normal(Distribution):
         value = _tensor(value, self.loc)
         return self.loc + self.scale * kn.erfinv(2 * value - 1) * math.sqrt(2)
 
-    def expand(self, batch_shape):
-        """The same distribution over the larger `batch_shape` (its parameters expanded)."""
-        batch_shape = Size(batch_shape)
-        return Normal(self.loc.expand(batch_shape), self.scale.expand(batch_shape))
-
     def __repr__(self):
         return f"Normal(loc: {self.loc.shape}, scale: {self.scale.shape})"
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """A distribution over {0, 1} given by `probs` or `logits` (exactly one), as PyTorch's;
     `log_prob` is minus `binary_cross_entropy_with_logits`.
 
@@ -258,11 +487,14 @@ class Bernoulli(Distribution):
     """
 
     has_enumerate_support = True
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ArgumentError("Either `probs` or `logits` must be specified, but not both.")
         kn = _kn()
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = _tensor(float(probs) if isinstance(probs, (int, float)) else probs)
             eps = kn.finfo(self.probs.dtype).eps  # PyTorch's probs_to_logits (is_binary)
@@ -312,6 +544,12 @@ class Bernoulli(Distribution):
             self.logits, self.probs, reduction="none"
         )
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        return _kn().log1p(x.exp())
+
     def enumerate_support(self, expand=True):
         """0. and 1. along a new first dim (expanded over batch_shape)."""
         kn = _kn()
@@ -344,6 +582,18 @@ class Uniform(Distribution):
             low = _tensor(float(low), high)
         self.low, self.high = kn.broadcast_tensors(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
+        if self._validate_args and isinstance(self.low, kn.Tensor):
+            if not bool((self.low < self.high).all()):
+                raise ArgumentError("Uniform is not defined when low>= high")
+
+    arg_constraints = {
+        "low": constraints.dependent(is_discrete=False, event_dim=0),
+        "high": constraints.dependent(is_discrete=False, event_dim=0),
+    }
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     @property
     def mean(self):
@@ -412,7 +662,32 @@ class Independent(Distribution):
         self.base_dist = base_distribution
         self.reinterpreted_batch_ndims = n
         cut = len(shape) - n
-        super().__init__(shape[:cut], shape[cut:] + base_distribution.event_shape)
+        super().__init__(shape[:cut], shape[cut:] + base_distribution.event_shape,
+                         validate_args=validate_args)  # fmt: skip
+
+    arg_constraints: dict = {}
+
+    @constraints.dependent_property
+    def support(self):
+        support = self.base_dist.support
+        if self.reinterpreted_batch_ndims:
+            support = constraints.independent(support, self.reinterpreted_batch_ndims)
+        return support
+
+    @property
+    def has_enumerate_support(self):
+        return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over the larger `batch_shape`."""
+        batch_shape = Size(batch_shape)
+        base = self.base_dist.expand(
+            batch_shape + self._event_shape[: self.reinterpreted_batch_ndims]
+        )
+        return Independent(base, self.reinterpreted_batch_ndims, validate_args=False)
+
+    def cdf(self, value):
+        raise NotImplementedError
 
     @property
     def has_rsample(self):
@@ -450,217 +725,34 @@ class Independent(Distribution):
         return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
 
 
-class MultivariateNormal(Distribution):
-    """The normal distribution over vectors of mean `loc`, given by exactly one of
-    `covariance_matrix`, `precision_matrix` or `scale_tril` (its lower Cholesky factor),
-    batched, as PyTorch's.
+# The priors and likelihoods of scientific code, the transforms and the KL rules live in their
+# own modules (which import this one); `import kiln.distributions.transforms` finds them too.
+# isort: off
+from . import distributions_transforms as transforms  # noqa: E402  (first: it ends importing
+from . import distributions_bijections as constraint_registry  # noqa: E402  this one)
 
-    >>> import kiln as kn
-    >>> m = kn.distributions.MultivariateNormal(kn.zeros(2), kn.eye(2))
-    >>> m.log_prob(kn.zeros(2)), m.entropy()
-    (tensor(-1.8379), tensor(2.8379))
-    """
-
-    has_rsample = True
-
-    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
-                 validate_args=None):  # fmt: skip
-        kn = _kn()
-        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
-        if len(given) != 1:
-            raise ArgumentError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
-        loc, matrix = _tensor(loc), _tensor(given[0])
-        if loc.dim() < 1 or matrix.dim() < 2:
-            raise ArgumentError(
-                "loc must be at least one-dimensional and the matrix at least two-dimensional"
-            )
-        batch_shape = kn.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
-        if scale_tril is not None:
-            tril = matrix
-        elif covariance_matrix is not None:
-            tril = kn.linalg.cholesky(matrix)
-        else:  # PyTorch's _precision_to_scale_tril
-            flipped = kn.linalg.cholesky(kn.flip(matrix, (-2, -1)))
-            inverse = kn.flip(flipped, (-2, -1)).transpose(-2, -1)
-            eye = kn.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
-            tril = kn.linalg.solve_triangular(inverse, eye, upper=False)
-        self._unbroadcasted_scale_tril = tril
-        self.loc = loc.expand((*batch_shape, -1))
-        super().__init__(batch_shape, loc.shape[-1:], validate_args=validate_args)
-
-    @property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._batch_shape + self._event_shape * 2)
-
-    @property
-    def covariance_matrix(self):
-        tril = self._unbroadcasted_scale_tril
-        return (tril @ tril.mT).expand(self._batch_shape + self._event_shape * 2)
-
-    @property
-    def precision_matrix(self):
-        return (
-            _kn()
-            .cholesky_inverse(self._unbroadcasted_scale_tril)
-            .expand(self._batch_shape + self._event_shape * 2)
-        )
-
-    @property
-    def mean(self):
-        return self.loc
-
-    mode = mean
-
-    @property
-    def variance(self):
-        shape = self._batch_shape + self._event_shape
-        return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(shape)
-
-    @property
-    def stddev(self):
-        return self.variance.sqrt()
-
-    def rsample(self, sample_shape=()):
-        kn = _kn()
-        shape = self._extended_shape(sample_shape)
-        eps = kn.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
-
-    def _half_log_det(self):
-        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-
-    def log_prob(self, value):
-        diff = _tensor(value, self.loc) - self.loc
-        m = _mahalanobis(self._unbroadcasted_scale_tril, diff)
-        n = self._event_shape[0]
-        return -0.5 * (n * math.log(2 * math.pi) + m) - self._half_log_det()
-
-    def entropy(self):
-        n = self._event_shape[0]
-        h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
-        return h if not self._batch_shape else h.expand(self._batch_shape)
-
-    def __repr__(self):
-        return f"MultivariateNormal(loc: {self.loc.shape})"
-
-
-def _mahalanobis(tril, x):
-    """`|tril^-1 x|^2` over the last dim, batched: PyTorch's `_batch_mahalanobis`."""
-    kn = _kn()
-    shape = kn.broadcast_shapes(tril.shape[:-2], x.shape[:-1])
-    tril = tril.expand((*shape, *tril.shape[-2:]))
-    x = x.expand((*shape, x.shape[-1]))
-    return kn.linalg.solve_triangular(tril, x.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
-
-
-def _kl_normal(p, q):
-    var_ratio = (p.scale / q.scale).pow(2)
-    t1 = ((p.loc - q.loc) / q.scale).pow(2)
-    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
-
-
-def _kl_categorical(p, q):
-    kn = _kn()
-    t = p.probs * (p.logits - q.logits)
-    t = kn.where((q.probs == 0).expand_as(t), math.inf, t)
-    return kn.where((p.probs == 0).expand_as(t), 0.0, t).sum(-1)
-
-
-def _kl_bernoulli(p, q):
-    kn = _kn()
-    softplus = kn.nn.functional.softplus
-    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
-    t1 = kn.where(p.probs == 0, 0.0, kn.where(q.probs == 0, math.inf, t1))
-    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
-    t2 = kn.where(p.probs == 1, 0.0, kn.where(q.probs == 1, math.inf, t2))
-    return t1 + t2
-
-
-def _kl_uniform(p, q):
-    kn = _kn()
-    result = ((q.high - q.low) / (p.high - p.low)).log()
-    return kn.where((q.low > p.low) | (q.high < p.high), math.inf, result)
-
-
-def _kl_independent(p, q):
-    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-        raise NotImplementedError("kl_divergence of Independent distributions of other ndims")
-    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
-
-
-def _kl_mvn(p, q):
-    kn = _kn()
-    if p.event_shape != q.event_shape:
-        raise ArgumentError("KL-divergence between two Multivariate Normals with different "
-                            "event shapes cannot be computed")  # fmt: skip
-    half_term1 = q._half_log_det() - p._half_log_det()
-    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
-    shape = (*kn.broadcast_shapes(q_tril.shape[:-2], p_tril.shape[:-2]), *p_tril.shape[-2:])
-    solved = kn.linalg.solve_triangular(q_tril.expand(shape), p_tril.expand(shape), upper=False)
-    term2 = solved.pow(2).sum((-2, -1))
-    term3 = _mahalanobis(q_tril, q.loc - p.loc)
-    return half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
-
-
-_KL = {
-    (Normal, Normal): _kl_normal,
-    (Categorical, Categorical): _kl_categorical,
-    (Bernoulli, Bernoulli): _kl_bernoulli,
-    (Independent, Independent): _kl_independent,
-    (MultivariateNormal, MultivariateNormal): _kl_mvn,
-    (Uniform, Uniform): _kl_uniform,
-}
-
-
-def register_kl(type_p, type_q):
-    """A decorator that makes `fn(p, q)` the `kl_divergence` of distributions of these types
-    (or subclasses of them), as PyTorch's.
-
-    >>> import kiln as kn
-    >>> class Point(kn.distributions.Normal):
-    ...     pass
-    >>> @kn.distributions.register_kl(Point, Point)
-    ... def _kl_point(p, q):
-    ...     return (p.loc - q.loc).abs()
-    >>> kn.distributions.kl_divergence(Point(1.0, 1.0), Point(3.0, 1.0))
-    tensor(2.)
-    """
-
-    def decorator(fn):
-        _KL[(type_p, type_q)] = fn
-        return fn
-
-    return decorator
-
-
-def kl_divergence(p, q):
-    """`KL(p || q)` over the batch, for two distributions of one kind (Normal, Categorical,
-    Bernoulli, MultivariateNormal, Uniform, Exponential, Laplace, LogNormal, HalfNormal,
-    Cauchy, Gamma, Beta, Dirichlet, Poisson, Independent of those), as PyTorch's formulas.
-
-    >>> import kiln as kn
-    >>> d = kn.distributions
-    >>> d.kl_divergence(d.Normal(kn.tensor([1.0]), kn.tensor([1.0])), d.Normal(0.0, 1.0))
-    tensor([0.5000])
-    """
-    rule = _KL.get((type(p), type(q)))
-    if rule is None:  # a rule for base classes (subclasses, `register_kl`'s own classes)
-        pairs = ((a, b) for a in type(p).__mro__ for b in type(q).__mro__)
-        rule = next((_KL[pair] for pair in pairs if pair in _KL), None)
-    if rule is None:
-        raise NotImplementedError(
-            f"No KL(p || q) is implemented for p = {type(p).__name__}, q = {type(q).__name__}"
-        )
-    return rule(p, q)
-
-
-# The priors and likelihoods of scientific code live in their own module (it imports this one).
+# isort: on
+from .distributions_bijections import biject_to, transform_to  # noqa: E402
+from .distributions_extra import *  # noqa: E402, F403
+from .distributions_extra import __all__ as _extra_all  # noqa: E402
+from .distributions_families import *  # noqa: E402, F403
+from .distributions_families import __all__ as _families_all  # noqa: E402
+from .distributions_kl import kl_divergence, register_kl  # noqa: E402
+from .distributions_matrix import *  # noqa: E402, F403
+from .distributions_matrix import __all__ as _matrix_all  # noqa: E402
 from .distributions_more import *  # noqa: E402, F403
-from .distributions_more import KL_RULES as _MORE_KL  # noqa: E402
 from .distributions_more import __all__ as _more_all  # noqa: E402
+from .distributions_multi import *  # noqa: E402, F403
+from .distributions_multi import __all__ as _multi_all  # noqa: E402
+from .distributions_transforms import *  # noqa: E402, F403
+from .distributions_transforms import TransformedDistribution  # noqa: E402
+from .distributions_transforms import __all__ as _transforms_all  # noqa: E402
+from .distributions_utils import install_submodules as _install_submodules  # noqa: E402
 
-_KL.update(_MORE_KL)
-__all__ += _more_all
+for _name, _module in (("constraints", constraints), ("transforms", transforms),
+                      ("constraint_registry", constraint_registry)):  # fmt: skip
+    sys.modules[f"{__name__}.{_name}"] = _module
+_install_submodules(sys.modules[__name__])  # kn.distributions.normal, .kl, .utils...
+__all__ += ["TransformedDistribution", "biject_to", "constraint_registry", "constraints",
+            "transform_to", "transforms", *_more_all, *_extra_all,
+            *_multi_all, *_families_all, *_transforms_all, *_matrix_all]  # fmt: skip

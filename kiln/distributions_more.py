@@ -1,9 +1,10 @@
 """More of PyTorch's `torch.distributions`, for the priors and likelihoods of scientific
 code: `Exponential`, `Laplace`, `LogNormal`, `HalfNormal`, `Cauchy`, `Gamma`, `Beta`,
 `Dirichlet` and `Poisson`, with
-PyTorch's parameters, properties and formulas (`kn.distributions` re-exports them). Gamma,
-Beta and Dirichlet have `log_prob`, moments and `entropy`; kiln has no gamma sampler, so their
-`sample` raises NotImplementedError.
+PyTorch's parameters, constraints, properties and formulas (`kn.distributions` re-exports
+them). Gamma draws come from `kn._standard_gamma`, whose gradient with respect to the
+concentration is PyTorch's implicit reparameterization (`_standard_gamma_grad`), so Gamma,
+Beta and Dirichlet have `rsample`; Beta and Dirichlet normalize Gamma draws.
 
 >>> import kiln as kn
 >>> kn.distributions.Gamma(kn.tensor(2.0), kn.tensor(3.0)).log_prob(kn.tensor(0.5))
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import math
 
-from .distributions import Distribution, Normal, _kn, _tensor
+from . import distributions_constraints as constraints
+from .distributions import Distribution, ExponentialFamily, Normal, _kn, _tensor
+from .distributions_transforms import AbsTransform, ExpTransform, TransformedDistribution
 
 __all__ = [
     "Beta", "Cauchy", "Dirichlet", "Exponential", "Gamma", "HalfNormal", "Laplace", "LogNormal",
@@ -31,7 +34,7 @@ def _params(*values):
     return kn.broadcast_tensors(*values) if len(values) > 1 else values
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution of `rate`, as PyTorch's; `rsample` is an exponential
     draw divided by the rate.
 
@@ -41,6 +44,8 @@ class Exponential(Distribution):
     """
 
     has_rsample = True
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = _params(rate)
@@ -70,6 +75,12 @@ class Exponential(Distribution):
     def entropy(self):
         return 1.0 - self.rate.log()
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (-self.rate,))
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
+
 
 class Laplace(Distribution):
     """The Laplace distribution of `loc` and `scale`, as PyTorch's.
@@ -80,6 +91,8 @@ class Laplace(Distribution):
     """
 
     has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = _params(loc, scale)
@@ -113,68 +126,55 @@ class Laplace(Distribution):
         return 1 + (2 * self.scale).log()
 
 
-class LogNormal(Distribution):
-    """The distribution of `exp(x)` for `x ~ Normal(loc, scale)`, as PyTorch's.
+class LogNormal(TransformedDistribution):
+    """The distribution of `exp(x)` for `x ~ Normal(loc, scale)`, as PyTorch's: a
+    TransformedDistribution of that Normal by `ExpTransform`.
 
     >>> import kiln as kn
     >>> kn.distributions.LogNormal(0.0, 1.0).log_prob(kn.tensor(2.0))
     tensor(-1.8523)
     """
 
-    has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
 
     def __init__(self, loc, scale, validate_args=None):
-        self.base_dist = Normal(*_params(loc, scale))
-        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
-        super().__init__(self.loc.shape, validate_args=validate_args)
+        base = Normal(*_params(loc, scale), validate_args=validate_args)
+        super().__init__(base, ExpTransform(), validate_args=validate_args)
 
+    loc = property(lambda self: self.base_dist.loc)
+    scale = property(lambda self: self.base_dist.scale)
     mean = property(lambda self: (self.loc + self.scale.pow(2) / 2).exp())
     mode = property(lambda self: (self.loc - self.scale.pow(2)).exp())
     variance = property(
         lambda self: self.scale.pow(2).expm1() * (2 * self.loc + self.scale.pow(2)).exp()
     )
-    stddev = property(lambda self: self.variance.sqrt())
-
-    def rsample(self, sample_shape=()):
-        return self.base_dist.rsample(sample_shape).exp()
-
-    def log_prob(self, value):
-        log_value = _tensor(value, self.loc).log()
-        return self.base_dist.log_prob(log_value) - log_value
-
-    def cdf(self, value):
-        return self.base_dist.cdf(_tensor(value, self.loc).log())
-
-    def icdf(self, value):
-        return self.base_dist.icdf(value).exp()
 
     def entropy(self):
         return self.base_dist.entropy() + self.loc
 
 
-class HalfNormal(Distribution):
-    """The distribution of `|x|` for `x ~ Normal(0, scale)`, as PyTorch's.
+class HalfNormal(TransformedDistribution):
+    """The distribution of `|x|` for `x ~ Normal(0, scale)`, as PyTorch's: a
+    TransformedDistribution of that Normal by `AbsTransform`.
 
     >>> import kiln as kn
     >>> kn.distributions.HalfNormal(kn.tensor(1.0)).log_prob(kn.tensor(0.5))
     tensor(-0.3508)
     """
 
-    has_rsample = True
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, scale, validate_args=None):
         (scale,) = _params(scale)
-        self.base_dist = Normal(scale * 0, scale)
-        self.scale = scale
-        super().__init__(scale.shape, validate_args=validate_args)
+        base = Normal(scale * 0, scale, validate_args=validate_args)
+        super().__init__(base, AbsTransform(), validate_args=validate_args)
 
+    scale = property(lambda self: self.base_dist.scale)
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
     mode = property(lambda self: self.scale * 0)
     variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
-    stddev = property(lambda self: self.variance.sqrt())
-
-    def rsample(self, sample_shape=()):
-        return self.base_dist.rsample(sample_shape).abs()
 
     def log_prob(self, value):
         kn = _kn()
@@ -184,6 +184,8 @@ class HalfNormal(Distribution):
 
     def cdf(self, value):
         return 2 * self.base_dist.cdf(value) - 1
+
+    cdf._validates = True  # the base distribution's cdf validates
 
     def icdf(self, prob):
         return self.base_dist.icdf((_tensor(prob, self.scale) + 1) / 2)
@@ -202,6 +204,8 @@ class Cauchy(Distribution):
     """
 
     has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = _params(loc, scale)
@@ -231,20 +235,28 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-def _no_sampler(dist):
-    raise NotImplementedError(
-        f"{type(dist).__name__}.sample: kiln has no gamma sampler (log_prob, entropy and the "
-        "moments are available)"
-    )
+def _tiny(value):
+    """`value` at least the dtype's smallest normal number, its gradient kept (PyTorch clamps
+    the draw in place, outside autograd)."""
+    tiny = _kn().finfo(value.dtype).tiny
+    return value + (value.clamp(min=tiny) - value).detach()
 
 
-class Gamma(Distribution):
-    """The gamma distribution of `concentration` and `rate`, as PyTorch's (no sampler).
+class Gamma(ExponentialFamily):
+    """The gamma distribution of `concentration` and `rate`, as PyTorch's; `rsample`
+    differentiates with respect to both (the implicit reparameterization for the
+    concentration).
 
     >>> import kiln as kn
     >>> kn.distributions.Gamma(kn.tensor(2.0), kn.tensor(1.0)).entropy()
     tensor(1.5772)
+    >>> kn.manual_seed(0); kn.distributions.Gamma(2.0, 1.0).rsample((2,)).shape
+    kiln.Size([2])
     """
+
+    has_rsample = True
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = _params(concentration, rate)
@@ -256,7 +268,9 @@ class Gamma(Distribution):
     stddev = property(lambda self: self.variance.sqrt())
 
     def rsample(self, sample_shape=()):
-        _no_sampler(self)
+        kn = _kn()
+        shape = self._extended_shape(sample_shape)
+        return _tiny(kn._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape))
 
     def log_prob(self, value):
         kn = _kn()
@@ -272,15 +286,25 @@ class Gamma(Distribution):
         c = self.concentration
         return c - self.rate.log() + kn.lgamma(c) + (1.0 - c) * kn.digamma(c)
 
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.concentration - 1, -self.rate))
 
-class Dirichlet(Distribution):
+    def _log_normalizer(self, x, y):
+        return _kn().lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
+
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution over the simplex of the last dimension of `concentration`,
-    as PyTorch's (no sampler).
+    as PyTorch's; `rsample` normalizes Gamma draws (differentiable in the concentration).
 
     >>> import kiln as kn
     >>> kn.distributions.Dirichlet(kn.ones(3)).log_prob(kn.tensor([0.2, 0.3, 0.5]))
     tensor(0.6931)
     """
+
+    has_rsample = True
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
 
     def __init__(self, concentration, validate_args=None):
         (self.concentration,) = _params(concentration)
@@ -311,7 +335,9 @@ class Dirichlet(Distribution):
         return c * (total - c) / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape=()):
-        _no_sampler(self)
+        kn = _kn()
+        draws = kn._standard_gamma(self.concentration.expand(self._extended_shape(sample_shape)))
+        return _tiny(draws / draws.sum(-1, True))
 
     def log_prob(self, value):
         kn = _kn()
@@ -327,15 +353,26 @@ class Dirichlet(Distribution):
         return (kn.lgamma(c).sum(-1) - kn.lgamma(total) - (k - total) * kn.digamma(total)
                 - ((c - 1.0) * kn.digamma(c)).sum(-1))  # fmt: skip
 
+    _natural_params = property(lambda self: (self.concentration,))
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        kn = _kn()
+        return kn.lgamma(x).sum(-1) - kn.lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """The beta distribution of `concentration1` (alpha) and `concentration0` (beta), as
-    PyTorch's: a Dirichlet over (x, 1 - x) (no sampler).
+    PyTorch's: a Dirichlet over (x, 1 - x), whose `rsample` it takes.
 
     >>> import kiln as kn
     >>> kn.distributions.Beta(2.0, 3.0).log_prob(kn.tensor(0.2))
     tensor(0.4292)
     """
+
+    has_rsample = True
+    arg_constraints = {"concentration1": constraints.positive,
+                       "concentration0": constraints.positive}  # fmt: skip
+    support = constraints.unit_interval
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         kn = _kn()
@@ -358,7 +395,7 @@ class Beta(Distribution):
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape=()):
-        _no_sampler(self)
+        return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
         kn = _kn()
@@ -368,14 +405,23 @@ class Beta(Distribution):
     def entropy(self):
         return self._dirichlet.entropy()
 
+    _natural_params = property(lambda self: (self.concentration1, self.concentration0))
 
-class Poisson(Distribution):
+    def _log_normalizer(self, x, y):
+        kn = _kn()
+        return kn.lgamma(x) + kn.lgamma(y) - kn.lgamma(x + y)
+
+
+class Poisson(ExponentialFamily):
     """The Poisson distribution of `rate`, as PyTorch's; `sample` draws with `kn.poisson`.
 
     >>> import kiln as kn
     >>> kn.distributions.Poisson(kn.tensor(2.0)).log_prob(kn.tensor(3.0))
     tensor(-1.7123)
     """
+
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = _params(rate)
@@ -395,64 +441,7 @@ class Poisson(Distribution):
         value = _tensor(value, self.rate)
         return kn.xlogy(value, self.rate) - self.rate - kn.lgamma(value + 1)
 
+    _natural_params = property(lambda self: (self.rate.log(),))
 
-def _kl_exponential(p, q):
-    ratio = q.rate / p.rate
-    return ratio - 1 - ratio.log()
-
-
-def _kl_gamma(p, q):
-    kn = _kn()
-    c1, c2, r1, r2 = p.concentration, q.concentration, p.rate, q.rate
-    t1 = c2 * (r1 / r2).log()
-    t2 = kn.lgamma(c2) - kn.lgamma(c1)
-    t3 = (c1 - c2) * kn.digamma(c1)
-    return t1 + t2 + t3 + (r2 - r1) * (c1 / r1)
-
-
-def _kl_dirichlet(p, q):
-    kn = _kn()
-    sum_p = p.concentration.sum(-1)
-    t1 = kn.lgamma(sum_p) - kn.lgamma(q.concentration.sum(-1))
-    t2 = (kn.lgamma(p.concentration) - kn.lgamma(q.concentration)).sum(-1)
-    t3 = p.concentration - q.concentration
-    t4 = kn.digamma(p.concentration) - kn.digamma(sum_p).unsqueeze(-1)
-    return t1 - t2 + (t3 * t4).sum(-1)
-
-
-def _kl_beta(p, q):
-    return _kl_dirichlet(p._dirichlet, q._dirichlet)
-
-
-def _kl_poisson(p, q):
-    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
-
-
-def _kl_laplace(p, q):
-    ratio = p.scale / q.scale
-    apart = (p.loc - q.loc).abs()
-    return -ratio.log() + apart / q.scale + ratio * (-apart / p.scale).exp() - 1
-
-
-def _kl_cauchy(p, q):
-    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
-    return t1 - (4 * p.scale * q.scale).log()
-
-
-def _kl_base(p, q):  # HalfNormal, LogNormal: the KL of their normal distributions
-    from .distributions import kl_divergence
-
-    return kl_divergence(p.base_dist, q.base_dist)
-
-
-KL_RULES = {
-    (Laplace, Laplace): _kl_laplace,
-    (Cauchy, Cauchy): _kl_cauchy,
-    (HalfNormal, HalfNormal): _kl_base,
-    (LogNormal, LogNormal): _kl_base,
-    (Exponential, Exponential): _kl_exponential,
-    (Gamma, Gamma): _kl_gamma,
-    (Dirichlet, Dirichlet): _kl_dirichlet,
-    (Beta, Beta): _kl_beta,
-    (Poisson, Poisson): _kl_poisson,
-}
+    def _log_normalizer(self, x):
+        return x.exp()

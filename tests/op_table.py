@@ -1135,6 +1135,30 @@ rows(
     ),
 )  # fmt: skip
 
+_ALPHAS = [[0.5, 2.0, 3.0, 20.0, 20.0], [1.0, 9.0, 0.7, 5.0, 40.0]]
+_GAMMA_XS = [[0.3, 1.5, 4.0, 21.0, 10.0], [0.9, 3.0, 2.0, 0.5, 45.0]]
+# torch 2.13's `torch._standard_gamma_grad(_ALPHAS, _GAMMA_XS)` in float64 (each of its regimes:
+# x < 0.8, alpha > 8 near and far from x, the rational approximation)
+_GAMMA_GRADS = [
+    [1.0098019827369256, 0.9366198345654156, 1.2164728454122222, 1.033152750373495,
+     0.6988779184588811],
+    [1.1118473396701254, 0.5593420120424198, 2.0273430212914065, 0.2630299671397703,
+     1.0644764560634652],
+]  # fmt: skip
+rows(
+    OpCase(
+        "random_gamma", "basic", lambda x: kn._standard_gamma(x),
+        args(Arg((4, 5), kind="positive")),
+        lambda x: first_stream().standard_gamma(x.astype(np.float64)).astype(x.dtype),
+        ("float32", "float64"),
+    ),
+    OpCase(
+        "standard_gamma_grad", "regimes", lambda a, x: kn._standard_gamma_grad(a, x),
+        fixed(_ALPHAS, _GAMMA_XS), lambda a, x: np.asarray(_GAMMA_GRADS, a.dtype),
+        ("float32", "float64"),
+    ),
+)  # fmt: skip
+
 # -- state -------------------------------------------------------------------------------------
 # variable, assign and group have dedicated tests (test_ops.py: TESTED_ELSEWHERE).
 

@@ -35,7 +35,8 @@ from .torch_data import _const, _count, _data_range
 
 __all__ = [
     "binomial", "eig", "frobenius_norm", "gradient", "histogramdd", "lstsq", "matrix_rank",
-    "nuclear_norm", "pca_lowrank", "poisson", "segment_reduce", "solve", "svd_lowrank", "symeig",
+    "nuclear_norm", "pca_lowrank", "poisson",
+    "_standard_gamma", "_standard_gamma_grad", "segment_reduce", "solve", "svd_lowrank", "symeig",
 ]  # fmt: skip
 
 
@@ -83,6 +84,34 @@ def poisson(input, generator=None):  # noqa: A002
         raise call_error(UsageError, "poisson: invalid Poisson rate, expected rate to be "
                          "non-negative", "poisson", x)  # fmt: skip
     return _random_counts("random_poisson", (x,), generator)
+
+
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Samples of Gamma(`input`, 1) (float concentrations), in its dtype, as PyTorch's
+    `_standard_gamma`; their gradient with respect to `input` is the implicit
+    reparameterization one, `_standard_gamma_grad(input, sample)`.
+
+    >>> import kiln as kn
+    >>> bool((kn._standard_gamma(kn.ones(4)) > 0).all())
+    True
+    """
+    (x,) = lift(input)
+    if not dt.is_float(x.dtype):
+        raise call_error(UnsupportedDTypeError, f'"gamma_cpu" not implemented for '
+                         f"{dt.type_name(x.dtype)}", "_standard_gamma", x)  # fmt: skip
+    return _random_counts("random_gamma", (x,), generator)
+
+
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """d output / d input for `output ~ Gamma(input, 1)` at fixed quantile, as PyTorch's
+    `_standard_gamma_grad` (its approximation, to float64 accuracy or better than 1e-6).
+
+    >>> import kiln as kn
+    >>> round(kn._standard_gamma_grad(kn.tensor(1.0), kn.tensor(1.0)).item(), 4)
+    1.1736
+    """
+    a, x = lift(input, output)
+    return bind(REGISTRY["standard_gamma_grad"], a, x)
 
 
 def binomial(count, prob, generator=None):

@@ -25,6 +25,7 @@ from . import (
     nn,
     nn_grad,
     random,
+    random_gamma,
     reduce,
     scan,
     sort,
@@ -38,7 +39,7 @@ _FAMILIES = (
     epilogue, fft, fused, index,
     linalg, linalg_decomp, linalg_eig, linalg_factor, linalg_geqrf, linalg_ldl, losses, movement,
     multi, nn, nn_grad,
-    random, reduce,
+    random, random_gamma, reduce,
     scan, sort,
     state,
 )  # fmt: skip

@@ -518,7 +518,13 @@ def compile(  # noqa: A001
     tuples of them) is part of the signature, and a captured tensor that is a constant of
     the program (it requires no grad) changed in place (its version), replaced, reshaped or
     made to require grad retraces (logged at KILN_DEBUG>=1); one taken as an input retraces
-    when replaced, reshaped or no longer requiring grad.
+    when replaced, reshaped or no longer requiring grad. A captured tensor that fn itself
+    changes in place (a counter, `outside[0] = x`, a hand-written optimizer's
+    `self.state[p]["buf"].mul_(0.9)`, reached by a name, a dict or list item or an
+    attribute) is an input too, written back after each call as eager code changes it; a
+    call whose trace makes such a buffer in a new entry of Python state runs eagerly, and a
+    tensor changed in place with a value that requires grad is refused (eager code would
+    give it that value's history).
     The walk that finds them follows the names in fn's code (and in the functions and
     methods it reaches); a tensor or value reached only through a container (a list, a
     dict) is not guarded, nor a change made through `.numpy()` or `.data`, which no version

@@ -6,8 +6,6 @@ fused CUDA kernel, the numba expression of exact ops that are not one ufunc, the
 
 from __future__ import annotations
 
-import math
-import threading
 from dataclasses import replace
 
 import numpy as np
@@ -29,6 +27,7 @@ from .core import (
 )
 from .lazy_loops import LazyLoops
 from .lowering import CTYPES, Lowering, c_cast, c_fn, c_infix, c_libm, c_rn, c_wrap, nb_type
+from .select_kernels import BITS_SELECT_SIZE, ZERO_BLOCKS, mask_scratch, relu_blocks, select_bits
 
 
 def special(xp):
@@ -358,40 +357,12 @@ def _relu_dtype(x):
 def _relu(xp, x, out=None):
     # NumPy's maximum(x, 0), NaN included, whatever xp's rules for scalars (CuPy 13: NumPy 1's)
     dtype = _relu_dtype(x.dtype)
-    if xp is np and x.dtype in _ZERO_BLOCKS and x.size >= 256 and x.flags.c_contiguous:
+    if xp is np and x.dtype in ZERO_BLOCKS and x.size >= 256 and x.flags.c_contiguous:
         if out is None:
             out = np.empty(x.shape, dtype)
         if out.flags.c_contiguous and out.shape == x.shape:
-            return _relu_blocks(x, out)
+            return relu_blocks(x, out)
     return xp.maximum(x if x.dtype == dtype else x.astype(dtype), dtype.type(0), out=out)
-
-
-# Zeros of float32 and float64, created on first use and only ever read: NumPy's maximum of
-# two arrays runs its SIMD loop, while against a scalar 0 it takes about 3x as long (float32
-# [128, 512]: 8 us against 25). Same values, NaN and signed zeros included.
-_ZERO_BLOCKS: dict = {np.dtype(np.float32): None, np.dtype(np.float64): None}
-_ZERO_BLOCK_SIZE = 1 << 16  # elements: 256 KiB of float32
-
-
-def _relu_blocks(x, out):
-    """maximum(x, 0) of C-ordered arrays, a block of `_ZERO_BLOCK_SIZE` elements at a time
-    against a block of zeros (`out` may be `x`).
-
-    >>> x = np.array([-1.5, -0.0, np.nan, 2.0] * 100, np.float32)
-    >>> bool(_relu_blocks(x, np.empty_like(x)).tobytes() == np.maximum(x, 0).tobytes())
-    True
-    """
-    zeros = _ZERO_BLOCKS[x.dtype]
-    if zeros is None:
-        zeros = _ZERO_BLOCKS[x.dtype] = np.zeros(_ZERO_BLOCK_SIZE, x.dtype)
-    flat, into, n = x.reshape(-1), out.reshape(-1), x.size
-    if n <= _ZERO_BLOCK_SIZE:
-        np.maximum(flat, zeros[:n], out=into)
-        return out
-    for start in range(0, n, _ZERO_BLOCK_SIZE):
-        stop = min(start + _ZERO_BLOCK_SIZE, n)
-        np.maximum(flat[start:stop], zeros[: stop - start], out=into[start:stop])
-    return out
 
 
 def _masked(ct, mask):
@@ -410,21 +381,6 @@ def _relu_vjp(ct, y, x):
 _relu_vjp.arrays = lambda ct, y, x: (_relu_grad(np, ct, y),)
 
 
-_MASKS = threading.local()
-
-
-def _mask_scratch(shape, dtype=np.bool_):
-    """An array of `shape` (bool, or another `dtype`) in this thread's scratch, grown as
-    needed and reused by every later call: a steady-state step allocates no mask."""
-    size = math.prod(shape)
-    name = f"buffer_{np.dtype(dtype).char}"
-    buf = getattr(_MASKS, name, None)
-    if buf is None or buf.size < size:
-        buf = np.empty(max(size, 1), dtype)
-        setattr(_MASKS, name, buf)
-    return buf[:size].reshape(shape)
-
-
 def _relu_grad(xp, ct, y, out=None):
     # ct, with 0 where y <= 0: a select, not a product by the mask (PyTorch's
     # threshold_backward: a NaN or inf cotangent gives 0 there too, not NaN)
@@ -439,7 +395,7 @@ def _relu_grad(xp, ct, y, out=None):
         done = _relu_grad_compiled(ct, y, out)
         if done is not None:
             return done
-    mask = xp.less_equal(y, 0, out=_mask_scratch(y.shape))
+    mask = xp.less_equal(y, 0, out=mask_scratch(y.shape))
     if out is None:
         out = xp.empty(np.broadcast_shapes(ct.shape, y.shape), dtype)
     if ct.size >= BITS_SELECT_SIZE and ct.shape == y.shape == out.shape and (
@@ -449,31 +405,6 @@ def _relu_grad(xp, ct, y, out=None):
         xp.copyto(out, ct)
     xp.copyto(out, 0, where=mask)
     return out
-
-
-def select_bits(values, mask, out, keep: bool = True):
-    """`values` where `mask` holds (`keep`; else where it does not), +0.0 elsewhere, written
-    into `out` (NumPy float arrays of one shape and dtype; `out` may be `values`): the bits
-    of `values` and-ed with all ones or zeros. The same select as `copyto(out, 0,
-    where=...)` or `where(mask, values, 0)`, NaNs and signed zeros included, in three SIMD
-    passes, where those branch on each element (f32[64, 32, 28, 28], half the mask set:
-    0.97 ms against 11.6).
-
-    >>> v = np.array([1.5, np.nan, -0.0, 2.0], np.float32)
-    >>> select_bits(v, np.array([True, False, True, False]), np.empty(4, np.float32))
-    array([ 1.5,  0. , -0. ,  0. ], dtype=float32)
-    """
-    unsigned = np.dtype(f"u{values.dtype.itemsize}")
-    bits = _mask_scratch(mask.shape, unsigned)
-    if keep:  # 0 - 1 wraps to all ones
-        np.subtract(0, mask, out=bits, dtype=unsigned, casting="unsafe")
-    else:
-        np.subtract(mask, 1, out=bits, dtype=unsigned, casting="unsafe")
-    np.bitwise_and(values.view(unsigned), bits, out=out.view(unsigned))
-    return out
-
-
-BITS_SELECT_SIZE = 1 << 10  # elements: below, copyto's masked store is as fast
 
 
 # relu_grad of large float32/float64 arrays as one compiled pass (numba, its source in

@@ -13,7 +13,6 @@ import numpy as np
 from .. import shapes as sh
 from ..errors import ShapeError
 from .core import apply, defop, in_float32
-from .elementwise import BITS_SELECT_SIZE, select_bits
 from .nn import (
     _check_4d,
     _conv2d_shape,
@@ -25,6 +24,7 @@ from .nn import (
     window_taps,
 )
 from .nn_batch import batch_per_example
+from .select_kernels import BITS_SELECT_SIZE, select_bits
 
 # -- shared helpers --------------------------------------------------------------------------
 

@@ -11,12 +11,14 @@ import random
 
 import numpy as np
 
+from .. import dtypes as dt
+from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import GraphError
 from .guards import _EMPTY, Captures, put
 
-__all__ = ["check_new_entries", "check_no_host_draws", "check_untouched", "group_changes",
-           "host_random_states", "tensor_versions", "undo"]  # fmt: skip
+__all__ = ["check_changed_grads", "check_new_entries", "check_no_host_draws", "check_untouched",
+           "group_changes", "host_random_states", "tensor_versions", "undo"]  # fmt: skip
 
 
 def tensor_versions(captures: Captures, stored: bool = False) -> list:
@@ -196,3 +198,20 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
         "kiln's random functions (kn.rand, kn.randint, kn.randn: drawn afresh each call), or "
         "call the function uncompiled"
     )
+
+
+def check_changed_grads(fn_name: str, changed, paths, marked: set) -> None:
+    """Refuses a trace that changed an argument or a captured tensor it takes as an input
+    (`changed`: (position, new value) pairs; `paths`: their names) in place with a value that
+    requires grad (`marked`: the ids of such values): eager code gives the tensor that
+    value's history (its grad_fn), which a compiled call cannot give a tensor it writes."""
+    for k, value in changed:
+        if id(value) in marked:
+            raise GraphError(
+                f"kn.compile: {fn_name} changes '{paths[k]}' "
+                f"({dt.short_name(value.dtype)}{sh.format_shape(value.shape)}) in "
+                f"place at {value.site} with a value that requires grad: eager code gives "
+                "the tensor that value's history (its grad_fn), which a compiled call "
+                "cannot give a tensor it writes into; return the value instead, or change "
+                "the tensor under kn.no_grad()"
+            )

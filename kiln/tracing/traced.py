@@ -14,7 +14,6 @@ import re
 import numpy as np
 
 from .. import dtypes as dt
-from .. import shapes as sh
 from ..debug import log
 from ..eager import autograd
 from ..eager.grad_mode import state
@@ -52,11 +51,14 @@ from .arguments import (
     output_views,
     write_argument,
 )
+from .grad_marks import reached as _reached
+from .grad_marks import requiring_grad as _requiring_grad
 from .guards import rebound
 from .prints import printed_symbols, recording, replay
 from .scalars import TracedScalar
 from .stores import make_stores, store_outputs
 from .structure import _unflatten, flatten, name_of
+from .trace_checks import check_changed_grads
 
 __all__ = ["Traced", "check_budget"]  # (structure.py)
 
@@ -67,33 +69,6 @@ PLACED_MIN_BYTES = 1 << 20
 
 
 # -- which values require grad, and the split into forward and backward programs ---------------
-
-
-def _requiring_grad(nodes, sources) -> set:
-    """ids of the values that require grad when `sources` do, by eager's rule: float outputs
-    of ops (other than stop_gradient) with an input that requires grad."""
-    marked = {id(s) for s in sources}
-    for node in nodes:
-        out = node.out
-        differentiable = (
-            dt.is_differentiable(out.dtype) or out.dtype == dt.TUPLE
-        )  # a region op's result
-        if node.op.name == "stop_gradient" or not differentiable or id(out) in marked:
-            continue
-        if any(id(i) in marked for i in node.inputs):
-            marked.add(id(out))
-    return marked
-
-
-def _reached(outputs, marked) -> set:
-    """ids of the marked values that `outputs` depend on through marked values."""
-    seen, stack = set(), [o for o in outputs if id(o) in marked]
-    while stack:
-        s = stack.pop()
-        if id(s) not in seen:
-            seen.add(id(s))
-            stack.extend(i for i in s.node.inputs if id(i) in marked)
-    return seen
 
 
 def _backward_inputs(nodes, cts, grads) -> tuple[list, list]:
@@ -379,16 +354,7 @@ class Traced:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
-        for k, value in self.changed:  # (value: what it was changed to)
-            if id(value) in marked:
-                raise GraphError(
-                    f"kn.compile: {self.name} changes '{self.paths[k]}' "
-                    f"({dt.short_name(value.dtype)}{sh.format_shape(value.shape)}) in "
-                    f"place at {value.site} with a value that requires grad: eager code gives "
-                    "the tensor that value's history (its grad_fn), which a compiled call "
-                    "cannot give a tensor it writes into; return the value instead, or change "
-                    "the tensor under kn.no_grad()"
-                )
+        check_changed_grads(self.name, self.changed, self.paths, marked)
         self.grad_outputs = [k for k, o in enumerate(self.outputs)
                              if id(o) in marked and k not in self.no_grad_outputs]  # fmt: skip
         # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes

@@ -19,8 +19,8 @@ import numpy as np  # noqa: E402
 from bench_overhead import per_call_seconds  # noqa: E402
 
 import kiln as kn  # noqa: E402
+from kiln.ops import elementwise, nn_grad  # noqa: E402
 from kiln.ops import nn as nn_ops  # noqa: E402
-from kiln.ops import nn_grad  # noqa: E402
 
 BATCH = 64
 
@@ -109,17 +109,41 @@ def kernels():
             np.maximum(h[:, :, ::2, 1::2], h[:, :, 1::2, 1::2]),
         )
 
+    y = np.maximum(h, 0)  # a ReLU's output: the mask of its gradient
+    gh = rng.standard_normal(h.shape).astype(np.float32)
+    gp = rng.standard_normal((BATCH, 32, 14, 14)).astype(np.float32)
+
+    def relu_grad_by_hand():
+        return np.where(y <= 0, np.float32(0), gh)
+
+    def pool_grad_by_hand():  # each window's cotangent to its first maximum
+        taps = [h[:, :, a::2, b::2] for a in (0, 1) for b in (0, 1)]
+        best, pick = taps[0].copy(), np.zeros(gp.shape, np.int8)
+        for k, tap in enumerate(taps[1:], 1):
+            pick = np.where(tap > best, np.int8(k), pick)
+            best = np.maximum(best, tap)
+        out = np.zeros_like(h)
+        for k in range(4):
+            out[:, :, k // 2 :: 2, k % 2 :: 2] = np.where(pick == k, gp, np.float32(0))
+        return out
+
     np.testing.assert_allclose(
         nn_ops._conv2d(np, x, w, **conv).reshape(BATCH, 64, -1), conv_by_hand(), rtol=1e-4,
         atol=1e-3,
     )  # fmt: skip
     np.testing.assert_array_equal(nn_ops._max_pool2d(np, h, **pool), pool_by_hand())
+    np.testing.assert_array_equal(elementwise._relu_grad(np, gh, y), relu_grad_by_hand())
+    np.testing.assert_array_equal(nn_grad._max_pool2d_grad(np, h, gp, **pool), pool_grad_by_hand())
     return [
         ("conv2d 32->64 on 14x14", lambda: nn_ops._conv2d(np, x, w, **conv), conv_by_hand),
         ("conv2d weight gradient",
          lambda: nn_grad._conv2d_weight_grad(np, x, gy, w_shape=w.shape, **conv),
          weight_grad_by_hand),
         ("max_pool2d 2x2 of 32x28x28", lambda: nn_ops._max_pool2d(np, h, **pool), pool_by_hand),
+        ("relu gradient, 32x28x28", lambda: elementwise._relu_grad(np, gh, y),
+         relu_grad_by_hand),
+        ("max_pool2d gradient", lambda: nn_grad._max_pool2d_grad(np, h, gp, **pool),
+         pool_grad_by_hand),
     ]  # fmt: skip
 
 

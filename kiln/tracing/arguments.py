@@ -97,7 +97,8 @@ def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np, reads=())
                     "kn.compile", leaves[k], leaves[j],
                 )  # fmt: skip
         for name, t in reads:
-            if _share(xp, arrays[k], t._data):
+            if t is not leaves[k] and _share(xp, arrays[k], t._data):  # (a captured tensor
+                # taken as this argument is read through it)
                 raise call_error(
                     UsageError,
                     f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "

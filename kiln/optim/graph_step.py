@@ -50,6 +50,7 @@ __all__ = [
     "backward",
     "clear_grads",
     "cleared_first",
+    "cleared_leaves",
     "enter",
     "idle",
     "note_update",
@@ -60,6 +61,7 @@ __all__ = [
     "untrace_grads",
     "variable_of",
     "zero_grads",
+    "zero_leaf_grads",
 ]
 
 # graph -> {id(Variable): [Variable, gradient Symbol]}: what `.grad` holds in that graph
@@ -79,9 +81,45 @@ _CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def trace_leaves(graph, placeholders) -> None:
-    """The arguments of a kn.compile trace whose `.grad` backward() inside it sets."""
+# graph of a kn.compile trace -> {id(Tensor): placeholder} of those arguments (the caller's
+# tensors, which an optimizer over plain tensors holds), and -> {id(placeholder): set_to_none}
+# of those whose `.grad` zero_grad() cleared there: each call clears it before adding its own
+_LEAF_TENSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LEAF_CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_leaves(graph, placeholders, tensors=()) -> None:
+    """The arguments of a kn.compile trace whose `.grad` backward() inside it sets;
+    `tensors`: the caller's tensors they stand for (those `zero_leaf_grads` knows)."""
     _LEAVES[graph] = list(placeholders)
+    _LEAF_TENSORS[graph] = {id(t): s for t, s in zip(tensors, placeholders)}
+
+
+def zero_leaf_grads(tensors, set_to_none: bool) -> list:
+    """`zero_grad()` in a kn.compile trace of an optimizer over plain leaf tensors that are
+    arguments of the trace (an image LBFGS optimizes): the gradients backward() left for them
+    in the trace are dropped, and each call clears their `.grad` (to None, or zeros) before
+    it adds its own, as the eager zero_grad() the traced code calls would. Returns the tensors
+    that are no such argument."""
+    graph = get_default_graph()
+    known = _LEAF_TENSORS.get(graph)
+    if not known:
+        return list(tensors)
+    rest, pending = [], pending_grads(graph)
+    for t in tensors:
+        s = known.get(id(t))
+        if s is None:
+            rest.append(t)
+            continue
+        pending.pop(id(s), None)
+        _LEAF_CLEARED.setdefault(graph, {})[id(s)] = set_to_none
+    return rest
+
+
+def cleared_leaves(graph) -> dict:
+    """{id(placeholder): set_to_none} of the arguments whose `.grad` zero_grad() cleared in the
+    kn.compile trace of `graph` (`zero_leaf_grads`)."""
+    return _LEAF_CLEARED.get(graph, {})
 
 
 def trace_grads(graph) -> dict:
@@ -137,6 +175,7 @@ def untrace_grads(graph) -> None:
     """The trace of `graph` ended: later graph-mode use of it starts from no gradients."""
     _ENTERED.pop(graph, None)
     _CLEARED.pop(graph, None)
+    _LEAF_TENSORS.pop(graph, None)
 
 
 def enter(variables, cleared: bool = False) -> None:

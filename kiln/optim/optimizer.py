@@ -375,6 +375,9 @@ class Optimizer(OptimizerHooks):
             variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
             graph_step.clear_grads([v for v in variables if v.graph is graph], set_to_none)
             parameters = [p for p in params if isinstance(p, Parameter)]
+            # plain tensors the compiled function takes (an image LBFGS optimizes): each call
+            # clears their `.grad` too
+            graph_step.zero_leaf_grads([p for p in params if type(p) is Tensor], set_to_none)
             if graph_step.zero_grads(parameters, set_to_none):
                 return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for _, t, _ in self._tensors():

@@ -10,6 +10,40 @@ from port_common import to_numpy
 
 import kiln as kn
 
+# -- an optimizer over a plain leaf tensor, zero_grad() inside a compiled closure ---------------
+# The neural style transfer tutorial optimizes an image (`img.requires_grad_()`, no Parameter)
+# with LBFGS, whose closure calls `optimizer.zero_grad()` then `loss.backward()`. Compiled, the
+# closure's zero_grad() cleared nothing on later calls: each call added its gradient to the last
+# one's, and LBFGS followed the sum (silently other images).
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+@pytest.mark.parametrize("captured", [True, False], ids=["captured", "argument"])
+def test_zero_grad_of_a_plain_leaf_in_a_compiled_closure(torch, set_to_none, captured):
+    results = []
+    for lib in (torch, kn):
+        img = lib.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        opt = lib.optim.SGD([img], lr=0.1, momentum=0.5)
+
+        def closure(x, im=None):
+            im = img if im is None else im
+            opt.zero_grad(set_to_none=set_to_none)
+            loss = (im * im * x).sum()
+            loss.backward()
+            return loss
+
+        step = closure if lib is torch else kn.compile(closure)
+        seen = []
+        for _ in range(3):
+            x = lib.tensor([1.0, 2.0, 3.0])
+            loss = step(x) if captured else step(x, img)
+            seen += [loss.detach().clone(), img.grad.clone()]
+            opt.step()
+        results.append(seen + [img.detach()])
+    for k, t in zip(results[1], results[0]):
+        np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-6)
+
+
 # -- a leaf that requires grad, changed under no_grad inside a compiled function ---------------
 # The same closure clamps the image into [0, 1] first (`with torch.no_grad(): img.clamp_(0, 1)`)
 # and torch.compile runs it; kn.compile refused it ("in-place change of 'img', an argument of the

@@ -51,6 +51,7 @@ __all__ = [
     "clear_grads",
     "cleared_first",
     "cleared_leaves",
+    "current",
     "enter",
     "idle",
     "note_update",
@@ -219,6 +220,15 @@ def note_update(var, value) -> None:
     trace give `value` (`stepped`), as the eager module's next call reads its buffer after
     the first call's in-place update (a BatchNorm called twice)."""
     _STEPPED.setdefault(var.graph, {})[id(var)] = [value, None]
+
+
+def current(var):
+    """The value of Variable `var` after the steps and in-place changes traced before in its
+    graph (`record_step`, `note_update`), without the read `stepped` makes: what the next
+    update of it starts from."""
+    found = _STEPPED.get(var.graph)
+    entry = found.get(id(var)) if found else None
+    return var if entry is None else entry[0]
 
 
 def stepped(var):

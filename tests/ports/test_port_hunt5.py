@@ -93,3 +93,54 @@ def test_in_place_change_of_a_leaf_with_grad_on_is_still_refused():
 
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         f(kn.ones(3))
+
+
+# -- WGAN's weight clipping inside a compiled training step -------------------------------------
+# The WGAN critic's loop clips its weights (`for p in netD.parameters(): p.data.clamp_(-c, c)`)
+# before its forward, backward and `optimizerD.step()`. Compiled, the step updated the weights
+# as they were before the clipping (the Variable, not its clipped value), so every call after the
+# first trained unclipped weights (silently other losses and weights).
+
+
+def clipped_critic_steps(lib, how, compiled):
+    critic = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 1))
+    with lib.no_grad():
+        critic[0].weight.copy_(lib.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)))
+        critic[0].bias.fill_(0.3)
+        critic[1].weight.copy_(lib.tensor([[0.5, -1.0, 2.0, 0.05]]))
+        critic[1].bias.fill_(-0.2)
+    opt = lib.optim.RMSprop(critic.parameters(), lr=5e-2)
+
+    def step(real, fake):
+        with lib.no_grad():
+            if how == "params":
+                for p in critic.parameters():
+                    p.clamp_(-0.4, 0.4)
+            elif how == "data":
+                for p in critic.parameters():
+                    p.data.clamp_(-0.4, 0.4)
+            else:  # a module attribute's .data
+                critic[0].weight.data.clamp_(-0.4, 0.4)
+        opt.zero_grad()
+        loss = critic(fake).mean() - critic(real).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = kn.compile(step) if compiled else step
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(4):
+        real, fake = (lib.tensor(rng.normal(size=(5, 3)).astype(np.float32)) for _ in range(2))
+        losses.append(step(real, fake).item())
+    return losses, [p.detach().clone() for p in critic.parameters()]
+
+
+@pytest.mark.parametrize("how", ["params", "data", "attribute-data"])
+def test_weight_clipping_before_a_compiled_step(torch, how):
+    t_losses, t_params = clipped_critic_steps(torch, how, False)
+    for compiled in (False, True):
+        k_losses, k_params = clipped_critic_steps(kn, how, compiled)
+        np.testing.assert_allclose(k_losses, t_losses, rtol=1e-5, atol=1e-6)
+        for k, t in zip(k_params, t_params):
+            np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)

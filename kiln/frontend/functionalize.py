@@ -229,6 +229,10 @@ def _check_target(x: Symbol, op: str) -> None:
                     x,
                 )
             return  # the compiled call writes its new value into the caller's tensor
+        if (not state.grad and not isinstance(node, Variable)
+                and _module_data_of(node) is not None):  # fmt: skip
+            return  # a module's parameter after a step, changed under no_grad (`with
+            # no_grad(): m.weight.clamp_(-c, c)`): the program assigns it (assign_inplace)
         if isinstance(node, Variable) or name in _REFUSED_INPUTS:
             what = _REFUSED_INPUTS.get(name, "a Variable")
             via = "" if node is x else f" (through the view '{x.name}')"
@@ -517,6 +521,16 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         # x on the gradient path, as eager's tape does: x's new value requires grad where the
         # old one did, and the old history gets a zero gradient (PyTorch's ZeroBackward0)
         new = core.call("custom_grad", new, new, x, function=OVERWRITE)
+    data = None if isinstance(x, Variable) else _module_data_of(x)
+    if data is not None:  # a module's parameter as read after a step: the program assigns
+        # it on each call, and x and later reads of the parameter are its new value
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim builds on the frontend
+
+        data._traced_assign(graph, new, op)
+        var = data.owner.variable(graph)
+        with enable_grad():  # (read as the parameter: its gradient goes to the Variable)
+            new = core.call("custom_grad", graph_step.current(var), var, function=THROUGH)
+        graph_step.note_read(var, x)
     argument = _ARGUMENTS.get(graph, {}).get(id(x))
     if argument is not None and argument[0] is x and argument[1]:
         # an argument that requires grad, changed under no_grad: still the leaf its caller

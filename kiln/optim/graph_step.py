@@ -54,6 +54,7 @@ __all__ = [
     "current",
     "enter",
     "idle",
+    "note_read",
     "note_update",
     "pending_grads",
     "take_grads",
@@ -220,6 +221,13 @@ def note_update(var, value) -> None:
     trace give `value` (`stepped`), as the eager module's next call reads its buffer after
     the first call's in-place update (a BatchNorm called twice)."""
     _STEPPED.setdefault(var.graph, {})[id(var)] = [value, None]
+
+
+def note_read(var, value) -> None:
+    """What later reads of the parameter Variable `var` give in its kn.compile trace: `value`,
+    the Symbol an in-place change through the module's attribute left its new value in (so
+    that code holding it and code reading the attribute again see one value)."""
+    _STEPPED[var.graph][id(var)][1] = value
 
 
 def current(var):

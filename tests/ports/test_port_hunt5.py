@@ -144,3 +144,48 @@ def test_weight_clipping_before_a_compiled_step(torch, how):
         np.testing.assert_allclose(k_losses, t_losses, rtol=1e-5, atol=1e-6)
         for k, t in zip(k_params, t_params):
             np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)
+
+
+# -- a module's weight changed through its attribute after a compiled step ---------------------
+# Clipping after `optimizer.step()` through the module's attribute (`netD.fc.weight.data.clamp_`,
+# or `netD.fc.weight.clamp_` / a row of it under no_grad) was lost: after a step in the trace the
+# attribute reads the stepped value, and the change stayed in the trace without being assigned
+# to the parameter, so each call after the first went on from unclipped weights.
+
+
+def steps_then_change(lib, how, compiled):
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor([[1.0, -0.5, 0.25], [0.75, 0.5, -1.0]]))
+        lin.bias.fill_(0.1)
+    opt = lib.optim.SGD(lin.parameters(), lr=0.1, momentum=0.5)
+
+    def step(x):
+        opt.zero_grad()
+        loss = lin(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        if how == "data":
+            lin.weight.data.clamp_(-0.3, 0.3)
+        with lib.no_grad():
+            if how == "attribute":
+                lin.weight.clamp_(-0.3, 0.3)
+            elif how == "row":
+                lin.weight[1].mul_(0.5)
+                lin.bias[0] = 0.0
+        return loss, lin.weight * 1.0
+
+    step = kn.compile(step) if compiled else step
+    seen = []
+    for k in range(3):
+        loss, w = step(lib.tensor([[1.0, 2.0, -1.0], [0.5, -1.5, 2.0]]) * (k + 1))
+        seen += [loss.detach().clone(), w.detach().clone()]
+    return seen + [p.detach().clone() for p in lin.parameters()]
+
+
+@pytest.mark.parametrize("how", ["data", "attribute", "row"])
+def test_module_attribute_changed_after_a_compiled_step(torch, how):
+    expected = steps_then_change(torch, how, False)
+    for compiled in (False, True):
+        for k, t in zip(steps_then_change(kn, how, compiled), expected):
+            np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)

@@ -189,3 +189,27 @@ def test_module_attribute_changed_after_a_compiled_step(torch, how):
     for compiled in (False, True):
         for k, t in zip(steps_then_change(kn, how, compiled), expected):
             np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)
+
+
+# -- a captured tensor indexed by a tensor the compiled function computes -----------------------
+# PPO's minibatch update indexes the rollout's tensors (captured, not arguments) by a minibatch
+# of indices: `obs[idx]`, `old_logp[idx]`; a diffusion step reads `alphas_cumprod[t]`. Compiled,
+# kiln raised "gather: argument tensor(...) is not a Symbol": the eager tensor stayed eager while
+# its index was a graph value.
+
+
+def test_captured_tensor_indexed_by_a_traced_index(torch):
+    results = []
+    for lib in (torch, kn):
+        table = lib.arange(10.0).reshape(5, 2)
+        flat = lib.tensor([0.5, 1.5, 2.5, 3.5, 4.5])
+
+        def f(idx):
+            return table[idx] * 2, table[idx, 1], flat[idx + 1], table[:, 0][idx]
+
+        step = f if lib is torch else kn.compile(f)
+        first = step(lib.tensor([3, 1, 3]))
+        table.mul_(-1)  # the captured tensor changed between calls: read as it is now
+        results.append((*first, *step(lib.tensor([0, 3]))))
+    for k, t in zip(results[1], results[0]):
+        np.testing.assert_array_equal(to_numpy(k), to_numpy(t))

@@ -566,3 +566,110 @@ def test_style_transfer_matches_torch(torch, wrap, line_search):
     k_losses, k_img = style_transfer(kn, k_cnn, content, style, line_search, wrapper(wrap))
     assert_losses_close(k_losses, t_losses, rtol=1e-9, atol=0)
     np.testing.assert_allclose(to_numpy(k_img), to_numpy(t_img), rtol=1e-9, atol=1e-10)
+
+
+# -- PPO: an actor-critic with a Categorical and a diagonal Normal head, GAE, clipped objective ---
+# (the rollout's tensors are captured and indexed by each minibatch's indices)
+
+
+def build_actor_critic(torch):
+    nn = torch.nn
+
+    class ActorCritic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh())
+            self.pi = nn.Linear(32, 3)
+            self.v = nn.Linear(32, 1)
+            self.log_std = nn.Parameter(torch.zeros(2))
+            self.mu = nn.Linear(32, 2)
+
+        def forward(self, x):
+            h = self.body(x)
+            return (
+                self.pi(h),
+                self.v(h).squeeze(-1),
+                self.mu(h),
+                self.log_std.expand(x.shape[0], -1),
+            )
+
+    return ActorCritic()
+
+
+def gae(torch, rewards, values, dones, last_value, gamma=0.99, lam=0.95):
+    adv = torch.zeros_like(rewards)
+    lastgaelam = 0
+    T = rewards.shape[0]
+    for t in reversed(range(T)):
+        nextvalues = last_value if t == T - 1 else values[t + 1]
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * nextvalues * nonterminal - values[t]
+        adv[t] = lastgaelam = delta + gamma * lam * nonterminal * lastgaelam
+    return adv, adv + values
+
+
+def ppo(torch, model, data, wrap=identity):
+    obs, actions, cont, rewards, dones = (torch.from_numpy(a) for a in data)
+    D = torch.distributions
+    with torch.no_grad():
+        logits, values, mu, log_std = model(obs)
+        old_logp = D.Categorical(logits=logits).log_prob(actions) + D.Normal(
+            mu, log_std.exp()
+        ).log_prob(cont).sum(-1)
+        adv, returns = gae(torch, rewards, values, dones, values[-1])
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3, eps=1e-5)
+
+    @wrap
+    def update(idx):
+        o, a, c, olp, ad, ret = (
+            obs[idx],
+            actions[idx],
+            cont[idx],
+            old_logp[idx],
+            adv[idx],
+            returns[idx],
+        )
+        ad = (ad - ad.mean()) / (ad.std() + 1e-8)
+        logits, v, mu, log_std = model(o)
+        cat = D.Categorical(logits=logits)
+        nor = D.Independent(D.Normal(mu, log_std.exp()), 1)
+        logp = cat.log_prob(a) + nor.log_prob(c)
+        ratio = (logp - olp).exp()
+        pg = torch.max(-ad * ratio, -ad * torch.clamp(ratio, 0.8, 1.2)).mean()
+        vloss = 0.5 * ((v - ret) ** 2).mean()
+        ent = cat.entropy().mean() + nor.entropy().mean()
+        approx_kl = ((ratio - 1) - (ratio.log())).mean()
+        clipfrac = ((ratio - 1.0).abs() > 0.2).float().mean()
+        loss = pg - 0.01 * ent + 0.5 * vloss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+        return loss, approx_kl, clipfrac
+
+    out = []
+    rng = np.random.default_rng(5)
+    for epoch in range(3):
+        perm = rng.permutation(16)
+        for mb in perm.reshape(2, 8):
+            out += [v.item() for v in update(torch.from_numpy(mb))]
+    return out
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_ppo_matches_torch(torch, wrap):
+    rng = np.random.default_rng(0)
+    data = (
+        rng.normal(size=(16, 4)).astype(np.float32),
+        rng.integers(0, 3, 16),
+        rng.normal(size=(16, 2)).astype(np.float32),
+        rng.normal(size=16).astype(np.float32),
+        (rng.uniform(size=16) < 0.2).astype(np.float32),
+    )
+    torch.manual_seed(0)
+    t_model, k_model = build_actor_critic(torch), build_actor_critic(kn)
+    copy_weights(t_model, k_model)
+    t_values = ppo(torch, t_model, data)
+    k_values = ppo(kn, k_model, data, wrapper(wrap))
+    assert_losses_close(k_values, t_values)
+    assert_state_close(t_model, k_model)

@@ -664,3 +664,7 @@ from .distributions_more import __all__ as _more_all  # noqa: E402
 
 _KL.update(_MORE_KL)
 __all__ += _more_all
+
+from .distributions_mixture import MixtureSameFamily  # noqa: E402
+
+__all__ += ["MixtureSameFamily"]

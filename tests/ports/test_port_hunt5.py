@@ -213,3 +213,45 @@ def test_captured_tensor_indexed_by_a_traced_index(torch):
         results.append((*first, *step(lib.tensor([0, 3]))))
     for k, t in zip(results[1], results[0]):
         np.testing.assert_array_equal(to_numpy(k), to_numpy(t))
+
+
+# -- a mixture density network ------------------------------------------------------------------
+# Its likelihood is `D.MixtureSameFamily(D.Categorical(logits=pi), D.Independent(D.Normal(mu,
+# sigma), 1))` (or Normal components for a scalar target): kn.distributions had no
+# MixtureSameFamily (AttributeError).
+
+
+def mdn_values(lib, event):
+    D = lib.distributions
+    width = 2 * max(event, 1) + 1  # a logit, the means and the scales of each component
+    h = lib.tensor(np.linspace(-2, 2, 5 * 3 * width).reshape(5, 3, width), requires_grad=True)
+    logits, mu = h[..., 0], h[..., 1 : 1 + event] if event else h[..., 1]
+    sigma = lib.nn.functional.softplus(h[..., 1 + event :] if event else h[..., 2]) + 0.1
+    comp = D.Independent(D.Normal(mu, sigma), 1) if event else D.Normal(mu, sigma)
+    mix = D.MixtureSameFamily(D.Categorical(logits=logits), comp)
+    y = lib.tensor(np.linspace(-1, 1, 5 * max(event, 1)).reshape(5, event) if event
+                   else np.linspace(-1, 1, 5))  # fmt: skip
+    out = [mix.log_prob(y), mix.mean, mix.variance]
+    if not event:
+        out.append(mix.cdf(y))
+    loss = -out[0].mean() + sum(o.sum() for o in out[1:])
+    shapes = (tuple(mix.batch_shape), tuple(mix.event_shape))
+    return out, lib.autograd.grad(loss, h), shapes, tuple(mix.sample((4,)).shape)
+
+
+@pytest.mark.parametrize("event", [0, 2])
+def test_mixture_same_family_like_torch(torch, event):
+    t_out, t_grad, t_shapes, t_sample = mdn_values(torch, event)
+    k_out, k_grad, k_shapes, k_sample = mdn_values(kn, event)
+    assert k_shapes == t_shapes and k_sample == t_sample
+    for k, t in zip([*k_out, *k_grad], [*t_out, *t_grad]):
+        np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-10)
+
+
+def test_mixture_same_family_refusals(torch):
+    for lib in (torch, kn):
+        D = lib.distributions
+        with pytest.raises(ValueError):  # 3 mixture components, 2 in the components' batch
+            D.MixtureSameFamily(D.Categorical(logits=lib.zeros(3)), D.Normal(lib.zeros(2), 1.0))
+        with pytest.raises(ValueError):  # a mixture that is no Categorical
+            D.MixtureSameFamily(D.Normal(lib.zeros(2), 1.0), D.Normal(lib.zeros(2), 1.0))

@@ -255,3 +255,47 @@ def test_mixture_same_family_refusals(torch):
             D.MixtureSameFamily(D.Categorical(logits=lib.zeros(3)), D.Normal(lib.zeros(2), 1.0))
         with pytest.raises(ValueError):  # a mixture that is no Categorical
             D.MixtureSameFamily(D.Normal(lib.zeros(2), 1.0), D.Normal(lib.zeros(2), 1.0))
+
+
+# -- a compiled forward that projects its weights under no_grad, backward outside ---------------
+# A monotone network keeps its weights non-negative in its forward (`with torch.no_grad():
+# self.weight.clamp_(min=0)` for each parameter) and is compiled as a module, its loss's
+# backward() after the compiled call. kn.compile's output did not require grad (an in-place change
+# of a parameter was taken for an optimizer's step, after which no gradient flows), so the
+# backward raised; torch's gradients reach the clamped weights.
+
+
+def monotone_steps(lib, compiled):
+    class Monotone(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 2)
+
+        def forward(self, x):
+            with lib.no_grad():
+                for p in self.lin.parameters():
+                    p.clamp_(min=0.0)
+            return self.lin(x).sum(1)
+
+    model = Monotone()
+    with lib.no_grad():
+        model.lin.weight.copy_(lib.tensor([[1.0, -0.5, 0.25], [-0.75, 0.5, 1.0]]))
+        model.lin.bias.copy_(lib.tensor([-0.1, 0.2]))
+    run = kn.compile(model) if compiled else model
+    opt = lib.optim.SGD(model.parameters(), lr=0.3)
+    seen = []
+    for k in range(3):
+        out = run(lib.tensor([[1.0, 2.0, -1.0], [0.5, -1.5, 2.0]]) * (k - 1))
+        loss = (out - 1.0).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        seen += [loss.detach().clone(), model.lin.weight.grad.clone()]
+        opt.step()
+    return seen + [p.detach().clone() for p in model.parameters()]
+
+
+def test_weights_projected_in_a_compiled_forward(torch):
+    expected = monotone_steps(torch, False)
+    for compiled in (False, True):
+        for k, t in zip(monotone_steps(kn, compiled), expected):
+            np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-6, atol=1e-7)

@@ -6,8 +6,10 @@ cls token, nn.MultiheadAttention with a key padding mask and per-head weights, a
 TransformerEncoder, label smoothing, OneCycleLR), SimCLR's NT-Xent loss (normalize, a cosine
 similarity matrix, masked_fill with -inf), knowledge distillation (kl_div with log_target and a
 temperature), a RealNVP flow (masked affine couplings, log-determinants, a MultivariateNormal
-prior), message passing over an edge list (index_add_, scatter_reduce) and neural style
-transfer (forward hooks, Gram matrices, LBFGS over an image, with and without strong Wolfe).
+prior), message passing over an edge list (index_add_, scatter_reduce), neural style
+transfer (forward hooks, Gram matrices, LBFGS over an image, with and without strong Wolfe),
+PPO (Categorical and Normal heads, GAE, the clipped objective), spectral_norm and weight_norm
+layers, and an ESPCN-style super-resolution net (pixel_shuffle).
 
 Tolerances: those of port_common (float32, a few Adam/SGD steps); the style transfer runs in
 float64, where LBFGS's line search and curvature pairs amplify float32 rounding to a few
@@ -672,4 +674,78 @@ def test_ppo_matches_torch(torch, wrap):
     t_values = ppo(torch, t_model, data)
     k_values = ppo(kn, k_model, data, wrapper(wrap))
     assert_losses_close(k_values, t_values)
+    assert_state_close(t_model, k_model)
+
+
+# -- normalized layers (spectral_norm, weight_norm) and a super-resolution net ------------------
+# spectral_norm's power iteration updates its u (and v) buffers in each training forward, under
+# no_grad: compiled, those updates are the program's; the buffers come from torch's state_dict.
+
+
+def build_normalized(torch, kind):
+    nn = torch.nn
+    P = nn.utils.parametrizations
+    if kind == "spectral_norm":
+        return nn.Sequential(
+            P.spectral_norm(nn.Linear(4, 8), n_power_iterations=2),
+            nn.LeakyReLU(0.2),
+            P.spectral_norm(nn.Conv1d(1, 2, 3)),
+        )
+    if kind == "spectral_norm_hook":  # the older hook-based form
+        return nn.Sequential(
+            nn.utils.spectral_norm(nn.Linear(4, 8)),
+            nn.LeakyReLU(0.2),
+            nn.utils.spectral_norm(nn.Conv1d(1, 2, 3)),
+        )
+    if kind == "weight_norm":
+        return nn.Sequential(
+            P.weight_norm(nn.Linear(4, 8)),
+            nn.LeakyReLU(0.2),
+            P.weight_norm(nn.Conv1d(1, 2, 3), dim=None),
+        )
+    return nn.Sequential(  # ESPCN-style super-resolution
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.PReLU(8),
+        nn.Conv2d(8, 4, 3, padding=1, padding_mode="replicate"),
+        nn.PixelShuffle(2),
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.PixelUnshuffle(2),
+        nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+    )
+
+
+def train_normalized(torch, model, xs, kind, wrap=identity):
+    F = torch.nn.functional
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    @wrap
+    def step(x):
+        opt.zero_grad()
+        if kind == "super_resolution":
+            target = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+            loss = F.l1_loss(model(x), target)
+        else:
+            loss = model[2](model[1](model[0](x)).unsqueeze(1)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return [step(torch.from_numpy(x)).item() for x in xs]
+
+
+KINDS = ["spectral_norm", "spectral_norm_hook", "weight_norm", "super_resolution"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_normalized_layers_match_torch(torch, wrap, kind):
+    rng = np.random.default_rng(0)
+    shape = (4, 5, 1, 6, 6) if kind == "super_resolution" else (4, 5, 4)
+    xs = rng.normal(size=shape).astype(np.float32)
+    torch.manual_seed(0)
+    t_model, k_model = build_normalized(torch, kind), build_normalized(kn, kind)
+    copy_weights(t_model, k_model)
+    t_losses = train_normalized(torch, t_model, xs, kind)
+    k_losses = train_normalized(kn, k_model, xs, kind, wrapper(wrap))
+    assert_losses_close(k_losses, t_losses)
     assert_state_close(t_model, k_model)

@@ -40,6 +40,7 @@ import weakref
 
 import numpy as np
 
+from ..eager.grad_mode import enable_grad
 from ..errors import AutogradError, UsageError, call_error
 from ..frontend import autodiff
 from ..frontend.core import call
@@ -248,8 +249,10 @@ def stepped(var):
     entry = found.get(id(var)) if found else None
     if entry is None:
         return var
-    if entry[1] is None:
-        entry[1] = call("custom_grad", entry[0], var, function=THROUGH)
+    if entry[1] is None:  # (the parameter whatever the grad mode of this first read: ops
+        # made under no_grad detach their operands, not the parameter for later reads)
+        with enable_grad():
+            entry[1] = call("custom_grad", entry[0], var, function=THROUGH)
     return entry[1]
 
 

@@ -299,3 +299,41 @@ def test_weights_projected_in_a_compiled_forward(torch):
     for compiled in (False, True):
         for k, t in zip(monotone_steps(kn, compiled), expected):
             np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-6, atol=1e-7)
+
+
+# -- a parameter first read under no_grad after a compiled step ---------------------------------
+# After `optimizer.step()` in a compiled function, reading a parameter under no_grad first (an
+# EMA or a logged norm: `with torch.no_grad(): norm = model.weight.norm()`) made every later read
+# in the trace a detached value: a second forward's backward gave the parameter no gradient.
+
+
+def step_then_read(lib, compiled):
+    lin = lib.nn.Linear(3, 1)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor([[1.0, -0.5, 0.25]]))
+        lin.bias.fill_(0.1)
+    opt = lib.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        lin(x).pow(2).sum().backward()
+        opt.step()
+        with lib.no_grad():
+            norm = lin.weight.norm()
+        opt.zero_grad()
+        loss = lin(x).pow(2).sum()
+        loss.backward()
+        return loss, norm, *(p.grad * 1.0 for p in lin.parameters())
+
+    step = kn.compile(step) if compiled else step
+    seen = []
+    for k in range(2):
+        seen += [v.detach().clone() for v in step(lib.tensor([[1.0, 2.0, -1.0]]) * (k + 1))]
+    return seen + [p.detach().clone() for p in lin.parameters()]
+
+
+def test_parameter_read_under_no_grad_after_a_compiled_step(torch):
+    expected = step_then_read(torch, False)
+    for compiled in (False, True):
+        for k, t in zip(step_then_read(kn, compiled), expected):
+            np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)

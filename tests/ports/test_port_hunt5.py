@@ -337,3 +337,41 @@ def test_parameter_read_under_no_grad_after_a_compiled_step(torch):
     for compiled in (False, True):
         for k, t in zip(step_then_read(kn, compiled), expected):
             np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)
+
+
+# -- a module attribute's .grad inside a compiled step ------------------------------------------
+# Logging or clipping a layer's gradient by its attribute (`model.fc.weight.grad.norm()`, a hand
+# update `w.sub_(lr * model.fc.weight.grad)`) inside a compiled step raised SymbolAttributeError
+# ("a graph value has no autograd tape"), before and after a step; the Parameters' `.grad` (from
+# `model.parameters()`) worked.
+
+
+def attribute_grads(lib, compiled):
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor([[1.0, -0.5, 0.25], [0.75, 0.5, -1.0]]))
+        lin.bias.fill_(0.1)
+    opt = lib.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        lin(x).pow(2).sum().backward()
+        before = lin.weight.grad.norm()
+        opt.step()
+        opt.zero_grad()
+        loss = lin(x).pow(2).sum()
+        loss.backward()
+        return loss, before, lin.weight.grad * 1.0, lin.bias.grad.sum()
+
+    step = kn.compile(step) if compiled else step
+    seen = []
+    for k in range(2):
+        seen += [v.detach().clone() for v in step(lib.tensor([[1.0, 2.0, -1.0]]) * (k + 1))]
+    return seen
+
+
+def test_module_attribute_grad_in_a_compiled_step(torch):
+    expected = attribute_grads(torch, False)
+    for compiled in (False, True):
+        for k, t in zip(attribute_grads(kn, compiled), expected):
+            np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)

@@ -668,3 +668,9 @@ __all__ += _more_all
 from .distributions_mixture import MixtureSameFamily  # noqa: E402
 
 __all__ += ["MixtureSameFamily"]
+
+from . import distributions_transforms as transforms  # noqa: E402, F401 (kn.distributions.transforms)
+from .distributions_transforms import *  # noqa: E402, F403
+from .distributions_transforms import __all__ as _transforms_all  # noqa: E402
+
+__all__ += _transforms_all

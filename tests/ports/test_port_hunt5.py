@@ -375,3 +375,46 @@ def test_module_attribute_grad_in_a_compiled_step(torch):
     for compiled in (False, True):
         for k, t in zip(attribute_grads(kn, compiled), expected):
             np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-5, atol=1e-6)
+
+
+# -- a squashed Gaussian policy (SAC) -----------------------------------------------------------
+# SAC's actor samples `TransformedDistribution(Normal(mu, std), [TanhTransform(cache_size=1)])`
+# and scores the action with its log_prob: kn.distributions had no TransformedDistribution nor
+# transforms (AttributeError).
+
+
+def squashed_policy(lib, cache_size):
+    D = lib.distributions
+    h = lib.tensor(np.linspace(-1.5, 1.5, 12).reshape(3, 4), requires_grad=True)
+    mu, log_std = h[:, :2], h[:, 2:].clamp(-2, 1)
+    eps = lib.tensor(np.linspace(-2.0, 2.5, 6).reshape(3, 2))
+    f64 = {"dtype": lib.float64}
+    tanh = D.TanhTransform(cache_size=cache_size)
+    pi = D.TransformedDistribution(D.Normal(mu, log_std.exp()), [tanh])
+    action = tanh(mu + log_std.exp() * eps)  # the draw rsample makes, from known noise
+    logp = pi.log_prob(action).sum(-1)
+    scaled = D.TransformedDistribution(
+        D.Independent(D.Normal(mu, log_std.exp()), 1),
+        D.ComposeTransform(
+            [D.TanhTransform(), D.AffineTransform(lib.tensor([0.5, -1.0], **f64), 2.0)]
+        ),
+    )
+    squashed = D.TransformedDistribution(D.Normal(mu, 1.0), [D.SigmoidTransform()])
+    positive = D.TransformedDistribution(D.Normal(mu, 1.0), D.ExpTransform())
+    out = [  # (float64 values: float32 ones are one rounding of log apart)
+        action, logp, scaled.log_prob(lib.tensor([[0.9, 0.2], [0.1, -2.0], [-1.0, -0.5]], **f64)),
+        squashed.log_prob(lib.tensor([[0.2, 0.7], [0.5, 0.5], [0.99, 0.01]], **f64)),
+        positive.log_prob(lib.tensor([[0.2, 1.7], [3.0, 0.5], [1.0, 0.01]], **f64)),
+    ]  # fmt: skip
+    shapes = [tuple(d.batch_shape) + tuple(d.event_shape) for d in (pi, scaled, squashed)]
+    shapes += [tuple(scaled.event_shape), tuple(pi.rsample((5,)).shape)]
+    return out, lib.autograd.grad(sum(o.sum() for o in out[1:]), h), shapes
+
+
+@pytest.mark.parametrize("cache_size", [0, 1])
+def test_transformed_distribution_like_torch(torch, cache_size):
+    t_out, t_grad, t_shapes = squashed_policy(torch, cache_size)
+    k_out, k_grad, k_shapes = squashed_policy(kn, cache_size)
+    assert k_shapes == t_shapes
+    for k, t in zip([*k_out, *k_grad], [*t_out, *t_grad]):
+        np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-10, atol=1e-12)

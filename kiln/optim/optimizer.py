@@ -375,9 +375,8 @@ class Optimizer(OptimizerHooks):
             variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
             graph_step.clear_grads([v for v in variables if v.graph is graph], set_to_none)
             parameters = [p for p in params if isinstance(p, Parameter)]
-            # plain tensors the compiled function takes (an image LBFGS optimizes): each call
-            # clears their `.grad` too
-            graph_step.zero_leaf_grads([p for p in params if type(p) is Tensor], set_to_none)
+            plain = [p for p in params if type(p) is Tensor]  # (an image LBFGS optimizes)
+            graph_step.zero_leaf_grads(plain, set_to_none)  # each compiled call clears them
             if graph_step.zero_grads(parameters, set_to_none):
                 return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for _, t, _ in self._tensors():
@@ -688,9 +687,7 @@ class Optimizer(OptimizerHooks):
             state = self._slots_of(var, group)
             step = state["step"] + 1
             slots = {name: state[name] for name in self._slot_names(group) if name in state}
-            # the parameter as the traced code left it (`p.data.clamp_(-c, c)` before the
-            # step: the step updates the clamped value, as PyTorch's in-place step does)
-            now = graph_step.current(var)
+            now = graph_step.current(var)  # as traced code left it (`p.data.clamp_` first)
             if var.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
                 pair, pair_g = F.view_as_real(now), F.view_as_real(g)
                 new_pair, new_slots = self._update(pair, pair_g, slots, step, options)

@@ -664,13 +664,3 @@ from .distributions_more import __all__ as _more_all  # noqa: E402
 
 _KL.update(_MORE_KL)
 __all__ += _more_all
-
-from .distributions_mixture import MixtureSameFamily  # noqa: E402
-
-__all__ += ["MixtureSameFamily"]
-
-from . import distributions_transforms as transforms  # noqa: E402, F401 (kn.distributions.transforms)
-from .distributions_transforms import *  # noqa: E402, F403
-from .distributions_transforms import __all__ as _transforms_all  # noqa: E402
-
-__all__ += _transforms_all

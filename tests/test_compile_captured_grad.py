@@ -98,12 +98,27 @@ def test_no_longer_requiring_grad_makes_it_a_constant_again():
     assert not out.requires_grad and out.tolist() == [6.0]
 
 
-def test_in_place_change_inside_is_refused_as_for_arguments():
+def test_in_place_change_inside_under_no_grad_keeps_the_leaf():
+    # torch.compile runs it as eager PyTorch does: w changes, stays the leaf that gradients of
+    # what reads its new value reach (expected values by hand)
     w = kn.tensor([1.0, 2.0], requires_grad=True)
 
     def step(x):
         with kn.no_grad():
             w.mul_(2)
+        return w * x
+
+    out = kn.compile(step)(kn.tensor([3.0, 5.0]))
+    assert out.tolist() == [6.0, 20.0] and w.tolist() == [2.0, 4.0] and type(w) is kn.Tensor
+    out.sum().backward()
+    assert w.grad.tolist() == [3.0, 5.0]
+
+
+def test_in_place_change_inside_with_grad_on_is_refused_as_for_arguments():
+    w = kn.tensor([1.0, 2.0], requires_grad=True)
+
+    def step(x):
+        w.mul_(2)
         return w * x
 
     with pytest.raises(GraphError, match="in-place change of 'w'"):

@@ -20,8 +20,9 @@ compiled call returns its new value and writes it into the caller's tensor.
 
 Refused, with an error naming the op and the line: a graph-mode placeholder (a feed), a
 Variable (it changes only through `updates=`/`assign`), an argument of a compiled function
-that requires grad, views PyTorch cannot write through
-either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`),
+that requires grad while grad mode is on (under no_grad it changes, and stays the leaf that
+gradients reach), views PyTorch cannot write through either (a broadcast `expand`), views kiln
+cannot yet write back (`bitcast`),
 a result of another shape, and a result whose dtype the value cannot hold (PyTorch's "result
 type Float can't be cast to the desired output type Long").
 """
@@ -33,6 +34,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager.grad_mode import enable_grad, state
 from ..errors import DTypeMismatchError, GraphError, ShapeMismatchError, node_error
 from ..graph.core import Symbol, Variable, user_site
 from . import core
@@ -217,7 +219,7 @@ def _check_target(x: Symbol, op: str) -> None:
         name = node.node.op.name
         argument = _ARGUMENTS.get(node.node.graph, {}).get(id(node))
         if argument is not None and argument[0] is node:
-            if argument[1]:
+            if argument[1] and state.grad:  # (under no_grad: as an optimizer's update)
                 raise _error(
                     GraphError,
                     f"in-place change of '{node.name}', an argument of the compiled function "
@@ -227,6 +229,10 @@ def _check_target(x: Symbol, op: str) -> None:
                     x,
                 )
             return  # the compiled call writes its new value into the caller's tensor
+        if (not state.grad and not isinstance(node, Variable)
+                and _module_data_of(node) is not None):  # fmt: skip
+            return  # a module's parameter after a step, changed under no_grad (`with
+            # no_grad(): m.weight.clamp_(-c, c)`): the program assigns it (assign_inplace)
         if isinstance(node, Variable) or name in _REFUSED_INPUTS:
             what = _REFUSED_INPUTS.get(name, "a Variable")
             via = "" if node is x else f" (through the view '{x.name}')"
@@ -515,9 +521,25 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         # x on the gradient path, as eager's tape does: x's new value requires grad where the
         # old one did, and the old history gets a zero gradient (PyTorch's ZeroBackward0)
         new = core.call("custom_grad", new, new, x, function=OVERWRITE)
+    data = None if isinstance(x, Variable) else _module_data_of(x)
+    if data is not None:  # a module's parameter as read after a step: the program assigns
+        # it on each call, and x and later reads of the parameter are its new value
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim builds on the frontend
+
+        data._traced_assign(graph, new, op)
+        var = data.owner.variable(graph)
+        with enable_grad():  # (read as the parameter: its gradient goes to the Variable)
+            new = core.call("custom_grad", graph_step.current(var), var, function=THROUGH)
+        graph_step.note_read(var, x)
+    argument = _ARGUMENTS.get(graph, {}).get(id(x))
+    if argument is not None and argument[0] is x and argument[1]:
+        # an argument that requires grad, changed under no_grad: still the leaf its caller
+        # holds, so the gradients of what reads its new value go to it (an optimizer's
+        # update, a `clamp_` of an image optimized by LBFGS)
+        with enable_grad():
+            new = core.call("custom_grad", new, x, function=THROUGH)
     old = rebind(x, new)
     keep_layout(x, layout)
-    argument = _ARGUMENTS.get(graph, {}).get(id(x))
     if argument is not None and argument[0] is x and argument[2] is None:
         argument[2] = old  # the argument's placeholder, now under a fresh Symbol
     _retake_views(x, old)

@@ -55,6 +55,13 @@ def getitem(x, index):
     if all(isinstance(i, _BASIC) and not isinstance(i, (bool, np.bool_)) for i in items):
         return _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))))
     spec, selects, arrays, axes = parse(x, items)
+    if type(x) is not Symbol:  # an eager tensor indexed by graph values (a tensor that
+        # kn.compile's function captured, indexed by one it computes): a constant of theirs
+        traced = next((i for i in arrays if isinstance(i, Symbol)), None) if arrays else None
+        if traced is None and selects:
+            traced = next((i for _, i in selects if isinstance(i, Symbol)), None)
+        if traced is not None:
+            (x,) = lift(x, context=(traced,))
     x = _basic(x, spec)
     for axis, i in reversed(selects):  # highest first: the lower axes stay where they are
         (i,) = lift(i, context=(x,))

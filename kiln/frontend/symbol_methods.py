@@ -169,9 +169,26 @@ def _identity(name: str):
     return method
 
 
+def _grad(self):
+    """`.grad` of a module's parameter read inside a kn.compile trace (`model.fc.weight.grad`,
+    before or after a step there): that Parameter's gradient in the trace; else refused, as
+    a graph value has no tape."""
+    from ..nn.parameter import module_data_of  # NOTE: lazy: kiln.nn builds on the frontend
+
+    found = module_data_of(self)
+    if found is None:
+        raise SymbolAttributeError(
+            f"'grad' of Symbol '{self.name}' ({self.op.name}, created at {self.site}), "
+            f"asked at {user_site()}: {_TAPE}"
+        )
+    return found.owner.grad
+
+
 def install_symbol_methods(cls=Symbol) -> None:
     """Puts the attributes above on `cls` (Symbol), leaving any it has already."""
     cls.register_hook = register_hook
+    if "grad" not in cls.__dict__:
+        cls.grad = property(_grad)
     for name, why in ATTRIBUTES.items():
         if name not in cls.__dict__:
             setattr(cls, name, _attribute(name, why))

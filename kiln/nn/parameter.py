@@ -213,10 +213,20 @@ class ModuleValue(Tensor):
         (a graph value, or a tensor computed from constants) on each call, and later reads
         in the trace see it."""
         from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+        from ..passes.vectorize import ancestors  # NOTE: lazy: the passes import kiln.nn
+        from .module import keeps_grad  # NOTE: lazy: kiln.nn.module imports this module
 
         var = self.variable(graph)
         value = _graph_value(value, var, graph)
-        apply("assign", var, value)
+        made = {id(n) for n in ancestors([value])}
+        first = all(id(n) in made for n in var.graph.nodes if any(i is var for i in n.inputs))
+        assign = apply("assign", var, value)
+        if first:  # nothing read it before but the change (a projection of the weights at
+            # the start of a forward): later reads are the changed parameter, whose gradient
+            # goes to it (as PyTorch's leaf changed under no_grad), so the outputs keep theirs
+            if assign.node.op.name == "stop_gradient":  # (made under no_grad)
+                assign = assign.node.inputs[0]
+            keeps_grad(assign)
         graph_step.note_update(var, value)
 
     @data.setter

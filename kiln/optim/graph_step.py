@@ -40,6 +40,7 @@ import weakref
 
 import numpy as np
 
+from ..eager.grad_mode import enable_grad
 from ..errors import AutogradError, UsageError, call_error
 from ..frontend import autodiff
 from ..frontend.core import call
@@ -50,8 +51,11 @@ __all__ = [
     "backward",
     "clear_grads",
     "cleared_first",
+    "cleared_leaves",
+    "current",
     "enter",
     "idle",
+    "note_read",
     "note_update",
     "pending_grads",
     "take_grads",
@@ -60,6 +64,7 @@ __all__ = [
     "untrace_grads",
     "variable_of",
     "zero_grads",
+    "zero_leaf_grads",
 ]
 
 # graph -> {id(Variable): [Variable, gradient Symbol]}: what `.grad` holds in that graph
@@ -79,9 +84,45 @@ _CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def trace_leaves(graph, placeholders) -> None:
-    """The arguments of a kn.compile trace whose `.grad` backward() inside it sets."""
+# graph of a kn.compile trace -> {id(Tensor): placeholder} of those arguments (the caller's
+# tensors, which an optimizer over plain tensors holds), and -> {id(placeholder): set_to_none}
+# of those whose `.grad` zero_grad() cleared there: each call clears it before adding its own
+_LEAF_TENSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LEAF_CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_leaves(graph, placeholders, tensors=()) -> None:
+    """The arguments of a kn.compile trace whose `.grad` backward() inside it sets;
+    `tensors`: the caller's tensors they stand for (those `zero_leaf_grads` knows)."""
     _LEAVES[graph] = list(placeholders)
+    _LEAF_TENSORS[graph] = {id(t): s for t, s in zip(tensors, placeholders)}
+
+
+def zero_leaf_grads(tensors, set_to_none: bool) -> list:
+    """`zero_grad()` in a kn.compile trace of an optimizer over plain leaf tensors that are
+    arguments of the trace (an image LBFGS optimizes): the gradients backward() left for them
+    in the trace are dropped, and each call clears their `.grad` (to None, or zeros) before
+    it adds its own, as the eager zero_grad() the traced code calls would. Returns the tensors
+    that are no such argument."""
+    graph = get_default_graph()
+    known = _LEAF_TENSORS.get(graph)
+    if not known:
+        return list(tensors)
+    rest, pending = [], pending_grads(graph)
+    for t in tensors:
+        s = known.get(id(t))
+        if s is None:
+            rest.append(t)
+            continue
+        pending.pop(id(s), None)
+        _LEAF_CLEARED.setdefault(graph, {})[id(s)] = set_to_none
+    return rest
+
+
+def cleared_leaves(graph) -> dict:
+    """{id(placeholder): set_to_none} of the arguments whose `.grad` zero_grad() cleared in the
+    kn.compile trace of `graph` (`zero_leaf_grads`)."""
+    return _LEAF_CLEARED.get(graph, {})
 
 
 def trace_grads(graph) -> dict:
@@ -137,6 +178,7 @@ def untrace_grads(graph) -> None:
     """The trace of `graph` ended: later graph-mode use of it starts from no gradients."""
     _ENTERED.pop(graph, None)
     _CLEARED.pop(graph, None)
+    _LEAF_TENSORS.pop(graph, None)
 
 
 def enter(variables, cleared: bool = False) -> None:
@@ -182,6 +224,22 @@ def note_update(var, value) -> None:
     _STEPPED.setdefault(var.graph, {})[id(var)] = [value, None]
 
 
+def note_read(var, value) -> None:
+    """What later reads of the parameter Variable `var` give in its kn.compile trace: `value`,
+    the Symbol an in-place change through the module's attribute left its new value in (so
+    that code holding it and code reading the attribute again see one value)."""
+    _STEPPED[var.graph][id(var)][1] = value
+
+
+def current(var):
+    """The value of Variable `var` after the steps and in-place changes traced before in its
+    graph (`record_step`, `note_update`), without the read `stepped` makes: what the next
+    update of it starts from."""
+    found = _STEPPED.get(var.graph)
+    entry = found.get(id(var)) if found else None
+    return var if entry is None else entry[0]
+
+
 def stepped(var):
     """What a read of the parameter Variable `var` gives (see `record_step`); the node that
     reads the new value is made on the first read only (a step's graph keeps none)."""
@@ -191,8 +249,10 @@ def stepped(var):
     entry = found.get(id(var)) if found else None
     if entry is None:
         return var
-    if entry[1] is None:
-        entry[1] = call("custom_grad", entry[0], var, function=THROUGH)
+    if entry[1] is None:  # (the parameter whatever the grad mode of this first read: ops
+        # made under no_grad detach their operands, not the parameter for later reads)
+        with enable_grad():
+            entry[1] = call("custom_grad", entry[0], var, function=THROUGH)
     return entry[1]
 
 

@@ -375,6 +375,8 @@ class Optimizer(OptimizerHooks):
             variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
             graph_step.clear_grads([v for v in variables if v.graph is graph], set_to_none)
             parameters = [p for p in params if isinstance(p, Parameter)]
+            plain = [p for p in params if type(p) is Tensor]  # (an image LBFGS optimizes)
+            graph_step.zero_leaf_grads(plain, set_to_none)  # each compiled call clears them
             if graph_step.zero_grads(parameters, set_to_none):
                 return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
         for _, t, _ in self._tensors():
@@ -672,9 +674,9 @@ class Optimizer(OptimizerHooks):
         self._opt_called = True  # the step a scheduler's step() should follow
         assigns = []
 
-        def apply(op, target, value):
+        def apply(op, target, value, kept=None):
             if skip is not None:
-                value = F.where(skip, target, value)
+                value = F.where(skip, target if kept is None else kept, value)
             return _apply(op, target, value)
 
         for g, var in grads_and_vars:
@@ -685,13 +687,14 @@ class Optimizer(OptimizerHooks):
             state = self._slots_of(var, group)
             step = state["step"] + 1
             slots = {name: state[name] for name in self._slot_names(group) if name in state}
+            now = graph_step.current(var)  # as traced code left it (`p.data.clamp_` first)
             if var.dtype.kind == "c":  # PyTorch's: a complex parameter is a pair of reals
-                pair, pair_g = F.view_as_real(var), F.view_as_real(g)
+                pair, pair_g = F.view_as_real(now), F.view_as_real(g)
                 new_pair, new_slots = self._update(pair, pair_g, slots, step, options)
                 new_param = F.view_as_complex(new_pair)
             else:
-                new_param, new_slots = self._update(var, g, slots, step, options)
-            assigns.append(apply("assign", var, new_param))
+                new_param, new_slots = self._update(now, g, slots, step, options)
+            assigns.append(apply("assign", var, new_param, now))
             assigns.extend(apply("assign", state[k], v) for k, v in new_slots.items())
             assigns.append(apply("assign", state["step"], step))
         if not assigns:

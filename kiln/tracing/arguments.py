@@ -15,7 +15,7 @@ from ..ops.core import bind
 from ..runtime.backend import get_backend
 
 __all__ = ["add_select_indices", "add_view_bases", "argument_views", "check_arguments_apart",
-           "check_own_layout", "hand_back_views", "output_views", "view_of_argument",
+           "check_own_layout", "clear_grad", "hand_back_views", "output_views", "view_of_argument",
            "write_argument"]  # fmt: skip
 
 
@@ -97,7 +97,8 @@ def check_arguments_apart(fn_name: str, changed, leaves, paths, xp=np, reads=())
                     "kn.compile", leaves[k], leaves[j],
                 )  # fmt: skip
         for name, t in reads:
-            if _share(xp, arrays[k], t._data):
+            if t is not leaves[k] and _share(xp, arrays[k], t._data):  # (a captured tensor
+                # taken as this argument is read through it)
                 raise call_error(
                     UsageError,
                     f"kn.compile: {fn_name} changes its argument '{paths[k]}' in place, and "
@@ -117,6 +118,18 @@ def write_argument(target, value) -> None:
         version_of(target).value += 1
     else:
         np.copyto(target, value, casting="unsafe")
+
+
+def clear_grad(target, set_to_none: bool) -> None:
+    """The `.grad` of an argument that the traced code's `zero_grad()` cleared, cleared by
+    the call as that eager zero_grad() does: set to None, or zeros written into it."""
+    if not isinstance(target, Tensor) or target.grad is None:
+        return
+    if set_to_none:
+        target.grad = None
+    else:
+        target.grad._data[...] = 0
+        version_of(target.grad).value += 1
 
 
 def argument_views(outputs, arguments: dict) -> list:

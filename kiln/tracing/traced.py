@@ -45,6 +45,7 @@ from .arguments import (
     argument_views,
     check_arguments_apart,
     check_own_layout,
+    clear_grad,
     hand_back_views,
     laid_out,
     output_orders,
@@ -175,6 +176,7 @@ class Traced:
         aliased=(), watch=None,
     ):  # fmt: skip
         self.key, self.device, self.name = key, device, name_of(fn)
+        given = leaves  # the caller's tensors (or arrays), of the arguments then the lifted
         self.lifted = list(lifted)  # (label, getter) of the captured tensors taken as inputs
         self.memory_budget, self.checkpointing = memory_budget, None
         self._probe = None  # (gradients, placed backward program) planned to meet the budget
@@ -191,7 +193,8 @@ class Traced:
             entered = graph_step.trace_grads(self.graph)  # the parameters' `.grad`s
             leaves = [(k, s) for k, (s, sig) in enumerate(zip(self.inputs, key[1]))
                       if sig[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
-            graph_step.trace_leaves(self.graph, [s for _, s in leaves])
+            graph_step.trace_leaves(self.graph, [s for _, s in leaves],
+                                    [given[k] for k, _ in leaves])  # fmt: skip
             try:
                 with tracing_on(device), tracing_values(), recording(self.graph) as self.prints:
                     getters = [get for _, get in lifted] + [get for get, _ in aliased]
@@ -283,6 +286,9 @@ class Traced:
         # the arguments' gradients from backward() inside: added to their `.grad` each call
         pending = graph_step.pending_grads(self.graph)
         self.leaf_grads = [k for k, s in leaves if id(s) in pending]
+        # those whose `.grad` an optimizer's zero_grad() cleared: each call clears it first
+        cleared = graph_step.cleared_leaves(self.graph)
+        self.leaf_cleared = [(k, cleared[id(s)]) for k, s in leaves if id(s) in cleared]
         grads += [pending[id(s)][1] for k, s in leaves if id(s) in pending]
         self.function = Function(self.inputs, outputs + extras + changed + self.printed + grads,
                                  self.updates, device, memory_budget=memory_budget)  # fmt: skip
@@ -534,6 +540,8 @@ class Traced:
             replay(self.prints, self.printed, [make(r, self.device) for r in shown])
         written = shown[len(self.printed) :]
         self._write_grads(written[: len(written) - len(self.leaf_grads)])
+        for k, to_none in self.leaf_cleared:
+            clear_grad(leaves[k], to_none)
         if self.leaf_grads:
             self._write_leaf_grads(leaves, written[len(written) - len(self.leaf_grads) :])
         results = results[: n + self.n_extras]

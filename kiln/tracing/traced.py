@@ -360,7 +360,7 @@ class Traced:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
-        check_changed_grads(self.name, self.changed, self.paths, marked)
+        check_changed_grads(self.name, self.changed, self.paths, marked, self.inputs)
         self.grad_outputs = [k for k, o in enumerate(self.outputs)
                              if id(o) in marked and k not in self.no_grad_outputs]  # fmt: skip
         # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes

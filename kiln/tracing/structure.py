@@ -38,7 +38,16 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
         items = (flatten(v, f"{path}_{k}", leaves, paths, statics) for k, v in value.items())
         return (dict, tuple(value), tuple(items))
     statics.append((path, value))
-    return (_STATIC, value)
+    return (_STATIC, value, _kind(value))
+
+
+def _kind(value):
+    """What tells apart static values that compare equal but trace differently: the type
+    (`2`, `2.0` and `True` promote an integer tensor differently) and the sign of a zero
+    (`x / -0.0`)."""
+    if type(value) is float and value == 0.0:
+        return float, str(value)
+    return type(value)
 
 
 def _is_namedtuple(value) -> bool:

@@ -32,3 +32,41 @@ def test_a_static_float_argument_equal_to_an_earlier_int_traces_again():
     tf = torch.compile(lambda x, k: x * k, backend="eager")
     assert tf(torch.tensor([1, 2, 3]), 2).dtype == torch.int64
     assert tf(torch.tensor([1, 2, 3]), 2.0).dtype == torch.float32
+
+
+def _linear(m):
+    lin = m.nn.Linear(3, 2)
+    with m.no_grad():
+        lin.weight.copy_(m.tensor(np.arange(6.0).reshape(2, 3) / 10 - 0.2, dtype=m.float32))
+        lin.bias.copy_(m.tensor([0.5, -0.5]))
+    return lin
+
+
+def _hooked_calls(m, compile_):
+    lin = _linear(m)
+    f = compile_(lin)
+    x = m.tensor(np.arange(6.0).reshape(2, 3) / 5 - 0.4, dtype=m.float32)
+    outs = [f(x)]
+    h = lin.register_forward_hook(lambda mod, args, out: out * 2)
+    outs.append(f(x))
+    h.remove()
+    outs.append(f(x))
+    h = lin.register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
+    outs.append(f(x))
+    h.remove()
+    outs.append(f(x))
+    return [o.detach().numpy() for o in outs]
+
+
+def test_forward_hooks_added_or_removed_after_compile_apply_as_eagerly():
+    # the compiled module kept running the trace made without the hook (and with it, after
+    # its removal). Expected: the eager kiln run, and plain torch (torch.compile does not
+    # see such hooks: its skip_nnmodule_hook_guards, a documented limit of its own)
+    want = _hooked_calls(kn, lambda mod: mod)
+    got = _hooked_calls(kn, kn.compile)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert not np.allclose(want[1], want[0]) and not np.allclose(want[3], want[0])
+    torch = pytest.importorskip("torch")
+    for g, r in zip(got, _hooked_calls(torch, lambda mod: mod)):
+        np.testing.assert_allclose(g, r, rtol=1e-6)

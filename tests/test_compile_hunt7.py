@@ -70,3 +70,33 @@ def test_forward_hooks_added_or_removed_after_compile_apply_as_eagerly():
     torch = pytest.importorskip("torch")
     for g, r in zip(got, _hooked_calls(torch, lambda mod: mod)):
         np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def _generator_draws(m, compile_):
+    f = compile_(lambda x, g: x + m.rand(x.shape, generator=g))
+    x = m.zeros(4)
+    g = m.Generator().manual_seed(3)
+    a, b = f(x, g), f(x, g)
+    g.manual_seed(3)
+    c = f(x, g)
+    m.manual_seed(0)
+    d = m.rand(4)  # the default stream: not advanced by draws from g
+    m.manual_seed(0)
+    f(x, g)
+    e = m.rand(4)
+    return [_np(t) for t in (a, b, c, d, e)]
+
+
+def test_draws_from_a_generator_argument_repeat_after_reseeding_it():
+    # eager kiln and torch: the draws after g.manual_seed(3) are those after the first
+    # seeding, each call draws anew, and the default stream is left alone. Compiled, the
+    # random node was seeded from g once, at trace time, and each call's step came from the
+    # default stream: reseeding g did not repeat the draws (and f(x, g) moved the default
+    # stream)
+    for m in [kn, pytest.importorskip("torch")]:
+        compile_ = kn.compile if m is kn else (lambda fn: m.compile(fn, backend="eager"))
+        for run in ((lambda fn: fn), compile_):
+            a, b, c, d, e = _generator_draws(m, run)
+            np.testing.assert_array_equal(a, c)
+            assert not np.array_equal(a, b)
+            np.testing.assert_array_equal(d, e)

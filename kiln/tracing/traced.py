@@ -33,7 +33,7 @@ from ..nn.module import _active as module_calls
 from ..nn.module import keeps_gradient
 from ..nn.parameter import owner_of, shared_box, tracing_values
 from ..ops.dynamic import with_binders
-from ..ops.random import draw_steps
+from ..ops.random import draw_steps, random_nodes
 from ..optim import graph_step
 from ..passes.remat import check_budget
 from ..passes.vectorize import ancestors
@@ -233,7 +233,7 @@ class Traced:
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed, self.paths = [], paths
-        self.random_names = [n.name for n in self.graph.nodes if "random" in n.op.tags]
+        self.random_names, self.generator_draws = random_nodes(self.graph)
         for k, s in enumerate(self.inputs):
             record = changes[id(s)]
             if record[2] is not None:
@@ -553,8 +553,8 @@ class Traced:
         outs = arena = None
         if placed is not None:  # the residuals are written into this call's backward arena
             outs, arena = self._call_arena(arrays, placed)
-        if self.random_names:  # reproducible after kn.manual_seed, as eager draws are
-            draw_steps(self.graph, self.random_names)
+        if self.random_names or self.generator_draws:  # reproducible after a manual_seed
+            draw_steps(self.graph, self.random_names, self.generator_draws)  # as eager draws
         results = self.function.program.run(arrays, host=not tensors, outs=outs)
         for var, box in self.shared:
             box[0] = var._value

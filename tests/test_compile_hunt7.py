@@ -196,3 +196,41 @@ def test_changes_under_no_grad_of_a_buffer_and_of_a_stepped_parameter_apply_each
         for r, w in zip(_ema_and_clamp(torch, compile_), want):
             np.testing.assert_allclose(r, w, rtol=1e-5, atol=1e-7)
 
+
+def _grad_logging(m, compile_):
+    m.manual_seed(0)
+    model = m.nn.Sequential(m.nn.Linear(3, 2), m.nn.Tanh(), m.nn.Linear(2, 1))
+    with m.no_grad():
+        for k, p in enumerate(model.parameters()):
+            p.copy_(m.tensor(np.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) + 0.1 * k,
+                             dtype=m.float32))  # fmt: skip
+    opt = m.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        norm = model[0].weight.grad.norm()  # gradient logging by attribute
+        with m.no_grad():
+            last = model[2].bias.grad * 1
+        assert model[0].weight.requires_grad and model[0].weight.is_leaf
+        opt.step()
+        return loss.detach(), norm, last
+
+    f = compile_(step)
+    x = m.tensor(np.arange(12.0).reshape(4, 3) / 6 - 0.5, dtype=m.float32)
+    out = [_np(t).copy() for k in range(3) for t in f(x + k)]
+    return out + [_np(model[0].weight).copy()]
+
+
+def test_a_modules_parameter_grad_read_by_attribute_in_a_compiled_step():
+    # `model[0].weight.grad` in a compiled closure raised SymbolAttributeError ("a graph value
+    # has no autograd tape"), though `p.grad` over model.parameters() worked. Expected: the
+    # eager kiln run; torch 2.13 eager and torch.compile(backend="eager") agree
+    want = _grad_logging(kn, lambda fn: fn)
+    for g, w in zip(_grad_logging(kn, kn.compile), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+    torch = pytest.importorskip("torch")
+    for compile_ in (lambda fn: fn, lambda fn: torch.compile(fn, backend="eager")):
+        for r, w in zip(_grad_logging(torch, compile_), want):
+            np.testing.assert_allclose(r, w, rtol=1e-5, atol=1e-7)

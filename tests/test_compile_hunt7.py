@@ -234,3 +234,32 @@ def test_a_modules_parameter_grad_read_by_attribute_in_a_compiled_step():
     for compile_ in (lambda fn: fn, lambda fn: torch.compile(fn, backend="eager")):
         for r, w in zip(_grad_logging(torch, compile_), want):
             np.testing.assert_allclose(r, w, rtol=1e-5, atol=1e-7)
+
+
+def test_a_compiled_module_deep_copies_and_pickles():
+    # copy.deepcopy(kn.compile(model)) raised TypeError ("cannot pickle '_thread.RLock'
+    # object", the compiled function's lock), as did pickle.dumps. Expected: the copy is
+    # an independent compiled module computing as the eager copy does (torch 2.13's
+    # OptimizedModule deep-copies so too)
+    import copy
+    import pickle
+
+    lin = _linear(kn)
+    f = kn.compile(lin)
+    x = kn.tensor([[1.0, 2.0, 3.0]])
+    before = _np(f(x)).copy()
+    g = copy.deepcopy(f)
+    h = pickle.loads(pickle.dumps(f))
+    with kn.no_grad():
+        lin.weight.add_(1.0)
+    for other in (g, h):
+        assert type(other) is type(f) and other._orig_mod is not lin
+        np.testing.assert_allclose(_np(other(x)), before, rtol=1e-6)
+        assert other(x).requires_grad
+    np.testing.assert_allclose(_np(f(x)), _np(lin(x)), rtol=1e-6)
+    assert not np.allclose(_np(f(x)), before)
+    torch = pytest.importorskip("torch")
+    tf = torch.compile(_linear(torch), backend="eager")
+    tg = copy.deepcopy(tf)
+    np.testing.assert_allclose(tg(torch.tensor([[1.0, 2.0, 3.0]])).detach().numpy(), before,
+                               rtol=1e-6)  # fmt: skip

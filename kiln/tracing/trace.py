@@ -93,6 +93,15 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
 
+    def __getstate__(self):
+        """A copy (`copy.deepcopy`, pickle) compiles its copy of fn afresh: traces, their
+        programs and the lock are not copied (as torch.compile's OptimizedModule)."""
+        names = ("fn", "device", "cache_size", "memory_budget", "retrace_limit")
+        return {name: getattr(self, name) for name in names}
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
     def flatten_args(self, args, kwargs):
         """(leaves, their paths, static (path, value) pairs, structure) of a call's arguments;
         `trace_for` takes them."""
@@ -602,7 +611,10 @@ class OptimizedModule(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+            orig = self.__dict__.get("_modules", {}).get("_orig_mod")
+            if orig is None:  # (a copy being made: not filled yet)
+                raise
+            return getattr(orig, name)
 
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:

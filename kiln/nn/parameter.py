@@ -331,6 +331,13 @@ class ModuleValue(Tensor):
         self._data  # noqa: B018 (syncs from the graph that used it last)
         return self
 
+    def taken(self) -> ModuleValue:
+        """`tensor()`, for a compiled program that reads and writes its memory now: no
+        other graph's Variable (one a failed trace made, say) syncs it back after that."""
+        self._data  # noqa: B018
+        self.__dict__["_last"] = None
+        return self
+
     def describe_name(self) -> str:
         return f"{type(self).__name__} {self.name or '?'} ({self.dtype}{list(self.shape)})"
 

@@ -528,7 +528,7 @@ class Traced:
         tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
         for k, path, offset in self.layout_args:
             check_own_layout(self.name, path, leaves[k], offset)
-        params = [p.tensor() for p in self.params]  # NOTE: syncs values from other graphs
+        params = [p.taken() for p in self.params]  # NOTE: syncs values from other graphs
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)
         if self.changed:

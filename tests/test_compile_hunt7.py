@@ -296,3 +296,31 @@ def test_calls_after_a_failed_trace_keep_their_buffer_updates():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     assert got[-1] == want[-1] == 3
+
+
+def _data_of_another_shape(m, compile_):
+    lin = _linear(m)
+    f = compile_(lin)
+    x = m.tensor([[1.0, 2.0, 3.0]])
+    outs = [f(x)]
+    lin.bias.data = m.tensor([5.0])  # broadcast over the outputs from now on
+    outs.append(f(x))
+    lin.weight.data = m.ones(4, 3)
+    lin.bias.data = m.zeros(4)
+    outs.append(f(x))
+    return [_np(o).copy() for o in outs]
+
+
+def test_a_parameters_data_of_another_shape_retraces():
+    # `p.data = t` of another shape kept the trace made for the old one: its program then
+    # read the new array with the old shapes (a KernelError from matmul, or values of the
+    # wrong shape). Expected: the eager kiln run; torch 2.13 eager and torch.compile agree
+    want = _data_of_another_shape(kn, lambda mod: mod)
+    got = _data_of_another_shape(kn, kn.compile)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    for compile_ in (lambda mod: mod, lambda mod: torch.compile(mod, backend="eager")):
+        for r, w in zip(_data_of_another_shape(torch, compile_), want):
+            np.testing.assert_allclose(r, w, rtol=1e-6)

@@ -190,8 +190,10 @@ class CompiledFunction:
                 traced = self.cache[key] = found
         if traced is not None and stale is None:
             stale = traced.captured.check(key[5])
-            if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
-                stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
+            if stale is None and traced.param_dtypes != tuple(
+                    (p._value.dtype, p._value.shape) for p in traced.params):  # fmt: skip
+                stale = ("a parameter's dtype or shape changed (Module.to, half(), .data = "
+                         "...)", False)  # fmt: skip
             if (stale is None and traced.grad_writes  # (a backward() inside: it ran them)
                     and traced.param_hooks != hook_state(traced.params)):  # fmt: skip
                 stale = ("a parameter's gradient hooks changed", False)

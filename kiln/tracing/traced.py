@@ -280,7 +280,7 @@ class Traced:
         self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
-        self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
+        self.param_dtypes = tuple((p._value.dtype, p._value.shape) for p in self.params)
         self.param_hooks = hook_state(self.params)  # a backward() inside applied them
         leaf_grad = [
             s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_differentiable(s.dtype)

@@ -324,3 +324,35 @@ def test_a_parameters_data_of_another_shape_retraces():
     for compile_ in (lambda mod: mod, lambda mod: torch.compile(mod, backend="eager")):
         for r, w in zip(_data_of_another_shape(torch, compile_), want):
             np.testing.assert_allclose(r, w, rtol=1e-6)
+
+
+def _warned(m, compile_):
+    import warnings
+
+    def fn(x):
+        if x.shape[0] > 1:
+            warnings.warn(f"a batch of {x.shape[0]}, sum {x.sum():.1f}", RuntimeWarning)
+        return x * 2
+
+    f = compile_(fn)
+    with warnings.catch_warnings(record=True) as always:
+        warnings.simplefilter("always")
+        for k in range(3):
+            f(m.ones(2) * k)
+        f(m.ones(1))
+    with warnings.catch_warnings(record=True) as default:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            f(m.ones(3))  # the same message from the same line: shown once
+    return [(w.category, str(w.message)) for w in always], len(default)
+
+
+def test_a_warning_in_a_compiled_function_is_issued_by_each_call():
+    # warnings.warn inside the function warned once, when it was traced (and with the
+    # Symbol's description for a formatted value). Expected: the eager kiln run (each call
+    # warns, through the warning filters); torch.compile(backend="eager") agrees
+    want = _warned(kn, lambda fn: fn)
+    assert want[0][2] == (RuntimeWarning, "a batch of 2, sum 4.0") and want[1] == 1
+    assert _warned(kn, kn.compile) == want
+    torch = pytest.importorskip("torch")
+    assert _warned(torch, lambda fn: torch.compile(fn, backend="eager")) == want

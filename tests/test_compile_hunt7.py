@@ -3,6 +3,8 @@ torch is installed): patterns a torch.compile user writes, each of which gave a 
 difference before its fix. Expected values: the eager kiln run of the same code, and torch
 2.13 (eager and torch.compile with the eager backend), as each test says."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -356,3 +358,52 @@ def test_a_warning_in_a_compiled_function_is_issued_by_each_call():
     assert _warned(kn, kn.compile) == want
     torch = pytest.importorskip("torch")
     assert _warned(torch, lambda fn: torch.compile(fn, backend="eager")) == want
+
+
+@dataclasses.dataclass
+class _Batch:
+    x: object
+    scale: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Out:
+    y: object
+    total: object
+    tag: str = "out"
+
+
+def _dataclass_calls(m, compile_):
+    def fn(batch):
+        y = batch.x * batch.scale
+        return _Out(y, y.sum())
+
+    f = compile_(fn)
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    outs = [f(_Batch(x, 2.0)), f(_Batch(x * 3, 2.0)), f(_Batch(x, 0.5))]
+    outs[0].total.backward()
+    return [(type(o).__name__, o.tag, _np(o.y).copy(), float(o.total)) for o in outs], _np(x.grad)
+
+
+def test_dataclasses_in_and_out_of_a_compiled_function():
+    # a dataclass argument was refused ("neither an array nor hashable"), and a returned one
+    # came back holding the trace's Symbols (an object holding tensors still does: refused
+    # now, naming it). Expected: the eager kiln run; torch.compile(backend="eager") agrees
+    want = _dataclass_calls(kn, lambda fn: fn)
+    got = _dataclass_calls(kn, kn.compile)
+    for g, w in zip(got[0], want[0]):
+        assert g[:2] == w[:2] and g[3] == pytest.approx(w[3])
+        np.testing.assert_allclose(g[2], w[2])
+    np.testing.assert_allclose(got[1], want[1])
+
+    class Holder:
+        def __init__(self, y):
+            self.y = y
+
+    with pytest.raises(kn.errors.GraphError, match="returned a Holder as output holding"):
+        kn.compile(lambda x: Holder(x * 2))(kn.ones(2))
+    torch = pytest.importorskip("torch")
+    ref = _dataclass_calls(torch, lambda fn: torch.compile(fn, backend="eager"))
+    for r, w in zip(ref[0], want[0]):
+        np.testing.assert_allclose(r[2], w[2])
+    np.testing.assert_allclose(ref[1], want[1])

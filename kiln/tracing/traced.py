@@ -56,7 +56,7 @@ from .guards import rebound
 from .prints import printed_symbols, recording, replay
 from .scalars import TracedScalar
 from .stores import make_stores, store_outputs
-from .structure import _unflatten, flatten, name_of
+from .structure import _unflatten, flatten, flatten_outputs, name_of
 
 __all__ = ["Traced", "check_budget"]  # (structure.py)
 
@@ -245,8 +245,8 @@ class Traced:
         self.layout_args = [(k, p, read[id(s.node)])
                             for k, (s, p) in enumerate(zip(self.inputs, paths))
                             if id(s.node) in read]  # fmt: skip
-        outputs, out_paths, statics = [], [], []
-        self.out_structure = flatten(result, "output", outputs, out_paths, statics)
+        outputs, out_paths = [], []
+        self.out_structure = flatten_outputs(result, outputs, out_paths, self.name)
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
             if id(leaf) in promoted:  # a buffer fn made: its graph value
                 leaf = outputs[k] = promoted[id(leaf)]

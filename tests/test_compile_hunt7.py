@@ -382,7 +382,9 @@ def _dataclass_calls(m, compile_):
     x = m.tensor([1.0, 2.0], requires_grad=True)
     outs = [f(_Batch(x, 2.0)), f(_Batch(x * 3, 2.0)), f(_Batch(x, 0.5))]
     outs[0].total.backward()
-    return [(type(o).__name__, o.tag, _np(o.y).copy(), float(o.total)) for o in outs], _np(x.grad)
+    return [(type(o).__name__, o.tag, _np(o.y).copy(), float(o.total.detach())) for o in outs], _np(
+        x.grad
+    )
 
 
 def test_dataclasses_in_and_out_of_a_compiled_function():
@@ -407,3 +409,29 @@ def test_dataclasses_in_and_out_of_a_compiled_function():
     for r, w in zip(ref[0], want[0]):
         np.testing.assert_allclose(r[2], w[2])
     np.testing.assert_allclose(ref[1], want[1])
+
+
+def _stats_read_before(m, compile_):
+    bn = m.nn.BatchNorm1d(2)
+
+    def fn(x):
+        mean = bn.running_mean  # the buffer itself: the call's update shows through it
+        y = bn(x)
+        return y, mean * 1
+
+    f = compile_(fn)
+    x = m.tensor([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]])
+    return [_np(t).copy() for k in range(3) for t in f(x * (k + 1))]
+
+
+def test_a_running_statistic_read_before_the_update_is_the_updated_buffer():
+    # `mean = bn.running_mean` taken before `bn(x)` is the buffer, which the call updates
+    # in place: eagerly `mean` shows the new value; compiled it kept the old one. Expected:
+    # the eager kiln run; torch 2.13 eager and torch.compile(backend="eager") agree
+    want = _stats_read_before(kn, lambda fn: fn)
+    for g, w in zip(_stats_read_before(kn, kn.compile), want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    for compile_ in (lambda fn: fn, lambda fn: torch.compile(fn, backend="eager")):
+        for r, w in zip(_stats_read_before(torch, compile_), want):
+            np.testing.assert_allclose(r, w, rtol=1e-6, atol=1e-7)

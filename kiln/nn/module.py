@@ -35,7 +35,7 @@ from .module_hooks import (
     has_legacy_hooks,
 )
 from .module_state import cast_values, lay_out_values, load_state, parse_to, save_state
-from .parameter import Buffer, ModuleValue, Parameter, assign_buffer
+from .parameter import Buffer, ModuleValue, Parameter, assign_buffer, update_read
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
 
@@ -692,6 +692,8 @@ class Module(ModuleHooks):
             return
         assigns = []
         for name, value in new_values.items():
+            if in_trace() and update_read(self._value_named(name), outermost(graph), value):
+                continue  # (the read before stands for the new value: `update_read`)
             var = self._value_named(name).variable(graph)
             assigns.append(apply("assign", var, value))
             if in_trace():  # a later read in this call sees it (BatchNorm used twice)

@@ -478,6 +478,22 @@ def assign_buffer(module, name: str, value) -> None:
     old._traced_assign(graph, value, "setattr")
 
 
+def update_read(owner: ModuleValue, graph, value) -> bool:
+    """A module's update of its buffer `owner` in the kn.compile trace `graph` (BatchNorm's
+    running statistics), where the trace read the buffer (`rm = bn.running_mean` ahead of
+    `bn(x)`): that read then stands for the new value, as the eager buffer it aliases, and
+    the program assigns it (`functionalize.assign_inplace`). False where it has no read."""
+    from ..frontend.functionalize import assign_inplace  # NOTE: lazy (as above)
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    var = owner.variable(graph) if graph_step.traces_grads(graph) else None
+    read = None if var is None else graph_step.read_of(var)
+    if read is None or isinstance(read, Variable):
+        return False
+    assign_inplace(read, _graph_value(value, var, graph), "update", len(graph.nodes))
+    return True
+
+
 def traced_value(t):
     """The graph value of a module's value `t` (or of its `.data`) in the kn.compile trace
     being made, else None: `kiln.eager.dispatch.traced_value` while a trace runs."""

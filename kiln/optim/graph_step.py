@@ -218,6 +218,13 @@ def stepped(var, node: bool = False):
     return entry[1]
 
 
+def read_of(var):
+    """The node a read of `var` gave in this trace (`stepped`), if made, else None."""
+    found = _STEPPED.get(var.graph)
+    entry = found.get(id(var)) if found else None
+    return None if entry is None else entry[1]
+
+
 def updated_to(var):
     """The value `var` was last given in this trace (`note_update`, a step), else None."""
     found = _STEPPED.get(var.graph)

@@ -435,3 +435,28 @@ def test_a_running_statistic_read_before_the_update_is_the_updated_buffer():
     for compile_ in (lambda fn: fn, lambda fn: torch.compile(fn, backend="eager")):
         for r, w in zip(_stats_read_before(torch, compile_), want):
             np.testing.assert_allclose(r, w, rtol=1e-6, atol=1e-7)
+
+
+def test_changing_an_argument_that_requires_grad_under_no_grad_says_what_to_do():
+    # eagerly `with no_grad(): w.sub_(...)` (or `w.data.mul_(2)`) changes a leaf that
+    # requires grad; compiled, it is refused, and the message claimed eager's grad-mode rule
+    # ("a leaf Variable that requires grad is being used in an in-place operation"), which
+    # does not apply there. The refusal now says what eager does and what to do instead;
+    # in grad mode eager's rule applies, and its message stays.
+    def sgd(x, w):
+        with kn.no_grad():
+            w.sub_(x * 0.1)
+        return (w * x).sum()
+
+    def data(x, w):
+        w.data.mul_(2)
+        return (w * x).sum()
+
+    x = kn.tensor([1.0, 2.0])
+    for fn in (sgd, data):
+        w = kn.tensor([0.5, -0.5], requires_grad=True)
+        with pytest.raises(kn.GraphError, match="eager code changes it so .* change it outside"):
+            kn.compile(fn)(x, w)
+        np.testing.assert_array_equal(_np(w), [0.5, -0.5])  # a failed call changes nothing
+    with pytest.raises(kn.GraphError, match="a leaf Variable that requires grad is being used"):
+        kn.compile(lambda x, w: w.add_(1))(x, kn.tensor([0.5, -0.5], requires_grad=True))

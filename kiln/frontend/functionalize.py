@@ -237,11 +237,20 @@ def _check_target(x: Symbol, op: str) -> None:
         argument = _ARGUMENTS.get(node.node.graph, {}).get(id(node))
         if argument is not None and argument[0] is node:
             if argument[1]:
+                why = (
+                    "a leaf Variable that requires grad is being used in an in-place operation "
+                    "(compute a new value instead)"
+                )
+                if not state.grad or x.node.op.name == "stop_gradient":  # eager changes it
+                    why = (
+                        "eager code changes it so (under no_grad, or through .data), but a "
+                        "compiled call does not change in place a tensor it takes as an input "
+                        "that requires grad; change it outside the compiled function"
+                    )
                 raise _error(
                     GraphError,
                     f"in-place change of '{node.name}', an argument of the compiled function "
-                    "that requires grad: a leaf Variable that requires grad is being used in an "
-                    "in-place operation (compute a new value instead)",
+                    f"that requires grad: {why}",
                     op,
                     x,
                 )

@@ -460,3 +460,26 @@ def test_changing_an_argument_that_requires_grad_under_no_grad_says_what_to_do()
         np.testing.assert_array_equal(_np(w), [0.5, -0.5])  # a failed call changes nothing
     with pytest.raises(kn.GraphError, match="a leaf Variable that requires grad is being used"):
         kn.compile(lambda x, w: w.add_(1))(x, kn.tensor([0.5, -0.5], requires_grad=True))
+
+
+def test_a_trained_parameter_changed_in_place_in_forward_stays_refused():
+    # eagerly `with no_grad(): self.w.mul_(2)` then `x * self.w` gives an output whose
+    # gradient reaches w; a compiled call's outputs carry no gradient to a parameter the
+    # program assigned, so the change stays refused (a frozen parameter, or a buffer, changes)
+    class Scaled(kn.nn.Module):
+        def __init__(self, trained):
+            super().__init__()
+            self.w = kn.nn.Parameter(kn.ones(2), requires_grad=trained)
+
+        def forward(self, x):
+            with kn.no_grad():
+                self.w.mul_(2)
+            return x * self.w
+
+    with pytest.raises(kn.GraphError, match="in-place change of '_orig_mod/w'"):
+        kn.compile(Scaled(True))(kn.ones(2))
+    frozen, eager = Scaled(False), Scaled(False)
+    f = kn.compile(frozen)
+    for _ in range(2):
+        np.testing.assert_array_equal(_np(f(kn.ones(2))), _np(eager(kn.ones(2))))
+    np.testing.assert_array_equal(_np(frozen.w), [4.0, 4.0])

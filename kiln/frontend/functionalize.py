@@ -582,7 +582,8 @@ def _method(name: str, compute):
 
     def method(self, *args, **kwargs):
         owner = _module_value_of(self) if isinstance(self, Variable) else None
-        if owner is not None:  # a Parameter changed in place in a kn.compile trace
+        if owner is not None and not owner.requires_grad:  # a frozen Parameter (`_check_target`
+            # refuses one that requires grad: outputs would lose its gradient after the call)
             return _update_module_value(owner, self, compute(self, *args, **kwargs), name)
         _check_target(self, name)
         if checks:
@@ -648,7 +649,7 @@ def install(cls=Symbol) -> None:
 def symbol_inplace(name: str, fn, x: Symbol):
     """`fn(x)` written into the Symbol x (an `inplace=True` of nn.functional)."""
     owner = _module_value_of(x) if isinstance(x, Variable) else None
-    if owner is not None:
+    if owner is not None and not owner.requires_grad:
         return _update_module_value(owner, x, fn(x), name)
     _check_target(x, name)
     since = len(x.node.graph.nodes)

@@ -483,3 +483,27 @@ def test_a_trained_parameter_changed_in_place_in_forward_stays_refused():
     for _ in range(2):
         np.testing.assert_array_equal(_np(f(kn.ones(2))), _np(eager(kn.ones(2))))
     np.testing.assert_array_equal(_np(frozen.w), [4.0, 4.0])
+
+
+def test_a_buffer_changed_with_a_value_that_requires_grad_is_refused():
+    # eagerly the buffer then has that value's history (requires_grad, a grad_fn); the
+    # compiled program would write values only: refused, as for captured tensors and
+    # arguments, and the failed call changes nothing
+    class Ema(kn.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = kn.nn.Linear(2, 1)
+            self.register_buffer("avg", kn.zeros(1))
+
+        def forward(self, x):
+            y = self.lin(x)
+            self.avg.mul_(0.5).add_(y.mean())  # no .detach()
+            return y
+
+    eager = Ema()
+    eager(kn.ones(3, 2))
+    assert eager.avg.requires_grad and eager.avg.grad_fn is not None
+    model = Ema()
+    with pytest.raises(kn.GraphError, match="avg.* with a value that requires grad"):
+        kn.compile(model)(kn.ones(3, 2))
+    np.testing.assert_array_equal(_np(model.avg), [0.0])

@@ -282,9 +282,8 @@ class Traced:
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
         self.param_dtypes = tuple((p._value.dtype, p._value.shape) for p in self.params)
         self.param_hooks = hook_state(self.params)  # a backward() inside applied them
-        leaf_grad = [
-            s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_differentiable(s.dtype)
-        ]
+        leaf_grad = [s for s, k in zip(self.inputs, key[1])
+                     if k[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.grad_blocked]  # fmt: skip
         self.plans_grad = wants_grad
@@ -378,11 +377,13 @@ class Traced:
     def _plan_grad(self, sources) -> list:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
         the intermediates the forward program must also return for the backward."""
-        marked = _requiring_grad(self.graph.nodes, sources)
-        for k, value in self.changed:  # (value: what it was changed to)
+        marked = _requiring_grad(self.graph.nodes, sources)  # (a module's buffer too:)
+        changed = [(self.paths[k], v) for k, v in self.changed] + [
+            (var.name, v) for var, v in self.updates.items() if not var.trainable]  # fmt: skip
+        for path, value in changed:  # (value: what it was changed to)
             if id(value) in marked:
                 raise GraphError(
-                    f"kn.compile: {self.name} changes '{self.paths[k]}' "
+                    f"kn.compile: {self.name} changes '{path}' "
                     f"({dt.short_name(value.dtype)}{sh.format_shape(value.shape)}) in "
                     f"place at {value.site} with a value that requires grad: eager code gives "
                     "the tensor that value's history (its grad_fn), which a compiled call "

@@ -379,7 +379,8 @@ class Traced:
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)  # (a module's buffer too:)
         changed = [(self.paths[k], v) for k, v in self.changed] + [
-            (var.name, v) for var, v in self.updates.items() if not var.trainable]  # fmt: skip
+            (var.name, v) for var, v in self.updates.items()
+            if not var.trainable and owner_of(var) is not None]  # fmt: skip
         for path, value in changed:  # (value: what it was changed to)
             if id(value) in marked:
                 raise GraphError(

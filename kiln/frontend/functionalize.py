@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager.grad_mode import enable_grad, state
-from ..errors import DTypeMismatchError, GraphError, ShapeMismatchError, node_error
+from ..errors import AutogradError, DTypeMismatchError, GraphError, ShapeMismatchError, node_error
 from ..graph.core import Symbol, Variable, user_site
 from . import core
 from . import math as m
@@ -208,6 +208,24 @@ def _module_data_of(x: Symbol):
     return module_data_of(x)
 
 
+def _module_value_of(x: Symbol):
+    from ..nn.parameter import module_value_of  # NOTE: lazy: kiln.nn builds on the frontend
+
+    return module_value_of(x)
+
+
+def _update_module_value(owner, x: Symbol, new, op: str, fitted: bool = False) -> Symbol:
+    """An in-place change of x, a module's Parameter or Buffer as read in a kn.compile trace
+    (`self.n += 1`, `self.ema.mul_(0.9)`, `self.w.mul_(2)` under no_grad): the program
+    assigns its new value on each call, as each eager call changes it. Returns its new value
+    there."""
+    if owner.requires_grad and state.grad:
+        raise _error(AutogradError, "a leaf Variable that requires grad is being used in an "
+                     "in-place operation: update it under kn.no_grad(), as optimizers do, or "
+                     "compute a new tensor", op, x)  # fmt: skip
+    return owner.traced_update(new if fitted else _fit(x, new, op), op)
+
+
 def _error(cls, message: str, op: str, x: Symbol):
     return node_error(cls, message, op=op, site=user_site(), inputs=[x])
 
@@ -220,11 +238,20 @@ def _check_target(x: Symbol, op: str) -> None:
         argument = _ARGUMENTS.get(node.node.graph, {}).get(id(node))
         if argument is not None and argument[0] is node:
             if argument[1] and state.grad:  # (under no_grad: as an optimizer's update)
+                why = (
+                    "a leaf Variable that requires grad is being used in an in-place operation "
+                    "(compute a new value instead)"
+                )
+                if x.node.op.name == "stop_gradient":  # through .data: eager changes it
+                    why = (
+                        "eager code changes it so through .data, but a compiled call does not "
+                        "change in place a tensor it takes as an input that requires grad; "
+                        "change it outside the compiled function"
+                    )
                 raise _error(
                     GraphError,
                     f"in-place change of '{node.name}', an argument of the compiled function "
-                    "that requires grad: a leaf Variable that requires grad is being used in an "
-                    "in-place operation (compute a new value instead)",
+                    f"that requires grad: {why}",
                     op,
                     x,
                 )
@@ -515,6 +542,11 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         assign_inplace(base, _write_back(x, new), op, start)
         return x
     layout = _layout(x, True, False)  # x's memory, which the change keeps: its layout too
+    # a read of a module's Parameter or Buffer in a kn.compile trace (`self.buf`, or a view
+    # of it written through): x stands for the new value, and each call assigns it there
+    owner = _module_value_of(x)
+    if owner is not None and owner.requires_grad and state.grad:
+        _update_module_value(owner, x, new, op, True)  # (refused, as eager)
     new = _fresh(new, since, graph)
     if not _reads(new, x, since):
         # a change that does not read x (`zero_`, `fill_`, `copy_` of another value) keeps
@@ -543,6 +575,8 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     if argument is not None and argument[0] is x and argument[2] is None:
         argument[2] = old  # the argument's placeholder, now under a fresh Symbol
     _retake_views(x, old)
+    if owner is not None:
+        _update_module_value(owner, x, x, op, True)
     return x
 
 
@@ -568,6 +602,10 @@ def _method(name: str, compute):
     checks = name not in OVERLAP_ALLOWED
 
     def method(self, *args, **kwargs):
+        owner = _module_value_of(self) if isinstance(self, Variable) else None
+        if owner is not None and not owner.requires_grad:  # a frozen Parameter (`_check_target`
+            # refuses one that requires grad: outputs would lose its gradient after the call)
+            return _update_module_value(owner, self, compute(self, *args, **kwargs), name)
         _check_target(self, name)
         if checks:
             check_no_overlap(self, (*args, *kwargs.values()), name)
@@ -631,6 +669,9 @@ def install(cls=Symbol) -> None:
 
 def symbol_inplace(name: str, fn, x: Symbol):
     """`fn(x)` written into the Symbol x (an `inplace=True` of nn.functional)."""
+    owner = _module_value_of(x) if isinstance(x, Variable) else None
+    if owner is not None and not owner.requires_grad:
+        return _update_module_value(owner, x, fn(x), name)
     _check_target(x, name)
     since = len(x.node.graph.nodes)
     return assign_inplace(x, fn(x), name, since)

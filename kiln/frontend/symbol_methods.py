@@ -141,14 +141,37 @@ METHODS = {
 IDENTITY = ("pin_memory", "share_memory_")
 
 
+def _module_value(symbol):
+    """The Parameter or Buffer whose value in a kn.compile trace `symbol` is (`self.weight`
+    read there, under no_grad too), else None: its autograd attributes are that tensor's."""
+    from ..nn.parameter import module_data_of  # NOTE: lazy: kiln.nn builds on this
+
+    if symbol.node.op.name == "stop_gradient" and symbol.node.inputs:
+        symbol = symbol.node.inputs[0]
+    found = module_data_of(symbol)
+    return None if found is None else found.owner
+
+
 def _attribute(name: str, why: str):
     def get(self):
+        owner = _module_value(self) if name in _OF_MODULE_VALUES else None
+        if owner is not None:  # `model.fc.weight.grad` in a compiled step: the parameter's
+            return getattr(owner, name)
         raise SymbolAttributeError(
             f"'{name}' of Symbol '{self.name}' ({self.op.name}, created at {self.site}), "
             f"asked at {user_site()}: {why}"
         )
 
-    return property(get)
+    def set_(self, value):
+        owner = _module_value(self) if name == "grad" else None
+        if owner is None:
+            raise SymbolAttributeError(f"cannot set '{name}' of Symbol '{self.name}': {why}")
+        owner.grad = value  # (`model.fc.weight.grad = None` in a compiled step)
+
+    return property(get, set_)
+
+
+_OF_MODULE_VALUES = ("grad", "requires_grad", "is_leaf")
 
 
 def _refusing(name: str, cls, why: str):

@@ -35,7 +35,7 @@ from .module_hooks import (
     has_legacy_hooks,
 )
 from .module_state import cast_values, lay_out_values, load_state, parse_to, save_state
-from .parameter import Buffer, ModuleValue, Parameter
+from .parameter import Buffer, ModuleValue, Parameter, assign_buffer, update_read
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
 
@@ -232,9 +232,8 @@ class Module(ModuleHooks):
             self._parameters[name] = None
         elif value is None and name in self._buffers:
             self._buffers[name] = None
-        elif name in self._buffers and isinstance(value, (Tensor, np.ndarray)):
-            old = self._buffers[name]  # PyTorch: a tensor assigned to a buffer replaces it
-            self.register_buffer(name, value, old is None or old.persistent)
+        elif name in self._buffers and isinstance(value, (Tensor, np.ndarray, Symbol)):
+            assign_buffer(self, name, value)  # PyTorch: a tensor assigned replaces the buffer
         elif name in self._parameters or name in self._modules or name in self._buffers:
             kind = "parameter" if name in self._parameters else "module"
             kind = "buffer" if name in self._buffers else kind
@@ -258,7 +257,7 @@ class Module(ModuleHooks):
         from ..optim.graph_step import stepped  # (optim imports nn)
 
         # a body captures its module's Variables; after opt.step(), their new values
-        return stepped(value.variable(outermost(calls[-1])))
+        return stepped(value.variable(outermost(calls[-1])), isinstance(value, Buffer))
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers"):
@@ -693,6 +692,8 @@ class Module(ModuleHooks):
             return
         assigns = []
         for name, value in new_values.items():
+            if in_trace() and update_read(self._value_named(name), outermost(graph), value):
+                continue  # (the read before stands for the new value: `update_read`)
             var = self._value_named(name).variable(graph)
             assigns.append(apply("assign", var, value))
             if in_trace():  # a later read in this call sees it (BatchNorm used twice)

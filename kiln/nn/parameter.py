@@ -206,7 +206,14 @@ class ModuleValue(Tensor):
         in-place changes traced before (`graph_step.stepped`)."""
         from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
 
-        return graph_step.stepped(self.variable(graph))
+        return graph_step.stepped(self.variable(graph), isinstance(self, Buffer))
+
+    def traced_update(self, value, op: str):
+        """`_traced_assign` in the kn.compile trace being made; returns its new value there
+        (`self.buf.mul_(d)` on what `self.buf` read there)."""
+        graph = _trace_graph()
+        self._traced_assign(graph, value, op)
+        return self._traced_value(graph)
 
     def _traced_assign(self, graph, value, op: str) -> None:
         """An in-place change of it traced in `graph`: the compiled program assigns `value`
@@ -334,6 +341,13 @@ class ModuleValue(Tensor):
         self._data  # noqa: B018 (syncs from the graph that used it last)
         return self
 
+    def taken(self) -> ModuleValue:
+        """`tensor()`, for a compiled program that reads and writes its memory now: no
+        other graph's Variable (one a failed trace made, say) syncs it back after that."""
+        self._data  # noqa: B018
+        self.__dict__["_last"] = None
+        return self
+
     def describe_name(self) -> str:
         return f"{type(self).__name__} {self.name or '?'} ({self.dtype}{list(self.shape)})"
 
@@ -425,6 +439,69 @@ def module_data_of(symbol) -> ModuleData | None:
     if owner is None or owner.variable_in(graph) is not var:
         return None
     return ModuleData.of(owner)
+
+
+def module_value_of(symbol) -> ModuleValue | None:
+    """The Parameter or Buffer whose value now in the kn.compile trace being made `symbol`
+    is (what `self.buf` reads there, after the changes traced before), else None."""
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    graph = _trace_graph()
+    var = None if graph is None else graph_step.assigned_to(symbol, graph)
+    if var is not None:  # a value it was given in the trace (`self.ema.mul_(a).add_(b)`)
+        owner = owner_of(var)
+        return owner if owner is not None and owner.variable_in(graph) is var else None
+    data = module_data_of(symbol)
+    if data is None or not graph_step.same_value(data.owner._traced_value(graph), symbol):
+        return None
+    return data.owner
+
+
+def assign_buffer(module, name: str, value) -> None:
+    """`module.name = value` for its buffer `name`: PyTorch's replacement of the buffer by
+    the tensor `value`. Inside a kn.compile trace, a graph value (`self.n = self.n + 1`)
+    is assigned to the buffer by the program on each call instead, as each eager call
+    replaces it; it must keep the buffer's shape and dtype there."""
+    old = module._buffers[name]
+    if not isinstance(value, Symbol):
+        module.register_buffer(name, value, old is None or old.persistent)
+        return
+    graph = _trace_graph()
+    if graph is None or old is None:
+        raise ArgumentTypeError(
+            f"cannot assign 'Symbol' as buffer '{name}' of {type(module).__name__} "
+            "(kn.nn.Parameter, kn.nn.Buffer, a Module or None expected)"
+        )
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    var = old.variable(graph)
+    if value is graph_step.updated_to(var) or value is old._traced_value(graph):
+        return  # `self.n += 1`: changed in place already
+    if tuple(value.shape) != tuple(old.shape) or value.dtype != old.dtype:
+        raise GraphError(
+            f"kn.compile: {type(module).__name__}.{name} = a value of "
+            f"{dtypes.short_name(value.dtype)}{list(value.shape)}: inside kn.compile a buffer "
+            f"keeps its shape and dtype ({dtypes.short_name(old.dtype)}{list(old.shape)}); "
+            f"assign `self.{name} = value.to(self.{name}.dtype)` of its shape, or register "
+            "the new buffer outside the compiled function"
+        )
+    old._traced_assign(graph, value, "setattr")
+
+
+def update_read(owner: ModuleValue, graph, value) -> bool:
+    """A module's update of its buffer `owner` in the kn.compile trace `graph` (BatchNorm's
+    running statistics), where the trace read the buffer (`rm = bn.running_mean` ahead of
+    `bn(x)`): that read then stands for the new value, as the eager buffer it aliases, and
+    the program assigns it (`functionalize.assign_inplace`). False where it has no read."""
+    from ..frontend.functionalize import assign_inplace  # NOTE: lazy (as above)
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    var = owner.variable(graph) if graph_step.traces_grads(graph) else None
+    read = None if var is None else graph_step.read_of(var)
+    if read is None or isinstance(read, Variable):
+        return False
+    assign_inplace(read, _graph_value(value, var, graph), "update", len(graph.nodes))
+    return True
 
 
 def traced_value(t):

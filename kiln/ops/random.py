@@ -24,6 +24,9 @@ class _Source(threading.local):
 
     generator = None
     traces = 0
+    # seed -> kn.Generator of each random node made in a trace inside `seeds_from(g)`: each
+    # call draws that node's step from g (`draw_steps`), not from the default stream
+    traced_generators: dict = {}
 
 
 _source = _Source()
@@ -40,11 +43,15 @@ def manual_seed(seed: int) -> None:
         default_generator.manual_seed(seed)
 
 
-def draw_steps(graph, names) -> None:
+def draw_steps(graph, names, groups=()) -> None:
     """Sets the next step of each random node named in `names` (of `graph`, a `kn.compile`
     trace) to one value drawn from the default generator, so that a compiled call draws
     fresh values each call and the same ones again after the same `kn.manual_seed`, as
     PyTorch's compiled functions do (a graph's own steps only count its runs: TF1's rule).
+    `groups`: (generator, names) of the nodes drawn with a `generator=` argument, whose
+    step comes from that generator (`random_nodes`): a call after `g.manual_seed(s)` repeats
+    the draws of the call after the same seeding before, and the default stream is left
+    alone, as eager draws from g.
 
     >>> import kiln as kn
     >>> g = kn.Graph()
@@ -54,9 +61,26 @@ def draw_steps(graph, names) -> None:
     """
     from ..generator import default_generator
 
-    step = default_generator.next_seed()
+    steps = [(default_generator.next_seed(), names)] if names else []
+    steps += [(generator.next_seed(), names) for generator, names in groups]
     with graph._lock:
-        graph.rng_steps.update(dict.fromkeys(names, step))
+        for step, names in steps:
+            graph.rng_steps.update(dict.fromkeys(names, step))
+
+
+def random_nodes(graph) -> tuple[list, list]:
+    """The names of the random nodes of `graph`, a trace that has just run, whose steps come
+    from the default stream (`draw_steps`), and the (generator, names) groups of those drawn
+    with a `generator=` argument (`draw_generator_steps`)."""
+    names, groups = [], {}
+    for node in graph.nodes:
+        if "random" in node.op.tags:
+            generator = _source.traced_generators.pop(node.attrs.get("seed"), None)
+            if generator is None:
+                names.append(node.name)
+            else:
+                groups.setdefault(id(generator), (generator, []))[1].append(node.name)
+    return names, list(groups.values())
 
 
 def in_trace() -> bool:
@@ -70,18 +94,23 @@ def in_trace() -> bool:
 def enter_trace(step: int) -> None:
     """Counts a trace in (`step` 1) or out (-1): `tracing_on` calls it."""
     _source.traces += step
+    if step > 0 and _source.traces == 1:  # (what a trace that failed left)
+        _source.traced_generators = {}
 
 
 def next_seed() -> int:
     """The seed of the next random node: a deterministic function of the manual seed, or
     drawn from the `kn.Generator` of an enclosing `seeds_from`."""
     source = _source.generator
-    if source is not None:
+    if source is not None and _source.traces == 0:
         return source.next_seed()
-    with _lock:
+    with _lock:  # (in a kn.compile trace, a generator gives each call's step instead)
         key = (_state["base"], _state["count"])
         _state["count"] += 1
-    return int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> 1)
+    seed = int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> 1)
+    if source is not None:
+        _source.traced_generators[seed] = source
+    return seed
 
 
 @contextlib.contextmanager

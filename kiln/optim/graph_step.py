@@ -221,7 +221,7 @@ def note_update(var, value) -> None:
     """A buffer's new value assigned in a kn.compile trace: later reads of `var` in the same
     trace give `value` (`stepped`), as the eager module's next call reads its buffer after
     the first call's in-place update (a BatchNorm called twice)."""
-    _STEPPED.setdefault(var.graph, {})[id(var)] = [value, None]
+    _STEPPED.setdefault(var.graph, {})[id(var)] = [value, None, var]
 
 
 def note_read(var, value) -> None:
@@ -240,20 +240,56 @@ def current(var):
     return var if entry is None else entry[0]
 
 
-def stepped(var):
+def assigned_to(value, graph):
+    """The Variable whose latest value in the kn.compile trace `graph` is `value`
+    (`note_update`; or what that value, a `stop_gradient` made under no_grad, reads), else
+    None."""
+    for entry in _STEPPED.get(graph, {}).values():
+        if len(entry) > 2 and same_value(entry[0], value):
+            return entry[2]
+    return None
+
+
+def same_value(now, value) -> bool:
+    """Whether `now` is `value`, or its `stop_gradient` (a value made under no_grad in a
+    trace), whose writes go to `value`."""
+    return now is value or (now is not None and now.node.op.name == "stop_gradient"
+                            and now.node.inputs[0] is value)  # fmt: skip
+
+
+def stepped(var, node: bool = False):
     """What a read of the parameter Variable `var` gives (see `record_step`); the node that
-    reads the new value is made on the first read only (a step's graph keeps none)."""
+    reads the new value is made on the first read only (a step's graph keeps none). With
+    `node` (a buffer read in a kn.compile trace), a node of its own before any change too:
+    an in-place change through what the read gave (`n = self.n; n.add_(1)`) makes that
+    value stand for the new one, as the eager buffer it aliases."""
     from ..frontend.functionalize import THROUGH
 
     found = _STEPPED.get(var.graph)
     entry = found.get(id(var)) if found else None
     if entry is None:
-        return var
+        if not node or var.graph not in _ENTERED:
+            return var
+        entry = _STEPPED.setdefault(var.graph, {})[id(var)] = [var, None]
     if entry[1] is None:  # (the parameter whatever the grad mode of this first read: ops
         # made under no_grad detach their operands, not the parameter for later reads)
         with enable_grad():
             entry[1] = call("custom_grad", entry[0], var, function=THROUGH)
     return entry[1]
+
+
+def read_of(var):
+    """The node a read of `var` gave in this trace (`stepped`), if made, else None."""
+    found = _STEPPED.get(var.graph)
+    entry = found.get(id(var)) if found else None
+    return None if entry is None else entry[1]
+
+
+def updated_to(var):
+    """The value `var` was last given in this trace (`note_update`, a step), else None."""
+    found = _STEPPED.get(var.graph)
+    entry = found.get(id(var)) if found else None
+    return None if entry is None else entry[0]
 
 
 def pending_grads(graph) -> dict:

@@ -619,9 +619,12 @@ def _tensor_state(t) -> tuple:
 
 
 def _members(module: Module) -> tuple:
-    """What `module` holds: its parameters, buffers and submodules (replacing one retraces)."""
+    """What `module` holds: its parameters, buffers and submodules, and the forward hooks its
+    calls run (replacing, adding or removing one retraces)."""
+    d = module.__dict__
     return (*module._parameters.values(), *module._buffers.values(),
-            *module._modules.values())  # fmt: skip
+            *module._modules.values(), *(d.get(_HOOKS[0]) or {}).values(),
+            *(d.get(_HOOKS[1]) or {}).values())  # fmt: skip
 
 
 class Guard:
@@ -676,7 +679,7 @@ class Guard:
             now = _members(module)
             if len(now) != len(held) or any(a is not b for a, b in zip(now, held)):
                 what = f"{type(module).__name__} module"
-                return f"a {what} holds another parameter, buffer or submodule", True
+                return f"a {what} holds another parameter, buffer, submodule or hook", True
         if self.by_value:
             values = self.captures.values()
             if values != self.values:

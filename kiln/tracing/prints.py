@@ -3,7 +3,10 @@ compiled function makes it on every call with that call's values, as PyTorch's c
 functions print on every call. Without this, the trace would print a Symbol's description
 once and later calls nothing.
 
-Besides `print`, only the storing of traced values in Python state is made by each call
+`warnings.warn` is recorded and made by each call alike (through the warning filters then,
+as an eager call's warning), at the place the warning names.
+
+Besides these, only the storing of traced values in Python state is made by each call
 (`stores`). Other Python side effects of a traced function run once, when it is traced.
 
 A traced value formatted into a string (`f"{loss:.4f}"`, `"{}".format(x)`) becomes a marker,
@@ -32,7 +35,9 @@ from __future__ import annotations
 import builtins
 import contextlib
 import re
+import sys
 import threading
+import warnings
 
 from ..graph.core import Symbol
 from .scalars import TracedScalar, python_value
@@ -41,6 +46,7 @@ _local = threading.local()  # .calls: the recording list of this thread's trace,
 _lock = threading.Lock()
 _active = 0  # traces recording now, all threads: print stays patched while any is
 _saved = builtins.print  # the print that was there when the first of them began
+_saved_warn = warnings.warn
 _MARKER = re.compile(r"<kiln traced value (\d+)>")
 
 
@@ -76,18 +82,42 @@ def _print(*args, **kwargs):
         calls.append((args, kwargs))
 
 
+class _Warned(tuple):
+    """A recorded `warnings.warn` call: ((message,), {}) as a print's, and in `where` the
+    rest of `warnings.warn_explicit`'s arguments, found when it was made."""
+
+
+def _warn(message, category=None, stacklevel=1, source=None, **kwargs):
+    calls = getattr(_local, "calls", None)
+    if calls is None:  # another thread, not tracing
+        return _saved_warn(message, category, stacklevel + 1, source, **kwargs)
+    if isinstance(message, Warning):
+        category = type(message)
+    try:
+        frame = sys._getframe(stacklevel)
+        globals_, filename, lineno = frame.f_globals, frame.f_code.co_filename, frame.f_lineno
+    except ValueError:  # (as warnings.warn: past the outermost frame)
+        globals_, filename, lineno = sys.__dict__, "sys", 1
+    entry = _Warned(((message,), {}))
+    entry.where = (category or UserWarning, filename, lineno, globals_.get("__name__", "<string>"),
+                   globals_.setdefault("__warningregistry__", {}), globals_, source)  # fmt: skip
+    calls.append(entry)
+    return None
+
+
 @contextlib.contextmanager
 def recording(graph):
     """Records the `print` calls this thread makes while tracing into `graph`; yields the list
     of (args, kwargs), where args may hold Symbols of `graph`. A trace inside another one
     (a compiled function called while tracing) records into the outer list."""
-    global _active, _saved
+    global _active, _saved, _saved_warn
     outer = getattr(_local, "calls", None)
     calls = outer if outer is not None else Recorded()
     with _lock:
         if not _active:
             _saved = builtins.print
             builtins.print = _print
+            _saved_warn, warnings.warn = warnings.warn, _warn
             Symbol.__format__ = _format
         _active += 1
     _local.calls = calls
@@ -99,6 +129,7 @@ def recording(graph):
             _active -= 1
             if not _active:
                 builtins.print = _saved
+                warnings.warn = _saved_warn
                 del Symbol.__format__
 
 
@@ -142,8 +173,12 @@ def replay(calls, symbols, values) -> None:
             return _MARKER.sub(lambda m: _filled(calls.formatted[int(m.group(1))], value_of), a)
         return a
 
-    for args, kwargs in calls:
-        builtins.print(*map(fill, args), **{k: fill(v) for k, v in kwargs.items()})
+    for entry in calls:
+        args, kwargs = entry
+        if isinstance(entry, _Warned):
+            warnings.warn_explicit(fill(args[0]), *entry.where)
+        else:
+            builtins.print(*map(fill, args), **{k: fill(v) for k, v in kwargs.items()})
 
 
 def _filled(marked, value_of) -> str:

@@ -5,6 +5,8 @@ and `describe` give an input's key and its text in messages."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -17,6 +19,7 @@ from .scalars import TracedScalar, python_value
 _LEAF = "<array>"  # an array's slot in a structure; other values are kept in it (static)
 _STATIC = "<static>"
 _SCALAR = "<python value>"  # a TracedScalar's slot: the call's array, as .item()/.tolist()
+_DATACLASS = "<dataclass>"  # a dataclass instance: its fields' structures, by name
 _ARRAYS = (Tensor, np.ndarray, np.generic, Symbol)
 
 
@@ -37,8 +40,53 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
     if type(value) is dict:
         items = (flatten(v, f"{path}_{k}", leaves, paths, statics) for k, v in value.items())
         return (dict, tuple(value), tuple(items))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = tuple(f.name for f in dataclasses.fields(value))
+        items = (flatten(getattr(value, n), f"{path}_{n}", leaves, paths, statics) for n in names)
+        return (_DATACLASS, type(value), names, tuple(items))
     statics.append((path, value))
-    return (_STATIC, value)
+    return (_STATIC, value, _kind(value))
+
+
+def _kind(value):
+    """What tells apart static values that compare equal but trace differently: the type
+    (`2`, `2.0` and `True` promote an integer tensor differently) and the sign of a zero
+    (`x / -0.0`)."""
+    if type(value) is float and value == 0.0:
+        return float, str(value)
+    return type(value)
+
+
+def flatten_outputs(result, leaves: list, paths: list, name: str):
+    """`flatten` of a traced function's result; refuses a value it returns that holds a
+    traced value where flatten does not look (an object's attribute: it would come back
+    holding the trace's graph value, not a tensor)."""
+    from ..errors import GraphError
+
+    statics: list = []
+    structure = flatten(result, "output", leaves, paths, statics)
+    for path, value in statics:
+        held = _held_symbol(value, 2)
+        if held is not None:
+            raise GraphError(
+                f"kn.compile: {name} returned a {type(value).__name__} as {path} holding the "
+                f"traced value '{held.name}': a compiled function returns Tensors in nested "
+                "tuples, lists, dicts, named tuples or dataclasses; return its tensors so"
+            )
+    return structure
+
+
+def _held_symbol(value, depth: int):
+    """A Symbol among `value`'s attributes or items (`depth` levels down), else None."""
+    if isinstance(value, Symbol):
+        return value
+    if depth == 0:
+        return None
+    items = getattr(value, "__dict__", None)
+    items = items.values() if isinstance(items, dict) else ()
+    if isinstance(value, (set, frozenset, list, tuple)):
+        items = value
+    return next((s for v in items if (s := _held_symbol(v, depth - 1)) is not None), None)
 
 
 def _is_namedtuple(value) -> bool:
@@ -55,6 +103,12 @@ def _unflatten(structure, leaves):
         return python_value(next(leaves), structure[1])
     if structure[0] is dict:
         return dict(zip(structure[1], (_unflatten(s, leaves) for s in structure[2])))
+    if structure[0] is _DATACLASS:  # its fields set as they were read (as copy.copy would)
+        _, cls, names, items = structure
+        made = object.__new__(cls)
+        for name, item in zip(names, items):
+            object.__setattr__(made, name, _unflatten(item, leaves))
+        return made
     items = (_unflatten(s, leaves) for s in structure[1])
     return structure[0](*items) if hasattr(structure[0], "_fields") else structure[0](items)
 

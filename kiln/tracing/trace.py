@@ -104,6 +104,15 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
 
+    def __getstate__(self):
+        """A copy (`copy.deepcopy`, pickle) compiles its copy of fn afresh: traces, their
+        programs and the lock are not copied (as torch.compile's OptimizedModule)."""
+        names = ("fn", "device", "cache_size", "memory_budget", "retrace_limit")
+        return {name: getattr(self, name) for name in names}
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
     def flatten_args(self, args, kwargs):
         """(leaves, their paths, static (path, value) pairs, structure) of a call's arguments;
         `trace_for` takes them."""
@@ -194,8 +203,10 @@ class CompiledFunction:
                 traced = self.cache[key] = found
         if traced is not None and stale is None:
             stale = traced.captured.check(key[5])
-            if stale is None and traced.param_dtypes != tuple(p.dtype for p in traced.params):
-                stale = ("a parameter's dtype changed (Module.to, half(), ...)", False)
+            if stale is None and traced.param_dtypes != tuple(
+                    (p._value.dtype, p._value.shape) for p in traced.params):  # fmt: skip
+                stale = ("a parameter's dtype or shape changed (Module.to, half(), .data = "
+                         "...)", False)  # fmt: skip
             if (stale is None and traced.grad_writes  # (a backward() inside: it ran them)
                     and traced.param_hooks != hook_state(traced.params)):  # fmt: skip
                 stale = ("a parameter's gradient hooks changed", False)
@@ -621,7 +632,10 @@ class OptimizedModule(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+            orig = self.__dict__.get("_modules", {}).get("_orig_mod")
+            if orig is None:  # (a copy being made: not filled yet)
+                raise
+            return getattr(orig, name)
 
 
 def trace(fn, *example_args, device=None, **example_kwargs) -> Traced:

@@ -201,22 +201,22 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
     )
 
 
-def check_changed_grads(fn_name: str, changed, paths, marked: set, inputs) -> None:
-    """Refuses a trace that changed an argument or a captured tensor it takes as an input
-    (`changed`: (position, new value) pairs; `paths`: their names; `inputs`: the
-    placeholders) in place with a value that requires grad (`marked`: the ids of such
-    values): eager code gives the tensor that value's history (its grad_fn), which a
-    compiled call cannot give a tensor it writes. A leaf that requires grad changed under
-    no_grad (`img.clamp_(0, 1)`: its placeholder's `custom_grad` THROUGH) stays the leaf,
-    as in eager code, and is taken."""
-    for k, value in changed:
+def check_changed_grads(fn_name: str, changed, marked: set) -> None:
+    """Refuses a trace that changed an argument, a captured tensor it takes as an input or a
+    module's buffer (`changed`: (name, new value, the placeholder or None)) in place with a
+    value that requires grad (`marked`: the ids of such values): eager code gives the tensor
+    that value's history (its grad_fn), which a compiled call cannot give a tensor it
+    writes. A leaf that requires grad changed under no_grad (`img.clamp_(0, 1)`: its
+    placeholder's `custom_grad` THROUGH) stays the leaf, as in eager code, and is taken."""
+    for path, value, placeholder in changed:
         node = value.node
-        if (node.op.name == "custom_grad" and node.attrs.get("function") is THROUGH
-                and node.inputs[1].node is inputs[k].node):  # fmt: skip
+        if (placeholder is not None and node.op.name == "custom_grad"
+                and node.attrs.get("function") is THROUGH
+                and node.inputs[1].node is placeholder.node):  # fmt: skip
             continue
         if id(value) in marked:
             raise GraphError(
-                f"kn.compile: {fn_name} changes '{paths[k]}' "
+                f"kn.compile: {fn_name} changes '{path}' "
                 f"({dt.short_name(value.dtype)}{sh.format_shape(value.shape)}) in "
                 f"place at {value.site} with a value that requires grad: eager code gives "
                 "the tensor that value's history (its grad_fn), which a compiled call "

@@ -32,7 +32,7 @@ from ..nn.module import _active as module_calls
 from ..nn.module import keeps_gradient
 from ..nn.parameter import owner_of, shared_box, tracing_values
 from ..ops.dynamic import with_binders
-from ..ops.random import draw_steps
+from ..ops.random import draw_steps, random_nodes
 from ..optim import graph_step
 from ..passes.remat import check_budget
 from ..passes.vectorize import ancestors
@@ -58,7 +58,7 @@ from .guards import rebound
 from .prints import printed_symbols, recording, replay
 from .scalars import TracedScalar
 from .stores import make_stores, store_outputs
-from .structure import _unflatten, flatten, name_of
+from .structure import _unflatten, flatten, flatten_outputs, name_of
 from .trace_checks import check_changed_grads
 
 __all__ = ["Traced", "check_budget"]  # (structure.py)
@@ -211,7 +211,7 @@ class Traced:
         # arguments changed in place: the program reads the placeholder and returns the new
         # value, which each call writes into the caller's tensor
         self.changed, self.paths = [], paths
-        self.random_names = [n.name for n in self.graph.nodes if "random" in n.op.tags]
+        self.random_names, self.generator_draws = random_nodes(self.graph)
         for k, s in enumerate(self.inputs):
             record = changes[id(s)]
             if record[2] is not None:
@@ -223,8 +223,8 @@ class Traced:
         self.layout_args = [(k, p, read[id(s.node)])
                             for k, (s, p) in enumerate(zip(self.inputs, paths))
                             if id(s.node) in read]  # fmt: skip
-        outputs, out_paths, statics = [], [], []
-        self.out_structure = flatten(result, "output", outputs, out_paths, statics)
+        outputs, out_paths = [], []
+        self.out_structure = flatten_outputs(result, outputs, out_paths, self.name)
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
             if id(leaf) in promoted:  # a buffer fn made: its graph value
                 leaf = outputs[k] = promoted[id(leaf)]
@@ -258,11 +258,10 @@ class Traced:
         self.run_shaped = False  # see _plan_grad
         self._collect_state()
         self.guard = tuple(p.tensor()._requires_grad for p in self.params)
-        self.param_dtypes = tuple(p.dtype for p in self.params)  # Module.to retraces
+        self.param_dtypes = tuple((p._value.dtype, p._value.shape) for p in self.params)
         self.param_hooks = hook_state(self.params)  # a backward() inside applied them
-        leaf_grad = [
-            s for s, k in zip(self.inputs, key[1]) if k[3] and dt.is_differentiable(s.dtype)
-        ]
+        leaf_grad = [s for s, k in zip(self.inputs, key[1])
+                     if k[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
         trained = [v for p, v in zip(self.params, self.variables)
                    if p.tensor()._requires_grad and v not in self.grad_blocked]  # fmt: skip
         self.plans_grad = wants_grad
@@ -359,8 +358,11 @@ class Traced:
     def _plan_grad(self, sources) -> list:
         """Builds the gradient graph of the outputs that require grad and splits it: returns
         the intermediates the forward program must also return for the backward."""
-        marked = _requiring_grad(self.graph.nodes, sources)
-        check_changed_grads(self.name, self.changed, self.paths, marked, self.inputs)
+        marked = _requiring_grad(self.graph.nodes, sources)  # (a module's buffer too:)
+        changed = [(self.paths[k], v, self.inputs[k]) for k, v in self.changed] + [
+            (var.name, v, None) for var, v in self.updates.items()
+            if not var.trainable and owner_of(var) is not None]  # fmt: skip
+        check_changed_grads(self.name, changed, marked)
         self.grad_outputs = [k for k, o in enumerate(self.outputs)
                              if id(o) in marked and k not in self.no_grad_outputs]  # fmt: skip
         # outputs of a length each run binds (kiln/ops/dynamic.py): a call records its shapes
@@ -500,7 +502,7 @@ class Traced:
         tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
         for k, path, offset in self.layout_args:
             check_own_layout(self.name, path, leaves[k], offset)
-        params = [p.tensor() for p in self.params]  # NOTE: syncs values from other graphs
+        params = [p.taken() for p in self.params]  # NOTE: syncs values from other graphs
         for p, var, t in zip(self.params, self.variables, params):
             self._share(p, var, t)
         if self.changed:
@@ -525,8 +527,8 @@ class Traced:
         outs = arena = None
         if placed is not None:  # the residuals are written into this call's backward arena
             outs, arena = self._call_arena(arrays, placed)
-        if self.random_names:  # reproducible after kn.manual_seed, as eager draws are
-            draw_steps(self.graph, self.random_names)
+        if self.random_names or self.generator_draws:  # reproducible after a manual_seed
+            draw_steps(self.graph, self.random_names, self.generator_draws)  # as eager draws
         results = self.function.program.run(arrays, host=not tensors, outs=outs)
         for var, box in self.shared:
             box[0] = var._value

@@ -11,7 +11,7 @@ few hundred products agree within LOSS_TOL / PARAM_TOL; single forward passes wi
 
 import numpy as np
 import pytest
-from port_common import LOSS_TOL, PARAM_TOL, assert_losses_close, to_numpy
+from port_common import LOSS_TOL, PARAM_TOL, assert_losses_close, identity, to_numpy
 
 import kiln as kn
 
@@ -46,7 +46,7 @@ LIN_Y = (LIN_X @ np.array([2, -3.4], np.float32) + 4.2 + 0.01 * RNG.normal(size=
 LIN_W = (0.01 * RNG.normal(size=(2, 1))).astype(np.float32)
 
 
-def linear_regression(lib):
+def linear_regression(lib, jit=identity):
     X, y = lib.tensor(LIN_X), lib.tensor(LIN_Y).reshape((-1, 1))
     w = lib.tensor(LIN_W, requires_grad=True)
     b = lib.zeros(1, requires_grad=True)
@@ -57,10 +57,14 @@ def linear_regression(lib):
     def squared_loss(y_hat, y):
         return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
 
+    @jit  # w and b are read from the enclosing scope, as in the book
+    def batch_loss(X, y):
+        return squared_loss(linreg(X, w, b), y)
+
     losses = []
     for _ in range(3):
         for i in range(0, 100, 10):
-            loss = squared_loss(linreg(X[i : i + 10], w, b), y[i : i + 10])
+            loss = batch_loss(X[i : i + 10], y[i : i + 10])
             loss.sum().backward()
             sgd(lib, [w, b], 0.03, 10)
         with lib.no_grad():
@@ -70,9 +74,10 @@ def linear_regression(lib):
     return losses, [w, b, w.grad]
 
 
-def test_linear_regression_scratch(torch):
+@pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
+def test_linear_regression_scratch(torch, jit):
     t_losses, t_params = linear_regression(torch)
-    k_losses, k_params = linear_regression(kn)
+    k_losses, k_params = linear_regression(kn, jit)
     assert_losses_close(k_losses, t_losses)
     compare(t_params, k_params)
 
@@ -92,7 +97,7 @@ def accuracy(lib, y_hat, y):
     return float(cmp.type(y.dtype).sum())
 
 
-def softmax_regression(lib):
+def softmax_regression(lib, jit=identity):
     X, y = lib.tensor(IMG_X), lib.tensor(IMG_Y)
     W = lib.tensor(SOFT_W, requires_grad=True)
     b = lib.zeros(10, requires_grad=True)
@@ -102,6 +107,7 @@ def softmax_regression(lib):
         partition = X_exp.sum(1, keepdim=True)
         return X_exp / partition
 
+    @jit
     def net(X):
         return softmax(lib.matmul(X.reshape((-1, W.shape[0])), W) + b)
 
@@ -119,9 +125,10 @@ def softmax_regression(lib):
     return out, [W, b]
 
 
-def test_softmax_regression_scratch(torch):
+@pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
+def test_softmax_regression_scratch(torch, jit):
     t_out, t_params = softmax_regression(torch)
-    k_out, k_params = softmax_regression(kn)
+    k_out, k_params = softmax_regression(kn, jit)
     compare(t_out, k_out, **LOSS_TOL)
     compare(t_params, k_params)
 
@@ -133,7 +140,7 @@ MLP_W2 = RNG.normal(size=(32, 10)).astype(np.float32)
 DROP_U = [RNG.random(size=(16, 32)).astype(np.float32) for _ in range(12)]
 
 
-def mlp(lib, lambd=0.0, dropout=0.0):
+def mlp(lib, lambd=0.0, dropout=0.0, jit=identity):
     """d2l's MLP from scratch; `lambd` adds the hand-written L2 penalty of 4.5, `dropout` the
     mask `(rand(X.shape) > p).float()` of 4.6 (the uniform draws come from NumPy)."""
     X, y = lib.tensor(IMG_X), lib.tensor(IMG_Y)
@@ -158,6 +165,7 @@ def mlp(lib, lambd=0.0, dropout=0.0):
     def l2_penalty(w):
         return lib.sum(w.pow(2)) / 2
 
+    @jit
     def net(X):
         X = X.reshape((-1, 20))
         H = relu(X @ W1 + b1)
@@ -179,10 +187,14 @@ def mlp(lib, lambd=0.0, dropout=0.0):
     return losses, params
 
 
-@pytest.mark.parametrize("lambd, dropout", [(0.0, 0.0), (3.0, 0.0), (0.0, 0.5), (0.0, 1.0)])
-def test_mlp_scratch(torch, lambd, dropout):
+@pytest.mark.parametrize(
+    "lambd, dropout, jit",
+    [(0.0, 0.0, identity), (3.0, 0.0, identity), (0.0, 0.5, identity), (0.0, 1.0, identity),
+     (0.0, 0.0, kn.compile), (3.0, 0.0, kn.compile)],
+)  # fmt: skip
+def test_mlp_scratch(torch, lambd, dropout, jit):
     t_losses, t_params = mlp(torch, lambd, dropout)
-    k_losses, k_params = mlp(kn, lambd, dropout)
+    k_losses, k_params = mlp(kn, lambd, dropout, jit)
     assert_losses_close(k_losses, t_losses)
     compare(t_params, k_params)
 
@@ -235,7 +247,8 @@ def batch_norm_net(lib):
     )  # fmt: skip
 
 
-def test_batch_norm_scratch(torch):
+@pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
+def test_batch_norm_scratch(torch, jit):
     from port_common import copy_weights
 
     t_net, k_net = batch_norm_net(torch), batch_norm_net(kn)
@@ -243,16 +256,17 @@ def test_batch_norm_scratch(torch):
     results = []
     for lib, net in ((torch, t_net), (kn, k_net)):
         opt = lib.optim.SGD(net.parameters(), lr=0.9)
+        fwd = jit(net) if lib is kn else net  # traced again when is_grad_enabled() changes
         X, y = lib.tensor(BN_X), lib.tensor(np.arange(8) % 2)
         losses = []
         for _ in range(4):
-            loss = lib.nn.functional.cross_entropy(net(X), y)
+            loss = lib.nn.functional.cross_entropy(fwd(X), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             losses.append(loss.item())
         with lib.no_grad():  # is_grad_enabled() is False: the moving statistics are used
-            out = net(X)
+            out = fwd(X)
         assert not net[1].moving_mean.requires_grad
         results.append((losses, out, net[1].moving_mean, net[1].moving_var, net[5].moving_var))
     compare(results[0], results[1], **LOSS_TOL)
@@ -265,7 +279,7 @@ RNN_W = [(RNG.normal(size=s) * 0.01).astype(np.float32) for s in [(12, 16), (16,
 RNN_SEQ = RNG.integers(0, VOCAB, size=(8, 4, 7))
 
 
-def rnn_scratch(lib):
+def rnn_scratch(lib, jit=identity):
     import math
 
     F = lib.nn.functional
@@ -291,14 +305,18 @@ def rnn_scratch(lib):
             outputs.append(lib.mm(H, W_hq) + b_q)
         return lib.cat(outputs, dim=0), (H,)
 
+    @jit  # the one-hot encoding and the loop over time steps, traced once per shape
+    def forward(X, state, params):
+        X = F.one_hot(X.T, VOCAB).type(lib.float32)
+        return rnn(X, state, params)
+
     class RNNModelScratch:
         def __init__(self, vocab_size, num_hiddens, device):
             self.vocab_size, self.num_hiddens = vocab_size, num_hiddens
             self.params = get_params(vocab_size, num_hiddens, device)
 
         def __call__(self, X, state):
-            X = F.one_hot(X.T, self.vocab_size).type(lib.float32)
-            return rnn(X, state, self.params)
+            return forward(X, state, self.params)
 
         def begin_state(self, batch_size, device):
             return init_rnn_state(batch_size, self.num_hiddens, device)
@@ -350,9 +368,10 @@ def rnn_scratch(lib):
     return ppl, norms, predict([1, 2], 5, net, device), net.params
 
 
-def test_rnn_scratch(torch):
+@pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
+def test_rnn_scratch(torch, jit):
     t_ppl, t_norms, t_pred, t_params = rnn_scratch(torch)
-    k_ppl, k_norms, k_pred, k_params = rnn_scratch(kn)
+    k_ppl, k_norms, k_pred, k_params = rnn_scratch(kn, jit)
     assert_losses_close(k_ppl, t_ppl)
     assert_losses_close(k_norms, t_norms)  # every clipped norm is theta = 0.05
     assert k_pred == t_pred
@@ -364,6 +383,7 @@ def test_rnn_scratch(torch):
 ATT_Q = RNG.normal(size=(2, 1, 20)).astype(np.float32)
 ATT_QS = RNG.normal(size=(2, 1, 2)).astype(np.float32)
 ATT_K = np.ones((2, 10, 2), np.float32)
+ATT_KR = RNG.normal(size=(2, 10, 2)).astype(np.float32)
 ATT_V = np.tile(np.arange(40, dtype=np.float32).reshape(1, 10, 4), (2, 1, 1))
 ATT_S = [RNG.random((2, 2, 4)).astype(np.float32) for _ in range(2)]
 
@@ -434,7 +454,7 @@ def attention_lib(lib):
     return masked_softmax, AdditiveAttention, DotProductAttention, PositionalEncoding
 
 
-def attention_run(lib, additive=None):
+def attention_run(lib, additive=None, jit=identity):
     masked_softmax, Additive, Dot, PosEnc = attention_lib(lib)
     out = [
         masked_softmax(lib.tensor(ATT_S[0]), lib.tensor([2, 3])),
@@ -444,24 +464,29 @@ def attention_run(lib, additive=None):
     if additive is None:
         additive = Additive(2, 20, 8, 0.1)
     additive.eval()
-    out += [additive(lib.tensor(ATT_Q), lib.tensor(ATT_K), lib.tensor(ATT_V), valid_lens)]
-    out += [additive.attention_weights]
+    out += [jit(additive)(lib.tensor(ATT_Q), lib.tensor(ATT_K), lib.tensor(ATT_V), valid_lens)]
+    out += [additive.attention_weights]  # the attribute set inside forward
     dot = Dot(0.5)
     dot.eval()
-    out += [dot(lib.tensor(ATT_QS), lib.tensor(ATT_K), lib.tensor(ATT_V), valid_lens)]
+    keys = lib.tensor(ATT_KR)  # keys that differ, so that the weights depend on the query
+    out += [
+        jit(dot)(lib.tensor(ATT_QS), keys, lib.tensor(ATT_V), valid_lens),
+        dot.attention_weights,
+    ]
     pos = PosEnc(32, 0)
     pos.eval()
-    out += [pos(lib.zeros((1, 60, 32))), pos.P[:, :60, :]]
+    out += [jit(pos)(lib.zeros((1, 60, 32))), pos.P[:, :60, :]]
     return additive, out
 
 
-def test_attention_scoring_and_positional_encoding(torch):
+@pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
+def test_attention_scoring_and_positional_encoding(torch, jit):
     from port_common import copy_weights
 
     t_add, t_out = attention_run(torch)
     k_add = attention_lib(kn)[1](2, 20, 8, 0.1)
     copy_weights(t_add, k_add)
-    _, k_out = attention_run(kn, k_add)
+    _, k_out = attention_run(kn, k_add, jit)
     compare(t_out, k_out, **FWD_TOL)
 
 

@@ -33,6 +33,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager.grad_mode import enable_grad, state
 from ..errors import DTypeMismatchError, GraphError, ShapeMismatchError, node_error
 from ..graph.core import Symbol, Variable, user_site
 from . import core
@@ -510,7 +511,12 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         return x
     layout = _layout(x, True, False)  # x's memory, which the change keeps: its layout too
     new = _fresh(new, since, graph)
-    if not _reads(new, x, since):
+    if not state.grad and traced_requires_grad(x):
+        # a change under no_grad of a value on the gradient path changes its elements, not
+        # its autograd history: gradients of the new value go on to the old one's history
+        with enable_grad():  # (made under no_grad, the node would end in stop_gradient)
+            new = core.call("custom_grad", new, x, function=THROUGH)
+    elif not _reads(new, x, since):
         # a change that does not read x (`zero_`, `fill_`, `copy_` of another value) keeps
         # x on the gradient path, as eager's tape does: x's new value requires grad where the
         # old one did, and the old history gets a zero gradient (PyTorch's ZeroBackward0)

@@ -676,3 +676,24 @@ def test_additive_attention_training(torch, jit):
             losses.append(loss.item())
         results.append((losses, additive.attention_weights, list(additive.parameters())))
     compare(results[0], results[1], **LOSS_TOL)
+
+
+@pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
+def test_no_grad_in_place_change_keeps_the_gradient_path(torch, jit):
+    """`with no_grad(): h.mul_(2)` changes h's values, not its autograd history: the gradient
+    still flows through h's old history (to x), beside the output's other path. Expected:
+    torch 2.13, eagerly (d/dx of 4*x*y + x is 2*y + 1)."""
+    results = []
+    for lib in (torch, kn):
+
+        def f(x, y):
+            h = x * 2
+            with lib.no_grad():
+                h.mul_(2)
+            return (h * y).sum() + x.sum()
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        out = (jit(f) if lib is kn else f)(x, lib.tensor([3.0, 5.0]))
+        out.backward()
+        results.append([out, x.grad])
+    compare(results[0], results[1], **FWD_TOL)

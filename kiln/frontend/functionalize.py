@@ -63,7 +63,7 @@ from .layouts import (  # noqa: F401 (the layout names, importable from here as 
     whole_in_order,
 )
 
-__all__ = ["assign_inplace", "install", "rebind"]
+__all__ = ["assign_inplace", "install", "keeps_history", "rebind"]
 
 # graph -> {id(argument placeholder): [the object, requires_grad, its placeholder once it
 # changed]}: the arguments of a function kn.compile traces, which may change in place (the
@@ -218,7 +218,7 @@ def _check_target(x: Symbol, op: str) -> None:
         name = node.node.op.name
         argument = _ARGUMENTS.get(node.node.graph, {}).get(id(node))
         if argument is not None and argument[0] is node:
-            if argument[1]:
+            if argument[1] and state.grad:  # (under no_grad: an update of its values)
                 raise _error(
                     GraphError,
                     f"in-place change of '{node.name}', an argument of the compiled function "
@@ -331,6 +331,24 @@ class _Through:
 
 
 THROUGH = _Through()
+
+
+def keeps_history(value: Symbol, old: Symbol) -> bool:
+    """Whether `value`, the new value of an in-place change of `old`, changed only its
+    elements (changes under no_grad): its gradient goes on to `old`, so the tensor written
+    into keeps its autograd history, as in eager PyTorch.
+
+    >>> import kiln as kn
+    >>> x = kn.placeholder(kn.float32, (2,), name="x")
+    >>> keeps_history(x * 2, x)
+    False
+    """
+    while value is not old:  # (several changes: a chain of them)
+        node = value.node
+        if not (node.op.name == "custom_grad" and node.attrs.get("function") is THROUGH):
+            return False
+        value = node.inputs[-1]
+    return True
 
 
 class _Overwrite:

@@ -25,7 +25,7 @@ from ..errors import AutogradError, GraphError, SavedTensorError, call_error
 from ..frontend.autocast import tracing_on
 from ..frontend.autodiff import auto_checkpoint, grad, stop_gradient
 from ..frontend.core import constant, placeholder
-from ..frontend.functionalize import allow_argument_changes, layout_read
+from ..frontend.functionalize import allow_argument_changes, keeps_history, layout_read
 from ..frontend.trace_locals import end_trace
 from ..graph.core import Graph, Symbol
 from ..graph.opdef import OpDef
@@ -380,7 +380,7 @@ class Traced:
         the intermediates the forward program must also return for the backward."""
         marked = _requiring_grad(self.graph.nodes, sources)
         for k, value in self.changed:  # (value: what it was changed to)
-            if id(value) in marked:
+            if id(value) in marked and not keeps_history(value, self.inputs[k]):
                 raise GraphError(
                     f"kn.compile: {self.name} changes '{self.paths[k]}' "
                     f"({dt.short_name(value.dtype)}{sh.format_shape(value.shape)}) in "

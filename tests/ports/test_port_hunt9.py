@@ -678,6 +678,29 @@ def test_additive_attention_training(torch, jit):
     compare(results[0], results[1], **LOSS_TOL)
 
 
+def test_momentum_update_compiled_on_leaves(torch):
+    """Under no_grad the in-place update of a leaf that requires grad is allowed, in eager
+    code and (as in torch.compile) in a compiled function that takes the leaf as argument."""
+    results = []
+    for lib in (torch, kn):
+        w = lib.tensor(OPT_W, requires_grad=True)
+        g = lib.tensor(OPT_W * 3.0)
+
+        @(kn.compile if lib is kn else identity)
+        def step(w, g, v):
+            with lib.no_grad():
+                v[:] = 0.5 * v + g
+                w[:] -= 0.1 * v
+
+        v = lib.zeros((5, 1))
+        for _ in range(3):
+            step(w, g, v)
+        assert w.requires_grad and w.is_leaf and w.grad is None
+        (w**2).sum().backward()  # the updated leaf still trains
+        results.append([w, v, w.grad])
+    compare(results[0], results[1], **FWD_TOL)
+
+
 @pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
 def test_no_grad_in_place_change_keeps_the_gradient_path(torch, jit):
     """`with no_grad(): h.mul_(2)` changes h's values, not its autograd history: the gradient

@@ -701,18 +701,29 @@ def test_momentum_update_compiled_on_leaves(torch):
     compare(results[0], results[1], **FWD_TOL)
 
 
+NO_GRAD_CHANGES = {
+    "mul_": lambda h, y: h.mul_(2),
+    "zero_": lambda h, y: h.zero_(),
+    "setitem": lambda h, y: h.__setitem__(0, 5.0),
+    "copy_": lambda h, y: h.copy_(y),
+    "view_mul_": lambda h, y: h.view(2, 1).mul_(3),
+    "clamp_": lambda h, y: h.clamp_(max=3.0),
+}
+
+
+@pytest.mark.parametrize("change", list(NO_GRAD_CHANGES))
 @pytest.mark.parametrize("jit", [identity, kn.compile], ids=["eager", "compile"])
-def test_no_grad_in_place_change_keeps_the_gradient_path(torch, jit):
+def test_no_grad_in_place_change_keeps_the_gradient_path(torch, jit, change):
     """`with no_grad(): h.mul_(2)` changes h's values, not its autograd history: the gradient
     still flows through h's old history (to x), beside the output's other path. Expected:
-    torch 2.13, eagerly (d/dx of 4*x*y + x is 2*y + 1)."""
+    torch 2.13, eagerly (for mul_: d/dx of 4*x*y + x is 2*y + 1)."""
     results = []
     for lib in (torch, kn):
 
         def f(x, y):
             h = x * 2
             with lib.no_grad():
-                h.mul_(2)
+                NO_GRAD_CHANGES[change](h, y)
             return (h * y).sum() + x.sum()
 
         x = lib.tensor([1.0, 2.0], requires_grad=True)

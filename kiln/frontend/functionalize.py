@@ -20,7 +20,8 @@ compiled call returns its new value and writes it into the caller's tensor.
 
 Refused, with an error naming the op and the line: a graph-mode placeholder (a feed), a
 Variable (it changes only through `updates=`/`assign`), an argument of a compiled function
-that requires grad, views PyTorch cannot write through
+that requires grad while grad mode is on (under no_grad its values change and its gradient
+path stays, as for any value on that path), views PyTorch cannot write through
 either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`),
 a result of another shape, and a result whose dtype the value cannot hold (PyTorch's "result
 type Float can't be cast to the desired output type Long").

@@ -114,6 +114,30 @@ def test_in_place_change_inside_under_no_grad_keeps_the_leaf():
     assert w.grad.tolist() == [3.0, 5.0]
 
 
+def test_in_place_change_under_no_grad_inside_updates_the_leaf():
+    """As in PyTorch: under no_grad the captured leaf's values change in place, it stays a
+    leaf that requires grad, and the later read takes its gradient. Expected values: the
+    eager run (w doubles each call; d(sum(w * x))/dw = x)."""
+    runs = []
+    for compiled in (False, True):
+        w = kn.tensor([1.0, 2.0], requires_grad=True)
+
+        def step(x):
+            with kn.no_grad():
+                w.mul_(2)
+            return w * x
+
+        run = kn.compile(step) if compiled else step
+        outs = []
+        for _ in range(2):
+            out = run(kn.full((2,), 3.0))
+            out.sum().backward()
+            outs.append(out.tolist())
+        assert type(w) is kn.Tensor and w.is_leaf and w.requires_grad
+        runs.append((outs, w.tolist(), w.grad.tolist()))
+    assert runs[0] == runs[1] == ([[6.0, 12.0], [12.0, 24.0]], [4.0, 8.0], [6.0, 6.0])
+
+
 def test_in_place_change_inside_with_grad_on_is_refused_as_for_arguments():
     w = kn.tensor([1.0, 2.0], requires_grad=True)
 

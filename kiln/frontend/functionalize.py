@@ -20,9 +20,9 @@ compiled call returns its new value and writes it into the caller's tensor.
 
 Refused, with an error naming the op and the line: a graph-mode placeholder (a feed), a
 Variable (it changes only through `updates=`/`assign`), an argument of a compiled function
-that requires grad while grad mode is on (under no_grad it changes, and stays the leaf that
-gradients reach), views PyTorch cannot write through either (a broadcast `expand`), views kiln
-cannot yet write back (`bitcast`),
+that requires grad while grad mode is on (under no_grad its values change and its gradient
+path stays, as for any value on that path), views PyTorch cannot write through
+either (a broadcast `expand`), views kiln cannot yet write back (`bitcast`),
 a result of another shape, and a result whose dtype the value cannot hold (PyTorch's "result
 type Float can't be cast to the desired output type Long").
 """
@@ -64,7 +64,7 @@ from .layouts import (  # noqa: F401 (the layout names, importable from here as 
     whole_in_order,
 )
 
-__all__ = ["assign_inplace", "install", "rebind"]
+__all__ = ["assign_inplace", "install", "keeps_history", "rebind"]
 
 # graph -> {id(argument placeholder): [the object, requires_grad, its placeholder once it
 # changed]}: the arguments of a function kn.compile traces, which may change in place (the
@@ -365,6 +365,24 @@ class _Through:
 THROUGH = _Through()
 
 
+def keeps_history(value: Symbol, old: Symbol) -> bool:
+    """Whether `value`, the new value of an in-place change of `old`, changed only its
+    elements (changes under no_grad): its gradient goes on to `old`, so the tensor written
+    into keeps its autograd history, as in eager PyTorch.
+
+    >>> import kiln as kn
+    >>> x = kn.placeholder(kn.float32, (2,), name="x")
+    >>> keeps_history(x * 2, x)
+    False
+    """
+    while value is not old:  # (several changes: a chain of them)
+        node = value.node
+        if not (node.op.name == "custom_grad" and node.attrs.get("function") is THROUGH):
+            return False
+        value = node.inputs[-1]
+    return True
+
+
 class _Overwrite:
     """The `function` of the `custom_grad` node of a change that does not read the value it
     changes (`assign_inplace`): the cotangent goes to the new value, zeros to the old one."""
@@ -548,7 +566,12 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     if owner is not None and owner.requires_grad and state.grad:
         _update_module_value(owner, x, new, op, True)  # (refused, as eager)
     new = _fresh(new, since, graph)
-    if not _reads(new, x, since):
+    if not state.grad and traced_requires_grad(x):
+        # a change under no_grad of a value on the gradient path changes its elements, not
+        # its autograd history: gradients of the new value go on to the old one's history
+        with enable_grad():  # (made under no_grad, the node would end in stop_gradient)
+            new = core.call("custom_grad", new, x, function=THROUGH)
+    elif not _reads(new, x, since):
         # a change that does not read x (`zero_`, `fill_`, `copy_` of another value) keeps
         # x on the gradient path, as eager's tape does: x's new value requires grad where the
         # old one did, and the old history gets a zero gradient (PyTorch's ZeroBackward0)

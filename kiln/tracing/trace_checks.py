@@ -15,7 +15,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import Tensor
 from ..errors import GraphError
-from ..frontend.functionalize import THROUGH
+from ..frontend.functionalize import keeps_history
 from .guards import _EMPTY, Captures, put
 
 __all__ = ["check_changed_grads", "check_new_entries", "check_no_host_draws", "check_untouched",
@@ -206,14 +206,11 @@ def check_changed_grads(fn_name: str, changed, marked: set) -> None:
     module's buffer (`changed`: (name, new value, the placeholder or None)) in place with a
     value that requires grad (`marked`: the ids of such values): eager code gives the tensor
     that value's history (its grad_fn), which a compiled call cannot give a tensor it
-    writes. A leaf that requires grad changed under no_grad (`img.clamp_(0, 1)`: its
-    placeholder's `custom_grad` THROUGH) stays the leaf, as in eager code, and is taken."""
+    writes. A tensor changed only under no_grad (`img.clamp_(0, 1)`: `keeps_history`)
+    keeps its own history, as in eager code, and is taken."""
     for path, value, placeholder in changed:
-        node = value.node
-        if (placeholder is not None and node.op.name == "custom_grad"
-                and node.attrs.get("function") is THROUGH
-                and node.inputs[1].node is placeholder.node):  # fmt: skip
-            continue
+        if placeholder is not None and keeps_history(value, placeholder):
+            continue  # (changes under no_grad: the tensor keeps its own history)
         if id(value) in marked:
             raise GraphError(
                 f"kn.compile: {fn_name} changes '{path}' "

@@ -460,7 +460,7 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
     shape[d] = n
     fill = (
         dt.number_array(value, x.dtype, "index_fill", x)
-        if isinstance(value, (int, float, bool))
+        if isinstance(value, (int, float, bool, complex))
         else m.cast(value, x.dtype)
     )
     return m.where(s.reshape(hit, tuple(shape)), fill, x)

@@ -1,0 +1,119 @@
+"""Numerical programs ported by renaming `torch` to `kn`: quantum-state simulation, physics-
+informed nets, Gaussian processes, k-means, spectral methods, image warping, histograms,
+Newton's method. Each runs with torch 2.13 (the oracle) and with kiln on the same inputs,
+eagerly and, where it makes sense, under `kn.compile`. Most agree already and stay as ports;
+the differences found are each named above their test.
+"""
+
+import numpy as np
+import pytest
+from port_common import identity, to_numpy
+
+import kiln as kn
+
+
+def assert_same(k, t, **tol):
+    """Nested tuples of tensors agree in structure, shape, dtype and values."""
+    if isinstance(t, (tuple, list)):
+        assert isinstance(k, (tuple, list)) and len(k) == len(t)
+        for a, b in zip(k, t):
+            assert_same(a, b, **tol)
+        return
+    if not hasattr(t, "shape"):
+        assert k == t
+        return
+    assert tuple(k.shape) == tuple(t.shape)
+    assert str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    np.testing.assert_allclose(to_numpy(k), to_numpy(t.resolve_conj()), **(tol or {"rtol": 1e-6}))
+
+
+def compiled_for(lib, wrap):
+    """kn.compile for kiln's run of a "compiled" case; torch's runs eagerly."""
+    return kn.compile if wrap == "compiled" and lib is kn else identity
+
+
+# -- a two-qubit Ising evolution: complex Python scalars ---------------------------------------
+# `U = matrix_exp(-1j * t * H)` of a complex128 Hamiltonian was wrong from the 8th digit: kiln
+# made a Python complex operand (`-1j * t`, `psi * 0.5j`) a complex64 constant before promotion,
+# rounding it to float32 precision; PyTorch keeps a Python scalar's value and takes the
+# tensor's dtype. `fill_`/`masked_fill`/`index_fill`/`scatter`/`index_put` of a complex value
+# made the same rounding (fill_ of a Python float too: `x64.fill_(0.1)` was float32's 0.1).
+
+
+def ising_evolution(lib):
+    X = lib.tensor([[0, 1], [1, 0]], dtype=lib.complex128)
+    Z = lib.tensor([[1, 0], [0, -1]], dtype=lib.complex128)
+    Hd = lib.tensor([[1, 1], [1, -1]], dtype=lib.complex128) / np.sqrt(2)
+    eye = lib.eye(2, dtype=lib.complex128)
+    H = lib.kron(Z, Z) + 0.5 * (lib.kron(X, eye) + lib.kron(eye, X))
+    U = lib.linalg.matrix_exp(-1j * 0.3 * H)
+    psi = lib.zeros(4, dtype=lib.complex128)
+    psi[0] = 1
+    psi = U @ (lib.kron(Hd, eye) @ psi)
+    energy = lib.vdot(psi, H @ psi)
+    rho = lib.outer(psi, psi.conj())
+    reduced = lib.einsum("ijkj->ik", rho.reshape(2, 2, 2, 2))
+    p = lib.linalg.eigvalsh(reduced).clamp(min=1e-12)
+    entropy = -(p * p.log()).sum()
+    phased = psi * 0.25j + (1 - 0.5j) - psi / (0.3 + 0.1j)
+    spectrum = lib.linalg.eigvals(H).real.sort().values
+    return (U, psi, psi.abs() ** 2, psi.angle(), energy, reduced, entropy, phased,
+            lib.view_as_real(psi), lib.trace(rho), spectrum)  # fmt: skip
+
+
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_ising_evolution_with_complex_scalars(torch, wrap):
+    k = compiled_for(kn, wrap)(ising_evolution)(kn)
+    assert_same(k, ising_evolution(torch), rtol=1e-12, atol=1e-14)  # float64: 1e-12 after a few
+    # products of 4x4 matrices and one matrix exponential
+
+
+def fills(lib):
+    out = []
+    for dtype, v in ((lib.float64, 0.1), (lib.complex128, 0.1j), (lib.complex128, 0.1),
+                     (lib.complex64, 0.1j), (lib.float64, 1e300)):  # fmt: skip
+        x = lib.zeros(3, dtype=dtype)
+        mask, i = lib.tensor([True, False, True]), lib.tensor([0, 2])
+        a, b, c = x.clone(), x.clone(), x.clone()
+        a[0], b[mask], c[i] = v, v, v
+        out += [a, b, c, x.clone().fill_(v), x.masked_fill(mask, v), x.index_fill(0, i, v),
+                x.scatter(0, i, v), lib.full_like(x, v), lib.full((2,), v, dtype=dtype),
+                lib.where(mask, x, v), x.clone().masked_fill_(mask, v),
+                x.clone().index_fill_(0, i, v), x.to(lib.complex128) * v, v - x]  # fmt: skip
+    return out
+
+
+def test_fill_values_keep_their_precision(torch):
+    assert_same(fills(kn), fills(torch), rtol=0, atol=0)  # one rounding to the dtype: exact
+
+
+# PyTorch refuses a Python number that the tensor's dtype cannot hold in fill_/full/masked_fill/
+# index_fill (RuntimeError "value cannot be converted to type ... without overflow"): NaN or
+# an infinity or a value out of range for an integer dtype, a finite value beyond float32's or
+# float16's range, a complex number with an imaginary part for a real dtype. kiln cast them
+# silently (NaN to int64's least value, 1e300 to inf, 1j to 0).
+
+
+@pytest.mark.parametrize("value, dtype", [
+    (float("nan"), "int64"), (float("inf"), "int32"), (3e9, "int32"), (-1.0, "uint8"),
+    (1e300, "float32"), (1e5, "float16"), (1j, "float32"), (1e39j, "complex64"),
+])  # fmt: skip
+def test_fill_value_out_of_the_dtypes_range(torch, value, dtype):
+    for lib in (torch, kn):
+        d = getattr(lib, dtype)
+        x = lib.zeros(2, dtype=d)
+        mask, index = lib.tensor([True, False]), lib.tensor([0])
+        for call in (lambda: x.clone().fill_(value), lambda: lib.full((2,), value, dtype=d),
+                     lambda: lib.full_like(x, value), lambda: x.masked_fill(mask, value),
+                     lambda: x.index_fill(0, index, value)):  # fmt: skip
+            with pytest.raises(RuntimeError, match="value cannot be converted|Converting complex"):
+                call()
+    for lib in (torch, kn):  # what fits is taken: 1 + 0j as 1.0, 65519 (float16's 65504), inf
+        got = [
+            lib.full((1,), 1 + 0j, dtype=lib.float32),
+            lib.full((1,), 65519.0, dtype=lib.float16),
+            lib.zeros(1, dtype=lib.float16).fill_(float("inf")),
+            lib.full((1,), 2.7, dtype=lib.int64),
+            lib.full((1,), 1e300, dtype=lib.bfloat16),
+        ]
+        assert [g.tolist() for g in got] == [[1.0], [65504.0], [float("inf")], [2], [float("inf")]]

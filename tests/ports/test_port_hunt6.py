@@ -117,3 +117,45 @@ def test_fill_value_out_of_the_dtypes_range(torch, value, dtype):
             lib.full((1,), 1e300, dtype=lib.bfloat16),
         ]
         assert [g.tolist() for g in got] == [[1.0], [65504.0], [float("inf")], [2], [float("inf")]]
+
+
+# -- Metropolis-Hastings with a Generator --------------------------------------------------------
+# kiln's streams are not PyTorch's (a PCG64 stream: the same seed gives the same draws in every
+# kiln run, not PyTorch's draws), so the chain is compared by what does not depend on them: its
+# determinism under one seed, its moments, and the generator's API. `g.device` was a str in
+# kiln (`g.device.type` raised AttributeError); PyTorch's is a torch.device.
+
+
+def metropolis_hastings(lib, seed, steps=400):
+    g = lib.Generator().manual_seed(seed)
+    x = lib.zeros(3, dtype=lib.float64)
+    accepted, chain = 0, []
+
+    def log_p(z):
+        return -0.5 * (z**2).sum(-1)
+
+    for _ in range(steps):
+        proposal = x + 0.8 * lib.randn(x.shape, generator=g, dtype=lib.float64)
+        if lib.log(lib.rand((), generator=g, dtype=lib.float64)) < log_p(proposal) - log_p(x):
+            x, accepted = proposal, accepted + 1
+        chain.append(x)
+    chain = lib.stack(chain)
+    picks = lib.multinomial(lib.tensor([0.1, 0.2, 0.7]), 2000, replacement=True, generator=g)
+    coins = lib.bernoulli(lib.full((2000,), 0.3), generator=g)
+    return chain, accepted / steps, lib.bincount(picks, minlength=3) / 2000.0, coins.mean(), g
+
+
+def test_metropolis_hastings_with_a_generator(torch):
+    for lib in (torch, kn):
+        chain, rate, freq, heads, g = metropolis_hastings(lib, 5)
+        again = metropolis_hastings(lib, 5)[0]
+        assert lib.equal(chain, again) and not lib.equal(chain, metropolis_hastings(lib, 6)[0])
+        assert chain.dtype == lib.float64 and tuple(chain.shape) == (400, 3)
+        # 400 correlated draws of N(0, I): the mean within 0.35, the variance within 0.5 of 1;
+        # 2000 categorical/Bernoulli draws: frequencies within 0.04 (4 standard deviations)
+        assert abs(float(chain[100:].mean())) < 0.35 and abs(float(chain[100:].var()) - 1) < 0.5
+        assert 0.3 < rate < 0.9
+        np.testing.assert_allclose(to_numpy(freq), [0.1, 0.2, 0.7], atol=0.04)
+        assert abs(float(heads) - 0.3) < 0.04
+        assert g.device.type == "cpu" and str(g.device) == "cpu" and g.initial_seed() == 5
+        assert g.get_state().dtype == lib.uint8

@@ -10,10 +10,11 @@ import numpy as np
 from .eager import Tensor, enable_grad, ones_like, zeros
 from .eager.autograd import grad as autograd_grad
 from .errors import (
-    ArgumentError,
+    ArgumentAssertionError,
     ArgumentTypeError,
     AutogradError,
     ShapeMismatchError,
+    UnknownModeError,
     UsageError,
     call_error,
 )
@@ -77,18 +78,16 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):  # fmt: skip
     """The Jacobian of `func` at `inputs` (a Tensor or a tuple of them): for one input and
     one output a Tensor of shape `output.shape + input.shape`; tuples as PyTorch nests them.
-    `vectorize` is accepted and changes nothing; only `strategy="reverse-mode"` exists.
+    `vectorize` is accepted and changes nothing. `strategy="forward-mode"` (which PyTorch
+    takes with `vectorize=True` only, and not with `create_graph` or `strict`) gives the same
+    Jacobian, computed here by the same reverse-mode passes.
 
     >>> import kiln as kn
     >>> kn.autograd.functional.jacobian(lambda x: x ** 2, kn.tensor([1.0, 3.0]))
     tensor([[2., 0.],
             [0., 6.]])
     """
-    if strategy != "reverse-mode":
-        raise ArgumentError(
-            f"kn.autograd.functional.jacobian computes strategy='reverse-mode' only, got "
-            f"{strategy!r} (kn.jacfwd differentiates in forward mode)"
-        )
+    _check_strategy(strategy, vectorize, create_graph, strict)
     in_single, inputs = _as_tuple(inputs, "inputs", "jacobian")
     with enable_grad():
         # A new Tensor per input (PyTorch's rule), connected to the caller's when the result
@@ -101,6 +100,29 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
         rows = [_jacobian_rows(out, inputs, i, create_graph, strict)
                 for i, out in enumerate(outputs)]  # fmt: skip
     return _result(rows, out_single, in_single)
+
+
+def _check_strategy(strategy, vectorize: bool, create_graph: bool, strict: bool) -> None:
+    """PyTorch's refusals of a jacobian's strategy and the options forward mode lacks."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise ArgumentAssertionError(
+            f'Expected strategy to be either "forward-mode" or "reverse-mode", got {strategy!r}'
+        )
+    if strategy == "reverse-mode":
+        return
+    if not vectorize:
+        raise UnknownModeError("Computing Jacobian using forward-AD or forward-over-reverse "
+                               "Hessian is only implemented for `vectorize=True`.")  # fmt: skip
+    if create_graph:
+        raise UnknownModeError(
+            "kn.autograd.functional.jacobian: `create_graph=True` and "
+            '`strategy="forward-mode"` are not supported together (yet).'
+        )
+    if strict:
+        raise UsageError(
+            "kn.autograd.functional.jacobian: `strict=True` and "
+            '`strategy="forward-mode"` are not supported together (yet).'
+        )
 
 
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
@@ -135,7 +157,7 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
                      for g, x in zip(grads, xs))  # fmt: skip
 
     result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
-                      strategy=outer_jacobian_strategy)  # fmt: skip
+                      vectorize=vectorize, strategy=outer_jacobian_strategy)  # fmt: skip
     return result[0][0] if in_single else result  # result[i][j]: d(d out/d x_i)/d x_j
 
 

@@ -159,3 +159,89 @@ def test_metropolis_hastings_with_a_generator(torch):
         assert abs(float(heads) - 0.3) < 0.04
         assert g.device.type == "cpu" and str(g.device) == "cpu" and g.initial_seed() == 5
         assert g.get_state().dtype == lib.uint8
+
+
+# -- Newton's method with jacobian/hessian, and kn.func transforms -----------------------------
+# `jacobian(f, x, vectorize=True, strategy="forward-mode")` (the cheap choice for a square or
+# tall Jacobian, as PyTorch's docs advise) raised ArgumentError, and `kn.func.linearize` (the
+# JVP function of a Newton-Krylov solver) did not exist.
+
+
+def newton_solves(lib):
+    F = lib.autograd.functional
+
+    def system(x):  # a circle and an exponential: two roots
+        return lib.stack([x[0] ** 2 + x[1] ** 2 - 4, lib.exp(x[0]) + x[1] - 1])
+
+    def rosenbrock(x):
+        return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+
+    x, xs = lib.tensor([1.0, -1.7], dtype=lib.float64), []
+    for step in range(6):
+        strategy = "forward-mode" if step % 2 else "reverse-mode"
+        J = F.jacobian(system, x, vectorize=True, strategy=strategy)
+        x = x - lib.linalg.solve(J, system(x))
+        xs.append(x)
+    z, zs = lib.tensor([-1.2, 1.0], dtype=lib.float64), []
+    for _ in range(5):
+        g, H = F.jacobian(rosenbrock, z), F.hessian(rosenbrock, z)
+        z = z - lib.linalg.solve(H, g)
+        zs.append(z)
+    pair = F.jacobian(lambda a, b: (a * b, a + b.sum()), (x, z), vectorize=True,
+                      strategy="forward-mode")  # fmt: skip
+    H2 = F.hessian(lambda a, b: (a * b).sum() ** 2, (x, z))
+    Hf = F.hessian(rosenbrock, z, vectorize=True, outer_jacobian_strategy="forward-mode")
+    return lib.stack(xs), lib.stack(zs), tuple(tuple(p) for p in pair), H2, Hf.detach()
+
+
+def test_newton_with_autograd_functional(torch):
+    assert_same(newton_solves(kn), newton_solves(torch), rtol=1e-10)  # float64, 6 steps
+    for lib in (torch, kn):
+        F, x = lib.autograd.functional, lib.tensor([1.0, 2.0])
+        with pytest.raises(NotImplementedError, match="vectorize=True"):
+            F.jacobian(lambda x: x**2, x, strategy="forward-mode")
+        with pytest.raises(NotImplementedError, match="create_graph=True"):
+            F.jacobian(lambda x: x**2, x, vectorize=True, strategy="forward-mode",
+                       create_graph=True)  # fmt: skip
+        with pytest.raises(RuntimeError, match="strict=True"):
+            F.jacobian(lambda x: x**2, x, vectorize=True, strategy="forward-mode", strict=True)
+        with pytest.raises(AssertionError, match="forward-mode"):
+            F.jacobian(lambda x: x**2, x, strategy="sideways")
+
+
+def func_transforms(lib):
+    fn = lib.func
+
+    def rosenbrock(x):
+        return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+
+    z = lib.tensor([-1.2, 1.0], dtype=lib.float64)
+    batch = lib.tensor(np.random.default_rng(1).standard_normal((5, 2)))
+    grad_value = fn.grad_and_value(rosenbrock)(z)
+    out, vjp_fn = fn.vjp(lambda x: x.sin() * x, z)
+    return (fn.grad(rosenbrock)(z), fn.hessian(rosenbrock)(z), fn.jacrev(fn.grad(rosenbrock))(z),
+            fn.jacfwd(fn.grad(rosenbrock))(z), *grad_value, fn.vmap(fn.grad(rosenbrock))(batch),
+            fn.vmap(fn.hessian(rosenbrock))(batch), out, vjp_fn(lib.ones_like(z)),
+            fn.jvp(lambda x: x.sin() * x, (z,), (lib.ones_like(z),)))  # fmt: skip
+
+
+@pytest.mark.parametrize("wrap", ["eager", "compiled"])
+def test_func_transforms(torch, wrap):
+    k = compiled_for(kn, wrap)(func_transforms)(kn)
+    assert_same(k, func_transforms(torch), rtol=1e-10)
+
+
+def linearized(lib):
+    z = lib.tensor([-1.2, 1.0], dtype=lib.float64)
+    out, jvp_fn = lib.func.linearize(lambda x: (x.exp() * x.sin(), x.sum()), z)
+    t = lib.tensor([0.5, -2.0], dtype=lib.float64)
+    return out, jvp_fn(lib.ones_like(z)), jvp_fn(t), jvp_fn(2 * t)
+
+
+def test_func_linearize(torch):
+    assert_same(linearized(kn), linearized(torch), rtol=1e-12)
+    for lib in (torch, kn):
+        _, jvp_fn = lib.func.linearize(lambda x: x**2, lib.tensor([1.0, 2.0], dtype=lib.float64))
+        for bad in (lib.ones(2), lib.ones(3, dtype=lib.float64)):  # another dtype, shape
+            with pytest.raises(RuntimeError):
+                jvp_fn(bad)

@@ -245,3 +245,44 @@ def test_func_linearize(torch):
         for bad in (lib.ones(2), lib.ones(3, dtype=lib.float64)):  # another dtype, shape
             with pytest.raises(RuntimeError):
                 jvp_fn(bad)
+
+
+# -- a spectrogram round trip, and the STFT of a complex (analytic) signal ---------------------
+# `istft(Z, ..., onesided=False, return_complex=True)` (resynthesising an analytic or baseband
+# IQ signal from its two-sided STFT) raised UsageError "complex output signals are not
+# supported"; PyTorch inverts the whole spectrum.
+
+
+def spectrogram_round_trip(lib):
+    x = lib.tensor(np.random.default_rng(3).standard_normal((2, 300)))
+    w = lib.hann_window(64, dtype=lib.float64)
+    Z = lib.stft(x, 64, hop_length=16, window=w, return_complex=True)
+    out = [Z, lib.istft(Z, 64, hop_length=16, window=w, length=300)]
+    Zn = lib.stft(x, 64, hop_length=16, window=w, return_complex=True, normalized=True,
+                  pad_mode="constant")  # fmt: skip
+    out += [Zn, lib.istft(Zn, 64, hop_length=16, window=w, normalized=True, length=300)]
+    hamming = lib.hamming_window(40, dtype=lib.float64)
+    Z2 = lib.stft(x[0], 50, hop_length=10, win_length=40, window=hamming, return_complex=True,
+                  onesided=False)  # fmt: skip
+    out += [Z2, lib.istft(Z2, 50, hop_length=10, win_length=40, window=hamming, onesided=False,
+                          return_complex=True)]  # fmt: skip
+    analytic = lib.complex(x[0], x[1])  # a complex signal: its STFT is two-sided
+    chirp = lib.exp(1j * lib.linspace(0, 40, 300, dtype=lib.float64) ** 1.5 * 0.1)
+    cw = w * lib.exp(0.3j * lib.arange(64, dtype=lib.float64))  # a complex window
+    for signal, window in ((analytic, w), (chirp, cw)):
+        Zc = lib.stft(signal, 64, hop_length=16, window=window, return_complex=True)
+        out += [Zc, lib.istft(Zc, 64, hop_length=16, window=window, return_complex=True,
+                              length=300)]  # fmt: skip
+    return out
+
+
+def test_spectrogram_round_trip(torch):
+    assert_same(spectrogram_round_trip(kn), spectrogram_round_trip(torch), rtol=1e-9, atol=1e-11)
+    for lib in (torch, kn):
+        w = lib.hann_window(16, dtype=lib.float64)
+        Z = lib.stft(lib.ones(64, dtype=lib.float64), 16, window=w, return_complex=True)
+        with pytest.raises(RuntimeError, match="onesided"):
+            lib.istft(Z, 16, window=w, return_complex=True)  # a one-sided input
+        full = lib.stft(lib.ones(64, dtype=lib.complex128), 16, window=w, return_complex=True)
+        with pytest.raises(RuntimeError, match="Complex windows"):
+            lib.istft(full, 16, window=w * 1j, onesided=False)

@@ -372,6 +372,7 @@ class Optimizer(OptimizerHooks):
         graph = get_default_graph()
         if not graph_step.idle(graph):
             params = [p for group in self.param_groups for p in group["params"]]
+            graph_step.refuse_inputs(self, params, "zero_grad")
             variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
             graph_step.clear_grads([v for v in variables if v.graph is graph], set_to_none)
             parameters = [p for p in params if isinstance(p, Parameter)]
@@ -403,6 +404,9 @@ class Optimizer(OptimizerHooks):
         tensor(1.5000, requires_grad=True)
         """
         graph = get_default_graph()
+        if not graph_step.idle(graph):
+            params = [p for group in self.param_groups for p in group["params"]]
+            graph_step.refuse_inputs(self, params, "step")
         grads = None if graph_step.idle(graph) else graph_step.take_grads(self._graph_variables())
         if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
             differentiable.check_traced_step(self, grads)

@@ -161,6 +161,31 @@ def test_metropolis_hastings_with_a_generator(torch):
         assert g.get_state().dtype == lib.uint8
 
 
+# `multinomial(w, k)` without replacement where a row has fewer than k positive weights (a
+# resampling step of a particle filter whose weights underflowed to 0) raised ValueError from
+# kiln's sampler; PyTorch draws the positive ones first, then those of weight 0. An integer
+# weight tensor it refuses (RuntimeError); kiln sampled from it.
+
+
+def test_multinomial_without_replacement_of_sparse_weights(torch):
+    for lib in (torch, kn):
+        g = lib.Generator().manual_seed(3)
+        w = lib.tensor([[0.1, 0.0, 0.9, 0.0], [0.0, 0.5, 0.5, 0.0]])
+        for _ in range(20):
+            draws = lib.multinomial(w, 4, generator=g)
+            assert draws.dtype == lib.int64 and tuple(draws.shape) == (2, 4)
+            assert sorted(draws[0, :2].tolist()) == [0, 2] and sorted(draws[1, :2].tolist()) == [
+                1,
+                2,
+            ]
+            assert sorted(draws[0, 2:].tolist()) == [1, 3] and sorted(draws[1, 2:].tolist()) == [
+                0,
+                3,
+            ]
+        with pytest.raises(RuntimeError, match="floating-point"):
+            lib.multinomial(lib.tensor([1, 2]), 1)
+
+
 # -- Newton's method with jacobian/hessian, and kn.func transforms -----------------------------
 # `jacobian(f, x, vectorize=True, strategy="forward-mode")` (the cheap choice for a square or
 # tall Jacobian, as PyTorch's docs advise) raised ArgumentError, and `kn.func.linearize` (the

@@ -184,6 +184,10 @@ def test_multinomial_without_replacement_of_sparse_weights(torch):
             ]
         with pytest.raises(RuntimeError, match="floating-point"):
             lib.multinomial(lib.tensor([1, 2]), 1)
+    with pytest.raises(RuntimeError, match="floating-point"):  # compiled: the same
+        kn.compile(lambda w: kn.multinomial(w, 1))(kn.tensor([1, 2]))
+    draws = kn.compile(lambda w: kn.multinomial(w, 4))(kn.tensor([[0.1, 0.0, 0.9, 0.0]]))
+    assert sorted(draws[0, :2].tolist()) == [0, 2] and sorted(draws[0, 2:].tolist()) == [1, 3]
 
 
 # -- Newton's method with jacobian/hessian, and kn.func transforms -----------------------------

@@ -87,6 +87,23 @@ def test_fill_values_keep_their_precision(torch):
     assert_same(fills(kn), fills(torch), rtol=0, atol=0)  # one rounding to the dtype: exact
 
 
+# `float_power(0.99, t)` (discount factors, a geometric series) computes in float64, but kiln
+# made the number base a float32 constant first: 0.99 became 0.9900000095..., wrong from the
+# 8th digit (and 0.1j as a complex64 one).
+
+
+def discounted_returns(lib):
+    t = lib.arange(50)
+    rewards = lib.tensor(np.random.default_rng(4).standard_normal(50))
+    discount = lib.float_power(0.99, t)
+    return (discount, (discount * rewards).sum(), lib.float_power(0.1j, t[:5]),
+            lib.float_power(rewards, 0.1 + 0.2j), lib.float_power(2, t[:5]))  # fmt: skip
+
+
+def test_float_power_of_a_number_base(torch):
+    assert_same(discounted_returns(kn), discounted_returns(torch), rtol=1e-14, atol=1e-15)
+
+
 # PyTorch refuses a Python number that the tensor's dtype cannot hold in fill_/full/masked_fill/
 # index_fill (RuntimeError "value cannot be converted to type ... without overflow"): NaN or
 # an infinity or a value out of range for an integer dtype, a finite value beyond float32's or

@@ -369,3 +369,90 @@ def rk4_solve(lib, wrap=identity):
 def test_rk4_adjoint_by_autograd(torch, wrap):
     # A is float32: its gradient sums float32 products, 1e-6
     assert_same(rk4_solve(kn, compiled_for(kn, wrap)), rk4_solve(torch), rtol=1e-6)
+
+
+# -- a neural ODE by the adjoint method: an autograd.Function whose backward integrates ----------
+
+
+def neural_ode_adjoint(lib):
+    class Dynamics(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.A = lib.nn.Parameter(lib.tensor([[0.0, 1.0], [-1.0, -0.1]], dtype=lib.float64))
+
+        def forward(self, t, y):
+            return lib.tanh(y @ self.A.T) + 0.1 * lib.sin(t) * y
+
+    def rk4(f, y, t0, t1, n=10):
+        h, t = (t1 - t0) / n, t0
+        for _ in range(n):
+            k1 = f(t, y)
+            k2 = f(t + h / 2, y + h / 2 * k1)
+            k3 = f(t + h / 2, y + h / 2 * k2)
+            k4 = f(t + h, y + h * k3)
+            y, t = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), t + h
+        return y
+
+    func = Dynamics()
+
+    class Adjoint(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, y0, t0, t1, *params):
+            with lib.no_grad():
+                y1 = rk4(func, y0, t0, t1)
+            ctx.save_for_backward(y1, t0, t1)
+            return y1
+
+        @staticmethod
+        def backward(ctx, gy):
+            y1, t0, t1 = ctx.saved_tensors
+            params = tuple(func.parameters())
+
+            def augmented(t, s):  # the state, its adjoint a, and the parameters' adjoint
+                with lib.enable_grad():
+                    y = s[:2].detach().requires_grad_(True)
+                    fy = func(t, y)
+                    vjp = lib.autograd.grad(fy, (y, *params), -s[2:4], allow_unused=True)
+                return lib.cat([fy.detach(), vjp[0], *(v.reshape(-1) for v in vjp[1:])])
+
+            s = lib.cat([y1, gy, lib.zeros(4, dtype=lib.float64)])
+            s = rk4(lambda t, z: -augmented(-t, z), s, -t1, -t0)
+            return s[2:4], None, None, s[4:].reshape(2, 2)
+
+    y0 = lib.tensor([1.0, 0.5], dtype=lib.float64, requires_grad=True)
+    t0, t1 = lib.tensor(0.0, dtype=lib.float64), lib.tensor(1.0, dtype=lib.float64)
+    y1 = Adjoint.apply(y0, t0, t1, *func.parameters())
+    (y1**2).sum().backward()
+    direct = rk4(func, y0, t0, t1)  # discretize-then-optimize, for comparison
+    return y1, y0.grad, func.A.grad, lib.autograd.grad((direct**2).sum(), (y0, func.A))
+
+
+def test_neural_ode_adjoint(torch):
+    assert_same(neural_ode_adjoint(kn), neural_ode_adjoint(torch), rtol=1e-10)
+
+
+# -- PINN derivatives by kn.func and batched gradients ------------------------------------------
+
+
+def pinn_derivatives(lib):
+    fn = lib.func
+    W1 = lib.tensor(np.random.default_rng(0).standard_normal((2, 8)))
+    W2 = lib.tensor(np.random.default_rng(1).standard_normal((8,)))
+
+    def u(xt):
+        return lib.tanh(xt @ W1) @ W2
+
+    xt = lib.tensor(np.random.default_rng(2).random((6, 2)))
+    x = lib.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    y = lib.stack([x.sin() * x, x**3, x.exp()], 0)
+    rows = lib.eye(3, dtype=lib.float64)[:, :, None].expand(3, 3, 5)
+    jac = lib.autograd.grad(y, x, grad_outputs=rows, is_grads_batched=True)[0]
+    return (fn.vmap(fn.grad(u))(xt), fn.vmap(fn.hessian(u))(xt),
+            fn.vmap(fn.jacfwd(fn.grad(u)))(xt),
+            fn.vmap(lambda p: lib.trace(fn.hessian(u)(p)))(xt), jac)  # fmt: skip
+
+
+@WRAPS
+def test_pinn_derivatives_by_func(torch, wrap):
+    k = compiled_for(kn, wrap)(pinn_derivatives)(kn)
+    assert_same(k, pinn_derivatives(torch), rtol=1e-10)

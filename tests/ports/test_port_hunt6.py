@@ -441,3 +441,32 @@ def test_burgers_pinn_of_plain_tensors_refused_under_compile(torch):
 def test_burgers_pinn_of_plain_tensors_compiled(torch):
     k = burgers_pinn(kn, kn.compile, parameters=False)
     assert_same(k, burgers_pinn(torch, parameters=False), rtol=1e-9)
+
+
+# -- histograms of data that is empty or not finite -------------------------------------------
+# A histogram over the data's range where a value is inf or NaN (a diverged simulation) is
+# refused by PyTorch ("range of [1, inf] is not finite", RuntimeError); kiln returned NaN/inf
+# bin edges and empty counts silently. Of no data, PyTorch's bins span [0, 1]; kiln's
+# [-0.5, 0.5].
+
+
+def test_histogram_of_empty_or_non_finite_data(torch):
+    results = []
+    for lib in (torch, kn):
+        empty = lib.tensor([])
+        results.append((lib.histogram(empty, 4).bin_edges,
+                        lib.histogram(empty, 4, range=(2.0, 2.0)).bin_edges,
+                        lib.histogramdd(empty.reshape(0, 2), [2, 3]).bin_edges,
+                        lib.histc(empty, 4), lib.histc(lib.tensor([1.0, float("inf")]), 2, 0, 3),
+                        lib.histogram(lib.tensor([1.0, float("nan")]), 3, range=(0.0, 2.0)),
+                        lib.histogram(lib.tensor([0.3, -1.7, 2.9]), 7)))  # fmt: skip
+        for x in (lib.tensor([1.0, float("inf")]), lib.tensor([float("nan"), 1.0])):
+            inf = float("inf")
+            for call in (lambda: lib.histc(x, 4), lambda: lib.histogram(x, 4),
+                         lambda: lib.histogramdd(x[:, None], 4),
+                         lambda: lib.histc(x.nan_to_num(), 2, min=0, max=inf)):  # fmt: skip
+                with pytest.raises(RuntimeError, match="is not finite"):
+                    call()
+    assert_same(results[1][:-1], results[0][:-1], rtol=0, atol=0)
+    # (PyTorch's float32 linspace rounds by the CPU's vector width: within 1 ulp)
+    assert_same(results[1][-1], results[0][-1], rtol=3e-7)

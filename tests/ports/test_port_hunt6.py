@@ -470,3 +470,36 @@ def test_histogram_of_empty_or_non_finite_data(torch):
     assert_same(results[1][:-1], results[0][:-1], rtol=0, atol=0)
     # (PyTorch's float32 linspace rounds by the CPU's vector width: within 1 ulp)
     assert_same(results[1][-1], results[0][-1], rtol=3e-7)
+
+
+# -- refusals of numerical code's mistakes ------------------------------------------------------
+# `trapezoid(y, x)` with one sample point too many or too few (an off-by-one grid) returned 0
+# or a wrong sum silently: PyTorch refuses ("There must be one `x` value for each sample
+# point"); x and dx together it refuses with TypeError. `trace` of a batch of matrices and
+# `vdot` of matrices (NumPy flattens, PyTorch refuses) gave values; the linalg functions of an
+# integer matrix raised TypeError only, where PyTorch's RuntimeError is what code catches.
+
+
+def test_numerical_refusals(torch):
+    for lib in (torch, kn):
+        y, x3 = lib.tensor([1.0, 2.0]), lib.tensor([0.0, 1.0, 3.0])
+        for call in (lambda: lib.trapezoid(y, x3), lambda: lib.cumulative_trapezoid(y, x3),
+                     lambda: lib.trace(lib.ones(2, 2, 2)), lambda: lib.ones(3).trace(),
+                     lambda: lib.vdot(lib.eye(2), lib.eye(2)),
+                     lambda: lib.linalg.matrix_exp(lib.eye(2, dtype=lib.int64)),
+                     lambda: lib.linalg.cholesky(lib.eye(2, dtype=lib.int64)),
+                     lambda: lib.linalg.svd(lib.eye(2, dtype=lib.int64)),
+                     lambda: lib.linalg.slogdet(lib.eye(2, dtype=lib.int64))):  # fmt: skip
+            with pytest.raises(RuntimeError):
+                call()
+        for call in (lambda: lib.trapezoid(y, y, dx=0.5),
+                     lambda: lib.cumulative_trapezoid(y, y, dx=0.5)):  # fmt: skip
+            with pytest.raises(TypeError):
+                call()
+    assert_same([kn.trapezoid(kn.ones(2, 3), kn.tensor([0.0, 1.0, 3.0])),
+                 kn.cumulative_trapezoid(kn.ones(2, 3), kn.ones(2, 3).cumsum(1), dim=1),
+                 kn.trace(kn.ones(2, 2)), kn.vdot(kn.tensor([1j, 2.0]), kn.tensor([1j, 1.0]))],
+                [torch.trapezoid(torch.ones(2, 3), torch.tensor([0.0, 1.0, 3.0])),
+                 torch.cumulative_trapezoid(torch.ones(2, 3), torch.ones(2, 3).cumsum(1), dim=1),
+                 torch.trace(torch.ones(2, 2)),
+                 torch.vdot(torch.tensor([1j, 2.0]), torch.tensor([1j, 1.0]))])  # fmt: skip

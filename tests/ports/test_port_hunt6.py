@@ -492,6 +492,15 @@ def test_numerical_refusals(torch):
                      lambda: lib.linalg.slogdet(lib.eye(2, dtype=lib.int64))):  # fmt: skip
             with pytest.raises(RuntimeError):
                 call()
+        A, b = lib.eye(2), lib.ones(2, 1, dtype=lib.float64)  # a float32 factor, float64 data
+        for call in (
+            lambda: lib.linalg.solve(A, b),
+            lambda: lib.linalg.solve_ex(A, b),
+            lambda: lib.cholesky_solve(b, A),
+            lambda: lib.triangular_solve(b, A),
+        ):
+            with pytest.raises(RuntimeError, match="same dtype"):  # (kiln promoted silently)
+                call()
         for call in (lambda: lib.trapezoid(y, y, dx=0.5),
                      lambda: lib.cumulative_trapezoid(y, y, dx=0.5)):  # fmt: skip
             with pytest.raises(TypeError):

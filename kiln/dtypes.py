@@ -261,6 +261,7 @@ def number_array(value, dtype, op: str, *inputs) -> np.ndarray:
 # beyond it (as PyTorch's: float16's from where it rounds to inf; bfloat16 takes any value)
 _FLOAT_BEYOND = {float16: (65520.0, True), float32: (float(np.finfo(np.float32).max), False),
                  float64: (float(np.finfo(np.float64).max), False)}  # fmt: skip
+_INFINITIES = (float("inf"), float("-inf"))
 
 
 def python_float(value, dtype, op: str, *inputs):
@@ -277,6 +278,10 @@ def python_float(value, dtype, op: str, *inputs):
     kiln.errors.UsageError: value cannot be converted to type float32 without overflow: 1e+39 ...
     """
     target = dtype.dtype if isinstance(dtype, DType) else dtype
+    if type(value) is float and target.kind == "f":  # NOTE: the common case, kept short
+        limit = _FLOAT_BEYOND.get(target)
+        if limit is None or not abs(value) >= limit[0] or value in _INFINITIES:
+            return value
     parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
     fits, taken = True, value
     if target.kind != "c" and len(parts) == 2:

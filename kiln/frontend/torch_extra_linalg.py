@@ -315,10 +315,15 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
     if x.dtype == dt.bool_:
         raise call_error(DTypeMismatchError, "cov(): bool dtype is not supported for input",
                          "cov", x)  # fmt: skip
-    if x.ndim > 2:
-        raise ArgumentError(
-            f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
-        )
+    if x.ndim > 2:  # (PyTorch's RuntimeError)
+        raise call_error(ShapeMismatchError, "cov(): expected input to have two or fewer "
+                         f"dimensions but got {x.ndim}", "cov", x)  # fmt: skip
+    for name, w, ok in (("fweights", fweights, "iu"), ("aweights", aweights, "f")):
+        kind = None if w is None else np.dtype(lift(w)[0].dtype).kind
+        if kind is not None and kind not in ok and lift(w)[0].dtype != dt.bfloat16:
+            what = "integral" if name == "fweights" else "floating point"
+            raise call_error(DTypeMismatchError, f"cov(): expected {name} to have {what} dtype "
+                             f"but got {name} with {lift(w)[0].dtype} dtype", "cov", x)  # fmt: skip
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
     if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
         x = m.cast(x, dt.DEFAULT_FLOAT)

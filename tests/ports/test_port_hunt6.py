@@ -476,8 +476,10 @@ def test_histogram_of_empty_or_non_finite_data(torch):
 # `trapezoid(y, x)` with one sample point too many or too few (an off-by-one grid) returned 0
 # or a wrong sum silently: PyTorch refuses ("There must be one `x` value for each sample
 # point"); x and dx together it refuses with TypeError. `trace` of a batch of matrices and
-# `vdot` of matrices (NumPy flattens, PyTorch refuses) gave values; the linalg functions of an
-# integer matrix raised TypeError only, where PyTorch's RuntimeError is what code catches.
+# `vdot` of matrices (NumPy flattens, PyTorch refuses) gave values, as did `cov` with float
+# frequency weights or integer importance weights; the linalg functions of an integer matrix,
+# rfft of a complex signal and corrcoef of 3 dims raised TypeError or ValueError only, where
+# PyTorch's RuntimeError is what code catches.
 
 
 def test_numerical_refusals(torch):
@@ -489,7 +491,11 @@ def test_numerical_refusals(torch):
                      lambda: lib.linalg.matrix_exp(lib.eye(2, dtype=lib.int64)),
                      lambda: lib.linalg.cholesky(lib.eye(2, dtype=lib.int64)),
                      lambda: lib.linalg.svd(lib.eye(2, dtype=lib.int64)),
-                     lambda: lib.linalg.slogdet(lib.eye(2, dtype=lib.int64))):  # fmt: skip
+                     lambda: lib.linalg.slogdet(lib.eye(2, dtype=lib.int64)),
+                     lambda: lib.fft.rfft(lib.ones(4, dtype=lib.complex64)),
+                     lambda: lib.corrcoef(lib.ones(2, 2, 2)),
+                     lambda: lib.cov(lib.eye(3), fweights=lib.ones(3)),
+                     lambda: lib.cov(lib.eye(3), aweights=lib.tensor([1, 2, 1]))):  # fmt: skip
             with pytest.raises(RuntimeError):
                 call()
         A, b = lib.eye(2), lib.ones(2, 1, dtype=lib.float64)  # a float32 factor, float64 data

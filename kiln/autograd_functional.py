@@ -19,6 +19,7 @@ from .errors import (
     call_error,
 )
 from .frontend import reshape, stack
+from .graph.core import Symbol
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -88,6 +89,13 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
             [0., 6.]])
     """
     _check_strategy(strategy, vectorize, create_graph, strict)
+    if _traced(inputs):  # inside kn.compile (or graph mode): the graph's transform
+        from .tracing.transforms import jacrev
+
+        single = isinstance(inputs, Symbol)
+        return jacrev(func, 0 if single else tuple(range(len(inputs))))(
+            *((inputs,) if single else inputs)
+        )
     in_single, inputs = _as_tuple(inputs, "inputs", "jacobian")
     with enable_grad():
         # A new Tensor per input (PyTorch's rule), connected to the caller's when the result
@@ -100,6 +108,11 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
         rows = [_jacobian_rows(out, inputs, i, create_graph, strict)
                 for i, out in enumerate(outputs)]  # fmt: skip
     return _result(rows, out_single, in_single)
+
+
+def _traced(inputs) -> bool:
+    """Whether `inputs` (a value or a tuple of them) are graph values: a kn.compile trace's."""
+    return any(isinstance(x, Symbol) for x in (inputs if isinstance(inputs, tuple) else (inputs,)))
 
 
 def _check_strategy(strategy, vectorize: bool, create_graph: bool, strict: bool) -> None:
@@ -135,6 +148,10 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     tensor([[10.,  6.],
             [ 6.,  0.]])
     """
+    if _traced(inputs) and isinstance(inputs, Symbol):  # in kn.compile: the graph's transform
+        from .tracing.transforms import hessian_of
+
+        return hessian_of(func)(inputs)
     in_single, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def gradient(*xs):

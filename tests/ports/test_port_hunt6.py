@@ -255,6 +255,39 @@ def test_newton_with_autograd_functional(torch):
             F.jacobian(lambda x: x**2, x, strategy="sideways")
 
 
+# The Newton step compiled: `kn.autograd.functional.jacobian`/`hessian` inside kn.compile raised
+# ArgumentTypeError ("inputs must be either a Tensor or a tuple of Tensors": a trace's values
+# are graph values); they now take the graph's transforms (jacrev, hessian) there.
+
+
+def compiled_newton(lib, wrap):
+    F = lib.autograd.functional
+
+    def system(x):
+        return lib.stack([x[0] ** 2 + x[1] ** 2 - 4, lib.exp(x[0]) + x[1] - 1])
+
+    def rosenbrock(x):
+        return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+
+    @wrap
+    def step(x, z):
+        J = F.jacobian(system, x)
+        pair = F.jacobian(lambda a, b: a * b.sum(), (x, z))
+        H, g = F.hessian(rosenbrock, z), F.jacobian(rosenbrock, z)
+        return x - lib.linalg.solve(J, system(x)), z - lib.linalg.solve(H, g), pair
+
+    x, z, out = lib.tensor([1.0, -1.7], dtype=lib.float64), lib.tensor([-1.2, 1.0]).double(), []
+    for _ in range(4):
+        x, z, pair = step(x, z)
+        out += [x, z, *pair]
+    return out
+
+
+def test_newton_step_compiled(torch):
+    k = compiled_newton(kn, kn.compile)
+    assert_same(k, compiled_newton(torch, identity), rtol=1e-10)
+
+
 def func_transforms(lib):
     fn = lib.func
 

@@ -243,6 +243,38 @@ def _call(func, inputs, fn_name: str, create_graph: bool):
     return in_single, inputs, out_single, outputs
 
 
+def _graph_product(func, inputs, v, kind: str):
+    """vjp/jvp/vhp/hvp of graph values (inside kn.compile, or graph mode): `kn.grad` (twice
+    for the Hessian products, whose Hessian is symmetric) and `kn.jvp`, nested as the eager
+    forms nest their results."""
+    from .frontend import stop_gradient
+    from .frontend.autodiff import grad as graph_grad
+    from .tracing.transforms import jvp as graph_jvp
+
+    in_single = not isinstance(inputs, (tuple, list))
+    xs = (inputs,) if in_single else tuple(inputs)
+    vs = None if v is None else ((v,) if not isinstance(v, (tuple, list)) else tuple(v))
+    if (
+        vs is not None
+    ):  # constants of the product (one may be an input too: `hvp(f, (x, v), (v, x))`)
+        vs = tuple(stop_gradient(w) for w in vs)
+    if kind == "jvp":
+        out, tangent = graph_jvp(func, xs, vs)
+        return out, tangent
+    out = func(*xs)
+    if kind == "vjp":
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        grads = graph_grad(list(outs), list(xs), grad_ys=None if vs is None else list(vs))
+    else:
+        first = graph_grad(out, list(xs))
+        dot = None
+        for g, w in zip(first, vs):
+            term = (g * w).sum()
+            dot = term if dot is None else dot + term
+        grads = graph_grad(dot, list(xs))
+    return out, grads[0] if in_single else tuple(grads)
+
+
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(*inputs), the vector-Jacobian product v^T J): the gradient of the outputs
     weighted by `v` (shaped as the outputs; `None` for one single-element output), shaped as
@@ -253,6 +285,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> g
     tensor([2., 6.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "vjp")
     with enable_grad():
         in_single, inputs, out_single, outputs = _call(func, inputs, "vjp", create_graph)
         v = _vectors(v, outputs, "vjp", "the user-provided function returns")
@@ -270,6 +304,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> d
     tensor([2., 6.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "jvp")
     with enable_grad():
         in_single, inputs, out_single, outputs = _call(func, inputs, "jvp", create_graph)
         v = _vectors(v, inputs, "jvp", "the input to the user-provided function is")
@@ -303,6 +339,8 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> p
     tensor([ 6., 12.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "vhp")
     with enable_grad():
         in_single, inputs, out, grads = _scalar_gradient(func, inputs, "vhp", create_graph,
                                                          strict)  # fmt: skip
@@ -321,6 +359,8 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> p
     tensor([ 6., 12.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "hvp")
     with enable_grad():
         in_single, inputs, out, grads = _scalar_gradient(func, inputs, "hvp", create_graph,
                                                          strict)  # fmt: skip

@@ -288,6 +288,30 @@ def test_newton_step_compiled(torch):
     assert_same(k, compiled_newton(torch, identity), rtol=1e-10)
 
 
+def compiled_products(lib, wrap):
+    F = lib.autograd.functional
+
+    def u(x, t):
+        return lib.sin(x) * lib.exp(-t) * x * t
+
+    def loss(x, t):
+        return (u(x, t) ** 2).sum() + (x * t).prod()
+
+    @wrap
+    def products(x, t, v):
+        return (F.vjp(lambda x: u(x, t), x, v), F.jvp(lambda x: u(x, t), x, v),
+                F.vhp(lambda x: loss(x, t), x, v), F.hvp(lambda x: loss(x, t), x, v),
+                F.vjp(u, (x, t), v), F.hvp(loss, (x, t), (v, x)))  # fmt: skip
+
+    x, t = lib.tensor([0.3, -1.2, 2.0]).double(), lib.tensor([0.5, 1.5, 0.1]).double()
+    return products(x, t, lib.tensor([1.0, -2.0, 0.5]).double())
+
+
+def test_autograd_functional_products_compiled(torch):
+    k = compiled_products(kn, kn.compile)  # (raised ArgumentTypeError: the trace's values)
+    assert_same(k, compiled_products(torch, identity), rtol=1e-10)
+
+
 def func_transforms(lib):
     fn = lib.func
 

@@ -10,14 +10,16 @@ import numpy as np
 from .eager import Tensor, enable_grad, ones_like, zeros
 from .eager.autograd import grad as autograd_grad
 from .errors import (
-    ArgumentError,
+    ArgumentAssertionError,
     ArgumentTypeError,
     AutogradError,
     ShapeMismatchError,
+    UnknownModeError,
     UsageError,
     call_error,
 )
 from .frontend import reshape, stack
+from .graph.core import Symbol
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -77,17 +79,22 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):  # fmt: skip
     """The Jacobian of `func` at `inputs` (a Tensor or a tuple of them): for one input and
     one output a Tensor of shape `output.shape + input.shape`; tuples as PyTorch nests them.
-    `vectorize` is accepted and changes nothing; only `strategy="reverse-mode"` exists.
+    `vectorize` is accepted and changes nothing. `strategy="forward-mode"` (which PyTorch
+    takes with `vectorize=True` only, and not with `create_graph` or `strict`) gives the same
+    Jacobian, computed here by the same reverse-mode passes.
 
     >>> import kiln as kn
     >>> kn.autograd.functional.jacobian(lambda x: x ** 2, kn.tensor([1.0, 3.0]))
     tensor([[2., 0.],
             [0., 6.]])
     """
-    if strategy != "reverse-mode":
-        raise ArgumentError(
-            f"kn.autograd.functional.jacobian computes strategy='reverse-mode' only, got "
-            f"{strategy!r} (kn.jacfwd differentiates in forward mode)"
+    _check_strategy(strategy, vectorize, create_graph, strict)
+    if _traced(inputs):  # inside kn.compile (or graph mode): the graph's transform
+        from .tracing.transforms import jacrev
+
+        single = isinstance(inputs, Symbol)
+        return jacrev(func, 0 if single else tuple(range(len(inputs))))(
+            *((inputs,) if single else inputs)
         )
     in_single, inputs = _as_tuple(inputs, "inputs", "jacobian")
     with enable_grad():
@@ -103,6 +110,34 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
     return _result(rows, out_single, in_single)
 
 
+def _traced(inputs) -> bool:
+    """Whether `inputs` (a value or a tuple of them) are graph values: a kn.compile trace's."""
+    return any(isinstance(x, Symbol) for x in (inputs if isinstance(inputs, tuple) else (inputs,)))
+
+
+def _check_strategy(strategy, vectorize: bool, create_graph: bool, strict: bool) -> None:
+    """PyTorch's refusals of a jacobian's strategy and the options forward mode lacks."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise ArgumentAssertionError(
+            f'Expected strategy to be either "forward-mode" or "reverse-mode", got {strategy!r}'
+        )
+    if strategy == "reverse-mode":
+        return
+    if not vectorize:
+        raise UnknownModeError("Computing Jacobian using forward-AD or forward-over-reverse "
+                               "Hessian is only implemented for `vectorize=True`.")  # fmt: skip
+    if create_graph:
+        raise UnknownModeError(
+            "kn.autograd.functional.jacobian: `create_graph=True` and "
+            '`strategy="forward-mode"` are not supported together (yet).'
+        )
+    if strict:
+        raise UsageError(
+            "kn.autograd.functional.jacobian: `strict=True` and "
+            '`strategy="forward-mode"` are not supported together (yet).'
+        )
+
+
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):  # fmt: skip
     """The Hessian of `func` (which returns a single-element Tensor) at `inputs`: for one
@@ -113,6 +148,10 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     tensor([[10.,  6.],
             [ 6.,  0.]])
     """
+    if _traced(inputs) and isinstance(inputs, Symbol):  # in kn.compile: the graph's transform
+        from .tracing.transforms import hessian_of
+
+        return hessian_of(func)(inputs)
     in_single, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def gradient(*xs):
@@ -135,7 +174,7 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
                      for g, x in zip(grads, xs))  # fmt: skip
 
     result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
-                      strategy=outer_jacobian_strategy)  # fmt: skip
+                      vectorize=vectorize, strategy=outer_jacobian_strategy)  # fmt: skip
     return result[0][0] if in_single else result  # result[i][j]: d(d out/d x_i)/d x_j
 
 
@@ -204,6 +243,38 @@ def _call(func, inputs, fn_name: str, create_graph: bool):
     return in_single, inputs, out_single, outputs
 
 
+def _graph_product(func, inputs, v, kind: str):
+    """vjp/jvp/vhp/hvp of graph values (inside kn.compile, or graph mode): `kn.grad` (twice
+    for the Hessian products, whose Hessian is symmetric) and `kn.jvp`, nested as the eager
+    forms nest their results."""
+    from .frontend import stop_gradient
+    from .frontend.autodiff import grad as graph_grad
+    from .tracing.transforms import jvp as graph_jvp
+
+    in_single = not isinstance(inputs, (tuple, list))
+    xs = (inputs,) if in_single else tuple(inputs)
+    vs = None if v is None else ((v,) if not isinstance(v, (tuple, list)) else tuple(v))
+    if (
+        vs is not None
+    ):  # constants of the product (one may be an input too: `hvp(f, (x, v), (v, x))`)
+        vs = tuple(stop_gradient(w) for w in vs)
+    if kind == "jvp":
+        out, tangent = graph_jvp(func, xs, vs)
+        return out, tangent
+    out = func(*xs)
+    if kind == "vjp":
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        grads = graph_grad(list(outs), list(xs), grad_ys=None if vs is None else list(vs))
+    else:
+        first = graph_grad(out, list(xs))
+        dot = None
+        for g, w in zip(first, vs):
+            term = (g * w).sum()
+            dot = term if dot is None else dot + term
+        grads = graph_grad(dot, list(xs))
+    return out, grads[0] if in_single else tuple(grads)
+
+
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(*inputs), the vector-Jacobian product v^T J): the gradient of the outputs
     weighted by `v` (shaped as the outputs; `None` for one single-element output), shaped as
@@ -214,6 +285,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> g
     tensor([2., 6.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "vjp")
     with enable_grad():
         in_single, inputs, out_single, outputs = _call(func, inputs, "vjp", create_graph)
         v = _vectors(v, outputs, "vjp", "the user-provided function returns")
@@ -231,6 +304,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> d
     tensor([2., 6.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "jvp")
     with enable_grad():
         in_single, inputs, out_single, outputs = _call(func, inputs, "jvp", create_graph)
         v = _vectors(v, inputs, "jvp", "the input to the user-provided function is")
@@ -264,6 +339,8 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> p
     tensor([ 6., 12.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "vhp")
     with enable_grad():
         in_single, inputs, out, grads = _scalar_gradient(func, inputs, "vhp", create_graph,
                                                          strict)  # fmt: skip
@@ -282,6 +359,8 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     >>> p
     tensor([ 6., 12.])
     """
+    if _traced(inputs):  # inside kn.compile: the graph's derivatives
+        return _graph_product(func, inputs, v, "hvp")
     with enable_grad():
         in_single, inputs, out, grads = _scalar_gradient(func, inputs, "hvp", create_graph,
                                                          strict)  # fmt: skip

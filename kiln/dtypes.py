@@ -254,7 +254,51 @@ def number_array(value, dtype, op: str, *inputs) -> np.ndarray:
     """
     if type(value) is int:
         value = python_int(value, as_dtype(dtype), op, *inputs)
+    elif isinstance(value, (float, complex)):
+        value = python_float(value, as_dtype(dtype), op, *inputs)
     return np.asarray(value, dtype)
+
+
+# the float dtypes whose range a finite Python float is checked against, with the least value
+# beyond it (as PyTorch's: float16's from where it rounds to inf; bfloat16 takes any value)
+_FLOAT_BEYOND = {float16: (65520.0, True), float32: (float(np.finfo(np.float32).max), False),
+                 float64: (float(np.finfo(np.float64).max), False)}  # fmt: skip
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def python_float(value, dtype, op: str, *inputs):
+    """The Python float or complex `value` as PyTorch takes it for `op`'s number in `dtype`:
+    a value the dtype cannot hold (a complex number with an imaginary part in a real dtype,
+    NaN, an infinity or a value out of range in an integer dtype, a finite value beyond
+    float32's range in float32) raises RuntimeError (UsageError), where a cast would change
+    it silently; a complex number whose imaginary part is 0 is its real part.
+
+    >>> python_float(2.5, int64, "full"), python_float(1 + 0j, float32, "fill_")
+    (2.5, 1.0)
+    >>> python_float(1e39, float32, "fill_")
+    Traceback (most recent call last):
+    kiln.errors.UsageError: value cannot be converted to type float32 without overflow: 1e+39 ...
+    """
+    target = dtype.dtype if isinstance(dtype, DType) else dtype
+    if type(value) is float and target.kind == "f":  # NOTE: the common case, kept short
+        limit = _FLOAT_BEYOND.get(target)
+        if limit is None or not abs(value) >= limit[0] or value in _INFINITIES:
+            return value
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    fits, taken = True, value
+    if target.kind != "c" and len(parts) == 2:
+        fits, taken, parts = parts[1] == 0, parts[0], parts[:1]
+    bounds = _INT_RANGES.get(target)
+    limit, reached = _FLOAT_BEYOND.get(to_real(target), (None, False))
+    for part in parts:
+        if bounds is not None:
+            fits = fits and bounds[0] <= part <= bounds[1]  # (NaN fits nowhere)
+        elif limit is not None and abs(part) != np.inf:
+            fits = fits and not (abs(part) >= limit if reached else abs(part) > limit)
+    if not fits:
+        raise call_error(UsageError, f"value cannot be converted to type {dtype} without "
+                         f"overflow: {value} is outside its range", op, *inputs)  # fmt: skip
+    return taken
 
 
 def short_int(value: int) -> str:

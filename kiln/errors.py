@@ -81,6 +81,12 @@ class UnrecordedStepError(AutogradError, NotImplementedError):
     history), which kiln's autograd does not: NotImplementedError, a RuntimeError too."""
 
 
+class MissingDerivativeError(AutogradError, NotImplementedError):
+    """A derivative that is not defined (`igamma` with respect to its first input, an op
+    without a vjp): PyTorch raises NotImplementedError ("the derivative for ... is not
+    implemented"), a RuntimeError too."""
+
+
 class SavedTensorError(AutogradError):
     """A saved value that backward needs is gone (a second backward without `retain_graph`)
     or was changed in place since the op saved it."""

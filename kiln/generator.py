@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 
+from .array_types import device as _device
 from .errors import ArgumentError, DTypeMismatchError, ShapeMismatchError, call_error
 
 __all__ = ["Generator"]
@@ -35,7 +36,7 @@ class Generator:
     def __init__(self, device="cpu"):
         if str(device) != "cpu":
             raise ArgumentError(f"kn.Generator supports device='cpu' only, got {device!r}")
-        self.device = "cpu"
+        self.device = _device("cpu")  # a device object, as PyTorch's (`g.device.type`)
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed) -> Generator:

@@ -270,7 +270,7 @@ def test_vmap_error_names_the_op_without_a_rule():
     with kn.Graph().as_default():
         xs = kn.placeholder(kn.float64, (4, 3), name="xs")
         with pytest.raises(kn.GraphError, match="no batching rule for solve"):
-            kn.vmap(lambda x: kn.linalg.solve(kn.eye(3), x))(xs)
+            kn.vmap(lambda x: kn.linalg.solve(kn.eye(3, dtype=kn.float64), x))(xs)
 
 
 def test_vmap_of_indices_into_a_fixed_table():

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import AutogradError, node_error
+from ..errors import AutogradError, MissingDerivativeError, node_error
 from ..graph.core import user_code_site, user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -267,7 +267,7 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
             inputs = zip(node.edges, node.shapes, node.dtypes)
             return tuple(None if e is None else make(xp.zeros(shape, dtype), node.device)
                          for e, shape, dtype in inputs)  # fmt: skip
-        raise node_error(AutogradError, f"derivative for {op.name} is not implemented",
+        raise node_error(MissingDerivativeError, f"derivative for {op.name} is not implemented",
                          op=op.name, site=node.site)  # fmt: skip
     # a primitive's vjp takes plain copies (see `unpack`)
     out, inputs = unpack(node, create_graph,

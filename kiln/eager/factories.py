@@ -188,6 +188,8 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
         dtype = _SCALAR_DTYPES.get(type(fill_value)) or dt.as_array(fill_value).dtype
     if type(fill_value) is int:
         fill_value = dt.python_int(fill_value, dtype, "full")
+    elif type(fill_value) in (float, complex):
+        fill_value = dt.python_float(fill_value, dtype, "full")
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
 
 

@@ -82,6 +82,9 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         from ..frontend.random import sample_multinomial
 
         return sample_multinomial(input, num_samples, replacement, generator=generator)
+    if input.dtype.kind not in "f" and input.dtype != dt.bfloat16:
+        raise UsageError(f"multinomial only supports floating-point dtypes for input, got: "
+                         f"{input.dtype}")  # fmt: skip
     weights = _host(input).astype(np.float64)
     if weights.ndim not in (1, 2):
         raise UsageError(f"prob_dist must be 1 or 2 dim, got {weights.ndim}")
@@ -95,12 +98,20 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     if (rows.sum(1) <= 0).any():
         raise UsageError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _rng(generator)
-    out = np.stack([
-        rng.choice(rows.shape[1], size=num_samples, replace=replacement, p=row / row.sum())
-        for row in rows
-    ])  # fmt: skip
+    out = np.stack([_draw(rng, row, num_samples, replacement) for row in rows])
     out = out.reshape(*weights.shape[:-1], num_samples).astype(np.int64)
     return _finish(out, str(input.device), False)
+
+
+def _draw(rng, row, num_samples: int, replacement: bool) -> np.ndarray:
+    """`num_samples` categories of one row of weights. Without replacement, once the
+    categories of positive weight are drawn, those of weight 0 follow (in order), as
+    PyTorch's (its keys q / p are inf there, sorted last) gives them rather than refusing."""
+    positive = int(np.count_nonzero(row))
+    if replacement or positive >= num_samples:
+        return rng.choice(row.shape[0], size=num_samples, replace=replacement, p=row / row.sum())
+    drawn = rng.choice(row.shape[0], size=positive, replace=False, p=row / row.sum())
+    return np.concatenate([drawn, np.flatnonzero(row == 0)[: num_samples - positive]])
 
 
 def _fill_(t: Tensor, values: Tensor) -> Tensor:

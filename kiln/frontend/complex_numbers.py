@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from ..errors import (
     GraphError,
     ShapeError,
+    ShapeMismatchError,
     UnsupportedDTypeError,
     call_error,
 )
@@ -239,6 +240,19 @@ def _mH(self):  # noqa: N802
     return conj(s.matrix_transpose(self))
 
 
+def vdot(self, other):
+    """The dot product of two vectors, the first conjugated (PyTorch refuses other shapes).
+
+    >>> import kiln as kn
+    >>> kn.tensor([1j, 2.0]).vdot(kn.tensor([1j, 1.0]))
+    tensor(3.+0.j)
+    """
+    if self.ndim != 1 or other.ndim != 1:
+        raise call_error(ShapeMismatchError, f"1D tensors expected, but got {self.ndim}D and "
+                         f"{other.ndim}D tensors", "vdot", self, other)  # fmt: skip
+    return m.dot(conj(self), other)
+
+
 def _cast_to(dtype):
     return lambda self, memory_format=None: m.cast(self, dtype) if self.dtype != dtype else self
 
@@ -247,7 +261,7 @@ METHODS = {
     "conj": conj, "conj_physical": conj, "resolve_conj": lambda self: self,
     "angle": angle, "isreal": _isreal, "adjoint": _mH,
     "cfloat": _cast_to(dt.complex64), "cdouble": _cast_to(dt.complex128),
-    "vdot": lambda self, other: m.dot(conj(self), other),
+    "vdot": vdot,
 }  # fmt: skip
 PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": lambda self: conj(s.t(self))}
 # `z.real = value`, `z.imag = value`: written through the view, as PyTorch's setters

@@ -60,7 +60,7 @@ def constant(value, dtype=None, name: str | None = None, graph=None) -> Symbol:
 
 
 def _is_scalar(v) -> bool:
-    return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
+    return isinstance(v, (bool, int, float, complex)) and not isinstance(v, np.generic)
 
 
 def lift_and_bind(op: OpDef, *args):

@@ -8,7 +8,14 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, ShapeError, UnsupportedDTypeError, call_error
+from ..errors import (
+    ArgumentError,
+    DTypeError,
+    DTypeMismatchError,
+    ShapeError,
+    UnsupportedDTypeError,
+    call_error,
+)
 from . import math as m
 from . import torch_shape as ts
 from .complex_numbers import conj
@@ -43,8 +50,8 @@ def _input(input, fn: str, real: bool = False):  # noqa: A002
         raise call_error(DTypeError, f"{fn}: Unsupported dtype {d}", fn, x)
     if real:
         if d.kind == "c":
-            raise call_error(
-                DTypeError, f"{fn} expects a real input tensor, but got {d}", fn, x
+            raise call_error(  # (PyTorch's RuntimeError)
+                DTypeMismatchError, f"{fn} expects a real input tensor, but got {d}", fn, x
             )  # fmt: skip
         return x if d in (dt.float32, dt.float64) else m.cast(x, dt.DEFAULT_FLOAT)
     return x if d.kind == "c" else m.cast(x, dt.to_complex(dt.to_float(d)))

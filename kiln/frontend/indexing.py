@@ -137,7 +137,7 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
             f"index_put(): indices must be a tuple of tensors, got {type(indices)}"
         )
     (x,) = lift(input)
-    if isinstance(values, (bool, int, float)):
+    if isinstance(values, (bool, int, float, complex)):
         values = np.asarray(values, x.dtype)
     (v,) = lift(values, context=(x,))
     return put(x, tuple(indices), v, bool(accumulate), as_ints=False)

@@ -470,6 +470,8 @@ def _copy(t, src):
 
 def _fill(t, value):
     m.check_fits(value, t.dtype, "fill_", t)
+    if isinstance(value, (bool, int, float, complex)):  # in t's dtype, not rounded first
+        value = dt.number_array(value, t.dtype, "fill_", t)
     return _copy(t, value)
 
 

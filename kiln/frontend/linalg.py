@@ -15,6 +15,7 @@ from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
 from .linalg_factor import (
+    _same_dtype,
     cholesky_ex,
     eig,
     eigh,
@@ -203,6 +204,7 @@ def solve(A, B, *, left: bool = True):  # noqa: N803
     [1.0, 0.5]
     """
     A, B = lift(A, B)
+    _same_dtype("linalg.solve: Expected A and B", A, B)
     if left:
         return call("solve", A, B)
     # X A = B  <=>  A^T X^T = B^T

@@ -457,6 +457,14 @@ def solve_triangular(input, B, *, upper: bool, left: bool = True, unitriangular:
     return _mT(xt)
 
 
+def _same_dtype(why: str, a, b) -> None:
+    """PyTorch's refusal of a solve's operands of two dtypes (no silent promotion): `why`
+    names them ("linalg.solve: Expected A and B")."""
+    if a.dtype != b.dtype:
+        raise DTypeMismatchError(f"{why} to have the same dtype, but found {a.dtype} and "
+                                 f"{b.dtype} instead")  # fmt: skip
+
+
 @takes_out
 def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa: N803
                      unitriangular: bool = False):  # fmt: skip
@@ -469,6 +477,7 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False,  # noqa:
     [[1.0], [2.0]]
     """
     b, A = lift(b, A)
+    _same_dtype("triangular_solve: Expected b and A", b, A)
     if transpose:
         x = solve_triangular(_mT(A), b, upper=not upper, unitriangular=unitriangular)
     else:

@@ -18,6 +18,7 @@ from .linalg_factor import (
     _first_zero_pivot,
     _matrices,
     _raise_on_info,
+    _same_dtype,
     _zeros,
     householder_product,
     inv_ex,
@@ -180,6 +181,7 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N
     from .linalg import solve
 
     A, B = lift(A, B)
+    _same_dtype("linalg.solve_ex: Expected A and B", A, B)
     A = _matrices(A, "solve_ex")
     info = call("inv_info", A)
     if check_errors:

@@ -153,6 +153,14 @@ def _sample(name):
     return method
 
 
+def _trace(self):
+    """The sum of a matrix's diagonal (PyTorch refuses other shapes)."""
+    if self.ndim != 2:
+        raise call_error(ShapeMismatchError, f"trace: expected a matrix, but got tensor with dim "
+                         f"{self.ndim}", "trace", self)  # fmt: skip
+    return m.sum(ts.diagonal(self))
+
+
 def _tile_method(self, *args, dims=None):
     """`x.tile(2, 1)` or `x.tile((2, 1))`, as PyTorch's method takes its dims."""
     return s.tile(self, s.varargs("tile", args, dims, "dims"))
@@ -169,7 +177,7 @@ METHODS |= {
     "erf": m.erf, "isinf": xm.isinf, "multiply": m.mul, "subtract": m.sub,
     "true_divide": m.div, "floor_divide": m.floordiv, "greater": m.greater,
     "greater_equal": m.greater_equal, "less": m.less, "less_equal": m.less_equal,
-    "not_equal": m.not_equal, "tile": _tile_method, "trace": lambda self: m.sum(ts.diagonal(self)),
+    "not_equal": m.not_equal, "tile": _tile_method, "trace": _trace,
 }  # fmt: skip
 
 

@@ -365,6 +365,9 @@ def sample_multinomial(weights, num_samples: int, replacement: bool = False, *, 
             "multinomial: generator= is for eager tensors; a graph's draws follow kn.manual_seed"
         )
     (w,) = lift(weights)
+    if w.dtype.kind != "f" and w.dtype != dt.bfloat16:
+        raise UsageError(f"multinomial only supports floating-point dtypes for input, got: "
+                         f"{w.dtype}")  # fmt: skip
     if w.ndim not in (1, 2):
         raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got {w.ndim}")
     n = w.shape[-1]

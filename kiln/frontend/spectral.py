@@ -116,7 +116,8 @@ def istft(
     normalized: bool = False, onesided=None, length=None, return_complex: bool = False,
 ):  # fmt: skip
     """The inverse of `stft`: the signal whose short-time transform is `input` (B?, freqs,
-    frames), by overlap-add divided by the summed squared window, as PyTorch's `torch.istft`.
+    frames), by overlap-add divided by the summed squared window, as PyTorch's `torch.istft`;
+    with `return_complex` (and a two-sided `input`) a complex signal.
 
     >>> import kiln as kn
     >>> x = kn.arange(8.0)
@@ -155,14 +156,19 @@ def istft(
             ShapeError, f"istft: expected the frequency dimension (3rd to the last) of the input "
             f"tensor to match n_fft when onesided=False, but got {freqs}", "istft", z,
         )  # fmt: skip
-    if return_complex:
-        raise call_error(UsageError, "istft: complex output signals are not supported by kiln",
-                         "istft", z)  # fmt: skip
+    complex_window = window is not None and lift(window)[0].dtype.kind == "c"
+    if return_complex and onesided:
+        raise call_error(UsageError, "Cannot have onesided output if window or input is "
+                         "complex", "istft", z)  # fmt: skip
+    if complex_window and not return_complex:
+        raise call_error(UsageError, "Complex windows are incompatible with "
+                         "return_complex=False", "istft", z)  # fmt: skip
     norm = "ortho" if normalized else "backward"
     spectrum = s.transpose(z, 1, 2)  # (B, T, freqs)
-    if not onesided:  # a real signal: its half spectrum, as PyTorch's (the rest is ignored)
-        spectrum = spectrum[:, :, : n_fft // 2 + 1]
-    frames = F.irfft(spectrum, n=n_fft, dim=-1, norm=norm)
+    if return_complex:  # a complex signal: the inverse of the whole spectrum
+        frames = F.ifft(spectrum, n=n_fft, dim=-1, norm=norm)
+    else:  # a real signal: its half spectrum, as PyTorch's (the rest is ignored)
+        frames = F.irfft(spectrum[:, :, : n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm)
     values = _window_values(window, win, n_fft, frames.dtype)
     frames = frames * lift(values, context=(frames,))[0]
     total = n_fft + hop * (frames_n - 1)
@@ -178,7 +184,8 @@ def istft(
             UsageError, "istft: window overlap add min: "
             f"{float(np.abs(usable).min())} (the window fails the NOLA condition)", "istft", z,
         )  # fmt: skip
-    (env,) = lift(envelope.astype(dt.to_real(signal.dtype)), context=(signal,))
+    (env,) = lift(envelope.astype(signal.dtype if envelope.dtype.kind == "c"
+                                  else dt.to_real(signal.dtype)), context=(signal,))  # fmt: skip
     signal = signal[:, start : min(end, total)] / env[start : min(end, total)]
     if end > total:
         signal = s.pad(signal, ((0, 0), (0, end - total)))
@@ -206,9 +213,10 @@ def _window_values(window, win_length: int, n_fft: int, dtype) -> np.ndarray:
 
 
 def _envelope(window, n_fft, hop, frames_n, total):
-    """Σ_t window²(n - t·hop): what the overlap-add of the windowed frames is divided by."""
-    squared = np.abs(window.astype(np.float64)) ** 2
-    env = np.zeros(total)
+    """Σ_t window²(n - t·hop): what the overlap-add of the windowed frames is divided by (of
+    a complex window, its complex square, as PyTorch's: the frames carry window² then)."""
+    squared = window.astype(np.complex128 if window.dtype.kind == "c" else np.float64) ** 2
+    env = np.zeros(total, squared.dtype)
     for t in range(frames_n):
         env[t * hop : t * hop + n_fft] += squared
     return env

@@ -17,6 +17,7 @@ from ..errors import (
     ShapeError,
     ShapeMismatchError,
     UnsupportedDTypeError,
+    UsageError,
     call_error,
 )
 from ..graph.core import Symbol
@@ -308,16 +309,28 @@ def _float_only(op: str, x):
         raise call_error(UnsupportedDTypeError, why, op, x)
 
 
-def _data_range(flat, lo: float, hi: float, widen: float):
+def _data_range(flat, lo: float, hi: float, widen: float, why: str, given: bool = True):
     """The histogram's range: `(lo, hi)`, or the data's least and greatest values where both
-    are equal (PyTorch's default 0, 0), widened by `widen` each way where those are equal."""
+    are equal (PyTorch's default 0, 0), widened by `widen` each way where those are equal;
+    of no data, (0, 1) where no range was `given`. A range that is not finite raises
+    RuntimeError (`why` begins the message), as PyTorch's: given, or of eager data (a
+    trace cannot refuse its data's)."""
     if lo != hi:
+        _check_finite(lo, hi, why, flat)
         return lo, hi
     if flat.shape[0] == 0:
-        return lo - widen, hi + widen
+        return (lo - widen, hi + widen) if given else (0.0, 1.0)
+    _check_finite(lo, hi, why, flat)
     lo, hi = m.amin(flat), m.amax(flat)
+    if not isinstance(lo, Symbol):  # eager data: its range is known now
+        _check_finite(lo.item(), hi.item(), why, flat)
     same = m.equal(lo, hi)
     return m.where(same, m.sub(lo, widen), lo), m.where(same, m.add(hi, widen), hi)
+
+
+def _check_finite(lo: float, hi: float, why: str, x) -> None:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise call_error(UsageError, f"{why} [{lo:g}, {hi:g}] is not finite", "histogram", x)
 
 
 def _count(pos, weight, bins: int, x):
@@ -346,7 +359,7 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
     if lo > hi:
         raise call_error(ShapeMismatchError, "torch.histc: max must be larger than min", "histc", x)
     flat = s.reshape(x, (-1,))
-    lo, hi = _data_range(flat, lo, hi, 1.0)
+    lo, hi = _data_range(flat, lo, hi, 1.0, "torch.histc: range of")
     inside = m.logical_and(m.greater_equal(flat, lo), m.less_equal(flat, hi))  # NaN: outside
     # PyTorch's bin: trunc((x - lo) * bins / (hi - lo)) in x's dtype, max in the last bin
     safe = m.where(inside, flat, lo)
@@ -372,10 +385,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     if isinstance(bins, (int, np.integer)):
         n = int(bins)
         lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
-        lo, hi = _data_range(flat, lo, hi, 0.5)
-        steps = _const(np.arange(n + 1, dtype=x.dtype), x)
-        edges = m.add(lo, m.mul(m.sub(hi, lo), m.div(steps, np.asarray(n, x.dtype))))
-        edges = m.cast(edges, x.dtype)
+        lo, hi = _data_range(flat, lo, hi, 0.5, "torch.histogramdd: dimension 0's range",
+                             given=range is not None)  # fmt: skip
+        from .torch_numeric import _linspace  # NOTE: lazy (it imports this module)
+
+        edges = _linspace(lo, hi, n, x)  # as PyTorch's linspace makes them, as histogramdd's
         if isinstance(edges, np.ndarray):  # a given range: computed from constants alone
             edges = _like(x, edges)
     else:

@@ -11,7 +11,15 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
-from ..errors import ArgumentError, DTypeMismatchError, ShapeError, UsageError, call_error
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeMismatchError,
+    ShapeError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+)
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -307,10 +315,15 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
     if x.dtype == dt.bool_:
         raise call_error(DTypeMismatchError, "cov(): bool dtype is not supported for input",
                          "cov", x)  # fmt: skip
-    if x.ndim > 2:
-        raise ArgumentError(
-            f"cov(): expected input to have two or fewer dimensions but got {x.ndim}"
-        )
+    if x.ndim > 2:  # (PyTorch's RuntimeError)
+        raise call_error(ShapeMismatchError, "cov(): expected input to have two or fewer "
+                         f"dimensions but got {x.ndim}", "cov", x)  # fmt: skip
+    for name, w, ok in (("fweights", fweights, "iu"), ("aweights", aweights, "f")):
+        kind = None if w is None else np.dtype(lift(w)[0].dtype).kind
+        if kind is not None and kind not in ok and lift(w)[0].dtype != dt.bfloat16:
+            what = "integral" if name == "fweights" else "floating point"
+            raise call_error(DTypeMismatchError, f"cov(): expected {name} to have {what} dtype "
+                             f"but got {name} with {lift(w)[0].dtype} dtype", "cov", x)  # fmt: skip
     x = s.reshape(x, (1, -1)) if x.ndim < 2 else x
     if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
         x = m.cast(x, dt.DEFAULT_FLOAT)
@@ -386,6 +399,7 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
     if v.dtype == np.bool_:
         raise call_error(DTypeMismatchError, "trapezoid: received a bool input for `y`, but bool "
                          "is not supported", "trapezoid", v)  # fmt: skip
+    t = sample_points(v, x, dx, dim, "trapezoid")
     n = v.shape[dim]
     hi = select_range(v, dim, 1, n)
     lo = select_range(v, dim, 0, n - 1)
@@ -396,7 +410,6 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
         ends = m.add(s.getitem(v, (slice(None),) * d + (0,)),
                      s.getitem(v, (slice(None),) * d + (n - 1,)))  # fmt: skip
         return m.mul(m.sub(m.sum(v, dim), m.mul(ends, 0.5)), 1.0 if dx is None else dx)
-    (t,) = lift(x)
     steps = m.sub(select_range(t, -1 if t.ndim == 1 else dim, 1, n),
                   select_range(t, -1 if t.ndim == 1 else dim, 0, n - 1))  # fmt: skip
     if t.ndim == 1 and v.ndim > 1:
@@ -404,6 +417,22 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
         shape[dim] = n - 1
         steps = s.reshape(steps, tuple(shape))
     return m.div(m.sum(m.mul(steps, m.add(hi, lo)), dim), 2.0)
+
+
+def sample_points(v, x, dx, dim: int, name: str):
+    """`x` lifted beside `y` (None if not given), checked as PyTorch checks it: not with `dx`
+    (TypeError), one point per sample of y along `dim` for a 1-D x (RuntimeError)."""
+    if x is None:
+        return None
+    if dx is not None:
+        raise ArgumentTypeError(f"{name}() received an invalid combination of arguments: "
+                                "sample points x and a spacing dx, give one")  # fmt: skip
+    (t,) = lift(x, context=(v,))
+    along = t.shape[0] if t.ndim == 1 else None  # (PyTorch broadcasts one of more dims)
+    if along != v.shape[dim] and isinstance(along, int) and isinstance(v.shape[dim], int):
+        raise call_error(ShapeMismatchError, f"{name}: There must be one `x` value for each "
+                         f"sample point", name, v, t)  # fmt: skip
+    return t
 
 
 def select_range(x, dim: int, start: int, stop: int):

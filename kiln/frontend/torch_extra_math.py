@@ -345,10 +345,13 @@ def float_power(input, exponent):  # noqa: A002
     >>> kn.float_power(kn.tensor([1j]), 2)
     tensor([-1.+0.j], dtype=kiln.complex128)
     """
-    (x,) = lift(input)
+    base_number = isinstance(input, (int, float, complex))  # (a number base: `0.1 ** t`)
     number = isinstance(exponent, (int, float, complex))
-    either = (x.dtype, type(exponent) if number else lift(exponent)[0].dtype)
+    either = (type(input) if base_number else lift(input)[0].dtype,
+              type(exponent) if number else lift(exponent)[0].dtype)  # fmt: skip
     wide = dt.complex128 if any(dt.is_complex(d) for d in either) else dt.float64
+    # a number base in the wide dtype itself, not rounded to the default dtype first
+    (x,) = lift(np.asarray(input, wide) if base_number else input)
     e = exponent if number else m.cast(exponent, wide)
     return m.pow(m.cast(x, wide), float(e) if isinstance(e, int) else e)
 

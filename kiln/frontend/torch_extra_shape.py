@@ -460,7 +460,7 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
     shape[d] = n
     fill = (
         dt.number_array(value, x.dtype, "index_fill", x)
-        if isinstance(value, (int, float, bool))
+        if isinstance(value, (int, float, bool, complex))
         else m.cast(value, x.dtype)
     )
     return m.where(s.reshape(hit, tuple(shape)), fill, x)
@@ -542,7 +542,7 @@ REAL_METHODS = {
     "adjoint": lambda self: s.matrix_transpose(self),
     "narrow_copy": lambda self, *a: narrow(self, *a),
     "split_with_sizes": lambda self, split_sizes, dim=0: ts.split(self, list(split_sizes), dim),
-    "sum_to_size": _sum_to_size, "vdot": lambda self, other: m.dot(self, other),
+    "sum_to_size": _sum_to_size,
     "is_same_size": lambda self, other: tuple(self.shape) == tuple(other.shape),
     "is_nonzero": lambda self: bool(self),
 }  # fmt: skip

@@ -177,7 +177,7 @@ def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa:
     (idx,) = lift(index, context=(x,))
     if name != "index_add" and 0 not in tuple(idx.shape):  # (index_add: its own message)
         check_int_index("scatter(): Expected dtype int32/int64 for index", x, idx, name)
-    if isinstance(src, (bool, int, float)):  # a value: src of index's shape
+    if isinstance(src, (bool, int, float, complex)):  # a value: src of index's shape
         (v,) = lift(np.asarray(src, x.dtype), context=(x,))
         src = call("broadcast_to", v, shape=tuple(idx.shape))
     else:
@@ -264,7 +264,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     if mask.dtype != np.bool_:
         raise DTypeError(f"masked_fill only supports boolean masks, but got mask with dtype "
                          f"{mask.dtype}")  # fmt: skip
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, (bool, int, float, complex)):
         value = dt.number_array(value, x.dtype, "masked_fill", x)
     (v,) = lift(value, context=(x,))
     if v.ndim != 0:

@@ -120,6 +120,7 @@ def cholesky_solve(input, input2, upper: bool = False):  # noqa: A002
     """
     (b,) = lift(input)
     f = _factor("cholesky_solve", input2, upper)
+    lf._same_dtype("cholesky_solve: Expected b and A", b, f)
     if b.ndim < 2:
         raise call_error(ShapeError, "cholesky_solve: b should have at least 2 dimensions, "
                          f"got shape {list(b.shape)}", "cholesky_solve", b)  # fmt: skip

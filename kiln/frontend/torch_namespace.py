@@ -184,12 +184,12 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     [1.5, 4.5]
     """
     (v,) = lift(y)
+    t = xl.sample_points(v, x, dx, dim, "cumulative_trapezoid")
     n = v.shape[dim]
     # PyTorch's formulas: (dx * (y[:-1] + y[1:])) / 2 with sample points, (dx / 2) * (y[:-1] +
     # y[1:]) with a spacing, the integer steps in y's dtype (wrapping as PyTorch's)
     pairs = m.add(xl.select_range(v, dim, 0, n - 1), xl.select_range(v, dim, 1, n))
-    if x is not None:
-        (t,) = lift(x)
+    if t is not None:
         axis = -1 if t.ndim == 1 else dim
         steps = m.sub(xl.select_range(t, axis, 1, n), xl.select_range(t, axis, 0, n - 1))
         if t.ndim == 1 and v.ndim > 1:

@@ -273,7 +273,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
         else:
             n = int(b)
             lo, hi = (0.0, 0.0) if range is None else (float(range[2 * k]), float(range[2 * k + 1]))
-            lo, hi = _data_range(col, lo, hi, 0.5)
+            lo, hi = _data_range(col, lo, hi, 0.5, f"torch.histogramdd: dimension {k}'s range",
+                                 given=range is not None)  # fmt: skip
             e = _linspace(lo, hi, n, x)
         ok = m.logical_and(
             m.greater_equal(col, s.getitem(e, 0)), m.less_equal(col, s.getitem(e, -1))

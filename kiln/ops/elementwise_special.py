@@ -15,7 +15,7 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, AutogradError, DeviceError, node_error
+from ..errors import ArgumentError, DeviceError, MissingDerivativeError, node_error
 from ..graph.core import Symbol, user_site
 from .core import apply, defop, in_float32, same_shape, scalar, ufunc_dtype
 from .elementwise import special, unary
@@ -253,7 +253,7 @@ def _no_derivative(op: str, which: str, y):
     """PyTorch's refusal of a derivative it does not define, at backward (or kn.grad)."""
     site = y.node.site if isinstance(y, Symbol) else user_site()
     return node_error(
-        AutogradError,
+        MissingDerivativeError,
         f"the derivative of {op} with respect to its {which} is not implemented (PyTorch "
         "defines none): take the gradient with respect to the other input only",
         op=op, site=site,

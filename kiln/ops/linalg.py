@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, LinAlgError, ShapeError
+from ..errors import DTypeError, LinAlgError, ShapeError, UnsupportedDTypeError
 from .core import apply, defop, in_float32, lead, scalar, ufunc_dtype
 
 
@@ -151,7 +151,8 @@ def _linalg_dtype(name, kinds=(np.float32, np.float64)):
                 expected = "float32 or float64" + (
                     " (or complex64 or complex128)" if len(kinds) > 2 else ""
                 )
-                raise DTypeError(f"{name}: {expected} matrices are expected, got {d}")
+                # (PyTorch's RuntimeError: "Expected a floating point or complex tensor")
+                raise UnsupportedDTypeError(f"{name}: {expected} matrices are expected, got {d}")
         return np.result_type(*dtypes)
 
     return rule

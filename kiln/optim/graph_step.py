@@ -41,7 +41,7 @@ import weakref
 import numpy as np
 
 from ..eager.grad_mode import enable_grad
-from ..errors import AutogradError, UsageError, call_error
+from ..errors import AutogradError, GraphError, UsageError, call_error
 from ..frontend import autodiff
 from ..frontend.core import call
 from ..graph.core import Symbol, get_default_graph
@@ -58,8 +58,10 @@ __all__ = [
     "note_read",
     "note_update",
     "pending_grads",
+    "refuse_inputs",
     "take_grads",
     "trace_grads",
+    "trace_inputs",
     "traces_grads",
     "untrace_grads",
     "variable_of",
@@ -82,6 +84,38 @@ _CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # graph of a kn.compile trace -> the placeholders of its arguments that require grad (leaf
 # Tensors): backward() there also gives their gradients, which each call adds to `.grad`
 _LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# graph of a kn.compile trace -> ids of the eager tensors it takes as inputs (its arguments,
+# the captured tensors that require grad): the trace reads placeholders in their place
+_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_inputs(graph, tensors) -> None:
+    """The eager tensors a kn.compile trace takes as inputs (`refuse_inputs`)."""
+    _INPUTS[graph] = {id(t) for t in tensors}
+
+
+def refuse_inputs(optimizer, params, what: str) -> None:
+    """Refuses `optimizer.step()` (`what`) in a kn.compile trace over a parameter that the
+    trace takes as an input (an argument, or a captured plain tensor that requires grad):
+    the code there reads its placeholder, whose gradient is an output of the program, so
+    the step would see no `.grad` and change nothing, call after call. (Its `zero_grad()`
+    is made by each call: `zero_leaf_grads`.)"""
+    inputs = _INPUTS.get(get_default_graph())
+    found = next((p for p in params if inputs and id(p) in inputs), None)
+    if found is None:
+        return
+    from ..eager.tensor import describe
+
+    raise GraphError(
+        f"kn.compile: {type(optimizer).__name__}.{what}() over {describe(found)}, a tensor "
+        "the compiled function takes as an input (an argument, or a captured plain tensor "
+        "that requires grad): its gradient is an output of the compiled program, which the "
+        "optimizer inside cannot apply (its parameters would not change). Make it an "
+        "nn.Parameter the function captures (a module's, or one in a list or closure it "
+        "reads), or call the optimizer outside the compiled function"
+    )
 
 
 # graph of a kn.compile trace -> {id(Tensor): placeholder} of those arguments (the caller's
@@ -179,6 +213,7 @@ def untrace_grads(graph) -> None:
     _ENTERED.pop(graph, None)
     _CLEARED.pop(graph, None)
     _LEAF_TENSORS.pop(graph, None)
+    _INPUTS.pop(graph, None)
 
 
 def enter(variables, cleared: bool = False) -> None:

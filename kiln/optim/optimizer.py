@@ -405,6 +405,9 @@ class Optimizer(OptimizerHooks):
         tensor(1.5000, requires_grad=True)
         """
         graph = get_default_graph()
+        if not graph_step.idle(graph):
+            params = [p for group in self.param_groups for p in group["params"]]
+            graph_step.refuse_inputs(self, params, "step")
         grads = None if graph_step.idle(graph) else graph_step.take_grads(self._graph_variables())
         if grads is not None:  # `loss.backward()` on a Symbol: the graph's train op
             differentiable.check_traced_step(self, grads)

@@ -17,7 +17,13 @@ import contextlib
 from ..eager import autograd
 from ..eager.grad_mode import enable_grad
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeMismatchError,
+    ShapeMismatchError,
+    call_error,
+)
 from ..frontend.autodiff import grad as graph_grad
 from ..graph.core import Symbol
 from .structure import _unflatten, flatten
@@ -25,7 +31,7 @@ from .transforms import hessian_of as hessian
 from .transforms import jacfwd, jacrev, jvp, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "stack_module_state", "vjp", "vmap"]  # fmt: skip
+           "linearize", "stack_module_state", "vjp", "vmap"]  # fmt: skip
 
 
 def _positions(argnums, n: int) -> tuple[tuple, bool]:
@@ -168,6 +174,36 @@ def vjp(func, *primals, has_aux: bool = False):
 
     value = tuple(o.detach() for o in flat) if isinstance(out, (tuple, list)) else out.detach()
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def linearize(func, *primals):
+    """`(func(*primals), jvp_fn)`: `jvp_fn(*tangents)` gives the Jacobian-vector product of
+    func at `primals` along `tangents` (shaped as the primals), as `kn.func.jvp` computes it
+    (each call differentiates func again at the same primals).
+
+    >>> import kiln as kn
+    >>> out, jvp_fn = kn.func.linearize(lambda x: x**2, kn.tensor([1.0, 3.0]))
+    >>> out, jvp_fn(kn.ones(2))
+    (tensor([1., 9.]), tensor([2., 6.]))
+    """
+    primals = tuple(p.detach() if isinstance(p, Tensor) else p for p in primals)
+    out = jvp(func, primals, tuple(_zeros(p) for p in primals))[0]
+
+    def jvp_fn(*tangents):
+        if len(tangents) != len(primals):  # (PyTorch's RuntimeErrors)
+            raise ShapeMismatchError(f"linearize: jvp_fn expected {len(primals)} tangents (one "
+                                     f"per primal), got {len(tangents)}")  # fmt: skip
+        for t, p in zip(tangents, primals):
+            if isinstance(t, Tensor) and t.dtype != p.dtype:
+                raise call_error(DTypeMismatchError, f"linearize: jvp_fn expected a tangent of "
+                                 f"dtype {p.dtype}, got {t.dtype}", "linearize", t, p)  # fmt: skip
+            if isinstance(t, Tensor) and t.shape != p.shape:
+                raise call_error(ShapeMismatchError, f"linearize: jvp_fn expected a tangent of "
+                                 f"shape {tuple(p.shape)}, got {tuple(t.shape)}", "linearize",
+                                 t, p)  # fmt: skip
+        return jvp(func, primals, tangents)[1]
+
+    return out, jvp_fn
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,

@@ -191,6 +191,7 @@ class Traced:
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             entered = graph_step.trace_grads(self.graph)  # the parameters' `.grad`s
+            graph_step.trace_inputs(self.graph, leaves)  # (an optimizer inside refuses them)
             leaves = [(k, s) for k, (s, sig) in enumerate(zip(self.inputs, key[1]))
                       if sig[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
             graph_step.trace_leaves(self.graph, [s for _, s in leaves],

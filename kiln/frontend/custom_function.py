@@ -205,6 +205,7 @@ class Function:
         ]  # fmt: skip
         if not wanted or not differentiable:
             return out
+        raw = outputs
         if symbolic:
             outputs = tuple(call("stop_gradient", o) if isinstance(o, Symbol) else o
                             for o in outputs)  # fmt: skip
@@ -226,6 +227,7 @@ class Function:
                 piece = s.reshape(s.getitem(packed, slice(offset, offset + size)), shape)
                 outputs[k] = m.cast(piece, dtype) if dtype != wide else piece
                 offset += size
+        _join_saved(ctx, raw, outputs)
         return outputs[0] if single else tuple(outputs)
 
     @classmethod
@@ -235,6 +237,15 @@ class Function:
         out = cls.forward(*args, **kwargs)
         cls.setup_context(ctx, args, out)
         return out
+
+
+def _join_saved(ctx, raw, outputs) -> None:
+    """An output that `forward` saved is read in `backward` as the output `apply` returns
+    (joined to the Function's node), as PyTorch's: a backward written with it is then
+    differentiable through the Function again (`grad * result` of an exp)."""
+    joined = {id(r): o for r, o in zip(raw, outputs) if o is not r}
+    if joined and any(id(t) in joined for t in ctx._saved):
+        ctx._saved = tuple(joined.get(id(t), t) for t in ctx._saved)
 
 
 def _label(y, cls) -> None:

@@ -228,6 +228,8 @@ class Function:
                 outputs[k] = m.cast(piece, dtype) if dtype != wide else piece
                 offset += size
         _join_saved(ctx, raw, outputs)
+        if ctx._dirty and not symbolic:
+            _rebase_dirty(ctx, raw, outputs, cls)
         return outputs[0] if single else tuple(outputs)
 
     @classmethod
@@ -246,6 +248,25 @@ def _join_saved(ctx, raw, outputs) -> None:
     joined = {id(r): o for r, o in zip(raw, outputs) if o is not r}
     if joined and any(id(t) in joined for t in ctx._saved):
         ctx._saved = tuple(joined.get(id(t), t) for t in ctx._saved)
+
+
+def _rebase_dirty(ctx, raw, outputs, cls) -> None:
+    """An input that `forward` changed in place and marked dirty is returned itself, its
+    history now the Function's node (as an in-place op's: kiln/frontend/inplace.py), so
+    gradients through it, or through its views, reach the Function."""
+    from .inplace import _commit_view  # NOTE: lazy: inplace builds on the frontend's ops
+
+    for k, (r, o) in enumerate(zip(raw, outputs)):
+        if o is r or not isinstance(r, Tensor) or not any(r is d for d in ctx._dirty):
+            continue
+        if r._requires_grad and r.grad_fn is None:
+            raise call_error(AutogradError, "a leaf Variable that requires grad has been used "
+                             "in an in-place operation.", f"{cls.__name__}Backward")  # fmt: skip
+        if r._base is not None:
+            _commit_view(r, o, f"{cls.__name__}Backward")
+        else:
+            r.grad_fn, r._requires_grad = o.grad_fn, True
+        outputs[k] = r
 
 
 def _label(y, cls) -> None:

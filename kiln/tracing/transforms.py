@@ -296,12 +296,20 @@ def _argnums(argnums, n_args: int) -> tuple:
 def _jacobian_transform(f, argnums, name, build, has_aux=False):
     def graph_form(*args):
         nums = _argnums(argnums, len(args))
-        for i, k in enumerate(nums):
-            if not isinstance(args[k], Symbol):
+        # an argument may be a dict, list or tuple of tensors (a pytree, as torch.func's:
+        # `jacrev(f)(params, x)`): its jacobian is one per leaf, in its structure
+        wrt, structures, i = [], [], 0
+        for k in nums:
+            leaves, structure = _leaves(args[k], f"argument {k}")
+            if not leaves or not all(isinstance(a, Symbol) for a in leaves):
                 raise GraphError(f"{name}: argument {k} is a {type(args[k]).__name__}")
-            if args[k].dtype.kind == "c":  # PyTorch's torch.func refuses complex values
-                raise UsageError(f"{name}: Expected all inputs to be real but received complex "
-                                 f"tensor at flattened input idx: {i}")  # fmt: skip
+            for a in leaves:
+                if a.dtype.kind == "c":  # PyTorch's torch.func refuses complex values
+                    raise UsageError(f"{name}: Expected all inputs to be real but received "
+                                     f"complex tensor at flattened input idx: {i}")  # fmt: skip
+                i += 1
+            wrt.append(leaves)
+            structures.append(structure)
         out = f(*args)
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -322,8 +330,9 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
         found = []
         for y in ys:
             with y.graph.name_scope(name):
-                jacs = build(y, [args[k] for k in nums])
-            found.append(jacs[0] if isinstance(argnums, int) else tuple(jacs))
+                jacs = iter(build(y, [a for leaves in wrt for a in leaves]))
+            per_arg = [_unflatten(structure, jacs) for structure in structures]
+            found.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
         jac = _unflatten(structure, iter(found))
         return (jac, aux) if has_aux else jac
 

@@ -1,0 +1,189 @@
+"""Ports of PyTorch's torch.func tutorials: "Jacobians, Hessians, hvp, vhp, and more" and
+"Neural Tangent Kernels" (the per-sample-gradients and model-ensembling tutorials are in
+test_port_hunt2.py), each program written once against a module argument `torch` and run
+with PyTorch and with kiln (`import kiln as kn`) on the same inputs.
+
+Tolerances: float32 values of tanh-of-linear maps of 8 to 16 inputs, and of a small CNN
+(a few hundred products per value), summed in another order in each framework: rtol 1e-4
+with atol 1e-6 for values of order one (float32 rounding compounds to about 1e-6 relative
+per op chain; a jacobian or NTK entry is such a chain of a few dozen ops).
+"""
+
+import numpy as np
+import pytest
+from port_common import copy_weights, to_numpy
+from test_port_hunt8 import assert_tree_close
+
+import kiln as kn
+
+TOL = {"rtol": 1e-4, "atol": 1e-6}
+D = 8
+RNG = np.random.default_rng(8)
+W, B, X = (RNG.normal(size=s).astype(np.float32) for s in ((D, D), (D,), (D,)))
+XB = RNG.normal(size=(5, D)).astype(np.float32)
+
+
+def jacobians_program(torch, which):
+    func, F = torch.func, torch.nn.functional
+    w, b, x, xb = (torch.from_numpy(a.copy()) for a in (W, B, X, XB))
+
+    def predict(weight, bias, x):
+        return F.linear(x, weight, bias).tanh()
+
+    def hvp(f, primals, tangents):  # forward over reverse
+        return func.jvp(func.grad(f), primals, tangents)[1]
+
+    def hvp_revrev(f, primals, tangents):  # reverse over reverse
+        _, vjp_fn = func.vjp(lambda x: func.vjp(f, x)[1](torch.ones(()))[0], *primals)
+        return vjp_fn(*tangents)
+
+    def f(x):
+        return x.sin().sum()
+
+    programs = {
+        "jacrev": lambda: func.jacrev(predict, argnums=2)(w, b, x),
+        "jacfwd": lambda: func.jacfwd(predict, argnums=2)(w, b, x),
+        "jacrev_weight_bias": lambda: func.jacrev(predict, argnums=(0, 1))(w, b, x),
+        "vjp": lambda: func.vjp(lambda x: predict(w, b, x), x)[1](torch.ones(D)),
+        "jvp": lambda: func.jvp(lambda x: predict(w, b, x), (x,), (torch.ones(D),)),
+        "batch_jacobian": lambda: func.vmap(func.jacrev(predict, argnums=2),
+                                            in_dims=(None, None, 0))(w, b, xb),  # fmt: skip
+        "summed_jacobian": lambda: func.jacrev(
+            lambda w, b, x: predict(w, b, x).sum(0), argnums=2)(w, b, xb).movedim(1, 0),
+        "hessian": lambda: func.hessian(predict, argnums=2)(w, b, x),
+        "jacfwd_jacrev": lambda: func.jacfwd(func.jacrev(predict, argnums=2), argnums=2)(w, b, x),
+        "jacrev_jacrev": lambda: func.jacrev(func.jacrev(predict, argnums=2), argnums=2)(w, b, x),
+        "batch_hessian": lambda: func.vmap(func.hessian(predict, argnums=2),
+                                           in_dims=(None, None, 0))(w, b, xb),  # fmt: skip
+        "hvp": lambda: hvp(f, (x,), (torch.ones(D),)),
+        "vmap_hvp": lambda: func.vmap(lambda v: hvp(f, (x,), (v,)))(xb),
+        "hvp_revrev": lambda: hvp_revrev(f, (x,), (torch.ones(D),)),
+        "functional_jacobian": lambda: torch.autograd.functional.jacobian(
+            lambda x: predict(w, b, x), x),
+        "functional_jacobian_forward": lambda: torch.autograd.functional.jacobian(
+            lambda x: predict(w, b, x), x, vectorize=True, strategy="forward-mode"),
+        "functional_hessian": lambda: torch.autograd.functional.hessian(f, x),
+        "functional_hvp_vhp": lambda: (torch.autograd.functional.hvp(f, x, torch.ones(D)),
+                                       torch.autograd.functional.vhp(f, x, torch.ones(D))),
+    }  # fmt: skip
+    return programs[which]()
+
+
+PROGRAMS = ["jacrev", "jacfwd", "jacrev_weight_bias", "vjp", "jvp", "batch_jacobian",
+            "summed_jacobian", "hessian", "jacfwd_jacrev", "jacrev_jacrev", "batch_hessian",
+            "hvp", "vmap_hvp", "hvp_revrev", "functional_jacobian",
+            "functional_jacobian_forward", "functional_hessian",
+            "functional_hvp_vhp"]  # fmt: skip
+
+
+@pytest.mark.parametrize("which", PROGRAMS)
+def test_jacobians_hessians_tutorial_matches_torch(torch, which):
+    assert_tree_close(jacobians_program(kn, which), jacobians_program(torch, which), **TOL)
+
+
+# -- "Neural Tangent Kernels": the jacobian contraction and the NTK-vector products -----------
+
+X1 = RNG.normal(size=(4, 1, 6, 6)).astype(np.float32)
+X2 = RNG.normal(size=(3, 1, 6, 6)).astype(np.float32)
+
+
+def build_cnn(torch):
+    nn = torch.nn
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, (3, 3))
+            self.conv2 = nn.Conv2d(4, 4, (3, 3))
+            self.fc = nn.Linear(4 * 2 * 2, 3)
+
+        def forward(self, x):
+            x = self.conv2(self.conv1(x).relu()).relu()
+            return self.fc(x.flatten(1))
+
+    return CNN()
+
+
+def ntk_program(torch, net, method, compute):
+    func = torch.func
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    x1, x2 = torch.from_numpy(X1.copy()), torch.from_numpy(X2.copy())
+
+    def fnet_single(params, x):
+        return func.functional_call(net, params, (x.unsqueeze(0),)).squeeze(0)
+
+    def empirical_ntk_jacobian_contraction(fnet_single, params, x1, x2, compute):
+        jac1 = func.vmap(func.jacrev(fnet_single), (None, 0))(params, x1)
+        jac1 = [j.flatten(2) for j in jac1.values()]
+        jac2 = func.vmap(func.jacrev(fnet_single), (None, 0))(params, x2)
+        jac2 = [j.flatten(2) for j in jac2.values()]
+        einsum_expr = {"full": "Naf,Mbf->NMab", "trace": "Naf,Maf->NM",
+                       "diagonal": "Naf,Maf->NMa"}[compute]  # fmt: skip
+        result = torch.stack([torch.einsum(einsum_expr, j1, j2) for j1, j2 in zip(jac1, jac2)])
+        return result.sum(0)
+
+    def empirical_ntk_ntk_vps(func_, params, x1, x2, compute):
+        def get_ntk(x1, x2):
+            def func_x1(params):
+                return func_(params, x1)
+
+            def func_x2(params):
+                return func_(params, x2)
+
+            output, vjp_fn = func.vjp(func_x1, params)
+
+            def get_ntk_slice(vec):
+                vjps = vjp_fn(vec)  # (a tuple of one dict)
+                _, jvps = func.jvp(func_x2, (params,), vjps)
+                return jvps
+
+            basis = torch.eye(output.numel(), dtype=output.dtype).view(output.numel(), -1)
+            return func.vmap(get_ntk_slice)(basis)
+
+        result = func.vmap(func.vmap(get_ntk, (None, 0)), (0, None))(x1, x2)
+        if compute == "trace":
+            return torch.einsum("NMKK->NM", result)
+        if compute == "diagonal":
+            return torch.einsum("NMKK->NMK", result)
+        return result
+
+    if method == "jacobian_contraction":
+        return empirical_ntk_jacobian_contraction(fnet_single, params, x1, x2, compute)
+    return empirical_ntk_ntk_vps(fnet_single, params, x1, x2, compute)
+
+
+@pytest.mark.parametrize("compute", ["full", "trace", "diagonal"])
+@pytest.mark.parametrize("method", ["jacobian_contraction", "ntk_vps"])
+def test_neural_tangent_kernel_matches_torch(torch, method, compute):
+    # jacrev of a function of a dict of parameters (kiln's took Symbols alone), and
+    # vjp / jvp of one inside vmap (kiln's vjp ran on eager Tensors alone; its jvp took
+    # tensors, not dicts of them)
+    torch.manual_seed(0)
+    t_net, k_net = build_cnn(torch), build_cnn(kn)
+    copy_weights(t_net, k_net)
+    t = ntk_program(torch, t_net, method, compute)
+    k = ntk_program(kn, k_net, method, compute)
+    np.testing.assert_allclose(to_numpy(k), to_numpy(t), rtol=1e-4, atol=1e-5)
+
+
+def test_jacobians_of_a_dict_of_parameters_match_torch(torch):
+    torch.manual_seed(0)
+    t_net, k_net = build_cnn(torch), build_cnn(kn)
+    copy_weights(t_net, k_net)
+    results = []
+    for lib, net in ((torch, t_net), (kn, k_net)):
+        func = lib.func
+        params = {k: v.detach() for k, v in net.named_parameters()}
+        x = lib.from_numpy(X1[0].copy())
+
+        def f(params, x, net=net, func=func):
+            return func.functional_call(net, params, (x.unsqueeze(0),)).squeeze(0)
+
+        ones = {k: lib.ones_like(v) for k, v in params.items()}
+        results.append((
+            func.jacrev(f)(params, x), func.jacfwd(f)(params, x),
+            func.jacrev(f, argnums=(0, 1))(params, x),
+            func.jvp(lambda p, x=x, f=f: f(p, x), (params,), (ones,)),
+            func.vjp(lambda p, x=x, f=f: f(p, x), params)[1](lib.ones(3)),
+        ))  # fmt: skip
+    assert_tree_close(results[1], results[0], **TOL)

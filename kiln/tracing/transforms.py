@@ -54,6 +54,19 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     primals, tangents = _tuple(primals), _tuple(tangents)
     if len(primals) != len(tangents):
         raise ArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    if any(isinstance(p, (dict, list, tuple)) for p in primals):
+        # a primal may be a dict, list or tuple of tensors (a pytree, as torch.func's:
+        # `jvp(f, (params,), (tangents,))`), its tangent of the same structure
+        primals, structure = _leaves(primals, "primals")
+        flat_tangents, tangent_structure = _leaves(tangents, "tangents")
+        if len(flat_tangents) != len(primals) or tangent_structure != structure:
+            raise ArgumentError("jvp: Expected primals and tangents to have the same python "
+                                "structure")  # fmt: skip
+        tangents = tuple(flat_tangents)
+
+        def f(*leaves, _f=f):
+            return _f(*_unflatten(structure, iter(leaves)))
+
     for i, (p, t) in enumerate(zip(primals, tangents)):
         if tuple(np.shape(p) if not hasattr(p, "shape") else p.shape) != tuple(
             np.shape(t) if not hasattr(t, "shape") else t.shape
@@ -76,14 +89,15 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
             found.append(out[1])
             return out[0]
 
-    if any(isinstance(p, Symbol) for p in primals):
+    symbolic = any(isinstance(p, Symbol) for p in (*primals, *tangents))
+    if symbolic:  # (in a transform's trace a tangent may be a Symbol and its primal not)
         out = _jvp_graph(f, primals, tangents)
     else:
         out = _jvp_eager(f, primals, tangents)
     if not has_aux:
         return out
     aux = found[0]
-    if any(isinstance(p, Symbol) for p in primals):
+    if symbolic:
         return (*out, aux)
     leaves, structure = _leaves(aux, "aux")
     leaves = [a.detach() if isinstance(a, Tensor) else a for a in leaves]
@@ -91,7 +105,7 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
 
 
 def _jvp_graph(f, primals, tangents):
-    xs = list(lift(*primals))
+    xs = list(lift(*primals, context=[t for t in tangents if isinstance(t, Symbol)]))
     out = f(*xs)
     leaves, structure = _leaves(out, "output")
     ts = [lift(t, context=xs, dtype=x.dtype)[0] for t, x in zip(tangents, xs)]

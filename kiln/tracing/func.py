@@ -19,10 +19,12 @@ from ..eager.grad_mode import enable_grad
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, call_error
 from ..frontend.autodiff import grad as graph_grad
+from ..frontend.core import lift
 from ..graph.core import Symbol
+from .prints import tracing_now
 from .structure import _unflatten, flatten
 from .transforms import hessian_of as hessian
-from .transforms import jacfwd, jacrev, jvp, vmap
+from .transforms import in_trace, jacfwd, jacrev, jvp, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "stack_module_state", "vjp", "vmap"]  # fmt: skip
@@ -149,25 +151,44 @@ def vjp(func, *primals, has_aux: bool = False):
     >>> out, fn = kn.func.vjp(lambda x: x**2, kn.tensor([1.0, 3.0]))
     >>> fn(kn.ones(2))
     (tensor([2., 6.]),)
+
+    In a trace (`kn.compile`, or inside `vmap`, whose function may close over its traced
+    values) and on Symbols it builds into the graph: `vjp_fn` adds the backward pass there.
     """
-    args, inputs, symbolic, structures = _traced(func, primals, {}, tuple(range(len(primals))))
-    if symbolic:
-        raise ArgumentTypeError("kn.func.vjp runs on eager Tensors; in graph mode use kn.grad "
-                                "with grad_ys")  # fmt: skip
-    with enable_grad():
+    positions = tuple(range(len(primals)))
+    if tracing_now():  # the primals as the trace's constants: differentiated in the graph
+        primals = in_trace(primals)
+    # inside another transform (its inputs require grad): keep the history for it
+    nested = any(isinstance(a, Tensor) and a.requires_grad
+                 for p in primals for a in _leaves(p)[0])  # fmt: skip
+    args, inputs, symbolic, structures = _traced(func, primals, {}, positions)
+    with contextlib.nullcontext() if symbolic else enable_grad():
         out, aux = _split_aux(func(*args), has_aux, "vjp")
-    flat = out if isinstance(out, (tuple, list)) else (out,)
+    flat, out_structure = _leaves(out)
 
     def vjp_fn(cotangents):
-        cts = cotangents if isinstance(cotangents, (tuple, list)) else (cotangents,)
+        cts, ct_structure = _leaves(cotangents)
         if len(cts) != len(flat):
             raise ArgumentError(f"Expected {len(flat)} cotangents, got {len(cts)}")
-        grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True)
-        grads = [g.detach() if g is not None else _zeros(x) for g, x in zip(grads, inputs)]
+        if symbolic:
+            cts = lift(*cts, context=flat)
+            grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
+            return tuple(_grouped(grads, structures))
+        with enable_grad() if nested else contextlib.nullcontext():
+            grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True,
+                                  create_graph=nested)  # fmt: skip
+        grads = [(g if nested else g.detach()) if g is not None else _zeros(x)
+                 for g, x in zip(grads, inputs)]  # fmt: skip
         return tuple(_grouped(grads, structures))
 
-    value = tuple(o.detach() for o in flat) if isinstance(out, (tuple, list)) else out.detach()
-    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+    if not (symbolic or nested):
+        out = _unflatten(out_structure, iter(o.detach() for o in flat))
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _leaves(value) -> tuple[list, object]:
+    leaves = []
+    return leaves, flatten(value, "output", leaves, [], [])
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,

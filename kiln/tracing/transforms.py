@@ -15,9 +15,10 @@ from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
 from ..frontend.core import call, lift
-from ..graph.core import Symbol
+from ..graph.core import Symbol, get_default_graph
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
+from .prints import tracing_now
 from .structure import _unflatten, flatten
 from .trace import CompiledFunction
 
@@ -200,6 +201,8 @@ def _transform(graph_form, name: str, fn):
         leaves, _ = _leaves(args, "arg")
         if any(isinstance(x, Symbol) for x in leaves):
             return graph_form(*args)
+        if tracing_now():  # inside a trace (its function may close over traced values)
+            return graph_form(*in_trace(args))
         if not compiled:
             compiled.append(CompiledFunction(graph_form))
         return compiled[0](*args)
@@ -207,6 +210,19 @@ def _transform(graph_form, name: str, fn):
     transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
     transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."
     return transformed
+
+
+def in_trace(values):
+    """`values` (a tuple, list or dict of them) with their Tensors and arrays as constants of
+    the graph a `kn.compile` trace builds now: a transform called there on values builds into
+    that graph, where its function may read the trace's Symbols."""
+    from ..frontend.core import constant
+
+    leaves, structure = _leaves(values, "argument")
+    graph = get_default_graph()
+    leaves = [constant(a.detach().numpy() if isinstance(a, Tensor) else a, graph=graph)
+              if isinstance(a, (Tensor, np.ndarray)) else a for a in leaves]  # fmt: skip
+    return _unflatten(structure, iter(leaves))
 
 
 def _axes(in_axes, n_args: int) -> tuple:

@@ -187,3 +187,41 @@ def test_jacobians_of_a_dict_of_parameters_match_torch(torch):
             func.vjp(lambda p, x=x, f=f: f(p, x), params)[1](lib.ones(3)),
         ))  # fmt: skip
     assert_tree_close(results[1], results[0], **TOL)
+
+
+def test_vjp_and_vmap_under_compile_match_torch(torch):
+    # kn.func.vjp in a kn.compile trace (it refused Symbols), and a vmap called there on
+    # eager tensors with a function reading the trace's values (it compiled a second graph,
+    # which those values are not in)
+    def program(torch, x, xb):
+        func = torch.func
+        y, vjp_fn = func.vjp(lambda a: (a.sin() * x).sum(), x)
+        (g,) = vjp_fn(torch.ones(()))
+        rows = func.vmap(lambda r: (r * g).sum())(torch.from_numpy(XB.copy()))
+        return y, g, rows + xb.sum()
+
+    t = program(torch, torch.from_numpy(X.copy()), torch.from_numpy(XB.copy()))
+    args = (kn.from_numpy(X.copy()), kn.from_numpy(XB.copy()))
+    assert_tree_close(program(kn, *args), t, **TOL)
+    assert_tree_close(kn.compile(lambda x, xb: program(kn, x, xb))(*args), t, **TOL)
+
+
+def test_transforms_under_compile_keep_the_closed_over_argument_apart(torch):
+    # a function of `a` that also reads the tensor passed as `a` (x, from the closure): the
+    # transform differentiates the argument alone, as torch.func's. Under kn.compile kiln
+    # differentiated the traced value itself, so the closure's uses counted too (a wrong
+    # value, no error): grad of (sin(a) * x).sum() at a = x gave cos(x) x + sin(x)
+    def program(torch, x):
+        func = torch.func
+        return (
+            func.grad(lambda a: (a.sin() * x).sum())(x),
+            func.jacrev(lambda a: a.sin() * x)(x),
+            func.jacfwd(lambda a: a.sin() * x)(x),
+            func.jvp(lambda a: a.sin() * x, (x,), (torch.ones(D),))[1],
+            func.hessian(lambda a: (a.sin() * x).sum())(x),
+            func.vjp(lambda a: (a.sin() * x).sum(), x)[1](torch.ones(()))[0],
+        )
+
+    t = program(torch, torch.from_numpy(X.copy()))
+    assert_tree_close(program(kn, kn.from_numpy(X.copy())), t, **TOL)
+    assert_tree_close(kn.compile(lambda x: program(kn, x))(kn.from_numpy(X.copy())), t, **TOL)

@@ -23,6 +23,7 @@ from ..frontend.core import lift
 from ..graph.core import Symbol
 from .prints import tracing_now
 from .structure import _unflatten, flatten
+from .transforms import fresh as fresh_node
 from .transforms import hessian_of as hessian
 from .transforms import in_trace, jacfwd, jacrev, jvp, vmap
 
@@ -55,7 +56,8 @@ def _traced(func, args, kwargs, positions):
     structure of each differentiated argument). An argument may be a Tensor or a dict, list
     or tuple of them (a pytree, as torch.func's: `grad(loss)(params_dict, x)`). On Tensors
     each input becomes a fresh leaf that requires grad (of the same value, so an outer
-    transform's history stays connected through it)."""
+    transform's history stays connected through it); on Symbols a fresh node of each
+    (`transforms.fresh`: the argument apart from the value the function may close over)."""
     args = list(args)
     structures, inputs = [], []
     for k in positions:
@@ -63,7 +65,12 @@ def _traced(func, args, kwargs, positions):
         structures.append(flatten(args[k], f"argument {k}", leaves, [], []))
         inputs.append(leaves)
     if any(isinstance(x, Symbol) for leaves in inputs for x in leaves):
-        return args, [x for leaves in inputs for x in leaves], True, structures
+        flat = []
+        for k, structure, leaves in zip(positions, structures, inputs):
+            leaves = [fresh_node(a) if isinstance(a, Symbol) else a for a in leaves]
+            args[k] = _unflatten(structure, iter(leaves))
+            flat += leaves
+        return args, flat, True, structures
     flat = []
     for k, structure, leaves in zip(positions, structures, inputs):
         fresh = []

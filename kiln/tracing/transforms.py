@@ -106,7 +106,8 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
 
 
 def _jvp_graph(f, primals, tangents):
-    xs = list(lift(*primals, context=[t for t in tangents if isinstance(t, Symbol)]))
+    xs = lift(*primals, context=[t for t in tangents if isinstance(t, Symbol)])
+    xs = [fresh(x) for x in xs]
     out = f(*xs)
     leaves, structure = _leaves(out, "output")
     ts = [lift(t, context=xs, dtype=x.dtype)[0] for t, x in zip(tangents, xs)]
@@ -123,6 +124,14 @@ def _jvp_graph(f, primals, tangents):
     if primals:
         out = _unflatten(structure, iter(primals.get(id(y), y) for y in leaves))
     return out, _unflatten(structure, iter(out_tangents))
+
+
+def fresh(x: Symbol) -> Symbol:
+    """A new node of `x`'s value, what a transform differentiates with respect to: the
+    transformed function's argument apart from `x` itself, which the function may also read
+    from its closure (`grad(lambda a: (a * x).sum())(x)` differentiates `a` alone, as
+    torch.func's); gradients of an outer transform pass through it to `x`."""
+    return call("cast", x, dtype=x.dtype)
 
 
 def _zero(y):
@@ -338,6 +347,8 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
                     raise UsageError(f"{name}: Expected all inputs to be real but received "
                                      f"complex tensor at flattened input idx: {i}")  # fmt: skip
                 i += 1
+            leaves = [fresh(a) for a in leaves]
+            args = (*args[:k], _unflatten(structure, iter(leaves)), *args[k + 1 :])
             wrt.append(leaves)
             structures.append(structure)
         out = f(*args)

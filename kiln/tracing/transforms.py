@@ -409,13 +409,17 @@ def jacfwd(f, argnums=0, has_aux=False, *, randomness="error"):
 
 
 def hessian_of(f, argnums=0):
-    """`kn.hessian(f)`: the function giving the second derivatives of scalar `f` with respect
-    to argument `argnums`, forward over reverse (jacfwd of the gradient)."""
+    """`kn.hessian(f)`: the function giving the second derivatives of `f` with respect to
+    argument `argnums`, forward over reverse (jacfwd of the gradient, or of jacrev where `f`
+    is not a scalar: shape `out.shape + arg.shape + arg.shape`, as torch.func's)."""
     if not isinstance(argnums, int):
         raise ArgumentTypeError(f"hessian: argnums must be one int, got {argnums!r}")
 
-    def build(loss, xs):
-        (g,) = grad(loss, xs)
+    def build(y, xs):
+        if len(xs) != 1:
+            raise ArgumentTypeError(f"hessian: argument {argnums} must be one tensor")
+        # of a scalar: jacfwd of the gradient; of others jacfwd of jacrev, as torch.func's
+        (g,) = grad(y, xs) if not y.shape else jacobian_rev(y, xs)
         return jacobian_fwd(g, xs)
 
     return _jacobian_transform(f, argnums, "hessian", build)

@@ -62,7 +62,12 @@ def jacobians_program(torch, which):
             lambda x: predict(w, b, x), x),
         "functional_jacobian_forward": lambda: torch.autograd.functional.jacobian(
             lambda x: predict(w, b, x), x, vectorize=True, strategy="forward-mode"),
+        "functional_jacobian_forward_tuples": lambda: torch.autograd.functional.jacobian(
+            lambda a, c: (a * c, a.sin()), (x, xb[:3, :1]), vectorize=True,
+            strategy="forward-mode"),
         "functional_hessian": lambda: torch.autograd.functional.hessian(f, x),
+        "functional_hessian_forward_over_reverse": lambda: torch.autograd.functional.hessian(
+            f, x, vectorize=True, outer_jacobian_strategy="forward-mode"),
         "functional_hvp_vhp": lambda: (torch.autograd.functional.hvp(f, x, torch.ones(D)),
                                        torch.autograd.functional.vhp(f, x, torch.ones(D))),
     }  # fmt: skip
@@ -72,12 +77,15 @@ def jacobians_program(torch, which):
 PROGRAMS = ["jacrev", "jacfwd", "jacrev_weight_bias", "vjp", "jvp", "batch_jacobian",
             "summed_jacobian", "hessian", "jacfwd_jacrev", "jacrev_jacrev", "batch_hessian",
             "hvp", "vmap_hvp", "hvp_revrev", "functional_jacobian",
-            "functional_jacobian_forward", "functional_hessian",
+            "functional_jacobian_forward", "functional_jacobian_forward_tuples",
+            "functional_hessian", "functional_hessian_forward_over_reverse",
             "functional_hvp_vhp"]  # fmt: skip
 
 
 @pytest.mark.parametrize("which", PROGRAMS)
 def test_jacobians_hessians_tutorial_matches_torch(torch, which):
+    # kiln differed: jvp of a tangent that vmap maps (vmap_hvp), vjp of vjp (hvp_revrev),
+    # hessian of a vector function, torch.autograd.functional's strategy="forward-mode"
     assert_tree_close(jacobians_program(kn, which), jacobians_program(torch, which), **TOL)
 
 

@@ -136,6 +136,31 @@ class _Backward:
             grads.append(g)
         return tuple(grads[:n_inputs])
 
+    def batched(self) -> _Vmapped:
+        return _Vmapped(self.cls)
+
+
+class _Vmapped:
+    """The `function` of a `custom_grad` node that vmap batched: its gradient would need the
+    user's backward batched too, which kiln does not build."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __repr__(self):
+        return f"vmap({self.cls.__name__}Backward)"
+
+    def batched(self) -> _Vmapped:
+        return self
+
+    def backward(self, ct, n_inputs: int) -> tuple:
+        name = f"{self.cls.__name__}Backward"
+        raise call_error(UsageError, f"the gradient of {self.cls.__name__}.apply under vmap "
+                         "is not implemented: differentiate inside vmap (vmap(grad(f))), or "
+                         "apply the Function to the whole batch", name)  # fmt: skip
+
 
 def _requires_grad(a) -> bool:
     if isinstance(a, Symbol):

@@ -382,3 +382,77 @@ def test_gradient_of_a_vmapped_custom_function_matches_torch(torch):
         return torch.func.grad(lambda a: torch.func.vmap(Square.apply)(a).sum())(xs)
 
     assert_tree_close(program(kn), program(torch))
+
+
+# -- the "Autograd mechanics" notes -------------------------------------------------------
+
+
+def mechanics_program(torch):
+    out = []
+    x, y = torch.tensor(np.ones((2, 2))), torch.tensor(np.ones((2, 2)))
+    z = torch.tensor(np.ones((2, 2)), requires_grad=True)
+    a, b = x + y, x + z
+    out += [a.requires_grad, b.requires_grad, b.is_leaf, z.is_leaf, b.grad_fn.name()]
+    # retain_grad, a tensor hook changing the gradient, node hooks seeing it
+    p = torch.tensor(X, requires_grad=True)
+    q = p * 3
+    q.retain_grad()
+    handle = q.register_hook(lambda g: g * 2)
+    r = q.sin()
+    seen = []
+    r.grad_fn.register_prehook(lambda go: seen.append(go[0].clone()))
+    r.grad_fn.register_hook(lambda gi, go: seen.append(gi[0].clone()))
+    r.sum().backward()
+    handle.remove()
+    out += [q.grad, p.grad, seen, q.retains_grad]
+    # the saved values, and hooks on one of them
+    p = torch.tensor(X, requires_grad=True)
+    s, e = p.pow(2), p.exp()
+    out += [s.grad_fn._saved_self is p, s.grad_fn._saved_exponent, e.grad_fn._saved_result]
+    s.grad_fn._raw_saved_self.register_hooks(lambda t: t * 1, lambda t: t * 10)
+    e.grad_fn._raw_saved_result.register_hooks(lambda t: t.clone(), lambda t: t + 1)
+    (s + e).sum().backward()
+    out.append(p.grad)
+    # saved_tensors_hooks for a block, and save_on_cpu
+    p = torch.tensor(X, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t / 2):
+        v = (p * p).sin()
+    with torch.autograd.graph.save_on_cpu():
+        w = p.exp() * p
+    (v + w).sum().backward()
+    out.append(p.grad)
+    return out
+
+
+def test_autograd_mechanics_notes_match_torch(torch):
+    # kiln's nodes had no `_raw_saved_*` (SavedTensor.register_hooks)
+    assert_tree_close(mechanics_program(kn), mechanics_program(torch))
+
+
+def test_autograd_mechanics_refusals_match_torch(torch):
+    def changed_after_saved(torch):
+        p = torch.tensor(X, requires_grad=True)
+        b = p.exp()
+        c = b * p
+        b.add_(1)  # exp saved its result, mul saved b: both out of date
+        c.sum().backward()
+
+    def hooks_twice(torch):
+        s = torch.tensor(X, requires_grad=True).pow(2)
+        s.grad_fn._raw_saved_self.register_hooks(lambda t: t, lambda t: t)
+        s.grad_fn._raw_saved_self.register_hooks(lambda t: t, lambda t: t)
+
+    def backward_twice(torch):
+        p = torch.tensor(X, requires_grad=True)
+        y = (p.exp() * p).sum()
+        y.backward()
+        y.backward()
+
+    for program, match in (
+        (changed_after_saved, "modified by an inplace operation"),
+        (hooks_twice, "whose hooks have already been set"),
+        (backward_twice, "Trying to backward through the graph a second time"),
+    ):
+        for lib in (torch, kn):
+            with pytest.raises(RuntimeError, match=match):
+                program(lib)

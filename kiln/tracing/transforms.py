@@ -19,6 +19,7 @@ from ..graph.core import Symbol, get_default_graph
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
 from .prints import tracing_now
+from .scalars import TracedScalar
 from .structure import _unflatten, flatten
 from .trace import CompiledFunction
 
@@ -206,15 +207,15 @@ def _transform(graph_form, name: str, fn):
     form (one `kn.compile` per transformed function, traced once per input signature)."""
     compiled = []
 
-    def transformed(*args):
-        leaves, _ = _leaves(args, "arg")
+    def transformed(*args, **kwargs):  # (keyword arguments reach the function unmapped)
+        leaves, _ = _leaves((args, kwargs), "arg")
         if any(isinstance(x, Symbol) for x in leaves):
-            return graph_form(*args)
+            return graph_form(*args, **kwargs)
         if tracing_now():  # inside a trace (its function may close over traced values)
-            return graph_form(*in_trace(args))
+            return graph_form(*in_trace(args), **in_trace(kwargs))
         if not compiled:
             compiled.append(CompiledFunction(graph_form))
-        return compiled[0](*args)
+        return compiled[0](*args, **kwargs)
 
     transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
     transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."
@@ -260,8 +261,36 @@ def _from_front(x, axis: int):
     return call("transpose", x, perm=perm)
 
 
-def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_dims=None,
-         out_dims=None):  # fmt: skip
+_GIVEN = object()  # (vmap's in_dims and out_dims when not given: None is a value)
+
+
+def _leaf_axes(axis, whole, n_leaves: int, i: int) -> list:
+    """The mapped axis of each leaf of argument `i`: `axis`, or, where `axis` is a dict, list
+    or tuple of the argument's structure (torch.func's nested in_dims), each leaf's own."""
+    if axis is None or isinstance(axis, int):
+        return [axis] * n_leaves
+    found: list = []
+
+    def walk(ax, value):
+        if ax is None or isinstance(ax, int):
+            found.extend([ax] * len(_leaves(value, "arg")[0]))
+        elif isinstance(ax, dict) and isinstance(value, dict) and set(ax) == set(value):
+            for key in value:  # (flatten's order: the argument's)
+                walk(ax[key], value[key])
+        elif (isinstance(ax, (list, tuple)) and isinstance(value, (list, tuple))
+              and len(ax) == len(value)):  # fmt: skip
+            for a, v in zip(ax, value):
+                walk(a, v)
+        else:
+            raise ArgumentError(f"vmap: in_dims for argument {i} ({axis!r}) must be an int, "
+                                "None, or a structure matching the argument's")  # fmt: skip
+
+    walk(axis, whole)
+    return found
+
+
+def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_dims=_GIVEN,
+         out_dims=_GIVEN):  # fmt: skip
     """`f` mapped over an axis of its arguments (`in_axes`: an int for all, or one per
     positional argument, None for one that is not mapped) without a Python loop: `f` is built
     once on one example and the nodes between are vectorized by their ops' batching rules
@@ -276,31 +305,42 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
     array([4., 4., 4.], dtype=float32)
     """
 
-    if in_dims is not None:
+    if in_dims is not _GIVEN:
         in_axes = in_dims
-    if out_dims is not None:
+    if out_dims is not _GIVEN:
         out_axes = out_dims
+    if in_axes is None:
+        raise ArgumentError(f"vmap({getattr(f, '__name__', 'f')}, in_dims=None, ...)"
+                            "(<inputs>): expected `in_dims` to be int or a (potentially nested) "
+                            "tuple matching the structure of inputs, got: NoneType.")  # fmt: skip
 
-    def graph_form(*args):
+    def graph_form(*args, **kwargs):
         axes = _axes(in_axes, len(args))
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
             raise ArgumentError("vmap: in_axes maps no argument")
         batched, firsts, n = {}, list(args), None
         for i, whole in mapped:
-            # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf
+            # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf, at
+            # the argument's axis or at each leaf's (in_dims of the argument's structure)
             leaves, structure = [whole], None
             if not isinstance(whole, Symbol):
                 leaves = []
                 structure = flatten(whole, f"argument {i}", leaves, [], [])
+            leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i)
             containers = (Symbol, list, tuple, dict)
-            if not isinstance(whole, containers) or not all(isinstance(a, Symbol) for a in leaves):
+            if not isinstance(whole, containers) or not all(
+                isinstance(a, Symbol) for a, ax in zip(leaves, leaf_axes) if ax is not None
+            ):
                 raise GraphError(f"vmap: mapped argument {i} is a {type(whole).__name__}")
             fronts = []
-            for a in leaves:
+            for a, axis in zip(leaves, leaf_axes):
+                if axis is None:
+                    fronts.append(a)
+                    continue
                 if a.ndim == 0:
-                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
-                front = _to_front(a, axes[i])
+                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axis} to map")
+                front = _to_front(a, axis)
                 size = front.shape[0]
                 if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
                     raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
@@ -313,8 +353,12 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
             firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
         if n is None:
             raise ArgumentError("vmap: in_axes maps no tensor")
-        out = f(*firsts)
+        out = f(*firsts, **kwargs)
         leaves, structure = _leaves(out, "output")
+        if any(isinstance(y, TracedScalar) for y in leaves):
+            raise UsageError("vmap: It looks like you're calling .item() on a Tensor. We don't "
+                             "support vmap over calling .item() on a Tensor, please try to "
+                             "rewrite what you're doing with other operations.")  # fmt: skip
         found = vectorize(leaves, batched)
         outs = [b if b is not None else unbatched_to(y, n) for y, b in zip(leaves, found)]
         ax = _axes(out_axes, len(outs)) if isinstance(out_axes, (tuple, list)) else None
@@ -333,7 +377,7 @@ def _argnums(argnums, n_args: int) -> tuple:
 
 
 def _jacobian_transform(f, argnums, name, build, has_aux=False):
-    def graph_form(*args):
+    def graph_form(*args, **kwargs):
         nums = _argnums(argnums, len(args))
         # an argument may be a dict, list or tuple of tensors (a pytree, as torch.func's:
         # `jacrev(f)(params, x)`): its jacobian is one per leaf, in its structure
@@ -351,7 +395,7 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
             args = (*args[:k], _unflatten(structure, iter(leaves)), *args[k + 1 :])
             wrt.append(leaves)
             structures.append(structure)
-        out = f(*args)
+        out = f(*args, **kwargs)
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise ArgumentTypeError(f"{name}(f)(*args): output of function f should be a "
@@ -380,12 +424,13 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
     return _transform(graph_form, name, f)
 
 
-def jacrev(f, argnums=0, *, has_aux=False):
+def jacrev(f, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The function giving the jacobian of `f` with respect to argument `argnums` (or a
     tuple of them), shape `out.shape + arg.shape`, by reverse mode: one backward pass with a
     batch of cotangents (the identity's rows), vectorized. An `f` returning a tuple, list or
     dict of outputs gives one jacobian per output, in that structure; with `has_aux`, `f`
     returns `(output, aux)` and so does the function, aux as it is (torch.func's).
+    `chunk_size` changes nothing (the whole batch of cotangents is one vectorized graph).
 
     >>> import kiln as kn, numpy as np
     >>> kn.jacrev(lambda x: x ** 2)(np.array([1.0, 3.0]))
@@ -411,15 +456,17 @@ def jacfwd(f, argnums=0, has_aux=False, *, randomness="error"):
 def hessian_of(f, argnums=0):
     """`kn.hessian(f)`: the function giving the second derivatives of `f` with respect to
     argument `argnums`, forward over reverse (jacfwd of the gradient, or of jacrev where `f`
-    is not a scalar: shape `out.shape + arg.shape + arg.shape`, as torch.func's)."""
-    if not isinstance(argnums, int):
-        raise ArgumentTypeError(f"hessian: argnums must be one int, got {argnums!r}")
+    is not a scalar: shape `out.shape + arg.shape + arg.shape`, as torch.func's); for a
+    tuple of argnums a tuple of tuples, `[i][j]` the derivative by arguments i and j."""
+    single = isinstance(argnums, int)
 
     def build(y, xs):
-        if len(xs) != 1:
-            raise ArgumentTypeError(f"hessian: argument {argnums} must be one tensor")
+        if single and len(xs) != 1 or not single and len(xs) != len(argnums):
+            raise ArgumentTypeError(f"hessian: the arguments {argnums} must be tensors")
         # of a scalar: jacfwd of the gradient; of others jacfwd of jacrev, as torch.func's
-        (g,) = grad(y, xs) if not y.shape else jacobian_rev(y, xs)
-        return jacobian_fwd(g, xs)
+        gs = grad(y, xs) if not y.shape else jacobian_rev(y, xs)
+        if single:
+            return jacobian_fwd(gs[0], xs)
+        return [tuple(jacobian_fwd(g, xs)) for g in gs]  # [i][j]: d(d y/d x_i)/d x_j
 
     return _jacobian_transform(f, argnums, "hessian", build)

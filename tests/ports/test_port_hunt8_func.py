@@ -233,3 +233,44 @@ def test_transforms_under_compile_keep_the_closed_over_argument_apart(torch):
     t = program(torch, torch.from_numpy(X.copy()))
     assert_tree_close(program(kn, kn.from_numpy(X.copy())), t, **TOL)
     assert_tree_close(kn.compile(lambda x: program(kn, x))(kn.from_numpy(X.copy())), t, **TOL)
+
+
+# -- torch.func's documented call forms beyond the tutorials --------------------------------
+
+A = RNG.normal(size=(4, 3)).astype(np.float32)
+BV = RNG.normal(size=(3,)).astype(np.float32)
+
+
+def call_forms(torch, which):
+    func = torch.func
+    a, b = torch.from_numpy(A.copy()), torch.from_numpy(BV.copy())
+    forms = {
+        # in_dims as a pytree matching a dict argument; keyword arguments pass unmapped
+        "vmap_dict_in_dims": lambda: func.vmap(lambda d: d["x"] * d["y"],
+                                               in_dims=({"x": 0, "y": None},))({"x": a, "y": b}),
+        "vmap_keywords": lambda: func.vmap(lambda r, scale=1.0: r * scale)(a, scale=3.0),
+        "jacrev_chunk_size": lambda: func.jacrev(lambda x: a @ x, chunk_size=1)(b),
+        "hessian_argnums_tuple": lambda: func.hessian(lambda x, y: (x * y.sin()).sum(),
+                                                      argnums=(0, 1))(b, b),
+        "linearize": lambda: func.linearize(lambda x: x.sin(), b)[1](torch.ones(3)),
+    }  # fmt: skip
+    return forms[which]()
+
+
+@pytest.mark.parametrize(
+    "which",
+    ["vmap_dict_in_dims", "vmap_keywords", "jacrev_chunk_size",
+     "hessian_argnums_tuple", "linearize"],
+)  # fmt: skip
+def test_torch_func_call_forms_match_torch(torch, which):
+    assert_tree_close(call_forms(kn, which), call_forms(torch, which), **TOL)
+
+
+def test_vmap_refusals_match_torch(torch):
+    a = np.ones((4, 3), np.float32)
+    for lib in (torch, kn):
+        x = lib.from_numpy(a.copy())
+        with pytest.raises(RuntimeError, match=r"\.item\(\)"):
+            lib.func.vmap(lambda r: r.sum().item())(x)
+        with pytest.raises(ValueError, match="in_dims"):
+            lib.func.vmap(lambda r: r, in_dims=None)(x)

@@ -28,7 +28,7 @@ from .transforms import hessian_of as hessian
 from .transforms import in_trace, jacfwd, jacrev, jvp, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "stack_module_state", "vjp", "vmap"]  # fmt: skip
+           "linearize", "stack_module_state", "vjp", "vmap"]  # fmt: skip
 
 
 def _positions(argnums, n: int) -> tuple[tuple, bool]:
@@ -196,6 +196,23 @@ def vjp(func, *primals, has_aux: bool = False):
 def _leaves(value) -> tuple[list, object]:
     leaves = []
     return leaves, flatten(value, "output", leaves, [], [])
+
+
+def linearize(func, *primals):
+    """`(func(*primals), jvp_fn)`: `jvp_fn(*tangents)` is the jacobian of `func` at `primals`
+    times `tangents` (torch.func's `linearize`; each call runs `jvp`).
+
+    >>> import kiln as kn
+    >>> out, jvp_fn = kn.func.linearize(lambda x: x**2, kn.tensor([1.0, 3.0]))
+    >>> jvp_fn(kn.ones(2))
+    tensor([2., 6.])
+    """
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+
+    return (out.detach() if isinstance(out, Tensor) else out), jvp_fn
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,

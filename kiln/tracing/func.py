@@ -56,9 +56,13 @@ def _traced(func, args, kwargs, positions):
     structure of each differentiated argument). An argument may be a Tensor or a dict, list
     or tuple of them (a pytree, as torch.func's: `grad(loss)(params_dict, x)`). On Tensors
     each input becomes a fresh leaf that requires grad (of the same value, so an outer
-    transform's history stays connected through it); on Symbols a fresh node of each
+    transform's history stays connected through it); on Symbols (and on Tensors in a
+    kn.compile trace: the trace's constants or values of them) a fresh node of each
     (`transforms.fresh`: the argument apart from the value the function may close over)."""
     args = list(args)
+    if tracing_now():  # in a kn.compile trace: differentiated in its graph, as its values
+        for k in positions:
+            args[k] = in_trace(args[k])
     structures, inputs = [], []
     for k in positions:
         leaves = []
@@ -163,8 +167,6 @@ def vjp(func, *primals, has_aux: bool = False):
     values) and on Symbols it builds into the graph: `vjp_fn` adds the backward pass there.
     """
     positions = tuple(range(len(primals)))
-    if tracing_now():  # the primals as the trace's constants: differentiated in the graph
-        primals = in_trace(primals)
     # inside another transform (its inputs require grad): keep the history for it
     nested = any(isinstance(a, Tensor) and a.requires_grad
                  for p in primals for a in _leaves(p)[0])  # fmt: skip

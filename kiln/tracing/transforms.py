@@ -226,13 +226,17 @@ def in_trace(values):
     """`values` (a tuple, list or dict of them) with their Tensors and arrays as constants of
     the graph a `kn.compile` trace builds now: a transform called there on values builds into
     that graph, where its function may read the trace's Symbols."""
-    from ..frontend.core import constant
+    from ..frontend.core import _traced, constant
 
     leaves, structure = _leaves(values, "argument")
     graph = get_default_graph()
-    leaves = [constant(a.detach().numpy() if isinstance(a, Tensor) else a, graph=graph)
-              if isinstance(a, (Tensor, np.ndarray)) else a for a in leaves]  # fmt: skip
-    return _unflatten(structure, iter(leaves))
+    out = []
+    for a in leaves:
+        a = _traced(a)  # a module's parameter or buffer: its value in the trace
+        if isinstance(a, (Tensor, np.ndarray)):
+            a = constant(a.detach().numpy() if isinstance(a, Tensor) else a, graph=graph)
+        out.append(a)
+    return _unflatten(structure, iter(out))
 
 
 def _axes(in_axes, n_args: int) -> tuple:

@@ -17,7 +17,14 @@ import numpy as np
 
 from .tensor import make
 
-__all__ = ["Node", "SavedTensor", "saved_tensors_hooks", "save_on_cpu"]
+__all__ = [
+    "Node",
+    "SavedTensor",
+    "disable_saved_tensors_hooks",
+    "increment_version",
+    "saved_tensors_hooks",
+    "save_on_cpu",
+]
 
 
 class Node(abc.ABC):  # noqa: B024 — an abstract base without abstract methods, as PyTorch's
@@ -53,6 +60,8 @@ class saved_tensors_hooks:  # noqa: N801 — PyTorch's name
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
+        if DISABLED:
+            raise RuntimeError(DISABLED[-1])
         STACK.append((self.pack_hook, self.unpack_hook))
         return self
 
@@ -75,6 +84,48 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 — PyTorch's name
             return t.to(device)
 
         super().__init__(pack, unpack)
+
+
+DISABLED: list = []  # the messages of the active disable_saved_tensors_hooks, innermost last
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 — PyTorch's name
+    """`with kn.autograd.graph.disable_saved_tensors_hooks(message):` — a
+    `saved_tensors_hooks` (or `save_on_cpu`) entered inside raises RuntimeError(message), as
+    PyTorch's.
+
+    >>> import kiln as kn
+    >>> with kn.autograd.graph.disable_saved_tensors_hooks("not here"):
+    ...     kn.autograd.graph.save_on_cpu().__enter__()
+    Traceback (most recent call last):
+    RuntimeError: not here
+    """
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        DISABLED.append(self.error_message)
+        return self
+
+    def __exit__(self, *exc):
+        DISABLED.pop()
+        return False
+
+
+def increment_version(tensor) -> None:
+    """Counts one in-place change of `tensor` (or of each of a list of them) that autograd
+    did not see, as PyTorch's: a backward that saved it then refuses its changed value.
+
+    >>> import kiln as kn
+    >>> t = kn.ones(2)
+    >>> kn.autograd.graph.increment_version(t); t._version
+    1
+    """
+    from .tensor import version_of
+
+    for t in tensor if isinstance(tensor, (list, tuple)) else (tensor,):
+        version_of(t).value += 1
 
 
 def pack(node, out) -> None:

@@ -638,3 +638,23 @@ def test_compiled_step_with_backward_on_plain_tensors_matches_torch(torch):
     t = fit_autograd(torch)
     k = fit_autograd(kn, compile_step=kn.compile)
     np.testing.assert_allclose(k[0], t[0], **FIT_TOL)
+
+
+def test_saved_tensor_hook_controls_match_torch(torch):
+    # kn.autograd.graph had neither disable_saved_tensors_hooks nor increment_version
+    for lib in (torch, kn):
+        graph = lib.autograd.graph
+        with graph.disable_saved_tensors_hooks("no hooks in this block"):
+            with pytest.raises(RuntimeError, match="no hooks in this block"):
+                with graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+        with graph.saved_tensors_hooks(lambda t: t, lambda t: t):  # allowed again
+            pass
+        p = lib.tensor(X, requires_grad=True)
+        b = p.exp()  # saves its result
+        before = b._version
+        with lib.no_grad():
+            graph.increment_version(b)  # a change autograd did not see
+        assert b._version == before + 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            b.sum().backward()

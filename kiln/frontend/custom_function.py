@@ -25,6 +25,7 @@ tensor([ 3., 12.])
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .. import dtypes as dt
@@ -86,11 +87,14 @@ class _Backward:
     cotangent splits into the outputs' (several differentiable outputs are packed into one
     value). Compared and hashed by identity, so CSE never merges two calls."""
 
-    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs")
+    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs", "seen")
 
     def __init__(self, cls, ctx, n_args, positions, inputs, parts, n_outputs):
         self.cls, self.ctx, self.n_args, self.positions = cls, ctx, n_args, positions
         self.inputs, self.parts, self.n_outputs = inputs, parts, n_outputs
+        # with set_materialize_grads(False), eagerly: the outputs whose gradient this
+        # backward computed (the others get None, as PyTorch's); None: all materialized
+        self.seen: set | None = None
 
     def __repr__(self):
         return f"{self.cls.__name__}Backward"
@@ -107,6 +111,9 @@ class _Backward:
                 piece = s.reshape(s.getitem(ct, slice(offset, offset + size)), shape)
                 grads_out[k] = m.cast(piece, dtype) if piece.dtype != dtype else piece
                 offset += size
+            if self.seen is not None:
+                grads_out = [g if k in self.seen else None for k, g in enumerate(grads_out)]
+                self.seen.clear()  # (for the next backward of a retained graph)
         result = self.cls.backward(self.ctx, *grads_out)
         result = result if isinstance(result, tuple) else (result,)
         name = f"{self.cls.__name__}Backward"
@@ -252,6 +259,10 @@ class Function:
                 piece = s.reshape(s.getitem(packed, slice(offset, offset + size)), shape)
                 outputs[k] = m.cast(piece, dtype) if dtype != wide else piece
                 offset += size
+            if not ctx._materialize and not symbolic:
+                handle.seen = set()
+                for k, _, _ in parts:
+                    outputs[k].register_hook(functools.partial(_seen, handle.seen, k))
         _join_saved(ctx, raw, outputs)
         if ctx._dirty and not symbolic:
             _rebase_dirty(ctx, raw, outputs, cls)
@@ -264,6 +275,11 @@ class Function:
         out = cls.forward(*args, **kwargs)
         cls.setup_context(ctx, args, out)
         return out
+
+
+def _seen(seen: set, k: int, grad) -> None:
+    """A hook of output `k`: its gradient was computed in this backward."""
+    seen.add(k)
 
 
 def _join_saved(ctx, raw, outputs) -> None:

@@ -87,7 +87,8 @@ class _Backward:
     cotangent splits into the outputs' (several differentiable outputs are packed into one
     value). Compared and hashed by identity, so CSE never merges two calls."""
 
-    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs", "seen")
+    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs", "seen",
+                 "others")  # fmt: skip
 
     def __init__(self, cls, ctx, n_args, positions, inputs, parts, n_outputs):
         self.cls, self.ctx, self.n_args, self.positions = cls, ctx, n_args, positions
@@ -95,6 +96,7 @@ class _Backward:
         # with set_materialize_grads(False), eagerly: the outputs whose gradient this
         # backward computed (the others get None, as PyTorch's); None: all materialized
         self.seen: set | None = None
+        self.others: tuple = ()  # (k, shape, dtype) of tensor outputs without a gradient path
 
     def __repr__(self):
         return f"{self.cls.__name__}Backward"
@@ -114,6 +116,11 @@ class _Backward:
             if self.seen is not None:
                 grads_out = [g if k in self.seen else None for k, g in enumerate(grads_out)]
                 self.seen.clear()  # (for the next backward of a retained graph)
+            elif self.others:  # non-differentiable outputs: zeros, as PyTorch materializes
+                from ..eager.factories import zeros  # NOTE: lazy: eager builds on frontend
+
+                for k, shape, dtype in self.others:
+                    grads_out[k] = zeros(shape, dtype=dtype)
         result = self.cls.backward(self.ctx, *grads_out)
         result = result if isinstance(result, tuple) else (result,)
         name = f"{self.cls.__name__}Backward"
@@ -252,6 +259,10 @@ class Function:
             flat = [s.reshape(m.cast(outputs[k], wide) if outputs[k].dtype != wide
                               else outputs[k], (-1,)) for k in differentiable]  # fmt: skip
             handle = _Backward(cls, ctx, len(args), positions, inputs, parts, len(outputs))
+            handle.others = tuple(
+                (k, tuple(o.shape), o.dtype) for k, o in enumerate(outputs)
+                if isinstance(o, (Tensor, Symbol)) and k not in differentiable
+            )  # fmt: skip
             packed = call("custom_grad", s.concat(flat, 0), *inputs, function=handle)
             offset = 0
             for k, shape, dtype in parts:

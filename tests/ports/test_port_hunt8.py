@@ -654,3 +654,28 @@ def test_saved_tensor_hook_controls_match_torch(torch):
         assert b._version == before + 1
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             b.sum().backward()
+
+
+def test_gradient_of_a_non_differentiable_output_is_materialized(torch):
+    # backward gets zeros for an output marked non-differentiable (kiln gave None)
+    def program(torch):
+        class SortWithIndex(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                v, i = a.sort()
+                ctx.mark_non_differentiable(i)
+                ctx.save_for_backward(i)
+                return v, i
+
+            @staticmethod
+            def backward(ctx, g, g_index):
+                (i,) = ctx.saved_tensors
+                SortWithIndex.seen = (str(g_index.dtype), tuple(g_index.shape))
+                return torch.zeros_like(g).index_add_(0, i, g) + g_index.sum()
+
+        a = torch.tensor(X, requires_grad=True)
+        v, _ = SortWithIndex.apply(a)
+        (v * torch.tensor([1.0, 2.0, 3.0], dtype=v.dtype)).sum().backward()
+        return a.grad, SortWithIndex.seen[1], SortWithIndex.seen[0].split(".")[-1]
+
+    assert_tree_close(program(kn), program(torch))

@@ -401,18 +401,18 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:
                     ct = _tensor(ct)
-                if raw and id(node) in target_ids:
+                if target_ids is not None and id(node) in target_ids:
+                    # a target's gradient as it arrives, before its tensor's hooks (PyTorch's
+                    # capture of a non-leaf input; the hooks still run for what flows on)
                     captured[id(node)] = ct
-                    continue
+                    if raw:
+                        continue
                 if _HOOKS:
                     ct = _apply_hooks(node, ct)
                 if retained is not None and retained() is not None:
                     _accumulate(retained(), ct, create_graph)
-                if target_ids is not None:
-                    if id(node) in target_ids:
-                        captured[id(node)] = ct
-                    if id(node) not in needed:
-                        continue
+                if target_ids is not None and id(node) not in needed:
+                    continue
             op = node.op
             vjp = op.vjp
             post = _hooks_of(node, 3) if _HOOKS else ()  # `Node.register_hook`'s
@@ -519,8 +519,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 waits.paid(node, pending, create_graph)
             if not retain_graph:
                 node.saved = node.out = None
-    if targets is not None:
-        captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
+    if targets is not None:  # a leaf target's gradient after its tensor hooks, as PyTorch's
+        captured.update((id(leaf), _apply_hooks(leaf, _tensor(pending[id(leaf)])) if _HOOKS
+                         else _tensor(pending[id(leaf)])) for leaf in leaves)  # fmt: skip
         found = {id(t): captured.get(id(t._grad_fn or t)) for t in targets}
         for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
             if type(t) is SparseTensor and found[id(t)] is not None:

@@ -679,3 +679,21 @@ def test_gradient_of_a_non_differentiable_output_is_materialized(torch):
         return a.grad, SortWithIndex.seen[1], SortWithIndex.seen[0].split(".")[-1]
 
     assert_tree_close(program(kn), program(torch))
+
+
+def test_autograd_grad_with_tensor_hooks_matches_torch(torch):
+    # the mechanics notes' hook semantics under autograd.grad: a leaf input's hooks change
+    # the gradient returned for it (kiln skipped them: a wrong value); a non-leaf input's
+    # gradient is taken as it arrives, its hook changing only what flows on (kiln returned
+    # it hooked)
+    def program(torch):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        w = torch.tensor([3.0, 4.0], requires_grad=True)
+        y = x * w
+        w.register_hook(lambda g: g * 10)
+        m = y * 1
+        m.register_hook(lambda g: g * 100)
+        return (torch.autograd.grad(y.sum(), (w,), retain_graph=True),
+                torch.autograd.grad(m.sum(), (x, m)))  # fmt: skip
+
+    assert_tree_close(program(kn), program(torch))

@@ -28,7 +28,8 @@ from .transforms import hessian_of as hessian
 from .transforms import in_trace, jacfwd, jacrev, jvp, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "stack_module_state", "vjp", "vmap"]  # fmt: skip
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp",
+           "vmap"]  # fmt: skip
 
 
 def _positions(argnums, n: int) -> tuple[tuple, bool]:
@@ -215,6 +216,26 @@ def linearize(func, *primals):
         return jvp(func, primals, tangents)[1]
 
     return (out.detach() if isinstance(out, Tensor) else out), jvp_fn
+
+
+def replace_all_batch_norm_modules_(root):
+    """Makes every BatchNorm module in `root` (itself included) keep no running statistics,
+    in place (its `running_mean`, `running_var` and `num_batches_tracked` None,
+    `track_running_stats` False), as torch.func's patch for vmap over such a model; returns
+    `root`.
+
+    >>> import kiln as kn
+    >>> net = kn.func.replace_all_batch_norm_modules_(kn.nn.Sequential(kn.nn.BatchNorm1d(2)))
+    >>> net[0].running_mean is None, net[0].track_running_stats
+    (True, False)
+    """
+    from ..nn.layers import BatchNorm1d  # NOTE: lazy: nn builds on tracing
+
+    for module in root.modules():
+        if isinstance(module, BatchNorm1d) and module.track_running_stats:
+            module.running_mean = module.running_var = module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,

@@ -314,3 +314,23 @@ def test_gradient_of_a_parameter_under_compile_follows_its_value(torch):
             lin.weight.mul_(3)
         results.append((first, step(x)))
     assert_tree_close(results[1], results[0], **TOL)
+
+
+def test_replace_all_batch_norm_modules_matches_torch(torch):
+    # torch.func's patch for vmap over a model with BatchNorm (no running statistics):
+    # kiln had no replace_all_batch_norm_modules_
+    rng = np.random.default_rng(9)
+    data = rng.normal(size=(3, 4, 2, 5, 5)).astype(np.float32)  # 3 minibatches of 4
+    nets = [lib.nn.Sequential(lib.nn.Conv2d(2, 3, 3), lib.nn.BatchNorm2d(3), lib.nn.ReLU())
+            for lib in (torch, kn)]  # fmt: skip
+    copy_weights(*nets)
+    results = []
+    for lib, net in zip((torch, kn), nets):
+        patched = lib.func.replace_all_batch_norm_modules_(net)
+        bn = net[1]
+        params = dict(net.named_parameters())
+        out = lib.func.vmap(lambda x, net=net, lib=lib, params=params: lib.func.functional_call(
+            net, params, (x,)))(lib.from_numpy(data))  # fmt: skip
+        results.append((patched is net, bn.track_running_stats, bn.running_mean,
+                        sorted(net.state_dict()), out))  # fmt: skip
+    assert_tree_close(results[1], results[0], **TOL)

@@ -353,12 +353,31 @@ _BACKWARD = threading.local()
 def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
     """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
     {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
-    outer = retaining()
-    _BACKWARD.retain = retain_graph
+    outer, outer_pass = retaining(), getattr(_BACKWARD, "pass_", None)
+    _BACKWARD.retain, _BACKWARD.pass_ = retain_graph, (roots, targets)
     try:
         return _propagate(roots, seeds, retain_graph, create_graph, targets)
     finally:
-        _BACKWARD.retain = outer
+        _BACKWARD.retain, _BACKWARD.pass_ = outer, outer_pass
+
+
+def current_pass():
+    """(roots, targets) of the backward pass running on this thread (a new tuple for each
+    pass), or None: what a multi-grad hook asks to know which of its tensors it reaches."""
+    return getattr(_BACKWARD, "pass_", None)
+
+
+def reached(backward_pass, tensors) -> list:
+    """Whether the backward pass `current_pass()` computes a gradient for each tensor."""
+    roots, targets = backward_pass
+    nodes = _reachable([r._grad_fn for r in roots if r._grad_fn is not None])
+    if targets is None:
+        ids = {id(n) for n in nodes} | {id(e) for n in nodes for e in n.edges
+                                        if isinstance(e, Tensor)}  # fmt: skip
+    else:
+        target_ids = {id(t._grad_fn or t) for t in targets}
+        ids = _needed(nodes, target_ids) | target_ids
+    return [id(t._grad_fn or t) in ids for t in tensors]
 
 
 def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None,

@@ -128,6 +128,60 @@ def increment_version(tensor) -> None:
         version_of(t).value += 1
 
 
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """`fn` called once per backward pass that reaches some of `tensors`: with mode "all",
+    `fn(grads)` (one per tensor, None for one the pass does not reach) once those it reaches
+    have their gradients; with "any", `fn(grad)` with the first one computed. Returns a
+    handle whose `remove()` takes it off (PyTorch's).
+
+    >>> import kiln as kn
+    >>> a, b = kn.ones(2, requires_grad=True), kn.ones(2, requires_grad=True)
+    >>> h = kn.autograd.graph.register_multi_grad_hook((a, b), lambda gs: print(gs[1]))
+    >>> (a * 3).sum().backward()
+    None
+    """
+    from . import autograd
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    state: dict = {"pass": None}
+
+    def hook_of(i):
+        def hook(grad):
+            current = autograd.current_pass()
+            if state["pass"] is not current:  # the first of this pass's hooks
+                state.update({"pass": current, "grads": [None] * len(tensors), "fired": False,
+                              "owed": {k for k, r in enumerate(autograd.reached(current, tensors))
+                                       if r}})  # fmt: skip
+            if mode == "any":
+                if not state["fired"]:
+                    state["fired"] = True
+                    fn(grad)
+                return None
+            state["grads"][i] = grad
+            state["owed"].discard(i)
+            if not state["owed"]:
+                fn(list(state["grads"]))
+            return None
+
+        return hook
+
+    handles = [t.register_hook(hook_of(i)) for i, t in enumerate(tensors) if t.requires_grad]
+    return _Handles(handles)
+
+
+class _Handles:
+    """The handle of a multi-grad hook: `remove()` takes off its hook on every tensor."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
 def pack(node, out) -> None:
     """Hands `node`'s saved values to the innermost pack hook; keeps what it returns."""
     pack_hook, unpack_hook = STACK[-1]

@@ -697,3 +697,30 @@ def test_autograd_grad_with_tensor_hooks_matches_torch(torch):
                 torch.autograd.grad(m.sum(), (x, m)))  # fmt: skip
 
     assert_tree_close(program(kn), program(torch))
+
+
+def test_register_multi_grad_hook_matches_torch(torch):
+    # the mechanics notes' multi-grad hooks: "all" gets every tensor's gradient once those
+    # this backward computes are done (None for one it does not reach), "any" the first;
+    # kiln had no register_multi_grad_hook
+    def program(torch):
+        seen = []
+        a = torch.tensor(X, requires_grad=True)
+        b = torch.tensor(2 * X, requires_grad=True)
+        c = torch.tensor(3 * X, requires_grad=True)
+        torch.autograd.graph.register_multi_grad_hook(
+            (a, b, c), lambda grads: seen.append(("all", grads))
+        )
+        torch.autograd.graph.register_multi_grad_hook(
+            (a, b), lambda grad: seen.append(("any", grad)), mode="any"
+        )
+        (a * b).sum().backward()
+        (a * 3).sum().backward()  # a second pass: the hooks fire again
+        handle = torch.autograd.graph.register_multi_grad_hook(
+            (c,), lambda grads: seen.append(("removed", grads))
+        )
+        handle.remove()
+        (c * 2).sum().backward()
+        return seen
+
+    assert_tree_close(program(kn), program(torch))

@@ -426,10 +426,12 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     captured[id(node)] = ct
                     if raw:
                         continue
-                if _HOOKS:
-                    ct = _apply_hooks(node, ct)
+                if _HOOKS:  # the tensor's hooks, retain_grad's capture, the node's prehooks
+                    ct = _apply_hooks(node, ct, "tensor")
                 if retained is not None and retained() is not None:
                     _accumulate(retained(), ct, create_graph)
+                if _HOOKS:
+                    ct = _apply_hooks(node, ct, "node")
                 if target_ids is not None and id(node) not in needed:
                     continue
             op = node.op

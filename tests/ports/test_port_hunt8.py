@@ -724,3 +724,21 @@ def test_register_multi_grad_hook_matches_torch(torch):
         return seen
 
     assert_tree_close(program(kn), program(torch))
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_tensor_hooks_run_before_node_prehooks_as_torch(torch, retain):
+    # the mechanics notes' order: a tensor's hooks, then retain_grad's capture, then its
+    # grad_fn's prehooks, whatever order they were registered in; kiln ran them in
+    # registration order and captured retain_grad after all (silently other values)
+    def program(torch):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        if retain:
+            y.retain_grad()
+        y.grad_fn.register_prehook(lambda go: (go[0] + 100,))
+        y.register_hook(lambda g: g * 2)
+        y.sum().backward()
+        return x.grad, y.grad if retain else None
+
+    assert_tree_close(program(kn), program(torch))

@@ -497,6 +497,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     if not retain_graph:
                         node.saved = node.out = None
                     continue
+                if needed is not None:  # autograd.grad: None for the inputs it skips
+                    cts = tuple(c if e is not None and (id(e) in needed or id(e) in target_ids)
+                                else None for c, e in zip(cts, node.edges))  # fmt: skip
                 cts = _node_hooked(node, post, cts, ct)
             for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:

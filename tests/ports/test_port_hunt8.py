@@ -742,3 +742,18 @@ def test_tensor_hooks_run_before_node_prehooks_as_torch(torch, retain):
         return x.grad, y.grad if retain else None
 
     assert_tree_close(program(kn), program(torch))
+
+
+def test_node_hook_under_autograd_grad_sees_none_for_skipped_inputs(torch):
+    # a grad_fn's post-hook under autograd.grad(inputs=...) gets None for an input the call
+    # does not compute (kiln gave its value)
+    def program(torch):
+        seen = []
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0], requires_grad=True)
+        c = a * b
+        c.grad_fn.register_hook(lambda gi, go: seen.append(gi))
+        torch.autograd.grad(c.sin().sum(), (a,))
+        return seen
+
+    assert_tree_close(program(kn), program(torch))

@@ -4,6 +4,7 @@ engine (`autograd._run`) reads `_HOOKS` and calls `_apply_hooks` / `_hooks_of`."
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 
@@ -33,12 +34,18 @@ class RemovableHandle:
                 del _HOOKS[self._key]
 
 
+def _forget(table: dict, key: int, _ref) -> None:
+    table.pop(key, None)
+
+
 def _add_hook(owner, kind: int, hook) -> RemovableHandle:
     key = id(owner)
     entry = _HOOKS.get(key)
     if entry is None or entry[0]() is not owner:
-        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {},
-                               {}]  # fmt: skip
+        # (the callback holds the table itself: at interpreter exit the module's globals may
+        # be None before the last owners die)
+        gone = functools.partial(_forget, _HOOKS, key)
+        entry = _HOOKS[key] = [weakref.ref(owner, gone), {}, {}, {}]
     number = next(_handles)
     entry[kind][number] = hook
     return RemovableHandle(key, kind, number)

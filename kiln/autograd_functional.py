@@ -79,9 +79,9 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):  # fmt: skip
     """The Jacobian of `func` at `inputs` (a Tensor or a tuple of them): for one input and
     one output a Tensor of shape `output.shape + input.shape`; tuples as PyTorch nests them.
-    `vectorize` is accepted and changes nothing. `strategy="forward-mode"` (which PyTorch
-    takes with `vectorize=True` only, and not with `create_graph` or `strict`) gives the same
-    Jacobian, computed here by the same reverse-mode passes.
+    `vectorize` changes nothing for `strategy="reverse-mode"`; `strategy="forward-mode"`
+    (with `vectorize=True`, and not with `create_graph` or `strict`, as PyTorch's) takes
+    one jvp per input element.
 
     >>> import kiln as kn
     >>> kn.autograd.functional.jacobian(lambda x: x ** 2, kn.tensor([1.0, 3.0]))
@@ -97,6 +97,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
             *((inputs,) if single else inputs)
         )
     in_single, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    if strategy == "forward-mode":  # (`_check_strategy` refused what it lacks)
+        return _forward_jacobian(func, inputs, in_single)
     with enable_grad():
         # A new Tensor per input (PyTorch's rule), connected to the caller's when the result
         # must be differentiable with respect to it.
@@ -136,6 +138,35 @@ def _check_strategy(strategy, vectorize: bool, create_graph: bool, strict: bool)
             "kn.autograd.functional.jacobian: `strict=True` and "
             '`strategy="forward-mode"` are not supported together (yet).'
         )
+
+
+def _forward_jacobian(func, inputs, in_single: bool):
+    """`jacobian` by forward mode: one `kn.func.jvp` per input element (a one-hot tangent),
+    its output tangents the Jacobian's columns."""
+    from .tracing.transforms import jvp  # NOTE: lazy: the tracing package builds on this one
+
+    columns: list = [[] for _ in inputs]  # per input: per element, the outputs' tangents
+    probe = None
+    for j, x in enumerate(inputs):
+        for e in range(x.numel()):
+            tangents = [zeros(tuple(v.shape), dtype=v.dtype, device=v.device) for v in inputs]
+            tangents[j].view(-1)[e] = 1
+            probe, out_tangents = jvp(func, inputs, tuple(tangents))
+            single = isinstance(out_tangents, Tensor)
+            columns[j].append((out_tangents,) if single else tuple(out_tangents))
+    if probe is None:  # inputs without elements: the outputs' shapes from one call
+        with enable_grad():
+            probe = func(*(x.detach() for x in inputs))
+    _, outputs = _as_tuple(probe, "outputs of the user-provided function", "jacobian")
+    rows = []
+    for i, out in enumerate(outputs):
+        row = []
+        for j, x in enumerate(inputs):
+            cols = [c[i] for c in columns[j]]
+            block = stack(cols, -1) if cols else zeros((*out.shape, 0), dtype=out.dtype)
+            row.append(reshape(block, (*out.shape, *x.shape)).detach())
+        rows.append(row)
+    return _result(rows, isinstance(probe, Tensor), in_single)
 
 
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False,

@@ -353,12 +353,31 @@ _BACKWARD = threading.local()
 def _run(roots, seeds, retain_graph: bool, create_graph: bool, targets=None) -> dict:
     """Propagates `seeds` back from `roots`. With `targets` (tensors) it returns
     {id(target): cotangent}; without, it accumulates into the leaves' `.grad`."""
-    outer = retaining()
-    _BACKWARD.retain = retain_graph
+    outer, outer_pass = retaining(), getattr(_BACKWARD, "pass_", None)
+    _BACKWARD.retain, _BACKWARD.pass_ = retain_graph, (roots, targets)
     try:
         return _propagate(roots, seeds, retain_graph, create_graph, targets)
     finally:
-        _BACKWARD.retain = outer
+        _BACKWARD.retain, _BACKWARD.pass_ = outer, outer_pass
+
+
+def current_pass():
+    """(roots, targets) of the backward pass running on this thread (a new tuple for each
+    pass), or None: what a multi-grad hook asks to know which of its tensors it reaches."""
+    return getattr(_BACKWARD, "pass_", None)
+
+
+def reached(backward_pass, tensors) -> list:
+    """Whether the backward pass `current_pass()` computes a gradient for each tensor."""
+    roots, targets = backward_pass
+    nodes = _reachable([r._grad_fn for r in roots if r._grad_fn is not None])
+    if targets is None:
+        ids = {id(n) for n in nodes} | {id(e) for n in nodes for e in n.edges
+                                        if isinstance(e, Tensor)}  # fmt: skip
+    else:
+        target_ids = {id(t._grad_fn or t) for t in targets}
+        ids = _needed(nodes, target_ids) | target_ids
+    return [id(t._grad_fn or t) in ids for t in tensors]
 
 
 def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=None,
@@ -401,18 +420,20 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:
                     ct = _tensor(ct)
-                if raw and id(node) in target_ids:
+                if target_ids is not None and id(node) in target_ids:
+                    # a target's gradient as it arrives, before its tensor's hooks (PyTorch's
+                    # capture of a non-leaf input; the hooks still run for what flows on)
                     captured[id(node)] = ct
-                    continue
-                if _HOOKS:
-                    ct = _apply_hooks(node, ct)
+                    if raw:
+                        continue
+                if _HOOKS:  # the tensor's hooks, retain_grad's capture, the node's prehooks
+                    ct = _apply_hooks(node, ct, "tensor")
                 if retained is not None and retained() is not None:
                     _accumulate(retained(), ct, create_graph)
-                if target_ids is not None:
-                    if id(node) in target_ids:
-                        captured[id(node)] = ct
-                    if id(node) not in needed:
-                        continue
+                if _HOOKS:
+                    ct = _apply_hooks(node, ct, "node")
+                if target_ids is not None and id(node) not in needed:
+                    continue
             op = node.op
             vjp = op.vjp
             post = _hooks_of(node, 3) if _HOOKS else ()  # `Node.register_hook`'s
@@ -476,6 +497,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                     if not retain_graph:
                         node.saved = node.out = None
                     continue
+                if needed is not None:  # autograd.grad: None for the inputs it skips
+                    cts = tuple(c if e is not None and (id(e) in needed or id(e) in target_ids)
+                                else None for c, e in zip(cts, node.edges))  # fmt: skip
                 cts = _node_hooked(node, post, cts, ct)
             for edge, c, shape, dtype in zip(node.edges, cts, node.shapes, node.dtypes):
                 if edge is None or c is None:
@@ -519,8 +543,9 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
                 waits.paid(node, pending, create_graph)
             if not retain_graph:
                 node.saved = node.out = None
-    if targets is not None:
-        captured.update((id(leaf), _tensor(pending[id(leaf)])) for leaf in leaves)
+    if targets is not None:  # a leaf target's gradient after its tensor hooks, as PyTorch's
+        captured.update((id(leaf), _apply_hooks(leaf, _tensor(pending[id(leaf)])) if _HOOKS
+                         else _tensor(pending[id(leaf)])) for leaf in leaves)  # fmt: skip
         found = {id(t): captured.get(id(t._grad_fn or t)) for t in targets}
         for t in targets:  # a sparse tensor's gradient is sparse (its values' cotangent)
             if type(t) is SparseTensor and found[id(t)] is not None:

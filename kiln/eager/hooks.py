@@ -4,6 +4,7 @@ engine (`autograd._run`) reads `_HOOKS` and calls `_apply_hooks` / `_hooks_of`."
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 
@@ -33,12 +34,18 @@ class RemovableHandle:
                 del _HOOKS[self._key]
 
 
+def _forget(table: dict, key: int, _ref) -> None:
+    table.pop(key, None)
+
+
 def _add_hook(owner, kind: int, hook) -> RemovableHandle:
     key = id(owner)
     entry = _HOOKS.get(key)
     if entry is None or entry[0]() is not owner:
-        entry = _HOOKS[key] = [weakref.ref(owner, lambda _, k=key: _HOOKS.pop(k, None)), {}, {},
-                               {}]  # fmt: skip
+        # (the callback holds the table itself: at interpreter exit the module's globals may
+        # be None before the last owners die)
+        gone = functools.partial(_forget, _HOOKS, key)
+        entry = _HOOKS[key] = [weakref.ref(owner, gone), {}, {}, {}]
     number = next(_handles)
     entry[kind][number] = hook
     return RemovableHandle(key, kind, number)
@@ -120,6 +127,7 @@ def register_node_prehook(node, hook) -> RemovableHandle:
             return None
         return result[0] if isinstance(result, (tuple, list)) else result
 
+    prehook.node_prehook = True  # (`_apply_hooks` runs it after the tensor's hooks)
     return _add_hook(node, 1, prehook)
 
 
@@ -153,8 +161,16 @@ def hook_state(owners) -> tuple:
     return found if any(found) else ()
 
 
-def _apply_hooks(owner, ct):
-    for hook in _hooks_of(owner, 1):
+def _apply_hooks(owner, ct, part: str = "all"):
+    """`ct` through the hooks of `owner` (a tensor's `register_hook`s, kept on its node, and
+    the node's prehooks): the tensor's first, then the node's, as PyTorch runs them whatever
+    order they were registered in; `part` "tensor" or "node" runs those alone (the engine
+    captures `retain_grad`'s gradient between them)."""
+    hooks = _hooks_of(owner, 1)
+    tensor_hooks = [h for h in hooks if not getattr(h, "node_prehook", False)]
+    node_hooks = [h for h in hooks if getattr(h, "node_prehook", False)]
+    for hook in (tensor_hooks if part != "node" else []) + (node_hooks if part != "tensor"
+                                                             else []):  # fmt: skip
         result = hook(ct)
         if result is not None:
             ct = result

@@ -144,13 +144,16 @@ class Node:
     _saved_self = property(lambda self: self._saved(0))
     _saved_other = property(lambda self: self._saved(1))
     _saved_result = property(lambda self: self._saved(None))
+    # the same values as objects whose `register_hooks(pack, unpack)` packs them
+    _raw_saved_self = property(lambda self: saved_hooks.SavedTensor(self, 0))
+    _raw_saved_other = property(lambda self: saved_hooks.SavedTensor(self, 1))
+    _raw_saved_result = property(lambda self: saved_hooks.SavedTensor(self, None))
 
     def _saved(self, i: int | None, own: bool = False):
         """Saved input `i` (the output for None) as a tensor; of a composite's node (see
         `name_history`) only with `own` (node_saved.py's, which know which op made it)."""
         if self in saved_hooks.PACKED:
-            unpack_hook, inputs, output = saved_hooks.PACKED[self]
-            return unpack_hook(output if i is None else inputs[i][1])
+            return saved_hooks.unpacked(self, i)
         if self.saved is None:
             raise AutogradError(
                 "Trying to backward through the graph a second time (or directly access "

@@ -25,6 +25,7 @@ tensor([ 3., 12.])
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .. import dtypes as dt
@@ -86,11 +87,16 @@ class _Backward:
     cotangent splits into the outputs' (several differentiable outputs are packed into one
     value). Compared and hashed by identity, so CSE never merges two calls."""
 
-    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs")
+    __slots__ = ("cls", "ctx", "n_args", "positions", "inputs", "parts", "n_outputs", "seen",
+                 "others")  # fmt: skip
 
     def __init__(self, cls, ctx, n_args, positions, inputs, parts, n_outputs):
         self.cls, self.ctx, self.n_args, self.positions = cls, ctx, n_args, positions
         self.inputs, self.parts, self.n_outputs = inputs, parts, n_outputs
+        # with set_materialize_grads(False), eagerly: the outputs whose gradient this
+        # backward computed (the others get None, as PyTorch's); None: all materialized
+        self.seen: set | None = None
+        self.others: tuple = ()  # (k, shape, dtype) of tensor outputs without a gradient path
 
     def __repr__(self):
         return f"{self.cls.__name__}Backward"
@@ -107,6 +113,14 @@ class _Backward:
                 piece = s.reshape(s.getitem(ct, slice(offset, offset + size)), shape)
                 grads_out[k] = m.cast(piece, dtype) if piece.dtype != dtype else piece
                 offset += size
+            if self.seen is not None:
+                grads_out = [g if k in self.seen else None for k, g in enumerate(grads_out)]
+                self.seen.clear()  # (for the next backward of a retained graph)
+            elif self.others:  # non-differentiable outputs: zeros, as PyTorch materializes
+                from ..eager.factories import zeros  # NOTE: lazy: eager builds on frontend
+
+                for k, shape, dtype in self.others:
+                    grads_out[k] = zeros(shape, dtype=dtype)
         result = self.cls.backward(self.ctx, *grads_out)
         result = result if isinstance(result, tuple) else (result,)
         name = f"{self.cls.__name__}Backward"
@@ -135,6 +149,31 @@ class _Backward:
                     g = m.cast(g, x.dtype)
             grads.append(g)
         return tuple(grads[:n_inputs])
+
+    def batched(self) -> _Vmapped:
+        return _Vmapped(self.cls)
+
+
+class _Vmapped:
+    """The `function` of a `custom_grad` node that vmap batched: its gradient would need the
+    user's backward batched too, which kiln does not build."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __repr__(self):
+        return f"vmap({self.cls.__name__}Backward)"
+
+    def batched(self) -> _Vmapped:
+        return self
+
+    def backward(self, ct, n_inputs: int) -> tuple:
+        name = f"{self.cls.__name__}Backward"
+        raise call_error(UsageError, f"the gradient of {self.cls.__name__}.apply under vmap "
+                         "is not implemented: differentiate inside vmap (vmap(grad(f))), or "
+                         "apply the Function to the whole batch", name)  # fmt: skip
 
 
 def _requires_grad(a) -> bool:
@@ -205,6 +244,7 @@ class Function:
         ]  # fmt: skip
         if not wanted or not differentiable:
             return out
+        raw = outputs
         if symbolic:
             outputs = tuple(call("stop_gradient", o) if isinstance(o, Symbol) else o
                             for o in outputs)  # fmt: skip
@@ -219,6 +259,10 @@ class Function:
             flat = [s.reshape(m.cast(outputs[k], wide) if outputs[k].dtype != wide
                               else outputs[k], (-1,)) for k in differentiable]  # fmt: skip
             handle = _Backward(cls, ctx, len(args), positions, inputs, parts, len(outputs))
+            handle.others = tuple(
+                (k, tuple(o.shape), o.dtype) for k, o in enumerate(outputs)
+                if isinstance(o, (Tensor, Symbol)) and k not in differentiable
+            )  # fmt: skip
             packed = call("custom_grad", s.concat(flat, 0), *inputs, function=handle)
             offset = 0
             for k, shape, dtype in parts:
@@ -226,6 +270,13 @@ class Function:
                 piece = s.reshape(s.getitem(packed, slice(offset, offset + size)), shape)
                 outputs[k] = m.cast(piece, dtype) if dtype != wide else piece
                 offset += size
+            if not ctx._materialize and not symbolic:
+                handle.seen = set()
+                for k, _, _ in parts:
+                    outputs[k].register_hook(functools.partial(_seen, handle.seen, k))
+        _join_saved(ctx, raw, outputs)
+        if ctx._dirty and not symbolic:
+            _rebase_dirty(ctx, raw, outputs, cls)
         return outputs[0] if single else tuple(outputs)
 
     @classmethod
@@ -235,6 +286,39 @@ class Function:
         out = cls.forward(*args, **kwargs)
         cls.setup_context(ctx, args, out)
         return out
+
+
+def _seen(seen: set, k: int, grad) -> None:
+    """A hook of output `k`: its gradient was computed in this backward."""
+    seen.add(k)
+
+
+def _join_saved(ctx, raw, outputs) -> None:
+    """An output that `forward` saved is read in `backward` as the output `apply` returns
+    (joined to the Function's node), as PyTorch's: a backward written with it is then
+    differentiable through the Function again (`grad * result` of an exp)."""
+    joined = {id(r): o for r, o in zip(raw, outputs) if o is not r}
+    if joined and any(id(t) in joined for t in ctx._saved):
+        ctx._saved = tuple(joined.get(id(t), t) for t in ctx._saved)
+
+
+def _rebase_dirty(ctx, raw, outputs, cls) -> None:
+    """An input that `forward` changed in place and marked dirty is returned itself, its
+    history now the Function's node (as an in-place op's: kiln/frontend/inplace.py), so
+    gradients through it, or through its views, reach the Function."""
+    from .inplace import _commit_view  # NOTE: lazy: inplace builds on the frontend's ops
+
+    for k, (r, o) in enumerate(zip(raw, outputs)):
+        if o is r or not isinstance(r, Tensor) or not any(r is d for d in ctx._dirty):
+            continue
+        if r._requires_grad and r.grad_fn is None:
+            raise call_error(AutogradError, "a leaf Variable that requires grad has been used "
+                             "in an in-place operation.", f"{cls.__name__}Backward")  # fmt: skip
+        if r._base is not None:
+            _commit_view(r, o, f"{cls.__name__}Backward")
+        else:
+            r.grad_fn, r._requires_grad = o.grad_fn, True
+        outputs[k] = r
 
 
 def _label(y, cls) -> None:

@@ -131,6 +131,15 @@ def _custom_vjp(ct, y, value, *inputs, function):
     return (None, *function.backward(ct, len(inputs)))
 
 
+def _custom_batch(args, batched, function):
+    """vmap of a Function: the value and inputs batched; the node's backward was written for
+    one example, so a gradient of the batched node is refused (`function.batched()`); one
+    taken inside vmap (`vmap(grad(f))`) is built before, of the example's node."""
+    n = args[batched.index(True)].shape[0]
+    args = [a if b else unbatched_to(a, n) for a, b in zip(args, batched)]
+    return apply("custom_grad", *args, function=function.batched())
+
+
 # `custom_grad(value, *inputs, function=f)`: `value` (the forward result of a user's
 # `kn.autograd.Function`, computed without a gradient path), whose cotangent reaches `inputs`
 # through `f.backward`, the user's backward (kiln/frontend/custom_function.py). `function`
@@ -138,7 +147,7 @@ def _custom_vjp(ct, y, value, *inputs, function):
 custom_grad = defop(
     "custom_grad", lambda value, *inputs, function: value,
     lambda value, *inputs, function: value, _custom_value, vjp=_custom_vjp, views=(0,),
-    tags={"complex_linear"},
+    tags={"complex_linear"}, batch=_custom_batch,
 )  # fmt: skip
 
 

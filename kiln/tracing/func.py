@@ -25,13 +25,17 @@ from ..errors import (
     call_error,
 )
 from ..frontend.autodiff import grad as graph_grad
+from ..frontend.core import lift
 from ..graph.core import Symbol
+from .prints import tracing_now
 from .structure import _unflatten, flatten
+from .transforms import fresh as fresh_node
 from .transforms import hessian_of as hessian
-from .transforms import jacfwd, jacrev, jvp, vmap
+from .transforms import in_trace, jacfwd, jacrev, jvp, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "stack_module_state", "vjp", "vmap"]  # fmt: skip
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp",
+           "vmap"]  # fmt: skip
 
 
 def _positions(argnums, n: int) -> tuple[tuple, bool]:
@@ -59,15 +63,25 @@ def _traced(func, args, kwargs, positions):
     structure of each differentiated argument). An argument may be a Tensor or a dict, list
     or tuple of them (a pytree, as torch.func's: `grad(loss)(params_dict, x)`). On Tensors
     each input becomes a fresh leaf that requires grad (of the same value, so an outer
-    transform's history stays connected through it)."""
+    transform's history stays connected through it); on Symbols (and on Tensors in a
+    kn.compile trace: the trace's constants or values of them) a fresh node of each
+    (`transforms.fresh`: the argument apart from the value the function may close over)."""
     args = list(args)
+    if tracing_now():  # in a kn.compile trace: differentiated in its graph, as its values
+        for k in positions:
+            args[k] = in_trace(args[k])
     structures, inputs = [], []
     for k in positions:
         leaves = []
         structures.append(flatten(args[k], f"argument {k}", leaves, [], []))
         inputs.append(leaves)
     if any(isinstance(x, Symbol) for leaves in inputs for x in leaves):
-        return args, [x for leaves in inputs for x in leaves], True, structures
+        flat = []
+        for k, structure, leaves in zip(positions, structures, inputs):
+            leaves = [fresh_node(a) if isinstance(a, Symbol) else a for a in leaves]
+            args[k] = _unflatten(structure, iter(leaves))
+            flat += leaves
+        return args, flat, True, structures
     flat = []
     for k, structure, leaves in zip(positions, structures, inputs):
         fresh = []
@@ -155,25 +169,62 @@ def vjp(func, *primals, has_aux: bool = False):
     >>> out, fn = kn.func.vjp(lambda x: x**2, kn.tensor([1.0, 3.0]))
     >>> fn(kn.ones(2))
     (tensor([2., 6.]),)
+
+    In a trace (`kn.compile`, or inside `vmap`, whose function may close over its traced
+    values) and on Symbols it builds into the graph: `vjp_fn` adds the backward pass there.
     """
-    args, inputs, symbolic, structures = _traced(func, primals, {}, tuple(range(len(primals))))
-    if symbolic:
-        raise ArgumentTypeError("kn.func.vjp runs on eager Tensors; in graph mode use kn.grad "
-                                "with grad_ys")  # fmt: skip
-    with enable_grad():
+    positions = tuple(range(len(primals)))
+    # inside another transform (its inputs require grad): keep the history for it
+    nested = any(isinstance(a, Tensor) and a.requires_grad
+                 for p in primals for a in _leaves(p)[0])  # fmt: skip
+    args, inputs, symbolic, structures = _traced(func, primals, {}, positions)
+    with contextlib.nullcontext() if symbolic else enable_grad():
         out, aux = _split_aux(func(*args), has_aux, "vjp")
-    flat = out if isinstance(out, (tuple, list)) else (out,)
+    flat, out_structure = _leaves(out)
 
     def vjp_fn(cotangents):
-        cts = cotangents if isinstance(cotangents, (tuple, list)) else (cotangents,)
+        cts, ct_structure = _leaves(cotangents)
         if len(cts) != len(flat):
             raise ArgumentError(f"Expected {len(flat)} cotangents, got {len(cts)}")
-        grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True)
-        grads = [g.detach() if g is not None else _zeros(x) for g, x in zip(grads, inputs)]
+        if symbolic:
+            cts = lift(*cts, context=flat)
+            grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
+            return tuple(_grouped(grads, structures))
+        with enable_grad() if nested else contextlib.nullcontext():
+            grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True,
+                                  create_graph=nested)  # fmt: skip
+        grads = [(g if nested else g.detach()) if g is not None else _zeros(x)
+                 for g, x in zip(grads, inputs)]  # fmt: skip
         return tuple(_grouped(grads, structures))
 
-    value = tuple(o.detach() for o in flat) if isinstance(out, (tuple, list)) else out.detach()
-    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+    if not (symbolic or nested):
+        out = _unflatten(out_structure, iter(o.detach() for o in flat))
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _leaves(value) -> tuple[list, object]:
+    leaves = []
+    return leaves, flatten(value, "output", leaves, [], [])
+
+
+def replace_all_batch_norm_modules_(root):
+    """Makes every BatchNorm module in `root` (itself included) keep no running statistics,
+    in place (its `running_mean`, `running_var` and `num_batches_tracked` None,
+    `track_running_stats` False), as torch.func's patch for vmap over such a model; returns
+    `root`.
+
+    >>> import kiln as kn
+    >>> net = kn.func.replace_all_batch_norm_modules_(kn.nn.Sequential(kn.nn.BatchNorm1d(2)))
+    >>> net[0].running_mean is None, net[0].track_running_stats
+    (True, False)
+    """
+    from ..nn.layers import BatchNorm1d  # NOTE: lazy: nn builds on tracing
+
+    for module in root.modules():
+        if isinstance(module, BatchNorm1d) and module.track_running_stats:
+            module.running_mean = module.running_var = module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
 
 
 def linearize(func, *primals):

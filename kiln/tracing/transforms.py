@@ -15,9 +15,11 @@ from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
 from ..frontend.core import call, lift
-from ..graph.core import Symbol
+from ..graph.core import Symbol, get_default_graph
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
+from .prints import tracing_now
+from .scalars import TracedScalar
 from .structure import _unflatten, flatten
 from .trace import CompiledFunction
 
@@ -54,6 +56,19 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     primals, tangents = _tuple(primals), _tuple(tangents)
     if len(primals) != len(tangents):
         raise ArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    if any(isinstance(p, (dict, list, tuple)) for p in primals):
+        # a primal may be a dict, list or tuple of tensors (a pytree, as torch.func's:
+        # `jvp(f, (params,), (tangents,))`), its tangent of the same structure
+        primals, structure = _leaves(primals, "primals")
+        flat_tangents, tangent_structure = _leaves(tangents, "tangents")
+        if len(flat_tangents) != len(primals) or tangent_structure != structure:
+            raise ArgumentError("jvp: Expected primals and tangents to have the same python "
+                                "structure")  # fmt: skip
+        tangents = tuple(flat_tangents)
+
+        def f(*leaves, _f=f):
+            return _f(*_unflatten(structure, iter(leaves)))
+
     for i, (p, t) in enumerate(zip(primals, tangents)):
         if tuple(np.shape(p) if not hasattr(p, "shape") else p.shape) != tuple(
             np.shape(t) if not hasattr(t, "shape") else t.shape
@@ -76,14 +91,15 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
             found.append(out[1])
             return out[0]
 
-    if any(isinstance(p, Symbol) for p in primals):
+    symbolic = any(isinstance(p, Symbol) for p in (*primals, *tangents))
+    if symbolic:  # (in a transform's trace a tangent may be a Symbol and its primal not)
         out = _jvp_graph(f, primals, tangents)
     else:
         out = _jvp_eager(f, primals, tangents)
     if not has_aux:
         return out
     aux = found[0]
-    if any(isinstance(p, Symbol) for p in primals):
+    if symbolic:
         return (*out, aux)
     leaves, structure = _leaves(aux, "aux")
     leaves = [a.detach() if isinstance(a, Tensor) else a for a in leaves]
@@ -91,7 +107,8 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
 
 
 def _jvp_graph(f, primals, tangents):
-    xs = list(lift(*primals))
+    xs = lift(*primals, context=[t for t in tangents if isinstance(t, Symbol)])
+    xs = [fresh(x) for x in xs]
     out = f(*xs)
     leaves, structure = _leaves(out, "output")
     ts = [lift(t, context=xs, dtype=x.dtype)[0] for t, x in zip(tangents, xs)]
@@ -108,6 +125,14 @@ def _jvp_graph(f, primals, tangents):
     if primals:
         out = _unflatten(structure, iter(primals.get(id(y), y) for y in leaves))
     return out, _unflatten(structure, iter(out_tangents))
+
+
+def fresh(x: Symbol) -> Symbol:
+    """A new node of `x`'s value, what a transform differentiates with respect to: the
+    transformed function's argument apart from `x` itself, which the function may also read
+    from its closure (`grad(lambda a: (a * x).sum())(x)` differentiates `a` alone, as
+    torch.func's); gradients of an outer transform pass through it to `x`."""
+    return call("cast", x, dtype=x.dtype)
 
 
 def _zero(y):
@@ -182,17 +207,36 @@ def _transform(graph_form, name: str, fn):
     form (one `kn.compile` per transformed function, traced once per input signature)."""
     compiled = []
 
-    def transformed(*args):
-        leaves, _ = _leaves(args, "arg")
+    def transformed(*args, **kwargs):  # (keyword arguments reach the function unmapped)
+        leaves, _ = _leaves((args, kwargs), "arg")
         if any(isinstance(x, Symbol) for x in leaves):
-            return graph_form(*args)
+            return graph_form(*args, **kwargs)
+        if tracing_now():  # inside a trace (its function may close over traced values)
+            return graph_form(*in_trace(args), **in_trace(kwargs))
         if not compiled:
             compiled.append(CompiledFunction(graph_form))
-        return compiled[0](*args)
+        return compiled[0](*args, **kwargs)
 
     transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
     transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."
     return transformed
+
+
+def in_trace(values):
+    """`values` (a tuple, list or dict of them) with their Tensors and arrays as constants of
+    the graph a `kn.compile` trace builds now: a transform called there on values builds into
+    that graph, where its function may read the trace's Symbols."""
+    from ..frontend.core import _traced, constant
+
+    leaves, structure = _leaves(values, "argument")
+    graph = get_default_graph()
+    out = []
+    for a in leaves:
+        a = _traced(a)  # a module's parameter or buffer: its value in the trace
+        if isinstance(a, (Tensor, np.ndarray)):
+            a = constant(a.detach().numpy() if isinstance(a, Tensor) else a, graph=graph)
+        out.append(a)
+    return _unflatten(structure, iter(out))
 
 
 def _axes(in_axes, n_args: int) -> tuple:
@@ -221,8 +265,36 @@ def _from_front(x, axis: int):
     return call("transpose", x, perm=perm)
 
 
-def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_dims=None,
-         out_dims=None):  # fmt: skip
+_GIVEN = object()  # (vmap's in_dims and out_dims when not given: None is a value)
+
+
+def _leaf_axes(axis, whole, n_leaves: int, i: int) -> list:
+    """The mapped axis of each leaf of argument `i`: `axis`, or, where `axis` is a dict, list
+    or tuple of the argument's structure (torch.func's nested in_dims), each leaf's own."""
+    if axis is None or isinstance(axis, int):
+        return [axis] * n_leaves
+    found: list = []
+
+    def walk(ax, value):
+        if ax is None or isinstance(ax, int):
+            found.extend([ax] * len(_leaves(value, "arg")[0]))
+        elif isinstance(ax, dict) and isinstance(value, dict) and set(ax) == set(value):
+            for key in value:  # (flatten's order: the argument's)
+                walk(ax[key], value[key])
+        elif (isinstance(ax, (list, tuple)) and isinstance(value, (list, tuple))
+              and len(ax) == len(value)):  # fmt: skip
+            for a, v in zip(ax, value):
+                walk(a, v)
+        else:
+            raise ArgumentError(f"vmap: in_dims for argument {i} ({axis!r}) must be an int, "
+                                "None, or a structure matching the argument's")  # fmt: skip
+
+    walk(axis, whole)
+    return found
+
+
+def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_dims=_GIVEN,
+         out_dims=_GIVEN):  # fmt: skip
     """`f` mapped over an axis of its arguments (`in_axes`: an int for all, or one per
     positional argument, None for one that is not mapped) without a Python loop: `f` is built
     once on one example and the nodes between are vectorized by their ops' batching rules
@@ -237,31 +309,42 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
     array([4., 4., 4.], dtype=float32)
     """
 
-    if in_dims is not None:
+    if in_dims is not _GIVEN:
         in_axes = in_dims
-    if out_dims is not None:
+    if out_dims is not _GIVEN:
         out_axes = out_dims
+    if in_axes is None:
+        raise ArgumentError(f"vmap({getattr(f, '__name__', 'f')}, in_dims=None, ...)"
+                            "(<inputs>): expected `in_dims` to be int or a (potentially nested) "
+                            "tuple matching the structure of inputs, got: NoneType.")  # fmt: skip
 
-    def graph_form(*args):
+    def graph_form(*args, **kwargs):
         axes = _axes(in_axes, len(args))
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
             raise ArgumentError("vmap: in_axes maps no argument")
         batched, firsts, n = {}, list(args), None
         for i, whole in mapped:
-            # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf
+            # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf, at
+            # the argument's axis or at each leaf's (in_dims of the argument's structure)
             leaves, structure = [whole], None
             if not isinstance(whole, Symbol):
                 leaves = []
                 structure = flatten(whole, f"argument {i}", leaves, [], [])
+            leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i)
             containers = (Symbol, list, tuple, dict)
-            if not isinstance(whole, containers) or not all(isinstance(a, Symbol) for a in leaves):
+            if not isinstance(whole, containers) or not all(
+                isinstance(a, Symbol) for a, ax in zip(leaves, leaf_axes) if ax is not None
+            ):
                 raise GraphError(f"vmap: mapped argument {i} is a {type(whole).__name__}")
             fronts = []
-            for a in leaves:
+            for a, axis in zip(leaves, leaf_axes):
+                if axis is None:
+                    fronts.append(a)
+                    continue
                 if a.ndim == 0:
-                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axes[i]} to map")
-                front = _to_front(a, axes[i])
+                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axis} to map")
+                front = _to_front(a, axis)
                 size = front.shape[0]
                 if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
                     raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
@@ -274,8 +357,12 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
             firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
         if n is None:
             raise ArgumentError("vmap: in_axes maps no tensor")
-        out = f(*firsts)
+        out = f(*firsts, **kwargs)
         leaves, structure = _leaves(out, "output")
+        if any(isinstance(y, TracedScalar) for y in leaves):
+            raise UsageError("vmap: It looks like you're calling .item() on a Tensor. We don't "
+                             "support vmap over calling .item() on a Tensor, please try to "
+                             "rewrite what you're doing with other operations.")  # fmt: skip
         found = vectorize(leaves, batched)
         outs = [b if b is not None else unbatched_to(y, n) for y, b in zip(leaves, found)]
         ax = _axes(out_axes, len(outs)) if isinstance(out_axes, (tuple, list)) else None
@@ -294,15 +381,25 @@ def _argnums(argnums, n_args: int) -> tuple:
 
 
 def _jacobian_transform(f, argnums, name, build, has_aux=False):
-    def graph_form(*args):
+    def graph_form(*args, **kwargs):
         nums = _argnums(argnums, len(args))
-        for i, k in enumerate(nums):
-            if not isinstance(args[k], Symbol):
+        # an argument may be a dict, list or tuple of tensors (a pytree, as torch.func's:
+        # `jacrev(f)(params, x)`): its jacobian is one per leaf, in its structure
+        wrt, structures, i = [], [], 0
+        for k in nums:
+            leaves, structure = _leaves(args[k], f"argument {k}")
+            if not leaves or not all(isinstance(a, Symbol) for a in leaves):
                 raise GraphError(f"{name}: argument {k} is a {type(args[k]).__name__}")
-            if args[k].dtype.kind == "c":  # PyTorch's torch.func refuses complex values
-                raise UsageError(f"{name}: Expected all inputs to be real but received complex "
-                                 f"tensor at flattened input idx: {i}")  # fmt: skip
-        out = f(*args)
+            for a in leaves:
+                if a.dtype.kind == "c":  # PyTorch's torch.func refuses complex values
+                    raise UsageError(f"{name}: Expected all inputs to be real but received "
+                                     f"complex tensor at flattened input idx: {i}")  # fmt: skip
+                i += 1
+            leaves = [fresh(a) for a in leaves]
+            args = (*args[:k], _unflatten(structure, iter(leaves)), *args[k + 1 :])
+            wrt.append(leaves)
+            structures.append(structure)
+        out = f(*args, **kwargs)
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise ArgumentTypeError(f"{name}(f)(*args): output of function f should be a "
@@ -322,20 +419,22 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
         found = []
         for y in ys:
             with y.graph.name_scope(name):
-                jacs = build(y, [args[k] for k in nums])
-            found.append(jacs[0] if isinstance(argnums, int) else tuple(jacs))
+                jacs = iter(build(y, [a for leaves in wrt for a in leaves]))
+            per_arg = [_unflatten(structure, jacs) for structure in structures]
+            found.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
         jac = _unflatten(structure, iter(found))
         return (jac, aux) if has_aux else jac
 
     return _transform(graph_form, name, f)
 
 
-def jacrev(f, argnums=0, *, has_aux=False):
+def jacrev(f, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The function giving the jacobian of `f` with respect to argument `argnums` (or a
     tuple of them), shape `out.shape + arg.shape`, by reverse mode: one backward pass with a
     batch of cotangents (the identity's rows), vectorized. An `f` returning a tuple, list or
     dict of outputs gives one jacobian per output, in that structure; with `has_aux`, `f`
     returns `(output, aux)` and so does the function, aux as it is (torch.func's).
+    `chunk_size` changes nothing (the whole batch of cotangents is one vectorized graph).
 
     >>> import kiln as kn, numpy as np
     >>> kn.jacrev(lambda x: x ** 2)(np.array([1.0, 3.0]))
@@ -359,13 +458,19 @@ def jacfwd(f, argnums=0, has_aux=False, *, randomness="error"):
 
 
 def hessian_of(f, argnums=0):
-    """`kn.hessian(f)`: the function giving the second derivatives of scalar `f` with respect
-    to argument `argnums`, forward over reverse (jacfwd of the gradient)."""
-    if not isinstance(argnums, int):
-        raise ArgumentTypeError(f"hessian: argnums must be one int, got {argnums!r}")
+    """`kn.hessian(f)`: the function giving the second derivatives of `f` with respect to
+    argument `argnums`, forward over reverse (jacfwd of the gradient, or of jacrev where `f`
+    is not a scalar: shape `out.shape + arg.shape + arg.shape`, as torch.func's); for a
+    tuple of argnums a tuple of tuples, `[i][j]` the derivative by arguments i and j."""
+    single = isinstance(argnums, int)
 
-    def build(loss, xs):
-        (g,) = grad(loss, xs)
-        return jacobian_fwd(g, xs)
+    def build(y, xs):
+        if single and len(xs) != 1 or not single and len(xs) != len(argnums):
+            raise ArgumentTypeError(f"hessian: the arguments {argnums} must be tensors")
+        # of a scalar: jacfwd of the gradient; of others jacfwd of jacrev, as torch.func's
+        gs = grad(y, xs) if not y.shape else jacobian_rev(y, xs)
+        if single:
+            return jacobian_fwd(gs[0], xs)
+        return [tuple(jacobian_fwd(g, xs)) for g in gs]  # [i][j]: d(d y/d x_i)/d x_j
 
     return _jacobian_transform(f, argnums, "hessian", build)

@@ -541,8 +541,18 @@ INVALID = [
 ]  # fmt: skip
 
 
+@pytest.fixture
+def torch_validates():
+    """torch's argument validation on, as by default: torch.compile's first use (another
+    test's) turns it off for the whole process (torch/_dynamo's patches)."""
+    was = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(was)
+
+
 @pytest.mark.parametrize("make", INVALID, ids=[str(i) for i in range(len(INVALID))])
-def test_validation_raises_value_error_as_torch(make):
+def test_validation_raises_value_error_as_torch(make, torch_validates):
     for lib in (torch, kn):
         with pytest.raises(ValueError):
             make(lib.distributions, lambda v, lib=lib: lib.tensor(v))

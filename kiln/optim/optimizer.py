@@ -36,6 +36,9 @@ from ..nn.parameter import owner_of, share
 from ..ops.core import apply as _apply
 from ..ops.core import bind_graph
 from . import differentiable, graph_step
+from .complex_slots import as_real as _as_real
+from .complex_slots import complex_of as _complex_of
+from .complex_slots import real_pairs as _real_pairs
 from .hooks import OptimizerHooks
 
 __all__ = ["Optimizer", "ParamGroup"]
@@ -773,27 +776,6 @@ def _average_over_ranks(grads_and_vars) -> list:
     from ..distributed.graph import average_gradients  # NOTE: lazy, distributed sits above
 
     return average_gradients(grads_and_vars)
-
-
-def _as_real(array):
-    """A complex array as its (real, imaginary) pairs, a last dim of 2 (a view)."""
-    return np.ascontiguousarray(array)[..., None].view(dt.to_real(array.dtype))
-
-
-def _real_pairs(value):
-    """A slot value as the update reads it: a complex one (PyTorch's layout of a complex
-    parameter's slot) as its pairs of reals (a view); any other as it is."""
-    if value.dtype.kind != "c":
-        return value
-    return _as_real(value) if isinstance(value, np.ndarray) else F.view_as_real(value)
-
-
-def _complex_of(value):
-    """A slot of pairs of reals (a Tensor, last dim 2) as the complex Tensor that holds them,
-    the layout PyTorch keeps (a view on the CPU)."""
-    if value.device == "cpu":
-        return make(np.ascontiguousarray(value._data).view(dt.to_complex(value.dtype))[..., 0])
-    return F.view_as_complex(value.contiguous())
 
 
 def _adam_family() -> tuple:

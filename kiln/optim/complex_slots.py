@@ -22,7 +22,7 @@ def real_pairs(value):
     parameter's slot) as its pairs of reals (a view); any other as it is."""
     if value.dtype.kind != "c":
         return value
-    return as_real(value) if isinstance(value, np.ndarray) else F.viewas_real(value)
+    return as_real(value) if isinstance(value, np.ndarray) else F.view_as_real(value)
 
 
 def complex_of(value):

@@ -200,6 +200,10 @@ def _grad(self):
 
     found = module_data_of(self)
     if found is None:
+        from ..optim import graph_step  # NOTE: lazy: kiln.optim builds on the frontend
+
+        if graph_step.captured_leaf(self) is not None:  # `w.grad` of a captured leaf
+            return graph_step.leaf_grad(self)
         raise SymbolAttributeError(
             f"'grad' of Symbol '{self.name}' ({self.op.name}, created at {self.site}), "
             f"asked at {user_site()}: {_TAPE}"
@@ -207,11 +211,25 @@ def _grad(self):
     return found.owner.grad
 
 
+def _set_grad(self, value) -> None:
+    """`.grad = value` of a module's parameter or a captured leaf tensor read inside a
+    kn.compile trace (`w.grad = None` after a hand-written update); else refused."""
+    from ..optim import graph_step  # NOTE: lazy: kiln.optim builds on the frontend
+
+    owner = _module_value(self)
+    if owner is not None:
+        owner.grad = value
+    elif graph_step.captured_leaf(self) is not None:
+        graph_step.set_leaf_grad(self, value)
+    else:
+        raise SymbolAttributeError(f"cannot set 'grad' of Symbol '{self.name}': {_TAPE}")
+
+
 def install_symbol_methods(cls=Symbol) -> None:
     """Puts the attributes above on `cls` (Symbol), leaving any it has already."""
     cls.register_hook = register_hook
     if "grad" not in cls.__dict__:
-        cls.grad = property(_grad)
+        cls.grad = property(_grad, _set_grad)
     for name, why in ATTRIBUTES.items():
         if name not in cls.__dict__:
             setattr(cls, name, _attribute(name, why))

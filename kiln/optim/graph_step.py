@@ -51,14 +51,20 @@ __all__ = [
     "backward",
     "clear_grads",
     "cleared_first",
+    "captured_leaf",
+    "captured_placeholder",
     "cleared_leaves",
     "current",
     "enter",
+    "enter_leaf",
     "idle",
+    "leaf_grad",
     "note_read",
     "note_update",
     "pending_grads",
     "refuse_inputs",
+    "set_leaf_grad",
+    "step_leaf",
     "take_grads",
     "trace_grads",
     "trace_inputs",
@@ -102,8 +108,10 @@ def refuse_inputs(optimizer, params, what: str) -> None:
     the code there reads its placeholder, whose gradient is an output of the program, so
     the step would see no `.grad` and change nothing, call after call. (Its `zero_grad()`
     is made by each call: `zero_leaf_grads`.)"""
-    inputs = _INPUTS.get(get_default_graph())
-    found = next((p for p in params if inputs and id(p) in inputs), None)
+    graph = get_default_graph()
+    inputs = _INPUTS.get(graph)
+    found = next((p for p in params if inputs and id(p) in inputs
+                  and captured_placeholder(p, graph) is None), None)  # fmt: skip
     if found is None:
         return
     from ..eager.tensor import describe
@@ -125,11 +133,105 @@ _LEAF_TENSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LEAF_CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def trace_leaves(graph, placeholders, tensors=()) -> None:
+def trace_leaves(graph, placeholders, tensors=(), captured=()) -> None:
     """The arguments of a kn.compile trace whose `.grad` backward() inside it sets;
-    `tensors`: the caller's tensors they stand for (those `zero_leaf_grads` knows)."""
+    `tensors`: the caller's tensors they stand for (those `zero_leaf_grads` knows);
+    `captured`: which of them are captured tensors rather than arguments (`captured_leaf`)."""
     _LEAVES[graph] = list(placeholders)
     _LEAF_TENSORS[graph] = {id(t): s for t, s in zip(tensors, placeholders)}
+    _CAPTURED[graph] = {id(s): t for s, t, c in zip(placeholders, tensors, captured) if c}
+
+
+# graph of a kn.compile trace -> {id(placeholder): Tensor}: the captured plain leaf tensors
+# that require grad, which the trace takes as inputs (`w`, `b` of a model written without
+# nn.Module): their `.grad` there is read and set as a Parameter's (`enter_leaf`)
+_CAPTURED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def captured_leaf(s):
+    """The captured leaf tensor whose value in the kn.compile trace being made `s` is (its
+    placeholder, which an in-place change there keeps standing for the new value), else
+    None."""
+    found = _CAPTURED.get(s.graph) if isinstance(s, Symbol) else None
+    return found.get(id(s)) if found else None
+
+
+def captured_placeholder(t, graph):
+    """The placeholder that captured plain leaf `t` is read through in the kn.compile trace
+    `graph`, else None."""
+    s = _LEAF_TENSORS.get(graph, {}).get(id(t))
+    return s if s is not None and id(s) in _CAPTURED.get(graph, {}) else None
+
+
+def step_leaf(s, value) -> None:
+    """An optimizer's step of the captured plain leaf whose placeholder `s` is: changed in
+    place to `value` (as under no_grad), which the compiled call writes into the tensor."""
+    from ..eager.grad_mode import no_grad
+    from ..frontend.functionalize import assign_inplace
+
+    with no_grad():
+        assign_inplace(s, value, "step", len(s.graph.nodes))
+
+
+def enter_leaf(s, cleared: bool = False) -> None:
+    """`enter` for a captured leaf's placeholder `s`: the first time the traced code uses its
+    `.grad` (reads or sets it), the `.grad` the tensor has when the program is called is
+    where its gradient starts (unless the code cleared it first), and the program leaves the
+    result in `.grad` (kiln/tracing/traced.py `_grad_state`), rather than adding its
+    gradient to `.grad` after the call."""
+    entered = _ENTERED.get(s.graph)
+    if entered is None or id(s) in entered:
+        return
+    from ..eager.hooks import _hooks_of
+    from ..eager.tensor import describe
+
+    owner = _CAPTURED[s.graph][id(s)]
+    if _hooks_of(owner, 1) or _hooks_of(owner, 2):
+        raise call_error(
+            UsageError,
+            f"kn.compile: the traced code uses the .grad of {describe(owner)}, a captured "
+            "tensor with gradient hooks: inside kn.compile its hooks run on the gradient of "
+            "each call after the call, so the .grad seen there would miss them. Make it an "
+            "nn.Parameter, or use its .grad outside the compiled function",
+            "grad",
+            s,
+        )
+    was = _LEAF_CLEARED.get(s.graph, {}).pop(id(s), None)  # an optimizer's zero_grad()
+    cleared = cleared or was is not None
+    pending, start = pending_grads(s.graph), None
+    grad = owner.grad
+    if grad is not None and not cleared:
+        from ..graph.core import Variable
+
+        start = Variable(np.array(grad.numpy()), name=f"{s.name}/grad", trainable=False,
+                         graph=s.graph)  # fmt: skip
+        entry = pending.get(id(s))
+        if entry is None:
+            pending[id(s)] = [s, start]
+        else:  # backward() before: its gradient adds to the `.grad` on entry
+            entry[1] = start + entry[1]
+    entered[id(s)] = (s, owner, start, cleared)
+
+
+def leaf_grad(s):
+    """`.grad` of the captured leaf whose placeholder `s` is, in its kn.compile trace: the
+    gradient backward() gave it there, added to the `.grad` it had when called (a graph
+    value), or None where it has none."""
+    enter_leaf(s)
+    entry = pending_grads(s.graph).get(id(s))
+    return None if entry is None else entry[1]
+
+
+def set_leaf_grad(s, value) -> None:
+    """`w.grad = value` (None, or a tensor) of a captured leaf in its kn.compile trace."""
+    from ..nn.parameter import _graph_value  # NOTE: lazy: kiln.optim imports kiln.nn
+
+    enter_leaf(s, cleared=True)
+    pending = pending_grads(s.graph)
+    if value is None:
+        pending.pop(id(s), None)
+    else:
+        pending[id(s)] = [s, _graph_value(value, s, s.graph)]
 
 
 def zero_leaf_grads(tensors, set_to_none: bool) -> list:
@@ -143,10 +245,14 @@ def zero_leaf_grads(tensors, set_to_none: bool) -> list:
     if not known:
         return list(tensors)
     rest, pending = [], pending_grads(graph)
+    entered = _ENTERED.get(graph, {})
     for t in tensors:
         s = known.get(id(t))
         if s is None:
             rest.append(t)
+            continue
+        if id(s) in entered:  # a captured leaf whose `.grad` the code used: as a Parameter's
+            clear_grads([s], set_to_none)
             continue
         pending.pop(id(s), None)
         _LEAF_CLEARED.setdefault(graph, {})[id(s)] = set_to_none
@@ -214,6 +320,7 @@ def untrace_grads(graph) -> None:
     _CLEARED.pop(graph, None)
     _LEAF_TENSORS.pop(graph, None)
     _INPUTS.pop(graph, None)
+    _CAPTURED.pop(graph, None)
 
 
 def enter(variables, cleared: bool = False) -> None:
@@ -458,6 +565,9 @@ def take_grads(variables) -> list | None:
     """[(gradient, Variable)] of `variables` that backward() left in the default graph, or
     None when it left none for any of them (then the optimizer steps eagerly)."""
     enter(variables)
+    for s in variables:  # captured plain leaves: the step reads their `.grad` as it is then
+        if s is not None and captured_leaf(s) is not None:
+            enter_leaf(s)
     pending = _PENDING.get(get_default_graph())
     if not pending:
         return None

@@ -367,6 +367,8 @@ class Optimizer(OptimizerHooks):
                     found.append(graph_step.variable_of(p, graph))
                 elif isinstance(p, Variable):
                     found.append(p if p.graph is graph else None)
+                elif type(p) is Tensor:  # a captured plain leaf: its placeholder, else None
+                    found.append(graph_step.captured_placeholder(p, graph))
         return found
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -612,9 +614,9 @@ class Optimizer(OptimizerHooks):
         return list(zip(F.grad(loss, variables), variables))
 
     def _group_of(self, var) -> tuple[int, ParamGroup]:
-        """(index, group) of the group that holds `var` or the Parameter it was made from.
-        An optimizer made without params adopts it into group 0."""
-        owner = owner_of(var)
+        """(index, group) of the group that holds `var` or the Parameter (or captured plain
+        leaf) it was made from. An optimizer made without params adopts it into group 0."""
+        owner = _owner(var)
         for index, group in enumerate(self.param_groups):
             if any(p is var or p is owner for p in group["params"]):
                 return index, group
@@ -645,7 +647,7 @@ class Optimizer(OptimizerHooks):
         if state is None:
             group = self.param_groups[0] if group is None else group
             # A Parameter with eager state (trained eagerly, or loaded) continues from it.
-            owner = owner_of(var)
+            owner = _owner(var)
             start = self._state.get(owner, {}) if owner is not None else {}
             graph = var.graph
             state = {
@@ -700,7 +702,12 @@ class Optimizer(OptimizerHooks):
                 new_param = F.view_as_complex(new_pair)
             else:
                 new_param, new_slots = self._update(now, g, slots, step, options)
-            assigns.append(apply("assign", var, new_param, now))
+            if isinstance(var, Variable):
+                assigns.append(apply("assign", var, new_param, now))
+            else:  # a captured plain leaf's placeholder: changed in place, written back
+                if skip is not None:
+                    new_param = F.where(skip, now, new_param)
+                graph_step.step_leaf(var, new_param)
             assigns.extend(apply("assign", state[k], v) for k, v in new_slots.items())
             assigns.append(apply("assign", state["step"], step))
         if not assigns:
@@ -749,6 +756,12 @@ class Optimizer(OptimizerHooks):
     def __repr__(self):
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
         return f"{type(self).__name__}({args})"
+
+
+def _owner(var):
+    """The Parameter a graph Variable was made from, or the captured plain leaf tensor a
+    kn.compile trace's placeholder stands for, else None."""
+    return owner_of(var) if isinstance(var, Variable) else graph_step.captured_leaf(var)
 
 
 def _write_slots(state: dict, count: int, new_slots: dict, site: str | None = None) -> None:

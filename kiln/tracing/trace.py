@@ -333,6 +333,14 @@ class CompiledFunction:
             if k is not None:
                 lifted.remove((label, get))
                 aliased.append((get, k))
+        firsts = {}  # one tensor reached by two names (`w`, and `params[0]` written): one input
+        for label, get in list(lifted):
+            first = firsts.setdefault(id(get()), get)
+            if first is not get:
+                lifted.remove((label, get))
+                aliased.append((get, first))
+        order = {id(get): k for k, (_, get) in enumerate(lifted)}
+        aliased = [(get, len(leaves) + order[id(k)] if callable(k) else k) for get, k in aliased]
         tensors = [get() for _, get in lifted]
         plans = any(isinstance(x, Tensor) for x in leaves) or bool(lifted)
         traced_key = (key[0], key[1] + tuple(map(signature, tensors)), *key[2:])
@@ -388,14 +396,14 @@ class CompiledFunction:
         """(label, getter) of each captured tensor that a trace takes as an input rather
         than as a constant: the leaves that require grad (`w = kn.randn(3,
         requires_grad=True)` read by fn), so that gradients reach them and their values may
-        change between calls, as eager code would see them. Tensors reached through a list or
-        dict stay constants (guarded), and one passed as an argument too is that argument's
-        placeholder. (A Parameter or Buffer is a
+        change between calls, as eager code would see them (read by name, or through a list,
+        dict or attribute: `params[0]`); other tensors are constants (guarded), and one passed
+        as an argument too is that argument's placeholder. (A Parameter or Buffer is a
         Variable of the trace instead: kiln/nn/parameter.py.)"""
         found = []
         for label, get in self._captures.tensors:
             t = get()
-            if "[" in label or label in self._lift:  # through a list or dict: a constant
+            if label in self._lift:
                 continue
             if t.grad_fn is None and t._requires_grad and self._liftable(t, get):
                 found.append((label, get))

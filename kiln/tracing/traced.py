@@ -194,8 +194,10 @@ class Traced:
             graph_step.trace_inputs(self.graph, leaves)  # (an optimizer inside refuses them)
             leaves = [(k, s) for k, (s, sig) in enumerate(zip(self.inputs, key[1]))
                       if sig[3] and dt.is_differentiable(s.dtype)]  # fmt: skip
+            first_lifted = len(self.inputs) - len(lifted)
             graph_step.trace_leaves(self.graph, [s for _, s in leaves],
-                                    [given[k] for k, _ in leaves])  # fmt: skip
+                                    [given[k] for k, _ in leaves],
+                                    [k >= first_lifted for k, _ in leaves])  # fmt: skip
             try:
                 with tracing_on(device), tracing_values(), recording(self.graph) as self.prints:
                     getters = [get for _, get in lifted] + [get for get, _ in aliased]
@@ -284,7 +286,9 @@ class Traced:
         self.printed = printed_symbols(self.prints, self.graph)  # returned for `print` calls
         grads = self._grad_state(entered)
         # the arguments' gradients from backward() inside: added to their `.grad` each call
+        # (not those captured leaves whose `.grad` the code used: `_grad_state` has them)
         pending = graph_step.pending_grads(self.graph)
+        leaves = [(k, s) for k, s in leaves if id(s) not in entered]
         self.leaf_grads = [k for k, s in leaves if id(s) in pending]
         # those whose `.grad` an optimizer's zero_grad() cleared: each call clears it first
         cleared = graph_step.cleared_leaves(self.graph)

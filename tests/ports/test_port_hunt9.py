@@ -99,13 +99,6 @@ def linear_regression_whole_step(lib, jit=identity):
     return losses, [w, b, w.grad]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="inside kn.compile `.grad` of a captured leaf tensor (not a Parameter) is refused "
-    "(SymbolAttributeError): the traced `.grad`s are those of module Parameters only, so the "
-    "book's whole step with sgd() on plain leaves does not compile; torch.compile runs it",
-)
 def test_linear_regression_whole_step_compiled(torch):
     t_losses, t_params = linear_regression_whole_step(torch)
     k_losses, k_params = linear_regression_whole_step(kn, kn.compile)

@@ -194,3 +194,44 @@ def test_grad_of_a_captured_tensor_with_hooks_is_refused():
     with pytest.raises(UsageError, match="gradient hooks"):
         step()
     assert w.tolist() == before and w.grad is None  # a failed call changes nothing
+
+
+def argument_steps(lib, jit):
+    """The weights passed as an argument, a different tensor on some calls: each call reads
+    and clears the `.grad` of the tensor it is given (one had a `.grad` before)."""
+    w = lib.tensor([1.0, -2.0, 0.5], dtype=lib.float64, requires_grad=True)
+    v = lib.tensor([0.3, 0.3, 0.3], dtype=lib.float64, requires_grad=True)
+    (v * v).sum().backward()  # v.grad = 2v before its first step
+
+    @jit
+    def step(w, x):
+        loss = ((w * x).sum() - 1.0) ** 2
+        loss.backward()
+        with lib.no_grad():
+            w -= 0.01 * w.grad
+            w.grad = None
+        return loss
+
+    x = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64)
+    out = [step(t, x).item() for t in (w, w, v, w, v)]
+    return out, w.tolist(), v.tolist(), w.grad, v.grad
+
+
+def test_grad_of_an_argument_is_the_callers_tensors():
+    got, want = argument_steps(kn, kn.compile), argument_steps(kn, identity)
+    same(got[:3], want[:3])
+    assert got[3:] == want[3:] == (None, None)
+    torch = pytest.importorskip("torch")
+    same(got[:3], argument_steps(torch, identity)[:3])
+
+
+def test_grad_of_an_argument_given_as_a_non_leaf_is_refused():
+    @kn.compile
+    def step(w):
+        (w * w).sum().backward()
+        return w.grad
+
+    w = kn.tensor([1.0, 2.0], requires_grad=True)
+    assert step(w).tolist() == [2.0, 4.0]
+    with pytest.raises(kn.errors.GraphError, match="not a leaf"):
+        step(w * 1.0)

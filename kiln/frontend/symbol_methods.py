@@ -202,7 +202,7 @@ def _grad(self):
     if found is None:
         from ..optim import graph_step  # NOTE: lazy: kiln.optim builds on the frontend
 
-        if graph_step.captured_leaf(self) is not None:  # `w.grad` of a captured leaf
+        if graph_step.grad_leaf(self) is not None:  # `w.grad` of an input leaf tensor
             return graph_step.leaf_grad(self)
         raise SymbolAttributeError(
             f"'grad' of Symbol '{self.name}' ({self.op.name}, created at {self.site}), "
@@ -212,14 +212,15 @@ def _grad(self):
 
 
 def _set_grad(self, value) -> None:
-    """`.grad = value` of a module's parameter or a captured leaf tensor read inside a
-    kn.compile trace (`w.grad = None` after a hand-written update); else refused."""
+    """`.grad = value` of a module's parameter or an input leaf tensor (an argument, or a
+    captured tensor) read inside a kn.compile trace (`w.grad = None` after a hand-written
+    update); else refused."""
     from ..optim import graph_step  # NOTE: lazy: kiln.optim builds on the frontend
 
     owner = _module_value(self)
     if owner is not None:
         owner.grad = value
-    elif graph_step.captured_leaf(self) is not None:
+    elif graph_step.grad_leaf(self) is not None:
         graph_step.set_leaf_grad(self, value)
     else:
         raise SymbolAttributeError(f"cannot set 'grad' of Symbol '{self.name}': {_TAPE}")

@@ -54,9 +54,11 @@ __all__ = [
     "captured_leaf",
     "captured_placeholder",
     "cleared_leaves",
+    "LeafAt",
     "current",
     "enter",
     "enter_leaf",
+    "grad_leaf",
     "idle",
     "leaf_grad",
     "note_read",
@@ -133,13 +135,42 @@ _LEAF_TENSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LEAF_CLEARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def trace_leaves(graph, placeholders, tensors=(), captured=()) -> None:
+def trace_leaves(graph, placeholders, tensors=(), captured=(), indices=()) -> None:
     """The arguments of a kn.compile trace whose `.grad` backward() inside it sets;
     `tensors`: the caller's tensors they stand for (those `zero_leaf_grads` knows);
-    `captured`: which of them are captured tensors rather than arguments (`captured_leaf`)."""
+    `captured`: which of them are captured tensors rather than arguments (`captured_leaf`);
+    `indices`: their places among the program's inputs (`LeafAt`)."""
     _LEAVES[graph] = list(placeholders)
     _LEAF_TENSORS[graph] = {id(t): s for t, s in zip(tensors, placeholders)}
     _CAPTURED[graph] = {id(s): t for s, t, c in zip(placeholders, tensors, captured) if c}
+    _GRAD_LEAVES[graph] = {id(s): (t, k) for s, t, k in zip(placeholders, tensors, indices)}
+
+
+class LeafAt:
+    """The tensor at input `k` of each call of a kn.compile program (an argument, or a
+    captured tensor it takes as an input) whose `.grad` the program reads or sets
+    (`enter_leaf`): the call's own tensor, not the one traced."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def of(self, leaves):
+        return leaves[self.k]
+
+
+# graph of a kn.compile trace -> {id(placeholder): (Tensor, input index)}: the inputs that are
+# leaf tensors requiring grad, whose `.grad` the traced code may use (`grad_leaf`)
+_GRAD_LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def grad_leaf(s):
+    """The tensor (as traced) of an argument or captured leaf whose placeholder `s` is in the
+    kn.compile trace being made, whose `.grad` the code reads or sets there, else None."""
+    found = _GRAD_LEAVES.get(s.graph) if isinstance(s, Symbol) else None
+    entry = found.get(id(s)) if found else None
+    return None if entry is None else entry[0]
 
 
 # graph of a kn.compile trace -> {id(placeholder): Tensor}: the captured plain leaf tensors
@@ -185,14 +216,15 @@ def enter_leaf(s, cleared: bool = False) -> None:
     from ..eager.hooks import _hooks_of
     from ..eager.tensor import describe
 
-    owner = _CAPTURED[s.graph][id(s)]
-    if _hooks_of(owner, 1) or _hooks_of(owner, 2):
+    owner, k = _GRAD_LEAVES[s.graph][id(s)]
+    if _hooks_of(owner, 1) or _hooks_of(owner, 2) or not owner.is_leaf:
+        why = ("a tensor with gradient hooks: inside kn.compile its hooks run on the gradient "
+               "of each call after the call, so the .grad seen there would miss them"
+               if owner.is_leaf else "not a leaf: backward() gives it no .grad")  # fmt: skip
         raise call_error(
             UsageError,
-            f"kn.compile: the traced code uses the .grad of {describe(owner)}, a captured "
-            "tensor with gradient hooks: inside kn.compile its hooks run on the gradient of "
-            "each call after the call, so the .grad seen there would miss them. Make it an "
-            "nn.Parameter, or use its .grad outside the compiled function",
+            f"kn.compile: the traced code uses the .grad of {describe(owner)}, {why}. Make it "
+            "an nn.Parameter (or a leaf), or use its .grad outside the compiled function",
             "grad",
             s,
         )
@@ -210,7 +242,7 @@ def enter_leaf(s, cleared: bool = False) -> None:
             pending[id(s)] = [s, start]
         else:  # backward() before: its gradient adds to the `.grad` on entry
             entry[1] = start + entry[1]
-    entered[id(s)] = (s, owner, start, cleared)
+    entered[id(s)] = (s, LeafAt(k), start, cleared)
 
 
 def leaf_grad(s):
@@ -321,6 +353,7 @@ def untrace_grads(graph) -> None:
     _LEAF_TENSORS.pop(graph, None)
     _INPUTS.pop(graph, None)
     _CAPTURED.pop(graph, None)
+    _GRAD_LEAVES.pop(graph, None)
 
 
 def enter(variables, cleared: bool = False) -> None:

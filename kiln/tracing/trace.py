@@ -194,10 +194,10 @@ class CompiledFunction:
         traced = self.cache.get(key)
         stale, by_grads = None, False
         if traced is not None and traced.grad_inputs:  # this key's trace for the `.grad`s now
-            found = next((t for t in self._by_grads.get(key, ()) if t.grad_now() in t.grad_keys),
-                         None)  # fmt: skip
+            found = next((t for t in self._by_grads.get(key, ())
+                          if t.grad_now(_inputs(t, leaves)) in t.grad_keys), None)  # fmt: skip
             if found is None:
-                now = traced.grad_now()
+                now = traced.grad_now(_inputs(traced, leaves))
                 stale, by_grads = (f"which parameters have a .grad changed ({now})", False), True
             else:
                 traced = self.cache[key] = found
@@ -454,6 +454,11 @@ class CompiledFunction:
             else:
                 found.append("what the function captures changed")
         return "; ".join(found) or "a parameter's requires_grad changed"
+
+
+def _inputs(traced, leaves) -> list:
+    """The tensors a call of `traced` takes: its arguments', then the captured ones'."""
+    return leaves + [get() for _, get in traced.lifted] if traced.lifted else leaves
 
 
 def _file_by_grads(traced, had: dict, variants: list) -> None:

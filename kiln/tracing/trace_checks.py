@@ -13,13 +13,15 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, describe
 from ..errors import GraphError
 from ..frontend.functionalize import keeps_history
+from ..optim.graph_step import LeafAt
 from .guards import _EMPTY, Captures, put
 
-__all__ = ["check_changed_grads", "check_new_entries", "check_no_host_draws", "check_untouched",
-           "group_changes", "host_random_states", "tensor_versions", "undo"]  # fmt: skip
+__all__ = ["check_changed_grads", "check_grad_leaf", "check_new_entries", "check_no_host_draws",
+           "check_untouched", "grad_owner", "group_changes", "host_random_states",
+           "tensor_versions", "undo"]  # fmt: skip
 
 
 def tensor_versions(captures: Captures, stored: bool = False) -> list:
@@ -220,3 +222,20 @@ def check_changed_grads(fn_name: str, changed, marked: set) -> None:
                 "cannot give a tensor it writes into; return the value instead, or change "
                 "the tensor under kn.no_grad()"
             )
+
+
+def grad_owner(owner, leaves):
+    """The tensor whose `.grad` a call reads or sets: a Parameter, or the call's own input
+    tensor at a `LeafAt` place."""
+    return owner.of(leaves) if isinstance(owner, LeafAt) else owner
+
+
+def check_grad_leaf(name: str, path: str, x) -> None:
+    """Refuses a call whose input `x` at `path` is no leaf tensor that requires grad, where
+    the program reads and sets its `.grad` (the traced one was)."""
+    if not (isinstance(x, Tensor) and x.is_leaf and x._requires_grad):
+        raise GraphError(
+            f"kn.compile: {name} uses the .grad of its input '{path}', which this call gives "
+            f"as {describe(x) if isinstance(x, Tensor) else type(x).__name__}: not a leaf "
+            "tensor that requires grad, as when it was traced"
+        )

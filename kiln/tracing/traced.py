@@ -59,7 +59,8 @@ from .prints import printed_symbols, recording, replay
 from .scalars import TracedScalar
 from .stores import make_stores, store_outputs
 from .structure import _unflatten, flatten, flatten_outputs, name_of
-from .trace_checks import check_changed_grads
+from .trace_checks import check_changed_grads, check_grad_leaf
+from .trace_checks import grad_owner as _now
 
 __all__ = ["Traced", "check_budget"]  # (structure.py)
 
@@ -197,7 +198,8 @@ class Traced:
             first_lifted = len(self.inputs) - len(lifted)
             graph_step.trace_leaves(self.graph, [s for _, s in leaves],
                                     [given[k] for k, _ in leaves],
-                                    [k >= first_lifted for k, _ in leaves])  # fmt: skip
+                                    [k >= first_lifted for k, _ in leaves],
+                                    [k for k, _ in leaves])  # fmt: skip
             try:
                 with tracing_on(device), tracing_values(), recording(self.graph) as self.prints:
                     getters = [get for _, get in lifted] + [get for get, _ in aliased]
@@ -326,9 +328,11 @@ class Traced:
         self.grad_keys = {self.grad_guard}  # the `.grad` states it serves (trace.py)
         return outs
 
-    def grad_now(self) -> tuple:
-        """Which of the parameters in `grad_inputs` have a `.grad` now (as `grad_guard`)."""
-        return tuple(owner.grad is not None for owner, _ in self.grad_inputs)
+    def grad_now(self, leaves) -> tuple:
+        """Which of the parameters (and input leaves) in `grad_inputs` have a `.grad` now, in
+        a call on `leaves` (its arguments' and captured inputs' tensors; as `grad_guard`)."""
+        return tuple(getattr(_now(owner, leaves), "_grad", None) is not None
+                     for owner, _ in self.grad_inputs)  # fmt: skip
 
     def _collect_state(self):
         """Module parameters become the graph's Variables, sharing the Parameters' memory (so
@@ -525,7 +529,10 @@ class Traced:
             var._value = box[0]
         for owner, start in self.grad_inputs:
             if start is not None:  # the `.grad` this call starts from (the guard: not None)
-                self._read_grad(owner, start)
+                self._read_grad(_now(owner, leaves), start)
+        for owner, _ in self.grad_writes:  # an input whose `.grad` the program sets
+            if isinstance(owner, graph_step.LeafAt):
+                check_grad_leaf(self.name, self.paths[owner.k], owner.of(leaves))
         # (a trace made under no_grad: its outputs from enable_grad blocks record, as eager)
         record = tensors and bool(self.grad_outputs) and (state.grad or not self.key[3])
         placed = self.placement() if record else None
@@ -546,7 +553,7 @@ class Traced:
         if self.prints:
             replay(self.prints, self.printed, [make(r, self.device) for r in shown])
         written = shown[len(self.printed) :]
-        self._write_grads(written[: len(written) - len(self.leaf_grads)])
+        self._write_grads(written[: len(written) - len(self.leaf_grads)], leaves)
         for k, to_none in self.leaf_cleared:
             clear_grad(leaves[k], to_none)
         if self.leaf_grads:
@@ -579,12 +586,13 @@ class Traced:
         else:
             var.assign(grad._data)
 
-    def _write_grads(self, values) -> None:
-        """Each parameter's `.grad` after the call: None, the value the program returned
-        (into the `.grad` tensor itself where there is one, as backward accumulates), or
-        as it was."""
+    def _write_grads(self, values, leaves) -> None:
+        """Each parameter's (and input leaf's) `.grad` after the call: None, the value the
+        program returned (into the `.grad` tensor itself where there is one, as backward
+        accumulates), or as it was."""
         values = iter(values)
         for owner, write in self.grad_writes:
+            owner = _now(owner, leaves)
             if write == "none":
                 owner.grad = None
             elif write != "keep":

@@ -625,11 +625,6 @@ def test_learning_pytorch_with_examples_matches_torch(torch, program):
         assert k[2] == t[2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kn.compile of a step that calls backward() and reads the .grad of its plain "
-    "tensor arguments: kiln traces .grad of module parameters only (a Symbol has no tape)",
-)
 def test_compiled_step_with_backward_on_plain_tensors_matches_torch(torch):
     t = fit_autograd(torch)
     k = fit_autograd(kn, compile_step=kn.compile)

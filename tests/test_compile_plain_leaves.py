@@ -235,3 +235,53 @@ def test_grad_of_an_argument_given_as_a_non_leaf_is_refused():
     assert step(w).tolist() == [2.0, 4.0]
     with pytest.raises(kn.errors.GraphError, match="not a leaf"):
         step(w * 1.0)
+
+
+def separate_calls(lib, jit):
+    """backward() eagerly, then a compiled `opt.step()` (and a compiled `zero_grad()`, and a
+    compiled gradient norm) over plain tensors the functions reach only through the optimizer:
+    each call steps with the `.grad` the tensors have then. (The step ran once, when traced,
+    and later calls changed nothing.)"""
+    w = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    opt = lib.optim.Adam([w], lr=0.1)
+    step, zero = jit(lambda: opt.step()), jit(lambda: opt.zero_grad())
+    norm = jit(lambda: opt.param_groups[0]["params"][0].grad.norm())
+    out = []
+    for _ in range(3):
+        zero()
+        ((w * lib.tensor([1.0, -3.0], dtype=lib.float64)).sum() ** 2).backward()
+        out.append(norm().item())
+        step()
+    return out, w.tolist(), w.grad.tolist()
+
+
+def test_optimizer_step_compiled_apart_from_backward():
+    got, want = separate_calls(kn, kn.compile), separate_calls(kn, identity)
+    same(got, want)
+    torch = pytest.importorskip("torch")
+    same(got, separate_calls(torch, identity))
+
+
+def test_step_over_a_tensor_the_trace_does_not_take_is_refused():
+    ws = [kn.tensor([float(k)], requires_grad=True) for k in range(80)]  # (not walked: > 64)
+    opt = kn.optim.SGD(ws, lr=0.5)
+    for w in ws:
+        (w * w).sum().backward()
+    with pytest.raises(kn.errors.GraphError, match="does not take as an input"):
+        kn.compile(lambda: opt.step())()
+    assert [w.item() for w in ws] == [float(k) for k in range(80)]  # unchanged
+
+
+def test_step_of_a_captured_optimizer_over_an_argument_is_refused():
+    w = kn.tensor([1.0, 2.0], requires_grad=True)
+    opt = kn.optim.SGD([w], lr=0.1)
+
+    @kn.compile
+    def step(w):
+        opt.zero_grad()
+        (w**2).sum().backward()
+        opt.step()
+
+    with pytest.raises(kn.errors.GraphError, match="an argument"):
+        step(w)
+    assert w.tolist() == [1.0, 2.0]

@@ -41,6 +41,7 @@ import weakref
 import numpy as np
 
 from ..eager.grad_mode import enable_grad
+from ..eager.tensor import Tensor
 from ..errors import AutogradError, GraphError, UsageError, call_error
 from ..frontend import autodiff
 from ..frontend.core import call
@@ -65,6 +66,7 @@ __all__ = [
     "note_update",
     "pending_grads",
     "refuse_inputs",
+    "refuse_untraced",
     "set_leaf_grad",
     "step_leaf",
     "take_grads",
@@ -106,26 +108,45 @@ def trace_inputs(graph, tensors) -> None:
 
 def refuse_inputs(optimizer, params, what: str) -> None:
     """Refuses `optimizer.step()` (`what`) in a kn.compile trace over a parameter that the
-    trace takes as an input (an argument, or a captured plain tensor that requires grad):
-    the code there reads its placeholder, whose gradient is an output of the program, so
-    the step would see no `.grad` and change nothing, call after call. (Its `zero_grad()`
-    is made by each call: `zero_leaf_grads`.)"""
+    trace takes as an argument: each call may give another tensor there, which the optimizer
+    (holding the one traced) cannot step. (A captured plain tensor is stepped: `step_leaf`;
+    `zero_grad()` of either is made by each call: `zero_leaf_grads`.)"""
     graph = get_default_graph()
-    inputs = _INPUTS.get(graph)
-    found = next((p for p in params if inputs and id(p) in inputs
-                  and captured_placeholder(p, graph) is None), None)  # fmt: skip
+    inputs = _INPUTS.get(graph) or ()
+    found = next((p for p in params  # (the tensor, or the placeholder read in its place)
+                  if (id(p) in inputs and captured_placeholder(p, graph) is None)
+                  or (grad_leaf(p) is not None and captured_leaf(p) is None)), None)  # fmt: skip
     if found is None:
         return
+    if isinstance(found, Symbol):
+        found = grad_leaf(found)
     from ..eager.tensor import describe
 
     raise GraphError(
         f"kn.compile: {type(optimizer).__name__}.{what}() over {describe(found)}, a tensor "
-        "the compiled function takes as an input (an argument, or a captured plain tensor "
-        "that requires grad): its gradient is an output of the compiled program, which the "
-        "optimizer inside cannot apply (its parameters would not change). Make it an "
-        "nn.Parameter the function captures (a module's, or one in a list or closure it "
-        "reads), or call the optimizer outside the compiled function"
+        "the compiled function takes as an input (an argument): the caller's tensor, which "
+        "the optimizer inside cannot step on each call. Let the function read it from its "
+        "closure, a global or the optimizer instead of taking it as an argument (a "
+        "hand-written update of the argument works), or call the optimizer outside the "
+        "compiled function"
     )
+
+
+def refuse_untraced(optimizer, tensors) -> None:
+    """Refuses `optimizer.step()` in a kn.compile trace over a plain tensor with a `.grad`
+    that the trace does not take as an input: stepped eagerly, it would change once, when
+    traced, and never on the calls."""
+    from ..eager.tensor import describe
+
+    found = next((t for t in tensors if type(t) is Tensor and t._grad is not None), None)
+    if found is not None:
+        raise GraphError(
+            f"kn.compile: {type(optimizer).__name__}.step() over {describe(found)}, a tensor "
+            "the compiled function does not take as an input (it reaches it through no name, "
+            "list or attribute kiln walks): the step would run once, when traced, and the "
+            "calls would not change it. Read it in the function (or pass the optimizer's "
+            "parameters there), make it an nn.Parameter, or call step() outside"
+        )
 
 
 # graph of a kn.compile trace -> {id(Tensor): placeholder} of those arguments (the caller's
@@ -279,7 +300,7 @@ def zero_leaf_grads(tensors, set_to_none: bool) -> list:
     rest, pending = [], pending_grads(graph)
     entered = _ENTERED.get(graph, {})
     for t in tensors:
-        s = known.get(id(t))
+        s = t if isinstance(t, Symbol) else known.get(id(t))  # (the placeholder itself)
         if s is None:
             rest.append(t)
             continue

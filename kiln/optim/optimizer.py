@@ -351,7 +351,7 @@ class Optimizer(OptimizerHooks):
         found, index = [], 0
         for group in self.param_groups:
             for p in group["params"]:
-                if not isinstance(p, Variable):
+                if not isinstance(p, Symbol):  # (a Variable, or a trace's placeholder)
                     found.append((index, p.tensor() if isinstance(p, Parameter) else p, group))
                 index += 1
         return found
@@ -369,6 +369,8 @@ class Optimizer(OptimizerHooks):
                     found.append(p if p.graph is graph else None)
                 elif type(p) is Tensor:  # a captured plain leaf: its placeholder, else None
                     found.append(graph_step.captured_placeholder(p, graph))
+                elif isinstance(p, Symbol):  # the placeholder a trace reads in its place
+                    found.append(p if graph_step.captured_leaf(p) is not None else None)
         return found
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -380,7 +382,8 @@ class Optimizer(OptimizerHooks):
             variables = [p for p in params if isinstance(p, Variable)]  # graph mode's own
             graph_step.clear_grads([v for v in variables if v.graph is graph], set_to_none)
             parameters = [p for p in params if isinstance(p, Parameter)]
-            plain = [p for p in params if type(p) is Tensor]  # (an image LBFGS optimizes)
+            plain = [p for p in params if type(p) is Tensor  # (an image LBFGS optimizes)
+                     or graph_step.grad_leaf(p) is not None]  # fmt: skip
             graph_step.zero_leaf_grads(plain, set_to_none)  # each compiled call clears them
             if graph_step.zero_grads(parameters, set_to_none):
                 return  # kn.compile: each call clears the `.grad`s (kiln/tracing/traced.py)
@@ -421,6 +424,8 @@ class Optimizer(OptimizerHooks):
             train_op = self.apply_gradients(_average_over_ranks(grads))
             graph_step.record_step(train_op)
             return train_op
+        if not graph_step.idle(graph):
+            graph_step.refuse_untraced(self, [t for _, t, _ in self._tensors()])
         loss = None
         if closure is not None:
             with enable_grad():

@@ -402,7 +402,21 @@ class Captures:
         elif _attributes_of(value) is not None and not isinstance(value, types.ModuleType):
             if callable(getattr(type(value), "_compile_key", None)):
                 self._keyed.append((label, value))
+                self._plain_params(value, label, depth)
             self._holder(value, label, depth)
+
+    def _plain_params(self, optimizer, label: str, depth: int) -> None:
+        """The plain tensors an optimizer reached trains (not Parameters, which are graph
+        Variables): a compiled `opt.step()` reads and changes them, so the trace takes them
+        as inputs (trace.py `_lifted`) even where the function's code does not name them."""
+        for i, group in enumerate(getattr(optimizer, "param_groups", ())):
+            params = group.get("params") if isinstance(group, dict) else None
+            if type(params) is not list or len(params) > _MAX_ITEMS:
+                continue
+            for k, p in enumerate(params):
+                if type(p) is Tensor:
+                    self._pending.append((f"{label}.param_groups[{i}]['params'][{k}]", params,
+                                          k, depth + 1, True))  # fmt: skip
 
     def _function(self, fn: types.FunctionType, depth: int) -> None:
         """A user's function: the names it reads, its globals and closure cells."""

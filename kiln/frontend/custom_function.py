@@ -36,7 +36,7 @@ from ..errors import AutogradError, ShapeMismatchError, UsageError, call_error
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
-from .core import call, lift
+from .core import call
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -136,15 +136,10 @@ class _Backward:
             g = result[position]
             if g is not None:
                 if not isinstance(g, (Tensor, Symbol)):
-                    (g,) = lift(g, context=(x,))  # a number: broadcast to the input
+                    raise call_error(AutogradError, "expected Variable or None (got "
+                                     f"{type(g).__name__})", name)  # fmt: skip
                 if tuple(g.shape) != tuple(x.shape):
-                    try:
-                        g = s.broadcast_to(g, tuple(x.shape))
-                    except Exception as e:
-                        raise call_error(ShapeMismatchError, f"Function {name} returned an "
-                                         f"invalid gradient at index {position} - got "
-                                         f"{list(g.shape)} but expected shape compatible with "
-                                         f"{list(x.shape)}", name) from e  # fmt: skip
+                    g = _sum_to(g, tuple(x.shape), name, position)
                 if g.dtype != x.dtype and dt.is_float(x.dtype):
                     g = m.cast(g, x.dtype)
             grads.append(g)
@@ -152,6 +147,21 @@ class _Backward:
 
     def batched(self) -> _Vmapped:
         return _Vmapped(self.cls)
+
+
+def _sum_to(g, shape: tuple, name: str, position: int):
+    """A gradient `g` of another shape than its input's, summed to `shape` where the input
+    broadcasts to it, as PyTorch's; any other shape is refused."""
+    lead = len(g.shape) - len(shape)
+    if lead < 0 or any(d != 1 and d != c for d, c in zip(shape, tuple(g.shape)[lead:])):
+        raise call_error(ShapeMismatchError, f"Function {name} returned an invalid gradient "
+                         f"at index {position} - got {list(g.shape)} but expected shape "
+                         f"compatible with {list(shape)}", name)  # fmt: skip
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    )
+    g = m.sum(g, dims, keepdim=True) if dims else g
+    return s.reshape(g, shape) if tuple(g.shape) != shape else g
 
 
 class _Vmapped:

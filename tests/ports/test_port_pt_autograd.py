@@ -1,0 +1,138 @@
+"""Scenarios after PyTorch's own autograd tests (test/test_autograd.py), written anew: each is
+a function of `lib` run once with PyTorch and once with kiln (`import kiln as kn`), and the
+two outcomes must agree: values and gradients, requires_grad / is_leaf / grad_fn presence,
+and, where PyTorch refuses, the built-in exception type. torch 2.13 is the oracle.
+
+Values are small exact numbers (sums and products of a few halves and integers), so they are
+compared with rtol=1e-6.
+"""
+
+import numpy as np
+import pytest
+
+import kiln as kn
+
+TOL = {"rtol": 1e-6, "atol": 1e-7}
+
+
+def _builtin(exc_type):
+    """The first built-in exception class of `exc_type`'s MRO (kiln's errors subclass one)."""
+    return next(c for c in exc_type.__mro__ if c.__module__ == "builtins")
+
+
+def outcome(fn, lib):
+    """`fn(lib)`'s result as plain data (arrays, numbers, bools, None, nested lists), or
+    ("raises", exception type) where it raises."""
+    try:
+        result = fn(lib)
+    except Exception as e:  # noqa: BLE001 - the type is the outcome
+        return ("raises", type(e))
+    return _plain(result)
+
+
+def _plain(v):
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "shape") and hasattr(v, "detach"):
+        a = v.detach()
+        return ("tensor", str(v.dtype).split(".")[-1], np.array(a.numpy(), copy=True))
+    return v
+
+
+def _compare(t, k, where="result"):
+    if isinstance(t, tuple) and t[:1] == ("raises",):
+        assert isinstance(k, tuple) and k[:1] == ("raises",), f"{where}: torch raises {t[1]}"
+        assert issubclass(k[1], _builtin(t[1])), f"{where}: torch raises {t[1]}, kiln {k[1]}"
+        return
+    assert not (isinstance(k, tuple) and k[:1] == ("raises",)), f"{where}: kiln raises {k[1]}"
+    if isinstance(t, tuple) and t[:1] == ("tensor",):
+        assert isinstance(k, tuple) and k[:1] == ("tensor",), f"{where}: {k!r} is no tensor"
+        assert k[1] == t[1], f"{where}: dtype {k[1]}, torch {t[1]}"
+        assert k[2].shape == t[2].shape, f"{where}: shape {k[2].shape}, torch {t[2].shape}"
+        np.testing.assert_allclose(k[2], t[2], err_msg=where, **TOL)
+        return
+    if isinstance(t, list):
+        assert isinstance(k, list) and len(k) == len(t), f"{where}: {k!r} vs torch {t!r}"
+        for i, (a, b) in enumerate(zip(t, k)):
+            _compare(a, b, f"{where}[{i}]")
+        return
+    assert k == t, f"{where}: kiln {k!r}, torch {t!r}"
+
+
+def same(torch, fn):
+    """`fn` has the same outcome with PyTorch and with kiln."""
+    _compare(outcome(fn, torch), outcome(fn, kn))
+
+
+# -- custom autograd.Function: the gradients backward returns -----------------------------
+
+
+def _function_returning(lib, grad):
+    """A Function doubling its input whose backward returns `grad(lib, grad_output)`."""
+
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad(lib, grad_output)
+
+    return Double
+
+
+@pytest.mark.parametrize(
+    "shape, grad",
+    [
+        ((2, 3), lambda lib, g: lib.ones(1, 3)),  # broadcastable to the input: refused
+        ((2, 3), lambda lib, g: lib.ones(3)),
+        ((3,), lambda lib, g: lib.tensor(5.0)),
+        ((5, 5), lambda lib, g: lib.ones(10)),
+        ((1, 3), lambda lib, g: lib.ones(2, 3)),  # the input broadcasts to it: summed
+        ((3,), lambda lib, g: lib.ones(4, 2, 3)),
+        ((), lambda lib, g: lib.ones(3)),
+        ((2,), lambda lib, g: 3.0),  # a number: refused
+    ],
+    ids=[
+        "1x3_for_2x3",
+        "3_for_2x3",
+        "0d_for_3",
+        "10_for_5x5",
+        "2x3_for_1x3",
+        "4x2x3_for_3",
+        "3_for_0d",
+        "number",
+    ],  # fmt: skip
+)
+def test_a_function_gradient_of_another_shape_is_summed_or_refused_as_torch(torch, shape, grad):
+    """PyTorch sums a gradient to its input's shape where the input broadcasts to it, and
+    refuses any other shape (RuntimeError); kiln broadcast the gradient to the input instead,
+    so a (1, 3) gradient for a (2, 3) input gave ones where PyTorch refuses, and a (2, 3)
+    gradient for a (1, 3) input was refused where PyTorch gives [[2, 2, 2]]."""
+
+    def run(lib):
+        x = lib.ones(shape, requires_grad=True)
+        _function_returning(lib, grad).apply(x).sum().backward()
+        return x.grad
+
+    same(torch, run)
+
+
+def test_two_outputs_with_a_gradient_to_sum(torch):
+    def run(lib):
+        class Pair(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                return x * 2, y * 3
+
+            @staticmethod
+            def backward(ctx, ga, gb):
+                return ga.expand(2, 3), gb
+
+        x, y = lib.ones(1, 3, requires_grad=True), lib.ones(3, requires_grad=True)
+        a, b = Pair.apply(x, y)
+        (a.sum() + b.sum()).backward()
+        return x.grad, y.grad
+
+    same(torch, run)

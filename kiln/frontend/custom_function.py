@@ -347,8 +347,32 @@ def once_differentiable(fn):
         if any(isinstance(g, Symbol) for g in grads):
             return fn(ctx, *grads)
         with no_grad():
-            return fn(ctx, *grads)
+            result = fn(ctx, *grads)
+        if not is_grad_enabled() or not any(getattr(g, "requires_grad", False) for g in grads):
+            return result
+        # create_graph with gradients that require grad: the results get a history whose
+        # backward refuses, as PyTorch's (a second derivative through it would be wrong)
+        if isinstance(result, tuple):
+            return tuple(_refuse_backward(g) for g in result)
+        return _refuse_backward(result)
 
     wrapper.__name__ = wrapper.__qualname__ = getattr(fn, "__name__", "backward")
     wrapper.__doc__ = fn.__doc__
     return wrapper
+
+
+class _OnceDifferentiated(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise call_error(AutogradError, "trying to differentiate twice a function that was "
+                         "marked with @once_differentiable", "once_differentiable")  # fmt: skip
+
+
+def _refuse_backward(g):
+    if not isinstance(g, Tensor) or not dt.is_float(g.dtype):
+        return g
+    return _OnceDifferentiated.apply(g.detach().requires_grad_())

@@ -175,3 +175,83 @@ def test_once_differentiable_refuses_a_second_derivative_through_it(torch, weigh
         return out + [x.grad]
 
     same(torch, run)
+
+
+# -- grad mode switches as decorators ----------------------------------------------------
+
+
+def _generator_modes(lib, switch, outer):
+    """The grad (and inference) modes seen inside a decorated generator and by the loop that
+    drives it."""
+    seen = []
+
+    def modes():
+        return (lib.is_grad_enabled(), lib.is_inference_mode_enabled())
+
+    @switch(lib)
+    def numbers():
+        for i in range(2):
+            seen.append(("inside", *modes()))
+            yield i
+
+    with outer(lib):
+        for _ in numbers():
+            seen.append(("loop", *modes()))
+    seen.append(("after", *modes()))
+    return seen
+
+
+@pytest.mark.parametrize(
+    "switch, outer",
+    [
+        (lambda lib: lib.no_grad(), lambda lib: lib.enable_grad()),
+        (lambda lib: lib.enable_grad(), lambda lib: lib.no_grad()),
+        (lambda lib: lib.inference_mode(), lambda lib: lib.enable_grad()),
+        (lambda lib: lib.set_grad_enabled(False), lambda lib: lib.enable_grad()),
+    ],
+    ids=["no_grad", "enable_grad", "inference_mode", "set_grad_enabled"],
+)
+def test_a_decorated_generator_runs_its_body_in_the_mode(torch, switch, outer):
+    """A grad-mode decorator on a generator function applies to the generator's body at each
+    step and gives the caller its own mode back at each yield, as PyTorch's; kiln applied it
+    only while the generator object was made, so a `@no_grad()` generator's body recorded
+    gradients (is_grad_enabled() True inside)."""
+    same(torch, lambda lib: _generator_modes(lib, switch, outer))
+
+
+def test_set_grad_enabled_as_a_decorator_leaves_the_mode_alone_until_the_call(torch):
+    """`@set_grad_enabled(False)` on a function: PyTorch restores the mode the call to
+    set_grad_enabled changed, so only the decorated function runs without grad; in kiln grad
+    mode stayed off after the decoration, and later ops silently recorded nothing."""
+
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+
+        @lib.set_grad_enabled(False)
+        def double(a):
+            return a * 2
+
+        after_decoration = lib.is_grad_enabled()
+        y = x * 3
+        return [after_decoration, double(x).requires_grad, y.requires_grad, lib.is_grad_enabled()]
+
+    same(torch, run)
+
+
+@pytest.mark.parametrize("name", ["no_grad", "enable_grad", "inference_mode"])
+def test_a_switch_as_a_decorator_without_parentheses(torch, name):
+    """`@torch.no_grad` (no call) decorates the function itself, as PyTorch's; kiln raised
+    TypeError."""
+
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+
+        @getattr(lib, name)
+        def double(a):
+            return a * 2, lib.is_grad_enabled()
+
+        with lib.no_grad():
+            inside_no_grad = double(x)
+        return [double(x), inside_no_grad, double.__name__]
+
+    same(torch, run)

@@ -325,10 +325,16 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
+        self._change_requires_grad(value)  # refused on a non-leaf, even True (PyTorch's)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Marks a leaf for gradient accumulation (PyTorch's rules and messages)."""
+        """Marks a leaf for gradient accumulation (PyTorch's rules and messages); on a
+        non-leaf, `requires_grad_()` returns it as it is and `requires_grad_(False)` fails."""
+        if requires_grad and self.grad_fn is not None:
+            return self
+        return self._change_requires_grad(requires_grad)
+
+    def _change_requires_grad(self, requires_grad: bool) -> Tensor:
         if self.grad_fn is not None:
             raise node_error(
                 AutogradError,
@@ -394,6 +400,10 @@ class Tensor:
                     inputs=[describe(self), f"grad {describe(value)}"],
                 )
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     @property
     def _version(self) -> int:

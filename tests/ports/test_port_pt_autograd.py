@@ -255,3 +255,46 @@ def test_a_switch_as_a_decorator_without_parentheses(torch, name):
         return [double(x), inside_no_grad, double.__name__]
 
     same(torch, run)
+
+
+# -- requires_grad, .grad ----------------------------------------------------------------
+
+
+def _raises(fn):
+    """The first built-in exception class `fn()` raises, or None."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the type is the outcome
+        return _builtin(type(e))
+    return None
+
+
+def test_requires_grad_true_on_a_non_leaf_is_a_no_op(torch):
+    """PyTorch refuses `requires_grad_(False)` on a non-leaf, but `requires_grad_()` and
+    `requires_grad_(True)` return it as it is (the setter `requires_grad = True` is refused
+    still). kiln raised RuntimeError for all."""
+
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        z = x * 3
+        out = [_raises(lambda: z.requires_grad_(False))]
+        out += [z.requires_grad_() is z, z.requires_grad_(True) is z, z.requires_grad]
+        out.append(_raises(lambda: setattr(z, "requires_grad", True)))
+        z.sum().backward()
+        return out + [z.is_leaf, x.grad]
+
+    same(torch, run)
+
+
+def test_del_grad_clears_it(torch):
+    """`del x.grad` sets it to None, as PyTorch's; kiln raised AttributeError."""
+
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        (x * 2).sum().backward()
+        before = x.grad
+        del x.grad
+        (x * 3).sum().backward()
+        return [before, x.grad]
+
+    same(torch, run)

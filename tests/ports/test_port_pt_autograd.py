@@ -298,3 +298,29 @@ def test_del_grad_clears_it(torch):
         return [before, x.grad]
 
     same(torch, run)
+
+
+# -- views ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "index", [slice(None), Ellipsis, (slice(None), slice(None))], ids=["colon", "ellipsis", "2"]
+)
+def test_a_full_slice_is_a_view_with_its_own_history(torch, index):
+    """`x[:]` (and `x[...]`, `x[:, :]`) is a new view of x, as PyTorch's: a hook on it sees
+    only the gradient that flows through it, and requires_grad_() on a view of a plain tensor
+    leaves the tensor alone. kiln returned x itself: with `h = x[:]` doubling its gradient in
+    a hook, `(3 * x + h).sum()` gave x.grad [8, 8] where PyTorch gives [5, 5]."""
+
+    def run(lib):
+        x = lib.tensor([[1.0, 2.0]], requires_grad=True)
+        h = x[index]
+        out = [h is x, h._base is x, h.is_leaf, h.grad_fn is not None]
+        h.register_hook(lambda g: g * 2)
+        (x * 3 + h).sum().backward()
+        a = lib.ones(1, 2)
+        b = a[index]
+        b.requires_grad_()
+        return out + [x.grad, a.requires_grad, b.requires_grad]
+
+    same(torch, run)

@@ -165,6 +165,10 @@ def make(data, device: str = "cpu") -> Tensor:
     return t
 
 
+def _unpickled(data, device: str, requires_grad: bool) -> Tensor:
+    return make(data, device).requires_grad_(requires_grad)
+
+
 def meta_of(t) -> Meta:
     """`t`'s Meta, made now if `t` is plain."""
     meta = t._meta
@@ -712,6 +716,12 @@ class Tensor:
         from .autograd import register_post_accumulate_grad_hook
 
         return register_post_accumulate_grad_hook(self, hook)
+
+    def __reduce_ex__(self, protocol):
+        if type(self) is not Tensor:  # (subclasses keep their own state)
+            return object.__reduce_ex__(self, protocol)
+        # as PyTorch's: the values, device and requires_grad; no history, .grad nor base
+        return (_unpickled, (self._data, self._device, self._requires_grad))
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:

@@ -324,3 +324,21 @@ def test_a_full_slice_is_a_view_with_its_own_history(torch, index):
         return out + [x.grad, a.requires_grad, b.requires_grad]
 
     same(torch, run)
+
+
+def test_pickling_keeps_values_and_requires_grad_only(torch):
+    """A pickled tensor comes back as a leaf with its values and requires_grad, as PyTorch's:
+    a non-leaf or a view pickles (kiln failed on the history's functions), and `.grad` is not
+    carried (kiln carried it)."""
+    import pickle
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x.grad = lib.ones(3)
+        out = []
+        for t in (x, x * 2, x[1:], lib.tensor([4.0])):
+            c = pickle.loads(pickle.dumps(t))
+            out += [c, c.requires_grad, c.is_leaf, c.grad, c._base is None]
+        return out
+
+    same(torch, run)

@@ -433,7 +433,7 @@ class Tensor:
         """  # noqa: E501
         if force and (self._requires_grad or self._device != "cpu"):
             return self.detach().cpu().numpy()
-        if self._requires_grad:
+        if self._requires_grad and state.grad:  # (PyTorch's: allowed under no_grad)
             raise node_error(
                 AutogradError,
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "

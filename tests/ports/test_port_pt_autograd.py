@@ -38,6 +38,8 @@ def _plain(v):
     if hasattr(v, "shape") and hasattr(v, "detach"):
         a = v.detach()
         return ("tensor", str(v.dtype).split(".")[-1], np.array(a.numpy(), copy=True))
+    if isinstance(v, np.ndarray):
+        return ("tensor", str(v.dtype), v)
     return v
 
 
@@ -339,6 +341,20 @@ def test_pickling_keeps_values_and_requires_grad_only(torch):
         for t in (x, x * 2, x[1:], lib.tensor([4.0])):
             c = pickle.loads(pickle.dumps(t))
             out += [c, c.requires_grad, c.is_leaf, c.grad, c._base is None]
+        return out
+
+    same(torch, run)
+
+
+def test_numpy_of_a_tensor_that_requires_grad_under_no_grad(torch):
+    """PyTorch refuses `x.numpy()` (and np.asarray) of a tensor that requires grad only while
+    grad mode is on; kiln refused it under no_grad too."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        out = [_raises(x.numpy), _raises(lambda: np.asarray(x))]
+        with lib.no_grad():
+            out += [x.numpy(), np.asarray(x), np.asarray(x * 2)]
         return out
 
     same(torch, run)

@@ -253,6 +253,11 @@ class Function:
             and id(o) not in ctx._non_differentiable
         ]  # fmt: skip
         if not wanted or not differentiable:
+            if not symbolic and any(isinstance(o, Tensor) and o.requires_grad for o in outputs):
+                # an input returned as it is: without history here, as PyTorch's
+                outputs = tuple(o.detach() if isinstance(o, Tensor) and o.requires_grad
+                                else o for o in outputs)  # fmt: skip
+                return outputs[0] if single else outputs
             return out
         raw = outputs
         if symbolic:

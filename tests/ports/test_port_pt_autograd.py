@@ -358,3 +358,27 @@ def test_numpy_of_a_tensor_that_requires_grad_under_no_grad(torch):
         return out
 
     same(torch, run)
+
+
+def test_a_function_returning_its_input_under_no_grad_gives_a_tensor_without_grad(torch):
+    """Under no_grad, a Function whose forward returns its input gives a tensor that does
+    not require grad, as PyTorch's; kiln returned the input itself, which requires grad, so
+    a later backward through it reached x (x.grad [2, 2]) where PyTorch refuses."""
+
+    def run(lib):
+        class Same(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+        x = lib.ones(2, requires_grad=True)
+        with lib.no_grad():
+            y = Same.apply(x)
+        out = [y is x, y.requires_grad, y.grad_fn, x.requires_grad]
+        return out + [_raises(lambda: (y * 2).sum().backward()), x.grad]
+
+    same(torch, run)

@@ -382,3 +382,60 @@ def test_a_function_returning_its_input_under_no_grad_gives_a_tensor_without_gra
         return out + [_raises(lambda: (y * 2).sum().backward()), x.grad]
 
     same(torch, run)
+
+
+def test_in_place_change_of_a_view_of_a_function_output(torch):
+    """A view of a custom Function's output changed in place: the gradient of the rest of
+    the output still reaches the Function, as PyTorch's. kiln linked the output as a view of
+    the forward's value (which has no history), so the in-place change rebuilt the history
+    from that value: the Function's backward got zeros for the elements not changed
+    (a.grad [3, 5, 0, 0] where PyTorch gives [3, 5, 4, 5])."""
+
+    def run(lib):
+        class Times1(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 1
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+        a = lib.tensor([1.0, 2.0, 3.0, 5.0], requires_grad=True)
+        p = Times1.apply(a)
+        t1, t2 = p[0:2], p[2:4]
+        t1 += 3
+        (t1 * t2).sum().backward()
+        return [a.grad, p, p.grad_fn is not None]
+
+    same(torch, run)
+
+
+@pytest.mark.parametrize("changed", ["first", "second", "both"])
+def test_in_place_change_of_an_output_of_a_two_output_function(torch, changed):
+    """`t1, t2 = Two.apply(a, b)` then `t1 += 3`: PyTorch's backward gets both outputs'
+    gradients ([4, 7] and [4, 5]); kiln's got zeros for the one not changed (its outputs are
+    pieces of one packed value, views of the forward's values without history), so a.grad
+    was [4, 7] instead of [8, 12] and b.grad [0, 0] instead of [4, 5]."""
+
+    def run(lib):
+        class Two(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a.clone(), a + b
+
+            @staticmethod
+            def backward(ctx, ga, gab):
+                return ga + gab, gab
+
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0, 5.0], requires_grad=True)
+        t1, t2 = Two.apply(a, b)
+        if changed in ("first", "both"):
+            t1 += 3
+        if changed in ("second", "both"):
+            t2 += 3
+        (t1 * t2).sum().backward()
+        return [a.grad, b.grad, t1, t2]
+
+    same(torch, run)

@@ -244,6 +244,11 @@ class Function:
                 out = cls._forward(ctx, separate, args, kwargs)
         single = not isinstance(out, tuple)
         outputs = (out,) if single else out
+        if ctx._dirty and not all(any(d is o for o in outputs) for d in ctx._dirty):
+            raise call_error(AutogradError, "Some elements marked as dirty during the forward "
+                             "method were not returned as output. The inputs that are modified "
+                             "inplace must all be outputs of the Function.",
+                             f"{cls.__name__}Backward")  # fmt: skip
         positions = [k for k, a in enumerate(args) if isinstance(a, (Tensor, Symbol))]
         inputs = [args[k] for k in positions]
         wanted = any(ctx.needs_input_grad) and (symbolic or is_grad_enabled())

@@ -439,3 +439,28 @@ def test_in_place_change_of_an_output_of_a_two_output_function(torch, changed):
         return [a.grad, b.grad, t1, t2]
 
     same(torch, run)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_a_dirty_input_not_returned_is_refused(torch, grad):
+    """A Function that marks an input dirty (changed in place) but does not return it is
+    refused (RuntimeError), as PyTorch's: the input's history would not tell the change. kiln
+    ran it, leaving the changed input with its old history."""
+
+    def run(lib):
+        class AddInto(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                a.add_(b)
+                ctx.mark_dirty(a)
+                return a.clone(), a + b
+
+            @staticmethod
+            def backward(ctx, ga, gab):
+                return ga + gab, ga + 2 * gab
+
+        a = lib.ones(2, requires_grad=True)
+        b = lib.ones(2, requires_grad=grad)
+        return _raises(lambda: AddInto.apply(a.clone(), b))
+
+    same(torch, run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+import weakref
 
 import numpy as np
 
@@ -229,6 +230,18 @@ def _user_grad_fn(self):
     return node if node is None or not node._plain else node._seen()
 
 
+def _set_grad_fn(self, node) -> None:
+    """A new history (an in-place change): `retain_grad()` moves to it, as PyTorch's."""
+    meta = self._meta
+    old = None if meta is None else meta.grad_fn
+    if old is not None and old is not node and old.retained is not None:
+        if old.retained() is self:
+            old.retained = None
+            if node is not None:
+                node.retained = weakref.ref(self)
+    Tensor._grad_fn.fset(self, node)
+
+
 class Tensor:
     """An eager array with autograd: make one with `kn.tensor`, `kn.zeros`, `kn.from_numpy`…
 
@@ -247,7 +260,7 @@ class Tensor:
     _device = _meta_property("device", "cpu")
     _requires_grad = _meta_property("requires_grad", False)
     _grad_fn = _meta_property("grad_fn", None)  # as `grad_fn`, as the tape holds it
-    grad_fn = property(_user_grad_fn, _grad_fn.fset)
+    grad_fn = property(_user_grad_fn, _set_grad_fn)
     _grad = _meta_property("grad", None)
     _vc = _meta_property("vc", None)
     _base = _meta_property("base", None)
@@ -743,33 +756,7 @@ class Tensor:
     # -- printing ----------------------------------------------------------------------------
 
     def __repr__(self):
-        host = self._host()
-        # bfloat16 and the storage dtypes print through float32 (or int8): NumPy formats them
-        # as no number kind
-        as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
-        if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
-            host = host.astype(np.float32 if as_float else np.int8)
-        if as_float and host.dtype.kind != "f":
-            host = host.astype(np.float32)
-        body = printing.body_text(host, len("tensor("))
-        extra = []
-        if host.size == 0 and host.ndim != 1 or host.size and not printing.OPTIONS["edgeitems"]:
-            extra.append(f"size={tuple(host.shape)}")  # PyTorch's: where the body hides it
-        # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
-        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_, dt.default_complex()) or (
-            host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
-        ):
-            extra.append(f"dtype=kiln.{self.dtype.name}")
-        if self._device != "cpu":
-            extra.append(f"device='{self._device}'")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self._requires_grad:
-            extra.append("requires_grad=True")
-        tangent = getattr(self._meta, "tangent", None)  # a dual tensor's (forward AD)
-        if isinstance(tangent, Tensor):
-            extra.append(f"tangent={tangent!r}")
-        return printing.with_suffixes("tensor(", body, extra)
+        return printing.tensor_repr(self)
 
 
 def _address(array) -> int:

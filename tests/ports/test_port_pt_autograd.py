@@ -464,3 +464,22 @@ def test_a_dirty_input_not_returned_is_refused(torch, grad):
         return _raises(lambda: AddInto.apply(a.clone(), b))
 
     same(torch, run)
+
+
+@pytest.mark.parametrize("where", ["tensor", "view"])
+def test_retain_grad_follows_an_in_place_change(torch, where):
+    """`y.retain_grad()` then `y.mul_(3)`: `.grad` is the gradient of y's new value, as
+    PyTorch's (the retain moves to the new history); kiln kept the gradient of the old
+    value (y.grad [3, 3, 3] where PyTorch gives [1, 1, 1]). On a view changed in place
+    whose gradient the backward does not compute, PyTorch leaves `.grad` None."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        t = y if where == "tensor" else y[:2]
+        t.retain_grad()
+        t.mul_(3)
+        (y * 1).sum().backward()
+        return [t.grad, x.grad]
+
+    same(torch, run)

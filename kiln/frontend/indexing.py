@@ -104,7 +104,7 @@ def items_of(index) -> tuple:
 def _basic(x, spec, view: bool = False):
     if len(spec) > x.ndim or any(s != _FULL for s in spec):
         return call("index", x, spec=trim(spec, x.ndim))
-    if view and isinstance(x, Tensor):  # x[:], x[...]: a new view, as PyTorch's
+    if view and isinstance(x, (Tensor, Symbol)):  # x[:], x[...]: a new view, as PyTorch's
         return call("index", x, spec=())
     return x
 

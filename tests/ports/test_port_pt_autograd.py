@@ -553,3 +553,23 @@ def test_compiled_losses_give_torchs_gradients(torch, loss, args):
         outcome(lambda lib: run(lib, identity), torch),
         outcome(lambda lib: run(lib, kn.compile), kn),
     )
+
+
+def test_autograd_grad_of_a_hooked_non_leaf_the_backward_ends_at(torch):
+    """autograd.grad(out, y) of a non-leaf y with a tensor hook: where the backward goes no
+    further than y, PyTorch runs y's hooks before taking its gradient ([6, 6] with a hook
+    doubling it); where it goes on (x is asked for too), it takes the gradient as it
+    arrives and the hook changes only what flows on. kiln took it before the hooks in both
+    cases ([3, 3] in the first)."""
+
+    def run(lib):
+        out = []
+        for names in (["y"], ["x"], ["y", "x"], ["x", "y"]):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            y = x * 2
+            y.register_hook(lambda g: g * 2)
+            inputs = [{"x": x, "y": y}[n] for n in names]
+            out.append(list(lib.autograd.grad((y * 3).sum(), inputs)))
+        return out
+
+    same(torch, run)

@@ -573,3 +573,19 @@ def test_autograd_grad_of_a_hooked_non_leaf_the_backward_ends_at(torch):
         return out
 
     same(torch, run)
+
+
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "non_leaf"])
+@pytest.mark.parametrize("change", ["size", "dtype"])
+def test_a_hook_that_changes_the_gradients_size_or_type_is_refused(torch, leaf, change):
+    """A tensor hook returning a gradient of another shape or dtype is refused, as PyTorch's
+    (RuntimeError "hook ... has changed the size of value"); kiln stored a (3,) gradient in
+    the .grad of a (2,) leaf, and a float64 one in a float32 leaf's .grad."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        t = x if leaf else x * 1
+        t.register_hook(lambda g: lib.ones(3) if change == "size" else g.double())
+        return [_raises(lambda: (t * 2).sum().backward()), x.grad]
+
+    same(torch, run)

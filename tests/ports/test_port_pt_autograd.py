@@ -589,3 +589,17 @@ def test_a_hook_that_changes_the_gradients_size_or_type_is_refused(torch, leaf, 
         return [_raises(lambda: (t * 2).sum().backward()), x.grad]
 
     same(torch, run)
+
+
+def test_grad_fn_metadata_is_a_dict_kept_with_the_node(torch):
+    """`grad_fn.metadata`: PyTorch's dict for the user's data on a node (kiln raised
+    AttributeError)."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.grad_fn.metadata["step"] = 3
+        z = y + 1
+        return [y.grad_fn.metadata, z.grad_fn.next_functions[0][0].metadata, z.grad_fn.metadata]
+
+    same(torch, run)

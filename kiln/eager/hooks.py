@@ -8,7 +8,7 @@ import functools
 import itertools
 import weakref
 
-from ..errors import AutogradError, node_error
+from ..errors import ArgumentTypeError, AutogradError, node_error
 from ..graph.core import user_site
 from .tensor import Tensor, describe
 
@@ -173,7 +173,11 @@ def _apply_hooks(owner, ct, part: str = "all"):
                                                              else []):  # fmt: skip
         result = hook(ct)
         if result is not None:
-            if isinstance(result, Tensor) and isinstance(ct, Tensor):
+            if not isinstance(result, Tensor):
+                raise ArgumentTypeError(
+                    f"expected Variable, but hook returned '{type(result).__name__}'"
+                )
+            if isinstance(ct, Tensor):
                 _check_result(hook, ct, result)
             ct = result
     return ct

@@ -603,3 +603,17 @@ def test_grad_fn_metadata_is_a_dict_kept_with_the_node(torch):
         return [y.grad_fn.metadata, z.grad_fn.next_functions[0][0].metadata, z.grad_fn.metadata]
 
     same(torch, run)
+
+
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "non_leaf"])
+def test_a_hook_returning_no_tensor_is_a_type_error(torch, leaf):
+    """PyTorch raises TypeError ("expected Variable, but hook returned 'float'"); kiln raised
+    AttributeError later."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        t = x if leaf else x * 1
+        t.register_hook(lambda g: 3.0)
+        return [_raises(lambda: (t * 2).sum().backward()), x.grad]
+
+    same(torch, run)

@@ -617,3 +617,32 @@ def test_a_hook_returning_no_tensor_is_a_type_error(torch, leaf):
         return [_raises(lambda: (t * 2).sum().backward()), x.grad]
 
     same(torch, run)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"reduction": "sum"}, {"ignore_index": 1}, {"label_smoothing": 0.2}, {"weight": True}],
+    ids=["mean", "sum", "ignore_index", "label_smoothing", "weight"],
+)
+def test_second_derivative_of_cross_entropy(torch, options):
+    """A Hessian-vector product through F.cross_entropy with class indices (create_graph,
+    then autograd.grad of the gradient): PyTorch differentiates its backward; kiln refused
+    (MissingDerivativeError: no derivative for log_softmax_take_grad). Float64 logits, values
+    compared with rtol=1e-6."""
+
+    def run(lib):
+        logits = lib.tensor(
+            [[0.3, -0.7, 1.2], [-1.1, 0.4, 0.9], [0.5, 0.5, -0.2]],
+            dtype=lib.float64,
+            requires_grad=True,
+        )
+        kw = dict(options)
+        if kw.pop("weight", False):
+            kw["weight"] = lib.tensor([0.5, 2.0, 1.0], dtype=lib.float64)
+        loss = lib.nn.functional.cross_entropy(logits, lib.tensor([0, 2, 1]), **kw)
+        (g,) = lib.autograd.grad(loss, logits, create_graph=True)
+        v = lib.tensor([[1.0, -2.0, 0.5], [0.0, 1.0, 3.0], [2.0, 1.0, -1.0]], dtype=lib.float64)
+        (hv,) = lib.autograd.grad((g * v).sum(), logits)
+        return [loss, g, hv]
+
+    same(torch, run)

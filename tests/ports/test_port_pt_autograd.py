@@ -666,3 +666,23 @@ def test_second_derivative_of_logcumsumexp(torch, weights):
         return [g, lib.stack(rows)]
 
     same(torch, run)
+
+
+@pytest.mark.parametrize("loss", ["logsigmoid", "bce_with_logits"])
+def test_second_derivative_at_zero_of_logsigmoid_and_bce_with_logits(torch, loss):
+    """d2/dx2 logsigmoid(x) at x = 0 is -1/4 (PyTorch's); kiln gave 0, its stable form
+    `max(x, 0) + log1p(exp(-|x|))` having |x|'s zero derivative there. BCE with logits (same
+    form) at a logit of 0, a zero-initialized output layer's: 1/4, kiln 0. Float64."""
+
+    def run(lib):
+        x = lib.tensor([0.0, 0.5, -2.0], dtype=lib.float64, requires_grad=True)
+        if loss == "logsigmoid":
+            y = lib.nn.functional.logsigmoid(x)
+        else:
+            t = lib.tensor([1.0, 0.0, 1.0], dtype=lib.float64)
+            y = lib.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none")
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)
+        return [y, g, h]
+
+    same(torch, run)

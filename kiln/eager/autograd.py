@@ -420,14 +420,18 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if _HOOKS or retained is not None or target_ids is not None:
                 if type(ct) is _ndarray:
                     ct = _tensor(ct)
+                hooked = False
                 if target_ids is not None and id(node) in target_ids:
                     # a target's gradient as it arrives, before its tensor's hooks (PyTorch's
-                    # capture of a non-leaf input; the hooks still run for what flows on)
+                    # capture of a non-leaf input; the hooks still run for what flows on),
+                    # unless the backward goes no further: then after them (PyTorch's too)
+                    if _HOOKS and not raw and id(node) not in needed:
+                        ct, hooked = _apply_hooks(node, ct, "tensor"), True
                     captured[id(node)] = ct
                     if raw:
                         continue
-                if _HOOKS:  # the tensor's hooks, retain_grad's capture, the node's prehooks
-                    ct = _apply_hooks(node, ct, "tensor")
+                if _HOOKS and not hooked:  # the tensor's hooks, retain_grad's capture, the
+                    ct = _apply_hooks(node, ct, "tensor")  # node's prehooks
                 if retained is not None and retained() is not None:
                     _accumulate(retained(), ct, create_graph)
                 if _HOOKS:

@@ -29,7 +29,13 @@ __all__ = ["binary_function", "eager_dispatch", "unary_function"]
 
 _ndarray = np.ndarray
 _CPU = "cpu"
-_VIEWS = frozenset(op for op in ops_core.REGISTRY.values() if "view" in op.tags)
+# (custom_grad and with_grad give their value a history of its own: a view of their result is
+# a view of it, not of the value, which has none)
+_VIEWS = frozenset(
+    op
+    for op in ops_core.REGISTRY.values()
+    if "view" in op.tags and op.name not in ("custom_grad", "with_grad")
+)
 
 
 # While kn.compile traces, a result that is not a view, of tensors the traced function made,

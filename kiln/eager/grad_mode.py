@@ -6,6 +6,7 @@ Each switch is a context manager that also works as a decorator.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 __all__ = [
@@ -94,6 +95,8 @@ class _Mode:
 
     def __call__(self, fn):
         values = self._values
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in_mode(fn, values)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -103,7 +106,45 @@ class _Mode:
         return wrapper
 
 
-class no_grad(_Mode):  # noqa: N801 — PyTorch's name
+def _generator_in_mode(fn, values):
+    """A decorated generator function: its body runs in the mode at every step, and the
+    caller has its own mode back at every yield, as PyTorch's."""
+
+    @functools.wraps(fn)
+    def generator(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with _Mode(**values):
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with _Mode(**values):
+                        gen.close()
+                    raise
+                except BaseException as e:  # thrown in by the caller: passed on
+                    with _Mode(**values):
+                        response = gen.throw(e)
+                else:
+                    with _Mode(**values):
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+
+    return generator
+
+
+class _NoArgs(_Mode):
+    """A switch without arguments, also a decorator without parentheses (`@no_grad`)."""
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        return cls()(fn)
+
+
+class no_grad(_NoArgs):  # noqa: N801 — PyTorch's name
     """Ops run without recording the tape; their results do not require grad.
 
     >>> import kiln as kn
@@ -118,7 +159,7 @@ class no_grad(_Mode):  # noqa: N801 — PyTorch's name
         super().__init__(grad=False)
 
 
-class enable_grad(_Mode):  # noqa: N801
+class enable_grad(_NoArgs):  # noqa: N801
     """Turns recording back on inside `no_grad`."""
 
     def __init__(self):
@@ -144,6 +185,11 @@ class set_grad_enabled(_Mode):  # noqa: N801
     def __enter__(self):
         return self  # set already, by __init__
 
+    def __call__(self, fn):
+        # as a decorator: the mode __init__ set is undone, and applies to the calls only
+        state.grad = self._saved.pop()["grad"]
+        return super().__call__(fn)
+
 
 class inference_mode(_Mode):  # noqa: N801
     """`no_grad`, and every tensor made inside is an inference tensor: it can never be saved
@@ -155,6 +201,11 @@ class inference_mode(_Mode):  # noqa: N801
     >>> y.is_inference(), y.requires_grad
     (True, False)
     """
+
+    def __new__(cls, mode=True):
+        if not callable(mode):
+            return super().__new__(cls)
+        return cls()(mode)  # `@inference_mode` without parentheses
 
     def __init__(self, mode: bool = True):
         # As PyTorch's: inference_mode(False) turns grad mode back on

@@ -8,7 +8,7 @@ import functools
 import itertools
 import weakref
 
-from ..errors import AutogradError, node_error
+from ..errors import ArgumentTypeError, AutogradError, node_error
 from ..graph.core import user_site
 from .tensor import Tensor, describe
 
@@ -173,5 +173,23 @@ def _apply_hooks(owner, ct, part: str = "all"):
                                                              else []):  # fmt: skip
         result = hook(ct)
         if result is not None:
+            if not isinstance(result, Tensor):
+                raise ArgumentTypeError(
+                    f"expected Variable, but hook returned '{type(result).__name__}'"
+                )
+            if isinstance(ct, Tensor):
+                _check_result(hook, ct, result)
             ct = result
     return ct
+
+
+def _check_result(hook, ct: Tensor, result: Tensor) -> None:
+    """PyTorch's refusal of a hook's gradient of another size or type than it was given."""
+    if result.shape == ct.shape and result.dtype == ct.dtype:
+        return
+    name = getattr(hook, "__name__", type(hook).__name__)
+    what = ("size" if result.shape != ct.shape
+            else f"type (was {ct.dtype.name} got {result.dtype.name})")  # fmt: skip
+    raise node_error(AutogradError, f"hook '{name}' has changed the {what} of value",
+                     op="register_hook", site=user_site(), called=True,
+                     inputs=[describe(ct), f"result {describe(result)}"])  # fmt: skip

@@ -16,6 +16,9 @@ from .hooks import register_node_hook, register_node_prehook
 from .node_saved import saved_properties
 from .tensor import Tensor, make
 
+# node -> its `metadata` dict, made on first read (most nodes never have one)
+_METADATA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 __all__ = ["AccumulateGrad", "Node", "accumulator", "backward_name", "name_history", "node_class"]
 
 _new = object.__new__
@@ -65,6 +68,14 @@ class Node:
         if self._plain:
             self.__class__ = node_class(self.name())
         return self
+
+    @property
+    def metadata(self) -> dict:
+        """PyTorch's `Node.metadata`: a dict for the user's own data, kept with the node."""
+        data = _METADATA.get(self)
+        if data is None:
+            data = _METADATA[self] = {}
+        return data
 
     @property
     def site(self) -> str | None:

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 
+from .. import dtypes as dt
+
 __all__ = ["get_printoptions", "set_printoptions"]
 
 # PyTorch's profiles; "full" prints every element
@@ -223,3 +225,36 @@ def with_suffixes(prefix: str, body: str, suffixes: list[str]) -> str:
             text += ", " + suffix
             last += len(suffix) + 2
     return f"{prefix}{text})"
+
+
+def tensor_repr(t) -> str:
+    """A tensor's repr, as PyTorch prints it: `tensor(<values>, <what is not the default>)`."""
+    host = t._host()
+    # bfloat16 and the storage dtypes print through float32 (or int8): NumPy formats them
+    # as no number kind
+    as_float = dt.is_float(t.dtype) or t.dtype.name.startswith("float")
+    if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
+        host = host.astype(np.float32 if as_float else np.int8)
+    if as_float and host.dtype.kind != "f":
+        host = host.astype(np.float32)
+    body = body_text(host, len("tensor("))
+    extra = []
+    if host.size == 0 and host.ndim != 1 or host.size and not OPTIONS["edgeitems"]:
+        extra.append(f"size={tuple(host.shape)}")  # PyTorch's: where the body hides it
+    # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
+    if t.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_, dt.default_complex()) or (
+        host.size == 0 and t.dtype != dt.DEFAULT_FLOAT
+    ):
+        extra.append(f"dtype=kiln.{t.dtype.name}")
+    if t._device != "cpu":
+        extra.append(f"device='{t._device}'")
+    if t.grad_fn is not None:
+        extra.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._requires_grad:
+        extra.append("requires_grad=True")
+    tangent = getattr(t._meta, "tangent", None)  # a dual tensor's (forward AD)
+    from .tensor import Tensor  # NOTE: lazy: tensor builds on this module
+
+    if isinstance(tangent, Tensor):
+        extra.append(f"tangent={tangent!r}")
+    return with_suffixes("tensor(", body, extra)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+import weakref
 
 import numpy as np
 
@@ -165,6 +166,10 @@ def make(data, device: str = "cpu") -> Tensor:
     return t
 
 
+def _unpickled(data, device: str, requires_grad: bool) -> Tensor:
+    return make(data, device).requires_grad_(requires_grad)
+
+
 def meta_of(t) -> Meta:
     """`t`'s Meta, made now if `t` is plain."""
     meta = t._meta
@@ -225,6 +230,18 @@ def _user_grad_fn(self):
     return node if node is None or not node._plain else node._seen()
 
 
+def _set_grad_fn(self, node) -> None:
+    """A new history (an in-place change): `retain_grad()` moves to it, as PyTorch's."""
+    meta = self._meta
+    old = None if meta is None else meta.grad_fn
+    if old is not None and old is not node and old.retained is not None:
+        if old.retained() is self:
+            old.retained = None
+            if node is not None:
+                node.retained = weakref.ref(self)
+    Tensor._grad_fn.fset(self, node)
+
+
 class Tensor:
     """An eager array with autograd: make one with `kn.tensor`, `kn.zeros`, `kn.from_numpy`…
 
@@ -243,7 +260,7 @@ class Tensor:
     _device = _meta_property("device", "cpu")
     _requires_grad = _meta_property("requires_grad", False)
     _grad_fn = _meta_property("grad_fn", None)  # as `grad_fn`, as the tape holds it
-    grad_fn = property(_user_grad_fn, _grad_fn.fset)
+    grad_fn = property(_user_grad_fn, _set_grad_fn)
     _grad = _meta_property("grad", None)
     _vc = _meta_property("vc", None)
     _base = _meta_property("base", None)
@@ -325,10 +342,16 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
+        self._change_requires_grad(value)  # refused on a non-leaf, even True (PyTorch's)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Marks a leaf for gradient accumulation (PyTorch's rules and messages)."""
+        """Marks a leaf for gradient accumulation (PyTorch's rules and messages); on a
+        non-leaf, `requires_grad_()` returns it as it is and `requires_grad_(False)` fails."""
+        if requires_grad and self.grad_fn is not None:
+            return self
+        return self._change_requires_grad(requires_grad)
+
+    def _change_requires_grad(self, requires_grad: bool) -> Tensor:
         if self.grad_fn is not None:
             raise node_error(
                 AutogradError,
@@ -395,6 +418,10 @@ class Tensor:
                 )
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
     @property
     def _version(self) -> int:
         meta = self._meta
@@ -419,7 +446,7 @@ class Tensor:
         """  # noqa: E501
         if force and (self._requires_grad or self._device != "cpu"):
             return self.detach().cpu().numpy()
-        if self._requires_grad:
+        if self._requires_grad and state.grad:  # (PyTorch's: allowed under no_grad)
             raise node_error(
                 AutogradError,
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -703,6 +730,12 @@ class Tensor:
 
         return register_post_accumulate_grad_hook(self, hook)
 
+    def __reduce_ex__(self, protocol):
+        if type(self) is not Tensor:  # (subclasses keep their own state)
+            return object.__reduce_ex__(self, protocol)
+        # as PyTorch's: the values, device and requires_grad; no history, .grad nor base
+        return (_unpickled, (self._data, self._device, self._requires_grad))
+
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
             raise node_error(
@@ -723,33 +756,7 @@ class Tensor:
     # -- printing ----------------------------------------------------------------------------
 
     def __repr__(self):
-        host = self._host()
-        # bfloat16 and the storage dtypes print through float32 (or int8): NumPy formats them
-        # as no number kind
-        as_float = dt.is_float(self.dtype) or self.dtype.name.startswith("float")
-        if host.dtype == dt.bfloat16 or dt.is_storage_only(host.dtype):
-            host = host.astype(np.float32 if as_float else np.int8)
-        if as_float and host.dtype.kind != "f":
-            host = host.astype(np.float32)
-        body = printing.body_text(host, len("tensor("))
-        extra = []
-        if host.size == 0 and host.ndim != 1 or host.size and not printing.OPTIONS["edgeitems"]:
-            extra.append(f"size={tuple(host.shape)}")  # PyTorch's: where the body hides it
-        # an empty tensor names its dtype unless it is the default float (PyTorch's rule)
-        if self.dtype not in (dt.DEFAULT_FLOAT, dt.int64, dt.bool_, dt.default_complex()) or (
-            host.size == 0 and self.dtype != dt.DEFAULT_FLOAT
-        ):
-            extra.append(f"dtype=kiln.{self.dtype.name}")
-        if self._device != "cpu":
-            extra.append(f"device='{self._device}'")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self._requires_grad:
-            extra.append("requires_grad=True")
-        tangent = getattr(self._meta, "tangent", None)  # a dual tensor's (forward AD)
-        if isinstance(tangent, Tensor):
-            extra.append(f"tangent={tangent!r}")
-        return printing.with_suffixes("tensor(", body, extra)
+        return printing.tensor_repr(self)
 
 
 def _address(array) -> int:

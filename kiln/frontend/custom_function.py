@@ -36,7 +36,7 @@ from ..errors import AutogradError, ShapeMismatchError, UsageError, call_error
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
-from .core import call, lift
+from .core import call
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -136,15 +136,10 @@ class _Backward:
             g = result[position]
             if g is not None:
                 if not isinstance(g, (Tensor, Symbol)):
-                    (g,) = lift(g, context=(x,))  # a number: broadcast to the input
+                    raise call_error(AutogradError, "expected Variable or None (got "
+                                     f"{type(g).__name__})", name)  # fmt: skip
                 if tuple(g.shape) != tuple(x.shape):
-                    try:
-                        g = s.broadcast_to(g, tuple(x.shape))
-                    except Exception as e:
-                        raise call_error(ShapeMismatchError, f"Function {name} returned an "
-                                         f"invalid gradient at index {position} - got "
-                                         f"{list(g.shape)} but expected shape compatible with "
-                                         f"{list(x.shape)}", name) from e  # fmt: skip
+                    g = _sum_to(g, tuple(x.shape), name, position)
                 if g.dtype != x.dtype and dt.is_float(x.dtype):
                     g = m.cast(g, x.dtype)
             grads.append(g)
@@ -152,6 +147,21 @@ class _Backward:
 
     def batched(self) -> _Vmapped:
         return _Vmapped(self.cls)
+
+
+def _sum_to(g, shape: tuple, name: str, position: int):
+    """A gradient `g` of another shape than its input's, summed to `shape` where the input
+    broadcasts to it, as PyTorch's; any other shape is refused."""
+    lead = len(g.shape) - len(shape)
+    if lead < 0 or any(d != 1 and d != c for d, c in zip(shape, tuple(g.shape)[lead:])):
+        raise call_error(ShapeMismatchError, f"Function {name} returned an invalid gradient "
+                         f"at index {position} - got {list(g.shape)} but expected shape "
+                         f"compatible with {list(shape)}", name)  # fmt: skip
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    )
+    g = m.sum(g, dims, keepdim=True) if dims else g
+    return s.reshape(g, shape) if tuple(g.shape) != shape else g
 
 
 class _Vmapped:
@@ -234,6 +244,11 @@ class Function:
                 out = cls._forward(ctx, separate, args, kwargs)
         single = not isinstance(out, tuple)
         outputs = (out,) if single else out
+        if ctx._dirty and not all(any(d is o for o in outputs) for d in ctx._dirty):
+            raise call_error(AutogradError, "Some elements marked as dirty during the forward "
+                             "method were not returned as output. The inputs that are modified "
+                             "inplace must all be outputs of the Function.",
+                             f"{cls.__name__}Backward")  # fmt: skip
         positions = [k for k, a in enumerate(args) if isinstance(a, (Tensor, Symbol))]
         inputs = [args[k] for k in positions]
         wanted = any(ctx.needs_input_grad) and (symbolic or is_grad_enabled())
@@ -243,6 +258,11 @@ class Function:
             and id(o) not in ctx._non_differentiable
         ]  # fmt: skip
         if not wanted or not differentiable:
+            if not symbolic and any(isinstance(o, Tensor) and o.requires_grad for o in outputs):
+                # an input returned as it is: without history here, as PyTorch's
+                outputs = tuple(o.detach() if isinstance(o, Tensor) and o.requires_grad
+                                else o for o in outputs)  # fmt: skip
+                return outputs[0] if single else outputs
             return out
         raw = outputs
         if symbolic:
@@ -337,8 +357,32 @@ def once_differentiable(fn):
         if any(isinstance(g, Symbol) for g in grads):
             return fn(ctx, *grads)
         with no_grad():
-            return fn(ctx, *grads)
+            result = fn(ctx, *grads)
+        if not is_grad_enabled() or not any(getattr(g, "requires_grad", False) for g in grads):
+            return result
+        # create_graph with gradients that require grad: the results get a history whose
+        # backward refuses, as PyTorch's (a second derivative through it would be wrong)
+        if isinstance(result, tuple):
+            return tuple(_refuse_backward(g) for g in result)
+        return _refuse_backward(result)
 
     wrapper.__name__ = wrapper.__qualname__ = getattr(fn, "__name__", "backward")
     wrapper.__doc__ = fn.__doc__
     return wrapper
+
+
+class _OnceDifferentiated(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise call_error(AutogradError, "trying to differentiate twice a function that was "
+                         "marked with @once_differentiable", "once_differentiable")  # fmt: skip
+
+
+def _refuse_backward(g):
+    if not isinstance(g, Tensor) or not dt.is_float(g.dtype):
+        return g
+    return _OnceDifferentiated.apply(g.detach().requires_grad_())

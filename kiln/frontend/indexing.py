@@ -53,7 +53,7 @@ def getitem(x, index):
     (x,) = lift(x)
     items = items_of(index)
     if all(isinstance(i, _BASIC) and not isinstance(i, (bool, np.bool_)) for i in items):
-        return _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))))
+        return _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))), view=True)
     spec, selects, arrays, axes = parse(x, items)
     if type(x) is not Symbol:  # an eager tensor indexed by graph values (a tensor that
         # kn.compile's function captured, indexed by one it computes): a constant of theirs
@@ -101,9 +101,11 @@ def items_of(index) -> tuple:
     return (index,)
 
 
-def _basic(x, spec):
+def _basic(x, spec, view: bool = False):
     if len(spec) > x.ndim or any(s != _FULL for s in spec):
         return call("index", x, spec=trim(spec, x.ndim))
+    if view and isinstance(x, (Tensor, Symbol)):  # x[:], x[...]: a new view, as PyTorch's
+        return call("index", x, spec=())
     return x
 
 

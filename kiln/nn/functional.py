@@ -334,8 +334,17 @@ def logsigmoid(input):  # noqa: A002
 
 
 def _softplus(x):
-    """`log(1 + exp(x))` for any x: `max(x, 0) + log1p(exp(-|x|))`."""
-    return F.add(F.maximum(x, 0.0), F.log1p(F.exp(F.neg(F.abs(x)))))
+    """`log(1 + exp(x))` for any x: `max(x, 0) + log1p(exp(-|x|))`, its gradient sigmoid(x)
+    (whose own derivative is smooth at 0, as PyTorch's, where |x|'s is 0)."""
+    value = F.add(F.maximum(x, 0.0), F.log1p(F.exp(F.neg(F.abs(x)))))
+    return with_grad(value, x, ("softplus_sigmoid",), x)
+
+
+def _softplus_sigmoid_grad(ct, x):
+    return F.mul(ct, F.sigmoid(x))
+
+
+GRAD_FORMULAS["softplus_sigmoid"] = _softplus_sigmoid_grad
 
 
 # -- reductions ---------------------------------------------------------------------------------

@@ -469,8 +469,25 @@ log_softmax_take = defop(
     prepare=_take_prepare,
 )  # fmt: skip
 
+
+def _grad_vjp(u, g, ct, x, idx, *, axis):
+    """The vjp of log_softmax_take_grad (g = onehot(idx) * ct - p * sum(ct), p the softmax
+    of x along `axis`), written with ops so that higher orders follow: in ct, u at idx less
+    the p-weighted sum of u; in x, the softmax's vjp of -u * sum(ct)."""
+    axes = (axis,)
+    top = apply("stop_gradient", apply("reduce_max", x, axes=axes, keepdims=True))
+    e = apply("exp", apply("sub", x, top))
+    p = apply("div", e, apply("reduce_sum", e, axes=axes, keepdims=True))
+    weighted = apply("reduce_sum", apply("mul", p, u), axes=axes, keepdims=True)
+    d_ct = apply("sub", apply("take_along_axis", u, idx, axis=axis), weighted)
+    v = apply("neg", apply("mul", u, apply("reduce_sum", ct, axes=axes, keepdims=True)))
+    pv = apply("reduce_sum", apply("mul", p, v), axes=axes, keepdims=True)
+    return (d_ct, apply("mul", p, apply("sub", v, pv)), None)
+
+
 log_softmax_take_grad = defop(
     "log_softmax_take_grad", _grad_shape, _grad_dtype, _grad_impl,
+    vjp=_grad_vjp,
     may_fail=True,
     prepare=_grad_prepare,
 )  # fmt: skip

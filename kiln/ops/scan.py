@@ -170,6 +170,13 @@ def _logcumsumexp(xp, x, out=None, *, axis, reverse):
     return _scan(xp, fn, x, out, axis, reverse, dtype)
 
 
+def _lowest(dtype) -> float:
+    try:
+        return float(np.finfo(dtype).min)
+    except (TypeError, ValueError):  # a dtype NumPy has no finfo for: -inf as before
+        return -np.inf
+
+
 def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):
     """d y_j / d x_i = exp(x_i - y_j) for i before j: the cotangent is a scan of
     ct_j exp(x_i - y_j) the other way, summed in log space for ct's positive and negative
@@ -181,12 +188,15 @@ def _logcumsumexp_vjp(ct, y, x, *, axis, reverse):
                   reverse=not reverse)  # fmt: skip
         return (apply("conj", apply("exp", s + x)),)
     zero = scalar(0, ct)
+    # where a part has no element: the lowest finite value (PyTorch's), not -inf, whose scan
+    # is -inf with a NaN derivative (a second derivative through it would be NaN, or lost)
+    lowest = scalar(_lowest(ct.dtype), ct)
     parts = []
     for positive in (True, False):
         mag = ct if positive else -ct
         has = apply("greater", mag, zero)
         log_mag = apply("log", apply("where", has, mag, scalar(1, ct)))
-        log_mag = apply("where", has, log_mag, scalar(-np.inf, ct))
+        log_mag = apply("where", has, log_mag, lowest)
         s = apply("logcumsumexp", log_mag - y, axis=axis, reverse=not reverse)
         parts.append(apply("exp", s + x))
     return (parts[0] - parts[1],)

@@ -315,11 +315,7 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
     if not isinstance(new, Symbol):  # a value computed from constants alone: folded
         new = core.constant(np.asarray(new), graph=x.node.graph)
     if tuple(new.shape) != tuple(x.shape):
-        try:
-            broadcast = np.broadcast_shapes(tuple(new.shape), tuple(x.shape))
-        except ValueError:
-            broadcast = None
-        if broadcast != tuple(x.shape):
+        if not _broadcasts_to(tuple(new.shape), tuple(x.shape)):
             raise _error(
                 ShapeMismatchError,
                 f"output with shape {list(x.shape)} doesn't match the broadcast shape "
@@ -338,6 +334,16 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
             )
         new = m.cast(new, x.dtype)
     return new
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Whether `shape` may broadcast to `target`: each dim 1 or equal, or symbolic (a mask's
+    count, `x[mask] += v`: `broadcast_to` checks it when the run binds it)."""
+    if len(shape) > len(target):
+        return False
+    pairs = zip(reversed(shape), reversed(target))
+    return all(d == 1 or d == t or not isinstance(d, int) or not isinstance(t, int)
+               for d, t in pairs)  # fmt: skip
 
 
 def _base(view: Symbol) -> Symbol:

@@ -311,6 +311,26 @@ def test_getitem_and_setitem_compiled(torch, index):
     check_compiled(torch, make_inputs, body)
 
 
+def test_index_arrays_that_do_not_broadcast_raise_index_error(torch):
+    """Index arrays of shapes [2] and [3] are an IndexError in PyTorch (kiln raised a
+    ShapeError, a ValueError and RuntimeError but no IndexError), eagerly and compiled."""
+
+    def scenario(lib):
+        return lib.zeros(5, 5)[[0, 1], [0, 1, 2]]
+
+    def setitem(lib):
+        x = lib.zeros(5, 5)
+        x[[0, 1], [0, 1, 2]] = 1.0
+
+    def masks(lib):  # a mask's true count that the run gives disagrees with the other array
+        return lib.zeros(3, 4)[lib.tensor([True, True, False]), lib.tensor([0, 1, 2])]
+
+    for fn in (scenario, setitem, masks):
+        check(torch, fn)
+    check_compiled(torch, lambda lib: (lib.zeros(3, 4), lib.tensor([True, True, False])),
+                   lambda lib, x, m: x[m, lib.tensor([0, 1, 2])])  # fmt: skip
+
+
 def test_compiled_augmented_assignment_through_a_mask(torch):
     """`z[mask] += v` under kn.compile raised TypeError ('Dim' object cannot be interpreted as
     an integer): the in-place add's shape check read the mask's count, which the run gives,

@@ -351,3 +351,55 @@ def test_compiled_augmented_assignment_through_a_mask(torch):
             ),  # fmt: skip
             body,
         )
+
+
+# -- index_add_, index_copy_, index_fill_, index_select ------------------------------------------
+
+SCALAR_SIZES = [(), (1,), (3,), (3, 2)]
+
+
+@pytest.mark.parametrize("op", ["index_add", "index_copy"])
+@pytest.mark.parametrize("x_shape", SCALAR_SIZES, ids=str)
+@pytest.mark.parametrize("index_shape", [(), (1,), (2,), (1, 1)], ids=str)
+@pytest.mark.parametrize("source_shape", [(), (1,), (2,), (1, 2), (2, 2)], ids=str)
+def test_index_add_and_copy_shapes(torch, op, x_shape, index_shape, source_shape):
+    """0-d index and source count as one element; a source or index that does not fit is
+    refused (kiln crashed with 'list assignment index out of range' on 0-d ones, and
+    broadcast an index of 1 element over a source of 2 without a word)."""
+
+    def scenario(lib):
+        x = lib.zeros(x_shape)
+        index = lib.zeros(index_shape, dtype=lib.int64)
+        source = lib.arange(1.0, 1 + int(np.prod(source_shape))).view(source_shape)
+        return getattr(x, op)(0, index, source), getattr(x.clone(), op + "_")(0, index, source)
+
+    check(torch, scenario)
+
+
+@pytest.mark.parametrize("op", ["index_add", "index_copy"])
+def test_index_add_and_copy_refuse_another_source_dtype(torch, op):
+    """torch: RuntimeError (self Float and source Double); kiln cast the source."""
+    for src_dtype in ("float64", "int64", "float16"):
+        check(torch, lambda lib, d=src_dtype: getattr(lib.zeros(3), op)(
+            0, lib.tensor([1]), lib.ones(1, dtype=getattr(lib, d))))  # fmt: skip
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_index_add_duplicates_alpha_and_int32_index(torch, dim):
+    rng = np.random.default_rng(dim + 5)
+    shape = [3, 4, 5]
+    source_shape = list(shape)
+    source_shape[dim] = 7
+    index = rng.integers(0, shape[dim], 7)
+    source = rng.normal(size=source_shape)
+
+    def scenario(lib):
+        x = consec(lib, *shape, dtype=lib.float64)
+        i, src = lib.tensor(index), lib.tensor(source)
+        return (x.index_add(dim, i, src, alpha=2.5), lib.index_add(x, dim, i.int(), src),
+                x.clone().index_add_(dim, i, src, alpha=-1))  # fmt: skip
+
+    check(torch, scenario)
+    check_compiled(torch, lambda lib: (consec(lib, *shape, dtype=lib.float64),
+                                       lib.tensor(index), lib.tensor(source)),
+                   lambda lib, x, i, src: x.index_add(dim, i, src, alpha=2.5))  # fmt: skip

@@ -410,6 +410,8 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
         return _scalar_as_vector(index_add, x, dim, idx, src, alpha=alpha)
     d = _dim(x, dim)
     idx = s.reshape(idx, (1,)) if idx.ndim == 0 else idx
+    if isinstance(alpha, float) and (dt.is_int(x.dtype) or x.dtype == np.bool_):
+        alpha = int(alpha)  # PyTorch's: an integer input takes alpha as an integer (truncated)
     src = src if alpha == 1 else m.mul(src, alpha)
     src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
     # PyTorch's index_add of a 1-D input adds step by step in its dtype; of a wider one, as

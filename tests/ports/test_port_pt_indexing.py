@@ -384,6 +384,14 @@ def test_index_add_and_copy_refuse_another_source_dtype(torch, op):
             0, lib.tensor([1]), lib.ones(1, dtype=getattr(lib, d))))  # fmt: skip
 
 
+def test_index_add_of_integers_truncates_a_float_alpha(torch):
+    """torch 2.13 takes alpha=1.5 as 1 for an integer input ([0, 13, ...]); kiln gave 18
+    (each source element times 1.5, truncated)."""
+    for alpha in (1.5, -1.5, 2.0, True, 3):
+        check(torch, lambda lib, a=alpha: lib.arange(6).index_add(
+            0, lib.tensor([1, 1]), lib.tensor([5, 7]), alpha=a))  # fmt: skip
+
+
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 def test_index_add_duplicates_alpha_and_int32_index(torch, dim):
     rng = np.random.default_rng(dim + 5)

@@ -411,3 +411,118 @@ def test_index_add_duplicates_alpha_and_int32_index(torch, dim):
     check_compiled(torch, lambda lib: (consec(lib, *shape, dtype=lib.float64),
                                        lib.tensor(index), lib.tensor(source)),
                    lambda lib, x, i, src: x.index_add(dim, i, src, alpha=2.5))  # fmt: skip
+
+
+# -- errors: exception types ---------------------------------------------------------------------
+
+ERRORS = [
+    (slice(1, 9, 0),),
+    (slice(1, 9, -1),),
+    (1, 1, 1, 1, 1),
+    (1, 1, 1, 1, slice(1, 1)),
+    (2,) * 8,
+    (0.0,),
+    (0, 0.0),
+    (0.0, _),
+    (_, 0.0, _),
+    (-1.4,),
+    (0, -1.4, 0),
+    (slice(0.0, 2.0),),
+    (0.0, slice(0.0, 2.0)),
+    (0.0, E, slice(0.0, 2.0)),
+    (slice("0", "1"),),
+    (3,),
+    (-4,),
+    (0, 4),
+    (_, _, 5),
+    (0, 1, 15),
+    (1 << 30,),
+    (1 << 62,),
+    (1 << 64,),
+    (-(1 << 63),),
+    (L(3),),
+    (L(-4),),
+    ([3],),
+    ([0, 1], [0, 1, 2]),
+    (Idx([1.0], "float32"),),
+    (Idx([], "float32"),),
+    (B(True),),
+    (B([False] * 6),),
+    (Idx(np.zeros((4, 4)), "uint8"),),
+    (_, Idx(np.zeros((4, 4)), "uint8")),
+    (E, E),
+    (E, 0, E),
+    ([1], [0, 2], [3]),
+    (Idx([1], "int16"),),
+    (Idx([1], "int8"),),
+    (Idx([1, 0], "int16"), [0, 1]),
+]
+
+
+@pytest.mark.parametrize("index", ERRORS, ids=index_id)
+def test_getitem_and_setitem_errors(torch, index):
+    """An index torch refuses (IndexError, TypeError, ValueError, RuntimeError) raises an
+    instance of the same class in kiln; one it takes gives the same value."""
+    check(torch, lambda lib: consec(lib, 3, 4, 5, 6)[build(lib, index)])
+
+    def setitem(lib):
+        x = consec(lib, 3, 4, 5, 6)
+        x[build(lib, index)] = 0.5
+        return x
+
+    check(torch, setitem)
+
+
+def test_delitem_is_a_type_error(torch):
+    def scenario(lib):
+        x = consec(lib, 3, 3)
+        del x[0]
+
+    check(torch, scenario)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [0, (0,), 1, L(0), _, (_,), [0], L([0]), None, E, True, False, (), (None, E)],
+    ids=index_id,
+)
+def test_zero_dim_tensor_indexing(torch, index):
+    """A 0-d tensor takes None, Ellipsis, bools and (): ints and slices are IndexErrors."""
+    check(torch, lambda lib: lib.tensor(10.0)[build(lib, index)])
+
+    def setitem(lib):
+        x = lib.tensor(10.0)
+        x[build(lib, index)] = 2.5
+        return x
+
+    check(torch, setitem)
+
+
+def test_empty_dim_indexing(torch):
+    """On a tensor of shape (10, 0): rows by list, two empty lists, and an IndexError for
+    columns of a dim of size 0."""
+    check(torch, lambda lib: lib.zeros(10, 0)[[1, 2]])
+    check(torch, lambda lib: lib.zeros(10, 0)[[], []])
+    check(torch, lambda lib: lib.zeros(10, 0)[:, [0, 1]])
+    check(torch, lambda lib: lib.arange(5.0)[lib.zeros(0, 2, dtype=lib.int64)])
+    check(torch, lambda lib: lib.zeros(2, 3, 4, 5)[:, lib.zeros(0, 6, dtype=lib.int64)])
+    check(torch, lambda lib: lib.arange(5.0)[lib.zeros(0, 2, dtype=lib.uint8)])
+    check(torch, lambda lib: lib.zeros(2, 3, 4, 5)[:, :, :, 1][:, 1:1, :].is_contiguous())
+
+
+def test_index_limits_on_an_empty_tensor(torch):
+    for i in (-(1 << 63), (1 << 63) - 1, 0, -1):
+        check(torch, lambda lib, i=i: lib.tensor([])[i])
+
+
+def test_out_of_bound_messages(torch):
+    x_values = np.arange(100).reshape(2, 5, 10)
+    cases = [((0, 5), "index 5 is out of bounds for dimension 1 with size 5"),
+             ((4, 5), "index 4 is out of bounds for dimension 0 with size 2"),
+             ((0, 1, 15), "index 15 is out of bounds for dimension 2 with size 10"),
+             ((_, _, 12), "index 12 is out of bounds for dimension 2 with size 10")]  # fmt: skip
+    for index, message in cases:
+        with pytest.raises(IndexError, match=message):
+            kn.tensor(x_values)[index]
+        with pytest.raises(IndexError, match=message):
+            torch.tensor(x_values)[index]

@@ -24,7 +24,6 @@ from ..errors import (
     ArgumentTypeError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
-    ShapeError,
 )
 from ..graph.core import Symbol, user_site
 from .core import call, lift
@@ -235,7 +234,9 @@ def _slice_spec(item: slice):
         if p is not None and not isinstance(p, (int, np.integer)):
             if _is_tensor(p) or isinstance(p, np.ndarray) and p.ndim == 0:
                 continue
-            raise ShapeError(f"slice bounds must be ints or None in graph mode, got {p!r}")
+            raise ArgumentTypeError(  # (PyTorch's message and class)
+                f"slice indices must be integers or None or have an __index__ method, got {p!r}"
+            )
     spec = ("slice", *(None if p is None else int(p) for p in parts))
     if spec[3] is not None and spec[3] < 0:  # PyTorch's indexing has no negative steps
         raise ArgumentError(

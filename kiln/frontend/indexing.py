@@ -268,10 +268,10 @@ def _classify(item, as_ints: bool):
             if item.dtype == np.uint8:
                 _as_mask(np.zeros(0, np.uint8))  # PyTorch's deprecation warning
             return ("graph_bool" if item.ndim == 0 else "graph_mask"), item
-        _check_dtype(item.dtype)
+        _check_dtype(item.dtype, item.ndim == 0 and as_ints)
         return ("select" if item.ndim == 0 and as_ints else "array"), item
     if _is_tensor(item):
-        _check_dtype(item.dtype)
+        _check_dtype(item.dtype, item.ndim == 0 and as_ints)
         if item.dtype in (np.bool_, np.uint8):
             return _host_kind(_as_mask(item.detach()._host()))
         if item.ndim == 0 and as_ints:
@@ -309,7 +309,17 @@ def _host_kind(array: np.ndarray, as_ints: bool = True):
     return "array", array
 
 
-def _check_dtype(dtype) -> None:
+_TENSOR_INDEX_DTYPES = (np.int64, np.int32, np.uint8, np.bool_)
+
+
+def _check_dtype(dtype, as_int: bool = True) -> None:
+    """An index's dtype: an integer or bool array; a tensor that is not one int (`as_int`)
+    of int64, int32, uint8 or bool only, as PyTorch (NumPy arrays and lists of any ints)."""
+    if not as_int and dtype not in _TENSOR_INDEX_DTYPES:
+        raise IndexOutOfRangeError(
+            f"tensors used as indices must be long, int, byte or bool tensors, got {dtype} "
+            f"(at {user_site()})"
+        )
     if dtype != np.bool_ and not dt.is_int(dtype):
         raise IndexOutOfRangeError(
             f"tensors used as indices must be long, int, byte or bool tensors, got {dtype} "

@@ -166,7 +166,9 @@ def parse(x, items, as_ints: bool = True, selects: bool = True):
     counted = ("int", "slice", "array", "select")
     used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in counted for k, v in kinds)
     if sum(k == "ellipsis" for k, _ in kinds) > 1:
-        raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
+        wide = sum(np.ndim(v) - 1 for k, v in kinds if k in ("mask", "graph_mask"))
+        kinds = _ellipses(kinds, ("ellipsis", None), ("slice", slice(None)), x.ndim - used, wide)
+        used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in counted for k, v in kinds)
     if used > x.ndim:
         raise IndexOutOfBoundsError(f"too many indices for tensor of dimension {x.ndim} "
                                     f"(at {user_site()})")  # fmt: skip
@@ -221,11 +223,24 @@ def _spec(items) -> tuple:
 def _expand_ellipsis(items, ndim, n):
     if Ellipsis not in items:
         return items
-    if items.count(Ellipsis) > 1:
-        raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
-    k = items.index(Ellipsis)
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if items.count(Ellipsis) > 1:
+        return tuple(_ellipses(list(items), Ellipsis, slice(None), ndim - used))
+    k = items.index(Ellipsis)
     return items[:k] + (slice(None),) * max(ndim - used, 0) + items[k + 1 :]
+
+
+def _ellipses(items: list, ellipsis, full, n: int, wide: int = 0) -> list:
+    """PyTorch's reading of several Ellipsis (NumPy refuses them): each stands for the `n`
+    dims no other item takes, and full slices past the last dim are dropped (`x[..., 0, ...]`
+    is `x[..., 0]`). `wide`: the dims that items take beyond one each (masks)."""
+    out = []
+    for i in items:
+        out += [full] * max(n, 0) if i == ellipsis else [i]
+    room = len(items) - items.count(ellipsis) + n - wide  # the items that fit the dims
+    while len(out) > room and out[-1] == full:
+        out.pop()
+    return out
 
 
 def _slice_spec(item: slice):
@@ -309,7 +324,7 @@ def _host_kind(array: np.ndarray, as_ints: bool = True):
     return "array", array
 
 
-_TENSOR_INDEX_DTYPES = (np.int64, np.int32, np.uint8, np.bool_)
+_TENSOR_INDEX_DTYPES = tuple(map(dt.public, (dt.int64, dt.int32, dt.uint8, dt.bool_)))
 
 
 def _check_dtype(dtype, as_int: bool = True) -> None:

@@ -526,3 +526,22 @@ def test_out_of_bound_messages(torch):
             kn.tensor(x_values)[index]
         with pytest.raises(IndexError, match=message):
             torch.tensor(x_values)[index]
+
+
+@pytest.mark.parametrize(
+    "index",
+    [(E, E), (E, 0, E), (0, E, 1, E), (E, 0, E, 1), (E, E, 0), (None, E, E), (E, [0, 1], E),
+     (E, None, E), (0, E, E), (E, B(np.ones((5, 6), bool)), E), (E, L(0, 1), E)],
+    ids=index_id,
+)  # fmt: skip
+def test_several_ellipses(torch, index):
+    """PyTorch reads each Ellipsis as the dims no other item takes (`x[..., 0, ...]` is
+    `x[..., 0]`); kiln refused any second one, as NumPy does."""
+    check(torch, lambda lib: consec(lib, 3, 4, 5, 6)[build(lib, index)])
+
+    def setitem(lib):
+        x = consec(lib, 3, 4, 5, 6)
+        x[build(lib, index)] = -1.0
+        return x
+
+    check(torch, setitem)

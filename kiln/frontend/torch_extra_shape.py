@@ -500,8 +500,14 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
     if idx.dtype != np.int64:  # (torch 2.13's message and class)
         raise call_error(IndexDTypeError, "index_fill_(): Expected dtype int64 for index.",
                          "index_fill", x, idx)  # fmt: skip
-    if x.ndim == 0:
-        return _scalar_as_vector(index_fill, x, dim, idx, value)
+    if idx.ndim > 1:  # (torch 2.13's messages and classes)
+        raise call_error(ShapeMismatchError, "Index has to be a vector/scalar", "index_fill", idx)
+    if getattr(value, "ndim", 0):
+        why = ("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+               f"{value.ndim} dimension(s).")  # fmt: skip
+        raise call_error(ShapeMismatchError, why, "index_fill", x, value)
+    if x.ndim == 0:  # as a 1-element vector (the value stays 0-d)
+        return s.reshape(index_fill(s.reshape(x, (1,)), dim, idx, value), ())
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "index_fill")
     # NOTE: a negative index counts from the end, as PyTorch's (index_add and index_copy refuse

@@ -617,8 +617,12 @@ def test_index_put_masks_and_errors(torch):
     check(torch, lambda lib: lib.zeros(2, 3).index_put((lib.tensor([True, False]),),
                                                        lib.tensor(4.0)))  # fmt: skip
     check(torch, lambda lib: lib.zeros(2, 3).index_put((lib.tensor(1),), lib.tensor(4.0)))
-    check(torch, lambda lib: lib.zeros(5).index_put_((lib.tensor([-1, -2, -1]),),
-                                                      lib.tensor([1.0, 2, 3]), accumulate=True))  # fmt: skip
+    check(
+        torch,
+        lambda lib: lib.zeros(5).index_put_(
+            (lib.tensor([-1, -2, -1]),), lib.tensor([1.0, 2, 3]), accumulate=True
+        ),
+    )
     check(torch, lambda lib: lib.zeros(5).index_put_((lib.tensor([5]),), lib.tensor([1.0]),
                                                      accumulate=True))  # fmt: skip
     check(torch, lambda lib: lib.zeros(5).index_put_((lib.tensor([1, 2]),),
@@ -670,6 +674,8 @@ def test_index_fill_values_indices_and_errors(torch):
         lambda lib: lib.tensor(base).long().index_fill(1, lib.tensor([1]), 2.5),
         lambda lib: lib.tensor(base).index_fill(1, lib.tensor([1], dtype=lib.int32), 2.5),
         lambda lib: lib.tensor(base).index_fill(1, lib.tensor([[1]]), 2.5),
+        lambda lib: lib.tensor(1.0).index_fill(0, lib.tensor([0]), lib.tensor(5.0)),
+        lambda lib: lib.tensor(1.0).index_fill(0, lib.tensor(0), lib.tensor([5.0])),
     ]:
         check(torch, fn)
 
@@ -783,10 +789,16 @@ def test_index_reduce(torch, reduce, include_self, dtype):
         d = getattr(lib, dtype)
         x = lib.tensor(np.arange(1, 16).reshape(3, 5) % 7, dtype=d)
         src = lib.tensor((np.arange(20).reshape(4, 5) * 3) % 11 - 3, dtype=d)
-        return (x.index_reduce(0, lib.tensor([2, 0, 2, 2]), src, reduce,
-                               include_self=include_self),
-                x.clone().index_reduce_(1, lib.tensor([4, 4, 0], dtype=lib.int32),
-                                        src[:3, :3], reduce, include_self=include_self))  # fmt: skip
+        return (
+            x.index_reduce(0, lib.tensor([2, 0, 2, 2]), src, reduce, include_self=include_self),
+            x.clone().index_reduce_(
+                1,
+                lib.tensor([4, 4, 0], dtype=lib.int32),
+                src[:3, :3],
+                reduce,
+                include_self=include_self,
+            ),
+        )
 
     check(torch, scenario)
 

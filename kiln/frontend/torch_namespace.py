@@ -14,6 +14,7 @@ Tensors, on Symbols in graph mode and under `kn.compile`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -288,7 +289,7 @@ def unravel_index(indices, shape):
     if i.dtype.kind not in "iu":
         raise call_error(ArgumentTypeError, f"expected 'indices' to be integer dtype, but got "
                          f"{i.dtype}", "unravel_index", i)  # fmt: skip
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    shape = _unravel_shape(shape)
     if any(d < 0 for d in shape):
         raise ArgumentError("'shape' cannot have negative values, but got " + str(shape))
     total = math.prod(shape)
@@ -304,6 +305,22 @@ def unravel_index(indices, shape):
         coords.append(m.remainder(i, d) if d else i)
         i = m.floor_divide(i, d) if d else i
     return tuple(reversed(coords))
+
+
+def _unravel_shape(shape) -> tuple:
+    """unravel_index's `shape`: an int or a sequence of ints (PyTorch's TypeErrors else)."""
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    if isinstance(shape, (Tensor, Symbol)) or not isinstance(shape, Sequence):
+        raise ArgumentTypeError(
+            f"expected 'shape' to be int or sequence of ints, but got {type(shape)}"
+        )
+    for d in shape:
+        if not isinstance(d, (int, np.integer)):
+            raise ArgumentTypeError(
+                f"expected 'shape' sequence to only contain ints, but got {type(d)}"
+            )
+    return tuple(int(d) for d in shape)
 
 
 # -- out-of-place writes ------------------------------------------------------------------

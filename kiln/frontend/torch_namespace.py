@@ -292,14 +292,9 @@ def unravel_index(indices, shape):
     shape = _unravel_shape(shape)
     if any(d < 0 for d in shape):
         raise ArgumentError("'shape' cannot have negative values, but got " + str(shape))
-    total = math.prod(shape)
-    if isinstance(i, Tensor):  # the range check needs the values (PyTorch checks them too)
-        values = i.numpy()
-        if values.size and (values.min() < -total or values.max() >= total):
-            raise call_error(ArgumentError, f"'indices' must be in range [-{total}, "
-                             f"{total})", "unravel_index", i)  # fmt: skip
+    # NOTE: as PyTorch 2.13, indices outside [-numel, numel) are not refused: each coordinate
+    # is the floor remainder, so they wrap around
     i = m.cast(i, dt.int64)
-    i = m.where(m.less(i, 0), m.add(i, total), i)
     coords = []
     for d in reversed(shape):
         coords.append(m.remainder(i, d) if d else i)

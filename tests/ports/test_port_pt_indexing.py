@@ -820,3 +820,10 @@ def test_index_reduce_refuses_an_index_that_is_not_a_vector(torch):
     ShapeError (a ValueError and RuntimeError)."""
     check(torch, lambda lib: lib.zeros(3, 5).index_reduce(0, lib.tensor([[0]]), lib.ones(1, 5),
                                                           "prod"))  # fmt: skip
+
+
+def test_unravel_index_wraps_indices_past_the_end(torch):
+    """torch 2.13 does not refuse indices outside [-numel, numel): tensor([100]) for shape
+    (2, 3) is ([1], [1]), tensor([-100]) is ([0], [2]); kiln raised ValueError."""
+    for values in ([100], [-100], [6, -7, 5, -6, 0]):
+        check(torch, lambda lib, v=values: lib.unravel_index(lib.tensor(v), (2, 3)))

@@ -827,3 +827,124 @@ def test_unravel_index_wraps_indices_past_the_end(torch):
     (2, 3) is ([1], [1]), tensor([-100]) is ([0], [2]); kiln raised ValueError."""
     for values in ([100], [-100], [6, -7, 5, -6, 0]):
         check(torch, lambda lib, v=values: lib.unravel_index(lib.tensor(v), (2, 3)))
+
+
+# -- setitem: bools, 0-d, broadcasting and casts; views through chained indexing ---------------
+
+
+@pytest.mark.parametrize("shape", [(2, 3), ()], ids=str)
+def test_setitem_with_bools_none_and_ellipsis(torch, shape):
+    """Values with leading 1s broadcast (NumPy drops them); False writes nothing."""
+
+    def scenario(lib):
+        a = lib.arange(6.0)[: int(np.prod(shape))].view(shape)
+        minus = -lib.ones_like(a).unsqueeze(0).unsqueeze(0)
+        steps = []
+        one, zero = lib.tensor(1, dtype=lib.uint8), lib.tensor(0, dtype=lib.uint8)
+        for index, value in [(True, minus), (False, 5.0), (one, minus * 2), (zero, 5.0),
+                             (None, minus * 3), (E, minus * 4), (lib.tensor(True), minus * 5),
+                             ((), minus * 6)]:  # fmt: skip
+            a[index] = value
+            steps.append(a.clone())
+        return steps
+
+    check(torch, scenario)
+
+    def wider(lib):  # a value with leading dims that are not 1: refused
+        a = lib.arange(6.0)[: int(np.prod(shape))].view(shape)
+        a[True] = a.expand(5, 1, *shape)
+
+    check(torch, wider)
+
+
+def test_zero_dim_index_tensors_are_views_like_ints(torch):
+    def scenario(lib):
+        a = lib.arange(6.0).view(2, 3)
+        zero, one = lib.tensor(0), lib.tensor(1)
+        same = [a[0, 1].data_ptr() == a[zero, one].data_ptr(),
+                a[1].data_ptr() == a[one.int()].data_ptr(),
+                a[1].data_ptr() == a[one.short()].data_ptr(),
+                a[None].data_ptr() == a.data_ptr(), a[...].data_ptr() == a.data_ptr(),
+                a[()].data_ptr() == a.data_ptr(), a[True].data_ptr() == a.data_ptr(),
+                a[[0]].data_ptr() == a.data_ptr()]  # fmt: skip
+        a[1, zero] = 7.5
+        a[zero] = lib.tensor([1.0, 2.0, 3.0])
+        return same, a, a[zero], a[zero][one], a[zero, 1], a[0, one], a[...] is a
+
+    check(torch, scenario)
+
+
+def test_chained_indexing_writes_through_views_only(torch):
+    """x[0][1] = v changes x (views); x[[0]][0] = v and x[mask][0] = v change copies."""
+
+    def scenario(lib):
+        x = lib.zeros(3, 4)
+        x[0][1] = 5.0
+        x[1, :][2:] = 6.0
+        x[:, 1][2] = 7.0
+        x[[0]][0] = 8.0
+        x[x > 100][:] = 9.0
+        x[1:2, [1, 2]].zero_()
+        x[..., 3][None][0, 0] = 2.5
+        x.select(1, 0)[1] = -1.0
+        x.narrow(0, 2, 1)[0, 0] = -2.0
+        return x
+
+    check(torch, scenario)
+
+
+def test_setitem_value_broadcasting_and_casts(torch):
+    def scenario(lib):
+        a = lib.zeros(4, 3)
+        a[[0, 2]] = lib.tensor([1.0, 2.0, 3.0])  # one row for both
+        a[:, [1]] = lib.tensor([[4.0], [5.0], [6.0], [7.0]])
+        a[[[0], [1], [2]], [0, 1, 2]] = lib.tensor([2.0, 3.0, 4.0])  # index broadcast to (3, 3)
+        b = lib.zeros(5, 5)
+        b[lib.arange(4, -1, -1)] = lib.arange(5.0)[:, None]
+        c = lib.zeros(4, dtype=lib.int32)
+        c[[1, 2]] = 2.7  # a Python float into ints: truncated
+        c[0] = -1.5
+        c[3] = True
+        d = lib.zeros(3, dtype=lib.uint8)
+        d[1] = -1  # wraps around as in torch
+        e = lib.zeros(4, dtype=lib.bool)
+        e[[1, 2]] = 0.5
+        f = lib.zeros(4)
+        f[0:2] = lib.tensor([1, 2])  # a slice copies with a cast
+        f[f > 0] = lib.tensor(3)  # one value through a mask: cast too
+        return a, b, c, d, e, f
+
+    check(torch, scenario)
+    for value in (300, -1.5):  # overflow of uint8: torch's RuntimeError
+        check(torch, lambda lib, v=value: lib.zeros(3, dtype=lib.uint8).__setitem__(1, v))
+
+
+def test_setitem_errors(torch):
+    for fn in [
+        lambda lib: lib.arange(0, 4).__setitem__(lib.arange(0, 4) > -1, lib.tensor([1, 2, 3])),
+        lambda lib: lib.arange(0, 4).__setitem__(lib.arange(0, 4) > -1, lib.zeros(0).long()),
+        lambda lib: lib.arange(0, 4)[:1].__setitem__(lib.tensor([True]), lib.tensor([1, 2, 3])),
+        lambda lib: lib.zeros(2, 3).__setitem__(([0, 1],), lib.zeros(3, 3)),
+        lambda lib: lib.zeros(2, 3).__setitem__(slice(None), lib.zeros(2, 4)),
+        lambda lib: lib.tensor(2.0).__setitem__(slice(None), 8.8),
+        lambda lib: lib.tensor(2.0).__setitem__(lib.tensor(0), 8.8),
+    ]:  # fmt: skip
+        check(torch, fn)
+
+
+def test_trivial_indices_give_a_new_view(torch):
+    """x[:], x[...] and x[()] are new views in PyTorch; kiln returned x itself, so an
+    in-place change of the view's metadata (`v = x[:]; v.t_()`) changed x too."""
+
+    def scenario(lib):
+        out = []
+        for index in [(), E, _, (_, _), (E, _), (None,)[1:]]:
+            x = lib.arange(6.0).view(2, 3)
+            v = x[index]
+            out.append(v is x)
+            v.t_()
+            v[0, 1] = -1.0  # the elements stay shared
+            out += [tuple(x.shape), tuple(v.shape), x]
+        return out
+
+    check(torch, scenario)

@@ -519,6 +519,12 @@ def _values(t: Tensor, value):
         return value if value.dtype == t.dtype else m.cast(value, t.dtype)
     if type(value) is int:  # an int64 first, whatever t's dtype
         value = dt.int64_item(value, dt.as_dtype(t.dtype), "setitem", t)
+    elif type(value) is float or type(value) is complex:
+        # refused where t's dtype cannot hold it, as PyTorch's (whose float16 takes inf)
+        target = t._data.dtype  # (NumPy's: a kiln dtype compares slowly)
+        common = type(value) is float and -3.4e38 < value < 3.4e38 and target.kind == "f"
+        if not common and target != np.float16:  # (common: any float dtype holds it)
+            value = dt.python_float(value, target, "setitem", t)
     return np.asarray(value, t.dtype)
 
 

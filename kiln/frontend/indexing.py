@@ -24,6 +24,7 @@ from ..errors import (
     ArgumentTypeError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
+    ShapeMismatchError,
 )
 from ..graph.core import Symbol, user_site
 from .core import call, lift
@@ -139,6 +140,9 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
             f"index_put(): indices must be a tuple of tensors, got {type(indices)}"
         )
     (x,) = lift(input)
+    if not indices:  # (PyTorch's class: RuntimeError)
+        raise ShapeMismatchError(f"index_put(): at least one index must be provided (on "
+                                 f"{list(x.shape)}, at {user_site()})")  # fmt: skip
     if isinstance(values, (bool, int, float, complex)):
         values = np.asarray(values, x.dtype)
     (v,) = lift(values, context=(x,))

@@ -972,3 +972,73 @@ def test_setitem_of_a_python_number_the_dtype_cannot_hold(torch, dtype, value):
             return x
 
         check(torch, scenario)
+
+
+# -- autograd through indexing and item assignment ------------------------------------------------
+
+
+def test_setitem_autograd(torch):
+    def scalar_into_rows(lib):
+        z = lib.zeros(3, 4)
+        w = lib.tensor(1.5, requires_grad=True)
+        z[:, 0] = w
+        z.sum().backward()
+        return z, w.grad
+
+    def into_a_non_leaf(lib):
+        a = lib.arange(12.0).view(3, 4).requires_grad_()
+        v = lib.tensor([10.0, 20.0], requires_grad=True)
+        y = a * 2
+        y[[0, 2], [1, 3]] = v * 3  # advanced
+        y[1, 1:3] = v  # basic
+        y[y > 15] = 0.0  # a mask the values choose
+        (y * lib.arange(12.0).view(3, 4)).sum().backward()
+        return y, a.grad, v.grad
+
+    def into_a_leaf(lib):
+        a = lib.zeros(3, requires_grad=True)
+        a[0] = 1.0
+
+    def duplicates_and_masks(lib):
+        a = lib.arange(6.0).requires_grad_()
+        y = a[[0, 0, 5, -1]] * lib.tensor([1.0, 2.0, 3.0, 4.0])
+        z = a[a > 2] ** 2
+        (y.sum() + z.sum()).backward()
+        return a.grad
+
+    for fn in (scalar_into_rows, into_a_non_leaf, into_a_leaf, duplicates_and_masks):
+        check(torch, fn)
+
+
+def test_list_indices_of_many_sequences(torch):
+    """A list of 32 or more sequences is one index array; a shorter one is a tuple of them
+    (torch's rule): 31 rows of 10 columns are too many indices for a 1-d tensor."""
+    windows = [range(i, i + 10) for i in range(100)]
+    for n in (100, 32, 31):
+        check(torch, lambda lib, n=n: lib.arange(200.0)[windows[:n]])
+    check(torch, lambda lib: lib.arange(200.0).view(20, 10)[[[0, 1], [1, 2]]])
+
+
+def test_uint8_masks_warn_once_per_index(torch):
+    def count(lib, fn):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(lib)
+        return sum("uint8" in str(w.message) for w in caught)
+
+    def one(lib):
+        return lib.ones(5, 7, 3)[lib.tensor([1, 0, 1, 1, 0], dtype=lib.uint8)]
+
+    def two(lib):
+        return lib.ones(5, 7, 3)[lib.tensor([1, 0, 1, 1, 0], dtype=lib.uint8), :,
+                                 lib.tensor([1, 1, 1], dtype=lib.uint8)]  # fmt: skip
+
+    for fn in (one, two):
+        assert count(kn, fn) == count(torch, fn) > 0
+        check(torch, fn)
+
+
+def test_index_put_needs_an_index(torch):
+    """index_put with no index: torch raises RuntimeError; kiln wrote the value."""
+    check(torch, lambda lib: lib.rand([]).index_put([], lib.tensor([1.0]), True))
+    check(torch, lambda lib: lib.tensor(2.0).index_put((), lib.tensor(1.0)))

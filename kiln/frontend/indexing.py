@@ -54,8 +54,8 @@ def getitem(x, index):
     items = items_of(index)
     if all(isinstance(i, _BASIC) and not isinstance(i, (bool, np.bool_)) for i in items):
         out = _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))))
-        if out is x and type(x) is not Symbol:  # x[:], x[...]: a new view, never x itself
-            return call("index", x, spec=())  # (x[:].t_() leaves x as it is)
+        if out is x:  # x[:], x[...]: a new view, never x itself (x[:].t_() leaves x as is)
+            return call("index", x, spec=())
         return out
     spec, selects, arrays, axes = parse(x, items)
     if type(x) is not Symbol:  # an eager tensor indexed by graph values (a tensor that

@@ -1042,3 +1042,95 @@ def test_index_put_needs_an_index(torch):
     """index_put with no index: torch raises RuntimeError; kiln wrote the value."""
     check(torch, lambda lib: lib.rand([]).index_put([], lib.tensor([1.0]), True))
     check(torch, lambda lib: lib.tensor(2.0).index_put((), lib.tensor(1.0)))
+
+
+# -- under kn.compile ---------------------------------------------------------------------------
+
+
+def _grid(lib):
+    return (lib.arange(12.0).view(3, 4),)
+
+
+def _chained_views(lib, x):
+    y = x * 1
+    y[0][1] = 5.0
+    y[1, :][2:] = 6.0
+    y[:, 1][2] = 7.0
+    y[[0]][0] = 8.0  # a copy: y stays
+    y[..., 3][None][0, 0] = 2.5
+    return y
+
+
+def _trivial_view(lib, x):
+    y = x * 1
+    v = y[:]
+    v.t_()  # v alone is transposed
+    v[0, 1] = -1.0  # and shares y's elements
+    return y, v
+
+
+def _masks(lib, x):
+    y = x * 1
+    y[y > 5] = 0.0
+    y[y < 2] *= 10
+    return y, x[True], x[None, ..., None], x[False], x[True, [0, 2]], x[..., 0, ...]
+
+
+def _tensor_items(lib, x, i, j):
+    y = x * 1
+    y[:, i] += 100.0  # repeated indices: written once each, as PyTorch's index_put_
+    y[j] = -1.0
+    return y, x[j], x[j, 1:], x[1, j], x[:, i]
+
+
+COMPILED = {
+    "index_add": (lambda lib: (*_grid(lib), lib.tensor([0, 2, 0]), lib.ones(3, 4)),
+                  lambda lib, x, i, s: (x.index_add(0, i, s, alpha=2),
+                                        x.clone().index_add_(1, i, s[:, :3]))),
+    "index_copy": (lambda lib: (*_grid(lib), lib.tensor([2, 0]), lib.ones(2, 4)),
+                   lambda lib, x, i, s: x.index_copy(0, i, s)),
+    "index_fill": (lambda lib: (*_grid(lib), lib.tensor([2, 0]), lib.tensor(7.0)),
+                   lambda lib, x, i, v: (x.index_fill(1, i, -1.5), x.clone().index_fill_(1, i, v))),
+    "take_put": (lambda lib: (*_grid(lib), lib.tensor([0, -1, 5, 5]), lib.tensor([1.0, 2, 3, 4])),
+                 lambda lib, x, i, v: (x.take(i.view(2, 2)), x.put(i, v, accumulate=True),
+                                       x.clone().put_(i[:3], v[:3]))),
+    "take_along_dim": (lambda lib: (*_grid(lib), lib.tensor([[0, 3], [1, 1], [2, 0]])),
+                       lambda lib, x, i: lib.take_along_dim(x, i, 1)),
+    "index_reduce": (lambda lib: (*_grid(lib), lib.tensor([2, 0, 2]), lib.ones(3, 4) * 3),
+                     lambda lib, x, i, s: x.index_reduce(0, i, s, "prod", include_self=False)),
+    "chained_views": (_grid, _chained_views),
+    "trivial_view": (_grid, _trivial_view),
+    "masks": (_grid, _masks),
+    "tensor_items": (lambda lib: (*_grid(lib), lib.tensor([-1, -4, 0, 0]), lib.tensor(2)),
+                     _tensor_items),
+    "out_of_range": (lambda lib: (*_grid(lib), lib.tensor([3])), lambda lib, x, i: x[i]),
+    "out_of_range_set": (lambda lib: (*_grid(lib), lib.tensor([-4])),
+                         lambda lib, x, i: x.index_put((i,), lib.tensor(1.0))),
+    "empty": (lambda lib: (*_grid(lib), lib.tensor([], dtype=lib.int64),
+                           lib.zeros(3, 4, dtype=lib.bool)),
+              lambda lib, x, i, m: (x[i], x[m], x.index_put((i,), lib.tensor(1.0)),
+                                    x.index_put((m,), lib.tensor(1.0)))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(COMPILED))
+def test_compiled_scenarios(torch, name):
+    """x[:].t_() under kn.compile transposed x too (the view was x's own graph value)."""
+    check_compiled(torch, *COMPILED[name])
+
+
+def test_compiled_setitem_gradients(torch):
+    def body(lib, x, v):
+        y = x * 1
+        y[[0, 2]] = v
+        y[:, 1:3] *= 2
+        return y.sum()
+
+    def scenario(lib):
+        x = lib.arange(12.0).view(3, 4).requires_grad_()
+        v = lib.ones(4, requires_grad=True)
+        f = kn.compile(lambda a, b: body(kn, a, b)) if lib is kn else lambda a, b: body(lib, a, b)
+        (f(x, v) * 2).backward()
+        return x.grad, v.grad
+
+    check(torch, scenario)

@@ -1134,3 +1134,37 @@ def test_compiled_setitem_gradients(torch):
         return x.grad, v.grad
 
     check(torch, scenario)
+
+
+def test_augmented_assignment_with_repeated_indices(torch):
+    """`x[i] += v` reads, adds and writes once per position (no accumulation of repeats)."""
+
+    def scenario(lib):
+        x = lib.arange(12.0).view(3, 4)
+        i = lib.tensor([0, 0, 2, -1])
+        x[:, i] += 100.0
+        x[i[:2]] *= 2
+        y = lib.arange(6.0)
+        y[lib.tensor([1, 1, 1])] -= lib.tensor([1.0, 2.0, 3.0])
+        return x, y
+
+    check(torch, scenario)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_index_copy_and_add_with_many_repeats(torch, dim):
+    """Index copies with repeated indices keep the last source slice (torch's CPU order);
+    index_add sums them (alpha scaling each)."""
+    rng = np.random.default_rng(dim)
+    shape = [5, 4, 3]
+    shape[dim] = 200
+    src_shape = list(shape)
+    src_shape[dim] = 4000
+    index = rng.integers(0, 200, 4000)
+    source = rng.random(src_shape).astype(np.float32)
+
+    def scenario(lib):
+        x, i, src = lib.zeros(shape), lib.tensor(index), lib.tensor(source)
+        return lib.index_copy(x, dim, i, src), lib.index_add(x, dim, i, src, alpha=1.5)
+
+    check(torch, scenario)

@@ -668,6 +668,9 @@ def setitem(self, index, value) -> None:
         value = np.asarray(
             dt.int64_item(value, dt.as_dtype(self.dtype), "setitem", self), self.dtype
         )
+    elif (type(value) is float or type(value) is complex) and self.dtype != np.float16:
+        # refused where x's dtype cannot hold it (as eager's `setitem`)
+        value = np.asarray(dt.python_float(value, dt.as_dtype(self.dtype), "setitem", self))
     if not isinstance(value, Symbol):
         value = core.constant(np.asarray(value), graph=self.node.graph)
     if value.dtype != self.dtype:

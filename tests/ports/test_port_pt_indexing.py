@@ -531,6 +531,14 @@ def test_setitem_of_a_python_number_the_dtype_cannot_hold(torch, dtype, value):
             return x
 
         check(torch, scenario)
+        check_compiled(torch, lambda lib: (lib.zeros(3, dtype=getattr(lib, dtype)),),
+                       lambda lib, x, index=index: _set_copy(x, index, value))  # fmt: skip
+
+
+def _set_copy(x, index, value):
+    y = x.clone()
+    y[index] = value
+    return y
 
 
 # -- autograd through indexing and item assignment ------------------------------------------------

@@ -658,9 +658,12 @@ def is_basic_index(index) -> bool:
 def setitem(self, index, value) -> None:
     """`x[index] = value` on a Symbol: x then stands for `index_put(x, index, value)`, and the
     views of x for their parts of it."""
+    from ..eager.tensor import Tensor
     from . import indexing
 
     _check_target(self, "setitem")
+    if isinstance(value, (Symbol, Tensor)) and value.dtype != self.dtype:
+        indexing.check_put_dtype(self, index, value)
     if isinstance(value, Symbol):
         check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     since = len(self.node.graph.nodes)

@@ -22,6 +22,7 @@ from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
+    DTypeMismatchError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeMismatchError,
@@ -147,6 +148,25 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
         values = np.asarray(values, x.dtype)
     (v,) = lift(values, context=(x,))
     return put(x, tuple(indices), v, bool(accumulate), as_ints=False)
+
+
+def check_put_dtype(x, index, value) -> None:
+    """PyTorch's refusal of `x[index] = value` with a tensor `value` of another dtype than x's
+    where the index holds index tensors (its index_put_ takes no cast), save one mask with a
+    value of one element (its masked_fill_ casts); basic indices copy with a cast."""
+    found = []  # per index tensor: whether it is a mask (a 0-d bool one is not, to PyTorch)
+    for item in items_of(index):
+        if isinstance(item, (list, tuple, range)):
+            item = np.asarray(item)  # a sequence: an index array (of bools: a mask)
+        if isinstance(item, (Tensor, Symbol, np.ndarray)) and (item.ndim or item.dtype == bool):
+            found.append(item.ndim > 0 and item.dtype in (np.bool_, np.uint8))
+    numel = sh.dim_product(tuple(value.shape))
+    if not found or (found == [True] and numel == 1):
+        return
+    raise DTypeMismatchError(
+        f"Index put requires the source and destination dtypes match, got {x.dtype} for the "
+        f"destination and {value.dtype} for the source. (setitem at {user_site()})"
+    )
 
 
 def put(x, index, values, accumulate: bool, as_ints: bool = True):

@@ -564,6 +564,8 @@ def setitem(self, index, value) -> None:
         return
     if dispatch.dual and forward_ad.setitem(self, index, value, setitem):
         return  # (a forward-AD level: done with its tangent)
+    if isinstance(value, Tensor) and value.dtype != self.dtype:
+        indexing.check_put_dtype(self, index, value)
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

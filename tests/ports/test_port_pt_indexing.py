@@ -716,3 +716,37 @@ def test_augmented_assignment_with_repeated_indices(torch):
         return x, y
 
     check(torch, scenario)
+
+
+SETITEM_INDEX_KINDS = {
+    "list": lambda lib: [1, 2], "tensor": lambda lib: lib.tensor([1, 2]),
+    "mask": lambda lib: lib.tensor([False, True, True, False]),
+    "mask_and_list": lambda lib: (lib.tensor([True, False]), [1, 2]),
+    "list_and_slice": lambda lib: ([0, 1], slice(1, 3)), "bool_0d": lambda lib: lib.tensor(True),
+    "int": lambda lib: 1, "slice": lambda lib: slice(1, 3), "int_0d": lambda lib: lib.tensor(1),
+    "ellipsis": lambda lib: E, "true": lambda lib: True,
+}  # fmt: skip
+TWO_ROWS = ("mask_and_list", "list_and_slice")
+
+
+@pytest.mark.parametrize("kind", list(SETITEM_INDEX_KINDS))
+@pytest.mark.parametrize("x_dtype", ["float32", "int64"])
+def test_setitem_with_a_tensor_of_another_dtype(torch, kind, x_dtype):
+    """Through index tensors PyTorch's index_put_ refuses a value of another dtype
+    (RuntimeError 'Index put requires the source and destination dtypes match') save one mask
+    with a one-element value; basic indices cast. kiln cast in every case."""
+    values = [("int64", [3]), ("float64", [3.0]), ("bool", [True]), ("float16", 3.0),
+              ("int64", 3), ("int64", [3, 4])]  # fmt: skip
+    for dtype, value in values:
+
+        def scenario(lib, dtype=dtype, value=value):
+            shape = (2, 4) if kind in TWO_ROWS else (4,)
+            x = lib.zeros(shape, dtype=getattr(lib, x_dtype))
+            x[SETITEM_INDEX_KINDS[kind](lib)] = lib.tensor(value, dtype=getattr(lib, dtype))
+            return x
+
+        check(torch, scenario)
+        check_compiled(torch, lambda lib, v=value, d=dtype: (
+            lib.zeros((2, 4) if kind in TWO_ROWS else (4,), dtype=getattr(lib, x_dtype)),
+            lib.tensor(v, dtype=getattr(lib, d))), lambda lib, x, v: _set_copy(
+                x, SETITEM_INDEX_KINDS[kind](lib), v))  # fmt: skip

@@ -315,11 +315,7 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
     if not isinstance(new, Symbol):  # a value computed from constants alone: folded
         new = core.constant(np.asarray(new), graph=x.node.graph)
     if tuple(new.shape) != tuple(x.shape):
-        try:
-            broadcast = np.broadcast_shapes(tuple(new.shape), tuple(x.shape))
-        except ValueError:
-            broadcast = None
-        if broadcast != tuple(x.shape):
+        if not _broadcasts_to(tuple(new.shape), tuple(x.shape)):
             raise _error(
                 ShapeMismatchError,
                 f"output with shape {list(x.shape)} doesn't match the broadcast shape "
@@ -338,6 +334,16 @@ def _fit(x: Symbol, new, op: str) -> Symbol:
             )
         new = m.cast(new, x.dtype)
     return new
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Whether `shape` may broadcast to `target`: each dim 1 or equal, or symbolic (a mask's
+    count, `x[mask] += v`: `broadcast_to` checks it when the run binds it)."""
+    if len(shape) > len(target):
+        return False
+    pairs = zip(reversed(shape), reversed(target))
+    return all(d == 1 or d == t or not isinstance(d, int) or not isinstance(t, int)
+               for d, t in pairs)  # fmt: skip
 
 
 def _base(view: Symbol) -> Symbol:
@@ -652,9 +658,12 @@ def is_basic_index(index) -> bool:
 def setitem(self, index, value) -> None:
     """`x[index] = value` on a Symbol: x then stands for `index_put(x, index, value)`, and the
     views of x for their parts of it."""
+    from ..eager.tensor import Tensor
     from . import indexing
 
     _check_target(self, "setitem")
+    if isinstance(value, (Symbol, Tensor)) and value.dtype != self.dtype:
+        indexing.check_put_dtype(self, index, value)
     if isinstance(value, Symbol):
         check_no_overlap(self[index] if is_basic_index(index) else self, (value,), "setitem")
     since = len(self.node.graph.nodes)
@@ -662,6 +671,9 @@ def setitem(self, index, value) -> None:
         value = np.asarray(
             dt.int64_item(value, dt.as_dtype(self.dtype), "setitem", self), self.dtype
         )
+    elif (type(value) is float or type(value) is complex) and self.dtype != np.float16:
+        # refused where x's dtype cannot hold it (as eager's `setitem`)
+        value = np.asarray(dt.python_float(value, dt.as_dtype(self.dtype), "setitem", self))
     if not isinstance(value, Symbol):
         value = core.constant(np.asarray(value), graph=self.node.graph)
     if value.dtype != self.dtype:

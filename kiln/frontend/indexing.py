@@ -22,9 +22,10 @@ from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
+    DTypeMismatchError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
-    ShapeError,
+    ShapeMismatchError,
 )
 from ..graph.core import Symbol, user_site
 from .core import call, lift
@@ -139,10 +140,32 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
             f"index_put(): indices must be a tuple of tensors, got {type(indices)}"
         )
     (x,) = lift(input)
+    if not indices:  # (PyTorch's class: RuntimeError)
+        raise ShapeMismatchError(f"index_put(): at least one index must be provided (on "
+                                 f"{list(x.shape)}, at {user_site()})")  # fmt: skip
     if isinstance(values, (bool, int, float, complex)):
         values = np.asarray(values, x.dtype)
     (v,) = lift(values, context=(x,))
     return put(x, tuple(indices), v, bool(accumulate), as_ints=False)
+
+
+def check_put_dtype(x, index, value) -> None:
+    """PyTorch's refusal of `x[index] = value` with a tensor `value` of another dtype than x's
+    where the index holds index tensors (its index_put_ takes no cast), save one mask with a
+    value of one element (its masked_fill_ casts); basic indices copy with a cast."""
+    found = []  # per index tensor: whether it is a mask (a 0-d bool one is not, to PyTorch)
+    for item in items_of(index):
+        if isinstance(item, (list, tuple, range)):
+            item = np.asarray(item)  # a sequence: an index array (of bools: a mask)
+        if isinstance(item, (Tensor, Symbol, np.ndarray)) and (item.ndim or item.dtype == bool):
+            found.append(item.ndim > 0 and item.dtype in (np.bool_, np.uint8))
+    numel = sh.dim_product(tuple(value.shape))
+    if not found or (found == [True] and numel == 1):
+        return
+    raise DTypeMismatchError(
+        f"Index put requires the source and destination dtypes match, got {x.dtype} for the "
+        f"destination and {value.dtype} for the source. (setitem at {user_site()})"
+    )
 
 
 def put(x, index, values, accumulate: bool, as_ints: bool = True):
@@ -169,7 +192,9 @@ def parse(x, items, as_ints: bool = True, selects: bool = True):
     counted = ("int", "slice", "array", "select")
     used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in counted for k, v in kinds)
     if sum(k == "ellipsis" for k, _ in kinds) > 1:
-        raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
+        wide = sum(np.ndim(v) - 1 for k, v in kinds if k in ("mask", "graph_mask"))
+        kinds = _ellipses(kinds, ("ellipsis", None), ("slice", slice(None)), x.ndim - used, wide)
+        used = sum(np.ndim(v) if k in ("mask", "graph_mask") else k in counted for k, v in kinds)
     if used > x.ndim:
         raise IndexOutOfBoundsError(f"too many indices for tensor of dimension {x.ndim} "
                                     f"(at {user_site()})")  # fmt: skip
@@ -224,11 +249,24 @@ def _spec(items) -> tuple:
 def _expand_ellipsis(items, ndim, n):
     if Ellipsis not in items:
         return items
-    if items.count(Ellipsis) > 1:
-        raise IndexOutOfBoundsError("an index can only have a single ellipsis ('...')")
-    k = items.index(Ellipsis)
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if items.count(Ellipsis) > 1:
+        return tuple(_ellipses(list(items), Ellipsis, slice(None), ndim - used))
+    k = items.index(Ellipsis)
     return items[:k] + (slice(None),) * max(ndim - used, 0) + items[k + 1 :]
+
+
+def _ellipses(items: list, ellipsis, full, n: int, wide: int = 0) -> list:
+    """PyTorch's reading of several Ellipsis (NumPy refuses them): each stands for the `n`
+    dims no other item takes, and full slices past the last dim are dropped (`x[..., 0, ...]`
+    is `x[..., 0]`). `wide`: the dims that items take beyond one each (masks)."""
+    out = []
+    for i in items:
+        out += [full] * max(n, 0) if i == ellipsis else [i]
+    room = len(items) - items.count(ellipsis) + n - wide  # the items that fit the dims
+    while len(out) > room and out[-1] == full:
+        out.pop()
+    return out
 
 
 def _slice_spec(item: slice):
@@ -237,7 +275,9 @@ def _slice_spec(item: slice):
         if p is not None and not isinstance(p, (int, np.integer)):
             if _is_tensor(p) or isinstance(p, np.ndarray) and p.ndim == 0:
                 continue
-            raise ShapeError(f"slice bounds must be ints or None in graph mode, got {p!r}")
+            raise ArgumentTypeError(  # (PyTorch's message and class)
+                f"slice indices must be integers or None or have an __index__ method, got {p!r}"
+            )
     spec = ("slice", *(None if p is None else int(p) for p in parts))
     if spec[3] is not None and spec[3] < 0:  # PyTorch's indexing has no negative steps
         raise ArgumentError(
@@ -269,10 +309,10 @@ def _classify(item, as_ints: bool):
             if item.dtype == np.uint8:
                 _as_mask(np.zeros(0, np.uint8))  # PyTorch's deprecation warning
             return ("graph_bool" if item.ndim == 0 else "graph_mask"), item
-        _check_dtype(item.dtype)
+        _check_dtype(item.dtype, item.ndim == 0 and as_ints)
         return ("select" if item.ndim == 0 and as_ints else "array"), item
     if _is_tensor(item):
-        _check_dtype(item.dtype)
+        _check_dtype(item.dtype, item.ndim == 0 and as_ints)
         if item.dtype in (np.bool_, np.uint8):
             return _host_kind(_as_mask(item.detach()._host()))
         if item.ndim == 0 and as_ints:
@@ -310,7 +350,17 @@ def _host_kind(array: np.ndarray, as_ints: bool = True):
     return "array", array
 
 
-def _check_dtype(dtype) -> None:
+_TENSOR_INDEX_DTYPES = tuple(map(dt.public, (dt.int64, dt.int32, dt.uint8, dt.bool_)))
+
+
+def _check_dtype(dtype, as_int: bool = True) -> None:
+    """An index's dtype: an integer or bool array; a tensor that is not one int (`as_int`)
+    of int64, int32, uint8 or bool only, as PyTorch (NumPy arrays and lists of any ints)."""
+    if not as_int and dtype not in _TENSOR_INDEX_DTYPES:
+        raise IndexOutOfRangeError(
+            f"tensors used as indices must be long, int, byte or bool tensors, got {dtype} "
+            f"(at {user_site()})"
+        )
     if dtype != np.bool_ and not dt.is_int(dtype):
         raise IndexOutOfRangeError(
             f"tensors used as indices must be long, int, byte or bool tensors, got {dtype} "

@@ -519,6 +519,12 @@ def _values(t: Tensor, value):
         return value if value.dtype == t.dtype else m.cast(value, t.dtype)
     if type(value) is int:  # an int64 first, whatever t's dtype
         value = dt.int64_item(value, dt.as_dtype(t.dtype), "setitem", t)
+    elif type(value) is float or type(value) is complex:
+        # refused where t's dtype cannot hold it, as PyTorch's (whose float16 takes inf)
+        target = t._data.dtype  # (NumPy's: a kiln dtype compares slowly)
+        common = type(value) is float and -3.4e38 < value < 3.4e38 and target.kind == "f"
+        if not common and target != np.float16:  # (common: any float dtype holds it)
+            value = dt.python_float(value, target, "setitem", t)
     return np.asarray(value, t.dtype)
 
 
@@ -558,6 +564,8 @@ def setitem(self, index, value) -> None:
         return
     if dispatch.dual and forward_ad.setitem(self, index, value, setitem):
         return  # (a forward-AD level: done with its tangent)
+    if isinstance(value, Tensor) and value.dtype != self.dtype:
+        indexing.check_put_dtype(self, index, value)
     if type(self) is Tensor and shares_elements(self._data):  # the written elements' layout
         _check_shared(self[index] if is_basic_index(index) else self, "setitem")
     if isinstance(value, Tensor):

@@ -86,6 +86,7 @@ OPERATORS = {
     "__invert__": m.bitwise_not, "__lshift__": m.bitwise_left_shift,
     "__rlshift__": _swap(m.bitwise_left_shift), "__rshift__": m.bitwise_right_shift,
     "__rrshift__": _swap(m.bitwise_right_shift), "__getitem__": s.getitem,
+    "__delitem__": lambda self, index: _no_delitem(),
 }  # fmt: skip
 
 METHODS = {
@@ -303,6 +304,10 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     if dtype is None:
         return dt.type_name(self.dtype)
     return _to(self, dt.dtype_of_type(dtype))
+
+
+def _no_delitem():
+    raise ArgumentTypeError("Tensor does not support deleting items")  # (PyTorch's)
 
 
 def _no_setitem(self, index, value):

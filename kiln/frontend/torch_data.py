@@ -13,6 +13,8 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import (
+    DTypeMismatchError,
+    IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
     ShapeMismatchError,
@@ -459,6 +461,16 @@ def put(input, index, source, accumulate: bool = False):  # noqa: A002
     """
     x, idx, src = lift(input, index, source)
     ti.check_long_index("put_", x, idx)
+    if src.dtype != x.dtype:  # (torch 2.13's messages and classes)
+        a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
+        why = ("put_(): self and source expected to have the same dtype, but got "
+               f"self.dtype = {a} and source.dtype = {b}")  # fmt: skip
+        raise call_error(DTypeMismatchError, why, "put", x, src)
+    counts = (sh.dim_product(tuple(src.shape)), sh.dim_product(tuple(idx.shape)))
+    if all(isinstance(c, int) for c in counts) and counts[0] != counts[1]:
+        why = ("put_(): Expected source and index to have the same number of elements, but got "
+               f"source.numel() = {counts[0]}, index.numel() = {counts[1]}")  # fmt: skip
+        raise call_error(IndexOutOfBoundsError, why, "put", idx, src)
     n = sh.dim_product(tuple(x.shape)) if x.ndim else 1
     if not isinstance(idx, Symbol):
         host = _host(idx)

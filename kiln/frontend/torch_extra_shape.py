@@ -16,6 +16,7 @@ from ..errors import (
     IndexDTypeError,
     IndexOutOfBoundsError,
     ShapeError,
+    ShapeMismatchError,
     UsageError,
     call_error,
 )
@@ -404,9 +405,13 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
         name = dt.scalar_name(idx.dtype)
         message = f"index_add_(): Expected dtype int32/int64 for index but got: {name}"
         raise call_error(DTypeMismatchError, message, "index_add", x, idx)
+    _check_source("index_add", x, _dim(x, dim), idx, src)
     if x.ndim == 0:
         return _scalar_as_vector(index_add, x, dim, idx, src, alpha=alpha)
     d = _dim(x, dim)
+    idx = s.reshape(idx, (1,)) if idx.ndim == 0 else idx
+    if isinstance(alpha, float) and (dt.is_int(x.dtype) or x.dtype == np.bool_):
+        alpha = int(alpha)  # PyTorch's: an integer input takes alpha as an integer (truncated)
     src = src if alpha == 1 else m.mul(src, alpha)
     src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
     # PyTorch's index_add of a 1-D input adds step by step in its dtype; of a wider one, as
@@ -427,10 +432,60 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
     if idx.dtype != np.int64:  # (torch 2.13's message)
         raise call_error(DTypeMismatchError, "index_copy_(): Expected a long tensor for index, "
                          f"but got {dt.scalar_name(idx.dtype)}", "index_copy", x, idx)  # fmt: skip
+    _check_source("index_copy", x, _dim(x, dim), idx, src)
     if x.ndim == 0:
         return _scalar_as_vector(index_copy, x, dim, idx, src)
     d = _dim(x, dim)
+    idx = s.reshape(idx, (1,)) if idx.ndim == 0 else idx
+    src = s.reshape(src, (1,)) if src.ndim == 0 else src  # (then x is 1-D: _check_source)
     return ti.scatter(x, d, _along(idx, d, src.shape), src)
+
+
+def _check_source(op: str, x, d: int, idx, src) -> None:
+    """PyTorch's refusals of an index or source that does not fit `x` (which scatter would
+    broadcast instead): a 0-d index or source counts as one element."""
+    if idx.ndim > 1:
+        why = (f"Index is supposed to be a vector, but got dim: {idx.ndim}" if op == "index_add"
+               else f"Index should have dimension 1 or 0 (got {idx.ndim})")  # fmt: skip
+        raise call_error(IndexOutOfBoundsError, f"{op}_(): {why}", op, x, idx)
+    if src.dtype != x.dtype:
+        a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
+        why = (f"self ({a}) and source ({b}) must have the same scalar type" if op == "index_add"
+               else f"self and source expected to have the same dtype, but got (self) {a} and "
+               f"(source) {b}")  # fmt: skip
+        raise call_error(DTypeMismatchError, f"{op}_(): {why}", op, x, src)
+    count = src.shape[d] if src.ndim else 1
+    n = idx.shape[0] if idx.ndim else 1
+    x_rest = tuple(x.shape[:d]) + tuple(x.shape[d + 1 :])
+    src_rest = tuple(src.shape[:d]) + tuple(src.shape[d + 1 :])
+    if op == "index_add" and src.ndim == 0 and _differ((n,), (1,)):  # (PyTorch's size(dim))
+        why = f"Dimension specified as {d} but tensor has no dimensions"
+        raise call_error(IndexOutOfBoundsError, why, op, idx, src)
+    if op == "index_add" and (src.ndim != x.ndim or _differ(x_rest, src_rest)):
+        why = ("source tensor shape must match self tensor shape, excluding the specified "
+               f"dimension. Got self.shape = {list(x.shape)} "
+               f"source.shape = {list(src.shape)}")  # fmt: skip
+        raise call_error(ShapeMismatchError, why, op, x, src)
+    if op == "index_copy" and x.ndim and src.ndim and x.ndim != src.ndim:
+        why = (f"index_copy_(): When source and destination are not scalars, their "
+               f"dimensionality must match. Source dimensionality ({src.ndim}), destination "
+               f"dimensionality ({x.ndim})")  # fmt: skip
+        raise call_error(IndexOutOfBoundsError, why, op, x, src)
+    if _differ((n,), (count,)):
+        why = f"{op}_(): Number of indices ({n}) should be equal to source.size(dim) ({count})"
+        cls = ShapeMismatchError if op == "index_add" else IndexOutOfBoundsError
+        raise call_error(cls, why, op, idx, src)
+    if _differ(x_rest, src_rest):
+        why = (f"index_copy_(): Source/destination tensor must have same slice shapes "
+               f"(destination {list(x.shape)}, source {list(src.shape)}, dim {d})")  # fmt: skip
+        raise call_error(ShapeMismatchError, why, op, x, src)
+
+
+def _differ(a: tuple, b: tuple) -> bool:
+    """Two shapes proven different (symbolic dims are checked when a run binds them)."""
+    if len(a) != len(b):
+        return True
+    return any(isinstance(p, int) and isinstance(q, int) and p != q for p, q in zip(a, b))
 
 
 def index_fill(input, dim: int, index, value):  # noqa: A002
@@ -445,8 +500,14 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
     if idx.dtype != np.int64:  # (torch 2.13's message and class)
         raise call_error(IndexDTypeError, "index_fill_(): Expected dtype int64 for index.",
                          "index_fill", x, idx)  # fmt: skip
-    if x.ndim == 0:
-        return _scalar_as_vector(index_fill, x, dim, idx, value)
+    if idx.ndim > 1:  # (torch 2.13's messages and classes)
+        raise call_error(ShapeMismatchError, "Index has to be a vector/scalar", "index_fill", idx)
+    if getattr(value, "ndim", 0):
+        why = ("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+               f"{value.ndim} dimension(s).")  # fmt: skip
+        raise call_error(ShapeMismatchError, why, "index_fill", x, value)
+    if x.ndim == 0:  # as a 1-element vector (the value stays 0-d)
+        return s.reshape(index_fill(s.reshape(x, (1,)), dim, idx, value), ())
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "index_fill")
     # NOTE: a negative index counts from the end, as PyTorch's (index_add and index_copy refuse

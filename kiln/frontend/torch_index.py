@@ -18,6 +18,7 @@ from ..errors import (
     ArgumentTypeError,
     DTypeError,
     DTypeMismatchError,
+    IndexOutOfBoundsError,
     ShapeError,
     UsageError,
     call_error,
@@ -161,7 +162,9 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     check_int_index("index_select(): Expected dtype int32 or int64 for index", x, idx,
                     "index_select")  # fmt: skip
     if idx.ndim > 1:
-        raise ShapeError(f"index_select(): Index is supposed to be a vector, got {idx.ndim}-d")
+        raise call_error(IndexOutOfBoundsError,  # (PyTorch's class)
+                         f"index_select(): Index is supposed to be a vector, got {idx.ndim}-d",
+                         "index_select", idx)  # fmt: skip
     zero_d = x.ndim == 0
     x, idx = _one_d(x, idx)
     out = s.gather(x, idx, sh.normalize_axis(dim_arg(dim, axis, "index_select"), x.ndim))

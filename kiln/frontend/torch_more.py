@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, ShapeError, UsageError, call_error
+from ..errors import ArgumentError, IndexOutOfBoundsError, ShapeError, UsageError, call_error
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from . import core
@@ -166,7 +166,7 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
         )
     x, idx, src = lift(input, index, source)
     if idx.ndim > 1:
-        raise call_error(ShapeError, "index_reduce(): Index is supposed to be a vector",
+        raise call_error(IndexOutOfBoundsError, "index_reduce(): Index is supposed to be a vector",
                          "index_reduce", idx)  # fmt: skip
     d = xs._dim(x, dim)
     src = src if src.dtype == x.dtype else m.cast(src, x.dtype)

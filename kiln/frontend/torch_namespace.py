@@ -14,6 +14,7 @@ Tensors, on Symbols in graph mode and under `kn.compile`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -288,22 +289,33 @@ def unravel_index(indices, shape):
     if i.dtype.kind not in "iu":
         raise call_error(ArgumentTypeError, f"expected 'indices' to be integer dtype, but got "
                          f"{i.dtype}", "unravel_index", i)  # fmt: skip
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    shape = _unravel_shape(shape)
     if any(d < 0 for d in shape):
         raise ArgumentError("'shape' cannot have negative values, but got " + str(shape))
-    total = math.prod(shape)
-    if isinstance(i, Tensor):  # the range check needs the values (PyTorch checks them too)
-        values = i.numpy()
-        if values.size and (values.min() < -total or values.max() >= total):
-            raise call_error(ArgumentError, f"'indices' must be in range [-{total}, "
-                             f"{total})", "unravel_index", i)  # fmt: skip
+    # NOTE: as PyTorch 2.13, indices outside [-numel, numel) are not refused: each coordinate
+    # is the floor remainder, so they wrap around
     i = m.cast(i, dt.int64)
-    i = m.where(m.less(i, 0), m.add(i, total), i)
     coords = []
     for d in reversed(shape):
         coords.append(m.remainder(i, d) if d else i)
         i = m.floor_divide(i, d) if d else i
     return tuple(reversed(coords))
+
+
+def _unravel_shape(shape) -> tuple:
+    """unravel_index's `shape`: an int or a sequence of ints (PyTorch's TypeErrors else)."""
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    if isinstance(shape, (Tensor, Symbol)) or not isinstance(shape, Sequence):
+        raise ArgumentTypeError(
+            f"expected 'shape' to be int or sequence of ints, but got {type(shape)}"
+        )
+    for d in shape:
+        if not isinstance(d, (int, np.integer)):
+            raise ArgumentTypeError(
+                f"expected 'shape' sequence to only contain ints, but got {type(d)}"
+            )
+    return tuple(int(d) for d in shape)
 
 
 # -- out-of-place writes ------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, DTypeMismatchError, ShapeError
+from ..errors import DTypeError, DTypeMismatchError, IndexOutOfBoundsError, ShapeError
 from .core import apply, constant_like, defop, scalar
 from .movement import _copy_into, check_indices, index_tuple
 from .movement import _index_shape as index_shape
@@ -261,7 +261,10 @@ def advanced_shape(x, idxs, axes, op="advanced_index"):
     if list(axes) != sorted(set(axes)) or not 0 <= axes[0] <= axes[-1] < len(x):
         raise ShapeError(f"{op}: axes {axes} must be increasing dims of {sh.format_shape(x)}")
     why = "shape mismatch: indexing tensors could not be broadcast together"
-    taken = sh.broadcast_shapes(*idxs, why=why)
+    try:
+        taken = sh.broadcast_shapes(*idxs, why=why)
+    except ShapeError as e:  # PyTorch raises IndexError there
+        raise IndexOutOfBoundsError(str(e)) from None
     rest = [d for a, d in enumerate(x) if a not in axes]
     if tuple(axes) == tuple(range(axes[0], axes[0] + len(axes))):  # adjacent: in place
         return (*rest[: axes[0]], *taken, *rest[axes[0] :])

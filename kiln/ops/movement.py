@@ -380,7 +380,9 @@ def _gather_shape(x, idx, *, axis, wrap_negative):
             f"axis {axis} is out of bounds for an array of dimension {len(x)}"
         )
     if x[axis] == 0 and isinstance(sh.size(idx), int) and sh.size(idx) != 0:
-        raise ShapeError(f"cannot gather from axis {axis} of size 0")
+        raise IndexOutOfBoundsError(  # (PyTorch's message and class)
+            f"index is out of bounds for dimension with size 0 (gather from axis {axis})"
+        )
     return (*x[:axis], *idx, *x[axis + 1 :])
 
 

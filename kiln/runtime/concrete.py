@@ -76,7 +76,7 @@ def concrete_shapes(
         try:
             shape = node.op.shape_rule(*ins, **a)
         except ShapeError as e:
-            raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
+            raise node_error(type(e), f"at run time: {e}", op=node.op.name, name=node.name,
                              site=node.site, inputs=node.inputs) from None  # fmt: skip
         shapes[id(node.out)] = tuple(map(int, shape))
     return shapes, attrs

@@ -70,7 +70,7 @@ def infer(node, args, attrs: dict, shape, bound: dict) -> None:
     try:
         got = node.op.shape_rule(*shapes, **{k: dims(v, bound) for k, v in attrs.items()})
     except ShapeError as e:  # the rules' message gives the operands' shapes
-        raise node_error(ShapeError, f"at run time: {e}", op=node.op.name, name=node.name,
+        raise node_error(type(e), f"at run time: {e}", op=node.op.name, name=node.name,
                          site=node.site, inputs=node.inputs) from None  # fmt: skip
     _bind_shape(tuple(got), shape, bound, node)
 

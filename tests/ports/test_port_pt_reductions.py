@@ -107,6 +107,135 @@ def _(lib, x):
     return lib.all(x, ()), lib.any(x, (), keepdim=True)
 
 
+# -- searchsorted, bucketize, isin, histc ---------------------------------------------------
+
+SEQ = np.array([1, 3, 3, 5, 7], f32)
+VALUES = np.array([[3, 6, 9], [0, 7, 3]], f32)
+ODD = np.array([0, 3, nan, 10, -inf, inf], f32)
+
+
+@case("searchsorted_sides", SEQ, VALUES)
+def _(lib, seq, v):
+    return (lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True),
+            lib.searchsorted(seq, v, side="right"), lib.searchsorted(seq, v, side="left"),
+            lib.searchsorted(seq, v, out_int32=True), lib.searchsorted(seq, 3),
+            lib.searchsorted(seq, 3.0, right=True, out_int32=True))  # fmt: skip
+
+
+@case("searchsorted_batched", np.array([[1, 3, 5, 7, 9], [2, 2, 4, 6, 8]], f32), VALUES)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True)
+
+
+@case("searchsorted_sorter", np.array([5, 1, 3, 3, 7], f32), np.array([1, 2, 3, 0, 4]), VALUES)
+def _(lib, seq, order, v):
+    return lib.searchsorted(seq, v, sorter=order), lib.searchsorted(seq, v, side="right",
+                                                                      sorter=order)  # fmt: skip
+
+
+@case("searchsorted_nan_values", SEQ, ODD)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True)
+
+
+@case("searchsorted_nan_sequence", np.array([1, 3, nan, nan], f32), ODD)
+def _(lib, seq, v):
+    # NaNs end a sorted sequence; PyTorch's binary search probes them first here (not at or
+    # above any value: it moves right past them), so every value lands at the end
+    return lib.searchsorted(seq, v), lib.searchsorted(seq, v, side="right")
+
+
+@case("searchsorted_nan_sequence_long", np.array([-2, 1, 2, 4, 5, 8, nan], f32), ODD)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True)
+
+
+@case("searchsorted_unsorted_sequence", np.array([5, 1, 4, 2, 3, 0, 6], f32), VALUES)
+def _(lib, seq, v):
+    # not sorted: PyTorch's answer is its binary search's, which kiln follows
+    return lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True)
+
+
+@case("searchsorted_mixed_dtypes", np.array([1, 3, 5], np.int32), np.array([2.5, 3.0], f32))
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v), lib.searchsorted(seq.float(), v.int())
+
+
+@case("searchsorted_empty", np.zeros(0, f32), VALUES)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v), lib.searchsorted(v[0], seq)
+
+
+@case("searchsorted_side_conflict", SEQ, VALUES, compiled=False)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v, right=True, side="left")
+
+
+@case("searchsorted_side_unknown", SEQ, VALUES, compiled=False)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v, side="middle")
+
+
+@case("searchsorted_leading_dims_differ", np.array([[1, 3, 5], [2, 4, 6]], f32),
+      np.array([[3, 4]], f32), compiled=False)  # fmt: skip
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v)
+
+
+@case("searchsorted_scalar_in_batched", np.array([[1, 3, 5], [2, 4, 6]], f32), compiled=False)
+def _(lib, seq):
+    return lib.searchsorted(seq, 3.0)
+
+
+@case("searchsorted_0d_sequence", np.array(3, f32), VALUES, compiled=False)
+def _(lib, seq, v):
+    return lib.searchsorted(seq, v)
+
+
+@case("searchsorted_sorter_int32", SEQ, np.arange(5, dtype=np.int32), VALUES, compiled=False)
+def _(lib, seq, order, v):
+    return lib.searchsorted(seq, v, sorter=order)
+
+
+@case("bucketize", VALUES, SEQ)
+def _(lib, v, b):
+    return (lib.bucketize(v, b), lib.bucketize(v, b, right=True),
+            lib.bucketize(v, b, out_int32=True), lib.bucketize(3, b),
+            lib.bucketize(v[0, 0], b))  # fmt: skip
+
+
+@case("bucketize_nan", ODD, np.array([1, 3, nan], f32))
+def _(lib, v, b):
+    return lib.bucketize(v, b), lib.bucketize(v, b, right=True)
+
+
+@case("isin", VALUES, SEQ)
+def _(lib, a, b):
+    return (lib.isin(a, b), lib.isin(a, b, invert=True), lib.isin(a, 3.0), lib.isin(3.0, b),
+            lib.isin(a, b[:0]), lib.isin(a[:, :0], b), lib.isin(a.long(), b))  # fmt: skip
+
+
+@case("isin_nan", ODD, ODD)
+def _(lib, a, b):
+    return lib.isin(a, b), lib.isin(a, b, assume_unique=True)
+
+
+@case("histc", np.array([1, 2, 1, 4, 2.5, 3, 0, -1], f32))
+def _(lib, x):
+    return (lib.histc(x, 4), lib.histc(x, 5, min=0, max=3), lib.histc(x[:0], 3),
+            lib.histc(x[:1].expand(3), 3), lib.histc(x.double(), 3, 0, 3))  # fmt: skip
+
+
+@case("histc_nonfinite_outside_range", ODD)
+def _(lib, x):
+    return lib.histc(x, 3, min=0, max=5)
+
+
+@case("histc_inverted_range", SEQ, compiled=False)
+def _(lib, x):
+    return lib.histc(x, 3, min=2, max=1)
+
+
 # -- the test ----------------------------------------------------------------------------
 
 

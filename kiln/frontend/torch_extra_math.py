@@ -493,6 +493,7 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
         return core.call("share_ties", x, core.call("stop_gradient", value),
                          axes=tuple(range(x.ndim)))  # fmt: skip
     if x.ndim == 0:
+        sh.normalize_axis(dim, 1)  # dims 0 and -1 only, as PyTorch's (IndexError)
         return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
     d = sh.normalize_axis(dim, x.ndim)
     index = s.squeeze(_lower_middle(tm.sort(x, d, stable=True).indices, d), d)

@@ -107,6 +107,253 @@ def _(lib, x):
     return lib.all(x, ()), lib.any(x, (), keepdim=True)
 
 
+@case("dims_forms", A)
+def _(lib, x):
+    return (lib.sum(x, -1), lib.sum(x, (-1, 0), keepdim=True), lib.amax(x, ()),
+            lib.mean(x, [1]), x.sum(dim=(0,), keepdim=True), lib.var(x, (0, 1)),
+            lib.count_nonzero(x, (0, 1)), lib.logsumexp(x, (), keepdim=True),
+            lib.std(x, dim=-2, keepdim=True), lib.norm(x, dim=(1, 0)))  # fmt: skip
+
+
+@case("dims_repeated", A, compiled=False)
+def _(lib, x):
+    return lib.sum(x, (1, -1))
+
+
+@case("dim_out_of_range", A, compiled=False)
+def _(lib, x):
+    return lib.amax(x, 2)
+
+
+@case("scalar_dims", SCALAR)
+def _(lib, x):
+    return (lib.sum(x, 0), lib.amax(x, -1, keepdim=True), lib.max(x, 0), lib.argmax(x, 0),
+            lib.mean(x, (0,)), lib.logsumexp(x, 0), lib.var(x, 0, correction=0),
+            lib.cumsum(x, 0), lib.sort(x, 0), lib.topk(x, 1), lib.kthvalue(x, 1),
+            lib.median(x, 0), lib.mode(x, -1), lib.aminmax(x, dim=0))  # fmt: skip
+
+
+@case("scalar_topk_none", SCALAR)
+def _(lib, x):
+    return lib.topk(x, 0), lib.topk(x, 0, largest=False)
+
+
+@case("scalar_median_dim_1", SCALAR, compiled=False)
+def _(lib, x):
+    return lib.median(x, 1)
+
+
+@case("scalar_nanmedian_dim_minus_2", SCALAR, compiled=False)
+def _(lib, x):
+    return lib.nanmedian(x, -2)
+
+
+@case("scalar_max_dim_1", SCALAR, compiled=False)
+def _(lib, x):
+    return lib.max(x, 1)
+
+
+# -- zero-size inputs: identities and refusals ----------------------------------------------
+
+
+@case("empty_identities", EMPTY)
+def _(lib, x):
+    return (lib.sum(x), lib.prod(x), lib.sum(x, 0), lib.prod(x, 0), lib.all(x), lib.any(x),
+            lib.all(x, 0), lib.count_nonzero(x, 0), lib.logsumexp(x, 0), lib.norm(x),
+            lib.nansum(x, 0), lib.amax(x, 1), lib.max(x, 1), lib.argmin(x, 1),
+            lib.cumsum(x, 0), lib.cumprod(x, 1), lib.sort(x, 0), lib.topk(x, 0, 1),
+            lib.prod(x.int()), lib.sum(x.to(lib.int8), 0))  # fmt: skip
+
+
+@case("empty_means_are_nan", EMPTY)
+def _(lib, x):
+    return lib.mean(x), lib.mean(x, 0), lib.nanmean(x, 0), lib.var(x, 0), lib.std(x)
+
+
+@case("empty_max", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.max(x)
+
+
+@case("empty_argmax", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.argmax(x)
+
+
+@case("empty_amax_along_empty_dim", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.amax(x, 0)
+
+
+@case("empty_max_along_empty_dim", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.max(x, 0)
+
+
+@case("empty_aminmax", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.aminmax(x)
+
+
+@case("empty_median", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.median(x, 0)
+
+
+@case("empty_mode", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.mode(x, 0)
+
+
+@case("empty_kthvalue", EMPTY, compiled=False)
+def _(lib, x):
+    return lib.kthvalue(x, 1, 0)
+
+
+@case("empty_median_all", EMPTY)
+def _(lib, x):
+    return lib.median(x), lib.nanmedian(x), lib.median(x, 1), lib.mode(x, 1)
+
+
+# -- dtypes: accumulation, dtype=, refusals -------------------------------------------------
+
+
+@case("accumulation_dtypes", I8, U8, BOOL)
+def _(lib, i8, u8, b):
+    return (lib.sum(i8), lib.sum(u8, 1), lib.sum(b), lib.prod(i8, 0), lib.prod(b),
+            lib.cumsum(i8, 1), lib.cumprod(u8, 1), lib.cumsum(b, 0), lib.nansum(i8),
+            lib.sum(i8.int()), lib.sum(i8.long()), lib.sum(i8, dtype=lib.int8),
+            lib.sum(u8, 0, dtype=lib.uint8), lib.prod(i8, 1, dtype=lib.int16),
+            lib.sum(i8, dtype=lib.float64), lib.cumsum(i8, 1, dtype=lib.float32),
+            lib.mean(i8, dtype=lib.float64), lib.mean(b, 0, dtype=lib.float32),
+            lib.sum(b, dtype=lib.bool))  # fmt: skip
+
+
+@case("truth_dtypes", I8, U8, BOOL, A)
+def _(lib, i8, u8, b, x):
+    return (lib.all(i8), lib.any(u8), lib.all(u8, 1), lib.any(b, 0), lib.all(x, 1),
+            u8.all(), lib.any(x.half()), lib.count_nonzero(b, 0))  # fmt: skip
+
+
+@case("half_accumulation", np.full(3000, 30, np.float16))
+def _(lib, x):
+    return lib.sum(x), lib.mean(x), lib.cumsum(x[:300], 0)[-1], lib.var(x)
+
+
+@case("mean_of_ints", I8, compiled=False)
+def _(lib, x):
+    return lib.mean(x)
+
+
+@case("mean_of_bools", BOOL, compiled=False)
+def _(lib, x):
+    return lib.mean(x, 0)
+
+
+@case("mean_integer_dtype", A, compiled=False)
+def _(lib, x):
+    return lib.mean(x, dtype=lib.int64)
+
+
+@case("var_of_ints", I8, compiled=False)
+def _(lib, x):
+    return lib.var(x)
+
+
+@case("logsumexp_of_ints", I8, BOOL)
+def _(lib, x, b):
+    return lib.logsumexp(x, 1), lib.logsumexp(b, 0), lib.logcumsumexp(x.float(), 1)
+
+
+# -- NaN and inf ---------------------------------------------------------------------------
+
+
+@case("nan_propagation", NANS)
+def _(lib, x):
+    return (lib.max(x, 1), lib.min(x, 0), lib.amax(x, 1), lib.amin(x), lib.argmax(x, 1),
+            lib.argmin(x), lib.max(x), lib.aminmax(x, dim=1), lib.sum(x, 1), lib.mean(x, 0),
+            lib.cummax(x, 1), lib.cummin(x, 0), lib.median(x, 1), lib.median(x),
+            lib.logsumexp(x, 1), lib.var(x, 0), lib.max(x, x.flip(0)))  # fmt: skip
+
+
+@case("nan_ignoring", NANS)
+def _(lib, x):
+    return (lib.nansum(x, 1), lib.nanmean(x, 1), lib.nanmean(x), lib.nansum(x),
+            lib.nanmedian(x), lib.nanmedian(x, 0).values, lib.nanmedian(x[:2], 1),
+            lib.nanquantile(x, 0.5, dim=1), lib.quantile(x, 0.5, dim=1))  # fmt: skip
+
+
+@case("infinities", INFS)
+def _(lib, x):
+    return (lib.logsumexp(x, 1), lib.logsumexp(x, 0), lib.sum(x, 1), lib.mean(x, 0),
+            lib.var(x, 1), lib.std(x, 0), lib.max(x, 1), lib.argmin(x, 0),
+            lib.logcumsumexp(x, 1), lib.norm(x, dim=1), lib.prod(x, 1),
+            lib.nansum(x, 1))  # fmt: skip
+
+
+@case("logsumexp_all_minus_inf", np.full((2, 3), -inf, f32))
+def _(lib, x):
+    return lib.logsumexp(x, 1), lib.logsumexp(x, (0, 1), keepdim=True)
+
+
+# -- ties: the first index ------------------------------------------------------------------
+
+
+@case("ties_first_index", TIES, np.array([[5, 1, 5, 1], [2, 2, 2, 2]]))
+def _(lib, x, i):
+    return (lib.argmax(x, 1), lib.argmin(x, 1), lib.max(x, 1), lib.min(x, 0), lib.argmax(x),
+            lib.argmin(i, 1), lib.max(i, 0), lib.cummax(x, 1), lib.cummin(x, 1),
+            lib.median(x, 1), lib.mode(x, 1), lib.mode(i, 1),
+            lib.argmax(x, 1, keepdim=True))  # fmt: skip
+
+
+@case("median_even_length_is_lower", np.array([[4, 1, 3, 2], [8, 6, 7, 5]], f32))
+def _(lib, x):
+    return (lib.median(x), lib.median(x, 1), lib.nanmedian(x, 0), lib.median(x[:, :3], 1),
+            lib.quantile(x, 0.5, dim=1))  # fmt: skip
+
+
+@case("mode_counts", np.array([[1, 2, 2, 1, 3], [5, 5, 4, 4, 4], [7, 7, 7, 7, 7]], f32))
+def _(lib, x):
+    return lib.mode(x), lib.mode(x, 0), lib.mode(x.long(), 1, keepdim=True), lib.mode(x > 3)
+
+
+@case("kthvalue", np.array([[3, 5, 4, 1, 1, 5], [0, -1, 1, -2, 2, 0]], f32))
+def _(lib, x):
+    v, i = lib.kthvalue(x, 3)
+    w, j = lib.kthvalue(x, 2, 0, keepdim=True)
+    return v, x.gather(1, i[:, None]), w, x.gather(0, j), lib.kthvalue(x[:, ::2], 2).values
+
+
+@case("kthvalue_out_of_range", np.array([3, 5, 4], f32), compiled=False)
+def _(lib, x):
+    return lib.kthvalue(x, 4)
+
+
+# -- variance ------------------------------------------------------------------------------
+
+
+@case("variance_corrections", A)
+def _(lib, x):
+    return (lib.var(x), lib.var(x, 1, unbiased=False), lib.std(x, 0, correction=0),
+            lib.var(x, 1, correction=2), lib.var(x, 0, correction=3),
+            lib.var(x, 0, correction=5), lib.std(x, 1, correction=0.5),
+            lib.var(x, False), lib.var(x, 1, False, True), lib.std(x, None, correction=0),
+            lib.var_mean(x, 1), lib.std_mean(x, (0, 1), keepdim=True),
+            lib.var_mean(x, -1, keepdim=True, correction=2), lib.var_mean(x, 0, False))  # fmt: skip
+
+
+@case("variance_degenerate", np.array([3.0], f32), SCALAR)
+def _(lib, one, scalar):
+    return (lib.var(one), lib.std(one), lib.var(one, correction=0), lib.var(scalar),
+            lib.std_mean(scalar), lib.var_mean(one, 0))  # fmt: skip
+
+
+@case("variance_complex", np.array([1 + 1j, 2 - 1j, -3j], np.complex64))
+def _(lib, x):
+    return lib.var(x), lib.std(x, correction=0), lib.var_mean(x)
+
+
 # -- searchsorted, bucketize, isin, histc ---------------------------------------------------
 
 SEQ = np.array([1, 3, 3, 5, 7], f32)

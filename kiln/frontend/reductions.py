@@ -134,6 +134,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
     array([1.5, 2.5, 3.5])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "mean")
+    asked = None if dtype is None else dt.as_dtype(dtype)
+    if asked is not None and not (dt.is_float(asked) or asked.kind == "c"):
+        (input,) = lift(input)  # noqa: A001
+        message = (
+            f"mean(): could not infer output dtype. Optional dtype must be either a "
+            f"floating point or complex dtype. Got: {dt.scalar_name(asked)}"
+        )
+        raise call_error(DTypeMismatchError, message, "mean", input)
     if dtype is None:
         (input,) = lift(input)  # noqa: A001
         require_floating(

@@ -162,13 +162,12 @@ def _topk_shape(x, *, axis, k, largest):
 
 
 def _topk(xp, x, *, axis, k, largest):
+    if x.ndim == 0:  # its value and index 0, for k 0 or 1 (as PyTorch's)
+        return x.copy(), xp.zeros((), np.int64)
     x1 = _flat(x)
     idx = _argsort(xp, x1, axis, largest).astype(np.int64, copy=False)
     idx = xp.ascontiguousarray(xp.take(idx, xp.arange(k), axis=axis))
-    values = xp.take_along_axis(x1, idx, axis=axis)
-    if x.ndim == 0:
-        return values.reshape(()), idx.reshape(())
-    return values, idx
+    return xp.take_along_axis(x1, idx, axis=axis), idx
 
 
 def _topk_vjp(cts, t, x, *, axis, k, largest):

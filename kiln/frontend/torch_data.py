@@ -61,6 +61,7 @@ def unique(
     """
     (x,) = lift(input)
     _no_complex(x, "unique")
+    _well_formed(x, dim, "unique")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=True), return_inverse, return_counts)
     host = sortable(_host(x))  # bfloat16 through float32, which NumPy sorts with its NaNs
@@ -84,6 +85,21 @@ def _no_complex(x, op):
     if dt.is_complex(x.dtype):
         raise call_error(UnsupportedDTypeError, f"{op} does not support complex dtype {x.dtype}",
                          op, x)  # fmt: skip
+
+
+def _well_formed(x, dim, op):
+    """PyTorch's refusals (RuntimeError) of slices along `dim` of an empty `x`: one dim of
+    size 0 at most, and that one `dim` (the slices are then distinct: none, or all empty)."""
+    if dim is None or x.ndim == 0 or 0 not in tuple(x.shape):
+        return
+    if tuple(x.shape).count(0) > 1:
+        message = "Number of zero sized dimensions is more than one, so unique cannot be applied"
+        raise call_error(ShapeError, message, op, x)
+    if x.shape[sh.normalize_axis(dim, x.ndim)] != 0:
+        message = (
+            "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"
+        )
+        raise call_error(ShapeError, message, op, x)
 
 
 def _results(x, out, inverse, counts, return_inverse, return_counts):
@@ -110,6 +126,7 @@ def unique_consecutive(
     """
     (x,) = lift(input)
     _no_complex(x, "unique_consecutive")
+    _well_formed(x, dim, "unique_consecutive")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=False), return_inverse, return_counts)
     host = _host(x)

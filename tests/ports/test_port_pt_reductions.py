@@ -354,6 +354,148 @@ def _(lib, x):
     return lib.var(x), lib.std(x, correction=0), lib.var_mean(x)
 
 
+# -- sort, argsort, msort, topk --------------------------------------------------------------
+
+WITH_NANS = np.array([nan, 1, nan, 0, 1, -0.0, 0.0, -inf, inf], f32)
+
+
+@case("sort_stable_nans_last", WITH_NANS)
+def _(lib, x):
+    # stable: equal values (and NaNs, which go last ascending and first descending) keep
+    # their order; -0.0 and 0.0 are equal
+    return (lib.sort(x, stable=True), lib.sort(x, stable=True, descending=True),
+            lib.argsort(x, stable=True), lib.argsort(x, dim=0, descending=True, stable=True),
+            x.sort(stable=True, dim=-1).indices, lib.msort(x).isnan())  # fmt: skip
+
+
+@case("sort_stable_binary", np.array([0, 1] * 100, np.int8), np.array([True, False] * 3))
+def _(lib, x, b):
+    return (lib.sort(x, stable=True).indices, lib.sort(x.float(), stable=True).indices,
+            lib.sort(b, stable=True, descending=True),
+            lib.sort(x.to(lib.uint8), stable=True))  # fmt: skip
+
+
+@case("sort_dims", np.array([[3, nan, 1], [2, 2, -1]], f32), SCALAR)
+def _(lib, x, scalar):
+    return (lib.sort(x, dim=0, stable=True), lib.sort(x, dim=-1, descending=True, stable=True),
+            lib.msort(x.T), lib.sort(scalar), lib.argsort(scalar), lib.msort(scalar),
+            lib.sort(x[:, :0], stable=True), lib.sort(x.T, dim=0, stable=True).values)  # fmt: skip
+
+
+@case("sort_dim_out_of_range", SCALAR, compiled=False)
+def _(lib, x):
+    return lib.sort(x, 1)
+
+
+@case("topk_options", np.array([[5, 1, 4, 2, 3], [0, 9, 8, 7, 6]], f32))
+def _(lib, x):
+    return (lib.topk(x, 2), lib.topk(x, 3, largest=False), lib.topk(x, 1, 0),
+            lib.topk(x, 2, sorted=True), lib.topk(x, 0), lib.topk(x, 0, largest=False),
+            lib.topk(x, 5, dim=-1, largest=False), lib.topk(x.long(), 2))  # fmt: skip
+
+
+@case("topk_nonfinite", np.array([nan, inf, 1e4, 0, -1e4, -inf], f32))
+def _(lib, x):
+    return lib.topk(x, 4), lib.topk(x, 4, largest=False), lib.topk(x, 6, largest=False)
+
+
+@case("topk_ties_pick_equal_values", TIES)
+def _(lib, x):
+    # PyTorch leaves which of equal values topk/kthvalue pick unspecified: the values picked
+    out = []
+    for k, largest in ((1, True), (2, True), (2, False), (3, False)):
+        values, indices = lib.topk(x, k, largest=largest)
+        out += [values, x.gather(1, indices)]
+    for k in (1, 2, 3):
+        values, indices = lib.kthvalue(x, k, 0)
+        out += [values, x.gather(0, indices[None])]
+    return out
+
+
+@case("topk_k_out_of_range", np.array([1, 3, 2], f32), compiled=False)
+def _(lib, x):
+    return lib.topk(x, 4)
+
+
+@case("topk_negative_k", np.array([1, 3, 2], f32), compiled=False)
+def _(lib, x):
+    return lib.topk(x, -1)
+
+
+@case("topk_bool_dim", np.array([[1, 3], [3, 1]], f32), compiled=False)
+def _(lib, x):
+    return lib.topk(x, 1, True)
+
+
+# -- unique, unique_consecutive ------------------------------------------------------------
+
+BLOCKS = np.array([[[1, 1], [0, 1], [2, 1], [0, 1]], [[1, 1], [0, 1], [2, 1], [0, 1]]], f32)
+ROWS = np.array([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [3, 4], [0, 1], [0, 1], [3, 4], [1, 2]])
+
+
+@case("unique_flat", np.array([1, 2, 3, 2, 8, 5, 2, 3]), compiled=False)
+def _(lib, x):
+    return (lib.unique(x), lib.unique(x, return_inverse=True), lib.unique(x, return_counts=True),
+            lib.unique(x.view(2, 2, 2), return_inverse=True, return_counts=True),
+            x.unique(sorted=True, return_counts=True), lib.unique(x.to(lib.uint8)),
+            lib.unique(x > 2, return_inverse=True, return_counts=True))  # fmt: skip
+
+
+@case("unique_dims", BLOCKS, ROWS, compiled=False)
+def _(lib, x, rows):
+    out = []
+    for t in (x, x.long(), x.bool(), rows, rows.to(lib.uint8)):
+        for dim in range(t.ndim):
+            out.append(lib.unique(t, dim=dim, return_inverse=True, return_counts=True))
+        out.append(lib.unique_consecutive(t, dim=0, return_inverse=True, return_counts=True))
+    return out
+
+
+@case("unique_consecutive", np.array([1, 2, 2, 2, 5, 5, 2, 2, 3]), compiled=False)
+def _(lib, x):
+    return (lib.unique_consecutive(x), lib.unique_consecutive(x, return_counts=True),
+            lib.unique_consecutive(x.view(3, 3), return_inverse=True, return_counts=True),
+            x.unique_consecutive(return_inverse=True), lib.unique_consecutive(x > 2),
+            lib.unique_consecutive(x.view(3, 3), dim=1))  # fmt: skip
+
+
+@case("unique_scalar_and_empty", SCALAR, np.zeros((0, 0, 3), f32), compiled=False)
+def _(lib, scalar, empty):
+    out = []
+    for t in (scalar, empty):
+        out.append(lib.unique(t, return_inverse=True, return_counts=True))
+        out.append(lib.unique(t, sorted=False, return_inverse=True, return_counts=True))
+        out.append(lib.unique_consecutive(t, return_inverse=True, return_counts=True))
+    out.append(lib.unique(empty[0], dim=0, return_inverse=True, return_counts=True))
+    return out
+
+
+@case("unique_nans_and_zeros", WITH_NANS, compiled=False)
+def _(lib, x):
+    return (lib.unique(x, return_inverse=True, return_counts=True),
+            lib.unique_consecutive(x[[0, 0, 1, 1, 5, 6]], return_counts=True))  # fmt: skip
+
+
+@case("unique_empty_dim_not_selected", np.zeros((5, 0), f32), compiled=False)
+def _(lib, x):
+    return lib.unique(x, dim=0)
+
+
+@case("unique_two_empty_dims", np.zeros((5, 0, 0), f32), compiled=False)
+def _(lib, x):
+    return lib.unique(x, dim=1, return_inverse=True, return_counts=True)
+
+
+@case("unique_consecutive_empty_dim_not_selected", np.zeros((5, 0, 5), f32), compiled=False)
+def _(lib, x):
+    return lib.unique_consecutive(x, dim=2)
+
+
+@case("unique_dim_of_scalar", SCALAR, compiled=False)
+def _(lib, x):
+    return lib.unique(x, dim=0)
+
+
 # -- searchsorted, bucketize, isin, histc ---------------------------------------------------
 
 SEQ = np.array([1, 3, 3, 5, 7], f32)

@@ -13,6 +13,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import (
+    IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
     ShapeMismatchError,
@@ -88,9 +89,13 @@ def _no_complex(x, op):
 
 
 def _well_formed(x, dim, op):
-    """PyTorch's refusals (RuntimeError) of slices along `dim` of an empty `x`: one dim of
-    size 0 at most, and that one `dim` (the slices are then distinct: none, or all empty)."""
-    if dim is None or x.ndim == 0 or 0 not in tuple(x.shape):
+    """PyTorch's refusals of slices along `dim` of a 0-d `x` (IndexError) or of an empty one
+    (RuntimeError): one dim of size 0 at most, and that one `dim` (the slices are then
+    distinct: none, or all empty)."""
+    if dim is not None and x.ndim == 0:
+        message = f"Dimension specified as {dim} but tensor has no dimensions"
+        raise call_error(IndexOutOfBoundsError, message, op, x)
+    if dim is None or 0 not in tuple(x.shape):
         return
     if tuple(x.shape).count(0) > 1:
         message = "Number of zero sized dimensions is more than one, so unique cannot be applied"

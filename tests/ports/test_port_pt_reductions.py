@@ -1,7 +1,7 @@
 """PyTorch's own reduction and sort/select tests (test_reductions.py, test_sort_and_select.py)
 as an oracle: their hand-written edge cases, each written here as a scenario of its own, a
 function of the module (`torch` or `kiln`), run on both and compared: values, dtypes, shapes,
-index choices and exception types. Most run under `kn.compile` too. tests/test_torch_opinfo.py
+index choices and exception types, eagerly and under `kn.compile`. tests/test_torch_opinfo.py
 already runs the OpInfo samples of these ops; these are the edges those samples miss: dim=None,
 (), negative and repeated dims, keepdim, 0-d and zero-size inputs, identity values and the
 errors of empty max/argmax, dtype= and the accumulation dtypes, NaN and inf, ties, the
@@ -35,13 +35,13 @@ INFS = np.array([[-inf, -inf], [inf, 1], [inf, inf], [-inf, 2], [inf, -inf]], f3
 CASES = {}
 
 
-def case(name, *inputs, compiled=True):
+def case(name, *inputs):
     """Registers the scenario below it under `name`, run on `inputs` (NumPy arrays, passed
-    as tensors of the module); `compiled`: also run under kn.compile."""
+    as tensors of the module)."""
 
     def register(fn):
         assert name not in CASES, name
-        CASES[name] = (fn, inputs, compiled)
+        CASES[name] = (fn, inputs)
         return fn
 
     return register
@@ -115,12 +115,12 @@ def _(lib, x):
             lib.std(x, dim=-2, keepdim=True), lib.norm(x, dim=(1, 0)))  # fmt: skip
 
 
-@case("dims_repeated", A, compiled=False)
+@case("dims_repeated", A)
 def _(lib, x):
     return lib.sum(x, (1, -1))
 
 
-@case("dim_out_of_range", A, compiled=False)
+@case("dim_out_of_range", A)
 def _(lib, x):
     return lib.amax(x, 2)
 
@@ -138,17 +138,17 @@ def _(lib, x):
     return lib.topk(x, 0), lib.topk(x, 0, largest=False)
 
 
-@case("scalar_median_dim_1", SCALAR, compiled=False)
+@case("scalar_median_dim_1", SCALAR)
 def _(lib, x):
     return lib.median(x, 1)
 
 
-@case("scalar_nanmedian_dim_minus_2", SCALAR, compiled=False)
+@case("scalar_nanmedian_dim_minus_2", SCALAR)
 def _(lib, x):
     return lib.nanmedian(x, -2)
 
 
-@case("scalar_max_dim_1", SCALAR, compiled=False)
+@case("scalar_max_dim_1", SCALAR)
 def _(lib, x):
     return lib.max(x, 1)
 
@@ -170,42 +170,42 @@ def _(lib, x):
     return lib.mean(x), lib.mean(x, 0), lib.nanmean(x, 0), lib.var(x, 0), lib.std(x)
 
 
-@case("empty_max", EMPTY, compiled=False)
+@case("empty_max", EMPTY)
 def _(lib, x):
     return lib.max(x)
 
 
-@case("empty_argmax", EMPTY, compiled=False)
+@case("empty_argmax", EMPTY)
 def _(lib, x):
     return lib.argmax(x)
 
 
-@case("empty_amax_along_empty_dim", EMPTY, compiled=False)
+@case("empty_amax_along_empty_dim", EMPTY)
 def _(lib, x):
     return lib.amax(x, 0)
 
 
-@case("empty_max_along_empty_dim", EMPTY, compiled=False)
+@case("empty_max_along_empty_dim", EMPTY)
 def _(lib, x):
     return lib.max(x, 0)
 
 
-@case("empty_aminmax", EMPTY, compiled=False)
+@case("empty_aminmax", EMPTY)
 def _(lib, x):
     return lib.aminmax(x)
 
 
-@case("empty_median", EMPTY, compiled=False)
+@case("empty_median", EMPTY)
 def _(lib, x):
     return lib.median(x, 0)
 
 
-@case("empty_mode", EMPTY, compiled=False)
+@case("empty_mode", EMPTY)
 def _(lib, x):
     return lib.mode(x, 0)
 
 
-@case("empty_kthvalue", EMPTY, compiled=False)
+@case("empty_kthvalue", EMPTY)
 def _(lib, x):
     return lib.kthvalue(x, 1, 0)
 
@@ -240,22 +240,22 @@ def _(lib, x):
     return lib.sum(x), lib.mean(x), lib.cumsum(x[:300], 0)[-1], lib.var(x)
 
 
-@case("mean_of_ints", I8, compiled=False)
+@case("mean_of_ints", I8)
 def _(lib, x):
     return lib.mean(x)
 
 
-@case("mean_of_bools", BOOL, compiled=False)
+@case("mean_of_bools", BOOL)
 def _(lib, x):
     return lib.mean(x, 0)
 
 
-@case("mean_integer_dtype", A, compiled=False)
+@case("mean_integer_dtype", A)
 def _(lib, x):
     return lib.mean(x, dtype=lib.int64)
 
 
-@case("var_of_ints", I8, compiled=False)
+@case("var_of_ints", I8)
 def _(lib, x):
     return lib.var(x)
 
@@ -325,7 +325,7 @@ def _(lib, x):
     return v, x.gather(1, i[:, None]), w, x.gather(0, j), lib.kthvalue(x[:, ::2], 2).values
 
 
-@case("kthvalue_out_of_range", np.array([3, 5, 4], f32), compiled=False)
+@case("kthvalue_out_of_range", np.array([3, 5, 4], f32))
 def _(lib, x):
     return lib.kthvalue(x, 4)
 
@@ -382,7 +382,7 @@ def _(lib, x, scalar):
             lib.sort(x[:, :0], stable=True), lib.sort(x.T, dim=0, stable=True).values)  # fmt: skip
 
 
-@case("sort_dim_out_of_range", SCALAR, compiled=False)
+@case("sort_dim_out_of_range", SCALAR)
 def _(lib, x):
     return lib.sort(x, 1)
 
@@ -412,17 +412,17 @@ def _(lib, x):
     return out
 
 
-@case("topk_k_out_of_range", np.array([1, 3, 2], f32), compiled=False)
+@case("topk_k_out_of_range", np.array([1, 3, 2], f32))
 def _(lib, x):
     return lib.topk(x, 4)
 
 
-@case("topk_negative_k", np.array([1, 3, 2], f32), compiled=False)
+@case("topk_negative_k", np.array([1, 3, 2], f32))
 def _(lib, x):
     return lib.topk(x, -1)
 
 
-@case("topk_bool_dim", np.array([[1, 3], [3, 1]], f32), compiled=False)
+@case("topk_bool_dim", np.array([[1, 3], [3, 1]], f32))
 def _(lib, x):
     return lib.topk(x, 1, True)
 
@@ -433,7 +433,7 @@ BLOCKS = np.array([[[1, 1], [0, 1], [2, 1], [0, 1]], [[1, 1], [0, 1], [2, 1], [0
 ROWS = np.array([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [3, 4], [0, 1], [0, 1], [3, 4], [1, 2]])
 
 
-@case("unique_flat", np.array([1, 2, 3, 2, 8, 5, 2, 3]), compiled=False)
+@case("unique_flat", np.array([1, 2, 3, 2, 8, 5, 2, 3]))
 def _(lib, x):
     return (lib.unique(x), lib.unique(x, return_inverse=True), lib.unique(x, return_counts=True),
             lib.unique(x.view(2, 2, 2), return_inverse=True, return_counts=True),
@@ -441,7 +441,7 @@ def _(lib, x):
             lib.unique(x > 2, return_inverse=True, return_counts=True))  # fmt: skip
 
 
-@case("unique_dims", BLOCKS, ROWS, compiled=False)
+@case("unique_dims", BLOCKS, ROWS)
 def _(lib, x, rows):
     out = []
     for t in (x, x.long(), x.bool(), rows, rows.to(lib.uint8)):
@@ -451,7 +451,7 @@ def _(lib, x, rows):
     return out
 
 
-@case("unique_consecutive", np.array([1, 2, 2, 2, 5, 5, 2, 2, 3]), compiled=False)
+@case("unique_consecutive", np.array([1, 2, 2, 2, 5, 5, 2, 2, 3]))
 def _(lib, x):
     return (lib.unique_consecutive(x), lib.unique_consecutive(x, return_counts=True),
             lib.unique_consecutive(x.view(3, 3), return_inverse=True, return_counts=True),
@@ -459,7 +459,7 @@ def _(lib, x):
             lib.unique_consecutive(x.view(3, 3), dim=1))  # fmt: skip
 
 
-@case("unique_scalar_and_empty", SCALAR, np.zeros((0, 0, 3), f32), compiled=False)
+@case("unique_scalar_and_empty", SCALAR, np.zeros((0, 0, 3), f32))
 def _(lib, scalar, empty):
     out = []
     for t in (scalar, empty):
@@ -470,30 +470,35 @@ def _(lib, scalar, empty):
     return out
 
 
-@case("unique_nans_and_zeros", WITH_NANS, compiled=False)
+@case("unique_nans_and_zeros", WITH_NANS)
 def _(lib, x):
     return (lib.unique(x, return_inverse=True, return_counts=True),
             lib.unique_consecutive(x[[0, 0, 1, 1, 5, 6]], return_counts=True))  # fmt: skip
 
 
-@case("unique_empty_dim_not_selected", np.zeros((5, 0), f32), compiled=False)
+@case("unique_empty_dim_not_selected", np.zeros((5, 0), f32))
 def _(lib, x):
     return lib.unique(x, dim=0)
 
 
-@case("unique_two_empty_dims", np.zeros((5, 0, 0), f32), compiled=False)
+@case("unique_two_empty_dims", np.zeros((5, 0, 0), f32))
 def _(lib, x):
     return lib.unique(x, dim=1, return_inverse=True, return_counts=True)
 
 
-@case("unique_consecutive_empty_dim_not_selected", np.zeros((5, 0, 5), f32), compiled=False)
+@case("unique_consecutive_empty_dim_not_selected", np.zeros((5, 0, 5), f32))
 def _(lib, x):
     return lib.unique_consecutive(x, dim=2)
 
 
-@case("unique_dim_of_scalar", SCALAR, compiled=False)
+@case("unique_dim_of_scalar", SCALAR)
 def _(lib, x):
     return lib.unique(x, dim=0)
+
+
+@case("unique_consecutive_dim_of_scalar", SCALAR)
+def _(lib, x):
+    return lib.unique_consecutive(x, dim=-1)
 
 
 # -- searchsorted, bucketize, isin, histc ---------------------------------------------------
@@ -555,33 +560,33 @@ def _(lib, seq, v):
     return lib.searchsorted(seq, v), lib.searchsorted(v[0], seq)
 
 
-@case("searchsorted_side_conflict", SEQ, VALUES, compiled=False)
+@case("searchsorted_side_conflict", SEQ, VALUES)
 def _(lib, seq, v):
     return lib.searchsorted(seq, v, right=True, side="left")
 
 
-@case("searchsorted_side_unknown", SEQ, VALUES, compiled=False)
+@case("searchsorted_side_unknown", SEQ, VALUES)
 def _(lib, seq, v):
     return lib.searchsorted(seq, v, side="middle")
 
 
 @case("searchsorted_leading_dims_differ", np.array([[1, 3, 5], [2, 4, 6]], f32),
-      np.array([[3, 4]], f32), compiled=False)  # fmt: skip
+      np.array([[3, 4]], f32))  # fmt: skip
 def _(lib, seq, v):
     return lib.searchsorted(seq, v)
 
 
-@case("searchsorted_scalar_in_batched", np.array([[1, 3, 5], [2, 4, 6]], f32), compiled=False)
+@case("searchsorted_scalar_in_batched", np.array([[1, 3, 5], [2, 4, 6]], f32))
 def _(lib, seq):
     return lib.searchsorted(seq, 3.0)
 
 
-@case("searchsorted_0d_sequence", np.array(3, f32), VALUES, compiled=False)
+@case("searchsorted_0d_sequence", np.array(3, f32), VALUES)
 def _(lib, seq, v):
     return lib.searchsorted(seq, v)
 
 
-@case("searchsorted_sorter_int32", SEQ, np.arange(5, dtype=np.int32), VALUES, compiled=False)
+@case("searchsorted_sorter_int32", SEQ, np.arange(5, dtype=np.int32), VALUES)
 def _(lib, seq, order, v):
     return lib.searchsorted(seq, v, sorter=order)
 
@@ -620,7 +625,7 @@ def _(lib, x):
     return lib.histc(x, 3, min=0, max=5)
 
 
-@case("histc_inverted_range", SEQ, compiled=False)
+@case("histc_inverted_range", SEQ)
 def _(lib, x):
     return lib.histc(x, 3, min=2, max=1)
 
@@ -631,12 +636,8 @@ def _(lib, x):
 @pytest.mark.parametrize("mode", ["eager", "compiled"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_torch(torch, name, mode):
-    fn, inputs, compiled = CASES[name]
-    if mode == "compiled" and not compiled:
-        pytest.skip("an eager-only scenario (data-dependent shapes or a refusal)")
+    fn, inputs = CASES[name]
     want, torch_error = outcome(torch, fn, inputs)
-    if mode == "compiled" and torch_error is not None:
-        pytest.skip("torch refuses it: the eager run compares the exception")
     got, kiln_error = outcome(kn, fn, inputs, kn.compile if mode == "compiled" else None)
     if torch_error is not None:
         assert isinstance(kiln_error, type(torch_error)), (

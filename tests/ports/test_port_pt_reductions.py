@@ -265,6 +265,34 @@ def _(lib, x, b):
     return lib.logsumexp(x, 1), lib.logsumexp(b, 0), lib.logcumsumexp(x.float(), 1)
 
 
+@case("out_dtype_is_the_accumulation_dtype", np.array([[1.5, 2.7], [3.9, -0.5]], f32))
+def _(lib, x):
+    # sum/prod/cumsum into an out of another dtype compute in the out's dtype (the input cast
+    # first: 1.5 + 2.7 into int64 is 1 + 2), as dtype=out.dtype would
+    outs = [lib.empty(0, dtype=d) for d in (lib.int64, lib.int32, lib.bool, lib.float16)]
+    return (lib.sum(x, 1, out=outs[0]), lib.prod(x, 1, out=outs[1]),
+            lib.cumsum(x, 1, out=lib.empty(0, dtype=lib.int64)), lib.sum(x, 1, out=outs[2]),
+            lib.sum(x, 0, out=outs[3]), lib.cumprod(x, 0, out=lib.empty(0, dtype=lib.int16)),
+            lib.sum(x.int(), 1, out=lib.empty(0, dtype=lib.float32)))  # fmt: skip
+
+
+@case("out_dtype_conflicts_with_dtype", A)
+def _(lib, x):
+    return lib.sum(x, 1, dtype=lib.float64, out=lib.empty(0, dtype=lib.float32))
+
+
+@case("out_of_all_any_bool_or_uint8", np.array([[1.5, 0], [3.9, -0.5]], f32))
+def _(lib, x):
+    u8, u8b, b, b2 = (lib.empty(0, dtype=d) for d in (lib.uint8, lib.uint8, lib.bool, lib.bool))
+    return (lib.all(x, 1, out=u8), lib.any(x, out=u8b), lib.all(x.to(lib.uint8), 0, out=b),
+            lib.any(x.bool(), 1, out=b2))  # fmt: skip
+
+
+@case("out_of_all_float", A)
+def _(lib, x):
+    return lib.all(x, 1, out=lib.empty(0, dtype=lib.float32))
+
+
 # -- NaN and inf ---------------------------------------------------------------------------
 
 

@@ -327,7 +327,7 @@ def _const(array: np.ndarray, like):
 
 def _float_only(op: str, x):
     if not dt.is_float(x.dtype):
-        why = f'"histogram_cpu" not implemented for {dt.type_name(x.dtype)}'
+        why = f"\"histogram_cpu\" not implemented for '{dt.scalar_name(x.dtype)}'"
         raise call_error(UnsupportedDTypeError, why, op, x)
 
 

@@ -653,6 +653,16 @@ def _(lib, x):
     return lib.histc(x, 3, min=0, max=5)
 
 
+@case("histc_of_ints", np.array([1, 2, 3]))
+def _(lib, x):
+    return lib.histc(x, 3)
+
+
+@case("histc_of_complex", np.array([1 + 1j, 2]))
+def _(lib, x):
+    return lib.histc(x, 3)
+
+
 @case("histc_inverted_range", SEQ)
 def _(lib, x):
     return lib.histc(x, 3, min=2, max=1)

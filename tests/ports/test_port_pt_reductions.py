@@ -668,11 +668,41 @@ def _(lib, x):
     return lib.histc(x, 3, min=2, max=1)
 
 
+# -- differences left: PyTorch's answers there come from the order its kernels visit ----------
+
+XFAIL = {
+    "mode_with_nans": "PyTorch's CPU mode sorts each slice with `<`, which a NaN compares "
+    "false with, so where NaNs end up (and so which value of a tie in counts comes first) is "
+    "its std::sort's doing: [nan, 5, nan] has the mode nan there, 5 in kiln (NaNs last)",
+    "var_mean_mean_with_infinities": "PyTorch's var_mean/std_mean compute the mean by "
+    "Welford's updates, which turn an infinity met before another value into NaN ([inf, 1]: "
+    "mean nan; [1, inf]: inf), where torch.mean and kiln give inf",
+}
+
+
+@case("mode_with_nans", NANS)
+def _(lib, x):
+    return lib.mode(x, 0).values
+
+
+@case("var_mean_mean_with_infinities", np.array([[inf, 1], [1, inf], [inf, inf]], f32))
+def _(lib, x):
+    return lib.var_mean(x, 1)[1], lib.std_mean(x, 1)[1]
+
+
 # -- the test ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["eager", "compiled"])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=XFAIL[name]))
+        if name in XFAIL
+        else name
+        for name in sorted(CASES)
+    ],
+)
 def test_matches_torch(torch, name, mode):
     fn, inputs = CASES[name]
     want, torch_error = outcome(torch, fn, inputs)

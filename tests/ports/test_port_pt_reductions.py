@@ -358,6 +358,36 @@ def _(lib, x):
     return lib.kthvalue(x, 4)
 
 
+@case("quantile_interpolations", np.array([[4, 1, 3, 2], [nan, 0, 5, 6]], f32),
+      np.array([0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1 / 3], f32))  # fmt: skip
+def _(lib, x, q):
+    out = [lib.quantile(x[0], 0.5), lib.quantile(x, q[3], dim=1)]
+    for how in ("linear", "lower", "higher", "midpoint", "nearest"):
+        out += [lib.quantile(x, q, dim=1, interpolation=how),
+                lib.nanquantile(x, q, dim=1, keepdim=True, interpolation=how)]  # fmt: skip
+    return out
+
+
+@case("quantile_unknown_interpolation", A)
+def _(lib, x):
+    return lib.quantile(x, 0.5, interpolation="bogus")
+
+
+@case("quantile_of_empty_along_a_full_dim", EMPTY)
+def _(lib, x):
+    return lib.quantile(x, 0.5, dim=1)
+
+
+@case("quantile_q_out_of_range", A, np.array([0.5, 1.2], f32))
+def _(lib, x, q):
+    return lib.quantile(x, q)
+
+
+@case("quantile_q_of_another_dtype", A, np.array([0.5], np.float64))
+def _(lib, x, q):
+    return lib.quantile(x, q)
+
+
 # -- variance ------------------------------------------------------------------------------
 
 

@@ -319,6 +319,17 @@ def _(lib, x):
             lib.nansum(x, 1))  # fmt: skip
 
 
+@case(
+    "logcumsumexp_complex_infinities",
+    np.array([-inf + 4j, -inf + 1j, 1.2 + 2.1j, 1e10 + 1e20j, inf + 0j, inf + 1j, inf + 3j,
+              nan + 2j]),
+    np.array([complex(-inf, inf), complex(-inf, inf), -inf + 1j, 1.2 + 2.1j, complex(2.4, inf)]),
+)  # fmt: skip
+def _(lib, a, b):
+    # a leading -inf + bj (exp of it is 0, whatever b) is -inf + 0j in the running sums
+    return lib.logcumsumexp(a, 0), lib.logcumsumexp(b, 0), lib.logcumsumexp(a.flip(0)[1:], 0)
+
+
 @case("logsumexp_all_minus_inf", np.full((2, 3), -inf, f32))
 def _(lib, x):
     return lib.logsumexp(x, 1), lib.logsumexp(x, (0, 1), keepdim=True)

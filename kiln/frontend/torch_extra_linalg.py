@@ -15,11 +15,13 @@ from ..errors import (
     ArgumentError,
     ArgumentTypeError,
     DTypeMismatchError,
+    IndexOutOfRangeError,
     ShapeError,
     ShapeMismatchError,
     UsageError,
     call_error,
 )
+from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
@@ -480,11 +482,23 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
         if tuple(order.shape) != tuple(seq.shape):
             raise call_error(ShapeMismatchError, "torch.searchsorted(): boundary and sorter "
                              "must have the same size", "searchsorted", seq, order)  # fmt: skip
+        _check_sorter(seq, order)
     if scalar:
         v = s.reshape(v, (1,))
     start = _binary_search(seq, v, right, None if sorter is None else order)
     out = m.cast(start, dt.int32 if out_int32 else dt.int64)
     return s.reshape(out, ()) if scalar else out
+
+
+def _check_sorter(seq, order) -> None:
+    """PyTorch's check of every index of an eager `sorter` (the search reads only those it
+    probes): in [0, n) along the last dim (a graph's are not known until it runs)."""
+    if isinstance(order, Symbol):
+        return
+    values = np.asarray(order.numpy() if hasattr(order, "numpy") else order)
+    if values.size and (values.min() < 0 or values.max() >= seq.shape[-1]):
+        raise call_error(IndexOutOfRangeError, "torch.searchsorted(): sorter index out of range",
+                         "searchsorted", seq, order)  # fmt: skip
 
 
 def _binary_search(seq, v, right: bool, order):

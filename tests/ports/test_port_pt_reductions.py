@@ -660,6 +660,11 @@ def _(lib, seq, order, v):
     return lib.searchsorted(seq, v, sorter=order)
 
 
+@case("searchsorted_sorter_out_of_range", SEQ, np.array([-1, 1, 2, 3, 4]))
+def _(lib, seq, order):
+    return lib.searchsorted(seq, 2.5, sorter=order)
+
+
 @case("bucketize", VALUES, SEQ)
 def _(lib, v, b):
     return (lib.bucketize(v, b), lib.bucketize(v, b, right=True),

@@ -494,7 +494,8 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
                          axes=tuple(range(x.ndim)))  # fmt: skip
     if x.ndim == 0:
         sh.normalize_axis(dim, 1)  # dims 0 and -1 only, as PyTorch's (IndexError)
-        return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
+        zero = m.cast(m.mul(m.cast(x, dt.int8), 0), dt.int64)  # (x * 0 is NaN for a NaN)
+        return return_types.median(x, zero)
     d = sh.normalize_axis(dim, x.ndim)
     index = s.squeeze(_lower_middle(tm.sort(x, d, stable=True).indices, d), d)
     if not dt.is_float(x.dtype):

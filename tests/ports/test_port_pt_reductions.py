@@ -352,6 +352,12 @@ def _(lib, x):
             lib.quantile(x, 0.5, dim=1))  # fmt: skip
 
 
+@case("median_of_a_nan_scalar", np.array(nan, f32), np.array([nan], f32))
+def _(lib, scalar, one):
+    return (lib.median(scalar), lib.median(scalar, 0), lib.nanmedian(scalar, 0),
+            lib.median(one, 0, True), lib.nanmedian(one, 0, True))  # fmt: skip
+
+
 @case("mode_counts", np.array([[1, 2, 2, 1, 3], [5, 5, 4, 4, 4], [7, 7, 7, 7, 7]], f32))
 def _(lib, x):
     return lib.mode(x), lib.mode(x, 0), lib.mode(x.long(), 1, keepdim=True), lib.mode(x > 3)

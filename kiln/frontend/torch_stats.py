@@ -192,7 +192,7 @@ def _q_values(op: str, q, x):
 
 
 def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
-    (x,) = lift(input)
+    (x,) = lift(input, context=(q,) if isinstance(q, Symbol) else ())  # (q traced: x in its graph)
     if interpolation not in INTERPOLATIONS:  # (PyTorch's RuntimeError; a ValueError too)
         raise UnknownModeError(
             f"{op}() interpolation must be one of {', '.join(INTERPOLATIONS)}. Got {interpolation}"

@@ -385,6 +385,12 @@ def _(lib, x, q):
     return out
 
 
+@case("quantile_of_a_tensor_made_inside", np.array([0.0, 1.0], f32))
+def _(lib, q):
+    # (under kn.compile: a constant tensor made in the function, q an argument)
+    return lib.quantile(lib.tensor(0.75), q), lib.nanquantile(lib.tensor([[0.5, 2.0]]), q, 1)
+
+
 @case("quantile_unknown_interpolation", A)
 def _(lib, x):
     return lib.quantile(x, 0.5, interpolation="bogus")

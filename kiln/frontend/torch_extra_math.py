@@ -6,6 +6,7 @@ in graph mode and under `kn.compile`: elementwise functions (`reciprocal`, `isin
 from __future__ import annotations
 
 import math as _math
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -672,7 +673,16 @@ def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, d
     (x,) = lift(input)
     require_floating(name, x, "std and var only support floating point and complex dtypes")
     x = m._floating(x)
-    return x, m._axes(dim, x.ndim), keepdim, given[0] if given else 1
+    axes, correction = m._axes(dim, x.ndim), given[0] if given else 1
+    n = sh.dim_product(x.shape[a] for a in axes)
+    if isinstance(n, int) and n - correction <= 0:  # (the result is inf or nan: PyTorch warns)
+        warnings.warn(
+            f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).",
+            UserWarning,
+            stacklevel=4,
+        )
+    return x, axes, keepdim, correction
 
 
 def _half_var(x, axes, correction) -> bool:

@@ -385,8 +385,11 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
     inside = m.logical_and(m.greater_equal(flat, lo), m.less_equal(flat, hi))  # NaN: outside
     # PyTorch's bin: trunc((x - lo) * bins / (hi - lo)) in x's dtype, max in the last bin
     safe = m.where(inside, flat, lo)
-    pos = m.cast(m.div(m.mul(m.sub(safe, lo), bins), m.sub(hi, lo)), dt.int64)
-    pos = m.where(inside, m.minimum(pos, bins - 1), bins)
+    at = m.div(m.mul(m.sub(safe, lo), bins), m.sub(hi, lo))
+    # a range that widening by 1 leaves empty (values so large that v +- 1 rounds to v): no
+    # bin is computed (0 / 0); the middle one, where the widened range puts the value
+    at = m.where(m.isfinite(at), at, bins // 2)
+    pos = m.where(inside, m.minimum(m.cast(at, dt.int64), bins - 1), bins)
     return _count(pos, None, bins, x)
 
 

@@ -13,6 +13,8 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import (
+    ArgumentTypeError,
+    DTypeMismatchError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
     ShapeError,
@@ -350,6 +352,23 @@ def _data_range(flat, lo: float, hi: float, widen: float, why: str, given: bool 
     return m.where(same, m.sub(lo, widen), lo), m.where(same, m.add(hi, widen), hi)
 
 
+def _same_dtype(x, other, what: str) -> None:
+    """PyTorch's refusal (RuntimeError) of histogram's bins or weight of another dtype."""
+    if other.dtype != x.dtype:
+        raise call_error(DTypeMismatchError, f"torch.histogramdd: input tensor and {what} "
+                         "should have the same dtype", "histogram", x, other)  # fmt: skip
+
+
+def _bounds(range, k: int, x) -> tuple:  # noqa: A002
+    """The (min, max) of dim `k` in a histogram's flat `range`, which PyTorch refuses with
+    min above max (RuntimeError)."""
+    lo, hi = float(range[2 * k]), float(range[2 * k + 1])
+    if lo > hi:
+        raise call_error(UsageError, f"torch.histogramdd: min should not exceed max, but got min "
+                         f"{lo:g} max {hi:g} for dimension {k}", "histogram", x)  # fmt: skip
+    return lo, hi
+
+
 def _check_finite(lo: float, hi: float, why: str, x) -> None:
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise call_error(UsageError, f"{why} [{lo:g}, {hi:g}] is not finite", "histogram", x)
@@ -409,7 +428,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     w = None if weight is None else s.reshape(lift(weight, context=(x,))[0], (-1,))
     if isinstance(bins, (int, np.integer)):
         n = int(bins)
-        lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
+        lo, hi = (0.0, 0.0) if range is None else _bounds(range, 0, x)
         lo, hi = _data_range(flat, lo, hi, 0.5, "torch.histogramdd: dimension 0's range",
                              given=range is not None)  # fmt: skip
         from .torch_numeric import _linspace  # NOTE: lazy (it imports this module)
@@ -418,8 +437,18 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
         if isinstance(edges, np.ndarray):  # a given range: computed from constants alone
             edges = _like(x, edges)
     else:
+        if range is not None:  # (PyTorch's overload with bin edges takes no range)
+            raise ArgumentTypeError("histogram() received an invalid combination of arguments: "
+                                    "bin edges (a tensor) and range=")  # fmt: skip
         (edges,) = lift(bins, context=(x,))
+        _same_dtype(x, edges, "bins tensors")
+        if edges.ndim != 1 or edges.shape[0] == 0:
+            why = "bins tensor should have one dimension" if edges.ndim != 1 else (
+                "bins tensor should have at least 1 element")  # fmt: skip
+            raise call_error(ShapeMismatchError, f"torch.histogram(): {why}", "histogram", x)
         n = edges.shape[0] - 1
+    if w is not None:
+        _same_dtype(x, w, "weight tensor")
     first, last = s.getitem(edges, 0), s.getitem(edges, -1)
     inside = m.logical_and(m.greater_equal(flat, first), m.less_equal(flat, last))
     # the bin whose edges hold x: the number of inner edges at most x

@@ -735,6 +735,49 @@ def _(lib, x):
             lib.histc(-big, 4).sum(), lib.histc(big.double(), 5).sum())  # fmt: skip
 
 
+@case("histogramdd_edges", np.array([[0.5, 0.2], [1.5, -1], [0.1, 0.9]], f32))
+def _(lib, x):
+    # the edges a given range makes are tensors (in a tuple, as PyTorch's)
+    out = lib.histogramdd(x, [2, 3], range=[0.0, 2.0, -1.0, 1.0])
+    data = lib.histogramdd(x, 2, density=True)
+    return out, data, type(out.bin_edges).__name__, lib.histogram(x[:, 0], 2, range=(0.0, 1.0))
+
+
+@case("histogramdd_of_points_of_no_coordinates", np.zeros((5, 0), f32))
+def _(lib, x):
+    return lib.histogramdd(x, []), lib.histogramdd(x, 3, density=True)
+
+
+@case("histogram_inverted_range", np.array([0.5, 0.2], f32))
+def _(lib, x):
+    return lib.histogram(x, 2, range=(1.0, 0.0))
+
+
+@case("histogramdd_inverted_range", np.array([[0.5, 0.2]], f32))
+def _(lib, x):
+    return lib.histogramdd(x, 2, range=[0.0, 1.0, 1.0, 0.0])
+
+
+@case("histogram_bins_of_another_dtype", np.array(1.0, f32))
+def _(lib, x):
+    return lib.histogram(x, x.double())
+
+
+@case("histogram_weight_of_another_dtype", np.array([1.0, 2.0], f32))
+def _(lib, x):
+    return lib.histogram(x, 2, weight=x.double())
+
+
+@case("histogram_bins_of_two_dims", np.ones((2, 2), f32))
+def _(lib, x):
+    return lib.histogram(x, x)
+
+
+@case("histogram_edges_and_range", np.array([0.0, 1.0], f32))
+def _(lib, x):
+    return lib.histogram(x, x, range=(0.0, 1.0))
+
+
 @case("histc_of_ints", np.array([1, 2, 3]))
 def _(lib, x):
     return lib.histc(x, 3)

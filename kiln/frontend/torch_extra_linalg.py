@@ -237,7 +237,7 @@ def p_norm(x, p, dims, keepdim: bool):
         x = m.abs(x)
     a = m.abs(x)
     if p in (math.inf, -math.inf):
-        return m.amax(a, dims, keepdim) if p > 0 else m.amin(a, dims, keepdim)
+        return _extreme_norm(a, p > 0, dims, keepdim)
     if p == 0:
         return nonzero_count(a, dims, keepdim)
     if p == 1:
@@ -252,6 +252,18 @@ def p_norm(x, p, dims, keepdim: bool):
     zero = m.equal(total, 0)
     safe = m.where(zero, 1.0, total)
     return m.where(zero, 0.0, m.sqrt(safe) if p == 2 else m.pow(safe, 1.0 / p))
+
+
+def _extreme_norm(a, largest: bool, dims, keepdim: bool):
+    """The largest (smallest) of the magnitudes `a`, NaN where one is, with PyTorch's
+    gradient: shared by the elements at the norm, and 0 in a slice whose norm is NaN (the
+    reduction's own gradient there, ct / 0 at no element, would be NaN everywhere)."""
+    pick = m.amax if largest else m.amin
+    value = pick(a, dims, keepdim)
+    if not dt.is_float(a.dtype):
+        return value
+    clean = pick(m.where(m.isnan(a), 0.0 if largest else math.inf, a), dims, keepdim)
+    return m.where(m.isnan(value), call("stop_gradient", value), clean)
 
 
 def dist(input, other, p: float = 2):  # noqa: A002

@@ -87,10 +87,24 @@ def assert_same(k, t, where="result"):
     assert k == t or (k != k and t != t), (where, k, t)
 
 
+class Leaf(np.ndarray):
+    """An input that requires grad (`Leaf.of(array)`): the scenario differentiates by it."""
+
+    @classmethod
+    def of(cls, array):
+        return np.asarray(array).view(cls)
+
+
+def _tensor(lib, x):
+    if isinstance(x, Leaf):
+        return lib.tensor(np.asarray(x), requires_grad=True)
+    return lib.tensor(x)
+
+
 def outcome(lib, fn, inputs, wrap=None):
     """(result, None) or (None, the exception) of `fn` on `lib`'s tensors of `inputs`."""
     try:
-        args = [lib.tensor(x) for x in inputs]
+        args = [_tensor(lib, x) for x in inputs]
         return (wrap(lambda *a: fn(lib, *a)) if wrap else lambda *a: fn(lib, *a))(*args), None
     except Exception as error:  # noqa: BLE001 -- the exception is the result compared
         return None, error

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
-from pt_oracle import MODES, Scenarios
+from pt_oracle import MODES, Leaf, Scenarios
 
 nan, inf = float("nan"), float("inf")
 f32 = np.float32
@@ -276,6 +276,14 @@ def _(lib, x):
 def _(lib, a, b):
     # a leading -inf + bj (exp of it is 0, whatever b) is -inf + 0j in the running sums
     return lib.logcumsumexp(a, 0), lib.logcumsumexp(b, 0), lib.logcumsumexp(a.flip(0)[1:], 0)
+
+
+@case("inf_norm_gradients", Leaf.of([[1, nan, 3, nan], [4, -5, 5, 0], [inf, 1, -inf, 0]]))
+def _(lib, x):
+    # shared by the elements at the norm; 0 (not NaN) in a slice whose norm is NaN
+    y = (lib.norm(x, inf, dim=1), lib.linalg.vector_norm(x, -inf, dim=0), lib.norm(x, inf),
+         lib.dist(x, x.flip(0), inf))  # fmt: skip
+    return y, lib.autograd.grad(sum(t.sum() for t in y), x)
 
 
 @case("logsumexp_all_minus_inf", np.full((2, 3), -inf, f32))

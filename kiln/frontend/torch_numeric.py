@@ -31,7 +31,7 @@ from . import math as m
 from . import shape as s
 from .core import lift
 from .out import takes_out
-from .torch_data import _bounds, _const, _count, _data_range
+from .torch_data import _bounds, _const, _count, _data_range, _same_dtype
 from .torch_index import _like
 
 __all__ = [
@@ -273,6 +273,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
         col = s.getitem(points, (slice(None), k))
         if isinstance(b, (Tensor, Symbol)):
             (e,) = lift(b, context=(x,))
+            _same_dtype(x, e, "bins tensors")
             n = e.shape[0] - 1
         else:
             n = int(b)
@@ -296,7 +297,14 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
     for pos, n in zip(positions[1:], sizes[1:]):
         flat = m.add(m.mul(flat, n), pos)
     flat = m.where(inside, flat, total)
-    w = None if weight is None else s.reshape(lift(weight, context=(x,))[0], (-1,))
+    w = None if weight is None else lift(weight, context=(x,))[0]
+    if w is not None:
+        _same_dtype(x, w, "weight tensor")
+        if tuple(w.shape) != tuple(x.shape[:-1]):
+            raise call_error(ShapeMismatchError, "torch.histogramdd: if weight tensor is "
+                             "provided it should have the same shape as the input tensor "
+                             "excluding its innermost dimension", "histogramdd", x, w)  # fmt: skip
+        w = s.reshape(w, (-1,))
     hist = s.reshape(_count(flat, w, total, x if w is None else w), tuple(sizes))
     if density:
         volume = None

@@ -333,6 +333,21 @@ def _(lib, x):
     return lib.histogramdd(x, 2, range=[0.0, 1.0, 1.0, 0.0])
 
 
+@case("histogramdd_weight_of_another_dtype", np.array([[0.5, 0.2]], f32))
+def _(lib, x):
+    return lib.histogramdd(x, 2, weight=lib.ones(1, dtype=lib.float64))
+
+
+@case("histogramdd_weight_of_another_shape", np.array([[0.5, 0.2], [0.1, 0.3]], f32))
+def _(lib, x):
+    return lib.histogramdd(x, 2, weight=lib.ones(3))
+
+
+@case("histogramdd_edges_of_another_dtype", np.array([[0.5, 0.2]], f32))
+def _(lib, x):
+    return lib.histogramdd(x, [lib.tensor([0.0, 1.0], dtype=lib.float64)] * 2)
+
+
 @case("histogram_bins_of_another_dtype", np.array(1.0, f32))
 def _(lib, x):
     return lib.histogram(x, x.double())

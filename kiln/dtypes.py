@@ -519,7 +519,10 @@ def scalar_name(dtype) -> str:
     ('Long', 'Bool')
     """
     name = np.dtype(dtype).name
-    return _TYPE_NAMES.get(name, name)
+    return _TYPE_NAMES.get(name) or _COMPLEX_NAMES.get(name, name)
+
+
+_COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def type_name(dtype, cuda: bool = False) -> str:

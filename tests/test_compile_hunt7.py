@@ -360,6 +360,24 @@ def test_a_warning_in_a_compiled_function_is_issued_by_each_call():
     assert _warned(torch, lambda fn: torch.compile(fn, backend="eager")) == want
 
 
+def test_a_compiled_warning_from_code_without_a_source_file():
+    # a function of `python -c` (its module's loader is the builtin importer): replaying the
+    # warning looked its source up through that loader and raised ImportError ("'__main__' is
+    # not a built-in module") at every call; eager warnings.warn just warns
+    import importlib.machinery
+    import warnings
+
+    space = {"__name__": "__main__", "__loader__": importlib.machinery.BuiltinImporter, "kn": kn}
+    exec(
+        compile("f = kn.compile(lambda x: kn.var(x, -1, correction=3))", "<string>", "exec"), space
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = space["f"](kn.ones(4, 3))
+    assert np.isnan(out.numpy()).all()  # 0 / 0, as eager and torch
+    assert ["degrees of freedom is <= 0" in str(w.message) for w in caught] == [True]
+
+
 @dataclasses.dataclass
 class _Batch:
     x: object

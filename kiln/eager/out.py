@@ -41,7 +41,7 @@ _OUT_OVERLAP_ALLOWED = frozenset(
 # products, the indexing and sorting functions, the rounding ones...: PyTorch's "Expected out
 # tensor to have dtype float, but got double instead"), where the others cast by same kind
 _OUT_SAME_DTYPE = frozenset(
-    "addbmm addmm addmv all amax amin any argmax argmin baddbmm bmm ceil clamp clamp_max "
+    "addbmm addmm addmv amax amin argmax argmin baddbmm bmm ceil clamp clamp_max "
     "clamp_min clip complex conj_physical cross diag dot fix float_power floor frac gather "
     "heaviside histc index_add index_copy index_reduce index_select inner isneginf isposinf "
     "lerp logcumsumexp lu_solve masked_select matmul matrix_power mm msort multinomial mv "
@@ -54,6 +54,13 @@ _OUT_SAME_DTYPE = frozenset(
     "scatter_reduce softmax take tensordot vdot frobenius_norm nuclear_norm slice_scatter "
     "view_as_complex_copy view_as_real_copy".split()
 )
+
+# out= functions whose PyTorch kernels compute in the out's dtype, as their `dtype=` would
+# (sum of floats into an int64 out: the values cast to int64, then summed); a `dtype=` that
+# is not the out's is refused
+_OUT_SETS_DTYPE = frozenset({"sum", "prod", "cumsum", "cumprod"})
+# out= functions whose out is bool or uint8 (PyTorch's all/any), whatever the input
+_OUT_TRUTH = frozenset({"all", "any"})
 
 
 def _graph_value(o) -> bool:
@@ -125,6 +132,8 @@ def write_out(name: str, out, compute, inputs):
 
 
 def _write_one(name: str, out, result, same_dtype: bool):
+    if name in _OUT_TRUTH:  # (its out is bool or uint8: `_truth_input`)
+        result = result.to(out.dtype)
     if same_dtype and out.dtype != result.dtype:
         _dtype_error(
             name,
@@ -190,6 +199,10 @@ def takes_out(fn):
     def with_out(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
+        if fn.__name__ in _OUT_SETS_DTYPE and hasattr(out, "dtype"):
+            kwargs["dtype"] = _out_dtype(fn.__name__, out, kwargs.get("dtype"))
+        if fn.__name__ in _OUT_TRUTH and hasattr(out, "dtype") and args:
+            args = (_truth_input(fn.__name__, out, args[0]), *args[1:])
         inputs = [a for a in (*args, *kwargs.values()) if not isinstance(a, (list, tuple))]
         inputs += [b for a in args if isinstance(a, (list, tuple)) for b in a]  # cat's list
         return write_out(fn.__name__, out, lambda: fn(*args, **kwargs), inputs)
@@ -197,6 +210,30 @@ def takes_out(fn):
     with_out.without_out = fn
     _with_out_signature(fn, with_out)
     return with_out
+
+
+def _out_dtype(name: str, out, dtype):
+    """The dtype a `_OUT_SETS_DTYPE` function computes in when writing `out`: out's, which a
+    `dtype=` given must be (PyTorch's RuntimeError)."""
+    if dtype is not None and dt.as_dtype(dtype) != out.dtype:
+        _dtype_error(
+            name,
+            out,
+            f"Expected out tensor to have dtype {dt.scalar_name(dt.as_dtype(dtype)).lower()}, "
+            f"but got {dt.scalar_name(out.dtype).lower()} instead",
+        )
+    return out.dtype
+
+
+def _truth_input(name: str, out, x):
+    """all's/any's input for an `out` of dtype bool (x) or uint8 (x cast to uint8 first, as
+    PyTorch's: all of [1.5, -0.5] into a uint8 out is 0); any other out dtype is refused."""
+    if out.dtype not in (dt.bool_, dt.uint8):
+        message = f"{name} only supports bool tensor for result, got: {dt.scalar_name(out.dtype)}"
+        _dtype_error(name, out, message)
+    if out.dtype == dt.bool_ or getattr(x, "dtype", None) == dt.uint8:
+        return x
+    return x.to(dt.uint8) if isinstance(x, (Tensor, Symbol)) else np.asarray(x).astype(np.uint8)
 
 
 def _laid_out(result, memory_format):

@@ -134,6 +134,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
     array([1.5, 2.5, 3.5])
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "mean")
+    asked = None if dtype is None else dt.as_dtype(dtype)
+    if asked is not None and not (dt.is_float(asked) or asked.kind == "c"):
+        (input,) = lift(input)  # noqa: A001
+        message = (
+            f"mean(): could not infer output dtype. Optional dtype must be either a "
+            f"floating point or complex dtype. Got: {dt.scalar_name(asked)}"
+        )
+        raise call_error(DTypeMismatchError, message, "mean", input)
     if dtype is None:
         (input,) = lift(input)  # noqa: A001
         require_floating(
@@ -321,6 +329,8 @@ def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "all")
     (input,) = lift(input)
+    if _no_dims(dim):
+        return _truth(cast(input, dt.bool_), input.dtype)
     zeros = cast(logical_not(input), dt.int64)
     return _truth(equal(_reduce("reduce_sum", zeros, dim, keepdim), 0), input.dtype)
 
@@ -336,8 +346,16 @@ def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     """
     dim, keepdim = _dim(dim, axis, keepdim, keepdims, "any")
     (input,) = lift(input)
+    if _no_dims(dim):
+        return _truth(cast(input, dt.bool_), input.dtype)
     nonzero = cast(not_equal(input, False if input.dtype.kind == "b" else 0), dt.int64)
     return _truth(greater(_reduce("reduce_sum", nonzero, dim, keepdim), 0), input.dtype)
+
+
+def _no_dims(dim) -> bool:
+    """An empty dim list: PyTorch's all/any reduce no dim then (each element's truth), where
+    its sum, amax... reduce every dim."""
+    return isinstance(dim, (tuple, list)) and not dim
 
 
 def _truth(result, dtype):

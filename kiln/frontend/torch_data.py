@@ -13,6 +13,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import (
+    ArgumentTypeError,
     DTypeMismatchError,
     IndexOutOfBoundsError,
     IndexOutOfRangeError,
@@ -63,6 +64,7 @@ def unique(
     """
     (x,) = lift(input)
     _no_complex(x, "unique")
+    _well_formed(x, dim, "unique")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=True), return_inverse, return_counts)
     host = sortable(_host(x))  # bfloat16 through float32, which NumPy sorts with its NaNs
@@ -86,6 +88,25 @@ def _no_complex(x, op):
     if dt.is_complex(x.dtype):
         raise call_error(UnsupportedDTypeError, f"{op} does not support complex dtype {x.dtype}",
                          op, x)  # fmt: skip
+
+
+def _well_formed(x, dim, op):
+    """PyTorch's refusals of slices along `dim` of a 0-d `x` (IndexError) or of an empty one
+    (RuntimeError): one dim of size 0 at most, and that one `dim` (the slices are then
+    distinct: none, or all empty)."""
+    if dim is not None and x.ndim == 0:
+        message = f"Dimension specified as {dim} but tensor has no dimensions"
+        raise call_error(IndexOutOfBoundsError, message, op, x)
+    if dim is None or 0 not in tuple(x.shape):
+        return
+    if tuple(x.shape).count(0) > 1:
+        message = "Number of zero sized dimensions is more than one, so unique cannot be applied"
+        raise call_error(ShapeError, message, op, x)
+    if x.shape[sh.normalize_axis(dim, x.ndim)] != 0:
+        message = (
+            "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"
+        )
+        raise call_error(ShapeError, message, op, x)
 
 
 def _results(x, out, inverse, counts, return_inverse, return_counts):
@@ -112,6 +133,7 @@ def unique_consecutive(
     """
     (x,) = lift(input)
     _no_complex(x, "unique_consecutive")
+    _well_formed(x, dim, "unique_consecutive")
     if isinstance(x, Symbol):
         return _select(_unique_graph(x, dim, sort=False), return_inverse, return_counts)
     host = _host(x)
@@ -307,7 +329,7 @@ def _const(array: np.ndarray, like):
 
 def _float_only(op: str, x):
     if not dt.is_float(x.dtype):
-        why = f'"histogram_cpu" not implemented for {dt.type_name(x.dtype)}'
+        why = f"\"histogram_cpu\" not implemented for '{dt.scalar_name(x.dtype)}'"
         raise call_error(UnsupportedDTypeError, why, op, x)
 
 
@@ -328,6 +350,23 @@ def _data_range(flat, lo: float, hi: float, widen: float, why: str, given: bool 
         _check_finite(lo.item(), hi.item(), why, flat)
     same = m.equal(lo, hi)
     return m.where(same, m.sub(lo, widen), lo), m.where(same, m.add(hi, widen), hi)
+
+
+def _same_dtype(x, other, what: str) -> None:
+    """PyTorch's refusal (RuntimeError) of histogram's bins or weight of another dtype."""
+    if other.dtype != x.dtype:
+        raise call_error(DTypeMismatchError, f"torch.histogramdd: input tensor and {what} "
+                         "should have the same dtype", "histogram", x, other)  # fmt: skip
+
+
+def _bounds(range, k: int, x) -> tuple:  # noqa: A002
+    """The (min, max) of dim `k` in a histogram's flat `range`, which PyTorch refuses with
+    min above max (RuntimeError)."""
+    lo, hi = float(range[2 * k]), float(range[2 * k + 1])
+    if lo > hi:
+        raise call_error(UsageError, f"torch.histogramdd: min should not exceed max, but got min "
+                         f"{lo:g} max {hi:g} for dimension {k}", "histogram", x)  # fmt: skip
+    return lo, hi
 
 
 def _check_finite(lo: float, hi: float, why: str, x) -> None:
@@ -365,8 +404,11 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002
     inside = m.logical_and(m.greater_equal(flat, lo), m.less_equal(flat, hi))  # NaN: outside
     # PyTorch's bin: trunc((x - lo) * bins / (hi - lo)) in x's dtype, max in the last bin
     safe = m.where(inside, flat, lo)
-    pos = m.cast(m.div(m.mul(m.sub(safe, lo), bins), m.sub(hi, lo)), dt.int64)
-    pos = m.where(inside, m.minimum(pos, bins - 1), bins)
+    at = m.div(m.mul(m.sub(safe, lo), bins), m.sub(hi, lo))
+    # a range that widening by 1 leaves empty (values so large that v +- 1 rounds to v): no
+    # bin is computed (0 / 0); the middle one, where the widened range puts the value
+    at = m.where(m.isfinite(at), at, bins // 2)
+    pos = m.where(inside, m.minimum(m.cast(at, dt.int64), bins - 1), bins)
     return _count(pos, None, bins, x)
 
 
@@ -386,7 +428,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     w = None if weight is None else s.reshape(lift(weight, context=(x,))[0], (-1,))
     if isinstance(bins, (int, np.integer)):
         n = int(bins)
-        lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
+        lo, hi = (0.0, 0.0) if range is None else _bounds(range, 0, x)
         lo, hi = _data_range(flat, lo, hi, 0.5, "torch.histogramdd: dimension 0's range",
                              given=range is not None)  # fmt: skip
         from .torch_numeric import _linspace  # NOTE: lazy (it imports this module)
@@ -395,8 +437,18 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
         if isinstance(edges, np.ndarray):  # a given range: computed from constants alone
             edges = _like(x, edges)
     else:
+        if range is not None:  # (PyTorch's overload with bin edges takes no range)
+            raise ArgumentTypeError("histogram() received an invalid combination of arguments: "
+                                    "bin edges (a tensor) and range=")  # fmt: skip
         (edges,) = lift(bins, context=(x,))
+        _same_dtype(x, edges, "bins tensors")
+        if edges.ndim != 1 or edges.shape[0] == 0:
+            why = "bins tensor should have one dimension" if edges.ndim != 1 else (
+                "bins tensor should have at least 1 element")  # fmt: skip
+            raise call_error(ShapeMismatchError, f"torch.histogram(): {why}", "histogram", x)
         n = edges.shape[0] - 1
+    if w is not None:
+        _same_dtype(x, w, "weight tensor")
     first, last = s.getitem(edges, 0), s.getitem(edges, -1)
     inside = m.logical_and(m.greater_equal(flat, first), m.less_equal(flat, last))
     # the bin whose edges hold x: the number of inner edges at most x

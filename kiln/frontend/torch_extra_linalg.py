@@ -15,15 +15,17 @@ from ..errors import (
     ArgumentError,
     ArgumentTypeError,
     DTypeMismatchError,
+    IndexOutOfRangeError,
     ShapeError,
     ShapeMismatchError,
     UsageError,
     call_error,
 )
+from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
 from . import torch_math as tm
-from .core import lift
+from .core import call, lift
 from .out import takes_out
 from .reductions import require_floating
 from .torch_extra_shape import select
@@ -235,7 +237,7 @@ def p_norm(x, p, dims, keepdim: bool):
         x = m.abs(x)
     a = m.abs(x)
     if p in (math.inf, -math.inf):
-        return m.amax(a, dims, keepdim) if p > 0 else m.amin(a, dims, keepdim)
+        return _extreme_norm(a, p > 0, dims, keepdim)
     if p == 0:
         return nonzero_count(a, dims, keepdim)
     if p == 1:
@@ -250,6 +252,18 @@ def p_norm(x, p, dims, keepdim: bool):
     zero = m.equal(total, 0)
     safe = m.where(zero, 1.0, total)
     return m.where(zero, 0.0, m.sqrt(safe) if p == 2 else m.pow(safe, 1.0 / p))
+
+
+def _extreme_norm(a, largest: bool, dims, keepdim: bool):
+    """The largest (smallest) of the magnitudes `a`, NaN where one is, with PyTorch's
+    gradient: shared by the elements at the norm, and 0 in a slice whose norm is NaN (the
+    reduction's own gradient there, ct / 0 at no element, would be NaN everywhere)."""
+    pick = m.amax if largest else m.amin
+    value = pick(a, dims, keepdim)
+    if not dt.is_float(a.dtype):
+        return value
+    clean = pick(m.where(m.isnan(a), 0.0 if largest else math.inf, a), dims, keepdim)
+    return m.where(m.isnan(value), call("stop_gradient", value), clean)
 
 
 def dist(input, other, p: float = 2):  # noqa: A002
@@ -445,37 +459,97 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
                  side=None, sorter=None):  # fmt: skip
     """Where each value of `input` would go in the last dim of `sorted_sequence` to keep it
     sorted: the number of elements below it (`right`: at most it); with `sorter`, the
-    sequence is `sorted_sequence` in the order `sorter` gives (the count is the same).
+    sequence is `sorted_sequence` in the order `sorter` gives. PyTorch's binary search, step
+    for step, so a sequence with NaNs (or one not sorted) gives PyTorch's answer too.
 
     >>> import kiln as kn
     >>> kn.searchsorted(kn.tensor([1, 3, 5, 7]), kn.tensor([3, 6]), right=True)
     tensor([2, 3])
     """
+    if side not in (None, "left", "right"):
+        raise UsageError(f"torch.searchsorted(): side can only be 'left' or 'right' but got "
+                         f"{side}")  # fmt: skip
+    if side == "left" and right:
+        raise UsageError("torch.searchsorted(): side and right can't be set to opposites, got "
+                         "side of left while right was True")  # fmt: skip
     right = right or side == "right"
     seq, v = lift(sorted_sequence, input)
-    if sorter is not None:  # the count below each value is the same in any order
+    if seq.ndim == 0:
+        message = "boundaries tensor should have positive dimension, but got 0 dimension"
+        raise call_error(ShapeError, f"torch.searchsorted(): {message}", "searchsorted", seq)
+    scalar = not hasattr(v, "ndim") or v.ndim == 0
+    if scalar and seq.ndim != 1:
+        raise call_error(ShapeError, "torch.searchsorted(): input value can be a scalar only "
+                         "when boundaries tensor dimension is 1", "searchsorted", seq)  # fmt: skip
+    if seq.ndim != 1 and tuple(seq.shape[:-1]) != tuple(v.shape[:-1]):
+        raise call_error(ShapeMismatchError, "torch.searchsorted(): boundaries tensor should "
+                         "be 1 dimension or the first N-1 dimensions of boundaries tensor and "
+                         "input value tensor must match", "searchsorted", seq, v)  # fmt: skip
+    if sorter is not None:
         (order,) = lift(sorter, context=(seq,))
-        if tuple(order.shape) != tuple(seq.shape) or not dt.is_int(order.dtype):
-            raise ShapeError(f"searchsorted(): sorter must be an integer tensor of the "
-                             f"sequence's shape {list(seq.shape)}, got {order.dtype}"
-                             f"{list(order.shape)}")  # fmt: skip
-    if not hasattr(v, "ndim") or v.ndim == 0:
-        v, scalar = s.reshape(v, (1,)), True
-    else:
-        scalar = False
+        if order.dtype != dt.int64:
+            raise call_error(DTypeMismatchError, f"torch.searchsorted(): sorter must be a "
+                             f"tensor of long dtype but got dtype {dt.scalar_name(order.dtype)}",
+                             "searchsorted", seq, order)  # fmt: skip
+        if tuple(order.shape) != tuple(seq.shape):
+            raise call_error(ShapeMismatchError, "torch.searchsorted(): boundary and sorter "
+                             "must have the same size", "searchsorted", seq, order)  # fmt: skip
+        _check_sorter(seq, order)
+    if scalar:
+        v = s.reshape(v, (1,))
+    start = _binary_search(seq, v, right, None if sorter is None else order)
+    out = m.cast(start, dt.int32 if out_int32 else dt.int64)
+    return s.reshape(out, ()) if scalar else out
+
+
+def _check_sorter(seq, order) -> None:
+    """PyTorch's check of every index of an eager `sorter` (the search reads only those it
+    probes): in [0, n) along the last dim (a graph's are not known until it runs)."""
+    if isinstance(order, Symbol):
+        return
+    values = np.asarray(order.numpy() if hasattr(order, "numpy") else order)
+    if values.size and (values.min() < 0 or values.max() >= seq.shape[-1]):
+        raise call_error(IndexOutOfRangeError, "torch.searchsorted(): sorter index out of range",
+                         "searchsorted", seq, order)  # fmt: skip
+
+
+def _binary_search(seq, v, right: bool, order):
+    """PyTorch's lower (`right`: upper) bound of each value of `v` in the last dim of `seq`
+    (through `order`): while start < end, probe mid = (start + end) // 2 and move right past
+    it unless its element is at or above the value (above it, for `right`); int64 starts."""
+    n = seq.shape[-1]
+    start = m.cast(m.where(m.equal(v, v), 0, 0), dt.int64)  # zeros of v's shape
+    end = m.add(start, n)
+    if not isinstance(n, int) or n == 0:
+        return end if n == 0 else _counted(seq, v, right)
+    one_d = seq.ndim == 1
+    for _ in range(n.bit_length()):  # each probe halves the interval: log2(n) + 1 of them
+        mid = m.floor_divide(m.add(start, end), 2)
+        at = m.minimum(mid, n - 1)  # (a finished value's probe: clipped, then ignored)
+        if order is not None:
+            at = _probe(order, at, one_d)
+        probed = _probe(seq, at, one_d)
+        reached = m.greater(probed, v) if right else m.greater_equal(probed, v)
+        searching = m.less(start, end)
+        start = m.where(m.logical_and(searching, m.logical_not(reached)), m.add(mid, 1), start)
+        end = m.where(m.logical_and(searching, reached), mid, end)
+    return start
+
+
+def _probe(seq, at, one_d: bool):
+    """The elements of `seq` at `at` along its last dim."""
+    if one_d:
+        return call("gather", seq, at, axis=0, wrap_negative=False)
+    return call("take_along_axis", seq, at, axis=seq.ndim - 1)
+
+
+def _counted(seq, v, right: bool):
+    """The count of the elements below each value (at most it, for `right`): the binary
+    search's answer on a sorted sequence, for a last dim of unknown length."""
     spread = s.unsqueeze(seq, -2)  # (..., 1, M)
     values = s.unsqueeze(v, -1)  # (..., N, 1)
     below = m.less_equal(spread, values) if right else m.less(spread, values)
-    count = m.sum(m.cast(below, dt.int64), -1)
-    if dt.is_float(v.dtype) or dt.is_float(seq.dtype):
-        # NOTE: PyTorch's binary search moves right past an element that is not at or above
-        # the value (above it, for `right`): a NaN value, or one that no element reaches
-        # when NaNs end the sequence, goes after every element, NaNs included
-        above = m.greater(spread, values) if right else m.greater_equal(spread, values)
-        past = m.sum(m.cast(m.logical_not(above), dt.int64), -1)
-        count = m.where(m.any(above, -1), count, past)
-    out = m.cast(count, dt.int32 if out_int32 else dt.int64)
-    return s.reshape(out, ()) if scalar else out
+    return m.sum(m.cast(below, dt.int64), -1)
 
 
 def cdist(x1, x2, p: float = 2.0, compute_mode=None):

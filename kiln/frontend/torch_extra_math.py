@@ -6,6 +6,7 @@ in graph mode and under `kn.compile`: elementwise functions (`reciprocal`, `isin
 from __future__ import annotations
 
 import math as _math
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -493,7 +494,9 @@ def median(input, dim=None, keepdim: bool = False):  # noqa: A002
         return core.call("share_ties", x, core.call("stop_gradient", value),
                          axes=tuple(range(x.ndim)))  # fmt: skip
     if x.ndim == 0:
-        return return_types.median(x, m.cast(m.mul(x, 0), dt.int64))
+        sh.normalize_axis(dim, 1)  # dims 0 and -1 only, as PyTorch's (IndexError)
+        zero = m.cast(m.mul(m.cast(x, dt.int8), 0), dt.int64)  # (x * 0 is NaN for a NaN)
+        return return_types.median(x, zero)
     d = sh.normalize_axis(dim, x.ndim)
     index = s.squeeze(_lower_middle(tm.sort(x, d, stable=True).indices, d), d)
     if not dt.is_float(x.dtype):
@@ -670,7 +673,16 @@ def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, d
     (x,) = lift(input)
     require_floating(name, x, "std and var only support floating point and complex dtypes")
     x = m._floating(x)
-    return x, m._axes(dim, x.ndim), keepdim, given[0] if given else 1
+    axes, correction = m._axes(dim, x.ndim), given[0] if given else 1
+    n = sh.dim_product(x.shape[a] for a in axes)
+    if isinstance(n, int) and n - correction <= 0:  # (the result is inf or nan: PyTorch warns)
+        warnings.warn(
+            f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).",
+            UserWarning,
+            stacklevel=4,
+        )
+    return x, axes, keepdim, correction
 
 
 def _half_var(x, axes, correction) -> bool:

@@ -31,7 +31,8 @@ from . import math as m
 from . import shape as s
 from .core import lift
 from .out import takes_out
-from .torch_data import _const, _count, _data_range
+from .torch_data import _bounds, _const, _count, _data_range, _same_dtype
+from .torch_index import _like
 
 __all__ = [
     "binomial", "eig", "frobenius_norm", "gradient", "histogramdd", "lstsq", "matrix_rank",
@@ -253,6 +254,9 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
         why = f'"histogramdd" not implemented for {dt.type_name(x.dtype)}'
         raise call_error(UnsupportedDTypeError, why, "histogramdd", x)
     n_dims = x.shape[-1]
+    if n_dims == 0:  # points of no coordinates: PyTorch's 0 (NaN as a density), no edges
+        empty = m.sum(s.reshape(x, (-1,)))
+        return return_types.histogramdd(m.add(empty, np.nan) if density else empty, ())
     points = s.reshape(x, (-1, n_dims))
     if isinstance(bins, (int, np.integer)):
         bins = [int(bins)] * n_dims
@@ -269,13 +273,16 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
         col = s.getitem(points, (slice(None), k))
         if isinstance(b, (Tensor, Symbol)):
             (e,) = lift(b, context=(x,))
+            _same_dtype(x, e, "bins tensors")
             n = e.shape[0] - 1
         else:
             n = int(b)
-            lo, hi = (0.0, 0.0) if range is None else (float(range[2 * k]), float(range[2 * k + 1]))
+            lo, hi = (0.0, 0.0) if range is None else _bounds(range, k, x)
             lo, hi = _data_range(col, lo, hi, 0.5, f"torch.histogramdd: dimension {k}'s range",
                                  given=range is not None)  # fmt: skip
             e = _linspace(lo, hi, n, x)
+            if isinstance(e, np.ndarray):  # a given range: computed from constants alone
+                e = _like(x, e)
         ok = m.logical_and(
             m.greater_equal(col, s.getitem(e, 0)), m.less_equal(col, s.getitem(e, -1))
         )
@@ -290,7 +297,14 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
     for pos, n in zip(positions[1:], sizes[1:]):
         flat = m.add(m.mul(flat, n), pos)
     flat = m.where(inside, flat, total)
-    w = None if weight is None else s.reshape(lift(weight, context=(x,))[0], (-1,))
+    w = None if weight is None else lift(weight, context=(x,))[0]
+    if w is not None:
+        _same_dtype(x, w, "weight tensor")
+        if tuple(w.shape) != tuple(x.shape[:-1]):
+            raise call_error(ShapeMismatchError, "torch.histogramdd: if weight tensor is "
+                             "provided it should have the same shape as the input tensor "
+                             "excluding its innermost dimension", "histogramdd", x, w)  # fmt: skip
+        w = s.reshape(w, (-1,))
     hist = s.reshape(_count(flat, w, total, x if w is None else w), tuple(sizes))
     if density:
         volume = None
@@ -299,7 +313,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
                            n_dims)  # fmt: skip
             volume = width if volume is None else m.mul(volume, width)
         hist = m.div(hist, m.mul(m.sum(hist), volume))
-    return return_types.histogramdd(hist, edges)
+    return return_types.histogramdd(hist, tuple(edges))
 
 
 def _linspace(lo, hi, n: int, like):

@@ -10,9 +10,9 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
 from ..errors import (
-    ArgumentError,
     ArgumentTypeError,
     ShapeMismatchError,
+    UnknownModeError,
     UnsupportedDTypeError,
     call_error,
 )
@@ -192,9 +192,9 @@ def _q_values(op: str, q, x):
 
 
 def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
-    (x,) = lift(input)
-    if interpolation not in INTERPOLATIONS:
-        raise ArgumentError(
+    (x,) = lift(input, context=(q,) if isinstance(q, Symbol) else ())  # (q traced: x in its graph)
+    if interpolation not in INTERPOLATIONS:  # (PyTorch's RuntimeError; a ValueError too)
+        raise UnknownModeError(
             f"{op}() interpolation must be one of {', '.join(INTERPOLATIONS)}. Got {interpolation}"
         )
     if not dt.is_float(x.dtype) or x.dtype not in (np.float32, np.float64):
@@ -209,7 +209,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A
         last = movedim(x, d, -1) if x.ndim else s.reshape(x, (1,))
         kept = tuple(1 if a == d else n for a, n in enumerate(x.shape))
     n = last.shape[-1]
-    if n == 0:
+    if 0 in tuple(x.shape):  # (any empty input, whichever dim: PyTorch's)
         raise call_error(ShapeMismatchError, f"{op}() input tensor must be non-empty", op, x)
     values = tm.sort(last, -1).values  # (..., n), NaNs last
     if ignore_nan:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import GraphError, ShapeError
+from ..errors import GraphError, IndexOutOfBoundsError, ShapeError
 from ..graph.opdef import REGISTRY
 from .core import apply, bind, defop
 from .reduce import _reduced_shape
@@ -162,13 +162,12 @@ def _topk_shape(x, *, axis, k, largest):
 
 
 def _topk(xp, x, *, axis, k, largest):
+    if x.ndim == 0:  # its value and index 0, for k 0 or 1 (as PyTorch's)
+        return x.copy(), xp.zeros((), np.int64)
     x1 = _flat(x)
     idx = _argsort(xp, x1, axis, largest).astype(np.int64, copy=False)
     idx = xp.ascontiguousarray(xp.take(idx, xp.arange(k), axis=axis))
-    values = xp.take_along_axis(x1, idx, axis=axis)
-    if x.ndim == 0:
-        return values.reshape(()), idx.reshape(())
-    return values, idx
+    return xp.take_along_axis(x1, idx, axis=axis), idx
 
 
 def _topk_vjp(cts, t, x, *, axis, k, largest):
@@ -193,8 +192,11 @@ topk = defop("topk", _topk_shape, _tuple_dtype, _topk, vjp=_topk_vjp, jvp=_topk_
 def _extremum(name, arg):
     def shape_rule(x, *, axis, keepdims):
         _axis(x, axis, name)
-        if x and x[axis] == 0:
-            raise ShapeError(f"{name}: cannot reduce over dim {axis} of size 0 (shape {x})")
+        if x and x[axis] == 0:  # PyTorch: IndexError (a RuntimeError too)
+            raise IndexOutOfBoundsError(
+                f"{name.removesuffix('_dim')}(): Expected reduction dim {axis} to have non-zero "
+                f"size (shape {x})"
+            )
         return ()
 
     def impl(xp, x, *, axis, keepdims):

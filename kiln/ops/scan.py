@@ -141,23 +141,23 @@ def _accumulate(xp, ufunc: str, a, axis):
 
 def _complex_logaddexp_accumulate(xp, a, axis):
     """Running log(exp(a_0) + ... + exp(a_k)) of complex values along `axis`, one step at a
-    time as PyTorch's: of the running value and the next, the one with the larger real part
-    m plus log1p(exp(other - m)), so nothing overflows (the imaginary part is m's plus a
-    principal angle, not wrapped); where both real parts are the same infinity, the new value
-    (-inf) or log(exp + exp) (+inf)."""
+    time from -inf + 0j, as PyTorch's: of the running value and the next, the one with the
+    smaller real part (the running value on ties) `lo` and the other `hi`; NaN (in either
+    part) where either has one; where both real parts are the same infinity, `lo` (-inf:
+    so -inf + 4j starts a scan as -inf + 0j) or log(exp + exp) (+inf); else hi plus
+    log1p(exp(lo - hi)), so nothing overflows (the imaginary part is not wrapped)."""
     a = xp.moveaxis(a, axis, 0)
     r = xp.empty_like(a)
-    if a.shape[0]:
-        r[0] = a[0]
+    acc = xp.full(a.shape[1:], complex(-np.inf, 0.0), a.dtype)
     with np.errstate(all="ignore"):
-        for k in range(1, a.shape[0]):
-            acc, new = r[k - 1], a[k]
-            larger = acc.real > new.real  # ties: the new value is the larger
-            hi, lo = xp.where(larger, acc, new), xp.where(larger, new, acc)
-            step = hi + xp.log1p(xp.exp(lo - hi))
+        for k in range(a.shape[0]):
+            new = a[k]
+            new_lower = new.real < acc.real
+            lo, hi = xp.where(new_lower, new, acc), xp.where(new_lower, acc, new)
             same_inf = ~xp.isfinite(lo.real) & (lo.real == hi.real)
-            both = xp.where(lo.real < 0, new, xp.log(xp.exp(lo) + xp.exp(hi)))
-            r[k] = xp.where(same_inf, both, step)
+            both = xp.where(lo.real < 0, lo, xp.log(xp.exp(lo) + xp.exp(hi)))
+            step = xp.where(same_inf, both, hi + xp.log1p(xp.exp(lo - hi)))
+            acc = r[k] = xp.where(xp.isnan(new) | xp.isnan(acc), complex(np.nan, np.nan), step)
     return xp.moveaxis(r, 0, axis)
 
 

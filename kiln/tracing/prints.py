@@ -99,8 +99,10 @@ def _warn(message, category=None, stacklevel=1, source=None, **kwargs):
     except ValueError:  # (as warnings.warn: past the outermost frame)
         globals_, filename, lineno = sys.__dict__, "sys", 1
     entry = _Warned(((message,), {}))
+    # no module_globals: as warnings.warn, whose source line comes from the file (a module's
+    # loader may have none: `python -c`'s __main__ raises ImportError when asked)
     entry.where = (category or UserWarning, filename, lineno, globals_.get("__name__", "<string>"),
-                   globals_.setdefault("__warningregistry__", {}), globals_, source)  # fmt: skip
+                   globals_.setdefault("__warningregistry__", {}), None, source)  # fmt: skip
     calls.append(entry)
     return None
 

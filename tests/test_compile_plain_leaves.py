@@ -285,3 +285,27 @@ def test_step_of_a_captured_optimizer_over_an_argument_is_refused():
     with pytest.raises(kn.errors.GraphError, match="an argument"):
         step(w)
     assert w.tolist() == [1.0, 2.0]
+
+
+def test_a_captured_list_item_is_an_input_only_once_the_trace_reads_it():
+    # (the OpInfo gradient test's pattern: the leaves held in a captured structure are
+    # replaced by the arguments; the captured ones stay Tensors while traced, as eagerly)
+    tree = [kn.tensor([1.0, 2.0], requires_grad=True), "other"]
+
+    def f(t):
+        args = [t if isinstance(x, kn.Tensor) else x for x in tree]
+        return kn.autograd.grad((args[0] ** 2).sum(), [t])
+
+    t = kn.tensor([3.0, -1.0], requires_grad=True)
+    assert kn.compile(f)(t)[0].tolist() == f(t)[0].tolist() == [6.0, -2.0]
+
+
+def test_grad_read_through_a_list_is_each_calls():
+    params = [kn.tensor([3.0, 4.0], requires_grad=True)]
+    norm = kn.compile(lambda: params[0].grad.norm())
+    got = []
+    for k in (1.0, 2.0, 3.0):
+        params[0].grad = None
+        (params[0] * k).sum().backward()
+        got.append(norm().item())
+    assert got == pytest.approx([math.sqrt(2.0) * k for k in (1.0, 2.0, 3.0)])

@@ -388,6 +388,22 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by backward (leaves, and tensors that `retain_grad()`)."""
+        if self._requires_grad and type(self) is Tensor and self.grad_fn is None:
+            from ..ops.random import in_trace  # NOTE: lazy: kiln.ops builds on the eager Tensor
+
+            if in_trace():  # a kn.compile trace reads the `.grad` of a leaf it takes as a
+                # constant: its value would be the trace's; `_lift_written` makes it an input
+                from ..errors import GraphError
+
+                error = GraphError(
+                    f"kn.compile: the traced code reads the .grad of {describe(self)}, a tensor "
+                    "it does not take as an input (kiln finds no name, list item or attribute "
+                    "of the function's it is read through): the .grad of each call cannot "
+                    "reach the program. Read the tensor through the function's closure, "
+                    "globals or arguments"
+                )
+                error.written = self
+                raise error
         if self._grad is None and self.grad_fn is not None and self.grad_fn.retained is None:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "

@@ -245,11 +245,13 @@ def _tensor_value(t) -> np.ndarray:
 
         raise graph_error("a sparse or quantized tensor as a graph constant", t)
     if t.requires_grad:
-        raise GraphError(
+        error = GraphError(
             f"a Tensor that requires grad ({t.dtype}{list(t.shape)}) is used in graph mode, "
             "where it would be a constant that no gradient reaches; pass it as a placeholder "
             "or kn.Variable, or detach() it"
         )
+        error.written = t  # (a kn.compile trace takes such a captured tensor as an input)
+        raise error
     if READ_IN_TRACE:
         READ_IN_TRACE[-1].add(id(t))
     return t.detach().cpu().numpy()

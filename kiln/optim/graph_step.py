@@ -252,7 +252,7 @@ def enter_leaf(s, cleared: bool = False) -> None:
     was = _LEAF_CLEARED.get(s.graph, {}).pop(id(s), None)  # an optimizer's zero_grad()
     cleared = cleared or was is not None
     pending, start = pending_grads(s.graph), None
-    grad = owner.grad
+    grad = owner._grad
     if grad is not None and not cleared:
         from ..graph.core import Variable
 

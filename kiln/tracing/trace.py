@@ -372,8 +372,9 @@ class CompiledFunction:
     def _lift_written(self, error: GraphError, seen: Captures) -> bool:
         """Whether a failed trace wrote (in place) into a captured tensor that the next
         trace can take as an input and write back after each call, as eager code changes
-        it (a hand-written optimizer's `self.state[p]["buf"].mul_(0.9)`): then that
-        tensor's label joins `_lift`, and `trace_for` traces again."""
+        it (a hand-written optimizer's `self.state[p]["buf"].mul_(0.9)`), or read a captured
+        leaf that requires grad, or its `.grad`, through a list or dict (`params[0]`): then
+        that tensor's label joins `_lift`, and `trace_for` traces again."""
         t = getattr(error, "written", None)
         if t is None:
             return False
@@ -396,14 +397,17 @@ class CompiledFunction:
         """(label, getter) of each captured tensor that a trace takes as an input rather
         than as a constant: the leaves that require grad (`w = kn.randn(3,
         requires_grad=True)` read by fn), so that gradients reach them and their values may
-        change between calls, as eager code would see them (read by name, or through a list,
-        dict or attribute: `params[0]`); other tensors are constants (guarded), and one passed
-        as an argument too is that argument's placeholder. (A Parameter or Buffer is a
-        Variable of the trace instead: kiln/nn/parameter.py.)"""
+        change between calls, as eager code would see them (read by name or attribute, or
+        as an optimizer's parameter; one in a list or dict once the trace reads it:
+        `_lift_written`); other tensors are constants (guarded), and one passed as an
+        argument too is that argument's placeholder. (A Parameter or Buffer is a Variable of
+        the trace instead: kiln/nn/parameter.py.)"""
         found = []
         for label, get in self._captures.tensors:
             t = get()
-            if label in self._lift:
+            # (through a list or dict: a constant, unless an optimizer's parameter, which a
+            # compiled step changes, or one the trace found it reads (`_lift_written`))
+            if label in self._lift or ("[" in label and ".param_groups[" not in label):
                 continue
             if t.grad_fn is None and t._requires_grad and self._liftable(t, get):
                 found.append((label, get))

@@ -9,6 +9,8 @@ real map between the real and imaginary parts.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, ShapeError
@@ -90,9 +92,11 @@ def _angle_dtype(x):
 def _angle(xp, x, out=None):
     if x.dtype.kind in "biu":  # in float32 (NumPy's angle of int8 is a float16 pi)
         x = x.astype(dt.float32)
-    result = xp.asarray(xp.angle(x))
-    if x.dtype.kind == "f":  # real values: 0 or pi, and NaN stays NaN (PyTorch's)
+    if dt.is_float(x.dtype):  # real values: pi where x < 0 (so 0 at -0.0), NaN stays NaN
+        result = xp.where(x < 0, xp.asarray(np.pi, x.dtype), xp.zeros((), x.dtype))
         result = xp.where(xp.isnan(x), x, result)
+    else:
+        result = xp.asarray(xp.angle(x))
     return _copy_into(xp, result.astype(_angle_dtype(x.dtype), copy=False), out)
 
 

@@ -1,0 +1,122 @@
+"""PyTorch's own type-promotion and binary-ufunc tests (test_type_promotion.py,
+test_binary_ufuncs.py) as an oracle: scenarios of our own, written once against a module
+argument `lib`, run on torch 2.13 and on kiln (eagerly, and a subset under `kn.compile` with
+the Python scalars passed as arguments), comparing values, dtypes, shapes and exception types
+(kiln's exception must be an instance of torch's class).
+
+What they cover beyond tests/test_promotion_table.py (result_type of every dtype pair) and
+tests/test_torch_opinfo.py (OpInfo samples): in-place ops that cannot cast, `out=` dtypes,
+integer division and rounding modes with negative operands and zero divisors, fmod/remainder
+signs, integer pow, shifts by the bit width and more, comparisons of uint8 with negative
+scalars, half-precision rounding of two-step formulas (xlogy, logaddexp2), NaN handling of
+min/max/fmax, ldexp's dtype, the real angle of -0.0 and the dtypes each op refuses.
+
+Values compare exactly, but for float results within 1e-6 relative (a libm may round a
+transcendental function one ulp apart); NaNs compare equal.
+"""
+
+import math
+
+import numpy as np
+
+import kiln as kn
+
+NAN, INF = math.nan, math.inf
+INTS = ("uint8", "int8", "int16", "int32", "int64")
+HALF = ("float16", "bfloat16")
+FLOATS = (*HALF, "float32", "float64")
+
+
+def T(dtype, values):
+    """An input: a tensor of `values` in `dtype` (a dtype name), made by each library."""
+    return ("tensor", dtype, values)
+
+
+def _build(lib, arg):
+    if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == "tensor":
+        return lib.tensor(arg[2], dtype=getattr(lib, arg[1]))
+    return arg
+
+
+def _summary(result):
+    """A result as comparable data: (dtype name, shape, float64/complex128 values) of tensors,
+    nested for tuples, plain for Python values."""
+    if isinstance(result, (tuple, list)):
+        return tuple(_summary(r) for r in result)
+    if hasattr(result, "dtype") and hasattr(result, "shape"):
+        name = str(result.dtype).split(".")[-1]
+        x = result.detach()
+        x = x.float() if name == "bfloat16" else x
+        values = np.asarray(x.numpy())
+        values = values.astype(np.complex128 if values.dtype.kind == "c" else np.float64)
+        return (name, tuple(result.shape), values)
+    return result
+
+
+def outcome(lib, fn, args, jit=False):
+    """("ok", summary) of `fn(lib, *args)`, or ("err", the exception)."""
+    built = [_build(lib, a) for a in args]
+    try:
+        if jit:
+            return "ok", _summary(kn.compile(lambda *xs: fn(kn, *xs))(*built))
+        return "ok", _summary(fn(lib, *built))
+    except Exception as e:  # noqa: BLE001 -- the exception is the outcome compared
+        return "err", e
+
+
+def _same(t, k) -> bool:
+    if isinstance(t, tuple) and len(t) == 3 and isinstance(t[2], np.ndarray):
+        if not (isinstance(k, tuple) and len(k) == 3 and (k[0], k[1]) == (t[0], t[1])):
+            return False
+        try:
+            np.testing.assert_allclose(k[2], t[2], rtol=1e-6, atol=0, equal_nan=True)
+        except AssertionError:
+            return False
+        return True
+    if isinstance(t, tuple):
+        return isinstance(k, tuple) and len(t) == len(k) and all(map(_same, t, k))
+    if isinstance(t, float) and math.isnan(t):
+        return isinstance(k, float) and math.isnan(k)
+    return type(t) is type(k) and t == k
+
+
+def differences(torch, cases, jit=False):
+    """The cases (name, fn, args) whose kiln outcome is not torch's, with both outcomes."""
+    wrong = []
+    for name, fn, args in cases:
+        t = outcome(torch, fn, args)
+        k = outcome(kn, fn, args, jit)
+        if t[0] == k[0] == "err":
+            if not isinstance(k[1], type(t[1])):
+                wrong.append((name, f"torch raises {type(t[1]).__name__}: {t[1]}",
+                              f"kiln raises {type(k[1]).__name__}: {k[1]}"))  # fmt: skip
+        elif t[0] != k[0] or not _same(t[1], k[1]):
+            wrong.append((name, t, k))
+    return wrong
+
+
+def check(torch, cases, jit=False):
+    wrong = differences(torch, cases, jit)
+    assert not wrong, "\n".join(map(str, wrong[:10]))
+
+
+def _op(name):
+    """`lib.<name>` (dotted for submodules) as a function of (lib, *args)."""
+
+    def fn(lib, *args):
+        f = lib
+        for part in name.split("."):
+            f = getattr(f, part)
+        return f(*args)
+
+    return fn
+
+
+# -- angle of real values: pi for negative ones, 0 for -0.0 (x < 0 is false there) -----------
+
+
+def test_angle_of_negative_zero_is_zero(torch):
+    # torch 2.13: angle([-0.0, -1.0, nan, 0.0]) is [0, pi, nan, 0] in every float dtype
+    cases = [(f"angle {d}", _op("angle"), [T(d, [-0.0, -1.0, NAN, 0.0, -INF])]) for d in FLOATS]
+    check(torch, cases)
+    check(torch, cases[2:3], jit=True)

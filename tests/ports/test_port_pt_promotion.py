@@ -120,3 +120,41 @@ def test_angle_of_negative_zero_is_zero(torch):
     cases = [(f"angle {d}", _op("angle"), [T(d, [-0.0, -1.0, NAN, 0.0, -INF])]) for d in FLOATS]
     check(torch, cases)
     check(torch, cases[2:3], jit=True)
+
+
+# -- ldexp: an integer exponent keeps a float input's dtype; bools are refused -----------------
+
+
+def _ldexp_cases():
+    cases = []
+    for d in (*FLOATS, "int64", "complex64"):
+        for e in (*INTS, "float16", "float32", "bool"):
+            if (d, e) == ("complex64", "float16"):
+                continue  # torch refuses 2.0**e in complex32 ("pow" not implemented)
+            x = [1, 2, 3] if d == "int64" else [-1.5, 1.5, 2.5]
+            cases.append((f"ldexp {d} {e}", _op("ldexp"), [T(d, x), T(e, [1, 0, 1])]))
+            cases.append((f"ldexp {e} {d}", _op("ldexp"), [T(e, [1, 0, 1]), T(d, x)]))
+    # a 0-d integer exponent, and exponents beyond the dtype's range: the exact product
+    # (0 * 2**200 is 0; 2**-25 of a float16 1 rounds once, to its smallest subnormal's half)
+    cases += [
+        ("ldexp 0-d", _op("ldexp"), [T("float16", [1.0, 2.0]), T("int64", 3)]),
+        ("ldexp f16 range", _op("ldexp"), [T("float16", [1, 2, 1, 3, 1000, 0]),
+                                           T("int64", [20, -30, -24, -25, 10, 200])]),
+        ("ldexp f32 range", _op("ldexp"), [T("float32", [0.0, 1e-30, 3.0, 1.0, 5.0]),
+                                           T("int32", [200, 200, -149, 128, -1000])]),
+        ("ldexp f64 range", _op("ldexp"), [T("float64", [0.0, 1e-300, 3.0, 1.0, 1e300]),
+                                           T("int64", [5000, 1500, -1074, 1024, -2000])]),
+        ("ldexp uint8", _op("ldexp"), [T("float32", [1.0, 2.0]), T("uint8", [1, 255])]),
+        # an integer input: 2.0**e in float32 first (0 * 2**200 is NaN there)
+        ("ldexp int range", _op("ldexp"), [T("int64", [0, 1]), T("int64", [200, -200])]),
+    ]  # fmt: skip
+    return cases
+
+
+def test_ldexp_dtypes_and_values_are_pytorchs(torch):
+    # torch 2.13: ldexp(float16 x, int e) is float16 (kiln gave float32), the exact x * 2**e
+    # rounded once (kiln: 0 * 2**200 gave NaN); ldexp(float x, bool) raises
+    # NotImplementedError
+    cases = _ldexp_cases()
+    check(torch, cases)
+    check(torch, [c for c in cases if "float16" in c[0] or "range" in c[0]][:6], jit=True)

@@ -95,9 +95,16 @@ def differences(torch, cases, jit=False):
     return wrong
 
 
+def _brief(outcome_or_text) -> str:
+    text = " ".join(str(outcome_or_text).split())
+    return text if len(text) < 400 else text[:400] + "..."
+
+
 def check(torch, cases, jit=False):
     wrong = differences(torch, cases, jit)
-    assert not wrong, "\n".join(map(str, wrong[:10]))
+    assert not wrong, "\n".join(
+        f"{name}:\n  torch {_brief(t)}\n  kiln  {_brief(k)}" for name, t, k in wrong[:10]
+    )
 
 
 def _op(name):
@@ -158,3 +165,27 @@ def test_ldexp_dtypes_and_values_are_pytorchs(torch):
     cases = _ldexp_cases()
     check(torch, cases)
     check(torch, [c for c in cases if "float16" in c[0] or "range" in c[0]][:6], jit=True)
+
+
+# -- half precision: PyTorch's CPU kernels round each step of some two-step formulas ----------
+
+_RNG = np.random.default_rng(0)
+_X = [round(v, 3) for v in (_RNG.normal(size=64) * 10).tolist()] + [0.0, 0.0, 1.5, -1.5]
+_Y = [round(v, 3) for v in (np.abs(_RNG.normal(size=64)) * 10).tolist()] + [0.0, NAN, 3.0, 3.0]
+
+
+def test_xlogy_in_half_precision_rounds_the_log_first(torch):
+    # torch 2.13: xlogy(float16 -1.5, 3) is -1.648 (log(3) rounded to float16, then the
+    # product rounded); kiln rounded the float32 product once, -1.647 (bfloat16: -1.656 and
+    # -1.648); the same for xlog1py, with a tensor, a 0-d tensor or a Python number y
+    cases = []
+    for d in HALF:
+        for name in ("xlogy", "special.xlogy", "special.xlog1py"):
+            cases += [
+                (f"{name} {d}", _op(name), [T(d, _X), T(d, _Y)]),
+                (f"{name} {d} number", _op(name), [T(d, _X), 3]),
+                (f"{name} {d} 0-d", _op(name), [T(d, _X), T("float32", 3.0)]),
+                (f"{name} number {d}", _op(name), [2.5, T(d, _Y)]),
+            ]  # fmt: skip
+    check(torch, cases)
+    check(torch, cases[:2], jit=True)

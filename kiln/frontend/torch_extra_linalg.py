@@ -260,10 +260,10 @@ def dist(input, other, p: float = 2):  # noqa: A002
     >>> kn.dist(kn.tensor([0.0, 0.0]), kn.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    a, b = lift(input, other)
-    require_floating("dist", a, "norm(): input dtype should be either floating point or complex. "
-                     "Got {dtype} instead.")  # fmt: skip
-    return p_norm(m.sub(a, b), p, None, False)
+    diff = m.sub(*lift(input, other))  # promoted first: an integer and a float are a float
+    require_floating("dist", diff, "norm(): input dtype should be either floating point or "
+                     "complex. Got {dtype} instead.")  # fmt: skip
+    return p_norm(diff, p, None, False)
 
 
 @takes_out

@@ -189,3 +189,27 @@ def test_xlogy_in_half_precision_rounds_the_log_first(torch):
             ]  # fmt: skip
     check(torch, cases)
     check(torch, cases[:2], jit=True)
+
+
+# -- ops that promote their operands before a float-only step -----------------------------------
+
+
+def test_dist_promotes_its_operands_first(torch):
+    # torch 2.13: dist(int64 [1, 2], float32 [1, 5]) is 3.0 in float32 (kiln refused the
+    # integer input); two integer tensors are refused (RuntimeError), bools by subtraction's
+    # error; float16 with float64 gives float64, a complex operand a real result
+    f = [1.0, 5.0]
+    cases = [
+        ("dist int float", _op("dist"), [T("int64", [1, 2]), T("float32", f)]),
+        ("dist float int", _op("dist"), [T("float32", f), T("int8", [1, 2])]),
+        ("dist int 0-d float", _op("dist"), [T("int64", [1, 2]), T("float32", 5.0)]),
+        ("dist int int", _op("dist"), [T("int64", [1, 2]), T("int64", [1, 5])]),
+        ("dist bool float", _op("dist"), [T("bool", [True, False]), T("float32", f)]),
+        ("dist half double", _op("dist"), [T("float16", [1, 2]), T("float64", f)]),
+        ("dist float complex", _op("dist"), [T("float32", [1, 2]), T("complex64", f)]),
+        ("dist p=1", lambda lib, a, b: lib.dist(a, b, p=1), [T("int32", [1, 2]), T("float32", f)]),
+        ("dist p=inf", lambda lib, a, b: lib.dist(a, b, p=INF), [T("uint8", [1, 2]),
+                                                                 T("float64", f)]),
+    ]  # fmt: skip
+    check(torch, cases)
+    check(torch, cases[:1], jit=True)

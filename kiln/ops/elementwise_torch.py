@@ -166,21 +166,23 @@ def _integer_division_kernel(op_name, ufunc_name):
 
 
 # `may_fail`: an integer division by zero raises (PyTorch's error) on the CPU; never fused,
-# and ordered before in-place updates so that a failed step changes nothing.
+# and ordered before in-place updates so that a failed step changes nothing. Two bools are
+# refused (PyTorch has no bool kernel of them).
 floordiv = binary(
     "floordiv", np.floor_divide, tags={"nondiff"}, lowering=Lowering(), may_fail=True,
-    kernel=_integer_division_kernel("floordiv", "floor_divide"),
+    kernel=_integer_division_kernel("floordiv", "floor_divide"), bools=False,
 )  # fmt: skip
 mod = binary(
     "mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)),
     lowering=Lowering(), may_fail=True, kernel=_integer_division_kernel("mod", "remainder"),
+    bools=False,
 )  # fmt: skip
 # fmod: C's fmod on float loops (exact, as NumPy's); integer loops run kernel by kernel, and
 # a zero integer divisor raises on the CPU as PyTorch's (NumPy warns; C's % is undefined)
 fmod = binary(
     "fmod", np.fmod, vjp=lambda ct, z, a, b: (ct, -ct * trunc(a / b)),
     lowering=Lowering(cuda=c_libm("fmod")), may_fail=True,
-    kernel=_integer_division_kernel("fmod", "fmod"),
+    kernel=_integer_division_kernel("fmod", "fmod"), bools=False,
 )  # fmt: skip
 copysign = binary(
     "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)

@@ -213,3 +213,63 @@ def test_dist_promotes_its_operands_first(torch):
     ]  # fmt: skip
     check(torch, cases)
     check(torch, cases[:1], jit=True)
+
+
+# -- integer division, remainders and shifts -----------------------------------------------------
+
+
+def _int_division_cases():
+    a, b = [-7, -6, -1, 0, 1, 5, 7], [2, -2, 3, -3, 2, -4, 3]
+    cases = []
+    for d in (*INTS, *FLOATS):
+        x = T(d, [abs(v) for v in a] if d == "uint8" else a)
+        y = T(d, [abs(v) for v in b] if d == "uint8" else b)
+        zero = T(d, [0] * 7)
+        for mode in (None, "trunc", "floor"):
+            div = lambda lib, p, q, mode=mode: lib.div(p, q, rounding_mode=mode)  # noqa: E731
+            for what, other in (("", y), (" by 0", zero), (" by -2", -2), (" by 0.", 0.0),
+                                (" by 2.5", 2.5)):  # fmt: skip
+                cases.append((f"div {d} {mode}{what}", div, [x, other]))
+        for name in ("fmod", "remainder", "floor_divide"):
+            for what, other in (("", y), (" by 0", zero), (" by -3", -3), (" by -2.5", -2.5)):
+                cases.append((f"{name} {d}{what}", _op(name), [x, other]))
+        cases += [
+            (f"{d} // -2", lambda lib, p: p // -2, [x]),
+            (f"7 % {d}", lambda lib, q: 7 % q, [y]),
+            (f"-7.5 % {d}", lambda lib, q: -7.5 % q, [y]),
+            (f"remainder(-7, {d})", lambda lib, q: lib.remainder(-7, q), [y]),
+        ]
+    return cases
+
+
+def test_integer_division_and_remainders_are_pytorchs(torch):
+    # the signs of fmod (the dividend's) and remainder (the divisor's), floor and trunc
+    # rounding of negative quotients, and a zero integer divisor (RuntimeError; floats give
+    # inf and NaN), for every dtype and with Python numbers; torch 2.13 is the oracle
+    cases = _int_division_cases()
+    check(torch, cases)
+    check(torch, [c for c in cases if c[0].startswith(("div int8", "remainder int32"))], jit=True)
+
+
+def test_bool_operands_of_integer_only_ops_are_refused(torch):
+    # torch 2.13 has no bool kernel of floor/trunc division, fmod, remainder and the shifts
+    # (NotImplementedError, "div_floor_cpu" not implemented for 'Bool'); kiln computed them
+    # in int8 (NumPy's loop). A bool with an integer promotes to the integer, as PyTorch.
+    t, f = T("bool", [True, False, True]), T("bool", [True, True, True])
+    cases = []
+    for name in ("fmod", "remainder", "floor_divide", "bitwise_left_shift",
+                 "bitwise_right_shift"):  # fmt: skip
+        cases += [(f"{name} bools", _op(name), [t, f]), (f"{name} bool True", _op(name), [t, True]),
+                  (f"{name} bool int", _op(name), [t, T("int8", [1, 2, 3])]),
+                  (f"{name} bool 2", _op(name), [t, 2])]  # fmt: skip
+    for mode in ("trunc", "floor"):
+        div = lambda lib, p, q, mode=mode: lib.div(p, q, rounding_mode=mode)  # noqa: E731
+        cases += [(f"div {mode} bools", div, [t, f]),
+                  (f"div {mode} by False", div, [t, T("bool", [False] * 3)])]  # fmt: skip
+    cases += [("bools // bools", lambda lib, p, q: p // q, [t, f]),
+              ("bools % bools", lambda lib, p, q: p % q, [t, f]),
+              ("bools << bools", lambda lib, p, q: p << q, [t, f]),
+              ("bools >> True", lambda lib, p: p >> True, [t]),
+              ("bools // 2", lambda lib, p: p // 2, [t])]  # fmt: skip
+    check(torch, cases)
+    check(torch, cases[:2], jit=True)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, DTypeMismatchError, ShapeError
 from .core import apply, defop, same_shape, scalar
 from .lowering import Lowering
 
@@ -117,8 +117,8 @@ angle = defop(
 
 
 def _complex_dtype(re, im):
-    if re != im or re not in (dt.float32, dt.float64):
-        raise DTypeError(
+    if re != im or re not in (dt.float32, dt.float64):  # PyTorch's RuntimeError
+        raise DTypeMismatchError(
             f"complex expects the real and imaginary parts of one dtype, float32 or float64 "
             f"(got {re} and {im})"
         )

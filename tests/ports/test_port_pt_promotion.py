@@ -273,3 +273,15 @@ def test_bool_operands_of_integer_only_ops_are_refused(torch):
               ("bools // 2", lambda lib, p: p // 2, [t])]  # fmt: skip
     check(torch, cases)
     check(torch, cases[:2], jit=True)
+
+
+def test_complex_and_polar_take_float_parts_of_one_dtype(torch):
+    # torch 2.13 raises RuntimeError for parts of two dtypes or of integers/bools ("Expected
+    # both inputs to be Half, Float or Double tensors"); kiln raised a TypeError for complex
+    # and computed polar of integers and bools as complex64
+    cases = []
+    for a, b in (("float32", "float64"), ("int64", "int64"), ("bool", "bool"),
+                 ("float32", "int64"), ("float64", "float64")):  # fmt: skip
+        for name in ("complex", "polar"):
+            cases.append((f"{name} {a} {b}", _op(name), [T(a, [1, 0]), T(b, [1, 2])]))
+    check(torch, cases)

@@ -284,8 +284,13 @@ def logaddexp2(input, other):  # noqa: A002
     >>> kn.logaddexp2(kn.tensor([1.0]), kn.tensor([1.0]))
     tensor([2.])
     """
+    a, b = core.promote(REGISTRY["logaddexp"], input, other)
+    dtype = a.dtype
+    if dtype in (np.dtype(np.float16), dt.bfloat16):  # PyTorch's: in float32, rounded once
+        a, b = m.cast(a, np.float32), m.cast(b, np.float32)
     ln2 = _math.log(2)
-    return m.div(tm.logaddexp(m.mul(_float(input), ln2), m.mul(_float(other), ln2)), ln2)
+    out = m.div(tm.logaddexp(m.mul(a, ln2), m.mul(b, ln2)), ln2)
+    return out if out.dtype == dtype else m.cast(out, dtype)
 
 
 @takes_out

@@ -321,3 +321,16 @@ def test_add_with_alpha_rounds_once_as_pytorchs_fused_kernel(torch):
     cases = _alpha_cases(("float32", *HALF))
     check(torch, cases)
     check(torch, cases[:2], jit=True)
+
+
+def test_logaddexp2_in_half_precision_is_float32_rounded_once(torch):
+    # torch 2.13: logaddexp2 of float16/bfloat16 is the float32 result rounded once
+    # (logaddexp2(0, -0) is 1.0 in bfloat16; kiln's steps in bfloat16 gave 0.996)
+    cases = []
+    for d in HALF:
+        cases += [(f"logaddexp2 {d}", _op("logaddexp2"), [T(d, _X), T(d, _Y)]),
+                  (f"logaddexp2 {d} zeros", _op("logaddexp2"), [T(d, [0.0, -INF, INF, NAN]),
+                                                                T(d, [-0.0, -INF, INF, 1.0])]),
+                  (f"logaddexp {d}", _op("logaddexp"), [T(d, _X), T(d, _Y)])]  # fmt: skip
+    check(torch, cases)
+    check(torch, cases[:1], jit=True)

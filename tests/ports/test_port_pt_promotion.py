@@ -355,3 +355,26 @@ def test_half_precision_floor_and_trunc_division_by_a_python_float(torch):
                       (f"div trunc {d} {s}", trunc, [T(d, x)])]  # fmt: skip
     check(torch, cases)
     check(torch, cases[:5], jit=True)
+
+
+def test_half_precision_floor_division_rounds_each_step(torch):
+    # torch 2.13's float16/bfloat16 floor division of two tensors (and of a Python float by a
+    # tensor) takes its float algorithm's steps in the half dtype, each rounded: (a - fmod(a,
+    # b)) / b, minus 1 where the signs differ, then floored. floor_divide(float16 -4.0547,
+    # 0.0010004) is -4056 there; kiln rounded the float32 quotient once, -4054 (and 2.5 //
+    # bfloat16 -0.02405 is -105 against kiln's -104); a divisor of one element takes its
+    # float32 loop, rounded once
+    rng = np.random.default_rng(1)
+    a = (rng.normal(size=4096) * 5).round(3).tolist() + [1.0, -1.0, 0.0, -0.0, 5.0, INF, NAN]
+    b = (rng.normal(size=4096) * 5).round(3).tolist() + [0.0, 0.0, 3.0, -3.0, -0.0, 2.0, 1.0]
+    cases = []
+    for d in HALF:
+        cases += [(f"floor_divide {d}", _op("floor_divide"), [T(d, a), T(d, b)]),
+                  (f"div floor {d}", lambda lib, p, q: lib.div(p, q, rounding_mode="floor"),
+                   [T(d, a), T(d, b)]),
+                  (f"2.5 // {d}", lambda lib, q: 2.5 // q, [T(d, b)]),
+                  # a divisor of one element: float32, rounded once
+                  (f"{d} // 0-d", lambda lib, p, q: p // q, [T(d, a), T(d, 0.0137)]),
+                  (f"{d} // [1]", lambda lib, p, q: p // q, [T(d, a), T(d, [-0.024])])]  # fmt: skip
+    check(torch, cases)
+    check(torch, cases[:1] + cases[-1:], jit=True)

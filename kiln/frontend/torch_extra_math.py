@@ -16,6 +16,7 @@ from ..array_types import return_types
 from ..eager.autograd import name_history
 from ..errors import (
     ArgumentTypeError,
+    DTypeMismatchError,
     IndexOutOfRangeError,
     UnsupportedDTypeError,
     UsageError,
@@ -336,6 +337,13 @@ def heaviside(input, values):  # noqa: A002
     tensor([0.0000, 0.5000, 1.0000])
     """
     x, v = lift(input, values)
+    if dt.is_complex(x.dtype) or dt.is_complex(v.dtype):
+        raise call_error(DTypeMismatchError, "heaviside is not yet implemented for complex "
+                         "tensors.", "heaviside", x, v)  # fmt: skip
+    if hasattr(values, "dtype") and x.dtype != v.dtype:  # PyTorch's: no promotion (a number
+        # is kiln's extension, taking x's dtype)
+        raise call_error(DTypeMismatchError, "heaviside is not yet implemented for tensors "
+                         "with different dtypes.", "heaviside", x, v)  # fmt: skip
     out = m.where(m.equal(x, 0), v, m.cast(m.greater(x, 0), x.dtype))
     return out
 

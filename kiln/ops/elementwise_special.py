@@ -188,8 +188,36 @@ erfc = _op(
     "erfc", "erfc",
     lambda ct, y, x: (_half_order(ct, apply("exp", apply("neg", x * x)), -2 / np.sqrt(np.pi)),),
 )  # fmt: skip
-entr = _op(
-    "entr", "entr", lambda ct, y, x: (ct * apply("neg", scalar(1, x) + apply("log", x)),)
+
+
+def _entr_kernel():
+    """entr's kernel: SciPy's, but for float16 and bfloat16 PyTorch's CPU kernel's two
+    roundings, `-x * log(x)` with `log(x)` rounded to the dtype first (0 at 0, -inf below,
+    NaN kept)."""
+    exact = in_float32(_kernel("entr"))
+
+    def kernel(xp, x, out=None):
+        dtype = x.dtype
+        if dtype not in (np.dtype(np.float16), dt.bfloat16):
+            return exact(xp, x, out=out)
+        w = x.astype(np.float32)
+        with np.errstate(all="ignore"):
+            product = -w * xp.log(w).astype(dtype).astype(np.float32)
+        r = xp.where(w > 0, product, xp.where(w == 0, 0.0, -np.inf).astype(np.float32))
+        r = xp.where(xp.isnan(w), w, r).astype(dtype)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+    kernel.__name__ = "entr"
+    return kernel
+
+
+entr = defop(
+    "entr", same_shape, _float_dtype(scipy.special.entr), _entr_kernel(),
+    vjp=lambda ct, y, x: (ct * apply("neg", scalar(1, x) + apply("log", x)),),
+    tags={"elementwise"}, lowering=Lowering(not_lowered=_NO_SCALAR_FORM),
 )  # fmt: skip
 
 # -- PyTorch's undifferentiated functions: the Bessel functions and airy_ai ---------------------

@@ -530,10 +530,12 @@ def binary_function(op, fallback):
     return fn
 
 
-# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python
-# float s another way ("opmath": in float32, s unrounded; the frontend's `lift_and_bind` does
-# it), so those calls leave the short paths. op -> whether s may come first.
-OPMATH = {ops_core.REGISTRY["mul"]: True, ops_core.REGISTRY["div"]: True}
+# PyTorch computes `t * s`, `s * t`, `t / s` and `t // s` of a bfloat16 or float16 tensor t and
+# a Python float s another way ("opmath": in float32, s unrounded; the frontend's
+# `lift_and_bind` does it), so those calls leave the short paths. op -> whether s may come
+# first (`s // t` rounds s to t's dtype).
+OPMATH = {ops_core.REGISTRY["mul"]: True, ops_core.REGISTRY["div"]: True,
+          ops_core.REGISTRY["floordiv"]: False}  # fmt: skip
 
 
 def opmath_operands(op, args):

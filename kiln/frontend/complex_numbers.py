@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import (
+    DTypeMismatchError,
     GraphError,
     ShapeError,
     ShapeMismatchError,
@@ -117,6 +118,10 @@ def polar(abs, angle):  # noqa: A002
     tensor([2.])
     """
     r, theta = lift(abs, angle)
+    if r.dtype != theta.dtype or r.dtype not in (dt.float32, dt.float64):  # as complex's
+        message = ("polar expects abs and angle of one dtype, float32 or float64 (got "
+                   f"{r.dtype} and {theta.dtype})")  # fmt: skip
+        raise call_error(DTypeMismatchError, message, "polar", r, theta)
     return complex(m.mul(r, m.cos(theta)), m.mul(r, m.sin(theta)))
 
 

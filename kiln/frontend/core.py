@@ -77,11 +77,12 @@ def lift_and_bind(op: OpDef, *args):
     return bind(op, *promote(op, *args))
 
 
-# PyTorch computes `t * s`, `s * t` and `t / s` of a bfloat16 or float16 tensor t and a Python
-# float s in float32 with s unrounded (its "opmath" value), and rounds the result once; `s / t`
-# is `reciprocal(t) * s` (two roundings); elsewhere (`t + s`, `t - s`, other ops) s is rounded to
-# t's dtype first, as kiln does anyway. Which calls are such is `dispatch.opmath_operands` (eager's
-# short paths ask it too, and leave those calls to `lift_and_bind`).
+# PyTorch computes `t * s`, `s * t`, `t / s` and `t // s` of a bfloat16 or float16 tensor t and
+# a Python float s in float32 with s unrounded (its "opmath" value), and rounds the result
+# once; `s / t` is `reciprocal(t) * s` (two roundings); elsewhere (`t + s`, `t - s`, `s // t`,
+# other ops) s is rounded to t's dtype first, as kiln does anyway. Which calls are such is
+# `dispatch.opmath_operands` (eager's short paths ask it too, and leave those calls to
+# `lift_and_bind`).
 _OPMATH = dispatch.OPMATH
 
 

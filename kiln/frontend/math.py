@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager.autograd import name_history
+from ..eager.out import write_out
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -191,6 +192,25 @@ def _is_bool(value) -> bool:
     return getattr(getattr(value, "dtype", None), "kind", None) == "b"
 
 
+# float dtypes whose `a ± alpha * b` is computed wider and rounded once, as PyTorch's fused
+# multiply-add: float32 in float64 (alpha as a float32; the product is exact there, the sum
+# rounded twice, which agrees with one rounding but at rare ties), float16 and bfloat16 in
+# float32 (alpha rounded to their dtype; exact product, the sum rounded to float32 and then to
+# the dtype, as PyTorch's kernel). float64 rounds alpha * b first (no wider dtype).
+_FUSED_ALPHA = {np.dtype(np.float32): np.float64, np.dtype(np.float16): np.float32,
+                dt.bfloat16: np.float32}  # fmt: skip
+
+
+def _fused_alpha(binary, a, b, alpha):
+    """`binary(a, alpha * b)` of float32/float16/bfloat16 `a`, `b` rounded once (its grad_fn
+    is `binary`'s, PyTorch's AddBackward0 or SubBackward0)."""
+    wide = _FUSED_ALPHA[a.dtype]
+    scale = float(np.asarray(alpha, np.float32 if wide is np.float64 else a.dtype))
+    exact = binary(cast(a, wide), binary_mul(cast(b, wide), scale))
+    name = "AddBackward0" if binary is _add else "SubBackward0"
+    return name_history(cast(exact, a.dtype), name, a, b, saved={"_saved_alpha": alpha})
+
+
 def _with_alpha(binary):
     """PyTorch's `add`/`sub`: `input ± alpha * other`, `alpha` a Python number that takes the
     operands' dtype (integral and bool results refuse a float alpha)."""
@@ -215,6 +235,10 @@ def _with_alpha(binary):
         if a.dtype == np.bool_:  # bools: alpha counts as true or false
             return binary(a, b if alpha else logical_and(b, False), out=out)
         check_fits(alpha, a.dtype, op, a, b)
+        if a.dtype in _FUSED_ALPHA:
+            if out is not None:
+                return write_out(op, out, lambda: _fused_alpha(binary, a, b, alpha), (a, b))
+            return _fused_alpha(binary, a, b, alpha)
         return binary(a, binary_mul(b, alpha), out=out)
 
     fn.__name__ = fn.__qualname__ = binary.__name__

@@ -18,6 +18,7 @@ from ..errors import (
     IndexOutOfRangeError,
     ShapeError,
     ShapeMismatchError,
+    UnsupportedDTypeError,
     UsageError,
     call_error,
 )
@@ -273,10 +274,10 @@ def dist(input, other, p: float = 2):  # noqa: A002
     >>> kn.dist(kn.tensor([0.0, 0.0]), kn.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    a, b = lift(input, other)
-    require_floating("dist", a, "norm(): input dtype should be either floating point or complex. "
-                     "Got {dtype} instead.")  # fmt: skip
-    return p_norm(m.sub(a, b), p, None, False)
+    diff = m.sub(*lift(input, other))  # promoted first: an integer and a float are a float
+    require_floating("dist", diff, "norm(): input dtype should be either floating point or "
+                     "complex. Got {dtype} instead.")  # fmt: skip
+    return p_norm(diff, p, None, False)
 
 
 @takes_out
@@ -596,13 +597,29 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
 
 @takes_out
 def ldexp(input, other):  # noqa: A002
-    """`input * 2**other`, in a float dtype (a complex input stays complex).
+    """`input * 2**other`: a float input with an integer exponent keeps its dtype (the exact
+    product rounded once; a bool exponent is refused), other operands promote as PyTorch's
+    `input * 2.0**other` (integers give the default float, a complex input stays complex).
 
     >>> import kiln as kn
     >>> kn.ldexp(kn.tensor([1.0, 2.0]), kn.tensor([2, 3]))
     tensor([ 4., 16.])
     """
-    (x,) = lift(input)
-    keep = dt.is_float(x.dtype) or dt.is_complex(x.dtype)
-    x = x if keep else m.cast(x, dt.DEFAULT_FLOAT)
-    return m.mul(x, tm.exp2(other))
+    x, e = lift(input, other)
+    if not (dt.is_float(x.dtype) and e.dtype.kind in "biu"):
+        return m.mul(x, tm.exp2(e))  # PyTorch's x * 2.0**e, promoted as its mul and pow
+    if e.dtype == np.bool_:
+        raise call_error(UnsupportedDTypeError, "\"ldexp_cpu_exp\" not implemented for 'Bool'",
+                         "ldexp", x, e)  # fmt: skip
+    # a float input with an integer exponent keeps its dtype, and the result is the exact
+    # x * 2**e rounded once: in float64, whose products of float32 (and narrower) values with
+    # 2**e, e clamped to +-400, are exact; float64 inputs take 2**e as two factors of at most
+    # 2**1023 each
+    dtype = x.dtype
+    wide, e = m.cast(x, np.float64), m.cast(e, np.int64)
+    if dtype != np.float64:
+        return m.cast(m.mul(wide, tm.exp2(m.cast(m.clip(e, -400, 400), np.float64))), dtype)
+    k = m.clip(e, -2098, 2046)
+    half = m.floordiv(k, 2)
+    return m.mul(m.mul(wide, tm.exp2(m.cast(half, np.float64))),
+                 tm.exp2(m.cast(m.sub(k, half), np.float64)))  # fmt: skip

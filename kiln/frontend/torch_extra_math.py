@@ -17,6 +17,7 @@ from ..array_types import return_types
 from ..eager.autograd import name_history
 from ..errors import (
     ArgumentTypeError,
+    DTypeMismatchError,
     IndexOutOfRangeError,
     UnsupportedDTypeError,
     UsageError,
@@ -285,8 +286,13 @@ def logaddexp2(input, other):  # noqa: A002
     >>> kn.logaddexp2(kn.tensor([1.0]), kn.tensor([1.0]))
     tensor([2.])
     """
+    a, b = core.promote(REGISTRY["logaddexp"], input, other)
+    dtype = a.dtype
+    if dtype in (np.dtype(np.float16), dt.bfloat16):  # PyTorch's: in float32, rounded once
+        a, b = m.cast(a, np.float32), m.cast(b, np.float32)
     ln2 = _math.log(2)
-    return m.div(tm.logaddexp(m.mul(_float(input), ln2), m.mul(_float(other), ln2)), ln2)
+    out = m.div(tm.logaddexp(m.mul(a, ln2), m.mul(b, ln2)), ln2)
+    return out if out.dtype == dtype else m.cast(out, dtype)
 
 
 @takes_out
@@ -332,6 +338,13 @@ def heaviside(input, values):  # noqa: A002
     tensor([0.0000, 0.5000, 1.0000])
     """
     x, v = lift(input, values)
+    if dt.is_complex(x.dtype) or dt.is_complex(v.dtype):
+        raise call_error(DTypeMismatchError, "heaviside is not yet implemented for complex "
+                         "tensors.", "heaviside", x, v)  # fmt: skip
+    if hasattr(values, "dtype") and x.dtype != v.dtype:  # PyTorch's: no promotion (a number
+        # is kiln's extension, taking x's dtype)
+        raise call_error(DTypeMismatchError, "heaviside is not yet implemented for tensors "
+                         "with different dtypes.", "heaviside", x, v)  # fmt: skip
     out = m.where(m.equal(x, 0), v, m.cast(m.greater(x, 0), x.dtype))
     return out
 

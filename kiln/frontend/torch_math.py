@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import return_types
+from ..eager import dispatch
 from ..eager.autograd import name_history
 from ..eager.tensor import Tensor
 from ..errors import (
@@ -336,6 +337,10 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
             f"{rounding_mode!r}"
         )
+    found = dispatch.opmath_operands(REGISTRY["floordiv"], (input, other))
+    if found is not None:  # PyTorch's: float16/bfloat16 `t` by a float in float32, rounded once
+        t, s, _ = found
+        return m.cast(div(m.cast(t, np.float32), s, rounding_mode="trunc"), t.dtype)
     a, b = lift(input, other, op=REGISTRY["floordiv"])
     q = m.floordiv(a, b)
     if dt.is_float(q.dtype):

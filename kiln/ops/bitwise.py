@@ -37,9 +37,11 @@ bitwise_not = unary("bitwise_not", np.invert, lowering=Lowering(exact=True, cuda
 
 # NOTE: a shift by the width or more is undefined in C and LLVM (NumPy gives 0 or -1): the
 # shifts have no scalar form that gives NumPy's bits, so fused groups holding one run as
-# whole-array calls.
-bitwise_left_shift = binary("bitwise_left_shift", np.left_shift, lowering=Lowering())
-bitwise_right_shift = binary("bitwise_right_shift", np.right_shift, lowering=Lowering())
+# whole-array calls. Two bools are refused (PyTorch has no bool shift; NumPy's is int8's).
+bitwise_left_shift = binary("bitwise_left_shift", np.left_shift, lowering=Lowering(), bools=False)
+bitwise_right_shift = binary(
+    "bitwise_right_shift", np.right_shift, lowering=Lowering(), bools=False
+)
 
 # PyTorch's `gcd` and `lcm` of integers (non-negative results; `gcd(0, 0) = 0`, `lcm(0, x) = 0`)
 gcd = binary("gcd", np.gcd, tags={"commutative"}, lowering=Lowering())

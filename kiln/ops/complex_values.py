@@ -9,9 +9,11 @@ real map between the real and imaginary parts.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, DTypeMismatchError, ShapeError
 from .core import apply, defop, same_shape, scalar
 from .lowering import Lowering
 
@@ -90,9 +92,11 @@ def _angle_dtype(x):
 def _angle(xp, x, out=None):
     if x.dtype.kind in "biu":  # in float32 (NumPy's angle of int8 is a float16 pi)
         x = x.astype(dt.float32)
-    result = xp.asarray(xp.angle(x))
-    if x.dtype.kind == "f":  # real values: 0 or pi, and NaN stays NaN (PyTorch's)
+    if dt.is_float(x.dtype):  # real values: pi where x < 0 (so 0 at -0.0), NaN stays NaN
+        result = xp.where(x < 0, xp.asarray(np.pi, x.dtype), xp.zeros((), x.dtype))
         result = xp.where(xp.isnan(x), x, result)
+    else:
+        result = xp.asarray(xp.angle(x))
     return _copy_into(xp, result.astype(_angle_dtype(x.dtype), copy=False), out)
 
 
@@ -113,8 +117,8 @@ angle = defop(
 
 
 def _complex_dtype(re, im):
-    if re != im or re not in (dt.float32, dt.float64):
-        raise DTypeError(
+    if re != im or re not in (dt.float32, dt.float64):  # PyTorch's RuntimeError
+        raise DTypeMismatchError(
             f"complex expects the real and imaginary parts of one dtype, float32 or float64 "
             f"(got {re} and {im})"
         )

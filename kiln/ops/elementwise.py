@@ -13,7 +13,7 @@ import scipy.special
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UnsupportedDTypeError
 from . import vecmath
 from .core import (
     apply,
@@ -82,16 +82,26 @@ def _broadcast2(a, b):
     return sh.broadcast_shapes(a, b)
 
 
-def binary(name, ufunc, *, lowering=None, vjp=None, tags=(), may_fail=False, kernel=None):
+def binary(
+    name, ufunc, *, lowering=None, vjp=None, tags=(), may_fail=False, kernel=None, bools=True
+):
     """A two-input broadcasting elementwise op computed by NumPy's (or CuPy's) `ufunc`, which
     `lowering.ufunc` names (`kernel`: a kernel of its own calling it, with a check).
+    `bools=False`: two bool operands are refused (PyTorch has no bool kernel of the integer
+    divisions and shifts, where NumPy computes them in int8).
 
     Its vjp returns cotangents of the output's shape: autodiff sums them back to each input.
     """
+
+    def dtype_rule(a, b):
+        if not bools and a == b == np.bool_:
+            raise UnsupportedDTypeError(f"{name} does not support dtype(s) bool, bool")
+        return ufunc_dtype(ufunc, a, b)
+
     return defop(
         name,
         _broadcast2,
-        lambda a, b: ufunc_dtype(ufunc, a, b),
+        dtype_rule,
         kernel or _ufunc_kernel(ufunc.__name__),
         vjp=vjp,
         tags={"elementwise", *tags},

@@ -188,8 +188,36 @@ erfc = _op(
     "erfc", "erfc",
     lambda ct, y, x: (_half_order(ct, apply("exp", apply("neg", x * x)), -2 / np.sqrt(np.pi)),),
 )  # fmt: skip
-entr = _op(
-    "entr", "entr", lambda ct, y, x: (ct * apply("neg", scalar(1, x) + apply("log", x)),)
+
+
+def _entr_kernel():
+    """entr's kernel: SciPy's, but for float16 and bfloat16 PyTorch's CPU kernel's two
+    roundings, `-x * log(x)` with `log(x)` rounded to the dtype first (0 at 0, -inf below,
+    NaN kept)."""
+    exact = in_float32(_kernel("entr"))
+
+    def kernel(xp, x, out=None):
+        dtype = x.dtype
+        if dtype not in (np.dtype(np.float16), dt.bfloat16):
+            return exact(xp, x, out=out)
+        w = x.astype(np.float32)
+        with np.errstate(all="ignore"):
+            product = -w * xp.log(w).astype(dtype).astype(np.float32)
+        r = xp.where(w > 0, product, xp.where(w == 0, 0.0, -np.inf).astype(np.float32))
+        r = xp.where(xp.isnan(w), w, r).astype(dtype)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+    kernel.__name__ = "entr"
+    return kernel
+
+
+entr = defop(
+    "entr", same_shape, _float_dtype(scipy.special.entr), _entr_kernel(),
+    vjp=lambda ct, y, x: (ct * apply("neg", scalar(1, x) + apply("log", x)),),
+    tags={"elementwise"}, lowering=Lowering(not_lowered=_NO_SCALAR_FORM),
 )  # fmt: skip
 
 # -- PyTorch's undifferentiated functions: the Bessel functions and airy_ai ---------------------
@@ -282,9 +310,10 @@ def _gammainc_vjp(sign: float, name: str):
     return vjp
 
 
-def _binary_op(name, scipy_name, vjp):
+def _binary_op(name, scipy_name, vjp, kernel=None):
     return defop(
-        name, sh.broadcast_shapes, _binary_dtype, in_float32(_binary_kernel(scipy_name)),
+        name, sh.broadcast_shapes, _binary_dtype,
+        kernel or in_float32(_binary_kernel(scipy_name)),
         vjp=vjp, tags={"elementwise", "vjp_needs"},
         lowering=Lowering(not_lowered=_NO_SCALAR_FORM),
     )  # fmt: skip
@@ -308,8 +337,33 @@ def _xlogy_vjp(log_name: str, pole: float):
     return vjp
 
 
-xlogy = _binary_op("xlogy", "xlogy", _xlogy_vjp("xlogy", 0.0))
-xlog1py = _binary_op("xlog1py", "xlog1py", _xlogy_vjp("xlog1py", -1.0))
+def _xlog_kernel(name: str, log: str):
+    """xlogy's (xlog1py's) kernel: SciPy's, but for float16 and bfloat16 PyTorch's CPU
+    kernel's two roundings: `log(y)` (`log1p`) rounded to the dtype, then the product (0
+    where x is 0, as SciPy's)."""
+    exact = in_float32(_binary_kernel(name))
+
+    def kernel(xp, a, b, out=None):
+        dtype = a.dtype
+        if dtype not in (np.dtype(np.float16), dt.bfloat16):
+            return exact(xp, a, b, out=out)
+        x, y = a.astype(np.float32), b.astype(np.float32)
+        with np.errstate(all="ignore"):
+            rounded = getattr(xp, log)(y).astype(dtype).astype(np.float32)
+            r = xp.where(x == 0, _function(xp, name)(x, y), x * rounded).astype(dtype)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+    kernel.__name__ = name
+    return kernel
+
+
+xlogy = _binary_op("xlogy", "xlogy", _xlogy_vjp("xlogy", 0.0), _xlog_kernel("xlogy", "log"))
+xlog1py = _binary_op(
+    "xlog1py", "xlog1py", _xlogy_vjp("xlog1py", -1.0), _xlog_kernel("xlog1py", "log1p")
+)
 zeta = _binary_op("zeta", "zeta", _zeta_vjp)
 gammainc = _binary_op("gammainc", "gammainc", _gammainc_vjp(1.0, "gammainc"))
 gammaincc = _binary_op("gammaincc", "gammaincc", _gammainc_vjp(-1.0, "gammaincc"))

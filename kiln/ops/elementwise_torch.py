@@ -141,6 +141,36 @@ hypot = binary(
 )
 
 
+_HALF = (np.dtype(np.float16), dt.bfloat16)
+
+
+def _half_floor_divide(xp, a, b, out=None):
+    """PyTorch's floor division of float16/bfloat16 tensors by a divisor of several elements
+    (one element is its float32 loop's, rounded once, as NumPy's): its float algorithm with
+    each step rounded to the dtype: `(a - fmod(a, b)) / b`, minus 1
+    where the remainder's sign is not b's, floored and raised by 1 where that leaves more than
+    1/2; `a / b` where b is 0, and a zero quotient takes the sign of `a / b`."""
+    dtype = np.asarray(a).dtype
+
+    def rounded(v):
+        return v.astype(dtype).astype(np.float32)
+
+    x, y = xp.asarray(a).astype(np.float32), xp.asarray(b).astype(np.float32)
+    with np.errstate(all="ignore"):
+        mod = xp.fmod(x, y)
+        div = rounded(rounded(x - mod) / y)
+        div = xp.where((mod != 0) & ((y < 0) != (mod < 0)), rounded(div - 1), div)
+        floor = xp.floor(div)
+        floor = xp.where(rounded(div - floor) > 0.5, rounded(floor + 1), floor)
+        quotient = rounded(x / y)
+        floor = xp.where(div == 0, xp.copysign(xp.zeros_like(div), quotient), floor)
+        r = xp.where(y == 0, quotient, floor).astype(dtype)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
 def _integer_division_kernel(op_name, ufunc_name):
     """The kernel of the integer-capable division `op_name` (`floordiv`, `mod`, `fmod`): xp's
     ufunc, which on the CPU first refuses an integer division by zero as PyTorch does (NumPy
@@ -159,6 +189,8 @@ def _integer_division_kernel(op_name, ufunc_name):
                                    site=user_site())  # fmt: skip
                 error.reason = message
                 raise error
+        if xp is np and op_name == "floordiv" and np.asarray(a).dtype in _HALF and b.size != 1:
+            return _half_floor_divide(xp, a, b, out)  # (PyTorch's CUDA kernel: in float32)
         return getattr(xp, ufunc_name)(a, b, out=out)
 
     kernel.ufunc_name = None  # eager mode calls the kernel, with its check
@@ -166,21 +198,23 @@ def _integer_division_kernel(op_name, ufunc_name):
 
 
 # `may_fail`: an integer division by zero raises (PyTorch's error) on the CPU; never fused,
-# and ordered before in-place updates so that a failed step changes nothing.
+# and ordered before in-place updates so that a failed step changes nothing. Two bools are
+# refused (PyTorch has no bool kernel of them).
 floordiv = binary(
     "floordiv", np.floor_divide, tags={"nondiff"}, lowering=Lowering(), may_fail=True,
-    kernel=_integer_division_kernel("floordiv", "floor_divide"),
+    kernel=_integer_division_kernel("floordiv", "floor_divide"), bools=False,
 )  # fmt: skip
 mod = binary(
     "mod", np.remainder, vjp=lambda ct, z, a, b: (ct, -ct * apply("floordiv", a, b)),
     lowering=Lowering(), may_fail=True, kernel=_integer_division_kernel("mod", "remainder"),
+    bools=False,
 )  # fmt: skip
 # fmod: C's fmod on float loops (exact, as NumPy's); integer loops run kernel by kernel, and
 # a zero integer divisor raises on the CPU as PyTorch's (NumPy warns; C's % is undefined)
 fmod = binary(
     "fmod", np.fmod, vjp=lambda ct, z, a, b: (ct, -ct * trunc(a / b)),
     lowering=Lowering(cuda=c_libm("fmod")), may_fail=True,
-    kernel=_integer_division_kernel("fmod", "fmod"),
+    kernel=_integer_division_kernel("fmod", "fmod"), bools=False,
 )  # fmt: skip
 copysign = binary(
     "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)

@@ -54,7 +54,7 @@ class _Numbered(Module):
         index = operator.index(index)
         if not -n <= index <= n:
             raise IndexOutOfRangeError(f"Index out of range: {index}")
-        items.insert(index % (n + 1) if index < 0 else index, module)
+        items.insert(index, module)  # a negative index counts from the end, as list.insert
         self._renumber(items)
 
     def _renumber(self, items) -> None:

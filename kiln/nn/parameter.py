@@ -359,7 +359,9 @@ class ModuleValue(Tensor):
             for k, v in self.__dict__.items()
             if k not in ("_value", "_vars", "_last", "_synced")
         )
-        new._grad = None if self._grad is None else copy.deepcopy(self._grad, memo)
+        # PyTorch's: a Parameter's copy is a new leaf without `.grad` (a Buffer's keeps it)
+        keep = self._grad is not None and not isinstance(self, Parameter)
+        new._grad = copy.deepcopy(self._grad, memo) if keep else None
         memo[id(self)] = new
         return new
 

@@ -284,6 +284,17 @@ def _pretrained_table(embeddings, op: str) -> np.ndarray:
     return table
 
 
+def _given_table(weight, num_embeddings: int, embedding_dim: int, dtype) -> np.ndarray:
+    """An Embedding's `_weight` as its table: of shape (num_embeddings, embedding_dim), in
+    `dtype` where given, else in its own dtype."""
+    table = np.asarray(weight)
+    if dtype is not None:
+        table = table.astype(dt.as_dtype(dtype))
+    if table.shape != (num_embeddings, embedding_dim):
+        raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+    return table
+
+
 class Embedding(Module):
     """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids; the
     row of `padding_idx` starts at zeros and gets no gradient, as PyTorch's `Embedding`.
@@ -307,13 +318,13 @@ class Embedding(Module):
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
-        dtype = dtype or dt.DEFAULT_FLOAT
         if _weight is None:
-            table = init.normal()((num_embeddings, embedding_dim), dt.as_dtype(dtype))
+            table = init.normal()((num_embeddings, embedding_dim),
+                                  dt.as_dtype(dtype or dt.DEFAULT_FLOAT))  # fmt: skip
             if padding_idx is not None:
                 table[padding_idx] = 0
-        else:
-            table = np.asarray(_weight, dtype=dt.as_dtype(dtype))
+        else:  # PyTorch's: the table keeps its dtype unless `dtype` is given
+            table = _given_table(_weight, num_embeddings, embedding_dim, dtype)
         self.weight = Parameter(table)
         if _freeze:
             self.weight.requires_grad = False

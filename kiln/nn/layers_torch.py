@@ -23,7 +23,7 @@ from .. import init
 from ..errors import ArgumentError, ArgumentTypeError
 from ..ops.core import scalar
 from . import functional as F
-from .layers import BatchNorm1d, _InstanceNorm, _pretrained_table
+from .layers import BatchNorm1d, _given_table, _InstanceNorm, _pretrained_table
 from .loss import _Loss, _WeightedLoss
 from .module import Module, Parameter
 from .rnn import _CELLS
@@ -290,7 +290,7 @@ class EmbeddingBag(Module):
             if padding_idx is not None:
                 weight[padding_idx] = 0
         else:
-            weight = _weight
+            weight = _given_table(_weight, num_embeddings, embedding_dim, dtype)
         self.weight = Parameter(weight)
 
     @classmethod

@@ -86,3 +86,23 @@ def embedding_weight_shape_checked(lib):
 
 def test_embedding_weight_shape_is_checked(torch):
     same(embedding_weight_shape_checked, torch)
+
+
+def embedding_weight_dtype_kept(lib):
+    """`_weight` keeps its dtype where no dtype is given."""
+    nn, w = lib.nn, lib.ones(3, 2, dtype=lib.float64)
+    return nn.Embedding(3, 2, _weight=w).weight.dtype == lib.float64, nn.EmbeddingBag(
+        3, 2, _weight=w
+    ).weight.dtype == lib.float64
+
+
+def test_embedding_weight_keeps_its_dtype(torch):
+    same(embedding_weight_dtype_kept, torch)
+
+
+def embedding_bag_weight_shape_checked(lib):
+    return lib.nn.EmbeddingBag(3, 3, _weight=lib.ones(3, 2))
+
+
+def test_embedding_bag_weight_shape_is_checked(torch):
+    same(embedding_bag_weight_shape_checked, torch)

@@ -34,6 +34,7 @@ from .module_hooks import (
     call_with_backward_hooks,
     has_legacy_hooks,
 )
+from .module_paths import ModulePaths
 from .module_state import cast_values, lay_out_values, load_state, parse_to, save_state
 from .parameter import Buffer, ModuleValue, Parameter, assign_buffer, update_read
 
@@ -79,7 +80,7 @@ def _graph_of(args) -> object | None:
     return found
 
 
-class Module(ModuleHooks):
+class Module(ModulePaths, ModuleHooks):
     """Base class of layers and models, as PyTorch's `nn.Module`.
 
     Assigning a `Parameter`, `Buffer` or `Module` to an attribute registers it. Inside
@@ -224,7 +225,9 @@ class Module(ModuleHooks):
             self.__dict__.pop(name, None)  # the register_* calls keep a replaced one's place
         if isinstance(value, Parameter):
             self.register_parameter(name, value)
-        elif isinstance(value, Buffer):
+        elif isinstance(value, Buffer) and (
+            getattr(value, "_is_buffer", True) or name in self._buffers
+        ):
             self.register_buffer(name, value, value.persistent)
         elif isinstance(value, Module):
             self.add_module(name, value)
@@ -322,6 +325,7 @@ class Module(ModuleHooks):
         self._check_name(name, "buffer")
         if tensor is not None and not isinstance(tensor, Buffer):
             tensor = Buffer(tensor, persistent, name)
+            tensor._is_buffer = False
         if tensor is not None:
             tensor.name = tensor.name or name
             tensor.persistent = persistent
@@ -341,52 +345,6 @@ class Module(ModuleHooks):
         self._modules[name] = module
 
     register_module = add_module
-
-    def get_submodule(self, target: str) -> Module:
-        """The descendant at the dotted path `target` ("" is this module)."""
-        module = self
-        for part in target.split(".") if target else ():
-            if part not in module._modules or module._modules[part] is None:
-                raise AttributeError(f"{type(module).__name__} has no attribute `{part}`")
-            module = module._modules[part]
-        return module
-
-    def _member(self, target: str, table: str, what: str):
-        path, _, name = target.rpartition(".")
-        module = self.get_submodule(path)
-        if name in getattr(module, table):
-            value = getattr(module, table)[name]
-            if value is not None:
-                return value
-        if name in module.__dict__ or name in module._parameters or name in module._buffers:
-            raise AttributeError(f"`{name}` is not {what}")
-        raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
-
-    def get_parameter(self, target: str) -> Parameter:
-        """The Parameter at the dotted path `target`, as PyTorch's.
-
-        >>> import kiln as kn
-        >>> kn.nn.Sequential(kn.nn.Linear(2, 1)).get_parameter("0.bias").shape
-        kiln.Size([1])
-        """
-        return self._member(target, "_parameters", "an nn.Parameter")
-
-    def get_buffer(self, target: str) -> Buffer:
-        """The buffer at the dotted path `target`, as PyTorch's."""
-        return self._member(target, "_buffers", "a buffer")
-
-    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
-        """Puts `module` at the dotted path `target` (its parent must exist; with `strict`,
-        the attribute too), as PyTorch's."""
-        if not target:
-            raise ValueError("Cannot set the submodule without a target name!")
-        path, _, name = target.rpartition(".")
-        parent = self.get_submodule(path)
-        if strict and name not in parent._modules:
-            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
-        if not isinstance(module, Module):
-            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
-        setattr(parent, name, module)
 
     def to_empty(self, *, device=None, recurse: bool = True) -> Module:
         """Gives every parameter and buffer fresh, uninitialised memory of its shape and

@@ -193,6 +193,7 @@ def _assign_values(tree, state) -> None:
                         new = Parameter(value, requires_grad=old.requires_grad, name=old.name)
                     else:
                         new = Buffer(value, old.persistent, name=old.name)
+                        new._is_buffer = getattr(old, "_is_buffer", True)
                     made[id(old)] = new
                 table[name] = new
 

@@ -559,6 +559,10 @@ class Buffer(ModuleValue):
     def __init__(self, data=None, persistent: bool = True, name: str | None = None):
         super().__init__(data, False, name)
         self.persistent = persistent
+        # made as `kn.nn.Buffer(t)` (True), or by `register_buffer(name, t)` around a plain
+        # tensor (False): only the first kind is registered where it is assigned to a module
+        # attribute (`self.b = self.a` keeps a plain attribute, as PyTorch's)
+        self._is_buffer = True
 
     def __reduce_ex__(self, protocol):
         return (type(self), (self.value, self.persistent, self.name))

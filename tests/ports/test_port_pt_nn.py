@@ -106,3 +106,32 @@ def embedding_bag_weight_shape_checked(lib):
 
 def test_embedding_bag_weight_shape_is_checked(torch):
     same(embedding_bag_weight_shape_checked, torch)
+
+
+# -- registration ----------------------------------------------------------------------------
+
+
+def buffer_aliases(lib):
+    """A buffer registered from a plain tensor, assigned to another attribute, stays a plain
+    attribute there; one made as nn.Buffer is registered again (named_buffers with
+    remove_duplicate=False lists both names)."""
+    nn = lib.nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("plain", lib.zeros(2))
+            self.plain_alias = self.plain
+            self.made = nn.Buffer(lib.ones(3))
+            self.made_alias = self.made
+            self.child = nn.Linear(2, 2)
+            self.child.register_buffer("scale", lib.ones(1))
+            self.scale = self.child.scale
+
+    m = M()
+    names = [k for k, _ in m.named_buffers(remove_duplicate=False)]
+    return list(m.state_dict()), names, [k for k, _ in m.named_buffers()], m.plain_alias.shape
+
+
+def test_buffer_alias_registers_only_nn_buffer(torch):
+    same(buffer_aliases, torch)

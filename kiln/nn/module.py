@@ -219,34 +219,43 @@ class Module(ModulePaths, ModuleHooks):
     # -- registration ------------------------------------------------------------------------
 
     def __setattr__(self, name, value):
+        # PyTorch's order: a Parameter, a name of a parameter (None only), a Module, a name of
+        # a child (None only), a Buffer made as kn.nn.Buffer or a name of a buffer, else a
+        # plain attribute
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {name!r} before Module.__init__() call")
-        if isinstance(value, (ModuleValue, Module)):
-            self.__dict__.pop(name, None)  # the register_* calls keep a replaced one's place
         if isinstance(value, Parameter):
+            for table in (self.__dict__, self._buffers, self._modules):
+                table.pop(name, None)
             self.register_parameter(name, value)
-        elif isinstance(value, Buffer) and (
-            getattr(value, "_is_buffer", True) or name in self._buffers
-        ):
-            self.register_buffer(name, value, value.persistent)
-        elif isinstance(value, Module):
-            self.add_module(name, value)
-        elif value is None and name in self._parameters:
+        elif name in self._parameters:
+            self._not_none(name, value, "parameter", "kn.nn.Parameter or None")
             self._parameters[name] = None
-        elif value is None and name in self._buffers:
-            self._buffers[name] = None
-        elif name in self._buffers and isinstance(value, (Tensor, np.ndarray, Symbol)):
-            assign_buffer(self, name, value)  # PyTorch: a tensor assigned replaces the buffer
-        elif name in self._parameters or name in self._modules or name in self._buffers:
-            kind = "parameter" if name in self._parameters else "module"
-            kind = "buffer" if name in self._buffers else kind
-            raise ArgumentTypeError(
-                f"cannot assign '{type(value).__name__}' as {kind} '{name}' of "
-                f"{type(self).__name__} (kn.nn.Parameter, kn.nn.Buffer, a Module or None "
-                "expected)"
-            )
+        elif isinstance(value, Module):
+            for table in (self.__dict__, self._buffers):
+                table.pop(name, None)
+            self.add_module(name, value)
+        elif name in self._modules:
+            self._not_none(name, value, "child module", "a Module or None")
+            self._modules[name] = None
+        elif name in self._buffers or getattr(value, "_is_buffer", False):
+            if value is None:
+                self._buffers[name] = None
+            elif isinstance(value, Buffer):
+                self.register_buffer(name, value, value.persistent)
+            elif isinstance(value, (Tensor, np.ndarray, Symbol)):
+                assign_buffer(self, name, value)  # PyTorch: a tensor replaces the buffer
+            else:
+                self._not_none(name, value, "buffer", "kn.nn.Buffer, a Tensor or None")
         else:
             object.__setattr__(self, name, value)
+
+    def _not_none(self, name: str, value, kind: str, expected: str) -> None:
+        if value is not None:
+            raise ArgumentTypeError(
+                f"cannot assign '{type(value).__name__}' as {kind} '{name}' of "
+                f"{type(self).__name__} ({expected} expected)"
+            )
 
     def _resolve(self, value):
         """A Parameter or Buffer as the active call sees it (see the class docstring)."""
@@ -279,15 +288,17 @@ class Module(ModulePaths, ModuleHooks):
                 return
         object.__delattr__(self, name)
 
-    def _check_name(self, name, kind: str) -> None:
+    def _check_name(self, name, kind: str, table: dict) -> None:
+        """PyTorch's rules for a new member's name: a string, without ".", not empty, and
+        no attribute of another kind (another table's member, a method, a plain
+        attribute)."""
         if not isinstance(name, str):
             raise ArgumentTypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
             raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        tables = (self._parameters, self._buffers, self._modules)
-        if name in self.__dict__ and not any(name in t for t in tables):
+        if name not in table and hasattr(self, name):
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -299,7 +310,7 @@ class Module(ModulePaths, ModuleHooks):
         >>> [n for n, _ in m.named_parameters()]
         ['w']
         """
-        self._check_name(name, "parameter")
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise ArgumentTypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
@@ -322,7 +333,12 @@ class Module(ModulePaths, ModuleHooks):
         >>> list(m.state_dict()), list(m.parameters())
         (['count'], [])
         """
-        self._check_name(name, "buffer")
+        self._check_name(name, "buffer", self._buffers)
+        if tensor is not None and not isinstance(tensor, (Tensor, np.ndarray, np.generic, Symbol)):
+            raise ArgumentTypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                "(a Tensor, an array or None required)"
+            )
         if tensor is not None and not isinstance(tensor, Buffer):
             tensor = Buffer(tensor, persistent, name)
             tensor._is_buffer = False
@@ -335,7 +351,7 @@ class Module(ModulePaths, ModuleHooks):
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Adds the child `module` as `name` (as assigning it to an attribute does)."""
-        self._check_name(name, "module")
+        self._check_name(name, "module", self._modules)
         if module is not None and not isinstance(module, Module):
             raise ArgumentTypeError(f"{type(module).__name__} is not a Module subclass")
         self._parameters.pop(name, None)

@@ -135,3 +135,75 @@ def buffer_aliases(lib):
 
 def test_buffer_alias_registers_only_nn_buffer(torch):
     same(buffer_aliases, torch)
+
+
+def _attempt(action) -> str:
+    """'ok', or the name of the built-in exception class `action()` raises."""
+    try:
+        action()
+    except Exception as e:  # noqa: BLE001 (the class is the result compared)
+        return next(c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins")
+    return "ok"
+
+
+def register_rules(lib):
+    """register_parameter / register_buffer / add_module refuse a name that is an attribute
+    of another kind (KeyError) and a value of the wrong type (TypeError)."""
+    nn = lib.nn
+    m = nn.Module()
+    m.plain = 5
+    m.register_buffer("buf", lib.ones(1))
+    m.w = nn.Parameter(lib.ones(1))
+    m.sub = nn.ReLU()
+    tried = [
+        _attempt(lambda: m.register_parameter("buf", nn.Parameter(lib.ones(1)))),
+        _attempt(lambda: m.register_parameter("sub", None)),
+        _attempt(lambda: m.register_parameter("plain", None)),
+        _attempt(lambda: m.register_parameter("forward", None)),
+        _attempt(lambda: m.register_buffer("w", lib.ones(1))),
+        _attempt(lambda: m.register_buffer("sub", lib.ones(1))),
+        _attempt(lambda: m.register_buffer("training", lib.ones(1))),
+        _attempt(lambda: m.register_buffer("x", 5)),
+        _attempt(lambda: m.add_module("w", nn.Tanh())),
+        _attempt(lambda: m.add_module("buf", nn.Tanh())),
+        _attempt(lambda: m.add_module("sub", nn.Tanh())),
+        _attempt(lambda: m.register_buffer("buf", None)),
+    ]
+    tables = list(m._parameters), list(m._buffers), list(m._modules)
+    return tried, tables, type(m.sub).__name__, list(m.state_dict())
+
+
+def test_register_rules(torch):
+    same(register_rules, torch)
+
+
+def setattr_rules(lib):
+    """Assignment: None clears a parameter, buffer or child (keeping the name); another
+    kind of value on a parameter's or child's name is a TypeError; a Parameter or Module
+    replaces a member of another kind; an nn.Buffer onto a plain attribute is a KeyError."""
+    nn = lib.nn
+    m = nn.Module()
+    m.w = nn.Parameter(lib.ones(1))
+    m.register_buffer("buf", lib.ones(1))
+    m.sub = nn.ReLU()
+    m.other = nn.ReLU()
+    m.plain = 1
+    tried = [
+        _attempt(lambda: setattr(m, "w", nn.ReLU())),
+        _attempt(lambda: setattr(m, "w", nn.Buffer(lib.ones(1)))),
+        _attempt(lambda: setattr(m, "w", lib.ones(1))),
+        _attempt(lambda: setattr(m, "sub", nn.Buffer(lib.ones(1)))),
+        _attempt(lambda: setattr(m, "sub", 3)),
+        _attempt(lambda: setattr(m, "buf", 3)),
+        _attempt(lambda: setattr(m, "plain", nn.Buffer(lib.ones(1)))),
+    ]
+    m.sub = None
+    m.other = nn.Parameter(lib.ones(2))
+    m.buf = nn.ReLU()
+    m.w = None
+    tables = list(m._parameters), list(m._buffers), list(m._modules)
+    return tried, tables, m.sub, m.w, m.plain, list(m.state_dict())
+
+
+def test_setattr_rules(torch):
+    same(setattr_rules, torch)

@@ -14,13 +14,11 @@ kiln.Size([1, 1, 3, 3])
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from collections.abc import Mapping
 
 from .. import dtypes as dt
 from .. import frontend as Fr
 from .. import init
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from ..ops.core import scalar
 from . import functional as F
 from .layers import BatchNorm1d, _given_table, _InstanceNorm, _pretrained_table
@@ -35,7 +33,7 @@ __all__ = [
     "HingeEmbeddingLoss", "InstanceNorm3d", "LocalResponseNorm", "LSTMCell",
     "MarginRankingLoss", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d",
-    "PairwiseDistance", "ParameterDict", "ParameterList", "PoissonNLLLoss", "ReflectionPad1d",
+    "PairwiseDistance", "PoissonNLLLoss", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "RNNCell", "RNNCellBase", "Softmax2d", "SoftMarginLoss",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss", "Unflatten", "Unfold",
@@ -500,149 +498,6 @@ def NLLLoss2d(*args, **kwargs):  # noqa: N802 (PyTorch's deprecated class name)
     from .loss import NLLLoss
 
     return NLLLoss(*args, **kwargs)
-
-
-# -- containers of parameters -------------------------------------------------------------
-
-
-class ParameterList(Module):
-    """Parameters in a list, registered as `"0"`, `"1"`, ... (PyTorch's `ParameterList`);
-    tensors appended become Parameters.
-
-    >>> import kiln as kn
-    >>> ps = kn.nn.ParameterList([kn.nn.Parameter(kn.ones(2)), kn.zeros(3)])
-    >>> [n for n, _ in ps.named_parameters()], len(ps)
-    (['0', '1'], 2)
-    """
-
-    def __init__(self, values=None):
-        super().__init__()
-        self._size = 0
-        for v in values or ():
-            self.append(v)
-
-    def _as_parameter(self, value):
-        if isinstance(value, Parameter) or value is None:
-            return value
-        return Parameter(value)
-
-    def append(self, value):
-        setattr(self, str(self._size), self._as_parameter(value))
-        self._size += 1
-        return self
-
-    def extend(self, values):
-        for v in values:
-            self.append(v)
-        return self
-
-    def __len__(self):
-        return self._size
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(self._size)[index]]
-        if not -self._size <= index < self._size:
-            raise IndexError(f"index {index} is out of range")
-        return getattr(self, str(index % self._size))
-
-    def __setitem__(self, index, value):
-        setattr(self, str(index % self._size), self._as_parameter(value))
-
-    def __iter__(self):
-        return (self[i] for i in range(self._size))
-
-    def extra_repr(self) -> str:
-        return _parameter_lines(enumerate(self), lambda p: f"kiln.{dt.as_dtype(p.dtype).name}")
-
-
-class ParameterDict(Module):
-    """Parameters by name (PyTorch's `ParameterDict`); tensors put in become Parameters.
-
-    >>> import kiln as kn
-    >>> pd = kn.nn.ParameterDict({"scale": kn.ones(1)})
-    >>> list(pd.keys()), [n for n, _ in pd.named_parameters()]
-    (['scale'], ['scale'])
-    """
-
-    def __init__(self, parameters=None):
-        super().__init__()
-        self._keys: list = []
-        if parameters is not None:
-            self.update(parameters)
-
-    def __setitem__(self, key: str, value):
-        if not isinstance(key, str):
-            raise ArgumentTypeError(f"ParameterDict keys are strings, got {type(key).__name__}")
-        if key not in self._keys:
-            self._keys.append(key)
-        setattr(self, key, value if isinstance(value, Parameter) or value is None
-                else Parameter(value))  # fmt: skip
-
-    def __getitem__(self, key: str):
-        if key not in self._keys:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __delitem__(self, key: str):
-        self._keys.remove(key)
-        del self._parameters[key]
-
-    def __contains__(self, key) -> bool:
-        return key in self._keys
-
-    def __len__(self):
-        return len(self._keys)
-
-    def __iter__(self):
-        return iter(list(self._keys))
-
-    def keys(self):
-        return list(self._keys)
-
-    def values(self):
-        return [self[k] for k in self._keys]
-
-    def items(self):
-        return [(k, self[k]) for k in self._keys]
-
-    def update(self, parameters):
-        """Puts in the (key, value) pairs of `parameters`: in their order from an
-        OrderedDict, a ParameterDict or an iterable of pairs, in sorted key order from any
-        other mapping (a plain dict), as PyTorch's."""
-        if isinstance(parameters, (OrderedDict, ParameterDict)):
-            items = list(parameters.items())
-        elif isinstance(parameters, Mapping):
-            items = sorted(parameters.items())
-        else:
-            items = parameters
-        for k, v in items:
-            self[k] = v
-
-    def get(self, key, default=None):
-        return self[key] if key in self._keys else default
-
-    def pop(self, key):
-        value = self[key]
-        del self[key]
-        return value
-
-    def extra_repr(self) -> str:
-        return _parameter_lines(self.items(), lambda p: dt.type_name(p.dtype))
-
-
-def _parameter_lines(pairs, type_text) -> str:
-    """PyTorch's lines of a ParameterList (dtype named `kiln.float32`) or ParameterDict
-    (type named `kiln.FloatTensor`): `  (key): Parameter containing: [type of size 2x3]`."""
-    lines = []
-    for key, p in pairs:
-        if p is None:
-            lines.append(f"  ({key}): Object of type: NoneType")
-            continue
-        size = "x".join(str(n) for n in p.shape)
-        device = f" ({p.device})" if getattr(p.device, "type", "cpu") == "cuda" else ""
-        lines.append(f"  ({key}): Parameter containing: [{type_text(p)} of size {size}{device}]")
-    return "\n".join(lines)
 
 
 # -- recurrent cells ------------------------------------------------------------------------

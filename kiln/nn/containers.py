@@ -8,10 +8,12 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
 from .. import dtypes as dt
+from ..eager import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRangeError
 from .module import Module, Parameter
 
-__all__ = ["Identity", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
+__all__ = ["Identity", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList",
+           "Sequential"]  # fmt: skip
 
 
 def _index(index, size: int) -> int:
@@ -284,10 +286,32 @@ class ModuleDict(Module):
         self._modules.clear()
 
     def update(self, modules) -> None:
-        """Adds (key, module) pairs from a mapping or an iterable of pairs."""
-        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        """Adds (key, module) pairs from a mapping, a ModuleDict or an iterable of pairs."""
+        if not isinstance(modules, Iterable):
+            raise ArgumentTypeError(
+                "ModuleDict.update should be called with an iterable of key/module pairs, "
+                f"but got {type(modules).__name__}"
+            )
+        if isinstance(modules, (Mapping, ModuleDict)):
+            pairs = list(modules.items())
+        else:
+            pairs = [_pair(p, i, "ModuleDict") for i, p in enumerate(modules)]
         for key, module in pairs:
             self[key] = module
+
+
+def _pair(item, i: int, owner: str) -> tuple:
+    """Element `i` of the pairs given to `owner.update`: a (key, value) sequence."""
+    if not isinstance(item, Iterable):
+        raise ArgumentTypeError(
+            f"{owner} update sequence element #{i} should be Iterable; is " + type(item).__name__
+        )
+    item = tuple(item)
+    if len(item) != 2:
+        raise ArgumentError(
+            f"{owner} update sequence element #{i} has length {len(item)}; 2 is required"
+        )
+    return item
 
 
 # -- containers of parameters -------------------------------------------------------------
@@ -306,36 +330,46 @@ class ParameterList(Module):
     def __init__(self, values=None):
         super().__init__()
         self._size = 0
-        for v in values or ():
-            self.append(v)
+        if values is not None:
+            self += values
 
     def _as_parameter(self, value):
-        if isinstance(value, Parameter) or value is None:
-            return value
-        return Parameter(value)
+        """PyTorch's: a Tensor becomes a Parameter; any other value is kept as it is."""
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            return Parameter(value)
+        return value
+
+    def _key(self, index) -> str:
+        return str(_index(index, self._size))
 
     def append(self, value):
-        setattr(self, str(self._size), self._as_parameter(value))
         self._size += 1
+        self[self._size - 1] = value
         return self
 
     def extend(self, values):
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise ArgumentTypeError(
+                "ParameterList.extend should be called with an iterable, but got "
+                + type(values).__name__
+            )
         for v in values:
             self.append(v)
         return self
+
+    def __iadd__(self, values):
+        return self.extend(values)
 
     def __len__(self):
         return self._size
 
     def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(self._size)[index]]
-        if not -self._size <= index < self._size:
-            raise IndexError(f"index {index} is out of range")
-        return getattr(self, str(index % self._size))
+        if isinstance(index, slice):  # a ParameterList of the same values, as PyTorch's
+            return type(self)([self[i] for i in range(self._size)[index]])
+        return getattr(self, self._key(index))
 
     def __setitem__(self, index, value):
-        setattr(self, str(index % self._size), self._as_parameter(value))
+        setattr(self, self._key(index), self._as_parameter(value))
 
     def __iter__(self):
         return (self[i] for i in range(self._size))
@@ -364,8 +398,7 @@ class ParameterDict(Module):
             raise ArgumentTypeError(f"ParameterDict keys are strings, got {type(key).__name__}")
         if key not in self._keys:
             self._keys.append(key)
-        setattr(self, key, value if isinstance(value, Parameter) or value is None
-                else Parameter(value))  # fmt: skip
+        setattr(self, key, ParameterList._as_parameter(self, value))
 
     def __getitem__(self, key: str):
         if key not in self._keys:
@@ -374,7 +407,7 @@ class ParameterDict(Module):
 
     def __delitem__(self, key: str):
         self._keys.remove(key)
-        del self._parameters[key]
+        delattr(self, key)
 
     def __contains__(self, key) -> bool:
         return key in self._keys
@@ -384,6 +417,9 @@ class ParameterDict(Module):
 
     def __iter__(self):
         return iter(list(self._keys))
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
 
     def keys(self):
         return list(self._keys)
@@ -398,12 +434,17 @@ class ParameterDict(Module):
         """Puts in the (key, value) pairs of `parameters`: in their order from an
         OrderedDict, a ParameterDict or an iterable of pairs, in sorted key order from any
         other mapping (a plain dict), as PyTorch's."""
+        if not isinstance(parameters, Iterable):
+            raise ArgumentTypeError(
+                "ParameterDict.update should be called with an iterable of key/value pairs, "
+                f"but got {type(parameters).__name__}"
+            )
         if isinstance(parameters, (OrderedDict, ParameterDict)):
             items = list(parameters.items())
         elif isinstance(parameters, Mapping):
             items = sorted(parameters.items())
         else:
-            items = parameters
+            items = [_pair(p, i, "ParameterDict") for i, p in enumerate(parameters)]
         for k, v in items:
             self[k] = v
 
@@ -415,6 +456,51 @@ class ParameterDict(Module):
         del self[key]
         return value
 
+    def popitem(self) -> tuple:
+        """Removes and returns the (key, value) put in last."""
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
+        key = self._keys[-1]
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default=None):
+        """`self[key]`, put in as `default` first where missing."""
+        if key not in self._keys:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for key in list(self._keys):
+            del self[key]
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict of the same Parameters (shared, not copied), as PyTorch's.
+
+        >>> import kiln as kn
+        >>> pd = kn.nn.ParameterDict({"w": kn.ones(2)})
+        >>> pd.copy()["w"] is pd["w"]
+        True
+        """
+        return ParameterDict(OrderedDict(self.items()))
+
+    def fromkeys(self, keys, default=None) -> ParameterDict:
+        """A new ParameterDict of `keys`, each holding `default`."""
+        return ParameterDict([(k, default) for k in keys])
+
+    def __or__(self, other) -> ParameterDict:
+        both = self.copy()
+        both.update(other)
+        return both
+
+    def __ror__(self, other) -> ParameterDict:
+        both = other.copy()
+        both.update(self)
+        return both
+
+    def __ior__(self, other) -> ParameterDict:
+        self.update(other)
+        return self
+
     def extra_repr(self) -> str:
         return _parameter_lines(self.items(), lambda p: dt.type_name(p.dtype))
 
@@ -424,8 +510,8 @@ def _parameter_lines(pairs, type_text) -> str:
     (type named `kiln.FloatTensor`): `  (key): Parameter containing: [type of size 2x3]`."""
     lines = []
     for key, p in pairs:
-        if p is None:
-            lines.append(f"  ({key}): Object of type: NoneType")
+        if not isinstance(p, Tensor):
+            lines.append(f"  ({key}): Object of type: {type(p).__name__}")
             continue
         size = "x".join(str(n) for n in p.shape)
         device = f" ({p.device})" if getattr(p.device, "type", "cpu") == "cuda" else ""

@@ -207,3 +207,75 @@ def setattr_rules(lib):
 
 def test_setattr_rules(torch):
     same(setattr_rules, torch)
+
+
+def module_dict_update_from_module_dict(lib):
+    nn = lib.nn
+    md = nn.ModuleDict({"b": nn.ReLU(), "a": nn.Tanh()})
+    other = nn.ModuleDict()
+    other.update(md)
+    other.update([("c", nn.ELU())])
+    tried = [_attempt(lambda: other.update(nn.ReLU())), _attempt(lambda: other.update(5))]
+    return list(other), other["a"] is md["a"], tried
+
+
+def test_module_dict_update_from_module_dict(torch):
+    same(module_dict_update_from_module_dict, torch)
+
+
+def parameter_list_operations(lib):
+    """ParameterList: `+=`, a slice is a ParameterList of the same Parameters, tensors
+    become Parameters and other values are kept as they are (not in state_dict)."""
+    nn = lib.nn
+    pl = nn.ParameterList([nn.Parameter(lib.ones(2)), lib.zeros(3)])
+    before = pl
+    pl += [lib.ones(1)]
+    part = pl[1:]
+    pl.append("note")
+    pl.append(None)
+    pl[0] = lib.full((2,), 3.0)
+    tried = [_attempt(lambda: pl[7]), _attempt(lambda: pl.extend(lib.ones(2))),
+             _attempt(lambda: pl.__setitem__(9, lib.ones(1)))]  # fmt: skip
+    kinds = [type(p).__name__ for p in pl]
+    names = list(pl.state_dict()), [k for k, _ in pl.named_parameters()]
+    return (
+        pl is before,
+        type(part).__name__,
+        len(part),
+        part[0] is pl[1],
+        kinds,
+        pl[3],
+        names,
+        tried,
+    )
+
+
+def test_parameter_list_operations(torch):
+    same(parameter_list_operations, torch)
+
+
+def parameter_dict_operations(lib):
+    """ParameterDict's dict methods: copy shares the Parameters, setdefault, fromkeys,
+    popitem (last in), `|`, `|=`, reversed, clear; values other than tensors are kept."""
+    nn = lib.nn
+    pd = nn.ParameterDict({"b": nn.Parameter(lib.ones(2)), "a": lib.zeros(3)})
+    c = pd.copy()
+    got = [type(c).__name__, list(c), c["b"] is pd["b"]]
+    got.append(tuple(pd.setdefault("e", nn.Parameter(lib.ones(4))).shape))
+    got.append(tuple(pd.setdefault("e", nn.Parameter(lib.ones(1))).shape))
+    got.append(list(nn.ParameterDict().fromkeys(["x", "y"], nn.Parameter(lib.ones(1)))))
+    union = pd | nn.ParameterDict({"z": nn.Parameter(lib.ones(1))})
+    got.append((type(union).__name__, list(union), list(pd)))
+    pd |= {"d": lib.ones(1)}
+    got.append((list(pd), list(reversed(pd))))
+    pd["note"] = "text"
+    got.append((pd["note"], list(pd.state_dict()), len(pd)))
+    key, value = pd.popitem()
+    got.append((key, value, list(pd)))
+    pd.clear()
+    got.append((len(pd), list(pd.state_dict())))
+    return got
+
+
+def test_parameter_dict_operations(torch):
+    same(parameter_dict_operations, torch)

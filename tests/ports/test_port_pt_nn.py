@@ -279,3 +279,36 @@ def parameter_dict_operations(lib):
 
 def test_parameter_dict_operations(torch):
     same(parameter_dict_operations, torch)
+
+
+def rnn_weight_lists(lib):
+    """all_weights and _flat_weights_names: per layer and direction, PyTorch's order."""
+    nn = lib.nn
+    got = []
+    for m in (nn.LSTM(3, 4, num_layers=2, bidirectional=True), nn.LSTM(3, 4, proj_size=2),
+              nn.GRU(3, 4, bias=False), nn.RNN(3, 4, nonlinearity="relu")):  # fmt: skip
+        names = m._flat_weights_names
+        shapes = [[tuple(p.shape) for p in ps] for ps in m.all_weights]
+        got.append((names, shapes, [p is getattr(m, n) for p, n in zip(m._flat_weights, names)]))
+    return got
+
+
+def test_rnn_all_weights(torch):
+    same(rnn_weight_lists, torch)
+
+
+def rnn_dropout_arguments(lib):
+    """dropout=True is refused (ValueError); dropout on one layer warns."""
+    import warnings
+
+    nn = lib.nn
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nn.LSTM(3, 4, dropout=0.5)
+        nn.GRU(3, 4, dropout=0.5, num_layers=2)
+    categories = [w.category.__name__ for w in caught if "dropout" in str(w.message)]
+    return categories, _attempt(lambda: nn.LSTM(3, 4, dropout=True))
+
+
+def test_rnn_dropout_arguments(torch):
+    same(rnn_dropout_arguments, torch)

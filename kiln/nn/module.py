@@ -281,6 +281,13 @@ class Module(ModulePaths, ModuleHooks):
             return modules[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
+    def __dir__(self):
+        # PyTorch's: the class's names, the instance's, and the members (names that start
+        # with a digit, a container's "0", "1", ..., left out)
+        keys = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules,
+                *self._buffers]  # fmt: skip
+        return sorted({k for k in keys if not k[:1].isdigit()})
+
     def __delattr__(self, name):
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:

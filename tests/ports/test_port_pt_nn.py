@@ -312,3 +312,19 @@ def rnn_dropout_arguments(lib):
 
 def test_rnn_dropout_arguments(torch):
     same(rnn_dropout_arguments, torch)
+
+
+def module_dir(lib):
+    """dir(module) lists parameters, buffers and children (not a container's "0")."""
+    nn = lib.nn
+    m = nn.Sequential(nn.Linear(2, 2))
+    m.register_buffer("stat", lib.ones(1))
+    m.extra = nn.Parameter(lib.ones(1))
+    m.head = nn.ReLU()
+    names = dir(m)
+    wanted = ["stat", "extra", "head", "forward", "training", "_modules", "0"]
+    return [n in names for n in wanted], names == sorted(names), "weight" in dir(m[0])
+
+
+def test_module_dir_lists_members(torch):
+    same(module_dir, torch)

@@ -112,6 +112,8 @@ class Module(ModulePaths, ModuleHooks):
                      "_state_dict_hooks", "_load_state_dict_pre_hooks",
                      "_load_state_dict_post_hooks"):  # fmt: skip
             object.__setattr__(self, name, _HookDict())
+        # PyTorch's: the names of the buffers left out of state_dict (kept while one is None)
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_compiled_call", None)
         object.__setattr__(self, "_name", None)
         object.__setattr__(self, "training", True)
@@ -292,6 +294,7 @@ class Module(ModulePaths, ModuleHooks):
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:
                 del table[name]
+                self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
                 return
         object.__delattr__(self, name)
 
@@ -324,6 +327,7 @@ class Module(ModulePaths, ModuleHooks):
                 "(kn.nn.Parameter or None required)"
             )
         self._buffers.pop(name, None)
+        self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
         self._modules.pop(name, None)
         if param is not None:
             param.name = param.name or name
@@ -352,6 +356,8 @@ class Module(ModulePaths, ModuleHooks):
         if tensor is not None:
             tensor.name = tensor.name or name
             tensor.persistent = persistent
+        non_persistent = self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        (non_persistent.discard if persistent else non_persistent.add)(name)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         self._buffers[name] = tensor
@@ -363,6 +369,7 @@ class Module(ModulePaths, ModuleHooks):
             raise ArgumentTypeError(f"{type(module).__name__} is not a Module subclass")
         self._parameters.pop(name, None)
         self._buffers.pop(name, None)
+        self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
         if module is not None and module._name is None:
             object.__setattr__(module, "_name", name)
         self._modules[name] = module

@@ -466,7 +466,8 @@ def assign_buffer(module, name: str, value) -> None:
     replaces it; it must keep the buffer's shape and dtype there."""
     old = module._buffers[name]
     if not isinstance(value, Symbol):
-        module.register_buffer(name, value, old is None or old.persistent)
+        gone = module.__dict__.get("_non_persistent_buffers_set", ())
+        module.register_buffer(name, value, name not in gone if old is None else old.persistent)
         return
     graph = _trace_graph()
     if graph is None or old is None:

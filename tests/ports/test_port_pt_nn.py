@@ -328,3 +328,21 @@ def module_dir(lib):
 
 def test_module_dir_lists_members(torch):
     same(module_dir, torch)
+
+
+def non_persistent_buffer_through_none(lib):
+    """A non-persistent buffer set to None, then to a tensor, stays out of state_dict."""
+    nn = lib.nn
+    m = nn.Module()
+    m.buf = nn.Buffer(lib.ones(5), persistent=False)
+    m.register_buffer("other", None, persistent=False)
+    m.buf = None
+    m.buf = lib.ones(5)
+    m.other = lib.zeros(2)
+    counts = len(list(m.buffers())), list(m.state_dict())
+    m.buf = nn.Parameter(lib.ones(5))
+    return counts, list(m.state_dict()), [k for k, _ in m.named_buffers()]
+
+
+def test_non_persistent_buffer_through_none(torch):
+    same(non_persistent_buffer_through_none, torch)

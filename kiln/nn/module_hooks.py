@@ -29,6 +29,7 @@ from ..eager.tensor import Tensor
 from ..errors import UsageError
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
+from .module_state import save_own
 
 
 def _add_hook(hooks: dict, hook, prepend: bool) -> RemovableHandle:
@@ -167,6 +168,22 @@ class ModuleHooks:
         missing or unexpected keys; emptying its lists in place accepts them. As PyTorch's
         (where it runs after loading)."""
         return _add_hook(self._load_state_dict_post_hooks, hook, False)
+
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        """Puts this module's own entries (parameters, persistent buffers, extra state) into
+        `destination` under `prefix`, as PyTorch's; a subclass may override it (calling
+        super() for the usual entries) to save more or other entries."""
+        save_own(self, destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:  # fmt: skip
+        """Runs this module's load pre-hooks on `state_dict` (the entries under `prefix`).
+        A subclass may override it, as in PyTorch, to rename or drop its entries in
+        `state_dict` before calling super(); `load_state_dict` then checks and copies every
+        module's values at once (so nothing changes on an error)."""
+        for hook in list(self._load_state_dict_pre_hooks.values()):
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                 unexpected_keys, error_msgs)  # fmt: skip
 
     def get_extra_state(self):
         """The module's state beyond its parameters and buffers, saved in `state_dict` under

@@ -211,7 +211,7 @@ def save_state(module, out, prefix: str, keep_vars: bool):
     state-dict pre-hooks, its parameters, persistent buffers and extra state, its children,
     then its post-hooks (`hook(module, state_dict, prefix, local_metadata)`)."""
     hooked = any(m._state_dict_pre_hooks or m._state_dict_hooks or has_extra_state(m)
-                 for m, _ in _tree(module))  # fmt: skip
+                 or _overrides(m, "_save_to_state_dict") for m, _ in _tree(module))  # fmt: skip
     if not hooked:  # the common case: one flat walk
         for name, value in module._state_items():
             value = value.tensor()  # NOTE: syncs from the graph that used it last
@@ -224,6 +224,17 @@ def save_state(module, out, prefix: str, keep_vars: bool):
 def _save(module, out, prefix, keep_vars) -> None:
     for hook in list(module._state_dict_pre_hooks.values()):
         hook(module, prefix, keep_vars)
+    module._save_to_state_dict(out, prefix, keep_vars)
+    for name, child in module._modules.items():
+        if child is not None:
+            _save(child, out, f"{prefix}{name}.", keep_vars)
+    for hook in list(module._state_dict_hooks.values()):
+        hook(module, out, prefix, {"version": 1})
+
+
+def save_own(module, out, prefix: str, keep_vars: bool) -> None:
+    """`Module._save_to_state_dict`: the module's parameters, persistent buffers and extra
+    state into `out`."""
     own = [*module._parameters.items()]
     own += [(k, b) for k, b in module._buffers.items() if b is None or b.persistent]
     for name, value in own:
@@ -232,11 +243,13 @@ def _save(module, out, prefix, keep_vars) -> None:
             out[prefix + name] = value if keep_vars else value.detach()
     if has_extra_state(module):
         out[prefix + "_extra_state"] = module.get_extra_state()
-    for name, child in module._modules.items():
-        if child is not None:
-            _save(child, out, f"{prefix}{name}.", keep_vars)
-    for hook in list(module._state_dict_hooks.values()):
-        hook(module, out, prefix, {"version": 1})
+
+
+def _overrides(module, method: str) -> bool:
+    """Whether the module's class overrides the Module method `method`."""
+    from .module_hooks import ModuleHooks
+
+    return getattr(type(module), method) is not getattr(ModuleHooks, method)
 
 
 def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> IncompatibleKeys:
@@ -248,11 +261,17 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
     tree = list(_tree(module))
     extra = {f"{p}_extra_state": m for m, p in tree if has_extra_state(m)}
     hook_errors: list = []
-    if any(m._load_state_dict_pre_hooks for m, _ in tree):
+    if any(m._load_state_dict_pre_hooks or _overrides(m, "_load_from_state_dict")
+           for m, _ in tree):  # fmt: skip
         state = dict(state)
-        for m, p in tree:
-            for hook in list(m._load_state_dict_pre_hooks.values()):
-                hook(m, state, p, {"version": 1}, strict, [], [], hook_errors)
+        for m, p in tree:  # each sees its own entries (PyTorch's), its changes are kept
+            local = {k: v for k, v in state.items() if k.startswith(p)}
+            before = list(local)
+            m._load_from_state_dict(local, p, {"version": 1}, strict, [], [], hook_errors)
+            for k in before:
+                if k not in local:
+                    del state[k]
+            state.update(local)
     # as PyTorch's norm layers on a state dict without a version (kiln's never carry one, nor
     # do plain dicts): a missing num_batches_tracked keeps the module's own count
     kept = {f"{p}num_batches_tracked" for m, p in tree

@@ -346,3 +346,57 @@ def non_persistent_buffer_through_none(lib):
 
 def test_non_persistent_buffer_through_none(torch):
     same(non_persistent_buffer_through_none, torch)
+
+
+# -- state_dict ------------------------------------------------------------------------------
+
+
+def load_pre_hook_sees_its_entries(lib):
+    """A submodule's load pre-hook gets the entries under its prefix only; a rename it
+    makes there is loaded."""
+    nn = lib.nn
+    seen = []
+
+    def rename(mod, state, prefix, *rest):
+        seen.append(sorted(state))
+        if prefix + "w_old" in state:
+            state[prefix + "weight"] = state.pop(prefix + "w_old")
+
+    inner = nn.Linear(1, 1)
+    inner.register_load_state_dict_pre_hook(rename)
+    s = nn.Sequential(nn.Linear(1, 1), inner)
+    state = {"0.weight": lib.ones(1, 1), "0.bias": lib.ones(1), "1.w_old": lib.full((1, 1), 4.0),
+             "1.bias": lib.zeros(1)}  # fmt: skip
+    keys = s.load_state_dict(state)
+    return seen, list(keys.missing_keys), list(keys.unexpected_keys), inner.weight
+
+
+def test_load_pre_hook_sees_its_entries(torch):
+    same(load_pre_hook_sees_its_entries, torch)
+
+
+def state_dict_overrides(lib):
+    """A subclass's _save_to_state_dict / _load_from_state_dict overrides (calling super())
+    change what state_dict saves and what load_state_dict reads, as in PyTorch."""
+    nn = lib.nn
+
+    class Legacy(nn.Linear):
+        def _save_to_state_dict(self, destination, prefix, keep_vars):
+            super()._save_to_state_dict(destination, prefix, keep_vars)
+            destination[prefix + "scale"] = lib.ones(1)
+
+        def _load_from_state_dict(self, state, prefix, *args):
+            state.pop(prefix + "scale", None)
+            if prefix + "w" in state:
+                state[prefix + "weight"] = state.pop(prefix + "w")
+            super()._load_from_state_dict(state, prefix, *args)
+
+    s = nn.Sequential(nn.ReLU(), Legacy(1, 1))
+    saved = list(s.state_dict())
+    keys = s.load_state_dict({"1.w": lib.full((1, 1), 4.0), "1.bias": lib.zeros(1),
+                              "1.scale": lib.ones(1)})  # fmt: skip
+    return saved, list(keys.missing_keys), list(keys.unexpected_keys), s[1].weight
+
+
+def test_state_dict_overrides(torch):
+    same(state_dict_overrides, torch)

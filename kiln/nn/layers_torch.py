@@ -21,9 +21,10 @@ from .. import init
 from ..errors import ArgumentError
 from ..ops.core import scalar
 from . import functional as F
-from .layers import BatchNorm1d, _given_table, _InstanceNorm, _pretrained_table
+from .layers import _BatchNorm, _given_table, _InstanceNorm, _pretrained_table
 from .loss import _Loss, _WeightedLoss
 from .module import Module, Parameter
+from .pooling import Upsample
 from .rnn import _CELLS
 
 __all__ = [
@@ -69,7 +70,7 @@ class _Pad(Module):
         return f"{self.padding}"
 
 
-def _pad_class(name, mode, dims, constant=False):
+def _pad_class(name, mode, dims, constant=False, base=_Pad):
     def __init__(self, padding, value: float) -> None:
         _Pad.__init__(self, padding, value)
 
@@ -79,15 +80,17 @@ def _pad_class(name, mode, dims, constant=False):
     namespace = {"mode": mode, "dims": dims, "__doc__": f"PyTorch's `{name}`: `F.pad` with "
                  f"mode {mode!r} over the last {dims} dim(s).",
                  "__init__": __init__ if constant else __init_zero__}  # fmt: skip
-    return type(name, (_Pad,), namespace)
+    return type(name, (base,), namespace)
 
 
 ConstantPad1d = _pad_class("ConstantPad1d", "constant", 1, True)
 ConstantPad2d = _pad_class("ConstantPad2d", "constant", 2, True)
 ConstantPad3d = _pad_class("ConstantPad3d", "constant", 3, True)
-ZeroPad1d = _pad_class("ZeroPad1d", "constant", 1)
-ZeroPad2d = _pad_class("ZeroPad2d", "constant", 2)
-ZeroPad3d = _pad_class("ZeroPad3d", "constant", 3)
+ZeroPad1d = _pad_class(
+    "ZeroPad1d", "constant", 1, base=ConstantPad1d
+)  # a ConstantPad, as PyTorch's
+ZeroPad2d = _pad_class("ZeroPad2d", "constant", 2, base=ConstantPad2d)
+ZeroPad3d = _pad_class("ZeroPad3d", "constant", 3, base=ConstantPad3d)
 ReflectionPad1d = _pad_class("ReflectionPad1d", "reflect", 1)
 ReflectionPad2d = _pad_class("ReflectionPad2d", "reflect", 2)
 ReflectionPad3d = _pad_class("ReflectionPad3d", "reflect", 3)
@@ -170,7 +173,7 @@ class PairwiseDistance(Module):
 # -- normalization ------------------------------------------------------------------------
 
 
-class BatchNorm3d(BatchNorm1d):
+class BatchNorm3d(_BatchNorm):
     """Batch normalization over (N, C, D, H, W) inputs, as PyTorch's `BatchNorm3d`."""
 
     ndims: tuple = (5,)
@@ -236,30 +239,19 @@ class Unfold(Module):
         )
 
 
-class UpsamplingNearest2d(Module):
+class UpsamplingNearest2d(Upsample):
     """Nearest-neighbour upsampling by `size` or `scale_factor` (PyTorch's deprecated form
-    of `Upsample(mode="nearest")`)."""
-
-    mode, align_corners = "nearest", None
+    of `Upsample(mode="nearest")`, an Upsample as there)."""
 
     def __init__(self, size=None, scale_factor=None):
-        super().__init__()
-        self.size = size
-        self.scale_factor = float(scale_factor) if scale_factor is not None else None
-
-    def forward(self, input):  # noqa: A002
-        return F.interpolate(input, self.size, self.scale_factor, self.mode,
-                             self.align_corners)  # fmt: skip
-
-    def extra_repr(self) -> str:
-        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
-        return f"{what}, mode={self.mode!r}"
+        super().__init__(size, scale_factor, mode="nearest")
 
 
-class UpsamplingBilinear2d(UpsamplingNearest2d):
+class UpsamplingBilinear2d(Upsample):
     """Bilinear upsampling with `align_corners=True` (PyTorch's deprecated form)."""
 
-    mode, align_corners = "bilinear", True
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class EmbeddingBag(Module):
@@ -337,8 +329,12 @@ class MarginRankingLoss(_Loss):
                                      reduction=self.reduction)  # fmt: skip
 
 
-class CosineEmbeddingLoss(MarginRankingLoss):
+class CosineEmbeddingLoss(_Loss):
     """`F.cosine_embedding_loss(input1, input2, target, margin)`."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
 
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, self.margin,

@@ -400,3 +400,34 @@ def state_dict_overrides(lib):
 
 def test_state_dict_overrides(torch):
     same(state_dict_overrides, torch)
+
+
+# -- class hierarchy -------------------------------------------------------------------------
+
+# (a, b) pairs of nn classes where `issubclass(a, b)` differed from torch's: isinstance
+# checks in user code (an init loop's `isinstance(m, nn.BatchNorm1d)`, `isinstance(m,
+# nn.Dropout)` to change p) then caught other layers
+SUBCLASS_PAIRS = [
+    ("BatchNorm2d", "BatchNorm1d"), ("BatchNorm3d", "BatchNorm1d"),
+    ("SyncBatchNorm", "BatchNorm1d"), ("Dropout1d", "Dropout"), ("Dropout2d", "Dropout"),
+    ("Dropout3d", "Dropout"), ("FeatureAlphaDropout", "AlphaDropout"),
+    ("AvgPool3d", "AvgPool2d"), ("CosineEmbeddingLoss", "MarginRankingLoss"),
+    ("ReLU6", "Hardtanh"), ("UpsamplingNearest2d", "Upsample"),
+    ("UpsamplingBilinear2d", "Upsample"), ("UpsamplingBilinear2d", "UpsamplingNearest2d"),
+    ("ZeroPad1d", "ConstantPad1d"), ("ZeroPad2d", "ConstantPad2d"),
+    ("ZeroPad3d", "ConstantPad3d"),
+]  # fmt: skip
+
+
+def class_hierarchy(lib):
+    nn = lib.nn
+    relu6 = nn.ReLU6()
+    upsample = nn.UpsamplingBilinear2d(scale_factor=2)
+    return ([issubclass(getattr(nn, a), getattr(nn, b)) for a, b in SUBCLASS_PAIRS],
+            (relu6.min_val, relu6.max_val, repr(relu6)),
+            (upsample.mode, upsample.align_corners, repr(upsample)),
+            repr(nn.ZeroPad2d(1)), nn.ZeroPad2d(1).value)  # fmt: skip
+
+
+def test_class_hierarchy_as_torch(torch):
+    same(class_hierarchy, torch)

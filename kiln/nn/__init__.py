@@ -205,3 +205,5 @@ __all__ = [
     *_more_all,
     *_transformer_all,
 ]
+
+from . import modules  # noqa: E402 (torch.nn.modules' paths, over the names above)

@@ -26,6 +26,9 @@ from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
 from ..ops.random import in_trace
 from .module_hooks import (
+    GLOBAL_FORWARD_HOOKS,
+    GLOBAL_FORWARD_HOOKS_WITH_KWARGS,
+    GLOBAL_FORWARD_PRE_HOOKS,
     ModuleHooks,
     RemovableHandle,
     _add_hook,
@@ -147,6 +150,8 @@ class Module(ModulePaths, ModuleHooks):
             or d.get("_forward_hooks")
             or d.get("_backward_hooks")
             or d.get("_backward_pre_hooks")
+            or GLOBAL_FORWARD_PRE_HOOKS
+            or GLOBAL_FORWARD_HOOKS
         ):
             return self.forward(*args, **kwargs)
         always = d.get("_forward_hooks_always_called")
@@ -173,7 +178,7 @@ class Module(ModulePaths, ModuleHooks):
 
     def _hooked_call(self, args, kwargs, called):
         with_kwargs = self.__dict__.get("_forward_pre_hooks_with_kwargs", ())
-        for key, hook in list(self._forward_pre_hooks.items()):
+        for key, hook in [*GLOBAL_FORWARD_PRE_HOOKS.items(), *self._forward_pre_hooks.items()]:
             if key in with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -207,10 +212,10 @@ class Module(ModulePaths, ModuleHooks):
         """forward, then the forward hooks (noting in `called` the `always_call` ones run)."""
         output = self.forward(*args, **kwargs)
         with_kwargs = self.__dict__.get("_forward_hooks_with_kwargs", ())
-        for key, hook in list(self._forward_hooks.items()):
+        for key, hook in [*GLOBAL_FORWARD_HOOKS.items(), *self._forward_hooks.items()]:
             if called is not None:
                 called.add(key)
-            if key in with_kwargs:
+            if key in with_kwargs or key in GLOBAL_FORWARD_HOOKS_WITH_KWARGS:
                 result = hook(self, args, kwargs, output)
             else:
                 result = hook(self, args, output)

@@ -70,6 +70,51 @@ class _HookDict(dict):
     """A dict that a `RemovableHandle` can refer to weakly."""
 
 
+# PyTorch's global forward hooks: they run at every module call, before the module's own
+GLOBAL_FORWARD_PRE_HOOKS = _HookDict()
+GLOBAL_FORWARD_HOOKS = _HookDict()
+GLOBAL_FORWARD_HOOKS_WITH_KWARGS: set = set()
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """`hook(module, args)` runs before every module's forward (before its own pre-hooks);
+    a result other than None replaces the arguments. As PyTorch's
+    `torch.nn.modules.module.register_module_forward_pre_hook`.
+
+    >>> import kiln as kn
+    >>> seen = []
+    >>> h = kn.nn.modules.module.register_module_forward_pre_hook(
+    ...     lambda m, args: seen.append(type(m).__name__))
+    >>> _ = kn.nn.Sequential(kn.nn.ReLU())(kn.ones(1)); h.remove()
+    >>> seen
+    ['Sequential', 'ReLU']
+    """
+    return _add_hook(GLOBAL_FORWARD_PRE_HOOKS, hook, False)
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:  # fmt: skip
+    """`hook(module, args, output)` (with `with_kwargs`: `hook(module, args, kwargs,
+    output)`) runs after every module's forward, before its own forward hooks; a result
+    other than None replaces the output. As PyTorch's
+    `torch.nn.modules.module.register_module_forward_hook` (`always_call` is not supported).
+
+    >>> import kiln as kn
+    >>> seen = []
+    >>> h = kn.nn.modules.module.register_module_forward_hook(
+    ...     lambda m, args, out: seen.append(type(m).__name__))
+    >>> _ = kn.nn.Sequential(kn.nn.ReLU())(kn.ones(1)); h.remove()
+    >>> seen
+    ['ReLU', 'Sequential']
+    """
+    if always_call:
+        raise UsageError("register_module_forward_hook: always_call=True is not supported")
+    handle = _add_hook(GLOBAL_FORWARD_HOOKS, hook, False)
+    if with_kwargs:
+        GLOBAL_FORWARD_HOOKS_WITH_KWARGS.add(handle.id)
+    return handle
+
+
 class ModuleHooks:
     """The hooks of `Module` beside the forward ones: backward hooks (this module) and
     state-dict hooks (kiln/nn/module_state.py runs them), with PyTorch's names and calls."""

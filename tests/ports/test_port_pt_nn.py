@@ -431,3 +431,41 @@ def class_hierarchy(lib):
 
 def test_class_hierarchy_as_torch(torch):
     same(class_hierarchy, torch)
+
+
+# -- torch.nn.modules ------------------------------------------------------------------------
+
+
+def nn_modules_paths(lib):
+    """The torch.nn.modules paths code names: the private bases in isinstance checks, the
+    argument helpers, and the global forward hooks (run before the module's own)."""
+    nn = lib.nn
+    mods = nn.modules
+    layers = [nn.BatchNorm2d(2), nn.SyncBatchNorm(2), nn.Conv1d(1, 1, 1), nn.Dropout2d(),
+              nn.AlphaDropout(), nn.MSELoss(), nn.CrossEntropyLoss(),
+              nn.InstanceNorm1d(2)]  # fmt: skip
+    bases = [mods.batchnorm._BatchNorm, mods.conv._ConvNd, mods.dropout._DropoutNd,
+             mods.loss._Loss, mods.loss._WeightedLoss, mods.instancenorm._InstanceNorm]  # fmt: skip
+    kinds = [[isinstance(m, b) for b in bases] for m in layers]
+    helpers = mods.utils._pair(3), mods.utils._triple((1, 2, 3)), mods.utils._single(4)
+    seen = []
+    pre = mods.module.register_module_forward_pre_hook(
+        lambda m, args: seen.append(("pre", type(m).__name__))
+    )
+    post = mods.module.register_module_forward_hook(
+        lambda m, args, out: seen.append(("post", type(m).__name__)) or out * 2
+    )
+    relu = nn.ReLU()
+    relu.register_forward_hook(lambda m, args, out: seen.append(("own", type(m).__name__)))
+    try:
+        out = nn.Sequential(relu)(lib.ones(1))
+    finally:
+        pre.remove()
+        post.remove()
+    after = nn.ReLU()(lib.ones(1))
+    same_class = mods.Linear is nn.Linear, mods.container.Sequential is nn.Sequential
+    return kinds, helpers, seen, out, after, same_class
+
+
+def test_nn_modules_paths(torch):
+    same(nn_modules_paths, torch)

@@ -54,6 +54,8 @@ class _Numbered(Module):
 
     def _insert(self, index: int, module: Module) -> None:
         """Puts `module` before position `index`; the children are renumbered."""
+        if module is not None and not isinstance(module, Module):  # (before any change)
+            raise ArgumentTypeError(f"{type(module).__name__} is not a Module subclass")
         items = list(self._modules.values())
         n = len(items)
         index = operator.index(index)
@@ -137,6 +139,8 @@ class Sequential(_Numbered):
 
     def insert(self, index: int, module: Module) -> Sequential:
         """Puts `module` before position `index`; the children are renumbered."""
+        if not isinstance(module, Module):  # PyTorch's error
+            raise AssertionError(f"module should be of type: {Module}")
         self._insert(index, module)
         return self
 

@@ -469,3 +469,20 @@ def nn_modules_paths(lib):
 
 def test_nn_modules_paths(torch):
     same(nn_modules_paths, torch)
+
+
+def failed_insert_keeps_container(lib):
+    """Sequential.insert of something that is not a Module fails (AssertionError, as
+    torch's) before changing the container."""
+    nn = lib.nn
+    s = nn.Sequential(nn.ReLU(), nn.Tanh())
+    tried = _attempt(lambda: s.insert(1, [nn.ELU()]))
+    return tried, [type(m).__name__ for m in s], list(s._modules)
+
+
+def test_failed_insert_keeps_container(torch):
+    same(failed_insert_keeps_container, torch)
+    # (torch's ModuleList.insert(1, 3) stores the int; kiln refuses it, and keeps the list)
+    ml = kn.nn.ModuleList([kn.nn.ReLU(), kn.nn.Tanh()])
+    assert _attempt(lambda: ml.insert(1, 3)) == "TypeError"
+    assert [type(m).__name__ for m in ml] == ["ReLU", "Tanh"]

@@ -57,12 +57,14 @@ class ModulePaths:
         the attribute too), as PyTorch's."""
         if not target:
             raise ValueError("Cannot set the submodule without a target name!")
-        path, _, name = target.rpartition(".")
-        parent = self.get_submodule(path)
-        if strict and name not in parent._modules:
-            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
         from .module import Module  # NOTE: lazy: module imports this one
 
         if not isinstance(module, Module):
             raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")  # (PyTorch's)
         setattr(parent, name, module)

@@ -486,3 +486,29 @@ def test_failed_insert_keeps_container(torch):
     ml = kn.nn.ModuleList([kn.nn.ReLU(), kn.nn.Tanh()])
     assert _attempt(lambda: ml.insert(1, 3)) == "TypeError"
     assert [type(m).__name__ for m in ml] == ["ReLU", "Tanh"]
+
+
+def set_submodule_rules(lib):
+    """set_submodule refuses to replace an attribute that is not a Module (AttributeError),
+    with strict=True a missing one, and a value that is not a Module (ValueError)."""
+    nn = lib.nn
+    net = nn.Module()
+    net.t = nn.Module()
+    net.foo = "bar"
+    net.gone = None
+    lin = nn.Linear(1, 2)
+    tried = [
+        _attempt(lambda: net.set_submodule("foo", lin)),
+        _attempt(lambda: net.set_submodule("forward", lin)),
+        _attempt(lambda: net.set_submodule("t.x", lin, True)),
+        _attempt(lambda: net.set_submodule("t", "bazz")),
+        _attempt(lambda: net.set_submodule("a.l", lin)),
+        _attempt(lambda: net.set_submodule("", lin)),
+        _attempt(lambda: net.set_submodule("t.x", lin)),
+        _attempt(lambda: net.set_submodule("t.x", nn.ReLU(), True)),
+    ]
+    return tried, net.foo, type(net.get_submodule("t.x")).__name__
+
+
+def test_set_submodule_rules(torch):
+    same(set_submodule_rules, torch)

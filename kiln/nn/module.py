@@ -38,7 +38,15 @@ from .module_hooks import (
     has_legacy_hooks,
 )
 from .module_paths import ModulePaths
-from .module_state import cast_values, lay_out_values, load_state, parse_to, save_state
+from .module_state import (
+    apply_values,
+    cast_values,
+    empty_values,
+    lay_out_values,
+    load_state,
+    parse_to,
+    save_state,
+)
 from .parameter import Buffer, ModuleValue, Parameter, assign_buffer, update_read
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
@@ -385,15 +393,7 @@ class Module(ModulePaths, ModuleHooks):
         """Gives every parameter and buffer fresh, uninitialised memory of its shape and
         dtype on `device` (PyTorch's, for modules built on the meta device): initialise
         them afterwards (`reset_parameters()`, `load_state_dict`)."""
-        from ..eager.factories import empty_like
-
-        modules = self.modules() if recurse else [self]
-        for module in modules:
-            for table in (module._parameters, module._buffers):
-                for value in table.values():
-                    if value is not None:
-                        value.assign(empty_like(value.tensor(), device=device))
-        return self
+        return empty_values(self, device, recurse)
 
     def compile(self, *args, **kwargs) -> None:  # noqa: A003 (PyTorch's name)
         """Compiles this module's calls in place, as PyTorch's `Module.compile`: later calls
@@ -511,6 +511,10 @@ class Module(ModulePaths, ModuleHooks):
 
     def buffers(self, recurse: bool = True) -> Iterator[Buffer]:
         return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def _apply(self, fn, recurse: bool = True) -> Module:
+        """`fn` of every parameter and buffer (and gradient) becomes its data (PyTorch's)."""
+        return apply_values(self, fn, recurse)
 
     def apply(self, fn) -> Module:
         """Calls `fn(module)` on every child (recursively) and then on this module, as

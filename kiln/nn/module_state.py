@@ -113,6 +113,48 @@ def cast_values(module, dtype, only_floating: bool = True) -> None:
                 value._cast(dtype)
 
 
+def empty_values(module, device, recurse: bool):
+    """`Module.to_empty`: fresh, uninitialised memory for every parameter and buffer."""
+    from ..eager.factories import empty_like
+
+    for m in module.modules() if recurse else [module]:
+        for table in (m._parameters, m._buffers):
+            for value in table.values():
+                if value is not None:
+                    value.assign(empty_like(value.tensor(), device=device))
+    return module
+
+
+def apply_values(module, fn, recurse: bool = True):
+    """`Module._apply(fn)`, as PyTorch's: each child's first (each time it is reached), then
+    `fn` of each parameter and buffer (and of its `.grad`), under no_grad, becomes its data
+    (an in-place `fn` changes it directly); returns module.
+
+    >>> import kiln as kn
+    >>> lin = kn.nn.Linear(1, 1)._apply(lambda t: t.double())
+    >>> lin.weight.dtype, type(lin.weight).__name__
+    (kiln.float64, 'Parameter')
+    """
+    from ..eager import no_grad
+
+    if recurse:
+        for child in module.children():
+            apply_values(child, fn, True)
+    with no_grad():
+        for value in [*module._parameters.values(), *module._buffers.values()]:
+            if value is None:
+                continue
+            new = fn(value)
+            if new is not value:
+                value.data = new
+            grad = value.grad
+            if grad is not None:
+                new = fn(grad)
+                if new is not grad:
+                    grad.data = new
+    return module
+
+
 def lay_out_values(module, memory_format):
     """Lays out the parameters and buffers of `module` and its descendants whose rank
     `memory_format` takes (4-D for `kn.channels_last`, 5-D for `kn.channels_last_3d`) in it,

@@ -512,3 +512,25 @@ def set_submodule_rules(lib):
 
 def test_set_submodule_rules(torch):
     same(set_submodule_rules, torch)
+
+
+def module_apply_fn(lib):
+    """Module._apply(fn): an in-place fn changes each parameter and buffer (and gradient),
+    an out-of-place one (a cast) replaces their data, integer buffers included; the
+    Parameters stay the same objects."""
+    nn = lib.nn
+    m = nn.Sequential(nn.Linear(2, 1), nn.BatchNorm1d(1))
+    with lib.no_grad():
+        for p in m.parameters():
+            p.fill_(0.5)
+    m(lib.ones(3, 2)).sum().backward()
+    weight = m[0].weight
+    same_module = m._apply(lambda t: t.add_(1.0)) is m
+    m._apply(lambda t: t.double())
+    dtypes = [str(v.dtype).split(".")[-1] for v in m.state_dict().values()]
+    grad_dtype = str(m[0].weight.grad.dtype).split(".")[-1]
+    return same_module, m[0].weight is weight, m[0].weight, dtypes, grad_dtype, m[1].running_mean
+
+
+def test_module_apply_fn(torch):
+    same(module_apply_fn, torch)

@@ -534,3 +534,27 @@ def module_apply_fn(lib):
 
 def test_module_apply_fn(torch):
     same(module_apply_fn, torch)
+
+
+def global_hook_under_compile(lib, jit=lambda f: f):
+    """A global forward hook changes the compiled call's output while it is registered, and
+    no longer once removed (the compiled program is made again)."""
+    nn = lib.nn
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    with lib.no_grad():
+        for p in m.parameters():
+            p.fill_(0.5)
+    step = jit(lambda x: m(x))
+    x = lib.ones(1, 2)
+    before = step(x)
+    handle = nn.modules.module.register_module_forward_hook(lambda mod, args, out: out * 2)
+    try:
+        hooked = step(x), step(x)
+    finally:
+        handle.remove()
+    return before, hooked, step(x)
+
+
+def test_global_hook_under_compile(torch):
+    want = outcome(global_hook_under_compile, torch)
+    assert outcome(lambda lib: global_hook_under_compile(lib, kn.compile), kn) == want

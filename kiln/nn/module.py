@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterator
 
 import numpy as np
@@ -598,7 +597,7 @@ class Module(ModulePaths, ModuleHooks):
             items += [(prefix + name, value) for name, value in own if value is not None]
         return items
 
-    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """Every parameter and persistent buffer by dotted path (PyTorch's order, see
         `_state_items`), as PyTorch's: detached Tensors sharing memory with them (a training
         step changes them too: `copy.deepcopy` or `clone()` to keep a snapshot), the
@@ -613,8 +612,7 @@ class Module(ModulePaths, ModuleHooks):
         >>> list(m.state_dict(prefix="fc.", keep_vars=True).values())[0] is m.weight
         True
         """
-        out = OrderedDict() if destination is None else destination
-        return save_state(self, out, prefix, keep_vars)
+        return save_state(self, destination, prefix, keep_vars, args)
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False):
         """Copies values from `state_dict` (Tensors or arrays, cast to each value's dtype)

@@ -4,6 +4,8 @@ its rule that a dtype cast changes only floating-point parameters and buffers.""
 
 from __future__ import annotations
 
+import warnings
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -248,12 +250,22 @@ def has_extra_state(module) -> bool:
     return type(module).get_extra_state is not Module.get_extra_state
 
 
-def save_state(module, out, prefix: str, keep_vars: bool):
+def save_state(module, out, prefix: str, keep_vars: bool, args: tuple = ()):
     """`module.state_dict()` into `out`, as PyTorch's: per module, depth first, its
-    state-dict pre-hooks, its parameters, persistent buffers and extra state, its children,
-    then its post-hooks (`hook(module, state_dict, prefix, local_metadata)`)."""
+    state-dict pre-hooks, its parameters, persistent buffers and extra state, its children
+    (a child whose class overrides `state_dict` through that), then its post-hooks
+    (`hook(module, state_dict, prefix, local_metadata)`). `args`: PyTorch's deprecated
+    positional (destination, prefix, keep_vars), with its FutureWarning."""
+    if args:
+        warnings.warn("Positional args are being deprecated, use kwargs instead.",
+                      FutureWarning, stacklevel=3)  # fmt: skip
+        out = args[0] if out is None else out
+        prefix = args[1] if len(args) > 1 and prefix == "" else prefix
+        keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
+    out = OrderedDict() if out is None else out
     hooked = any(m._state_dict_pre_hooks or m._state_dict_hooks or has_extra_state(m)
-                 or _overrides(m, "_save_to_state_dict") for m, _ in _tree(module))  # fmt: skip
+                 or _overrides(m, "_save_to_state_dict") or _own_state_dict(m)
+                 for m, _ in _tree(module))  # fmt: skip
     if not hooked:  # the common case: one flat walk
         for name, value in module._state_items():
             value = value.tensor()  # NOTE: syncs from the graph that used it last
@@ -268,7 +280,9 @@ def _save(module, out, prefix, keep_vars) -> None:
         hook(module, prefix, keep_vars)
     module._save_to_state_dict(out, prefix, keep_vars)
     for name, child in module._modules.items():
-        if child is not None:
+        if child is not None and _own_state_dict(child):  # PyTorch calls each child's
+            child.state_dict(destination=out, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        elif child is not None:
             _save(child, out, f"{prefix}{name}.", keep_vars)
     for hook in list(module._state_dict_hooks.values()):
         hook(module, out, prefix, {"version": 1})
@@ -285,6 +299,13 @@ def save_own(module, out, prefix: str, keep_vars: bool) -> None:
             out[prefix + name] = value if keep_vars else value.detach()
     if has_extra_state(module):
         out[prefix + "_extra_state"] = module.get_extra_state()
+
+
+def _own_state_dict(module) -> bool:
+    """Whether the module's class overrides `Module.state_dict`."""
+    from .module import Module
+
+    return type(module).state_dict is not Module.state_dict
 
 
 def _overrides(module, method: str) -> bool:

@@ -558,3 +558,29 @@ def global_hook_under_compile(lib, jit=lambda f: f):
 def test_global_hook_under_compile(torch):
     want = outcome(global_hook_under_compile, torch)
     assert outcome(lambda lib: global_hook_under_compile(lib, kn.compile), kn) == want
+
+
+def state_dict_calls_child_overrides(lib):
+    """A parent's state_dict goes through a child's own state_dict override (torch calls each
+    child's), and the deprecated positional (destination, prefix, keep_vars) are read, with a
+    FutureWarning."""
+    import warnings
+
+    nn = lib.nn
+
+    class Tagged(nn.Linear):
+        def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+            out = super().state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
+            out[prefix + "tag"] = lib.ones(1)
+            return out
+
+    keys = list(nn.Sequential(nn.ReLU(), Tagged(1, 1)).state_dict())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = nn.Linear(1, 1).state_dict(None, "p.", True)
+    kinds = [w.category.__name__ for w in caught]
+    return keys, list(old), type(old["p.weight"]).__name__, kinds
+
+
+def test_state_dict_calls_child_overrides(torch):
+    same(state_dict_calls_child_overrides, torch)

@@ -27,7 +27,7 @@ from .activation import (
     Threshold,
 )
 from .attention import MultiheadAttention
-from .containers import Identity, ModuleDict, ModuleList, Sequential
+from .containers import Identity, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .layers import (
     GELU,
@@ -172,6 +172,8 @@ __all__ = [
     "NLLLoss",
     "PReLU",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
     "PixelShuffle",
     "PixelUnshuffle",
     "RMSNorm",
@@ -203,3 +205,5 @@ __all__ = [
     *_more_all,
     *_transformer_all,
 ]
+
+from . import modules  # noqa: E402 (torch.nn.modules' paths, over the names above)

@@ -264,17 +264,6 @@ class SELU(_Pointwise):
     fn = staticmethod(F.selu)
 
 
-class ReLU6(_Pointwise):
-    """`min(max(x, 0), 6)`.
-
-    >>> import kiln as kn
-    >>> kn.nn.ReLU6()(kn.tensor([-1.0, 7.0]))
-    tensor([0., 6.])
-    """
-
-    fn = staticmethod(F.relu6)
-
-
 class Hardswish(_Pointwise):
     """`x * hardsigmoid(x)`.
 
@@ -368,6 +357,24 @@ class Hardtanh(Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace(self)
+
+
+class ReLU6(Hardtanh):
+    """`min(max(x, 0), 6)`: a Hardtanh(0, 6), as PyTorch's.
+
+    >>> import kiln as kn
+    >>> kn.nn.ReLU6()(kn.tensor([-1.0, 7.0]))
+    tensor([0., 6.])
+    """
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, x):
+        return F.relu6(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Softsign(Module):

@@ -86,7 +86,22 @@ class Linear(Module):
         )
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
+    """What the dropout layers share (`p`, `inplace`), as PyTorch's `_DropoutNd`: Dropout2d
+    is not a Dropout, as there."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
     """Inverted dropout with probability `p` while `training`; the identity in eval mode.
 
     >>> import kiln as kn, numpy as np
@@ -96,28 +111,20 @@ class Dropout(Module):
     True
     """
 
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
     def forward(self, x):
         return functional_core.dropout(x, self.p, self.training, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
 
+class _FnDropout(_DropoutNd):
+    """A dropout layer that calls its class's `fn(x, p, training, inplace)`."""
 
-class _ChannelDropout(Dropout):
     fn = staticmethod(functional_core.dropout2d)
 
     def forward(self, x):
         return type(self).fn(x, self.p, self.training, self.inplace)
 
 
-class Dropout1d(_ChannelDropout):
+class Dropout1d(_FnDropout):
     """Zeroes whole channels of (N, C, L) inputs with probability `p` while training.
 
     >>> import kiln as kn
@@ -128,7 +135,7 @@ class Dropout1d(_ChannelDropout):
     fn = staticmethod(functional_core.dropout1d)
 
 
-class Dropout2d(_ChannelDropout):
+class Dropout2d(_FnDropout):
     """Zeroes whole channels of (N, C, H, W) inputs with probability `p` while training.
 
     >>> import kiln as kn
@@ -139,7 +146,7 @@ class Dropout2d(_ChannelDropout):
     fn = staticmethod(functional_core.dropout2d)
 
 
-class Dropout3d(_ChannelDropout):
+class Dropout3d(_FnDropout):
     """Zeroes whole channels of (N, C, D, H, W) inputs with probability `p` while training.
 
     >>> import kiln as kn
@@ -284,6 +291,17 @@ def _pretrained_table(embeddings, op: str) -> np.ndarray:
     return table
 
 
+def _given_table(weight, num_embeddings: int, embedding_dim: int, dtype) -> np.ndarray:
+    """An Embedding's `_weight` as its table: of shape (num_embeddings, embedding_dim), in
+    `dtype` where given, else in its own dtype."""
+    table = np.asarray(weight)
+    if dtype is not None:
+        table = table.astype(dt.as_dtype(dtype))
+    if table.shape != (num_embeddings, embedding_dim):
+        raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+    return table
+
+
 class Embedding(Module):
     """A table (num_embeddings, embedding_dim) of N(0, 1) rows, looked up by integer ids; the
     row of `padding_idx` starts at zeros and gets no gradient, as PyTorch's `Embedding`.
@@ -307,13 +325,13 @@ class Embedding(Module):
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
-        dtype = dtype or dt.DEFAULT_FLOAT
         if _weight is None:
-            table = init.normal()((num_embeddings, embedding_dim), dt.as_dtype(dtype))
+            table = init.normal()((num_embeddings, embedding_dim),
+                                  dt.as_dtype(dtype or dt.DEFAULT_FLOAT))  # fmt: skip
             if padding_idx is not None:
                 table[padding_idx] = 0
-        else:
-            table = np.asarray(_weight, dtype=dt.as_dtype(dtype))
+        else:  # PyTorch's: the table keeps its dtype unless `dtype` is given
+            table = _given_table(_weight, num_embeddings, embedding_dim, dtype)
         self.weight = Parameter(table)
         if _freeze:
             self.weight.requires_grad = False
@@ -357,14 +375,21 @@ class Embedding(Module):
         return text
 
 
-class BatchNorm1d(Module):
-    """Batch normalization over (N, C) or (N, C, L) inputs, as PyTorch's `BatchNorm1d`.
+class _BatchNorm(Module):
+    """What BatchNorm1d, BatchNorm2d, BatchNorm3d and SyncBatchNorm share, as PyTorch's
+    `_BatchNorm` (none of them is a subclass of another, as there).
 
     Training: normalizes with the batch's mean and biased variance, and records updates of
     the running statistics (the unbiased variance; `momentum=None` for a cumulative average)
     as declared updates: they apply when a run fetches the train op of `opt.minimize(loss)`
     for a loss that uses this output, or `kn.nn.updates_for(output)`; fetching the output
     alone changes nothing. Eval: normalizes with the running statistics.
+
+    >>> import kiln as kn
+    >>> from kiln.nn.layers import _BatchNorm
+    >>> bn = kn.nn.BatchNorm2d(3)
+    >>> isinstance(bn, kn.nn.BatchNorm1d), isinstance(bn, _BatchNorm)
+    (False, True)
     """
 
     def __init__(
@@ -473,7 +498,19 @@ class BatchNorm1d(Module):
         )
 
 
-class BatchNorm2d(BatchNorm1d):
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization over (N, C) or (N, C, L) inputs, as PyTorch's `BatchNorm1d` (see
+    `_BatchNorm`).
+
+    >>> import kiln as kn
+    >>> kn.nn.BatchNorm1d(2)(kn.tensor([[1.0, 2.0], [3.0, 6.0]])).round(decimals=3).tolist()
+    [[-1.0, -1.0], [1.0, 1.0]]
+    """
+
+    ndims: tuple = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
     """Batch normalization over (N, C, H, W) inputs, per channel, as PyTorch's `BatchNorm2d`
     (running statistics and their updates as BatchNorm1d's).
 

@@ -7,9 +7,8 @@ import math
 
 from .. import dtypes as dt
 from .. import init
-from ..errors import ArgumentError
 from . import functional_misc as fm
-from .layers import _param
+from .layers import _FnDropout, _param
 from .loss import _Loss
 from .module import Module
 
@@ -50,7 +49,7 @@ class Bilinear(Module):
         )
 
 
-class AlphaDropout(Module):
+class AlphaDropout(_FnDropout):
     """`alpha_dropout` with probability `p` while `training`; the identity in eval mode.
 
     >>> import kiln as kn
@@ -61,20 +60,8 @@ class AlphaDropout(Module):
 
     fn = staticmethod(fm.alpha_dropout)
 
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
 
-    def forward(self, input):  # noqa: A002
-        return type(self).fn(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-class FeatureAlphaDropout(AlphaDropout):
+class FeatureAlphaDropout(_FnDropout):
     """`feature_alpha_dropout` (whole channels) with probability `p` while `training`.
 
     >>> import kiln as kn

@@ -21,7 +21,7 @@ from ..graph.core import Symbol
 from .containers import ModuleList, Sequential
 from .functional import log_softmax
 from .functional_more import fractional_max_pool2d, fractional_max_pool3d
-from .layers import BatchNorm1d, Linear
+from .layers import Linear, _BatchNorm
 from .module import Module
 
 __all__ = ["AdaptiveLogSoftmaxWithLoss", "CrossMapLRN2d", "FractionalMaxPool2d",
@@ -201,7 +201,7 @@ class _SumOverRanks(Function):
         return _sum_over_ranks(grad, ctx.group), None
 
 
-class SyncBatchNorm(BatchNorm1d):
+class SyncBatchNorm(_BatchNorm):
     """Batch normalization whose batch statistics are those of the whole batch across the
     processes of kiln.distributed's group (PyTorch's `SyncBatchNorm`): each process adds its
     per-channel count, sum and sum of squares with one all-reduce. In a single process (or
@@ -264,7 +264,7 @@ class SyncBatchNorm(BatchNorm1d):
         >>> kn.nn.SyncBatchNorm.convert_sync_batchnorm(net)[1]
         SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
         """
-        if isinstance(module, BatchNorm1d) and not isinstance(module, SyncBatchNorm):
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
             out = cls(module.num_features, module.eps, module.momentum, module.affine,
                       module.track_running_stats, process_group,
                       bias=module.bias is not None or not module.affine)  # fmt: skip

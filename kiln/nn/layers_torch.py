@@ -14,18 +14,17 @@ kiln.Size([1, 1, 3, 3])
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from collections.abc import Mapping
 
 from .. import dtypes as dt
 from .. import frontend as Fr
 from .. import init
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from ..ops.core import scalar
 from . import functional as F
-from .layers import BatchNorm1d, _InstanceNorm, _pretrained_table
+from .layers import _BatchNorm, _given_table, _InstanceNorm, _pretrained_table
 from .loss import _Loss, _WeightedLoss
 from .module import Module, Parameter
+from .pooling import Upsample
 from .rnn import _CELLS
 
 __all__ = [
@@ -35,7 +34,7 @@ __all__ = [
     "HingeEmbeddingLoss", "InstanceNorm3d", "LocalResponseNorm", "LSTMCell",
     "MarginRankingLoss", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d",
-    "PairwiseDistance", "ParameterDict", "ParameterList", "PoissonNLLLoss", "ReflectionPad1d",
+    "PairwiseDistance", "PoissonNLLLoss", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "RNNCell", "RNNCellBase", "Softmax2d", "SoftMarginLoss",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss", "Unflatten", "Unfold",
@@ -71,7 +70,7 @@ class _Pad(Module):
         return f"{self.padding}"
 
 
-def _pad_class(name, mode, dims, constant=False):
+def _pad_class(name, mode, dims, constant=False, base=_Pad):
     def __init__(self, padding, value: float) -> None:
         _Pad.__init__(self, padding, value)
 
@@ -81,15 +80,17 @@ def _pad_class(name, mode, dims, constant=False):
     namespace = {"mode": mode, "dims": dims, "__doc__": f"PyTorch's `{name}`: `F.pad` with "
                  f"mode {mode!r} over the last {dims} dim(s).",
                  "__init__": __init__ if constant else __init_zero__}  # fmt: skip
-    return type(name, (_Pad,), namespace)
+    return type(name, (base,), namespace)
 
 
 ConstantPad1d = _pad_class("ConstantPad1d", "constant", 1, True)
 ConstantPad2d = _pad_class("ConstantPad2d", "constant", 2, True)
 ConstantPad3d = _pad_class("ConstantPad3d", "constant", 3, True)
-ZeroPad1d = _pad_class("ZeroPad1d", "constant", 1)
-ZeroPad2d = _pad_class("ZeroPad2d", "constant", 2)
-ZeroPad3d = _pad_class("ZeroPad3d", "constant", 3)
+ZeroPad1d = _pad_class(
+    "ZeroPad1d", "constant", 1, base=ConstantPad1d
+)  # a ConstantPad, as PyTorch's
+ZeroPad2d = _pad_class("ZeroPad2d", "constant", 2, base=ConstantPad2d)
+ZeroPad3d = _pad_class("ZeroPad3d", "constant", 3, base=ConstantPad3d)
 ReflectionPad1d = _pad_class("ReflectionPad1d", "reflect", 1)
 ReflectionPad2d = _pad_class("ReflectionPad2d", "reflect", 2)
 ReflectionPad3d = _pad_class("ReflectionPad3d", "reflect", 3)
@@ -172,7 +173,7 @@ class PairwiseDistance(Module):
 # -- normalization ------------------------------------------------------------------------
 
 
-class BatchNorm3d(BatchNorm1d):
+class BatchNorm3d(_BatchNorm):
     """Batch normalization over (N, C, D, H, W) inputs, as PyTorch's `BatchNorm3d`."""
 
     ndims: tuple = (5,)
@@ -238,30 +239,19 @@ class Unfold(Module):
         )
 
 
-class UpsamplingNearest2d(Module):
+class UpsamplingNearest2d(Upsample):
     """Nearest-neighbour upsampling by `size` or `scale_factor` (PyTorch's deprecated form
-    of `Upsample(mode="nearest")`)."""
-
-    mode, align_corners = "nearest", None
+    of `Upsample(mode="nearest")`, an Upsample as there)."""
 
     def __init__(self, size=None, scale_factor=None):
-        super().__init__()
-        self.size = size
-        self.scale_factor = float(scale_factor) if scale_factor is not None else None
-
-    def forward(self, input):  # noqa: A002
-        return F.interpolate(input, self.size, self.scale_factor, self.mode,
-                             self.align_corners)  # fmt: skip
-
-    def extra_repr(self) -> str:
-        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
-        return f"{what}, mode={self.mode!r}"
+        super().__init__(size, scale_factor, mode="nearest")
 
 
-class UpsamplingBilinear2d(UpsamplingNearest2d):
+class UpsamplingBilinear2d(Upsample):
     """Bilinear upsampling with `align_corners=True` (PyTorch's deprecated form)."""
 
-    mode, align_corners = "bilinear", True
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class EmbeddingBag(Module):
@@ -290,7 +280,7 @@ class EmbeddingBag(Module):
             if padding_idx is not None:
                 weight[padding_idx] = 0
         else:
-            weight = _weight
+            weight = _given_table(_weight, num_embeddings, embedding_dim, dtype)
         self.weight = Parameter(weight)
 
     @classmethod
@@ -339,8 +329,12 @@ class MarginRankingLoss(_Loss):
                                      reduction=self.reduction)  # fmt: skip
 
 
-class CosineEmbeddingLoss(MarginRankingLoss):
+class CosineEmbeddingLoss(_Loss):
     """`F.cosine_embedding_loss(input1, input2, target, margin)`."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
 
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, self.margin,
@@ -500,149 +494,6 @@ def NLLLoss2d(*args, **kwargs):  # noqa: N802 (PyTorch's deprecated class name)
     from .loss import NLLLoss
 
     return NLLLoss(*args, **kwargs)
-
-
-# -- containers of parameters -------------------------------------------------------------
-
-
-class ParameterList(Module):
-    """Parameters in a list, registered as `"0"`, `"1"`, ... (PyTorch's `ParameterList`);
-    tensors appended become Parameters.
-
-    >>> import kiln as kn
-    >>> ps = kn.nn.ParameterList([kn.nn.Parameter(kn.ones(2)), kn.zeros(3)])
-    >>> [n for n, _ in ps.named_parameters()], len(ps)
-    (['0', '1'], 2)
-    """
-
-    def __init__(self, values=None):
-        super().__init__()
-        self._size = 0
-        for v in values or ():
-            self.append(v)
-
-    def _as_parameter(self, value):
-        if isinstance(value, Parameter) or value is None:
-            return value
-        return Parameter(value)
-
-    def append(self, value):
-        setattr(self, str(self._size), self._as_parameter(value))
-        self._size += 1
-        return self
-
-    def extend(self, values):
-        for v in values:
-            self.append(v)
-        return self
-
-    def __len__(self):
-        return self._size
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(self._size)[index]]
-        if not -self._size <= index < self._size:
-            raise IndexError(f"index {index} is out of range")
-        return getattr(self, str(index % self._size))
-
-    def __setitem__(self, index, value):
-        setattr(self, str(index % self._size), self._as_parameter(value))
-
-    def __iter__(self):
-        return (self[i] for i in range(self._size))
-
-    def extra_repr(self) -> str:
-        return _parameter_lines(enumerate(self), lambda p: f"kiln.{dt.as_dtype(p.dtype).name}")
-
-
-class ParameterDict(Module):
-    """Parameters by name (PyTorch's `ParameterDict`); tensors put in become Parameters.
-
-    >>> import kiln as kn
-    >>> pd = kn.nn.ParameterDict({"scale": kn.ones(1)})
-    >>> list(pd.keys()), [n for n, _ in pd.named_parameters()]
-    (['scale'], ['scale'])
-    """
-
-    def __init__(self, parameters=None):
-        super().__init__()
-        self._keys: list = []
-        if parameters is not None:
-            self.update(parameters)
-
-    def __setitem__(self, key: str, value):
-        if not isinstance(key, str):
-            raise ArgumentTypeError(f"ParameterDict keys are strings, got {type(key).__name__}")
-        if key not in self._keys:
-            self._keys.append(key)
-        setattr(self, key, value if isinstance(value, Parameter) or value is None
-                else Parameter(value))  # fmt: skip
-
-    def __getitem__(self, key: str):
-        if key not in self._keys:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __delitem__(self, key: str):
-        self._keys.remove(key)
-        del self._parameters[key]
-
-    def __contains__(self, key) -> bool:
-        return key in self._keys
-
-    def __len__(self):
-        return len(self._keys)
-
-    def __iter__(self):
-        return iter(list(self._keys))
-
-    def keys(self):
-        return list(self._keys)
-
-    def values(self):
-        return [self[k] for k in self._keys]
-
-    def items(self):
-        return [(k, self[k]) for k in self._keys]
-
-    def update(self, parameters):
-        """Puts in the (key, value) pairs of `parameters`: in their order from an
-        OrderedDict, a ParameterDict or an iterable of pairs, in sorted key order from any
-        other mapping (a plain dict), as PyTorch's."""
-        if isinstance(parameters, (OrderedDict, ParameterDict)):
-            items = list(parameters.items())
-        elif isinstance(parameters, Mapping):
-            items = sorted(parameters.items())
-        else:
-            items = parameters
-        for k, v in items:
-            self[k] = v
-
-    def get(self, key, default=None):
-        return self[key] if key in self._keys else default
-
-    def pop(self, key):
-        value = self[key]
-        del self[key]
-        return value
-
-    def extra_repr(self) -> str:
-        return _parameter_lines(self.items(), lambda p: dt.type_name(p.dtype))
-
-
-def _parameter_lines(pairs, type_text) -> str:
-    """PyTorch's lines of a ParameterList (dtype named `kiln.float32`) or ParameterDict
-    (type named `kiln.FloatTensor`): `  (key): Parameter containing: [type of size 2x3]`."""
-    lines = []
-    for key, p in pairs:
-        if p is None:
-            lines.append(f"  ({key}): Object of type: NoneType")
-            continue
-        size = "x".join(str(n) for n in p.shape)
-        device = f" ({p.device})" if getattr(p.device, "type", "cpu") == "cuda" else ""
-        lines.append(f"  ({key}): Parameter containing: [{type_text(p)} of size {size}{device}]")
-    return "\n".join(lines)
 
 
 # -- recurrent cells ------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterator
 
 import numpy as np
@@ -26,6 +25,9 @@ from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
 from ..ops.random import in_trace
 from .module_hooks import (
+    GLOBAL_FORWARD_HOOKS,
+    GLOBAL_FORWARD_HOOKS_WITH_KWARGS,
+    GLOBAL_FORWARD_PRE_HOOKS,
     ModuleHooks,
     RemovableHandle,
     _add_hook,
@@ -34,7 +36,16 @@ from .module_hooks import (
     call_with_backward_hooks,
     has_legacy_hooks,
 )
-from .module_state import cast_values, lay_out_values, load_state, parse_to, save_state
+from .module_paths import ModulePaths
+from .module_state import (
+    apply_values,
+    cast_values,
+    empty_values,
+    lay_out_values,
+    load_state,
+    parse_to,
+    save_state,
+)
 from .parameter import Buffer, ModuleValue, Parameter, assign_buffer, update_read
 
 __all__ = ["Buffer", "Module", "Parameter", "RemovableHandle", "updates_for"]
@@ -79,7 +90,7 @@ def _graph_of(args) -> object | None:
     return found
 
 
-class Module(ModuleHooks):
+class Module(ModulePaths, ModuleHooks):
     """Base class of layers and models, as PyTorch's `nn.Module`.
 
     Assigning a `Parameter`, `Buffer` or `Module` to an attribute registers it. Inside
@@ -111,6 +122,8 @@ class Module(ModuleHooks):
                      "_state_dict_hooks", "_load_state_dict_pre_hooks",
                      "_load_state_dict_post_hooks"):  # fmt: skip
             object.__setattr__(self, name, _HookDict())
+        # PyTorch's: the names of the buffers left out of state_dict (kept while one is None)
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_compiled_call", None)
         object.__setattr__(self, "_name", None)
         object.__setattr__(self, "training", True)
@@ -144,6 +157,8 @@ class Module(ModuleHooks):
             or d.get("_forward_hooks")
             or d.get("_backward_hooks")
             or d.get("_backward_pre_hooks")
+            or GLOBAL_FORWARD_PRE_HOOKS
+            or GLOBAL_FORWARD_HOOKS
         ):
             return self.forward(*args, **kwargs)
         always = d.get("_forward_hooks_always_called")
@@ -170,7 +185,7 @@ class Module(ModuleHooks):
 
     def _hooked_call(self, args, kwargs, called):
         with_kwargs = self.__dict__.get("_forward_pre_hooks_with_kwargs", ())
-        for key, hook in list(self._forward_pre_hooks.items()):
+        for key, hook in [*GLOBAL_FORWARD_PRE_HOOKS.items(), *self._forward_pre_hooks.items()]:
             if key in with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -204,10 +219,10 @@ class Module(ModuleHooks):
         """forward, then the forward hooks (noting in `called` the `always_call` ones run)."""
         output = self.forward(*args, **kwargs)
         with_kwargs = self.__dict__.get("_forward_hooks_with_kwargs", ())
-        for key, hook in list(self._forward_hooks.items()):
+        for key, hook in [*GLOBAL_FORWARD_HOOKS.items(), *self._forward_hooks.items()]:
             if called is not None:
                 called.add(key)
-            if key in with_kwargs:
+            if key in with_kwargs or key in GLOBAL_FORWARD_HOOKS_WITH_KWARGS:
                 result = hook(self, args, kwargs, output)
             else:
                 result = hook(self, args, output)
@@ -218,32 +233,43 @@ class Module(ModuleHooks):
     # -- registration ------------------------------------------------------------------------
 
     def __setattr__(self, name, value):
+        # PyTorch's order: a Parameter, a name of a parameter (None only), a Module, a name of
+        # a child (None only), a Buffer made as kn.nn.Buffer or a name of a buffer, else a
+        # plain attribute
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {name!r} before Module.__init__() call")
-        if isinstance(value, (ModuleValue, Module)):
-            self.__dict__.pop(name, None)  # the register_* calls keep a replaced one's place
         if isinstance(value, Parameter):
+            for table in (self.__dict__, self._buffers, self._modules):
+                table.pop(name, None)
             self.register_parameter(name, value)
-        elif isinstance(value, Buffer):
-            self.register_buffer(name, value, value.persistent)
-        elif isinstance(value, Module):
-            self.add_module(name, value)
-        elif value is None and name in self._parameters:
+        elif name in self._parameters:
+            self._not_none(name, value, "parameter", "kn.nn.Parameter or None")
             self._parameters[name] = None
-        elif value is None and name in self._buffers:
-            self._buffers[name] = None
-        elif name in self._buffers and isinstance(value, (Tensor, np.ndarray, Symbol)):
-            assign_buffer(self, name, value)  # PyTorch: a tensor assigned replaces the buffer
-        elif name in self._parameters or name in self._modules or name in self._buffers:
-            kind = "parameter" if name in self._parameters else "module"
-            kind = "buffer" if name in self._buffers else kind
-            raise ArgumentTypeError(
-                f"cannot assign '{type(value).__name__}' as {kind} '{name}' of "
-                f"{type(self).__name__} (kn.nn.Parameter, kn.nn.Buffer, a Module or None "
-                "expected)"
-            )
+        elif isinstance(value, Module):
+            for table in (self.__dict__, self._buffers):
+                table.pop(name, None)
+            self.add_module(name, value)
+        elif name in self._modules:
+            self._not_none(name, value, "child module", "a Module or None")
+            self._modules[name] = None
+        elif name in self._buffers or getattr(value, "_is_buffer", False):
+            if value is None:
+                self._buffers[name] = None
+            elif isinstance(value, Buffer):
+                self.register_buffer(name, value, value.persistent)
+            elif isinstance(value, (Tensor, np.ndarray, Symbol)):
+                assign_buffer(self, name, value)  # PyTorch: a tensor replaces the buffer
+            else:
+                self._not_none(name, value, "buffer", "kn.nn.Buffer, a Tensor or None")
         else:
             object.__setattr__(self, name, value)
+
+    def _not_none(self, name: str, value, kind: str, expected: str) -> None:
+        if value is not None:
+            raise ArgumentTypeError(
+                f"cannot assign '{type(value).__name__}' as {kind} '{name}' of "
+                f"{type(self).__name__} ({expected} expected)"
+            )
 
     def _resolve(self, value):
         """A Parameter or Buffer as the active call sees it (see the class docstring)."""
@@ -269,22 +295,32 @@ class Module(ModuleHooks):
             return modules[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
+    def __dir__(self):
+        # PyTorch's: the class's names, the instance's, and the members (names that start
+        # with a digit, a container's "0", "1", ..., left out)
+        keys = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules,
+                *self._buffers]  # fmt: skip
+        return sorted({k for k in keys if not k[:1].isdigit()})
+
     def __delattr__(self, name):
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:
                 del table[name]
+                self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
                 return
         object.__delattr__(self, name)
 
-    def _check_name(self, name, kind: str) -> None:
+    def _check_name(self, name, kind: str, table: dict) -> None:
+        """PyTorch's rules for a new member's name: a string, without ".", not empty, and
+        no attribute of another kind (another table's member, a method, a plain
+        attribute)."""
         if not isinstance(name, str):
             raise ArgumentTypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
             raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        tables = (self._parameters, self._buffers, self._modules)
-        if name in self.__dict__ and not any(name in t for t in tables):
+        if name not in table and hasattr(self, name):
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -296,13 +332,14 @@ class Module(ModuleHooks):
         >>> [n for n, _ in m.named_parameters()]
         ['w']
         """
-        self._check_name(name, "parameter")
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise ArgumentTypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(kn.nn.Parameter or None required)"
             )
         self._buffers.pop(name, None)
+        self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
         self._modules.pop(name, None)
         if param is not None:
             param.name = param.name or name
@@ -319,88 +356,43 @@ class Module(ModuleHooks):
         >>> list(m.state_dict()), list(m.parameters())
         (['count'], [])
         """
-        self._check_name(name, "buffer")
+        self._check_name(name, "buffer", self._buffers)
+        if tensor is not None and not isinstance(tensor, (Tensor, np.ndarray, np.generic, Symbol)):
+            raise ArgumentTypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                "(a Tensor, an array or None required)"
+            )
         if tensor is not None and not isinstance(tensor, Buffer):
             tensor = Buffer(tensor, persistent, name)
+            tensor._is_buffer = False
         if tensor is not None:
             tensor.name = tensor.name or name
             tensor.persistent = persistent
+        non_persistent = self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        (non_persistent.discard if persistent else non_persistent.add)(name)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         self._buffers[name] = tensor
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Adds the child `module` as `name` (as assigning it to an attribute does)."""
-        self._check_name(name, "module")
+        self._check_name(name, "module", self._modules)
         if module is not None and not isinstance(module, Module):
             raise ArgumentTypeError(f"{type(module).__name__} is not a Module subclass")
         self._parameters.pop(name, None)
         self._buffers.pop(name, None)
+        self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
         if module is not None and module._name is None:
             object.__setattr__(module, "_name", name)
         self._modules[name] = module
 
     register_module = add_module
 
-    def get_submodule(self, target: str) -> Module:
-        """The descendant at the dotted path `target` ("" is this module)."""
-        module = self
-        for part in target.split(".") if target else ():
-            if part not in module._modules or module._modules[part] is None:
-                raise AttributeError(f"{type(module).__name__} has no attribute `{part}`")
-            module = module._modules[part]
-        return module
-
-    def _member(self, target: str, table: str, what: str):
-        path, _, name = target.rpartition(".")
-        module = self.get_submodule(path)
-        if name in getattr(module, table):
-            value = getattr(module, table)[name]
-            if value is not None:
-                return value
-        if name in module.__dict__ or name in module._parameters or name in module._buffers:
-            raise AttributeError(f"`{name}` is not {what}")
-        raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
-
-    def get_parameter(self, target: str) -> Parameter:
-        """The Parameter at the dotted path `target`, as PyTorch's.
-
-        >>> import kiln as kn
-        >>> kn.nn.Sequential(kn.nn.Linear(2, 1)).get_parameter("0.bias").shape
-        kiln.Size([1])
-        """
-        return self._member(target, "_parameters", "an nn.Parameter")
-
-    def get_buffer(self, target: str) -> Buffer:
-        """The buffer at the dotted path `target`, as PyTorch's."""
-        return self._member(target, "_buffers", "a buffer")
-
-    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
-        """Puts `module` at the dotted path `target` (its parent must exist; with `strict`,
-        the attribute too), as PyTorch's."""
-        if not target:
-            raise ValueError("Cannot set the submodule without a target name!")
-        path, _, name = target.rpartition(".")
-        parent = self.get_submodule(path)
-        if strict and name not in parent._modules:
-            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
-        if not isinstance(module, Module):
-            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
-        setattr(parent, name, module)
-
     def to_empty(self, *, device=None, recurse: bool = True) -> Module:
         """Gives every parameter and buffer fresh, uninitialised memory of its shape and
         dtype on `device` (PyTorch's, for modules built on the meta device): initialise
         them afterwards (`reset_parameters()`, `load_state_dict`)."""
-        from ..eager.factories import empty_like
-
-        modules = self.modules() if recurse else [self]
-        for module in modules:
-            for table in (module._parameters, module._buffers):
-                for value in table.values():
-                    if value is not None:
-                        value.assign(empty_like(value.tensor(), device=device))
-        return self
+        return empty_values(self, device, recurse)
 
     def compile(self, *args, **kwargs) -> None:  # noqa: A003 (PyTorch's name)
         """Compiles this module's calls in place, as PyTorch's `Module.compile`: later calls
@@ -519,6 +511,10 @@ class Module(ModuleHooks):
     def buffers(self, recurse: bool = True) -> Iterator[Buffer]:
         return (b for _, b in self.named_buffers(recurse=recurse))
 
+    def _apply(self, fn, recurse: bool = True) -> Module:
+        """`fn` of every parameter and buffer (and gradient) becomes its data (PyTorch's)."""
+        return apply_values(self, fn, recurse)
+
     def apply(self, fn) -> Module:
         """Calls `fn(module)` on every child (recursively) and then on this module, as
         PyTorch's `apply` (to initialize weights); returns this module.
@@ -601,7 +597,7 @@ class Module(ModuleHooks):
             items += [(prefix + name, value) for name, value in own if value is not None]
         return items
 
-    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """Every parameter and persistent buffer by dotted path (PyTorch's order, see
         `_state_items`), as PyTorch's: detached Tensors sharing memory with them (a training
         step changes them too: `copy.deepcopy` or `clone()` to keep a snapshot), the
@@ -616,8 +612,7 @@ class Module(ModuleHooks):
         >>> list(m.state_dict(prefix="fc.", keep_vars=True).values())[0] is m.weight
         True
         """
-        out = OrderedDict() if destination is None else destination
-        return save_state(self, out, prefix, keep_vars)
+        return save_state(self, destination, prefix, keep_vars, args)
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False):
         """Copies values from `state_dict` (Tensors or arrays, cast to each value's dtype)

@@ -29,6 +29,7 @@ from ..eager.tensor import Tensor
 from ..errors import UsageError
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
+from .module_state import save_own
 
 
 def _add_hook(hooks: dict, hook, prepend: bool) -> RemovableHandle:
@@ -67,6 +68,51 @@ class RemovableHandle:
 
 class _HookDict(dict):
     """A dict that a `RemovableHandle` can refer to weakly."""
+
+
+# PyTorch's global forward hooks: they run at every module call, before the module's own
+GLOBAL_FORWARD_PRE_HOOKS = _HookDict()
+GLOBAL_FORWARD_HOOKS = _HookDict()
+GLOBAL_FORWARD_HOOKS_WITH_KWARGS: set = set()
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """`hook(module, args)` runs before every module's forward (before its own pre-hooks);
+    a result other than None replaces the arguments. As PyTorch's
+    `torch.nn.modules.module.register_module_forward_pre_hook`.
+
+    >>> import kiln as kn
+    >>> seen = []
+    >>> h = kn.nn.modules.module.register_module_forward_pre_hook(
+    ...     lambda m, args: seen.append(type(m).__name__))
+    >>> _ = kn.nn.Sequential(kn.nn.ReLU())(kn.ones(1)); h.remove()
+    >>> seen
+    ['Sequential', 'ReLU']
+    """
+    return _add_hook(GLOBAL_FORWARD_PRE_HOOKS, hook, False)
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:  # fmt: skip
+    """`hook(module, args, output)` (with `with_kwargs`: `hook(module, args, kwargs,
+    output)`) runs after every module's forward, before its own forward hooks; a result
+    other than None replaces the output. As PyTorch's
+    `torch.nn.modules.module.register_module_forward_hook` (`always_call` is not supported).
+
+    >>> import kiln as kn
+    >>> seen = []
+    >>> h = kn.nn.modules.module.register_module_forward_hook(
+    ...     lambda m, args, out: seen.append(type(m).__name__))
+    >>> _ = kn.nn.Sequential(kn.nn.ReLU())(kn.ones(1)); h.remove()
+    >>> seen
+    ['ReLU', 'Sequential']
+    """
+    if always_call:
+        raise UsageError("register_module_forward_hook: always_call=True is not supported")
+    handle = _add_hook(GLOBAL_FORWARD_HOOKS, hook, False)
+    if with_kwargs:
+        GLOBAL_FORWARD_HOOKS_WITH_KWARGS.add(handle.id)
+    return handle
 
 
 class ModuleHooks:
@@ -167,6 +213,22 @@ class ModuleHooks:
         missing or unexpected keys; emptying its lists in place accepts them. As PyTorch's
         (where it runs after loading)."""
         return _add_hook(self._load_state_dict_post_hooks, hook, False)
+
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        """Puts this module's own entries (parameters, persistent buffers, extra state) into
+        `destination` under `prefix`, as PyTorch's; a subclass may override it (calling
+        super() for the usual entries) to save more or other entries."""
+        save_own(self, destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:  # fmt: skip
+        """Runs this module's load pre-hooks on `state_dict` (the entries under `prefix`).
+        A subclass may override it, as in PyTorch, to rename or drop its entries in
+        `state_dict` before calling super(); `load_state_dict` then checks and copies every
+        module's values at once (so nothing changes on an error)."""
+        for hook in list(self._load_state_dict_pre_hooks.values()):
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                 unexpected_keys, error_msgs)  # fmt: skip
 
     def get_extra_state(self):
         """The module's state beyond its parameters and buffers, saved in `state_dict` under

@@ -4,6 +4,8 @@ its rule that a dtype cast changes only floating-point parameters and buffers.""
 
 from __future__ import annotations
 
+import warnings
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -113,6 +115,48 @@ def cast_values(module, dtype, only_floating: bool = True) -> None:
                 value._cast(dtype)
 
 
+def empty_values(module, device, recurse: bool):
+    """`Module.to_empty`: fresh, uninitialised memory for every parameter and buffer."""
+    from ..eager.factories import empty_like
+
+    for m in module.modules() if recurse else [module]:
+        for table in (m._parameters, m._buffers):
+            for value in table.values():
+                if value is not None:
+                    value.assign(empty_like(value.tensor(), device=device))
+    return module
+
+
+def apply_values(module, fn, recurse: bool = True):
+    """`Module._apply(fn)`, as PyTorch's: each child's first (each time it is reached), then
+    `fn` of each parameter and buffer (and of its `.grad`), under no_grad, becomes its data
+    (an in-place `fn` changes it directly); returns module.
+
+    >>> import kiln as kn
+    >>> lin = kn.nn.Linear(1, 1)._apply(lambda t: t.double())
+    >>> lin.weight.dtype, type(lin.weight).__name__
+    (kiln.float64, 'Parameter')
+    """
+    from ..eager import no_grad
+
+    if recurse:
+        for child in module.children():
+            apply_values(child, fn, True)
+    with no_grad():
+        for value in [*module._parameters.values(), *module._buffers.values()]:
+            if value is None:
+                continue
+            new = fn(value)
+            if new is not value:
+                value.data = new
+            grad = value.grad
+            if grad is not None:
+                new = fn(grad)
+                if new is not grad:
+                    grad.data = new
+    return module
+
+
 def lay_out_values(module, memory_format):
     """Lays out the parameters and buffers of `module` and its descendants whose rank
     `memory_format` takes (4-D for `kn.channels_last`, 5-D for `kn.channels_last_3d`) in it,
@@ -193,6 +237,7 @@ def _assign_values(tree, state) -> None:
                         new = Parameter(value, requires_grad=old.requires_grad, name=old.name)
                     else:
                         new = Buffer(value, old.persistent, name=old.name)
+                        new._is_buffer = getattr(old, "_is_buffer", True)
                     made[id(old)] = new
                 table[name] = new
 
@@ -205,11 +250,21 @@ def has_extra_state(module) -> bool:
     return type(module).get_extra_state is not Module.get_extra_state
 
 
-def save_state(module, out, prefix: str, keep_vars: bool):
+def save_state(module, out, prefix: str, keep_vars: bool, args: tuple = ()):
     """`module.state_dict()` into `out`, as PyTorch's: per module, depth first, its
-    state-dict pre-hooks, its parameters, persistent buffers and extra state, its children,
-    then its post-hooks (`hook(module, state_dict, prefix, local_metadata)`)."""
+    state-dict pre-hooks, its parameters, persistent buffers and extra state, its children
+    (a child whose class overrides `state_dict` through that), then its post-hooks
+    (`hook(module, state_dict, prefix, local_metadata)`). `args`: PyTorch's deprecated
+    positional (destination, prefix, keep_vars), with its FutureWarning."""
+    if args:
+        warnings.warn("Positional args are being deprecated, use kwargs instead.",
+                      FutureWarning, stacklevel=3)  # fmt: skip
+        out = args[0] if out is None else out
+        prefix = args[1] if len(args) > 1 and prefix == "" else prefix
+        keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
+    out = OrderedDict() if out is None else out
     hooked = any(m._state_dict_pre_hooks or m._state_dict_hooks or has_extra_state(m)
+                 or _overrides(m, "_save_to_state_dict") or _own_state_dict(m)
                  for m, _ in _tree(module))  # fmt: skip
     if not hooked:  # the common case: one flat walk
         for name, value in module._state_items():
@@ -223,6 +278,19 @@ def save_state(module, out, prefix: str, keep_vars: bool):
 def _save(module, out, prefix, keep_vars) -> None:
     for hook in list(module._state_dict_pre_hooks.values()):
         hook(module, prefix, keep_vars)
+    module._save_to_state_dict(out, prefix, keep_vars)
+    for name, child in module._modules.items():
+        if child is not None and _own_state_dict(child):  # PyTorch calls each child's
+            child.state_dict(destination=out, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        elif child is not None:
+            _save(child, out, f"{prefix}{name}.", keep_vars)
+    for hook in list(module._state_dict_hooks.values()):
+        hook(module, out, prefix, {"version": 1})
+
+
+def save_own(module, out, prefix: str, keep_vars: bool) -> None:
+    """`Module._save_to_state_dict`: the module's parameters, persistent buffers and extra
+    state into `out`."""
     own = [*module._parameters.items()]
     own += [(k, b) for k, b in module._buffers.items() if b is None or b.persistent]
     for name, value in own:
@@ -231,11 +299,20 @@ def _save(module, out, prefix, keep_vars) -> None:
             out[prefix + name] = value if keep_vars else value.detach()
     if has_extra_state(module):
         out[prefix + "_extra_state"] = module.get_extra_state()
-    for name, child in module._modules.items():
-        if child is not None:
-            _save(child, out, f"{prefix}{name}.", keep_vars)
-    for hook in list(module._state_dict_hooks.values()):
-        hook(module, out, prefix, {"version": 1})
+
+
+def _own_state_dict(module) -> bool:
+    """Whether the module's class overrides `Module.state_dict`."""
+    from .module import Module
+
+    return type(module).state_dict is not Module.state_dict
+
+
+def _overrides(module, method: str) -> bool:
+    """Whether the module's class overrides the Module method `method`."""
+    from .module_hooks import ModuleHooks
+
+    return getattr(type(module), method) is not getattr(ModuleHooks, method)
 
 
 def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> IncompatibleKeys:
@@ -247,11 +324,17 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
     tree = list(_tree(module))
     extra = {f"{p}_extra_state": m for m, p in tree if has_extra_state(m)}
     hook_errors: list = []
-    if any(m._load_state_dict_pre_hooks for m, _ in tree):
+    if any(m._load_state_dict_pre_hooks or _overrides(m, "_load_from_state_dict")
+           for m, _ in tree):  # fmt: skip
         state = dict(state)
-        for m, p in tree:
-            for hook in list(m._load_state_dict_pre_hooks.values()):
-                hook(m, state, p, {"version": 1}, strict, [], [], hook_errors)
+        for m, p in tree:  # each sees its own entries (PyTorch's), its changes are kept
+            local = {k: v for k, v in state.items() if k.startswith(p)}
+            before = list(local)
+            m._load_from_state_dict(local, p, {"version": 1}, strict, [], [], hook_errors)
+            for k in before:
+                if k not in local:
+                    del state[k]
+            state.update(local)
     # as PyTorch's norm layers on a state dict without a version (kiln's never carry one, nor
     # do plain dicts): a missing num_batches_tracked keeps the module's own count
     kept = {f"{p}num_batches_tracked" for m, p in tree

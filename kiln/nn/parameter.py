@@ -359,7 +359,9 @@ class ModuleValue(Tensor):
             for k, v in self.__dict__.items()
             if k not in ("_value", "_vars", "_last", "_synced")
         )
-        new._grad = None if self._grad is None else copy.deepcopy(self._grad, memo)
+        # PyTorch's: a Parameter's copy is a new leaf without `.grad` (a Buffer's keeps it)
+        keep = self._grad is not None and not isinstance(self, Parameter)
+        new._grad = copy.deepcopy(self._grad, memo) if keep else None
         memo[id(self)] = new
         return new
 
@@ -464,7 +466,8 @@ def assign_buffer(module, name: str, value) -> None:
     replaces it; it must keep the buffer's shape and dtype there."""
     old = module._buffers[name]
     if not isinstance(value, Symbol):
-        module.register_buffer(name, value, old is None or old.persistent)
+        gone = module.__dict__.get("_non_persistent_buffers_set", ())
+        module.register_buffer(name, value, name not in gone if old is None else old.persistent)
         return
     graph = _trace_graph()
     if graph is None or old is None:
@@ -557,6 +560,10 @@ class Buffer(ModuleValue):
     def __init__(self, data=None, persistent: bool = True, name: str | None = None):
         super().__init__(data, False, name)
         self.persistent = persistent
+        # made as `kn.nn.Buffer(t)` (True), or by `register_buffer(name, t)` around a plain
+        # tensor (False): only the first kind is registered where it is assigned to a module
+        # attribute (`self.b = self.a` keeps a plain attribute, as PyTorch's)
+        self._is_buffer = True
 
     def __reduce_ex__(self, protocol):
         return (type(self), (self.value, self.persistent, self.name))

@@ -123,13 +123,9 @@ class AvgPool1d(Module):
         return f"kernel_size={k}, stride={s}, padding={p}"  # tuples, as PyTorch prints
 
 
-class AvgPool2d(Module):
-    """Mean over windows of (N, C, H, W) inputs; `divisor_override` replaces the window size.
-
-    >>> import kiln as kn
-    >>> kn.nn.AvgPool2d(2, divisor_override=1)(kn.ones(1, 1, 2, 2))
-    tensor([[[[4.]]]])
-    """
+class _AvgPoolNd(Module):
+    """What AvgPool2d and AvgPool3d share, as PyTorch's `_AvgPoolNd` (AvgPool3d is not an
+    AvgPool2d, as there)."""
 
     def __init__(
         self,
@@ -145,6 +141,18 @@ class AvgPool2d(Module):
         self.padding, self.ceil_mode = padding, ceil_mode
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """Mean over windows of (N, C, H, W) inputs; `divisor_override` replaces the window size.
+
+    >>> import kiln as kn
+    >>> kn.nn.AvgPool2d(2, divisor_override=1)(kn.ones(1, 1, 2, 2))
+    tensor([[[[4.]]]])
+    """
+
     def forward(self, x):
         return F.avg_pool2d(
             x,
@@ -156,11 +164,8 @@ class AvgPool2d(Module):
             self.divisor_override,
         )
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolNd):
     """Mean over windows of (N, C, D, H, W) inputs.
 
     >>> import kiln as kn

@@ -15,6 +15,8 @@ end masked.
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 
 import numpy as np
 
@@ -51,8 +53,19 @@ class RNNBase(Module):
             raise ArgumentError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if proj_size >= hidden_size:
             raise ArgumentError("proj_size has to be smaller than hidden_size")
-        if not 0 <= dropout <= 1:
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, numbers.Number)
+            or not (0 <= dropout <= 1)
+        ):
             raise ArgumentError(f"dropout should be a number in range [0, 1], got {dropout}")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                "dropout expects num_layers greater than 1, but got dropout="
+                f"{dropout} and num_layers={num_layers}",
+                stacklevel=3,
+            )
         if hidden_size <= 0 or num_layers <= 0:
             raise ArgumentError("hidden_size and num_layers must be positive")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
@@ -64,6 +77,7 @@ class RNNBase(Module):
         out_size = proj_size or hidden_size  # LSTM with proj_size: h_t = W_hr (o * tanh(c_t))
         bound = 1.0 / math.sqrt(hidden_size)
         draw = init.uniform(-bound, bound)
+        self._all_weights = []  # PyTorch's: each layer's and direction's parameter names
         for layer in range(num_layers):
             for suffix in self._suffixes(layer):
                 size = input_size if layer == 0 else out_size * self._directions
@@ -74,6 +88,8 @@ class RNNBase(Module):
                     shapes.update(weight_hr=(proj_size, hidden_size))
                 for name, shape in shapes.items():
                     setattr(self, name + suffix, Parameter(draw(shape, dtype)))
+                self._all_weights.append([name + suffix for name in shapes])
+        self._flat_weights_names = [name for names in self._all_weights for name in names]
         if device is not None:
             self.to(device)
 
@@ -83,6 +99,21 @@ class RNNBase(Module):
 
     def _suffixes(self, layer: int) -> list:
         return [f"_l{layer}"] + ([f"_l{layer}_reverse"] if self.bidirectional else [])
+
+    @property
+    def all_weights(self) -> list:
+        """Each layer's and direction's parameters, in PyTorch's order (weight_ih, weight_hh,
+        bias_ih, bias_hh, weight_hr).
+
+        >>> import kiln as kn
+        >>> [len(w) for w in kn.nn.LSTM(2, 3, num_layers=2).all_weights]
+        [4, 4]
+        """
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, name) for name in self._flat_weights_names]
 
     def flatten_parameters(self) -> None:
         """PyTorch's call that packs the weights for cuDNN: kiln keeps them as they are, so

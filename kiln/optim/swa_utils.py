@@ -24,7 +24,7 @@ import numpy as np
 
 from ..eager import no_grad
 from ..errors import ArgumentError, DTypeError, UsageError
-from ..nn.layers import BatchNorm1d
+from ..nn.layers import _BatchNorm
 from ..nn.module import Module
 from .lr_scheduler.basic import LRScheduler, _per_group
 
@@ -220,7 +220,7 @@ def update_bn(loader, model: Module, device=None) -> None:
     """
     momenta = {}
     for module in model.modules():
-        if isinstance(module, BatchNorm1d):
+        if isinstance(module, _BatchNorm):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:

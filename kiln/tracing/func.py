@@ -218,10 +218,10 @@ def replace_all_batch_norm_modules_(root):
     >>> net[0].running_mean is None, net[0].track_running_stats
     (True, False)
     """
-    from ..nn.layers import BatchNorm1d  # NOTE: lazy: nn builds on tracing
+    from ..nn.layers import _BatchNorm  # NOTE: lazy: nn builds on tracing
 
     for module in root.modules():
-        if isinstance(module, BatchNorm1d) and module.track_running_stats:
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
             module.running_mean = module.running_var = module.num_batches_tracked = None
             module.track_running_stats = False
     return root

@@ -24,6 +24,7 @@ import numpy as np
 from ..eager.hooks import _hooks_of
 from ..eager.tensor import Tensor
 from ..nn.module import Module
+from ..nn.module_hooks import GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
 
 __all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "put", "rebindable", "rebound"]
 
@@ -396,6 +397,8 @@ class Captures:
                 for kind in _HOOKS:  # what its forward hooks read (and store: `stores`)
                     for key, hook in (m.__dict__.get(kind) or {}).items():
                         self._walk(hook, f"{path}.{kind}[{key}]", depth + 1)
+                for key, hook in _global_hooks():  # and the global ones its calls run
+                    self._walk(hook, f"global_forward_hooks[{key}]", depth + 1)
                 for name, p in m._parameters.items():  # and its parameters' gradient hooks
                     for k, hook in enumerate(_hooks_of(p, 1) if p is not None else ()):
                         self._walk(hook, f"{path}.{name}.hooks[{k}]", depth + 1)
@@ -632,13 +635,20 @@ def _tensor_state(t) -> tuple:
     return (t._version, t.shape, t.dtype, t._device, t._requires_grad)
 
 
+def _global_hooks() -> list:
+    """(key, hook) of the global forward hooks every module call runs
+    (`kn.nn.modules.module.register_module_forward_hook`)."""
+    return [*GLOBAL_FORWARD_PRE_HOOKS.items(), *GLOBAL_FORWARD_HOOKS.items()]
+
+
 def _members(module: Module) -> tuple:
     """What `module` holds: its parameters, buffers and submodules, and the forward hooks its
-    calls run (replacing, adding or removing one retraces)."""
+    calls run, the global ones too (replacing, adding or removing one retraces)."""
     d = module.__dict__
     return (*module._parameters.values(), *module._buffers.values(),
             *module._modules.values(), *(d.get(_HOOKS[0]) or {}).values(),
-            *(d.get(_HOOKS[1]) or {}).values())  # fmt: skip
+            *(d.get(_HOOKS[1]) or {}).values(), *GLOBAL_FORWARD_PRE_HOOKS.values(),
+            *GLOBAL_FORWARD_HOOKS.values())  # fmt: skip
 
 
 class Guard:

@@ -1,0 +1,659 @@
+"""Views, as PyTorch's own view tests check them, run on torch 2.13 (the oracle) and on kiln.
+
+Each scenario is written once against `lib` and run twice. A view op returns a tensor that
+shares its input's memory: a write through it shows in the base (the scenarios write, then
+return the base), and its strides and storage offset are the ones PyTorch reports. Ops that
+copy (reshape of a transposed tensor, advanced indexing, `contiguous()` of a non-contiguous
+tensor) leave the base alone. `assert_same` compares values, dtypes, shapes, strides,
+contiguity and storage offsets.
+"""
+
+import numpy as np
+import pytest
+from pt_oracle import assert_same, assert_same_error, cases
+
+import kiln as kn
+
+
+def arange(lib, *shape, dtype=None):
+    n = int(np.prod(shape)) if shape else 1
+    return lib.arange(n, dtype=dtype or lib.float32).reshape(shape)
+
+
+# -- writes through views ----------------------------------------------------------------------
+
+
+def view_writes(lib):
+    t = lib.ones(5, 5)
+    v = t.view(25)
+    v[6] = 0
+    w = t.view_as(lib.empty(25))
+    w[7] = 2
+    r = lib.reshape(t, (25,))
+    r[8] = 3
+    ra = t.reshape_as(lib.empty(1, 25))
+    ra[0, 9] = 4
+    return t, v, w, r, ra
+
+
+def reshape_of_transpose_copies(lib):
+    t = lib.ones(5, 5)
+    nv = lib.reshape(t.t(), (25,))
+    nv[6] = 0
+    c = t.t().contiguous()
+    c[0, 1] = 7
+    same = t.contiguous() is t
+    return t, nv, c, same
+
+
+def transposes_write(lib):
+    out = []
+    for fn in (lib.swapdims, lib.swapaxes, lib.transpose):
+        t = arange(lib, 3, 4)
+        v = fn(t, 0, 1)
+        v[0, 1] = -1
+        out += [t, v]
+    for name in ("swapdims_", "swapaxes_", "transpose_"):
+        t = arange(lib, 3, 4)
+        v = getattr(t.view_as(t), name)(0, 1)
+        v[0, 1] = -1
+        out += [t, v]
+    t = arange(lib, 3, 4)
+    v = t.view_as(t).t_()
+    v[0, 1] = -2
+    out += [t, v]
+    return out
+
+
+def matrix_transposes_write(lib):
+    out = []
+    for op in ("T", "H", "mT", "mH"):
+        t = arange(lib, 3, 4)
+        v = getattr(t, op)
+        v[0, 1] = -1
+        out += [t, v]
+    t = arange(lib, 2, 3, 4)
+    out += [t.mT, t.mH, t.adjoint(), t.transpose(-2, -1)]
+    s = lib.tensor(5.0)
+    out += [s.T, s.mT if False else s, s.t(), arange(lib, 4).t(), arange(lib, 4).T]
+    return out
+
+
+def permute_expand_narrow_select(lib):
+    t = arange(lib, 3, 4)
+    p = t.permute(1, 0)
+    p[0, 1] = -1
+    e_base = lib.ones(5, 1)
+    e = e_base.expand(5, 5)
+    e[2, 2] = 0
+    ea_base = lib.ones(5, 1)
+    ea = ea_base.expand_as(lib.empty(5, 5))
+    ea[3, 3] = 0
+    n = lib.narrow(t, 1, 2, 2)
+    n[0, 0] = -3
+    s = t.select(0, 2)
+    s[0] = -4
+    return t, p, e_base, e, ea_base, ea, n, s
+
+
+def unbind_split_chunk_write(lib):
+    t = lib.zeros(4, 6)
+    parts = lib.unbind(t)
+    for i, v in enumerate(parts):
+        v[0] = i + 1
+    u = lib.zeros(3, 6)
+    cols = u.unbind(1)
+    cols[2][1] = 9
+    sp = lib.zeros(6, 3)
+    pieces = lib.split(sp, [1, 2, 3])
+    for i, v in enumerate(pieces):
+        v[0, 0] = i + 1
+    ch = lib.zeros(3, 7)
+    chunks = lib.chunk(ch, 3, dim=1)
+    for i, v in enumerate(chunks):
+        v[0, 0] = i + 1
+    ts = lib.zeros(7, 2)
+    tsp = ts.tensor_split(3)
+    tsp[1][0, 1] = 5
+    return t, parts, u, cols, sp, pieces, ch, chunks, ts, tsp
+
+
+def hvd_split_write(lib):
+    out = []
+    for fn, idx in ((lib.hsplit, (2, 0, 2)), (lib.vsplit, (0, 2, 2)), (lib.dsplit, (2, 2, 0))):
+        t = arange(lib, 4, 4, 4)
+        parts = fn(t, 2)
+        t[2, 2, 2] = 700
+        out += [parts, parts[1][idx]]
+    return out
+
+
+def diagonal_unfold_write(lib):
+    t = lib.ones(5, 5)
+    v = lib.diagonal(t)
+    v[0] = 0
+    t3 = lib.ones(3, 3, 3)
+    v3 = lib.diagonal(t3, offset=1, dim1=1, dim2=2)
+    v3[0, 0] = 0
+    t4 = arange(lib, 2, 3, 4)
+    d4 = t4.diagonal(-1, 2, 1)
+    d4[1, 0] = -9
+    u = lib.ones(10)
+    uf = u.unfold(0, 3, 2)
+    uf[1, 0] = 0
+    return t, v, t3, v3, t4, d4, u, uf
+
+
+def squeeze_unsqueeze_write(lib):
+    t = lib.ones(5, 1, 5)
+    v = lib.squeeze(t)
+    v[0, 1] = 0
+    t2 = lib.ones(5, 5)
+    v2 = t2.view_as(t2).squeeze_()
+    v2[0, 2] = 0
+    t3 = lib.ones(5, 5)
+    v3 = lib.unsqueeze(t3, 1)
+    v3[0, 0, 1] = 0
+    t4 = lib.ones(5, 5)
+    v4 = t4.view_as(t4).unsqueeze_(1)
+    v4[1, 0, 1] = 0
+    t5 = arange(lib, 1, 3, 1, 2)
+    s5 = [t5.squeeze(0), t5.squeeze(2), t5.squeeze(1), t5.squeeze((0, 2)), t5.squeeze(-2)]
+    return t, v, t2, v2, t3, v3, t4, v4, s5
+
+
+def as_strided_write(lib):
+    t = lib.ones(5, 5)
+    v = lib.as_strided(t, (25,), (1,))
+    v[6] = 0
+    t2 = lib.ones(5, 5)
+    v2 = t2.view_as(t2).as_strided_((25,), (1,))
+    v2[7] = 0
+    x = arange(lib, 25).view(5, 5)
+    a = x.as_strided([3, 3], [6, 2], 2)
+    b = arange(lib, 6, 2)
+    c = b[3:].as_strided([3, 2], [2, 1], 0)
+    d = arange(lib, 12).as_strided([1, 2, 1, 5], [0, 5, 100, 1], 2)
+    return t, v, t2, v2, a, c, d
+
+
+def basic_indexing_views(lib):
+    t = lib.ones(5, 5)
+    a = t[:2, :3]
+    a[0, 0] = 0
+    b = t[..., :2]
+    b[1, 0] = 0
+    c = t[None, :2, 3]
+    c[0, 0] = 0
+    d = t[1::2, ::3]
+    d[1, 1] = 0
+    return t, a, b, c, d
+
+
+def advanced_indexing_copies(lib):
+    t = lib.ones(3, 3)
+    rows = lib.tensor([[0, 0], [2, 2]])
+    cols = lib.tensor([[0, 1], [2, 2]])
+    nv = t[rows, cols]
+    nv[1, 1] = 0
+    t2 = lib.ones(3, 3)
+    t2[rows, cols] = 0
+    return t, nv, t2
+
+
+def movedim_write(lib):
+    out = []
+    for fn in (lib.movedim, lib.moveaxis):
+        for src, dst in (((0, 1), (1, 0)), (0, 1), ([0, 1], [1, 0])):
+            t = lib.zeros(3, 3)
+            o = fn(t, src, dst)
+            o[0, 2] = 5
+            o[1, 0] = 6
+            out += [t, o]
+    return out
+
+
+def flatten_views(lib):
+    t = lib.ones(1, 2, 3, 4)
+    v = t.flatten()
+    v[0] = 0
+    s = lib.tensor(1)
+    sv = s.flatten()
+    sv[0] = 0
+    tr = lib.ones(1, 2, 3, 4).transpose(2, 3)
+    tv = tr.flatten(0, 1)
+    tv[0, 0, 0] = 0
+    g = lib.ones(720).as_strided((2, 3, 2, 3, 5, 4), (6, 2, 15, 5, 1, 0))
+    g1 = g.flatten(0, 1)
+    g2 = g1.flatten(1, 3)
+    g3 = g2.flatten(2, 2)
+    g3[0, 0, 0] = 0
+    return t, v, s, sv, tr, tv, g, g1, g2, g3
+
+
+def flatten_copies(lib):
+    t = lib.ones(2, 3, 2, 3).transpose(2, 3)
+    nv = t.flatten(1, 3)
+    nv[0, 0] = 0
+    t2 = lib.ones(2, 2).T
+    nv2 = t2.flatten()
+    nv2[0] = 0
+    t3 = lib.ones(2, 2)
+    return t, nv, t2, nv2, t3.flatten(1, 1) is t3
+
+
+def view_as_real_complex(lib):
+    c = lib.tensor([[1 + 2j, 3 - 4j], [5 + 0j, -1j]], dtype=lib.complex64)
+    r = lib.view_as_real(c)
+    r[0, 1, 1] = 10.0
+    rt = lib.view_as_real(c.t())
+    f = arange(lib, 3, 2, 2)
+    z = lib.view_as_complex(f)
+    z[1, 1] = 100 + 200j
+    zt = lib.view_as_complex(f.transpose(0, 1))
+    e = lib.view_as_complex(lib.tensor([]).reshape(0, 2))
+    er = lib.view_as_real(lib.tensor([], dtype=lib.complex128))
+    s = lib.view_as_real(lib.tensor(2 + 3j))
+    return c, r, rt, f, z, zt, e, er, s
+
+
+def real_imag_views(lib):
+    c = lib.tensor([[1 + 2j, 3 - 4j, 2j], [5 + 0j, -1j, 7 + 7j]], dtype=lib.complex128)
+    re, im = c.real, c.imag
+    re[0, 0] = 10
+    im[1, 2] = -10
+    ret, imt = c.T.real, c.T.imag
+    a = lib.tensor([1 + 1j, 2 + 2j, 3 + 3j, 4 + 4j, 5 + 5j, 6 + 6j])
+    offs = [a[2:].real, a.real[2:], a[3:].imag]
+    real_of_real = arange(lib, 2, 2).real
+    return c, re, im, ret, imt, offs, real_of_real
+
+
+def set_real_imag(lib):
+    out = []
+    for src in (arange(lib, 4) - 1, lib.tensor([1, -2, 3, 4]), lib.tensor([1j, 2, 3, 4j])):
+        x = lib.zeros(4, dtype=lib.complex64)
+        x.real = src
+        x.imag = src * 2
+        out.append(x)
+    return out
+
+
+# -- contiguity, strides and reshape --------------------------------------------------------
+
+
+def ravel_and_reshape(lib):
+    src = arange(lib, 5, 5)
+    flat = src.ravel()
+    flat[3] = -1
+    nc = src.t().ravel()
+    nc[0] = -2
+    z = lib.tensor(123).ravel()
+    step = lib.ones(10)[::2].ravel()
+    empty = [arange(lib, 0, 2, 3).ravel(), arange(lib, 3, 0, 2).ravel()]
+    x = arange(lib, 0, 6)
+    r = x.reshape(1, 0, 6, 1, 1)
+    y = arange(lib, 4, 4, 4)[:, 0, :]
+    ry = [y.reshape(-1), y.reshape(2, 2, 4)]
+    s = lib.tensor(3.0)
+    rs = [s.reshape(()), s.reshape(-1)]
+    em = lib.tensor([])
+    re = [em.reshape(-1), em.reshape([0]), em.reshape([0, 1]), em.reshape([1, -1])]
+    return src, flat, nc, z, step, empty, r, ry, rs, re
+
+
+def view_with_contiguous_chunks(lib):
+    base = arange(lib, 4, 2, 5, 1, 6, 2, 9, 3)
+    t = base.transpose(-1, 2).transpose(-2, 3)
+    sizes = (
+        [8, 1, 3, 3, 3, 4, 1, 3, 5],
+        [2, 4, 3, 1, 9, 2, 2, 3, 5, 1],
+        [1, 1, 2, 1, 4, 3, 1, 1, 9, 1, 2, 1, 2, 3, 1, 5, 1, 1],
+    )
+    views = [t.view(*s) for s in sizes]
+    views[0][0, 0, 1, 1, 1, 1, 0, 1, 1] = -1
+    e = lib.ones(1, 1).expand(3, 4)
+    ev = [e.view(-1), e.view(1, -1, 1), e.view(-1, 1), e.view(6, 2, 1), e.view(1, 6, 2, 1)]
+    return t.stride(), views, base.sum(), ev
+
+
+def expand_cases(lib):
+    a = arange(lib, 1, 8, 1)
+    b = arange(lib, 5)
+    tmpl = lib.zeros(4, 8, 5)
+    out = [a.expand_as(tmpl), a.expand(4, 8, 5), a.expand(tmpl.size()), b.expand(4, 8, 5)]
+    out += [b.expand(1, 5).expand(2, 2, 5), b.expand(1, 1, 5), b.unsqueeze(0).unsqueeze(1)]
+    nc = arange(lib, 5, 2, 1, 3)[:, 0]
+    out += [nc.expand(2, 5, 4, 3), a.expand(4, -1, 5), lib.zeros(0).expand((0,))]
+    out += [lib.broadcast_to(b, (3, 5)), lib.broadcast_to(arange(lib, 3, 1), (2, 3, 2))]
+    return out
+
+
+def strides_of_views(lib):
+    x = arange(lib, 2, 3, 4)
+    return [
+        x.transpose(0, 2),
+        x[:, 1],
+        x[..., ::2],
+        x[1:, 1:, 1:],
+        x.unsqueeze(1),
+        x.unsqueeze(-1),
+        x[:, :1].squeeze(1),
+        x.permute(2, 0, 1).contiguous(),
+        x.expand(2, 2, 3, 4),
+        x.diagonal(0, 1, 2),
+        x.unfold(2, 2, 1),
+        x.narrow(2, 1, 2),
+        x.select(1, 2),
+        x.movedim(0, -1),
+        x.flatten(1),
+        x.unflatten(2, (2, 2)),
+        x.unflatten(-1, (-1, 2)),
+        x.t() if x.dim() <= 2 else x.mT,
+    ]
+
+
+def contiguity_flags(lib):
+    x = arange(lib, 1, 4, 1, 3)
+    return [
+        x.is_contiguous(),
+        x.transpose(0, 2).is_contiguous(),
+        x.expand(2, 4, 1, 3).is_contiguous(),
+        x[:, :, :, :1].is_contiguous(),
+        x[:, ::2].is_contiguous(),
+        arange(lib, 3, 4).t().is_contiguous(),
+        arange(lib, 3, 1).t().is_contiguous(),
+        lib.zeros(0, 3).t().is_contiguous(),
+        arange(lib, 4, 3)[:, 1].is_contiguous(),
+    ]
+
+
+def unsqueeze_non_contiguous(lib):
+    x = arange(lib, 2, 3, 4)[:, 1]
+    a = x.unsqueeze(1)
+    b = x.clone().unsqueeze_(2)
+    return x, a, b
+
+
+def data_ptr_sharing(lib):
+    x = arange(lib, 3, 3)
+    y = arange(lib, 4, 4, 4)[:, 0, :]
+    s = lib.tensor(2.0)
+    e = arange(lib, 0, 6)
+    return [
+        x.data_ptr() == x.reshape(-1).data_ptr(),
+        x.data_ptr() == x.reshape(1, 9, 1).data_ptr(),
+        x.data_ptr() == x.reshape_as(lib.empty(9)).data_ptr(),
+        y.data_ptr() == y.reshape(-1).data_ptr(),
+        y.data_ptr() == y.reshape(2, 2, 4).data_ptr(),
+        s.data_ptr() == s.reshape(()).data_ptr(),
+        e.data_ptr() == e.reshape(1, 0, 6, 1, 1).data_ptr(),
+        x.data_ptr() == x.t().contiguous().data_ptr(),
+        x.data_ptr() + 4 * x.stride(0) == x[1].data_ptr(),
+        x.untyped_storage().data_ptr() == x[1:].untyped_storage().data_ptr(),
+        x.untyped_storage().data_ptr() == x.t().reshape(9).untyped_storage().data_ptr(),
+    ]
+
+
+def tolist_and_unbind_dims(lib):
+    t3 = lib.tensor([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])
+    nc = t3.select(1, 1)
+    x = arange(lib, 2, 3, 4, 5)
+    unb = [x.unbind(d) for d in range(4)]
+    return nc.is_contiguous(), nc.tolist(), lib.tensor([]).tolist(), unb
+
+
+def view_dtype(lib):
+    x = arange(lib, 4, 4, 8)
+    out = [x.view(lib.int32), x.view(lib.int16), x.view(lib.uint8), x.view(lib.float64)]
+    out += [x.permute(1, 0, 2).view(lib.int32), x[1::2, 1:, ::1].view(lib.float16)]
+    out += [x.view(lib.complex64), lib.zeros(0, 4).view(lib.int16)]
+    out += [x[:, :, 2:].view(lib.float64)]
+    i = lib.tensor([1, 256, 65536], dtype=lib.int32)
+    v = i.view(lib.uint8)
+    v[0] = 7
+    out += [i, v, i.view(lib.float32), lib.tensor(1.5).view(lib.int32)]
+    return out
+
+
+def view_dtype_drops_grad(lib):
+    t = arange(lib, 4, 4).requires_grad_()
+    return t.view(lib.float16).requires_grad, t.view(lib.int32).requires_grad
+
+
+def narrow_split_chunk_values(lib):
+    x = lib.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]])
+    out = [x.narrow(0, 0, 1), x.narrow(0, -1, 1), x.narrow(0, -2, 2), x.narrow(-1, -1, 1)]
+    out += [x.narrow(-2, -1, 1), x.narrow(0, lib.tensor(1), 2)]
+    t = arange(lib, 7, 4)
+    out += [
+        t.split(3),
+        t.split([2, 2, 3]),
+        t.split(3, 1),
+        t.chunk(3, 1),
+        arange(lib, 4, 7).chunk(3, 1),
+    ]
+    out += [t.chunk(2), arange(lib, 6).chunk(4), arange(lib, 5).chunk(4), arange(lib, 0).chunk(2)]
+    return out
+
+
+def tensor_split_cases(lib):
+    out = []
+    for shape in ((10,), (4, 10), (12, 3), (0, 10)):
+        a = arange(lib, *shape)
+        for d in range(-a.dim(), a.dim()):
+            for sections in (1, 3, 7):
+                out.append(lib.tensor_split(a, sections, d))
+                out.append(lib.tensor_split(a, lib.tensor(sections), d))
+            for idx in ((), (0,), (3,), (-1,), (2, -1), (0, -1, 0, 10), (1, 5, 2, 8)):
+                out.append(lib.tensor_split(a, idx, d))
+                out.append(lib.tensor_split(a, lib.tensor(idx, dtype=lib.int64), d))
+    return out
+
+
+def atleast_cases(lib):
+    out = []
+    for shape in ((), (3,), (2, 3), (2, 3, 4), (1, 2, 3, 4)):
+        x = arange(lib, *shape)
+        for fn in (lib.atleast_1d, lib.atleast_2d, lib.atleast_3d):
+            out += [fn(x), fn(x, x), fn((x, x.T if x.dim() == 2 else x)), fn([x])]
+    y = arange(lib, 4)
+    v = lib.atleast_3d(y)
+    v[0, 1, 0] = -1
+    out += [y, v]
+    return out
+
+
+def broadcast_cases(lib):
+    x0, x1, x2 = lib.ones(2, 1, 3), lib.ones(3), lib.ones(3, 1)
+    out = list(lib.broadcast_tensors(x0, x1, x2))
+    out += [
+        lib.broadcast_shapes((1,), (3, 1)),
+        lib.broadcast_shapes(1, (5,)),
+        lib.broadcast_shapes(3, (1,)),
+    ]
+    out += [lib.broadcast_shapes(1, 4), lib.broadcast_shapes(4, 1), lib.broadcast_shapes((), (2,))]
+    return out
+
+
+def resize_cases(lib):
+    x = lib.tensor([[1, 2], [3, 4], [5, 6]])
+    x.resize_(2, 2)
+    y = lib.tensor([[1, 2], [3, 4], [5, 6]])
+    y.resize_as_(lib.zeros(2, 3))
+    z = lib.empty(2, 3).t()
+    old = z.stride()
+    z.resize_as_(z)
+    return x, y, old == z.stride()
+
+
+SCENARIOS = [
+    view_writes,
+    reshape_of_transpose_copies,
+    transposes_write,
+    matrix_transposes_write,
+    permute_expand_narrow_select,
+    unbind_split_chunk_write,
+    hvd_split_write,
+    diagonal_unfold_write,
+    squeeze_unsqueeze_write,
+    as_strided_write,
+    basic_indexing_views,
+    advanced_indexing_copies,
+    movedim_write,
+    flatten_views,
+    flatten_copies,
+    view_as_real_complex,
+    real_imag_views,
+    set_real_imag,
+    ravel_and_reshape,
+    view_with_contiguous_chunks,
+    expand_cases,
+    strides_of_views,
+    contiguity_flags,
+    unsqueeze_non_contiguous,
+    data_ptr_sharing,
+    tolist_and_unbind_dims,
+    view_dtype,
+    view_dtype_drops_grad,
+    narrow_split_chunk_values,
+    tensor_split_cases,
+    atleast_cases,
+    broadcast_cases,
+    resize_cases,
+]
+
+
+GAPS = {
+    "diagonal_unfold_write": "diagonal over dims other than the last two in order copies",
+    "ravel_and_reshape": "ravel of a non-contiguous tensor is a strided view, not a copy",
+    "view_dtype": "view(dtype) of a tensor without elements is refused (zero strides)",
+    "narrow_split_chunk_values": "chunk of an empty dim gives one piece, not `chunks`",
+    "atleast_cases": "atleast_Nd of a one-tensor list reshapes nothing",
+}
+
+
+@pytest.mark.parametrize("scenario", cases(SCENARIOS, GAPS))
+def test_views_as_torch(torch, scenario):
+    expected = scenario(torch)
+    assert_same(scenario(kn), expected)
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+ERRORS = {
+    "reshape_empty_minus_one": lambda lib: arange(lib, 0, 6).reshape(0, -1),
+    "reshape_two_minus_one": lambda lib: arange(lib, 3, 3).reshape(-1, -1),
+    "reshape_scalar_to_2": lambda lib: lib.tensor(1.0).reshape(2),
+    "reshape_empty_to_1": lambda lib: lib.tensor([]).reshape(1),
+    "reshape_as_wrong": lambda lib: arange(lib, 3, 3).reshape_as(lib.zeros(10)),
+    "view_empty_minus_one": lambda lib: lib.empty(0).view(-1, 0),
+    "view_empty_minus_one_4d": lambda lib: lib.empty(0).view(3, 0, -1, 0),
+    "view_15_0": lambda lib: lib.zeros(15).view(15, 0),
+    "view_7_minus_one": lambda lib: lib.zeros(15).view(7, -1),
+    "view_two_minus_one": lambda lib: lib.zeros(15).view(15, -1, -1),
+    "view_non_contiguous": lambda lib: arange(lib, 3, 4).t().view(-1),
+    "view_crossing_chunks": lambda lib: (
+        arange(lib, 4, 2, 5, 1, 6, 2, 9, 3)
+        .transpose(-1, 2)
+        .transpose(-2, 3)
+        .view(24, 9, 6, 2, 1, 5)
+    ),
+    "expand_minus_one_new_dim": lambda lib: lib.zeros(5).expand(-1, -1),
+    "expand_wrong": lambda lib: lib.zeros(3).expand(4),
+    "expand_fewer_dims": lambda lib: lib.zeros(2, 3).expand(3),
+    "broadcast_to_wrong": lambda lib: lib.broadcast_to(lib.zeros(3, 2), (4, 3, 3)),
+    "broadcast_shapes_wrong": lambda lib: lib.broadcast_shapes((3, 5), (2, 4, 1)),
+    "broadcast_shapes_negative": lambda lib: lib.broadcast_shapes((1, -12)),
+    "broadcast_shapes_float": lambda lib: lib.broadcast_shapes(1.1),
+    "flatten_out_of_range": lambda lib: lib.zeros(2, 2, 2, 2).flatten(5, 10),
+    "flatten_start_after_end": lambda lib: lib.zeros(2, 2, 2, 2).flatten(2, 0),
+    "narrow_float_tensor_start": lambda lib: arange(lib, 3, 3).narrow(0, lib.tensor(0.0), 1),
+    "narrow_1d_tensor_start": lambda lib: arange(lib, 3, 3).narrow(0, lib.tensor([0]), 1),
+    "narrow_past_end": lambda lib: arange(lib, 3, 3).narrow(0, 2, 2),
+    "t_of_3d": lambda lib: lib.zeros(2, 2, 2).t(),
+    "H_of_1d": lambda lib: lib.zeros(2).H,
+    "H_of_3d": lambda lib: lib.zeros(2, 3, 4).H,
+    "mT_of_1d": lambda lib: lib.zeros(2).mT,
+    "mH_of_1d": lambda lib: lib.zeros(2).mH,
+    "adjoint_of_1d": lambda lib: lib.zeros(2).adjoint(),
+    "transpose_out_of_range": lambda lib: lib.zeros(5, 6, 7, 8).transpose(5, 0),
+    "swapdims_out_of_range": lambda lib: lib.swapdims(lib.zeros(5, 6, 7, 8), 0, 5),
+    "swapaxes_out_of_range": lambda lib: lib.swapaxes(lib.zeros(5, 6, 7, 8), 0, -5),
+    "chunk_zero": lambda lib: lib.zeros(4, 7).chunk(0),
+    "chunk_negative": lambda lib: lib.zeros(4, 7).chunk(-2),
+    "split_sizes_wrong_sum": lambda lib: lib.zeros(6).split([2, 2]),
+    "tensor_split_dim": lambda lib: lib.tensor_split(lib.zeros(10), 10, 1),
+    "tensor_split_0d": lambda lib: lib.tensor_split(lib.tensor(1.0), 10, 0),
+    "tensor_split_0d_indices": lambda lib: lib.tensor_split(lib.tensor(1.0), (10,), 0),
+    "tensor_split_zero_sections": lambda lib: lib.tensor_split(lib.zeros(10), 0, 0),
+    "tensor_split_negative_sections": lambda lib: lib.tensor_split(lib.zeros(10), -1, 0),
+    "tensor_split_float_tensor": lambda lib: lib.tensor_split(lib.zeros(10), lib.tensor(1.1), 0),
+    "tensor_split_2d_tensor": lambda lib: lib.tensor_split(lib.zeros(10), lib.tensor([[1]]), 0),
+    "hsplit_uneven": lambda lib: lib.hsplit(lib.zeros(3, 5), 2),
+    "vsplit_1d": lambda lib: lib.vsplit(lib.zeros(4), 2),
+    "dsplit_2d": lambda lib: lib.dsplit(lib.zeros(4, 4), 2),
+    "view_as_complex_last_not_2": lambda lib: lib.view_as_complex(
+        lib.zeros(3, 2, 2).transpose(0, 2)
+    ),
+    "view_as_complex_last_stride": lambda lib: lib.view_as_complex(
+        lib.zeros(3, 2, 2).transpose(1, 2)
+    ),
+    "view_as_complex_odd_stride": lambda lib: lib.view_as_complex(
+        lib.as_strided(lib.zeros(3, 3), (2, 2), (1, 1))
+    ),
+    "view_as_complex_empty": lambda lib: lib.view_as_complex(lib.tensor([])),
+    "view_as_complex_0d": lambda lib: lib.view_as_complex(lib.tensor(2.0)),
+    "view_as_complex_int": lambda lib: lib.view_as_complex(lib.zeros(3, 2, dtype=lib.int64)),
+    "view_as_real_of_real": lambda lib: lib.view_as_real(lib.zeros(3, 2)),
+    "imag_of_real": lambda lib: lib.imag(lib.ones(5, 5)),
+    "imag_attr_of_int": lambda lib: lib.ones(5, dtype=lib.int64).imag,
+    "view_dtype_0d_resize": lambda lib: lib.tensor(1.0).view(lib.float64),
+    "view_dtype_stride": lambda lib: arange(lib, 4, 4).t().view(lib.float16),
+    "view_dtype_size_divisible": lambda lib: lib.zeros(4, 4, 3).view(lib.float64),
+    "view_dtype_offset_divisible": lambda lib: lib.zeros(4, 4, 4)[:, :, 1:].view(lib.float64),
+    "view_dtype_stride_divisible": lambda lib: (
+        lib.zeros(4, 4, 2).as_strided((4, 4, 2), (2, 1, 1)).view(lib.float64)
+    ),
+    "movedim_source_out_of_range": lambda lib: lib.movedim(lib.zeros(5, 6, 7, 8), 5, 0),
+    "movedim_dest_out_of_range": lambda lib: lib.moveaxis(lib.zeros(5, 6, 7, 8), 0, 5),
+    "movedim_length_mismatch": lambda lib: lib.movedim(lib.zeros(5, 6, 7, 8), (1, 0), (0,)),
+    "movedim_repeated_source": lambda lib: lib.movedim(lib.zeros(5, 6, 7, 8), (0, 0), (0, 1)),
+    "movedim_repeated_source3": lambda lib: lib.movedim(
+        lib.zeros(5, 6, 7, 8), (0, 1, 0), (0, 1, 2)
+    ),
+    "movedim_repeated_dest": lambda lib: lib.moveaxis(lib.zeros(5, 6, 7, 8), (0, 1), (1, 1)),
+    "squeeze_out_of_range": lambda lib: lib.zeros(2, 1).squeeze(2),
+    "unsqueeze_out_of_range": lambda lib: lib.zeros(2, 1).unsqueeze(4),
+    "select_out_of_range": lambda lib: lib.zeros(2, 3).select(1, 3),
+    "select_of_0d": lambda lib: lib.tensor(1.0).select(0, 0),
+    "unflatten_wrong": lambda lib: lib.zeros(2, 6).unflatten(1, (4, 2)),
+    "unflatten_two_minus_one": lambda lib: lib.zeros(2, 6).unflatten(1, (-1, -1)),
+    "permute_wrong_count": lambda lib: lib.zeros(2, 3).permute(0),
+    "permute_repeated": lambda lib: lib.zeros(2, 3).permute(0, 0),
+    "diagonal_same_dims": lambda lib: lib.zeros(3, 3).diagonal(0, 1, 1),
+    "unbind_out_of_range": lambda lib: lib.zeros(3, 3).unbind(2),
+    "as_strided_negative_stride": lambda lib: lib.zeros(9).as_strided((3,), (-1,)),
+    "resize_overflow": lambda lib: lib.empty((), dtype=lib.float64).resize_([8, 8, 2**29, 2**29]),
+}
+
+
+ERROR_GAPS = {
+    "broadcast_shapes_negative": "a negative size is taken",
+    "broadcast_shapes_float": "TypeError, not RuntimeError",
+    "narrow_float_tensor_start": "a float tensor start is taken",
+    "narrow_1d_tensor_start": "a 1-element 1-D tensor start is taken",
+    "H_of_1d": "H of a 1-D tensor is taken",
+    "tensor_split_0d": "IndexError, not RuntimeError",
+    "tensor_split_0d_indices": "IndexError, not RuntimeError",
+    "tensor_split_float_tensor": "a float tensor of sections is taken",
+    "tensor_split_2d_tensor": "TypeError, not RuntimeError",
+    "view_dtype_stride_divisible": "a stride not divisible by the size ratio is taken",
+    "as_strided_negative_stride": "ValueError, not RuntimeError",
+    "resize_overflow": "ValueError, not RuntimeError",
+}
+
+
+@pytest.mark.parametrize("call", cases(ERRORS, ERROR_GAPS))
+def test_view_refusals_as_torch(torch, call):
+    assert_same_error(call, torch, kn)

@@ -525,7 +525,6 @@ SCENARIOS = [
 
 
 GAPS = {
-    "diagonal_unfold_write": "diagonal over dims other than the last two in order copies",
     "ravel_and_reshape": "ravel of a non-contiguous tensor is a strided view, not a copy",
     "view_dtype": "view(dtype) of a tensor without elements is refused (zero strides)",
     "narrow_split_chunk_values": "chunk of an empty dim gives one piece, not `chunks`",
@@ -537,6 +536,55 @@ GAPS = {
 def test_views_as_torch(torch, scenario):
     expected = scenario(torch)
     assert_same(scenario(kn), expected)
+
+
+# -- writes through views of an argument, eager and under kn.compile ---------------------------
+
+
+def write_diagonals(lib, x):
+    x.diagonal(0, 0, 2)[0, 1] = -5
+    x.diagonal(1, 2, 1)[1] = -6
+    x.diagonal()[:, 1] = -7
+    return x.diagonal(0, 0, 2) * 2
+
+
+def write_transposes(lib, x):
+    x.transpose(0, 2)[1, 2, 0] = -1
+    x.permute(2, 0, 1)[3] = -2
+    x.mT[1, 3, 2] = -3
+    lib.movedim(x, (0, 1), (2, 0))[:, 1, 1] = -4
+    return x.sum(0)
+
+
+def write_slices(lib, x):
+    x.select(1, 2)[:, 1] = -1
+    x.narrow(2, 1, 2)[1] += 10
+    x.unbind(0)[1][0, 0] = -2
+    x.split(2, dim=2)[1][0].zero_()
+    x[..., ::3].mul_(2)
+    return x[:, 1:]
+
+
+def write_reshapes(lib, x):
+    x.view(6, 4)[5, 3] = -1
+    x.reshape(-1)[7] = -2
+    x.flatten(1)[0, 11] = -3
+    x.unsqueeze(0).squeeze(0)[1, 0, 0] = -4
+    x.unfold(2, 2, 2)[0, 0, 1, 1] = -5
+    return x.view(2, 12)
+
+
+WRITES = [write_diagonals, write_transposes, write_slices, write_reshapes]
+
+
+@pytest.mark.parametrize("scenario", cases(WRITES, {}))
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compile"])
+def test_writes_through_views_of_an_argument(torch, scenario, compiled):
+    x_t = arange(torch, 2, 3, 4)
+    expected = scenario(torch, x_t)
+    x = arange(kn, 2, 3, 4)
+    fn = kn.compile(lambda x: scenario(kn, x)) if compiled else lambda x: scenario(kn, x)
+    assert_same([fn(x), x], [expected, x_t], layout=not compiled)
 
 
 # -- refusals ----------------------------------------------------------------------------------

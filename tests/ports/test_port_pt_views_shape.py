@@ -169,7 +169,7 @@ def input_of(lib, dtype="float32"):
     return numbers(lib, 2, 3, 4, dtype=dtype)
 
 
-GAPS = {"diagonals": "diagonal over dims other than the last two in order copies"}
+GAPS = {"diagonals": "diag_embed of other dims than the last two is not contiguous"}
 
 
 @pytest.mark.parametrize("scenario", cases(TENSOR_SCENARIOS, GAPS))

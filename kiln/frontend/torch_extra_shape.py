@@ -26,6 +26,7 @@ from . import torch_index as ti
 from . import torch_shape as ts
 from .core import call, constant, lift
 from .out import takes_out
+from .result_layouts import c_ordered
 
 __all__ = [
     "diag_embed", "diff", "dsplit", "fliplr", "flipud", "hsplit", "index_add", "index_copy",
@@ -363,19 +364,21 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa:
     (x,) = lift(input)
     n = ts.static_dim(x, -1, "diag_embed")
     size = n + abs(offset)
-    table = np.zeros((n, size, size), dt.as_dtype(x.dtype))
-    rows = np.arange(n) + max(-offset, 0)
-    table[np.arange(n), rows, rows + offset] = 1
-    spread = s.reshape(x, (*x.shape, 1, 1))
-    if x.dtype == np.bool_:
-        out = m.any(m.logical_and(spread, table.astype(bool)), -3)
-    else:
-        out = m.sum(m.mul(spread, table), -3, dtype=x.dtype)
     ndim = x.ndim + 1
     a, b = sh.normalize_axis(dim1, ndim), sh.normalize_axis(dim2, ndim)
-    if (a, b) == (ndim - 2, ndim - 1):
-        return out
-    return movedim(out, (ndim - 2, ndim - 1), (a, b))
+    if a == b:
+        raise ShapeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    # x padded to `size` is read along the rows (offset >= 0: element (r, r + offset) is x[r])
+    # or the columns (offset < 0: element (c - offset, c) is x[c]); a select, not a product,
+    # so an inf or nan stays on the diagonal
+    line = s.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, abs(offset))])
+    line = s.reshape(line, (*line.shape, 1) if offset >= 0 else (*line.shape[:-1], 1, size))
+    (mask,) = lift(np.eye(size, k=offset, dtype=bool), context=(x,))
+    (zero,) = lift(np.zeros((), dt.as_dtype(x.dtype)), context=(x,))
+    out = call("where", mask, line, zero)
+    if (a, b) != (ndim - 2, ndim - 1):
+        out = movedim(out, (ndim - 2, ndim - 1), (a, b))
+    return c_ordered(out)  # (PyTorch's diag_embed: a new tensor in C order)
 
 
 def _along(index, dim: int, like_shape):

@@ -169,7 +169,7 @@ def input_of(lib, dtype="float32"):
     return numbers(lib, 2, 3, 4, dtype=dtype)
 
 
-GAPS = {"diagonals": "diag_embed of other dims than the last two is not contiguous"}
+GAPS = {}
 
 
 @pytest.mark.parametrize("scenario", cases(TENSOR_SCENARIOS, GAPS))
@@ -252,7 +252,16 @@ def stacks_of_scalars_and_lists(lib):
     return [lib.atleast_1d(s), lib.atleast_2d((s, s)), lib.atleast_3d(s, lib.ones(2))]
 
 
+def diag_embed_non_finite(lib):
+    x = lib.tensor([[1.0, float("inf"), float("nan")], [-2.0, 0.0, float("-inf")]])
+    w = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = lib.diag_embed(w * 2, 1, 0, 2)
+    (y * lib.arange(32.0).reshape(4, 2, 4)).sum().backward()
+    return [lib.diag_embed(x), lib.diag_embed(x, -1), lib.diag_embed(x, 2, 2, 0), y, w.grad]
+
+
 SCENARIOS = [
+    diag_embed_non_finite,
     flip_edge_cases,
     nonzero_out_and_grad,
     clamp_inplace_and_out,

@@ -124,7 +124,10 @@ def ravel(input):  # noqa: A002
     >>> kn.ravel(kn.tensor([[1, 2], [3, 4]]))
     tensor([1, 2, 3, 4])
     """
-    return s.reshape(input, (-1,))
+    (x,) = lift(input)
+    if not ts._contiguous(x):  # PyTorch's ravel: a C-ordered copy, never a strided view
+        x = x.contiguous()
+    return s.reshape(x, (-1,))
 
 
 def unbind(input, dim: int = 0) -> tuple:  # noqa: A002

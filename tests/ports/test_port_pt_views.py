@@ -525,7 +525,6 @@ SCENARIOS = [
 
 
 GAPS = {
-    "ravel_and_reshape": "ravel of a non-contiguous tensor is a strided view, not a copy",
     "view_dtype": "view(dtype) of a tensor without elements is refused (zero strides)",
     "narrow_split_chunk_values": "chunk of an empty dim gives one piece, not `chunks`",
     "atleast_cases": "atleast_Nd of a one-tensor list reshapes nothing",
@@ -571,6 +570,9 @@ def write_reshapes(lib, x):
     x.flatten(1)[0, 11] = -3
     x.unsqueeze(0).squeeze(0)[1, 0, 0] = -4
     x.unfold(2, 2, 2)[0, 0, 1, 1] = -5
+    x.ravel()[13] = -6
+    x.mT.ravel()[0] = 99  # a copy: x keeps its value
+    x[:, :, ::2].ravel()[1] = 98  # a copy
     return x.view(2, 12)
 
 

@@ -196,7 +196,9 @@ def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A00
         raise ShapeError("chunk expects at least a 1-dimensional tensor")
     given = dim_arg(dim, axis, "chunk")
     n = static_dim(x, sh.normalize_axis(given, max(x.ndim, 1)), "chunk")
-    return split(x, max(math.ceil(n / chunks), 1) if n else 0, given)
+    if not n:  # PyTorch's: `chunks` empty pieces of an empty dim
+        return split(x, [0] * chunks, given)
+    return split(x, max(math.ceil(n / chunks), 1), given)
 
 
 # -- repeating and reshaping ---------------------------------------------------------------------

@@ -434,6 +434,7 @@ def narrow_split_chunk_values(lib):
         arange(lib, 4, 7).chunk(3, 1),
     ]
     out += [t.chunk(2), arange(lib, 6).chunk(4), arange(lib, 5).chunk(4), arange(lib, 0).chunk(2)]
+    out += [lib.zeros(2, 0).chunk(3, 1), lib.zeros(0, 3).chunk(1), lib.zeros(0).unsafe_chunk(2)]
     return out
 
 
@@ -526,7 +527,6 @@ SCENARIOS = [
 
 GAPS = {
     "view_dtype": "view(dtype) of a tensor without elements is refused (zero strides)",
-    "narrow_split_chunk_values": "chunk of an empty dim gives one piece, not `chunks`",
     "atleast_cases": "atleast_Nd of a one-tensor list reshapes nothing",
 }
 

@@ -527,7 +527,6 @@ SCENARIOS = [
 
 GAPS = {
     "view_dtype": "view(dtype) of a tensor without elements is refused (zero strides)",
-    "atleast_cases": "atleast_Nd of a one-tensor list reshapes nothing",
 }
 
 

@@ -329,6 +329,14 @@ ERRORS = {
     "vstack_mismatch": lambda lib: lib.vstack((lib.zeros(2), lib.zeros(3))),
     "dstack_mismatch": lambda lib: lib.dstack((lib.zeros(2, 2), lib.zeros(3, 2))),
     "column_stack_empty": lambda lib: lib.column_stack([]),
+    "vstack_empty": lambda lib: lib.vstack([]),
+    "dstack_empty": lambda lib: lib.dstack(()),
+    "row_stack_empty": lambda lib: lib.row_stack(()),
+    "vstack_tensor_not_sequence": lambda lib: lib.vstack(lib.zeros(2, 2)),
+    "dstack_tensor_not_sequence": lambda lib: lib.dstack(lib.zeros(2, 2)),
+    "column_stack_tensor_not_sequence": lambda lib: lib.column_stack(lib.zeros(2, 2)),
+    "atleast_2d_numbers": lambda lib: lib.atleast_2d(1, 2),
+    "atleast_3d_number_in_list": lambda lib: lib.atleast_3d([lib.zeros(2), 3.0]),
     "hstack_tensor_not_sequence": lambda lib: lib.hstack(lib.zeros(2, 2)),
     "atleast_1d_number": lambda lib: lib.atleast_1d(1.0),
     "movedim_float_dim": lambda lib: lib.movedim(lib.zeros(2, 3), 0.0, 1),
@@ -342,9 +350,6 @@ ERROR_GAPS = {
     "nonzero_as_tuple_out": "ArgumentTypeError (TypeError), not RuntimeError",
     "diagonal_1d": "ShapeError (ValueError), not IndexError",
     "take_along_dim_rank": "IndexError, not RuntimeError",
-    "hstack_empty": "IndexError, not RuntimeError",
-    "hstack_tensor_not_sequence": "a tensor is taken as a sequence of its rows",
-    "atleast_1d_number": "a Python number is taken",
 }
 
 

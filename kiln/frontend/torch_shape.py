@@ -508,8 +508,9 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
     rest = [d for d in range(x.ndim) if d not in (d1, d2)]
     length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
     # a view of x's memory, as PyTorch's: the reshape below copies unless x is contiguous and
-    # the two dims are its last two, in order
-    if not _contiguous(x) or (d1, d2) != (x.ndim - 2, x.ndim - 1):
+    # the two dims are its last two, in order (a NumPy array, or symbolic dims: a copy)
+    static = hasattr(x, "stride") and all(isinstance(d, int) for d in x.shape)
+    if not _contiguous(x) or (static and (d1, d2) != (x.ndim - 2, x.ndim - 1)):
         from .torch_more import as_strided
 
         steps, at = x.stride(), x.storage_offset()

@@ -491,7 +491,52 @@ def resize_cases(lib):
     return x, y, old == z.stride()
 
 
+def view_gradients(lib):
+    st = lib.arange(24.0).reshape(2, 3, 4).requires_grad_()
+    lib.autograd.backward([st.unbind()[0]], [lib.arange(12.0).reshape(3, 4)])
+    out = [st.grad]
+    for args in (([6, 6], [5, 1], 2), ([3, 3, 3], [0, 1, 0], 2), ([3, 2], [3, 6], 2)):
+        a = lib.arange(40.0).requires_grad_()
+        r = a.as_strided(*args)
+        (r * lib.arange(float(r.numel())).reshape(r.shape)).sum().backward()
+        out += [r, a.grad]
+    w = lib.arange(12.0).reshape(3, 4).requires_grad_()
+    v = w * 1
+    v.t()[1:, :2] = lib.tensor(-1.0)
+    v.unfold(1, 2, 1)[0, 0, 1] = 5
+    v.view(2, 6)[:, 0].mul_(2)
+    (v**2).sum().backward()
+    out += [v, w.grad]
+    d = lib.arange(9.0).reshape(3, 3).requires_grad_()
+    (d.diagonal(1) * 3).sum().backward()
+    z = lib.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    (lib.view_as_real(z) * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    r = lib.arange(8.0).reshape(4, 2).requires_grad_()
+    lib.view_as_complex(r).abs().sum().backward()
+    m = lib.arange(12.0).reshape(3, 4).requires_grad_()
+    q = m.clone().t_()
+    q.unsqueeze_(0).transpose_(0, 2)
+    (q * lib.arange(12.0).reshape(3, 4, 1)).sum().backward()
+    return out + [d.grad, z.grad, r.grad, q, m.grad]
+
+
+def fills_of_shared_memory(lib):
+    a = lib.ones(9)
+    a.as_strided((3, 3), (1, 1)).zero_()
+    b = lib.ones(9)
+    b.unfold(0, 3, 1).fill_(2)
+    c = lib.ones(9)
+    c.unfold(0, 3, 1).fill_(lib.tensor(3.0))
+    d = lib.ones(3, 1)
+    f = d.expand(3, 4).zero_()
+    y = lib.ones(3, requires_grad=True) * 2
+    y.expand(2, 3).fill_(7)
+    return a, b, c, d, f, y, y.requires_grad
+
+
 SCENARIOS = [
+    view_gradients,
+    fills_of_shared_memory,
     view_writes,
     reshape_of_transpose_copies,
     transposes_write,
@@ -687,6 +732,10 @@ ERRORS = {
     "diagonal_same_dims": lambda lib: lib.zeros(3, 3).diagonal(0, 1, 1),
     "unbind_out_of_range": lambda lib: lib.zeros(3, 3).unbind(2),
     "as_strided_negative_stride": lambda lib: lib.zeros(9).as_strided((3,), (-1,)),
+    "expand_add_": lambda lib: lib.ones(5, 1).expand(5, 5).add_(1),
+    "expand_copy_": lambda lib: lib.ones(3).expand(2, 3).copy_(lib.zeros(2, 3)),
+    "expand_fill_tensor": lambda lib: lib.ones(3).expand(2, 3).fill_(lib.tensor(5.0)),
+    "expand_setitem": lambda lib: lib.ones(3).expand(2, 3).__setitem__((slice(None), 0), 5),
     "resize_overflow": lambda lib: lib.empty((), dtype=lib.float64).resize_([8, 8, 2**29, 2**29]),
 }
 
@@ -701,6 +750,10 @@ ERROR_GAPS = {
     "tensor_split_float_tensor": "a float tensor of sections is taken",
     "tensor_split_2d_tensor": "TypeError, not RuntimeError",
     "as_strided_negative_stride": "ValueError, not RuntimeError",
+    "expand_add_": lambda lib: lib.ones(5, 1).expand(5, 5).add_(1),
+    "expand_copy_": lambda lib: lib.ones(3).expand(2, 3).copy_(lib.zeros(2, 3)),
+    "expand_fill_tensor": lambda lib: lib.ones(3).expand(2, 3).fill_(lib.tensor(5.0)),
+    "expand_setitem": lambda lib: lib.ones(3).expand(2, 3).__setitem__((slice(None), 0), 5),
     "resize_overflow": "ValueError, not RuntimeError",
 }
 

@@ -626,7 +626,12 @@ class Tensor:
         >>> kn.zeros(2, 3).stride(), kn.zeros(2, 3).T.stride(0)
         ((3, 1), 1)
         """
-        steps = tuple(s // self._data.itemsize for s in self._data.strides)
+        data = self._data
+        steps = tuple(s // data.itemsize for s in data.strides)
+        if not data.size and not any(steps):  # NumPy zeroes a new empty array's: PyTorch's C order
+            steps = tuple(
+                int(np.prod([max(n, 1) for n in data.shape[i + 1 :]])) for i in range(data.ndim)
+            )
         return steps if dim is None else steps[sh.normalize_axis(dim, len(steps))]
 
     def storage_offset(self) -> int:

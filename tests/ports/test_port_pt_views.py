@@ -534,7 +534,24 @@ def fills_of_shared_memory(lib):
     return a, b, c, d, f, y, y.requires_grad
 
 
+def strides_of_new_empty_tensors(lib):
+    # (the strides of an empty view follow its history in PyTorch; kiln's do not: left out)
+    e = lib.zeros(0, 3)
+    return [
+        lib.zeros(0, 4).stride(),
+        lib.empty(3, 0, 2).stride(),
+        lib.tensor([]).stride(),
+        lib.arange(0).stride(1 - 1),
+        lib.zeros(4, 3)[:0].stride(),
+        (e + 1).stride(),
+        e.clone().stride(),
+        e.reshape(3, 0).stride(),
+        lib.zeros(0, 2, dtype=lib.int64).stride(-1),
+    ]
+
+
 SCENARIOS = [
+    strides_of_new_empty_tensors,
     view_gradients,
     fills_of_shared_memory,
     view_writes,

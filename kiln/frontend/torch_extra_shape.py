@@ -69,6 +69,8 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
         raise ShapeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "narrow")
+    if hasattr(start, "dtype") and (start.ndim or not dt.is_int(dt.as_dtype(start.dtype))):
+        raise UsageError("start must be an 0-dim integral Tensor.")  # (PyTorch's check)
     if isinstance(start, Symbol):  # a traced 0-d start: the elements gathered (not a view)
         if length < 0 or length > n:
             raise ShapeError(f"narrow(): length ({length}) exceeds dimension size ({n}).")
@@ -157,10 +159,15 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
     if isinstance(indices_or_sections, Symbol):
         (x,) = lift(input, context=(indices_or_sections,))
         return _split_at_graph_points(x, indices_or_sections, _dim(x, dim))
-    if hasattr(indices_or_sections, "ndim"):
-        held = np.asarray(indices_or_sections.tolist())  # an eager tensor: 0-d sections, or 1-d
-        indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
     (x,) = lift(input)
+    if not x.ndim:
+        raise UsageError(
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
+    if hasattr(indices_or_sections, "ndim"):  # an eager tensor: 0-d sections, or 1-d indices
+        _check_split_points(indices_or_sections)
+        held = np.asarray(indices_or_sections.tolist())
+        indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "tensor_split")
     if isinstance(indices_or_sections, (int, np.integer)):
@@ -173,6 +180,21 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
         cuts = [0, *(int(i) for i in indices_or_sections), n]
     return tuple(s.getitem(x, (slice(None),) * d + (slice(a, b),))
                  for a, b in zip(cuts[:-1], cuts[1:]))  # fmt: skip
+
+
+def _check_split_points(points) -> None:
+    """PyTorch's checks of a tensor of sections or split points: int64, 0-d or 1-d."""
+    kind = dt.as_dtype(points.dtype)
+    if kind != dt.int64:
+        raise UsageError(
+            f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+            f"{kind}"
+        )
+    if points.ndim > 1:
+        raise UsageError(
+            "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+            f"one-dimensional tensor, but got a tensor with {points.ndim} dims"
+        )
 
 
 def _split_at_graph_points(x, points, d: int) -> tuple:

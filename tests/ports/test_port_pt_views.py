@@ -397,6 +397,16 @@ def data_ptr_sharing(lib):
     ]
 
 
+def storages_of_permuted_results(lib):
+    x = arange(lib, 2, 3, 4).permute(2, 0, 1)
+    out = []
+    for y in (x * 3 - 1, x * 2, x + x, x.clone(), -x.abs(), lib.where(x > 3, x, 0.0)):
+        s = y.untyped_storage()
+        same = s.data_ptr() == y[1:].untyped_storage().data_ptr()
+        out += [y, s.nbytes(), s.data_ptr() == y.data_ptr(), same, y[1:].storage_offset()]
+    return out
+
+
 def tolist_and_unbind_dims(lib):
     t3 = lib.tensor([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])
     nc = t3.select(1, 1)
@@ -551,6 +561,7 @@ def strides_of_new_empty_tensors(lib):
 
 
 SCENARIOS = [
+    storages_of_permuted_results,
     strides_of_new_empty_tensors,
     view_gradients,
     fills_of_shared_memory,

@@ -30,11 +30,16 @@ __all__ = ["empty_strided"]
 
 
 def _root(data):
-    """The array that owns the memory `data` views (its storage)."""
+    """The array that owns the memory `data` views (its storage), through the helper object
+    NumPy's `as_strided` puts between a view and its base."""
     root = data
-    while isinstance(root.base, type(data)):
-        root = root.base
-    return root
+    while True:
+        base = root.base
+        if type(base).__name__ == "DummyArray":  # (numpy.lib.stride_tricks)
+            base = base.base
+        if not isinstance(base, type(data)):
+            return root
+        root = base
 
 
 def _storage_positions(data, root) -> tuple:

@@ -641,10 +641,9 @@ class Tensor:
         >>> kn.arange(6.0).reshape(2, 3)[1, 1:].storage_offset()
         4
         """
-        data = root = self._data
-        while isinstance(root.base, type(data)):
-            root = root.base
-        return (_address(data) - _address(root)) // data.itemsize
+        from .storage import _root  # NOTE: lazy (storage builds on this module)
+
+        return (_address(self._data) - _address(_root(self._data))) // self._data.itemsize
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The type's name (`'kiln.FloatTensor'`, `'kiln.cuda.LongTensor'`) without an

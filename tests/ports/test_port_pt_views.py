@@ -407,6 +407,25 @@ def storages_of_permuted_results(lib):
     return out
 
 
+def offsets_of_views_of_views(lib):
+    b = arange(lib, 4, 6)
+    views = [
+        b[1, 1::2].unsqueeze(-1),
+        b[1:].unfold(1, 3, 2),
+        b[2:, :1].expand(2, 5),
+        b[1:, 1:].diagonal(),
+        b[:, 2:].as_strided((2, 2), (1, 6)),
+        b.t()[3:].unsqueeze(0)[:, 1:],
+        b[1::2, ::3].unsqueeze(1).squeeze(1),
+        b.view(-1)[5:].unfold(0, 4, 4)[1:],
+        b[1:3].movedim(0, 1).unsqueeze(-1),
+    ]
+    out = []
+    for v in views:
+        out += [v, v.untyped_storage().nbytes(), v.data_ptr() - b.data_ptr()]
+    return out
+
+
 def tolist_and_unbind_dims(lib):
     t3 = lib.tensor([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])
     nc = t3.select(1, 1)
@@ -561,6 +580,7 @@ def strides_of_new_empty_tensors(lib):
 
 
 SCENARIOS = [
+    offsets_of_views_of_views,
     storages_of_permuted_results,
     strides_of_new_empty_tensors,
     view_gradients,

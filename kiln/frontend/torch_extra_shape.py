@@ -285,7 +285,10 @@ def fliplr(input):  # noqa: A002
     >>> kn.fliplr(kn.tensor([[1, 2]]))
     tensor([[2, 1]])
     """
-    return ts.flip(input, [1])
+    (x,) = lift(input)
+    if x.ndim < 2:
+        raise ShapeError("fliplr: Input must be >= 2-d.")
+    return ts.flip(x, [1])
 
 
 def flipud(input):  # noqa: A002
@@ -295,7 +298,10 @@ def flipud(input):  # noqa: A002
     >>> kn.flipud(kn.tensor([1, 2]))
     tensor([2, 1])
     """
-    return ts.flip(input, [0])
+    (x,) = lift(input)
+    if x.ndim < 1:
+        raise ShapeError("flipud: Input must be >= 1-d.")
+    return ts.flip(x, [0])
 
 
 def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002

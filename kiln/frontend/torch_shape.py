@@ -11,7 +11,7 @@ import numpy as np
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..eager.tensor import mark_pieces
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.multi import elements
@@ -389,6 +389,8 @@ def flip(input, *args, dims=None):  # noqa: A002
             [4, 3]])
     """
     (x,) = lift(input)
+    if not args and dims is None:  # (flip(()) flips nothing; flip() is refused, as PyTorch's)
+        raise ArgumentTypeError('flip() missing 1 required positional arguments: "dims"')
     dims = varargs("flip", args, dims, "dims")
     axes = sh.normalize_axes(dims, x.ndim)
     if not axes:
@@ -418,6 +420,8 @@ def roll(input, shifts, dims=None):  # noqa: A002
         return call("reshape", roll(flat, shifts, 0), shape=x.shape)
     shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
     dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if not shifts:
+        raise ShapeError("roll: `shifts` required")
     if len(shifts) != len(dims):
         raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
     for shift, dim in zip(shifts, dims):

@@ -373,6 +373,11 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
         raise call_error(DTypeMismatchError, message, "take_along_dim", x, idx)
     if dim is None:
         x, idx, dim = s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0
+    elif x.ndim != idx.ndim:
+        message = (f"take_along_dim(): input and indices should have the same number of "
+                   f"dimensions, but got {x.ndim} dimensions for input, and {idx.ndim} "
+                   "dimensions for indices")  # fmt: skip
+        raise call_error(ShapeError, message, "take_along_dim", x, idx)
     d = _dim(x, dim)
     n = x.shape[d] if x.ndim else 1
     idx = m.where(m.less(idx, 0), m.add(idx, n), idx)  # PyTorch's: negative ones from the end

@@ -503,9 +503,9 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
     tensor([1, 5])
     """
     (x,) = lift(input)
+    d1, d2 = sh.normalize_axis(dim1, x.ndim), sh.normalize_axis(dim2, x.ndim)  # (IndexError)
     if x.ndim < 2:
         raise ShapeError("diagonal: the input must have at least 2 dimensions")
-    d1, d2 = sh.normalize_axis(dim1, x.ndim), sh.normalize_axis(dim2, x.ndim)
     if d1 == d2:
         raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     n, m = static_dim(x, d1, "diagonal"), static_dim(x, d2, "diagonal")

@@ -317,6 +317,11 @@ ERRORS = {
     "diag_3d": lambda lib: lib.diag(lib.zeros(2, 2, 2)),
     "diag_embed_same_dims": lambda lib: lib.diag_embed(lib.zeros(2, 2), 0, 1, 1),
     "diagonal_1d": lambda lib: lib.diagonal(lib.zeros(3)),
+    "diagonal_0d": lambda lib: lib.diagonal(lib.tensor(1.0)),
+    "diagonal_1d_dims_0_0": lambda lib: lib.diagonal(lib.zeros(3), 0, 0, -1),
+    "take_along_dim_rank_3_2": lambda lib: lib.take_along_dim(
+        lib.zeros(2, 3, 4), lib.zeros(2, 3, dtype=lib.int64), 1
+    ),
     "trace_3d": lambda lib: lib.zeros(2, 2, 2).trace(),
     "tril_1d": lambda lib: lib.tril(lib.zeros(3)),
     "triu_0d": lambda lib: lib.triu(lib.tensor(1.0)),
@@ -345,11 +350,7 @@ ERRORS = {
 }
 
 
-ERROR_GAPS = {
-    "nonzero_as_tuple_out": "ArgumentTypeError (TypeError), not RuntimeError",
-    "diagonal_1d": "ShapeError (ValueError), not IndexError",
-    "take_along_dim_rank": "IndexError, not RuntimeError",
-}
+ERROR_GAPS = {}
 
 
 @pytest.mark.parametrize("call", cases(ERRORS, ERROR_GAPS))

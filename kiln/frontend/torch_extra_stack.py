@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentTypeError, UsageError
+from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from . import math as m
 from . import shape as s
 from . import torch_shape as ts
@@ -160,8 +160,14 @@ def broadcast_shapes(*shapes):
     """
     from ..array_types import Size
 
-    shapes = [(d,) if isinstance(d, (int, np.integer)) else tuple(d) for d in shapes]
-    return Size(sh.broadcast_shapes(*shapes))
+    given = [(d,) if isinstance(d, (int, np.integer)) else d for d in shapes]
+    for shape in given:
+        if not isinstance(shape, (list, tuple)):  # (PyTorch takes the numbers inside as ints)
+            raise UsageError("Input shapes should be of type ints, a tuple of ints, or a list of "
+                             f"ints, got {shape}")  # fmt: skip
+        if any(d < 0 for d in shape):
+            raise ArgumentError("Attempting to broadcast a dimension with negative length!")
+    return Size(sh.broadcast_shapes(*(tuple(int(d) for d in shape) for shape in given)))
 
 
 def meshgrid(*tensors, indexing: str = "ij") -> tuple:

@@ -22,6 +22,12 @@ class values:  # noqa: N801 - reads as a marker in a scenario's result
         self.result = result
 
 
+def arange(lib, *shape, dtype=None):
+    """0, 1, 2... in `shape` (float32 unless `dtype`)."""
+    n = int(np.prod(shape)) if shape else 1
+    return lib.arange(n, dtype=dtype or lib.float32).reshape(shape)
+
+
 def is_tensor(x):
     return hasattr(x, "dtype") and hasattr(x, "shape") and hasattr(x, "stride")
 

@@ -8,14 +8,9 @@ a fresh tensor, so its layout is not).
 
 import numpy as np
 import pytest
-from pt_oracle import assert_same, assert_same_error, cases, values
+from pt_oracle import arange, assert_same, assert_same_error, cases, values
 
 import kiln as kn
-
-
-def arange(lib, *shape, dtype=None):
-    n = int(np.prod(shape)) if shape else 1
-    return lib.arange(n, dtype=dtype or lib.float32).reshape(shape)
 
 
 def numbers(lib, *shape, dtype="float32", seed=0):

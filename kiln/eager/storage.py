@@ -30,11 +30,16 @@ __all__ = ["empty_strided"]
 
 
 def _root(data):
-    """The array that owns the memory `data` views (its storage)."""
+    """The array that owns the memory `data` views (its storage), through the helper object
+    NumPy's `as_strided` puts between a view and its base."""
     root = data
-    while isinstance(root.base, type(data)):
-        root = root.base
-    return root
+    while True:
+        base = root.base
+        if type(base).__name__ == "DummyArray":  # (numpy.lib.stride_tricks)
+            base = base.base
+        if not isinstance(base, type(data)):
+            return root
+        root = base
 
 
 def _storage_positions(data, root) -> tuple:
@@ -435,6 +440,9 @@ def resize(t: Tensor, sizes: tuple) -> Tensor:
     # storage grows (reallocated) only where they do not fit in it
     root = _storage_of(data)
     n = math.prod(shape)
+    if min(shape, default=0) < 0 or n * data.itemsize >= 2**63:  # (PyTorch's check, words)
+        raise call_error(UsageError, f"numel: integer multiplication overflow (sizes "
+                         f"{list(shape)})", "resize_", t)  # fmt: skip
     usable = root.dtype == data.dtype and root.flags.c_contiguous
     offset = (_address(data) - _address(root)) // data.itemsize if usable else 0
     if usable and 0 <= offset and offset + n <= root.size:

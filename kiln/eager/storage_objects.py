@@ -30,13 +30,15 @@ def _memory(t: Tensor):
     """The flat array of t's storage (the array that owns t's memory, in t's dtype)."""
     data = t._data
     root = _root(data)
-    if root.dtype != data.dtype or not root.flags.c_contiguous:
-        if not data.flags.c_contiguous:
-            raise call_error(UsageError, "untyped_storage: the tensor views memory kiln cannot "
-                             "address as one storage (a NumPy array of another layout); "
-                             "clone() it first", "untyped_storage", t)  # fmt: skip
-        root = data
-    return root.reshape(-1)
+    # the owning array, or t's own data, whose elements fill one block of memory in some
+    # order of its dims (a result laid out as a permuted input's, as PyTorch lays it out)
+    for owner in (root, data) if root.dtype == data.dtype else (data,):
+        dense = owner.transpose(np.argsort([-abs(st) for st in owner.strides], kind="stable"))
+        if dense.flags.c_contiguous:
+            return dense.reshape(-1)  # (a view: in memory order)
+    raise call_error(UsageError, "untyped_storage: the tensor views memory kiln cannot "
+                     "address as one storage (a NumPy array of another layout); "
+                     "clone() it first", "untyped_storage", t)  # fmt: skip
 
 
 class UntypedStorage:

@@ -669,7 +669,12 @@ class Tensor:
         >>> kn.zeros(2, 3).stride(), kn.zeros(2, 3).T.stride(0)
         ((3, 1), 1)
         """
-        steps = tuple(s // self._data.itemsize for s in self._data.strides)
+        data = self._data
+        steps = tuple(s // data.itemsize for s in data.strides)
+        if not data.size and not any(steps):  # NumPy zeroes a new empty array's: PyTorch's C order
+            steps = tuple(
+                int(np.prod([max(n, 1) for n in data.shape[i + 1 :]])) for i in range(data.ndim)
+            )
         return steps if dim is None else steps[sh.normalize_axis(dim, len(steps))]
 
     def storage_offset(self) -> int:
@@ -679,10 +684,9 @@ class Tensor:
         >>> kn.arange(6.0).reshape(2, 3)[1, 1:].storage_offset()
         4
         """
-        data = root = self._data
-        while isinstance(root.base, type(data)):
-            root = root.base
-        return (_address(data) - _address(root)) // data.itemsize
+        from .storage import _root  # NOTE: lazy (storage builds on this module)
+
+        return (_address(self._data) - _address(_root(self._data))) // self._data.itemsize
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The type's name (`'kiln.FloatTensor'`, `'kiln.cuda.LongTensor'`) without an
@@ -787,15 +791,26 @@ def view_dtype(t, dtype):
     PyTorch's), refusing a last dim that is not contiguous when the element sizes differ."""
     dtype = dt.as_dtype(dtype)
     data = t._data
-    if dtype.itemsize != data.itemsize and data.ndim and data.strides[-1] != data.itemsize:
-        raise node_error(
-            ShapeMismatchError,
-            f"self.stride(-1) must be 1 to view {data.dtype} as {dtype} (different element "
-            f"sizes), but got {data.strides[-1] // data.itemsize}",
-            op="view",
-            site=user_site(),
-            called=True,
-            inputs=[describe(t)],
-        )
+    if dtype.itemsize != data.itemsize and data.ndim and data.size:  # (empty: no layout)
+        steps = [st // data.itemsize for st in data.strides]
+        ratio = dtype.itemsize // data.itemsize
+        checks = [("stride(-1)", "be 1", steps[-1], steps[-1] != 1)]
+        if ratio > 1:  # the bigger elements' size, offset and strides count whole elements
+            rule, size, at = f"be divisible by {ratio}", data.shape[-1], t.storage_offset()
+            checks += [("size(-1)", rule, size, size % ratio)]
+            checks += [("storage_offset()", rule, at, at % ratio)]
+            checks += [(f"stride({i})", rule, k, k % ratio) for i, k in enumerate(steps[:-1])]
+        failed = [check for check in checks if check[3]]
+        if failed:
+            what, rule, got, _ = failed[0]
+            raise node_error(
+                ShapeMismatchError,
+                f"self.{what} must {rule} to view {data.dtype} as {dtype} (different element "
+                f"sizes), but got {got}",
+                op="view",
+                site=user_site(),
+                called=True,
+                inputs=[describe(t)],
+            )
     with grad_mode.no_grad():
         return bind(REGISTRY["bitcast"], t, dtype=dtype, source=data.dtype)

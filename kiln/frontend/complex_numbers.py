@@ -245,6 +245,14 @@ def _mH(self):  # noqa: N802
     return conj(s.matrix_transpose(self))
 
 
+def _H(self):  # noqa: N802
+    if self.ndim not in (0, 2):  # PyTorch's H: a matrix (a 0-d tensor: itself, conjugated)
+        raise ShapeError(
+            f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor."
+        )
+    return conj(s.t(self))
+
+
 def vdot(self, other):
     """The dot product of two vectors, the first conjugated (PyTorch refuses other shapes).
 
@@ -268,7 +276,7 @@ METHODS = {
     "cfloat": _cast_to(dt.complex64), "cdouble": _cast_to(dt.complex128),
     "vdot": vdot,
 }  # fmt: skip
-PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": lambda self: conj(s.t(self))}
+PROPERTIES = {"real": real, "imag": imag, "mH": _mH, "H": _H}
 # `z.real = value`, `z.imag = value`: written through the view, as PyTorch's setters
 SETTERS = {
     "real": lambda self, value: real(self).copy_(value),

@@ -139,6 +139,11 @@ def shares_elements(data) -> bool:
     return False
 
 
+def _expanded(data) -> bool:
+    """Whether a dim of several elements has stride 0 (PyTorch's certain overlap)."""
+    return any(n > 1 and not st for n, st in zip(data.shape, data.strides))
+
+
 def _check_shared(t: Tensor, op: str) -> None:
     data = t._data
     if shares_elements(data):
@@ -413,13 +418,18 @@ _OVERWRITES = frozenset({"copy_", "fill_", "zero_"})
 
 def _inplace(name: str, compute):
     checks = name not in OVERLAP_ALLOWED
+    # PyTorch's fill_ and zero_ write one value wherever the tensor points, shared memory too
+    # (an expanded or overlapping as_strided view; fill_ of a tensor value: not an expanded
+    # one); the other methods refuse shared memory
+    shared_ok = name in ("fill_", "zero_")
 
     def method(self, *args, **kwargs):
         local = trace_locals.symbol_of(self)  # (called unbound: `kn.Tensor.add_(t, 1)`)
         if local is not None:
             getattr(local, name)(*args, **kwargs)
             return self
-        _check_shared(self, name)
+        if not shared_ok or (args and isinstance(args[0], Tensor) and _expanded(self._data)):
+            _check_shared(self, name)
         local = _traced_into_constant(self, name, (*args, *kwargs.values()))
         if local is not None:
             getattr(local, name)(*args, **kwargs)

@@ -176,6 +176,8 @@ def matrix_transpose(x):
     kiln.Size([5, 3, 2])
     """
     (x,) = lift(x)
+    if x.ndim == 0:  # PyTorch's (deprecated there): a 0-d tensor as it is, a view
+        return call("transpose", x, perm=())
     if x.ndim < 2:
         raise ShapeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
                          f"{x.ndim}-D tensor.")  # fmt: skip

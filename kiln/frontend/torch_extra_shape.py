@@ -27,6 +27,7 @@ from . import torch_index as ti
 from . import torch_shape as ts
 from .core import call, constant, lift
 from .out import takes_out
+from .result_layouts import c_ordered
 
 __all__ = [
     "diag_embed", "diff", "dsplit", "fliplr", "flipud", "hsplit", "index_add", "index_copy",
@@ -69,6 +70,8 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
         raise ShapeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "narrow")
+    if hasattr(start, "dtype") and (start.ndim or not dt.is_int(dt.as_dtype(start.dtype))):
+        raise UsageError("start must be an 0-dim integral Tensor.")  # (PyTorch's check)
     if isinstance(start, Symbol):  # a traced 0-d start: the elements gathered (not a view)
         if length < 0 or length > n:
             raise ShapeError(f"narrow(): length ({length}) exceeds dimension size ({n}).")
@@ -124,7 +127,10 @@ def ravel(input):  # noqa: A002
     >>> kn.ravel(kn.tensor([[1, 2], [3, 4]]))
     tensor([1, 2, 3, 4])
     """
-    return s.reshape(input, (-1,))
+    (x,) = lift(input)
+    if not ts._contiguous(x):  # PyTorch's ravel: a C-ordered copy, never a strided view
+        x = x.contiguous()
+    return s.reshape(x, (-1,))
 
 
 def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
@@ -154,10 +160,15 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
     if isinstance(indices_or_sections, Symbol):
         (x,) = lift(input, context=(indices_or_sections,))
         return _split_at_graph_points(x, indices_or_sections, _dim(x, dim))
-    if hasattr(indices_or_sections, "ndim"):
-        held = np.asarray(indices_or_sections.tolist())  # an eager tensor: 0-d sections, or 1-d
-        indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
     (x,) = lift(input)
+    if not x.ndim:
+        raise UsageError(
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
+    if hasattr(indices_or_sections, "ndim"):  # an eager tensor: 0-d sections, or 1-d indices
+        _check_split_points(indices_or_sections)
+        held = np.asarray(indices_or_sections.tolist())
+        indices_or_sections = int(held) if held.ndim == 0 else held.tolist()
     d = _dim(x, dim)
     n = ts.static_dim(x, d, "tensor_split")
     if isinstance(indices_or_sections, (int, np.integer)):
@@ -170,6 +181,21 @@ def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None
         cuts = [0, *(int(i) for i in indices_or_sections), n]
     return tuple(s.getitem(x, (slice(None),) * d + (slice(a, b),))
                  for a, b in zip(cuts[:-1], cuts[1:]))  # fmt: skip
+
+
+def _check_split_points(points) -> None:
+    """PyTorch's checks of a tensor of sections or split points: int64, 0-d or 1-d."""
+    kind = dt.as_dtype(points.dtype)
+    if kind != dt.int64:
+        raise UsageError(
+            f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+            f"{kind}"
+        )
+    if points.ndim > 1:
+        raise UsageError(
+            "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+            f"one-dimensional tensor, but got a tensor with {points.ndim} dims"
+        )
 
 
 def _split_at_graph_points(x, points, d: int) -> tuple:
@@ -260,7 +286,10 @@ def fliplr(input):  # noqa: A002
     >>> kn.fliplr(kn.tensor([[1, 2]]))
     tensor([[2, 1]])
     """
-    return ts.flip(input, [1])
+    (x,) = lift(input)
+    if x.ndim < 2:
+        raise ShapeError("fliplr: Input must be >= 2-d.")
+    return ts.flip(x, [1])
 
 
 def flipud(input):  # noqa: A002
@@ -270,7 +299,10 @@ def flipud(input):  # noqa: A002
     >>> kn.flipud(kn.tensor([1, 2]))
     tensor([2, 1])
     """
-    return ts.flip(input, [0])
+    (x,) = lift(input)
+    if x.ndim < 1:
+        raise ShapeError("flipud: Input must be >= 1-d.")
+    return ts.flip(x, [0])
 
 
 def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002
@@ -342,6 +374,11 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
         raise call_error(DTypeMismatchError, message, "take_along_dim", x, idx)
     if dim is None:
         x, idx, dim = s.reshape(x, (-1,)), s.reshape(idx, (-1,)), 0
+    elif x.ndim != idx.ndim:
+        message = (f"take_along_dim(): input and indices should have the same number of "
+                   f"dimensions, but got {x.ndim} dimensions for input, and {idx.ndim} "
+                   "dimensions for indices")  # fmt: skip
+        raise call_error(ShapeError, message, "take_along_dim", x, idx)
     d = _dim(x, dim)
     n = x.shape[d] if x.ndim else 1
     idx = m.where(m.less(idx, 0), m.add(idx, n), idx)  # PyTorch's: negative ones from the end
@@ -364,19 +401,21 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa:
     (x,) = lift(input)
     n = ts.static_dim(x, -1, "diag_embed")
     size = n + abs(offset)
-    table = np.zeros((n, size, size), dt.as_dtype(x.dtype))
-    rows = np.arange(n) + max(-offset, 0)
-    table[np.arange(n), rows, rows + offset] = 1
-    spread = s.reshape(x, (*x.shape, 1, 1))
-    if x.dtype == np.bool_:
-        out = m.any(m.logical_and(spread, table.astype(bool)), -3)
-    else:
-        out = m.sum(m.mul(spread, table), -3, dtype=x.dtype)
     ndim = x.ndim + 1
     a, b = sh.normalize_axis(dim1, ndim), sh.normalize_axis(dim2, ndim)
-    if (a, b) == (ndim - 2, ndim - 1):
-        return out
-    return movedim(out, (ndim - 2, ndim - 1), (a, b))
+    if a == b:
+        raise ShapeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    # x padded to `size` is read along the rows (offset >= 0: element (r, r + offset) is x[r])
+    # or the columns (offset < 0: element (c - offset, c) is x[c]); a select, not a product,
+    # so an inf or nan stays on the diagonal
+    line = s.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, abs(offset))])
+    line = s.reshape(line, (*line.shape, 1) if offset >= 0 else (*line.shape[:-1], 1, size))
+    (mask,) = lift(np.eye(size, k=offset, dtype=bool), context=(x,))
+    (zero,) = lift(np.zeros((), dt.as_dtype(x.dtype)), context=(x,))
+    out = call("where", mask, line, zero)
+    if (a, b) != (ndim - 2, ndim - 1):
+        out = movedim(out, (ndim - 2, ndim - 1), (a, b))
+    return c_ordered(out)  # (PyTorch's diag_embed: a new tensor in C order)
 
 
 def _along(index, dim: int, like_shape):

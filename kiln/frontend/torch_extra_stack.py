@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import UsageError
+from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from . import math as m
 from . import shape as s
 from . import torch_shape as ts
@@ -54,19 +54,37 @@ def atleast_3d(*tensors):
 
 
 def _atleast(tensors, n: int):
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return tuple(_atleast(tuple(tensors[0]), n))
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):  # a sequence: a tuple out
+        return tuple(_each_atleast(tuple(tensors[0]), n))
+    out = _each_atleast(tensors, n)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _each_atleast(tensors, n: int) -> list:
+    numbers = [type(t).__name__ for t in tensors if isinstance(t, (bool, int, float, complex))]
+    if numbers:  # PyTorch's argument parser takes tensors only
+        raise ArgumentTypeError(f"atleast_{n}d() takes tensors, got {', '.join(numbers)}")
     out = []
     for t in lift(*tensors):
-        shape = tuple(t.shape)
-        if len(shape) < n:
-            if n == 3:
-                shape = {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
-            else:
-                shape = (1,) * (n - len(shape)) + shape
-            t = s.reshape(t, shape)
+        if t.ndim == 0:
+            t = s.reshape(t, (1,) * n)
+        elif t.ndim < n:  # unsqueezed, as PyTorch's (the new dims' strides are unsqueeze's)
+            t = s.unsqueeze(t, 0) if t.ndim == 1 else t
+            t = s.unsqueeze(t, -1) if n == 3 else t
         out.append(t)
-    return out[0] if len(out) == 1 else tuple(out)
+    return out
+
+
+def _sequence(tensors, name: str) -> tuple:
+    """The tensors of a stacking function's one argument, checked as PyTorch checks it."""
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentTypeError(
+            f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+            f"{type(tensors).__name__}"
+        )
+    if not tensors:
+        raise UsageError(f"{name} expects a non-empty TensorList")
+    return tuple(tensors)
 
 
 @takes_out
@@ -77,7 +95,7 @@ def hstack(tensors):
     >>> kn.hstack([kn.tensor([1]), kn.tensor([2, 3])])
     tensor([1, 2, 3])
     """
-    ts_ = _as_tuple(atleast_1d(*tensors))
+    ts_ = _as_tuple(atleast_1d(*_sequence(tensors, "hstack")))
     return ts.cat(list(ts_), 0 if ts_[0].ndim == 1 else 1)
 
 
@@ -89,7 +107,7 @@ def vstack(tensors):
     >>> kn.vstack([kn.tensor([1, 2]), kn.tensor([3, 4])]).shape
     kiln.Size([2, 2])
     """
-    return ts.cat(list(_as_tuple(atleast_2d(*tensors))), 0)
+    return ts.cat(list(_as_tuple(atleast_2d(*_sequence(tensors, "vstack")))), 0)
 
 
 @takes_out
@@ -100,7 +118,7 @@ def dstack(tensors):
     >>> kn.dstack([kn.tensor([1, 2]), kn.tensor([3, 4])]).shape
     kiln.Size([1, 2, 2])
     """
-    return ts.cat(list(_as_tuple(atleast_3d(*tensors))), 2)
+    return ts.cat(list(_as_tuple(atleast_3d(*_sequence(tensors, "dstack")))), 2)
 
 
 @takes_out
@@ -112,7 +130,8 @@ def column_stack(tensors):
     tensor([[1, 3],
             [2, 4]])
     """
-    cols = [s.reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in lift(*tensors)]
+    given = _sequence(tensors, "column_stack")
+    cols = [s.reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in lift(*given)]
     return ts.cat(cols, 1)
 
 
@@ -141,8 +160,14 @@ def broadcast_shapes(*shapes):
     """
     from ..array_types import Size
 
-    shapes = [(d,) if isinstance(d, (int, np.integer)) else tuple(d) for d in shapes]
-    return Size(sh.broadcast_shapes(*shapes))
+    given = [(d,) if isinstance(d, (int, np.integer)) else d for d in shapes]
+    for shape in given:
+        if not isinstance(shape, (list, tuple)):  # (PyTorch takes the numbers inside as ints)
+            raise UsageError("Input shapes should be of type ints, a tuple of ints, or a list of "
+                             f"ints, got {shape}")  # fmt: skip
+        if any(d < 0 for d in shape):
+            raise ArgumentError("Attempting to broadcast a dimension with negative length!")
+    return Size(sh.broadcast_shapes(*(tuple(int(d) for d in shape) for shape in given)))
 
 
 def meshgrid(*tensors, indexing: str = "ij") -> tuple:

@@ -328,16 +328,23 @@ def _host(t) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
-@takes_out
-def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
+def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
     """The indices of the nonzero elements: an (n, ndim) int64 tensor, or with `as_tuple` one
-    1-D tensor per dim. In a graph the count is a dim the run binds.
+    1-D tensor per dim (then no `out=`, as PyTorch's). In a graph the count is a dim the run
+    binds.
 
     >>> import kiln as kn
     >>> kn.nonzero(kn.tensor([[0, 1], [2, 0]]))
     tensor([[0, 1],
             [1, 0]])
     """
+    if as_tuple and out is not None:
+        raise UsageError("nonzero does not support the out kwarg when as_tuple is True")
+    return _nonzero(input, out=out, as_tuple=as_tuple)
+
+
+@takes_out
+def _nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     (x,) = lift(input)
     if isinstance(x, Symbol):
         if as_tuple:
@@ -351,6 +358,10 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
             columns = [np.zeros(len(found), np.int64)]
         return tuple(_like(x, np.ascontiguousarray(c)) for c in columns)
     return _like(x, found)
+
+
+_nonzero.without_out.__name__ = "nonzero"  # (out='s checks name it)
+nonzero.without_out = _nonzero.without_out  # (the Tensor method)
 
 
 def _like(x, array):

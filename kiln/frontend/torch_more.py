@@ -214,13 +214,13 @@ def _sizes(name, size, stride, storage_offset, x):
     size = tuple(int(d) for d in size)
     stride = tuple(int(d) for d in stride)
     if len(size) != len(stride):
-        raise call_error(ArgumentError, f"{name}: mismatch in length of strides and shape "
+        raise call_error(UsageError, f"{name}: mismatch in length of strides and shape "
                          f"({len(size)} sizes, {len(stride)} strides)", name, x)  # fmt: skip
     if any(d < 0 for d in size) or any(d < 0 for d in stride):
-        raise call_error(ArgumentError, f"{name}: negative sizes or strides are not allowed "
+        raise call_error(UsageError, f"{name}: negative sizes or strides are not allowed "
                          f"(size {list(size)}, stride {list(stride)})", name, x)  # fmt: skip
     if storage_offset is not None and storage_offset < 0:
-        raise call_error(ArgumentError, f"{name}: negative storage offset {storage_offset}",
+        raise call_error(UsageError, f"{name}: negative storage offset {storage_offset}",
                          name, x)  # fmt: skip
     return size, stride
 

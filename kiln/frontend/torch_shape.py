@@ -11,7 +11,7 @@ import numpy as np
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..eager.tensor import mark_pieces
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.multi import elements
@@ -196,7 +196,9 @@ def chunk(input, chunks: int, dim: int = 0, *, axis=None) -> tuple:  # noqa: A00
         raise ShapeError("chunk expects at least a 1-dimensional tensor")
     given = dim_arg(dim, axis, "chunk")
     n = static_dim(x, sh.normalize_axis(given, max(x.ndim, 1)), "chunk")
-    return split(x, max(math.ceil(n / chunks), 1) if n else 0, given)
+    if not n:  # PyTorch's: `chunks` empty pieces of an empty dim
+        return split(x, [0] * chunks, given)
+    return split(x, max(math.ceil(n / chunks), 1), given)
 
 
 # -- repeating and reshaping ---------------------------------------------------------------------
@@ -387,6 +389,8 @@ def flip(input, *args, dims=None):  # noqa: A002
             [4, 3]])
     """
     (x,) = lift(input)
+    if not args and dims is None:  # (flip(()) flips nothing; flip() is refused, as PyTorch's)
+        raise ArgumentTypeError('flip() missing 1 required positional arguments: "dims"')
     dims = varargs("flip", args, dims, "dims")
     axes = sh.normalize_axes(dims, x.ndim)
     if not axes:
@@ -416,6 +420,8 @@ def roll(input, shifts, dims=None):  # noqa: A002
         return call("reshape", roll(flat, shifts, 0), shape=x.shape)
     shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
     dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if not shifts:
+        raise ShapeError("roll: `shifts` required")
     if len(shifts) != len(dims):
         raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
     for shift, dim in zip(shifts, dims):
@@ -497,15 +503,18 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
     tensor([1, 5])
     """
     (x,) = lift(input)
+    d1, d2 = sh.normalize_axis(dim1, x.ndim), sh.normalize_axis(dim2, x.ndim)  # (IndexError)
     if x.ndim < 2:
         raise ShapeError("diagonal: the input must have at least 2 dimensions")
-    d1, d2 = sh.normalize_axis(dim1, x.ndim), sh.normalize_axis(dim2, x.ndim)
     if d1 == d2:
         raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     n, m = static_dim(x, d1, "diagonal"), static_dim(x, d2, "diagonal")
     rest = [d for d in range(x.ndim) if d not in (d1, d2)]
     length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
-    if not _contiguous(x):  # a view of x's memory, as PyTorch's (the reshape below copies)
+    # a view of x's memory, as PyTorch's: the reshape below copies unless x is contiguous and
+    # the two dims are its last two, in order (a NumPy array, or symbolic dims: a copy)
+    static = hasattr(x, "stride") and all(isinstance(d, int) for d in x.shape)
+    if not _contiguous(x) or (static and (d1, d2) != (x.ndim - 2, x.ndim - 1)):
         from .torch_more import as_strided
 
         steps, at = x.stride(), x.storage_offset()

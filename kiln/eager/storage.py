@@ -12,6 +12,7 @@ import weakref
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import (
     ArgumentTypeError,
     AutogradError,
@@ -22,7 +23,10 @@ from ..errors import (
     node_error,
 )
 from ..graph.core import user_site
+from ..graph.opdef import REGISTRY
+from ..ops.core import bind
 from ..runtime.backend import get_backend
+from . import grad_mode
 from .grad_mode import state
 from .tensor import Tensor, _address, check_view, describe, make, meta_of, version_of
 
@@ -481,3 +485,33 @@ def resize(t: Tensor, sizes: tuple) -> Tensor:
     vc.value += 1
     vc.op, vc.site = "resize_", user_site()
     return t
+
+
+def view_dtype(t, dtype):
+    """`t.view(dtype)`: the same data read as `dtype` (one `bitcast`; no history, as
+    PyTorch's), refusing a last dim that is not contiguous when the element sizes differ."""
+    dtype = dt.as_dtype(dtype)
+    data = t._data
+    if dtype.itemsize != data.itemsize and data.ndim and data.size:  # (empty: no layout)
+        steps = [st // data.itemsize for st in data.strides]
+        ratio = dtype.itemsize // data.itemsize
+        checks = [("stride(-1)", "be 1", steps[-1], steps[-1] != 1)]
+        if ratio > 1:  # the bigger elements' size, offset and strides count whole elements
+            rule, size, at = f"be divisible by {ratio}", data.shape[-1], t.storage_offset()
+            checks += [("size(-1)", rule, size, size % ratio)]
+            checks += [("storage_offset()", rule, at, at % ratio)]
+            checks += [(f"stride({i})", rule, k, k % ratio) for i, k in enumerate(steps[:-1])]
+        failed = [check for check in checks if check[3]]
+        if failed:
+            what, rule, got, _ = failed[0]
+            raise node_error(
+                ShapeMismatchError,
+                f"self.{what} must {rule} to view {data.dtype} as {dtype} (different element "
+                f"sizes), but got {got}",
+                op="view",
+                site=user_site(),
+                called=True,
+                inputs=[describe(t)],
+            )
+    with grad_mode.no_grad():
+        return bind(REGISTRY["bitcast"], t, dtype=dtype, source=data.dtype)

@@ -389,21 +389,9 @@ class Tensor:
     def grad(self) -> Tensor | None:
         """The gradient accumulated by backward (leaves, and tensors that `retain_grad()`)."""
         if self._requires_grad and type(self) is Tensor and self.grad_fn is None:
-            from ..ops.random import in_trace  # NOTE: lazy: kiln.ops builds on the eager Tensor
+            from .trace_notes import check_grad_read  # NOTE: lazy (it reads kiln.ops)
 
-            if in_trace():  # a kn.compile trace reads the `.grad` of a leaf it takes as a
-                # constant: its value would be the trace's; `_lift_written` makes it an input
-                from ..errors import GraphError
-
-                error = GraphError(
-                    f"kn.compile: the traced code reads the .grad of {describe(self)}, a tensor "
-                    "it does not take as an input (kiln finds no name, list item or attribute "
-                    "of the function's it is read through): the .grad of each call cannot "
-                    "reach the program. Read the tensor through the function's closure, "
-                    "globals or arguments"
-                )
-                error.written = self
-                raise error
+            check_grad_read(self)
         if self._grad is None and self.grad_fn is not None and self.grad_fn.retained is None:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -645,6 +633,8 @@ class Tensor:
         if dtype is not None or size is not None:  # PyTorch's keywords: view(size=), view(dtype=)
             shape = (dtype,) if dtype is not None else (size,)
         if len(shape) == 1 and dt.is_dtype(shape[0]):
+            from .storage import view_dtype  # NOTE: lazy: storage builds on this module
+
             return view_dtype(self, shape[0])
         out = self.reshape(*shape)
         if not isinstance(out, Tensor):  # a module's value in a kn.compile trace: its Symbol's
@@ -784,33 +774,3 @@ def _address(array) -> int:
     if hasattr(array, "__array_interface__"):  # NumPy (bfloat16 has no buffer to export)
         return array.__array_interface__["data"][0]
     return array.data.ptr
-
-
-def view_dtype(t, dtype):
-    """`t.view(dtype)`: the same data read as `dtype` (one `bitcast`; no history, as
-    PyTorch's), refusing a last dim that is not contiguous when the element sizes differ."""
-    dtype = dt.as_dtype(dtype)
-    data = t._data
-    if dtype.itemsize != data.itemsize and data.ndim and data.size:  # (empty: no layout)
-        steps = [st // data.itemsize for st in data.strides]
-        ratio = dtype.itemsize // data.itemsize
-        checks = [("stride(-1)", "be 1", steps[-1], steps[-1] != 1)]
-        if ratio > 1:  # the bigger elements' size, offset and strides count whole elements
-            rule, size, at = f"be divisible by {ratio}", data.shape[-1], t.storage_offset()
-            checks += [("size(-1)", rule, size, size % ratio)]
-            checks += [("storage_offset()", rule, at, at % ratio)]
-            checks += [(f"stride({i})", rule, k, k % ratio) for i, k in enumerate(steps[:-1])]
-        failed = [check for check in checks if check[3]]
-        if failed:
-            what, rule, got, _ = failed[0]
-            raise node_error(
-                ShapeMismatchError,
-                f"self.{what} must {rule} to view {data.dtype} as {dtype} (different element "
-                f"sizes), but got {got}",
-                op="view",
-                site=user_site(),
-                called=True,
-                inputs=[describe(t)],
-            )
-    with grad_mode.no_grad():
-        return bind(REGISTRY["bitcast"], t, dtype=dtype, source=data.dtype)

@@ -63,3 +63,25 @@ def note_read(args) -> None:
     being made (`READ_IN_TRACE`), where one records them."""
     if READ_IN_TRACE:
         READ_IN_TRACE[-1].update(id(a) for a in args if isinstance(a, Tensor))
+
+
+def check_grad_read(t) -> None:
+    """Refuses, while a kn.compile trace runs, a read of the `.grad` of a leaf `t` that the
+    trace takes as a constant: the value would be the traced call's on every call. The
+    error names `t` (`written`), so the trace is made again with `t` as an input where kiln
+    finds it among what the function reaches (kiln/tracing/trace.py `_lift_written`)."""
+    from ..ops.random import in_trace  # NOTE: lazy: kiln.ops builds on the eager Tensor
+
+    if not in_trace():
+        return
+    from ..errors import GraphError
+    from .tensor import describe
+
+    error = GraphError(
+        f"kn.compile: the traced code reads the .grad of {describe(t)}, a tensor it does not "
+        "take as an input (kiln finds no name, list item or attribute of the function's it "
+        "is read through): the .grad of each call cannot reach the program. Read the tensor "
+        "through the function's closure, globals or arguments"
+    )
+    error.written = t
+    raise error

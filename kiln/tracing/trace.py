@@ -80,6 +80,7 @@ class CompiledFunction:
         self._value_retraces = 0  # traces that changed a Python value fn reads (a counter)
         self.retrace_limit = RETRACE_LIMIT if retrace_limit is None else int(retrace_limit)
         self._warned = False
+        self._host_random = False  # a trace drew from a host generator: calls run eagerly
         try:
             params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
@@ -99,7 +100,7 @@ class CompiledFunction:
             self.cache.clear()
             self._by_grads.clear()
             self.last, self._captures = None, None
-            self._value_retraces, self._warned = 0, False
+            self._value_retraces, self._warned, self._host_random = 0, False, False
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -191,6 +192,8 @@ class CompiledFunction:
         """The Traced of this signature, traced and compiled on first use or when what it
         captured changed (logged)."""
         key, modules = self._key(leaves, statics, structure)
+        if self._host_random:  # it draws from a host generator: eagerly (see below)
+            return None
         traced = self.cache.get(key)
         stale, by_grads = None, False
         if traced is not None and traced.grad_inputs:  # this key's trace for the `.grad`s now
@@ -242,7 +245,16 @@ class CompiledFunction:
                 found = self._trace(key, modules, leaves, paths, structure, statics)
             (traced, read, seen, roots, host_before, values_before, restore, shapes, groups,
              tensors, aliased) = found  # fmt: skip
-            check_no_host_draws(traced.name, host_before)
+            try:
+                check_no_host_draws(traced.name, host_before)
+            except GraphError as e:  # its draws would be constants: it runs eagerly, as
+                undo(seen, values_before, restore, shapes)  # torch.compile's graph breaks
+                for _, place, old, _ in group_changes(groups):
+                    put(place, old)
+                self._host_random = True
+                warnings.warn(f"{e} It runs eagerly now, on this and every call.",
+                              stacklevel=3)  # fmt: skip
+                return None
             # A place this trace found it stores in, whose tensor before the trace it read (a
             # constant: `self.buf = self.buf * 0.5 + x`): its program serves this call only;
             # the next traces read the place as an input (`_lifted`), as each call stores anew.

@@ -194,12 +194,11 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
         _set_generator_state(g, state)
     raise GraphError(
         f"kn.compile: {fn_name} drew from {' and '.join(drew)} while it was traced "
-        "(random.randint, random.random, np.random.rand, ...): that ran once, when tracing, "
-        "and the compiled program would repeat those numbers every call, where eager code "
-        "draws new ones each call. Draw them outside the function and pass them in (a Python "
-        "number argument is static: one trace per value; a tensor argument is not), use "
-        "kiln's random functions (kn.rand, kn.randint, kn.randn: drawn afresh each call), or "
-        "call the function uncompiled"
+        "(random.randint, random.random, np.random.rand, ...): a compiled program would "
+        "repeat those numbers every call, where eager code draws new ones each call. To "
+        "compile it, draw them outside the function and pass them in (a Python number "
+        "argument is static: one trace per value; a tensor argument is not), or use kiln's "
+        "random functions (kn.rand, kn.randint, kn.randn: drawn afresh each call)."
     )
 
 

@@ -251,7 +251,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density: bool = False):
     """
     (x,) = lift(input)
     if not dt.is_float(x.dtype):
-        why = f'"histogramdd" not implemented for {dt.type_name(x.dtype)}'
+        why = f"\"histogramdd\" not implemented for '{dt.scalar_name(x.dtype)}'"
         raise call_error(UnsupportedDTypeError, why, "histogramdd", x)
     n_dims = x.shape[-1]
     if n_dims == 0:  # points of no coordinates: PyTorch's 0 (NaN as a density), no edges

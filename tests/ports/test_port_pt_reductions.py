@@ -444,3 +444,13 @@ def _(lib, x):
 @pytest.mark.parametrize("name", SCENARIOS.names())
 def test_matches_torch(torch, name, mode):
     SCENARIOS.check(torch, name, mode)
+
+
+def test_histogramdd_of_complex_or_integer_points_is_refused_as_torch(torch):
+    import kiln
+
+    # (kiln's message for complex points raised ArgumentTypeError from the dtype's name)
+    for dtype in ("complex64", "int64"):
+        for lib in (torch, kiln):
+            with pytest.raises(NotImplementedError, match='"histogramdd" not implemented'):
+                lib.histogramdd(lib.ones(3, 2, dtype=getattr(lib, dtype)), 3)

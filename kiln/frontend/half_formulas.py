@@ -19,7 +19,21 @@ import numpy as np
 from ..ops.state import GRAD_FORMULAS
 from .core import call, with_grad
 from .math import abs as absolute
-from .math import add, div, exp, greater, less, less_equal, log1p, mul, neg, sub, tanh, where
+from .math import (
+    add,
+    div,
+    exp,
+    greater,
+    less,
+    less_equal,
+    log1p,
+    mul,
+    neg,
+    sigmoid,
+    sub,
+    tanh,
+    where,
+)
 
 # -- float32 steps as PyTorch's kernels take them -------------------------------------------
 
@@ -124,11 +138,18 @@ GRAD_FORMULAS.update(gelu_none=_gelu_erf_grad, gelu_tanh=_gelu_tanh_grad)
 
 
 def _logsigmoid_grad(ct, x, buffer):
-    # the kernel's: (max_deriv - sign * buffer / (1 + buffer)) * ct, buffer = exp(-|x|)
+    # the kernel's: (max_deriv - sign * buffer / (1 + buffer)) * ct, buffer = exp(-|x|);
+    # its own derivative is PyTorch's -sigmoid(x) (1 - sigmoid(x)), smooth at 0 (through
+    # |x| the second derivative there came out 0, where PyTorch's is -0.25)
     negative = less(x, 0.0)
     fraction = div(buffer, add(buffer, 1.0))
     deriv = sub(where(negative, 1.0, 0.0), mul(where(negative, 1.0, -1.0), fraction))
-    return mul(deriv, ct)
+    return mul(with_grad(deriv, x, ("logsigmoid_second",), x), ct)
+
+
+def _logsigmoid_second_grad(ct, x):
+    s = sigmoid(x)
+    return mul(ct, neg(mul(s, sub(1.0, s))))
 
 
 def _hardswish_grad(ct, x):  # 0 at -3 and ct at 3, as torch 2.13's kernel
@@ -167,6 +188,7 @@ def _softplus_grad(ct, x, beta, threshold):
 # them (each step's order too); bound by `with_grad` on the float32 copies of half inputs.
 GRAD_FORMULAS.update(
     logsigmoid=_logsigmoid_grad,
+    logsigmoid_second=_logsigmoid_second_grad,
     hardswish=_hardswish_grad,
     silu=_silu_grad,
     mish=_mish_grad,

@@ -62,6 +62,7 @@ __all__ = [
     "grad_leaf",
     "idle",
     "leaf_grad",
+    "owner_of_value",
     "note_read",
     "note_update",
     "pending_grads",
@@ -206,6 +207,15 @@ def captured_leaf(s):
     None."""
     found = _CAPTURED.get(s.graph) if isinstance(s, Symbol) else None
     return found.get(id(s)) if found else None
+
+
+def owner_of_value(var):
+    """The Parameter a graph Variable was made from, or the captured plain leaf tensor a
+    kn.compile trace's placeholder stands for, else None."""
+    from ..graph.core import Variable
+    from ..nn.parameter import owner_of
+
+    return owner_of(var) if isinstance(var, Variable) else captured_leaf(var)
 
 
 def captured_placeholder(t, graph):

@@ -32,7 +32,7 @@ from ..frontend.inplace import overwrite
 from ..graph.core import Symbol, Variable, get_default_graph, user_site
 from ..graph.opdef import REGISTRY
 from ..nn.module import Parameter, pending_updates
-from ..nn.parameter import owner_of, share
+from ..nn.parameter import share
 from ..ops.core import apply as _apply
 from ..ops.core import bind_graph
 from . import differentiable, graph_step
@@ -621,7 +621,7 @@ class Optimizer(OptimizerHooks):
     def _group_of(self, var) -> tuple[int, ParamGroup]:
         """(index, group) of the group that holds `var` or the Parameter (or captured plain
         leaf) it was made from. An optimizer made without params adopts it into group 0."""
-        owner = _owner(var)
+        owner = graph_step.owner_of_value(var)
         for index, group in enumerate(self.param_groups):
             if any(p is var or p is owner for p in group["params"]):
                 return index, group
@@ -652,7 +652,7 @@ class Optimizer(OptimizerHooks):
         if state is None:
             group = self.param_groups[0] if group is None else group
             # A Parameter with eager state (trained eagerly, or loaded) continues from it.
-            owner = _owner(var)
+            owner = graph_step.owner_of_value(var)
             start = self._state.get(owner, {}) if owner is not None else {}
             graph = var.graph
             state = {
@@ -761,12 +761,6 @@ class Optimizer(OptimizerHooks):
     def __repr__(self):
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
         return f"{type(self).__name__}({args})"
-
-
-def _owner(var):
-    """The Parameter a graph Variable was made from, or the captured plain leaf tensor a
-    kn.compile trace's placeholder stands for, else None."""
-    return owner_of(var) if isinstance(var, Variable) else graph_step.captured_leaf(var)
 
 
 def _write_slots(state: dict, count: int, new_slots: dict, site: str | None = None) -> None:

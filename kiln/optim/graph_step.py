@@ -164,8 +164,8 @@ def trace_leaves(graph, placeholders, tensors=(), captured=(), indices=()) -> No
     `indices`: their places among the program's inputs (`LeafAt`)."""
     _LEAVES[graph] = list(placeholders)
     _LEAF_TENSORS[graph] = {id(t): s for t, s in zip(tensors, placeholders)}
-    _CAPTURED[graph] = {id(s): t for s, t, c in zip(placeholders, tensors, captured) if c}
-    _GRAD_LEAVES[graph] = {id(s): (t, k) for s, t, k in zip(placeholders, tensors, indices)}
+    rows = zip(placeholders, tensors, indices, captured)
+    _GRAD_LEAVES[graph] = {id(s): (t, k, c) for s, t, k, c in rows}
 
 
 class LeafAt:
@@ -182,8 +182,10 @@ class LeafAt:
         return leaves[self.k]
 
 
-# graph of a kn.compile trace -> {id(placeholder): (Tensor, input index)}: the inputs that are
-# leaf tensors requiring grad, whose `.grad` the traced code may use (`grad_leaf`)
+# graph of a kn.compile trace -> {id(placeholder): (Tensor, input index, captured)}: the inputs
+# that are leaf tensors requiring grad, whose `.grad` the traced code may use (`grad_leaf`);
+# the captured ones (`w`, `b` of a model written without nn.Module) an optimizer inside steps
+# (`captured_leaf`)
 _GRAD_LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -195,18 +197,13 @@ def grad_leaf(s):
     return None if entry is None else entry[0]
 
 
-# graph of a kn.compile trace -> {id(placeholder): Tensor}: the captured plain leaf tensors
-# that require grad, which the trace takes as inputs (`w`, `b` of a model written without
-# nn.Module): their `.grad` there is read and set as a Parameter's (`enter_leaf`)
-_CAPTURED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def captured_leaf(s):
     """The captured leaf tensor whose value in the kn.compile trace being made `s` is (its
     placeholder, which an in-place change there keeps standing for the new value), else
     None."""
-    found = _CAPTURED.get(s.graph) if isinstance(s, Symbol) else None
-    return found.get(id(s)) if found else None
+    found = _GRAD_LEAVES.get(s.graph) if isinstance(s, Symbol) else None
+    entry = found.get(id(s)) if found else None
+    return entry[0] if entry is not None and entry[2] else None
 
 
 def owner_of_value(var):
@@ -222,7 +219,7 @@ def captured_placeholder(t, graph):
     """The placeholder that captured plain leaf `t` is read through in the kn.compile trace
     `graph`, else None."""
     s = _LEAF_TENSORS.get(graph, {}).get(id(t))
-    return s if s is not None and id(s) in _CAPTURED.get(graph, {}) else None
+    return s if s is not None and captured_leaf(s) is not None else None
 
 
 def step_leaf(s, value) -> None:
@@ -247,7 +244,7 @@ def enter_leaf(s, cleared: bool = False) -> None:
     from ..eager.hooks import _hooks_of
     from ..eager.tensor import describe
 
-    owner, k = _GRAD_LEAVES[s.graph][id(s)]
+    owner, k, _ = _GRAD_LEAVES[s.graph][id(s)]
     if _hooks_of(owner, 1) or _hooks_of(owner, 2) or not owner.is_leaf:
         why = ("a tensor with gradient hooks: inside kn.compile its hooks run on the gradient "
                "of each call after the call, so the .grad seen there would miss them"
@@ -383,7 +380,6 @@ def untrace_grads(graph) -> None:
     _CLEARED.pop(graph, None)
     _LEAF_TENSORS.pop(graph, None)
     _INPUTS.pop(graph, None)
-    _CAPTURED.pop(graph, None)
     _GRAD_LEAVES.pop(graph, None)
 
 

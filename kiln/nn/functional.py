@@ -281,7 +281,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002 (PyTorc
     refuse_integers("elu_cpu", F.core.lift(input)[0])
     out = in_place(
         "elu_",
-        lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha)),
+        lambda x: exp_branch(x, lambda v: F.mul(F.expm1(v), alpha), 1.0, alpha),
         input,
         inplace,
         opmath=elu_opmath(alpha, 1.0, 1.0, input, inplace),

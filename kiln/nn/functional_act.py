@@ -109,7 +109,7 @@ def elu_opmath(alpha, scale, input_scale, input=None, inplace=False):  # noqa: A
         return F.mul(F.sub(F.exp(v), 1.0), negcoef)
 
     def fn(x):
-        return exp_branch(x, negative, above)
+        return exp_branch(x, negative, above, alpha, input_scale)
 
     dtype = getattr(input, "dtype", None)
     if not inplace or dtype not in _HALF:
@@ -152,13 +152,34 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # n
     return in_place("leaky_relu_", lambda x: F.leaky_relu(x, negative_slope), input, inplace)
 
 
-def exp_branch(x, negative, scale: float = 1.0):
-    """`negative(x)` where x <= 0, else `x * scale` (elu, selu, celu). `negative` reads only
-    the non-positive x, so a large x neither overflows its exp nor makes the gradient
-    0 * inf = NaN; NaN takes the `x` branch, as PyTorch's."""
+def exp_branch(x, negative, scale: float = 1.0, alpha: float = 1.0, input_scale: float = 1.0):
+    """`negative(x)` where x <= 0, else `x * scale` (elu, selu, celu: `negative(x)` is
+    `alpha * scale * (exp(x * input_scale) - 1)`). `negative` reads only the non-positive x,
+    so a large x neither overflows its exp nor makes the gradient 0 * inf = NaN; NaN takes the
+    `x` branch, as PyTorch's. The gradient is PyTorch's elu_backward (`_elu_input_grad`)."""
     below = F.less_equal(x, 0)
     above = x if scale == 1.0 else F.mul(x, scale)
-    return F.where(below, negative(F.where(below, x, 0.0)), above)
+    value = F.where(below, negative(F.where(below, x, 0.0)), above)
+    return with_grad(value, x, ("elu_input", alpha, scale, input_scale), x)
+
+
+def _elu_input_grad(ct, x, alpha, scale, input_scale):
+    """PyTorch's elu_backward of the input: `ct * input_scale * alpha * scale * exp(x *
+    input_scale)` where x <= 0 (so at 0 too), else `ct * scale`, its constants in x's
+    precision (float32 below float64) and multiplied in the kernel's order. Its own
+    derivative is zero at x = 0, as PyTorch's double backward (masked by x < 0): the exp
+    reads `min(x, 0)` only where x < 0."""
+    wide = x.dtype == np.float64
+    c = float if wide else (lambda v: float(np.float32(v)))
+    negcoef = c(alpha) * c(scale) if wide else float(np.float32(alpha) * np.float32(scale))
+    inner = c(input_scale)
+    strict = F.where(F.less(x, 0), x, 0.0)
+    exp = F.exp(strict if inner == 1.0 else F.mul(strict, inner))
+    negative = F.mul(F.mul(ct if inner == 1.0 else F.mul(ct, inner), negcoef), exp)
+    return F.where(F.less_equal(x, 0), negative, F.mul(ct, c(scale)))
+
+
+GRAD_FORMULAS["elu_input"] = _elu_input_grad
 
 
 def selu(input, inplace: bool = False):  # noqa: A002
@@ -170,7 +191,8 @@ def selu(input, inplace: bool = False):  # noqa: A002
     """
 
     def fn(x):
-        return exp_branch(x, lambda v: F.mul(F.expm1(v), SELU_ALPHA * SELU_SCALE), SELU_SCALE)
+        negative = lambda v: F.mul(F.expm1(v), SELU_ALPHA * SELU_SCALE)  # noqa: E731
+        return exp_branch(x, negative, SELU_SCALE, SELU_ALPHA)
 
     half = elu_opmath(SELU_ALPHA, SELU_SCALE, 1.0, input, inplace)
     return in_place("selu_", fn, input, inplace, opmath=half)
@@ -187,7 +209,9 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
         raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
 
     def fn(x):
-        return exp_branch(x, lambda v: F.mul(F.expm1(F.div(v, alpha)), alpha))
+        return exp_branch(
+            x, lambda v: F.mul(F.expm1(F.div(v, alpha)), alpha), 1.0, alpha, 1 / alpha
+        )
 
     half = elu_opmath(alpha, 1.0, 1.0 / alpha, input, inplace)
     return in_place("celu_", fn, input, inplace, opmath=half)

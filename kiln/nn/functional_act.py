@@ -248,7 +248,8 @@ def relu6(input, inplace: bool = False):  # noqa: A002
 
 
 def hardsigmoid(input, inplace: bool = False):  # noqa: A002
-    """`0` below -3, `1` above 3, else `x / 6 + 1 / 2`.
+    """`0` below -3, `1` above 3, else `(x + 3) / 6` (so without cancellation near -3, as
+    PyTorch's kernel).
 
     >>> import kiln as kn
     >>> kn.nn.functional.hardsigmoid(kn.tensor([-4.0, 0.0, 1.5, 4.0]))
@@ -257,7 +258,7 @@ def hardsigmoid(input, inplace: bool = False):  # noqa: A002
 
     def fn(x):
         # NaN reaches the innermost branch: NaN, with PyTorch's zero gradient
-        mid = F.where(F.greater(x, -3.0), F.add(F.div(x, 6.0), 0.5), F.mul(x, 0.0))
+        mid = F.where(F.greater(x, -3.0), F.div(F.add(x, 3.0), 6.0), F.mul(x, 0.0))
         return F.where(F.less_equal(x, -3.0), 0.0, F.where(F.greater_equal(x, 3.0), 1.0, mid))
 
     return in_place("hardsigmoid_", fn, input, inplace, opmath=True)

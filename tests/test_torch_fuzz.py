@@ -85,22 +85,10 @@ def _accepted(steps, theirs, ours) -> bool:
     names = {name for _, name, _, _ in steps}
     if isinstance(theirs, dict) and isinstance(ours, dict):
         differ = {k for k in theirs if not _same(theirs[k], ours[k])}
-        if differ == {"grads"}:
-            # (torch refuses backward after `relu_`'s saved result changed: kiln's tape kept
-            # what it needs)
-            if theirs["grads"] == "raises" and any(n.startswith("floordiv") for n in names):
-                return True  # torch has no derivative of floor_divide; kiln's is zero
-            # (torch refuses backward after a value one of its ops saved changed in place:
-            # kiln's tape kept what it needs, or its gradient reads other values)
-            return "as_strided" in names or theirs["grads"] == "raises: changed in place"
-        if differ == {"changes"} and names & {"unfold", "expand", "as_strided"}:
-            # kiln refuses an in-place change of a view with elements twice (unfold's
-            # overlapping windows); torch adds into each memory slot as often as it appears
-            ours_changes, theirs_changes = ours["changes"], theirs["changes"]
-            done = len(ours_changes) - 1
-            return (ours_changes[-1] == "raises" and len(theirs_changes) > done
-                    and _same(ours_changes[:done], theirs_changes[:done]))  # fmt: skip
-        return False
+        # each difference must be an accepted one (seed 1280: both of floordiv's and unfold's)
+        return differ <= {"grads", "changes"} and all(
+            _accepted_part(k, names, theirs[k], ours[k]) for k in differ
+        )
     if theirs == "raises" and "detach" in names and names & {"t_", "unsqueeze_", "squeeze_"}:
         return True  # torch refuses changing the shape of a detach()ed tensor; kiln does it
     if (theirs == "raises") != (ours == "raises") and "flat" in names and _relaid(steps):
@@ -109,6 +97,24 @@ def _accepted(steps, theirs, ours) -> bool:
     # unfold's windows) where its kernels do not check; kiln refuses every such write
     writes = {name for kind, name, _, _ in steps if kind.startswith("inplace")}
     return ours == "raises" and bool(writes) and bool(names & {"expand", "unfold", "as_strided"})
+
+
+def _accepted_part(key, names, theirs, ours) -> bool:
+    """Whether the libraries' records `key` ("grads" or "changes") differ in an accepted way."""
+    if key == "grads":
+        # (torch refuses backward after `relu_`'s saved result changed: kiln's tape kept
+        # what it needs)
+        if theirs == "raises" and any(n.startswith("floordiv") for n in names):
+            return True  # torch has no derivative of floor_divide; kiln's is zero
+        # (torch refuses backward after a value one of its ops saved changed in place:
+        # kiln's tape kept what it needs, or its gradient reads other values)
+        return "as_strided" in names or theirs == "raises: changed in place"
+    if names & {"unfold", "expand", "as_strided"}:
+        # kiln refuses an in-place change of a view with elements twice (unfold's
+        # overlapping windows); torch adds into each memory slot as often as it appears
+        done = len(ours) - 1
+        return ours[-1] == "raises" and len(theirs) > done and _same(ours[:done], theirs[:done])
+    return False
 
 
 def _relaid(steps) -> bool:

@@ -626,17 +626,24 @@ def storage_offset(x: Symbol) -> int:
     tensor it views (0 for a value of its own), as PyTorch's of the same history. Refused
     for a view through `x[i]` by an index the program computes (its offset is known only
     when the graph runs)."""
+    refuse_computed_offset(x, "storage_offset")
+    return storage_layout(x, "storage_offset", absolute=True)[1]
+
+
+def refuse_computed_offset(x: Symbol, op: str) -> None:
+    """Raises GraphError where x is a view through `x[i]` by an index the program computes (a
+    0-d integer Symbol): where it lies in its storage, and so what `op` (`storage_offset`,
+    `as_strided`) reads, is known only when the graph runs."""
     s = x
     while s is not None:
         if _is_select(s):
             raise node_error(GraphError, f"the storage offset of '{x.name}', a view at an index "
                              "the program computes (x[i] by a 0-d integer tensor), is known "
-                             "only when the graph runs", op="storage_offset", site=user_site(),
+                             "only when the graph runs", op=op, site=user_site(),
                              inputs=[x])  # fmt: skip
         node = s.node
         views = "view" in node.op.tags and node.op.name not in _OWN_MEMORY and node.inputs
         s = node.inputs[0] if views else None
-    return storage_layout(x, "storage_offset", absolute=True)[1]
 
 
 # memory formats laid out channels-last -> the rank they take

@@ -32,6 +32,7 @@ from .functionalize import (
     strided_positions,
     strided_probe,
 )
+from .layouts import refuse_computed_offset
 from .out import takes_out
 
 __all__ = [
@@ -262,6 +263,8 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
         return as_strided_view(input, size, stride, storage_offset)
     x = input
     size, stride = _sizes("as_strided", size, stride, storage_offset, x)
+    if storage_offset is not None:  # counted from the start of the indexed tensor's storage
+        refuse_computed_offset(x, "as_strided")
     _, offset = storage_layout(x, "as_strided", absolute=storage_offset is not None)
     offset = offset if storage_offset is None else int(storage_offset)
     # the elements are gathered from the storage x lies in (a view's base), as PyTorch reads

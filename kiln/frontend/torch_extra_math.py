@@ -68,6 +68,20 @@ arccos, arccosh, arcsin, arcsinh = tm.acos, tm.acosh, tm.asin, tm.asinh
 arctan, arctan2, arctanh = tm.atan, tm.atan2, tm.atanh
 
 
+def _no_kernel(kernel, x, kinds="biuc"):
+    """PyTorch's NotImplementedError of a kernel without a loop for x's dtype (of `kinds`)."""
+    if x.dtype.kind in kinds:
+        why = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
+        raise call_error(UnsupportedDTypeError, why, kernel.split("_")[0], x)
+
+
+def _refuse_complex(name, x):
+    (x,) = lift(x)
+    if x.dtype.kind == "c":  # PyTorch's RuntimeError
+        why = f"{name} is not supported for complex tensors."
+        raise call_error(UnsupportedDTypeError, why, name, x)
+
+
 def _float(x):
     """x in the default float dtype when it is an integer or bool (PyTorch's float functions)."""
     (x,) = lift(x)
@@ -159,6 +173,7 @@ def deg2rad(input):  # noqa: A002
     >>> kn.deg2rad(kn.tensor([180.0]))
     tensor([3.1416])
     """
+    _refuse_complex("deg2rad", input)
     return m.mul(_float(input), _math.pi / 180)
 
 
@@ -170,6 +185,7 @@ def rad2deg(input):  # noqa: A002
     >>> kn.rad2deg(kn.tensor([3.141592653589793]))
     tensor([180.])
     """
+    _refuse_complex("rad2deg", input)
     return m.mul(_float(input), 180 / _math.pi)
 
 
@@ -205,6 +221,7 @@ def frac(input):  # noqa: A002
     tensor([ 0.5000, -0.2500])
     """
     (x,) = lift(input)
+    _no_kernel("frac_cpu", x)  # integers, bools and complex values: PyTorch has no kernel
     return m.sub(x, m.trunc(x))
 
 
@@ -564,15 +581,19 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
 
 
 @takes_out
-def round(input, *, decimals: int = 0):  # noqa: A001, A002
+def round(input, *, decimals: int | None = None):  # noqa: A001, A002
     """Rounds half to even, to `decimals` decimal places (`round(x * 10**d) / 10**d`).
+    Integers are returned as they are, but refused where `decimals` is given, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.round(kn.tensor([1.25, 2.5, 12.0]), decimals=1), kn.round(kn.tensor([2.5]))
     (tensor([ 1.2000,  2.5000, 12.0000]), tensor([2.]))
     """
     (x,) = lift(input)
-    if decimals == 0 or not dt.is_float(x.dtype):
+    if decimals is not None:  # PyTorch's round.decimals has no integer kernels
+        _no_kernel("round_cpu" if x.dtype.kind == "b" else "round_vml_cpu", x, "biu")
+    _no_kernel("round_vml_cpu", x, "b")
+    if not decimals or not dt.is_float(x.dtype):
         return m.round(x)
     scale = 10.0**decimals
     return m.div(m.round(m.mul(x, scale)), scale)

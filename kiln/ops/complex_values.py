@@ -126,9 +126,13 @@ def _complex_dtype(re, im):
 
 
 def _complex(xp, re, im, out=None):
-    dtype = dt.to_complex(re.dtype)
-    result = xp.asarray(xp.add(re, xp.multiply(im, 1j))).astype(dtype, copy=False)
-    return _copy_into(xp, result, out)
+    # each part written as it is: `re + im * 1j` turns an infinite or NaN im into NaN re
+    # (inf * 1j is nan + infj), where PyTorch keeps re
+    shape = np.broadcast_shapes(re.shape, im.shape)
+    result = out if out is not None else xp.empty(shape, dt.to_complex(re.dtype))
+    result.real[...] = re
+    result.imag[...] = im
+    return result
 
 
 def _broadcast2(a, b):

@@ -1,0 +1,124 @@
+"""The first derivatives of PyTorch's unary functions (test_unary_ufuncs.py's gradient checks,
+and its special values) against torch.autograd: each function's gradient at ordinary points
+and at NaN, ±inf, ±0.0, the poles and the ends of its domain, in float64 and float32, eagerly
+and under `kn.compile` (pt_oracle.py compares them; test_port_pt_unary.py has the values).
+
+Expected values: torch 2.13 (the oracle). Gradients PyTorch returns as its lazy zero tensor
+(sign, round...) are compared as zeros.
+"""
+
+import numpy as np
+import pytest
+from pt_oracle import MODES, Leaf, Scenarios
+
+nan, inf = float("nan"), float("inf")
+
+# special and ordinary points, poles (0, -1, -2) and domain ends (±1, 0.5 for mvlgamma's p=2)
+POINTS = np.array([nan, inf, -inf, -0.0, 0.0, 0.5, -0.5, 1, -1, 2.5, -2.5, 1e-30, 100.0, -100.0,
+                   2.0, 0.99, -0.99, 7.25, 1e30, -3.0], np.float64)  # fmt: skip
+
+SCENARIOS = Scenarios()
+
+
+def _grad(lib, fn, x):
+    y = fn(x)
+    (g,) = lib.autograd.grad(y.sum(), x)
+    return g + lib.zeros_like(g)  # (torch's lazy zero tensor as a tensor)
+
+
+FUNCTIONS = {
+    name: (lambda n: lambda lib, x: getattr(lib, n)(x))(name)
+    for name in """abs neg sgn sign frac exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sigmoid
+    logit erf erfc erfinv lgamma digamma i0 sin cos tan asin acos atan sinh cosh tanh asinh acosh
+    atanh deg2rad rad2deg round trunc floor ceil nan_to_num reciprocal square sinc angle positive
+    relu""".split()
+}
+FUNCTIONS.update(
+    {
+        f"special_{name}": (lambda n: lambda lib, x: getattr(lib.special, n)(x))(name)
+        for name in "i0e i1 i1e ndtr ndtri log_ndtr entr expit erfcx".split()
+    }
+)
+FUNCTIONS.update(
+    {
+        "logit_eps": lambda lib, x: lib.logit(x, 0.1),
+        "round_decimals": lambda lib, x: lib.round(x, decimals=1),
+        "polygamma_1": lambda lib, x: lib.polygamma(1, x),
+        "polygamma_2": lambda lib, x: lib.polygamma(2, x),
+        "mvlgamma_2": lambda lib, x: lib.mvlgamma(x + 4, 2),
+        "xlog1py_of_x": lambda lib, x: lib.special.xlog1py(x, 2.0),
+        "xlog1py_of_y": lambda lib, x: lib.special.xlog1py(2.0, x),
+        "xlog1py_of_both": lambda lib, x: lib.special.xlog1py(x, x),
+        "xlogy_of_both": lambda lib, x: lib.special.xlogy(x, x),
+        "clamp": lambda lib, x: lib.clamp(x, -1, 1),
+        "clamp_min": lambda lib, x: lib.clamp(x, min=0.5),
+        "clamp_by_tensors": lambda lib, x: lib.clamp(x, lib.zeros_like(x) - 1, lib.ones_like(x)),
+        "clamp_nan_bound": lambda lib, x: lib.clamp(x, nan, 1),
+        "clamp_inverted_bounds": lambda lib, x: lib.clamp(x, 1, -1),
+        "nan_to_num_arguments": lambda lib, x: lib.nan_to_num(x, 1.0, 2.0, 3.0),
+        "abs_of_complex": lambda lib, x: lib.abs(lib.complex(x, 2 * x)),
+        "sqrt_of_complex": lambda lib, x: lib.view_as_real(lib.sqrt(lib.complex(x, x * 0.5))),
+        "angle_of_complex": lambda lib, x: lib.angle(lib.complex(x, x * 0.5 + 1)),
+        "exp_of_complex": lambda lib, x: lib.view_as_real(lib.exp(lib.complex(x, -x))),
+    }
+)
+
+for _name, _fn in FUNCTIONS.items():
+    for _dtype in (np.float64, np.float32):
+        SCENARIOS.case(f"d_{_name}_{np.dtype(_dtype)}", Leaf.of(POINTS.astype(_dtype)))(
+            lambda lib, x, fn=_fn: _grad(lib, lambda v: fn(lib, v), x)
+        )
+
+
+@SCENARIOS.case("d_logit_at_its_ends", Leaf.of(np.array([0.0, 1.0, 0.5, 0.05, 1.2, -0.2] * 3)))
+def _(lib, x):
+    return _grad(lib, lib.logit, x), _grad(lib, lambda v: lib.logit(v, 0.1), x)
+
+
+@SCENARIOS.case("d_half_precision", Leaf.of(np.array([0.5, -0.25, 2.0, 0.0, -3.5], np.float32)))
+def _(lib, x):
+    names = "exp sigmoid tanh erf erfinv sqrt log1p sin atan lgamma digamma logit".split()
+    grads = []
+    for dtype in (lib.float16, lib.bfloat16):
+        for name in names:
+            (g,) = lib.autograd.grad(getattr(lib, name)(x.to(dtype)).sum(), x)
+            grads.append(g)
+    return tuple(grads)
+
+
+SCENARIOS.xfail.update(
+    {
+        **{
+            f"d_{name}_{d}": "PyTorch's trigamma (digamma's derivative, polygamma(1, x)) at "
+            "the poles -1, -3 and -100 is a large finite number (1.3e15 in float32, its "
+            "reflection formula's rounding), where kiln's (SciPy's) is inf"
+            for name in ("digamma",)
+            for d in ("float32", "float64")
+        },
+        **{
+            f"d_polygamma_{n}_{d}": f"PyTorch's polygamma({n + 1}, x) (polygamma({n})'s "
+            "derivative) is NaN at +inf (its Hurwitz zeta at inf) and a large finite number at "
+            "the poles, where kiln's (SciPy's) is the limit 0 and inf"
+            for n in (1, 2)
+            for d in ("float32", "float64")
+        },
+        **{
+            f"d_{name}_float64": "PyTorch's float64 logit_backward gives another value at -0.0 "
+            "(-inf) and, with eps, at NaN (0) in its vectorized loop than in its scalar one (inf "
+            "and NaN: a tensor of one element): kiln gives the scalar loop's, torch's float32's"
+            for name in ("logit", "logit_eps")
+        },
+        **{
+            f"d_special_{name}_{d}": f"PyTorch's {name} derivative at NaN is 0.5 (the value "
+            "its formula gives at 0), where kiln's is NaN"
+            for name in ("i1", "i1e")
+            for d in ("float32", "float64")
+        },
+    }
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", SCENARIOS.names())
+def test_matches_torch(torch, name, mode):
+    SCENARIOS.check(torch, name, mode)

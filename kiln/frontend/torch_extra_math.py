@@ -61,7 +61,9 @@ def sgn(input):  # noqa: A002
         return m.sign(x)
     r = m.abs(x)
     zero = m.equal(r, 0)
-    return m.where(zero, 0, m.div(x, m.cast(m.where(zero, 1, r), x.dtype)))
+    safe = m.where(zero, 1, r)  # each part over |x|, as PyTorch's (a complex division by an
+    parts = (m.div(call(p, x), safe) for p in ("real", "imag"))  # infinite |x| gives NaN parts)
+    return m.where(zero, 0, call("complex", *parts))
 
 
 arccos, arccosh, arcsin, arcsinh = tm.acos, tm.acosh, tm.asin, tm.asinh
@@ -124,6 +126,8 @@ def isinf(input):  # noqa: A002
     tensor([False,  True,  True, False])
     """
     (x,) = lift(input)
+    if x.dtype.kind == "c":  # either part infinite (the other may be NaN), as PyTorch's
+        return m.logical_or(isinf(call("real", x)), isinf(call("imag", x)))
     return m.logical_not(m.logical_or(m.isfinite(x), m.isnan(x)))
 
 

@@ -285,6 +285,8 @@ def _rsqrt(xp, x, out=None):
     if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
         return _copy_result(_rsqrt(xp, x.astype(np.float32)).astype(np.float16), out)
     out = xp.asarray(xp.sqrt(x, out=out))  # 0-d: ufuncs return scalars
+    if out.dtype.kind == "c":  # 1 / 0j is inf + nan j (PyTorch's); NumPy's reciprocal: nan + nan j
+        return xp.divide(out.dtype.type(1), out, out=out)
     return xp.reciprocal(out, out=out)
 
 

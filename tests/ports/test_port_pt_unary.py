@@ -100,6 +100,42 @@ def _(lib, x):
     return _all(lib, x, names) + (lib.conj(x).resolve_conj(), lib.conj_physical(x))
 
 
+# every pair of interesting parts (test_unary_ufuncs.py's complex values), both precisions
+_PARTS = (0.0, -0.0, -0.001, 0.25, -1.0, 1.0, -np.pi / 2, np.pi, -501, 1001.2, -1e20, 1e20, inf,
+          -inf, nan)  # fmt: skip
+COMPLEX_GRID = np.array([complex(a, b) for a in _PARTS for b in _PARTS], np.complex128)
+COMPLEX_FUNCTIONS = """abs neg sgn exp expm1 log log2 log10 sqrt rsqrt sigmoid sin cos tan sinh
+cosh tanh asin acos atan asinh acosh atanh reciprocal angle isfinite isinf isnan nan_to_num exp2
+sinc""".split()
+
+
+def _parts(lib, results):
+    """Complex results as (real, imag) pairs: each part compared on its own (NumPy's allclose
+    of complex values asks exact equality where either part is infinite)."""
+    return tuple(lib.view_as_real(r) if r.is_complex() else r for r in results)
+
+
+@case("complex_grid_complex64", COMPLEX_GRID.astype(np.complex64))
+def _(lib, z):
+    # isinf is True where either part is infinite, the other NaN too (kiln gave False there)
+    return _parts(lib, _all(lib, z, COMPLEX_FUNCTIONS))
+
+
+@case("complex_grid_complex128", COMPLEX_GRID)
+def _(lib, z):
+    return _parts(lib, _all(lib, z, COMPLEX_FUNCTIONS))
+
+
+@case("complex_grid_log1p", COMPLEX_GRID)
+def _(lib, z):
+    return _parts(lib, [lib.log1p(z)])
+
+
+@case("complex_grid_square", COMPLEX_GRID.astype(np.complex64))
+def _(lib, z):
+    return _parts(lib, [lib.square(z), z * z])
+
+
 # -- complex values built from parts that are infinite or NaN -----------------------------
 
 
@@ -415,6 +451,12 @@ SCENARIOS.xfail.update(
         "refused_in_place_abs_bool": "as refused_abs_bool: kiln's abs_ takes bools",
     }
     | {
+        "complex_grid_log1p": "PyTorch's complex log1p of a finite real part and an infinite "
+        "imaginary one (-0.001 + inf j) is nan + nan j, where kiln's (NumPy's) is the limit "
+        "inf + pi/2 j",
+        "complex_grid_square": "complex products that overflow: PyTorch's (1e20 + 1e20j)**2 "
+        "in complex64 is nan + inf j (a*a - b*b of infinities), NumPy's (kiln's) -inf + inf j; "
+        "kiln's complex multiplication is NumPy's",
         "out_of_float_for_integer_abs_refused": "PyTorch's abs checks that out= has the "
         "input's dtype (RuntimeError: Found dtype Float but expected Long); kiln writes the "
         "int64 result into the float32 out",

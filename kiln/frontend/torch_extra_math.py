@@ -586,8 +586,10 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
 
 @takes_out
 def round(input, *, decimals: int | None = None):  # noqa: A001, A002
-    """Rounds half to even, to `decimals` decimal places (`round(x * 10**d) / 10**d`).
-    Integers are returned as they are, but refused where `decimals` is given, as PyTorch's.
+    """Rounds half to even, to `decimals` decimal places, as PyTorch's: `round(x * 10**d) /
+    10**d`, or `round(x / 10**-d) * 10**-d` for d < 0, float16 and bfloat16 in float32 and
+    10**|d| in that dtype. Integers are returned as they are, but refused where `decimals` is
+    given.
 
     >>> import kiln as kn
     >>> kn.round(kn.tensor([1.25, 2.5, 12.0]), decimals=1), kn.round(kn.tensor([2.5]))
@@ -599,8 +601,12 @@ def round(input, *, decimals: int | None = None):  # noqa: A001, A002
     _no_kernel("round_vml_cpu", x, "b")
     if not decimals or not dt.is_float(x.dtype):
         return m.round(x)
-    scale = 10.0**decimals
-    return m.div(m.round(m.mul(x, scale)), scale)
+    v = m.cast(x, dt.float32) if x.dtype in (np.float16, dt.bfloat16) else x
+    with np.errstate(over="ignore"):  # 10**40 in float32, 10**400: inf, as PyTorch's
+        ten = np.asarray(_math.inf if abs(decimals) > 308 else 10.0 ** abs(decimals), v.dtype)
+    if decimals < 0:
+        return m.cast(m.mul(m.round(m.div(v, ten)), ten), x.dtype)
+    return m.cast(m.div(m.round(m.mul(v, ten)), ten), x.dtype)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None,  # noqa: A002

@@ -606,6 +606,8 @@ def _cast(xp, x, out=None, *, dtype):
         # PyTorch's: the magnitude (e8m0 has no sign), and 0 as the least value, 2**-127
         x = xp.abs(x.astype(xp.float64 if x.dtype == xp.float64 else xp.float32))
         x = xp.where(x == 0, x.dtype.type(2.0**-127), x)
+    elif dtype == np.float16 and x.dtype == np.float64:  # through float32 (rounded twice), as
+        x = x.astype(np.float32)  # PyTorch's Half, which is made from a float
     if out is None:
         return x.astype(dtype)
     xp.copyto(out, x, casting="unsafe")

@@ -263,6 +263,32 @@ def _(lib, x):
     return lib.round(x), lib.round(x.double()), lib.round(x.half()), lib.round(x, decimals=1)
 
 
+_RNG = np.random.default_rng(0)
+WIDE = np.concatenate([_RNG.uniform(-1e4, 1e4, 300), _RNG.uniform(-2, 2, 300),
+                       np.round(_RNG.uniform(-1e4, 1e4, 300)) + 0.5, [9163.99959848, 0.0, -0.0,
+                       inf, -inf, nan, 1e38, -3e38, 1e-40]])  # fmt: skip
+
+
+@case("round_decimals_as_torch_computes_it", WIDE)
+def _(lib, x):
+    # d < 0: round(x / 10**-d) * 10**-d (kiln multiplied by an inexact 0.001: 2999.9998 for
+    # 3000 in float32); float16 and bfloat16 in float32 (kiln's x * 10**d overflowed float16)
+    results = []
+    for dtype in (lib.float64, lib.float32, lib.float16, lib.bfloat16):
+        for d in (-400, -40, -3, -1, 1, 2, 5, 40, 400):
+            r = lib.round(x.to(dtype), decimals=d)
+            results += [r.dtype, r.double()]
+    return tuple(results)
+
+
+@case("float64_to_float16_rounds_through_float32", WIDE)
+def _(lib, x):
+    # PyTorch's Half is made from a float: 9163.99959848 is 9164.0 in float32, a tie that
+    # goes to 9168 (kiln rounded once, to 9160)
+    return (x.half(), x.to(lib.float16), lib.tensor(WIDE.tolist(), dtype=lib.float16),
+            lib.empty(len(x), dtype=lib.float16).copy_(x), x.to(lib.bfloat16).double())  # fmt: skip
+
+
 @case("logit_eps", UNIT)
 def _(lib, x):
     return (lib.logit(x), lib.logit(x, 0.1), lib.logit(x, eps=1e-6), lib.special.logit(x, 0.3),

@@ -90,8 +90,8 @@ def _angle_dtype(x):
 
 
 def _angle(xp, x, out=None):
-    if x.dtype.kind in "biu":  # in float32 (NumPy's angle of int8 is a float16 pi)
-        x = x.astype(dt.float32)
+    if x.dtype.kind in "biu":  # in the default float (NumPy's angle of int8 is a float16 pi)
+        x = x.astype(_angle_dtype(x.dtype))
     if dt.is_float(x.dtype):  # real values: pi where x < 0 (so 0 at -0.0), NaN stays NaN
         result = xp.where(x < 0, xp.asarray(np.pi, x.dtype), xp.zeros((), x.dtype))
         result = xp.where(xp.isnan(x), x, result)

@@ -13,7 +13,9 @@ values compare equal). Float results agree within rtol 1e-5.
 
 import numpy as np
 import pytest
-from pt_oracle import MODES, Scenarios
+from pt_oracle import MODES, Scenarios, assert_same, outcome
+
+import kiln as kn
 
 nan, inf = float("nan"), float("inf")
 f32 = np.float32
@@ -526,7 +528,6 @@ def test_half_precision_special_values_match_torch(torch, dtype, name):
     """float16 and bfloat16: the dtype torch gives, and its values within one rounding of the
     dtype (kiln computes in float32 and rounds once, as most of PyTorch's kernels of these
     dtypes; a few of PyTorch's, i0e's, are off by one unit in the last place)."""
-    import kiln as kn
 
     def run(lib):
         fn = lib
@@ -539,3 +540,25 @@ def test_half_precision_special_values_match_torch(torch, dtype, name):
     assert got_dtype == want_dtype
     rtol = {"float16": 2e-3, "bfloat16": 1.6e-2}[dtype]
     np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5)
+
+
+def test_integers_computed_in_the_default_dtype_float64(torch):
+    """With `set_default_dtype(float64)` integers and bools compute in float64 (angle of
+    integers came out float32: its kernel cast them to float32)."""
+
+    def run(lib, x):
+        return _all(lib, x, PROMOTING) + (lib.angle(x > 0), lib.special.expit(x), lib.sinc(x))
+
+    results = []
+    for lib in (torch, kn):
+        lib.set_default_dtype(lib.float64)
+        try:
+            results.append(outcome(lib, run, [INTS]))
+            results.append(outcome(lib, run, [INTS], lib.compile if lib is kn else None))
+        finally:
+            lib.set_default_dtype(lib.float32)
+    (want, error), *kiln_results = results[0], results[2], results[3]
+    assert error is None
+    for got, kiln_error in kiln_results:
+        assert kiln_error is None, kiln_error
+        assert_same(got, want)

@@ -113,6 +113,23 @@ def _(lib, z):
     return _complex_grad(lib, "acosh", z)
 
 
+# clamp by tensors: gradients to the input and to each bound (NaN bounds, inverted bounds)
+_X = np.array([nan, inf, -inf, -0.0, 0.0, 0.5, -0.5, 1, -1, 2.5], np.float32)
+_LO = np.array([0, nan, -1, 0.5, 0, 1, -inf, 2, -2, 3], np.float32)
+_HI = np.array([1, 1, nan, 0.2, -0.0, 1, inf, 1, 2, nan], np.float32)
+
+
+@SCENARIOS.case("d_clamp_by_tensors", Leaf.of(_X), Leaf.of(_LO), Leaf.of(_HI))
+def _(lib, x, lo, hi):
+    outs = []
+    for y in (lib.clamp(x, lo, hi), lib.clamp(x, min=lo), lib.clamp(x, max=hi),
+              lib.clamp_min(x, lo), lib.clamp_max(x, hi), lib.clip(x, -0.5, 0.5),
+              lib.clamp(x[:3], lo.reshape(-1, 1), hi.reshape(-1, 1))):  # fmt: skip
+        grads = lib.autograd.grad(y.sum(), (x, lo, hi), allow_unused=True, retain_graph=True)
+        outs += [y] + [lib.zeros(0) if g is None else g for g in grads]
+    return tuple(outs)
+
+
 @SCENARIOS.case("d_logit_at_its_ends", Leaf.of(np.array([0.0, 1.0, 0.5, 0.05, 1.2, -0.2] * 3)))
 def _(lib, x):
     return _grad(lib, lib.logit, x), _grad(lib, lambda v: lib.logit(v, 0.1), x)

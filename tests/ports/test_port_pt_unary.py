@@ -416,7 +416,22 @@ def _(lib, x):
 
 @case("out_of_float_for_integer_abs_refused", INTS)
 def _(lib, x):
+    # abs wants an out of its input's dtype for real inputs (kiln cast into any float out)
     return lib.abs(x, out=lib.empty(6))
+
+
+@case("out_of_float64_for_float32_abs_refused", SPECIAL)
+def _(lib, x):
+    return lib.absolute(x, out=lib.empty(22, dtype=lib.float64))
+
+
+@case("abs_of_complex_into_float_and_complex_outs", np.array([3 + 4j, -1j, 0], np.complex64))
+def _(lib, z):
+    outs = tuple(lib.empty(3, dtype=getattr(lib, d)) for d in ("float32", "float64", "float16",
+                                                               "complex64"))  # fmt: skip
+    for o in outs:
+        lib.abs(z, out=o)
+    return outs
 
 
 @case("in_place_forms", SPECIAL)
@@ -485,9 +500,6 @@ SCENARIOS.xfail.update(
         "complex_grid_square": "complex products that overflow: PyTorch's (1e20 + 1e20j)**2 "
         "in complex64 is nan + inf j (a*a - b*b of infinities), NumPy's (kiln's) -inf + inf j; "
         "kiln's complex multiplication is NumPy's",
-        "out_of_float_for_integer_abs_refused": "PyTorch's abs checks that out= has the "
-        "input's dtype (RuntimeError: Found dtype Float but expected Long); kiln writes the "
-        "int64 result into the float32 out",
     }
 )
 

@@ -595,7 +595,12 @@ def as_array(value, dtype=None) -> np.ndarray:
     (dtype('float32'), dtype('int64'))
     """
     if dtype is not None:
-        return np.asarray(value, dtype=as_dtype(dtype))
+        dtype = as_dtype(dtype)
+        if dtype == np.float16:  # PyTorch's Half is made from a float: float64 rounds twice
+            array = np.asarray(value)
+            if array.dtype == np.float64:
+                return array.astype(np.float32).astype(np.float16)
+        return np.asarray(value, dtype=dtype)
     if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         return np.asarray(value, dtype=scalar_dtype(value))
     array = np.asarray(value)

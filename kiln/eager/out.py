@@ -58,6 +58,10 @@ _OUT_SAME_DTYPE = frozenset(
     "neg bitwise_not conj".split()
 )
 
+# out= functions that want the result's own dtype for real inputs only: abs of complex values
+# writes a float or complex out
+_OUT_SAME_DTYPE_IF_REAL = frozenset({"abs"})
+
 # out= functions whose PyTorch kernels compute in the out's dtype, as their `dtype=` would
 # (sum of floats into an int64 out: the values cast to int64, then summed); a `dtype=` that
 # is not the out's is refused
@@ -122,7 +126,11 @@ def write_out(name: str, out, compute, inputs):
                 f"{name}(): out= takes one tensor here, got a {type(out).__name__} of "
                 f"{len(outs)} at {user_site()}"
             )
-        return _write_one(name, out, result, name in _OUT_SAME_DTYPE)
+        same = name in _OUT_SAME_DTYPE or (
+            name in _OUT_SAME_DTYPE_IF_REAL
+            and not any(getattr(getattr(v, "dtype", None), "kind", "") == "c" for v in inputs)
+        )
+        return _write_one(name, out, result, same)
     if len(outs) != len(result) or not isinstance(out, (tuple, list)):
         fields = ", ".join(getattr(result, "_fields", ()))
         raise ArgumentTypeError(

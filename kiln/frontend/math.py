@@ -364,12 +364,20 @@ negative, absolute, subtract, multiply, divide, power = neg, abs, sub, mul, div,
 true_divide, floor_divide, remainder = div, floordiv, mod
 
 
+def _no_bool_kernel(name, x):
+    """PyTorch's rounding functions have no bool kernel (NotImplementedError)."""
+    if x.dtype.kind == "b":
+        why = f"\"{name}_vml_cpu\" not implemented for 'Bool'"
+        raise call_error(UnsupportedDTypeError, why, name, x)
+
+
 def _keeping_integers(rounding):
-    """floor, ceil and round leave integers and bools as they are (a copy), as PyTorch's do."""
+    """floor and ceil leave integers as they are (a copy) and refuse bools, as PyTorch's."""
 
     def fn(input):
         if getattr(input, "dtype", np.float64).kind in "biu":
             (input,) = lift(input)
+            _no_bool_kernel(rounding.__name__, input)
             return cast(input, input.dtype)
         return rounding(input)
 
@@ -392,6 +400,10 @@ def trunc(input):
     """
     (input,) = lift(input)
     if not dt.is_float(input.dtype):
+        _no_bool_kernel("trunc", input)
+        if input.dtype.kind == "c":
+            why = "trunc is not supported for complex inputs"
+            raise call_error(UnsupportedDTypeError, why, "trunc", input)
         return cast(input, input.dtype)
     return where(less(input, 0), ceil(input), floor(input))
 

@@ -11,6 +11,7 @@ respect to the first raises AutogradError, as PyTorch raises NotImplementedError
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import types
@@ -78,18 +79,16 @@ _i1 = _unary("i1", "The modified Bessel function of the first kind of order 1, e
 @takes_out
 def polygamma(n: int, input):  # noqa: A002
     """The `n`-th derivative of `digamma`, elementwise (PyTorch's `polygamma(n, input)`).
-    At its poles (0 and the negative integers) and at ±inf it gives SciPy's values (±inf, 0),
-    where PyTorch's are NaN or large finite numbers.
+    At its poles (0 and the negative integers) and at +inf it gives SciPy's values (±inf, 0),
+    where PyTorch's are large finite numbers or NaN; trigamma(-inf) is NaN, as PyTorch's.
 
     >>> import kiln as kn
     >>> kn.polygamma(1, kn.tensor([1.0]))  # π² / 6
     tensor([1.6449])
     """
     n = int(n)
-    if n < 0:
-        from ..errors import ArgumentError
-
-        raise ArgumentError(f"polygamma(n, x) does not support negative n, got {n}")
+    if n < 0:  # PyTorch's RuntimeError
+        raise UsageError(f"polygamma(n, x) does not support negative n, got {n}")
     if n == 0:
         return digamma(input)
     (x,) = core.promote(REGISTRY["digamma"], input)
@@ -427,7 +426,8 @@ def namespace(frontend) -> types.SimpleNamespace:
     names = {
         "digamma": digamma, "psi": digamma, "gammaln": lgamma, "polygamma": polygamma,
         "erfinv": erfinv, "i0": i0, "i1": _i1, "erf": f.erf, "expm1": f.expm1,
-        "log1p": f.log1p, "expit": f.sigmoid, "logsumexp": f.logsumexp, "round": f.round,
+        "log1p": f.log1p, "expit": f.sigmoid, "logsumexp": f.logsumexp,
+        "round": functools.partial(f.round, decimals=0),  # PyTorch's: no integer kernel
         "i0e": i0e, "i1e": i1e, "ndtr": ndtr, "ndtri": ndtri, "log_ndtr": log_ndtr,
         "erfcx": erfcx, "entr": entr, "xlogy": xlogy, "xlog1py": xlog1py, "zeta": zeta,
         "gammainc": gammainc, "gammaincc": gammaincc, "multigammaln": multigammaln,

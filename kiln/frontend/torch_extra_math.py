@@ -61,11 +61,27 @@ def sgn(input):  # noqa: A002
         return m.sign(x)
     r = m.abs(x)
     zero = m.equal(r, 0)
-    return m.where(zero, 0, m.div(x, m.cast(m.where(zero, 1, r), x.dtype)))
+    safe = m.where(zero, 1, r)  # each part over |x|, as PyTorch's (a complex division by an
+    parts = (m.div(call(p, x), safe) for p in ("real", "imag"))  # infinite |x| gives NaN parts)
+    return m.where(zero, 0, call("complex", *parts))
 
 
 arccos, arccosh, arcsin, arcsinh = tm.acos, tm.acosh, tm.asin, tm.asinh
 arctan, arctan2, arctanh = tm.atan, tm.atan2, tm.atanh
+
+
+def _no_kernel(kernel, x, kinds="biuc"):
+    """PyTorch's NotImplementedError of a kernel without a loop for x's dtype (of `kinds`)."""
+    if x.dtype.kind in kinds:
+        why = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
+        raise call_error(UnsupportedDTypeError, why, kernel.split("_")[0], x)
+
+
+def _refuse_complex(name, x):
+    (x,) = lift(x)
+    if x.dtype.kind == "c":  # PyTorch's RuntimeError
+        why = f"{name} is not supported for complex tensors."
+        raise call_error(UnsupportedDTypeError, why, name, x)
 
 
 def _float(x):
@@ -110,6 +126,8 @@ def isinf(input):  # noqa: A002
     tensor([False,  True,  True, False])
     """
     (x,) = lift(input)
+    if x.dtype.kind == "c":  # either part infinite (the other may be NaN), as PyTorch's
+        return m.logical_or(isinf(call("real", x)), isinf(call("imag", x)))
     return m.logical_not(m.logical_or(m.isfinite(x), m.isnan(x)))
 
 
@@ -159,6 +177,7 @@ def deg2rad(input):  # noqa: A002
     >>> kn.deg2rad(kn.tensor([180.0]))
     tensor([3.1416])
     """
+    _refuse_complex("deg2rad", input)
     return m.mul(_float(input), _math.pi / 180)
 
 
@@ -170,6 +189,7 @@ def rad2deg(input):  # noqa: A002
     >>> kn.rad2deg(kn.tensor([3.141592653589793]))
     tensor([180.])
     """
+    _refuse_complex("rad2deg", input)
     return m.mul(_float(input), 180 / _math.pi)
 
 
@@ -205,6 +225,7 @@ def frac(input):  # noqa: A002
     tensor([ 0.5000, -0.2500])
     """
     (x,) = lift(input)
+    _no_kernel("frac_cpu", x)  # integers, bools and complex values: PyTorch has no kernel
     return m.sub(x, m.trunc(x))
 
 
@@ -564,18 +585,28 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
 
 
 @takes_out
-def round(input, *, decimals: int = 0):  # noqa: A001, A002
-    """Rounds half to even, to `decimals` decimal places (`round(x * 10**d) / 10**d`).
+def round(input, *, decimals: int | None = None):  # noqa: A001, A002
+    """Rounds half to even, to `decimals` decimal places, as PyTorch's: `round(x * 10**d) /
+    10**d`, or `round(x / 10**-d) * 10**-d` for d < 0, float16 and bfloat16 in float32 and
+    10**|d| in that dtype. Integers are returned as they are, but refused where `decimals` is
+    given.
 
     >>> import kiln as kn
     >>> kn.round(kn.tensor([1.25, 2.5, 12.0]), decimals=1), kn.round(kn.tensor([2.5]))
     (tensor([ 1.2000,  2.5000, 12.0000]), tensor([2.]))
     """
     (x,) = lift(input)
-    if decimals == 0 or not dt.is_float(x.dtype):
+    if decimals is not None:  # PyTorch's round.decimals has no integer kernels
+        _no_kernel("round_cpu" if x.dtype.kind == "b" else "round_vml_cpu", x, "biu")
+    _no_kernel("round_vml_cpu", x, "b")
+    if not decimals or not dt.is_float(x.dtype):
         return m.round(x)
-    scale = 10.0**decimals
-    return m.div(m.round(m.mul(x, scale)), scale)
+    v = m.cast(x, dt.float32) if x.dtype in (np.float16, dt.bfloat16) else x
+    with np.errstate(over="ignore"):  # 10**40 in float32, 10**400: inf, as PyTorch's
+        ten = np.asarray(_math.inf if abs(decimals) > 308 else 10.0 ** abs(decimals), v.dtype)
+    if decimals < 0:
+        return m.cast(m.mul(m.round(m.div(v, ten)), ten), x.dtype)
+    return m.cast(m.div(m.round(m.mul(v, ten)), ten), x.dtype)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None,  # noqa: A002

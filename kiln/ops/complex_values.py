@@ -90,8 +90,8 @@ def _angle_dtype(x):
 
 
 def _angle(xp, x, out=None):
-    if x.dtype.kind in "biu":  # in float32 (NumPy's angle of int8 is a float16 pi)
-        x = x.astype(dt.float32)
+    if x.dtype.kind in "biu":  # in the default float (NumPy's angle of int8 is a float16 pi)
+        x = x.astype(_angle_dtype(x.dtype))
     if dt.is_float(x.dtype):  # real values: pi where x < 0 (so 0 at -0.0), NaN stays NaN
         result = xp.where(x < 0, xp.asarray(np.pi, x.dtype), xp.zeros((), x.dtype))
         result = xp.where(xp.isnan(x), x, result)
@@ -126,9 +126,13 @@ def _complex_dtype(re, im):
 
 
 def _complex(xp, re, im, out=None):
-    dtype = dt.to_complex(re.dtype)
-    result = xp.asarray(xp.add(re, xp.multiply(im, 1j))).astype(dtype, copy=False)
-    return _copy_into(xp, result, out)
+    # each part written as it is: `re + im * 1j` turns an infinite or NaN im into NaN re
+    # (inf * 1j is nan + infj), where PyTorch keeps re
+    shape = np.broadcast_shapes(re.shape, im.shape)
+    result = out if out is not None else xp.empty(shape, dt.to_complex(re.dtype))
+    result.real[...] = re
+    result.imag[...] = im
+    return result
 
 
 def _broadcast2(a, b):

@@ -285,6 +285,8 @@ def _rsqrt(xp, x, out=None):
     if x.dtype == np.float16:  # in float32, rounded once (PyTorch's float16 kernel)
         return _copy_result(_rsqrt(xp, x.astype(np.float32)).astype(np.float16), out)
     out = xp.asarray(xp.sqrt(x, out=out))  # 0-d: ufuncs return scalars
+    if out.dtype.kind == "c":  # 1 / 0j is inf + nan j (PyTorch's); NumPy's reciprocal: nan + nan j
+        return xp.divide(out.dtype.type(1), out, out=out)
     return xp.reciprocal(out, out=out)
 
 
@@ -604,6 +606,8 @@ def _cast(xp, x, out=None, *, dtype):
         # PyTorch's: the magnitude (e8m0 has no sign), and 0 as the least value, 2**-127
         x = xp.abs(x.astype(xp.float64 if x.dtype == xp.float64 else xp.float32))
         x = xp.where(x == 0, x.dtype.type(2.0**-127), x)
+    elif dtype == np.float16 and x.dtype == np.float64:  # through float32 (rounded twice), as
+        x = x.astype(np.float32)  # PyTorch's Half, which is made from a float
     if out is None:
         return x.astype(dtype)
     xp.copyto(out, x, casting="unsafe")

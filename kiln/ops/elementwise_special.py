@@ -32,13 +32,14 @@ def _half_order(ct, e, c):
 
 def _kernel(name: str, op: str | None = None):
     """The kernel of op `op` calling (cupyx.)scipy.special's `name`, float16 through float32.
-    SciPy's gammaln(-inf) is -inf; C's lgamma and PyTorch's give +inf (a pole): kiln gives
-    +inf."""
+    Where SciPy's value differs from PyTorch's, kiln gives PyTorch's (`_EDGES`): gammaln(-inf)
+    +inf (SciPy: -inf), erfinv(-0.0) -0.0 (SciPy: 0.0), polygamma(1, -inf) NaN (SciPy:
+    inf), airy_ai of a large finite x 0 (SciPy: NaN from about 1e9 on)."""
 
     def kernel(xp, x, out=None, **attrs):
-        if name == "gammaln" and x.dtype.kind == "f":
-            r = kernel_raw(xp, x, None, **attrs)
-            r = xp.where(xp.isneginf(x), xp.asarray(np.inf, r.dtype), r)
+        edge = _EDGES.get(name)
+        if edge is not None and x.dtype.kind == "f":
+            r = edge(xp, x, kernel_raw(xp, x, None, **attrs), **attrs)
             if out is None:
                 return r
             out[...] = r
@@ -61,6 +62,18 @@ def _kernel(name: str, op: str | None = None):
 
     kernel.__name__ = kernel_raw.__name__ = name
     return kernel
+
+
+def _polygamma_edge(xp, x, r, *, n):
+    return xp.where(xp.isneginf(x), xp.asarray(np.nan, r.dtype), r) if n == 1 else r
+
+
+_EDGES = {  # kernel name: (xp, x, SciPy's result, **attrs) -> PyTorch's result
+    "gammaln": lambda xp, x, r: xp.where(xp.isneginf(x), xp.asarray(np.inf, r.dtype), r),
+    "erfinv": lambda xp, x, r: xp.where(x == 0, x, r),
+    "polygamma": _polygamma_edge,
+    "airy_ai": lambda xp, x, r: xp.where(xp.isfinite(x) & (x > 200), xp.zeros((), r.dtype), r),
+}
 
 
 def _function(xp, name, op=None):

@@ -72,10 +72,21 @@ asinh = unary(
     lowering=_libm("asinh"),
     tags={"complex"},
 )
+
+
+def _acosh_vjp(ct, y, x):
+    # 1 / sqrt(x**2 - 1) for real x (PyTorch's: finite below -1 too); for complex x the
+    # derivative's branch, 1 / (sqrt(x - 1) sqrt(x + 1)) (1 / sqrt(x**2 - 1) has the other
+    # sign where Re x < 0)
+    if x.dtype.kind == "c":
+        return (ct * _rsqrt(x - 1) * _rsqrt(x + 1),)
+    return (ct * _rsqrt(x * x - 1),)
+
+
 acosh = unary(
     "acosh",
     np.arccosh,
-    vjp=lambda ct, y, x: (ct * _rsqrt(x * x - 1),),
+    vjp=_acosh_vjp,
     lowering=_libm("acosh"),
     tags={"complex"},
 )

@@ -4,6 +4,8 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -55,15 +57,26 @@ def _finish(array, device, requires_grad: bool) -> Tensor:
 
 def _shape(size) -> tuple:
     if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
-        size = tuple(size[0])
+        if getattr(size[0], "ndim", None) != 0:  # (a 0-d integer tensor is one size)
+            size = tuple(size[0])
     for d in size:
         if type(d) is not int or d < 0:
-            size = tuple(int(d) for d in size)
+            size = tuple(_dim(d) for d in size)
             if any(d < 0 for d in size):
                 raise UsageError(f"Trying to create tensor with negative dimension "
                                  f"{min(size)}: {list(size)}")  # fmt: skip
             return size
     return size
+
+
+def _dim(d) -> int:
+    """A size's dim: an int, NumPy integer or 0-d integer tensor (not a float, as PyTorch)."""
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"size must be a tuple of ints, but got {type(d).__name__}"
+        ) from None
 
 
 def _sizes(sizes: tuple, size) -> tuple:
@@ -185,7 +198,9 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     if dtype is not None:
         dtype = dt.as_dtype(dtype)
     else:
-        dtype = _SCALAR_DTYPES.get(type(fill_value)) or dt.as_array(fill_value).dtype
+        kind = type(fill_value)  # (the default float read now: set_default_dtype changes it)
+        dtype = dt.DEFAULT_FLOAT if kind is float else _SCALAR_DTYPES.get(kind)
+        dtype = dtype or dt.as_array(fill_value).dtype
     if type(fill_value) is int:
         fill_value = dt.python_int(fill_value, dtype, "full")
     elif type(fill_value) in (float, complex):
@@ -193,12 +208,13 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
 
 
-# the dtype `dt.as_array` gives a Python scalar (PyTorch's: float32, int64, bool)
-_SCALAR_DTYPES = {float: dt.DEFAULT_FLOAT, int: dt.int64, bool: np.dtype(bool)}
+# the dtype `dt.as_array` gives a Python int or bool (PyTorch's: int64, bool; a float has
+# the default float dtype)
+_SCALAR_DTYPES = {int: dt.int64, bool: np.dtype(bool)}
 
 
 @factory_out
-def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+def arange(start=None, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`start, start + step, …` below `end` (`arange(n)` counts from 0); ints give int64.
 
     An integer dtype counts from `start` by `step`, each truncated to an integer, as
@@ -212,10 +228,14 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
     tensor([-2, -1,  0,  1])
     """
     if end is None:
+        if start is None:
+            raise ArgumentTypeError("arange() missing required argument 'end'")
         start, end = 0, start
-    start, end, step = _real(start), _real(end), _real(step)
+    start, end, step = _real(0 if start is None else start), _real(end), _real(step)
     if step == 0:
         raise UsageError("arange: step must be nonzero")
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise UsageError(f"arange: unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip
@@ -294,9 +314,33 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
             f"{dt.as_dtype(dtype)}"
         )
     dtype = _float(dtype if dtype is not None else inferred)
+    if dtype.kind in "iu":
+        return _finish(int_spaced(start, end, int(steps), dtype), device, requires_grad)
     wide = np.complex128 if dtype.kind == "c" else np.float64
     array = np.linspace(start, end, int(steps), dtype=wide).astype(dtype)
     return _finish(array, device, requires_grad)
+
+
+def int_spaced(start, end, steps: int, dtype, base=None) -> np.ndarray:
+    """PyTorch's `linspace` (with `base`, `logspace`) of an integer dtype: the ends truncated
+    to integers first, then the values (exponents) `start + step * i` in the first half and
+    `end - step * (steps - 1 - i)` in the second, in float64, truncated (one step: `start`,
+    a logspace's not truncated).
+
+    >>> int_spaced(0.5, 5.5, 4, np.dtype("int64")), int_spaced(0.5, 2, 4, np.dtype("int64"), 10)
+    (array([0, 1, 3, 5]), array([  1,   4,  21, 100]))
+    """
+    start, end = float(_real(start)), float(_real(end))
+    first, last = float(np.trunc(start)), float(np.trunc(end))
+    if steps == 1:
+        values = np.array([first if base is None else start])
+    else:
+        i = np.arange(steps, dtype=np.float64)
+        step = (last - first) / (steps - 1)
+        values = np.where(i < steps // 2, first + step * i, last - step * (steps - 1 - i))
+    if base is not None:
+        values = np.power(float(base), values)
+    return np.trunc(values).astype(dtype)
 
 
 @factory_out
@@ -308,6 +352,9 @@ def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=Fa
     tensor([[1., 0.],
             [0., 1.]])
     """
+    for name, size in (("n", n), ("m", m)):
+        if size is not None and size < 0:
+            raise UsageError(f"eye: {name} must be greater or equal to 0, got {size}")
     return _finish(np.eye(n, m, dtype=_float(dtype)), device, requires_grad)
 
 

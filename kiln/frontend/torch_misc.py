@@ -220,10 +220,10 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
         if dt.is_int(dtype):
             values = m.trunc(values)
         return m.cast(values, dtype)
+    if dt.is_int(dtype):
+        return fa._finish(fa.int_spaced(start, end, int(steps), dtype, base), device, requires_grad)
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     values = np.power(float(base), exponents)
-    if dt.is_int(dtype):
-        values = np.trunc(values)
     return fa._finish(values.astype(dtype), device, requires_grad)
 
 
@@ -254,6 +254,8 @@ def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=No
             return out
         return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
     out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
+    if not requires_grad and not isinstance(out, Tensor):
+        return out  # a traced draw (`kn.compile`): a graph value, which has no autograd tape
     return out.requires_grad_(requires_grad)
 
 

@@ -368,9 +368,34 @@ def _generator(generator) -> Generator:
 
 def _random_float(dtype):
     dtype = _float(dtype)
-    if not dt.is_float(dtype):
-        raise dt.DTypeError(f"random values need a float dtype, got {dtype}")
+    if not dt.is_float(dtype):  # (PyTorch's kernels are not implemented for the others)
+        raise UnsupportedDTypeError(f"random values need a float dtype, got {dtype}")
     return dtype
+
+
+def _bound(name: str, value) -> int:
+    """A `randint` bound: an int (a NumPy integer, a 0-d integer tensor), not a float or bool."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ArgumentTypeError(f"randint(): argument '{name}' must be int, not "
+                                f"{type(value).__name__}")  # fmt: skip
+    return operator.index(value)
+
+
+def _check_range(low: int, high: int, dtype) -> None:
+    """PyTorch's check of `randint`'s `[low, high)` against an integer or bool dtype's range
+    (RuntimeError).
+
+    >>> _check_range(0, 257, np.dtype("uint8"))
+    Traceback (most recent call last):
+    kiln.errors.UsageError: to - 1 is out of bounds for uint8 ...
+    """
+    if dtype.kind not in "iub":
+        return
+    info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if not info[0] <= low <= info[1]:
+        raise UsageError(f"from is out of bounds for {dtype}")
+    if not info[0] <= high - 1 <= info[1]:
+        raise UsageError(f"to - 1 is out of bounds for {dtype}")
 
 
 def _traced(kind, shape, dtype, generator, **params):
@@ -454,7 +479,10 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
     if len(bounds) not in (1, 2):
         raise ArgumentTypeError("randint() takes (high, size) or (low, high, size)")
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
-    low, high = int(low), int(high)
+    low, high = _bound("low", low), _bound("high", high)
+    if isinstance(size, (int, float, np.number)):
+        raise ArgumentTypeError(f"randint(): argument 'size' must be tuple of ints, not "
+                                f"{type(size).__name__}")  # fmt: skip
     if high <= low:
         raise UsageError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -465,6 +493,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
             f"randint: check_random_bounds handles only integral, floating-point and boolean "
             f"types, not {dtype}"
         )
+    _check_range(low, high, dtype)
     if in_trace():
         return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)
     values = _generator(generator)._integers(low, high, _shape((size,)))

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, ArgumentTypeError, UsageError
+from ..errors import ArgumentError, ArgumentTypeError, UsageError, call_error
 from . import math as m
 from . import shape as s
 from . import torch_shape as ts
@@ -181,7 +181,12 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if not tensors:
+        raise UsageError("meshgrid expects a non-empty TensorList")
     values = list(lift(*tensors))
+    if len({v.dtype for v in values}) > 1:
+        raise call_error(UsageError, "meshgrid expects all tensors to have the same dtype",
+                         "meshgrid", *values)  # fmt: skip
     if indexing not in ("ij", "xy"):
         # PyTorch refuses an unknown indexing with RuntimeError, not ValueError
         raise UsageError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")

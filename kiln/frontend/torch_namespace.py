@@ -21,7 +21,14 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, UsageError, call_error
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ShapeMismatchError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -473,12 +480,33 @@ def normal(
         if size is not None:
             raise ArgumentTypeError("normal(): size is for number mean and std only")
         mu, sigma = lift(mean, std, context=tuple(tensors))
-        shape = np.broadcast_shapes(tuple(mu.shape), tuple(sigma.shape))
-        float_dtype = next(t.dtype for t in tensors if dt.is_float(t.dtype)) if any(
-            dt.is_float(t.dtype) for t in tensors) else dt.DEFAULT_FLOAT  # fmt: skip
-        z = randn(*shape, generator=generator, dtype=float_dtype)
+        try:
+            shape = np.broadcast_shapes(tuple(mu.shape), tuple(sigma.shape))
+        except ValueError:
+            raise call_error(ShapeMismatchError, "normal: mean and std do not broadcast",
+                             "normal", mu, sigma) from None  # fmt: skip
+        # the result's dtype: mean's where it is a tensor, else std's (PyTorch's)
+        dtype = dt.as_dtype((mean if isinstance(mean, (Tensor, Symbol)) else std).dtype)
+        _check_normal(dtype, std)
+        z = randn(*shape, generator=generator, dtype=dt.to_real(dtype))
         result = m.add(mu, m.mul(sigma, z))
+        if result.dtype != dtype:
+            result = m.cast(result, dtype)
     return result
+
+
+def _check_normal(dtype, std) -> None:
+    """PyTorch's refusals of `normal` with a tensor mean or std: a result dtype that is not
+    floating or complex, a complex std, a negative std."""
+    if not (dt.is_float(dtype) or dtype.kind == "c"):
+        raise UnsupportedDTypeError(f'"normal_kernel_cpu" not implemented for {dtype}')
+    if isinstance(std, (Tensor, Symbol)) and dt.as_dtype(std.dtype).kind == "c":
+        raise UsageError("normal expects standard deviation to be non-complex")
+    if isinstance(std, Tensor):
+        if bool(np.any(std.detach()._host() < 0)):
+            raise UsageError("normal expects all elements of std >= 0.0")
+    elif not isinstance(std, Symbol) and std < 0:
+        raise UsageError(f"normal expects std >= 0.0, but found std {std}")
 
 
 def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad,

@@ -18,6 +18,7 @@ from . import sparse
 from . import sparse_compressed as compressed
 from .devices import canonical_device
 from .out import factory_out
+from .spacing import linspace_values
 from .storage import mark_not_resizable
 from .tensor import Tensor, make
 from .trace_notes import note_made
@@ -314,33 +315,13 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
             f"{dt.as_dtype(dtype)}"
         )
     dtype = _float(dtype if dtype is not None else inferred)
-    if dtype.kind in "iu":
-        return _finish(int_spaced(start, end, int(steps), dtype), device, requires_grad)
-    wide = np.complex128 if dtype.kind == "c" else np.float64
-    array = np.linspace(start, end, int(steps), dtype=wide).astype(dtype)
+    array = None
+    if dtype.kind != "c" and int(steps) > 0:  # PyTorch's kernel's values (kiln/eager/spacing.py)
+        array = linspace_values(_real(start), _real(end), int(steps), dtype)
+    if array is None:
+        wide = np.complex128 if dtype.kind == "c" else np.float64
+        array = np.linspace(start, end, int(steps), dtype=wide).astype(dtype)
     return _finish(array, device, requires_grad)
-
-
-def int_spaced(start, end, steps: int, dtype, base=None) -> np.ndarray:
-    """PyTorch's `linspace` (with `base`, `logspace`) of an integer dtype: the ends truncated
-    to integers first, then the values (exponents) `start + step * i` in the first half and
-    `end - step * (steps - 1 - i)` in the second, in float64, truncated (one step: `start`,
-    a logspace's not truncated).
-
-    >>> int_spaced(0.5, 5.5, 4, np.dtype("int64")), int_spaced(0.5, 2, 4, np.dtype("int64"), 10)
-    (array([0, 1, 3, 5]), array([  1,   4,  21, 100]))
-    """
-    start, end = float(_real(start)), float(_real(end))
-    first, last = float(np.trunc(start)), float(np.trunc(end))
-    if steps == 1:
-        values = np.array([first if base is None else start])
-    else:
-        i = np.arange(steps, dtype=np.float64)
-        step = (last - first) / (steps - 1)
-        values = np.where(i < steps // 2, first + step * i, last - step * (steps - 1 - i))
-    if base is not None:
-        values = np.power(float(base), values)
-    return np.trunc(values).astype(dtype)
 
 
 @factory_out

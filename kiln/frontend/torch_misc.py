@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..eager import factories as fa
 from ..eager.printing import get_printoptions, set_printoptions
+from ..eager.spacing import logspace_values
 from ..eager.tensor import Tensor
 from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
@@ -220,8 +221,9 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
         if dt.is_int(dtype):
             values = m.trunc(values)
         return m.cast(values, dtype)
-    if dt.is_int(dtype):
-        return fa._finish(fa.int_spaced(start, end, int(steps), dtype, base), device, requires_grad)
+    if int(steps) > 0 and dtype.kind != "c":  # PyTorch's kernel's values
+        values = logspace_values(start, end, int(steps), float(base), dtype)
+        return fa._finish(values, device, requires_grad)
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     values = np.power(float(base), exponents)
     return fa._finish(values.astype(dtype), device, requires_grad)

@@ -520,3 +520,27 @@ def test_creation_reprs_match(torch):
     for k, t in zip(made(kn), made(torch)):
         assert repr(k).replace("kiln", "torch") == repr(t)
     assert_same(made(kn), made(torch))
+
+
+SPACED = [(-46.64, 22.97, 103), (0, 1, 4), (1, 0, 7), (-2.0, 39.0, 124), (-52, 52, 19),
+          (0.5, 5.5, 4), (2.99505, 0.9142, 47), (-10, 10, 1001), (3, 3, 5), (-1.7, 2.3, 1),
+          (0.1, 0.7, 2), (-0.3, 0.9, 250)]  # fmt: skip
+SPACED_DTYPES = ("float16", "bfloat16", "float32", "float64", "int64", "int32", "int16", "uint8")
+
+
+@pytest.mark.parametrize("dtype", SPACED_DTYPES)
+def test_linspace_and_logspace_values_bit_for_bit(torch, dtype):
+    # PyTorch's kernels: ends converted to the dtype, halfway from each end, fused
+    # multiply-adds (kiln/eager/spacing.py); kiln's float64 values were off by an ulp
+    # (float16: 0.6665 for 0.6670) and its integer ones by one
+    for start, end, steps in SPACED:
+        if dtype == "uint8":
+            start, end = abs(start), abs(end)
+        for fn, ends, kw in (("linspace", (start, end), {}),
+                             ("logspace", (start / 20, end / 20), {"base": 3.0}),
+                             ("logspace", (start / 20, end / 20), {"base": 10.0})):  # fmt: skip
+            t = getattr(torch, fn)(*ends, steps, dtype=getattr(torch, dtype), **kw)
+            k = getattr(kn, fn)(*ends, steps, dtype=getattr(kn, dtype), **kw)
+            where = (fn, ends, steps, kw)
+            assert k.dtype == getattr(kn, dtype), where
+            np.testing.assert_array_equal(k.float().numpy(), t.float().numpy(), err_msg=str(where))

@@ -456,8 +456,9 @@ def normal(
     layout=None,
 ):  # fmt: skip  (layout: strided, kiln's)
     """Samples of N(mean, std²): elementwise for tensor `mean` and/or `std` (broadcast), or
-    of `size` for numbers. The result is `mean + std * z` with z ~ N(0, 1), so gradients
-    reach `mean` (1) and `std` (z), as PyTorch's do.
+    of `size` for numbers. The result is `mean + std * z` with z ~ N(0, 1), of mean's dtype
+    (else std's); mean and std get zero gradients, as PyTorch's (its normal is not
+    reparameterized: `Normal.rsample` is).
 
     >>> import kiln as kn
     >>> tuple(kn.normal(0.0, 1.0, (2, 3)).shape), tuple(kn.normal(kn.zeros(4), 2.0).shape)
@@ -489,7 +490,11 @@ def normal(
         dtype = dt.as_dtype((mean if isinstance(mean, (Tensor, Symbol)) else std).dtype)
         _check_normal(dtype, std)
         z = randn(*shape, generator=generator, dtype=dt.to_real(dtype))
-        result = m.add(mu, m.mul(sigma, z))
+        mu_, sigma_ = (v.detach() if isinstance(v, (Tensor, Symbol)) else v for v in (mu, sigma))
+        result = m.add(mu_, m.mul(sigma_, z))
+        # PyTorch's normal gives mean and std zero gradients (not the reparameterized 1 and
+        # z): the draw joins them through a `where` that never picks them
+        result = m.where(np.False_, m.add(mu, sigma), result)
         if result.dtype != dtype:
             result = m.cast(result, dtype)
     return result

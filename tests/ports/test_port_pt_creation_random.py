@@ -610,3 +610,26 @@ def test_seeded_generators_repeat(torch):
             )
         for a, b in zip(*draws):
             assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_normal_gives_mean_and_std_zero_gradients(torch, mode):
+    # PyTorch's normal is not reparameterized: mean and std get zeros (kiln gave 1 and z)
+    def grads(lib, wrap):
+        mean, std = lib.ones(3, requires_grad=True), lib.full((3,), 2.0, requires_grad=True)
+        forms = (
+            lambda m, s: lib.normal(m, s),
+            lambda m, s: lib.normal(m, 0.5),
+            lambda m, s: lib.normal(0.5, s),
+            lambda m, s: lib.normal(m, s[:1]),
+        )
+        found = []
+        for form in forms:
+            mean.grad = std.grad = None
+            out = wrap(lambda m, s, form=form: (form(m, s) * 3).sum())(mean, std)
+            out.backward()
+            found.append([None if g is None else g.tolist() for g in (mean.grad, std.grad)])
+        return found
+
+    compiled = kn.compile if mode == "compiled" else (lambda f: f)
+    assert grads(kn, compiled) == grads(torch, lambda f: f)

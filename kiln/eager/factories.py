@@ -18,7 +18,7 @@ from . import sparse
 from . import sparse_compressed as compressed
 from .devices import canonical_device
 from .out import factory_out
-from .spacing import linspace_values
+from .spacing import arange_values, linspace_values
 from .storage import mark_not_resizable
 from .tensor import Tensor, make
 from .trace_notes import note_made
@@ -249,7 +249,10 @@ def arange(start=None, end=None, step=1, dtype=None, device="cpu", requires_grad
             raise UnsupportedDTypeError(f"arange: not implemented for {dtype} (as PyTorch's)")
     if dtype.kind in "iu":
         return _finish(_int_range(start, end, step, dtype), device, requires_grad)
-    return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
+    values = arange_values(start, end, step, dtype)  # (kiln/eager/spacing.py)
+    if values is None:
+        values = np.arange(start, end, step, dtype=dtype)
+    return _finish(values, device, requires_grad)
 
 
 def _int_range(start, end, step, dtype) -> np.ndarray:

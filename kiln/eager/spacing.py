@@ -1,11 +1,12 @@
 """The values of PyTorch's CPU `linspace` and `logspace` kernels, which `kn.linspace` and
-`kn.logspace` give bit for bit. Both first convert the ends to the result's dtype (an integer
-dtype truncates them) and make the value at index i `start + step * i` in the first half,
-`end - step * (steps - 1 - i)` in the second, `step = (end - start) / (steps - 1)`.
-`linspace` computes in the step's type, each multiply-add rounded once (its kernel's fused
-multiply-adds): the result's own type for float16 and bfloat16 (every operation rounded to
-it), float32 for float32, float64 for float64 and integers. `logspace` raises `base` to
-float64 exponents (not fused) and converts the powers to the result's dtype.
+`kn.logspace` give bit for bit, and of its `arange` of a floating dtype. The first two
+convert the ends to the result's dtype (an integer dtype truncates them) and make the value
+at index i `start + step * i` in the first half, `end - step * (steps - 1 - i)` in the
+second, `step = (end - start) / (steps - 1)`. `linspace` computes in the step's type, each
+multiply-add rounded once (its kernel's fused multiply-adds): the result's own type for
+float16 and bfloat16 (every operation rounded to it), float32 for float32, float64 for
+float64 and integers. `logspace` raises `base` to float64 exponents (not fused) and converts
+the powers to the result's dtype.
 """
 
 from __future__ import annotations
@@ -91,4 +92,22 @@ def logspace_values(start, end, steps: int, base: float, dtype: np.dtype) -> np.
         return np.trunc(values).astype(dtype)
     if dtype in (dt.float16, dt.bfloat16):
         values = values.astype(np.float32)
+    return values.astype(dtype)
+
+
+def arange_values(start, end, step, dtype: np.dtype) -> np.ndarray | None:
+    """PyTorch's `arange` of a floating `dtype` (None for the others): `ceil((end - start) /
+    step)` values `start + step * i`, each computed in the dtype's accumulate type (float64
+    for float32 and float64, float32 for float16 and bfloat16) and rounded once to the dtype
+    (not accumulated in the dtype, as NumPy's `arange` does: bfloat16 values 29 times off).
+    PyTorch's vectorized kernel rounds some of them differently, by an ulp.
+
+    >>> arange_values(-17, -15, 0.3, np.dtype("float16"))
+    array([-17. , -16.7, -16.4, -16.1, -15.8, -15.5, -15.2], dtype=float16)
+    """
+    if dtype not in (dt.float16, dt.bfloat16, dt.float32, dt.float64):
+        return None
+    count = max(int(np.ceil((float(end) - float(start)) / float(step))), 0)
+    acc = np.float32 if dtype in (dt.float16, dt.bfloat16) else np.float64
+    values = (acc(start) + acc(step) * np.arange(count).astype(acc)).astype(acc)
     return values.astype(dtype)

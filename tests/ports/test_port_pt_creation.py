@@ -544,3 +544,24 @@ def test_linspace_and_logspace_values_bit_for_bit(torch, dtype):
             where = (fn, ends, steps, kw)
             assert k.dtype == getattr(kn, dtype), where
             np.testing.assert_array_equal(k.float().numpy(), t.float().numpy(), err_msg=str(where))
+
+
+ARANGES = [(-17.0, -0.49, 0.3), (2040, 2100, 1.0), (1e6, 1e6 + 50, 0.1), (0, 1000, 0.1),
+           (0, 300, 0.7), (5, -3, -0.25), (-1, 1, 1 / 3)]  # fmt: skip
+# two ulps of the range's largest value: PyTorch's vectorized kernel rounds its values
+# through a vector's first one, kiln each value once
+ARANGE_RTOL = {"float16": 2.0**-9, "bfloat16": 2.0**-6, "float32": 2.0**-22, "float64": 2.0**-51}
+
+
+@pytest.mark.parametrize("dtype", sorted(ARANGE_RTOL))
+def test_arange_values_are_not_accumulated_in_the_dtype(torch, dtype):
+    # kiln's float arange summed its step in the dtype (NumPy's arange): bfloat16's
+    # arange(2040, 2100) ran 56 off, float32's arange(1e6, 1e6 + 50, 0.1) 12.5
+    for start, end, step in ARANGES:
+        if dtype == "float16" and abs(start) > 6e4:
+            continue
+        t = torch.arange(start, end, step, dtype=getattr(torch, dtype)).double().numpy()
+        k = kn.arange(start, end, step, dtype=getattr(kn, dtype)).double().numpy()
+        assert k.shape == t.shape, (start, end, step)
+        scale = max(abs(start), abs(end), abs(step))  # (an ulp of the range's largest value)
+        assert (np.abs(k - t) <= ARANGE_RTOL[dtype] * scale).all(), (start, end, step, k, t)

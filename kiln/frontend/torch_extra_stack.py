@@ -227,7 +227,17 @@ def block_diag(*tensors):
     tensor([[1, 0, 0],
             [0, 2, 3]])
     """
-    blocks = [s.reshape(b, (1, -1)) if b.ndim < 2 else b for b in lift(*tensors)]
+    if not tensors:  # PyTorch's: an empty (1, 0) matrix of the default dtype
+        from ..eager.factories import empty
+
+        return empty(1, 0)
+    values = lift(*tensors)
+    for i, b in enumerate(values):
+        if b.ndim > 2:
+            message = (f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                       f"Input {i} has {b.ndim} dimensions")  # fmt: skip
+            raise call_error(UsageError, message, "block_diag", b)
+    blocks = [s.reshape(b, (1, -1)) if b.ndim < 2 else b for b in values]
     dtype = dt.result_type(*blocks)
     width = sum(b.shape[1] for b in blocks)
     rows, left = [], 0

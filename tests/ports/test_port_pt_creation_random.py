@@ -483,6 +483,76 @@ refuses("dstack_nothing", lambda lib: lib.dstack([]))
 refuses("column_stack_nothing", lambda lib: lib.column_stack([]))
 
 
+@case("cat_out_views")
+def _(lib):
+    w = lib.arange(24.0)
+    x, y = lib.zeros(10, 5, 2), lib.zeros(10, 5, 2)
+    val = lib.full((5, 2), 3.0)
+    lib.cat((val[None],) * 8, dim=0, out=x.narrow(0, 0, 8))
+    lib.cat((val[:1],) * 3, dim=0, out=y.narrow(1, 0, 3))
+    return lib.cat([w[:2], w[4:6]], out=w[6:10]), w, x, y
+
+
+@case("cat_memory_formats")
+def _(lib):
+    last = lib.channels_last
+    x, y = lib.arange(96.0).reshape(2, 3, 4, 4), lib.ones(2, 3, 4, 4)
+    xl, yl = x.contiguous(memory_format=last), y.contiguous(memory_format=last)
+    return [
+        (t.stride(), t)
+        for t in (
+            lib.cat((x, y), out=lib.zeros(4, 3, 4, 4).contiguous(memory_format=last)),
+            lib.cat((xl, yl), dim=1),
+            lib.cat((xl, y)),
+            lib.cat((x, yl)),
+            lib.cat([lib.ones(2, 3).t(), lib.ones(2, 3).t()], 1),
+        )
+    ]
+
+
+refuses("cat_out_is_an_input", lambda lib: (lambda y: lib.cat([y, y + 1], out=y))(lib.ones(4)))
+refuses(
+    "cat_out_is_an_empty_input",
+    lambda lib: (lambda x: lib.cat([x, lib.ones(4, 6)], out=x))(lib.zeros(0)),
+)
+refuses(
+    "cat_out_overlaps_an_input",
+    lambda lib: (lambda z: lib.cat([lib.ones(4, 6), z], out=z[:2, :]))(lib.zeros(4, 6)),
+)
+refuses("hstack_out_is_an_input", lambda lib: (lambda y: lib.hstack([y, y], out=y))(lib.ones(4)))
+
+
+@case("block_diag_forms")
+def _(lib):
+    return (
+        lib.block_diag(),
+        lib.block_diag(
+            lib.ones(2, 2), lib.ones(2, 3), lib.ones(4), lib.ones(3, 1), lib.tensor(5.0)
+        ),
+        lib.block_diag(lib.tensor(1, dtype=lib.uint8), lib.tensor(2, dtype=lib.int8)),
+        lib.block_diag(lib.tensor(1, dtype=lib.int32), lib.tensor(2.0)),
+        lib.block_diag(lib.tensor(1, dtype=lib.complex64), lib.tensor(2, dtype=lib.float64)),
+        lib.block_diag(
+            lib.tensor(1),
+            lib.tensor([2]),
+            lib.tensor([]),
+            lib.tensor([3, 4, 5]),
+            lib.tensor([[], []]),
+            lib.tensor([[6], [7.3]]),
+        ),
+        lib.block_diag(
+            lib.tensor([[4, 9], [7, 10]]), lib.tensor([4.6, 9.12]), lib.tensor([1j + 3])
+        ),
+        lib.diagflat(lib.ones(4, dtype=lib.complex128)),
+        lib.diagflat(lib.arange(5.0), 2),
+        lib.diagflat(lib.arange(24.0).reshape(2, 3, 4).transpose(2, 0)),
+    )
+
+
+refuses("block_diag_3d", lambda lib: lib.block_diag(lib.tensor(5), lib.tensor([[[6]]])))
+refuses("block_diag_4d", lambda lib: lib.block_diag(lib.tensor([[[[6]]]])))
+
+
 # -- meshgrid, cartesian_prod, combinations, polar, complex ---------------------------------
 
 

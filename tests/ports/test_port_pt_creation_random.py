@@ -553,6 +553,54 @@ refuses("block_diag_3d", lambda lib: lib.block_diag(lib.tensor(5), lib.tensor([[
 refuses("block_diag_4d", lambda lib: lib.block_diag(lib.tensor([[[[6]]]])))
 
 
+@case("splits")
+def _(lib):
+    a6, m, c = lib.arange(6), lib.arange(24).reshape(3, 8), lib.arange(30).reshape(6, 5)
+    return (lib.hsplit(a6, 2), lib.hsplit(a6, [2, 5]), lib.hsplit(a6, [7, 9]), lib.hsplit(m, 4),
+            lib.hsplit(m, [1, 5]), lib.hsplit(m, [3, 8]), lib.hsplit(lib.zeros(5, 0, 5), 3),
+            lib.hsplit(lib.zeros(5, 5, 0), [2, 6]), lib.vsplit(c, 2), lib.vsplit(c, [1, 2, 3]),
+            lib.vsplit(c, [1, 5, 9]), lib.vsplit(lib.zeros(5, 0, 5), [1, 5]),
+            lib.dsplit(lib.arange(36.0).reshape(2, 3, 6), 3),
+            lib.dsplit(lib.zeros(5, 0, 6), [1, 2, 3]), lib.dsplit(lib.zeros(5, 5, 0), 2))  # fmt: skip
+
+
+refuses("hsplit_0d", lambda lib: lib.hsplit(lib.ones(()), 3))
+refuses("hsplit_not_dividing", lambda lib: lib.hsplit(lib.arange(6), 4))
+refuses("vsplit_1d", lambda lib: lib.vsplit(lib.arange(6), 2))
+refuses("dsplit_2d", lambda lib: lib.dsplit(lib.arange(36).reshape(6, 6), 3))
+refuses("dsplit_not_dividing", lambda lib: lib.dsplit(lib.zeros(5, 5, 6), 4))
+refuses("hstack_of_a_tensor", lambda lib: lib.hstack(lib.ones(10)))
+refuses("vstack_of_a_tensor", lambda lib: lib.vstack(lib.ones(10)))
+refuses("column_stack_rows_differ", lambda lib: lib.column_stack([lib.ones(2, 3), lib.ones(3)]))
+refuses("vstack_columns_differ", lambda lib: lib.vstack([lib.ones(2, 3), lib.ones(2, 4)]))
+
+
+@case("like_strides_follow_the_input")
+def _(lib):
+    # the *_like factories lay their result out as the input (PyTorch's preserve_format)
+    ts = (
+        lib.ones(4, 3, 2)[:, :, ::2],
+        lib.empty_strided((4, 3, 2), (10, 3, 1)),
+        lib.empty_strided((4, 3, 2), (10, 0, 3)),
+        lib.empty_strided((4, 3, 2), (10, 1, 2)),
+        lib.empty_strided((4, 3, 2), (4, 2, 1))[:, :, ::2],
+        lib.empty_strided((4, 3, 2), (10, 1, 1)),
+        lib.empty_strided((4, 1, 1, 2), (10, 0, 0, 2)),
+        lib.empty_strided((4, 2, 3), (10, 3, 3)),
+    )
+    likes = (
+        lambda t: lib.zeros_like(t),
+        lambda t: lib.ones_like(t),
+        lambda t: lib.full_like(t, 7),
+        lambda t: lib.empty_like(t),
+        lambda t: lib.rand_like(t),
+        lambda t: lib.randn_like(t),
+        lambda t: lib.randint_like(t, 10, 100),
+    )
+    return [like(t.permute(*p)).stride() for t in ts for like in likes
+            for p in ((0, 1, 2), (2, 0, 1), (1, 2, 0))[: 3 if t.dim() == 3 else 0]]  # fmt: skip
+
+
 # -- meshgrid, cartesian_prod, combinations, polar, complex ---------------------------------
 
 

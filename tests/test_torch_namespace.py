@@ -213,8 +213,9 @@ def test_normal_forms_and_gradients():
     std = kn.full((3,), 2.0, requires_grad=True)
     y = kn.normal(mean, std)
     y.sum().backward()
-    assert mean.grad.tolist() == [1.0, 1.0, 1.0]
-    np.testing.assert_allclose(std.grad.numpy(), (y.detach().numpy() - 0) / 2, rtol=1e-6)
+    # PyTorch's normal is not reparameterized: zero gradients (torch 2.13), as
+    # tests/ports/test_port_pt_creation_random.py checks against it
+    assert mean.grad.tolist() == [0.0, 0.0, 0.0] and std.grad.tolist() == [0.0, 0.0, 0.0]
     f = kn.compile(lambda m: kn.normal(m, 1.0))
     assert (f(kn.zeros(100)) != f(kn.zeros(100))).all()
 

@@ -4,6 +4,8 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -16,6 +18,7 @@ from . import sparse
 from . import sparse_compressed as compressed
 from .devices import canonical_device
 from .out import factory_out
+from .spacing import arange_values, linspace_values
 from .storage import mark_not_resizable
 from .tensor import Tensor, make
 from .trace_notes import note_made
@@ -55,15 +58,26 @@ def _finish(array, device, requires_grad: bool) -> Tensor:
 
 def _shape(size) -> tuple:
     if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
-        size = tuple(size[0])
+        if getattr(size[0], "ndim", None) != 0:  # (a 0-d integer tensor is one size)
+            size = tuple(size[0])
     for d in size:
         if type(d) is not int or d < 0:
-            size = tuple(int(d) for d in size)
+            size = tuple(_dim(d) for d in size)
             if any(d < 0 for d in size):
                 raise UsageError(f"Trying to create tensor with negative dimension "
                                  f"{min(size)}: {list(size)}")  # fmt: skip
             return size
     return size
+
+
+def _dim(d) -> int:
+    """A size's dim: an int, NumPy integer or 0-d integer tensor (not a float, as PyTorch)."""
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"size must be a tuple of ints, but got {type(d).__name__}"
+        ) from None
 
 
 def _sizes(sizes: tuple, size) -> tuple:
@@ -185,7 +199,9 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     if dtype is not None:
         dtype = dt.as_dtype(dtype)
     else:
-        dtype = _SCALAR_DTYPES.get(type(fill_value)) or dt.as_array(fill_value).dtype
+        kind = type(fill_value)  # (the default float read now: set_default_dtype changes it)
+        dtype = dt.DEFAULT_FLOAT if kind is float else _SCALAR_DTYPES.get(kind)
+        dtype = dtype or dt.as_array(fill_value).dtype
     if type(fill_value) is int:
         fill_value = dt.python_int(fill_value, dtype, "full")
     elif type(fill_value) in (float, complex):
@@ -193,12 +209,13 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad: bool = False
     return _finish(np.full(_shape((size,)), fill_value, dtype), device, requires_grad)
 
 
-# the dtype `dt.as_array` gives a Python scalar (PyTorch's: float32, int64, bool)
-_SCALAR_DTYPES = {float: dt.DEFAULT_FLOAT, int: dt.int64, bool: np.dtype(bool)}
+# the dtype `dt.as_array` gives a Python int or bool (PyTorch's: int64, bool; a float has
+# the default float dtype)
+_SCALAR_DTYPES = {int: dt.int64, bool: np.dtype(bool)}
 
 
 @factory_out
-def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+def arange(start=None, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """`start, start + step, …` below `end` (`arange(n)` counts from 0); ints give int64.
 
     An integer dtype counts from `start` by `step`, each truncated to an integer, as
@@ -212,10 +229,14 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
     tensor([-2, -1,  0,  1])
     """
     if end is None:
+        if start is None:
+            raise ArgumentTypeError("arange() missing required argument 'end'")
         start, end = 0, start
-    start, end, step = _real(start), _real(end), _real(step)
+    start, end, step = _real(0 if start is None else start), _real(end), _real(step)
     if step == 0:
         raise UsageError("arange: step must be nonzero")
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise UsageError(f"arange: unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip
@@ -228,7 +249,10 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
             raise UnsupportedDTypeError(f"arange: not implemented for {dtype} (as PyTorch's)")
     if dtype.kind in "iu":
         return _finish(_int_range(start, end, step, dtype), device, requires_grad)
-    return _finish(np.arange(start, end, step, dtype=dtype), device, requires_grad)
+    values = arange_values(start, end, step, dtype)  # (kiln/eager/spacing.py)
+    if values is None:
+        values = np.arange(start, end, step, dtype=dtype)
+    return _finish(values, device, requires_grad)
 
 
 def _int_range(start, end, step, dtype) -> np.ndarray:
@@ -294,8 +318,12 @@ def linspace(start, end, steps: int, dtype=None, device="cpu", requires_grad=Fal
             f"{dt.as_dtype(dtype)}"
         )
     dtype = _float(dtype if dtype is not None else inferred)
-    wide = np.complex128 if dtype.kind == "c" else np.float64
-    array = np.linspace(start, end, int(steps), dtype=wide).astype(dtype)
+    array = None
+    if dtype.kind != "c" and int(steps) > 0:  # PyTorch's kernel's values (kiln/eager/spacing.py)
+        array = linspace_values(_real(start), _real(end), int(steps), dtype)
+    if array is None:
+        wide = np.complex128 if dtype.kind == "c" else np.float64
+        array = np.linspace(start, end, int(steps), dtype=wide).astype(dtype)
     return _finish(array, device, requires_grad)
 
 
@@ -308,6 +336,9 @@ def eye(n: int, m: int | None = None, dtype=None, device="cpu", requires_grad=Fa
     tensor([[1., 0.],
             [0., 1.]])
     """
+    for name, size in (("n", n), ("m", m)):
+        if size is not None and size < 0:
+            raise UsageError(f"eye: {name} must be greater or equal to 0, got {size}")
     return _finish(np.eye(n, m, dtype=_float(dtype)), device, requires_grad)
 
 
@@ -321,9 +352,34 @@ def _generator(generator) -> Generator:
 
 def _random_float(dtype):
     dtype = _float(dtype)
-    if not dt.is_float(dtype):
-        raise dt.DTypeError(f"random values need a float dtype, got {dtype}")
+    if not dt.is_float(dtype):  # (PyTorch's kernels are not implemented for the others)
+        raise UnsupportedDTypeError(f"random values need a float dtype, got {dtype}")
     return dtype
+
+
+def _bound(name: str, value) -> int:
+    """A `randint` bound: an int (a NumPy integer, a 0-d integer tensor), not a float or bool."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ArgumentTypeError(f"randint(): argument '{name}' must be int, not "
+                                f"{type(value).__name__}")  # fmt: skip
+    return operator.index(value)
+
+
+def _check_range(low: int, high: int, dtype) -> None:
+    """PyTorch's check of `randint`'s `[low, high)` against an integer or bool dtype's range
+    (RuntimeError).
+
+    >>> _check_range(0, 257, np.dtype("uint8"))
+    Traceback (most recent call last):
+    kiln.errors.UsageError: to - 1 is out of bounds for uint8 ...
+    """
+    if dtype.kind not in "iub":
+        return
+    info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if not info[0] <= low <= info[1]:
+        raise UsageError(f"from is out of bounds for {dtype}")
+    if not info[0] <= high - 1 <= info[1]:
+        raise UsageError(f"to - 1 is out of bounds for {dtype}")
 
 
 def _traced(kind, shape, dtype, generator, **params):
@@ -407,7 +463,10 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
     if len(bounds) not in (1, 2):
         raise ArgumentTypeError("randint() takes (high, size) or (low, high, size)")
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
-    low, high = int(low), int(high)
+    low, high = _bound("low", low), _bound("high", high)
+    if isinstance(size, (int, float, np.number)):
+        raise ArgumentTypeError(f"randint(): argument 'size' must be tuple of ints, not "
+                                f"{type(size).__name__}")  # fmt: skip
     if high <= low:
         raise UsageError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -418,6 +477,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
             f"randint: check_random_bounds handles only integral, floating-point and boolean "
             f"types, not {dtype}"
         )
+    _check_range(low, high, dtype)
     if in_trace():
         return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)
     values = _generator(generator)._integers(low, high, _shape((size,)))

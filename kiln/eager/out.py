@@ -37,6 +37,11 @@ _OUT_OVERLAP_ALLOWED = frozenset(
 )
 
 
+# out= functions that refuse an out sharing any memory with an input, the same tensor
+# included (PyTorch's cat checks `assert_no_overlap`, not only partial overlaps)
+_OUT_NO_ALIAS = frozenset({"cat", "concat", "concatenate", "hstack"})
+
+
 # out= functions whose PyTorch kernels want an out of the result's own dtype (the matrix
 # products, the indexing and sorting functions, the rounding ones...: PyTorch's "Expected out
 # tensor to have dtype float, but got double instead"), where the others cast by same kind
@@ -119,6 +124,11 @@ def write_out(name: str, out, compute, inputs):
     if name not in _OUT_OVERLAP_ALLOWED:
         for o in outs:
             check_no_overlap(o, inputs, name)
+    if name in _OUT_NO_ALIAS:  # (an input that is out itself, empty or not: refused too)
+        for o in outs:
+            for v in inputs:
+                if v is o or (isinstance(v, Tensor) and _same_block(o, v)):
+                    raise overlap_error(name, o, v)
     result = compute()
     if not isinstance(result, tuple):
         if isinstance(out, (tuple, list)):
@@ -368,6 +378,15 @@ def partial_overlap(a, b) -> bool:
     if (a0, a1) == (b0, b1):
         return a.strides != b.strides or a.shape != b.shape
     return a0 < b1 and b0 < a1
+
+
+def _same_block(a, b) -> bool:
+    """Whether two CPU tensors hold one nonempty memory block, laid out alike."""
+    x, y = a._data, b._data
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.size == 0 or y.size == 0:
+        return False
+    bounds = np.lib.array_utils.byte_bounds
+    return bounds(x) == bounds(y)
 
 
 def check_no_overlap(t, values, op: str) -> None:

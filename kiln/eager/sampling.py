@@ -5,10 +5,12 @@ seeded by `next_seed()`: from `kn.manual_seed`'s stream, or from `generator` whe
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import UsageError
+from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed, seeds_from
 from .factories import _finish, _traced, rand, randn
@@ -41,8 +43,16 @@ def randperm(
     >>> sorted(p.tolist()), bool((p == kn.randperm(6, generator=g.manual_seed(0))).all())
     ([0, 1, 2, 3, 4, 5], True)
     """
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise ArgumentTypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
+    n, dtype = operator.index(n), dt.as_dtype(dtype)
     if n < 0:
-        raise UsageError(f"n must be non-negative, got{n}")
+        raise UsageError(f"n must be non-negative, got {n}")
+    if dtype.kind in "bc":
+        raise UnsupportedDTypeError(f'"randperm" not implemented for {dtype}')
+    if dtype.kind in "iu" and n - 1 > np.iinfo(dtype).max:
+        raise UsageError(f"randperm: value cannot be converted to type {dtype} without overflow: "
+                         f"n={n}")  # fmt: skip
     if in_trace():
         return _traced("randperm", (int(n),), dt.as_dtype(dtype), generator)
     values = _rng(generator).permutation(int(n)).astype(dt.as_dtype(dtype))
@@ -62,6 +72,9 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
         from ..frontend.random import sample_bernoulli
 
         return sample_bernoulli(input, p, generator=generator)
+    if p is None and not (dt.is_float(input.dtype) or input.dtype.kind == "c"):
+        raise UnsupportedDTypeError(f'"bernoulli_tensor_cpu_p_" not implemented for '
+                                    f"{input.dtype} (the probabilities)")  # fmt: skip
     probs = _host(input) if p is None else np.broadcast_to(np.asarray(p), tuple(input.shape))
     if ((probs < 0) | (probs > 1)).any():
         raise UsageError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
@@ -88,7 +101,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     weights = _host(input).astype(np.float64)
     if weights.ndim not in (1, 2):
         raise UsageError(f"prob_dist must be 1 or 2 dim, got {weights.ndim}")
-    rows = weights.reshape(-1, weights.shape[-1])
+    rows = weights.reshape(int(np.prod(weights.shape[:-1])), weights.shape[-1])
     if num_samples <= 0:
         raise UsageError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > rows.shape[1]:
@@ -98,7 +111,8 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     if (rows.sum(1) <= 0).any():
         raise UsageError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _rng(generator)
-    out = np.stack([_draw(rng, row, num_samples, replacement) for row in rows])
+    draws = [_draw(rng, row, num_samples, replacement) for row in rows]
+    out = np.stack(draws) if draws else np.zeros((0, num_samples), np.int64)  # (no rows)
     out = out.reshape(*weights.shape[:-1], num_samples).astype(np.int64)
     return _finish(out, str(input.device), False)
 
@@ -120,6 +134,8 @@ def _fill_(t: Tensor, values: Tensor) -> Tensor:
 
 def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """In place: samples of N(mean, std²) (from `generator` when given)."""
+    if std < 0:
+        raise UsageError(f"normal expects std >= 0.0, but found std {std}")
     with no_grad():
         draw = randn(*self.shape, generator=generator, dtype=np.float64)
     return _fill_(self, make(_host(draw) * std + mean))
@@ -142,6 +158,10 @@ def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator=None, **kwa
 
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     """In place: 1 with probability `p` (a number or a Tensor of probabilities), else 0."""
+    if isinstance(p, (int, float)):  # (a number: drawn as one under kn.compile too)
+        if not 0 <= p <= 1:
+            raise UsageError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        return _fill_(self, bernoulli(self, p, generator=generator))
     probs = _host(p) if isinstance(p, Tensor) else p
     draws = bernoulli(self, np.broadcast_to(probs, tuple(self.shape)), generator=generator)
     return _fill_(self, draws)

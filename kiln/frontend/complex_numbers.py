@@ -118,6 +118,9 @@ def polar(abs, angle):  # noqa: A002
     tensor([2.])
     """
     r, theta = lift(abs, angle)
+    if r.dtype == theta.dtype == dt.float16:  # (complex32: PyTorch's kernel lacks it too)
+        raise call_error(UnsupportedDTypeError, '"polar" not implemented for float16', "polar",
+                         r, theta)  # fmt: skip
     if r.dtype != theta.dtype or r.dtype not in (dt.float32, dt.float64):  # as complex's
         message = ("polar expects abs and angle of one dtype, float32 or float64 (got "
                    f"{r.dtype} and {theta.dtype})")  # fmt: skip

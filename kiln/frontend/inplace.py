@@ -479,6 +479,9 @@ def _copy(t, src):
 
 
 def _fill(t, value):
+    if getattr(value, "ndim", 0) != 0:  # a tensor's one value, not its elements (PyTorch's)
+        raise call_error(UsageError, f"fill_ only supports 0-dimension value tensor but got "
+                         f"tensor with {value.ndim} dimensions.", "fill_", t, value)  # fmt: skip
     m.check_fits(value, t.dtype, "fill_", t)
     if isinstance(value, (bool, int, float, complex)):  # in t's dtype, not rounded first
         value = dt.number_array(value, t.dtype, "fill_", t)

@@ -337,7 +337,17 @@ def sample_bernoulli(probs, p=None, *, generator=None):
             "bernoulli: generator= is for eager tensors; a graph's draws follow kn.manual_seed"
         )
     (probs,) = lift(probs)
-    limit = probs if p is None else cast(scalar(float(p), probs) + probs * 0, probs.dtype)
+    if p is None and not (dt.is_float(probs.dtype) or probs.dtype.kind == "c"):
+        raise UnsupportedDTypeError(f'"bernoulli_tensor_cpu_p_" not implemented for '
+                                    f"{probs.dtype} (the probabilities)")  # fmt: skip
+    if isinstance(p, (int, float)) and not 0 <= p <= 1:
+        raise UsageError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    if p is None:
+        limit = probs
+    elif isinstance(p, (int, float)):
+        limit = cast(scalar(float(p), probs) + probs * 0, probs.dtype)
+    else:  # probabilities of probs's shape (`bernoulli_` of a tensor p)
+        (limit,) = lift(p)
     u = _random("random_uniform", probs.shape, dt.float64, None, low=0.0, high=1.0)
     return cast(less(u, cast(limit, dt.float64)), probs.dtype)
 
@@ -371,6 +381,8 @@ def sample_multinomial(weights, num_samples: int, replacement: bool = False, *, 
     if w.ndim not in (1, 2):
         raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got {w.ndim}")
     n = w.shape[-1]
+    if num_samples <= 0:
+        raise UsageError("cannot sample n_sample <= 0 samples")
     if not replacement and isinstance(n, int) and num_samples > n:
         raise ShapeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
                             "without replacement")  # fmt: skip

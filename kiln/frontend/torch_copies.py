@@ -262,8 +262,10 @@ def narrow_copy(input, dim: int, start: int, length: int, *, out=None):  # noqa:
 
 def _size(op: str, size) -> tuple:
     size = tuple(size)
-    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in size):
-        raise ArgumentError(f"{op}: sizes must be non-negative ints, got {size}")
+    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in size):
+        raise ArgumentTypeError(f"{op}: sizes must be ints, got {size}")
+    if any(s < 0 for s in size):  # (RuntimeError, as PyTorch's)
+        raise UsageError(f"{op}: Trying to create tensor with negative dimension: {list(size)}")
     return tuple(int(s) for s in size)
 
 
@@ -278,9 +280,9 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device="cpu",
     """
     size = _size("empty_strided", size)
     stride = tuple(int(s) for s in stride)
-    if len(stride) != len(size):
-        raise ArgumentError(f"empty_strided: mismatch in length of strides and shape: size "
-                            f"{size}, stride {stride}")  # fmt: skip
+    if len(stride) != len(size) or any(d < 0 for d in stride):  # (RuntimeError, as PyTorch's)
+        raise UsageError(f"empty_strided: sizes {list(size)} and strides {list(stride)}: as "
+                         "many of each, none negative")  # fmt: skip
     dtype = dt.as_dtype(dtype) if dtype is not None else dt.DEFAULT_FLOAT
     extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     buffer = np.empty(extent, dtype)

@@ -250,6 +250,9 @@ def hsplit(input, sections):  # noqa: A002
     2
     """
     (x,) = lift(input)
+    if x.ndim < 1:
+        raise UsageError("torch.hsplit requires a tensor with at least 1 dimension, but got a "
+                         "tensor with 0 dimensions!")  # fmt: skip
     return _split_dim("hsplit", x, sections, 1 if x.ndim > 1 else 0)
 
 

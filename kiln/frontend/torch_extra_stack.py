@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, ArgumentTypeError, UsageError
+from ..errors import ArgumentError, ArgumentTypeError, UsageError, call_error
 from . import math as m
 from . import shape as s
 from . import torch_shape as ts
@@ -181,7 +181,12 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if not tensors:
+        raise UsageError("meshgrid expects a non-empty TensorList")
     values = list(lift(*tensors))
+    if len({v.dtype for v in values}) > 1:
+        raise call_error(UsageError, "meshgrid expects all tensors to have the same dtype",
+                         "meshgrid", *values)  # fmt: skip
     if indexing not in ("ij", "xy"):
         # PyTorch refuses an unknown indexing with RuntimeError, not ValueError
         raise UsageError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', got {indexing}")
@@ -222,7 +227,17 @@ def block_diag(*tensors):
     tensor([[1, 0, 0],
             [0, 2, 3]])
     """
-    blocks = [s.reshape(b, (1, -1)) if b.ndim < 2 else b for b in lift(*tensors)]
+    if not tensors:  # PyTorch's: an empty (1, 0) matrix of the default dtype
+        from ..eager.factories import empty
+
+        return empty(1, 0)
+    values = lift(*tensors)
+    for i, b in enumerate(values):
+        if b.ndim > 2:
+            message = (f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                       f"Input {i} has {b.ndim} dimensions")  # fmt: skip
+            raise call_error(UsageError, message, "block_diag", b)
+    blocks = [s.reshape(b, (1, -1)) if b.ndim < 2 else b for b in values]
     dtype = dt.result_type(*blocks)
     width = sum(b.shape[1] for b in blocks)
     rows, left = [], 0

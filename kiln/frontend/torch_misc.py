@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..eager import factories as fa
 from ..eager.printing import get_printoptions, set_printoptions
+from ..eager.spacing import logspace_values
 from ..eager.tensor import Tensor
 from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
@@ -220,10 +221,11 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
         if dt.is_int(dtype):
             values = m.trunc(values)
         return m.cast(values, dtype)
+    if int(steps) > 0 and dtype.kind != "c":  # PyTorch's kernel's values
+        values = logspace_values(start, end, int(steps), float(base), dtype)
+        return fa._finish(values, device, requires_grad)
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     values = np.power(float(base), exponents)
-    if dt.is_int(dtype):
-        values = np.trunc(values)
     return fa._finish(values.astype(dtype), device, requires_grad)
 
 
@@ -254,6 +256,8 @@ def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=No
             return out
         return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
     out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
+    if not requires_grad and not isinstance(out, Tensor):
+        return out  # a traced draw (`kn.compile`): a graph value, which has no autograd tape
     return out.requires_grad_(requires_grad)
 
 

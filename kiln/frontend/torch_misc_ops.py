@@ -174,7 +174,7 @@ def vander(x, N=None, increasing: bool = False):  # noqa: N803 -- PyTorch's argu
         raise ArgumentTypeError(f"vander(): argument 'N' must be int, not {type(n).__name__}")
     if n < 0:
         raise UsageError(f"vander: N must be non-negative, got {n}")
-    if not dt.is_float(v.dtype):
+    if not dt.is_float(v.dtype) and v.dtype.kind != "c":  # bools and integers: int64
         v = m.cast(v, dt.int64)
     powers = np.arange(int(n), dtype=v.dtype)
     if not increasing:

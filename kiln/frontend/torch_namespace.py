@@ -21,7 +21,14 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import Tensor
-from ..errors import ArgumentError, ArgumentTypeError, ShapeMismatchError, UsageError, call_error
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ShapeMismatchError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -449,8 +456,9 @@ def normal(
     layout=None,
 ):  # fmt: skip  (layout: strided, kiln's)
     """Samples of N(mean, std²): elementwise for tensor `mean` and/or `std` (broadcast), or
-    of `size` for numbers. The result is `mean + std * z` with z ~ N(0, 1), so gradients
-    reach `mean` (1) and `std` (z), as PyTorch's do.
+    of `size` for numbers. The result is `mean + std * z` with z ~ N(0, 1), of mean's dtype
+    (else std's); mean and std get zero gradients, as PyTorch's (its normal is not
+    reparameterized: `Normal.rsample` is).
 
     >>> import kiln as kn
     >>> tuple(kn.normal(0.0, 1.0, (2, 3)).shape), tuple(kn.normal(kn.zeros(4), 2.0).shape)
@@ -473,12 +481,37 @@ def normal(
         if size is not None:
             raise ArgumentTypeError("normal(): size is for number mean and std only")
         mu, sigma = lift(mean, std, context=tuple(tensors))
-        shape = np.broadcast_shapes(tuple(mu.shape), tuple(sigma.shape))
-        float_dtype = next(t.dtype for t in tensors if dt.is_float(t.dtype)) if any(
-            dt.is_float(t.dtype) for t in tensors) else dt.DEFAULT_FLOAT  # fmt: skip
-        z = randn(*shape, generator=generator, dtype=float_dtype)
-        result = m.add(mu, m.mul(sigma, z))
+        try:
+            shape = np.broadcast_shapes(tuple(mu.shape), tuple(sigma.shape))
+        except ValueError:
+            raise call_error(ShapeMismatchError, "normal: mean and std do not broadcast",
+                             "normal", mu, sigma) from None  # fmt: skip
+        # the result's dtype: mean's where it is a tensor, else std's (PyTorch's)
+        dtype = dt.as_dtype((mean if isinstance(mean, (Tensor, Symbol)) else std).dtype)
+        _check_normal(dtype, std)
+        z = randn(*shape, generator=generator, dtype=dt.to_real(dtype))
+        mu_, sigma_ = (v.detach() if isinstance(v, (Tensor, Symbol)) else v for v in (mu, sigma))
+        result = m.add(mu_, m.mul(sigma_, z))
+        # PyTorch's normal gives mean and std zero gradients (not the reparameterized 1 and
+        # z): the draw joins them through a `where` that never picks them
+        result = m.where(np.False_, m.add(mu, sigma), result)
+        if result.dtype != dtype:
+            result = m.cast(result, dtype)
     return result
+
+
+def _check_normal(dtype, std) -> None:
+    """PyTorch's refusals of `normal` with a tensor mean or std: a result dtype that is not
+    floating or complex, a complex std, a negative std."""
+    if not (dt.is_float(dtype) or dtype.kind == "c"):
+        raise UnsupportedDTypeError(f'"normal_kernel_cpu" not implemented for {dtype}')
+    if isinstance(std, (Tensor, Symbol)) and dt.as_dtype(std.dtype).kind == "c":
+        raise UsageError("normal expects standard deviation to be non-complex")
+    if isinstance(std, Tensor):
+        if bool(np.any(std.detach()._host() < 0)):
+            raise UsageError("normal expects all elements of std >= 0.0")
+    elif not isinstance(std, Symbol) and std < 0:
+        raise UsageError(f"normal expects std >= 0.0, but found std {std}")
 
 
 def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad,

@@ -29,7 +29,7 @@ from ..ops.core import bind
 from ..ops.random import in_trace, next_seed, seeds_from
 from . import math as m
 from . import shape as s
-from .core import lift
+from .core import constant, lift
 from .out import takes_out
 from .torch_data import _bounds, _const, _count, _data_range, _same_dtype
 from .torch_index import _like
@@ -59,6 +59,11 @@ def _random_counts(op: str, inputs, generator):
     or a graph node that draws fresh values on every run."""
     with seeds_from(generator):
         seed = next_seed()
+    if in_trace() and not any(isinstance(v, Symbol) for v in inputs):
+        # a tensor the traced function made (no module value): a constant of its graph, so
+        # that the draw is a node, fresh on every call
+        inputs = tuple(constant(v.detach()._host()) if type(v) is Tensor and not v.requires_grad
+                       else v for v in inputs)  # fmt: skip
     if any(isinstance(v, Symbol) for v in inputs) or in_trace():
         return bind(REGISTRY[op], *inputs, seed=seed)
     return bind(REGISTRY[op], *inputs, seed=seed, key=(seed, 0))

@@ -14,7 +14,7 @@ from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from . import graph_step
-from .optimizer import Optimizer, _check, implementation_flags, like
+from .optimizer import Optimizer, _check, implementation_flags, like, tensor_option
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
 
@@ -168,7 +168,8 @@ class RAdam(Optimizer):
         rect = F.sqrt(F.maximum((rho_t - 4) * (rho_t - 2) * rho_inf, 0.0)
                       / ((rho_inf - 4) * (rho_inf - 2) * rho_t))  # fmt: skip
         adaptive = like(F.sqrt(bias_correction2), param) / (F.sqrt(exp_avg_sq) + o["eps"])
-        scale = like(lr / bias_correction1, param)
+        value = tensor_option(lr)  # a tensor lr meets float64 moments: its value, exactly
+        scale = like((lr if value is None else float(value)) / bias_correction1, param)
         update = F.where(F.gt(rho_t, 5.0), like(rect, param) * adaptive, 1.0)
         new_param = param - exp_avg * scale * update
         return new_param, {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}

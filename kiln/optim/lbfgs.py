@@ -45,8 +45,6 @@ class LBFGS(Optimizer):
             raise ArgumentError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        if line_search_fn not in (None, "strong_wolfe"):
-            raise UsageError("only 'strong_wolfe' is supported")
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                         tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
                         history_size=history_size, line_search_fn=line_search_fn)  # fmt: skip
@@ -125,6 +123,8 @@ class LBFGS(Optimizer):
                 break
             ls_func_evals = 0
             if line_search_fn is not None:
+                if line_search_fn != "strong_wolfe":  # checked here, as PyTorch checks it
+                    raise UsageError("only 'strong_wolfe' is supported")
                 from .line_search import strong_wolfe
 
                 x = [p.clone() for p in self._params]

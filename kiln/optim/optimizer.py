@@ -75,6 +75,21 @@ def _check(value, what: str, low: float = 0.0) -> None:
         raise ArgumentError(f"Invalid {what}: {value}")
 
 
+def tensor_option(value):
+    """An option given as an eager Tensor (`lr=kn.tensor(0.01)`, float32) as a NumPy scalar
+    of its dtype, else None (a number, or a graph value). PyTorch computes such an option's
+    arithmetic with Python floats in its dtype (float32), and uses its value exactly where
+    it meets a float64 tensor; the optimizers whose step does either spell it with this.
+
+    >>> import kiln as kn
+    >>> tensor_option(kn.tensor(0.1)), tensor_option(0.1)
+    (np.float32(0.1), None)
+    """
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return value.detach().numpy().reshape(())[()]
+    return None
+
+
 def nonzero(value) -> bool:
     """Whether an option is on: a graph value (Symbol) counts as on."""
     return isinstance(value, Symbol) or value != 0
@@ -170,8 +185,7 @@ class Optimizer(OptimizerHooks):
                     "params argument given to the optimizer should be an iterable of Tensors "
                     f"or dicts, but got {describe(params)}"
                 )
-            if isinstance(params, (set, frozenset)):
-                raise ArgumentTypeError(_SET_MESSAGE)
+            # (a set of params is taken here, as PyTorch takes it; a group's set is refused)
             params = [params] if isinstance(params, Variable) else list(params)
             if not params:
                 raise ArgumentError("optimizer got an empty parameter list")

@@ -14,16 +14,16 @@ from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from . import graph_step
-from .optimizer import Optimizer, _check, implementation_flags, like, tensor_option
+from .optimizer import (
+    Optimizer,
+    _check,
+    _check_betas,
+    implementation_flags,
+    like,
+    tensor_option,
+)
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
-
-
-def _check_betas(betas) -> tuple:
-    for i, beta in enumerate(betas):
-        if not 0.0 <= beta < 1.0:
-            raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
-    return tuple(betas)
 
 
 def _signed(grad, param, o):

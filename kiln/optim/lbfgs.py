@@ -53,17 +53,24 @@ class LBFGS(Optimizer):
             raise ArgumentError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
+    # A complex parameter is its pairs of reals here, as in PyTorch's: its gradient and
+    # steps are vectors of twice its numel.
+
     def _gather_flat_grad(self):
         views = [zeros(p.numel(), dtype=p.dtype) if p.grad is None
                  else p.grad.to_dense().reshape(-1)  # (a sparse gradient, as PyTorch's)
                  for p in self._params]  # fmt: skip
+        views = [F.view_as_real(v).reshape(-1) if v.dtype.kind == "c" else v for v in views]
         return F.cat(views, 0)
 
     def _add_grad(self, step_size, update) -> None:
         offset = 0
         for p in self._params:
-            n = p.numel()
-            p.add_(update[offset : offset + n].reshape(p.shape), alpha=step_size)
+            n = p.numel() * (2 if p.dtype.kind == "c" else 1)
+            part = update[offset : offset + n]
+            if p.dtype.kind == "c":
+                part = F.view_as_complex(part.reshape(*p.shape, 2))
+            p.add_(part.reshape(p.shape), alpha=step_size)
             offset += n
 
     def _directional_evaluate(self, closure, x, t, d) -> tuple:

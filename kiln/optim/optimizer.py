@@ -70,9 +70,22 @@ def implementation_flags(name: str, foreach=None, capturable: bool = False,
         raise UsageError("`fused` and `foreach` cannot be `True` together.")
 
 
-def _check(value, what: str, low: float = 0.0) -> None:
-    if not isinstance(value, Symbol) and not value >= low:
+def _check(value, what: str, low: float = 0.0, takes_nan: bool = False) -> None:
+    """An option at least `low` (NaN refused, unless `takes_nan`: PyTorch's SGD checks
+    `value < low` alone)."""
+    if isinstance(value, Symbol):
+        return
+    if (value < low) if takes_nan else not value >= low:
         raise ArgumentError(f"Invalid {what}: {value}")
+
+
+def _check_betas(betas) -> tuple:
+    """PyTorch's check of `betas`: each of the first two in [0, 1) (a single one: its
+    IndexError)."""
+    for i in (0, 1):
+        if not isinstance(betas[i], Symbol) and not 0.0 <= betas[i] < 1.0:
+            raise ArgumentError(f"Invalid beta parameter at index {i}: {betas[i]}")
+    return tuple(betas)
 
 
 def tensor_option(value):
@@ -773,8 +786,28 @@ class Optimizer(OptimizerHooks):
         self._load_with_hooks(state_dict, lambda state: import_state(self, state))
 
     def __repr__(self):
-        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
-        return f"{type(self).__name__}({args})"
+        """PyTorch's: each group's options, sorted by name.
+
+        >>> import kiln as kn
+        >>> print(kn.optim.Adagrad([kn.zeros(2, requires_grad=True)], lr=0.5, foreach=False))
+        Adagrad (
+        Parameter Group 0
+            differentiable: False
+            eps: 1e-10
+            foreach: False
+            fused: None
+            initial_accumulator_value: 0
+            lr: 0.5
+            lr_decay: 0
+            maximize: False
+            weight_decay: 0
+        )
+        """
+        text = f"{type(self).__name__} ("
+        for i, group in enumerate(self.param_groups):  # (a blank line between groups)
+            text += f"\nParameter Group {i}\n"
+            text += "".join(f"    {k}: {group[k]}\n" for k in sorted(group) if k != "params")
+        return text + ")"
 
 
 def _write_slots(state: dict, count: int, new_slots: dict, site: str | None = None) -> None:

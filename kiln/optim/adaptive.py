@@ -227,7 +227,8 @@ class NAdam(Optimizer):
         t = F.cast(step, np.float64)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * decay))
-        mu_product = slots["mu_product"] * F.cast(mu, np.float32)  # float32, as PyTorch's
+        # float32, as PyTorch keeps it (float64 once loaded for a float64 parameter)
+        mu_product = slots["mu_product"] * like(mu, slots["mu_product"])
         exp_avg = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
         exp_avg_sq = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
         denom = F.sqrt(exp_avg_sq / like(1 - beta2**t, param)) + o["eps"]

@@ -67,8 +67,9 @@ class ASGD(Optimizer):
             eta = lr / (kind(1) + kind(o["lambd"]) * lr * F.cast(step, kind)) ** kind(o["alpha"])
         else:
             eta = lr / (1 + o["lambd"] * lr * t) ** o["alpha"]
-        eta = F.cast(eta, np.float32)
-        mu = F.cast(1 / F.maximum(t - o["t0"], 1.0), np.float32)
+        mu = 1 / F.maximum(t - o["t0"], 1.0)
+        # float32 values, kept in the slots' dtype (float64 once loaded for a float64 param)
+        eta, mu = (like(F.cast(v, np.float32), slots[k]) for k, v in (("eta", eta), ("mu", mu)))
         return param, {"eta": eta, "mu": mu, "ax": ax}
 
 

@@ -244,22 +244,7 @@ def _resumed(name, dtype="float64"):
     return run
 
 
-RESUME_XFAIL = {
-    "NAdam": "torch's load_state_dict casts mu_product (float32) to the float64 parameter's "
-    "dtype and goes on multiplying it in float64; kiln keeps it float32: the resumed steps "
-    "differ by ~1e-11 (e.g. -0.0494446923414 torch, -0.0494446923312 kiln)",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=RESUME_XFAIL[n]))
-        if n in RESUME_XFAIL
-        else n
-        for n in sorted(BASE)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(BASE))
 def test_state_dict_round_trip_resumes_torchs_trajectory(name):
     _same_run(_resumed(name))
 
@@ -267,6 +252,29 @@ def test_state_dict_round_trip_resumes_torchs_trajectory(name):
 @pytest.mark.parametrize("name", ["NAdam", "ASGD"])
 def test_float32_params_resume_torchs_trajectory(name):
     _same_run(_resumed(name, "float32"), "float32")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_loaded_scalar_state_takes_a_float_params_dtype_as_torch(dtype):
+    """NAdam's mu_product and ASGD's eta and mu: float32, made the dtype of a float
+    parameter by load_state_dict (not of a complex one), and kept so by the next steps,
+    whose values go on as torch's (NAdam's product then multiplied in float64)."""
+
+    def run(lib):
+        out = {}
+        for name in ("NAdam", "ASGD"):
+            ps = params(lib, dtype)
+            opt = trajectory(lib, name, BASE[name], dtype, steps=2, ps=ps)[1]
+            copies = [p.detach().clone().requires_grad_() for p in ps]
+            again = getattr(lib.optim, name)(copies, **BASE[name])
+            again.load_state_dict(opt.state_dict())
+            loaded = {k: _dtype_name(v.dtype) for k, v in again.state[copies[0]].items()}
+            trajectory(lib, name, BASE[name], dtype, steps=2, ps=copies, opt=again)
+            stepped = {k: _dtype_name(v.dtype) for k, v in again.state[copies[0]].items()}
+            out[name] = loaded, stepped
+        return out
+
+    assert run(kn) == run(torch)
 
 
 def test_loaded_state_takes_the_params_dtype_as_torch():

@@ -354,3 +354,38 @@ def test_a_non_optimizer_is_refused_with_torchs_type():
         torch.optim.lr_scheduler.StepLR(object(), 2)
     with pytest.raises(TypeError):
         kn.optim.lr_scheduler.StepLR(object(), 2)
+
+
+# -- an lr given as a tensor ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda S, opt: S.StepLR(opt, 2, 0.5),
+        lambda S, opt: S.OneCycleLR(opt, 0.5, total_steps=8),
+        lambda S, opt: S.CyclicLR(opt, 0.01, 0.1, step_size_up=2),
+    ],
+    ids=["step", "one-cycle", "cyclic"],
+)
+def test_a_tensor_lr_is_written_in_place(make):
+    """torch's schedulers fill the group's lr tensor (a step that holds it follows), and
+    keep copies in get_last_lr() and the base lrs (kiln's replaced the tensor)."""
+
+    def run(lib):
+        ps = params(lib)
+        lr = lib.tensor(0.1)
+        opt = lib.optim.SGD(ps, lr=lr, momentum=0.9)
+        sched = make(lib.optim.lr_scheduler, opt)
+        out = []
+        for _ in range(5):
+            opt.step()
+            last = sched.get_last_lr()[0]
+            sched.step()
+            group = opt.param_groups[0]
+            out.append([float(lr), float(last), float(sched.base_lrs[0]),
+                        float(group["initial_lr"]), float(group["lr"] is lr),
+                        float(last is lr)])  # fmt: skip
+        return out
+
+    _same(run)

@@ -202,3 +202,16 @@ def test_compiled_step_of_captured_plain_tensors():
         return loss
 
     train_step()
+
+
+def test_compiled_step_follows_a_scheduler_writing_an_lr_tensor():
+    def step_lr(lib, opt):
+        sched = lib.optim.lr_scheduler.StepLR(opt, 1, 0.5)
+        return lambda i: sched.step()
+
+    options = dict(lr=0.1, momentum=0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _torch_run("SGD", dict(options, lr=torch.tensor(0.1)), between=step_lr)
+        got = _kiln_run("SGD", dict(options, lr=kn.tensor(0.1)), between=step_lr)
+    assert_trajectories(got, want)

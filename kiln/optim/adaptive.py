@@ -14,14 +14,8 @@ from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from . import graph_step
-from .optimizer import (
-    Optimizer,
-    _check,
-    _check_betas,
-    implementation_flags,
-    like,
-    tensor_option,
-)
+from .optimizer import Optimizer
+from .options import _check, _check_betas, implementation_flags, like, tensor_option
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
 

@@ -10,7 +10,8 @@ from ..eager import Tensor
 from ..eager.tensor import make
 from ..errors import ArgumentError
 from ..graph.core import Symbol
-from .optimizer import Optimizer, _check, _check_betas, implementation_flags, like, nonzero
+from .optimizer import Optimizer
+from .options import _check, _check_betas, implementation_flags, like, nonzero
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 

@@ -10,7 +10,8 @@ import numpy as np
 from .. import frontend as F
 from ..errors import ArgumentError
 from .adaptive import _signed
-from .optimizer import Optimizer, _check, implementation_flags, like, tensor_option
+from .optimizer import Optimizer
+from .options import _check, implementation_flags, like, tensor_option
 
 __all__ = ["ASGD", "Rprop"]
 

@@ -11,7 +11,8 @@ from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
-from .optimizer import Optimizer, implementation_flags, like, nonzero, tensor_option
+from .optimizer import Optimizer
+from .options import implementation_flags, like, nonzero, tensor_option
 
 __all__ = ["Adafactor", "Muon"]
 

@@ -5,6 +5,7 @@ column statistic per matrix) and Muon (momentum orthogonalized by Newton-Schulz 
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
@@ -83,7 +84,7 @@ class Adafactor(Optimizer):
         o = self.param_groups[0] if group is None else group
         lr, (eps1, eps2) = o["lr"], o["eps"]
         if eps1 is None:
-            eps1 = float(np.finfo(np.dtype(param.dtype)).eps)
+            eps1 = float(ml_dtypes.finfo(np.dtype(param.dtype)).eps)  # (bfloat16's too)
         g = -grad if o["maximize"] else grad
         t = F.cast(step, np.float64)
         decay = t ** o["beta2_decay"]  # 1 - beta2 at this step

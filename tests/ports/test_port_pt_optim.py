@@ -147,6 +147,43 @@ def test_muon_trajectory_is_torchs(options, dtype):
     _same_run(run, dtype)
 
 
+# -- half precision: the same gradients given, the steps in the parameter's dtype ---------------
+
+GRADS = [np.random.default_rng(3).standard_normal((3, 2)) for _ in range(5)]
+
+
+def _half_steps(lib, name, dtype):
+    w = lib.tensor(params(lib)[0].detach().numpy(), dtype=getattr(lib, dtype),
+                   requires_grad=True)  # fmt: skip
+    opt = getattr(lib.optim, name)([w], **BASE[name])
+    out = []
+    for g in GRADS:
+        w.grad = lib.tensor(g, dtype=getattr(lib, dtype))
+        opt.step()
+        out.append(w.detach().float().numpy().copy())
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_adafactor_steps_half_precision_params(dtype):
+    """Its eps1 default is the dtype's eps (bfloat16's: kiln raised ValueError); the steps
+    within one rounding of the dtype of torch's."""
+    got, want = _half_steps(kn, "Adafactor", dtype), _half_steps(torch, "Adafactor", dtype)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2**-7, atol=1e-3)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="half precision: torch rounds each of its fused ops (lerp_, addcdiv_ with value=) "
+    "once, in float32 arithmetic; kiln's steps round their parts separately: 1 ulp off in a "
+    "few elements (Adam bfloat16, first step: 2 of 6)",
+)
+def test_adam_bfloat16_steps_are_torchs_bits():
+    for g, w in zip(_half_steps(kn, "Adam", "bfloat16"), _half_steps(torch, "Adam", "bfloat16")):
+        np.testing.assert_array_equal(g, w)
+
+
 # -- around the step: groups, add_param_group, no gradient, zero_grad --------------------------
 
 

@@ -221,7 +221,15 @@ def test_lbfgs_refuses_what_torch_refuses():
     a, b = kn.zeros(2, requires_grad=True), kn.zeros(2, requires_grad=True)
     with pytest.raises(ValueError, match="per-parameter options"):
         kn.optim.LBFGS([{"params": [a]}, {"params": [b]}])
+    opt = kn.optim.LBFGS([a], line_search_fn="armijo")  # taken, as PyTorch takes it...
+
+    def closure():
+        opt.zero_grad()
+        loss = ((a - 1) ** 2).sum()
+        loss.backward()
+        return loss
+
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
-        kn.optim.LBFGS([a], line_search_fn="armijo")
+        opt.step(closure)  # ...and refused where its step would search
     with pytest.raises(RuntimeError, match="requires a closure"):
         kn.optim.LBFGS([a]).step(None)

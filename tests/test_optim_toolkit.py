@@ -161,7 +161,7 @@ def test_add_param_group_fills_defaults_and_refuses_duplicates():
     with pytest.raises(ValueError, match="more than one parameter group"):
         opt.add_param_group({"params": [a]})
     with pytest.raises(TypeError, match="ordered collections"):
-        kn.optim.SGD({a}, lr=0.1)
+        kn.optim.SGD([{"params": {a}}], lr=0.1)  # a group's set (a set of params: taken)
 
 
 def test_state_dict_has_pytorchs_structure():

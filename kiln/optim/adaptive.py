@@ -14,16 +14,10 @@ from ..eager.tensor import make
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
 from . import graph_step
-from .optimizer import Optimizer, _check, implementation_flags, like
+from .optimizer import Optimizer
+from .options import _check, _check_betas, implementation_flags, like, tensor_option
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "SparseAdam"]
-
-
-def _check_betas(betas) -> tuple:
-    for i, beta in enumerate(betas):
-        if not 0.0 <= beta < 1.0:
-            raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
-    return tuple(betas)
 
 
 def _signed(grad, param, o):
@@ -168,7 +162,8 @@ class RAdam(Optimizer):
         rect = F.sqrt(F.maximum((rho_t - 4) * (rho_t - 2) * rho_inf, 0.0)
                       / ((rho_inf - 4) * (rho_inf - 2) * rho_t))  # fmt: skip
         adaptive = like(F.sqrt(bias_correction2), param) / (F.sqrt(exp_avg_sq) + o["eps"])
-        scale = like(lr / bias_correction1, param)
+        value = tensor_option(lr)  # a tensor lr meets float64 moments: its value, exactly
+        scale = like((lr if value is None else float(value)) / bias_correction1, param)
         update = F.where(F.gt(rho_t, 5.0), like(rect, param) * adaptive, 1.0)
         new_param = param - exp_avg * scale * update
         return new_param, {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
@@ -226,7 +221,8 @@ class NAdam(Optimizer):
         t = F.cast(step, np.float64)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * decay))
-        mu_product = slots["mu_product"] * F.cast(mu, np.float32)  # float32, as PyTorch's
+        # float32, as PyTorch keeps it (float64 once loaded for a float64 parameter)
+        mu_product = slots["mu_product"] * like(mu, slots["mu_product"])
         exp_avg = slots["exp_avg"] * like(beta1, param) + g * like(1 - beta1, param)
         exp_avg_sq = slots["exp_avg_sq"] * like(beta2, param) + F.square(g) * like(1 - beta2, param)
         denom = F.sqrt(exp_avg_sq / like(1 - beta2**t, param)) + o["eps"]

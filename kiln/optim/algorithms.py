@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import frontend as F
+from ..eager import Tensor
 from ..eager.tensor import make
 from ..errors import ArgumentError
-from .optimizer import Optimizer, _check, implementation_flags, like, nonzero
+from ..graph.core import Symbol
+from .optimizer import Optimizer
+from .options import _check, _check_betas, implementation_flags, like, nonzero
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 
@@ -46,9 +49,9 @@ class SGD(Optimizer):
         fused=None,
     ):
         implementation_flags("SGD", foreach=foreach, differentiable=differentiable, fused=fused)
-        _check(lr, "learning rate")
-        _check(momentum, "momentum value")
-        _check(weight_decay, "weight_decay value")
+        _check(lr, "learning rate", takes_nan=True)
+        _check(momentum, "momentum value", takes_nan=True)
+        _check(weight_decay, "weight_decay value", takes_nan=True)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ArgumentError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
@@ -117,13 +120,16 @@ class Adam(Optimizer):
             differentiable=differentiable,
             fused=fused,
         )
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ArgumentError(
+                "lr as a Tensor is not supported for capturable=False and foreach=True"
+            )
         _check(lr, "learning rate")
         _check(eps, "epsilon value")
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ArgumentError(f"Invalid beta parameter at index {i}: {beta}")
+        betas = _check_betas(betas)
         _check(weight_decay, "weight_decay value")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+        _check_tensor_betas(betas, foreach, capturable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)  # fmt: skip
@@ -165,6 +171,22 @@ class Adam(Optimizer):
         step_size = like(lr / bias_correction1, param)
         denom = xp.sqrt(v) / like(bias_correction2_sqrt, param) + o["eps"]
         return param - step_size * (m / denom), new_slots
+
+
+def _check_tensor_betas(betas, foreach, capturable) -> None:
+    """PyTorch's Adam: both betas floats or both Tensors (not with foreach=True alone)."""
+    kinds = [isinstance(b, float) for b in betas[:2]], [isinstance(b, Tensor) for b in betas[:2]]
+    if any(isinstance(b, Symbol) for b in betas) or all(kinds[0]):
+        return
+    if not all(kinds[1]):
+        raise ArgumentError("betas must be either both floats or both Tensors")
+    for i in (0, 1):
+        if foreach and not capturable:
+            raise ArgumentError(
+                f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True"
+            )
+        if betas[i].numel() != 1:
+            raise ArgumentError(f"Tensor betas[{i}] must be 1-element")
 
 
 def _same_layout(param, *arrays) -> bool:

@@ -10,7 +10,8 @@ import numpy as np
 from .. import frontend as F
 from ..errors import ArgumentError
 from .adaptive import _signed
-from .optimizer import Optimizer, _check, implementation_flags, like
+from .optimizer import Optimizer
+from .options import _check, implementation_flags, like, tensor_option
 
 __all__ = ["ASGD", "Rprop"]
 
@@ -61,8 +62,15 @@ class ASGD(Optimizer):
         mu, ax = slots["mu"], slots["ax"]
         ax = F.where(F.eq(mu, 1), param, ax + (param - ax) * like(mu, param))
         t, lr = F.cast(step, np.float64), o["lr"]
-        eta = F.cast(lr / (1 + o["lambd"] * lr * t) ** o["alpha"], np.float32)
-        mu = F.cast(1 / F.maximum(t - o["t0"], 1.0), np.float32)
+        lr_tensor = tensor_option(lr)
+        if lr_tensor is not None:  # PyTorch's arithmetic of a float32 lr tensor: in float32
+            kind, lr = type(lr_tensor), lr_tensor
+            eta = lr / (kind(1) + kind(o["lambd"]) * lr * F.cast(step, kind)) ** kind(o["alpha"])
+        else:
+            eta = lr / (1 + o["lambd"] * lr * t) ** o["alpha"]
+        mu = 1 / F.maximum(t - o["t0"], 1.0)
+        # float32 values, kept in the slots' dtype (float64 once loaded for a float64 param)
+        eta, mu = (like(F.cast(v, np.float32), slots[k]) for k, v in (("eta", eta), ("mu", mu)))
         return param, {"eta": eta, "mu": mu, "ax": ax}
 
 

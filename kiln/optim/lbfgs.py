@@ -45,8 +45,6 @@ class LBFGS(Optimizer):
             raise ArgumentError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        if line_search_fn not in (None, "strong_wolfe"):
-            raise UsageError("only 'strong_wolfe' is supported")
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                         tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
                         history_size=history_size, line_search_fn=line_search_fn)  # fmt: skip
@@ -55,17 +53,24 @@ class LBFGS(Optimizer):
             raise ArgumentError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
+    # A complex parameter is its pairs of reals here, as in PyTorch's: its gradient and
+    # steps are vectors of twice its numel.
+
     def _gather_flat_grad(self):
         views = [zeros(p.numel(), dtype=p.dtype) if p.grad is None
                  else p.grad.to_dense().reshape(-1)  # (a sparse gradient, as PyTorch's)
                  for p in self._params]  # fmt: skip
+        views = [F.view_as_real(v).reshape(-1) if v.dtype.kind == "c" else v for v in views]
         return F.cat(views, 0)
 
     def _add_grad(self, step_size, update) -> None:
         offset = 0
         for p in self._params:
-            n = p.numel()
-            p.add_(update[offset : offset + n].reshape(p.shape), alpha=step_size)
+            n = p.numel() * (2 if p.dtype.kind == "c" else 1)
+            part = update[offset : offset + n]
+            if p.dtype.kind == "c":
+                part = F.view_as_complex(part.reshape(*p.shape, 2))
+            p.add_(part.reshape(p.shape), alpha=step_size)
             offset += n
 
     def _directional_evaluate(self, closure, x, t, d) -> tuple:
@@ -125,6 +130,8 @@ class LBFGS(Optimizer):
                 break
             ls_func_evals = 0
             if line_search_fn is not None:
+                if line_search_fn != "strong_wolfe":  # checked here, as PyTorch checks it
+                    raise UsageError("only 'strong_wolfe' is supported")
                 from .line_search import strong_wolfe
 
                 x = [p.clone() for p in self._params]

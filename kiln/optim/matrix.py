@@ -5,13 +5,15 @@ column statistic per matrix) and Muon (momentum orthogonalized by Newton-Schulz 
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, UsageError
 from ..graph.core import Symbol
-from .optimizer import Optimizer, implementation_flags, like, nonzero
+from .optimizer import Optimizer
+from .options import implementation_flags, like, nonzero, tensor_option
 
 __all__ = ["Adafactor", "Muon"]
 
@@ -82,11 +84,12 @@ class Adafactor(Optimizer):
         o = self.param_groups[0] if group is None else group
         lr, (eps1, eps2) = o["lr"], o["eps"]
         if eps1 is None:
-            eps1 = float(np.finfo(np.dtype(param.dtype)).eps)
+            eps1 = float(ml_dtypes.finfo(np.dtype(param.dtype)).eps)  # (bfloat16's too)
         g = -grad if o["maximize"] else grad
         t = F.cast(step, np.float64)
         decay = t ** o["beta2_decay"]  # 1 - beta2 at this step
-        rho = F.minimum(lr, 1 / F.sqrt(t))
+        lr_tensor = tensor_option(lr)  # its value, when 1 / sqrt(t) is the smaller
+        rho = F.minimum(lr if lr_tensor is None else float(lr_tensor), 1 / F.sqrt(t))
         size = float(np.prod(param.shape))
         rms = F.cast(F.sqrt(F.sum(F.square(param))), np.float64) / np.sqrt(size)
         alpha = F.maximum(eps2, rms) * rho
@@ -108,6 +111,12 @@ class Adafactor(Optimizer):
         update = g / F.sqrt(F.maximum(estimate, eps1 * eps1))
         norm = F.cast(F.sqrt(F.sum(F.square(update))), np.float64)
         denom = F.maximum(norm / (np.sqrt(size) * o["d"]), 1.0)
+        if lr_tensor is not None and not 1 / np.sqrt(float(t)) < lr_tensor:
+            # PyTorch's step size when the lr tensor (float32) is the smaller: its arithmetic
+            # with the Python floats, in float32
+            kind = type(lr_tensor)
+            scale = kind(kind(F.maximum(eps2, rms)) * lr_tensor) / kind(denom)
+            return param - update * like(scale, param), new_slots
         return param - update * like(alpha / denom, param), new_slots
 
 

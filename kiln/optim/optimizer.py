@@ -40,6 +40,14 @@ from .complex_slots import as_real as _as_real
 from .complex_slots import complex_of as _complex_of
 from .complex_slots import real_pairs as _real_pairs
 from .hooks import OptimizerHooks
+from .options import (  # noqa: F401 -- (implementation_flags, _check_betas: imported from here too)
+    _check,
+    _check_betas,
+    implementation_flags,
+    like,
+    nonzero,
+    tensor_option,
+)
 
 __all__ = ["Optimizer", "ParamGroup"]
 
@@ -49,49 +57,6 @@ _SET_MESSAGE = (
     "optimizer parameters need to be organized in ordered collections, but the ordering of "
     "tensors in sets will change between runs. Please use a list instead."
 )
-
-
-def implementation_flags(name: str, foreach=None, capturable: bool = False,
-                         differentiable: bool = False, fused=None) -> None:  # fmt: skip
-    """PyTorch's optimizer arguments that pick its kernels (`foreach`, `fused`) or make the step
-    fit CUDA graphs (`capturable`), taken so that ported code runs: kiln has one step, the
-    same math, and these change nothing. PyTorch's refusal stays: `fused` with `foreach`.
-    `differentiable=True`: kiln/optim/differentiable.py.
-
-    >>> import kiln as kn
-    >>> w = kn.zeros(2, requires_grad=True)
-    >>> kn.optim.AdamW([w], lr=1e-3, fused=True).defaults["lr"]
-    0.001
-    >>> kn.optim.Adam([w], foreach=True, fused=True)
-    Traceback (most recent call last):
-    kiln.errors.UsageError: `fused` and `foreach` cannot be `True` together. ...
-    """
-    if fused and foreach:
-        raise UsageError("`fused` and `foreach` cannot be `True` together.")
-
-
-def _check(value, what: str, low: float = 0.0) -> None:
-    if not isinstance(value, Symbol) and not value >= low:
-        raise ArgumentError(f"Invalid {what}: {value}")
-
-
-def nonzero(value) -> bool:
-    """Whether an option is on: a graph value (Symbol) counts as on."""
-    return isinstance(value, Symbol) or value != 0
-
-
-def like(value, x):
-    """`value` (a scalar that may be a float64 Symbol or array) in `x`'s dtype, so that float32
-    parameters stay float32 (PyTorch computes these scalars in double, then applies them).
-    A NumPy float64 scalar is cast too: unlike a Python float it would make the result
-    float64."""
-    if type(value) in (int, float) or not dt.is_float(x.dtype):
-        return value
-    if isinstance(x, np.ndarray) and isinstance(value, (np.generic, np.ndarray)):
-        if value.ndim == 0 and x.dtype.kind == "f":  # a NumPy scalar: a 0-d array's values
-            return x.dtype.type(value)
-        return np.asarray(value).astype(x.dtype)  # the CPU step's arrays stay NumPy's
-    return F.cast(value, x.dtype)
 
 
 def _trainable_ancestors(loss) -> tuple[list, set]:
@@ -170,8 +135,7 @@ class Optimizer(OptimizerHooks):
                     "params argument given to the optimizer should be an iterable of Tensors "
                     f"or dicts, but got {describe(params)}"
                 )
-            if isinstance(params, (set, frozenset)):
-                raise ArgumentTypeError(_SET_MESSAGE)
+            # (a set of params is taken here, as PyTorch takes it; a group's set is refused)
             params = [params] if isinstance(params, Variable) else list(params)
             if not params:
                 raise ArgumentError("optimizer got an empty parameter list")
@@ -759,8 +723,28 @@ class Optimizer(OptimizerHooks):
         self._load_with_hooks(state_dict, lambda state: import_state(self, state))
 
     def __repr__(self):
-        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.defaults)
-        return f"{type(self).__name__}({args})"
+        """PyTorch's: each group's options, sorted by name.
+
+        >>> import kiln as kn
+        >>> print(kn.optim.Adagrad([kn.zeros(2, requires_grad=True)], lr=0.5, foreach=False))
+        Adagrad (
+        Parameter Group 0
+            differentiable: False
+            eps: 1e-10
+            foreach: False
+            fused: None
+            initial_accumulator_value: 0
+            lr: 0.5
+            lr_decay: 0
+            maximize: False
+            weight_decay: 0
+        )
+        """
+        text = f"{type(self).__name__} ("
+        for i, group in enumerate(self.param_groups):  # (a blank line between groups)
+            text += f"\nParameter Group {i}\n"
+            text += "".join(f"    {k}: {group[k]}\n" for k in sorted(group) if k != "params")
+        return text + ")"
 
 
 def _write_slots(state: dict, count: int, new_slots: dict, site: str | None = None) -> None:

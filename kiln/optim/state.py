@@ -130,6 +130,8 @@ def _checked_entry(opt, index: int, p, entry: dict) -> tuple[int, dict]:
                 f"shape {array.shape}, it needs {shape} (the parameter has {tuple(p.shape)}); "
                 "nothing was changed"
             )
+        if name in opt.scalar_slots and np.dtype(p.dtype).kind == "f":
+            dtype = np.dtype(p.dtype)  # PyTorch's load: a float parameter's dtype
         slots[name] = np.asarray(array, dtype=dtype)
     if step is None:  # PyTorch's SGD keeps no step: a saved buffer means steps were taken
         step = 1 if slots else 0
@@ -167,6 +169,8 @@ def _write_vars(opt, p, group, step: int, slots: dict) -> None:
         for name in opt._slots_for(group, *pairs):
             shape, dtype = opt._slot_layout(name, *pairs)
             value = slots.get(name, np.full(shape, opt._slot_init(group, name), dtype))
+            if name in opt.scalar_slots:  # a graph step keeps its float32 layout
+                value = np.asarray(value, dtype)
             if value.dtype.kind == "c":  # PyTorch's layout: the pairs of reals it holds
                 value = np.ascontiguousarray(value)[..., None].view(dtype)
             state[name].assign(value)

@@ -15,6 +15,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from ...eager import Tensor
 from ...errors import ArgumentError, ArgumentTypeError
 from ..optimizer import Optimizer
 
@@ -35,6 +36,30 @@ _EPOCH_DEPRECATED = (
     "The epoch parameter in `scheduler.step()` is deprecated (as in PyTorch): call "
     "`scheduler.step()` without it; a given epoch uses the closed form where there is one."
 )
+
+
+def _copy(value):
+    """A group's value as a scheduler keeps it: a Tensor (an lr given as a tensor) copied,
+    as PyTorch's schedulers copy it, so that writing the group's lr changes no list."""
+    return value.clone() if isinstance(value, Tensor) else value
+
+
+def set_group_value(group, key: str, value) -> None:
+    """`group[key] = value`, but written into the Tensor the group holds there (an lr given
+    as a tensor), as PyTorch's schedulers write it: a step that reads that tensor follows.
+
+    >>> import kiln as kn
+    >>> lr = kn.tensor(0.1)
+    >>> opt = kn.optim.SGD([kn.zeros(2, requires_grad=True)], lr=lr)
+    >>> set_group_value(opt.param_groups[0], "lr", 0.05)
+    >>> opt.param_groups[0]["lr"] is lr, round(lr.item(), 4)
+    (True, 0.05)
+    """
+    old = group[key]
+    if isinstance(old, Tensor):
+        old.fill_(value.item() if isinstance(value, Tensor) else value)
+        value = old  # (set again: the graph values made of it follow)
+    group[key] = value
 
 
 def _cycles_beta1(optimizer) -> bool:
@@ -116,7 +141,7 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copy(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -125,7 +150,7 @@ class LRScheduler:
                         "resuming a scheduler with last_epoch >= 0: load the optimizer's "
                         "state_dict first"
                     )
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs = [_copy(group["initial_lr"]) for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._initial_step()
 
@@ -145,7 +170,7 @@ class LRScheduler:
         return self._last_lr
 
     def _group_lrs(self) -> list:
-        return [group["lr"] for group in self.optimizer.param_groups]
+        return [_copy(group["lr"]) for group in self.optimizer.param_groups]
 
     def step(self, epoch: int | None = None) -> None:
         """Advances `last_epoch` by one and sets every group's `lr` for it. Call it after
@@ -169,7 +194,7 @@ class LRScheduler:
                 closed = getattr(self, "_get_closed_form_lr", None)
                 values = closed() if closed is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
+            set_group_value(group, "lr", lr)
         self._last_lr = self._group_lrs()
 
     def state_dict(self) -> dict:

@@ -7,7 +7,14 @@ import math
 import types
 
 from ...errors import ArgumentError, ArgumentTypeError
-from .basic import LRScheduler, _check_optimizer, _cycles_beta1, _per_group, within_step
+from .basic import (
+    LRScheduler,
+    _check_optimizer,
+    _cycles_beta1,
+    _per_group,
+    set_group_value,
+    within_step,
+)
 from .policies import Composite, ReduceLROnPlateau
 
 __all__ = ["ChainedScheduler", "CosineAnnealingWarmRestarts", "CyclicLR"]
@@ -69,7 +76,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         with within_step(self):
             values = self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
+            set_group_value(group, "lr", lr)
         self._last_lr = self._group_lrs()
 
 
@@ -99,7 +106,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                set_group_value(group, "lr", lr)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up

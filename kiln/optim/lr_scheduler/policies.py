@@ -8,7 +8,14 @@ import warnings
 from bisect import bisect_right
 
 from ...errors import ArgumentError, UsageError
-from .basic import _EPOCH_DEPRECATED, LRScheduler, _check_optimizer, _cycles_beta1, _per_group
+from .basic import (
+    _EPOCH_DEPRECATED,
+    LRScheduler,
+    _check_optimizer,
+    _cycles_beta1,
+    _per_group,
+    set_group_value,
+)
 
 __all__ = ["OneCycleLR", "ReduceLROnPlateau", "SequentialLR"]
 
@@ -76,7 +83,7 @@ class SequentialLR(Composite, LRScheduler):
         self.optimizer = optimizer
         # The schedulers each took their initial step when made: undo those, start the first.
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            set_group_value(group, "lr", group["initial_lr"])
         self._undo(self)
         first = self._schedulers[bisect_right(self._milestones, 0)]
         first._initial_step()
@@ -206,7 +213,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, min_lr)
             if old - new > self.eps:
-                group["lr"] = new
+                set_group_value(group, "lr", new)
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)

@@ -10,7 +10,7 @@ import math
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, LinAlgError, ShapeError
+from ..errors import LinAlgError, ShapeError, UsageError
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
@@ -84,14 +84,37 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     (tensor(5.), tensor(7.), tensor(2.))
     """
     (x,) = lift(x)
-    if dtype is not None:
-        x = call("cast", x, dtype=dt.as_dtype(dtype))
+    x = _norm_input("linalg.vector_norm", x, dtype)
     if x.dtype.kind == "c":  # the norm of the magnitudes
         x = call("abs", x)
-    if not dt.is_float(x.dtype):
-        raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
     dims = sh.normalize_axes(dim, x.ndim)
+    if ord < 0 or ord == math.inf:  # no identity: an empty slice has no such norm
+        for d in range(x.ndim) if dims is None else dims:
+            if x.shape[d] == 0:
+                where = "an empty tensor" if dims is None else f"the dimension {d}"
+                raise UsageError(f"linalg.vector_norm cannot compute the {ord} norm on {where} "
+                                 "because the operation does not have an identity")  # fmt: skip
     return p_norm(x, ord, dims, keepdim)
+
+
+def _norm_input(name, x, dtype):
+    """`x` cast to `dtype` (None: as it is) after PyTorch's checks of the norms' dtypes: a
+    floating or complex input, and a `dtype` of its kind that does not narrow it."""
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        raise UsageError(f"{name}: Expected a floating point or complex tensor as input. "
+                         f"Got {dt.short_name(x.dtype)}")  # fmt: skip
+    if dtype is None:
+        return x
+    dtype = dt.as_dtype(dtype)
+    if not (dt.is_float(dtype) or dt.is_complex(dtype)):
+        raise UsageError(f"{name}: dtype should be floating point or complex, got {dtype}")
+    if dt.is_complex(x.dtype) != dt.is_complex(dtype):
+        kind = "complex" if dt.is_complex(x.dtype) else "real"
+        raise UsageError(f"{name}: dtype should be {kind} for {kind} inputs, but got {dtype}")
+    if dt.promote(x.dtype, dtype) != dtype:
+        raise UsageError(f"{name}: the dtype of the input ({x.dtype}) should be convertible "
+                         f"without narrowing to the specified dtype ({dtype})")  # fmt: skip
+    return call("cast", x, dtype=dtype)
 
 
 @takes_out
@@ -107,20 +130,21 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
-    if dtype is not None:
-        A = call("cast", A, dtype=dt.as_dtype(dtype))
+    A = _norm_input("linalg.matrix_norm", A, dtype)  # noqa: N806
     if A.ndim < 2:
         raise ShapeError(f"linalg.matrix_norm: the input must have 2 dims or more, got {A.ndim}")
     rows, cols = (sh.normalize_axis(d, A.ndim) for d in dim)
     if rows == cols:
         raise ShapeError(f"linalg.matrix_norm: dims must be different, got {tuple(dim)}")
+    if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise UsageError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if ord in ("nuc", 2, -2):
         moved = call("transpose", A, perm=(*(i for i in range(A.ndim) if i not in (rows, cols)),
                                            rows, cols))  # fmt: skip
         s = svdvals(moved)
-        if ord == "nuc":
+        if ord == "nuc" or (ord == 2 and s.shape[-1] == 0):  # an empty max is 0, as PyTorch's
             out = m.sum(s, dim=-1)
         else:
             out = _reduce("reduce_max" if ord == 2 else "reduce_min", s, (s.ndim - 1,), False)
@@ -129,11 +153,12 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=
         for d in sorted((rows, cols)):
             out = call("reshape", out, shape=(*out.shape[:d], 1, *out.shape[d:]))
         return out
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise ArgumentError(f"linalg.matrix_norm: ord {ord!r} is not supported by kiln")
     summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
     sums = _sum(m.abs(A), (summed,), True)
-    out = _reduce("reduce_max" if ord > 0 else "reduce_min", sums, (over,), True)
+    if ord > 0 and A.shape[over] == 0:  # the max of no sums is 0, as PyTorch's
+        out = _sum(sums, (over,), True)
+    else:
+        out = _reduce("reduce_max" if ord > 0 else "reduce_min", sums, (over,), True)
     if keepdim:
         return out
     return call("reshape", out, shape=tuple(d for i, d in enumerate(out.shape)
@@ -158,6 +183,8 @@ def norm(input, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # no
         if dim is not None and len(dim) == 2:
             return matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if isinstance(ord, str):  # "fro" and "nuc" are matrix norms, of a 1-D input too
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     if dim is None:
         if A.ndim not in (1, 2):
             raise ShapeError(f"linalg.norm: with ord given, the input must be 1-D or 2-D, "
@@ -236,7 +263,7 @@ def cond(input, p=None):  # noqa: A002
         small = _reduce("reduce_min", s, (s.ndim - 1,), False)
         return m.div(small, big) if p == -2 else m.div(big, small)
     if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
-        raise ArgumentError(f"linalg.cond: got an invalid norm type {p!r}")
+        raise UsageError(f"linalg.cond: got an invalid norm type {p!r}")
     if A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"linalg.cond: with p={p!r} the matrices must be square, got "
                          f"{list(A.shape)}")  # fmt: skip

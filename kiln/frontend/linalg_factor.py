@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, DTypeMismatchError, LinAlgError, ShapeError
+from ..errors import DTypeMismatchError, LinAlgError, ShapeError, UsageError
 from ..graph.core import Symbol
 from ..ops.linalg_factor import unpack
 from . import math as m
@@ -95,7 +95,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
     ([[3.0, 1.0], [4.0, 2.0]], 5.0)
     """
     if mode not in ("reduced", "complete", "r"):
-        raise ArgumentError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
+        raise UsageError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
                             "one of 'reduced' (default), 'r', or 'complete'")  # fmt: skip
     A = _matrices(A, "qr")
     q, r = _factor("qr", A, mode="complete" if mode == "complete" else "reduced")
@@ -121,7 +121,7 @@ def qr_old(input, some: bool = True):  # noqa: A002
 
 def _uplo(UPLO, name):  # noqa: N803
     if UPLO not in ("L", "U"):
-        raise ArgumentError(f"linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
+        raise UsageError(f"linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
     return UPLO == "U"
 
 
@@ -198,7 +198,7 @@ def eigvalsh(input, UPLO: str = "L"):  # noqa: A002
 
 def _driver(driver, name):
     if driver is not None:
-        raise ArgumentError(f"linalg.{name}: driver= chooses among cuSOLVER's drivers, which "
+        raise UsageError(f"linalg.{name}: driver= chooses among cuSOLVER's drivers, which "
                             f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
 
 
@@ -266,7 +266,7 @@ def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
 
 def _pivot(pivot, name):
     if not pivot:
-        raise ArgumentError(f"linalg.{name}: LU without pivoting (pivot=False) is only "
+        raise UsageError(f"linalg.{name}: LU without pivoting (pivot=False) is only "
                             "PyTorch's CUDA form; kiln factors with partial pivoting")  # fmt: skip
 
 
@@ -569,7 +569,7 @@ def multi_dot(tensors):
     """
     xs = list(lift(*tensors))
     if len(xs) < 2:
-        raise ArgumentError(f"multi_dot(): expected at least 2 tensors but got {len(xs)}")
+        raise UsageError(f"multi_dot(): expected at least 2 tensors but got {len(xs)}")
     first_vector, last_vector = xs[0].ndim == 1, xs[-1].ndim == 1
     if first_vector:
         xs[0] = call("reshape", xs[0], shape=(1, xs[0].shape[0]))

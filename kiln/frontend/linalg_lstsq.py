@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..errors import ArgumentTypeError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -125,7 +125,7 @@ def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     """
     A, B = input, b  # noqa: N806 (torch's parser names them input, b; its docstring A, B)
     if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
-        raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+        raise UsageError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
                             f"gelsd, gelss), got {driver!r}")  # fmt: skip
     A, B = lift(A, B)
     A = _matrices(A, "lstsq")
@@ -167,9 +167,10 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
 
 @takes_out
 @autocast_op("fp32")
-def matrix_rank(input, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: A002
+def matrix_rank(input, tol=None, hermitian: bool = False, *, atol=None, rtol=None):  # noqa: A002
     """The number of singular values (|eigenvalues| with `hermitian`) of each matrix above
-    max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`: the older atol).
+    max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`, PyTorch's other form,
+    which takes it and `hermitian` by position: the atol, with rtol 0).
 
     >>> import kiln as kn
     >>> int(kn.linalg.matrix_rank(kn.tensor([[1.0, 2.0], [2.0, 4.0]])))

@@ -9,7 +9,7 @@ import math
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, ShapeError, UnsupportedDTypeError
+from ..errors import ShapeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -90,7 +90,7 @@ def vander(x, *, N=None):  # noqa: N803
         x = s.reshape(x, (1,))
     n = x.shape[-1] if N is None else N
     if not isinstance(n, int) or n <= 1:
-        raise ArgumentError(f"linalg.vander: N must be greater than 1, got {N!r}")
+        raise UsageError(f"linalg.vander: N must be greater than 1, got {N!r}")
     if x.dtype.kind == "b":
         raise UnsupportedDTypeError("linalg.vander supports floating point, complex, and integer "
                                     "tensors, but got Bool")  # fmt: skip
@@ -117,7 +117,7 @@ def tensorinv(input, ind: int = 2):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     if not isinstance(ind, int) or ind <= 0:
-        raise ArgumentError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
+        raise UsageError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
                             f"but got {ind!r}")  # fmt: skip
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != cols:

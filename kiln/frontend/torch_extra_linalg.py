@@ -12,7 +12,6 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..errors import (
-    ArgumentError,
     ArgumentTypeError,
     DTypeMismatchError,
     IndexOutOfRangeError,
@@ -71,7 +70,9 @@ def inner(input, other):  # noqa: A002
     if a.shape[-1] != b.shape[-1]:
         raise ShapeError(f"inner: last dims differ: {a.shape[-1]} and {b.shape[-1]}")
     k = a.shape[-1]
-    flat = m.matmul(s.reshape(a, (-1, k)), s.transpose(s.reshape(b, (-1, k)), 0, 1))
+    a2 = s.reshape(a, (math.prod(a.shape[:-1]) if k == 0 else -1, k))  # (-1, 0): ambiguous
+    b2 = s.reshape(b, (math.prod(b.shape[:-1]) if k == 0 else -1, k))
+    flat = m.matmul(a2, s.transpose(b2, 0, 1))
     return s.reshape(flat, (*a.shape[:-1], *b.shape[:-1]))
 
 
@@ -305,7 +306,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
 
         return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     if isinstance(p, str) and p != "fro":
-        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number, 'fro' or 'nuc')")
+        raise UsageError(f"linalg.matrix_norm: Order {p} not supported.")
     out = p_norm(x, 2 if p == "fro" else p, dim, keepdim)
     dims = None if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     saved = {"_saved_self": input, "_saved_ord": 2 if p == "fro" else p, "_saved_dim": dims,

@@ -159,6 +159,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         raise DTypeError(f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {a.ndim}-d and {b.ndim}-d")
+    if x.dtype == dt.bool_:
+        m.refuse_bool("addmm_impl_cpu_", x, a, b)
     if x.dtype == dt.float16:  # as PyTorch's: accumulated in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(call("addmm", *wide, beta=float(beta), alpha=float(alpha)), x.dtype)

@@ -19,13 +19,16 @@ from .autocast import autocast_op
 from .core import call, lift
 from .out import takes_out
 
+_BOOL = np.dtype(bool)
+
 
 def same_dtype_operands(op: str, a, b) -> tuple:
     """`lift(a, b)`, refusing two dtypes: PyTorch's matrix products (`matmul`, `mm`, `bmm`,
     `dot`) do not promote, so float32 @ float64 raises DTypeMismatchError (a RuntimeError, as
     PyTorch's) naming the op and both dtypes, where NumPy would compute in float64."""
     a, b = lift(a, b)
-    if a.dtype != b.dtype:
+    dtype = a.dtype
+    if dtype != b.dtype:
         raise node_error(
             DTypeMismatchError,
             f"{op}: expected both operands to have the same dtype, got {a.dtype} and "
@@ -35,7 +38,7 @@ def same_dtype_operands(op: str, a, b) -> tuple:
             site=user_site(),
             inputs=[v for v in (a, b) if isinstance(v, Symbol)],
         )
-    if a.dtype == np.bool_:  # (b has a's dtype)
+    if dtype == _BOOL:  # (b has a's dtype)
         refuse_bool(op, a, b)
     return a, b
 
@@ -43,7 +46,7 @@ def same_dtype_operands(op: str, a, b) -> tuple:
 def refuse_bool(op: str, *operands) -> None:
     """PyTorch's matrix products have no bool kernel: UnsupportedDTypeError (a
     NotImplementedError, as PyTorch's) where an operand is bool."""
-    if any(v.dtype == np.bool_ for v in operands):
+    if any(v.dtype == _BOOL for v in operands):
         raise call_error(UnsupportedDTypeError, f'"{op}" not implemented for \'Bool\'', op,
                          *operands)  # fmt: skip
 

@@ -96,7 +96,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
     """
     if mode not in ("reduced", "complete", "r"):
         raise UsageError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
-                            "one of 'reduced' (default), 'r', or 'complete'")  # fmt: skip
+                         "one of 'reduced' (default), 'r', or 'complete'")  # fmt: skip
     A = _matrices(A, "qr")
     q, r = _factor("qr", A, mode="complete" if mode == "complete" else "reduced")
     if mode == "r":
@@ -199,7 +199,7 @@ def eigvalsh(input, UPLO: str = "L"):  # noqa: A002
 def _driver(driver, name):
     if driver is not None:
         raise UsageError(f"linalg.{name}: driver= chooses among cuSOLVER's drivers, which "
-                            f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
+                         f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
 
 
 @takes_out
@@ -267,7 +267,7 @@ def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
 def _pivot(pivot, name):
     if not pivot:
         raise UsageError(f"linalg.{name}: LU without pivoting (pivot=False) is only "
-                            "PyTorch's CUDA form; kiln factors with partial pivoting")  # fmt: skip
+                         "PyTorch's CUDA form; kiln factors with partial pivoting")  # fmt: skip
 
 
 def _pad(x, rows, cols):

@@ -126,7 +126,7 @@ def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     A, B = input, b  # noqa: N806 (torch's parser names them input, b; its docstring A, B)
     if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
         raise UsageError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
-                            f"gelsd, gelss), got {driver!r}")  # fmt: skip
+                         f"gelsd, gelss), got {driver!r}")  # fmt: skip
     A, B = lift(A, B)
     A = _matrices(A, "lstsq")
     if B.ndim < 1:

@@ -118,7 +118,7 @@ def tensorinv(input, ind: int = 2):  # noqa: A002
     (A,) = lift(A)
     if not isinstance(ind, int) or ind <= 0:
         raise UsageError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
-                            f"but got {ind!r}")  # fmt: skip
+                         f"but got {ind!r}")  # fmt: skip
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != cols:
         raise ShapeError(

@@ -37,6 +37,7 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
+from .linalg_layouts import column_major, fresh
 from .linalg_more import (
     cross,
     diagonal,
@@ -217,7 +218,7 @@ def inv(A):  # noqa: N803
     [[0.5, 0.0], [0.0, 0.25]]
     """
     (A,) = lift(A)
-    return call("inv", A)
+    return column_major(call("inv", A), "LinalgInvExBackward0", A)
 
 
 @takes_out
@@ -233,12 +234,13 @@ def solve(A, B, *, left: bool = True):  # noqa: N803
     A, B = lift(A, B)
     _same_dtype("linalg.solve: Expected A and B", A, B)
     if left:
-        return call("solve", A, B)
-    # X A = B  <=>  A^T X^T = B^T
+        return column_major(call("solve", A, B), "LinalgSolveExBackward0", A, B)
+    # X A = B  <=>  A^T X^T = B^T (X^T column-major: X row-major, as PyTorch's)
     swap_a = (*range(A.ndim - 2), A.ndim - 1, A.ndim - 2)
     swap_b = (*range(B.ndim - 2), B.ndim - 1, B.ndim - 2)
     xt = call("solve", call("transpose", A, perm=swap_a), call("transpose", B, perm=swap_b))
-    return call("transpose", xt, perm=swap_b)
+    xt = column_major(xt, "LinalgSolveExBackward0", A, B)
+    return fresh(call("transpose", xt, perm=swap_b), "LinalgSolveExBackward0", A, B)
 
 
 @takes_out
@@ -329,16 +331,16 @@ def cholesky(input, *, upper: bool = False):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     lower = call("cholesky", A)
-    if not upper:
-        return lower
-    upper_ = call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
-    return call("conj", upper_) if A.dtype.kind == "c" else upper_  # Lᴴ
+    if upper:
+        lower = call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+        lower = call("conj", lower) if A.dtype.kind == "c" else lower  # Lᴴ
+    return column_major(lower, "LinalgCholeskyExBackward0", A)
 
 
 @takes_out
 def cholesky_method(input, upper: bool = False):  # noqa: A002
     """`torch.cholesky(input, upper=False)` (the older name; `upper` positional)."""
-    return cholesky(input, upper=upper)
+    return column_major(cholesky(input, upper=upper), "CholeskyBackward0", input)
 
 
 # Shorter names PyTorch keeps at the top level.

@@ -24,6 +24,7 @@ from .linalg_factor import (
     inv_ex,
     lu_factor_unchecked,
 )
+from .linalg_layouts import column_major
 from .out import takes_out
 from .products import matmul as _matmul
 from .torch_extra_linalg import cross as _cross
@@ -195,6 +196,8 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N
         x = s.squeeze(_matmul(inverse, s.unsqueeze(B, -1)), -1)
     else:
         x = _matmul(inverse, B) if left else _matmul(B, inverse)
+    if left:  # (X A = B's X: row-major, as solve's)
+        x = column_major(x, "LinalgSolveExBackward0", A, B)
     return return_types.linalg_solve_ex(x, info)
 
 
@@ -233,7 +236,7 @@ def ldl_factor_ex(input, *, hermitian: bool = False, check_errors: bool = False)
     if check_errors:
         _raise_on_info(info, "ldl_factor_ex", lambda k: f"D[{k},{k}] is zero")
     return return_types.linalg_ldl_factor_ex(
-        call("ldl_factor", A, **attrs), call("ldl_pivots", A, **attrs), info
+        column_major(call("ldl_factor", A, **attrs)), call("ldl_pivots", A, **attrs), info
     )
 
 
@@ -252,7 +255,7 @@ def ldl_factor(input, *, hermitian: bool = False):  # noqa: A002
     A = _matrices(input, "ldl_factor")  # noqa: N806 (torch's parser names it input)
     attrs = {"hermitian": bool(hermitian)}
     return return_types.linalg_ldl_factor(
-        call("ldl_factor", A, **attrs), call("ldl_pivots", A, **attrs)
+        column_major(call("ldl_factor", A, **attrs)), call("ldl_pivots", A, **attrs)
     )
 
 
@@ -284,7 +287,7 @@ def geqrf(input):  # noqa: A002
     (A,) = lift(input)  # noqa: N806
     if A.ndim < 2:
         raise ShapeError(f"geqrf: input must have at least 2 dimensions, got {list(A.shape)}")
-    return return_types.geqrf(call("geqrf", A), call("geqrf_tau", A))
+    return return_types.geqrf(column_major(call("geqrf", A)), call("geqrf_tau", A))
 
 
 @takes_out

@@ -32,6 +32,7 @@ from .functionalize import (
     strided_positions,
     strided_probe,
 )
+from .linalg_layouts import column_major
 from .out import takes_out
 
 __all__ = [
@@ -128,7 +129,8 @@ def cholesky_solve(input, input2, upper: bool = False):  # noqa: A002
     ft = core.call("conj", ft) if dt.is_complex(f.dtype) else ft  # A = L Lᴴ when complex
     first, second = (ft, f) if upper else (f, ft)
     y = lf.solve_triangular(first, b, upper=False)
-    return lf.solve_triangular(second, y, upper=True)
+    return column_major(lf.solve_triangular(second, y, upper=True), "CholeskySolveBackward0",
+                        b, input2)  # fmt: skip
 
 
 @takes_out
@@ -145,7 +147,8 @@ def cholesky_inverse(input, upper: bool = False):  # noqa: A002
     eye = np.eye(n, dtype=f.dtype)
     eye = constant(eye, graph=f.graph) if isinstance(f, Symbol) else eye
     eye = s.broadcast_to(eye, tuple(f.shape))
-    return cholesky_solve.without_out(eye, f, upper)
+    return column_major(cholesky_solve.without_out(eye, f, upper), "CholeskyInverseBackward0",
+                        input)  # fmt: skip
 
 
 @takes_out

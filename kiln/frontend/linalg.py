@@ -249,7 +249,7 @@ def cond(input, p=None):  # noqa: A002
     """The condition number of each matrix in the last two dims in the `p`-norm: with `p`
     None, 2 or -2 the ratio of its largest and smallest singular values (or its inverse, -2),
     any matrix; with "fro", "nuc", inf, -inf, 1 or -1, `matrix_norm(A, p) *
-    matrix_norm(inv(A), p)`, square invertible matrices (a singular one gives NaN).
+    matrix_norm(inv(A), p)`, square matrices (a singular one gives inf, as PyTorch's).
 
     >>> import kiln as kn
     >>> kn.linalg.cond(kn.tensor([[2.0, 0.0], [0.0, 0.5]]))
@@ -269,7 +269,11 @@ def cond(input, p=None):  # noqa: A002
     if A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"linalg.cond: with p={p!r} the matrices must be square, got "
                          f"{list(A.shape)}")  # fmt: skip
-    return m.mul(matrix_norm(A, p), matrix_norm(inv_ex(A).inverse, p))
+    inverse, info = inv_ex(A)
+    singular = m.greater(info, 0)  # inf there, as PyTorch's (the inverse's norm is not read)
+    wide = call("reshape", singular, shape=(*singular.shape, 1, 1))
+    inverse = m.where(wide, 0.0, inverse)
+    return m.where(singular, math.inf, m.mul(matrix_norm(A, p), matrix_norm(inverse, p)))
 
 
 class SlogdetResult(tuple):

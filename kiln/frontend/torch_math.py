@@ -156,7 +156,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """
     x, a, b = lift(input, mat1, mat2)
     if not (x.dtype == a.dtype == b.dtype):
-        raise DTypeError(f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+        raise DTypeMismatchError(
+            f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}"
+        )
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {a.ndim}-d and {b.ndim}-d")
     if x.dtype == dt.bool_:
@@ -187,7 +189,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """
     x, a, b = lift(input, batch1, batch2)
     if not (x.dtype == a.dtype == b.dtype):
-        raise DTypeError(f"baddbmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+        raise DTypeMismatchError(
+            f"baddbmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}"
+        )
     if x.dtype in (dt.bfloat16, dt.float16):  # as PyTorch's: in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(baddbmm(*wide, beta=beta, alpha=alpha), x.dtype)

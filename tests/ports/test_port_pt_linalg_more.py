@@ -200,6 +200,48 @@ for _name, _fn in {
     _refusal(f"refuses_integer_{_name}", _fn, np.eye(3, dtype=np.int64))
 
 
+# -- zero-size batches and matrices across kn.linalg ------------------------------------------
+
+
+@case("empty_batch_everywhere", np.zeros((0, 3, 3), f32), np.zeros((0, 3, 2), f32))
+def _(lib, e, b):
+    la = lib.linalg
+    return (la.qr(e), la.lu_factor(e), la.lu(e), la.svd(e), la.svdvals(e), la.pinv(e),
+            la.lstsq(e, b).solution, la.eig(e), la.eigvals(e), la.matrix_exp(e), la.cond(e),
+            la.solve_triangular(e, b, upper=True), la.cholesky_ex(e).info, la.slogdet(e),
+            la.householder_product(e, lib.zeros(0, 3)), la.matrix_norm(e, "nuc"))  # fmt: skip
+
+
+@case("empty_matrices_everywhere", np.zeros((2, 0, 0), f32), np.zeros((2, 0, 3), f32))
+def _(lib, e, b):
+    la = lib.linalg
+    return (la.inv(e), la.det(e), la.cholesky(e), la.eigh(e), la.svd(e), la.qr(e), la.lu(e),
+            la.solve(e, b), la.lstsq(e, b).solution, la.pinv(e), la.matrix_power(e, -2),
+            la.matrix_exp(e), la.eigvals(e), la.matrix_rank(e))  # fmt: skip
+
+
+# -- out= -----------------------------------------------------------------------------------
+
+
+@case("out_forms", well(3, 3), rand(3, 2))
+def _(lib, a, b):
+    la = lib.linalg
+    o1, o2, o3 = lib.empty(3, 3), lib.empty(3, 2), lib.empty(())
+    la.inv(a, out=o1)
+    la.solve(a, b, out=o2)
+    la.vector_norm(a, out=o3)
+    o4 = lib.empty(3, 2)
+    lib.matmul(a, b, out=o4)
+    return o1, o2, o3, o4
+
+
+@case("complex_eigh_svd_values", (rand(3, 3) + 1j * rand(3, 3)).astype(np.complex64))
+def _(lib, c):
+    h = c + c.mH
+    w, v = lib.linalg.eigh(h)
+    return w, lib.linalg.eigvalsh(h, UPLO="U"), (v.abs() ** 2).sum(0), lib.linalg.svdvals(c)
+
+
 # -- the test ----------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})

@@ -103,7 +103,7 @@ def _norm_input(name, x, dtype):
     floating or complex input, and a `dtype` of its kind that does not narrow it."""
     if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
         raise UsageError(f"{name}: Expected a floating point or complex tensor as input. "
-                         f"Got {dt.short_name(x.dtype)}")  # fmt: skip
+                         f"Got {dt.scalar_name(x.dtype)}")  # fmt: skip
     if dtype is None:
         return x
     dtype = dt.as_dtype(dtype)

@@ -638,6 +638,10 @@ def vecdot(x, y, *, dim: int = -1):
     x, y = lift(x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ShapeError("linalg.vecdot: the inputs must have at least 1 dim")
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        raise UsageError("linalg.vecdot: Expected a floating point or complex tensor as input. "
+                         f"Got {dt.scalar_name(x.dtype)}")  # fmt: skip
+    _same_dtype("linalg.vecdot: Expected x and y", x, y)
     if x.dtype.kind == "c":
         x = call("conj", x)
     return m.sum(m.mul(x, y), dim=dim)

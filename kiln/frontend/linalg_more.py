@@ -9,7 +9,7 @@ import math
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ShapeError, UnsupportedDTypeError, UsageError
+from ..errors import ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -92,9 +92,9 @@ def vander(x, *, N=None):  # noqa: N803
     n = x.shape[-1] if N is None else N
     if not isinstance(n, int) or n <= 1:
         raise UsageError(f"linalg.vander: N must be greater than 1, got {N!r}")
-    if x.dtype.kind == "b":
-        raise UnsupportedDTypeError("linalg.vander supports floating point, complex, and integer "
-                                    "tensors, but got Bool")  # fmt: skip
+    if x.dtype.kind == "b" or x.dtype in (dt.float16, dt.bfloat16):  # (PyTorch's kernels')
+        raise UsageError("linalg.vander supports floating point, complex, and integer tensors, "
+                         f"but got {dt.scalar_name(x.dtype)}")  # fmt: skip
     if x.dtype.kind in "iu":  # integers: int64, as PyTorch's
         x = m.cast(x, dt.int64)
     ones = m.add(m.mul(s.unsqueeze(x, -1), 0), 1)  # (..., n, 1) of x's dtype

@@ -159,6 +159,7 @@ def _trace(self):
     if self.ndim != 2:
         raise call_error(ShapeMismatchError, f"trace: expected a matrix, but got tensor with dim "
                          f"{self.ndim}", "trace", self)  # fmt: skip
+    m.refuse_bool("trace", self)  # (PyTorch's has no bool kernel)
     return m.sum(ts.diagonal(self))
 
 

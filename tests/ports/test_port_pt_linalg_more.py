@@ -242,6 +242,36 @@ def _(lib, c):
     return w, lib.linalg.eigvalsh(h, UPLO="U"), (v.abs() ** 2).sum(0), lib.linalg.svdvals(c)
 
 
+@case("vecdot_integer_refused", np.arange(3, dtype=np.int32))
+def _(lib, x):
+    return lib.linalg.vecdot(x, x)
+
+
+@case("vecdot_dtype_mismatch_refused", rand(3), rand(3, dtype=f64))
+def _(lib, x, y):
+    return lib.linalg.vecdot(x, y)
+
+
+@case("vecdot_float16", rand(2, 3).astype(np.float16))
+def _(lib, x):
+    return lib.linalg.vecdot(x, x)
+
+
+@case("trace_bool_refused", np.eye(3, dtype=bool))
+def _(lib, x):
+    return lib.trace(x)
+
+
+@case("vander_half_refused", rand(3).astype(np.float16))
+def _(lib, x):
+    return lib.linalg.vander(x)
+
+
+@case("vander_bool_refused", np.array([True, False]))
+def _(lib, x):
+    return lib.linalg.vander(x)
+
+
 # -- the test ----------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})

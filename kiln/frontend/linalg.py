@@ -10,6 +10,7 @@ import math
 
 from .. import dtypes as dt
 from .. import shapes as sh
+from ..eager.autograd import name_history
 from ..errors import LinAlgError, ShapeError, UsageError
 from . import math as m
 from .autocast import autocast_op
@@ -95,7 +96,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
                 where = "an empty tensor" if dims is None else f"the dimension {d}"
                 raise UsageError(f"linalg.vector_norm cannot compute the {ord} norm on {where} "
                                  "because the operation does not have an identity")  # fmt: skip
-    return p_norm(x, ord, dims, keepdim)
+    return name_history(p_norm(x, ord, dims, keepdim), "LinalgVectorNormBackward0", x)
 
 
 def _norm_input(name, x, dtype):
@@ -205,7 +206,7 @@ def det(A):  # noqa: N803
     tensor(5.)
     """
     (A,) = lift(A)
-    return call("det", A)
+    return name_history(call("det", A), "LinalgDetBackward0", A)
 
 
 @takes_out
@@ -300,7 +301,9 @@ def slogdet(A):  # noqa: N803
     (tensor(-1.), tensor(1.9459))
     """
     (A,) = lift(A)
-    return SlogdetResult(call("slogdet_sign", A), call("logabsdet", A))
+    sign, logabsdet = (name_history(call(op, A), "LinalgSlogdetBackward0", A)
+                       for op in ("slogdet_sign", "logabsdet"))  # fmt: skip
+    return SlogdetResult(sign, logabsdet)
 
 
 @autocast_op("fp32")

@@ -511,7 +511,7 @@ def matrix_exp(input):  # noqa: A002
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "matrix_exp")
-    return call("matrix_exp", A)
+    return fresh(call("matrix_exp", A), "LinalgMatrixExpBackward0", A)
 
 
 # -- products ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import ArgumentTypeError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
@@ -69,7 +70,8 @@ def pinv(input, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):  
     if _is_tensor(atol) or _is_tensor(rtol):
         return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
     atol, rtol = _tolerances(A, atol, rtol, "pinv")
-    return call("pinv", A, atol=atol, rtol=rtol, hermitian=bool(hermitian))
+    out = call("pinv", A, atol=atol, rtol=rtol, hermitian=bool(hermitian))
+    return name_history(out, "LinalgPinvBackward0", A)
 
 
 def _is_tensor(value) -> bool:

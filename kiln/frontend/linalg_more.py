@@ -9,8 +9,10 @@ import math
 
 from .. import dtypes as dt
 from ..array_types import return_types
+from ..eager.autograd import name_history
 from ..errors import ShapeError, UsageError
 from ..graph.core import Symbol
+from ..ops.linalg import vector_rhs
 from . import math as m
 from . import shape as s
 from .core import call, lift
@@ -51,7 +53,7 @@ def cross(input, other, *, dim: int = -1):  # noqa: A002
             f"linalg.cross: inputs must have the same number of dimensions, got shapes "
             f"{list(a.shape)} and {list(b.shape)}"
         )
-    return _cross(a, b, dim)
+    return name_history(_cross(a, b, dim), "LinalgCrossBackward0", a, b)
 
 
 @takes_out
@@ -191,7 +193,7 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N
     if not isinstance(info, Symbol) and not bool(m.any(info)):
         return return_types.linalg_solve_ex(solve(A, B, left=left), info)
     inverse = inv_ex(A).inverse  # a singular matrix's: NaN, as its solutions
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    vector = vector_rhs(A.shape, B.shape)
     if vector:
         x = s.squeeze(_matmul(inverse, s.unsqueeze(B, -1)), -1)
     else:

@@ -160,7 +160,7 @@ def _trace(self):
         raise call_error(ShapeMismatchError, f"trace: expected a matrix, but got tensor with dim "
                          f"{self.ndim}", "trace", self)  # fmt: skip
     m.refuse_bool("trace", self)  # (PyTorch's has no bool kernel)
-    return m.sum(ts.diagonal(self))
+    return name_history(m.sum(ts.diagonal(self)), "TraceBackward0", self)
 
 
 def _tile_method(self, *args, dims=None):

@@ -148,7 +148,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     >>> kn.addmv(kn.tensor([1.0]), kn.tensor([[1.0, 2.0]]), kn.tensor([3.0, 4.0]))
     tensor([12.])
     """
-    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+    return name_history(_scaled_sum(input, mv(mat, vec), beta, alpha), "AddmvBackward0", input,
+                        mat, vec)  # fmt: skip
 
 
 @takes_out
@@ -167,8 +168,9 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
         kind = dt.result_type(*lift(input, a))
         beta, alpha = (float(np.asarray(tm.coefficient(c, kind), kind)) for c in (beta, alpha))
         scaled = m.mul(s.reshape(m.mul(a, alpha), (-1, 1)), b)
-        return _scaled_sum(input, scaled, beta, 1)
-    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+        return name_history(_scaled_sum(input, scaled, beta, 1), "AddrBackward0", input, a, b)
+    out = _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+    return name_history(out, "AddrBackward0", input, vec1, vec2)
 
 
 @takes_out

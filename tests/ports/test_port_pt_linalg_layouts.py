@@ -4,8 +4,9 @@ them through `is_contiguous()`, `view` and `stride()`): LAPACK-backed results (`
 `lu_solve`, `solve_triangular`, `cholesky_solve`, `householder_product`, ...) are column-major
 in their last two dims; others (eigenvalues, `lu`'s P, L and U, `pinv`, `matrix_exp`, a
 solve with `left=False`) are C-ordered. Each result is a tensor of its own (storage offset 0,
-not a view of another result), its `grad_fn` named as PyTorch's. Compared on torch, eager kiln
-and kiln under `kn.compile`.
+not a view of another result), its `grad_fn` named as PyTorch's (also det's, slogdet's, the
+vector norm's, cross's, pinv's, matrix_exp's, addmv's, addr's and trace's). Strides are
+compared on torch, eager kiln and kiln under `kn.compile`.
 
 Expected values: torch 2.13's strides (the oracle); a dim of size 1 has any stride.
 """
@@ -133,6 +134,15 @@ GRAD_FN_CASES = {
     ),
     "CholeskySolveBackward0": lambda L, a, b, s, w: L.cholesky_solve(b, s),
     "CholeskyInverseBackward0": lambda L, a, b, s, w: L.cholesky_inverse(s),
+    "LinalgDetBackward0": lambda L, a, b, s, w: L.linalg.det(a),
+    "LinalgSlogdetBackward0": lambda L, a, b, s, w: L.linalg.slogdet(a).logabsdet,
+    "LinalgVectorNormBackward0": lambda L, a, b, s, w: L.linalg.matrix_norm(a),
+    "LinalgCrossBackward0": lambda L, a, b, s, w: L.linalg.cross(a, s),
+    "LinalgPinvBackward0": lambda L, a, b, s, w: L.linalg.pinv(w),
+    "LinalgMatrixExpBackward0": lambda L, a, b, s, w: L.linalg.matrix_exp(a),
+    "AddmvBackward0": lambda L, a, b, s, w: L.addmv(b[0, :, 0], a[0], a[1, 0]),
+    "AddrBackward0": lambda L, a, b, s, w: L.addr(a[0], b[0, :, 0], b[1, :, 1]),
+    "TraceBackward0": lambda L, a, b, s, w: L.trace(a[0]),
 }
 
 

@@ -148,8 +148,9 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     >>> kn.addmv(kn.tensor([1.0]), kn.tensor([[1.0, 2.0]]), kn.tensor([3.0, 4.0]))
     tensor([12.])
     """
-    return name_history(_scaled_sum(input, mv(mat, vec), beta, alpha), "AddmvBackward0", input,
-                        mat, vec)  # fmt: skip
+    product = mv(*tm.unread_when_alpha_is_zero(alpha, *lift(mat, vec), complex_too=False))
+    return name_history(_scaled_sum(input, product, beta, alpha), "AddmvBackward0", input, mat,
+                        vec)  # fmt: skip
 
 
 @takes_out

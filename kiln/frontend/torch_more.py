@@ -89,7 +89,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
             out = tm.addmm(out, a[i], b[i], beta=beta if i == 0 else 1, alpha=alpha)
         return out
     # the sum in the batch's dtype: integers wrap as PyTorch's (not summed to int64)
-    product = m.sum(tm.bmm(a, b), 0, dtype=a.dtype)
+    product = m.sum(tm.bmm(*tm.unread_when_alpha_is_zero(alpha, a, b)), 0, dtype=a.dtype)
     kind = dt.result_type(x, product)  # integer coefficients are truncated, as PyTorch's
     beta, alpha = tm.coefficient(beta, kind), tm.coefficient(alpha, kind)
     if alpha != 1:

@@ -270,8 +270,22 @@ def _(lib, c, a, b):
 
 @case("addmm_alpha_zero_skips_product", rand(3, 2), np.full((3, 4), nan, f32), rand(4, 2))
 def _(lib, c, a, b):
-    # PyTorch's CPU addmm, addmv and addbmm follow BLAS: alpha=0 does not read the product
-    return lib.addmm(c, a, b, alpha=0), lib.addmv(c[:, 0], a, b[:, 0], alpha=0)
+    # PyTorch's addmm, addmv and addbmm of float32/float64 (addmm's and addbmm's of complex)
+    # call BLAS: alpha=0 does not read the product
+    return (lib.addmm(c, a, b, alpha=0), lib.addmv(c[:, 0], a, b[:, 0], alpha=0),
+            lib.addbmm(c, a[None], b[None] * inf, alpha=0, beta=2),
+            lib.addmm(c.double(), a.double(), b.double(), alpha=0, beta=0),
+            lib.addmm(c.half(), a.half(), b.half(), alpha=0),  # (not BLAS: NaN)
+            lib.addmm(c.cfloat(), a.cfloat(), b.cfloat(), alpha=0),
+            lib.addmv(c[:, 0].cfloat(), a.cfloat(), b[:, 0].cfloat(), alpha=0))  # fmt: skip
+
+
+@case("addmm_alpha_zero_grads", Leaf.of(rand(3, 2)), Leaf.of(rand(3, 4)), Leaf.of(rand(4, 2)))
+def _(lib, c, a, b):
+    (
+        lib.addmm(c, a, b, alpha=0, beta=3) + lib.addmv(c[:, 0], a, b[:, 1], alpha=0)[:, None]
+    ).sum().backward()
+    return c.grad, a.grad, b.grad
 
 
 @case("baddbmm_addr_alpha_zero_keep_nan_of_product", rand(3, 2), np.full((3, 4), nan, f32))
@@ -419,13 +433,7 @@ def _(lib, a, b, c):
 # -- the test ----------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})
-SCENARIOS.xfail.update(
-    {
-        "addmm_alpha_zero_skips_product": "PyTorch's CPU addmm/addmv (BLAS gemm/gemv) skip the "
-        "product where alpha is 0, so NaN in mat1 gives beta * input ([[0.76, ...]]); kiln "
-        "multiplies the product by 0 (NaN), as PyTorch's own baddbmm and addr do",
-    }
-)
+SCENARIOS.xfail.update({})
 
 
 @pytest.mark.parametrize("mode", MODES)

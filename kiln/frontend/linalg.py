@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..errors import LinAlgError, ShapeError, UsageError
@@ -53,7 +52,7 @@ from .linalg_more import (
     vander,
 )
 from .out import takes_out
-from .torch_extra_linalg import matrix_power, p_norm
+from .torch_extra_linalg import matrix_power, norm_input, p_norm
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
@@ -86,7 +85,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     (tensor(5.), tensor(7.), tensor(2.))
     """
     (x,) = lift(x)
-    x = _norm_input("linalg.vector_norm", x, dtype)
+    x = norm_input("linalg.vector_norm", x, dtype)
     if x.dtype.kind == "c":  # the norm of the magnitudes
         x = call("abs", x)
     dims = sh.normalize_axes(dim, x.ndim)
@@ -97,26 +96,6 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
                 raise UsageError(f"linalg.vector_norm cannot compute the {ord} norm on {where} "
                                  "because the operation does not have an identity")  # fmt: skip
     return name_history(p_norm(x, ord, dims, keepdim), "LinalgVectorNormBackward0", x)
-
-
-def _norm_input(name, x, dtype):
-    """`x` cast to `dtype` (None: as it is) after PyTorch's checks of the norms' dtypes: a
-    floating or complex input, and a `dtype` of its kind that does not narrow it."""
-    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
-        raise UsageError(f"{name}: Expected a floating point or complex tensor as input. "
-                         f"Got {dt.scalar_name(x.dtype)}")  # fmt: skip
-    if dtype is None:
-        return x
-    dtype = dt.as_dtype(dtype)
-    if not (dt.is_float(dtype) or dt.is_complex(dtype)):
-        raise UsageError(f"{name}: dtype should be floating point or complex, got {dtype}")
-    if dt.is_complex(x.dtype) != dt.is_complex(dtype):
-        kind = "complex" if dt.is_complex(x.dtype) else "real"
-        raise UsageError(f"{name}: dtype should be {kind} for {kind} inputs, but got {dtype}")
-    if dt.promote(x.dtype, dtype) != dtype:
-        raise UsageError(f"{name}: the dtype of the input ({x.dtype}) should be convertible "
-                         f"without narrowing to the specified dtype ({dtype})")  # fmt: skip
-    return call("cast", x, dtype=dtype)
 
 
 @takes_out
@@ -132,7 +111,7 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
-    A = _norm_input("linalg.matrix_norm", A, dtype)  # noqa: N806
+    A = norm_input("linalg.matrix_norm", A, dtype)  # noqa: N806
     if A.ndim < 2:
         raise ShapeError(f"linalg.matrix_norm: the input must have 2 dims or more, got {A.ndim}")
     rows, cols = (sh.normalize_axis(d, A.ndim) for d in dim)

@@ -285,6 +285,31 @@ def dist(input, other, p: float = 2):  # noqa: A002
 
 
 @takes_out
+def norm_input(name: str, x, dtype):
+    """`x` cast to `dtype` (None: as it is) after PyTorch's checks of the norms' dtypes: a
+    floating or complex input, and a `dtype` of its kind that does not narrow it.
+
+    >>> import kiln as kn
+    >>> norm_input("linalg.vector_norm", kn.ones(2), kn.float64).dtype
+    kiln.float64
+    """
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        raise UsageError(f"{name}: Expected a floating point or complex tensor as input. "
+                         f"Got {dt.scalar_name(x.dtype)}")  # fmt: skip
+    if dtype is None:
+        return x
+    dtype = dt.as_dtype(dtype)
+    if not (dt.is_float(dtype) or dt.is_complex(dtype)):
+        raise UsageError(f"{name}: dtype should be floating point or complex, got {dtype}")
+    if dt.is_complex(x.dtype) != dt.is_complex(dtype):
+        kind = "complex" if dt.is_complex(x.dtype) else "real"
+        raise UsageError(f"{name}: dtype should be {kind} for {kind} inputs, but got {dtype}")
+    if dt.promote(x.dtype, dtype) != dtype:
+        raise UsageError(f"{name}: the dtype of the input ({x.dtype}) should be convertible "
+                         f"without narrowing to the specified dtype ({dtype})")  # fmt: skip
+    return call("cast", x, dtype=dtype)
+
+
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
     "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the
@@ -295,8 +320,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     tensor([5.])
     """
     (x,) = lift(input)
-    if dtype is not None:
-        x = m.cast(x, dtype)
+    if dtype is not None:  # (its checks, the linalg norms')
+        x = norm_input("linalg.matrix_norm" if p == "nuc" else "linalg.vector_norm", x, dtype)
     if x.dtype.kind == "c" and p != "nuc":  # the norm of the magnitudes
         x = m.abs(x)
     if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex: "nuc" only here

@@ -87,6 +87,21 @@ def _(lib, x):
     return lib.linalg.vector_norm(x, dtype=lib.float32)
 
 
+@case("torch_norm_dtype_narrower_refused", rand(3, dtype=f64))
+def _(lib, x):
+    return lib.norm(x, 1, dtype=lib.float32)
+
+
+@case("torch_norm_dtype_complex_of_real_refused", rand(3, dtype=f64))
+def _(lib, x):
+    return lib.norm(x, dtype=lib.complex128)
+
+
+@case("torch_norm_dtype_wider", rand(3), (rand(3) + 1j * rand(3)).astype(np.complex64))
+def _(lib, x, c):
+    return lib.norm(x, dtype=lib.float64), lib.norm(c, 3, dtype=lib.complex128)
+
+
 @case("vector_norm_integer_refused", np.arange(4))
 def _(lib, x):
     return lib.linalg.vector_norm(x)
@@ -537,7 +552,7 @@ def _(lib, a, b):
     return lib.linalg.matrix_rank(a), lib.linalg.matrix_rank(b)
 
 
-@case("matrix_power", well(2, 3, 3), np.array([[2, 1], [1, 1]], np.int64))
+@case("matrix_power", well(2, 3, 3, dtype=f64), np.array([[2, 1], [1, 1]], np.int64))
 def _(lib, a, i):
     mp = lib.linalg.matrix_power
     return (

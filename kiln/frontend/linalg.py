@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes as dt
 from .. import shapes as sh
-from ..errors import ArgumentError, DTypeError, LinAlgError, ShapeError
+from ..eager.autograd import name_history
+from ..errors import LinAlgError, ShapeError, UsageError
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
@@ -37,6 +37,7 @@ from .linalg_factor import (
     svdvals,
     vecdot,
 )
+from .linalg_layouts import column_major, fresh
 from .linalg_more import (
     cross,
     diagonal,
@@ -51,7 +52,7 @@ from .linalg_more import (
     vander,
 )
 from .out import takes_out
-from .torch_extra_linalg import matrix_power, p_norm
+from .torch_extra_linalg import matrix_power, norm_input, p_norm
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
@@ -84,14 +85,17 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     (tensor(5.), tensor(7.), tensor(2.))
     """
     (x,) = lift(x)
-    if dtype is not None:
-        x = call("cast", x, dtype=dt.as_dtype(dtype))
+    x = norm_input("linalg.vector_norm", x, dtype)
     if x.dtype.kind == "c":  # the norm of the magnitudes
         x = call("abs", x)
-    if not dt.is_float(x.dtype):
-        raise DTypeError(f"linalg.vector_norm: expected a floating point input, got {x.dtype}")
     dims = sh.normalize_axes(dim, x.ndim)
-    return p_norm(x, ord, dims, keepdim)
+    if ord < 0 or ord == math.inf:  # no identity: an empty slice has no such norm
+        for d in range(x.ndim) if dims is None else dims:
+            if x.shape[d] == 0:
+                where = "an empty tensor" if dims is None else f"the dimension {d}"
+                raise UsageError(f"linalg.vector_norm cannot compute the {ord} norm on {where} "
+                                 "because the operation does not have an identity")  # fmt: skip
+    return name_history(p_norm(x, ord, dims, keepdim), "LinalgVectorNormBackward0", x)
 
 
 @takes_out
@@ -107,20 +111,21 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
-    if dtype is not None:
-        A = call("cast", A, dtype=dt.as_dtype(dtype))
+    A = norm_input("linalg.matrix_norm", A, dtype)  # noqa: N806
     if A.ndim < 2:
         raise ShapeError(f"linalg.matrix_norm: the input must have 2 dims or more, got {A.ndim}")
     rows, cols = (sh.normalize_axis(d, A.ndim) for d in dim)
     if rows == cols:
         raise ShapeError(f"linalg.matrix_norm: dims must be different, got {tuple(dim)}")
+    if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise UsageError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if ord in ("nuc", 2, -2):
         moved = call("transpose", A, perm=(*(i for i in range(A.ndim) if i not in (rows, cols)),
                                            rows, cols))  # fmt: skip
         s = svdvals(moved)
-        if ord == "nuc":
+        if ord == "nuc" or (ord == 2 and s.shape[-1] == 0):  # an empty max is 0, as PyTorch's
             out = m.sum(s, dim=-1)
         else:
             out = _reduce("reduce_max" if ord == 2 else "reduce_min", s, (s.ndim - 1,), False)
@@ -129,11 +134,12 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=
         for d in sorted((rows, cols)):
             out = call("reshape", out, shape=(*out.shape[:d], 1, *out.shape[d:]))
         return out
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise ArgumentError(f"linalg.matrix_norm: ord {ord!r} is not supported by kiln")
     summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
     sums = _sum(m.abs(A), (summed,), True)
-    out = _reduce("reduce_max" if ord > 0 else "reduce_min", sums, (over,), True)
+    if ord > 0 and A.shape[over] == 0:  # the max of no sums is 0, as PyTorch's
+        out = _sum(sums, (over,), True)
+    else:
+        out = _reduce("reduce_max" if ord > 0 else "reduce_min", sums, (over,), True)
     if keepdim:
         return out
     return call("reshape", out, shape=tuple(d for i, d in enumerate(out.shape)
@@ -158,6 +164,8 @@ def norm(input, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # no
         if dim is not None and len(dim) == 2:
             return matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if isinstance(ord, str):  # "fro" and "nuc" are matrix norms, of a 1-D input too
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     if dim is None:
         if A.ndim not in (1, 2):
             raise ShapeError(f"linalg.norm: with ord given, the input must be 1-D or 2-D, "
@@ -177,7 +185,7 @@ def det(A):  # noqa: N803
     tensor(5.)
     """
     (A,) = lift(A)
-    return call("det", A)
+    return name_history(call("det", A), "LinalgDetBackward0", A)
 
 
 @takes_out
@@ -190,7 +198,7 @@ def inv(A):  # noqa: N803
     [[0.5, 0.0], [0.0, 0.25]]
     """
     (A,) = lift(A)
-    return call("inv", A)
+    return column_major(call("inv", A), "LinalgInvExBackward0", A)
 
 
 @takes_out
@@ -206,12 +214,13 @@ def solve(A, B, *, left: bool = True):  # noqa: N803
     A, B = lift(A, B)
     _same_dtype("linalg.solve: Expected A and B", A, B)
     if left:
-        return call("solve", A, B)
-    # X A = B  <=>  A^T X^T = B^T
+        return column_major(call("solve", A, B), "LinalgSolveExBackward0", A, B)
+    # X A = B  <=>  A^T X^T = B^T (X^T column-major: X row-major, as PyTorch's)
     swap_a = (*range(A.ndim - 2), A.ndim - 1, A.ndim - 2)
     swap_b = (*range(B.ndim - 2), B.ndim - 1, B.ndim - 2)
     xt = call("solve", call("transpose", A, perm=swap_a), call("transpose", B, perm=swap_b))
-    return call("transpose", xt, perm=swap_b)
+    xt = column_major(xt, "LinalgSolveExBackward0", A, B)
+    return fresh(call("transpose", xt, perm=swap_b), "LinalgSolveExBackward0", A, B)
 
 
 @takes_out
@@ -220,7 +229,7 @@ def cond(input, p=None):  # noqa: A002
     """The condition number of each matrix in the last two dims in the `p`-norm: with `p`
     None, 2 or -2 the ratio of its largest and smallest singular values (or its inverse, -2),
     any matrix; with "fro", "nuc", inf, -inf, 1 or -1, `matrix_norm(A, p) *
-    matrix_norm(inv(A), p)`, square invertible matrices (a singular one gives NaN).
+    matrix_norm(inv(A), p)`, square matrices (a singular one gives inf, as PyTorch's).
 
     >>> import kiln as kn
     >>> kn.linalg.cond(kn.tensor([[2.0, 0.0], [0.0, 0.5]]))
@@ -236,11 +245,15 @@ def cond(input, p=None):  # noqa: A002
         small = _reduce("reduce_min", s, (s.ndim - 1,), False)
         return m.div(small, big) if p == -2 else m.div(big, small)
     if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
-        raise ArgumentError(f"linalg.cond: got an invalid norm type {p!r}")
+        raise UsageError(f"linalg.cond: got an invalid norm type {p!r}")
     if A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"linalg.cond: with p={p!r} the matrices must be square, got "
                          f"{list(A.shape)}")  # fmt: skip
-    return m.mul(matrix_norm(A, p), matrix_norm(inv_ex(A).inverse, p))
+    inverse, info = inv_ex(A)
+    singular = m.greater(info, 0)  # inf there, as PyTorch's (the inverse's norm is not read)
+    wide = call("reshape", singular, shape=(*singular.shape, 1, 1))
+    inverse = m.where(wide, 0.0, inverse)
+    return m.where(singular, math.inf, m.mul(matrix_norm(A, p), matrix_norm(inverse, p)))
 
 
 class SlogdetResult(tuple):
@@ -267,7 +280,9 @@ def slogdet(A):  # noqa: N803
     (tensor(-1.), tensor(1.9459))
     """
     (A,) = lift(A)
-    return SlogdetResult(call("slogdet_sign", A), call("logabsdet", A))
+    sign, logabsdet = (name_history(call(op, A), "LinalgSlogdetBackward0", A)
+                       for op in ("slogdet_sign", "logabsdet"))  # fmt: skip
+    return SlogdetResult(sign, logabsdet)
 
 
 @autocast_op("fp32")
@@ -302,16 +317,16 @@ def cholesky(input, *, upper: bool = False):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     lower = call("cholesky", A)
-    if not upper:
-        return lower
-    upper_ = call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
-    return call("conj", upper_) if A.dtype.kind == "c" else upper_  # Lᴴ
+    if upper:
+        lower = call("transpose", lower, perm=(*range(A.ndim - 2), A.ndim - 1, A.ndim - 2))
+        lower = call("conj", lower) if A.dtype.kind == "c" else lower  # Lᴴ
+    return column_major(lower, "LinalgCholeskyExBackward0", A)
 
 
 @takes_out
 def cholesky_method(input, upper: bool = False):  # noqa: A002
     """`torch.cholesky(input, upper=False)` (the older name; `upper` positional)."""
-    return cholesky(input, upper=upper)
+    return column_major(cholesky(input, upper=upper), "CholeskyBackward0", input)
 
 
 # Shorter names PyTorch keeps at the top level.

@@ -22,13 +22,15 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, DTypeMismatchError, LinAlgError, ShapeError
+from ..errors import DTypeMismatchError, LinAlgError, ShapeError, UsageError
 from ..graph.core import Symbol
 from ..ops.linalg_factor import unpack
 from . import math as m
 from .autocast import autocast_op
 from .core import call, lift
+from .linalg_layouts import column_major, column_major_all, fresh
 from .out import takes_out
+from .result_layouts import c_ordered
 from .torch_shape import diagonal
 
 __all__ = [
@@ -95,13 +97,13 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
     ([[3.0, 1.0], [4.0, 2.0]], 5.0)
     """
     if mode not in ("reduced", "complete", "r"):
-        raise ArgumentError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
-                            "one of 'reduced' (default), 'r', or 'complete'")  # fmt: skip
+        raise UsageError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
+                         "one of 'reduced' (default), 'r', or 'complete'")  # fmt: skip
     A = _matrices(A, "qr")
     q, r = _factor("qr", A, mode="complete" if mode == "complete" else "reduced")
     if mode == "r":
         q = _zeros((0,), A)
-    return return_types.linalg_qr(q, r)
+    return return_types.linalg_qr(*column_major_all((q, r), "LinalgQrBackward0", A))
 
 
 @takes_out
@@ -121,7 +123,7 @@ def qr_old(input, some: bool = True):  # noqa: A002
 
 def _uplo(UPLO, name):  # noqa: N803
     if UPLO not in ("L", "U"):
-        raise ArgumentError(f"linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
+        raise UsageError(f"linalg.{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
     return UPLO == "U"
 
 
@@ -144,7 +146,9 @@ def eigh(input, UPLO: str = "L"):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eigh")
     lam, v = _factor("eigh", A, upper=_uplo(UPLO, "eigh"))
-    return return_types.linalg_eigh(_real_part(lam, A), v)
+    return return_types.linalg_eigh(
+        *column_major_all((_real_part(lam, A), v), "LinalgEighBackward0", A)
+    )
 
 
 @takes_out
@@ -162,7 +166,8 @@ def eig(input):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eig")
     vectors = call("eig_vectors", A)  # (first: a program of the vectors alone starts with it)
-    return return_types.linalg_eig(call("eig_values", A), vectors)
+    values = call("eig_values", A)
+    return return_types.linalg_eig(*column_major_all((values, vectors), "LinalgEigBackward0", A))
 
 
 @takes_out
@@ -175,7 +180,7 @@ def eigvals(input):  # noqa: A002
     tensor([0.+1.j, 0.-1.j])
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
-    return call("eig_values", _matrices(A, "eigvals"))
+    return fresh(call("eig_values", _matrices(A, "eigvals")), "LinalgEigBackward0", A)
 
 
 @takes_out
@@ -190,7 +195,8 @@ def eigvalsh(input, UPLO: str = "L"):  # noqa: A002
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "eigvalsh")
-    return _real_part(_factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0], A)
+    values = _real_part(_factor("eigh", A, upper=_uplo(UPLO, "eigvalsh"))[0], A)
+    return fresh(values, "LinalgEighBackward0", A)
 
 
 # -- SVD ---------------------------------------------------------------------------------------
@@ -198,8 +204,8 @@ def eigvalsh(input, UPLO: str = "L"):  # noqa: A002
 
 def _driver(driver, name):
     if driver is not None:
-        raise ArgumentError(f"linalg.{name}: driver= chooses among cuSOLVER's drivers, which "
-                            f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
+        raise UsageError(f"linalg.{name}: driver= chooses among cuSOLVER's drivers, which "
+                         f"kiln does not use (got {driver!r}); leave it None")  # fmt: skip
 
 
 @takes_out
@@ -225,7 +231,9 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     _driver(driver, "svd")
     A = _matrices(A, "svd")
     u, s, vh = _factor("svd", A, full_matrices=bool(full_matrices))
-    return return_types.linalg_svd(u, _real_part(s, A), vh)
+    return return_types.linalg_svd(
+        *column_major_all((u, _real_part(s, A), vh), "LinalgSvdBackward0", A)
+    )
 
 
 @takes_out
@@ -240,7 +248,7 @@ def svdvals(A, *, driver=None):  # noqa: N803
     """
     _driver(driver, "svdvals")
     A = _matrices(A, "svdvals")
-    return _real_part(_factor("svd", A, full_matrices=False)[1], A)
+    return fresh(_real_part(_factor("svd", A, full_matrices=False)[1], A), "LinalgSvdBackward0", A)
 
 
 @takes_out
@@ -266,8 +274,8 @@ def svd_old(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
 
 def _pivot(pivot, name):
     if not pivot:
-        raise ArgumentError(f"linalg.{name}: LU without pivoting (pivot=False) is only "
-                            "PyTorch's CUDA form; kiln factors with partial pivoting")  # fmt: skip
+        raise UsageError(f"linalg.{name}: LU without pivoting (pivot=False) is only "
+                         "PyTorch's CUDA form; kiln factors with partial pivoting")  # fmt: skip
 
 
 def _pad(x, rows, cols):
@@ -291,7 +299,7 @@ def lu(A, *, pivot: bool = True):  # noqa: N803
     _pivot(pivot, "lu")
     A = _matrices(A, "lu")
     p, lower, upper = _factor("lu", A)
-    return return_types.linalg_lu(p, lower, upper)
+    return return_types.linalg_lu(*(fresh(x, "LinalgLuBackward0", A) for x in (p, lower, upper)))
 
 
 @takes_out
@@ -327,6 +335,7 @@ def lu_factor_unchecked(A, *, pivot: bool = True):  # noqa: N803
     k = min(rows, cols)
     strict = m.sub(lower, lift(np.eye(rows, k, dtype=A.dtype), context=(A,))[0])
     packed = m.add(_pad(strict, 0, cols - k), _pad(upper, rows - k, 0))
+    packed = column_major(packed, "LinalgLuFactorExBackward0", A)
     return return_types.linalg_lu_factor(packed, call("lu_pivots", A))
 
 
@@ -377,7 +386,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
                                                     context=(LU,))[0])  # fmt: skip
         top = call("index", LU, spec=((("slice", None, None, None),) * (LU.ndim - 2)
                                       + (("slice", 0, k, None),)))  # fmt: skip
-        upper = _tri(top, True, 0)
+        upper = c_ordered(_tri(top, True, 0))  # (C order, as PyTorch's: not LU's)
+        lower = c_ordered(lower)
     if unpack_pivots:
         perm = call("pivots_matrix", piv, m=rows, dtype=LU.dtype)
     return return_types.lu_unpack(perm, lower, upper)
@@ -411,10 +421,11 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):  # noq
         return _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=not adjoint))
     if not adjoint:  # X = U⁻¹ L⁻¹ Pᵀ B
         y = call("solve_triangular", lower, m.matmul(_mT(p), B), upper=False, unitriangular=True)
-        return call("solve_triangular", upper, y, upper=True, unitriangular=False)
-    # Aᴴ = Uᴴ Lᴴ Pᵀ: X = P L⁻ᴴ U⁻ᴴ B
-    y = call("solve_triangular", _mH(upper), B, upper=False, unitriangular=False)
-    return m.matmul(p, call("solve_triangular", _mH(lower), y, upper=True, unitriangular=True))
+        x = call("solve_triangular", upper, y, upper=True, unitriangular=False)
+    else:  # Aᴴ = Uᴴ Lᴴ Pᵀ: X = P L⁻ᴴ U⁻ᴴ B
+        y = call("solve_triangular", _mH(upper), B, upper=False, unitriangular=False)
+        x = m.matmul(p, call("solve_triangular", _mH(lower), y, upper=True, unitriangular=True))
+    return column_major(x, "LinalgLuSolveBackward0", LU, B)
 
 
 @takes_out
@@ -447,14 +458,14 @@ def solve_triangular(input, B, *, upper: bool, left: bool = True, unitriangular:
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A, B = lift(A, B)
     if left:
-        return call("solve_triangular", A, B, upper=bool(upper),
-                    unitriangular=bool(unitriangular))  # fmt: skip
+        x = call("solve_triangular", A, B, upper=bool(upper), unitriangular=bool(unitriangular))
+        return column_major(x, "LinalgSolveTriangularBackward0", A, B)
     if A.ndim < 2 or B.ndim < 2:
         raise ShapeError(f"linalg.solve_triangular: A {list(A.shape)} and B {list(B.shape)} "
                          "must have at least 2 dims")  # fmt: skip
     xt = call("solve_triangular", _mT(A), _mT(B), upper=not upper,
               unitriangular=bool(unitriangular))  # fmt: skip
-    return _mT(xt)
+    return column_major(_mT(xt), "LinalgSolveTriangularBackward0", A, B)
 
 
 def _same_dtype(why: str, a, b) -> None:
@@ -500,7 +511,7 @@ def matrix_exp(input):  # noqa: A002
     """
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     A = _matrices(A, "matrix_exp")
-    return call("matrix_exp", A)
+    return fresh(call("matrix_exp", A), "LinalgMatrixExpBackward0", A)
 
 
 # -- products ----------------------------------------------------------------------------------
@@ -536,14 +547,15 @@ def householder_product(input, tau):  # noqa: A002
     (eye,) = lift(np.eye(rows, cols, dtype=A.dtype), context=(A,))
     if k == 0:  # no reflection: the identity's columns, requiring grad with gradient 0 as
         # PyTorch's (sign(|A|) * 0 is 0 for every A, its derivative 0)
-        return m.add(m.mul(m.sign(m.abs(A)), 0), eye)
+        q = m.add(m.mul(m.sign(m.abs(A)), 0), eye)
+        return column_major(q, "LinalgHouseholderProductBackward0", A, tau)
     vectors = m.add(_tri(A, False, -1), eye)
     q = m.add(_zeros(tuple(A.shape), A), eye)
     for i in reversed(range(k)):  # H_i (H_{i+1} ⋯ H_k E), E the first n columns of I
         v = vectors[..., :, i : i + 1]
         t = tau[..., i : i + 1][..., None]
         q = m.sub(q, m.mul(t, m.matmul(v, m.matmul(_mH(v), q))))
-    return q
+    return column_major(q, "LinalgHouseholderProductBackward0", A, tau)
 
 
 @takes_out
@@ -569,7 +581,7 @@ def multi_dot(tensors):
     """
     xs = list(lift(*tensors))
     if len(xs) < 2:
-        raise ArgumentError(f"multi_dot(): expected at least 2 tensors but got {len(xs)}")
+        raise UsageError(f"multi_dot(): expected at least 2 tensors but got {len(xs)}")
     first_vector, last_vector = xs[0].ndim == 1, xs[-1].ndim == 1
     if first_vector:
         xs[0] = call("reshape", xs[0], shape=(1, xs[0].shape[0]))
@@ -626,6 +638,10 @@ def vecdot(x, y, *, dim: int = -1):
     x, y = lift(x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ShapeError("linalg.vecdot: the inputs must have at least 1 dim")
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        raise UsageError("linalg.vecdot: Expected a floating point or complex tensor as input. "
+                         f"Got {dt.scalar_name(x.dtype)}")  # fmt: skip
+    _same_dtype("linalg.vecdot: Expected x and y", x, y)
     if x.dtype.kind == "c":
         x = call("conj", x)
     return m.sum(m.mul(x, y), dim=dim)
@@ -659,7 +675,7 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     A = _matrices(A, "inv_ex")
     info = call("inv_info", A)  # first: a graph's first node without ONNX form
     if check_errors and isinstance(A, Symbol):
-        return return_types.linalg_inv_ex(call("inv", A), info)
+        return return_types.linalg_inv_ex(_inverse(call("inv", A), A), info)
     if check_errors:
         _raise_on_info(
             info,
@@ -669,7 +685,12 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
                 "inversion could not be completed because the input matrix is singular."
             ),
         )
-    return return_types.linalg_inv_ex(call("inv_ex", A), info)
+    return return_types.linalg_inv_ex(_inverse(call("inv_ex", A), A), info)
+
+
+def _inverse(x, A):  # noqa: N803
+    """An inverse of A as PyTorch's (`column_major`, `LinalgInvExBackward0`)."""
+    return column_major(x, "LinalgInvExBackward0", A)
 
 
 @takes_out
@@ -694,7 +715,8 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):  # n
             _raise_on_info(info, "cholesky_ex", lambda k: f"The factorization could not be "
                            f"completed because the input is not positive-definite (the leading "
                            f"minor of order {k} is not positive-definite).")  # fmt: skip
-    return return_types.linalg_cholesky_ex(_mH(lower) if upper else lower, info)
+    factor = column_major(_mH(lower) if upper else lower, "LinalgCholeskyExBackward0", A)
+    return return_types.linalg_cholesky_ex(factor, info)
 
 
 # The pseudo-inverse, least squares and rank (kiln/frontend/linalg_lstsq.py), importable here.

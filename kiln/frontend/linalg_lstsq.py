@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..eager.autograd import name_history
+from ..errors import ArgumentTypeError, ShapeError, UsageError
 from ..graph.core import Symbol
 from . import math as m
 from . import shape as s
@@ -69,7 +70,8 @@ def pinv(input, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):  
     if _is_tensor(atol) or _is_tensor(rtol):
         return _pinv_tensor_tolerances(A, atol, rtol, bool(hermitian))
     atol, rtol = _tolerances(A, atol, rtol, "pinv")
-    return call("pinv", A, atol=atol, rtol=rtol, hermitian=bool(hermitian))
+    out = call("pinv", A, atol=atol, rtol=rtol, hermitian=bool(hermitian))
+    return name_history(out, "LinalgPinvBackward0", A)
 
 
 def _is_tensor(value) -> bool:
@@ -125,8 +127,8 @@ def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     """
     A, B = input, b  # noqa: N806 (torch's parser names them input, b; its docstring A, B)
     if driver not in (None, "gelsy", "gels", "gelsd", "gelss"):
-        raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
-                            f"gelsd, gelss), got {driver!r}")  # fmt: skip
+        raise UsageError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+                         f"gelsd, gelss), got {driver!r}")  # fmt: skip
     A, B = lift(A, B)
     A = _matrices(A, "lstsq")
     if B.ndim < 1:
@@ -167,9 +169,10 @@ def _lstsq_other_drivers(A, B, x, rcond, driver, vector, empty):  # noqa: N803
 
 @takes_out
 @autocast_op("fp32")
-def matrix_rank(input, *, atol=None, rtol=None, hermitian: bool = False, tol=None):  # noqa: A002
+def matrix_rank(input, tol=None, hermitian: bool = False, *, atol=None, rtol=None):  # noqa: A002
     """The number of singular values (|eigenvalues| with `hermitian`) of each matrix above
-    max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`: the older atol).
+    max(atol, rtol * the largest), int64; tolerances as `pinv`'s (`tol`, PyTorch's other form,
+    which takes it and `hermitian` by position: the atol, with rtol 0).
 
     >>> import kiln as kn
     >>> int(kn.linalg.matrix_rank(kn.tensor([[1.0, 2.0], [2.0, 4.0]])))

@@ -9,8 +9,10 @@ import math
 
 from .. import dtypes as dt
 from ..array_types import return_types
-from ..errors import ArgumentError, ShapeError, UnsupportedDTypeError
+from ..eager.autograd import name_history
+from ..errors import ShapeError, UsageError
 from ..graph.core import Symbol
+from ..ops.linalg import vector_rhs
 from . import math as m
 from . import shape as s
 from .core import call, lift
@@ -24,6 +26,7 @@ from .linalg_factor import (
     inv_ex,
     lu_factor_unchecked,
 )
+from .linalg_layouts import column_major
 from .out import takes_out
 from .products import matmul as _matmul
 from .torch_extra_linalg import cross as _cross
@@ -50,7 +53,7 @@ def cross(input, other, *, dim: int = -1):  # noqa: A002
             f"linalg.cross: inputs must have the same number of dimensions, got shapes "
             f"{list(a.shape)} and {list(b.shape)}"
         )
-    return _cross(a, b, dim)
+    return name_history(_cross(a, b, dim), "LinalgCrossBackward0", a, b)
 
 
 @takes_out
@@ -90,10 +93,10 @@ def vander(x, *, N=None):  # noqa: N803
         x = s.reshape(x, (1,))
     n = x.shape[-1] if N is None else N
     if not isinstance(n, int) or n <= 1:
-        raise ArgumentError(f"linalg.vander: N must be greater than 1, got {N!r}")
-    if x.dtype.kind == "b":
-        raise UnsupportedDTypeError("linalg.vander supports floating point, complex, and integer "
-                                    "tensors, but got Bool")  # fmt: skip
+        raise UsageError(f"linalg.vander: N must be greater than 1, got {N!r}")
+    if x.dtype.kind == "b" or x.dtype in (dt.float16, dt.bfloat16):  # (PyTorch's kernels')
+        raise UsageError("linalg.vander supports floating point, complex, and integer tensors, "
+                         f"but got {dt.scalar_name(x.dtype)}")  # fmt: skip
     if x.dtype.kind in "iu":  # integers: int64, as PyTorch's
         x = m.cast(x, dt.int64)
     ones = m.add(m.mul(s.unsqueeze(x, -1), 0), 1)  # (..., n, 1) of x's dtype
@@ -117,8 +120,8 @@ def tensorinv(input, ind: int = 2):  # noqa: A002
     A = input  # noqa: N806 (torch's parser names it input, its docstring A)
     (A,) = lift(A)
     if not isinstance(ind, int) or ind <= 0:
-        raise ArgumentError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
-                            f"but got {ind!r}")  # fmt: skip
+        raise UsageError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
+                         f"but got {ind!r}")  # fmt: skip
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != cols:
         raise ShapeError(
@@ -190,11 +193,13 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N
     if not isinstance(info, Symbol) and not bool(m.any(info)):
         return return_types.linalg_solve_ex(solve(A, B, left=left), info)
     inverse = inv_ex(A).inverse  # a singular matrix's: NaN, as its solutions
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    vector = vector_rhs(A.shape, B.shape)
     if vector:
         x = s.squeeze(_matmul(inverse, s.unsqueeze(B, -1)), -1)
     else:
         x = _matmul(inverse, B) if left else _matmul(B, inverse)
+    if left:  # (X A = B's X: row-major, as solve's)
+        x = column_major(x, "LinalgSolveExBackward0", A, B)
     return return_types.linalg_solve_ex(x, info)
 
 
@@ -233,7 +238,7 @@ def ldl_factor_ex(input, *, hermitian: bool = False, check_errors: bool = False)
     if check_errors:
         _raise_on_info(info, "ldl_factor_ex", lambda k: f"D[{k},{k}] is zero")
     return return_types.linalg_ldl_factor_ex(
-        call("ldl_factor", A, **attrs), call("ldl_pivots", A, **attrs), info
+        column_major(call("ldl_factor", A, **attrs)), call("ldl_pivots", A, **attrs), info
     )
 
 
@@ -252,7 +257,7 @@ def ldl_factor(input, *, hermitian: bool = False):  # noqa: A002
     A = _matrices(input, "ldl_factor")  # noqa: N806 (torch's parser names it input)
     attrs = {"hermitian": bool(hermitian)}
     return return_types.linalg_ldl_factor(
-        call("ldl_factor", A, **attrs), call("ldl_pivots", A, **attrs)
+        column_major(call("ldl_factor", A, **attrs)), call("ldl_pivots", A, **attrs)
     )
 
 
@@ -284,7 +289,7 @@ def geqrf(input):  # noqa: A002
     (A,) = lift(input)  # noqa: N806
     if A.ndim < 2:
         raise ShapeError(f"geqrf: input must have at least 2 dimensions, got {list(A.shape)}")
-    return return_types.geqrf(call("geqrf", A), call("geqrf_tau", A))
+    return return_types.geqrf(column_major(call("geqrf", A)), call("geqrf_tau", A))
 
 
 @takes_out

@@ -588,7 +588,7 @@ def _extreme(dtype, side: str) -> np.ndarray:
 
 # The reductions (kiln/frontend/reductions.py) and matrix products (kiln/frontend/products.py),
 # still importable from here.
-from .products import dot, matmul, same_dtype_operands  # noqa: E402, F401
+from .products import dot, matmul, refuse_bool, same_dtype_operands  # noqa: E402, F401
 from .reductions import (  # noqa: E402, F401
     _axes,
     _dim,

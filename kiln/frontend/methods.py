@@ -159,7 +159,8 @@ def _trace(self):
     if self.ndim != 2:
         raise call_error(ShapeMismatchError, f"trace: expected a matrix, but got tensor with dim "
                          f"{self.ndim}", "trace", self)  # fmt: skip
-    return m.sum(ts.diagonal(self))
+    m.refuse_bool("trace", self)  # (PyTorch's has no bool kernel)
+    return name_history(m.sum(ts.diagonal(self)), "TraceBackward0", self)
 
 
 def _tile_method(self, *args, dims=None):

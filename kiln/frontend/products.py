@@ -1,16 +1,25 @@
 """The matrix products of the frontend (`matmul`, `dot`) and their one dtype rule: PyTorch's
-products do not promote, so both operands must have one dtype."""
+products do not promote, so both operands must have one dtype, and not bool."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..eager import batched
 from ..eager.tensor import Tensor
-from ..errors import DTypeMismatchError, ShapeError, node_error
+from ..errors import (
+    DTypeMismatchError,
+    ShapeMismatchError,
+    UnsupportedDTypeError,
+    call_error,
+    node_error,
+)
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
-from .math import mul
 from .out import takes_out
+
+_BOOL = np.dtype(bool)
 
 
 def same_dtype_operands(op: str, a, b) -> tuple:
@@ -18,7 +27,8 @@ def same_dtype_operands(op: str, a, b) -> tuple:
     `dot`) do not promote, so float32 @ float64 raises DTypeMismatchError (a RuntimeError, as
     PyTorch's) naming the op and both dtypes, where NumPy would compute in float64."""
     a, b = lift(a, b)
-    if a.dtype != b.dtype:
+    dtype = a.dtype
+    if dtype != b.dtype:
         raise node_error(
             DTypeMismatchError,
             f"{op}: expected both operands to have the same dtype, got {a.dtype} and "
@@ -28,7 +38,17 @@ def same_dtype_operands(op: str, a, b) -> tuple:
             site=user_site(),
             inputs=[v for v in (a, b) if isinstance(v, Symbol)],
         )
+    if dtype == _BOOL:  # (b has a's dtype)
+        refuse_bool(op, a, b)
     return a, b
+
+
+def refuse_bool(op: str, *operands) -> None:
+    """PyTorch's matrix products have no bool kernel: UnsupportedDTypeError (a
+    NotImplementedError, as PyTorch's) where an operand is bool."""
+    if any(v.dtype == _BOOL for v in operands):
+        raise call_error(UnsupportedDTypeError, f'"{op}" not implemented for \'Bool\'', op,
+                         *operands)  # fmt: skip
 
 
 @takes_out
@@ -51,16 +71,15 @@ def matmul(input, other):
 
 @takes_out
 def dot(input, tensor):
-    """NumPy's `dot` for operands where it agrees with `matmul` (`tensor` of 1 or 2 dims), and
-    scalar products of 0-d operands.
+    """The dot product of two 1-D tensors of one size and dtype (PyTorch refuses other
+    shapes: `matmul` batches).
 
-    >>> import kiln as kn, numpy as np
-    >>> kn.dot(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
-    array(11.)
+    >>> import kiln as kn
+    >>> kn.dot(kn.tensor([1.0, 2.0]), kn.tensor([3.0, 4.0]))
+    tensor(11.)
     """
     input, tensor = same_dtype_operands("dot", input, tensor)
-    if input.ndim == 0 or tensor.ndim == 0:
-        return mul(input, tensor)
-    if tensor.ndim > 2:
-        raise ShapeError(f"dot of a {tensor.ndim}-d right operand: use kn.matmul (batched)")
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise call_error(ShapeMismatchError, f"1D tensors expected, but got {input.ndim}D and "
+                         f"{tensor.ndim}D tensors", "dot", input, tensor)  # fmt: skip
     return call("matmul", input, tensor)

@@ -12,7 +12,6 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..errors import (
-    ArgumentError,
     ArgumentTypeError,
     DTypeMismatchError,
     IndexOutOfRangeError,
@@ -71,7 +70,9 @@ def inner(input, other):  # noqa: A002
     if a.shape[-1] != b.shape[-1]:
         raise ShapeError(f"inner: last dims differ: {a.shape[-1]} and {b.shape[-1]}")
     k = a.shape[-1]
-    flat = m.matmul(s.reshape(a, (-1, k)), s.transpose(s.reshape(b, (-1, k)), 0, 1))
+    a2 = s.reshape(a, (math.prod(a.shape[:-1]) if k == 0 else -1, k))  # (-1, 0): ambiguous
+    b2 = s.reshape(b, (math.prod(b.shape[:-1]) if k == 0 else -1, k))
+    flat = m.matmul(a2, s.transpose(b2, 0, 1))
     return s.reshape(flat, (*a.shape[:-1], *b.shape[:-1]))
 
 
@@ -147,7 +148,9 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     >>> kn.addmv(kn.tensor([1.0]), kn.tensor([[1.0, 2.0]]), kn.tensor([3.0, 4.0]))
     tensor([12.])
     """
-    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+    product = mv(*tm.unread_when_alpha_is_zero(alpha, *lift(mat, vec), complex_too=False))
+    return name_history(_scaled_sum(input, product, beta, alpha), "AddmvBackward0", input, mat,
+                        vec)  # fmt: skip
 
 
 @takes_out
@@ -166,8 +169,9 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
         kind = dt.result_type(*lift(input, a))
         beta, alpha = (float(np.asarray(tm.coefficient(c, kind), kind)) for c in (beta, alpha))
         scaled = m.mul(s.reshape(m.mul(a, alpha), (-1, 1)), b)
-        return _scaled_sum(input, scaled, beta, 1)
-    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+        return name_history(_scaled_sum(input, scaled, beta, 1), "AddrBackward0", input, a, b)
+    out = _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+    return name_history(out, "AddrBackward0", input, vec1, vec2)
 
 
 @takes_out
@@ -281,6 +285,31 @@ def dist(input, other, p: float = 2):  # noqa: A002
 
 
 @takes_out
+def norm_input(name: str, x, dtype):
+    """`x` cast to `dtype` (None: as it is) after PyTorch's checks of the norms' dtypes: a
+    floating or complex input, and a `dtype` of its kind that does not narrow it.
+
+    >>> import kiln as kn
+    >>> norm_input("linalg.vector_norm", kn.ones(2), kn.float64).dtype
+    kiln.float64
+    """
+    if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
+        raise UsageError(f"{name}: Expected a floating point or complex tensor as input. "
+                         f"Got {dt.scalar_name(x.dtype)}")  # fmt: skip
+    if dtype is None:
+        return x
+    dtype = dt.as_dtype(dtype)
+    if not (dt.is_float(dtype) or dt.is_complex(dtype)):
+        raise UsageError(f"{name}: dtype should be floating point or complex, got {dtype}")
+    if dt.is_complex(x.dtype) != dt.is_complex(dtype):
+        kind = "complex" if dt.is_complex(x.dtype) else "real"
+        raise UsageError(f"{name}: dtype should be {kind} for {kind} inputs, but got {dtype}")
+    if dt.promote(x.dtype, dtype) != dtype:
+        raise UsageError(f"{name}: the dtype of the input ({x.dtype}) should be convertible "
+                         f"without narrowing to the specified dtype ({dtype})")  # fmt: skip
+    return call("cast", x, dtype=dtype)
+
+
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
     "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the
@@ -291,8 +320,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     tensor([5.])
     """
     (x,) = lift(input)
-    if dtype is not None:
-        x = m.cast(x, dtype)
+    if dtype is not None:  # (its checks, the linalg norms')
+        x = norm_input("linalg.matrix_norm" if p == "nuc" else "linalg.vector_norm", x, dtype)
     if x.dtype.kind == "c" and p != "nuc":  # the norm of the magnitudes
         x = m.abs(x)
     if not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):  # complex: "nuc" only here
@@ -305,7 +334,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
 
         return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     if isinstance(p, str) and p != "fro":
-        raise ArgumentError(f"norm(): p={p!r} is not supported (use a number, 'fro' or 'nuc')")
+        raise UsageError(f"linalg.matrix_norm: Order {p} not supported.")
     out = p_norm(x, 2 if p == "fro" else p, dim, keepdim)
     dims = None if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     saved = {"_saved_self": input, "_saved_ord": 2 if p == "fro" else p, "_saved_dim": dims,

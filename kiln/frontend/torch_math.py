@@ -144,6 +144,23 @@ def bmm(input, mat2):  # noqa: A002
     return call("matmul", a, b)
 
 
+def unread_when_alpha_is_zero(alpha, *operands, complex_too: bool = True) -> tuple:
+    """The product's `operands`, zeros where `alpha` is 0 (their gradient 0): PyTorch's
+    addmm, addmv and addbmm of float32 and float64 (and complex, `complex_too`: not addmv's)
+    call BLAS, which then reads neither (NaN or inf in them does not reach the result,
+    `beta * input` does; its half-precision kernels, baddbmm and addr do read them).
+
+    >>> import kiln as kn
+    >>> unread_when_alpha_is_zero(0, kn.tensor([float("nan"), 2.0]))
+    (tensor([0., 0.]),)
+    """
+    kind = operands[0].dtype
+    blas = kind in (dt.float32, dt.float64) or (complex_too and dt.is_complex(kind))
+    if alpha != 0 or not blas:
+        return operands
+    return tuple(m.mul(m.where(m.isfinite(v), v, 0), 0) for v in operands)
+
+
 @takes_out
 @autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
@@ -156,9 +173,14 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """
     x, a, b = lift(input, mat1, mat2)
     if not (x.dtype == a.dtype == b.dtype):
-        raise DTypeError(f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+        raise DTypeMismatchError(
+            f"addmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}"
+        )
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"addmm: mat1 and mat2 must be matrices, got {a.ndim}-d and {b.ndim}-d")
+    if x.dtype == dt.bool_:
+        m.refuse_bool("addmm_impl_cpu_", x, a, b)
+    a, b = unread_when_alpha_is_zero(alpha, a, b)
     if x.dtype == dt.float16:  # as PyTorch's: accumulated in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(call("addmm", *wide, beta=float(beta), alpha=float(alpha)), x.dtype)
@@ -185,7 +207,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """
     x, a, b = lift(input, batch1, batch2)
     if not (x.dtype == a.dtype == b.dtype):
-        raise DTypeError(f"baddbmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}")
+        raise DTypeMismatchError(
+            f"baddbmm: expected one dtype, got {x.dtype}, {a.dtype} and {b.dtype}"
+        )
     if x.dtype in (dt.bfloat16, dt.float16):  # as PyTorch's: in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
         return m.cast(baddbmm(*wide, beta=beta, alpha=alpha), x.dtype)

@@ -33,6 +33,7 @@ from .functionalize import (
     strided_probe,
 )
 from .layouts import refuse_computed_offset
+from .linalg_layouts import column_major
 from .out import takes_out
 
 __all__ = [
@@ -89,7 +90,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
             out = tm.addmm(out, a[i], b[i], beta=beta if i == 0 else 1, alpha=alpha)
         return out
     # the sum in the batch's dtype: integers wrap as PyTorch's (not summed to int64)
-    product = m.sum(tm.bmm(a, b), 0, dtype=a.dtype)
+    product = m.sum(tm.bmm(*tm.unread_when_alpha_is_zero(alpha, a, b)), 0, dtype=a.dtype)
     kind = dt.result_type(x, product)  # integer coefficients are truncated, as PyTorch's
     beta, alpha = tm.coefficient(beta, kind), tm.coefficient(alpha, kind)
     if alpha != 1:
@@ -129,7 +130,8 @@ def cholesky_solve(input, input2, upper: bool = False):  # noqa: A002
     ft = core.call("conj", ft) if dt.is_complex(f.dtype) else ft  # A = L Lᴴ when complex
     first, second = (ft, f) if upper else (f, ft)
     y = lf.solve_triangular(first, b, upper=False)
-    return lf.solve_triangular(second, y, upper=True)
+    return column_major(lf.solve_triangular(second, y, upper=True), "CholeskySolveBackward0",
+                        b, input2)  # fmt: skip
 
 
 @takes_out
@@ -146,7 +148,8 @@ def cholesky_inverse(input, upper: bool = False):  # noqa: A002
     eye = np.eye(n, dtype=f.dtype)
     eye = constant(eye, graph=f.graph) if isinstance(f, Symbol) else eye
     eye = s.broadcast_to(eye, tuple(f.shape))
-    return cholesky_solve.without_out(eye, f, upper)
+    return column_major(cholesky_solve.without_out(eye, f, upper), "CholeskyInverseBackward0",
+                        input)  # fmt: skip
 
 
 @takes_out

@@ -248,15 +248,27 @@ det = defop(
 )  # fmt: skip
 
 
-def _vector_rhs(a_ndim: int, b_ndim: int) -> bool:
-    """Whether `solve`'s B is a (batch of) vector(s): one dim fewer than A, or 1-D (one vector
-    for every matrix of a batch), as PyTorch's."""
-    return b_ndim == a_ndim - 1 or b_ndim == 1
+def vector_rhs(a_shape, b_shape) -> bool:
+    """Whether `solve`'s B is a (batch of) vector(s), as PyTorch's: 1-D (one vector for every
+    matrix of a batch), or A's shape less its last dim (B of (4, 3, 2) for A of (2, 1, 3, 3) is
+    a batch of matrices, broadcast).
+
+    >>> vector_rhs((2, 3, 3), (2, 3)), vector_rhs((2, 1, 3, 3), (4, 3, 2))
+    (True, False)
+    """
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    if len(b_shape) == 1:
+        return True
+    if len(b_shape) != len(a_shape) - 1:
+        return False
+    # (a symbolic dim may equal any: taken as equal)
+    return all(x == y or not (isinstance(x, int) and isinstance(y, int))
+               for x, y in zip(b_shape, a_shape[:-1]))  # fmt: skip
 
 
 def _solve_shape(a, b):
     _square_shape("solve")(a)
-    vector = _vector_rhs(len(a), len(b))
+    vector = vector_rhs(a, b)
     b2 = (*b, 1) if vector else b
     if len(b2) < 2:
         raise ShapeError(f"solve: B {sh.format_shape(b)} has too few dims")
@@ -272,7 +284,7 @@ def _solve(xp, a, b, out=None):
     try:
         if b.ndim == 1 and a.ndim > 2:
             b = xp.broadcast_to(b, a.shape[:-1])
-        if _vector_rhs(a.ndim, b.ndim):
+        if vector_rhs(a.shape, b.shape):
             r = xp.linalg.solve(a, b[..., None])[..., 0]
         else:
             batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -289,7 +301,7 @@ def _solve(xp, a, b, out=None):
 def _solve_vjp(ct, x, a, b):
     """X = A^-1 B: dB = A^-T ct, dA = -dB X^T (autodiff sums batch broadcasting back)."""
     gb = apply("solve", _swap_last(a), ct)
-    if _vector_rhs(a.ndim, b.ndim):
+    if vector_rhs(a.shape, b.shape):
         ga = -(_unsqueeze(gb, -1) * _unsqueeze(x, -2))
     else:
         ga = -apply("matmul", gb, _swap_last(x))

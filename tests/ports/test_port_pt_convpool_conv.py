@@ -250,6 +250,15 @@ def _(lib):
             t.kernel_size, t.output_padding, t.transposed, t.stride)  # fmt: skip
 
 
+@case("conv_module_reversed_padding")
+def _(lib):
+    # PyTorch's `_reversed_padding_repeated_twice` (F.pad's widths, which subclasses use)
+    ms = (lib.nn.Conv1d(2, 3, 3, padding=2), lib.nn.Conv2d(2, 3, (4, 3), padding="same",
+          dilation=(1, 2)), lib.nn.Conv3d(2, 2, 3, padding=(1, 2, 0)),
+          lib.nn.Conv2d(2, 2, 3, padding="valid", padding_mode="reflect"))  # fmt: skip
+    return [m._reversed_padding_repeated_twice for m in ms]
+
+
 @case("conv_transpose_module_output_size", arr(1, 2, 3, 4), arr(2, 3, 3, 3), arr(3))
 def _(lib, x, w, b):
     m = _module(lib, "ConvTranspose2d", 2, 3, 3, stride=2, padding=1, weight=w, bias=b)
@@ -469,6 +478,7 @@ SCENARIOS.eager_only.update(
         "conv_module_groups_not_dividing_refused": "a module's constructor",
         "conv_module_groups_zero_refused": "a module's constructor",
         "conv_module_attributes": "a module's constructor",
+        "conv_module_reversed_padding": "a module's constructor",
     }
 )
 

@@ -497,6 +497,17 @@ def _(lib, x):
     return F(lib).fractional_max_pool2d(x, 2)
 
 
+@case("pool_module_attributes")
+def _(lib):
+    nn = lib.nn
+    a, m = nn.AvgPool2d(3), nn.MaxPool2d(3, padding=1)
+    return (a.kernel_size, a.stride, a.padding, a.ceil_mode, a.count_include_pad,
+            a.divisor_override, m.kernel_size, m.stride, m.padding, m.dilation, m.return_indices,
+            nn.AdaptiveMaxPool2d((2, None)).output_size, nn.AdaptiveAvgPool1d(3).output_size,
+            nn.LPPool2d(2, 3).kernel_size, nn.MaxUnpool2d(2).stride, nn.MaxUnpool1d(3).kernel_size,
+            nn.MaxUnpool3d(2, 1, [0, 1, 0]).padding, nn.MaxUnpool2d([2, 3]).stride)  # fmt: skip
+
+
 # -- gradients -----------------------------------------------------------------------------------
 
 
@@ -590,6 +601,9 @@ def _(lib, x):
 
 
 # -- the test ----------------------------------------------------------------------------------
+
+
+SCENARIOS.eager_only.update({"pool_module_attributes": "modules' constructors alone"})
 
 
 @pytest.mark.parametrize("mode", MODES)

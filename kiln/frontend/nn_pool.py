@@ -42,8 +42,7 @@ from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d",
-    "adaptive_max_pool1d",
+    "adaptive_avg_pool3d",  # adaptive_max_pool1d: F's (kn's returns indices too, as torch's)
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
     "avg_pool1d",

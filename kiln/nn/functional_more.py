@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, ShapeMismatchError, call_error
-from ..frontend.nn_pool import empty_pool_result, window_argmax
+from ..frontend.nn_pool import adaptive_max_pool1d, empty_pool_result, window_argmax
 from ..graph.core import Symbol
 from .attention import attend
 from .functional_attention import linear
@@ -114,7 +114,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices: bool = 
     >>> kn.nn.functional.adaptive_max_pool1d_with_indices(kn.tensor([[1.0, 3.0, 2.0]]), 1)[1]
     tensor([[1]])
     """
-    return F.adaptive_max_pool1d(input, output_size, True)
+    return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices: bool = False):  # noqa: A002

@@ -508,6 +508,19 @@ def _(lib):
             nn.MaxUnpool3d(2, 1, [0, 1, 0]).padding, nn.MaxUnpool2d([2, 3]).stride)  # fmt: skip
 
 
+@case("top_level_pool_forms", arr(1, 2, 6, 6))
+def _(lib, x):
+    # torch.adaptive_max_pool1d returns (output, indices); the others as F's
+    return (lib.adaptive_max_pool1d(x[0], 3), lib.adaptive_max_pool1d(input=x[0], output_size=2),
+            lib.max_pool1d_with_indices(x[0], 2), lib.max_pool2d(x, 2), lib.avg_pool1d(x[0], 2),
+            lib.adaptive_avg_pool1d(x[0], 3), lib.max_pool3d(x[None], 2))  # fmt: skip
+
+
+@case("top_level_adaptive_max_pool1d_has_no_return_indices_type_error", arr(1, 2, 6))
+def _(lib, x):
+    return lib.adaptive_max_pool1d(x, 3, True)
+
+
 # -- gradients -----------------------------------------------------------------------------------
 
 

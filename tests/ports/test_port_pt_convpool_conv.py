@@ -468,6 +468,101 @@ def _(lib, x, w):
     return grads(lib, (f.conv2d(x, w, padding=1), f.conv_transpose2d(x, w.transpose(0, 1))), x, w)
 
 
+# -- second derivatives, forward mode, other forms ----------------------------------------------
+
+
+@case(
+    "conv_double_backward", Leaf.of(arr(1, 2, 5, 5, dtype=f64)), Leaf.of(arr(3, 2, 3, 3, dtype=f64))
+)
+def _(lib, x, w):
+    f = F(lib)
+
+    def grad_of_grad(y, v):
+        (g,) = lib.autograd.grad((y * y).sum(), v, create_graph=True)
+        return lib.autograd.grad((g * g).sum(), (x, w), allow_unused=True)
+
+    return (grad_of_grad(f.conv2d(x, w, padding=1, stride=2), x),
+            grad_of_grad(f.conv2d(x, w, padding=1), w),
+            grad_of_grad(f.conv_transpose2d(x, w.transpose(0, 1)[:2], stride=2), x))  # fmt: skip
+
+
+@case("conv_forward_mode", arr(1, 1, 5, 5), arr(1, 1, 5, 5, seed=2), arr(3, 1, 2, 2))
+def _(lib, x, t, w):
+    f, fa = F(lib), lib.autograd.forward_ad
+    with fa.dual_level():
+        d = fa.make_dual(x, t)
+        outs = (
+            f.conv2d(d, w, padding=1, stride=2),
+            f.conv_transpose2d(d, w.transpose(0, 1)[:1], stride=2, output_padding=1),
+        )
+        return [fa.unpack_dual(o).tangent for o in outs]
+
+
+@case("conv_forms", arr(1, 2, 5, 5), arr(2, 2, 3, 2), arr(2), arr(5, 2, 3), arr(3, 3, 4),
+      arr(4))  # fmt: skip
+def _(lib, x, w, b, xt, wt, bt):
+    # torch.convolution (transposed flag), torch.conv_tbc (time, batch, channels), keywords
+    return (lib.convolution(x, w, b, [2, 1], [1, 0], [1, 1], False, [0, 0], 1),
+            lib.convolution(x, w.transpose(0, 1), None, [2, 2], [0, 1], [1, 2], True, [1, 0], 1),
+            lib.conv_tbc(xt, wt, bt, 1), lib.conv2d(x, w, padding="same"),
+            F(lib).conv2d(input=x, weight=w, bias=None, stride=1, padding=0, dilation=1,
+                          groups=1))  # fmt: skip
+
+
+@case("conv_stride_past_input_and_depthwise_multiplier", arr(1, 2, 5), arr(2, 2, 1),
+      arr(2, 2, 5, 5), arr(6, 1, 3, 3))  # fmt: skip
+def _(lib, x, w, x2, w2):
+    f = F(lib)
+    return (f.conv1d(x, w, stride=10), f.conv_transpose1d(x, w.transpose(0, 1), stride=10),
+            f.conv2d(x2, w2, groups=2, padding=1),
+            f.conv_transpose2d(x2[:, :1, :3, :4], w2.transpose(0, 1)[:1], stride=2, dilation=3,
+                               output_padding=2, padding=1))  # fmt: skip
+
+
+@case("conv_transpose_module_output_size_groups_dilation", arr(1, 4, 3, 4), arr(15, 13))
+def _(lib, x, x1):
+    t = lib.nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2, dilation=2, padding=1)
+    big = lib.nn.ConvTranspose2d(1, 1, 16, 16, 7, bias=False)  # an unbatched input
+    return t(x, output_size=(8, 10)).shape, big(x1[None], output_size=(1, 240, 200)).shape
+
+
+@case("conv_transpose_module_output_size_wrong_length_refused", arr(1, 4, 3, 4))
+def _(lib, x):
+    return lib.nn.ConvTranspose2d(4, 6, 3, stride=2)(x, output_size=(8, 10, 1, 2, 3))
+
+
+@case("conv_padding_mode_pad_wider_than_input_refused", arr(1, 1, 3, 3))
+def _(lib, x):
+    return lib.nn.Conv2d(1, 1, 3, padding=3, padding_mode="reflect")(x)
+
+
+@case("conv_circular_pad_wider_than_input_refused", arr(1, 1, 3))
+def _(lib, x):
+    return lib.nn.Conv1d(1, 1, 3, padding=4, padding_mode="circular")(x)
+
+
+@case("conv_lazy_modules", arr(1, 4, 6, 6))
+def _(lib, x):
+    c, t = lib.nn.LazyConv2d(5, 3), lib.nn.LazyConvTranspose1d(5, 3)
+    return (c(x).shape, c.weight.shape, c.in_channels, t(x[0]).shape, t.weight.shape,
+            lib.nn.Conv2d(2, 3, 3, dtype=lib.float64).weight.dtype)  # fmt: skip
+
+
+@case("conv_complex", (arr(1, 2, 4, 4) + 1j * arr(1, 2, 4, 4, seed=3)).astype(np.complex64),
+      (arr(2, 1, 2, 2) + 1j * arr(2, 1, 2, 2, seed=3)).astype(np.complex64),
+      np.array([1 + 2j, 3 - 1j], np.complex64))  # fmt: skip
+def _(lib, x, w, b):
+    return F(lib).conv2d(x, w, b, padding=1, groups=2)
+
+
+SCENARIOS.eager_only.update(
+    {
+        "conv_forward_mode": "forward-mode AD (dual tensors) is eager only in kiln",
+        "conv_lazy_modules": "modules built and first run inside the function",
+    }
+)
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update(

@@ -613,6 +613,109 @@ def _(lib, x):
     return grads(lib, y, x)
 
 
+# -- second derivatives, forward mode, half precision, big and strided windows ----------------
+
+
+def _grad_of_grad(lib, y, x):
+    (g,) = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+    return lib.autograd.grad((g * g).sum(), x)
+
+
+@case("pool_double_backward", Leaf.of(arr(1, 2, 5, 5, dtype=f64)))
+def _(lib, x):
+    f = F(lib)
+    return (_grad_of_grad(lib, f.max_pool2d(x, 2, 1), x),
+            _grad_of_grad(lib, f.avg_pool2d(x, 3, 2, 1), x),
+            _grad_of_grad(lib, f.adaptive_avg_pool2d(x, 3), x),
+            _grad_of_grad(lib, f.max_pool2d(x, 2, 1, dilation=2), x),
+            _grad_of_grad(lib, f.adaptive_max_pool2d(x, 3), x),
+            _grad_of_grad(lib, f.max_pool3d(x[None], 2), x))  # fmt: skip
+
+
+@case("pool_forward_mode_nans_and_ties", NANS, arr(1, 1, 4, 4))
+def _(lib, x, t):
+    # the tangent of a max is the picked element's: the same pick as the gradient's
+    f, fa = F(lib), lib.autograd.forward_ad
+    with fa.dual_level():
+        d = fa.make_dual(x, t)
+        outs = (f.max_pool2d(d, 2), f.max_pool2d(d, 2, 1, 1, return_indices=True)[0],
+                f.avg_pool2d(d, 3, 1, 1, count_include_pad=False), f.adaptive_max_pool2d(d, 3),
+                f.adaptive_avg_pool2d(d, 3), f.max_pool2d(d, 2, 1, dilation=2))  # fmt: skip
+        return [fa.unpack_dual(o).tangent for o in outs]
+
+
+@case("pool_half_precision", arr(1, 2, 6, 6, dtype=np.float16))
+def _(lib, x):
+    f = F(lib)
+    return (f.max_pool2d(x, 2), f.avg_pool2d(x, 3, 1, 1), f.adaptive_avg_pool2d(x, 3),
+            f.adaptive_max_pool2d(x, 3, True), f.lp_pool2d(x, 2, 2),
+            f.avg_pool2d(x, 2, count_include_pad=False, padding=1),
+            f.max_pool2d(x, 2, 1, 1, 2, return_indices=True))  # fmt: skip
+
+
+@case("pool_global_windows_grads", Leaf.of(arr(1, 2, 9, 10)))
+def _(lib, x):
+    # windows of more than 64 taps (another kernel path)
+    f = F(lib)
+    y = f.max_pool2d(x, (9, 10)), f.avg_pool2d(x, (9, 10)), f.max_pool2d(x, 9, 1, 4)
+    return grads(lib, y, x)
+
+
+@case("pool_strided_inputs", arr(2, 3, 6, 8))
+def _(lib, x):
+    f = F(lib)
+    return (f.max_pool2d(x.transpose(2, 3), 2, return_indices=True), f.avg_pool2d(x[..., ::2], 2),
+            f.adaptive_max_pool2d(x.permute(0, 1, 3, 2), 3, True))  # fmt: skip
+
+
+@case("pool_ties_dilation_ceil_grads", Leaf.of(np.array([[[1, 1, 1, 2, 2, 0, 0]]], f32)))
+def _(lib, x):
+    f = F(lib)
+    y = f.max_pool1d(x, 2, 1, 1, 2, ceil_mode=True), f.max_pool1d(x, 3, 2, 1, ceil_mode=True)
+    return grads(lib, y, x)
+
+
+@case("pool_all_minus_infinity_grads", Leaf.of(np.full((1, 1, 3, 3), -inf, f32)))
+def _(lib, x):
+    # every window -inf: the gradient goes to its first element inside the input
+    f = F(lib)
+    y = (f.max_pool2d(x, 2, 1, 1), f.max_pool2d(x, 2, 1, 1, dilation=2),
+         f.max_pool3d(x[None], 2, 1, 1), f.max_pool1d(x[0], 2, 1, 1))  # fmt: skip
+    return grads(lib, y, x)
+
+
+@case("pool_nans_3d_and_lp", NANS)
+def _(lib, x):
+    f = F(lib)
+    return (f.max_pool3d(x[None], (1, 2, 2), return_indices=True),
+            f.max_pool1d(x[0], 4, return_indices=True), f.lp_pool2d(x, 2, 2),
+            f.lp_pool1d(x[0], 1, 2))  # fmt: skip
+
+
+@case("avg_pool_divisor_with_count_exclude_pad", arr(1, 2, 5, 5))
+def _(lib, x):
+    f = F(lib)
+    return (f.avg_pool2d(x, 3, 2, 1, True, False, 4),
+            f.avg_pool3d(x[None], 2, 1, 1, False, False, 3),
+            f.avg_pool2d(x, 2, divisor_override=-2), f.lp_pool2d(x.abs(), inf, 2))  # fmt: skip
+
+
+@case("max_unpool_grads_by_values", arr(1, 2, 4, 4), Leaf.of(arr(1, 2, 2, 2)))
+def _(lib, x, v):
+    f = F(lib)
+    return grads(lib, f.max_unpool2d(v, f.max_pool2d(x, 2, return_indices=True)[1], 2), v)
+
+
+@case("pool_kernel_of_three_for_2d_refused", arr(1, 2, 6, 6))
+def _(lib, x):
+    return F(lib).max_pool2d(x, (2, 2, 2))
+
+
+SCENARIOS.eager_only.update(
+    {"pool_forward_mode_nans_and_ties": "forward-mode AD (dual tensors) is eager only in kiln"}
+)
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 

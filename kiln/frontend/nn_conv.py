@@ -188,7 +188,10 @@ def _check_channels(x, w, groups, op):
             f"but got weight of size {sh.format_shape(w.shape)} instead", w,
         )  # fmt: skip
     if isinstance(o, int) and o % groups:
-        raise _shape_error(op, f"out_channels {o} must be divisible by groups {groups}", w)
+        raise _shape_error(
+            op, f"given groups={groups}, expected weight to be divisible by {groups} at "
+            f"dimension 0, but got weight of size {sh.format_shape(w.shape)} instead", x, w,
+        )  # fmt: skip
     if isinstance(c, int) and isinstance(cg, int) and c != cg * groups:
         raise _shape_error(
             op, f"given groups={groups}, weight of size {sh.format_shape(w.shape)}, expected "
@@ -291,7 +294,7 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
     stride = ntuple(stride, n_sp, "stride", op)
     dilation = ntuple(dilation, n_sp, "dilation", op)
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation):
-        raise _shape_error(op, f"non-positive stride {stride} or dilation {dilation}")
+        raise _shape_error(op, f"non-positive stride {stride} or dilation {dilation}", x, w)
     kernel = tuple(w.shape[2:])
     pairs = _padding_pairs(padding, n_sp, kernel, dilation, stride, op)
     symmetric = all(b == a for b, a in pairs)

@@ -82,7 +82,7 @@ def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode):
     dilation = ntuple(dilation, n, "dilation", op)
     if min(kernel + stride + dilation) <= 0:
         raise _shape_error(op, f"kernel_size {kernel}, stride {stride} and dilation {dilation} "
-                           "must be positive")  # fmt: skip
+                           "must be positive", x)  # fmt: skip
     for p, k in zip(pads, kernel):
         # half the kernel, not of its dilated reach (PyTorch's kernels check `k / 2 >= p`)
         if p < 0 or 2 * p > k:
@@ -374,7 +374,7 @@ def _adaptive_sizes(op, x, n, output_size) -> tuple:
         output_size = (output_size,) * n
     output_size = tuple(output_size)
     if len(output_size) != n:
-        raise _shape_error(op, f"output_size must be an int or {n} ints, got {output_size!r}")
+        raise _shape_error(op, f"output_size must be an int or {n} ints, got {output_size!r}", x)
     sizes = static_sizes(x, range(2, x.ndim), op)
     outs = tuple(s if o is None else int(o) for s, o in zip(sizes, output_size))
     if any(o < 0 for o in outs) or any(s == 0 for s in sizes):

@@ -587,3 +587,25 @@ def test_matches_torch(torch, name, mode):
 @pytest.mark.parametrize("name", sorted(SCENARIOS.cases))
 def test_torch_runs_the_scenario(torch, name):
     assert_torch_runs(torch, SCENARIOS, name)
+
+
+def test_errors_name_the_shapes():
+    # kiln's refusals of bad sizes name the input's and weight's shapes, eagerly too
+    import kiln as kn
+
+    f, x = kn.nn.functional, kn.ones(1, 2, 3, 3)
+    cases = [
+        (lambda: f.max_pool2d(x, 4), "f32[1,2,3,3]"),
+        (lambda: f.max_pool2d(x, 2, padding=2), "f32[1,2,3,3]"),
+        (lambda: f.avg_pool2d(x, 2, stride=0), "f32[1,2,3,3]"),
+        (lambda: f.adaptive_max_pool2d(x, (2, -1)), "f32[1,2,3,3]"),
+        (lambda: f.conv2d(x, kn.ones(3, 1, 2, 2), groups=2), "[3,1,2,2]"),
+        (lambda: f.conv2d(x, kn.ones(2, 3, 2, 2)), "[1,2,3,3]"),
+        (lambda: f.conv2d(x, kn.ones(2, 2, 2, 2), stride=0), "f32[2,2,2,2]"),
+        (lambda: f.conv2d(x, kn.ones(2, 2, 2, 2, dtype=kn.float64)), "[2,2,2,2] float64"),
+        (lambda: f.conv_transpose2d(x, kn.ones(3, 2, 2, 2)), "[3,2,2,2]"),
+    ]
+    for call, shape in cases:
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert shape in str(info.value), str(info.value)

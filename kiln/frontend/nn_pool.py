@@ -19,11 +19,12 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
+from ..eager.tensor import Tensor
 from ..errors import UsageError
 from . import torch_math as tm
 from .autocast import autocast_op
 from .core import call, lift
-from .math import argmax, cast, div, equal, isnan, matmul, mul, where
+from .math import argmax, cast, div, equal, isnan, matmul, sub, where
 from .math import sum as reduce_sum
 from .nn_conv import (
     _batched,
@@ -35,7 +36,6 @@ from .nn_conv import (
     torch_pad,
 )
 from .nn_functional import _shape_error, pad
-from .reductions import any as reduce_any
 from .result_layouts import suggested_layout
 from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose, unsqueeze
 
@@ -162,10 +162,15 @@ def window_argmax(win, dim: int):
     if not dt.is_float(win.dtype):
         return pick
     dim = dim % win.ndim
-    nans = isnan(win)
-    taps = _like(np.arange(win.shape[dim]).reshape((-1,) + (1,) * (win.ndim - dim - 1)), win)
-    last_nan = argmax(mul(cast(nans, np.int64), taps), dim, keepdim=True)
-    return where(reduce_any(nans, dim, keepdim=True), last_nan, pick)
+    # argmax takes a NaN for the maximum: its first pick is a NaN where the window holds one;
+    # the last NaN is the first of the taps reversed (a view)
+    has_nan = isnan(take_along_axis(win, pick, dim))
+    if isinstance(has_nan, Tensor) and not bool(has_nan.any()):  # eager, no NaN: done
+        return pick
+    reverse = (("slice", None, None, None),) * dim + (("slice", None, None, -1),)
+    first_of_reversed = argmax(call("index", isnan(win), spec=reverse), dim, keepdim=True)
+    last_nan = sub(_like(np.int64(win.shape[dim] - 1), pick), first_of_reversed)
+    return where(has_nan, last_nan, pick)
 
 
 def _pick(x, win, tables, pads, fill):

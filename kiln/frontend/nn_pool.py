@@ -311,6 +311,14 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
                                                    ceil_mode)  # fmt: skip
     if divisor_override is not None and divisor_override == 0:  # negative ones divide too
         raise UsageError(f"{op}: divisor must be not zero, got {divisor_override}")
+    sizes = tuple(x.shape[2:])
+    if n == 3 and any(isinstance(v, int) and v < k for v, k in zip(sizes, kernel)):
+        # PyTorch's avg_pool3d (not 1d/2d, nor the max pools) wants the kernel inside the
+        # unpadded input
+        raise _shape_error(
+            op, f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel "
+            f"size (kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})", x,
+        )  # fmt: skip
     plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode) and not integer
     if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)

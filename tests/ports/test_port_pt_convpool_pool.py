@@ -253,6 +253,24 @@ def _(lib, x):
     return f.avg_pool2d(x, 2, divisor_override=3), f.avg_pool1d(x[0], 3, 1, 1)
 
 
+@case("avg_pool3d_input_smaller_than_kernel_refused", arr(1, 1, 1, 4, 4))
+def _(lib, x):
+    # avg_pool3d alone (not 1d/2d, nor max_pool3d) wants the kernel inside the unpadded input
+    return F(lib).avg_pool3d(x, 2, 1, 1)
+
+
+@case("pools_of_inputs_smaller_than_kernel_padded", arr(1, 1, 1, 4, 4), Leaf.of(arr(1, 1, 1, 4)))
+def _(lib, x3, x2):
+    f = F(lib)
+    y = f.avg_pool2d(x2, 2, 1, 1), f.max_pool2d(x2, 2, 1, 1), f.avg_pool1d(x2[0], 3, 1, 1)
+    return f.max_pool3d(x3, 2, 1, 1, return_indices=True), grads(lib, y, x2)
+
+
+@case("lp_pool3d_input_smaller_than_kernel_refused", np.abs(arr(1, 1, 1, 4, 4)))
+def _(lib, x):
+    return F(lib).lp_pool3d(x, 2, (2, 1, 1))
+
+
 @case("avg_pool_divisor_zero_refused", arr(1, 2, 4, 4))
 def _(lib, x):
     return F(lib).avg_pool2d(x, 2, divisor_override=0)

@@ -438,9 +438,13 @@ def test_conv2d_symbolic_channels_are_checked_at_run_time():
         f(np.ones((1, 2, 5, 5), np.float32))
 
 
-def test_conv2d_promotes_mixed_float_dtypes(rng):
+def test_conv2d_refuses_mixed_float_dtypes_as_pytorch(rng):
+    # PyTorch's convolutions do not promote: float32 input, float64 weight is a RuntimeError
+    # there ("expected scalar type Float but found Double"), in graph mode too
     x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
     w = rng.standard_normal((3, 2, 2, 2))
-    y, out = _compile(kn.conv2d, x, w)
+    with pytest.raises(kn.errors.DTypeMismatchError, match=r"conv2d.*float32.*float64"):
+        _compile(kn.conv2d, x, w)
+    y, out = _compile(kn.conv2d, x.astype(np.float64), w)
     assert y.dtype == out.dtype == np.float64
     np.testing.assert_allclose(out, ref_conv2d(x.astype(np.float64), w), rtol=1e-12)

@@ -35,7 +35,7 @@ ALLOWED = {
     ),
     ("torch", "trapz"): ({"dx"}, "torch.trapz(y, *, dx, dim): an overload its docstring omits"),
     ("torch", "bernoulli"): ({"p"}, "torch.bernoulli(input, p): an overload its docstring omits"),
-    ("torch", "adaptive_max_pool1d"): ({"input", "return_indices"}, "the stand-in says `inputs`"),
+    ("torch", "adaptive_max_pool1d"): ({"input"}, "the stand-in says `inputs`; input= works"),
     ("torch", "split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),
     ("Tensor", "split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),
     ("torch", "unsafe_split_with_sizes"): ({"split_sizes"}, "torch's C names: split_sizes= works"),

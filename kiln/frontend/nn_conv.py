@@ -20,7 +20,13 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
-from ..errors import DTypeError, DTypeMismatchError, UsageError, node_error
+from ..errors import (
+    ArgumentTypeError,
+    DTypeMismatchError,
+    UnsupportedDTypeError,
+    UsageError,
+    node_error,
+)
 from ..graph.core import Symbol, user_site
 from .autocast import autocast_op
 from .core import call, lift
@@ -43,6 +49,10 @@ def ntuple(value, n: int, what: str, op: str) -> tuple:
     """`3` -> `(3,) * n`; a sequence of n ints (or of one, repeated) stays a tuple of ints."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),) * n
+    if isinstance(value, (str, float)) or (
+        isinstance(value, (tuple, list)) and any(isinstance(v, (str, float)) for v in value)
+    ):  # PyTorch's argument parser takes ints only (TypeError there, 2.0 too)
+        raise ArgumentTypeError(f"{op}(): argument '{what}' must be tuple of ints, not {value!r}")
     try:
         values = tuple(int(v) for v in value)
     except (TypeError, ValueError):
@@ -85,14 +95,31 @@ def gather_windows(x, tables, *, channels_last: bool = False):
     return permute(x, (0, *outs, 1, *taps) if channels_last else (0, 1, *outs, *taps))
 
 
+def _one_dtype(op: str, x, w, bias):
+    """Refuses input, weight and bias of different dtypes: PyTorch's convolutions do not
+    promote (RuntimeError there: "expected scalar type Float but found Double")."""
+    values = [x, w] if bias is None else [x, w, *lift(bias, context=(x,))]
+    if len({v.dtype for v in values}) > 1:
+        described = ", ".join(
+            f"{what} {sh.format_shape(v.shape)} {v.dtype}"
+            for what, v in zip(("input", "weight", "bias"), values)
+        )
+        raise node_error(
+            DTypeMismatchError, f"{op}: input, weight and bias must have the same dtype, got "
+            f"{described}", op=op, name=None, site=user_site(),
+            inputs=[v for v in values if isinstance(v, Symbol)],
+        )  # fmt: skip
+
+
 def _floats(op: str, *values):
-    """The operands cast to their common float dtype (as the `conv2d` primitive promotes)."""
+    """The operands cast to their common float dtype (as the `conv2d` primitive promotes);
+    others refused as PyTorch's kernels that have none for them (NotImplementedError)."""
     for v in values:
         if not dt.is_float(v.dtype):
             names = ", ".join(f"{u.dtype}" for u in values)
             symbols = [u for u in values if isinstance(u, Symbol)]
             raise node_error(
-                DTypeError, f"{op}: expected floating-point inputs, got {names}", op=op,
+                UnsupportedDTypeError, f"{op}: expected floating-point inputs, got {names}", op=op,
                 name=None, site=user_site(), inputs=symbols,
             )  # fmt: skip
     common = dt.promote(*(v.dtype for v in values))
@@ -111,7 +138,7 @@ def _batched(x, n_spatial: int, op: str):
     return x, False
 
 
-def _add_bias(y, bias, out_channels, op: str, w):
+def _add_bias(y, bias, out_channels, op: str, w, x):
     if bias is None:
         return y
     (bias,) = lift(bias, context=(y,))
@@ -121,6 +148,8 @@ def _add_bias(y, bias, out_channels, op: str, w):
             f"{out_channels} elements, but got bias of size {sh.format_shape(bias.shape)}",
             w, bias,
         )  # fmt: skip
+    if bias.dtype != y.dtype:
+        _one_dtype(op, x, w, bias)
     return add(y, reshape(bias, (1, bias.shape[0]) + (1,) * (y.ndim - 2)))
 
 
@@ -153,8 +182,16 @@ def _check_channels(x, w, groups, op):
     c, o, cg = x.shape[1], w.shape[0], w.shape[1]
     if groups < 1:
         raise UsageError(f"{op}: non-positive groups {groups} is not supported")
+    if isinstance(o, int) and o < groups:
+        raise _shape_error(
+            op, f"given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+            f"but got weight of size {sh.format_shape(w.shape)} instead", w,
+        )  # fmt: skip
     if isinstance(o, int) and o % groups:
-        raise _shape_error(op, f"out_channels {o} must be divisible by groups {groups}", w)
+        raise _shape_error(
+            op, f"given groups={groups}, expected weight to be divisible by {groups} at "
+            f"dimension 0, but got weight of size {sh.format_shape(w.shape)} instead", x, w,
+        )  # fmt: skip
     if isinstance(c, int) and isinstance(cg, int) and c != cg * groups:
         raise _shape_error(
             op, f"given groups={groups}, weight of size {sh.format_shape(w.shape)}, expected "
@@ -221,14 +258,8 @@ def _complex_conv(conv, op: str, x, w, bias):
     """A convolution of complex `x` and `w` (one dtype, as PyTorch requires): four real
     convolutions of their real and imaginary parts, (xr*wr - xi*wi) + i(xr*wi + xi*wr), then
     the complex bias; gradients are autodiff's through real, imag and complex."""
+    _one_dtype(op, x, w, bias)
     values = [x, w] if bias is None else [x, w, *lift(bias, context=(x,))]
-    if len({v.dtype for v in values}) != 1:
-        names = ", ".join(f"{v.dtype}" for v in values)
-        raise node_error(
-            DTypeMismatchError, f"{op}: input, weight and bias must have the same dtype, got "
-            f"{names}", op=op, name=None, site=user_site(),
-            inputs=[v for v in values if isinstance(v, Symbol)],
-        )  # fmt: skip
     (xr, xi), (wr, wi) = ((call("real", v), call("imag", v)) for v in (x, w))
     re = call("sub", conv(xr, wr, None), conv(xi, wi, None))
     im = call("add", conv(xr, wi, None), conv(xi, wr, None))
@@ -246,6 +277,7 @@ def _integer_conv(x, w, transposed: bool) -> bool:
 
 def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002
     x, w = lift(input, weight)
+    _one_dtype(op, x, w, None)  # the bias's after its shape (`_add_bias`)
     if _integer_conv(x, w, transposed=False):
         return _in_float64(lambda a, b, c: _conv(op, n_sp, a, b, c, stride, padding, dilation,
                                                  groups), x, w, bias)  # fmt: skip
@@ -262,7 +294,7 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
     stride = ntuple(stride, n_sp, "stride", op)
     dilation = ntuple(dilation, n_sp, "dilation", op)
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation):
-        raise _shape_error(op, f"non-positive stride {stride} or dilation {dilation}")
+        raise _shape_error(op, f"non-positive stride {stride} or dilation {dilation}", x, w)
     kernel = tuple(w.shape[2:])
     pairs = _padding_pairs(padding, n_sp, kernel, dilation, stride, op)
     symmetric = all(b == a for b, a in pairs)
@@ -277,7 +309,7 @@ def _conv(op, n_sp, input, weight, bias, stride, padding, dilation, groups):  # 
         y = squeeze(y, 2)
     else:
         y = _conv_windows(x, w, pairs, stride, dilation, groups, op)
-    y = _add_bias(y, bias, w.shape[0], op, w)
+    y = _add_bias(y, bias, w.shape[0], op, w, x)
     saved = {"_saved_input": x, "_saved_weight": w, "_saved_stride": stride,
              "_saved_padding": tuple(b for b, _ in pairs) if symmetric else (0,) * n_sp,
              "_saved_dilation": dilation, "_saved_groups": groups, "_saved_transposed": False,
@@ -335,6 +367,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_padding, groups,  # noqa: A002
                     dilation):  # fmt: skip
     x, w = lift(input, weight)
+    _one_dtype(op, x, w, None)  # the bias's after its shape (`_add_bias`)
     if _integer_conv(x, w, transposed=True):
         return _in_float64(lambda a, b, c: _conv_transpose(op, n_sp, a, b, c, stride, padding,
                            output_padding, groups, dilation), x, w, bias)  # fmt: skip
@@ -380,7 +413,7 @@ def _conv_transpose(op, n_sp, input, weight, bias, stride, padding, output_paddi
     else:
         y = _transpose_windows(x, w, full, sizes, kernel, stride, dilation, groups)
     y = pad(y, torch_pad([(-p, e - p) for p, e in zip(pads, extra)]))
-    y = suggested_layout(_add_bias(y, bias, c_out, op, w), x, w)
+    y = suggested_layout(_add_bias(y, bias, c_out, op, w, x), x, w)
     return squeeze(y, 0) if added else y
 
 

@@ -51,8 +51,15 @@ __all__ = [
 
 
 def _shape_error(op: str, message: str, *values) -> ShapeError:
-    """A ShapeError for a check made here (not in a shape rule), in kiln's one format."""
-    inputs = [v for v in values if isinstance(v, Symbol)]
+    """A ShapeError for a check made here (not in a shape rule), in kiln's one format: the
+    Symbols among `values` (`x:f32[2,3]`) or eager tensors (`f32[2,3] on cpu`) named."""
+    inputs = [
+        v
+        if isinstance(v, Symbol)
+        else f"{dt.short_name(v.dtype)}{sh.format_shape(v.shape)} on {v.device}"
+        for v in values
+        if isinstance(v, (Symbol, Tensor))
+    ]
     return node_error(ShapeError, message, op=op, name=None, site=user_site(), inputs=inputs)
 
 

@@ -5,7 +5,8 @@ and the adaptive pools.
 Plain 1-d and 2-d pools bind the `max_pool2d`/`avg_pool2d` primitives (1-d as height 1); the
 other cases take the windows of the padded input (`nn_conv.strided_windows`; the adaptive max
 pool's uneven ones by `nn_conv.gather_windows`) and reduce them: the maximum is read at the
-window's argmax, so its gradient reaches that element only (PyTorch's first maximum).
+tap PyTorch's kernels pick (`_pick`: the first maximum, the last NaN, never padding), so its
+gradient reaches that element only.
 Adaptive average pooling is one matmul per spatial dim.
 """
 
@@ -16,12 +17,14 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from .. import shapes as sh
 from ..eager.autograd import name_history
+from ..eager.tensor import Tensor
 from ..errors import UsageError
 from . import torch_math as tm
 from .autocast import autocast_op
 from .core import call, lift
-from .math import argmax, cast, div, matmul
+from .math import argmax, cast, div, equal, isnan, matmul, sub, where
 from .math import sum as reduce_sum
 from .nn_conv import (
     _batched,
@@ -39,8 +42,7 @@ from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d",
-    "adaptive_max_pool1d",
+    "adaptive_avg_pool3d",  # adaptive_max_pool1d: F's (kn's returns indices too, as torch's)
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
     "avg_pool1d",
@@ -67,7 +69,12 @@ def _out_size(op, x, size, k, s, p, d, ceil_mode) -> int:
     return out
 
 
-def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode, max_pool):
+def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode):
+    if any(s == 0 for s in x.shape[1:]):  # only the batch may be empty (PyTorch's check)
+        raise _shape_error(
+            op, f"expected {n + 1}-d or {n + 2}-d (batch mode) input with an optional 0-size "
+            f"batch dim and no other, but got input of size {sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
     kernel = ntuple(kernel_size, n, "kernel_size", op)
     empty = isinstance(stride, (list, tuple)) and not stride  # PyTorch's default: `()`
     stride = kernel if stride is None or empty else ntuple(stride, n, "stride", op)
@@ -75,13 +82,13 @@ def _params(op, x, n, kernel_size, stride, padding, dilation, ceil_mode, max_poo
     dilation = ntuple(dilation, n, "dilation", op)
     if min(kernel + stride + dilation) <= 0:
         raise _shape_error(op, f"kernel_size {kernel}, stride {stride} and dilation {dilation} "
-                           "must be positive")  # fmt: skip
-    for p, k, d in zip(pads, kernel, dilation):
-        reach = d * (k - 1) + 1 if max_pool else k
-        if p < 0 or 2 * p > reach:
+                           "must be positive", x)  # fmt: skip
+    for p, k in zip(pads, kernel):
+        # half the kernel, not of its dilated reach (PyTorch's kernels check `k / 2 >= p`)
+        if p < 0 or 2 * p > k:
             raise _shape_error(
-                op, f"pad should be at most half of {'effective ' if max_pool else ''}kernel "
-                f"size, but got pad={pads}, kernel_size={kernel} and dilation={dilation}", x,
+                op, f"pad should be at most half of kernel size, but got pad={pads}, "
+                f"kernel_size={kernel} and dilation={dilation}", x,
             )  # fmt: skip
     sizes = tuple(x.shape[2:])
     if all(isinstance(v, int) for v in sizes):
@@ -123,11 +130,67 @@ def _padded_windows(op, x, kernel, stride, pads, dilation, outs, fill):
     return strided_windows(x, kernel, stride, dilation, outs), tables
 
 
-def _max_windows(x, win, tables, pads, return_indices):
-    """The maximum of each window of `win` (N, C, K, O1..On) (read at its first argmax, so
-    the gradient reaches that element only) and, if asked, its flat index into the spatial
-    dims of the input, as PyTorch's `return_indices`."""
-    pick = argmax(win, 2, keepdim=True)
+def _first_inside(x, tables, pads):
+    """(1, 1, 1, O1..On) int64: each window's first tap (row-major) inside the input, or None
+    where every tap of every window is."""
+    firsts, inside_all = [], True
+    for t, p, size in zip(tables, pads, x.shape[2:]):
+        inside = (t >= p) & (t < p + size)  # (O_d, K_d)
+        inside_all &= bool(inside.all())
+        firsts.append(np.argmax(inside, 1))
+    if inside_all:
+        return None
+    n, flat = len(tables), np.zeros([t.shape[0] for t in tables], np.int64)
+    for d, first in enumerate(firsts):
+        shape = [1] * n
+        shape[d] = first.shape[0]
+        flat = flat + first.reshape(shape) * math.prod(t.shape[1] for t in tables[d + 1 :])
+    return flat.reshape((1, 1, 1, *flat.shape))
+
+
+def window_argmax(win, dim: int):
+    """(keeping `dim`) The tap along `dim` of each window of `win` that PyTorch's max-pool
+    kernels pick (`val > maxval || isnan(val)` in window order): the first maximum, or the
+    last NaN where the window holds one.
+
+    >>> import kiln as kn
+    >>> nan = float("nan")
+    >>> window_argmax(kn.tensor([[1.0, 3.0, 3.0], [nan, 2.0, nan]]), 1).tolist()
+    [[1], [2]]
+    """
+    pick = argmax(win, dim, keepdim=True)
+    if not dt.is_float(win.dtype):
+        return pick
+    dim = dim % win.ndim
+    # argmax takes a NaN for the maximum: its first pick is a NaN where the window holds one;
+    # the last NaN is the first of the taps reversed (a view)
+    has_nan = isnan(take_along_axis(win, pick, dim))
+    if isinstance(has_nan, Tensor) and not bool(has_nan.any()):  # eager, no NaN: done
+        return pick
+    reverse = (("slice", None, None, None),) * dim + (("slice", None, None, -1),)
+    first_of_reversed = argmax(call("index", isnan(win), spec=reverse), dim, keepdim=True)
+    last_nan = sub(_like(np.int64(win.shape[dim] - 1), pick), first_of_reversed)
+    return where(has_nan, last_nan, pick)
+
+
+def _pick(x, win, tables, pads, fill):
+    """(N, C, 1, O1..On): the tap of each window of `win` (N, C, K, O1..On) that PyTorch's
+    kernels pick (their `val > maxval || isnan(val)` in window order, from the window's first
+    tap inside the input): the first maximum, the last NaN where the window holds one, and
+    where the window holds only `fill` (padding and -inf), its first tap inside the input."""
+    pick = window_argmax(win, 2)
+    first = _first_inside(x, tables, pads)
+    if first is not None:
+        at_fill = equal(take_along_axis(win, pick, 2), _like(np.asarray(fill, win.dtype), win))
+        pick = where(at_fill, _like(first, pick), pick)
+    return pick
+
+
+def _max_windows(x, win, tables, pads, return_indices, fill=-math.inf):
+    """The maximum of each window of `win` (N, C, K, O1..On) (read at the tap PyTorch picks,
+    `_pick`, so the gradient reaches that element only) and, if asked, its flat index into
+    the spatial dims of the input, as PyTorch's `return_indices`."""
+    pick = _pick(x, win, tables, pads, fill)
     values = squeeze(take_along_axis(win, pick, 2), 2)
     if not return_indices:
         return values
@@ -157,14 +220,14 @@ def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     integer = x.dtype == dt.int64 or (n >= 2 and dt.is_int(x.dtype))
     (x,) = (x,) if integer else _floats(op, x)
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding,
-                                                   dilation, ceil_mode, True)  # fmt: skip
+                                                   dilation, ceil_mode)  # fmt: skip
     fast = n <= 2 and not return_indices and all(d == 1 for d in dilation) and not integer
     if fast and _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode):
         result = _primitive("max_pool2d", x, n, kernel, stride, pads)
     else:
         least = int(np.iinfo(x.dtype).min) if integer else -math.inf
         win, tables = _padded_windows(op, x, kernel, stride, pads, dilation, outs, least)
-        result = _max_windows(x, win, tables, pads, return_indices)
+        result = _max_windows(x, win, tables, pads, return_indices, least)
     if n >= 2 or return_indices:  # (PyTorch's max_pool2d and 3d keep a channels-last layout,
         result = suggested_layout(result, x, as_2d=True)  # max_pool1d with indices is 2d's)
     if not added:
@@ -245,9 +308,17 @@ def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
         x = cast(x, dt.float32)
     divide = (lambda a, b: cast(tm.div(a, b, rounding_mode="trunc"), x.dtype)) if integer else div
     kernel, stride, pads, dilation, outs = _params(op, x, n, kernel_size, stride, padding, 1,
-                                                   ceil_mode, False)  # fmt: skip
+                                                   ceil_mode)  # fmt: skip
     if divisor_override is not None and divisor_override == 0:  # negative ones divide too
         raise UsageError(f"{op}: divisor must be not zero, got {divisor_override}")
+    sizes = tuple(x.shape[2:])
+    if n == 3 and any(isinstance(v, int) and v < k for v, k in zip(sizes, kernel)):
+        # PyTorch's avg_pool3d (not 1d/2d, nor the max pools) wants the kernel inside the
+        # unpadded input
+        raise _shape_error(
+            op, f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel "
+            f"size (kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})", x,
+        )  # fmt: skip
     plain = _plain(kernel, stride, pads, x.shape[2:], outs, ceil_mode) and not integer
     if n <= 2 and plain and divisor_override is None and (count_include_pad or not any(pads)):
         y = _primitive("avg_pool2d", x, n, kernel, stride, pads)
@@ -316,12 +387,25 @@ def _adaptive_sizes(op, x, n, output_size) -> tuple:
         output_size = (output_size,) * n
     output_size = tuple(output_size)
     if len(output_size) != n:
-        raise _shape_error(op, f"output_size must be an int or {n} ints, got {output_size!r}")
+        raise _shape_error(op, f"output_size must be an int or {n} ints, got {output_size!r}", x)
     sizes = static_sizes(x, range(2, x.ndim), op)
     outs = tuple(s if o is None else int(o) for s, o in zip(sizes, output_size))
-    if any(o <= 0 for o in outs) or any(s == 0 for s in sizes):
-        raise _shape_error(op, f"output size {outs} and input sizes {sizes} must be positive", x)
+    if any(o < 0 for o in outs) or any(s == 0 for s in sizes):
+        raise _shape_error(
+            op, f"output size {outs} must be non-negative and input sizes {sizes} positive", x
+        )
     return sizes, outs
+
+
+def empty_pool_result(x, outs):
+    """The (N, C, *outs) result of a pool to a 0 size: no window, no element.
+
+    >>> import kiln as kn
+    >>> list(empty_pool_result(kn.ones(2, 3, 4, 4), (0, 2)).shape)
+    [2, 3, 0, 2]
+    """
+    return reshape(call("index", reshape(x, (-1,)), spec=(("slice", 0, 0, None),)),
+                   (*x.shape[:2], *outs))  # fmt: skip
 
 
 def _bounds(size: int, out: int):
@@ -335,6 +419,9 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
     x, added = _batched(x, n, op)
     (x,) = _floats(op, x)
     sizes, outs = _adaptive_sizes(op, x, n, output_size)
+    if 0 in outs:
+        x = empty_pool_result(x, outs)
+        return squeeze(x, 0) if added else x
     source = x
     half = x.dtype in (dt.bfloat16, np.float16)
     if half:  # as PyTorch's: each window's exact mean, rounded once
@@ -398,22 +485,35 @@ def adaptive_avg_pool3d(input, output_size):  # noqa: A002
     return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
 
 
-def _adaptive_max(op, n, input, output_size, return_indices):  # noqa: A002
-    (x,) = lift(input)
-    x, added = _batched(x, n, op)
-    (x,) = _floats(op, x)
-    sizes, outs = _adaptive_sizes(op, x, n, output_size)
+def _adaptive_max_windows(x, n, sizes, outs, return_indices):
     tables = []
     for size, out in zip(sizes, outs):
         start, end = _bounds(size, out)
         # Windows differ in length; a short one repeats its last element, which changes
-        # neither its maximum nor which element comes first.
+        # neither its maximum nor which element PyTorch picks (`_pick`).
         taps = start[:, None] + np.arange(int((end - start).max()))
         tables.append(np.minimum(taps, (end - 1)[:, None]))
     win = gather_windows(x, tables, channels_last=True)  # (N, O1..On, C, K1..Kn)
     win = reshape(win, (*win.shape[: 2 + n], math.prod(t.shape[1] for t in tables)))
     win = permute(win, (0, n + 1, n + 2, *range(1, n + 1)))  # (N, C, K, O1..On)
-    result = _max_windows(x, win, tables, (0,) * n, return_indices)
+    return _max_windows(x, win, tables, (0,) * n, return_indices)
+
+
+def _adaptive_max(op, n, input, output_size, return_indices):  # noqa: A002
+    (x,) = lift(input)
+    x, added = _batched(x, n, op)
+    (x,) = _floats(op, x)
+    if x.shape[1] == 0:  # an empty batch only (PyTorch's adaptive_max_pool's check)
+        raise _shape_error(
+            op, f"expected input to have non-zero size for non-batch dimensions, but got input "
+            f"of size {sh.format_shape(x.shape)}", x,
+        )  # fmt: skip
+    sizes, outs = _adaptive_sizes(op, x, n, output_size)
+    if 0 in outs:
+        empty = empty_pool_result(x, outs)
+        result = (empty, cast(empty, np.int64)) if return_indices else empty
+    else:
+        result = _adaptive_max_windows(x, n, sizes, outs, return_indices)
     if n <= 2:  # (PyTorch's adaptive_max_pool2d keeps a channels-last layout, 3d not; 1d is 2d's)
         result = suggested_layout(result, x, as_2d=True)
     if not added:

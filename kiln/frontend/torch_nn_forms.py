@@ -33,6 +33,7 @@ __all__ = [
     "triplet_margin_loss", "affine_grid_generator",
     "conv_tbc", "embedding_renorm_", "grid_sampler", "grid_sampler_2d",
     "max_pool1d_with_indices", "native_channel_shuffle", "norm_except_dim",
+    "adaptive_max_pool1d",
 ]  # fmt: skip
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -515,6 +516,17 @@ def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
         None if stride is None or (isinstance(stride, (tuple, list)) and not stride) else stride
     )
     return _nnf().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d(input, output_size):  # noqa: A002
+    """`torch.adaptive_max_pool1d`: `(output, indices)` of `F.adaptive_max_pool1d` (the
+    top-level form has no `return_indices`: it returns both).
+
+    >>> import kiln as kn
+    >>> kn.adaptive_max_pool1d(kn.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)[1].tolist()
+    [[1, 2]]
+    """
+    return _nnf().adaptive_max_pool1d(input, output_size, True)
 
 
 def native_channel_shuffle(input, groups: int):  # noqa: A002

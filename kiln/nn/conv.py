@@ -73,6 +73,7 @@ class _ConvNd(Module):
         else:
             self.padding = _ntuple(padding, n, "padding")
         self.padding_mode = padding_mode
+        self._reversed_padding_repeated_twice = self._reversed_pads()
         dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
         if self.transposed:
             shape = (in_channels, out_channels // groups, *self.kernel_size)
@@ -87,19 +88,22 @@ class _ConvNd(Module):
         if device is not None:
             self.to(device)
 
+    def _reversed_pads(self):
+        """PyTorch's `_reversed_padding_repeated_twice`: `F.pad`'s widths (last dim first) of
+        the padding; "same" puts the odd unit after; a list for a string padding, as there."""
+        if isinstance(self.padding, str):
+            pads = [0, 0] * self.n
+            if self.padding == "same":
+                for i in range(self.n):
+                    total = self.dilation[i] * (self.kernel_size[i] - 1)
+                    j = 2 * (self.n - 1 - i)
+                    pads[j], pads[j + 1] = total // 2, total - total // 2
+            return pads
+        return tuple(p for p in reversed(self.padding) for _ in range(2))
+
     def _mode_padded(self, x):
         """x padded by `padding_mode` (not zeros), as PyTorch pads before a padding-0 conv."""
-        if self.padding == "valid":
-            return x
-        pairs = []
-        for i in range(self.n):
-            if self.padding == "same":
-                total = self.dilation[i] * (self.kernel_size[i] - 1)
-                pairs.append((total // 2, total - total // 2))
-            else:
-                pairs.append((self.padding[i], self.padding[i]))
-        widths = tuple(w for pair in reversed(pairs) for w in pair)
-        return F.pad(x, widths, mode=self.padding_mode)
+        return F.pad(x, self._reversed_padding_repeated_twice, mode=self.padding_mode)
 
     def extra_repr(self) -> str:
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"

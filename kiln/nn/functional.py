@@ -27,7 +27,6 @@ from ..frontend import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
-    adaptive_max_pool1d,
     adaptive_max_pool2d,
     adaptive_max_pool3d,
     avg_pool1d,
@@ -53,6 +52,7 @@ from ..frontend.core import call
 from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
+from ..frontend.nn_pool import adaptive_max_pool1d  # (kn.adaptive_max_pool1d: torch's form)
 from ..ops.state import GRAD_FORMULAS
 from .functional_act import (
     _underscored,

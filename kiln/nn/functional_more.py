@@ -11,11 +11,14 @@ Each works on eager Tensors, on Symbols in graph mode and under `kn.compile`.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, ShapeMismatchError, call_error
+from ..frontend.nn_pool import adaptive_max_pool1d, empty_pool_result, window_argmax
 from ..graph.core import Symbol
 from .attention import attend
 from .functional_attention import linear
@@ -111,7 +114,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices: bool = 
     >>> kn.nn.functional.adaptive_max_pool1d_with_indices(kn.tensor([[1.0, 3.0, 2.0]]), 1)[1]
     tensor([[1]])
     """
-    return F.adaptive_max_pool1d(input, output_size, True)
+    return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices: bool = False):  # noqa: A002
@@ -230,6 +233,10 @@ def _fractional(name: str, n: int, input, kernel_size, output_size, output_ratio
     batched = x.ndim == n + 2
     if not batched:
         x = F.unsqueeze(x, 0)
+    if any(s == 0 for s in x.shape[1:]):
+        raise call_error(ShapeMismatchError, f"{name}: Expected input to have non-zero size "
+                         f"for non-batch dimensions, got input of size {list(x.shape)}", name,
+                         x)  # fmt: skip
     spatial = tuple(x.shape[2:])
     kernel = _tuple(kernel_size, n)
     if output_size is None and output_ratio is None:
@@ -244,6 +251,10 @@ def _fractional(name: str, n: int, input, kernel_size, output_size, output_ratio
         if o + k - 1 > s:
             why = f"{name}: pool size {k} too large for input size {s} and output size {o}"
             raise call_error(ShapeMismatchError, why, name, x)
+    if 0 in out:  # no window: an empty result (indices too)
+        output = empty_pool_result(x, out)
+        indices = F.cast(output, "int64")
+        return (output, indices) if batched else (F.squeeze(output, 0), F.squeeze(indices, 0))
     batch, channels = x.shape[0], x.shape[1]
     if samples is None:
         u = _uniform(x, (batch, channels, n))
@@ -264,11 +275,12 @@ def _fractional(name: str, n: int, input, kernel_size, output_size, output_ratio
         term = F.mul(pos, stride) if stride != 1 else pos
         flat_index = term if flat_index is None else F.add(flat_index, term)
     full = (batch, channels, *out, *kernel)
-    flat_index = F.reshape(F.broadcast_to(flat_index, full), (batch, channels, -1))
-    values = F.gather(F.reshape(x, (batch, channels, -1)), 2, flat_index)
-    values = F.reshape(values, (batch, channels, *out, int(np.prod(kernel))))
-    flat_index = F.reshape(flat_index, (batch, channels, *out, int(np.prod(kernel))))
-    best = F.argmax(values, -1, keepdim=True)
+    windows = (batch, channels, math.prod(out) * math.prod(kernel))  # (no -1: batch may be 0)
+    flat_index = F.reshape(F.broadcast_to(flat_index, full), windows)
+    values = F.gather(F.reshape(x, (batch, channels, math.prod(spatial))), 2, flat_index)
+    values = F.reshape(values, (batch, channels, *out, math.prod(kernel)))
+    flat_index = F.reshape(flat_index, (batch, channels, *out, math.prod(kernel)))
+    best = window_argmax(values, -1)  # PyTorch's pick: the first maximum, or the last NaN
     output = F.squeeze(F.gather(values, -1, best), -1)
     indices = F.squeeze(F.gather(flat_index, -1, best), -1)
     if not batched:

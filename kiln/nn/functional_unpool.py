@@ -13,8 +13,12 @@ from ..frontend.result_layouts import suggested_layout
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "triplet_margin_with_distance_loss"]
 
 
-def _tuple(v, n: int) -> tuple:
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+def _tuple(v, n: int, what: str, name: str) -> tuple:
+    values = tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+    if len(values) != n:
+        raise call_error(ShapeMismatchError, f"{name}: {what} must be an int or {n} ints, got "
+                         f"{v!r}", name)  # fmt: skip
+    return values
 
 
 def _unpool(name: str, n: int, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
@@ -26,9 +30,9 @@ def _unpool(name: str, n: int, input, indices, kernel_size, stride, padding, out
         raise call_error(ShapeMismatchError, f"{name}: Expected shape of indices to be same as "
                          f"that of the input tensor ({list(x.shape)}) but got indices tensor "
                          f"with shape: {list(idx.shape)}", name, x, idx)  # fmt: skip
-    kernel = _tuple(kernel_size, n)
-    stride = _tuple(kernel_size if stride is None else stride, n)
-    padding = _tuple(padding, n)
+    kernel = _tuple(kernel_size, n, "kernel_size", name)
+    stride = _tuple(kernel_size if stride is None else stride, n, "stride", name)
+    padding = _tuple(padding, n, "padding", name)
     spatial = tuple(x.shape[-n:])
     default = tuple((spatial[d] - 1) * stride[d] - 2 * padding[d] + kernel[d] for d in range(n))
     if output_size is None:
@@ -41,8 +45,8 @@ def _unpool(name: str, n: int, input, indices, kernel_size, stride, padding, out
                 raise ArgumentError(f"{name}: invalid output_size {tuple(output_size)} (dim {d} "
                                     f"must be between {low} and {high})")  # fmt: skip
     lead = tuple(x.shape[:-n])
-    flat_x = F.reshape(x, (*lead, -1))
-    flat_i = F.reshape(F.cast(idx, "int64"), (*lead, -1))
+    flat_x = F.reshape(x, (*lead, math.prod(spatial)))  # (no -1: the batch may be empty)
+    flat_i = F.reshape(F.cast(idx, "int64"), (*lead, math.prod(spatial)))
     # a fill, not a multiply by zero: inf or nan inputs must not leak into the zeros
     zeros = F.broadcast_to(F.fill(F.getitem(flat_x, (Ellipsis, slice(0, 1))), 0),
                            (*lead, math.prod(size)))  # fmt: skip

@@ -445,18 +445,19 @@ class TripletMarginWithDistanceLoss(_Loss):
 class _MaxUnpool(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size, self.padding = kernel_size, padding
-        self.stride = stride if stride is not None else kernel_size
+        n = int(type(self).__name__[-2])  # MaxUnpool2d: 2; tuples of n, as PyTorch keeps them
+        stride = kernel_size if stride is None else stride
+        self.kernel_size, self.stride, self.padding = (
+            tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+            for v in (kernel_size, stride, padding)
+        )
 
     def forward(self, input, indices, output_size=None):  # noqa: A002
         return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding,
                              output_size)  # fmt: skip
 
     def extra_repr(self) -> str:
-        n = int(type(self).__name__[-2])  # MaxUnpool2d: 2 (PyTorch prints a tuple of n)
-        k, s, p = (v if isinstance(v, tuple) else (v,) * n
-                   for v in (self.kernel_size, self.stride, self.padding))  # fmt: skip
-        return f"kernel_size={k}, stride={s}, padding={p}"
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxUnpool1d(_MaxUnpool):

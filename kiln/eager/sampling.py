@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import UsageError
 from ..graph.core import Symbol
-from ..ops.random import in_trace, next_seed, seeds_from
+from ..ops.random import host_seed, in_trace, seeds_from
 from .factories import _finish, _traced, rand, randn
 from .grad_mode import no_grad
 from .out import factory_out, takes_out
@@ -21,7 +21,7 @@ __all__ = ["bernoulli", "multinomial", "randperm"]
 
 def _rng(generator) -> np.random.Generator:
     with seeds_from(generator):
-        return np.random.default_rng(next_seed())
+        return np.random.default_rng(host_seed())
 
 
 def _host(t: Tensor) -> np.ndarray:

@@ -183,7 +183,7 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         if traced.lifted:
             leaves = leaves + [get() for _, get in traced.lifted]
-        out = traced.run(leaves)
+        out = traced.run(leaves, (args, kwargs))
         for place, value in traced.replays:  # the Python values its code stores (a counter)
             put(place, value)
         return out

@@ -16,6 +16,7 @@ from .. import shapes as sh
 from ..eager.tensor import Tensor, describe
 from ..errors import GraphError
 from ..frontend.functionalize import keeps_history
+from ..ops.random import _source, _state
 from ..optim.graph_step import LeafAt
 from .guards import _EMPTY, Captures, put
 
@@ -159,14 +160,16 @@ def host_random_states(captures=None) -> tuple:
     trace (see `check_no_host_draws`)."""
     found = [] if captures is None else captures.generators
     return (random.getstate(), np.random.get_state(),
-            [(label, g, _generator_state(g)) for label, g in found])  # fmt: skip
+            [(label, g, _generator_state(g)) for label, g in found],
+            (_source.host_draws, dict(_state)))  # fmt: skip
 
 
 def check_no_host_draws(fn_name: str, before: tuple) -> None:
-    """Refuses a trace during which `fn_name` drew from Python's `random` module or NumPy's
-    global generator: the draws ran once, when tracing, and would be constants of the
-    compiled program, the same every call, where eager code draws afresh (torch.compile
-    replays them). The generators are put back as they were before the trace.
+    """Refuses a trace during which `fn_name` drew from Python's `random` module, NumPy's
+    global generator or on the host from kiln's seed stream (kn.nn.init: `host_seed`): the
+    draws ran once, when tracing, and would be constants of the compiled program, the same
+    every call, where eager code draws afresh (torch.compile replays them). The generators
+    (and kiln's seed stream) are put back as they were before the trace.
 
     >>> import random
     >>> before = host_random_states()
@@ -177,12 +180,14 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
     >>> random.getstate() == before[0]
     True
     """
-    python, numpy, generators = before
+    python, numpy, generators, host_draws = before
     now = np.random.get_state()
     drew = [name for name, changed in (
         ("Python's random module", random.getstate() != python),
         ("NumPy's global random generator",
          now[2:] != numpy[2:] or not np.array_equal(now[1], numpy[1])),
+        ("kiln's host draws (kn.nn.init, Tensor.random_, a module made inside the function)",
+         _source.host_draws != host_draws[0]),
     ) if changed]  # fmt: skip
     drew += [f"the generator '{label}' ({type(g).__name__})" for label, g, state in generators
              if not _same_state(_generator_state(g), state)]  # fmt: skip
@@ -192,6 +197,7 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
     np.random.set_state(numpy)
     for _, g, state in generators:
         _set_generator_state(g, state)
+    _state.update(host_draws[1])  # (kiln's seed stream: as eager code finds it)
     raise GraphError(
         f"kn.compile: {fn_name} drew from {' and '.join(drew)} while it was traced "
         "(random.randint, random.random, np.random.rand, ...): a compiled program would "

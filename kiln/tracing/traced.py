@@ -39,6 +39,7 @@ from ..passes.vectorize import ancestors
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
+from .arg_stores import argument_containers, changed_containers
 from .arguments import (
     add_select_indices,
     add_view_bases,
@@ -189,6 +190,7 @@ class Traced:
             # captured tensors taken as inputs (the last ones): fn reads their placeholders
             lifted_inputs = self.inputs[len(self.inputs) - len(lifted) :]
             args, kwargs = _unflatten(structure, iter(self.inputs))
+            given_containers = argument_containers(args, kwargs)
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             entered = graph_step.trace_grads(self.graph)  # the parameters' `.grad`s
@@ -211,6 +213,7 @@ class Traced:
                 graph_step.untrace_grads(self.graph)
                 # traced values stored in Python state: undone, made by each call instead
                 self.stores = watch.collect(self.graph) if watch is not None else []
+                self.arg_stores = changed_containers(given_containers, self.inputs)
                 # tensors fn made and wrote traced values into: plain ones again
                 promoted = end_trace(self.graph)
         # arguments changed in place: the program reads the placeholder and returns the new
@@ -248,7 +251,7 @@ class Traced:
                     "nested tuples, lists and dicts of them)"
                 )
         with self.graph.as_default():  # the stores' values: outputs too (`stores`)
-            self.store_index = store_outputs(self.stores, self.graph, outputs)
+            self.store_index = store_outputs(self.stores + self.arg_stores, self.graph, outputs)
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
         arguments = {id(s): k for k, s in enumerate(self.inputs)}  # an unchanged argument,
         arguments.update((id(s), k) for k, s in self.changed)  # a changed one's new value
@@ -499,13 +502,12 @@ class Traced:
         return dump(self, format)
 
     def __call__(self, *args, **kwargs):
-        leaves, paths, statics = [], [], []
-        flatten((args, kwargs), "", leaves, paths, statics)
-        return self.run(leaves + [get() for _, get in self.lifted])
+        flatten((args, kwargs), "", leaves := [], [], [])
+        return self.run(leaves + [get() for _, get in self.lifted], (args, kwargs))
 
     # -- running -------------------------------------------------------------------------------
 
-    def run(self, leaves):
+    def run(self, leaves, call=None):
         """Runs on arrays or Tensors (of this signature); records the tape entry if needed."""
         # Tensors in (or no arguments at all), Tensors out; NumPy arrays in, arrays out
         tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
@@ -560,7 +562,7 @@ class Traced:
             self._write_leaf_grads(leaves, written[len(written) - len(self.leaf_grads) :])
         results = results[: n + self.n_extras]
         if not tensors:
-            make_stores(self.stores, self.store_index, results)
+            make_stores(self.stores, self.store_index, results, self.arg_stores, leaves, call)
             return _unflatten(self.out_structure, iter(results[:n]))
         outs = [make(laid_out(r, o), self.device) for r, o in zip(results, self.output_orders)]
         if record:
@@ -575,7 +577,7 @@ class Traced:
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
-        make_stores(self.stores, self.store_index, outs)
+        make_stores(self.stores, self.store_index, outs, self.arg_stores, leaves, call)
         return _unflatten(self.out_structure, iter(outs))
 
     def _read_grad(self, owner, var) -> None:
@@ -681,8 +683,7 @@ class Traced:
         residual_bytes = sum(math.prod(feeds[p].shape) * feeds[p].dtype.itemsize for p in positions)
         if not positions or residual_bytes < PLACED_MIN_BYTES:
             return None
-        probe, self._probe = self._probe, None
-        spec = None
+        probe, self._probe, spec = self._probe, None, None
         if probe is not None and probe[0] == tuple(id(g) for g in self.grads):
             program = probe[1]  # planned without a budget, and within it
             spec = program.specialize_shapes([s.shape for s in feeds])
@@ -701,8 +702,7 @@ class Traced:
         and for each residual its place in this call's backward arena, made in pieces (the
         pieces that hold residuals now, the others by the backward program when it needs
         them: `Specialized.function_on`)."""
-        _, offsets, _ = placed
-        spec, backend = self._placed_spec, get_backend(self.device)
+        (_, offsets, _), spec, backend = placed, self._placed_spec, get_backend(self.device)
         pieces = [None] * len(spec.pieces)
         shapes = self._out_shapes
         if shapes is None:

@@ -38,6 +38,8 @@ def manual_seed(seed: int) -> None:
     random factories' stream (`kiln.generator.default_generator`)."""
     from ..generator import default_generator
 
+    if _source.traces:  # (a kn.compile trace: see `host_seed`; it then runs eagerly)
+        _source.host_draws += 1
     with _lock:
         _state["base"] = int(seed)
         _state["count"] = 0

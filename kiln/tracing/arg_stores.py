@@ -1,16 +1,16 @@
-"""Lists and dicts passed to a function `kn.compile` traces, changed by it: `xs.append(y)`,
-`d["out"] = y`, `xs[0] = xs[0] * 2`, `xs.pop()`.
+"""Lists, dicts and dataclass instances passed to a function `kn.compile` traces, changed by
+it: `xs.append(y)`, `d["out"] = y`, `xs[0] = xs[0] * 2`, `xs.pop()`, `state.h = h`.
 
-While tracing, the function gets lists and dicts rebuilt around its arguments' placeholders,
-not the caller's (kiln/tracing/structure.py), so a change it makes to one would be lost, where
-eager code changes the caller's list or dict (and torch.compile replays the change). So the
-containers handed to the function are recorded before the trace and compared after it: one
-whose items changed (by identity) becomes a `ContentStore`, and every call (the first one
-included) gives the caller's container at the same place among its arguments the items the
-trace left there, with that call's values (the traced values are outputs of the program; an
-argument's tensor is the caller's own tensor; other Python values are kept). A call that fails
-changes nothing. The container's new length or keys are a new argument structure: the next
-call traces again, as torch.compile recompiles.
+While tracing, the function gets lists, dicts and dataclass instances rebuilt around its
+arguments' placeholders, not the caller's (kiln/tracing/structure.py), so a change it makes to
+one would be lost, where eager code changes the caller's (and torch.compile replays the
+change). So the containers handed to the function are recorded before the trace and compared
+after it: one whose items changed (by identity) becomes a `ContentStore`, and every call (the
+first one included) gives the caller's container at the same place among its arguments the
+items the trace left there, with that call's values (the traced values are outputs of the
+program; an argument's tensor is the caller's own tensor; other Python values are kept). A
+call that fails changes nothing. The container's new length, keys or static fields are a new
+argument structure: the next call traces again, as torch.compile recompiles.
 
 >>> import kiln as kn
 >>> @kn.compile
@@ -49,19 +49,23 @@ class ContentStore:
     def make(self, values: dict, leaves: list, root) -> None:
         target = root
         for key in self.path:
-            target = target[key]
+            target = getattr(target, key) if _is_dataclass(target) else target[key]
         found = {**values, **{i: leaves[k] for i, k in self.arguments.items()}}
         value = _unflatten(self.structure, iter([found.get(id(x), x) for x in self.items]))
         if type(target) is list:
             target[:] = value
-        else:
+        elif type(target) is dict:
             target.clear()
             target.update(value)
+        else:  # a dataclass: its fields
+            for field in dataclasses.fields(target):
+                setattr(target, field.name, getattr(value, field.name))
 
 
 def argument_containers(args, kwargs) -> list:
-    """(path, container, its items) of each list and dict among the arguments handed to the
-    traced function (as `structure.flatten` walks them).
+    """(path, container, its items) of each list, dict and dataclass instance (its items: its
+    fields) among the arguments handed to the traced function (as `structure.flatten` walks
+    them).
 
     >>> xs = [1, {"a": 2}]
     >>> [(path, items) for path, _, items in argument_containers((xs,), {})]
@@ -83,12 +87,18 @@ def _walk(value, path, found) -> None:
         items = value.items()
     elif type(value) is tuple or _is_namedtuple(value):
         items = enumerate(value)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return  # (a rebuilt copy: its fields are read, not handed back)
+    elif _is_dataclass(value):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        found.append((path, value, fields))
+        items = fields.items()
     else:
         return
     for key, item in items:
         _walk(item, (*path, key), found)
+
+
+def _is_dataclass(value) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
 def changed_containers(containers, placeholders) -> list:
@@ -97,10 +107,14 @@ def changed_containers(containers, placeholders) -> list:
     arguments = {id(s): k for k, s in enumerate(placeholders)}
     stores = []
     for path, container, before in containers:
-        now = container.items() if type(container) is dict else enumerate(container)
-        if len(container) == len(before) and all(
-            (k in before if type(container) is dict else True) and before[k] is v for k, v in now
-        ):
+        if type(container) is list:
+            now = dict(enumerate(container))
+            before = dict(enumerate(before))
+        elif type(container) is dict:
+            now = container
+        else:  # a dataclass: its fields (set by `s.h = ...`)
+            now = {name: getattr(container, name) for name in before}
+        if now.keys() == before.keys() and all(before[k] is v for k, v in now.items()):
             continue
         stores.append(ContentStore(path, *_structure(container), arguments))
     return sorted(stores, key=lambda s: len(s.path))  # outer ones first

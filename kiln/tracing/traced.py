@@ -31,7 +31,6 @@ from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.module import keeps_gradient
 from ..nn.parameter import owner_of, shared_box, tracing_values
-from ..ops.dynamic import with_binders
 from ..ops.random import draw_steps, random_nodes
 from ..optim import graph_step
 from ..passes.remat import check_budget
@@ -49,10 +48,13 @@ from .arguments import (
     clear_grad,
     hand_back_views,
     laid_out,
+    module_outputs,
     output_orders,
     output_views,
     write_argument,
 )
+from .backward_inputs import backward_inputs as _backward_inputs
+from .backward_inputs import zero_in_eager as _zero_in_eager
 from .grad_marks import reached as _reached
 from .grad_marks import requiring_grad as _requiring_grad
 from .guards import rebound
@@ -72,63 +74,6 @@ PLACED_MIN_BYTES = 1 << 20
 
 
 # -- which values require grad, and the split into forward and backward programs ---------------
-
-
-def _backward_inputs(nodes, cts, grads) -> tuple[list, list]:
-    """(feeds, variables) of the gradient program: the values it uses that exist before the
-    cotangents do (placeholders and forward intermediates; the forward program returns the
-    latter, so backward never recomputes the forward nor redraws its random values; views
-    are recomputed from what they view), and the Variables it reads."""
-    after = {id(c) for c in cts}
-    feeds, variables, seen = [], [], set()
-
-    def use(s):
-        if id(s) in after or id(s) in seen:
-            return
-        seen.add(id(s))
-        if s.op.name == "variable":
-            variables.append(s)
-        elif "view" in s.op.tags and s.node.inputs and s.op.name != "get":
-            # cheap: recomputed from what it views (not an element of a tuple, which has no
-            # value of its own to feed)
-            for i in s.node.inputs:
-                use(i)
-        elif s.op.name != "constant":
-            feeds.append(s)
-
-    for node in nodes:
-        if any(id(i) in after for i in node.inputs):
-            after.add(id(node.out))
-    stack, visited = list(grads), set()
-    while stack:  # from the gradients back, through the values made after the cotangents
-        s = stack.pop()
-        if id(s) not in visited:
-            visited.add(id(s))
-            if id(s) in after:
-                stack.extend(s.node.inputs)
-            else:
-                use(s)
-    # a length the run binds that only attrs read (`sum_to`'s operand shape): the value that
-    # first has it is fed, so its shape binds it (kiln/ops/dynamic.py)
-    backward = {id(n) for n in nodes if id(n.out) in visited and id(n.out) in after}
-    for s in with_binders(nodes, backward, ()):
-        if id(s) not in after and id(s) not in seen:
-            seen.add(id(s))
-            feeds.append(s)
-    return feeds, variables
-
-
-def _zero_in_eager(x, nodes, reached) -> bool:
-    """Whether eager backward gives `x` zeros where the gradient graph has no path: `x` reaches
-    the outputs through an op without a gradient rule ("nondiff": floor, round…), which eager
-    mode (as PyTorch) treats as having zero cotangents."""
-    seen = {id(x)}
-    for node in nodes:
-        if id(node.out) in reached and any(id(i) in seen for i in node.inputs):
-            if "nondiff" in node.op.tags:
-                return True
-            seen.add(id(node.out))
-    return False
 
 
 # -- one traced signature ------------------------------------------------------------------------
@@ -208,6 +153,7 @@ class Traced:
                     values = lifted_inputs + [self.inputs[k] for _, k in aliased]
                     with rebound(getters, values):  # (captured arguments: theirs)
                         result = fn(*args, **kwargs)
+                    modules_out = module_outputs(result)  # (asked while the trace is made)
             finally:
                 calls.pop()
                 graph_step.untrace_grads(self.graph)
@@ -233,9 +179,17 @@ class Traced:
                             if id(s.node) in read]  # fmt: skip
         outputs, out_paths = [], []
         self.out_structure = flatten_outputs(result, outputs, out_paths, self.name)
+        # (k, tensor, None) of each output that is a tensor fn did not make: a module's
+        # Parameter or Buffer, or (kiln/tracing/trace.py picks them from `returned_tensors`)
+        # a captured tensor or a view of one: eager code (and torch.compile) return those
+        self.same_outputs, self.returned_tensors = [], []
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
+            if id(leaf) in modules_out:
+                self.same_outputs.append((k, modules_out[id(leaf)], None))
             if id(leaf) in promoted:  # a buffer fn made: its graph value
                 leaf = outputs[k] = promoted[id(leaf)]
+            if type(leaf) is Tensor:  # (one fn made, or a captured one)
+                self.returned_tensors.append((k, leaf))
             if isinstance(leaf, TracedScalar):  # `return loss.item()`: a number, no gradient
                 with self.graph.as_default():
                     leaf = outputs[k] = stop_gradient(leaf.symbol)
@@ -574,6 +528,8 @@ class Traced:
             self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
         views = (self.argument_views, self.output_views, self.select_places)
         hand_back_views(outs, leaves, views, results)
+        for k, t, view in self.same_outputs:
+            outs[k] = t if view is None else t.as_strided(*view)
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value

@@ -38,13 +38,15 @@ def convert(lib, x):
 
 def comparable(r):
     """A result as `assert_same` compares it: a dict as its (key, value) items in order, a
-    named tuple as its type's name and fields."""
+    named tuple as its type's name and fields, a NumPy scalar as its Python number."""
     if isinstance(r, dict):
         return [(k, comparable(v)) for k, v in r.items()]
     if isinstance(r, tuple) and hasattr(type(r), "_fields"):
         return (type(r).__name__, *(comparable(v) for v in r))
     if isinstance(r, (list, tuple)):
         return type(r)(comparable(v) for v in r)
+    if isinstance(r, np.generic):  # (a NumPy scalar argument, the same on both sides)
+        return r.item()
     return r
 
 

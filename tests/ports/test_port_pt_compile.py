@@ -80,6 +80,14 @@ def _(lib, x, s):
     return x * s, x + s, s * 2, x / s
 
 
+@case("numpy_scalar_args", (C, np.float64(2.5)), (A, np.float64(2.5)), (C, np.int32(3)),
+      (H, np.float32(2.5)), (A, np.float64(-0.0)), (A, np.float64(0.0)))  # fmt: skip
+def _(lib, x, s):
+    # a NumPy scalar promotes as a Python number: int64 * np.float64 is float32 (compiled, it
+    # was a float64 0-d input: float64)
+    return x * s, x + s, x / s
+
+
 @case("shape_and_dtype_args", (A, (2, 5), "int32"), (A, (5, 2), "float64"), (A, (10,), "bool"),
       (A, (3, 3), "int32"))  # fmt: skip
 def _(lib, x, shape, dtype):
@@ -297,6 +305,14 @@ def _(lib, x, y):
 @case("item_tolist_returned", (A,), (C,), (M,))
 def _(lib, a):
     return a.sum().item(), a.tolist(), a[0].item(), a.max().item()
+
+
+@case("tensor_of_traced_values", (A,), (C,), (M,))
+def _(lib, x):
+    # (compiled, kn.tensor refused the traced values: "the array of Symbol ... is not known")
+    return (lib.tensor([x.sum(), x.max()]), lib.tensor([[x.min(), 1], [2, x.max()]]),
+            lib.tensor((x.sum().long(), 2)), lib.tensor([x.sum(), 1.5], dtype=lib.float64),
+            lib.stack([x.sum(), x.min()]))  # fmt: skip
 
 
 @case("requires_grad_inside", (A, A), (Leaf.of(A), A), (A, Leaf.of(A)))

@@ -8,6 +8,8 @@ same function, not compiled). test_port_pt_compile.py has the scenarios about re
 """
 
 import copy
+import dataclasses
+import functools
 import warnings
 
 import numpy as np
@@ -94,6 +96,32 @@ def test_list_argument_changed_on_numpy_inputs():
     acc = []
     f(np.ones(2, f32), acc)
     assert len(acc) == 1 and isinstance(acc[0], np.ndarray) and acc[0].tolist() == [2.0, 2.0]
+
+
+@dataclasses.dataclass
+class _State:
+    h: object
+    n: int = 0
+
+
+def _dataclass_state(lib, compiled):
+    state = _State(lib.ones(2))
+
+    def fn(x, s):
+        s.h = s.h * 2 + x
+        s.n += 1
+        return x + s.n
+
+    f = kn.compile(fn) if compiled else fn
+    return [f(lib.ones(2), state).tolist() for _ in range(3)], state.h.tolist(), state.n
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_dataclass_argument_fields_set_inside(compiled):
+    # regression: the trace set the fields of a copy it rebuilt, so compiled calls left the
+    # caller's object as it was (h stayed ones, n 0) and returned 2.0 each call
+    torch = pytest.importorskip("torch")
+    assert _dataclass_state(kn, compiled) == _dataclass_state(torch, False)
 
 
 class _Obj:
@@ -277,6 +305,11 @@ HOST_DRAWS = {
     "module_made_inside": lambda x: kn.nn.Linear(2, 2)(x),
     "nn_init_inside": lambda x: x @ kn.nn.init.xavier_uniform_(kn.empty(2, 2)),
     "random_of_a_tensor_made_inside": lambda x: kn.empty(2).random_(0, 1000) + x,
+    # (these raised AttributeError: the draw was a traced value, read as an array)
+    "uniform_of_a_tensor_made_inside": lambda x: x @ kn.empty(2, 2).uniform_(),
+    "normal_of_a_tensor_made_inside": lambda x: x + kn.empty(2).normal_(2.0, 0.1),
+    "exponential_of_a_tensor_made_inside": lambda x: x + kn.empty(2).exponential_(),
+    "bernoulli_of_a_tensor_made_inside": lambda x: x + kn.empty(64).bernoulli_(0.5).sum(),
 }
 
 
@@ -318,3 +351,194 @@ def test_one_tensor_passed_twice_and_changed_is_refused_naming_it():
     with pytest.raises(UsageError, match="argument 'b' shares memory with it"):
         kn.compile(fn)(x, x)
     assert x.tolist() == A.tolist()  # (a refused call changes nothing)
+
+
+# -- tensors the function did not make, returned: those tensors, not copies -----------------
+
+
+def _returned_state(lib, compiled):
+    counter, g = lib.zeros(1), lib.arange(3.0)
+
+    def fn(x):
+        counter.add_(1)
+        return x + counter, counter, g, g[1:]
+
+    f = kn.compile(fn) if compiled else fn
+    first, second = f(lib.ones(1)), f(lib.ones(1))
+    second[3].mul_(10)  # through the returned view of g
+    return (first[1] is counter, second[2] is g, first[1].tolist(), g.tolist(),
+            first[3].tolist())  # fmt: skip
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_captured_tensors_and_their_views_returned_are_those_tensors(compiled):
+    # regression: a captured tensor (a constant of the program) came back as a copy each
+    # call, and a view of it as a copy too, so a change through them missed the tensor
+    torch = pytest.importorskip("torch")
+    assert _returned_state(kn, compiled) == _returned_state(torch, False)
+
+
+def _returned_module_values(lib, compiled):
+    lib.manual_seed(0)
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", lib.zeros(()))
+            self.lin = lib.nn.Linear(2, 2)
+
+        def forward(self, x):
+            self.count += 1
+            return self.lin(x), self.count, self.lin.weight, self.lin.bias
+
+    net = Net()
+    f = kn.compile(net) if compiled else net
+    first, second = f(lib.ones(2)), f(lib.ones(2))
+    return (first[1] is net.count, first[2] is net.lin.weight, second[3] is net.lin.bias,
+            type(first[2]).__name__, first[1].item(), second[1].item())  # fmt: skip
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_module_parameters_and_buffers_returned_are_those_tensors(compiled):
+    # regression: a returned Parameter came back as a plain Tensor copy, and a buffer the
+    # forward changed in place (`self.count += 1`) as a copy of that call's value (1.0 after
+    # the second call, where the buffer it is in eager code holds 2.0)
+    torch = pytest.importorskip("torch")
+    assert _returned_module_values(kn, compiled) == _returned_module_values(torch, False)
+
+
+# -- containers the function stores tensors in and also reads (len, keys) ----------------
+
+LOG, TABLE = [], {}
+
+
+def _log_and_count(x):
+    LOG.append(x * 2)
+    return x + len(LOG)
+
+
+def _table_by_size(x):
+    TABLE[len(TABLE)] = x * 2
+    return x + len(TABLE)
+
+
+class _History:
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, x):
+        self.seen = self.seen + [x]
+        return x * len(self.seen)
+
+
+def _with_default(x, acc=[]):  # noqa: B006 -- the mutable default is the point
+    acc.append(x * 2)
+    return x + len(acc)
+
+
+@pytest.mark.parametrize("name", ["global_list", "global_dict", "attribute", "default"])
+def test_containers_stored_in_and_read_see_each_calls_length(name):
+    # regression: a list each call appends a tensor to (a dict each call adds a key to, an
+    # attribute each call makes a longer list) was not keyed by its length, so `len(log)`
+    # read inside stayed the first trace's: 1.0 on every call, where eager code counts up
+    if name == "global_list":
+        fn, reset = _log_and_count, LOG.clear
+    elif name == "global_dict":
+        fn, reset = _table_by_size, TABLE.clear
+    elif name == "attribute":
+        fn = _History()
+        reset = functools.partial(setattr, fn, "seen", [])
+    else:
+        fn, reset = _with_default, _with_default.__defaults__[0].clear
+    reset()
+    eager = [fn(kn.zeros(1)).item() for _ in range(3)]
+    reset()
+    compiled = kn.compile(fn)
+    assert [compiled(kn.zeros(1)).item() for _ in range(3)] == eager == [1.0, 2.0, 3.0] or (
+        name == "attribute" and eager == [0.0, 0.0, 0.0]
+    )
+    reset()
+
+
+def test_item_stores_by_name_stay_one_trace():
+    # a forward hook's `acts[name] = out` (no other read of acts): one trace, as before
+    acts = {}
+    net = kn.nn.Linear(2, 2)
+
+    def hook(module, inputs, out):
+        acts["out"] = out.detach()
+
+    net.register_forward_hook(hook)
+    f = kn.compile(lambda x: net(x) * 2)
+    for _ in range(3):
+        f(kn.ones(2))
+    assert f.trace_count == 1 and acts["out"].shape == (2,)
+
+
+def test_manual_seed_inside_runs_eagerly_as_eager_code():
+    # regression: the seed was set once, while tracing, so each compiled call drew new
+    # values where each eager call draws the same ones again
+    def seeded(x):
+        kn.manual_seed(0)
+        return x + kn.rand(2)
+
+    eager = [seeded(kn.zeros(2)).tolist() for _ in range(2)]
+    after = kn.rand(2).tolist()
+    compiled = kn.compile(seeded)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [compiled(kn.zeros(2)).tolist() for _ in range(2)]
+    assert got == eager and eager[0] == eager[1] and kn.rand(2).tolist() == after
+
+
+def _grads_through_state(lib, compiled):
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    lin = lib.nn.Linear(2, 1)
+    with lib.no_grad():
+        lin.weight.fill_(0.5)
+        lin.bias.fill_(0.1)
+
+    def fn(x, acc):
+        y = (x * w).sum() + lin(x).sum()
+        acc.append(y * 2)
+        return y, w, lin.weight
+
+    f = kn.compile(fn) if compiled else fn
+    acc = []
+    x = lib.tensor([3.0, 4.0], requires_grad=True)
+    y, returned_w, returned_weight = f(x, acc)
+    (y + acc[0] + returned_w.sum() + returned_weight.sum()).backward()
+    return (returned_w is w, returned_weight is lin.weight, w.grad.tolist(),
+            lin.weight.grad.tolist(), x.grad.tolist(), acc[0].item())  # fmt: skip
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_gradients_through_appended_values_and_returned_leaves(compiled):
+    torch = pytest.importorskip("torch")
+    assert _grads_through_state(kn, compiled) == _grads_through_state(torch, False)
+
+
+def _state_dict_buffer(compiled):
+    state, w = {}, kn.ones(2)
+
+    def f(x):
+        if "buf" not in state:
+            state["n"] = 0
+            state["buf"] = kn.zeros(2) + 1.0
+        state["n"] += 1
+        state["buf"].mul_(0.9)
+        state["buf"].add_(x)
+        return x * w + state["buf"]
+
+    g = kn.compile(f) if compiled else f
+    outs = [g(kn.ones(2) * i).tolist() for i in range(4)]
+    return outs, state["n"], state["buf"].tolist()
+
+
+def test_buffer_made_in_a_dict_then_changed_with_traced_values():
+    # regression: the second call's trace wrote a traced value into state["buf"] (made by
+    # the first call) and was refused ("a tensor made outside the compiled function"): the
+    # walk of what the function reaches was the one from before the first call, where the
+    # dict had no entries; keyed by its length now, it is walked again and the buffer is an
+    # input of the program, written back each call (expected: the same function, eagerly)
+    assert _state_dict_buffer(True) == _state_dict_buffer(False)

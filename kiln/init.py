@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import ArgumentError
-from .ops.random import next_seed
+from .ops.random import host_seed
 
 __all__ = [
     "calculate_gain",
@@ -38,7 +38,7 @@ Initializer = Callable[[tuple, object], np.ndarray]
 
 
 def _rng() -> np.random.Generator:
-    return np.random.default_rng(next_seed())
+    return np.random.default_rng(host_seed())
 
 
 def _finish(values, shape, dtype) -> np.ndarray:

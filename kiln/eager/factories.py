@@ -106,6 +106,8 @@ def tensor(
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
+    elif in_trace() and _holds_symbol(data):  # `kn.tensor([loss, 1.0])` in a kn.compile trace
+        return _traced_tensor(data, dtype, requires_grad)
     try:
         array = np.array(dt.as_array(data, dtype), copy=True)
     except (OverflowError, dt.DTypeError) as e:
@@ -113,6 +115,40 @@ def tensor(
     if pin_memory:  # Tensor.pin_memory's rules (no accelerator: PyTorch's error)
         return _finish(array, device, requires_grad).pin_memory()
     return _finish(array, device, requires_grad)
+
+
+def _holds_symbol(data) -> bool:
+    if isinstance(data, Symbol):
+        return True
+    return isinstance(data, (list, tuple)) and any(_holds_symbol(d) for d in data)
+
+
+def _traced_tensor(data, dtype, requires_grad: bool):
+    """`tensor(data)` of data holding traced values (Symbols) in a kn.compile trace: their
+    values, detached, stacked as the nesting says, with the dtype and shape eager `tensor`
+    gives data holding tensors of their shapes and dtypes (the values are copies, as
+    PyTorch's `torch.tensor(t)` copies)."""
+    import kiln  # NOTE: lazy: the frontend (kn.stack) builds on eager
+
+    def stand_in(d):
+        if isinstance(d, Symbol):
+            return make(np.zeros(tuple(d.shape), d.dtype))
+        return [stand_in(i) for i in d] if isinstance(d, (list, tuple)) else d
+
+    probe = tensor(stand_in(data), dtype)
+    if requires_grad:
+        raise UsageError("tensor(): data holding traced values (in a kn.compile trace) "
+                         "cannot make a leaf that requires grad; compute with the values "
+                         "instead")  # fmt: skip
+
+    def build(d):
+        if isinstance(d, Symbol):
+            return d.detach().to(probe.dtype)
+        if isinstance(d, (list, tuple)):
+            return kiln.stack([build(i) for i in d])
+        return tensor(d, probe.dtype)
+
+    return build(data).reshape(tuple(probe.shape))
 
 
 def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:

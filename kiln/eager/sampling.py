@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
-from ..ops.random import in_trace, next_seed, seeds_from
+from ..ops.random import host_seed, in_trace, seeds_from
 from .factories import _finish, _traced, rand, randn
 from .grad_mode import no_grad
 from .out import factory_out, takes_out
@@ -23,7 +23,7 @@ __all__ = ["bernoulli", "multinomial", "randperm"]
 
 def _rng(generator) -> np.random.Generator:
     with seeds_from(generator):
-        return np.random.default_rng(next_seed())
+        return np.random.default_rng(host_seed())
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -128,6 +128,17 @@ def _draw(rng, row, num_samples: int, replacement: bool) -> np.ndarray:
     return np.concatenate([drawn, np.flatnonzero(row == 0)[: num_samples - positive]])
 
 
+def _fill_values(factory, shape: tuple, generator) -> Tensor:
+    """float64 samples of `shape` from `factory` (`randn` or `rand`) for an in-place fill of
+    an eager tensor. Inside a kn.compile trace (a tensor made there, or captured) they are
+    drawn on the host, which the trace's check counts (`host_seed`): the function then runs
+    eagerly, drawing afresh each call, as eager code does."""
+    if in_trace():
+        rng = _rng(generator)
+        return make(rng.standard_normal(shape) if factory is randn else rng.random(shape))
+    return factory(*shape, generator=generator, dtype=np.float64)
+
+
 def _fill_(t: Tensor, values: Tensor) -> Tensor:
     return t.copy_(values.to(t.device))  # PyTorch's in-place rules (a leaf needing grad refuses)
 
@@ -137,7 +148,7 @@ def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Ten
     if std < 0:
         raise UsageError(f"normal expects std >= 0.0, but found std {std}")
     with no_grad():
-        draw = randn(*self.shape, generator=generator, dtype=np.float64)
+        draw = _fill_values(randn, tuple(self.shape), generator)
     return _fill_(self, make(_host(draw) * std + mean))
 
 
@@ -149,7 +160,7 @@ def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator=None, **kwa
     uniform_bounds(self.dtype, from_, to)
     parts = 2 if dt.is_complex(dt.as_dtype(self.dtype)) else 1  # complex: real, imaginary
     with no_grad():
-        draw = rand(*self.shape, parts, generator=generator, dtype=np.float64)
+        draw = _fill_values(rand, (*self.shape, parts), generator)
     values = _host(draw) * (to - from_) + from_
     return _fill_(
         self, make(values[..., 0] + 1j * values[..., 1] if parts == 2 else values[..., 0])
@@ -163,6 +174,9 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
             raise UsageError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         return _fill_(self, bernoulli(self, p, generator=generator))
     probs = _host(p) if isinstance(p, Tensor) else p
+    if in_trace() and not isinstance(p, Symbol):  # drawn on the host: see `_fill_values`
+        u = _host(_fill_values(rand, tuple(self.shape), generator))
+        return _fill_(self, make((u < np.broadcast_to(probs, u.shape)).astype(self.dtype)))
     draws = bernoulli(self, np.broadcast_to(probs, tuple(self.shape)), generator=generator)
     return _fill_(self, draws)
 
@@ -180,8 +194,7 @@ def _distribution(name: str, kind: str, transform):
             values = _rng(generator).integers(low, high, size=tuple(self.shape), dtype=kind_)
             return _fill_(self, make(values.astype(self.dtype)))
         with no_grad():
-            draw = (randn if kind == "normal" else rand)(*self.shape, generator=generator,
-                                                         dtype=np.float64)  # fmt: skip
+            draw = _fill_values(randn if kind == "normal" else rand, tuple(self.shape), generator)
             values = transform(draw.to("cpu"), self.dtype, *args, **kwargs)
         return _fill_(self, make(_host(values).astype(self.dtype)))
 

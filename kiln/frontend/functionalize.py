@@ -86,6 +86,11 @@ def is_compiled_argument(x: Symbol) -> bool:
     return argument is not None and argument[0] is x
 
 
+def in_compiled_trace(x: Symbol) -> bool:
+    """Whether x is a value of a function kn.compile traces (not of a graph-mode graph)."""
+    return x.node.graph in _ARGUMENTS
+
+
 def traced_requires_grad(x: Symbol) -> bool:
     """Whether the value x of a kn.compile trace is what eager code would see as requiring
     grad: it is computed (not through a `detach()`) from an argument that requires grad or a

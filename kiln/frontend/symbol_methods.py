@@ -157,6 +157,12 @@ def _attribute(name: str, why: str):
         owner = _module_value(self) if name in _OF_MODULE_VALUES else None
         if owner is not None:  # `model.fc.weight.grad` in a compiled step: the parameter's
             return getattr(owner, name)
+        if name == "requires_grad":  # in a kn.compile trace, as eager code's tensor: made
+            from .functionalize import in_compiled_trace, traced_requires_grad  # (lazy: as
+            # the module values above) from one that requires grad, with grad mode on
+
+            if in_compiled_trace(self):
+                return traced_requires_grad(self)
         raise SymbolAttributeError(
             f"'{name}' of Symbol '{self.name}' ({self.op.name}, created at {self.site}), "
             f"asked at {user_site()}: {why}"

@@ -253,6 +253,11 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     >>> kn.addcdiv(kn.ones(2), kn.tensor([1.0, 2.0]), kn.tensor([4.0, 4.0]), value=-2)
     tensor([0.5000, 0.0000])
     """
+    if all(_integral(t) for t in (tensor1, tensor2)):  # (bool included)
+        raise call_error(UsageError, "Integer division with addcdiv is no longer supported, "
+                         "and in a future release addcdiv will perform a true division of "
+                         "tensor1 and tensor2; use (input + value * tensor1 / tensor2)",
+                         "addcdiv", tensor1, tensor2)  # fmt: skip
     if _half_triple(input, tensor1, tensor2):  # PyTorch's kernel: in float32, rounded once
         x, a, b = lift(input, tensor1, tensor2)
         half = a.dtype
@@ -260,6 +265,14 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
         return m.cast(m.add(x, div(m.mul(a, float(value)), b)), half)
     quotient = div(tensor1 if value == 1 else m.mul(tensor1, value), tensor2)
     return m.add(input, quotient)
+
+
+def _integral(t) -> bool:
+    """Whether `t` is an integer or bool tensor (a Python number: by its type)."""
+    dtype = getattr(t, "dtype", None)
+    if dtype is None:
+        return isinstance(t, int)
+    return not (dt.is_float(dtype) or dt.is_complex(dtype))
 
 
 def _half_triple(*args) -> bool:

@@ -24,6 +24,7 @@ class _Source(threading.local):
 
     generator = None
     traces = 0
+    host_draws = 0  # seeds taken for draws made on the host while a trace ran (`host_seed`)
     # seed -> kn.Generator of each random node made in a trace inside `seeds_from(g)`: each
     # call draws that node's step from g (`draw_steps`), not from the default stream
     traced_generators: dict = {}
@@ -37,6 +38,8 @@ def manual_seed(seed: int) -> None:
     random factories' stream (`kiln.generator.default_generator`)."""
     from ..generator import default_generator
 
+    if _source.traces:  # (a kn.compile trace: see `host_seed`; it then runs eagerly)
+        _source.host_draws += 1
     with _lock:
         _state["base"] = int(seed)
         _state["count"] = 0
@@ -111,6 +114,22 @@ def next_seed() -> int:
     if source is not None:
         _source.traced_generators[seed] = source
     return seed
+
+
+def host_seed() -> int:
+    """`next_seed()` for a draw made on the host with NumPy (kn.init's initializers, kiln's
+    in-place `random_`): one made while a kn.compile trace runs is counted (`host_draws`), as
+    its values would be constants of the program (the check refuses that trace: its function
+    then runs eagerly, drawing afresh each call as eager code does).
+
+    >>> import kiln as kn
+    >>> kn.manual_seed(0); first = host_seed()
+    >>> kn.manual_seed(0); host_seed() == first
+    True
+    """
+    if _source.traces:
+        _source.host_draws += 1
+    return next_seed()
 
 
 @contextlib.contextmanager

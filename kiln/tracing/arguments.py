@@ -15,6 +15,7 @@ from ..ops.core import bind
 from ..runtime.backend import get_backend
 
 __all__ = ["add_select_indices", "add_view_bases", "argument_views", "check_arguments_apart",
+           "module_outputs",
            "check_own_layout", "clear_grad", "hand_back_views", "output_views", "view_of_argument",
            "write_argument"]  # fmt: skip
 
@@ -320,3 +321,29 @@ def laid_out(array, order):
     if order is None:
         return array
     return array.transpose(order).copy().transpose(np.argsort(order))
+
+
+def module_outputs(result) -> dict:
+    """id(value) -> the module Parameter or Buffer it is, of each graph value in `result`
+    (what a function being traced returned, asked before its trace ends) that is a module's
+    value as the function left it (`self.weight`, `self.n` after `self.n += 1`): a compiled
+    call returns that tensor itself, as eager code and torch.compile do.
+
+    >>> import kiln as kn
+    >>> lin = kn.nn.Linear(2, 2)
+    >>> f = kn.compile(lambda x: (lin(x), lin.weight))
+    >>> f(kn.ones(2))[1] is lin.weight
+    True
+    """
+    from ..graph.core import Symbol
+    from ..nn.parameter import module_value_of  # NOTE: lazy: kiln.nn builds on the frontend
+    from .structure import flatten
+
+    leaves: list = []
+    flatten(result, "", leaves, [], [])
+    found = {}
+    for leaf in leaves:
+        owner = module_value_of(leaf) if isinstance(leaf, Symbol) else None
+        if owner is not None:
+            found[id(leaf)] = owner.tensor()
+    return found

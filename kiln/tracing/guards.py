@@ -68,22 +68,28 @@ _APPENDS = frozenset({"append", "extend"})
 
 
 @functools.lru_cache(maxsize=4096)
-def _read_names(code: types.CodeType) -> frozenset:
+def _read_names(code: types.CodeType, items: bool = False) -> frozenset:
     """The names `code` (and the code nested in it) loads other than to call `.append` or
-    `.extend` on what it loads: `log` in `len(log)` or `x = log`, not in `log.append(1)`."""
+    `.extend` on what it loads: `log` in `len(log)` or `x = log`, not in `log.append(1)`;
+    with `items`, nor to set an item of it by a plain key (`acts[name] = out`)."""
     ins = list(dis.get_instructions(code))
     names = {
         i.argval
-        for i, nxt in zip(ins, ins[1:])
+        for i, nxt, then in zip(ins, ins[1:], [*ins[2:], None])
         if i.opname in _LOADS and isinstance(i.argval, str)
         and not (nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval in _APPENDS)
+        and not (items and nxt.opname in _KEYS and then is not None
+                 and then.opname == "STORE_SUBSCR")
     }  # fmt: skip
     if ins and ins[-1].opname in _LOADS and isinstance(ins[-1].argval, str):
         names.add(ins[-1].argval)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _read_names(const)
+            names |= _read_names(const, items)
     return frozenset(names)
+
+
+_KEYS = frozenset({"LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -275,6 +281,8 @@ def _stored_kind(get) -> tuple:
     value = get()
     if isinstance(value, Tensor):
         return ("a tensor",)
+    if isinstance(value, (list, tuple, dict)):  # (`self.log = self.log + [y]`: its length)
+        return (type(value).__name__, len(value))
     return ("nothing",) if value is _EMPTY else (type(value).__name__,)
 
 
@@ -311,6 +319,7 @@ class Captures:
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
+        self._grown: list[tuple] = []  # (label, container): those each call stores in
         self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
         self._holders: list[tuple] = []  # (label, object, depth): attributes maybe read
         self._classes: list[tuple] = []  # (label, class, depth): class attributes maybe read
@@ -350,14 +359,15 @@ class Captures:
                 k += 1
         return found
 
-    def only_appended(self, label: str) -> bool:
+    def only_appended(self, label: str, items: bool = False) -> bool:
         """Whether the code walked uses what `label` names (a global, a closure cell, an
-        attribute: `log`, `self.log`) only to append to it (`log.append(x)`): a list it
-        does not read, whose appends each call can make again without a new trace."""
+        attribute: `log`, `self.log`) only to append to it (`log.append(x)`; with `items`,
+        or to set its items: `acts[name] = out`): a list (or dict) it does not read, whose
+        appends each call can make again without a new trace."""
         name = label.rsplit(".", 1)[-1]
         if not name.isidentifier():  # an item of a container, a default: not by name
             return False
-        return not any(name in _read_names(code) for code in self.codes)
+        return not any(name in _read_names(code, items) for code in self.codes)
 
     def group_options(self) -> list:
         """(group, a copy of it) of each param group of the optimizers reached (objects with
@@ -492,6 +502,8 @@ class Captures:
             self._getters.append(functools.partial(_list_items, lst))
             self.labels.append(label)
             self._places.append([(lst, ITEMS)])
+        self._lengths += [(f"len({label})", c) for label, c in self._grown
+                          if not self.only_appended(label, items=True)]  # fmt: skip
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
@@ -605,11 +617,13 @@ class Captures:
             return
         self._seen.add(id(container))
         stored = {k for i, k in self._exclude if i == id(container)}
+        if stored:  # appended to, or items stored, by each call: its length is keyed
+            self._grown.append((label, container))  # where the code reads it (`len(log)`)
         if not isinstance(container, dict) and all(_is_value(v) for v in container):
             if type(container) is list and not stored:
                 self._lists.append((label, container))
             return
-        if None in stored:  # appended to by each call
+        if None in stored:
             return
         if not stored:  # (one whose items each call stores may grow)
             self._lengths.append((f"len({label})", container))

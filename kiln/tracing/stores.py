@@ -210,9 +210,14 @@ def store_outputs(stores, graph, outputs: list) -> list:
     return found
 
 
-def make_stores(stores, index: list, values: list) -> None:
-    """Makes the stores with a call's output `values` (`index`: from `store_outputs`)."""
-    if stores:
+def make_stores(stores, index: list, values: list, contents=(), leaves=(), call=None) -> None:
+    """Makes the stores with a call's output `values` (`index`: from `store_outputs`), and
+    gives the containers among the call's arguments (`call`: its `(args, kwargs)`; `leaves`:
+    their arrays) the items the trace left in them (`contents`: kiln/tracing/arg_stores.py)."""
+    contents = contents if call is not None else ()
+    if stores or contents:
         by_id = {leaf: values[k] for leaf, k in index}
         for store in stores:
             store.make(by_id)
+        for content in contents:
+            content.make(by_id, leaves, call)

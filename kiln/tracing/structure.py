@@ -25,7 +25,12 @@ _ARRAYS = (Tensor, np.ndarray, np.generic, Symbol)
 
 def flatten(value, path: str, leaves: list, paths: list, statics: list):
     """`value`'s structure (hashable): arrays and Tensors go to `leaves` (their names to
-    `paths`); any other value stays in the structure, static (`statics`: (path, value))."""
+    `paths`); any other value stays in the structure, static (`statics`: (path, value)). A
+    NumPy scalar (`np.float64(2.5)`) is a Python number there, as eager kiln and PyTorch
+    take it (`int_tensor * np.float64(2.5)` is float32), keyed by its NumPy type."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        statics.append((path, value))
+        return (_STATIC, value.item(), (type(value), _kind(value.item())))
     if isinstance(value, _ARRAYS):
         leaves.append(value)
         paths.append(path)

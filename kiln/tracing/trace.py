@@ -41,6 +41,7 @@ from .trace_checks import (
     check_untouched,
     group_changes,
     host_random_states,
+    restore_seed_stream,
     tensor_versions,
     undo,
 )
@@ -183,7 +184,7 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         if traced.lifted:
             leaves = leaves + [get() for _, get in traced.lifted]
-        out = traced.run(leaves)
+        out = traced.run(leaves, (args, kwargs))
         for place, value in traced.replays:  # the Python values its code stores (a counter)
             put(place, value)
         return out
@@ -369,11 +370,14 @@ class CompiledFunction:
                             self.memory_budget, lifted=lifted, aliased=aliased,
                             watch=watch)  # fmt: skip
             check_untouched(traced.name, before)
+            traced.same_outputs += captured_outputs(traced.returned_tensors, seen)
+            traced.returned_tensors = None
         except BaseException as e:  # a failed call changes nothing it captured
             undo(seen, values_before, restore, shapes)
             for _, place, old, _ in group_changes(groups):
                 put(place, old)
             if isinstance(e, GraphError) and self._lift_written(e, seen):
+                restore_seed_stream(host_before)  # (as the next trace finds it)
                 return None  # (trace again, taking that tensor as an input)
             raise
         finally:
@@ -470,6 +474,32 @@ class CompiledFunction:
             else:
                 found.append("what the function captures changed")
         return "; ".join(found) or "a parameter's requires_grad changed"
+
+
+def captured_outputs(returned, seen) -> list:
+    """(k, tensor, view) of each tensor a trace returned (`returned`: (k, tensor)) that is a
+    tensor the function captured (`seen`: a `Captures`), or a view of one (`view`: its
+    size, stride and storage offset; else None): each call returns that tensor, or a view
+    of it (as eager code returns those, not copies); the others the function made.
+
+    >>> import types, kiln as kn
+    >>> g = kn.arange(4.0)
+    >>> seen = types.SimpleNamespace(tensors=[("g", lambda: g)])
+    >>> [(k, t is g, view) for k, t, view in captured_outputs([(1, g), (2, g[1:])], seen)]
+    [(1, True, None), (2, True, (kiln.Size([3]), (1,), 1))]
+    """
+    tensors, roots = {}, {}
+    for _, get in seen.tensors:
+        t = get()
+        tensors[id(t)] = t
+        roots.setdefault(id(t if t._base is None else t._base), t)
+    found = []
+    for k, t in returned:
+        if id(t) in tensors:
+            found.append((k, t, None))
+        elif t._base is not None and id(t._base) in roots:
+            found.append((k, roots[id(t._base)], (t.size(), t.stride(), t.storage_offset())))
+    return found
 
 
 def _inputs(traced, leaves) -> list:

@@ -16,11 +16,14 @@ from .. import shapes as sh
 from ..eager.tensor import Tensor, describe
 from ..errors import GraphError
 from ..frontend.functionalize import keeps_history
+from ..generator import default_generator
+from ..ops.random import _source, _state
 from ..optim.graph_step import LeafAt
 from .guards import _EMPTY, Captures, put
 
 __all__ = ["check_changed_grads", "check_grad_leaf", "check_new_entries", "check_no_host_draws",
            "check_untouched", "grad_owner", "group_changes", "host_random_states",
+           "restore_seed_stream",
            "tensor_versions", "undo"]  # fmt: skip
 
 
@@ -159,14 +162,30 @@ def host_random_states(captures=None) -> tuple:
     trace (see `check_no_host_draws`)."""
     found = [] if captures is None else captures.generators
     return (random.getstate(), np.random.get_state(),
-            [(label, g, _generator_state(g)) for label, g in found])  # fmt: skip
+            [(label, g, _generator_state(g)) for label, g in found],
+            (_source.host_draws, dict(_state), default_generator.get_state()))  # fmt: skip
+
+
+def restore_seed_stream(before: tuple) -> None:
+    """Puts kiln's seed stream back as `host_random_states` found it (`before`): the seeds
+    a discarded trace took are taken again by what runs instead.
+
+    >>> import kiln as kn
+    >>> from kiln.ops.random import next_seed
+    >>> before = host_random_states(); first = next_seed()
+    >>> restore_seed_stream(before); next_seed() == first
+    True
+    """
+    _state.update(before[3][1])
+    default_generator.set_state(before[3][2])
 
 
 def check_no_host_draws(fn_name: str, before: tuple) -> None:
-    """Refuses a trace during which `fn_name` drew from Python's `random` module or NumPy's
-    global generator: the draws ran once, when tracing, and would be constants of the
-    compiled program, the same every call, where eager code draws afresh (torch.compile
-    replays them). The generators are put back as they were before the trace.
+    """Refuses a trace during which `fn_name` drew from Python's `random` module, NumPy's
+    global generator or on the host from kiln's seed stream (kn.nn.init: `host_seed`): the
+    draws ran once, when tracing, and would be constants of the compiled program, the same
+    every call, where eager code draws afresh (torch.compile replays them). The generators
+    (and kiln's seed stream) are put back as they were before the trace.
 
     >>> import random
     >>> before = host_random_states()
@@ -177,12 +196,15 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
     >>> random.getstate() == before[0]
     True
     """
-    python, numpy, generators = before
+    python, numpy, generators, host_draws = before
     now = np.random.get_state()
     drew = [name for name, changed in (
         ("Python's random module", random.getstate() != python),
         ("NumPy's global random generator",
          now[2:] != numpy[2:] or not np.array_equal(now[1], numpy[1])),
+        ("kiln's host draws or seeding (kn.nn.init, Tensor.random_, kn.manual_seed, a "
+         "module made inside the function)",
+         _source.host_draws != host_draws[0]),
     ) if changed]  # fmt: skip
     drew += [f"the generator '{label}' ({type(g).__name__})" for label, g, state in generators
              if not _same_state(_generator_state(g), state)]  # fmt: skip
@@ -192,6 +214,7 @@ def check_no_host_draws(fn_name: str, before: tuple) -> None:
     np.random.set_state(numpy)
     for _, g, state in generators:
         _set_generator_state(g, state)
+    restore_seed_stream(before)  # (as eager code finds it)
     raise GraphError(
         f"kn.compile: {fn_name} drew from {' and '.join(drew)} while it was traced "
         "(random.randint, random.random, np.random.rand, ...): a compiled program would "

@@ -31,7 +31,6 @@ from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.module import keeps_gradient
 from ..nn.parameter import owner_of, shared_box, tracing_values
-from ..ops.dynamic import with_binders
 from ..ops.random import draw_steps, random_nodes
 from ..optim import graph_step
 from ..passes.remat import check_budget
@@ -39,6 +38,7 @@ from ..passes.vectorize import ancestors
 from ..runtime.backend import get_backend
 from ..runtime.function import Function
 from ..runtime.program import Program
+from .arg_stores import argument_containers, changed_containers
 from .arguments import (
     add_select_indices,
     add_view_bases,
@@ -48,10 +48,13 @@ from .arguments import (
     clear_grad,
     hand_back_views,
     laid_out,
+    module_outputs,
     output_orders,
     output_views,
     write_argument,
 )
+from .backward_inputs import backward_inputs as _backward_inputs
+from .backward_inputs import zero_in_eager as _zero_in_eager
 from .grad_marks import reached as _reached
 from .grad_marks import requiring_grad as _requiring_grad
 from .guards import rebound
@@ -71,63 +74,6 @@ PLACED_MIN_BYTES = 1 << 20
 
 
 # -- which values require grad, and the split into forward and backward programs ---------------
-
-
-def _backward_inputs(nodes, cts, grads) -> tuple[list, list]:
-    """(feeds, variables) of the gradient program: the values it uses that exist before the
-    cotangents do (placeholders and forward intermediates; the forward program returns the
-    latter, so backward never recomputes the forward nor redraws its random values; views
-    are recomputed from what they view), and the Variables it reads."""
-    after = {id(c) for c in cts}
-    feeds, variables, seen = [], [], set()
-
-    def use(s):
-        if id(s) in after or id(s) in seen:
-            return
-        seen.add(id(s))
-        if s.op.name == "variable":
-            variables.append(s)
-        elif "view" in s.op.tags and s.node.inputs and s.op.name != "get":
-            # cheap: recomputed from what it views (not an element of a tuple, which has no
-            # value of its own to feed)
-            for i in s.node.inputs:
-                use(i)
-        elif s.op.name != "constant":
-            feeds.append(s)
-
-    for node in nodes:
-        if any(id(i) in after for i in node.inputs):
-            after.add(id(node.out))
-    stack, visited = list(grads), set()
-    while stack:  # from the gradients back, through the values made after the cotangents
-        s = stack.pop()
-        if id(s) not in visited:
-            visited.add(id(s))
-            if id(s) in after:
-                stack.extend(s.node.inputs)
-            else:
-                use(s)
-    # a length the run binds that only attrs read (`sum_to`'s operand shape): the value that
-    # first has it is fed, so its shape binds it (kiln/ops/dynamic.py)
-    backward = {id(n) for n in nodes if id(n.out) in visited and id(n.out) in after}
-    for s in with_binders(nodes, backward, ()):
-        if id(s) not in after and id(s) not in seen:
-            seen.add(id(s))
-            feeds.append(s)
-    return feeds, variables
-
-
-def _zero_in_eager(x, nodes, reached) -> bool:
-    """Whether eager backward gives `x` zeros where the gradient graph has no path: `x` reaches
-    the outputs through an op without a gradient rule ("nondiff": floor, round…), which eager
-    mode (as PyTorch) treats as having zero cotangents."""
-    seen = {id(x)}
-    for node in nodes:
-        if id(node.out) in reached and any(id(i) in seen for i in node.inputs):
-            if "nondiff" in node.op.tags:
-                return True
-            seen.add(id(node.out))
-    return False
 
 
 # -- one traced signature ------------------------------------------------------------------------
@@ -189,6 +135,7 @@ class Traced:
             # captured tensors taken as inputs (the last ones): fn reads their placeholders
             lifted_inputs = self.inputs[len(self.inputs) - len(lifted) :]
             args, kwargs = _unflatten(structure, iter(self.inputs))
+            given_containers = argument_containers(args, kwargs)
             calls = module_calls()  # NOTE: module attributes read in fn resolve in this graph
             calls.append(self.graph)
             entered = graph_step.trace_grads(self.graph)  # the parameters' `.grad`s
@@ -206,11 +153,13 @@ class Traced:
                     values = lifted_inputs + [self.inputs[k] for _, k in aliased]
                     with rebound(getters, values):  # (captured arguments: theirs)
                         result = fn(*args, **kwargs)
+                    modules_out = module_outputs(result)  # (asked while the trace is made)
             finally:
                 calls.pop()
                 graph_step.untrace_grads(self.graph)
                 # traced values stored in Python state: undone, made by each call instead
                 self.stores = watch.collect(self.graph) if watch is not None else []
+                self.arg_stores = changed_containers(given_containers, self.inputs)
                 # tensors fn made and wrote traced values into: plain ones again
                 promoted = end_trace(self.graph)
         # arguments changed in place: the program reads the placeholder and returns the new
@@ -230,9 +179,17 @@ class Traced:
                             if id(s.node) in read]  # fmt: skip
         outputs, out_paths = [], []
         self.out_structure = flatten_outputs(result, outputs, out_paths, self.name)
+        # (k, tensor, None) of each output that is a tensor fn did not make: a module's
+        # Parameter or Buffer, or (kiln/tracing/trace.py picks them from `returned_tensors`)
+        # a captured tensor or a view of one: eager code (and torch.compile) return those
+        self.same_outputs, self.returned_tensors = [], []
         for k, (leaf, path) in enumerate(zip(outputs, out_paths)):
+            if id(leaf) in modules_out:
+                self.same_outputs.append((k, modules_out[id(leaf)], None))
             if id(leaf) in promoted:  # a buffer fn made: its graph value
                 leaf = outputs[k] = promoted[id(leaf)]
+            if type(leaf) is Tensor:  # (one fn made, or a captured one)
+                self.returned_tensors.append((k, leaf))
             if isinstance(leaf, TracedScalar):  # `return loss.item()`: a number, no gradient
                 with self.graph.as_default():
                     leaf = outputs[k] = stop_gradient(leaf.symbol)
@@ -248,7 +205,7 @@ class Traced:
                     "nested tuples, lists and dicts of them)"
                 )
         with self.graph.as_default():  # the stores' values: outputs too (`stores`)
-            self.store_index = store_outputs(self.stores, self.graph, outputs)
+            self.store_index = store_outputs(self.stores + self.arg_stores, self.graph, outputs)
         self.outputs, self.grad_outputs, self.grad_error = outputs, [], None
         arguments = {id(s): k for k, s in enumerate(self.inputs)}  # an unchanged argument,
         arguments.update((id(s), k) for k, s in self.changed)  # a changed one's new value
@@ -499,13 +456,12 @@ class Traced:
         return dump(self, format)
 
     def __call__(self, *args, **kwargs):
-        leaves, paths, statics = [], [], []
-        flatten((args, kwargs), "", leaves, paths, statics)
-        return self.run(leaves + [get() for _, get in self.lifted])
+        flatten((args, kwargs), "", leaves := [], [], [])
+        return self.run(leaves + [get() for _, get in self.lifted], (args, kwargs))
 
     # -- running -------------------------------------------------------------------------------
 
-    def run(self, leaves):
+    def run(self, leaves, call=None):
         """Runs on arrays or Tensors (of this signature); records the tape entry if needed."""
         # Tensors in (or no arguments at all), Tensors out; NumPy arrays in, arrays out
         tensors = not leaves or any(isinstance(x, Tensor) for x in leaves)
@@ -560,7 +516,7 @@ class Traced:
             self._write_leaf_grads(leaves, written[len(written) - len(self.leaf_grads) :])
         results = results[: n + self.n_extras]
         if not tensors:
-            make_stores(self.stores, self.store_index, results)
+            make_stores(self.stores, self.store_index, results, self.arg_stores, leaves, call)
             return _unflatten(self.out_structure, iter(results[:n]))
         outs = [make(laid_out(r, o), self.device) for r, o in zip(results, self.output_orders)]
         if record:
@@ -572,10 +528,12 @@ class Traced:
             self._record([*leaf_tensors, *params, *outs], outs, residuals, arena is not None)
         views = (self.argument_views, self.output_views, self.select_places)
         hand_back_views(outs, leaves, views, results)
+        for k, t, view in self.same_outputs:
+            outs[k] = t if view is None else t.as_strided(*view)
         for p, var in self.updated:  # changed by the program, after it was saved
             version_of(p.tensor()).value += 1
             self._synced[id(var)] = version_of(p.tensor()).value
-        make_stores(self.stores, self.store_index, outs)
+        make_stores(self.stores, self.store_index, outs, self.arg_stores, leaves, call)
         return _unflatten(self.out_structure, iter(outs))
 
     def _read_grad(self, owner, var) -> None:
@@ -681,8 +639,7 @@ class Traced:
         residual_bytes = sum(math.prod(feeds[p].shape) * feeds[p].dtype.itemsize for p in positions)
         if not positions or residual_bytes < PLACED_MIN_BYTES:
             return None
-        probe, self._probe = self._probe, None
-        spec = None
+        probe, self._probe, spec = self._probe, None, None
         if probe is not None and probe[0] == tuple(id(g) for g in self.grads):
             program = probe[1]  # planned without a budget, and within it
             spec = program.specialize_shapes([s.shape for s in feeds])
@@ -701,8 +658,7 @@ class Traced:
         and for each residual its place in this call's backward arena, made in pieces (the
         pieces that hold residuals now, the others by the backward program when it needs
         them: `Specialized.function_on`)."""
-        _, offsets, _ = placed
-        spec, backend = self._placed_spec, get_backend(self.device)
+        (_, offsets, _), spec, backend = placed, self._placed_spec, get_backend(self.device)
         pieces = [None] * len(spec.pieces)
         shapes = self._out_shapes
         if shapes is None:

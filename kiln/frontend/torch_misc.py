@@ -18,8 +18,9 @@ from ..graph.core import Symbol
 from . import math as m
 from . import random
 from .core import lift
+from .layouts import keep_layout
 from .out import factory_out
-from .result_layouts import keep_like
+from .result_layouts import array_layout, keep_like, like_layout
 
 __all__ = [
     "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",
@@ -255,9 +256,14 @@ def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=No
         if getattr(memory_format, "name", "preserve_format") != "preserve_format":
             return out
         return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
-    out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
-    if not requires_grad and not isinstance(out, Tensor):
-        return out  # a traced draw (`kn.compile`): a graph value, which has no autograd tape
+    out = draw(tuple(x.shape), dtype)
+    if not isinstance(out, Tensor):  # a traced draw (`kn.compile`): a graph value, laid out
+        preserve = getattr(memory_format, "name", "preserve_format") == "preserve_format"
+        source = x._data
+        if preserve and source.ndim > 1 and not source.flags.c_contiguous:
+            out = keep_layout(out, like_layout(array_layout(source)))  # (no autograd tape)
+        return out if not requires_grad else out.requires_grad_(requires_grad)
+    out = fa.like_memory(x, out, memory_format, fill=True)
     return out.requires_grad_(requires_grad)
 
 

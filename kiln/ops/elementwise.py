@@ -587,8 +587,14 @@ def _round_c(k, xs, dtypes, out, attrs):  # rint: halves to even, as NumPy's rou
     return f"{c_fn('rint', out)}({x})" if out.kind == "f" else x
 
 
+def _round_dtype(x):
+    if x == np.bool_:  # PyTorch has no bool kernel (NumPy's round gives float16)
+        raise UnsupportedDTypeError("\"round_vml_cpu\" not implemented for 'Bool'")
+    return probe_dtype(np.round, x)
+
+
 round_ = unary(
-    "round", np.round, impl=_round, dtype_rule=lambda x: probe_dtype(np.round, x),
+    "round", np.round, impl=_round, dtype_rule=_round_dtype,
     tags={"nondiff"}, lowering=Lowering(cuda=_round_c),
 )  # fmt: skip
 

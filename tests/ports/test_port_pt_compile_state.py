@@ -309,7 +309,6 @@ HOST_DRAWS = {
     "uniform_of_a_tensor_made_inside": lambda x: x @ kn.empty(2, 2).uniform_(),
     "normal_of_a_tensor_made_inside": lambda x: x + kn.empty(2).normal_(2.0, 0.1),
     "exponential_of_a_tensor_made_inside": lambda x: x + kn.empty(2).exponential_(),
-    "bernoulli_of_a_tensor_made_inside": lambda x: x + kn.empty(64).bernoulli_(0.5).sum(),
 }
 
 
@@ -331,6 +330,22 @@ def test_host_draws_inside_run_eagerly_as_eager_code(name):
     assert got == eager and eager[0] != eager[1]
     assert kn.rand(2).tolist() == after
     assert any("kiln's host draws" in str(w.message) for w in caught)
+
+
+def test_bernoulli_of_a_number_inside_is_a_fresh_graph_draw():
+    # `bernoulli_(p)` of a tensor made inside, p a number, is one draw of the program (as
+    # `kn.bernoulli` of a graph value: fresh values on every call, from kn.manual_seed's
+    # stream, not eager's values), where the other in-place samplers run eagerly (above)
+    def fn(x):
+        return x + kn.empty(64).bernoulli_(0.5).sum()
+
+    kn.manual_seed(0)  # (deterministic: the checks below hold for this stream)
+    compiled = kn.compile(fn)
+    got = [compiled(kn.ones(2)).tolist() for _ in range(4)]
+    counts = [g[0] - 1 for g in got]
+    assert all(g[0] == g[1] and c == int(c) and 0 <= c <= 64 for g, c in zip(got, counts))
+    assert len(set(counts)) > 1  # fresh draws, not one draw at trace time
+    assert all(16 <= c <= 48 for c in counts)  # 4 standard deviations around 32
 
 
 # -- refusals that name their cause ----------------------------------------------------------

@@ -481,6 +481,23 @@ def _(lib, w):
     return lib.optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
 
 
+@case("params_repeated_in_a_group", W)
+def _(lib, w):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's: "duplicate parameters; in future, an error"
+        opt = lib.optim.SGD([w, w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()  # torch steps the repeated param twice
+    return w.detach()
+
+
+SCENARIOS.xfail["params_repeated_in_a_group"] = (
+    "torch warns and keeps the repeated param (its step moves it twice: [[0.6, -1.2], "
+    "[0.3, 1.8]]); kiln refuses it with ValueError (some parameters appear in more than one "
+    "parameter group)"
+)
+
+
 @case("add_param_group_of_a_param_it_has", W)
 def _(lib, w):
     lib.optim.SGD([w], lr=0.1).add_param_group({"params": [w]})

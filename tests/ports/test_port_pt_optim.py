@@ -96,9 +96,9 @@ def test_trajectory_is_torchs(name, options, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["complex128", "complex64"])
-@pytest.mark.parametrize("name", COMPLEX)
-def test_complex_trajectory_is_torchs(name, dtype):
-    _same_run(lambda lib: trajectory(lib, name, BASE[name], dtype)[0], dtype)
+@pytest.mark.parametrize("name, options", [c for c in CASES if c.values[0] in COMPLEX])
+def test_complex_trajectory_is_torchs(name, options, dtype):
+    _same_run(lambda lib: trajectory(lib, name, options, dtype)[0], dtype)
 
 
 def test_adafactor_refuses_complex_params_as_torch():

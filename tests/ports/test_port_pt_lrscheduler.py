@@ -9,6 +9,7 @@ Expected values: torch 2.13 (the oracle).
 """
 
 import math
+import types
 import warnings
 
 import pytest
@@ -389,3 +390,30 @@ def test_a_tensor_lr_is_written_in_place(make):
         return out
 
     _same(run)
+
+
+def _step_overridden_after(lib):
+    opt = _optimizer(lib)
+    sched = lib.optim.lr_scheduler.StepLR(opt, 2)
+    own = opt.step
+    opt.step = lambda *args, **kwargs: own(*args, **kwargs)
+    opt.step()
+    sched.step()
+
+
+def _step_overridden_before(lib):
+    opt = _optimizer(lib)
+    own = opt.step  # (a bound method: torch wraps its __func__)
+    opt.step = types.MethodType(lambda self, *args, **kwargs: own(*args, **kwargs), opt)
+    sched = lib.optim.lr_scheduler.StepLR(opt, 2)
+    opt.step()
+    sched.step()
+
+
+@pytest.mark.parametrize("run", [_step_overridden_after, _step_overridden_before])
+def test_optimizer_step_overridden_warns_as_torch(run):
+    """torch warns when `optimizer.step` was replaced after the scheduler was made (kiln
+    did not), and not when it was replaced before."""
+    got, want = _warnings(run, kn), _warnings(run, torch)
+    assert [c for c, _ in got] == [c for c, _ in want]
+    assert [m[:20] for _, m in got] == [m[:20] for _, m in want]

@@ -12,6 +12,7 @@ import functools
 import math
 import types
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 
@@ -87,6 +88,15 @@ def _per_group(name: str, optimizer, value) -> list:
 _GET_LR_OUTSIDE_STEP = (
     "To get the last learning rate computed by the scheduler, please use `get_last_lr()`."
 )
+_STEP_OVERRIDDEN = (
+    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+    "initialization. Please, make sure to call `optimizer.step()` before `lr_scheduler.step()` "
+    "(as in PyTorch)."
+)
+# The optimizer's own `step` attribute (one a user set on it, else None) when each scheduler
+# was made: a different one at its first step() was set after it (PyTorch warns). Kept here,
+# not on the scheduler, whose state_dict() is its attributes (PyTorch's keys).
+_STEP_AT_INIT = weakref.WeakKeyDictionary()
 _STEP_BEFORE_OPTIMIZER = (
     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call them in the "
     "opposite order, `optimizer.step()` before `lr_scheduler.step()` (as in PyTorch 1.1.0 and "
@@ -152,6 +162,7 @@ class LRScheduler:
                     )
         self.base_lrs = [_copy(group["initial_lr"]) for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        _STEP_AT_INIT[self] = vars(optimizer).get("step")
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -177,8 +188,12 @@ class LRScheduler:
         `optimizer.step()` (per epoch or per batch, as the schedule is defined): the first
         call warns, as PyTorch's, if the optimizer took no step (nor built a graph-mode train
         op) before it."""
-        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn(_STEP_BEFORE_OPTIMIZER, UserWarning, stacklevel=2)
+        if self._step_count == 1:
+            overridden = vars(self.optimizer).get("step") is not _STEP_AT_INIT.get(self)
+            if overridden:
+                warnings.warn(_STEP_OVERRIDDEN, UserWarning, stacklevel=2)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(_STEP_BEFORE_OPTIMIZER, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(_EPOCH_DEPRECATED, UserWarning, stacklevel=2)

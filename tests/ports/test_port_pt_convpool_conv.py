@@ -563,6 +563,27 @@ SCENARIOS.eager_only.update(
 )
 
 
+@case("conv_same_kernel_bigger_than_input", Leaf.of(arr(1, 2, 2)), Leaf.of(arr(3, 2, 5)))
+def _(lib, x, w):
+    f = F(lib)
+    y = (
+        f.conv1d(x, w, padding="same"),
+        f.conv2d(x[..., None], w[..., None], padding="same", dilation=2),
+    )
+    return grads(lib, y, x, w)
+
+
+@case("conv_transpose_output_padding_below_dilation", arr(1, 2, 4), arr(2, 2, 2))
+def _(lib, x, w):
+    # output_padding must be below the stride or the dilation (either)
+    return F(lib).conv_transpose1d(x, w, stride=1, dilation=3, output_padding=2)
+
+
+@case("conv_integer_bias_refused", arr(1, 2, 4), arr(2, 2, 2))
+def _(lib, x, w):
+    return F(lib).conv1d(x, w, lib.ones(2, dtype=lib.int64))
+
+
 # -- differences left ----------------------------------------------------------------------------
 
 

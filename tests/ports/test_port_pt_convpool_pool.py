@@ -745,6 +745,11 @@ def _(lib, x, v):
     return grads(lib, f.max_unpool2d(v, f.max_pool2d(x, 2, return_indices=True)[1], 2), v)
 
 
+@case("adaptive_max_pool_global_ties_grads", Leaf.of(np.round(arr(1, 2, 3, 3))))
+def _(lib, x):
+    return grads(lib, F(lib).adaptive_max_pool2d(x, 1, True), x)
+
+
 @case("pool_kernel_of_three_for_2d_refused", arr(1, 2, 6, 6))
 def _(lib, x):
     return F(lib).max_pool2d(x, (2, 2, 2))

@@ -20,11 +20,11 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..eager.tensor import Tensor
-from ..errors import UsageError
+from ..errors import ArgumentTypeError, UsageError
 from . import torch_math as tm
 from .autocast import autocast_op
 from .core import call, lift
-from .math import argmax, cast, div, equal, isnan, matmul, sub, where
+from .math import argmax, cast, div, equal, isfinite, isnan, matmul, sub, where
 from .math import sum as reduce_sum
 from .nn_conv import (
     _batched,
@@ -36,6 +36,7 @@ from .nn_conv import (
     torch_pad,
 )
 from .nn_functional import _shape_error, pad
+from .reductions import mean
 from .result_layouts import suggested_layout
 from .shape import gather, permute, reshape, squeeze, take_along_axis, transpose, unsqueeze
 
@@ -383,6 +384,13 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
 
 
 def _adaptive_sizes(op, x, n, output_size) -> tuple:
+    if n == 1 and (output_size is None or (isinstance(output_size, (tuple, list))
+                                          and None in output_size)):  # fmt: skip
+        # (None keeps a dim of the 2-d and 3-d pools only; PyTorch's argument parser)
+        raise ArgumentTypeError(
+            f"{op}(): argument 'output_size' (position 2) must be tuple of ints, not "
+            f"{output_size!r}"
+        )
     if isinstance(output_size, (int, np.integer)) or output_size is None:
         output_size = (output_size,) * n
     output_size = tuple(output_size)
@@ -414,6 +422,41 @@ def _bounds(size: int, out: int):
     return (i * size) // out, -((-(i + 1) * size) // out)
 
 
+def _adaptive_weighted(x, axis: int, size: int, out: int):
+    """The means of `x` over `out` adaptive windows along `axis`, as one product by the
+    (size, out) matrix of the windows' weights (0 outside a window: a NaN or an infinity
+    would reach every window, 0 * nan being nan)."""
+    start, end = _bounds(size, out)
+    cols = np.arange(size)
+    inside = (cols >= start[:, None]) & (cols < end[:, None])
+    weights = (inside / (end - start)[:, None]).T.astype(x.dtype)  # (size, out)
+    # the last two dims by a product on the right or the left: no transposes, so the input
+    # gradient is C-ordered, as PyTorch's
+    if axis == x.ndim - 1:
+        return matmul(x, _like(weights, x))
+    if axis == x.ndim - 2:
+        return matmul(_like(np.ascontiguousarray(weights.T), x), x)
+    moved = transpose(x, axis, -1)
+    return transpose(matmul(moved, _like(weights, moved)), axis, -1)
+
+
+def _adaptive_windowed(x, axis: int, size: int, out: int):
+    """`_adaptive_weighted`'s means, each window summing its own elements only, so that a NaN
+    or an infinity stays in the windows that hold it."""
+    lead, tail = tuple(x.shape[:axis]), tuple(x.shape[axis + 1 :])
+    if size % out == 0:  # windows of size / out apart
+        return mean(reshape(x, (*lead, out, size // out, *tail)), axis + 1)
+    start, end = _bounds(size, out)
+    width = int((end - start).max())
+    taps = start[:, None] + np.arange(width)  # (out, width); past a window's end: masked
+    picked = gather(x, _like(np.minimum(taps, size - 1).reshape(-1), x), axis)
+    picked = reshape(picked, (*lead, out, width, *tail))
+    inside = (taps < end[:, None]).reshape((out, width) + (1,) * len(tail))
+    total = reduce_sum(where(_like(inside, x), picked, _like(np.zeros((), x.dtype), x)), axis + 1)
+    counts = (end - start).astype(x.dtype).reshape((out,) + (1,) * len(tail))
+    return div(total, _like(counts, x))
+
+
 def _adaptive_avg(op, n, input, output_size):  # noqa: A002
     (x,) = lift(input)
     x, added = _batched(x, n, op)
@@ -426,21 +469,16 @@ def _adaptive_avg(op, n, input, output_size):  # noqa: A002
     half = x.dtype in (dt.bfloat16, np.float16)
     if half:  # as PyTorch's: each window's exact mean, rounded once
         x = cast(x, np.float64)
+    # the products (fast) where no window can take another's NaN or infinity: one window
+    # per dim, or eagerly an input all finite; else each window's own sum (separable: the
+    # mean over a box of windows is the mean of the per-dim means)
+    several = any(out not in (1, size) for size, out in zip(sizes, outs))
+    finite = not several or (isinstance(x, Tensor) and bool(isfinite(x).all()))
     for d, (size, out) in enumerate(zip(sizes, outs)):
-        start, end = _bounds(size, out)
-        cols = np.arange(size)
-        inside = (cols >= start[:, None]) & (cols < end[:, None])
-        weights = (inside / (end - start)[:, None]).T.astype(x.dtype)  # (size, out)
-        axis = 2 + d
-        # the last two dims by a product on the right or the left: no transposes, so the
-        # input gradient is C-ordered, as PyTorch's
-        if axis == x.ndim - 1:
-            x = matmul(x, _like(weights, x))
-        elif axis == x.ndim - 2:
-            x = matmul(_like(np.ascontiguousarray(weights.T), x), x)
-        else:
-            moved = transpose(x, axis, -1)
-            x = transpose(matmul(moved, _like(weights, moved)), axis, -1)
+        if out == size:
+            continue
+        pool = _adaptive_weighted if finite or out == 1 else _adaptive_windowed
+        x = pool(x, 2 + d, size, out)
     # a value of its own, as PyTorch's: channels-last where the input is, in 2-D, or in 3-D
     # where every output size is 1 (PyTorch's mean, restrided)
     x = cast(x, source.dtype) if half else x

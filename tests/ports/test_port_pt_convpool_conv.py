@@ -563,6 +563,52 @@ SCENARIOS.eager_only.update(
 )
 
 
+@case("conv_same_kernel_bigger_than_input", Leaf.of(arr(1, 2, 2)), Leaf.of(arr(3, 2, 5)))
+def _(lib, x, w):
+    f = F(lib)
+    y = (
+        f.conv1d(x, w, padding="same"),
+        f.conv2d(x[..., None], w[..., None], padding="same", dilation=2),
+    )
+    return grads(lib, y, x, w)
+
+
+@case("conv_transpose_output_padding_below_dilation", arr(1, 2, 4), arr(2, 2, 2))
+def _(lib, x, w):
+    # output_padding must be below the stride or the dilation (either)
+    return F(lib).conv_transpose1d(x, w, stride=1, dilation=3, output_padding=2)
+
+
+@case("conv_integer_bias_refused", arr(1, 2, 4), arr(2, 2, 2))
+def _(lib, x, w):
+    return F(lib).conv1d(x, w, lib.ones(2, dtype=lib.int64))
+
+
+# -- differences left ----------------------------------------------------------------------------
+
+
+_NAN_FIRST = arr(2, 2, 5)
+_NAN_FIRST[0, 0, 0] = np.nan
+
+
+@case("conv_transpose_nan_input_weight_grad_with_padding", Leaf.of(_NAN_FIRST),
+      Leaf.of(arr(2, 2, 3)))  # fmt: skip
+def _(lib, x, w):
+    # x[0, 0, 0]'s first tap lands on the cropped padding: no term of the weight's gradient
+    return grads(lib, F(lib).conv_transpose1d(x, w, stride=3, padding=1), x, w)
+
+
+SCENARIOS.xfail.update(
+    {
+        "conv_transpose_nan_input_weight_grad_with_padding": "kiln's transposed convolution "
+        "computes the full output, then crops `padding`: the weight's gradient sums x * 0 "
+        "over the cropped positions, so a NaN input makes every tap's gradient NaN, where "
+        "PyTorch's CPU kernel for these shapes has no such term (NaN in the taps that reach "
+        "the output only; for a single channel its kernel gives NaN everywhere too)",
+    }
+)
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update(

@@ -327,6 +327,27 @@ def _(lib, x):
             f.adaptive_max_pool3d(x, 2, return_indices=True))  # fmt: skip
 
 
+@case("adaptive_avg_pool_nans_and_infinities_stay_in_their_windows", NANS, Leaf.of(NANS[0, 0]))
+def _(lib, x, x2):
+    # windows that do not hold the NaN or the infinity keep finite means (gradients: no NaN
+    # leaks either), whether windows overlap, divide the size, or are the whole input
+    f = F(lib)
+    y = (f.adaptive_avg_pool2d(x2[None], (3, 2)), f.adaptive_avg_pool2d(x2[None], 2),
+         f.adaptive_avg_pool1d(x2, 3), f.adaptive_avg_pool2d(x2[None], (1, 3)))  # fmt: skip
+    return (f.adaptive_avg_pool2d(x, (3, 2)), f.adaptive_avg_pool3d(x[None], (1, 3, 3)),
+            f.adaptive_avg_pool1d(x[0], 1), grads(lib, y, x2))  # fmt: skip
+
+
+@case("adaptive_pool1d_none_size_type_error", arr(1, 2, 5))
+def _(lib, x):
+    return F(lib).adaptive_max_pool1d(x, [None])
+
+
+@case("adaptive_avg_pool1d_none_size_type_error", arr(1, 2, 5))
+def _(lib, x):
+    return F(lib).adaptive_avg_pool1d(x, None)
+
+
 @case("adaptive_pool_modules", arr(4, 4, 4, 4))
 def _(lib, x):
     nn = lib.nn
@@ -722,6 +743,11 @@ def _(lib, x):
 def _(lib, x, v):
     f = F(lib)
     return grads(lib, f.max_unpool2d(v, f.max_pool2d(x, 2, return_indices=True)[1], 2), v)
+
+
+@case("adaptive_max_pool_global_ties_grads", Leaf.of(np.round(arr(1, 2, 3, 3))))
+def _(lib, x):
+    return grads(lib, F(lib).adaptive_max_pool2d(x, 1, True), x)
 
 
 @case("pool_kernel_of_three_for_2d_refused", arr(1, 2, 6, 6))

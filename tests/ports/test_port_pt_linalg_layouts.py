@@ -89,6 +89,15 @@ CASES = {
         B,
     ),  # fmt: skip
     "householder": (lambda L, w, t: (L.linalg.householder_product(w, t),), W, TAU),
+    # (lstsq's X of a tall A is a view of max(m, n) rows in PyTorch: wide and square A here)
+    "lstsq": (
+        lambda L, a, w: (
+            L.linalg.lstsq(w.mT, a[..., :2]).solution,
+            L.linalg.lstsq(a, w.mT).solution,
+        ),
+        A,
+        W,
+    ),  # fmt: skip
     "others": (
         lambda L, a, w: (
             L.linalg.pinv(w),
@@ -143,6 +152,7 @@ GRAD_FN_CASES = {
     "AddmvBackward0": lambda L, a, b, s, w: L.addmv(b[0, :, 0], a[0], a[1, 0]),
     "AddrBackward0": lambda L, a, b, s, w: L.addr(a[0], b[0, :, 0], b[1, :, 1]),
     "TraceBackward0": lambda L, a, b, s, w: L.trace(a[0]),
+    "LinalgLstsqBackward0": lambda L, a, b, s, w: L.linalg.lstsq(w, w[..., :1]).solution,
 }
 
 

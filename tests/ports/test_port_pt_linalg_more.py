@@ -337,6 +337,26 @@ def _(lib, a, b):
     return lib.linalg.cross(a, b, dim=-2), lib.cross(a, b, dim=0)
 
 
+@case("cdist_complex_refused", (rand(2, 2) + 1j * rand(2, 2)).astype(np.complex64))
+def _(lib, x):
+    return lib.cdist(x, x)
+
+
+@case("cdist_half_refused", rand(2, 2).astype(np.float16))
+def _(lib, x):
+    return lib.cdist(x, x)
+
+
+@case("cdist_integer_refused", np.arange(4).reshape(2, 2))
+def _(lib, x):
+    return lib.cdist(x, x)
+
+
+@case("cdist_mixed_dtypes_refused", rand(2, 2), rand(2, 2, dtype=f64))
+def _(lib, x, y):
+    return lib.cdist(x, y)
+
+
 # -- the test ----------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update(

@@ -284,7 +284,6 @@ def dist(input, other, p: float = 2):  # noqa: A002
     return p_norm(diff, p, None, False)
 
 
-@takes_out
 def norm_input(name: str, x, dtype):
     """`x` cast to `dtype` (None: as it is) after PyTorch's checks of the norms' dtypes: a
     floating or complex input, and a `dtype` of its kind that does not narrow it.
@@ -310,6 +309,7 @@ def norm_input(name: str, x, dtype):
     return call("cast", x, dtype=dtype)
 
 
+@takes_out
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
     "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the

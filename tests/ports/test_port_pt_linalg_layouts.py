@@ -164,3 +164,16 @@ def test_grad_fn_names_as_torch(torch, name):
         out = GRAD_FN_CASES[name](lib, *leaves)
         assert out.grad_fn.name() == name, (lib.__name__, out.grad_fn.name())
         assert getattr(out, "_base", None) is None
+
+
+def test_column_major_consequences_as_torch(torch):
+    # what users meet: not contiguous (its transpose is), view refused, reshape copies, clone
+    # and elementwise results keep the layout, numpy() is Fortran-ordered
+    for lib in (torch, kn):
+        x = lib.linalg.inv(lib.tensor(A[0]))
+        assert not x.is_contiguous() and x.T.is_contiguous(), lib.__name__
+        with pytest.raises(RuntimeError):
+            x.view(-1)
+        assert tuple(x.reshape(-1).shape) == (9,)
+        assert x.clone().stride() == (x + 1).stride() == (1, 3), lib.__name__
+        assert x.numpy().flags["F_CONTIGUOUS"], lib.__name__

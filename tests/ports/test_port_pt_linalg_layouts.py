@@ -153,6 +153,9 @@ GRAD_FN_CASES = {
     "AddrBackward0": lambda L, a, b, s, w: L.addr(a[0], b[0, :, 0], b[1, :, 1]),
     "TraceBackward0": lambda L, a, b, s, w: L.trace(a[0]),
     "LinalgLstsqBackward0": lambda L, a, b, s, w: L.linalg.lstsq(w, w[..., :1]).solution,
+    "BaddbmmBackward0": lambda L, a, b, s, w: L.baddbmm(b, a, b, beta=0, alpha=2),
+    "AddbmmBackward0": lambda L, a, b, s, w: L.addbmm(b[0], a, b),
+    "VdotBackward0": lambda L, a, b, s, w: L.vdot(a[0, 0], a[1, 0]),
 }
 
 

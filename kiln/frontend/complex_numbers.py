@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager.autograd import name_history
 from ..errors import (
     DTypeMismatchError,
     GraphError,
@@ -266,7 +267,7 @@ def vdot(self, other):
     if self.ndim != 1 or other.ndim != 1:
         raise call_error(ShapeMismatchError, f"1D tensors expected, but got {self.ndim}D and "
                          f"{other.ndim}D tensors", "vdot", self, other)  # fmt: skip
-    return m.dot(conj(self), other)
+    return name_history(m.dot(conj(self), other), "VdotBackward0", self, other)
 
 
 def _cast_to(dtype):

@@ -17,6 +17,7 @@ from . import shape as s
 from .autocast import autocast_op
 from .core import call, lift
 from .linalg_factor import _matrices, _mH, _real_part, _zeros, eigh, eigvalsh, svd, svdvals
+from .linalg_layouts import column_major
 from .out import takes_out
 
 
@@ -141,6 +142,9 @@ def lstsq(input, b, rcond=None, *, driver=None):  # noqa: A002
     if driver in (None, "gelsy"):
         rank = call("lstsq_rank", A, rcond=rcond)  # first: a graph's first node without ONNX
     x = m.matmul(call("pinv", A, atol=0.0, rtol=rcond, hermitian=False), B)
+    # column-major, as PyTorch's (whose X is a view of a buffer of max(m, n) rows: strides
+    # (..., 1, max(m, n)); kiln's are (..., 1, n))
+    x = column_major(x, "LinalgLstsqBackward0", A, B, matrices=not vector)
     empty = _zeros((0,), _real_part(A, A))  # residuals and singular values: real
     if driver in (None, "gelsy"):
         return return_types.linalg_lstsq(x, empty, rank, empty)

@@ -284,7 +284,6 @@ def dist(input, other, p: float = 2):  # noqa: A002
     return p_norm(diff, p, None, False)
 
 
-@takes_out
 def norm_input(name: str, x, dtype):
     """`x` cast to `dtype` (None: as it is) after PyTorch's checks of the norms' dtypes: a
     floating or complex input, and a `dtype` of its kind that does not narrow it.
@@ -310,6 +309,7 @@ def norm_input(name: str, x, dtype):
     return call("cast", x, dtype=dtype)
 
 
+@takes_out
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """PyTorch's `norm`: the p-norm of all elements, or along `dim` (an int or a tuple);
     "fro" is the 2-norm, "nuc" the nuclear norm of matrices. Floats only, as PyTorch's; the
@@ -590,10 +590,16 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     tensor([[5., 1.]])
     """
     a, b = lift(x1, x2)
-    for name, v in (("X1", a), ("X2", b)):  # PyTorch refuses integers and bools
-        require_floating(
-            "cdist", v, f"cdist only supports floating-point dtypes, {name} got: {{dtype}}"
-        )
+    for name, v in (("X1", a), ("X2", b)):  # PyTorch refuses integers, bools and complex
+        if v.dtype.kind == "c" or not dt.is_float(v.dtype):
+            raise call_error(UsageError, f"cdist only supports floating-point dtypes, {name} "
+                             f"got: {dt.scalar_name(v.dtype)}", "cdist", v)  # fmt: skip
+    if a.dtype != b.dtype:  # (no promotion)
+        raise call_error(DTypeMismatchError, f"expected scalar type {dt.scalar_name(a.dtype)} "
+                         f"but found {dt.scalar_name(b.dtype)}", "cdist", a, b)  # fmt: skip
+    if a.dtype in _HALF:  # (no kernel of PyTorch's)
+        raise call_error(UnsupportedDTypeError, f'"cdist" not implemented for '
+                         f"'{dt.scalar_name(a.dtype)}'", "cdist", a)  # fmt: skip
     diff = m.abs(m.sub(s.unsqueeze(a, -2), s.unsqueeze(b, -3)))  # (..., P, R, M)
     if p == 0:
         return nonzero_count(diff, -1, False)

@@ -212,15 +212,18 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
         )
     if x.dtype in (dt.bfloat16, dt.float16):  # as PyTorch's: in float32, rounded once
         wide = (m.cast(v, dt.float32) for v in (x, a, b))
-        return m.cast(baddbmm(*wide, beta=beta, alpha=alpha), x.dtype)
+        out = m.cast(baddbmm(*wide, beta=beta, alpha=alpha), x.dtype)
+        return name_history(out, "BaddbmmBackward0", x, a, b)
     beta, alpha = coefficient(beta, x.dtype), coefficient(alpha, x.dtype)
     product = bmm(a, b)
     if alpha != 1:
         product = m.mul(product, alpha)
     if beta == 0:  # input is ignored (it only has to broadcast, as in PyTorch)
         sh.broadcast_shapes(x.shape, product.shape)
-        return product
-    return m.add(product, x if beta == 1 else m.mul(x, beta))
+        out = product
+    else:
+        out = m.add(product, x if beta == 1 else m.mul(x, beta))
+    return name_history(out, "BaddbmmBackward0", x, a, b)
 
 
 @takes_out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..eager.autograd import name_history
 from ..errors import ArgumentError, IndexOutOfBoundsError, ShapeError, UsageError, call_error
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
@@ -88,7 +89,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
         out = x
         for i in range(a.shape[0]):
             out = tm.addmm(out, a[i], b[i], beta=beta if i == 0 else 1, alpha=alpha)
-        return out
+        return name_history(out, "AddbmmBackward0", x, a, b)
     # the sum in the batch's dtype: integers wrap as PyTorch's (not summed to int64)
     product = m.sum(tm.bmm(*tm.unread_when_alpha_is_zero(alpha, a, b)), 0, dtype=a.dtype)
     kind = dt.result_type(x, product)  # integer coefficients are truncated, as PyTorch's
@@ -97,8 +98,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
         product = m.mul(product, alpha)
     if beta == 0:  # input is ignored (it only has to broadcast, as in PyTorch)
         np.broadcast_shapes(tuple(x.shape), tuple(product.shape))
-        return product
-    return m.add(product, x if beta == 1 else m.mul(x, beta))
+        return name_history(product, "AddbmmBackward0", x, a, b)
+    return name_history(m.add(product, x if beta == 1 else m.mul(x, beta)), "AddbmmBackward0",
+                        x, a, b)  # fmt: skip
 
 
 def _factor(name: str, f, upper: bool):

@@ -89,6 +89,15 @@ CASES = {
         B,
     ),  # fmt: skip
     "householder": (lambda L, w, t: (L.linalg.householder_product(w, t),), W, TAU),
+    # (lstsq's X of a tall A is a view of max(m, n) rows in PyTorch: wide and square A here)
+    "lstsq": (
+        lambda L, a, w: (
+            L.linalg.lstsq(w.mT, a[..., :2]).solution,
+            L.linalg.lstsq(a, w.mT).solution,
+        ),
+        A,
+        W,
+    ),  # fmt: skip
     "others": (
         lambda L, a, w: (
             L.linalg.pinv(w),
@@ -143,6 +152,10 @@ GRAD_FN_CASES = {
     "AddmvBackward0": lambda L, a, b, s, w: L.addmv(b[0, :, 0], a[0], a[1, 0]),
     "AddrBackward0": lambda L, a, b, s, w: L.addr(a[0], b[0, :, 0], b[1, :, 1]),
     "TraceBackward0": lambda L, a, b, s, w: L.trace(a[0]),
+    "LinalgLstsqBackward0": lambda L, a, b, s, w: L.linalg.lstsq(w, w[..., :1]).solution,
+    "BaddbmmBackward0": lambda L, a, b, s, w: L.baddbmm(b, a, b, beta=0, alpha=2),
+    "AddbmmBackward0": lambda L, a, b, s, w: L.addbmm(b[0], a, b),
+    "VdotBackward0": lambda L, a, b, s, w: L.vdot(a[0, 0], a[1, 0]),
 }
 
 
@@ -154,3 +167,16 @@ def test_grad_fn_names_as_torch(torch, name):
         out = GRAD_FN_CASES[name](lib, *leaves)
         assert out.grad_fn.name() == name, (lib.__name__, out.grad_fn.name())
         assert getattr(out, "_base", None) is None
+
+
+def test_column_major_consequences_as_torch(torch):
+    # what users meet: not contiguous (its transpose is), view refused, reshape copies, clone
+    # and elementwise results keep the layout, numpy() is Fortran-ordered
+    for lib in (torch, kn):
+        x = lib.linalg.inv(lib.tensor(A[0]))
+        assert not x.is_contiguous() and x.T.is_contiguous(), lib.__name__
+        with pytest.raises(RuntimeError):
+            x.view(-1)
+        assert tuple(x.reshape(-1).shape) == (9,)
+        assert x.clone().stride() == (x + 1).stride() == (1, 3), lib.__name__
+        assert x.numpy().flags["F_CONTIGUOUS"], lib.__name__

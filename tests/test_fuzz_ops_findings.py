@@ -188,3 +188,24 @@ def test_relu_gradient_is_zero_where_inactive_even_for_a_nan_cotangent(compiled)
     b = kn.tensor([-1.0, 2.0, 0.0], requires_grad=True)
     (kn.compile(f) if compiled else f)(b).backward()
     assert b.grad.tolist() == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_and_std_gradients_of_an_infinite_cotangent(name, compiled):
+    # torch 2.13's var_backward is 2 / (n - correction) * ct * (x - mean): a column whose
+    # cotangent is inf gets +-inf. kiln differentiated its composite, whose mean's path adds
+    # -mean(g), so inf - inf gave NaN in the whole column (random program 46697 of
+    # test_torch_fuzz, grad: var(a, 0) / 0). Pinned: torch's values on these inputs
+    x = [[1.0, 3.0], [2.0, 5.0], [4.0, 4.0]]
+
+    def f(a):
+        return getattr(a, name)(0, correction=0, keepdim=True)
+
+    a = kn.tensor(x, dtype=kn.float64, requires_grad=True)
+    out = (kn.compile(f) if compiled else f)(a)
+    out.backward(kn.tensor([[float("inf"), 1.0]], dtype=kn.float64))
+    got = a.grad.tolist()
+    assert [row[0] for row in got] == [-float("inf"), -float("inf"), float("inf")]
+    want = {"var": [-2 / 3, 2 / 3, 0.0], "std": [-0.40824829046386296, 0.40824829046386296, 0.0]}
+    assert [row[1] for row in got] == pytest.approx(want[name], rel=1e-12)

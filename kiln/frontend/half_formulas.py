@@ -4,6 +4,7 @@ composites round differently: values, and backward formulas that `with_grad` nod
 kernels step by step: its float32 constants, its order of operations, the products that its
 compiler fuses into the following sum (`fma32`), its vectorized exp/log1p/tanh (correctly
 rounded but at rare ties: `exp32`, `log1p32`, `tanh32`) and erf (a polynomial: `_erf32`).
+var's and std's backward formulas serve float32 and float64 inputs too.
 
 >>> import kiln as kn
 >>> kn.nn.functional.gelu(kn.tensor([-4.0, 1.0], dtype=kn.float16))
@@ -16,12 +17,14 @@ import math
 
 import numpy as np
 
+from .. import shapes as sh
 from ..ops.state import GRAD_FORMULAS
 from .core import call, with_grad
-from .math import abs as absolute
 from .math import (
+    _reduce,
     add,
     div,
+    equal,
     exp,
     greater,
     less,
@@ -34,6 +37,7 @@ from .math import (
     tanh,
     where,
 )
+from .math import abs as absolute
 
 # -- float32 steps as PyTorch's kernels take them -------------------------------------------
 
@@ -184,6 +188,26 @@ def _softplus_grad(ct, x, beta, threshold):
     return where(above, ct, div(mul(ct, z), add(z, 1.0)))
 
 
+# -- var and std: PyTorch's var_backward (half precision, and float32/float64 inputs) -------
+
+
+def _var_grad(ct, x, axes, keepdim, correction):
+    # PyTorch's var_backward in x's dtype, each step rounded: (2 / (n - correction)) * ct *
+    # (x - mean(x))
+    if not keepdim:
+        ct = call("reshape", ct, shape=tuple(1 if a in axes else d for a, d in enumerate(x.shape)))
+    n = sh.dim_product(x.shape[a] for a in axes)
+    centered = sub(x, _reduce("reduce_mean", x, axes, True))
+    return mul(mul(ct, 2.0 / (n - correction)), centered)
+
+
+def _std_grad(ct, x, y, axes, keepdim, correction):
+    # PyTorch's std_backward: var's of ct / (2 y), 0 where y is 0
+    grad = div(ct, mul(y, 2.0))
+    grad = where(equal(y, 0), 0.0, grad)
+    return _var_grad(grad, x, axes, keepdim, correction)
+
+
 # PyTorch's float32 backward formulas of half-precision activations, as its CPU kernels write
 # them (each step's order too); bound by `with_grad` on the float32 copies of half inputs.
 GRAD_FORMULAS.update(
@@ -193,4 +217,6 @@ GRAD_FORMULAS.update(
     silu=_silu_grad,
     mish=_mish_grad,
     softplus=_softplus_grad,
+    var=_var_grad,
+    std=_std_grad,
 )

@@ -682,7 +682,10 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
         value = m.cast(_var(m.cast(x, np.float32), axes, keepdim, correction), x.dtype)
         return core.with_grad(value, x, ("var", axes, keepdim, float(correction)), x)
     saved = _var_saved(x, keepdim, *given)
-    return name_history(_var(x, axes, keepdim, correction), "VarBackward0", x, saved=saved)
+    out = _var(x, axes, keepdim, correction)
+    if _real_var(x, axes, correction):  # PyTorch's backward, without the mean's path
+        out = core.with_grad(out, x, ("var", axes, keepdim, float(correction)), x)
+    return name_history(out, "VarBackward0", x, saved=saved)
 
 
 _HALF = (np.dtype(np.float16), dt.bfloat16)
@@ -720,6 +723,15 @@ def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, d
             stacklevel=4,
         )
     return x, axes, keepdim, correction
+
+
+def _real_var(x, axes, correction) -> bool:
+    """Whether var/std of float32 or float64 `x` take PyTorch's backward formula,
+    `2 / (n - correction) * ct * (x - mean)` (a static count above the correction). Through
+    the composite, the mean's path adds `-mean(g)`, zero but for rounding: NaN where the
+    cotangent is infinite (torch: +-inf)."""
+    n = sh.dim_product(x.shape[a] for a in axes)
+    return x.dtype.kind == "f" and isinstance(n, int) and n > correction
 
 
 def _half_var(x, axes, correction) -> bool:
@@ -763,6 +775,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
         return core.with_grad(value, x, ("std", axes, keepdim, float(correction)), x, value)
     saved = _var_saved(x, keepdim, *given)
     out = _sqrt0(_var(x, axes, keepdim, correction))
+    if _real_var(x, axes, correction):  # PyTorch's backward (`_std_grad`)
+        out = core.with_grad(out, x, ("std", axes, keepdim, float(correction)), x, out)
     return name_history(out, "StdBackward0", x, saved=saved)
 
 
@@ -772,25 +786,3 @@ def _sqrt0(v):
     # sends that element's gradient to the constant 0.
     zero = m.equal(v, 0)
     return m.where(zero, 0, m.sqrt(m.where(zero, 1, v)))
-
-
-def _var_grad(ct, x, axes, keepdim, correction):
-    # PyTorch's var_backward in x's dtype, each step rounded: (2 / (n - correction)) * ct *
-    # (x - mean(x))
-    if not keepdim:
-        ct = core.call(
-            "reshape", ct, shape=tuple(1 if a in axes else d for a, d in enumerate(x.shape))
-        )
-    n = sh.dim_product(x.shape[a] for a in axes)
-    centered = m.sub(x, m._reduce("reduce_mean", x, axes, True))
-    return m.mul(m.mul(ct, 2.0 / (n - correction)), centered)
-
-
-def _std_grad(ct, x, y, axes, keepdim, correction):
-    # PyTorch's std_backward: var's of ct / (2 y), 0 where y is 0
-    grad = m.div(ct, m.mul(y, 2.0))
-    grad = m.where(m.equal(y, 0), 0.0, grad)
-    return _var_grad(grad, x, axes, keepdim, correction)
-
-
-GRAD_FORMULAS.update(var=_var_grad, std=_std_grad)

@@ -267,6 +267,19 @@ def _item(env, key):
         return _EMPTY
 
 
+def _method_members(obj, names: frozenset, keep: list) -> tuple:
+    """Which of its methods `names` (those its code calls) `obj` holds in its own
+    `__dict__` instead (`m.act = other`), and the identity of each: a change there traces
+    again. `keep` holds them, so that no other object takes their ids while a trace keyed by
+    them is kept. (A change to the class's method itself, `Net.act = other`, is not seen.)"""
+    attrs = _attributes_of(obj)
+    own = names & attrs.keys() if attrs is not None else ()
+    if not own:
+        return ((),)
+    keep.extend(attrs[n] for n in own if all(attrs[n] is not k for k in keep))
+    return (tuple(sorted((n, id(attrs[n])) for n in own)),)
+
+
 def _length(container, n: int) -> tuple:
     """(n,) while `container` still has n items; else a ValueError, on which the caller
     walks the function again (what it reaches through the container changed)."""
@@ -507,6 +520,12 @@ class Captures:
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
+        for label, obj, _ in self._holders:  # the methods its code calls on a user's object
+            if not _is_kiln(type(obj)):  # (`self.act(x)`), replaced on it (`m.act = other`)
+                reached = set(map(id, _reached_methods(type(obj), self.read)))
+                names = [n for n, f in _methods(type(obj)).items() if id(f) in reached]
+                self._getters.append(functools.partial(_method_members, obj, frozenset(names), []))
+                self.labels.append(f"the methods of {label} ({', '.join(names)})")
         for label, get in self.stored:  # a tensor there is an input (trace.py, `_lifted`)
             self._getters.append(functools.partial(_stored_kind, get))
             self.labels.append(f"kind of {label}")

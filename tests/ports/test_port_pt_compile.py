@@ -328,6 +328,20 @@ def _(lib, x):
     return x[x.argmax().item()], x[..., x.argmin().item()], x[x.argmin().item()] * 2
 
 
+@case("is_leaf_and_grad_fn_inside", (A, A), (Leaf.of(A), A), (A, Leaf.of(A)))
+def _(lib, x, w):
+    # (compiled, both raised "has no autograd tape"; a grad_fn that is a node, and is_leaf of
+    # an argument that requires grad, are still refused)
+    y = x * 2
+    with lib.no_grad():
+        z = x * 3
+    found = [y.is_leaf, z.is_leaf, z.grad_fn is None, y.detach().is_leaf,
+             (y * w).detach().grad_fn is None, (y * w).is_leaf]  # fmt: skip
+    if not x.requires_grad:
+        found += [x.is_leaf, x.grad_fn is None, y.grad_fn is None]
+    return found
+
+
 @case("requires_grad_inside", (A, A), (Leaf.of(A), A), (A, Leaf.of(A)))
 def _(lib, x, w):
     y = x * 2

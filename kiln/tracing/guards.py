@@ -267,17 +267,25 @@ def _item(env, key):
         return _EMPTY
 
 
-def _method_members(obj, names: frozenset, keep: list) -> tuple:
+def _method_members(obj, names: frozenset, classes: tuple, keep: list) -> tuple:
     """Which of its methods `names` (those its code calls) `obj` holds in its own
-    `__dict__` instead (`m.act = other`), and the identity of each: a change there traces
-    again. `keep` holds them, so that no other object takes their ids while a trace keyed by
-    them is kept. (A change to the class's method itself, `Net.act = other`, is not seen.)"""
+    `__dict__` instead (`m.act = other`), and the identity of each, and of each method as
+    the classes up to the one that defined it hold it (`classes`: (name, their `vars`);
+    `Net.act = other`, on that class or a subclass): a change there traces again. `keep`
+    holds them (after what it found last, first), so that no other object takes their ids
+    while a trace keyed by them is kept."""
     attrs = _attributes_of(obj)
     own = names & attrs.keys() if attrs is not None else ()
-    if not own:
-        return ((),)
-    keep.extend(attrs[n] for n in own if all(attrs[n] is not k for k in keep))
-    return (tuple(sorted((n, id(attrs[n])) for n in own)),)
+    members = [ds[0].get(n) if len(ds) == 1 else next((d[n] for d in ds if n in d), None)
+               for n, ds in classes]  # fmt: skip
+    if own:
+        own = sorted(own)
+        members += [attrs[n] for n in own]
+    found = (tuple(own), tuple(map(id, members)))
+    if found != keep[0]:  # (new members: held)
+        keep[0] = found
+        keep.append(members)
+    return found
 
 
 def _length(container, n: int) -> tuple:
@@ -521,10 +529,15 @@ class Captures:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
         for label, obj, _ in self._holders:  # the methods its code calls on a user's object
-            if not _is_kiln(type(obj)):  # (`self.act(x)`), replaced on it (`m.act = other`)
+            if not _is_kiln(type(obj)):  # (`self.act(x)`), replaced (`m.act = other`)
                 reached = set(map(id, _reached_methods(type(obj), self.read)))
                 names = [n for n, f in _methods(type(obj)).items() if id(f) in reached]
-                self._getters.append(functools.partial(_method_members, obj, frozenset(names), []))
+                mro = type(obj).__mro__  # (per name, the classes up to the one defining it)
+                ends = [next(k for k, c in enumerate(mro) if n in vars(c)) for n in names]
+                classes = tuple((n, tuple(map(vars, mro[: k + 1]))) for n, k in zip(names, ends))
+                self._getters.append(
+                    functools.partial(_method_members, obj, frozenset(names), classes, [None])
+                )
                 self.labels.append(f"the methods of {label} ({', '.join(names)})")
         for label, get in self.stored:  # a tensor there is an input (trace.py, `_lifted`)
             self._getters.append(functools.partial(_stored_kind, get))

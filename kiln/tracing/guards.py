@@ -121,11 +121,20 @@ def _methods(cls: type) -> dict:
     return found
 
 
+# dunder methods a traced function does not call (the others, `__iter__`, `__len__`,
+# `__getitem__`, ..., run for `for x in obj`, `len(obj)`, `obj[k]` without being named)
+_NOT_CALLED = frozenset({"__init__", "__new__", "__del__", "__repr__", "__str__",
+                         "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
+                         "__init_subclass__", "__class_getitem__", "__set_name__"})  # fmt: skip
+
+
 def _reached_methods(cls: type, names: set) -> list:
     """The methods of `cls` that code naming `names` may call: those named, and those they
-    name in turn (`self.helper()`); a module's `forward` and a callable's `__call__` always."""
+    name in turn (`self.helper()`); a module's `forward`, a callable's `__call__` and the
+    other dunder methods (`__iter__` for `for x in obj`) always."""
     methods = _methods(cls)
-    todo = [n for n in methods if n in names or n in ("forward", "__call__")]
+    todo = [n for n in methods if n in names or n in ("forward", "__call__")
+            or (n not in _NOT_CALLED and n[:2] == n[-2:] == "__")]  # fmt: skip
     found = set(todo)
     while todo:
         for n in _code_names(methods[todo.pop()].__code__):
@@ -751,7 +760,10 @@ class Guard:
                 what = f"{type(module).__name__} module"
                 return f"a {what} holds another parameter, buffer, submodule or hook", True
         if self.by_value:
-            values = self.captures.values()
+            try:
+                values = self.captures.values()
+            except (KeyError, IndexError, ValueError):  # a container it reads grew or shrank
+                return "a container the function reads changed its length", True
             if values != self.values:
                 return value_changes(self.captures.labels, values, self.values), False
         if values and value_types(values) != self.types:

@@ -648,3 +648,45 @@ def _isinstance_inside(lib, compiled):
 def test_isinstance_of_traced_values_is_as_eager():
     torch = pytest.importorskip("torch")
     assert _isinstance_inside(kn, True) == _isinstance_inside(torch, False)
+
+
+class _Holder:
+    def __init__(self):
+        self.items = [kn.ones(2), kn.ones(2) * 2]
+
+    def __iter__(self):
+        return iter(self.items)
+
+
+@pytest.mark.parametrize("read", ["attribute", "iter"])
+def test_list_of_an_argument_object_grown_between_calls(read):
+    # regression: `m.items.append(t)` between calls raised ValueError ("a captured container
+    # changed its length") from the guard of an object passed as an argument; read through
+    # `for x in m` (its __iter__, which the code does not name) it was not keyed at all and
+    # the compiled call kept returning 2 items (expected: the same function, eagerly)
+    def fn(m):
+        return [x + 1 for x in (m.items if read == "attribute" else m)]
+
+    holder = _Holder()
+    compiled = kn.compile(fn)
+    assert len(compiled(holder)) == 2
+    holder.items.append(kn.ones(2) * 3)
+    assert [t.tolist() for t in compiled(holder)] == [t.tolist() for t in fn(holder)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="os.environ read inside is not guarded: after the variable changes, eager gives "
+    "0.0, compiled keeps the traced branch's 2.0 (torch.compile guards the keys it reads)",
+)
+def test_os_environ_read_inside(monkeypatch):
+    import os
+
+    def fn(x):
+        return x + 1 if os.environ.get("KILN_PORT_ENV_TEST") == "1" else x - 1
+
+    compiled = kn.compile(fn)
+    monkeypatch.setenv("KILN_PORT_ENV_TEST", "1")
+    assert compiled(kn.ones(1)).item() == 2.0
+    monkeypatch.setenv("KILN_PORT_ENV_TEST", "0")
+    assert compiled(kn.ones(1)).item() == fn(kn.ones(1)).item() == 0.0

@@ -348,6 +348,7 @@ class Captures:
         self._places: list = []  # per getter of Python values: (dict, key) or (cell, _CELL)
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
+        self.closure_cells: list = []  # every closure cell of the code walked (`stores`)
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
         self._grown: list[tuple] = []  # (label, container): those each call stores in
         self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
@@ -476,6 +477,7 @@ class Captures:
                 self._pending.append((name, env, name, depth, True))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             self._cells.append((name, cell, depth))
+            self.closure_cells.append(cell)
         # its mutable defaults (`k=[1.0]`, `cache={}`): what a call that does not pass them
         # reads (an array default is an argument instead: trace.py)
         names, defaults = fn.__code__.co_varnames[: fn.__code__.co_argcount], fn.__defaults__
@@ -625,6 +627,9 @@ class Captures:
         if (id(cell), None) in self._sources:
             return
         self._sources.add((id(cell), None))
+        if (id(cell), None) in self._exclude:  # stored by each call (`nonlocal h; h = ...`)
+            self.stored.append((label, functools.partial(_cell_value, cell)))
+            return
         value = _cell_value(cell)
         if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
             self.generators.append((label, value))

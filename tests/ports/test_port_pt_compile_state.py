@@ -690,3 +690,24 @@ def test_os_environ_read_inside(monkeypatch):
     assert compiled(kn.ones(1)).item() == 2.0
     monkeypatch.setenv("KILN_PORT_ENV_TEST", "0")
     assert compiled(kn.ones(1)).item() == fn(kn.ones(1)).item() == 0.0
+
+
+def _nonlocal_state(compiled):
+    acc, n = None, 0
+
+    def f(x):
+        nonlocal acc, n
+        acc = x * 2 if acc is None else acc + x
+        n += 1
+        return x + n
+
+    g = kn.compile(f) if compiled else f
+    outs = [g(kn.ones(2) * i).tolist() for i in range(3)]
+    return outs, acc.tolist(), n
+
+
+def test_nonlocal_tensor_stored_and_read_again():
+    # regression: the closure cell kept the first trace's graph value (a Symbol, where eager
+    # code leaves a tensor), and the second call's trace failed reading it ("inputs come from
+    # different graphs"); now each call stores its tensor there and the next one reads it
+    assert _nonlocal_state(True) == _nonlocal_state(False)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dis
 import functools
 import operator
+import os
 import random
 import sys
 import types
@@ -25,6 +25,9 @@ from ..eager.hooks import _hooks_of
 from ..eager.tensor import Tensor
 from ..nn.module import Module
 from ..nn.module_hooks import GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
+from .code_names import code_names as _code_names
+from .code_names import global_names as _global_names
+from .code_names import read_names as _read_names
 
 __all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "put", "rebindable", "rebound"]
 
@@ -48,59 +51,6 @@ def _is_value(v) -> bool:
 
 def _is_kiln(obj) -> bool:
     return (getattr(obj, "__module__", None) or "").split(".")[0] == "kiln"
-
-
-@functools.lru_cache(maxsize=4096)
-def _code_names(code: types.CodeType) -> frozenset:
-    """The global and attribute names `code` and the code nested in it (lambdas,
-    comprehensions, inner functions) use."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return frozenset(names)
-
-
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
-_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST",
-                    "LOAD_ATTR", "LOAD_METHOD"})  # fmt: skip
-_APPENDS = frozenset({"append", "extend"})
-
-
-@functools.lru_cache(maxsize=4096)
-def _read_names(code: types.CodeType, items: bool = False) -> frozenset:
-    """The names `code` (and the code nested in it) loads other than to call `.append` or
-    `.extend` on what it loads: `log` in `len(log)` or `x = log`, not in `log.append(1)`;
-    with `items`, nor to set an item of it by a plain key (`acts[name] = out`)."""
-    ins = list(dis.get_instructions(code))
-    names = {
-        i.argval
-        for i, nxt, then in zip(ins, ins[1:], [*ins[2:], None])
-        if i.opname in _LOADS and isinstance(i.argval, str)
-        and not (nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval in _APPENDS)
-        and not (items and nxt.opname in _KEYS and then is not None
-                 and then.opname == "STORE_SUBSCR")
-    }  # fmt: skip
-    if ins and ins[-1].opname in _LOADS and isinstance(ins[-1].argval, str):
-        names.add(ins[-1].argval)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _read_names(const, items)
-    return frozenset(names)
-
-
-_KEYS = frozenset({"LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME"})
-
-
-@functools.lru_cache(maxsize=4096)
-def _global_names(code: types.CodeType) -> frozenset:
-    """The names `code` (and the code nested in it) reads or writes as globals: not the
-    attribute names it uses (`opt.step()` does not read a global `step`)."""
-    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -297,6 +247,11 @@ def _method_members(obj, names: frozenset, classes: tuple, keep: list) -> tuple:
     return found
 
 
+def _environment() -> tuple:
+    """The process environment, as `os.environ` reads it (its items, compared as a set)."""
+    return (frozenset(getattr(os.environ, "_data", os.environ).items()),)
+
+
 def _length(container, n: int) -> tuple:
     """(n,) while `container` still has n items; else a ValueError, on which the caller
     walks the function again (what it reaches through the container changed)."""
@@ -349,6 +304,7 @@ class Captures:
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
         self.closure_cells: list = []  # every closure cell of the code walked (`stores`)
+        self._environ = False  # whether the code reads os.environ
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
         self._grown: list[tuple] = []  # (label, container): those each call stores in
         self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
@@ -550,6 +506,9 @@ class Captures:
                     functools.partial(_method_members, obj, frozenset(names), classes, [None])
                 )
                 self.labels.append(f"the methods of {label} ({', '.join(names)})")
+        if self._environ:
+            self._getters.append(_environment)
+            self.labels.append("os.environ")
         for label, get in self.stored:  # a tensor there is an input (trace.py, `_lifted`)
             self._getters.append(functools.partial(_stored_kind, get))
             self.labels.append(f"kind of {label}")
@@ -600,7 +559,9 @@ class Captures:
             self.stored.append((label, functools.partial(_item, env, name)))
             return
         value = env[name]
-        if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
+        if value is os.environ or value is os and "environ" in self.read:
+            self._environ = True  # `os.environ.get("FLAG")`: keyed by the environment
+        elif isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
             self.generators.append((label, value))
         elif isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_item, env, name)))
@@ -631,7 +592,9 @@ class Captures:
             self.stored.append((label, functools.partial(_cell_value, cell)))
             return
         value = _cell_value(cell)
-        if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
+        if value is os.environ or value is os and "environ" in self.read:
+            self._environ = True  # (`import os` in the enclosing function)
+        elif isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
             self.generators.append((label, value))
         elif isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_cell_value, cell)))

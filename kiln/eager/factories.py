@@ -9,7 +9,13 @@ import operator
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, ArgumentTypeError, UnsupportedDTypeError, UsageError
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    GraphError,
+    UnsupportedDTypeError,
+    UsageError,
+)
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..ops.random import in_trace
@@ -106,12 +112,14 @@ def tensor(
     """
     if isinstance(data, Tensor):
         data = data.detach()._host()
-    elif in_trace() and _holds_symbol(data):  # `kn.tensor([loss, 1.0])` in a kn.compile trace
-        return _traced_tensor(data, dtype, requires_grad)
     try:
         array = np.array(dt.as_array(data, dtype), copy=True)
     except (OverflowError, dt.DTypeError) as e:
         array = _with_python_ints(data, dtype, e)
+    except GraphError:  # a traced value has no array: `kn.tensor([loss, 1.0])` in a trace
+        if not (in_trace() and _holds_symbol(data)):
+            raise
+        return _traced_tensor(data, dtype, requires_grad)
     if pin_memory:  # Tensor.pin_memory's rules (no accelerator: PyTorch's error)
         return _finish(array, device, requires_grad).pin_memory()
     return _finish(array, device, requires_grad)

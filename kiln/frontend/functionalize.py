@@ -87,7 +87,13 @@ def is_compiled_argument(x: Symbol) -> bool:
 
 
 def in_compiled_trace(x: Symbol) -> bool:
-    """Whether x is a value of a function kn.compile traces (not of a graph-mode graph)."""
+    """Whether x is a value of a function kn.compile traces (not of a graph-mode graph).
+
+    >>> import kiln as kn
+    >>> with kn.Graph().as_default():
+    ...     in_compiled_trace(kn.placeholder(kn.float32, (1,)))
+    False
+    """
     return x.node.graph in _ARGUMENTS
 
 

@@ -324,6 +324,9 @@ def _classify(item, as_ints: bool):
             array = array.astype(np.int64)
         _check_dtype(array.dtype)
         return _host_kind(_as_mask(array), as_ints)
+    traced = getattr(item, "symbol", None)  # `i = x.argmax().item()` in a kn.compile trace
+    if isinstance(traced, Symbol) and getattr(item, "kind", None) == "item":  # (TracedScalar)
+        return _classify(traced.reshape(()), as_ints)  # indexes as its 0-d value does
     raise IndexOutOfRangeError(
         f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
         f"valid indices, got {type(item).__name__} (at {user_site()})"

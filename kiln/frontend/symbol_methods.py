@@ -157,12 +157,18 @@ def _attribute(name: str, why: str):
         owner = _module_value(self) if name in _OF_MODULE_VALUES else None
         if owner is not None:  # `model.fc.weight.grad` in a compiled step: the parameter's
             return getattr(owner, name)
-        if name == "requires_grad":  # in a kn.compile trace, as eager code's tensor: made
-            from .functionalize import in_compiled_trace, traced_requires_grad  # (lazy: as
-            # the module values above) from one that requires grad, with grad mode on
+        if name in _KNOWN_IN_TRACE:  # in a kn.compile trace, as eager code's tensor
+            # (lazy: as the module values above)
+            from .functionalize import in_compiled_trace, is_compiled_argument, traced_requires_grad
 
             if in_compiled_trace(self):
-                return traced_requires_grad(self)
+                needs = traced_requires_grad(self)  # made from one that requires grad
+                if name == "requires_grad":
+                    return needs
+                if not needs:  # a leaf, without a grad_fn
+                    return None if name == "grad_fn" else True
+                if name == "is_leaf" and not is_compiled_argument(self):
+                    return False  # (computed inside; an argument may be either: refused)
         raise SymbolAttributeError(
             f"'{name}' of Symbol '{self.name}' ({self.op.name}, created at {self.site}), "
             f"asked at {user_site()}: {why}"
@@ -178,6 +184,7 @@ def _attribute(name: str, why: str):
 
 
 _OF_MODULE_VALUES = ("grad", "requires_grad", "is_leaf")
+_KNOWN_IN_TRACE = ("requires_grad", "is_leaf", "grad_fn")
 
 
 def _refusing(name: str, cls, why: str):

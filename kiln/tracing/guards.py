@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dis
 import functools
 import operator
+import os
 import random
 import sys
 import types
@@ -25,6 +25,9 @@ from ..eager.hooks import _hooks_of
 from ..eager.tensor import Tensor
 from ..nn.module import Module
 from ..nn.module_hooks import GLOBAL_FORWARD_HOOKS, GLOBAL_FORWARD_PRE_HOOKS
+from .code_names import code_names as _code_names
+from .code_names import global_names as _global_names
+from .code_names import read_names as _read_names
 
 __all__ = ["APPENDS", "ITEMS", "Captures", "Guard", "put", "rebindable", "rebound"]
 
@@ -50,59 +53,6 @@ def _is_kiln(obj) -> bool:
     return (getattr(obj, "__module__", None) or "").split(".")[0] == "kiln"
 
 
-@functools.lru_cache(maxsize=4096)
-def _code_names(code: types.CodeType) -> frozenset:
-    """The global and attribute names `code` and the code nested in it (lambdas,
-    comprehensions, inner functions) use."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return frozenset(names)
-
-
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
-_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST",
-                    "LOAD_ATTR", "LOAD_METHOD"})  # fmt: skip
-_APPENDS = frozenset({"append", "extend"})
-
-
-@functools.lru_cache(maxsize=4096)
-def _read_names(code: types.CodeType, items: bool = False) -> frozenset:
-    """The names `code` (and the code nested in it) loads other than to call `.append` or
-    `.extend` on what it loads: `log` in `len(log)` or `x = log`, not in `log.append(1)`;
-    with `items`, nor to set an item of it by a plain key (`acts[name] = out`)."""
-    ins = list(dis.get_instructions(code))
-    names = {
-        i.argval
-        for i, nxt, then in zip(ins, ins[1:], [*ins[2:], None])
-        if i.opname in _LOADS and isinstance(i.argval, str)
-        and not (nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval in _APPENDS)
-        and not (items and nxt.opname in _KEYS and then is not None
-                 and then.opname == "STORE_SUBSCR")
-    }  # fmt: skip
-    if ins and ins[-1].opname in _LOADS and isinstance(ins[-1].argval, str):
-        names.add(ins[-1].argval)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _read_names(const, items)
-    return frozenset(names)
-
-
-_KEYS = frozenset({"LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME"})
-
-
-@functools.lru_cache(maxsize=4096)
-def _global_names(code: types.CodeType) -> frozenset:
-    """The names `code` (and the code nested in it) reads or writes as globals: not the
-    attribute names it uses (`opt.step()` does not read a global `step`)."""
-    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return frozenset(names)
-
-
 @functools.lru_cache(maxsize=1024)
 def _methods(cls: type) -> dict:
     """name -> function: the methods (and property getters) of `cls` and its bases, as
@@ -121,11 +71,20 @@ def _methods(cls: type) -> dict:
     return found
 
 
+# dunder methods a traced function does not call (the others, `__iter__`, `__len__`,
+# `__getitem__`, ..., run for `for x in obj`, `len(obj)`, `obj[k]` without being named)
+_NOT_CALLED = frozenset({"__init__", "__new__", "__del__", "__repr__", "__str__",
+                         "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
+                         "__init_subclass__", "__class_getitem__", "__set_name__"})  # fmt: skip
+
+
 def _reached_methods(cls: type, names: set) -> list:
     """The methods of `cls` that code naming `names` may call: those named, and those they
-    name in turn (`self.helper()`); a module's `forward` and a callable's `__call__` always."""
+    name in turn (`self.helper()`); a module's `forward`, a callable's `__call__` and the
+    other dunder methods (`__iter__` for `for x in obj`) always."""
     methods = _methods(cls)
-    todo = [n for n in methods if n in names or n in ("forward", "__call__")]
+    todo = [n for n in methods if n in names or n in ("forward", "__call__")
+            or (n not in _NOT_CALLED and n[:2] == n[-2:] == "__")]  # fmt: skip
     found = set(todo)
     while todo:
         for n in _code_names(methods[todo.pop()].__code__):
@@ -267,6 +226,32 @@ def _item(env, key):
         return _EMPTY
 
 
+def _method_members(obj, names: frozenset, classes: tuple, keep: list) -> tuple:
+    """Which of its methods `names` (those its code calls) `obj` holds in its own
+    `__dict__` instead (`m.act = other`), and the identity of each, and of each method as
+    the classes up to the one that defined it hold it (`classes`: (name, their `vars`);
+    `Net.act = other`, on that class or a subclass): a change there traces again. `keep`
+    holds them (after what it found last, first), so that no other object takes their ids
+    while a trace keyed by them is kept."""
+    attrs = _attributes_of(obj)
+    own = names & attrs.keys() if attrs is not None else ()
+    members = [ds[0].get(n) if len(ds) == 1 else next((d[n] for d in ds if n in d), None)
+               for n, ds in classes]  # fmt: skip
+    if own:
+        own = sorted(own)
+        members += [attrs[n] for n in own]
+    found = (tuple(own), tuple(map(id, members)))
+    if found != keep[0]:  # (new members: held)
+        keep[0] = found
+        keep.append(members)
+    return found
+
+
+def _environment() -> tuple:
+    """The process environment, as `os.environ` reads it (its items, compared as a set)."""
+    return (frozenset(getattr(os.environ, "_data", os.environ).items()),)
+
+
 def _length(container, n: int) -> tuple:
     """(n,) while `container` still has n items; else a ValueError, on which the caller
     walks the function again (what it reaches through the container changed)."""
@@ -318,6 +303,8 @@ class Captures:
         self._places: list = []  # per getter of Python values: (dict, key) or (cell, _CELL)
         self._pending: list[tuple] = []  # (label, dict, name, depth, walk): sources to sort
         self._cells: list[tuple] = []  # (label, cell, depth)
+        self.closure_cells: list = []  # every closure cell of the code walked (`stores`)
+        self._environ = False  # whether the code reads os.environ
         self._lengths: list[tuple] = []  # (label, container): lists, tuples, dicts walked
         self._grown: list[tuple] = []  # (label, container): those each call stores in
         self._lists: list[tuple] = []  # (label, list): lists of Python values, by their items
@@ -446,6 +433,7 @@ class Captures:
                 self._pending.append((name, env, name, depth, True))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             self._cells.append((name, cell, depth))
+            self.closure_cells.append(cell)
         # its mutable defaults (`k=[1.0]`, `cache={}`): what a call that does not pass them
         # reads (an array default is an argument instead: trace.py)
         names, defaults = fn.__code__.co_varnames[: fn.__code__.co_argcount], fn.__defaults__
@@ -507,6 +495,20 @@ class Captures:
         for label, container in self._lengths:
             self._getters.append(functools.partial(_length, container, len(container)))
             self.labels.append(label)
+        for label, obj, _ in self._holders:  # the methods its code calls on a user's object
+            if not _is_kiln(type(obj)):  # (`self.act(x)`), replaced (`m.act = other`)
+                reached = set(map(id, _reached_methods(type(obj), self.read)))
+                names = [n for n, f in _methods(type(obj)).items() if id(f) in reached]
+                mro = type(obj).__mro__  # (per name, the classes up to the one defining it)
+                ends = [next(k for k, c in enumerate(mro) if n in vars(c)) for n in names]
+                classes = tuple((n, tuple(map(vars, mro[: k + 1]))) for n, k in zip(names, ends))
+                self._getters.append(
+                    functools.partial(_method_members, obj, frozenset(names), classes, [None])
+                )
+                self.labels.append(f"the methods of {label} ({', '.join(names)})")
+        if self._environ:
+            self._getters.append(_environment)
+            self.labels.append("os.environ")
         for label, get in self.stored:  # a tensor there is an input (trace.py, `_lifted`)
             self._getters.append(functools.partial(_stored_kind, get))
             self.labels.append(f"kind of {label}")
@@ -557,7 +559,9 @@ class Captures:
             self.stored.append((label, functools.partial(_item, env, name)))
             return
         value = env[name]
-        if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
+        if value is os.environ or value is os and "environ" in self.read:
+            self._environ = True  # `os.environ.get("FLAG")`: keyed by the environment
+        elif isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
             self.generators.append((label, value))
         elif isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_item, env, name)))
@@ -584,8 +588,13 @@ class Captures:
         if (id(cell), None) in self._sources:
             return
         self._sources.add((id(cell), None))
+        if (id(cell), None) in self._exclude:  # stored by each call (`nonlocal h; h = ...`)
+            self.stored.append((label, functools.partial(_cell_value, cell)))
+            return
         value = _cell_value(cell)
-        if isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
+        if value is os.environ or value is os and "environ" in self.read:
+            self._environ = True  # (`import os` in the enclosing function)
+        elif isinstance(value, _GENERATORS):  # its draws: `check_no_host_draws`
             self.generators.append((label, value))
         elif isinstance(value, Tensor):
             self.tensors.append((label, functools.partial(_cell_value, cell)))
@@ -719,7 +728,10 @@ class Guard:
                 what = f"{type(module).__name__} module"
                 return f"a {what} holds another parameter, buffer, submodule or hook", True
         if self.by_value:
-            values = self.captures.values()
+            try:
+                values = self.captures.values()
+            except (KeyError, IndexError, ValueError):  # a container it reads grew or shrank
+                return "a container the function reads changed its length", True
             if values != self.values:
                 return value_changes(self.captures.labels, values, self.values), False
         if values and value_types(values) != self.types:

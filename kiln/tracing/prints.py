@@ -65,7 +65,7 @@ def _format(symbol, spec: str) -> str:
     calls = getattr(_local, "calls", None)
     if calls is None:
         return object.__format__(symbol, spec)
-    calls.formatted.append((symbol, spec))
+    calls.formatted.append((_snapshot(symbol), spec))
     return f"<kiln traced value {len(calls.formatted) - 1}>"
 
 
@@ -79,7 +79,23 @@ def _print(*args, **kwargs):
     if calls is None:  # another thread, not tracing
         _saved(*args, **kwargs)
     else:
-        calls.append((args, kwargs))
+        calls.append((_snapshot(args), _snapshot(kwargs)))
+
+
+def _snapshot(value):
+    """`value` with each traced value in it (in lists, tuples and dicts too) as it is now: a
+    node that reads it, which a later in-place change of it (`y.add_(1)` after
+    `print(y)`) leaves reading this value, as eager code prints it before the change."""
+    if isinstance(value, Symbol):
+        from ..frontend.core import call  # NOTE: lazy: the frontend imports this module
+
+        with value.graph.as_default():  # (a copy: an identity cast, a node of its own)
+            return call("cast", value, dtype=value.dtype)
+    if type(value) in (list, tuple):
+        return type(value)(map(_snapshot, value))
+    if type(value) is dict:
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
 
 
 class _Warned(tuple):
@@ -139,12 +155,18 @@ def _printed(calls):
     """Each value the recorded calls print: their arguments, and the Symbols whose markers
     their strings hold (a TracedScalar's: its Symbol)."""
     for args, kwargs in calls:
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, str):
-                for m in _MARKER.finditer(value):
-                    yield _symbol(calls.formatted[int(m.group(1))][0])
-            else:
-                yield _symbol(value)
+        yield from _values(calls, (*args, *kwargs.values()))
+
+
+def _values(calls, values):
+    for value in values:
+        if isinstance(value, str):
+            for m in _MARKER.finditer(value):
+                yield _symbol(calls.formatted[int(m.group(1))][0])
+        elif type(value) in (list, tuple, dict):  # (a list of tensors printed)
+            yield from _values(calls, value.values() if type(value) is dict else value)
+        else:
+            yield _symbol(value)
 
 
 def _symbol(value):
@@ -173,6 +195,10 @@ def replay(calls, symbols, values) -> None:
             return python_value(value_of[id(a.symbol)], a.kind)
         if isinstance(a, str) and "<kiln traced value " in a:
             return _MARKER.sub(lambda m: _filled(calls.formatted[int(m.group(1))], value_of), a)
+        if type(a) in (list, tuple):
+            return type(a)(map(fill, a))
+        if type(a) is dict:
+            return {k: fill(v) for k, v in a.items()}
         return a
 
     for entry in calls:

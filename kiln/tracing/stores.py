@@ -5,15 +5,16 @@ item or an appended one (`losses.append(loss.item())`).
 While tracing, such a value is a Symbol. Left there, the module would hold a Symbol after the
 call, and a list a Symbol appended once, where eager code holds each call's tensor (and
 appends one per call), as PyTorch's compiled functions do. So the state the function reaches
-(its captured dicts and lists, the attributes of the objects and modules it uses, and the
-globals it names) is compared before and after the trace: each new value that holds traced
-values becomes a store. The trace's change is undone, the values join the program's outputs,
-and every call (the first one included) makes the store again with that call's values:
-`setattr`, `d[key] = ...`, `lst[i] = ...` or `lst.append(...)`. A call that fails stores
-nothing. The guards (`guards.Captures`) do not compare what is stored by identity (it changes
-each call): the cache key holds its kind (nothing, None, a tensor...), and a tensor stored
-there is an input of the next call's program, so state carried from call to call (an RNN's
-`self.hidden`) is read as eager code reads it.
+(its captured dicts and lists, the attributes of the objects and modules it uses, the
+globals it names and its closure cells) is compared before and after the trace: each new
+value that holds traced values becomes a store. The trace's change is undone, the values
+join the program's outputs, and every call (the first one included) makes the store again
+with that call's values: `setattr`, `d[key] = ...`, `lst[i] = ...`, `lst.append(...)` or a
+closure cell's `nonlocal h; h = ...`. A call that fails stores nothing. The guards
+(`guards.Captures`) do not compare what is stored by identity (it changes each call): the
+cache key holds its kind (nothing, None, a tensor...), and a tensor stored there is an input
+of the next call's program, so state carried from call to call (an RNN's `self.hidden`) is
+read as eager code reads it.
 
 >>> import kiln as kn
 >>> class Net(kn.nn.Module):
@@ -32,7 +33,7 @@ from __future__ import annotations
 from ..frontend.trace_locals import symbol_of
 from ..graph.core import Symbol
 from ..nn.module import Module
-from .guards import _attributes_of, _is_kiln
+from .guards import _EMPTY, _attributes_of, _cell_value, _is_kiln
 from .scalars import TracedScalar
 from .structure import _unflatten, flatten
 
@@ -43,7 +44,8 @@ _MISSING = object()
 
 class Store:
     """One store to make on each call: `kind` "attr" (`setattr(target, key, value)`), "item"
-    (`target[key] = value`) or "append" (`target.append(value)`); `structure` rebuilds the
+    (`target[key] = value`), "cell" (a closure cell's contents: `nonlocal h; h = value`) or
+    "append" (`target.append(value)`); `structure` rebuilds the
     value from its leaves (the program's outputs `symbols` and any other objects it held);
     `old`: what the place held before the trace (None where nothing)."""
 
@@ -59,6 +61,8 @@ class Store:
             return f"{type(self.target).__name__}.{self.key}"
         if self.kind == "item":
             return f"item {self.key!r} of a {type(self.target).__name__}"
+        if self.kind == "cell":
+            return "a closure variable"
         return "appended to a list"
 
     def make(self, values: dict) -> None:
@@ -66,6 +70,8 @@ class Store:
         value = _unflatten(self.structure, iter([values.get(id(x), x) for x in self.leaves]))
         if self.kind == "attr":
             setattr(self.target, self.key, value)
+        elif self.kind == "cell":
+            self.target.cell_contents = value
         elif self.kind == "item":
             self.target[self.key] = value
         else:
@@ -129,6 +135,7 @@ class Watch:
                 self._lists.append((value, list(value)))
         for env, names in captures.envs:
             self._dicts.append((env, None, names, {n: env.get(n, _MISSING) for n in names}))
+        self._cells = [(cell, _cell_value(cell)) for cell in captures.closure_cells]
 
     def _add_dict(self, d: dict, owner, names, seen: set) -> None:
         if id(d) not in seen:
@@ -156,6 +163,17 @@ class Watch:
                     del d[key]
                 else:
                     d[key] = old
+        for cell, before in self._cells:  # `nonlocal h; h = x * 2`
+            value = _cell_value(cell)
+            if value is before or _traced(value, graph) is None:
+                continue
+            structure, leaves = _structure(value)
+            held = None if before is _EMPTY else before
+            stores.append(Store("cell", cell, None, structure, leaves, held))
+            if before is _EMPTY:
+                del cell.cell_contents
+            else:
+                cell.cell_contents = before
         for lst, before in self._lists:
             kept, appended = [], []
             for i, value in enumerate(lst):
@@ -182,7 +200,7 @@ def stored_keys(stores) -> set:
         if s.kind == "attr":
             attrs = _attributes_of(s.target)
             found.add((id(attrs), s.key))
-        else:
+        else:  # (a closure cell's key: None)
             found.add((id(s.target), s.key))
     return found
 

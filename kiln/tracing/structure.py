@@ -6,6 +6,7 @@ and `describe` give an input's key and its text in messages."""
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import numpy as np
 
@@ -18,9 +19,11 @@ from .scalars import TracedScalar, python_value
 
 _LEAF = "<array>"  # an array's slot in a structure; other values are kept in it (static)
 _STATIC = "<static>"
+_SLICE = "<slice>"
 _SCALAR = "<python value>"  # a TracedScalar's slot: the call's array, as .item()/.tolist()
 _DATACLASS = "<dataclass>"  # a dataclass instance: its fields' structures, by name
 _ARRAYS = (Tensor, np.ndarray, np.generic, Symbol)
+_LAZY = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
 
 def flatten(value, path: str, leaves: list, paths: list, statics: list):
@@ -28,6 +31,8 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
     `paths`); any other value stays in the structure, static (`statics`: (path, value)). A
     NumPy scalar (`np.float64(2.5)`) is a Python number there, as eager kiln and PyTorch
     take it (`int_tensor * np.float64(2.5)` is float32), keyed by its NumPy type."""
+    if type(value) is slice:  # (not hashable before Python 3.12): static, by its parts
+        return (_SLICE, value.start, value.stop, value.step)
     if isinstance(value, np.generic) and value.dtype.kind in "biufc":
         statics.append((path, value))
         return (_STATIC, value.item(), (type(value), _kind(value.item())))
@@ -71,6 +76,13 @@ def flatten_outputs(result, leaves: list, paths: list, name: str):
     statics: list = []
     structure = flatten(result, "output", leaves, paths, statics)
     for path, value in statics:
+        if isinstance(value, _LAZY):  # its code would run after the trace, on graph values
+            raise GraphError(
+                f"kn.compile: {name} returned a {type(value).__name__} as {path}: its code runs "
+                "when it is iterated (awaited), after the trace, where the function's values "
+                "are graph values; return a list of its items (`list(...)`), or call the "
+                "function uncompiled"
+            )
         held = _held_symbol(value, 2)
         if held is not None:
             raise GraphError(
@@ -104,6 +116,8 @@ def _unflatten(structure, leaves):
         return next(leaves)
     if structure[0] is _STATIC:
         return structure[1]
+    if structure[0] is _SLICE:
+        return slice(*structure[1:])
     if structure[0] is _SCALAR:
         return python_value(next(leaves), structure[1])
     if structure[0] is dict:

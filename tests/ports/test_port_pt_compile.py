@@ -94,6 +94,13 @@ def _(lib, x, shape, dtype):
     return x.to(getattr(lib, dtype)), x.reshape(shape)
 
 
+@case("slice_args", (A, slice(1, 4)), (A, slice(None, None, 3)), (M, slice(1, None)),
+      (A, slice(1, 4)))  # fmt: skip
+def _(lib, x, s):
+    # (compiled: ArgumentTypeError, "a slice, neither an array nor hashable")
+    return x[s], x[..., s]
+
+
 @case("string_and_none_args", (A, "a", None), (A, "b", None), (A, "a", 1))
 def _(lib, x, s, n):
     return x + 1 if s == "a" and n is None else x - 1
@@ -313,6 +320,26 @@ def _(lib, x):
     return (lib.tensor([x.sum(), x.max()]), lib.tensor([[x.min(), 1], [2, x.max()]]),
             lib.tensor((x.sum().long(), 2)), lib.tensor([x.sum(), 1.5], dtype=lib.float64),
             lib.stack([x.sum(), x.min()]))  # fmt: skip
+
+
+@case("item_as_index", (A,), (B,), (M,))
+def _(lib, x):
+    # (compiled: "only integers ... are valid indices, got TracedScalar"; (M,): IndexError)
+    return x[x.argmax().item()], x[..., x.argmin().item()], x[x.argmin().item()] * 2
+
+
+@case("is_leaf_and_grad_fn_inside", (A, A), (Leaf.of(A), A), (A, Leaf.of(A)))
+def _(lib, x, w):
+    # (compiled, both raised "has no autograd tape"; a grad_fn that is a node, and is_leaf of
+    # an argument that requires grad, are still refused)
+    y = x * 2
+    with lib.no_grad():
+        z = x * 3
+    found = [y.is_leaf, z.is_leaf, z.grad_fn is None, y.detach().is_leaf,
+             (y * w).detach().grad_fn is None, (y * w).is_leaf]  # fmt: skip
+    if not x.requires_grad:
+        found += [x.is_leaf, x.grad_fn is None, y.grad_fn is None]
+    return found
 
 
 @case("requires_grad_inside", (A, A), (Leaf.of(A), A), (A, Leaf.of(A)))

@@ -255,9 +255,14 @@ def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=No
         if getattr(memory_format, "name", "preserve_format") != "preserve_format":
             return out
         return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
-    out = fa.like_memory(x, draw(tuple(x.shape), dtype), memory_format, fill=True)
-    if not requires_grad and not isinstance(out, Tensor):
-        return out  # a traced draw (`kn.compile`): a graph value, which has no autograd tape
+    out = draw(tuple(x.shape), dtype)
+    if isinstance(out, Symbol):  # a traced draw (`kn.compile`) in the shape of a tensor
+        if getattr(memory_format, "name", "preserve_format") == "preserve_format" and x.ndim > 1:
+            from .result_layouts import array_layout, keep_layout, like_layout
+
+            out = keep_layout(out, like_layout(array_layout(x._data)))  # laid out as x
+        return out.requires_grad_(True) if requires_grad else out
+    out = fa.like_memory(x, out, memory_format, fill=True)
     return out.requires_grad_(requires_grad)
 
 

@@ -561,7 +561,8 @@ def _(lib):
             lib.hsplit(lib.zeros(5, 5, 0), [2, 6]), lib.vsplit(c, 2), lib.vsplit(c, [1, 2, 3]),
             lib.vsplit(c, [1, 5, 9]), lib.vsplit(lib.zeros(5, 0, 5), [1, 5]),
             lib.dsplit(lib.arange(36.0).reshape(2, 3, 6), 3),
-            lib.dsplit(lib.zeros(5, 0, 6), [1, 2, 3]), lib.dsplit(lib.zeros(5, 5, 0), 2))  # fmt: skip
+            lib.dsplit(lib.zeros(5, 0, 6), [1, 2, 3]),
+            lib.dsplit(lib.zeros(5, 5, 0), 2))  # fmt: skip
 
 
 refuses("hsplit_0d", lambda lib: lib.hsplit(lib.ones(()), 3))

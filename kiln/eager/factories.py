@@ -9,7 +9,13 @@ import operator
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, ArgumentTypeError, UnsupportedDTypeError, UsageError
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AutogradError,
+    UnsupportedDTypeError,
+    UsageError,
+)
 from ..generator import Generator, default_generator
 from ..graph.core import Symbol
 from ..ops.random import in_trace
@@ -382,6 +388,13 @@ def _check_range(low: int, high: int, dtype) -> None:
         raise UsageError(f"to - 1 is out of bounds for {dtype}")
 
 
+def _integer_grad(dtype, requires_grad: bool, op: str) -> None:
+    """The eager refusal of `requires_grad=True` on an integer dtype, for a traced draw."""
+    if requires_grad and not dt.is_differentiable(dtype):
+        raise AutogradError(f"{op}: only Tensors of floating point and complex dtype can "
+                            "require gradients")  # fmt: skip
+
+
 def _traced(kind, shape, dtype, generator, **params):
     """A random factory called in a `kn.compile` trace: a random node, fresh on every call."""
     from ..frontend.random import traced_factory  # NOTE: the frontend builds on eager
@@ -479,6 +492,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
         )
     _check_range(low, high, dtype)
     if in_trace():
+        _integer_grad(dtype, requires_grad, "randint")
         return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)
     values = _generator(generator)._integers(low, high, _shape((size,)))
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)

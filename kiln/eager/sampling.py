@@ -13,7 +13,7 @@ from .. import dtypes as dt
 from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed, seeds_from
-from .factories import _finish, _traced, rand, randn
+from .factories import _finish, _integer_grad, _traced, rand, randn
 from .grad_mode import no_grad
 from .out import factory_out, takes_out
 from .tensor import Tensor, make
@@ -54,6 +54,7 @@ def randperm(
         raise UsageError(f"randperm: value cannot be converted to type {dtype} without overflow: "
                          f"n={n}")  # fmt: skip
     if in_trace():
+        _integer_grad(dtype, requires_grad, "randperm")
         return _traced("randperm", (int(n),), dt.as_dtype(dtype), generator)
     values = _rng(generator).permutation(int(n)).astype(dt.as_dtype(dtype))
     return _finish(values, device, requires_grad)

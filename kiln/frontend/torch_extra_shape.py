@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import mark_pieces
 from ..errors import (
+    AutogradError,
     DTypeMismatchError,
     GraphError,
     IndexDTypeError,
@@ -583,6 +584,9 @@ def _new(fill):
 
 def _constant_like(self, value: np.ndarray, requires_grad=False):
     if isinstance(self, Symbol):
+        if requires_grad and not dt.is_differentiable(value.dtype):  # (as eager refuses)
+            raise AutogradError("only Tensors of floating point and complex dtype can require "
+                                f"gradients (a new {value.dtype} tensor)")  # fmt: skip
         return constant(value, graph=self.graph)
     from ..eager.factories import tensor
 

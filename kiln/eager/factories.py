@@ -371,11 +371,11 @@ def _bound(name: str, value) -> int:
     return operator.index(value)
 
 
-def _check_range(low: int, high: int, dtype) -> None:
-    """PyTorch's check of `randint`'s `[low, high)` against an integer or bool dtype's range
-    (RuntimeError).
+def check_range(low: int, high: int, dtype) -> None:
+    """PyTorch's check of `randint`'s (and `random_`'s) `[low, high)` against an integer or
+    bool dtype's range (RuntimeError).
 
-    >>> _check_range(0, 257, np.dtype("uint8"))
+    >>> check_range(0, 257, np.dtype("uint8"))
     Traceback (most recent call last):
     kiln.errors.UsageError: to - 1 is out of bounds for uint8 ...
     """
@@ -490,7 +490,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
             f"randint: check_random_bounds handles only integral, floating-point and boolean "
             f"types, not {dtype}"
         )
-    _check_range(low, high, dtype)
+    check_range(low, high, dtype)
     if in_trace():
         _integer_grad(dtype, requires_grad, "randint")
         return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)

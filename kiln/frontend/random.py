@@ -269,6 +269,8 @@ def random_range(dtype, args, kwargs) -> tuple:
     if kwargs:
         raise ArgumentTypeError(f"random_() got unexpected keyword arguments {sorted(kwargs)}")
     dtype = dt.as_dtype(dtype)
+    if dtype.kind == "c":
+        raise UnsupportedDTypeError(f'"random_" not implemented for {dtype}')
     if high is None:
         if dt.is_float(dtype):  # every integer up to 2**digits is a value of the dtype
             digits = 8 if dtype == dt.bfloat16 else np.finfo(dtype).nmant + 1
@@ -279,10 +281,9 @@ def random_range(dtype, args, kwargs) -> tuple:
     if low >= high:
         raise UsageError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                          f">= to={high}")  # fmt: skip
-    if not dt.is_float(dtype) and dtype != dt.bool_:
-        info = np.iinfo(dtype)
-        if low < info.min or high - 1 > info.max:
-            raise UsageError(f"random_: [{low}, {high - 1}] is out of bounds for {dtype}")
+    from ..eager.factories import check_range  # NOTE: the frontend builds on eager
+
+    check_range(low, high, dtype)  # (an integer or bool dtype's)
     return low, high
 
 

@@ -7,6 +7,7 @@ scenario (pt_oracle.py runs it on torch and on kiln, eagerly and under `kn.compi
 Expected values: torch 2.13 (the oracle).
 """
 
+import numpy as np
 import pytest
 from pt_oracle import MODES, Scenarios
 
@@ -14,6 +15,11 @@ nan, inf = float("nan"), float("inf")
 
 SCENARIOS = Scenarios()
 case = SCENARIOS.case
+
+
+def refuses(name, make):
+    """A scenario `name` whose call `make(lib)` torch refuses."""
+    case(name)(make)
 
 
 # -- conversions of created values, requires_grad, repeat_interleave -----------------------
@@ -67,7 +73,6 @@ def _(lib):
     ]
 
 
-refuses = SCENARIOS.case
 for name, make in {
     "new_full_integer_requires_grad": lambda lib: lib.randint(10, (10,)).new_full(
         (10,), 1, requires_grad=True
@@ -108,7 +113,7 @@ for name, make in {
         lib.ones(3, 2), lib.ones(3, 3, dtype=lib.int64), dim=0
     ),
 }.items():
-    refuses(name)(make)
+    refuses(name, make)
 
 
 @case("stack_and_triu_forms")
@@ -137,6 +142,92 @@ def _(lib):
         lib.repeat_interleave(lib.zeros(5, 0), repeats=3, dim=1),
         lib.repeat_interleave(lib.tensor([], dtype=lib.int64), lib.tensor([], dtype=lib.int64)),
     )
+
+
+# -- scalar casts, meshgrid/cartesian_prod/combinations, out= overlaps, random_ bounds -----
+
+
+@case("scalar_casts")
+def _(lib):
+    return (int(lib.tensor([1.5])), float(lib.zeros(1, 1, 1, 1)), complex(lib.tensor([1.5])),
+            complex(lib.tensor(1.5j)), int(lib.tensor([1.0, 2.0, 3.0])[2:]))  # fmt: skip
+
+
+refuses("int_of_an_empty_tensor", lambda lib: int(lib.Tensor([])))
+refuses("float_of_two_values", lambda lib: float(lib.Tensor([1, 2])))
+refuses("complex_of_a_matrix", lambda lib: complex(lib.Tensor([[1, 2], [3, 4]])))
+refuses("float_of_a_complex", lambda lib: float(lib.tensor(1.5j)))
+refuses("int_of_a_complex", lambda lib: int(lib.tensor(1.5j)))
+
+
+@case("meshgrid_0d_and_1d")
+def _(lib):
+    a, b, c = lib.tensor(1), lib.tensor([1, 2, 3]), lib.tensor([1, 2])
+    return (lib.meshgrid([a, b, c]), lib.meshgrid(a, b, c, indexing="xy"),
+            lib.meshgrid([a, b, c], indexing="ij"), lib.meshgrid(a, a, a, indexing="xy"),
+            lib.meshgrid(lib.ones(3), lib.tensor(1.0), lib.ones(7), indexing="xy"))  # fmt: skip
+
+
+refuses("meshgrid_empty_indexing", lambda lib: lib.meshgrid(lib.tensor([1, 2]), indexing=""))
+refuses("meshgrid_of_a_matrix", lambda lib: lib.meshgrid(lib.tensor([[1, 2], [3, 4]])))
+
+
+@case("cartesian_prod_and_combinations")
+def _(lib):
+    a, b, c, e = lib.tensor([1]), lib.tensor([1, 2, 3]), lib.tensor([1, 2]), lib.empty(0)
+    return (lib.cartesian_prod(a, b, c), lib.cartesian_prod(a, b, c, e.long()),
+            lib.cartesian_prod(b),
+            [lib.combinations(b, r=r) for r in range(6)],
+            [lib.combinations(b, r=r, with_replacement=True) for r in range(4)],
+            lib.combinations(e), lib.combinations(e, with_replacement=True))  # fmt: skip
+
+
+refuses("linspace_out_overlapping", lambda lib: lib.linspace(1, 10, 10, out=lib.rand(1).expand(10)))
+refuses("logspace_out_overlapping", lambda lib: lib.logspace(1, 10, 10, out=lib.rand(1).expand(10)))
+
+
+@case("legacy_constructors_of_numpy_arrays")
+def _(lib):
+    kinds = (
+        np.float64,
+        np.float32,
+        np.float16,
+        np.int64,
+        np.int32,
+        np.int16,
+        np.int8,
+        np.uint8,
+        np.bool_,
+    )
+    return [ctor(np.array([1, 2, 3, 4], dtype=k)) for k in kinds
+            for ctor in (lib.DoubleTensor, lib.FloatTensor, lib.HalfTensor)]  # fmt: skip
+
+
+@case("random_in_place_bounds")
+def _(lib):
+    def drawn(dtype, *args):
+        t = lib.empty(300, dtype=dtype).fill_(-1 if dtype != lib.bool else 0).random_(*args)
+        return t.dtype, bool(t.min() >= (args[0] if len(args) > 1 else 0))
+
+    return (
+        [
+            drawn(d, 1, 4)
+            for d in (lib.float32, lib.float64, lib.int8, lib.int16, lib.int32, lib.int64)
+        ]
+        + [drawn(d, 4) for d in (lib.float32, lib.int8)]
+        + [drawn(lib.bool), drawn(lib.bool, 0, 2), drawn(lib.bool, 1, 2)]
+    )
+
+
+refuses("random_bool_from_below", lambda lib: lib.empty(3, dtype=lib.bool).random_(-1, 1))
+refuses("random_bool_to_beyond", lambda lib: lib.empty(3, dtype=lib.bool).random_(0, 3))
+refuses("random_bool_empty_range", lambda lib: lib.empty(3, dtype=lib.bool).random_(1, 1))
+refuses("random_int8_from_below", lambda lib: lib.empty(3, dtype=lib.int8).random_(-129, 0))
+refuses("random_int8_to_beyond", lambda lib: lib.empty(3, dtype=lib.int8).random_(0, 129))
+refuses("random_uint8_negative_from", lambda lib: lib.empty(3, dtype=lib.uint8).random_(-1, 5))
+refuses("random_int32_to_beyond", lambda lib: lib.empty(3, dtype=lib.int32).random_(2**40))
+refuses("random_reversed", lambda lib: lib.empty(3, dtype=lib.int32).random_(5, 3))
+refuses("random_complex", lambda lib: lib.empty(3, dtype=lib.complex64).random_())
 
 
 SCENARIOS.eager_only.update(

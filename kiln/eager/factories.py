@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
@@ -372,16 +373,20 @@ def _bound(name: str, value) -> int:
 
 
 def check_range(low: int, high: int, dtype) -> None:
-    """PyTorch's check of `randint`'s (and `random_`'s) `[low, high)` against an integer or
-    bool dtype's range (RuntimeError).
+    """PyTorch's check of `randint`'s (and `random_`'s) `[low, high)` against the range of
+    `dtype` (a float's finite values within int64's; RuntimeError).
 
     >>> check_range(0, 257, np.dtype("uint8"))
     Traceback (most recent call last):
     kiln.errors.UsageError: to - 1 is out of bounds for uint8 ...
     """
-    if dtype.kind not in "iub":
+    if dtype.kind == "c":
         return
-    info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if dtype.kind in "iub":
+        info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    else:  # a float dtype: its finite range, within int64's
+        big = float(ml_dtypes.finfo(dtype).max)
+        info = (max(-big, -(2**63)), min(big, 2**63 - 1))
     if not info[0] <= low <= info[1]:
         raise UsageError(f"from is out of bounds for {dtype}")
     if not info[0] <= high - 1 <= info[1]:

@@ -230,6 +230,49 @@ refuses("random_reversed", lambda lib: lib.empty(3, dtype=lib.int32).random_(5, 
 refuses("random_complex", lambda lib: lib.empty(3, dtype=lib.complex64).random_())
 
 
+refuses(
+    "random_float16_to_beyond_its_range",
+    lambda lib: lib.empty(3, dtype=lib.float16).random_(0, 70000),
+)
+refuses(
+    "random_float16_from_below_its_range",
+    lambda lib: lib.empty(3, dtype=lib.float16).random_(-(2**63), 0),
+)
+refuses(
+    "randint_float16_beyond_its_range", lambda lib: lib.randint(0, 70000, (3,), dtype=lib.float16)
+)
+
+
+@case("random_full_ranges")
+def _(lib):
+    kinds = (lib.float32, lib.bfloat16, lib.int64, lib.uint8)
+    return [lib.empty(3, dtype=d).random_(*args).dtype for d in kinds
+            for args in ((-(2**63), 0), (0, 2**63 - 1))[: 1 if d == lib.uint8 else 2]]  # fmt: skip
+
+
+@case("type_names")
+def _(lib):
+    kinds = (lib.float32, lib.int8, lib.bool, lib.complex64, lib.complex128, lib.bfloat16)
+    names = [lib.empty(2, dtype=d).type().split(".", 1)[1] for d in kinds + (lib.uint16,)]
+    return names, lib.tensor([]).type().split(".")[1], lib.empty(2).type(lib.DoubleTensor).dtype
+
+
+@case("zeros_and_ones_out")
+def _(lib):
+    out = lib.zeros(3, 4)
+    return (lib.zeros((3, 4), dtype=lib.float32, out=out),
+            lib.zeros((3, 4), layout=lib.strided, out=out),
+            lib.zeros(100, 100, out=lib.tensor(())), lib.ones(10, 10, out=lib.tensor(())),
+            lib.zeros(2, 2, dtype=lib.bool), lib.zeros(1, 1, dtype=lib.half),
+            lib.ones(1, 2, dtype=lib.bool))  # fmt: skip
+
+
+refuses(
+    "zeros_out_integer_dtype", lambda lib: lib.zeros((3, 4), dtype=lib.int64, out=lib.zeros(3, 4))
+)
+refuses("as_strided_negative_stride", lambda lib: lib.as_strided(lib.ones(3, 3), (1, 1), (2, -1)))
+
+
 SCENARIOS.eager_only.update(
     {
         "new_factories_requires_grad": "values made inside kn.compile are graph values, whose "

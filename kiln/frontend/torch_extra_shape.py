@@ -604,6 +604,11 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, **_)
     """`tensor(data)` of self's dtype (unless `dtype` is given) and device."""
     if isinstance(data, Symbol):
         return m.cast(data, dtype or self.dtype)
+    if not isinstance(self, Symbol):  # `tensor`'s conversions and checks (300 into uint8...)
+        from ..eager.factories import tensor
+
+        where = self.device if device is None else device
+        return tensor(data, dtype=dtype or self.dtype, device=where, requires_grad=requires_grad)
     if hasattr(data, "detach"):
         data = data.detach().numpy()
     return _constant_like(self, np.asarray(data, dt.as_dtype(dtype or self.dtype)), requires_grad)

@@ -273,10 +273,90 @@ refuses(
 refuses("as_strided_negative_stride", lambda lib: lib.as_strided(lib.ones(3, 3), (1, 1), (2, -1)))
 
 
+# -- tensor(): conversions to bool, inference among NumPy values, copies -----------------
+
+F64_MAX = 1.7976931348623157e308
+
+
+@case("tensor_to_bool")
+def _(lib):
+    b = lib.bool
+    return (
+        lib.tensor([-1, -1.1, 0, 1, 1.1], dtype=b),
+        lib.tensor((-0.3, 0, 0.3, 1, 3 / 7), dtype=b),
+        lib.tensor((nan, 0, -(2**63), 2**63 - 1, -(2**63) - 1), dtype=b),
+        lib.tensor((2**63, 0, 2**64, 2**64 + 1, -F64_MAX), dtype=b),
+        lib.tensor((F64_MAX, 0, F64_MAX + 1, -F64_MAX - 1, F64_MAX + 1e291), dtype=b),
+        lib.tensor([1e-323, 1e-324, 0j, 1e-323j, 1e-324j, 1 + 2j, -1j], dtype=b),
+        lib.tensor((1e323, -1e323, inf, -inf), dtype=b),
+    )
+
+
+@case("tensor_infers_among_numpy_values")
+def _(lib):
+    return (
+        lib.tensor(()),
+        lib.tensor(((7, 5), (9, 5.0))),
+        lib.tensor(((5, 3 + 2j), (3, 5 + 4j))),
+        lib.tensor(np.array(())),
+        lib.tensor(np.array(5.0)),
+        lib.tensor(np.array(5)),
+        lib.tensor(((7, np.array(5)), (np.array(9), 5.0))),
+        lib.tensor(((7, 5), (9, np.array(5.0)))),
+        lib.tensor(((5, np.array(3)), (np.array(3), 5))),
+        lib.tensor(((5, np.array(3, dtype=np.int8)), (np.array(3, dtype=np.uint8), 5))),
+        lib.tensor([True, np.int8(3)]),
+        lib.tensor([np.uint8(200), np.int8(-1)]),
+        lib.tensor([np.complex64(1j), 1.5]),
+        lib.tensor([lib.tensor(1.5, dtype=lib.float16), np.float32(1)]),
+    )
+
+
+@case("tensor_copies_keep_no_history")
+def _(lib):
+    s = lib.randn(5, 5, dtype=lib.double, requires_grad=True)
+    one = lib.randn(1)
+    flags = (
+        lib.tensor(s),
+        lib.tensor(s, requires_grad=True),
+        one.new_tensor(s),
+        one.new_tensor(s, requires_grad=True),
+    )
+    cast = lib.as_tensor(s, dtype=lib.float)
+    return (
+        [(t.is_leaf, t.requires_grad, t.dtype) for t in flags],
+        lib.as_tensor(s) is s,
+        cast.is_leaf,
+        cast.requires_grad,
+        cast.dtype,
+    )
+
+
+@case("new_tensor_forms")
+def _(lib):
+    u8 = lib.ByteTensor([1, 1])
+    return (
+        u8.new_tensor([1, 1]),
+        u8.new_tensor([1, 1], dtype=lib.int),
+        u8.new_tensor(u8, dtype=lib.int),
+        u8.new_tensor(1),
+        u8.new_tensor(1.7),
+        lib.tensor([1.5]).new_tensor(np.array([5.0])),
+    )
+
+
+refuses("new_tensor_uint8_overflow", lambda lib: lib.ByteTensor([1, 1]).new_tensor([300]))
+refuses("tensor_of_mixed_strings", lambda lib: lib.as_tensor([0, "torch"]))
+
+
+GRAPH_VALUES = (
+    "values made inside kn.compile are graph values, whose requires_grad, is_leaf and identity "
+    "are not asked (their gradients are graph values too)"
+)
 SCENARIOS.eager_only.update(
     {
-        "new_factories_requires_grad": "values made inside kn.compile are graph values, whose "
-        "requires_grad is not asked (their gradients are graph values too)",
+        "new_factories_requires_grad": GRAPH_VALUES,
+        "tensor_copies_keep_no_history": GRAPH_VALUES,
     }
 )
 

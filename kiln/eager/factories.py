@@ -244,6 +244,8 @@ def arange(start=None, end=None, step=1, dtype=None, device="cpu", requires_grad
         raise UsageError("arange: step must be nonzero")
     if not (np.isfinite(start) and np.isfinite(end)):
         raise UsageError(f"arange: unsupported range: {start} -> {end}")
+    if abs((end - start) / step) >= 2**63:
+        raise UsageError(f"arange: invalid size, possible overflow? ({start} -> {end} by {step})")
     if (end - start) * step < 0:
         raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip

@@ -213,7 +213,11 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
                                 f"{type(steps).__name__}")  # fmt: skip
     if steps < 0:
         raise UsageError(f"logspace: number of steps must be non-negative, got {steps}")
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    complex_ends = not isinstance(start, Symbol) and not isinstance(end, Symbol) and (
+        np.iscomplexobj(start) or np.iscomplexobj(end))  # fmt: skip
+    if dtype is None:  # (complex ends: the default complex dtype, as linspace's)
+        dtype = dt.default_complex() if complex_ends else dt.DEFAULT_FLOAT
+    dtype = dt.as_dtype(dtype)
     if dtype == dt.bool_:
         raise UnsupportedDTypeError("logspace: not implemented for bool (as PyTorch's)")
     if isinstance(start, Symbol) or isinstance(end, Symbol):
@@ -224,8 +228,9 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
     if int(steps) > 0 and dtype.kind != "c":  # PyTorch's kernel's values
         values = logspace_values(start, end, int(steps), float(base), dtype)
         return fa._finish(values, device, requires_grad)
-    exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
-    values = np.power(float(base), exponents)
+    wide, number = (np.complex128, complex) if dtype.kind == "c" else (np.float64, float)
+    exponents = np.linspace(number(start), number(end), int(steps), dtype=wide)
+    values = np.power(number(base), exponents)
     return fa._finish(values.astype(dtype), device, requires_grad)
 
 

@@ -349,6 +349,113 @@ refuses("new_tensor_uint8_overflow", lambda lib: lib.ByteTensor([1, 1]).new_tens
 refuses("tensor_of_mixed_strings", lambda lib: lib.as_tensor([0, "torch"]))
 
 
+# -- range/arange out= and edges, empty tensors' strides, eye, complex spacing ------------
+
+
+@case("ranges_into_out")
+def _(lib):
+    x, y = lib.zeros(2, 3), lib.zeros(2, 3)
+    lib.arange(0, 4, out=x.narrow(1, 1, 2))  # a non-contiguous out of 4 elements keeps its shape
+    lib.range(0, 3, out=y.narrow(1, 1, 2))
+    r = lib.zeros(3, 3, 5).to(lib.int64).permute(2, 0, 1)
+    lib.arange(0, 45, out=r)
+    line = lib.zeros(size=(1, 49))
+    lib.arange(-1, 1, 2.0 / 49, dtype=lib.float32, out=line)
+    return (
+        x,
+        y,
+        r,
+        r.flatten(),
+        line.shape,
+        lib.arange(0, 10000, out=lib.tensor([], dtype=lib.int64)),
+        lib.arange(1, -1, -1, out=lib.tensor([])),
+        lib.arange(1, 0, -1, out=lib.tensor([])),
+        lib.arange(0.6, 0.89, 0.1, out=lib.FloatTensor()),
+        lib.arange(1, 10, 0.3, out=lib.DoubleTensor()),
+        lib.range(0, 1, out=lib.tensor(())),
+        lib.range(1, 0, -1, out=lib.tensor(())),
+        lib.range(1, 1, -1, out=lib.tensor(())),
+        lib.range(1, 1, 1, out=lib.tensor(())),
+    )
+
+
+@case("arange_edges")
+def _(lib):
+    return (
+        lib.arange(True),
+        lib.arange(False),
+        lib.arange(0, 5 + 1e-6),
+        lib.arange(0, 5 - 1e-6),
+        lib.arange(10, -1 + 1e-6, -1),
+        lib.arange(10, -1 - 1e-6, -1),
+        lib.arange(-4.0, 4.0, 0.01, dtype=lib.float32).shape,
+        [
+            t.dtype
+            for t in (
+                lib.arange(lib.tensor(1.0, dtype=lib.float64)),
+                lib.arange(lib.tensor(1, dtype=lib.int16)),
+                lib.arange(lib.tensor(1, dtype=lib.int16), lib.tensor(3.0)),
+                lib.arange(
+                    lib.tensor(1),
+                    lib.tensor(3, dtype=lib.int16),
+                    lib.tensor(1.0, dtype=lib.float64),
+                ),
+                lib.arange(lib.tensor(1), lib.tensor(3), lib.tensor(1, dtype=lib.int16)),
+            )
+        ],
+    )
+
+
+for name, make in {
+    "arange_out_overlapping": lambda lib: lib.arange(10, out=lib.empty(1).expand(10)),
+    "arange_from_nan": lambda lib: lib.arange(float("nan"), 10),
+    "arange_to_minus_infinity": lambda lib: lib.arange(0, float("-inf"), -1),
+    "arange_overflowing_size": lambda lib: lib.arange(1.175494351e-38, 3.402823466e38),
+    "as_strided_fewer_strides": lambda lib: lib.tensor(0.42).as_strided((1, 2), (1,)),
+    "as_strided_in_place_fewer_strides": lambda lib: lib.tensor(0.42).as_strided_((1,), ()),
+    "eye_both_negative": lambda lib: lib.eye(-1, -1),
+}.items():
+    refuses(name, make)
+
+
+@case("empty_strides_and_eye")
+def _(lib):
+    shapes = [(0,), (0, 3), (5, 0), (5, 0, 3, 0, 2), (0, 3, 0, 2), (0, 5, 0, 2, 0)]
+    return (
+        [(lib.empty(s).stride(), lib.empty(s).is_contiguous()) for s in shapes],
+        [
+            lib.empty_strided(s, st).stride()
+            for s in [(2, 3, 4), (0, 2, 0)]
+            for st in [(12, 4, 1), (2, 4, 6)]
+        ],
+        [
+            lib.eye(n, m, dtype=d)
+            for d in (lib.half, lib.bool, lib.complex64, lib.int8)
+            for n, m in ((3, 5), (7, 3))
+        ],
+        lib.eye(3, 5, out=lib.empty(0, dtype=lib.bool)),
+    )
+
+
+@case("complex_spacing")
+def _(lib):
+    a, b = (
+        -0.0316082797944545745849609375 + 0.8888888888j,
+        0.0315315723419189453125 + 0.444444444444j,
+    )
+    return (
+        lib.linspace(a, b, 257, dtype=lib.complex64),
+        lib.linspace(a, b, 11, dtype=lib.complex128),
+        lib.linspace(a, b, 1, dtype=lib.complex64),
+        lib.logspace(0.3 + 0.1j, 5.2 - 1j, 11, dtype=lib.complex64),
+        lib.logspace(0.3 + 0.1j, 1.2 - 1j, 11),
+        lib.logspace(0.3, 2.2, 11, dtype=lib.complex64),
+        lib.logspace(
+            -0.0316082797944545745849609375, 0.0315315723419189453125, 257, dtype=lib.float64
+        ),
+    )
+
+
 GRAPH_VALUES = (
     "values made inside kn.compile are graph values, whose requires_grad, is_leaf and identity "
     "are not asked (their gradients are graph values too)"

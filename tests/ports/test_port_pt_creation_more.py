@@ -456,6 +456,91 @@ def _(lib):
     )
 
 
+# -- windows, factories of empty shapes, linspace dtypes ----------------------------------
+
+
+@case("windows")
+def _(lib):
+    return (
+        [lib.hamming_window(n, periodic=p) for n in (0, 1, 2, 5, 10) for p in (True, False)],
+        [lib.bartlett_window(n, periodic=p) for n in (0, 1, 2, 5, 10) for p in (True, False)],
+        [
+            lib.blackman_window(n, periodic=p, dtype=lib.float64)
+            for n in (0, 1, 5)
+            for p in (True, False)
+        ],
+        [lib.kaiser_window(n, periodic=p, beta=7.5) for n in (0, 1, 2, 10) for p in (True, False)],
+        lib.hann_window(5),
+        lib.kaiser_window(10, False, 0.5, dtype=lib.float64),
+    )
+
+
+refuses("hann_window_integer", lambda lib: lib.hann_window(3, dtype=lib.int64))
+refuses("kaiser_window_integer", lambda lib: lib.kaiser_window(3, dtype=lib.int64))
+refuses("hann_window_sparse", lambda lib: lib.hann_window(3, layout=lib.sparse_coo))
+
+
+@case("factories_of_empty_shapes")
+def _(lib):
+    shapes = [(5, 0, 1), (0,), (0, 0, 1, 0, 2, 0, 0)]
+    kinds = (lib.half, lib.bool, lib.complex64, lib.uint8, lib.float32)
+    return (
+        [
+            (
+                lib.zeros(s, dtype=d).shape,
+                lib.full(s, 3, dtype=d).shape,
+                lib.ones_like(lib.zeros(s, dtype=d)).shape,
+                lib.full_like(lib.zeros(s, dtype=d), 3).shape,
+                lib.empty_strided(s, (0,) * len(s), dtype=d).shape,
+            )
+            for s in shapes
+            for d in kinds
+        ],
+        [lib.randint(2, s, dtype=lib.bool).shape for s in shapes],
+        [lib.randint_like(lib.zeros(s, dtype=lib.bool), 2).shape for s in shapes],
+        lib.randn((5, 0, 1), dtype=lib.complex64).shape,
+        lib.eye(0, 5).shape,
+        lib.eye(5, 0).shape,
+        lib.linspace(1, 1, 0).shape,
+        lib.logspace(1, 1, 0).shape,
+        lib.randperm(0).shape,
+        lib.bartlett_window(0, periodic=False).shape,
+        lib.tensor([[[]]]).shape,
+        lib.as_tensor([[[]]]).shape,
+    )
+
+
+refuses("randint_complex_empty", lambda lib: lib.randint(6, (5, 0, 1), dtype=lib.complex64))
+refuses("rand_integer_empty", lambda lib: lib.rand((5, 0, 1), dtype=lib.int8))
+refuses("randint_like_complex", lambda lib: lib.randint_like(lib.zeros(3, dtype=lib.complex64), 6))
+refuses("randint_like_bool_beyond", lambda lib: lib.randint_like(lib.zeros(3, dtype=lib.bool), 6))
+refuses("linspace_without_steps", lambda lib: lib.linspace(0, 1, dtype=lib.float32))
+refuses("linspace_complex_start_into_float", lambda lib: lib.linspace(0j, 1, 5, dtype=lib.float32))
+
+
+@case("linspace_and_logspace_dtypes")
+def _(lib):
+    kinds = (lib.int8, lib.uint8, lib.int16, lib.bfloat16, lib.half, lib.complex64)
+    ends = [(1, 2), (1.0, 2), (1.0, -2.0), (1j, 2j), (0.0, 2j), (1j, 2)]
+    return (
+        [lib.linspace(10, 20, 11, dtype=d).float() for d in kinds[:-1]],
+        [
+            lib.linspace(10, 2000, 1991, dtype=d).float()
+            for d in (lib.int16, lib.bfloat16, lib.half)
+        ],
+        [
+            lib.linspace(-100, 100, 401, dtype=d).float()
+            for d in (lib.int8, lib.int16, lib.bfloat16, lib.half)
+        ],
+        lib.linspace(0, 200, 401, dtype=lib.uint8),
+        [lib.linspace(2, 0, 3, dtype=d).float() for d in kinds[:-1]],
+        [lib.linspace(s, e, steps=100).dtype for s, e in ends],
+        [lib.logspace(s, e, steps=10).dtype for s, e in ends],
+        [lib.linspace(0, 10, steps=n, dtype=d).float() for n in (0, 1) for d in kinds[:-1]],
+        bool((lambda y: (y[:-1] < y[1:]).all())(lib.linspace(0, 999999, 1000000))),
+    )
+
+
 GRAPH_VALUES = (
     "values made inside kn.compile are graph values, whose requires_grad, is_leaf and identity "
     "are not asked (their gradients are graph values too)"

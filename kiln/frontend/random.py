@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
@@ -162,17 +163,27 @@ def traced_factory(kind: str, shape, dtype, generator=None, **params):
 
 def uniform_bounds(dtype, from_, to) -> None:
     """PyTorch's checks of `uniform_(from, to)` on a tensor of dtype: a floating or complex
-    one (NotImplementedError otherwise) and from <= to (RuntimeError)."""
+    one (NotImplementedError otherwise), bounds within its finite range, from <= to and a
+    span the dtype holds (RuntimeError)."""
     dtype = dt.as_dtype(dtype)
     if not (dt.is_float(dtype) or dt.is_complex(dtype)):
         raise UnsupportedDTypeError(
             f"uniform_: not implemented for {dt.public(dtype)} tensors (floating and "
             f"complex ones only)"
         )
+    big = float(ml_dtypes.finfo(dt.to_real(dtype)).max)
+    if not all(isinstance(v, (int, float)) for v in (from_, to)):
+        return  # (bounds of other kinds: checked where they are numbers)
+    for name, bound in (("from", from_), ("to", to)):
+        if not -big <= bound <= big:  # (infinities and NaN too)
+            raise UsageError(f"uniform_: {name} is out of bounds for {dtype}: {bound}")
     if from_ > to:
         raise UsageError(
             f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}"
         )
+    if to - from_ > big:
+        raise UsageError(f"uniform_ expects to-from <= the greatest {dtype}, but found "
+                         f"to={to} and from={from_}")  # fmt: skip
 
 
 def _uniform_fill(x, from_, to):

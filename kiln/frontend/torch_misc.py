@@ -218,6 +218,9 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
     if dtype is None:  # (complex ends: the default complex dtype, as linspace's)
         dtype = dt.default_complex() if complex_ends else dt.DEFAULT_FLOAT
     dtype = dt.as_dtype(dtype)
+    if complex_ends and dtype.kind != "c":
+        raise UsageError(f"logspace(): inferred dtype {dt.default_complex()} can't be safely "
+                         f"cast to passed dtype {dtype}")  # fmt: skip
     if dtype == dt.bool_:
         raise UnsupportedDTypeError("logspace: not implemented for bool (as PyTorch's)")
     if isinstance(start, Symbol) or isinstance(end, Symbol):

@@ -466,6 +466,8 @@ def normal(
     """
     from ..eager.factories import randn
 
+    if size is not None:  # (0-d tensors are numbers there, as PyTorch's parser takes them)
+        mean, std = (v.item() if isinstance(v, Tensor) and v.ndim == 0 else v for v in (mean, std))
     tensors = [v for v in (mean, std) if isinstance(v, (Tensor, Symbol))]
     if not tensors:
         if size is None:

@@ -541,6 +541,98 @@ def _(lib):
     )
 
 
+# -- logspace forms, full's out=, normal's forms, uniform_'s bounds ----------------------
+
+
+@case("logspace_forms_and_out")
+def _(lib):
+    x, y = lib.zeros(2, 3), lib.zeros(2, 3, dtype=lib.int32)
+    lib.logspace(0, 3, 4, base=2, out=x.narrow(1, 1, 2))
+    lib.logspace(0, 3, 4, base=2, dtype=lib.int32, out=y.narrow(1, 1, 2))
+    kinds = (lib.float32, lib.int64, lib.uint8, lib.float64)
+    return (
+        x,
+        y,
+        [lib.logspace(0, 1, 1, dtype=d) for d in kinds],
+        [lib.logspace(0, 6, steps=49, base=2, dtype=d) for d in kinds],
+        [lib.logspace(1, 1, 1, 2, dtype=d) for d in kinds],
+        [lib.logspace(0, 2, 3, 2, dtype=d) for d in kinds],
+        [lib.logspace(1, 0, 2, dtype=d) for d in kinds],
+        lib.logspace(0.3, 0.9, 137, out=lib.tensor(())),
+    )
+
+
+refuses("logspace_complex_end_into_float", lambda lib: lib.logspace(0, 1j, 5, dtype=lib.float32))
+refuses("logspace_complex_start_into_float", lambda lib: lib.logspace(0j, 1, 5, dtype=lib.float32))
+refuses("logspace_negative_steps", lambda lib: lib.logspace(0, 1, -1))
+refuses("logspace_without_steps", lambda lib: lib.logspace(0, 1, dtype=lib.float32))
+refuses(
+    "full_out_of_another_dtype",
+    lambda lib: lib.full((5,), 1.0, dtype=lib.float, out=lib.empty(5, dtype=lib.long)),
+)
+
+
+@case("full_out_takes_its_dtype")
+def _(lib):
+    o = lib.empty(5, dtype=lib.long)
+    return (
+        lib.full((5,), 1.0, out=o),
+        lib.full((5,), 1, out=o),
+        lib.full((5,), 1.5, out=o),
+        lib.full((5,), True, out=lib.empty(5)),
+        lib.tensor(np.arange(5.0)),
+    )
+
+
+@case("normal_more_forms")
+def _(lib):
+    m = lib.randn(3, 3)
+    return (
+        [
+            t.dtype
+            for t in (
+                lib.normal(lib.ones(3, 3)),
+                lib.normal(lib.ones(3, 3), 3),
+                lib.normal(
+                    lib.ones(3, 3, dtype=lib.double), 3, out=lib.empty(3, 3, dtype=lib.double)
+                ),
+                lib.normal(2, lib.ones(3, 3), out=lib.empty(3, 3)),
+                lib.normal(2, 3, (10, 10), dtype=lib.double),
+                lib.normal(lib.zeros(2, 2, dtype=lib.complex64), lib.ones(2, 2)),
+            )
+        ],
+        lib.normal(mean=lib.empty((0, 2)), std=lib.empty((0, 1))).shape,
+        lib.normal(2, 0, (3, 3), out=lib.empty(3, 3)),
+        (lib.normal(m, 0) == m).all(),
+        lib.normal(2, lib.zeros(3, 3)),
+        (lib.normal(m, lib.zeros(3, 3)) == m).all(),
+        lib.normal(lib.tensor(0.0), 1.0, (4,)).shape,
+    )
+
+
+refuses("normal_0d_mean_negative_std_with_size", lambda lib: lib.normal(lib.tensor(0.0), -1, (10,)))
+refuses("normal_number_mean_negative_std_tensor", lambda lib: lib.normal(0, lib.tensor(-1.0)))
+refuses(
+    "normal_complex_std_into_out",
+    lambda lib: lib.normal(
+        0, lib.empty(4, dtype=lib.complex64), out=lib.empty(4, dtype=lib.complex64)
+    ),
+)
+refuses("uniform_from_minus_infinity", lambda lib: lib.empty(3).uniform_(float("-inf"), 0))
+refuses("uniform_to_infinity", lambda lib: lib.empty(3).uniform_(0, float("inf")))
+refuses(
+    "uniform_span_beyond_float32",
+    lambda lib: lib.empty(3).uniform_(-3.4028234663852886e38, 3.4028234663852886e38),
+)
+refuses(
+    "uniform_from_beyond_float32", lambda lib: lib.empty(3).uniform_(-1.7976931348623157e308, 0)
+)
+refuses(
+    "uniform_float16_from_beyond", lambda lib: lib.empty(3, dtype=lib.float16).uniform_(-70000, 0)
+)
+refuses("uniform_reversed", lambda lib: lib.empty(3).uniform_(42, 0))
+
+
 GRAPH_VALUES = (
     "values made inside kn.compile are graph values, whose requires_grad, is_leaf and identity "
     "are not asked (their gradients are graph values too)"

@@ -21,6 +21,14 @@ from .tensor import Tensor, make
 __all__ = ["bernoulli", "multinomial", "randperm"]
 
 
+# the float dtypes whose integers are exact up to 2**digits: a randperm of more refuses
+_EXACT_UP_TO = {
+    np.dtype(np.float16): 2**11,
+    np.dtype(np.float32): 2**24,
+    np.dtype(np.float64): 2**53,
+}
+
+
 def _rng(generator) -> np.random.Generator:
     with seeds_from(generator):
         return np.random.default_rng(next_seed())
@@ -53,6 +61,9 @@ def randperm(
     if dtype.kind in "iu" and n - 1 > np.iinfo(dtype).max:
         raise UsageError(f"randperm: value cannot be converted to type {dtype} without overflow: "
                          f"n={n}")  # fmt: skip
+    if dtype in _EXACT_UP_TO and n > _EXACT_UP_TO[dtype] + 1:  # (bfloat16: not checked, as PyTorch)
+        raise UsageError(f"randperm: n cannot be greater than {_EXACT_UP_TO[dtype] + 1} for "
+                         f"{dtype} type (its integers are exact up to there)")  # fmt: skip
     if in_trace():
         _integer_grad(dtype, requires_grad, "randperm")
         return _traced("randperm", (int(n),), dt.as_dtype(dtype), generator)

@@ -418,7 +418,13 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     ([0, 0, 1, 0], [1, 0])
     """
     dtype = dt.as_dtype(dtype)
-    view = memoryview(buffer)
+    try:
+        view = memoryview(buffer)
+    except TypeError:  # (ValueError, as PyTorch's)
+        raise ArgumentError(
+            "frombuffer: object does not implement Python buffer protocol "
+            f"({type(buffer).__name__})"
+        ) from None
     if view.nbytes == 0:
         raise ArgumentError("frombuffer: both buffer length (0) and count (-1) must not be 0")
     if not 0 <= offset < view.nbytes:

@@ -633,6 +633,83 @@ refuses(
 refuses("uniform_reversed", lambda lib: lib.empty(3).uniform_(42, 0))
 
 
+# -- randperm's float limits, randint/randn into out=, *_like dtypes, frombuffer ----------
+
+
+@case("random_factories_into_out")
+def _(lib):
+    return (
+        [lib.randint(*a, size=(2, 1), out=lib.empty((2, 1))).dtype for a in [(3,), (1, 3)]],
+        [lib.randint(*a, size=(2, 1), layout=lib.strided).dtype for a in [(3,), (1, 3)]],
+        lib.randint(0, 6, (4, 4), out=lib.empty((), dtype=lib.int64)).shape,
+        lib.randn(3, 3, out=lib.tensor([], dtype=lib.float64)).dtype,
+        lib.rand(0, 0, out=lib.tensor([])).shape,
+        lib.randperm(2**11 + 1, out=lib.empty(0, dtype=lib.half)).shape,
+        lib.randperm(0, out=lib.tensor(5, dtype=lib.half)).shape,
+        lib.randperm(258, dtype=lib.bfloat16).shape,
+    )
+
+
+@case("randperm_into_a_transposed_out")
+def _(lib):
+    return lib.randperm(6, out=lib.zeros((2, 3), dtype=lib.long).t()).stride()
+
+
+refuses("randperm_half_beyond_2049", lambda lib: lib.randperm(2**11 + 2, dtype=lib.half))
+refuses(
+    "randperm_half_out_beyond_2049",
+    lambda lib: lib.randperm(2**11 + 2, out=lib.empty(0, dtype=lib.half)),
+)
+refuses(
+    "randperm_uint8_out_beyond_256",
+    lambda lib: lib.randperm(2**8 + 1, out=lib.empty(0, dtype=lib.uint8)),
+)
+refuses(
+    "randint_out_of_another_dtype",
+    lambda lib: lib.randint(3, size=(2, 1), out=lib.empty((2, 1)), dtype=lib.int64),
+)
+
+
+@case("like_dtypes_and_frombuffer")
+def _(lib):
+    ints = bytearray(np.arange(5, dtype=np.int16).tobytes())
+    shared = bytearray(4)
+    lib.frombuffer(shared, dtype=lib.uint8)[0] = 7
+    return (
+        lib.ones_like(lib.tensor([True, True])),
+        lib.full_like(lib.empty((5,), dtype=lib.long), 1.0).dtype,
+        lib.full_like(lib.empty((5,), dtype=lib.long), 1.0, dtype=lib.complex64).dtype,
+        [
+            lib.empty_like(a).type().split(".")[1]
+            for a in (lib.tensor([]), lib.randn(4, 4), lib.IntTensor([1, 2]))
+        ],
+        lib.frombuffer(bytearray(np.arange(5, dtype=np.float32).tobytes()), dtype=lib.float32),
+        lib.frombuffer(ints, dtype=lib.int16, count=3, offset=2),
+        lib.frombuffer(ints, dtype=lib.int16, offset=4),
+        lib.frombuffer(b"1234", dtype=lib.int8),
+        shared[0],
+    )
+
+
+for name, make in {
+    "frombuffer_integer_requires_grad": lambda lib: lib.frombuffer(
+        bytearray(4), dtype=lib.int16, requires_grad=True
+    ),
+    "frombuffer_zero_count": lambda lib: lib.frombuffer(bytearray(10), dtype=lib.int16, count=0),
+    "frombuffer_count_too_big": lambda lib: lib.frombuffer(bytearray(10), dtype=lib.int16, count=6),
+    "frombuffer_offset_at_the_end": lambda lib: lib.frombuffer(
+        bytearray(10), dtype=lib.int16, offset=10
+    ),
+    "frombuffer_negative_offset": lambda lib: lib.frombuffer(
+        bytearray(10), dtype=lib.int16, offset=-1
+    ),
+    "frombuffer_length_not_a_multiple": lambda lib: lib.frombuffer(bytearray(10), dtype=lib.int32),
+    "frombuffer_empty": lambda lib: lib.frombuffer(bytearray(), dtype=lib.int32),
+    "frombuffer_of_a_list": lambda lib: lib.frombuffer([1, 2], dtype=lib.int8),
+}.items():
+    refuses(name, make)
+
+
 GRAPH_VALUES = (
     "values made inside kn.compile are graph values, whose requires_grad, is_leaf and identity "
     "are not asked (their gradients are graph values too)"
@@ -641,6 +718,10 @@ SCENARIOS.eager_only.update(
     {
         "new_factories_requires_grad": GRAPH_VALUES,
         "tensor_copies_keep_no_history": GRAPH_VALUES,
+        "like_dtypes_and_frombuffer": "frombuffer shares a Python buffer's memory: an eager tensor",
+        "randperm_into_a_transposed_out": "kn.compile refuses a traced draw written into a view "
+        "(here resized) of a tensor the function made (GraphError: it follows the made tensor, "
+        "not its views)",
     }
 )
 

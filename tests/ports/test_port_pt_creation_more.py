@@ -710,6 +710,65 @@ for name, make in {
     refuses(name, make)
 
 
+# -- asarray: aliasing, copies, requires_grad, buffers -------------------------------------
+
+
+@case("asarray_autograd_and_aliases")
+def _(lib):
+    def seen(a, c):
+        return (
+            a.requires_grad,
+            a.grad_fn is not None,
+            a is c,
+            a.data_ptr() == c.data_ptr(),
+            a.is_leaf,
+        )
+
+    forms = (
+        {},
+        {"requires_grad": True},
+        {"copy": True},
+        {"requires_grad": False},
+        {"requires_grad": False, "copy": True},
+        {"dtype": lib.float64, "requires_grad": True},
+    )
+    c, t = lib.ones(3, requires_grad=True).clone(), lib.ones(3)
+    return (
+        [seen(lib.asarray(c, **kw), c) for kw in forms],
+        seen(lib.asarray(t, requires_grad=True), t),
+        t.requires_grad,
+        lib.asarray([1.0, 2.0], requires_grad=True).requires_grad,
+    )
+
+
+@case("asarray_of_buffers_and_data")
+def _(lib):
+    f32 = np.arange(3, dtype=np.float32)
+    return (
+        lib.asarray(memoryview(f32)),
+        lib.asarray(bytearray(8)),
+        lib.asarray(memoryview(f32), dtype=lib.float32),
+        [
+            lib.asarray(e)
+            for e in (True, 42, 1.0, [True, False, 0], [0.0, True, False, 42, 5j], range(5))
+        ],
+        lib.asarray(np.float32(2.5)),
+        lib.asarray([np.float32(2.5), 1]),
+        lib.asarray(lib.tensor(2.5, dtype=lib.float64), dtype=lib.float32),
+    )
+
+
+refuses(
+    "asarray_copy_false_needing_a_cast",
+    lambda lib: lib.asarray(lib.ones(3), dtype=lib.float64, copy=False),
+)
+refuses("asarray_copy_false_of_a_list", lambda lib: lib.asarray([1.0, 2.0], copy=False))
+refuses(
+    "asarray_buffer_not_a_multiple",
+    lambda lib: lib.asarray(memoryview(np.arange(3, dtype=np.int16))),
+)
+
+
 GRAPH_VALUES = (
     "values made inside kn.compile are graph values, whose requires_grad, is_leaf and identity "
     "are not asked (their gradients are graph values too)"
@@ -718,6 +777,7 @@ SCENARIOS.eager_only.update(
     {
         "new_factories_requires_grad": GRAPH_VALUES,
         "tensor_copies_keep_no_history": GRAPH_VALUES,
+        "asarray_autograd_and_aliases": GRAPH_VALUES,
         "like_dtypes_and_frombuffer": "frombuffer shares a Python buffer's memory: an eager tensor",
         "randperm_into_a_transposed_out": "kn.compile refuses a traced draw written into a view "
         "(here resized) of a tensor the function made (GraphError: it follows the made tensor, "

@@ -4,6 +4,7 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
+import math
 import operator
 
 import ml_dtypes
@@ -242,10 +243,13 @@ def arange(start=None, end=None, step=1, dtype=None, device="cpu", requires_grad
     start, end, step = _real(0 if start is None else start), _real(end), _real(step)
     if step == 0:
         raise UsageError("arange: step must be nonzero")
-    if not (np.isfinite(start) and np.isfinite(end)):
-        raise UsageError(f"arange: unsupported range: {start} -> {end}")
-    if abs((end - start) / step) >= 2**63:
-        raise UsageError(f"arange: invalid size, possible overflow? ({start} -> {end} by {step})")
+    if type(start) is not int or type(end) is not int:  # (ints: finite, and sizes fit)
+        if not (math.isfinite(start) and math.isfinite(end)):
+            raise UsageError(f"arange: unsupported range: {start} -> {end}")
+        if abs((end - start) / step) >= 2**63:
+            raise UsageError(
+                f"arange: invalid size, possible overflow? ({start} -> {end} by {step})"
+            )
     if (end - start) * step < 0:
         raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip

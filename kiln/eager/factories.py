@@ -4,6 +4,7 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -378,6 +379,15 @@ def _bound(name: str, value) -> int:
     return operator.index(value)
 
 
+@functools.cache
+def _value_range(dtype) -> tuple:
+    """The least and greatest values of a real dtype (a float's finite ones, within int64's)."""
+    if dtype.kind in "iub":
+        return (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    big = float(ml_dtypes.finfo(dtype).max)
+    return max(-big, -(2**63)), min(big, 2**63 - 1)
+
+
 def check_range(low: int, high: int, dtype) -> None:
     """PyTorch's check of `randint`'s (and `random_`'s) `[low, high)` against the range of
     `dtype` (a float's finite values within int64's; RuntimeError).
@@ -388,11 +398,7 @@ def check_range(low: int, high: int, dtype) -> None:
     """
     if dtype.kind == "c":
         return
-    if dtype.kind in "iub":
-        info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
-    else:  # a float dtype: its finite range, within int64's
-        big = float(ml_dtypes.finfo(dtype).max)
-        info = (max(-big, -(2**63)), min(big, 2**63 - 1))
+    info = _value_range(dtype)
     if not info[0] <= low <= info[1]:
         raise UsageError(f"from is out of bounds for {dtype}")
     if not info[0] <= high - 1 <= info[1]:

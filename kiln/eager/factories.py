@@ -119,6 +119,11 @@ def tensor(
         array = np.array(dt.as_array(data, dtype), copy=True)
     except (OverflowError, dt.DTypeError) as e:
         array = _with_python_ints(data, dtype, e)
+    except ValueError as e:  # (NaN into an integer dtype: PyTorch's RuntimeError)
+        if dtype is not None and dt.as_dtype(dtype).kind in "iu" and "NaN" in str(e):
+            raise UsageError(f"value cannot be converted to type {dt.as_dtype(dtype)} without "
+                             f"overflow (NaN)") from None  # fmt: skip
+        raise
     if pin_memory:  # Tensor.pin_memory's rules (no accelerator: PyTorch's error)
         return _finish(array, device, requires_grad).pin_memory()
     return _finish(array, device, requires_grad)
@@ -128,7 +133,8 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
     """`data` holding Python ints NumPy would not take, as PyTorch's `tensor` takes them:
     beyond int64, ValueError for an integer (or int64 by default) tensor, a float for a
     floating one; within it, `dt.python_int` (RuntimeError outside an integer dtype, bar an
-    unsigned one's negatives, which wrap). Data without such ints raises `error` again."""
+    unsigned one's negatives, which wrap). Data without such ints raises `error` again; data
+    holding None, or floats beyond an integer dtype, PyTorch's RuntimeError."""
 
     def leaves(item):
         if isinstance(item, (list, tuple)):
@@ -137,6 +143,12 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
         else:
             yield item
 
+    if any(v is None for v in leaves(data)):
+        raise UsageError("Could not infer dtype of NoneType")
+    target = None if dtype is None else dt.as_dtype(dtype)
+    if target is not None and target.kind in "iu" and any(type(v) is float for v in leaves(data)):
+        raise UsageError(f"value cannot be converted to type {target} without overflow: a float "
+                         f"out of its range")  # fmt: skip
     ints = [v for v in leaves(data) if type(v) is int]
     if not ints:
         raise error

@@ -106,6 +106,19 @@ def _(lib):
     return lib.tensor(300, dtype=lib.uint8)
 
 
+for _name, _data, _dtype in (
+    ("tensor_with_none", [1, None], None),
+    ("tensor_of_none", None, None),
+    ("tensor_nan_into_int32", [nan], "int32"),
+    ("tensor_infinity_into_int32", [inf], "int32"),
+    ("tensor_float_beyond_int64", [1e20], "int64"),
+    ("tensor_float_beyond_uint8", [300.0], "uint8"),
+    ("tensor_negative_float_into_uint8", [-1.0], "uint8"),
+    ("tensor_float_beyond_int32", [3e9], "int32"),
+):
+    case(_name)(lambda lib, d=_data, k=_dtype: lib.tensor(d, dtype=k and getattr(lib, k)))
+
+
 @case("from_numpy_keeps_dtype_and_shape")
 def _(lib):
     return (lib.from_numpy(np.array([1, 2], np.uint16)), lib.from_numpy(np.array(2.5)),

@@ -91,7 +91,12 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
     if ((probs < 0) | (probs > 1)).any():
         raise UsageError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     draws = _rng(generator).random(probs.shape) < probs
-    return _finish(draws.astype(input.dtype), str(input.device), False)
+    result = _finish(draws.astype(input.dtype), str(input.device), False)
+    if p is None and input.requires_grad:  # PyTorch's: on the tape, with a zero gradient
+        from ..frontend.math import where  # NOTE: the frontend builds on eager
+
+        result = where(np.False_, input, result)
+    return result
 
 
 @takes_out

@@ -752,3 +752,14 @@ def test_normal_gives_mean_and_std_zero_gradients(torch, mode):
 
     compiled = kn.compile if mode == "compiled" else (lambda f: f)
     assert grads(kn, compiled) == grads(torch, lambda f: f)
+
+
+def test_bernoulli_of_probabilities_needing_grad_gives_them_zeros(torch):
+    # PyTorch's bernoulli(p) is on the tape with a zero gradient (kiln's was off it)
+    found = []
+    for lib in (torch, kn):
+        p = lib.tensor([0.2, 0.9, 0.5], requires_grad=True)
+        y = lib.bernoulli(p.sigmoid())
+        y.sum().backward()
+        found.append((y.requires_grad, p.grad.tolist()))
+    assert found[0] == found[1] == (True, [0.0, 0.0, 0.0])

@@ -13,7 +13,7 @@ Expected values: torch 2.13 (the oracle).
 
 import numpy as np
 import pytest
-from pt_oracle import MODES, Scenarios, assert_same
+from pt_oracle import MODES, Scenarios
 
 import kiln as kn
 

@@ -763,3 +763,17 @@ def test_bernoulli_of_probabilities_needing_grad_gives_them_zeros(torch):
         y.sum().backward()
         found.append((y.requires_grad, p.grad.tolist()))
     assert found[0] == found[1] == (True, [0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_poisson_gives_its_rates_zero_gradients(torch, mode):
+    # PyTorch's poisson: zeros (kiln's rate got no gradient, None)
+    found = []
+    for lib, wrap in (
+        (torch, lambda f: f),
+        (kn, kn.compile if mode == "compiled" else lambda f: f),
+    ):
+        rate = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        wrap(lambda r: lib.poisson(r * 2).sum())(rate).backward()
+        found.append(rate.grad.tolist())
+    assert found[0] == found[1] == [0.0, 0.0, 0.0]

@@ -280,7 +280,7 @@ class Tensor:
     _base = _meta_property("base", None)
     _inference = _meta_property("inference", False)
 
-    def __init__(self, *data, dtype=None, device="cpu", requires_grad: bool = False):
+    def __init__(self, *data, dtype=None, device=None, requires_grad: bool = False):
         """PyTorch's legacy constructor: `Tensor(2, 3)` or `Tensor(x.size())` is a 2x3 tensor
         of the default float dtype (zeros here; PyTorch leaves it uninitialized), `Tensor(data)`
         copies `data` into the default float dtype whatever its own (`kn.tensor` keeps ints as
@@ -288,7 +288,9 @@ class Tensor:
         extension) overrides the default."""
         from .legacy_types import legacy_new
 
-        t = legacy_new(data, dtype or dt.DEFAULT_FLOAT, device, requires_grad, "Tensor")
+        if device is not None and len(data) == 1 and isinstance(data[0], Tensor):
+            raise UsageError("Tensor(tensor, device=device) is not supported: use tensor()")
+        t = legacy_new(data, dtype or dt.DEFAULT_FLOAT, device or "cpu", requires_grad, "Tensor")
         for name in Tensor.__slots__[:-1]:
             setattr(self, name, getattr(t, name))
 

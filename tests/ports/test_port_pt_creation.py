@@ -119,6 +119,20 @@ for _name, _data, _dtype in (
     case(_name)(lambda lib, d=_data, k=_dtype: lib.tensor(d, dtype=k and getattr(lib, k)))
 
 
+@case("legacy_constructors")
+def _(lib):
+    return (lib.Tensor(lib.tensor([1.0])), lib.Tensor(2, 3, device="cpu").shape,
+            lib.Tensor([1, 2], device="cpu"),
+            lib.Tensor(lib.Size([2, 3]), device="cpu").shape, lib.tensor([1]).new(lib.tensor([1])),
+            lib.tensor([1.0]).new(2, device="cpu").shape, lib.Tensor())  # fmt: skip
+
+
+case("legacy_tensor_of_a_tensor_with_device")(lambda lib: lib.Tensor(lib.tensor([1]), device="cpu"))
+case("legacy_new_of_a_tensor_with_device")(
+    lambda lib: lib.tensor([1]).new(lib.tensor([1]), device="cpu")
+)
+
+
 @case("from_numpy_keeps_dtype_and_shape")
 def _(lib):
     return (lib.from_numpy(np.array([1, 2], np.uint16)), lib.from_numpy(np.array(2.5)),

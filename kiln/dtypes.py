@@ -525,9 +525,12 @@ def scalar_name(dtype) -> str:
 _COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
+_OTHER_NAMES = {**_COMPLEX_NAMES, "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+
+
 def type_name(dtype, cuda: bool = False) -> str:
     """PyTorch's type name of a dtype, with kiln's prefix: `kiln.FloatTensor`."""
-    name = _TYPE_NAMES.get(np.dtype(dtype).name)
+    name = _TYPE_NAMES.get(np.dtype(dtype).name) or _OTHER_NAMES.get(np.dtype(dtype).name)
     if name is None:
         raise ArgumentTypeError(f"{dtype} has no PyTorch tensor type name")
     return f"kiln.{'cuda.' if cuda else ''}{name}Tensor"
@@ -539,7 +542,7 @@ def dtype_of_type(value):
         return value.dtype.dtype  # a legacy typed class: `kn.LongTensor`
     if isinstance(value, str) and value.endswith("Tensor"):
         kind = value.rsplit(".", 1)[-1][: -len("Tensor")]
-        found = [d for d, n in _TYPE_NAMES.items() if n == kind]
+        found = [d for d, n in {**_TYPE_NAMES, **_OTHER_NAMES}.items() if n == kind]
         if not found:
             raise ArgumentError(f"invalid type: {value!r}")
         return as_dtype(found[0])

@@ -4,14 +4,18 @@ float32). Random tensors draw from a `kn.Generator`: by default the one `kn.manu
 
 from __future__ import annotations
 
+import functools
+import math
 import operator
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import (
     ArgumentError,
     ArgumentTypeError,
+    AutogradError,
     GraphError,
     UnsupportedDTypeError,
     UsageError,
@@ -120,6 +124,11 @@ def tensor(
         if not (in_trace() and _holds_symbol(data)):
             raise
         return _traced_tensor(data, dtype, requires_grad)
+    except ValueError as e:  # (NaN into an integer dtype: PyTorch's RuntimeError)
+        if dtype is not None and dt.as_dtype(dtype).kind in "iu" and "NaN" in str(e):
+            raise UsageError(f"value cannot be converted to type {dt.as_dtype(dtype)} without "
+                             f"overflow (NaN)") from None  # fmt: skip
+        raise
     if pin_memory:  # Tensor.pin_memory's rules (no accelerator: PyTorch's error)
         return _finish(array, device, requires_grad).pin_memory()
     return _finish(array, device, requires_grad)
@@ -163,7 +172,8 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
     """`data` holding Python ints NumPy would not take, as PyTorch's `tensor` takes them:
     beyond int64, ValueError for an integer (or int64 by default) tensor, a float for a
     floating one; within it, `dt.python_int` (RuntimeError outside an integer dtype, bar an
-    unsigned one's negatives, which wrap). Data without such ints raises `error` again."""
+    unsigned one's negatives, which wrap). Data without such ints raises `error` again; data
+    holding None, or floats beyond an integer dtype, PyTorch's RuntimeError."""
 
     def leaves(item):
         if isinstance(item, (list, tuple)):
@@ -172,6 +182,12 @@ def _with_python_ints(data, dtype, error: Exception) -> np.ndarray:
         else:
             yield item
 
+    if any(v is None for v in leaves(data)):
+        raise UsageError("Could not infer dtype of NoneType")
+    target = None if dtype is None else dt.as_dtype(dtype)
+    if target is not None and target.kind in "iu" and any(type(v) is float for v in leaves(data)):
+        raise UsageError(f"value cannot be converted to type {target} without overflow: a float "
+                         f"out of its range")  # fmt: skip
     ints = [v for v in leaves(data) if type(v) is int]
     if not ints:
         raise error
@@ -279,8 +295,13 @@ def arange(start=None, end=None, step=1, dtype=None, device="cpu", requires_grad
     start, end, step = _real(0 if start is None else start), _real(end), _real(step)
     if step == 0:
         raise UsageError("arange: step must be nonzero")
-    if not (np.isfinite(start) and np.isfinite(end)):
-        raise UsageError(f"arange: unsupported range: {start} -> {end}")
+    if type(start) is not int or type(end) is not int:  # (ints: finite, and sizes fit)
+        if not (math.isfinite(start) and math.isfinite(end)):
+            raise UsageError(f"arange: unsupported range: {start} -> {end}")
+        if abs((end - start) / step) >= 2**63:
+            raise UsageError(
+                f"arange: invalid size, possible overflow? ({start} -> {end} by {step})"
+            )
     if (end - start) * step < 0:
         raise UsageError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")  # fmt: skip
@@ -409,21 +430,37 @@ def _bound(name: str, value) -> int:
     return operator.index(value)
 
 
-def _check_range(low: int, high: int, dtype) -> None:
-    """PyTorch's check of `randint`'s `[low, high)` against an integer or bool dtype's range
-    (RuntimeError).
+@functools.cache
+def _value_range(dtype) -> tuple:
+    """The least and greatest values of a real dtype (a float's finite ones, within int64's)."""
+    if dtype.kind in "iub":
+        return (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    big = float(ml_dtypes.finfo(dtype).max)
+    return max(-big, -(2**63)), min(big, 2**63 - 1)
 
-    >>> _check_range(0, 257, np.dtype("uint8"))
+
+def check_range(low: int, high: int, dtype) -> None:
+    """PyTorch's check of `randint`'s (and `random_`'s) `[low, high)` against the range of
+    `dtype` (a float's finite values within int64's; RuntimeError).
+
+    >>> check_range(0, 257, np.dtype("uint8"))
     Traceback (most recent call last):
     kiln.errors.UsageError: to - 1 is out of bounds for uint8 ...
     """
-    if dtype.kind not in "iub":
+    if dtype.kind == "c":
         return
-    info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    info = _value_range(dtype)
     if not info[0] <= low <= info[1]:
         raise UsageError(f"from is out of bounds for {dtype}")
     if not info[0] <= high - 1 <= info[1]:
         raise UsageError(f"to - 1 is out of bounds for {dtype}")
+
+
+def _integer_grad(dtype, requires_grad: bool, op: str) -> None:
+    """The eager refusal of `requires_grad=True` on an integer dtype, for a traced draw."""
+    if requires_grad and not dt.is_differentiable(dtype):
+        raise AutogradError(f"{op}: only Tensors of floating point and complex dtype can "
+                            "require gradients")  # fmt: skip
 
 
 def _traced(kind, shape, dtype, generator, **params):
@@ -521,8 +558,9 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, d
             f"randint: check_random_bounds handles only integral, floating-point and boolean "
             f"types, not {dtype}"
         )
-    _check_range(low, high, dtype)
+    check_range(low, high, dtype)
     if in_trace():
+        _integer_grad(dtype, requires_grad, "randint")
         return _traced("randint", _shape((size,)), dtype, generator, low=low, high=high)
     values = _generator(generator)._integers(low, high, _shape((size,)))
     return _finish(values if dtype == np.int64 else values.astype(dtype), device, requires_grad)

@@ -37,6 +37,11 @@ _OUT_OVERLAP_ALLOWED = frozenset(
 )
 
 
+# the factories of 1-D ranges: PyTorch resizes their out only where its number of elements
+# differs (an out of another shape, a non-contiguous view among them, keeps its shape)
+_RANGES = frozenset({"arange", "range", "linspace", "logspace"})
+
+
 # out= functions that refuse an out sharing any memory with an input, the same tensor
 # included (PyTorch's cat checks `assert_no_overlap`, not only partial overlaps)
 _OUT_NO_ALIAS = frozenset({"cat", "concat", "concatenate", "hstack"})
@@ -336,7 +341,9 @@ def factory_out(fn=None, *, pin_memory: bool = False, memory_format: bool = Fals
                 UserWarning,
                 stacklevel=3,
             )
-        if tuple(out.shape) != tuple(result.shape):
+        if name in _RANGES and out.numel() == result.numel():
+            result = result.reshape(tuple(out.shape))  # (PyTorch's ranges keep out's shape)
+        elif tuple(out.shape) != tuple(result.shape):
             out.resize_(tuple(result.shape))
         with no_grad():
             out.copy_(result)

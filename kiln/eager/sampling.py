@@ -13,12 +13,20 @@ from .. import dtypes as dt
 from ..errors import ArgumentTypeError, UnsupportedDTypeError, UsageError
 from ..graph.core import Symbol
 from ..ops.random import host_seed, in_trace, seeds_from
-from .factories import _finish, _traced, rand, randn
+from .factories import _finish, _integer_grad, _traced, rand, randn
 from .grad_mode import no_grad
 from .out import factory_out, takes_out
 from .tensor import Tensor, make
 
 __all__ = ["bernoulli", "multinomial", "randperm"]
+
+
+# the float dtypes whose integers are exact up to 2**digits: a randperm of more refuses
+_EXACT_UP_TO = {
+    np.dtype(np.float16): 2**11,
+    np.dtype(np.float32): 2**24,
+    np.dtype(np.float64): 2**53,
+}
 
 
 def _rng(generator) -> np.random.Generator:
@@ -53,7 +61,11 @@ def randperm(
     if dtype.kind in "iu" and n - 1 > np.iinfo(dtype).max:
         raise UsageError(f"randperm: value cannot be converted to type {dtype} without overflow: "
                          f"n={n}")  # fmt: skip
+    if dtype in _EXACT_UP_TO and n > _EXACT_UP_TO[dtype] + 1:  # (bfloat16: not checked, as PyTorch)
+        raise UsageError(f"randperm: n cannot be greater than {_EXACT_UP_TO[dtype] + 1} for "
+                         f"{dtype} type (its integers are exact up to there)")  # fmt: skip
     if in_trace():
+        _integer_grad(dtype, requires_grad, "randperm")
         return _traced("randperm", (int(n),), dt.as_dtype(dtype), generator)
     values = _rng(generator).permutation(int(n)).astype(dt.as_dtype(dtype))
     return _finish(values, device, requires_grad)
@@ -79,7 +91,12 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:  # noqa: A002
     if ((probs < 0) | (probs > 1)).any():
         raise UsageError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     draws = _rng(generator).random(probs.shape) < probs
-    return _finish(draws.astype(input.dtype), str(input.device), False)
+    result = _finish(draws.astype(input.dtype), str(input.device), False)
+    if p is None and input.requires_grad:  # PyTorch's: on the tape, with a zero gradient
+        from ..frontend.math import where  # NOTE: the frontend builds on eager
+
+        result = where(np.False_, input, result)
+    return result
 
 
 @takes_out

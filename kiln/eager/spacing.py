@@ -11,6 +11,8 @@ the powers to the result's dtype.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -105,9 +107,16 @@ def arange_values(start, end, step, dtype: np.dtype) -> np.ndarray | None:
     >>> arange_values(-17, -15, 0.3, np.dtype("float16"))
     array([-17. , -16.7, -16.4, -16.1, -15.8, -15.5, -15.2], dtype=float16)
     """
-    if dtype not in (dt.float16, dt.bfloat16, dt.float32, dt.float64):
+    acc = _ACCUMULATE.get(dtype)
+    if acc is None:
         return None
-    count = max(int(np.ceil((float(end) - float(start)) / float(step))), 0)
-    acc = np.float32 if dtype in (dt.float16, dt.bfloat16) else np.float64
-    values = (acc(start) + acc(step) * np.arange(count).astype(acc)).astype(acc)
-    return values.astype(dtype)
+    count = max(math.ceil((float(end) - float(start)) / float(step)), 0)
+    values = np.arange(count, dtype=acc)  # (in float32, exact below 2**24)
+    values *= acc.type(step)
+    values += acc.type(start)
+    return values if acc is dtype else values.astype(dtype)
+
+
+# the accumulate type of PyTorch's CPU arange per floating dtype
+_ACCUMULATE = {dt.float16: dt.float32, dt.bfloat16: dt.float32, dt.float32: dt.float64,
+               dt.float64: dt.float64}  # fmt: skip

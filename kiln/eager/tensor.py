@@ -17,7 +17,13 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..array_types import Size, device, size_attribute
-from ..errors import ArgumentTypeError, AutogradError, ShapeMismatchError, node_error
+from ..errors import (
+    ArgumentTypeError,
+    AutogradError,
+    ShapeMismatchError,
+    UsageError,
+    node_error,
+)
 from ..graph.core import user_site
 from ..graph.opdef import REGISTRY
 from ..ops.core import bind
@@ -28,6 +34,14 @@ from .grad_mode import state
 __all__ = ["Meta", "Tensor", "Version", "check_view", "describe"]
 
 _new = object.__new__
+
+
+def _real_item(t, ctype: str):
+    """t's one value as a real number: a complex one is refused, as PyTorch's (RuntimeError)."""
+    value = t.item()
+    if isinstance(value, complex):
+        raise UsageError(f"value cannot be converted to type {ctype} without overflow: {value}")
+    return value
 
 
 class Version:
@@ -266,7 +280,7 @@ class Tensor:
     _base = _meta_property("base", None)
     _inference = _meta_property("inference", False)
 
-    def __init__(self, *data, dtype=None, device="cpu", requires_grad: bool = False):
+    def __init__(self, *data, dtype=None, device=None, requires_grad: bool = False):
         """PyTorch's legacy constructor: `Tensor(2, 3)` or `Tensor(x.size())` is a 2x3 tensor
         of the default float dtype (zeros here; PyTorch leaves it uninitialized), `Tensor(data)`
         copies `data` into the default float dtype whatever its own (`kn.tensor` keeps ints as
@@ -274,7 +288,9 @@ class Tensor:
         extension) overrides the default."""
         from .legacy_types import legacy_new
 
-        t = legacy_new(data, dtype or dt.DEFAULT_FLOAT, device, requires_grad, "Tensor")
+        if device is not None and len(data) == 1 and isinstance(data[0], Tensor):
+            raise UsageError("Tensor(tensor, device=device) is not supported: use tensor()")
+        t = legacy_new(data, dtype or dt.DEFAULT_FLOAT, device or "cpu", requires_grad, "Tensor")
         for name in Tensor.__slots__[:-1]:
             setattr(self, name, getattr(t, name))
 
@@ -493,13 +509,13 @@ class Tensor:
         return get_backend(self._device).to_host(self._data)
 
     def __float__(self):
-        return float(self.item())
+        return float(_real_item(self, "double"))
 
     def __complex__(self):
         return complex(self.item())
 
     def __int__(self):
-        return int(self.item())
+        return int(_real_item(self, "int64_t"))
 
     def __index__(self):
         if not dt.is_int(self.dtype):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
@@ -162,17 +163,27 @@ def traced_factory(kind: str, shape, dtype, generator=None, **params):
 
 def uniform_bounds(dtype, from_, to) -> None:
     """PyTorch's checks of `uniform_(from, to)` on a tensor of dtype: a floating or complex
-    one (NotImplementedError otherwise) and from <= to (RuntimeError)."""
+    one (NotImplementedError otherwise), bounds within its finite range, from <= to and a
+    span the dtype holds (RuntimeError)."""
     dtype = dt.as_dtype(dtype)
     if not (dt.is_float(dtype) or dt.is_complex(dtype)):
         raise UnsupportedDTypeError(
             f"uniform_: not implemented for {dt.public(dtype)} tensors (floating and "
             f"complex ones only)"
         )
+    big = float(ml_dtypes.finfo(dt.to_real(dtype)).max)
+    if not all(isinstance(v, (int, float)) for v in (from_, to)):
+        return  # (bounds of other kinds: checked where they are numbers)
+    for name, bound in (("from", from_), ("to", to)):
+        if not -big <= bound <= big:  # (infinities and NaN too)
+            raise UsageError(f"uniform_: {name} is out of bounds for {dtype}: {bound}")
     if from_ > to:
         raise UsageError(
             f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}"
         )
+    if to - from_ > big:
+        raise UsageError(f"uniform_ expects to-from <= the greatest {dtype}, but found "
+                         f"to={to} and from={from_}")  # fmt: skip
 
 
 def _uniform_fill(x, from_, to):
@@ -269,6 +280,8 @@ def random_range(dtype, args, kwargs) -> tuple:
     if kwargs:
         raise ArgumentTypeError(f"random_() got unexpected keyword arguments {sorted(kwargs)}")
     dtype = dt.as_dtype(dtype)
+    if dtype.kind == "c":
+        raise UnsupportedDTypeError(f'"random_" not implemented for {dtype}')
     if high is None:
         if dt.is_float(dtype):  # every integer up to 2**digits is a value of the dtype
             digits = 8 if dtype == dt.bfloat16 else np.finfo(dtype).nmant + 1
@@ -279,10 +292,9 @@ def random_range(dtype, args, kwargs) -> tuple:
     if low >= high:
         raise UsageError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                          f">= to={high}")  # fmt: skip
-    if not dt.is_float(dtype) and dtype != dt.bool_:
-        info = np.iinfo(dtype)
-        if low < info.min or high - 1 > info.max:
-            raise UsageError(f"random_: [{low}, {high - 1}] is out of bounds for {dtype}")
+    from ..eager.factories import check_range  # NOTE: the frontend builds on eager
+
+    check_range(low, high, dtype)  # (an integer or bool dtype's)
     return low, high
 
 

@@ -350,11 +350,13 @@ def range(start=0, end=None, step=1, *, dtype=None, device="cpu",  # noqa: A001
     return result
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool | None = None):
     """`obj` as a tensor, as PyTorch's `asarray`: a tensor, a NumPy array or anything with
     the buffer or DLPack protocol shares its memory when dtype and device allow (`copy=None`),
     always copies with `copy=True`, and refuses a needed copy with `copy=False`; sequences and
-    scalars are copied (their dtype inferred, floats in the default dtype).
+    scalars are copied (their dtype inferred, floats in the default dtype). A buffer's bytes
+    are read as `dtype` (default: the default float). `requires_grad` given and different
+    from the result's: True marks it (obj itself, when shared), False detaches it.
 
     >>> import kiln as kn, numpy as np
     >>> a = np.zeros(2, np.float32)
@@ -377,10 +379,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
             result = obj.to(device=device or obj.device, dtype=want, copy=True)
     else:
         result = _asarray_data(obj, want, device, copy)
-    if requires_grad:
-        result = result.detach().requires_grad_(True) if result is obj else result
-        result.requires_grad_(True)
-    return result
+    if requires_grad is None or bool(requires_grad) == result.requires_grad:
+        return result  # (an alias keeps obj's autograd history, as PyTorch's)
+    # given, and different: False detaches, True marks the result itself (obj, if aliased)
+    return result.requires_grad_(True) if requires_grad else result.detach()
 
 
 def _asarray_data(obj, want, device, copy):
@@ -390,7 +392,7 @@ def _asarray_data(obj, want, device, copy):
     elif hasattr(obj, "__dlpack__") and not isinstance(obj, (list, tuple)):
         shared = np.from_dlpack(obj)
     elif isinstance(obj, (bytes, bytearray, memoryview)):
-        shared = np.frombuffer(obj, dtype=want or np.uint8)
+        shared = np.frombuffer(obj, dtype=want or dt.DEFAULT_FLOAT)  # (PyTorch's default)
     if shared is not None and shared.dtype.kind in "biuf":
         matches = (want is None or want == shared.dtype) and device in (None, "cpu")
         if matches and not copy:
@@ -418,7 +420,13 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     ([0, 0, 1, 0], [1, 0])
     """
     dtype = dt.as_dtype(dtype)
-    view = memoryview(buffer)
+    try:
+        view = memoryview(buffer)
+    except TypeError:  # (ValueError, as PyTorch's)
+        raise ArgumentError(
+            "frombuffer: object does not implement Python buffer protocol "
+            f"({type(buffer).__name__})"
+        ) from None
     if view.nbytes == 0:
         raise ArgumentError("frombuffer: both buffer length (0) and count (-1) must not be 0")
     if not 0 <= offset < view.nbytes:

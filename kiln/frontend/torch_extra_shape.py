@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager.tensor import mark_pieces
 from ..errors import (
+    AutogradError,
     DTypeMismatchError,
     GraphError,
     IndexDTypeError,
@@ -583,6 +584,9 @@ def _new(fill):
 
 def _constant_like(self, value: np.ndarray, requires_grad=False):
     if isinstance(self, Symbol):
+        if requires_grad and not dt.is_differentiable(value.dtype):  # (as eager refuses)
+            raise AutogradError("only Tensors of floating point and complex dtype can require "
+                                f"gradients (a new {value.dtype} tensor)")  # fmt: skip
         return constant(value, graph=self.graph)
     from ..eager.factories import tensor
 
@@ -600,6 +604,11 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, **_)
     """`tensor(data)` of self's dtype (unless `dtype` is given) and device."""
     if isinstance(data, Symbol):
         return m.cast(data, dtype or self.dtype)
+    if not isinstance(self, Symbol):  # `tensor`'s conversions and checks (300 into uint8...)
+        from ..eager.factories import tensor
+
+        where = self.device if device is None else device
+        return tensor(data, dtype=dtype or self.dtype, device=where, requires_grad=requires_grad)
     if hasattr(data, "detach"):
         data = data.detach().numpy()
     return _constant_like(self, np.asarray(data, dt.as_dtype(dtype or self.dtype)), requires_grad)

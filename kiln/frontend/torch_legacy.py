@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, ShapeError, call_error
+from ..errors import ArgumentTypeError, ShapeError, UsageError, call_error
 from ..graph.core import Symbol
 from . import shape as s
 from . import torch_extra_shape as xs
@@ -44,6 +44,10 @@ def new(self, *args, device=None):
     if isinstance(data, type(self.shape)):  # a Size: a shape, where a tuple is data
         return xs._new(0)(self, *data)
     if _is_tensor(data):
+        if device is not None:
+            raise call_error(UsageError, "Legacy tensor new of the form tensor.new(tensor, "
+                             "device=device) is not supported. Use kn.as_tensor(...) instead.",
+                             "new", self, data)  # fmt: skip
         if data.dtype != self.dtype:
             raise call_error(ArgumentTypeError, f"new(): expected a tensor of dtype "
                              f"{self.dtype}, got {data.dtype}", "new", self, data)  # fmt: skip

@@ -18,9 +18,8 @@ from ..graph.core import Symbol
 from . import math as m
 from . import random
 from .core import lift
-from .layouts import keep_layout
 from .out import factory_out
-from .result_layouts import array_layout, keep_like, like_layout
+from .result_layouts import keep_like
 
 __all__ = [
     "as_tensor", "can_cast", "finfo", "get_printoptions", "iinfo", "is_floating_point",
@@ -214,7 +213,14 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
                                 f"{type(steps).__name__}")  # fmt: skip
     if steps < 0:
         raise UsageError(f"logspace: number of steps must be non-negative, got {steps}")
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    complex_ends = not isinstance(start, Symbol) and not isinstance(end, Symbol) and (
+        np.iscomplexobj(start) or np.iscomplexobj(end))  # fmt: skip
+    if dtype is None:  # (complex ends: the default complex dtype, as linspace's)
+        dtype = dt.default_complex() if complex_ends else dt.DEFAULT_FLOAT
+    dtype = dt.as_dtype(dtype)
+    if complex_ends and dtype.kind != "c":
+        raise UsageError(f"logspace(): inferred dtype {dt.default_complex()} can't be safely "
+                         f"cast to passed dtype {dtype}")  # fmt: skip
     if dtype == dt.bool_:
         raise UnsupportedDTypeError("logspace: not implemented for bool (as PyTorch's)")
     if isinstance(start, Symbol) or isinstance(end, Symbol):
@@ -225,8 +231,9 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device="
     if int(steps) > 0 and dtype.kind != "c":  # PyTorch's kernel's values
         values = logspace_values(start, end, int(steps), float(base), dtype)
         return fa._finish(values, device, requires_grad)
-    exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
-    values = np.power(float(base), exponents)
+    wide, number = (np.complex128, complex) if dtype.kind == "c" else (np.float64, float)
+    exponents = np.linspace(number(start), number(end), int(steps), dtype=wide)
+    values = np.power(number(base), exponents)
     return fa._finish(values.astype(dtype), device, requires_grad)
 
 
@@ -257,12 +264,12 @@ def _random_like(input, dtype, requires_grad, draw, graph_draw, memory_format=No
             return out
         return keep_like(out, x)  # laid out as x (PyTorch's preserve_format)
     out = draw(tuple(x.shape), dtype)
-    if not isinstance(out, Tensor):  # a traced draw (`kn.compile`): a graph value, laid out
-        preserve = getattr(memory_format, "name", "preserve_format") == "preserve_format"
-        source = x._data
-        if preserve and source.ndim > 1 and not source.flags.c_contiguous:
-            out = keep_layout(out, like_layout(array_layout(source)))  # (no autograd tape)
-        return out if not requires_grad else out.requires_grad_(requires_grad)
+    if isinstance(out, Symbol):  # a traced draw (`kn.compile`) in the shape of a tensor
+        if getattr(memory_format, "name", "preserve_format") == "preserve_format" and x.ndim > 1:
+            from .result_layouts import array_layout, keep_layout, like_layout
+
+            out = keep_layout(out, like_layout(array_layout(x._data)))  # laid out as x
+        return out.requires_grad_(True) if requires_grad else out
     out = fa.like_memory(x, out, memory_format, fill=True)
     return out.requires_grad_(requires_grad)
 

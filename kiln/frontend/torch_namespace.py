@@ -466,6 +466,8 @@ def normal(
     """
     from ..eager.factories import randn
 
+    if size is not None:  # (0-d tensors are numbers there, as PyTorch's parser takes them)
+        mean, std = (v.item() if isinstance(v, Tensor) and v.ndim == 0 else v for v in (mean, std))
     tensors = [v for v in (mean, std) if isinstance(v, (Tensor, Symbol))]
     if not tensors:
         if size is None:
@@ -515,12 +517,14 @@ def _check_normal(dtype, std) -> None:
 
 
 def _window(name: str, values, length: int, periodic: bool, dtype, device, requires_grad,
-            pin_memory: bool = False):  # fmt: skip
+            pin_memory: bool = False, layout=None):  # fmt: skip
     from ..eager.factories import tensor
 
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
-    if not dt.is_float(dtype):
-        raise ArgumentTypeError(f"{name} expects floating point dtypes, got: {dtype}")
+    if not dt.is_float(dtype):  # (RuntimeError, as PyTorch's)
+        raise UsageError(f"{name} expects floating point dtypes, got: {dtype}")
+    if layout is not None and getattr(layout, "name", "strided") != "strided":
+        raise UsageError(f"{name} is not implemented for sparse types, got: {layout}")
     if length < 0:
         raise UsageError(f"{name} requires non-negative window_length, got window_length="
                          f"{length}")  # fmt: skip
@@ -543,8 +547,9 @@ def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device
     >>> kn.hann_window(4).tolist()
     [0.0, 0.5, 1.0, 0.5]
     """
-    return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device,
-                          requires_grad=requires_grad, pin_memory=pin_memory)  # fmt: skip
+    return _window("hann_window", lambda k, n: 0.5 - 0.5 * np.cos(2 * np.pi * k / (n - 1)),
+                   window_length, periodic, dtype, device, requires_grad, pin_memory,
+                   layout)  # fmt: skip
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
@@ -558,7 +563,8 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
     """
     return _window("hamming_window",
                    lambda k, n: alpha - beta * np.cos(2 * np.pi * k / (n - 1)),
-                   window_length, periodic, dtype, device, requires_grad, pin_memory)  # fmt: skip
+                   window_length, periodic, dtype, device, requires_grad, pin_memory,
+                   layout)  # fmt: skip
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
@@ -572,7 +578,7 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, de
     """
     return _window("blackman_window", lambda k, n: 0.42 - 0.5 * np.cos(2 * np.pi * k / (n - 1))
                    + 0.08 * np.cos(4 * np.pi * k / (n - 1)), window_length, periodic, dtype,
-                   device, requires_grad, pin_memory)  # fmt: skip
+                   device, requires_grad, pin_memory, layout)  # fmt: skip
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, device="cpu",
@@ -585,7 +591,8 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, de
     [0.0, 0.5, 1.0, 0.5]
     """
     return _window("bartlett_window", lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1),
-                   window_length, periodic, dtype, device, requires_grad, pin_memory)  # fmt: skip
+                   window_length, periodic, dtype, device, requires_grad, pin_memory,
+                   layout)  # fmt: skip
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None,
@@ -599,7 +606,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     """
     return _window("kaiser_window", lambda k, n: np.i0(beta * np.sqrt(np.clip(
         1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta), window_length, periodic,
-        dtype, device, requires_grad, pin_memory)  # fmt: skip
+        dtype, device, requires_grad, pin_memory, layout)  # fmt: skip
 
 
 # -- the random state -----------------------------------------------------------------------

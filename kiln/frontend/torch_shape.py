@@ -11,7 +11,7 @@ import numpy as np
 from .. import shapes as sh
 from ..eager.autograd import name_history
 from ..eager.tensor import mark_pieces
-from ..errors import ArgumentTypeError, ShapeError
+from ..errors import ArgumentTypeError, ShapeError, UnsupportedDTypeError
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from ..ops.multi import elements
@@ -296,10 +296,15 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     if repeats is None:  # the counts alone: repeat their indices
         if x.ndim != 1:
             raise ShapeError(f"repeat_interleave: repeats must be 1-d, got {x.ndim}-d")
+        if np.dtype(x.dtype).kind not in "iu":  # (PyTorch's kernel takes int32 and int64)
+            raise UnsupportedDTypeError(f'"repeat_interleave" not implemented for {x.dtype}')
         if not isinstance(x, Symbol):
             from .torch_index import _like
 
-            return _like(x, np.repeat(np.arange(x.shape[0]), _host_counts(x)))
+            counts = _host_counts(x)
+            if (counts < 0).any():
+                raise ShapeError("repeat_interleave: repeats can not be negative")
+            return _like(x, np.repeat(np.arange(x.shape[0]), counts))
         x, repeats = call("cast", _arange_along(x), dtype=np.dtype(np.int64)), x
     if dim is None:
         x, dim = call("reshape", x, shape=(sh.dim_product(x.shape),)), 0

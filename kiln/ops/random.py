@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import shapes as sh
-from .core import defop
+from .core import defop, scalar
 
 _state = {"base": 0, "count": 0}
 _lock = threading.Lock()
@@ -250,7 +250,7 @@ def _binomial(xp, count, prob, out=None, *, key, seed):
 # The counts are piecewise constant in their parameters: zero cotangents, as PyTorch's.
 random_poisson = defop(
     "random_poisson", lambda s, **a: s, _same_float, _poisson,
-    vjp=lambda ct, y, rate, **a: (None,), tags={"random"},
+    vjp=lambda ct, y, rate, **a: (ct * scalar(0, ct),), tags={"random"},
 )  # fmt: skip
 random_binomial = defop(
     "random_binomial", lambda a, b, **k: sh.broadcast_shapes(a, b), _same_float, _binomial,

@@ -561,7 +561,8 @@ def _(lib):
             lib.hsplit(lib.zeros(5, 5, 0), [2, 6]), lib.vsplit(c, 2), lib.vsplit(c, [1, 2, 3]),
             lib.vsplit(c, [1, 5, 9]), lib.vsplit(lib.zeros(5, 0, 5), [1, 5]),
             lib.dsplit(lib.arange(36.0).reshape(2, 3, 6), 3),
-            lib.dsplit(lib.zeros(5, 0, 6), [1, 2, 3]), lib.dsplit(lib.zeros(5, 5, 0), 2))  # fmt: skip
+            lib.dsplit(lib.zeros(5, 0, 6), [1, 2, 3]),
+            lib.dsplit(lib.zeros(5, 5, 0), 2))  # fmt: skip
 
 
 refuses("hsplit_0d", lambda lib: lib.hsplit(lib.ones(()), 3))
@@ -751,3 +752,28 @@ def test_normal_gives_mean_and_std_zero_gradients(torch, mode):
 
     compiled = kn.compile if mode == "compiled" else (lambda f: f)
     assert grads(kn, compiled) == grads(torch, lambda f: f)
+
+
+def test_bernoulli_of_probabilities_needing_grad_gives_them_zeros(torch):
+    # PyTorch's bernoulli(p) is on the tape with a zero gradient (kiln's was off it)
+    found = []
+    for lib in (torch, kn):
+        p = lib.tensor([0.2, 0.9, 0.5], requires_grad=True)
+        y = lib.bernoulli(p.sigmoid())
+        y.sum().backward()
+        found.append((y.requires_grad, p.grad.tolist()))
+    assert found[0] == found[1] == (True, [0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_poisson_gives_its_rates_zero_gradients(torch, mode):
+    # PyTorch's poisson: zeros (kiln's rate got no gradient, None)
+    found = []
+    for lib, wrap in (
+        (torch, lambda f: f),
+        (kn, kn.compile if mode == "compiled" else lambda f: f),
+    ):
+        rate = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        wrap(lambda r: lib.poisson(r * 2).sum())(rate).backward()
+        found.append(rate.grad.tolist())
+    assert found[0] == found[1] == [0.0, 0.0, 0.0]

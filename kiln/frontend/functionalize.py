@@ -306,8 +306,8 @@ def _check_target(x: Symbol, op: str) -> None:
                              "clone() it first", op, x)  # fmt: skip
             node = strided[0]
             continue
-        if "view" not in node.node.op.tags or name in ("get", "after", "custom_grad"):
-            return  # (custom_grad: a value of its own, the result of an op with a gradient)
+        if "view" not in node.node.op.tags or name in ("get", "after", "custom_grad", "with_grad"):
+            return  # (custom_grad, with_grad: a value of its own, an op's result with a gradient)
         if name not in _WRITABLE_VIEWS:
             why = (
                 "more than one element of the written-to tensor refers to a single memory "

@@ -24,8 +24,9 @@ _PARTS_VIEWS = frozenset({"real", "imag", "view_as_real", "view_as_complex"})
 
 # view ops whose result is a tensor of its own memory for the layout walks (`_layout`,
 # `_storage`): pieces of a split and bitcasts (followed by `exact` only), a collective's
-# result, and a custom_grad (a custom Function's result, or an overwritten value)
-_OWN_MEMORY = ("get", "split", "bitcast", "all_reduce_wait", "custom_grad")
+# result, a custom_grad (a custom Function's result, or an overwritten value) and a with_grad
+# (an op's result with PyTorch's backward formula: its value is no one else's)
+_OWN_MEMORY = ("get", "split", "bitcast", "all_reduce_wait", "custom_grad", "with_grad")
 
 
 # graph -> {id(view): (the view, its base, the flat positions in the base of its elements)}:

@@ -726,12 +726,24 @@ def _var_args(name, input, dim, unbiased, keepdim, correction, axis, keepdims, d
 
 
 def _real_var(x, axes, correction) -> bool:
-    """Whether var/std of float32 or float64 `x` take PyTorch's backward formula,
-    `2 / (n - correction) * ct * (x - mean)` (a static count above the correction). Through
-    the composite, the mean's path adds `-mean(g)`, zero but for rounding: NaN where the
-    cotangent is infinite (torch: +-inf)."""
+    """Whether var/std of a float `x` take PyTorch's backward formula (n static, above the
+    correction): the composite's mean path, -mean(g), is NaN for an infinite cotangent."""
     n = sh.dim_product(x.shape[a] for a in axes)
     return x.dtype.kind == "f" and isinstance(n, int) and n > correction
+
+
+def _std_value(x, axes, keepdim, correction):  # half precision: in float32, rounded once
+    wide = m.cast(x, np.float32) if x.dtype in _HALF else x
+    return m.cast(_sqrt0(_var(wide, axes, keepdim, correction)), x.dtype)
+
+
+def _std_x_grad(ct, x, *params):
+    # `_std_grad` of the std computed again from x, as the forward did, not of the result,
+    # which a caller may change in place (`y = x.std(0); y.mul_(2)`: its gradient read 2y)
+    return GRAD_FORMULAS["std"](ct, x, _std_value(x, *params), *params)
+
+
+GRAD_FORMULAS["std_x"] = _std_x_grad
 
 
 def _half_var(x, axes, correction) -> bool:
@@ -771,12 +783,12 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
         "std", input, dim, unbiased, keepdim, correction, axis, keepdims, ddof
     )
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_std_grad`)
-        value = m.cast(_sqrt0(_var(m.cast(x, np.float32), axes, keepdim, correction)), x.dtype)
-        return core.with_grad(value, x, ("std", axes, keepdim, float(correction)), x, value)
+        value = _std_value(x, axes, keepdim, correction)
+        return core.with_grad(value, x, ("std_x", axes, keepdim, float(correction)), x)
     saved = _var_saved(x, keepdim, *given)
     out = _sqrt0(_var(x, axes, keepdim, correction))
-    if _real_var(x, axes, correction):  # PyTorch's backward (`_std_grad`)
-        out = core.with_grad(out, x, ("std", axes, keepdim, float(correction)), x, out)
+    if _real_var(x, axes, correction):  # PyTorch's backward, of the std taken again from x
+        out = core.with_grad(out, x, ("std_x", axes, keepdim, float(correction)), x)
     return name_history(out, "StdBackward0", x, saved=saved)
 
 

@@ -174,3 +174,12 @@ def test_views_made_under_no_grad_as_torchs():
         with pytest.raises(RuntimeError, match="created in no_grad mode"):
             _view_made_without_grad(torch, base_grad, value_grad)
     assert _view_made_without_grad(torch, False, False).tolist() == [2.0, 2.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_factories_without_a_size_refuse_as_torch(name):
+    # torch 2.13: `torch.zeros()` raises TypeError ('missing 1 required positional
+    # arguments: "size"'); kiln made a 0-d tensor. `zeros(())` and `size=()` are the 0-d one
+    with pytest.raises(TypeError, match="size"):
+        getattr(kn, name)()
+    assert getattr(kn, name)(()).shape == getattr(kn, name)(size=()).shape == ()

@@ -202,7 +202,7 @@ def _zeros_for(x, g, grad_outputs, batched):
     if batched:
         first = grad_outputs if isinstance(grad_outputs, Tensor) else grad_outputs[0]
         batch = (first.shape[0],)
-    return zeros(*batch, *x.shape, dtype=x.dtype, device=x.device)
+    return zeros((*batch, *x.shape), dtype=x.dtype, device=x.device)
 
 
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):

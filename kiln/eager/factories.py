@@ -93,6 +93,9 @@ def _dim(d) -> int:
 def _sizes(sizes: tuple, size) -> tuple:
     """The shape given as varargs (`zeros(2, 3)`, `zeros((2, 3))`) or as `size=`."""
     if size is None:
+        if not sizes:  # (PyTorch's TypeError; `zeros(())` is the 0-d tensor)
+            raise ArgumentTypeError('missing 1 required positional argument: "size" (ints, a '
+                                    "tuple, or size=)")  # fmt: skip
         return sizes
     if sizes:
         raise ArgumentTypeError("got the size both as arguments and as size=")

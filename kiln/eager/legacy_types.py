@@ -37,7 +37,7 @@ def legacy_new(data, dtype, device, requires_grad, name, typed=False):
     from .tensor import Tensor
 
     if len(data) == 1 and isinstance(data[0], Size):  # `Size([])`: a 0-d tensor
-        return zeros(*data[0], dtype=dtype, device=device, requires_grad=requires_grad)
+        return zeros(tuple(data[0]), dtype=dtype, device=device, requires_grad=requires_grad)
     if all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in data):
         sizes = data or (0,)
         return zeros(*sizes, dtype=dtype, device=device, requires_grad=requires_grad)

@@ -71,7 +71,7 @@ def _zeros(shape, like):
         return lift(np.zeros(shape, like.dtype), context=(like,))[0]
     from ..eager.factories import zeros
 
-    return zeros(*shape, dtype=like.dtype, device=like.device)
+    return zeros(tuple(shape), dtype=like.dtype, device=like.device)
 
 
 def _factor(op, A, **attrs):  # noqa: N803

@@ -290,7 +290,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device="cpu",
         buffer, size, tuple(s * buffer.itemsize for s in stride), writeable=True
     )
     if str(device) != "cpu":
-        return fa.empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+        return fa.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
     t = make(data)  # (kiln's own memory: resizable, unlike from_numpy's)
     return t.requires_grad_(True) if requires_grad else t
 

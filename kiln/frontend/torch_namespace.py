@@ -474,7 +474,7 @@ def normal(
             raise ArgumentTypeError("normal() missing the 'size' argument for number mean and std")
         if std < 0:
             raise UsageError(f"normal expects std >= 0.0, but found std {std}")
-        z = randn(*((size,) if isinstance(size, int) else size), generator=generator,
+        z = randn(tuple((size,) if isinstance(size, int) else size), generator=generator,
                   dtype=dtype, device=device or "cpu")  # fmt: skip
         result = m.add(m.mul(z, std), mean)
         if requires_grad:
@@ -491,7 +491,7 @@ def normal(
         # the result's dtype: mean's where it is a tensor, else std's (PyTorch's)
         dtype = dt.as_dtype((mean if isinstance(mean, (Tensor, Symbol)) else std).dtype)
         _check_normal(dtype, std)
-        z = randn(*shape, generator=generator, dtype=dt.to_real(dtype))
+        z = randn(tuple(shape), generator=generator, dtype=dt.to_real(dtype))
         mu_, sigma_ = (v.detach() if isinstance(v, (Tensor, Symbol)) else v for v in (mu, sigma))
         result = m.add(mu_, m.mul(sigma_, z))
         # PyTorch's normal gives mean and std zero gradients (not the reparameterized 1 and

@@ -395,7 +395,7 @@ def _gaussian(like, shape):
         from .random import normal
 
         return normal(shape, dtype=like.dtype)
-    return K.randn(*shape, dtype=like.dtype)
+    return K.randn(tuple(shape), dtype=like.dtype)
 
 
 def _basis(A, q: int, niter: int, M):

@@ -43,7 +43,7 @@ def _uniform(like, shape):
         return uniform(tuple(shape), dtype=like.dtype)
     import kiln
 
-    return kiln.rand(*shape, dtype=like.dtype)
+    return kiln.rand(tuple(shape), dtype=like.dtype)
 
 
 def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10,

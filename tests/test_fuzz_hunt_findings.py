@@ -300,3 +300,20 @@ def test_argsort_of_a_transposed_value_is_laid_out_as_it_under_compile(descendin
     got = kn.compile(f)(kn.arange(16.0).reshape(4, 4))
     assert got.stride() == (1, 4)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_a_write_through_a_reshaped_select_by_a_traced_index_reaches_the_argument():
+    # Random program 16140 (test_compile_fuzz): `w = b[i].flatten(); w.mul_(2)` with i a 0-d
+    # integer the program computes and b 1-D: eager code and torch 2.13 change b[i] (the
+    # select is a view, flatten of a 0-d view too); compiled, b was left as it was, silently.
+    # The select's layout was a NumPy scalar, which reshape could not view: taken as a copy
+    def f(b):
+        i = b.argmin(0)
+        w = b[i - i].flatten()
+        w.mul_(2)
+        return w
+
+    for fn in (f, kn.compile(f)):
+        b = kn.tensor([-0.5, 0.3, -0.9, 1.0])
+        assert fn(b).tolist() == [-1.0]
+        assert b.tolist() == pytest.approx([-1.0, 0.3, -0.9, 1.0])

@@ -181,7 +181,8 @@ def _layout(x: Symbol, exact: bool = False, read: bool = True):
         return _exact_view(x, read)
     if name == "gather" and _is_select(x):  # x[i] by a 0-d integer Symbol: a view there
         base = _layout(node.inputs[0], exact, read)
-        return None if base is None else base[(slice(None),) * node.attrs["axis"] + (0,)]
+        at = (slice(None),) * node.attrs["axis"] + (0, Ellipsis)  # (a 0-d view, not a scalar)
+        return None if base is None else base[at]
     fresh = "view" not in node.op.tags or name in _OWN_MEMORY
     if fresh or name == "index" and len(node.inputs) > 1:  # (advanced indexing: a fresh tensor)
         return _fresh_layout(x, read)

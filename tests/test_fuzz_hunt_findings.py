@@ -317,3 +317,29 @@ def test_a_write_through_a_reshaped_select_by_a_traced_index_reaches_the_argumen
         b = kn.tensor([-0.5, 0.3, -0.9, 1.0])
         assert fn(b).tolist() == [-1.0]
         assert b.tolist() == pytest.approx([-1.0, 0.3, -0.9, 1.0])
+
+
+def test_an_in_place_change_of_a_detached_tensor_by_a_value_that_requires_grad():
+    # Random program 17744 (test_compile_fuzz, grad): `d = m.detach(); d.add_(m)` gives d
+    # m's history in eager code and torch 2.13 (d requires grad, its gradient reaches m's
+    # inputs); compiled, d came back without grad and the gradient through it was lost,
+    # silently. Refused under kn.compile now, naming it; changes by values without grad
+    # (`d.add_(1)`, `p.data.add_(p.grad, alpha=-lr)`) compile as before
+    def f(a):
+        m = a * 2
+        d = m.detach()
+        d.add_(m)
+        return d
+
+    a = kn.ones(2, requires_grad=True)
+    assert f(a).requires_grad  # eagerly, as torch
+    with pytest.raises(kn.GraphError, match="detach.*requires grad"):
+        kn.compile(f)(a)
+    assert kn.compile(f)(kn.ones(2)).tolist() == [4.0, 4.0]
+
+    def g(a):
+        d = (a * 2).detach()
+        d.add_(1.0)
+        return d
+
+    assert kn.compile(g)(a).tolist() == g(a).tolist() == [3.0, 3.0]

@@ -570,6 +570,12 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
     taken again. Returns x."""
     graph = x.node.graph
     new = _fit(x, new, op)
+    if x.node.op.name == "stop_gradient" and state.grad and traced_requires_grad(new):
+        raise _error(GraphError, f"in-place change of '{x.name}', a detach()ed tensor, by a "
+                     "value that requires grad: eagerly it then requires grad (that value's "
+                     "history) while the tensor it was detached from keeps its own; a compiled "
+                     "call does not follow that. Compute a new tensor instead (y = x + v)", op,
+                     x)  # fmt: skip
     if _is_writable_view(x):
         base = _base(x)
         start = len(graph.nodes)

@@ -191,9 +191,16 @@ def _softplus_grad(ct, x, beta, threshold):
 # -- var and std: PyTorch's var_backward (half precision, and float32/float64 inputs) -------
 
 
-def _var_grad(ct, x, axes, keepdim, correction):
+def batched_axes(x, axes, ndim) -> tuple:
+    """`axes` of a value of `ndim` dims, for x with leading batch dims (vmap's rules run a
+    `with_grad` formula on batched values: kiln/ops/state.py)."""
+    return tuple(a + x.ndim - ndim for a in axes)
+
+
+def _var_grad(ct, x, axes, keepdim, correction, ndim):
     # PyTorch's var_backward in x's dtype, each step rounded: (2 / (n - correction)) * ct *
     # (x - mean(x))
+    axes = batched_axes(x, axes, ndim)
     if not keepdim:
         ct = call("reshape", ct, shape=tuple(1 if a in axes else d for a, d in enumerate(x.shape)))
     n = sh.dim_product(x.shape[a] for a in axes)
@@ -201,11 +208,11 @@ def _var_grad(ct, x, axes, keepdim, correction):
     return mul(mul(ct, 2.0 / (n - correction)), centered)
 
 
-def _std_grad(ct, x, y, axes, keepdim, correction):
+def _std_grad(ct, x, y, *params):
     # PyTorch's std_backward: var's of ct / (2 y), 0 where y is 0
     grad = div(ct, mul(y, 2.0))
     grad = where(equal(y, 0), 0.0, grad)
-    return _var_grad(grad, x, axes, keepdim, correction)
+    return _var_grad(grad, x, *params)
 
 
 # PyTorch's float32 backward formulas of half-precision activations, as its CPU kernels write

@@ -30,7 +30,7 @@ from . import math as m
 from . import shape as s
 from . import torch_math as tm
 from .core import call, lift
-from .half_formulas import rounded32
+from .half_formulas import batched_axes, rounded32
 from .out import takes_out
 from .reductions import require_floating
 from .torch_extra_shape import select
@@ -680,11 +680,11 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     )
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_var_grad`)
         value = m.cast(_var(m.cast(x, np.float32), axes, keepdim, correction), x.dtype)
-        return core.with_grad(value, x, ("var", axes, keepdim, float(correction)), x)
+        return core.with_grad(value, x, ("var", axes, keepdim, float(correction), x.ndim), x)
     saved = _var_saved(x, keepdim, *given)
     out = _var(x, axes, keepdim, correction)
     if _real_var(x, axes, correction):  # PyTorch's backward, without the mean's path
-        out = core.with_grad(out, x, ("var", axes, keepdim, float(correction)), x)
+        out = core.with_grad(out, x, ("var", axes, keepdim, float(correction), x.ndim), x)
     return name_history(out, "VarBackward0", x, saved=saved)
 
 
@@ -737,10 +737,10 @@ def _std_value(x, axes, keepdim, correction):  # half precision: in float32, rou
     return m.cast(_sqrt0(_var(wide, axes, keepdim, correction)), x.dtype)
 
 
-def _std_x_grad(ct, x, *params):
-    # `_std_grad` of the std computed again from x, as the forward did, not of the result,
-    # which a caller may change in place (`y = x.std(0); y.mul_(2)`: its gradient read 2y)
-    return GRAD_FORMULAS["std"](ct, x, _std_value(x, *params), *params)
+def _std_x_grad(ct, x, axes, keepdim, correction, ndim):
+    # `_std_grad` of the std taken again from x, not of the result (`y.mul_(2)` changes it)
+    y = _std_value(x, batched_axes(x, axes, ndim), keepdim, correction)
+    return GRAD_FORMULAS["std"](ct, x, y, axes, keepdim, correction, ndim)
 
 
 GRAD_FORMULAS["std_x"] = _std_x_grad
@@ -784,11 +784,11 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     )
     if _half_var(x, axes, correction):  # PyTorch's: in float32 rounded once (`_std_grad`)
         value = _std_value(x, axes, keepdim, correction)
-        return core.with_grad(value, x, ("std_x", axes, keepdim, float(correction)), x)
+        return core.with_grad(value, x, ("std_x", axes, keepdim, float(correction), x.ndim), x)
     saved = _var_saved(x, keepdim, *given)
     out = _sqrt0(_var(x, axes, keepdim, correction))
     if _real_var(x, axes, correction):  # PyTorch's backward, of the std taken again from x
-        out = core.with_grad(out, x, ("std_x", axes, keepdim, float(correction)), x)
+        out = core.with_grad(out, x, ("std_x", axes, keepdim, float(correction), x.ndim), x)
     return name_history(out, "StdBackward0", x, saved=saved)
 
 

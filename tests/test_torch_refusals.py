@@ -145,6 +145,41 @@ def test_the_expected_refusals_are_torchs():
         assert _change_piece(torch, split, requires_grad=False).tolist()[0] == 2.0
 
 
+def _use_piece_after_base_changed(L, how):
+    b = L.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    base = b * 1
+    piece = base.unbind(0)[1]
+    if how == "detach":
+        base.detach().mul_(2)
+    elif how == "no_grad":
+        with L.no_grad():
+            base.mul_(2)
+    elif how == ".data":
+        base.data.mul_(2)  # (not counted by the version counter)
+    (piece * 3).backward()
+    return b.grad.tolist()
+
+
+def test_a_piece_used_after_its_base_changed_unrecorded_is_refused():
+    # regression (torch-fuzz programs 13418, 49340, 54770, 83479): a piece of unbind used in a
+    # recorded op after its base changed in place through detach() or under no_grad was
+    # differentiated; torch 2.13 refuses it there ("Output 1 of Unbind is a view and its base
+    # or another view of its base has been modified inplace"), as after a recorded change
+    for how in ("detach", "no_grad"):
+        with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view and its base"):
+            _use_piece_after_base_changed(kn, how)
+    assert _use_piece_after_base_changed(kn, ".data") == [0.0, 3.0, 0.0]
+    assert _use_piece_after_base_changed(kn, "unchanged") == [0.0, 3.0, 0.0]
+
+
+def test_a_piece_used_after_its_base_changed_unrecorded_as_torch():
+    torch = pytest.importorskip("torch")
+    for how in ("detach", "no_grad"):
+        with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view and its base"):
+            _use_piece_after_base_changed(torch, how)
+    assert _use_piece_after_base_changed(torch, ".data") == [0.0, 3.0, 0.0]
+
+
 def _view_made_without_grad(L, base_grad, value_grad):
     x = L.ones(4, requires_grad=base_grad) * 1
     with L.no_grad():

@@ -22,7 +22,7 @@ from .grad_mode import state
 from .out import write_out
 from .saved import SavedTensorError, Unavailable
 from .sparse import LAYOUTS as _LAYOUTS
-from .tensor import Tensor, check_view, describe, make, meta_of
+from .tensor import PIECE, Tensor, check_view, describe, make, meta_of
 from .trace_notes import note_derived, note_read
 
 __all__ = ["binary_function", "eager_dispatch", "unary_function"]
@@ -242,7 +242,7 @@ def _link_view(out: Tensor, x) -> None:
         meta.no_grad_view = not state.grad
         multi = getattr(x._meta, "multi", None)
         if multi is not None:  # a view of a piece of split/unbind is one too, as PyTorch's
-            meta.multi = multi
+            meta.multi, meta.base_fn = multi, PIECE
 
 
 def _xp(device: str):

@@ -75,7 +75,8 @@ class Meta:
     """
 
     # (`multi`, set only on pieces of split/chunk/unbind: (k, the op's name in PyTorch's
-    # messages), for PyTorch's refusal to change them in place, kiln/frontend/inplace.py;
+    # messages, the base's version and grad_fn then), for PyTorch's refusals to change them
+    # in place (kiln/frontend/inplace.py) or use them after their base changed (check_view);
     # `no_grad_view`: a view made while grad mode was off, which PyTorch refuses to change in
     # place with grad mode on when its base requires grad; `accumulator`, set only on a leaf
     # whose `AccumulateGrad` node was asked for: a weak reference to it, or the node itself
@@ -89,6 +90,9 @@ class Meta:
         self.requires_grad = self.inference = self.no_grad_view = False
         self.grad_fn = self.grad = self.vc = self.base = self.base_fn = None
 
+
+# `Meta.base_fn` of a piece of split/chunk/unbind (its base's grad_fn then is in `multi`).
+PIECE = object()
 
 # Takes a view's history again from its base's; returns whether it could (installed by
 # kiln/frontend/inplace.py with `retake_views_by`: the frontend builds on eager).
@@ -104,7 +108,8 @@ def mark_pieces(pieces, name: str, saved: dict | None = None) -> tuple:
     for k, p in enumerate(pieces):
         if isinstance(p, Tensor) and p._requires_grad:
             meta = meta_of(p)
-            meta.multi = (k, name)
+            meta.multi = (k, name, version_of(p).value, meta.base_fn)
+            meta.base_fn = PIECE  # (so `check_view` looks at each use)
             node = meta.grad_fn
             if node is not None:
                 node.label = f"{name}Backward0"
@@ -133,7 +138,10 @@ def check_view(t, meta: Meta, op=None) -> None:
     now = base._grad_fn
     if now is not meta.base_fn:
         multi = getattr(meta, "multi", None)
-        if multi is not None:  # a piece of split/unbind: PyTorch refuses to take it again
+        if multi is not None and now is multi[3] and version_of(base).value == multi[2]:
+            return  # a piece of split/unbind whose base has not changed in place since
+        if multi is not None:  # PyTorch refuses to take a piece's history again, after any
+            # in-place change of its base, recorded or not (through `detach()`, no_grad)
             if op is not None and not _records(op):
                 return  # (its values are its memory's: only its history is out of date)
             raise node_error(

@@ -165,7 +165,7 @@ def rebind(x: Symbol, new: Symbol) -> Symbol:
     """
     if new is x:
         return x
-    old = Symbol(x.node, x.shape, x.dtype)
+    old = x.node.graph.symbol_class(x.node, x.shape, x.dtype)
     x.node.out = old
     for node in x.node.graph.nodes:
         if any(i is x for i in node.inputs):

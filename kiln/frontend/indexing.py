@@ -27,7 +27,7 @@ from ..errors import (
     IndexOutOfRangeError,
     ShapeMismatchError,
 )
-from ..graph.core import Symbol, user_site
+from ..graph.core import Symbol, TracedSymbol, user_site
 from .core import call, lift
 from .result_layouts import indexed
 
@@ -56,8 +56,9 @@ def getitem(x, index):
     if all(isinstance(i, _BASIC) and not isinstance(i, (bool, np.bool_)) for i in items):
         return _basic(x, _spec(_expand_ellipsis(items, x.ndim, len(items))), view=True)
     spec, selects, arrays, axes = parse(x, items)
-    if type(x) is not Symbol:  # an eager tensor indexed by graph values (a tensor that
-        # kn.compile's function captured, indexed by one it computes): a constant of theirs
+    if type(x) not in (Symbol, TracedSymbol):  # an eager tensor indexed by graph values (a
+        # tensor that kn.compile's function captured, indexed by one it computes): a
+        # constant of theirs
         traced = next((i for i in arrays if isinstance(i, Symbol)), None) if arrays else None
         if traced is None and selects:
             traced = next((i for _, i in selects if isinstance(i, Symbol)), None)

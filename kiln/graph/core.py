@@ -284,6 +284,8 @@ class Variable(Symbol):
             REGISTRY["variable"], (), {"shape": array.shape, "dtype": dtype_}, name or "variable"
         )
         super().__init__(node, array.shape, dtype_)
+        if graph.symbol_class is not Symbol:  # (a kn.compile trace's graph)
+            self.__class__ = TracedVariable
         node.out = self
         node.ref = self
         self._initial = array.copy()
@@ -329,6 +331,42 @@ class Variable(Symbol):
         return f"<Variable {self.name}:{self.type_str()}>"
 
 
+# While a kn.compile trace runs the traced function: a function symbol -> the eager class
+# that the function's code sees for it (kiln/tracing/user_class.py); None otherwise.
+USER_CLASS: list = [None]
+_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_OWN_FILES: dict[str, bool] = {}  # a code's file name -> whether it is one of kiln's modules
+
+
+def _seen_class(self):
+    # NOTE: `isinstance(v, C)` reads `v.__class__` when `type(v)` is no subclass of C
+    seen = USER_CLASS[0]
+    if seen is None:
+        return type(self)
+    file = sys._getframe(1).f_code.co_filename  # (the code asking)
+    own = _OWN_FILES.get(file)
+    if own is None:
+        own = _OWN_FILES[file] = os.path.abspath(file).startswith(_KILN_DIR)
+    return type(self) if own else seen(self)
+
+
+class TracedSymbol(Symbol):
+    """A Symbol of a kn.compile trace's graph: while the traced function runs, its code sees
+    the eager class the value stands for (`isinstance(x, kn.Tensor)` is True, as eagerly);
+    kiln's own code sees the Symbol. Graph mode's Symbols pay nothing for this."""
+
+    __slots__ = ()
+    __class__ = property(_seen_class)  # type: ignore[assignment]
+
+
+class TracedVariable(Variable):
+    """A Variable of a kn.compile trace's graph (a module's Parameter or Buffer there), seen
+    by the traced function's code as that Parameter's or Buffer's class (TracedSymbol)."""
+
+    __slots__ = ()
+    __class__ = property(_seen_class)  # type: ignore[assignment]
+
+
 class Graph:
     """Nodes in creation order (always a topological order), with unique deterministic names.
 
@@ -339,6 +377,8 @@ class Graph:
     >>> x.name
     'layer1/x'
     """
+
+    symbol_class = Symbol  # (a kn.compile trace's graph: TracedSymbol)
 
     def __init__(self):
         self.nodes: list[Node] = []
@@ -377,7 +417,7 @@ class Graph:
             node = Node(self, op, inputs, Attrs(attrs), self.unique_name(name), site)
             node.site = self._site or (site if site is not None else user_site(2))
             if shape is not None:
-                node.out = Symbol(node, shape, dtype)
+                node.out = self.symbol_class(node, shape, dtype)
             self.nodes.append(node)
             return node
 

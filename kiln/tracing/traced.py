@@ -26,7 +26,7 @@ from ..frontend.autodiff import auto_checkpoint, grad, stop_gradient
 from ..frontend.core import constant, placeholder
 from ..frontend.functionalize import allow_argument_changes, layout_read
 from ..frontend.trace_locals import end_trace
-from ..graph.core import Graph, Symbol
+from ..graph.core import Graph, Symbol, TracedSymbol
 from ..graph.opdef import OpDef
 from ..nn.module import _active as module_calls
 from ..nn.module import keeps_gradient
@@ -64,6 +64,7 @@ from .stores import make_stores, store_outputs
 from .structure import _unflatten, flatten, flatten_outputs, name_of
 from .trace_checks import check_changed_grads, check_grad_leaf
 from .trace_checks import grad_owner as _now
+from .user_class import eager_classes
 
 __all__ = ["Traced", "check_budget"]  # (structure.py)
 
@@ -128,6 +129,7 @@ class Traced:
         self.memory_budget, self.checkpointing = memory_budget, None
         self._probe = None  # (gradients, placed backward program) planned to meet the budget
         self.graph = Graph()
+        self.graph.symbol_class = TracedSymbol  # (seen as eager classes: user_class.py)
         with self.graph.as_default():
             names = [re.sub(r"\W+", "_", p).strip("_") or "input" for p in paths]
             self.inputs = [placeholder(s[1], s[0], n) for s, n in zip(key[1], names)]
@@ -148,7 +150,12 @@ class Traced:
                                     [k >= first_lifted for k, _ in leaves],
                                     [k for k, _ in leaves])  # fmt: skip
             try:
-                with tracing_on(device), tracing_values(), recording(self.graph) as self.prints:
+                with (
+                    tracing_on(device),
+                    tracing_values(),
+                    recording(self.graph) as self.prints,
+                    eager_classes(),
+                ):
                     getters = [get for _, get in lifted] + [get for get, _ in aliased]
                     values = lifted_inputs + [self.inputs[k] for _, k in aliased]
                     with rebound(getters, values):  # (captured arguments: theirs)

@@ -220,7 +220,10 @@ def nextafter(input, other):  # noqa: A002
     # infinities included), 0 at ties and for other; the values above carry none
     out = stop_gradient(out)
     full = a if tuple(a.shape) == tuple(out.shape) else s.broadcast_to(a, tuple(out.shape))
-    return m.core.with_grad(out, full, ("nextafter",), stop_gradient(m.not_equal(a, b)))
+    out = m.core.with_grad(out, full, ("nextafter",), stop_gradient(m.not_equal(a, b)))
+    if getattr(b, "requires_grad", True):  # other's zero, by a `where` that never picks it
+        out = m.where(np.False_, b, out)
+    return out
 
 
 def _nextafter_grad(ct, differs):

@@ -232,6 +232,9 @@ def _with_alpha(binary):
         if a.dtype.kind in "biu" and isinstance(alpha, (float, complex)):
             raise call_error(UsageError, "For integral input tensors, argument alpha must not "
                              "be a floating point number.", op, a, b)  # fmt: skip
+        if type(alpha) in (bool, np.bool_) and a.dtype != np.bool_:
+            raise call_error(UsageError, "Boolean alpha only supported for Boolean results.",
+                             op, a, b)  # fmt: skip
         if isinstance(alpha, complex) and a.dtype.kind != "c":
             raise call_error(UsageError, "For non-complex input tensors, argument alpha must "
                              "not be a complex number.", op, a, b)  # fmt: skip

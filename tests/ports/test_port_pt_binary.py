@@ -67,6 +67,16 @@ def _(lib, b):
     return lib.sub(b, b)
 
 
+@case("alpha_bool_with_int_tensors", I32)
+def _(lib, i):
+    return lib.add(i, i, alpha=True)
+
+
+@case("alpha_bool_false_with_float_tensors", F)
+def _(lib, x):
+    return lib.sub(x, x, alpha=False)
+
+
 @case("alpha_complex", F)
 def _(lib, x):
     z = lib.complex(x, x * 2)
@@ -264,6 +274,11 @@ def _(lib, x):
     z = lib.complex(x, x - 1)
     return (lib.pow(z, 2), lib.pow(z, 0.5), lib.pow(z, z), lib.pow(z, 1j), lib.pow(2, z),
             lib.pow(x, 1j), lib.pow(1j, x), z ** 0, z ** -1)  # fmt: skip
+
+
+@case("pow_complex_square_overflow", np.array([1e30], f32))
+def _(lib, x):
+    return lib.complex(x, x) ** 2
 
 
 @case("pow_complex_zero_base", np.zeros(3, f32))
@@ -495,6 +510,16 @@ def _(lib, a):
     )
 
 
+@case("lcm_overflow", np.array([2**40], np.int64))
+def _(lib, a):
+    return lib.lcm(a, lib.tensor([3**20]))
+
+
+@case("gcd_int64_min", np.array([-(2**63), -(2**63)], np.int64))
+def _(lib, a):
+    return lib.gcd(a, lib.tensor([0, 6]))
+
+
 @case("gcd_of_floats", F)
 def _(lib, x):
     return lib.gcd(x, x)
@@ -604,9 +629,19 @@ def _(lib, y):
 
 SCENARIOS.xfail.update(
     {
+        "lcm_overflow": "torch: abs(a / gcd * b) of the wrapped product, 3162774884111613952; "
+        "kiln: NumPy's lcm, -3162774884111613952 (an overflow either way)",
+        "gcd_int64_min": "torch: gcd(-2**63, 6) is -2 (Euclid's loop on abs(-2**63), which "
+        "wraps); kiln: NumPy's gcd, 2",
+        "pow_complex_square_overflow": "torch: (1e30+1e30j) ** 2 in complex64 is -inf+infj "
+        "(C's cpow, exp(2 log z)); kiln: nan+infj (NumPy's z * z, inf - inf)",
         "pow_complex_zero_base": "torch: 0j ** a zero complex tensor exponent is nan+nanj (C's "
         "cpow, exp(0 * log(0))), kiln: 1 (NumPy's power); a Python 0 exponent is 1 in both",
     }
+)
+
+SCENARIOS.eager_only["pow_complex_square_overflow"] = (
+    "the compiled program's complex power is C's cpow, torch's value (the xfail is eager's)"
 )
 
 # -- the test ----------------------------------------------------------------------------

@@ -222,6 +222,21 @@ for _name, _fn in OUT_REFUSED.items():
     SCENARIOS.case(f"out_{_name}", I64, F32)(_fn)
 
 
+@case("out_partial_overlap_with_input", F32)
+def _(lib, x):
+    y = x.clone()
+    lib.add(y[1:], 1, out=y[:-1])
+    return y
+
+
+@case("out_is_the_input", F32)
+def _(lib, x):
+    y = x.clone()
+    lib.mul(y, y, out=y)
+    lib.atan2(y, 2 * y, out=y)
+    return y
+
+
 @case("out_float_power_float64", I64, F32)
 def _(lib, i, x):
     out = lib.empty(3, dtype=lib.float64)

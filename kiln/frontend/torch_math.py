@@ -389,7 +389,8 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
         # PyTorch's gradient: zero for both (trunc's zero through div's 1/b would be NaN
         # where b is 0): the quotient of detached operands, joined to them by a `where` that
         # never picks them
-        value = trunc(m.div(a.detach(), b.detach()))
+        a_, b_ = (v.detach() if isinstance(v, Tensor) else v for v in (a, b))
+        value = trunc(m.div(a_, b_))
         return m.where(np.False_, m.add(a, b), value)
     # floor division rounds the other way where the signs differ and it is not exact (the
     # signs of the operands in the result dtype: a negative int8 divisor of uint8 wraps)

@@ -224,6 +224,17 @@ def _(lib, x):
             x ** 2, 2 ** x, lib.pow(-8.0, x), lib.pow(0.0, x), lib.pow(1, x))  # fmt: skip
 
 
+@case("pow_python_one_half_is_sqrt", np.array([-0.0, -inf, 4.0, -4.0], f32))
+def _(lib, x):
+    return lib.pow(x, 0.5), lib.pow(x, -0.5), x**0.5, lib.pow(x.double(), 0.5)
+
+
+@case("pow_tensor_one_half_is_c_pow", np.array([-0.0, -inf, 4.0, -4.0], f32))
+def _(lib, x):
+    # a tensor exponent is C's pow for PyTorch, whatever its size: 0.0 at -0.0, inf at -inf
+    return lib.pow(x, lib.tensor(0.5)), lib.pow(x, lib.tensor([0.5])), lib.pow(x, lib.tensor(-0.5))
+
+
 @case("pow_ints", INUM, IDEN)
 def _(lib, a, b):
     bb = lib.abs(b)
@@ -629,6 +640,8 @@ def _(lib, y):
 
 SCENARIOS.xfail.update(
     {
+        "pow_tensor_one_half_is_c_pow": "torch: [0.0, inf] at [-0.0, -inf] (C's pow); "
+        "kiln: [-0.0, nan], NumPy's power, which takes a one-element exponent of 1/2 as sqrt",
         "lcm_overflow": "torch: abs(a / gcd * b) of the wrapped product, 3162774884111613952; "
         "kiln: NumPy's lcm, -3162774884111613952 (an overflow either way)",
         "gcd_int64_min": "torch: gcd(-2**63, 6) is -2 (Euclid's loop on abs(-2**63), which "

@@ -76,6 +76,9 @@ NUMBER_FORMS = {
     "remainder_number_base": lambda lib, a: lib.remainder(2.5, a),
     "copysign_number": lambda lib, a: lib.copysign(a, -1.0),
     "div_number": lambda lib, a: a / 4,
+    "div_trunc_by_number_0": lambda lib, a: lib.div(a, 0, rounding_mode="trunc"),
+    "div_trunc_number_by": lambda lib, a: lib.div(-2.5, a, rounding_mode="trunc"),
+    "div_floor_number_by": lambda lib, a: lib.div(2.5, a, rounding_mode="floor"),
     "rdiv_number": lambda lib, a: 4 / a,
     "rsub_number": lambda lib, a: 1 - a,
     "xlogy_number_x": lambda lib, a: lib.special.xlogy(2.0, a),
@@ -122,6 +125,18 @@ def _(lib, a):
     (g,) = lib.autograd.grad(lib.pow(a, 2.0).sum(), a, create_graph=True)
     (h,) = lib.autograd.grad(g.sum(), a)
     return g, h
+
+
+@case("d_div_trunc_half", Leaf.of(np.array([0.0, 1.0, -1.5, 2.0], np.float16)))
+def _(lib, a):
+    return _grads(lib, lib.div(a, a.flip(0), rounding_mode="trunc").float(), a)
+
+
+@case("d_pow_zero_dim_exponent_tensor", Leaf.of(X), Leaf.of(np.array(1.5)))
+def _(lib, a, e):
+    # a 0-d exponent tensor is a tensor for PyTorch (C's pow in the backward's a ** (e - 1):
+    # +inf at -0.0 for e = 0.5), where a Python 0.5 would be its sqrt
+    return _grads(lib, lib.pow(a, e - 1), a, e)
 
 
 @case("d_pow_int_tensor_exponent", Leaf.of(np.array([0.0, 1.5, -1.0, 2.0])))
@@ -253,6 +268,10 @@ def _(lib, a, b):
 SCENARIOS.xfail["d_ldexp_negative_exponent"] = (
     "torch: 0 where the exponent is negative (its backward's pow(2, other) is an integer pow), "
     "kiln: 2 ** other (0.5 for -1), the derivative"
+)
+SCENARIOS.xfail["d_pow_zero_dim_exponent_tensor"] = (
+    "torch: +inf at -0.0 (C's pow(-0.0, -0.5) for a tensor exponent), kiln: -inf (its pow "
+    "takes any 0-d exponent of 1/2 as PyTorch takes a Python one: sqrt and rsqrt)"
 )
 _REFUSED = "torch: RuntimeError 'derivative for aten::{} is not implemented' at backward, kiln: {}"
 for _dtype in ("float64", "float32"):

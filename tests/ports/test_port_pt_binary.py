@@ -88,6 +88,34 @@ def _(lib, x):
     return lib.add(x, x, alpha=1j)
 
 
+# complex operands with an infinite or NaN part: PyTorch's add/sub are `a + alpha * b` with
+# a complex product (alpha = 1 + 0j spreads inf * 0 = NaN into b's other part), and its mul by
+# 1 or True multiplies too (compiled programs keep the product)
+ZINF = np.array([inf + 0j, nan + 0j, 2 + 0j, complex(0, inf), complex(inf, inf)], np.complex64)
+
+
+@case("complex_add_sub_finite", ZINF[2:3])
+def _(lib, z):
+    return z + 1j, 1j - z, z - z, lib.add(z, z, alpha=2), lib.sub(z, 1, alpha=1j)
+
+
+@case("complex_add_with_infinite_parts", ZINF)
+def _(lib, z):
+    return lib.tensor(1j) + z, z.flip(0) + z, 1j - z
+
+
+@case("identities_keep_signed_zeros", np.array([-0.0, 0.0, 1.0, -inf], f32))
+def _(lib, x):
+    # x + 0.0 turns -0.0 into +0.0 (IEEE): compiled programs keep it (the sign as 1 / x)
+    return (1 / (x + 0), 1 / (0.0 + x), 1 / (x - 0), 1 / (x - -0.0), 1 / (x + -0.0),
+            1 / (x * 1), 1 / (x / 1), 1 / (x + lib.zeros(4)))  # fmt: skip
+
+
+@case("complex_times_one_with_infinite_parts_compiled_too", ZINF)
+def _(lib, z):
+    return z * 1, z / 1, z * (1.0 + 0j), z * True
+
+
 @case("mul_div_of_ints_and_bools", I32, B)
 def _(lib, i, b):
     return (lib.mul(i, 2), lib.div(i, 2), i / i, lib.true_divide(i, 4), lib.mul(b, b),
@@ -531,6 +559,21 @@ def _(lib, a):
     return lib.gcd(a, lib.tensor([0, 6]))
 
 
+@case("igamma_forms", np.array([0.5, 1.0, 2.0, 10.0, 0.0, 1e-3], f32))
+def _(lib, a):
+    x = a.flip(0)
+    return (lib.igamma(a, x), lib.igammac(a, x), lib.special.gammainc(a, x.double()),
+            lib.special.gammaincc(a.int(), x), lib.special.zeta(a + 2, x + 1))  # fmt: skip
+
+
+for _op in ("igamma", "igammac", "special.gammainc", "special.gammaincc"):
+    SCENARIOS.case(f"{_op}_of_ints", I32)(
+        lambda lib, i, op=_op: (getattr(lib.special, op[8:]) if "." in op else getattr(lib, op))(
+            i, i
+        )
+    )
+
+
 @case("gcd_of_floats", F)
 def _(lib, x):
     return lib.gcd(x, x)
@@ -642,6 +685,8 @@ SCENARIOS.xfail.update(
     {
         "pow_tensor_one_half_is_c_pow": "torch: [0.0, inf] at [-0.0, -inf] (C's pow); "
         "kiln: [-0.0, nan], NumPy's power, which takes a one-element exponent of 1/2 as sqrt",
+        "complex_add_with_infinite_parts": "torch: 1j + (inf+0j) is inf+nanj (a + 1 * b, a "
+        "complex product), kiln: inf+1j (NumPy's complex add)",
         "lcm_overflow": "torch: abs(a / gcd * b) of the wrapped product, 3162774884111613952; "
         "kiln: NumPy's lcm, -3162774884111613952 (an overflow either way)",
         "gcd_int64_min": "torch: gcd(-2**63, 6) is -2 (Euclid's loop on abs(-2**63), which "

@@ -457,6 +457,11 @@ def lerp(input, end, weight):  # noqa: A002
         _same_dtype(a, weight, "weight")
     require_floating("lerp", a, "\"lerp_kernel_scalar\" not implemented for '{dtype}'",
                      UnsupportedDTypeError)  # fmt: skip
+    if isinstance(weight, complex) and a.dtype.kind != "c":  # (PyTorch's Scalar check)
+        if weight.imag:
+            raise call_error(UsageError, f"value cannot be converted to type {a.dtype} "
+                             "without overflow", "lerp", a, b)  # fmt: skip
+        weight = weight.real
     if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype:
         return _lerp_half(a, b, weight)
     diff = m.sub(b, a)

@@ -676,6 +676,19 @@ for _name, _shapes in {
         )(lambda lib, a, b, op=_op: getattr(lib, op)(a, b))
 
 
+@case("lerp_forms", F)
+def _(lib, x):
+    z = lib.complex(x, -x)
+    return (lib.lerp(x, x.flip(0), 0.25), lib.lerp(x, 2 * x, 0.75), lib.lerp(x, x * 3, x),
+            lib.lerp(z, z * 2, 0.4 + 1.2j), lib.lerp(x, x * 2, 0.5 + 0j),
+            lib.lerp(x.half(), x.half() * 2, 0.3).float())  # fmt: skip
+
+
+@case("lerp_complex_weight_on_real_tensors", F)
+def _(lib, x):
+    return lib.lerp(x, x, 1j)
+
+
 @case("addcmul_scalar_value_from_zero_dim", np.array([3.0], f32))
 def _(lib, y):
     return y.addcmul(y, y, value=2), lib.addcdiv(y, y, y, value=-0.5)

@@ -11,7 +11,7 @@ are compared as zeros.
 
 import numpy as np
 import pytest
-from pt_oracle import MODES, Leaf, Scenarios
+from pt_oracle import MODES, Leaf, Scenarios, assert_same
 
 nan, inf = float("nan"), float("inf")
 
@@ -308,3 +308,21 @@ for _dtype in ("float64", "float32"):
 @pytest.mark.parametrize("name", SCENARIOS.names())
 def test_matches_torch(torch, name, mode):
     SCENARIOS.check(torch, name, mode)
+
+
+def test_vmap_of_nextafter_and_views_as_another_dtype_is_torchs(torch):
+    # nextafter reads its floats' bits (a dtype view): vmap had no batching rule for that view
+    import kiln as kn
+
+    x = np.array([[0.0, 1.0, 5.0], [-2.0, 3.0, inf]])
+    y = np.array([[0.0, 2.0, -1.0], [-2.0, 1.0, 0.0]])
+    for lib in (torch, kn):
+        a, b = lib.tensor(x, requires_grad=True), lib.tensor(y, requires_grad=True)
+        r = lib.vmap(lib.nextafter)(a, b)
+        views = (lib.vmap(lambda p: p.view(lib.int32))(a.detach().float()),
+                 lib.vmap(lambda p: p.view(lib.int16))(a.detach().float()))  # fmt: skip
+        got = (r, *lib.autograd.grad(r.sum(), (a, b)), *views)
+        if lib is torch:
+            want = got
+    for k, t in zip(got, want):
+        assert_same(k, t)

@@ -161,6 +161,22 @@ def _(lib, a):
     return _grads(lib, lib.ldexp(a, lib.tensor([-1, 0, 2])), a)
 
 
+# zeta, igamma and igammac have no derivative by their first input: autograd.grad of the
+# second alone computes, though the first requires grad too (the first's raises)
+A_POS, Q_POS = np.array([2.5, 3.0, 4.5, 2.0]), np.array([0.5, 1.5, 3.0, 10.0])
+for _name, _fn in {
+    "zeta": lambda lib, a, q: lib.special.zeta(a, q),
+    "igamma": lambda lib, a, q: lib.igamma(a, q),
+    "igammac": lambda lib, a, q: lib.special.gammaincc(a, q),
+}.items():
+    SCENARIOS.case(f"d_{_name}_by_second_only", Leaf.of(A_POS), Leaf.of(Q_POS))(
+        lambda lib, a, q, fn=_fn: _grads(lib, fn(lib, a, q), q)
+    )
+    SCENARIOS.case(f"d_{_name}_by_first", Leaf.of(A_POS), Leaf.of(Q_POS))(
+        lambda lib, a, q, fn=_fn: _grads(lib, fn(lib, a, q), a)
+    )
+
+
 # -- in-place ops that would need a downcast, out= dtypes ----------------------------------
 
 I64 = np.array([4, -3, 7], np.int64)

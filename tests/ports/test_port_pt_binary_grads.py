@@ -227,6 +227,47 @@ def _(lib, i, x):
     return a, b, c, d, e, f, g, h, k, x.clone().xlogy_(2), x.clone().ldexp_(i)
 
 
+for _op in ("logical_and_", "logical_or_", "logical_xor_"):
+    SCENARIOS.case(f"inplace_{_op}dtypes", I64, F32)(
+        lambda lib, i, x, op=_op: (
+            getattr(i.clone(), op)(i.to(lib.bool)),
+            getattr(i.clone(), op)(x),
+            getattr(x.clone(), op)(i),
+            getattr(i.to(lib.bool), op)(x),
+        )
+    )
+
+
+@case("inplace_comparisons_and_bitwise_dtypes", I64, F32)
+def _(lib, i, x):
+    return (x.clone().lt_(0), x.clone().eq_(x.flip(0)), i.clone().ge_(x), i.int().ne_(i),
+            i.int().bitwise_and_(i > 0), i.clone().remainder_(-3), i.clone().fmod_(-3),
+            i.int().gcd_(lib.tensor(6, dtype=lib.int32)),
+            x.clone().heaviside_(lib.tensor(0.5)))  # fmt: skip
+
+
+@case("inplace_bitwise_int_into_bool", I64, F32)
+def _(lib, i, x):
+    return (i > 0).bitwise_or_(i)
+
+
+@case("result_strides_follow_the_inputs", np.arange(12, dtype=np.float32).reshape(3, 4))
+def _(lib, m):
+    t, c = m.t(), m.t().contiguous()
+    return tuple(
+        (r, r.stride())
+        for r in (m + 1, t + t, t * 2, 2 + t, t + c, c + t, lib.atan2(t, c), t > 1,
+                  lib.maximum(t, t), m[:, ::2] + 1, m.unsqueeze(0).expand(2, 3, 4) + 1,
+                  t[None] + c)
+    )  # fmt: skip
+
+
+@case("remainder_by_large_python_ints", np.array([23500, -23500, 0], np.int64))
+def _(lib, x):
+    q = 392486996410368
+    return x % q, x % -q, lib.remainder(x, q), lib.fmod(x, -q), x // q, x // -q
+
+
 @case("inplace_broadcast_self_cannot_grow", np.ones((3,), np.float32), np.ones((2, 3), np.float32))
 def _(lib, a, b):
     return a.add_(b)

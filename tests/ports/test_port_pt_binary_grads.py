@@ -1,9 +1,10 @@
 """PyTorch's binary-ufunc tests (test_binary_ufuncs.py), continued: the gradients of the binary
 functions at their special points (pow at a zero base and zero exponent, atan2 and hypot at the
 origin, fmod/remainder at the jumps, copysign at signed zeros, xlogy at x=0, ties of
-maximum/fmax), with respect to both operands and to Python-number operands, in float64 and
-float32; the in-place forms that would need a downcast, and out= dtype rules.
-test_port_pt_binary.py has the values.
+maximum/fmax), with respect to both operands and to Python-number operands, in float64,
+float32, float16 and bfloat16; autograd.grad by the one differentiable input of zeta/igamma;
+the in-place forms that would need a downcast, in-place dtype rules, out= dtype and overlap
+rules, result strides, and vmap of nextafter. test_port_pt_binary.py has the values.
 
 Expected values: torch 2.13 (the oracle). Gradients PyTorch returns as its lazy zero tensor
 are compared as zeros.

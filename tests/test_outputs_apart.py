@@ -2,7 +2,7 @@
 
 `y1 = b + b; y2 = b + b` are two values in the user's program (and in the unplanned one), so
 changing one result in place must leave the other alone. Common-subexpression elimination
-and `x + 0 -> x` made them one node, and the program returned that node's array twice: an
+and `x + -0.0 -> x` made them one node, and the program returned that node's array twice: an
 in-place change to one output showed in the other. Found by a random eager-against-compiled
 comparison (the programs below are three it drew). Expected values: the eager run's, which
 are PyTorch's (two additions give two tensors), computed by hand here.
@@ -18,7 +18,7 @@ def test_graph_mode_fetches_of_merged_values_do_not_share_memory():
         b = kn.placeholder(kn.float64, (4,), name="b")
         y1 = b + b
         y2 = b + b  # the same value: CSE makes it y1's node
-        y3 = y1 + 0.0  # simplify makes it y1
+        y3 = y1 + -0.0  # simplify makes it y1
         f = kn.function([b], [y1, y2, y3])
         outs = f(np.ones(4))
     outs[0] += 100.0

@@ -132,13 +132,17 @@ CASES = [
         "x / 1 -> x", lambda x: x / 1.0, lambda x: x, _binary("div", "x", "1.0:f32[]"), IDENTITY_3
     ),
     Case(
-        "x + 0 -> x", lambda x: x + 0.0, lambda x: x, _binary("add", "x", "0.0:f32[]"), IDENTITY_3
+        "x + -0.0 -> x",
+        lambda x: x + -0.0,
+        lambda x: x,
+        _binary("add", "x", "-0.0:f32[]"),
+        IDENTITY_3,
     ),
     Case(
-        "0 + x -> x",
-        lambda x: _primitive("add", np.float32(0.0), x),
+        "-0.0 + x -> x",
+        lambda x: _primitive("add", np.float32(-0.0), x),
         lambda x: x,
-        _binary("add", "0.0:f32[]", "x"),
+        _binary("add", "-0.0:f32[]", "x"),
         IDENTITY_3,
     ),
     Case(
@@ -788,7 +792,7 @@ def test_simplify_keeps_outputs_and_updates_in_step():
         w = kn.Variable(np.ones(3, np.float32), name="w")
         v = kn.Variable(np.ones(3, np.float32), name="v")
         y = x * w
-        updates = {w: (w * 1.0 + 0.0) - kn.exp(kn.constant(np.float32(0.0))) * 0.5, v: -(-v)}
+        updates = {w: (w * 1.0 + -0.0) - kn.exp(kn.constant(np.float32(0.0))) * 0.5, v: -(-v)}
         g = extract([y, y * 1.0, x], [x], updates)
     s = simplify(g)
     kn.verify(s)

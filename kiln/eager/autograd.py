@@ -259,7 +259,9 @@ def _finish_leaf(leaf: Tensor, ct, create_graph: bool) -> None:
 # -- the engine ----------------------------------------------------------------------------------
 
 
-def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
+def _vjp(node: Node, ct: Tensor, create_graph: bool, wanted=None) -> tuple:
+    # `wanted`: (needed, target ids) of an autograd.grad pass; inputs outside them are not
+    # needed (PyTorch's output mask: a derivative it does not define is asked for only then)
     op = node.op
     if op.vjp is None:
         if "nondiff" in op.tags:  # PyTorch: zero gradients (floor, round, sign…)
@@ -278,7 +280,11 @@ def _vjp(node: Node, ct: Tensor, create_graph: bool) -> tuple:
     # of x ** 2 takes log(x)): their warnings are noise (`_run` silences them); anomaly mode
     # checks the needed ones. Those whose unneeded cotangents cost (matmul…) take `needs`.
     if "vjp_needs" in op.tags:
-        needs = tuple(e is not None for e in node.edges)
+        if wanted is None:
+            needs = tuple(e is not None for e in node.edges)
+        else:
+            needs = tuple(e is not None and (id(e) in wanted[0] or id(e) in wanted[1])
+                          for e in node.edges)  # fmt: skip
         cts = op.vjp(ct, out, *inputs, needs=needs, **node.attrs)
     else:
         cts = op.vjp(ct, out, *inputs, **node.attrs)
@@ -490,7 +496,8 @@ def _propagate(roots, seeds, retain_graph: bool, create_graph: bool, targets=Non
             if type(ct) is _ndarray:
                 ct = _tensor(ct)
             if vjp is None or anomaly or dual or "vjp_needs" in op.tags:
-                cts = _vjp(node, ct, create_graph)
+                cts = _vjp(node, ct, create_graph,
+                           None if needed is None else (needed, target_ids))  # fmt: skip
             else:  # `_vjp`, inline
                 out, inputs = unpack(node, create_graph, plain and registered(op.name) is op)
                 attrs = node.attrs

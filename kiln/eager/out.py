@@ -128,7 +128,12 @@ def write_out(name: str, out, compute, inputs):
         )
     if name not in _OUT_OVERLAP_ALLOWED:
         for o in outs:
-            check_no_overlap(o, inputs, name)
+            if isinstance(o, Symbol):  # a value of a kn.compile trace: its layout's rule
+                from ..frontend.functionalize import check_no_overlap as check_traced
+
+                check_traced(o, inputs, name)
+            else:
+                check_no_overlap(o, inputs, name)
     if name in _OUT_NO_ALIAS:  # (an input that is out itself, empty or not: refused too)
         for o in outs:
             for v in inputs:

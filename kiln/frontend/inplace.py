@@ -46,6 +46,7 @@ from . import complex_numbers as cn
 from . import core, indexing, trace_locals
 from . import math as m
 from . import shape as s
+from . import torch_extra_math as tem
 from . import torch_math as tm
 from . import torch_more as tmore
 from .functionalize import is_basic_index
@@ -618,6 +619,20 @@ def _index_put(t, indices, values, accumulate=False):
 
 
 INPLACE["index_put_"] = _index_put
+
+
+def _float_power(t, exponent):
+    """float_power written back: refused, as PyTorch refuses it, where t's dtype is not the
+    result's (float64, or complex128 where either is complex)."""
+    result = tem.float_power(t, exponent)
+    if result.dtype != t.dtype:
+        raise call_error(DTypeMismatchError, f"the base given to float_power_ has dtype "
+                         f"{t.dtype} but the operation's result requires dtype {result.dtype}",
+                         "float_power_", t)  # fmt: skip
+    return result
+
+
+INPLACE["float_power_"] = _float_power
 
 
 # PyTorch's in-place forms of methods that keep the shape: `t.name_(...)` is `t.name(...)`

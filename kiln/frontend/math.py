@@ -229,9 +229,15 @@ def _with_alpha(binary):
             return binary(input, other, out=out)
         op = binary.__name__
         a, b = promote(REGISTRY[op], input, other)
-        if a.dtype.kind in "biu" and isinstance(alpha, float):
+        if a.dtype.kind in "biu" and isinstance(alpha, (float, complex)):
             raise call_error(UsageError, "For integral input tensors, argument alpha must not "
                              "be a floating point number.", op, a, b)  # fmt: skip
+        if type(alpha) in (bool, np.bool_) and a.dtype != np.bool_:
+            raise call_error(UsageError, "Boolean alpha only supported for Boolean results.",
+                             op, a, b)  # fmt: skip
+        if isinstance(alpha, complex) and a.dtype.kind != "c":
+            raise call_error(UsageError, "For non-complex input tensors, argument alpha must "
+                             "not be a complex number.", op, a, b)  # fmt: skip
         if a.dtype == np.bool_:  # bools: alpha counts as true or false
             return binary(a, b if alpha else logical_and(b, False), out=out)
         check_fits(alpha, a.dtype, op, a, b)

@@ -22,6 +22,7 @@ from ..ops.elementwise_special import POLYNOMIALS
 from . import core
 from .autodiff import stop_gradient
 from .out import takes_out
+from .torch_math import refuse_integers
 
 __all__ = [
     "digamma", "erfc", "erfinv", "i0", "igamma", "igammac", "lgamma", "mvlgamma", "polygamma",
@@ -364,6 +365,22 @@ gammaincc = _binary(
 igamma = _binary("gammainc", gammainc.__doc__.replace("special.gammainc", "igamma"), "igamma")
 igammac = _binary("gammaincc", gammaincc.__doc__.replace("special.gammaincc", "igammac"),
                   "igammac")  # fmt: skip
+
+
+def _refusing_integers(fn, kernel: str):
+    """`fn`, refusing operands that promote to an integer or bool dtype as PyTorch's
+    `kernel` does (NotImplementedError; kiln's op would compute them in float)."""
+
+    @functools.wraps(fn)
+    def checked(input, other, *args, **kwargs):  # noqa: A002
+        refuse_integers(kernel, input, other)
+        return fn(input, other, *args, **kwargs)
+
+    return checked
+
+
+gammainc, igamma = (_refusing_integers(f, "igamma") for f in (gammainc, igamma))
+gammaincc, igammac = (_refusing_integers(f, "igammac") for f in (gammaincc, igammac))
 
 
 @takes_out

@@ -263,8 +263,7 @@ def hypot(input, other):  # noqa: A002
     tensor([5.0000e+00, 5.0000e+30])
     """
     a, b = lift(input, other)
-    if not (dt.is_float(a.dtype) or dt.is_float(b.dtype)):
-        a, b = tm._floating(a), tm._floating(b)
+    tm.refuse_integers("hypot", a, b)
     return core.lift_and_bind(REGISTRY["hypot"], a, b)
 
 
@@ -302,6 +301,7 @@ def logaddexp2(input, other):  # noqa: A002
     >>> kn.logaddexp2(kn.tensor([1.0]), kn.tensor([1.0]))
     tensor([2.])
     """
+    tm.refuse_integers("logaddexp2", *lift(input, other))
     a, b = core.promote(REGISTRY["logaddexp"], input, other)
     dtype = a.dtype
     if dtype in (np.dtype(np.float16), dt.bfloat16):  # PyTorch's: in float32, rounded once

@@ -384,7 +384,14 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     a, b = lift(input, other, op=REGISTRY["floordiv"])
     q = m.floordiv(a, b)
     if dt.is_float(q.dtype):
-        return trunc(m.div(a, b))
+        if not any(isinstance(v, Tensor) and v.requires_grad for v in (a, b)):
+            return trunc(m.div(a, b))
+        # PyTorch's gradient: zero for both (trunc's zero through div's 1/b would be NaN
+        # where b is 0): the quotient of detached operands, joined to them by a `where` that
+        # never picks them
+        a_, b_ = (v.detach() if isinstance(v, Tensor) else v for v in (a, b))
+        value = trunc(m.div(a_, b_))
+        return m.where(np.False_, m.add(a, b), value)
     # floor division rounds the other way where the signs differ and it is not exact (the
     # signs of the operands in the result dtype: a negative int8 divisor of uint8 wraps)
     a, b = (v if v.dtype == q.dtype else call("cast", v, dtype=q.dtype) for v in (a, b))
@@ -450,6 +457,11 @@ def lerp(input, end, weight):  # noqa: A002
         _same_dtype(a, weight, "weight")
     require_floating("lerp", a, "\"lerp_kernel_scalar\" not implemented for '{dtype}'",
                      UnsupportedDTypeError)  # fmt: skip
+    if isinstance(weight, complex) and a.dtype.kind != "c":  # (PyTorch's Scalar check)
+        if weight.imag:
+            raise call_error(UsageError, f"value cannot be converted to type {a.dtype} "
+                             "without overflow", "lerp", a, b)  # fmt: skip
+        weight = weight.real
     if a.dtype in (dt.float16, dt.bfloat16) and a.dtype == b.dtype:
         return _lerp_half(a, b, weight)
     diff = m.sub(b, a)
@@ -516,11 +528,21 @@ def logaddexp(input, other):  # noqa: A002
     tensor([1000.+1.j])
     """
     a, b = lift(input, other)
+    refuse_integers("logaddexp", a, b)
     target = dt.to_float(dt.result_type(a, b))  # promoted first: float16 with int64 is float16
     a, b = (v if v.dtype == target else m.cast(v, target) for v in (a, b))
     if dt.is_complex(target):
         return _complex_logaddexp(a, b)
     return call("logaddexp", a, b)
+
+
+def refuse_integers(name: str, a, b) -> None:
+    """PyTorch's refusal of a float-only binary op (hypot, logaddexp...) whose operands
+    promote to an integer or bool dtype (NotImplementedError, as its CPU kernel's)."""
+    dtype = dt.result_type(a, b)
+    if dtype.kind in "biu":
+        raise call_error(UnsupportedDTypeError, f"\"{name}_cpu\" not implemented for "
+                         f"'{dt.scalar_name(dtype)}'", name, a, b)  # fmt: skip
 
 
 def _complex_logaddexp(a, b):

@@ -21,6 +21,7 @@ from ..errors import (
     call_error,
 )
 from ..graph.core import Symbol
+from ..ops.state import GRAD_FORMULAS
 from . import math as m
 from . import shape as s
 from . import torch_index as ti
@@ -215,7 +216,18 @@ def nextafter(input, other):  # noqa: A002
     out = m.where(m.equal(a, 0), from_zero, out)
     out = m.where(m.equal(a, b), b, out)
     out = m.where(m.logical_or(m.isnan(a), m.isnan(b)), float("nan"), out)
-    # PyTorch's gradient: 1 for input (0 for other, as the where above gives it away from
-    # ties): out - (a - a) with the first a detached, the same bits (x - +0.0 is x)
-    step = m.sub(m.core.call("stop_gradient", a), a)
-    return m.where(m.isfinite(a), m.sub(out, step), out)
+    # PyTorch's gradient: the cotangent for input where it differs from other (NaN and the
+    # infinities included), 0 at ties and for other; the values above carry none
+    out = stop_gradient(out)
+    full = a if tuple(a.shape) == tuple(out.shape) else s.broadcast_to(a, tuple(out.shape))
+    out = m.core.with_grad(out, full, ("nextafter",), stop_gradient(m.not_equal(a, b)))
+    if getattr(b, "requires_grad", True):  # other's zero, by a `where` that never picks it
+        out = m.where(np.False_, b, out)
+    return out
+
+
+def _nextafter_grad(ct, differs):
+    return m.where(differs, ct, 0.0)
+
+
+GRAD_FORMULAS["nextafter"] = _nextafter_grad

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
-from .core import defop
+from .core import apply, defop
 from .movement import _copy_into
 
 # -- reinterpreting the bytes ------------------------------------------------------------------
@@ -41,6 +41,14 @@ def _bitcast(xp, x, out=None, *, dtype, source):
     return _copy_into(out, x.view(dtype))
 
 
+def _bitcast_batch(args, batched, *, dtype, source):
+    """vmap's rule: the batched value's bytes read so too (the leading batch axis is kept; only
+    the last dim scales)."""
+    (x,) = args
+    return apply("bitcast", x, dtype=dtype, source=source)
+
+
 # The same bytes read as another dtype (PyTorch's `view(dtype)`): the last dim scales by the
 # ratio of the element sizes. Not differentiable (PyTorch's is not either).
-bitcast = defop("bitcast", _bitcast_shape, _bitcast_dtype, _bitcast, tags={"view", "nondiff"})
+bitcast = defop("bitcast", _bitcast_shape, _bitcast_dtype, _bitcast, tags={"view", "nondiff"},
+                batch=_bitcast_batch)  # fmt: skip

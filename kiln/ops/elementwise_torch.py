@@ -231,10 +231,11 @@ copysign = binary(
     "copysign", np.copysign, vjp=_copysign_vjp, lowering=Lowering(exact=True, cuda=_c_copysign)
 )
 # logaddexp: NumPy's (max + log1p(exp(-|a - b|)); equal infinities give that infinity). The
-# gradient is PyTorch's, ct / (1 + exp(b - a)): NaN where a - b is (a NaN, equal infinities)
+# gradient is PyTorch's, ct / (1 + exp(b - a)) step by step (each rounded to the dtype, as its
+# half-precision gradients are): NaN where a - b is (a NaN, equal infinities)
 logaddexp = binary(
     "logaddexp", np.logaddexp, lowering=Lowering(),
-    vjp=lambda ct, z, a, b: (ct * apply("sigmoid", a - b), ct * apply("sigmoid", b - a)),
+    vjp=lambda ct, z, a, b: (ct / (1 + apply("exp", b - a)), ct / (1 + apply("exp", a - b))),
 )  # fmt: skip
 
 

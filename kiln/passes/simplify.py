@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import KilnError
 from ..graph.core import Graph, Symbol
@@ -47,8 +48,11 @@ def simplify(graph: Graph) -> Graph:
 
     Choices: `stop_gradient(x) -> x` and `custom_grad(x, ...) -> x`, because simplify runs on
     program graphs, after differentiation (a program graph is never differentiated).
-    `x + 0 -> x` keeps -0.0 where IEEE's `-0.0 + 0.0` gives +0.0 (as XLA's rule does; so does
-    `x - (-0.0)`); `x - x` is left alone, since it is NaN, not 0, where x is inf or NaN.
+    A float x plus zeros is x only where the zeros are -0.0 (IEEE's and PyTorch's `-0.0 + 0.0`
+    is +0.0, which eager code gives), x minus zeros only where they are +0.0; a complex x
+    times or over 1 is left alone (a complex product by 1 + 0j turns the 0 beside an infinite
+    part into NaN, as PyTorch's kernels do); `x - x` is left alone, since it is NaN, not 0,
+    where x is inf or NaN.
     Softmax cross-entropy needs no rule here: `kn.cross_entropy` already computes `log_softmax` (see
     kiln/frontend/nn_functional.py), and `log(softmax(x))` written by hand becomes the same
     form through `log(exp(c) / b) -> c - log(b)`.
@@ -149,14 +153,34 @@ def _transpose_of_scaled_constant(r, y, perm):
     return None
 
 
+def _times_one(r, x, c):
+    """x * 1 (or x / 1) is x, but for complex x: a complex product by 1 + 0j turns an infinite
+    part's 0 partner into NaN (inf * 0), as PyTorch's kernels compute it."""
+    return x if x.dtype.kind != "c" and r.is_const(c, 1) else None
+
+
+def _zero_of_sum(r, x, c, negative: bool):
+    """x + c (negative) or x - c (not negative) is x where c is zeros that keep x's bits:
+    -0.0 to add, +0.0 to subtract (-0.0 + 0.0 is +0.0 in IEEE arithmetic and in PyTorch); any
+    zero for integers and bools."""
+    if not r.is_const(c, 0):
+        return None
+    if dt.is_float(x.dtype) or x.dtype.kind == "c":
+        zeros = np.asarray(c.node.attrs["value"].array)
+        parts = (zeros.real, zeros.imag) if zeros.dtype.kind == "c" else (zeros,)
+        if not all(bool(np.all(np.signbit(p.astype(np.float64)) == negative)) for p in parts):
+            return None
+    return x
+
+
 # fmt: off
 RULES = (
-    Rule("x * 1 -> x", "mul", lambda r, x, c: x if r.is_const(c, 1) else None),
-    Rule("1 * x -> x", "mul", lambda r, c, x: x if r.is_const(c, 1) else None),
-    Rule("x / 1 -> x", "div", lambda r, x, c: x if r.is_const(c, 1) else None),
-    Rule("x + 0 -> x", "add", lambda r, x, c: x if r.is_const(c, 0) else None),
-    Rule("0 + x -> x", "add", lambda r, c, x: x if r.is_const(c, 0) else None),
-    Rule("x - 0 -> x", "sub", lambda r, x, c: x if r.is_const(c, 0) else None),
+    Rule("x * 1 -> x", "mul", _times_one),
+    Rule("1 * x -> x", "mul", lambda r, c, x: _times_one(r, x, c)),
+    Rule("x / 1 -> x", "div", _times_one),
+    Rule("x + -0.0 -> x", "add", lambda r, x, c: _zero_of_sum(r, x, c, True)),
+    Rule("-0.0 + x -> x", "add", lambda r, c, x: _zero_of_sum(r, x, c, True)),
+    Rule("x - 0 -> x", "sub", lambda r, x, c: _zero_of_sum(r, x, c, False)),
     Rule("neg(neg(x)) -> x", "neg", lambda r, y: r.inner(y, "neg")),
     Rule("x ** 1 -> x", "pow", lambda r, x, c: x if r.is_const(c, 1) else None),
     Rule("x ** 2 -> square(x)", "pow",

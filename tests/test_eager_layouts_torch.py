@@ -122,6 +122,14 @@ OPS = {
     "sort1": lambda L, x: x.sort(1).values,
     "sort_last_indices": lambda L, x: x.sort(-1).indices,
     "topk1": lambda L, x: x.topk(2, dim=1).values,
+    # (these five differed: kiln laid topk's and cummax's indices and renorm out as the
+    # input, torch in C order; lerp by 0.75 and index_put in C order, torch as the input)
+    "topk1_indices": lambda L, x: x.topk(2, dim=1).indices,
+    "cummax1_indices": lambda L, x: x.cummax(1).indices,
+    "cummin0_indices": lambda L, x: x.cummin(0).indices,
+    "renorm": lambda L, x: x.renorm(2, 0, 1.0),
+    "lerp_from_end": lambda L, x: L.lerp(x, x.contiguous(), 0.75),
+    "index_put": lambda L, x: x.index_put((L.tensor([0, 1]),), L.tensor(1.0)),
     # products, normalization
     "matmul": lambda L, x: x @ x.transpose(-1, -2),
     "layer_norm": lambda L, x: F(L).layer_norm(x, x.shape[-1:]),

@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..graph.core import Symbol, TracedSymbol, user_site
 from .core import call, lift
-from .result_layouts import indexed
+from .result_layouts import indexed, preserved
 
 __all__ = ["getitem", "index_put"]
 
@@ -147,7 +147,8 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
     if isinstance(values, (bool, int, float, complex)):
         values = np.asarray(values, x.dtype)
     (v,) = lift(values, context=(x,))
-    return put(x, tuple(indices), v, bool(accumulate), as_ints=False)
+    # (laid out as x, as PyTorch's clone of it is)
+    return preserved(put(x, tuple(indices), v, bool(accumulate), as_ints=False), x)
 
 
 def check_put_dtype(x, index, value) -> None:

@@ -190,6 +190,51 @@ def keep_like(x: Symbol, source: Symbol) -> Symbol:
     return keep_layout(x, like_layout(layout)) if layout.shape == tuple(x.shape) else x
 
 
+def preserved(out, source):
+    """out, a fresh result of source's shape that PyTorch's kernel allocates as
+    `empty_like(source)` (`preserve_format`: index_put's clone), laid out so: an eager
+    Tensor's data laid out anew, a graph value's layout set. Returns out.
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(3, 2).t()
+    >>> preserved(x * 1, x).stride(), preserved(kn.zeros(2, 3), x).stride()
+    ((1, 2), (1, 2))
+    """
+    if isinstance(out, Symbol):
+        return keep_like(out, source) if isinstance(source, Symbol) else out
+    data, like = getattr(out, "_data", None), getattr(source, "_data", None)
+    if type(data) is np.ndarray and type(like) is np.ndarray and not like.flags.c_contiguous:
+        if data.shape == like.shape:
+            out._data = eager_layout("like", data, [like])
+    return out
+
+
+def iterated(out, *inputs):
+    """out, an elementwise result of `inputs` (of out's shape or broadcast to it) that kiln
+    computes through other intermediates, laid out as PyTorch's TensorIterator lays out that
+    op's result from the inputs (lerp from `end` when the weight is >= 0.5). Returns out.
+
+    >>> import kiln as kn
+    >>> x = kn.zeros(3, 2).t()
+    >>> iterated(kn.ones(2, 3) - x, x, kn.ones(2, 3)).stride()
+    (1, 2)
+    """
+    if isinstance(out, Symbol):
+        sources = [i for i in inputs if isinstance(i, Symbol)]
+        shapes = [out.shape, *[i.shape for i in sources]]
+        if sources and all(isinstance(d, int) for s in shapes for d in s):
+            probes = [_layout(i, True, False) for i in sources]
+            if all(p is not None for p in probes) and "view" not in out.node.op.tags:
+                keep_layout(out, iterator_layout(out.shape, probes))
+        return out
+    data = getattr(out, "_data", None)
+    datas = [getattr(i, "_data", None) for i in inputs]
+    datas = [d for d in datas if type(d) is np.ndarray]
+    if type(data) is np.ndarray and any(not d.flags.c_contiguous for d in datas):
+        out._data = eager_layout("iterator", data, datas)
+    return out
+
+
 def _suggested(shape, probes, as_2d: bool = False):
     """The layout of a result of `shape` that PyTorch's kernel allocates in the memory format
     its inputs (the probes) suggest: channels-last where one of out's rank suggests it.

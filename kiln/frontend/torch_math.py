@@ -31,7 +31,7 @@ from .autocast import autocast_op
 from .core import call, lift
 from .out import takes_out
 from .reductions import require_floating
-from .result_layouts import array_layout, keep_like, laid_out
+from .result_layouts import array_layout, c_ordered, iterated, keep_like, laid_out
 from .torch_shape import dim_arg, static_dim
 
 __all__ = [
@@ -468,14 +468,14 @@ def lerp(input, end, weight):  # noqa: A002
     if isinstance(weight, (int, float)):
         if abs(weight) < 0.5:
             out = m.add(a, m.mul(diff, weight))
-        else:
-            out = m.sub(b, m.mul(diff, 1 - weight))
+        else:  # (laid out as PyTorch's lerp, from a and b: not b's)
+            out = iterated(m.sub(b, m.mul(diff, 1 - weight)), a, b)
         saved = {"_saved_weight": weight}
         return name_history(out, "LerpBackward0", a, b, saved=saved)  # PyTorch's node
     (w,) = lift(weight, context=(a,))
     low = m.less(m.abs(w), 0.5)
     out = m.where(low, m.add(a, m.mul(w, diff)), m.sub(b, m.mul(diff, m.sub(1, w))))
-    return name_history(out, "LerpBackward1", a, b, w)
+    return name_history(iterated(out, a, b, w), "LerpBackward1", a, b, w)
 
 
 # PyTorch's C++ names of dtypes, as its "expected dtype" messages write them
@@ -663,7 +663,7 @@ def _pick(x, idx, dim):
 
 def _running(name, input, dim, axis):  # noqa: A002
     x, dim = _scan_input(input, dim, axis, name)
-    idx = call(f"{name}_index", x, axis=dim)
+    idx = c_ordered(call(f"{name}_index", x, axis=dim))  # (PyTorch's: C order)
     return getattr(return_types, name)(_pick(x, idx, dim), idx)
 
 
@@ -756,4 +756,5 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
         # a copy (an identity cast): a tensor of its own, not a view of the whole argsort
         # (as PyTorch's: as_strided of it reads its k elements a row)
         idx = call("cast", call("index", idx, spec=spec), dtype=idx.dtype)
+    idx = c_ordered(idx)  # (PyTorch's topk allocates both in C order)
     return return_types.topk(_pick(x, idx, dim), idx)

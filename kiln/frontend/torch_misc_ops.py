@@ -30,6 +30,7 @@ from . import torch_shape as ts
 from .autodiff import stop_gradient
 from .core import lift
 from .out import takes_out
+from .result_layouts import c_ordered
 
 __all__ = ["combinations", "frexp", "nextafter", "renorm", "vander"]
 
@@ -154,7 +155,8 @@ def renorm(input, p, dim: int, maxnorm):  # noqa: A002
         rooted = total if p == 1 else m.pow(m.where(positive, total, 1.0), 1.0 / p)
         norm = m.where(positive, rooted, 0.0)
     factor = m.where(m.greater(norm, maxnorm), m.div(maxnorm, m.add(norm, 1e-7)), 1.0)
-    return m.mul(x, factor if factor.dtype == x.dtype else m.cast(factor, x.dtype))
+    out = m.mul(x, factor if factor.dtype == x.dtype else m.cast(factor, x.dtype))
+    return c_ordered(out)  # (PyTorch's renorm: C order)
 
 
 def vander(x, N=None, increasing: bool = False):  # noqa: N803 -- PyTorch's argument name

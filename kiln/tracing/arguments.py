@@ -317,9 +317,10 @@ def output_orders(outputs) -> list:
 
 def laid_out(array, order):
     """`array` (C-ordered) with the same values laid out in memory in `order` (outermost dim
-    first, `output_orders`); `array` itself for None."""
+    first, `output_orders`); for None, `array` in C order (itself where it is: a kernel may
+    give another order, as cummax's indices of a transposed value)."""
     if order is None:
-        return array
+        return array if array.ndim < 2 or array.flags.c_contiguous else array.copy()
     return array.transpose(order).copy().transpose(np.argsort(order))
 
 

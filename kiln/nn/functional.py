@@ -122,6 +122,7 @@ from .functional_loss import (
     smooth_l1_loss,
     soft_margin_loss,
     triplet_margin_loss,
+    warn_target_size,
 )
 from .functional_misc import (
     alpha_dropout,
@@ -388,6 +389,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     ...                           weight=kn.tensor([3.0, 1.0]))
     tensor(1.7500)
     """
+    input, target = _lift(input, target)  # noqa: A001
+    warn_target_size(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
     saved = {
@@ -406,6 +409,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> kn.nn.functional.l1_loss(kn.tensor([1.0, 2.0]), kn.tensor([0.0, 5.0]), reduction="sum")
     tensor(4.)
     """
+    input, target = _lift(input, target)  # noqa: A001
+    warn_target_size(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     return _weighted(F.abs(F.sub(input, target)), input, weight, reduction)
 
@@ -500,14 +505,22 @@ def binary_cross_entropy(
             raise UsageError(
                 "binary_cross_entropy: all elements of input should be between 0 and 1"
             )
+    if isinstance(target, Tensor):
+        data = target._data
+        if not bool(((data >= 0) & (data <= 1)).all()):
+            raise UsageError(
+                "binary_cross_entropy: all elements of target should be between 0 and 1"
+            )
     # the value (and target's gradient) from the clamped logs of p taken as a constant; p's
     # gradient PyTorch's, (p - t) / max(p (1 - p), 1e-12): finite at p = 0 and 1, where the
     # clamp's zero times log's infinite slope gave NaN (sigmoid(20) is 1.0 in float32)
+    # PyTorch's kernel's terms and order, `(t - 1) * log1p(-p) - t * log(p)`, each step in
+    # the input's dtype (log1p: log(1 - p) is 0 for a p below float32's epsilon)
     p = F.stop_gradient(input)
     log_p = F.clip(F.log(p), -100.0, None)
-    log_q = F.clip(F.log(F.sub(1.0, p)), -100.0, None)
+    log_q = F.clip(F.log1p(F.neg(p)), -100.0, None)
     t = F.stop_gradient(target)
-    loss = F.neg(F.add(F.mul(t, log_p), F.mul(F.sub(1.0, t), log_q)))
+    loss = F.sub(F.mul(F.sub(t, 1.0), log_q), F.mul(t, log_p))
     # target's gradient PyTorch's, -logit(p), of the logs unclamped: +-inf at p = 0 and 1
     loss = F.core.with_grad(loss, target, ("bce_target",), p)
     slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
@@ -544,7 +557,9 @@ def binary_cross_entropy_with_logits(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy_with_logits", input, target)
-    soft = _softplus(F.neg(input))
+    # PyTorch's terms, `(1 - t) * x - log_sigmoid(x) * lw`: log_sigmoid of a half-precision
+    # x rounded to its dtype before the product (softplus(-x) step by step differs there)
+    soft = F.neg(logsigmoid(input))
     if pos_weight is not None:
         soft = F.mul(soft, F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0))
     base = F.mul(F.sub(1.0, target), input)
@@ -708,8 +723,9 @@ def cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "cross_entropy")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ArgumentError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if label_smoothing > 1.0:  # (PyTorch's RuntimeError, from its kernel)
+        raise UsageError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)  # (PyTorch's: a negative one smooths nothing)
     probabilities = tuple(target.shape) == tuple(input.shape)  # (PyTorch's test)
     if probabilities and not dt.is_float(target.dtype):
         raise call_error(

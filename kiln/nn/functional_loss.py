@@ -44,6 +44,19 @@ def reduction_of(size_average, reduce, reduction: str) -> str:
     return "none" if not reduce else "mean" if size_average else "sum"
 
 
+def warn_target_size(input, target) -> None:  # noqa: A002
+    """PyTorch's warning of the elementwise losses (mse, l1, smooth_l1, huber) when target's
+    shape is not input's: the loss broadcasts them, which is rarely what was meant."""
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
 def reduce_loss(loss, reduction: str):
     """The loss's mean, sum, or itself ("none")."""
     if reduction == "mean":
@@ -69,6 +82,8 @@ def smooth_l1_loss(
     >>> kn.nn.functional.smooth_l1_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), reduction="none")
     tensor([0.1250, 2.5000])
     """
+    input, target = F.core.lift(input, target)  # noqa: A001
+    warn_target_size(input, target)
     reduction = reduction_of(size_average, reduce, reduction)
     if beta < 0:
         raise ArgumentError(f"smooth_l1_loss does not support negative values for beta ({beta})")
@@ -99,6 +114,8 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     >>> kn.nn.functional.huber_loss(kn.tensor([0.5, 3.0]), kn.zeros(2), delta=2.0)
     tensor(2.0625)
     """
+    input, target = F.core.lift(input, target)  # noqa: A001
+    warn_target_size(input, target)
     reduction = reduction_of(None, None, reduction)
     d, wide, delta = _distance(input, target, np.dtype(np.float16), delta)
     near = F.logical_not(F.greater(d, delta))

@@ -13,7 +13,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError, DTypeMismatchError, UsageError, call_error
+from ..errors import (
+    ArgumentError,
+    DTypeMismatchError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+)
 from ..frontend.autocast import autocast_op
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
@@ -86,7 +92,7 @@ def smooth_l1_loss(
     warn_target_size(input, target)
     reduction = reduction_of(size_average, reduce, reduction)
     if beta < 0:
-        raise ArgumentError(f"smooth_l1_loss does not support negative values for beta ({beta})")
+        raise UsageError(f"smooth_l1_loss does not support negative values for beta ({beta})")
     # (float16: PyTorch's loss is computed step by step with beta rounded to float16, its
     # gradient in float32; kiln's takes beta unrounded: both equal PyTorch's at beta=1.0)
     d, wide, _ = _distance(input, target, dt.bfloat16, beta)
@@ -117,8 +123,14 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     input, target = F.core.lift(input, target)  # noqa: A001
     warn_target_size(input, target)
     reduction = reduction_of(None, None, reduction)
+    if delta <= 0:  # (PyTorch's RuntimeError, from its kernel)
+        raise UsageError("huber_loss does not support non-positive values for delta.")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ArgumentError("Weights and input must have the same size.")
     d, wide, delta = _distance(input, target, np.dtype(np.float16), delta)
-    near = F.logical_not(F.greater(d, delta))
+    # |d| < delta, NaN too, as smooth_l1_loss: at |d| = delta both branches have one value and
+    # slope, and the linear one PyTorch's second derivative there, 0
+    near = F.logical_not(F.greater_equal(d, delta))
     loss = F.where(near, F.mul(F.square(_near(near, d)), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
     loss = _rounded(loss, wide)
     return reduce_loss(loss if weight is None else F.mul(loss, weight), reduction)
@@ -150,6 +162,12 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     tensor(0.5000)
     """
     reduction = reduction_of(size_average, reduce, reduction)
+    input1, input2, target = F.core.lift(input1, input2, target)
+    if not input1.ndim == input2.ndim == target.ndim:
+        message = (f"margin_ranking_loss : All input tensors should have same dimension but got "
+                   f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: "
+                   f"{target.shape}")  # fmt: skip
+        raise call_error(ShapeMismatchError, message, "margin_ranking_loss", input1, input2, target)
     gap = F.add(F.mul(F.neg(target), F.sub(input1, input2)), margin)
     return reduce_loss(F.clip(gap, 0, None), reduction)
 
@@ -250,6 +268,13 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     """
     reduction = reduction_of(size_average, reduce, reduction)
     a, b, y = F.core.lift(input1, input2, target)
+    if y.ndim > 1:
+        message = "0D or 1D target tensor expected, multi-target not supported"
+        raise call_error(ShapeMismatchError, message, "cosine_embedding_loss", a, b, y)
+    if not a.ndim == b.ndim == y.ndim + 1:
+        message = (f"{y.ndim}D target tensor expects {y.ndim + 1}D input tensors, but found "
+                   f"inputs with sizes {list(a.shape)} and {list(b.shape)}.")  # fmt: skip
+        raise call_error(ShapeMismatchError, message, "cosine_embedding_loss", a, b, y)
     d = a.ndim - 1
     eps = 1e-12  # PyTorch's EPSILON, added to each squared magnitude
     dot = F.sum(F.mul(a, b), d)
@@ -272,11 +297,25 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     tensor(0.)
     """
     reduction = reduction_of(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ArgumentError(f"margin must be greater than 0, got {margin}")
+    anchor, positive, negative = F.core.lift(anchor, positive, negative)
+    same_ndim("triplet_margin_loss", anchor, positive, negative)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return reduce_loss(F.clip(F.add(F.sub(d_pos, d_neg), margin), 0, None), reduction)
+    # (PyTorch's order, margin + d(a, p) - d(a, n))
+    return reduce_loss(F.clip(F.sub(F.add(d_pos, margin), d_neg), 0, None), reduction)
+
+
+def same_ndim(name: str, anchor, positive, negative) -> None:
+    """PyTorch's check of the triplet losses: the three inputs have one rank."""
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        message = (f"The anchor, positive, and negative tensors are expected to have the same "
+                   f"number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                   f"{positive.ndim}D, and negative {negative.ndim}D inputs")  # fmt: skip
+        raise call_error(ShapeMismatchError, message, name, anchor, positive, negative)
 
 
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,  # noqa: A002
@@ -296,10 +335,9 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, 
     else:
         loss = F.sub(x, F.mul(y, F.log(F.add(x, eps))))
     if full:
-        safe = F.where(F.greater(y, 1), y, 1.0)
-        stirling = F.add(
-            F.sub(F.mul(safe, F.log(safe)), safe), F.mul(F.log(F.mul(safe, 2 * math.pi)), 0.5)
-        )
+        # PyTorch's terms, masked where y <= 1 after they are taken: target's gradient there
+        # is NaN at y = 0 (0 times log(0)'s), as PyTorch's
+        stirling = F.add(F.sub(F.mul(y, F.log(y)), y), F.mul(F.log(F.mul(y, 2 * math.pi)), 0.5))
         loss = F.add(loss, F.where(F.greater(y, 1), stirling, 0.0))
     return reduce_loss(loss, reduction)
 
@@ -313,11 +351,25 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     >>> kn.nn.functional.gaussian_nll_loss(kn.tensor([1.0]), kn.tensor([3.0]), kn.tensor([1.0]))
     tensor(2.)
     """
+    if isinstance(var, (int, float)):  # (PyTorch's float var: one variance for each element)
+        if var < 0:
+            raise ArgumentError("var has negative entry/entries")
+        if reduction not in ("mean", "sum", "none"):
+            raise ArgumentError(f"{reduction} is not valid")
+        v = max(float(var), eps)
+        loss = F.mul(F.add(math.log(v), F.div(F.square(F.sub(input, target)), v)), 0.5)
+        return reduce_loss(F.add(loss, 0.5 * math.log(2 * math.pi)) if full else loss, reduction)
     x, y, v = F.core.lift(input, target, var)
+    if hasattr(v, "_data") and bool((v._data < 0).any()):  # (eagerly: the values are known)
+        raise ArgumentError("var has negative entry/entries")
     if tuple(v.shape) != tuple(x.shape):
         if tuple(x.shape[:-1]) == tuple(v.shape):
             v = F.unsqueeze(v, -1)
-        elif not (tuple(x.shape[:-1]) == tuple(v.shape[:-1]) and v.shape[-1] == 1):
+        # one mismatched dim, where var is 1 (PyTorch's test: the mismatched sizes of var sum
+        # to 1)
+        elif not (
+            x.ndim == v.ndim and sum(b for a, b in zip(x.shape, v.shape) if a != b) == 1
+        ):  # fmt: skip
             raise ArgumentError("var is of incorrect size")
     if reduction not in ("mean", "sum", "none"):
         raise ArgumentError(f"{reduction} is not valid")
@@ -505,10 +557,15 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     >>> round(kn.nn.functional.ctc_loss(lp, kn.tensor([[1]]), [2], [1]).item(), 4)
     0.2877
     """
+    reduction = reduction_of(None, None, reduction)
     lp = F.core.lift(log_probs)[0]
-    if lp.ndim == 2:
+    unbatched = lp.ndim == 2  # (T, C), one sequence: its "none" loss is 0-d, as PyTorch's
+    if unbatched:
         lp = F.unsqueeze(lp, 1)
     steps, n, _ = lp.shape
+    _check_input_lengths(input_lengths, steps)
+    if unbatched:  # (its target (S,) is the padded form of one sequence)
+        targets = F.reshape(F.core.lift(targets)[0], (1, -1))
     tgt = F.core.lift(_padded_targets(targets, target_lengths, n))[0]
     s_max = tgt.shape[1]
     in_len, tgt_len = _lengths(input_lengths, n), _lengths(target_lengths, n)
@@ -544,4 +601,16 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
         return F.mean(F.div(loss, F.clip(F.cast(tgt_len, lp.dtype), 1, None)))
     if reduction == "sum":
         return F.sum(loss)
-    return loss
+    return F.squeeze(loss, 0) if unbatched else loss
+
+
+def _check_input_lengths(lengths, steps: int) -> None:
+    """PyTorch's check of the input lengths where their values are known (a list, or a tensor
+    eagerly): none above the T steps of the log-probabilities (RuntimeError)."""
+    values = lengths if isinstance(lengths, (list, tuple, int)) else getattr(lengths, "_data", None)
+    if values is None:
+        return
+    values = np.asarray(values).reshape(-1)
+    if values.size and int(values.max()) > steps:
+        raise UsageError(f"ctc_loss: Expected input_lengths to have value at most {steps}, but "
+                         f"got value {int(values.max())}")  # fmt: skip

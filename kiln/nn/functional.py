@@ -499,6 +499,10 @@ def binary_cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy", input, target)
+    if target.dtype != input.dtype:  # (PyTorch's kernel takes one dtype: RuntimeError)
+        message = (f"Found dtype {dt.scalar_name(target.dtype)} but expected "
+                   f"{dt.scalar_name(input.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, message, "binary_cross_entropy", input, target)
     if isinstance(input, Tensor):  # PyTorch's kernel checks it (NaN fails); a graph value
         data = input._data  # has no value to check: out of [0, 1] its loss is NaN there
         if not bool(((data >= 0) & (data <= 1)).all()):
@@ -594,6 +598,17 @@ def _check_target(name, input, target, dim) -> None:  # noqa: A002
         )  # fmt: skip
 
 
+def _check_weight(name, input, weight, dim) -> None:  # noqa: A002
+    """PyTorch's per-class weight: None, or one value for each of the C classes (1-D)."""
+    if weight is not None and tuple(weight.shape) != (input.shape[dim],):
+        raise call_error(
+            ShapeMismatchError,
+            f"weight tensor should be defined either for all {input.shape[dim]} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}",
+            name, input, weight,
+        )  # fmt: skip
+
+
 def _check_index_dtype(name, input, target) -> None:  # noqa: A002
     """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
     d = target.dtype
@@ -633,6 +648,7 @@ def nll_loss(
     dim = _class_dim(input, "nll_loss")
     _check_target("nll_loss", input, target, dim)
     _check_index_dtype("nll_loss", input, target)
+    _check_weight("nll_loss", input, weight, dim)
     return _nll(input, target, weight, ignore_index, reduction, dim)
 
 
@@ -737,6 +753,7 @@ def cross_entropy(
     if not probabilities:
         _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)
         _check_index_dtype("cross_entropy", input, target)
+    _check_weight("cross_entropy", input, weight, dim)
     if (
         label_smoothing == 0
         and type(input) is Tensor
@@ -753,6 +770,8 @@ def cross_entropy(
         if weight is not None:
             terms = F.mul(terms, _along(weight, input.ndim, dim))
         loss = F.neg(F.sum(terms, dim))
+        if reduction == "mean" and 0 in tuple(input.shape):  # (PyTorch's: NaN, not the 0 of
+            return F.mul(F.sum(loss), float("nan"))  # the mean of zero-class rows)
         return _reduce(loss, reduction)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0:

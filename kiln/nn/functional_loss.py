@@ -17,9 +17,11 @@ from ..errors import (
     ArgumentError,
     DTypeMismatchError,
     ShapeMismatchError,
+    UnsupportedDTypeError,
     UsageError,
     call_error,
 )
+from ..eager.grad_mode import is_grad_enabled
 from ..frontend.autocast import autocast_op
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol
@@ -198,8 +200,22 @@ def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A00
     tensor(0.6931)
     """
     reduction = reduction_of(size_average, reduce, reduction)
-    z = F.mul(F.neg(target), input)
-    return reduce_loss(F.softplus(z), reduction)
+    if getattr(target, "requires_grad", False) and is_grad_enabled():
+        message = ("The function 'soft_margin_loss' is not differentiable with respect to "
+                   "argument 'target'. This input cannot have requires_grad True.")  # fmt: skip
+        raise call_error(UsageError, message, "soft_margin_loss", input, target)
+    # PyTorch's kernel's terms, log1p(exp(-y x)), each step in the input's dtype (so a
+    # half-precision loss rounds as PyTorch's, and exp overflows where PyTorch's does)
+    z = F.mul(F.neg(input), target)
+    return reduce_loss(F.log1p(F.exp(z)), reduction)
+
+
+def float_kernel(kernel: str, op: str, x) -> None:
+    """PyTorch's CPU loss kernels of float32 and float64 alone (multi_margin_loss,
+    multilabel_margin_loss, ctc_loss): NotImplementedError naming the kernel for another dtype."""
+    if np.dtype(x.dtype) not in (np.float32, np.float64):
+        message = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
+        raise call_error(UnsupportedDTypeError, message, op, x)
 
 
 def long_targets(name: str, input, target) -> None:  # noqa: A002
@@ -222,6 +238,11 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if p not in (1, 2):
         raise ArgumentError("only p == 1 and p == 2 supported")
     x, y = F.core.lift(input, target)
+    if x.ndim > 2:
+        message = ("MultiMarginLoss: Expected non-empty vector or matrix with optional 0-dim "
+                   f"batch size, but got: {list(x.shape)}")  # fmt: skip
+        raise call_error(ShapeMismatchError, message, "multi_margin_loss", x, y)
+    float_kernel("multi_margin_loss_cpu_kernel", "multi_margin_loss", x)
     long_targets("multi_margin_loss", x, y)
     squeeze = x.ndim <= 1  # one sample (a 0-d input: one sample of one class)
     if squeeze:
@@ -559,6 +580,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     """
     reduction = reduction_of(None, None, reduction)
     lp = F.core.lift(log_probs)[0]
+    float_kernel("ctc_loss_cpu", "ctc_loss", lp)
+    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if hasattr(lengths, "dtype") and np.dtype(lengths.dtype).kind not in "iu":
+            raise call_error(UsageError, f"{name} must be integral", "ctc_loss", lengths)
     unbatched = lp.ndim == 2  # (T, C), one sequence: its "none" loss is 0-d, as PyTorch's
     if unbatched:
         lp = F.unsqueeze(lp, 1)
@@ -582,6 +607,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     keep = np.zeros((1, width), bool)
     keep[0, :2] = True
     alpha = F.where(keep, first, start)
+    # no step at all (input length 0): only the empty target is reached, with probability 1
+    nothing = np.where(np.arange(width) == 0, 0.0, -np.inf).astype(dt.as_dtype(lp.dtype))
+    alpha = F.where(F.reshape(F.greater(in_len, 0), (n, 1)), alpha, nothing.reshape(1, width))
     for t in range(1, steps):
         hop = F.where(skip, _shift(alpha, 2), float("-inf"))
         new = F.add(_logsumexp([alpha, _shift(alpha, 1), hop]), F.getitem(emit, t))

@@ -1,0 +1,466 @@
+"""PyTorch's own loss tests (test_nn.py's TestNN and TestNNDeviceType loss tests) as an oracle,
+their edges: argument checks (target ranks and dtypes, weights, lengths), mixed dtypes, the
+half-precision forms the criterion tests run (`check_half`, `_test_bfloat16_ops`), CTC's length
+and type checks, and the consistency checks (index targets against one-hot probabilities,
+sigmoid + BCE against BCE with logits). test_port_pt_losses.py and test_port_pt_losses_more.py
+have each loss's values and gradients.
+
+Expected values: torch 2.13 (the oracle), compared by pt_oracle.py, eagerly and under
+`kn.compile`.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from pt_oracle import MODES, Leaf, Scenarios
+
+nan, inf = float("nan"), float("inf")
+f16, f32, f64 = np.float16, np.float32, np.float64
+RNG = np.random.default_rng(2)
+
+X = RNG.standard_normal((4, 5))
+Y = RNG.standard_normal((4, 5))
+T = np.array([1, 0, 4, 2], np.int64)
+P = RNG.uniform(0.05, 0.95, (4, 5))
+B = (RNG.uniform(size=(4, 5)) > 0.5).astype(f64)
+SIGN = np.array([1.0, -1.0, -1.0, 1.0])
+W5 = RNG.uniform(0.5, 2, 5)
+
+SCENARIOS = Scenarios()
+case = SCENARIOS.case
+
+
+def grads(lib, out, *xs):
+    """`out`'s values and the gradients of its sum (of each of a tuple's) by `xs`."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return out, lib.autograd.grad(sum(o.sum() for o in outs), xs)
+
+
+def half_forms(lib, fn, *inputs):
+    """`fn` of `inputs` as float16 and as bfloat16 (unreduced): values as float32, dtypes."""
+    out = []
+    for dtype in (lib.float16, lib.bfloat16):
+        y = fn(*(v.to(dtype) if v.is_floating_point() else v for v in inputs))
+        out += [y.float(), y.dtype]
+    return out
+
+
+# -- nll_loss / cross_entropy checks --------------------------------------------------------
+
+
+@case("nll_2d_target_for_2d_input", X, np.zeros((4, 5), np.int64))
+def _(lib, x, t):
+    return lib.nn.functional.nll_loss(x, t)
+
+
+@case("nll_1d_input_1d_target", X[0], T[:2])
+def _(lib, x, t):
+    return lib.nn.functional.nll_loss(x, t)
+
+
+@case("nll_2d_weight", X, T, np.ones((5, 1)))
+def _(lib, x, t, w):
+    return lib.nn.functional.nll_loss(x, t, w)
+
+
+@case("nll_total_weight_zero", Leaf.of(X), T, np.zeros(5))
+def _(lib, x, t, w):
+    nll = lib.nn.functional.nll_loss
+    return nll(x, t, w), nll(x, t, w, reduction="sum"), nll(x, t, w, reduction="none")
+
+
+@case("nll_ignore_index_out_of_class_range", Leaf.of(X), np.array([1, 255, 255, 2]))
+def _(lib, x, t):
+    nll = lib.nn.functional.nll_loss
+    return grads(
+        lib, (nll(x, t, ignore_index=255), nll(x, t, ignore_index=255, reduction="none")), x
+    )
+
+
+@case("nll_negative_ignore_index_target", X, np.array([1, -1, 0, 2]))
+def _(lib, x, t):
+    return lib.nn.functional.nll_loss(x, t, ignore_index=-1, reduction="none")
+
+
+@case("nll_negative_target", X, np.array([1, -1, 0, 2]))
+def _(lib, x, t):
+    return lib.nn.functional.nll_loss(x, t)
+
+
+@case("nll_kd_byte_target", X.reshape(1, 5, 4), np.zeros((1, 4), np.uint8))
+def _(lib, x, t):
+    return lib.nn.functional.nll_loss(x, t)
+
+
+@case("ce_kd_out_of_bounds_class", X.reshape(1, 5, 2, 2), np.array([[[0, 5], [1, 2]]]))
+def _(lib, x, t):
+    return lib.nn.functional.cross_entropy(x, t)
+
+
+@case("ce_zero_classes", np.zeros((5, 0)), np.zeros((5, 0)))
+def _(lib, x, q):
+    ce = lib.nn.functional.cross_entropy
+    return ce(x, q), ce(x, q, reduction="none"), ce(x, q, reduction="sum")
+
+
+@case("ce_index_vs_one_hot_label_smoothing", Leaf.of(X), T)
+def _(lib, x, t):
+    # PyTorch's test: label smoothing gives one loss for index targets and one-hot ones
+    ce = lib.nn.functional.cross_entropy
+    one_hot = lib.nn.functional.one_hot(t, 5).to(x.dtype)
+    out = []
+    for reduction in ("none", "mean", "sum"):
+        out += [ce(x, t, label_smoothing=0.3, reduction=reduction),
+                ce(x, one_hot, label_smoothing=0.3, reduction=reduction)]  # fmt: skip
+    return grads(lib, out, x)
+
+
+@case("ce_unit_weights", Leaf.of(X), T, Leaf.of(P))
+def _(lib, x, t, q):
+    ce = lib.nn.functional.cross_entropy
+    w = lib.ones(5, dtype=x.dtype)
+    return grads(lib, (ce(x, t, w), ce(x, t), ce(x, q, w, reduction="none"), ce(x, q)), x, q)
+
+
+@case("ce_weight_wrong_size_probabilities", X, P, W5[:3])
+def _(lib, x, q, w):
+    return lib.nn.functional.cross_entropy(x, q, w)
+
+
+@case("ce_mixed_dtypes", X.astype(f32), P, T)
+def _(lib, x, q, t):
+    ce = lib.nn.functional.cross_entropy
+    return ce(x, q.float()), ce(x.double(), t), ce(x, t, lib.ones(5, dtype=lib.float32))
+
+
+@case("ce_probabilities_mixed_dtype", X.astype(f32), P)
+def _(lib, x, q):
+    return lib.nn.functional.cross_entropy(x, q)
+
+
+@case("ce_half_forms", X, T, P)
+def _(lib, x, t, q):
+    ce = lib.nn.functional.cross_entropy
+    return (half_forms(lib, lambda a: ce(a, t, reduction="none"), x),
+            half_forms(lib, lambda a, b: ce(a, b, reduction="none"), x, q))  # fmt: skip
+
+
+@case("nll_half_forms", X, T, W5)
+def _(lib, x, t, w):
+    nll = lib.nn.functional.nll_loss
+    return half_forms(lib, lambda a, b: nll(a, t, b, reduction="none"), x, w)
+
+
+# -- binary cross entropy -------------------------------------------------------------------
+
+
+@case("bce_broadcast_weights", Leaf.of(P), B, W5, W5[:4].reshape(4, 1))
+def _(lib, p, y, w, w_col):
+    bce = lib.nn.functional.binary_cross_entropy
+    return grads(lib, (bce(p, y, w), bce(p, y, w_col, reduction="none")), p)
+
+
+@case("bce_sigmoid_vs_logits", Leaf.of(X), B)
+def _(lib, x, y):
+    f = lib.nn.functional
+    out = (f.binary_cross_entropy(lib.sigmoid(x), y), f.binary_cross_entropy_with_logits(x, y))
+    return grads(lib, out, x)
+
+
+@case(
+    "bce_always_nonnegative",
+    np.array([[0.0, 0.5, 1.0], [1.0, 1.0, 0.0]]),
+    np.array([[0.0, 0.5, 1.0], [1.0, 1.0, 0.0]]),
+)
+def _(lib, p, y):
+    return lib.nn.functional.binary_cross_entropy(p, y, reduction="none")
+
+
+@case("bcel_grad_at_zero", Leaf.of(np.zeros((3, 1))), np.ones((3, 1)), np.full((1,), 3.0))
+def _(lib, x, y, pw):
+    bcel = lib.nn.functional.binary_cross_entropy_with_logits
+    return grads(lib, (bcel(x, y, reduction="sum"), bcel(x, y, pos_weight=pw, reduction="sum")), x)
+
+
+@case("bcel_stability", Leaf.of(np.array([[0.0, -120.0]], f32)), np.array([[0.0, 1.0]], f32))
+def _(lib, x, y):
+    bcel = lib.nn.functional.binary_cross_entropy_with_logits
+    pw = lib.tensor([[1.0, 1.0]], dtype=x.dtype)
+    return grads(lib, (bcel(x, y), bcel(x, y, pos_weight=pw, reduction="none")), x)
+
+
+@case("bcel_ones_pos_weight_is_none", Leaf.of(X), P)
+def _(lib, x, y):
+    bcel = lib.nn.functional.binary_cross_entropy_with_logits
+    out = (bcel(x, y, reduction="none"), bcel(x, y, pos_weight=lib.ones(5, dtype=x.dtype),
+                                              reduction="none"))  # fmt: skip
+    return grads(lib, out, x)
+
+
+@case("bcel_broadcast_pos_weight_wrong", X, P, np.ones(3))
+def _(lib, x, y, pw):
+    return lib.nn.functional.binary_cross_entropy_with_logits(x, y, pos_weight=pw)
+
+
+@case("bce_half_forms", P, B, W5)
+def _(lib, p, y, w):
+    f = lib.nn.functional
+    return (half_forms(lib, lambda a, b: f.binary_cross_entropy(a, b, reduction="none"), p, y),
+            half_forms(lib, lambda a, b, c: f.binary_cross_entropy_with_logits(
+                a, b, c, pos_weight=c, reduction="none"), p, y, w))  # fmt: skip
+
+
+@case("bce_mixed_dtypes", P.astype(f32), B)
+def _(lib, p, y):
+    return lib.nn.functional.binary_cross_entropy(p, y)
+
+
+@case("bcel_mixed_dtypes", X.astype(f32), B, W5)
+def _(lib, x, y, w):
+    f = lib.nn.functional
+    return f.binary_cross_entropy_with_logits(x, y), f.binary_cross_entropy_with_logits(
+        x, y.float(), w, pos_weight=w
+    )
+
+
+# -- pointwise losses -----------------------------------------------------------------------
+
+
+@case("pointwise_target_grad_none_reduction", Leaf.of(X), Leaf.of(Y))
+def _(lib, x, y):
+    f = lib.nn.functional
+    out = (f.mse_loss(x, y, reduction="none"), f.l1_loss(x, y, reduction="none"),
+           f.smooth_l1_loss(x, y, reduction="none"), f.huber_loss(x, y, reduction="none"),
+           f.kl_div(x, y.abs(), reduction="none"),
+           f.poisson_nll_loss(x, y.abs(), reduction="none"))  # fmt: skip
+    return grads(lib, out, x, y)
+
+
+@case("soft_margin_target_requires_grad", X, Leaf.of(Y))
+def _(lib, x, y):
+    return lib.nn.functional.soft_margin_loss(x, y)
+
+
+@case("pointwise_integral_target", Leaf.of(X.astype(f32)), T.reshape(4, 1).repeat(5, 1))
+def _(lib, x, t):
+    # (huber's value only: torch's backward refuses the int64 target, "Found dtype Long but
+    # expected Float", where kiln's gives the float target's gradient)
+    f = lib.nn.functional
+    out = grads(lib, (f.smooth_l1_loss(x, t, beta=0.5), f.l1_loss(x, t), f.mse_loss(x, t)), x)
+    return out, f.huber_loss(x.detach(), t, delta=2.0)
+
+
+@case("smooth_l1_is_huber_over_beta", Leaf.of(X * 3), Y * 3)
+def _(lib, x, y):
+    f = lib.nn.functional
+    out = (f.smooth_l1_loss(x, y, beta=1.5, reduction="none"),
+           f.huber_loss(x, y, delta=1.5, reduction="none") / 1.5)  # fmt: skip
+    return grads(lib, out, x)
+
+
+@case("pointwise_half_forms", X, Y)
+def _(lib, x, y):
+    f = lib.nn.functional
+    return [half_forms(lib, lambda a, b: fn(a, b, reduction="none"), x, y)
+            for fn in (f.mse_loss, f.l1_loss, f.smooth_l1_loss, f.huber_loss,
+                       f.soft_margin_loss, f.kl_div, f.poisson_nll_loss)]  # fmt: skip
+
+
+@case("kl_div_mixed_dtypes", np.log(P).astype(f32), P)
+def _(lib, x, q):
+    kl = lib.nn.functional.kl_div
+    return (kl(x, q, reduction="batchmean"), kl(x, q.log(), reduction="sum", log_target=True),
+            kl(x.double(), q.float(), reduction="none"))  # fmt: skip
+
+
+@case("kl_div_log_softmax_target", Leaf.of(X), Y)
+def _(lib, x, y):
+    f = lib.nn.functional
+    lp, lq = f.log_softmax(x, 1), f.log_softmax(y, 1)
+    out = (f.kl_div(lp, lq.exp(), reduction="batchmean"),
+           f.kl_div(lp, lq, reduction="batchmean", log_target=True),
+           f.kl_div(lp, lp.detach(), reduction="sum", log_target=True))  # fmt: skip
+    return grads(lib, out, x)
+
+
+@case("kl_div_bad_reduction", X, P)
+def _(lib, x, q):
+    return lib.nn.functional.kl_div(x, q, reduction="batch")
+
+
+# -- margin and embedding losses: checks and dtypes -----------------------------------------
+
+
+@case("cosine_embedding_mixed_dtypes", X.astype(f32), Y, np.array([1, -1, 1, -1]))
+def _(lib, x1, x2, y):
+    return lib.nn.functional.cosine_embedding_loss(x1, x2, y)
+
+
+@case("cosine_embedding_nonexpandable", X, Y[:2], SIGN)
+def _(lib, x1, x2, y):
+    return lib.nn.functional.cosine_embedding_loss(x1, x2, y)
+
+
+@case("multi_margin_3d_input", X.reshape(2, 2, 5), T.reshape(2, 2))
+def _(lib, x, t):
+    return lib.nn.functional.multi_margin_loss(x, t)
+
+
+@case("multilabel_margin_3d_input", X.reshape(2, 2, 5), np.zeros((2, 2, 5), np.int64))
+def _(lib, x, t):
+    return lib.nn.functional.multilabel_margin_loss(x, t)
+
+
+@case("multilabel_margin_target_out_of_range", X, np.full((4, 5), 7))
+def _(lib, x, t):
+    return lib.nn.functional.multilabel_margin_loss(x, t)
+
+
+@case("multi_margin_half", X.astype(f16), T)
+def _(lib, x, t):
+    return lib.nn.functional.multi_margin_loss(x, t)
+
+
+@case("multi_margin_bfloat16", X.astype(f32), T)
+def _(lib, x, t):
+    return lib.nn.functional.multi_margin_loss(x.bfloat16(), t)
+
+
+@case("multilabel_margin_half", X.astype(f16), np.zeros((4, 5), np.int64))
+def _(lib, x, t):
+    return lib.nn.functional.multilabel_margin_loss(x, t)
+
+
+@case("margin_half_forms", X, Y, SIGN)
+def _(lib, x, y, s):
+    f = lib.nn.functional
+    return (half_forms(lib, lambda a, b, c: f.margin_ranking_loss(a[:, 0], b[:, 0], c, 0.1,
+                                                                   reduction="none"), x, y, s),
+            half_forms(lib, lambda a, b, c: f.cosine_embedding_loss(a, b, c, reduction="none"),
+                       x, y, s),
+            half_forms(lib, lambda a, b: f.multilabel_soft_margin_loss(a, b.abs().round(),
+                                                                      reduction="none"), x, y),
+            half_forms(lib, lambda a, b: f.hinge_embedding_loss(a, b.sign(), reduction="none"),
+                       x, y))  # fmt: skip
+
+
+@case("triplet_half_forms", X, Y, X[::-1].copy())
+def _(lib, a, p, n):
+    f = lib.nn.functional
+    return half_forms(
+        lib, lambda u, v, w: f.triplet_margin_loss(u, v, w, reduction="none"), a, p, n
+    )
+
+
+@case("gaussian_poisson_half_forms", X, Y, P)
+def _(lib, x, y, v):
+    f = lib.nn.functional
+    return (half_forms(lib, lambda a, b, c: f.gaussian_nll_loss(a, b, c, reduction="none"), x, y, v),
+            half_forms(lib, lambda a, b: f.poisson_nll_loss(a, b.abs(), log_input=False, full=True,
+                                                             reduction="none"), v, y))  # fmt: skip
+
+
+# -- ctc_loss checks ------------------------------------------------------------------------
+
+
+LP = RNG.standard_normal((5, 2, 4))
+TG = np.array([[1, 2, 3], [2, 2, 0]], np.int64)
+
+
+@case("ctc_float_target_lengths", LP, TG, np.array([5, 5]), np.array([3.0, 2.0]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_float_input_lengths", LP, TG, np.array([5.0, 5.0]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_lengths_batch_mismatch", LP, TG, np.array([5, 5, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_target_length_above_padded_width", LP, TG, np.array([5, 5]), np.array([4, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_critical_target_length", Leaf.of(LP), TG, np.array([3, 4]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    # a target as long as its input (no repeats): one alignment; [2, 2] needs 3 steps
+    ctc = lib.nn.functional.ctc_loss
+    return grads(lib, ctc(x.log_softmax(2), t, il, tl, reduction="none"), x)
+
+
+@case("ctc_zero_lengths", Leaf.of(LP), TG, np.array([0, 0]), np.array([0, 0]))
+def _(lib, x, t, il, tl):
+    ctc = lib.nn.functional.ctc_loss
+    return grads(lib, (ctc(x.log_softmax(2), t, il, tl, reduction="none"),
+                       ctc(x.log_softmax(2), t, il, tl)), x)  # fmt: skip
+
+
+@case("ctc_zero_input_length_nonzero_target", Leaf.of(LP), TG, np.array([0, 5]), np.array([1, 2]))
+def _(lib, x, t, il, tl):
+    ctc = lib.nn.functional.ctc_loss
+    out = (ctc(x.log_softmax(2), t, il, tl, reduction="none"),
+           ctc(x.log_softmax(2), t, il, tl, reduction="none", zero_infinity=True))  # fmt: skip
+    return out, lib.autograd.grad(out[1].sum(), x)
+
+
+@case("ctc_half_log_probs", LP.astype(f16), TG, np.array([5, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_int_log_probs", LP.astype(np.int64), TG, np.array([5, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x, t, il, tl)
+
+
+@case("ctc_float32_and_tuple_lengths", LP.astype(f32), TG)
+def _(lib, x, t):
+    ctc = lib.nn.functional.ctc_loss
+    return ctc(x.log_softmax(2), t, (5, 4), (3, 2), reduction="none"), ctc(
+        x.log_softmax(2), t, [5, 4], [3, 2]
+    )
+
+
+@case("ctc_blank_out_of_range", LP, TG, np.array([5, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl, blank=4)
+
+
+# -- legacy flags on every loss that takes them ---------------------------------------------
+
+
+@case("legacy_flags_every_loss", X, Y, P, B, T, SIGN)
+def _(lib, x, y, p, b, t, s):
+    f = lib.nn.functional
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for size_average, reduce in ((False, True), (True, False), (None, False), (False, None)):
+            kw = {"size_average": size_average, "reduce": reduce}
+            out += [f.l1_loss(x, y, **kw), f.mse_loss(x, y, **kw), f.smooth_l1_loss(x, y, **kw),
+                    f.binary_cross_entropy(p, b, **kw), f.kl_div(x, p, **kw),
+                    f.binary_cross_entropy_with_logits(x, b, **kw), f.nll_loss(x, t, **kw),
+                    f.cross_entropy(x, t, **kw), f.soft_margin_loss(x, b * 2 - 1, **kw),
+                    f.hinge_embedding_loss(x, b * 2 - 1, **kw), f.multi_margin_loss(x, t, **kw),
+                    f.multilabel_soft_margin_loss(x, b, **kw),
+                    f.margin_ranking_loss(x[:, 0], y[:, 0], s, **kw),
+                    f.cosine_embedding_loss(x, y, s, **kw),
+                    f.triplet_margin_loss(x, y, p, **kw),
+                    f.poisson_nll_loss(x, p, **kw)]  # fmt: skip
+    return out
+
+
+# -- the test -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", SCENARIOS.names())
+def test_matches_torch(torch, name, mode):
+    SCENARIOS.check(torch, name, mode)

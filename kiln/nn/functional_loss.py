@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
+from ..eager.grad_mode import is_grad_enabled
 from ..errors import (
     ArgumentError,
     DTypeMismatchError,
@@ -21,7 +22,6 @@ from ..errors import (
     UsageError,
     call_error,
 )
-from ..eager.grad_mode import is_grad_enabled
 from ..frontend.autocast import autocast_op
 from ..frontend.custom_function import Function
 from ..graph.core import Symbol

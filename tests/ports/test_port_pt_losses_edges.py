@@ -356,9 +356,10 @@ def _(lib, a, p, n):
 @case("gaussian_poisson_half_forms", X, Y, P)
 def _(lib, x, y, v):
     f = lib.nn.functional
-    return (half_forms(lib, lambda a, b, c: f.gaussian_nll_loss(a, b, c, reduction="none"), x, y, v),
-            half_forms(lib, lambda a, b: f.poisson_nll_loss(a, b.abs(), log_input=False, full=True,
-                                                             reduction="none"), v, y))  # fmt: skip
+    gnll = lambda a, b, c: f.gaussian_nll_loss(a, b, c, reduction="none")  # noqa: E731
+    pnll = lambda a, b: f.poisson_nll_loss(a, b.abs(), log_input=False, full=True,  # noqa: E731
+                                           reduction="none")  # fmt: skip
+    return half_forms(lib, gnll, x, y, v), half_forms(lib, pnll, v, y)
 
 
 # -- ctc_loss checks ------------------------------------------------------------------------

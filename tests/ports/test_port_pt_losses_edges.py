@@ -9,6 +9,7 @@ Expected values: torch 2.13 (the oracle), compared by pt_oracle.py, eagerly and 
 `kn.compile`.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -456,6 +457,106 @@ def _(lib, x, y, p, b, t, s):
                     f.triplet_margin_loss(x, y, p, **kw),
                     f.poisson_nll_loss(x, p, **kw)]  # fmt: skip
     return out
+
+
+# -- modules: reduction checks, LinearCrossEntropyLoss --------------------------------------
+
+
+@case("modules_check_reduction_when_called", X, Y)
+def _(lib, x, y):
+    nn = lib.nn
+    made = [cls(reduction="avg") for cls in (nn.MSELoss, nn.L1Loss, nn.KLDivLoss, nn.CTCLoss,
+                                              nn.CrossEntropyLoss, nn.SoftMarginLoss)]  # fmt: skip
+    return [m.reduction for m in made], made[0](x, y)
+
+
+LW = RNG.standard_normal((4 * 3, 5))  # (C * prod(out_features), in)
+LB = RNG.standard_normal(4 * 3)
+
+
+def linear_ce(lib, w, b, out_features=(), **kw):
+    m = lib.nn.LinearCrossEntropyLoss(5, 4, out_features=out_features, bias=True,
+                                      dtype=lib.float64, **kw)  # fmt: skip
+    rows = 4 * math.prod(out_features)
+    with lib.no_grad():
+        m.linear.weight.copy_(w[:rows])
+        m.linear.bias.copy_(b[:rows])
+    return m
+
+
+@case("linear_cross_entropy_module", X, T, LW, LB, W5[:4])
+def _(lib, x, t, w, b, cw):
+    m = linear_ce(lib, w, b, weight=cw, label_smoothing=0.1, ignore_index=2)
+    loss = m(x, t)
+    grads = lib.autograd.grad(loss, (m.linear.weight, m.linear.bias))
+    return loss, grads, repr(m), sorted(m.state_dict()), m.reduction
+
+
+@case(
+    "linear_cross_entropy_module_kd",
+    X,
+    np.array([[0, 3, 1], [2, 2, 0], [1, 0, 3], [3, 3, 3]]),
+    LW,
+    LB,
+)
+def _(lib, x, t, w, b):
+    m = linear_ce(lib, w, b, out_features=(3,), reduction="none")
+    return m(x, t), tuple(m.linear.weight.shape)
+
+
+@case("linear_cross_entropy_default_ignore_index", X, LW[:4], np.array([1, -100, 3, 0]))
+def _(lib, x, w, t):
+    # ignore_index=None: -100 for class-index targets
+    lce = lib.nn.functional.linear_cross_entropy
+    return lce(x, w, t), lce(x, w, t, reduction="none")
+
+
+@case("linear_cross_entropy_checks", X, LW[:4], T, P[:, :4])
+def _(lib, x, w, t, q):
+    lce = lib.nn.functional.linear_cross_entropy
+    calls = (lambda: lce(x.reshape(2, 2, 5), w, t[:2]), lambda: lce(x, w[0], t),
+             lambda: lce(x[:, :4], w, t), lambda: lce(x, w, t, linear_bias=w[0]),
+             lambda: lce(x[0], w.reshape(2, 2, 5), t[0]),
+             lambda: lce(x, w, q, ignore_index=-100))  # fmt: skip
+    out = []
+    for call in calls:
+        try:
+            call()
+            out.append("no error")
+        except Exception as e:  # noqa: BLE001 -- the exception type is the result compared
+            out.append("RuntimeError" if isinstance(e, RuntimeError) else type(e).__name__)
+    kd = lce(x, w.reshape(2, 2, 5), (t.reshape(4, 1) % 2).expand(4, 2), reduction="none")
+    return out, lce(x, w, q), lce(x[0], w, t[0]), kd
+
+
+@case("linear_cross_entropy_module_bad_weight", X)
+def _(lib, x):
+    return lib.nn.LinearCrossEntropyLoss(5, 4, weight=lib.ones(3))
+
+
+@case("linear_cross_entropy_module_bad_label_smoothing", X)
+def _(lib, x):
+    return lib.nn.LinearCrossEntropyLoss(5, 4, label_smoothing=1.5)
+
+
+@case("linear_cross_entropy_options", X, T, LW[:4])
+def _(lib, x, t, w):
+    o = lib.nn.LinearCrossEntropyOptions(batch_chunk_size=2, chunking_method="aspect_ratio:2")
+    lce = lib.nn.functional.linear_cross_entropy
+    return repr(o).replace("torch.", "").replace("kiln.", ""), lce(x, w, t, options=o)
+
+
+@case("linear_cross_entropy_options_bad", X)
+def _(lib, x):
+    return lib.nn.LinearCrossEntropyOptions(chunking_method="rows")
+
+
+SCENARIOS.eager_only.update(
+    dict.fromkeys(
+        ("linear_cross_entropy_module", "linear_cross_entropy_module_kd"),
+        "the module's parameters are set from traced values when it is made",
+    )
+)
 
 
 # -- the test -------------------------------------------------------------------------------

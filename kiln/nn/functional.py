@@ -120,6 +120,7 @@ from .functional_loss import (
     reduce_loss,
     reduction_of,
     smooth_l1_loss,
+    soft_cross_entropy,
     soft_margin_loss,
     triplet_margin_loss,
     warn_target_size,
@@ -527,9 +528,14 @@ def binary_cross_entropy(
     loss = F.sub(F.mul(F.sub(t, 1.0), log_q), F.mul(t, log_p))
     # target's gradient PyTorch's, -logit(p), of the logs unclamped: +-inf at p = 0 and 1
     loss = F.core.with_grad(loss, target, ("bce_target",), p)
-    slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
-    # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
-    half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)
+
+    def slope(q):  # (PyTorch's p gradient)
+        return F.div(F.sub(q, target), F.clip(F.mul(q, F.sub(1.0, q)), 1e-12, None))
+
+    # + 0 with p's gradient `slope`; half its slope by p (whose second derivative is then
+    # slope's by p) and all of it by target: the mixed derivative, once (target's formula
+    # above reads p, a constant)
+    half = F.mul(F.add(slope(input), slope(p)), 0.5)
     loss = F.add(loss, F.mul(F.sub(input, p), half))
     if weight is not None:  # the loss keeps its dtype, as PyTorch's (it scales it in place)
         weighted = F.mul(loss, weight)
@@ -764,15 +770,7 @@ def cross_entropy(
     logp = log_softmax(input, dim)
     n_classes = input.shape[dim]
     if probabilities:
-        if label_smoothing > 0:
-            target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
-        terms = F.mul(logp, target)
-        if weight is not None:
-            terms = F.mul(terms, _along(weight, input.ndim, dim))
-        loss = F.neg(F.sum(terms, dim))
-        if reduction == "mean" and 0 in tuple(input.shape):  # (PyTorch's: NaN, not the 0 of
-            return F.mul(F.sum(loss), float("nan"))  # the mean of zero-class rows)
-        return _reduce(loss, reduction)
+        return soft_cross_entropy(logp, target, weight, reduction, label_smoothing, dim)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0:
         return nll

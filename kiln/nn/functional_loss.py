@@ -74,6 +74,26 @@ def reduce_loss(loss, reduction: str):
     return loss
 
 
+def soft_cross_entropy(logp, target, weight, reduction: str, label_smoothing: float, dim: int):
+    """cross_entropy of log-probabilities `logp` against class probabilities `target` of its
+    shape, as PyTorch's: "mean" and "sum" reduce every `-logp * target * weight` term in one
+    sum (so half-precision losses round as PyTorch's), "mean" over the rows, NaN for none."""
+    n_classes = logp.shape[dim]
+    if label_smoothing > 0:
+        target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
+    terms = F.mul(logp, target)
+    if weight is not None:
+        shape = tuple(-1 if i == dim else 1 for i in range(logp.ndim))
+        terms = F.mul(terms, F.reshape(weight, shape))
+    if reduction == "none":
+        return F.neg(F.sum(terms, dim))
+    total = F.neg(F.sum(terms))
+    if reduction == "sum":
+        return total
+    rows = math.prod(logp.shape) // max(n_classes, 1)
+    return F.mul(total, float("nan")) if 0 in tuple(logp.shape) else F.div(total, rows)
+
+
 @autocast_op("fp32")
 def smooth_l1_loss(
     input,  # noqa: A002

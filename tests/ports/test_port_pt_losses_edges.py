@@ -559,6 +559,97 @@ SCENARIOS.eager_only.update(
 )
 
 
+# -- second order (PyTorch's gradgrad checks of the criterion tests) ------------------------
+
+
+def gradgrad(lib, out, *xs):
+    """`out`, its gradients by `xs` (create_graph), and the gradients of their squares' sum."""
+    gs = lib.autograd.grad(out.sum(), xs, create_graph=True)
+    return out, gs, lib.autograd.grad(sum((g * g).sum() for g in gs), xs, allow_unused=True)
+
+
+@case("gradgrad_bce_input_and_target", Leaf.of(P), Leaf.of(P[::-1].copy()))
+def _(lib, p, y):
+    # the mixed derivative (input, target) once, as PyTorch's formulas give it
+    return gradgrad(lib, lib.nn.functional.binary_cross_entropy(p, y, reduction="none"), p, y)
+
+
+@case("gradgrad_bcel_input_and_target", Leaf.of(X), Leaf.of(P), W5)
+def _(lib, x, y, w):
+    bcel = lib.nn.functional.binary_cross_entropy_with_logits
+    return gradgrad(lib, bcel(x, y, w, pos_weight=w, reduction="none"), x, y)
+
+
+@case("gradgrad_likelihoods", Leaf.of(X), Leaf.of(P), Leaf.of(Y))
+def _(lib, x, p, y):
+    f = lib.nn.functional
+    out = (
+        f.kl_div(x, p, reduction="none")
+        + f.kl_div(x, y, reduction="none", log_target=True)
+        + f.poisson_nll_loss(x, p, reduction="none")
+        + f.poisson_nll_loss(p, y.abs() * 3, log_input=False, full=True, reduction="none")
+        + f.gaussian_nll_loss(x, y, p, reduction="none")
+        + f.cross_entropy(x, p, reduction="none", label_smoothing=0.2).unsqueeze(1)
+    )
+    return gradgrad(lib, out, x, p)
+
+
+@case("gradgrad_margins", Leaf.of(X), Leaf.of(Y), Leaf.of(P), SIGN, B)
+def _(lib, x, y, p, s, b):
+    f = lib.nn.functional
+    out = (f.margin_ranking_loss(x[:, 0], y[:, 0], s, reduction="none") * x[:, 1]
+           + f.cosine_embedding_loss(x, y, s, reduction="none")
+           + f.triplet_margin_loss(x, y, p, reduction="none")
+           + f.triplet_margin_loss(x, y, p, p=1, swap=True, reduction="none") * x.sum(1)
+           + f.multilabel_soft_margin_loss(x, b, reduction="none")
+           + f.soft_margin_loss(x, b * 2 - 1, reduction="none").sum(1)
+           + (f.hinge_embedding_loss(x, b * 2 - 1, reduction="none") * x).sum(1)
+           + (f.l1_loss(x, y, reduction="none") * x).sum(1)
+           + (f.smooth_l1_loss(x, y, beta=0.0, reduction="none") * y).sum(1))  # fmt: skip
+    return gradgrad(lib, out, x, y)
+
+
+@case("half_precision_means", X, Y, P, B, T, SIGN)
+def _(lib, x, y, p, b, t, s):
+    # each loss's "mean" of float16 and bfloat16 inputs (nll_loss's: test_port_pt_losses.py)
+    f = lib.nn.functional
+    out = []
+    for d in (lib.float16, lib.bfloat16):
+        x, y, p, b, s = (v.to(d) for v in (x, y, p, b, s))
+        out += [(v.float(), v.dtype) for v in (
+            f.mse_loss(x, y), f.l1_loss(x, y), f.smooth_l1_loss(x, y), f.huber_loss(x, y),
+            f.binary_cross_entropy(p, b), f.binary_cross_entropy_with_logits(x, b),
+            f.kl_div(x, p, reduction="batchmean"), f.soft_margin_loss(x, y),
+            f.cross_entropy(x, t, label_smoothing=0.1), f.poisson_nll_loss(x, p),
+            f.gaussian_nll_loss(x, y, p), f.margin_ranking_loss(x[:, 0], y[:, 0], s),
+            f.hinge_embedding_loss(x, b), f.multilabel_soft_margin_loss(x, b),
+            f.cosine_embedding_loss(x, y, s), f.triplet_margin_loss(x, y, p),
+            f.cross_entropy(x, p))]  # fmt: skip
+    return out
+
+
+@case("empty_batch_every_loss", np.zeros((0, 5)), np.zeros(0, np.int64))
+def _(lib, e, te):
+    f = lib.nn.functional
+    out = [f.kl_div(e, e, reduction="batchmean")]
+    for red in ("mean", "sum", "none"):
+        out += [f.mse_loss(e, e, reduction=red), f.l1_loss(e, e, reduction=red),
+                f.smooth_l1_loss(e, e, reduction=red), f.huber_loss(e, e, reduction=red),
+                f.binary_cross_entropy(e, e, reduction=red),
+                f.binary_cross_entropy_with_logits(e, e, reduction=red),
+                f.kl_div(e, e, reduction=red), f.soft_margin_loss(e, e, reduction=red),
+                f.cross_entropy(e, te, reduction=red), f.cross_entropy(e, e, reduction=red),
+                f.cross_entropy(e, te, label_smoothing=0.1, reduction=red),
+                f.nll_loss(e, te, reduction=red), f.poisson_nll_loss(e, e, reduction=red),
+                f.gaussian_nll_loss(e, e, e + 1, reduction=red),
+                f.margin_ranking_loss(e[:, 0], e[:, 0], e[:, 0], reduction=red),
+                f.hinge_embedding_loss(e, e, reduction=red),
+                f.multilabel_soft_margin_loss(e, e, reduction=red),
+                f.cosine_embedding_loss(e, e, e[:, 0], reduction=red),
+                f.triplet_margin_loss(e, e, e, reduction=red)]  # fmt: skip
+    return out
+
+
 # -- the test -------------------------------------------------------------------------------
 
 

@@ -336,9 +336,8 @@ def _(lib, x, t):
 @case("multi_margin_module_and_empty", A, T, W5, np.zeros((0, 5)), np.zeros(0, np.int64))
 def _(lib, x, t, w, e, te):
     mm = lib.nn.functional.multi_margin_loss
-    # (an empty batch's mean: torch's is uninitialised memory, so it is not compared)
-    return (lib.nn.MultiMarginLoss(p=2, margin=0.7, weight=w)(x, t),
-            mm(e, te, reduction="none"), mm(e, te, reduction="sum"))  # fmt: skip
+    # (an empty batch's mean and sum: torch's are uninitialised memory, not compared)
+    return lib.nn.MultiMarginLoss(p=2, margin=0.7, weight=w)(x, t), mm(e, te, reduction="none")
 
 
 @case("multilabel_margin", Leaf.of(A), LABELS)
@@ -371,9 +370,8 @@ def _(lib, x, y):
 @case("multilabel_margin_empty_and_module", np.zeros((0, 5)), np.zeros((0, 5), np.int64), A, LABELS)
 def _(lib, e, te, x, y):
     mlm = lib.nn.functional.multilabel_margin_loss
-    # (an empty batch's mean: torch's is uninitialised memory, so it is not compared)
-    return (mlm(e, te, reduction="sum"), mlm(e, te, reduction="none"),
-            lib.nn.MultiLabelMarginLoss(reduction="sum")(x, y))  # fmt: skip
+    # (an empty batch's mean and sum: torch's are uninitialised memory, not compared)
+    return mlm(e, te, reduction="none"), lib.nn.MultiLabelMarginLoss(reduction="sum")(x, y)
 
 
 # -- embedding / triplet losses -------------------------------------------------------------

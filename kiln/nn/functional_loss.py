@@ -539,16 +539,20 @@ def _lengths(values, n: int):
 
 
 def _padded_targets(targets, target_lengths, n: int):
-    """(N, S) targets from PyTorch's two layouts: padded (N, S), or concatenated 1-D (eager
-    only: where each target starts depends on the lengths' values)."""
+    """(N, S) targets from PyTorch's two layouts: padded (N, S), or concatenated 1-D (where
+    each target starts depends on the lengths' values: eager ones, or Python lengths in graph
+    mode and under kn.compile)."""
     (t,) = F.core.lift(targets)
     if t.ndim == 2:
         return t
     if isinstance(t, Symbol):
-        raise NotImplementedError(
-            "ctc_loss: concatenated 1-D targets need the lengths' values; in graph mode and "
-            "under kn.compile give targets padded to (N, S)"
-        )
+        if not isinstance(target_lengths, (list, tuple, int)):
+            raise NotImplementedError(
+                "ctc_loss: concatenated 1-D targets need the lengths' values; in graph mode "
+                "and under kn.compile give target_lengths as a list, or targets padded to "
+                "(N, S)"
+            )
+        return _gathered_targets(t, np.asarray(target_lengths, np.int64).reshape(n))
     flat = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
     lens = np.asarray(target_lengths.tolist() if hasattr(target_lengths, "tolist")
                       else target_lengths, np.int64).reshape(n)  # fmt: skip
@@ -558,6 +562,20 @@ def _padded_targets(targets, target_lengths, n: int):
     for i, (a, k) in enumerate(zip(starts, lens)):
         out[i, :k] = flat[a : a + k]
     return out
+
+
+def _gathered_targets(flat, lens):
+    """The (N, S) padded form of concatenated targets `flat` (a graph value) of known lengths:
+    row i is `flat[start_i : start_i + lens[i]]`, then zeros."""
+    width = max(int(lens.max(initial=0)), 1)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    offsets = np.arange(width, dtype=np.int64).reshape(1, -1)
+    inside = offsets < lens.reshape(-1, 1)
+    if not inside.any():  # (every target empty: nothing to read)
+        return np.zeros((len(lens), width), np.int64)
+    index = np.where(inside, starts.reshape(-1, 1) + offsets, 0)
+    picked = F.take(flat, F.constant(index, graph=flat.graph), 0)
+    return F.where(F.constant(inside, graph=flat.graph), picked, 0)
 
 
 class _CtcGradient(Function):

@@ -574,6 +574,15 @@ def _(lib, x, t, il, tl):
     return grads(lib, (ctc(lp, t, il, tl), ctc(lp, t, il, tl, reduction="none")), x)
 
 
+@case("ctc_concatenated_targets_list_lengths", Leaf.of(LOGITS), np.array([1, 2, 2, 3, 1, 2]))
+def _(lib, x, flat):
+    # 1-D targets, one after another; lengths as Python lists (known when traced)
+    ctc = lib.nn.functional.ctc_loss
+    out = (ctc(x.log_softmax(2), flat, [6, 5, 4], [3, 2, 1], reduction="none"),
+           ctc(x.log_softmax(2), flat[:3], [6, 5, 4], (3, 0, 0)))  # fmt: skip
+    return grads(lib, out, x)
+
+
 @case(
     "ctc_float32_int32_lengths",
     LOGITS.astype(f32),

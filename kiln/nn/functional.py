@@ -110,6 +110,8 @@ from .functional_loss import (
     cosine_embedding_loss,
     ctc_loss,
     embedding_bag,
+    float_kernel,
+    float_result,
     gaussian_nll_loss,
     hinge_embedding_loss,
     huber_loss,
@@ -392,6 +394,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     input, target = _lift(input, target)  # noqa: A001
     warn_target_size(input, target)
+    float_kernel("mse_cpu", "mse_loss", input, True, F.result_type(input, target))
     reduction = _reduction(size_average, reduce, reduction)
     loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
     saved = {
@@ -462,6 +465,9 @@ def kl_div(
             stacklevel=2,
         )
     input, target = _lift(input, target)  # noqa: A001
+    if not (dt.is_differentiable(input.dtype) and dt.is_differentiable(target.dtype)):
+        raise call_error(UsageError, "kl_div: Integral inputs not supported.", "kl_div",
+                         input, target)  # fmt: skip
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
@@ -567,6 +573,7 @@ def binary_cross_entropy_with_logits(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy_with_logits", input, target)
+    float_result("binary_cross_entropy_with_logits", target)
     # PyTorch's terms, `(1 - t) * x - log_sigmoid(x) * lw`: log_sigmoid of a half-precision
     # x rounded to its dtype before the product (softplus(-x) step by step differs there)
     soft = F.neg(logsigmoid(input))
@@ -652,6 +659,7 @@ def nll_loss(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "nll_loss")
+    float_kernel("nll_loss_out_frame", "nll_loss", input, half=True)
     _check_target("nll_loss", input, target, dim)
     _check_index_dtype("nll_loss", input, target)
     _check_weight("nll_loss", input, weight, dim)

@@ -112,6 +112,7 @@ def smooth_l1_loss(
     """
     input, target = F.core.lift(input, target)  # noqa: A001
     warn_target_size(input, target)
+    float_kernel("smooth_l1_cpu", "smooth_l1_loss", input, True, F.result_type(input, target))
     reduction = reduction_of(size_average, reduce, reduction)
     if beta < 0:
         raise UsageError(f"smooth_l1_loss does not support negative values for beta ({beta})")
@@ -144,6 +145,7 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     """
     input, target = F.core.lift(input, target)  # noqa: A001
     warn_target_size(input, target)
+    float_kernel("huber_cpu", "huber_loss", input, True, F.result_type(input, target))
     reduction = reduction_of(None, None, reduction)
     if delta <= 0:  # (PyTorch's RuntimeError, from its kernel)
         raise UsageError("huber_loss does not support non-positive values for delta.")
@@ -224,18 +226,31 @@ def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A00
         message = ("The function 'soft_margin_loss' is not differentiable with respect to "
                    "argument 'target'. This input cannot have requires_grad True.")  # fmt: skip
         raise call_error(UsageError, message, "soft_margin_loss", input, target)
+    float_result("soft_margin_loss", F.core.lift(input)[0])
     # PyTorch's kernel's terms, log1p(exp(-y x)), each step in the input's dtype (so a
     # half-precision loss rounds as PyTorch's, and exp overflows where PyTorch's does)
     z = F.mul(F.neg(input), target)
     return reduce_loss(F.log1p(F.exp(z)), reduction)
 
 
-def float_kernel(kernel: str, op: str, x) -> None:
+def float_kernel(kernel: str, op: str, x, half: bool = False, dtype=None) -> None:
     """PyTorch's CPU loss kernels of float32 and float64 alone (multi_margin_loss,
-    multilabel_margin_loss, ctc_loss): NotImplementedError naming the kernel for another dtype."""
-    if np.dtype(x.dtype) not in (np.float32, np.float64):
-        message = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
+    multilabel_margin_loss, ctc_loss), or of every float dtype (`half`: mse, smooth_l1, huber,
+    nll_loss): NotImplementedError naming the kernel for another dtype (`dtype`: the one the
+    kernel runs in, else x's)."""
+    d = np.dtype(x.dtype if dtype is None else dtype)
+    if not (dt.is_float(d) if half else d in (np.float32, np.float64)):
+        message = f"\"{kernel}\" not implemented for '{dt.scalar_name(d)}'"
         raise call_error(UnsupportedDTypeError, message, op, x)
+
+
+def float_result(op: str, x, result=np.float32) -> None:
+    """PyTorch's refusal of an integer (or bool) tensor that its loss would write a float
+    result into (RuntimeError)."""
+    if not dt.is_float(np.dtype(x.dtype)):
+        message = (f"result type {dt.scalar_name(np.dtype(result))} can't be cast to the "
+                   f"desired output type {dt.scalar_name(x.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, message, op, x)
 
 
 def long_targets(name: str, input, target) -> None:  # noqa: A002
@@ -290,6 +305,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  
     """
     reduction = reduction_of(size_average, reduce, reduction)
     x, y = F.core.lift(input, target)
+    float_kernel("log_sigmoid_cpu", "multilabel_soft_margin_loss", x, half=True)
     logsig = lambda v: F.neg(F.softplus(F.neg(v)))  # noqa: E731
     loss = F.neg(F.add(F.mul(y, logsig(x)), F.mul(F.sub(1.0, y), logsig(F.neg(x)))))
     if weight is not None:
@@ -401,6 +417,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
         loss = F.mul(F.add(math.log(v), F.div(F.square(F.sub(input, target)), v)), 0.5)
         return reduce_loss(F.add(loss, 0.5 * math.log(2 * math.pi)) if full else loss, reduction)
     x, y, v = F.core.lift(input, target, var)
+    float_result("gaussian_nll_loss", x)
     if hasattr(v, "_data") and bool((v._data < 0).any()):  # (eagerly: the values are known)
         raise ArgumentError("var has negative entry/entries")
     if tuple(v.shape) != tuple(x.shape):

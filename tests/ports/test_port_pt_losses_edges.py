@@ -559,6 +559,44 @@ SCENARIOS.eager_only.update(
 )
 
 
+# -- integer and complex inputs: torch's refusals (one scenario each) ------------------------
+
+
+INTS = np.array([[1, 2, 3], [4, 5, 6]])
+INTS2 = np.array([[1, 0, 3], [2, 5, 1]])
+CPLX = (INTS + 1j * INTS2).astype(np.complex64)
+_REFUSED = {
+    "mse_int": lambda f, i, j, z: f.mse_loss(i, j, reduction="none"),
+    "mse_complex": lambda f, i, j, z: f.mse_loss(z, z),
+    "smooth_l1_int": lambda f, i, j, z: f.smooth_l1_loss(i, j),
+    "huber_int": lambda f, i, j, z: f.huber_loss(i, j),
+    "l1_int_mean": lambda f, i, j, z: f.l1_loss(i, j),
+    "kl_div_int_input": lambda f, i, j, z: f.kl_div(i, j, reduction="sum"),
+    "kl_div_int_target": lambda f, i, j, z: f.kl_div(i.float(), j, reduction="none"),
+    "nll_int_input": lambda f, i, j, z: f.nll_loss(i, j[:, 0]),
+    "ce_int_input": lambda f, i, j, z: f.cross_entropy(i, j[:, 0]),
+    "bcel_int_target": lambda f, i, j, z: f.binary_cross_entropy_with_logits(i.float(), j),
+    "bce_int_target": lambda f, i, j, z: f.binary_cross_entropy(i.float() / 10, j),
+    "soft_margin_int": lambda f, i, j, z: f.soft_margin_loss(i, j),
+    "gaussian_nll_int": lambda f, i, j, z: f.gaussian_nll_loss(i, j, j + 1),
+    "multilabel_soft_margin_int": lambda f, i, j, z: f.multilabel_soft_margin_loss(i, j),
+}
+for _name, _fn in _REFUSED.items():
+    case(f"refused_{_name}", INTS, INTS2, CPLX)(
+        lambda lib, i, j, z, fn=_fn: fn(lib.nn.functional, i, j, z)
+    )
+
+
+@case("float_input_int_target", INTS.astype(f32), INTS2)
+def _(lib, x, t):
+    # a float input takes an integer target where the loss's result is float
+    f = lib.nn.functional
+    return (f.mse_loss(x, t, reduction="none"), f.l1_loss(x, t, reduction="none"),
+            f.soft_margin_loss(x, t, reduction="none"), f.poisson_nll_loss(x, t, reduction="none"),
+            f.hinge_embedding_loss(x, t, reduction="none"), f.multilabel_soft_margin_loss(x, t),
+            f.margin_ranking_loss(x[0], x[1], t[0]), f.l1_loss(x.double(), t))  # fmt: skip
+
+
 # -- second order (PyTorch's gradgrad checks of the criterion tests) ------------------------
 
 

@@ -107,6 +107,8 @@ from .functional_core import (
 )
 from .functional_grid import affine_grid, grid_sample
 from .functional_loss import (
+    check_class_weight,
+    check_index_dtype,
     cosine_embedding_loss,
     ctc_loss,
     embedding_bag,
@@ -611,31 +613,6 @@ def _check_target(name, input, target, dim) -> None:  # noqa: A002
         )  # fmt: skip
 
 
-def _check_weight(name, input, weight, dim) -> None:  # noqa: A002
-    """PyTorch's per-class weight: None, or one value for each of the C classes (1-D)."""
-    if weight is not None and tuple(weight.shape) != (input.shape[dim],):
-        raise call_error(
-            ShapeMismatchError,
-            f"weight tensor should be defined either for all {input.shape[dim]} classes or no "
-            f"classes but got weight tensor of shape: {list(weight.shape)}",
-            name, input, weight,
-        )  # fmt: skip
-
-
-def _check_index_dtype(name, input, target) -> None:  # noqa: A002
-    """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
-    d = target.dtype
-    byte = d.kind == "u" and d.itemsize == 1
-    if (d.kind == "i" and d.itemsize == 8) or (byte and input.ndim <= 2):
-        return
-    message = (
-        f"expected target dtype to be Long or Byte, but got {dt.scalar_name(target.dtype)}"
-        if not byte
-        else "expected scalar type Long but found Byte"
-    )
-    raise call_error(DTypeMismatchError, message, name, input, target)
-
-
 @autocast_op("fp32")
 def nll_loss(
     input,  # noqa: A002
@@ -661,8 +638,8 @@ def nll_loss(
     dim = _class_dim(input, "nll_loss")
     float_kernel("nll_loss_out_frame", "nll_loss", input, half=True)
     _check_target("nll_loss", input, target, dim)
-    _check_index_dtype("nll_loss", input, target)
-    _check_weight("nll_loss", input, weight, dim)
+    check_index_dtype("nll_loss", input, target)
+    check_class_weight("nll_loss", input, weight, dim)
     return _nll(input, target, weight, ignore_index, reduction, dim)
 
 
@@ -766,8 +743,8 @@ def cross_entropy(
         )  # fmt: skip
     if not probabilities:
         _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)
-        _check_index_dtype("cross_entropy", input, target)
-    _check_weight("cross_entropy", input, weight, dim)
+        check_index_dtype("cross_entropy", input, target)
+    check_class_weight("cross_entropy", input, weight, dim, same_dtype=not probabilities)
     if (
         label_smoothing == 0
         and type(input) is Tensor

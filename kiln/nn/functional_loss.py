@@ -253,6 +253,38 @@ def float_result(op: str, x, result=np.float32) -> None:
         raise call_error(DTypeMismatchError, message, op, x)
 
 
+def check_class_weight(name, input, weight, dim, same_dtype: bool = True) -> None:  # noqa: A002
+    """PyTorch's per-class weight: None, or one value for each of the C classes (1-D), of
+    input's dtype where the classes are indices (its nll kernel reads it as input's)."""
+    if weight is None:
+        return
+    if tuple(weight.shape) != (input.shape[dim],):
+        raise call_error(
+            ShapeMismatchError,
+            f"weight tensor should be defined either for all {input.shape[dim]} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}",
+            name, input, weight,
+        )  # fmt: skip
+    if same_dtype and np.dtype(weight.dtype) != np.dtype(input.dtype):
+        message = (f"expected scalar type {dt.scalar_name(input.dtype)} but found "
+                   f"{dt.scalar_name(weight.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, message, name, input, weight)
+
+
+def check_index_dtype(name, input, target) -> None:  # noqa: A002
+    """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
+    d = target.dtype
+    byte = d.kind == "u" and d.itemsize == 1
+    if (d.kind == "i" and d.itemsize == 8) or (byte and input.ndim <= 2):
+        return
+    message = (
+        f"expected target dtype to be Long or Byte, but got {dt.scalar_name(target.dtype)}"
+        if not byte
+        else "expected scalar type Long but found Byte"
+    )
+    raise call_error(DTypeMismatchError, message, name, input, target)
+
+
 def long_targets(name: str, input, target) -> None:  # noqa: A002
     """PyTorch's int64-only class indices of the margin losses (RuntimeError otherwise)."""
     if not (target.dtype.kind == "i" and target.dtype.itemsize == 8):
@@ -635,6 +667,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     """
     reduction = reduction_of(None, None, reduction)
     lp = F.core.lift(log_probs)[0]
+    (targets,) = F.core.lift(targets)
+    if not 2 <= lp.ndim <= 3 or not 1 <= targets.ndim <= 2:
+        message = (f"ctc_loss: expected (T, N, C) or (T, C) log_probs and (N, S) or (S,) "
+                   f"targets, got {list(lp.shape)} and {list(targets.shape)}")  # fmt: skip
+        raise call_error(ShapeMismatchError, message, "ctc_loss", lp, targets)
     float_kernel("ctc_loss_cpu", "ctc_loss", lp)
     for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
         if hasattr(lengths, "dtype") and np.dtype(lengths.dtype).kind not in "iu":
@@ -645,7 +682,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     steps, n, _ = lp.shape
     _check_input_lengths(input_lengths, steps)
     if unbatched:  # (its target (S,) is the padded form of one sequence)
-        targets = F.reshape(F.core.lift(targets)[0], (1, -1))
+        targets = F.reshape(targets, (1, -1))
     tgt = F.core.lift(_padded_targets(targets, target_lengths, n))[0]
     s_max = tgt.shape[1]
     in_len, tgt_len = _lengths(input_lengths, n), _lengths(target_lengths, n)
@@ -694,6 +731,9 @@ def _check_input_lengths(lengths, steps: int) -> None:
     if values is None:
         return
     values = np.asarray(values).reshape(-1)
+    if values.size and int(values.min()) < 0:
+        raise UsageError("ctc_loss: Expected input_lengths to have value at least 0, but got "
+                         f"value {int(values.min())}")  # fmt: skip
     if values.size and int(values.max()) > steps:
         raise UsageError(f"ctc_loss: Expected input_lengths to have value at most {steps}, but "
                          f"got value {int(values.max())}")  # fmt: skip

@@ -435,6 +435,33 @@ def _(lib, x, t, il, tl):
     return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl, blank=4)
 
 
+@case("ctc_targets_3d", LP, TG.reshape(2, 3, 1), np.array([5, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_log_probs_4d", LP.reshape(5, 2, 2, 2), TG, np.array([5, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x, t, il, tl)
+
+
+@case("ctc_negative_input_length", LP, TG, np.array([-1, 5]), np.array([3, 2]))
+def _(lib, x, t, il, tl):
+    return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("nll_ce_weight_of_another_dtype", X, T, W5.astype(f32), P)
+def _(lib, x, t, w, q):
+    # class indices: the weight is read as input's dtype (RuntimeError); probabilities promote
+    ce = lib.nn.functional.cross_entropy
+    return ce(x, q, w), ce(x, q, w.long()), ce(x, t, w)
+
+
+@case("nll_integer_weight", X, T, np.arange(5))
+def _(lib, x, t, w):
+    return lib.nn.functional.nll_loss(x, t, w)
+
+
 # -- legacy flags on every loss that takes them ---------------------------------------------
 
 
@@ -457,6 +484,19 @@ def _(lib, x, y, p, b, t, s):
                     f.triplet_margin_loss(x, y, p, **kw),
                     f.poisson_nll_loss(x, p, **kw)]  # fmt: skip
     return out
+
+
+@case("weighted_modules_of_constant_weights", Leaf.of(X), T, P, B)
+def _(lib, x, t, p, b):
+    # modules made in the function from constants (so they run compiled too): weights as
+    # buffers, each forward as its functional form's
+    nn, w = lib.nn, lib.tensor(W5)
+    ms = (nn.CrossEntropyLoss(w, label_smoothing=0.1), nn.NLLLoss(w, ignore_index=0),
+          nn.BCELoss(w), nn.BCEWithLogitsLoss(w, pos_weight=w * 2),
+          nn.MultiMarginLoss(p=2, weight=w), nn.MultiLabelSoftMarginLoss(w))  # fmt: skip
+    args = ((x, t), (x, t), (p, b), (x, b), (x, t), (x, b))
+    out = [m(*a) for m, a in zip(ms, args)]
+    return grads(lib, out, x), [sorted(m.state_dict()) for m in ms]
 
 
 # -- modules: reduction checks, LinearCrossEntropyLoss --------------------------------------
@@ -551,6 +591,9 @@ def _(lib, x):
     return lib.nn.LinearCrossEntropyOptions(chunking_method="rows")
 
 
+SCENARIOS.eager_only["ctc_negative_input_length"] = (
+    "torch's check reads the lengths' values; traced lengths have none when they are traced"
+)
 SCENARIOS.eager_only.update(
     dict.fromkeys(
         ("linear_cross_entropy_module", "linear_cross_entropy_module_kd"),

@@ -729,7 +729,6 @@ def cross_entropy(
             return loss
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
-    dim = _class_dim(input, "cross_entropy")
     if label_smoothing > 1.0:  # (PyTorch's RuntimeError, from its kernel)
         raise UsageError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     label_smoothing = max(label_smoothing, 0.0)  # (PyTorch's: a negative one smooths nothing)
@@ -741,6 +740,7 @@ def cross_entropy(
             f"{dt.scalar_name(target.dtype)}",
             "cross_entropy", input, target,
         )  # fmt: skip
+    dim = _class_dim(input, "cross_entropy")  # (after the checks above, as PyTorch's)
     if not probabilities:
         _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)
         check_index_dtype("cross_entropy", input, target)

@@ -42,14 +42,16 @@ def reduction_of(size_average, reduce, reduction: str) -> str:
         if reduction not in ("mean", "sum", "none"):
             raise ArgumentError(f"{reduction} is not a valid value for reduction")
         return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "none" if not reduce else "mean" if size_average else "sum"
     warnings.warn(
-        "size_average and reduce args will be deprecated, please use reduction instead",
+        "size_average and reduce args will be deprecated, please use "
+        f"reduction='{reduction}' instead.",
         UserWarning,
         stacklevel=3,
     )
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return "none" if not reduce else "mean" if size_average else "sum"
+    return reduction
 
 
 def warn_target_size(input, target) -> None:  # noqa: A002

@@ -462,6 +462,22 @@ def _(lib, x, t, w):
     return lib.nn.functional.nll_loss(x, t, w)
 
 
+@case("ce_0d_input_and_long_target", np.array(1.0), np.array(0))
+def _(lib, x, t):
+    # equal shapes: class probabilities, whose dtype is checked first (RuntimeError)
+    return lib.nn.functional.cross_entropy(x, t)
+
+
+@case("legacy_flags_warning", X, Y)
+def _(lib, x, y):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lib.nn.functional.mse_loss(x, y, size_average=False)
+        lib.nn.L1Loss(reduce=False)
+        lib.nn.functional.nll_loss(x, lib.tensor([0, 1, 2, 3]), size_average=True, reduce=True)
+    return [(w.category.__name__, str(w.message)) for w in seen]
+
+
 # -- legacy flags on every loss that takes them ---------------------------------------------
 
 
@@ -591,6 +607,9 @@ def _(lib, x):
     return lib.nn.LinearCrossEntropyOptions(chunking_method="rows")
 
 
+SCENARIOS.eager_only["legacy_flags_warning"] = (
+    "kn.compile gives a traced call's warnings at each call, outside the function"
+)
 SCENARIOS.eager_only["ctc_negative_input_length"] = (
     "torch's check reads the lengths' values; traced lengths have none when they are traced"
 )

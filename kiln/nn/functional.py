@@ -115,6 +115,7 @@ from .functional_loss import (
     float_kernel,
     float_result,
     gaussian_nll_loss,
+    half_nll_value,
     hinge_embedding_loss,
     huber_loss,
     margin_ranking_loss,
@@ -682,9 +683,14 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
     if weight is not None:
         w = F.mul(w, F.take(weight, safe, 0))  # (axis 0: any int target)
     loss = F.neg(F.mul(picked, w))
-    if reduction == "mean":
-        return _weighted_mean(F.sum(loss), w)
-    return _reduce(loss, reduction)
+    loss = _weighted_mean(F.sum(loss), w) if reduction == "mean" else _reduce(loss, reduction)
+    half = input.dtype in (np.float16, dt.bfloat16) and isinstance(input, Tensor)
+    if half and reduction != "none" and input.ndim <= 2 and 0 not in tuple(input.shape):
+        # eagerly, PyTorch's value (its sum in half precision) with kiln's gradient (the same)
+        value = half_nll_value(input, target, weight, ignore_index, reduction)
+        wide = F.cast(loss, np.float32)
+        return F.cast(F.add(wide, F.stop_gradient(F.sub(np.float32(value), wide))), input.dtype)
+    return loss
 
 
 def _weighted_mean(total, weights):

@@ -273,6 +273,41 @@ def check_class_weight(name, input, weight, dim, same_dtype: bool = True) -> Non
         raise call_error(DTypeMismatchError, message, name, input, weight)
 
 
+def half_nll_value(input, target, weight, ignore_index: int, reduction: str):  # noqa: A002
+    """PyTorch's CPU nll_loss value of an eager float16/bfloat16 (C,) or (N, C) input, "mean"
+    or "sum": its terms added in the input's dtype one at a time into its cascade of partial
+    sums (levels of 16), the mean that sum over the summed weights in that dtype."""
+    d = np.dtype(input.dtype)
+    x = np.asarray(input._data).reshape(-1, input.shape[-1])
+    t = np.asarray(target._data).reshape(-1).astype(np.int64)
+    w = None if weight is None else np.asarray(weight._data)
+    power = max(4, (len(t) - 1).bit_length() // 8)  # (PyTorch's CeilLog2(N) / 8 levels)
+    mask = (1 << power) - 1
+
+    def add(a, b):
+        return d.type(np.float32(a) + np.float32(b))
+
+    losses, weights, kept = [d.type(0)] * 8, [d.type(0)] * 8, 0
+    for b, c in enumerate(t):
+        if c == ignore_index:
+            continue
+        kept, v = kept + 1, x[b, c]
+        if w is not None:
+            v, weights[0] = d.type(np.float32(v) * np.float32(w[c])), add(weights[0], w[c])
+        losses[0] = add(losses[0], -v)
+        for j in range(7):  # (a full level moves up a level)
+            if b & (mask << (j * power)):
+                break
+            losses[j + 1], losses[j] = add(losses[j + 1], losses[j]), d.type(0)
+            weights[j + 1], weights[j] = add(weights[j + 1], weights[j]), d.type(0)
+    total = total_weight = d.type(0)
+    for loss_part, weight_part in zip(losses, weights):
+        total, total_weight = add(total, loss_part), add(total_weight, weight_part)
+    if reduction == "sum":
+        return total
+    return d.type(np.float32(total) / np.float32(d.type(kept) if w is None else total_weight))
+
+
 def check_index_dtype(name, input, target) -> None:  # noqa: A002
     """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
     d = target.dtype

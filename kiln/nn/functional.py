@@ -113,6 +113,7 @@ from .functional_loss import (
     ctc_loss,
     embedding_bag,
     float_kernel,
+    float_pair,
     float_result,
     gaussian_nll_loss,
     half_nll_value,
@@ -397,7 +398,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     input, target = _lift(input, target)  # noqa: A001
     warn_target_size(input, target)
-    float_kernel("mse_cpu", "mse_loss", input, True, F.result_type(input, target))
+    float_pair("mse_cpu", "mse_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
     saved = {
@@ -579,7 +580,11 @@ def binary_cross_entropy_with_logits(
     float_result("binary_cross_entropy_with_logits", target)
     # PyTorch's terms, `(1 - t) * x - log_sigmoid(x) * lw`: log_sigmoid of a half-precision
     # x rounded to its dtype before the product (softplus(-x) step by step differs there)
-    soft = F.neg(logsigmoid(input))
+    soft = (
+        F.neg(logsigmoid(input))
+        if input.dtype in (np.float16, dt.bfloat16)
+        else (_softplus(F.neg(input)))
+    )  # (the same values and gradient in float32/64, faster)
     if pos_weight is not None:
         soft = F.mul(soft, F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0))
     base = F.mul(F.sub(1.0, target), input)

@@ -114,7 +114,7 @@ def smooth_l1_loss(
     """
     input, target = F.core.lift(input, target)  # noqa: A001
     warn_target_size(input, target)
-    float_kernel("smooth_l1_cpu", "smooth_l1_loss", input, True, F.result_type(input, target))
+    float_pair("smooth_l1_cpu", "smooth_l1_loss", input, target)
     reduction = reduction_of(size_average, reduce, reduction)
     if beta < 0:
         raise UsageError(f"smooth_l1_loss does not support negative values for beta ({beta})")
@@ -147,7 +147,7 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0, weight=None)
     """
     input, target = F.core.lift(input, target)  # noqa: A001
     warn_target_size(input, target)
-    float_kernel("huber_cpu", "huber_loss", input, True, F.result_type(input, target))
+    float_pair("huber_cpu", "huber_loss", input, target)
     reduction = reduction_of(None, None, reduction)
     if delta <= 0:  # (PyTorch's RuntimeError, from its kernel)
         raise UsageError("huber_loss does not support non-positive values for delta.")
@@ -237,13 +237,25 @@ def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A00
 
 def float_kernel(kernel: str, op: str, x, half: bool = False, dtype=None) -> None:
     """PyTorch's CPU loss kernels of float32 and float64 alone (multi_margin_loss,
-    multilabel_margin_loss, ctc_loss), or of every float dtype (`half`: mse, smooth_l1, huber,
-    nll_loss): NotImplementedError naming the kernel for another dtype (`dtype`: the one the
-    kernel runs in, else x's)."""
+    multilabel_margin_loss, ctc_loss), or of every float dtype (`half`: nll_loss, mse,
+    smooth_l1, huber): NotImplementedError naming the kernel for another dtype (`dtype`: the
+    one the kernel runs in, else x's)."""
     d = np.dtype(x.dtype if dtype is None else dtype)
     if not (dt.is_float(d) if half else d in (np.float32, np.float64)):
         message = f"\"{kernel}\" not implemented for '{dt.scalar_name(d)}'"
         raise call_error(UnsupportedDTypeError, message, op, x)
+
+
+def float_pair(kernel: str, op: str, input, target) -> None:  # noqa: A002
+    """`float_kernel` of an elementwise loss run in input and target's common dtype: refused
+    where neither is a float, or either complex (the common dtype is then not a float)."""
+    floats = (np.float32, np.float64, np.float16, dt.bfloat16)
+    if input.dtype in floats and target.dtype in floats:  # (the common case, quickly)
+        return
+    a, b = np.dtype(input.dtype), np.dtype(target.dtype)
+    if (dt.is_float(a) or dt.is_float(b)) and "c" not in (a.kind, b.kind):
+        return
+    float_kernel(kernel, op, input, True, F.result_type(input, target))
 
 
 def float_result(op: str, x, result=np.float32) -> None:

@@ -466,7 +466,7 @@ def kl_div(
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,  # (the caller of the autocast wrapper)
         )
     input, target = _lift(input, target)  # noqa: A001
     if not (dt.is_differentiable(input.dtype) and dt.is_differentiable(target.dtype)):

@@ -515,6 +515,33 @@ def _(lib, x, t, p, b):
     return grads(lib, out, x), [sorted(m.state_dict()) for m in ms]
 
 
+NINE = RNG.standard_normal((2, 9))
+
+
+@case("modules_no_batch_dim", Leaf.of(NINE[0]), NINE[1], np.array([-1, 1, 1] * 3))
+def _(lib, x, y, t):
+    # common_nn's "no_batch_dim" criterion tests: each module of unbatched inputs (a long
+    # +-1 target where PyTorch's test gives one), every reduction
+    nn, out = lib.nn, []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (KLDivLoss's "mean")
+        for r in ("none", "mean", "sum"):
+            out += [nn.L1Loss(reduction=r)(x, y), nn.MSELoss(reduction=r)(x, y),
+                    nn.PoissonNLLLoss(reduction=r)(x, y.abs()), nn.HuberLoss(reduction=r)(x, y),
+                    nn.SmoothL1Loss(reduction=r)(x, y), nn.KLDivLoss(reduction=r)(x, y.abs()),
+                    nn.BCELoss(reduction=r)(x.sigmoid(), (y > 0).double()),
+                    nn.BCEWithLogitsLoss(reduction=r)(x, y),
+                    nn.HingeEmbeddingLoss(reduction=r)(x, t),
+                    nn.MultiLabelMarginLoss(reduction=r)(x[:4], lib.tensor([3, 0, -1, 1])),
+                    nn.SoftMarginLoss(reduction=r)(x, t),
+                    nn.NLLLoss(reduction=r)(x[:3].log_softmax(0), lib.tensor(1)),
+                    nn.CosineEmbeddingLoss(reduction=r)(x, y, lib.tensor(1.0, dtype=x.dtype)),
+                    nn.MarginRankingLoss(reduction=r)(x[0], y[0], y[1].sign()),
+                    nn.TripletMarginLoss(reduction=r)(x, y, x * 0.5),
+                    nn.MultiLabelSoftMarginLoss(reduction=r)(x, y.float())]  # fmt: skip
+    return grads(lib, out, x)
+
+
 # -- modules: reduction checks, LinearCrossEntropyLoss --------------------------------------
 
 

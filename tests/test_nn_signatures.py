@@ -61,6 +61,9 @@ CONSTRUCTIONS = [
     "nn.LPPool2d(1.5, (2, 3), stride=1, ceil_mode=True)",
     "nn.LPPool3d(2, 2)",
     "nn.MultiLabelMarginLoss()",
+    "nn.LinearCrossEntropyLoss(3, 4)",
+    "nn.LinearCrossEntropyLoss(3, 4, out_features=(2,), bias=True, ignore_index=1, "
+    "label_smoothing=0.1, reduction='sum')",
     "nn.MultiLabelMarginLoss(reduction='sum')",
     "nn.AdaptiveAvgPool2d((2, 3))",
     "nn.AdaptiveAvgPool3d(2)",

@@ -745,9 +745,6 @@ OUT_OF_SCOPE_F = {
 
 OUT_OF_SCOPE_NN = {
     "Container": "deprecated and removed in PyTorch (it raises)",
-    "LinearCrossEntropyLoss": "new in PyTorch 2.13 with its chunking options "
-    "(F.linear_cross_entropy is in kiln); not in issue 11's list",
-    "LinearCrossEntropyOptions": "the chunking options of LinearCrossEntropyLoss",
 }
 
 

@@ -67,6 +67,7 @@ from .layers_more import *  # noqa: F403
 from .layers_more import __all__ as _more_all
 from .layers_torch import *  # noqa: F403
 from .layers_torch import __all__ as _torch_layers_all
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -156,6 +157,8 @@ __all__ = [
     "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions",
     "LogSigmoid",
     "LogSoftmax",
     "MLP",

@@ -107,10 +107,16 @@ from .functional_core import (
 )
 from .functional_grid import affine_grid, grid_sample
 from .functional_loss import (
+    check_class_weight,
+    check_index_dtype,
     cosine_embedding_loss,
     ctc_loss,
     embedding_bag,
+    float_kernel,
+    float_pair,
+    float_result,
     gaussian_nll_loss,
+    half_nll_value,
     hinge_embedding_loss,
     huber_loss,
     margin_ranking_loss,
@@ -120,8 +126,10 @@ from .functional_loss import (
     reduce_loss,
     reduction_of,
     smooth_l1_loss,
+    soft_cross_entropy,
     soft_margin_loss,
     triplet_margin_loss,
+    warn_target_size,
 )
 from .functional_misc import (
     alpha_dropout,
@@ -388,6 +396,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     ...                           weight=kn.tensor([3.0, 1.0]))
     tensor(1.7500)
     """
+    input, target = _lift(input, target)  # noqa: A001
+    warn_target_size(input, target)
+    float_pair("mse_cpu", "mse_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = _weighted(F.square(F.sub(input, target)), input, weight, reduction)
     saved = {
@@ -406,6 +417,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> kn.nn.functional.l1_loss(kn.tensor([1.0, 2.0]), kn.tensor([0.0, 5.0]), reduction="sum")
     tensor(4.)
     """
+    input, target = _lift(input, target)  # noqa: A001
+    warn_target_size(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     return _weighted(F.abs(F.sub(input, target)), input, weight, reduction)
 
@@ -453,9 +466,12 @@ def kl_div(
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,  # (the caller of the autocast wrapper)
         )
     input, target = _lift(input, target)  # noqa: A001
+    if not (dt.is_differentiable(input.dtype) and dt.is_differentiable(target.dtype)):
+        raise call_error(UsageError, "kl_div: Integral inputs not supported.", "kl_div",
+                         input, target)  # fmt: skip
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
@@ -494,25 +510,42 @@ def binary_cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy", input, target)
+    if target.dtype != input.dtype:  # (PyTorch's kernel takes one dtype: RuntimeError)
+        message = (f"Found dtype {dt.scalar_name(target.dtype)} but expected "
+                   f"{dt.scalar_name(input.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, message, "binary_cross_entropy", input, target)
     if isinstance(input, Tensor):  # PyTorch's kernel checks it (NaN fails); a graph value
         data = input._data  # has no value to check: out of [0, 1] its loss is NaN there
         if not bool(((data >= 0) & (data <= 1)).all()):
             raise UsageError(
                 "binary_cross_entropy: all elements of input should be between 0 and 1"
             )
+    if isinstance(target, Tensor):
+        data = target._data
+        if not bool(((data >= 0) & (data <= 1)).all()):
+            raise UsageError(
+                "binary_cross_entropy: all elements of target should be between 0 and 1"
+            )
     # the value (and target's gradient) from the clamped logs of p taken as a constant; p's
     # gradient PyTorch's, (p - t) / max(p (1 - p), 1e-12): finite at p = 0 and 1, where the
     # clamp's zero times log's infinite slope gave NaN (sigmoid(20) is 1.0 in float32)
+    # PyTorch's kernel's terms and order, `(t - 1) * log1p(-p) - t * log(p)`, each step in
+    # the input's dtype (log1p: log(1 - p) is 0 for a p below float32's epsilon)
     p = F.stop_gradient(input)
     log_p = F.clip(F.log(p), -100.0, None)
-    log_q = F.clip(F.log(F.sub(1.0, p)), -100.0, None)
+    log_q = F.clip(F.log1p(F.neg(p)), -100.0, None)
     t = F.stop_gradient(target)
-    loss = F.neg(F.add(F.mul(t, log_p), F.mul(F.sub(1.0, t), log_q)))
+    loss = F.sub(F.mul(F.sub(t, 1.0), log_q), F.mul(t, log_p))
     # target's gradient PyTorch's, -logit(p), of the logs unclamped: +-inf at p = 0 and 1
     loss = F.core.with_grad(loss, target, ("bce_target",), p)
-    slope = F.div(F.sub(input, target), F.clip(F.mul(input, F.sub(1.0, input)), 1e-12, None))
-    # + 0 with p's gradient `slope`; half its slope at p: the second derivative is slope's too
-    half = F.mul(F.add(slope, F.stop_gradient(slope)), 0.5)
+
+    def slope(q):  # (PyTorch's p gradient)
+        return F.div(F.sub(q, target), F.clip(F.mul(q, F.sub(1.0, q)), 1e-12, None))
+
+    # + 0 with p's gradient `slope`; half its slope by p (whose second derivative is then
+    # slope's by p) and all of it by target: the mixed derivative, once (target's formula
+    # above reads p, a constant)
+    half = F.mul(F.add(slope(input), slope(p)), 0.5)
     loss = F.add(loss, F.mul(F.sub(input, p), half))
     if weight is not None:  # the loss keeps its dtype, as PyTorch's (it scales it in place)
         weighted = F.mul(loss, weight)
@@ -544,7 +577,14 @@ def binary_cross_entropy_with_logits(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     _same_size("binary_cross_entropy_with_logits", input, target)
-    soft = _softplus(F.neg(input))
+    float_result("binary_cross_entropy_with_logits", target)
+    # PyTorch's terms, `(1 - t) * x - log_sigmoid(x) * lw`: log_sigmoid of a half-precision
+    # x rounded to its dtype before the product (softplus(-x) step by step differs there)
+    soft = (
+        F.neg(logsigmoid(input))
+        if input.dtype in (np.float16, dt.bfloat16)
+        else (_softplus(F.neg(input)))
+    )  # (the same values and gradient in float32/64, faster)
     if pos_weight is not None:
         soft = F.mul(soft, F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0))
     base = F.mul(F.sub(1.0, target), input)
@@ -579,20 +619,6 @@ def _check_target(name, input, target, dim) -> None:  # noqa: A002
         )  # fmt: skip
 
 
-def _check_index_dtype(name, input, target) -> None:  # noqa: A002
-    """PyTorch's class indices: int64 or uint8 (int64 alone for inputs of 3 or more dims)."""
-    d = target.dtype
-    byte = d.kind == "u" and d.itemsize == 1
-    if (d.kind == "i" and d.itemsize == 8) or (byte and input.ndim <= 2):
-        return
-    message = (
-        f"expected target dtype to be Long or Byte, but got {dt.scalar_name(target.dtype)}"
-        if not byte
-        else "expected scalar type Long but found Byte"
-    )
-    raise call_error(DTypeMismatchError, message, name, input, target)
-
-
 @autocast_op("fp32")
 def nll_loss(
     input,  # noqa: A002
@@ -616,8 +642,10 @@ def nll_loss(
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
     dim = _class_dim(input, "nll_loss")
+    float_kernel("nll_loss_out_frame", "nll_loss", input, half=True)
     _check_target("nll_loss", input, target, dim)
-    _check_index_dtype("nll_loss", input, target)
+    check_index_dtype("nll_loss", input, target)
+    check_class_weight("nll_loss", input, weight, dim)
     return _nll(input, target, weight, ignore_index, reduction, dim)
 
 
@@ -660,9 +688,14 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
     if weight is not None:
         w = F.mul(w, F.take(weight, safe, 0))  # (axis 0: any int target)
     loss = F.neg(F.mul(picked, w))
-    if reduction == "mean":
-        return _weighted_mean(F.sum(loss), w)
-    return _reduce(loss, reduction)
+    loss = _weighted_mean(F.sum(loss), w) if reduction == "mean" else _reduce(loss, reduction)
+    half = input.dtype in (np.float16, dt.bfloat16) and isinstance(input, Tensor)
+    if half and reduction != "none" and input.ndim <= 2 and 0 not in tuple(input.shape):
+        # eagerly, PyTorch's value (its sum in half precision) with kiln's gradient (the same)
+        value = half_nll_value(input, target, weight, ignore_index, reduction)
+        wide = F.cast(loss, np.float32)
+        return F.cast(F.add(wide, F.stop_gradient(F.sub(np.float32(value), wide))), input.dtype)
+    return loss
 
 
 def _weighted_mean(total, weights):
@@ -707,9 +740,9 @@ def cross_entropy(
             return loss
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _lift(input, target)  # noqa: A001
-    dim = _class_dim(input, "cross_entropy")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ArgumentError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if label_smoothing > 1.0:  # (PyTorch's RuntimeError, from its kernel)
+        raise UsageError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)  # (PyTorch's: a negative one smooths nothing)
     probabilities = tuple(target.shape) == tuple(input.shape)  # (PyTorch's test)
     if probabilities and not dt.is_float(target.dtype):
         raise call_error(
@@ -718,9 +751,11 @@ def cross_entropy(
             f"{dt.scalar_name(target.dtype)}",
             "cross_entropy", input, target,
         )  # fmt: skip
+    dim = _class_dim(input, "cross_entropy")  # (after the checks above, as PyTorch's)
     if not probabilities:
         _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)
-        _check_index_dtype("cross_entropy", input, target)
+        check_index_dtype("cross_entropy", input, target)
+    check_class_weight("cross_entropy", input, weight, dim, same_dtype=not probabilities)
     if (
         label_smoothing == 0
         and type(input) is Tensor
@@ -731,13 +766,7 @@ def cross_entropy(
     logp = log_softmax(input, dim)
     n_classes = input.shape[dim]
     if probabilities:
-        if label_smoothing > 0:
-            target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
-        terms = F.mul(logp, target)
-        if weight is not None:
-            terms = F.mul(terms, _along(weight, input.ndim, dim))
-        loss = F.neg(F.sum(terms, dim))
-        return _reduce(loss, reduction)
+        return soft_cross_entropy(logp, target, weight, reduction, label_smoothing, dim)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0:
         return nll

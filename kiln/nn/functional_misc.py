@@ -10,7 +10,7 @@ from .. import frontend as F
 from ..errors import ArgumentError, ShapeMismatchError, call_error
 from ..frontend.nn_functional import _keep_mask
 from .functional_act import in_place
-from .functional_loss import long_targets, reduce_loss, reduction_of
+from .functional_loss import float_kernel, long_targets, reduce_loss, reduction_of
 
 __all__ = [
     "alpha_dropout", "bilinear", "feature_alpha_dropout", "lp_pool1d", "lp_pool2d",
@@ -183,6 +183,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noq
     if x.ndim > 2 or tuple(y.shape) != tuple(x.shape):
         message = f"inconsistent target size: {list(y.shape)} for input of size: {list(x.shape)}"
         raise call_error(ShapeMismatchError, message, "multilabel_margin_loss", x, y)
+    float_kernel("multilabel_margin_loss_forward_out_frame", "multilabel_margin_loss", x)
     long_targets("multilabel_margin_loss", x, y)
     squeeze = x.ndim <= 1  # one sample (a 0-d input: one sample of one class)
     if squeeze:

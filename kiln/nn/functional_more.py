@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError, ShapeMismatchError, call_error
+from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.nn_pool import adaptive_max_pool1d, empty_pool_result, window_argmax
 from ..graph.core import Symbol
 from .attention import attend
@@ -180,9 +180,10 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                          reduction: str = "mean", ignore_index=None, label_smoothing: float = 0.0,
                          options=None):  # fmt: skip
     """`cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`, PyTorch's
-    reference computation of this fused loss (a weight (C, d_1, ..., d_K, in) gives the
-    K-dimensional loss) (`options`, its chunking strategy, changes
-    nothing here); `ignore_index=None` ignores no class.
+    reference computation of this fused loss, with its checks: input (in) or (N, in), a
+    weight (C, d_1, ..., d_K, in) gives the K-dimensional loss of a batched input (`options`,
+    its chunking strategy, changes nothing here); `ignore_index=None` is -100 for class
+    indices, and refused with probabilities.
 
     >>> import kiln as kn
     >>> x, w = kn.tensor([[1.0, 0.0]]), kn.tensor([[0.0, 0.0], [0.0, 0.0]])
@@ -191,16 +192,37 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     """
     from .functional import cross_entropy
 
-    x, w = F.core.lift(input, linear_weight)
+    x, w, t = F.core.lift(input, linear_weight, target)
+    if not 1 <= x.ndim <= 2:
+        _lce_error(f"expected input with dimensionality 1 or 2, got {x.ndim}", x, w)
+    if w.ndim < 2:
+        _lce_error(f"expected linear_weight with dimensionality at least 2, got {w.ndim}", x, w)
+    if x.shape[-1] != w.shape[-1]:
+        _lce_error("expected equal input and linear_weight last dimensions (in_features), got "
+                   f"{x.shape[-1]} and {w.shape[-1]}, respectively", x, w)  # fmt: skip
+    head = tuple(w.shape[:-1])  # (C, d_1, ..., d_K)
+    if linear_bias is not None and tuple(linear_bias.shape) != head:
+        _lce_error(f"expected linear_bias shape {head}, got {tuple(linear_bias.shape)}", x, w)
+    if len(head) > 1 and x.ndim == 1:
+        _lce_error(f"K-dimensional loss defined by linear_weight shape {tuple(w.shape)} "
+                   f"requires batched input, (N, {x.shape[-1]}), got unbatched input with "
+                   f"shape {tuple(x.shape)}", x, w)  # fmt: skip
+    if tuple(t.shape) == (*x.shape[:-1], *head) and ignore_index is not None:
+        message = "ignore_index cannot be specified when target contains probabilities"
+        _lce_error(message, x, w, UsageError)
     if w.ndim == 2:
         logits = linear(x, w, linear_bias)
     else:  # weight (C, d_1, ..., d_K, in): logits (N, C, d_1, ..., d_K)
         logits = F.tensordot(x, w, ([x.ndim - 1], [w.ndim - 1]))
         if linear_bias is not None:
             logits = F.add(logits, linear_bias)
-    ignore = -(2**62) if ignore_index is None else ignore_index  # a class no target names
-    return cross_entropy(logits, target, weight, ignore_index=ignore, reduction=reduction,
+    ignore = -100 if ignore_index is None else ignore_index
+    return cross_entropy(logits, t, weight, ignore_index=ignore, reduction=reduction,
                          label_smoothing=label_smoothing)  # fmt: skip
+
+
+def _lce_error(message: str, x, w, cls=ShapeMismatchError):
+    raise call_error(cls, message, "linear_cross_entropy", x, w)
 
 
 # -- fractional max pooling ------------------------------------------------------------------

@@ -86,18 +86,21 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     >>> round(kn.nn.functional.triplet_margin_with_distance_loss(a, p, n).item(), 4)
     5.0
     """
+    from .functional_loss import same_ndim
     from .functional_norm import pairwise_distance
 
+    if reduction not in ("mean", "sum", "none"):
+        raise ArgumentError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
         raise ArgumentError(f"triplet_margin_with_distance_loss: expected margin to be greater "
                             f"than 0, got {margin} instead")  # fmt: skip
+    anchor, positive, negative = F.core.lift(anchor, positive, negative)
+    same_ndim("triplet_margin_with_distance_loss", anchor, positive, negative)
     d = distance_function or pairwise_distance
     d_pos, d_neg = d(anchor, positive), d(anchor, negative)
     if swap:
         d_neg = F.minimum(d_neg, d(positive, negative))
-    loss = F.clamp(d_pos - d_neg + margin, min=0.0)
+    loss = F.clamp(F.sub(F.add(d_pos, margin), d_neg), min=0.0)  # (PyTorch's order)
     if reduction == "none":
         return loss
-    if reduction not in ("mean", "sum"):
-        raise ArgumentError(f"{reduction} is not a valid value for reduction")
     return loss.sum() if reduction == "sum" else loss.mean()

@@ -24,7 +24,10 @@ __all__ = [
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = _reduction(size_average, reduce, reduction)
+        # (the legacy flags mapped now; a reduction is checked when the loss is called, as
+        # PyTorch's modules check it)
+        legacy = size_average is not None or reduce is not None
+        self.reduction = _reduction(size_average, reduce, reduction) if legacy else reduction
 
     # NOTE: no extra_repr: PyTorch prints `MSELoss()` whatever the reduction
 

@@ -14,12 +14,12 @@ from ..eager.autograd import name_history
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
 from ..errors import (
-    ArgumentError,
     ArgumentTypeError,
     DTypeError,
     DTypeMismatchError,
     IndexOutOfBoundsError,
     ShapeError,
+    UnsupportedDTypeError,
     UsageError,
     call_error,
 )
@@ -208,8 +208,8 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=N
     """
     if (src is None) == (value is None):
         raise ArgumentTypeError("scatter() takes a src tensor or a value, one of them")
-    if reduce not in _REDUCE:
-        raise ArgumentError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+    if reduce not in _REDUCE:  # (torch 2.13's class and message)
+        raise UsageError(f"scatter: reduce argument must be either add or multiply, got {reduce!r}")
     return _scatter(input, dim, index, value if src is None else src, _REDUCE[reduce], True,
                     "scatter", axis)  # fmt: skip
 
@@ -223,6 +223,10 @@ def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
     tensor([4., 0., 2.])
     """
     return _scatter(input, dim, index, src, "sum", True, "scatter_add", axis)
+
+
+# PyTorch's scatter_reduce takes "max" and "min" too (amax and amin by older names)
+_REDUCE_ALIASES = {"max": "amax", "min": "amin"}
 
 
 @takes_out
@@ -244,10 +248,14 @@ def scatter_reduce(
     >>> x.scatter_reduce(0, kn.tensor([0, 0, 1]), kn.tensor([1.0, 9.0, 2.0]), "amax")
     tensor([9., 5.])
     """
+    reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise UsageError(  # PyTorch's RuntimeError
             f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}"
         )
+    if reduce == "mean" and getattr(input, "dtype", None) == np.bool_:  # (torch 2.13's words)
+        why = "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'"
+        raise call_error(UnsupportedDTypeError, why, "scatter_reduce", input)
     return _scatter(input, dim, index, src, reduce, include_self, "scatter_reduce", axis)
 
 

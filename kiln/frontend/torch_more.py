@@ -14,7 +14,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager.autograd import name_history
-from ..errors import ArgumentError, IndexOutOfBoundsError, ShapeError, UsageError, call_error
+from ..errors import (
+    IndexOutOfBoundsError,
+    ShapeError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from . import core
@@ -166,11 +172,14 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     [6.0, 1.0, 4.0]
     """
     if reduce not in ("prod", "mean", "amax", "amin"):
-        raise ArgumentError(
-            f"index_reduce(): expected reduce to be one of prod, mean, amax or amin but got "
+        raise UsageError(  # (torch 2.13's class and message)
+            f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
             f"{reduce}."
         )
     x, idx, src = lift(input, index, source)
+    if x.dtype == np.bool_:  # (torch 2.13's words)
+        raise call_error(UnsupportedDTypeError, "\"index_func_\" not implemented for 'Bool'",
+                         "index_reduce", x)  # fmt: skip
     if idx.ndim > 1:
         raise call_error(IndexOutOfBoundsError, "index_reduce(): Index is supposed to be a vector",
                          "index_reduce", idx)  # fmt: skip

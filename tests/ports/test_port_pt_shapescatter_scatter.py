@@ -541,6 +541,108 @@ def _(lib, x, m, s):
     return y, _grad(lib, y, x, s)
 
 
+# -- writes through views, other dtypes, broadcasting ------------------------------------------
+
+
+@case("scatter_family_through_views", X, IDX1, SRC)
+def _(lib, x, j, s):
+    # in-place forms on a view write through to its base
+    a, b, c, d, e = (x.clone() for _ in range(5))
+    a[1:].scatter_(1, j[:2, :2], s[:2, :2])
+    b.T.index_add_(0, lib.tensor([4, 0]), s[:2, :3])
+    c.diagonal().index_fill_(0, lib.tensor([0, 2]), -1)
+    d[:, 1:4].masked_scatter_(d[:, 1:4] > 6, s)
+    e.T.scatter_add_(1, j.T[:2, :2], s[:2, :2])
+    return a, b, c, d, e
+
+
+@case("scatter_half_and_complex", X, IDX1, SRC)
+def _(lib, x, j, s):
+    h, c = x.half(), x.to(lib.complex64) * (1 + 1j)
+    return (h.scatter_add(1, j, s.half()), h.scatter_reduce(1, j, s.half(), "mean"),
+            h.gather(1, j), c.scatter_add(1, j, s.to(lib.complex64)), c.gather(0, j % 3),
+            c.index_add(1, j[0], c[:, :3]), h.scatter_reduce(1, j, s.half(), "prod"),
+            h.index_fill(0, j[0, :1], 0.5))  # fmt: skip
+
+
+@case("gather_out", X, IDX1)
+def _(lib, x, j):
+    out = lib.empty(0)
+    r = lib.gather(x, 1, j, out=out)
+    return r, out
+
+
+@case(
+    "take_along_dim_broadcasts", X, np.array([[4, 0]], i64), np.arange(2, dtype=f32)[:, None, None]
+)
+def _(lib, x, i, b):
+    # input and indices broadcast together in the dims other than dim
+    return (lib.take_along_dim(x, i, 1), lib.take_along_dim(x + b, i, 2),
+            lib.take_along_dim(x[:1], i.expand(3, 2) % 1, 0))  # fmt: skip
+
+
+@case("masked_scatter_transposed_input", X, MASK.T.copy(), np.arange(20, dtype=f32) + 100)
+def _(lib, x, m, s):
+    # the mask's elements taken in the logical row-major order of the (transposed) input
+    a = x.T.clone()
+    a.T.masked_scatter_(m.T, s)
+    return x.T.masked_scatter(m, s), a
+
+
+@case("masked_scatter_inplace_mask_bigger", X, np.ones((2, 3, 5), bool), np.arange(30, dtype=f32))
+def _(lib, x, m, s):
+    return x.clone().masked_scatter_(m, s)
+
+
+@case("index_add_source_dtype_differs", X, np.array([1], i64), np.ones((1, 5), np.float64))
+def _(lib, x, i, s):
+    return x.index_add(0, i, s)
+
+
+@case("index_copy_source_dtype_differs", X, np.array([1], i64), np.ones((1, 5), np.float64))
+def _(lib, x, i, s):
+    return x.index_copy(0, i, s)
+
+
+@case("index_add_int_alpha_float", X, np.array([1], i64), np.ones((1, 5), f32))
+def _(lib, x, i, s):
+    return x.long().index_add(0, i, s.long(), alpha=1.5)
+
+
+@case(
+    "index_fill_tensor_value_gradient",
+    Leaf.of(X),
+    np.array([2, 0], i64),
+    Leaf.of(np.array(3.0, f32)),
+)
+def _(lib, x, i, v):
+    y = (x.index_fill(1, i, v), lib.index_fill(x, 0, i[:1], v * 2))
+    return y, _grad(lib, y, x, v)
+
+
+@case("index_fill_value_not_0d", X, np.array([2, 0], i64), np.ones(2, f32))
+def _(lib, x, i, v):
+    return x.index_fill(1, i, v)
+
+
+@case("put_accumulate_gradient_duplicates", Leaf.of(X), np.array([3, -12, 3, 0], i64),
+      Leaf.of(np.arange(4, dtype=f32) + 1))  # fmt: skip
+def _(lib, x, i, v):
+    y = (x.put(i, v, accumulate=True), x.T.put(i[:2], v[:2]))
+    return y, _grad(lib, y, x, v)
+
+
+@case("scatter_reduce_mean_half_counts", np.ones(4, np.float16), np.array([0, 0, 0, 3], i64),
+      np.array([1, 2, 4, 8], np.float16))  # fmt: skip
+def _(lib, x, i, s):
+    return [x.scatter_reduce(0, i, s, "mean", include_self=inc) for inc in (True, False)]
+
+
+@case("gather_sparse_grad", Leaf.of(X), IDX1)
+def _(lib, x, j):
+    return lib.autograd.grad(x.gather(1, j, sparse_grad=False).sum(), x)
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})

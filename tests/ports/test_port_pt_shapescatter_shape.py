@@ -609,6 +609,145 @@ def _(lib, _):
     return lib.tril_indices(-1, 3)
 
 
+# -- more edges: negative duplicate dims, views of views, dtypes ---------------------------------
+
+
+@case("flip_repeated_dim_negative", CUBE)
+def _(lib, x):
+    return x.flip(0, -3)
+
+
+@case("flip_no_dims", CUBE)
+def _(lib, x):
+    return x.flip()
+
+
+@case("roll_no_dims_flattens_views", B34)
+def _(lib, x):
+    # without dims, the elements in the logical row-major order roll, a view's too
+    return lib.roll(x.transpose(0, 2), 5), lib.roll(x[:, ::2], -1), lib.roll(x[..., 1], 2)
+
+
+@case("roll_dims_given_twice", B34)
+def _(lib, x):
+    return lib.roll(x, (1, 2), (0, 0)), lib.roll(x, (1, -1), (-1, 2))
+
+
+@case("rot90_of_1d", np.arange(3, dtype=f32))
+def _(lib, x):
+    return x.rot90()
+
+
+@case("rot90_big_k_and_ints", CUBE)
+def _(lib, x):
+    return x.rot90(1001, [2, 0]), x.rot90(-1002, [0, 2]), x.bool().rot90(3), x.rot90(4)
+
+
+@case("diagonal_of_complex_writes", np.arange(9, dtype=np.complex64).reshape(3, 3))
+def _(lib, x):
+    y = x.clone()
+    y.diagonal().imag.fill_(5)
+    z = x.clone()
+    z.diagonal(1).real.mul_(-1)
+    return y, z
+
+
+@case("diagonal_of_a_view_writes", X4)
+def _(lib, x):
+    y = x.clone()
+    v = y[1].transpose(0, 2)  # (5, 4, 3)
+    v.diagonal(1, 0, 1).zero_()
+    w = x.clone()
+    w[:, :, ::2].diagonal(0, -1, -2)[..., -1] = -7
+    return y, w
+
+
+@case("diag_embed_gradient_and_dims", Leaf.of(np.arange(6, dtype=f32).reshape(2, 3)))
+def _(lib, x):
+    y = (
+        lib.diag_embed(x, -1, 0, 2),
+        lib.diag_embed(x, 2, -1, -2),
+        x.diag_embed().diagonal(0, 1, 2),
+    )
+    return y, _grad(lib, y, x)
+
+
+@case("diag_out_of_2d_float_and_bool", np.arange(12, dtype=f32).reshape(3, 4))
+def _(lib, m):
+    out, bout = lib.empty(0), lib.empty(0, dtype=lib.bool)
+    return lib.diag(m, out=out), out, lib.diag(m > 5, -1, out=bout), bout
+
+
+@case("nonzero_bool_and_uint8_static", np.array([[1, 0, 2], [0, 0, 3]], np.uint8))
+def _(lib, x):
+    return lib.nonzero(x), lib.nonzero(x.bool(), as_tuple=True), lib.count_nonzero(x, 0)
+
+
+@case("argwhere_transposed_and_int", np.array([[1, 0, 2], [0, 0, 3]], np.int32))
+def _(lib, x):
+    return lib.argwhere(x.T), lib.argwhere(x[:, ::-1]), lib.argwhere(x[:, :0])
+
+
+@case("clamp_min_max_names", CL, np.linspace(-5, 5, 10).astype(f32))
+def _(lib, x, lo):
+    return (lib.clamp_min(x, lo), lib.clamp_max(x, 2), x.clamp_min(-1), x.clamp_max(lo),
+            lib.clip(x, min=lo, max=lo + 1))  # fmt: skip
+
+
+@case("clamp_integer_overflowing_bound", np.array([3, 0, 200], np.int16))
+def _(lib, i):
+    # a bound beyond the dtype's range: the result is of the promoted dtype
+    return lib.clamp(i.to(lib.uint8), -5, 300), lib.clamp(i.to(lib.int8), max=1000.5)
+
+
+@case("clamp_complex", np.array([1 + 1j, 2], np.complex64))
+def _(lib, c):
+    return lib.clamp(c, 0, 1)
+
+
+@case("unfold_dim_out_of_range", np.arange(1, 8, dtype=f32))
+def _(lib, v):
+    return v.unfold(1, 2, 1)
+
+
+@case("unfold_of_unfold", Leaf.of(np.arange(12, dtype=f32).reshape(3, 4)))
+def _(lib, x):
+    y = x.unfold(1, 2, 1).unfold(0, 2, 1)
+    return y, _grad(lib, y, x)
+
+
+@case("squeeze_dims_of_a_size_0_dim", np.zeros((1, 0, 1), f32))
+def _(lib, x):
+    return x.squeeze(), x.squeeze((0, 1)), x.squeeze(1), x.squeeze(-1)
+
+
+@case("squeeze_is_a_view", S)
+def _(lib, x):
+    y = x.clone()
+    y.squeeze((0, 2))[1, 0] = -5
+    return y
+
+
+@case("tril_triu_of_0d", SCALAR)
+def _(lib, s):
+    return lib.triu(s)
+
+
+@case("tril_triu_big_offsets_ints", np.arange(12, dtype=np.int64).reshape(3, 4))
+def _(lib, x):
+    return (lib.tril(x, 2**40), lib.triu(x, -(2**40)), lib.tril(x, -(2**40)), x.bool().triu(9),
+            lib.tril(x.to(lib.uint8), 1), lib.triu(x.to(lib.complex64), -1))  # fmt: skip
+
+
+@case("tril_triu_of_a_view_writes", B34)
+def _(lib, x):
+    y = x.clone()
+    y[0].tril_(-1)
+    z = x.clone()
+    z.transpose(1, 2).triu_(1)
+    return y, z
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.xfail.update(

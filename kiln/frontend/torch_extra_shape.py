@@ -403,12 +403,12 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa:
             [0, 2]])
     """
     (x,) = lift(input)
-    n = ts.static_dim(x, -1, "diag_embed")
-    size = n + abs(offset)
     ndim = x.ndim + 1
     a, b = sh.normalize_axis(dim1, ndim), sh.normalize_axis(dim2, ndim)
-    if a == b:
+    if a == b:  # (a 0-d input, whose result would have 1 dim, fails here or above)
         raise ShapeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = ts.static_dim(x, -1, "diag_embed")
+    size = n + abs(offset)
     # x padded to `size` is read along the rows (offset >= 0: element (r, r + offset) is x[r])
     # or the columns (offset < 0: element (c - offset, c) is x[c]); a select, not a product,
     # so an inf or nan stays on the diagonal

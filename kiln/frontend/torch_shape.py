@@ -429,6 +429,8 @@ def roll(input, shifts, dims=None):  # noqa: A002
         raise ShapeError("roll: `shifts` required")
     if len(shifts) != len(dims):
         raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    if sh.dim_product(x.shape) == 0:  # PyTorch's: an empty tensor's copy, its dims unchecked
+        return _copy(x)
     for shift, dim in zip(shifts, dims):
         dim = sh.normalize_axis(dim, x.ndim)
         n = static_dim(x, dim, "roll")
@@ -450,6 +452,7 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     """
     (x,) = lift(input)
     if x.ndim == 0:  # PyTorch's: the windows of a 1-element vector, flat
+        sh.normalize_axis(dimension, 1)  # (its dims: 0 or -1, else IndexError)
         return call("reshape", unfold(call("reshape", x, shape=(1,)), 0, size, step), shape=(-1,))
     dim = sh.normalize_axis(dimension, x.ndim)
     n = static_dim(x, dim, "unfold")

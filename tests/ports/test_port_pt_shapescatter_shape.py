@@ -748,6 +748,37 @@ def _(lib, x):
     return y, z
 
 
+@case("roll_of_empty_leaves_dims_unchecked", EMPTY, np.zeros(0, f32))
+def _(lib, e, z):
+    # an empty tensor rolls to its copy before its dims are checked (the lengths are)
+    return lib.roll(e, 1, 5), lib.roll(z, (1, 2), (0, 7)), lib.roll(e, (3,), (-9,))
+
+
+@case("roll_of_empty_lengths_differ", EMPTY)
+def _(lib, e):
+    return lib.roll(e, (1, 2), 0)
+
+
+@case("diag_embed_of_0d_dims", SCALAR)
+def _(lib, s):
+    return lib.diag_embed(s, 0, -1, 0)
+
+
+@case("diag_embed_of_0d", SCALAR)
+def _(lib, s):
+    return lib.diag_embed(s)
+
+
+@case("unfold_of_0d_dim_out_of_range", SCALAR)
+def _(lib, s):
+    return s.unfold(1, 1, 1)
+
+
+@case("unfold_of_0d_dim_minus_2", SCALAR)
+def _(lib, s):
+    return s.unfold(-2, 0, 1)
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.xfail.update(

@@ -444,6 +444,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     tensor([3., 0., 3.])
     """
     x, idx, src = lift(input, index, source)
+    _dim(x, dim)  # (PyTorch's order: a dim out of range first, IndexError)
     if not ti.int_index(idx.dtype):
         name = dt.scalar_name(idx.dtype)
         message = f"index_add_(): Expected dtype int32/int64 for index but got: {name}"
@@ -472,6 +473,7 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
     tensor([2., 0., 1.])
     """
     x, idx, src = lift(input, index, source)
+    _dim(x, dim)  # (PyTorch's order: a dim out of range first, IndexError)
     if idx.dtype != np.int64:  # (torch 2.13's message)
         raise call_error(DTypeMismatchError, "index_copy_(): Expected a long tensor for index, "
                          f"but got {dt.scalar_name(idx.dtype)}", "index_copy", x, idx)  # fmt: skip

@@ -78,6 +78,8 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     """
     x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
+    # PyTorch's order: the dim first (IndexError), then the index's dtype and shape
+    dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), max(x.ndim, 1))
     if 0 not in tuple(idx.shape):  # (PyTorch's: an empty index of any integer dtype)
         check_int_index("gather(): Expected dtype int32/int64 for index", x, idx, "gather")
     if 0 in tuple(idx.shape):  # PyTorch's: an empty index gives an empty result, any shape
@@ -86,7 +88,6 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
         return call("reshape", none, shape=tuple(idx.shape))
     zero_d = idx.ndim == 0  # the result has index's shape (input 0-d: a 1-d of one element)
     x, idx = _one_d(x, idx)
-    dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), x.ndim)
     check_index_shape("gather", x.shape, idx.shape, dim)
     out = call("take_along_axis", _corner(x, idx.shape, dim), idx, axis=dim)
     return call("reshape", out, shape=()) if zero_d else out
@@ -178,16 +179,24 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
 def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa: A002
     x = _operand(input, index, src)
     (idx,) = lift(index, context=(x,))
-    if name != "index_add" and 0 not in tuple(idx.shape):  # (index_add: its own message)
+    # PyTorch's order: the dim first (IndexError), then the index's dtype and shape
+    dim = sh.normalize_axis(dim_arg(dim, axis, name), max(x.ndim, 1))
+    empty = 0 in tuple(idx.shape)
+    if name != "index_add" and not empty:  # (index_add: its own message)
         check_int_index("scatter(): Expected dtype int32/int64 for index", x, idx, name)
     if isinstance(src, (bool, int, float, complex)):  # a value: src of index's shape
         (v,) = lift(np.asarray(src, x.dtype), context=(x,))
         src = call("broadcast_to", v, shape=tuple(idx.shape))
     else:
         (src,) = lift(src, context=(x,))
+    if empty and name != "index_add":
+        # PyTorch's: an empty index, of any dtype and shape, scatters nothing into x (src
+        # stays on the tape, its gradient zeros): an empty int64 index of x's rank
+        rank = max(x.ndim, 1)
+        (idx,) = lift(np.zeros((0,) * rank, np.int64), context=(x,))
+        src = call("reshape", call("reshape", src, shape=(-1,))[:0], shape=(0,) * rank)
     zero_d = x.ndim == 0
     x, idx, src = _one_d(x, idx, src)
-    dim = sh.normalize_axis(dim_arg(dim, axis, name), x.ndim)
     out = call("scatter", x, idx, src, axis=dim, reduce=reduce, include_self=bool(include_self))
     return call("reshape", out, shape=()) if zero_d else out
 

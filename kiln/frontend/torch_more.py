@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..eager.autograd import name_history
 from ..errors import (
+    DTypeMismatchError,
     IndexOutOfBoundsError,
     ShapeError,
     UnsupportedDTypeError,
@@ -177,14 +178,21 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
             f"{reduce}."
         )
     x, idx, src = lift(input, index, source)
+    d = xs._dim(x, dim)  # (PyTorch's order: a dim out of range first, IndexError)
+    if not ti.int_index(idx.dtype):  # (an empty index too; torch 2.13's words)
+        why = ("index_reduce_(): Expected dtype int32/int64 for index but got: "
+               f"{dt.scalar_name(idx.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, why, "index_reduce", x, idx)
     if x.dtype == np.bool_:  # (torch 2.13's words)
         raise call_error(UnsupportedDTypeError, "\"index_func_\" not implemented for 'Bool'",
                          "index_reduce", x)  # fmt: skip
     if idx.ndim > 1:
         raise call_error(IndexOutOfBoundsError, "index_reduce(): Index is supposed to be a vector",
                          "index_reduce", idx)  # fmt: skip
-    d = xs._dim(x, dim)
-    src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
+    if src.dtype != x.dtype:  # (torch 2.13's words)
+        a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
+        why = f"index_reduce_(): self ({a}) and source ({b}) must have the same scalar type"
+        raise call_error(DTypeMismatchError, why, "index_reduce", x, src)
     if src.ndim == 0:
         src = s.reshape(src, (1,))
     return ti.scatter_reduce(x, d, xs._along(idx, d, src.shape), src, reduce,

@@ -643,6 +643,58 @@ def _(lib, x, j):
     return lib.autograd.grad(x.gather(1, j, sparse_grad=False).sum(), x)
 
 
+# -- empty indices of any dtype and shape; the dim checked before the index ------------------
+
+
+@case("scatter_empty_index_any_dtype_and_shape", np.ones(3, f32), Leaf.of(np.ones((2, 0), f32)))
+def _(lib, x, s):
+    # an empty index scatters nothing whatever its dtype and rank; src's gradient is zeros
+    f, b, i = lib.zeros(0), lib.zeros((2, 0), dtype=lib.bool), lib.zeros((5, 0, 2), dtype=lib.int16)
+    y = (x.scatter(0, f, 1.5), x.scatter_add(0, b, s), x.scatter_reduce(0, b, s, "amax"),
+         x.scatter(-1, i, 2.0), x.gather(0, i), lib.scatter_add(x, 0, b.long(), s))  # fmt: skip
+    return y, lib.autograd.grad(y[1].sum() + y[5].sum(), s)
+
+
+@case("gather_empty_index_dim_out_of_range", np.ones(3, f32))
+def _(lib, x):
+    return x.gather(-2, lib.zeros(0, dtype=lib.bool))
+
+
+@case("scatter_empty_index_dim_out_of_range", np.ones(3, f32))
+def _(lib, x):
+    return x.scatter(5, lib.zeros(0, dtype=lib.float32), 1.0)
+
+
+@case("scatter_bad_dim_before_index_dtype", np.ones((2, 3), f32), np.zeros((1, 1), np.int16))
+def _(lib, x, i):
+    return x.scatter_add(2, i, lib.ones(1, 1))
+
+
+@case("gather_bad_dim_before_index_dtype", np.ones((2, 3), f32), np.zeros((1, 1), np.uint8))
+def _(lib, x, i):
+    return x.gather(-3, i)
+
+
+@case("index_add_bad_dim_before_index_dtype", np.ones(3, f32), np.zeros(1, np.int16))
+def _(lib, x, i):
+    return x.index_add(1, i, lib.ones(1))
+
+
+@case("index_copy_bad_dim_before_index_dtype", np.ones(3, f32), np.zeros(1, np.int16))
+def _(lib, x, i):
+    return x.index_copy(-2, i, lib.ones(1))
+
+
+@case("index_reduce_empty_index_float", np.ones((3, 2), f32))
+def _(lib, x):
+    return x.index_reduce(1, lib.zeros(0), lib.ones(3, 0), "amax")
+
+
+@case("index_reduce_source_dtype_differs", np.ones((3, 2), f32), np.array([0, 1], i64))
+def _(lib, x, i):
+    return x.index_reduce(0, i, lib.ones(2, 2, dtype=lib.float64), "amax")
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})

@@ -262,8 +262,14 @@ def scatter_reduce(
         raise UsageError(  # PyTorch's RuntimeError
             f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}"
         )
-    if reduce == "mean" and getattr(input, "dtype", None) == np.bool_:  # (torch 2.13's words)
-        why = "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'"
+    dtype = getattr(input, "dtype", None)
+    # (torch 2.13's kernels: no mean of bools, no order of complex numbers)
+    if (reduce == "mean" and dtype == np.bool_) or (
+        reduce in ("amax", "amin") and dtype is not None and dt.is_complex(dtype)
+    ):
+        why = f'"scatter_gather_tensor_cpu_reduce_{reduce}" not implemented for ' + (
+            f"'{dt.scalar_name(dtype)}'"
+        )
         raise call_error(UnsupportedDTypeError, why, "scatter_reduce", input)
     return _scatter(input, dim, index, src, reduce, include_self, "scatter_reduce", axis)
 

@@ -183,9 +183,21 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
         why = ("index_reduce_(): Expected dtype int32/int64 for index but got: "
                f"{dt.scalar_name(idx.dtype)}")  # fmt: skip
         raise call_error(DTypeMismatchError, why, "index_reduce", x, idx)
-    if x.dtype == np.bool_:  # (torch 2.13's words)
-        raise call_error(UnsupportedDTypeError, "\"index_func_\" not implemented for 'Bool'",
-                         "index_reduce", x)  # fmt: skip
+    # torch 2.13's kernels: a 1-D (or 0-d) input of bools or complex numbers has none; wider
+    # ones none without include_self, no mean of bools and no order of complex numbers
+    kernel = None
+    if x.dtype == np.bool_ or dt.is_complex(x.dtype):
+        if x.ndim <= 1:
+            kernel = "index_func_"
+        elif not include_self:
+            kernel = "index_reduce_func_exclude_input_init"
+        elif x.dtype == np.bool_ and reduce == "mean":
+            kernel = "div_floor_cpu"
+        elif reduce in ("amax", "amin") and x.dtype != np.bool_:
+            kernel = "maximum_cpu" if reduce == "amax" else "minimum_cpu"
+    if kernel is not None:
+        why = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
+        raise call_error(UnsupportedDTypeError, why, "index_reduce", x)
     if idx.ndim > 1:
         raise call_error(IndexOutOfBoundsError, "index_reduce(): Index is supposed to be a vector",
                          "index_reduce", idx)  # fmt: skip

@@ -695,6 +695,52 @@ def _(lib, x, i):
     return x.index_reduce(0, i, lib.ones(2, 2, dtype=lib.float64), "amax")
 
 
+# -- the dtypes of the reductions: bool and complex ---------------------------------------------
+
+BOOLS = np.array([[True, False, True, False], [True, True, False, False]])
+CPLX = np.array([[1 + 2j, 0, 3j, 1], [2, 1 - 1j, 0.5j, 2 + 2j]], np.complex64)
+
+
+@case("index_reduce_bool_2d", BOOLS, np.array([1, 3, 1, 0], i64))
+def _(lib, b, i):
+    # a 2-D (or wider) bool input has prod, amax and amin, a 1-D one none of them
+    src = b.flip(0)
+    return [b.index_reduce(1, i, src, how, include_self=inc)
+            for how in ("prod", "amax", "amin") for inc in (True, False)]  # fmt: skip
+
+
+@case("index_reduce_bool_2d_mean", BOOLS, np.array([1, 3, 1, 0], i64))
+def _(lib, b, i):
+    return b.index_reduce(1, i, b, "mean")
+
+
+@case("index_reduce_complex", CPLX, np.array([1, 3, 1, 0], i64))
+def _(lib, c, i):
+    return [c.index_reduce(1, i, c * 2, how, include_self=inc)
+            for how in ("prod", "mean") for inc in (True, False)]  # fmt: skip
+
+
+@case("index_reduce_complex_amax", CPLX, np.array([1, 3, 1, 0], i64))
+def _(lib, c, i):
+    return c.index_reduce(1, i, c, "amax")
+
+
+@case("index_reduce_complex_1d", CPLX, np.array([1, 3, 1, 0], i64))
+def _(lib, c, i):
+    return c[0].index_reduce(0, i, c[1], "prod")
+
+
+@case("scatter_reduce_complex", CPLX, np.array([[0, 0, 3, 1], [2, 2, 2, 0]], i64))
+def _(lib, c, i):
+    return [c.scatter_reduce(1, i, c * 2, how, include_self=inc)
+            for how in ("sum", "prod", "mean") for inc in (True, False)]  # fmt: skip
+
+
+@case("scatter_reduce_complex_amin", CPLX, np.array([[0, 0, 3, 1], [2, 2, 2, 0]], i64))
+def _(lib, c, i):
+    return c.scatter_reduce(1, i, c, "amin")
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})

@@ -414,6 +414,14 @@ def _(lib, x, lo):
     return x.clone().clamp_(lo, 2)
 
 
+@case("clamp_0d_tensor_bound_beside_a_number_or_tensor", CL, np.full(10, 3, f32))
+def _(lib, x, hi):
+    # a 0-d tensor bound is read as a number beside a number, as a tensor beside a tensor
+    zero = lib.tensor(0.0)
+    return (x.clip(zero, 1), lib.clamp(x, -1, zero), lib.clamp(x, zero, hi),
+            x.clone().clamp_(zero, 2.5), lib.clamp(x, min=zero.double(), max=1))  # fmt: skip
+
+
 @case("clamp_inplace", CL, np.linspace(-5, 5, 10).astype(f32))
 def _(lib, x, lo):
     a, b, c, d = x.clone(), x.clone(), x.clone(), x.clone()
@@ -781,14 +789,6 @@ def _(lib, s):
 
 # -- the test ----------------------------------------------------------------------------------
 
-SCENARIOS.xfail.update(
-    {
-        "clamp_tensor_and_number_bounds": "torch's clamp takes two numbers or two tensors and "
-        "raises TypeError for one of each; kiln's clamp (used inside kiln with mixed bounds too) "
-        "takes them and gives the clamped values",
-        "clamp_inplace_tensor_and_number_bounds": "as clamp_tensor_and_number_bounds, in place",
-    }
-)
 
 SCENARIOS.eager_only.update({"nonzero_out": "test_nonzero_out_compiled, a strict xfail"})
 

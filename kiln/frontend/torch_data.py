@@ -544,8 +544,9 @@ def put(input, index, source, accumulate: bool = False):  # noqa: A002
                 x,
                 idx,
             )
+    # (negative indices count from the end in index_put, which refuses those before -n: a
+    # compiled call's indices are checked there)
     flat_idx = s.reshape(idx, (-1,))
-    flat_idx = m.where(m.less(flat_idx, 0), m.add(flat_idx, n), flat_idx)
     flat = s.reshape(x, (n,))
     values = s.reshape(m.cast(src, x.dtype), (-1,))
     from .indexing import index_put

@@ -487,6 +487,17 @@ def _(lib, x, i):
     return x.put(i, lib.tensor([1.0]))
 
 
+@case("put_negative_out_of_range", X, np.array([-16], i64))
+def _(lib, x, i):
+    # (compiled too: an index before -numel was wrapped twice, writing the last element)
+    return x.put(i, lib.tensor([1.0]))
+
+
+@case("put_negative_out_of_range_accumulate", np.ones((2, 1), f32), np.array([0, -3], i64))
+def _(lib, x, i):
+    return x.put(i, lib.tensor([1.0, 2.0]), accumulate=True)
+
+
 @case("take_index_int32", X, np.array([1], i64))
 def _(lib, x, i):
     return lib.take(x, i.int())

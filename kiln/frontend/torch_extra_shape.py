@@ -489,13 +489,14 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
 def _check_source(op: str, x, d: int, idx, src) -> None:
     """PyTorch's refusals of an index or source that does not fit `x` (which scatter would
     broadcast instead): a 0-d index or source counts as one element."""
+    adds = op in ("index_add", "index_reduce")  # (index_reduce: index_add's rules and words)
     if idx.ndim > 1:
-        why = (f"Index is supposed to be a vector, but got dim: {idx.ndim}" if op == "index_add"
+        why = (f"Index is supposed to be a vector, but got dim: {idx.ndim}" if adds
                else f"Index should have dimension 1 or 0 (got {idx.ndim})")  # fmt: skip
         raise call_error(IndexOutOfBoundsError, f"{op}_(): {why}", op, x, idx)
     if src.dtype != x.dtype:
         a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
-        why = (f"self ({a}) and source ({b}) must have the same scalar type" if op == "index_add"
+        why = (f"self ({a}) and source ({b}) must have the same scalar type" if adds
                else f"self and source expected to have the same dtype, but got (self) {a} and "
                f"(source) {b}")  # fmt: skip
         raise call_error(DTypeMismatchError, f"{op}_(): {why}", op, x, src)
@@ -503,10 +504,10 @@ def _check_source(op: str, x, d: int, idx, src) -> None:
     n = idx.shape[0] if idx.ndim else 1
     x_rest = tuple(x.shape[:d]) + tuple(x.shape[d + 1 :])
     src_rest = tuple(src.shape[:d]) + tuple(src.shape[d + 1 :])
-    if op == "index_add" and src.ndim == 0 and _differ((n,), (1,)):  # (PyTorch's size(dim))
+    if adds and src.ndim == 0 and _differ((n,), (1,)):  # (PyTorch's size(dim))
         why = f"Dimension specified as {d} but tensor has no dimensions"
         raise call_error(IndexOutOfBoundsError, why, op, idx, src)
-    if op == "index_add" and (src.ndim != x.ndim or _differ(x_rest, src_rest)):
+    if adds and (src.ndim != x.ndim or _differ(x_rest, src_rest)):
         why = ("source tensor shape must match self tensor shape, excluding the specified "
                f"dimension. Got self.shape = {list(x.shape)} "
                f"source.shape = {list(src.shape)}")  # fmt: skip
@@ -518,7 +519,7 @@ def _check_source(op: str, x, d: int, idx, src) -> None:
         raise call_error(IndexOutOfBoundsError, why, op, x, src)
     if _differ((n,), (count,)):
         why = f"{op}_(): Number of indices ({n}) should be equal to source.size(dim) ({count})"
-        cls = ShapeMismatchError if op == "index_add" else IndexOutOfBoundsError
+        cls = ShapeMismatchError if adds else IndexOutOfBoundsError
         raise call_error(cls, why, op, idx, src)
     if _differ(x_rest, src_rest):
         why = (f"index_copy_(): Source/destination tensor must have same slice shapes "

@@ -16,7 +16,6 @@ from .. import dtypes as dt
 from ..eager.autograd import name_history
 from ..errors import (
     DTypeMismatchError,
-    IndexOutOfBoundsError,
     ShapeError,
     UnsupportedDTypeError,
     UsageError,
@@ -198,13 +197,7 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     if kernel is not None:
         why = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
         raise call_error(UnsupportedDTypeError, why, "index_reduce", x)
-    if idx.ndim > 1:
-        raise call_error(IndexOutOfBoundsError, "index_reduce(): Index is supposed to be a vector",
-                         "index_reduce", idx)  # fmt: skip
-    if src.dtype != x.dtype:  # (torch 2.13's words)
-        a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
-        why = f"index_reduce_(): self ({a}) and source ({b}) must have the same scalar type"
-        raise call_error(DTypeMismatchError, why, "index_reduce", x, src)
+    xs._check_source("index_reduce", x, d, idx, src)  # (index_add's rules: no broadcasting)
     if src.ndim == 0:
         src = s.reshape(src, (1,))
     return ti.scatter_reduce(x, d, xs._along(idx, d, src.shape), src, reduce,

@@ -701,6 +701,34 @@ def _(lib, x):
     return x.index_reduce(1, lib.zeros(0), lib.ones(3, 0), "amax")
 
 
+@case("index_reduce_source_broadcast_refused", np.ones((3, 4), f32), np.array([0, 1], i64))
+def _(lib, x, i):
+    # (kiln broadcast the source (2, 1) to the slices silently)
+    return x.index_reduce(0, i, lib.ones(2, 1), "amax")
+
+
+@case("index_reduce_source_size_1_refused", np.ones((3, 4), f32), np.array([2], i64))
+def _(lib, x, i):
+    return x.index_reduce(1, i, lib.ones(1, 1), "prod")
+
+
+@case("index_reduce_0d", np.array(2.0, f32))
+def _(lib, x):
+    return (x.index_reduce(0, lib.tensor(0), lib.tensor(5.0), "amax"),
+            x.index_reduce(0, lib.tensor([0]), lib.tensor(5.0), "prod"),
+            x.index_reduce(-1, lib.tensor([0]), lib.tensor(3.0), "mean"))  # fmt: skip
+
+
+@case("index_reduce_0d_source_1d", np.array(2.0, f32))
+def _(lib, x):
+    return x.index_reduce(0, lib.tensor([0]), lib.tensor([5.0]), "prod")
+
+
+@case("index_reduce_0d_source_too_big", np.array(2.0, f32))
+def _(lib, x):
+    return x.index_reduce(0, lib.tensor([0, 0, 0]), lib.ones(3), "amax")
+
+
 @case("index_reduce_source_dtype_differs", np.ones((3, 2), f32), np.array([0, 1], i64))
 def _(lib, x, i):
     return x.index_reduce(0, i, lib.ones(2, 2, dtype=lib.float64), "amax")

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 from pt_oracle import MODES, Leaf, Scenarios
+from pt_shapescatter_common import grad_of as _grad
 
 nan, inf = float("nan"), float("inf")
 f32 = np.float32
@@ -29,13 +30,6 @@ SCALAR = np.array(2.5, f32)
 
 SCENARIOS = Scenarios()
 case = SCENARIOS.case
-
-
-def _grad(lib, y, *xs):
-    """The gradient of sum(y * w) (w a fixed ramp, so each element's weight differs)."""
-    ys = y if isinstance(y, (tuple, list)) else (y,)
-    total = sum((t * lib.arange(t.numel(), dtype=t.dtype).reshape(t.shape)).sum() for t in ys)
-    return lib.autograd.grad(total, xs, allow_unused=True)
 
 
 # -- gather, take_along_dim ----------------------------------------------------------------------

@@ -527,8 +527,8 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
 
         steps, at = x.stride(), x.storage_offset()
         start = at + (offset * steps[d2] if offset >= 0 else -offset * steps[d1])
-        start = start if length else at  # an empty diagonal past the end: no element addressed
         shape = [x.shape[d] for d in rest] + [length]
+        start = at if 0 in shape else start  # an empty view (past the end): no element addressed
         return as_strided(x, shape, [steps[d] for d in rest] + [steps[d1] + steps[d2]], start)
     x = call("transpose", x, perm=(*rest, d1, d2))
     x = call("reshape", x, shape=(*x.shape[:-2], n * m))

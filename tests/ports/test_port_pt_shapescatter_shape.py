@@ -230,6 +230,12 @@ def _(lib, x):
             x[0, 0].diagonal(4), x[0, 0].diagonal(-4), x[0, 0].diagonal(5))  # fmt: skip
 
 
+@case("diagonal_of_empty_batches", np.zeros((3, 0, 1), f32), np.zeros((0, 2, 3), f32))
+def _(lib, x, y):
+    # (an empty view whose diagonal starts past the end of the memory)
+    return x.diagonal(-1, 0, 2), x.diagonal(1, 2, 0), y.diagonal(2, 1, 2), y.diagonal(-1, -1, -2)
+
+
 @case("diagonal_same_dims", X4)
 def _(lib, x):
     return lib.diagonal(x, 0, 1, 1)

@@ -3,10 +3,10 @@ put/take edges) as an oracle, each edge a scenario (pt_oracle.py runs it on torc
 eagerly and under `kn.compile`, and compares values, dtypes, shapes and exception types):
 gather and take_along_dim, scatter with src, value and reduce=, scatter_add, scatter_reduce's
 five reductions with and without include_self, duplicate indices (sums are deterministic
-here: small integers in float32), expanded and empty indices, 0-d inputs, index_add,
-index_copy, index_fill, index_reduce, put and take, masked_scatter; out-of-range indices and
-index dtypes (torch's exception types); the gradients of each (amax/amin ties share, prod
-with zeros).
+here: small integers in float32), expanded and empty indices, 0-d inputs, put and take,
+masked_scatter; out-of-range indices and index dtypes (torch's exception types); the
+gradients of each (amax/amin ties share, prod with zeros). test_port_pt_shapescatter_index.py
+has index_add, index_copy, index_fill and index_reduce's.
 
 Expected values: torch 2.13 (the oracle).
 """
@@ -312,138 +312,6 @@ def _(lib, x, i, s):
     return y, _grad(lib, y, x, s)
 
 
-# -- index_add, index_copy, index_fill, index_reduce, index_select -------------------------------
-
-II = np.array([2, 0, 2], i64)  # a repeat
-
-
-@case("index_add_forms", X, II, np.arange(15, dtype=f32).reshape(3, 5))
-def _(lib, x, i, s):
-    return (lib.index_add(x, 0, i, s), x.index_add(0, i, s, alpha=-2), x.index_add(1, i, s[:, :3]),
-            x.long().index_add(0, i, s.long(), alpha=3), lib.index_add(x, -1, i[:0], s[:, :0]),
-            x.index_add(0, i.int(), s))  # fmt: skip
-
-
-@case("index_copy_fill", X, np.array([2, 0], i64), np.arange(10, dtype=f32).reshape(2, 5))
-def _(lib, x, i, s):
-    return (lib.index_copy(x, 0, i, s), x.index_copy(1, i, x[:, :2] * 10),
-            x.index_fill(1, i, -1), lib.index_fill(x, 0, i, lib.tensor(9.0)),
-            x.index_fill(-1, i, 2.5), x.long().index_fill(0, i, 7),
-            x.index_fill(1, i[:0], 0))  # fmt: skip
-
-
-@case("index_inplace", X, np.array([2, 0], i64), np.arange(10, dtype=f32).reshape(2, 5))
-def _(lib, x, i, s):
-    a, b, c = x.clone(), x.clone(), x.clone()
-    a.index_add_(0, i, s)
-    b.index_copy_(0, i, s)
-    c.index_fill_(1, i, 0)
-    return a, b, c
-
-
-@case("index_0d", SCALAR, np.array([0], i64), np.array(4.0, f32))
-def _(lib, x, i, v):
-    return (x.index_add(0, i, v), x.index_copy(0, i, v), x.index_fill(0, i, -1),
-            x.index_select(0, i), x.index_add(0, i[0], v))  # fmt: skip
-
-
-@case("index_reduce_all", SELF, np.array([1, 3, 1, 0], i64), RS)
-def _(lib, x, i, s):
-    out = []
-    for how in ("prod", "mean", "amax", "amin"):
-        for include_self in (True, False):
-            out.append(x.index_reduce(1, i, s, how, include_self=include_self))
-    return out
-
-
-@case("index_reduce_ints", SELF.astype(i64), np.array([1, 3, 1, 0], i64), RS.astype(i64))
-def _(lib, x, i, s):
-    # an integer mean rounds toward negative infinity (floor division)
-    return [lib.index_reduce(x, 1, i, s - 3, how, include_self=inc)
-            for how in ("prod", "mean", "amax", "amin") for inc in (True, False)]  # fmt: skip
-
-
-@case(
-    "index_reduce_inplace", SELF, np.array([2, 0, 2], i64), np.arange(15, dtype=f32).reshape(3, 5)
-)
-def _(lib, x, i, s):
-    a = x.clone()
-    a.index_reduce_(0, i, s, "amax", include_self=False)
-    return a
-
-
-@case("index_reduce_bool", np.array([True, False]), np.array([0, 0], i64))
-def _(lib, b, i):
-    return b.index_reduce(0, i, lib.tensor([False, True]), "amax")
-
-
-@case("index_reduce_sum_refused", SELF, np.array([2, 0, 2], i64), np.ones((3, 5), f32))
-def _(lib, x, i, s):
-    return x.index_reduce(0, i, s, "sum")
-
-
-@case("index_add_out_of_range", X, np.array([3], i64), np.ones((1, 5), f32))
-def _(lib, x, i, s):
-    return x.index_add(0, i, s)
-
-
-@case("index_copy_out_of_range", X, np.array([-1], i64), np.ones((1, 5), f32))
-def _(lib, x, i, s):
-    return x.index_copy(0, i, s)
-
-
-@case("index_fill_out_of_range", X, np.array([5], i64))
-def _(lib, x, i):
-    return x.index_fill(1, i, 0)
-
-
-@case("index_fill_negative_index", X, np.array([-1], i64))
-def _(lib, x, i):
-    return x.index_fill(1, i, 0)
-
-
-@case("index_select_out_of_range", X, np.array([3], i64))
-def _(lib, x, i):
-    return x.index_select(0, i)
-
-
-@case("index_add_float_index", X, np.array([1.0], f32), np.ones((1, 5), f32))
-def _(lib, x, i, s):
-    return x.index_add(0, i, s)
-
-
-@case("index_copy_int32_index", X, np.array([1], i64), np.ones((1, 5), f32))
-def _(lib, x, i, s):
-    return x.index_copy(0, i.int(), s)
-
-
-@case("index_fill_2d_index", X, np.array([[1]], i64))
-def _(lib, x, i):
-    return x.index_fill(0, i, 0)
-
-
-@case("index_add_source_shape_differs", X, np.array([1, 2], i64), np.ones((2, 4), f32))
-def _(lib, x, i, s):
-    return x.index_add(0, i, s)
-
-
-@case("index_family_gradients", Leaf.of(X), np.array([2, 0], i64),
-      Leaf.of(np.arange(10, dtype=f32).reshape(2, 5) - 4))  # fmt: skip
-def _(lib, x, i, s):
-    y = (x.index_add(0, i, s, alpha=2), x.index_copy(0, i, s), x.index_fill(1, i, 3.0),
-         x.index_add(0, lib.tensor([1, 1]), s))  # fmt: skip
-    return y, _grad(lib, y, x, s)
-
-
-@case("index_reduce_gradients", Leaf.of(np.array([[2, 0, 3], [1, 4, 4], [3, 3, 1]], f32)),
-      np.array([0, 2, 0], i64),
-      Leaf.of(np.array([[2, 1, 3], [0, 2, 1], [2, 5, 4]], f32)))  # fmt: skip
-def _(lib, x, i, s):
-    y = [x.index_reduce(0, i, s, how, include_self=inc)
-         for how in ("prod", "mean", "amax", "amin") for inc in (True, False)]  # fmt: skip
-    return y, _grad(lib, y, x, s)
-
-
 # -- put, take, masked_scatter ----------------------------------------------------------------
 
 
@@ -547,6 +415,21 @@ def _(lib, x, m, s):
 
 
 # -- writes through views, other dtypes, broadcasting ------------------------------------------
+
+
+@case("scatter_inplace_gradients", Leaf.of(X), IDX1, Leaf.of(SRC))
+def _(lib, x, j, s):
+    # in-place forms on non-leaves (and their views): the gradients of the out-of-place ones
+    a = x * 1
+    a.scatter_add_(1, j, s[:, :3])
+    b = x * 1
+    b[1:].scatter_reduce_(1, j[:2], s[:2, :3], "amax", include_self=False)
+    c = x * 1
+    c.T.index_add_(0, lib.tensor([4, 0]), s[:2, :3].T)
+    d = x * 1
+    d.masked_scatter_(x > 7, s)
+    out = (a, b, c, d)
+    return out, _grad(lib, out, x, s)
 
 
 @case("scatter_family_through_views", X, IDX1, SRC)

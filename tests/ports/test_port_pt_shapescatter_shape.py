@@ -263,6 +263,21 @@ def _(lib, x):
     return y, d, z, w
 
 
+@case("diagonal_write_gradients", Leaf.of(np.arange(12, dtype=f32).reshape(3, 4)),
+      Leaf.of(np.array([10.0, 20.0, 30.0], f32)))  # fmt: skip
+def _(lib, x, v):
+    # writes through diagonal views of a non-leaf: the written elements' gradient goes to v,
+    # the rest to x
+    y = x * 2
+    y.diagonal().mul_(v)
+    z = x + 1
+    z.diagonal(1).copy_(v)
+    w = x.clone()
+    w.T.diagonal(-1)[:2] = v[:2]
+    out = (y, z, w)
+    return out, _grad(lib, out, x, v)
+
+
 @case("diag_forms", np.arange(12, dtype=f32).reshape(3, 4), np.array([1, 2, 3], np.int64))
 def _(lib, m, v):
     return (lib.diag(m), lib.diag(m, 1), lib.diag(m, -2), lib.diag(m, 3), lib.diag(m, 4),

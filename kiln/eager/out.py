@@ -177,6 +177,13 @@ def _write_one(name: str, out, result, same_dtype: bool):
             out,
             f"result type {result.dtype} can't be cast to the desired output type {out.dtype}",
         )
+    if isinstance(result, Symbol) and not all(type(d) is int for d in result.shape):
+        # a length the compiled run binds (`kn.nonzero(x, out=out)` in a kn.compile'd
+        # function): out, made in the function, stands for the result from now on
+        from ..frontend.trace_locals import take_value  # NOTE: lazy: the frontend's
+
+        if take_value(out, result.to(out.dtype), name):
+            return out
     if tuple(out.shape) != tuple(result.shape):
         if out.numel():
             warnings.warn(

@@ -568,6 +568,8 @@ def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's arg
     if min is None and max is None:  # PyTorch's RuntimeError (NumPy's clip returned x)
         raise call_error(UsageError, "torch.clamp: At least one of 'min' or 'max' must not be "
                          "None", "clamp", input)  # fmt: skip
+    if min is not None and max is not None and {_kind(min), _kind(max)} == {"tensor", "number"}:
+        _refuse_mixed_bounds(input, min, max)
     # NOTE: a missing bound is the result dtype's own extreme (an array, not a weak scalar),
     # which changes neither the values, the result dtype, nor where x takes the gradient; the
     # result dtype is x's and the given bounds' (a bool x with min=3 gives 3, not True)
@@ -579,6 +581,32 @@ def clip(input, min=None, max=None):  # noqa: A002 — NumPy's and PyTorch's arg
 
 
 clamp = clip
+
+
+def _kind(bound) -> str:
+    """ "tensor" for a PyTorch-style tensor of 1 or more dims (eager, or a value of a function
+    kn.compile traces), "number" for a Python or NumPy number, else "other": a 0-d tensor
+    (PyTorch reads it as a number beside one, as a tensor beside a tensor), an array, or a
+    graph-mode Symbol (kiln's graphs clip as NumPy does, by any mix of bounds)."""
+    if isinstance(bound, (bool, int, float, np.generic)):
+        return "number"
+    if isinstance(bound, core.Symbol):
+        from .functionalize import in_compiled_trace  # NOTE: lazy: it builds on this module
+
+        return "tensor" if bound.ndim > 0 and in_compiled_trace(bound) else "other"
+    if isinstance(bound, core.Tensor) or type(bound) in core.dispatch.tensor_types:
+        return "tensor" if bound.ndim > 0 else "other"
+    return "other"
+
+
+def _refuse_mixed_bounds(x, lo, hi) -> None:
+    """PyTorch's TypeError for a tensor bound beside a number (its clamp's signatures take
+    two numbers or two tensors)."""
+    kinds = ", ".join("Tensor" if _kind(b) != "number" else type(b).__name__ for b in (x, lo, hi))
+    raise ArgumentTypeError(
+        f"clamp() received an invalid combination of arguments - got ({kinds}): min and max "
+        "are two numbers or two tensors (or None)"
+    )
 
 
 def _extreme(dtype, side: str) -> np.ndarray:

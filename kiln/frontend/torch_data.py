@@ -475,6 +475,10 @@ def masked_scatter(input, mask, source):  # noqa: A002
     if mask.dtype != np.bool_:
         why = f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
         raise call_error(ShapeMismatchError, why, "masked_scatter", x, mask)
+    if src.dtype != x.dtype:  # (torch 2.13's message, its missing space kept)
+        a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
+        why = f"masked_scatter: expected self and source to have same dtypes but got{a} and {b}"
+        raise call_error(DTypeMismatchError, why, "masked_scatter", x, src)
     why = (
         f"masked_scatter: the mask {sh.format_shape(mask.shape)} and the input "
         f"{sh.format_shape(x.shape)} do not broadcast together"
@@ -497,8 +501,13 @@ def masked_scatter(input, mask, source):  # noqa: A002
             )
     flat_mask = s.reshape(mask, (-1,))
     taken = m.sub(tm.cumsum(m.cast(flat_mask, dt.int64), 0), 1)  # the source element of each
-    taken = m.minimum(m.maximum(taken, 0), max(n_src - 1, 0))
-    values = s.gather(s.reshape(m.cast(src, x.dtype), (-1,)), taken, 0)
+    # (no upper clamp: a compiled call whose mask holds more elements than source has fails
+    # in the gather, as eager calls fail above)
+    taken = m.maximum(taken, 0)
+    flat_src = s.reshape(src, (-1,))
+    if isinstance(n_src, int) and n_src == 0:  # an empty source: nothing is taken from it
+        (flat_src,) = lift(np.zeros(1, dt.as_dtype(x.dtype)), context=(x,))
+    values = s.gather(flat_src, taken, 0)
     return m.where(mask, s.reshape(values, shape), x)
 
 
@@ -535,8 +544,9 @@ def put(input, index, source, accumulate: bool = False):  # noqa: A002
                 x,
                 idx,
             )
+    # (negative indices count from the end in index_put, which refuses those before -n: a
+    # compiled call's indices are checked there)
     flat_idx = s.reshape(idx, (-1,))
-    flat_idx = m.where(m.less(flat_idx, 0), m.add(flat_idx, n), flat_idx)
     flat = s.reshape(x, (n,))
     values = s.reshape(m.cast(src, x.dtype), (-1,))
     from .indexing import index_put

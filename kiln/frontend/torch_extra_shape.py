@@ -403,12 +403,12 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa:
             [0, 2]])
     """
     (x,) = lift(input)
-    n = ts.static_dim(x, -1, "diag_embed")
-    size = n + abs(offset)
     ndim = x.ndim + 1
     a, b = sh.normalize_axis(dim1, ndim), sh.normalize_axis(dim2, ndim)
-    if a == b:
+    if a == b:  # (a 0-d input, whose result would have 1 dim, fails here or above)
         raise ShapeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = ts.static_dim(x, -1, "diag_embed")
+    size = n + abs(offset)
     # x padded to `size` is read along the rows (offset >= 0: element (r, r + offset) is x[r])
     # or the columns (offset < 0: element (c - offset, c) is x[c]); a select, not a product,
     # so an inf or nan stays on the diagonal
@@ -444,6 +444,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     tensor([3., 0., 3.])
     """
     x, idx, src = lift(input, index, source)
+    _dim(x, dim)  # (PyTorch's order: a dim out of range first, IndexError)
     if not ti.int_index(idx.dtype):
         name = dt.scalar_name(idx.dtype)
         message = f"index_add_(): Expected dtype int32/int64 for index but got: {name}"
@@ -472,6 +473,7 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
     tensor([2., 0., 1.])
     """
     x, idx, src = lift(input, index, source)
+    _dim(x, dim)  # (PyTorch's order: a dim out of range first, IndexError)
     if idx.dtype != np.int64:  # (torch 2.13's message)
         raise call_error(DTypeMismatchError, "index_copy_(): Expected a long tensor for index, "
                          f"but got {dt.scalar_name(idx.dtype)}", "index_copy", x, idx)  # fmt: skip
@@ -487,13 +489,14 @@ def index_copy(input, dim: int, index, source):  # noqa: A002
 def _check_source(op: str, x, d: int, idx, src) -> None:
     """PyTorch's refusals of an index or source that does not fit `x` (which scatter would
     broadcast instead): a 0-d index or source counts as one element."""
+    adds = op in ("index_add", "index_reduce")  # (index_reduce: index_add's rules and words)
     if idx.ndim > 1:
-        why = (f"Index is supposed to be a vector, but got dim: {idx.ndim}" if op == "index_add"
+        why = (f"Index is supposed to be a vector, but got dim: {idx.ndim}" if adds
                else f"Index should have dimension 1 or 0 (got {idx.ndim})")  # fmt: skip
         raise call_error(IndexOutOfBoundsError, f"{op}_(): {why}", op, x, idx)
     if src.dtype != x.dtype:
         a, b = dt.scalar_name(x.dtype), dt.scalar_name(src.dtype)
-        why = (f"self ({a}) and source ({b}) must have the same scalar type" if op == "index_add"
+        why = (f"self ({a}) and source ({b}) must have the same scalar type" if adds
                else f"self and source expected to have the same dtype, but got (self) {a} and "
                f"(source) {b}")  # fmt: skip
         raise call_error(DTypeMismatchError, f"{op}_(): {why}", op, x, src)
@@ -501,10 +504,10 @@ def _check_source(op: str, x, d: int, idx, src) -> None:
     n = idx.shape[0] if idx.ndim else 1
     x_rest = tuple(x.shape[:d]) + tuple(x.shape[d + 1 :])
     src_rest = tuple(src.shape[:d]) + tuple(src.shape[d + 1 :])
-    if op == "index_add" and src.ndim == 0 and _differ((n,), (1,)):  # (PyTorch's size(dim))
+    if adds and src.ndim == 0 and _differ((n,), (1,)):  # (PyTorch's size(dim))
         why = f"Dimension specified as {d} but tensor has no dimensions"
         raise call_error(IndexOutOfBoundsError, why, op, idx, src)
-    if op == "index_add" and (src.ndim != x.ndim or _differ(x_rest, src_rest)):
+    if adds and (src.ndim != x.ndim or _differ(x_rest, src_rest)):
         why = ("source tensor shape must match self tensor shape, excluding the specified "
                f"dimension. Got self.shape = {list(x.shape)} "
                f"source.shape = {list(src.shape)}")  # fmt: skip
@@ -516,7 +519,7 @@ def _check_source(op: str, x, d: int, idx, src) -> None:
         raise call_error(IndexOutOfBoundsError, why, op, x, src)
     if _differ((n,), (count,)):
         why = f"{op}_(): Number of indices ({n}) should be equal to source.size(dim) ({count})"
-        cls = ShapeMismatchError if op == "index_add" else IndexOutOfBoundsError
+        cls = ShapeMismatchError if adds else IndexOutOfBoundsError
         raise call_error(cls, why, op, idx, src)
     if _differ(x_rest, src_rest):
         why = (f"index_copy_(): Source/destination tensor must have same slice shapes "

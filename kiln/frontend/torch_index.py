@@ -14,12 +14,12 @@ from ..eager.autograd import name_history
 from ..eager.factories import tensor
 from ..eager.tensor import Tensor
 from ..errors import (
-    ArgumentError,
     ArgumentTypeError,
     DTypeError,
     DTypeMismatchError,
     IndexOutOfBoundsError,
     ShapeError,
+    UnsupportedDTypeError,
     UsageError,
     call_error,
 )
@@ -78,6 +78,8 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
     """
     x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
+    # PyTorch's order: the dim first (IndexError), then the index's dtype and shape
+    dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), max(x.ndim, 1))
     if 0 not in tuple(idx.shape):  # (PyTorch's: an empty index of any integer dtype)
         check_int_index("gather(): Expected dtype int32/int64 for index", x, idx, "gather")
     if 0 in tuple(idx.shape):  # PyTorch's: an empty index gives an empty result, any shape
@@ -86,7 +88,6 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, axis=None):  # 
         return call("reshape", none, shape=tuple(idx.shape))
     zero_d = idx.ndim == 0  # the result has index's shape (input 0-d: a 1-d of one element)
     x, idx = _one_d(x, idx)
-    dim = sh.normalize_axis(dim_arg(dim, axis, "gather"), x.ndim)
     check_index_shape("gather", x.shape, idx.shape, dim)
     out = call("take_along_axis", _corner(x, idx.shape, dim), idx, axis=dim)
     return call("reshape", out, shape=()) if zero_d else out
@@ -178,16 +179,24 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
 def _scatter(input, dim, index, src, reduce, include_self, name, axis):  # noqa: A002
     x = _operand(input, index, src)
     (idx,) = lift(index, context=(x,))
-    if name != "index_add" and 0 not in tuple(idx.shape):  # (index_add: its own message)
+    # PyTorch's order: the dim first (IndexError), then the index's dtype and shape
+    dim = sh.normalize_axis(dim_arg(dim, axis, name), max(x.ndim, 1))
+    empty = 0 in tuple(idx.shape)
+    if name != "index_add" and not empty:  # (index_add: its own message)
         check_int_index("scatter(): Expected dtype int32/int64 for index", x, idx, name)
     if isinstance(src, (bool, int, float, complex)):  # a value: src of index's shape
         (v,) = lift(np.asarray(src, x.dtype), context=(x,))
         src = call("broadcast_to", v, shape=tuple(idx.shape))
     else:
         (src,) = lift(src, context=(x,))
+    if empty and name != "index_add":
+        # PyTorch's: an empty index, of any dtype and shape, scatters nothing into x (src
+        # stays on the tape, its gradient zeros): an empty int64 index of x's rank
+        rank = max(x.ndim, 1)
+        (idx,) = lift(np.zeros((0,) * rank, np.int64), context=(x,))
+        src = call("reshape", call("reshape", src, shape=(-1,))[:0], shape=(0,) * rank)
     zero_d = x.ndim == 0
     x, idx, src = _one_d(x, idx, src)
-    dim = sh.normalize_axis(dim_arg(dim, axis, name), x.ndim)
     out = call("scatter", x, idx, src, axis=dim, reduce=reduce, include_self=bool(include_self))
     return call("reshape", out, shape=()) if zero_d else out
 
@@ -208,8 +217,8 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, axis=N
     """
     if (src is None) == (value is None):
         raise ArgumentTypeError("scatter() takes a src tensor or a value, one of them")
-    if reduce not in _REDUCE:
-        raise ArgumentError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+    if reduce not in _REDUCE:  # (torch 2.13's class and message)
+        raise UsageError(f"scatter: reduce argument must be either add or multiply, got {reduce!r}")
     return _scatter(input, dim, index, value if src is None else src, _REDUCE[reduce], True,
                     "scatter", axis)  # fmt: skip
 
@@ -223,6 +232,10 @@ def scatter_add(input, dim: int, index, src, *, axis=None):  # noqa: A002
     tensor([4., 0., 2.])
     """
     return _scatter(input, dim, index, src, "sum", True, "scatter_add", axis)
+
+
+# PyTorch's scatter_reduce takes "max" and "min" too (amax and amin by older names)
+_REDUCE_ALIASES = {"max": "amax", "min": "amin"}
 
 
 @takes_out
@@ -244,10 +257,20 @@ def scatter_reduce(
     >>> x.scatter_reduce(0, kn.tensor([0, 0, 1]), kn.tensor([1.0, 9.0, 2.0]), "amax")
     tensor([9., 5.])
     """
+    reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise UsageError(  # PyTorch's RuntimeError
             f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}"
         )
+    dtype = getattr(input, "dtype", None)
+    # (torch 2.13's kernels: no mean of bools, no order of complex numbers)
+    if (reduce == "mean" and dtype == np.bool_) or (
+        reduce in ("amax", "amin") and dtype is not None and dt.is_complex(dtype)
+    ):
+        why = f'"scatter_gather_tensor_cpu_reduce_{reduce}" not implemented for ' + (
+            f"'{dt.scalar_name(dtype)}'"
+        )
+        raise call_error(UnsupportedDTypeError, why, "scatter_reduce", input)
     return _scatter(input, dim, index, src, reduce, include_self, "scatter_reduce", axis)
 
 

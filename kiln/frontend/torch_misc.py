@@ -27,8 +27,6 @@ __all__ = [
     "randn_like", "result_type", "set_printoptions", "tril_indices", "triu_indices",
 ]  # fmt: skip
 
-_TORCH_NAMES = {"bool": "Bool", "float32": "Float", "float64": "Double", "int64": "Long"}
-
 
 def _dtype_arg(op: str, value) -> np.dtype:
     """A dtype argument: a kiln (NumPy) dtype or a type NumPy names one by (`np.float32`)."""
@@ -341,8 +339,8 @@ def _indices(op, row, col, offset, dtype, device, upper: bool):
         if v < 0:
             raise UsageError(f"{op}: {name} must be non-negative, got {v}")
     dtype = dt.as_dtype(dtype)
-    if not (dt.is_int(dtype)):
-        name = _TORCH_NAMES.get(dtype.name, dtype.name.capitalize())
+    if dtype not in (np.int32, np.int64):  # (torch 2.13's kernels: int32 and int64 alone)
+        name = dt.scalar_name(dtype)
         raise UnsupportedDTypeError(f"\"{op}\" not implemented for '{name}'")
     # the row-major order of the kept positions of a row x col matrix
     mask = (

@@ -14,7 +14,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager.autograd import name_history
-from ..errors import ArgumentError, IndexOutOfBoundsError, ShapeError, UsageError, call_error
+from ..errors import (
+    DTypeMismatchError,
+    ShapeError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..graph.core import Symbol
 from ..graph.opdef import REGISTRY
 from . import core
@@ -166,16 +172,32 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     [6.0, 1.0, 4.0]
     """
     if reduce not in ("prod", "mean", "amax", "amin"):
-        raise ArgumentError(
-            f"index_reduce(): expected reduce to be one of prod, mean, amax or amin but got "
+        raise UsageError(  # (torch 2.13's class and message)
+            f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
             f"{reduce}."
         )
     x, idx, src = lift(input, index, source)
-    if idx.ndim > 1:
-        raise call_error(IndexOutOfBoundsError, "index_reduce(): Index is supposed to be a vector",
-                         "index_reduce", idx)  # fmt: skip
-    d = xs._dim(x, dim)
-    src = src if src.dtype == x.dtype else m.cast(src, x.dtype)
+    d = xs._dim(x, dim)  # (PyTorch's order: a dim out of range first, IndexError)
+    if not ti.int_index(idx.dtype):  # (an empty index too; torch 2.13's words)
+        why = ("index_reduce_(): Expected dtype int32/int64 for index but got: "
+               f"{dt.scalar_name(idx.dtype)}")  # fmt: skip
+        raise call_error(DTypeMismatchError, why, "index_reduce", x, idx)
+    # torch 2.13's kernels: a 1-D (or 0-d) input of bools or complex numbers has none; wider
+    # ones none without include_self, no mean of bools and no order of complex numbers
+    kernel = None
+    if x.dtype == np.bool_ or dt.is_complex(x.dtype):
+        if x.ndim <= 1:
+            kernel = "index_func_"
+        elif not include_self:
+            kernel = "index_reduce_func_exclude_input_init"
+        elif x.dtype == np.bool_ and reduce == "mean":
+            kernel = "div_floor_cpu"
+        elif reduce in ("amax", "amin") and x.dtype != np.bool_:
+            kernel = "maximum_cpu" if reduce == "amax" else "minimum_cpu"
+    if kernel is not None:
+        why = f"\"{kernel}\" not implemented for '{dt.scalar_name(x.dtype)}'"
+        raise call_error(UnsupportedDTypeError, why, "index_reduce", x)
+    xs._check_source("index_reduce", x, d, idx, src)  # (index_add's rules: no broadcasting)
     if src.ndim == 0:
         src = s.reshape(src, (1,))
     return ti.scatter_reduce(x, d, xs._along(idx, d, src.shape), src, reduce,

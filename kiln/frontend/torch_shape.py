@@ -429,6 +429,8 @@ def roll(input, shifts, dims=None):  # noqa: A002
         raise ShapeError("roll: `shifts` required")
     if len(shifts) != len(dims):
         raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    if sh.dim_product(x.shape) == 0:  # PyTorch's: an empty tensor's copy, its dims unchecked
+        return _copy(x)
     for shift, dim in zip(shifts, dims):
         dim = sh.normalize_axis(dim, x.ndim)
         n = static_dim(x, dim, "roll")
@@ -450,6 +452,7 @@ def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     """
     (x,) = lift(input)
     if x.ndim == 0:  # PyTorch's: the windows of a 1-element vector, flat
+        sh.normalize_axis(dimension, 1)  # (its dims: 0 or -1, else IndexError)
         return call("reshape", unfold(call("reshape", x, shape=(1,)), 0, size, step), shape=(-1,))
     dim = sh.normalize_axis(dimension, x.ndim)
     n = static_dim(x, dim, "unfold")
@@ -525,6 +528,7 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A00
         steps, at = x.stride(), x.storage_offset()
         start = at + (offset * steps[d2] if offset >= 0 else -offset * steps[d1])
         shape = [x.shape[d] for d in rest] + [length]
+        start = at if 0 in shape else start  # an empty view (past the end): no element addressed
         return as_strided(x, shape, [steps[d] for d in rest] + [steps[d1] + steps[d2]], start)
     x = call("transpose", x, perm=(*rest, d1, d2))
     x = call("reshape", x, shape=(*x.shape[:-2], n * m))

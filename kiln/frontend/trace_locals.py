@@ -40,7 +40,7 @@ from ..graph.region import outermost
 from ..ops.random import in_trace
 from .core import constant
 
-__all__ = ["TracedLocal", "end_trace", "promote", "symbol_of"]
+__all__ = ["TracedLocal", "end_trace", "promote", "symbol_of", "take_value"]
 
 
 def _graph():
@@ -71,6 +71,17 @@ def promote(t: Tensor, op: str) -> Symbol | None:
     graph.__dict__.setdefault("_traced_locals", {})[id(t)] = (t, value)
     t.__class__ = TracedLocal
     return value
+
+
+def take_value(t: Tensor, value: Symbol, op: str) -> bool:
+    """Makes `t`, a tensor the trace being made made, stand for `value` from now on (of
+    another shape: an out= of a length the run binds, `kn.nonzero(x, out=out)`), as an eager
+    call resizes it and writes the result into it. False where t is not such a tensor (a
+    TracedLocal already: its graph value's shape is its own)."""
+    if promote(t, op) is None:
+        return False
+    _graph().__dict__["_traced_locals"][id(t)] = (t, value)
+    return True
 
 
 def symbol_of(t) -> Symbol | None:

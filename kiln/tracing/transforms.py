@@ -15,9 +15,11 @@ from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
 from ..frontend.core import call, lift
+from ..frontend.functionalize import CHANGES
 from ..graph.core import Symbol, get_default_graph
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
+from . import vmap_forms as forms
 from .prints import tracing_now
 from .scalars import TracedScalar
 from .structure import _unflatten, flatten
@@ -317,59 +319,115 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
         raise ArgumentError(f"vmap({getattr(f, '__name__', 'f')}, in_dims=None, ...)"
                             "(<inputs>): expected `in_dims` to be int or a (potentially nested) "
                             "tuple matching the structure of inputs, got: NoneType.")  # fmt: skip
+    forms.check_chunk_size(chunk_size)
 
     def graph_form(*args, **kwargs):
+        forms.check_randomness(randomness)
+        forms.check_in_dims(f, in_axes)
+        forms.check_out_dims(f, out_axes)
         axes = _axes(in_axes, len(args))
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
-            raise ArgumentError("vmap: in_axes maps no argument")
-        batched, firsts, n = {}, list(args), None
+            raise ArgumentError("vmap: Expected at least one Tensor to vmap over")
+        examples, firsts, n = [], list(args), None
         for i, whole in mapped:
             # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf, at
             # the argument's axis or at each leaf's (in_dims of the argument's structure)
             leaves, structure = [whole], None
-            if not isinstance(whole, Symbol):
+            if isinstance(whole, (list, tuple, dict)):
                 leaves = []
                 structure = flatten(whole, f"argument {i}", leaves, [], [])
             leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i)
-            containers = (Symbol, list, tuple, dict)
-            if not isinstance(whole, containers) or not all(
-                isinstance(a, Symbol) for a, ax in zip(leaves, leaf_axes) if ax is not None
-            ):
-                raise GraphError(f"vmap: mapped argument {i} is a {type(whole).__name__}")
             fronts = []
             for a, axis in zip(leaves, leaf_axes):
                 if axis is None:
                     fronts.append(a)
                     continue
-                if a.ndim == 0:
-                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axis} to map")
+                forms.check_mapped(f, in_axes, a, axis, i)
                 front = _to_front(a, axis)
                 size = front.shape[0]
                 if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
-                    raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
+                    raise ShapeError("vmap: Expected all tensors to have the same size in the "
+                                     f"mapped dimension, got sizes {[n, size]} for the mapped "
+                                     "dimension")  # fmt: skip
                 n = size if n is None else n
                 if size == 0:
                     raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
-                first = call("index", front, spec=(("int", 0),))
-                batched[id(first)] = front
+                # one example, a value of its own (not a view of the argument: a change in
+                # place of it changes the batch's, written back below)
+                first = fresh(call("index", front, spec=(("int", 0),)))
+                examples.append((first.node, front, a, axis, first))
                 fronts.append(first)
             firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
         if n is None:
-            raise ArgumentError("vmap: in_axes maps no tensor")
-        out = f(*firsts, **kwargs)
-        leaves, structure = _leaves(out, "output")
-        if any(isinstance(y, TracedScalar) for y in leaves):
-            raise UsageError("vmap: It looks like you're calling .item() on a Tensor. We don't "
-                             "support vmap over calling .item() on a Tensor, please try to "
-                             "rewrite what you're doing with other operations.")  # fmt: skip
-        found = vectorize(leaves, batched)
-        outs = [b if b is not None else unbatched_to(y, n) for y, b in zip(leaves, found)]
-        ax = _axes(out_axes, len(outs)) if isinstance(out_axes, (tuple, list)) else None
-        outs = [_from_front(o, (ax[k] if ax else out_axes)) for k, o in enumerate(outs)]
-        return _unflatten(structure, iter(outs))
+            raise ArgumentError("vmap: Expected at least one Tensor to vmap over")
+        graph = get_default_graph()
+        since = len(graph.nodes)
+        CHANGES.append([])
+        try:
+            out = f(*firsts, **kwargs)
+        finally:
+            changes = CHANGES.pop()
+        batched = forms.random_values(graph, since, n, randomness)
+        # (keyed by the examples' nodes: a change in place makes the object another value)
+        batched.update((id(node.out), front) for node, front, *_ in examples)
+        forms.check_changes(changes, batched)
+        found = []  # (leaf, out_dim) of each output, in order
+
+        def collect(leaf, dim):
+            if isinstance(leaf, TracedScalar):
+                raise UsageError(
+                    "vmap: It looks like you're calling .item() on a Tensor. We don't support "
+                    "vmap over calling .item() on a Tensor, please try to rewrite what you're "
+                    "doing with other operations."
+                )
+            found.append((leaf, dim))
+            return leaf
+
+        forms.walk_outputs(f, out, out_axes, collect)
+        values = [_graph_value(y, graph) for y, _ in found]
+        ys = [v for v in values if v is not None]
+        changed = [
+            (first, a, axis) for node, _, a, axis, first in examples if first.node is not node
+        ]
+        done = iter(vectorize(ys + [first for first, _, _ in changed], batched) if ys or changed
+                    else [])  # fmt: skip
+        results = []
+        for (y, dim), v in zip(found, values):
+            b = next(done) if v is not None else None
+            if dim is None:
+                if b is not None:
+                    raise forms.batched_for_none(f)
+                results.append(y)
+            elif v is None:
+                raise forms.not_a_tensor(f, y)
+            else:
+                o = b if b is not None else unbatched_to(v, n)
+                results.append(_from_front(o, forms.out_dim_checked(dim, o.ndim)))
+        for first, a, axis in changed:  # an example changed in place: the argument changes
+            b = next(done)
+            a.copy_(_from_front(b if b is not None else unbatched_to(first, n), axis))
+        placed = iter(results)
+        return forms.walk_outputs(f, out, out_axes, lambda leaf, dim: next(placed))
 
     return _transform(graph_form, "vmap", f)
+
+
+def _graph_value(y, graph):
+    """An output of vmap's function as a value of its graph (a Tensor it made eagerly, or
+    closed over: a constant), or None where it is not a tensor."""
+    if isinstance(y, Symbol):
+        return y
+    if isinstance(y, Tensor):
+        from ..frontend import trace_locals
+        from ..frontend.core import _traced, constant
+
+        value = trace_locals.symbol_of(y)  # a Tensor made in the trace and changed there
+        value = _traced(y) if value is None else value  # a module's value in the trace
+        if isinstance(value, Symbol):
+            return value
+        return constant(y.detach().numpy(), graph=graph)
+    return None
 
 
 def _argnums(argnums, n_args: int) -> tuple:

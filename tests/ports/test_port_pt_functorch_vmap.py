@@ -1,0 +1,537 @@
+"""PyTorch's own vmap tests (test/functorch/test_vmap.py) as an oracle: their behaviours, each
+written here as a scenario of its own (pt_oracle.py runs it on torch and on kiln, eagerly and
+under `kn.compile`, and compares values, dtypes, shapes and exception types): in_dims and
+out_dims in their forms (ints, negative, None, nested tuples and dicts), nested vmap,
+chunk_size, keyword arguments, ops with dim arguments (dims are the per-example ones), the
+refusals (outputs that are not tensors, mapped sizes that differ, in_dims that do not fit
+the inputs), randomness, in-place ops on batched and unbatched tensors, .item() and
+data-dependent control flow. test_port_hunt8_func.py has the tutorials' programs.
+
+Expected values: torch 2.13 (the oracle).
+"""
+
+import numpy as np
+import pytest
+from pt_oracle import MODES, Scenarios
+
+f32 = np.float32
+RNG = np.random.default_rng(13)
+X = RNG.normal(size=(3, 4)).astype(f32)
+Y = RNG.normal(size=(3, 4)).astype(f32)
+V = RNG.normal(size=(4,)).astype(f32)
+X3 = RNG.normal(size=(2, 3, 4)).astype(f32)
+IX = np.arange(12, dtype=np.int64).reshape(3, 4)
+S = np.array(1.5, f32)
+
+SCENARIOS = Scenarios()
+case = SCENARIOS.case
+
+
+# -- in_dims and out_dims -------------------------------------------------------------------
+
+
+@case("single_and_multiple_inputs", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    return vm(lib.sin)(x), vm(lib.mul)(x, y), vm(lambda a, b: a @ b)(x, y)
+
+
+@case("multiple_outputs_tuple_and_list", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    return vm(lambda a, b: (a * b, a + b))(x, y), vm(lambda a: [a.sum(), a * 2])(x)
+
+
+@case("in_dims_nonzero_and_negative", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    return (vm(lambda a: a * 2, in_dims=1)(x), vm(lambda a: a.sum(), in_dims=-1)(x),
+            vm(lambda a, b: a + b, in_dims=(1, 0))(x, y.T.contiguous()))  # fmt: skip
+
+
+@case("in_dims_none", X, V)
+def _(lib, x, v):
+    vm = lib.func.vmap
+    return vm(lambda a, b: a * b, in_dims=(0, None))(x, v), vm(lambda a, b: a - b, (None, 0))(v, x)
+
+
+@case("in_dims_nested_tuple", X, Y, V)
+def _(lib, x, y, v):
+    def f(pair, w):
+        return pair[0] * pair[1] + w
+
+    return lib.func.vmap(f, in_dims=((0, 1), None))((x, y.T.contiguous()), v)
+
+
+@case("in_dims_dict", X, Y, V)
+def _(lib, x, y, v):
+    def f(d):
+        return d["a"] * d["b"] + d["c"]
+
+    return lib.func.vmap(f, in_dims=({"a": 0, "b": 1, "c": None},))(
+        {"a": x, "b": y.T.contiguous(), "c": v}
+    )
+
+
+@case("in_dims_dict_argument_all_mapped", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda d: d["a"] - d["b"])({"a": x, "b": y})
+
+
+@case("out_dims_int_and_negative", X3)
+def _(lib, x):
+    vm = lib.func.vmap
+    return (vm(lambda a: a * 2, out_dims=1)(x), vm(lambda a: a + 1, out_dims=-1)(x),
+            vm(lambda a: a.sum(0), out_dims=1)(x))  # fmt: skip
+
+
+@case("out_dims_tuple_per_output", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: (a * 2, a + 1), out_dims=(1, 0))(x)
+
+
+@case("out_dims_none_unbatched_output", X, V)
+def _(lib, x, v):
+    # an output that does not depend on the mapped input, returned as it is with out_dims None
+    return lib.func.vmap(lambda a: v * 2, out_dims=None)(x)
+
+
+@case("out_dims_none_mixed", X, V)
+def _(lib, x, v):
+    return lib.func.vmap(lambda a: (a * 2, v + 1), out_dims=(0, None))(x)
+
+
+@case("out_dims_none_batched_output_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a * 2, out_dims=None)(x)
+
+
+@case("out_dims_dict_output", X)
+def _(lib, x):
+    out = lib.func.vmap(lambda a: {"s": a.sin(), "c": a.cos()}, out_dims={"s": 0, "c": 1})(x)
+    return out["s"], out["c"]
+
+
+@case("dict_output", X)
+def _(lib, x):
+    out = lib.func.vmap(lambda a: {"s": a.sum(), "d": a * 2})(x)
+    return sorted(out), out["s"], out["d"]
+
+
+@case("out_dims_count_mismatch_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: (a, a), out_dims=(0, 0, 0))(x)
+
+
+@case("out_dims_out_of_range_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, out_dims=3)(x)
+
+
+@case("out_dims_wrong_type_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, out_dims="x")(x)
+
+
+@case("unmapped_output_expanded", X, V)
+def _(lib, x, v):
+    # an output that does not depend on the mapped input is expanded over the batch
+    return lib.func.vmap(lambda a: v * 2)(x), lib.func.vmap(lambda a: lib.ones(2))(x)
+
+
+@case("constant_function", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.tensor(3.25))(x)
+
+
+@case("output_is_input", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a)(x), lib.func.vmap(lambda a: a, in_dims=1)(x)
+
+
+@case("keyword_arguments_unmapped", X, V)
+def _(lib, x, v):
+    def f(a, *, scale, shift=0.0):
+        return a * scale + shift
+
+    return lib.func.vmap(f)(x, scale=v), lib.func.vmap(f)(x, scale=2.0, shift=v)
+
+
+@case("non_tensor_arguments_unmapped", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a, k, flag: a * k if flag else a, in_dims=(0, None, None))(
+        x, 3.0, True
+    )
+
+
+@case("integer_and_bool_inputs", IX)
+def _(lib, i):
+    vm = lib.func.vmap
+    return vm(lambda a: a * 2)(i), vm(lambda a: a.sum())(i), vm(lambda a: a > 4)(i)
+
+
+@case("chunk_size", X3)
+def _(lib, x):
+    vm = lib.func.vmap
+    return (vm(lambda a: a.sin().sum(0), chunk_size=1)(x), vm(lambda a: a * 2, chunk_size=5)(x),
+            vm(lambda a: a.T, in_dims=2, chunk_size=3)(x))  # fmt: skip
+
+
+@case("chunk_size_zero_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, chunk_size=0)(x)
+
+
+@case("chunk_size_negative_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, chunk_size=-1)(x)
+
+
+# -- nested vmap ----------------------------------------------------------------------------
+
+
+@case("nested_same_dim", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    return vm(vm(lib.mul))(x, y), vm(vm(lambda a: a * 2))(x)
+
+
+@case("nested_different_dims", X, V)
+def _(lib, x, v):
+    vm = lib.func.vmap
+    # the outer maps x's rows, the inner v's elements: an outer product shaped (3, 4, 4)
+    return vm(lambda row: vm(lambda e: row * e)(v))(x)
+
+
+@case("nested_in_dims", X3)
+def _(lib, x):
+    vm = lib.func.vmap
+    return vm(vm(lambda a: a.sum(), in_dims=1), in_dims=2)(x)
+
+
+@case("nested_noop_inner", X, V)
+def _(lib, x, v):
+    vm = lib.func.vmap
+    return vm(lambda a: vm(lambda b: a.sum())(v))(x)
+
+
+@case("nested_out_dims", X3)
+def _(lib, x):
+    vm = lib.func.vmap
+    return vm(vm(lambda a: a * 2, out_dims=0), out_dims=1)(x)
+
+
+# -- ops with dim arguments: the dims are the example's -------------------------------------
+
+
+@case("dims_are_per_example", X3)
+def _(lib, x):
+    vm = lib.func.vmap
+    return (vm(lambda a: a.sum(0))(x), vm(lambda a: a.sum(-1))(x), vm(lambda a: a.mean(1))(x),
+            vm(lambda a: a.softmax(-1))(x), vm(lambda a: a.transpose(0, 1))(x),
+            vm(lambda a: a.unsqueeze(0))(x), vm(lambda a: a.flatten())(x),
+            vm(lambda a: a.max(0).values)(x), vm(lambda a: a.argmax(-1))(x),
+            vm(lambda a: a.cumsum(1))(x), vm(lambda a: a.view(-1))(x),
+            vm(lambda a: a.reshape(2, 6))(x), vm(lambda a: a[1])(x), vm(lambda a: a[:, 1:3])(x),
+            vm(lambda a: lib.cat([a, a], 1))(x), vm(lambda a: lib.stack([a, a], -1))(x),
+            vm(lambda a: a.permute(1, 0))(x), vm(lambda a: a.sum())(x),
+            vm(lambda a: a.shape[0] * a)(x), vm(lambda a: a.size(1) * a)(x),
+            vm(lambda a: lib.tensor(a.dim()))(x))  # fmt: skip
+
+
+@case("dims_with_in_dims", X3)
+def _(lib, x):
+    vm = lib.func.vmap
+    return vm(lambda a: a.sum(0), in_dims=1)(x), vm(lambda a: a.movedim(0, 1), in_dims=-1)(x)
+
+
+@case("dim_out_of_range_of_example_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a.sum(1))(x)
+
+
+@case("matmul_batched_and_unbatched", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    return (vm(lambda a: a @ y.T)(x), vm(lambda a, b: lib.outer(a, b))(x, y),
+            vm(lambda a: lib.dot(a, a))(x),
+            vm(lambda w: y @ w, in_dims=1)(x.T.contiguous()))  # fmt: skip
+
+
+# -- refusals -------------------------------------------------------------------------------
+
+
+@case("non_tensor_output_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: 3.25)(x)
+
+
+@case("non_tensor_output_in_list_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: [a, 3.25])(x)
+
+
+@case("none_output_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: None)(x)
+
+
+@case("different_mapped_sizes_raise", X, V)
+def _(lib, x, v):
+    return lib.func.vmap(lambda a, b: a + b)(x, v)
+
+
+@case("no_inputs_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda: x)()
+
+
+@case("no_tensor_inputs_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a)(3.0)
+
+
+@case("in_dims_all_none_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, in_dims=(None,))(x)
+
+
+@case("in_dims_too_few_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda a, b: a + b, in_dims=(0,))(x, y)
+
+
+@case("in_dims_wrong_type_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, in_dims="0")(x)
+
+
+@case("in_dims_float_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, in_dims=0.0)(x)
+
+
+@case("in_dim_int_for_non_tensor_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a, k: a * k, in_dims=(0, 0))(x, 2.0)
+
+
+@case("in_dims_tuple_for_tensor_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, in_dims=((0, 0),))(x)
+
+
+@case("in_dims_tree_mismatch_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda p: p[0] + p[1], in_dims=((0, 0, 0),))((x, y))
+
+
+@case("in_dim_out_of_range_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, in_dims=2)(x)
+
+
+@case("in_dim_negative_out_of_range_raises", V)
+def _(lib, v):
+    return lib.func.vmap(lambda a: a, in_dims=-2)(v)
+
+
+@case("in_dim_on_0d_raises", S)
+def _(lib, s):
+    return lib.func.vmap(lambda a: a)(s)
+
+
+@case("item_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a.sum().item())(x)
+
+
+@case("data_dependent_control_flow_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a * 2 if a.sum() > 0 else a)(x)
+
+
+@case("tolist_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.tensor(a.tolist()))(x)
+
+
+@case("nonzero_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a.nonzero())(x)
+
+
+# -- randomness -----------------------------------------------------------------------------
+
+
+@case("randomness_error_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a + lib.rand(4))(x)
+
+
+@case("randomness_error_like_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.randn_like(a))(x)
+
+
+@case("randomness_error_dropout_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.nn.functional.dropout(a, 0.5, training=True))(x)
+
+
+@case("randomness_error_dropout_eval_runs", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.nn.functional.dropout(a, 0.5, training=False))(x)
+
+
+@case("randomness_invalid_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, randomness="garbage")(x)
+
+
+@case("randomness_same", X)
+def _(lib, x):
+    out = lib.func.vmap(lambda a: lib.rand(4) + a * 0, randomness="same")(x)
+    rows = lib.func.vmap(lambda a: lib.rand_like(a), randomness="same")(x)
+    return out.shape, (out == out[0]).all(), (rows == rows[0]).all(), out.dtype
+
+
+@case("randomness_different", X)
+def _(lib, x):
+    out = lib.func.vmap(lambda a: lib.rand(4) + a * 0, randomness="different")(x)
+    rows = lib.func.vmap(lambda a: lib.randn_like(a), randomness="different")(x)
+    return out.shape, (out[0] != out[1]).any(), (rows[0] != rows[2]).any()
+
+
+@case("randomness_different_unbatched_input", X)
+def _(lib, x):
+    # the random op's tensor input is unmapped: each example draws its own values all the same
+    out = lib.func.vmap(lambda a: lib.rand_like(x[0]) + a * 0, randomness="different")(x)
+    return out.shape, (out[0] != out[1]).any()
+
+
+# -- in-place ops ---------------------------------------------------------------------------
+
+
+@case("inplace_on_batched", X, Y)
+def _(lib, x, y):
+    def f(a, b):
+        a = a.clone()
+        a.mul_(b)
+        a.add_(1.0)
+        return a
+
+    return lib.func.vmap(f)(x, y)
+
+
+@case("inplace_batched_into_unbatched_raises", X, V)
+def _(lib, x, v):
+    def f(a, b):
+        return b.clone().add_(a)  # b is not mapped, a is
+
+    return lib.func.vmap(f, in_dims=(0, None))(x, v)
+
+
+@case("inplace_unbatched_into_batched", X, V)
+def _(lib, x, v):
+    def f(a, b):
+        return a.clone().add_(b)
+
+    return lib.func.vmap(f, in_dims=(0, None))(x, v)
+
+
+@case("inplace_changes_input", X, Y)
+def _(lib, x, y):
+    x = x.clone()
+    lib.func.vmap(lambda a, b: a.mul_(b))(x, y)
+    return x
+
+
+@case("inplace_on_view_of_batched", X)
+def _(lib, x):
+    def f(a):
+        a = a.clone()
+        a[1:3].mul_(10)
+        return a
+
+    return lib.func.vmap(f)(x)
+
+
+@case("inplace_index_put_unbatched_raises", X, V)
+def _(lib, x, v):
+    def f(a):
+        out = lib.zeros(4)
+        out[0] = a.sum()
+        return out
+
+    return lib.func.vmap(f)(x)
+
+
+@case("inplace_copy_into_new_tensor_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.zeros(4).copy_(a))(x)
+
+
+@case("new_tensor_factories_unbatched", X)
+def _(lib, x):
+    vm = lib.func.vmap
+    return (vm(lambda a: lib.zeros_like(a))(x), vm(lambda a: a.new_ones(2))(x),
+            vm(lambda a: lib.arange(3) * a.sum())(x),
+            vm(lambda a: lib.ones_like(a, dtype=lib.int32))(x))  # fmt: skip
+
+
+# -- dtypes of results -----------------------------------------------------------------------
+
+
+@case("dtypes_preserved", X, IX)
+def _(lib, x, i):
+    vm = lib.func.vmap
+    return (vm(lambda a, b: a * b)(x.double(), i), vm(lambda a: a.half() * 2)(x),
+            vm(lambda a, b: a + b)(i, i.int()), vm(lambda a: a / 2)(i),
+            vm(lambda a, s: a * s, in_dims=(0, None))(i, 2.5))  # fmt: skip
+
+
+@case("scalar_tensor_unmapped_promotion", X, S)
+def _(lib, x, s):
+    return lib.func.vmap(lambda a, b: a * b, in_dims=(0, None))(x.half(), s)
+
+
+@case("index_put_forms", X, Y)
+def _(lib, x, y):
+    idx = lib.tensor([2, 0])
+
+    def f(a, b):
+        a = a.clone()
+        a[idx] = b[:2]  # an index tensor not mapped, batched values
+        a[1:] += 1.0
+        a[3] = 5.0
+        return a
+
+    def g(a):
+        return lib.zeros(2, 4).index_put((lib.tensor([1]),), a)  # out of place: batched result
+
+    return lib.func.vmap(f)(x, y), lib.func.vmap(g)(x)
+
+
+@case("index_put_batched_index", X, IX)
+def _(lib, x, i):
+    def f(a, j):
+        a = a.clone()
+        a[j % 4] = 0.0
+        return a
+
+    return lib.func.vmap(f)(x, i[:, :2])
+
+
+SCENARIOS.xfail.update(
+    {
+        "index_put_batched_index": "torch writes each example at its own index; kiln's "
+        "index_put has no batching rule for a batched index tensor (GraphError)",
+    }
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", SCENARIOS.names())
+def test_vmap_matches_torch(torch, name, mode):
+    SCENARIOS.check(torch, name, mode)

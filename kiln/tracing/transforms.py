@@ -19,6 +19,7 @@ from ..frontend.functionalize import CHANGES
 from ..graph.core import Symbol, get_default_graph
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
+from . import func_checks as checks
 from . import vmap_forms as forms
 from .prints import tracing_now
 from .scalars import TracedScalar
@@ -85,11 +86,7 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
 
         def f(*args, _f=f):
             out = _f(*args)
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise ArgumentTypeError(
-                    "jvp(f, primals, tangents): output of function f "
-                    "should be a tuple: (output, aux) if has_aux is True"
-                )
+            checks.aux_pair(out, "jvp(f, primals, tangents)")
             found.append(out[1])
             return out[0]
 
@@ -431,11 +428,7 @@ def _graph_value(y, graph):
 
 
 def _argnums(argnums, n_args: int) -> tuple:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for k in nums:
-        if not -n_args <= k < n_args:
-            raise ArgumentError(f"argnums {argnums} is out of range for {n_args} arguments")
-    return tuple(k % n_args for k in nums)
+    return checks.argnum_positions(argnums, n_args)[0]
 
 
 def _jacobian_transform(f, argnums, name, build, has_aux=False):
@@ -449,6 +442,7 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
             if not leaves or not all(isinstance(a, Symbol) for a in leaves):
                 raise GraphError(f"{name}: argument {k} is a {type(args[k]).__name__}")
             for a in leaves:
+                checks.differentiable_input(a, name)
                 if a.dtype.kind == "c":  # PyTorch's torch.func refuses complex values
                     raise UsageError(f"{name}: Expected all inputs to be real but received "
                                      f"complex tensor at flattened input idx: {i}")  # fmt: skip
@@ -459,10 +453,9 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
             structures.append(structure)
         out = f(*args, **kwargs)
         if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise ArgumentTypeError(f"{name}(f)(*args): output of function f should be a "
-                                        "tuple: (output, aux) if has_aux is True")  # fmt: skip
-            out, aux = out
+            out, aux = checks.aux_pair(out, f"{name}(f)(*args)")
+        where = "jvp(f, primals, tangents)" if name == "jacfwd" else "vjp(f, *primals)"
+        checks.only_tensors(checks.leaves_of(out), where)
         # one jacobian per output (a tuple, list or dict of them as torch.func's)
         ys, structure = _leaves(out, "output")
         for i, y in enumerate(ys):
@@ -499,6 +492,7 @@ def jacrev(f, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_cop
     array([[2., 0.],
            [0., 6.]])
     """
+    checks.check_chunk_size(chunk_size, "jacrev")
     return _jacobian_transform(f, argnums, "jacrev", jacobian_rev, has_aux)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad
+from ..eager.grad_mode import enable_grad, is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
@@ -133,7 +133,9 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
             else:
                 # (the outermost transform needs no graph of the gradient: its values are
                 # plain, as torch.func's; an inner one keeps it for the outer one)
-                grads = autograd.grad(out, inputs, create_graph=nested, allow_unused=True)
+                grads = [None] * len(inputs)  # (an output that does not depend on them: zeros)
+                if out.requires_grad:
+                    grads = autograd.grad(out, inputs, create_graph=nested, allow_unused=True)
                 grads = [g if g is not None else _zeros(x) for g, x in zip(grads, inputs)]
                 if not nested:
                     grads = [g.detach() for g in grads]
@@ -185,6 +187,7 @@ def vjp(func, *primals, has_aux: bool = False):
         out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
     checks.only_tensors(checks.leaves_of(out), "vjp(f, *primals)")
     flat, out_structure = _leaves(out)
+    checks.differentiable_outputs(flat, "vjp(f, ...)")
 
     def vjp_fn(cotangents):
         cts, ct_structure = _leaves(cotangents)
@@ -196,10 +199,18 @@ def vjp(func, *primals, has_aux: bool = False):
             cts = lift(*cts, context=flat)
             grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
             return tuple(_grouped(grads, structures))
-        with enable_grad() if nested else contextlib.nullcontext():
-            grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True,
-                                  create_graph=nested)  # fmt: skip
-        grads = [(g if nested else g.detach()) if g is not None else _zeros(x)
+        # the products keep a history where the primals' do (nested), or where a cotangent
+        # requires grad (`grad(lambda t: vjp_fn(t)[0])`: linear in it)
+        track = nested or (is_grad_enabled() and any(isinstance(c, Tensor) and c.requires_grad
+                                                     for c in cts))  # fmt: skip
+        pairs = [(y, c) for y, c in zip(flat, cts) if isinstance(y, Tensor) and y.requires_grad]
+        grads = [None] * len(inputs)
+        if pairs:  # (outputs that do not depend on the primals get no cotangent)
+            with enable_grad() if track else contextlib.nullcontext():
+                ys, cs = [y for y, _ in pairs], [c for _, c in pairs]
+                grads = autograd.grad(ys, inputs, cs, retain_graph=True, allow_unused=True,
+                                      create_graph=track)  # fmt: skip
+        grads = [(g if track else g.detach()) if g is not None else _zeros(x)
                  for g, x in zip(grads, inputs)]  # fmt: skip
         return tuple(_grouped(grads, structures))
 

@@ -21,11 +21,11 @@ def argnum_positions(argnums, n: int) -> tuple[tuple, bool]:
     """(the positions `argnums` names among `n` positional arguments, whether it is one int)."""
     single = isinstance(argnums, int) and not isinstance(argnums, bool)
     nums = (argnums,) if single else argnums
-    if not single and not (
-        isinstance(nums, (tuple, list)) and all(type(k) is int for k in nums)
-    ):  # (a list: kiln's form too)
+    if not single and not isinstance(nums, tuple):
         raise UsageError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
-    nums = tuple(nums)
+    for k in nums:
+        if type(k) is not int:
+            raise UsageError(f"argnum must be int, got: {type(k)}")
     if not nums:
         raise UsageError("argnums must be non-empty")
     for k in nums:
@@ -42,15 +42,30 @@ def aux_pair(out, what: str):
     if not (isinstance(out, tuple) and len(out) == 2):
         raise UsageError(f"{what}: output of function f should be a tuple: (output, aux) if "
                          "has_aux is True")  # fmt: skip
+    for a in leaves_of(out[1]):
+        if not isinstance(a, (Tensor, Symbol)):
+            raise UsageError(f"Expected tensors, got unsupported type {type(a)}")
     return out
 
 
 def only_tensors(leaves, what: str) -> None:
-    """torch.func's refusal of an output that is not a tensor (vjp, jvp, the jacobians)."""
+    """torch.func's refusal of an output that is not a tensor (vjp, jvp, the jacobians), or
+    of no output at all."""
+    if all(y is None for y in leaves):
+        raise UsageError(f"{what}: Expected f to be a function that has non-empty output (got "
+                         f"output = {leaves})")  # fmt: skip
     for y in leaves:
         if not isinstance(y, (Tensor, Symbol)):
             raise UsageError(f"{what}: expected f(*primals) to return only tensors, got "
                              f"unsupported type {type(y)}")  # fmt: skip
+
+
+def differentiable_outputs(leaves, what: str) -> None:
+    """vjp's refusal of an integer or boolean output (it has no cotangent)."""
+    for y in leaves:
+        if not (dt.is_float(y.dtype) or y.dtype.kind == "c"):
+            raise UsageError(f"{what}: All outputs of f must be floating-point or complex "
+                             f"Tensors, got Tensor with dtype {y.dtype}")  # fmt: skip
 
 
 def differentiable_input(value, name: str) -> None:

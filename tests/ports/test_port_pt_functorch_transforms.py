@@ -172,6 +172,120 @@ def _(lib, x):
     )(x.double())
 
 
+@case("grad_argnums_list_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.grad(lib.mul, argnums=[0])(x.sum(), y.sum())
+
+
+@case("grad_argnums_str_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.grad(lib.mul, argnums=("0",))(x.sum(), y.sum())
+
+
+@case("grad_argnums_repeated_negative_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.grad(lib.mul, argnums=(0, -2))(x.sum(), y.sum())
+
+
+@case("grad_argnums_too_negative_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.grad(lib.mul, argnums=-3)(x.sum(), y.sum())
+
+
+@case("grad_pytree_inputs_argnums", S)
+def _(lib, s):
+    def f(a, b):
+        return 1 * a[0] + 2 * a[1] + 3 * b["foo"]
+
+    args = ((s, s), {"foo": s})
+    g = lib.func.grad
+    return g(f)(*args), g(f, argnums=(0,))(*args), g(f, argnums=(0, 1))(*args)[1]["foo"]
+
+
+@case("grad_aux_non_tensor_raises", X)
+def _(lib, x):
+    return lib.func.grad(lambda a: (a.sum(), 1.0), has_aux=True)(x)
+
+
+@case("grad_aux_non_tensor_in_list_raises", X)
+def _(lib, x):
+    return lib.func.grad(lambda a: (a.sum(), [a, "abc"]), has_aux=True)(x)
+
+
+@case("grad_inplace_and_views", X)
+def _(lib, x):
+    g = lib.func.grad
+
+    def on_view(a):
+        y = a.clone()
+        y[0].sin_()
+        return y.sum()
+
+    def on_base(a):
+        y = a.clone()
+        y0 = y[0]
+        y.sin_()
+        return y0
+
+    def through_view(a):
+        y = a.clone()
+        y.view(3).mul_(2.0)
+        return (y * y).sum()
+
+    return (g(lambda a: a.clone().sin_().sum())(x), g(on_view)(x), g(on_base)(x),
+            g(through_view)(x))  # fmt: skip
+
+
+@case("grad_inplace_on_capture_raises", X, Y)
+def _(lib, x, y):
+    captured = y.clone()
+
+    def f(a):
+        captured.copy_(a)
+        return (a * captured).sum()
+
+    return lib.func.grad(f)(x)
+
+
+@case("grad_unrelated_output_zero", X, S)
+def _(lib, x, s):
+    return lib.func.grad(lambda a: s * 2)(x)
+
+
+@case("grad_cross_entropy_integer_targets", M)
+def _(lib, m):
+    t = lib.tensor([2, 0])
+    return lib.func.grad(lambda z, y: lib.nn.functional.cross_entropy(z, y))(m, t)
+
+
+@case("grad_composed_with_autograd", S)
+def _(lib, s):
+    s = s.clone().requires_grad_(True)
+    y = lib.func.grad(lib.sin)(s)
+    (second,) = lib.autograd.grad(y, s)
+    return y, second
+
+
+@case("grad_view_in_function_composed_with_autograd", S, X)
+def _(lib, s, x):
+    s, t = s.clone().requires_grad_(True), x[0].clone().requires_grad_(True)
+    out = lib.func.grad(lambda a: a.view([]).sin())(s) + t.cos()
+    return lib.autograd.grad(out, [s, t])
+
+
+@case("grad_vjp_compositions", S, X)
+def _(lib, s, x):
+    g, vjp = lib.func.grad, lib.func.vjp
+    y = x[0]
+    _, fn = vjp(lib.sin, s)
+    first = g(lambda t: fn(t)[0])(y)
+    _, fn2 = vjp(g(lib.sin), s)
+    second = fn2(y)[0]
+    _, fn3 = vjp(g(lambda a: -lib.cos(a)), s)
+    third = g(lambda t: fn3(t)[0])(y)
+    return first, second, third
+
+
 # -- vjp ------------------------------------------------------------------------------------
 
 
@@ -244,6 +358,70 @@ def _(lib, x):
 def _(lib, x, y):
     _, fn = lib.func.vjp(lambda a, b: a * 2, x, y)
     return fn(lib.ones(3))
+
+
+@case("vjp_unrelated_outputs", S, X)
+def _(lib, s, x):
+    y = x[0]
+    _, fn = lib.func.vjp(lambda w, a: (y, y, a), s, s * 2)
+    return fn((s, s, s))
+
+
+@case("vjp_pytree_input_result", S, X)
+def _(lib, s, x):
+    out, fn = lib.func.vjp(lambda p: p[0] * p[1][0], (s, (s, s)))
+    return out, fn(x[0])
+
+
+@case("vjp_nested_pytree_output", S, X)
+def _(lib, s, x):
+    _, fn = lib.func.vjp(lambda a: (a, (a, a * 2)), s)
+    return fn((x[0], (x[1], x[2])))
+
+
+@case("vjp_list_and_composite_outputs", M, M)
+def _(lib, m, t):
+    out, fn = lib.func.vjp(lambda a: [a, a.sum()], m)
+    (ct,) = fn([t, t.sum()])
+
+    def composite(a):
+        total = a.sum()
+        return [(total, {"a": a, "out": [a, total]})]
+
+    out2, fn2 = lib.func.vjp(composite, m)
+    (ct2,) = fn2([(t.sum(), {"a": t, "out": [t, t.sum()]})])
+    return type(out).__name__, out, ct, type(out2[0][1]).__name__, ct2
+
+
+@case("vjp_none_output_raises", X)
+def _(lib, x):
+    return lib.func.vjp(lambda a: None, x)
+
+
+@case("vjp_empty_output_raises", X)
+def _(lib, x):
+    return lib.func.vjp(lambda a: (), x)
+
+
+@case("vjp_bool_output_raises", X)
+def _(lib, x):
+    return lib.func.vjp(lambda a: True, x)
+
+
+@case("vjp_cotangent_extra_nesting_raises", S, X)
+def _(lib, s, x):
+    _, fn = lib.func.vjp(lambda a: (a, (a, a)), s)
+    return fn(((x[0], (x[1], x[2])),))
+
+
+@case("vjp_aux_non_tensor_raises", X)
+def _(lib, x):
+    return lib.func.vjp(lambda a: (a, [a, 1]), x, has_aux=True)
+
+
+@case("jacrev_of_jacrev_unrelated_zero", X, M)
+def _(lib, x, m):
+    return lib.func.jacrev(lib.func.jacrev(lambda a: m @ a))(x)
 
 
 # -- jvp and linearize ----------------------------------------------------------------------
@@ -629,11 +807,16 @@ SCENARIOS.xfail.update(
         "jvp_tangent_of_another_dtype": "torch's tangent of a float32 primal given in float64 "
         "stays float64 through the function (its output tangent float64); kiln casts it to the "
         "primal's dtype (float32)",
+        "grad_inplace_on_capture_raises": "torch refuses an in-place change of a tensor captured "
+        "from outside grad (RuntimeError); kiln's eager grad has no transform levels and runs it",
     }
 )
 SCENARIOS.eager_only.update(
     {
         "grad_of_leaf_requiring_grad": "requires_grad_ of a traced value has no meaning in a trace",
+        "grad_composed_with_autograd": "requires_grad_ of a traced value has no meaning in a trace",
+        "grad_view_in_function_composed_with_autograd": "requires_grad_ of a traced value has no "
+        "meaning in a trace",
     }
 )
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad, is_grad_enabled
+from ..eager.grad_mode import inference_mode as differentiating
+from ..eager.grad_mode import is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
@@ -114,11 +115,13 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
 
     def wrapped(*args, **kwargs):
         positions, single = _positions(argnums, len(args))
-        # inside another transform (its inputs require grad): keep the history for it
-        nested = any(isinstance(a, Tensor) and a.requires_grad
-                     for p in args for a in _leaves(p)[0])  # fmt: skip
+        # inside another transform (its inputs require grad, in grad mode): keep the history
+        # for it. The transform itself differentiates in any mode (under no_grad or
+        # inference_mode too, as torch.func's)
+        nested = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad
+                                           for p in args for a in _leaves(p)[0])  # fmt: skip
         args, inputs, symbolic, structures = _traced(func, args, kwargs, positions)
-        with contextlib.nullcontext() if symbolic else enable_grad():
+        with differentiating(False):
             out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value(f)(*args)")
             if not isinstance(out, (Tensor, Symbol)):
                 raise UsageError("grad_and_value(f)(*args): Expected f(*args) to return a "
@@ -179,11 +182,14 @@ def vjp(func, *primals, has_aux: bool = False):
     values) and on Symbols it builds into the graph: `vjp_fn` adds the backward pass there.
     """
     positions = tuple(range(len(primals)))
-    # inside another transform (its inputs require grad): keep the history for it
-    nested = any(isinstance(a, Tensor) and a.requires_grad
-                 for p in primals for a in _leaves(p)[0])  # fmt: skip
+    # primals on another gradient path (inside another transform, or leaves that require
+    # grad): vjp_fn's products keep that history where it runs in grad mode; the output
+    # keeps it where vjp runs in grad mode (nested). The function runs in grad mode anyway
+    connected = any(isinstance(a, Tensor) and a.requires_grad
+                    for p in primals for a in _leaves(p)[0])  # fmt: skip
+    nested = connected and is_grad_enabled()
     args, inputs, symbolic, structures = _traced(func, primals, {}, positions)
-    with contextlib.nullcontext() if symbolic else enable_grad():
+    with differentiating(False):
         out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
     checks.only_tensors(checks.leaves_of(out), "vjp(f, *primals)")
     flat, out_structure = _leaves(out)
@@ -197,16 +203,17 @@ def vjp(func, *primals, has_aux: bool = False):
                              f"{len(flat)} outputs)")  # fmt: skip
         if symbolic:
             cts = lift(*cts, context=flat)
-            grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
+            with differentiating(False):
+                grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
             return tuple(_grouped(grads, structures))
         # the products keep a history where the primals' do (nested), or where a cotangent
         # requires grad (`grad(lambda t: vjp_fn(t)[0])`: linear in it)
-        track = nested or (is_grad_enabled() and any(isinstance(c, Tensor) and c.requires_grad
-                                                     for c in cts))  # fmt: skip
+        track = is_grad_enabled() and (connected or any(isinstance(c, Tensor) and
+                                                        c.requires_grad for c in cts))  # fmt: skip
         pairs = [(y, c) for y, c in zip(flat, cts) if isinstance(y, Tensor) and y.requires_grad]
         grads = [None] * len(inputs)
         if pairs:  # (outputs that do not depend on the primals get no cotangent)
-            with enable_grad() if track else contextlib.nullcontext():
+            with differentiating(False) if track else contextlib.nullcontext():
                 ys, cs = [y for y, _ in pairs], [c for _, c in pairs]
                 grads = autograd.grad(ys, inputs, cs, retain_graph=True, allow_unused=True,
                                       create_graph=track)  # fmt: skip

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad, is_grad_enabled
+from ..eager.grad_mode import inference_mode, is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
@@ -92,7 +92,8 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
 
     symbolic = any(isinstance(p, Symbol) for p in (*primals, *tangents))
     if symbolic:  # (in a transform's trace a tangent may be a Symbol and its primal not)
-        out = _jvp_graph(f, primals, tangents)
+        with inference_mode(False):  # (it differentiates in any grad mode)
+            out = _jvp_graph(f, primals, tangents)
     else:
         out = _jvp_eager(f, primals, tangents)
     if not has_aux:
@@ -157,7 +158,7 @@ def _jvp_eager(f, primals, tangents):
             if dt.is_differentiable(x.dtype):
                 x.requires_grad_(True)
         xs.append(x)
-    with enable_grad():
+    with inference_mode(False):  # (it differentiates in any grad mode: no_grad, inference)
         out = f(*xs)
         leaves, structure = _leaves(out, "output")
         ys = [y for y in leaves if isinstance(y, Tensor) and y.requires_grad]
@@ -169,7 +170,7 @@ def _jvp_eager(f, primals, tangents):
     jvs = [None] * len(us)
     if pairs and us:
         gs, ts = zip(*pairs)
-        with enable_grad():
+        with inference_mode(False):
             jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True, create_graph=outer)
     found = {id(y): jv for y, jv in zip(ys, jvs)}
     outs, out_tangents = [], []
@@ -208,13 +209,22 @@ def _transform(graph_form, name: str, fn):
 
     def transformed(*args, **kwargs):  # (keyword arguments reach the function unmapped)
         leaves, _ = _leaves((args, kwargs), "arg")
-        if any(isinstance(x, Symbol) for x in leaves):
-            return graph_form(*args, **kwargs)
-        if tracing_now():  # inside a trace (its function may close over traced values)
-            return graph_form(*in_trace(args), **in_trace(kwargs))
-        if not compiled:
-            compiled.append(CompiledFunction(graph_form))
-        return compiled[0](*args, **kwargs)
+        # (the transform differentiates in any grad mode: no_grad, inference_mode; its
+        # results keep a gradient path in grad mode alone)
+        outer_grad = is_grad_enabled()
+        with inference_mode(False):
+            if any(isinstance(x, Symbol) for x in leaves):
+                return graph_form(*args, **kwargs)
+            if tracing_now():  # inside a trace (its function may close over traced values)
+                return graph_form(*in_trace(args), **in_trace(kwargs))
+            if not compiled:
+                compiled.append(CompiledFunction(graph_form))
+            out = compiled[0](*args, **kwargs)
+        if outer_grad:
+            return out
+        found, structure = _leaves(out, "output")
+        return _unflatten(structure, iter(o.detach() if isinstance(o, Tensor) else o
+                                          for o in found))  # fmt: skip
 
     transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
     transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."

@@ -468,6 +468,8 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
         checks.only_tensors(checks.leaves_of(out), where)
         # one jacobian per output (a tuple, list or dict of them as torch.func's)
         ys, structure = _leaves(out, "output")
+        # (a Tensor made eagerly or closed over: a constant, whose jacobian is zeros)
+        ys = [_graph_value(y, wrt[0][0].graph) if isinstance(y, Tensor) else y for y in ys]
         for i, y in enumerate(ys):
             if not isinstance(y, Symbol):
                 raise GraphError(f"{name}: the function must return Symbols, got "

@@ -32,6 +32,16 @@ def _sorted(d):
     return tuple((k, d[k]) for k in sorted(d))
 
 
+def _plain(tree):
+    """`tree` with its dicts as their items by key, and its type names (assert_same compares
+    tuples and lists)."""
+    if isinstance(tree, dict):
+        return ("dict", tuple((k, _plain(tree[k])) for k in sorted(tree)))
+    if isinstance(tree, (tuple, list)):
+        return (type(tree).__name__, tuple(_plain(v) for v in tree))
+    return tree
+
+
 # -- grad and grad_and_value ----------------------------------------------------------------
 
 
@@ -663,6 +673,110 @@ def _(lib, x, y):
 def _(lib, x, y):
     f = lambda a, b: (a * b, a + b)  # noqa: E731
     return lib.func.jacrev(f, argnums=(0, 1))(x, y), lib.func.jacfwd(f, argnums=(0, 1))(x, y)
+
+
+def _both(lib, build):
+    """`build(jac)` for jacrev and for jacfwd."""
+    return build(lib.func.jacrev), build(lib.func.jacfwd)
+
+
+@case("jacobians_take_and_shape_changes", M)
+def _(lib, m):
+    return _both(lib, lambda jac: (
+        jac(lambda a: lib.take(a, lib.ones(3, dtype=lib.long)))(m.flatten()),
+        jac(lambda a: a[0, 1:].unsqueeze(-1))(m),
+        jac(lambda a: a)(m[0, 0]), jac(lambda a: a)(m[0, :1])))  # fmt: skip
+
+
+@case("jacobians_nested", X)
+def _(lib, x):
+    return _both(lib, lambda jac: jac(jac(lambda a: a.sin().sum()))(x))
+
+
+@case("jacobians_argnums_tuple_of_one", X, Y)
+def _(lib, x, y):
+    f = lambda a, b: (2 * a + 3 * b, 4 * a + 5 * b)  # noqa: E731
+    return _both(lib, lambda jac: (jac(f, argnums=0)(x, y), jac(f, argnums=(0,))(x, y),
+                                   jac(lib.mul, argnums=(0,))(x, y)))  # fmt: skip
+
+
+@case("jacobians_pytree_inputs_and_outputs", S)
+def _(lib, s):
+    def f(a, b, c):
+        return a[0] + a[1] * 2, {"foo": b * 3 + c * 4}
+
+    args = ((s, s), s, s)
+    return _both(lib, lambda jac: (jac(f)(*args), jac(f, argnums=(0,))(*args),
+                                   jac(f, argnums=(0, 1))(*args)))  # fmt: skip
+
+
+@case("jacobians_dict_input_dict_output", X)
+def _(lib, x):
+    def f(d):
+        return {"c": d["a"].sin(), "d": d["b"].cos()}
+
+    def flat(j):
+        return tuple((k, _sorted(j[k])) for k in sorted(j))
+
+    return _both(lib, lambda jac: flat(jac(f)({"a": x, "b": x})))
+
+
+@case("jacobians_unrelated_input_and_output", M, M)
+def _(lib, m, n):
+    return _both(lib, lambda jac: (jac(lambda a, b: a, argnums=(0, 1))(m, n),
+                                   jac(lambda a: n)(m)))  # fmt: skip
+
+
+@case("jacobians_list_and_composite_outputs", M)
+def _(lib, m):
+    def composite(a):
+        total = a.sum()
+        return [(total, {"a": a, "out": [a, total]})]
+
+    return _plain(_both(lib, lambda jac: (jac(lambda a: [a, a.sum()])(m), jac(composite)(m))))
+
+
+@case("jacobians_aux_pytree", X)
+def _(lib, x):
+    def f(a):
+        y = a.clone()
+        return y, {"a": y.cos(), "b": [y.tan()]}
+
+    return _plain(_both(lib, lambda jac: jac(f, has_aux=True)(x)))
+
+
+@case("jacrev_aux_non_tensor_raises", X)
+def _(lib, x):
+    return lib.func.jacrev(lambda a: (a, [a, 1.0]), has_aux=True)(x)
+
+
+@case("jacfwd_aux_non_tensor_raises", X)
+def _(lib, x):
+    return lib.func.jacfwd(lambda a: (a, "abc"), has_aux=True)(x)
+
+
+@case("jacrev_empty_output_raises", X)
+def _(lib, x):
+    return lib.func.jacrev(lambda a: ())(x)
+
+
+@case("jacfwd_none_output_raises", X)
+def _(lib, x):
+    return lib.func.jacfwd(lambda a: None)(x)
+
+
+@case("jacfwd_non_tensor_output_raises", X)
+def _(lib, x):
+    return lib.func.jacfwd(lambda a: True)(x)
+
+
+@case("vmap_of_vjp_log_softmax", M, X)
+def _(lib, m, v):
+    def foo(a, w):
+        _, fn = lib.func.vjp(lambda t: lib.log_softmax(t, dim=-1), a)
+        return fn(w)[0]
+
+    return lib.func.vmap(foo, (0, None))(m, v)
 
 
 @case("jacrev_chunk_size", M)

@@ -32,8 +32,7 @@ from . import func_checks as checks
 from .prints import tracing_now
 from .structure import _unflatten, flatten
 from .transforms import fresh as fresh_node
-from .transforms import hessian_of as hessian
-from .transforms import in_trace, jacfwd, jacrev, vmap
+from .transforms import hessian_of, in_trace, jacfwd, jacrev, vmap
 from .transforms import jvp as _jvp
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
@@ -227,6 +226,27 @@ def vjp(func, *primals, has_aux: bool = False):
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
+def hessian(func, argnums=0):
+    """The second derivatives of `func` by the argument(s) `argnums` (forward over reverse),
+    shape `out.shape + arg.shape + arg.shape`; an argument that is a tuple, list or dict of
+    tensors gives them in its structure twice, as torch.func's (`jacfwd(jacrev(func))`).
+
+    >>> import kiln as kn
+    >>> kn.func.hessian(lambda p: (p[0] ** 2 * p[1]).sum())((kn.tensor(1.0), kn.tensor(3.0)))
+    ((tensor(6.), tensor(2.)), (tensor(2.), tensor(0.)))
+    """
+    plain = hessian_of(func, argnums)
+    nested = jacfwd(jacrev(func, argnums), argnums)
+
+    def wrapped(*args, **kwargs):
+        positions, _ = checks.argnum_positions(argnums, len(args))
+        if all(isinstance(args[k], (Tensor, Symbol)) for k in positions):
+            return plain(*args, **kwargs)
+        return nested(*args, **kwargs)
+
+    return wrapped
+
+
 def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
     """`(func(*primals), the Jacobian-vector product along tangents)` (with `has_aux`, aux
     third), as `kn.jvp` computes it, with torch.func's checks: primals and tangents are
@@ -241,6 +261,8 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
         if not isinstance(value, tuple):
             raise UsageError(f"{where}: Expected {what} to be a tuple. E.g. it should be valid "
                              "to call f(*primals).")  # fmt: skip
+    if not _leaves(primals)[0] and not any(isinstance(p, Tensor) for p in primals):
+        raise UsageError(f"{where}: Expected primals to contain at least one Tensor.")
     if _leaves(primals)[1] != _leaves(tangents)[1]:
         raise UsageError(f"{where}: Expected primals and tangents to have the same python "
                          "structure. For example, if primals is a tuple of 3 tensors, tangents "

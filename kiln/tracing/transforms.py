@@ -49,7 +49,8 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     inside `kn.func.grad` or another `jvp`), Tensors that keep their history, as
     torch.func's. With `has_aux` (torch.func's), `f` returns
     `(output, aux)` and jvp `(output, tangent, aux)`, aux as `f` gave it (its Tensors
-    detached). `strict` is torch.func's flag, which it does not implement either.
+    detached). With `strict` (torch.func's), an output that does not depend on the primals
+    raises.
 
     >>> import kiln as kn
     >>> y, dy = kn.jvp(lambda x: x ** 3, (kn.tensor(2.0),), (kn.tensor(1.0),))
@@ -79,8 +80,6 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
             raise ShapeError(
                 f"jvp: tangent {i} has shape {tuple(t.shape)}, its primal {tuple(p.shape)}"
             )
-    if strict:
-        raise UsageError("jvp: strict=True is not implemented (nor in torch.func)")
     if has_aux:
         found = []
 
@@ -91,11 +90,17 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
             return out[0]
 
     symbolic = any(isinstance(p, Symbol) for p in (*primals, *tangents))
+    unrelated: list = []  # the outputs that do not depend on the primals
     if symbolic:  # (in a transform's trace a tangent may be a Symbol and its primal not)
         with inference_mode(False):  # (it differentiates in any grad mode)
-            out = _jvp_graph(f, primals, tangents)
+            out = _jvp_graph(f, primals, tangents, unrelated)
     else:
-        out = _jvp_eager(f, primals, tangents)
+        out = _jvp_eager(f, primals, tangents, unrelated)
+    if strict and unrelated:
+        raise UsageError(
+            "jvp(f, primals, tangents, strict=True): The output of f is independent of the "
+            "inputs. This is not allowed with strict=True."
+        )
     if not has_aux:
         return out
     aux = found[0]
@@ -106,7 +111,7 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     return (*out, _unflatten(structure, iter(leaves)))
 
 
-def _jvp_graph(f, primals, tangents):
+def _jvp_graph(f, primals, tangents, unrelated: list):
     xs = lift(*primals, context=[t for t in tangents if isinstance(t, Symbol)])
     xs = [fresh(x) for x in xs]
     out = f(*xs)
@@ -121,6 +126,8 @@ def _jvp_graph(f, primals, tangents):
     out_tangents = []
     for y in leaves:
         jv = next(found) if dt.is_differentiable(y.dtype) else None
+        if jv is None:
+            unrelated.append(y)
         out_tangents.append(jv if jv is not None else call("broadcast_to", _zero(y), shape=y.shape))
     if primals:
         out = _unflatten(structure, iter(primals.get(id(y), y) for y in leaves))
@@ -141,7 +148,7 @@ def _zero(y):
     return scalar(0, y)
 
 
-def _jvp_eager(f, primals, tangents):
+def _jvp_eager(f, primals, tangents, unrelated: list):
     numpy_in = not any(isinstance(p, Tensor) for p in primals)
     # inside another transform (a primal or tangent that requires grad, in grad mode: jvp
     # of jvp, grad of jvp) the results keep their history, as torch.func's do
@@ -176,6 +183,8 @@ def _jvp_eager(f, primals, tangents):
     outs, out_tangents = [], []
     for y in leaves:
         jv = found.get(id(y))
+        if jv is None:
+            unrelated.append(y)
         if not outer:
             y, jv = (y.detach() if isinstance(y, Tensor) else y), (None if jv is None
                                                                    else jv.detach())  # fmt: skip
@@ -532,7 +541,7 @@ def hessian_of(f, argnums=0):
         if single and len(xs) != 1 or not single and len(xs) != len(argnums):
             raise ArgumentTypeError(f"hessian: the arguments {argnums} must be tensors")
         # of a scalar: jacfwd of the gradient; of others jacfwd of jacrev, as torch.func's
-        gs = grad(y, xs) if not y.shape else jacobian_rev(y, xs)
+        gs = grad(y, xs, disconnected="zero") if not y.shape else jacobian_rev(y, xs)
         if single:
             return jacobian_fwd(gs[0], xs)
         return [tuple(jacobian_fwd(g, xs)) for g in gs]  # [i][j]: d(d y/d x_i)/d x_j

@@ -566,6 +566,52 @@ def _(lib, x, y):
     return _sorted(out), _sorted(t)
 
 
+@case("jvp_pytree_primals", S)
+def _(lib, s):
+    def f(a, y, z):
+        return a[0] + 2 * a[1] + 3 * y + 4 * z
+
+    return lib.func.jvp(f, ((s, s), s, s), ((s, s), s, s))
+
+
+@case("jvp_primal_not_tensor_raises", S)
+def _(lib, s):
+    return lib.func.jvp(lambda a, b: a, ((s, s), 1), ((s, s), s))
+
+
+@case("jvp_tangent_not_tensor_raises", S)
+def _(lib, s):
+    return lib.func.jvp(lambda a, b: a, ((s, s), s), ((1, s), s))
+
+
+@case("jvp_no_tensor_raises", S)
+def _(lib, s):
+    return lib.func.jvp(lambda a: s, ((),), ((),))
+
+
+@case("jvp_nested_structure_mismatch_raises", S)
+def _(lib, s):
+    return lib.func.jvp(lambda a, b: b, ((s, s), s), (s, s))
+
+
+@case("jvp_unrelated_input_and_output", M, XB)
+def _(lib, m, xb):
+    y = xb[:2, :3]
+    return (lib.func.jvp(lambda a, b: a, (m, y), (y, m)),
+            lib.func.jvp(lambda a: y, (m,), (m,)))  # fmt: skip
+
+
+@case("jvp_strict_unrelated_output_raises", M, XB)
+def _(lib, m, xb):
+    y = xb[:2, :3]
+    return lib.func.jvp(lambda a: (a, y), (m,), (m,), strict=True)
+
+
+@case("jvp_strict_related_outputs", M)
+def _(lib, m):
+    return lib.func.jvp(lambda a: (a.sin(), a * 2), (m,), (m,), strict=True)
+
+
 @case("jvp_primals_not_tuple_raises", X, Y)
 def _(lib, x, y):
     return lib.func.jvp(lambda a: a, x, y)
@@ -777,6 +823,113 @@ def _(lib, m, v):
         return fn(w)[0]
 
     return lib.func.vmap(foo, (0, None))(m, v)
+
+
+@case("jacobians_against_autograd_functional", M, XB)
+def _(lib, m, xb):
+    x, y = xb[:2, :].T.contiguous(), m  # (3, 2) and (2, 3)
+
+    def f(a, b):
+        return (a * a) @ b, a @ (a.sum(1) * b), b.sum()
+
+    def g(a, b):
+        return a, b, a, b
+
+    def h(a, b, z=3.0):
+        return b.sum(), a * b * z
+
+    out = []
+    for fn, args in ((f, (x, y)), (g, (x[:, 0], y[0])), (h, (m[0, 0], y[0, :1]))):
+        want = lib.autograd.functional.jacobian(fn, args)
+        out += [want, _both(lib, lambda jac, fn=fn, args=args: jac(lambda p: fn(*p))(args))]
+    return out
+
+
+@case("jacobians_inplace", X, M)
+def _(lib, x, m):
+    def f(a, b):
+        b.copy_(a)
+        return b
+
+    def g(a, b, c):
+        a[:2] = b
+        return lib.vstack([(a**2).sum(), (c**3).sum()])
+
+    a, b, c = x.clone(), m[0, :2], m[1, :2]
+    return _both(lib, lambda jac: (jac(f, argnums=0)(x[:2], m[0, :2].clone()),
+                                   jac(g, argnums=(1, 2))(a.clone(), b, c)))  # fmt: skip
+
+
+@case("jacobians_non_tensor_argument", M)
+def _(lib, m):
+    return _both(lib, lambda jac: jac(lambda t, k: t + k)(m, 3))
+
+
+@case("jacrev_chunk_sizes_nested_outputs", XB, M)
+def _(lib, xb, m):
+    def f(a, b):
+        return (a.sin(), a + b), (a + 2, a.sum())
+
+    y = m[:1, :]
+    x = xb[:, :3]
+    return [lib.func.jacrev(f, argnums=(0, 1), chunk_size=c)(x, y) for c in (None, 1, 2, 7, 1000)]
+
+
+@case("jacrev_chunk_size_negative_raises", X)
+def _(lib, x):
+    return lib.func.jacrev(lambda a: a, argnums=(0,), chunk_size=-2)(x)
+
+
+@case("vmap_of_chunked_jacrev_of_jacrev", XB)
+def _(lib, xb):
+    def f(a):
+        return (a.sin(), a), (a + 2, a.sum())
+
+    jr = lib.func.jacrev
+    return lib.func.vmap(jr(jr(f, chunk_size=3), chunk_size=3))(xb[:, :2])
+
+
+@case("jacrev_complex_input_raises", X)
+def _(lib, x):
+    return lib.func.jacrev(lambda a: a.conj())(x.to(lib.complex64))
+
+
+@case("jacfwd_complex_output_raises", X)
+def _(lib, x):
+    return lib.func.jacfwd(lambda a: lib.conj(a * 0.5j))(x)
+
+
+@case("hessian_against_autograd_functional", M, XB)
+def _(lib, m, xb):
+    def f(a, b, c):
+        return ((a.relu() * a) @ b.sin() @ c).sum()
+
+    def unrelated(a, b):
+        return (a**2).sum()
+
+    def constant(a, b):
+        return lib.ones([])
+
+    a, b, c = m, xb[:3, :], xb[:3, :3].T @ xb[:3, :3]
+    out = []
+    for fn, args in ((f, (a, b[:, :3], c)), (unrelated, (m[0], b[0])), (constant, (m[0], b[0]))):
+        out += [lib.autograd.functional.hessian(fn, args), lib.func.hessian(lambda p: fn(*p))(args)]
+    return out
+
+
+@case("vmap_of_hessian_and_jacrev_of_jacrev", XB, M)
+def _(lib, xb, m):
+    A = xb[:2, :2].reshape(1, 2, 2).expand(4, 2, 2) * 0.1
+    x1 = lib.stack([m.T, m.T * 2, m.T + 1, -m.T])  # (4, 3, 2)
+
+    def loss(A, x1, x2):
+        return ((x2 - (A @ x1.T).T) ** 2).sum()
+
+    jr = lib.func.jacrev
+    return (
+        lib.func.vmap(jr(jr(loss)))(A, x1, x1),
+        lib.func.vmap(lib.func.hessian(loss))(A, x1, x1),
+    )
 
 
 @case("jacrev_chunk_size", M)

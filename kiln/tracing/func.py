@@ -313,21 +313,29 @@ def linearize(func, *primals):
     >>> out, jvp_fn(kn.ones(2))
     (tensor([1., 9.]), tensor([2., 6.]))
     """
-    primals = tuple(p.detach() if isinstance(p, Tensor) else p for p in primals)
-    out = _jvp(func, primals, tuple(_zeros(p) for p in primals))[0]
+    leaves, structure = _leaves(primals)
+    leaves = [p.detach() if isinstance(p, Tensor) else p for p in leaves]
+    primals = _unflatten(structure, iter(leaves))
+    out = _jvp(func, primals, _unflatten(structure, iter(_zeros(p) for p in leaves)))[0]
 
     def jvp_fn(*tangents):
-        if len(tangents) != len(primals):  # (PyTorch's RuntimeErrors)
-            raise ShapeMismatchError(f"linearize: jvp_fn expected {len(primals)} tangents (one "
-                                     f"per primal), got {len(tangents)}")  # fmt: skip
-        for t, p in zip(tangents, primals):
-            if isinstance(t, Tensor) and t.dtype != p.dtype:
-                raise call_error(DTypeMismatchError, f"linearize: jvp_fn expected a tangent of "
-                                 f"dtype {p.dtype}, got {t.dtype}", "linearize", t, p)  # fmt: skip
-            if isinstance(t, Tensor) and t.shape != p.shape:
-                raise call_error(ShapeMismatchError, f"linearize: jvp_fn expected a tangent of "
-                                 f"shape {tuple(p.shape)}, got {tuple(t.shape)}", "linearize",
-                                 t, p)  # fmt: skip
+        found, tangent_structure = _leaves(tangents)
+        if tangent_structure != structure:  # (PyTorch's RuntimeErrors)
+            raise ShapeMismatchError(
+                "linearize: expected the tangents to have the same argspec as the primals (one "
+                "tangent per primal, of its structure)"
+            )
+        for i, (t, p) in enumerate(zip(found, leaves)):
+            if t.dtype != p.dtype:
+                raise call_error(DTypeMismatchError, f"linearize: tangent:{i} with dtype "
+                                 f"{t.dtype} in flattened pytree doesn't match the dtype "
+                                 f"{p.dtype} of the corresponding primal", "linearize", t,
+                                 p)  # fmt: skip
+            if tuple(t.shape) != tuple(p.shape):
+                raise call_error(ShapeMismatchError, f"linearize: tangent:{i} with shape "
+                                 f"{tuple(t.shape)} in flattened pytree doesn't match the shape "
+                                 f"{tuple(p.shape)} of the corresponding primal", "linearize", t,
+                                 p)  # fmt: skip
         return _jvp(func, primals, tangents)[1]
 
     return out, jvp_fn

@@ -222,10 +222,10 @@ def _transform(graph_form, name: str, fn):
         # results keep a gradient path in grad mode alone)
         outer_grad = is_grad_enabled()
         with inference_mode(False):
-            if any(isinstance(x, Symbol) for x in leaves):
-                return graph_form(*args, **kwargs)
             if tracing_now():  # inside a trace (its function may close over traced values)
                 return graph_form(*in_trace(args), **in_trace(kwargs))
+            if any(isinstance(x, Symbol) for x in leaves):
+                return graph_form(*args, **kwargs)
             if not compiled:
                 compiled.append(CompiledFunction(graph_form))
             out = compiled[0](*args, **kwargs)

@@ -642,6 +642,104 @@ def _(lib, s):
     return lib.func.jvp(lambda a: a**3, (s,), (lib.tensor(1.0),))
 
 
+@case("jvp_new_tensor_and_list_dict_outputs", M, XB)
+def _(lib, m, xb):
+    t = xb[:2, :3]
+
+    def composite(a):
+        total = a.sum()
+        return [(total, {"a": a, "out": [a, total]})]
+
+    return _plain((lib.func.jvp(lambda a: a + a.new_tensor(0.5), (m,), (lib.zeros_like(m),)),
+                   lib.func.jvp(lambda a: [a, a.sum()], (m,), (t,)),
+                   lib.func.jvp(lambda a: {"x": a, "xsum": a.sum()}, (m,), (t,)),
+                   lib.func.jvp(composite, (m,), (t,))))  # fmt: skip
+
+
+@case("jvp_empty_primals_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lib.sin, (), ())
+
+
+@case("jvp_float_primal_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lib.sin, (1.0,), (m,))
+
+
+@case("jvp_float_tangent_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lib.sin, (m,), (1.0,))
+
+
+@case("jvp_tangent_list_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lib.sin, (m,), [m])
+
+
+@case("jvp_more_tangents_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lib.sin, (m, m), (m, m, m))
+
+
+@case("jvp_none_output_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lambda a: None, (m,), (m,))
+
+
+@case("jvp_aux_not_pair_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lambda a: [a, a], (m,), (m,), has_aux=True)
+
+
+@case("jvp_aux_non_tensor_raises", M)
+def _(lib, m):
+    return lib.func.jvp(lambda a: (a, [a, 1.0]), (m,), (m,), has_aux=True)
+
+
+@case("jvp_inside_autograd_function", S)
+def _(lib, s):
+    class MySin(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            _, neg_sin = lib.func.jvp(lib.cos, (a,), (lib.ones_like(a),))
+            ctx.save_for_backward(a)
+            return -neg_sin
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            _, cos = lib.func.jvp(lib.sin, (a,), (lib.ones_like(a),))
+            return g * cos
+
+    leaf = s.clone().requires_grad_(True)
+    y = MySin.apply(leaf)
+    return y, lib.autograd.grad(y, leaf)
+
+
+@case("vmap_of_vmap_of_jvp", XB, M)
+def _(lib, xb, m):
+    tangent = m[0, :2]
+
+    def push(dummy, a):
+        return lib.func.jvp(lambda t: (t * t).sum(0), (a,), (tangent,))
+
+    return lib.func.vmap(lib.func.vmap(push, (0, None)))(lib.ones(4, 1), xb[:, :2].reshape(4, 2))
+
+
+@case("vmap_of_jvp_of_inplace_copy", M, XB)
+def _(lib, m, xb):
+    def push(a, at, b, bt):
+        def f(x, y):
+            x = x.clone()
+            x.copy_(y)
+            return x
+
+        return lib.func.jvp(f, (a, b), (at, bt))
+
+    x, xt, y, yt = m.T, (m * 2).T, xb[:3, :2], xb[1:4, :2]
+    return lib.func.vmap(push, in_dims=1)(x, xt, y, yt)
+
+
 @case("linearize", X, Y)
 def _(lib, x, y):
     out, fn = lib.func.linearize(lambda a: a.sin() * a.exp(), x)
@@ -652,6 +750,43 @@ def _(lib, x, y):
 def _(lib, x, y):
     out, fn = lib.func.linearize(lambda a, b: a * b, x, y)
     return out, fn(y, x)
+
+
+@case("linearize_forms", M, XB)
+def _(lib, m, xb):
+    x = m[:, :1].T.contiguous()  # (1, 2)
+
+    def fn(a):
+        return a.cos(), a.sum()
+
+    out, jvp_fn = lib.func.linearize(fn, x)
+    batched = lib.func.vmap(jvp_fn)(xb[:3, :2].reshape(3, 1, 2))
+
+    def nested(arg):
+        a, (b, c) = arg["x"], arg["yz"]
+        return {"a": a.sum(), "b": {"c": b + c, "d": (a * c, b.exp())}}
+
+    p = {"x": m[0], "yz": (m[1], xb[0, :3])}
+    tp = {"x": xb[1, :3], "yz": (xb[2, :3], xb[3, :3])}
+    out2, fn2 = lib.func.linearize(nested, p)
+    z = lib.ones(3)
+    _, fn3 = lib.func.linearize(lambda a: lib.func.grad(lambda b: z @ (b * b))(a), m[0])
+    return _plain((out, jvp_fn(x * 3), batched, out2, fn2(tp), fn3(xb[0, :3])))
+
+
+@case("linearize_tangent_shape_raises", X)
+def _(lib, x):
+    return lib.func.linearize(lib.sin, x)[1](x.unsqueeze(0))
+
+
+@case("linearize_tangent_dtype_raises", X)
+def _(lib, x):
+    return lib.func.linearize(lib.sin, x)[1](x.double())
+
+
+@case("linearize_tangent_structure_raises", X)
+def _(lib, x):
+    return lib.func.linearize(lib.sin, x)[1]((x, x))
 
 
 # -- jacrev, jacfwd and hessian -------------------------------------------------------------
@@ -1185,16 +1320,17 @@ SCENARIOS.xfail.update(
         "from outside grad (RuntimeError); kiln's eager grad has no transform levels and runs it",
     }
 )
+_TRACE_LEAF = "requires_grad_ of a traced value has no meaning in a trace"
 SCENARIOS.eager_only.update(
     {
-        "grad_of_leaf_requiring_grad": "requires_grad_ of a traced value has no meaning in a trace",
-        "grad_composed_with_autograd": "requires_grad_ of a traced value has no meaning in a trace",
-        "grad_under_no_grad_outside": "requires_grad_ of a traced value has no meaning in a trace",
-        "grad_no_grad_inside": "requires_grad_ of a traced value has no meaning in a trace",
-        "grad_no_grad_nested": "requires_grad_ of a traced value has no meaning in a trace",
-        "vjp_and_no_grad": "requires_grad_ of a traced value has no meaning in a trace",
-        "grad_view_in_function_composed_with_autograd": "requires_grad_ of a traced value has no "
-        "meaning in a trace",
+        "grad_of_leaf_requiring_grad": _TRACE_LEAF,
+        "grad_composed_with_autograd": _TRACE_LEAF,
+        "grad_under_no_grad_outside": _TRACE_LEAF,
+        "grad_no_grad_inside": _TRACE_LEAF,
+        "grad_no_grad_nested": _TRACE_LEAF,
+        "vjp_and_no_grad": _TRACE_LEAF,
+        "jvp_inside_autograd_function": _TRACE_LEAF,
+        "grad_view_in_function_composed_with_autograd": _TRACE_LEAF,
     }
 )
 

@@ -1194,6 +1194,34 @@ def _(lib, xb):
     return lib.func.vmap(lib.func.grad_and_value(f, has_aux=True))(xb)
 
 
+@case("requires_grad_inside_vmap_raises", X)
+def _(lib, x):
+    def f(a):
+        a.requires_grad_()
+        return a.sin().sum()
+
+    return lib.func.vmap(f)(x.reshape(3, 1))
+
+
+@case("requires_grad_inside_grad_raises", X)
+def _(lib, x):
+    def f(a):
+        a.requires_grad_()
+        return a.sin().sum()
+
+    return lib.func.grad(f)(x)
+
+
+@case("retain_grad_inside_grad_raises", X)
+def _(lib, x):
+    def f(a):
+        y = a.sin()
+        y.retain_grad()
+        return y.sum()
+
+    return lib.func.grad(f)(x)
+
+
 # -- functional_call ------------------------------------------------------------------------
 
 
@@ -1243,6 +1271,16 @@ def _(lib, x, m):
     params = {k: v.detach() for k, v in lin.named_parameters()}
     g = lib.func.grad(lambda p: lib.func.functional_call(lin, p, (x,)).pow(2).sum())(params)
     return _sorted(g)
+
+
+@case("functional_call_detached_or_not", M)
+def _(lib, m):
+    lin = _linear(lib)
+    x = m[:, :3]
+    detached = {k: v.detach() for k, v in lin.named_parameters()}
+    out1 = lib.func.functional_call(lin, detached, x)
+    out2 = lib.func.functional_call(lin, dict(lin.named_parameters()), x)
+    return out1, out1.requires_grad, out2, out2.requires_grad
 
 
 @case("functional_call_strict_missing_raises", M)
@@ -1320,10 +1358,22 @@ SCENARIOS.xfail.update(
         "from outside grad (RuntimeError); kiln's eager grad has no transform levels and runs it",
     }
 )
+SCENARIOS.xfail.update(
+    {
+        name: f"torch refuses Tensor.{what}() inside a function grad transforms (RuntimeError); "
+        "kiln's eager grad has no transform levels and runs it"
+        for name, what in (
+            ("requires_grad_inside_grad_raises", "requires_grad_"),
+            ("retain_grad_inside_grad_raises", "retain_grad"),
+        )
+    }
+)
 _TRACE_LEAF = "requires_grad_ of a traced value has no meaning in a trace"
 SCENARIOS.eager_only.update(
     {
         "grad_of_leaf_requiring_grad": _TRACE_LEAF,
+        "requires_grad_inside_grad_raises": _TRACE_LEAF,
+        "retain_grad_inside_grad_raises": "retain_grad of a traced value has no meaning in a trace",
         "grad_composed_with_autograd": _TRACE_LEAF,
         "grad_under_no_grad_outside": _TRACE_LEAF,
         "grad_no_grad_inside": _TRACE_LEAF,

@@ -89,6 +89,6 @@ def leaves_of(value) -> list:
     named tuples and dicts, any other value itself (a float, None)."""
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
         return [leaf for v in value for leaf in leaves_of(v)]
-    if type(value) is dict:
+    if isinstance(value, dict):
         return [leaf for v in value.values() for leaf in leaves_of(v)]
     return [value]

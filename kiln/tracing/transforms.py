@@ -286,15 +286,19 @@ def _from_front(x, axis: int):
 _GIVEN = object()  # (vmap's in_dims and out_dims when not given: None is a value)
 
 
-def _leaf_axes(axis, whole, n_leaves: int, i: int) -> list:
+def _leaf_axes(axis, whole, n_leaves: int, i: int, f=None, whole_dims=None) -> list:
     """The mapped axis of each leaf of argument `i`: `axis`, or, where `axis` is a dict, list
     or tuple of the argument's structure (torch.func's nested in_dims), each leaf's own."""
     if axis is None or isinstance(axis, int):
+        if axis is not None and isinstance(whole, (list, tuple, dict)):
+            forms.check_leaves_mapped(f, whole_dims, whole, axis, i)
         return [axis] * n_leaves
     found: list = []
 
     def walk(ax, value):
         if ax is None or isinstance(ax, int):
+            if ax is not None:
+                forms.check_leaves_mapped(f, whole_dims, value, ax, i)
             found.extend([ax] * len(_leaves(value, "arg")[0]))
         elif isinstance(ax, dict) and isinstance(value, dict) and set(ax) == set(value):
             for key in value:  # (flatten's order: the argument's)
@@ -353,7 +357,7 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
             if isinstance(whole, (list, tuple, dict)):
                 leaves = []
                 structure = flatten(whole, f"argument {i}", leaves, [], [])
-            leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i)
+            leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i, f, in_axes)
             fronts = []
             for a, axis in zip(leaves, leaf_axes):
                 if axis is None:

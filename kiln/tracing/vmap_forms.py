@@ -40,8 +40,8 @@ def check_randomness(randomness) -> None:
 
 
 def check_in_dims(f, in_dims) -> None:
-    """in_dims is an int, None or a (nested) tuple (a list: kiln's `kn.vmap` form too)."""
-    if in_dims is not None and not isinstance(in_dims, (int, tuple, list)):
+    """in_dims is an int, None or a (nested) tuple (lists inside it, for list arguments)."""
+    if in_dims is not None and not isinstance(in_dims, (int, tuple)):
         raise ArgumentError(f"vmap({_name(f)}, in_dims={in_dims}, ...)(<inputs>): expected "
                             "`in_dims` to be int or a (potentially nested) tuple matching the "
                             f"structure of inputs, got: {type(in_dims)}.")  # fmt: skip
@@ -59,6 +59,16 @@ def check_out_dims(f, out_dims) -> None:
         raise ArgumentError(f"vmap({_name(f)}, ..., out_dims={out_dims}): `out_dims` must be an "
                             "int, None or a python collection of ints representing where in "
                             "the outputs the vmapped dimension should appear.")  # fmt: skip
+
+
+def check_leaves_mapped(f, in_dims, value, axis, i: int) -> None:
+    """The values an int of in_dims covers (a leaf, or all of a tuple, list or dict) are
+    tensors: refuses a number or other value among them, as torch.func's."""
+    from .func_checks import leaves_of
+
+    for leaf in leaves_of(value):
+        if leaf is not None and not isinstance(leaf, Symbol):
+            check_mapped(f, in_dims, leaf, axis, i)
 
 
 def check_mapped(f, in_dims, value, axis, i: int) -> None:
@@ -100,18 +110,18 @@ def walk_outputs(f, out, out_dims, visit):
                             "not compatible with the structure of `outputs`.")  # fmt: skip
 
     def walk(value, dims):
-        is_dict = type(value) is dict
+        is_dict = isinstance(value, dict)  # (an OrderedDict comes back one)
         if is_dict or type(value) in (list, tuple) or _is_namedtuple(value):
             if isinstance(dims, dict):
                 if not is_dict or set(dims) != set(value):
                     fail()
-                return {k: walk(v, dims[k]) for k, v in value.items()}
+                return type(value)((k, walk(v, dims[k])) for k, v in value.items())
             if isinstance(dims, (tuple, list)):
                 if is_dict or len(dims) != len(value):
                     fail()
                 items = [walk(v, d) for v, d in zip(value, dims)]
             elif is_dict:
-                return {k: walk(v, dims) for k, v in value.items()}
+                return type(value)((k, walk(v, dims)) for k, v in value.items())
             else:
                 items = [walk(v, dims) for v in value]
             return type(value)(*items) if _is_namedtuple(value) else type(value)(items)

@@ -187,6 +187,146 @@ def _(lib, x):
     return lib.func.vmap(lambda a: a, chunk_size=-1)(x)
 
 
+@case("out_dims_per_output_forms", X3, X3)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    return (vm(lambda a, b: (a, a * b, a * b * b), out_dims=1)(x, y),
+            vm(lambda a, b: (a, a, a, a * b), out_dims=(-1, 0, 1, 2))(x, y),
+            vm(lambda a: a, out_dims=(1,))(x), vm(lambda a: a, in_dims=2, out_dims=1)(x),
+            vm(vm(lambda a: a * 2, 1, 1), 1, 1)(x))  # fmt: skip
+
+
+@case("out_dims_none_non_tensor_outputs", X)
+def _(lib, x):
+    x = x.clone()
+
+    def f(a):
+        a.add_(1)
+        return None, "hello world"
+
+    vm = lib.func.vmap
+    return (vm(lambda a: (a, "hello world"), out_dims=(0, None))(x),
+            vm(f, out_dims=(None, None))(x), x,
+            vm(lambda a: "hello", out_dims=None)(x))  # fmt: skip
+
+
+@case("out_dims_none_new_tensor", X)
+def _(lib, x):
+    vm = lib.func.vmap
+    return vm(lambda a: lib.arange(3))(x), vm(lambda a: lib.arange(3), out_dims=None)(x)
+
+
+@case("pytree_outputs_and_out_dims", X)
+def _(lib, x):
+    vm = lib.func.vmap
+
+    def f(a):
+        y = a.sin()
+        return y, (y, y), [y, (y, y)]
+
+    def g(a):
+        y = a.sin()
+        return y, (y, y)
+
+    return (vm(f)(x), vm(g, out_dims=(0, (0, 1)))(x), vm(g, out_dims=1)(x),
+            vm(g, out_dims=(0, 1))(x))  # fmt: skip
+
+
+@case("ordered_dict_output", X)
+def _(lib, x):
+    import collections
+
+    out = lib.func.vmap(lambda t: collections.OrderedDict([("sin", t.sin()), ("cos", t.cos())]))(x)
+    return type(out).__name__, list(out), out["sin"], out["cos"]
+
+
+@case("out_dims_str_in_tuple_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, out_dims=("lol",))(x)
+
+
+@case("out_dims_too_many_for_one_output_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, out_dims=(0, 0))(x)
+
+
+@case("out_dims_too_few_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: (a, a, a), out_dims=(0, 0))(x)
+
+
+@case("out_dims_too_negative_raises", X3)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a, out_dims=-4)(x)
+
+
+@case("nested_in_dims_and_out_dims", X3, X)
+def _(lib, x3, x):
+    vm = lib.func.vmap
+    y = x3.permute(2, 0, 1).contiguous()  # (4, 2, 3)
+    z = x3[0]  # (3, 4)
+    return (vm(vm(vm(lib.mul), (1, 0)), (1, 2))(x3.permute(1, 2, 0), x3.permute(2, 1, 0)),
+            vm(lib.mul, (-1, -1))(x, x), vm(lambda b: vm(lambda a: a * b, out_dims=1)(z),
+                                            out_dims=-1)(y[0]),
+            vm(lambda t: vm(lambda a: a, out_dims=-1)(t), out_dims=-1)(y))  # fmt: skip
+
+
+@case("nested_inputs_forms", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    f = lambda z: z[0] + z[1]  # noqa: E731
+    return (vm(f)((x, y)), vm(f, in_dims=(0,))((x, y)), vm(f, in_dims=((0, 0),))((x, y)),
+            vm(f)([x, y]), vm(f, in_dims=([0, 0],))([x, y]),
+            vm(lambda z: z["x"] + z["y"], in_dims=({"x": 0, "y": 0},))({"x": x, "y": y}),
+            vm(lambda z: z["x"][0] + z["x"][1][0] + z["y"][0] + z["y"][1])(
+                {"x": [x, (x,)], "y": [y, y]}))  # fmt: skip
+
+
+@case("in_dims_list_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lib.mul, [0, 0])(x, y)
+
+
+@case("in_dims_set_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lib.mul, {0})(x, y)
+
+
+@case("in_dim_int_for_number_in_tuple_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda z: z[0] * z[1])((x, 2.0))
+
+
+@case("in_dims_list_for_list_argument_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda z: z[0] + z[1], in_dims=[0, 0])([x, y])
+
+
+@case("in_dims_short_list_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda z: z[0] + z[1], in_dims=([0],))([x, y])
+
+
+@case("in_dims_too_many_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lib.mul, (0, 0, 0))(x, y)
+
+
+@case("in_dim_int_for_int_in_list_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda z: z[0] + z[1], in_dims=([0, 0],))([x, 1])
+
+
+@case("out_argument_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda a, b: lib.abs(a, out=b))(x, y)
+
+
+@case("non_tensor_op_result_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lib.equal)(x, y)
+
+
 # -- nested vmap ----------------------------------------------------------------------------
 
 
@@ -525,6 +665,10 @@ def _(lib, x, i):
 
 SCENARIOS.xfail.update(
     {
+        "out_argument_raises": "torch's vmap refuses an out= op (RuntimeError); kiln writes the "
+        "batch into the mapped out tensor",
+        "non_tensor_op_result_raises": "torch's vmap refuses torch.equal (it returns a bool, "
+        "RuntimeError); kiln gives each example's bool, a tensor of the batch",
         "index_put_batched_index": "torch writes each example at its own index; kiln's "
         "index_put has no batching rule for a batched index tensor (GraphError)",
     }

@@ -371,8 +371,9 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
                                      f"mapped dimension, got sizes {[n, size]} for the mapped "
                                      "dimension")  # fmt: skip
                 n = size if n is None else n
-                if size == 0:
-                    raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
+                if size == 0:  # an empty batch: the function runs on one example of zeros,
+                    # its results keep none of it (sliced to size 0 below)
+                    front = call("broadcast_to", _zero(front), shape=(1, *front.shape[1:]))
                 # one example, a value of its own (not a view of the argument: a change in
                 # place of it changes the batch's, written back below)
                 first = fresh(call("index", front, spec=(("int", 0),)))
@@ -381,6 +382,8 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
             firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
         if n is None:
             raise ArgumentError("vmap: Expected at least one Tensor to vmap over")
+        empty = n == 0
+        n = 1 if empty else n
         graph = get_default_graph()
         since = len(graph.nodes)
         CHANGES.append([])
@@ -423,9 +426,11 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
                 raise forms.not_a_tensor(f, y)
             else:
                 o = b if b is not None else unbatched_to(v, n)
+                if empty:
+                    o = call("index", o, spec=(("slice", 0, 0, None),))
                 results.append(_from_front(o, forms.out_dim_checked(dim, o.ndim)))
-        for first, a, axis in changed:  # an example changed in place: the argument changes
-            b = next(done)
+        for first, a, axis in changed if not empty else ():  # an example changed in place:
+            b = next(done)  # the argument changes
             a.copy_(_from_front(b if b is not None else unbatched_to(first, n), axis))
         placed = iter(results)
         return forms.walk_outputs(f, out, out_axes, lambda leaf, dim: next(placed))

@@ -327,6 +327,68 @@ def _(lib, x, y):
     return lib.func.vmap(lib.equal)(x, y)
 
 
+@case("in_dim_tuple_on_0d_raises", S)
+def _(lib, s):
+    return lib.func.vmap(lambda a: a * a, in_dims=(0,))(s)
+
+
+@case("in_dim_too_negative_in_tuple_raises", X)
+def _(lib, x):
+    return lib.func.vmap(lambda a: a * a, in_dims=(-3,))(x)
+
+
+@case("in_dim_out_of_range_in_list_raises", X, Y)
+def _(lib, x, y):
+    return lib.func.vmap(lambda z: z[0] + z[1], in_dims=([3, 0],))([x, y])
+
+
+@case("zero_size_batch", X)
+def _(lib, x):
+    empty = x[:0]
+    return lib.func.vmap(lib.sin)(empty), lib.func.vmap(lambda a: a.sum())(empty)
+
+
+@case("ops_with_in_dims_and_multiple_returns", X3, X)
+def _(lib, x3, x):
+    vm = lib.func.vmap
+    y = x3.permute(2, 0, 1).contiguous()  # (4, 2, 3)
+    return (vm(lib.copysign, (2, 0))(x3, y), vm(vm(lib.copysign), (2, 0))(x3, y),
+            vm(lib.var_mean)(x), vm(vm(lib.var_mean))(x3))  # fmt: skip
+
+
+@case("inplace_method_mapped", X, Y)
+def _(lib, x, y):
+    vm = lib.func.vmap
+    a = x.clone().clamp(-0.9, 0.9)
+    r = vm(lib.Tensor.acos_)(a)
+    b = x.clone().clamp(-0.9, 0.9)
+    r2 = vm(lib.Tensor.acos_, out_dims=(1,))(b)
+    c = x.clone()
+    vm(lib.Tensor.atan2_, (1, 0))(c, y.T.contiguous())
+    d = x3 = x.reshape(3, 2, 2).clone()
+    vm(vm(lib.Tensor.mul_))(d, x3 * 0 + 2)
+    return r, a, r2, b, c, d
+
+
+@case("autograd_grad_inside_vmap", X, Y)
+def _(lib, x, y):
+    leaf = x[0].clone().requires_grad_(True)
+
+    def vjp_mul(v):
+        return lib.autograd.grad([leaf * y[0]], [leaf], grad_outputs=[v])[0]
+
+    return lib.func.vmap(vjp_mul)(lib.eye(4))
+
+
+@case("partial_and_module", X, V)
+def _(lib, x, v):
+    import functools
+
+    lin = lib.nn.Linear(4, 2, bias=False)
+    lin.weight = lib.nn.Parameter(lib.tensor(np.arange(8, dtype=np.float32).reshape(2, 4)))
+    return lib.func.vmap(functools.partial(lib.mul, v))(x), lib.func.vmap(lin)(x)
+
+
 # -- nested vmap ----------------------------------------------------------------------------
 
 
@@ -665,6 +727,9 @@ def _(lib, x, i):
 
 SCENARIOS.xfail.update(
     {
+        "autograd_grad_inside_vmap": "torch differentiates a leaf captured from outside vmap "
+        "with batched grad_outputs inside it; kiln's vmap traces its function, where the eager "
+        "tape's tensors have no graph values (GraphError)",
         "out_argument_raises": "torch's vmap refuses an out= op (RuntimeError); kiln writes the "
         "batch into the mapped out tensor",
         "non_tensor_op_result_raises": "torch's vmap refuses torch.equal (it returns a bool, "

@@ -612,6 +612,98 @@ def _(lib, x):
     return out.shape, (out[0] != out[1]).any()
 
 
+IMG = np.ones((4, 3, 3, 6, 6), f32)  # a batch of 4: batches of 3 images, 3 channels, 6 x 6
+
+
+def _slices(lib, out):
+    """(shape, dtype, whether all slices along the first dim are equal, whether no two are)."""
+    rows = out.reshape(out.shape[0], -1)
+    same = (rows[:, None] == rows[None]).all(-1)
+    off_diagonal = same & ~lib.eye(out.shape[0], dtype=lib.bool)
+    return tuple(out.shape), out.dtype, same.all(), ~off_diagonal.any()
+
+
+_FACTORIES = {
+    "randn": lambda lib, g: lib.randn(3, 3, generator=g),
+    "rand": lambda lib, g: lib.rand(3, 3, generator=g),
+    "randint_high": lambda lib, g: lib.randint(100, (3, 3), generator=g),
+    "randint_low_high": lambda lib, g: lib.randint(5, 100, (3, 3), generator=g),
+    "normal": lambda lib, g: lib.normal(0.0, 1.0, (3, 3), generator=g),
+    "randperm": lambda lib, g: lib.randperm(10, generator=g),
+}
+_LIKE = {
+    "randint_like": lambda lib, t: lib.randint_like(t, 20),
+    "randint_like_low": lambda lib, t: lib.randint_like(t, 0, 20),
+    "rand_like": lambda lib, t: lib.rand_like(t),
+    "randn_like": lambda lib, t: lib.randn_like(t),
+    "dropout": lambda lib, t: lib.nn.functional.dropout(lib.ones_like(t), training=True),
+    "alpha_dropout": lambda lib, t: lib.nn.functional.alpha_dropout(lib.ones_like(t),
+                                                                    training=True),
+    "dropout2d": lambda lib, t: lib.nn.functional.dropout2d(lib.ones_like(t), training=True),
+    "feature_alpha_dropout": lambda lib, t: lib.nn.functional.feature_alpha_dropout(
+        lib.ones_like(t), training=True),
+}  # fmt: skip
+_INPLACE = {
+    "random_": lambda t: t.random_(),
+    "random_to": lambda t: t.random_(100),
+    "random_from_to": lambda t: t.random_(-5, 100),
+    "normal_": lambda t: t.normal_(),
+    "bernoulli_": lambda t: t.bernoulli_(),
+    "exponential_": lambda t: t.exponential_(),
+    "uniform_": lambda t: t.uniform_(),
+}
+
+
+def _random_case(name, build, randomness, generator=False):
+    @case(f"randomness_{randomness}_{name}{'_generator' if generator else ''}", X)
+    def _(lib, x):
+        lib.manual_seed(0)
+        g = lib.Generator().manual_seed(7) if generator else None
+        out = lib.func.vmap(lambda a: build(lib, g), randomness=randomness)(x[:, 0])
+        return _slices(lib, out)
+
+
+for _name, _build in _FACTORIES.items():
+    for _mode in ("error", "same", "different"):
+        _random_case(_name, _build, _mode)
+    _random_case(_name, _build, "different", generator=True)
+
+
+def _like_case(name, build, randomness, where):
+    @case(f"randomness_{randomness}_{name}_{where}", IMG)
+    def _(lib, img):
+        lib.manual_seed(0)
+        passed = {"first": img, "last": img.movedim(0, -1), "none": img[0]}[where]
+        in_dims = ({"first": 0, "last": -1, "none": None}[where], 0)
+        out = lib.func.vmap(lambda t, _: build(lib, t), in_dims=in_dims,
+                            randomness=randomness)(passed, img[:, 0, 0, 0, 0])  # fmt: skip
+        return _slices(lib, out)
+
+
+for _name, _build in _LIKE.items():
+    for _mode in ("error", "same", "different"):
+        for _where in ("first", "last", "none") if _mode != "error" else ("first",):
+            _like_case(_name, _build, _mode, _where)
+
+
+def _inplace_random_case(name, fill, randomness, where):
+    @case(f"randomness_{randomness}_{name}_{where}", IMG)
+    def _(lib, img):
+        lib.manual_seed(0)
+        passed = {"first": img, "last": img.movedim(0, -1), "none": img[0]}[where].clone()
+        in_dims = ({"first": 0, "last": -1, "none": None}[where], 0)
+        out = lib.func.vmap(lambda t, _: fill(t) * 1, in_dims=in_dims,
+                            randomness=randomness)(passed, img[:, 0, 0, 0, 0])  # fmt: skip
+        return _slices(lib, out)
+
+
+for _name, _fill in _INPLACE.items():
+    for _mode, _where in (("error", "first"), ("same", "first"), ("same", "none"),
+                          ("different", "first"), ("different", "last"),
+                          ("different", "none")):  # fmt: skip
+        _inplace_random_case(_name, _fill, _mode, _where)
+
+
 # -- in-place ops ---------------------------------------------------------------------------
 
 

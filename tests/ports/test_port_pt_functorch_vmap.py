@@ -645,12 +645,9 @@ _LIKE = {
 }  # fmt: skip
 _INPLACE = {
     "random_": lambda t: t.random_(),
-    "random_to": lambda t: t.random_(100),
     "random_from_to": lambda t: t.random_(-5, 100),
     "normal_": lambda t: t.normal_(),
     "bernoulli_": lambda t: t.bernoulli_(),
-    "exponential_": lambda t: t.exponential_(),
-    "uniform_": lambda t: t.uniform_(),
 }
 
 

@@ -417,7 +417,7 @@ def stack_module_state(models) -> tuple[dict, dict]:
     """`(params, buffers)` of `models` (modules of one class, all training or all evaluating):
     each a dict by name of the models' tensors stacked along a new first dim, as torch.func's
     (for `vmap(functional_call)` over an ensemble). The stacks are new leaves; a parameter's
-    requires grad where every model's does.
+    requires grad where the models' do (they must agree).
 
     >>> import kiln as kn
     >>> params, buffers = kn.func.stack_module_state([kn.nn.Linear(2, 1) for _ in range(3)])
@@ -427,23 +427,26 @@ def stack_module_state(models) -> tuple[dict, dict]:
     from ..frontend.torch_shape import stack  # NOTE: lazy: the frontend builds on tracing
 
     models = list(models)
-    if not models:
-        raise ArgumentError("stack_module_state: Expected at least one model, got 0.")
+    if not models:  # (PyTorch's RuntimeErrors)
+        raise UsageError("stack_module_state: Expected at least one model, got 0.")
     if len({m.training for m in models}) != 1:
-        raise ArgumentError("stack_module_state: Expected all models to have the same "
-                            "training/eval mode.")  # fmt: skip
+        raise UsageError("stack_module_state: Expected all models to have the same "
+                         "training/eval mode.")  # fmt: skip
     if len({type(m) for m in models}) != 1:
-        raise ArgumentError("stack_module_state: Expected all models to be of the same class.")
+        raise UsageError("stack_module_state: Expected all models to be of the same class.")
 
-    def stacked(tensors):
+    def stacked(name, tensors):
+        flags = {t.requires_grad for t in tensors}
+        if len(flags) != 1:
+            raise UsageError(f"Expected {name} from each model to have the same .requires_grad")
         leaf = stack([t.detach() for t in tensors])
-        return leaf.requires_grad_(True) if all(t.requires_grad for t in tensors) else leaf
+        return leaf.requires_grad_(True) if flags == {True} else leaf
 
     params = [dict(m.named_parameters()) for m in models]
     buffers = [dict(m.named_buffers()) for m in models]
     return (
-        {name: stacked([p[name] for p in params]) for name in params[0]},
-        {name: stacked([b[name] for b in buffers]) for name in buffers[0]},
+        {name: stacked(name, [p[name] for p in params]) for name in params[0]},
+        {name: stacked(name, [b[name] for b in buffers]) for name in buffers[0]},
     )
 
 

@@ -1368,10 +1368,93 @@ SCENARIOS.xfail.update(
         )
     }
 )
+
+
+def _linears(lib, n=3):
+    out = []
+    for k in range(n):
+        lin = lib.nn.Linear(3, 2)
+        lin.weight = lib.nn.Parameter(lib.tensor(W6 * (k + 1)))
+        lin.bias = lib.nn.Parameter(lib.tensor([0.5, -0.5]) * k)
+        out.append(lin)
+    return out
+
+
+@case("stack_module_state", M)
+def _(lib, m):
+    params, buffers = lib.func.stack_module_state(_linears(lib))
+    leaves = [(k, v.shape, v.requires_grad, v.is_leaf) for k, v in sorted(params.items())]
+    base = _linears(lib, 1)[0]
+    out = lib.func.vmap(lambda p, b, x: lib.func.functional_call(base, (p, b), x),
+                        in_dims=(0, 0, None))(params, buffers, m[:, :3])  # fmt: skip
+    return leaves, buffers == {}, out
+
+
+@case("stack_module_state_empty_raises", M)
+def _(lib, m):
+    return lib.func.stack_module_state([])
+
+
+@case("stack_module_state_modes_raise", M)
+def _(lib, m):
+    models = _linears(lib)
+    models[1].eval()
+    return lib.func.stack_module_state(models)
+
+
+@case("stack_module_state_classes_raise", M)
+def _(lib, m):
+    models = _linears(lib)
+    models[1] = lib.nn.Conv2d(3, 3, (3, 3))
+    return lib.func.stack_module_state(models)
+
+
+@case("stack_module_state_requires_grad_mismatch_raises", M)
+def _(lib, m):
+    models = _linears(lib)
+    models[0].weight.requires_grad_(False)
+    return lib.func.stack_module_state(models)
+
+
+@case("maml_vmap_of_grad_then_autograd", XB, M)
+def _(lib, xb, m):
+    lin = _linears(lib, 1)[0]
+    params = dict(lin.named_parameters())
+
+    def loss_for_task(x1, y1, x2, y2):
+        def inner(p, a, b):
+            return ((lib.func.functional_call(lin, p, a) - b) ** 2).mean()
+
+        grads = lib.func.grad(inner)(params, x1, y1)
+        new = {k: params[k] - 0.1 * grads[k] for k in params}
+        return inner(new, x2, y2)
+
+    x = xb[:, :3].reshape(2, 2, 3)
+    y = xb[:, :2].reshape(2, 2, 2)
+    losses = lib.func.vmap(loss_for_task)(x, y, x.flip(1), y.flip(1))
+    return losses, lib.autograd.grad(losses.sum(), list(params.values()))
+
+
+@case("batched_jacobian_then_autograd", X)
+def _(lib, x):
+    lin = _linears(lib, 1)[0]
+    model = lib.nn.Sequential(lib.nn.Linear(1, 3), lib.nn.Tanh())
+    model[0].weight = lib.nn.Parameter(lib.tensor([[0.5], [1.0], [-1.5]]))
+    model[0].bias = lib.nn.Parameter(lib.tensor([0.1, -0.2, 0.3]))
+    r = x.abs().reshape(-1, 1) + 0.5
+    out = []
+    for jac in (lib.func.jacrev, lib.func.jacfwd):
+        forces = -lib.func.vmap(jac(lambda a: model(a).sum()))(r)
+        out.append(lib.autograd.grad(forces.pow(2).sum(), list(model.parameters())))
+    return out, lin.weight.shape
+
+
 _TRACE_LEAF = "requires_grad_ of a traced value has no meaning in a trace"
 SCENARIOS.eager_only.update(
     {
         "grad_of_leaf_requiring_grad": _TRACE_LEAF,
+        "stack_module_state": "stack_module_state makes leaves that require grad (requires_grad_), "
+        "which a trace's values cannot be",
         "requires_grad_inside_grad_raises": _TRACE_LEAF,
         "retain_grad_inside_grad_raises": "retain_grad of a traced value has no meaning in a trace",
         "grad_composed_with_autograd": _TRACE_LEAF,

@@ -441,6 +441,117 @@ def _(lib, x):
             vm(lambda a: lib.tensor(a.dim()))(x))  # fmt: skip
 
 
+X4 = RNG.normal(size=(2, 3, 4, 5)).astype(f32)
+
+_OPS = {
+    "chunk": lambda lib, a: a.chunk(2, -1),
+    "split": lambda lib, a: a.split([1, 3], dim=1),
+    "unbind": lambda lib, a: a.unbind(-2),
+    "diagonal": lambda lib, a: (a.diagonal(), a.diagonal(1, -1, -2), lib.diagonal(a, -1, 0, 1)),
+    "select_narrow": lambda lib, a: (a.select(1, 2), a.narrow(-1, 1, 2), a[..., 1:3:2]),
+    "view_forms": lambda lib, a: (
+        a.view(-1),
+        a.reshape(4, 3),
+        a.flatten(),
+        a.unflatten(1, (2, 2)),
+        a.view(3, 2, 2).permute(2, 0, 1),
+        a.T,
+        a.mT,
+        a.movedim(0, -1),
+    ),  # fmt: skip
+    "squeeze_unsqueeze": lambda lib, a: (
+        a.unsqueeze(-1).squeeze(),
+        a[:1].squeeze(0),
+        a.unsqueeze(1).squeeze(1),
+        a.expand(2, 3, 4),
+    ),  # fmt: skip
+    "new_factories": lambda lib, a: (
+        a.new_zeros(2, 2),
+        a.new_ones(()),
+        a.new_full((2,), 3.0),
+        a.new_empty(2).fill_(1.0),
+        a.new_tensor([1.0, 2.0]),
+    ),  # fmt: skip
+    "properties": lambda lib, a: lib.tensor(
+        [a.dim(), a.numel(), a.size(-1), a.shape[0], int(a.is_floating_point())]
+    ),  # fmt: skip
+    "tile_forms": lambda lib, a: (a.tile((2,)), a.tile((2, 1, 2)), a[0].tile((3, 1))),
+    "reductions_dims": lambda lib, a: (
+        a.sum((0, 1)),
+        a.amax(-1, keepdim=True),
+        a.std(0),
+        a.var(-1, correction=0),
+        a.logsumexp(1),
+        a.norm(dim=0),
+        a.prod(-1),
+        a.cumprod(0),
+        a.argmin(0),
+        a.all(-1),
+        a.max(),
+        a.min(dim=1).indices,
+        a.median(-1).values,
+        a.sort(-1).values,
+        a.topk(2, 0).indices,
+    ),  # fmt: skip
+    "products": lambda lib, a: (
+        a @ a.T,
+        lib.mm(a.T, a),
+        lib.mv(a, a[0]),
+        lib.dot(a[0], a[1]),
+        lib.einsum("ij,kj->ik", a, a),
+        lib.tensordot(a, a, ([1], [1])),
+        lib.outer(a[0], a[1]),
+        lib.kron(a[:1], a[:1]),
+        lib.linalg.norm(a),
+        lib.trace(a[:, :3]),
+    ),  # fmt: skip
+    "joins": lambda lib, a: (
+        lib.cat([a, a * 2], -1),
+        lib.stack([a, a], 1),
+        lib.hstack([a, a]),
+        lib.vstack([a, a]),
+        lib.where(a > 0, a, -a),
+        lib.flip(a, (0,)),
+        lib.roll(a, 1, -1),
+        lib.tril(a),
+        lib.triu(a, 1),
+        a.repeat(2, 1),
+        a.tile((1, 2)),
+        lib.gather(a, 1, lib.tensor([[0], [1], [2]])),
+        lib.index_select(a, 0, lib.tensor([2, 0])),
+        a.masked_fill(a > 0, 0.0),
+        lib.clamp(a, -0.5, 0.5),
+    ),  # fmt: skip
+    "nn_functions": lambda lib, a: (
+        lib.softmax(a, 0),
+        lib.log_softmax(a, -1),
+        lib.nn.functional.normalize(a, dim=0),
+        lib.nn.functional.layer_norm(a, (4,)),
+        lib.nn.functional.pad(a, (1, 2)),
+        lib.nn.functional.one_hot(a.argmax(-1), 4),
+        lib.nn.functional.linear(a, a),
+    ),  # fmt: skip
+}
+
+
+def _ops_case(name, build):
+    @case(f"ops_{name}", X4)
+    def _(lib, x4):
+        vm = lib.func.vmap
+        x3 = x4[0]  # (3, 4, 5): examples (3, 4) at dim -1
+        return (vm(lambda a: build(lib, a), in_dims=-1)(x3),
+                vm(vm(lambda a: build(lib, a)), in_dims=(3,))(x4))  # fmt: skip
+
+
+for _name, _build in _OPS.items():
+    _ops_case(_name, _build)
+
+
+@case("is_contiguous_of_a_strided_example", X3)
+def _(lib, x):
+    return lib.func.vmap(lambda a: lib.tensor(a.is_contiguous()), in_dims=-1)(x)
+
+
 @case("dims_with_in_dims", X3)
 def _(lib, x):
     vm = lib.func.vmap
@@ -816,6 +927,8 @@ def _(lib, x, i):
 
 SCENARIOS.xfail.update(
     {
+        "is_contiguous_of_a_strided_example": "torch's example of a batch mapped at its last "
+        "dim is not contiguous (the batch's strides); kiln's example is a value of its own",
         "autograd_grad_inside_vmap": "torch differentiates a leaf captured from outside vmap "
         "with batched grad_outputs inside it; kiln's vmap traces its function, where the eager "
         "tape's tensors have no graph values (GraphError)",

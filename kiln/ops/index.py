@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, DTypeMismatchError, IndexOutOfBoundsError, ShapeError
-from .core import apply, constant_like, defop, scalar, unbatched_to
+from .core import apply, batch_size, constant_like, defop, scalar, unbatched_to
 from .movement import _copy_into, check_indices, index_tuple
 from .movement import _index_shape as index_shape
 
@@ -242,9 +242,17 @@ def _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter):
     return ct_x, None, _padded(apply("where", single, without, divided), src.shape)
 
 
+def _scatter_batch(args, batched, *, axis, reduce, include_self):
+    """vmap of scatter: input, index and src each batched (broadcast to the batch where
+    not), the dim one further."""
+    n = batch_size(args, batched)
+    args = [a if b else unbatched_to(a, n) for a, b in zip(args, batched)]
+    return apply("scatter", *args, axis=axis + 1, reduce=reduce, include_self=include_self)
+
+
 scatter = defop(
     "scatter", _scatter_shape, _scatter_dtype, _scatter, vjp=_scatter_vjp, may_fail=True,
-    tags={"complex_linear"},
+    tags={"complex_linear"}, batch=_scatter_batch,
 )  # fmt: skip
 
 

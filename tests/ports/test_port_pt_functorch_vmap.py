@@ -547,6 +547,108 @@ for _name, _build in _OPS.items():
     _ops_case(_name, _build)
 
 
+P3, Q3 = (RNG.normal(size=(3, 4, 5)).astype(f32) for _ in range(2))
+IMGS = RNG.normal(size=(2, 3, 2, 6, 6)).astype(f32)  # 2 batches of 3 images, 2 channels
+W_CONV = RNG.normal(size=(4, 2, 3, 3)).astype(f32)
+
+_PAIRS = {  # f(a, b): an example of P3 (4, 5) and one of Q3 (4, 5)
+    "binary": lambda lib, a, b: (
+        a + b,
+        a * b,
+        a / (b.abs() + 1),
+        lib.maximum(a, b),
+        lib.atan2(a, b),
+        a**2 - b,
+        lib.hypot(a, b),
+        a > b,
+        lib.lerp(a, b, 0.3),
+        lib.addcmul(a, a, b, value=0.5),
+    ),  # fmt: skip
+    "index_ops": lambda lib, a, b: (
+        a.scatter(1, lib.tensor([[0], [2], [1], [4]]), b[:, :1]),
+        a.index_add(0, lib.tensor([1, 3]), b[:2]),
+        a.index_copy(1, lib.tensor([0]), b[:, :1]),
+        a.scatter_add(0, lib.tensor([[1, 0, 2, 3, 0]]), b[:1]),
+        a.take_along_dim(b.argsort(-1), -1),
+        lib.searchsorted(a.sort(-1).values, b),
+    ),  # fmt: skip
+    "linalg": lambda lib, a, b: (
+        lib.linalg.inv(a[:, :4] @ a[:, :4].T + 5 * lib.eye(4)),
+        lib.linalg.det(a[:, :4]),
+        lib.linalg.solve(a[:, :4] @ a[:, :4].T + 5 * lib.eye(4), b[:, 0]),
+        lib.linalg.cholesky(a[:, :4] @ a[:, :4].T + 5 * lib.eye(4)),
+        lib.linalg.svdvals(a),
+        lib.linalg.matrix_norm(a),
+    ),  # fmt: skip
+    "losses": lambda lib, a, b: (
+        lib.nn.functional.mse_loss(a, b),
+        lib.nn.functional.cross_entropy(a, b.argmax(-1)),
+        lib.nn.functional.smooth_l1_loss(a, b, reduction="none"),
+        lib.nn.functional.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"),
+        lib.cdist(a, b),
+        lib.nn.functional.cosine_similarity(a, b),
+    ),  # fmt: skip
+    "fft_scan": lambda lib, a, b: (
+        lib.fft.rfft(a).abs(),
+        lib.fft.fft(a, dim=0).real,
+        a.cumsum(-1),
+        a.cummax(0).values,
+        lib.diff(a, dim=-1),
+        lib.logcumsumexp(b, 1),
+    ),  # fmt: skip
+}
+
+
+def _pair_case(name, build):
+    @case(f"pairs_{name}", P3, Q3)
+    def _(lib, x3, y3):
+        vm = lib.func.vmap
+        f = lambda a, b: build(lib, a, b)  # noqa: E731
+        return (vm(f)(x3, y3), vm(f, (0, None))(x3, y3[0]), vm(f, (None, 0))(x3[1], y3),
+                vm(f, (2, 0))(x3.permute(1, 2, 0), y3))  # fmt: skip
+
+
+for _name, _build in _PAIRS.items():
+    _pair_case(_name, _build)
+
+
+@case("solve_and_scatter_forms", P3, Q3)
+def _(lib, p, q):
+    vm = lib.func.vmap
+    spd = p[:, :, :4] @ p[:, :, :4].mT + 5 * lib.eye(4)  # (3, 4, 4)
+    many = lib.stack([spd, spd * 2], 1)  # (3, 2, 4, 4)
+    idx = lib.tensor([[0, 1, 0, 3, 2]])
+    if lib.__name__ == "torch":  # (torch 2.13's vmap of solve misaligns A's extra batch dims
+        # with B's, RuntimeError: its values are those of a loop over the examples)
+        broadcast = (lib.stack([lib.linalg.solve(a, b) for a, b in zip(many, q[:, :, :2])]),
+                     lib.stack([lib.linalg.solve(a, q[0, :, :3]) for a in many]))  # fmt: skip
+    else:
+        broadcast = (vm(lib.linalg.solve)(many, q[:, :, :2]),
+                     vm(lib.linalg.solve, (0, None))(many, q[0, :, :3]))  # fmt: skip
+    return (vm(lib.linalg.solve)(spd, q[:, :, :2]), broadcast,
+            vm(lib.linalg.solve, (None, 0))(spd[0], q[:, :, 0]),
+            vm(lambda a, b: a.scatter_reduce(0, idx, b[:1], "amax"))(p, q),
+            vm(lambda a: a.scatter(1, idx[:, :2], 7.0))(p),
+            vm(lambda a, b: lib.addmm(a[0], b[:, :2].T, a[:, :3], beta=0.5, alpha=2.0))(p, q),
+            vm(lambda a: lib.addmm(q[0, :2, :3], a[:2, :4], a[:, :3]), in_dims=2)(p),
+            vm(lambda b: lib.addmm(q[0, 0, :3], p[0, :2, :4], b[:, :3], beta=0))(q))  # fmt: skip
+
+
+@case("conv_pool_embedding", IMGS, W_CONV)
+def _(lib, imgs, w):
+    vm, F = lib.func.vmap, lib.nn.functional
+
+    def net(x, weight):
+        y = F.conv2d(x, weight, padding=1)
+        return F.max_pool2d(y.relu(), 2), F.avg_pool2d(y, 3), F.interpolate(y, scale_factor=0.5)
+
+    emb = lib.arange(20.0).reshape(10, 2)
+    ids = lib.tensor([[1, 3], [0, 9]])
+    return (vm(net, (0, None))(imgs, w), vm(net, (None, 0))(imgs[0], lib.stack([w, w * 2])),
+            vm(net)(imgs, lib.stack([w, -w])), vm(lambda i: F.embedding(i, emb))(ids),
+            vm(F.embedding, (None, 0))(ids[0], lib.stack([emb, emb * 3])))  # fmt: skip
+
+
 @case("is_contiguous_of_a_strided_example", X3)
 def _(lib, x):
     return lib.func.vmap(lambda a: lib.tensor(a.is_contiguous()), in_dims=-1)(x)

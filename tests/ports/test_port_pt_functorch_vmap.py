@@ -634,6 +634,16 @@ def _(lib, p, q):
             vm(lambda b: lib.addmm(q[0, 0, :3], p[0, :2, :4], b[:, :3], beta=0))(q))  # fmt: skip
 
 
+@case("complex_views_and_eig", P3)
+def _(lib, p):
+    vm = lib.func.vmap
+    z = lib.complex(p[..., :2], p[..., 2:4])  # (3, 4, 2) complex64
+    sym = p[:, :, :4] + p[:, :, :4].mT  # symmetric: real eigenvalues, sorted by eigvalsh
+    return (vm(lib.view_as_real)(z), vm(lib.view_as_complex)(p[..., :2].contiguous()),
+            vm(lambda a: lib.linalg.eigvals(a).real.sort().values)(sym),
+            vm(lambda a: lib.linalg.eigvalsh(a))(sym))  # fmt: skip
+
+
 @case("conv_pool_embedding", IMGS, W_CONV)
 def _(lib, imgs, w):
     vm, F = lib.func.vmap, lib.nn.functional

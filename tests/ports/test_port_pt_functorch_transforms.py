@@ -1067,6 +1067,81 @@ def _(lib, xb, m):
     )
 
 
+JM = RNG.normal(size=(3, 4)).astype(np.float64)  # float64: jacobians of long op chains
+
+_JAC_FUNCTIONS = {
+    "elementwise": lambda lib, a: (a.sin() * a.exp() + a.tanh() / (1 + a * a)).sigmoid(),
+    "powers_and_abs": lambda lib, a: a.abs() ** 1.5 + a.pow(3) - lib.sqrt(a * a + 1),
+    "reductions": lambda lib, a: lib.stack(
+        [a.sum(), a.prod(), a.norm(), a.logsumexp((0, 1)), a.var(), a.amax(), a.mean()]
+    ),  # fmt: skip
+    "dim_reductions": lambda lib, a: (
+        a.softmax(-1),
+        a.log_softmax(0),
+        a.cumsum(1),
+        a.cumprod(0),
+        a.std(1),
+        a.max(0).values,
+    ),  # fmt: skip
+    "products": lambda lib, a: (
+        a @ a.T,
+        lib.einsum("ij,ik->jk", a, a),
+        lib.linalg.det(a[:, :3]),
+        lib.linalg.inv(a[:, :3] + 3 * lib.eye(3, dtype=a.dtype)),
+    ),  # fmt: skip
+    "shape_ops": lambda lib, a: (
+        a.T.reshape(2, 6),
+        a[1:, ::2],
+        lib.cat([a, a * 2], 0),
+        a.flip(1),
+        lib.roll(a, 1, 0),
+        a.repeat(2, 1),
+        a.diagonal(),
+    ),  # fmt: skip
+    "indexing": lambda lib, a: (
+        a[lib.tensor([2, 0, 2])],
+        lib.gather(a, 1, lib.tensor([[0, 1], [2, 2], [3, 0]])),
+        a.masked_fill(a > 0, 0.0),
+        lib.where(a > 0, a, a * a),
+    ),  # fmt: skip
+    "nn": lambda lib, a: (
+        lib.nn.functional.layer_norm(a, (4,)),
+        lib.nn.functional.gelu(a),
+        lib.nn.functional.softplus(a),
+        lib.nn.functional.elu(a),
+        lib.nn.functional.normalize(a, dim=1),
+        lib.nn.functional.cross_entropy(a, lib.tensor([1, 0, 3])),
+    ),  # fmt: skip
+    "clamps_and_sorts": lambda lib, a: (
+        a.clamp(-0.5, 0.5),
+        lib.maximum(a, a.T[:3, :3].sum() * 0 + 0.1),
+        a.sort(1).values,
+        a.topk(2, 0).values,
+        a.median(1).values,
+    ),  # fmt: skip
+}
+
+
+def _jac_case(name, build):
+    @case(f"jacobians_of_{name}", JM)
+    def _(lib, a):
+        f = lambda t: build(lib, t)  # noqa: E731
+        return lib.func.jacrev(f)(a), lib.func.jacfwd(f)(a)
+
+
+for _name, _build in _JAC_FUNCTIONS.items():
+    _jac_case(_name, _build)
+
+
+@case("hessians_of_functions", JM)
+def _(lib, a):
+    v = a[0]
+    return (lib.func.hessian(lambda t: (t.sin() * t.sum()).exp().sum())(v),
+            lib.func.hessian(lambda t: lib.logsumexp(t, 0) + t.norm())(v),
+            lib.func.hessian(lambda t: (t.softmax(0) * t).sum())(v),
+            lib.func.hessian(lambda t: lib.nn.functional.softplus(t).prod())(v))  # fmt: skip
+
+
 @case("jacrev_chunk_size", M)
 def _(lib, m):
     f = lambda a: a.sin() @ a.T  # noqa: E731

@@ -924,6 +924,32 @@ for _name, _fill in _INPLACE.items():
         _inplace_random_case(_name, _fill, _mode, _where)
 
 
+def _grad_dropout_case(randomness):
+    @case(f"randomness_{randomness}_vmap_of_grad_with_dropout", IMG)
+    def _(lib, img):
+        lib.manual_seed(0)
+        w = lib.ones(6)
+
+        def loss(weight, x):
+            return lib.nn.functional.dropout(x * weight, 0.5, training=True).sum()
+
+        xs = img[:, 0, 0, 0]  # (4, 6)
+        out = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0), randomness=randomness)(w, xs)
+        return _slices(lib, out)
+
+
+for _mode in ("error", "same", "different"):
+    _grad_dropout_case(_mode)
+
+
+@case("randomness_different_with_chunk_size", X)
+def _(lib, x):
+    lib.manual_seed(0)
+    out = lib.func.vmap(lambda a: lib.rand(8) + a.sum() * 0, randomness="different",
+                        chunk_size=2)(lib.zeros(6, 2))  # fmt: skip
+    return _slices(lib, out)
+
+
 # -- in-place ops ---------------------------------------------------------------------------
 
 

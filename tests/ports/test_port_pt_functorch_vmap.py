@@ -1020,6 +1020,18 @@ def _(lib, x):
             vm(lambda a: lib.ones_like(a, dtype=lib.int32))(x))  # fmt: skip
 
 
+@case("batch_norm_training_running_stats_raises", X3)
+def _(lib, x):
+    return lib.func.vmap(lib.nn.BatchNorm1d(4))(x.reshape(2, 3, 4))
+
+
+@case("batch_norm_eval_and_without_stats", X3)
+def _(lib, x):
+    xb = x.reshape(2, 3, 4)
+    return (lib.func.vmap(lib.nn.BatchNorm1d(4).eval())(xb),
+            lib.func.vmap(lib.nn.BatchNorm1d(4, track_running_stats=False))(xb))  # fmt: skip
+
+
 # -- dtypes of results -----------------------------------------------------------------------
 
 

@@ -147,6 +147,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         grads = grads[0] if single else tuple(grads)
         return (grads, (out, aux)) if has_aux else (grads, out)
 
+    wrapped.__wrapped__ = func  # (what a compiled form around it captures: func's tensors)
     return wrapped
 
 
@@ -165,6 +166,7 @@ def grad(func, argnums=0, has_aux: bool = False):
         grads, value = transformed(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads
 
+    wrapped.__wrapped__ = func  # (what a compiled form around it captures: func's tensors)
     return wrapped
 
 
@@ -244,6 +246,7 @@ def hessian(func, argnums=0):
             return plain(*args, **kwargs)
         return nested(*args, **kwargs)
 
+    wrapped.__wrapped__ = func  # (what a compiled form around it captures: func's tensors)
     return wrapped
 
 

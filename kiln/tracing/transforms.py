@@ -235,6 +235,7 @@ def _transform(graph_form, name: str, fn):
         return _unflatten(structure, iter(o.detach() if isinstance(o, Tensor) else o
                                           for o in found))  # fmt: skip
 
+    graph_form.__wrapped__ = fn  # (what the compiled form captures: fn's tensors, `guards`)
     transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
     transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."
     return transformed

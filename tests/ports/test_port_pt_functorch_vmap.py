@@ -1032,6 +1032,21 @@ def _(lib, x):
             lib.func.vmap(lib.nn.BatchNorm1d(4, track_running_stats=False))(xb))  # fmt: skip
 
 
+@case("backward_through_vmap_to_captured_leaf", X, V)
+def _(lib, x, v):
+    # the mapped function reads a leaf that requires grad from its closure: backward through
+    # vmap's result reaches it and the mapped input (kiln's raised GraphError: 'a Tensor that
+    # requires grad is used in graph mode')
+    a, w = x.clone().requires_grad_(True), v.clone().requires_grad_(True)
+    y = lib.func.vmap(lambda r: (r.sin() * w).sum())(a)
+    (y * lib.arange(3.0)).sum().backward()
+    a2 = x.clone().requires_grad_(True)
+    lib.func.vmap(lib.func.grad(lambda r: (r**3 * w).sum()))(a2).sum().backward()
+    jac = lib.func.jacrev(lambda r: r.sin() * w)(x[0])
+    (g,) = lib.autograd.grad(jac.sum(), w)
+    return y, a.grad, w.grad, a2.grad, g
+
+
 # -- dtypes of results -----------------------------------------------------------------------
 
 
@@ -1075,13 +1090,16 @@ def _(lib, x, i):
     return lib.func.vmap(f)(x, i[:, :2])
 
 
+SCENARIOS.eager_only.update(
+    {
+        name: "requires_grad_ of a traced value has no meaning in a trace"
+        for name in ("backward_through_vmap_to_captured_leaf", "autograd_grad_inside_vmap")
+    }
+)
 SCENARIOS.xfail.update(
     {
         "is_contiguous_of_a_strided_example": "torch's example of a batch mapped at its last "
         "dim is not contiguous (the batch's strides); kiln's example is a value of its own",
-        "autograd_grad_inside_vmap": "torch differentiates a leaf captured from outside vmap "
-        "with batched grad_outputs inside it; kiln's vmap traces its function, where the eager "
-        "tape's tensors have no graph values (GraphError)",
         "out_argument_raises": "torch's vmap refuses an out= op (RuntimeError); kiln writes the "
         "batch into the mapped out tensor",
         "non_tensor_op_result_raises": "torch's vmap refuses torch.equal (it returns a bool, "

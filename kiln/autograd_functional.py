@@ -179,10 +179,12 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     tensor([[10.,  6.],
             [ 6.,  0.]])
     """
-    if _traced(inputs) and isinstance(inputs, Symbol):  # in kn.compile: the graph's transform
+    if _traced(inputs):  # in kn.compile: the graph's transform
         from .tracing.transforms import hessian_of
 
-        return hessian_of(func)(inputs)
+        if isinstance(inputs, Symbol):
+            return hessian_of(func)(inputs)
+        return hessian_of(func, tuple(range(len(inputs))))(*inputs)
     in_single, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def gradient(*xs):

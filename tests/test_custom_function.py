@@ -224,5 +224,5 @@ def test_functional_call_swaps_and_restores():
                                   (kn.tensor([[1.0, 2.0]]),))  # fmt: skip
     assert out.tolist() == [[3.0]]  # 1*1 + 1*2 + 0
     np.testing.assert_array_equal(lin.weight.detach().numpy(), before)
-    with pytest.raises(ValueError, match="missing keys"):
+    with pytest.raises(RuntimeError, match="Missing key"):  # (torch.func's class)
         kn.func.functional_call(lin, {"weight": kn.ones(1, 2)}, (kn.ones(1, 2),), strict=True)

@@ -267,10 +267,12 @@ def test_vmap_of_gradient():
 
 
 def test_vmap_error_names_the_op_without_a_rule():
+    # (nonzero: its shape depends on the data, so it has no batching rule; solve, which this
+    # used, has one now)
     with kn.Graph().as_default():
         xs = kn.placeholder(kn.float64, (4, 3), name="xs")
-        with pytest.raises(kn.GraphError, match="no batching rule for solve"):
-            kn.vmap(lambda x: kn.linalg.solve(kn.eye(3, dtype=kn.float64), x))(xs)
+        with pytest.raises(kn.GraphError, match="no batching rule for nonzero"):
+            kn.vmap(lambda x: kn.nonzero(x))(xs)
 
 
 def test_vmap_of_indices_into_a_fixed_table():
@@ -294,7 +296,7 @@ def test_jacobian_of_cross_entropy():
 
 
 def test_vmap_refuses_mismatched_sizes():
-    with pytest.raises(kn.ShapeError, match="different sizes"):
+    with pytest.raises(kn.ShapeError, match="same size in the mapped dimension"):
         kn.vmap(lambda a, b: a + b)(np.ones((2, 3)), np.ones((4, 3)))
 
 

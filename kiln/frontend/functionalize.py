@@ -71,6 +71,11 @@ __all__ = ["assign_inplace", "install", "keeps_history", "rebind"]
 # compiled call then writes the new value into the caller's tensor, as torch.compile does)
 _ARGUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+# the in-place changes made while a vmap builds its function, one list per vmap (nested ones
+# stacked): (the old value, the node of the new one, the op); vmap refuses a change that
+# writes values of its batch into a tensor outside it (kiln/tracing/vmap_forms.py)
+CHANGES: list = []
+
 
 def allow_argument_changes(graph, arguments, requires_grad) -> dict:
     """Lets the placeholders `arguments` of `graph` change in place (kn.compile's tracing);
@@ -378,6 +383,9 @@ class _Through:
     def backward(self, ct, n_inputs: int) -> tuple:
         return (ct,)
 
+    def batched(self):  # (its backward is the same on a batch: vmap's)
+        return self
+
 
 THROUGH = _Through()
 
@@ -411,6 +419,9 @@ class _Overwrite:
         from ..eager.factories import zeros_like  # NOTE: lazy: eager builds on the frontend
 
         return (ct, zeros_like(ct))
+
+    def batched(self):  # (its backward is the same on a batch: vmap's)
+        return self
 
 
 OVERWRITE = _Overwrite()
@@ -617,6 +628,8 @@ def assign_inplace(x: Symbol, new, op: str, since: int) -> Symbol:
         with enable_grad():
             new = core.call("custom_grad", new, x, function=THROUGH)
     old = rebind(x, new)
+    if CHANGES:  # (a vmap building its function: it checks what each change writes)
+        CHANGES[-1].append((old, x.node, op))
     keep_layout(x, layout)
     if argument is not None and argument[0] is x and argument[2] is None:
         argument[2] = old  # the argument's placeholder, now under a fresh Symbol

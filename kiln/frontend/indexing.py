@@ -140,7 +140,8 @@ def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
         raise ArgumentTypeError(
             f"index_put(): indices must be a tuple of tensors, got {type(indices)}"
         )
-    (x,) = lift(input)
+    # (an eager input with values or indices of a trace: a constant of its graph)
+    (x,) = lift(input, context=[a for a in (values, *indices) if isinstance(a, Symbol)])
     if not indices:  # (PyTorch's class: RuntimeError)
         raise ShapeMismatchError(f"index_put(): at least one index must be provided (on "
                                  f"{list(x.shape)}, at {user_site()})")  # fmt: skip

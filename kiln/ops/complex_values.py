@@ -194,8 +194,10 @@ def _view_as_complex(xp, x, out=None):
 view_as_real = defop(
     "view_as_real", _as_real_shape, _as_real_dtype, _view_as_real,
     vjp=lambda ct, y, x: (apply("view_as_complex", ct),), tags={"complex_linear"}, views=(0,),
+    batch=lambda args, batched: apply("view_as_real", args[0]),  # (per element)
 )  # fmt: skip
 view_as_complex = defop(
     "view_as_complex", _as_complex_shape, _as_complex_dtype, _view_as_complex,
     vjp=lambda ct, y, x: (apply("view_as_real", ct),), views=(0,),
+    batch=lambda args, batched: apply("view_as_complex", args[0]),  # (per last-dim pair)
 )  # fmt: skip

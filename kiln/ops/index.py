@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import DTypeError, DTypeMismatchError, IndexOutOfBoundsError, ShapeError
-from .core import apply, constant_like, defop, scalar
+from .core import apply, batch_size, constant_like, defop, scalar, unbatched_to
 from .movement import _copy_into, check_indices, index_tuple
 from .movement import _index_shape as index_shape
 
@@ -244,9 +244,17 @@ def _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter):
     return ct_x, None, _padded(apply("where", single, without, divided), src.shape)
 
 
+def _scatter_batch(args, batched, *, axis, reduce, include_self):
+    """vmap of scatter: input, index and src each batched (broadcast to the batch where
+    not), the dim one further."""
+    n = batch_size(args, batched)
+    args = [a if b else unbatched_to(a, n) for a, b in zip(args, batched)]
+    return apply("scatter", *args, axis=axis + 1, reduce=reduce, include_self=include_self)
+
+
 scatter = defop(
     "scatter", _scatter_shape, _scatter_dtype, _scatter, vjp=_scatter_vjp, may_fail=True,
-    tags={"complex_linear"},
+    tags={"complex_linear"}, batch=_scatter_batch,
 )  # fmt: skip
 
 
@@ -392,9 +400,33 @@ def _put_vjp(ct, y, x, values, *idxs, spec, axes, accumulate):
     return (ct_x, taken, *(None for _ in idxs))
 
 
+def _put_batch(args, batched, *, spec, axes, accumulate):
+    """vmap of `x[index] = values`: the batch axis a full slice in front of the index (x
+    broadcast to the batch where it is not batched, batched values given the target's rank
+    after their batch axis). Index arrays that are batched, or not next to each other (their
+    dims go first), are refused."""
+    from ..errors import GraphError  # (errors is imported by every layer)
+
+    x, values, *idxs = args
+    if any(batched[2:]) or (axes and tuple(axes) != tuple(range(axes[0], axes[0] + len(axes)))):
+        raise GraphError("vmap: no batching rule for index_put with batched or non-adjacent "
+                         "index tensors")  # fmt: skip
+    n = x.shape[0] if batched[0] else values.shape[0]
+    if not batched[0]:
+        x = unbatched_to(x, n)
+    if batched[1]:
+        target = put_target(tuple(x.shape[1:]), [i.shape for i in idxs], spec, axes)
+        rest = tuple(values.shape[1:])
+        rest = rest[len(rest) - len(target) :] if len(rest) > len(target) else rest
+        values = apply("reshape", values, shape=(n, *(1,) * (len(target) - len(rest)), *rest))
+    spec = (("slice", None, None, None), *spec)
+    return apply("index_put", x, values, *idxs, spec=spec, axes=tuple(a + 1 for a in axes),
+                 accumulate=accumulate)  # fmt: skip
+
+
 # `x` with `values` written at `x[index]` (added when `accumulate`, repeated indices summing):
 # PyTorch's `index_put`, and item assignment `x[index] = values` computed out of place.
 index_put = defop(
     "index_put", _put_shape, _put_dtype, _put, vjp=_put_vjp, may_fail=True,
-    tags={"complex_linear"},
+    tags={"complex_linear"}, batch=_put_batch,
 )  # fmt: skip

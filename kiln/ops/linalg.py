@@ -308,8 +308,26 @@ def _solve_vjp(ct, x, a, b):
     return ga, gb
 
 
+def _solve_batch(args, batched):
+    """vmap of solve: A and B batched (broadcast to the batch where not); the example's B is a
+    vector or matrices as it was (`vector_rhs` of the example's shapes), and a matrix B of
+    another rank than A's takes size-1 dims after the batch axis (its batch dims then align)."""
+    from ..errors import GraphError  # (errors is imported by every layer)
+    from .core import batch_size, unbatched_to
+
+    n = batch_size(args, batched)
+    a, b = (x if f else unbatched_to(x, n) for x, f in zip(args, batched))
+    if vector_rhs(a.shape[1:], b.shape[1:]):
+        return apply("solve", a, b)
+    if b.ndim < 3:  # (a vector B against a batch of matrices A: broadcast by the kernel)
+        raise GraphError("vmap: no batching rule for solve of a vector B broadcast over A's "
+                         "batch dims")  # fmt: skip
+    rank = max(a.ndim, b.ndim) - 1
+    return apply("solve", lead(a, rank), lead(b, rank))
+
+
 solve = defop("solve", _solve_shape, _linalg_dtype("solve", _INEXACT), _solve,
-              vjp=_solve_vjp, tags=("autocast_fp32", "complex"))  # fmt: skip
+              vjp=_solve_vjp, tags=("autocast_fp32", "complex"), batch=_solve_batch)  # fmt: skip
 
 
 # -- addmm: beta * input + alpha * (mat1 @ mat2), one GEMM ------------------------------------
@@ -403,8 +421,28 @@ def _addmm_vjp(ct, y, x, a, b, *, beta=1.0, alpha=1.0, needs=(True, True, True))
     )
 
 
+def _addmm_batch(args, batched, *, beta=1.0, alpha=1.0):
+    """vmap of addmm: beta * input + alpha * (mat1 @ mat2) of the batch (a batched matmul; a
+    batched input aligned after its batch axis; beta 0 ignores the input, as addmm does)."""
+    from .core import batch_size, unbatched_to
+
+    x, a, b = args
+    n = batch_size(args, batched)
+    prod = apply("matmul", a, b)
+    if alpha != 1:
+        prod = apply("mul", prod, scalar(alpha, prod))
+    if not (batched[1] or batched[2]):
+        prod = unbatched_to(prod, n)
+    if beta == 0:
+        return prod
+    x = lead(x, 2) if batched[0] else x
+    if beta != 1:
+        x = apply("mul", x, scalar(beta, x))
+    return apply("add", x, prod)
+
+
 addmm = defop(
     "addmm", _addmm_shape, _addmm_dtype, _addmm, vjp=_addmm_vjp,
     tags=("vjp_needs", "autocast_lower"),
-    overwrites=(0,),
+    overwrites=(0,), batch=_addmm_batch,
 )  # fmt: skip

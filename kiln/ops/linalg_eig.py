@@ -112,8 +112,10 @@ def _vectors_vjp(ct, vectors, a):
 eig_values = defop(
     "eig_values", lambda a: _square(a, name="linalg.eigvals")[:-1], _dtype, _values,
     vjp=_values_vjp, tags={"complex_linear", "autocast_fp32"},
+    batch=lambda args, batched: apply("eig_values", args[0]),  # (leading dims: a batch)
 )  # fmt: skip
 eig_vectors = defop(
     "eig_vectors", lambda a: _square(a, name="linalg.eig"), _dtype, _vectors,
     vjp=_vectors_vjp, tags={"complex_linear", "autocast_fp32"},
+    batch=lambda args, batched: apply("eig_vectors", args[0]),  # (leading dims: a batch)
 )  # fmt: skip

@@ -725,7 +725,20 @@ def _tile_vjp(ct, y, x, *, reps):
     return (apply("reshape", summed, shape=x.shape),)
 
 
-tile = defop("tile", _tile_shape, same_dtype, _tile, vjp=_tile_vjp, tags={"complex_linear"})
+def _tile_batch(args, batched, *, reps):
+    """vmap of tile: the example's rank raised to the reps' (tile's leading 1s) after the
+    batch axis, which tiles once."""
+    x = args[0]
+    rank = max(x.ndim - 1, len(reps))
+    if x.ndim - 1 < rank:
+        x = apply("reshape", x, shape=(x.shape[0], *(1,) * (rank - x.ndim + 1), *x.shape[1:]))
+    return apply("tile", x, reps=(1, *(1,) * (rank - len(reps)), *reps))
+
+
+tile = defop(
+    "tile", _tile_shape, same_dtype, _tile, vjp=_tile_vjp, tags={"complex_linear"},
+    batch=_tile_batch,
+)  # fmt: skip
 
 
 def _one_hot_dtype(ids, *, depth, dtype):
@@ -764,4 +777,6 @@ def _one_hot(xp, ids, out=None, *, depth, dtype):
 one_hot = defop(
     "one_hot", _one_hot_shape, _one_hot_dtype, _one_hot,
     may_fail=True,  # ids out of range
+    # (per id: a batch of ids gives the batch of their rows)
+    batch=lambda args, batched, depth, dtype: apply("one_hot", args[0], depth=depth, dtype=dtype),
 )  # fmt: skip

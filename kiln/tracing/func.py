@@ -15,23 +15,25 @@ from __future__ import annotations
 import contextlib
 
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad
+from ..eager.grad_mode import inference_mode as differentiating
+from ..eager.grad_mode import is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import (
     ArgumentError,
-    ArgumentTypeError,
     DTypeMismatchError,
     ShapeMismatchError,
+    UsageError,
     call_error,
 )
 from ..frontend.autodiff import grad as graph_grad
 from ..frontend.core import lift
 from ..graph.core import Symbol
+from . import func_checks as checks
 from .prints import tracing_now
 from .structure import _unflatten, flatten
 from .transforms import fresh as fresh_node
-from .transforms import hessian_of as hessian
-from .transforms import in_trace, jacfwd, jacrev, jvp, vmap
+from .transforms import hessian_of, in_trace, jacfwd, jacrev, vmap
+from .transforms import jvp as _jvp
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp",
@@ -39,23 +41,19 @@ __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "ja
 
 
 def _positions(argnums, n: int) -> tuple[tuple, bool]:
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
-    if not nums:
-        raise ArgumentError("argnums must be non-empty")
-    for k in nums:
-        if not -n <= k < n:
-            raise ArgumentError(f"Got argnums={argnums} but only {n} positional inputs")
-    return tuple(k % n for k in nums), single
+    return checks.argnum_positions(argnums, n)
 
 
 def _split_aux(out, has_aux: bool, what: str):
     if not has_aux:
         return out, None
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise ArgumentTypeError(f"{what}(f)(*args): output of function f should be a tuple: "
-                                "(output, aux) if has_aux is True")  # fmt: skip
-    return out
+    return checks.aux_pair(out, what)
+
+
+def _detached(value):
+    """`value` (aux: a tensor, or a tuple, list or dict of them) with its Tensors detached."""
+    leaves, structure = _leaves(value)
+    return _unflatten(structure, iter(a.detach() if isinstance(a, Tensor) else a for a in leaves))
 
 
 def _traced(func, args, kwargs, positions):
@@ -87,14 +85,11 @@ def _traced(func, args, kwargs, positions):
         fresh = []
         for a in leaves:
             if not isinstance(a, Tensor):
-                raise ArgumentTypeError(
-                    f"expected argument {k} to be a Tensor (or a dict, list or tuple of "
-                    f"them), got {type(a).__name__}"
-                )
+                raise ArgumentError(f"Thing passed to transform API must be Tensor, got {type(a)}")
             fresh.append(a if a.requires_grad else a.detach().requires_grad_(True))
         if not leaves:
-            raise ArgumentTypeError(f"expected argument {k} to be a Tensor, got "
-                                    f"{type(args[k]).__name__}")  # fmt: skip
+            raise ArgumentError(f"Thing passed to transform API must be Tensor, got "
+                                f"{type(args[k])}")  # fmt: skip
         args[k] = _unflatten(structure, iter(fresh))
         flat += fresh
     return args, flat, False, structures
@@ -119,27 +114,40 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
 
     def wrapped(*args, **kwargs):
         positions, single = _positions(argnums, len(args))
-        # inside another transform (its inputs require grad): keep the history for it
-        nested = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        # inside another transform (its inputs require grad, in grad mode): keep the history
+        # for it. The transform itself differentiates in any mode (under no_grad or
+        # inference_mode too, as torch.func's)
+        nested = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad
+                                           for p in args for a in _leaves(p)[0])  # fmt: skip
         args, inputs, symbolic, structures = _traced(func, args, kwargs, positions)
-        with contextlib.nullcontext() if symbolic else enable_grad():
-            out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
-            if not isinstance(out, (Tensor, Symbol)) or _numel(out) != 1:
+        with differentiating(False):
+            out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value(f)(*args)")
+            if not isinstance(out, (Tensor, Symbol)):
+                raise UsageError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                 f"Tensor, got {type(out)}")  # fmt: skip
+            if len(out.shape):  # (one element of another shape too, as torch.func's)
                 raise call_error(ShapeMismatchError, "grad_and_value(f)(*args): Expected f(*args) "
                                  "to return a scalar Tensor, got tensor with "
-                                 f"{len(getattr(out, 'shape', ()))} dims", "grad")  # fmt: skip
+                                 f"{len(out.shape)} dims. Maybe you wanted to use the vjp or "
+                                 "jacrev APIs instead?", "grad")  # fmt: skip
             if symbolic:
                 grads = graph_grad(out, inputs, disconnected="zero")
             else:
-                grads = autograd.grad(out, inputs, create_graph=True, allow_unused=True)
+                # (the outermost transform needs no graph of the gradient: its values are
+                # plain, as torch.func's; an inner one keeps it for the outer one)
+                grads = [None] * len(inputs)  # (an output that does not depend on them: zeros)
+                if out.requires_grad:
+                    grads = autograd.grad(out, inputs, create_graph=nested, allow_unused=True)
                 grads = [g if g is not None else _zeros(x) for g, x in zip(grads, inputs)]
-                if not nested:  # the outermost transform: plain values, as torch.func's
+                if not nested:
                     grads = [g.detach() for g in grads]
                     out = out.detach()
+                    aux = _detached(aux) if has_aux else aux
         grads = _grouped(grads, structures)
         grads = grads[0] if single else tuple(grads)
         return (grads, (out, aux)) if has_aux else (grads, out)
 
+    wrapped.__wrapped__ = func  # (what a compiled form around it captures: func's tensors)
     return wrapped
 
 
@@ -158,6 +166,7 @@ def grad(func, argnums=0, has_aux: bool = False):
         grads, value = transformed(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads
 
+    wrapped.__wrapped__ = func  # (what a compiled form around it captures: func's tensors)
     return wrapped
 
 
@@ -174,32 +183,102 @@ def vjp(func, *primals, has_aux: bool = False):
     values) and on Symbols it builds into the graph: `vjp_fn` adds the backward pass there.
     """
     positions = tuple(range(len(primals)))
-    # inside another transform (its inputs require grad): keep the history for it
-    nested = any(isinstance(a, Tensor) and a.requires_grad
-                 for p in primals for a in _leaves(p)[0])  # fmt: skip
+    # primals on another gradient path (inside another transform, or leaves that require
+    # grad): vjp_fn's products keep that history where it runs in grad mode; the output
+    # keeps it where vjp runs in grad mode (nested). The function runs in grad mode anyway
+    connected = any(isinstance(a, Tensor) and a.requires_grad
+                    for p in primals for a in _leaves(p)[0])  # fmt: skip
+    nested = connected and is_grad_enabled()
     args, inputs, symbolic, structures = _traced(func, primals, {}, positions)
-    with contextlib.nullcontext() if symbolic else enable_grad():
-        out, aux = _split_aux(func(*args), has_aux, "vjp")
+    with differentiating(False):
+        out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
+    checks.only_tensors(checks.leaves_of(out), "vjp(f, *primals)")
     flat, out_structure = _leaves(out)
+    checks.differentiable_outputs(flat, "vjp(f, ...)")
 
     def vjp_fn(cotangents):
         cts, ct_structure = _leaves(cotangents)
-        if len(cts) != len(flat):
-            raise ArgumentError(f"Expected {len(flat)} cotangents, got {len(cts)}")
+        if len(cts) != len(flat) or ct_structure != out_structure:
+            raise UsageError("Expected pytree structure of cotangents to be the same as pytree "
+                             f"structure of outputs to the function ({len(cts)} cotangents for "
+                             f"{len(flat)} outputs)")  # fmt: skip
         if symbolic:
             cts = lift(*cts, context=flat)
-            grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
+            with differentiating(False):
+                grads = graph_grad(list(flat), inputs, list(cts), disconnected="zero")
             return tuple(_grouped(grads, structures))
-        with enable_grad() if nested else contextlib.nullcontext():
-            grads = autograd.grad(flat, inputs, cts, retain_graph=True, allow_unused=True,
-                                  create_graph=nested)  # fmt: skip
-        grads = [(g if nested else g.detach()) if g is not None else _zeros(x)
+        # the products keep a history where the primals' do (nested), or where a cotangent
+        # requires grad (`grad(lambda t: vjp_fn(t)[0])`: linear in it)
+        track = is_grad_enabled() and (connected or any(isinstance(c, Tensor) and
+                                                        c.requires_grad for c in cts))  # fmt: skip
+        pairs = [(y, c) for y, c in zip(flat, cts) if isinstance(y, Tensor) and y.requires_grad]
+        grads = [None] * len(inputs)
+        if pairs:  # (outputs that do not depend on the primals get no cotangent)
+            with differentiating(False) if track else contextlib.nullcontext():
+                ys, cs = [y for y, _ in pairs], [c for _, c in pairs]
+                grads = autograd.grad(ys, inputs, cs, retain_graph=True, allow_unused=True,
+                                      create_graph=track)  # fmt: skip
+        grads = [(g if track else g.detach()) if g is not None else _zeros(x)
                  for g, x in zip(grads, inputs)]  # fmt: skip
         return tuple(_grouped(grads, structures))
 
     if not (symbolic or nested):
         out = _unflatten(out_structure, iter(o.detach() for o in flat))
+        aux = _detached(aux) if has_aux else aux
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def hessian(func, argnums=0):
+    """The second derivatives of `func` by the argument(s) `argnums` (forward over reverse),
+    shape `out.shape + arg.shape + arg.shape`; an argument that is a tuple, list or dict of
+    tensors gives them in its structure twice, as torch.func's (`jacfwd(jacrev(func))`).
+
+    >>> import kiln as kn
+    >>> kn.func.hessian(lambda p: (p[0] ** 2 * p[1]).sum())((kn.tensor(1.0), kn.tensor(3.0)))
+    ((tensor(6.), tensor(2.)), (tensor(2.), tensor(0.)))
+    """
+    plain = hessian_of(func, argnums)
+    nested = jacfwd(jacrev(func, argnums), argnums)
+
+    def wrapped(*args, **kwargs):
+        positions, _ = checks.argnum_positions(argnums, len(args))
+        if all(isinstance(args[k], (Tensor, Symbol)) for k in positions):
+            return plain(*args, **kwargs)
+        return nested(*args, **kwargs)
+
+    wrapped.__wrapped__ = func  # (what a compiled form around it captures: func's tensors)
+    return wrapped
+
+
+def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """`(func(*primals), the Jacobian-vector product along tangents)` (with `has_aux`, aux
+    third), as `kn.jvp` computes it, with torch.func's checks: primals and tangents are
+    tuples of one structure, and func returns tensors.
+
+    >>> import kiln as kn
+    >>> kn.func.jvp(lambda x: x**2, (kn.tensor([1.0, 3.0]),), (kn.ones(2),))[1]
+    tensor([2., 6.])
+    """
+    where = "jvp(f, primals, tangents)"
+    for what, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, tuple):
+            raise UsageError(f"{where}: Expected {what} to be a tuple. E.g. it should be valid "
+                             "to call f(*primals).")  # fmt: skip
+    if not _leaves(primals)[0] and not any(isinstance(p, Tensor) for p in primals):
+        raise UsageError(f"{where}: Expected primals to contain at least one Tensor.")
+    if _leaves(primals)[1] != _leaves(tangents)[1]:
+        raise UsageError(f"{where}: Expected primals and tangents to have the same python "
+                         "structure. For example, if primals is a tuple of 3 tensors, tangents "
+                         "also must be.")  # fmt: skip
+
+    def checked(*args):
+        out = func(*args)
+        if has_aux:
+            checks.aux_pair(out, where)
+        checks.only_tensors(checks.leaves_of(out[0] if has_aux else out), where)
+        return out
+
+    return _jvp(checked, primals, tangents, strict=strict, has_aux=has_aux)
 
 
 def _leaves(value) -> tuple[list, object]:
@@ -237,22 +316,30 @@ def linearize(func, *primals):
     >>> out, jvp_fn(kn.ones(2))
     (tensor([1., 9.]), tensor([2., 6.]))
     """
-    primals = tuple(p.detach() if isinstance(p, Tensor) else p for p in primals)
-    out = jvp(func, primals, tuple(_zeros(p) for p in primals))[0]
+    leaves, structure = _leaves(primals)
+    leaves = [p.detach() if isinstance(p, Tensor) else p for p in leaves]
+    primals = _unflatten(structure, iter(leaves))
+    out = _jvp(func, primals, _unflatten(structure, iter(_zeros(p) for p in leaves)))[0]
 
     def jvp_fn(*tangents):
-        if len(tangents) != len(primals):  # (PyTorch's RuntimeErrors)
-            raise ShapeMismatchError(f"linearize: jvp_fn expected {len(primals)} tangents (one "
-                                     f"per primal), got {len(tangents)}")  # fmt: skip
-        for t, p in zip(tangents, primals):
-            if isinstance(t, Tensor) and t.dtype != p.dtype:
-                raise call_error(DTypeMismatchError, f"linearize: jvp_fn expected a tangent of "
-                                 f"dtype {p.dtype}, got {t.dtype}", "linearize", t, p)  # fmt: skip
-            if isinstance(t, Tensor) and t.shape != p.shape:
-                raise call_error(ShapeMismatchError, f"linearize: jvp_fn expected a tangent of "
-                                 f"shape {tuple(p.shape)}, got {tuple(t.shape)}", "linearize",
-                                 t, p)  # fmt: skip
-        return jvp(func, primals, tangents)[1]
+        found, tangent_structure = _leaves(tangents)
+        if tangent_structure != structure:  # (PyTorch's RuntimeErrors)
+            raise ShapeMismatchError(
+                "linearize: expected the tangents to have the same argspec as the primals (one "
+                "tangent per primal, of its structure)"
+            )
+        for i, (t, p) in enumerate(zip(found, leaves)):
+            if t.dtype != p.dtype:
+                raise call_error(DTypeMismatchError, f"linearize: tangent:{i} with dtype "
+                                 f"{t.dtype} in flattened pytree doesn't match the dtype "
+                                 f"{p.dtype} of the corresponding primal", "linearize", t,
+                                 p)  # fmt: skip
+            if tuple(t.shape) != tuple(p.shape):
+                raise call_error(ShapeMismatchError, f"linearize: tangent:{i} with shape "
+                                 f"{tuple(t.shape)} in flattened pytree doesn't match the shape "
+                                 f"{tuple(p.shape)} of the corresponding primal", "linearize", t,
+                                 p)  # fmt: skip
+        return _jvp(func, primals, tangents)[1]
 
     return out, jvp_fn
 
@@ -272,39 +359,68 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
     dicts = parameter_and_buffer_dicts
     merged = {}
     for d in dicts if isinstance(dicts, (tuple, list)) else (dicts,):
-        for name, value in d.items():
-            if name in merged:
-                raise ArgumentError(f"{name} appeared in multiple dictionaries")
-            merged[name] = value
-    known = dict(module.named_parameters()) | dict(module.named_buffers())
+        repeated = sorted(set(merged) & set(d))
+        if repeated:
+            raise ArgumentError(f"{repeated} appeared in multiple dictionaries; behavior of "
+                                "functional call is ambiguous")  # fmt: skip
+        merged.update(d)
+    known = dict(module.named_parameters(remove_duplicate=False))
+    known |= dict(module.named_buffers(remove_duplicate=False))
     if strict:
-        missing = sorted(set(known) - set(merged))
-        unexpected = sorted(set(merged) - set(known))
-        if missing or unexpected:
-            raise ArgumentError(
-                f"Error(s) in reparametrizing for {type(module).__name__}: "
-                f"missing keys {missing}, unexpected keys {unexpected}"
-            )
+        missing, unexpected = sorted(set(known) - set(merged)), sorted(set(merged) - set(known))
+        found = (("Unexpected", unexpected), ("Missing", missing))
+        errors = [f"{what} key(s): {', '.join(map(repr, keys))}." for what, keys in found if keys]
+        if errors:
+            raise UsageError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
+                             + "\n\t".join(errors))  # fmt: skip
+    if tie_weights:
+        merged = _untied(known, merged)
     saved = []
     try:
         for name, value in merged.items():
             owner, _, attr = name.rpartition(".")
             target = module.get_submodule(owner) if owner else module
             where = _table(target, attr)
-            saved.append((target, attr, where, target.__dict__[where][attr]))
-            target.__dict__[where][attr] = value
+            table = target.__dict__ if where is None else target.__dict__[where]
+            saved.append((table, attr, table.get(attr, _ABSENT)))
+            table[attr] = value
         args = args if isinstance(args, tuple) else (args,)
         return module(*args, **(kwargs or {}))
     finally:
-        for target, attr, where, old in reversed(saved):
-            target.__dict__[where][attr] = old
+        for table, attr, old in reversed(saved):
+            if old is _ABSENT:
+                del table[attr]
+            else:
+                table[attr] = old
+
+
+_ABSENT = object()
+
+
+def _untied(known: dict, given: dict) -> dict:
+    """`given` with the value of each name also under the names tied to it (one tensor
+    registered under several names: `dec.weight = enc.weight`), as torch.func's
+    tie_weights; refuses different values for names tied together."""
+    names_of: dict = {}
+    for name, tensor in known.items():
+        names_of.setdefault(id(tensor), set()).add(name)
+    tied = {name: names for names in names_of.values() if len(names) > 1 for name in names}
+    out = dict(given)
+    for name in sorted(set(given) & set(tied)):
+        also = tied[name] & set(given)
+        if len({id(given[n]) for n in also}) > 1:
+            raise ArgumentError(f"functional_call got multiple values for keys {sorted(also)}, "
+                                "which are tied. Consider using tie_weights=False")  # fmt: skip
+        for other in tied[name]:
+            out[other] = given[name]
+    return out
 
 
 def stack_module_state(models) -> tuple[dict, dict]:
     """`(params, buffers)` of `models` (modules of one class, all training or all evaluating):
     each a dict by name of the models' tensors stacked along a new first dim, as torch.func's
     (for `vmap(functional_call)` over an ensemble). The stacks are new leaves; a parameter's
-    requires grad where every model's does.
+    requires grad where the models' do (they must agree).
 
     >>> import kiln as kn
     >>> params, buffers = kn.func.stack_module_state([kn.nn.Linear(2, 1) for _ in range(3)])
@@ -314,31 +430,36 @@ def stack_module_state(models) -> tuple[dict, dict]:
     from ..frontend.torch_shape import stack  # NOTE: lazy: the frontend builds on tracing
 
     models = list(models)
-    if not models:
-        raise ArgumentError("stack_module_state: Expected at least one model, got 0.")
+    if not models:  # (PyTorch's RuntimeErrors)
+        raise UsageError("stack_module_state: Expected at least one model, got 0.")
     if len({m.training for m in models}) != 1:
-        raise ArgumentError("stack_module_state: Expected all models to have the same "
-                            "training/eval mode.")  # fmt: skip
+        raise UsageError("stack_module_state: Expected all models to have the same "
+                         "training/eval mode.")  # fmt: skip
     if len({type(m) for m in models}) != 1:
-        raise ArgumentError("stack_module_state: Expected all models to be of the same class.")
+        raise UsageError("stack_module_state: Expected all models to be of the same class.")
 
-    def stacked(tensors):
+    def stacked(name, tensors):
+        flags = {t.requires_grad for t in tensors}
+        if len(flags) != 1:
+            raise UsageError(f"Expected {name} from each model to have the same .requires_grad")
         leaf = stack([t.detach() for t in tensors])
-        return leaf.requires_grad_(True) if all(t.requires_grad for t in tensors) else leaf
+        return leaf.requires_grad_(True) if flags == {True} else leaf
 
     params = [dict(m.named_parameters()) for m in models]
     buffers = [dict(m.named_buffers()) for m in models]
     return (
-        {name: stacked([p[name] for p in params]) for name in params[0]},
-        {name: stacked([b[name] for b in buffers]) for name in buffers[0]},
+        {name: stacked(name, [p[name] for p in params]) for name in params[0]},
+        {name: stacked(name, [b[name] for b in buffers]) for name in buffers[0]},
     )
 
 
-def _table(module, attr: str) -> str:
+def _table(module, attr: str) -> str | None:
+    """Where module keeps `attr`: its parameters or buffers, else None (its own attributes:
+    a name that is neither is set there for the call, as torch.func's)."""
     for where in ("_parameters", "_buffers"):
         if attr in module.__dict__.get(where, {}):
             return where
-    raise ArgumentError(f"{type(module).__name__} has no parameter or buffer {attr!r}")
+    return None
 
 
 def _numel(x) -> int:

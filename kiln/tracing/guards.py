@@ -421,7 +421,12 @@ class Captures:
     def _function(self, fn: types.FunctionType, depth: int) -> None:
         """A user's function: the names it reads, its globals and closure cells."""
         if _is_kiln(fn) or self._codes >= _MAX_CODE:
-            return  # kiln's own functions read no user state but their arguments
+            # kiln's own functions read no user state but their arguments, and the user's
+            # function one wraps (`__wrapped__`: a transform's graph form, kn.func.vmap's)
+            wrapped = getattr(fn, "__wrapped__", None)
+            if wrapped is not None and _is_kiln(fn):
+                self._walk(wrapped, getattr(wrapped, "__name__", "fn"), depth)
+            return
         self._codes += 1
         self.codes.append(fn.__code__)
         read = _code_names(fn.__code__)

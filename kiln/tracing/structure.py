@@ -5,6 +5,7 @@ and `describe` give an input's key and its text in messages."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import types
 
@@ -47,9 +48,10 @@ def flatten(value, path: str, leaves: list, paths: list, statics: list):
     if type(value) in (list, tuple) or _is_namedtuple(value):
         items = (flatten(v, f"{path}_{i}", leaves, paths, statics) for i, v in enumerate(value))
         return (type(value), tuple(items))
-    if type(value) is dict:
+    if type(value) is dict or type(value) is collections.OrderedDict:
         items = (flatten(v, f"{path}_{k}", leaves, paths, statics) for k, v in value.items())
-        return (dict, tuple(value), tuple(items))
+        ordered = () if type(value) is dict else (collections.OrderedDict,)  # (rebuilt so)
+        return (dict, tuple(value), tuple(items), *ordered)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = tuple(f.name for f in dataclasses.fields(value))
         items = (flatten(getattr(value, n), f"{path}_{n}", leaves, paths, statics) for n in names)
@@ -121,7 +123,8 @@ def _unflatten(structure, leaves):
     if structure[0] is _SCALAR:
         return python_value(next(leaves), structure[1])
     if structure[0] is dict:
-        return dict(zip(structure[1], (_unflatten(s, leaves) for s in structure[2])))
+        made = dict(zip(structure[1], (_unflatten(s, leaves) for s in structure[2])))
+        return structure[3](made) if len(structure) > 3 else made
     if structure[0] is _DATACLASS:  # its fields set as they were read (as copy.copy would)
         _, cls, names, items = structure
         made = object.__new__(cls)

@@ -10,14 +10,17 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..eager import autograd
-from ..eager.grad_mode import enable_grad, is_grad_enabled
+from ..eager.grad_mode import inference_mode, is_grad_enabled
 from ..eager.tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, GraphError, ShapeError, UsageError
 from ..frontend.autodiff import grad, jacobian_fwd, jacobian_rev, jvp_graph
 from ..frontend.core import call, lift
+from ..frontend.functionalize import CHANGES
 from ..graph.core import Symbol, get_default_graph
 from ..ops.core import unbatched_to
 from ..passes.vectorize import vectorize
+from . import func_checks as checks
+from . import vmap_forms as forms
 from .prints import tracing_now
 from .scalars import TracedScalar
 from .structure import _unflatten, flatten
@@ -46,7 +49,8 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     inside `kn.func.grad` or another `jvp`), Tensors that keep their history, as
     torch.func's. With `has_aux` (torch.func's), `f` returns
     `(output, aux)` and jvp `(output, tangent, aux)`, aux as `f` gave it (its Tensors
-    detached). `strict` is torch.func's flag, which it does not implement either.
+    detached). With `strict` (torch.func's), an output that does not depend on the primals
+    raises.
 
     >>> import kiln as kn
     >>> y, dy = kn.jvp(lambda x: x ** 3, (kn.tensor(2.0),), (kn.tensor(1.0),))
@@ -76,26 +80,27 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
             raise ShapeError(
                 f"jvp: tangent {i} has shape {tuple(t.shape)}, its primal {tuple(p.shape)}"
             )
-    if strict:
-        raise UsageError("jvp: strict=True is not implemented (nor in torch.func)")
     if has_aux:
         found = []
 
         def f(*args, _f=f):
             out = _f(*args)
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise ArgumentTypeError(
-                    "jvp(f, primals, tangents): output of function f "
-                    "should be a tuple: (output, aux) if has_aux is True"
-                )
+            checks.aux_pair(out, "jvp(f, primals, tangents)")
             found.append(out[1])
             return out[0]
 
     symbolic = any(isinstance(p, Symbol) for p in (*primals, *tangents))
+    unrelated: list = []  # the outputs that do not depend on the primals
     if symbolic:  # (in a transform's trace a tangent may be a Symbol and its primal not)
-        out = _jvp_graph(f, primals, tangents)
+        with inference_mode(False):  # (it differentiates in any grad mode)
+            out = _jvp_graph(f, primals, tangents, unrelated)
     else:
-        out = _jvp_eager(f, primals, tangents)
+        out = _jvp_eager(f, primals, tangents, unrelated)
+    if strict and unrelated:
+        raise UsageError(
+            "jvp(f, primals, tangents, strict=True): The output of f is independent of the "
+            "inputs. This is not allowed with strict=True."
+        )
     if not has_aux:
         return out
     aux = found[0]
@@ -106,7 +111,7 @@ def jvp(f, primals, tangents, *, strict=False, has_aux=False):
     return (*out, _unflatten(structure, iter(leaves)))
 
 
-def _jvp_graph(f, primals, tangents):
+def _jvp_graph(f, primals, tangents, unrelated: list):
     xs = lift(*primals, context=[t for t in tangents if isinstance(t, Symbol)])
     xs = [fresh(x) for x in xs]
     out = f(*xs)
@@ -121,6 +126,8 @@ def _jvp_graph(f, primals, tangents):
     out_tangents = []
     for y in leaves:
         jv = next(found) if dt.is_differentiable(y.dtype) else None
+        if jv is None:
+            unrelated.append(y)
         out_tangents.append(jv if jv is not None else call("broadcast_to", _zero(y), shape=y.shape))
     if primals:
         out = _unflatten(structure, iter(primals.get(id(y), y) for y in leaves))
@@ -141,7 +148,7 @@ def _zero(y):
     return scalar(0, y)
 
 
-def _jvp_eager(f, primals, tangents):
+def _jvp_eager(f, primals, tangents, unrelated: list):
     numpy_in = not any(isinstance(p, Tensor) for p in primals)
     # inside another transform (a primal or tangent that requires grad, in grad mode: jvp
     # of jvp, grad of jvp) the results keep their history, as torch.func's do
@@ -158,7 +165,7 @@ def _jvp_eager(f, primals, tangents):
             if dt.is_differentiable(x.dtype):
                 x.requires_grad_(True)
         xs.append(x)
-    with enable_grad():
+    with inference_mode(False):  # (it differentiates in any grad mode: no_grad, inference)
         out = f(*xs)
         leaves, structure = _leaves(out, "output")
         ys = [y for y in leaves if isinstance(y, Tensor) and y.requires_grad]
@@ -170,12 +177,14 @@ def _jvp_eager(f, primals, tangents):
     jvs = [None] * len(us)
     if pairs and us:
         gs, ts = zip(*pairs)
-        with enable_grad():
+        with inference_mode(False):
             jvs = autograd.grad(list(gs), us, list(ts), allow_unused=True, create_graph=outer)
     found = {id(y): jv for y, jv in zip(ys, jvs)}
     outs, out_tangents = [], []
     for y in leaves:
         jv = found.get(id(y))
+        if jv is None:
+            unrelated.append(y)
         if not outer:
             y, jv = (y.detach() if isinstance(y, Tensor) else y), (None if jv is None
                                                                    else jv.detach())  # fmt: skip
@@ -209,14 +218,24 @@ def _transform(graph_form, name: str, fn):
 
     def transformed(*args, **kwargs):  # (keyword arguments reach the function unmapped)
         leaves, _ = _leaves((args, kwargs), "arg")
-        if any(isinstance(x, Symbol) for x in leaves):
-            return graph_form(*args, **kwargs)
-        if tracing_now():  # inside a trace (its function may close over traced values)
-            return graph_form(*in_trace(args), **in_trace(kwargs))
-        if not compiled:
-            compiled.append(CompiledFunction(graph_form))
-        return compiled[0](*args, **kwargs)
+        # (the transform differentiates in any grad mode: no_grad, inference_mode; its
+        # results keep a gradient path in grad mode alone)
+        outer_grad = is_grad_enabled()
+        with inference_mode(False):
+            if tracing_now():  # inside a trace (its function may close over traced values)
+                return graph_form(*in_trace(args), **in_trace(kwargs))
+            if any(isinstance(x, Symbol) for x in leaves):
+                return graph_form(*args, **kwargs)
+            if not compiled:
+                compiled.append(CompiledFunction(graph_form))
+            out = compiled[0](*args, **kwargs)
+        if outer_grad:
+            return out
+        found, structure = _leaves(out, "output")
+        return _unflatten(structure, iter(o.detach() if isinstance(o, Tensor) else o
+                                          for o in found))  # fmt: skip
 
+    graph_form.__wrapped__ = fn  # (what the compiled form captures: fn's tensors, `guards`)
     transformed.__name__ = f"{name}({getattr(fn, '__name__', 'f')})"
     transformed.__doc__ = f"`{name}` of {getattr(fn, '__name__', 'a function')}."
     return transformed
@@ -268,15 +287,19 @@ def _from_front(x, axis: int):
 _GIVEN = object()  # (vmap's in_dims and out_dims when not given: None is a value)
 
 
-def _leaf_axes(axis, whole, n_leaves: int, i: int) -> list:
+def _leaf_axes(axis, whole, n_leaves: int, i: int, f=None, whole_dims=None) -> list:
     """The mapped axis of each leaf of argument `i`: `axis`, or, where `axis` is a dict, list
     or tuple of the argument's structure (torch.func's nested in_dims), each leaf's own."""
     if axis is None or isinstance(axis, int):
+        if axis is not None and isinstance(whole, (list, tuple, dict)):
+            forms.check_leaves_mapped(f, whole_dims, whole, axis, i)
         return [axis] * n_leaves
     found: list = []
 
     def walk(ax, value):
         if ax is None or isinstance(ax, int):
+            if ax is not None:
+                forms.check_leaves_mapped(f, whole_dims, value, ax, i)
             found.extend([ax] * len(_leaves(value, "arg")[0]))
         elif isinstance(ax, dict) and isinstance(value, dict) and set(ax) == set(value):
             for key in value:  # (flatten's order: the argument's)
@@ -317,67 +340,124 @@ def vmap(f, in_axes=0, out_axes=0, randomness="error", *, chunk_size=None, in_di
         raise ArgumentError(f"vmap({getattr(f, '__name__', 'f')}, in_dims=None, ...)"
                             "(<inputs>): expected `in_dims` to be int or a (potentially nested) "
                             "tuple matching the structure of inputs, got: NoneType.")  # fmt: skip
+    forms.check_chunk_size(chunk_size)
 
     def graph_form(*args, **kwargs):
+        forms.check_randomness(randomness)
+        forms.check_in_dims(f, in_axes)
+        forms.check_out_dims(f, out_axes)
         axes = _axes(in_axes, len(args))
         mapped = [(i, a) for i, (a, ax) in enumerate(zip(args, axes)) if ax is not None]
         if not mapped:
-            raise ArgumentError("vmap: in_axes maps no argument")
-        batched, firsts, n = {}, list(args), None
+            raise ArgumentError("vmap: Expected at least one Tensor to vmap over")
+        examples, firsts, n = [], list(args), None
         for i, whole in mapped:
             # a dict, list or tuple of tensors (a pytree, as torch.func's) maps each leaf, at
             # the argument's axis or at each leaf's (in_dims of the argument's structure)
             leaves, structure = [whole], None
-            if not isinstance(whole, Symbol):
+            if isinstance(whole, (list, tuple, dict)):
                 leaves = []
                 structure = flatten(whole, f"argument {i}", leaves, [], [])
-            leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i)
-            containers = (Symbol, list, tuple, dict)
-            if not isinstance(whole, containers) or not all(
-                isinstance(a, Symbol) for a, ax in zip(leaves, leaf_axes) if ax is not None
-            ):
-                raise GraphError(f"vmap: mapped argument {i} is a {type(whole).__name__}")
+            leaf_axes = _leaf_axes(axes[i], whole, len(leaves), i, f, in_axes)
             fronts = []
             for a, axis in zip(leaves, leaf_axes):
                 if axis is None:
                     fronts.append(a)
                     continue
-                if a.ndim == 0:
-                    raise ShapeError(f"vmap: argument {i} is 0-d and has no axis {axis} to map")
+                forms.check_mapped(f, in_axes, a, axis, i)
                 front = _to_front(a, axis)
                 size = front.shape[0]
                 if n is not None and isinstance(n, int) and isinstance(size, int) and n != size:
-                    raise ShapeError(f"vmap: mapped axes have different sizes ({n} and {size})")
+                    raise ShapeError("vmap: Expected all tensors to have the same size in the "
+                                     f"mapped dimension, got sizes {[n, size]} for the mapped "
+                                     "dimension")  # fmt: skip
                 n = size if n is None else n
-                if size == 0:
-                    raise ShapeError(f"vmap: argument {i} has size 0 along its mapped axis")
-                first = call("index", front, spec=(("int", 0),))
-                batched[id(first)] = front
+                if size == 0:  # an empty batch: the function runs on one example of zeros,
+                    # its results keep none of it (sliced to size 0 below)
+                    front = call("broadcast_to", _zero(front), shape=(1, *front.shape[1:]))
+                # one example, a value of its own (not a view of the argument: a change in
+                # place of it changes the batch's, written back below)
+                first = fresh(call("index", front, spec=(("int", 0),)))
+                examples.append((first.node, front, a, axis, first))
                 fronts.append(first)
             firsts[i] = fronts[0] if structure is None else _unflatten(structure, iter(fronts))
         if n is None:
-            raise ArgumentError("vmap: in_axes maps no tensor")
-        out = f(*firsts, **kwargs)
-        leaves, structure = _leaves(out, "output")
-        if any(isinstance(y, TracedScalar) for y in leaves):
-            raise UsageError("vmap: It looks like you're calling .item() on a Tensor. We don't "
-                             "support vmap over calling .item() on a Tensor, please try to "
-                             "rewrite what you're doing with other operations.")  # fmt: skip
-        found = vectorize(leaves, batched)
-        outs = [b if b is not None else unbatched_to(y, n) for y, b in zip(leaves, found)]
-        ax = _axes(out_axes, len(outs)) if isinstance(out_axes, (tuple, list)) else None
-        outs = [_from_front(o, (ax[k] if ax else out_axes)) for k, o in enumerate(outs)]
-        return _unflatten(structure, iter(outs))
+            raise ArgumentError("vmap: Expected at least one Tensor to vmap over")
+        empty = n == 0
+        n = 1 if empty else n
+        graph = get_default_graph()
+        since = len(graph.nodes)
+        CHANGES.append([])
+        try:
+            out = f(*firsts, **kwargs)
+        finally:
+            changes = CHANGES.pop()
+        batched = forms.random_values(graph, since, n, randomness)
+        # (keyed by the examples' nodes: a change in place makes the object another value)
+        batched.update((id(node.out), front) for node, front, *_ in examples)
+        forms.check_changes(changes, batched)
+        found = []  # (leaf, out_dim) of each output, in order
+
+        def collect(leaf, dim):
+            if isinstance(leaf, TracedScalar):
+                raise UsageError(
+                    "vmap: It looks like you're calling .item() on a Tensor. We don't support "
+                    "vmap over calling .item() on a Tensor, please try to rewrite what you're "
+                    "doing with other operations."
+                )
+            found.append((leaf, dim))
+            return leaf
+
+        forms.walk_outputs(f, out, out_axes, collect)
+        values = [_graph_value(y, graph) for y, _ in found]
+        ys = [v for v in values if v is not None]
+        changed = [
+            (first, a, axis) for node, _, a, axis, first in examples if first.node is not node
+        ]
+        done = iter(vectorize(ys + [first for first, _, _ in changed], batched) if ys or changed
+                    else [])  # fmt: skip
+        results = []
+        for (y, dim), v in zip(found, values):
+            b = next(done) if v is not None else None
+            if dim is None:
+                if b is not None:
+                    raise forms.batched_for_none(f)
+                results.append(y)
+            elif v is None:
+                raise forms.not_a_tensor(f, y)
+            else:
+                o = b if b is not None else unbatched_to(v, n)
+                if empty:
+                    o = call("index", o, spec=(("slice", 0, 0, None),))
+                results.append(_from_front(o, forms.out_dim_checked(dim, o.ndim)))
+        for first, a, axis in changed if not empty else ():  # an example changed in place:
+            b = next(done)  # the argument changes
+            a.copy_(_from_front(b if b is not None else unbatched_to(first, n), axis))
+        placed = iter(results)
+        return forms.walk_outputs(f, out, out_axes, lambda leaf, dim: next(placed))
 
     return _transform(graph_form, "vmap", f)
 
 
+def _graph_value(y, graph):
+    """An output of vmap's function as a value of its graph (a Tensor it made eagerly, or
+    closed over: a constant), or None where it is not a tensor."""
+    if isinstance(y, Symbol):
+        return y
+    if isinstance(y, Tensor):
+        from ..frontend import trace_locals
+        from ..frontend.core import _traced, constant
+
+        value = trace_locals.symbol_of(y)  # a Tensor made in the trace and changed there
+        value = _traced(y) if value is None else value  # a module's value in the trace
+        if isinstance(value, Symbol):
+            return value
+        return constant(y.detach().numpy(), graph=graph)
+    return None
+
+
 def _argnums(argnums, n_args: int) -> tuple:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for k in nums:
-        if not -n_args <= k < n_args:
-            raise ArgumentError(f"argnums {argnums} is out of range for {n_args} arguments")
-    return tuple(k % n_args for k in nums)
+    return checks.argnum_positions(argnums, n_args)[0]
 
 
 def _jacobian_transform(f, argnums, name, build, has_aux=False):
@@ -391,6 +471,7 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
             if not leaves or not all(isinstance(a, Symbol) for a in leaves):
                 raise GraphError(f"{name}: argument {k} is a {type(args[k]).__name__}")
             for a in leaves:
+                checks.differentiable_input(a, name)
                 if a.dtype.kind == "c":  # PyTorch's torch.func refuses complex values
                     raise UsageError(f"{name}: Expected all inputs to be real but received "
                                      f"complex tensor at flattened input idx: {i}")  # fmt: skip
@@ -401,12 +482,13 @@ def _jacobian_transform(f, argnums, name, build, has_aux=False):
             structures.append(structure)
         out = f(*args, **kwargs)
         if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise ArgumentTypeError(f"{name}(f)(*args): output of function f should be a "
-                                        "tuple: (output, aux) if has_aux is True")  # fmt: skip
-            out, aux = out
+            out, aux = checks.aux_pair(out, f"{name}(f)(*args)")
+        where = "jvp(f, primals, tangents)" if name == "jacfwd" else "vjp(f, *primals)"
+        checks.only_tensors(checks.leaves_of(out), where)
         # one jacobian per output (a tuple, list or dict of them as torch.func's)
         ys, structure = _leaves(out, "output")
+        # (a Tensor made eagerly or closed over: a constant, whose jacobian is zeros)
+        ys = [_graph_value(y, wrt[0][0].graph) if isinstance(y, Tensor) else y for y in ys]
         for i, y in enumerate(ys):
             if not isinstance(y, Symbol):
                 raise GraphError(f"{name}: the function must return Symbols, got "
@@ -441,6 +523,7 @@ def jacrev(f, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_cop
     array([[2., 0.],
            [0., 6.]])
     """
+    checks.check_chunk_size(chunk_size, "jacrev")
     return _jacobian_transform(f, argnums, "jacrev", jacobian_rev, has_aux)
 
 
@@ -468,7 +551,7 @@ def hessian_of(f, argnums=0):
         if single and len(xs) != 1 or not single and len(xs) != len(argnums):
             raise ArgumentTypeError(f"hessian: the arguments {argnums} must be tensors")
         # of a scalar: jacfwd of the gradient; of others jacfwd of jacrev, as torch.func's
-        gs = grad(y, xs) if not y.shape else jacobian_rev(y, xs)
+        gs = grad(y, xs, disconnected="zero") if not y.shape else jacobian_rev(y, xs)
         if single:
             return jacobian_fwd(gs[0], xs)
         return [tuple(jacobian_fwd(g, xs)) for g in gs]  # [i][j]: d(d y/d x_i)/d x_j

@@ -270,10 +270,16 @@ class ExponentialFamily(Distribution):
 
     def entropy(self):
         kn = _kn()
-        params = [p.detach().requires_grad_() for p in self._natural_params]
-        log_norm = self._log_normalizer(*params)
-        grads = kn.autograd.grad(log_norm.sum(), params, create_graph=True)
-        result = log_norm - self._mean_carrier_measure
+        carrier = self._mean_carrier_measure  # (NotImplementedError where it is unknown)
+        params = [p.detach() for p in self._natural_params]
+        if any(isinstance(p, kn.Symbol) for p in params):  # a graph's: its gradient op
+            log_norm = self._log_normalizer(*params)
+            grads = kn.grad(log_norm.sum(), params)
+        else:
+            params = [p.requires_grad_() for p in params]
+            log_norm = self._log_normalizer(*params)
+            grads = kn.autograd.grad(log_norm.sum(), params, create_graph=True)
+        result = log_norm - carrier
         for p, g in zip(params, grads):
             result = result - (p * g).reshape(*self._batch_shape, -1).sum(-1)
         return result
@@ -445,6 +451,12 @@ class Normal(ExponentialFamily):
         shape = self._extended_shape(sample_shape)
         eps = kn.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
+
+    def sample(self, sample_shape=()):
+        """A draw without gradient, of `loc`'s dtype (PyTorch's `normal(loc, scale)`) where
+        `rsample` promotes `loc` and `scale` together."""
+        draw = super().sample(sample_shape)
+        return draw if draw.dtype == self.loc.dtype else draw.to(self.loc.dtype)
 
     def log_prob(self, value):
         value = _tensor(value, self.loc)

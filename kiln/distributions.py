@@ -594,14 +594,14 @@ class Uniform(Distribution):
             low = _tensor(float(low), high)
         self.low, self.high = kn.broadcast_tensors(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args and isinstance(self.low, kn.Tensor):
-            if not bool((self.low < self.high).all()):
-                raise ArgumentError("Uniform is not defined when low>= high")
 
-    arg_constraints = {
-        "low": constraints.dependent(is_discrete=False, event_dim=0),
-        "high": constraints.dependent(is_discrete=False, event_dim=0),
-    }
+    @property
+    def arg_constraints(self):
+        """Each bound against the other (PyTorch's): validation refuses `low >= high`."""
+        return {
+            "low": constraints.less_than(self.high),
+            "high": constraints.greater_than(self.low),
+        }
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):

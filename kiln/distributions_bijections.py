@@ -320,11 +320,7 @@ class CorrCholeskyTransform(Transform):
     """
 
     domain, codomain, bijective = constraints.real_vector, constraints.corr_cholesky, True
-
-    def __eq__(self, other):
-        return isinstance(other, CorrCholeskyTransform)
-
-    __hash__ = object.__hash__
+    # (no __eq__: equal only to itself, as PyTorch's)
 
     def _call(self, x):
         kn = _kn()

@@ -316,13 +316,13 @@ class _Symmetric(_Square):
 
 
 def _and_where_symmetric(sym, value, test):
-    """`sym & test(value)`, skipping the test where no matrix is symmetric (eagerly, as
-    PyTorch); a graph's values are not known while it is built: both, combined."""
+    """`test(value)` where every matrix is symmetric, else `sym` (PyTorch's: the test is
+    skipped); a graph's values are not known while it is built: both, chosen by `where`."""
     kn = _kn()
     if value.shape[-2] != value.shape[-1]:
         return sym
     if isinstance(sym, kn.Symbol):
-        return sym & test(value)
+        return kn.where(sym.all(), test(value), sym)
     return test(value) if bool(sym.all()) else sym
 
 

@@ -108,11 +108,14 @@ class Distribution:
             )
 
     def _validate_sample(self, value):
-        """`value` after PyTorch's checks of its shape and support (ValueError for a value
-        outside them); a Python number passes as it is (kiln's log_prob takes numbers)."""
+        """`value` after PyTorch's checks: a tensor (ValueError for a number or a list, as
+        PyTorch's; `validate_args=False` lets them through), of a shape that broadcasts with
+        the batch and event shapes, inside the support. A graph's symbol passes unchecked."""
         kn = _kn()
-        if not isinstance(value, kn.Tensor):
+        if isinstance(value, kn.Symbol):
             return value
+        if not isinstance(value, kn.Tensor):
+            raise ArgumentError("The value argument to log_prob must be a Tensor")
         shape, event = Size(value.shape), self._event_shape
         if shape[len(shape) - len(event) :] != event:
             raise ArgumentError(

@@ -380,6 +380,32 @@ def _(lib):
     return _d(lib).transforms.ReshapeTransform((2, 3), (5,))
 
 
+CAT_STACK_ERRORS = {
+    # (kiln's CatTransform cut a longer input to its lengths silently, and took any list)
+    "cat_not_transforms": lambda T, lib: T.CatTransform([1]),
+    "stack_not_transforms": lambda T, lib: T.StackTransform([1]),
+    "cat_lengths_mismatch": lambda T, lib: T.CatTransform([T.ExpTransform()], 0, [1, 2]),
+    "cat_input_too_long": lambda T, lib: T.CatTransform([T.ExpTransform()] * 2, 0)(lib.zeros(3)),
+    "cat_dim_out_of_range": lambda T, lib: T.CatTransform([T.ExpTransform()], 2)(lib.zeros(1)),
+    "cat_inverse_too_long": lambda T, lib: T.CatTransform([T.ExpTransform()] * 2).inv(lib.ones(3)),
+    "stack_input_too_long": lambda T, lib: T.StackTransform([T.ExpTransform()] * 2)(lib.zeros(3)),
+    "stack_dim_out_of_range": lambda T, lib: T.StackTransform([T.ExpTransform()], 2)(lib.zeros(1)),
+    "stack_jacobian_too_long": lambda T, lib: T.StackTransform(
+        [T.ExpTransform()] * 2
+    ).log_abs_det_jacobian(lib.zeros(3), lib.zeros(3)),
+}
+
+
+def _register_cat_stack(name, make):
+    @case(name)
+    def _(lib):
+        return make(_d(lib).transforms, lib)
+
+
+for _name, _make in CAT_STACK_ERRORS.items():
+    _register_cat_stack(_name, _make)
+
+
 @case("transform_to_and_biject_to_with_tensor_bounds", np.array([0.3, -0.8, 20.0], f32))
 def _(lib, x):
     D = _d(lib)

@@ -112,6 +112,15 @@ INVALID_VALUES = {
         D.Normal(t([0.0, 1.0]), t(1.0))).log_prob(t([[0.0, 1.0, 2.0]] * 2)),
 }  # fmt: skip
 
+NOT_TENSORS = {
+    # (kiln's validation let numbers and lists through)
+    "normal_log_prob_of_a_number": lambda D, t: D.Normal(t(0.0), t(1.0)).log_prob(0.5),
+    "normal_cdf_of_a_number": lambda D, t: D.Normal(t(0.0), t(1.0)).cdf(0.5),
+    "normal_log_prob_of_a_list": lambda D, t: D.Normal(t(0.0), t(1.0)).log_prob([0.5]),
+    "categorical_log_prob_of_an_int": lambda D, t: D.Categorical(t([0.5, 0.5])).log_prob(1),
+    "bernoulli_log_prob_of_a_number": lambda D, t: D.Bernoulli(t(0.3)).log_prob(1.0),
+}  # fmt: skip
+
 VALID = {
     # (torch clamps the probabilities before it validates them)
     "continuous_bernoulli_probs_above_one": lambda D, t: D.ContinuousBernoulli(t(1.5)).probs,
@@ -143,7 +152,7 @@ def _register_validation(name, make):
         return make(_d(lib), lib.tensor)
 
 
-for _table in (INVALID_PARAMS, INVALID_VALUES, VALID):
+for _table in (INVALID_PARAMS, INVALID_VALUES, NOT_TENSORS, VALID):
     for _name, _make in _table.items():
         _register_validation(_name, _make)
 
@@ -155,6 +164,14 @@ def _(lib):
         _d(lib).LowRankMultivariateNormal(lib.zeros(1), lib.ones(1, 1), -lib.ones(1))
     except RuntimeError as error:
         return "linalg" in type(error).__name__.lower()
+
+
+@case("numbers_pass_without_validation")
+def _(lib):
+    D = _d(lib)
+    t = lib.tensor
+    d = D.Normal(t(0.0), t(1.0), validate_args=False)
+    return d.log_prob(0.5), d.cdf(0.5)
 
 
 @case("validation_is_on_by_default")
@@ -182,7 +199,10 @@ def _(lib):
 
 VALIDATION_EAGER_ONLY = "validation reads eager values (a graph's symbols pass unchecked)"
 SCENARIOS.eager_only.update(
-    {f"validate_{n}": VALIDATION_EAGER_ONLY for n in {**INVALID_PARAMS, **INVALID_VALUES}}
+    {
+        f"validate_{n}": VALIDATION_EAGER_ONLY
+        for n in {**INVALID_PARAMS, **INVALID_VALUES, **NOT_TENSORS}
+    }
 )
 SCENARIOS.eager_only.update(
     {

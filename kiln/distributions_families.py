@@ -194,8 +194,9 @@ class FisherSnedecor(Distribution):
 
     @property
     def mean(self):
-        df2 = self.df2
-        return _kn().where(df2 <= 2, math.nan, df2 / (df2 - 2))
+        # (NaN put in before the formula, as PyTorch: their gradient is 0 there, not NaN)
+        df2 = _kn().where(self.df2 <= 2, math.nan, self.df2)
+        return df2 / (df2 - 2)
 
     @property
     def mode(self):

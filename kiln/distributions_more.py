@@ -52,7 +52,7 @@ class Exponential(ExponentialFamily):
         super().__init__(self.rate.shape, validate_args=validate_args)
 
     mean = property(lambda self: self.rate.reciprocal())
-    mode = property(lambda self: self.rate * 0)
+    mode = property(lambda self: _kn().zeros_like(self.rate))  # (a constant, as PyTorch's)
     stddev = property(lambda self: self.rate.reciprocal())
     variance = property(lambda self: self.rate.pow(-2))
 
@@ -173,7 +173,7 @@ class HalfNormal(TransformedDistribution):
 
     scale = property(lambda self: self.base_dist.scale)
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
-    mode = property(lambda self: self.scale * 0)
+    mode = property(lambda self: _kn().zeros_like(self.scale))  # (a constant, as PyTorch's)
     variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
 
     def log_prob(self, value):
@@ -211,9 +211,9 @@ class Cauchy(Distribution):
         self.loc, self.scale = _params(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
 
-    mean = property(lambda self: self.loc * math.nan)
+    mean = property(lambda self: _kn().full_like(self.loc, math.nan))  # (constants, as PyTorch's)
     mode = property(lambda self: self.loc)
-    variance = property(lambda self: self.loc * 0 + math.inf)
+    variance = property(lambda self: _kn().full_like(self.loc, math.inf))
 
     def rsample(self, sample_shape=()):
         kn = _kn()

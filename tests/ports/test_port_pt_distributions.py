@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 from pt_distributions_common import check, validating  # noqa: F401  (the fixture)
-from pt_oracle import MODES, Scenarios
+from pt_oracle import MODES, Leaf, Scenarios
 
 nan, inf = float("nan"), float("inf")
 f32, f64 = np.float32, np.float64
@@ -186,6 +186,52 @@ def _(lib, p):
             D.VonMises(0.0, p),
         )
     ]
+
+
+# -- gradients where the moments are infinite or constant ------------------------------------
+
+
+@case("moment_gradients_where_infinite", Leaf.of(np.array([0.5, 1.0, 1.5, 2.0, 3.0, 5.0], f64)))
+def _(lib, a):
+    # (kiln's were NaN where torch's are 0: clamp's and FisherSnedecor's masks multiplied an
+    # infinite cotangent by 0)
+    D = _d(lib)
+    p, f = D.Pareto(1.0, a), D.FisherSnedecor(a + 1, a)
+    out = [p.mean, p.variance, p.stddev, f.mean, f.variance]
+    grads = [lib.autograd.grad(o.sum(), [a], retain_graph=True)[0] for o in out]
+    return out, grads
+
+
+@case("clamp_and_maximum_gradients_with_infinite_cotangents",
+      Leaf.of(np.array([-1e-7, 0.0, 4.0, -1.0, 2.0], f32)))  # fmt: skip
+def _(lib, x):
+    # sqrt's cotangent is inf at 0: clamp and maximum give the masked-out inputs 0 (a select,
+    # as torch's masked_fill), where a product by the mask gave NaN
+    zero = lib.zeros(5)
+    ys = [
+        x.clamp(min=0).sqrt(),
+        lib.maximum(x, zero).sqrt(),
+        (-lib.minimum(x, zero)).sqrt(),
+        x.clamp(0.0, 1.0).sqrt(),
+        lib.clamp(x, min=zero).sqrt(),
+        1 / x.clamp(max=0.0),
+    ]
+    return [lib.autograd.grad(y.sum(), [x], retain_graph=True)[0] for y in ys]  # fmt: skip
+
+
+@case("constant_moments_need_no_grad", np.array([0.5, 2.0], f32))
+def _(lib, p):
+    D = _d(lib)
+    p = p.clone().requires_grad_()
+    qs = [
+        D.Cauchy(p, 1.0).mean,
+        D.Cauchy(p, 1.0).variance,
+        D.HalfCauchy(p).mean,
+        D.HalfNormal(p).mode,
+        D.Exponential(p).mode,
+        D.HalfCauchy(p).mode,
+    ]
+    return [q.requires_grad for q in qs], qs  # fmt: skip
 
 
 # -- numerical stability at extreme parameters (PyTorch's TestNumericalStability) ------------
@@ -371,6 +417,7 @@ def _(lib, cov):
     return d.log_prob(v), d.mean, d.variance, d.mode, d.entropy()
 
 
+SCENARIOS.eager_only.update({"constant_moments_need_no_grad": "reads requires_grad"})
 SCENARIOS.eager_only.update(
     dict.fromkeys(
         ("moments_Binomial", "moments_Multinomial", "binomial_total_count_zero"),

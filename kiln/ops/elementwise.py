@@ -377,11 +377,16 @@ def _relu(xp, x, out=None):
     return xp.maximum(x if x.dtype == dtype else x.astype(dtype), dtype.type(0), out=out)
 
 
+_SELECT_BITS_FROM = 4096  # (elements: below, `where`'s one op costs less than two)
+
+
 def _masked(ct, mask):
     """`ct` where `mask` holds, else 0: a select, as PyTorch's masked_fill (a product by the
-    mask gave NaN for an inf or NaN cotangent outside it). It is `relu_grad` of the mask as
-    0/1, whose kernel selects by bits: NumPy's `where` on a mask without long runs (a
-    ReLU's) takes ~6x the time of a product (f32[128,512])."""
+    mask gave NaN for an inf or NaN cotangent outside it). Small: `where`. Large: `relu_grad`
+    of the mask as 0/1, whose kernel selects by bits (NumPy's `where` on a mask without long
+    runs, a ReLU's, takes ~6x the time of a product at f32[128,512])."""
+    if int(np.prod(ct.shape)) < _SELECT_BITS_FROM:
+        return apply("where", mask, ct, scalar(0, ct))
     return apply("relu_grad", ct, apply("cast", mask, dtype=ct.dtype))
 
 

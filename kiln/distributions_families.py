@@ -57,7 +57,7 @@ class HalfCauchy(TransformedDistribution):
 
     def __init__(self, scale, validate_args=None):
         (scale,) = _params(scale)
-        base = Cauchy(scale * 0, scale, validate_args=False)
+        base = Cauchy(_kn().zeros_like(scale), scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
         if self._validate_args:
             self._check_param("scale", scale, constraints.positive)

@@ -168,7 +168,7 @@ class HalfNormal(TransformedDistribution):
 
     def __init__(self, scale, validate_args=None):
         (scale,) = _params(scale)
-        base = Normal(scale * 0, scale, validate_args=validate_args)
+        base = Normal(_kn().zeros_like(scale), scale, validate_args=validate_args)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
     scale = property(lambda self: self.base_dist.scale)

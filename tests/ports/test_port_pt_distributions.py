@@ -219,6 +219,16 @@ def _(lib, x):
     return [lib.autograd.grad(y.sum(), [x], retain_graph=True)[0] for y in ys]  # fmt: skip
 
 
+@case("half_normal_and_half_cauchy_gradients_at_infinity", Leaf.of(np.array([1.0, 2.0], f64)))
+def _(lib, scale):
+    # (kiln's base distributions took loc = scale * 0: its zero gradient times the infinite
+    # value gave NaN)
+    D = _d(lib)
+    v = lib.tensor([[0.0, math.inf], [1.0, 3.0]], dtype=lib.float64)
+    out = [D.HalfNormal(scale).log_prob(v), D.HalfCauchy(scale).log_prob(v)]
+    return out, [lib.autograd.grad(o[0, 1], [scale], retain_graph=True)[0] for o in out]
+
+
 @case("constant_moments_need_no_grad", np.array([0.5, 2.0], f32))
 def _(lib, p):
     D = _d(lib)

@@ -22,11 +22,15 @@ nan, inf = float("nan"), float("inf")
 f32 = np.float32
 
 
-def _kl_pool(lib):
+def _kl_pool(lib, leaves=None):
+    """The pool, its parameters leaves that require grad (appended to `leaves`) if given."""
     D = lib.distributions
 
     def t(v):
-        return lib.tensor(v, dtype=lib.float64)
+        if leaves is None:
+            return lib.tensor(v, dtype=lib.float64)
+        leaves.append(lib.tensor(v, dtype=lib.float64, requires_grad=True))
+        return leaves[-1]
 
     loc, scale = t([0.0, 1.0, -1.0]), t([1.0, 2.0, 0.5])
     pos, pos2 = t([2.0, 0.5, 1.0]), t([3.0, 0.7, 1.0])
@@ -95,10 +99,12 @@ def _outcome(fn):
 def test_kl_of_every_pair_matches_torch(torch, p):
     """KL(p || q) for every q of the pool (PyTorch's TestKL.test_kl_monte_carlo's pairs,
     checked against its formulas instead): the value (inf for disjoint supports, 0 between
-    equal point masses) or NotImplementedError where torch has no rule (float64)."""
+    equal point masses) or NotImplementedError where torch has no rule, and the gradients
+    with respect to every parameter of both (float64)."""
     for lib in (torch, kn):
         lib.distributions.Distribution.set_default_validate_args(False)
-    tp, kp = _kl_pool(torch), _kl_pool(kn)
+    tl, kl = [], []
+    tp, kp = _kl_pool(torch, tl), _kl_pool(kn, kl)
     for q in KL_NAMES:
         t = _outcome(lambda: torch.distributions.kl_divergence(tp[p], tp[q]))
         k = _outcome(lambda: kn.distributions.kl_divergence(kp[p], kp[q]))
@@ -110,6 +116,14 @@ def test_kl_of_every_pair_matches_torch(torch, p):
         np.testing.assert_allclose(
             to_numpy(k), to_numpy(t), rtol=1e-6, atol=1e-9, equal_nan=True, err_msg=q
         )
+        if not t.requires_grad:  # (a constant: disjoint supports)
+            continue
+        tg = torch.autograd.grad(t.sum(), tl, allow_unused=True, retain_graph=True)
+        kg = kn.autograd.grad(k.sum(), kl, allow_unused=True, retain_graph=True)
+        for leaf, a, b in zip(tl, kg, tg):
+            a = np.zeros(leaf.shape) if a is None else to_numpy(a)
+            b = np.zeros(leaf.shape) if b is None else b.numpy()
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True, err_msg=q)
 
 
 SCENARIOS = Scenarios()

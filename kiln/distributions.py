@@ -23,7 +23,7 @@ import numpy as np
 
 from . import distributions_constraints as constraints
 from .array_types import Size
-from .eager.grad_mode import no_grad
+from .eager.grad_mode import enable_grad, no_grad
 from .errors import ArgumentError
 
 __all__ = [
@@ -512,12 +512,14 @@ class Bernoulli(ExponentialFamily):
         self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = _tensor(float(probs) if isinstance(probs, (int, float)) else probs)
-            eps = kn.finfo(self.probs.dtype).eps  # PyTorch's probs_to_logits (is_binary)
-            clamped = kn.clamp(self.probs, min=eps, max=1 - eps)
-            self.logits = kn.log(clamped) - kn.log1p(-clamped)
+            with enable_grad():  # (PyTorch's lazy logits: with grad even under no_grad)
+                eps = kn.finfo(self.probs.dtype).eps  # PyTorch's probs_to_logits (is_binary)
+                clamped = kn.clamp(self.probs, min=eps, max=1 - eps)
+                self.logits = kn.log(clamped) - kn.log1p(-clamped)
         else:
             self.logits = _tensor(float(logits) if isinstance(logits, (int, float)) else logits)
-            self.probs = kn.sigmoid(self.logits)
+            with enable_grad():
+                self.probs = kn.sigmoid(self.logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
 

@@ -34,7 +34,7 @@ from .distributions_transforms import (
     StickBreakingTransform,
     TransformedDistribution,
 )
-from .eager.grad_mode import no_grad
+from .eager.grad_mode import enable_grad, no_grad
 
 __all__ = [
     "ContinuousBernoulli", "ExpRelaxedCategorical", "FisherSnedecor", "GeneralizedPareto",
@@ -296,10 +296,12 @@ class ContinuousBernoulli(ExponentialFamily):
                 raise ValueError("The parameter probs has invalid values")
         eps = kn.finfo(self._param.dtype).eps
         self._unclamped = self.probs
-        self.probs = self.probs.clamp(min=eps, max=1 - eps)
-        if probs is not None:
-            self._param = self.probs
+        if probs is not None:  # (PyTorch clamps the probs given eagerly)
+            self.probs = self._param = self.probs.clamp(min=eps, max=1 - eps)
             self.logits = kn.log(self.probs) - kn.log1p(-self.probs)
+        else:
+            with enable_grad():  # (PyTorch's lazy probs: with grad even under no_grad)
+                self.probs = self.probs.clamp(min=eps, max=1 - eps)
         self._lims = lims
         super().__init__(self._param.shape, validate_args=validate_args)
 

@@ -144,6 +144,44 @@ def _(lib):
     return [(f.shape, f.dtype) for f in fills]
 
 
+@case("made_under_no_grad_still_differentiates", np.array([0.3, 0.6], f32))
+def _(lib, p):
+    # PyTorch computes the other of probs/logits lazily, with grad enabled: a distribution
+    # made under no_grad still differentiates log_prob (kiln computed both eagerly, in no_grad)
+    D = _d(lib)
+    p = p.clone().requires_grad_()
+    makers = (lambda: D.Bernoulli(probs=p), lambda: D.Bernoulli(logits=p),
+              lambda: D.Binomial(3, probs=p), lambda: D.Binomial(3, logits=p),
+              lambda: D.Geometric(probs=p), lambda: D.Geometric(logits=p),
+              lambda: D.NegativeBinomial(3.0, probs=p), lambda: D.NegativeBinomial(3.0, logits=p),
+              lambda: D.ContinuousBernoulli(probs=p), lambda: D.ContinuousBernoulli(logits=p),
+              lambda: D.RelaxedBernoulli(lib.tensor(0.5), probs=p),
+              lambda: D.Categorical(probs=p), lambda: D.Categorical(logits=p))  # fmt: skip
+    out = []
+    for make in makers:
+        with lib.no_grad():
+            d = make()
+        out.append((d.probs.requires_grad, d.logits.requires_grad))
+    with lib.no_grad():
+        d = D.Bernoulli(logits=p)
+    (g,) = lib.autograd.grad(d.log_prob(lib.tensor([1.0, 0.0])).sum(), [p])
+    return out, g
+
+
+@case("lazy_property_enables_grad", np.array([0.3, 0.6], f32))
+def _(lib, p):
+    p = p.clone().requires_grad_()
+
+    class Dummy:
+        @lib.distributions.utils.lazy_property
+        def y(self):
+            return p + 1
+
+    with lib.no_grad():
+        y = Dummy().y
+    return y.requires_grad, y
+
+
 # -- parameter broadcasting (PyTorch's test_valid/invalid_parameter_broadcasting) -------------
 
 
@@ -443,6 +481,8 @@ def _(lib, w):
 SCENARIOS.eager_only.update(
     {
         "float64_default_dtype_python_numbers": "changes the default dtype",
+        "made_under_no_grad_still_differentiates": "grad modes and requires_grad",
+        "lazy_property_enables_grad": "grad modes and requires_grad",
         "enumerate_support_binomial": "Binomial's support takes the largest count's value: "
         "data-dependent, as torch.compile's graph break",
         "von_mises_samples": "the sampler is a rejection loop until every draw is accepted "

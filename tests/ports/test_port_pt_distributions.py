@@ -244,6 +244,56 @@ def _(lib, p):
     return [q.requires_grad for q in qs], qs  # fmt: skip
 
 
+@case("log_prob_and_entropy_gradients", Leaf.of(np.array([0.3, 0.7, 1.5, 2.5], f32)))
+def _(lib, a):
+    # each family's log_prob, entropy and cdf differentiated by its parameters (compiled too)
+    D = _d(lib)
+    b = a.flip(0)
+    v = lib.tensor([0.2, 0.5, 0.9, 0.4])
+    ds = [
+        D.Normal(a, b),
+        D.Gamma(a, b),
+        D.Beta(a, b),
+        D.Kumaraswamy(a, b),
+        D.Laplace(a, b),
+        D.Gumbel(a, b),
+        D.Weibull(a, b),
+        D.StudentT(a, a, b),
+        D.Uniform(-a, b),
+        D.Chi2(a),
+        D.Exponential(a),
+        D.LogNormal(a, b),
+        D.HalfNormal(a),
+        D.HalfCauchy(a),
+        D.Cauchy(a, b),
+        D.FisherSnedecor(a, b),
+        D.InverseGamma(a, b),
+        D.VonMises(a, b),
+        D.Bernoulli(a / 3),
+        D.Geometric(a / 3),
+        D.ContinuousBernoulli(a / 3),
+        D.Binomial(5, a / 3),
+        D.Poisson(a),
+        D.NegativeBinomial(b, a / 3),
+        D.Dirichlet(lib.stack([a, b], -1)),
+        D.Categorical(lib.stack([a, b], -1)),
+    ]
+    out = []
+    for d in ds:
+        x = (v * 3).round() if d.support.is_discrete else v
+        if isinstance(d, (D.Dirichlet,)):
+            x = lib.stack([v, 1 - v], -1)
+        if isinstance(d, D.Categorical):
+            x = lib.tensor([0, 1, 1, 0])
+        if isinstance(d, D.Bernoulli):
+            x = lib.tensor([0.0, 1.0, 1.0, 0.0])
+        qs = [d.log_prob(x)]
+        if not isinstance(d, (D.Binomial, D.Poisson, D.NegativeBinomial)):
+            qs.append(d.entropy())
+        out.append((qs, lib.autograd.grad(sum(q.sum() for q in qs), [a])[0]))
+    return out
+
+
 # -- numerical stability at extreme parameters (PyTorch's TestNumericalStability) ------------
 
 

@@ -174,6 +174,36 @@ def _(lib):
     return d.log_prob(0.5), d.cdf(0.5)
 
 
+@case("validate_args_true_when_the_default_is_off")
+def _(lib):
+    # each instance keeps its own setting: through expand, Independent, TransformedDistribution
+    # and MixtureSameFamily (validation of the value at log_prob)
+    D = _d(lib)
+    t = lib.tensor
+    D.Distribution.set_default_validate_args(False)
+    out = []
+    makers = (
+        lambda: D.Normal(t(0.0), t(-1.0), validate_args=True),
+        lambda: D.Normal(t(0.0), t(1.0), validate_args=True).expand((2,)).log_prob(t([nan, 0])),
+        lambda: D.Independent(D.Normal(t([0.0, 0]), t([1.0, 1]), validate_args=True), 1).log_prob(
+            t([nan, 0.0])
+        ),
+        lambda: D.TransformedDistribution(
+            D.Normal(t([0.0, 0]), t([1.0, 1])), [D.transforms.ExpTransform()], validate_args=True
+        ).log_prob(t([-1.0, 1.0])),
+        lambda: D.MixtureSameFamily(
+            D.Categorical(t([1.0, 1.0])), D.Normal(t([0.0, 0]), t([1.0, 1])), validate_args=True
+        ).log_prob(t(nan)),
+        lambda: D.Normal(t(0.0), t(-1.0)).scale,
+    )
+    for make in makers:
+        try:
+            out.append(make())
+        except ValueError:
+            out.append("ValueError")
+    return out
+
+
 @case("validation_is_on_by_default")
 def _(lib):
     D = _d(lib)

@@ -335,9 +335,14 @@ class Dirichlet(ExponentialFamily):
         return c * (total - c) / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape=()):
-        kn = _kn()
-        draws = kn._standard_gamma(self.concentration.expand(self._extended_shape(sample_shape)))
-        return _tiny(draws / draws.sum(-1, True))
+        # as PyTorch's: the Gamma draws in float64, each at least its smallest normal number
+        # (tiny concentrations draw zeros: 0 / 0 gave NaN), normalized there, and the result
+        # kept inside [tiny, 1 - ulp] of its dtype
+        c = self.concentration.expand(self._extended_shape(sample_shape))
+        draws = _tiny(_kn()._standard_gamma(c.double()))
+        x = (draws / draws.sum(-1, True)).to(c.dtype)
+        finfo = _kn().finfo(x.dtype)
+        return x + (x.clamp(min=finfo.tiny, max=1 - finfo.eps / 2) - x).detach()
 
     def log_prob(self, value):
         kn = _kn()

@@ -309,6 +309,17 @@ def _(lib, p):
     return [d.support.check(d.sample((50,))).all() for d in ds]
 
 
+@case("tiny_concentrations_sample_inside_the_support", np.array([1e-3, 1e-3], f32))
+def _(lib, c):
+    # (kiln's Dirichlet normalized Gamma draws that underflow to 0: 0 / 0 gave NaN; torch draws
+    # them in float64, at least its smallest normal, and clamps to [tiny, 1 - ulp])
+    D = _d(lib)
+    draws = [D.Dirichlet(c).sample((500,)), D.Beta(c[:1], c[1:]).sample((500,)),
+             D.Dirichlet(c.double()).sample((500,)), D.Gamma(c, 1.0).sample((500,))]  # fmt: skip
+    return [(x.dtype, x.isfinite().all(), (x > 0).all(), (x < 1).all() if i < 3 else None)
+            for i, x in enumerate(draws)]  # fmt: skip
+
+
 @case("expand_shapes_and_values", np.array([0.2, 0.8], f32))
 def _(lib, p):
     D = _d(lib)

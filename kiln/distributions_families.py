@@ -25,7 +25,7 @@ from .distributions import (
     _tensor,
 )
 from .distributions_extra import _EULER, _binary
-from .distributions_more import Cauchy, Gamma, _params
+from .distributions_more import Cauchy, Gamma, _params, _tiny
 from .distributions_transforms import (
     AbsTransform,
     AffineTransform,
@@ -212,9 +212,7 @@ class FisherSnedecor(Distribution):
         shape = self._extended_shape(sample_shape)
         x1 = self._gamma1.rsample(sample_shape).view(shape)
         x2 = self._gamma2.rsample(sample_shape).view(shape)
-        tiny = _kn().finfo(x2.dtype).tiny
-        y = x1 / (x2 + (x2.clamp(min=tiny) - x2).detach())
-        return y + (y.clamp(min=tiny) - y).detach()
+        return _tiny(x1 / _tiny(x2))  # (an overflow stays inf, as PyTorch's)
 
     def log_prob(self, value):
         kn = _kn()

@@ -235,11 +235,15 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-def _tiny(value):
-    """`value` at least the dtype's smallest normal number, its gradient kept (PyTorch clamps
-    the draw in place, outside autograd)."""
-    tiny = _kn().finfo(value.dtype).tiny
-    return value + (value.clamp(min=tiny) - value).detach()
+def _tiny(value, high=None):
+    """`value` at least the dtype's smallest normal number (at most `high` if given), its
+    gradient kept (PyTorch clamps the draw in place, outside autograd). A select, not
+    `value + (clamped - value).detach()`: that made an infinite draw NaN (inf - inf)."""
+    kn = _kn()
+    tiny = kn.finfo(value.dtype).tiny
+    ahead = value - value.detach()  # 0, with value's gradient
+    value = kn.where(value < tiny, ahead + tiny, value)
+    return value if high is None else kn.where(value > high, ahead + high, value)
 
 
 class Gamma(ExponentialFamily):
@@ -341,8 +345,7 @@ class Dirichlet(ExponentialFamily):
         c = self.concentration.expand(self._extended_shape(sample_shape))
         draws = _tiny(_kn()._standard_gamma(c.double()))
         x = (draws / draws.sum(-1, True)).to(c.dtype)
-        finfo = _kn().finfo(x.dtype)
-        return x + (x.clamp(min=finfo.tiny, max=1 - finfo.eps / 2) - x).detach()
+        return _tiny(x, high=1 - _kn().finfo(x.dtype).eps / 2)
 
     def log_prob(self, value):
         kn = _kn()

@@ -320,6 +320,16 @@ def _(lib, c):
             for i, x in enumerate(draws)]  # fmt: skip
 
 
+@case("overflowing_draws_stay_infinite", np.array([1e-3, 1e-2], f32))
+def _(lib, df):
+    # (kiln kept the draws above the smallest normal number by `y + (clamp(y) - y).detach()`,
+    # which made an overflow to inf NaN; whether FisherSnedecor's overflow is the draws')
+    D = _d(lib)
+    f = D.FisherSnedecor(df, df).sample((2000,))
+    g = D.Gamma(1.0, lib.tensor(1e-39)).sample((50,))
+    return f.isnan().any(), (f > 0).all(), g.isinf().all()
+
+
 @case("expand_shapes_and_values", np.array([0.2, 0.8], f32))
 def _(lib, p):
     D = _d(lib)

@@ -238,8 +238,10 @@ class Distribution:
         return self.entropy().exp()
 
     def __repr__(self):
+        """PyTorch's: each parameter set (of probs and logits, the one given), its value if
+        it has one element, else its shape."""
         kn = _kn()
-        names = [k for k in self.arg_constraints if k in self.__dict__]
+        names = [k for k in self._checked_params() if k in self.__dict__]
         parts = []
         for p in names:
             v = self.__dict__[p]
@@ -402,10 +404,6 @@ class Categorical(Distribution):
         p_log_p = logits * self.probs
         return -p_log_p.sum(-1)
 
-    def __repr__(self):
-        kind = "probs" if self._param is self.probs else "logits"
-        return f"Categorical({kind}: {self._param.shape})"
-
 
 class Normal(ExponentialFamily):
     """The normal distribution of mean `loc` and standard deviation `scale` (broadcast
@@ -486,9 +484,6 @@ class Normal(ExponentialFamily):
         kn = _kn()
         value = _tensor(value, self.loc)
         return self.loc + self.scale * kn.erfinv(2 * value - 1) * math.sqrt(2)
-
-    def __repr__(self):
-        return f"Normal(loc: {self.loc.shape}, scale: {self.scale.shape})"
 
 
 class Bernoulli(ExponentialFamily):
@@ -573,10 +568,6 @@ class Bernoulli(ExponentialFamily):
         values = kn.arange(2, dtype=self._param.dtype).view((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1, *self.batch_shape)) if expand else values
 
-    def __repr__(self):
-        kind = "probs" if self._param is self.probs else "logits"
-        return f"Bernoulli({kind}: {self._param.shape})"
-
 
 class Uniform(Distribution):
     """The uniform distribution on `[low, high)` (broadcast together), as PyTorch's; `rsample`
@@ -649,9 +640,6 @@ class Uniform(Distribution):
 
     def entropy(self):
         return (self.high - self.low).log()
-
-    def __repr__(self):
-        return f"Uniform(low: {self.low.shape}, high: {self.high.shape})"
 
 
 def _sum_rightmost(value, dim):

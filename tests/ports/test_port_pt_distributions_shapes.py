@@ -182,6 +182,20 @@ def _(lib, p):
     return y.requires_grad, y
 
 
+@case("reprs")
+def _(lib):
+    # torch's: the parameters given, a one-element one's value, else its shape (kiln printed
+    # shapes, and both of probs/logits, for some)
+    D = _d(lib)
+    t = lib.tensor
+    ds = (D.Normal(t(0.0), t(1.0)), D.Normal(lib.zeros(2), 1.0), D.Bernoulli(t(0.25)),
+          D.Bernoulli(logits=lib.zeros(3)), D.Categorical(logits=lib.ones(3)),
+          D.Categorical(lib.ones(2, 3)), D.Uniform(0.0, 1.0), D.Binomial(3, t([0.5, 0.2])),
+          D.Geometric(logits=t(0.5)), D.Gamma(lib.ones(2), 1.0), D.Exponential(t(2.0)),
+          D.Independent(D.Normal(lib.zeros(2), 1.0), 1), D.Poisson(t([1.0])))  # fmt: skip
+    return [repr(d).replace("kiln", "torch") for d in ds]
+
+
 # -- parameter broadcasting (PyTorch's test_valid/invalid_parameter_broadcasting) -------------
 
 
@@ -514,6 +528,7 @@ SCENARIOS.eager_only.update(
         "float64_default_dtype_python_numbers": "changes the default dtype",
         "made_under_no_grad_still_differentiates": "grad modes and requires_grad",
         "lazy_property_enables_grad": "grad modes and requires_grad",
+        "reprs": "strings",
         "enumerate_support_binomial": "Binomial's support takes the largest count's value: "
         "data-dependent, as torch.compile's graph break",
         "von_mises_samples": "the sampler is a rejection loop until every draw is accepted "

@@ -529,3 +529,31 @@ def test_kl_divergence_compiled_matches_eager(torch):
     for got, want in zip(kn.compile(kls)(a, b), kls(a, b)):
         np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=1e-6)
     assert math.isinf(float(D.kl_divergence(D.Uniform(0.0, 2.0), D.Beta(a, b))[0]))
+
+
+def test_ambiguous_registered_kl_warns_as_torch(torch):
+    """PyTorch's kl_divergence dispatch among registered base classes: the most specific p's rule,
+    with RuntimeWarning where the most specific q's rule differs (kiln took it silently)."""
+    import warnings
+
+    results = []
+    for lib in (torch, kn):
+        D = lib.distributions
+
+        class A(D.Normal):
+            pass
+
+        class B(D.Normal):
+            pass
+
+        class A2(A):
+            pass
+
+        D.register_kl(A, D.Normal)(lambda p, q: lib.tensor(1.0))
+        D.register_kl(D.Normal, B)(lambda p, q: lib.tensor(2.0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ambiguous = D.kl_divergence(A2(0.0, 1.0), B(0.0, 1.0)).item()
+            plain = D.kl_divergence(A2(0.0, 1.0), D.Normal(0.0, 1.0)).item()
+        results.append((ambiguous, plain, [w.category for w in caught]))
+    assert results[0] == results[1] == (1.0, 1.0, [RuntimeWarning])

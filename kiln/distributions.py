@@ -23,7 +23,7 @@ import numpy as np
 
 from . import distributions_constraints as constraints
 from .array_types import Size
-from .eager.grad_mode import no_grad
+from .eager.grad_mode import enable_grad, no_grad
 from .errors import ArgumentError
 
 __all__ = [
@@ -108,11 +108,14 @@ class Distribution:
             )
 
     def _validate_sample(self, value):
-        """`value` after PyTorch's checks of its shape and support (ValueError for a value
-        outside them); a Python number passes as it is (kiln's log_prob takes numbers)."""
+        """`value` after PyTorch's checks: a tensor (ValueError for a number or a list, as
+        PyTorch's; `validate_args=False` lets them through), of a shape that broadcasts with
+        the batch and event shapes, inside the support. A graph's symbol passes unchecked."""
         kn = _kn()
-        if not isinstance(value, kn.Tensor):
+        if isinstance(value, kn.Symbol):
             return value
+        if not isinstance(value, kn.Tensor):
+            raise ArgumentError("The value argument to log_prob must be a Tensor")
         shape, event = Size(value.shape), self._event_shape
         if shape[len(shape) - len(event) :] != event:
             raise ArgumentError(
@@ -235,8 +238,10 @@ class Distribution:
         return self.entropy().exp()
 
     def __repr__(self):
+        """PyTorch's: each parameter set (of probs and logits, the one given), its value if
+        it has one element, else its shape."""
         kn = _kn()
-        names = [k for k in self.arg_constraints if k in self.__dict__]
+        names = [k for k in self._checked_params() if k in self.__dict__]
         parts = []
         for p in names:
             v = self.__dict__[p]
@@ -270,10 +275,16 @@ class ExponentialFamily(Distribution):
 
     def entropy(self):
         kn = _kn()
-        params = [p.detach().requires_grad_() for p in self._natural_params]
-        log_norm = self._log_normalizer(*params)
-        grads = kn.autograd.grad(log_norm.sum(), params, create_graph=True)
-        result = log_norm - self._mean_carrier_measure
+        carrier = self._mean_carrier_measure  # (NotImplementedError where it is unknown)
+        params = [p.detach() for p in self._natural_params]
+        if any(isinstance(p, kn.Symbol) for p in params):  # a graph's: its gradient op
+            log_norm = self._log_normalizer(*params)
+            grads = kn.grad(log_norm.sum(), params)
+        else:
+            params = [p.requires_grad_() for p in params]
+            log_norm = self._log_normalizer(*params)
+            grads = kn.autograd.grad(log_norm.sum(), params, create_graph=True)
+        result = log_norm - carrier
         for p, g in zip(params, grads):
             result = result - (p * g).reshape(*self._batch_shape, -1).sum(-1)
         return result
@@ -393,10 +404,6 @@ class Categorical(Distribution):
         p_log_p = logits * self.probs
         return -p_log_p.sum(-1)
 
-    def __repr__(self):
-        kind = "probs" if self._param is self.probs else "logits"
-        return f"Categorical({kind}: {self._param.shape})"
-
 
 class Normal(ExponentialFamily):
     """The normal distribution of mean `loc` and standard deviation `scale` (broadcast
@@ -446,6 +453,12 @@ class Normal(ExponentialFamily):
         eps = kn.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
+    def sample(self, sample_shape=()):
+        """A draw without gradient, of `loc`'s dtype (PyTorch's `normal(loc, scale)`) where
+        `rsample` promotes `loc` and `scale` together."""
+        draw = super().sample(sample_shape)
+        return draw if draw.dtype == self.loc.dtype else draw.to(self.loc.dtype)
+
     def log_prob(self, value):
         value = _tensor(value, self.loc)
         var = self.scale**2
@@ -472,9 +485,6 @@ class Normal(ExponentialFamily):
         value = _tensor(value, self.loc)
         return self.loc + self.scale * kn.erfinv(2 * value - 1) * math.sqrt(2)
 
-    def __repr__(self):
-        return f"Normal(loc: {self.loc.shape}, scale: {self.scale.shape})"
-
 
 class Bernoulli(ExponentialFamily):
     """A distribution over {0, 1} given by `probs` or `logits` (exactly one), as PyTorch's;
@@ -497,12 +507,14 @@ class Bernoulli(ExponentialFamily):
         self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = _tensor(float(probs) if isinstance(probs, (int, float)) else probs)
-            eps = kn.finfo(self.probs.dtype).eps  # PyTorch's probs_to_logits (is_binary)
-            clamped = kn.clamp(self.probs, min=eps, max=1 - eps)
-            self.logits = kn.log(clamped) - kn.log1p(-clamped)
+            with enable_grad():  # (PyTorch's lazy logits: with grad even under no_grad)
+                eps = kn.finfo(self.probs.dtype).eps  # PyTorch's probs_to_logits (is_binary)
+                clamped = kn.clamp(self.probs, min=eps, max=1 - eps)
+                self.logits = kn.log(clamped) - kn.log1p(-clamped)
         else:
             self.logits = _tensor(float(logits) if isinstance(logits, (int, float)) else logits)
-            self.probs = kn.sigmoid(self.logits)
+            with enable_grad():
+                self.probs = kn.sigmoid(self.logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
 
@@ -556,10 +568,6 @@ class Bernoulli(ExponentialFamily):
         values = kn.arange(2, dtype=self._param.dtype).view((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1, *self.batch_shape)) if expand else values
 
-    def __repr__(self):
-        kind = "probs" if self._param is self.probs else "logits"
-        return f"Bernoulli({kind}: {self._param.shape})"
-
 
 class Uniform(Distribution):
     """The uniform distribution on `[low, high)` (broadcast together), as PyTorch's; `rsample`
@@ -582,14 +590,14 @@ class Uniform(Distribution):
             low = _tensor(float(low), high)
         self.low, self.high = kn.broadcast_tensors(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args and isinstance(self.low, kn.Tensor):
-            if not bool((self.low < self.high).all()):
-                raise ArgumentError("Uniform is not defined when low>= high")
 
-    arg_constraints = {
-        "low": constraints.dependent(is_discrete=False, event_dim=0),
-        "high": constraints.dependent(is_discrete=False, event_dim=0),
-    }
+    @property
+    def arg_constraints(self):
+        """Each bound against the other (PyTorch's): validation refuses `low >= high`."""
+        return {
+            "low": constraints.less_than(self.high),
+            "high": constraints.greater_than(self.low),
+        }
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
@@ -632,9 +640,6 @@ class Uniform(Distribution):
 
     def entropy(self):
         return (self.high - self.low).log()
-
-    def __repr__(self):
-        return f"Uniform(low: {self.low.shape}, high: {self.high.shape})"
 
 
 def _sum_rightmost(value, dim):

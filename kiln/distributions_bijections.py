@@ -320,11 +320,7 @@ class CorrCholeskyTransform(Transform):
     """
 
     domain, codomain, bijective = constraints.real_vector, constraints.corr_cholesky, True
-
-    def __eq__(self, other):
-        return isinstance(other, CorrCholeskyTransform)
-
-    __hash__ = object.__hash__
+    # (no __eq__: equal only to itself, as PyTorch's)
 
     def _call(self, x):
         kn = _kn()
@@ -366,6 +362,23 @@ class CorrCholeskyTransform(Transform):
         return Size((*shape[:-2], d * (d - 1) // 2))
 
 
+def _check_parts(tseq):
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise AssertionError("All elements of tseq must be Transform instances")
+    return list(tseq)
+
+
+def _check_along(z, dim, size, name):
+    """PyTorch's checks of Cat/StackTransform's input: `dim` is one of `z`'s, of `size`."""
+    if not -z.dim() <= dim < z.dim():
+        raise AssertionError(f"{name}: dim {dim} is out of range for a {z.dim()}-d input")
+    if z.shape[dim] != size:
+        raise AssertionError(
+            f"{name}: the input has size {z.shape[dim]} along dim {dim}, the transforms take {size}"
+        )
+    return z
+
+
 class CatTransform(Transform):
     """`tseq[i]` applied to the `lengths[i]` slice of dim `dim` of its input, concatenated.
 
@@ -379,11 +392,11 @@ class CatTransform(Transform):
         if cache_size:
             tseq = [t.with_cache(cache_size) for t in tseq]
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = _check_parts(tseq)
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
-            raise ValueError(f"lengths ({len(self.lengths)}) must match transforms "
-                             f"({len(self.transforms)})")  # fmt: skip
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
+                                 f"({len(self.transforms)})")  # fmt: skip
         self.dim = dim
 
     event_dim = property(lambda self: max(t.event_dim for t in self.transforms))
@@ -396,6 +409,7 @@ class CatTransform(Transform):
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
     def _map(self, x, fn):
+        _check_along(x, self.dim, self.length, "CatTransform")
         kn, start, parts = _kn(), 0, []
         for t, length in zip(self.transforms, self.lengths):
             parts.append(fn(t, x.narrow(self.dim, start, length)))
@@ -409,6 +423,8 @@ class CatTransform(Transform):
         return self._map(y, lambda t, v: t.inv(v))
 
     def log_abs_det_jacobian(self, x, y):
+        _check_along(x, self.dim, self.length, "CatTransform")
+        _check_along(y, self.dim, self.length, "CatTransform")
         kn, start, parts = _kn(), 0, []
         for t, length in zip(self.transforms, self.lengths):
             ladj = t.log_abs_det_jacobian(x.narrow(self.dim, start, length),
@@ -442,7 +458,7 @@ class StackTransform(Transform):
         if cache_size:
             tseq = [t.with_cache(cache_size) for t in tseq]
         super().__init__(cache_size=cache_size)
-        self.transforms, self.dim = list(tseq), dim
+        self.transforms, self.dim = _check_parts(tseq), dim
 
     bijective = property(lambda self: all(t.bijective for t in self.transforms))
 
@@ -452,6 +468,7 @@ class StackTransform(Transform):
         return StackTransform(self.transforms, self.dim, cache_size)
 
     def _slices(self, z):
+        _check_along(z, self.dim, len(self.transforms), "StackTransform")
         return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
 
     def _call(self, x):

@@ -310,26 +310,32 @@ class _Square(Constraint):
 
 class _Symmetric(_Square):
     def check(self, value):
-        square = super().check(value)
-        if not bool(square.all()):
-            return square
+        if value.shape[-2] != value.shape[-1]:
+            return super().check(value)
         return _kn().isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+def _and_where_symmetric(sym, value, test):
+    """`test(value)` where every matrix is symmetric, else `sym` (PyTorch's: the test is
+    skipped); a graph's values are not known while it is built: both, chosen by `where`."""
+    kn = _kn()
+    if value.shape[-2] != value.shape[-1]:
+        return sym
+    if isinstance(sym, kn.Symbol):
+        return kn.where(sym.all(), test(value), sym)
+    return test(value) if bool(sym.all()) else sym
 
 
 class _PositiveSemidefinite(_Symmetric):
     def check(self, value):
-        sym = super().check(value)
-        if not bool(sym.all()):
-            return sym
-        return (_kn().linalg.eigvalsh(value) >= 0).all(-1)
+        test = lambda v: (_kn().linalg.eigvalsh(v) >= 0).all(-1)  # noqa: E731
+        return _and_where_symmetric(super().check(value), value, test)
 
 
 class _PositiveDefinite(_Symmetric):
     def check(self, value):
-        sym = super().check(value)
-        if not bool(sym.all()):
-            return sym
-        return _kn().linalg.cholesky_ex(value).info == 0
+        test = lambda v: _kn().linalg.cholesky_ex(v).info == 0  # noqa: E731
+        return _and_where_symmetric(super().check(value), value, test)
 
 
 class _Cat(Constraint):

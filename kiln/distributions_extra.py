@@ -24,7 +24,7 @@ from .distributions_transforms import (
     SigmoidTransform,
     TransformedDistribution,
 )
-from .eager.grad_mode import no_grad
+from .eager.grad_mode import enable_grad, no_grad
 from .errors import ArgumentError
 
 __all__ = [
@@ -42,14 +42,17 @@ def _binary(dist, probs, logits, *extra):
     if (probs is None) == (logits is None):
         raise ArgumentError("Either `probs` or `logits` must be specified, but not both.")
     dist._given = "probs" if probs is not None else "logits"
-    param, *extra = _params(probs if probs is not None else logits, *extra)
-    if probs is not None:
-        dist.probs = param
-        eps = kn.finfo(param.dtype).eps
-        clamped = kn.clamp(param, min=eps, max=1 - eps)
-        dist.logits = kn.log(clamped) - kn.log1p(-clamped)
-    else:
-        dist.logits, dist.probs = param, kn.sigmoid(param)
+    # (with grad even under no_grad: PyTorch computes the other parameterization lazily, in
+    # enable_grad, so a distribution made under no_grad still differentiates log_prob)
+    with enable_grad():
+        param, *extra = _params(probs if probs is not None else logits, *extra)
+        if probs is not None:
+            dist.probs = param
+            eps = kn.finfo(param.dtype).eps
+            clamped = kn.clamp(param, min=eps, max=1 - eps)
+            dist.logits = kn.log(clamped) - kn.log1p(-clamped)
+        else:
+            dist.logits, dist.probs = param, kn.sigmoid(param)
     dist._param = param
     return extra
 

@@ -25,7 +25,7 @@ from .distributions import (
     _tensor,
 )
 from .distributions_extra import _EULER, _binary
-from .distributions_more import Cauchy, Gamma, _params
+from .distributions_more import Cauchy, Gamma, _params, _tiny
 from .distributions_transforms import (
     AbsTransform,
     AffineTransform,
@@ -34,7 +34,7 @@ from .distributions_transforms import (
     StickBreakingTransform,
     TransformedDistribution,
 )
-from .eager.grad_mode import no_grad
+from .eager.grad_mode import enable_grad, no_grad
 
 __all__ = [
     "ContinuousBernoulli", "ExpRelaxedCategorical", "FisherSnedecor", "GeneralizedPareto",
@@ -57,7 +57,7 @@ class HalfCauchy(TransformedDistribution):
 
     def __init__(self, scale, validate_args=None):
         (scale,) = _params(scale)
-        base = Cauchy(scale * 0, scale, validate_args=False)
+        base = Cauchy(_kn().zeros_like(scale), scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
         if self._validate_args:
             self._check_param("scale", scale, constraints.positive)
@@ -194,8 +194,9 @@ class FisherSnedecor(Distribution):
 
     @property
     def mean(self):
-        df2 = self.df2
-        return _kn().where(df2 <= 2, math.nan, df2 / (df2 - 2))
+        # (NaN put in before the formula, as PyTorch: their gradient is 0 there, not NaN)
+        df2 = _kn().where(self.df2 <= 2, math.nan, self.df2)
+        return df2 / (df2 - 2)
 
     @property
     def mode(self):
@@ -211,9 +212,7 @@ class FisherSnedecor(Distribution):
         shape = self._extended_shape(sample_shape)
         x1 = self._gamma1.rsample(sample_shape).view(shape)
         x2 = self._gamma2.rsample(sample_shape).view(shape)
-        tiny = _kn().finfo(x2.dtype).tiny
-        y = x1 / (x2 + (x2.clamp(min=tiny) - x2).detach())
-        return y + (y.clamp(min=tiny) - y).detach()
+        return _tiny(x1 / _tiny(x2))  # (an overflow stays inf, as PyTorch's)
 
     def log_prob(self, value):
         kn = _kn()
@@ -295,10 +294,12 @@ class ContinuousBernoulli(ExponentialFamily):
                 raise ValueError("The parameter probs has invalid values")
         eps = kn.finfo(self._param.dtype).eps
         self._unclamped = self.probs
-        self.probs = self.probs.clamp(min=eps, max=1 - eps)
-        if probs is not None:
-            self._param = self.probs
+        if probs is not None:  # (PyTorch clamps the probs given eagerly)
+            self.probs = self._param = self.probs.clamp(min=eps, max=1 - eps)
             self.logits = kn.log(self.probs) - kn.log1p(-self.probs)
+        else:
+            with enable_grad():  # (PyTorch's lazy probs: with grad even under no_grad)
+                self.probs = self.probs.clamp(min=eps, max=1 - eps)
         self._lims = lims
         super().__init__(self._param.shape, validate_args=validate_args)
 

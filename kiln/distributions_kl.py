@@ -10,6 +10,7 @@ tensor(0.3069)
 from __future__ import annotations
 
 import math
+import warnings
 
 from .distributions import (
     Bernoulli,
@@ -301,6 +302,24 @@ def register_kl(type_p, type_q):
     return decorator
 
 
+def _most_specific_rule(type_p, type_q):
+    """The rule of the most specific pair of base classes, p's first (PyTorch's order);
+    RuntimeWarning where q's first would choose another rule, as PyTorch's."""
+    mro_p, mro_q = type_p.__mro__, type_q.__mro__
+    left = next((pair for pair in ((a, b) for a in mro_p for b in mro_q) if pair in _KL), None)
+    if left is None:
+        return None
+    right = next(pair for pair in ((a, b) for b in mro_q for a in mro_p) if pair in _KL)
+    if _KL[left] is not _KL[right]:
+        warnings.warn(
+            f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+            f"Please register_kl({left[0].__name__}, {right[1].__name__})",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return _KL[left]
+
+
 def kl_divergence(p, q):
     """`KL(p || q)` over the batch, for two distributions of one kind (Normal, Categorical,
     Bernoulli, MultivariateNormal, Uniform, Exponential, Laplace, LogNormal, HalfNormal,
@@ -313,8 +332,7 @@ def kl_divergence(p, q):
     """
     rule = _KL.get((type(p), type(q)))
     if rule is None:  # a rule for base classes (subclasses, `register_kl`'s own classes)
-        pairs = ((a, b) for a in type(p).__mro__ for b in type(q).__mro__)
-        rule = next((_KL[pair] for pair in pairs if pair in _KL), None)
+        rule = _most_specific_rule(type(p), type(q))
     if rule is None:
         raise NotImplementedError(
             f"No KL(p || q) is implemented for p = {type(p).__name__}, q = {type(q).__name__}"

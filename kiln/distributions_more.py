@@ -52,7 +52,7 @@ class Exponential(ExponentialFamily):
         super().__init__(self.rate.shape, validate_args=validate_args)
 
     mean = property(lambda self: self.rate.reciprocal())
-    mode = property(lambda self: self.rate * 0)
+    mode = property(lambda self: _kn().zeros_like(self.rate))  # (a constant, as PyTorch's)
     stddev = property(lambda self: self.rate.reciprocal())
     variance = property(lambda self: self.rate.pow(-2))
 
@@ -168,12 +168,12 @@ class HalfNormal(TransformedDistribution):
 
     def __init__(self, scale, validate_args=None):
         (scale,) = _params(scale)
-        base = Normal(scale * 0, scale, validate_args=validate_args)
+        base = Normal(_kn().zeros_like(scale), scale, validate_args=validate_args)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
     scale = property(lambda self: self.base_dist.scale)
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
-    mode = property(lambda self: self.scale * 0)
+    mode = property(lambda self: _kn().zeros_like(self.scale))  # (a constant, as PyTorch's)
     variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
 
     def log_prob(self, value):
@@ -211,9 +211,9 @@ class Cauchy(Distribution):
         self.loc, self.scale = _params(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
 
-    mean = property(lambda self: self.loc * math.nan)
+    mean = property(lambda self: _kn().full_like(self.loc, math.nan))  # (constants, as PyTorch's)
     mode = property(lambda self: self.loc)
-    variance = property(lambda self: self.loc * 0 + math.inf)
+    variance = property(lambda self: _kn().full_like(self.loc, math.inf))
 
     def rsample(self, sample_shape=()):
         kn = _kn()
@@ -235,11 +235,15 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-def _tiny(value):
-    """`value` at least the dtype's smallest normal number, its gradient kept (PyTorch clamps
-    the draw in place, outside autograd)."""
-    tiny = _kn().finfo(value.dtype).tiny
-    return value + (value.clamp(min=tiny) - value).detach()
+def _tiny(value, high=None):
+    """`value` at least the dtype's smallest normal number (at most `high` if given), its
+    gradient kept (PyTorch clamps the draw in place, outside autograd). A select, not
+    `value + (clamped - value).detach()`: that made an infinite draw NaN (inf - inf)."""
+    kn = _kn()
+    tiny = kn.finfo(value.dtype).tiny
+    ahead = value - value.detach()  # 0, with value's gradient
+    value = kn.where(value < tiny, ahead + tiny, value)
+    return value if high is None else kn.where(value > high, ahead + high, value)
 
 
 class Gamma(ExponentialFamily):
@@ -335,9 +339,13 @@ class Dirichlet(ExponentialFamily):
         return c * (total - c) / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape=()):
-        kn = _kn()
-        draws = kn._standard_gamma(self.concentration.expand(self._extended_shape(sample_shape)))
-        return _tiny(draws / draws.sum(-1, True))
+        # as PyTorch's: the Gamma draws in float64, each at least its smallest normal number
+        # (tiny concentrations draw zeros: 0 / 0 gave NaN), normalized there, and the result
+        # kept inside [tiny, 1 - ulp] of its dtype
+        c = self.concentration.expand(self._extended_shape(sample_shape))
+        draws = _tiny(_kn()._standard_gamma(c.double()))
+        x = (draws / draws.sum(-1, True)).to(c.dtype)
+        return _tiny(x, high=1 - _kn().finfo(x.dtype).eps / 2)
 
     def log_prob(self, value):
         kn = _kn()

@@ -130,9 +130,6 @@ class MultivariateNormal(Distribution):
         h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
         return h if not self._batch_shape else h.expand(self._batch_shape)
 
-    def __repr__(self):
-        return f"MultivariateNormal(loc: {self.loc.shape})"
-
 
 def _mahalanobis(tril, x):
     """`|tril^-1 x|^2` over the last dim, batched: PyTorch's `_batch_mahalanobis`."""

@@ -314,6 +314,13 @@ class PowerTransform(Transform):
     def with_cache(self, cache_size=1):
         return self if self._cache_size == cache_size else PowerTransform(self.exponent, cache_size)
 
+    def __eq__(self, other):
+        if not isinstance(other, PowerTransform):
+            return False
+        return bool(self.exponent.eq(other.exponent).all())
+
+    __hash__ = object.__hash__
+
     @property
     def sign(self):
         return self.exponent.sign()

@@ -63,7 +63,8 @@ def probs_to_logits(probs, is_binary=False):
 
 
 class lazy_property:  # noqa: N801  (PyTorch's name)
-    """A property computed on first access and then stored on the instance."""
+    """A property computed on first access (with grad enabled, as PyTorch's) and then
+    stored on the instance."""
 
     def __init__(self, wrapped):
         self.wrapped = wrapped
@@ -72,7 +73,10 @@ class lazy_property:  # noqa: N801  (PyTorch's name)
     def __get__(self, instance, obj_type=None):
         if instance is None:
             return self
-        value = self.wrapped(instance)
+        from .eager.grad_mode import enable_grad
+
+        with enable_grad():  # (PyTorch's: with grad even when first read under no_grad)
+            value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
 

@@ -153,7 +153,7 @@ def _fill_values(factory, shape: tuple, generator) -> Tensor:
     if in_trace():
         rng = _rng(generator)
         return make(rng.standard_normal(shape) if factory is randn else rng.random(shape))
-    return factory(*shape, generator=generator, dtype=np.float64)
+    return factory(shape, generator=generator, dtype=np.float64)
 
 
 def _fill_(t: Tensor, values: Tensor) -> Tensor:

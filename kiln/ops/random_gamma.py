@@ -8,6 +8,7 @@ Reparameterization Trick", 2018)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .. import shapes as sh
@@ -17,9 +18,13 @@ from .random import _same_float, generator
 
 
 def _gamma(xp, alpha, out=None, *, key, seed):
+    # drawn in float64; in the result dtype at least its smallest normal number, as PyTorch's
+    # (a tiny concentration's draws underflow to 0, whose normalization gave 0 / 0)
     draws = xp.asarray(generator(xp, key).standard_gamma(xp.asarray(alpha, dtype=np.float64)))
+    dtype = alpha.dtype if out is None else out.dtype
+    draws = xp.maximum(draws.astype(dtype), ml_dtypes.finfo(dtype).tiny)
     if out is None:
-        return draws.astype(alpha.dtype)
+        return draws
     out[...] = draws
     return out
 

@@ -57,8 +57,9 @@ class DeviceNotBuiltError(DeviceError, AssertionError):
 
 
 class ArgumentAssertionError(KilnError, AssertionError):
-    """An argument of a type a function asserts against: PyTorch's `sym_max`, `sym_min` and
-    `sym_ite` check their arguments with `assert` (AssertionError), so this is one."""
+    """An argument of a type or value a function asserts against: PyTorch's `sym_max`,
+    `sym_min` and `sym_ite` check their arguments with `assert` (AssertionError), so this is
+    one, as are the checks of `EmbeddingBag`'s `padding_idx` and `from_pretrained`'s table."""
 
 
 class GraphError(KilnError, RuntimeError):

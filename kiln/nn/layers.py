@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
 from ..eager import no_grad
-from ..errors import ArgumentError
+from ..errors import ArgumentAssertionError, ArgumentError
 from . import functional_attention, functional_core, functional_norm
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
@@ -282,13 +282,13 @@ def _pretrained_table(embeddings, op: str) -> np.ndarray:
     """The NumPy copy of a pretrained 2-D embedding table (a Tensor or an array)."""
     if hasattr(embeddings, "detach"):
         embeddings = embeddings.detach()
-    table = np.array(embeddings)
-    if table.ndim != 2:
-        raise ArgumentError(
-            f"{op}: embeddings must be 2-dimensional (num_embeddings, embedding_dim), got "
-            f"shape {tuple(table.shape)}"
+    shape = tuple(getattr(embeddings, "shape", np.shape(embeddings)))
+    if len(shape) != 2:  # PyTorch asserts it
+        raise ArgumentAssertionError(
+            f"{op}: Embeddings parameter is expected to be 2-dimensional (num_embeddings, "
+            f"embedding_dim), got shape {shape}"
         )
-    return table
+    return np.array(embeddings)
 
 
 def _given_table(weight, num_embeddings: int, embedding_dim: int, dtype) -> np.ndarray:

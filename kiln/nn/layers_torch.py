@@ -18,7 +18,7 @@ import math
 from .. import dtypes as dt
 from .. import frontend as Fr
 from .. import init
-from ..errors import ArgumentError
+from ..errors import ArgumentAssertionError, ArgumentError
 from ..ops.core import scalar
 from . import functional as F
 from .layers import _BatchNorm, _given_table, _InstanceNorm, _pretrained_table
@@ -267,8 +267,8 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type, self.mode = max_norm, norm_type, mode
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ArgumentError(
+            if not -num_embeddings <= padding_idx < num_embeddings:  # PyTorch asserts it
+                raise ArgumentAssertionError(
                     f"EmbeddingBag: padding_idx must be within num_embeddings "
                     f"({num_embeddings}), got {padding_idx}"
                 )

@@ -19,6 +19,12 @@ class ShapeMismatchError(ShapeError, RuntimeError):
     of dims for a layer. Both a ShapeError and a RuntimeError."""
 
 
+class ShapeAssertionError(ShapeError, AssertionError):
+    """Shapes that a PyTorch function checks with `assert` (AssertionError):
+    MultiheadAttention's query, key, value and key_padding_mask of the wrong number of dims or
+    of sizes that do not fit. Both a ShapeError and an AssertionError."""
+
+
 class UnsupportedShapeError(ShapeError, NotImplementedError):
     """A number of dims (or of sizes) a function has no form for where PyTorch raises
     NotImplementedError (`F.pad` in reflect mode of one (left, right) pair on a 4-D input):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from ..errors import ArgumentError, UsageError
+from ..errors import ArgumentError, ShapeAssertionError, UsageError, call_error
 from ..frontend.nn_functional import pad
 from .functional import dropout
 from .functional_attention import linear, scaled_dot_product_attention
@@ -33,6 +33,52 @@ def _float_mask(mask, name: str, like):
     if not dt.is_float(mask.dtype):
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask
+
+
+def check_shapes(q, k, v, key_padding_mask, attn_mask, num_heads: int, embed_dim: int,
+                 same_kv_shape: bool = True):  # fmt: skip
+    """PyTorch's asserts on multi-head attention's inputs (AssertionError, as there): a
+    batched (3-D) or unbatched (2-D) query with key and value alike, a key_padding_mask of
+    one dim fewer, a 2-D or 3-D attn_mask, the query's embedding dim, key and value of one
+    shape (of one (S, N) with separate projections)."""
+
+    def fail(message):
+        raise call_error(ShapeAssertionError, message, "multi_head_attention_forward", q, k, v)
+
+    dims = lambda t: None if t is None else len(t.shape)  # noqa: E731
+    mask_dims, attn_dims = dims(key_padding_mask), dims(attn_mask)
+    if q.ndim == 3:
+        if k.ndim != 3 or v.ndim != 3:
+            fail(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                 f"{k.ndim}-D and {v.ndim}-D tensors respectively")  # fmt: skip
+        if mask_dims not in (None, 2):
+            fail(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
+                 f"but found {mask_dims}-D tensor instead")  # fmt: skip
+    elif q.ndim == 2:
+        if k.ndim != 2 or v.ndim != 2:
+            fail(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                 f"{k.ndim}-D and {v.ndim}-D tensors respectively")  # fmt: skip
+        if mask_dims not in (None, 1):
+            fail(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or "
+                 f"1-D but found {mask_dims}-D tensor instead")  # fmt: skip
+        if attn_dims == 3 and tuple(attn_mask.shape) != (num_heads, q.shape[0], k.shape[0]):
+            fail(f"Expected `attn_mask` shape to be {(num_heads, q.shape[0], k.shape[0])} but "
+                 f"got {tuple(attn_mask.shape)}")  # fmt: skip
+    else:
+        fail(f"query should be unbatched 2D or batched 3D tensor but received {q.ndim}-D "
+             f"query tensor")  # fmt: skip
+    if attn_dims not in (None, 2, 3):
+        fail(
+            f"For {'un' if q.ndim == 2 else ''}batched ({q.ndim}-D) `query`, expected "
+            f"`attn_mask` to be `None`, 2-D or 3-D but found {attn_dims}-D tensor instead"
+        )
+    if q.shape[-1] != embed_dim:
+        fail(f"was expecting embedding dimension of {embed_dim}, but got {q.shape[-1]}")
+    if same_kv_shape and tuple(k.shape) != tuple(v.shape):
+        fail(f"key shape {tuple(k.shape)} does not match value shape {tuple(v.shape)}")
+    if not same_kv_shape and tuple(k.shape[:-1]) != tuple(v.shape[:-1]):
+        fail(f"key's sequence and batch dims {tuple(k.shape[:-1])} do not match value's "
+             f"{tuple(v.shape[:-1])}")  # fmt: skip
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -137,6 +183,8 @@ class MultiheadAttention(Module):
         is_causal: bool = False,
     ):
         q, k, v = F.core.lift(query, key, value)
+        check_shapes(q, k, v, key_padding_mask, attn_mask, self.num_heads, self.embed_dim,
+                     self._qkv_same_embed_dim)  # fmt: skip
         unbatched = q.ndim == 2
         if unbatched:
             q, k, v = (F.unsqueeze(t, 0) for t in (q, k, v))

@@ -367,13 +367,12 @@ def test_embed_dim_not_divisible_by_heads(torch):
             lib.nn.MultiheadAttention(7, 2)
 
 
-def test_mha_module_attributes(torch):
-    want = [(m.embed_dim, m.num_heads, m.head_dim, m.kdim, m.vdim, m._qkv_same_embed_dim,
+def _attributes(lib):
+    return [(m.embed_dim, m.num_heads, m.head_dim, m.kdim, m.vdim, m._qkv_same_embed_dim,
              m.batch_first, m.dropout, type(m.out_proj).__name__, sorted(m.state_dict()))
-            for m in (torch.nn.MultiheadAttention(8, 2, kdim=5, add_bias_kv=True),
-                      torch.nn.MultiheadAttention(8, 4, batch_first=True, dropout=0.2))]  # fmt: skip
-    got = [(m.embed_dim, m.num_heads, m.head_dim, m.kdim, m.vdim, m._qkv_same_embed_dim,
-            m.batch_first, m.dropout, type(m.out_proj).__name__, sorted(m.state_dict()))
-           for m in (kn.nn.MultiheadAttention(8, 2, kdim=5, add_bias_kv=True),
-                     kn.nn.MultiheadAttention(8, 4, batch_first=True, dropout=0.2))]  # fmt: skip
-    assert got == want
+            for m in (lib.nn.MultiheadAttention(8, 2, kdim=5, add_bias_kv=True),
+                      lib.nn.MultiheadAttention(8, 4, batch_first=True, dropout=0.2))]  # fmt: skip
+
+
+def test_mha_module_attributes(torch):
+    assert _attributes(kn) == _attributes(torch)
